@@ -1,0 +1,203 @@
+import { randomUUID } from 'node:crypto'
+import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import { pino, type DestinationStream, type Logger } from 'pino'
+import type { Dispatcher } from 'undici'
+import type { Config } from './config.js'
+import type { GatewayContext } from './context.js'
+import { NotFoundError } from './errors.js'
+import { SecretSet, loggerOptions } from './logger.js'
+import { createMetrics } from './metrics.js'
+import { RedisBreaker, RedisBus, createRedisClient, type RedisClient } from './redis.js'
+import { createPlatformPool } from './platform/platform-pool.js'
+import { TokenRegistry } from './platform/token-registry.js'
+import { TeamDirectory } from './teams/team-auth.js'
+import { RateLimiter } from './teams/rate-limit.js'
+import { MemoryStore } from './cache/memory-store.js'
+import { RedisStore } from './cache/redis-store.js'
+import { ReplicaLock } from './cache/single-flight.js'
+import { ReportCache } from './reports/report-cache.js'
+import { apiRoutes } from './routes/api.js'
+import { healthRoutes } from './routes/health.js'
+import { adminRoutes } from './routes/admin.js'
+import { TokenStore } from './platform/token-store.js'
+
+export interface GatewayDeps {
+  /** Where log lines go (tests capture them); default stdout. */
+  logStream?: DestinationStream
+  logger?: Logger
+  /** A Redis connection to use instead of one made from config.redis. */
+  redis?: RedisClient | null
+  dispatcher?: Dispatcher
+  now?: () => number
+}
+
+export interface Gateway {
+  proxy: FastifyInstance
+  admin: FastifyInstance
+  ctx: GatewayContext
+  /** Starts token sources and subscriptions; call before serving. */
+  start(): Promise<void>
+  close(): Promise<void>
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/
+
+/** Builds both listeners; never listens (main.ts does). */
+export async function createGateway(config: Config, deps: GatewayDeps = {}): Promise<Gateway> {
+  const secrets = new SecretSet()
+  for (const s of config.secrets) secrets.add(s)
+  const log = deps.logger ?? pino(loggerOptions(config.logLevel, secrets), deps.logStream)
+  const metrics = createMetrics()
+  const dispatcher = deps.dispatcher ?? createPlatformPool(config.platform)
+  const redis = deps.redis !== undefined ? deps.redis : createRedisClient(config.redis, log)
+  const breaker = redis
+    ? new RedisBreaker({ cooldownMs: config.redis.breakerCooldownMs, log, onChange: (s) => metrics.redisUp.set(s === 'closed' ? 1 : 0) })
+    : null
+  if (breaker) metrics.redisUp.set(1)
+  const bus = redis ? new RedisBus(redis, `${config.redis.keyPrefix}bus:`, log) : null
+  const tokens = new TokenRegistry(config, {
+    dispatcher,
+    log,
+    secrets,
+    timeoutMs: config.platform.timeoutMs,
+    refreshBeforeMs: config.platform.refreshBeforeMs,
+    expiryWarningsMs: config.platform.expiryWarningsMs,
+    filePollMs: config.platform.tokenFilePollMs,
+    ...(deps.now ? { now: deps.now } : {}),
+  })
+  const l2 = redis && breaker ? new RedisStore({ redis, breaker, prefix: config.redis.keyPrefix, ...(deps.now ? { now: deps.now } : {}) }) : null
+  const lock =
+    redis && breaker && bus ? new ReplicaLock({ redis, breaker, bus, prefix: config.redis.keyPrefix, lockTimeoutMs: config.cache.lockTimeoutMs }) : null
+  const reports = new ReportCache({
+    config,
+    l1: new MemoryStore({ maxBytes: config.cache.l1MaxBytes, ...(deps.now ? { now: deps.now } : {}) }),
+    l2,
+    lock,
+    bus,
+    metrics,
+    log,
+    dispatcher,
+    ...(deps.now ? { now: deps.now } : {}),
+  })
+  const ctx: GatewayContext = {
+    config,
+    log,
+    secrets,
+    metrics,
+    dispatcher,
+    tokens,
+    teams: new TeamDirectory(config.teams),
+    rateLimiter: new RateLimiter({ redis, breaker, prefix: config.redis.keyPrefix, ...(deps.now ? { now: deps.now } : {}) }),
+    redis,
+    breaker,
+    bus,
+    reports,
+  }
+  const tokenStore = new TokenStore(ctx)
+
+  for (const provider of tokens.all()) {
+    provider.on('change', ({ state, previous, reason, actor }) => {
+      metrics.tokenChanges.inc({ credential: provider.name, reason })
+      log.info(
+        { kind: 'audit', credential: provider.name, reason, source: state.source, oldFingerprint: previous?.fingerprint ?? null, newFingerprint: state.fingerprint, actor: actor ?? null, version: state.version },
+        'platform token changed',
+      )
+    })
+  }
+
+  const proxy = buildServer(config, log)
+  proxy.decorateRequest('team', null)
+  await proxy.register(healthRoutes, { ctx })
+  await proxy.register(apiRoutes, { ctx })
+  observeRequests(proxy, ctx)
+
+  const admin = buildServer(config, log)
+  admin.decorateRequest('team', null)
+  await admin.register(healthRoutes, { ctx })
+  admin.get('/metrics', async (_request, reply) => {
+    for (const p of tokens.all()) {
+      const info = p.info()
+      if (info.secondsLeft !== null) metrics.tokenSecondsLeft.set({ credential: p.name }, info.secondsLeft)
+      metrics.tokenUsable.set({ credential: p.name }, info.usable ? 1 : 0)
+    }
+    return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics())
+  })
+  await admin.register(adminRoutes, { ctx })
+
+  let closed = false
+  return {
+    proxy,
+    admin,
+    ctx,
+    async start() {
+      await tokens.start()
+      await tokenStore.start()
+      await reports.start()
+      if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
+    },
+    async close() {
+      if (closed) return
+      closed = true
+      await Promise.all([proxy.close(), admin.close()])
+      await tokens.close()
+      await bus?.close()
+      redis?.disconnect()
+      await dispatcher.close().catch(() => undefined)
+    },
+  }
+}
+
+function buildServer(config: Config, log: Logger): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: log,
+    // One line per request is logged by observeRequests instead.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
+    bodyLimit: config.bodyLimit,
+    requestIdHeader: 'x-request-id',
+    genReqId: (req) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+    },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  })
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+  app.setNotFoundHandler(() => {
+    throw new NotFoundError()
+  })
+  app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
+    const status = error.statusCode ?? 500
+    if (status >= 500) request.log.error({ err: error }, 'request failed')
+    // Unknown errors are not described to callers; ours (GW_*) and Fastify's 4xx are.
+    if (status >= 500 && !error.code?.startsWith('GW_')) {
+      return reply.code(500).send({ statusCode: 500, code: 'GW_INTERNAL', error: 'Internal Server Error', message: 'internal error' })
+    }
+    return reply.send(error)
+  })
+  return app as unknown as FastifyInstance
+}
+
+// One log line per request (issue 2, "Logs"), with the team, the route and the cache result.
+function observeRequests(app: FastifyInstance, ctx: GatewayContext): void {
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched'
+    const kind = route.startsWith('/api/v1/report') ? 'report' : route.startsWith('/api/v1') ? 'proxy' : route
+    const seconds = reply.elapsedTime / 1000
+    ctx.metrics.requests.inc({ route: kind, status: String(reply.statusCode) })
+    ctx.metrics.requestDuration.observe({ route: kind }, seconds)
+    request.log.info(
+      {
+        team: request.team?.name ?? null,
+        method: request.method,
+        path: request.url.split('?')[0],
+        route: kind,
+        status: reply.statusCode,
+        durationMs: Math.round(reply.elapsedTime * 10) / 10,
+        cache: reply.getHeader('x-cache') ?? null,
+      },
+      'request',
+    )
+  })
+}

@@ -1,0 +1,70 @@
+/** A cached platform answer (always a 200): the body stored gzip-compressed once. */
+export interface CacheEntry {
+  contentType: string
+  /** The platform's body, gzip-compressed at fill time. */
+  gzip: Buffer
+  /** The platform's body as it was sent; held in L1 only, so the hit path never (de)compresses. */
+  identity: Buffer | null
+  fetchedAt: number
+  freshUntil: number
+  staleUntil: number
+  errorUntil: number
+  advertiserId: number | null
+}
+
+interface StoredMeta {
+  v: 1
+  contentType: string
+  fetchedAt: number
+  freshUntil: number
+  staleUntil: number
+  errorUntil: number
+  advertiserId: number | null
+}
+
+// Redis value: 4-byte length of a JSON header, the header, then the gzip bytes. Binary
+// rather than JSON+base64, so an L2 hit copies no more bytes than the body has.
+export function encodeEntry(entry: CacheEntry): Buffer {
+  const meta: StoredMeta = {
+    v: 1,
+    contentType: entry.contentType,
+    fetchedAt: entry.fetchedAt,
+    freshUntil: entry.freshUntil,
+    staleUntil: entry.staleUntil,
+    errorUntil: entry.errorUntil,
+    advertiserId: entry.advertiserId,
+  }
+  const header = Buffer.from(JSON.stringify(meta), 'utf8')
+  const length = Buffer.allocUnsafe(4)
+  length.writeUInt32BE(header.length, 0)
+  return Buffer.concat([length, header, entry.gzip])
+}
+
+/** null for anything that is not a well-formed entry (e.g. written by another key version). */
+export function decodeEntry(buf: Buffer): CacheEntry | null {
+  if (buf.length < 4) return null
+  const headerLength = buf.readUInt32BE(0)
+  if (headerLength > buf.length - 4) return null
+  let meta: StoredMeta
+  try {
+    meta = JSON.parse(buf.subarray(4, 4 + headerLength).toString('utf8')) as StoredMeta
+  } catch {
+    return null
+  }
+  if (meta.v !== 1) return null
+  return {
+    contentType: meta.contentType,
+    gzip: buf.subarray(4 + headerLength),
+    identity: null,
+    fetchedAt: meta.fetchedAt,
+    freshUntil: meta.freshUntil,
+    staleUntil: meta.staleUntil,
+    errorUntil: meta.errorUntil,
+    advertiserId: meta.advertiserId,
+  }
+}
+
+/** Bytes an entry holds in memory, for the L1 budget. */
+export function entrySize(entry: CacheEntry): number {
+  return entry.gzip.length + (entry.identity?.length ?? 0) + 256
+}

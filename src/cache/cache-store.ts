@@ -1,0 +1,11 @@
+import type { CacheEntry } from './cache-entry.js'
+
+/** One tier of the report cache. Entries expire on their own at `errorUntil`. */
+export interface CacheStore {
+  get(key: string): Promise<CacheEntry | null>
+  set(key: string, entry: CacheEntry): Promise<void>
+  delete(key: string): Promise<void>
+  /** Drops every report entry; resolves to how many were dropped (where known). */
+  purgeAll(): Promise<number>
+  purgeAdvertiser(advertiserId: number): Promise<number>
+}

@@ -1,0 +1,59 @@
+import { LRUCache } from 'lru-cache'
+import { entrySize, type CacheEntry } from './cache-entry.js'
+import type { CacheStore } from './cache-store.js'
+
+/** L1: in-process, bounded in bytes, each entry living until its own `errorUntil`. */
+export class MemoryStore implements CacheStore {
+  readonly #lru: LRUCache<string, CacheEntry>
+  readonly #now: () => number
+
+  constructor(opts: { maxBytes: number; now?: () => number }) {
+    this.#now = opts.now ?? Date.now
+    this.#lru = new LRUCache<string, CacheEntry>({
+      maxSize: Math.max(opts.maxBytes, 1),
+      sizeCalculation: entrySize,
+      ttlAutopurge: false,
+      perf: { now: this.#now },
+    })
+  }
+
+  async get(key: string): Promise<CacheEntry | null> {
+    return this.getSync(key)
+  }
+
+  /** The hit path reads L1 without a promise. */
+  getSync(key: string): CacheEntry | null {
+    return this.#lru.get(key) ?? null
+  }
+
+  async set(key: string, entry: CacheEntry): Promise<void> {
+    const ttl = entry.errorUntil - this.#now()
+    if (ttl <= 0 || entrySize(entry) > this.#lru.maxSize) return
+    this.#lru.set(key, entry, { ttl })
+  }
+
+  async delete(key: string): Promise<void> {
+    this.#lru.delete(key)
+  }
+
+  async purgeAll(): Promise<number> {
+    const n = this.#lru.size
+    this.#lru.clear()
+    return n
+  }
+
+  async purgeAdvertiser(advertiserId: number): Promise<number> {
+    let n = 0
+    for (const [key, entry] of this.#lru.entries()) {
+      if (entry.advertiserId === advertiserId) {
+        this.#lru.delete(key)
+        n += 1
+      }
+    }
+    return n
+  }
+
+  get size(): number {
+    return this.#lru.size
+  }
+}

@@ -1,0 +1,84 @@
+import { Cluster } from 'ioredis'
+import type { RedisBreaker, RedisClient } from '../redis.js'
+import { decodeEntry, encodeEntry, type CacheEntry } from './cache-entry.js'
+import type { CacheStore } from './cache-store.js'
+
+const SCAN_COUNT = 500
+
+/**
+ * L2: shared by every replica. Each entry expires in Redis at its `errorUntil`; an
+ * advertiser's entries are listed in a set, so a purge of one advertiser needs no scan.
+ * Every command goes through the breaker: with Redis down, a get is a miss and a set is
+ * skipped, after at most the command timeout.
+ */
+export class RedisStore implements CacheStore {
+  readonly #redis: RedisClient
+  readonly #breaker: RedisBreaker
+  readonly #prefix: string
+  readonly #now: () => number
+
+  constructor(opts: { redis: RedisClient; breaker: RedisBreaker; prefix: string; now?: () => number }) {
+    this.#redis = opts.redis
+    this.#breaker = opts.breaker
+    this.#prefix = opts.prefix
+    this.#now = opts.now ?? Date.now
+  }
+
+  async get(key: string): Promise<CacheEntry | null> {
+    const buf = await this.#breaker.run(() => this.#redis.getBuffer(key), null)
+    return buf ? decodeEntry(buf) : null
+  }
+
+  async set(key: string, entry: CacheEntry): Promise<void> {
+    const ttl = entry.errorUntil - this.#now()
+    if (ttl <= 0) return
+    await this.#breaker.run(async () => {
+      await this.#redis.set(key, encodeEntry(entry), 'PX', ttl)
+      if (entry.advertiserId !== null) {
+        const index = this.#advertiserIndex(entry.advertiserId)
+        await this.#redis.sadd(index, key)
+        // The index outlives its longest entry; stale members are harmless to UNLINK.
+        await this.#redis.pexpire(index, ttl, 'GT')
+        await this.#redis.pexpire(index, ttl, 'NX')
+      }
+    }, undefined)
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.#breaker.run(() => this.#redis.unlink(key), 0)
+  }
+
+  async purgeAll(): Promise<number> {
+    const nodes = this.#redis instanceof Cluster ? this.#redis.nodes('master') : [this.#redis]
+    let dropped = 0
+    for (const node of nodes) {
+      let cursor = '0'
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', `${this.#prefix}report:*`, 'COUNT', SCAN_COUNT)
+        cursor = next
+        for (const key of keys) dropped += await node.unlink(key)
+      } while (cursor !== '0')
+      let idxCursor = '0'
+      do {
+        const [next, keys] = await node.scan(idxCursor, 'MATCH', `${this.#prefix}adv:*`, 'COUNT', SCAN_COUNT)
+        idxCursor = next
+        for (const key of keys) await node.unlink(key)
+      } while (idxCursor !== '0')
+    }
+    return dropped
+  }
+
+  async purgeAdvertiser(advertiserId: number): Promise<number> {
+    const index = this.#advertiserIndex(advertiserId)
+    const keys = await this.#redis.smembers(index)
+    let dropped = 0
+    // Keys of one advertiser can sit in different cluster slots: one command each.
+    for (const key of keys) dropped += await this.#redis.unlink(key)
+    await this.#redis.unlink(index)
+    return dropped
+  }
+
+  #advertiserIndex(advertiserId: number): string {
+    return `${this.#prefix}adv:${advertiserId}`
+  }
+}

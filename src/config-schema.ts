@@ -1,0 +1,127 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+// The single source of truth for settings: config/default.yaml, CONFIG_FILE and the
+// environment are merged into this shape and validated once, at start.
+
+const Duration = Type.Union([Type.Integer({ minimum: 0 }), Type.String({ pattern: '^\\d+(ms|s|m|h|d)$' })], {
+  description: 'milliseconds as a number, or a string such as 500ms, 30s, 5m, 24h, 7d',
+})
+const Size = Type.Union([Type.Integer({ minimum: 0 }), Type.String({ pattern: '^\\d+(B|KiB|MiB|GiB)$' })], {
+  description: 'bytes as a number, or a string such as 64MiB',
+})
+const Port = Type.Integer({ minimum: 0, maximum: 65535 })
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
+
+// Secrets are never read from a config file: a credential names where they live.
+export const CredentialSchema = Type.Object(
+  {
+    baseUrl: Type.Optional(Nullable(Type.String({ pattern: '^https?://' }))),
+    tokenFile: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+    usernameFile: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+    passwordFile: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+    clientIdFile: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+    clientSecretFile: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+    username: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+    clientId: Type.Optional(Nullable(Type.Union([Type.Integer(), Type.String({ minLength: 1 })]))),
+    tokenUrl: Type.Optional(Type.String({ minLength: 1 })),
+    grantType: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { additionalProperties: false },
+)
+
+export const TeamSchema = Type.Object(
+  {
+    keys: Type.Array(Type.String({ pattern: '^sha256:[0-9a-f]{64}$' }), {
+      description: 'sha256:<hex> of each API key; plaintext keys are never stored',
+    }),
+    advertisers: Type.Array(Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('*')])),
+    write: Type.Boolean({ default: false }),
+    credential: Type.String({ minLength: 1, default: 'default' }),
+    rateLimit: Type.Optional(
+      Nullable(Type.Object({ max: Type.Integer({ minimum: 1 }), window: Duration }, { additionalProperties: false })),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+const RedisNode = Type.Object({ host: Type.String({ minLength: 1 }), port: Port }, { additionalProperties: false })
+
+export const ConfigSchema = Type.Object(
+  {
+    host: Type.String({ minLength: 1 }),
+    port: Port,
+    admin: Type.Object(
+      {
+        host: Type.String({ minLength: 1 }),
+        port: Port,
+        token: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
+      },
+      { additionalProperties: false },
+    ),
+    logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
+    bodyLimit: Size,
+    shutdownGrace: Duration,
+    gatewaySecret: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
+    platform: Type.Object(
+      {
+        baseUrl: Nullable(Type.String({ pattern: '^https?://' })),
+        timeout: Duration,
+        connections: Type.Integer({ minimum: 1 }),
+        keepAliveTimeout: Duration,
+        token: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+        tokenFile: Nullable(Type.String({ minLength: 1 })),
+        username: Nullable(Type.String({ minLength: 1 })),
+        password: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+        clientId: Nullable(Type.Union([Type.Integer(), Type.String({ minLength: 1 })])),
+        clientSecret: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+        tokenUrl: Type.String({ minLength: 1 }),
+        grantType: Type.String({ minLength: 1 }),
+        refreshBefore: Duration,
+        expiryWarnings: Type.Array(Duration),
+        tokenFilePoll: Duration,
+        probe: Nullable(
+          Type.Object(
+            { method: Type.Union([Type.Literal('GET'), Type.Literal('POST')]), path: Type.String({ pattern: '^/api/v1/' }) },
+            { additionalProperties: false },
+          ),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    credentials: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_-]*$' }), CredentialSchema),
+    redis: Type.Object(
+      {
+        url: Nullable(Type.String({ pattern: '^rediss?://' })),
+        sentinels: Nullable(Type.Array(RedisNode, { minItems: 1 })),
+        sentinelName: Type.String({ minLength: 1 }),
+        cluster: Nullable(Type.Array(RedisNode, { minItems: 1 })),
+        keyPrefix: Type.String({ minLength: 1 }),
+        commandTimeout: Duration,
+        breakerCooldown: Duration,
+      },
+      { additionalProperties: false },
+    ),
+    cache: Type.Object(
+      {
+        enabled: Type.Boolean(),
+        l1MaxBytes: Size,
+        maxEntryBytes: Size,
+        keyVersion: Type.Integer({ minimum: 1 }),
+        ttl: Type.Object({ recent: Duration, settled: Duration }, { additionalProperties: false }),
+        settledAfterDays: Type.Integer({ minimum: 0 }),
+        timeZone: Type.String({ minLength: 1 }),
+        staleWhileRevalidate: Duration,
+        staleIfError: Duration,
+        lockTimeout: Duration,
+        maxRangeDays: Type.Integer({ minimum: 1 }),
+      },
+      { additionalProperties: false },
+    ),
+    teams: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]+$' }), TeamSchema),
+  },
+  { additionalProperties: false },
+)
+
+export type RawConfig = Static<typeof ConfigSchema>
+export type RawTeam = Static<typeof TeamSchema>
+export type RawCredential = Static<typeof CredentialSchema>

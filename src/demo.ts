@@ -1,0 +1,50 @@
+import type { Config, TeamConfig } from './config.js'
+import { DEFAULT_CREDENTIAL } from './config.js'
+import { hashApiKey, newApiKey } from './teams/api-keys.js'
+import type { Sandbox } from './sandbox/sandbox.js'
+
+export const DEMO_TEAM = 'demo'
+
+/**
+ * Demo mode (contract, "Running"): the bundled sandbox stands in for the platform, the
+ * gateway logs in to it with the password grant, and one team key is made for the run.
+ */
+export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; key: string } {
+  const key = newApiKey()
+  const team: TeamConfig = {
+    name: DEMO_TEAM,
+    keyHashes: [hashApiKey(key)],
+    advertisers: null,
+    write: true,
+    credential: DEFAULT_CREDENTIAL,
+    rateLimit: null,
+  }
+  const { username, password, clientId, clientSecret } = sandbox.credentials
+  return {
+    key,
+    config: {
+      ...config,
+      demo: true,
+      platform: { ...config.platform, baseUrl: sandbox.url },
+      credentials: {
+        ...config.credentials,
+        [DEFAULT_CREDENTIAL]: {
+          name: DEFAULT_CREDENTIAL,
+          baseUrl: sandbox.url,
+          token: null,
+          tokenFile: null,
+          login: { username, password, clientId, clientSecret, tokenUrl: config.platform.tokenUrl, grantType: config.platform.grantType },
+        },
+      },
+      teams: [...config.teams.filter((t) => t.name !== DEMO_TEAM), team],
+      secrets: [...config.secrets, password, clientSecret],
+    },
+  }
+}
+
+export function demoCurl(port: number, key: string, advertiserId: number): string {
+  const today = new Date()
+  const to = today.toISOString().slice(0, 10)
+  const from = new Date(today.getTime() - 6 * 86_400_000).toISOString().slice(0, 10)
+  return `curl -s -H 'x-api-key: ${key}' 'http://127.0.0.1:${port}/api/v1/report/campaigns/get?advertiserId=${advertiserId}&dateFrom=${from}&dateTo=${to}&byDate=1&byCampaign=1'`
+}

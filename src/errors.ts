@@ -1,0 +1,36 @@
+import createError from '@fastify/error'
+
+// Every error the gateway itself answers with (contract, "Errors"). Handlers throw
+// these; Fastify's serializer gives the contract's JSON shape.
+
+export const BadQueryError = createError<[string, { cause?: unknown }?]>('GW_BAD_QUERY', '%s', 400)
+export const UnauthorizedError = createError<[string?]>('GW_UNAUTHORIZED', 'missing, unknown or revoked API key', 401)
+export const ForbiddenError = createError<[string, { cause?: unknown }?]>('GW_FORBIDDEN', '%s', 403)
+export const NotFoundError = createError('GW_NOT_FOUND', 'not found', 404)
+export const RateLimitedError = createError<[number]>('GW_RATE_LIMITED', 'rate limit reached; retry in %d s', 429)
+export const PlatformAuthError = createError<[string, { cause?: unknown }?]>('GW_PLATFORM_AUTH', 'the platform refused the gateway token: %s', 502)
+export const UpstreamError = createError<[string, { cause?: unknown }?]>('GW_UPSTREAM', 'the platform failed: %s', 502)
+export const UpstreamTimeoutError = createError('GW_UPSTREAM_TIMEOUT', 'the platform did not answer in time', 504)
+export const AdminUnavailableError = createError('GW_ADMIN_DISABLED', 'admin calls are disabled: no ADMIN_TOKEN is configured', 503)
+export const AdminUnauthorizedError = createError('GW_UNAUTHORIZED', 'missing or wrong admin token', 401)
+export const TokenRejectedError = createError<[string, { cause?: unknown }?]>('GW_TOKEN_REJECTED', 'the platform rejected the new token: %s', 422)
+export const TokenLoginError = createError<[string, { cause?: unknown }?]>('GW_PLATFORM_AUTH', 'platform login failed: %s', 502)
+export const UnknownCredentialError = createError<[string, { cause?: unknown }?]>('GW_NOT_FOUND', 'no credential named %s', 404)
+export const BadAdminRequestError = createError<[string, { cause?: unknown }?]>('GW_BAD_REQUEST', '%s', 400)
+
+export const allErrors = {
+  BadQueryError,
+  UnauthorizedError,
+  ForbiddenError,
+  NotFoundError,
+  RateLimitedError,
+  PlatformAuthError,
+  UpstreamError,
+  UpstreamTimeoutError,
+  AdminUnavailableError,
+  AdminUnauthorizedError,
+  TokenRejectedError,
+  TokenLoginError,
+  UnknownCredentialError,
+  BadAdminRequestError,
+}

@@ -1,0 +1,69 @@
+import type { LoggerOptions } from 'pino'
+
+// Paths that can hold a secret in anything we log: request and response headers, the
+// config, token replies. Values are also scrubbed by `secretScrubber` below, so a
+// secret that ends up somewhere unexpected (an error message, a URL) is caught too.
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  'headers.authorization',
+  'headers["x-api-key"]',
+  'headers.cookie',
+  'headers["set-cookie"]',
+  'config.admin.token',
+  'config.gatewaySecret',
+  'config.secrets',
+  'config.credentials.*.token',
+  'config.credentials.*.login.password',
+  'config.credentials.*.login.clientSecret',
+  'token',
+  'access_token',
+  'refresh_token',
+  'password',
+  'client_secret',
+  '*.token',
+  '*.access_token',
+  '*.refresh_token',
+  '*.password',
+  '*.client_secret',
+]
+
+/** The set of secret values currently in use; tokens rotate, so it is mutable. */
+export class SecretSet {
+  #values = new Set<string>()
+  #pattern: RegExp | null = null
+
+  add(value: string | null | undefined): void {
+    // Very short values would scrub ordinary words; config validation keeps secrets longer.
+    if (!value || value.length < 6 || this.#values.has(value)) return
+    this.#values.add(value)
+    this.#pattern = null
+  }
+
+  scrub(line: string): string {
+    if (this.#values.size === 0) return line
+    this.#pattern ??= new RegExp([...this.#values].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g')
+    return line.replace(this.#pattern, '[REDACTED]')
+  }
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions {
+  return {
+    level,
+    redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+    hooks: { streamWrite: (line) => secrets.scrub(line) },
+    serializers: {
+      req: (req: { method: string; url: string; id: string; headers: Record<string, unknown> }) => ({
+        id: req.id,
+        method: req.method,
+        url: req.url.split('?')[0],
+      }),
+    },
+  }
+}

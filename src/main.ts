@@ -1,0 +1,83 @@
+import { loadConfig, ConfigError, type Config } from './config.js'
+import { createGateway } from './app.js'
+import { demoConfig, demoCurl } from './demo.js'
+import { startSandbox, type Sandbox } from './sandbox/sandbox.js'
+
+async function main(): Promise<void> {
+  let config: Config
+  try {
+    config = loadConfig()
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`report-gateway: ${err.message}\n`)
+      process.exit(78)
+    }
+    throw err
+  }
+
+  let sandbox: Sandbox | null = null
+  let demoKey: string | null = null
+  if (config.demo) {
+    sandbox = await startSandbox({ host: '127.0.0.1', port: 0, grantType: config.platform.grantType })
+    const demo = demoConfig(config, sandbox)
+    config = demo.config
+    demoKey = demo.key
+  }
+
+  const gateway = await createGateway(config)
+  const log = gateway.ctx.log
+  await gateway.start()
+  await gateway.proxy.listen({ host: config.host, port: config.port })
+  await gateway.admin.listen({ host: config.admin.host, port: config.admin.port })
+  const proxyPort = (gateway.proxy.server.address() as { port: number }).port
+  log.info(
+    {
+      proxy: `${config.host}:${proxyPort}`,
+      admin: `${config.admin.host}:${(gateway.admin.server.address() as { port: number }).port}`,
+      redis: gateway.ctx.redis ? 'on' : 'off (in-memory cache only)',
+      credentials: Object.keys(config.credentials),
+      teams: config.teams.map((t) => t.name),
+    },
+    'report gateway listening',
+  )
+  if (sandbox && demoKey) {
+    const child = sandbox.accounts.find((a) => a.parentId !== null && a.parentId === sandbox.accounts[0]?.id) ?? sandbox.accounts[0]
+    // The demo key is printed on purpose: it is made for this run and opens only the sandbox.
+    process.stdout.write(
+      `\nDemo mode: no PLATFORM_BASE_URL, so the bundled platform sandbox runs at ${sandbox.url}.\n` +
+        `Demo team key (valid for this run only): ${demoKey}\n` +
+        `Try:\n  ${demoCurl(proxyPort, demoKey, child?.id ?? 101)}\n\n`,
+    )
+  }
+
+  let stopping = false
+  const stop = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: no new connections, waiting for requests in flight')
+    // After the grace period, connections still open are cut so the process can exit.
+    const force = setTimeout(() => {
+      log.warn('grace period over: closing remaining connections')
+      gateway.proxy.server.closeAllConnections()
+      gateway.admin.server.closeAllConnections()
+    }, config.shutdownGraceMs)
+    force.unref()
+    try {
+      await gateway.close()
+      await sandbox?.close()
+      log.info('stopped')
+      log.flush?.()
+      process.exit(0)
+    } catch (err) {
+      log.error({ err }, 'error while shutting down')
+      process.exit(1)
+    }
+  }
+  process.on('SIGTERM', () => void stop('SIGTERM'))
+  process.on('SIGINT', () => void stop('SIGINT'))
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`report-gateway: failed to start: ${(err as Error).stack ?? String(err)}\n`)
+  process.exit(1)
+})

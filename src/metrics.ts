@@ -1,0 +1,73 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+
+// One registry per gateway instance, so two instances in one test process do not share counters.
+export function createMetrics() {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry, prefix: 'gateway_process_' })
+  return {
+    registry,
+    requests: new Counter({
+      name: 'gateway_requests_total',
+      help: 'Requests answered on the proxy listener, by route kind and status',
+      labelNames: ['route', 'status'] as const,
+      registers: [registry],
+    }),
+    requestDuration: new Histogram({
+      name: 'gateway_request_duration_seconds',
+      help: 'Time to answer a proxy-listener request',
+      labelNames: ['route'] as const,
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    upstreamDuration: new Histogram({
+      name: 'gateway_upstream_duration_seconds',
+      help: 'Time of platform calls made for report cache fills',
+      labelNames: ['status'] as const,
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    cacheRequests: new Counter({
+      name: 'gateway_cache_requests_total',
+      help: 'Report cache lookups by result (HIT, MISS, STALE, REFRESH, BYPASS) and the tier that answered (l1, l2, platform)',
+      labelNames: ['result', 'tier'] as const,
+      registers: [registry],
+    }),
+    platformCalls: new Counter({
+      name: 'gateway_platform_calls_total',
+      help: 'Report calls sent to the platform, by outcome',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    rateLimited: new Counter({
+      name: 'gateway_rate_limited_total',
+      help: 'Requests refused by a team rate limit',
+      labelNames: ['team'] as const,
+      registers: [registry],
+    }),
+    tokenSecondsLeft: new Gauge({
+      name: 'gateway_platform_token_seconds_left',
+      help: 'Seconds until the platform token of each credential expires',
+      labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
+    tokenUsable: new Gauge({
+      name: 'gateway_platform_token_usable',
+      help: '1 while the credential holds a token the platform has not refused',
+      labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
+    tokenChanges: new Counter({
+      name: 'gateway_platform_token_changes_total',
+      help: 'Platform token changes by credential and reason',
+      labelNames: ['credential', 'reason'] as const,
+      registers: [registry],
+    }),
+    redisUp: new Gauge({
+      name: 'gateway_redis_up',
+      help: '1 while Redis is used, 0 while the circuit breaker keeps it out, absent without Redis',
+      registers: [registry],
+    }),
+  }
+}
+
+export type Metrics = ReturnType<typeof createMetrics>

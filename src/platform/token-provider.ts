@@ -1,0 +1,283 @@
+import { EventEmitter } from 'node:events'
+import { readFile } from 'node:fs/promises'
+import { watch, type FSWatcher } from 'node:fs'
+import { basename, dirname } from 'node:path'
+import type { Dispatcher } from 'undici'
+import type { Logger } from 'pino'
+import type { CredentialConfig } from '../config.js'
+import type { SecretSet } from '../logger.js'
+import { fingerprint } from '../teams/api-keys.js'
+import { TokenLoginError } from '../errors.js'
+import { passwordLogin } from './password-login.js'
+import { crossedWarnings, refreshAt, tokenExpiry } from './token-expiry.js'
+
+/** Where the token in use came from. `shared`: another replica, through Redis. */
+export type TokenSource = 'static' | 'file' | 'login' | 'admin' | 'shared'
+
+export interface TokenState {
+  token: string
+  source: TokenSource
+  fingerprint: string
+  obtainedAt: number
+  expiresAt: number
+  /** Grows with every change; across replicas the highest version wins. */
+  version: number
+}
+
+export interface TokenInfo {
+  credential: string
+  source: TokenSource | null
+  fingerprint: string | null
+  obtainedAt: string | null
+  expiresAt: string | null
+  secondsLeft: number | null
+  usable: boolean
+}
+
+export interface TokenProviderDeps {
+  dispatcher: Dispatcher
+  log: Logger
+  secrets: SecretSet
+  timeoutMs: number
+  refreshBeforeMs: number
+  expiryWarningsMs: number[]
+  filePollMs: number
+  now?: () => number
+  /** How often expiry is checked (warnings, scheduled re-login, the loud rejected line). */
+  maintenanceMs?: number
+}
+
+export interface ChangeEvent {
+  state: TokenState
+  previous: TokenState | null
+  reason: 'start' | 'file' | 'login' | 'refresh' | 'relogin' | 'admin' | 'shared'
+  actor?: string
+}
+
+/**
+ * One platform credential's current token (issue 4). The hot path reads `current()`
+ * synchronously; every change is an event that the shared store and the audit log follow.
+ */
+export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
+  readonly credential: CredentialConfig
+  #deps: TokenProviderDeps
+  #state: TokenState | null = null
+  #rejected = false
+  #relogin: Promise<TokenState | null> | null = null
+  #timers: NodeJS.Timeout[] = []
+  #watcher: FSWatcher | null = null
+  #lastLeftMs: number | null = null
+  #now: () => number
+
+  constructor(credential: CredentialConfig, deps: TokenProviderDeps) {
+    super()
+    this.credential = credential
+    this.#deps = deps
+    this.#now = deps.now ?? Date.now
+  }
+
+  get name(): string {
+    return this.credential.name
+  }
+
+  get hasLogin(): boolean {
+    return this.credential.login !== null
+  }
+
+  current(): TokenState | null {
+    return this.#state
+  }
+
+  usable(): boolean {
+    return this.#state !== null && !this.#rejected
+  }
+
+  info(): TokenInfo {
+    const s = this.#state
+    return {
+      credential: this.name,
+      source: s?.source ?? null,
+      fingerprint: s?.fingerprint ?? null,
+      obtainedAt: s ? new Date(s.obtainedAt).toISOString() : null,
+      expiresAt: s ? new Date(s.expiresAt).toISOString() : null,
+      secondsLeft: s ? Math.floor((s.expiresAt - this.#now()) / 1000) : null,
+      usable: this.usable(),
+    }
+  }
+
+  async start(): Promise<void> {
+    const c = this.credential
+    if (c.token) {
+      this.#set(c.token, 'static', undefined, 'start')
+    } else if (c.tokenFile) {
+      await this.#readTokenFile('start')
+      this.#watchTokenFile(c.tokenFile)
+    } else if (c.login) {
+      try {
+        await this.#login('start')
+      } catch (err) {
+        // Not fatal: readiness stays false and the maintenance tick tries again.
+        this.#deps.log.error({ err, credential: this.name }, 'platform login failed at start; retrying every maintenance tick')
+      }
+    }
+    const tick = setInterval(() => void this.#maintain(), this.#deps.maintenanceMs ?? 60_000)
+    tick.unref()
+    this.#timers.push(tick)
+  }
+
+  async close(): Promise<void> {
+    for (const t of this.#timers) clearInterval(t)
+    this.#timers = []
+    this.#watcher?.close()
+    this.#watcher = null
+  }
+
+  /**
+   * The platform answered 401 to `failedToken`. With a password login: one re-login
+   * shared by every caller that saw the 401. Otherwise the credential is unusable
+   * until a new token arrives (file, admin call, another replica).
+   */
+  async recover(failedToken: string): Promise<TokenState | null> {
+    if (this.#state && this.#state.token !== failedToken) return this.usable() ? this.#state : null
+    if (!this.credential.login) {
+      this.#markRejected()
+      return null
+    }
+    this.#relogin ??= this.#login('relogin')
+      .catch((err: unknown) => {
+        this.#deps.log.error({ err, credential: this.name }, 'platform re-login after 401 failed')
+        this.#markRejected()
+        return null
+      })
+      .finally(() => {
+        this.#relogin = null
+      })
+    return this.#relogin
+  }
+
+  /** POST /admin/token/refresh: a new password login now. */
+  async refresh(actor?: string): Promise<TokenState> {
+    if (!this.credential.login) throw new TokenLoginError(`credential ${this.name} has no password login`)
+    return this.#login('refresh', actor)
+  }
+
+  /** PUT /admin/token: a token pasted by ops. */
+  replace(token: string, actor?: string): TokenState {
+    return this.#set(token, 'admin', undefined, 'admin', actor)
+  }
+
+  /**
+   * A token from the shared store. Only a newer version replaces the current one, except
+   * at start (`force`), where a rotation made on top of the same configuration wins over
+   * the configured token.
+   */
+  adopt(state: TokenState, force = false): boolean {
+    const current = this.#state
+    if (current && current.token === state.token && current.version >= state.version) return false
+    if (current && !force && state.version <= current.version) return false
+    this.#deps.secrets.add(state.token)
+    this.#state = { ...state, source: 'shared' }
+    this.#rejected = false
+    this.#lastLeftMs = null
+    this.emit('change', { state: this.#state, previous: current, reason: 'shared' })
+    return true
+  }
+
+  /** Fingerprint of what the configuration gives at start (the static token or file), or `login`. */
+  get configuredBase(): string {
+    if (this.credential.login) return 'login'
+    return this.credential.token ? `static:${fingerprint(this.credential.token)}` : `file:${this.credential.tokenFile ?? ''}`
+  }
+
+  #set(token: string, source: TokenSource, expiresIn: unknown, reason: ChangeEvent['reason'], actor?: string): TokenState {
+    this.#deps.secrets.add(token)
+    const now = this.#now()
+    const previous = this.#state
+    const state: TokenState = {
+      token,
+      source,
+      fingerprint: fingerprint(token),
+      obtainedAt: now,
+      expiresAt: tokenExpiry(token, now, expiresIn),
+      version: Math.max(now, (previous?.version ?? 0) + 1),
+    }
+    this.#state = state
+    this.#lastLeftMs = null
+    if (this.#rejected) this.#deps.log.info({ credential: this.name }, 'platform token replaced; credential usable again')
+    this.#rejected = false
+    this.emit('change', actor === undefined ? { state, previous, reason } : { state, previous, reason, actor })
+    return state
+  }
+
+  async #login(reason: ChangeEvent['reason'], actor?: string): Promise<TokenState> {
+    const c = this.credential
+    if (!c.login || !c.baseUrl) throw new TokenLoginError(`credential ${this.name} has no password login`)
+    const result = await passwordLogin(c.baseUrl, c.login, this.#deps.dispatcher, this.#deps.timeoutMs)
+    return this.#set(result.token, 'login', result.expiresIn, reason, actor)
+  }
+
+  #markRejected(): void {
+    if (!this.#rejected) this.#loudRejected()
+    this.#rejected = true
+  }
+
+  #loudRejected(): void {
+    this.#deps.log.error(
+      { credential: this.name, fingerprint: this.#state?.fingerprint ?? null },
+      'PLATFORM TOKEN REJECTED: the platform answers 401 to the gateway token; calls fail with GW_PLATFORM_AUTH until a new token arrives (file, PUT /admin/token, or another replica)',
+    )
+  }
+
+  async #readTokenFile(reason: 'start' | 'file'): Promise<void> {
+    const path = this.credential.tokenFile as string
+    let content: string
+    try {
+      content = (await readFile(path, 'utf8')).trim()
+    } catch (err) {
+      this.#deps.log.error({ credential: this.name, path, code: (err as NodeJS.ErrnoException).code }, 'token file cannot be read; keeping the current token')
+      return
+    }
+    if (content === '') {
+      this.#deps.log.error({ credential: this.name, path }, 'token file is empty; keeping the current token')
+      return
+    }
+    if (content !== this.#state?.token) this.#set(content, 'file', undefined, reason)
+  }
+
+  // A Kubernetes Secret update swaps the `..data` symlink in the file's folder, which a
+  // watch on the file itself misses; the folder is watched, and polled as a backstop.
+  #watchTokenFile(path: string): void {
+    const check = () => void this.#readTokenFile('file')
+    try {
+      this.#watcher = watch(dirname(path), { persistent: false }, (_event, name) => {
+        if (name === null || name === basename(path) || name.startsWith('..')) check()
+      })
+      this.#watcher.on('error', () => undefined)
+    } catch (err) {
+      this.#deps.log.warn({ err, path }, 'cannot watch the token file folder; polling only')
+    }
+    const poll = setInterval(check, this.#deps.filePollMs)
+    poll.unref()
+    this.#timers.push(poll)
+  }
+
+  async #maintain(): Promise<void> {
+    const now = this.#now()
+    if (this.#rejected) this.#loudRejected()
+    if (!this.#state) {
+      if (this.credential.login) await this.#login('login').catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'platform login failed'))
+      return
+    }
+    const leftMs = this.#state.expiresAt - now
+    for (const threshold of crossedWarnings(this.#deps.expiryWarningsMs, this.#lastLeftMs, leftMs)) {
+      this.#deps.log.warn(
+        { credential: this.name, fingerprint: this.#state.fingerprint, daysLeft: Math.floor(leftMs / 86_400_000), thresholdDays: threshold / 86_400_000 },
+        'platform token expires soon',
+      )
+    }
+    this.#lastLeftMs = leftMs
+    if (this.credential.login && now >= refreshAt(this.#state.expiresAt, this.#deps.refreshBeforeMs, this.#state.obtainedAt)) {
+      await this.#login('login').catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'scheduled platform re-login failed; the current token is kept'))
+    }
+  }
+}

@@ -1,0 +1,136 @@
+import { Redis, Cluster, type RedisOptions } from 'ioredis'
+import type { Logger } from 'pino'
+import type { Config } from './config.js'
+
+export type RedisClient = Redis | Cluster
+
+/**
+ * One ioredis connection for commands, standalone, Sentinel or Cluster. Commands fail
+ * fast while Redis is unreachable (no offline queue) so that a request never waits on a
+ * down Redis longer than the command timeout.
+ */
+export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClient | null {
+  if (!cfg.url && !cfg.sentinels && !cfg.cluster) return null
+  const fromUrl = cfg.url ? new URL(cfg.url) : null
+  const common: RedisOptions = {
+    commandTimeout: cfg.commandTimeoutMs,
+    connectTimeout: Math.max(cfg.commandTimeoutMs * 4, 1000),
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
+    ...(fromUrl?.username ? { username: decodeURIComponent(fromUrl.username) } : {}),
+    ...(fromUrl?.password ? { password: decodeURIComponent(fromUrl.password) } : {}),
+    ...(fromUrl?.protocol === 'rediss:' ? { tls: {} } : {}),
+  }
+  let client: RedisClient
+  if (cfg.cluster) {
+    client = new Cluster(cfg.cluster, { redisOptions: common, enableOfflineQueue: false, clusterRetryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 5), 2000) })
+  } else if (cfg.sentinels) {
+    client = new Redis({ ...common, sentinels: cfg.sentinels, name: cfg.sentinelName })
+  } else {
+    client = new Redis(cfg.url as string, common)
+  }
+  // ioredis emits every failed reconnect; the breaker logs transitions instead.
+  client.on('error', (err: Error) => log.debug({ err: { message: err.message } }, 'redis connection error'))
+  return client
+}
+
+export type BreakerState = 'closed' | 'open' | 'half-open'
+
+/**
+ * Redis is an accelerator, not a dependency (contract, readiness): after a failure the
+ * gateway stops asking Redis for `cooldownMs`, then tries one command again.
+ */
+export class RedisBreaker {
+  #state: BreakerState = 'closed'
+  #openedAt = 0
+  readonly #cooldownMs: number
+  readonly #log: Logger
+  readonly #now: () => number
+  readonly #onChange: ((state: BreakerState) => void) | undefined
+
+  constructor(opts: { cooldownMs: number; log: Logger; now?: () => number; onChange?: (state: BreakerState) => void }) {
+    this.#cooldownMs = opts.cooldownMs
+    this.#log = opts.log
+    this.#now = opts.now ?? Date.now
+    this.#onChange = opts.onChange
+  }
+
+  get state(): BreakerState {
+    return this.#state
+  }
+
+  /** Runs `fn` unless the circuit is open; a failure opens it. Returns `fallback` then. */
+  async run<T, F>(fn: () => Promise<T>, fallback: F): Promise<T | F> {
+    if (this.#state === 'open') {
+      if (this.#now() - this.#openedAt < this.#cooldownMs) return fallback
+      this.#transition('half-open')
+    }
+    try {
+      const result = await fn()
+      if (this.#state !== 'closed') this.#transition('closed')
+      return result
+    } catch (err) {
+      this.fail(err)
+      return fallback
+    }
+  }
+
+  fail(err: unknown): void {
+    this.#openedAt = this.#now()
+    if (this.#state !== 'open') {
+      this.#log.warn({ err: { message: (err as Error).message } }, 'redis unavailable: serving without it (circuit open)')
+      this.#transition('open')
+    }
+  }
+
+  #transition(state: BreakerState): void {
+    if (state === 'closed') this.#log.info('redis available again (circuit closed)')
+    this.#state = state
+    this.#onChange?.(state)
+  }
+}
+
+type Handler = (message: string) => void
+
+/**
+ * Pub/sub between replicas: token rotation, purges, lock wake-ups. Subscribing needs
+ * a connection of its own; it is opened lazily, once.
+ */
+export class RedisBus {
+  readonly #pub: RedisClient
+  readonly #sub: RedisClient
+  readonly #prefix: string
+  readonly #handlers = new Map<string, Set<Handler>>()
+
+  constructor(client: RedisClient, prefix: string, log: Logger) {
+    this.#pub = client
+    this.#prefix = prefix
+    // The subscriber queues its SUBSCRIBE until connected; commands never wait on it.
+    this.#sub = client instanceof Cluster ? client.duplicate(undefined, { enableOfflineQueue: true }) : client.duplicate({ enableOfflineQueue: true })
+    this.#sub.on('error', (err: Error) => log.debug({ err: { message: err.message } }, 'redis subscriber error'))
+    this.#sub.on('message', (channel: string, message: string) => {
+      for (const handler of this.#handlers.get(channel) ?? []) handler(message)
+    })
+  }
+
+  async subscribe(channel: string, handler: Handler): Promise<void> {
+    const full = this.#prefix + channel
+    let set = this.#handlers.get(full)
+    if (!set) {
+      set = new Set()
+      this.#handlers.set(full, set)
+      // Subscriptions are restored by ioredis after a reconnect (autoResubscribe).
+      await this.#sub.subscribe(full)
+    }
+    set.add(handler)
+  }
+
+  async publish(channel: string, message: string): Promise<void> {
+    await this.#pub.publish(this.#prefix + channel, message)
+  }
+
+  async close(): Promise<void> {
+    this.#sub.disconnect()
+  }
+}

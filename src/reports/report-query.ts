@@ -1,0 +1,231 @@
+import { BadQueryError } from '../errors.js'
+import { stableStringify } from './cache-key.js'
+
+// Validation and normalization of report requests (contract, "Report requests").
+// The canonical form is both what the platform receives and what the cache key is
+// made of, so a cache entry always answers exactly the request that filled it.
+
+export interface ReportQueryOptions {
+  maxRangeDays: number
+}
+
+export interface CanonicalReport {
+  method: 'GET' | 'POST'
+  /** The path as given, without query string. */
+  path: string
+  /** The account the report names: GET the query's; POST the body's, else the query's, else null. */
+  advertiserId: number | null
+  dateFrom: string
+  dateTo: string
+  /** Canonical query string to send upstream, '' when none. */
+  query: string
+  /** POST: canonical JSON body to send upstream; GET: null. */
+  body: string | null
+  /** Plain description of the canonical request, for the cache key. */
+  keyMaterial: Record<string, unknown>
+}
+
+type Pair = [string, string]
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
+const DIGITS = /^\d+$/
+const DAY_MS = 86_400_000
+
+// Exactly the contract's spellings: `TRUE`, `yes`, `on` are 400. The platform's own
+// (Laravel) boolean validation is case-sensitive too, and a Map keeps user input
+// from reaching Object.prototype members such as `constructor`.
+const QUERY_FLAGS = new Map<string, boolean>([
+  ['1', true],
+  ['true', true],
+  ['0', false],
+  ['false', false],
+])
+const BODY_FLAGS = new Map<unknown, boolean>([
+  [true, true],
+  [1, true],
+  ['1', true],
+  ['true', true],
+  [false, false],
+  [0, false],
+  ['0', false],
+  ['false', false],
+])
+
+const GET_PARAMS = ['advertiserId', 'dateFrom', 'dateTo', 'byDate', 'byCampaign'] as const
+// On POST .../get only advertiserId in the query is interpreted: it names an account,
+// so it must be the same validated number the access check sees.
+const POST_PARAMS = ['advertiserId'] as const
+
+function bad(message: string): never {
+  throw new BadQueryError(message)
+}
+
+// Caller input is echoed in messages, so bound it.
+function show(value: unknown): string {
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value))
+  return text.length > 64 ? `${text.slice(0, 64)}…` : text
+}
+
+/** Days since 1970-01-01 of a real calendar date `YYYY-MM-DD`, or null if it is not one. */
+export function epochDay(date: string): number | null {
+  const match = DATE.exec(date)
+  if (!match) return null
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])]
+  const at = new Date(0)
+  // setUTCFullYear, unlike Date.UTC, does not map years 0-99 to 1900-1999.
+  at.setUTCFullYear(year, month - 1, day)
+  // Out-of-range parts roll over (2026-02-30 becomes March 2), so a date that does not
+  // come back unchanged does not exist.
+  if (at.getUTCFullYear() !== year || at.getUTCMonth() !== month - 1 || at.getUTCDate() !== day) return null
+  return at.getTime() / DAY_MS
+}
+
+function calendarDate(name: string, value: unknown): { text: string; day: number } {
+  if (value === undefined) bad(`${name}: required`)
+  if (typeof value !== 'string' || !DATE.test(value)) bad(`${name}: must be YYYY-MM-DD (${show(value)})`)
+  const day = epochDay(value)
+  if (day === null) bad(`${name}: not a calendar date (${value})`)
+  return { text: value, day }
+}
+
+function dateRange(from: unknown, to: unknown, opts: ReportQueryOptions): { dateFrom: string; dateTo: string } {
+  const start = calendarDate('dateFrom', from)
+  const end = calendarDate('dateTo', to)
+  if (end.day < start.day) bad(`dateTo: must not be before dateFrom (${end.text} < ${start.text})`)
+  const days = end.day - start.day + 1
+  if (days > opts.maxRangeDays) bad(`dateTo: range of ${days} days exceeds the maximum of ${opts.maxRangeDays}`)
+  return { dateFrom: start.text, dateTo: end.text }
+}
+
+// Digits only: rejects `-1`, `1.5`, `1e3`, ` 7`, `0x7`, which Number() would accept.
+function positiveInteger(name: string, value: unknown): number {
+  let n: number
+  if (typeof value === 'number') n = value
+  else if (typeof value === 'string' && DIGITS.test(value)) n = Number(value)
+  else bad(`${name}: must be a positive integer (${show(value)})`)
+  // Above MAX_SAFE_INTEGER two different ids would round to one number.
+  if (!Number.isSafeInteger(n) || n <= 0) bad(`${name}: must be a positive integer (${show(value)})`)
+  return n
+}
+
+function queryFlag(name: string, value: string | undefined): boolean {
+  if (value === undefined) return false
+  const on = QUERY_FLAGS.get(value)
+  if (on === undefined) bad(`${name}: must be 1, true, 0 or false (${show(value)})`)
+  return on
+}
+
+function bodyFlag(name: string, value: unknown): boolean {
+  if (value === undefined) return false
+  const on = BODY_FLAGS.get(value)
+  if (on === undefined) bad(`${name}: must be true, false, 1, 0, "1", "0", "true" or "false" (${show(value)})`)
+  return on
+}
+
+function campaignIds(value: unknown): number[] {
+  if (!Array.isArray(value) || value.length === 0) {
+    bad(`campaignIds: must be a non-empty array of positive integers (${show(value)})`)
+  }
+  const ids = value.map((item: unknown, i) => {
+    if (typeof item === 'number' || (typeof item === 'string' && DIGITS.test(item))) {
+      const n = Number(item)
+      if (Number.isSafeInteger(n) && n > 0) return n
+    }
+    return bad(`campaignIds: element ${i} is not a positive integer (${show(item)})`)
+  })
+  return [...new Set(ids)].sort((a, b) => a - b)
+}
+
+/**
+ * Splits a query into the named parameters (each at most once) and the rest.
+ * URLSearchParams decoding makes `a=+`, `a=%20` and `a=%2x`-style spellings
+ * canonical; invalid UTF-8 becomes U+FFFD, and that decoded value is what is sent on.
+ */
+function splitQuery(
+  rawQuery: string,
+  names: readonly string[],
+): { named: Map<string, string>; rest: Pair[] } {
+  const named = new Map<string, string>()
+  const rest: Pair[] = []
+  for (const [key, value] of new URLSearchParams(rawQuery)) {
+    if (!names.includes(key)) rest.push([key, value])
+    else if (named.has(key)) bad(`${key}: given more than once`)
+    else named.set(key, value)
+  }
+  return { named, rest }
+}
+
+// Sorted by key only: the sort is stable, so repeated unknown parameters keep their
+// order (`ids[]=2&ids[]=1` is an ordered list to the platform; reordering could
+// change the answer, and keeping it costs at most a separate cache entry).
+function encodeQuery(pairs: readonly Pair[]): { query: string; sorted: Pair[] } {
+  const sorted = pairs.toSorted(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  const query = sorted.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')
+  return { query, sorted }
+}
+
+export function canonicalGetReport(path: string, rawQuery: string, opts: ReportQueryOptions): CanonicalReport {
+  const { named, rest } = splitQuery(rawQuery, GET_PARAMS)
+  const rawAdvertiser = named.get('advertiserId')
+  // The contract only says "a positive integer", but the platform needs it and the
+  // team's access check has nothing to check without it.
+  if (rawAdvertiser === undefined) bad('advertiserId: required')
+  const advertiserId = positiveInteger('advertiserId', rawAdvertiser)
+  const { dateFrom, dateTo } = dateRange(named.get('dateFrom'), named.get('dateTo'), opts)
+  const pairs: Pair[] = [...rest, ['advertiserId', String(advertiserId)], ['dateFrom', dateFrom], ['dateTo', dateTo]]
+  if (queryFlag('byDate', named.get('byDate'))) pairs.push(['byDate', '1'])
+  if (queryFlag('byCampaign', named.get('byCampaign'))) pairs.push(['byCampaign', '1'])
+  const { query, sorted } = encodeQuery(pairs)
+  return {
+    method: 'GET',
+    path,
+    advertiserId,
+    dateFrom,
+    dateTo,
+    query,
+    body: null,
+    keyMaterial: { method: 'GET', path, query: sorted, body: null },
+  }
+}
+
+export function canonicalPostReport(
+  path: string,
+  rawQuery: string,
+  body: unknown,
+  opts: ReportQueryOptions,
+): CanonicalReport {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) bad('body: must be a JSON object')
+  const fields = body as Record<string, unknown>
+  const { named, rest } = splitQuery(rawQuery, POST_PARAMS)
+
+  const rawQueryAdvertiser = named.get('advertiserId')
+  const queryAdvertiser = rawQueryAdvertiser === undefined ? null : positiveInteger('advertiserId', rawQueryAdvertiser)
+  const bodyAdvertiser = fields.advertiserId === undefined ? null : positiveInteger('advertiserId', fields.advertiserId)
+  // Two different accounts in one call: the access check and the platform could each
+  // pick a different one.
+  if (queryAdvertiser !== null && bodyAdvertiser !== null && queryAdvertiser !== bodyAdvertiser) {
+    bad(`advertiserId: query (${queryAdvertiser}) and body (${bodyAdvertiser}) differ`)
+  }
+  const { dateFrom, dateTo } = dateRange(fields.dateFrom, fields.dateTo, opts)
+  const byDate = bodyFlag('byDate', fields.byDate)
+  const byCampaign = bodyFlag('byCampaign', fields.byCampaign)
+
+  // Spread (not assignment) so an own `__proto__` key stays a plain data property.
+  // Both flags are always explicit booleans, as in the platform's documented body.
+  const canonical: Record<string, unknown> = { ...fields, dateFrom, dateTo, byDate, byCampaign }
+  if (fields.campaignIds !== undefined) canonical.campaignIds = campaignIds(fields.campaignIds)
+  if (bodyAdvertiser !== null) canonical.advertiserId = bodyAdvertiser
+
+  const pairs: Pair[] = queryAdvertiser === null ? rest : [...rest, ['advertiserId', String(queryAdvertiser)]]
+  const { query, sorted } = encodeQuery(pairs)
+  return {
+    method: 'POST',
+    path,
+    advertiserId: bodyAdvertiser ?? queryAdvertiser,
+    dateFrom,
+    dateTo,
+    query,
+    body: stableStringify(canonical),
+    keyMaterial: { method: 'POST', path, query: sorted, body: canonical },
+  }
+}

@@ -1,0 +1,108 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { request as undiciRequest } from 'undici'
+import type { GatewayContext } from '../context.js'
+import { AdminUnauthorizedError, AdminUnavailableError, BadAdminRequestError, TokenRejectedError, UpstreamError } from '../errors.js'
+import { fingerprint } from '../teams/api-keys.js'
+import type { TokenProvider } from '../platform/token-provider.js'
+import { DEFAULT_CREDENTIAL } from '../config.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Fingerprint of the admin token used, for the audit log. */
+    adminActor: string | null
+  }
+}
+
+const tokenBody = {
+  type: 'object',
+  required: ['token'],
+  additionalProperties: false,
+  properties: { token: { type: 'string', minLength: 8, maxLength: 8192 } },
+} as const
+
+/** The admin listener's /admin/* calls (contract, "Admin listener"). */
+export async function adminRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayContext }): Promise<void> {
+  const expected = ctx.config.admin.token ? sha256(ctx.config.admin.token) : null
+  app.decorateRequest('adminActor', null)
+
+  app.addHook('onRequest', async (request) => {
+    if (!expected) throw new AdminUnavailableError()
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')
+    // Compare digests: equal length, constant time, whatever the caller sent.
+    if (!match || !timingSafeEqual(sha256(match[1] as string), expected)) throw new AdminUnauthorizedError()
+    request.adminActor = fingerprint(match[1] as string)
+  })
+
+  const providerOf = (request: FastifyRequest) => ctx.tokens.get((request.params as { name?: string }).name ?? DEFAULT_CREDENTIAL)
+
+  const getToken = async (request: FastifyRequest) => tokenView(providerOf(request))
+  const putToken = async (request: FastifyRequest) => {
+    const provider = providerOf(request)
+    const { token } = request.body as { token: string }
+    ctx.secrets.add(token)
+    await probe(ctx, provider, token.trim())
+    provider.replace(token.trim(), request.adminActor ?? undefined)
+    return tokenView(provider)
+  }
+  const refreshToken = async (request: FastifyRequest) => {
+    const provider = providerOf(request)
+    await provider.refresh(request.adminActor ?? undefined)
+    return tokenView(provider)
+  }
+
+  app.get('/admin/token', getToken)
+  app.put('/admin/token', { schema: { body: tokenBody } }, putToken)
+  app.post('/admin/token/refresh', refreshToken)
+  app.get('/admin/credentials', async () => ({ credentials: ctx.tokens.all().map((p) => ({ name: p.name, ...tokenView(p) })) }))
+  app.get('/admin/credentials/:name/token', getToken)
+  app.put('/admin/credentials/:name/token', { schema: { body: tokenBody } }, putToken)
+  app.post('/admin/credentials/:name/token/refresh', refreshToken)
+
+  app.delete('/admin/cache', async (request) => {
+    const raw = (request.query as { advertiserId?: string }).advertiserId
+    if (raw === undefined) {
+      const dropped = await ctx.reports.purgeAll()
+      ctx.log.info({ kind: 'audit', action: 'purge', scope: 'all', dropped, actor: request.adminActor }, 'report cache purged')
+      return { purged: 'all', dropped }
+    }
+    if (!/^\d{1,15}$/.test(raw) || Number(raw) < 1) throw new BadAdminRequestError('advertiserId: must be a positive integer')
+    const advertiserId = Number(raw)
+    const dropped = await ctx.reports.purgeAdvertiser(advertiserId)
+    ctx.log.info({ kind: 'audit', action: 'purge', scope: 'advertiser', advertiserId, dropped, actor: request.adminActor }, 'report cache purged')
+    return { purged: 'advertiser', advertiserId, dropped }
+  })
+}
+
+function tokenView(provider: TokenProvider) {
+  const { source, fingerprint: fp, obtainedAt, expiresAt, secondsLeft, usable } = provider.info()
+  return { source, fingerprint: fp, obtainedAt, expiresAt, secondsLeft, usable }
+}
+
+function sha256(s: string): Buffer {
+  return createHash('sha256').update(s, 'utf8').digest()
+}
+
+// A token the platform refuses is never switched to (issue 4): the configured probe
+// call must not answer 401 or 403 to it.
+async function probe(ctx: GatewayContext, provider: TokenProvider, token: string): Promise<void> {
+  const probeCall = ctx.config.platform.probe
+  const baseUrl = provider.credential.baseUrl
+  if (!probeCall || !baseUrl) return
+  let status: number
+  try {
+    const res = await undiciRequest(`${baseUrl}${probeCall.path}`, {
+      method: probeCall.method,
+      dispatcher: ctx.dispatcher,
+      headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(probeCall.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+      body: probeCall.method === 'POST' ? '{}' : undefined,
+      headersTimeout: ctx.config.platform.timeoutMs,
+      bodyTimeout: ctx.config.platform.timeoutMs,
+    })
+    status = res.statusCode
+    res.body.resume()
+  } catch (err) {
+    throw new UpstreamError(`the token check call failed (${(err as { code?: string }).code ?? 'error'}); the token was not changed`, { cause: err })
+  }
+  if (status === 401 || status === 403) throw new TokenRejectedError(`the probe call answered ${status}`)
+}

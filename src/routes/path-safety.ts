@@ -1,0 +1,42 @@
+export const API_PREFIX = '/api/v1/'
+
+// Percent-encodings of `.`, `/`, `\`, `%` (double encoding) and NUL: a platform or a
+// proxy on the way could decode them into a path outside /api/v1/.
+const ENCODED_DANGER = /%(2e|2f|5c|25|00)/i
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/
+
+/**
+ * True when the raw request path can only mean a platform path under /api/v1/,
+ * whatever decoding or normalization happens downstream.
+ */
+export function isSafeApiPath(rawUrl: string): boolean {
+  const q = rawUrl.indexOf('?')
+  const path = q === -1 ? rawUrl : rawUrl.slice(0, q)
+  if (!path.startsWith(API_PREFIX)) return false
+  if (path.includes('\\') || path.includes('//') || ENCODED_DANGER.test(path) || CONTROL.test(path)) return false
+  return !path.split('/').some((segment) => segment === '.' || segment === '..')
+}
+
+/** The request path without its query string. */
+export function pathOf(rawUrl: string): string {
+  const q = rawUrl.indexOf('?')
+  return q === -1 ? rawUrl : rawUrl.slice(0, q)
+}
+
+/** The path parts of the configured token URLs that sit on the platform's base address. */
+export function tokenPaths(baseUrl: string | null, tokenUrls: string[]): Set<string> {
+  const paths = new Set<string>(['/oauth/token'])
+  for (const tokenUrl of tokenUrls) {
+    try {
+      paths.add(new URL(tokenUrl, baseUrl ? `${baseUrl}/` : 'http://platform.invalid/').pathname.replace(/\/+$/, '').toLowerCase())
+    } catch {
+      // config validation already refused malformed token URLs
+    }
+  }
+  return paths
+}
+
+export function isTokenPath(rawUrl: string, paths: Set<string>): boolean {
+  return paths.has(pathOf(rawUrl).replace(/\/+$/, '').toLowerCase())
+}

@@ -1,0 +1,105 @@
+import type { FastifyInstance } from 'fastify'
+import { mayRead } from './accounts.js'
+import { formatIsoDay } from './dates.js'
+import type { NewCampaign } from './catalog.js'
+import { sendForbidden, sendInvalid, sendJson, sendNotFound } from './replies.js'
+import type { SandboxState } from './state.js'
+import { callerOf } from './tokens.js'
+import { allDefined, asRecord, Validator } from './validation.js'
+
+// Campaign listing (a read, despite the POST) and banner campaign create/delete.
+
+const DEFAULT_PER_PAGE = 15
+const MAX_PER_PAGE = 500
+const COUNTRY = /^[A-Za-z]{2}$/
+const HTTP_URL = /^https?:\/\/[^\s/]+/i
+
+export function campaignRoutes(app: FastifyInstance, state: SandboxState): void {
+  app.post('/campaign/get', (request, reply) => {
+    const v = new Validator()
+    const query = asRecord(request.query)
+    const userId = readUserId(v, asRecord(request.body).userId, callerOf(request))
+    const perPage = pageNumber(v, 'per_page', query.per_page, DEFAULT_PER_PAGE, MAX_PER_PAGE)
+    const page = pageNumber(v, 'page', query.page, 1, Number.MAX_SAFE_INTEGER)
+    if (v.hasErrors() || userId === undefined || perPage === undefined || page === undefined) {
+      sendInvalid(reply, v)
+      return
+    }
+    if (!mayRead(callerOf(request), state.accounts.get(userId))) {
+      sendForbidden(reply)
+      return
+    }
+    const campaigns = state.catalog.listOf(userId)
+    sendJson(reply, 200, {
+      data: campaigns.slice((page - 1) * perPage, page * perPage),
+      meta: { current_page: page, last_page: Math.max(1, Math.ceil(campaigns.length / perPage)), per_page: perPage, total: campaigns.length },
+    })
+  })
+
+  app.post('/campaign/banner/create', (request, reply) => {
+    const v = new Validator()
+    const input = readNewCampaign(v, asRecord(request.body))
+    if (input === undefined) {
+      sendInvalid(reply, v)
+      return
+    }
+    if (!mayRead(callerOf(request), state.accounts.get(input.userId))) {
+      sendForbidden(reply)
+      return
+    }
+    sendJson(reply, 201, { data: state.catalog.create(input) })
+  })
+
+  app.delete<{ Params: { id: string } }>('/campaign/banner/delete/:id', (request, reply) => {
+    const campaign = /^\d+$/.test(request.params.id) ? state.catalog.get(Number(request.params.id)) : undefined
+    if (campaign === undefined) sendNotFound(reply)
+    else if (!mayRead(callerOf(request), state.accounts.get(campaign.userId))) sendForbidden(reply)
+    else {
+      state.catalog.delete(campaign.id)
+      sendJson(reply, 200, { message: 'Deleted' })
+    }
+  })
+}
+
+/** The account a call names; without one, the caller's own. */
+function readUserId(v: Validator, value: unknown, caller: number): number | undefined {
+  return value === undefined ? caller : v.integer('userId', value)
+}
+
+function pageNumber(v: Validator, field: string, value: unknown, fallback: number, max: number): number | undefined {
+  if (value === undefined) return fallback
+  const number = v.integer(field, value)
+  if (number === undefined || (number >= 1 && number <= max)) return number
+  return v.fail(field, `The ${field.replace('_', ' ')} field must be between 1 and ${max}.`)
+}
+
+function readNewCampaign(v: Validator, body: Record<string, unknown>): NewCampaign | undefined {
+  const dates = asRecord(body.dates)
+  const budget = asRecord(body.budget)
+  const fields = {
+    userId: v.required('userId', body.userId) ? v.integer('userId', body.userId) : undefined,
+    name: v.string('name', body.name),
+    adDomain: v.string('adDomain', body.adDomain),
+    clickUrl: v.string('clickUrl', body.clickUrl),
+    from: v.date('dates.from', dates.from),
+    to: v.date('dates.to', dates.to),
+    country: v.string('country', body.country),
+    bid: v.positiveNumber('bid', body.bid),
+    daily: v.positiveNumber('budget.daily', budget.daily),
+    total: v.positiveNumber('budget.total', budget.total),
+    creativeSetIds: v.integers('creativeSetIds', body.creativeSetIds),
+  }
+  const autoStart = v.flag('autoStart', body.autoStart)
+  v.ordered('dates.to', 'dates.from', fields.from, fields.to)
+  if (fields.clickUrl !== undefined && !HTTP_URL.test(fields.clickUrl)) v.fail('clickUrl', 'The click url field must be a valid URL.')
+  if (fields.country !== undefined && !COUNTRY.test(fields.country)) v.fail('country', 'The country field must be 2 characters.')
+  if (v.hasErrors() || !allDefined(fields)) return undefined
+  const { from, to, country, daily, total, ...rest } = fields
+  return {
+    ...rest,
+    autoStart,
+    dates: { from: formatIsoDay(from), to: formatIsoDay(to) },
+    country: country.toUpperCase(),
+    budget: { daily, total },
+  }
+}

@@ -1,0 +1,95 @@
+import type { Socket } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { FailureMode } from './sandbox.js'
+
+const NONE: FailureMode = { kind: 'none' }
+
+/**
+ * The network weather of the /api/v1 routes: added latency and the injected
+ * failure. It also holds the sockets of hung requests, because a hung request
+ * has no reply that could ever end it: only close() does.
+ */
+export class Conditions {
+  #latencyMs: number
+  #failure: FailureMode = NONE
+  #remaining = Infinity
+  readonly #held = new Set<Socket>()
+  readonly #closing = new AbortController()
+
+  constructor(latencyMs: number) {
+    this.#latencyMs = checkedLatency(latencyMs)
+  }
+
+  setLatency(ms: number): void {
+    this.#latencyMs = checkedLatency(ms)
+  }
+
+  setFailure(mode: FailureMode): void {
+    const checked = parseFailureMode(mode)
+    if (typeof checked === 'string') throw new TypeError(checked)
+    this.#failure = checked
+    this.#remaining = checked.kind === 'none' ? Infinity : (checked.times ?? Infinity)
+  }
+
+  /** The failure for the request at hand; a limited one is used up by taking it. */
+  takeFailure(): FailureMode {
+    if (this.#failure.kind === 'none') return NONE
+    const failure = this.#failure
+    this.#remaining -= 1
+    if (this.#remaining <= 0) this.setFailure(NONE)
+    return failure
+  }
+
+  /** Waits the configured latency; false when the sandbox closed meanwhile. */
+  async delay(): Promise<boolean> {
+    if (this.#latencyMs === 0) return true
+    try {
+      await sleep(this.#latencyMs, undefined, { signal: this.#closing.signal })
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  hold(socket: Socket): void {
+    this.#held.add(socket)
+    socket.once('close', () => this.#held.delete(socket))
+  }
+
+  /** Ends every hung request and wakes every delayed one, so close() never waits on them. */
+  shutDown(): void {
+    this.#closing.abort()
+    for (const socket of this.#held) socket.destroy()
+    this.#held.clear()
+  }
+}
+
+/** A FailureMode from untrusted JSON, or the reason it is not one. */
+export function parseFailureMode(value: unknown): FailureMode | string {
+  if (typeof value !== 'object' || value === null) return 'a failure mode is an object with a "kind"'
+  const { kind, status, body, headers, times } = value as Record<string, unknown>
+  if (times !== undefined && !(Number.isInteger(times) && (times as number) > 0)) return '"times" must be a positive integer'
+  const limit = times === undefined ? {} : { times: times as number }
+  switch (kind) {
+    case 'none':
+      return NONE
+    case 'hang':
+    case 'reset':
+      return { kind, ...limit }
+    case 'status':
+      if (!(Number.isInteger(status) && (status as number) >= 200 && (status as number) <= 599)) return '"status" must be an HTTP status (200-599)'
+      if (headers !== undefined && !isStringRecord(headers)) return '"headers" must map header names to strings'
+      return { kind, status: status as number, ...(body === undefined ? {} : { body }), ...(headers === undefined ? {} : { headers }), ...limit }
+    default:
+      return '"kind" must be one of none, status, hang, reset'
+  }
+}
+
+function isStringRecord(value: unknown): value is Record<string, string> {
+  return typeof value === 'object' && value !== null && Object.values(value).every((v) => typeof v === 'string')
+}
+
+function checkedLatency(ms: number): number {
+  if (!(Number.isFinite(ms) && ms >= 0)) throw new RangeError(`latency must be a finite number of milliseconds >= 0, got ${ms}`)
+  return ms
+}

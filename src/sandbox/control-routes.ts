@@ -1,0 +1,74 @@
+import type { FastifyPluginCallback, FastifyReply } from 'fastify'
+import { parseFailureMode } from './conditions.js'
+import { sendNotFound } from './replies.js'
+import type { Sandbox, SandboxRequestRecord } from './sandbox.js'
+import { asRecord } from './validation.js'
+
+// The Sandbox controls over HTTP, for benchmarks that run the sandbox in another
+// process. The real platform has no `/__sandbox` prefix, so these can never
+// shadow a platform route; they answer loopback callers only, whatever the bind.
+
+export type SandboxControls = Pick<Sandbox, 'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setFailure' | 'countRequests' | 'clearRequests'>
+
+export function controlRoutes(controls: SandboxControls): FastifyPluginCallback {
+  return (app, _options, done) => {
+    app.addHook('onRequest', (request, reply, next) => {
+      if (isLoopback(request.socket.remoteAddress)) next()
+      else sendNotFound(reply)
+    })
+
+    app.post('/latency', (request, reply) => {
+      const { ms } = asRecord(request.body)
+      if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) return badRequest(reply, '"ms" must be a number >= 0')
+      controls.setLatency(ms)
+      return { ms }
+    })
+
+    app.post('/failure', (request, reply) => {
+      const mode = parseFailureMode(request.body)
+      if (typeof mode === 'string') return badRequest(reply, mode)
+      controls.setFailure(mode)
+      return { failure: mode }
+    })
+
+    app.get('/requests/count', (request) => {
+      const { path, method } = asRecord(request.query)
+      const matches = (record: SandboxRequestRecord): boolean =>
+        (typeof path !== 'string' || record.path === path) && (typeof method !== 'string' || record.method === method.toUpperCase())
+      return { count: controls.countRequests(matches) }
+    })
+
+    app.delete('/requests', (_request, reply) => {
+      controls.clearRequests()
+      reply.code(204).send()
+    })
+
+    app.post('/tokens', (request, reply) => {
+      const { accountId, ttlSeconds } = asRecord(request.body)
+      if (accountId !== undefined && typeof accountId !== 'number') return badRequest(reply, '"accountId" must be a number')
+      if (ttlSeconds !== undefined && typeof ttlSeconds !== 'number') return badRequest(reply, '"ttlSeconds" must be a number')
+      try {
+        return { access_token: controls.issueToken({ accountId, ttlSeconds }) }
+      } catch (error) {
+        return badRequest(reply, (error as Error).message)
+      }
+    })
+
+    app.delete('/tokens', (_request, reply) => {
+      controls.revokeAllTokens()
+      reply.code(204).send()
+    })
+
+    done()
+  }
+}
+
+/** Sync handlers answer by returning a body; this sets the status on the way. */
+function badRequest(reply: FastifyReply, message: string): { message: string } {
+  reply.code(400)
+  return { message }
+}
+
+function isLoopback(address: string | undefined): boolean {
+  return address !== undefined && (address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.'))
+}

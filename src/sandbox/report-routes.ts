@@ -1,0 +1,110 @@
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import { mayRead, UNITS_PER_USD } from './accounts.js'
+import type { SandboxCampaign } from './catalog.js'
+import { sendForbidden, sendInvalid, sendJson } from './replies.js'
+import { buildReport, REPORT_SPLITS } from './report-data.js'
+import type { ReportCampaign, ReportRequest, ReportSplit, SpendCurrency } from './report-data.js'
+import type { SandboxAccount } from './sandbox.js'
+import type { SandboxState } from './state.js'
+import { callerOf } from './tokens.js'
+import { asRecord, Validator } from './validation.js'
+
+// `GET /report/{split}/get?advertiserId=…` and its older form, `POST` with a JSON
+// body naming campaigns. One route per known split: an unknown split is no route
+// at all, so it is a 404 before authentication, as in Laravel.
+
+/** Bounds the work of one request; a long range is a 422, as on real reporting APIs. */
+export const MAX_REPORT_DAYS = 366
+
+const SPENT_BASES = ['usd', 'local'] as const
+type SpentBase = (typeof SPENT_BASES)[number]
+const USD: SpendCurrency = { code: 'USD', perUsd: 1 }
+const FORBIDDEN = Symbol('forbidden')
+
+type Parsed = ReportRequest | typeof FORBIDDEN | undefined
+
+interface Window {
+  fromDay: number | undefined
+  toDay: number | undefined
+  byDate: boolean
+  byCampaign: boolean
+  spentBased: SpentBase | undefined
+}
+
+export function reportRoutes(app: FastifyInstance, state: SandboxState): void {
+  for (const split of REPORT_SPLITS) {
+    app.get(`/report/${split}/get`, (request, reply) => {
+      const validator = new Validator()
+      answer(reply, state, validator, fromQuery(split, asRecord(request.query), callerOf(request), state, validator))
+    })
+    app.post(`/report/${split}/get`, (request, reply) => {
+      const validator = new Validator()
+      answer(reply, state, validator, fromBody(split, asRecord(request.body), callerOf(request), state, validator))
+    })
+  }
+}
+
+function answer(reply: FastifyReply, state: SandboxState, validator: Validator, parsed: Parsed): void {
+  if (parsed === undefined) sendInvalid(reply, validator)
+  else if (parsed === FORBIDDEN) sendForbidden(reply)
+  else sendJson(reply, 200, { data: buildReport(state.seed, parsed) })
+}
+
+function fromQuery(split: ReportSplit, query: Record<string, unknown>, caller: number, state: SandboxState, v: Validator): Parsed {
+  const advertiserId = query.advertiserId === undefined ? caller : v.integer('advertiserId', query.advertiserId)
+  const window = readWindow(v, query)
+  if (v.hasErrors() || advertiserId === undefined) return undefined
+  const account = state.accounts.get(advertiserId)
+  if (account === undefined || !mayRead(caller, account)) return FORBIDDEN
+  const campaigns = state.catalog.listOf(advertiserId).map((campaign) => reportCampaign(campaign, account, window))
+  return complete(split, campaigns, window)
+}
+
+function fromBody(split: ReportSplit, body: Record<string, unknown>, caller: number, state: SandboxState, v: Validator): Parsed {
+  const window = readWindow(v, body)
+  const found = readCampaigns(v, body.campaignIds, state)
+  if (v.hasErrors() || found === undefined) return undefined
+  const campaigns: ReportCampaign[] = []
+  for (const campaign of found) {
+    const account = state.accounts.get(campaign.userId)
+    if (account === undefined || !mayRead(caller, account)) return FORBIDDEN
+    campaigns.push(reportCampaign(campaign, account, window))
+  }
+  return complete(split, campaigns, window)
+}
+
+/** Campaigns named in a body, sorted and unique, so that spelling does not change the bytes. */
+function readCampaigns(v: Validator, value: unknown, state: SandboxState): SandboxCampaign[] | undefined {
+  const ids = v.integers('campaignIds', value)
+  if (ids === undefined) return undefined
+  const campaigns = ids.map((id, i) => state.catalog.get(id) ?? v.fail(`campaignIds.${i}`, `The selected campaign ids.${i} is invalid.`))
+  if (!campaigns.every((campaign) => campaign !== undefined)) return undefined
+  return [...new Map(campaigns.map((campaign) => [campaign.id, campaign])).values()].sort((a, b) => a.id - b.id)
+}
+
+function readWindow(v: Validator, source: Record<string, unknown>): Window {
+  const fromDay = v.date('dateFrom', source.dateFrom)
+  const toDay = v.date('dateTo', source.dateTo)
+  v.ordered('dateTo', 'dateFrom', fromDay, toDay)
+  if (fromDay !== undefined && toDay !== undefined && toDay - fromDay + 1 > MAX_REPORT_DAYS) {
+    v.fail('dateTo', `The date range may not be longer than ${MAX_REPORT_DAYS} days.`)
+  }
+  return {
+    fromDay,
+    toDay,
+    byDate: v.flag('byDate', source.byDate),
+    byCampaign: v.flag('byCampaign', source.byCampaign),
+    spentBased: source.spentBased === undefined ? 'usd' : v.oneOf('spentBased', source.spentBased, SPENT_BASES),
+  }
+}
+
+function reportCampaign(campaign: SandboxCampaign, account: SandboxAccount, window: Window): ReportCampaign {
+  const currency = window.spentBased === 'local' ? { code: account.currency, perUsd: UNITS_PER_USD[account.currency] ?? 1 } : USD
+  return { id: campaign.id, advertiserId: campaign.userId, name: campaign.name, currency }
+}
+
+function complete(split: ReportSplit, campaigns: ReportCampaign[], window: Window): Parsed {
+  const { fromDay, toDay, byDate, byCampaign } = window
+  if (fromDay === undefined || toDay === undefined) return undefined
+  return { split, campaigns, fromDay, toDay, byDate, byCampaign }
+}

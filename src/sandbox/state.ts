@@ -1,0 +1,17 @@
+import type { CampaignCatalog } from './catalog.js'
+import type { Conditions } from './conditions.js'
+import type { SandboxAccount, SandboxCredentials, SandboxRequestRecord } from './sandbox.js'
+import type { TokenStore } from './tokens.js'
+
+/** Everything one sandbox remembers; the routes share it, the tests steer it. */
+export interface SandboxState {
+  readonly seed: number
+  readonly accounts: ReadonlyMap<number, SandboxAccount>
+  readonly credentials: SandboxCredentials
+  readonly grantType: string
+  readonly tokenTtlSeconds: number
+  readonly tokens: TokenStore
+  readonly catalog: CampaignCatalog
+  readonly conditions: Conditions
+  readonly requests: SandboxRequestRecord[]
+}

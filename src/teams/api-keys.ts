@@ -1,0 +1,29 @@
+import { createHash, randomBytes } from 'node:crypto'
+
+// A recognizable prefix lets secret scanners (GitHub, gitleaks) find a leaked key.
+export const KEY_PREFIX = 'rgw_'
+const KEY_BYTES = 32
+
+export function newApiKey(): string {
+  return KEY_PREFIX + randomBytes(KEY_BYTES).toString('base64url')
+}
+
+export function hashApiKey(key: string): string {
+  return `sha256:${createHash('sha256').update(key, 'utf8').digest('hex')}`
+}
+
+export function fingerprint(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex').slice(0, 12)
+}
+
+/** The key a caller presents: `x-api-key`, else `authorization: Bearer`. */
+export function presentedKey(headers: Record<string, string | string[] | undefined>): string | null {
+  const apiKey = headers['x-api-key']
+  if (typeof apiKey === 'string' && apiKey !== '') return apiKey.trim()
+  const auth = headers.authorization
+  if (typeof auth === 'string') {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(auth)
+    if (match) return match[1] as string
+  }
+  return null
+}

@@ -1,0 +1,44 @@
+import type { FastifyRequest } from 'fastify'
+import type { TeamConfig } from '../config.js'
+import { ForbiddenError, UnauthorizedError } from '../errors.js'
+import { hashApiKey, presentedKey } from './api-keys.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    team: TeamConfig | null
+  }
+}
+
+export class TeamDirectory {
+  #byHash = new Map<string, TeamConfig>()
+
+  constructor(teams: TeamConfig[]) {
+    for (const team of teams) for (const hash of team.keyHashes) this.#byHash.set(hash, team)
+  }
+
+  /** The team whose key the request presents; throws 401 otherwise. */
+  authenticate(request: FastifyRequest): TeamConfig {
+    const key = presentedKey(request.headers)
+    const team = key === null ? undefined : this.#byHash.get(hashApiKey(key))
+    if (!team) throw new UnauthorizedError()
+    return team
+  }
+}
+
+// Contract, "Calling it": reads are GET calls and POST calls whose path ends in /get.
+export function isRead(method: string, path: string): boolean {
+  if (method === 'GET' || method === 'HEAD') return true
+  return method === 'POST' && /\/get\/?$/.test(path)
+}
+
+export function assertMayCall(team: TeamConfig, method: string, path: string): void {
+  if (!isRead(method, path) && !team.write) {
+    throw new ForbiddenError(`team ${team.name} may not send writes (${method} ${path})`)
+  }
+}
+
+export function assertMayUseAccount(team: TeamConfig, account: number): void {
+  if (team.advertisers !== null && !team.advertisers.has(account)) {
+    throw new ForbiddenError(`team ${team.name} may not use advertiser ${account}`)
+  }
+}

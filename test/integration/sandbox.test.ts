@@ -1,0 +1,462 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { startSandbox } from '../../src/sandbox/sandbox.js'
+import type { Sandbox } from '../../src/sandbox/sandbox.js'
+
+// The sandbox stands in for the platform in every other suite, so this one pins
+// the platform behaviour it reproduces, over real HTTP on loopback.
+
+interface Row {
+  date?: string
+  campaignId?: number
+  campaignName?: string
+  creativeId?: number
+  creativeName?: string
+  position?: string
+  impressions: number
+  clicks: number
+  ctr: number
+  spent: number
+  reach: number
+  currency: string
+}
+
+const WEEK = 'dateFrom=2026-01-01&dateTo=2026-01-07'
+
+let sandbox: Sandbox
+let token: string
+
+beforeAll(async () => {
+  sandbox = await startSandbox()
+  token = sandbox.issueToken()
+})
+
+afterAll(async () => {
+  await sandbox.close()
+})
+
+afterEach(() => {
+  sandbox.setFailure({ kind: 'none' })
+  sandbox.setLatency(0)
+  sandbox.clearRequests()
+})
+
+interface CallOptions {
+  method?: string
+  body?: unknown
+  token?: string | null
+  signal?: AbortSignal
+}
+
+function call(path: string, options: CallOptions = {}): Promise<Response> {
+  const headers: Record<string, string> = {}
+  const bearer = options.token === undefined ? token : options.token
+  if (bearer !== null) headers.authorization = `Bearer ${bearer}`
+  if (options.body !== undefined) headers['content-type'] = 'application/json'
+  return fetch(`${sandbox.url}${path}`, {
+    method: options.method ?? (options.body === undefined ? 'GET' : 'POST'),
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    signal: options.signal,
+  })
+}
+
+async function rows(path: string, options?: CallOptions): Promise<Row[]> {
+  const response = await call(path, options)
+  expect(response.status).toBe(200)
+  return ((await response.json()) as { data: Row[] }).data
+}
+
+function grant(overrides: Record<string, unknown> = {}): Promise<Response> {
+  const { username, password, clientId, clientSecret } = sandbox.credentials
+  return fetch(`${sandbox.url}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'platform_dsp', username, password, client_id: clientId, client_secret: clientSecret, ...overrides }),
+  })
+}
+
+function jwtClaims(jwt: string): Record<string, unknown> {
+  const payload = jwt.split('.')[1] ?? ''
+  return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>
+}
+
+describe('token request', () => {
+  it('grants a one-year JWT for the demo credentials, usable on /api/v1', async () => {
+    const response = await grant()
+    expect(response.status).toBe(200)
+    const body = (await response.json()) as Record<string, unknown>
+    expect(body).toMatchObject({ token_type: 'Bearer', expires_in: 31_536_000 })
+    expect(typeof body.refresh_token).toBe('string')
+    const accessToken = String(body.access_token)
+    expect(accessToken.split('.')).toHaveLength(3)
+    const claims = jwtClaims(accessToken)
+    expect(claims).toMatchObject({ sub: '100', aud: String(sandbox.credentials.clientId) })
+    expect(Number(claims.exp) - Number(claims.iat)).toBe(31_536_000)
+    expect((await call('/api/v1/campaign/get', { body: {}, token: accessToken })).status).toBe(200)
+  })
+
+  it('takes client_id as a numeric string too', async () => {
+    expect((await grant({ client_id: String(sandbox.credentials.clientId) })).status).toBe(200)
+  })
+
+  it.each([
+    ['a wrong grant type', { grant_type: 'password' }, 400, 'unsupported_grant_type'],
+    ['a wrong password', { password: 'nope' }, 400, 'invalid_grant'],
+    ['a wrong username', { username: 'someone@else' }, 400, 'invalid_grant'],
+    ['a wrong client secret', { client_secret: 'nope' }, 401, 'invalid_client'],
+    ['a wrong client id', { client_id: 999 }, 401, 'invalid_client'],
+  ])('refuses %s', async (_what, overrides, status, error) => {
+    const response = await grant(overrides)
+    expect(response.status).toBe(status)
+    const body = (await response.json()) as Record<string, unknown>
+    expect(body.error).toBe(error)
+    expect(typeof body.message).toBe('string')
+  })
+
+  it('follows the grantType and tokenTtlSeconds options', async () => {
+    const other = await startSandbox({ grantType: 'eskimi_dsp', tokenTtlSeconds: 60 })
+    try {
+      const { username, password, clientId, clientSecret } = other.credentials
+      const response = await fetch(`${other.url}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ grant_type: 'eskimi_dsp', username, password, client_id: clientId, client_secret: clientSecret }),
+      })
+      const body = (await response.json()) as { expires_in: number; access_token: string }
+      expect(body.expires_in).toBe(60)
+      const claims = jwtClaims(body.access_token)
+      expect(Number(claims.exp) - Number(claims.iat)).toBe(60)
+    } finally {
+      await other.close()
+    }
+  })
+})
+
+describe('authentication on /api/v1', () => {
+  const REPORT = `/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`
+
+  it.each([
+    ['no authorization header', null],
+    ['an unknown token', 'not-a-token'],
+  ])('answers 401 Unauthenticated to %s', async (_what, bearer) => {
+    const response = await call(REPORT, { token: bearer })
+    expect(response.status).toBe(401)
+    expect(await response.json()).toEqual({ message: 'Unauthenticated.' })
+  })
+
+  it('answers 401 to an expired token', async () => {
+    expect((await call(REPORT, { token: sandbox.issueToken({ ttlSeconds: -1 }) })).status).toBe(401)
+  })
+
+  it('answers 401 to a revoked token, and to every token after revokeAllTokens', async () => {
+    const revoked = sandbox.issueToken()
+    const kept = sandbox.issueToken()
+    sandbox.revokeToken(revoked)
+    expect((await call(REPORT, { token: revoked })).status).toBe(401)
+    expect((await call(REPORT, { token: kept })).status).toBe(200)
+    sandbox.revokeAllTokens()
+    expect((await call(REPORT, { token: kept })).status).toBe(401)
+    token = sandbox.issueToken()
+  })
+
+  it('accepts a hand-made token for the account it names', async () => {
+    sandbox.acceptToken('dashboard-token-201', 201)
+    expect((await call('/api/v1/report/campaigns/get?advertiserId=201&dateFrom=2026-01-01&dateTo=2026-01-01', { token: 'dashboard-token-201' })).status).toBe(200)
+    expect((await call(REPORT, { token: 'dashboard-token-201' })).status).toBe(403)
+  })
+})
+
+describe('reports', () => {
+  it.each([
+    [false, false, []],
+    [true, false, ['date']],
+    [false, true, ['campaignId', 'campaignName']],
+    [true, true, ['date', 'campaignId', 'campaignName']],
+  ])('GET byDate=%s byCampaign=%s has exactly the fields %j besides the metrics', async (byDate, byCampaign, extra) => {
+    const data = await rows(`/api/v1/report/campaigns/get?advertiserId=101&${WEEK}&byDate=${byDate ? 1 : 0}&byCampaign=${byCampaign ? 1 : 0}`)
+    expect(data.length).toBeGreaterThan(0)
+    for (const row of data) {
+      expect(Object.keys(row)).toEqual([...extra, 'impressions', 'clicks', 'ctr', 'spent', 'reach', 'currency'])
+    }
+  })
+
+  it('answers like Laravel: application/json, no-cache, and a session cookie', async () => {
+    const response = await call(`/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`)
+    expect(response.headers.get('content-type')).toBe('application/json')
+    expect(response.headers.get('cache-control')).toBe('no-cache, private')
+    expect(response.headers.get('set-cookie')).toMatch(/^laravel_session=[^;]+;.*httponly/i)
+  })
+
+  it('POST names campaigns, in any order and repeated, and reports them sorted once', async () => {
+    const data = await rows('/api/v1/report/campaigns/get', {
+      body: { campaignIds: [102002, 101001, 102002], dateFrom: '2026-01-01', dateTo: '2026-01-03', byDate: true, byCampaign: true },
+    })
+    expect(data.map((row) => `${row.date} ${row.campaignId}`)).toEqual([
+      '2026-01-01 101001', '2026-01-01 102002',
+      '2026-01-02 101001', '2026-01-02 102002',
+      '2026-01-03 101001', '2026-01-03 102002',
+    ])
+  })
+
+  it('splits by creative and by ad placement position', async () => {
+    const creatives = await rows(`/api/v1/report/creatives/get?advertiserId=101&${WEEK}&byCampaign=1`)
+    for (const row of creatives) {
+      expect(typeof row.creativeName).toBe('string')
+      expect(Math.floor(Number(row.creativeId) / 10)).toBe(row.campaignId)
+    }
+    const positions = await rows(`/api/v1/report/adPlacementPositions/get?advertiserId=101&${WEEK}`)
+    expect(positions.map((row) => row.position)).toEqual(['Above the fold', 'Below the fold', 'Full screen', 'Unknown'])
+  })
+
+  it('answers 404 Not Found to an unknown split, before authentication', async () => {
+    const response = await call(`/api/v1/report/geo/get?advertiserId=101&${WEEK}`, { token: null })
+    expect(response.status).toBe(404)
+    expect(await response.json()).toEqual({ message: 'Not Found' })
+    expect((await call('/api/v1/nothing/here')).status).toBe(404)
+  })
+
+  it('gives the same bytes for the same query, across calls and across sandboxes of one seed', async () => {
+    const path = `/api/v1/report/campaigns/get?advertiserId=102&${WEEK}&byDate=1&byCampaign=1`
+    const first = await (await call(path)).text()
+    expect(await (await call(path)).text()).toBe(first)
+    const twin = await startSandbox({ seed: 42 })
+    const stranger = await startSandbox({ seed: 7 })
+    try {
+      const fetchFrom = async (other: Sandbox): Promise<string> =>
+        (await fetch(`${other.url}${path}`, { headers: { authorization: `Bearer ${other.issueToken()}` } })).text()
+      expect(await fetchFrom(twin)).toBe(first)
+      expect(await fetchFrom(stranger)).not.toBe(first)
+    } finally {
+      await Promise.all([twin.close(), stranger.close()])
+    }
+  })
+
+  it('keeps a period reach below the sum of its daily reach, and every reach within impressions', async () => {
+    const daily = await rows(`/api/v1/report/campaigns/get?advertiserId=101&${WEEK}&byDate=1&byCampaign=1`)
+    const period = await rows(`/api/v1/report/campaigns/get?advertiserId=101&${WEEK}&byCampaign=1`)
+    for (const row of period) {
+      const days = daily.filter((day) => day.campaignId === row.campaignId)
+      expect(days).toHaveLength(7)
+      expect(row.impressions).toBe(days.reduce((sum, day) => sum + day.impressions, 0))
+      expect(row.reach).toBeLessThan(days.reduce((sum, day) => sum + day.reach, 0))
+      expect(row.reach).toBeGreaterThanOrEqual(Math.max(...days.map((day) => day.reach)))
+    }
+    for (const row of [...daily, ...period]) expect(row.reach).toBeLessThanOrEqual(row.impressions)
+  })
+
+  it('reports spent in the advertiser currency with spentBased=local', async () => {
+    const [usd] = await rows(`/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`)
+    const [kes] = await rows(`/api/v1/report/campaigns/get?advertiserId=101&${WEEK}&spentBased=local`)
+    expect(usd?.currency).toBe('USD')
+    expect(kes?.currency).toBe('KES')
+    expect(kes?.spent).toBeCloseTo((usd?.spent ?? 0) * 129.3, -1)
+    expect(kes?.impressions).toBe(usd?.impressions)
+  })
+
+  it('is a few KB for a week of daily campaign rows, the benchmark body', async () => {
+    const body = await (await call(`/api/v1/report/campaigns/get?advertiserId=101&${WEEK}&byDate=1&byCampaign=1`)).text()
+    expect(body.length).toBeGreaterThan(2_000)
+    expect(body.length).toBeLessThan(8_000)
+  })
+
+  it.each([
+    ['missing dateFrom', 'advertiserId=101&dateTo=2026-01-07', 'dateFrom', 'The date from field is required.'],
+    ['a non-date', 'advertiserId=101&dateFrom=2026-02-30&dateTo=2026-03-01', 'dateFrom', 'The date from field must match the format Y-m-d.'],
+    ['dateFrom after dateTo', 'advertiserId=101&dateFrom=2026-01-07&dateTo=2026-01-01', 'dateTo', 'The date to field must be a date after or equal to date from.'],
+    ['a non-integer advertiserId', `advertiserId=abc&${WEEK}`, 'advertiserId', 'The advertiser id field must be an integer.'],
+    ['a bad spentBased', `advertiserId=101&${WEEK}&spentBased=eur`, 'spentBased', 'The selected spent based is invalid.'],
+    ['a bad flag', `advertiserId=101&${WEEK}&byDate=yes`, 'byDate', 'The by date field must be true or false.'],
+  ])('answers 422 to %s', async (_what, query, field, message) => {
+    const response = await call(`/api/v1/report/campaigns/get?${query}`)
+    expect(response.status).toBe(422)
+    expect(await response.json()).toEqual({ message, errors: { [field]: [message] } })
+  })
+
+  it('answers 422 to a POST without campaigns, naming every error in the summary', async () => {
+    const response = await call('/api/v1/report/campaigns/get', { body: { dateFrom: '2026-01-01' } })
+    expect(response.status).toBe(422)
+    const body = (await response.json()) as { message: string; errors: Record<string, string[]> }
+    expect(body.message).toBe('The date to field is required. (and 1 more error)')
+    expect(Object.keys(body.errors).sort()).toEqual(['campaignIds', 'dateTo'])
+  })
+
+  it('lets a parent read its children and refuses the other tree with 403', async () => {
+    for (const child of [100, 101, 102, 103]) {
+      expect((await call(`/api/v1/report/campaigns/get?advertiserId=${child}&${WEEK}`)).status).toBe(200)
+    }
+    for (const outsider of [200, 201, 999]) {
+      const response = await call(`/api/v1/report/campaigns/get?advertiserId=${outsider}&${WEEK}`)
+      expect(response.status).toBe(403)
+      expect(await response.json()).toEqual({ message: 'This action is unauthorized.' })
+    }
+    const post = await call('/api/v1/report/campaigns/get', { body: { campaignIds: [101001, 201001], dateFrom: '2026-01-01', dateTo: '2026-01-02' } })
+    expect(post.status).toBe(403)
+    const northwind = sandbox.issueToken({ accountId: 200 })
+    expect((await call(`/api/v1/report/campaigns/get?advertiserId=201&${WEEK}`, { token: northwind })).status).toBe(200)
+  })
+})
+
+describe('campaigns', () => {
+  const NEW_CAMPAIGN = {
+    userId: 103,
+    name: 'Sandbox test',
+    adDomain: 'example.com',
+    clickUrl: 'https://example.com/landing',
+    autoStart: false,
+    dates: { from: '2026-02-01', to: '2026-02-28' },
+    country: 'lt',
+    bid: 1.2,
+    budget: { daily: 50, total: 1000 },
+    creativeSetIds: [1, 2],
+  }
+
+  it('lists the campaigns of a child account with paging metadata', async () => {
+    const response = await call('/api/v1/campaign/get?per_page=200', { body: { userId: 101 } })
+    expect(response.status).toBe(200)
+    const body = (await response.json()) as { data: { id: number; userId: number }[]; meta: Record<string, number> }
+    expect(body.data.length).toBeGreaterThanOrEqual(3)
+    expect(body.data.length).toBeLessThanOrEqual(6)
+    expect(body.data.every((campaign) => campaign.userId === 101 && Math.floor(campaign.id / 1000) === 101)).toBe(true)
+    expect(body.meta).toMatchObject({ per_page: 200, total: body.data.length })
+    expect((await call('/api/v1/campaign/get?per_page=200', { body: { userId: 201 } })).status).toBe(403)
+  })
+
+  it('creates a campaign, lists it, reports on it and deletes it', async () => {
+    const created = await call('/api/v1/campaign/banner/create', { body: NEW_CAMPAIGN })
+    expect(created.status).toBe(201)
+    const { data } = (await created.json()) as { data: { id: number; status: string; country: string } }
+    expect(Math.floor(data.id / 1000)).toBe(103)
+    expect(data).toMatchObject({ status: 'paused', country: 'LT' })
+    const list = (await (await call('/api/v1/campaign/get?per_page=200', { body: { userId: 103 } })).json()) as { data: { id: number }[] }
+    expect(list.data.map((campaign) => campaign.id)).toContain(data.id)
+    expect(await rows('/api/v1/report/campaigns/get', { body: { campaignIds: [data.id], dateFrom: '2026-02-01', dateTo: '2026-02-01' } })).toHaveLength(1)
+
+    const deleted = await call(`/api/v1/campaign/banner/delete/${data.id}`, { method: 'DELETE' })
+    expect(deleted.status).toBe(200)
+    expect(await deleted.json()).toEqual({ message: 'Deleted' })
+    expect((await call(`/api/v1/campaign/banner/delete/${data.id}`, { method: 'DELETE' })).status).toBe(404)
+  })
+
+  it('answers 422 naming the missing fields of a create', async () => {
+    const response = await call('/api/v1/campaign/banner/create', { body: { userId: 103, name: 'Half a campaign' } })
+    expect(response.status).toBe(422)
+    const { errors } = (await response.json()) as { errors: Record<string, string[]> }
+    expect(Object.keys(errors)).toEqual(expect.arrayContaining(['adDomain', 'clickUrl', 'dates.from', 'bid', 'budget.daily', 'creativeSetIds']))
+    expect(errors).not.toHaveProperty('userId')
+  })
+
+  it('refuses writes to the other tree with 403', async () => {
+    expect((await call('/api/v1/campaign/banner/create', { body: { ...NEW_CAMPAIGN, userId: 201 } })).status).toBe(403)
+    expect((await call('/api/v1/campaign/banner/delete/201001', { method: 'DELETE' })).status).toBe(403)
+  })
+})
+
+describe('failure modes and latency', () => {
+  const REPORT = `/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`
+
+  it('answers the injected status for the next `times` requests, then recovers', async () => {
+    sandbox.setFailure({ kind: 'status', status: 503, times: 2 })
+    expect((await call(REPORT)).status).toBe(503)
+    const second = await call(REPORT)
+    expect(second.status).toBe(503)
+    expect(await second.json()).toEqual({ message: 'Service Unavailable' })
+    expect((await call(REPORT)).status).toBe(200)
+    expect(sandbox.countRequests((r) => r.path === '/api/v1/report/campaigns/get')).toBe(3)
+  })
+
+  it('sends the injected body and headers, e.g. a 429 with retry-after, until changed', async () => {
+    sandbox.setFailure({ kind: 'status', status: 429, headers: { 'retry-after': '7' } })
+    for (let i = 0; i < 3; i++) {
+      const response = await call(REPORT)
+      expect(response.status).toBe(429)
+      expect(response.headers.get('retry-after')).toBe('7')
+      expect(await response.json()).toEqual({ message: 'Too Many Attempts.' })
+    }
+  })
+
+  it('leaves the token request alone', async () => {
+    sandbox.setFailure({ kind: 'status', status: 500 })
+    expect((await grant()).status).toBe(200)
+  })
+
+  it('hangs a request until the client gives up, and close() still returns at once', async () => {
+    const hanging = await startSandbox()
+    hanging.setFailure({ kind: 'hang' })
+    const request = fetch(`${hanging.url}${REPORT}`, {
+      headers: { authorization: `Bearer ${hanging.issueToken()}` },
+      signal: AbortSignal.timeout(200),
+    })
+    await expect(request).rejects.toThrow()
+    const pending = fetch(`${hanging.url}${REPORT}`, { headers: { authorization: `Bearer ${hanging.issueToken()}` } })
+    pending.catch(() => undefined)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const started = performance.now()
+    await hanging.close()
+    expect(performance.now() - started).toBeLessThan(1_000)
+    await expect(pending).rejects.toThrow()
+  })
+
+  it('resets the connection without an answer', async () => {
+    sandbox.setFailure({ kind: 'reset', times: 1 })
+    await expect(call(REPORT)).rejects.toThrow()
+    expect((await call(REPORT)).status).toBe(200)
+  })
+
+  it('adds the configured latency before answering', async () => {
+    sandbox.setLatency(150)
+    const started = performance.now()
+    expect((await call(REPORT)).status).toBe(200)
+    expect(performance.now() - started).toBeGreaterThanOrEqual(140)
+  })
+})
+
+describe('request log', () => {
+  it('records token and API requests with method, path, query, headers and raw body', async () => {
+    await grant()
+    await call('/api/v1/campaign/get?per_page=200', { body: { userId: 101 } })
+    expect(sandbox.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /oauth/token', 'POST /api/v1/campaign/get'])
+    const [tokenRequest, listRequest] = sandbox.requests
+    expect(JSON.parse(tokenRequest?.body ?? '{}')).toMatchObject({ grant_type: 'platform_dsp' })
+    expect(listRequest).toMatchObject({ query: 'per_page=200', body: '{"userId":101}' })
+    expect(listRequest?.headers.authorization).toBe(`Bearer ${token}`)
+    expect(sandbox.countRequests((r) => r.path === '/oauth/token')).toBe(1)
+    sandbox.clearRequests()
+    expect(sandbox.countRequests()).toBe(0)
+  })
+})
+
+describe('HTTP controls', () => {
+  async function control(method: string, path: string, body?: unknown): Promise<Response> {
+    return fetch(`${sandbox.url}/__sandbox${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+  }
+
+  it('mint tokens, inject failures and latency, count and clear requests, without entering the log', async () => {
+    const minted = (await (await control('POST', '/tokens', { accountId: 101 })).json()) as { access_token: string }
+    const REPORT = `/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`
+    expect((await call(REPORT, { token: minted.access_token })).status).toBe(200)
+
+    expect((await control('POST', '/failure', { kind: 'status', status: 502, times: 1 })).status).toBe(200)
+    expect((await call(REPORT)).status).toBe(502)
+    expect((await control('POST', '/failure', { kind: 'explode' })).status).toBe(400)
+
+    expect(await (await control('POST', '/latency', { ms: 100 })).json()).toEqual({ ms: 100 })
+    const started = performance.now()
+    await call(REPORT)
+    expect(performance.now() - started).toBeGreaterThanOrEqual(90)
+
+    const count = await control('GET', '/requests/count?path=/api/v1/report/campaigns/get')
+    expect(await count.json()).toEqual({ count: 3 })
+    expect((await control('DELETE', '/requests')).status).toBe(204)
+    expect(await (await control('GET', '/requests/count')).json()).toEqual({ count: 0 })
+  })
+
+  it('revokes every token', async () => {
+    expect((await control('DELETE', '/tokens')).status).toBe(204)
+    expect((await call(`/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`)).status).toBe(401)
+    token = sandbox.issueToken()
+  })
+})
