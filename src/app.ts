@@ -63,6 +63,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     refreshBeforeMs: config.platform.refreshBeforeMs,
     expiryWarningsMs: config.platform.expiryWarningsMs,
     filePollMs: config.platform.tokenFilePollMs,
+    maintenanceMs: config.platform.maintenanceMs,
     ...(deps.now ? { now: deps.now } : {}),
   })
   const l2 = redis && breaker ? new RedisStore({ redis, breaker, prefix: config.redis.keyPrefix, ...(deps.now ? { now: deps.now } : {}) }) : null
@@ -153,7 +154,9 @@ function buildServer(config: Config, log: Logger): FastifyInstance {
     // One line per request is logged by observeRequests instead.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
     bodyLimit: config.bodyLimit,
-    requestIdHeader: 'x-request-id',
+    // Not `requestIdHeader: 'x-request-id'`: Fastify would take any value of that header
+    // as is and call genReqId only without one, so the check below would never run.
+    requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id']
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()

@@ -31,9 +31,11 @@ export const CredentialSchema = Type.Object(
 
 export const TeamSchema = Type.Object(
   {
-    keys: Type.Array(Type.String({ pattern: '^sha256:[0-9a-f]{64}$' }), {
-      description: 'sha256:<hex> of each API key; plaintext keys are never stored',
-    }),
+    // The description sits on the item: a bad item is what the message names.
+    keys: Type.Array(
+      Type.String({ pattern: '^sha256:[0-9a-f]{64}$', description: 'sha256:<hex> of an API key (64 lower-case hex digits, from `npm run keys`); plaintext keys are never stored' }),
+      { description: 'a list of sha256:<hex> API key hashes' },
+    ),
     advertisers: Type.Array(Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('*')])),
     write: Type.Boolean({ default: false }),
     credential: Type.String({ minLength: 1, default: 'default' }),
@@ -79,6 +81,7 @@ export const ConfigSchema = Type.Object(
         refreshBefore: Duration,
         expiryWarnings: Type.Array(Duration),
         tokenFilePoll: Duration,
+        maintenanceInterval: Duration,
         probe: Nullable(
           Type.Object(
             { method: Type.Union([Type.Literal('GET'), Type.Literal('POST')]), path: Type.String({ pattern: '^/api/v1/' }) },

@@ -137,13 +137,15 @@ export function readEnv(env: Env, name: string, allowFile: boolean, readFile: (p
   return direct === '' ? undefined : direct
 }
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false })
+// verbose: errors carry their parentSchema, whose `description` is the hint a union
+// (Duration, Size) gives; without it every branch's own failure would be the message.
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true })
 const validate = ajv.compile(ConfigSchema)
 
 function validateSchema(raw: Record<string, unknown>, envSources: Map<string, string>, problems: string[]): void {
   if (validate(raw)) return
   const seen = new Set<string>()
-  for (const error of validate.errors ?? []) {
+  for (const error of withoutBranchNoise(validate.errors ?? [])) {
     const line = describeError(error, raw, envSources)
     if (line && !seen.has(line)) {
       seen.add(line)
@@ -152,7 +154,22 @@ function validateSchema(raw: Record<string, unknown>, envSources: Map<string, st
   }
 }
 
-// Union branches each report their own failure; one line per key reads better.
+// Union branches each report their own failure; one line per key reads better. A
+// union (anyOf) whose branches only failed at its own value stands for them all; one
+// whose branch got further (an object branch with a bad member) gives way to the
+// deeper errors, which name the member.
+function withoutBranchNoise(errors: ErrorObject[]): ErrorObject[] {
+  const dropped = new Set<ErrorObject>()
+  for (const union of errors) {
+    if (union.keyword !== 'anyOf') continue
+    const branches = errors.filter((e) => e !== union && e.schemaPath.startsWith(`${union.schemaPath}/`))
+    const deeper = branches.some((e) => e.instancePath.startsWith(`${union.instancePath}/`))
+    for (const e of branches) if (!deeper || e.instancePath === union.instancePath) dropped.add(e)
+    if (deeper) dropped.add(union)
+  }
+  return errors.filter((e) => !dropped.has(e))
+}
+
 function describeError(error: ErrorObject, raw: Record<string, unknown>, envSources: Map<string, string>): string | null {
   const segments = error.instancePath.split('/').slice(1).map(unescapePointer)
   if (error.keyword === 'additionalProperties') {
@@ -162,7 +179,8 @@ function describeError(error: ErrorObject, raw: Record<string, unknown>, envSour
   const dotted = segments.join('.')
   const name = envSources.get(dotted) ?? (dotted || '(root)')
   const value = getPath(raw, segments)
-  const shown = envSources.has(dotted) && isSecretPath(dotted) ? '' : ` (got ${JSON.stringify(value)})`
+  const hidden = (envSources.has(dotted) && isSecretPath(dotted)) || TEAM_KEYS.test(dotted)
+  const shown = hidden ? '' : ` (got ${JSON.stringify(value)})`
   if (error.keyword === 'required') {
     return `${dotted ? `${dotted}.` : ''}${(error.params as { missingProperty: string }).missingProperty}: required`
   }
@@ -178,6 +196,9 @@ function hintFor(dotted: string, error: ErrorObject): string {
   if (dotted === 'redis.url') return 'must be a redis:// or rediss:// URL'
   return error.message ?? 'is invalid'
 }
+
+// A team key list may hold a plaintext key by mistake: never repeat it.
+const TEAM_KEYS = /^teams\.[^.]+\.keys(\.\d+)?$/
 
 function isSecretPath(dotted: string): boolean {
   return ENV_KEYS.some((k) => k.secret && k.path.join('.') === dotted)
@@ -298,6 +319,7 @@ function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, pr
       refreshBeforeMs: parseDuration(p.refreshBefore),
       expiryWarningsMs: p.expiryWarnings.map(parseDuration).sort((a, b) => b - a),
       tokenFilePollMs: parseDuration(p.tokenFilePoll),
+      maintenanceMs: parseDuration(p.maintenanceInterval),
       probe: p.probe,
     },
     credentials,

@@ -78,10 +78,10 @@ export class RedisBreaker {
 
   fail(err: unknown): void {
     this.#openedAt = this.#now()
-    if (this.#state !== 'open') {
-      this.#log.warn({ err: { message: (err as Error).message } }, 'redis unavailable: serving without it (circuit open)')
-      this.#transition('open')
-    }
+    if (this.#state === 'open') return
+    // A failed probe after a cooldown is the same outage: its line was logged when it began.
+    if (this.#state === 'closed') this.#log.warn({ err: { message: (err as Error).message } }, 'redis unavailable: serving without it (circuit open)')
+    this.#transition('open')
   }
 
   #transition(state: BreakerState): void {

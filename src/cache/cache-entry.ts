@@ -45,13 +45,14 @@ export function decodeEntry(buf: Buffer): CacheEntry | null {
   if (buf.length < 4) return null
   const headerLength = buf.readUInt32BE(0)
   if (headerLength > buf.length - 4) return null
-  let meta: StoredMeta
+  let meta: unknown
   try {
-    meta = JSON.parse(buf.subarray(4, 4 + headerLength).toString('utf8')) as StoredMeta
+    meta = JSON.parse(buf.subarray(4, 4 + headerLength).toString('utf8'))
   } catch {
     return null
   }
-  if (meta.v !== 1) return null
+  // Another writer's value, or a truncated one, must read as a miss rather than throw.
+  if (!isStoredMeta(meta)) return null
   return {
     contentType: meta.contentType,
     gzip: buf.subarray(4 + headerLength),
@@ -62,6 +63,17 @@ export function decodeEntry(buf: Buffer): CacheEntry | null {
     errorUntil: meta.errorUntil,
     advertiserId: meta.advertiserId,
   }
+}
+
+function isStoredMeta(m: unknown): m is StoredMeta {
+  if (typeof m !== 'object' || m === null) return false
+  const o = m as Record<string, unknown>
+  return (
+    o.v === 1 &&
+    typeof o.contentType === 'string' &&
+    [o.fetchedAt, o.freshUntil, o.staleUntil, o.errorUntil].every((t) => typeof t === 'number' && Number.isFinite(t)) &&
+    (o.advertiserId === null || typeof o.advertiserId === 'number')
+  )
 }
 
 /** Bytes an entry holds in memory, for the L1 budget. */

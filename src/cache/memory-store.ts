@@ -14,6 +14,9 @@ export class MemoryStore implements CacheStore {
       sizeCalculation: entrySize,
       ttlAutopurge: false,
       perf: { now: this.#now },
+      // lru-cache reuses a clock reading for 1 ms by default; an injected clock can jump
+      // further than that, and an expired entry must not come back in the meantime.
+      ttlResolution: 0,
     })
   }
 

@@ -26,7 +26,9 @@ export class RedisStore implements CacheStore {
 
   async get(key: string): Promise<CacheEntry | null> {
     const buf = await this.#breaker.run(() => this.#redis.getBuffer(key), null)
-    return buf ? decodeEntry(buf) : null
+    const entry = buf ? decodeEntry(buf) : null
+    // PX runs on Redis's clock; on ours the entry may already be past its end.
+    return entry && entry.errorUntil > this.#now() ? entry : null
   }
 
   async set(key: string, entry: CacheEntry): Promise<void> {

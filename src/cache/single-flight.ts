@@ -85,7 +85,8 @@ export class ReplicaLock {
       const found = await check()
       if (found !== null) return found
       // The leader announced and still nothing: it failed or did not store; stop waiting.
-      if (announced) return null
+      // With Redis out no announcement can come, nor can the leader store: stop too.
+      if (announced || this.#breaker.state === 'open') return null
     }
     return null
   }

@@ -44,7 +44,7 @@ export interface TokenProviderDeps {
   filePollMs: number
   now?: () => number
   /** How often expiry is checked (warnings, scheduled re-login, the loud rejected line). */
-  maintenanceMs?: number
+  maintenanceMs: number
 }
 
 export interface ChangeEvent {
@@ -67,6 +67,9 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   #timers: NodeJS.Timeout[] = []
   #watcher: FSWatcher | null = null
   #lastLeftMs: number | null = null
+  /** The token file's content when last read: only a change of the file replaces the token. */
+  #fileContent: string | null = null
+  #maintaining = false
   #now: () => number
 
   constructor(credential: CredentialConfig, deps: TokenProviderDeps) {
@@ -120,7 +123,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
         this.#deps.log.error({ err, credential: this.name }, 'platform login failed at start; retrying every maintenance tick')
       }
     }
-    const tick = setInterval(() => void this.#maintain(), this.#deps.maintenanceMs ?? 60_000)
+    const tick = setInterval(() => void this.#maintain(), this.#deps.maintenanceMs)
     tick.unref()
     this.#timers.push(tick)
   }
@@ -183,10 +186,14 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     return true
   }
 
-  /** Fingerprint of what the configuration gives at start (the static token or file), or `login`. */
+  /**
+   * What the configuration gives (the static token, the token file's current content, or
+   * `login`), by fingerprint: a rotation stored in Redis applies to replicas configured alike.
+   */
   get configuredBase(): string {
     if (this.credential.login) return 'login'
-    return this.credential.token ? `static:${fingerprint(this.credential.token)}` : `file:${this.credential.tokenFile ?? ''}`
+    if (this.credential.token) return `static:${fingerprint(this.credential.token)}`
+    return `file:${this.#fileContent === null ? 'unread' : fingerprint(this.#fileContent)}`
   }
 
   #set(token: string, source: TokenSource, expiresIn: unknown, reason: ChangeEvent['reason'], actor?: string): TokenState {
@@ -241,7 +248,11 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       this.#deps.log.error({ credential: this.name, path }, 'token file is empty; keeping the current token')
       return
     }
-    if (content !== this.#state?.token) this.#set(content, 'file', undefined, reason)
+    // Compared with the file's last content, not with the token in use: a token from PUT
+    // /admin/token or another replica stays until the file itself changes.
+    if (content === this.#fileContent) return
+    this.#fileContent = content
+    this.#set(content, 'file', undefined, reason)
   }
 
   // A Kubernetes Secret update swaps the `..data` symlink in the file's folder, which a
@@ -262,9 +273,22 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   }
 
   async #maintain(): Promise<void> {
+    // A login slower than the interval must not start a second one.
+    if (this.#maintaining) return
+    this.#maintaining = true
+    try {
+      await this.#maintainOnce()
+    } finally {
+      this.#maintaining = false
+    }
+  }
+
+  async #maintainOnce(): Promise<void> {
     const now = this.#now()
     if (this.#rejected) this.#loudRejected()
-    if (!this.#state) {
+    // No token yet, or a refused one whose re-login failed: requests no longer reach the
+    // platform (so no 401 asks for a re-login), so the login is retried here.
+    if (!this.#state || (this.#rejected && this.credential.login)) {
       if (this.credential.login) await this.#login('login').catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'platform login failed'))
       return
     }

@@ -1,8 +1,11 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
 import type { GatewayContext } from '../context.js'
+import type { RedisClient } from '../redis.js'
 import type { TokenProvider, TokenState } from './token-provider.js'
 
 const CHANNEL = 'token'
+/** Longest wait at start for the Redis connection before going on without the shared token. */
+const CONNECT_WAIT_MS = 2000
 
 interface StoredToken {
   v: 1
@@ -49,6 +52,7 @@ export class TokenStore {
     if (!this.enabled) return
     const bus = this.#ctx.bus
     await bus?.subscribe(CHANNEL, (message) => void this.#onAnnouncement(message))
+    await whenReady(this.#ctx.redis as RedisClient)
     for (const provider of this.#ctx.tokens.all()) {
       await this.#reconcile(provider)
       provider.on('change', ({ state, reason }) => {
@@ -57,12 +61,15 @@ export class TokenStore {
     }
   }
 
-  // A replica that starts later takes a rotation made on top of the same configuration;
-  // a changed configuration (a new PLATFORM_TOKEN rolled out) replaces the stored token.
+  // A replica that starts later takes a rotation made on top of the same configuration
+  // (the same static token or token file content), and any stored token when it has none
+  // of its own; a changed configuration (a new PLATFORM_TOKEN rolled out) or a fresh
+  // password login replaces the stored token.
   async #reconcile(provider: TokenProvider): Promise<void> {
     const stored = await this.#read(provider.name)
     const current = provider.current()
-    if (stored && stored.base === provider.configuredBase && (!current || stored.state.version > current.version || provider.configuredBase !== 'login')) {
+    const sameBase = stored?.base === provider.configuredBase && provider.configuredBase !== 'login'
+    if (stored && (!current || sameBase)) {
       provider.adopt(stored.state, true)
       return
     }
@@ -136,4 +143,20 @@ export class TokenStore {
   #redisKey(credential: string): string {
     return `${this.#ctx.config.redis.keyPrefix}token:${credential}`
   }
+}
+
+// Commands fail at once while the connection is still being made (no offline queue), so
+// the start-up read of the stored token waits for it, a bounded time: a Redis that is
+// down at start only means this replica starts with its own token.
+async function whenReady(redis: RedisClient): Promise<void> {
+  if (redis.status === 'ready') return
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      redis.off('ready', done)
+      resolve()
+    }
+    const timer = setTimeout(done, CONNECT_WAIT_MS)
+    redis.once('ready', done)
+  })
 }

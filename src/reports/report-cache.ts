@@ -56,20 +56,21 @@ export class ReportCache {
     const { config } = this.#d
     const key = reportCacheKey({ credential: provider.name, report }, { prefix: config.redis.keyPrefix, version: config.cache.keyVersion })
     const refresh = wantsRefresh(request)
-    let stale: CacheEntry | null = null
+    let stale: { entry: CacheEntry; tier: Tier } | null = null
     if (!refresh) {
       const found = await this.#lookup(key)
       if (found) {
         const now = this.#now()
         if (now < found.entry.freshUntil) return this.#sendEntry(request, reply, found.entry, 'HIT', found.tier)
         if (now < found.entry.staleUntil) {
-          void this.#fill(key, report, provider, request.id, true)
+          this.#refreshInBackground(key, report, provider, request.id)
           return this.#sendEntry(request, reply, found.entry, 'STALE', found.tier)
         }
-        stale = found.entry
+        stale = found
       }
     }
-    const result = await this.#fill(key, report, provider, request.id, false)
+    // A refresh must not be answered with the copy it asked to bypass.
+    const result = await this.#fill(key, report, provider, request.id, refresh ? this.#now() : 0)
     switch (result.kind) {
       case 'entry':
         return this.#sendEntry(request, reply, result.entry, refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform')
@@ -79,10 +80,10 @@ export class ReportCache {
       case 'oversize':
         return this.#sendOversize(request, reply, result, report, provider)
       case 'failed': {
-        stale ??= refresh ? ((await this.#lookup(key))?.entry ?? null) : null
-        if (stale && this.#now() < stale.errorUntil) {
+        stale ??= refresh ? await this.#lookup(key) : null
+        if (stale && this.#now() < stale.entry.errorUntil) {
           request.log.warn({ err: result.error }, 'platform failed; serving a stale copy')
-          return this.#sendEntry(request, reply, stale, 'STALE', 'l1')
+          return this.#sendEntry(request, reply, stale.entry, 'STALE', stale.tier)
         }
         if (result.response && result.response.status === 429) {
           return reply.code(429).headers(result.response.headers).header('x-cache', 'BYPASS').send(result.response.body)
@@ -93,8 +94,8 @@ export class ReportCache {
   }
 
   async purgeAll(): Promise<number> {
-    await this.#d.l1.purgeAll()
-    const dropped = this.#d.l2 ? await this.#d.l2.purgeAll() : 0
+    const local = await this.#d.l1.purgeAll()
+    const dropped = this.#d.l2 ? await this.#d.l2.purgeAll() : local
     await this.#d.bus?.publish(PURGE_CHANNEL, JSON.stringify({ all: true }))
     return dropped
   }
@@ -118,12 +119,15 @@ export class ReportCache {
 
   async #lookup(key: string): Promise<{ entry: CacheEntry; tier: Tier } | null> {
     const local = this.#d.l1.getSync(key)
-    if (local) return { entry: local, tier: 'l1' }
-    if (!this.#d.l2) return null
-    const shared = await this.#d.l2.get(key)
-    if (!shared || shared.errorUntil <= this.#now()) return null
-    await this.#fillL1(key, shared)
-    return { entry: shared, tier: 'l2' }
+    if (local && this.#now() < local.freshUntil) return { entry: local, tier: 'l1' }
+    // A stale L1 copy may have been refreshed by another replica: take theirs before
+    // serving stale and calling the platform again.
+    const shared = this.#d.l2 ? await this.#d.l2.get(key) : null
+    if (shared && this.#now() < shared.errorUntil && (!local || shared.fetchedAt > local.fetchedAt)) {
+      await this.#fillL1(key, shared)
+      return { entry: shared, tier: 'l2' }
+    }
+    return local ? { entry: local, tier: 'l1' } : null
   }
 
   async #fillL1(key: string, entry: CacheEntry): Promise<void> {
@@ -132,18 +136,35 @@ export class ReportCache {
     await this.#d.l1.set(key, entry)
   }
 
-  /** One platform call per key in this process, and with Redis one across replicas. */
-  #fill(key: string, report: CanonicalReport, provider: TokenProvider, requestId: string, background: boolean): Promise<FillResult> {
-    if (background && this.#flights.has(key)) return Promise.resolve({ kind: 'pass', status: 0, headers: {}, body: Buffer.alloc(0) })
+  #refreshInBackground(key: string, report: CanonicalReport, provider: TokenProvider, requestId: string): void {
+    if (this.#flights.has(key)) return
+    this.#fill(key, report, provider, requestId, 0).then(
+      (result) => {
+        // Nobody reads this answer: an unread oversize body would hold its connection open.
+        if (result.kind === 'oversize' && !result.taken) {
+          result.taken = true
+          void result.rest[Symbol.asyncIterator]().return?.()
+        }
+      },
+      (err: unknown) => this.#d.log.warn({ err }, 'background refresh of a report failed'),
+    )
+  }
+
+  /**
+   * One platform call per key in this process, and with Redis one across replicas.
+   * A waiter on another replica's fill accepts only an entry fetched at `notBefore` or later.
+   */
+  #fill(key: string, report: CanonicalReport, provider: TokenProvider, requestId: string, notBefore: number): Promise<FillResult> {
     return this.#flights.run(key, async () => {
       const lock = this.#d.lock
       const outcome = lock ? await lock.acquire(key) : ({ role: 'solo' } as const)
       if (outcome.role === 'waiter') {
-        if (background) return { kind: 'pass', status: 0, headers: {}, body: Buffer.alloc(0) }
+        // Background refreshes wait too: a caller may have joined this flight, and the
+        // other replica's fill is what this one's L1 needs anyway.
         const l2 = this.#d.l2 as RedisStore
         const found = await (lock as ReplicaLock).waitForFill(key, async () => {
           const e = await l2.get(key)
-          return e && this.#now() < e.freshUntil ? e : null
+          return e && this.#now() < e.freshUntil && e.fetchedAt >= notBefore ? e : null
         })
         if (found) {
           await this.#fillL1(key, found)
@@ -213,7 +234,7 @@ export class ReportCache {
     const { Readable } = await import('node:stream')
     const stream = Readable.from((async function* () {
       yield* head
-      yield* rest as AsyncIterable<Buffer>
+      yield* rest
     })())
     const gzipped = headers['content-encoding'] === 'gzip'
     reply.code(200).header('content-type', headers['content-type'] ?? 'application/json').header('x-cache', 'BYPASS')

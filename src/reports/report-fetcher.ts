@@ -1,5 +1,4 @@
 import { gunzipSync, gzipSync } from 'node:zlib'
-import type { Readable } from 'node:stream'
 import { request, type Dispatcher } from 'undici'
 import type { FastifyError } from 'fastify'
 import type { TokenProvider } from '../platform/token-provider.js'
@@ -15,7 +14,7 @@ export type FetchResult =
   /** An answer to pass on as it is and not to cache (the platform's 4xx, a no-store 200). */
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
   /** A 200 larger than the entry limit: streams through; only the caller that made the call can read it. */
-  | { kind: 'oversize'; status: number; headers: Record<string, string>; head: Buffer[]; rest: Readable }
+  | { kind: 'oversize'; status: number; headers: Record<string, string>; head: Buffer[]; rest: AsyncIterable<Buffer> }
   /** The platform failed (5xx, 429, timeout, connection error, refused token): stale-if-error applies. */
   | { kind: 'failed'; error: FastifyError; response?: { status: number; headers: Record<string, string>; body: Buffer } }
 
@@ -102,14 +101,17 @@ async function callOnce(
 
   const head: Buffer[] = []
   let size = 0
+  // The iterator is driven by hand: leaving a for-await loop early destroys the body,
+  // and an oversize answer still has its rest to stream.
+  const chunks = (res.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]()
   try {
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      head.push(chunk)
-      size += chunk.length
+    for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+      head.push(next.value)
+      size += next.value.length
       if (size > deps.maxEntryBytes) {
         // Too big to cache: the caller gets what was read and the rest as it streams.
         if (gzipped) headers['content-encoding'] = 'gzip'
-        return { kind: 'oversize', status: 200, headers, head, rest: res.body }
+        return { kind: 'oversize', status: 200, headers, head, rest: { [Symbol.asyncIterator]: () => chunks } }
       }
     }
   } catch (err) {

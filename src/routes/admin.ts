@@ -18,7 +18,9 @@ const tokenBody = {
   type: 'object',
   required: ['token'],
   additionalProperties: false,
-  properties: { token: { type: 'string', minLength: 8, maxLength: 8192 } },
+  // Printable ASCII, no inner whitespace (it goes into a header); surrounding whitespace
+  // (a pasted newline) is trimmed, and what is left must still be a plausible token.
+  properties: { token: { type: 'string', maxLength: 8192, pattern: '^\\s*[!-~]{8,}\\s*$' } },
 } as const
 
 /** The admin listener's /admin/* calls (contract, "Admin listener"). */
@@ -39,15 +41,26 @@ export async function adminRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayC
   const getToken = async (request: FastifyRequest) => tokenView(providerOf(request))
   const putToken = async (request: FastifyRequest) => {
     const provider = providerOf(request)
-    const { token } = request.body as { token: string }
+    const token = (request.body as { token: string }).token.trim()
     ctx.secrets.add(token)
-    await probe(ctx, provider, token.trim())
-    provider.replace(token.trim(), request.adminActor ?? undefined)
+    try {
+      await probe(ctx, provider, token)
+    } catch (err) {
+      auditFailure(ctx, request, provider, 'replace', err, fingerprint(token))
+      throw err
+    }
+    provider.replace(token, request.adminActor ?? undefined)
     return tokenView(provider)
   }
   const refreshToken = async (request: FastifyRequest) => {
     const provider = providerOf(request)
-    await provider.refresh(request.adminActor ?? undefined)
+    if (!provider.hasLogin) throw new BadAdminRequestError(`credential ${provider.name} has no password login to run again`)
+    try {
+      await provider.refresh(request.adminActor ?? undefined)
+    } catch (err) {
+      auditFailure(ctx, request, provider, 'refresh', err, null)
+      throw err
+    }
     return tokenView(provider)
   }
 
@@ -72,6 +85,15 @@ export async function adminRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayC
     ctx.log.info({ kind: 'audit', action: 'purge', scope: 'advertiser', advertiserId, dropped, actor: request.adminActor }, 'report cache purged')
     return { purged: 'advertiser', advertiserId, dropped }
   })
+}
+
+// A successful change is audited by the provider's 'change' event (app.ts); a refused or
+// failed admin attempt is audited here, with the offered token's fingerprint only.
+function auditFailure(ctx: GatewayContext, request: FastifyRequest, provider: TokenProvider, action: 'replace' | 'refresh', err: unknown, offered: string | null): void {
+  ctx.log.warn(
+    { kind: 'audit', action, outcome: 'refused', credential: provider.name, currentFingerprint: provider.current()?.fingerprint ?? null, offeredFingerprint: offered, actor: request.adminActor, reason: (err as Error).message },
+    `admin token ${action} failed; the token was not changed`,
+  )
 }
 
 function tokenView(provider: TokenProvider) {

@@ -25,6 +25,11 @@ export const INVALID_JSON = Symbol('invalid JSON')
 // Credentials of the caller; the platform sees only the gateway's token.
 const CALLER_CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'cookie', 'proxy-authorization']
 
+// Hop-by-hop headers (RFC 9110, 7.6.1) describe the platform's connection to us, not
+// ours to the caller. reply-from strips them only for HTTP/2 sources: forwarded, the
+// platform's `connection: keep-alive` overrode a caller's `Connection: close`.
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']
+
 /** Everything under /api/v1/: team keys, access rules, rate limits, reports, the proxy. */
 export async function apiRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayContext }): Promise<void> {
   const { config } = ctx
@@ -76,6 +81,11 @@ export async function apiRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayCon
       if (request.rawBody === null && hasBody(request)) {
         throw new ForbiddenError(`team ${team.name} is limited to some advertisers; send JSON or form bodies so the gateway can check them`)
       }
+      // The platform falls back to the parent account when a call names none, and ids of
+      // campaigns or creatives do not say whose they are: a scoped team must name its account.
+      if (accounts.length === 0) {
+        throw new ForbiddenError(`team ${team.name} is limited to some advertisers: name advertiserId or userId in the call`)
+      }
       assertAccounts(team, accounts)
     }
     const decision = await ctx.rateLimiter.hit(team)
@@ -104,10 +114,7 @@ export async function apiRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayCon
       timeout: config.platform.timeoutMs,
       getUpstream: (request: FastifyRequest) => upstreamFor(ctx, request) ?? defaultBase,
       rewriteRequestHeaders: (request: FastifyRequest, headers: Record<string, unknown>) => platformHeaders(request, headers),
-      rewriteHeaders: (headers: Record<string, unknown>) => {
-        delete headers['set-cookie']
-        return headers
-      },
+      rewriteHeaders: callerHeaders,
       onResponse: (request: FastifyRequest, reply: FastifyReply, res: { statusCode: number; stream: NodeJS.ReadableStream }) =>
         void onPlatformResponse(ctx, request, reply, res),
       onError: (reply: FastifyReply, { error }: { error: Error & { code?: string } }) => {
@@ -137,6 +144,20 @@ export function platformHeaders(request: FastifyRequest, headers: Record<string,
   return headers
 }
 
+/** The platform's response headers as the caller gets them: no session cookie, no hop-by-hop headers. */
+export function callerHeaders(headers: Record<string, unknown>): Record<string, unknown> {
+  const named = typeof headers.connection === 'string' ? headers.connection.split(',').map((h) => h.trim().toLowerCase()) : []
+  for (const name of [...HOP_BY_HOP, ...named, 'set-cookie']) delete headers[name]
+  return headers
+}
+
+/** Contract, "Errors": only the platform's 4xx bodies pass through; its 5xx is our 502. */
+function sendUpstreamFailure(reply: FastifyReply, res: { statusCode: number; stream: NodeJS.ReadableStream }): void {
+  res.stream.resume()
+  clearUpstreamHeaders(reply)
+  reply.send(new UpstreamError(`status ${res.statusCode}`))
+}
+
 function hasBody(request: FastifyRequest): boolean {
   const length = request.headers['content-length']
   return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
@@ -157,6 +178,10 @@ async function onPlatformResponse(
   reply: FastifyReply,
   res: { statusCode: number; stream: NodeJS.ReadableStream },
 ): Promise<void> {
+  if (res.statusCode >= 500) {
+    sendUpstreamFailure(reply, res)
+    return
+  }
   if (res.statusCode !== 401 || !request.team || !request.platformToken) {
     reply.send(res.stream)
     return
@@ -172,10 +197,7 @@ async function onPlatformResponse(
     // The retry's own onResponse never retries again.
     const replyOpts = {
       rewriteRequestHeaders: platformHeaders,
-      rewriteHeaders: (headers: Record<string, unknown>) => {
-        delete headers['set-cookie']
-        return headers
-      },
+      rewriteHeaders: callerHeaders,
       getUpstream: () => upstreamFor(ctx, request) ?? ctx.config.platform.baseUrl ?? '',
       timeout: ctx.config.platform.timeoutMs,
       onResponse: (req: FastifyRequest, rep: FastifyReply, second: { statusCode: number; stream: NodeJS.ReadableStream }) => {
@@ -184,6 +206,10 @@ async function onPlatformResponse(
           clearUpstreamHeaders(rep)
           void provider.recover(renewed.token)
           rep.send(new PlatformAuthError('the platform refused a freshly obtained token'))
+          return
+        }
+        if (second.statusCode >= 500) {
+          sendUpstreamFailure(rep, second)
           return
         }
         rep.send(second.stream)

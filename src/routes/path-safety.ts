@@ -29,7 +29,7 @@ export function tokenPaths(baseUrl: string | null, tokenUrls: string[]): Set<str
   const paths = new Set<string>(['/oauth/token'])
   for (const tokenUrl of tokenUrls) {
     try {
-      paths.add(new URL(tokenUrl, baseUrl ? `${baseUrl}/` : 'http://platform.invalid/').pathname.replace(/\/+$/, '').toLowerCase())
+      paths.add(comparable(new URL(tokenUrl, baseUrl ? `${baseUrl}/` : 'http://platform.invalid/').pathname))
     } catch {
       // config validation already refused malformed token URLs
     }
@@ -38,5 +38,18 @@ export function tokenPaths(baseUrl: string | null, tokenUrls: string[]): Set<str
 }
 
 export function isTokenPath(rawUrl: string, paths: Set<string>): boolean {
-  return paths.has(pathOf(rawUrl).replace(/\/+$/, '').toLowerCase())
+  return paths.has(comparable(pathOf(rawUrl)))
+}
+
+// The platform's router decodes the path before matching it, so `/api/v1/auth/t%6Fken`
+// is its token route too: compare decoded. (Encoded `/`, `\`, `.`, `%` never get here:
+// isSafeApiPath refuses them first.) Case and trailing slashes are ignored as well.
+function comparable(path: string): string {
+  let decoded = path
+  try {
+    decoded = decodeURIComponent(path)
+  } catch {
+    // a malformed escape: compared as sent
+  }
+  return decoded.replace(/\/+$/, '').toLowerCase()
 }

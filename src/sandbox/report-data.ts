@@ -46,7 +46,7 @@ export interface ReportRow {
  * campaigns: a row that merges cells counts its largest cell in full and only
  * this share of the others. So a period's reach stays below the sum of its days.
  */
-export const REACH_OVERLAP_SHARE = 0.4
+const REACH_OVERLAP_SHARE = 0.4
 
 const POSITIONS = [
   { name: 'Above the fold', weight: 0.45 },
@@ -62,11 +62,14 @@ const SALT = { scale: 11, day: 12, ctr: 13, cpm: 14, reach: 15, creatives: 16, w
 interface Leaf {
   key: number
   weight: number
-  fields: Pick<ReportRow, 'creativeId' | 'creativeName' | 'position'>
+  creativeId?: number
+  creativeName?: string
+  position?: string
 }
 
 interface Group {
-  head: Pick<ReportRow, 'date' | 'campaignId' | 'campaignName'>
+  date: string | undefined
+  campaign: ReportCampaign | undefined
   leaf: Leaf
   currency: SpendCurrency
   impressions: number
@@ -76,11 +79,7 @@ interface Group {
   reachSum: number
 }
 
-export function isReportSplit(split: string): split is ReportSplit {
-  return (REPORT_SPLITS as readonly string[]).includes(split)
-}
-
-/** Rows ordered by date, then campaign, then creative or position. */
+/** Rows ordered by date, then campaign, then creative or position; a label a row does not have is undefined. */
 export function buildReport(seed: number, request: ReportRequest): ReportRow[] {
   const groups = new Map<string, Group>()
   const plans = request.campaigns.map((campaign) => ({
@@ -97,7 +96,7 @@ export function buildReport(seed: number, request: ReportRequest): ReportRow[] {
         const key = `${date ?? ''}|${request.byCampaign ? campaign.id : ''}|${leaf.key}|${campaign.currency.code}`
         let group = groups.get(key)
         if (group === undefined) {
-          group = emptyGroup(date, request.byCampaign ? campaign : undefined, leaf, campaign.currency)
+          group = newGroup(date, request.byCampaign ? campaign : undefined, leaf, campaign.currency)
           groups.set(key, group)
         }
         addCell(group, seed, campaign, leaf, day, Math.round(dayImpressions * leaf.weight), cpmUsd)
@@ -110,11 +109,11 @@ export function buildReport(seed: number, request: ReportRequest): ReportRow[] {
 function leavesOf(seed: number, split: ReportSplit, campaign: ReportCampaign): Leaf[] {
   switch (split) {
     case 'campaigns':
-      return [{ key: 0, weight: 1, fields: {} }]
+      return [{ key: 0, weight: 1 }]
     case 'creatives':
       return creativesOf(seed, campaign)
     case 'adPlacementPositions':
-      return POSITIONS.map((position, index) => ({ key: index, weight: position.weight, fields: { position: position.name } }))
+      return POSITIONS.map((position, index) => ({ key: index, weight: position.weight, position: position.name }))
   }
 }
 
@@ -126,7 +125,7 @@ function creativesOf(seed: number, campaign: ReportCampaign): Leaf[] {
   const total = raw.reduce((sum, w) => sum + w, 0)
   return ids.map((id, i) => {
     const size = CREATIVE_SIZES[hash32(seed, SALT.size, id) % CREATIVE_SIZES.length] ?? CREATIVE_SIZES[0]
-    return { key: id, weight: (raw[i] ?? 0) / total, fields: { creativeId: id, creativeName: `${size} banner #${i + 1}` } }
+    return { key: id, weight: (raw[i] ?? 0) / total, creativeId: id, creativeName: `${size} banner #${i + 1}` }
   })
 }
 
@@ -135,14 +134,8 @@ function dayFactor(seed: number, campaign: ReportCampaign, day: number): number 
   return between(0.7, 1.3, seed, SALT.day, campaign.advertiserId, campaign.id, day) * (weekend ? WEEKEND_FACTOR : 1)
 }
 
-function emptyGroup(date: string | undefined, campaign: ReportCampaign | undefined, leaf: Leaf, currency: SpendCurrency): Group {
-  const head: Group['head'] = {}
-  if (date !== undefined) head.date = date
-  if (campaign !== undefined) {
-    head.campaignId = campaign.id
-    head.campaignName = campaign.name
-  }
-  return { head, leaf, currency, impressions: 0, clicks: 0, spentUsdCents: 0, reachMax: 0, reachSum: 0 }
+function newGroup(date: string | undefined, campaign: ReportCampaign | undefined, leaf: Leaf, currency: SpendCurrency): Group {
+  return { date, campaign, leaf, currency, impressions: 0, clicks: 0, spentUsdCents: 0, reachMax: 0, reachSum: 0 }
 }
 
 function addCell(group: Group, seed: number, campaign: ReportCampaign, leaf: Leaf, day: number, impressions: number, cpmUsd: number): void {
@@ -155,11 +148,19 @@ function addCell(group: Group, seed: number, campaign: ReportCampaign, leaf: Lea
   group.reachSum += reach
 }
 
+/**
+ * Every row has every key, in one order; JSON leaves out the undefined ones. One
+ * object shape for all rows keeps this fast (spreading optional parts is not).
+ */
 function toRow(group: Group): ReportRow {
-  const { impressions, clicks } = group
+  const { date, campaign, leaf, impressions, clicks } = group
   return {
-    ...group.head,
-    ...group.leaf.fields,
+    date,
+    campaignId: campaign?.id,
+    campaignName: campaign?.name,
+    creativeId: leaf.creativeId,
+    creativeName: leaf.creativeName,
+    position: leaf.position,
     impressions,
     clicks,
     ctr: impressions === 0 ? 0 : Math.round((clicks * 10_000) / impressions) / 100,

@@ -14,7 +14,7 @@ import { asRecord, Validator } from './validation.js'
 // at all, so it is a 404 before authentication, as in Laravel.
 
 /** Bounds the work of one request; a long range is a 422, as on real reporting APIs. */
-export const MAX_REPORT_DAYS = 366
+const MAX_REPORT_DAYS = 366
 
 const SPENT_BASES = ['usd', 'local'] as const
 type SpentBase = (typeof SPENT_BASES)[number]
@@ -23,7 +23,7 @@ const FORBIDDEN = Symbol('forbidden')
 
 type Parsed = ReportRequest | typeof FORBIDDEN | undefined
 
-interface Window {
+interface Period {
   fromDay: number | undefined
   toDay: number | undefined
   byDate: boolean
@@ -52,25 +52,25 @@ function answer(reply: FastifyReply, state: SandboxState, validator: Validator, 
 
 function fromQuery(split: ReportSplit, query: Record<string, unknown>, caller: number, state: SandboxState, v: Validator): Parsed {
   const advertiserId = query.advertiserId === undefined ? caller : v.integer('advertiserId', query.advertiserId)
-  const window = readWindow(v, query)
+  const period = readPeriod(v, query)
   if (v.hasErrors() || advertiserId === undefined) return undefined
   const account = state.accounts.get(advertiserId)
   if (account === undefined || !mayRead(caller, account)) return FORBIDDEN
-  const campaigns = state.catalog.listOf(advertiserId).map((campaign) => reportCampaign(campaign, account, window))
-  return complete(split, campaigns, window)
+  const campaigns = state.catalog.listOf(advertiserId).map((campaign) => reportCampaign(campaign, account, period))
+  return complete(split, campaigns, period)
 }
 
 function fromBody(split: ReportSplit, body: Record<string, unknown>, caller: number, state: SandboxState, v: Validator): Parsed {
-  const window = readWindow(v, body)
+  const period = readPeriod(v, body)
   const found = readCampaigns(v, body.campaignIds, state)
   if (v.hasErrors() || found === undefined) return undefined
   const campaigns: ReportCampaign[] = []
   for (const campaign of found) {
     const account = state.accounts.get(campaign.userId)
     if (account === undefined || !mayRead(caller, account)) return FORBIDDEN
-    campaigns.push(reportCampaign(campaign, account, window))
+    campaigns.push(reportCampaign(campaign, account, period))
   }
-  return complete(split, campaigns, window)
+  return complete(split, campaigns, period)
 }
 
 /** Campaigns named in a body, sorted and unique, so that spelling does not change the bytes. */
@@ -82,7 +82,7 @@ function readCampaigns(v: Validator, value: unknown, state: SandboxState): Sandb
   return [...new Map(campaigns.map((campaign) => [campaign.id, campaign])).values()].sort((a, b) => a.id - b.id)
 }
 
-function readWindow(v: Validator, source: Record<string, unknown>): Window {
+function readPeriod(v: Validator, source: Record<string, unknown>): Period {
   const fromDay = v.date('dateFrom', source.dateFrom)
   const toDay = v.date('dateTo', source.dateTo)
   v.ordered('dateTo', 'dateFrom', fromDay, toDay)
@@ -98,13 +98,13 @@ function readWindow(v: Validator, source: Record<string, unknown>): Window {
   }
 }
 
-function reportCampaign(campaign: SandboxCampaign, account: SandboxAccount, window: Window): ReportCampaign {
-  const currency = window.spentBased === 'local' ? { code: account.currency, perUsd: UNITS_PER_USD[account.currency] ?? 1 } : USD
+function reportCampaign(campaign: SandboxCampaign, account: SandboxAccount, period: Period): ReportCampaign {
+  const currency = period.spentBased === 'local' ? { code: account.currency, perUsd: UNITS_PER_USD[account.currency] ?? 1 } : USD
   return { id: campaign.id, advertiserId: campaign.userId, name: campaign.name, currency }
 }
 
-function complete(split: ReportSplit, campaigns: ReportCampaign[], window: Window): Parsed {
-  const { fromDay, toDay, byDate, byCampaign } = window
+function complete(split: ReportSplit, campaigns: ReportCampaign[], period: Period): Parsed {
+  const { fromDay, toDay, byDate, byCampaign } = period
   if (fromDay === undefined || toDay === undefined) return undefined
   return { split, campaigns, fromDay, toDay, byDate, byCampaign }
 }

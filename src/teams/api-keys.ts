@@ -19,7 +19,9 @@ export function fingerprint(secret: string): string {
 /** The key a caller presents: `x-api-key`, else `authorization: Bearer`. */
 export function presentedKey(headers: Record<string, string | string[] | undefined>): string | null {
   const apiKey = headers['x-api-key']
-  if (typeof apiKey === 'string' && apiKey !== '') return apiKey.trim()
+  // A blank x-api-key is no key: it must not hide a Bearer key sent with it.
+  const trimmed = typeof apiKey === 'string' ? apiKey.trim() : ''
+  if (trimmed !== '') return trimmed
   const auth = headers.authorization
   if (typeof auth === 'string') {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(auth)

@@ -1,0 +1,65 @@
+// A bare node:http server that answers every request with the same stored bytes: the
+// gzip body the gateway keeps for the benchmark's report, with the header set of a
+// gateway cache hit. Its req/s is the ceiling of any Node gateway on the same core.
+//
+// The same script is the tiny upstream of the nginx scenarios ("origin"): there it
+// waits BENCH_LATENCY_MS before answering (the platform's latency) and counts the
+// calls it got (GET /__count, DELETE /__count), so nginx caches exactly the bytes the
+// gateway serves.
+//
+// Input (environment): BENCH_BODY_FILE (the gzip body), BENCH_LATENCY_MS (default 0).
+// Output: one line `READY {"port":…}` on stdout.
+
+import { createServer } from 'node:http'
+import { readFileSync } from 'node:fs'
+
+const body = readFileSync(process.env.BENCH_BODY_FILE ?? '')
+const latencyMs = Number(process.env.BENCH_LATENCY_MS ?? 0)
+let calls = 0
+
+// The headers of a gateway L1 hit, with fixed values of the same length.
+const headers = {
+  'content-type': 'application/json',
+  'content-encoding': 'gzip',
+  vary: 'accept-encoding',
+  'cache-control': 'private, max-age=86399',
+  age: '0',
+  'x-cache': 'HIT',
+  'x-request-id': '00000000-0000-4000-8000-000000000000',
+  'content-length': String(body.length),
+}
+
+function answer(res) {
+  res.writeHead(200, headers)
+  res.end(body)
+}
+
+const server = createServer((req, res) => {
+  if (req.url === '/__count') {
+    if (req.method === 'DELETE') calls = 0
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ count: calls }))
+    return
+  }
+  calls += 1
+  if (latencyMs > 0) setTimeout(answer, latencyMs, res)
+  else answer(res)
+})
+server.keepAliveTimeout = 65_000
+
+server.listen(0, '127.0.0.1', () => {
+  process.stdout.write(`READY ${JSON.stringify({ port: server.address().port })}\n`)
+})
+
+const stop = () => {
+  server.closeAllConnections()
+  server.close(() => process.exit(0))
+  setTimeout(() => process.exit(0), 1000).unref()
+}
+process.on('SIGTERM', stop)
+process.on('SIGINT', stop)
+
+const parent = process.ppid
+setInterval(() => {
+  if (process.ppid !== parent) stop()
+}, 1000).unref()

@@ -1,0 +1,87 @@
+// One report gateway for the benchmark, in its own process (bench/run.mjs pins it to a
+// core with taskset). It is the compiled gateway (../dist), configured the way an
+// operator would: environment variables plus one CONFIG_FILE, here served from memory.
+//
+// Input (environment):
+//   BENCH_PLATFORM_URL    the sandbox's base URL
+//   BENCH_PLATFORM_TOKEN  a token the sandbox accepts
+//   BENCH_TEAM_KEY_HASH   sha256:<hex> of the team key the load generator sends
+//   BENCH_ADMIN_TOKEN     bearer token of /admin/* (purges between stampedes)
+//   BENCH_REDIS_URL       optional: L2 in Redis
+//   BENCH_L1              "on" (default) or "off" (cache.l1MaxBytes: 0)
+//   BENCH_KEY_PREFIX      redis.keyPrefix (gateways that must not share entries use different ones)
+// Output: one line `READY {"port":…,"adminPort":…}` on stdout once both listeners listen.
+
+import { readFileSync } from 'node:fs'
+import { loadConfig } from '../dist/config.js'
+import { createGateway } from '../dist/app.js'
+
+const VIRTUAL_CONFIG = 'bench:gateway-config.yaml'
+
+function required(name) {
+  const value = process.env[name]
+  if (!value) throw new Error(`gateway-server: ${name} is not set`)
+  return value
+}
+
+const l1 = (process.env.BENCH_L1 ?? 'on') === 'on'
+const yaml = [
+  'teams:',
+  '  bench:',
+  `    keys: [${JSON.stringify(required('BENCH_TEAM_KEY_HASH'))}]`,
+  // A team limited to some advertisers, like most real teams (the access check runs).
+  '    advertisers: [100, 101, 102, 103]',
+  'cache:',
+  // 0: every entry is larger than the budget, so L1 never holds one (MemoryStore.set).
+  `  l1MaxBytes: ${l1 ? '64MiB' : 0}`,
+  'redis:',
+  `  keyPrefix: ${JSON.stringify(process.env.BENCH_KEY_PREFIX ?? 'rgwbench:')}`,
+  '',
+].join('\n')
+
+const env = {
+  HOST: '127.0.0.1',
+  PORT: '0',
+  ADMIN_HOST: '127.0.0.1',
+  ADMIN_PORT: '0',
+  ADMIN_TOKEN: required('BENCH_ADMIN_TOKEN'),
+  LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+  PLATFORM_BASE_URL: required('BENCH_PLATFORM_URL'),
+  PLATFORM_TOKEN: required('BENCH_PLATFORM_TOKEN'),
+  CONFIG_FILE: VIRTUAL_CONFIG,
+  ...(process.env.BENCH_REDIS_URL ? { REDIS_URL: process.env.BENCH_REDIS_URL } : {}),
+}
+
+const config = loadConfig({ env, readFile: (path) => (path === VIRTUAL_CONFIG ? yaml : readFileSync(path, 'utf8')) })
+const gateway = await createGateway(config)
+await gateway.start()
+await gateway.proxy.listen({ host: config.host, port: config.port })
+await gateway.admin.listen({ host: config.admin.host, port: config.admin.port })
+
+let stopping = false
+async function stop(code) {
+  if (stopping) return
+  stopping = true
+  const force = setTimeout(() => process.exit(code), 3000)
+  force.unref()
+  try {
+    gateway.proxy.server.closeAllConnections?.()
+    await gateway.close()
+  } finally {
+    // process.exit (rather than a signal's default action) lets --cpu-prof write its file.
+    process.exit(code)
+  }
+}
+process.on('SIGTERM', () => void stop(0))
+process.on('SIGINT', () => void stop(0))
+
+// Never outlive the benchmark: if run.mjs dies without cleaning up, this process is
+// re-parented and leaves on its own.
+const parent = process.ppid
+setInterval(() => {
+  if (process.ppid !== parent) void stop(1)
+}, 1000).unref()
+
+process.stdout.write(
+  `READY ${JSON.stringify({ port: gateway.proxy.server.address().port, adminPort: gateway.admin.server.address().port, l1, redis: Boolean(process.env.BENCH_REDIS_URL) })}\n`,
+)

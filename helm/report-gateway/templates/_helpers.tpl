@@ -1,0 +1,84 @@
+{{/*
+Named templates of the chart. Kept to a small subset of Go templates and Sprig
+(include, default, trunc, trimSuffix, printf, replace, contains, toYaml, quote, nindent)
+so test/helpers/render-chart.ts can render the chart where no helm binary exists.
+*/}}
+
+{{/* The chart's name, or nameOverride. */}}
+{{- define "report-gateway.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name of the release's resources: fullnameOverride, else <release>-<name>, else the
+release name alone when it already contains the name. 63 characters: the DNS label limit.
+*/}}
+{{- define "report-gateway.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Chart name and version for the helm.sh/chart label. */}}
+{{- define "report-gateway.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels of every resource. */}}
+{{- define "report-gateway.labels" -}}
+helm.sh/chart: {{ include "report-gateway.chart" . }}
+{{ include "report-gateway.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: report-gateway
+{{- end }}
+
+{{/* Labels that select the gateway's pods (immutable in a Deployment: never add to them). */}}
+{{- define "report-gateway.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "report-gateway.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The ServiceAccount the pods run as. */}}
+{{- define "report-gateway.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "report-gateway.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret mounted at secrets.mountPath. */}}
+{{- define "report-gateway.secretName" -}}
+{{- default (include "report-gateway.fullname" .) .Values.secrets.existingSecret }}
+{{- end }}
+
+{{/* Image reference: repository@digest, else repository:tag (tag defaults to appVersion). */}}
+{{- define "report-gateway.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Content of the CONFIG_FILE. One definition for the ConfigMap and for the pod's
+checksum/config annotation, so a change of `config` rolls the pods.
+*/}}
+{{- define "report-gateway.configFile" -}}
+{{- toYaml .Values.config }}
+{{- end }}
+
+{{/* Non-empty when at least one Secret key is in use (the Secret volume is mounted then). */}}
+{{- define "report-gateway.usesSecret" -}}
+{{- $k := .Values.secrets.keys }}
+{{- if or $k.platformToken $k.adminToken $k.gatewaySecret $k.platformUsername $k.platformPassword $k.platformClientId $k.platformClientSecret }}true{{ end }}
+{{- end }}

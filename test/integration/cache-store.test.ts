@@ -1,0 +1,262 @@
+import { randomBytes } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { gunzipSync, gzipSync } from 'node:zlib'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import type { CacheEntry } from '../../src/cache/cache-entry.js'
+import type { CacheStore } from '../../src/cache/cache-store.js'
+import { MemoryStore } from '../../src/cache/memory-store.js'
+import { RedisStore } from '../../src/cache/redis-store.js'
+import { RedisBreaker } from '../../src/redis.js'
+import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+
+// One suite, run against both tiers of the report cache: whatever L1 does with an
+// entry, L2 does too (issue 3, "Two tiers").
+
+const { available, notice } = redisAvailability()
+if (notice) console.warn(notice)
+
+const silent = pino({ level: 'silent' })
+
+interface Clock {
+  now: () => number
+  advance(ms: number): void
+}
+
+function fakeClock(): Clock {
+  let t = Date.now()
+  return { now: () => t, advance: (ms) => void (t += ms) }
+}
+
+interface StoreCase {
+  name: string
+  needsRedis: boolean
+  /** A store on a fresh key space, reading time from `now`. */
+  make(now: () => number): CacheStore
+  /** Key of a report entry in that key space. */
+  key(id: string): string
+}
+
+let redisServer: RedisServer | null = null
+let redis: Redis | null = null
+let spaces = 0
+
+beforeAll(async () => {
+  if (!available) return
+  redisServer = await startRedis()
+  redis = new Redis(redisServer.url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 1000 })
+  await redis.connect()
+})
+
+afterAll(async () => {
+  redis?.disconnect()
+  await redisServer?.close()
+})
+
+function memoryCase(): StoreCase {
+  return { name: 'MemoryStore', needsRedis: false, make: (now) => new MemoryStore({ maxBytes: 16 * 1024 * 1024, now }), key: (id) => `rgw:report:v1:${id}` }
+}
+
+function redisCase(): StoreCase {
+  let prefix = ''
+  return {
+    name: 'RedisStore',
+    needsRedis: true,
+    make: (now) => {
+      // A prefix per store: purgeAll of one test never sees another's keys.
+      prefix = `s${++spaces}:`
+      return new RedisStore({ redis: redis as Redis, breaker: new RedisBreaker({ cooldownMs: 1000, log: silent }), prefix, now })
+    },
+    key: (id) => `${prefix}report:v1:${id}`,
+  }
+}
+
+function entryAt(now: number, opts: { body?: Buffer; advertiserId?: number | null; errorInMs?: number } = {}): CacheEntry {
+  const identity = opts.body ?? Buffer.from(JSON.stringify({ data: [{ date: '2026-01-01', impressions: 1, name: 'Ünïcode ✓' }] }))
+  return {
+    contentType: 'application/json',
+    gzip: gzipSync(identity),
+    identity,
+    fetchedAt: now,
+    freshUntil: now + 60_000,
+    staleUntil: now + 90_000,
+    errorUntil: now + (opts.errorInMs ?? 600_000),
+    advertiserId: opts.advertiserId === undefined ? 101 : opts.advertiserId,
+  }
+}
+
+function expectSameEntry(got: CacheEntry | null, want: CacheEntry): void {
+  expect(got).not.toBeNull()
+  const { gzip, identity, ...meta } = got as CacheEntry
+  const { gzip: wantGzip, identity: wantIdentity, ...wantMeta } = want
+  expect(meta).toEqual(wantMeta)
+  // The stored gzip bytes come back exactly; they decompress to the platform's body.
+  expect(Buffer.compare(gzip, wantGzip)).toBe(0)
+  expect(gunzipSync(gzip).equals(wantIdentity as Buffer)).toBe(true)
+  // L2 keeps only the gzip bytes; L1 may keep the body as well.
+  if (identity !== null) expect(identity.equals(wantIdentity as Buffer)).toBe(true)
+}
+
+describe.each([memoryCase(), redisCase()])('$name', (c) => {
+  describe.skipIf(c.needsRedis && !available)('as a report cache tier', () => {
+    it('answers null for a key it never held', async () => {
+      const store = c.make(Date.now)
+      expect(await store.get(c.key('absent'))).toBeNull()
+    })
+
+    it('gives back what was set: metadata and binary gzip bytes, byte for byte', async () => {
+      const clock = fakeClock()
+      const store = c.make(clock.now)
+      const json = entryAt(clock.now())
+      // Incompressible binary (every byte value, NULs included) and a larger body.
+      const binary = entryAt(clock.now(), { body: Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(4096)]), advertiserId: null })
+      const large = entryAt(clock.now(), { body: randomBytes(1024 * 1024), advertiserId: 102 })
+      await store.set(c.key('json'), json)
+      await store.set(c.key('binary'), binary)
+      await store.set(c.key('large'), large)
+      expectSameEntry(await store.get(c.key('json')), json)
+      expectSameEntry(await store.get(c.key('binary')), binary)
+      expectSameEntry(await store.get(c.key('large')), large)
+    })
+
+    it('replaces an entry set again under the same key', async () => {
+      const clock = fakeClock()
+      const store = c.make(clock.now)
+      await store.set(c.key('k'), entryAt(clock.now(), { body: Buffer.from('{"v":1}') }))
+      clock.advance(1000)
+      const second = entryAt(clock.now(), { body: Buffer.from('{"v":2}') })
+      await store.set(c.key('k'), second)
+      expectSameEntry(await store.get(c.key('k')), second)
+    })
+
+    it('drops an entry once past its errorUntil on the clock it was given', async () => {
+      const clock = fakeClock()
+      const store = c.make(clock.now)
+      const entry = entryAt(clock.now(), { errorInMs: 120_000 })
+      await store.set(c.key('k'), entry)
+      clock.advance(119_999)
+      expectSameEntry(await store.get(c.key('k')), entry)
+      clock.advance(2)
+      expect(await store.get(c.key('k'))).toBeNull()
+    })
+
+    it('drops an entry at its errorUntil in real time', async () => {
+      const store = c.make(Date.now)
+      await store.set(c.key('short'), entryAt(Date.now(), { errorInMs: 150 }))
+      await store.set(c.key('long'), entryAt(Date.now(), { errorInMs: 60_000 }))
+      expect(await store.get(c.key('short'))).not.toBeNull()
+      await sleep(300)
+      expect(await store.get(c.key('short'))).toBeNull()
+      expect(await store.get(c.key('long'))).not.toBeNull()
+    })
+
+    it('does not store an entry that is already past its errorUntil', async () => {
+      const clock = fakeClock()
+      const store = c.make(clock.now)
+      const entry = entryAt(clock.now() - 700_000)
+      await store.set(c.key('old'), entry)
+      expect(await store.get(c.key('old'))).toBeNull()
+    })
+
+    it('deletes one key', async () => {
+      const store = c.make(Date.now)
+      await store.set(c.key('a'), entryAt(Date.now()))
+      await store.set(c.key('b'), entryAt(Date.now()))
+      await store.delete(c.key('a'))
+      expect(await store.get(c.key('a'))).toBeNull()
+      expect(await store.get(c.key('b'))).not.toBeNull()
+    })
+
+    it('purges every entry, saying how many', async () => {
+      const store = c.make(Date.now)
+      for (const [id, adv] of [['a', 101], ['b', 102], ['c', null]] as const) await store.set(c.key(id), entryAt(Date.now(), { advertiserId: adv }))
+      expect(await store.purgeAll()).toBe(3)
+      for (const id of ['a', 'b', 'c']) expect(await store.get(c.key(id))).toBeNull()
+      expect(await store.purgeAll()).toBe(0)
+      // Usable afterwards, advertiser index included.
+      await store.set(c.key('d'), entryAt(Date.now(), { advertiserId: 101 }))
+      expect(await store.purgeAdvertiser(101)).toBe(1)
+    })
+
+    it("purges one advertiser's entries only", async () => {
+      const store = c.make(Date.now)
+      const entries = { a1: 101, a2: 101, b1: 102, n1: null } as const
+      for (const [id, adv] of Object.entries(entries)) await store.set(c.key(id), entryAt(Date.now(), { advertiserId: adv }))
+      expect(await store.purgeAdvertiser(101)).toBe(2)
+      expect(await store.get(c.key('a1'))).toBeNull()
+      expect(await store.get(c.key('a2'))).toBeNull()
+      expect(await store.get(c.key('b1'))).not.toBeNull()
+      expect(await store.get(c.key('n1'))).not.toBeNull()
+      expect(await store.purgeAdvertiser(101)).toBe(0)
+      expect(await store.purgeAdvertiser(999)).toBe(0)
+      // An entry re-set after the purge belongs to the advertiser again.
+      await store.set(c.key('a1'), entryAt(Date.now(), { advertiserId: 101 }))
+      expect(await store.purgeAdvertiser(101)).toBe(1)
+    })
+  })
+})
+
+describe('MemoryStore bounds', () => {
+  it('stays within its byte budget, evicting the least recently used entry', async () => {
+    const body = () => randomBytes(3000)
+    const store = new MemoryStore({ maxBytes: 10_000 })
+    const now = Date.now()
+    // Each entry holds gzip (~3 KB of random bytes) and identity (3 KB): about 6.3 KB.
+    await store.set('a', entryAt(now, { body: body() }))
+    expect(store.size).toBe(1)
+    await store.set('b', entryAt(now, { body: body() }))
+    expect(store.size).toBe(1)
+    expect(await store.get('a')).toBeNull()
+    expect(await store.get('b')).not.toBeNull()
+  })
+
+  it('does not hold an entry larger than the whole budget', async () => {
+    const store = new MemoryStore({ maxBytes: 4096 })
+    await store.set('big', entryAt(Date.now(), { body: randomBytes(8192) }))
+    expect(store.size).toBe(0)
+  })
+})
+
+describe.skipIf(!available)('RedisStore in Redis', () => {
+  const breaker = () => new RedisBreaker({ cooldownMs: 1000, log: silent })
+
+  it('gives each key a PX expiry at errorUntil, and the advertiser index at least as long', async () => {
+    const r = redis as Redis
+    const store = new RedisStore({ redis: r, breaker: breaker(), prefix: 'px:' })
+    const now = Date.now()
+    await store.set('px:report:v1:short', entryAt(now, { errorInMs: 100_000 }))
+    await store.set('px:report:v1:long', entryAt(now, { errorInMs: 500_000 }))
+    await store.set('px:report:v1:mid', entryAt(now, { errorInMs: 300_000 }))
+    const pttl = await r.pttl('px:report:v1:long')
+    expect(pttl).toBeGreaterThan(500_000 - 5_000)
+    expect(pttl).toBeLessThanOrEqual(500_000)
+    expect(await r.pttl('px:adv:101')).toBeGreaterThan(500_000 - 5_000)
+    expect((await r.smembers('px:adv:101')).sort()).toEqual(['px:report:v1:long', 'px:report:v1:mid', 'px:report:v1:short'])
+  })
+
+  it('purges only report entries under its own prefix', async () => {
+    const r = redis as Redis
+    const store = new RedisStore({ redis: r, breaker: breaker(), prefix: 'own:' })
+    await store.set('own:report:v1:x', entryAt(Date.now()))
+    await r.set('own:rl:team:1', '5')
+    await r.set('own:lock:own:report:v1:x', 'token')
+    await r.set('other:report:v1:x', 'theirs')
+    expect(await store.purgeAll()).toBe(1)
+    expect((await r.keys('own:*')).sort()).toEqual(['own:lock:own:report:v1:x', 'own:rl:team:1'])
+    expect(await r.get('other:report:v1:x')).toBe('theirs')
+  })
+
+  it('with Redis unreachable, misses and skips writes quickly instead of failing', async () => {
+    const gone = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 100, retryStrategy: () => null })
+    gone.on('error', () => undefined)
+    const b = breaker()
+    const store = new RedisStore({ redis: gone, breaker: b, prefix: 'gone:' })
+    const started = Date.now()
+    await store.set('gone:report:v1:x', entryAt(Date.now()))
+    expect(await store.get('gone:report:v1:x')).toBeNull()
+    expect(Date.now() - started).toBeLessThan(500)
+    expect(b.state).toBe('open')
+    gone.disconnect()
+  })
+})

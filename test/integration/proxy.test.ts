@@ -1,0 +1,509 @@
+import { connect } from 'node:net'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
+import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+
+// Contract, "Calling it" and "Errors", for everything under /api/v1/ that is not a
+// cached report: the gateway against the real sandbox over loopback HTTP.
+
+const TOKEN_URL_PATH = '/api/v1/auth/token'
+
+let sandbox: Sandbox
+let platformToken: string
+let gw: TestGateway
+let gatewayUrl: URL
+
+beforeAll(async () => {
+  sandbox = await startSandbox()
+  platformToken = sandbox.issueToken()
+  gw = await buildGateway(
+    testConfig(
+      { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, PLATFORM_TOKEN_URL: TOKEN_URL_PATH },
+      `${TEAMS_YAML}\nplatform: { timeout: 500ms }\n`,
+    ),
+  )
+  await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = gw.proxy.server.address() as { port: number }
+  gatewayUrl = new URL(`http://127.0.0.1:${port}`)
+})
+
+afterAll(async () => {
+  await gw?.close()
+  await sandbox?.close()
+})
+
+afterEach(() => {
+  sandbox.setFailure({ kind: 'none' })
+  sandbox.setLatency(0)
+  sandbox.clearRequests()
+})
+
+type Method = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH' | 'HEAD' | 'OPTIONS'
+
+function call(method: Method, url: string, opts: { key?: string | null; headers?: Record<string, string>; json?: unknown; form?: string } = {}) {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) }
+  const key = opts.key === undefined ? KEYS.all : opts.key
+  if (key !== null) headers['x-api-key'] = key
+  let payload: string | undefined
+  if (opts.json !== undefined) {
+    headers['content-type'] = 'application/json'
+    payload = JSON.stringify(opts.json)
+  } else if (opts.form !== undefined) {
+    headers['content-type'] = 'application/x-www-form-urlencoded'
+    payload = opts.form
+  }
+  return gw.proxy.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) })
+}
+
+function only(): SandboxRequestRecord {
+  expect(sandbox.requests).toHaveLength(1)
+  return sandbox.requests[0] as SandboxRequestRecord
+}
+
+/** A raw HTTP/1.1 request over a socket: no client-side path normalization. */
+function rawRequest(target: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(gatewayUrl.port), '127.0.0.1')
+    let data = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk: string) => (data += chunk))
+    socket.on('error', reject)
+    // A connection the gateway keeps open ends the wait; the assertions then see why.
+    socket.setTimeout(3000, () => socket.destroy())
+    socket.on('close', () => {
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0)
+      resolve({ status, text: data })
+    })
+    socket.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\nConnection: close\r\n\r\n`, 'latin1')
+  })
+}
+
+const CAMPAIGN_FIELDS = {
+  userId: 101,
+  name: 'Gateway test',
+  adDomain: 'example.com',
+  clickUrl: 'https://example.com/landing',
+  dates: { from: '2026-03-01', to: '2026-03-31' },
+  country: 'KE',
+  bid: 0.5,
+  budget: { daily: 10, total: 100 },
+  creativeSetIds: [1],
+}
+
+describe('token injection', () => {
+  it('sends the platform token and never the caller\'s credentials', async () => {
+    const res = await call('POST', '/api/v1/campaign/get', {
+      key: null,
+      headers: {
+        authorization: `Bearer ${KEYS.all}`,
+        cookie: 'laravel_session=caller-session; other=1',
+        'proxy-authorization': 'Basic Y2FsbGVyOnNlY3JldA==',
+      },
+      json: { userId: 101 },
+    })
+    expect(res.statusCode).toBe(200)
+    const seen = only()
+    expect(seen.headers.authorization).toBe(`Bearer ${platformToken}`)
+    expect(seen.headers.cookie).toBeUndefined()
+    expect(seen.headers['x-api-key']).toBeUndefined()
+    expect(seen.headers['proxy-authorization']).toBeUndefined()
+    expect(JSON.stringify(seen.headers)).not.toContain(KEYS.all)
+    expect(JSON.stringify(seen.headers)).not.toContain('caller-session')
+  })
+
+  it('strips x-api-key and forwards the JSON body byte for byte', async () => {
+    const body = '{"userId":  101 ,"extra":"k\\u00e9y"}'
+    const res = await gw.proxy.inject({
+      method: 'POST',
+      url: '/api/v1/campaign/get?page=1',
+      headers: { 'x-api-key': KEYS.growth, 'content-type': 'application/json' },
+      payload: body,
+    })
+    expect(res.statusCode).toBe(200)
+    const seen = only()
+    expect(seen.headers['x-api-key']).toBeUndefined()
+    expect(seen.headers.authorization).toBe(`Bearer ${platformToken}`)
+    expect(seen.body).toBe(body)
+    expect(seen.path).toBe('/api/v1/campaign/get')
+    expect(seen.query).toBe('page=1')
+  })
+
+  it('drops the platform\'s set-cookie and never returns the platform token', async () => {
+    const direct = await fetch(`${sandbox.url}/api/v1/campaign/get`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${platformToken}`, 'content-type': 'application/json' },
+      body: '{"userId":101}',
+    })
+    // The sandbox does send a session cookie: the gateway is what drops it.
+    expect(direct.headers.get('set-cookie')).toMatch(/^laravel_session=/)
+    const res = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['set-cookie']).toBeUndefined()
+    expect(res.body).toBe(await direct.text())
+    expect(JSON.stringify(res.headers)).not.toContain(platformToken)
+    expect(res.body).not.toContain(platformToken)
+  })
+
+  it('passes a given x-request-id on to the platform and back', async () => {
+    const res = await call('POST', '/api/v1/campaign/get', { headers: { 'x-request-id': 'trace-abc.123:x' }, json: {} })
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['x-request-id']).toBe('trace-abc.123:x')
+    expect(only().headers['x-request-id']).toBe('trace-abc.123:x')
+  })
+
+  it('makes an x-request-id when none (or an unusable one) is given', async () => {
+    const made = await call('POST', '/api/v1/campaign/get', { json: {} })
+    const replaced = await call('POST', '/api/v1/campaign/get', { headers: { 'x-request-id': 'has spaces <script>' }, json: {} })
+    for (const res of [made, replaced]) expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+    expect(made.headers['x-request-id']).not.toBe(replaced.headers['x-request-id'])
+    expect(sandbox.requests.map((r) => r.headers['x-request-id'])).toEqual([made.headers['x-request-id'], replaced.headers['x-request-id']])
+  })
+
+  it('returns x-request-id on gateway errors too', async () => {
+    const res = await call('GET', '/api/v1/campaign/get', { key: 'rgw_unknown', headers: { 'x-request-id': 'err-1' } })
+    expect(res.statusCode).toBe(401)
+    expect(res.headers['x-request-id']).toBe('err-1')
+  })
+})
+
+describe('team keys', () => {
+  it.each([
+    ['no key', {}],
+    ['an unknown x-api-key', { 'x-api-key': 'rgw_not_a_key' }],
+    ['an unknown Bearer key', { authorization: 'Bearer rgw_not_a_key' }],
+    ['a Basic authorization', { authorization: `Basic ${Buffer.from(`${KEYS.all}:`).toString('base64')}` }],
+    ['an empty Bearer', { authorization: 'Bearer ' }],
+    ['a blank x-api-key', { 'x-api-key': '   ' }],
+  ])('answers 401 GW_UNAUTHORIZED to %s and calls nothing', async (_name, headers: Record<string, string>) => {
+    const res = await gw.proxy.inject({ method: 'GET', url: '/api/v1/campaign/list', headers })
+    expect(res.statusCode).toBe(401)
+    expect(res.json()).toEqual({ statusCode: 401, code: 'GW_UNAUTHORIZED', error: 'Unauthorized', message: 'missing, unknown or revoked API key' })
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('refuses the platform token presented as a team key', async () => {
+    const res = await call('POST', '/api/v1/campaign/get', { key: null, headers: { authorization: `Bearer ${platformToken}` }, json: {} })
+    expect(res.statusCode).toBe(401)
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('accepts a key as x-api-key and as authorization: Bearer', async () => {
+    const a = await call('POST', '/api/v1/campaign/get', { key: KEYS.growth, json: { userId: 101 } })
+    const b = await call('POST', '/api/v1/campaign/get', { key: null, headers: { authorization: `Bearer ${KEYS.growth}` }, json: { userId: 101 } })
+    expect([a.statusCode, b.statusCode]).toEqual([200, 200])
+    expect(b.body).toBe(a.body)
+    expect(sandbox.requests).toHaveLength(2)
+  })
+})
+
+describe('paths outside /api/v1/ and the token request', () => {
+  it.each([
+    ['GET', '/'],
+    ['GET', '/api'],
+    ['GET', '/api/v1'],
+    ['GET', '/api/v2/campaign/get'],
+    ['POST', '/oauth/token'],
+    ['GET', '/oauth/token'],
+    ['POST', TOKEN_URL_PATH],
+    ['POST', `${TOKEN_URL_PATH}/`],
+    ['POST', `${TOKEN_URL_PATH}?x=1`],
+    ['POST', '/API/V1/Auth/Token'],
+    ['POST', '/api/v1/auth/t%6Fken'],
+    ['POST', '/api/v1/%61uth/token'],
+  ] as [Method, string][])('answers 404 GW_NOT_FOUND to %s %s, with or without a key, and calls nothing', async (method, url) => {
+    for (const key of [KEYS.all, KEYS.writer, null]) {
+      const res = await call(method, url, { key, json: { grant_type: 'platform_dsp' } })
+      expect(res.statusCode).toBe(404)
+      expect(res.json()).toEqual({ statusCode: 404, code: 'GW_NOT_FOUND', error: 'Not Found', message: 'not found' })
+    }
+    expect(sandbox.requests).toHaveLength(0)
+  })
+})
+
+describe('write permission', () => {
+  it('refuses a campaign creation from a team without write: 403, nothing sent', async () => {
+    for (const key of [KEYS.all, KEYS.growth]) {
+      const res = await call('POST', '/api/v1/campaign/banner/create', { key, json: CAMPAIGN_FIELDS })
+      expect(res.statusCode).toBe(403)
+      expect(res.json()).toMatchObject({ statusCode: 403, code: 'GW_FORBIDDEN', error: 'Forbidden' })
+      expect(res.json().message).toMatch(/may not send writes \(POST \/api\/v1\/campaign\/banner\/create\)/)
+    }
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it.each([
+    ['DELETE', '/api/v1/campaign/banner/delete/1'],
+    ['PUT', '/api/v1/campaign/1'],
+    ['PATCH', '/api/v1/campaign/1'],
+    ['POST', '/api/v1/campaign/banner/create?then=/get'],
+    ['POST', '/api/v1/campaign/getter'],
+    ['OPTIONS', '/api/v1/campaign/get'],
+  ] as [Method, string][])('treats %s %s as a write', async (method, url) => {
+    const res = await call(method, url, { key: KEYS.all })
+    expect(res.statusCode).toBe(403)
+    expect(res.json().code).toBe('GW_FORBIDDEN')
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('lets the writer team create and delete a campaign', async () => {
+    const created = await call('POST', '/api/v1/campaign/banner/create', { key: KEYS.writer, json: CAMPAIGN_FIELDS })
+    expect(created.statusCode).toBe(201)
+    const id = (created.json() as { data: { id: number; userId: number } }).data.id
+    expect(created.json().data.userId).toBe(101)
+    // A scoped team must name its account, even where the platform's path names only a campaign.
+    const unnamed = await call('DELETE', `/api/v1/campaign/banner/delete/${id}`, { key: KEYS.writer })
+    expect(unnamed.statusCode).toBe(403)
+    expect(unnamed.json().code).toBe('GW_FORBIDDEN')
+    const deleted = await call('DELETE', `/api/v1/campaign/banner/delete/${id}?userId=101`, { key: KEYS.writer })
+    expect(deleted.statusCode).toBe(200)
+    expect(deleted.json()).toEqual({ message: 'Deleted' })
+    expect(sandbox.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /api/v1/campaign/banner/create', `DELETE /api/v1/campaign/banner/delete/${id}`])
+    expect(sandbox.requests[1]?.query).toBe('userId=101')
+    expect(sandbox.requests.every((r) => r.headers.authorization === `Bearer ${platformToken}`)).toBe(true)
+  })
+
+  it('lets a team without write read: POST .../get and GET', async () => {
+    const post = await call('POST', '/api/v1/campaign/get', { key: KEYS.growth, json: { userId: 102 } })
+    expect(post.statusCode).toBe(200)
+    expect((post.json() as { data: { userId: number }[] }).data.every((c) => c.userId === 102)).toBe(true)
+    const trailing = await call('POST', '/api/v1/campaign/get/', { key: KEYS.growth, json: { userId: 102 } })
+    expect(trailing.statusCode).not.toBe(403)
+    const get = await call('GET', '/api/v1/campaign/unknown?advertiserId=101', { key: KEYS.growth })
+    expect(get.statusCode).toBe(404)
+    expect(get.json()).toEqual({ message: 'Not Found' })
+    expect(sandbox.requests).toHaveLength(3)
+  })
+})
+
+describe('advertiser scoping', () => {
+  it('refuses a scoped team a call that names no account (the platform would fall back to the parent)', async () => {
+    const res = await call('POST', '/api/v1/campaign/get', { key: KEYS.growth, json: {} })
+    expect(res.statusCode).toBe(403)
+    expect(res.json().code).toBe('GW_FORBIDDEN')
+    expect(sandbox.requests).toHaveLength(0)
+    const all = await call('POST', '/api/v1/campaign/get', { key: KEYS.all, json: {} })
+    expect(all.statusCode).toBe(200)
+  })
+
+  const refused: [string, { url: string; json?: unknown; form?: string }][] = [
+    ['query advertiserId', { url: '/api/v1/campaign/get?advertiserId=200', json: { userId: 101 } }],
+    ['a second query advertiserId', { url: '/api/v1/campaign/get?advertiserId=101&advertiserId=201', json: {} }],
+    ['query advertiserId[]', { url: '/api/v1/campaign/get?advertiserId%5B%5D=201', json: {} }],
+    ['JSON userId', { url: '/api/v1/campaign/get', json: { userId: 201 } }],
+    ['JSON userId as a string', { url: '/api/v1/campaign/get', json: { userId: '103' } }],
+    ['JSON advertiserId', { url: '/api/v1/campaign/get', json: { advertiserId: 200 } }],
+    ['nested JSON userId', { url: '/api/v1/campaign/get', json: { filter: { userId: 200 } } }],
+    ['a JSON array of userIds', { url: '/api/v1/campaign/get', json: { userId: [101, 201] } }],
+    ['a userId that is not a number', { url: '/api/v1/campaign/get', json: { userId: '101 OR 1=1' } }],
+    ['form userId', { url: '/api/v1/campaign/get', form: 'userId=201' }],
+    ['form advertiserId after an allowed one', { url: '/api/v1/campaign/get', form: 'advertiserId=101&advertiserId=200' }],
+  ]
+  it.each(refused)('refuses %s outside the team\'s accounts: 403, nothing sent', async (_name, req) => {
+    const res = await call('POST', req.url, { key: KEYS.growth, ...req })
+    expect(res.statusCode).toBe(403)
+    expect(res.json()).toMatchObject({ statusCode: 403, code: 'GW_FORBIDDEN' })
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('refuses a body it cannot read for a scoped team', async () => {
+    const res = await gw.proxy.inject({
+      method: 'POST',
+      url: '/api/v1/campaign/get',
+      headers: { 'x-api-key': KEYS.growth, 'content-type': 'text/plain' },
+      payload: '{"userId":201}',
+    })
+    expect(res.statusCode).toBe(403)
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('answers 400 to an unparseable JSON body of a scoped team, without calling the platform', async () => {
+    const res = await gw.proxy.inject({
+      method: 'POST',
+      url: '/api/v1/campaign/get',
+      headers: { 'x-api-key': KEYS.growth, 'content-type': 'application/json' },
+      payload: '{"userId":201',
+    })
+    expect(res.statusCode).toBe(400)
+    expect(res.json().code).toBe('GW_BAD_QUERY')
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('lets allowed accounts through: query, JSON and form', async () => {
+    const q = await call('POST', '/api/v1/campaign/get?advertiserId=101', { key: KEYS.growth, json: { userId: 101 } })
+    const form = await call('POST', '/api/v1/campaign/get', { key: KEYS.growth, form: 'userId=102' })
+    expect([q.statusCode, form.statusCode]).toEqual([200, 200])
+    expect((form.json() as { data: { userId: number }[] }).data.every((c) => c.userId === 102)).toBe(true)
+    expect(sandbox.requests.map((r) => r.body)).toEqual(['{"userId":101}', 'userId=102'])
+  })
+
+  it('refuses a write of the writer team for an account it may not use', async () => {
+    const res = await call('POST', '/api/v1/campaign/banner/create', { key: KEYS.writer, json: { ...CAMPAIGN_FIELDS, userId: 102 } })
+    expect(res.statusCode).toBe(403)
+    expect(sandbox.requests).toHaveLength(0)
+  })
+})
+
+describe('the platform\'s own answers', () => {
+  it('passes a 422 validation body through untouched', async () => {
+    const direct = await fetch(`${sandbox.url}/api/v1/campaign/banner/create`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${platformToken}`, 'content-type': 'application/json' },
+      body: '{"userId":101}',
+    })
+    const expected = await direct.text()
+    expect(direct.status).toBe(422)
+    const res = await call('POST', '/api/v1/campaign/banner/create', { key: KEYS.writer, json: { userId: 101 } })
+    expect(res.statusCode).toBe(422)
+    expect(res.headers['content-type']).toBe('application/json')
+    expect(res.body).toBe(expected)
+    expect(res.json().errors.name).toBeDefined()
+  })
+
+  it('passes the platform\'s 403 for an account outside the token\'s tree through (unscoped team)', async () => {
+    const res = await call('POST', '/api/v1/campaign/get', { key: KEYS.all, json: { userId: 201 } })
+    expect(res.statusCode).toBe(403)
+    expect(res.body).toBe('{"message":"This action is unauthorized."}')
+    expect(only().body).toBe('{"userId":201}')
+  })
+
+  it('passes the platform\'s 404 and 429 through', async () => {
+    const notFound = await call('GET', '/api/v1/nothing/here')
+    expect(notFound.statusCode).toBe(404)
+    expect(notFound.body).toBe('{"message":"Not Found"}')
+    sandbox.setFailure({ kind: 'status', status: 429, headers: { 'retry-after': '7' }, times: 1 })
+    const limited = await call('POST', '/api/v1/campaign/get', { json: {} })
+    expect(limited.statusCode).toBe(429)
+    expect(limited.headers['retry-after']).toBe('7')
+    expect(limited.body).toBe('{"message":"Too Many Attempts."}')
+  })
+})
+
+describe('platform failures on a non-report call', () => {
+  it.each([500, 502, 503])('turns a platform %i into 502 GW_UPSTREAM', async (status) => {
+    sandbox.setFailure({ kind: 'status', status, body: '<html>upstream trace at /var/www/app.php</html>', times: 1 })
+    const res = await call('POST', '/api/v1/campaign/get', { json: {} })
+    expect(res.statusCode).toBe(502)
+    expect(res.json()).toMatchObject({ statusCode: 502, code: 'GW_UPSTREAM', error: 'Bad Gateway' })
+    expect(res.body).not.toContain('/var/www')
+    expect(res.headers['set-cookie']).toBeUndefined()
+    expect(res.headers['x-request-id']).toBeDefined()
+  })
+
+  it('turns a connection reset into 502 GW_UPSTREAM', async () => {
+    sandbox.setFailure({ kind: 'reset', times: 1 })
+    const res = await call('POST', '/api/v1/campaign/get', { json: {} })
+    expect(res.statusCode).toBe(502)
+    expect(res.json()).toMatchObject({ statusCode: 502, code: 'GW_UPSTREAM' })
+  })
+
+  it('turns a hang into 504 GW_UPSTREAM_TIMEOUT after the platform timeout', async () => {
+    sandbox.setFailure({ kind: 'hang', times: 1 })
+    const started = Date.now()
+    const res = await call('POST', '/api/v1/campaign/get', { json: {} })
+    const took = Date.now() - started
+    expect(res.statusCode).toBe(504)
+    expect(res.json()).toEqual({ statusCode: 504, code: 'GW_UPSTREAM_TIMEOUT', error: 'Gateway Timeout', message: 'the platform did not answer in time' })
+    expect(took).toBeGreaterThanOrEqual(450)
+    expect(took).toBeLessThan(3000)
+  })
+
+  it('serves normally again after a failure', async () => {
+    sandbox.setFailure({ kind: 'reset', times: 1 })
+    await call('POST', '/api/v1/campaign/get', { json: {} })
+    const res = await call('POST', '/api/v1/campaign/get', { json: {} })
+    expect(res.statusCode).toBe(200)
+  })
+})
+
+describe('rate limit', () => {
+  it('answers 429 GW_RATE_LIMITED with retry-after once the team used its budget', async () => {
+    const statuses: number[] = []
+    for (let i = 0; i < 3; i++) statuses.push((await call('POST', '/api/v1/campaign/get', { key: KEYS.limited, json: {} })).statusCode)
+    expect(statuses).toEqual([200, 200, 200])
+    const res = await call('POST', '/api/v1/campaign/get', { key: KEYS.limited, json: {} })
+    expect(res.statusCode).toBe(429)
+    expect(res.json()).toMatchObject({ statusCode: 429, code: 'GW_RATE_LIMITED', error: 'Too Many Requests' })
+    const retryAfter = Number(res.headers['retry-after'])
+    expect(retryAfter).toBeGreaterThanOrEqual(1)
+    expect(retryAfter).toBeLessThanOrEqual(60)
+    expect(res.json().message).toBe(`rate limit reached; retry in ${retryAfter} s`)
+    expect(sandbox.requests).toHaveLength(3)
+    // Other teams have their own budget.
+    expect((await call('POST', '/api/v1/campaign/get', { key: KEYS.all, json: {} })).statusCode).toBe(200)
+  })
+})
+
+describe('path-spelling attacks never reach the platform outside /api/v1/', () => {
+  const attacks = [
+    '/api/v1/../oauth/token',
+    '/api/v1/%2e%2e/oauth/token',
+    '/api/v1/%2E%2e/oauth/token',
+    '/api/v1/.%2E/oauth/token',
+    '/api/v1//oauth/token',
+    '/api/v1/..%2foauth%2ftoken',
+    '/api/v1/report%2F..%2F..%2Foauth%2Ftoken',
+    '/api/v1/..\\oauth\\token',
+    '/api/v1/..%5coauth%5ctoken',
+    '/api/v1/%252e%252e/oauth/token',
+    '/api/v1/./campaign/get',
+    '/api/v1/campaign/../../oauth/token',
+    '/api/v1/report%00/x',
+    '/api/v1/auth/t%6Fken',
+    '//api/v1/campaign/get',
+    '/api/v1/campaign/get/..',
+  ]
+
+  function expectNothingOutsideApi(): void {
+    for (const r of sandbox.requests) {
+      expect(r.path.startsWith('/api/v1/')).toBe(true)
+      expect(r.path).not.toMatch(/\/\.\.?(\/|$)|%2e|%2f|%5c|\\|\/\//i)
+    }
+  }
+
+  // light-my-request resolves the URL the way fetch does (dot segments, %2e, backslashes),
+  // so some of these arrive as a plain /api/v1/ path: that may reach the platform.
+  it.each(attacks)('through inject: %s', async (url) => {
+    const res = await gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': KEYS.all } })
+    expect(res.statusCode).toBe(404)
+    expectNothingOutsideApi()
+    if (sandbox.requests.length === 0) expect(res.json().code).toBe('GW_NOT_FOUND')
+    else expect(res.body).toBe('{"message":"Not Found"}')
+  })
+
+  it.each([...attacks, '/api/v1/report\u0000/x', 'http://127.0.0.1/api/v1/../oauth/token'])('over a raw socket: %j', async (target) => {
+    const res = await rawRequest(target)
+    // 404 from the gateway, or 400 where Node's HTTP parser refuses the request line first.
+    expect([400, 404]).toContain(res.status)
+    expectNothingOutsideApi()
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('forwards a plain path over a raw socket, without the platform\'s hop-by-hop headers', async () => {
+    // rawRequest resolves when the gateway closes the connection, as the caller's
+    // `Connection: close` asks; a forwarded `connection: keep-alive` would hang it.
+    const res = await rawRequest('/api/v1/campaign/unknown')
+    expect(res.status).toBe(404)
+    expect(res.text).toContain('{"message":"Not Found"}')
+    expect(res.text.toLowerCase()).not.toMatch(/\r\nkeep-alive:|\r\nconnection: keep-alive/)
+    expect(sandbox.requests.map((r) => r.path)).toEqual(['/api/v1/campaign/unknown'])
+  })
+})
+
+describe('health on both listeners', () => {
+  it.each(['proxy', 'admin'] as const)('%s answers /healthz and /readyz without a key', async (listener) => {
+    const app = gw[listener]
+    const health = await app.inject({ method: 'GET', url: '/healthz' })
+    expect(health.statusCode).toBe(200)
+    expect(health.json()).toEqual({ status: 'ok' })
+    const ready = await app.inject({ method: 'GET', url: '/readyz' })
+    expect(ready.statusCode).toBe(200)
+    expect(ready.json()).toEqual({ status: 'ready', platformToken: { default: 'ok' }, redis: 'not configured', degraded: [] })
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('answers /healthz over real HTTP on the proxy listener', async () => {
+    const res = await fetch(new URL('/healthz', gatewayUrl))
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
+  })
+})

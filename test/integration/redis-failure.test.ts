@@ -1,0 +1,190 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Redis } from 'ioredis'
+import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
+import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+
+// Issue 3, "Redis failure": Redis is an accelerator. Killed in the middle of a test, the
+// gateway answers on from L1 and the platform without errors and without waiting longer
+// than the command timeout; once it is back, it is used again. Transitions of the
+// circuit breaker are logged once each.
+
+const { available, notice } = redisAvailability()
+if (notice) console.warn(notice)
+
+const PATH = '/api/v1/report/campaigns/get'
+const COMMAND_TIMEOUT_MS = 100
+const COOLDOWN_MS = 250
+const ADMIN_TOKEN = 'redis-failure-admin-token-000000'
+const DOWN = 'redis unavailable: serving without it (circuit open)'
+const UP = 'redis available again (circuit closed)'
+
+const YAML = `${TEAMS_YAML}
+platform:
+  timeout: 2s
+redis:
+  commandTimeout: ${COMMAND_TIMEOUT_MS}ms
+  breakerCooldown: ${COOLDOWN_MS}ms
+cache:
+  ttl: { recent: 60s, settled: 60s }
+  lockTimeout: 2s
+`
+
+const query = (day: number, advertiserId = 101) =>
+  `advertiserId=${advertiserId}&byDate=1&dateFrom=2026-03-01&dateTo=2026-03-${String(day).padStart(2, '0')}`
+
+async function waitFor(what: string, cond: () => boolean | Promise<boolean>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    if (await cond()) return
+    await sleep(20)
+  }
+  throw new Error(`timed out waiting for ${what}`)
+}
+
+describe.skipIf(!available)('report cache when Redis fails', () => {
+  let sandbox: Sandbox
+  let redisServer: RedisServer
+  let a: TestGateway
+  let b: TestGateway
+
+  beforeAll(async () => {
+    sandbox = await startSandbox()
+    redisServer = await startRedis()
+    const config = () =>
+      testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, REDIS_URL: redisServer.url }, YAML)
+    a = await buildGateway(config())
+    b = await buildGateway(config())
+  })
+
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()])
+    await redisServer?.close()
+    await sandbox?.close()
+  })
+
+  const reportCalls = () => sandbox.countRequests((r) => r.path === PATH)
+
+  /** A report call through a replica, with how long it took. */
+  const timed = async (gw: TestGateway, q: string) => {
+    const started = performance.now()
+    const res = await gw.proxy.inject({ method: 'GET', url: `${PATH}?${q}`, headers: { 'x-api-key': KEYS.all } })
+    return { status: res.statusCode, cache: res.headers['x-cache'], ms: performance.now() - started, body: res.rawPayload }
+  }
+
+  const lines = (gw: TestGateway, msg: string) => gw.logs.records().filter((r) => r.msg === msg)
+
+  const redisUp = async (gw: TestGateway) => {
+    const text = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+    return /^gateway_redis_up (\d)$/m.exec(text)?.[1]
+  }
+
+  it('serves on through a Redis outage and uses Redis again once it is back', async () => {
+    // Before: A fills, B answers from L2 and keeps a copy in L1.
+    expect((await timed(a, query(1))).cache).toBe('MISS')
+    expect((await timed(b, query(1))).cache).toBe('HIT')
+    expect(reportCalls()).toBe(1)
+    expect(await redisUp(a)).toBe('1')
+
+    // Killed while A fills (A holds the lock and is about to write L2).
+    sandbox.setLatency(150)
+    const filling = timed(a, query(2))
+    await waitFor('the fill to reach the platform', () => reportCalls() === 2, 2000)
+    await redisServer.stop(true)
+    const during = await filling
+    expect(during.status).toBe(200)
+    expect(during.cache).toBe('MISS')
+    sandbox.setLatency(0)
+
+    // The outage spans several breaker cooldowns; every answer is a 200, none waits long.
+    const answers: Awaited<ReturnType<typeof timed>>[] = []
+    for (let i = 0; i < 6; i++) {
+      const hitA = await timed(a, query(1))
+      const hitB = await timed(b, query(1))
+      expect(hitA.cache).toBe('HIT')
+      expect(hitB.cache).toBe('HIT')
+      answers.push(hitA, hitB, await timed(a, query(10 + i)), await timed(b, query(2)))
+      await sleep(COOLDOWN_MS / 2)
+    }
+    for (const answer of answers) {
+      expect(answer.status).toBe(200)
+      expect(answer.ms).toBeLessThan(COMMAND_TIMEOUT_MS + 300)
+    }
+    // A's fill of query(2) reached its L1; B, with no L2, filled its own L1 once.
+    expect((await timed(a, query(2))).cache).toBe('HIT')
+    expect(answers.filter((x, i) => i % 4 === 3).map((x) => x.cache)).toEqual(['MISS', 'HIT', 'HIT', 'HIT', 'HIT', 'HIT'])
+    expect(reportCalls()).toBe(2 + 6 + 1)
+    expect(await redisUp(a)).toBe('0')
+    const ready = await a.admin.inject({ method: 'GET', url: '/readyz' })
+    expect(ready.statusCode).toBe(200)
+    expect(ready.json()).toMatchObject({ redis: 'down', degraded: ['redis'] })
+
+    // Back (empty: the server keeps nothing on disk).
+    await redisServer.restart()
+    const probe = new Redis(redisServer.url, { maxRetriesPerRequest: 1 })
+    try {
+      await waitFor('both replicas to reconnect', () => a.ctx.redis?.status === 'ready' && b.ctx.redis?.status === 'ready', 8000)
+      // Both subscribers are back too (purges and lock wake-ups).
+      await waitFor('the subscribers to resubscribe', async () => {
+        const [, n] = (await probe.pubsub('NUMSUB', 'rgw:bus:purge')) as [string, number]
+        return n === 2
+      }, 8000)
+      await sleep(COOLDOWN_MS + 50)
+
+      const fill = await timed(a, query(20))
+      expect(fill.cache).toBe('MISS')
+      expect(await probe.keys('rgw:report:*')).toHaveLength(1)
+      const fromL2 = await timed(b, query(20))
+      expect(fromL2.cache).toBe('HIT')
+      expect(fromL2.body.equals(fill.body)).toBe(true)
+      const callsBefore = reportCalls()
+      expect(callsBefore).toBe(2 + 7 + 1)
+      expect(await redisUp(a)).toBe('1')
+      expect(await redisUp(b)).toBe('1')
+      expect((await b.admin.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ redis: 'ok', degraded: [] })
+
+      // A purge on A reaches B's L1 again.
+      const sub = probe.duplicate()
+      await sub.subscribe('rgw:bus:purge')
+      const heard = new Promise<boolean>((resolve) => sub.once('message', () => resolve(true)))
+      const purged = await a.admin.inject({ method: 'DELETE', url: '/admin/cache', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      expect(purged.statusCode).toBe(200)
+      expect(await Promise.race([heard, sleep(2000).then(() => false)])).toBe(true)
+      sub.disconnect()
+      // B heard it on its own connection at about the same time.
+      await sleep(50)
+      expect((await timed(b, query(1))).cache).toBe('MISS')
+      expect(reportCalls()).toBe(callsBefore + 1)
+    } finally {
+      probe.disconnect()
+    }
+
+    // One line per transition: down once, up once, per replica; no request failed.
+    for (const gw of [a, b]) {
+      expect(lines(gw, DOWN)).toHaveLength(1)
+      expect(lines(gw, UP)).toHaveLength(1)
+      expect(lines(gw, 'request failed')).toHaveLength(0)
+    }
+  })
+
+  it('does not keep a waiter waiting for an announcement once Redis is gone', async () => {
+    // Redis is up again after the test above; A fills slowly, B waits on A's lock.
+    await waitFor('both replicas to use Redis', () => a.ctx.breaker?.state === 'closed' && b.ctx.breaker?.state === 'closed', 5000)
+    sandbox.setLatency(600)
+    const calls = reportCalls()
+    const onA = timed(a, query(25))
+    await waitFor('the fill to reach the platform', () => reportCalls() === calls + 1, 2000)
+    const onB = timed(b, query(25))
+    await sleep(50)
+    await redisServer.stop(true)
+    const [fromA, fromB] = await Promise.all([onA, onB])
+    sandbox.setLatency(0)
+    expect(fromA.status).toBe(200)
+    expect(fromB.status).toBe(200)
+    // Without Redis no announcement can come: B went upstream well before the 2 s lock timeout.
+    expect(fromB.ms).toBeLessThan(1500)
+    expect(reportCalls()).toBe(calls + 2)
+    await redisServer.restart()
+  })
+})

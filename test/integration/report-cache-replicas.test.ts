@@ -1,0 +1,284 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { gunzipSync } from 'node:zlib'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { request } from 'undici'
+import { Redis } from 'ioredis'
+import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
+import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+
+// Issue 3 across replicas: two gateway instances on one Redis (one L1 each, one shared
+// L2, one lock and one pub/sub bus). The platform token plays no part here.
+
+const { available, notice } = redisAvailability()
+if (notice) console.warn(notice)
+
+const ADMIN_TOKEN = 'replicas-admin-token-00000000000000'
+const PATH = '/api/v1/report/campaigns/get'
+const Q101 = 'advertiserId=101&byDate=1&dateFrom=2026-02-01&dateTo=2026-02-07'
+const Q101B = 'advertiserId=101&byCampaign=1&dateFrom=2026-02-01&dateTo=2026-02-07'
+const Q102 = 'advertiserId=102&byDate=1&dateFrom=2026-02-01&dateTo=2026-02-07'
+const LOCK_TIMEOUT_MS = 700
+
+const YAML = `${TEAMS_YAML}
+platform:
+  timeout: 3s
+redis:
+  commandTimeout: 300ms
+cache:
+  ttl: { recent: 60s, settled: 60s }
+  lockTimeout: ${LOCK_TIMEOUT_MS}ms
+`
+
+describe.skipIf(!available)('report cache across two replicas on one Redis', () => {
+  let sandbox: Sandbox
+  let platformToken: string
+  let redisServer: RedisServer
+  let admin: Redis
+  let a: TestGateway
+  let b: TestGateway
+  let t: number
+
+  beforeAll(async () => {
+    sandbox = await startSandbox()
+    platformToken = sandbox.issueToken()
+    redisServer = await startRedis()
+    admin = new Redis(redisServer.url, { maxRetriesPerRequest: 1 })
+  })
+
+  afterAll(async () => {
+    admin.disconnect()
+    await redisServer.close()
+    await sandbox.close()
+  })
+
+  beforeEach(async () => {
+    await admin.flushall()
+    sandbox.clearRequests()
+    t = Date.now()
+    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN, REDIS_URL: redisServer.url }, YAML)
+    // One clock for both, as replicas share wall time.
+    a = await buildGateway(config(), { now: () => t })
+    b = await buildGateway(config(), { now: () => t })
+  })
+
+  afterEach(async () => {
+    sandbox.setFailure({ kind: 'none' })
+    sandbox.setLatency(0)
+    await Promise.all([a.close(), b.close()])
+  })
+
+  const get = (gw: TestGateway, query: string, headers: Record<string, string> = {}) =>
+    gw.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all, ...headers } })
+
+  const purge = (gw: TestGateway, query = '') =>
+    gw.admin.inject({ method: 'DELETE', url: `/admin/cache${query}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+
+  const reportCalls = () => sandbox.countRequests((r) => r.path === PATH && r.headers['x-direct'] === undefined)
+
+  const direct = async (query: string): Promise<Buffer> => {
+    const res = await request(`${sandbox.url}${PATH}?${query}`, { headers: { authorization: `Bearer ${platformToken}`, 'x-direct': '1' } })
+    expect(res.statusCode).toBe(200)
+    return Buffer.from(await res.body.arrayBuffer())
+  }
+
+  const metric = async (gw: TestGateway, line: string): Promise<number> => {
+    const text = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+    const found = text.split('\n').find((l) => l.startsWith(`${line} `))
+    return found ? Number(found.slice(line.length + 1)) : 0
+  }
+
+  /** Resolves once a purge announcement went out on the bus (and the replicas had a moment to act). */
+  const purgeAnnounced = async (): Promise<() => Promise<void>> => {
+    const sub = new Redis(redisServer.url, { maxRetriesPerRequest: 1 })
+    await sub.subscribe('rgw:bus:purge')
+    const heard = new Promise<void>((resolve) => sub.once('message', () => resolve()))
+    return async () => {
+      await Promise.race([heard, sleep(2000).then(() => Promise.reject(new Error('no purge announcement within 2 s')))])
+      sub.disconnect()
+      await sleep(50)
+    }
+  }
+
+  it('fills once on one replica and answers HIT from L2 on the other, which then keeps it in its L1', async () => {
+    const first = await get(a, Q101)
+    expect(first.headers['x-cache']).toBe('MISS')
+    t += 3_000
+    const second = await get(b, Q101, { 'accept-encoding': 'gzip' })
+    expect(second.statusCode).toBe(200)
+    expect(second.headers['x-cache']).toBe('HIT')
+    expect(second.headers.age).toBe('3')
+    expect(second.headers['cache-control']).toBe('private, max-age=57')
+    const third = await get(b, Q101)
+    expect(third.headers['x-cache']).toBe('HIT')
+    expect(reportCalls()).toBe(1)
+
+    const platform = await direct(Q101)
+    expect(first.rawPayload.equals(platform)).toBe(true)
+    expect(gunzipSync(second.rawPayload).equals(platform)).toBe(true)
+    expect(third.rawPayload.equals(platform)).toBe(true)
+    expect(await metric(b, 'gateway_cache_requests_total{result="HIT",tier="l2"}')).toBe(1)
+    expect(await metric(b, 'gateway_cache_requests_total{result="HIT",tier="l1"}')).toBe(1)
+    // The L2 copy expires with the entry (errorUntil), and so does the L1 copy filled from it.
+    const [key] = await admin.keys('rgw:report:*')
+    const pttl = await admin.pttl(key as string)
+    expect(pttl).toBeGreaterThan(60_000 + 24 * 3600_000 - 10_000)
+    expect(pttl).toBeLessThanOrEqual(60_000 + 24 * 3600_000)
+  })
+
+  it('makes one platform call for concurrent misses on both replicas, waking the waiters well before the lock timeout', async () => {
+    sandbox.setLatency(300)
+    const started = Date.now()
+    const onA = Array.from({ length: 50 }, () => get(a, Q101))
+    await sleep(20)
+    const onB = Array.from({ length: 50 }, () => get(b, Q101))
+    const answers = await Promise.all([...onA, ...onB])
+    const elapsed = Date.now() - started
+    expect(reportCalls()).toBe(1)
+    const platform = await direct(Q101)
+    for (const res of answers) {
+      expect(res.statusCode).toBe(200)
+      expect(res.headers['x-cache']).toBe('MISS')
+      expect(res.rawPayload.equals(platform)).toBe(true)
+    }
+    // Waiters on B were woken by the leader's announcement, not by the lock timeout.
+    expect(elapsed).toBeLessThan(300 + LOCK_TIMEOUT_MS)
+    expect(await metric(b, 'gateway_cache_requests_total{result="MISS",tier="l2"}')).toBe(50)
+    expect((await get(b, Q101)).headers['x-cache']).toBe('HIT')
+    expect(reportCalls()).toBe(1)
+    expect(await admin.keys('rgw:lock:*')).toEqual([])
+  })
+
+  it('does not leave the other replica waiting when the leader fails', async () => {
+    sandbox.setLatency(200)
+    sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
+    const onA = get(a, Q101)
+    // B asks once A's call is with the platform (so A holds the lock).
+    for (let i = 0; i < 100 && reportCalls() === 0; i++) await sleep(5)
+    expect(reportCalls()).toBe(1)
+    const started = Date.now()
+    const onB = await get(b, Q101)
+    expect((await onA).statusCode).toBe(502)
+    expect(onB.statusCode).toBe(200)
+    expect(onB.headers['x-cache']).toBe('MISS')
+    expect(Date.now() - started).toBeLessThan(LOCK_TIMEOUT_MS + 200)
+    expect(reportCalls()).toBe(2)
+  })
+
+  it('lets a waiter go upstream itself after the lock timeout, without storing what it got', async () => {
+    sandbox.setFailure({ kind: 'hang', times: 1 })
+    const onA = get(a, Q101)
+    for (let i = 0; i < 100 && reportCalls() === 0; i++) await sleep(5)
+    const started = Date.now()
+    const onB = await get(b, Q101)
+    const waited = Date.now() - started
+    expect(onB.statusCode).toBe(200)
+    expect(waited).toBeGreaterThanOrEqual(LOCK_TIMEOUT_MS - 50)
+    expect(waited).toBeLessThan(LOCK_TIMEOUT_MS + 1000)
+    expect(reportCalls()).toBe(2)
+    expect(await admin.keys('rgw:report:*')).toEqual([])
+    // Nor in B's own L1: the next call on B is a miss of its own.
+    expect((await get(b, Q101)).headers['x-cache']).toBe('MISS')
+    expect(reportCalls()).toBe(3)
+    expect((await onA).statusCode).toBe(504)
+  })
+
+  it('purges every replica: all entries, then one advertiser only', async () => {
+    for (const q of [Q101, Q101B, Q102]) {
+      expect((await get(a, q)).headers['x-cache']).toBe('MISS')
+      expect((await get(b, q)).headers['x-cache']).toBe('HIT')
+    }
+    expect(reportCalls()).toBe(3)
+
+    let heard = await purgeAnnounced()
+    const all = await purge(a)
+    expect(all.json()).toEqual({ purged: 'all', dropped: 3 })
+    await heard()
+    expect(await admin.keys('rgw:*')).toEqual([])
+    // B's L1 was dropped through pub/sub; B's fill then serves A from L2.
+    expect((await get(b, Q101)).headers['x-cache']).toBe('MISS')
+    expect((await get(a, Q101)).headers['x-cache']).toBe('HIT')
+    expect(reportCalls()).toBe(4)
+
+    for (const q of [Q101B, Q102]) {
+      await get(a, q)
+      await get(b, q)
+    }
+    expect(reportCalls()).toBe(6)
+    heard = await purgeAnnounced()
+    const one = await purge(b, '?advertiserId=101')
+    expect(one.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dropped: 2 })
+    await heard()
+    for (const gw of [a, b]) expect((await get(gw, Q102)).headers['x-cache']).toBe('HIT')
+    expect(reportCalls()).toBe(6)
+    expect((await get(a, Q101)).headers['x-cache']).toBe('MISS')
+    expect((await get(b, Q101B)).headers['x-cache']).toBe('MISS')
+    expect((await get(b, Q101)).headers['x-cache']).toBe('HIT')
+    expect((await get(a, Q101B)).headers['x-cache']).toBe('HIT')
+    expect(reportCalls()).toBe(8)
+  })
+
+  it('lets a replica with a stale copy take the refresh another replica is making, without a call of its own', async () => {
+    await get(a, Q101)
+    await get(b, Q101)
+    t += 70_000
+    sandbox.setLatency(300)
+    // B's stale answer starts its background refresh; B holds the lock.
+    expect((await get(b, Q101)).headers['x-cache']).toBe('STALE')
+    for (let i = 0; i < 100 && reportCalls() === 1; i++) await sleep(5)
+    expect(reportCalls()).toBe(2)
+    // A's stale answer starts a background refresh too, which waits for B's.
+    const onA = await get(a, Q101)
+    expect(onA.headers['x-cache']).toBe('STALE')
+    expect(onA.headers.age).toBe('70')
+    let last = onA
+    for (let i = 0; i < 100 && last.headers['x-cache'] !== 'HIT'; i++) {
+      await sleep(20)
+      last = await get(a, Q101)
+    }
+    expect(last.headers['x-cache']).toBe('HIT')
+    expect(last.headers.age).toBe('0')
+    expect(reportCalls()).toBe(2)
+  })
+
+  it("takes another replica's newer copy from L2 over its own stale one, without calling the platform", async () => {
+    await get(a, Q101)
+    await get(b, Q101)
+    t += 70_000
+    expect((await get(b, Q101, { 'cache-control': 'no-cache' })).headers['x-cache']).toBe('REFRESH')
+    t += 1_000
+    const onA = await get(a, Q101)
+    expect(onA.headers['x-cache']).toBe('HIT')
+    expect(onA.headers.age).toBe('1')
+    expect((await get(a, Q101)).headers['x-cache']).toBe('HIT')
+    expect(await metric(a, 'gateway_cache_requests_total{result="HIT",tier="l2"}')).toBe(1)
+    expect(reportCalls()).toBe(2)
+  })
+
+  it('answers a REFRESH waiting on another replica with the new copy, not the one it asked to bypass', async () => {
+    await get(a, Q101)
+    t += 10_000
+    sandbox.setLatency(400)
+    const onA = get(a, Q101, { 'cache-control': 'no-cache' })
+    for (let i = 0; i < 100 && reportCalls() === 1; i++) await sleep(5)
+    expect(reportCalls()).toBe(2)
+    const onB = await get(b, Q101, { 'cache-control': 'no-cache' })
+    expect((await onA).headers['cache-control']).toBe('private, max-age=60')
+    expect(onB.statusCode).toBe(200)
+    expect(onB.headers['x-cache']).toBe('REFRESH')
+    // The bypassed copy had 50 s left; the new one has 60.
+    expect(onB.headers['cache-control']).toBe('private, max-age=60')
+    expect(reportCalls()).toBe(2)
+  })
+
+  it('refreshes through one replica for both: a REFRESH on A is seen as a HIT on B once B holds no copy', async () => {
+    await get(a, Q101)
+    t += 10_000
+    const refreshed = await get(a, Q101, { 'cache-control': 'no-cache' })
+    expect(refreshed.headers['x-cache']).toBe('REFRESH')
+    const onB = await get(b, Q101)
+    expect(onB.headers['x-cache']).toBe('HIT')
+    expect(onB.headers.age).toBe('0')
+    expect(reportCalls()).toBe(2)
+  })
+})

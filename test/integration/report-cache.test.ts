@@ -1,0 +1,392 @@
+import { gunzipSync } from 'node:zlib'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { request } from 'undici'
+import { Redis } from 'ioredis'
+import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
+import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+
+// Issue 3 on one gateway instance, against the sandbox over loopback, once with the
+// in-memory cache only and once with Redis as L2. Time moves on a fake clock.
+
+const { available, notice } = redisAvailability()
+if (notice) console.warn(notice)
+
+const ADMIN_TOKEN = 'report-cache-admin-token-0000000000'
+const PATH = '/api/v1/report/campaigns/get'
+const CANONICAL = 'advertiserId=101&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07'
+const FRESH_S = 60
+const SWR_S = 30
+const SIE_S = 600
+
+const YAML = `${TEAMS_YAML}
+platform:
+  timeout: 800ms
+redis:
+  commandTimeout: 200ms
+  breakerCooldown: 500ms
+cache:
+  ttl: { recent: ${FRESH_S}s, settled: ${FRESH_S}s }
+  staleWhileRevalidate: ${SWR_S}s
+  staleIfError: ${SIE_S}s
+  lockTimeout: 3s
+`
+
+interface Clock {
+  now: () => number
+  advance(ms: number): void
+}
+
+function fakeClock(): Clock {
+  let t = Date.now()
+  return { now: () => t, advance: (ms) => void (t += ms) }
+}
+
+let sandbox: Sandbox
+let platformToken: string
+
+beforeAll(async () => {
+  sandbox = await startSandbox()
+  platformToken = sandbox.issueToken()
+})
+
+afterAll(async () => {
+  await sandbox.close()
+})
+
+/** The platform's own bytes for a canonical query, asked directly with a valid token. */
+async function direct(query: string, path = PATH): Promise<Buffer> {
+  const res = await request(`${sandbox.url}${path}?${query}`, { headers: { authorization: `Bearer ${platformToken}`, 'x-direct': '1' } })
+  expect(res.statusCode).toBe(200)
+  return Buffer.from(await res.body.arrayBuffer())
+}
+
+/** Report calls the gateway made (the test's own direct calls are marked). */
+function reportCalls(path = PATH): number {
+  return sandbox.countRequests((r) => r.path === path && r.headers['x-direct'] === undefined)
+}
+
+async function waitFor(what: string, cond: () => boolean | Promise<boolean>, ms = 3000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    if (await cond()) return
+    await sleep(10)
+  }
+  throw new Error(`timed out waiting for ${what}`)
+}
+
+function defineSuite(mode: 'memory' | 'redis'): void {
+  let redisServer: RedisServer | null = null
+  let admin: Redis | null = null
+  let gw: TestGateway
+  let clock: Clock
+
+  const env = (): Record<string, string> => ({
+    PLATFORM_BASE_URL: sandbox.url,
+    PLATFORM_TOKEN: platformToken,
+    ADMIN_TOKEN,
+    ...(redisServer ? { REDIS_URL: redisServer.url } : {}),
+  })
+
+  beforeAll(async () => {
+    if (mode === 'redis') {
+      redisServer = await startRedis()
+      admin = new Redis(redisServer.url, { maxRetriesPerRequest: 1 })
+    }
+  })
+
+  afterAll(async () => {
+    admin?.disconnect()
+    await redisServer?.close()
+  })
+
+  beforeEach(async () => {
+    await admin?.flushall()
+    sandbox.clearRequests()
+    clock = fakeClock()
+    gw = await buildGateway(testConfig(env(), YAML), { now: clock.now })
+  })
+
+  afterEach(async () => {
+    await gw.close()
+    sandbox.setFailure({ kind: 'none' })
+    sandbox.setLatency(0)
+  })
+
+  const get = (query: string, headers: Record<string, string> = {}, path = PATH) =>
+    gw.proxy.inject({ method: 'GET', url: `${path}?${query}`, headers: { 'x-api-key': KEYS.all, ...headers } })
+
+  const purge = (query = '') =>
+    gw.admin.inject({ method: 'DELETE', url: `/admin/cache${query}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+
+  it('answers MISS, then HIT from the one stored copy, with age and max-age on the fake clock', async () => {
+    const first = await get(CANONICAL)
+    expect(first.statusCode).toBe(200)
+    expect(first.headers['x-cache']).toBe('MISS')
+    expect(first.headers.age).toBeUndefined()
+    expect(first.headers['cache-control']).toBe(`private, max-age=${FRESH_S}`)
+    expect(reportCalls()).toBe(1)
+    // The platform got the canonical query and the gateway's token, not the caller's key.
+    const sent = sandbox.requests.find((r) => r.path === PATH)
+    expect(sent?.query).toBe(CANONICAL)
+    expect(sent?.headers.authorization).toBe(`Bearer ${platformToken}`)
+    expect(sent?.headers['x-api-key']).toBeUndefined()
+
+    clock.advance(12_500)
+    const second = await get(CANONICAL)
+    expect(second.statusCode).toBe(200)
+    expect(second.headers['x-cache']).toBe('HIT')
+    expect(second.headers.age).toBe('12')
+    expect(second.headers['cache-control']).toBe(`private, max-age=${FRESH_S - 13}`)
+    expect(second.headers['content-type']).toBe('application/json')
+    expect(reportCalls()).toBe(1)
+    const platform = await direct(CANONICAL)
+    expect(first.rawPayload.equals(platform)).toBe(true)
+    expect(second.rawPayload.equals(platform)).toBe(true)
+    if (mode === 'redis') expect(await admin?.keys('rgw:report:*')).toHaveLength(1)
+  })
+
+  it('serves five spellings of one report, for two teams on one credential, from one platform call', async () => {
+    const spellings = [
+      'advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07&byDate=1',
+      'byDate=true&dateTo=2026-01-07&dateFrom=2026-01-01&advertiserId=101',
+      'advertiserId=0101&dateFrom=2026-01-01&dateTo=2026-01-07&byDate=1&byCampaign=0',
+      'dateFrom=2026-01-01&byCampaign=false&advertiserId=00101&byDate=true&dateTo=2026-01-07',
+      'byDate=1&advertiserId=101&dateTo=2026-01-07&dateFrom=2026-01-01',
+    ]
+    const answers = []
+    for (const q of spellings) answers.push(await get(q))
+    answers.push(await get(spellings[1] as string, { 'x-api-key': KEYS.growth }))
+    expect(answers.map((a) => a.statusCode)).toEqual([200, 200, 200, 200, 200, 200])
+    expect(answers.map((a) => a.headers['x-cache'])).toEqual(['MISS', 'HIT', 'HIT', 'HIT', 'HIT', 'HIT'])
+    expect(reportCalls()).toBe(1)
+    expect(sandbox.requests.filter((r) => r.path === PATH && !r.headers['x-direct']).map((r) => r.query)).toEqual([CANONICAL])
+    const platform = await direct(CANONICAL)
+    for (const a of answers) expect(a.rawPayload.equals(platform)).toBe(true)
+  })
+
+  it('keeps distinct queries apart (no merging of reach across reports)', async () => {
+    await get(CANONICAL)
+    const other = await get('advertiserId=101&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-08')
+    const extra = await get(`${CANONICAL}&spentBased=local`)
+    expect(other.headers['x-cache']).toBe('MISS')
+    expect(extra.headers['x-cache']).toBe('MISS')
+    expect(reportCalls()).toBe(3)
+    expect(extra.rawPayload.equals(await direct(`${CANONICAL}&spentBased=local`))).toBe(true)
+  })
+
+  it('coalesces 200 concurrent misses into one platform call', async () => {
+    sandbox.setLatency(150)
+    const answers = await Promise.all(Array.from({ length: 200 }, () => get(CANONICAL)))
+    expect(reportCalls()).toBe(1)
+    const platform = await direct(CANONICAL)
+    for (const a of answers) {
+      expect(a.statusCode).toBe(200)
+      expect(a.headers['x-cache']).toBe('MISS')
+      expect(a.rawPayload.equals(platform)).toBe(true)
+    }
+  })
+
+  it('answers cache-control: no-cache with REFRESH, coalesced like a miss, and stores the new copy', async () => {
+    await get(CANONICAL)
+    clock.advance(5_000)
+    sandbox.setLatency(100)
+    const refreshes = await Promise.all(Array.from({ length: 10 }, () => get(CANONICAL, { 'cache-control': 'no-cache' })))
+    expect(refreshes.map((r) => r.headers['x-cache'])).toEqual(Array(10).fill('REFRESH'))
+    expect(refreshes.every((r) => r.headers['cache-control'] === `private, max-age=${FRESH_S}`)).toBe(true)
+    expect(reportCalls()).toBe(2)
+    clock.advance(1_000)
+    const after = await get(CANONICAL)
+    expect(after.headers['x-cache']).toBe('HIT')
+    // age counts from the refresh, not from the first fill
+    expect(after.headers.age).toBe('1')
+    expect(reportCalls()).toBe(2)
+  })
+
+  it('does not cache a platform 500 (502 to the caller) nor a 4xx (passed through as BYPASS)', async () => {
+    sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
+    const failed = await get(CANONICAL)
+    expect(failed.statusCode).toBe(502)
+    expect(failed.json()).toMatchObject({ code: 'GW_UPSTREAM' })
+    const retried = await get(CANONICAL)
+    expect(retried.statusCode).toBe(200)
+    expect(retried.headers['x-cache']).toBe('MISS')
+    expect(reportCalls()).toBe(2)
+
+    const invalid = `${CANONICAL}&spentBased=bogus`
+    const a = await get(invalid)
+    const b = await get(invalid)
+    expect(a.statusCode).toBe(422)
+    expect(a.headers['x-cache']).toBe('BYPASS')
+    expect(b.statusCode).toBe(422)
+    expect(a.json()).toEqual(b.json())
+    expect(reportCalls()).toBe(4)
+    if (mode === 'redis') expect(await admin?.keys('rgw:report:*')).toHaveLength(1)
+  })
+
+  it('serves STALE at once within stale-while-revalidate and refreshes once in the background', async () => {
+    const first = await get(CANONICAL)
+    clock.advance((FRESH_S + 10) * 1000)
+    sandbox.setLatency(100)
+    const stale = await Promise.all(Array.from({ length: 5 }, () => get(CANONICAL)))
+    for (const s of stale) {
+      expect(s.statusCode).toBe(200)
+      expect(s.headers['x-cache']).toBe('STALE')
+      expect(s.headers.age).toBe(String(FRESH_S + 10))
+      expect(s.headers['cache-control']).toBe('private, max-age=0')
+      expect(s.rawPayload.equals(first.rawPayload)).toBe(true)
+    }
+    // The background refresh lands; until then callers keep getting STALE, not new calls.
+    let last = stale[0]
+    await waitFor('the background refresh', async () => {
+      last = await get(CANONICAL)
+      return last.headers['x-cache'] === 'HIT'
+    })
+    expect(last?.headers.age).toBe('0')
+    expect(reportCalls()).toBe(2)
+  })
+
+  it('serves STALE when the platform fails (5xx, 429, connection reset, timeout) within stale-if-error, else 502/504', async () => {
+    const first = await get(CANONICAL)
+    clock.advance((FRESH_S + SWR_S + 5) * 1000)
+    const failures = [
+      { kind: 'status', status: 500, times: 1 },
+      { kind: 'status', status: 503, times: 1 },
+      { kind: 'status', status: 429, times: 1 },
+      { kind: 'reset', times: 1 },
+      { kind: 'hang', times: 1 },
+    ] as const
+    for (const failure of failures) {
+      sandbox.setFailure(failure)
+      const res = await get(CANONICAL)
+      expect(res.statusCode, failure.kind).toBe(200)
+      expect(res.headers['x-cache']).toBe('STALE')
+      expect(res.headers.age).toBe(String(FRESH_S + SWR_S + 5))
+      expect(res.rawPayload.equals(first.rawPayload)).toBe(true)
+    }
+    expect(reportCalls()).toBe(1 + failures.length)
+    // A caller's no-cache does not lose the stale copy either.
+    sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
+    const refresh = await get(CANONICAL, { 'cache-control': 'no-cache' })
+    expect(refresh.headers['x-cache']).toBe('STALE')
+
+    // Past stale-if-error: the platform's failure shows.
+    clock.advance(SIE_S * 1000)
+    sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
+    const gone = await get(CANONICAL)
+    expect(gone.statusCode).toBe(502)
+    expect(gone.json()).toMatchObject({ code: 'GW_UPSTREAM' })
+    sandbox.setFailure({ kind: 'hang', times: 1 })
+    const timedOut = await get(CANONICAL)
+    expect(timedOut.statusCode).toBe(504)
+    expect(timedOut.json()).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT' })
+    sandbox.setFailure({ kind: 'status', status: 429, headers: { 'retry-after': '7' }, times: 1 })
+    const limited = await get(CANONICAL)
+    expect(limited.statusCode).toBe(429)
+    expect(limited.headers['retry-after']).toBe('7')
+    const back = await get(CANONICAL)
+    expect(back.headers['x-cache']).toBe('MISS')
+  })
+
+  it('sends the stored gzip bytes to gzip callers and the platform bytes to the others, on MISS and HIT', async () => {
+    const platform = await direct(CANONICAL)
+    const missGzip = await get(CANONICAL, { 'accept-encoding': 'gzip, deflate, br' })
+    const hitGzip = await get(CANONICAL, { 'accept-encoding': 'gzip' })
+    const hitIdentity = await get(CANONICAL)
+    const refused = await get(CANONICAL, { 'accept-encoding': 'gzip;q=0, identity' })
+    expect(missGzip.headers['x-cache']).toBe('MISS')
+    expect(missGzip.headers['content-encoding']).toBe('gzip')
+    expect(hitGzip.headers['content-encoding']).toBe('gzip')
+    expect(hitGzip.headers.vary).toBe('accept-encoding')
+    expect(Number(hitGzip.headers['content-length'])).toBe(hitGzip.rawPayload.length)
+    // one stored copy: identical compressed bytes every time
+    expect(hitGzip.rawPayload.equals(missGzip.rawPayload)).toBe(true)
+    expect(gunzipSync(hitGzip.rawPayload).equals(platform)).toBe(true)
+    for (const plain of [hitIdentity, refused]) {
+      expect(plain.headers['x-cache']).toBe('HIT')
+      expect(plain.headers['content-encoding']).toBeUndefined()
+      expect(plain.rawPayload.equals(platform)).toBe(true)
+    }
+    expect(reportCalls()).toBe(1)
+  })
+
+  it('purges everything, or one advertiser only, on DELETE /admin/cache', async () => {
+    const q102 = CANONICAL.replace('advertiserId=101', 'advertiserId=102')
+    await get(CANONICAL)
+    await get(`${CANONICAL}&byCampaign=1`)
+    await get(q102)
+    expect(reportCalls()).toBe(3)
+
+    const unauthorized = await gw.admin.inject({ method: 'DELETE', url: '/admin/cache' })
+    expect(unauthorized.statusCode).toBe(401)
+    expect((await get(CANONICAL)).headers['x-cache']).toBe('HIT')
+
+    const one = await purge('?advertiserId=101')
+    expect(one.statusCode).toBe(200)
+    expect(one.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dropped: 2 })
+    expect((await get(q102)).headers['x-cache']).toBe('HIT')
+    expect((await get(CANONICAL)).headers['x-cache']).toBe('MISS')
+    expect((await get(`${CANONICAL}&byCampaign=1`)).headers['x-cache']).toBe('MISS')
+    expect(reportCalls()).toBe(5)
+    if (mode === 'redis') expect(await admin?.smembers('rgw:adv:101')).toHaveLength(2)
+
+    const all = await purge()
+    expect(all.statusCode).toBe(200)
+    expect(all.json()).toMatchObject({ purged: 'all', dropped: 3 })
+    for (const q of [CANONICAL, q102]) expect((await get(q)).headers['x-cache']).toBe('MISS')
+    expect(reportCalls()).toBe(7)
+    expect((await purge('?advertiserId=abc')).statusCode).toBe(400)
+  })
+
+  it('counts hits, misses and stale serves by tier for /metrics', async () => {
+    await get(CANONICAL)
+    await get(CANONICAL)
+    await get(CANONICAL)
+    clock.advance((FRESH_S + 1) * 1000)
+    await get(CANONICAL)
+    await waitFor('the background refresh', () => reportCalls() === 2)
+    const metrics = await gw.admin.inject({ method: 'GET', url: '/metrics' })
+    expect(metrics.statusCode).toBe(200)
+    const text = metrics.body
+    expect(text).toContain('gateway_cache_requests_total{result="MISS",tier="platform"} 1')
+    expect(text).toContain('gateway_cache_requests_total{result="HIT",tier="l1"} 2')
+    expect(text).toContain('gateway_cache_requests_total{result="STALE",tier="l1"} 1')
+    expect(text).not.toContain('tier="l2"')
+  })
+}
+
+describe('report cache, memory only', () => defineSuite('memory'))
+
+describe.skipIf(!available)('report cache, with Redis as L2', () => defineSuite('redis'))
+
+describe('report cache size guard', () => {
+  let gw: TestGateway
+  const BIG = 'advertiserId=101&byCampaign=1&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
+
+  beforeAll(async () => {
+    const yaml = `${TEAMS_YAML}\ncache:\n  maxEntryBytes: 4KiB\n`
+    gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken }, yaml))
+  })
+
+  afterAll(async () => {
+    await gw.close()
+  })
+
+  it('streams a report larger than cache.maxEntryBytes through as BYPASS, uncached, gzip or not', async () => {
+    sandbox.clearRequests()
+    const platform = await direct(BIG)
+    expect(platform.length).toBeGreaterThan(4096)
+    const headers = { 'x-api-key': KEYS.all }
+    const plain = await gw.proxy.inject({ method: 'GET', url: `${PATH}?${BIG}`, headers })
+    const again = await gw.proxy.inject({ method: 'GET', url: `${PATH}?${BIG}`, headers: { ...headers, 'accept-encoding': 'gzip' } })
+    expect(plain.statusCode).toBe(200)
+    expect(plain.headers['x-cache']).toBe('BYPASS')
+    expect(again.headers['x-cache']).toBe('BYPASS')
+    expect(plain.rawPayload.equals(platform)).toBe(true)
+    const againBody = again.headers['content-encoding'] === 'gzip' ? gunzipSync(again.rawPayload) : again.rawPayload
+    expect(againBody.equals(platform)).toBe(true)
+    // two gateway calls, two platform calls
+    expect(reportCalls()).toBe(2)
+  })
+})

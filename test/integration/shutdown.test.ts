@@ -1,0 +1,123 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { connect } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { freePort } from '../helpers/start-redis.js'
+
+// Contract, "Running": `npm start` without a platform is demo mode and prints a ready
+// curl line; main.ts stops on SIGTERM by refusing new connections, letting requests in
+// flight finish, and exiting 0. Run as production runs it: the built dist/main.js.
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
+
+let child: ChildProcess
+let output = ''
+let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+let port: number
+let adminPort: number
+
+function waitFor(pattern: RegExp, ms = 15_000): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now()
+    const check = () => {
+      const match = pattern.exec(output)
+      if (match) return resolve(match)
+      if (child.exitCode !== null) return reject(new Error(`gateway exited (${child.exitCode}) before printing ${pattern}:\n${output}`))
+      if (Date.now() - started > ms) return reject(new Error(`no ${pattern} within ${ms} ms:\n${output}`))
+      setTimeout(check, 25)
+    }
+    check()
+  })
+}
+
+/** Resolves with the error code of a fresh TCP connection, or 'connected'. */
+function tryConnect(p: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(p, '127.0.0.1')
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve('connected')
+    })
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'))
+  })
+}
+
+beforeAll(async () => {
+  if (!existsSync(MAIN)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
+  port = await freePort()
+  adminPort = await freePort()
+  // A clean environment: no PLATFORM_* from the developer's shell, so demo mode.
+  child = spawn(process.execPath, [MAIN], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), ADMIN_PORT: String(adminPort), LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
+  exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
+  await waitFor(/curl .*\n/)
+}, 30_000)
+
+afterAll(() => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+})
+
+describe('demo mode and graceful shutdown', () => {
+  it('prints a curl line whose key and URL answer 200 with sandbox data', async () => {
+    const [, key, url] = /curl -s -H 'x-api-key: (rgw_[A-Za-z0-9_-]+)' '(http:\/\/127\.0\.0\.1:(\d+)\/api\/v1\/report\/[^']+)'/.exec(output) ?? []
+    expect(key).toBeDefined()
+    expect(new URL(url as string).port).toBe(String(port))
+    const res = await fetch(url as string, { headers: { 'x-api-key': key as string } })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-cache')).toBe('MISS')
+    const body = (await res.json()) as { data: { date: string; campaignId: number; impressions: number }[] }
+    expect(body.data.length).toBeGreaterThan(0)
+    expect(body.data[0]).toMatchObject({ date: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), campaignId: expect.any(Number), impressions: expect.any(Number) })
+    // The same key without the curl line's header is refused: the 200 came from the key.
+    expect((await fetch(url as string)).status).toBe(401)
+  })
+
+  it('answers health on both listeners', async () => {
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200)
+    expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200)
+  })
+
+  it('finishes a request in flight on SIGTERM, refuses new connections, and exits 0', async () => {
+    const sandboxUrl = (/runs at (http:\/\/127\.0\.0\.1:\d+)/.exec(output) ?? [])[1]
+    expect(sandboxUrl).toBeDefined()
+    const key = (/x-api-key: (rgw_[A-Za-z0-9_-]+)/.exec(output) ?? [])[1] as string
+    const latency = await fetch(`${sandboxUrl}/__sandbox/latency`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"ms":1500}' })
+    expect(latency.status).toBe(200)
+
+    const started = Date.now()
+    const inFlight = fetch(`http://127.0.0.1:${port}/api/v1/campaign/get`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json', connection: 'close' },
+      body: '{"userId":101}',
+    })
+    // Let it reach the platform (which now holds it for 1.5 s), then stop.
+    await new Promise((r) => setTimeout(r, 400))
+    expect(child.kill('SIGTERM')).toBe(true)
+    await waitFor(/shutting down/)
+    await new Promise((r) => setTimeout(r, 100))
+
+    // Both listeners refuse new connections while the request is still in flight.
+    expect(await tryConnect(port)).toBe('ECONNREFUSED')
+    expect(await tryConnect(adminPort)).toBe('ECONNREFUSED')
+    expect(child.exitCode).toBeNull()
+
+    const res = await inFlight
+    expect(res.status).toBe(200)
+    const body = (await res.json()) as { data: { userId: number }[] }
+    expect(body.data.length).toBeGreaterThan(0)
+    expect(body.data.every((c) => c.userId === 101)).toBe(true)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1400)
+
+    const { code, signal } = await exited
+    expect(signal).toBeNull()
+    expect(code).toBe(0)
+    expect(output).toMatch(/"msg":"stopped"/)
+  }, 20_000)
+})

@@ -1,0 +1,299 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
+import { fingerprint } from '../../src/teams/api-keys.js'
+import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+
+// Issue 4, recovery: when the platform answers 401, a password-login credential logs
+// in again once (shared by every caller that saw the 401) and retries reads; a write is
+// never retried; a static or file token makes the credential unusable (502
+// GW_PLATFORM_AUTH, /readyz 503, a loud log line) until a new token arrives.
+
+const ADMIN_TOKEN = 'recovery-admin-token-0123456789abcdef'
+const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07'
+const FAST_TICKS = `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 50ms\n`
+
+let sandbox: Sandbox
+const gateways: TestGateway[] = []
+const cleanups: (() => Promise<void>)[] = []
+
+beforeAll(async () => {
+  sandbox = await startSandbox()
+})
+
+afterAll(async () => {
+  await sandbox.close()
+})
+
+afterEach(async () => {
+  for (const gw of gateways.splice(0)) await gw.close()
+  for (const fn of cleanups.splice(0)) await fn()
+  sandbox.setFailure({ kind: 'none' })
+  sandbox.setLatency(0)
+  sandbox.clearRequests()
+})
+
+const loginEnv = () => ({
+  PLATFORM_USERNAME: sandbox.credentials.username,
+  PLATFORM_PASSWORD: sandbox.credentials.password,
+  PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
+  PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
+})
+
+async function gateway(env: Record<string, string>, yaml = TEAMS_YAML): Promise<TestGateway> {
+  const gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml))
+  gateways.push(gw)
+  sandbox.clearRequests()
+  return gw
+}
+
+const isTokenRequest = (r: SandboxRequestRecord) => r.path === '/oauth/token'
+const onPath = (path: string) => (r: SandboxRequestRecord) => r.path === path
+
+function bearerOf(r: SandboxRequestRecord | undefined): string | undefined {
+  const h = r?.headers.authorization
+  return typeof h === 'string' ? h.replace(/^Bearer /, '') : undefined
+}
+
+function tokenOf(gw: TestGateway): string {
+  const token = gw.ctx.tokens.get('default').current()?.token
+  if (!token) throw new Error('the gateway holds no token')
+  return token
+}
+
+function report(gw: TestGateway, url = REPORT) {
+  return gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': KEYS.all } })
+}
+
+function campaignList(gw: TestGateway, userId = 101) {
+  return gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all }, payload: { userId } })
+}
+
+function createCampaign(gw: TestGateway) {
+  return gw.proxy.inject({
+    method: 'POST',
+    url: '/api/v1/campaign/banner/create',
+    headers: { 'x-api-key': KEYS.writer },
+    payload: {
+      userId: 101,
+      name: 'Recovery test',
+      adDomain: 'example.com',
+      clickUrl: 'https://example.com/',
+      autoStart: false,
+      dates: { from: '2026-03-01', to: '2026-03-31' },
+      country: 'KE',
+      bid: 1.5,
+      budget: { daily: 10, total: 100 },
+      creativeSetIds: [1],
+    },
+  })
+}
+
+function ready(gw: TestGateway) {
+  return gw.proxy.inject({ method: 'GET', url: '/readyz' })
+}
+
+function loudLines(gw: TestGateway): Record<string, unknown>[] {
+  return gw.logs.records().filter((r) => String(r.msg).startsWith('PLATFORM TOKEN REJECTED'))
+}
+
+function expectNoSecrets(texts: string[], secrets: string[]): void {
+  for (const text of texts) {
+    for (const secret of secrets) expect(text.includes(secret), `a secret leaked into: ${text.slice(0, 300)}`).toBe(false)
+  }
+}
+
+async function waitUntil(limitMs: number, check: () => boolean): Promise<boolean> {
+  for (let i = 0; i < Math.ceil(limitMs / 20); i++) {
+    if (check()) return true
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return check()
+}
+
+describe('password login: 401 → one re-login → one retry', () => {
+  it('a report read: the caller sees 200, the retry carries the new token', async () => {
+    const gw = await gateway(loginEnv())
+    const old = tokenOf(gw)
+    sandbox.revokeToken(old)
+
+    const res = await report(gw)
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['x-cache']).toBe('MISS')
+    const calls = sandbox.requests.filter(onPath('/api/v1/report/campaigns/get'))
+    expect(calls.map(bearerOf)).toEqual([old, tokenOf(gw)])
+    expect(sandbox.countRequests(isTokenRequest)).toBe(1)
+    expect(tokenOf(gw)).not.toBe(old)
+    const audit = gw.logs.records().filter((r) => r.kind === 'audit' && r.reason === 'relogin')
+    expect(audit).toHaveLength(1)
+    expect(audit[0]).toMatchObject({ credential: 'default', oldFingerprint: fingerprint(old), newFingerprint: fingerprint(tokenOf(gw)) })
+    expectNoSecrets([res.headers['x-request-id'] as string, gw.logs.text()], [old, tokenOf(gw), sandbox.credentials.password, sandbox.credentials.clientSecret])
+  })
+
+  it('a proxied read (POST .../get): the caller sees 200 with the platform body, the retry carries the new token', async () => {
+    const gw = await gateway(loginEnv())
+    const old = tokenOf(gw)
+    sandbox.revokeToken(old)
+
+    const res = await campaignList(gw)
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toHaveProperty('data')
+    const calls = sandbox.requests.filter(onPath('/api/v1/campaign/get'))
+    expect(calls.map(bearerOf)).toEqual([old, tokenOf(gw)])
+    // The retry sends the caller's body again, byte for byte.
+    expect(calls.map((c) => c.body)).toEqual([JSON.stringify({ userId: 101 }), JSON.stringify({ userId: 101 })])
+    expect(sandbox.countRequests(isTokenRequest)).toBe(1)
+  })
+
+  it('a write is not retried: 502 GW_PLATFORM_AUTH, one call upstream; the next call uses the new token', async () => {
+    const gw = await gateway(loginEnv())
+    const old = tokenOf(gw)
+    sandbox.revokeToken(old)
+
+    const res = await createCampaign(gw)
+    expect(res.statusCode).toBe(502)
+    expect(res.json()).toMatchObject({ statusCode: 502, code: 'GW_PLATFORM_AUTH' })
+    expect(sandbox.countRequests(onPath('/api/v1/campaign/banner/create'))).toBe(1)
+    // The 401 still renewed the token for later calls.
+    expect(sandbox.countRequests(isTokenRequest)).toBe(1)
+    expect(tokenOf(gw)).not.toBe(old)
+    const next = await createCampaign(gw)
+    expect(next.statusCode).toBe(201)
+    expect(bearerOf(sandbox.requests.at(-1))).toBe(tokenOf(gw))
+    expectNoSecrets([res.body, next.body], [old, tokenOf(gw)])
+  })
+
+  it('concurrent 401s trigger exactly one token request, and every caller gets 200', async () => {
+    const gw = await gateway(loginEnv())
+    sandbox.revokeToken(tokenOf(gw))
+    // Slow answers make sure every call is in flight with the old token at once.
+    sandbox.setLatency(100)
+
+    const results = await Promise.all([
+      ...[101, 102, 103, 101, 102, 103].map((id) => campaignList(gw, id)),
+      ...[1, 2, 3, 4].map((d) => report(gw, `/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-0${d}&dateTo=2026-01-0${d}`)),
+    ])
+    expect(results.map((r) => r.statusCode)).toEqual(Array(10).fill(200))
+    expect(sandbox.countRequests(isTokenRequest)).toBe(1)
+    // Each call went up twice at most: once refused, once retried.
+    expect(sandbox.countRequests(onPath('/api/v1/campaign/get'))).toBe(12)
+    expect(sandbox.countRequests(onPath('/api/v1/report/campaigns/get'))).toBe(8)
+  })
+
+  it('a fresh token that is refused too ends in 502 GW_PLATFORM_AUTH after one retry, without a loop', async () => {
+    // The token endpoint hands out tokens the platform does not accept.
+    const server = createServer((req, res) => {
+      req.resume()
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ access_token: `unknown-to-the-platform-${Math.random().toString(36).slice(2)}`, expires_in: 3600 }))
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    cleanups.push(() => new Promise((resolve) => server.close(() => resolve())))
+    const gw = await gateway({ ...loginEnv(), PLATFORM_TOKEN_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/oauth/token` })
+
+    const res = await campaignList(gw)
+    expect(res.statusCode).toBe(502)
+    expect(res.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expect(sandbox.countRequests(onPath('/api/v1/campaign/get'))).toBe(2)
+    const rep = await report(gw)
+    expect(rep.statusCode).toBe(502)
+    expect(rep.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expect(sandbox.countRequests(onPath('/api/v1/report/campaigns/get'))).toBeLessThanOrEqual(2)
+  })
+
+  it('when the re-login fails, the credential is unusable until a later login succeeds on its own', async () => {
+    let failing = false
+    const server = createServer((req, res) => {
+      req.resume()
+      req.on('end', () => {
+        if (failing) {
+          res.writeHead(400, { 'content-type': 'application/json' })
+          res.end(JSON.stringify({ error: 'invalid_grant', message: 'The user credentials were incorrect.' }))
+          return
+        }
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ token_type: 'Bearer', access_token: sandbox.issueToken(), expires_in: 31_536_000 }))
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    cleanups.push(() => new Promise((resolve) => server.close(() => resolve())))
+    const tokenUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/oauth/token`
+    const gw = await gateway({ ...loginEnv(), PLATFORM_TOKEN_URL: tokenUrl }, FAST_TICKS)
+    expect((await campaignList(gw)).statusCode).toBe(200)
+
+    failing = true
+    sandbox.revokeToken(tokenOf(gw))
+    const refused = await campaignList(gw)
+    expect(refused.statusCode).toBe(502)
+    expect(refused.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expect((await ready(gw)).statusCode).toBe(503)
+    expect(loudLines(gw).length).toBeGreaterThan(0)
+
+    failing = false
+    expect(await waitUntil(2000, () => gw.ctx.tokens.get('default').usable()), 'the login was not retried').toBe(true)
+    expect((await ready(gw)).statusCode).toBe(200)
+    expect((await campaignList(gw)).statusCode).toBe(200)
+  })
+})
+
+describe('static or file token: 401 makes the credential unusable until a new token arrives', () => {
+  it('502 GW_PLATFORM_AUTH for reads, reports and writes, /readyz 503, a repeated loud log line; PUT /admin/token recovers', async () => {
+    const token = sandbox.issueToken()
+    const gw = await gateway({ PLATFORM_TOKEN: token }, FAST_TICKS)
+    expect((await ready(gw)).statusCode).toBe(200)
+    sandbox.revokeToken(token)
+
+    const read = await campaignList(gw)
+    expect(read.statusCode).toBe(502)
+    expect(read.json()).toMatchObject({ statusCode: 502, code: 'GW_PLATFORM_AUTH' })
+    expect(sandbox.countRequests(onPath('/api/v1/campaign/get'))).toBe(1)
+    expect(sandbox.countRequests(isTokenRequest)).toBe(0)
+
+    const readiness = await ready(gw)
+    expect(readiness.statusCode).toBe(503)
+    expect(readiness.json()).toMatchObject({ platformToken: { default: 'rejected' } })
+    expect((await gw.admin.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(503)
+    const metrics = await gw.admin.inject({ method: 'GET', url: '/metrics' })
+    expect(metrics.body).toMatch(/gateway_platform_token_usable\{credential="default"\} 0/)
+
+    // Refused before going upstream: the platform is not hammered with a known-bad token.
+    const rep = await report(gw)
+    expect(rep.statusCode).toBe(502)
+    expect(rep.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    const write = await createCampaign(gw)
+    expect(write.statusCode).toBe(502)
+    expect(sandbox.countRequests((r) => r.path.startsWith('/api/v1/'))).toBe(1)
+
+    // Loud: an error line at once, repeated on every maintenance tick.
+    const first = loudLines(gw)
+    expect(first.length).toBeGreaterThan(0)
+    expect(first[0]).toMatchObject({ level: 50, credential: 'default', fingerprint: fingerprint(token) })
+    expect(await waitUntil(1000, () => loudLines(gw).length >= 3)).toBe(true)
+
+    const next = sandbox.issueToken()
+    const put = await gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: next } })
+    expect(put.statusCode).toBe(200)
+    expect((await ready(gw)).statusCode).toBe(200)
+    expect((await campaignList(gw)).statusCode).toBe(200)
+    expect(bearerOf(sandbox.requests.at(-1))).toBe(next)
+    // Quiet again once a usable token is in.
+    const count = loudLines(gw).length
+    await new Promise((r) => setTimeout(r, 200))
+    expect(loudLines(gw).length).toBe(count)
+    expectNoSecrets([read.body, rep.body, write.body, readiness.body, put.body, gw.logs.text()], [token, next, ADMIN_TOKEN])
+  })
+
+  it('a 401 to an older token after the token changed does not mark the new one refused', async () => {
+    const token = sandbox.issueToken()
+    const gw = await gateway({ PLATFORM_TOKEN: token })
+    const provider = gw.ctx.tokens.get('default')
+    const next = sandbox.issueToken()
+    provider.replace(next)
+    expect(await provider.recover(token)).toMatchObject({ token: next })
+    expect(provider.usable()).toBe(true)
+    expect((await ready(gw)).statusCode).toBe(200)
+  })
+})

@@ -1,0 +1,344 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
+import { fingerprint } from '../../src/teams/api-keys.js'
+import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+
+// Issue 4, central rotation: with Redis and GATEWAY_SECRET the current token of each
+// credential is stored in Redis (AES-256-GCM) and announced on pub/sub; every replica
+// switches within 1 s, a replica that starts later reads it, and the highest version
+// wins. Two gateway instances in this process stand for two replicas, on one real
+// redis-server.
+
+const ADMIN_TOKEN = 'rotation-admin-token-0123456789abcdef'
+const GATEWAY_SECRET = 'rotation-gateway-secret-0123456789'
+const STORE_KEY = 'rgw:token:default'
+
+const redisCheck = redisAvailability()
+if (redisCheck.notice) console.warn(redisCheck.notice)
+
+describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)', () => {
+  let sandbox: Sandbox
+  let redis: RedisServer
+  let client: Redis
+  const gateways: TestGateway[] = []
+
+  beforeAll(async () => {
+    sandbox = await startSandbox()
+    redis = await startRedis()
+    client = new Redis(redis.url, { maxRetriesPerRequest: 1 })
+  })
+
+  afterAll(async () => {
+    client.disconnect()
+    await redis.close()
+    await sandbox.close()
+  })
+
+  afterEach(async () => {
+    // Every replica reached Redis: a change that was not shared would leave the results to chance.
+    for (const gw of gateways) expect(gw.logs.text()).not.toMatch(/redis unavailable|could not be shared/)
+    for (const gw of gateways.splice(0)) await gw.close()
+    await client.flushall()
+    sandbox.setLatency(0)
+    sandbox.clearRequests()
+  })
+
+  async function replica(env: Record<string, string>, now?: () => number): Promise<TestGateway> {
+    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, ...env }, TEAMS_YAML)
+    const gw = await buildGateway(config, now ? { now } : {})
+    gateways.push(gw)
+    return gw
+  }
+
+  function tokenOf(gw: TestGateway): string | undefined {
+    return gw.ctx.tokens.get('default').current()?.token
+  }
+
+  function put(gw: TestGateway, token: string) {
+    return gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token } })
+  }
+
+  function campaignList(gw: TestGateway) {
+    return gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all }, payload: { userId: 101 } })
+  }
+
+  function bearerOf(r: SandboxRequestRecord | undefined): string | undefined {
+    const h = r?.headers.authorization
+    return typeof h === 'string' ? h.replace(/^Bearer /, '') : undefined
+  }
+
+  /** Polls every 10 ms for at most `limitMs`; the elapsed time, or null. */
+  async function within(limitMs: number, check: () => boolean): Promise<number | null> {
+    const started = Date.now()
+    for (let i = 0; i < Math.ceil(limitMs / 10) + 1; i++) {
+      if (check()) return Date.now() - started
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    return null
+  }
+
+  /** Every string value in Redis, whatever its key. */
+  async function everyValue(): Promise<{ keys: string[]; values: string[] }> {
+    const keys = await client.keys('*')
+    const values: string[] = []
+    for (const key of keys) {
+      const type = await client.type(key)
+      if (type === 'string') values.push((await client.get(key)) ?? '')
+      else if (type === 'hash') values.push(JSON.stringify(await client.hgetall(key)))
+      else if (type === 'list') values.push(JSON.stringify(await client.lrange(key, 0, -1)))
+      else if (type === 'set') values.push(JSON.stringify(await client.smembers(key)))
+      else if (type === 'zset') values.push(JSON.stringify(await client.zrange(key, 0, -1)))
+    }
+    return { keys, values }
+  }
+
+  function stored(): Promise<Record<string, unknown> | null> {
+    return client.get(STORE_KEY).then((raw) => (raw ? (JSON.parse(raw) as Record<string, unknown>) : null))
+  }
+
+  /** The stored record once it holds the token with this fingerprint (at most 1 s), else what is there. */
+  async function storedOnce(fp: string): Promise<Record<string, unknown> | null> {
+    let record = await stored()
+    for (let i = 0; i < 100 && record?.fingerprint !== fp; i++) {
+      await new Promise((r) => setTimeout(r, 10))
+      record = await stored()
+    }
+    return record
+  }
+
+  it('PUT /admin/token on one replica: the other uses the new token within 1 s', async () => {
+    const first = sandbox.issueToken()
+    const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    const b = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    const next = sandbox.issueToken()
+
+    const res = await put(a, next)
+    expect(res.statusCode).toBe(200)
+    const took = await within(1000, () => tokenOf(b) === next)
+    expect(took, 'replica B did not switch within 1 s').not.toBeNull()
+
+    sandbox.clearRequests()
+    expect((await campaignList(b)).statusCode).toBe(200)
+    expect(sandbox.requests.map(bearerOf)).toEqual([next])
+    expect((await b.admin.inject({ method: 'GET', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()).toMatchObject({
+      source: 'shared',
+      fingerprint: fingerprint(next),
+    })
+    // Both replicas write an audit line: the admin call on A, the shared switch on B.
+    expect(a.logs.records().filter((r) => r.kind === 'audit' && r.reason === 'admin')).toEqual([
+      expect.objectContaining({ oldFingerprint: fingerprint(first), newFingerprint: fingerprint(next), actor: fingerprint(ADMIN_TOKEN) }),
+    ])
+    expect(b.logs.records().filter((r) => r.kind === 'audit' && r.reason === 'shared')).toEqual([
+      expect.objectContaining({ oldFingerprint: fingerprint(first), newFingerprint: fingerprint(next) }),
+    ])
+    for (const gw of [a, b]) {
+      for (const secret of [first, next, ADMIN_TOKEN, GATEWAY_SECRET]) expect(gw.logs.text()).not.toContain(secret)
+    }
+  })
+
+  it('a replica that starts later (same PLATFORM_TOKEN) picks up the rotated token', async () => {
+    const first = sandbox.issueToken()
+    const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    const next = sandbox.issueToken()
+    expect((await put(a, next)).statusCode).toBe(200)
+    expect(await storedOnce(fingerprint(next))).toMatchObject({ fingerprint: fingerprint(next) })
+
+    const late = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    expect(tokenOf(late)).toBe(next)
+    sandbox.clearRequests()
+    expect((await campaignList(late)).statusCode).toBe(200)
+    expect(sandbox.requests.map(bearerOf)).toEqual([next])
+    // And it does not push the configured token back on the others.
+    await new Promise((r) => setTimeout(r, 200))
+    expect(tokenOf(a)).toBe(next)
+  })
+
+  it('a replica started with a different PLATFORM_TOKEN (a new one rolled out) publishes its own', async () => {
+    const first = sandbox.issueToken()
+    const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    expect((await put(a, sandbox.issueToken())).statusCode).toBe(200)
+    const rolledOut = sandbox.issueToken()
+
+    const c = await replica({ PLATFORM_TOKEN: rolledOut, GATEWAY_SECRET })
+    expect(tokenOf(c)).toBe(rolledOut)
+    expect(await within(1000, () => tokenOf(a) === rolledOut), 'replica A did not take the rolled-out token').not.toBeNull()
+  })
+
+  it('file tokens: a rotation survives the file poll on every replica; a late starter with the same file adopts it, one with a newer file publishes that', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-rotation-'))
+    try {
+      const path = join(dir, 'token')
+      const first = sandbox.issueToken()
+      writeFileSync(path, first)
+      const a = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
+      const b = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
+      const pasted = sandbox.issueToken()
+      expect((await put(a, pasted)).statusCode).toBe(200)
+      expect(await within(1000, () => tokenOf(b) === pasted)).not.toBeNull()
+      // Longer than the file poll (1 s): the unchanged file must not take the token back.
+      await new Promise((r) => setTimeout(r, 1300))
+      expect([tokenOf(a), tokenOf(b)]).toEqual([pasted, pasted])
+
+      const late = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
+      expect(tokenOf(late)).toBe(pasted)
+
+      // A pod that starts with an updated Secret (its content differs from what the
+      // stored rotation was made on) brings the new token to everyone.
+      const dir2 = mkdtempSync(join(tmpdir(), 'rgw-rotation-'))
+      try {
+        const updated = sandbox.issueToken()
+        writeFileSync(join(dir2, 'token'), updated)
+        const fresh = await replica({ PLATFORM_TOKEN_FILE: join(dir2, 'token'), GATEWAY_SECRET })
+        expect(tokenOf(fresh)).toBe(updated)
+        expect(await within(1000, () => [a, b, late].every((gw) => tokenOf(gw) === updated))).not.toBeNull()
+      } finally {
+        rmSync(dir2, { recursive: true, force: true })
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('a password-login replica that re-logs in after a 401 shares the new token', async () => {
+    const env = {
+      PLATFORM_USERNAME: sandbox.credentials.username,
+      PLATFORM_PASSWORD: sandbox.credentials.password,
+      PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
+      PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
+      GATEWAY_SECRET,
+    }
+    const a = await replica(env)
+    const b = await replica(env)
+    // B's start login was shared: both hold one token.
+    expect(await within(1000, () => tokenOf(a) === tokenOf(b))).not.toBeNull()
+    const old = tokenOf(a) as string
+    sandbox.revokeToken(old)
+    sandbox.clearRequests()
+
+    expect((await campaignList(a)).statusCode).toBe(200)
+    expect(await within(1000, () => tokenOf(b) !== old && tokenOf(b) === tokenOf(a))).not.toBeNull()
+    // B never saw the 401 and never logged in: it took A's token.
+    expect((await campaignList(b)).statusCode).toBe(200)
+    expect(sandbox.countRequests((r) => r.path === '/oauth/token')).toBe(1)
+    for (const gw of [a, b]) {
+      for (const secret of [old, sandbox.credentials.password, sandbox.credentials.clientSecret, GATEWAY_SECRET]) expect(gw.logs.text()).not.toContain(secret)
+    }
+  })
+
+  it('requests in flight finish with the token they started with', async () => {
+    const first = sandbox.issueToken()
+    const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    const b = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    sandbox.setLatency(300)
+    sandbox.clearRequests()
+    const inFlight = campaignList(b)
+    await new Promise((r) => setTimeout(r, 50))
+    const next = sandbox.issueToken()
+    sandbox.setLatency(0)
+    expect((await put(a, next)).statusCode).toBe(200)
+    expect(await within(1000, () => tokenOf(b) === next)).not.toBeNull()
+    const res = await inFlight
+    expect(res.statusCode).toBe(200)
+    // The caller's call only (body {"userId":101}); the PUT's probe call goes to the same path.
+    const calls = sandbox.requests.filter((r) => r.path === '/api/v1/campaign/get' && r.body.includes('userId'))
+    expect(calls.map(bearerOf)).toEqual([first])
+    expect((await campaignList(b)).statusCode).toBe(200)
+    expect(bearerOf(sandbox.requests.at(-1))).toBe(next)
+  })
+
+  it('Redis holds the token encrypted (AES-256-GCM), never in clear', async () => {
+    const first = sandbox.issueToken()
+    const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    const next = sandbox.issueToken()
+    expect((await put(a, next)).statusCode).toBe(200)
+    const record = await storedOnce(fingerprint(next))
+    expect(record).toMatchObject({ fingerprint: fingerprint(next) })
+    expect(Buffer.from(String(record?.iv), 'base64')).toHaveLength(12)
+    expect(Buffer.from(String(record?.tag), 'base64')).toHaveLength(16)
+    const { values } = await everyValue()
+    const haystack = values.join('\n')
+    for (const secret of [first, next, GATEWAY_SECRET, ADMIN_TOKEN]) {
+      expect(haystack).not.toContain(secret)
+      expect(haystack).not.toContain(Buffer.from(secret).toString('base64'))
+      expect(haystack).not.toContain(Buffer.from(secret).toString('hex'))
+    }
+  })
+
+  it('a replica with another GATEWAY_SECRET cannot read the stored token and keeps its own', async () => {
+    const first = sandbox.issueToken()
+    const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    const next = sandbox.issueToken()
+    expect((await put(a, next)).statusCode).toBe(200)
+    await storedOnce(fingerprint(next))
+    const other = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET: 'a-different-gateway-secret-000000' })
+    expect(tokenOf(other)).toBe(first)
+    expect(other.logs.records().some((r) => /cannot be decrypted/.test(String(r.msg)))).toBe(true)
+  })
+
+  it('without GATEWAY_SECRET nothing is written to Redis, the start log says so, and replicas keep their own tokens', async () => {
+    const first = sandbox.issueToken()
+    const a = await replica({ PLATFORM_TOKEN: first })
+    const b = await replica({ PLATFORM_TOKEN: first })
+    for (const gw of [a, b]) {
+      const line = gw.logs.records().find((r) => /central token rotation/i.test(String(r.msg)))
+      expect(line, 'no start log line about central rotation').toBeDefined()
+      expect(String(line?.msg)).toMatch(/off/)
+    }
+    const next = sandbox.issueToken()
+    expect((await put(a, next)).statusCode).toBe(200)
+    expect(tokenOf(a)).toBe(next)
+    await new Promise((r) => setTimeout(r, 300))
+    expect(tokenOf(b)).toBe(first)
+
+    const { keys, values } = await everyValue()
+    expect(keys.filter((k) => k.includes('token'))).toEqual([])
+    for (const v of values) {
+      expect(v).not.toContain(first)
+      expect(v).not.toContain(next)
+      expect(v).not.toContain(fingerprint(next))
+    }
+  })
+
+  it('an older write does not win: the replica whose version is behind takes the newer token', async () => {
+    const first = sandbox.issueToken()
+    const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    // B's clock is an hour behind, so a change it makes carries an older version.
+    const b = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET }, () => Date.now() - 3_600_000)
+    await new Promise((r) => setTimeout(r, 20))
+    const fromA = sandbox.issueToken()
+    const fromB = sandbox.issueToken()
+
+    // Both change at the same moment, neither having heard of the other's change.
+    const stateA = a.ctx.tokens.get('default').replace(fromA)
+    const stateB = b.ctx.tokens.get('default').replace(fromB)
+    expect(stateB.version).toBeLessThan(stateA.version)
+
+    expect(await within(1000, () => tokenOf(a) === fromA && tokenOf(b) === fromA), 'the replicas did not settle on the newer write').not.toBeNull()
+    // Settled, not fighting: it stays so.
+    await new Promise((r) => setTimeout(r, 300))
+    expect([tokenOf(a), tokenOf(b)]).toEqual([fromA, fromA])
+    expect(await stored()).toMatchObject({ fingerprint: fingerprint(fromA), version: stateA.version })
+    const late = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    expect(tokenOf(late)).toBe(fromA)
+  })
+
+  it('two replicas changing the token at once settle on one token, the one stored in Redis', async () => {
+    const first = sandbox.issueToken()
+    const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    const b = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    for (let round = 0; round < 3; round++) {
+      const [x, y] = [sandbox.issueToken(), sandbox.issueToken()]
+      const [ra, rb] = await Promise.all([put(a, x), put(b, y)])
+      expect([ra.statusCode, rb.statusCode]).toEqual([200, 200])
+      expect(await within(1000, () => tokenOf(a) === tokenOf(b)), `round ${round}: the replicas disagree`).not.toBeNull()
+      await new Promise((r) => setTimeout(r, 100))
+      expect(tokenOf(a)).toBe(tokenOf(b))
+      expect((await stored())?.fingerprint).toBe(fingerprint(tokenOf(a) as string))
+    }
+  })
+})

@@ -1,0 +1,442 @@
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
+import { fingerprint } from '../../src/teams/api-keys.js'
+import { DEFAULT_TOKEN_LIFETIME_MS, jwtExpiry } from '../../src/platform/token-expiry.js'
+import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+
+// Issue 4, token sources and expiry: the static token, the watched token file (with
+// the symlink swap a Kubernetes Secret update makes), the password login and its
+// errors, and where a token's expiry comes from; against the sandbox over loopback.
+
+const ADMIN_TOKEN = 'sources-admin-token-0123456789abcdef'
+const DAY = 86_400_000
+
+let sandbox: Sandbox
+const gateways: TestGateway[] = []
+const cleanups: (() => void | Promise<void>)[] = []
+
+beforeAll(async () => {
+  sandbox = await startSandbox()
+})
+
+afterAll(async () => {
+  await sandbox.close()
+})
+
+afterEach(async () => {
+  for (const gw of gateways.splice(0)) await gw.close()
+  for (const fn of cleanups.splice(0)) await fn()
+  sandbox.setFailure({ kind: 'none' })
+  sandbox.clearRequests()
+})
+
+async function gateway(env: Record<string, string>, yaml = TEAMS_YAML, now?: () => number): Promise<TestGateway> {
+  const gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml), now ? { now } : {})
+  gateways.push(gw)
+  return gw
+}
+
+function adminCall(gw: TestGateway, method: 'GET' | 'PUT' | 'POST', url: string, payload?: unknown) {
+  return gw.admin.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload === undefined ? {} : { payload: payload as object }) })
+}
+
+/** A proxied read (the platform's POST .../get convention); never cached. */
+function campaignList(gw: TestGateway) {
+  return gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all }, payload: { userId: 101 } })
+}
+
+function bearerOf(r: SandboxRequestRecord | undefined): string | undefined {
+  const h = r?.headers.authorization
+  return typeof h === 'string' ? h.replace(/^Bearer /, '') : undefined
+}
+
+const isTokenRequest = (r: SandboxRequestRecord) => r.path === '/oauth/token'
+
+function currentToken(gw: TestGateway, credential = 'default'): string | undefined {
+  return gw.ctx.tokens.get(credential).current()?.token
+}
+
+/** Polls `check` every 20 ms for at most `limitMs`; the elapsed time, or null when it never held. */
+async function within(limitMs: number, check: () => boolean): Promise<number | null> {
+  const started = Date.now()
+  for (let i = 0; i < Math.ceil(limitMs / 20) + 1; i++) {
+    if (check()) return Date.now() - started
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return check() ? Date.now() - started : null
+}
+
+function records(gw: TestGateway, msg: string | RegExp): Record<string, unknown>[] {
+  return gw.logs.records().filter((r) => (typeof msg === 'string' ? r.msg === msg : msg.test(String(r.msg))))
+}
+
+/** No secret value shows up anywhere in what the gateway wrote or answered. */
+function expectNoSecrets(texts: string[], secrets: string[]): void {
+  for (const text of texts) {
+    for (const secret of secrets) expect(text.includes(secret), `a secret leaked into: ${text.slice(0, 300)}`).toBe(false)
+  }
+}
+
+describe('static PLATFORM_TOKEN', () => {
+  it('injects the configured token and reports it as static, by fingerprint only', async () => {
+    const token = sandbox.issueToken()
+    const gw = await gateway({ PLATFORM_TOKEN: token })
+    const res = await campaignList(gw)
+    expect(res.statusCode).toBe(200)
+    expect(bearerOf(sandbox.requests.at(-1))).toBe(token)
+    const info = await adminCall(gw, 'GET', '/admin/token')
+    expect(info.json()).toMatchObject({ source: 'static', fingerprint: fingerprint(token) })
+    expectNoSecrets([info.body, res.body, gw.logs.text()], [token, ADMIN_TOKEN])
+  })
+})
+
+describe('PLATFORM_TOKEN_FILE', () => {
+  function tempDir(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-token-'))
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    return dir
+  }
+
+  /**
+   * A mounted Secret as the kubelet lays it out: `token -> ..data/token`,
+   * `..data -> ..<timestamp>`; an update writes a new timestamped folder and renames a
+   * new `..data_tmp` symlink over `..data` (atomic), then removes the old folder.
+   */
+  function kubernetesSecret(initial: string | null) {
+    const dir = tempDir()
+    let generation = 0
+    let current: string | null = null
+    const publish = (content: string | null) => {
+      generation += 1
+      const folder = `..2026_01_01_00_00_0${generation}.${process.pid}`
+      mkdirSync(join(dir, folder))
+      if (content !== null) writeFileSync(join(dir, folder, 'token'), content)
+      symlinkSync(folder, join(dir, '..data_tmp'))
+      renameSync(join(dir, '..data_tmp'), join(dir, '..data'))
+      if (current) rmSync(join(dir, current), { recursive: true, force: true })
+      current = folder
+    }
+    publish(initial)
+    symlinkSync('..data/token', join(dir, 'token'))
+    return { path: join(dir, 'token'), swap: publish }
+  }
+
+  it('uses a file rewritten in place within 2 s', async () => {
+    const dir = tempDir()
+    const path = join(dir, 'token')
+    const first = sandbox.issueToken()
+    const second = sandbox.issueToken()
+    writeFileSync(path, `${first}\n`)
+    const gw = await gateway({ PLATFORM_TOKEN_FILE: path })
+    expect(currentToken(gw)).toBe(first)
+    expect((await adminCall(gw, 'GET', '/admin/token')).json()).toMatchObject({ source: 'file', fingerprint: fingerprint(first) })
+
+    writeFileSync(path, `${second}\n`)
+    const took = await within(2000, () => currentToken(gw) === second)
+    expect(took, 'the rewritten file was not used within 2 s').not.toBeNull()
+    expect((await campaignList(gw)).statusCode).toBe(200)
+    expect(bearerOf(sandbox.requests.at(-1))).toBe(second)
+  })
+
+  it('follows the Kubernetes symlink swap of a mounted Secret within 2 s', async () => {
+    const first = sandbox.issueToken()
+    const second = sandbox.issueToken()
+    const secret = kubernetesSecret(first)
+    const gw = await gateway({ PLATFORM_TOKEN_FILE: secret.path })
+    expect(currentToken(gw)).toBe(first)
+
+    secret.swap(second)
+    const took = await within(2000, () => currentToken(gw) === second)
+    expect(took, 'the swapped Secret was not used within 2 s').not.toBeNull()
+    expect((await campaignList(gw)).statusCode).toBe(200)
+    expect(bearerOf(sandbox.requests.at(-1))).toBe(second)
+    const audit = gw.logs.records().filter((r) => r.kind === 'audit' && r.reason === 'file')
+    expect(audit).toHaveLength(1)
+    expect(audit[0]).toMatchObject({ credential: 'default', oldFingerprint: fingerprint(first), newFingerprint: fingerprint(second) })
+    expectNoSecrets([gw.logs.text()], [first, second])
+  })
+
+  it('keeps the current token and logs an error when the file becomes empty', async () => {
+    const first = sandbox.issueToken()
+    const secret = kubernetesSecret(first)
+    const gw = await gateway({ PLATFORM_TOKEN_FILE: secret.path })
+
+    secret.swap('  \n')
+    expect(await within(2000, () => records(gw, /token file is empty/).length > 0), 'no error about the empty file').not.toBeNull()
+    expect(records(gw, /token file is empty/)[0]).toMatchObject({ level: 50, credential: 'default' })
+    expect(currentToken(gw)).toBe(first)
+    expect((await campaignList(gw)).statusCode).toBe(200)
+    expect(bearerOf(sandbox.requests.at(-1))).toBe(first)
+  })
+
+  it('keeps the current token and logs an error while the file cannot be read, then takes the next good one', async () => {
+    const first = sandbox.issueToken()
+    const third = sandbox.issueToken()
+    const secret = kubernetesSecret(first)
+    const gw = await gateway({ PLATFORM_TOKEN_FILE: secret.path })
+
+    // The new folder lacks the key: `token` now dangles (ENOENT).
+    secret.swap(null)
+    expect(await within(2000, () => records(gw, /token file cannot be read/).length > 0), 'no error about the unreadable file').not.toBeNull()
+    expect(records(gw, /token file cannot be read/)[0]).toMatchObject({ level: 50, code: 'ENOENT' })
+    expect(currentToken(gw)).toBe(first)
+    expect((await gw.proxy.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200)
+
+    secret.swap(third)
+    expect(await within(2000, () => currentToken(gw) === third)).not.toBeNull()
+  })
+
+  it('a token set by PUT /admin/token stays while the file is unchanged; a later change of the file wins', async () => {
+    const first = sandbox.issueToken()
+    const pasted = sandbox.issueToken()
+    const next = sandbox.issueToken()
+    const secret = kubernetesSecret(first)
+    const gw = await gateway({ PLATFORM_TOKEN_FILE: secret.path })
+
+    expect((await adminCall(gw, 'PUT', '/admin/token', { token: pasted })).statusCode).toBe(200)
+    // Several file polls (1 s) and watch events go by: the unchanged file must not undo the PUT.
+    await new Promise((r) => setTimeout(r, 1300))
+    expect(currentToken(gw)).toBe(pasted)
+
+    secret.swap(next)
+    expect(await within(2000, () => currentToken(gw) === next)).not.toBeNull()
+  })
+
+  it('starts without a token (not ready) when the file is missing, and takes it once it appears', async () => {
+    const dir = tempDir()
+    const path = join(dir, 'token')
+    const token = sandbox.issueToken()
+    const gw = await gateway({ PLATFORM_TOKEN_FILE: path })
+    expect(records(gw, /token file cannot be read/).length).toBeGreaterThan(0)
+    expect((await gw.proxy.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(503)
+    const refused = await campaignList(gw)
+    expect(refused.statusCode).toBe(502)
+    expect(refused.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+
+    writeFileSync(path, token)
+    expect(await within(2000, () => currentToken(gw) === token)).not.toBeNull()
+    expect((await gw.proxy.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200)
+  })
+})
+
+describe('password login', () => {
+  const loginEnv = () => ({
+    PLATFORM_USERNAME: sandbox.credentials.username,
+    PLATFORM_PASSWORD: sandbox.credentials.password,
+    PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
+    PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
+  })
+  const secretsOf = () => [sandbox.credentials.password, sandbox.credentials.clientSecret, ADMIN_TOKEN]
+
+  it('posts the five fields as JSON (client_id a number) and uses access_token from the reply', async () => {
+    const gw = await gateway(loginEnv())
+    const logins = sandbox.requests.filter(isTokenRequest)
+    expect(logins).toHaveLength(1)
+    const login = logins[0] as SandboxRequestRecord
+    expect(login.method).toBe('POST')
+    expect(login.headers['content-type']).toMatch(/^application\/json/)
+    const body = JSON.parse(login.body) as Record<string, unknown>
+    expect(body).toEqual({
+      grant_type: 'platform_dsp',
+      username: sandbox.credentials.username,
+      password: sandbox.credentials.password,
+      client_id: sandbox.credentials.clientId,
+      client_secret: sandbox.credentials.clientSecret,
+    })
+    expect(typeof body.client_id).toBe('number')
+
+    const token = currentToken(gw) as string
+    expect(token.split('.')).toHaveLength(3)
+    const res = await campaignList(gw)
+    expect(res.statusCode).toBe(200)
+    expect(bearerOf(sandbox.requests.at(-1))).toBe(token)
+    const info = await adminCall(gw, 'GET', '/admin/token')
+    expect(info.json()).toMatchObject({ source: 'login', fingerprint: fingerprint(token) })
+    expectNoSecrets([info.body, res.body, gw.logs.text()], [...secretsOf(), token])
+  })
+
+  it('takes an absolute PLATFORM_TOKEN_URL and a configured grant type', async () => {
+    const other = await startSandbox({ grantType: 'acme_dsp' })
+    cleanups.push(() => other.close())
+    const gw = await gateway({ ...loginEnv(), PLATFORM_TOKEN_URL: `${other.url}/oauth/token`, PLATFORM_GRANT_TYPE: 'acme_dsp' })
+    expect(other.countRequests(isTokenRequest)).toBe(1)
+    expect(sandbox.countRequests(isTokenRequest)).toBe(0)
+    expect(gw.ctx.tokens.get('default').current()?.source).toBe('login')
+  })
+
+  it.each<{ label: string; env: Record<string, string>; status: number; code: string }>([
+    { label: 'a wrong password', env: { PLATFORM_PASSWORD: 'wrong-password-value' }, status: 400, code: 'invalid_grant' },
+    { label: 'a wrong username', env: { PLATFORM_USERNAME: 'nobody@sandbox.local' }, status: 400, code: 'invalid_grant' },
+    { label: 'a wrong client secret', env: { PLATFORM_CLIENT_SECRET: 'wrong-client-secret-value' }, status: 401, code: 'invalid_client' },
+    { label: 'a wrong client id', env: { PLATFORM_CLIENT_ID: '999' }, status: 401, code: 'invalid_client' },
+    { label: 'a client id that is not a number', env: { PLATFORM_CLIENT_ID: 'not-a-number' }, status: 400, code: 'invalid_request' },
+    { label: 'a grant type the platform does not know', env: { PLATFORM_GRANT_TYPE: 'other_dsp' }, status: 400, code: 'unsupported_grant_type' },
+  ])('$label: $status $code is reported with the platform error code and without secrets', async ({ env, status, code }) => {
+    const gw = await gateway({ ...loginEnv(), ...env })
+    // Start does not fail: the gateway runs unready and keeps trying.
+    const failedAtStart = records(gw, /platform login failed at start/)
+    expect(failedAtStart).toHaveLength(1)
+    expect(JSON.stringify(failedAtStart[0])).toContain(`answered ${status} (${code})`)
+    const ready = await gw.proxy.inject({ method: 'GET', url: '/readyz' })
+    expect(ready.statusCode).toBe(503)
+    expect(ready.json()).toMatchObject({ platformToken: { default: 'missing' } })
+
+    const refresh = await adminCall(gw, 'POST', '/admin/token/refresh')
+    expect(refresh.statusCode).toBe(502)
+    expect(refresh.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expect(refresh.json().message).toContain(`answered ${status} (${code})`)
+    const call = await campaignList(gw)
+    expect(call.statusCode).toBe(502)
+    expect(call.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expectNoSecrets([refresh.body, call.body, ready.body, gw.logs.text()], [...secretsOf(), ...Object.values(env).filter((v) => v.length > 8)])
+  })
+
+  it('an unreachable token endpoint is reported with the network error code', async () => {
+    const gw = await gateway({ ...loginEnv(), PLATFORM_TOKEN_URL: 'http://127.0.0.1:1/oauth/token' })
+    const refresh = await adminCall(gw, 'POST', '/admin/token/refresh')
+    expect(refresh.statusCode).toBe(502)
+    expect(refresh.json().message).toMatch(/ECONNREFUSED/)
+    expectNoSecrets([refresh.body, gw.logs.text()], secretsOf())
+  })
+})
+
+describe('expiry', () => {
+  /** A token endpoint on loopback answering with an opaque (non-JWT) token and a chosen expires_in. */
+  async function opaqueTokenServer(reply: () => Record<string, unknown>): Promise<string> {
+    const server: Server = createServer((req, res) => {
+      req.resume()
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end(JSON.stringify(reply()))
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())))
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/oauth/token`
+  }
+
+  const loginEnv = (tokenUrl: string) => ({
+    PLATFORM_USERNAME: 'someone',
+    PLATFORM_PASSWORD: 'some-password-value',
+    PLATFORM_CLIENT_ID: '7',
+    PLATFORM_CLIENT_SECRET: 'some-client-secret-value',
+    PLATFORM_TOKEN_URL: tokenUrl,
+  })
+
+  it('comes from the JWT exp, and /metrics shows the seconds left', async () => {
+    const token = sandbox.issueToken({ ttlSeconds: 3 * 86_400 })
+    const exp = jwtExpiry(token) as number
+    const gw = await gateway({ PLATFORM_TOKEN: token })
+    const info = (await adminCall(gw, 'GET', '/admin/token')).json()
+    expect(Date.parse(info.expiresAt)).toBe(exp)
+    expect(info.secondsLeft).toBeGreaterThan(3 * 86_400 - 10)
+    expect(info.secondsLeft).toBeLessThanOrEqual(3 * 86_400)
+    const metrics = await gw.admin.inject({ method: 'GET', url: '/metrics' })
+    const left = /gateway_platform_token_seconds_left\{credential="default"\} (\d+)/.exec(metrics.body)
+    expect(Number(left?.[1])).toBeGreaterThan(3 * 86_400 - 10)
+    expect(metrics.body).toMatch(/gateway_platform_token_usable\{credential="default"\} 1/)
+  })
+
+  it('comes from expires_in when the token is not a JWT', async () => {
+    const url = await opaqueTokenServer(() => ({ token_type: 'Bearer', access_token: 'opaque-access-token-0001', expires_in: 5000 }))
+    const before = Date.now()
+    const gw = await gateway(loginEnv(url))
+    const state = gw.ctx.tokens.get('default').current()
+    expect(state?.token).toBe('opaque-access-token-0001')
+    expect((state?.expiresAt ?? 0) - (state?.obtainedAt ?? 0)).toBe(5_000_000)
+    expect(state?.obtainedAt).toBeGreaterThanOrEqual(before)
+    const info = (await adminCall(gw, 'GET', '/admin/token')).json()
+    expect(Date.parse(info.expiresAt) - Date.parse(info.obtainedAt)).toBe(5_000_000)
+  })
+
+  it('is one year after it was obtained for an opaque token without expires_in', async () => {
+    const url = await opaqueTokenServer(() => ({ access_token: 'opaque-access-token-0002' }))
+    const gw = await gateway(loginEnv(url))
+    const state = gw.ctx.tokens.get('default').current()
+    expect((state?.expiresAt ?? 0) - (state?.obtainedAt ?? 0)).toBe(DEFAULT_TOKEN_LIFETIME_MS)
+
+    // The same for a pasted opaque static token.
+    const pasted = await gateway({ PLATFORM_TOKEN: 'hand-made-dashboard-token-0003' })
+    const info = (await adminCall(pasted, 'GET', '/admin/token')).json()
+    expect(Date.parse(info.expiresAt) - Date.parse(info.obtainedAt)).toBe(365 * DAY)
+  })
+
+  it('warns once at 30 days left and once at 7 days left', async () => {
+    let offset = 0
+    const now = () => Date.now() + offset
+    const token = sandbox.issueToken({ ttlSeconds: 40 * 86_400 })
+    const gw = await gateway({ PLATFORM_TOKEN: token }, `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`, now)
+    const warnings = () => records(gw, 'platform token expires soon')
+
+    await new Promise((r) => setTimeout(r, 150))
+    expect(warnings()).toHaveLength(0)
+
+    offset = 11 * DAY // 29 days left
+    expect(await within(1000, () => warnings().length === 1)).not.toBeNull()
+    await new Promise((r) => setTimeout(r, 150))
+    expect(warnings()).toHaveLength(1)
+    expect(warnings()[0]).toMatchObject({ level: 40, credential: 'default', thresholdDays: 30, daysLeft: 28, fingerprint: fingerprint(token) })
+
+    offset = 34 * DAY // 6 days left
+    expect(await within(1000, () => warnings().length === 2)).not.toBeNull()
+    await new Promise((r) => setTimeout(r, 150))
+    expect(warnings()).toHaveLength(2)
+    expect(warnings()[1]).toMatchObject({ thresholdDays: 7, daysLeft: 5 })
+    expectNoSecrets([gw.logs.text()], [token])
+  })
+
+  it('with a password login, fetches a new token 7 days before expiry by default', async () => {
+    let offset = 0
+    const now = () => Date.now() + offset
+    const gw = await gateway(
+      {
+        PLATFORM_USERNAME: sandbox.credentials.username,
+        PLATFORM_PASSWORD: sandbox.credentials.password,
+        PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
+        PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
+      },
+      `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`,
+      now,
+    )
+    const first = currentToken(gw)
+    const expiresAt = gw.ctx.tokens.get('default').current()?.expiresAt as number
+
+    offset = expiresAt - Date.now() - 8 * DAY // 8 days left: not yet
+    await new Promise((r) => setTimeout(r, 200))
+    expect(sandbox.countRequests(isTokenRequest)).toBe(1)
+    expect(currentToken(gw)).toBe(first)
+
+    offset = expiresAt - Date.now() - 6 * DAY // 6 days left
+    expect(await within(1000, () => currentToken(gw) !== first), 'no re-login 7 days before expiry').not.toBeNull()
+    // One login, not one per maintenance tick.
+    await new Promise((r) => setTimeout(r, 200))
+    expect(sandbox.countRequests(isTokenRequest)).toBe(2)
+    const audit = gw.logs.records().filter((r) => r.kind === 'audit' && r.oldFingerprint === fingerprint(first as string))
+    expect(audit).toHaveLength(1)
+    expect((await campaignList(gw)).statusCode).toBe(200)
+  })
+
+  it('the re-login lead time is configurable (platform.refreshBefore)', async () => {
+    let offset = 0
+    const now = () => Date.now() + offset
+    const gw = await gateway(
+      {
+        PLATFORM_USERNAME: sandbox.credentials.username,
+        PLATFORM_PASSWORD: sandbox.credentials.password,
+        PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
+        PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
+      },
+      `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n  refreshBefore: 30d\n`,
+      now,
+    )
+    const first = currentToken(gw)
+    const expiresAt = gw.ctx.tokens.get('default').current()?.expiresAt as number
+    offset = expiresAt - Date.now() - 29 * DAY
+    expect(await within(1000, () => currentToken(gw) !== first), 'no re-login 30 days before expiry').not.toBeNull()
+  })
+})

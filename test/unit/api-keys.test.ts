@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { KEY_PREFIX, fingerprint, hashApiKey, newApiKey, presentedKey } from '../../src/teams/api-keys.js'
+
+// Contract, "Teams": keys are made by the key command, stored only as sha256:<hex>,
+// and presented as `x-api-key` or `authorization: Bearer`.
+
+describe('newApiKey', () => {
+  it('is the rgw_ prefix (for secret scanners) and 32 random bytes in base64url', () => {
+    const key = newApiKey()
+    expect(KEY_PREFIX).toBe('rgw_')
+    expect(key).toMatch(/^rgw_[A-Za-z0-9_-]{43}$/)
+    expect(Buffer.from(key.slice(KEY_PREFIX.length), 'base64url')).toHaveLength(32)
+  })
+
+  it('never repeats and uses the whole alphabet (256 bits of entropy, not a counter)', () => {
+    const keys = Array.from({ length: 2000 }, () => newApiKey())
+    expect(new Set(keys).size).toBe(keys.length)
+    const chars = new Set(keys.flatMap((k) => [...k.slice(KEY_PREFIX.length)]))
+    expect(chars.size).toBe(64)
+    // No shared 8-character prefix after rgw_: the body is not derived from time or a seed.
+    expect(new Set(keys.map((k) => k.slice(0, 12))).size).toBe(keys.length)
+  })
+})
+
+describe('hashApiKey', () => {
+  it('is sha256:<64 lower-case hex> of the UTF-8 key', () => {
+    expect(hashApiKey('rgw_example')).toBe(`sha256:${createHash('sha256').update('rgw_example').digest('hex')}`)
+    expect(hashApiKey('abc')).toBe('sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad')
+    expect(hashApiKey(newApiKey())).toMatch(/^sha256:[0-9a-f]{64}$/)
+  })
+
+  it('differs for keys that differ in one character', () => {
+    expect(hashApiKey('rgw_a')).not.toBe(hashApiKey('rgw_b'))
+  })
+
+  it('fingerprint is the first 12 hex digits of the sha256, never the secret', () => {
+    expect(fingerprint('abc')).toBe('ba7816bf8f01')
+  })
+})
+
+describe('presentedKey', () => {
+  const cases: [string, Record<string, string | string[] | undefined>, string | null][] = [
+    ['x-api-key', { 'x-api-key': 'rgw_k1' }, 'rgw_k1'],
+    ['x-api-key with spaces around it', { 'x-api-key': '  rgw_k1 ' }, 'rgw_k1'],
+    ['authorization: Bearer', { authorization: 'Bearer rgw_k2' }, 'rgw_k2'],
+    ['bearer in lower case', { authorization: 'bearer rgw_k2' }, 'rgw_k2'],
+    ['Bearer with extra spaces', { authorization: 'Bearer   rgw_k2  ' }, 'rgw_k2'],
+    ['x-api-key wins over authorization', { 'x-api-key': 'rgw_k1', authorization: 'Bearer rgw_k2' }, 'rgw_k1'],
+    ['an empty x-api-key falls back to Bearer', { 'x-api-key': '', authorization: 'Bearer rgw_k2' }, 'rgw_k2'],
+    ['a blank x-api-key falls back to Bearer', { 'x-api-key': '   ', authorization: 'Bearer rgw_k2' }, 'rgw_k2'],
+    ['a blank x-api-key alone is no key', { 'x-api-key': '   ' }, null],
+    ['no headers', {}, null],
+    ['Basic authorization', { authorization: 'Basic cmd3X2sxOg==' }, null],
+    ['Bearer without a key', { authorization: 'Bearer ' }, null],
+    ['Bearer with two words', { authorization: 'Bearer rgw_a rgw_b' }, null],
+    ['a bare key in authorization', { authorization: 'rgw_k2' }, null],
+    ['a repeated x-api-key header', { 'x-api-key': ['rgw_a', 'rgw_b'] }, null],
+  ]
+  it.each(cases)('%s', (_name, headers, expected) => {
+    expect(presentedKey(headers)).toBe(expected)
+  })
+})

@@ -1,0 +1,275 @@
+import { readFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig, type Config } from '../../src/config.js'
+import { hashApiKey } from '../../src/teams/api-keys.js'
+
+// Contract, "Configuration": env > CONFIG_FILE > config/default.yaml, secrets only from
+// the environment or *_FILE paths, and invalid configuration stops the start with a
+// message that names the key, without ever repeating a secret.
+
+const CONFIG_PATH = '/virtual/config.yaml'
+const BASE = 'https://platform.example.com'
+const TOKEN = 'platform-token-abcdef123456'
+const HASH = hashApiKey('rgw_config_test_key')
+
+/** loadConfig with an inline CONFIG_FILE and inline *_FILE secrets; default.yaml from disk. */
+function load(env: Record<string, string>, yaml?: string, files: Record<string, string> = {}): Config {
+  const inline: Record<string, string> = { ...files, ...(yaml === undefined ? {} : { [CONFIG_PATH]: yaml }) }
+  return loadConfig({
+    env: { ...(yaml === undefined ? {} : { CONFIG_FILE: CONFIG_PATH }), ...env },
+    readFile: (p) => {
+      const text = inline[p]
+      if (text !== undefined) return text
+      if (p === DEFAULT_CONFIG_PATH) return readFileSync(p, 'utf8')
+      throw Object.assign(new Error(`ENOENT: ${p}`), { code: 'ENOENT' })
+    },
+  })
+}
+
+/** The ConfigError a load throws; fails the test when it does not throw one. */
+function problem(env: Record<string, string>, yaml?: string, files: Record<string, string> = {}): ConfigError {
+  try {
+    load(env, yaml, files)
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError)
+    return err as ConfigError
+  }
+  throw new Error('expected a ConfigError, but the configuration loaded')
+}
+
+describe('defaults (config/default.yaml)', () => {
+  it('runs in demo mode with the contract defaults when nothing is set', () => {
+    const config = load({})
+    expect(config.demo).toBe(true)
+    expect(config.host).toBe('0.0.0.0')
+    expect(config.port).toBe(8080)
+    expect(config.admin).toEqual({ host: '127.0.0.1', port: 8081, token: null })
+    expect(config.logLevel).toBe('info')
+    expect(config.platform.baseUrl).toBeNull()
+    expect(config.platform.tokenUrl).toBe('/oauth/token')
+    expect(config.platform.grantType).toBe('platform_dsp')
+    expect(config.platform.timeoutMs).toBe(30_000)
+    expect(config.redis.url).toBeNull()
+    expect(config.bodyLimit).toBe(1024 * 1024)
+    expect(config.shutdownGraceMs).toBe(10_000)
+    expect(config.cache.ttl).toEqual({ recentMs: 300_000, settledMs: 86_400_000 })
+    expect(config.teams).toEqual([])
+    expect(config.secrets).toEqual([])
+  })
+
+  it('leaves demo mode and takes a static token with PLATFORM_BASE_URL and PLATFORM_TOKEN', () => {
+    const config = load({ PLATFORM_BASE_URL: `${BASE}/`, PLATFORM_TOKEN: TOKEN })
+    expect(config.demo).toBe(false)
+    expect(config.platform.baseUrl).toBe(BASE)
+    expect(config.credentials.default).toEqual({ name: 'default', baseUrl: BASE, token: TOKEN, tokenFile: null, login: null })
+    expect(config.secrets).toEqual([TOKEN])
+  })
+})
+
+describe('precedence: env > CONFIG_FILE > default.yaml', () => {
+  const yaml = `
+port: 9000
+logLevel: warn
+admin: { port: 9001 }
+platform: { timeout: 5s }
+`
+  it('takes CONFIG_FILE over default.yaml', () => {
+    const config = load({}, yaml)
+    expect(config.port).toBe(9000)
+    expect(config.logLevel).toBe('warn')
+    expect(config.admin.port).toBe(9001)
+    // Keys the file does not name keep their defaults (a deep merge).
+    expect(config.admin.host).toBe('127.0.0.1')
+    expect(config.platform.timeoutMs).toBe(5000)
+    expect(config.platform.tokenUrl).toBe('/oauth/token')
+  })
+
+  it('takes the environment over CONFIG_FILE', () => {
+    const config = load({ PORT: '9100', LOG_LEVEL: 'debug', ADMIN_PORT: '9101', HOST: '127.0.0.1' }, yaml)
+    expect(config.port).toBe(9100)
+    expect(config.logLevel).toBe('debug')
+    expect(config.admin.port).toBe(9101)
+    expect(config.host).toBe('127.0.0.1')
+    expect(config.platform.timeoutMs).toBe(5000)
+  })
+
+  it('reads teams from CONFIG_FILE', () => {
+    const config = load(
+      {},
+      `
+teams:
+  growth:
+    keys: ["${HASH}"]
+    advertisers: [101, 102]
+    rateLimit: { max: 600, window: 1m }
+  ops:
+    keys: []
+    advertisers: ["*"]
+    write: true
+`,
+    )
+    expect(config.teams).toEqual([
+      { name: 'growth', keyHashes: [HASH], advertisers: new Set([101, 102]), write: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 } },
+      { name: 'ops', keyHashes: [], advertisers: null, write: true, credential: 'default', rateLimit: null },
+    ])
+  })
+
+  it('takes PLATFORM_TOKEN_URL, PLATFORM_GRANT_TYPE and REDIS_URL from the environment', () => {
+    const config = load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_TOKEN_URL: '/api/v1/auth/token', PLATFORM_GRANT_TYPE: 'other_grant', REDIS_URL: 'rediss://cache:6380/2' })
+    expect(config.platform.tokenUrl).toBe('/api/v1/auth/token')
+    expect(config.platform.grantType).toBe('other_grant')
+    expect(config.redis.url).toBe('rediss://cache:6380/2')
+  })
+})
+
+describe('secrets from *_FILE', () => {
+  const files = {
+    '/run/secrets/admin': 'admin-token-from-file-0123456789\n',
+    '/run/secrets/gateway': '  gateway-secret-from-file-0123456789  \n',
+    '/run/secrets/user': 'reporting@example.com\n',
+    '/run/secrets/password': 'password-from-file-xyz\n',
+    '/run/secrets/client-id': '7\n',
+    '/run/secrets/client-secret': 'client-secret-from-file-xyz\n',
+  }
+
+  it('reads ADMIN_TOKEN_FILE and GATEWAY_SECRET_FILE, trimmed', () => {
+    const config = load({ ADMIN_TOKEN_FILE: '/run/secrets/admin', GATEWAY_SECRET_FILE: '/run/secrets/gateway' }, undefined, files)
+    expect(config.admin.token).toBe('admin-token-from-file-0123456789')
+    expect(config.gatewaySecret).toBe('gateway-secret-from-file-0123456789')
+    expect(config.secrets).toEqual(['admin-token-from-file-0123456789', 'gateway-secret-from-file-0123456789'])
+  })
+
+  it('reads every part of the password login from *_FILE', () => {
+    const config = load(
+      {
+        PLATFORM_BASE_URL: BASE,
+        PLATFORM_USERNAME_FILE: '/run/secrets/user',
+        PLATFORM_PASSWORD_FILE: '/run/secrets/password',
+        PLATFORM_CLIENT_ID_FILE: '/run/secrets/client-id',
+        PLATFORM_CLIENT_SECRET_FILE: '/run/secrets/client-secret',
+      },
+      undefined,
+      files,
+    )
+    expect(config.credentials.default?.login).toEqual({
+      username: 'reporting@example.com',
+      password: 'password-from-file-xyz',
+      clientId: 7,
+      clientSecret: 'client-secret-from-file-xyz',
+      tokenUrl: '/oauth/token',
+      grantType: 'platform_dsp',
+    })
+    expect(config.secrets).toEqual(expect.arrayContaining(['password-from-file-xyz', 'client-secret-from-file-xyz']))
+  })
+
+  it('keeps PLATFORM_TOKEN_FILE as a path (the file is watched, not read once)', () => {
+    const config = load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN_FILE: '/run/secrets/platform-token' })
+    expect(config.credentials.default?.tokenFile).toBe('/run/secrets/platform-token')
+    expect(config.credentials.default?.token).toBeNull()
+  })
+
+  it('names the *_FILE variable of a file that cannot be read or is empty', () => {
+    expect(problem({ ADMIN_TOKEN_FILE: '/run/secrets/missing' }).message).toMatch(/ADMIN_TOKEN_FILE: \/run\/secrets\/missing cannot be read \(ENOENT\)/)
+    expect(problem({ ADMIN_TOKEN_FILE: '/run/secrets/empty' }, undefined, { '/run/secrets/empty': '\n' }).message).toMatch(/ADMIN_TOKEN_FILE: \/run\/secrets\/empty is empty/)
+  })
+
+  it('refuses a secret set both directly and as *_FILE', () => {
+    const err = problem({ ADMIN_TOKEN: 'admin-token-direct-0123456789', ADMIN_TOKEN_FILE: '/run/secrets/admin' }, undefined, files)
+    expect(err.message).toMatch(/ADMIN_TOKEN: set both ADMIN_TOKEN and ADMIN_TOKEN_FILE/)
+    expect(err.message).not.toContain('admin-token-direct-0123456789')
+    expect(err.message).not.toContain('admin-token-from-file-0123456789')
+  })
+})
+
+describe('invalid configuration names the key', () => {
+  const cases: { name: string; env: Record<string, string>; yaml?: string; files?: Record<string, string>; expected: RegExp }[] = [
+    { name: 'PORT=abc', env: { PORT: 'abc' }, expected: /PORT: must be an integer from 0 to 65535 \(got "abc"\)/ },
+    { name: 'PORT=70000', env: { PORT: '70000' }, expected: /PORT: must be an integer from 0 to 65535/ },
+    { name: 'ADMIN_PORT=-1', env: { ADMIN_PORT: '-1' }, expected: /ADMIN_PORT: must be an integer/ },
+    { name: 'LOG_LEVEL=loud', env: { LOG_LEVEL: 'loud' }, expected: /LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent \(got "loud"\)/ },
+    { name: 'REDIS_URL=http://x', env: { REDIS_URL: 'http://x' }, expected: /REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL \(got "http:\/\/x"\)/ },
+    { name: 'PLATFORM_BASE_URL=ftp://x', env: { PLATFORM_BASE_URL: 'ftp://x', PLATFORM_TOKEN: TOKEN }, expected: /PLATFORM_BASE_URL: must be an http:\/\/ or https:\/\/ URL/ },
+    { name: 'PLATFORM_BASE_URL with a path', env: { PLATFORM_BASE_URL: `${BASE}/api/v1`, PLATFORM_TOKEN: TOKEN }, expected: /PLATFORM_BASE_URL \(platform.baseUrl\): must be an origin only/ },
+    { name: 'a bad duration', env: {}, yaml: 'platform: { timeout: 5 minutes }', expected: /platform\.timeout: must be milliseconds as a number, or a string such as 500ms/ },
+    { name: 'a bad rate-limit window', env: {}, yaml: `teams:\n  growth: { keys: [], advertisers: [101], rateLimit: { max: 5, window: 1 week } }`, expected: /teams\.growth\.rateLimit\.window: must be milliseconds/ },
+    { name: 'a bad size', env: {}, yaml: 'bodyLimit: 1MB', expected: /bodyLimit: must be bytes as a number, or a string such as 64MiB/ },
+    { name: 'an unknown setting', env: {}, yaml: 'cache: { ttl: { recent: 5m, stale: 1h } }', expected: /cache\.ttl\.stale: unknown setting/ },
+    { name: 'an unknown top-level setting', env: {}, yaml: 'listen: 8080', expected: /listen: unknown setting/ },
+    { name: 'an unknown team setting', env: {}, yaml: 'teams:\n  growth: { keys: [], advertisers: [101], admin: true }', expected: /teams\.growth\.admin: unknown setting/ },
+    { name: 'a team key that is not sha256:<64 hex>', env: {}, yaml: 'teams:\n  growth: { keys: ["sha256:abc"], advertisers: [101] }', expected: /teams\.growth\.keys\.0: must be sha256:<hex> of an API key \(64 lower-case hex digits/ },
+    { name: 'an upper-case hex team key', env: {}, yaml: `teams:\n  growth: { keys: ["${HASH.toUpperCase().replace('SHA256', 'sha256')}"], advertisers: [101] }`, expected: /teams\.growth\.keys\.0: must be sha256:<hex> of an API key \(64 lower-case hex digits/ },
+    { name: 'a key listed for two teams', env: {}, yaml: `teams:\n  a: { keys: ["${HASH}"], advertisers: [101] }\n  b: { keys: ["${HASH}"], advertisers: [102] }`, expected: /teams\.b\.keys: a key is also listed for team a/ },
+    { name: 'an advertiser that is not a positive integer', env: {}, yaml: 'teams:\n  growth: { keys: [], advertisers: [0] }', expected: /teams\.growth\.advertisers\.0: / },
+    { name: 'a team without advertisers', env: {}, yaml: 'teams:\n  growth: { keys: [] }', expected: /teams\.growth\.advertisers: required/ },
+    { name: 'a team naming an unknown credential', env: {}, yaml: 'teams:\n  growth: { keys: [], advertisers: [101], credential: partner }', expected: /teams\.growth\.credential: no credential named partner/ },
+    { name: 'PLATFORM_BASE_URL without any token source', env: { PLATFORM_BASE_URL: BASE }, expected: /PLATFORM_TOKEN: credential default has no token source; set PLATFORM_TOKEN, PLATFORM_TOKEN_FILE, or PLATFORM_USERNAME/ },
+    { name: 'PLATFORM_TOKEN together with PLATFORM_TOKEN_FILE', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_TOKEN_FILE: '/run/secrets/t' }, expected: /PLATFORM_TOKEN: credential default has more than one token source/ },
+    { name: 'PLATFORM_TOKEN together with a password login', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_USERNAME: 'u@example.com', PLATFORM_PASSWORD: 'pw-secret-123', PLATFORM_CLIENT_ID: '2', PLATFORM_CLIENT_SECRET: 'cs-secret-123' }, expected: /more than one token source/ },
+    { name: 'an incomplete password login', env: { PLATFORM_BASE_URL: BASE, PLATFORM_USERNAME: 'u@example.com', PLATFORM_PASSWORD: 'pw-secret-123' }, expected: /PLATFORM_USERNAME: the password login of credential default also needs PLATFORM_CLIENT_ID, PLATFORM_CLIENT_SECRET/ },
+    { name: 'a token URL that is neither a path nor a URL', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_TOKEN_URL: 'oauth/token' }, expected: /PLATFORM_TOKEN_URL: must be a path starting with \// },
+    { name: 'a short ADMIN_TOKEN', env: { ADMIN_TOKEN: 'short-admin' }, expected: /ADMIN_TOKEN: / },
+    { name: 'CONFIG_FILE that does not exist', env: { CONFIG_FILE: '/etc/nowhere.yaml' }, expected: /CONFIG_FILE \(\/etc\/nowhere\.yaml\): cannot be read \(ENOENT\)/ },
+    { name: 'CONFIG_FILE that is not a mapping', env: {}, yaml: '- a\n- b\n', expected: /CONFIG_FILE \(\/virtual\/config\.yaml\): must be a YAML mapping/ },
+    { name: 'CONFIG_FILE that is not YAML', env: {}, yaml: 'port: [8080\n', expected: /CONFIG_FILE \(\/virtual\/config\.yaml\): not valid YAML/ },
+  ]
+
+  it.each(cases)('$name', ({ env, yaml, files, expected }) => {
+    const err = problem(env, yaml, files)
+    expect(err.message).toMatch(/^invalid configuration:\n {2}- /)
+    expect(err.message).toMatch(expected)
+    expect(err.problems.length).toBeGreaterThan(0)
+  })
+
+  it('reports every problem at once, one line each', () => {
+    const err = problem({ PORT: 'abc', LOG_LEVEL: 'loud', REDIS_URL: 'http://x' })
+    expect(err.problems).toHaveLength(3)
+    expect(err.problems.map((p) => p.split(':')[0]).sort()).toEqual(['LOG_LEVEL', 'PORT', 'REDIS_URL'])
+  })
+
+  it('reports a bad duration once, not once per union branch', () => {
+    const err = problem({}, 'platform: { timeout: 5 minutes }')
+    expect(err.problems.filter((p) => p.startsWith('platform.timeout'))).toHaveLength(1)
+  })
+})
+
+describe('secrets never come from CONFIG_FILE and are never echoed', () => {
+  const secretsInFile: [string, string][] = [
+    ['admin.token', 'admin:\n  token: file-admin-token-0123456789'],
+    ['gatewaySecret', 'gatewaySecret: file-gateway-secret-0123456789'],
+    ['platform.token', 'platform:\n  token: file-platform-token-0123456789'],
+    ['platform.password', 'platform:\n  password: file-platform-password-0123456789'],
+    ['platform.clientSecret', 'platform:\n  clientSecret: file-client-secret-0123456789'],
+  ]
+
+  it.each(secretsInFile)('refuses %s in CONFIG_FILE', (key, yaml) => {
+    const err = problem({}, yaml)
+    expect(err.message).toContain(`${key}: secrets may not be set in CONFIG_FILE`)
+    expect(err.message).not.toMatch(/file-[a-z-]+-0123456789/)
+  })
+
+  it('refuses a secret in a named credential of CONFIG_FILE without echoing it', () => {
+    const err = problem({}, 'credentials:\n  partner:\n    password: partner-password-0123456789')
+    expect(err.message).toContain('credentials.partner.password: unknown setting')
+    expect(err.message).not.toContain('partner-password-0123456789')
+  })
+
+  it('does not echo an invalid secret from the environment or a *_FILE', () => {
+    const short = 'sh0rt-adm1n'
+    expect(problem({ ADMIN_TOKEN: short }).message).not.toContain(short)
+    expect(problem({ GATEWAY_SECRET: short }).message).not.toContain(short)
+    expect(problem({ ADMIN_TOKEN_FILE: '/run/secrets/admin' }, undefined, { '/run/secrets/admin': short }).message).not.toContain(short)
+  })
+
+  it('does not echo the secrets of an incomplete or ambiguous login', () => {
+    const env = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_USERNAME: 'u@example.com', PLATFORM_PASSWORD: 'pw-secret-123456', PLATFORM_CLIENT_ID: '2', PLATFORM_CLIENT_SECRET: 'cs-secret-123456' }
+    const text = problem(env).message + problem({ PLATFORM_BASE_URL: BASE, PLATFORM_PASSWORD: 'pw-secret-123456' }).message
+    for (const secret of [TOKEN, 'pw-secret-123456', 'cs-secret-123456']) expect(text).not.toContain(secret)
+  })
+
+  it('does not echo what was put in a team key list (it may be a plaintext key)', () => {
+    const plaintext = 'rgw_plaintext_key_that_should_have_been_hashed'
+    const err = problem({}, `teams:\n  growth: { keys: ["${plaintext}"], advertisers: [101] }`)
+    expect(err.message).toMatch(/teams\.growth\.keys\.0: must be sha256:<hex>/)
+    expect(err.message).not.toContain(plaintext)
+  })
+})
