@@ -15,7 +15,7 @@
 //        --profile (no table: a --cpu-prof of the gateway during L1 hits, summarized)
 // Every process started here is stopped at the end, on error and on SIGINT/SIGTERM.
 
-import { spawn, execFileSync } from 'node:child_process'
+import { spawn, spawnSync, execFileSync } from 'node:child_process'
 import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, copyFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { cpus, tmpdir, userInfo } from 'node:os'
@@ -306,6 +306,7 @@ async function main() {
   }
 
   const notes = []
+  const loadAtStart = loadAverage()
 
   // ---- Redis (optional: the L2 scenarios need it)
   let redisUrl = null
@@ -391,6 +392,11 @@ async function main() {
     const p = await launch('bare', cmd, args, { env: { BENCH_BODY_FILE: bodyFile }, ready: /^READY / })
     return `http://127.0.0.1:${JSON.parse(p.line.slice(6)).port}`
   })()
+  const fastifyMin = await (async () => {
+    const [cmd, args] = pin(SERVER_CORE, process.execPath, ['bench/fastify-min-server.mjs'])
+    const p = await launch('fastify-min', cmd, args, { env: { BENCH_BODY_FILE: bodyFile }, ready: /^READY / })
+    return `http://127.0.0.1:${JSON.parse(p.line.slice(6)).port}`
+  })()
   const origin = await (async () => {
     const [cmd, args] = pin(LOAD_CORE, process.execPath, ['bench/bare-server.mjs'])
     const p = await launch('origin', cmd, args, { env: { BENCH_BODY_FILE: bodyFile, BENCH_LATENCY_MS: String(PLATFORM_LATENCY_MS) }, ready: /^READY / })
@@ -401,12 +407,7 @@ async function main() {
 
   // ---- nginx (optional)
   let nginx = null
-  let nginxVersion = null
-  try {
-    nginxVersion = execFileSync('nginx', ['-v'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim()
-  } catch (err) {
-    nginxVersion = err.code === 'ENOENT' ? null : String(err.stderr ?? '').trim() || 'nginx'
-  }
+  const nginxVersion = versionOf('nginx', ['-v'])
   if (nginxVersion) {
     try {
       nginx = await startNginx({ origin, platformToken })
@@ -436,6 +437,7 @@ async function main() {
   const targets = [
     { id: 'bare', label: 'bare node:http, same stored bytes', url: `${bare}${REPORT_PATH}`, calls: null },
     nginx && { id: 'nginx', label: 'nginx proxy_cache hits', url: `${nginx}${REPORT_PATH}`, calls: [clearOriginCalls, originCalls] },
+    { id: 'fastify', label: 'reference: minimal Fastify 5 + lru-cache, same bytes', url: `${fastifyMin}${REPORT_PATH}`, calls: null },
     { id: 'l1', label: 'gateway L1 hits (memory only)', url: `${gwL1.url}${REPORT_PATH}`, calls: [clearPlatformCalls, platformCalls], check: () => expectCache(gwL1, 'HIT') },
     gwL2 && { id: 'l2', label: 'gateway L2-only hits (Redis, L1 off)', url: `${gwL2.url}${REPORT_PATH}`, calls: [clearPlatformCalls, platformCalls], check: () => expectCache(gwL2, 'HIT') },
     { id: 'miss', label: `gateway misses, platform ${PLATFORM_LATENCY_MS} ms (every request a new report)`, url: `${gwMiss.url}/`, script: 'wrk-misses.lua', miss: true, calls: [clearPlatformCalls, platformCalls] },
@@ -554,7 +556,7 @@ async function main() {
     if (!s) continue
     rows.push([stampedeLabel[id], '—', fmtMs(s.p50), fmtMs(s.p99), s.calls.join(', '), '—', '—'])
   }
-  if (!nginx) rows.push(['nginx', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a'])
+  if (!nginx) rows.push(['nginx (not run: see the notes)', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a'])
 
   const header = ['scenario', 'req/s', 'p50', 'p99', 'platform calls', '× bare node', '× nginx']
   const table = [
@@ -592,9 +594,9 @@ async function main() {
   const elapsed = (performance.now() - started) / 1000
   const versions = {
     node: process.version,
-    wrk: safe(() => execFileSync('wrk', ['-v'], { encoding: 'utf8' }).split('\n')[0]) ?? safe(() => 'wrk'),
+    wrk: versionOf('wrk', ['-v'])?.replace(/ Copyright.*$/, '') ?? 'wrk',
     nginx: nginxVersion?.replace(/^nginx version: /, '') ?? 'not installed',
-    redis: safe(() => execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).trim().split(' ').find((p) => p.startsWith('v='))?.slice(2)) ?? 'not installed',
+    redis: versionOf('redis-server', ['--version'])?.split(' ').find((p) => p.startsWith('v='))?.slice(2) ?? 'not installed',
   }
   const perRun = (id) => runs[id]?.map((r) => fmtInt(r.rps)).join(' / ')
   notes.unshift(
@@ -604,7 +606,7 @@ async function main() {
     `Platform calls: report requests the sandbox (or nginx's upstream) received during the measured runs. Misses: calls / wrk's completed requests; calls exceed requests by the ≤ ${CONNECTIONS} requests in flight when wrk stops. Hit counts from the gateways' own metrics: ${fmtInt(l1Hits)} L1 hits on the L1 gateway${l2Hits !== null ? `; ${fmtInt(l2Hits)} L2 hits and ${fmtInt(l2FromL1)} L1 hits on the L2-only gateway` : ''}.`,
     `Stampede rows: ${STAMPEDE_CALLERS} requests started together from one process on connections opened beforehand, after a purge (nginx: a new URL each round); latency from dispatch to last byte; p50/p99 are medians over ${STAMPEDE_ROUNDS} round(s); platform calls per round. The platform (sandbox, nginx's upstream) answers after ${PLATFORM_LATENCY_MS} ms.`,
     `nginx: worker_processes 1, access_log off, proxy_cache + proxy_cache_lock on, proxy_cache_valid 200 5m, proxy_ignore_headers Set-Cookie Cache-Control Expires Vary; its upstream is bench/bare-server.mjs sending the same gzip bytes after ${PLATFORM_LATENCY_MS} ms. nginx waiters poll the lock every 500 ms.`,
-    `Versions: node ${versions.node}, ${versions.wrk}, nginx ${versions.nginx}, redis ${versions.redis}. Run took ${elapsed.toFixed(0)} s (without the build).`,
+    `Versions: node ${versions.node}, ${versions.wrk}, nginx ${versions.nginx}, redis ${versions.redis}. Run took ${elapsed.toFixed(0)} s (without the build). Load average (1/5/15 min) at the start ${loadAtStart}, at the end ${loadAverage()}: other work on the machine shares both cores, so compare rows of one run, not runs.`,
   )
 
   const out = [
@@ -627,11 +629,18 @@ async function main() {
   clearTimeout(limit)
 }
 
-function safe(fn) {
+/** First line a program prints about its version (stdout or stderr, whatever the exit code); null if it is missing. */
+function versionOf(cmd, argv) {
+  const r = spawnSync(cmd, argv, { encoding: 'utf8' })
+  if (r.error) return null
+  return `${r.stdout ?? ''}${r.stderr ?? ''}`.split('\n').find((l) => l.trim())?.trim() ?? cmd
+}
+
+function loadAverage() {
   try {
-    return fn()
+    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
   } catch {
-    return null
+    return '?'
   }
 }
 

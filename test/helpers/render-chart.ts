@@ -28,7 +28,7 @@
 import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative, sep } from 'node:path'
-import { Ajv } from 'ajv'
+import { Ajv, type ValidateFunction } from 'ajv'
 import { parse, parseAllDocuments, stringify } from 'yaml'
 
 export type Values = Record<string, unknown>
@@ -112,11 +112,16 @@ export function renderChart(chartDir: string, options: RenderOptions = {}): Rend
   return { values, files, manifests, notes }
 }
 
+const validators = new Map<string, ValidateFunction>()
+
 /** Errors of values against the chart's values.schema.json (draft-07), like helm's check. */
 export function validateValues(chartDir: string, values: unknown): string[] {
-  const schema = JSON.parse(readFileSync(join(chartDir, 'values.schema.json'), 'utf8')) as object
-  const ajv = new Ajv({ allErrors: true, strictTypes: false })
-  const validate = ajv.compile(schema)
+  let validate = validators.get(chartDir)
+  if (!validate) {
+    const schema = JSON.parse(readFileSync(join(chartDir, 'values.schema.json'), 'utf8')) as object
+    validate = new Ajv({ allErrors: true, strictTypes: false }).compile(schema)
+    validators.set(chartDir, validate)
+  }
   if (validate(values)) return []
   return (validate.errors ?? []).map((e) => `${e.instancePath || '(root)'}: ${e.message ?? e.keyword} ${JSON.stringify(e.params)}`)
 }

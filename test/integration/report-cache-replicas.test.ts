@@ -130,7 +130,8 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     sandbox.setLatency(300)
     const started = Date.now()
     const onA = Array.from({ length: 50 }, () => get(a, Q101))
-    await sleep(20)
+    // B's callers arrive while A's call is with the platform (A holds the lock).
+    for (let i = 0; i < 100 && reportCalls() === 0; i++) await sleep(5)
     const onB = Array.from({ length: 50 }, () => get(b, Q101))
     const answers = await Promise.all([...onA, ...onB])
     const elapsed = Date.now() - started

@@ -307,12 +307,14 @@ describe('password login', () => {
 
 describe('expiry', () => {
   /** A token endpoint on loopback answering with an opaque (non-JWT) token and a chosen expires_in. */
-  async function opaqueTokenServer(reply: () => Record<string, unknown>): Promise<string> {
+  async function opaqueTokenServer(reply: () => Record<string, unknown>, delayMs = 0): Promise<string> {
     const server: Server = createServer((req, res) => {
       req.resume()
       req.on('end', () => {
-        res.writeHead(200, { 'content-type': 'application/json' })
-        res.end(JSON.stringify(reply()))
+        setTimeout(() => {
+          res.writeHead(200, { 'content-type': 'application/json' })
+          res.end(JSON.stringify(reply()))
+        }, delayMs)
       })
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -419,6 +421,19 @@ describe('expiry', () => {
     const audit = gw.logs.records().filter((r) => r.kind === 'audit' && r.oldFingerprint === fingerprint(first as string))
     expect(audit).toHaveLength(1)
     expect((await campaignList(gw)).statusCode).toBe(200)
+  })
+
+  it('a login slower than the maintenance interval is not started twice', async () => {
+    let logins = 0
+    const url = await opaqueTokenServer(() => ({ access_token: `opaque-access-token-1${++logins}00`, expires_in: 3600 }), 200)
+    let offset = 0
+    const gw = await gateway(loginEnv(url), `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`, () => Date.now() + offset)
+    expect(logins).toBe(1)
+    // A one-hour token is due for its re-login a minute after it was obtained.
+    offset = 61_000
+    expect(await within(2000, () => currentToken(gw) === 'opaque-access-token-1200')).not.toBeNull()
+    await new Promise((r) => setTimeout(r, 100))
+    expect(logins).toBe(2)
   })
 
   it('the re-login lead time is configurable (platform.refreshBefore)', async () => {

@@ -1,0 +1,377 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
+import { fingerprint, hashApiKey } from '../../src/teams/api-keys.js'
+import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+
+// Issue 4, the admin calls on the platform token (contract, "Admin listener"): GET, PUT
+// (with the probe call) and refresh, for the default credential and for named ones;
+// the audit lines they leave; and that no token, password or secret is ever shown.
+
+const ADMIN_TOKEN = 'admin-token-for-admin-tests-0123456789'
+const PARTNER_KEY = 'rgw_test_partner_key_444444444444444444444444'
+const AGENCY_KEY = 'rgw_test_agency_key_5555555555555555555555555'
+const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07'
+
+const CREDENTIALS_YAML = `${TEAMS_YAML}
+  partner-team:
+    keys: ["${hashApiKey(PARTNER_KEY)}"]
+    advertisers: ["*"]
+    credential: partner
+  agency-team:
+    keys: ["${hashApiKey(AGENCY_KEY)}"]
+    advertisers: [101]
+    credential: agency
+credentials:
+  partner: {}
+  agency: {}
+`
+
+let sandbox: Sandbox
+const gateways: TestGateway[] = []
+/** Every response body the tests saw, checked for secrets at the end of each test. */
+const bodies: string[] = []
+
+beforeAll(async () => {
+  sandbox = await startSandbox()
+})
+
+afterAll(async () => {
+  await sandbox.close()
+})
+
+afterEach(async () => {
+  for (const gw of gateways.splice(0)) await gw.close()
+  bodies.length = 0
+  sandbox.clearRequests()
+})
+
+async function gateway(env: Record<string, string>, yaml = TEAMS_YAML): Promise<TestGateway> {
+  const gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, ...env }, yaml))
+  gateways.push(gw)
+  return gw
+}
+
+async function admin(gw: TestGateway, method: 'GET' | 'PUT' | 'POST', url: string, payload?: unknown, auth: string | null = `Bearer ${ADMIN_TOKEN}`) {
+  const res = await gw.admin.inject({
+    method,
+    url,
+    headers: auth === null ? {} : { authorization: auth },
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  })
+  bodies.push(res.body)
+  return res
+}
+
+async function call(gw: TestGateway, key: string, url = '/api/v1/campaign/get') {
+  const res = url.startsWith('/api/v1/report/')
+    ? await gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': key } })
+    : await gw.proxy.inject({ method: 'POST', url, headers: { 'x-api-key': key }, payload: { userId: 101 } })
+  bodies.push(res.body)
+  return res
+}
+
+function bearerOf(r: SandboxRequestRecord | undefined): string | undefined {
+  const h = r?.headers.authorization
+  return typeof h === 'string' ? h.replace(/^Bearer /, '') : undefined
+}
+
+function audits(gw: TestGateway): Record<string, unknown>[] {
+  return gw.logs.records().filter((r) => r.kind === 'audit')
+}
+
+function expectNoSecrets(gw: TestGateway, secrets: string[]): void {
+  for (const text of [...bodies, gw.logs.text()]) {
+    for (const secret of secrets) expect(text.includes(secret), `a secret leaked into: ${text.slice(0, 300)}`).toBe(false)
+  }
+}
+
+const loginEnv = (prefix: string) => ({
+  [`${prefix}USERNAME`]: sandbox.credentials.username,
+  [`${prefix}PASSWORD`]: sandbox.credentials.password,
+  [`${prefix}CLIENT_ID`]: String(sandbox.credentials.clientId),
+  [`${prefix}CLIENT_SECRET`]: sandbox.credentials.clientSecret,
+})
+
+describe('admin authentication', () => {
+  it('without ADMIN_TOKEN every token call answers 503 GW_ADMIN_DISABLED; /metrics stays open', async () => {
+    const gw = await gateway({ PLATFORM_TOKEN: sandbox.issueToken() })
+    for (const [method, url, body] of [
+      ['GET', '/admin/token', undefined],
+      ['PUT', '/admin/token', { token: sandbox.issueToken() }],
+      ['POST', '/admin/token/refresh', undefined],
+      ['GET', '/admin/credentials/default/token', undefined],
+    ] as const) {
+      const res = await admin(gw, method, url, body, 'Bearer anything-at-all-0123456789')
+      expect(res.statusCode, `${method} ${url}`).toBe(503)
+      expect(res.json()).toMatchObject({ statusCode: 503, code: 'GW_ADMIN_DISABLED' })
+    }
+    expect((await gw.admin.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200)
+  })
+
+  it.each([
+    ['no authorization header', null],
+    ['a wrong admin token', 'Bearer not-the-admin-token-0123456789'],
+    ['the admin token with a suffix', `Bearer ${ADMIN_TOKEN}x`],
+    ['the admin token under another scheme', `Basic ${ADMIN_TOKEN}`],
+  ])('%s: 401 GW_UNAUTHORIZED, and nothing changes', async (_label, auth) => {
+    const token = sandbox.issueToken()
+    const gw = await gateway({ PLATFORM_TOKEN: token, ADMIN_TOKEN })
+    const get = await admin(gw, 'GET', '/admin/token', undefined, auth)
+    expect(get.statusCode).toBe(401)
+    expect(get.json()).toMatchObject({ code: 'GW_UNAUTHORIZED' })
+    const put = await admin(gw, 'PUT', '/admin/token', { token: sandbox.issueToken() }, auth)
+    expect(put.statusCode).toBe(401)
+    expect(gw.ctx.tokens.get('default').current()?.token).toBe(token)
+    expect(sandbox.countRequests()).toBe(0)
+    expectNoSecrets(gw, [token, ADMIN_TOKEN])
+  })
+})
+
+describe('GET /admin/token', () => {
+  it('answers {source, fingerprint, obtainedAt, expiresAt, secondsLeft}, never the token', async () => {
+    const token = sandbox.issueToken({ ttlSeconds: 10 * 86_400 })
+    const before = Date.now()
+    const gw = await gateway({ PLATFORM_TOKEN: token, ADMIN_TOKEN })
+    const res = await admin(gw, 'GET', '/admin/token')
+    expect(res.statusCode).toBe(200)
+    const body = res.json()
+    expect(body).toEqual({
+      source: 'static',
+      fingerprint: fingerprint(token),
+      obtainedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      expiresAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      secondsLeft: expect.any(Number),
+      usable: true,
+    })
+    expect(Date.parse(body.obtainedAt)).toBeGreaterThanOrEqual(before - 1)
+    expect(body.secondsLeft).toBeGreaterThan(10 * 86_400 - 10)
+    expect(body.secondsLeft).toBeLessThanOrEqual(10 * 86_400)
+    expect(fingerprint(token)).toMatch(/^[0-9a-f]{12}$/)
+    expect((await admin(gw, 'GET', '/admin/credentials/default/token')).json()).toEqual(body)
+    expectNoSecrets(gw, [token, ADMIN_TOKEN])
+  })
+})
+
+describe('PUT /admin/token', () => {
+  it('checks the new token with the probe call, switches to it, and audits the change', async () => {
+    const old = sandbox.issueToken()
+    const gw = await gateway({ PLATFORM_TOKEN: old, ADMIN_TOKEN })
+    const next = sandbox.issueToken()
+
+    const res = await admin(gw, 'PUT', '/admin/token', { token: `  ${next}\n` })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toMatchObject({ source: 'admin', fingerprint: fingerprint(next), usable: true })
+    // The probe: the configured call (default POST /api/v1/campaign/get) with the new token.
+    expect(sandbox.requests).toHaveLength(1)
+    expect(sandbox.requests[0]).toMatchObject({ method: 'POST', path: '/api/v1/campaign/get' })
+    expect(bearerOf(sandbox.requests[0])).toBe(next)
+
+    expect((await call(gw, KEYS.all)).statusCode).toBe(200)
+    expect(bearerOf(sandbox.requests.at(-1))).toBe(next)
+
+    const lines = audits(gw).filter((r) => r.reason === 'admin')
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatchObject({
+      kind: 'audit',
+      credential: 'default',
+      oldFingerprint: fingerprint(old),
+      newFingerprint: fingerprint(next),
+      actor: fingerprint(ADMIN_TOKEN),
+      time: expect.any(Number),
+    })
+    expectNoSecrets(gw, [old, next, ADMIN_TOKEN])
+  })
+
+  it('refuses a token the platform rejects (422 GW_TOKEN_REJECTED) and keeps the old one', async () => {
+    const old = sandbox.issueToken()
+    const gw = await gateway({ PLATFORM_TOKEN: old, ADMIN_TOKEN })
+    const bogus = 'not-a-platform-token-0123456789abcdef'
+
+    const res = await admin(gw, 'PUT', '/admin/token', { token: bogus })
+    expect(res.statusCode).toBe(422)
+    expect(res.json()).toMatchObject({ statusCode: 422, code: 'GW_TOKEN_REJECTED' })
+    expect(gw.ctx.tokens.get('default').current()?.token).toBe(old)
+    expect((await admin(gw, 'GET', '/admin/token')).json()).toMatchObject({ source: 'static', fingerprint: fingerprint(old) })
+    expect((await call(gw, KEYS.all)).statusCode).toBe(200)
+    expect(bearerOf(sandbox.requests.at(-1))).toBe(old)
+
+    // No change, so no change line; the refused attempt is audited with fingerprints only.
+    expect(audits(gw).filter((r) => r.reason === 'admin')).toHaveLength(0)
+    expect(audits(gw).filter((r) => r.outcome === 'refused')).toEqual([
+      expect.objectContaining({ action: 'replace', credential: 'default', offeredFingerprint: fingerprint(bogus), currentFingerprint: fingerprint(old), actor: fingerprint(ADMIN_TOKEN) }),
+    ])
+    expectNoSecrets(gw, [old, bogus, ADMIN_TOKEN])
+  })
+
+  it('an expired token is refused too', async () => {
+    const gw = await gateway({ PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN })
+    const expired = sandbox.issueToken({ ttlSeconds: 0 })
+    const res = await admin(gw, 'PUT', '/admin/token', { token: expired })
+    expect(res.statusCode).toBe(422)
+    expectNoSecrets(gw, [expired])
+  })
+
+  it('the probe call is configurable', async () => {
+    const yaml = `${TEAMS_YAML}\nplatform:\n  probe: { method: GET, path: /api/v1/report/campaigns/get }\n`
+    const gw = await gateway({ PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, yaml)
+    const next = sandbox.issueToken()
+    // The platform answers 422 (missing parameters) with a good token: not a refusal.
+    expect((await admin(gw, 'PUT', '/admin/token', { token: next })).statusCode).toBe(200)
+    expect(sandbox.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /api/v1/report/campaigns/get'])
+    expect((await admin(gw, 'PUT', '/admin/token', { token: 'rejected-by-the-platform-000000' })).statusCode).toBe(422)
+  })
+
+  it('with probe: null the token is taken without a check', async () => {
+    const gw = await gateway({ PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, `${TEAMS_YAML}\nplatform:\n  probe: null\n`)
+    const unchecked = 'unchecked-token-0123456789abcdef'
+    const res = await admin(gw, 'PUT', '/admin/token', { token: unchecked })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toMatchObject({ source: 'admin', fingerprint: fingerprint(unchecked) })
+    expect(sandbox.countRequests()).toBe(0)
+  })
+
+  it.each([
+    ['no token', {}],
+    ['a short token', { token: 'short' }],
+    ['only whitespace', { token: '                ' }],
+    ['a token with a line break inside', { token: 'abcdefgh\r\nx-injected: 1' }],
+  ])('%s: 400 and nothing changes', async (_label, payload) => {
+    const token = sandbox.issueToken()
+    const gw = await gateway({ PLATFORM_TOKEN: token, ADMIN_TOKEN })
+    const res = await admin(gw, 'PUT', '/admin/token', payload)
+    expect(res.statusCode).toBe(400)
+    expect(gw.ctx.tokens.get('default').current()?.token).toBe(token)
+    expect(sandbox.countRequests()).toBe(0)
+    const offered = (payload as { token?: unknown }).token
+    if (typeof offered === 'string' && offered.trim().length >= 8) expect(res.body).not.toContain(offered)
+  })
+})
+
+describe('POST /admin/token/refresh', () => {
+  it('runs the password login again, switches, and audits it with the admin fingerprint', async () => {
+    const gw = await gateway({ ...loginEnv('PLATFORM_'), ADMIN_TOKEN })
+    const old = gw.ctx.tokens.get('default').current()?.token as string
+    sandbox.clearRequests()
+
+    const res = await admin(gw, 'POST', '/admin/token/refresh')
+    expect(res.statusCode).toBe(200)
+    const next = gw.ctx.tokens.get('default').current()?.token as string
+    expect(next).not.toBe(old)
+    expect(res.json()).toMatchObject({ source: 'login', fingerprint: fingerprint(next) })
+    expect(sandbox.requests.map((r) => r.path)).toEqual(['/oauth/token'])
+    expect(audits(gw).filter((r) => r.reason === 'refresh')).toEqual([
+      expect.objectContaining({ credential: 'default', oldFingerprint: fingerprint(old), newFingerprint: fingerprint(next), actor: fingerprint(ADMIN_TOKEN) }),
+    ])
+    expectNoSecrets(gw, [old, next, ADMIN_TOKEN, sandbox.credentials.password, sandbox.credentials.clientSecret])
+  })
+
+  it('a credential without a password login: 400, nothing runs', async () => {
+    const token = sandbox.issueToken()
+    const gw = await gateway({ PLATFORM_TOKEN: token, ADMIN_TOKEN })
+    const res = await admin(gw, 'POST', '/admin/token/refresh')
+    expect(res.statusCode).toBe(400)
+    expect(res.json().message).toMatch(/no password login/)
+    expect(sandbox.countRequests()).toBe(0)
+    expect(gw.ctx.tokens.get('default').current()?.token).toBe(token)
+  })
+
+  it('a failed refresh keeps the current token and is audited', async () => {
+    const gw = await gateway({ ...loginEnv('PLATFORM_'), ADMIN_TOKEN })
+    const old = gw.ctx.tokens.get('default').current()?.token as string
+    // The token endpoint itself is fine, the network to it is not: a closed port.
+    const broken = await gateway({ ...loginEnv('PLATFORM_'), ADMIN_TOKEN, PLATFORM_TOKEN_URL: 'http://127.0.0.1:1/oauth/token' })
+    const res = await admin(broken, 'POST', '/admin/token/refresh')
+    expect(res.statusCode).toBe(502)
+    expect(res.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expect(audits(broken).filter((r) => r.action === 'refresh' && r.outcome === 'refused')).toHaveLength(1)
+    expect(gw.ctx.tokens.get('default').current()?.token).toBe(old)
+    expectNoSecrets(broken, [ADMIN_TOKEN, sandbox.credentials.password, sandbox.credentials.clientSecret])
+  })
+})
+
+describe('several credentials', () => {
+  async function credentialsGateway() {
+    const defaultToken = sandbox.issueToken()
+    const partnerToken = sandbox.issueToken()
+    const gw = await gateway({ PLATFORM_TOKEN: defaultToken, CREDENTIAL_PARTNER_TOKEN: partnerToken, ...loginEnv('CREDENTIAL_AGENCY_'), ADMIN_TOKEN }, CREDENTIALS_YAML)
+    const agencyToken = gw.ctx.tokens.get('agency').current()?.token as string
+    sandbox.clearRequests()
+    return { gw, defaultToken, partnerToken, agencyToken }
+  }
+
+  it('each credential has its own source, token and admin calls; teams use the one they name', async () => {
+    const { gw, defaultToken, partnerToken, agencyToken } = await credentialsGateway()
+    expect((await admin(gw, 'GET', '/admin/credentials/partner/token')).json()).toMatchObject({ source: 'static', fingerprint: fingerprint(partnerToken) })
+    expect((await admin(gw, 'GET', '/admin/credentials/agency/token')).json()).toMatchObject({ source: 'login', fingerprint: fingerprint(agencyToken) })
+    expect((await admin(gw, 'GET', '/admin/token')).json()).toMatchObject({ source: 'static', fingerprint: fingerprint(defaultToken) })
+    const list = (await admin(gw, 'GET', '/admin/credentials')).json() as { credentials: { name: string; fingerprint: string }[] }
+    expect(list.credentials.map((c) => [c.name, c.fingerprint])).toEqual([
+      ['default', fingerprint(defaultToken)],
+      ['partner', fingerprint(partnerToken)],
+      ['agency', fingerprint(agencyToken)],
+    ])
+    const unknown = await admin(gw, 'GET', '/admin/credentials/nobody/token')
+    expect(unknown.statusCode).toBe(404)
+    expect(unknown.json()).toMatchObject({ code: 'GW_NOT_FOUND' })
+
+    for (const [key, token] of [[KEYS.all, defaultToken], [PARTNER_KEY, partnerToken], [AGENCY_KEY, agencyToken]] as const) {
+      expect((await call(gw, key)).statusCode).toBe(200)
+      expect(bearerOf(sandbox.requests.at(-1))).toBe(token)
+    }
+
+    const metrics = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+    for (const name of ['default', 'partner', 'agency']) {
+      expect(metrics).toMatch(new RegExp(`gateway_platform_token_seconds_left\\{credential="${name}"\\} \\d+`))
+      expect(metrics).toMatch(new RegExp(`gateway_platform_token_usable\\{credential="${name}"\\} 1`))
+    }
+    expectNoSecrets(gw, [defaultToken, partnerToken, agencyToken, ADMIN_TOKEN, sandbox.credentials.password, sandbox.credentials.clientSecret])
+  })
+
+  it('PUT and refresh on a named credential change that credential only, and are audited under its name', async () => {
+    const { gw, defaultToken, partnerToken, agencyToken } = await credentialsGateway()
+    const next = sandbox.issueToken()
+    const put = await admin(gw, 'PUT', '/admin/credentials/partner/token', { token: next })
+    expect(put.statusCode).toBe(200)
+    expect(put.json()).toMatchObject({ source: 'admin', fingerprint: fingerprint(next) })
+    expect(gw.ctx.tokens.get('partner').current()?.token).toBe(next)
+    expect(gw.ctx.tokens.get('default').current()?.token).toBe(defaultToken)
+    expect(gw.ctx.tokens.get('agency').current()?.token).toBe(agencyToken)
+
+    const refresh = await admin(gw, 'POST', '/admin/credentials/agency/token/refresh')
+    expect(refresh.statusCode).toBe(200)
+    const agencyNext = gw.ctx.tokens.get('agency').current()?.token as string
+    expect(agencyNext).not.toBe(agencyToken)
+    expect((await admin(gw, 'POST', '/admin/credentials/partner/token/refresh')).statusCode).toBe(400)
+
+    expect(audits(gw).filter((r) => r.reason === 'admin' || r.reason === 'refresh')).toEqual([
+      expect.objectContaining({ credential: 'partner', reason: 'admin', oldFingerprint: fingerprint(partnerToken), newFingerprint: fingerprint(next), actor: fingerprint(ADMIN_TOKEN) }),
+      expect.objectContaining({ credential: 'agency', reason: 'refresh', oldFingerprint: fingerprint(agencyToken), newFingerprint: fingerprint(agencyNext), actor: fingerprint(ADMIN_TOKEN) }),
+    ])
+    expectNoSecrets(gw, [defaultToken, partnerToken, agencyToken, agencyNext, next, ADMIN_TOKEN, sandbox.credentials.password])
+  })
+
+  it('report cache entries are per credential: the same report for two credentials is two platform calls', async () => {
+    const { gw, defaultToken, partnerToken } = await credentialsGateway()
+    const reports = () => sandbox.requests.filter((r) => r.path === '/api/v1/report/campaigns/get')
+    const a = await call(gw, KEYS.all, REPORT)
+    const b = await call(gw, PARTNER_KEY, REPORT)
+    expect([a.headers['x-cache'], b.headers['x-cache']]).toEqual(['MISS', 'MISS'])
+    expect(reports().map(bearerOf)).toEqual([defaultToken, partnerToken])
+    const again = await call(gw, PARTNER_KEY, REPORT)
+    expect(again.headers['x-cache']).toBe('HIT')
+    expect(reports()).toHaveLength(2)
+  })
+
+  it('a refused token makes only its own credential unusable', async () => {
+    const { gw, partnerToken } = await credentialsGateway()
+    sandbox.revokeToken(partnerToken)
+    const res = await call(gw, PARTNER_KEY)
+    expect(res.statusCode).toBe(502)
+    expect(res.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    const ready = await gw.proxy.inject({ method: 'GET', url: '/readyz' })
+    expect(ready.statusCode).toBe(503)
+    expect(ready.json()).toMatchObject({ platformToken: { default: 'ok', partner: 'rejected', agency: 'ok' } })
+    expect((await call(gw, KEYS.all)).statusCode).toBe(200)
+    expect((await admin(gw, 'GET', '/admin/credentials/partner/token')).json()).toMatchObject({ usable: false })
+  })
+})
