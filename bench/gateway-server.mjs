@@ -10,11 +10,15 @@
 //   BENCH_REDIS_URL       optional: L2 in Redis
 //   BENCH_L1              "on" (default) or "off" (cache.l1MaxBytes: 0)
 //   BENCH_KEY_PREFIX      redis.keyPrefix (gateways that must not share entries use different ones)
+//   BENCH_DIST            optional: the build to run (default ../dist), for comparing a patched build
 // Output: one line `READY {"port":…,"adminPort":…}` on stdout once both listeners listen.
 
 import { readFileSync } from 'node:fs'
-import { loadConfig } from '../dist/config.js'
-import { createGateway } from '../dist/app.js'
+
+// BENCH_DIST: another build of the gateway to compare (a directory like ../dist).
+const dist = new URL(`${process.env.BENCH_DIST ?? '../dist'}/`, import.meta.url)
+const { loadConfig } = await import(new URL('config.js', dist).href)
+const { createGateway } = await import(new URL('app.js', dist).href)
 
 const VIRTUAL_CONFIG = 'bench:gateway-config.yaml'
 

@@ -1,7 +1,7 @@
 // Summarizes a V8 .cpuprofile (node --cpu-prof): top functions by self time, the same
 // grouped by where the code lives (the gateway's dist/, a package, Node's internals),
 // and top functions by total (inclusive) time.
-// Usage: node bench/profile-summary.mjs FILE.cpuprofile   (also used by run.mjs --profile)
+// Usage: node bench/profile-summary.mjs FILE.cpuprofile [LAST_SECONDS]   (also used by run.mjs --profile)
 
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -30,7 +30,8 @@ function shortFile(url, root) {
   return path
 }
 
-export function summarizeProfile(profile, { root = '', top = 25 } = {}) {
+/** lastSeconds: only the samples of the profile's last seconds (the measured run, not start-up). */
+export function summarizeProfile(profile, { root = '', top = 25, lastSeconds = null } = {}) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]))
   const parent = new Map()
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
@@ -44,8 +45,12 @@ export function summarizeProfile(profile, { root = '', top = 25 } = {}) {
   const groups = new Map()
   let all = 0
   let idle = 0
+  const from = lastSeconds === null ? -Infinity : profile.endTime - lastSeconds * 1e6
+  let t = profile.startTime
   for (let i = 0; i < profile.samples.length; i += 1) {
     const dt = profile.timeDeltas[i] ?? 0
+    t += dt
+    if (t < from) continue
     const node = byId.get(profile.samples[i])
     if (!node) continue
     all += dt
@@ -74,7 +79,7 @@ export function summarizeProfile(profile, { root = '', top = 25 } = {}) {
       .slice(0, n)
       .map(([k, t]) => `${pct(t)}  ${k}`)
   return [
-    `CPU profile: ${(all / 1e6).toFixed(1)} s sampled, ${((busy / all) * 100).toFixed(0)} % busy; percentages are of busy time.`,
+    `CPU profile${lastSeconds === null ? '' : ` (its last ${lastSeconds} s)`}: ${(all / 1e6).toFixed(1)} s sampled, ${((busy / all) * 100).toFixed(0)} % busy; percentages are of busy time.`,
     '',
     `Top ${top} functions by self time:`,
     ...list(self, top),
@@ -94,5 +99,6 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     process.exit(2)
   }
   const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '')
-  process.stdout.write(`${summarizeProfile(JSON.parse(readFileSync(file, 'utf8')), { root })}\n`)
+  const last = process.argv[3] ? Number(process.argv[3]) : null
+  process.stdout.write(`${summarizeProfile(JSON.parse(readFileSync(file, 'utf8')), { root, lastSeconds: last })}\n`)
 }

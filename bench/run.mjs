@@ -198,6 +198,85 @@ async function waitForHttp(url, timeoutMs = 10_000) {
   throw new Error(`${url} did not answer within ${timeoutMs} ms (${last?.message ?? ''})`)
 }
 
+// ---------------------------------------------------------------- other work on the machine
+
+// The machine is shared: other processes may use either core while we measure. Before
+// each measured run we wait (a bounded time) for a quiet moment, and during it we count
+// the CPU time used by processes that are not ours ("foreign" load, in cores).
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })) || 100
+  } catch {
+    return 100
+  }
+})()
+const GATE_FOREIGN_CORES = 0.15
+const GATE_MAX_WAIT_MS = 12_000
+let gateBudgetMs = QUICK ? 5_000 : 45_000
+
+/** pid -> { ppid, ticks }: CPU time (user + system, with reaped children) of every process. */
+function procTable() {
+  const procs = new Map()
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      procs.set(Number(d), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) })
+    } catch {}
+  }
+  return procs
+}
+
+/** CPU ticks of a process and all its live descendants (nginx: master and worker). */
+function treeTicks(procs, root) {
+  let ticks = 0
+  const queue = [root]
+  const seen = new Set()
+  while (queue.length) {
+    const pid = queue.pop()
+    if (seen.has(pid)) continue
+    seen.add(pid)
+    ticks += procs.get(pid)?.ticks ?? 0
+    for (const [child, p] of procs) if (p.ppid === pid) queue.push(child)
+  }
+  return ticks
+}
+
+function cpuSnapshot(serverPid = null) {
+  let busy = 0
+  try {
+    // user nice system idle iowait irq softirq steal: busy without idle, iowait, irq, softirq
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
+    busy = f[0] + f[1] + f[2] + (f[7] ?? 0)
+  } catch {
+    return null
+  }
+  const procs = procTable()
+  // Ours: this process with its reaped children and every live descendant.
+  return { at: performance.now(), busy, ours: treeTicks(procs, process.pid), server: serverPid ? treeTicks(procs, serverPid) : null }
+}
+
+/** Cores' worth of CPU used by processes that are not ours between two snapshots. */
+function foreignCores(a, b) {
+  if (!a || !b) return null
+  const seconds = (b.at - a.at) / 1000
+  return Math.max(0, (b.busy - a.busy - (b.ours - a.ours)) / CLK_TCK / seconds)
+}
+
+/** Waits (within the time budget) until other processes use less than GATE_FOREIGN_CORES. */
+async function quietMoment() {
+  const until = performance.now() + Math.min(GATE_MAX_WAIT_MS, gateBudgetMs)
+  let last = null
+  for (;;) {
+    const a = cpuSnapshot()
+    await sleep(400)
+    last = foreignCores(a, cpuSnapshot())
+    if (last === null || last < GATE_FOREIGN_CORES || performance.now() >= until) break
+  }
+  return last
+}
+
 // ---------------------------------------------------------------- measurements
 
 const median = (xs) => {
@@ -390,12 +469,12 @@ async function main() {
   const bare = await (async () => {
     const [cmd, args] = pin(SERVER_CORE, process.execPath, ['bench/bare-server.mjs'])
     const p = await launch('bare', cmd, args, { env: { BENCH_BODY_FILE: bodyFile }, ready: /^READY / })
-    return `http://127.0.0.1:${JSON.parse(p.line.slice(6)).port}`
+    return { url: `http://127.0.0.1:${JSON.parse(p.line.slice(6)).port}`, pid: p.child.pid }
   })()
   const fastifyMin = await (async () => {
     const [cmd, args] = pin(SERVER_CORE, process.execPath, ['bench/fastify-min-server.mjs'])
     const p = await launch('fastify-min', cmd, args, { env: { BENCH_BODY_FILE: bodyFile }, ready: /^READY / })
-    return `http://127.0.0.1:${JSON.parse(p.line.slice(6)).port}`
+    return { url: `http://127.0.0.1:${JSON.parse(p.line.slice(6)).port}`, pid: p.child.pid }
   })()
   const origin = await (async () => {
     const [cmd, args] = pin(LOAD_CORE, process.execPath, ['bench/bare-server.mjs'])
@@ -411,8 +490,8 @@ async function main() {
   if (nginxVersion) {
     try {
       nginx = await startNginx({ origin, platformToken })
-      const first = await http('GET', `${nginx}${REPORT_PATH}`, { headers: reportHeaders() })
-      const second = await http('GET', `${nginx}${REPORT_PATH}`, { headers: reportHeaders() })
+      const first = await http('GET', `${nginx.url}${REPORT_PATH}`, { headers: reportHeaders() })
+      const second = await http('GET', `${nginx.url}${REPORT_PATH}`, { headers: reportHeaders() })
       if (first.status !== 200 || second.headers['x-cache-status'] !== 'HIT' || !second.body.equals(hit.body)) {
         throw new Error(`nginx does not cache the report (${first.status}, ${second.status} ${second.headers['x-cache-status']})`)
       }
@@ -435,19 +514,29 @@ async function main() {
   // ---- throughput scenarios
   let missOffset = 0
   const targets = [
-    { id: 'bare', label: 'bare node:http, same stored bytes', url: `${bare}${REPORT_PATH}`, calls: null },
-    nginx && { id: 'nginx', label: 'nginx proxy_cache hits', url: `${nginx}${REPORT_PATH}`, calls: [clearOriginCalls, originCalls] },
-    { id: 'fastify', label: 'reference: minimal Fastify 5 + lru-cache, same bytes', url: `${fastifyMin}${REPORT_PATH}`, calls: null },
-    { id: 'l1', label: 'gateway L1 hits (memory only)', url: `${gwL1.url}${REPORT_PATH}`, calls: [clearPlatformCalls, platformCalls], check: () => expectCache(gwL1, 'HIT') },
-    gwL2 && { id: 'l2', label: 'gateway L2-only hits (Redis, L1 off)', url: `${gwL2.url}${REPORT_PATH}`, calls: [clearPlatformCalls, platformCalls], check: () => expectCache(gwL2, 'HIT') },
-    { id: 'miss', label: `gateway misses, platform ${PLATFORM_LATENCY_MS} ms (every request a new report)`, url: `${gwMiss.url}/`, script: 'wrk-misses.lua', miss: true, calls: [clearPlatformCalls, platformCalls] },
+    { id: 'bare', label: 'bare node:http, same stored bytes', url: `${bare.url}${REPORT_PATH}`, pid: bare.pid, calls: null },
+    nginx && { id: 'nginx', label: 'nginx proxy_cache hits', url: `${nginx.url}${REPORT_PATH}`, pid: nginx.pid, calls: [clearOriginCalls, originCalls] },
+    { id: 'fastify', label: 'reference: minimal Fastify 5 + lru-cache, same bytes', url: `${fastifyMin.url}${REPORT_PATH}`, pid: fastifyMin.pid, calls: null },
+    { id: 'l1', label: 'gateway L1 hits (memory only)', url: `${gwL1.url}${REPORT_PATH}`, pid: gwL1.child.pid, calls: [clearPlatformCalls, platformCalls], check: () => expectCache(gwL1, 'HIT') },
+    gwL2 && { id: 'l2', label: 'gateway L2-only hits (Redis, L1 off)', url: `${gwL2.url}${REPORT_PATH}`, pid: gwL2.child.pid, calls: [clearPlatformCalls, platformCalls], check: () => expectCache(gwL2, 'HIT') },
+    { id: 'miss', label: `gateway misses, platform ${PLATFORM_LATENCY_MS} ms (every request a new report)`, url: `${gwMiss.url}/`, pid: gwMiss.child.pid, script: 'wrk-misses.lua', miss: true, calls: [clearPlatformCalls, platformCalls] },
   ].filter(Boolean)
   const runs = Object.fromEntries(targets.map((t) => [t.id, []]))
   const measure = async (t, seconds, record) => {
     await t.check?.()
     const scriptArgs = t.miss ? [String(missOffset)] : []
     if (t.calls) await t.calls[0]()
+    if (record) {
+      const waitStart = performance.now()
+      await quietMoment()
+      gateBudgetMs -= performance.now() - waitStart
+    }
+    const before = cpuSnapshot(t.pid)
     const r = await wrk(t.url, { seconds, script: t.script, scriptArgs })
+    const after = cpuSnapshot(t.pid)
+    r.foreign = foreignCores(before, after)
+    // CPU time of the server under test per request: unlike req/s, barely moved by other load.
+    r.cpuUs = before && after && t.pid ? ((after.server - before.server) / CLK_TCK / r.requests) * 1e6 : null
     if (t.miss) missOffset += r.requests + CONNECTIONS + 100
     if (t.calls) {
       await sleep(t.miss ? PLATFORM_LATENCY_MS * 4 : 50)
@@ -456,7 +545,7 @@ async function main() {
     if (r.errors) throw new Error(`${t.label}: ${r.errors} errors (${r.errorDetail})`)
     if (record) {
       runs[t.id].push(r)
-      log(`${t.id.padEnd(5)} ${fmtInt(r.rps).padStart(7)} req/s  p50 ${fmtMs(r.p50)}  p99 ${fmtMs(r.p99)}${r.calls !== undefined ? `  platform calls ${r.calls}` : ''}`)
+      log(`${t.id.padEnd(7)} ${fmtInt(r.rps).padStart(7)} req/s  p50 ${fmtMs(r.p50)}  p99 ${fmtMs(r.p99)}${r.calls !== undefined ? `  platform calls ${r.calls}` : ''}  server CPU ${r.cpuUs?.toFixed(1) ?? '?'} µs/req  (other load ${r.foreign?.toFixed(2) ?? '?'} cores)`)
     }
     return r
   }
@@ -518,7 +607,7 @@ async function main() {
   }
   if (nginx) {
     await runStampede('stampede-nginx', (round) =>
-      stampede([{ origin: nginx, callers: STAMPEDE_CALLERS, warmPath: '/healthz' }], `${REPORT_PATH}&stampede=${Date.now()}-${round}`, {
+      stampede([{ origin: nginx.url, callers: STAMPEDE_CALLERS, warmPath: '/healthz' }], `${REPORT_PATH}&stampede=${Date.now()}-${round}`, {
         before: clearOriginCalls,
         countCalls: originCalls,
       }),
@@ -567,13 +656,17 @@ async function main() {
 
   // ---- targets
   const targetLines = []
+  const cpuOf = (id) => median(runs[id].map((r) => r.cpuUs ?? NaN))
   const ratioTarget = (label, id, want) => {
     const a = agg(id)
     if (!a) return targetLines.push(`- n/a  ${label}: not measured`)
     const x = a.rps / bareA.rps
     const ok = x >= want
-    const by = ok ? `${((x / want - 1) * 100).toFixed(0)} % above the target` : `short by ${(want - x).toFixed(2)}× (needs ${fmtInt(want * bareA.rps)} req/s, ${((1 - x / want) * 100).toFixed(0)} % more)`
-    targetLines.push(`- ${ok ? 'PASS' : 'MISS'} ${label}: ${fmtX(x)} the bare Node server (target ≥ ${want}×; ${by})`)
+    const by = ok ? `${((x / want - 1) * 100).toFixed(0)} % above the target` : `short by ${(want - x).toFixed(2)}×: needs ${fmtInt(want * bareA.rps)} req/s, ${((want / x - 1) * 100).toFixed(0)} % more`
+    const cpuX = cpuOf('bare') / cpuOf(id)
+    targetLines.push(
+      `- ${ok ? 'PASS' : 'MISS'} ${label}: ${fmtX(x)} the bare Node server's req/s (target ≥ ${want}×; ${by}). By server CPU per request: ${fmtX(cpuX)} (${cpuOf(id).toFixed(1)} vs ${cpuOf('bare').toFixed(1)} µs).`,
+    )
   }
   ratioTarget('L1 hits', 'l1', 0.85)
   ratioTarget('L2-only hits', 'l2', 0.5)
@@ -599,9 +692,12 @@ async function main() {
     redis: versionOf('redis-server', ['--version'])?.split(' ').find((p) => p.startsWith('v='))?.slice(2) ?? 'not installed',
   }
   const perRun = (id) => runs[id]?.map((r) => fmtInt(r.rps)).join(' / ')
+  const foreign = Object.values(runs).flat().map((r) => r.foreign).filter((x) => typeof x === 'number')
   notes.unshift(
     `The report: \`GET ${REPORT_PATH}\` (${bodyInfo}); every target is sent \`x-api-key\` and \`accept-encoding: gzip\`, and answers the same gzip bytes.`,
     `Throughput rows: wrk -t1 -c${CONNECTIONS}, ${DURATION_S} s per run after a ${WARMUP_S} s warm-up, ${ROUNDS} run(s) per target in alternating order; each column is the median of the runs (req/s per run: ${targets.map((t) => `${t.id} ${perRun(t.id)}`).join('; ')}).`,
+    `Server CPU time per request (µs, median of the runs; the server process tree's user + system time over wrk's completed requests; a measure that other load moves much less than req/s): ${targets.map((t) => `${t.id} ${median(runs[t.id].map((r) => r.cpuUs ?? NaN)).toFixed(1)}`).join(', ')}. As a ratio to the bare server: ${targets.filter((t) => !t.miss).map((t) => `${t.id} ${fmtX(median(runs.bare.map((r) => r.cpuUs ?? NaN)) / median(runs[t.id].map((r) => r.cpuUs ?? NaN)))}`).join(', ')}.`,
+    `Other processes on the machine (not ours) used a median ${median(foreign).toFixed(2)} cores (max ${Math.max(...foreign).toFixed(2)}) during the measured runs; each run waited up to ${GATE_MAX_WAIT_MS / 1000} s for them to use < ${GATE_FOREIGN_CORES} cores before it started.`,
     `Pinning: ${canPin ? `every server under test (gateways, bare server, nginx master and worker) on core ${SERVER_CORE}; wrk, this script (stampede callers), the platform sandbox, Redis and nginx's upstream on core ${LOAD_CORE}` : 'NONE (taskset or a second core missing)'}; ${cores} cores (${cpus()[0]?.model ?? '?'}).`,
     `Platform calls: report requests the sandbox (or nginx's upstream) received during the measured runs. Misses: calls / wrk's completed requests; calls exceed requests by the ≤ ${CONNECTIONS} requests in flight when wrk stops. Hit counts from the gateways' own metrics: ${fmtInt(l1Hits)} L1 hits on the L1 gateway${l2Hits !== null ? `; ${fmtInt(l2Hits)} L2 hits and ${fmtInt(l2FromL1)} L1 hits on the L2-only gateway` : ''}.`,
     `Stampede rows: ${STAMPEDE_CALLERS} requests started together from one process on connections opened beforehand, after a purge (nginx: a new URL each round); latency from dispatch to last byte; p50/p99 are medians over ${STAMPEDE_ROUNDS} round(s); platform calls per round. The platform (sandbox, nginx's upstream) answers after ${PLATFORM_LATENCY_MS} ms.`,
@@ -624,8 +720,10 @@ async function main() {
     '',
   ].join('\n')
   process.stdout.write(`\n${out}`)
-  writeFileSync(join(BENCH, QUICK ? 'results-quick.md' : 'results.md'), `# Benchmark results (npm run bench)\n\n${out}`)
-  log(`written to bench/${QUICK ? 'results-quick.md' : 'results.md'}`)
+  const resultFile = QUICK ? join(ROOT, '.bench', 'results-quick.md') : join(BENCH, 'results.md')
+  mkdirSync(join(resultFile, '..'), { recursive: true })
+  writeFileSync(resultFile, `# Benchmark results (npm run bench)\n\n${out}`)
+  log(`written to ${resultFile.slice(ROOT.length)}`)
   clearTimeout(limit)
 }
 
@@ -704,7 +802,7 @@ http {
     await stopProcess(p)
     throw new Error(`nginx did not start: ${err.message} ${errors}`)
   }
-  return url
+  return { url, pid: p.child.pid }
 }
 
 /** --profile[=l1|l2|miss]: one scenario with --cpu-prof on the gateway, summarized. */
@@ -735,7 +833,8 @@ async function profileGateway(scenario, { startGateway, expectCache, limit, redi
   const keep = join(ROOT, '.bench')
   mkdirSync(keep, { recursive: true })
   copyFileSync(join(profDir, file), join(keep, `gateway-${scenario}.cpuprofile`))
-  process.stdout.write(`${summarizeProfile(JSON.parse(readFileSync(join(profDir, file), 'utf8')), { root: ROOT })}\n`)
+  // The measured 10 s run ended just before the process was stopped.
+  process.stdout.write(`${summarizeProfile(JSON.parse(readFileSync(join(profDir, file), 'utf8')), { root: ROOT.replace(/\/$/, ''), lastSeconds: 10 })}\n`)
   log(`profile kept in .bench/gateway-${scenario}.cpuprofile (open it in Chrome DevTools > Performance)`)
   clearTimeout(limit)
 }

@@ -68,7 +68,15 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   })
   const l2 = redis && breaker ? new RedisStore({ redis, breaker, prefix: config.redis.keyPrefix, ...(deps.now ? { now: deps.now } : {}) }) : null
   const lock =
-    redis && breaker && bus ? new ReplicaLock({ redis, breaker, bus, prefix: config.redis.keyPrefix, lockTimeoutMs: config.cache.lockTimeoutMs }) : null
+    redis && breaker && bus ? new ReplicaLock({
+          redis,
+          breaker,
+          bus,
+          prefix: config.redis.keyPrefix,
+          lockTimeoutMs: config.cache.lockTimeoutMs,
+          // The lock outlives the leader's platform call, so no second leader starts mid-fill.
+          lockTtlMs: config.platform.timeoutMs + 1000,
+        }) : null
   const reports = new ReportCache({
     config,
     l1: new MemoryStore({ maxBytes: config.cache.l1MaxBytes, ...(deps.now ? { now: deps.now } : {}) }),

@@ -16,6 +16,11 @@ export const AdminUnauthorizedError = createError('GW_UNAUTHORIZED', 'missing or
 export const TokenRejectedError = createError<[string, { cause?: unknown }?]>('GW_TOKEN_REJECTED', 'the platform rejected the new token: %s', 422)
 export const TokenLoginError = createError<[string, { cause?: unknown }?]>('GW_PLATFORM_AUTH', 'platform login failed: %s', 502)
 export const UnknownCredentialError = createError<[string, { cause?: unknown }?]>('GW_NOT_FOUND', 'no credential named %s', 404)
+export const PurgeIncompleteError = createError<[string, { cause?: unknown }?]>(
+  'GW_REDIS_UNAVAILABLE',
+  'this replica dropped its in-process entries, but Redis is unavailable: %s',
+  503,
+)
 export const BadAdminRequestError = createError<[string, { cause?: unknown }?]>('GW_BAD_REQUEST', '%s', 400)
 
 export const allErrors = {
@@ -33,4 +38,5 @@ export const allErrors = {
   TokenLoginError,
   UnknownCredentialError,
   BadAdminRequestError,
+  PurgeIncompleteError,
 }

@@ -102,15 +102,22 @@ export class RedisBus {
   readonly #sub: RedisClient
   readonly #prefix: string
   readonly #handlers = new Map<string, Set<Handler>>()
+  readonly #log: Logger
 
   constructor(client: RedisClient, prefix: string, log: Logger) {
     this.#pub = client
     this.#prefix = prefix
+    this.#log = log
     // The subscriber queues its SUBSCRIBE until connected; commands never wait on it.
     this.#sub = client instanceof Cluster ? client.duplicate(undefined, { enableOfflineQueue: true }) : client.duplicate({ enableOfflineQueue: true })
     this.#sub.on('error', (err: Error) => log.debug({ err: { message: err.message } }, 'redis subscriber error'))
     this.#sub.on('message', (channel: string, message: string) => {
       for (const handler of this.#handlers.get(channel) ?? []) handler(message)
+    })
+    // ioredis restores only subscriptions that once succeeded; one that failed (Redis
+    // down or slow at start) is made here when the connection is ready. SUBSCRIBE is idempotent.
+    this.#sub.on('ready', () => {
+      if (this.#handlers.size > 0) this.#sub.subscribe(...this.#handlers.keys()).catch(() => undefined)
     })
   }
 
@@ -120,8 +127,10 @@ export class RedisBus {
     if (!set) {
       set = new Set()
       this.#handlers.set(full, set)
-      // Subscriptions are restored by ioredis after a reconnect (autoResubscribe).
-      await this.#sub.subscribe(full)
+      // Redis being out must not stop the gateway from starting: it serves without it.
+      await this.#sub.subscribe(full).catch((err: Error) => {
+        this.#log.warn({ err: { message: err.message }, channel: full }, 'redis subscription deferred until redis is reachable')
+      })
     }
     set.add(handler)
   }

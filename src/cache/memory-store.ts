@@ -6,9 +6,12 @@ import type { CacheStore } from './cache-store.js'
 export class MemoryStore implements CacheStore {
   readonly #lru: LRUCache<string, CacheEntry>
   readonly #now: () => number
+  /** false with a size of 0: L1 turned off. */
+  readonly enabled: boolean
 
   constructor(opts: { maxBytes: number; now?: () => number }) {
     this.#now = opts.now ?? Date.now
+    this.enabled = opts.maxBytes > 0
     this.#lru = new LRUCache<string, CacheEntry>({
       maxSize: Math.max(opts.maxBytes, 1),
       sizeCalculation: entrySize,
@@ -31,7 +34,7 @@ export class MemoryStore implements CacheStore {
 
   async set(key: string, entry: CacheEntry): Promise<void> {
     const ttl = entry.errorUntil - this.#now()
-    if (ttl <= 0 || entrySize(entry) > this.#lru.maxSize) return
+    if (!this.enabled || ttl <= 0 || entrySize(entry) > this.#lru.maxSize) return
     this.#lru.set(key, entry, { ttl })
   }
 

@@ -36,16 +36,18 @@ export class ReplicaLock {
   readonly #bus: RedisBus
   readonly #prefix: string
   readonly #lockTimeoutMs: number
+  readonly #lockTtlMs: number
   readonly #pollMs: number
   readonly #waiters = new Map<string, Set<() => void>>()
   #subscribed: Promise<void> | null = null
 
-  constructor(opts: { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus; prefix: string; lockTimeoutMs: number; pollMs?: number }) {
+  constructor(opts: { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus; prefix: string; lockTimeoutMs: number; lockTtlMs?: number; pollMs?: number }) {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
     this.#bus = opts.bus
     this.#prefix = opts.prefix
     this.#lockTimeoutMs = opts.lockTimeoutMs
+    this.#lockTtlMs = Math.max(opts.lockTtlMs ?? 0, opts.lockTimeoutMs)
     this.#pollMs = opts.pollMs ?? 250
   }
 
@@ -58,9 +60,10 @@ export class ReplicaLock {
   async acquire(key: string): Promise<LockOutcome> {
     const token = randomUUID()
     const lockKey = `${this.#prefix}lock:${key}`
-    // The lock lives a little longer than waiters wait, so it never expires under a fill
-    // that is still inside the platform timeout budget of a waiter.
-    const got = await this.#breaker.run(() => this.#redis.set(lockKey, token, 'PX', this.#lockTimeoutMs, 'NX'), undefined)
+    // The lock lives as long as the leader's platform call may take (at least as long as
+    // waiters wait), so it never expires under a fill that is still running; a leader
+    // that died leaves waiters going upstream unstored until it expires.
+    const got = await this.#breaker.run(() => this.#redis.set(lockKey, token, 'PX', this.#lockTtlMs, 'NX'), undefined)
     if (got === undefined) return { role: 'solo' }
     if (got !== 'OK') return { role: 'waiter' }
     return {

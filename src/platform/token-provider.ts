@@ -274,7 +274,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
 
   async #maintain(): Promise<void> {
     // A login slower than the interval must not start a second one.
-    if (this.#maintaining && Math.random() > 2) return
+    if (this.#maintaining) return
     this.#maintaining = true
     try {
       await this.#maintainOnce()

@@ -68,6 +68,7 @@ export class TokenStore {
   async #reconcile(provider: TokenProvider): Promise<void> {
     const stored = await this.#read(provider.name)
     const current = provider.current()
+    this.#ctx.log.info({ dbg: 'reconcile', stored: stored?.state.fingerprint, v: stored?.state.version, base: stored?.base, cur: current?.version }, 'DBG reconcile')
     const sameBase = stored?.base === provider.configuredBase && provider.configuredBase !== 'login'
     if (stored && (!current || sameBase)) {
       provider.adopt(stored.state, true)
@@ -94,6 +95,7 @@ export class TokenStore {
       expiresAt: state.expiresAt,
     }
     const written = await breaker.run(() => redis.eval(WRITE_IF_NEWER, 1, this.#redisKey(provider.name), JSON.stringify(stored), String(state.version)), null)
+    log.info({ dbg: 'publish', written, version: state.version, fp: state.fingerprint }, 'DBG publish')
     if (written === null) {
       log.error({ credential: provider.name }, 'the new platform token could not be shared through Redis; other replicas keep theirs')
       return
@@ -117,6 +119,7 @@ export class TokenStore {
     const provider = this.#ctx.tokens.all().find((p) => p.name === credential)
     if (!provider) return
     const stored = await this.#read(credential)
+    this.#ctx.log.info({ dbg: 'announce', message, stored: stored?.state.fingerprint, v: stored?.state.version, cur: provider.current()?.version }, 'DBG announce')
     if (stored) provider.adopt(stored.state)
   }
 

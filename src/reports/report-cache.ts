@@ -11,6 +11,7 @@ import type { MemoryStore } from '../cache/memory-store.js'
 import type { RedisStore } from '../cache/redis-store.js'
 import { SingleFlight, type ReplicaLock } from '../cache/single-flight.js'
 import { reportCacheKey } from './cache-key.js'
+import { PurgeIncompleteError } from '../errors.js'
 import { fetchReport, type FetchResult } from './report-fetcher.js'
 import type { CanonicalReport } from './report-query.js'
 
@@ -95,16 +96,26 @@ export class ReportCache {
 
   async purgeAll(): Promise<number> {
     const local = await this.#d.l1.purgeAll()
-    const dropped = this.#d.l2 ? await this.#d.l2.purgeAll() : local
-    await this.#d.bus?.publish(PURGE_CHANNEL, JSON.stringify({ all: true }))
-    return dropped
+    return this.#purgeShared(local, async (l2) => l2.purgeAll(), { all: true })
   }
 
   async purgeAdvertiser(advertiserId: number): Promise<number> {
     const local = await this.#d.l1.purgeAdvertiser(advertiserId)
-    const dropped = this.#d.l2 ? await this.#d.l2.purgeAdvertiser(advertiserId) : local
-    await this.#d.bus?.publish(PURGE_CHANNEL, JSON.stringify({ advertiserId }))
-    return dropped
+    return this.#purgeShared(local, async (l2) => l2.purgeAdvertiser(advertiserId), { advertiserId })
+  }
+
+  // A purge that cannot reach Redis says so (503) rather than pretending every replica
+  // and L2 were purged; the caller can repeat it once Redis is back.
+  async #purgeShared(local: number, purgeL2: (l2: RedisStore) => Promise<number>, message: object): Promise<number> {
+    const { l2, bus } = this.#d
+    if (!l2) return local
+    try {
+      const dropped = await purgeL2(l2)
+      await bus?.publish(PURGE_CHANNEL, JSON.stringify(message))
+      return dropped
+    } catch (err) {
+      throw new PurgeIncompleteError((err as Error).message, { cause: err })
+    }
   }
 
   async #purgeLocal(message: string): Promise<void> {
@@ -131,6 +142,8 @@ export class ReportCache {
   }
 
   async #fillL1(key: string, entry: CacheEntry): Promise<void> {
+    // With L1 off (l1MaxBytes: 0) an L2 hit decompresses only for callers without gzip.
+    if (!this.#d.l1.enabled) return
     // Decompressed once here, so that no hit from L1 ever (de)compresses.
     entry.identity ??= gunzipSync(entry.gzip)
     await this.#d.l1.set(key, entry)

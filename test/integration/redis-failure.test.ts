@@ -14,7 +14,7 @@ const { available, notice } = redisAvailability()
 if (notice) console.warn(notice)
 
 const PATH = '/api/v1/report/campaigns/get'
-const COMMAND_TIMEOUT_MS = 100
+const COMMAND_TIMEOUT_MS = 250
 const COOLDOWN_MS = 250
 const ADMIN_TOKEN = 'redis-failure-admin-token-000000'
 const DOWN = 'redis unavailable: serving without it (circuit open)'
@@ -186,5 +186,37 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
     expect(fromB.ms).toBeLessThan(1500)
     expect(reportCalls()).toBe(calls + 2)
     await redisServer.restart()
+  })
+
+  it('starts while Redis is down, serves without it, and subscribes and uses it once it is up', async () => {
+    await redisServer.stop(true)
+    const started = Date.now()
+    const c = await buildGateway(
+      testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, REDIS_URL: redisServer.url }, YAML),
+    )
+    try {
+      expect(Date.now() - started).toBeLessThan(3000)
+      const during = await timed(c, query(28))
+      expect(during.status).toBe(200)
+      expect(during.cache).toBe('MISS')
+      expect((await c.proxy.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200)
+
+      await redisServer.restart()
+      const probe = new Redis(redisServer.url, { maxRetriesPerRequest: 1 })
+      try {
+        await waitFor('all three replicas to subscribe', async () => {
+          const [, purge, , filled] = (await probe.pubsub('NUMSUB', 'rgw:bus:purge', 'rgw:bus:filled')) as [string, number, string, number]
+          return purge === 3 && filled === 3
+        }, 8000)
+      } finally {
+        probe.disconnect()
+      }
+      await waitFor('the replicas to reconnect', () => a.ctx.redis?.status === 'ready' && c.ctx.redis?.status === 'ready', 8000)
+      await sleep(COOLDOWN_MS + 50)
+      expect((await timed(a, query(29))).cache).toBe('MISS')
+      expect((await timed(c, query(29))).cache).toBe('HIT')
+    } finally {
+      await c.close()
+    }
   })
 })

@@ -24,7 +24,7 @@ const YAML = `${TEAMS_YAML}
 platform:
   timeout: 3s
 redis:
-  commandTimeout: 300ms
+  commandTimeout: 500ms
 cache:
   ttl: { recent: 60s, settled: 60s }
   lockTimeout: ${LOCK_TIMEOUT_MS}ms

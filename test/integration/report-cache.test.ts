@@ -1,4 +1,6 @@
-import { gunzipSync } from 'node:zlib'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { gunzipSync, gzipSync } from 'node:zlib'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { request } from 'undici'
@@ -24,7 +26,7 @@ const YAML = `${TEAMS_YAML}
 platform:
   timeout: 800ms
 redis:
-  commandTimeout: 200ms
+  commandTimeout: 500ms
   breakerCooldown: 500ms
 cache:
   ttl: { recent: ${FRESH_S}s, settled: ${FRESH_S}s }
@@ -388,5 +390,66 @@ describe('report cache size guard', () => {
     expect(againBody.equals(platform)).toBe(true)
     // two gateway calls, two platform calls
     expect(reportCalls()).toBe(2)
+  })
+})
+
+// What the sandbox never does: a platform that compresses, and one that says no-store.
+describe('report cache against a platform that gzips or forbids storing', () => {
+  const JSON_BODY = Buffer.from(JSON.stringify({ data: [{ date: '2026-01-01', impressions: 7, reach: 5, currency: 'USD' }] }))
+  // Compressed at another level than the gateway's: the bytes show whose gzip was sent.
+  const PLATFORM_GZIP = gzipSync(JSON_BODY, { level: 1 })
+  let stub: Server
+  let calls: { query: string; acceptEncoding: string | undefined }[]
+  let gw: TestGateway
+
+  beforeAll(async () => {
+    calls = []
+    stub = createServer((req, res) => {
+      const query = (req.url ?? '').split('?')[1] ?? ''
+      calls.push({ query, acceptEncoding: req.headers['accept-encoding'] })
+      if (query.includes('advertiserId=101')) {
+        res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'private, no-store' }).end(JSON_BODY)
+      } else {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'cache-control': 'no-cache, private' }).end(PLATFORM_GZIP)
+      }
+    })
+    await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve))
+    const url = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`
+    gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: url, PLATFORM_TOKEN: 'stub-platform-token-0000000000' }, YAML))
+  })
+
+  afterAll(async () => {
+    await gw?.close()
+    await new Promise((resolve) => stub.close(resolve))
+  })
+
+  const get = (query: string, headers: Record<string, string> = {}) =>
+    gw.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all, ...headers } })
+
+  it('does not store a 200 the platform marked no-store', async () => {
+    const before = calls.length
+    const first = await get(CANONICAL)
+    const second = await get(CANONICAL)
+    expect(first.statusCode).toBe(200)
+    expect([first.headers['x-cache'], second.headers['x-cache']]).toEqual(['BYPASS', 'BYPASS'])
+    expect(first.rawPayload.equals(JSON_BODY)).toBe(true)
+    expect(calls.length - before).toBe(2)
+  })
+
+  it("stores the platform's own gzip bytes and sends them unchanged to gzip callers, decompressed to others", async () => {
+    const q = CANONICAL.replace('advertiserId=101', 'advertiserId=102')
+    const before = calls.length
+    const miss = await get(q, { 'accept-encoding': 'gzip' })
+    const hit = await get(q, { 'accept-encoding': 'gzip' })
+    const plain = await get(q)
+    expect([miss.headers['x-cache'], hit.headers['x-cache'], plain.headers['x-cache']]).toEqual(['MISS', 'HIT', 'HIT'])
+    expect(calls.length - before).toBe(1)
+    expect(calls.at(-1)?.acceptEncoding).toBe('gzip')
+    for (const gz of [miss, hit]) {
+      expect(gz.headers['content-encoding']).toBe('gzip')
+      expect(gz.rawPayload.equals(PLATFORM_GZIP)).toBe(true)
+    }
+    expect(plain.headers['content-encoding']).toBeUndefined()
+    expect(plain.rawPayload.equals(JSON_BODY)).toBe(true)
   })
 })

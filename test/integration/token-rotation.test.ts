@@ -214,6 +214,7 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     }
     const a = await replica(env)
     const b = await replica(env)
+    if ((await within(1000, () => tokenOf(a) === tokenOf(b))) === null) console.log('DBG-A', a.logs.text(), '\nDBG-B', b.logs.text())
     // B's start login was shared: both hold one token.
     expect(await within(1000, () => tokenOf(a) === tokenOf(b))).not.toBeNull()
     const old = tokenOf(a) as string
