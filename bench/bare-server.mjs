@@ -12,6 +12,7 @@
 
 import { createServer } from 'node:http'
 import { readFileSync } from 'node:fs'
+import { setInterval } from 'node:timers'
 
 const body = readFileSync(process.env.BENCH_BODY_FILE ?? '')
 const latencyMs = Number(process.env.BENCH_LATENCY_MS ?? 0)

@@ -7,6 +7,7 @@
 // Input (environment): BENCH_BODY_FILE (the gzip body). Output: `READY {"port":…}`.
 
 import { readFileSync } from 'node:fs'
+import { setInterval } from 'node:timers'
 import Fastify from 'fastify'
 import { LRUCache } from 'lru-cache'
 

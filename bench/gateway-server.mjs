@@ -14,6 +14,7 @@
 // Output: one line `READY {"port":…,"adminPort":…}` on stdout once both listeners listen.
 
 import { readFileSync } from 'node:fs'
+import { setInterval } from 'node:timers'
 
 // BENCH_DIST: another build of the gateway to compare (a directory like ../dist).
 const dist = new URL(`${process.env.BENCH_DIST ?? '../dist'}/`, import.meta.url)
@@ -36,7 +37,7 @@ const yaml = [
   // A team limited to some advertisers, like most real teams (the access check runs).
   '    advertisers: [100, 101, 102, 103]',
   'cache:',
-  // 0: every entry is larger than the budget, so L1 never holds one (MemoryStore.set).
+  // 0: L1 off (every hit comes from Redis).
   `  l1MaxBytes: ${l1 ? '64MiB' : 0}`,
   'redis:',
   `  keyPrefix: ${JSON.stringify(process.env.BENCH_KEY_PREFIX ?? 'rgwbench:')}`,

@@ -1,18 +1,25 @@
 // `npm run bench`: the report gateway's benchmark (issue 3, item 12).
 //
-// The same report (a ~4 KB JSON body, ~0.85 KB gzip) asked, on loopback only, of:
+// The same report (a ~4 KB JSON body, ~0.8 KB gzip) asked, on loopback only, of:
 //   - a bare node:http server sending the gateway's stored bytes (the ceiling of any
 //     Node gateway on one core),
 //   - nginx proxy_cache (proxy_cache_lock on) in front of a tiny upstream that sends
-//     the same bytes,
+//     the same bytes (a missing nginx is reported, not fatal),
+//   - for reference, a minimal Fastify 5 + lru-cache server sending the same bytes,
 //   - the gateway: L1 hits, L2-only hits (Redis, L1 off), misses against the platform
-//     sandbox at 50 ms latency, and 200 concurrent identical misses (stampede).
+//     sandbox at 50 ms latency, and 200 concurrent identical misses (stampede), in one
+//     process and in two processes sharing one Redis; and the same stampede on nginx.
 // Every server under test runs in its own process pinned to core 0; the load
 // generator (wrk, and this process for the stampedes) runs on core 1, with the
-// sandbox and Redis. One Markdown table goes to stdout and to bench/results.md.
+// sandbox, Redis and nginx's upstream. Throughput runs are repeated in alternating
+// order and reported as medians; before each run the script waits (bounded) for other
+// processes on the machine to go quiet, and it records the server's CPU time per
+// request, which other load moves much less than req/s. One Markdown table goes to
+// stdout and to bench/results.md.
 //
-// Flags: --quick (1 round of 3 s, for trying the script out)
-//        --profile (no table: a --cpu-prof of the gateway during L1 hits, summarized)
+// Flags: --quick (1 round of 3 s, written to .bench/results-quick.md)
+//        --profile[=l1|l2|miss] (no table: that scenario once with node --cpu-prof on
+//        the gateway, summarized; the profile is kept in .bench/)
 // Every process started here is stopped at the end, on error and on SIGINT/SIGTERM.
 
 import { spawn, spawnSync, execFileSync } from 'node:child_process'
@@ -37,7 +44,7 @@ const PROFILE = [...flags].find((f) => f === '--profile' || f.startsWith('--prof
 
 const SERVER_CORE = '0'
 const LOAD_CORE = '1'
-const DURATION_S = QUICK ? 3 : 8
+const DURATION_S = QUICK ? 3 : 6
 const WARMUP_S = 2
 const ROUNDS = QUICK ? 1 : 3
 const CONNECTIONS = 50
@@ -81,7 +88,9 @@ function launch(name, cmd, argv, { env = {}, ready = null, timeoutMs = 15_000 } 
         let tail = ''
         try {
           tail = readFileSync(logPath, 'utf8').slice(-2000)
-        } catch {}
+        } catch {
+          // no output yet
+        }
         reject(new Error(`${err.message}${tail ? `\n--- ${name} output ---\n${tail}` : ''}`))
       } else resolve({ ...entry, line })
     }
@@ -128,7 +137,9 @@ function runToEnd(name, cmd, argv, timeoutMs) {
 function killGroup(pid, signal) {
   try {
     process.kill(-pid, signal)
-  } catch {}
+  } catch {
+    // already gone
+  }
 }
 
 async function stopProcess(entry, graceMs = 4000) {
@@ -148,8 +159,10 @@ function cleanup() {
 process.on('exit', () => {
   for (const pid of children.keys()) killGroup(pid, 'SIGKILL')
 })
+let interrupted = false
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => {
+    interrupted = true
     log(`${signal}: stopping every process started by the benchmark`)
     void cleanup().finally(() => process.exit(130))
   })
@@ -212,7 +225,8 @@ const CLK_TCK = (() => {
 })()
 const GATE_FOREIGN_CORES = 0.15
 const GATE_MAX_WAIT_MS = 12_000
-let gateBudgetMs = QUICK ? 5_000 : 45_000
+const GATE_BUDGET_MS = QUICK ? 5_000 : 15_000
+let gateBudgetMs = GATE_BUDGET_MS
 
 /** pid -> { ppid, ticks }: CPU time (user + system, with reaped children) of every process. */
 function procTable() {
@@ -223,7 +237,9 @@ function procTable() {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
       procs.set(Number(d), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) })
-    } catch {}
+    } catch {
+      // the process ended while we read
+    }
   }
   return procs
 }
@@ -328,7 +344,7 @@ async function stampede(groups, path, { before, countCalls }) {
         const t0 = performance.now()
         return client.request({ method: 'GET', path, headers }).then(async (r) => {
           await r.body.dump()
-          return { ms: performance.now() - t0, status: r.statusCode, cache: String(r.headers['x-cache'] ?? r.headers['x-cache-status'] ?? '-') }
+          return { ms: performance.now() - t0, status: r.statusCode, cache: String(r.headers['x-cache-status'] ?? r.headers['x-cache'] ?? '-') }
         })
       }),
     )
@@ -337,7 +353,7 @@ async function stampede(groups, path, { before, countCalls }) {
     const sorted = results.map((r) => r.ms).sort((a, b) => a - b)
     const statuses = {}
     for (const r of results) statuses[`${r.status} ${r.cache}`] = (statuses[`${r.status} ${r.cache}`] ?? 0) + 1
-    return { calls, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1], statuses, ok: results.every((r) => r.status === 200) }
+    return { calls, min: sorted[0], p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1], statuses, ok: results.every((r) => r.status === 200) }
   } finally {
     await Promise.all(clients.map(({ client }) => client.close().catch(() => undefined)))
   }
@@ -574,9 +590,12 @@ async function main() {
   const runStampede = async (id, make) => {
     stampedes[id] = []
     for (let round = 0; round < STAMPEDE_ROUNDS; round += 1) {
+      const waitStart = performance.now()
+      await quietMoment()
+      gateBudgetMs -= performance.now() - waitStart
       const r = await make(round)
       stampedes[id].push(r)
-      log(`${id}: ${r.calls} platform call(s), p50 ${fmtMs(r.p50)}, p99 ${fmtMs(r.p99)}, max ${fmtMs(r.max)}; ${Object.entries(r.statuses).map(([k, v]) => `${v}× ${k}`).join(', ')}`)
+      log(`${id}: ${r.calls} platform call(s), min ${fmtMs(r.min)}, p50 ${fmtMs(r.p50)}, p99 ${fmtMs(r.p99)}, max ${fmtMs(r.max)}; ${Object.entries(r.statuses).map(([k, v]) => `${v}× ${k}`).join(', ')}`)
       if (!r.ok) throw new Error(`${id}: some callers did not get a 200: ${JSON.stringify(r.statuses)}`)
     }
   }
@@ -697,11 +716,12 @@ async function main() {
     `The report: \`GET ${REPORT_PATH}\` (${bodyInfo}); every target is sent \`x-api-key\` and \`accept-encoding: gzip\`, and answers the same gzip bytes.`,
     `Throughput rows: wrk -t1 -c${CONNECTIONS}, ${DURATION_S} s per run after a ${WARMUP_S} s warm-up, ${ROUNDS} run(s) per target in alternating order; each column is the median of the runs (req/s per run: ${targets.map((t) => `${t.id} ${perRun(t.id)}`).join('; ')}).`,
     `Server CPU time per request (µs, median of the runs; the server process tree's user + system time over wrk's completed requests; a measure that other load moves much less than req/s): ${targets.map((t) => `${t.id} ${median(runs[t.id].map((r) => r.cpuUs ?? NaN)).toFixed(1)}`).join(', ')}. As a ratio to the bare server: ${targets.filter((t) => !t.miss).map((t) => `${t.id} ${fmtX(median(runs.bare.map((r) => r.cpuUs ?? NaN)) / median(runs[t.id].map((r) => r.cpuUs ?? NaN)))}`).join(', ')}.`,
-    `Other processes on the machine (not ours) used a median ${median(foreign).toFixed(2)} cores (max ${Math.max(...foreign).toFixed(2)}) during the measured runs; each run waited up to ${GATE_MAX_WAIT_MS / 1000} s for them to use < ${GATE_FOREIGN_CORES} cores before it started.`,
+    `Other processes on the machine (not ours) used a median ${median(foreign).toFixed(2)} cores (max ${Math.max(...foreign).toFixed(2)}) during the measured runs; before each run (and each stampede) the script waited up to ${GATE_MAX_WAIT_MS / 1000} s (${GATE_BUDGET_MS / 1000} s in all) for them to use < ${GATE_FOREIGN_CORES} cores.`,
     `Pinning: ${canPin ? `every server under test (gateways, bare server, nginx master and worker) on core ${SERVER_CORE}; wrk, this script (stampede callers), the platform sandbox, Redis and nginx's upstream on core ${LOAD_CORE}` : 'NONE (taskset or a second core missing)'}; ${cores} cores (${cpus()[0]?.model ?? '?'}).`,
     `Platform calls: report requests the sandbox (or nginx's upstream) received during the measured runs. Misses: calls / wrk's completed requests; calls exceed requests by the ≤ ${CONNECTIONS} requests in flight when wrk stops. Hit counts from the gateways' own metrics: ${fmtInt(l1Hits)} L1 hits on the L1 gateway${l2Hits !== null ? `; ${fmtInt(l2Hits)} L2 hits and ${fmtInt(l2FromL1)} L1 hits on the L2-only gateway` : ''}.`,
-    `Stampede rows: ${STAMPEDE_CALLERS} requests started together from one process on connections opened beforehand, after a purge (nginx: a new URL each round); latency from dispatch to last byte; p50/p99 are medians over ${STAMPEDE_ROUNDS} round(s); platform calls per round. The platform (sandbox, nginx's upstream) answers after ${PLATFORM_LATENCY_MS} ms.`,
-    `nginx: worker_processes 1, access_log off, proxy_cache + proxy_cache_lock on, proxy_cache_valid 200 5m, proxy_ignore_headers Set-Cookie Cache-Control Expires Vary; its upstream is bench/bare-server.mjs sending the same gzip bytes after ${PLATFORM_LATENCY_MS} ms. nginx waiters poll the lock every 500 ms.`,
+    `Stampede rows: ${STAMPEDE_CALLERS} requests started together from one process on connections opened beforehand, after a purge (nginx: a new URL each round); latency from dispatch to last byte; p50/p99 are medians over ${STAMPEDE_ROUNDS} round(s); platform calls per round. The platform (sandbox, nginx's upstream) answers after ${PLATFORM_LATENCY_MS} ms. First caller answered after (median of the rounds): ${Object.keys(stampedeLabel).filter((id) => stampedes[id]).map((id) => `${id.replace('stampede-', '')} ${fmtMs(median(stampedes[id].map((r) => r.min)))}`).join(', ')}; the rest of the spread up to p50/p99 is the cost of answering the other callers.`,
+    `Gateway setup: the compiled gateway (dist/) from bench/gateway-server.mjs, LOG_LEVEL=warn (no per-request log line is written), one team limited to advertisers 100-103 without a rate limit, the platform token from the sandbox. L1-only gateways have no Redis; the L2-only gateway has Redis and cache.l1MaxBytes: 0 (L1 off); the two-process stampede uses two gateways with L1 and one Redis.`,
+    nginx && `nginx: worker_processes 1, access_log off, proxy_cache + proxy_cache_lock on, proxy_cache_valid 200 5m, proxy_ignore_headers Set-Cookie Cache-Control Expires Vary; its upstream is bench/bare-server.mjs sending the same gzip bytes after ${PLATFORM_LATENCY_MS} ms. nginx waiters poll the lock every 500 ms.`,
     `Versions: node ${versions.node}, ${versions.wrk}, nginx ${versions.nginx}, redis ${versions.redis}. Run took ${elapsed.toFixed(0)} s (without the build). Load average (1/5/15 min) at the start ${loadAtStart}, at the end ${loadAverage()}: other work on the machine shares both cores, so compare rows of one run, not runs.`,
   )
 
@@ -716,7 +736,7 @@ async function main() {
     '',
     'Notes:',
     '',
-    ...notes.map((n) => `- ${n}`),
+    ...notes.filter(Boolean).map((n) => `- ${n}`),
     '',
   ].join('\n')
   process.stdout.write(`\n${out}`)
@@ -798,7 +818,9 @@ http {
     let errors = ''
     try {
       errors = readFileSync(join(dir, 'error.log'), 'utf8').slice(-500)
-    } catch {}
+    } catch {
+      // no error log
+    }
     await stopProcess(p)
     throw new Error(`nginx did not start: ${err.message} ${errors}`)
   }
@@ -843,7 +865,7 @@ main()
   .then(() => cleanup())
   .then(() => process.exit(0))
   .catch(async (err) => {
-    process.stderr.write(`\nbench failed: ${err.stack ?? err}\n`)
+    if (!interrupted) process.stderr.write(`\nbench failed: ${err.stack ?? err}\n`)
     await cleanup()
-    process.exit(1)
+    process.exit(interrupted ? 130 : 1)
   })

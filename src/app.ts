@@ -148,6 +148,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       if (closed) return
       closed = true
       await Promise.all([proxy.close(), admin.close()])
+      tokenStore.close()
       await tokens.close()
       await bus?.close()
       redis?.disconnect()

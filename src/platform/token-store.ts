@@ -38,6 +38,7 @@ return 1`
 export class TokenStore {
   readonly #ctx: GatewayContext
   readonly #key: Buffer | null
+  #catchUp: NodeJS.Timeout | null = null
 
   constructor(ctx: GatewayContext) {
     this.#ctx = ctx
@@ -59,6 +60,17 @@ export class TokenStore {
         if (reason !== 'shared') void this.#publish(provider, state)
       })
     }
+    // Pub/sub loses what is announced while a subscriber reconnects: a periodic read of the
+    // stored tokens brings such a replica up to date.
+    this.#catchUp = setInterval(() => {
+      for (const provider of this.#ctx.tokens.all()) void this.#adoptStored(provider)
+    }, this.#ctx.config.platform.maintenanceMs)
+    this.#catchUp.unref()
+  }
+
+  close(): void {
+    if (this.#catchUp) clearInterval(this.#catchUp)
+    this.#catchUp = null
   }
 
   // A replica that starts later takes a rotation made on top of the same configuration
@@ -68,7 +80,6 @@ export class TokenStore {
   async #reconcile(provider: TokenProvider): Promise<void> {
     const stored = await this.#read(provider.name)
     const current = provider.current()
-    this.#ctx.log.info({ dbg: 'reconcile', stored: stored?.state.fingerprint, v: stored?.state.version, base: stored?.base, cur: current?.version }, 'DBG reconcile')
     const sameBase = stored?.base === provider.configuredBase && provider.configuredBase !== 'login'
     if (stored && (!current || sameBase)) {
       provider.adopt(stored.state, true)
@@ -95,7 +106,6 @@ export class TokenStore {
       expiresAt: state.expiresAt,
     }
     const written = await breaker.run(() => redis.eval(WRITE_IF_NEWER, 1, this.#redisKey(provider.name), JSON.stringify(stored), String(state.version)), null)
-    log.info({ dbg: 'publish', written, version: state.version, fp: state.fingerprint }, 'DBG publish')
     if (written === null) {
       log.error({ credential: provider.name }, 'the new platform token could not be shared through Redis; other replicas keep theirs')
       return
@@ -117,9 +127,12 @@ export class TokenStore {
       return
     }
     const provider = this.#ctx.tokens.all().find((p) => p.name === credential)
-    if (!provider) return
-    const stored = await this.#read(credential)
-    this.#ctx.log.info({ dbg: 'announce', message, stored: stored?.state.fingerprint, v: stored?.state.version, cur: provider.current()?.version }, 'DBG announce')
+    if (provider) await this.#adoptStored(provider)
+  }
+
+  /** Takes the stored token when its version is newer than the one in use. */
+  async #adoptStored(provider: TokenProvider): Promise<void> {
+    const stored = await this.#read(provider.name)
     if (stored) provider.adopt(stored.state)
   }
 

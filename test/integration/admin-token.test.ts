@@ -147,7 +147,7 @@ describe('GET /admin/token', () => {
     expect(body.secondsLeft).toBeGreaterThan(10 * 86_400 - 10)
     expect(body.secondsLeft).toBeLessThanOrEqual(10 * 86_400)
     expect(fingerprint(token)).toMatch(/^[0-9a-f]{12}$/)
-    expect((await admin(gw, 'GET', '/admin/credentials/default/token')).json()).toEqual(body)
+    expect((await admin(gw, 'GET', '/admin/credentials/default/token')).json()).toEqual({ ...body, secondsLeft: expect.any(Number) })
     expectNoSecrets(gw, [token, ADMIN_TOKEN])
   })
 })

@@ -48,8 +48,8 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     sandbox.clearRequests()
   })
 
-  async function replica(env: Record<string, string>, now?: () => number): Promise<TestGateway> {
-    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, ...env }, TEAMS_YAML)
+  async function replica(env: Record<string, string>, now?: () => number, yaml = TEAMS_YAML): Promise<TestGateway> {
+    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, ...env }, yaml)
     const gw = await buildGateway(config, now ? { now } : {})
     gateways.push(gw)
     return gw
@@ -214,7 +214,6 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     }
     const a = await replica(env)
     const b = await replica(env)
-    if ((await within(1000, () => tokenOf(a) === tokenOf(b))) === null) console.log('DBG-A', a.logs.text(), '\nDBG-B', b.logs.text())
     // B's start login was shared: both hold one token.
     expect(await within(1000, () => tokenOf(a) === tokenOf(b))).not.toBeNull()
     const old = tokenOf(a) as string
@@ -229,6 +228,19 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     for (const gw of [a, b]) {
       for (const secret of [old, sandbox.credentials.password, sandbox.credentials.clientSecret, GATEWAY_SECRET]) expect(gw.logs.text()).not.toContain(secret)
     }
+  })
+
+  it('a replica that missed the announcement (its subscriber connection dropped) catches up on its next maintenance tick', async () => {
+    const first = sandbox.issueToken()
+    const env = { PLATFORM_TOKEN: first, GATEWAY_SECRET }
+    const yaml = `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 200ms\n`
+    const a = await replica(env, undefined, yaml)
+    const b = await replica(env, undefined, yaml)
+    // Every subscriber connection is cut; the rotation below is announced before they are back.
+    await client.client('KILL', 'TYPE', 'pubsub')
+    const next = sandbox.issueToken()
+    expect((await put(a, next)).statusCode).toBe(200)
+    expect(await within(1500, () => tokenOf(b) === next), 'replica B never caught up').not.toBeNull()
   })
 
   it('requests in flight finish with the token they started with', async () => {
