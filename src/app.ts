@@ -193,23 +193,40 @@ function buildServer(config: Config, log: Logger): FastifyInstance {
 
 // One log line per request (issue 2, "Logs"), with the team, the route and the cache result.
 function observeRequests(app: FastifyInstance, ctx: GatewayContext): void {
-  app.addHook('onResponse', async (request, reply) => {
+  // Labelled metric children are looked up once per label set, not on every request.
+  const counters = new Map<string, { inc(): void }>()
+  const timers = new Map<string, { observe(v: number): void }>()
+  const logRequests = ctx.log.isLevelEnabled('info')
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched'
     const kind = route.startsWith('/api/v1/report') ? 'report' : route.startsWith('/api/v1') ? 'proxy' : route
-    const seconds = reply.elapsedTime / 1000
-    ctx.metrics.requests.inc({ route: kind, status: String(reply.statusCode) })
-    ctx.metrics.requestDuration.observe({ route: kind }, seconds)
-    request.log.info(
-      {
-        team: request.team?.name ?? null,
-        method: request.method,
-        path: request.url.split('?')[0],
-        route: kind,
-        status: reply.statusCode,
-        durationMs: Math.round(reply.elapsedTime * 10) / 10,
-        cache: reply.getHeader('x-cache') ?? null,
-      },
-      'request',
-    )
+    const countKey = `${kind} ${reply.statusCode}`
+    let counter = counters.get(countKey)
+    if (!counter) {
+      counter = ctx.metrics.requests.labels({ route: kind, status: String(reply.statusCode) })
+      counters.set(countKey, counter)
+    }
+    counter.inc()
+    let timer = timers.get(kind)
+    if (!timer) {
+      timer = ctx.metrics.requestDuration.labels({ route: kind })
+      timers.set(kind, timer)
+    }
+    timer.observe(reply.elapsedTime / 1000)
+    if (logRequests) {
+      request.log.info(
+        {
+          team: request.team?.name ?? null,
+          method: request.method,
+          path: request.url.split('?')[0],
+          route: kind,
+          status: reply.statusCode,
+          durationMs: Math.round(reply.elapsedTime * 10) / 10,
+          cache: reply.getHeader('x-cache') ?? null,
+        },
+        'request',
+      )
+    }
+    done()
   })
 }

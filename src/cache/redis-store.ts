@@ -34,15 +34,15 @@ export class RedisStore implements CacheStore {
   async set(key: string, entry: CacheEntry): Promise<void> {
     const ttl = entry.errorUntil - this.#now()
     if (ttl <= 0) return
+    // Sent together, answered in one round trip; one connection keeps their order.
     await this.#breaker.run(async () => {
-      await this.#redis.set(key, encodeEntry(entry), 'PX', ttl)
+      const writes: Promise<unknown>[] = [this.#redis.set(key, encodeEntry(entry), 'PX', ttl)]
       if (entry.advertiserId !== null) {
         const index = this.#advertiserIndex(entry.advertiserId)
-        await this.#redis.sadd(index, key)
         // The index outlives its longest entry; stale members are harmless to UNLINK.
-        await this.#redis.pexpire(index, ttl, 'GT')
-        await this.#redis.pexpire(index, ttl, 'NX')
+        writes.push(this.#redis.sadd(index, key), this.#redis.pexpire(index, ttl, 'GT'), this.#redis.pexpire(index, ttl, 'NX'))
       }
+      await Promise.all(writes)
     }, undefined)
   }
 

@@ -41,6 +41,8 @@ export interface ReportCacheDeps {
 export class ReportCache {
   readonly #d: ReportCacheDeps
   readonly #flights = new SingleFlight<FillResult>()
+  // A burst of callers for one key makes one L2 read per process, not one each.
+  readonly #l2Reads = new SingleFlight<CacheEntry | null>()
   readonly #now: () => number
 
   constructor(deps: ReportCacheDeps) {
@@ -53,9 +55,19 @@ export class ReportCache {
     await this.#d.bus?.subscribe(PURGE_CHANNEL, (message) => void this.#purgeLocal(message))
   }
 
-  async serve(request: FastifyRequest, reply: FastifyReply, report: CanonicalReport, provider: TokenProvider): Promise<FastifyReply> {
+  /** The cache key of a report read with a credential's token. */
+  keyFor(credential: string, report: CanonicalReport): string {
     const { config } = this.#d
-    const key = reportCacheKey({ credential: provider.name, report }, { prefix: config.redis.keyPrefix, version: config.cache.keyVersion })
+    return reportCacheKey({ credential, report }, { prefix: config.redis.keyPrefix, version: config.cache.keyVersion })
+  }
+
+  async serve(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    report: CanonicalReport,
+    provider: TokenProvider,
+    key: string = this.keyFor(provider.name, report),
+  ): Promise<FastifyReply> {
     const refresh = wantsRefresh(request)
     let stale: { entry: CacheEntry; tier: Tier } | null = null
     if (!refresh) {
@@ -133,7 +145,8 @@ export class ReportCache {
     if (local && this.#now() < local.freshUntil) return { entry: local, tier: 'l1' }
     // A stale L1 copy may have been refreshed by another replica: take theirs before
     // serving stale and calling the platform again.
-    const shared = this.#d.l2 ? await this.#d.l2.get(key) : null
+    const l2 = this.#d.l2
+    const shared = l2 ? await this.#l2Reads.run(key, () => l2.get(key)) : null
     if (shared && this.#now() < shared.errorUntil && (!local || shared.fetchedAt > local.fetchedAt)) {
       await this.#fillL1(key, shared)
       return { entry: shared, tier: 'l2' }
@@ -186,16 +199,18 @@ export class ReportCache {
         // The leader took too long or failed: go upstream, but leave storing to it.
         return this.#callPlatform(report, provider, requestId)
       }
+      let result: FetchResult
       try {
-        const result = await this.#callPlatform(report, provider, requestId)
+        result = await this.#callPlatform(report, provider, requestId)
         if (result.kind === 'entry') {
           await this.#d.l1.set(key, result.entry)
           if (outcome.role === 'leader') await this.#d.l2?.set(key, result.entry)
         }
-        return result
       } finally {
-        if (outcome.role === 'leader') await outcome.release()
+        // Callers are answered while the lock is released and waiters are woken.
+        if (outcome.role === 'leader') void outcome.release().catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
       }
+      return result
     })
   }
 

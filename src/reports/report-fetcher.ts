@@ -1,4 +1,5 @@
-import { gunzipSync, gzipSync } from 'node:zlib'
+import { promisify } from 'node:util'
+import { gunzipSync, gzip } from 'node:zlib'
 import { request, type Dispatcher } from 'undici'
 import type { FastifyError } from 'fastify'
 import type { TokenProvider } from '../platform/token-provider.js'
@@ -25,6 +26,9 @@ export interface FetcherDeps {
   ttl: TtlPolicy
   now?: () => number
 }
+
+// Compression runs on libuv's thread pool: a fill never blocks the hit path's event loop.
+const gzipAsync = promisify(gzip)
 
 // Headers of a passed-through platform answer that a caller may see.
 const PASSED_HEADERS = ['content-type', 'retry-after', 'content-language']
@@ -128,7 +132,7 @@ async function callOnce(
     kind: 'entry',
     entry: {
       contentType: headers['content-type'] ?? 'application/json',
-      gzip: gzipped ? raw : gzipSync(identity),
+      gzip: gzipped ? raw : await gzipAsync(identity),
       identity,
       fetchedAt,
       ...lifetimes(report.dateTo, fetchedAt, deps.ttl),

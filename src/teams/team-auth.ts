@@ -9,8 +9,13 @@ declare module 'fastify' {
   }
 }
 
+// Known keys are remembered so that a hit does not hash the key again; unknown keys are
+// always hashed (and never remembered), and the map is bounded.
+const KNOWN_KEYS_MAX = 10_000
+
 export class TeamDirectory {
   #byHash = new Map<string, TeamConfig>()
+  #byKey = new Map<string, TeamConfig>()
 
   constructor(teams: TeamConfig[]) {
     for (const team of teams) for (const hash of team.keyHashes) this.#byHash.set(hash, team)
@@ -19,8 +24,13 @@ export class TeamDirectory {
   /** The team whose key the request presents; throws 401 otherwise. */
   authenticate(request: FastifyRequest): TeamConfig {
     const key = presentedKey(request.headers)
-    const team = key === null ? undefined : this.#byHash.get(hashApiKey(key))
+    if (key === null) throw new UnauthorizedError()
+    const known = this.#byKey.get(key)
+    if (known) return known
+    const team = this.#byHash.get(hashApiKey(key))
     if (!team) throw new UnauthorizedError()
+    if (this.#byKey.size >= KNOWN_KEYS_MAX) this.#byKey.clear()
+    this.#byKey.set(key, team)
     return team
   }
 }

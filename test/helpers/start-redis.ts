@@ -42,13 +42,25 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startRedis(): Promise<RedisServer> {
-  const port = await freePort()
+  // Another suite's server may take the free port first: try again on a new one.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRedisOn(await freePort())
+    } catch (err) {
+      if (attempt >= 5) throw err
+    }
+  }
+}
+
+async function startRedisOn(port: number): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), 'rgw-redis-'))
   let child: ChildProcess | null = null
 
   const launch = async () => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
-    await waitUntilUp(port)
+    const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
+    child = c
+    // Answering on the port is not enough: it must be our server that answers.
+    await waitUntilUp(port, () => c.exitCode !== null || c.signalCode !== null)
   }
   const stop = async (hard = false) => {
     const c = child
@@ -59,7 +71,12 @@ export async function startRedis(): Promise<RedisServer> {
       c.kill(hard ? 'SIGKILL' : 'SIGTERM')
     })
   }
-  await launch()
+  try {
+    await launch()
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true })
+    throw err
+  }
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
@@ -72,15 +89,18 @@ export async function startRedis(): Promise<RedisServer> {
   }
 }
 
-async function waitUntilUp(port: number): Promise<void> {
+async function waitUntilUp(port: number, exited: () => boolean): Promise<void> {
   const deadline = Date.now() + 10_000
   while (Date.now() < deadline) {
+    if (exited()) throw new Error(`redis-server exited at start (port ${port} taken?)`)
     const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
     client.on('error', () => undefined)
     try {
       await client.connect()
       await client.ping()
       client.disconnect()
+      await new Promise((r) => setTimeout(r, 20))
+      if (exited()) throw new Error(`redis-server exited at start (port ${port} taken?)`)
       return
     } catch {
       client.disconnect()
