@@ -16,7 +16,7 @@ import { sendJson, sendNotFound, sendUnauthenticated } from './replies.js'
 import type { SandboxState } from './state.js'
 import { setCaller, TokenStore } from './tokens.js'
 
-// A stand-in for the advertising platform (docs: /work/shared/platform-api.md),
+// A stand-in for the advertising platform (docs: platform-api.md in the shared folder),
 // close enough to its observable behaviour that the gateway cannot tell the
 // difference: demo mode, the test suite and the benchmarks all run against it.
 

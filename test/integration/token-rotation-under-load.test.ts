@@ -1,0 +1,162 @@
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
+import { KEYS, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+
+// Issue 4, "Done when": the token is rotated by file, by admin call and by re-login while
+// two replicas serve a steady stream of requests, and none of them fails. Each rotation
+// is followed, once every replica switched, by the platform revoking the old token, as
+// ops would do it.
+
+const ADMIN_TOKEN = 'load-admin-token-0123456789abcdef'
+const GATEWAY_SECRET = 'load-gateway-secret-0123456789ab'
+const STREAM_WORKERS = 4
+const STREAM_MAX_REQUESTS = 5_000
+
+const redisCheck = redisAvailability()
+if (redisCheck.notice) console.warn(redisCheck.notice)
+
+describe.skipIf(!redisCheck.available)('rotation under a steady stream of requests, two replicas', () => {
+  let sandbox: Sandbox
+  let redis: RedisServer
+  let dir: string
+  const gateways: TestGateway[] = []
+
+  beforeAll(async () => {
+    sandbox = await startSandbox()
+    redis = await startRedis()
+    dir = mkdtempSync(join(tmpdir(), 'rgw-load-'))
+  })
+
+  afterAll(async () => {
+    await redis.close()
+    await sandbox.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  afterEach(async () => {
+    for (const gw of gateways.splice(0)) await gw.close()
+    sandbox.clearRequests()
+  })
+
+  async function replicas(env: Record<string, string>): Promise<[TestGateway, TestGateway]> {
+    const make = async () => {
+      const gw = await buildGateway(
+        testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, GATEWAY_SECRET, REDIS_URL: redis.url, ...env }),
+      )
+      gateways.push(gw)
+      return gw
+    }
+    return [await make(), await make()]
+  }
+
+  /**
+   * Requests both replicas in turn until stopped: reports asked with no-cache (so each
+   * one reaches the platform) and proxied reads. Resolves to every status seen.
+   */
+  function stream(pair: [TestGateway, TestGateway]): { stop: () => Promise<number[]> } {
+    const statuses: number[] = []
+    let running = true
+    let n = 0
+    const worker = async () => {
+      while (running && n < STREAM_MAX_REQUESTS) {
+        const gw = pair[n % 2] as TestGateway
+        const report = n % 3 !== 0
+        n += 1
+        const res = report
+          ? await gw.proxy.inject({
+              method: 'GET',
+              url: '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07',
+              headers: { 'x-api-key': KEYS.all, 'cache-control': 'no-cache' },
+            })
+          : await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all }, payload: { userId: 101 } })
+        statuses.push(res.statusCode)
+      }
+    }
+    const workers = Array.from({ length: STREAM_WORKERS }, worker)
+    return {
+      stop: async () => {
+        running = false
+        await Promise.all(workers)
+        return statuses
+      },
+    }
+  }
+
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+  /** Waits (at most 2 s) until both replicas hold `token`, then has the platform revoke `old`. */
+  async function switchedThenRevoke(pair: TestGateway[], token: () => string | undefined, old: string): Promise<void> {
+    for (let i = 0; i < 200; i++) {
+      const t = token()
+      if (t && t !== old && pair.every((gw) => gw.ctx.tokens.get('default').current()?.token === t)) break
+      await sleep(10)
+    }
+    expect(pair.map((gw) => gw.ctx.tokens.get('default').current()?.token)).not.toContain(old)
+    sandbox.revokeToken(old)
+  }
+
+  function expectAllServed(statuses: number[]): void {
+    expect(statuses.length).toBeGreaterThan(50)
+    expect(statuses.filter((s) => s !== 200)).toEqual([])
+  }
+
+  it('by file (a Kubernetes symlink swap) and then by admin call: no request fails', async () => {
+    // The layout of a mounted Secret: token -> ..data/token, ..data -> a timestamped folder.
+    const secretDir = join(dir, 'secret')
+    const publish = (version: string, token: string) => {
+      mkdirSync(join(secretDir, version), { recursive: true })
+      writeFileSync(join(secretDir, version, 'token'), token)
+      symlinkSync(version, join(secretDir, '..data_tmp'))
+      renameSync(join(secretDir, '..data_tmp'), join(secretDir, '..data'))
+    }
+    const first = sandbox.issueToken()
+    publish('..2026_11_22_01', first)
+    const file = join(secretDir, 'token')
+    symlinkSync('..data/token', file)
+    const pair = await replicas({ PLATFORM_TOKEN_FILE: file })
+    const load = stream(pair)
+    await sleep(300)
+
+    const second = sandbox.issueToken()
+    publish('..2026_11_22_02', second)
+    await switchedThenRevoke(pair, () => second, first)
+    await sleep(300)
+
+    const third = sandbox.issueToken()
+    const put = await pair[0].admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: third } })
+    expect(put.statusCode).toBe(200)
+    await switchedThenRevoke(pair, () => third, second)
+    await sleep(300)
+
+    expectAllServed(await load.stop())
+    const seen = new Set(sandbox.requests.map((r) => r.headers.authorization))
+    expect(seen).toContain(`Bearer ${second}`)
+    expect(seen).toContain(`Bearer ${third}`)
+  })
+
+  it('by re-login (POST /admin/token/refresh) with a password login: no request fails', async () => {
+    const c = sandbox.credentials
+    const pair = await replicas({
+      PLATFORM_USERNAME: c.username,
+      PLATFORM_PASSWORD: c.password,
+      PLATFORM_CLIENT_ID: String(c.clientId),
+      PLATFORM_CLIENT_SECRET: c.clientSecret,
+    })
+    const before = pair[1].ctx.tokens.get('default').current()?.token as string
+    const load = stream(pair)
+    await sleep(300)
+
+    const refreshed = await pair[0].admin.inject({ method: 'POST', url: '/admin/token/refresh', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(refreshed.statusCode).toBe(200)
+    const fresh = () => pair[0].ctx.tokens.get('default').current()?.token
+    await switchedThenRevoke(pair, fresh, before)
+    await sleep(300)
+
+    expectAllServed(await load.stop())
+    expect(sandbox.requests.some((r) => r.headers.authorization === `Bearer ${fresh()}`)).toBe(true)
+  })
+})
