@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto'
-import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import { createServer, STATUS_CODES } from 'node:http'
+import type { Duplex } from 'node:stream'
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify'
 import { pino, type DestinationStream, type Logger } from 'pino'
 import type { Dispatcher } from 'undici'
 import type { Config } from './config.js'
 import type { GatewayContext } from './context.js'
-import { NotFoundError } from './errors.js'
+import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError } from './errors.js'
 import { SecretSet, loggerOptions } from './logger.js'
 import { createMetrics } from './metrics.js'
 import { RedisBreaker, RedisBus, createRedisClient, type RedisClient } from './redis.js'
@@ -20,6 +22,8 @@ import { apiRoutes } from './routes/api.js'
 import { healthRoutes } from './routes/health.js'
 import { adminRoutes } from './routes/admin.js'
 import { TokenStore } from './platform/token-store.js'
+import { PlatformClient } from './platform/platform-client.js'
+import { CampaignOwners } from './teams/campaign-owners.js'
 
 export interface GatewayDeps {
   /** Where log lines go (tests capture them); default stdout. */
@@ -41,6 +45,24 @@ export interface Gateway {
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
+const HEADERS_TIMEOUT_MS = 60_000
+const CONNECTIONS_CHECK_MS = 1000
+
+// Replaces Fastify's default, which logs the error with its `rawPacket`: the caller's
+// bytes, API key and admin token included (issue #5). Nothing of the request is logged.
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const error = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new RequestTimeoutError() : new BadRequestError('malformed HTTP request')
+  const body = JSON.stringify({ statusCode: error.statusCode, code: error.code, error: STATUS_CODES[error.statusCode ?? 400], message: error.message })
+  socket.end(`HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode ?? 400]}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+}
+
+function bodyLimitOf(request: FastifyRequest, config: Config): number {
+  return request.routeOptions.bodyLimit ?? config.bodyLimit
+}
 
 /** Builds both listeners; never listens (main.ts does). */
 export async function createGateway(config: Config, deps: GatewayDeps = {}): Promise<Gateway> {
@@ -96,11 +118,18 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     dispatcher,
     tokens,
     teams: new TeamDirectory(config.teams),
-    rateLimiter: new RateLimiter({ redis, breaker, prefix: config.redis.keyPrefix, ...(deps.now ? { now: deps.now } : {}) }),
+    rateLimiter: new RateLimiter({ redis, breaker, prefix: config.redis.keyPrefix, syncMs: config.redis.rateLimitSyncMs, ...(deps.now ? { now: deps.now } : {}) }),
     redis,
     breaker,
     bus,
     reports,
+    campaignOwners: new CampaignOwners({
+      config,
+      client: new PlatformClient({ dispatcher, timeoutMs: config.platform.timeoutMs }),
+      redis,
+      breaker,
+      ...(deps.now ? { now: deps.now } : {}),
+    }),
   }
   const tokenStore = new TokenStore(ctx)
 
@@ -140,6 +169,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     ctx,
     async start() {
       await tokens.start()
+      ctx.rateLimiter.start()
       await tokenStore.start()
       await reports.start()
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
@@ -148,6 +178,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       if (closed) return
       closed = true
       await Promise.all([proxy.close(), admin.close()])
+      await ctx.rateLimiter.close()
       tokenStore.close()
       await tokens.close()
       await bus?.close()
@@ -172,6 +203,20 @@ function buildServer(config: Config, log: Logger): FastifyInstance {
     },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // A caller that trickles its request in is cut off (issue #5). Node checks this
+    // deadline only every connectionsCheckingInterval, hence the server of our own.
+    requestTimeout: config.server.requestTimeoutMs,
+    connectionTimeout: config.server.connectionTimeoutMs,
+    serverFactory: (handler) =>
+      createServer(
+        {
+          requestTimeout: config.server.requestTimeoutMs,
+          headersTimeout: Math.min(HEADERS_TIMEOUT_MS, config.server.requestTimeoutMs),
+          connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
+        },
+        handler,
+      ),
+    clientErrorHandler: answerClientError,
   })
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
@@ -182,6 +227,10 @@ function buildServer(config: Config, log: Logger): FastifyInstance {
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
     const status = error.statusCode ?? 500
     if (status >= 500) request.log.error({ err: error }, 'request failed')
+    // Fastify's own 4xx (a body too large, a malformed body or header) in the contract's terms.
+    if (status < 500 && error.code?.startsWith('FST_')) {
+      return reply.send(status === 413 ? new PayloadTooLargeError(bodyLimitOf(request, config)) : new BadRequestError(error.message))
+    }
     // Unknown errors are not described to callers; ours (GW_*) and Fastify's 4xx are.
     if (status >= 500 && !error.code?.startsWith('GW_')) {
       return reply.code(500).send({ statusCode: 500, code: 'GW_INTERNAL', error: 'Internal Server Error', message: 'internal error' })

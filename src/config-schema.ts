@@ -63,6 +63,32 @@ export const ConfigSchema = Type.Object(
     logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
     bodyLimit: Size,
     shutdownGrace: Duration,
+    server: Type.Object({ requestTimeout: Duration, connectionTimeout: Duration }, { additionalProperties: false }),
+    limits: Type.Object(
+      {
+        reportBody: Size,
+        jsonDepth: Type.Integer({ minimum: 1, maximum: 512 }),
+        params: Type.Integer({ minimum: 1, maximum: 1000 }),
+      },
+      { additionalProperties: false },
+    ),
+    ownership: Type.Object(
+      {
+        listPath: Type.String({ pattern: '^/api/v1/' }),
+        perPage: Type.Integer({ minimum: 1 }),
+        maxPages: Type.Integer({ minimum: 1 }),
+        ttl: Duration,
+        refreshMinInterval: Duration,
+        fields: Type.Object(
+          { data: Type.String({ minLength: 1 }), id: Type.String({ minLength: 1 }), lastPage: Type.String({ minLength: 1 }), userId: Type.String({ minLength: 1 }) },
+          { additionalProperties: false },
+        ),
+        campaignPaths: Type.Array(
+          Type.String({ pattern: '^/api/v1/.*\\{id\\}', description: 'a path under /api/v1/ with an {id} segment, e.g. /api/v1/campaign/banner/delete/{id}' }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
     gatewaySecret: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
     platform: Type.Object(
       {
@@ -101,6 +127,7 @@ export const ConfigSchema = Type.Object(
         keyPrefix: Type.String({ minLength: 1 }),
         commandTimeout: Duration,
         breakerCooldown: Duration,
+        rateLimitSync: Duration,
       },
       { additionalProperties: false },
     ),

@@ -180,7 +180,7 @@ function describeError(error: ErrorObject, raw: Record<string, unknown>, envSour
   const name = envSources.get(dotted) ?? (dotted || '(root)')
   const value = getPath(raw, segments)
   const hidden = (envSources.has(dotted) && isSecretPath(dotted)) || TEAM_KEYS.test(dotted)
-  const shown = hidden ? '' : ` (got ${JSON.stringify(value)})`
+  const shown = hidden ? '' : ` (got ${JSON.stringify(maskUrlPassword(value))})`
   if (error.keyword === 'required') {
     return `${dotted ? `${dotted}.` : ''}${(error.params as { missingProperty: string }).missingProperty}: required`
   }
@@ -295,6 +295,11 @@ function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, pr
   const cache = raw.cache
   if (!isValidTimeZone(cache.timeZone)) problems.push(`cache.timeZone: not an IANA time zone (got ${JSON.stringify(cache.timeZone)})`)
   if (raw.redis.sentinels && raw.redis.cluster) problems.push('redis: set sentinels or cluster, not both')
+  // An idle caller socket is closed after connectionTimeout: it must outlast the longest
+  // platform call, or a slow report would be cut off while the gateway waits for it.
+  if (parseDuration(raw.server.connectionTimeout) <= parseDuration(p.timeout)) {
+    problems.push(`server.connectionTimeout: must be longer than platform.timeout (${String(p.timeout)})`)
+  }
 
   const secrets = [raw.admin.token, raw.gatewaySecret]
     .concat(Object.values(credentials).flatMap((c) => [c.token, c.login?.password, c.login?.clientSecret]))
@@ -307,6 +312,24 @@ function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, pr
     logLevel: raw.logLevel,
     bodyLimit: parseSize(raw.bodyLimit),
     shutdownGraceMs: parseDuration(raw.shutdownGrace),
+    server: {
+      requestTimeoutMs: parseDuration(raw.server.requestTimeout),
+      connectionTimeoutMs: parseDuration(raw.server.connectionTimeout),
+    },
+    limits: {
+      reportBodyBytes: parseSize(raw.limits.reportBody),
+      jsonDepth: raw.limits.jsonDepth,
+      params: raw.limits.params,
+    },
+    ownership: {
+      listPath: raw.ownership.listPath,
+      perPage: raw.ownership.perPage,
+      maxPages: raw.ownership.maxPages,
+      ttlMs: parseDuration(raw.ownership.ttl),
+      refreshMinIntervalMs: parseDuration(raw.ownership.refreshMinInterval),
+      fields: raw.ownership.fields,
+      campaignPaths: raw.ownership.campaignPaths,
+    },
     gatewaySecret: raw.gatewaySecret ?? null,
     demo: baseUrl === null,
     platform: {
@@ -331,6 +354,7 @@ function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, pr
       keyPrefix: raw.redis.keyPrefix,
       commandTimeoutMs: parseDuration(raw.redis.commandTimeout),
       breakerCooldownMs: parseDuration(raw.redis.breakerCooldown),
+      rateLimitSyncMs: parseDuration(raw.redis.rateLimitSync),
     },
     cache: {
       enabled: cache.enabled,
@@ -360,10 +384,12 @@ function checkUrl(value: string | null | undefined, name: string, problems: stri
   if (value == null) return null
   try {
     const url = new URL(value)
-    if (url.search || url.hash || url.pathname !== '/') problems.push(`${name}: must be an origin only, without path, query or fragment (got ${JSON.stringify(value)})`)
+    if (url.search || url.hash || url.pathname !== '/') {
+      problems.push(`${name}: must be an origin only, without path, query or fragment (got ${JSON.stringify(maskUrlPassword(value))})`)
+    }
     return url.href.replace(/\/+$/, '')
   } catch {
-    problems.push(`${name}: not a URL (got ${JSON.stringify(value)})`)
+    problems.push(`${name}: not a URL (got ${JSON.stringify(maskUrlPassword(value))})`)
     return null
   }
 }
@@ -453,6 +479,12 @@ function namedCredential(
     },
     problems,
   )
+}
+
+/** `scheme://user:password@host` with the password replaced, for messages (REDIS_URL, base URLs). */
+export function maskUrlPassword(value: unknown): unknown {
+  if (typeof value !== 'string') return value
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/?#@:]*:)[^/?#@]*@/i, '$1***@')
 }
 
 function isValidTimeZone(tz: string): boolean {

@@ -8,6 +8,7 @@ import type { TokenRegistry } from './platform/token-registry.js'
 import type { TeamDirectory } from './teams/team-auth.js'
 import type { RateLimiter } from './teams/rate-limit.js'
 import type { ReportCache } from './reports/report-cache.js'
+import type { CampaignOwners } from './teams/campaign-owners.js'
 
 /** What the routes of both listeners share; built once by createGateway. */
 export interface GatewayContext {
@@ -23,4 +24,5 @@ export interface GatewayContext {
   breaker: RedisBreaker | null
   bus: RedisBus | null
   reports: ReportCache
+  campaignOwners: CampaignOwners
 }

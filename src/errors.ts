@@ -21,7 +21,9 @@ export const PurgeIncompleteError = createError<[string, { cause?: unknown }?]>(
   'this replica dropped its in-process entries, but Redis is unavailable: %s',
   503,
 )
-export const BadAdminRequestError = createError<[string, { cause?: unknown }?]>('GW_BAD_REQUEST', '%s', 400)
+export const BadRequestError = createError<[string, { cause?: unknown }?]>('GW_BAD_REQUEST', '%s', 400)
+export const RequestTimeoutError = createError('GW_REQUEST_TIMEOUT', 'the request was not received in time', 408)
+export const PayloadTooLargeError = createError<[number]>('GW_PAYLOAD_TOO_LARGE', 'the request body is larger than the limit of %d bytes', 413)
 
 export const allErrors = {
   BadQueryError,
@@ -37,6 +39,8 @@ export const allErrors = {
   TokenRejectedError,
   TokenLoginError,
   UnknownCredentialError,
-  BadAdminRequestError,
+  BadRequestError,
+  PayloadTooLargeError,
+  RequestTimeoutError,
   PurgeIncompleteError,
 }

@@ -9,30 +9,31 @@ export interface CacheEntry {
   freshUntil: number
   staleUntil: number
   errorUntil: number
-  advertiserId: number | null
+  /** The accounts a purge by advertiser reaches this entry under. */
+  advertiserIds: number[]
 }
 
 interface StoredMeta {
-  v: 1
+  v: 2
   contentType: string
   fetchedAt: number
   freshUntil: number
   staleUntil: number
   errorUntil: number
-  advertiserId: number | null
+  advertiserIds: number[]
 }
 
 // Redis value: 4-byte length of a JSON header, the header, then the gzip bytes. Binary
 // rather than JSON+base64, so an L2 hit copies no more bytes than the body has.
 export function encodeEntry(entry: CacheEntry): Buffer {
   const meta: StoredMeta = {
-    v: 1,
+    v: 2,
     contentType: entry.contentType,
     fetchedAt: entry.fetchedAt,
     freshUntil: entry.freshUntil,
     staleUntil: entry.staleUntil,
     errorUntil: entry.errorUntil,
-    advertiserId: entry.advertiserId,
+    advertiserIds: entry.advertiserIds,
   }
   const header = Buffer.from(JSON.stringify(meta), 'utf8')
   const length = Buffer.allocUnsafe(4)
@@ -61,7 +62,7 @@ export function decodeEntry(buf: Buffer): CacheEntry | null {
     freshUntil: meta.freshUntil,
     staleUntil: meta.staleUntil,
     errorUntil: meta.errorUntil,
-    advertiserId: meta.advertiserId,
+    advertiserIds: meta.advertiserIds,
   }
 }
 
@@ -69,10 +70,11 @@ function isStoredMeta(m: unknown): m is StoredMeta {
   if (typeof m !== 'object' || m === null) return false
   const o = m as Record<string, unknown>
   return (
-    o.v === 1 &&
+    o.v === 2 &&
     typeof o.contentType === 'string' &&
     [o.fetchedAt, o.freshUntil, o.staleUntil, o.errorUntil].every((t) => typeof t === 'number' && Number.isFinite(t)) &&
-    (o.advertiserId === null || typeof o.advertiserId === 'number')
+    Array.isArray(o.advertiserIds) &&
+    o.advertiserIds.every((a) => typeof a === 'number')
   )
 }
 

@@ -51,7 +51,7 @@ export class MemoryStore implements CacheStore {
   async purgeAdvertiser(advertiserId: number): Promise<number> {
     let n = 0
     for (const [key, entry] of this.#lru.entries()) {
-      if (entry.advertiserId === advertiserId) {
+      if (entry.advertiserIds.includes(advertiserId)) {
         this.#lru.delete(key)
         n += 1
       }

@@ -37,8 +37,8 @@ export class RedisStore implements CacheStore {
     // Sent together, answered in one round trip; one connection keeps their order.
     await this.#breaker.run(async () => {
       const writes: Promise<unknown>[] = [this.#redis.set(key, encodeEntry(entry), 'PX', ttl)]
-      if (entry.advertiserId !== null) {
-        const index = this.#advertiserIndex(entry.advertiserId)
+      for (const advertiserId of entry.advertiserIds) {
+        const index = this.#advertiserIndex(advertiserId)
         // The index outlives its longest entry; stale members are harmless to UNLINK.
         writes.push(this.#redis.sadd(index, key), this.#redis.pexpire(index, ttl, 'GT'), this.#redis.pexpire(index, ttl, 'NX'))
       }

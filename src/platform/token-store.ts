@@ -7,8 +7,17 @@ const CHANNEL = 'token'
 /** Longest wait at start for the Redis connection before going on without the shared token. */
 const CONNECT_WAIT_MS = 2000
 
+/**
+ * The record format. Format 2 authenticates every field beside the ciphertext (see
+ * associatedData); a record of any other format, such as format 1 whose version and
+ * fingerprint anyone with Redis access could rewrite, is treated as absent and written over.
+ */
+const FORMAT = 2
+/** The full GCM tag: a shorter one given in a record would weaken its authentication. */
+const TAG_BYTES = 16
+
 interface StoredToken {
-  v: 1
+  v: typeof FORMAT
   iv: string
   tag: string
   data: string
@@ -19,13 +28,32 @@ interface StoredToken {
   expiresAt: number
 }
 
+interface SharedToken {
+  state: TokenState
+  base: string
+}
+
+/** A stored record; `shared` is null when it fails authentication. */
+interface StoredRead {
+  /** The value as read: a write may replace it, if unchanged, when it fails authentication. */
+  raw: string
+  shared: SharedToken | null
+}
+
 // Writes only when the stored version is older: the last writer by version wins, so
-// two replicas never undo each other's rotation.
+// two replicas never undo each other's rotation. The stored version is not authenticated
+// here (Lua cannot check the GCM tag): a record that a replica found unauthentic is
+// passed back as ARGV[3] and written over if unchanged, so a forged high version cannot
+// keep rotations out. Anything that is not a format-2 record with a numeric version
+// (garbage, an older format) does not count either, and never makes the script fail.
 const WRITE_IF_NEWER = `
 local cur = redis.call('get', KEYS[1])
-if cur then
+if cur and cur ~= ARGV[3] then
   local ok, decoded = pcall(cjson.decode, cur)
-  if ok and decoded.version and tonumber(decoded.version) >= tonumber(ARGV[2]) then return 0 end
+  if ok and type(decoded) == 'table' and decoded.v == ${FORMAT} then
+    local version = tonumber(decoded.version)
+    if version and version >= tonumber(ARGV[2]) then return 0 end
+  end
 end
 redis.call('set', KEYS[1], ARGV[1])
 return 1`
@@ -78,7 +106,7 @@ export class TokenStore {
   // of its own; a changed configuration (a new PLATFORM_TOKEN rolled out) or a fresh
   // password login replaces the stored token.
   async #reconcile(provider: TokenProvider): Promise<void> {
-    const stored = await this.#read(provider.name)
+    const stored = (await this.#read(provider.name))?.shared
     const current = provider.current()
     const sameBase = stored?.base === provider.configuredBase && provider.configuredBase !== 'login'
     if (stored && (!current || sameBase)) {
@@ -91,30 +119,39 @@ export class TokenStore {
   async #publish(provider: TokenProvider, state: TokenState): Promise<void> {
     const { redis, bus, breaker, log } = this.#ctx
     if (!redis || !bus || !breaker || !this.#key) return
+    const key = this.#redisKey(provider.name)
     const iv = randomBytes(12)
-    const cipher = createCipheriv('aes-256-gcm', this.#key, iv)
-    const data = Buffer.concat([cipher.update(state.token, 'utf8'), cipher.final()])
-    const stored: StoredToken = {
-      v: 1,
-      iv: iv.toString('base64'),
-      tag: cipher.getAuthTag().toString('base64'),
-      data: data.toString('base64'),
+    const fields = {
+      v: FORMAT,
       version: state.version,
       base: provider.configuredBase,
       fingerprint: state.fingerprint,
       obtainedAt: state.obtainedAt,
       expiresAt: state.expiresAt,
-    }
-    const written = await breaker.run(() => redis.eval(WRITE_IF_NEWER, 1, this.#redisKey(provider.name), JSON.stringify(stored), String(state.version)), null)
-    if (written === null) {
-      log.error({ credential: provider.name }, 'the new platform token could not be shared through Redis; other replicas keep theirs')
-      return
-    }
-    if (written === 0) {
-      // Someone rotated more recently: theirs is the current token.
+    } as const
+    const cipher = createCipheriv('aes-256-gcm', this.#key, iv, { authTagLength: TAG_BYTES })
+    cipher.setAAD(associatedData(key, fields))
+    const data = Buffer.concat([cipher.update(state.token, 'utf8'), cipher.final()])
+    const stored: StoredToken = { ...fields, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') }
+    const record = JSON.stringify(stored)
+    // An empty value is never a record: nothing to write over unconditionally at first.
+    let unauthentic = ''
+    // A second attempt only after an unauthentic record refused the first write.
+    for (let attempt = 1; ; attempt++) {
+      const written = await breaker.run(() => redis.eval(WRITE_IF_NEWER, 1, key, record, String(state.version), unauthentic), null)
+      if (written === null) {
+        log.error({ credential: provider.name }, 'the new platform token could not be shared through Redis; other replicas keep theirs')
+        return
+      }
+      if (written === 1) break
       const newer = await this.#read(provider.name)
-      if (newer) provider.adopt(newer.state)
-      return
+      if (newer?.shared) {
+        // Someone rotated more recently: theirs is the current token.
+        provider.adopt(newer.shared.state)
+        return
+      }
+      if (!newer || attempt === 2) return
+      unauthentic = newer.raw
     }
     await breaker.run(() => bus.publish(CHANNEL, JSON.stringify({ credential: provider.name, version: state.version })), undefined)
   }
@@ -130,35 +167,84 @@ export class TokenStore {
     if (provider) await this.#adoptStored(provider)
   }
 
-  /** Takes the stored token when its version is newer than the one in use. */
+  /**
+   * Takes the stored token when its version is newer than the one in use. An older one
+   * (a replay of a past record) is written over with this replica's, so that a replica
+   * starting now does not take it.
+   */
   async #adoptStored(provider: TokenProvider): Promise<void> {
-    const stored = await this.#read(provider.name)
-    if (stored) provider.adopt(stored.state)
+    const shared = (await this.#read(provider.name))?.shared
+    if (!shared) return
+    const current = provider.current()
+    if (current && shared.state.version < current.version) await this.#publish(provider, current)
+    else provider.adopt(shared.state)
   }
 
-  async #read(credential: string): Promise<{ state: TokenState; base: string } | null> {
+  /** The stored record, or null when there is none (or Redis cannot be read, or it is of another format). */
+  async #read(credential: string): Promise<StoredRead | null> {
     const { redis, breaker, log } = this.#ctx
     if (!redis || !breaker || !this.#key) return null
-    const raw = await breaker.run(() => redis.get(this.#redisKey(credential)), null)
+    const key = this.#redisKey(credential)
+    const raw = await breaker.run(() => redis.get(key), null)
     if (!raw) return null
-    try {
-      const s = JSON.parse(raw) as StoredToken
-      const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(s.iv, 'base64'))
-      decipher.setAuthTag(Buffer.from(s.tag, 'base64'))
-      const token = Buffer.concat([decipher.update(Buffer.from(s.data, 'base64')), decipher.final()]).toString('utf8')
-      return {
-        base: s.base,
-        state: { token, source: 'shared', fingerprint: s.fingerprint, obtainedAt: s.obtainedAt, expiresAt: s.expiresAt, version: s.version },
-      }
-    } catch {
-      log.error({ credential }, 'the shared platform token cannot be decrypted (is GATEWAY_SECRET the same on every replica?); ignoring it')
-      return null
+    const record = parseRecord(raw)
+    if (record === 'other-format') return null
+    const token = record ? decrypt(this.#key, key, record) : null
+    if (record === null || token === null) {
+      log.warn(
+        { credential },
+        'the shared platform token cannot be decrypted (another GATEWAY_SECRET on some replica, or a record altered, replaced or moved in Redis); ignoring it',
+      )
+      return { raw, shared: null }
+    }
+    return {
+      raw,
+      shared: {
+        base: record.base,
+        state: { token, source: 'shared', fingerprint: record.fingerprint, obtainedAt: record.obtainedAt, expiresAt: record.expiresAt, version: record.version },
+      },
     }
   }
 
   #redisKey(credential: string): string {
     return `${this.#ctx.config.redis.keyPrefix}token:${credential}`
   }
+}
+
+// Every field that decides whether a record is taken (version, base), what it claims
+// (fingerprint, times), and the key it belongs to (deployment prefix and credential): a
+// record with any of them altered, or copied to another key, fails to decrypt.
+function associatedData(key: string, s: Omit<StoredToken, 'iv' | 'tag' | 'data'>): Buffer {
+  return Buffer.from(JSON.stringify([s.v, key, s.version, s.base, s.fingerprint, s.obtainedAt, s.expiresAt]), 'utf8')
+}
+
+/** The token, or null when the record fails authentication. */
+function decrypt(cipherKey: Buffer, key: string, s: StoredToken): string | null {
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', cipherKey, Buffer.from(s.iv, 'base64'), { authTagLength: TAG_BYTES })
+    decipher.setAAD(associatedData(key, s))
+    decipher.setAuthTag(Buffer.from(s.tag, 'base64'))
+    return Buffer.concat([decipher.update(Buffer.from(s.data, 'base64')), decipher.final()]).toString('utf8')
+  } catch {
+    return null
+  }
+}
+
+/** A format-2 record; `other-format` for a record of another format; null for anything else. */
+function parseRecord(raw: string): StoredToken | 'other-format' | null {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(raw)
+  } catch {
+    return null
+  }
+  if (typeof parsed !== 'object' || parsed === null) return null
+  const r = parsed as Record<string, unknown>
+  if (typeof r.v !== 'number') return null
+  if (r.v !== FORMAT) return 'other-format'
+  const strings = ['iv', 'tag', 'data', 'base', 'fingerprint'].every((k) => typeof r[k] === 'string')
+  const numbers = ['version', 'obtainedAt', 'expiresAt'].every((k) => Number.isFinite(r[k]))
+  return strings && numbers ? (r as unknown as StoredToken) : null
 }
 
 // Commands fail at once while the connection is still being made (no offline queue), so

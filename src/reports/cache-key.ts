@@ -1,53 +1,6 @@
 import { createHash } from 'node:crypto'
+import { stableStringify } from '../stable-stringify.js'
 import type { CanonicalReport } from './report-query.js'
-
-type Json = string | undefined
-
-function encode(input: unknown, key: string): Json {
-  let value = input
-  // JSON.stringify honours toJSON (Date and friends); doing the same keeps the output
-  // identical to JSON.stringify apart from key order.
-  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
-    value = (value as { toJSON: (key: string) => unknown }).toJSON(key)
-  }
-  switch (typeof value) {
-    case 'string':
-      return JSON.stringify(value)
-    case 'number':
-      return Number.isFinite(value) ? JSON.stringify(value) : 'null'
-    case 'boolean':
-      return value ? 'true' : 'false'
-    case 'bigint':
-      throw new TypeError('stableStringify: a BigInt is not JSON-serializable')
-    case 'object': {
-      if (value === null) return 'null'
-      if (Array.isArray(value)) {
-        return `[${value.map((item: unknown, i) => encode(item, String(i)) ?? 'null').join(',')}]`
-      }
-      const record = value as Record<string, unknown>
-      const members: string[] = []
-      // Plain code-unit order: JS objects enumerate integer-like keys first whatever
-      // their insertion order, so relying on insertion order would not be stable.
-      for (const name of Object.keys(record).sort()) {
-        const member = encode(record[name], name)
-        if (member !== undefined) members.push(`${JSON.stringify(name)}:${member}`)
-      }
-      return `{${members.join(',')}}`
-    }
-    default:
-      return undefined
-  }
-}
-
-/**
- * Deterministic JSON: object keys sorted recursively, arrays in order, `undefined`,
- * functions and symbols dropped from objects (null in arrays) as JSON.stringify does.
- */
-export function stableStringify(value: unknown): string {
-  const out = encode(value, '')
-  if (out === undefined) throw new TypeError(`stableStringify: a top-level ${typeof value} is not JSON-serializable`)
-  return out
-}
 
 /**
  * The cache key of a report for one platform credential. Only a hash of a stable

@@ -3,7 +3,8 @@ import { gunzipSync, gzip } from 'node:zlib'
 import { request, type Dispatcher } from 'undici'
 import type { FastifyError } from 'fastify'
 import type { TokenProvider } from '../platform/token-provider.js'
-import { PlatformAuthError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
+import { PlatformAuthError, UpstreamError } from '../errors.js'
+import { upstreamError } from '../platform/platform-client.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy.js'
 import type { CanonicalReport } from './report-query.js'
@@ -80,7 +81,7 @@ async function callOnce(
       bodyTimeout: deps.timeoutMs,
     })
   } catch (err) {
-    return { kind: 'failed', error: toUpstreamError(err) }
+    return { kind: 'failed', error: upstreamError(err) }
   }
   if (res.statusCode === 401) {
     res.body.resume()
@@ -93,7 +94,7 @@ async function callOnce(
     try {
       body = await readAll(res.body, deps.maxEntryBytes)
     } catch (err) {
-      return { kind: 'failed', error: toUpstreamError(err) }
+      return { kind: 'failed', error: upstreamError(err) }
     }
     if (gzipped) body = safeGunzip(body, deps.maxEntryBytes) ?? Buffer.alloc(0)
     const response = { status: res.statusCode, headers, body }
@@ -119,7 +120,7 @@ async function callOnce(
       }
     }
   } catch (err) {
-    return { kind: 'failed', error: toUpstreamError(err) }
+    return { kind: 'failed', error: upstreamError(err) }
   }
   const raw = Buffer.concat(head, size)
   const identity = gzipped ? safeGunzip(raw, deps.maxEntryBytes) : raw
@@ -136,7 +137,7 @@ async function callOnce(
       identity,
       fetchedAt,
       ...lifetimes(report.dateTo, fetchedAt, deps.ttl),
-      advertiserId: report.advertiserId,
+      advertiserIds: report.advertiserIds,
     },
   }
 }
@@ -166,12 +167,4 @@ function safeGunzip(buf: Buffer, limit: number): Buffer | null {
   } catch {
     return null
   }
-}
-
-function toUpstreamError(err: unknown): FastifyError {
-  const code = (err as { code?: string }).code ?? ''
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
-    return new UpstreamTimeoutError({ cause: err })
-  }
-  return new UpstreamError(code || 'connection error', { cause: err })
 }

@@ -1,5 +1,5 @@
 import { BadQueryError } from '../errors.js'
-import { stableStringify } from './cache-key.js'
+import { stableStringify } from '../stable-stringify.js'
 
 // Validation and normalization of report requests (contract, "Report requests").
 // The canonical form is both what the platform receives and what the cache key is
@@ -15,6 +15,10 @@ export interface CanonicalReport {
   path: string
   /** The account the report names: GET the query's; POST the body's, else the query's, else null. */
   advertiserId: number | null
+  /** POST: the campaign ids the body names (the platform reads these, not advertiserId). */
+  campaignIds: number[]
+  /** The accounts its cache entry is indexed under, for a purge by advertiser. */
+  advertiserIds: number[]
   dateFrom: string
   dateTo: string
   /** Canonical query string to send upstream, '' when none. */
@@ -180,6 +184,8 @@ export function canonicalGetReport(path: string, rawQuery: string, opts: ReportQ
     method: 'GET',
     path,
     advertiserId,
+    campaignIds: [],
+    advertiserIds: [advertiserId],
     dateFrom,
     dateTo,
     query,
@@ -213,7 +219,8 @@ export function canonicalPostReport(
   // Spread (not assignment) so an own `__proto__` key stays a plain data property.
   // Both flags are always explicit booleans, as in the platform's documented body.
   const canonical: Record<string, unknown> = { ...fields, dateFrom, dateTo, byDate, byCampaign }
-  if (fields.campaignIds !== undefined) canonical.campaignIds = campaignIds(fields.campaignIds)
+  const ids = fields.campaignIds === undefined ? [] : campaignIds(fields.campaignIds)
+  if (fields.campaignIds !== undefined) canonical.campaignIds = ids
   if (bodyAdvertiser !== null) canonical.advertiserId = bodyAdvertiser
 
   const pairs: Pair[] = queryAdvertiser === null ? rest : [...rest, ['advertiserId', String(queryAdvertiser)]]
@@ -222,6 +229,8 @@ export function canonicalPostReport(
     method: 'POST',
     path,
     advertiserId: bodyAdvertiser ?? queryAdvertiser,
+    campaignIds: ids,
+    advertiserIds: bodyAdvertiser ?? queryAdvertiser ? [(bodyAdvertiser ?? queryAdvertiser) as number] : [],
     dateFrom,
     dateTo,
     query,

@@ -2,8 +2,8 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { request as undiciRequest } from 'undici'
 import type { GatewayContext } from '../context.js'
-import { AdminUnauthorizedError, AdminUnavailableError, BadAdminRequestError, TokenRejectedError, UpstreamError } from '../errors.js'
-import { fingerprint } from '../teams/api-keys.js'
+import { AdminUnauthorizedError, AdminUnavailableError, BadRequestError, TokenRejectedError, UpstreamError } from '../errors.js'
+import { fingerprint } from '../fingerprint.js'
 import type { TokenProvider } from '../platform/token-provider.js'
 import { DEFAULT_CREDENTIAL } from '../config.js'
 
@@ -54,7 +54,7 @@ export async function adminRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayC
   }
   const refreshToken = async (request: FastifyRequest) => {
     const provider = providerOf(request)
-    if (!provider.hasLogin) throw new BadAdminRequestError(`credential ${provider.name} has no password login to run again`)
+    if (!provider.hasLogin) throw new BadRequestError(`credential ${provider.name} has no password login to run again`)
     try {
       await provider.refresh(request.adminActor ?? undefined)
     } catch (err) {
@@ -79,7 +79,7 @@ export async function adminRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayC
       ctx.log.info({ kind: 'audit', action: 'purge', scope: 'all', dropped, actor: request.adminActor }, 'report cache purged')
       return { purged: 'all', dropped }
     }
-    if (!/^\d{1,15}$/.test(raw) || Number(raw) < 1) throw new BadAdminRequestError('advertiserId: must be a positive integer')
+    if (!/^\d{1,15}$/.test(raw) || Number(raw) < 1) throw new BadRequestError('advertiserId: must be a positive integer')
     const advertiserId = Number(raw)
     const dropped = await ctx.reports.purgeAdvertiser(advertiserId)
     ctx.log.info({ kind: 'audit', action: 'purge', scope: 'advertiser', advertiserId, dropped, actor: request.adminActor }, 'report cache purged')

@@ -1,34 +1,44 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import httpProxy from '@fastify/http-proxy'
 import type { GatewayContext } from '../context.js'
-import { BadQueryError, ForbiddenError, NotFoundError, PlatformAuthError, RateLimitedError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
+import { BadRequestError, ForbiddenError, NotFoundError, PlatformAuthError, RateLimitedError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import { assertMayCall, isRead } from '../teams/team-auth.js'
-import { accountsInJson, accountsInQuery, assertAccounts } from '../teams/account-scope.js'
+import { assertAccounts, campaignPathPatterns, namedInCall } from '../teams/account-scope.js'
 import type { TokenProvider, TokenState } from '../platform/token-provider.js'
-import { isSafeApiPath, isTokenPath, pathOf, tokenPaths } from './path-safety.js'
+import { isTokenPath, tokenPaths } from './path-safety.js'
+import { checkTarget, type RequestTarget } from './request-target.js'
+import { assertPlainBodyType, FORM_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, type CheckedBody } from './request-body.js'
 import { reportRoutes } from '../reports/report-route.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The caller's body as it arrived, for JSON and form bodies; forwarded byte for byte. */
-    rawBody: Buffer | null
-    /** JSON bodies parsed (undefined: no JSON body; INVALID_JSON: unparseable). */
-    jsonBody: unknown
-    formBody: URLSearchParams | null
-    /** The platform token this request started with (rotation never changes a call in flight). */
-    platformToken: TokenState | null
+    /** The call as the gateway checked it (issue #5); set when the caller is admitted. */
+    call: CheckedCall | null
   }
 }
 
-export const INVALID_JSON = Symbol('invalid JSON')
+export interface CheckedCall {
+  target: RequestTarget
+  /** JSON and form bodies as parsed and checked; null: none, or a body streamed through as sent. */
+  body: CheckedBody | null
+  /** Owner of each campaign id the call names, where the gateway looked it up. */
+  campaignOwners: Map<number, number>
+  /** The platform token this request started with (rotation never changes a call in flight). */
+  platformToken: TokenState | null
+}
 
-// Credentials of the caller; the platform sees only the gateway's token.
-const CALLER_CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'cookie', 'proxy-authorization']
+// What the platform may see of a caller's request headers (issue #5): an allowlist, so
+// that forwarding, method-override, cookie or proxy headers never reach it. The
+// authorization header is the gateway's own; content-type and -length are the gateway's
+// for the bodies it re-serializes.
+const FORWARDED_HEADERS = ['accept', 'accept-encoding', 'accept-language', 'user-agent', 'content-type', 'content-length']
 
 // Hop-by-hop headers (RFC 9110, 7.6.1) describe the platform's connection to us, not
 // ours to the caller. reply-from strips them only for HTTP/2 sources: forwarded, the
 // platform's `connection: keep-alive` overrode a caller's `Connection: close`.
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']
+
+const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
 
 /** Everything under /api/v1/: team keys, access rules, rate limits, reports, the proxy. */
 export async function apiRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayContext }): Promise<void> {
@@ -39,64 +49,81 @@ export async function apiRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayCon
     defaultBase,
     Object.values(config.credentials).flatMap((c) => (c.login ? [c.login.tokenUrl] : [])).concat(config.platform.tokenUrl),
   )
+  const limits = { jsonDepth: config.limits.jsonDepth, params: config.limits.params }
+  const campaignPaths = campaignPathPatterns(config.ownership.campaignPaths)
 
-  app.decorateRequest('rawBody', null)
-  app.decorateRequest('jsonBody', undefined)
-  app.decorateRequest('formBody', null)
-  app.decorateRequest('platformToken', null)
+  app.decorateRequest('call', null)
 
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
-    request.rawBody = body
+  app.addContentTypeParser(JSON_TYPE, { parseAs: 'buffer' }, (request, body: Buffer, done) => {
     try {
-      request.jsonBody = body.length === 0 ? undefined : JSON.parse(body.toString('utf8'))
-    } catch {
-      request.jsonBody = INVALID_JSON
+      const checked = body.length === 0 ? null : parseJsonBody(body, limits)
+      if (request.call) request.call.body = checked
+      done(null, checked)
+    } catch (err) {
+      done(err as Error, undefined)
     }
-    done(null, body)
   })
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
-    request.rawBody = body
-    request.formBody = new URLSearchParams(body.toString('utf8'))
-    done(null, body)
+  app.addContentTypeParser(FORM_TYPE, { parseAs: 'buffer' }, (request, body: Buffer, done) => {
+    try {
+      const checked = parseFormBody(body, limits)
+      if (request.call) request.call.body = checked
+      done(null, checked)
+    } catch (err) {
+      done(err as Error, undefined)
+    }
   })
-  // Anything else (e.g. multipart uploads) streams through untouched.
+  // Reached only by teams allowed to stream (unscoped writers): uploads go through untouched.
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
 
-  app.addHook('onRequest', async (request) => {
-    if (!isSafeApiPath(request.url) || isTokenPath(request.url, blockedPaths)) throw new NotFoundError()
-    request.team = ctx.teams.authenticate(request)
-    assertMayCall(request.team, request.method, pathOf(request.url))
-  })
-
-  app.addHook('preHandler', async (request, reply) => {
-    const team = request.team
-    if (!team) throw new NotFoundError()
-    if (team.advertisers !== null) {
-      const q = request.url.indexOf('?')
-      const accounts: unknown[] = q === -1 ? [] : accountsInQuery(new URLSearchParams(request.url.slice(q + 1)))
-      if (request.jsonBody === INVALID_JSON) throw new BadQueryError('body: not valid JSON')
-      accountsInJson(request.jsonBody, accounts)
-      if (request.formBody) accounts.push(...accountsInQuery(request.formBody))
-      if (request.rawBody === null && hasBody(request)) {
-        throw new ForbiddenError(`team ${team.name} is limited to some advertisers; send JSON or form bodies so the gateway can check them`)
-      }
-      // The platform falls back to the parent account when a call names none, and ids of
-      // campaigns or creatives do not say whose they are: a scoped team must name its account.
-      if (accounts.length === 0) {
-        throw new ForbiddenError(`team ${team.name} is limited to some advertisers: name advertiserId or userId in the call`)
-      }
-      assertAccounts(team, accounts)
-    }
-    const decision = await ctx.rateLimiter.hit(team)
+  // Admission comes before any work on the caller's input (issue #5): the target is
+  // checked once, then the key, the read/write rule and the rate limit; bodies are read after.
+  app.addHook('onRequest', async (request, reply) => {
+    const target = checkTarget(request.url, limits.params)
+    if (isTokenPath(target.path, blockedPaths)) throw new NotFoundError()
+    const team = ctx.teams.authenticate(request)
+    request.team = team
+    assertMayCall(team, request.method, target.path)
+    const decision = ctx.rateLimiter.hit(team)
     if (!decision.allowed) {
       ctx.metrics.rateLimited.inc({ team: team.name })
       reply.header('retry-after', String(decision.retryAfterSec))
       throw new RateLimitedError(decision.retryAfterSec)
     }
+    if (hasBody(request)) {
+      if (team.advertisers !== null && BODYLESS.has(request.method)) {
+        throw new BadRequestError(`body: a ${request.method} call of team ${team.name} carries no body (the platform reads its account from the query)`)
+      }
+      // Only unscoped writers may stream bodies the gateway does not parse (uploads).
+      if (team.advertisers !== null || !team.write) assertPlainBodyType(request.headers)
+    }
+    request.call = { target, body: null, campaignOwners: new Map(), platformToken: null }
+  })
+
+  app.addHook('preHandler', async (request) => {
+    const team = request.team
+    const call = request.call
+    if (!team || !call) throw new NotFoundError()
     const provider = ctx.tokens.get(team.credential)
-    request.platformToken = provider.usable() ? provider.current() : null
-    if (!request.platformToken) throw new PlatformAuthError(`credential ${provider.name} has no usable token`)
+    if (team.advertisers !== null) {
+      const named = namedInCall(request.method, call.target, call.body, campaignPaths)
+      assertAccounts(team, named.accounts)
+      // The platform falls back to the parent account when a call names none where it
+      // reads it (`{}` or no body on campaign/get): a scoped team must name its account.
+      if (!named.placed) {
+        throw new ForbiddenError(
+          `team ${team.name} is limited to some advertisers: name advertiserId or userId ${BODYLESS.has(request.method) ? 'in the query' : 'in the body'}`,
+        )
+      }
+      if (named.campaigns.length > 0) {
+        const ids = [...new Set(named.campaigns)]
+        call.campaignOwners = await ctx.campaignOwners.ownersAmong(provider, team.advertisers, ids)
+        const foreign = ids.find((id) => !call.campaignOwners.has(id))
+        if (foreign !== undefined) throw new ForbiddenError(`team ${team.name} may not use campaign ${foreign}`)
+      }
+    }
+    call.platformToken = provider.usable() ? provider.current() : null
+    if (!call.platformToken) throw new PlatformAuthError(`credential ${provider.name} has no usable token`)
   })
 
   await app.register(reportRoutes, { ctx })
@@ -112,6 +139,9 @@ export async function apiRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayCon
     http2: false,
     replyOptions: {
       timeout: config.platform.timeoutMs,
+      // The only retry is the 401 one below; reply-from would resend a GET on 503 ten times.
+      retryDelay: () => null,
+      queryString: (_search: string, _url: string, request: FastifyRequest) => request.call?.target.search ?? '',
       getUpstream: (request: FastifyRequest) => upstreamFor(ctx, request) ?? defaultBase,
       rewriteRequestHeaders: (request: FastifyRequest, headers: Record<string, unknown>) => platformHeaders(request, headers),
       rewriteHeaders: callerHeaders,
@@ -126,9 +156,9 @@ export async function apiRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayCon
         )
       },
     },
-    // Forward the exact bytes the caller sent rather than a re-serialization.
-    handler: (request: FastifyRequest, reply: FastifyReply, dest: string, options: Record<string, unknown>) =>
-      reply.from(dest, request.rawBody ? { ...options, body: request.rawBody, contentType: String(request.headers['content-type']) } : options),
+    // The platform receives what the gateway checked: its path, query and body serialization.
+    handler: (request: FastifyRequest, reply: FastifyReply, _dest: string, options: Record<string, unknown>) =>
+      reply.from(request.call?.target.path, { ...options, ...checkedBody(request) }),
   } as never)
 }
 
@@ -138,10 +168,16 @@ function upstreamFor(ctx: GatewayContext, request: FastifyRequest): string | nul
 }
 
 export function platformHeaders(request: FastifyRequest, headers: Record<string, unknown>): Record<string, unknown> {
-  for (const name of CALLER_CREDENTIAL_HEADERS) delete headers[name]
-  headers.authorization = `Bearer ${request.platformToken?.token ?? ''}`
-  headers['x-request-id'] = request.id
-  return headers
+  const out: Record<string, unknown> = {}
+  for (const name of FORWARDED_HEADERS) if (headers[name] !== undefined) out[name] = headers[name]
+  out.authorization = `Bearer ${request.call?.platformToken?.token ?? ''}`
+  out['x-request-id'] = request.id
+  return out
+}
+
+function checkedBody(request: FastifyRequest): { body?: string; contentType?: string } {
+  const body = request.call?.body
+  return body ? { body: body.text, contentType: body.contentType } : {}
 }
 
 /** The platform's response headers as the caller gets them: no session cookie, no hop-by-hop headers. */
@@ -182,24 +218,27 @@ async function onPlatformResponse(
     sendUpstreamFailure(reply, res)
     return
   }
-  if (res.statusCode !== 401 || !request.team || !request.platformToken) {
+  const call = request.call
+  if (res.statusCode !== 401 || !request.team || !call?.platformToken) {
     reply.send(res.stream)
     return
   }
   const provider: TokenProvider = ctx.tokens.get(request.team.credential)
-  const usedToken = request.platformToken.token
+  const usedToken = call.platformToken.token
   res.stream.resume()
   const renewed = await provider.recover(usedToken)
-  const retriable = isRead(request.method, pathOf(request.url)) && (request.rawBody !== null || !hasBody(request))
+  const retriable = isRead(request.method, call.target.path) && (call.body !== null || !hasBody(request))
   if (renewed && retriable) {
-    request.platformToken = renewed
-    const url = pathOf(request.url)
+    call.platformToken = renewed
+    const url = call.target.path
     // The retry's own onResponse never retries again.
     const replyOpts = {
       rewriteRequestHeaders: platformHeaders,
       rewriteHeaders: callerHeaders,
       getUpstream: () => upstreamFor(ctx, request) ?? ctx.config.platform.baseUrl ?? '',
       timeout: ctx.config.platform.timeoutMs,
+      retryDelay: () => null,
+      queryString: () => call.target.search,
       onResponse: (req: FastifyRequest, rep: FastifyReply, second: { statusCode: number; stream: NodeJS.ReadableStream }) => {
         if (second.statusCode === 401) {
           second.stream.resume()
@@ -214,7 +253,7 @@ async function onPlatformResponse(
         }
         rep.send(second.stream)
       },
-      ...(request.rawBody ? { body: request.rawBody, contentType: String(request.headers['content-type']) } : {}),
+      ...checkedBody(request),
     }
     reply.from(url, replyOpts as never)
     return

@@ -12,10 +12,6 @@ export function hashApiKey(key: string): string {
   return `sha256:${createHash('sha256').update(key, 'utf8').digest('hex')}`
 }
 
-export function fingerprint(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex').slice(0, 12)
-}
-
 /** The key a caller presents: `x-api-key`, else `authorization: Bearer`. */
 export function presentedKey(headers: Record<string, string | string[] | undefined>): string | null {
   const apiKey = headers['x-api-key']

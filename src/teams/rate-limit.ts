@@ -6,49 +6,111 @@ export interface RateDecision {
   retryAfterSec: number
 }
 
-// Fixed windows: cheap (one INCR), shared across replicas through Redis, and exact
-// enough for a team budget. Without Redis, or while it is down, each replica counts
-// on its own.
-export class RateLimiter {
-  readonly #local = new Map<string, { window: number; count: number }>()
-  readonly #redis: RedisClient | null
-  readonly #breaker: RedisBreaker | null
-  readonly #prefix: string
-  readonly #now: () => number
+/** Default sync interval of the team counters with Redis. */
+export const DEFAULT_RATE_SYNC_MS = 500
 
-  constructor(opts: { redis: RedisClient | null; breaker: RedisBreaker | null; prefix: string; now?: () => number }) {
-    this.#redis = opts.redis
-    this.#breaker = opts.breaker
-    this.#prefix = opts.prefix
+interface Window {
+  team: TeamConfig
+  /** Fixed-window number: floor(now / windowMs). */
+  window: number
+  /** The count across replicas as of the last sync, this replica's synced hits included. */
+  shared: number
+  /** This replica's hits since the last sync. */
+  pending: number
+}
+
+export interface RateLimiterOptions {
+  redis: RedisClient | null
+  breaker: RedisBreaker | null
+  prefix: string
+  syncMs?: number
+  now?: () => number
+}
+
+/**
+ * Fixed windows per team, shared across replicas without a Redis round trip per request
+ * (issue #6): each replica counts locally and adds its count to the team's Redis counter
+ * every `syncMs`, reading back everyone's total (as Kong's `sync_rate` and APISIX's
+ * delayed sync do). A team can exceed its limit by at most what all replicas admit in
+ * one sync interval, since each replica learns the others' hits only at its next sync.
+ * Without Redis, or while it is down, each replica counts on its own.
+ */
+export class RateLimiter {
+  readonly #windows = new Map<string, Window>()
+  readonly #o: RateLimiterOptions
+  readonly #now: () => number
+  #timer: NodeJS.Timeout | null = null
+  #syncing: Promise<void> | null = null
+
+  constructor(opts: RateLimiterOptions) {
+    this.#o = opts
     this.#now = opts.now ?? Date.now
   }
 
-  async hit(team: TeamConfig): Promise<RateDecision> {
+  start(): void {
+    if (!this.#o.redis || this.#timer) return
+    this.#timer = setInterval(() => void this.sync(), this.#o.syncMs ?? DEFAULT_RATE_SYNC_MS)
+    this.#timer.unref()
+  }
+
+  /** Stops syncing after one last sync, so this replica's hits are not lost to the others. */
+  async close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer)
+    this.#timer = null
+    await this.sync()
+  }
+
+  hit(team: TeamConfig): RateDecision {
     const limit = team.rateLimit
     if (!limit) return { allowed: true, retryAfterSec: 0 }
     const now = this.#now()
     const window = Math.floor(now / limit.windowMs)
-    const retryAfterSec = Math.max(1, Math.ceil(((window + 1) * limit.windowMs - now) / 1000))
-    let count: number | null = null
-    if (this.#redis && this.#breaker) {
-      const key = `${this.#prefix}rl:${team.name}:${window}`
-      const redis = this.#redis
-      count = await this.#breaker.run(async () => {
-        const [[, n]] = (await redis.multi().incr(key).pexpire(key, limit.windowMs + 1000).exec()) as [[unknown, number]]
-        return n
-      }, null)
+    let state = this.#windows.get(team.name)
+    if (!state || state.window !== window) {
+      state = { team, window, shared: 0, pending: 0 }
+      this.#windows.set(team.name, state)
     }
-    count ??= this.#countLocally(team.name, window)
-    return { allowed: count <= limit.max, retryAfterSec }
+    const allowed = state.shared + state.pending < limit.max
+    // Refused calls are not counted: a team hammering past its limit does not push its
+    // next window's start further away.
+    if (allowed) state.pending += 1
+    return { allowed, retryAfterSec: Math.max(1, Math.ceil(((window + 1) * limit.windowMs - now) / 1000)) }
   }
 
-  #countLocally(team: string, window: number): number {
-    const entry = this.#local.get(team)
-    if (!entry || entry.window !== window) {
-      this.#local.set(team, { window, count: 1 })
-      return 1
+  /** Adds every team's pending hits to Redis in one round trip and reads the totals back. */
+  sync(): Promise<void> {
+    this.#syncing ??= this.#sync().finally(() => {
+      this.#syncing = null
+    })
+    return this.#syncing
+  }
+
+  async #sync(): Promise<void> {
+    const { redis, breaker, prefix } = this.#o
+    if (!redis || !breaker) return
+    const now = this.#now()
+    const active = [...this.#windows.values()].filter((w) => {
+      const current = w.team.rateLimit && Math.floor(now / w.team.rateLimit.windowMs) === w.window
+      if (!current) this.#windows.delete(w.team.name)
+      return current
+    })
+    if (active.length === 0) return
+    const sent = active.map((w) => w.pending)
+    const results = await breaker.run(async () => {
+      const batch = redis.multi()
+      for (const [i, w] of active.entries()) {
+        // One hash slot for every counter, so that one MULTI carries them on a Cluster too.
+        const key = `${prefix}{rl}:${w.team.name}:${w.window}`
+        batch.incrby(key, sent[i] as number).pexpire(key, (w.team.rateLimit?.windowMs ?? 0) + 1000)
+      }
+      return (await batch.exec()) ?? null
+    }, null)
+    if (!results) return
+    for (const [i, w] of active.entries()) {
+      const [err, total] = results[i * 2] as [Error | null, number]
+      if (err) continue
+      w.pending -= sent[i] as number
+      w.shared = total
     }
-    entry.count += 1
-    return entry.count
   }
 }

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
-import { fingerprint, hashApiKey } from '../../src/teams/api-keys.js'
+import { fingerprint } from '../../src/fingerprint.js'
+import { hashApiKey } from '../../src/teams/api-keys.js'
 import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 
 // Issue 4, the admin calls on the platform token (contract, "Admin listener"): GET, PUT

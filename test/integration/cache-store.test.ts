@@ -82,7 +82,7 @@ function entryAt(now: number, opts: { body?: Buffer; advertiserId?: number | nul
     freshUntil: now + 60_000,
     staleUntil: now + 90_000,
     errorUntil: now + (opts.errorInMs ?? 600_000),
-    advertiserId: opts.advertiserId === undefined ? 101 : opts.advertiserId,
+    advertiserIds: opts.advertiserId === undefined ? [101] : opts.advertiserId === null ? [] : [opts.advertiserId],
   }
 }
 

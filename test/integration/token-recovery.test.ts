@@ -2,7 +2,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
-import { fingerprint } from '../../src/teams/api-keys.js'
+import { fingerprint } from '../../src/fingerprint.js'
 import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 
 // Issue 4, recovery: when the platform answers 401, a password-login credential logs

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
-import { fingerprint } from '../../src/teams/api-keys.js'
+import { fingerprint } from '../../src/fingerprint.js'
 import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
-import { fingerprint } from '../../src/teams/api-keys.js'
+import { fingerprint } from '../../src/fingerprint.js'
 import { DEFAULT_TOKEN_LIFETIME_MS, jwtExpiry } from '../../src/platform/token-expiry.js'
 import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 

@@ -13,14 +13,14 @@ function entry(overrides: Partial<CacheEntry> = {}): CacheEntry {
     freshUntil: 1_767_225_900_000,
     staleUntil: 1_767_225_960_000,
     errorUntil: 1_767_312_300_000,
-    advertiserId: 101,
+    advertiserIds: [101],
     ...overrides,
   }
 }
 
 function meta(): Record<string, unknown> {
   const { gzip: _gzip, identity: _identity, ...rest } = entry()
-  return { v: 1, ...rest }
+  return { v: 2, ...rest }
 }
 
 /** The Redis value layout: 4-byte big-endian header length, JSON header, gzip bytes. */
@@ -56,23 +56,25 @@ describe('encodeEntry / decodeEntry', () => {
     expect(decoded).toEqual({ ...entry(), gzip: Buffer.from([1, 2, 3]), identity: null })
   })
 
-  it('keeps a null advertiser, an empty body and a non-ASCII content type', () => {
-    const e = entry({ advertiserId: null, gzip: Buffer.alloc(0), identity: null, contentType: 'application/json; charset="ü"' })
+  it('keeps no advertiser, several advertisers, an empty body and a non-ASCII content type', () => {
+    const e = entry({ advertiserIds: [], gzip: Buffer.alloc(0), identity: null, contentType: 'application/json; charset="ü"' })
     expect(decodeEntry(encodeEntry(e))).toEqual(e)
+    const several = entry({ advertiserIds: [101, 103], identity: null })
+    expect(decodeEntry(encodeEntry(several))).toEqual(several)
   })
 
   it.each([
     ['an empty buffer', Buffer.alloc(0)],
     ['fewer than 4 bytes', Buffer.from([0, 0, 1])],
     ['a header length beyond the buffer', (() => {
-      const b = frame({ v: 1 })
+      const b = frame({ v: 2 })
       b.writeUInt32BE(b.length, 0)
       return b
     })()],
     ['a header that is not JSON', frame('{not json', Buffer.from('x'))],
-    ['another format version', frame({ ...meta(), v: 2 }, Buffer.from('x'))],
+    ['another format version', frame({ ...meta(), v: 3 }, Buffer.from('x'))],
     ['JSON that is not an object', frame('null')],
-    ['a header without the lifetimes', frame({ v: 1, contentType: 'application/json', advertiserId: 101 }, Buffer.from('x'))],
+    ['a header without the lifetimes', frame({ v: 2, contentType: 'application/json', advertiserIds: [101] }, Buffer.from('x'))],
     ['a lifetime that is not a number', frame({ ...meta(), errorUntil: '1767312300000' }, Buffer.from('x'))],
   ])('answers null for %s', (_name, buf) => {
     expect(decodeEntry(buf)).toBeNull()

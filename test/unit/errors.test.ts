@@ -19,11 +19,13 @@ const CONTRACT_STATUS: Record<string, number[]> = {
   GW_PLATFORM_AUTH: [502],
   GW_UPSTREAM: [502],
   GW_UPSTREAM_TIMEOUT: [504],
+  GW_BAD_REQUEST: [400],
+  GW_PAYLOAD_TOO_LARGE: [413],
 }
 
 /** One instance of each error, with a made-up argument for its message. */
 function make(Err: AnyErrorClass): Error & { code: string; statusCode: number } {
-  return new Err(Err.name === 'RateLimitedError' ? 42 : 'detail-x')
+  return new Err(Err.name === 'RateLimitedError' || Err.name === 'PayloadTooLargeError' ? 42 : 'detail-x')
 }
 
 describe('the error catalogue (src/errors.ts)', () => {

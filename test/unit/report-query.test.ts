@@ -269,6 +269,8 @@ describe('one report, several spellings', () => {
       method: 'GET',
       path: PATH,
       advertiserId: 7,
+      campaignIds: [],
+      advertiserIds: [7],
       dateFrom: '2026-01-01',
       dateTo: '2026-01-30',
       query: 'advertiserId=7&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-30',

@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
+import type { Config } from '../config.js'
+import { UpstreamError } from '../errors.js'
+import type { PlatformClient } from '../platform/platform-client.js'
+import type { TokenProvider } from '../platform/token-provider.js'
+import type { RedisBreaker, RedisClient } from '../redis.js'
+import { SingleFlight } from '../cache/single-flight.js'
+
+/** The x-request-id prefix of the gateway's own lookups, so platform logs tell them apart. */
+export const OWNERSHIP_REQUEST_PREFIX = 'ownership-'
+// Advertisers whose lists one replica keeps in memory.
+const LISTS_IN_MEMORY = 10_000
+
+interface CampaignList {
+  ids: ReadonlySet<number>
+  fetchedAt: number
+}
+
+export interface CampaignOwnersDeps {
+  config: Config
+  client: PlatformClient
+  redis: RedisClient | null
+  breaker: RedisBreaker | null
+  now?: () => number
+}
+
+/**
+ * Which advertiser owns a campaign (issue #5): a campaign id does not say whose it is,
+ * and a parent token reads every child's campaigns by id. Learned from the platform's
+ * campaign list, one advertiser at a time, kept in memory and in Redis for `ttl`.
+ */
+export class CampaignOwners {
+  readonly #d: CampaignOwnersDeps
+  readonly #lists: LRUCache<string, CampaignList>
+  readonly #loads = new SingleFlight<CampaignList>()
+  readonly #now: () => number
+
+  constructor(deps: CampaignOwnersDeps) {
+    this.#d = deps
+    this.#now = deps.now ?? Date.now
+    this.#lists = new LRUCache({ max: LISTS_IN_MEMORY })
+  }
+
+  /**
+   * The owner, among `advertisers`, of each campaign id; ids none of them owns are
+   * missing from the map. An id not found reloads the lists once (a campaign created
+   * since), no more often than `refreshMinInterval` per advertiser.
+   */
+  async ownersAmong(provider: TokenProvider, advertisers: Iterable<number>, ids: readonly number[]): Promise<Map<number, number>> {
+    const candidates = [...advertisers]
+    const owners = new Map<number, number>()
+    if (ids.length === 0 || candidates.length === 0) return owners
+    const lists = await Promise.all(candidates.map((a) => this.#list(provider, a, false)))
+    this.#match(candidates, lists, ids, owners)
+    if (owners.size === ids.length) return owners
+    const reloaded = await Promise.all(candidates.map((a) => this.#list(provider, a, true)))
+    this.#match(candidates, reloaded, ids, owners)
+    return owners
+  }
+
+  #match(candidates: number[], lists: CampaignList[], ids: readonly number[], owners: Map<number, number>): void {
+    for (const id of ids) {
+      const at = lists.findIndex((list) => list.ids.has(id))
+      if (at !== -1) owners.set(id, candidates[at] as number)
+    }
+  }
+
+  async #list(provider: TokenProvider, advertiser: number, reload: boolean): Promise<CampaignList> {
+    const { ttlMs, refreshMinIntervalMs } = this.#d.config.ownership
+    const key = `${provider.name}:${advertiser}`
+    const now = this.#now()
+    const known = this.#lists.get(key)
+    if (known && now - known.fetchedAt < (reload ? refreshMinIntervalMs : ttlMs)) return known
+    return this.#loads.run(`${key}:${reload ? 'reload' : 'read'}`, async () => {
+      const shared = reload ? null : await this.#readShared(key)
+      if (shared && this.#now() - shared.fetchedAt < ttlMs) {
+        this.#lists.set(key, shared)
+        return shared
+      }
+      const list = { ids: await this.#fetch(provider, advertiser), fetchedAt: this.#now() }
+      this.#lists.set(key, list)
+      await this.#writeShared(key, list)
+      return list
+    })
+  }
+
+  async #fetch(provider: TokenProvider, advertiser: number): Promise<Set<number>> {
+    const { listPath, perPage, maxPages, fields } = this.#d.config.ownership
+    const baseUrl = provider.credential.baseUrl ?? this.#d.config.platform.baseUrl ?? ''
+    const ids = new Set<number>()
+    for (let page = 1, last = 1; page <= last; page++) {
+      const reply = await this.#d.client.json(provider, baseUrl, {
+        method: 'POST',
+        url: `${listPath}?per_page=${perPage}&page=${page}`,
+        body: JSON.stringify({ userId: advertiser }),
+        requestId: `${OWNERSHIP_REQUEST_PREFIX}${randomUUID()}`,
+      })
+      // An account outside the credential's tree owns nothing the gateway could let through.
+      if (reply.status === 403 || reply.status === 404) return ids
+      if (reply.status !== 200) throw new UpstreamError(`campaign list of advertiser ${advertiser}: status ${reply.status}`)
+      const rows = at(reply.json, fields.data)
+      if (!Array.isArray(rows)) throw new UpstreamError(`campaign list of advertiser ${advertiser}: no ${fields.data} array in the reply`)
+      for (const row of rows) {
+        const id = at(row, fields.id)
+        const owner = at(row, fields.userId)
+        // A row another account owns (should the platform list children too) is not this advertiser's.
+        if (owner !== undefined && Number(owner) !== advertiser) continue
+        if (typeof id === 'number' && Number.isSafeInteger(id)) ids.add(id)
+        else if (typeof id === 'string' && /^\d{1,15}$/.test(id)) ids.add(Number(id))
+      }
+      const lastPage = Number(at(reply.json, fields.lastPage) ?? 1)
+      last = Number.isSafeInteger(lastPage) && lastPage >= 1 ? lastPage : 1
+      if (last > maxPages) throw new UpstreamError(`campaign list of advertiser ${advertiser} has more than ${maxPages} pages`)
+    }
+    return ids
+  }
+
+  async #readShared(key: string): Promise<CampaignList | null> {
+    const { redis, breaker } = this.#d
+    if (!redis || !breaker) return null
+    const text = await breaker.run(() => redis.get(this.#redisKey(key)), null)
+    if (!text) return null
+    try {
+      const stored = JSON.parse(text) as { ids: number[]; fetchedAt: number }
+      return { ids: new Set(stored.ids), fetchedAt: stored.fetchedAt }
+    } catch {
+      return null
+    }
+  }
+
+  async #writeShared(key: string, list: CampaignList): Promise<void> {
+    const { redis, breaker, config } = this.#d
+    if (!redis || !breaker) return
+    const text = JSON.stringify({ ids: [...list.ids], fetchedAt: list.fetchedAt })
+    await breaker.run(() => redis.set(this.#redisKey(key), text, 'PX', config.ownership.ttlMs), null)
+  }
+
+  #redisKey(key: string): string {
+    return `${this.#d.config.redis.keyPrefix}owners:${key}`
+  }
+}
+
+/** The value at a dot path (`meta.last_page`) of a JSON value. */
+function at(value: unknown, path: string): unknown {
+  let current = value
+  for (const part of path.split('.')) {
+    if (typeof current !== 'object' || current === null) return undefined
+    current = (current as Record<string, unknown>)[part]
+  }
+  return current
+}

@@ -1,0 +1,117 @@
+import { connect } from 'node:net'
+import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
+import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from './build-gateway.js'
+
+/** A sandbox, and a gateway in front of it listening on a loopback port. */
+export interface SandboxGateway {
+  sandbox: Sandbox
+  gw: TestGateway
+  /** http://127.0.0.1:<port> of the gateway's proxy listener. */
+  url: string
+  port: number
+  /** Requests the sandbox received, less the gateway's own campaign-ownership lookups. */
+  callerRequests(): SandboxRequestRecord[]
+  close(): Promise<void>
+}
+
+export interface SandboxGatewayOptions {
+  /** Teams and other config file content; default TEAMS_YAML. */
+  yaml?: string
+  /** Extra environment on top of PLATFORM_BASE_URL and PLATFORM_TOKEN. */
+  env?: Record<string, string>
+}
+
+/** The x-request-id prefix of the gateway's own ownership lookups (see teams/campaign-owners.ts). */
+export const OWNERSHIP_REQUEST_PREFIX = 'ownership-'
+
+export async function startSandboxGateway(opts: SandboxGatewayOptions = {}): Promise<SandboxGateway> {
+  const sandbox = await startSandbox()
+  const gw = await buildGateway(
+    testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...opts.env }, opts.yaml ?? TEAMS_YAML),
+  )
+  await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = gw.proxy.server.address() as { port: number }
+  return {
+    sandbox,
+    gw,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    callerRequests: () =>
+      sandbox.requests.filter((r) => !String(r.headers['x-request-id'] ?? '').startsWith(OWNERSHIP_REQUEST_PREFIX)),
+    async close() {
+      await gw.close()
+      await sandbox.close()
+    },
+  }
+}
+
+export interface RawResponse {
+  status: number
+  headers: Record<string, string>
+  body: string
+  /** Everything the socket received, status line included. */
+  text: string
+}
+
+/**
+ * Sends bytes as they are over a socket: no client-side normalization of the target
+ * (fragments, control characters), and any header or body spelling. The request must
+ * ask for `Connection: close` (rawHttp adds it when absent).
+ */
+export function rawRequest(port: number, bytes: string | Buffer, timeoutMs = 5000): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    const chunks: Buffer[] = []
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+    socket.on('error', reject)
+    socket.setTimeout(timeoutMs, () => socket.destroy())
+    socket.on('close', () => resolve(parseRaw(Buffer.concat(chunks).toString('latin1'))))
+    socket.write(bytes)
+  })
+}
+
+/** A whole HTTP/1.1 request from its parts; `x-api-key` from `key` unless null. */
+export function rawHttp(
+  method: string,
+  target: string,
+  opts: { key?: string | null; headers?: Record<string, string>; body?: string | Buffer } = {},
+): Buffer {
+  const key = opts.key === undefined ? KEYS.all : opts.key
+  const headers: Record<string, string> = { host: '127.0.0.1', connection: 'close', ...(opts.headers ?? {}) }
+  if (key !== null) headers['x-api-key'] = key
+  const body = opts.body === undefined ? Buffer.alloc(0) : Buffer.from(opts.body)
+  if (opts.body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length' || h.toLowerCase() === 'transfer-encoding')) {
+    headers['content-length'] = String(body.length)
+  }
+  const head = `${method} ${target} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`
+  return Buffer.concat([Buffer.from(head, 'latin1'), body])
+}
+
+function parseRaw(text: string): RawResponse {
+  const end = text.indexOf('\r\n\r\n')
+  const head = end === -1 ? text : text.slice(0, end)
+  const [statusLine = '', ...lines] = head.split('\r\n')
+  const headers: Record<string, string> = {}
+  for (const line of lines) {
+    const colon = line.indexOf(':')
+    if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
+  }
+  let body = end === -1 ? '' : text.slice(end + 4)
+  if (headers['transfer-encoding'] === 'chunked') body = dechunk(body)
+  return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(statusLine)?.[1] ?? 0), headers, body, text }
+}
+
+function dechunk(body: string): string {
+  let out = ''
+  let rest = body
+  for (;;) {
+    const eol = rest.indexOf('\r\n')
+    if (eol === -1) return out
+    const size = parseInt(rest.slice(0, eol), 16)
+    if (!size) return out
+    out += rest.slice(eol + 2, eol + 2 + size)
+    rest = rest.slice(eol + 2 + size + 2)
+  }
+}
+
+export { KEYS, TEAMS_YAML }

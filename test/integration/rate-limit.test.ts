@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import type { TeamConfig } from '../../src/config.js'
+import { RedisBreaker } from '../../src/redis.js'
+import { RateLimiter } from '../../src/teams/rate-limit.js'
+import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+
+// Issue #6: team limits shared across replicas without a Redis round trip per request.
+
+const { available, notice } = redisAvailability()
+if (notice) console.warn(notice)
+const silent = pino({ level: 'silent' })
+
+function team(name: string, max: number): TeamConfig {
+  return { name, keyHashes: [], advertisers: null, write: false, credential: 'default', rateLimit: { max, windowMs: 60_000 } }
+}
+
+function admitted(limiter: RateLimiter, t: TeamConfig, n: number): number {
+  let allowed = 0
+  for (let i = 0; i < n; i++) if (limiter.hit(t).allowed) allowed++
+  return allowed
+}
+
+describe('RateLimiter without Redis', () => {
+  it('admits exactly max per window and tells when the window ends', () => {
+    let now = 120_000 + 15_000
+    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:', now: () => now })
+    const t = team('solo', 5)
+    expect(admitted(limiter, t, 8)).toBe(5)
+    expect(limiter.hit(t)).toEqual({ allowed: false, retryAfterSec: 45 })
+    now += 45_000
+    expect(admitted(limiter, t, 8)).toBe(5)
+  })
+
+  it('never limits a team without a rate limit', () => {
+    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:' })
+    expect(admitted(limiter, { ...team('free', 1), rateLimit: null }, 100)).toBe(100)
+  })
+})
+
+describe.skipIf(!available)('RateLimiter shared through Redis', () => {
+  let server: RedisServer
+  const clients: Redis[] = []
+
+  beforeAll(async () => {
+    server = await startRedis()
+  })
+  afterAll(async () => {
+    for (const c of clients) c.disconnect()
+    await server?.close()
+  })
+
+  async function replica(prefix: string, url = server.url): Promise<RateLimiter> {
+    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 200, retryStrategy: () => null })
+    redis.on('error', () => undefined)
+    clients.push(redis)
+    await redis.connect().catch(() => undefined)
+    return new RateLimiter({ redis, breaker: new RedisBreaker({ cooldownMs: 60_000, log: silent }), prefix, syncMs: 60_000 })
+  }
+
+  it('shares one budget between two replicas after a sync, overshooting by at most one interval of traffic', async () => {
+    const [a, b] = [await replica('share:'), await replica('share:')]
+    const t = team('growth', 10)
+    await a.sync()
+    // Before any sync each replica only knows its own hits: the bound of the design.
+    expect(admitted(a, t, 6)).toBe(6)
+    expect(admitted(b, t, 6)).toBe(6)
+    await a.sync()
+    await b.sync()
+    // b synced last and knows both replicas' hits; a learns b's at its next sync.
+    expect(admitted(b, t, 5)).toBe(0)
+    await a.sync()
+    expect(admitted(a, t, 5)).toBe(0)
+    const key = (await clients[0]!.keys('share:*'))[0] as string
+    expect(key).toMatch(/^share:\{rl\}:growth:\d+$/)
+    expect(await clients[0]!.get(key)).toBe('12')
+    await a.close()
+    await b.close()
+  })
+
+  it('adds hits made while a sync is in flight to the next one', async () => {
+    const a = await replica('flight:')
+    const t = team('t', 100)
+    admitted(a, t, 3)
+    const syncing = a.sync()
+    admitted(a, t, 2)
+    await syncing
+    await a.sync()
+    expect(await clients.at(-1)!.get((await clients.at(-1)!.keys('flight:*'))[0] as string)).toBe('5')
+    await a.close()
+  })
+
+  it('counts locally while Redis is unreachable', async () => {
+    const gone = await replica('gone:', 'redis://127.0.0.1:1')
+    const t = team('t', 4)
+    await gone.sync()
+    expect(admitted(gone, t, 10)).toBe(4)
+    await gone.sync()
+    expect(admitted(gone, t, 10)).toBe(0)
+    await gone.close()
+  })
+})

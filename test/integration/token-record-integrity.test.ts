@@ -1,0 +1,259 @@
+import { createCipheriv, createHash, randomBytes } from 'node:crypto'
+import { Redis } from 'ioredis'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
+import { fingerprint } from '../../src/fingerprint.js'
+import { hashApiKey } from '../../src/teams/api-keys.js'
+import { TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+
+// Security issue #5, item 7: the fields next to the ciphertext of a stored token record
+// (version, fingerprint, base, times) and the key it is stored under are authenticated
+// with the token (AES-GCM associated data). Someone with write access to Redis but
+// without GATEWAY_SECRET writes records directly here, as that attacker would: an altered
+// record, one moved to another credential's key, or a replay of an old one must never
+// become the token of a replica, nor stop the next genuine rotation from being shared.
+
+const ADMIN_TOKEN = 'integrity-admin-token-0123456789abcdef'
+const GATEWAY_SECRET = 'integrity-gateway-secret-0123456789'
+const DEFAULT_KEY = 'rgw:token:default'
+const PARTNER_KEY = 'rgw:token:partner'
+const CHANNEL = 'rgw:bus:token'
+const PARTNER_TEAM_KEY = 'rgw_test_partner_key_444444444444444444444444'
+const CREDENTIALS_YAML = `${TEAMS_YAML}
+  partner-team:
+    keys: ["${hashApiKey(PARTNER_TEAM_KEY)}"]
+    advertisers: ["*"]
+    credential: partner
+credentials:
+  partner: {}
+`
+
+type StoredRecord = Record<string, unknown> & { version: number }
+
+const redisCheck = redisAvailability()
+if (redisCheck.notice) console.warn(redisCheck.notice)
+
+describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', () => {
+  let sandbox: Sandbox
+  let redis: RedisServer
+  let client: Redis
+  const gateways: TestGateway[] = []
+  /** Every token a test used, checked against every log line at the end of it. */
+  const secrets: string[] = []
+
+  beforeAll(async () => {
+    sandbox = await startSandbox()
+    redis = await startRedis()
+    client = new Redis(redis.url, { maxRetriesPerRequest: 1 })
+  })
+
+  afterAll(async () => {
+    client.disconnect()
+    await redis.close()
+    await sandbox.close()
+  })
+
+  afterEach(async () => {
+    const open = gateways.splice(0)
+    const used = [...secrets.splice(0), ADMIN_TOKEN, GATEWAY_SECRET]
+    try {
+      // Checked before closing: an announcement still on its way when a gateway closes fails, and says so.
+      for (const gw of open) {
+        // A forged record must neither open the Redis circuit nor stop a write.
+        expect(gw.logs.text()).not.toMatch(/redis unavailable|could not be shared/)
+        for (const secret of used) expect(gw.logs.text()).not.toContain(secret)
+      }
+    } finally {
+      for (const gw of open) await gw.close()
+      await client.flushall()
+    }
+  })
+
+  function token(): string {
+    const t = sandbox.issueToken()
+    secrets.push(t)
+    return t
+  }
+
+  async function replica(env: Record<string, string>, yaml = TEAMS_YAML): Promise<TestGateway> {
+    const gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, GATEWAY_SECRET, ...env }, yaml))
+    gateways.push(gw)
+    return gw
+  }
+
+  function tokenOf(gw: TestGateway, credential = 'default'): string | undefined {
+    return gw.ctx.tokens.get(credential).current()?.token
+  }
+
+  function put(gw: TestGateway, t: string) {
+    return gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: t } })
+  }
+
+  async function stored(key = DEFAULT_KEY): Promise<StoredRecord | null> {
+    const raw = await client.get(key)
+    return raw ? (JSON.parse(raw) as StoredRecord) : null
+  }
+
+  /** The stored record once it holds the token with this fingerprint (at most 1 s). */
+  async function storedOnce(fp: string, key = DEFAULT_KEY): Promise<StoredRecord> {
+    for (let i = 0; i < 100; i++) {
+      const record = await stored(key)
+      if (record?.fingerprint === fp) return record
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    throw new Error(`the stored record never held ${fp}`)
+  }
+
+  /** What an attacker with Redis write access does: write the record, then announce it. */
+  async function forge(record: unknown, key = DEFAULT_KEY, credential = 'default'): Promise<void> {
+    await client.set(key, typeof record === 'string' ? record : JSON.stringify(record))
+    await client.publish(CHANNEL, JSON.stringify({ credential }))
+    await new Promise((r) => setTimeout(r, 300))
+  }
+
+  async function within(limitMs: number, check: () => boolean | Promise<boolean>): Promise<boolean> {
+    for (let i = 0; i < limitMs / 10; i++) {
+      if (await check()) return true
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    return false
+  }
+
+  function rejectedLines(gw: TestGateway): Record<string, unknown>[] {
+    return gw.logs.records().filter((r) => /cannot be decrypted/.test(String(r.msg)))
+  }
+
+  it('an old record with its version raised is ignored with one warn line, and the next rotation is still shared', async () => {
+    const first = token()
+    const a = await replica({ PLATFORM_TOKEN: first })
+    const b = await replica({ PLATFORM_TOKEN: first })
+    const old = await storedOnce(fingerprint(first))
+    const next = token()
+    expect((await put(a, next)).statusCode).toBe(200)
+    const current = await storedOnce(fingerprint(next))
+    expect(await within(1000, () => tokenOf(b) === next)).toBe(true)
+
+    await forge({ ...old, version: current.version + 1_000_000 })
+    expect([tokenOf(a), tokenOf(b)]).toEqual([next, next])
+    const lines = rejectedLines(b)
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatchObject({ level: 40, credential: 'default' })
+
+    // The forged version is higher than any genuine one: it must not keep the next rotation out.
+    const third = token()
+    expect((await put(a, third)).statusCode).toBe(200)
+    expect(await within(1000, () => tokenOf(b) === third), 'replica B never got the rotation made after the forgery').toBe(true)
+    expect(await storedOnce(fingerprint(third))).toMatchObject({ version: a.ctx.tokens.get('default').current()?.version })
+  })
+
+  it('a late replica ignores a record whose fingerprint was rewritten, keeps its own token and stores it', async () => {
+    const first = token()
+    const a = await replica({ PLATFORM_TOKEN: first })
+    const next = token()
+    expect((await put(a, next)).statusCode).toBe(200)
+    const record = await storedOnce(fingerprint(next))
+    await forge({ ...record, fingerprint: fingerprint('someone-else') })
+
+    const late = await replica({ PLATFORM_TOKEN: first })
+    expect(tokenOf(late)).toBe(first)
+    expect(rejectedLines(late)).toHaveLength(1)
+    expect(await storedOnce(fingerprint(first))).toMatchObject({ version: late.ctx.tokens.get('default').current()?.version })
+  })
+
+  it('a record whose base was rewritten to match a newly rolled-out token does not replace that token', async () => {
+    const first = token()
+    const a = await replica({ PLATFORM_TOKEN: first })
+    expect((await put(a, token())).statusCode).toBe(200)
+    const rolledOut = token()
+    const record = await stored()
+    // The attacker makes the old rotation look as if it had been made on top of the new configuration.
+    await forge({ ...record, base: `static:${fingerprint(rolledOut)}` })
+
+    const fresh = await replica({ PLATFORM_TOKEN: rolledOut })
+    expect(tokenOf(fresh)).toBe(rolledOut)
+    expect(rejectedLines(fresh)).toHaveLength(1)
+  })
+
+  it("one credential's record copied to another credential's key is ignored", async () => {
+    const env = { PLATFORM_TOKEN: token(), CREDENTIAL_PARTNER_TOKEN: token() }
+    const a = await replica(env, CREDENTIALS_YAML)
+    const b = await replica(env, CREDENTIALS_YAML)
+    const partnerToken = tokenOf(b, 'partner')
+    // A rotation of the default credential: its record carries a newer version than the partner's.
+    const next = token()
+    expect((await put(a, next)).statusCode).toBe(200)
+    const record = await storedOnce(fingerprint(next))
+    expect(record.version).toBeGreaterThan((await stored(PARTNER_KEY))?.version ?? Infinity)
+
+    await forge(record, PARTNER_KEY, 'partner')
+    expect(tokenOf(b, 'partner')).toBe(partnerToken)
+    expect(tokenOf(a, 'partner')).toBe(partnerToken)
+    expect(rejectedLines(b)).toEqual([expect.objectContaining({ level: 40, credential: 'partner' })])
+    const late = await replica(env, CREDENTIALS_YAML)
+    expect(tokenOf(late, 'partner')).toBe(partnerToken)
+  })
+
+  it('a replay of an old record with its own version does not replace the newer token, and the newer record is written back', async () => {
+    const first = token()
+    const a = await replica({ PLATFORM_TOKEN: first })
+    const b = await replica({ PLATFORM_TOKEN: first })
+    const old = await storedOnce(fingerprint(first))
+    const next = token()
+    expect((await put(a, next)).statusCode).toBe(200)
+    const current = await storedOnce(fingerprint(next))
+    expect(await within(1000, () => tokenOf(b) === next)).toBe(true)
+
+    await forge(old)
+    expect([tokenOf(a), tokenOf(b)]).toEqual([next, next])
+    // The replay is authentic, only stale: no warn line, but the replicas that hold the
+    // newer token put it back, so a replica that starts now does not take the old one.
+    expect(rejectedLines(b)).toEqual([])
+    expect(await within(1000, async () => (await stored())?.version === current.version), 'the newer record was not written back').toBe(true)
+    const late = await replica({ PLATFORM_TOKEN: first })
+    expect(tokenOf(late)).toBe(next)
+  })
+
+  it('garbage in the record (no JSON, a version that is not a number) neither opens the Redis circuit nor blocks a write', async () => {
+    const first = token()
+    const a = await replica({ PLATFORM_TOKEN: first })
+    const record = await storedOnce(fingerprint(first))
+    for (const garbage of ['not json', JSON.stringify(42), JSON.stringify({ ...record, version: 'soon' })]) {
+      await forge(garbage)
+      const next = token()
+      expect((await put(a, next)).statusCode).toBe(200)
+      expect(await storedOnce(fingerprint(next))).toMatchObject({ version: a.ctx.tokens.get('default').current()?.version })
+    }
+    expect(a.ctx.breaker?.state).toBe('closed')
+  })
+
+  it('a record of the previous format (no associated data) is treated as absent: the replica uses and stores its own token', async () => {
+    const previous = token()
+    const own = token()
+    // Format 1, as the code before this fix wrote it: only the token authenticated.
+    const key = createHash('sha256').update(`report-gateway token store\0${GATEWAY_SECRET}`).digest()
+    const iv = randomBytes(12)
+    const cipher = createCipheriv('aes-256-gcm', key, iv)
+    const data = Buffer.concat([cipher.update(previous, 'utf8'), cipher.final()])
+    const now = Date.now()
+    await client.set(
+      DEFAULT_KEY,
+      JSON.stringify({
+        v: 1,
+        iv: iv.toString('base64'),
+        tag: cipher.getAuthTag().toString('base64'),
+        data: data.toString('base64'),
+        version: now + 3_600_000,
+        base: `static:${fingerprint(own)}`,
+        fingerprint: fingerprint(previous),
+        obtainedAt: now,
+        expiresAt: now + 86_400_000,
+      }),
+    )
+
+    const gw = await replica({ PLATFORM_TOKEN: own })
+    expect(tokenOf(gw)).toBe(own)
+    expect(rejectedLines(gw)).toEqual([])
+    expect(await storedOnce(fingerprint(own))).toMatchObject({ v: 2, version: gw.ctx.tokens.get('default').current()?.version })
+  })
+})

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest'
+import { campaignPathPatterns, namedInCall } from '../../src/teams/account-scope.js'
+import { parseFormBody, parseJsonBody } from '../../src/routes/request-body.js'
+import { checkTarget } from '../../src/routes/request-target.js'
+
+// Issue #5: the accounts and campaigns a call names, and whether it names its account
+// where the platform reads it.
+
+const PATTERNS = campaignPathPatterns(['/api/v1/campaign/banner/delete/{id}', '/api/v1/campaign/{id}'])
+const LIMITS = { jsonDepth: 32, params: 256 }
+const json = (v: unknown) => parseJsonBody(Buffer.from(JSON.stringify(v)), LIMITS)
+
+function named(method: string, url: string, body: ReturnType<typeof json> | null = null) {
+  return namedInCall(method, checkTarget(url, 256), body, PATTERNS)
+}
+
+describe('namedInCall', () => {
+  it('reads a GET or DELETE account from the query only', () => {
+    expect(named('GET', '/api/v1/report/campaigns/get?advertiserId=101')).toMatchObject({ accounts: ['101'], placed: true })
+    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001?userId=101')).toEqual({ accounts: ['101'], campaigns: [101001], placed: true })
+    expect(named('DELETE', '/api/v1/campaign/banner/delete/101001').placed).toBe(false)
+  })
+
+  it('reads the account of a call with a body from the body', () => {
+    expect(named('POST', '/api/v1/campaign/get?userId=101', json({})).placed).toBe(false)
+    expect(named('POST', '/api/v1/campaign/get?userId=101', json(null)).placed).toBe(false)
+    expect(named('POST', '/api/v1/campaign/get?userId=101', null).placed).toBe(false)
+    expect(named('POST', '/api/v1/campaign/get', json({ userId: 101 }))).toMatchObject({ accounts: [101], placed: true })
+    expect(named('POST', '/api/v1/campaign/get', parseFormBody(Buffer.from('userId=102'), LIMITS))).toMatchObject({ accounts: ['102'], placed: true })
+  })
+
+  it('counts campaign ids in a body as naming their owners', () => {
+    const report = named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: [102001, '102002'], dateFrom: '2026-01-01' }))
+    expect(report).toEqual({ accounts: [], campaigns: [102001, 102002], placed: true })
+  })
+
+  it('finds accounts and campaign ids at any depth and in bracketed names', () => {
+    const call = named('POST', '/api/v1/x/get?campaignIds[]=5&advertiserId[0]=7', json({ a: [{ b: { userId: [1, 2], campaignId: 9 } }] }))
+    expect(call.accounts.sort()).toEqual([1, 2, '7'])
+    expect(call.campaigns.sort()).toEqual([5, 9])
+  })
+
+  it('takes the id of a listed campaign path, and refuses other all-digit segments', () => {
+    expect(named('GET', '/api/v1/campaign/101002?userId=101').campaigns).toEqual([101002])
+    expect(() => named('GET', '/api/v1/creative/55?userId=101')).toThrow(expect.objectContaining({ code: 'GW_FORBIDDEN' }))
+    expect(named('POST', '/api/v1/campaign/get', json({ userId: 1 })).campaigns).toEqual([])
+  })
+
+  it('refuses a campaign id that is not a positive integer', () => {
+    expect(() => named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: ['1 OR 1'] }))).toThrow(expect.objectContaining({ code: 'GW_BAD_REQUEST' }))
+  })
+})

@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest'
+import { assertPlainBodyType, maxDepth, parseFormBody, parseJsonBody } from '../../src/routes/request-body.js'
+
+// Issue #5: bodies are parsed, bounded and re-serialized by the gateway.
+
+const LIMITS = { jsonDepth: 32, params: 256 }
+const bad = expect.objectContaining({ code: 'GW_BAD_REQUEST', statusCode: 400 })
+
+describe('parseJsonBody', () => {
+  it('re-serializes what it parsed: whitespace, escapes and duplicate keys as the parse has them', () => {
+    const body = parseJsonBody(Buffer.from('{ "userId" :  101 , "name":"k\\u00e9y", "userId": 102 }'), LIMITS)
+    expect(body).toEqual({ kind: 'json', value: { userId: 102, name: 'kéy' }, text: '{"userId":102,"name":"kéy"}', contentType: 'application/json' })
+  })
+
+  it.each([
+    ['nesting past the limit', '['.repeat(33) + ']'.repeat(33)],
+    ['a 200k-deep array', '['.repeat(200_000) + ']'.repeat(200_000)],
+    ['invalid JSON', '{"userId":101'],
+    ['_method at the top', '{"_method":"DELETE","userId":101}'],
+  ])('refuses %s', (_name, text) => {
+    expect(() => parseJsonBody(Buffer.from(text), LIMITS)).toThrow(bad)
+  })
+
+  it('accepts nesting up to the limit, brackets inside strings not counted', () => {
+    expect(() => parseJsonBody(Buffer.from('['.repeat(32) + ']'.repeat(32)), LIMITS)).not.toThrow()
+    expect(() => parseJsonBody(Buffer.from(`{"s":"${'['.repeat(100)}\\"["}`), LIMITS)).not.toThrow()
+  })
+
+  it('refuses invalid UTF-8', () => {
+    expect(() => parseJsonBody(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]), LIMITS)).toThrow(bad)
+  })
+
+  it('counts object keys over the whole document, not array items', () => {
+    const many = JSON.stringify({ a: Array.from({ length: 200 }, (_, i) => ({ [`k${i}`]: i })) })
+    expect(() => parseJsonBody(Buffer.from(many), LIMITS)).not.toThrow()
+    const tooMany = JSON.stringify({ a: Array.from({ length: 256 }, (_, i) => ({ [`k${i}`]: i })) })
+    expect(() => parseJsonBody(Buffer.from(tooMany), LIMITS)).toThrow(bad)
+    expect(() => parseJsonBody(Buffer.from(JSON.stringify({ ids: Array.from({ length: 5000 }, (_, i) => i) })), LIMITS)).not.toThrow()
+  })
+})
+
+describe('parseFormBody', () => {
+  it('re-encodes the parameters it checked', () => {
+    expect(parseFormBody(Buffer.from('userId=101&name=a+b&x%5B%5D=1'), LIMITS)).toEqual({
+      kind: 'form',
+      params: [['userId', '101'], ['name', 'a b'], ['x[]', '1']],
+      text: 'userId=101&name=a%20b&x[]=1',
+      contentType: 'application/x-www-form-urlencoded',
+    })
+  })
+
+  it.each([
+    ['a leading space in a name', '%20userId=102'],
+    ['a NUL in a name', 'userId%00=102'],
+    ['_method', '_method=DELETE&userId=101'],
+    ['more than the parameter limit', Array.from({ length: 1001 }, (_, i) => `p${i}=1`).join('&') + '&userId=101'],
+  ])('refuses %s', (_name, text) => {
+    expect(() => parseFormBody(Buffer.from(text), LIMITS)).toThrow(bad)
+  })
+})
+
+describe('assertPlainBodyType', () => {
+  it.each(['application/json', 'application/x-www-form-urlencoded', 'application/json; charset=utf-8', 'Application/JSON;charset="UTF-8"'])('accepts %s', (type) => {
+    expect(() => assertPlainBodyType({ 'content-type': type })).not.toThrow()
+  })
+
+  it.each([
+    'application/x-www-form-urlencoded; x=/json',
+    'application/json; charset=latin1',
+    'application/vnd.api+json',
+    'text/plain',
+    'multipart/form-data; boundary=x',
+  ])('refuses %s', (type) => {
+    expect(() => assertPlainBodyType({ 'content-type': type })).toThrow(bad)
+  })
+
+  it('refuses a missing type and a content-encoding', () => {
+    expect(() => assertPlainBodyType({})).toThrow(bad)
+    expect(() => assertPlainBodyType({ 'content-type': 'application/json', 'content-encoding': 'gzip' })).toThrow(bad)
+  })
+})
+
+describe('maxDepth', () => {
+  it('skips brackets in strings, escaped quotes included', () => {
+    expect(maxDepth(Buffer.from('{"a":[1,{"b":"]]]\\"[[["}]}'))).toBe(3)
+  })
+})
