@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto'
-import { createServer, STATUS_CODES } from 'node:http'
+import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify'
 import { pino, type DestinationStream, type Logger } from 'pino'
@@ -15,10 +14,15 @@ import { TokenRegistry } from './platform/token-registry.js'
 import { TeamDirectory } from './teams/team-auth.js'
 import { RateLimiter } from './teams/rate-limit.js'
 import { MemoryStore } from './cache/memory-store.js'
+import { TieredStore } from './cache/tiered-store.js'
 import { RedisStore } from './cache/redis-store.js'
 import { ReplicaLock } from './cache/single-flight.js'
 import { ReportCache } from './reports/report-cache.js'
 import { apiRoutes } from './routes/api.js'
+import { Admission } from './routes/caller.js'
+import { fastHits } from './routes/fast-path.js'
+import { requestIdOf, requestObserver, routeKind } from './routes/request-log.js'
+import { ReportForms } from './reports/report-route.js'
 import { healthRoutes } from './routes/health.js'
 import { adminRoutes } from './routes/admin.js'
 import { TokenStore } from './platform/token-store.js'
@@ -44,7 +48,6 @@ export interface Gateway {
   close(): Promise<void>
 }
 
-const REQUEST_ID = /^[\w.:-]{1,128}$/
 const HEADERS_TIMEOUT_MS = 60_000
 const CONNECTIONS_CHECK_MS = 1000
 
@@ -99,15 +102,21 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
           // The lock outlives the leader's platform call, so no second leader starts mid-fill.
           lockTtlMs: config.platform.timeoutMs + 1000,
         }) : null
-  const reports = new ReportCache({
-    config,
+  const client = new PlatformClient({ dispatcher, timeoutMs: config.platform.timeoutMs, defaultBaseUrl: config.platform.baseUrl })
+  const store = new TieredStore({
     l1: new MemoryStore({ maxBytes: config.cache.l1MaxBytes, ...(deps.now ? { now: deps.now } : {}) }),
     l2,
-    lock,
     bus,
+    log,
+    ...(deps.now ? { now: deps.now } : {}),
+  })
+  const reports = new ReportCache({
+    config,
+    store,
+    lock,
     metrics,
     log,
-    dispatcher,
+    client,
     ...(deps.now ? { now: deps.now } : {}),
   })
   const ctx: GatewayContext = {
@@ -123,9 +132,10 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     breaker,
     bus,
     reports,
+    now: deps.now ?? Date.now,
     campaignOwners: new CampaignOwners({
       config,
-      client: new PlatformClient({ dispatcher, timeoutMs: config.platform.timeoutMs }),
+      client,
       redis,
       breaker,
       ...(deps.now ? { now: deps.now } : {}),
@@ -143,14 +153,27 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     })
   }
 
-  const proxy = buildServer(config, log)
-  proxy.decorateRequest('team', null)
+  const admission = new Admission(ctx)
+  const forms = new ReportForms(ctx)
+  const observe = requestObserver(ctx)
+  const proxy = buildServer(config, log, config.cache.enabled ? fastHits(ctx, admission, forms, observe) : null)
   await proxy.register(healthRoutes, { ctx })
-  await proxy.register(apiRoutes, { ctx })
-  observeRequests(proxy, ctx)
+  await proxy.register(apiRoutes, { ctx, admission, client, forms })
+  proxy.addHook('onResponse', (request, reply, done) => {
+    observe({
+      reqId: request.id,
+      team: request.caller?.team.name ?? null,
+      method: request.method,
+      url: request.url,
+      route: routeKind(request.routeOptions.url ?? 'unmatched'),
+      status: reply.statusCode,
+      durationMs: reply.elapsedTime,
+      cache: (reply.getHeader('x-cache') as string | undefined) ?? null,
+    })
+    done()
+  })
 
-  const admin = buildServer(config, log)
-  admin.decorateRequest('team', null)
+  const admin = buildServer(config, log, null)
   await admin.register(healthRoutes, { ctx })
   admin.get('/metrics', async (_request, reply) => {
     for (const p of tokens.all()) {
@@ -160,7 +183,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     }
     return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics())
   })
-  await admin.register(adminRoutes, { ctx })
+  await admin.register(adminRoutes, { ctx, client })
 
   let closed = false
   return {
@@ -188,7 +211,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   }
 }
 
-function buildServer(config: Config, log: Logger): FastifyInstance {
+type FastPath = ((req: IncomingMessage, res: ServerResponse) => boolean) | null
+
+function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyInstance {
   const app = Fastify({
     loggerInstance: log,
     // One line per request is logged by observeRequests instead.
@@ -197,10 +222,7 @@ function buildServer(config: Config, log: Logger): FastifyInstance {
     // Not `requestIdHeader: 'x-request-id'`: Fastify would take any value of that header
     // as is and call genReqId only without one, so the check below would never run.
     requestIdHeader: false,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id']
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
-    },
+    genReqId: (req) => requestIdOf(req.headers),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // A caller that trickles its request in is cut off (issue #5). Node checks this
@@ -214,12 +236,13 @@ function buildServer(config: Config, log: Logger): FastifyInstance {
           headersTimeout: Math.min(HEADERS_TIMEOUT_MS, config.server.requestTimeoutMs),
           connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
         },
-        handler,
+        fastPath ? (req, res) => fastPath(req, res) || handler(req, res) : handler,
       ),
     clientErrorHandler: answerClientError,
   })
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    done()
   })
   app.setNotFoundHandler(() => {
     throw new NotFoundError()
@@ -227,6 +250,8 @@ function buildServer(config: Config, log: Logger): FastifyInstance {
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
     const status = error.statusCode ?? 500
     if (status >= 500) request.log.error({ err: error }, 'request failed')
+    const retryAfter = (error as { retryAfterSec?: number }).retryAfterSec
+    if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))
     // Fastify's own 4xx (a body too large, a malformed body or header) in the contract's terms.
     if (status < 500 && error.code?.startsWith('FST_')) {
       return reply.send(status === 413 ? new PayloadTooLargeError(bodyLimitOf(request, config)) : new BadRequestError(error.message))
@@ -238,44 +263,4 @@ function buildServer(config: Config, log: Logger): FastifyInstance {
     return reply.send(error)
   })
   return app as unknown as FastifyInstance
-}
-
-// One log line per request (issue 2, "Logs"), with the team, the route and the cache result.
-function observeRequests(app: FastifyInstance, ctx: GatewayContext): void {
-  // Labelled metric children are looked up once per label set, not on every request.
-  const counters = new Map<string, { inc(): void }>()
-  const timers = new Map<string, { observe(v: number): void }>()
-  const logRequests = ctx.log.isLevelEnabled('info')
-  app.addHook('onResponse', (request, reply, done) => {
-    const route = request.routeOptions.url ?? 'unmatched'
-    const kind = route.startsWith('/api/v1/report') ? 'report' : route.startsWith('/api/v1') ? 'proxy' : route
-    const countKey = `${kind} ${reply.statusCode}`
-    let counter = counters.get(countKey)
-    if (!counter) {
-      counter = ctx.metrics.requests.labels({ route: kind, status: String(reply.statusCode) })
-      counters.set(countKey, counter)
-    }
-    counter.inc()
-    let timer = timers.get(kind)
-    if (!timer) {
-      timer = ctx.metrics.requestDuration.labels({ route: kind })
-      timers.set(kind, timer)
-    }
-    timer.observe(reply.elapsedTime / 1000)
-    if (logRequests) {
-      request.log.info(
-        {
-          team: request.team?.name ?? null,
-          method: request.method,
-          path: request.url.split('?')[0],
-          route: kind,
-          status: reply.statusCode,
-          durationMs: Math.round(reply.elapsedTime * 10) / 10,
-          cache: reply.getHeader('x-cache') ?? null,
-        },
-        'request',
-      )
-    }
-    done()
-  })
 }

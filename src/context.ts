@@ -25,4 +25,6 @@ export interface GatewayContext {
   bus: RedisBus | null
   reports: ReportCache
   campaignOwners: CampaignOwners
+  /** The gateway's clock (tests pass a fake one). */
+  now: () => number
 }

@@ -22,7 +22,11 @@ export class SingleFlight<T> {
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`
 const FILLED_CHANNEL = 'filled'
 
-export type LockOutcome = { role: 'leader'; release: () => Promise<void> } | { role: 'waiter' } | { role: 'solo' }
+export type LockOutcome =
+  | { role: 'leader'; release: () => Promise<void> }
+  /** `wait`: what `check` finds once the leader's fill is announced; see waitForFill. */
+  | { role: 'waiter'; wait: <T>(check: () => Promise<T | null>) => Promise<T | null> }
+  | { role: 'solo' }
 
 /**
  * One fill across replicas (issue 3, "Coalescing"): the first replica takes a lock with
@@ -56,7 +60,7 @@ export class ReplicaLock {
     await this.#subscribed
   }
 
-  /** Leader: fill and call release(). Waiter: call waitForFill(). Solo: Redis is out; fill alone. */
+  /** Leader: fill and call release(). Waiter: call wait(). Solo: Redis is out; fill alone. */
   async acquire(key: string): Promise<LockOutcome> {
     const token = randomUUID()
     const lockKey = `${this.#prefix}lock:${key}`
@@ -65,7 +69,7 @@ export class ReplicaLock {
     // that died leaves waiters going upstream unstored until it expires.
     const got = await this.#breaker.run(() => this.#redis.set(lockKey, token, 'PX', this.#lockTtlMs, 'NX'), undefined)
     if (got === undefined) return { role: 'solo' }
-    if (got !== 'OK') return { role: 'waiter' }
+    if (got !== 'OK') return { role: 'waiter', wait: (check) => this.waitForFill(key, check) }
     return {
       role: 'leader',
       release: async () => {

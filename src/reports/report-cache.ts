@@ -1,36 +1,41 @@
-import { gunzipSync, createGunzip } from 'node:zlib'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import { Readable } from 'node:stream'
 import type { Logger } from 'pino'
-import type { Dispatcher } from 'undici'
+import type { PlatformClient } from '../platform/platform-client.js'
 import type { Config } from '../config.js'
 import type { Metrics } from '../metrics.js'
-import type { RedisBus } from '../redis.js'
 import type { TokenProvider } from '../platform/token-provider.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
-import type { MemoryStore } from '../cache/memory-store.js'
-import type { RedisStore } from '../cache/redis-store.js'
 import { SingleFlight, type ReplicaLock } from '../cache/single-flight.js'
+import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
-import { PurgeIncompleteError } from '../errors.js'
 import { fetchReport, type FetchResult } from './report-fetcher.js'
 import type { CanonicalReport } from './report-query.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
-type Tier = 'l1' | 'l2' | 'platform'
+
+/** What a report read answers: an entry, or the platform's answer passed through uncached. */
+export type CacheResult =
+  | { kind: 'entry'; entry: CacheEntry; status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH' }
+  | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
+  | { kind: 'stream'; headers: Record<string, string>; stream: Readable; gzipped: boolean }
+type Tier = StoreTier | 'platform'
 
 type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean }
 
-const PURGE_CHANNEL = 'purge'
+export interface ReadOptions {
+  /** The caller asked for a fresh copy (REFRESH). */
+  refresh: boolean
+  requestId: string
+  log: Pick<Logger, 'warn'>
+}
 
 export interface ReportCacheDeps {
   config: Config
-  l1: MemoryStore
-  l2: RedisStore | null
+  store: TieredStore
   lock: ReplicaLock | null
-  bus: RedisBus | null
   metrics: Metrics
   log: Logger
-  dispatcher: Dispatcher
+  client: PlatformClient
   now?: () => number
 }
 
@@ -41,18 +46,20 @@ export interface ReportCacheDeps {
 export class ReportCache {
   readonly #d: ReportCacheDeps
   readonly #flights = new SingleFlight<FillResult>()
-  // A burst of callers for one key makes one L2 read per process, not one each.
-  readonly #l2Reads = new SingleFlight<CacheEntry | null>()
   readonly #now: () => number
+  readonly #hitL1: { inc(): void }
+  // Labelled metric children are looked up once per label set, not on every request.
+  readonly #counters = new Map<string, { inc(): void }>()
 
   constructor(deps: ReportCacheDeps) {
     this.#d = deps
     this.#now = deps.now ?? Date.now
+    this.#hitL1 = deps.metrics.cacheRequests.labels({ result: 'HIT', tier: 'l1' })
   }
 
   async start(): Promise<void> {
     await this.#d.lock?.start()
-    await this.#d.bus?.subscribe(PURGE_CHANNEL, (message) => void this.#purgeLocal(message))
+    await this.#d.store.start()
   }
 
   /** The cache key of a report read with a credential's token. */
@@ -61,105 +68,66 @@ export class ReportCache {
     return reportCacheKey({ credential, report }, { prefix: config.redis.keyPrefix, version: config.cache.keyVersion })
   }
 
-  async serve(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    report: CanonicalReport,
-    provider: TokenProvider,
-    key: string = this.keyFor(provider.name, report),
-  ): Promise<FastifyReply> {
-    const refresh = wantsRefresh(request)
+  /**
+   * A report read (design.md, "How a report read flows"): L1, then L2, then one coalesced
+   * platform call; what to answer, not the answer itself. Throws the GW_* error to
+   * answer when the platform failed and no stale copy may be served.
+   */
+  async read(report: CanonicalReport, key: string, provider: TokenProvider, opts: ReadOptions): Promise<CacheResult> {
     let stale: { entry: CacheEntry; tier: Tier } | null = null
-    if (!refresh) {
-      const found = await this.#lookup(key)
+    if (!opts.refresh) {
+      const found = await this.#d.store.lookup(key)
       if (found) {
         const now = this.#now()
-        if (now < found.entry.freshUntil) return this.#sendEntry(request, reply, found.entry, 'HIT', found.tier)
+        if (now < found.entry.freshUntil) return this.#served(found.entry, 'HIT', found.tier)
         if (now < found.entry.staleUntil) {
-          this.#refreshInBackground(key, report, provider, request.id)
-          return this.#sendEntry(request, reply, found.entry, 'STALE', found.tier)
+          this.#refreshInBackground(key, report, provider, opts.requestId)
+          return this.#served(found.entry, 'STALE', found.tier)
         }
         stale = found
       }
     }
     // A refresh must not be answered with the copy it asked to bypass.
-    const result = await this.#fill(key, report, provider, request.id, refresh ? this.#now() : 0)
+    const result = await this.#fill(key, report, provider, opts.requestId, opts.refresh ? this.#now() : 0)
     switch (result.kind) {
       case 'entry':
-        return this.#sendEntry(request, reply, result.entry, refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform')
+        return this.#served(result.entry, opts.refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform')
       case 'pass':
         this.#count('BYPASS', 'platform')
-        return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').send(result.body)
+        return { kind: 'pass', status: result.status, headers: result.headers, body: result.body }
       case 'oversize':
-        return this.#sendOversize(request, reply, result, report, provider)
+        return this.#oversize(result, report, key, provider, opts)
       case 'failed': {
-        stale ??= refresh ? await this.#lookup(key) : null
+        stale ??= opts.refresh ? await this.#d.store.lookup(key) : null
         if (stale && this.#now() < stale.entry.errorUntil) {
-          request.log.warn({ err: result.error }, 'platform failed; serving a stale copy')
-          return this.#sendEntry(request, reply, stale.entry, 'STALE', stale.tier)
+          opts.log.warn({ err: result.error }, 'platform failed; serving a stale copy')
+          return this.#served(stale.entry, 'STALE', stale.tier)
         }
         if (result.response && result.response.status === 429) {
-          return reply.code(429).headers(result.response.headers).header('x-cache', 'BYPASS').send(result.response.body)
+          this.#count('BYPASS', 'platform')
+          return { kind: 'pass', ...result.response }
         }
         throw result.error
       }
     }
   }
 
-  async purgeAll(): Promise<number> {
-    const local = await this.#d.l1.purgeAll()
-    return this.#purgeShared(local, async (l2) => l2.purgeAll(), { all: true })
+  /** A fresh L1 entry, without a promise: what the fast path of hits serves. */
+  freshInMemory(key: string): CacheEntry | null {
+    return this.#d.store.freshInMemory(key)
   }
 
-  async purgeAdvertiser(advertiserId: number): Promise<number> {
-    const local = await this.#d.l1.purgeAdvertiser(advertiserId)
-    return this.#purgeShared(local, async (l2) => l2.purgeAdvertiser(advertiserId), { advertiserId })
+  purgeAll(): Promise<number> {
+    return this.#d.store.purgeAll()
   }
 
-  // A purge that cannot reach Redis says so (503) rather than pretending every replica
-  // and L2 were purged; the caller can repeat it once Redis is back.
-  async #purgeShared(local: number, purgeL2: (l2: RedisStore) => Promise<number>, message: object): Promise<number> {
-    const { l2, bus } = this.#d
-    if (!l2) return local
-    try {
-      const dropped = await purgeL2(l2)
-      await bus?.publish(PURGE_CHANNEL, JSON.stringify(message))
-      return dropped
-    } catch (err) {
-      throw new PurgeIncompleteError((err as Error).message, { cause: err })
-    }
+  purgeAdvertiser(advertiserId: number): Promise<number> {
+    return this.#d.store.purgeAdvertiser(advertiserId)
   }
 
-  async #purgeLocal(message: string): Promise<void> {
-    try {
-      const m = JSON.parse(message) as { all?: boolean; advertiserId?: number }
-      if (m.all) await this.#d.l1.purgeAll()
-      else if (typeof m.advertiserId === 'number') await this.#d.l1.purgeAdvertiser(m.advertiserId)
-    } catch (err) {
-      this.#d.log.warn({ err }, 'ignoring a malformed purge message')
-    }
-  }
-
-  async #lookup(key: string): Promise<{ entry: CacheEntry; tier: Tier } | null> {
-    const local = this.#d.l1.getSync(key)
-    if (local && this.#now() < local.freshUntil) return { entry: local, tier: 'l1' }
-    // A stale L1 copy may have been refreshed by another replica: take theirs before
-    // serving stale and calling the platform again.
-    const l2 = this.#d.l2
-    const shared = l2 ? await this.#l2Reads.run(key, () => l2.get(key)) : null
-    if (shared && this.#now() < shared.errorUntil && (!local || shared.fetchedAt > local.fetchedAt)) {
-      await this.#fillL1(key, shared)
-      return { entry: shared, tier: 'l2' }
-    }
-    return local ? { entry: local, tier: 'l1' } : null
-  }
-
-  async #fillL1(key: string, entry: CacheEntry): Promise<void> {
-    // With L1 off (l1MaxBytes: 0) an L2 hit decompresses only for callers without gzip.
-    if (!this.#d.l1.enabled) return
-    // Decompressed once here, so that no hit from L1 ever (de)compresses.
-    entry.identity ??= gunzipSync(entry.gzip)
-    await this.#d.l1.set(key, entry)
+  /** Counts a hit served outside `read` (the fast path). */
+  countHit(): void {
+    this.#hitL1.inc()
   }
 
   #refreshInBackground(key: string, report: CanonicalReport, provider: TokenProvider, requestId: string): void {
@@ -187,13 +155,12 @@ export class ReportCache {
       if (outcome.role === 'waiter') {
         // Background refreshes wait too: a caller may have joined this flight, and the
         // other replica's fill is what this one's L1 needs anyway.
-        const l2 = this.#d.l2 as RedisStore
-        const found = await (lock as ReplicaLock).waitForFill(key, async () => {
-          const e = await l2.get(key)
+        const found = await outcome.wait(async () => {
+          const e = await this.#d.store.getShared(key)
           return e && this.#now() < e.freshUntil && e.fetchedAt >= notBefore ? e : null
         })
         if (found) {
-          await this.#fillL1(key, found)
+          await this.#d.store.keepLocally(key, found)
           return { kind: 'entry', entry: found, fromPeer: true }
         }
         // The leader took too long or failed: go upstream, but leave storing to it.
@@ -202,10 +169,8 @@ export class ReportCache {
       let result: FetchResult
       try {
         result = await this.#callPlatform(report, provider, requestId)
-        if (result.kind === 'entry') {
-          await this.#d.l1.set(key, result.entry)
-          if (outcome.role === 'leader') await this.#d.l2?.set(key, result.entry)
-        }
+        // Only the lock's leader shares its copy: a solo fill (Redis out) keeps it here.
+        if (result.kind === 'entry') await (outcome.role === 'leader' ? this.#d.store.set(key, result.entry) : this.#d.store.keepLocally(key, result.entry))
       } finally {
         // Callers are answered while the lock is released and waiters are woken.
         if (outcome.role === 'leader') void outcome.release().catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
@@ -217,9 +182,7 @@ export class ReportCache {
   async #callPlatform(report: CanonicalReport, provider: TokenProvider, requestId: string): Promise<FetchResult> {
     const { config, metrics } = this.#d
     const end = metrics.upstreamDuration.startTimer()
-    const result = await fetchReport(provider.credential.baseUrl ?? (config.platform.baseUrl as string), report, provider, requestId, {
-      dispatcher: this.#d.dispatcher,
-      timeoutMs: config.platform.timeoutMs,
+    const result = await fetchReport(this.#d.client, provider, report, requestId, {
       maxEntryBytes: config.cache.maxEntryBytes,
       ttl: { ...config.cache.ttl, ...config.cache },
       now: this.#now,
@@ -230,64 +193,41 @@ export class ReportCache {
     return result
   }
 
-  #sendEntry(request: FastifyRequest, reply: FastifyReply, entry: CacheEntry, status: CacheStatus, tier: Tier): FastifyReply {
+  #served(entry: CacheEntry, status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH', tier: Tier): CacheResult {
     this.#count(status, tier)
-    const now = this.#now()
-    reply
-      .header('content-type', entry.contentType)
-      .header('x-cache', status)
-      .header('vary', 'accept-encoding')
-      .header('cache-control', `private, max-age=${Math.max(0, Math.floor((entry.freshUntil - now) / 1000))}`)
-    if (status === 'HIT' || status === 'STALE') reply.header('age', String(Math.max(0, Math.floor((now - entry.fetchedAt) / 1000))))
-    if (acceptsGzip(request.headers['accept-encoding'])) return reply.header('content-encoding', 'gzip').send(entry.gzip)
-    return reply.send(entry.identity ?? gunzipSync(entry.gzip))
+    return { kind: 'entry', entry, status }
   }
 
-  async #sendOversize(
-    request: FastifyRequest,
-    reply: FastifyReply,
+  async #oversize(
     result: Extract<FillResult, { kind: 'oversize' }>,
     report: CanonicalReport,
+    key: string,
     provider: TokenProvider,
-  ): Promise<FastifyReply> {
+    opts: ReadOptions,
+  ): Promise<CacheResult> {
     let own: FetchResult = result
     if (result.taken) {
       // Another caller coalesced onto this call holds its stream: make a call of our own.
-      own = await this.#callPlatform(report, provider, request.id)
-      if (own.kind !== 'oversize') return this.serve(request, reply, report, provider)
+      own = await this.#callPlatform(report, provider, opts.requestId)
+      if (own.kind !== 'oversize') return this.read(report, key, provider, opts)
     }
     result.taken = true
     const { headers, head, rest } = own as Extract<FillResult, { kind: 'oversize' }>
     this.#count('BYPASS', 'platform')
-    const { Readable } = await import('node:stream')
     const stream = Readable.from((async function* () {
       yield* head
       yield* rest
     })())
-    const gzipped = headers['content-encoding'] === 'gzip'
-    reply.code(200).header('content-type', headers['content-type'] ?? 'application/json').header('x-cache', 'BYPASS')
-    if (gzipped && !acceptsGzip(request.headers['accept-encoding'])) return reply.send(stream.pipe(createGunzip()))
-    if (gzipped) reply.header('content-encoding', 'gzip')
-    return reply.send(stream)
+    return { kind: 'stream', headers, stream, gzipped: headers['content-encoding'] === 'gzip' }
   }
 
   #count(result: CacheStatus, tier: Tier): void {
-    this.#d.metrics.cacheRequests.inc({ result, tier })
+    const name = `${result} ${tier}`
+    let counter = this.#counters.get(name)
+    if (!counter) {
+      counter = this.#d.metrics.cacheRequests.labels({ result, tier })
+      this.#counters.set(name, counter)
+    }
+    counter.inc()
   }
-}
-
-function wantsRefresh(request: FastifyRequest): boolean {
-  const cc = request.headers['cache-control']
-  return (typeof cc === 'string' && /(^|,)\s*no-cache\s*(,|$)/i.test(cc)) || request.headers.pragma === 'no-cache'
-}
-
-export function acceptsGzip(header: string | string[] | undefined): boolean {
-  if (typeof header !== 'string') return false
-  for (const part of header.split(',')) {
-    const [coding, ...params] = part.trim().split(';')
-    if (coding?.trim().toLowerCase() !== 'gzip' && coding?.trim() !== '*') continue
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='))
-    return q === undefined || Number(q.slice(2)) > 0
-  }
-  return false
 }

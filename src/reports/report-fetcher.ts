@@ -1,10 +1,9 @@
 import { promisify } from 'node:util'
 import { gunzipSync, gzip } from 'node:zlib'
-import { request, type Dispatcher } from 'undici'
 import type { FastifyError } from 'fastify'
 import type { TokenProvider } from '../platform/token-provider.js'
-import { PlatformAuthError, UpstreamError } from '../errors.js'
-import { upstreamError } from '../platform/platform-client.js'
+import { UpstreamError } from '../errors.js'
+import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/platform-client.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy.js'
 import type { CanonicalReport } from './report-query.js'
@@ -21,8 +20,6 @@ export type FetchResult =
   | { kind: 'failed'; error: FastifyError; response?: { status: number; headers: Record<string, string>; body: Buffer } }
 
 export interface FetcherDeps {
-  dispatcher: Dispatcher
-  timeoutMs: number
   maxEntryBytes: number
   ttl: TtlPolicy
   now?: () => number
@@ -35,61 +32,33 @@ const gzipAsync = promisify(gzip)
 const PASSED_HEADERS = ['content-type', 'retry-after', 'content-language']
 
 export async function fetchReport(
-  baseUrl: string,
-  report: CanonicalReport,
+  client: PlatformClient,
   provider: TokenProvider,
+  report: CanonicalReport,
   requestId: string,
   deps: FetcherDeps,
 ): Promise<FetchResult> {
-  const first = provider.current()
-  if (!first || !provider.usable()) return { kind: 'failed', error: new PlatformAuthError(`credential ${provider.name} has no usable token`) }
-  let result = await callOnce(baseUrl, report, first.token, requestId, deps)
-  if (result === 'unauthorized') {
-    const renewed = await provider.recover(first.token)
-    result = renewed ? await callOnce(baseUrl, report, renewed.token, requestId, deps) : 'unauthorized'
-    if (result === 'unauthorized') {
-      if (renewed) void provider.recover(renewed.token)
-      return { kind: 'failed', error: new PlatformAuthError('the platform answered 401') }
-    }
-  }
-  return result
-}
-
-async function callOnce(
-  baseUrl: string,
-  report: CanonicalReport,
-  token: string,
-  requestId: string,
-  deps: FetcherDeps,
-): Promise<FetchResult | 'unauthorized'> {
-  const now = deps.now ?? Date.now
-  const url = `${baseUrl}${report.path}${report.query ? `?${report.query}` : ''}`
-  let res: Dispatcher.ResponseData
+  let res: PlatformResponse
   try {
-    res = await request(url, {
+    res = await client.send(provider, {
       method: report.method,
-      dispatcher: deps.dispatcher,
+      url: `${report.path}${report.query ? `?${report.query}` : ''}`,
       headers: {
-        authorization: `Bearer ${token}`,
         accept: 'application/json',
         'accept-encoding': 'gzip',
-        'x-request-id': requestId,
         ...(report.body !== null ? { 'content-type': 'application/json' } : {}),
       },
-      body: report.body ?? undefined,
-      headersTimeout: deps.timeoutMs,
-      bodyTimeout: deps.timeoutMs,
+      body: report.body,
+      requestId,
+      read: true,
     })
   } catch (err) {
     return { kind: 'failed', error: upstreamError(err) }
   }
-  if (res.statusCode === 401) {
-    res.body.resume()
-    return 'unauthorized'
-  }
+  const now = deps.now ?? Date.now
   const headers = pickHeaders(res.headers)
   const gzipped = res.headers['content-encoding'] === 'gzip'
-  if (res.statusCode !== 200) {
+  if (res.status !== 200) {
     let body: Buffer
     try {
       body = await readAll(res.body, deps.maxEntryBytes)
@@ -97,9 +66,9 @@ async function callOnce(
       return { kind: 'failed', error: upstreamError(err) }
     }
     if (gzipped) body = safeGunzip(body, deps.maxEntryBytes) ?? Buffer.alloc(0)
-    const response = { status: res.statusCode, headers, body }
-    if (res.statusCode >= 500 || res.statusCode === 429) {
-      return { kind: 'failed', error: new UpstreamError(`status ${res.statusCode}`), response }
+    const response = { status: res.status, headers, body }
+    if (res.status >= 500 || res.status === 429) {
+      return { kind: 'failed', error: new UpstreamError(`status ${res.status}`), response }
     }
     return { kind: 'pass', ...response }
   }

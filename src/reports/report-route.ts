@@ -2,69 +2,88 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { LRUCache } from 'lru-cache'
 import type { GatewayContext } from '../context.js'
 import { BadQueryError } from '../errors.js'
+import type { Admission, Caller } from '../routes/caller.js'
 import { canonicalGetReport, canonicalPostReport, type CanonicalReport } from './report-query.js'
+import { sendReport, wantsRefresh } from './report-reply.js'
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    report: CanonicalReport | null
-    reportKey: string | null
+/** A GET report's canonical form and cache key, worked out once per URL and credential. */
+export interface KnownReport {
+  report: CanonicalReport
+  key: string
+}
+
+// Dashboards ask the same URLs again and again: the canonical form and key of a GET are
+// kept, which keeps that work off the hit path. Filled only for admitted callers, and
+// bounded in bytes (a URL can be 16 KB).
+const KNOWN_REPORT_BYTES = 16 * 1024 * 1024
+const KNOWN_REPORT_OVERHEAD = 512
+
+export class ReportForms {
+  readonly #ctx: GatewayContext
+  readonly #known = new LRUCache<string, KnownReport>({
+    maxSize: KNOWN_REPORT_BYTES,
+    sizeCalculation: (_value, key) => key.length * 2 + KNOWN_REPORT_OVERHEAD,
+  })
+
+  constructor(ctx: GatewayContext) {
+    this.#ctx = ctx
+  }
+
+  /** The canonical form of an admitted caller's GET report; 400 when a parameter is invalid. */
+  get(caller: Caller, url: string): KnownReport {
+    const memo = `${caller.provider.name} ${url}`
+    let known = this.#known.get(memo)
+    if (!known) {
+      const report = canonicalGetReport(caller.target.path, caller.target.search, { maxRangeDays: this.#ctx.config.cache.maxRangeDays })
+      known = { report, key: this.#ctx.reports.keyFor(caller.provider.name, report) }
+      this.#known.set(memo, known)
+    }
+    return known
+  }
+
+  /** Looked up only: what the fast path of hits may serve. */
+  peek(credential: string, url: string): KnownReport | undefined {
+    return this.#known.get(`${credential} ${url}`)
   }
 }
 
-// Dashboards ask the same URLs again and again: a GET's canonical form and cache key are
-// worked out once per URL and credential, which keeps that work off the hit path. Only
-// admitted callers fill it, and it is bounded in bytes (a URL can be 16 KB).
-const GET_MEMO_BYTES = 16 * 1024 * 1024
-const MEMO_ENTRY_OVERHEAD = 512
-
 /**
- * Report reads (contract, "Report requests"): validated and canonicalized after the
- * caller is admitted and before the access rules of the /api/v1 scope run, then served
- * by the cache.
+ * Report reads (contract, "Report requests"), each top to bottom: admit the caller (key,
+ * rate limit), canonicalize (400), check its scope (403), read the cache, send.
  */
-export async function reportRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayContext }): Promise<void> {
+export async function reportReads(
+  app: FastifyInstance,
+  { ctx, admission, forms }: { ctx: GatewayContext; admission: Admission; forms: ReportForms },
+): Promise<void> {
   if (!ctx.config.cache.enabled) return
-  const opts = { maxRangeDays: ctx.config.cache.maxRangeDays }
-  app.decorateRequest('report', null)
-  app.decorateRequest('reportKey', null)
-  const getMemo = new LRUCache<string, { report: CanonicalReport; key: string }>({
-    maxSize: GET_MEMO_BYTES,
-    sizeCalculation: (_value, memoKey) => memoKey.length * 2 + MEMO_ENTRY_OVERHEAD,
+
+  app.get('/api/v1/report/*', async (request: FastifyRequest, reply: FastifyReply) => {
+    const caller = admission.admit(request)
+    const { report, key } = forms.get(caller, request.url)
+    await admission.checkScope(request.method, caller, admission.known(request.url))
+    const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, log: request.log })
+    return sendReport(reply, result, request.headers, ctx.now())
   })
 
-  const preValidation = async (request: FastifyRequest) => {
-    const call = request.call
-    if (!call) throw new BadQueryError('report: not admitted')
-    const { path, search } = call.target
-    if (request.method === 'GET' || request.method === 'HEAD') {
-      const credential = request.team?.credential ?? ''
-      const memoKey = `${credential} ${path}?${search}`
-      let memo = getMemo.get(memoKey)
-      if (!memo) {
-        const report = canonicalGetReport(path, search, opts)
-        memo = { report, key: ctx.reports.keyFor(credential, report) }
-        getMemo.set(memoKey, memo)
-      }
-      request.report = memo.report
-      request.reportKey = memo.key
-      return
-    }
-    if (call.body?.kind !== 'json') throw new BadQueryError('body: must be a JSON object')
-    request.report = canonicalPostReport(path, search, call.body.value, opts)
-  }
+  app.post('/api/v1/report/:split/get', async (request: FastifyRequest, reply: FastifyReply) => {
+    const caller = admission.admit(request)
+    await admission.readBody(request, caller, ctx.config.limits.reportBodyBytes)
+    if (caller.body?.kind !== 'json') throw new BadQueryError('body: must be a JSON object')
+    const report = canonicalPostReport(caller.target.path, caller.target.search, caller.body.value, { maxRangeDays: ctx.config.cache.maxRangeDays })
+    await admission.checkScope(request.method, caller)
+    const key = ctx.reports.keyFor(caller.provider.name, report)
+    const result = await ctx.reports.read(indexedUnderOwners(report, caller), key, caller.provider, {
+      refresh: wantsRefresh(request.headers),
+      requestId: request.id,
+      log: request.log,
+    })
+    return sendReport(reply, result, request.headers, ctx.now())
+  })
+}
 
-  const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const team = request.team
-    const report = request.report
-    if (!team || !report || !request.call) throw new BadQueryError('report: not validated')
-    const provider = ctx.tokens.get(team.credential)
-    // A report by campaign ids is indexed under their owners too, so that a purge of one
-    // advertiser reaches it (the owners of a scoped team's campaigns are known by now).
-    const owners = [...new Set(request.call.campaignOwners.values())].filter((a) => !report.advertiserIds.includes(a))
-    const indexed = owners.length > 0 ? { ...report, advertiserIds: [...report.advertiserIds, ...owners] } : report
-    return ctx.reports.serve(request, reply, indexed, provider, request.reportKey ?? ctx.reports.keyFor(provider.name, report))
-  }
-
-  app.get('/api/v1/report/*', { preValidation }, handler)
-  app.post('/api/v1/report/:split/get', { preValidation, bodyLimit: ctx.config.limits.reportBodyBytes }, handler)
+// A report by campaign ids is indexed under their owners too, so that a purge of one
+// advertiser reaches it (the owners of a scoped team's campaigns are known by now).
+function indexedUnderOwners(report: CanonicalReport, caller: Caller): CanonicalReport {
+  const owners = [...new Set(caller.campaignOwners.values())].filter((a) => !report.advertiserIds.includes(a))
+  return owners.length > 0 ? { ...report, advertiserIds: [...report.advertiserIds, ...owners] } : report
 }

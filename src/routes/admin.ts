@@ -1,9 +1,9 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { request as undiciRequest } from 'undici'
 import type { GatewayContext } from '../context.js'
 import { AdminUnauthorizedError, AdminUnavailableError, BadRequestError, TokenRejectedError, UpstreamError } from '../errors.js'
 import { fingerprint } from '../fingerprint.js'
+import type { PlatformClient } from '../platform/platform-client.js'
 import type { TokenProvider } from '../platform/token-provider.js'
 import { DEFAULT_CREDENTIAL } from '../config.js'
 
@@ -24,7 +24,7 @@ const tokenBody = {
 } as const
 
 /** The admin listener's /admin/* calls (contract, "Admin listener"). */
-export async function adminRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayContext }): Promise<void> {
+export async function adminRoutes(app: FastifyInstance, { ctx, client }: { ctx: GatewayContext; client: PlatformClient }): Promise<void> {
   const expected = ctx.config.admin.token ? sha256(ctx.config.admin.token) : null
   app.decorateRequest('adminActor', null)
 
@@ -44,7 +44,7 @@ export async function adminRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayC
     const token = (request.body as { token: string }).token.trim()
     ctx.secrets.add(token)
     try {
-      await probe(ctx, provider, token)
+      await probe(ctx, client, provider, token)
     } catch (err) {
       auditFailure(ctx, request, provider, 'replace', err, fingerprint(token))
       throw err
@@ -107,24 +107,21 @@ function sha256(s: string): Buffer {
 
 // A token the platform refuses is never switched to (issue 4): the configured probe
 // call must not answer 401 or 403 to it.
-async function probe(ctx: GatewayContext, provider: TokenProvider, token: string): Promise<void> {
+async function probe(ctx: GatewayContext, client: PlatformClient, provider: TokenProvider, token: string): Promise<void> {
   const probeCall = ctx.config.platform.probe
   const baseUrl = provider.credential.baseUrl
   if (!probeCall || !baseUrl) return
   let status: number
   try {
-    const res = await undiciRequest(`${baseUrl}${probeCall.path}`, {
+    status = await client.probe(baseUrl, token, {
       method: probeCall.method,
-      dispatcher: ctx.dispatcher,
-      headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(probeCall.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
-      body: probeCall.method === 'POST' ? '{}' : undefined,
-      headersTimeout: ctx.config.platform.timeoutMs,
-      bodyTimeout: ctx.config.platform.timeoutMs,
+      url: probeCall.path,
+      headers: { accept: 'application/json', ...(probeCall.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+      body: probeCall.method === 'POST' ? '{}' : null,
+      requestId: `token-probe-${randomUUID()}`,
     })
-    status = res.statusCode
-    res.body.resume()
   } catch (err) {
-    throw new UpstreamError(`the token check call failed (${(err as { code?: string }).code ?? 'error'}); the token was not changed`, { cause: err })
+    throw new UpstreamError(`the token check call failed (${(err as { cause?: { code?: string } }).cause?.code ?? 'error'}); the token was not changed`, { cause: err })
   }
   if (status === 401 || status === 403) throw new TokenRejectedError(`the probe call answered ${status}`)
 }

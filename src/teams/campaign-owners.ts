@@ -87,10 +87,9 @@ export class CampaignOwners {
 
   async #fetch(provider: TokenProvider, advertiser: number): Promise<Set<number>> {
     const { listPath, perPage, maxPages, fields } = this.#d.config.ownership
-    const baseUrl = provider.credential.baseUrl ?? this.#d.config.platform.baseUrl ?? ''
     const ids = new Set<number>()
     for (let page = 1, last = 1; page <= last; page++) {
-      const reply = await this.#d.client.json(provider, baseUrl, {
+      const reply = await this.#d.client.json(provider, {
         method: 'POST',
         url: `${listPath}?per_page=${perPage}&page=${page}`,
         body: JSON.stringify({ userId: advertiser }),

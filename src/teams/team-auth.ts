@@ -1,13 +1,7 @@
-import type { FastifyRequest } from 'fastify'
+import type { IncomingHttpHeaders } from 'node:http'
 import type { TeamConfig } from '../config.js'
 import { ForbiddenError, UnauthorizedError } from '../errors.js'
 import { hashApiKey, presentedKey } from './api-keys.js'
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    team: TeamConfig | null
-  }
-}
 
 // Known keys are remembered so that a hit does not hash the key again; unknown keys are
 // always hashed (and never remembered), and the map is bounded.
@@ -21,9 +15,9 @@ export class TeamDirectory {
     for (const team of teams) for (const hash of team.keyHashes) this.#byHash.set(hash, team)
   }
 
-  /** The team whose key the request presents; throws 401 otherwise. */
-  authenticate(request: FastifyRequest): TeamConfig {
-    const key = presentedKey(request.headers)
+  /** The team whose key the request headers present; throws 401 otherwise. */
+  authenticate(headers: IncomingHttpHeaders): TeamConfig {
+    const key = presentedKey(headers)
     if (key === null) throw new UnauthorizedError()
     const known = this.#byKey.get(key)
     if (known) return known

@@ -1,0 +1,121 @@
+import { gunzipSync } from 'node:zlib'
+import type { Logger } from 'pino'
+import { PurgeIncompleteError } from '../errors.js'
+import type { RedisBus } from '../redis.js'
+import type { CacheEntry } from './cache-entry.js'
+import type { CacheStore } from './cache-store.js'
+import type { MemoryStore } from './memory-store.js'
+import { SingleFlight } from './single-flight.js'
+
+export type Tier = 'l1' | 'l2'
+
+const PURGE_CHANNEL = 'purge'
+
+/**
+ * The report cache's two tiers as one store (design.md): L1 in memory in front of L2 in
+ * Redis, and purges that reach every replica's L1 through the bus. Without Redis it is
+ * L1 alone.
+ */
+export class TieredStore implements CacheStore {
+  readonly #l1: MemoryStore
+  readonly #l2: CacheStore | null
+  readonly #bus: RedisBus | null
+  readonly #log: Logger
+  readonly #now: () => number
+  // A burst of callers for one key makes one L2 read per process, not one each.
+  readonly #l2Reads = new SingleFlight<CacheEntry | null>()
+
+  constructor(opts: { l1: MemoryStore; l2: CacheStore | null; bus: RedisBus | null; log: Logger; now?: () => number }) {
+    this.#l1 = opts.l1
+    this.#l2 = opts.l2
+    this.#bus = opts.bus
+    this.#log = opts.log
+    this.#now = opts.now ?? Date.now
+  }
+
+  async start(): Promise<void> {
+    await this.#bus?.subscribe(PURGE_CHANNEL, (message) => void this.#purgeLocal(message))
+  }
+
+  /** A fresh L1 entry, without a promise (the fast path of hits). */
+  freshInMemory(key: string): CacheEntry | null {
+    const entry = this.#l1.getSync(key)
+    return entry && this.#now() < entry.freshUntil ? entry : null
+  }
+
+  async get(key: string): Promise<CacheEntry | null> {
+    return (await this.lookup(key))?.entry ?? null
+  }
+
+  /** The best copy and where it came from: a fresh L1 one, else L2's if newer, else L1's. */
+  async lookup(key: string): Promise<{ entry: CacheEntry; tier: Tier } | null> {
+    const local = this.#l1.getSync(key)
+    if (local && this.#now() < local.freshUntil) return { entry: local, tier: 'l1' }
+    // A stale L1 copy may have been refreshed by another replica: take theirs before
+    // serving stale and calling the platform again.
+    const shared = await this.getShared(key)
+    if (shared && this.#now() < shared.errorUntil && (!local || shared.fetchedAt > local.fetchedAt)) {
+      await this.keepLocally(key, shared)
+      return { entry: shared, tier: 'l2' }
+    }
+    return local ? { entry: local, tier: 'l1' } : null
+  }
+
+  /** L2's copy only (what a waiter on another replica's fill looks for). */
+  async getShared(key: string): Promise<CacheEntry | null> {
+    const l2 = this.#l2
+    return l2 ? this.#l2Reads.run(key, () => l2.get(key)) : null
+  }
+
+  async set(key: string, entry: CacheEntry): Promise<void> {
+    await this.keepLocally(key, entry)
+    await this.#l2?.set(key, entry)
+  }
+
+  /** L1 only: an entry another replica stored, or one this replica may not share. */
+  async keepLocally(key: string, entry: CacheEntry): Promise<void> {
+    // With L1 off (l1MaxBytes: 0) an L2 hit decompresses only for callers without gzip.
+    if (!this.#l1.enabled) return
+    // Decompressed once here, so that no hit from L1 ever (de)compresses.
+    entry.identity ??= gunzipSync(entry.gzip)
+    await this.#l1.set(key, entry)
+  }
+
+  async delete(key: string): Promise<void> {
+    await Promise.all([this.#l1.delete(key), this.#l2?.delete(key)])
+  }
+
+  async purgeAll(): Promise<number> {
+    const local = await this.#l1.purgeAll()
+    return this.#purgeShared(local, (l2) => l2.purgeAll(), { all: true })
+  }
+
+  async purgeAdvertiser(advertiserId: number): Promise<number> {
+    const local = await this.#l1.purgeAdvertiser(advertiserId)
+    return this.#purgeShared(local, (l2) => l2.purgeAdvertiser(advertiserId), { advertiserId })
+  }
+
+  // A purge that cannot reach Redis says so (503) rather than pretending every replica
+  // and L2 were purged; the caller can repeat it once Redis is back.
+  async #purgeShared(local: number, purgeL2: (l2: CacheStore) => Promise<number>, message: object): Promise<number> {
+    const l2 = this.#l2
+    if (!l2) return local
+    try {
+      const dropped = await purgeL2(l2)
+      await this.#bus?.publish(PURGE_CHANNEL, JSON.stringify(message))
+      return dropped
+    } catch (err) {
+      throw new PurgeIncompleteError((err as Error).message, { cause: err })
+    }
+  }
+
+  async #purgeLocal(message: string): Promise<void> {
+    try {
+      const m = JSON.parse(message) as { all?: boolean; advertiserId?: number }
+      if (m.all) await this.#l1.purgeAll()
+      else if (typeof m.advertiserId === 'number') await this.#l1.purgeAdvertiser(m.advertiserId)
+    } catch (err) {
+      this.#log.warn({ err }, 'ignoring a malformed purge message')
+    }
+  }
+}

@@ -1,0 +1,65 @@
+import { gunzipSync, createGunzip } from 'node:zlib'
+import type { FastifyReply } from 'fastify'
+import type { CacheEntry } from '../cache/cache-entry.js'
+import type { CacheResult } from './report-cache.js'
+
+type Headers = Record<string, string | string[] | undefined>
+
+// Report response headers (contract, "Report requests"), written in one place for both
+// entrances: the Fastify route and the fast path of hits.
+
+/** `cache-control: no-cache` (or `pragma: no-cache`) asks for a fresh copy: REFRESH. */
+export function wantsRefresh(headers: Headers): boolean {
+  const cc = headers['cache-control']
+  return (typeof cc === 'string' && /(^|,)\s*no-cache\s*(,|$)/i.test(cc)) || headers.pragma === 'no-cache'
+}
+
+export function acceptsGzip(header: string | string[] | undefined): boolean {
+  if (typeof header !== 'string') return false
+  for (const part of header.split(',')) {
+    const [coding, ...params] = part.trim().split(';')
+    if (coding?.trim().toLowerCase() !== 'gzip' && coding?.trim() !== '*') continue
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='))
+    return q === undefined || Number(q.slice(2)) > 0
+  }
+  return false
+}
+
+/** The headers and body of a cached entry for one caller. */
+export function entryResponse(
+  entry: CacheEntry,
+  status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH',
+  now: number,
+  gzip: boolean,
+): { headers: Record<string, string>; body: Buffer } {
+  const headers: Record<string, string> = {
+    'content-type': entry.contentType,
+    'x-cache': status,
+    vary: 'accept-encoding',
+    'cache-control': `private, max-age=${Math.max(0, Math.floor((entry.freshUntil - now) / 1000))}`,
+  }
+  if (status === 'HIT' || status === 'STALE') headers.age = String(Math.max(0, Math.floor((now - entry.fetchedAt) / 1000)))
+  if (gzip) {
+    headers['content-encoding'] = 'gzip'
+    return { headers, body: entry.gzip }
+  }
+  return { headers, body: entry.identity ?? gunzipSync(entry.gzip) }
+}
+
+/** Writes a report read's result to a Fastify reply. */
+export function sendReport(reply: FastifyReply, result: CacheResult, requestHeaders: Headers, now: number): FastifyReply {
+  const gzip = acceptsGzip(requestHeaders['accept-encoding'])
+  switch (result.kind) {
+    case 'entry': {
+      const { headers, body } = entryResponse(result.entry, result.status, now, gzip)
+      return reply.headers(headers).send(body)
+    }
+    case 'pass':
+      return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').send(result.body)
+    case 'stream':
+      reply.code(200).header('content-type', result.headers['content-type'] ?? 'application/json').header('x-cache', 'BYPASS')
+      if (result.gzipped && !gzip) return reply.send(result.stream.pipe(createGunzip()))
+      if (result.gzipped) reply.header('content-encoding', 'gzip')
+      return reply.send(result.stream)
+  }
+}

@@ -1,0 +1,213 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Readable } from 'node:stream'
+import { LRUCache } from 'lru-cache'
+import type { FastifyRequest } from 'fastify'
+import type { TeamConfig } from '../config.js'
+import type { GatewayContext } from '../context.js'
+import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, RateLimitedError } from '../errors.js'
+import type { TokenProvider } from '../platform/token-provider.js'
+import { assertAccounts, campaignPathPatterns, namedInCall, type NamedInCall } from '../teams/account-scope.js'
+import { assertMayCall } from '../teams/team-auth.js'
+import { isTokenPath, tokenPaths } from './path-safety.js'
+import { assertPlainBodyType, FORM_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, type CheckedBody } from './request-body.js'
+import { checkTarget, type RequestTarget } from './request-target.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The admitted caller of an /api/v1 call; set by its handler (routes/api.ts). */
+    caller: Caller | null
+  }
+}
+
+/** An admitted caller and the call as the gateway checked it (issue #5). */
+export interface Caller {
+  team: TeamConfig
+  provider: TokenProvider
+  target: RequestTarget
+  /** JSON and form bodies as parsed and checked; null: none. */
+  body: CheckedBody | null
+  /** A body forwarded as it came (an unrestricted writer's upload). */
+  stream: Readable | null
+  /** Owner of each campaign id the call names, where the gateway looked it up. */
+  campaignOwners: Map<number, number>
+}
+
+export interface KnownTarget {
+  target: RequestTarget
+  /** What a body-less call to this target names; worked out once. */
+  bodyless?: NamedInCall
+}
+
+// Targets of admitted calls, so that a URL seen before is not parsed again; bounded in
+// bytes, as a URL can be 16 KB, and filled only after the key check.
+const KNOWN_TARGET_BYTES = 16 * 1024 * 1024
+const KNOWN_TARGET_OVERHEAD = 512
+const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
+
+/**
+ * Who may call, and what: every /api/v1 entrance (the Fastify routes and the fast path
+ * of hits) decides through these methods, in the order of the contract: the target
+ * (400/404), the key (401), the read/write rule (403) and the rate limit (429) before
+ * any body is read; then the body (400/413) and the scope (403).
+ */
+export class Admission {
+  readonly #ctx: GatewayContext
+  readonly #blockedPaths: Set<string>
+  readonly #campaignPaths: RegExp[]
+  readonly #known = new LRUCache<string, KnownTarget>({
+    maxSize: KNOWN_TARGET_BYTES,
+    sizeCalculation: (_value, url) => url.length * 2 + KNOWN_TARGET_OVERHEAD,
+  })
+
+  constructor(ctx: GatewayContext) {
+    const { config } = ctx
+    this.#ctx = ctx
+    this.#blockedPaths = tokenPaths(
+      config.credentials.default?.baseUrl ?? config.platform.baseUrl,
+      Object.values(config.credentials).flatMap((c) => (c.login ? [c.login.tokenUrl] : [])).concat(config.platform.tokenUrl),
+    )
+    this.#campaignPaths = campaignPathPatterns(config.ownership.campaignPaths)
+  }
+
+  /** The target, the key and the read/write rule; throws the GW_* error to answer. */
+  authorize(method: string, url: string, headers: IncomingHttpHeaders): { team: TeamConfig; known: KnownTarget } {
+    const identified = this.#identify(url, headers)
+    assertMayCall(identified.team, method, identified.known.target.path)
+    return identified
+  }
+
+  // The target (400/404) and the key (401). A target is remembered once a key was good.
+  #identify(url: string, headers: IncomingHttpHeaders): { team: TeamConfig; known: KnownTarget } {
+    let known = this.#known.get(url)
+    if (known) return { team: this.#ctx.teams.authenticate(headers), known }
+    const target = checkTarget(url, this.#ctx.config.limits.params)
+    if (isTokenPath(target.path, this.#blockedPaths)) throw new NotFoundError()
+    const team = this.#ctx.teams.authenticate(headers)
+    known = { target }
+    this.#known.set(url, known)
+    return { team, known }
+  }
+
+  /** The checked target of a URL an admitted caller sent before. */
+  known(url: string): KnownTarget | undefined {
+    return this.#known.get(url)
+  }
+
+  /** Counts the call against its team's limit; 429 when it is spent. */
+  limit(team: TeamConfig): void {
+    const decision = this.#ctx.rateLimiter.hit(team)
+    if (decision.allowed) return
+    this.#ctx.metrics.rateLimited.inc({ team: team.name })
+    throw Object.assign(new RateLimitedError(decision.retryAfterSec), { retryAfterSec: decision.retryAfterSec })
+  }
+
+  /** Everything before the body: the caller of a Fastify route. */
+  admit(request: FastifyRequest): Caller {
+    const { team, known } = this.#identify(request.url, request.headers)
+    const caller: Caller = {
+      team,
+      provider: this.#ctx.tokens.get(team.credential),
+      target: known.target,
+      body: null,
+      stream: null,
+      campaignOwners: new Map(),
+    }
+    // Set before the rules below, so that the request's log line names the team they refused.
+    request.caller = caller
+    assertMayCall(team, request.method, known.target.path)
+    this.limit(team)
+    return caller
+  }
+
+  /**
+   * Reads the body the route's content parser left unread (routes/api.ts): JSON and
+   * forms are parsed, checked and kept for re-serialization; only unrestricted writers
+   * may send anything else, which is forwarded as it comes.
+   */
+  async readBody(request: FastifyRequest, caller: Caller, limit: number): Promise<void> {
+    if (!hasBody(request.headers)) return
+    const { team } = caller
+    if (team.advertisers !== null && BODYLESS.has(request.method)) {
+      throw new BadRequestError(`body: a ${request.method} call of team ${team.name} carries no body (the platform reads its account from the query)`)
+    }
+    const payload = request.body as Readable | undefined
+    if (!payload || typeof payload.pipe !== 'function') return
+    const type = mediaType(request.headers['content-type'])
+    const parsed = type === JSON_TYPE || type === FORM_TYPE
+    if (team.advertisers !== null || !team.write || (parsed && request.headers['content-encoding'] !== undefined)) assertPlainBodyType(request.headers)
+    if (!parsed) {
+      caller.stream = payload
+      return
+    }
+    const bytes = await readAll(payload, request.headers['content-length'], limit)
+    if (bytes.length === 0) return
+    const limits = this.#ctx.config.limits
+    caller.body = type === JSON_TYPE ? parseJsonBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params }) : parseFormBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params })
+  }
+
+  /**
+   * The scope of a team limited to some advertisers: its accounts, named where the
+   * platform reads them, and only its own campaigns (issue #5). 403 otherwise.
+   */
+  async checkScope(method: string, caller: Caller, known?: KnownTarget): Promise<void> {
+    const { team } = caller
+    if (team.advertisers === null) return
+    const named = this.named(method, caller, known)
+    assertAccounts(team, named.accounts)
+    // The platform falls back to the parent account when a call names none where it
+    // reads it (`{}` or no body on campaign/get): a scoped team must name its account.
+    if (!named.placed) {
+      throw new ForbiddenError(`team ${team.name} is limited to some advertisers: name advertiserId or userId ${BODYLESS.has(method) ? 'in the query' : 'in the body'}`)
+    }
+    if (named.campaigns.length === 0) return
+    const ids = [...new Set(named.campaigns)]
+    caller.campaignOwners = await this.#ctx.campaignOwners.ownersAmong(caller.provider, team.advertisers, ids)
+    const foreign = ids.find((id) => !caller.campaignOwners.has(id))
+    if (foreign !== undefined) throw new ForbiddenError(`team ${team.name} may not use campaign ${foreign}`)
+  }
+
+  /** What the call names; for a body-less call worked out once per target. */
+  named(method: string, caller: Caller, known?: KnownTarget): NamedInCall {
+    if (caller.body === null && known && BODYLESS.has(method)) {
+      known.bodyless ??= namedInCall('GET', known.target, null, this.#campaignPaths)
+      return known.bodyless
+    }
+    return namedInCall(method, caller.target, caller.body, this.#campaignPaths)
+  }
+}
+
+export function hasBody(headers: IncomingHttpHeaders): boolean {
+  const length = headers['content-length']
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
+function mediaType(contentType: string | undefined): string {
+  return (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? ''
+}
+
+// Read by hand rather than with for-await: leaving that loop early destroys the socket,
+// and a caller over the limit should get its 413 rather than a reset.
+function readAll(stream: Readable, declared: string | undefined, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    if (declared !== undefined && Number(declared) > limit) {
+      stream.resume()
+      reject(new PayloadTooLargeError(limit))
+      return
+    }
+    const chunks: Buffer[] = []
+    let size = 0
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= limit) {
+        chunks.push(chunk)
+        return
+      }
+      stream.off('data', onData).off('end', onEnd).off('error', onError)
+      stream.resume()
+      reject(new PayloadTooLargeError(limit))
+    }
+    const onEnd = () => resolve(Buffer.concat(chunks, size))
+    const onError = (err: Error) => reject(new BadRequestError(`body: ${err.message}`, { cause: err }))
+    stream.on('data', onData).once('end', onEnd).once('error', onError)
+  })
+}

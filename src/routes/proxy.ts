@@ -1,0 +1,72 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Readable } from 'node:stream'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { GatewayContext } from '../context.js'
+import { UpstreamError } from '../errors.js'
+import type { PlatformClient } from '../platform/platform-client.js'
+import { isRead } from '../teams/team-auth.js'
+import type { Admission } from './caller.js'
+import { targetUrl } from './request-target.js'
+
+// What the platform may see of a caller's request headers (issue #5): an allowlist, so
+// that forwarding, method-override, cookie or proxy headers never reach it. The
+// authorization and x-request-id headers are the gateway's; content-type is the
+// gateway's own for the bodies it re-serializes.
+const FORWARDED_HEADERS = ['accept', 'accept-encoding', 'accept-language', 'user-agent'] as const
+
+// Hop-by-hop headers (RFC 9110, 7.6.1) describe the platform's connection to us, not
+// ours to the caller; its session cookie is not the caller's either.
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length']
+
+/**
+ * Any other /api/v1 call, top to bottom: admit the caller (key, read/write, rate
+ * limit), read and check its body, check its scope, forward what was checked through
+ * the platform client, send the platform's answer on (its 5xx as our 502).
+ */
+export function proxyHandler(ctx: GatewayContext, admission: Admission, client: PlatformClient) {
+  const limit = ctx.config.bodyLimit
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const caller = admission.admit(request)
+    await admission.readBody(request, caller, limit)
+    await admission.checkScope(request.method, caller)
+    const headers: Record<string, string> = {}
+    for (const name of FORWARDED_HEADERS) {
+      const value = request.headers[name]
+      if (typeof value === 'string') headers[name] = value
+    }
+    let body: string | Readable | null = null
+    if (caller.body) {
+      headers['content-type'] = caller.body.contentType
+      body = caller.body.text
+    } else if (caller.stream) {
+      for (const name of ['content-type', 'content-length'] as const) {
+        const value = request.headers[name]
+        if (typeof value === 'string') headers[name] = value
+      }
+      body = caller.stream
+    }
+    const res = await client.send(caller.provider, {
+      method: request.method,
+      url: targetUrl(caller.target),
+      headers,
+      body,
+      requestId: request.id,
+      read: isRead(request.method, caller.target.path),
+    })
+    // Contract, "Errors": only the platform's 4xx bodies pass through; its 5xx is our 502.
+    if (res.status >= 500) {
+      res.body.resume()
+      throw new UpstreamError(`status ${res.status}`)
+    }
+    reply.code(res.status).headers(callerHeaders(res.headers))
+    return reply.send(res.body)
+  }
+}
+
+/** The platform's response headers as the caller gets them: no session cookie, no hop-by-hop headers. */
+export function callerHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const out = { ...headers }
+  const named = typeof out.connection === 'string' ? out.connection.split(',').map((h) => h.trim().toLowerCase()) : []
+  for (const name of [...HOP_BY_HOP, ...named, 'set-cookie']) delete out[name]
+  return out
+}
