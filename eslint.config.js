@@ -1,5 +1,6 @@
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
+import noImportCycles from './eslint-rules/no-import-cycles.js'
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/', 'helm/'] },
@@ -10,5 +11,10 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
+  },
+  {
+    files: ['src/**/*.ts'],
+    plugins: { local: { rules: { 'no-import-cycles': noImportCycles } } },
+    rules: { 'local/no-import-cycles': 'error' },
   },
 )

@@ -1,4 +1,4 @@
-import type { SandboxAccount, SandboxCredentials } from './sandbox.js'
+import type { SandboxAccount, SandboxCredentials } from './types.js'
 
 // Two account trees: the demo credential's parent (100) with its children, and a
 // second customer (200) whose data the demo credential must never see.

@@ -1,7 +1,7 @@
 import { HOME_COUNTRY } from './accounts.js'
 import { formatIsoDay, parseIsoDay } from './dates.js'
 import { between, hash32, pick } from './hash.js'
-import type { SandboxAccount } from './sandbox.js'
+import type { SandboxAccount } from './types.js'
 
 export interface SandboxCampaign {
   id: number

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { FailureMode } from './sandbox.js'
+import type { FailureMode } from './types.js'
 
 const NONE: FailureMode = { kind: 'none' }
 

@@ -1,7 +1,7 @@
 import type { FastifyPluginCallback, FastifyReply } from 'fastify'
 import { parseFailureMode } from './conditions.js'
 import { sendNotFound } from './replies.js'
-import type { Sandbox, SandboxRequestRecord } from './sandbox.js'
+import type { Sandbox, SandboxRequestRecord } from './types.js'
 import { asRecord } from './validation.js'
 
 // The Sandbox controls over HTTP, for benchmarks that run the sandbox in another

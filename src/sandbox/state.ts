@@ -1,7 +1,7 @@
 import type { CampaignCatalog } from './catalog.js'
 import type { Conditions } from './conditions.js'
-import type { SandboxAccount, SandboxCredentials, SandboxRequestRecord } from './sandbox.js'
-import type { TokenStore } from './tokens.js'
+import type { SandboxAccount, SandboxCredentials, SandboxRequestRecord } from './types.js'
+import type { IssuedTokens } from './tokens.js'
 
 /** Everything one sandbox remembers; the routes share it, the tests steer it. */
 export interface SandboxState {
@@ -10,7 +10,7 @@ export interface SandboxState {
   readonly credentials: SandboxCredentials
   readonly grantType: string
   readonly tokenTtlSeconds: number
-  readonly tokens: TokenStore
+  readonly tokens: IssuedTokens
   readonly catalog: CampaignCatalog
   readonly conditions: Conditions
   readonly requests: SandboxRequestRecord[]

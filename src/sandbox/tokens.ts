@@ -14,7 +14,7 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i
  * Every token the sandbox answers to. A token counts only while it is in this
  * store, which is what makes revocation (and a sandbox restart) invalidate it.
  */
-export class TokenStore {
+export class IssuedTokens {
   readonly #grants = new Map<string, TokenGrant>()
   readonly #secret = newJwtSecret()
   readonly #clientId: number

@@ -1,0 +1,278 @@
+import type { RawConfig, RawCredential } from './schema.js'
+import { maskUrlPassword } from './schema-errors.js'
+import { readEnv, type Env } from './sources.js'
+import { parseDuration, parseSize } from './units.js'
+
+// The validated raw settings turned into what the gateway runs on: durations in ms,
+// sizes in bytes, credentials with their secrets, teams with their key hashes.
+
+export const DEFAULT_CREDENTIAL = 'default'
+
+export interface PasswordLogin {
+  username: string
+  password: string
+  clientId: number | string
+  clientSecret: string
+  tokenUrl: string
+  grantType: string
+}
+
+export interface CredentialConfig {
+  name: string
+  baseUrl: string | null
+  token: string | null
+  tokenFile: string | null
+  login: PasswordLogin | null
+}
+
+export interface TeamConfig {
+  name: string
+  keyHashes: string[]
+  /** null: every account ("*"). */
+  advertisers: ReadonlySet<number> | null
+  write: boolean
+  credential: string
+  rateLimit: { max: number; windowMs: number } | null
+}
+
+export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, problems: string[]) {
+  const p = raw.platform
+  const baseUrl = checkUrl(p.baseUrl, envName('platform.baseUrl', 'PLATFORM_BASE_URL'), problems)
+  const credentials: Record<string, CredentialConfig> = {
+    [DEFAULT_CREDENTIAL]: credentialFrom(DEFAULT_CREDENTIAL, {
+      baseUrl,
+      token: p.token ?? null,
+      tokenFile: p.tokenFile,
+      username: p.username,
+      password: p.password ?? null,
+      clientId: p.clientId,
+      clientSecret: p.clientSecret ?? null,
+      tokenUrl: p.tokenUrl,
+      grantType: p.grantType,
+      prefix: 'PLATFORM_',
+    }, problems),
+  }
+  for (const [name, c] of Object.entries(raw.credentials)) {
+    if (name === DEFAULT_CREDENTIAL) {
+      problems.push(`credentials.${name}: the default credential is configured by the PLATFORM_* variables`)
+      continue
+    }
+    credentials[name] = namedCredential(name, c, raw, baseUrl, env, readFile, problems)
+  }
+
+  const teams: TeamConfig[] = []
+  const keyOwners = new Map<string, string>()
+  for (const [name, t] of Object.entries(raw.teams)) {
+    if (!credentials[t.credential]) problems.push(`teams.${name}.credential: no credential named ${t.credential}`)
+    for (const hash of t.keys) {
+      const owner = keyOwners.get(hash)
+      if (owner) problems.push(`teams.${name}.keys: a key is also listed for team ${owner}`)
+      keyOwners.set(hash, name)
+    }
+    teams.push({
+      name,
+      keyHashes: t.keys,
+      advertisers: t.advertisers.includes('*') ? null : new Set(t.advertisers as number[]),
+      write: t.write,
+      credential: t.credential,
+      rateLimit: t.rateLimit ? { max: t.rateLimit.max, windowMs: parseDuration(t.rateLimit.window) } : null,
+    })
+  }
+
+  const cache = raw.cache
+  if (!isValidTimeZone(cache.timeZone)) problems.push(`cache.timeZone: not an IANA time zone (got ${JSON.stringify(cache.timeZone)})`)
+  if (raw.redis.sentinels && raw.redis.cluster) problems.push('redis: set sentinels or cluster, not both')
+  // An idle caller socket is closed after connectionTimeout: it must outlast the longest
+  // platform call, or a slow report would be cut off while the gateway waits for it.
+  if (parseDuration(raw.server.connectionTimeout) <= parseDuration(p.timeout)) {
+    problems.push(`server.connectionTimeout: must be longer than platform.timeout (${String(p.timeout)})`)
+  }
+
+  const secrets = [raw.admin.token, raw.gatewaySecret]
+    .concat(Object.values(credentials).flatMap((c) => [c.token, c.login?.password, c.login?.clientSecret]))
+    .filter((s): s is string => typeof s === 'string' && s.length > 0)
+
+  return {
+    host: raw.host,
+    port: raw.port,
+    admin: { host: raw.admin.host, port: raw.admin.port, token: raw.admin.token ?? null },
+    logLevel: raw.logLevel,
+    bodyLimit: parseSize(raw.bodyLimit),
+    shutdownGraceMs: parseDuration(raw.shutdownGrace),
+    server: {
+      requestTimeoutMs: parseDuration(raw.server.requestTimeout),
+      connectionTimeoutMs: parseDuration(raw.server.connectionTimeout),
+    },
+    limits: {
+      reportBodyBytes: parseSize(raw.limits.reportBody),
+      jsonDepth: raw.limits.jsonDepth,
+      params: raw.limits.params,
+    },
+    ownership: {
+      listPath: raw.ownership.listPath,
+      perPage: raw.ownership.perPage,
+      maxPages: raw.ownership.maxPages,
+      ttlMs: parseDuration(raw.ownership.ttl),
+      refreshMinIntervalMs: parseDuration(raw.ownership.refreshMinInterval),
+      fields: raw.ownership.fields,
+      campaignPaths: raw.ownership.campaignPaths,
+    },
+    gatewaySecret: raw.gatewaySecret ?? null,
+    demo: baseUrl === null,
+    platform: {
+      baseUrl,
+      tokenUrl: p.tokenUrl,
+      grantType: p.grantType,
+      timeoutMs: parseDuration(p.timeout),
+      connections: p.connections,
+      keepAliveTimeoutMs: parseDuration(p.keepAliveTimeout),
+      refreshBeforeMs: parseDuration(p.refreshBefore),
+      expiryWarningsMs: p.expiryWarnings.map(parseDuration).sort((a, b) => b - a),
+      tokenFilePollMs: parseDuration(p.tokenFilePoll),
+      maintenanceMs: parseDuration(p.maintenanceInterval),
+      probe: p.probe,
+    },
+    credentials,
+    redis: {
+      url: raw.redis.url,
+      sentinels: raw.redis.sentinels,
+      sentinelName: raw.redis.sentinelName,
+      cluster: raw.redis.cluster,
+      keyPrefix: raw.redis.keyPrefix,
+      commandTimeoutMs: parseDuration(raw.redis.commandTimeout),
+      breakerCooldownMs: parseDuration(raw.redis.breakerCooldown),
+      rateLimitSyncMs: parseDuration(raw.redis.rateLimitSync),
+    },
+    cache: {
+      enabled: cache.enabled,
+      l1MaxBytes: parseSize(cache.l1MaxBytes),
+      maxEntryBytes: parseSize(cache.maxEntryBytes),
+      keyVersion: cache.keyVersion,
+      ttl: { recentMs: parseDuration(cache.ttl.recent), settledMs: parseDuration(cache.ttl.settled) },
+      settledAfterDays: cache.settledAfterDays,
+      timeZone: cache.timeZone,
+      staleWhileRevalidateMs: parseDuration(cache.staleWhileRevalidate),
+      staleIfErrorMs: parseDuration(cache.staleIfError),
+      lockTimeoutMs: parseDuration(cache.lockTimeout),
+      maxRangeDays: cache.maxRangeDays,
+    },
+    teams,
+    secrets,
+  }
+}
+
+export type Config = ReturnType<typeof normalize>
+
+function envName(path: string, env: string): string {
+  return `${env} (${path})`
+}
+
+function checkUrl(value: string | null | undefined, name: string, problems: string[]): string | null {
+  if (value == null) return null
+  try {
+    const url = new URL(value)
+    if (url.search || url.hash || url.pathname !== '/') {
+      problems.push(`${name}: must be an origin only, without path, query or fragment (got ${JSON.stringify(maskUrlPassword(value))})`)
+    }
+    return url.href.replace(/\/+$/, '')
+  } catch {
+    problems.push(`${name}: not a URL (got ${JSON.stringify(maskUrlPassword(value))})`)
+    return null
+  }
+}
+
+interface CredentialParts {
+  baseUrl: string | null
+  token: string | null
+  tokenFile: string | null
+  username: string | null
+  password: string | null
+  clientId: number | string | null
+  clientSecret: string | null
+  tokenUrl: string
+  grantType: string
+  prefix: string
+}
+
+function credentialFrom(name: string, c: CredentialParts, problems: string[]): CredentialConfig {
+  const loginParts = { USERNAME: c.username, PASSWORD: c.password, CLIENT_ID: c.clientId, CLIENT_SECRET: c.clientSecret }
+  const given = Object.entries(loginParts).filter(([, v]) => v != null)
+  let login: PasswordLogin | null = null
+  if (given.length > 0 && given.length < 4) {
+    const missing = Object.entries(loginParts).filter(([, v]) => v == null).map(([k]) => `${c.prefix}${k}`)
+    problems.push(`${c.prefix}USERNAME: the password login of credential ${name} also needs ${missing.join(', ')}`)
+  } else if (given.length === 4) {
+    login = {
+      username: c.username as string,
+      password: c.password as string,
+      clientId: typeof c.clientId === 'string' && /^\d+$/.test(c.clientId) ? Number(c.clientId) : (c.clientId as number | string),
+      clientSecret: c.clientSecret as string,
+      tokenUrl: c.tokenUrl,
+      grantType: c.grantType,
+    }
+  }
+  const sources = [c.token, c.tokenFile, login].filter((v) => v != null).length
+  if (sources > 1) {
+    problems.push(`${c.prefix}TOKEN: credential ${name} has more than one token source; set one of ${c.prefix}TOKEN, ${c.prefix}TOKEN_FILE or the password login`)
+  }
+  if (c.baseUrl !== null && sources === 0) {
+    problems.push(
+      `${c.prefix}TOKEN: credential ${name} has no token source; set ${c.prefix}TOKEN, ${c.prefix}TOKEN_FILE, or ${c.prefix}USERNAME, ${c.prefix}PASSWORD, ${c.prefix}CLIENT_ID and ${c.prefix}CLIENT_SECRET`,
+    )
+  }
+  if (!/^(\/|https?:\/\/)/.test(c.tokenUrl)) problems.push(`${c.prefix}TOKEN_URL: must be a path starting with / or an http(s) URL (got ${JSON.stringify(c.tokenUrl)})`)
+  return { name, baseUrl: c.baseUrl, token: c.token, tokenFile: c.tokenFile, login }
+}
+
+// A named credential takes its secrets from CREDENTIAL_<NAME>_* variables or from the
+// *File paths of its config entry; never from the config file itself.
+function namedCredential(
+  name: string,
+  c: RawCredential,
+  raw: RawConfig,
+  defaultBaseUrl: string | null,
+  env: Env,
+  readFile: (p: string) => string,
+  problems: string[],
+): CredentialConfig {
+  const prefix = `CREDENTIAL_${name.toUpperCase().replace(/-/g, '_')}_`
+  const fromFile = (path: string | null | undefined, label: string) => {
+    if (!path) return null
+    try {
+      const v = readFile(path).trim()
+      if (v === '') problems.push(`credentials.${name}.${label}: ${path} is empty`)
+      return v || null
+    } catch (err) {
+      problems.push(`credentials.${name}.${label}: ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+      return null
+    }
+  }
+  const secret = (suffix: string, file: string | null | undefined, label: string) =>
+    readEnv(env, `${prefix}${suffix}`, true, readFile, problems) ?? fromFile(file, label)
+  const baseUrl = c.baseUrl ? checkUrl(c.baseUrl, `credentials.${name}.baseUrl`, problems) : defaultBaseUrl
+  return credentialFrom(
+    name,
+    {
+      baseUrl,
+      token: readEnv(env, `${prefix}TOKEN`, false, readFile, problems) ?? null,
+      tokenFile: env[`${prefix}TOKEN_FILE`] ?? c.tokenFile ?? null,
+      username: secret('USERNAME', c.usernameFile, 'usernameFile') ?? c.username ?? null,
+      password: secret('PASSWORD', c.passwordFile, 'passwordFile'),
+      clientId: secret('CLIENT_ID', c.clientIdFile, 'clientIdFile') ?? c.clientId ?? null,
+      clientSecret: secret('CLIENT_SECRET', c.clientSecretFile, 'clientSecretFile'),
+      tokenUrl: c.tokenUrl ?? raw.platform.tokenUrl,
+      grantType: c.grantType ?? raw.platform.grantType,
+      prefix,
+    },
+    problems,
+  )
+}
+
+function isValidTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz })
+    return true
+  } catch {
+    return false
+  }
+}

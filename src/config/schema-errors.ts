@@ -1,0 +1,83 @@
+import { Ajv, type ErrorObject } from 'ajv'
+import { ConfigSchema } from './schema.js'
+import { ENV_KEYS, getPath } from './sources.js'
+
+// Validation against the one schema, and its errors as one line per key that says what
+// is wrong, never a secret's value.
+
+// verbose: errors carry their parentSchema, whose `description` is the hint a union
+// (Duration, Size) gives; without it every branch's own failure would be the message.
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true })
+const validate = ajv.compile(ConfigSchema)
+
+export function validateSchema(raw: Record<string, unknown>, envSources: Map<string, string>, problems: string[]): void {
+  if (validate(raw)) return
+  const seen = new Set<string>()
+  for (const error of withoutBranchNoise(validate.errors ?? [])) {
+    const line = describeError(error, raw, envSources)
+    if (line && !seen.has(line)) {
+      seen.add(line)
+      problems.push(line)
+    }
+  }
+}
+
+// Union branches each report their own failure; one line per key reads better. A
+// union (anyOf) whose branches only failed at its own value stands for them all; one
+// whose branch got further (an object branch with a bad member) gives way to the
+// deeper errors, which name the member.
+function withoutBranchNoise(errors: ErrorObject[]): ErrorObject[] {
+  const dropped = new Set<ErrorObject>()
+  for (const union of errors) {
+    if (union.keyword !== 'anyOf') continue
+    const branches = errors.filter((e) => e !== union && e.schemaPath.startsWith(`${union.schemaPath}/`))
+    const deeper = branches.some((e) => e.instancePath.startsWith(`${union.instancePath}/`))
+    for (const e of branches) if (!deeper || e.instancePath === union.instancePath) dropped.add(e)
+    if (deeper) dropped.add(union)
+  }
+  return errors.filter((e) => !dropped.has(e))
+}
+
+function describeError(error: ErrorObject, raw: Record<string, unknown>, envSources: Map<string, string>): string | null {
+  const segments = error.instancePath.split('/').slice(1).map(unescapePointer)
+  if (error.keyword === 'additionalProperties') {
+    const extra = (error.params as { additionalProperty: string }).additionalProperty
+    return `${[...segments, extra].join('.')}: unknown setting`
+  }
+  const dotted = segments.join('.')
+  const name = envSources.get(dotted) ?? (dotted || '(root)')
+  const value = getPath(raw, segments)
+  const hidden = (envSources.has(dotted) && isSecretPath(dotted)) || TEAM_KEYS.test(dotted)
+  const shown = hidden ? '' : ` (got ${JSON.stringify(maskUrlPassword(value))})`
+  if (error.keyword === 'required') {
+    return `${dotted ? `${dotted}.` : ''}${(error.params as { missingProperty: string }).missingProperty}: required`
+  }
+  return `${name}: ${hintFor(dotted, error)}${shown}`
+}
+
+function hintFor(dotted: string, error: ErrorObject): string {
+  const schema = error.parentSchema as { description?: string } | undefined
+  if (schema?.description) return `must be ${schema.description}`
+  if (/port$/i.test(dotted)) return 'must be an integer from 0 to 65535'
+  if (dotted === 'logLevel') return 'must be one of fatal, error, warn, info, debug, trace, silent'
+  if (dotted.endsWith('baseUrl')) return 'must be an http:// or https:// URL'
+  if (dotted === 'redis.url') return 'must be a redis:// or rediss:// URL'
+  return error.message ?? 'is invalid'
+}
+
+// A team key list may hold a plaintext key by mistake: never repeat it.
+const TEAM_KEYS = /^teams\.[^.]+\.keys(\.\d+)?$/
+
+function isSecretPath(dotted: string): boolean {
+  return ENV_KEYS.some((k) => k.secret && k.path.join('.') === dotted)
+}
+
+/** `scheme://user:password@host` with the password replaced, for messages (REDIS_URL, base URLs). */
+export function maskUrlPassword(value: unknown): unknown {
+  if (typeof value !== 'string') return value
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/?#@:]*:)[^/?#@]*@/i, '$1***@')
+}
+
+function unescapePointer(s: string): string {
+  return s.replace(/~1/g, '/').replace(/~0/g, '~')
+}

@@ -1,0 +1,130 @@
+import { parse as parseYaml } from 'yaml'
+
+// Where settings come from: config/default.yaml, CONFIG_FILE and the environment (with
+// *_FILE for secrets), merged in that order.
+
+export type Env = Record<string, string | undefined>
+
+// Environment variables of the contract, and the config path each one sets.
+// `secret`: may also come from <NAME>_FILE, and may never come from a config file.
+export const ENV_KEYS: { env: string; path: string[]; kind: 'string' | 'int' | 'number-or-string'; secret?: boolean; file?: boolean }[] = [
+  { env: 'HOST', path: ['host'], kind: 'string' },
+  { env: 'PORT', path: ['port'], kind: 'int' },
+  { env: 'ADMIN_HOST', path: ['admin', 'host'], kind: 'string' },
+  { env: 'ADMIN_PORT', path: ['admin', 'port'], kind: 'int' },
+  { env: 'ADMIN_TOKEN', path: ['admin', 'token'], kind: 'string', secret: true },
+  { env: 'LOG_LEVEL', path: ['logLevel'], kind: 'string' },
+  { env: 'GATEWAY_SECRET', path: ['gatewaySecret'], kind: 'string', secret: true },
+  { env: 'PLATFORM_BASE_URL', path: ['platform', 'baseUrl'], kind: 'string' },
+  { env: 'PLATFORM_TOKEN', path: ['platform', 'token'], kind: 'string', secret: true, file: false },
+  { env: 'PLATFORM_TOKEN_FILE', path: ['platform', 'tokenFile'], kind: 'string' },
+  { env: 'PLATFORM_USERNAME', path: ['platform', 'username'], kind: 'string', secret: true },
+  { env: 'PLATFORM_PASSWORD', path: ['platform', 'password'], kind: 'string', secret: true },
+  { env: 'PLATFORM_CLIENT_ID', path: ['platform', 'clientId'], kind: 'number-or-string', secret: true },
+  { env: 'PLATFORM_CLIENT_SECRET', path: ['platform', 'clientSecret'], kind: 'string', secret: true },
+  { env: 'PLATFORM_TOKEN_URL', path: ['platform', 'tokenUrl'], kind: 'string' },
+  { env: 'PLATFORM_GRANT_TYPE', path: ['platform', 'grantType'], kind: 'string' },
+  { env: 'REDIS_URL', path: ['redis', 'url'], kind: 'string' },
+]
+
+// Values a config file may never hold (contract: secrets come only from the
+// environment or from *_FILE paths).
+export const FILE_FORBIDDEN = [
+  ['admin', 'token'],
+  ['gatewaySecret'],
+  ['platform', 'token'],
+  ['platform', 'password'],
+  ['platform', 'clientSecret'],
+]
+
+export function readYamlObject(path: string, readFile: (p: string) => string, problems: string[], label: string): Record<string, unknown> {
+  let text: string
+  try {
+    text = readFile(path)
+  } catch (err) {
+    problems.push(`${label}: cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+    return {}
+  }
+  try {
+    const value: unknown = parseYaml(text) ?? {}
+    if (!isPlainObject(value)) {
+      problems.push(`${label}: must be a YAML mapping`)
+      return {}
+    }
+    return value
+  } catch (err) {
+    problems.push(`${label}: not valid YAML (${(err as Error).message.split('\n')[0]})`)
+    return {}
+  }
+}
+
+export function applyEnv(raw: Record<string, unknown>, env: Env, readFile: (p: string) => string, problems: string[]): Map<string, string> {
+  const sources = new Map<string, string>()
+  for (const key of ENV_KEYS) {
+    const value = readEnv(env, key.env, key.secret === true && key.file !== false, readFile, problems)
+    if (value === undefined) continue
+    let parsed: unknown = value
+    if (key.kind === 'int') {
+      parsed = /^\d+$/.test(value) ? Number(value) : value
+    } else if (key.kind === 'number-or-string') {
+      parsed = /^\d+$/.test(value) ? Number(value) : value
+    }
+    setPath(raw, key.path, parsed)
+    sources.set(key.path.join('.'), key.env)
+  }
+  return sources
+}
+
+/** A variable, or the trimmed content of the file its *_FILE variable names. */
+export function readEnv(env: Env, name: string, allowFile: boolean, readFile: (p: string) => string, problems: string[]): string | undefined {
+  const direct = env[name]
+  const filePath = allowFile ? env[`${name}_FILE`] : undefined
+  if (direct !== undefined && direct !== '' && filePath) {
+    problems.push(`${name}: set both ${name} and ${name}_FILE; keep one`)
+    return undefined
+  }
+  if (filePath) {
+    try {
+      const content = readFile(filePath).trim()
+      if (content === '') {
+        problems.push(`${name}_FILE: ${filePath} is empty`)
+        return undefined
+      }
+      return content
+    } catch (err) {
+      problems.push(`${name}_FILE: ${filePath} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+      return undefined
+    }
+  }
+  return direct === '' ? undefined : direct
+}
+
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+export function deepMerge(target: Record<string, unknown>, source: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(source)) {
+    const current = target[key]
+    if (isPlainObject(current) && isPlainObject(value)) deepMerge(current, value)
+    else target[key] = value
+  }
+}
+
+export function getPath(obj: unknown, path: string[]): unknown {
+  let cur = obj
+  for (const seg of path) {
+    if (!isPlainObject(cur)) return undefined
+    cur = cur[seg]
+  }
+  return cur
+}
+
+export function setPath(obj: Record<string, unknown>, path: string[], value: unknown): void {
+  let cur = obj
+  for (const seg of path.slice(0, -1)) {
+    if (!isPlainObject(cur[seg])) cur[seg] = {}
+    cur = cur[seg] as Record<string, unknown>
+  }
+  cur[path[path.length - 1] as string] = value
+}
