@@ -12,10 +12,11 @@
  * - `if` / `else if` / `else` / `end`, `with` (rebinds `.`), `range [$k, $v :=]` (maps in
  *   sorted key order, as Go does), `define` (any file; `_*.tpl` files only define)
  * - functions: include, default, quote, nindent, indent, toYaml, sha256sum, b64enc,
- *   required, trunc, trimSuffix, replace, contains, printf (%s %d %v %q), int, and, or,
- *   not, eq, ne, gt, lt
+ *   required, trunc, trimSuffix, replace, contains, printf (%s %d %v %q), int, add, join,
+ *   deepCopy, set, and, or, not, eq, ne, gt, lt
  * - `.Values` (values.yaml deep-merged with overrides; null deletes a key, as in helm),
- *   `.Release.Name/Namespace/Service`, `.Chart.Name/Version/AppVersion`, `.Template`
+ *   `.Release.Name/Namespace/Service`, `.Chart.Name/Version/AppVersion`, `.Template`,
+ *   `.Files.Get "path"` (a file of the chart outside templates/, "" when there is none)
  * - values are validated against values.schema.json first, as helm does
  *
  * Where helm's behaviour is odd it is copied, so the tests see what helm would: numbers
@@ -92,6 +93,7 @@ export function renderChart(chartDir: string, options: RenderOptions = {}): Rend
     Chart: chartFields(chartMeta),
     Capabilities: { KubeVersion: { Version: 'v1.31.0', Major: '1', Minor: '31' } },
     Template: { Name: '', BasePath: `${chartName}/templates` },
+    Files: chartFiles(chartDir),
   }
 
   const files: Record<string, string> = {}
@@ -147,6 +149,26 @@ function chartFields(meta: Record<string, unknown>): Record<string, unknown> {
     fields[key === 'apiVersion' ? 'APIVersion' : key[0]!.toUpperCase() + key.slice(1)] = value
   }
   return fields
+}
+
+/**
+ * helm's `.Files`: the chart's other files (dashboards, rules, ...). Templates, Chart.yaml,
+ * values.yaml and values.schema.json are not among them; a missing file reads as "".
+ */
+function chartFiles(chartDir: string): { Get: (name: unknown) => string } {
+  const special = new Set(['Chart.yaml', 'Chart.lock', 'values.yaml', 'values.schema.json', 'requirements.yaml', 'requirements.lock'])
+  return {
+    Get: (name) => {
+      const rel = String(name)
+      const parts = rel.split('/')
+      if (rel.startsWith('/') || parts.includes('..') || parts[0] === 'templates' || parts[0] === 'charts' || special.has(rel)) return ''
+      try {
+        return readFileSync(join(chartDir, ...parts), 'utf8')
+      } catch {
+        return ''
+      }
+    },
+  }
 }
 
 function listFiles(dir: string): string[] {
@@ -509,6 +531,17 @@ function evalCommand(cmd: Operand[], scope: Scope, piped: unknown, where: string
     if (piped !== NONE) args.push(piped)
     return fn(args, scope, where)
   }
+  if (first?.k === 'field' || first?.k === 'var') {
+    // A method, as in Go: `.Files.Get "path"` calls Get with the arguments (and the piped value).
+    const target = evalOperand(first, scope, where)
+    if (typeof target === 'function') {
+      const args = rest.map((op) => evalOperand(op, scope, where))
+      if (piped !== NONE) args.push(piped)
+      return (target as (...a: unknown[]) => unknown)(...args)
+    }
+    if (rest.length > 0 || piped !== NONE) throw new TemplateError(`${where}: can't give an argument to a non-function`)
+    return target
+  }
   if (rest.length > 0 || piped !== NONE) throw new TemplateError(`${where}: can't give an argument to a non-function`)
   return evalOperand(first!, scope, where)
 }
@@ -579,7 +612,21 @@ const FUNCTIONS: Record<string, Fn> = {
   replace: ([from, to, s]) => str(s).split(str(from)).join(str(to)),
   contains: ([sub, s]) => str(s).includes(str(sub)),
   printf: ([format, ...args], _scope, where) => printf(str(format), args, where),
-  int: ([v]) => (typeof v === 'number' ? Math.trunc(v) : typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : 0),
+  int: ([v]) => toInt(v),
+  // Sprig's add: every argument as int64, summed.
+  add: (args) => args.reduce<number>((sum, v) => sum + toInt(v), 0),
+  join: ([sep, list], _scope, where) => {
+    if (list === null || list === undefined) return ''
+    if (!Array.isArray(list)) throw new TemplateError(`${where}: join needs a list`)
+    return list.map((v) => str(v)).join(str(sep))
+  },
+  deepCopy: ([v]) => structuredClone(v),
+  // Sprig's set: changes the map in place and returns it.
+  set: ([map, key, value], _scope, where) => {
+    if (!isMap(map)) throw new TemplateError(`${where}: set needs a map`)
+    map[str(key)] = value
+    return map
+  },
   and: (args) => args.find((a) => !truth(a)) ?? args[args.length - 1],
   or: (args) => args.find((a) => truth(a)) ?? args[args.length - 1],
   not: ([v]) => !truth(v),
@@ -587,6 +634,10 @@ const FUNCTIONS: Record<string, Fn> = {
   ne: ([a, b]) => a !== b,
   gt: ([a, b], _scope, where) => compare(a, b, where) > 0,
   lt: ([a, b], _scope, where) => compare(a, b, where) < 0,
+}
+
+function toInt(v: unknown): number {
+  return typeof v === 'number' ? Math.trunc(v) : typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : 0
 }
 
 function compare(a: unknown, b: unknown, where: string): number {

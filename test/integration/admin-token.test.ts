@@ -1,8 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
 import { hashApiKey } from '../../src/teams/api-keys.js'
-import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useSandbox } from '../helpers/fixtures.js'
 
 // Issue 4, the admin calls on the platform token (contract, "Admin listener"): GET, PUT
 // (with the probe call) and refresh, for the default credential and for named ones;
@@ -27,29 +28,17 @@ credentials:
   agency: {}
 `
 
-let sandbox: Sandbox
-const gateways: TestGateway[] = []
+const sandbox = useSandbox()
+const gateways = useGateways()
 /** Every response body the tests saw, checked for secrets at the end of each test. */
 const bodies: string[] = []
 
-beforeAll(async () => {
-  sandbox = await startSandbox()
-})
-
-afterAll(async () => {
-  await sandbox.close()
-})
-
-afterEach(async () => {
-  for (const gw of gateways.splice(0)) await gw.close()
+afterEach(() => {
   bodies.length = 0
-  sandbox.clearRequests()
 })
 
-async function gateway(env: Record<string, string>, yaml = TEAMS_YAML): Promise<TestGateway> {
-  const gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, ...env }, yaml))
-  gateways.push(gw)
-  return gw
+function gateway(env: Record<string, string>, yaml = TEAMS_YAML): Promise<TestGateway> {
+  return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ...env }, yaml))
 }
 
 async function admin(gw: TestGateway, method: 'GET' | 'PUT' | 'POST', url: string, payload?: unknown, auth: string | null = `Bearer ${ADMIN_TOKEN}`) {

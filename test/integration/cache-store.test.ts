@@ -10,6 +10,7 @@ import { MemoryStore } from '../../src/cache/memory-store.js'
 import { RedisStore } from '../../src/cache/redis-store.js'
 import { RedisBreaker } from '../../src/redis.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+import { fakeClock } from '../helpers/clock.js'
 
 // One suite, run against both tiers of the report cache: whatever L1 does with an
 // entry, L2 does too (issue 3, "Two tiers").
@@ -19,15 +20,7 @@ if (notice) console.warn(notice)
 
 const silent = pino({ level: 'silent' })
 
-interface Clock {
-  now: () => number
-  advance(ms: number): void
-}
 
-function fakeClock(): Clock {
-  let t = Date.now()
-  return { now: () => t, advance: (ms) => void (t += ms) }
-}
 
 interface StoreCase {
   name: string

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
 
 // Issue 3, "Redis failure": Redis is an accelerator. Killed in the middle of a test, the
 // gateway answers on from L1 and the platform without errors and without waiting longer
@@ -34,14 +35,6 @@ cache:
 const query = (day: number, advertiserId = 101) =>
   `advertiserId=${advertiserId}&byDate=1&dateFrom=2026-03-01&dateTo=2026-03-${String(day).padStart(2, '0')}`
 
-async function waitFor(what: string, cond: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms
-  while (Date.now() < deadline) {
-    if (await cond()) return
-    await sleep(20)
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}
 
 describe.skipIf(!available)('report cache when Redis fails', () => {
   let sandbox: Sandbox

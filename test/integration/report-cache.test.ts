@@ -1,13 +1,14 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { gunzipSync, gzipSync } from 'node:zlib'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { request } from 'undici'
 import { Redis } from 'ioredis'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import { waitFor } from '../helpers/wait.js'
 
 // Issue 3 on one gateway instance, against the sandbox over loopback, once with the
 // in-memory cache only and once with Redis as L2. Time moves on a fake clock.
@@ -35,15 +36,7 @@ cache:
   lockTimeout: 3s
 `
 
-interface Clock {
-  now: () => number
-  advance(ms: number): void
-}
 
-function fakeClock(): Clock {
-  let t = Date.now()
-  return { now: () => t, advance: (ms) => void (t += ms) }
-}
 
 let sandbox: Sandbox
 let platformToken: string
@@ -69,20 +62,12 @@ function reportCalls(path = PATH): number {
   return sandbox.countRequests((r) => r.path === path && r.headers['x-direct'] === undefined)
 }
 
-async function waitFor(what: string, cond: () => boolean | Promise<boolean>, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (Date.now() < deadline) {
-    if (await cond()) return
-    await sleep(10)
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}
 
 function defineSuite(mode: 'memory' | 'redis'): void {
   let redisServer: RedisServer | null = null
   let admin: Redis | null = null
   let gw: TestGateway
-  let clock: Clock
+  let clock: FakeClock
 
   const env = (): Record<string, string> => ({
     PLATFORM_BASE_URL: sandbox.url,

@@ -1,9 +1,10 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
-import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useSandbox } from '../helpers/fixtures.js'
 
 // Issue 4, recovery: when the platform answers 401, a password-login credential logs
 // in again once (shared by every caller that saw the 401) and retries reads; a write is
@@ -14,25 +15,12 @@ const ADMIN_TOKEN = 'recovery-admin-token-0123456789abcdef'
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07'
 const FAST_TICKS = `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 50ms\n`
 
-let sandbox: Sandbox
-const gateways: TestGateway[] = []
+const sandbox = useSandbox()
 const cleanups: (() => Promise<void>)[] = []
-
-beforeAll(async () => {
-  sandbox = await startSandbox()
-})
-
-afterAll(async () => {
-  await sandbox.close()
-})
-
 afterEach(async () => {
-  for (const gw of gateways.splice(0)) await gw.close()
   for (const fn of cleanups.splice(0)) await fn()
-  sandbox.setFailure({ kind: 'none' })
-  sandbox.setLatency(0)
-  sandbox.clearRequests()
 })
+const gateways = useGateways()
 
 const loginEnv = () => ({
   PLATFORM_USERNAME: sandbox.credentials.username,
@@ -42,8 +30,7 @@ const loginEnv = () => ({
 })
 
 async function gateway(env: Record<string, string>, yaml = TEAMS_YAML): Promise<TestGateway> {
-  const gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml))
-  gateways.push(gw)
+  const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml))
   sandbox.clearRequests()
   return gw
 }

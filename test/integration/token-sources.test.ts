@@ -3,11 +3,12 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
+import { afterEach, describe, expect, it } from 'vitest'
+import { startSandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
 import { DEFAULT_TOKEN_LIFETIME_MS, jwtExpiry } from '../../src/platform/token-expiry.js'
-import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useSandbox } from '../helpers/fixtures.js'
 
 // Issue 4, token sources and expiry: the static token, the watched token file (with
 // the symlink swap a Kubernetes Secret update makes), the password login and its
@@ -16,29 +17,15 @@ import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '..
 const ADMIN_TOKEN = 'sources-admin-token-0123456789abcdef'
 const DAY = 86_400_000
 
-let sandbox: Sandbox
-const gateways: TestGateway[] = []
+const sandbox = useSandbox()
 const cleanups: (() => void | Promise<void>)[] = []
-
-beforeAll(async () => {
-  sandbox = await startSandbox()
-})
-
-afterAll(async () => {
-  await sandbox.close()
-})
-
 afterEach(async () => {
-  for (const gw of gateways.splice(0)) await gw.close()
   for (const fn of cleanups.splice(0)) await fn()
-  sandbox.setFailure({ kind: 'none' })
-  sandbox.clearRequests()
 })
+const gateways = useGateways()
 
-async function gateway(env: Record<string, string>, yaml = TEAMS_YAML, now?: () => number): Promise<TestGateway> {
-  const gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml), now ? { now } : {})
-  gateways.push(gw)
-  return gw
+function gateway(env: Record<string, string>, yaml = TEAMS_YAML, now?: () => number): Promise<TestGateway> {
+  return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml), now ? { now } : {})
 }
 
 function adminCall(gw: TestGateway, method: 'GET' | 'PUT' | 'POST', url: string, payload?: unknown) {

@@ -5,7 +5,9 @@
  * values against values.schema.json as helm does. Real helm renders the same manifests;
  * `helm lint helm/report-gateway` and `helm template` remain the check where helm exists.
  */
-import { readFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, it, expect } from 'vitest'
@@ -65,7 +67,7 @@ const FULL: Values = {
 interface EnvVar {
   name: string
   value?: string
-  valueFrom?: { secretKeyRef?: { name: string; key: string } }
+  valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } }
 }
 interface Probe {
   httpGet: { path: string; port: string | number }
@@ -162,6 +164,9 @@ function podFiles(chart: RenderedChart, externalSecrets: Record<string, Record<s
   return files
 }
 
+/** The pod IP the downward API hands the pod (status.podIP) in these tests. */
+const POD_IP = '10.42.7.19'
+
 function gatewayConfigFrom(chart: RenderedChart, externalSecrets: Record<string, Record<string, string>> = {}) {
   const files = podFiles(chart, externalSecrets)
   const env: Record<string, string> = {}
@@ -169,6 +174,11 @@ function gatewayConfigFrom(chart: RenderedChart, externalSecrets: Record<string,
     if (e.value !== undefined) env[e.name] = e.value
     const ref = e.valueFrom?.secretKeyRef
     if (ref) env[e.name] = externalSecrets[ref.name]?.[ref.key] ?? ''
+    const field = e.valueFrom?.fieldRef?.fieldPath
+    if (field) {
+      expect(field, `${e.name} from the downward API`).toBe('status.podIP')
+      env[e.name] = POD_IP
+    }
   }
   return loadConfig({
     env,
@@ -243,7 +253,25 @@ describe('values.yaml and values.schema.json', () => {
     ['an admin token the gateway would refuse (under 16 characters)', { secrets: { values: { adminToken: 'short' } } }],
     ['a Secret key with a slash', { secrets: { keys: { adminToken: 'admin/token' } } }],
     ['running as root allowed', { securityContext: { runAsNonRoot: false } }],
-    ['a grace period shorter than the gateway needs', { terminationGracePeriodSeconds: 5 }],
+    ['a termination grace period set by hand (it is derived)', { terminationGracePeriodSeconds: 60 }],
+    ['no margin between the grace period and SIGKILL', { terminationGraceMarginSeconds: 0 }],
+    ['shutdownGrace in the config file (it comes from shutdownGraceSeconds)', { config: { shutdownGrace: '20s' } }],
+    ['an admin host with a space', { adminHost: '0.0.0.0 ' }],
+    ['a PrometheusRule alert without severity', { monitoring: { prometheusRule: { alerts: { redisDown: { severity: null } } } } }],
+    ['an unknown alert', { monitoring: { prometheusRule: { alerts: { diskFull: { enabled: true, for: '5m', severity: 'warning' } } } } }],
+    ['an error ratio above 1', { monitoring: { prometheusRule: { alerts: { platformErrors: { ratio: 5 } } } } }],
+    ['a `for` that is no Prometheus duration', { monitoring: { prometheusRule: { alerts: { tokenRefused: { for: '2 minutes' } } } } }],
+    ['a rule selector with braces', { monitoring: { selector: '{job="x"}' } }],
+    ['a runbook URL with an anchor', { monitoring: { runbookUrl: 'https://example.com/ops.md#top' } }],
+    ['a dashboard label key with a space', { monitoring: { dashboard: { labelKey: 'grafana dashboard' } } }],
+    ['an admin namespace label without a value', { networkPolicy: { ingress: { adminNamespaceLabel: { value: null } } } }],
+    ['an admin namespace label key with a space', { networkPolicy: { ingress: { adminNamespaceLabel: { key: 'team name' } } } }],
+    ['a platform CIDR that is no CIDR', { networkPolicy: { egress: { platform: { cidrs: ['dsp-api.example.com'] } } } }],
+    ['no platform port', { networkPolicy: { egress: { platform: { ports: [] } } } }],
+    ['a cache warm without advertisers', { cacheWarm: { enabled: true, apiKeySecret: { name: 'warm-key' } } }],
+    ['a cache warm without its key Secret', { cacheWarm: { enabled: true, advertisers: [101] } }],
+    ['a cache warm schedule of four fields', { cacheWarm: { schedule: '0 5 * *' } }],
+    ['an advertiser that is not a positive integer', { cacheWarm: { advertisers: ['101'] } }],
     ['an unknown Service type', { service: { type: 'ExternalName' } }],
     ['a PDB percentage without %', { podDisruptionBudget: { maxUnavailable: '50' } }],
   ]
@@ -290,7 +318,7 @@ describe('rendered with the defaults', () => {
         'app.kubernetes.io/instance': 'rgw',
         'app.kubernetes.io/version': '0.1.0',
         'app.kubernetes.io/managed-by': 'Helm',
-        'helm.sh/chart': 'report-gateway-0.1.0',
+        'helm.sh/chart': 'report-gateway-0.2.0',
       })
     }
   })
@@ -339,10 +367,19 @@ describe('rendered with the defaults', () => {
     expect(exposed.admin.spec.type).toBe('ClusterIP')
   })
 
-  it('binds both listeners to every pod interface, so Services, probes and Prometheus reach them', () => {
+  it('binds the proxy to every pod interface and the admin listener to the pod IP only', () => {
     const env = envOf(chart)
     expect(env.get('HOST')?.value).toBe('0.0.0.0')
-    expect(env.get('ADMIN_HOST')?.value).toBe('0.0.0.0')
+    // Services, Prometheus and the kubelet's probes all connect to the pod IP.
+    expect(env.get('ADMIN_HOST')).toEqual({ name: 'ADMIN_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } })
+    expect(chart.notes).toContain('kubectl port-forward')
+  })
+
+  it('binds the admin listener where adminHost says, e.g. 0.0.0.0 for kubectl port-forward', () => {
+    const other = renderChart(CHART, { values: { adminHost: '0.0.0.0', secrets: { create: true, values: SECRETS } } })
+    expect(envOf(other).get('ADMIN_HOST')).toEqual({ name: 'ADMIN_HOST', value: '0.0.0.0' })
+    expect(gatewayConfigFrom(other).admin.host).toBe('0.0.0.0')
+    expect(other.notes).not.toContain('kubectl port-forward')
   })
 
   it('probes liveness on /healthz and readiness on /readyz, on the admin port', () => {
@@ -384,7 +421,8 @@ describe('rendered with the defaults', () => {
     const configFile = envOf(chart).get('CONFIG_FILE')?.value
     expect(configFile).toBe('/etc/report-gateway/config.yaml')
     const files = podFiles(chart)
-    expect(parse(files.get(configFile!)!)).toEqual({})
+    // Nothing but the shutdownGrace the pod's grace period is derived from.
+    expect(parse(files.get(configFile!)!)).toEqual({ shutdownGrace: '10s' })
   })
 
   it('runs as a non-root user with a read-only root filesystem and no capabilities', () => {
@@ -407,10 +445,15 @@ describe('rendered with the defaults', () => {
     const command = gateway(chart).lifecycle?.preStop?.exec?.command
     expect(command?.[0]).toBe('sleep')
     const sleep = Number(command?.[1])
-    expect(sleep).toBeGreaterThan(0)
+    expect(sleep).toBe(5)
+    // The grace the gateway itself uses: what its loader reads from the rendered config file.
+    const config = gatewayConfigFrom(chart, { 'rgw-report-gateway': { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret } })
+    expect(config.shutdownGraceMs).toBe(10_000)
     const defaults = parse(readFileSync(join(ROOT, 'config/default.yaml'), 'utf8')) as { shutdownGrace: string }
-    const grace = durationSeconds(defaults.shutdownGrace)
-    expect(spec.terminationGracePeriodSeconds).toBeGreaterThan(sleep + grace)
+    expect(config.shutdownGraceMs / 1000, "the chart's default is the gateway's").toBe(durationSeconds(defaults.shutdownGrace))
+    // 5 (preStop) + 10 (shutdownGrace) + 5 (margin)
+    expect(spec.terminationGracePeriodSeconds).toBe(20)
+    expect(spec.terminationGracePeriodSeconds).toBeGreaterThan(sleep + config.shutdownGraceMs / 1000)
   })
 
   it('uses the ServiceAccount and ConfigMap it creates', () => {
@@ -432,7 +475,7 @@ describe('rendered with the defaults', () => {
     const config = gatewayConfigFrom(chart, { 'rgw-report-gateway': secret })
     expect(config.host).toBe('0.0.0.0')
     expect(config.port).toBe(8080)
-    expect(config.admin).toMatchObject({ host: '0.0.0.0', port: 8081, token: SECRETS.adminToken })
+    expect(config.admin).toMatchObject({ host: POD_IP, port: 8081, token: SECRETS.adminToken })
     expect(config.gatewaySecret).toBe(SECRETS.gatewaySecret)
     expect(config.logLevel).toBe('info')
   })
@@ -511,9 +554,9 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
     expect(admin.spec.ports.map((p) => p.name)).toContain('admin')
   })
 
-  it('writes values `config` to the config file', () => {
+  it('writes values `config` to the config file, with shutdownGrace from shutdownGraceSeconds', () => {
     const files = podFiles(chart)
-    expect(parse(files.get('/etc/report-gateway/config.yaml')!)).toEqual(FULL.config)
+    expect(parse(files.get('/etc/report-gateway/config.yaml')!)).toEqual({ ...(FULL.config as Values), shutdownGrace: '10s' })
   })
 
   it('starts a gateway with the platform, Redis, the team and every secret from the Secret', () => {
@@ -608,6 +651,562 @@ describe('rendered with other choices', () => {
   })
 })
 
+// ---------------------------------------------------------------- optional objects
+
+/** The alerts of the PrometheusRule; docs/operations.md has a section #alert-<name in lower case> for each. */
+const ALERTS = [
+  'GatewayTokenRefused',
+  'GatewayTokenExpiringSoon',
+  'GatewayTokenExpiryImminent',
+  'GatewayPlatformErrors',
+  'GatewayRedisDown',
+  'GatewayCacheHitRatioLow',
+  'GatewayTeamRateLimited',
+  'GatewayLatencyHigh',
+]
+const RUNBOOK = 'https://github.com/example/report-gateway/blob/main/docs/operations.md'
+
+interface AlertRule {
+  alert: string
+  expr: string
+  for: string
+  labels: Record<string, string>
+  annotations: { summary: string; description: string; runbook_url: string }
+}
+interface PrometheusRule extends Manifest {
+  spec: { groups: { name: string; rules: AlertRule[] }[] }
+}
+interface PolicyPeer {
+  podSelector?: { matchLabels?: Record<string, string> }
+  namespaceSelector?: { matchLabels?: Record<string, string> }
+  ipBlock?: { cidr: string }
+}
+interface PolicyRule {
+  from?: PolicyPeer[]
+  to?: PolicyPeer[]
+  ports: { port: number; protocol: string }[]
+}
+interface NetworkPolicy extends Manifest {
+  spec: { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress: PolicyRule[]; egress: PolicyRule[] }
+}
+interface CronJob extends Manifest {
+  spec: {
+    schedule: string
+    timeZone?: string
+    concurrencyPolicy: string
+    jobTemplate: {
+      spec: {
+        backoffLimit: number
+        template: {
+          metadata: { labels: Record<string, string> }
+          spec: PodSpec & { restartPolicy: string; containers: (Container & { command: string[]; args?: string[] })[] }
+        }
+      }
+    }
+  }
+}
+
+const rulesOf = (chart: RenderedChart) => one<PrometheusRule>(chart, 'PrometheusRule').spec.groups.flatMap((g) => g.rules)
+const alertOf = (chart: RenderedChart, name: string) => {
+  const rule = rulesOf(chart).find((r) => r.alert === name)
+  expect(rule, name).toBeDefined()
+  return rule!
+}
+/** Do the labels match the selector (every key equal)? */
+const selects = (selector: Record<string, string>, labels: Record<string, string> | undefined) =>
+  Object.entries(selector).every(([k, v]) => labels?.[k] === v)
+
+describe('optional objects', () => {
+  it('are all off by default: no PrometheusRule, dashboard, NetworkPolicy or CronJob', () => {
+    const defaults = parse(read('values.yaml')) as Values & {
+      monitoring: { prometheusRule: { enabled: boolean }; dashboard: { enabled: boolean } }
+      networkPolicy: { enabled: boolean }
+      cacheWarm: { enabled: boolean }
+    }
+    expect([defaults.monitoring.prometheusRule.enabled, defaults.monitoring.dashboard.enabled, defaults.networkPolicy.enabled, defaults.cacheWarm.enabled]).toEqual([false, false, false, false])
+    const kinds = renderChart(CHART).manifests.map((m) => m.kind)
+    for (const kind of ['PrometheusRule', 'NetworkPolicy', 'CronJob', 'ServiceMonitor']) expect(kinds, kind).not.toContain(kind)
+    expect(kinds.filter((k) => k === 'ConfigMap'), 'only the config file').toHaveLength(1)
+  })
+
+  it('are named, namespaced and labelled the standard way when switched on', () => {
+    const chart = renderChart(CHART, {
+      values: {
+        monitoring: { prometheusRule: { enabled: true }, dashboard: { enabled: true } },
+        networkPolicy: { enabled: true },
+        cacheWarm: { enabled: true, advertisers: [101], apiKeySecret: { name: 'warm-key' } },
+      },
+    })
+    const added = chart.manifests.filter((m) => ['PrometheusRule', 'NetworkPolicy', 'CronJob'].includes(m.kind) || m.metadata.name.endsWith('-dashboard'))
+    expect(added.map((m) => `${m.kind} ${m.metadata.name}`).sort()).toEqual(
+      ['ConfigMap rgw-report-gateway-dashboard', 'CronJob rgw-report-gateway-cache-warm', 'NetworkPolicy rgw-report-gateway', 'PrometheusRule rgw-report-gateway'].sort(),
+    )
+    for (const m of added) {
+      expect(m.metadata.namespace, m.kind).toBe('reports')
+      expect(m.metadata.labels, m.kind).toMatchObject({ 'app.kubernetes.io/name': 'report-gateway', 'app.kubernetes.io/instance': 'rgw', 'helm.sh/chart': 'report-gateway-0.2.0' })
+    }
+  })
+})
+
+describe('PrometheusRule (monitoring.prometheusRule)', () => {
+  const WITH_REDIS = { redis: { url: 'redis://redis:6379' } }
+  const chart = renderChart(CHART, { values: { ...WITH_REDIS, monitoring: { prometheusRule: { enabled: true } } } })
+
+  it('is a Prometheus Operator PrometheusRule with one group of the gateway alerts', () => {
+    const rule = one<PrometheusRule>(chart, 'PrometheusRule')
+    expect(rule.apiVersion).toBe('monitoring.coreos.com/v1')
+    expect(rule.metadata.name).toBe('rgw-report-gateway')
+    expect(rule.spec.groups.map((g) => g.name)).toEqual(['report-gateway'])
+    expect(rulesOf(chart).map((r) => r.alert)).toEqual(ALERTS)
+  })
+
+  it('gives every alert a severity, a summary, a description and a runbook_url to docs/operations.md#alert-<name>', () => {
+    for (const rule of rulesOf(chart)) {
+      expect(Object.keys(rule.annotations).sort(), rule.alert).toEqual(['description', 'runbook_url', 'summary'])
+      expect(rule.annotations.runbook_url, rule.alert).toBe(`${RUNBOOK}#alert-${rule.alert.toLowerCase()}`)
+      expect(rule.labels.severity, rule.alert).toMatch(/^(critical|warning)$/)
+      expect(rule.for, rule.alert).toMatch(/^\d+[smh]$/)
+      expect(rule.annotations.summary.length, rule.alert).toBeGreaterThan(10)
+      expect(rule.annotations.description.length, rule.alert).toBeGreaterThan(rule.annotations.summary.length)
+    }
+    expect(alertOf(chart, 'GatewayTokenRefused').labels.severity).toBe('critical')
+    expect(alertOf(chart, 'GatewayTokenExpiryImminent').labels.severity).toBe('critical')
+    expect(alertOf(chart, 'GatewayTokenExpiringSoon').labels.severity).toBe('warning')
+  })
+
+  it("leaves Prometheus' own template markers in the annotations for Prometheus", () => {
+    expect(alertOf(chart, 'GatewayTokenRefused').annotations.summary).toContain('{{ $labels.credential }}')
+    expect(alertOf(chart, 'GatewayTeamRateLimited').annotations.description).toContain('{{ $labels.team }}')
+    expect(alertOf(chart, 'GatewayTokenExpiringSoon').annotations.description).toContain('{{ $value | humanizeDuration }}')
+  })
+
+  it("selects this release's series: its namespace and the job of the admin Service the ServiceMonitor scrapes", () => {
+    const { admin } = services(chart)
+    const selector = `namespace="reports",job="${admin.metadata.name}"`
+    for (const rule of rulesOf(chart)) expect(rule.expr, rule.alert).toContain(selector)
+    const custom = renderChart(CHART, { values: { ...WITH_REDIS, monitoring: { selector: 'job="gateway"', prometheusRule: { enabled: true } } } })
+    for (const rule of rulesOf(custom)) {
+      expect(rule.expr, rule.alert).toContain('{job="gateway"')
+      expect(rule.expr, rule.alert).not.toContain('namespace="reports"')
+    }
+  })
+
+  it('alerts on the metrics of src/metrics.ts, as the brief names them', () => {
+    const exprs = Object.fromEntries(rulesOf(chart).map((r) => [r.alert, r.expr.replace(/\s+/g, ' ')]))
+    expect(exprs.GatewayTokenRefused).toMatch(/^min by \(namespace, job, credential\) \(gateway_platform_token_usable\{[^}]*\}\) == 0$/)
+    expect(exprs.GatewayTokenExpiringSoon).toMatch(/gateway_platform_token_seconds_left\{[^}]*\}\) < 30 \* 86400$/)
+    expect(exprs.GatewayTokenExpiryImminent).toMatch(/gateway_platform_token_seconds_left\{[^}]*\}\) < 7 \* 86400$/)
+    expect(exprs.GatewayPlatformErrors).toContain('gateway_platform_calls_total{namespace="reports",job="rgw-report-gateway-admin",outcome=~"GW_.*"}[5m]')
+    expect(exprs.GatewayPlatformErrors).toMatch(/\) > 0\.05$/)
+    expect(exprs.GatewayRedisDown).toMatch(/gateway_redis_up\{[^}]*\} == 0\) > 0$/)
+    expect(exprs.GatewayCacheHitRatioLow).toContain('result=~"HIT|STALE"}[30m]')
+    expect(exprs.GatewayCacheHitRatioLow).toMatch(/\) < 0\.5 and .*\) > 0\.05$/)
+    expect(exprs.GatewayTeamRateLimited).toMatch(/^sum by \(namespace, job, team\) \(rate\(gateway_rate_limited_total\{[^}]*\}\[10m\]\)\) > 0\.1$/)
+    expect(exprs.GatewayLatencyHigh).toMatch(/^histogram_quantile\(0\.99, sum by \(namespace, job, route, le\) \(rate\(gateway_request_duration_seconds_bucket\{[^}]*,route=~"report\|proxy"\}\[5m\]\)\)\) > 2\.5$/)
+  })
+
+  it('takes every threshold, window, for: and severity from values', () => {
+    const tuned = renderChart(CHART, {
+      values: {
+        ...WITH_REDIS,
+        monitoring: {
+          prometheusRule: {
+            enabled: true,
+            alerts: {
+              tokenRefused: { for: '1m', severity: 'page' },
+              tokenExpiringSoon: { days: 45, for: '1h' },
+              tokenExpiryImminent: { days: 10 },
+              platformErrors: { ratio: 0.2, window: '15m', errorOutcomes: 'GW_UPSTREAM.*' },
+              cacheHitRatioLow: { ratio: 0.7, window: '1h', minRequestsPerSecond: 1 },
+              teamRateLimited: { perSecond: 2, window: '5m' },
+              latencyHigh: { seconds: 1, window: '10m', routes: 'report' },
+            },
+          },
+        },
+      },
+    })
+    expect(alertOf(tuned, 'GatewayTokenRefused')).toMatchObject({ for: '1m', labels: { severity: 'page' } })
+    expect(alertOf(tuned, 'GatewayTokenExpiringSoon').for).toBe('1h')
+    expect(alertOf(tuned, 'GatewayTokenExpiringSoon').expr).toMatch(/< 45 \* 86400$/)
+    expect(alertOf(tuned, 'GatewayTokenExpiringSoon').annotations.summary).toContain('within 45 days')
+    expect(alertOf(tuned, 'GatewayTokenExpiryImminent').expr).toMatch(/< 10 \* 86400$/)
+    const errors = alertOf(tuned, 'GatewayPlatformErrors').expr
+    expect(errors).toContain('outcome=~"GW_UPSTREAM.*"}[15m]')
+    expect(errors).toMatch(/> 0\.2$/)
+    const hits = alertOf(tuned, 'GatewayCacheHitRatioLow').expr.replace(/\s+/g, ' ')
+    expect(hits).toContain('[1h]')
+    expect(hits).toMatch(/< 0\.7 and .* > 1$/)
+    expect(alertOf(tuned, 'GatewayTeamRateLimited').expr).toMatch(/\[5m\]\)\) > 2$/)
+    expect(alertOf(tuned, 'GatewayLatencyHigh').expr).toMatch(/route=~"report"\}\[10m\]\)\)\) > 1$/)
+  })
+
+  it('leaves out disabled alerts, and adds alert labels, rule labels and another namespace', () => {
+    const other = renderChart(CHART, {
+      values: {
+        ...WITH_REDIS,
+        monitoring: {
+          prometheusRule: {
+            enabled: true,
+            namespace: 'monitoring',
+            labels: { release: 'kube-prometheus-stack' },
+            alertLabels: { team: 'ads-platform' },
+            alerts: { cacheHitRatioLow: { enabled: false }, teamRateLimited: { enabled: false } },
+          },
+        },
+      },
+    })
+    const rule = one<PrometheusRule>(other, 'PrometheusRule')
+    expect(rule.metadata.namespace).toBe('monitoring')
+    expect(rule.metadata.labels).toMatchObject({ release: 'kube-prometheus-stack' })
+    expect(rulesOf(other).map((r) => r.alert)).toEqual(ALERTS.filter((a) => a !== 'GatewayCacheHitRatioLow' && a !== 'GatewayTeamRateLimited'))
+    for (const r of rulesOf(other)) expect(r.labels, r.alert).toEqual({ severity: r.labels.severity, team: 'ads-platform' })
+    // The series still come from the release namespace.
+    for (const r of rulesOf(other)) expect(r.expr, r.alert).toContain('namespace="reports"')
+  })
+
+  it('alerts on Redis only for a gateway that uses Redis (without it, gateway_redis_up is 0)', () => {
+    const alerts = (values: Values) => rulesOf(renderChart(CHART, { values: merge({ monitoring: { prometheusRule: { enabled: true } } }, values) })).map((r) => r.alert)
+    expect(alerts({})).toEqual(ALERTS.filter((a) => a !== 'GatewayRedisDown'))
+    expect(alerts({ redis: { existingSecret: { name: 'redis' } } })).toContain('GatewayRedisDown')
+    expect(alerts({ config: { redis: { sentinels: [{ host: 'sentinel', port: 26379 }] } } })).toContain('GatewayRedisDown')
+  })
+})
+
+describe('Grafana dashboard (monitoring.dashboard)', () => {
+  const file = read('dashboards/report-gateway.json')
+  const chart = renderChart(CHART, { values: { monitoring: { dashboard: { enabled: true } } } })
+  const configMap = () => one(chart, 'ConfigMap', 'rgw-report-gateway-dashboard') as Manifest & { data: Record<string, string> }
+
+  it('ships dashboards/report-gateway.json (loaded with .Files.Get) in a ConfigMap with the sidecar label', () => {
+    const cm = configMap()
+    expect(cm.metadata.labels).toMatchObject({ grafana_dashboard: '1' })
+    expect(Object.keys(cm.data)).toEqual(['report-gateway.json'])
+    expect(JSON.parse(cm.data['report-gateway.json']!)).toEqual(JSON.parse(file))
+    expect(cm.data['report-gateway.json']).toBe(file.replace(/\n$/, ''))
+  })
+
+  it("takes the sidecar's label key and value, annotations and a namespace from values", () => {
+    const other = renderChart(CHART, {
+      values: { monitoring: { dashboard: { enabled: true, labelKey: 'grafana.example.com/dashboard', labelValue: 'gateways', namespace: 'monitoring', annotations: { grafana_folder: 'Gateways' } } } },
+    })
+    const cm = one(other, 'ConfigMap', 'rgw-report-gateway-dashboard')
+    expect(cm.metadata.labels?.['grafana.example.com/dashboard']).toBe('gateways')
+    expect(cm.metadata.labels?.grafana_dashboard).toBeUndefined()
+    expect(cm.metadata.namespace).toBe('monitoring')
+    expect(cm.metadata.annotations).toEqual({ grafana_folder: 'Gateways' })
+  })
+
+  it('is a Grafana dashboard with a data source variable and the panels the operators need', () => {
+    const dashboard = JSON.parse(file) as {
+      uid: string
+      title: string
+      templating: { list: { name: string; type: string }[] }
+      panels: { type: string; title: string; datasource?: { uid: string }; targets?: { expr: string }[] }[]
+    }
+    expect(dashboard.uid).toBe('report-gateway')
+    expect(dashboard.title).toBe('Report gateway')
+    expect(dashboard.templating.list.map((v) => `${v.name}:${v.type}`)).toEqual(['datasource:datasource', 'namespace:query', 'job:query'])
+    const panels = dashboard.panels.filter((p) => p.type !== 'row')
+    for (const p of panels) expect(p.datasource?.uid, p.title).toBe('${datasource}')
+    const exprs = (title: string) => {
+      const panel = panels.find((p) => p.title === title)
+      expect(panel, title).toBeDefined()
+      return (panel!.targets ?? []).map((t) => t.expr).join('\n')
+    }
+    expect(exprs('Request rate by route and status')).toContain('sum by (route, status) (rate(gateway_requests_total{')
+    expect(exprs('Latency p50 / p99 by route')).toMatch(/histogram_quantile\(0\.5,[\s\S]*histogram_quantile\(0\.99,/)
+    expect(exprs('Cache results by tier')).toContain('sum by (result, tier) (rate(gateway_cache_requests_total{')
+    expect(exprs('Cache hit ratio')).toContain('result=~"HIT|STALE"')
+    expect(exprs('Platform calls by outcome')).toContain('gateway_platform_calls_total')
+    expect(exprs('Platform error ratio')).toContain('outcome=~"GW_.*"')
+    expect(exprs('Platform token seconds left')).toContain('gateway_platform_token_seconds_left')
+    expect(exprs('Redis up by pod')).toContain('gateway_redis_up')
+    expect(exprs('Rate-limited requests by team')).toContain('sum by (team) (rate(gateway_rate_limited_total{')
+    // Every query is limited to the chosen namespace and job.
+    for (const p of panels) for (const t of p.targets ?? []) expect(t.expr, p.title).toContain('namespace="$namespace",job=~"$job"')
+  })
+})
+
+describe('NetworkPolicy (networkPolicy)', () => {
+  const render = (values: Values = {}) => renderChart(CHART, { values: merge({ networkPolicy: { enabled: true } }, values) })
+  const policy = (chart: RenderedChart) => one<NetworkPolicy>(chart, 'NetworkPolicy')
+  const chart = render()
+  const egressTo = (chart: RenderedChart, port: number) => policy(chart).spec.egress.filter((r) => r.ports.some((p) => p.port === port))
+
+  it("selects the gateway's pods only: not the helm test Pod, not the cache-warm Job", () => {
+    const np = policy(chart)
+    expect(np.apiVersion).toBe('networking.k8s.io/v1')
+    expect(np.spec.policyTypes).toEqual(['Ingress', 'Egress'])
+    const selector = np.spec.podSelector.matchLabels
+    expect(selects(selector, one<Deployment>(chart, 'Deployment').spec.template.metadata.labels)).toBe(true)
+    expect(selects(selector, one(chart, 'Pod').metadata.labels)).toBe(false)
+    // The component label is on the pods only: the Deployment's selector is immutable.
+    expect(one<Deployment>(chart, 'Deployment').spec.selector.matchLabels['app.kubernetes.io/component']).toBeUndefined()
+  })
+
+  it('lets any pod of the namespace reach the proxy port, and only the monitoring namespace the admin port', () => {
+    const [proxy, admin, ...rest] = policy(chart).spec.ingress
+    expect(rest).toEqual([])
+    expect(proxy).toEqual({ from: [{ podSelector: {} }], ports: [{ port: 8080, protocol: 'TCP' }] })
+    expect(admin).toEqual({ from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ port: 8081, protocol: 'TCP' }] })
+  })
+
+  it('follows the ports and takes more peers and another monitoring namespace label', () => {
+    const ingress = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }
+    const other = render({
+      ports: { http: 9080, admin: 9081 },
+      networkPolicy: { ingress: { proxyFrom: [ingress], adminNamespaceLabel: { key: 'example.com/monitoring', value: 'true' }, adminFrom: [{ podSelector: { matchLabels: { app: 'ops' } } }] } },
+    })
+    const [proxy, admin] = policy(other).spec.ingress
+    expect(proxy).toEqual({ from: [{ podSelector: {} }, ingress], ports: [{ port: 9080, protocol: 'TCP' }] })
+    expect(admin).toEqual({
+      from: [{ namespaceSelector: { matchLabels: { 'example.com/monitoring': 'true' } } }, { podSelector: { matchLabels: { app: 'ops' } } }],
+      ports: [{ port: 9081, protocol: 'TCP' }],
+    })
+  })
+
+  it('lets the gateway reach cluster DNS (UDP and TCP 53) and the platform on 443, and nothing else without Redis', () => {
+    const egress = policy(chart).spec.egress
+    expect(egress).toHaveLength(2)
+    expect(egressTo(chart, 53)).toEqual([
+      {
+        to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
+        ports: [
+          { port: 53, protocol: 'UDP' },
+          { port: 53, protocol: 'TCP' },
+        ],
+      },
+    ])
+    expect(egressTo(chart, 443)).toEqual([{ to: [{ ipBlock: { cidr: '0.0.0.0/0' } }], ports: [{ port: 443, protocol: 'TCP' }] }])
+    expect(egressTo(chart, 6379)).toEqual([])
+  })
+
+  it("takes the platform's CIDRs and ports", () => {
+    const other = render({ networkPolicy: { egress: { platform: { cidrs: ['203.0.113.0/24', '2001:db8::/32'], ports: [443, 8443] } } } })
+    expect(egressTo(other, 8443)).toEqual([
+      {
+        to: [{ ipBlock: { cidr: '203.0.113.0/24' } }, { ipBlock: { cidr: '2001:db8::/32' } }],
+        ports: [
+          { port: 443, protocol: 'TCP' },
+          { port: 8443, protocol: 'TCP' },
+        ],
+      },
+    ])
+    expect(egressTo(render({ networkPolicy: { egress: { platform: { cidrs: [] } } } }), 443)).toEqual([{ ports: [{ port: 443, protocol: 'TCP' }] }])
+  })
+
+  it('lets the gateway reach Redis on 6379 when Redis is configured, by selector or CIDR', () => {
+    for (const values of [{ redis: { url: 'redis://redis:6379' } }, { redis: { existingSecret: { name: 'redis' } } }, { config: { redis: { url: 'redis://redis:6379' } } }]) {
+      expect(egressTo(render(values), 6379), JSON.stringify(values)).toEqual([{ ports: [{ port: 6379, protocol: 'TCP' }] }])
+    }
+    const bySelector = render({
+      redis: { url: 'redis://redis.redis.svc:6379' },
+      networkPolicy: { egress: { redis: { podLabels: { 'app.kubernetes.io/name': 'redis' }, namespaceLabels: { 'kubernetes.io/metadata.name': 'redis' } } } },
+    })
+    expect(egressTo(bySelector, 6379)).toEqual([
+      {
+        ports: [{ port: 6379, protocol: 'TCP' }],
+        to: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'redis' } }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'redis' } } }],
+      },
+    ])
+    const byCidr = render({ redis: { url: 'rediss://10.0.0.5:6380' }, networkPolicy: { egress: { redis: { cidrs: ['10.0.0.5/32'], ports: [6380] } } } })
+    expect(egressTo(byCidr, 6380)).toEqual([{ ports: [{ port: 6380, protocol: 'TCP' }], to: [{ ipBlock: { cidr: '10.0.0.5/32' } }] }])
+  })
+
+  it('adds the Sentinel port only when config.redis.sentinels is set', () => {
+    expect(egressTo(render({ redis: { url: 'redis://redis:6379' } }), 26379)).toEqual([])
+    const sentinels = render({ config: { redis: { sentinels: [{ host: 'sentinel-0', port: 26379 }], sentinelName: 'mymaster' } } })
+    expect(egressTo(sentinels, 26379)).toEqual([
+      {
+        ports: [
+          { port: 6379, protocol: 'TCP' },
+          { port: 26379, protocol: 'TCP' },
+        ],
+      },
+    ])
+  })
+
+  it('appends extra egress rules as given', () => {
+    const extra = { to: [{ ipBlock: { cidr: '198.51.100.0/24' } }], ports: [{ port: 443, protocol: 'TCP' }] }
+    expect(policy(render({ networkPolicy: { egress: { extra: [extra] } } })).spec.egress.at(-1)).toEqual(extra)
+  })
+})
+
+describe('cache-warm CronJob (cacheWarm)', () => {
+  const WARM = { enabled: true, advertisers: [101, 102], apiKeySecret: { name: 'warm-key' } }
+  const render = (values: Values = {}) => renderChart(CHART, { values: merge({ cacheWarm: WARM }, values) })
+  const cronJob = (chart: RenderedChart) => one<CronJob>(chart, 'CronJob')
+  const container = (chart: RenderedChart) => cronJob(chart).spec.jobTemplate.spec.template.spec.containers[0]!
+  const env = (chart: RenderedChart) => new Map(container(chart).env.map((e) => [e.name, e]))
+  const chart = render()
+
+  it('runs once a day, never two runs at once, as the gateway image under the same security settings', () => {
+    const job = cronJob(chart)
+    expect(job.apiVersion).toBe('batch/v1')
+    expect(job.metadata.name).toBe('rgw-report-gateway-cache-warm')
+    expect(job.spec).toMatchObject({ schedule: '15 5 * * *', concurrencyPolicy: 'Forbid' })
+    expect(job.spec.timeZone).toBeUndefined()
+    const pod = job.spec.jobTemplate.spec.template.spec
+    expect(pod.restartPolicy).toBe('Never')
+    expect(pod.automountServiceAccountToken).toBe(false)
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true })
+    expect(container(chart).image).toBe(gateway(chart).image)
+    expect(container(chart).securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false })
+  })
+
+  it("is no pod of the gateway's Services, PDB or NetworkPolicy", () => {
+    const labels = cronJob(chart).spec.jobTemplate.spec.template.metadata.labels
+    expect(labels['app.kubernetes.io/component']).toBe('cache-warm')
+    expect(selects(one<Deployment>(chart, 'Deployment').spec.selector.matchLabels, labels)).toBe(false)
+    const np = one<NetworkPolicy>(render({ networkPolicy: { enabled: true } }), 'NetworkPolicy')
+    expect(selects(np.spec.podSelector.matchLabels, labels)).toBe(false)
+  })
+
+  it('runs node dist/cli/warm.js with the flags from values, and the key from the Secret as WARM_API_KEY', () => {
+    const c = container(chart)
+    expect(c.command.slice(0, 2)).toEqual(['sh', '-c'])
+    expect(c.command[2]).toContain('exec node dist/cli/warm.js --advertisers "$WARM_ADVERTISERS" --from "$from" --to "$to" --url "$WARM_URL" "$@"')
+    expect(c.args).toEqual(['--by-date', '--by-campaign'])
+    expect(env(chart).get('WARM_API_KEY')).toEqual({ name: 'WARM_API_KEY', valueFrom: { secretKeyRef: { name: 'warm-key', key: 'api-key' } } })
+    expect(env(chart).get('WARM_ADVERTISERS')?.value).toBe('101,102')
+    expect(env(chart).get('WARM_FROM')?.value).toBe('7 days ago')
+    expect(env(chart).get('WARM_TO')?.value).toBe('yesterday')
+    // The chart's own proxy Service by default.
+    const { proxy } = services(chart)
+    expect(env(chart).get('WARM_URL')?.value).toBe(`http://${proxy.metadata.name}.reports.svc:${proxy.spec.ports[0]!.port}`)
+    // No secret value in the manifest.
+    expect(JSON.stringify(cronJob(chart))).not.toMatch(/rgw_[A-Za-z0-9]/)
+  })
+
+  it('takes the schedule, time zone, dates, splits, flags, URL and Secret from values', () => {
+    const other = render({
+      cacheWarm: {
+        schedule: '0 */6 * * *',
+        timeZone: 'Europe/Berlin',
+        from: '2026-01-01',
+        to: 'today',
+        splits: 'campaigns',
+        byDate: false,
+        byCampaign: false,
+        extraArgs: ['--concurrency', '2'],
+        url: 'http://report-gateway.reports.svc:8080',
+        apiKeySecret: { name: 'warm', key: 'key' },
+      },
+    })
+    expect(cronJob(other).spec).toMatchObject({ schedule: '0 */6 * * *', timeZone: 'Europe/Berlin' })
+    expect(container(other).args).toEqual(['--splits', 'campaigns', '--concurrency', '2'])
+    const e = env(other)
+    expect(e.get('WARM_URL')?.value).toBe('http://report-gateway.reports.svc:8080')
+    expect(e.get('WARM_FROM')?.value).toBe('2026-01-01')
+    expect(e.get('TZ')?.value).toBe('Europe/Berlin')
+    expect(e.get('WARM_API_KEY')?.valueFrom?.secretKeyRef).toEqual({ name: 'warm', key: 'key' })
+  })
+
+  const gnuDate = spawnSync('date', ['-d', '2026-01-01', '+%F'], { encoding: 'utf8' }).stdout.trim() === '2026-01-01'
+  it.skipIf(!gnuDate)('turns relative dates into days when it runs and passes every flag as its own argument (GNU date)', () => {
+    // A stand-in `node` that prints its arguments shows what the script would run.
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-warm-'))
+    try {
+      writeFileSync(join(dir, 'node'), '#!/bin/sh\nprintf "%s\\n" "$@"\n', { mode: 0o755 })
+      const c = container(render({ cacheWarm: { splits: 'campaigns' } }))
+      const run = (from: string, to: string) =>
+        spawnSync(c.command[0]!, [...c.command.slice(1), ...(c.args ?? [])], {
+          encoding: 'utf8',
+          env: { PATH: `${dir}:${process.env.PATH ?? ''}`, TZ: 'UTC', WARM_ADVERTISERS: '101,102', WARM_FROM: from, WARM_TO: to, WARM_URL: 'http://gw:8080', WARM_API_KEY: 'k' },
+        })
+      const fixed = run('2026-03-01', '2026-03-07')
+      expect(fixed.status, fixed.stderr).toBe(0)
+      expect(fixed.stdout.trim().split('\n')).toEqual([
+        'dist/cli/warm.js',
+        '--advertisers',
+        '101,102',
+        '--from',
+        '2026-03-01',
+        '--to',
+        '2026-03-07',
+        '--url',
+        'http://gw:8080',
+        '--splits',
+        'campaigns',
+        '--by-date',
+        '--by-campaign',
+      ])
+      const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10)
+      const relative = run('7 days ago', 'yesterday')
+      expect(relative.status, relative.stderr).toBe(0)
+      const lines = relative.stdout.trim().split('\n')
+      expect([lines[4], lines[6]]).toEqual([day(-7), day(-1)])
+      // An unreadable date stops the job before warm.js runs.
+      const bad = run('someday', 'yesterday')
+      expect(bad.status).not.toBe(0)
+      expect(bad.stdout).toBe('')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('refuses to render without advertisers or the key Secret', () => {
+    // The schema refuses these first; the template's own check names the value too.
+    expect(() => renderChart(CHART, { values: { cacheWarm: { enabled: true, apiKeySecret: { name: 'k' } } } })).toThrow(/schema/)
+    expect(() => renderChart(CHART, { values: { cacheWarm: { enabled: true, advertisers: [101] } } })).toThrow(/schema/)
+  })
+})
+
+describe('terminationGracePeriodSeconds (derived)', () => {
+  const grace = (values: Values) => {
+    const chart = renderChart(CHART, { values })
+    const config = parse(podFiles(chart).get('/etc/report-gateway/config.yaml')!) as { shutdownGrace: string }
+    return { period: one<Deployment>(chart, 'Deployment').spec.template.spec.terminationGracePeriodSeconds, shutdownGrace: config.shutdownGrace, preStop: gateway(chart).lifecycle?.preStop }
+  }
+
+  it('is preStopSleepSeconds + shutdownGraceSeconds + terminationGraceMarginSeconds', () => {
+    expect(grace({})).toMatchObject({ period: 20, shutdownGrace: '10s' })
+    expect(grace({ preStopSleepSeconds: 10, shutdownGraceSeconds: 30, terminationGraceMarginSeconds: 7 })).toMatchObject({ period: 47, shutdownGrace: '30s' })
+    expect(grace({ shutdownGraceSeconds: 45 })).toMatchObject({ period: 55, shutdownGrace: '45s' })
+  })
+
+  it('has no preStop hook without a sleep, and then is the grace plus the margin', () => {
+    const g = grace({ preStopSleepSeconds: 0 })
+    expect(g.preStop).toBeUndefined()
+    expect(g.period).toBe(15)
+  })
+
+  it("is what the gateway's loader reads as its shutdownGrace", () => {
+    const chart = renderChart(CHART, { values: merge(FULL, { shutdownGraceSeconds: 25 }) })
+    const config = gatewayConfigFrom(chart, { 'redis-credentials': { url: 'redis://redis:6379' } })
+    expect(config.shutdownGraceMs).toBe(25_000)
+    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.terminationGracePeriodSeconds).toBe(5 + 25 + 5)
+  })
+})
+
+describe('values-production.yaml', () => {
+  const production = parse(read('values-production.yaml')) as Values
+  const chart = renderChart(CHART, { values: production })
+
+  it('meets the schema and turns on the NetworkPolicy, the alerts, the dashboard and the ServiceMonitor', () => {
+    expect(validateValues(CHART, merge(parse(read('values.yaml')) as Values, production))).toEqual([])
+    const kinds = chart.manifests.map((m) => m.kind)
+    for (const kind of ['NetworkPolicy', 'PrometheusRule', 'ServiceMonitor', 'HorizontalPodAutoscaler']) expect(kinds, kind).toContain(kind)
+    expect(all(chart, 'ConfigMap').map((m) => m.metadata.name).sort()).toEqual(['rgw-report-gateway', 'rgw-report-gateway-dashboard'])
+  })
+
+  it('lets the gateway reach its Redis, by selector, and the ingress controller reach the proxy', () => {
+    const np = one<NetworkPolicy>(chart, 'NetworkPolicy')
+    const redis = np.spec.egress.find((r) => r.ports.some((p) => p.port === 6379))
+    expect(redis?.to).toEqual([{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'redis' } }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'redis' } } }])
+    expect(np.spec.ingress[0]?.from).toContainEqual({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } })
+  })
+
+  it('comments every value', () => {
+    const lines = read('values-production.yaml').split('\n')
+    const bare = lines
+      .map((line, i) => ({ line, i }))
+      .filter(({ line, i }) => /^\s*[\w.-]+:\s*\S/.test(line) && !line.includes('#') && !/^\s*#/.test(lines[i - 1] ?? ''))
+      .map(({ line, i }) => `${i + 1}: ${line.trim()}`)
+    expect(bare).toEqual([])
+  })
+})
+
 // ---------------------------------------------------------------- the renderer itself
 
 describe('the test renderer (subset of Go templates)', () => {
@@ -637,6 +1236,22 @@ describe('the test renderer (subset of Go templates)', () => {
     expect(renderString('{{ .n }}', { n: 1000000 })).toBe('1e+06')
     expect(renderString('[{{ .missing }}]', {})).toBe('[]')
     expect(renderString('{{ printf "%s" .n }}', { n: 1 })).toBe('%!s(float64=1)')
+  })
+
+  it('reads chart files with .Files.Get, as helm does (not templates, "" for none)', () => {
+    const files = renderChart(CHART, { values: { monitoring: { dashboard: { enabled: true } } } })
+    expect(files.files['dashboard-configmap.yaml']).toContain('"uid": "report-gateway"')
+    const data = { Files: { Get: (name: unknown) => (name === 'a.txt' ? 'A' : '') } }
+    expect(renderString('[{{ .Files.Get "a.txt" }}][{{ .Files.Get "b.txt" }}]', data)).toBe('[A][]')
+    expect(renderString('{{ "a.txt" | .Files.Get | quote }}', data)).toBe('"A"')
+  })
+
+  it('runs add, join, deepCopy and set like Sprig', () => {
+    expect(renderString('{{ add 5 10 .n }}', { n: 5 })).toBe('20')
+    expect(renderString('{{ join "," .l }}', { l: [101, 102] })).toBe('101,102')
+    const data = { m: { a: 1 } }
+    expect(renderString('{{ $c := deepCopy .m }}{{ $_ := set $c "b" "x" }}{{ toYaml $c }}|{{ toYaml .m }}', data)).toBe('a: 1\nb: x|a: 1')
+    expect(data.m).toEqual({ a: 1 })
   })
 
   it('fails on what helm fails on, and on anything outside the subset', () => {

@@ -1,7 +1,8 @@
 {{/*
 Named templates of the chart. Kept to a small subset of Go templates and Sprig
-(include, default, trunc, trimSuffix, printf, replace, contains, toYaml, quote, nindent)
-so test/helpers/render-chart.ts can render the chart where no helm binary exists.
+(include, default, trunc, trimSuffix, printf, replace, contains, toYaml, quote, nindent,
+int, add, join, deepCopy, set, .Files.Get) so test/helpers/render-chart.ts can render
+the chart where no helm binary exists.
 */}}
 
 {{/* The chart's name, or nameOverride. */}}
@@ -74,7 +75,39 @@ Content of the CONFIG_FILE. One definition for the ConfigMap and for the pod's
 checksum/config annotation, so a change of `config` rolls the pods.
 */}}
 {{- define "report-gateway.configFile" -}}
-{{- toYaml .Values.config }}
+{{- /* shutdownGrace comes from values.shutdownGraceSeconds, which terminationGracePeriodSeconds is derived from. */ -}}
+{{- $config := deepCopy .Values.config }}
+{{- $_ := set $config "shutdownGrace" (printf "%ds" (int .Values.shutdownGraceSeconds)) }}
+{{- toYaml $config }}
+{{- end }}
+
+{{/*
+The pod's terminationGracePeriodSeconds: the preStop sleep, then the gateway's
+shutdownGrace after SIGTERM, then a margin for closing pools. Derived rather than set,
+so raising one of them can never leave SIGKILL cutting requests still allowed to finish.
+*/}}
+{{- define "report-gateway.terminationGracePeriodSeconds" -}}
+{{- add .Values.preStopSleepSeconds .Values.shutdownGraceSeconds .Values.terminationGraceMarginSeconds }}
+{{- end }}
+
+{{/*
+PromQL label matchers of this release's series: monitoring.selector, else the release
+namespace and the job the ServiceMonitor gives (the admin Service's name).
+*/}}
+{{- define "report-gateway.metricSelector" -}}
+{{- $job := printf "%s-admin" (include "report-gateway.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- .Values.monitoring.selector | default (printf "namespace=%q,job=%q" .Release.Namespace $job) }}
+{{- end }}
+
+{{/* Non-empty when the gateway uses Redis (REDIS_URL from values, or Redis in `config`). */}}
+{{- define "report-gateway.usesRedis" -}}
+{{- if or .Values.redis.url .Values.redis.existingSecret.name }}true{{ end }}
+{{- with .Values.config.redis }}{{ if or .url .sentinels .cluster }}true{{ end }}{{ end }}
+{{- end }}
+
+{{/* Non-empty when `config` names Redis Sentinels (their ports then need egress too). */}}
+{{- define "report-gateway.usesSentinels" -}}
+{{- with .Values.config.redis }}{{ if .sentinels }}true{{ end }}{{ end }}
 {{- end }}
 
 {{/* Non-empty when at least one Secret key is in use (the Secret volume is mounted then). */}}

@@ -1,0 +1,369 @@
+/**
+ * The chart's PromQL: the PrometheusRule (monitoring.prometheusRule) and the Grafana
+ * dashboard (helm/report-gateway/dashboards/report-gateway.json).
+ *
+ * - Every series and label they name exists in src/metrics.ts (plus the target labels
+ *   the ServiceMonitor adds), so a renamed metric breaks this test, not an alert at 3 am.
+ * - `promtool check rules` on the rendered rule's groups, and `promtool test rules` with
+ *   synthetic series: each alert fires when it should, with the labels it should, and
+ *   stays quiet otherwise. promtool comes from Debian's `prometheus` package (.ci/run
+ *   installs it); without it these are skipped with a notice, except with CI=true, where
+ *   a missing promtool is a failure (as for redis-server).
+ */
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, describe, expect, it } from 'vitest'
+import { stringify } from 'yaml'
+import { mergeValues, renderChart, type Manifest, type Values } from '../helpers/render-chart.js'
+import { createMetrics } from '../../src/metrics.js'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const CHART = join(ROOT, 'helm/report-gateway')
+
+interface AlertRule {
+  alert: string
+  expr: string
+  for?: string
+  labels?: Record<string, string>
+  annotations?: Record<string, string>
+}
+interface Group {
+  name: string
+  rules: AlertRule[]
+}
+
+function ruleGroups(values: Values = {}): Group[] {
+  // With Redis: GatewayRedisDown is only rendered for a gateway that uses Redis.
+  const chart = renderChart(CHART, { values: mergeValues({ redis: { url: 'redis://redis:6379' }, monitoring: { prometheusRule: { enabled: true } } }, values) })
+  const rule = chart.manifests.find((m) => m.kind === 'PrometheusRule') as (Manifest & { spec: { groups: Group[] } }) | undefined
+  if (!rule) throw new Error('no PrometheusRule rendered')
+  return rule.spec.groups
+}
+
+// ---------------------------------------------------------------- names against src/metrics.ts
+
+/** Labels Prometheus adds to every scraped series (ServiceMonitor targets). */
+const TARGET_LABELS = ['namespace', 'job', 'pod', 'instance', 'service', 'container', 'endpoint']
+
+/** Every series name the gateway exposes, with the labels it may carry. */
+function seriesCatalogue(): Map<string, Set<string>> {
+  const catalogue = new Map<string, Set<string>>()
+  for (const metric of createMetrics().registry.getMetricsAsArray()) {
+    const m = metric as unknown as { name: string; type: string; labelNames?: string[] }
+    const labels = [...(m.labelNames ?? []), ...TARGET_LABELS]
+    if (m.type === 'histogram') {
+      catalogue.set(`${m.name}_bucket`, new Set([...labels, 'le']))
+      catalogue.set(`${m.name}_sum`, new Set(labels))
+      catalogue.set(`${m.name}_count`, new Set(labels))
+    } else {
+      catalogue.set(m.name, new Set(labels))
+    }
+  }
+  return catalogue
+}
+
+/** Problems of one PromQL expression: unknown series, and labels none of its series carry. */
+function checkExpr(expr: string, catalogue: Map<string, Set<string>>, extraLabels: string[] = []): string[] {
+  const problems: string[] = []
+  const names = [...new Set(expr.match(/\bgateway_[a-z0-9_]+/g) ?? [])]
+  if (names.length === 0) problems.push('names no gateway series')
+  const allowed = new Set<string>(extraLabels)
+  for (const name of names) {
+    const labels = catalogue.get(name)
+    if (!labels) problems.push(`unknown series ${name}`)
+    else for (const l of labels) allowed.add(l)
+  }
+  const used = new Set<string>()
+  for (const [, inner] of expr.matchAll(/\{([^}]*)\}/g)) {
+    for (const [, label] of inner!.matchAll(/([A-Za-z_]\w*)\s*(?:=~|!~|!=|=)\s*"/g)) used.add(label!)
+  }
+  for (const [, list] of expr.matchAll(/\b(?:by|without)\s*\(([^)]*)\)/g)) {
+    for (const label of list!.split(',').map((l) => l.trim()).filter(Boolean)) used.add(label)
+  }
+  for (const label of used) if (!allowed.has(label)) problems.push(`label ${label} is on none of ${names.join(', ')}`)
+  return problems
+}
+
+describe('the PromQL of the chart names what src/metrics.ts exposes', () => {
+  const catalogue = seriesCatalogue()
+
+  it('knows the gateway metrics (the catalogue itself)', () => {
+    for (const name of ['gateway_requests_total', 'gateway_request_duration_seconds_bucket', 'gateway_cache_requests_total', 'gateway_platform_calls_total', 'gateway_rate_limited_total', 'gateway_platform_token_seconds_left', 'gateway_platform_token_usable', 'gateway_redis_up']) {
+      expect(catalogue.has(name), name).toBe(true)
+    }
+    expect(checkExpr('sum by (nope) (gateway_requests_total{route="x"})', catalogue)).toEqual(['label nope is on none of gateway_requests_total'])
+    expect(checkExpr('gateway_request_total', catalogue)).toEqual(['unknown series gateway_request_total'])
+  })
+
+  it('in every alert of the PrometheusRule, and in its $labels', () => {
+    for (const rule of ruleGroups().flatMap((g) => g.rules)) {
+      expect(checkExpr(rule.expr, catalogue), rule.alert).toEqual([])
+      // An annotation's $labels.x must be a label the alert keeps (its `by` list).
+      const by = new Set([...rule.expr.matchAll(/\bby\s*\(([^)]*)\)/g)].flatMap(([, l]) => l!.split(',').map((s) => s.trim())))
+      for (const text of Object.values(rule.annotations ?? {})) {
+        for (const [, label] of text.matchAll(/\$labels\.(\w+)/g)) expect(by, `${rule.alert}: $labels.${label}`).toContain(label)
+      }
+    }
+  })
+
+  it('in every panel of the Grafana dashboard, and in its legends', () => {
+    const dashboard = JSON.parse(readFileSync(join(CHART, 'dashboards/report-gateway.json'), 'utf8')) as {
+      panels: { title: string; targets?: { expr: string; legendFormat?: string }[] }[]
+      templating: { list: { name: string; definition?: string }[] }
+    }
+    let targets = 0
+    for (const panel of dashboard.panels) {
+      for (const target of panel.targets ?? []) {
+        targets++
+        expect(checkExpr(target.expr, catalogue), panel.title).toEqual([])
+        const legendLabels = [...(target.legendFormat ?? '').matchAll(/\{\{\s*(\w+)\s*\}\}/g)].map(([, l]) => l!)
+        const by = [...target.expr.matchAll(/\bby\s*\(([^)]*)\)/g)].flatMap(([, l]) => l!.split(',').map((s) => s.trim()))
+        // Without an aggregation the series keep all their labels.
+        const kept = by.length > 0 ? by : [...TARGET_LABELS, ...[...(catalogue.get(target.expr.match(/\bgateway_[a-z0-9_]+/)![0]) ?? [])]]
+        for (const label of legendLabels) expect(kept, `${panel.title}: legend {{${label}}}`).toContain(label)
+      }
+    }
+    expect(targets).toBeGreaterThan(10)
+    for (const variable of dashboard.templating.list) {
+      if (variable.definition) expect(checkExpr(variable.definition, catalogue), variable.name).toEqual([])
+    }
+  })
+})
+
+// ---------------------------------------------------------------- promtool
+
+function promtoolAvailability(): { available: boolean; notice: string | null } {
+  if (spawnSync('promtool', ['--version'], { stdio: 'ignore' }).status === 0) return { available: true, notice: null }
+  if (process.env.CI === 'true') throw new Error("promtool is not on PATH: CI needs it (apt-get install -y --no-install-recommends prometheus)")
+  return { available: false, notice: 'SKIPPED: promtool is not on PATH; the PrometheusRule was not checked (apt-get install -y --no-install-recommends prometheus)' }
+}
+
+const promtool = promtoolAvailability()
+if (promtool.notice) console.warn(promtool.notice)
+
+const work = mkdtempSync(join(tmpdir(), 'rgw-promtool-'))
+afterAll(() => rmSync(work, { recursive: true, force: true }))
+
+function runPromtool(args: string[]): { status: number | null; output: string } {
+  const result = spawnSync('promtool', args, { cwd: work, encoding: 'utf8' })
+  return { status: result.status, output: `${result.stdout}${result.stderr}` }
+}
+
+/** The rendered rule's spec.groups as a Prometheus rule file. */
+function writeRuleFile(name: string, groups: Group[]): string {
+  writeFileSync(join(work, name), stringify({ groups }))
+  return name
+}
+
+const SEL = 'namespace="reports",job="rgw-report-gateway-admin"'
+const TARGET = { namespace: 'reports', job: 'rgw-report-gateway-admin' }
+
+interface AlertCase {
+  eval_time: string
+  alertname: string
+  exp_alerts: { exp_labels: Record<string, string>; exp_annotations?: Record<string, string> }[]
+}
+interface TestGroup {
+  name: string
+  interval: string
+  input_series: { series: string; values: string }[]
+  alert_rule_test: AlertCase[]
+}
+
+const firing = (eval_time: string, alertname: string, ...labels: Record<string, string>[]): AlertCase => ({
+  eval_time,
+  alertname,
+  exp_alerts: labels.map((l) => ({ exp_labels: l })),
+})
+
+// Synthetic series for every alert (interval 1m): one case that fires, one that must not.
+const TESTS: TestGroup[] = [
+  {
+    name: 'GatewayTokenRefused: one replica without a usable token, for longer than 2m',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_platform_token_usable{${SEL},pod="a",credential="default"}`, values: '1 1 0x10' },
+      { series: `gateway_platform_token_usable{${SEL},pod="b",credential="default"}`, values: '1x12' },
+      { series: `gateway_platform_token_usable{${SEL},pod="a",credential="partner"}`, values: '1x12' },
+    ],
+    alert_rule_test: [
+      firing('3m', 'GatewayTokenRefused'),
+      firing('6m', 'GatewayTokenRefused', { severity: 'critical', ...TARGET, credential: 'default' }),
+    ],
+  },
+  {
+    name: 'GatewayTokenExpiringSoon / GatewayTokenExpiryImminent: 20 days, 5 days and 60 days left',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_platform_token_seconds_left{${SEL},pod="a",credential="default"}`, values: '1728000-60x40' },
+      { series: `gateway_platform_token_seconds_left{${SEL},pod="a",credential="partner"}`, values: '432000-60x40' },
+      { series: `gateway_platform_token_seconds_left{${SEL},pod="a",credential="other"}`, values: '5184000-60x40' },
+    ],
+    alert_rule_test: [
+      firing('10m', 'GatewayTokenExpiringSoon'),
+      firing('20m', 'GatewayTokenExpiringSoon', { severity: 'warning', ...TARGET, credential: 'default' }, { severity: 'warning', ...TARGET, credential: 'partner' }),
+      firing('20m', 'GatewayTokenExpiryImminent', { severity: 'critical', ...TARGET, credential: 'partner' }),
+    ],
+  },
+  {
+    name: 'GatewayPlatformErrors: 10% of report calls fail',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_platform_calls_total{${SEL},pod="a",outcome="entry"}`, values: '0+85x40' },
+      { series: `gateway_platform_calls_total{${SEL},pod="a",outcome="pass"}`, values: '0+5x40' },
+      { series: `gateway_platform_calls_total{${SEL},pod="a",outcome="GW_UPSTREAM"}`, values: '0+7x40' },
+      { series: `gateway_platform_calls_total{${SEL},pod="a",outcome="GW_UPSTREAM_TIMEOUT"}`, values: '0+3x40' },
+    ],
+    alert_rule_test: [firing('5m', 'GatewayPlatformErrors'), firing('25m', 'GatewayPlatformErrors', { severity: 'warning', ...TARGET })],
+  },
+  {
+    name: 'GatewayPlatformErrors: 2% of report calls fail (below 5%)',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_platform_calls_total{${SEL},pod="a",outcome="entry"}`, values: '0+98x40' },
+      { series: `gateway_platform_calls_total{${SEL},pod="a",outcome="GW_UPSTREAM"}`, values: '0+2x40' },
+    ],
+    alert_rule_test: [firing('25m', 'GatewayPlatformErrors')],
+  },
+  {
+    name: 'GatewayPlatformErrors: no report calls at all (no ratio)',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_platform_calls_total{${SEL},pod="a",outcome="entry"}`, values: '5x40' },
+      { series: `gateway_platform_calls_total{${SEL},pod="a",outcome="GW_UPSTREAM"}`, values: '1x40' },
+    ],
+    alert_rule_test: [firing('25m', 'GatewayPlatformErrors')],
+  },
+  {
+    name: 'GatewayRedisDown: one of two replicas keeps Redis out',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_redis_up{${SEL},pod="a"}`, values: '1 1 0x20' },
+      { series: `gateway_redis_up{${SEL},pod="b"}`, values: '1x22' },
+    ],
+    alert_rule_test: [firing('4m', 'GatewayRedisDown'), firing('10m', 'GatewayRedisDown', { severity: 'warning', ...TARGET })],
+  },
+  {
+    name: 'GatewayCacheHitRatioLow: one read in three from the cache; BYPASS does not count',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_cache_requests_total{${SEL},pod="a",result="HIT",tier="l1"}`, values: '0+20x100' },
+      { series: `gateway_cache_requests_total{${SEL},pod="a",result="STALE",tier="l2"}`, values: '0+10x100' },
+      { series: `gateway_cache_requests_total{${SEL},pod="a",result="MISS",tier="platform"}`, values: '0+60x100' },
+      { series: `gateway_cache_requests_total{${SEL},pod="a",result="BYPASS",tier="platform"}`, values: '0+600x100' },
+    ],
+    alert_rule_test: [firing('20m', 'GatewayCacheHitRatioLow'), firing('80m', 'GatewayCacheHitRatioLow', { severity: 'warning', ...TARGET })],
+  },
+  {
+    name: 'GatewayCacheHitRatioLow: 90% of the reads from the cache',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_cache_requests_total{${SEL},pod="a",result="HIT",tier="l1"}`, values: '0+90x100' },
+      { series: `gateway_cache_requests_total{${SEL},pod="a",result="MISS",tier="platform"}`, values: '0+10x100' },
+    ],
+    alert_rule_test: [firing('80m', 'GatewayCacheHitRatioLow')],
+  },
+  {
+    name: 'GatewayCacheHitRatioLow: no hits, but only a trickle of reads (2 a minute)',
+    interval: '1m',
+    input_series: [{ series: `gateway_cache_requests_total{${SEL},pod="a",result="MISS",tier="platform"}`, values: '0+2x100' }],
+    alert_rule_test: [firing('80m', 'GatewayCacheHitRatioLow')],
+  },
+  {
+    name: 'GatewayTeamRateLimited: growth refused 0.5/s, bi 0.05/s',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_rate_limited_total{${SEL},pod="a",team="growth"}`, values: '0+20x60' },
+      { series: `gateway_rate_limited_total{${SEL},pod="b",team="growth"}`, values: '0+10x60' },
+      { series: `gateway_rate_limited_total{${SEL},pod="a",team="bi"}`, values: '0+3x60' },
+    ],
+    alert_rule_test: [firing('10m', 'GatewayTeamRateLimited'), firing('40m', 'GatewayTeamRateLimited', { severity: 'warning', ...TARGET, team: 'growth' })],
+  },
+  {
+    name: 'GatewayLatencyHigh: p99 of report requests near 10s; proxy fast; unmatched routes not watched',
+    interval: '1m',
+    input_series: [
+      ...histogram('report', { '0.1': 10, '0.5': 20, '1': 30, '2.5': 40, '5': 90, '10': 100, '+Inf': 100 }),
+      ...histogram('proxy', { '0.1': 100, '0.5': 100, '1': 100, '2.5': 100, '5': 100, '10': 100, '+Inf': 100 }),
+      ...histogram('unmatched', { '0.1': 0, '0.5': 0, '1': 0, '2.5': 0, '5': 0, '10': 0, '+Inf': 100 }),
+    ],
+    alert_rule_test: [firing('8m', 'GatewayLatencyHigh'), firing('20m', 'GatewayLatencyHigh', { severity: 'warning', ...TARGET, route: 'report' })],
+  },
+]
+
+/** Cumulative buckets growing by `perMinute[le]` each minute. */
+function histogram(route: string, perMinute: Record<string, number>) {
+  return Object.entries(perMinute).map(([le, n]) => ({ series: `gateway_request_duration_seconds_bucket{${SEL},pod="a",route="${route}",le="${le}"}`, values: `0+${n}x40` }))
+}
+
+describe.skipIf(!promtool.available)('promtool on the rendered PrometheusRule', () => {
+  it('passes `promtool check rules` (PromQL, durations, annotation templates)', () => {
+    const file = writeRuleFile('rules.yaml', ruleGroups())
+    const { status, output } = runPromtool(['check', 'rules', file])
+    expect(output).toContain('SUCCESS: 8 rules found')
+    expect(status, output).toBe(0)
+  })
+
+  it('passes `promtool check rules` with tuned values, alert labels and another selector', () => {
+    const groups = ruleGroups({
+      monitoring: {
+        selector: 'job=~"gateway|report-gateway-admin",cluster="eu-1"',
+        prometheusRule: {
+          alertLabels: { team: 'ads-platform' },
+          alerts: { tokenExpiringSoon: { days: 14.5 }, platformErrors: { errorOutcomes: 'GW_UPSTREAM|GW_UPSTREAM_TIMEOUT', window: '1h' }, latencyHigh: { seconds: 0.75, routes: 'report' } },
+        },
+      },
+    })
+    const { status, output } = runPromtool(['check', 'rules', writeRuleFile('tuned.yaml', groups)])
+    expect(status, output).toBe(0)
+  })
+
+  it('passes `promtool test rules`: every alert fires on its condition with the expected labels, and not otherwise', () => {
+    // Annotations are left out here (promtool would compare their text in full); `check
+    // rules` above parses their templates, and the next test renders one for real.
+    const groups = ruleGroups().map((g) => ({ ...g, rules: g.rules.map(({ annotations: _annotations, ...rule }) => rule) }))
+    writeRuleFile('rules-bare.yaml', groups)
+    const covered = new Set(TESTS.flatMap((t) => t.alert_rule_test.map((c) => c.alertname)))
+    expect([...covered].sort()).toEqual(groups.flatMap((g) => g.rules.map((r) => r.alert)).sort())
+    writeFileSync(join(work, 'tests.yaml'), stringify({ rule_files: ['rules-bare.yaml'], evaluation_interval: '1m', tests: TESTS }))
+    const { status, output } = runPromtool(['test', 'rules', 'tests.yaml'])
+    expect(status, output).toBe(0)
+    expect(output).toContain('SUCCESS')
+  })
+
+  it('fills in the annotations: GatewayTokenRefused names the credential and links its runbook', () => {
+    writeRuleFile('rules-full.yaml', ruleGroups())
+    const test = {
+      ...TESTS[0]!,
+      alert_rule_test: [
+        {
+          eval_time: '6m',
+          alertname: 'GatewayTokenRefused',
+          exp_alerts: [
+            {
+              exp_labels: { severity: 'critical', ...TARGET, credential: 'default' },
+              exp_annotations: {
+                summary: 'The platform refuses the token of credential default',
+                description:
+                  "The platform refuses the gateway's token for credential default (reports/rgw-report-gateway-admin). Calls that need the platform answer 502 GW_PLATFORM_AUTH; cached reports are still served. Put a new token in place: update the Secret, PUT /admin/token, or POST /admin/token/refresh for a password login.",
+                runbook_url: 'https://github.com/example/report-gateway/blob/main/docs/operations.md#alert-gatewaytokenrefused',
+              },
+            },
+          ],
+        },
+      ],
+    }
+    writeFileSync(join(work, 'tests-full.yaml'), stringify({ rule_files: ['rules-full.yaml'], evaluation_interval: '1m', tests: [test] }))
+    const { status, output } = runPromtool(['test', 'rules', 'tests-full.yaml'])
+    expect(status, output).toBe(0)
+  })
+
+  it('fails a broken rule (the check is real)', () => {
+    const broken = ruleGroups().map((g) => ({ ...g, rules: [{ ...g.rules[0]!, expr: 'min by (credential (gateway_platform_token_usable) == 0' }] }))
+    const { status } = runPromtool(['check', 'rules', writeRuleFile('broken.yaml', broken)])
+    expect(status).not.toBe(0)
+  })
+})
