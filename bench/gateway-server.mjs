@@ -34,8 +34,10 @@ const yaml = [
   'teams:',
   '  bench:',
   `    keys: [${JSON.stringify(required('BENCH_TEAM_KEY_HASH'))}]`,
-  // A team limited to some advertisers, like most real teams (the access check runs).
+  // A team limited to some advertisers, like most real teams (the access check runs),
+  // with a rate limit (counted on every hit) too high for the load to reach.
   '    advertisers: [100, 101, 102, 103]',
+  '    rateLimit: { max: 1000000000, window: 1m }',
   'cache:',
   // 0: L1 off (every hit comes from Redis).
   `  l1MaxBytes: ${l1 ? '64MiB' : 0}`,
