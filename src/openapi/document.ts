@@ -167,6 +167,7 @@ export async function docsUi(admin: FastifyInstance, proxy: FastifyInstance): Pr
     routePrefix: '/docs',
     transformSpecification: () => proxy.swagger(),
     transformSpecificationClone: false,
-    uiConfig: { deepLinking: true },
+    // No "Try it out": it would send team keys to the admin listener, which has no /api/v1.
+    uiConfig: { deepLinking: true, supportedSubmitMethods: [] },
   })
 }

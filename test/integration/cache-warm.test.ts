@@ -76,6 +76,18 @@ describe('npm run warm', () => {
     ])
   })
 
+  it('writes a progress line every 5 seconds when its output is no terminal', async () => {
+    env.sandbox.setLatency(2500)
+    const run = await warm(['--advertisers', '101,102,103', '--from', '2026-09-01', '--to', '2026-09-02', '--url', env.url, '--concurrency', '1'], { WARM_API_KEY: KEYS.all })
+    env.sandbox.setLatency(0)
+    expect(run.code).toBe(0)
+    const lines = run.stdout.trim().split('\n')
+    expect(lines[0]).toMatch(/^warm: 3 reports/)
+    expect(lines.slice(1, -1).length).toBeGreaterThanOrEqual(1)
+    for (const line of lines.slice(1, -1)) expect(line).toMatch(/^warm: [0-3]\/3: \d warmed, \d already fresh, 0 stale, 0 not cacheable, 0 failed$/)
+    expect(lines.at(-1)).toMatch(/: 3 warmed, 0 already fresh/)
+  })
+
   it('exits 1 when the gateway cannot be reached, and 2 for a usage error', async () => {
     const closed = await new Promise<number>((resolve) => {
       const server = createServer().listen(0, '127.0.0.1', () => {
