@@ -23,7 +23,8 @@ const DOCUMENTED_PATHS: Record<string, string> = {
 // which only 3.2 can describe.
 const OPERATIONS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
 
-const HEALTH: Record<string, Json> = {
+/** Routes without a schema of their own (health, this document): what the document says of them. */
+const PLAIN_ROUTES: Record<string, Json> = {
   '/healthz': { tags: ['health'], operationId: 'healthz', summary: 'Liveness: the process answers' },
   '/readyz': {
     tags: ['health'],
@@ -140,7 +141,7 @@ export const swaggerOptions: FastifyDynamicSwaggerOptions = {
     ],
   },
   transform: ({ schema, url }) => ({
-    schema: { ...(schema as Json | undefined), ...HEALTH[url] } as never,
+    schema: { ...(schema as Json | undefined), ...PLAIN_ROUTES[url] } as never,
     url: DOCUMENTED_PATHS[url] ?? url,
   }),
   transformObject: (documents) => completeDocument((documents as { openapiObject: Json }).openapiObject) as never,
