@@ -28,6 +28,7 @@ import { adminRoutes } from './routes/admin.js'
 import { TokenStore } from './platform/token-store.js'
 import { PlatformClient } from './platform/platform-client.js'
 import { CampaignOwners } from './teams/campaign-owners.js'
+import { describeProxy, docsUi } from './openapi/document.js'
 
 export interface GatewayDeps {
   /** Where log lines go (tests capture them); default stdout. */
@@ -157,6 +158,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const forms = new ReportForms(ctx)
   const observe = requestObserver(ctx)
   const proxy = buildServer(config, log, config.cache.enabled ? fastHits(ctx, admission, forms, observe) : null)
+  await describeProxy(proxy)
   await proxy.register(healthRoutes, { ctx })
   await proxy.register(apiRoutes, { ctx, admission, client, forms })
   proxy.addHook('onResponse', (request, reply, done) => {
@@ -184,6 +186,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics())
   })
   await admin.register(adminRoutes, { ctx, client })
+  await docsUi(admin, proxy)
 
   let closed = false
   return {

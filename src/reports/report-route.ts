@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache'
 import type { GatewayContext } from '../context.js'
 import { BadQueryError } from '../errors.js'
 import type { Admission, Caller } from '../routes/caller.js'
+import { reportGetSchema, reportPostSchema } from '../openapi/route-schemas.js'
 import { canonicalGetReport, canonicalPostReport, type CanonicalReport } from './report-query.js'
 import { sendReport, wantsRefresh } from './report-reply.js'
 
@@ -57,7 +58,8 @@ export async function reportReads(
 ): Promise<void> {
   if (!ctx.config.cache.enabled) return
 
-  app.get('/api/v1/report/*', async (request: FastifyRequest, reply: FastifyReply) => {
+  const limits = { maxRangeDays: ctx.config.cache.maxRangeDays, reportBodyBytes: ctx.config.limits.reportBodyBytes }
+  app.get('/api/v1/report/*', { schema: reportGetSchema(limits) }, async (request: FastifyRequest, reply: FastifyReply) => {
     const caller = admission.admit(request)
     const { report, key } = forms.get(caller, request.url)
     await admission.checkScope(request.method, caller, admission.known(request.url))
@@ -65,7 +67,7 @@ export async function reportReads(
     return sendReport(reply, result, request.headers, ctx.now())
   })
 
-  app.post('/api/v1/report/:split/get', async (request: FastifyRequest, reply: FastifyReply) => {
+  app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits) }, async (request: FastifyRequest, reply: FastifyReply) => {
     const caller = admission.admit(request)
     await admission.readBody(request, caller, ctx.config.limits.reportBodyBytes)
     if (caller.body?.kind !== 'json') throw new BadQueryError('body: must be a JSON object')

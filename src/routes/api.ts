@@ -3,6 +3,7 @@ import type { GatewayContext } from '../context.js'
 import type { PlatformClient } from '../platform/platform-client.js'
 import { reportReads, type ReportForms } from '../reports/report-route.js'
 import type { Admission } from './caller.js'
+import { describeOnly, proxySchema } from '../openapi/route-schemas.js'
 import { proxyHandler } from './proxy.js'
 
 /**
@@ -18,8 +19,10 @@ export async function apiRoutes(
   // reads a byte of the body (issue #5), then reads it through Admission.readBody.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
+  // Route schemas here only describe (openapi/): Admission checks, in the contract's order.
+  app.setValidatorCompiler(describeOnly)
 
   const proxy = proxyHandler(opts.ctx, opts.admission, opts.client)
   await app.register(reportReads, { ctx: opts.ctx, admission: opts.admission, forms: opts.forms })
-  app.all('/api/v1/*', proxy)
+  app.all('/api/v1/*', { schema: proxySchema({ bodyLimit: opts.ctx.config.bodyLimit }) }, proxy)
 }

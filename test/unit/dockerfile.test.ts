@@ -3,7 +3,7 @@
  * suite runs. This checks what a build would rely on (stages, every COPY source in the
  * build context) and what the image promises (non-root, Node 24, ports, command).
  */
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, it, expect } from 'vitest'
@@ -118,7 +118,7 @@ const dockerignore = text('.dockerignore')
   .split('\n')
   .map((l) => l.trim())
   .filter((l) => l && !l.startsWith('#'))
-const pkg = JSON.parse(text('package.json')) as { main: string; scripts: Record<string, string>; engines: { node: string } }
+const pkg = JSON.parse(text('package.json')) as { main: string; scripts: Record<string, string>; engines: { node: string }; dependencies: Record<string, string> }
 const only = (stage: Stage, cmd: string) => stage.body.filter((i) => i.cmd === cmd)
 
 describe('Dockerfile', () => {
@@ -242,5 +242,26 @@ describe('Dockerfile', () => {
   it('carries OCI labels', () => {
     const labels = only(runtime, 'LABEL').map((i) => i.args).join(' ')
     for (const key of ['title', 'description', 'version', 'revision', 'created']) expect(labels).toContain(`org.opencontainers.image.${key}=`)
+  })
+
+  it('holds what the cache-warm CronJob runs: the built CLI and every package the sources import at run time', () => {
+    const template = text('helm/report-gateway/templates/cronjob-cache-warm.yaml')
+    const scripts = [...new Set([...template.matchAll(/node (dist\/\S+)\.js/g)].map((m) => m[1]!))]
+    expect(scripts).toEqual(['dist/cli/warm'])
+    // dist/ is tsc's output of src/ (tsconfig.build.json), which the image ships whole.
+    for (const script of scripts) expect(existsSync(join(ROOT, script.replace(/^dist/, 'src') + '.ts')), script).toBe(true)
+    expect(pkg.scripts.warm).toBe('node dist/cli/warm.js')
+    // The runtime stage has production dependencies only: whatever src/ imports must be one.
+    const sources = (readdirSync(join(ROOT, 'src'), { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'))
+    const imported = new Set<string>()
+    for (const file of sources) {
+      for (const m of text(join('src', file)).matchAll(/^import (?!type )[^;]*? from '([^'.][^']*)'/gm)) {
+        const spec = m[1]!
+        if (spec.startsWith('node:')) continue
+        imported.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!)
+      }
+    }
+    expect(imported).toContain('cli-progress')
+    for (const name of imported) expect(Object.keys(pkg.dependencies), `${name} is a production dependency`).toContain(name)
   })
 })

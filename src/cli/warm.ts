@@ -1,0 +1,56 @@
+import { SingleBar } from 'cli-progress'
+import { maskUrlPassword } from '../config.js'
+import { describeTally, planWarm, UsageError, USAGE, warmOptions, type WarmOptions } from './warm-plan.js'
+import { runWarm, type WarmProgress } from './warm-run.js'
+
+// npm run warm -- --advertisers 101,102 --from 2026-11-01 --to 2026-11-21 [...]: asks the
+// gateway for the usual reports so that callers find them cached (issue #7). The Helm
+// chart runs it as a CronJob (templates/cronjob-cache-warm.yaml).
+
+const PLAIN_PROGRESS_MS = 5000
+
+async function main(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`)
+    return 0
+  }
+  let opts: WarmOptions
+  try {
+    opts = warmOptions(argv, process.env)
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err
+    process.stderr.write(`warm: ${err.message}\n${USAGE}\n`)
+    return 2
+  }
+  const requests = planWarm(opts)
+  process.stdout.write(
+    `warm: ${requests.length} reports (advertisers ${opts.advertisers.join(',')}; splits ${opts.splits.join(',')}; ${opts.from} to ${opts.to}) ` +
+      `through ${String(maskUrlPassword(opts.baseUrl))}, ${opts.concurrency} at a time\n`,
+  )
+  const started = performance.now()
+  const progress = showProgress(requests.length)
+  const result = await runWarm(opts, requests, progress.update)
+  progress.stop()
+  for (const line of result.failures) process.stderr.write(`warm: ${line}\n`)
+  process.stdout.write(`warm: done in ${((performance.now() - started) / 1000).toFixed(1)} s: ${describeTally(result.tally)}\n`)
+  return result.tally.failed > 0 ? 1 : 0
+}
+
+// A bar on a terminal; in a job's log, a plain line every few seconds instead.
+function showProgress(total: number): { update: (p: WarmProgress) => void; stop: () => void } {
+  if (process.stderr.isTTY) {
+    const bar = new SingleBar({ stream: process.stderr, format: 'warm [{bar}] {value}/{total} | warmed {warmed}, fresh {fresh}, failed {failed}', hideCursor: true })
+    bar.start(total, 0, { warmed: 0, fresh: 0, failed: 0 })
+    return { update: (p) => bar.update(p.done, { ...p.tally }), stop: () => bar.stop() }
+  }
+  let last: WarmProgress = { done: 0, total, tally: { warmed: 0, fresh: 0, stale: 0, uncacheable: 0, failed: 0 } }
+  const timer = setInterval(() => process.stdout.write(`warm: ${last.done}/${last.total}: ${describeTally(last.tally)}\n`), PLAIN_PROGRESS_MS)
+  return {
+    update: (p) => {
+      last = p
+    },
+    stop: () => clearInterval(timer),
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2))

@@ -1,0 +1,162 @@
+import type { FastifySchema, FastifySchemaCompiler } from 'fastify'
+
+// What callers may send to the /api/v1 routes, as JSON Schema for the OpenAPI document
+// (openapi/document.ts). Documentation only: those routes check their input themselves,
+// in the contract's order (key before body, issue #5), and with their own messages
+// (reports/report-query.ts), so their scope compiles these with `describeOnly`.
+
+/** A validator that accepts everything: a route schema of the /api/v1 scope only describes. */
+export const describeOnly: FastifySchemaCompiler<unknown> = () => () => true
+
+const DATE = {
+  type: 'string',
+  format: 'date',
+  pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$',
+} as const
+
+const POSITIVE_ID = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const
+
+const QUERY_FLAG = {
+  type: 'string',
+  enum: ['1', 'true', '0', 'false'],
+  description: '`1` or `true` switch it on; `0`, `false` or leaving it out switch it off. Anything else (`TRUE`, `yes`) is 400 `GW_BAD_QUERY`.',
+} as const
+
+const BODY_FLAG = {
+  type: ['boolean', 'integer', 'string'],
+  enum: [true, false, 1, 0, '1', '0', 'true', 'false'],
+  description: 'On: `true`, `1`, `"1"`, `"true"`; off: `false`, `0`, `"0"`, `"false"` or leaving it out. Anything else is 400 `GW_BAD_QUERY`.',
+} as const
+
+const SPLIT = {
+  type: 'object',
+  required: ['split'],
+  properties: {
+    split: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9_-]+$',
+      description: 'The report split, as the platform names it: `campaigns`, `adPlacementPositions`, `creatives`. A split the platform does not have is its 404.',
+    },
+  },
+} as const
+
+const REPORT_HEADERS = {
+  type: 'object',
+  properties: {
+    'cache-control': {
+      type: 'string',
+      description: '`no-cache` asks for a fresh copy from the platform (answered with `x-cache: REFRESH`); `pragma: no-cache` does the same.',
+    },
+    'x-request-id': {
+      type: 'string',
+      description: 'Passed on to the platform and returned; one is made when absent or malformed.',
+    },
+  },
+} as const
+
+function dateRange(maxRangeDays: number) {
+  return {
+    dateFrom: { ...DATE, description: `First day, a real calendar date \`YYYY-MM-DD\` (\`2026-02-30\` is 400). Must not be after \`dateTo\`; the range spans at most ${maxRangeDays} days.` },
+    dateTo: { ...DATE, description: `Last day, included; a real calendar date \`YYYY-MM-DD\`, not before \`dateFrom\`, at most ${maxRangeDays} days after it counting both ends.` },
+  }
+}
+
+const NORMALIZED =
+  'Validated before anything goes upstream: an invalid value is 400 `GW_BAD_QUERY` whose message names the parameter, ' +
+  'and a known parameter given twice is 400. The same report in different spellings (parameter order, `true` or `1`, ' +
+  'a switched-off flag or none, `007` or `7`) is one cache entry and one platform call; the platform receives the ' +
+  'canonical form. Every distinct query is its own entry: a report is never built out of others.'
+
+/** `GET /api/v1/report/*`: the cached report read. */
+export function reportGetSchema(opts: { maxRangeDays: number }): FastifySchema {
+  return {
+    tags: ['reports'],
+    operationId: 'getReport',
+    summary: 'Read a report (cached)',
+    description:
+      `${NORMALIZED} Any other query parameter (for example \`spentBased\`) is passed on unchanged and is part of the cache key. ` +
+      'Every GET under `/api/v1/report/` is read this way. The body is the platform\'s, byte for byte.',
+    params: SPLIT,
+    querystring: {
+      type: 'object',
+      required: ['advertiserId', 'dateFrom', 'dateTo'],
+      properties: {
+        advertiserId: { ...POSITIVE_ID, description: 'The account whose report this is: digits only (`007` is `7`), one the team may read (else 403 `GW_FORBIDDEN`).' },
+        ...dateRange(opts.maxRangeDays),
+        byDate: { ...QUERY_FLAG, description: `One row per day. ${QUERY_FLAG.description}` },
+        byCampaign: { ...QUERY_FLAG, description: `One row per campaign. ${QUERY_FLAG.description}` },
+        spentBased: {
+          type: 'string',
+          description: 'Passed on to the platform as it is: the currency `spent` is reported in (US dollars or the advertiser\'s own); the platform decides which values it takes.',
+        },
+      },
+      additionalProperties: { type: 'string' },
+    },
+    headers: REPORT_HEADERS,
+  }
+}
+
+/** `POST /api/v1/report/:split/get`: the older form of a report, with a JSON body. */
+export function reportPostSchema(opts: { maxRangeDays: number; reportBodyBytes: number }): FastifySchema {
+  const id = { oneOf: [POSITIVE_ID, { type: 'string', pattern: '^[0-9]+$' }] }
+  return {
+    tags: ['reports'],
+    operationId: 'postReport',
+    summary: 'Read a report, older POST form (cached)',
+    description:
+      `${NORMALIZED} The body is normalized (sorted keys, flags as booleans, \`campaignIds\` sorted and de-duplicated) ` +
+      `and is part of the cache key; other keys are passed on. A body over ${opts.reportBodyBytes} bytes is 413 \`GW_PAYLOAD_TOO_LARGE\`. ` +
+      'A team limited to some advertisers names its account through `advertiserId` or only campaigns of its own (`campaignIds`).',
+    params: SPLIT,
+    querystring: {
+      type: 'object',
+      properties: {
+        advertiserId: { ...POSITIVE_ID, description: 'The account, when the body does not name it; if both do, they must be equal (else 400).' },
+      },
+      additionalProperties: { type: 'string' },
+    },
+    headers: REPORT_HEADERS,
+    body: {
+      type: 'object',
+      required: ['dateFrom', 'dateTo'],
+      properties: {
+        advertiserId: { ...id, description: 'The account whose campaigns are reported: a positive integer, one the team may read.' },
+        campaignIds: { type: 'array', minItems: 1, items: id, description: 'Campaigns to report on: positive integers (numbers or digit strings), sorted and de-duplicated by the gateway.' },
+        ...dateRange(opts.maxRangeDays),
+        byDate: { ...BODY_FLAG, description: `One row per day. ${BODY_FLAG.description}` },
+        byCampaign: { ...BODY_FLAG, description: `One row per campaign. ${BODY_FLAG.description}` },
+      },
+      additionalProperties: true,
+    },
+  }
+}
+
+/** `/api/v1/*`: every other call, forwarded to the platform with its token. */
+export function proxySchema(opts: { bodyLimit: number }): FastifySchema {
+  return {
+    tags: ['platform'],
+    summary: 'Any other platform call (forwarded)',
+    description:
+      'Forwarded to the platform with the gateway\'s token, after the target, the key (401), the read/write rule (403) and the rate limit (429), ' +
+      'then the body and the advertiser and campaign scope (403). Reads are GET and POST calls whose path ends in `/get`; anything else is a write ' +
+      'and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); ' +
+      `bodies over ${opts.bodyLimit} bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 \`GW_UPSTREAM\`. ` +
+      'Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.',
+    params: {
+      type: 'object',
+      required: ['path'],
+      properties: {
+        path: {
+          type: 'string',
+          description: 'The platform path after `/api/v1/`, slashes included and sent as they are (for example `campaign/get`); an encoded slash (`%2F`), `..` or `//` is 404.',
+        },
+      },
+    },
+    headers: {
+      type: 'object',
+      properties: {
+        'x-request-id': { type: 'string', description: 'Passed on to the platform and returned; one is made when absent or malformed.' },
+      },
+    },
+  }
+}

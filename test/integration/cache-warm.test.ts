@@ -1,0 +1,107 @@
+import { execFile, execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { KEYS, startSandboxGateway, type SandboxGateway } from '../helpers/sandbox-gateway.js'
+
+// `npm run warm` as the CronJob runs it: the built CLI in a child process, against a
+// gateway and the platform sandbox on loopback.
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const CLI = fileURLToPath(new URL('../../dist/cli/warm.js', import.meta.url))
+
+interface Run {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+// Asynchronous: the gateway answering the CLI runs in this process.
+function warm(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 30_000, env: { PATH: process.env.PATH ?? '', WARM_API_KEY: KEYS.growth, ...env } }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr })
+    })
+  })
+}
+
+const reports = (gw: SandboxGateway) => gw.callerRequests().filter((r) => r.path.includes('/report/'))
+
+let env: SandboxGateway
+beforeAll(async () => {
+  // `npm test` builds first (pretest); a lone `vitest run` of this file may not have.
+  if (!existsSync(CLI)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
+  env = await startSandboxGateway()
+}, 130_000)
+afterAll(async () => {
+  await env?.close()
+})
+
+describe('npm run warm', () => {
+  const range = ['--from', '2026-11-01', '--to', '2026-11-21']
+
+  it('warms each advertiser, then finds them fresh; callers then hit the warmed entries', async () => {
+    const first = await warm(['--advertisers', '101,102', ...range, '--by-date', '--by-campaign', '--url', env.url])
+    expect(first.stderr).toBe('')
+    expect(first.code).toBe(0)
+    expect(first.stdout).toContain(`warm: 2 reports (advertisers 101,102; splits campaigns; 2026-11-01 to 2026-11-21) through ${env.url}, 4 at a time`)
+    expect(first.stdout).toMatch(/warm: done in [\d.]+ s: 2 warmed, 0 already fresh, 0 stale, 0 not cacheable, 0 failed\n$/)
+    expect(reports(env)).toHaveLength(2)
+    // The key reaches neither the output nor the platform.
+    expect(first.stdout + first.stderr).not.toContain(KEYS.growth)
+
+    const again = await warm(['--advertisers', '101,102', ...range, '--by-date', '--by-campaign'], { WARM_URL: env.url })
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain('0 warmed, 2 already fresh, 0 stale, 0 not cacheable, 0 failed')
+    expect(reports(env)).toHaveLength(2)
+
+    const caller = await fetch(`${env.url}/api/v1/report/campaigns/get?dateTo=2026-11-21&byCampaign=true&dateFrom=2026-11-01&byDate=1&advertiserId=102`, { headers: { 'x-api-key': KEYS.all } })
+    await caller.arrayBuffer()
+    expect(caller.headers.get('x-cache')).toBe('HIT')
+    expect(reports(env)).toHaveLength(2)
+  })
+
+  it('exits 1 and names each report that failed: an advertiser the team may not read, a failing platform', async () => {
+    env.sandbox.clearRequests()
+    env.sandbox.setFailure({ kind: 'status', status: 500 })
+    const run = await warm(['--advertisers', '101,999', '--from', '2026-10-01', '--to', '2026-10-02', '--splits', 'campaigns', '--url', env.url, '--concurrency', '1'])
+    env.sandbox.setFailure({ kind: 'none' })
+    expect(run.code).toBe(1)
+    expect(run.stdout).toContain('0 warmed, 0 already fresh, 0 stale, 0 not cacheable, 2 failed')
+    const lines = run.stderr.trim().split('\n').sort()
+    expect(lines).toEqual([
+      expect.stringMatching(/^warm: failed: GET \/api\/v1\/report\/campaigns\/get\?advertiserId=101&dateFrom=2026-10-01&dateTo=2026-10-02: 502 GW_UPSTREAM: /),
+      expect.stringMatching(/^warm: failed: GET \/api\/v1\/report\/campaigns\/get\?advertiserId=999&dateFrom=2026-10-01&dateTo=2026-10-02: 403 GW_FORBIDDEN: /),
+    ])
+  })
+
+  it('writes a progress line every 5 seconds when its output is no terminal', async () => {
+    env.sandbox.setLatency(2500)
+    const run = await warm(['--advertisers', '101,102,103', '--from', '2026-09-01', '--to', '2026-09-02', '--url', env.url, '--concurrency', '1'], { WARM_API_KEY: KEYS.all })
+    env.sandbox.setLatency(0)
+    expect(run.code).toBe(0)
+    const lines = run.stdout.trim().split('\n')
+    expect(lines[0]).toMatch(/^warm: 3 reports/)
+    expect(lines.slice(1, -1).length).toBeGreaterThanOrEqual(1)
+    for (const line of lines.slice(1, -1)) expect(line).toMatch(/^warm: [0-3]\/3: \d warmed, \d already fresh, 0 stale, 0 not cacheable, 0 failed$/)
+    expect(lines.at(-1)).toMatch(/: 3 warmed, 0 already fresh/)
+  })
+
+  it('exits 1 when the gateway cannot be reached, and 2 for a usage error', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number }
+        server.close(() => resolve(port))
+      })
+    })
+    const refused = await warm(['--advertisers', '101', ...range, '--url', `http://127.0.0.1:${closed}`])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain('ECONNREFUSED')
+    expect(refused.stdout).toContain('1 failed')
+
+    const usage = await warm(['--advertisers', '101', ...range, '--url', env.url], { WARM_API_KEY: '' })
+    expect(usage.code).toBe(2)
+    expect(usage.stderr).toMatch(/^warm: WARM_API_KEY: the team key/)
+  })
+})

@@ -1,0 +1,152 @@
+import { readFileSync } from 'node:fs'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { renderDocument } from '../../src/openapi/render.js'
+import { allErrors } from '../../src/errors.js'
+import { buildGateway, KEYS, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+
+const COMMITTED = new URL('../../docs/openapi.json', import.meta.url)
+const OPERATIONS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+
+type Doc = {
+  openapi: string
+  paths: Record<string, Record<string, { operationId?: string; responses: Record<string, unknown>; security?: unknown[] }>>
+  components: { schemas: Record<string, { properties: { code: { const: string } } }> }
+}
+
+/** Fastify's route table as printRoutes shows it: full URL → methods. */
+function routeTable(text: string): Map<string, string[]> {
+  const routes = new Map<string, string[]>()
+  const stack: string[] = []
+  for (const line of text.split('\n')) {
+    const m = /^((?:│ {3}| {4})*)[├└]── (\S+)(?: \(([A-Z, ]+)\))?$/.exec(line)
+    if (!m) continue
+    stack.length = m[1]!.length / 4
+    stack.push(m[2]!)
+    if (m[3]) routes.set(stack.join(''), m[3].split(', '))
+  }
+  return routes
+}
+
+let gw: TestGateway
+let doc: Doc
+
+beforeAll(async () => {
+  gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: 'http://127.0.0.1:9', PLATFORM_TOKEN: 'openapi-test-token', ADMIN_TOKEN: 'admin-token-0123456789' }))
+  const res = await gw.proxy.inject({ method: 'GET', url: '/openapi.json' })
+  expect(res.statusCode).toBe(200)
+  doc = res.json<Doc>()
+})
+afterAll(async () => {
+  await gw?.close()
+})
+
+describe('OpenAPI document of the proxy listener', () => {
+  it('is served at GET /openapi.json with no key, and validates as OpenAPI 3.1', async () => {
+    expect(doc.openapi).toBe('3.1.0')
+    const validator = new Validator()
+    const result = await validator.validate(doc)
+    expect(result.errors).toBeUndefined()
+    expect(result.valid).toBe(true)
+    expect(validator.version).toBe('3.1')
+  })
+
+  it('is the committed docs/openapi.json (run `npm run openapi` after changing a route)', async () => {
+    const rendered = await renderDocument()
+    expect(readFileSync(COMMITTED, 'utf8')).toBe(rendered)
+    expect(JSON.parse(rendered)).toEqual(doc)
+  })
+
+  it('lists every route of the proxy listener, with its methods', () => {
+    const documented = new Set(Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`)))
+    const table = routeTable(gw.proxy.printRoutes({ commonPrefix: false }))
+    expect(table.size).toBeGreaterThanOrEqual(4)
+    for (const [url, methods] of table) {
+      // Wildcard routes are documented as callers write them (below); HEAD of a GET is Fastify's own.
+      if (url.includes('*')) continue
+      for (const method of methods.filter((m) => m !== 'HEAD')) expect(documented, `${method} ${url}`).toContain(`${method} ${url.replace(/:(\w+)/g, '{$1}')}`)
+    }
+    expect(documented).toContain('GET /api/v1/report/{split}/get')
+    expect(documented).toContain('POST /api/v1/report/{split}/get')
+    for (const method of OPERATIONS) expect(documented).toContain(`${method.toUpperCase()} /api/v1/{path}`)
+    // Each documented operation is one Fastify answers.
+    const fastifyUrl = (path: string) => path.replace('{split}', 'campaigns').replace('{path}', 'campaign/get')
+    for (const entry of documented) {
+      const [method, path] = entry.split(' ') as [string, string]
+      expect(gw.proxy.findRoute({ method: method as 'GET', url: fastifyUrl(path) }), entry).not.toBeNull()
+    }
+  })
+
+  it('describes every report parameter and its rules, and the report response headers', () => {
+    const get = doc.paths['/api/v1/report/{split}/get']!.get as unknown as { parameters: { name: string; in: string; required?: boolean; schema: Record<string, unknown> }[]; responses: Record<string, { headers?: Record<string, unknown> }> }
+    const params = new Map(get.parameters.map((p) => [`${p.in}:${p.name}`, p]))
+    for (const name of ['advertiserId', 'dateFrom', 'dateTo']) expect(params.get(`query:${name}`)?.required, name).toBe(true)
+    expect(params.get('query:advertiserId')?.schema).toMatchObject({ type: 'integer', minimum: 1 })
+    expect(params.get('query:dateFrom')?.schema).toMatchObject({ format: 'date' })
+    expect(params.get('query:byDate')?.schema.enum).toEqual(['1', 'true', '0', 'false'])
+    expect(params.get('query:byCampaign')?.schema.enum).toEqual(['1', 'true', '0', 'false'])
+    expect(params.has('query:spentBased')).toBe(true)
+    expect(params.has('path:split')).toBe(true)
+    expect(params.has('header:cache-control')).toBe(true)
+    expect(Object.keys(get.responses['200']!.headers!).sort()).toEqual(['age', 'cache-control', 'content-encoding', 'vary', 'x-cache', 'x-request-id'])
+    expect(get.responses['429']).toEqual({ $ref: '#/components/responses/report-429' })
+    const post = doc.paths['/api/v1/report/{split}/get']!.post as unknown as { requestBody: { content: Record<string, { schema: { required: string[]; properties: Record<string, unknown> } }> } }
+    const body = post.requestBody.content['application/json']!.schema
+    expect(body.required).toEqual(['dateFrom', 'dateTo'])
+    expect(Object.keys(body.properties)).toEqual(expect.arrayContaining(['advertiserId', 'campaignIds', 'dateFrom', 'dateTo', 'byDate', 'byCampaign']))
+  })
+
+  it('has a schema for every GW_* code of errors.ts, and GW_INTERNAL', () => {
+    const codes = new Set([...Object.values(allErrors).map((E) => new E('' as never).code), 'GW_INTERNAL'])
+    for (const code of codes) expect(doc.components.schemas[code]?.properties.code.const, code).toBe(code)
+    // The team key is required on /api/v1 only.
+    expect(doc.paths['/openapi.json']!.get!.security).toEqual([])
+    expect(doc.paths['/api/v1/{path}']!.post!.security).toBeUndefined()
+  })
+})
+
+describe('route schemas only describe: the gateway checks /api/v1 calls itself', () => {
+  const bad = '/api/v1/report/campaigns/get?advertiserId=abc&dateFrom=2026-02-30&dateTo=2026-03-01&byDate=yes'
+
+  it('checks the key before the query', async () => {
+    const res = await gw.proxy.inject({ method: 'GET', url: bad })
+    expect(res.statusCode).toBe(401)
+    expect(res.json()).toMatchObject({ code: 'GW_UNAUTHORIZED' })
+  })
+
+  it("answers a bad query with the gateway's own 400 GW_BAD_QUERY message, not Fastify's validation", async () => {
+    const res = await gw.proxy.inject({ method: 'GET', url: bad, headers: { 'x-api-key': KEYS.all } })
+    expect(res.statusCode).toBe(400)
+    expect(res.json()).toEqual({ statusCode: 400, code: 'GW_BAD_QUERY', error: 'Bad Request', message: 'advertiserId: must be a positive integer (abc)' })
+    const missing = await gw.proxy.inject({ method: 'GET', url: '/api/v1/report/campaigns/get?advertiserId=101', headers: { 'x-api-key': KEYS.all } })
+    expect(missing.json()).toMatchObject({ code: 'GW_BAD_QUERY', message: 'dateFrom: required' })
+  })
+
+  it('checks the key before the body of a POST report, then the body with its own messages', async () => {
+    const noKey = await gw.proxy.inject({ method: 'POST', url: '/api/v1/report/campaigns/get', headers: { 'content-type': 'application/json' }, payload: '{"dateFrom":"x"' })
+    expect(noKey.statusCode).toBe(401)
+    const badBody = await gw.proxy.inject({
+      method: 'POST',
+      url: '/api/v1/report/campaigns/get',
+      headers: { 'content-type': 'application/json', 'x-api-key': KEYS.all },
+      payload: { dateFrom: '2026-01-01', dateTo: '2026-01-02', byDate: 'yes' },
+    })
+    expect(badBody.statusCode).toBe(400)
+    expect(badBody.json()).toMatchObject({ code: 'GW_BAD_QUERY', message: expect.stringMatching(/^byDate: must be true, false/) })
+  })
+})
+
+describe('Swagger UI on the admin listener', () => {
+  it('serves /docs and the proxy document without the admin token (like /metrics); /admin/* still needs it', async () => {
+    const page = await gw.admin.inject({ method: 'GET', url: '/docs/' })
+    expect(page.statusCode).toBe(200)
+    expect(page.headers['content-type']).toMatch(/text\/html/)
+    const json = await gw.admin.inject({ method: 'GET', url: '/docs/json' })
+    expect(json.statusCode).toBe(200)
+    expect(json.json()).toEqual(doc)
+    const asset = await gw.admin.inject({ method: 'GET', url: '/docs/static/swagger-ui-bundle.js' })
+    expect(asset.statusCode).toBe(200)
+    expect((await gw.admin.inject({ method: 'GET', url: '/admin/token' })).statusCode).toBe(401)
+    expect((await gw.proxy.inject({ method: 'GET', url: '/docs/' })).statusCode).toBe(404)
+  })
+})

@@ -1,0 +1,29 @@
+import { readFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+
+// docs/operations.md is where each alert's runbook_url points
+// (helm/report-gateway/templates/prometheusrule.yaml: <runbookUrl>#alert-<name in lower case>).
+
+const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8')
+const guide = read('docs/operations.md')
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
+const anchor = (heading: string) => heading.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-')
+const anchors = new Set([...guide.matchAll(/^#{1,6} (.+)$/gm)].map((m) => anchor(m[1]!)))
+
+describe('operations guide', () => {
+  it("has a section for every alert of the chart's PrometheusRule, at the anchor its runbook_url names", () => {
+    const rules = read('helm/report-gateway/templates/prometheusrule.yaml')
+    const alerts = [...rules.matchAll(/- alert: (\w+)/g)].map((m) => m[1]!)
+    expect(alerts.length).toBeGreaterThanOrEqual(8)
+    for (const alert of alerts) {
+      expect(rules).toContain(`#alert-${alert.toLowerCase()}`)
+      expect(anchors, alert).toContain(`alert-${alert.toLowerCase()}`)
+    }
+  })
+
+  it('links only to its own sections, and the README links it', () => {
+    for (const [, target] of guide.matchAll(/\]\(#([^)]+)\)/g)) expect(anchors, target).toContain(target)
+    expect(read('README.md')).toContain('](docs/operations.md)')
+  })
+})
