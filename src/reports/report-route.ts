@@ -61,7 +61,7 @@ export async function reportReads(
     const caller = admission.admit(request)
     const { report, key } = forms.get(caller, request.url)
     await admission.checkScope(request.method, caller, admission.known(request.url))
-    const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, log: request.log })
+    const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, team: caller.team.name, log: request.log })
     return sendReport(reply, result, request.headers, ctx.now())
   })
 
@@ -75,6 +75,7 @@ export async function reportReads(
     const result = await ctx.reports.read(indexedUnderOwners(report, caller), key, caller.provider, {
       refresh: wantsRefresh(request.headers),
       requestId: request.id,
+      team: caller.team.name,
       log: request.log,
     })
     return sendReport(reply, result, request.headers, ctx.now())
