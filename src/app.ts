@@ -135,6 +135,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     bus,
     reports,
     now: deps.now ?? Date.now,
+    governors,
     campaignOwners: new CampaignOwners({
       config,
       client,
