@@ -46,8 +46,11 @@ const LONGEST_BACKOFF_MS = 60_000
 // ahead) would take every team down for that long on one answer.
 const LONGEST_PAUSE_MS = 15 * 60_000
 
+// setTimeout fires at once beyond 2^31 - 1 ms; a queueTimeout of weeks means "very long".
+const LONGEST_TIMER_MS = 2 ** 31 - 1
+
 const realTimers: Timers = {
-  set: (fn, ms) => setTimeout(fn, ms).unref(),
+  set: (fn, ms) => setTimeout(fn, Math.min(ms, LONGEST_TIMER_MS)).unref(),
   clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
 }
 
