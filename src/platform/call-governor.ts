@@ -155,8 +155,8 @@ export class CallGovernor {
   /** No call starts for `ms` from now (or longer, if already paused longer). */
   pause(ms: number, source: 'platform' | 'peer'): void {
     const now = this.#now()
-    const until = now + Math.min(Math.max(ms, 0), LONGEST_PAUSE_MS)
-    if (until <= this.#pausedUntil) return
+    const until = now + Math.min(ms, LONGEST_PAUSE_MS)
+    if (until <= now || until <= this.#pausedUntil) return
     const began = !this.#isPaused(now)
     this.#pausedUntil = until
     if (began) {

@@ -201,6 +201,17 @@ describe('CallGovernor', () => {
   })
 })
 
+describe('CallGovernor pause bounds', () => {
+  it('does not pause for retry-after: 0, and pauses at most 15 minutes whatever the platform asks', () => {
+    const clock = fakeClock()
+    const { g } = governor(clock)
+    g.throttled('0')
+    expect(g.pausedUntil).toBe(0)
+    g.throttled('86400')
+    expect(g.pausedUntil).toBe(clock.now() + 15 * 60_000)
+  })
+})
+
 describe('parseRetryAfter', () => {
   const now = Date.parse('2026-11-23T03:00:00Z')
   it.each([
