@@ -11,6 +11,8 @@
 //   BENCH_L1              "on" (default) or "off" (cache.l1MaxBytes: 0)
 //   BENCH_KEY_PREFIX      redis.keyPrefix (gateways that must not share entries use different ones)
 //   BENCH_DIST            optional: the build to run (default ../dist), for comparing a patched build
+//   BENCH_TEAM_B_KEY_HASH optional: a second team, "bench-b", with the same advertisers (fairness scenario)
+//   BENCH_MAX_CONCURRENT, BENCH_QUEUE  optional: platform.maxConcurrent and platform.queue (fairness scenario)
 // Output: one line `READY {"port":…,"adminPort":…}` on stdout once both listeners listen.
 
 import { readFileSync } from 'node:fs'
@@ -38,6 +40,10 @@ const yaml = [
   // with a rate limit (counted on every hit) too high for the load to reach.
   '    advertisers: [100, 101, 102, 103]',
   '    rateLimit: { max: 1000000000, window: 1m }',
+  ...(process.env.BENCH_TEAM_B_KEY_HASH ? ['  bench-b:', `    keys: [${JSON.stringify(process.env.BENCH_TEAM_B_KEY_HASH)}]`, '    advertisers: [100, 101, 102, 103]'] : []),
+  'platform:',
+  `  maxConcurrent: ${Number(process.env.BENCH_MAX_CONCURRENT ?? 8)}`,
+  `  queue: ${Number(process.env.BENCH_QUEUE ?? 200)}`,
   'cache:',
   // 0: L1 off (every hit comes from Redis).
   `  l1MaxBytes: ${l1 ? '64MiB' : 0}`,

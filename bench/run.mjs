@@ -20,6 +20,7 @@
 // Flags: --quick (1 round of 3 s, written to .bench/results-quick.md)
 //        --profile[=l1|l2|miss] (no table: that scenario once with node --cpu-prof on
 //        the gateway, summarized; the profile is kept in .bench/)
+//        --only=fairness (the fairness scenario alone, written to bench/results-fairness.md)
 // Every process started here is stopped at the end, on error and on SIGINT/SIGTERM.
 
 import { spawn, spawnSync, execFileSync } from 'node:child_process'
@@ -32,7 +33,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 import { gunzipSync } from 'node:zlib'
-import { Client, request } from 'undici'
+import { Agent, Client, request } from 'undici'
 import { summarizeProfile } from './profile-summary.mjs'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -41,6 +42,8 @@ const flags = new Set(process.argv.slice(2))
 const QUICK = flags.has('--quick')
 // --profile or --profile=l1|l2|miss
 const PROFILE = [...flags].find((f) => f === '--profile' || f.startsWith('--profile='))?.split('=')[1] ?? (flags.has('--profile') ? 'l1' : null)
+const ONLY = [...flags].find((f) => f.startsWith('--only='))?.split('=')[1] ?? null
+if (ONLY !== null && ONLY !== 'fairness') throw new Error(`--only=${ONLY}: the scenario that runs alone is fairness`)
 
 const SERVER_CORE = '0'
 const LOAD_CORE = '1'
@@ -441,8 +444,8 @@ async function main() {
     BENCH_TEAM_KEY_HASH: hashApiKey(teamKey),
     BENCH_ADMIN_TOKEN: adminToken,
   }
-  const startGateway = async (name, { redis = false, l1 = true, prefix = `rgwbench-${name}:`, nodeFlags = [] } = {}) => {
-    const env = { ...gatewayEnv, BENCH_L1: l1 ? 'on' : 'off', BENCH_KEY_PREFIX: prefix, ...(redis ? { BENCH_REDIS_URL: redisUrl } : {}) }
+  const startGateway = async (name, { redis = false, l1 = true, prefix = `rgwbench-${name}:`, nodeFlags = [], extraEnv = {} } = {}) => {
+    const env = { ...gatewayEnv, BENCH_L1: l1 ? 'on' : 'off', BENCH_KEY_PREFIX: prefix, ...(redis ? { BENCH_REDIS_URL: redisUrl } : {}), ...extraEnv }
     const [cmd, args] = pin(SERVER_CORE, process.execPath, [...nodeFlags, 'bench/gateway-server.mjs'])
     const p = await launch(name, cmd, args, { env, ready: /^READY / })
     const info = JSON.parse(p.line.slice('READY '.length))
@@ -461,6 +464,14 @@ async function main() {
   }
 
   if (PROFILE) return profileGateway(PROFILE, { startGateway, expectCache, limit, redisUrl, setLatency })
+  if (ONLY === 'fairness') {
+    const section = await fairness({ startGateway, setLatency, sandbox })
+    process.stdout.write(`\n${section}`)
+    writeFileSync(join(BENCH, 'results-fairness.md'), `# Benchmark results (npm run bench -- --only=fairness)\n\n${section}`)
+    log('written to bench/results-fairness.md')
+    clearTimeout(limit)
+    return
+  }
 
   const gwL1 = await startGateway('gw-l1')
   const gwMiss = await startGateway('gw-miss')
@@ -725,6 +736,8 @@ async function main() {
     `Versions: node ${versions.node}, ${versions.wrk}, nginx ${versions.nginx}, redis ${versions.redis}. Run took ${elapsed.toFixed(0)} s (without the build). Load average (1/5/15 min) at the start ${loadAtStart}, at the end ${loadAverage()}: other work on the machine shares both cores, so compare rows of one run, not runs.`,
   )
 
+  const fairnessSection = await fairness({ startGateway, setLatency, sandbox })
+
   const out = [
     `## Benchmark (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC${QUICK ? ', QUICK run: 1 round of 3 s, not for the README' : ''})`,
     '',
@@ -738,6 +751,7 @@ async function main() {
     '',
     ...notes.filter(Boolean).map((n) => `- ${n}`),
     '',
+    fairnessSection,
   ].join('\n')
   process.stdout.write(`\n${out}`)
   const resultFile = QUICK ? join(ROOT, '.bench', 'results-quick.md') : join(BENCH, 'results.md')
@@ -859,6 +873,100 @@ async function profileGateway(scenario, { startGateway, expectCache, limit, redi
   process.stdout.write(`${summarizeProfile(JSON.parse(readFileSync(join(profDir, file), 'utf8')), { root: ROOT.replace(/\/$/, ''), lastSeconds: 10 })}\n`)
   log(`profile kept in .bench/gateway-${scenario}.cpuprofile (open it in Chrome DevTools > Performance)`)
   clearTimeout(limit)
+}
+
+// ---------------------------------------------------------------- fairness (issue #8)
+
+const FAIRNESS_LATENCY_MS = 200
+const FAIRNESS_IN_FLIGHT = 200
+const FAIRNESS_B_CALLS = QUICK ? 8 : 20
+const FAIRNESS_WARMUP_MS = 3000
+
+/** The n-th distinct report (a miss): advertiser and a 36-day window moving one day every 4 requests; team B's also by campaign. */
+function fairnessReport(i, team) {
+  const day = (d) => new Date(Date.UTC(1990, 0, 1 + d)).toISOString().slice(0, 10)
+  const first = Math.floor(i / 4)
+  return `${REPORT_ROUTE}?advertiserId=${100 + (i % 4)}&dateFrom=${day(first)}&dateTo=${day(first + 35)}&byDate=1${team === 'b' ? '&byCampaign=1' : ''}`
+}
+
+/**
+ * Team A keeps 200 distinct misses in flight against the sandbox at 200 ms; team B sends
+ * one miss a second (open loop). B's latency and the platform's peak concurrency, with
+ * the governor, with B's calls queued as team A's (what one queue without turns gives),
+ * and without the governor (only the pool's connections bound the calls).
+ */
+async function fairness({ startGateway, setLatency, sandbox }) {
+  const { hashApiKey } = await import('../dist/teams/api-keys.js')
+  const keyB = `rgw_${randomBytes(32).toString('base64url')}`
+  const setups = [
+    { id: 'on', label: 'governor on (maxConcurrent 8, queue 200), B its own team', extraEnv: {}, bKey: keyB },
+    { id: 'one-queue', label: 'governor on, B sent with team A\'s key (one queue, no turns)', extraEnv: {}, bKey: teamKey },
+    { id: 'off', label: 'governor off (maxConcurrent 100000): only the pool\'s 64 connections bound the calls', extraEnv: { BENCH_MAX_CONCURRENT: '100000', BENCH_QUEUE: '100000' }, bKey: keyB },
+  ]
+  await setLatency(FAIRNESS_LATENCY_MS)
+  let next = 0
+  const rows = []
+  for (const setup of setups) {
+    const gw = await startGateway(`gw-fair-${setup.id}`, { extraEnv: { BENCH_TEAM_B_KEY_HASH: hashApiKey(keyB), ...setup.extraEnv } })
+    const agent = new Agent({ connections: FAIRNESS_IN_FLIGHT + FAIRNESS_B_CALLS + 10, keepAliveTimeout: 60_000, headersTimeout: 60_000, bodyTimeout: 60_000 })
+    const ask = async (path, key) => {
+      const t0 = performance.now()
+      try {
+        const r = await request(`${gw.url}${path}`, { dispatcher: agent, headers: { 'x-api-key': key, 'accept-encoding': 'gzip' } })
+        await r.body.dump()
+        return { ms: performance.now() - t0, status: r.statusCode }
+      } catch (err) {
+        return { ms: performance.now() - t0, status: err.code ?? 'error' }
+      }
+    }
+    let stop = false
+    const a = { ok: 0, other: 0, okInWindow: 0 }
+    let measuring = false
+    // A closed loop of 200: each worker sends its next miss when the last is answered; bounded by `stop`.
+    const workers = Array.from({ length: FAIRNESS_IN_FLIGHT }, async () => {
+      while (!stop) {
+        const r = await ask(fairnessReport(next++, 'a'), teamKey)
+        if (r.status === 200) {
+          a.ok += 1
+          if (measuring) a.okInWindow += 1
+        } else a.other += 1
+      }
+    })
+    await sleep(FAIRNESS_WARMUP_MS)
+    await http('DELETE', `${sandbox}/__sandbox/concurrency`)
+    measuring = true
+    const windowStart = performance.now()
+    const bCalls = []
+    for (let s = 0; s < FAIRNESS_B_CALLS; s++) {
+      bCalls.push(ask(fairnessReport(next++, 'b'), setup.bKey))
+      await sleep(1000)
+    }
+    const b = await Promise.all(bCalls)
+    const windowS = (performance.now() - windowStart) / 1000
+    measuring = false
+    const { peak } = (await http('GET', `${sandbox}/__sandbox/concurrency`)).json()
+    stop = true
+    await Promise.all(workers)
+    await agent.close()
+    await stopProcess(children.get(gw.child.pid) ?? gw)
+    const sorted = b.map((r) => r.ms).sort((x, y) => x - y)
+    const bOk = b.filter((r) => r.status === 200).length
+    const bOther = b.filter((r) => r.status !== 200).map((r) => r.status)
+    rows.push([setup.label, `${bOk} / ${b.length}${bOther.length ? ` (${[...new Set(bOther)].join(', ')})` : ''}`, fmtMs(percentile(sorted, 50)), fmtMs(percentile(sorted, 99)), fmtInt(a.okInWindow / windowS), String(a.other), String(peak)])
+    log(`fairness ${setup.id}: B p50 ${fmtMs(percentile(sorted, 50))}, p99 ${fmtMs(percentile(sorted, 99))}; A ${fmtInt(a.okInWindow / windowS)}/s (${a.other} not 200); platform peak ${peak}`)
+  }
+  await setLatency(PLATFORM_LATENCY_MS)
+  const header = ['setup', 'B answered 200', 'B p50', 'B p99', 'A answers/s', 'A not 200', 'platform peak concurrency']
+  return [
+    `### Fairness (issue #8): team A keeps ${FAIRNESS_IN_FLIGHT} distinct misses in flight, team B sends one miss a second`,
+    '',
+    `| ${header.join(' | ')} |`,
+    `|${header.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+    '',
+    `Platform: the sandbox at ${FAIRNESS_LATENCY_MS} ms per call. Team A: ${FAIRNESS_IN_FLIGHT} callers in a closed loop, each asking its next distinct report when the last is answered; team B: ${FAIRNESS_B_CALLS} distinct reports, one a second (open loop), measured from dispatch to last byte. A ${FAIRNESS_WARMUP_MS / 1000} s warm-up fills the queue before B starts; the platform's peak concurrency (requests the sandbox answered at once) and A's answers/s are over B's window. One gateway process per setup (core 0), the load from this process (core 1).`,
+    '',
+  ].join('\n')
 }
 
 main()

@@ -27,6 +27,7 @@ import { healthRoutes } from './routes/health.js'
 import { adminRoutes } from './routes/admin.js'
 import { TokenStore } from './platform/token-store.js'
 import { PlatformClient } from './platform/platform-client.js'
+import { PlatformGovernors } from './platform/platform-governors.js'
 import { CampaignOwners } from './teams/campaign-owners.js'
 import { describeProxy, docsUi } from './openapi/document.js'
 
@@ -103,7 +104,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
           // The lock outlives the leader's platform call, so no second leader starts mid-fill.
           lockTtlMs: config.platform.timeoutMs + 1000,
         }) : null
-  const client = new PlatformClient({ dispatcher, timeoutMs: config.platform.timeoutMs, defaultBaseUrl: config.platform.baseUrl })
+  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus })
+  const client = new PlatformClient({ dispatcher, timeoutMs: config.platform.timeoutMs, defaultBaseUrl: config.platform.baseUrl, governors })
   const store = new TieredStore({
     l1: new MemoryStore({ maxBytes: config.cache.l1MaxBytes, ...(deps.now ? { now: deps.now } : {}) }),
     l2,
@@ -134,6 +136,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     bus,
     reports,
     now: deps.now ?? Date.now,
+    governors,
     campaignOwners: new CampaignOwners({
       config,
       client,
@@ -183,6 +186,10 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       if (info.secondsLeft !== null) metrics.tokenSecondsLeft.set({ credential: p.name }, info.secondsLeft)
       metrics.tokenUsable.set({ credential: p.name }, info.usable ? 1 : 0)
     }
+    for (const g of governors.all()) {
+      metrics.platformQueued.set({ credential: g.credential }, g.queued)
+      metrics.platformInFlight.set({ credential: g.credential }, g.inFlight)
+    }
     return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics())
   })
   await admin.register(adminRoutes, { ctx, client })
@@ -198,6 +205,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       ctx.rateLimiter.start()
       await tokenStore.start()
       await reports.start()
+      await governors.start()
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
     },
     async close() {

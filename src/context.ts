@@ -9,6 +9,7 @@ import type { TeamDirectory } from './teams/team-auth.js'
 import type { RateLimiter } from './teams/rate-limit.js'
 import type { ReportCache } from './reports/report-cache.js'
 import type { CampaignOwners } from './teams/campaign-owners.js'
+import type { PlatformGovernors } from './platform/platform-governors.js'
 
 /** What the routes of both listeners share; built once by createGateway. */
 export interface GatewayContext {
@@ -25,6 +26,8 @@ export interface GatewayContext {
   bus: RedisBus | null
   reports: ReportCache
   campaignOwners: CampaignOwners
+  /** The platform calls of each credential: slots, queue, 429 pause. */
+  governors: PlatformGovernors
   /** The gateway's clock (tests pass a fake one). */
   now: () => number
 }

@@ -18,6 +18,7 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
     write: true,
     credential: DEFAULT_CREDENTIAL,
     rateLimit: null,
+    weight: 1,
   }
   const { username, password, clientId, clientSecret } = sandbox.credentials
   return {

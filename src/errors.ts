@@ -24,6 +24,7 @@ export const PurgeIncompleteError = createError<[string, { cause?: unknown }?]>(
 export const BadRequestError = createError<[string, { cause?: unknown }?]>('GW_BAD_REQUEST', '%s', 400)
 export const RequestTimeoutError = createError('GW_REQUEST_TIMEOUT', 'the request was not received in time', 408)
 export const PayloadTooLargeError = createError<[number]>('GW_PAYLOAD_TOO_LARGE', 'the request body is larger than the limit of %d bytes', 413)
+export const OverloadedError = createError<[string]>('GW_OVERLOADED', 'too many calls waiting for the platform: %s', 503)
 
 export const allErrors = {
   BadQueryError,
@@ -43,4 +44,5 @@ export const allErrors = {
   PayloadTooLargeError,
   RequestTimeoutError,
   PurgeIncompleteError,
+  OverloadedError,
 }

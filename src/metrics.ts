@@ -62,6 +62,36 @@ export function createMetrics() {
       labelNames: ['credential', 'reason'] as const,
       registers: [registry],
     }),
+    platformQueued: new Gauge({
+      name: 'gateway_platform_queued_calls',
+      help: 'Platform calls waiting for a slot of their credential on this replica',
+      labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
+    platformInFlight: new Gauge({
+      name: 'gateway_platform_in_flight_calls',
+      help: 'Platform calls in flight on this replica, by credential (at most platform.maxConcurrent)',
+      labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
+    platformRefused: new Counter({
+      name: 'gateway_platform_refused_total',
+      help: 'Calls refused with GW_OVERLOADED before reaching the platform, by credential and reason (queue_full, queue_timeout, paused)',
+      labelNames: ['credential', 'reason'] as const,
+      registers: [registry],
+    }),
+    platformPauses: new Counter({
+      name: 'gateway_platform_pauses_total',
+      help: 'Pauses of a credential after a platform 429 that began on this replica (its own 429 or another replica telling it)',
+      labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
+    platformRetries: new Counter({
+      name: 'gateway_platform_retries_total',
+      help: 'Read calls sent to the platform again after a 502, 503, 504 or a reset connection',
+      labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
     redisUp: new Gauge({
       name: 'gateway_redis_up',
       help: '1 while Redis is used, 0 while the circuit breaker keeps it out, absent without Redis',

@@ -33,6 +33,8 @@ export interface TeamConfig {
   write: boolean
   credential: string
   rateLimit: { max: number; windowMs: number } | null
+  /** Calls per round-robin turn when the credential's calls queue. */
+  weight: number
 }
 
 export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, problems: string[]) {
@@ -76,6 +78,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       write: t.write,
       credential: t.credential,
       rateLimit: t.rateLimit ? { max: t.rateLimit.max, windowMs: parseDuration(t.rateLimit.window) } : null,
+      weight: t.weight,
     })
   }
 
@@ -126,6 +129,9 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       timeoutMs: parseDuration(p.timeout),
       connections: p.connections,
       keepAliveTimeoutMs: parseDuration(p.keepAliveTimeout),
+      maxConcurrent: p.maxConcurrent,
+      queue: p.queue,
+      queueTimeoutMs: parseDuration(p.queueTimeout),
       refreshBeforeMs: parseDuration(p.refreshBefore),
       expiryWarningsMs: p.expiryWarnings.map(parseDuration).sort((a, b) => b - a),
       tokenFilePollMs: parseDuration(p.tokenFilePoll),

@@ -42,6 +42,7 @@ export const TeamSchema = Type.Object(
     rateLimit: Type.Optional(
       Nullable(Type.Object({ max: Type.Integer({ minimum: 1 }), window: Duration }, { additionalProperties: false })),
     ),
+    weight: Type.Integer({ minimum: 1, maximum: 100, default: 1, description: 'the team\'s share of its credential\'s platform calls when they queue, relative to the other teams (1-100)' }),
   },
   { additionalProperties: false },
 )
@@ -96,6 +97,9 @@ export const ConfigSchema = Type.Object(
         timeout: Duration,
         connections: Type.Integer({ minimum: 1 }),
         keepAliveTimeout: Duration,
+        maxConcurrent: Type.Integer({ minimum: 1 }),
+        queue: Type.Integer({ minimum: 0 }),
+        queueTimeout: Duration,
         token: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
         tokenFile: Nullable(Type.String({ minLength: 1 })),
         username: Nullable(Type.String({ minLength: 1 })),

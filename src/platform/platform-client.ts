@@ -1,9 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { request, type Dispatcher } from 'undici'
 import type { FastifyError } from 'fastify'
 import { PlatformAuthError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import type { TokenProvider } from './token-provider.js'
+import type { PlatformGovernors } from './platform-governors.js'
+import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
 
 export interface PlatformCall {
   method: string
@@ -14,8 +17,10 @@ export interface PlatformCall {
   /** A string or buffer can be sent again after a re-login; a stream cannot. */
   body?: string | Buffer | Readable | null
   requestId: string
-  /** A read: after a 401, retried once with a new token (a write never is). */
+  /** A read: after a 401, retried once with a new token, and after a 502/503/504 or a reset (a write never is). */
   read: boolean
+  /** Whose call it is: the governor serves the teams' queued calls in turn. */
+  team: string
 }
 
 export interface PlatformResponse {
@@ -42,11 +47,18 @@ export class PlatformClient {
   readonly #dispatcher: Dispatcher
   readonly #timeoutMs: number
   readonly #defaultBase: string
+  readonly #governors: PlatformGovernors
 
-  constructor(opts: { dispatcher: Dispatcher; timeoutMs: number; defaultBaseUrl: string | null }) {
+  constructor(opts: { dispatcher: Dispatcher; timeoutMs: number; defaultBaseUrl: string | null; governors: PlatformGovernors }) {
     this.#dispatcher = opts.dispatcher
     this.#timeoutMs = opts.timeoutMs
     this.#defaultBase = opts.defaultBaseUrl ?? ''
+    this.#governors = opts.governors
+  }
+
+  /** The platform has paused the credential (a 429): a cached copy is better than a wait. */
+  paused(credential: string): boolean {
+    return this.#governors.of(credential).pausedUntil > 0
   }
 
   /**
@@ -58,14 +70,14 @@ export class PlatformClient {
     const first = provider.usable() ? provider.current() : null
     if (!first) throw new PlatformAuthError(`credential ${provider.name} has no usable token`)
     const base = provider.credential.baseUrl ?? this.#defaultBase
-    const res = await this.#once(base, call, first.token)
+    const deadline = Date.now() + this.#timeoutMs
+    const res = await this.#once(provider.name, base, call, first.token, deadline)
     if (res.status !== 401) return res
     res.body.resume()
     const renewed = await provider.recover(first.token)
-    const replayable = call.body === undefined || call.body === null || typeof call.body === 'string' || Buffer.isBuffer(call.body)
     if (!renewed) throw new PlatformAuthError('no new token could be had')
-    if (!call.read || !replayable) throw new PlatformAuthError('the platform refused the token (a write is not retried)')
-    const again = await this.#once(base, call, renewed.token)
+    if (!call.read || !isReplayable(call.body)) throw new PlatformAuthError('the platform refused the token (a write is not retried)')
+    const again = await this.#once(provider.name, base, call, renewed.token, deadline)
     if (again.status !== 401) return again
     again.body.resume()
     void provider.recover(renewed.token)
@@ -90,27 +102,60 @@ export class PlatformClient {
   }
 
   /** The status the platform gives a token not yet in use (PUT /admin/token's check). */
-  async probe(baseUrl: string, token: string, call: Omit<PlatformCall, 'read'>): Promise<number> {
-    const res = await this.#once(baseUrl, { ...call, read: true }, token)
+  async probe(credential: string, baseUrl: string, token: string, call: Omit<PlatformCall, 'read'>): Promise<number> {
+    const res = await this.#once(credential, baseUrl, { ...call, read: true }, token, Date.now() + this.#timeoutMs)
     res.body.resume()
     return res.status
   }
 
-  async #once(baseUrl: string, call: PlatformCall, token: string): Promise<PlatformResponse> {
-    try {
-      const res = await request(`${baseUrl}${call.url}`, {
-        method: call.method as Dispatcher.HttpMethod,
-        dispatcher: this.#dispatcher,
-        headers: { ...call.headers, authorization: `Bearer ${token}`, 'x-request-id': call.requestId },
-        body: call.body ?? undefined,
-        headersTimeout: this.#timeoutMs,
-        bodyTimeout: this.#timeoutMs,
-      })
-      return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
-    } catch (err) {
-      throw upstreamError(err)
+  /**
+   * One call through the credential's governor: it waits for a slot, which is held until
+   * the response body has been read or destroyed; a read is sent again (with a slot of
+   * its own) after a 502/503/504 or a reset while the deadline allows.
+   */
+  async #once(credential: string, baseUrl: string, call: PlatformCall, token: string, deadline: number): Promise<PlatformResponse> {
+    const replayable = isReplayable(call.body)
+    for (let retries = 0; ; retries++) {
+      const release = await this.#governors.of(credential).acquire(call.team, undefined, deadline)
+      const started = Date.now()
+      let delay: number | null
+      try {
+        const res = await request(`${baseUrl}${call.url}`, {
+          method: call.method as Dispatcher.HttpMethod,
+          dispatcher: this.#dispatcher,
+          headers: { ...call.headers, authorization: `Bearer ${token}`, 'x-request-id': call.requestId },
+          body: call.body ?? undefined,
+          headersTimeout: this.#timeoutMs,
+          bodyTimeout: this.#timeoutMs,
+        })
+        for (const end of ['end', 'error', 'close']) res.body.once(end, release)
+        const retryAfter = res.headers['retry-after']
+        this.#governors.observe(credential, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined)
+        delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode } }, started, deadline)
+        if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
+        res.body.resume()
+      } catch (err) {
+        release()
+        delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { error: err } }, started, deadline)
+        if (delay === null) throw upstreamError(err)
+      }
+      await sleep(delay)
     }
   }
+
+  /** How long to wait before sending the call again; null: it is not sent again. */
+  #retryDelay(credential: string, attempt: Attempt, started: number, deadline: number): number | null {
+    if (!isRetryable(attempt)) return null
+    const now = Date.now()
+    const delay = backoffMs(attempt.retries)
+    if (!fitsBudget(now, delay, now - started, deadline)) return null
+    this.#governors.retried(credential)
+    return delay
+  }
+}
+
+function isReplayable(body: PlatformCall['body']): boolean {
+  return body === undefined || body === null || typeof body === 'string' || Buffer.isBuffer(body)
 }
 
 async function readText(body: AsyncIterable<Buffer> & { destroy(): void }, limit: number): Promise<string> {

@@ -26,8 +26,13 @@ export interface ReadOptions {
   /** The caller asked for a fresh copy (REFRESH). */
   refresh: boolean
   requestId: string
+  /** The caller's team: its place in the credential's queue of platform calls. */
+  team: string
   log: Pick<Logger, 'warn'>
 }
+
+/** Who a platform call is made for. */
+type Origin = Pick<ReadOptions, 'requestId' | 'team'>
 
 export interface ReportCacheDeps {
   config: Config
@@ -80,15 +85,18 @@ export class ReportCache {
       if (found) {
         const now = this.#now()
         if (now < found.entry.freshUntil) return this.#served(found.entry, 'HIT', found.tier)
+        const paused = this.#d.client.paused(provider.name)
         if (now < found.entry.staleUntil) {
-          this.#refreshInBackground(key, report, provider, opts.requestId)
+          if (!paused) this.#refreshInBackground(key, report, provider, opts)
           return this.#served(found.entry, 'STALE', found.tier)
         }
+        // The platform has paused the credential (a 429): its copy now rather than after a wait in the queue.
+        if (paused && now < found.entry.errorUntil) return this.#served(found.entry, 'STALE', found.tier)
         stale = found
       }
     }
     // A refresh must not be answered with the copy it asked to bypass.
-    const result = await this.#fill(key, report, provider, opts.requestId, opts.refresh ? this.#now() : 0)
+    const result = await this.#fill(key, report, provider, opts, opts.refresh ? this.#now() : 0)
     switch (result.kind) {
       case 'entry':
         return this.#served(result.entry, opts.refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform')
@@ -130,9 +138,9 @@ export class ReportCache {
     this.#hitL1.inc()
   }
 
-  #refreshInBackground(key: string, report: CanonicalReport, provider: TokenProvider, requestId: string): void {
+  #refreshInBackground(key: string, report: CanonicalReport, provider: TokenProvider, origin: Origin): void {
     if (this.#flights.has(key)) return
-    this.#fill(key, report, provider, requestId, 0).then(
+    this.#fill(key, report, provider, origin, 0).then(
       (result) => {
         // Nobody reads this answer: an unread oversize body would hold its connection open.
         if (result.kind === 'oversize' && !result.taken) {
@@ -148,7 +156,7 @@ export class ReportCache {
    * One platform call per key in this process, and with Redis one across replicas.
    * A waiter on another replica's fill accepts only an entry fetched at `notBefore` or later.
    */
-  #fill(key: string, report: CanonicalReport, provider: TokenProvider, requestId: string, notBefore: number): Promise<FillResult> {
+  #fill(key: string, report: CanonicalReport, provider: TokenProvider, origin: Origin, notBefore: number): Promise<FillResult> {
     return this.#flights.run(key, async () => {
       const lock = this.#d.lock
       const outcome = lock ? await lock.acquire(key) : ({ role: 'solo' } as const)
@@ -164,11 +172,11 @@ export class ReportCache {
           return { kind: 'entry', entry: found, fromPeer: true }
         }
         // The leader took too long or failed: go upstream, but leave storing to it.
-        return this.#callPlatform(report, provider, requestId)
+        return this.#callPlatform(report, provider, origin)
       }
       let result: FetchResult
       try {
-        result = await this.#callPlatform(report, provider, requestId)
+        result = await this.#callPlatform(report, provider, origin)
         // Only the lock's leader shares its copy: a solo fill (Redis out) keeps it here.
         if (result.kind === 'entry') await (outcome.role === 'leader' ? this.#d.store.set(key, result.entry) : this.#d.store.keepLocally(key, result.entry))
       } finally {
@@ -179,10 +187,10 @@ export class ReportCache {
     })
   }
 
-  async #callPlatform(report: CanonicalReport, provider: TokenProvider, requestId: string): Promise<FetchResult> {
+  async #callPlatform(report: CanonicalReport, provider: TokenProvider, origin: Origin): Promise<FetchResult> {
     const { config, metrics } = this.#d
     const end = metrics.upstreamDuration.startTimer()
-    const result = await fetchReport(this.#d.client, provider, report, requestId, {
+    const result = await fetchReport(this.#d.client, provider, report, origin, {
       maxEntryBytes: config.cache.maxEntryBytes,
       ttl: { ...config.cache.ttl, ...config.cache },
       now: this.#now,
@@ -208,7 +216,7 @@ export class ReportCache {
     let own: FetchResult = result
     if (result.taken) {
       // Another caller coalesced onto this call holds its stream: make a call of our own.
-      own = await this.#callPlatform(report, provider, opts.requestId)
+      own = await this.#callPlatform(report, provider, opts)
       if (own.kind !== 'oversize') return this.read(report, key, provider, opts)
     }
     result.taken = true

@@ -35,7 +35,7 @@ export async function fetchReport(
   client: PlatformClient,
   provider: TokenProvider,
   report: CanonicalReport,
-  requestId: string,
+  origin: { requestId: string; team: string },
   deps: FetcherDeps,
 ): Promise<FetchResult> {
   let res: PlatformResponse
@@ -49,7 +49,8 @@ export async function fetchReport(
         ...(report.body !== null ? { 'content-type': 'application/json' } : {}),
       },
       body: report.body,
-      requestId,
+      requestId: origin.requestId,
+      team: origin.team,
       read: true,
     })
   } catch (err) {

@@ -63,7 +63,7 @@ export async function reportReads(
     const caller = admission.admit(request)
     const { report, key } = forms.get(caller, request.url)
     await admission.checkScope(request.method, caller, admission.known(request.url))
-    const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, log: request.log })
+    const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, team: caller.team.name, log: request.log })
     return sendReport(reply, result, request.headers, ctx.now())
   })
 
@@ -77,6 +77,7 @@ export async function reportReads(
     const result = await ctx.reports.read(indexedUnderOwners(report, caller), key, caller.provider, {
       refresh: wantsRefresh(request.headers),
       requestId: request.id,
+      team: caller.team.name,
       log: request.log,
     })
     return sendReport(reply, result, request.headers, ctx.now())

@@ -105,6 +105,9 @@ function sha256(s: string): Buffer {
   return createHash('sha256').update(s, 'utf8').digest()
 }
 
+// The probe's place in the credential's queue: not a team name (those cannot hold parentheses).
+const ADMIN_CALLER = '(admin)'
+
 // A token the platform refuses is never switched to (issue 4): the configured probe
 // call must not answer 401 or 403 to it.
 async function probe(ctx: GatewayContext, client: PlatformClient, provider: TokenProvider, token: string): Promise<void> {
@@ -113,12 +116,13 @@ async function probe(ctx: GatewayContext, client: PlatformClient, provider: Toke
   if (!probeCall || !baseUrl) return
   let status: number
   try {
-    status = await client.probe(baseUrl, token, {
+    status = await client.probe(provider.name, baseUrl, token, {
       method: probeCall.method,
       url: probeCall.path,
       headers: { accept: 'application/json', ...(probeCall.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
       body: probeCall.method === 'POST' ? '{}' : null,
       requestId: `token-probe-${randomUUID()}`,
+      team: ADMIN_CALLER,
     })
   } catch (err) {
     throw new UpstreamError(`the token check call failed (${(err as { cause?: { code?: string } }).cause?.code ?? 'error'}); the token was not changed`, { cause: err })

@@ -161,7 +161,7 @@ export class Admission {
     }
     if (named.campaigns.length === 0) return
     const ids = [...new Set(named.campaigns)]
-    caller.campaignOwners = await this.#ctx.campaignOwners.ownersAmong(caller.provider, team.advertisers, ids)
+    caller.campaignOwners = await this.#ctx.campaignOwners.ownersAmong(caller.provider, team.name, team.advertisers, ids)
     const foreign = ids.find((id) => !caller.campaignOwners.has(id))
     if (foreign !== undefined) throw new ForbiddenError(`team ${team.name} may not use campaign ${foreign}`)
   }

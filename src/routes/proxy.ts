@@ -52,6 +52,7 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
       body,
       requestId: request.id,
       read: isRead(request.method, caller.target.path),
+      team: caller.team.name,
     })
     // Contract, "Errors": only the platform's 4xx bodies pass through; its 5xx is our 502.
     if (res.status >= 500) {

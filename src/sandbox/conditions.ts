@@ -15,6 +15,8 @@ export class Conditions {
   #remaining = Infinity
   readonly #held = new Set<Socket>()
   readonly #closing = new AbortController()
+  #inFlight = 0
+  #peak = 0
 
   constructor(latencyMs: number) {
     this.#latencyMs = checkedLatency(latencyMs)
@@ -49,6 +51,27 @@ export class Conditions {
     } catch {
       return false
     }
+  }
+
+  /** A /api/v1 request began; the returned function ends it (once). */
+  enter(): () => void {
+    this.#inFlight += 1
+    this.#peak = Math.max(this.#peak, this.#inFlight)
+    let left = false
+    return () => {
+      if (left) return
+      left = true
+      this.#inFlight -= 1
+    }
+  }
+
+  /** Requests being answered now, and the most at once since the last resetPeak(). */
+  concurrency(): { inFlight: number; peak: number } {
+    return { inFlight: this.#inFlight, peak: this.#peak }
+  }
+
+  resetPeak(): void {
+    this.#peak = this.#inFlight
   }
 
   hold(socket: Socket): void {

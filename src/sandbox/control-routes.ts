@@ -8,7 +8,10 @@ import { asRecord } from './validation.js'
 // process. The real platform has no `/__sandbox` prefix, so these can never
 // shadow a platform route; they answer loopback callers only, whatever the bind.
 
-export type SandboxControls = Pick<Sandbox, 'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setFailure' | 'countRequests' | 'clearRequests'>
+export type SandboxControls = Pick<
+  Sandbox,
+  'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setFailure' | 'countRequests' | 'clearRequests' | 'concurrency' | 'resetConcurrency'
+>
 
 export function controlRoutes(controls: SandboxControls): FastifyPluginCallback {
   return (app, _options, done) => {
@@ -40,6 +43,13 @@ export function controlRoutes(controls: SandboxControls): FastifyPluginCallback 
 
     app.delete('/requests', (_request, reply) => {
       controls.clearRequests()
+      reply.code(204).send()
+    })
+
+    app.get('/concurrency', () => controls.concurrency())
+
+    app.delete('/concurrency', (_request, reply) => {
+      controls.resetConcurrency()
       reply.code(204).send()
     })
 

@@ -105,6 +105,8 @@ function createControls(state: SandboxState): SandboxControls {
       state.requests.length = 0
     },
     countRequests: (filter) => (filter === undefined ? state.requests.length : state.requests.filter(filter).length),
+    concurrency: () => state.conditions.concurrency(),
+    resetConcurrency: () => state.conditions.resetPeak(),
   }
 }
 
@@ -120,6 +122,12 @@ function knownAccount(state: SandboxState, accountId: number): number {
  */
 function platformApi(state: SandboxState): FastifyPluginCallback {
   return (api, _options, done) => {
+    // Counted from arrival to the end of the answer (or of the connection): what a governor in front must bound.
+    api.addHook('onRequest', (_request, reply, done) => {
+      const leave = state.conditions.enter()
+      reply.raw.once('close', leave)
+      done()
+    })
     api.addHook('preHandler', (request, reply) => simulateConditions(state, request, reply))
     api.addHook('onSend', (_request, reply, payload, next) => {
       reply.header('cache-control', 'no-cache, private')

@@ -54,6 +54,9 @@ export interface Sandbox {
   requests: SandboxRequestRecord[]
   clearRequests(): void
   countRequests(filter?: (r: SandboxRequestRecord) => boolean): number
+  /** /api/v1 requests being answered now, and the most at once since resetConcurrency(). */
+  concurrency(): { inFlight: number; peak: number }
+  resetConcurrency(): void
   /** Also ends hung and delayed requests. */
   close(): Promise<void>
 }

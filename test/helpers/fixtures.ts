@@ -31,6 +31,7 @@ export function useSandbox(opts: SandboxOptions = {}): Sandbox {
     sandbox?.setFailure({ kind: 'none' })
     sandbox?.setLatency(0)
     sandbox?.clearRequests()
+    sandbox?.resetConcurrency()
   })
   afterAll(async () => {
     await sandbox?.close()

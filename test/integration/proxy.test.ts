@@ -2,6 +2,7 @@ import { connect } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { waitFor } from '../helpers/wait.js'
 
 // Contract, "Calling it" and "Errors", for everything under /api/v1/ that is not a
 // cached report: the gateway against the real sandbox over loopback HTTP.
@@ -374,18 +375,26 @@ describe('the platform\'s own answers', () => {
     const notFound = await call('GET', '/api/v1/nothing/here')
     expect(notFound.statusCode).toBe(404)
     expect(notFound.body).toBe('{"message":"Not Found"}')
-    sandbox.setFailure({ kind: 'status', status: 429, headers: { 'retry-after': '7' }, times: 1 })
+    sandbox.setFailure({ kind: 'status', status: 429, headers: { 'retry-after': '1' }, times: 1 })
     const limited = await call('POST', '/api/v1/campaign/get', { json: {} })
     expect(limited.statusCode).toBe(429)
-    expect(limited.headers['retry-after']).toBe('7')
+    expect(limited.headers['retry-after']).toBe('1')
     expect(limited.body).toBe('{"message":"Too Many Attempts."}')
+    // The 429 paused the credential; the next tests need it back.
+    await waitFor('the pause to end', () => gw.ctx.governors.of('default').pausedUntil === 0, 3000)
   })
 })
 
 describe('platform failures on a non-report call', () => {
-  it.each([500, 502, 503])('turns a platform %i into 502 GW_UPSTREAM', async (status) => {
-    sandbox.setFailure({ kind: 'status', status, body: '<html>upstream trace at /var/www/app.php</html>', times: 1 })
+  // A read is sent again twice after a 502 or 503 (issue #8), never after a 500.
+  it.each([
+    [500, 1],
+    [502, 3],
+    [503, 3],
+  ])('turns a platform %i into 502 GW_UPSTREAM after %i call(s)', async (status, calls) => {
+    sandbox.setFailure({ kind: 'status', status, body: '<html>upstream trace at /var/www/app.php</html>', times: calls })
     const res = await call('POST', '/api/v1/campaign/get', { json: {} })
+    expect(sandbox.requests).toHaveLength(calls)
     expect(res.statusCode).toBe(502)
     expect(res.json()).toMatchObject({ statusCode: 502, code: 'GW_UPSTREAM', error: 'Bad Gateway' })
     expect(res.body).not.toContain('/var/www')
@@ -394,7 +403,7 @@ describe('platform failures on a non-report call', () => {
   })
 
   it('turns a connection reset into 502 GW_UPSTREAM', async () => {
-    sandbox.setFailure({ kind: 'reset', times: 1 })
+    sandbox.setFailure({ kind: 'reset', times: 3 })
     const res = await call('POST', '/api/v1/campaign/get', { json: {} })
     expect(res.statusCode).toBe(502)
     expect(res.json()).toMatchObject({ statusCode: 502, code: 'GW_UPSTREAM' })
@@ -412,7 +421,7 @@ describe('platform failures on a non-report call', () => {
   })
 
   it('serves normally again after a failure', async () => {
-    sandbox.setFailure({ kind: 'reset', times: 1 })
+    sandbox.setFailure({ kind: 'reset', times: 3 })
     await call('POST', '/api/v1/campaign/get', { json: {} })
     const res = await call('POST', '/api/v1/campaign/get', { json: {} })
     expect(res.statusCode).toBe(200)

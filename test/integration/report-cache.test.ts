@@ -237,12 +237,13 @@ function defineSuite(mode: 'memory' | 'redis'): void {
   it('serves STALE when the platform fails (5xx, 429, connection reset, timeout) within stale-if-error, else 502/504', async () => {
     const first = await get(CANONICAL)
     clock.advance((FRESH_S + SWR_S + 5) * 1000)
+    // A read is sent three times (two retries) on a 503 or a reset before it counts as failed.
     const failures = [
       { kind: 'status', status: 500, times: 1 },
-      { kind: 'status', status: 503, times: 1 },
-      { kind: 'status', status: 429, times: 1 },
-      { kind: 'reset', times: 1 },
+      { kind: 'status', status: 503, times: 3 },
+      { kind: 'reset', times: 3 },
       { kind: 'hang', times: 1 },
+      { kind: 'status', status: 429, times: 1 },
     ] as const
     for (const failure of failures) {
       sandbox.setFailure(failure)
@@ -252,7 +253,13 @@ function defineSuite(mode: 'memory' | 'redis'): void {
       expect(res.headers.age).toBe(String(FRESH_S + SWR_S + 5))
       expect(res.rawPayload.equals(first.rawPayload)).toBe(true)
     }
-    expect(reportCalls()).toBe(1 + failures.length)
+    expect(reportCalls()).toBe(1 + failures.reduce((n, f) => n + f.times, 0))
+    // The 429 paused the credential (1 s without retry-after): the stale copy is served without a call.
+    expect(gw.ctx.governors.of('default').pausedUntil).toBeGreaterThan(0)
+    const paused = await get(CANONICAL)
+    expect(paused.headers['x-cache']).toBe('STALE')
+    expect(reportCalls()).toBe(1 + failures.reduce((n, f) => n + f.times, 0))
+    await waitFor('the pause to end', () => gw.ctx.governors.of('default').pausedUntil === 0, 3000)
     // A caller's no-cache does not lose the stale copy either.
     sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
     const refresh = await get(CANONICAL, { 'cache-control': 'no-cache' })
@@ -268,10 +275,18 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     const timedOut = await get(CANONICAL)
     expect(timedOut.statusCode).toBe(504)
     expect(timedOut.json()).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT' })
-    sandbox.setFailure({ kind: 'status', status: 429, headers: { 'retry-after': '7' }, times: 1 })
+    sandbox.setFailure({ kind: 'status', status: 429, headers: { 'retry-after': '1' }, times: 1 })
     const limited = await get(CANONICAL)
     expect(limited.statusCode).toBe(429)
-    expect(limited.headers['retry-after']).toBe('7')
+    expect(limited.headers['retry-after']).toBe('1')
+    // Paused for 1 s, longer than the call's 800 ms: refused at once, without a platform call.
+    const calls = reportCalls()
+    const overloaded = await get(CANONICAL)
+    expect(overloaded.statusCode).toBe(503)
+    expect(overloaded.json()).toMatchObject({ code: 'GW_OVERLOADED' })
+    expect(overloaded.headers['retry-after']).toBe('1')
+    expect(reportCalls()).toBe(calls)
+    await waitFor('the pause to end', () => gw.ctx.governors.of('default').pausedUntil === 0, 3000)
     const back = await get(CANONICAL)
     expect(back.headers['x-cache']).toBe('MISS')
   })

@@ -454,6 +454,19 @@ describe('HTTP controls', () => {
     expect(await (await control('GET', '/requests/count')).json()).toEqual({ count: 0 })
   })
 
+  it('reports the most /api/v1 requests answered at once, hung and reset ones included, until reset', async () => {
+    expect((await control('DELETE', '/concurrency')).status).toBe(204)
+    expect((await control('POST', '/latency', { ms: 150 })).status).toBe(200)
+    const REPORT = `/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`
+    await Promise.all(Array.from({ length: 5 }, () => call(REPORT)))
+    expect(await (await control('GET', '/concurrency')).json()).toEqual({ inFlight: 0, peak: 5 })
+    expect((await control('POST', '/latency', { ms: 0 })).status).toBe(200)
+    expect((await control('POST', '/failure', { kind: 'reset', times: 1 })).status).toBe(200)
+    await call(REPORT).catch(() => undefined)
+    expect((await control('DELETE', '/concurrency')).status).toBe(204)
+    expect(await (await control('GET', '/concurrency')).json()).toEqual({ inFlight: 0, peak: 0 })
+  })
+
   it('revokes every token', async () => {
     expect((await control('DELETE', '/tokens')).status).toBe(204)
     expect((await call(`/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`)).status).toBe(401)

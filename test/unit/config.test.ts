@@ -106,12 +106,18 @@ teams:
     keys: []
     advertisers: ["*"]
     write: true
+    weight: 3
 `,
     )
     expect(config.teams).toEqual([
-      { name: 'growth', keyHashes: [HASH], advertisers: new Set([101, 102]), write: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 } },
-      { name: 'ops', keyHashes: [], advertisers: null, write: true, credential: 'default', rateLimit: null },
+      { name: 'growth', keyHashes: [HASH], advertisers: new Set([101, 102]), write: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1 },
+      { name: 'ops', keyHashes: [], advertisers: null, write: true, credential: 'default', rateLimit: null, weight: 3 },
     ])
+  })
+
+  it('has the governor\'s defaults: 8 calls in flight, 200 queued, 10 s of wait', () => {
+    const config = load({})
+    expect([config.platform.maxConcurrent, config.platform.queue, config.platform.queueTimeoutMs]).toEqual([8, 200, 10_000])
   })
 
   it('takes PLATFORM_TOKEN_URL, PLATFORM_GRANT_TYPE and REDIS_URL from the environment', () => {

@@ -21,6 +21,7 @@ const CONTRACT_STATUS: Record<string, number[]> = {
   GW_UPSTREAM_TIMEOUT: [504],
   GW_BAD_REQUEST: [400],
   GW_PAYLOAD_TOO_LARGE: [413],
+  GW_OVERLOADED: [503],
 }
 
 /** One instance of each error, with a made-up argument for its message. */

@@ -1,0 +1,286 @@
+import type { Logger } from 'pino'
+import { OverloadedError } from '../errors.js'
+
+export interface Timers {
+  set(fn: () => void, ms: number): unknown
+  clear(handle: unknown): void
+}
+
+export type RefusalReason = 'queue_full' | 'queue_timeout' | 'paused'
+
+export interface GovernorOptions {
+  credential: string
+  /** Calls in flight at once. */
+  maxConcurrent: number
+  /** Calls waiting for a slot; one more is refused. */
+  queueLimit: number
+  /** Longest wait for a slot. */
+  queueTimeoutMs: number
+  /** A team's share of the slots, relative to the others' (default 1). */
+  weightOf?: (team: string) => number
+  log: Pick<Logger, 'info' | 'warn'>
+  now?: () => number
+  timers?: Timers
+  /** A call refused with GW_OVERLOADED. */
+  onRefused?: (reason: RefusalReason) => void
+  /** A pause began on this replica. */
+  onPaused?: () => void
+}
+
+/** Gives the slot back; calling it again does nothing. */
+export type Release = () => void
+
+interface Waiter {
+  team: string
+  expiresAt: number
+  timer: unknown
+  resolve(release: Release): void
+  reject(err: Error): void
+  detach(): void
+}
+
+// A 429 without retry-after: 1 s, doubling on each further 429, at most 60 s.
+const FIRST_PAUSE_MS = 1000
+const LONGEST_BACKOFF_MS = 60_000
+// A retry-after the gateway will honour; a longer one (a misconfigured proxy, a date far
+// ahead) would take every team down for that long on one answer.
+const LONGEST_PAUSE_MS = 15 * 60_000
+
+// setTimeout fires at once beyond 2^31 - 1 ms; a queueTimeout of weeks means "very long".
+const LONGEST_TIMER_MS = 2 ** 31 - 1
+
+const realTimers: Timers = {
+  set: (fn, ms) => setTimeout(fn, Math.min(ms, LONGEST_TIMER_MS)).unref(),
+  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
+}
+
+/**
+ * The platform calls of one credential on one replica (issue #8): at most
+ * `maxConcurrent` in flight, the rest queued per team and served round-robin (a team's
+ * weight is how many calls it gets per turn), so that one team's burst costs another
+ * team at most about one platform latency. While the platform has throttled the
+ * credential (a 429), nothing starts; a call whose wait could not end in time is
+ * refused at once.
+ */
+export class CallGovernor {
+  readonly credential: string
+  readonly #o: GovernorOptions
+  readonly #now: () => number
+  readonly #timers: Timers
+  #inFlight = 0
+  #queued = 0
+  readonly #queues = new Map<string, Waiter[]>()
+  // Teams with queued calls, in turn order; #at is the team whose turn it is.
+  readonly #ring: string[] = []
+  #at = 0
+  #credit = 0
+  #pausedUntil = 0
+  #resumeTimer: unknown = null
+  #strikes = 0
+
+  constructor(opts: GovernorOptions) {
+    this.credential = opts.credential
+    this.#o = opts
+    this.#now = opts.now ?? Date.now
+    this.#timers = opts.timers ?? realTimers
+  }
+
+  get inFlight(): number {
+    return this.#inFlight
+  }
+
+  get queued(): number {
+    return this.#queued
+  }
+
+  /** Until when (epoch ms) the credential is paused; 0 when it is not. */
+  get pausedUntil(): number {
+    return this.#pausedUntil > this.#now() ? this.#pausedUntil : 0
+  }
+
+  /**
+   * A slot for one call of `team`. Waits no longer than queueTimeout nor past
+   * `deadline` (epoch ms): GW_OVERLOADED then, as when the queue is full. Rejects with
+   * the signal's reason when it aborts, and the call leaves the queue.
+   */
+  acquire(team: string, signal?: AbortSignal, deadline = Infinity): Promise<Release> {
+    if (signal?.aborted) return Promise.reject(signal.reason as Error)
+    const now = this.#now()
+    if (this.#queued === 0 && this.#inFlight < this.#o.maxConcurrent && !this.#isPaused(now)) return Promise.resolve(this.#start())
+    if (this.#queued >= this.#o.queueLimit) return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`))
+    const expiresAt = Math.min(now + this.#o.queueTimeoutMs, deadline)
+    if (this.#pausedUntil > expiresAt) return Promise.reject(this.#refuse('paused', this.#pauseText()))
+    return new Promise<Release>((resolve, reject) => {
+      const onAbort = () => {
+        this.#remove(waiter)
+        reject(signal?.reason as Error)
+      }
+      const waiter: Waiter = {
+        team,
+        expiresAt,
+        timer: this.#timers.set(() => {
+          this.#remove(waiter)
+          reject(this.#refuse('queue_timeout', `no platform slot of credential ${this.credential} within ${Math.max(0, expiresAt - now)} ms`))
+        }, expiresAt - now),
+        resolve,
+        reject,
+        detach: () => {
+          this.#timers.clear(waiter.timer)
+          signal?.removeEventListener('abort', onAbort)
+        },
+      }
+      signal?.addEventListener('abort', onAbort, { once: true })
+      this.#enqueue(waiter)
+    })
+  }
+
+  /**
+   * The platform answered 429: no call starts until its retry-after (seconds or an HTTP
+   * date) has passed, or, without one, for a pause that doubles with each 429 in a row.
+   * Returns how long the pause lasts from now (ms), for the other replicas.
+   */
+  throttled(retryAfter: string | undefined): number {
+    const given = parseRetryAfter(retryAfter, this.#now())
+    const ms = given ?? Math.min(FIRST_PAUSE_MS * 2 ** this.#strikes, LONGEST_BACKOFF_MS)
+    if (given === null) this.#strikes += 1
+    this.pause(ms, 'platform')
+    return ms
+  }
+
+  /** The platform answered something else than 429: the next pause without retry-after starts short again. */
+  answered(): void {
+    this.#strikes = 0
+  }
+
+  /** No call starts for `ms` from now (or longer, if already paused longer). */
+  pause(ms: number, source: 'platform' | 'peer'): void {
+    const now = this.#now()
+    const until = now + Math.min(ms, LONGEST_PAUSE_MS)
+    if (until <= now || until <= this.#pausedUntil) return
+    const began = !this.#isPaused(now)
+    this.#pausedUntil = until
+    if (began) {
+      this.#o.log.warn({ credential: this.credential, source, pauseMs: until - now, until: new Date(until).toISOString() }, 'platform credential paused: the platform answered 429')
+      this.#o.onPaused?.()
+    }
+    // Calls that would still be waiting when their time is up are told so now.
+    for (const queue of [...this.#queues.values()]) {
+      for (const waiter of [...queue]) {
+        if (waiter.expiresAt < until) {
+          this.#remove(waiter)
+          waiter.reject(this.#refuse('paused', this.#pauseText()))
+        }
+      }
+    }
+    if (this.#resumeTimer !== null) this.#timers.clear(this.#resumeTimer)
+    this.#resumeTimer = this.#timers.set(() => this.#resume(), until - now)
+  }
+
+  #resume(): void {
+    this.#resumeTimer = null
+    const now = this.#now()
+    if (this.#isPaused(now)) {
+      this.#resumeTimer = this.#timers.set(() => this.#resume(), this.#pausedUntil - now)
+      return
+    }
+    this.#o.log.info({ credential: this.credential, queued: this.#queued }, 'platform credential resumed')
+    this.#dispatch()
+  }
+
+  #isPaused(now: number): boolean {
+    return now < this.#pausedUntil
+  }
+
+  #pauseText(): string {
+    return `credential ${this.credential} is paused by the platform for ${Math.ceil((this.#pausedUntil - this.#now()) / 1000)} s`
+  }
+
+  #refuse(reason: RefusalReason, text: string): Error {
+    this.#o.onRefused?.(reason)
+    const waitMs = this.#pausedUntil - this.#now()
+    return Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, Math.ceil(waitMs / 1000)) })
+  }
+
+  #start(): Release {
+    this.#inFlight += 1
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.#inFlight -= 1
+      this.#dispatch()
+    }
+  }
+
+  #enqueue(waiter: Waiter): void {
+    let queue = this.#queues.get(waiter.team)
+    if (!queue) {
+      queue = []
+      this.#queues.set(waiter.team, queue)
+      this.#ring.push(waiter.team)
+      if (this.#ring.length === 1) {
+        this.#at = 0
+        this.#credit = this.#weight(waiter.team)
+      }
+    }
+    queue.push(waiter)
+    this.#queued += 1
+  }
+
+  #remove(waiter: Waiter): void {
+    waiter.detach()
+    const queue = this.#queues.get(waiter.team)
+    const i = queue?.indexOf(waiter) ?? -1
+    if (!queue || i === -1) return
+    queue.splice(i, 1)
+    this.#queued -= 1
+    if (queue.length === 0) this.#dropTeam(waiter.team)
+  }
+
+  #dropTeam(team: string): void {
+    this.#queues.delete(team)
+    const i = this.#ring.indexOf(team)
+    this.#ring.splice(i, 1)
+    if (i < this.#at) this.#at -= 1
+    else if (i === this.#at) this.#nextTurn(false)
+  }
+
+  /** The turn passes to the next team in the ring (`advance`), or to the one now at #at. */
+  #nextTurn(advance: boolean): void {
+    if (this.#ring.length === 0) {
+      this.#at = 0
+      return
+    }
+    this.#at = ((advance ? this.#at + 1 : this.#at) % this.#ring.length + this.#ring.length) % this.#ring.length
+    this.#credit = this.#weight(this.#ring[this.#at] as string)
+  }
+
+  #dispatch(): void {
+    while (this.#queued > 0 && this.#inFlight < this.#o.maxConcurrent && !this.#isPaused(this.#now())) {
+      const team = this.#ring[this.#at] as string
+      const queue = this.#queues.get(team) as Waiter[]
+      const waiter = queue.shift() as Waiter
+      this.#queued -= 1
+      waiter.detach()
+      this.#credit -= 1
+      if (queue.length === 0) this.#dropTeam(team)
+      else if (this.#credit <= 0) this.#nextTurn(true)
+      waiter.resolve(this.#start())
+    }
+  }
+
+  #weight(team: string): number {
+    return Math.max(1, this.#o.weightOf?.(team) ?? 1)
+  }
+}
+
+/** A retry-after header as milliseconds from `now`: delta-seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, now: number): number | null {
+  if (value === undefined) return null
+  const text = value.trim()
+  if (/^\d+$/.test(text)) return Number(text) * 1000
+  // An HTTP date names its weekday and month; Date.parse would take "-3" for a year.
+  if (!/[A-Za-z]/.test(text)) return null
+  const at = Date.parse(text)
+  return Number.isNaN(at) ? null : Math.max(0, at - now)
+}

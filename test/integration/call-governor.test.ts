@@ -1,0 +1,176 @@
+import { performance } from 'node:perf_hooks'
+import { describe, expect, it } from 'vitest'
+import type { TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { fakeClock } from '../helpers/clock.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
+
+// Issue #8: the governor in front of the platform, against the sandbox over loopback
+// HTTP, and its 429 pause across two replicas sharing one Redis.
+
+const { available, notice } = redisAvailability()
+if (notice) console.warn(notice)
+
+const sandbox = useSandbox()
+const redis = useRedis()
+const gateways = useGateways()
+
+const REPORT = '/api/v1/report/campaigns/get'
+const PAUSED = 'platform credential paused: the platform answered 429'
+const RESUMED = 'platform credential resumed'
+
+/** The n-th of many distinct report queries (each a miss): one week, starting n days after 2025-01-01. */
+function distinct(n: number, advertiserId = 101): string {
+  const day = (offset: number) => new Date(Date.UTC(2025, 0, 1 + offset)).toISOString().slice(0, 10)
+  return `${REPORT}?advertiserId=${advertiserId}&byDate=1&dateFrom=${day(n)}&dateTo=${day(n + 6)}`
+}
+
+function get(gw: TestGateway, url: string, key = KEYS.all) {
+  return gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': key } })
+}
+
+function gateway(yaml = '', env: Record<string, string> = {}, deps: Parameters<typeof gateways.build>[1] = {}) {
+  return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...env }, `${TEAMS_YAML}\n${yaml}`), deps)
+}
+
+const reportCalls = () => sandbox.countRequests((r) => r.path === REPORT)
+
+describe('the concurrency cap', () => {
+  it('keeps at most platform.maxConcurrent calls at the platform under 100 concurrent distinct misses', async () => {
+    const gw = await gateway()
+    sandbox.setLatency(100)
+    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => get(gw, distinct(i))))
+    expect(answers.map((a) => a.statusCode)).toEqual(Array(100).fill(200))
+    expect(reportCalls()).toBe(100)
+    const { peak } = sandbox.concurrency()
+    expect(peak).toBeLessThanOrEqual(8)
+    // The cap was reached, so the bound above says something.
+    expect(peak).toBeGreaterThanOrEqual(6)
+  })
+
+  it('answers a second team\'s miss within about one platform latency during another team\'s burst', async () => {
+    const latency = 200
+    const gw = await gateway()
+    sandbox.setLatency(latency)
+    let answered = 0
+    // 100 misses of team "all": 100 / 8 slots × 200 ms ≈ 2.5 s in all.
+    const burst = Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        get(gw, distinct(i)).then((a) => {
+          answered += 1
+          return a
+        }),
+      ),
+    )
+    await waitFor('the burst to fill the queue', () => gw.ctx.governors.of('default').queued >= 80)
+    const started = performance.now()
+    const second = await get(gw, distinct(200, 102), KEYS.growth)
+    const took = performance.now() - started
+    expect(second.statusCode).toBe(200)
+    expect(second.headers['x-cache']).toBe('MISS')
+    // Served at the next turn: of the ≥ 80 calls queued before it, few were answered
+    // first (one queue without turns would have answered them all first).
+    expect(answered).toBeLessThan(30)
+    // At most one slot's wait plus its own call (≈ 2 × 200 ms), with a wide margin for a
+    // busy machine; behind the queue it would take over 2 s.
+    expect(took).toBeLessThan(7 * latency)
+    const answers = await burst
+    expect(answers.every((a) => a.statusCode === 200)).toBe(true)
+  })
+
+  it('refuses with 503 GW_OVERLOADED and retry-after once the queue is full', async () => {
+    const gw = await gateway('platform: { maxConcurrent: 2, queue: 3 }')
+    sandbox.setLatency(300)
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => get(gw, distinct(i))))
+    const refused = answers.filter((a) => a.statusCode === 503)
+    expect(answers.filter((a) => a.statusCode === 200)).toHaveLength(5)
+    expect(refused).toHaveLength(3)
+    for (const r of refused) {
+      expect(r.json()).toMatchObject({ statusCode: 503, code: 'GW_OVERLOADED' })
+      expect(r.headers['retry-after']).toBe('1')
+    }
+    const metrics = await gw.admin.inject({ method: 'GET', url: '/metrics' })
+    expect(metrics.body).toContain('gateway_platform_refused_total{credential="default",reason="queue_full"} 3')
+    expect(metrics.body).toMatch(/gateway_platform_in_flight_calls\{credential="default"\} 0/)
+  })
+})
+
+describe.skipIf(!available)('a platform 429, two replicas on one Redis', () => {
+  it('pauses the credential on both, serves stale copies meanwhile, and resumes after retry-after', async () => {
+    const yaml = `cache: { ttl: { recent: 1s, settled: 1s }, staleWhileRevalidate: 0s, staleIfError: 1h }`
+    const clock = fakeClock()
+    const a = await gateway(yaml, { REDIS_URL: redis.server.url }, { now: clock.now })
+    const b = await gateway(yaml, { REDIS_URL: redis.server.url }, { now: clock.now })
+    expect((await get(a, distinct(0))).headers['x-cache']).toBe('MISS')
+    expect((await get(b, distinct(0))).headers['x-cache']).toBe('HIT')
+    clock.advance(5000)
+
+    sandbox.setFailure({ kind: 'status', status: 429, headers: { 'retry-after': '2' }, times: 1 })
+    const throttledAt = Date.now()
+    const limited = await get(a, distinct(1))
+    expect(limited.statusCode).toBe(429)
+    await waitFor('the pause to reach the other replica', () => b.ctx.governors.of('default').pausedUntil > 0, 1500)
+    const callsAtPause = reportCalls()
+
+    // Both serve their stale copy at once, without a platform call.
+    for (const gw of [a, b]) {
+      const stale = await get(gw, distinct(0))
+      expect(stale.statusCode).toBe(200)
+      expect(stale.headers['x-cache']).toBe('STALE')
+    }
+    // A replica that starts during the pause finds it in Redis.
+    const late = await gateway(yaml, { REDIS_URL: redis.server.url }, { now: clock.now })
+    expect(late.ctx.governors.of('default').pausedUntil).toBeGreaterThan(0)
+
+    // A new miss waits in the queue and is sent once the pause is over.
+    const waited = await get(b, distinct(2))
+    expect(waited.statusCode).toBe(200)
+    expect(waited.headers['x-cache']).toBe('MISS')
+    expect(reportCalls()).toBe(callsAtPause + 1)
+    const sent = sandbox.requests.filter((r) => r.path === REPORT).at(-1)
+    expect(sent?.at).toBeGreaterThanOrEqual(throttledAt + 1900)
+
+    for (const [gw, source] of [[a, 'platform'], [b, 'peer']] as const) {
+      await waitFor('the resume line', () => gw.logs.records().some((r) => r.msg === RESUMED))
+      const paused = gw.logs.records().filter((r) => r.msg === PAUSED)
+      expect(paused).toHaveLength(1)
+      expect(paused[0]).toMatchObject({ level: 40, credential: 'default', source })
+      expect(gw.logs.records().filter((r) => r.msg === RESUMED)).toHaveLength(1)
+    }
+    const metrics = await a.admin.inject({ method: 'GET', url: '/metrics' })
+    expect(metrics.body).toContain('gateway_platform_pauses_total{credential="default"} 1')
+  })
+})
+
+describe('retries', () => {
+  it('sends a read again after a 503 or a reset, at most twice', async () => {
+    const gw = await gateway()
+    sandbox.setFailure({ kind: 'status', status: 503, times: 2 })
+    expect((await get(gw, distinct(0))).statusCode).toBe(200)
+    expect(reportCalls()).toBe(3)
+    sandbox.clearRequests()
+    sandbox.setFailure({ kind: 'reset', times: 1 })
+    const proxied = await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all }, payload: { userId: 101 } })
+    expect(proxied.statusCode).toBe(200)
+    expect(sandbox.countRequests()).toBe(2)
+    sandbox.clearRequests()
+    sandbox.setFailure({ kind: 'status', status: 504, times: 3 })
+    expect((await get(gw, distinct(1))).statusCode).toBe(502)
+    expect(reportCalls()).toBe(3)
+    const metrics = await gw.admin.inject({ method: 'GET', url: '/metrics' })
+    expect(metrics.body).toContain('gateway_platform_retries_total{credential="default"} 5')
+  })
+
+  it('never sends a write again', async () => {
+    const gw = await gateway()
+    for (const failure of [{ kind: 'status', status: 503, times: 1 }, { kind: 'reset', times: 1 }] as const) {
+      sandbox.clearRequests()
+      sandbox.setFailure(failure)
+      const res = await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/banner/create', headers: { 'x-api-key': KEYS.writer }, payload: { userId: 101 } })
+      expect(res.statusCode, failure.kind).toBe(502)
+      expect(sandbox.countRequests((r) => r.path === '/api/v1/campaign/banner/create')).toBe(1)
+    }
+  })
+})

@@ -1,0 +1,228 @@
+import { pino } from 'pino'
+import { describe, expect, it } from 'vitest'
+import { CallGovernor, parseRetryAfter, type GovernorOptions, type Release } from '../../src/platform/call-governor.js'
+import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import { captureLogs } from '../helpers/build-gateway.js'
+
+// Issue #8: the governor's scheduling, on a clock that moves only when told.
+
+function governor(clock: FakeClock, opts: Partial<GovernorOptions> = {}) {
+  const refused: string[] = []
+  const g = new CallGovernor({
+    credential: 'default',
+    maxConcurrent: 2,
+    queueLimit: 10,
+    queueTimeoutMs: 10_000,
+    log: pino({ level: 'silent' }),
+    now: clock.now,
+    timers: clock.timers,
+    onRefused: (reason) => refused.push(reason),
+    ...opts,
+  })
+  return { g, refused }
+}
+
+/** Starts a call and records when it gets its slot (or its error). */
+function call(g: CallGovernor, team: string, order: string[], signal?: AbortSignal, deadline?: number) {
+  const state: { release: Release | null; error: (Error & { code?: string; retryAfterSec?: number }) | null } = { release: null, error: null }
+  const done = g.acquire(team, signal, deadline).then(
+    (release) => {
+      order.push(team)
+      state.release = release
+    },
+    (err: Error) => {
+      state.error = err
+    },
+  )
+  return Object.assign(state, { done })
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve))
+
+/** With maxConcurrent 1: submits calls, then ends the running one, `n` times, recording who ran. */
+function oneAtATime(g: CallGovernor) {
+  const order: string[] = []
+  let holder: Release | null = null
+  return {
+    order,
+    submit(team: string) {
+      void g.acquire(team).then((release) => {
+        order.push(team)
+        holder = release
+      })
+    },
+    async run(n: number) {
+      for (let i = 0; i < n; i++) {
+        await settle()
+        const current = holder
+        holder = null
+        current?.()
+      }
+      await settle()
+    },
+  }
+}
+
+describe('CallGovernor', () => {
+  it('lets maxConcurrent calls through and queues the rest until a slot is given back', async () => {
+    const clock = fakeClock()
+    const { g } = governor(clock)
+    const order: string[] = []
+    const calls = [call(g, 'a', order), call(g, 'a', order), call(g, 'a', order)]
+    await settle()
+    expect(order).toEqual(['a', 'a'])
+    expect([g.inFlight, g.queued]).toEqual([2, 1])
+    calls[0]?.release?.()
+    calls[0]?.release?.() // a second release gives back nothing more
+    await settle()
+    expect(order).toHaveLength(3)
+    expect([g.inFlight, g.queued]).toEqual([2, 0])
+  })
+
+  it('serves queued calls round-robin by team: a late team does not wait for the busy one', async () => {
+    const clock = fakeClock()
+    const { g } = governor(clock, { maxConcurrent: 1 })
+    const one = oneAtATime(g)
+    for (let i = 0; i < 6; i++) one.submit('busy')
+    one.submit('late')
+    await one.run(7)
+    // The first busy call got the free slot; the late team's call is the next but one.
+    expect(one.order).toEqual(['busy', 'busy', 'late', 'busy', 'busy', 'busy', 'busy'])
+  })
+
+  it('gives a team as many calls per turn as its weight', async () => {
+    const clock = fakeClock()
+    const { g } = governor(clock, { maxConcurrent: 1, weightOf: (team) => (team === 'heavy' ? 3 : 1) })
+    const one = oneAtATime(g)
+    one.submit('x')
+    for (let i = 0; i < 6; i++) one.submit('heavy')
+    for (let i = 0; i < 3; i++) one.submit('light')
+    await one.run(10)
+    expect(one.order.slice(1)).toEqual(['heavy', 'heavy', 'heavy', 'light', 'heavy', 'heavy', 'heavy', 'light', 'light'])
+  })
+
+  it('refuses a call when the queue is full, with GW_OVERLOADED and a retry-after', async () => {
+    const clock = fakeClock()
+    const { g, refused } = governor(clock, { maxConcurrent: 1, queueLimit: 1 })
+    const order: string[] = []
+    call(g, 'a', order)
+    call(g, 'a', order)
+    const third = call(g, 'b', order)
+    await third.done
+    expect(third.error).toMatchObject({ code: 'GW_OVERLOADED', statusCode: 503, retryAfterSec: 1 })
+    expect(refused).toEqual(['queue_full'])
+  })
+
+  it('refuses a queued call after queueTimeout, or at its deadline when that comes first', async () => {
+    const clock = fakeClock()
+    const { g, refused } = governor(clock, { maxConcurrent: 1, queueTimeoutMs: 1000 })
+    const order: string[] = []
+    call(g, 'a', order)
+    const waiting = call(g, 'a', order)
+    const hurried = call(g, 'b', order, undefined, clock.now() + 300)
+    clock.advance(299)
+    await settle()
+    expect([waiting.error, hurried.error]).toEqual([null, null])
+    clock.advance(1)
+    await settle()
+    expect(hurried.error).toMatchObject({ code: 'GW_OVERLOADED' })
+    expect(waiting.error).toBeNull()
+    clock.advance(700)
+    await settle()
+    expect(waiting.error).toMatchObject({ code: 'GW_OVERLOADED' })
+    expect(refused).toEqual(['queue_timeout', 'queue_timeout'])
+    expect(g.queued).toBe(0)
+  })
+
+  it('takes a call out of the queue when its signal aborts', async () => {
+    const clock = fakeClock()
+    const { g } = governor(clock, { maxConcurrent: 1 })
+    const order: string[] = []
+    const running = call(g, 'a', order)
+    const abort = new AbortController()
+    const aborted = call(g, 'b', order, abort.signal)
+    const next = call(g, 'c', order)
+    await settle()
+    abort.abort(new Error('caller gone'))
+    await settle()
+    expect(aborted.error?.message).toBe('caller gone')
+    expect(g.queued).toBe(1)
+    running.release?.()
+    await settle()
+    expect(order).toEqual(['a', 'c'])
+    expect(next.release).not.toBeNull()
+  })
+
+  it('starts nothing while paused after a 429, and resumes when retry-after has passed', async () => {
+    const clock = fakeClock()
+    const logs = captureLogs()
+    const { g } = governor(clock, { log: pino(logs.stream) })
+    const order: string[] = []
+    expect(g.throttled('3')).toBe(3000)
+    expect(g.pausedUntil).toBe(clock.now() + 3000)
+    g.throttled('2') // a shorter pause while paused changes nothing and logs nothing
+    const waiting = call(g, 'a', order)
+    clock.advance(2999)
+    await settle()
+    expect(order).toEqual([])
+    clock.advance(1)
+    await settle()
+    expect(order).toEqual(['a'])
+    expect(waiting.error).toBeNull()
+    expect(logs.records().map((r) => r.msg)).toEqual(['platform credential paused: the platform answered 429', 'platform credential resumed'])
+  })
+
+  it('refuses at once a call whose wait would outlast queueTimeout while paused, and those already queued', async () => {
+    const clock = fakeClock()
+    const { g, refused } = governor(clock, { maxConcurrent: 1, queueTimeoutMs: 5000 })
+    const order: string[] = []
+    call(g, 'a', order)
+    const queued = call(g, 'b', order)
+    await settle()
+    g.throttled('30')
+    const late = call(g, 'c', order)
+    await settle()
+    expect(queued.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 30 })
+    expect(late.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 30 })
+    expect(refused).toEqual(['paused', 'paused'])
+  })
+
+  it('pauses 1 s, then 2 s, 4 s … up to 60 s for 429s without retry-after, and starts short again after another answer', () => {
+    const clock = fakeClock()
+    const { g } = governor(clock)
+    const pauses = Array.from({ length: 8 }, () => {
+      const ms = g.throttled(undefined)
+      clock.advance(ms)
+      return ms
+    })
+    expect(pauses).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000])
+    g.answered()
+    expect(g.throttled(undefined)).toBe(1000)
+  })
+})
+
+describe('CallGovernor pause bounds', () => {
+  it('does not pause for retry-after: 0, and pauses at most 15 minutes whatever the platform asks', () => {
+    const clock = fakeClock()
+    const { g } = governor(clock)
+    g.throttled('0')
+    expect(g.pausedUntil).toBe(0)
+    g.throttled('86400')
+    expect(g.pausedUntil).toBe(clock.now() + 15 * 60_000)
+  })
+})
+
+describe('parseRetryAfter', () => {
+  const now = Date.parse('2026-11-23T03:00:00Z')
+  it.each([
+    ['7', 7000],
+    [' 0 ', 0],
+    ['Mon, 23 Nov 2026 03:00:05 GMT', 5000],
+    ['Mon, 23 Nov 2026 02:59:00 GMT', 0],
+    [undefined, null],
+    ['soon', null],
+    ['-3', null],
+  ])('%s → %s ms', (value, ms) => {
+    expect(parseRetryAfter(value, now)).toBe(ms)
+  })
+})
