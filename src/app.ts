@@ -28,6 +28,12 @@ import { adminRoutes } from './routes/admin.js'
 import { TokenStore } from './platform/token-store.js'
 import { PlatformClient } from './platform/platform-client.js'
 import { CampaignOwners } from './teams/campaign-owners.js'
+import { TeamUsage, answeredByCache } from './teams/team-usage.js'
+import { TeamReloader } from './teams/team-reload.js'
+import { POLICY_HEADER, STATE_HEADER, rateLimitHeaders } from './teams/rate-limit-headers.js'
+import { AdminAuth } from './routes/admin-auth.js'
+import { auditWrite } from './routes/write-audit.js'
+import type { LoadOptions } from './config.js'
 
 export interface GatewayDeps {
   /** Where log lines go (tests capture them); default stdout. */
@@ -37,12 +43,23 @@ export interface GatewayDeps {
   redis?: RedisClient | null
   dispatcher?: Dispatcher
   now?: () => number
+  /** Where the teams are reloaded from (issue #8); default the process environment. null: never. */
+  configSource?: LoadOptions | null
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The connection's bytes written before this answer: its size is what is written after. */
+    bytesBefore: number
+  }
 }
 
 export interface Gateway {
   proxy: FastifyInstance
   admin: FastifyInstance
   ctx: GatewayContext
+  /** Reloads the teams from CONFIG_FILE (SIGHUP). */
+  reloader: TeamReloader
   /** Starts token sources and subscriptions; call before serving. */
   start(): Promise<void>
   close(): Promise<void>
@@ -110,6 +127,15 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     log,
     ...(deps.now ? { now: deps.now } : {}),
   })
+  const usage = new TeamUsage({
+    redis,
+    breaker,
+    prefix: config.redis.keyPrefix,
+    metrics,
+    flushMs: config.usage.flushMs,
+    retentionDays: config.usage.retentionDays,
+    ...(deps.now ? { now: deps.now } : {}),
+  })
   const reports = new ReportCache({
     config,
     store,
@@ -117,6 +143,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     metrics,
     log,
     client,
+    usage,
     ...(deps.now ? { now: deps.now } : {}),
   })
   const ctx: GatewayContext = {
@@ -126,7 +153,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     metrics,
     dispatcher,
     tokens,
-    teams: new TeamDirectory(config.teams),
+    teams: new TeamDirectory(config.teams, deps.now),
+    adminAuth: new AdminAuth(config.admin.tokens),
+    usage,
     rateLimiter: new RateLimiter({ redis, breaker, prefix: config.redis.keyPrefix, syncMs: config.redis.rateLimitSyncMs, ...(deps.now ? { now: deps.now } : {}) }),
     redis,
     breaker,
@@ -142,6 +171,17 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     }),
   }
   const tokenStore = new TokenStore(ctx)
+  const source = deps.configSource === undefined ? { env: process.env } : deps.configSource
+  const reloader = new TeamReloader({
+    config,
+    teams: ctx.teams,
+    adminAuth: ctx.adminAuth,
+    log,
+    metrics,
+    bus,
+    source: config.demo ? null : source,
+    pollMs: config.teamsReload.pollMs,
+  })
 
   for (const provider of tokens.all()) {
     provider.on('change', ({ state, previous, reason, actor }) => {
@@ -159,17 +199,34 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const proxy = buildServer(config, log, config.cache.enabled ? fastHits(ctx, admission, forms, observe) : null)
   await proxy.register(healthRoutes, { ctx })
   await proxy.register(apiRoutes, { ctx, admission, client, forms })
+  proxy.decorateRequest('bytesBefore', 0)
+  proxy.addHook('onRequest', (request, _reply, done) => {
+    request.bytesBefore = request.raw.socket?.bytesWritten ?? 0
+    done()
+  })
+  // Every answer of a rate-limited team carries its standing (issue #8), refusals included.
+  proxy.addHook('onSend', (request, reply, payload, done) => {
+    const caller = request.caller
+    const fields = caller ? rateLimitHeaders(caller.team, caller.rate ?? ctx.rateLimiter.peek(caller.team)) : null
+    if (fields) reply.header(POLICY_HEADER, fields[0]).header(STATE_HEADER, fields[1])
+    done(null, payload)
+  })
   proxy.addHook('onResponse', (request, reply, done) => {
+    const cache = (reply.getHeader('x-cache') as string | undefined) ?? null
     observe({
       reqId: request.id,
       team: request.caller?.team.name ?? null,
+      keyId: request.caller?.keyId ?? null,
+      hit: request.caller ? answeredByCache(reply.statusCode, cache, request.caller.platformCalls) : false,
+      bytes: (request.raw.socket?.bytesWritten ?? 0) - request.bytesBefore,
       method: request.method,
       url: request.url,
       route: routeKind(request.routeOptions.url ?? 'unmatched'),
       status: reply.statusCode,
       durationMs: reply.elapsedTime,
-      cache: (reply.getHeader('x-cache') as string | undefined) ?? null,
+      cache,
     })
+    auditWrite(ctx, admission, request, reply.statusCode)
     done()
   })
 
@@ -183,16 +240,19 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     }
     return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics())
   })
-  await admin.register(adminRoutes, { ctx, client })
+  await admin.register(adminRoutes, { ctx, client, reloader })
 
   let closed = false
   return {
     proxy,
     admin,
     ctx,
+    reloader,
     async start() {
       await tokens.start()
       ctx.rateLimiter.start()
+      usage.start()
+      await reloader.start()
       await tokenStore.start()
       await reports.start()
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
@@ -202,6 +262,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       closed = true
       await Promise.all([proxy.close(), admin.close()])
       await ctx.rateLimiter.close()
+      reloader.close()
+      await usage.close()
       tokenStore.close()
       await tokens.close()
       await bus?.close()

@@ -9,6 +9,8 @@ import type { TeamDirectory } from './teams/team-auth.js'
 import type { RateLimiter } from './teams/rate-limit.js'
 import type { ReportCache } from './reports/report-cache.js'
 import type { CampaignOwners } from './teams/campaign-owners.js'
+import type { TeamUsage } from './teams/team-usage.js'
+import type { AdminAuth } from './routes/admin-auth.js'
 
 /** What the routes of both listeners share; built once by createGateway. */
 export interface GatewayContext {
@@ -19,6 +21,8 @@ export interface GatewayContext {
   dispatcher: Dispatcher
   tokens: TokenRegistry
   teams: TeamDirectory
+  adminAuth: AdminAuth
+  usage: TeamUsage
   rateLimiter: RateLimiter
   redis: RedisClient | null
   breaker: RedisBreaker | null

@@ -10,6 +10,7 @@ import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
 import { fetchReport, type FetchResult } from './report-fetcher.js'
 import type { CanonicalReport } from './report-query.js'
+import type { TeamUsage } from '../teams/team-usage.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
@@ -22,9 +23,17 @@ type Tier = StoreTier | 'platform'
 
 type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean }
 
+/** Whom a read's platform calls count for (usage per team, issue #8). */
+export interface CallTally {
+  team: { name: string }
+  /** Platform calls made for this read; a waiter on another's call makes none. */
+  platformCalls: number
+}
+
 export interface ReadOptions {
   /** The caller asked for a fresh copy (REFRESH). */
   refresh: boolean
+  tally: CallTally
   requestId: string
   log: Pick<Logger, 'warn'>
 }
@@ -36,6 +45,7 @@ export interface ReportCacheDeps {
   metrics: Metrics
   log: Logger
   client: PlatformClient
+  usage: TeamUsage
   now?: () => number
 }
 
@@ -81,14 +91,14 @@ export class ReportCache {
         const now = this.#now()
         if (now < found.entry.freshUntil) return this.#served(found.entry, 'HIT', found.tier)
         if (now < found.entry.staleUntil) {
-          this.#refreshInBackground(key, report, provider, opts.requestId)
+          this.#refreshInBackground(key, report, provider, opts.requestId, opts.tally)
           return this.#served(found.entry, 'STALE', found.tier)
         }
         stale = found
       }
     }
     // A refresh must not be answered with the copy it asked to bypass.
-    const result = await this.#fill(key, report, provider, opts.requestId, opts.refresh ? this.#now() : 0)
+    const result = await this.#fill(key, report, provider, opts.requestId, opts.refresh ? this.#now() : 0, opts.tally)
     switch (result.kind) {
       case 'entry':
         return this.#served(result.entry, opts.refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform')
@@ -130,9 +140,9 @@ export class ReportCache {
     this.#hitL1.inc()
   }
 
-  #refreshInBackground(key: string, report: CanonicalReport, provider: TokenProvider, requestId: string): void {
+  #refreshInBackground(key: string, report: CanonicalReport, provider: TokenProvider, requestId: string, tally: CallTally): void {
     if (this.#flights.has(key)) return
-    this.#fill(key, report, provider, requestId, 0).then(
+    this.#fill(key, report, provider, requestId, 0, tally).then(
       (result) => {
         // Nobody reads this answer: an unread oversize body would hold its connection open.
         if (result.kind === 'oversize' && !result.taken) {
@@ -148,7 +158,7 @@ export class ReportCache {
    * One platform call per key in this process, and with Redis one across replicas.
    * A waiter on another replica's fill accepts only an entry fetched at `notBefore` or later.
    */
-  #fill(key: string, report: CanonicalReport, provider: TokenProvider, requestId: string, notBefore: number): Promise<FillResult> {
+  #fill(key: string, report: CanonicalReport, provider: TokenProvider, requestId: string, notBefore: number, tally: CallTally): Promise<FillResult> {
     return this.#flights.run(key, async () => {
       const lock = this.#d.lock
       const outcome = lock ? await lock.acquire(key) : ({ role: 'solo' } as const)
@@ -164,11 +174,11 @@ export class ReportCache {
           return { kind: 'entry', entry: found, fromPeer: true }
         }
         // The leader took too long or failed: go upstream, but leave storing to it.
-        return this.#callPlatform(report, provider, requestId)
+        return this.#callPlatform(report, provider, requestId, tally)
       }
       let result: FetchResult
       try {
-        result = await this.#callPlatform(report, provider, requestId)
+        result = await this.#callPlatform(report, provider, requestId, tally)
         // Only the lock's leader shares its copy: a solo fill (Redis out) keeps it here.
         if (result.kind === 'entry') await (outcome.role === 'leader' ? this.#d.store.set(key, result.entry) : this.#d.store.keepLocally(key, result.entry))
       } finally {
@@ -179,8 +189,11 @@ export class ReportCache {
     })
   }
 
-  async #callPlatform(report: CanonicalReport, provider: TokenProvider, requestId: string): Promise<FetchResult> {
+  // The call counts for the team whose read started it: a coalesced fill's leader.
+  async #callPlatform(report: CanonicalReport, provider: TokenProvider, requestId: string, tally: CallTally): Promise<FetchResult> {
     const { config, metrics } = this.#d
+    tally.platformCalls += 1
+    this.#d.usage.platformCall(tally.team.name)
     const end = metrics.upstreamDuration.startTimer()
     const result = await fetchReport(this.#d.client, provider, report, requestId, {
       maxEntryBytes: config.cache.maxEntryBytes,
@@ -208,7 +221,7 @@ export class ReportCache {
     let own: FetchResult = result
     if (result.taken) {
       // Another caller coalesced onto this call holds its stream: make a call of our own.
-      own = await this.#callPlatform(report, provider, opts.requestId)
+      own = await this.#callPlatform(report, provider, opts.requestId, opts.tally)
       if (own.kind !== 'oversize') return this.read(report, key, provider, opts)
     }
     result.taken = true

@@ -61,7 +61,7 @@ export async function reportReads(
     const caller = admission.admit(request)
     const { report, key } = forms.get(caller, request.url)
     await admission.checkScope(request.method, caller, admission.known(request.url))
-    const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, log: request.log })
+    const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, log: request.log, tally: caller })
     return sendReport(reply, result, request.headers, ctx.now())
   })
 
@@ -76,6 +76,7 @@ export async function reportReads(
       refresh: wantsRefresh(request.headers),
       requestId: request.id,
       log: request.log,
+      tally: caller,
     })
     return sendReport(reply, result, request.headers, ctx.now())
   })

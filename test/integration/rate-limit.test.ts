@@ -13,7 +13,7 @@ if (notice) console.warn(notice)
 const silent = pino({ level: 'silent' })
 
 function team(name: string, max: number): TeamConfig {
-  return { name, keyHashes: [], advertisers: null, write: false, credential: 'default', rateLimit: { max, windowMs: 60_000 } }
+  return { name, keys: [], advertisers: null, write: false, credential: 'default', rateLimit: { max, windowMs: 60_000 } }
 }
 
 function admitted(limiter: RateLimiter, t: TeamConfig, n: number): number {
