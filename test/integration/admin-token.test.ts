@@ -238,7 +238,7 @@ describe('PUT /admin/token', () => {
 })
 
 describe('POST /admin/token/refresh', () => {
-  it('runs the password login again, switches, and audits it with the operator's name', async () => {
+  it('runs the password login again, switches, and audits it with the operator name', async () => {
     const gw = await gateway({ ...loginEnv('PLATFORM_'), ADMIN_TOKEN })
     const old = gw.ctx.tokens.get('default').current()?.token as string
     sandbox.clearRequests()

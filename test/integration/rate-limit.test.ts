@@ -28,7 +28,7 @@ describe('RateLimiter without Redis', () => {
     const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:', now: () => now })
     const t = team('solo', 5)
     expect(admitted(limiter, t, 8)).toBe(5)
-    expect(limiter.hit(t)).toEqual({ allowed: false, retryAfterSec: 45 })
+    expect(limiter.hit(t)).toEqual({ allowed: false, retryAfterSec: 45, remaining: 0, resetSec: 45 })
     now += 45_000
     expect(admitted(limiter, t, 8)).toBe(5)
   })
