@@ -238,6 +238,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       if (info.secondsLeft !== null) metrics.tokenSecondsLeft.set({ credential: p.name }, info.secondsLeft)
       metrics.tokenUsable.set({ credential: p.name }, info.usable ? 1 : 0)
     }
+    usage.publishMetrics()
     return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics())
   })
   await admin.register(adminRoutes, { ctx, client, reloader })

@@ -21,7 +21,9 @@ const FIELDS = ['requests', 'cacheHits', 'platformCalls', 'bytes'] as const
 const DAY_MS = 86_400_000
 
 /** The request counter's `result` label of an answer. */
-export function usageResult(status: number, hit: boolean): 'hit' | 'ok' | 'rate_limited' | 'refused' | 'error' {
+export type UsageResult = 'hit' | 'ok' | 'rate_limited' | 'refused' | 'error'
+
+export function usageResult(status: number, hit: boolean): UsageResult {
   if (status >= 500) return 'error'
   if (status === 429) return 'rate_limited'
   if (status >= 400) return 'refused'
@@ -56,6 +58,13 @@ export interface TeamUsageOptions {
 
 type DayCounts = Map<string, UsageTotals>
 
+/** A team's Prometheus counts since start: plain numbers on the hit path, published at scrape. */
+interface Tally {
+  results: Record<UsageResult, number>
+  calls: number
+  published: { results: Record<UsageResult, number>; calls: number }
+}
+
 /**
  * Daily totals per team (issue #8). Requests are counted in this process and added to
  * Redis every `flushMs` in one MULTI, as the rate limiter does: the hit path never
@@ -71,10 +80,9 @@ export class TeamUsage {
   readonly #kept = new Map<string, DayCounts>()
   #timer: NodeJS.Timeout | null = null
   #flushing: Promise<void> | null = null
-  // The current day's string and labelled metric children, made once, not per request.
-  #day = { start: 0, end: 0, name: '' }
-  readonly #requestCounters = new Map<string, { inc(): void }>()
-  readonly #callCounters = new Map<string, { inc(): void }>()
+  // The current day and its pending counts, so a request costs one map lookup.
+  #day = { start: 0, end: 0, teams: new Map() as DayCounts }
+  readonly #tallies = new Map<string, Tally>()
 
   constructor(opts: TeamUsageOptions) {
     this.#o = opts
@@ -100,34 +108,56 @@ export class TeamUsage {
     counts.requests += 1
     if (hit) counts.cacheHits += 1
     counts.bytes += bytes
-    const result = usageResult(status, hit)
-    const name = `${team} ${result}`
-    let counter = this.#requestCounters.get(name)
-    if (!counter) {
-      counter = this.#o.metrics.teamRequests.labels({ team, result })
-      this.#requestCounters.set(name, counter)
-    }
-    counter.inc()
+    this.#tally(team).results[usageResult(status, hit)] += 1
   }
 
   /** One platform call made for a team (a report fill's leader, a proxied call). */
   platformCall(team: string): void {
     this.#counts(team).platformCalls += 1
-    let counter = this.#callCounters.get(team)
-    if (!counter) {
-      counter = this.#o.metrics.teamPlatformCalls.labels({ team })
-      this.#callCounters.set(team, counter)
+    this.#tally(team).calls += 1
+  }
+
+  /**
+   * Adds the counts since the last scrape to `gateway_team_requests_total` and
+   * `gateway_team_platform_calls_total` (a prom-client increment costs more than the
+   * rest of a hit's accounting, so it is done once per scrape).
+   */
+  publishMetrics(): void {
+    const { teamRequests, teamPlatformCalls } = this.#o.metrics
+    for (const [team, t] of this.#tallies) {
+      for (const result of Object.keys(t.results) as UsageResult[]) {
+        const delta = t.results[result] - t.published.results[result]
+        if (delta > 0) teamRequests.inc({ team, result }, delta)
+        t.published.results[result] = t.results[result]
+      }
+      if (t.calls > t.published.calls) teamPlatformCalls.inc({ team }, t.calls - t.published.calls)
+      t.published.calls = t.calls
     }
-    counter.inc()
+  }
+
+  #tally(team: string): Tally {
+    let t = this.#tallies.get(team)
+    if (!t) {
+      const zero = () => ({ hit: 0, ok: 0, rate_limited: 0, refused: 0, error: 0 })
+      t = { results: zero(), calls: 0, published: { results: zero(), calls: 0 } }
+      this.#tallies.set(team, t)
+    }
+    return t
   }
 
   #counts(team: string): UsageTotals {
     const now = this.#now()
     if (now < this.#day.start || now >= this.#day.end) {
       const start = Math.floor(now / DAY_MS) * DAY_MS
-      this.#day = { start, end: start + DAY_MS, name: utcDay(start) }
+      const name = utcDay(start)
+      let teams = this.#pending.get(name)
+      if (!teams) {
+        teams = new Map()
+        this.#pending.set(name, teams)
+      }
+      this.#day = { start, end: start + DAY_MS, teams }
     }
-    return totalsOf(this.#pending, this.#day.name, team)
+    return teamTotals(this.#day.teams, team)
   }
 
   /** Adds the pending counts to Redis (or to this replica's totals without it). */
@@ -142,6 +172,7 @@ export class TeamUsage {
     if (this.#pending.size === 0) return
     const pending = this.#pending
     this.#pending = new Map()
+    this.#day = { start: 0, end: 0, teams: new Map() }
     const { redis, breaker, prefix, retentionDays } = this.#o
     if (!redis || !breaker) {
       for (const [day, teams] of pending) for (const [team, counts] of teams) add(totalsOf(this.#kept, day, team), counts)
