@@ -22,9 +22,10 @@ export function fastHits(ctx: GatewayContext, admission: Admission, forms: Repor
     const started = performance.now()
     const known = admission.known(url)
     if (!known) return false
-    let team, keyId
+    let who
     try {
-      ;({ team, key: { id: keyId } } = admission.authorize('GET', url, req.headers))
+      who = admission.authorize('GET', url, req.headers)
+      const team = who.team
       if (team.advertisers !== null) {
         const named = known.bodyless
         // A call naming campaigns needs the ownership lookup, an async step: Fastify's.
@@ -34,6 +35,7 @@ export function fastHits(ctx: GatewayContext, admission: Admission, forms: Repor
     } catch {
       return false
     }
+    const { team, key } = who
     const form = forms.peek(team.credential, url)
     if (!form) return false
     const entry = ctx.reports.freshInMemory(form.key)
@@ -53,7 +55,7 @@ export function fastHits(ctx: GatewayContext, admission: Admission, forms: Repor
     res.writeHead(200, headers)
     res.end(body)
     ctx.reports.countHit()
-    observe({ reqId, team: team.name, keyId, hit: true, bytes: req.socket.bytesWritten - before, method: 'GET', url, route: 'report', status: 200, durationMs: performance.now() - started, cache: 'HIT' })
+    observe({ reqId, team: team.name, keyId: key.id, hit: true, bytes: req.socket.bytesWritten - before, method: 'GET', url, route: 'report', status: 200, durationMs: performance.now() - started, cache: 'HIT' })
     return true
   }
 }

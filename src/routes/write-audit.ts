@@ -15,10 +15,16 @@ const MAX_ACCOUNT_CHARS = 32
 export function auditWrite(ctx: GatewayContext, admission: Admission, request: FastifyRequest, status: number): void {
   const caller = request.caller
   if (!caller || isRead(request.method, caller.target.path)) return
-  const accounts = admission
-    .named(request.method, caller)
-    .accounts.slice(0, MAX_ACCOUNTS)
-    .map((a) => String(a).slice(0, MAX_ACCOUNT_CHARS))
+  let accounts: string[] = []
+  try {
+    accounts = admission
+      .named(request.method, caller)
+      .accounts.slice(0, MAX_ACCOUNTS)
+      .map((a) => String(a).slice(0, MAX_ACCOUNT_CHARS))
+  } catch {
+    // A call the scope rules cannot read (a bad campaign id, an unlisted id path) was
+    // refused for it, or sent by a team they do not apply to: it names no known account.
+  }
   ctx.log.info(
     { kind: 'audit', action: 'write', team: caller.team.name, keyId: caller.keyId, method: request.method, path: caller.target.path, accounts, status, reqId: request.id },
     'write call',
