@@ -4,7 +4,8 @@ import { hashApiKey } from '../../src/teams/api-keys.js'
 import { TeamDirectory } from '../../src/teams/team-auth.js'
 import { rateLimitHeaders } from '../../src/teams/rate-limit-headers.js'
 import { RateLimiter } from '../../src/teams/rate-limit.js'
-import { answeredByCache, usageResult } from '../../src/teams/team-usage.js'
+import { TeamUsage, answeredByCache, usageResult } from '../../src/teams/team-usage.js'
+import { createMetrics } from '../../src/metrics.js'
 
 const KEY = 'rgw_directory_test_key_000000000000000000000'
 const OTHER = 'rgw_directory_test_key_111111111111111111111'
@@ -97,5 +98,41 @@ describe('usage results', () => {
       'refused',
       'error',
     ])
+  })
+})
+
+describe('TeamUsage without Redis', () => {
+  it('keeps daily totals per team across a day boundary and a flush, and publishes Prometheus counts at scrape', async () => {
+    let now = Date.parse('2026-11-22T23:59:59Z')
+    const metrics = createMetrics()
+    const usage = new TeamUsage({ redis: null, breaker: null, prefix: 'x:', metrics, flushMs: 60_000, retentionDays: 2, now: () => now })
+    usage.request('growth', 200, true, 100)
+    usage.platformCall('growth')
+    usage.request('growth', 200, false, 50)
+    await usage.flush()
+    usage.request('growth', 429, false, 10)
+    now += 2000
+    usage.request('growth', 502, false, 5)
+    usage.request('ops', 200, true, 1)
+    expect(await usage.query('2026-11-22', '2026-11-23', null)).toEqual([
+      { day: '2026-11-22', team: 'growth', requests: 3, cacheHits: 1, platformCalls: 1, bytes: 160, platformCallsSaved: 1 },
+      { day: '2026-11-23', team: 'growth', requests: 1, cacheHits: 0, platformCalls: 0, bytes: 5, platformCallsSaved: 0 },
+      { day: '2026-11-23', team: 'ops', requests: 1, cacheHits: 1, platformCalls: 0, bytes: 1, platformCallsSaved: 1 },
+    ])
+    expect(await usage.query('2026-11-23', '2026-11-23', 'ops')).toHaveLength(1)
+
+    usage.publishMetrics()
+    usage.publishMetrics()
+    const text = await metrics.registry.metrics()
+    expect(text).toContain('gateway_team_requests_total{team="growth",result="hit"} 1')
+    expect(text).toContain('gateway_team_requests_total{team="growth",result="rate_limited"} 1')
+    expect(text).toContain('gateway_team_requests_total{team="growth",result="error"} 1')
+    expect(text).toContain('gateway_team_platform_calls_total{team="growth"} 1')
+
+    // Days older than the retention are dropped.
+    now += 3 * 86_400_000
+    usage.request('ops', 200, false, 1)
+    await usage.flush()
+    expect(await usage.query('2026-11-22', '2026-11-22', null)).toEqual([])
   })
 })
