@@ -30,6 +30,12 @@ import { PlatformClient } from './platform/platform-client.js'
 import { PlatformGovernors } from './platform/platform-governors.js'
 import { CampaignOwners } from './teams/campaign-owners.js'
 import { describeProxy, docsUi } from './openapi/document.js'
+import { TeamUsage, answeredByCache } from './teams/team-usage.js'
+import { TeamReloader } from './teams/team-reload.js'
+import { POLICY_HEADER, STATE_HEADER, rateLimitHeaders } from './teams/rate-limit-headers.js'
+import { AdminAuth } from './routes/admin-auth.js'
+import { auditWrite } from './routes/write-audit.js'
+import type { LoadOptions } from './config.js'
 
 export interface GatewayDeps {
   /** Where log lines go (tests capture them); default stdout. */
@@ -39,12 +45,23 @@ export interface GatewayDeps {
   redis?: RedisClient | null
   dispatcher?: Dispatcher
   now?: () => number
+  /** Where the teams are reloaded from (issue #8); default the process environment. null: never. */
+  configSource?: LoadOptions | null
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The connection's bytes written before this answer: its size is what is written after. */
+    bytesBefore: number
+  }
 }
 
 export interface Gateway {
   proxy: FastifyInstance
   admin: FastifyInstance
   ctx: GatewayContext
+  /** Reloads the teams from CONFIG_FILE (SIGHUP). */
+  reloader: TeamReloader
   /** Starts token sources and subscriptions; call before serving. */
   start(): Promise<void>
   close(): Promise<void>
@@ -104,13 +121,23 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
           // The lock outlives the leader's platform call, so no second leader starts mid-fill.
           lockTtlMs: config.platform.timeoutMs + 1000,
         }) : null
-  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus })
+  const teams = new TeamDirectory(config.teams, deps.now)
+  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, weightOf: (team) => teams.weightOf(team) })
   const client = new PlatformClient({ dispatcher, timeoutMs: config.platform.timeoutMs, defaultBaseUrl: config.platform.baseUrl, governors })
   const store = new TieredStore({
     l1: new MemoryStore({ maxBytes: config.cache.l1MaxBytes, ...(deps.now ? { now: deps.now } : {}) }),
     l2,
     bus,
     log,
+    ...(deps.now ? { now: deps.now } : {}),
+  })
+  const usage = new TeamUsage({
+    redis,
+    breaker,
+    prefix: config.redis.keyPrefix,
+    metrics,
+    flushMs: config.usage.flushMs,
+    retentionDays: config.usage.retentionDays,
     ...(deps.now ? { now: deps.now } : {}),
   })
   const reports = new ReportCache({
@@ -120,6 +147,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     metrics,
     log,
     client,
+    usage,
     ...(deps.now ? { now: deps.now } : {}),
   })
   const ctx: GatewayContext = {
@@ -129,7 +157,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     metrics,
     dispatcher,
     tokens,
-    teams: new TeamDirectory(config.teams),
+    teams,
+    adminAuth: new AdminAuth(config.admin.tokens),
+    usage,
     rateLimiter: new RateLimiter({ redis, breaker, prefix: config.redis.keyPrefix, syncMs: config.redis.rateLimitSyncMs, ...(deps.now ? { now: deps.now } : {}) }),
     redis,
     breaker,
@@ -146,6 +176,17 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     }),
   }
   const tokenStore = new TokenStore(ctx)
+  const source = deps.configSource === undefined ? { env: process.env } : deps.configSource
+  const reloader = new TeamReloader({
+    config,
+    teams: ctx.teams,
+    adminAuth: ctx.adminAuth,
+    log,
+    metrics,
+    bus,
+    source: config.demo ? null : source,
+    pollMs: config.teamsReload.pollMs,
+  })
 
   for (const provider of tokens.all()) {
     provider.on('change', ({ state, previous, reason, actor }) => {
@@ -164,17 +205,34 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   await describeProxy(proxy)
   await proxy.register(healthRoutes, { ctx })
   await proxy.register(apiRoutes, { ctx, admission, client, forms })
+  proxy.decorateRequest('bytesBefore', 0)
+  proxy.addHook('onRequest', (request, _reply, done) => {
+    request.bytesBefore = request.raw.socket?.bytesWritten ?? 0
+    done()
+  })
+  // Every answer of a rate-limited team carries its standing (issue #8), refusals included.
+  proxy.addHook('onSend', (request, reply, payload, done) => {
+    const caller = request.caller
+    const fields = caller ? rateLimitHeaders(caller.team, caller.rate ?? ctx.rateLimiter.peek(caller.team)) : null
+    if (fields) reply.header(POLICY_HEADER, fields[0]).header(STATE_HEADER, fields[1])
+    done(null, payload)
+  })
   proxy.addHook('onResponse', (request, reply, done) => {
+    const cache = (reply.getHeader('x-cache') as string | undefined) ?? null
     observe({
       reqId: request.id,
       team: request.caller?.team.name ?? null,
+      keyId: request.caller?.keyId ?? null,
+      hit: request.caller ? answeredByCache(reply.statusCode, cache, request.caller.platformCalls) : false,
+      bytes: (request.raw.socket?.bytesWritten ?? 0) - request.bytesBefore,
       method: request.method,
       url: request.url,
       route: routeKind(request.routeOptions.url ?? 'unmatched'),
       status: reply.statusCode,
       durationMs: reply.elapsedTime,
-      cache: (reply.getHeader('x-cache') as string | undefined) ?? null,
+      cache,
     })
+    auditWrite(ctx, admission, request, reply.statusCode)
     done()
   })
 
@@ -190,9 +248,10 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       metrics.platformQueued.set({ credential: g.credential }, g.queued)
       metrics.platformInFlight.set({ credential: g.credential }, g.inFlight)
     }
+    usage.publishMetrics()
     return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics())
   })
-  await admin.register(adminRoutes, { ctx, client })
+  await admin.register(adminRoutes, { ctx, client, reloader })
   await docsUi(admin, proxy)
 
   let closed = false
@@ -200,9 +259,12 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     proxy,
     admin,
     ctx,
+    reloader,
     async start() {
       await tokens.start()
       ctx.rateLimiter.start()
+      usage.start()
+      await reloader.start()
       await tokenStore.start()
       await reports.start()
       await governors.start()
@@ -213,6 +275,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       closed = true
       await Promise.all([proxy.close(), admin.close()])
       await ctx.rateLimiter.close()
+      reloader.close()
+      await usage.close()
       tokenStore.close()
       await tokens.close()
       await bus?.close()

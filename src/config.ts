@@ -5,7 +5,7 @@ import { validateSchema } from './config/schema-errors.js'
 import { FILE_FORBIDDEN, applyEnv, deepMerge, getPath, readYamlObject, type Env } from './config/sources.js'
 import { normalize, type Config } from './config/normalize.js'
 
-export { DEFAULT_CREDENTIAL, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig } from './config/normalize.js'
+export { DEFAULT_CREDENTIAL, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
 export { maskUrlPassword } from './config/schema-errors.js'
 export { readEnv } from './config/sources.js'
 export { parseDuration, parseSize } from './config/units.js'

@@ -10,6 +10,8 @@ import type { RateLimiter } from './teams/rate-limit.js'
 import type { ReportCache } from './reports/report-cache.js'
 import type { CampaignOwners } from './teams/campaign-owners.js'
 import type { PlatformGovernors } from './platform/platform-governors.js'
+import type { TeamUsage } from './teams/team-usage.js'
+import type { AdminAuth } from './routes/admin-auth.js'
 
 /** What the routes of both listeners share; built once by createGateway. */
 export interface GatewayContext {
@@ -20,6 +22,8 @@ export interface GatewayContext {
   dispatcher: Dispatcher
   tokens: TokenRegistry
   teams: TeamDirectory
+  adminAuth: AdminAuth
+  usage: TeamUsage
   rateLimiter: RateLimiter
   redis: RedisClient | null
   breaker: RedisBreaker | null

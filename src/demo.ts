@@ -13,7 +13,7 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
   const key = newApiKey()
   const team: TeamConfig = {
     name: DEMO_TEAM,
-    keyHashes: [hashApiKey(key)],
+    keys: [{ hash: hashApiKey(key), id: 'demo', expiresAt: null }],
     advertisers: null,
     write: true,
     credential: DEFAULT_CREDENTIAL,

@@ -73,6 +73,13 @@ async function main(): Promise<void> {
       process.exit(1)
     }
   }
+  process.on('SIGHUP', () => {
+    try {
+      gateway.reloader.reload('signal')
+    } catch {
+      // Refused or impossible: reload logged why; the running teams stay.
+    }
+  })
   process.on('SIGTERM', () => void stop('SIGTERM'))
   process.on('SIGINT', () => void stop('SIGINT'))
 }

@@ -92,6 +92,34 @@ export function createMetrics() {
       labelNames: ['credential'] as const,
       registers: [registry],
     }),
+    teamRequests: new Counter({
+      name: 'gateway_team_requests_total',
+      help: 'Requests answered per team, by result (hit: answered by the cache; ok; rate_limited; refused: other 4xx; error: 5xx)',
+      labelNames: ['team', 'result'] as const,
+      registers: [registry],
+    }),
+    teamPlatformCalls: new Counter({
+      name: 'gateway_team_platform_calls_total',
+      help: 'Platform calls made for each team (report fills, whose coalesced waiters count for the leader, and proxied calls)',
+      labelNames: ['team'] as const,
+      registers: [registry],
+    }),
+    configReloads: new Counter({
+      name: 'gateway_config_reloads_total',
+      help: 'Reloads of the teams from CONFIG_FILE, by result (applied, unchanged, refused)',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    configProblems: new Counter({
+      name: 'gateway_config_reload_problems_total',
+      help: 'Problems found in refused reloads of CONFIG_FILE (one log line each)',
+      registers: [registry],
+    }),
+    configReloadOk: new Gauge({
+      name: 'gateway_config_last_reload_successful',
+      help: '0 while the last reload of CONFIG_FILE was refused (the running teams are older than the file)',
+      registers: [registry],
+    }),
     redisUp: new Gauge({
       name: 'gateway_redis_up',
       help: '1 while Redis is used, 0 while the circuit breaker keeps it out, absent without Redis',

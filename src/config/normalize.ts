@@ -2,6 +2,8 @@ import type { RawConfig, RawCredential } from './schema.js'
 import { maskUrlPassword } from './schema-errors.js'
 import { readEnv, type Env } from './sources.js'
 import { parseDuration, parseSize } from './units.js'
+import { normalizeTeams } from './teams.js'
+import { adminTokens } from './admin-tokens.js'
 
 // The validated raw settings turned into what the gateway runs on: durations in ms,
 // sizes in bytes, credentials with their secrets, teams with their key hashes.
@@ -25,17 +27,8 @@ export interface CredentialConfig {
   login: PasswordLogin | null
 }
 
-export interface TeamConfig {
-  name: string
-  keyHashes: string[]
-  /** null: every account ("*"). */
-  advertisers: ReadonlySet<number> | null
-  write: boolean
-  credential: string
-  rateLimit: { max: number; windowMs: number } | null
-  /** Calls per round-robin turn when the credential's calls queue. */
-  weight: number
-}
+export type { TeamConfig, TeamKey } from './teams.js'
+export type { AdminToken } from './admin-tokens.js'
 
 export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, problems: string[]) {
   const p = raw.platform
@@ -62,25 +55,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     credentials[name] = namedCredential(name, c, raw, baseUrl, env, readFile, problems)
   }
 
-  const teams: TeamConfig[] = []
-  const keyOwners = new Map<string, string>()
-  for (const [name, t] of Object.entries(raw.teams)) {
-    if (!credentials[t.credential]) problems.push(`teams.${name}.credential: no credential named ${t.credential}`)
-    for (const hash of t.keys) {
-      const owner = keyOwners.get(hash)
-      if (owner) problems.push(`teams.${name}.keys: a key is also listed for team ${owner}`)
-      keyOwners.set(hash, name)
-    }
-    teams.push({
-      name,
-      keyHashes: t.keys,
-      advertisers: t.advertisers.includes('*') ? null : new Set(t.advertisers as number[]),
-      write: t.write,
-      credential: t.credential,
-      rateLimit: t.rateLimit ? { max: t.rateLimit.max, windowMs: parseDuration(t.rateLimit.window) } : null,
-      weight: t.weight,
-    })
-  }
+  const teams = normalizeTeams(raw.teams, new Set(Object.keys(credentials)), problems)
 
   const cache = raw.cache
   if (!isValidTimeZone(cache.timeZone)) problems.push(`cache.timeZone: not an IANA time zone (got ${JSON.stringify(cache.timeZone)})`)
@@ -98,7 +73,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   return {
     host: raw.host,
     port: raw.port,
-    admin: { host: raw.admin.host, port: raw.admin.port, token: raw.admin.token ?? null },
+    admin: { host: raw.admin.host, port: raw.admin.port, token: raw.admin.token ?? null, tokensFile: raw.admin.tokensFile ?? null, tokens: adminTokens(raw.admin.token ?? null, raw.admin.tokensFile ?? null, readFile, problems) },
     logLevel: raw.logLevel,
     bodyLimit: parseSize(raw.bodyLimit),
     shutdownGraceMs: parseDuration(raw.shutdownGrace),
@@ -163,6 +138,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       maxRangeDays: cache.maxRangeDays,
     },
     teams,
+    teamsReload: { pollMs: parseDuration(raw.teamsReload.poll) },
+    usage: { flushMs: parseDuration(raw.usage.flush), retentionDays: raw.usage.retentionDays },
     secrets,
   }
 }

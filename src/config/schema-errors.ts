@@ -66,7 +66,7 @@ function hintFor(dotted: string, error: ErrorObject): string {
 }
 
 // A team key list may hold a plaintext key by mistake: never repeat it.
-const TEAM_KEYS = /^teams\.[^.]+\.keys(\.\d+)?$/
+const TEAM_KEYS = /^teams\.[^.]+\.keys(\.\d+(\.hash)?)?$/
 
 function isSecretPath(dotted: string): boolean {
   return ENV_KEYS.some((k) => k.secret && k.path.join('.') === dotted)

@@ -29,12 +29,25 @@ export const CredentialSchema = Type.Object(
   { additionalProperties: false },
 )
 
+const KeyHash = Type.String({ pattern: '^sha256:[0-9a-f]{64}$', description: 'sha256:<hex> of an API key (64 lower-case hex digits, from `npm run keys`); plaintext keys are never stored' })
+// A key with a name for logs and usage, and an end (issue #8).
+const KeyEntry = Type.Object(
+  {
+    hash: KeyHash,
+    id: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'a key id of letters, digits, _ . - (at most 64)' })),
+    expiresAt: Type.Optional(
+      Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}([T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$', description: 'a date (2027-01-01, midnight UTC) or an ISO date-time' }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
 export const TeamSchema = Type.Object(
   {
     // The description sits on the item: a bad item is what the message names.
     keys: Type.Array(
-      Type.String({ pattern: '^sha256:[0-9a-f]{64}$', description: 'sha256:<hex> of an API key (64 lower-case hex digits, from `npm run keys`); plaintext keys are never stored' }),
-      { description: 'a list of sha256:<hex> API key hashes' },
+      Type.Union([KeyHash, KeyEntry], { description: 'sha256:<hex> of an API key (64 lower-case hex digits, from `npm run keys`), or {hash: "sha256:<hex>", id, expiresAt}; plaintext keys are never stored' }),
+      { description: 'a list of sha256:<hex> API key hashes or {hash, id, expiresAt} entries' },
     ),
     advertisers: Type.Array(Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('*')])),
     write: Type.Boolean({ default: false }),
@@ -58,6 +71,7 @@ export const ConfigSchema = Type.Object(
         host: Type.String({ minLength: 1 }),
         port: Port,
         token: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
+        tokensFile: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
       },
       { additionalProperties: false },
     ),
@@ -152,6 +166,8 @@ export const ConfigSchema = Type.Object(
       { additionalProperties: false },
     ),
     teams: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]+$' }), TeamSchema),
+    teamsReload: Type.Object({ poll: Duration }, { additionalProperties: false }),
+    usage: Type.Object({ flush: Duration, retentionDays: Type.Integer({ minimum: 1, maximum: 3660 }) }, { additionalProperties: false }),
   },
   { additionalProperties: false },
 )

@@ -13,6 +13,7 @@ export const ENV_KEYS: { env: string; path: string[]; kind: 'string' | 'int' | '
   { env: 'ADMIN_HOST', path: ['admin', 'host'], kind: 'string' },
   { env: 'ADMIN_PORT', path: ['admin', 'port'], kind: 'int' },
   { env: 'ADMIN_TOKEN', path: ['admin', 'token'], kind: 'string', secret: true },
+  { env: 'ADMIN_TOKENS_FILE', path: ['admin', 'tokensFile'], kind: 'string' },
   { env: 'LOG_LEVEL', path: ['logLevel'], kind: 'string' },
   { env: 'GATEWAY_SECRET', path: ['gatewaySecret'], kind: 'string', secret: true },
   { env: 'PLATFORM_BASE_URL', path: ['platform', 'baseUrl'], kind: 'string' },

@@ -13,6 +13,8 @@ export interface PlatformGovernorsDeps {
   redis: RedisClient | null
   breaker: RedisBreaker | null
   bus: RedisBus | null
+  /** A team's weight as the running teams say (they reload, issue #8); default 1. */
+  weightOf?: (team: string) => number | undefined
 }
 
 /**
@@ -27,8 +29,7 @@ export class PlatformGovernors {
 
   constructor(deps: PlatformGovernorsDeps) {
     this.#d = deps
-    const { platform, teams } = deps.config
-    const weights = new Map(teams.map((t) => [t.name, t.weight]))
+    const { platform } = deps.config
     for (const credential of Object.keys(deps.config.credentials)) {
       const refused = deps.metrics.platformRefused
       this.#governors.set(
@@ -38,7 +39,7 @@ export class PlatformGovernors {
           maxConcurrent: platform.maxConcurrent,
           queueLimit: platform.queue,
           queueTimeoutMs: platform.queueTimeoutMs,
-          weightOf: (team) => weights.get(team) ?? 1,
+          weightOf: (team) => deps.weightOf?.(team) ?? 1,
           log: deps.log,
           onRefused: (reason) => refused.inc({ credential, reason }),
           onPaused: () => deps.metrics.platformPauses.inc({ credential }),

@@ -10,6 +10,7 @@ import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
 import { fetchReport, type FetchResult } from './report-fetcher.js'
 import type { CanonicalReport } from './report-query.js'
+import type { TeamUsage } from '../teams/team-usage.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
@@ -22,9 +23,17 @@ type Tier = StoreTier | 'platform'
 
 type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean }
 
+/** Whom a read's platform calls count for (usage per team, issue #8). */
+export interface CallTally {
+  team: { name: string }
+  /** Platform calls made for this read; a waiter on another's call makes none. */
+  platformCalls: number
+}
+
 export interface ReadOptions {
   /** The caller asked for a fresh copy (REFRESH). */
   refresh: boolean
+  tally: CallTally
   requestId: string
   /** The caller's team: its place in the credential's queue of platform calls. */
   team: string
@@ -32,7 +41,7 @@ export interface ReadOptions {
 }
 
 /** Who a platform call is made for. */
-type Origin = Pick<ReadOptions, 'requestId' | 'team'>
+type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally'>
 
 export interface ReportCacheDeps {
   config: Config
@@ -41,6 +50,7 @@ export interface ReportCacheDeps {
   metrics: Metrics
   log: Logger
   client: PlatformClient
+  usage: TeamUsage
   now?: () => number
 }
 
@@ -187,8 +197,11 @@ export class ReportCache {
     })
   }
 
+  // The call counts for the team whose read started it: a coalesced fill's leader.
   async #callPlatform(report: CanonicalReport, provider: TokenProvider, origin: Origin): Promise<FetchResult> {
     const { config, metrics } = this.#d
+    origin.tally.platformCalls += 1
+    this.#d.usage.platformCall(origin.tally.team.name)
     const end = metrics.upstreamDuration.startTimer()
     const result = await fetchReport(this.#d.client, provider, report, origin, {
       maxEntryBytes: config.cache.maxEntryBytes,

@@ -63,7 +63,7 @@ export async function reportReads(
     const caller = admission.admit(request)
     const { report, key } = forms.get(caller, request.url)
     await admission.checkScope(request.method, caller, admission.known(request.url))
-    const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, team: caller.team.name, log: request.log })
+    const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, team: caller.team.name, log: request.log, tally: caller })
     return sendReport(reply, result, request.headers, ctx.now())
   })
 
@@ -79,6 +79,7 @@ export async function reportReads(
       requestId: request.id,
       team: caller.team.name,
       log: request.log,
+      tally: caller,
     })
     return sendReport(reply, result, request.headers, ctx.now())
   })

@@ -1,15 +1,17 @@
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
-import { AdminUnauthorizedError, AdminUnavailableError, BadRequestError, TokenRejectedError, UpstreamError } from '../errors.js'
+import { AdminUnauthorizedError, AdminUnavailableError, BadRequestError, TokenRejectedError, UpstreamError, UsageUnavailableError } from '../errors.js'
 import { fingerprint } from '../fingerprint.js'
+import type { TeamReloader } from '../teams/team-reload.js'
+import { utcDay } from '../teams/team-usage.js'
 import type { PlatformClient } from '../platform/platform-client.js'
 import type { TokenProvider } from '../platform/token-provider.js'
 import { DEFAULT_CREDENTIAL } from '../config.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Fingerprint of the admin token used, for the audit log. */
+    /** The operator named by the admin token used (ADMIN_TOKENS_FILE; "admin": ADMIN_TOKEN), for the audit log. */
     adminActor: string | null
   }
 }
@@ -24,16 +26,24 @@ const tokenBody = {
 } as const
 
 /** The admin listener's /admin/* calls (contract, "Admin listener"). */
-export async function adminRoutes(app: FastifyInstance, { ctx, client }: { ctx: GatewayContext; client: PlatformClient }): Promise<void> {
-  const expected = ctx.config.admin.token ? sha256(ctx.config.admin.token) : null
+export async function adminRoutes(
+  app: FastifyInstance,
+  { ctx, client, reloader }: { ctx: GatewayContext; client: PlatformClient; reloader: TeamReloader },
+): Promise<void> {
   app.decorateRequest('adminActor', null)
 
   app.addHook('onRequest', async (request) => {
-    if (!expected) throw new AdminUnavailableError()
+    if (!ctx.adminAuth.enabled) throw new AdminUnavailableError()
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')
-    // Compare digests: equal length, constant time, whatever the caller sent.
-    if (!match || !timingSafeEqual(sha256(match[1] as string), expected)) throw new AdminUnauthorizedError()
-    request.adminActor = fingerprint(match[1] as string)
+    const actor = match ? ctx.adminAuth.verify(match[1] as string) : null
+    if (actor === null) {
+      ctx.log.warn(
+        { kind: 'audit', action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: request.url.split('?')[0], reqId: request.id, reason: match ? 'unknown token' : 'no bearer token' },
+        'admin call refused: missing or wrong admin token',
+      )
+      throw new AdminUnauthorizedError()
+    }
+    request.adminActor = actor
   })
 
   const providerOf = (request: FastifyRequest) => ctx.tokens.get((request.params as { name?: string }).name ?? DEFAULT_CREDENTIAL)
@@ -85,6 +95,29 @@ export async function adminRoutes(app: FastifyInstance, { ctx, client }: { ctx: 
     ctx.log.info({ kind: 'audit', action: 'purge', scope: 'advertiser', advertiserId, dropped, actor: request.adminActor }, 'report cache purged')
     return { purged: 'advertiser', advertiserId, dropped }
   })
+
+  app.post('/admin/reload', async (request) => reloader.reloadEverywhere(request.adminActor))
+
+  app.get('/admin/usage', async (request) => {
+    const q = request.query as { team?: string; from?: string; to?: string }
+    const to = q.to ?? utcDay(ctx.now())
+    const from = q.from ?? to
+    for (const [name, value] of [['from', from], ['to', to]] as const) {
+      if (!isDay(value)) throw new BadRequestError(`${name}: must be a date YYYY-MM-DD (UTC days)`)
+    }
+    const days = (Date.parse(to) - Date.parse(from)) / 86_400_000 + 1
+    if (days < 1 || days > MAX_USAGE_DAYS) throw new BadRequestError(`from, to: from must not be after to, and the range at most ${MAX_USAGE_DAYS} days`)
+    if (q.team !== undefined && !/^[A-Za-z0-9_.-]+$/.test(q.team)) throw new BadRequestError('team: not a team name')
+    const rows = await ctx.usage.query(from, to, q.team ?? null)
+    if (!rows) throw new UsageUnavailableError('Redis could not be read; try again')
+    return { from, to, usage: rows }
+  })
+}
+
+const MAX_USAGE_DAYS = 366
+
+function isDay(value: string): boolean {
+  return /^\d{4}-\d{2}-\d{2}$/.test(value) && utcDay(Date.parse(`${value}T00:00:00Z`) || 0) === value
 }
 
 // A successful change is audited by the provider's 'change' event (app.ts); a refused or
@@ -99,10 +132,6 @@ function auditFailure(ctx: GatewayContext, request: FastifyRequest, provider: To
 function tokenView(provider: TokenProvider) {
   const { source, fingerprint: fp, obtainedAt, expiresAt, secondsLeft, usable } = provider.info()
   return { source, fingerprint: fp, obtainedAt, expiresAt, secondsLeft, usable }
-}
-
-function sha256(s: string): Buffer {
-  return createHash('sha256').update(s, 'utf8').digest()
 }
 
 // The probe's place in the credential's queue: not a team name (those cannot hold parentheses).

@@ -7,7 +7,8 @@ import type { GatewayContext } from '../context.js'
 import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, RateLimitedError } from '../errors.js'
 import type { TokenProvider } from '../platform/token-provider.js'
 import { assertAccounts, campaignPathPatterns, namedInCall, type NamedInCall } from '../teams/account-scope.js'
-import { assertMayCall } from '../teams/team-auth.js'
+import { assertMayCall, type Identity } from '../teams/team-auth.js'
+import type { RateDecision } from '../teams/rate-limit.js'
 import { isTokenPath, tokenPaths } from './path-safety.js'
 import { assertPlainBodyType, FORM_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, type CheckedBody } from './request-body.js'
 import { checkTarget, type RequestTarget } from './request-target.js'
@@ -22,6 +23,12 @@ declare module 'fastify' {
 /** An admitted caller and the call as the gateway checked it (issue #5). */
 export interface Caller {
   team: TeamConfig
+  /** The id of the key it presented (logs, audit). */
+  keyId: string
+  /** The team's rate-limit decision for this call; null before it was counted. */
+  rate: RateDecision | null
+  /** Platform calls made for this request (a coalesced waiter makes none: usage counts it as saved). */
+  platformCalls: number
   provider: TokenProvider
   target: RequestTarget
   /** JSON and form bodies as parsed and checked; null: none. */
@@ -70,22 +77,22 @@ export class Admission {
   }
 
   /** The target, the key and the read/write rule; throws the GW_* error to answer. */
-  authorize(method: string, url: string, headers: IncomingHttpHeaders): { team: TeamConfig; known: KnownTarget } {
+  authorize(method: string, url: string, headers: IncomingHttpHeaders): Identity & { known: KnownTarget } {
     const identified = this.#identify(url, headers)
     assertMayCall(identified.team, method, identified.known.target.path)
     return identified
   }
 
   // The target (400/404) and the key (401). A target is remembered once a key was good.
-  #identify(url: string, headers: IncomingHttpHeaders): { team: TeamConfig; known: KnownTarget } {
+  #identify(url: string, headers: IncomingHttpHeaders): Identity & { known: KnownTarget } {
     let known = this.#known.get(url)
-    if (known) return { team: this.#ctx.teams.authenticate(headers), known }
+    if (known) return { ...this.#ctx.teams.authenticate(headers), known }
     const target = checkTarget(url, this.#ctx.config.limits.params)
     if (isTokenPath(target.path, this.#blockedPaths)) throw new NotFoundError()
-    const team = this.#ctx.teams.authenticate(headers)
+    const identity = this.#ctx.teams.authenticate(headers)
     known = { target }
     this.#known.set(url, known)
-    return { team, known }
+    return { ...identity, known }
   }
 
   /** The checked target of a URL an admitted caller sent before. */
@@ -94,18 +101,21 @@ export class Admission {
   }
 
   /** Counts the call against its team's limit; 429 when it is spent. */
-  limit(team: TeamConfig): void {
+  limit(team: TeamConfig): RateDecision {
     const decision = this.#ctx.rateLimiter.hit(team)
-    if (decision.allowed) return
+    if (decision.allowed) return decision
     this.#ctx.metrics.rateLimited.inc({ team: team.name })
     throw Object.assign(new RateLimitedError(decision.retryAfterSec), { retryAfterSec: decision.retryAfterSec })
   }
 
   /** Everything before the body: the caller of a Fastify route. */
   admit(request: FastifyRequest): Caller {
-    const { team, known } = this.#identify(request.url, request.headers)
+    const { team, key, known } = this.#identify(request.url, request.headers)
     const caller: Caller = {
       team,
+      keyId: key.id,
+      rate: null,
+      platformCalls: 0,
       provider: this.#ctx.tokens.get(team.credential),
       target: known.target,
       body: null,
@@ -115,7 +125,7 @@ export class Admission {
     // Set before the rules below, so that the request's log line names the team they refused.
     request.caller = caller
     assertMayCall(team, request.method, known.target.path)
-    this.limit(team)
+    caller.rate = this.limit(team)
     return caller
   }
 

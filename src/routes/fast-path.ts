@@ -3,6 +3,7 @@ import type { GatewayContext } from '../context.js'
 import type { ReportForms } from '../reports/report-route.js'
 import { acceptsGzip, entryResponse, wantsRefresh } from '../reports/report-reply.js'
 import { assertAccounts } from '../teams/account-scope.js'
+import { POLICY_HEADER, STATE_HEADER, rateLimitHeaders } from '../teams/rate-limit-headers.js'
 import type { Admission } from './caller.js'
 import { requestIdOf, type ObserveRequest } from './request-log.js'
 
@@ -21,9 +22,10 @@ export function fastHits(ctx: GatewayContext, admission: Admission, forms: Repor
     const started = performance.now()
     const known = admission.known(url)
     if (!known) return false
-    let team
+    let who
     try {
-      team = admission.authorize('GET', url, req.headers).team
+      who = admission.authorize('GET', url, req.headers)
+      const team = who.team
       if (team.advertisers !== null) {
         const named = known.bodyless
         // A call naming campaigns needs the ownership lookup, an async step: Fastify's.
@@ -33,18 +35,27 @@ export function fastHits(ctx: GatewayContext, admission: Admission, forms: Repor
     } catch {
       return false
     }
+    const { team, key } = who
     const form = forms.peek(team.credential, url)
     if (!form) return false
     const entry = ctx.reports.freshInMemory(form.key)
-    if (!entry || !ctx.rateLimiter.hit(team).allowed) return false
+    if (!entry) return false
+    const rate = ctx.rateLimiter.hit(team)
+    if (!rate.allowed) return false
     const reqId = requestIdOf(req.headers)
     const { headers, body } = entryResponse(entry, 'HIT', ctx.now(), acceptsGzip(req.headers['accept-encoding']))
     headers['x-request-id'] = reqId
     headers['content-length'] = String(body.length)
+    const fields = rateLimitHeaders(team, rate)
+    if (fields) {
+      headers[POLICY_HEADER] = fields[0]
+      headers[STATE_HEADER] = fields[1]
+    }
+    const before = req.socket.bytesWritten
     res.writeHead(200, headers)
     res.end(body)
     ctx.reports.countHit()
-    observe({ reqId, team: team.name, method: 'GET', url, route: 'report', status: 200, durationMs: performance.now() - started, cache: 'HIT' })
+    observe({ reqId, team: team.name, keyId: key.id, hit: true, bytes: req.socket.bytesWritten - before, method: 'GET', url, route: 'report', status: 200, durationMs: performance.now() - started, cache: 'HIT' })
     return true
   }
 }

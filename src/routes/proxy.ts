@@ -45,6 +45,8 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
       }
       body = caller.stream
     }
+    caller.platformCalls += 1
+    ctx.usage.platformCall(caller.team.name)
     const res = await client.send(caller.provider, {
       method: request.method,
       url: targetUrl(caller.target),

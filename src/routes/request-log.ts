@@ -13,6 +13,12 @@ export function requestIdOf(headers: IncomingHttpHeaders): string {
 export interface RequestFacts {
   reqId: string
   team: string | null
+  /** The id of the key the caller presented. */
+  keyId: string | null
+  /** Answered by the cache: a platform call saved (teams/team-usage.ts). */
+  hit: boolean
+  /** Bytes written to the caller's connection for this answer. */
+  bytes: number
   method: string
   url: string
   route: string
@@ -46,12 +52,14 @@ export function requestObserver(ctx: GatewayContext): ObserveRequest {
       timers.set(facts.route, timer)
     }
     timer.observe(facts.durationMs / 1000)
+    if (facts.team !== null) ctx.usage.request(facts.team, facts.status, facts.hit, facts.bytes)
     if (!logRequests) return
     const q = facts.url.indexOf('?')
     ctx.log.info(
       {
         reqId: facts.reqId,
         team: facts.team,
+        keyId: facts.keyId,
         method: facts.method,
         path: q === -1 ? facts.url : facts.url.slice(0, q),
         route: facts.route,

@@ -4,7 +4,13 @@ import type { RedisBreaker, RedisClient } from '../redis.js'
 export interface RateDecision {
   allowed: boolean
   retryAfterSec: number
+  /** Calls left in the window after this one, as far as this replica knows. */
+  remaining: number
+  /** Seconds until the window ends (0 without a limit). */
+  resetSec: number
 }
+
+const UNLIMITED: RateDecision = { allowed: true, retryAfterSec: 0, remaining: Number.POSITIVE_INFINITY, resetSec: 0 }
 
 /** Default sync interval of the team counters with Redis. */
 export const DEFAULT_RATE_SYNC_MS = 500
@@ -61,8 +67,17 @@ export class RateLimiter {
   }
 
   hit(team: TeamConfig): RateDecision {
+    return this.#decide(team, true)
+  }
+
+  /** The team's standing without counting a call (for answers refused before the limit). */
+  peek(team: TeamConfig): RateDecision {
+    return this.#decide(team, false)
+  }
+
+  #decide(team: TeamConfig, count: boolean): RateDecision {
     const limit = team.rateLimit
-    if (!limit) return { allowed: true, retryAfterSec: 0 }
+    if (!limit) return UNLIMITED
     const now = this.#now()
     const window = Math.floor(now / limit.windowMs)
     let state = this.#windows.get(team.name)
@@ -70,11 +85,15 @@ export class RateLimiter {
       state = { team, window, shared: 0, pending: 0 }
       this.#windows.set(team.name, state)
     }
-    const allowed = state.shared + state.pending < limit.max
+    // A reload may have changed the team: syncs follow its current window length.
+    state.team = team
+    const used = state.shared + state.pending
+    const allowed = used < limit.max
     // Refused calls are not counted: a team hammering past its limit does not push its
     // next window's start further away.
-    if (allowed) state.pending += 1
-    return { allowed, retryAfterSec: Math.max(1, Math.ceil(((window + 1) * limit.windowMs - now) / 1000)) }
+    if (allowed && count) state.pending += 1
+    const resetSec = Math.ceil(((window + 1) * limit.windowMs - now) / 1000)
+    return { allowed, retryAfterSec: Math.max(1, resetSec), remaining: Math.max(0, limit.max - used - (allowed && count ? 1 : 0)), resetSec }
   }
 
   /** Adds every team's pending hits to Redis in one round trip and reads the totals back. */

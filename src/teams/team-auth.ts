@@ -1,31 +1,66 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import type { TeamConfig } from '../config.js'
-import { ForbiddenError, UnauthorizedError } from '../errors.js'
+import type { TeamConfig, TeamKey } from '../config.js'
+import { ForbiddenError, KeyExpiredError, UnauthorizedError } from '../errors.js'
 import { hashApiKey, presentedKey } from './api-keys.js'
+
+/** Who a request's key names: the team, and which of its keys. */
+export interface Identity {
+  team: TeamConfig
+  key: TeamKey
+}
 
 // Known keys are remembered so that a hit does not hash the key again; unknown keys are
 // always hashed (and never remembered), and the map is bounded.
 const KNOWN_KEYS_MAX = 10_000
 
+/**
+ * The teams' keys. `replace` swaps them whole (a reload, issue #8) and forgets every
+ * remembered key with them, so a revoked key is refused from the next request on.
+ */
 export class TeamDirectory {
-  #byHash = new Map<string, TeamConfig>()
-  #byKey = new Map<string, TeamConfig>()
+  #teams: TeamConfig[] = []
+  #byName = new Map<string, TeamConfig>()
+  #byHash = new Map<string, Identity>()
+  #byKey = new Map<string, Identity>()
+  readonly #now: () => number
 
-  constructor(teams: TeamConfig[]) {
-    for (const team of teams) for (const hash of team.keyHashes) this.#byHash.set(hash, team)
+  constructor(teams: TeamConfig[], now: () => number = Date.now) {
+    this.#now = now
+    this.replace(teams)
   }
 
-  /** The team whose key the request headers present; throws 401 otherwise. */
-  authenticate(headers: IncomingHttpHeaders): TeamConfig {
+  get teams(): readonly TeamConfig[] {
+    return this.#teams
+  }
+
+  /** A running team's weight in its credential's queue of platform calls. */
+  weightOf(name: string): number | undefined {
+    return this.#byName.get(name)?.weight
+  }
+
+  replace(teams: TeamConfig[]): void {
+    const byHash = new Map<string, Identity>()
+    for (const team of teams) for (const key of team.keys) byHash.set(key.hash, { team, key })
+    this.#teams = teams
+    this.#byName = new Map(teams.map((t) => [t.name, t]))
+    this.#byHash = byHash
+    this.#byKey = new Map()
+  }
+
+  /** The team and key the request headers present; throws 401 otherwise. */
+  authenticate(headers: IncomingHttpHeaders): Identity {
     const key = presentedKey(headers)
     if (key === null) throw new UnauthorizedError()
-    const known = this.#byKey.get(key)
-    if (known) return known
-    const team = this.#byHash.get(hashApiKey(key))
-    if (!team) throw new UnauthorizedError()
-    if (this.#byKey.size >= KNOWN_KEYS_MAX) this.#byKey.clear()
-    this.#byKey.set(key, team)
-    return team
+    let found = this.#byKey.get(key)
+    if (!found) {
+      found = this.#byHash.get(hashApiKey(key))
+      if (!found) throw new UnauthorizedError()
+      if (this.#byKey.size >= KNOWN_KEYS_MAX) this.#byKey.clear()
+      this.#byKey.set(key, found)
+    }
+    const { expiresAt } = found.key
+    if (expiresAt !== null && this.#now() >= expiresAt) throw new KeyExpiredError(found.key.id, new Date(expiresAt).toISOString())
+    return found
   }
 }
 

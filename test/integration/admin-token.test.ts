@@ -166,7 +166,7 @@ describe('PUT /admin/token', () => {
       credential: 'default',
       oldFingerprint: fingerprint(old),
       newFingerprint: fingerprint(next),
-      actor: fingerprint(ADMIN_TOKEN),
+      actor: 'admin',
       time: expect.any(Number),
     })
     expectNoSecrets(gw, [old, next, ADMIN_TOKEN])
@@ -188,7 +188,7 @@ describe('PUT /admin/token', () => {
     // No change, so no change line; the refused attempt is audited with fingerprints only.
     expect(audits(gw).filter((r) => r.reason === 'admin')).toHaveLength(0)
     expect(audits(gw).filter((r) => r.outcome === 'refused')).toEqual([
-      expect.objectContaining({ action: 'replace', credential: 'default', offeredFingerprint: fingerprint(bogus), currentFingerprint: fingerprint(old), actor: fingerprint(ADMIN_TOKEN) }),
+      expect.objectContaining({ action: 'replace', credential: 'default', offeredFingerprint: fingerprint(bogus), currentFingerprint: fingerprint(old), actor: 'admin' }),
     ])
     expectNoSecrets(gw, [old, bogus, ADMIN_TOKEN])
   })
@@ -238,7 +238,7 @@ describe('PUT /admin/token', () => {
 })
 
 describe('POST /admin/token/refresh', () => {
-  it('runs the password login again, switches, and audits it with the admin fingerprint', async () => {
+  it('runs the password login again, switches, and audits it with the operator name', async () => {
     const gw = await gateway({ ...loginEnv('PLATFORM_'), ADMIN_TOKEN })
     const old = gw.ctx.tokens.get('default').current()?.token as string
     sandbox.clearRequests()
@@ -250,7 +250,7 @@ describe('POST /admin/token/refresh', () => {
     expect(res.json()).toMatchObject({ source: 'login', fingerprint: fingerprint(next) })
     expect(sandbox.requests.map((r) => r.path)).toEqual(['/oauth/token'])
     expect(audits(gw).filter((r) => r.reason === 'refresh')).toEqual([
-      expect.objectContaining({ credential: 'default', oldFingerprint: fingerprint(old), newFingerprint: fingerprint(next), actor: fingerprint(ADMIN_TOKEN) }),
+      expect.objectContaining({ credential: 'default', oldFingerprint: fingerprint(old), newFingerprint: fingerprint(next), actor: 'admin' }),
     ])
     expectNoSecrets(gw, [old, next, ADMIN_TOKEN, sandbox.credentials.password, sandbox.credentials.clientSecret])
   })
@@ -334,8 +334,8 @@ describe('several credentials', () => {
     expect((await admin(gw, 'POST', '/admin/credentials/partner/token/refresh')).statusCode).toBe(400)
 
     expect(audits(gw).filter((r) => r.reason === 'admin' || r.reason === 'refresh')).toEqual([
-      expect.objectContaining({ credential: 'partner', reason: 'admin', oldFingerprint: fingerprint(partnerToken), newFingerprint: fingerprint(next), actor: fingerprint(ADMIN_TOKEN) }),
-      expect.objectContaining({ credential: 'agency', reason: 'refresh', oldFingerprint: fingerprint(agencyToken), newFingerprint: fingerprint(agencyNext), actor: fingerprint(ADMIN_TOKEN) }),
+      expect.objectContaining({ credential: 'partner', reason: 'admin', oldFingerprint: fingerprint(partnerToken), newFingerprint: fingerprint(next), actor: 'admin' }),
+      expect.objectContaining({ credential: 'agency', reason: 'refresh', oldFingerprint: fingerprint(agencyToken), newFingerprint: fingerprint(agencyNext), actor: 'admin' }),
     ])
     expectNoSecrets(gw, [defaultToken, partnerToken, agencyToken, agencyNext, next, ADMIN_TOKEN, sandbox.credentials.password])
   })

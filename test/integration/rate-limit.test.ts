@@ -13,7 +13,7 @@ if (notice) console.warn(notice)
 const silent = pino({ level: 'silent' })
 
 function team(name: string, max: number): TeamConfig {
-  return { name, keyHashes: [], advertisers: null, write: false, credential: 'default', rateLimit: { max, windowMs: 60_000 }, weight: 1 }
+  return { name, keys: [], advertisers: null, write: false, credential: 'default', rateLimit: { max, windowMs: 60_000 }, weight: 1 }
 }
 
 function admitted(limiter: RateLimiter, t: TeamConfig, n: number): number {
@@ -28,7 +28,7 @@ describe('RateLimiter without Redis', () => {
     const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:', now: () => now })
     const t = team('solo', 5)
     expect(admitted(limiter, t, 8)).toBe(5)
-    expect(limiter.hit(t)).toEqual({ allowed: false, retryAfterSec: 45 })
+    expect(limiter.hit(t)).toEqual({ allowed: false, retryAfterSec: 45, remaining: 0, resetSec: 45 })
     now += 45_000
     expect(admitted(limiter, t, 8)).toBe(5)
   })

@@ -43,7 +43,7 @@ describe('defaults (config/default.yaml)', () => {
     expect(config.demo).toBe(true)
     expect(config.host).toBe('0.0.0.0')
     expect(config.port).toBe(8080)
-    expect(config.admin).toEqual({ host: '127.0.0.1', port: 8081, token: null })
+    expect(config.admin).toEqual({ host: '127.0.0.1', port: 8081, token: null, tokensFile: null, tokens: [] })
     expect(config.logLevel).toBe('info')
     expect(config.platform.baseUrl).toBeNull()
     expect(config.platform.tokenUrl).toBe('/oauth/token')
@@ -110,14 +110,60 @@ teams:
 `,
     )
     expect(config.teams).toEqual([
-      { name: 'growth', keyHashes: [HASH], advertisers: new Set([101, 102]), write: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1 },
-      { name: 'ops', keyHashes: [], advertisers: null, write: true, credential: 'default', rateLimit: null, weight: 3 },
+      { name: 'growth', keys: [{ hash: HASH, id: HASH.slice(7, 19), expiresAt: null }], advertisers: new Set([101, 102]), write: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1 },
+      { name: 'ops', keys: [], advertisers: null, write: true, credential: 'default', rateLimit: null, weight: 3 },
     ])
   })
 
   it('has the governor\'s defaults: 8 calls in flight, 200 queued, 10 s of wait', () => {
     const config = load({})
     expect([config.platform.maxConcurrent, config.platform.queue, config.platform.queueTimeoutMs]).toEqual([8, 200, 10_000])
+  })
+
+  it('reads key entries with an id and an expiry (a date is midnight UTC; a date-time without zone is UTC)', () => {
+    const other = hashApiKey('rgw_config_test_key_2')
+    const config = load(
+      {},
+      `
+teams:
+  growth:
+    keys:
+      - { hash: "${HASH}", id: growth-2026, expiresAt: 2027-01-01 }
+      - { hash: "${other}", expiresAt: "2026-12-01T12:30:00" }
+    advertisers: ["*"]
+`,
+    )
+    expect(config.teams[0]?.keys).toEqual([
+      { hash: HASH, id: 'growth-2026', expiresAt: Date.parse('2027-01-01T00:00:00Z') },
+      { hash: other, id: other.slice(7, 19), expiresAt: Date.parse('2026-12-01T12:30:00Z') },
+    ])
+  })
+
+  it.each([
+    ['an impossible date', `{ hash: "${HASH}", expiresAt: 2027-02-30 }`, /teams\.growth\.keys\.0\.expiresAt: not a valid date/],
+    ['a date that is no date', `{ hash: "${HASH}", expiresAt: soon }`, /teams\.growth\.keys\.0\.expiresAt: must be a date/],
+    ['a bad key id', `{ hash: "${HASH}", id: "a b" }`, /teams\.growth\.keys\.0\.id: must be a key id/],
+    ["an unknown key field", `{ hash: "${HASH}", owner: me }`, /teams\.growth\.keys\.0: must be sha256:<hex> of an API key .*, or {hash/],
+  ])('refuses a key entry with %s', (_name, entry, message) => {
+    expect(problem({}, `teams:\n  growth:\n    keys: [${entry}]\n    advertisers: ["*"]\n`).message).toMatch(message)
+  })
+
+  it('refuses one key id used for two keys', () => {
+    const yaml = `teams:\n  a: { keys: [{ hash: "${HASH}", id: k1 }], advertisers: ["*"] }\n  b: { keys: [{ hash: "${hashApiKey('x-other')}", id: k1 }], advertisers: ["*"] }\n`
+    expect(problem({}, yaml).message).toMatch(/teams\.b\.keys\.0\.id: k1 is also the id of a key of team a/)
+  })
+
+  it('reads named admin tokens from ADMIN_TOKENS_FILE next to ADMIN_TOKEN ("admin"), naming a bad line by its number only', () => {
+    const alice = hashApiKey('alice-admin-token-000000000')
+    const files = { '/run/admins': `# operators\nalice:${alice}\n\n` }
+    const config = load({ ADMIN_TOKEN: 'the-admin-token-0123456789', ADMIN_TOKENS_FILE: '/run/admins' }, undefined, files)
+    expect(config.admin.tokens).toEqual([
+      { name: 'admin', hash: hashApiKey('the-admin-token-0123456789') },
+      { name: 'alice', hash: alice },
+    ])
+    const err = problem({ ADMIN_TOKENS_FILE: '/run/admins' }, undefined, { '/run/admins': 'bob:plaintext-token-here\n' })
+    expect(err.message).toMatch(/ADMIN_TOKENS_FILE: line 1 is not name:sha256/)
+    expect(err.message).not.toContain('plaintext-token-here')
   })
 
   it('takes PLATFORM_TOKEN_URL, PLATFORM_GRANT_TYPE and REDIS_URL from the environment', () => {

@@ -1,6 +1,8 @@
 import { execFileSync, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
@@ -12,7 +14,11 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = fileURLToPath(new URL('../../dist/cli/keys.js', import.meta.url))
 
 function run(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 10_000 })
+  return runIn({}, ...args)
+}
+
+function runIn(env: Record<string, string>, ...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 10_000, env: { PATH: process.env.PATH ?? '', ...env } })
   return { status: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 
@@ -77,5 +83,67 @@ describe('keys hash KEY', () => {
       expect(r.status).toBe(2)
       expect(r.stderr).toMatch(/^usage:/)
     }
+  })
+})
+
+describe('keys list', () => {
+  const growth = sha256('rgw_list_growth_key')
+  const old = sha256('rgw_list_old_key')
+  const ops = sha256('rgw_list_ops_key')
+  const YAML = `teams:
+  growth:
+    keys:
+      - { hash: "${growth}", id: growth-2026, expiresAt: 2099-01-01 }
+      - { hash: "${old}", id: growth-2020, expiresAt: 2020-01-01 }
+    advertisers: [101]
+  ops:
+    keys: ["${ops}"]
+    advertisers: ["*"]
+  idle:
+    keys: []
+    advertisers: ["*"]
+`
+
+  function withFile(text: string, test: (path: string) => void): void {
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-keys-list-'))
+    try {
+      const path = join(dir, 'config.yaml')
+      writeFileSync(path, text)
+      test(path)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+
+  it('prints teams, key ids, fingerprints and expiry, from --config or CONFIG_FILE', () => {
+    withFile(YAML, (path) => {
+      const r = run('list', '--config', path)
+      expect(r.status).toBe(0)
+      expect(r.stdout.split('\n').map((l) => l.split(/\s{2,}/))).toEqual([
+        ['TEAM', 'KEY ID', 'FINGERPRINT', 'EXPIRES'],
+        ['growth', 'growth-2026', growth.slice(7, 19), '2099-01-01T00:00:00.000Z'],
+        ['growth', 'growth-2020', old.slice(7, 19), '2020-01-01T00:00:00.000Z (EXPIRED)'],
+        ['ops', ops.slice(7, 19), ops.slice(7, 19), 'never'],
+        ['idle', '-', '-', 'no keys'],
+        [''],
+      ])
+      expect(r.stdout).not.toContain(growth.slice(19))
+      expect(runIn({ CONFIG_FILE: path }, 'list').stdout).toBe(r.stdout)
+    })
+  })
+
+  it('names the problems of an invalid file, never a pasted key, and exits 1', () => {
+    withFile('teams:\n  growth:\n    keys: ["rgw_pasted_plaintext_key"]\n    advertisers: ["*"]\n', (path) => {
+      const r = run('list', '--config', path)
+      expect(r.status).toBe(1)
+      expect(r.stderr).toMatch(/teams\.growth\.keys\.0/)
+      expect(r.stderr).not.toContain('rgw_pasted_plaintext_key')
+    })
+  })
+
+  it('asks for a file when there is none', () => {
+    const r = run('list')
+    expect(r.status).toBe(2)
+    expect(r.stderr).toContain('give --config FILE or set CONFIG_FILE')
   })
 })

@@ -1,0 +1,81 @@
+import type { RawTeam } from './schema.js'
+import { parseDuration } from './units.js'
+
+// Teams as the gateway runs on them: the part of the config that reloads without a
+// restart (issue #8), so it is worked out on its own, also by `npm run keys -- list`.
+
+export interface TeamKey {
+  hash: string
+  /** Named in request log lines, audit lines and usage; default: the hash's first 12 hex digits. */
+  id: string
+  /** Epoch ms from which the key is refused; null: never. */
+  expiresAt: number | null
+}
+
+export interface TeamConfig {
+  name: string
+  keys: TeamKey[]
+  /** null: every account ("*"). */
+  advertisers: ReadonlySet<number> | null
+  write: boolean
+  credential: string
+  rateLimit: { max: number; windowMs: number } | null
+  /** Calls per round-robin turn when the credential's calls queue. */
+  weight: number
+}
+
+/** The id a key without one is known by: short, and no help to guess the key. */
+export function defaultKeyId(hash: string): string {
+  return hash.slice('sha256:'.length, 'sha256:'.length + 12)
+}
+
+/**
+ * Teams from their validated raw form; `credentials`: the names a team may use (null:
+ * not checked). Problems (a key listed twice, an unknown credential, a bad date) are
+ * added to `problems`, one per line.
+ */
+export function normalizeTeams(raw: Record<string, RawTeam>, credentials: ReadonlySet<string> | null, problems: string[]): TeamConfig[] {
+  const teams: TeamConfig[] = []
+  const keyOwners = new Map<string, string>()
+  const ids = new Map<string, string>()
+  for (const [name, t] of Object.entries(raw)) {
+    if (credentials && !credentials.has(t.credential)) problems.push(`teams.${name}.credential: no credential named ${t.credential}`)
+    const keys: TeamKey[] = []
+    for (const [i, entry] of t.keys.entries()) {
+      const { hash, id, expiresAt } = typeof entry === 'string' ? { hash: entry, id: undefined, expiresAt: undefined } : entry
+      const owner = keyOwners.get(hash)
+      if (owner) problems.push(`teams.${name}.keys: a key is also listed for team ${owner}`)
+      keyOwners.set(hash, name)
+      const key: TeamKey = { hash, id: id ?? defaultKeyId(hash), expiresAt: null }
+      // Usage and logs name a key by its id alone, so an id means one key.
+      const idOwner = ids.get(key.id)
+      if (idOwner) problems.push(`teams.${name}.keys.${i}.id: ${key.id} is also the id of a key of team ${idOwner}`)
+      ids.set(key.id, name)
+      if (expiresAt !== undefined) {
+        key.expiresAt = parseExpiry(expiresAt)
+        if (Number.isNaN(key.expiresAt)) problems.push(`teams.${name}.keys.${i}.expiresAt: not a valid date (got ${JSON.stringify(expiresAt)})`)
+      }
+      keys.push(key)
+    }
+    teams.push({
+      name,
+      keys,
+      advertisers: t.advertisers.includes('*') ? null : new Set(t.advertisers as number[]),
+      write: t.write,
+      credential: t.credential,
+      rateLimit: t.rateLimit ? { max: t.rateLimit.max, windowMs: parseDuration(t.rateLimit.window) } : null,
+      weight: t.weight,
+    })
+  }
+  return teams
+}
+
+// A bare date is midnight UTC; a date-time without a zone is UTC too, so that every
+// replica reads the same instant whatever its TZ. Date.parse would roll 2027-02-30 over
+// to March: such a date is refused instead.
+function parseExpiry(text: string): number {
+  const [y, m, d] = text.slice(0, 10).split('-').map(Number) as [number, number, number]
+  if (new Date(Date.UTC(y, m - 1, d)).toISOString().slice(0, 10) !== text.slice(0, 10)) return Number.NaN
+  const iso = text.length === 10 ? `${text}T00:00:00` : text.replace(' ', 'T')
+  return Date.parse(/(Z|[+-]\d{2}:?\d{2})$/.test(iso) ? iso : `${iso}Z`)
+}

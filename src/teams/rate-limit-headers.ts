@@ -1,0 +1,24 @@
+import type { TeamConfig } from '../config.js'
+import type { RateDecision } from './rate-limit.js'
+
+// The rate-limit fields of the IETF draft (draft-ietf-httpapi-ratelimit-headers, the
+// structured-field form): `RateLimit-Policy: "default";q=600;w=60` says the quota and
+// window, `RateLimit: "default";r=599;t=42` what is left and when the window ends.
+// The policy string is made once per team limit, so a hit pays for one concatenation.
+
+export const POLICY_HEADER = 'ratelimit-policy'
+export const STATE_HEADER = 'ratelimit'
+
+const policies = new WeakMap<object, string>()
+
+/** The two header values for a limited team's answer; null for a team without a limit. */
+export function rateLimitHeaders(team: TeamConfig, decision: RateDecision): [policy: string, state: string] | null {
+  const limit = team.rateLimit
+  if (!limit) return null
+  let policy = policies.get(limit)
+  if (policy === undefined) {
+    policy = `"default";q=${limit.max};w=${Math.ceil(limit.windowMs / 1000)}`
+    policies.set(limit, policy)
+  }
+  return [policy, `"default";r=${decision.remaining};t=${decision.resetSec}`]
+}

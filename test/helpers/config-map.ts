@@ -1,0 +1,39 @@
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/**
+ * A config file mounted as Kubernetes mounts a ConfigMap: `config.yaml` is a symlink to
+ * `..data/config.yaml`, and `..data` a symlink to a timestamped folder that an update
+ * replaces by renaming a new `..data` over it (atomic), leaving `config.yaml` unchanged.
+ */
+export class ConfigMapDir {
+  readonly dir = mkdtempSync(join(tmpdir(), 'rgw-configmap-'))
+  readonly path = join(this.dir, 'config.yaml')
+  #version = 0
+
+  constructor(yaml: string) {
+    this.#swap(yaml)
+    symlinkSync('..data/config.yaml', this.path)
+  }
+
+  /** The update as the kubelet makes it. */
+  update(yaml: string): void {
+    this.#swap(yaml)
+  }
+
+  #swap(yaml: string): void {
+    const old = this.#version > 0 ? join(this.dir, `..v${this.#version}`) : null
+    this.#version += 1
+    const name = `..v${this.#version}`
+    mkdirSync(join(this.dir, name))
+    writeFileSync(join(this.dir, name, 'config.yaml'), yaml)
+    symlinkSync(name, join(this.dir, '..data_tmp'))
+    renameSync(join(this.dir, '..data_tmp'), join(this.dir, '..data'))
+    if (old) rmSync(old, { recursive: true, force: true })
+  }
+
+  remove(): void {
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+}

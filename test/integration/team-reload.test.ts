@@ -1,0 +1,190 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { afterEach, describe, expect, it } from 'vitest'
+import { loadConfig } from '../../src/config.js'
+import { hashApiKey } from '../../src/teams/api-keys.js'
+import { ConfigMapDir } from '../helpers/config-map.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { freePort } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
+import type { TestGateway } from '../helpers/build-gateway.js'
+
+// Issue #8, "Keys without restarts": the teams of CONFIG_FILE reload when the file
+// changes (as a ConfigMap update swaps it), on POST /admin/reload (every replica, through
+// Redis) and on SIGHUP; a file that does not validate is refused whole.
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
+const ADMIN_TOKEN = 'team-reload-admin-token-000000000'
+const OLD = 'rgw_reload_old_key_00000000000000000000000000'
+const NEW = 'rgw_reload_new_key_11111111111111111111111111'
+const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-02'
+
+function yaml(keys: string[], poll = '100ms', extra = ''): string {
+  return `teamsReload: { poll: ${poll} }\nteams:\n  growth:\n    keys: [${keys.join(', ')}]\n    advertisers: ["*"]\n${extra}`
+}
+const plain = (key: string) => `"${hashApiKey(key)}"`
+
+const sandbox = useSandbox()
+const redis = useRedis()
+const gateways = useGateways()
+const dirs: ConfigMapDir[] = []
+afterEach(() => {
+  for (const d of dirs.splice(0)) d.remove()
+})
+
+function configMap(text: string): ConfigMapDir {
+  const dir = new ConfigMapDir(text)
+  dirs.push(dir)
+  return dir
+}
+
+async function replica(dir: ConfigMapDir, withRedis = true): Promise<TestGateway> {
+  const env = {
+    CONFIG_FILE: dir.path,
+    PLATFORM_BASE_URL: sandbox.url,
+    PLATFORM_TOKEN: sandbox.issueToken(),
+    ADMIN_TOKEN,
+    LOG_LEVEL: 'info',
+    ...(withRedis ? { REDIS_URL: redis.server.url } : {}),
+  }
+  return gateways.build(loadConfig({ env }), { configSource: { env } })
+}
+
+async function status(gw: TestGateway, key: string): Promise<number> {
+  return (await gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': key } })).statusCode
+}
+
+async function metric(gw: TestGateway, line: string): Promise<number> {
+  const text = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+  const found = text.split('\n').find((l) => l.startsWith(`${line} `))
+  return found ? Number(found.split(' ')[1]) : 0
+}
+
+describe('keys without restarts', () => {
+  it('takes a key added and drops a key revoked by a ConfigMap update, on each replica within 5 s', async () => {
+    const dir = configMap(yaml([plain(OLD)]))
+    const a = await replica(dir)
+    const b = await replica(dir)
+    expect(await status(a, OLD)).toBe(200)
+    expect(await status(b, OLD)).toBe(200)
+    expect(await status(b, NEW)).toBe(401)
+
+    dir.update(yaml([plain(NEW)]))
+    const started = Date.now()
+    for (const gw of [a, b]) {
+      await waitFor('the new key to work and the old one to stop', async () => (await status(gw, NEW)) === 200 && (await status(gw, OLD)) === 401, 5000, 50)
+    }
+    expect(Date.now() - started).toBeLessThan(5000)
+    expect(await metric(a, 'gateway_config_reloads_total{result="applied"}')).toBe(1)
+    const audit = a.logs.records().find((r) => r.action === 'teams-reload')
+    expect(audit).toMatchObject({ kind: 'audit', trigger: 'file', addedKeys: [`growth/${hashApiKey(NEW).slice(7, 19)}`], removedKeys: [`growth/${hashApiKey(OLD).slice(7, 19)}`] })
+  })
+
+  it('refuses an expired key with 401 saying it expired, and names the key by its id in log lines', async () => {
+    const dir = configMap(yaml([`{ hash: ${plain(OLD)}, id: growth-2025, expiresAt: 2025-01-01 }`, `{ hash: ${plain(NEW)}, id: growth-2099, expiresAt: 2099-01-01 }`]))
+    const gw = await replica(dir)
+    const res = await gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': OLD } })
+    expect(res.statusCode).toBe(401)
+    expect(res.json()).toMatchObject({ code: 'GW_UNAUTHORIZED', message: 'API key growth-2025 expired at 2025-01-01T00:00:00.000Z; ask for a new key' })
+    expect(res.body).not.toContain(OLD)
+    expect(await status(gw, NEW)).toBe(200)
+    expect(gw.logs.records().filter((r) => r.msg === 'request').map((r) => r.keyId)).toEqual([null, 'growth-2099'])
+    // An expiry written into the file later takes effect without a restart too.
+    dir.update(yaml([`{ hash: ${plain(NEW)}, id: growth-2099, expiresAt: 2020-06-01 }`]))
+    await waitFor('the key to expire', async () => (await status(gw, NEW)) === 401, 5000, 50)
+  })
+
+  it('refuses a broken file whole, keeps the old teams, and logs and counts each problem', async () => {
+    const dir = configMap(yaml([plain(OLD)]))
+    const gw = await replica(dir, false)
+    dir.update(`${yaml([plain(NEW), '"sha256:not-hex"'])}  broken:\n    keys: []\n    advertisers: [0]\n`)
+    await waitFor('the refusal', async () => (await metric(gw, 'gateway_config_reloads_total{result="refused"}')) === 1, 5000, 50)
+    expect(await status(gw, OLD)).toBe(200)
+    expect(await status(gw, NEW)).toBe(401)
+    const problems = gw.logs.records().filter((r) => r.msg === 'CONFIG_FILE reload refused: the running teams stay')
+    expect(problems.length).toBeGreaterThanOrEqual(2)
+    expect(problems.map((r) => r.problem).join('\n')).toMatch(/teams\.growth\.keys\.1/)
+    expect(await metric(gw, 'gateway_config_reload_problems_total')).toBe(problems.length)
+    expect(await metric(gw, 'gateway_config_last_reload_successful')).toBe(0)
+    // Refused once, not on every poll, while the file stays as it is.
+    await new Promise((r) => setTimeout(r, 300))
+    expect(await metric(gw, 'gateway_config_reloads_total{result="refused"}')).toBe(1)
+
+    const res = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(res.statusCode).toBe(422)
+    expect(res.json()).toMatchObject({ code: 'GW_CONFIG_INVALID' })
+    expect(await status(gw, OLD)).toBe(200)
+  })
+
+  it('POST /admin/reload reloads every replica (each re-reads its own file), revoking a key within 5 s', async () => {
+    // Polling is off (1 h): only the admin call and the Redis bus can bring the change.
+    const dirA = configMap(yaml([plain(OLD)], '1h'))
+    const dirB = configMap(yaml([plain(OLD)], '1h'))
+    const a = await replica(dirA)
+    const b = await replica(dirB)
+    expect(await status(b, OLD)).toBe(200)
+    dirA.update(yaml([plain(NEW)], '1h'))
+    dirB.update(yaml([plain(NEW)], '1h'))
+    expect(await status(b, OLD)).toBe(200)
+
+    const res = await a.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toMatchObject({ result: 'applied', teams: ['growth'], keys: 1 })
+    expect(await status(a, OLD)).toBe(401)
+    const started = Date.now()
+    await waitFor('the second replica to drop the key', async () => (await status(b, OLD)) === 401, 5000, 50)
+    expect(Date.now() - started).toBeLessThan(5000)
+    expect(await status(b, NEW)).toBe(200)
+    expect(a.logs.records().find((r) => r.action === 'teams-reload')).toMatchObject({ trigger: 'admin', actor: 'admin' })
+    expect(b.logs.records().find((r) => r.action === 'teams-reload')).toMatchObject({ trigger: 'replica' })
+
+    // Nothing changed: said so, nothing replaced.
+    const again = await a.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(again.json()).toMatchObject({ result: 'unchanged' })
+  })
+
+  it('answers 409 to POST /admin/reload without a CONFIG_FILE', async () => {
+    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }
+    const gw = await gateways.build(loadConfig({ env }), { configSource: { env } })
+    const res = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(res.statusCode).toBe(409)
+    expect(res.json()).toMatchObject({ code: 'GW_RELOAD_UNAVAILABLE' })
+  })
+})
+
+describe('SIGHUP on the built gateway', () => {
+  let child: ChildProcess | null = null
+  afterEach(() => {
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    child = null
+  })
+
+  it('reloads the teams without a restart', async () => {
+    if (!existsSync(MAIN)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
+    const dir = configMap(yaml([plain(OLD)], '1h'))
+    const port = await freePort()
+    const proc = spawn(process.execPath, [MAIN], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), ADMIN_PORT: String(await freePort()), CONFIG_FILE: dir.path, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    child = proc
+    let output = ''
+    proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
+    proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
+    await waitFor('the gateway to listen', () => output.includes('report gateway listening'), 15_000, 25)
+    const call = async (key: string) => (await fetch(`http://127.0.0.1:${port}${REPORT}`, { headers: { 'x-api-key': key } })).status
+    expect(await call(OLD)).toBe(200)
+
+    dir.update(yaml([plain(NEW)], '1h'))
+    expect(await call(OLD)).toBe(200)
+    proc.kill('SIGHUP')
+    await waitFor('the reload', () => output.includes('CONFIG_FILE reloaded'), 5000, 25)
+    expect(await call(OLD)).toBe(401)
+    expect(await call(NEW)).toBe(200)
+    expect(proc.exitCode).toBeNull()
+    expect(output).toMatch(/"trigger":"signal"/)
+  }, 30_000)
+})

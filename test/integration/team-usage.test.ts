@@ -1,0 +1,166 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { hashApiKey } from '../../src/teams/api-keys.js'
+import { utcDay } from '../../src/teams/team-usage.js'
+import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useRedis, useSandbox } from '../helpers/fixtures.js'
+import { rawHttp, rawRequest, type RawResponse } from '../helpers/sandbox-gateway.js'
+
+// Issue #8: usage per team (daily totals in Redis, Prometheus counters), the rate-limit
+// headers on every answer of a limited team (the fast path's hits included), and the
+// audit lines of write calls and refused admin calls, with operators named by
+// ADMIN_TOKENS_FILE. One story, told in order, against the sandbox and a real Redis.
+
+const ADMIN_TOKEN = 'usage-admin-token-00000000000000'
+const ALICE_TOKEN = 'usage-alice-token-11111111111111'
+const REPORT = (advertiser: number) => `/api/v1/report/campaigns/get?advertiserId=${advertiser}&dateFrom=2026-01-01&dateTo=2026-01-03`
+const CAMPAIGN = { userId: 101, name: 'Usage test', adDomain: 'example.com', clickUrl: 'https://example.com/x', dates: { from: '2026-03-01', to: '2026-03-31' }, country: 'KE', bid: 0.5, budget: { daily: 10, total: 100 }, creativeSetIds: [1] }
+
+const sandbox = useSandbox()
+const redis = useRedis()
+let gw: TestGateway
+let port: number
+let dir: string
+const bytes: Record<string, number> = {}
+// What the sandbox received, counted before each test's clean-up empties its log.
+let platformCalls = 0
+afterEach(() => {
+  platformCalls += sandbox.requests.length
+})
+
+async function send(team: keyof typeof KEYS, method: string, target: string, body?: unknown): Promise<RawResponse> {
+  const json = body === undefined ? undefined : JSON.stringify(body)
+  const res = await rawRequest(port, rawHttp(method, target, { key: KEYS[team], ...(json ? { body: json, headers: { 'content-type': 'application/json' } } : {}) }))
+  bytes[team] = (bytes[team] ?? 0) + Buffer.byteLength(res.text, 'latin1')
+  return res
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'rgw-usage-'))
+  writeFileSync(join(dir, 'admins'), `# operators\nalice:${hashApiKey(ALICE_TOKEN)}\n`)
+  const config = testConfig(
+    { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.server.url, ADMIN_TOKEN, ADMIN_TOKENS_FILE: join(dir, 'admins') },
+    `${TEAMS_YAML}\nusage: { flush: 1h }\n`,
+  )
+  gw = await buildGateway(config)
+  await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
+  port = (gw.proxy.server.address() as { port: number }).port
+})
+
+afterAll(async () => {
+  await gw.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe('a limited team sees its standing on every answer', () => {
+  it('RateLimit-Policy and RateLimit on a miss, the fast path hits, a refusal and the 429', async () => {
+    const miss = await send('limited', 'GET', REPORT(101))
+    const hit1 = await send('limited', 'GET', REPORT(101))
+    const hit2 = await send('limited', 'GET', REPORT(101))
+    expect([miss.status, hit1.status, hit2.status]).toEqual([200, 200, 200])
+    expect([miss.headers['x-cache'], hit1.headers['x-cache'], hit2.headers['x-cache']]).toEqual(['MISS', 'HIT', 'HIT'])
+    for (const [res, left] of [[miss, 2], [hit1, 1], [hit2, 0]] as const) {
+      expect(res.headers['ratelimit-policy']).toBe('"default";q=3;w=60')
+      const [, r, t] = /^"default";r=(\d+);t=(\d+)$/.exec(res.headers.ratelimit ?? '') ?? []
+      expect(Number(r)).toBe(left)
+      expect(Number(t)).toBeGreaterThanOrEqual(1)
+      expect(Number(t)).toBeLessThanOrEqual(60)
+    }
+    // Refused before the limit counts (a write by a reading team): still told where it stands.
+    const forbidden = await send('limited', 'POST', '/api/v1/campaign/banner/create', CAMPAIGN)
+    expect(forbidden.status).toBe(403)
+    expect(forbidden.headers.ratelimit).toMatch(/^"default";r=0;t=\d+$/)
+
+    const refused = await send('limited', 'GET', REPORT(101))
+    expect(refused.status).toBe(429)
+    const retryAfter = Number(refused.headers['retry-after'])
+    expect(retryAfter).toBeGreaterThanOrEqual(1)
+    expect(refused.headers.ratelimit).toBe(`"default";r=0;t=${retryAfter}`)
+    expect(JSON.parse(refused.body)).toMatchObject({ code: 'GW_RATE_LIMITED', message: `rate limit reached; retry in ${retryAfter} s` })
+  })
+
+  it('a team without a limit gets no rate-limit headers', async () => {
+    const res = await send('all', 'GET', REPORT(102))
+    expect(res.status).toBe(200)
+    expect(res.headers['ratelimit-policy']).toBeUndefined()
+    expect(res.headers.ratelimit).toBeUndefined()
+  })
+})
+
+describe('usage per team', () => {
+  it('counts coalesced waiters as cache hits, and proxied calls and writes as platform calls', async () => {
+    sandbox.setLatency(300)
+    const together = await Promise.all(Array.from({ length: 5 }, () => send('all', 'GET', REPORT(103))))
+    expect(together.map((r) => r.status)).toEqual([200, 200, 200, 200, 200])
+    sandbox.setLatency(0)
+    expect((await send('all', 'POST', '/api/v1/campaign/get', { userId: 101 })).status).toBe(200)
+    expect((await send('writer', 'POST', '/api/v1/campaign/banner/create', CAMPAIGN)).status).toBe(201)
+  })
+
+  it('GET /admin/usage: the day totals add up to what was sent', async () => {
+    const res = await gw.admin.inject({ method: 'GET', url: '/admin/usage', headers: { authorization: `Bearer ${ALICE_TOKEN}` } })
+    expect(res.statusCode).toBe(200)
+    const { from, to, usage } = res.json() as { from: string; to: string; usage: Record<string, unknown>[] }
+    const today = utcDay(Date.now())
+    expect([from, to]).toEqual([today, today])
+    expect(usage).toEqual([
+      // REPORT(102) once (a miss); REPORT(103) five times at once (one call); one proxied call.
+      { day: today, team: 'all', requests: 7, cacheHits: 4, platformCalls: 3, platformCallsSaved: 4, bytes: bytes.all },
+      // A miss, two hits, a 403 and a 429.
+      { day: today, team: 'limited', requests: 5, cacheHits: 2, platformCalls: 1, platformCallsSaved: 2, bytes: bytes.limited },
+      { day: today, team: 'writer', requests: 1, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: bytes.writer },
+    ])
+    expect(usage.reduce((n, row) => n + (row.platformCalls as number), 0)).toBe(platformCalls)
+    // Kept in Redis, one hash per day.
+    expect(await redis.client.hget(`rgw:{usage}:${today}`, 'all:requests')).toBe('7')
+
+    const one = await gw.admin.inject({ method: 'GET', url: `/admin/usage?team=writer&from=2026-01-01&to=${today}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect((one.json() as { usage: unknown[] }).usage).toEqual([expect.objectContaining({ team: 'writer', requests: 1 })])
+    const bad = await gw.admin.inject({ method: 'GET', url: '/admin/usage?from=2026-02-30', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(bad.statusCode).toBe(400)
+  })
+
+  it('Prometheus counts requests by team and result, and platform calls by team', async () => {
+    const text = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+    const value = (series: string) => Number(text.split('\n').find((l) => l.startsWith(`${series} `))?.split(' ')[1])
+    expect(value('gateway_team_requests_total{team="limited",result="hit"}')).toBe(2)
+    expect(value('gateway_team_requests_total{team="limited",result="ok"}')).toBe(1)
+    expect(value('gateway_team_requests_total{team="limited",result="refused"}')).toBe(1)
+    expect(value('gateway_team_requests_total{team="limited",result="rate_limited"}')).toBe(1)
+    expect(value('gateway_team_requests_total{team="all",result="hit"}')).toBe(4)
+    expect(value('gateway_team_platform_calls_total{team="all"}')).toBe(3)
+    expect(value('gateway_team_platform_calls_total{team="writer"}')).toBe(1)
+  })
+})
+
+describe('audit', () => {
+  it('a line per write call, refused ones included, naming the team, key id, account, status and request id', () => {
+    const writes = gw.logs.records().filter((r) => r.kind === 'audit' && r.action === 'write')
+    expect(writes).toEqual([
+      // Refused before its body was read: the accounts it named are not known.
+      expect.objectContaining({ team: 'limited', keyId: hashApiKey(KEYS.limited).slice(7, 19), method: 'POST', path: '/api/v1/campaign/banner/create', accounts: [], status: 403, reqId: expect.any(String) }),
+      expect.objectContaining({ team: 'writer', keyId: hashApiKey(KEYS.writer).slice(7, 19), method: 'POST', path: '/api/v1/campaign/banner/create', accounts: ['101'], status: 201, reqId: expect.any(String) }),
+    ])
+  })
+
+  it('a line per refused admin authentication with its source address; operators named by ADMIN_TOKENS_FILE', async () => {
+    const wrong = await gw.admin.inject({ method: 'DELETE', url: '/admin/cache', headers: { authorization: 'Bearer not-an-admin-token-at-all' }, remoteAddress: '10.1.2.3' })
+    expect(wrong.statusCode).toBe(401)
+    const none = await gw.admin.inject({ method: 'GET', url: '/admin/usage' })
+    expect(none.statusCode).toBe(401)
+    expect((await gw.admin.inject({ method: 'DELETE', url: '/admin/cache', headers: { authorization: `Bearer ${ALICE_TOKEN}` } })).statusCode).toBe(200)
+    const audit = gw.logs.records().filter((r) => r.kind === 'audit')
+    expect(audit.filter((r) => r.action === 'admin-auth')).toEqual([
+      expect.objectContaining({ outcome: 'refused', source: '10.1.2.3', method: 'DELETE', path: '/admin/cache', reason: 'unknown token' }),
+      expect.objectContaining({ outcome: 'refused', source: '127.0.0.1', method: 'GET', path: '/admin/usage', reason: 'no bearer token' }),
+    ])
+    expect(audit.find((r) => r.action === 'purge')).toMatchObject({ actor: 'alice' })
+  })
+
+  it('no log line holds a key or an admin token', () => {
+    const text = gw.logs.text()
+    for (const secret of [...Object.values(KEYS), ADMIN_TOKEN, ALICE_TOKEN, 'not-an-admin-token-at-all']) expect(text).not.toContain(secret)
+  })
+})

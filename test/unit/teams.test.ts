@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest'
+import type { TeamConfig } from '../../src/config.js'
+import { hashApiKey } from '../../src/teams/api-keys.js'
+import { TeamDirectory } from '../../src/teams/team-auth.js'
+import { rateLimitHeaders } from '../../src/teams/rate-limit-headers.js'
+import { RateLimiter } from '../../src/teams/rate-limit.js'
+import { TeamUsage, answeredByCache, usageResult } from '../../src/teams/team-usage.js'
+import { createMetrics } from '../../src/metrics.js'
+
+const KEY = 'rgw_directory_test_key_000000000000000000000'
+const OTHER = 'rgw_directory_test_key_111111111111111111111'
+
+function team(name: string, keys: { key: string; id?: string; expiresAt?: number }[], rateLimit: TeamConfig['rateLimit'] = null): TeamConfig {
+  return {
+    name,
+    keys: keys.map((k) => ({ hash: hashApiKey(k.key), id: k.id ?? name, expiresAt: k.expiresAt ?? null })),
+    advertisers: null,
+    write: false,
+    credential: 'default',
+    rateLimit,
+    weight: 1,
+  }
+}
+
+describe('TeamDirectory (issue #8)', () => {
+  it('names the team and the key', () => {
+    const dir = new TeamDirectory([team('growth', [{ key: KEY, id: 'growth-2026' }])])
+    const { team: t, key } = dir.authenticate({ 'x-api-key': KEY })
+    expect(t.name).toBe('growth')
+    expect(key.id).toBe('growth-2026')
+  })
+
+  it('refuses a key revoked by replace, even one it remembered', () => {
+    const dir = new TeamDirectory([team('growth', [{ key: KEY }, { key: OTHER }])])
+    dir.authenticate({ 'x-api-key': KEY })
+    dir.replace([team('growth', [{ key: OTHER }])])
+    expect(() => dir.authenticate({ 'x-api-key': KEY })).toThrow(expect.objectContaining({ code: 'GW_UNAUTHORIZED', statusCode: 401 }))
+    expect(dir.authenticate({ 'x-api-key': OTHER }).team.name).toBe('growth')
+  })
+
+  it('refuses an expired key, remembered or not, with a message that says so and never holds the key', () => {
+    let now = Date.parse('2026-12-31T23:59:59Z')
+    const dir = new TeamDirectory([team('growth', [{ key: KEY, id: 'growth-2026', expiresAt: Date.parse('2027-01-01T00:00:00Z') }])], () => now)
+    expect(dir.authenticate({ 'x-api-key': KEY }).team.name).toBe('growth')
+    now += 1000
+    let error: (Error & { code?: string; statusCode?: number }) | null = null
+    try {
+      dir.authenticate({ 'x-api-key': KEY })
+    } catch (err) {
+      error = err as Error
+    }
+    expect(error).toMatchObject({ code: 'GW_UNAUTHORIZED', statusCode: 401 })
+    expect(error?.message).toBe('API key growth-2026 expired at 2027-01-01T00:00:00.000Z; ask for a new key')
+    expect(error?.message).not.toContain(KEY)
+  })
+})
+
+describe('rate-limit headers (IETF draft form)', () => {
+  it('give the quota and window, and what is left and when the window ends', () => {
+    let now = 60_000 * 1000 + 18_000
+    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 'x:', now: () => now })
+    const limited = team('limited', [], { max: 2, windowMs: 60_000 })
+    const first = limiter.hit(limited)
+    expect(rateLimitHeaders(limited, first)).toEqual(['"default";q=2;w=60', '"default";r=1;t=42'])
+    now += 1000
+    expect(rateLimitHeaders(limited, limiter.hit(limited))).toEqual(['"default";q=2;w=60', '"default";r=0;t=41'])
+    const refused = limiter.hit(limited)
+    expect(refused).toMatchObject({ allowed: false, retryAfterSec: 41, remaining: 0 })
+    // A peek does not count.
+    expect(limiter.peek(limited)).toMatchObject({ allowed: false, remaining: 0, resetSec: 41 })
+  })
+
+  it('are absent for a team without a limit', () => {
+    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 'x:' })
+    const open = team('open', [])
+    expect(rateLimitHeaders(open, limiter.hit(open))).toBeNull()
+  })
+})
+
+describe('usage results', () => {
+  it.each([
+    [200, 'HIT', 0, true],
+    [200, 'STALE', 1, true],
+    [200, 'MISS', 0, true],
+    [200, 'MISS', 1, false],
+    [200, 'REFRESH', 1, false],
+    [200, 'BYPASS', 0, false],
+    [200, null, 0, false],
+    [502, 'MISS', 0, false],
+  ] as const)('status %d, x-cache %s, %d own platform calls: a cache hit is %s', (status, cache, calls, hit) => {
+    expect(answeredByCache(status, cache, calls)).toBe(hit)
+  })
+
+  it('labels answers', () => {
+    expect([usageResult(200, true), usageResult(201, false), usageResult(429, false), usageResult(403, false), usageResult(502, false)]).toEqual([
+      'hit',
+      'ok',
+      'rate_limited',
+      'refused',
+      'error',
+    ])
+  })
+})
+
+describe('TeamUsage without Redis', () => {
+  it('keeps daily totals per team across a day boundary and a flush, and publishes Prometheus counts at scrape', async () => {
+    let now = Date.parse('2026-11-22T23:59:59Z')
+    const metrics = createMetrics()
+    const usage = new TeamUsage({ redis: null, breaker: null, prefix: 'x:', metrics, flushMs: 60_000, retentionDays: 2, now: () => now })
+    usage.request('growth', 200, true, 100)
+    usage.platformCall('growth')
+    usage.request('growth', 200, false, 50)
+    await usage.flush()
+    usage.request('growth', 429, false, 10)
+    now += 2000
+    usage.request('growth', 502, false, 5)
+    usage.request('ops', 200, true, 1)
+    expect(await usage.query('2026-11-22', '2026-11-23', null)).toEqual([
+      { day: '2026-11-22', team: 'growth', requests: 3, cacheHits: 1, platformCalls: 1, bytes: 160, platformCallsSaved: 1 },
+      { day: '2026-11-23', team: 'growth', requests: 1, cacheHits: 0, platformCalls: 0, bytes: 5, platformCallsSaved: 0 },
+      { day: '2026-11-23', team: 'ops', requests: 1, cacheHits: 1, platformCalls: 0, bytes: 1, platformCallsSaved: 1 },
+    ])
+    expect(await usage.query('2026-11-23', '2026-11-23', 'ops')).toHaveLength(1)
+
+    usage.publishMetrics()
+    usage.publishMetrics()
+    const text = await metrics.registry.metrics()
+    expect(text).toContain('gateway_team_requests_total{team="growth",result="hit"} 1')
+    expect(text).toContain('gateway_team_requests_total{team="growth",result="rate_limited"} 1')
+    expect(text).toContain('gateway_team_requests_total{team="growth",result="error"} 1')
+    expect(text).toContain('gateway_team_platform_calls_total{team="growth"} 1')
+
+    // Days older than the retention are dropped.
+    now += 3 * 86_400_000
+    usage.request('ops', 200, false, 1)
+    await usage.flush()
+    expect(await usage.query('2026-11-22', '2026-11-22', null)).toEqual([])
+  })
+})
