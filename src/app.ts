@@ -8,7 +8,7 @@ import type { GatewayContext } from './context.js'
 import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError } from './errors.js'
 import { SecretSet, loggerOptions } from './logger.js'
 import { createMetrics } from './metrics.js'
-import { RedisBreaker, RedisBus, createRedisClient, type RedisClient } from './redis.js'
+import { RedisBreaker, RedisBus, RedisWatch, createRedisClient, failureCause, redisAddress, redisConnectTimeoutMs, type RedisClient } from './redis.js'
 import { createPlatformPool } from './platform/platform-pool.js'
 import { TokenRegistry } from './platform/token-registry.js'
 import { TeamDirectory } from './teams/team-auth.js'
@@ -27,6 +27,7 @@ import { healthRoutes } from './routes/health.js'
 import { adminRoutes } from './routes/admin.js'
 import { TokenStore } from './platform/token-store.js'
 import { PlatformClient } from './platform/platform-client.js'
+import { probeTokens } from './platform/token-probe.js'
 import { CampaignOwners } from './teams/campaign-owners.js'
 
 export interface GatewayDeps {
@@ -76,9 +77,16 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const dispatcher = deps.dispatcher ?? createPlatformPool(config.platform)
   const redis = deps.redis !== undefined ? deps.redis : createRedisClient(config.redis, log)
   const breaker = redis
-    ? new RedisBreaker({ cooldownMs: config.redis.breakerCooldownMs, log, onChange: (s) => metrics.redisUp.set(s === 'closed' ? 1 : 0) })
+    ? new RedisBreaker({
+        cooldownMs: config.redis.breakerCooldownMs,
+        log,
+        onChange: (s) => metrics.redisUp.set(s === 'closed' ? 1 : 0),
+        address: redisAddress(config.redis),
+        cause: (err) => failureCause(redis, err),
+      })
     : null
-  if (breaker) metrics.redisUp.set(1)
+  // Checked from the start, not only when a request needs Redis (issue #7).
+  const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: redisConnectTimeoutMs(config.redis) }) : null
   const bus = redis ? new RedisBus(redis, `${config.redis.keyPrefix}bus:`, log) : null
   const tokens = new TokenRegistry(config, {
     dispatcher,
@@ -132,6 +140,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     breaker,
     bus,
     reports,
+    lifecycle: { phase: 'starting' },
     now: deps.now ?? Date.now,
     campaignOwners: new CampaignOwners({
       config,
@@ -191,19 +200,27 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     admin,
     ctx,
     async start() {
+      if (redisWatch && breaker) {
+        await redisWatch.start()
+        metrics.redisUp.set(breaker.state === 'closed' ? 1 : 0)
+      }
       await tokens.start()
       ctx.rateLimiter.start()
       await tokenStore.start()
       await reports.start()
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
+      await probeTokens(tokens, client, config.platform.probe, log)
+      ctx.lifecycle.phase = 'serving'
     },
     async close() {
       if (closed) return
       closed = true
+      ctx.lifecycle.phase = 'stopping'
       await Promise.all([proxy.close(), admin.close()])
       await ctx.rateLimiter.close()
       tokenStore.close()
       await tokens.close()
+      redisWatch?.close()
       await bus?.close()
       redis?.disconnect()
       await dispatcher.close().catch(() => undefined)

@@ -25,6 +25,8 @@ export interface GatewayContext {
   bus: RedisBus | null
   reports: ReportCache
   campaignOwners: CampaignOwners
+  /** Where this replica is in its life: readiness is 503 unless `serving`. */
+  lifecycle: { phase: 'starting' | 'serving' | 'stopping' }
   /** The gateway's clock (tests pass a fake one). */
   now: () => number
 }

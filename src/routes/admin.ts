@@ -1,9 +1,10 @@
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
+import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import { AdminUnauthorizedError, AdminUnavailableError, BadRequestError, TokenRejectedError, UpstreamError } from '../errors.js'
 import { fingerprint } from '../fingerprint.js'
 import type { PlatformClient } from '../platform/platform-client.js'
+import { probeStatus } from '../platform/token-probe.js'
 import type { TokenProvider } from '../platform/token-provider.js'
 import { DEFAULT_CREDENTIAL } from '../config.js'
 
@@ -108,18 +109,9 @@ function sha256(s: string): Buffer {
 // A token the platform refuses is never switched to (issue 4): the configured probe
 // call must not answer 401 or 403 to it.
 async function probe(ctx: GatewayContext, client: PlatformClient, provider: TokenProvider, token: string): Promise<void> {
-  const probeCall = ctx.config.platform.probe
-  const baseUrl = provider.credential.baseUrl
-  if (!probeCall || !baseUrl) return
-  let status: number
+  let status: number | null
   try {
-    status = await client.probe(baseUrl, token, {
-      method: probeCall.method,
-      url: probeCall.path,
-      headers: { accept: 'application/json', ...(probeCall.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
-      body: probeCall.method === 'POST' ? '{}' : null,
-      requestId: `token-probe-${randomUUID()}`,
-    })
+    status = await probeStatus(client, ctx.config.platform.probe, provider.credential.baseUrl, token)
   } catch (err) {
     throw new UpstreamError(`the token check call failed (${(err as { cause?: { code?: string } }).cause?.code ?? 'error'}); the token was not changed`, { cause: err })
   }
