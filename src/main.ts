@@ -46,7 +46,7 @@ async function main(): Promise<void> {
     const child = sandbox.accounts.find((a) => a.parentId !== null && a.parentId === sandbox.accounts[0]?.id) ?? sandbox.accounts[0]
     // The demo key is printed on purpose: it is made for this run and opens only the sandbox.
     process.stdout.write(
-      `\nDemo mode (${process.env.DEMO === '1' ? 'DEMO=1' : 'nothing configured'}): the bundled platform sandbox stands in for the platform at ${sandbox.url}.\n` +
+      `\nDemo mode (${process.env.DEMO === '1' ? 'DEMO=1' : 'nothing configured'}): the bundled platform sandbox runs at ${sandbox.url}.\n` +
         `Demo team key (valid for this run only): ${demoKey}\n` +
         `Try:\n  ${demoCurl(proxyPort, demoKey, child?.id ?? 101)}\n\n`,
     )

@@ -77,6 +77,8 @@ export class RedisWatch {
   readonly #intervalMs: number
   readonly #connectTimeoutMs: number
   #timer: NodeJS.Timeout | null = null
+  /** Pings in a row that failed on a live connection. */
+  #slow = 0
 
   constructor(client: RedisClient, breaker: RedisBreaker, opts: { intervalMs: number; connectTimeoutMs: number }) {
     this.#client = client
@@ -97,8 +99,20 @@ export class RedisWatch {
     this.#timer = null
   }
 
-  #ping(): Promise<unknown> {
-    return this.#breaker.run(() => this.#client.ping(), null)
+  async #ping(): Promise<void> {
+    if (this.#breaker.state !== 'closed') {
+      await this.#breaker.run(() => this.#client.ping(), null)
+      return
+    }
+    try {
+      await this.#client.ping()
+      this.#slow = 0
+    } catch (err) {
+      // One slow answer on a busy machine is not an outage (requests' own commands still
+      // open the breaker); a lost connection, or a second timeout in a row, is.
+      this.#slow += 1
+      if (this.#client.status !== 'ready' || this.#slow >= 2) this.#breaker.fail(err)
+    }
   }
 
   // Commands fail at once until the connection is made: the first ping waits for it,
