@@ -202,10 +202,11 @@ describe('PLATFORM_TOKEN_FILE', () => {
     )
     const token = sandbox.issueToken()
     writeFileSync(path, token)
-    const gw = await gateway({ PLATFORM_TOKEN_FILE: path }, `${TEAMS_YAML}\nplatform:\n  tokenFilePoll: 20ms\n`)
+    const gw = await gateway({ PLATFORM_TOKEN_FILE: path }, `${TEAMS_YAML}\nplatform:\n  tokenFilePoll: 100ms\n`)
     rmSync(path)
     expect(await within(2000, () => records(gw, /token file cannot be read/).length > 0)).not.toBeNull()
-    await new Promise((r) => setTimeout(r, 200))
+    // Several polls later, still the one line.
+    await new Promise((r) => setTimeout(r, 600))
     expect(records(gw, /token file cannot be read/)).toHaveLength(1)
     expect(currentToken(gw)).toBe(token)
     expect((await campaignList(gw)).statusCode).toBe(200)
