@@ -203,6 +203,8 @@ describe('PLATFORM_TOKEN_FILE', () => {
     const token = sandbox.issueToken()
     writeFileSync(path, token)
     const gw = await gateway({ PLATFORM_TOKEN_FILE: path }, `${TEAMS_YAML}\nplatform:\n  tokenFilePoll: 100ms\n`)
+    // Reads of the file started before it goes would succeed after the first failure.
+    await new Promise((r) => setTimeout(r, 300))
     rmSync(path)
     expect(await within(2000, () => records(gw, /token file cannot be read/).length > 0)).not.toBeNull()
     // Several polls later, still the one line.
