@@ -22,6 +22,7 @@ import { apiRoutes } from './routes/api.js'
 import { Admission } from './routes/caller.js'
 import { fastHits } from './routes/fast-path.js'
 import { requestIdOf, requestObserver, routeKind } from './routes/request-log.js'
+import { isValidationFailure, validationMessage } from './routes/validation-message.js'
 import { ReportForms } from './reports/report-route.js'
 import { healthRoutes } from './routes/health.js'
 import { adminRoutes } from './routes/admin.js'
@@ -256,6 +257,8 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
         fastPath ? (req, res) => fastPath(req, res) || handler(req, res) : handler,
       ),
     clientErrorHandler: answerClientError,
+    // Validation errors carry their schema, whose description says what a field must be.
+    ajv: { customOptions: { verbose: true } },
   })
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
@@ -269,9 +272,11 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
     if (status >= 500) request.log.error({ err: error }, 'request failed')
     const retryAfter = (error as { retryAfterSec?: number }).retryAfterSec
     if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))
-    // Fastify's own 4xx (a body too large, a malformed body or header) in the contract's terms.
+    // Fastify's own 4xx (a body too large, a malformed body or header, a schema
+    // violation) in the contract's terms: a GW_* code and what was wrong.
     if (status < 500 && error.code?.startsWith('FST_')) {
-      return reply.send(status === 413 ? new PayloadTooLargeError(bodyLimitOf(request, config)) : new BadRequestError(error.message))
+      if (status === 413) return reply.send(new PayloadTooLargeError(bodyLimitOf(request, config)))
+      return reply.send(new BadRequestError(isValidationFailure(error) ? validationMessage(error) : error.message))
     }
     // Unknown errors are not described to callers; ours (GW_*) and Fastify's 4xx are.
     if (status >= 500 && !error.code?.startsWith('GW_')) {

@@ -21,7 +21,9 @@ const tokenBody = {
   additionalProperties: false,
   // Printable ASCII, no inner whitespace (it goes into a header); surrounding whitespace
   // (a pasted newline) is trimmed, and what is left must still be a plausible token.
-  properties: { token: { type: 'string', maxLength: 8192, pattern: '^\\s*[!-~]{8,}\\s*$' } },
+  properties: {
+    token: { type: 'string', maxLength: 8192, pattern: '^\\s*[!-~]{8,}\\s*$', description: 'the platform token: 8 to 8192 printable ASCII characters, no spaces inside' },
+  },
 } as const
 
 /** The admin listener's /admin/* calls (contract, "Admin listener"). */

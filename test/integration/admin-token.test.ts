@@ -223,16 +223,20 @@ describe('PUT /admin/token', () => {
     expect(sandbox.countRequests()).toBe(0)
   })
 
+  const MUST = 'token: must be the platform token: 8 to 8192 printable ASCII characters, no spaces inside'
   it.each([
-    ['no token', {}],
-    ['a short token', { token: 'short' }],
-    ['only whitespace', { token: '                ' }],
-    ['a token with a line break inside', { token: 'abcdefgh\r\nx-injected: 1' }],
-  ])('%s: 400 and nothing changes', async (_label, payload) => {
+    ['no token', {}, 'token: required'],
+    ['a short token', { token: 'short' }, MUST],
+    ['only whitespace', { token: '                ' }, MUST],
+    ['a token with a line break inside', { token: 'abcdefgh\r\nx-injected: 1' }, MUST],
+  ])('%s: 400 and nothing changes', async (_label, payload, expected) => {
     const token = sandbox.issueToken()
     const gw = await gateway({ PLATFORM_TOKEN: token, ADMIN_TOKEN })
     const res = await admin(gw, 'PUT', '/admin/token', payload)
     expect(res.statusCode).toBe(400)
+    // Issue #7: the contract's code and what the field must be, never Fastify's FST_* code.
+    expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: expected })
+    expect(res.body).not.toContain('FST_')
     expect(gw.ctx.tokens.get('default').current()?.token).toBe(token)
     expect(sandbox.countRequests()).toBe(0)
     const offered = (payload as { token?: unknown }).token

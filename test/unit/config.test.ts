@@ -279,7 +279,7 @@ describe('secrets never come from CONFIG_FILE and are never echoed', () => {
 
 describe('demo mode only when nothing is configured, or with DEMO=1 (issue #7)', () => {
   const ASK = "set PLATFORM_BASE_URL to the platform's address (or DEMO=1 for the bundled sandbox)"
-  it.each([
+  it.each<{ name: string; env: Record<string, string>; yaml?: string; found: string }>([
     { name: 'a token file', env: { PLATFORM_TOKEN_FILE: '/run/secrets/t' }, found: 'PLATFORM_TOKEN_FILE is' },
     { name: 'a static token', env: { PLATFORM_TOKEN: TOKEN }, found: 'PLATFORM_TOKEN is' },
     { name: 'a password login', env: { PLATFORM_USERNAME: 'u', PLATFORM_PASSWORD: 'p', PLATFORM_CLIENT_ID: '1', PLATFORM_CLIENT_SECRET: 's' }, found: 'PLATFORM_USERNAME, PLATFORM_PASSWORD, PLATFORM_CLIENT_ID, PLATFORM_CLIENT_SECRET are' },
