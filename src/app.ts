@@ -21,7 +21,7 @@ import { ReportCache } from './reports/report-cache.js'
 import { apiRoutes } from './routes/api.js'
 import { Admission } from './routes/caller.js'
 import { fastHits } from './routes/fast-path.js'
-import { requestIdOf, requestObserver, routeKind } from './routes/request-log.js'
+import { bytesSent, requestIdOf, requestObserver, routeKind } from './routes/request-log.js'
 import { isValidationFailure, validationMessage } from './routes/validation-message.js'
 import { ReportForms } from './reports/report-route.js'
 import { healthRoutes } from './routes/health.js'
@@ -179,6 +179,11 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       status: reply.statusCode,
       durationMs: reply.elapsedTime,
       cache: (reply.getHeader('x-cache') as string | undefined) ?? null,
+      client: request.ip ?? null,
+      advertisers: request.caller?.advertisers ?? null,
+      bytes: bytesSent(request.raw.socket),
+      upstreamMs: request.caller?.upstreamMs ?? null,
+      userAgent: request.headers['user-agent'] ?? null,
     })
     done()
   })

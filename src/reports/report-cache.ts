@@ -13,14 +13,19 @@ import type { CanonicalReport } from './report-query.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
-/** What a report read answers: an entry, or the platform's answer passed through uncached. */
-export type CacheResult =
+/**
+ * What a report read answers: an entry, or the platform's answer passed through uncached;
+ * `upstreamMs`: how long the platform call it waited for took (the access log), absent
+ * when none was made for it.
+ */
+export type CacheResult = (
   | { kind: 'entry'; entry: CacheEntry; status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH' }
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
   | { kind: 'stream'; headers: Record<string, string>; stream: Readable; gzipped: boolean }
+) & { upstreamMs?: number }
 type Tier = StoreTier | 'platform'
 
-type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean }
+type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number }
 
 export interface ReadOptions {
   /** The caller asked for a fresh copy (REFRESH). */
@@ -89,23 +94,24 @@ export class ReportCache {
     }
     // A refresh must not be answered with the copy it asked to bypass.
     const result = await this.#fill(key, report, provider, opts.requestId, opts.refresh ? this.#now() : 0)
+    const upstream = result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }
     switch (result.kind) {
       case 'entry':
-        return this.#served(result.entry, opts.refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform')
+        return { ...this.#served(result.entry, opts.refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform'), ...upstream }
       case 'pass':
         this.#count('BYPASS', 'platform')
-        return { kind: 'pass', status: result.status, headers: result.headers, body: result.body }
+        return { kind: 'pass', status: result.status, headers: result.headers, body: result.body, ...upstream }
       case 'oversize':
         return this.#oversize(result, report, key, provider, opts)
       case 'failed': {
         stale ??= opts.refresh ? await this.#d.store.lookup(key) : null
         if (stale && this.#now() < stale.entry.errorUntil) {
           opts.log.warn({ err: result.error }, 'platform failed; serving a stale copy')
-          return this.#served(stale.entry, 'STALE', stale.tier)
+          return { ...this.#served(stale.entry, 'STALE', stale.tier), ...upstream }
         }
         if (result.response && result.response.status === 429) {
           this.#count('BYPASS', 'platform')
-          return { kind: 'pass', ...result.response }
+          return { kind: 'pass', ...result.response, ...upstream }
         }
         throw result.error
       }
@@ -166,7 +172,7 @@ export class ReportCache {
         // The leader took too long or failed: go upstream, but leave storing to it.
         return this.#callPlatform(report, provider, requestId)
       }
-      let result: FetchResult
+      let result: FillResult
       try {
         result = await this.#callPlatform(report, provider, requestId)
         // Only the lock's leader shares its copy: a solo fill (Redis out) keeps it here.
@@ -179,16 +185,16 @@ export class ReportCache {
     })
   }
 
-  async #callPlatform(report: CanonicalReport, provider: TokenProvider, requestId: string): Promise<FetchResult> {
+  async #callPlatform(report: CanonicalReport, provider: TokenProvider, requestId: string): Promise<FillResult> {
     const { config, metrics } = this.#d
     const end = metrics.upstreamDuration.startTimer()
-    const result = await fetchReport(this.#d.client, provider, report, requestId, {
+    const result: FillResult = await fetchReport(this.#d.client, provider, report, requestId, {
       maxEntryBytes: config.cache.maxEntryBytes,
       ttl: { ...config.cache.ttl, ...config.cache },
       now: this.#now,
     })
     const outcome = result.kind === 'failed' ? result.error.code : result.kind
-    end({ status: outcome })
+    result.upstreamMs = end({ status: outcome }) * 1000
     metrics.platformCalls.inc({ outcome })
     return result
   }
@@ -205,7 +211,7 @@ export class ReportCache {
     provider: TokenProvider,
     opts: ReadOptions,
   ): Promise<CacheResult> {
-    let own: FetchResult = result
+    let own: FillResult = result
     if (result.taken) {
       // Another caller coalesced onto this call holds its stream: make a call of our own.
       own = await this.#callPlatform(report, provider, opts.requestId)
@@ -218,7 +224,7 @@ export class ReportCache {
       yield* head
       yield* rest
     })())
-    return { kind: 'stream', headers, stream, gzipped: headers['content-encoding'] === 'gzip' }
+    return { kind: 'stream', headers, stream, gzipped: headers['content-encoding'] === 'gzip', ...(own.upstreamMs === undefined ? {} : { upstreamMs: own.upstreamMs }) }
   }
 
   #count(result: CacheStatus, tier: Tier): void {

@@ -4,7 +4,7 @@ import type { ReportForms } from '../reports/report-route.js'
 import { acceptsGzip, entryResponse, wantsRefresh } from '../reports/report-reply.js'
 import { assertAccounts } from '../teams/account-scope.js'
 import type { Admission } from './caller.js'
-import { requestIdOf, type ObserveRequest } from './request-log.js'
+import { bytesSent, requestIdOf, type ObserveRequest } from './request-log.js'
 
 /**
  * Serves fresh in-memory report hits before Fastify's router (issue #6): at this rate,
@@ -44,7 +44,21 @@ export function fastHits(ctx: GatewayContext, admission: Admission, forms: Repor
     res.writeHead(200, headers)
     res.end(body)
     ctx.reports.countHit()
-    observe({ reqId, team: team.name, method: 'GET', url, route: 'report', status: 200, durationMs: performance.now() - started, cache: 'HIT' })
+    observe({
+      reqId,
+      team: team.name,
+      method: 'GET',
+      url,
+      route: 'report',
+      status: 200,
+      durationMs: performance.now() - started,
+      cache: 'HIT',
+      client: req.socket.remoteAddress ?? null,
+      advertisers: form.report.advertiserIds,
+      bytes: bytesSent(req.socket),
+      upstreamMs: null,
+      userAgent: req.headers['user-agent'] ?? null,
+    })
     return true
   }
 }
