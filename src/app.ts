@@ -8,7 +8,7 @@ import type { GatewayContext } from './context.js'
 import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError } from './errors.js'
 import { SecretSet, loggerOptions } from './logger.js'
 import { createMetrics } from './metrics.js'
-import { RedisBreaker, RedisBus, createRedisClient, type RedisClient } from './redis.js'
+import { RedisBreaker, RedisBus, RedisWatch, createRedisClient, failureCause, redisAddress, redisConnectTimeoutMs, type RedisClient } from './redis.js'
 import { createPlatformPool } from './platform/platform-pool.js'
 import { TokenRegistry } from './platform/token-registry.js'
 import { TeamDirectory } from './teams/team-auth.js'
@@ -21,13 +21,15 @@ import { ReportCache } from './reports/report-cache.js'
 import { apiRoutes } from './routes/api.js'
 import { Admission } from './routes/caller.js'
 import { fastHits } from './routes/fast-path.js'
-import { requestIdOf, requestObserver, routeKind } from './routes/request-log.js'
+import { bytesSent, requestIdOf, requestObserver, routeKind } from './routes/request-log.js'
+import { isValidationFailure, validationMessage } from './routes/validation-message.js'
 import { ReportForms } from './reports/report-route.js'
 import { healthRoutes } from './routes/health.js'
 import { adminRoutes } from './routes/admin.js'
 import { TokenStore } from './platform/token-store.js'
 import { PlatformClient } from './platform/platform-client.js'
 import { PlatformGovernors } from './platform/platform-governors.js'
+import { probeTokens } from './platform/token-probe.js'
 import { CampaignOwners } from './teams/campaign-owners.js'
 import { describeProxy, docsUi } from './openapi/document.js'
 import { TeamUsage, answeredByCache } from './teams/team-usage.js'
@@ -47,13 +49,6 @@ export interface GatewayDeps {
   now?: () => number
   /** Where the teams are reloaded from (issue #8); default the process environment. null: never. */
   configSource?: LoadOptions | null
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The connection's bytes written before this answer: its size is what is written after. */
-    bytesBefore: number
-  }
 }
 
 export interface Gateway {
@@ -95,9 +90,16 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const dispatcher = deps.dispatcher ?? createPlatformPool(config.platform)
   const redis = deps.redis !== undefined ? deps.redis : createRedisClient(config.redis, log)
   const breaker = redis
-    ? new RedisBreaker({ cooldownMs: config.redis.breakerCooldownMs, log, onChange: (s) => metrics.redisUp.set(s === 'closed' ? 1 : 0) })
+    ? new RedisBreaker({
+        cooldownMs: config.redis.breakerCooldownMs,
+        log,
+        onChange: (s) => metrics.redisUp.set(s === 'closed' ? 1 : 0),
+        address: redisAddress(config.redis),
+        cause: (err) => failureCause(redis, err),
+      })
     : null
-  if (breaker) metrics.redisUp.set(1)
+  // Checked from the start, not only when a request needs Redis (issue #7).
+  const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: redisConnectTimeoutMs(config.redis) }) : null
   const bus = redis ? new RedisBus(redis, `${config.redis.keyPrefix}bus:`, log) : null
   const tokens = new TokenRegistry(config, {
     dispatcher,
@@ -165,6 +167,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     breaker,
     bus,
     reports,
+    lifecycle: { phase: 'starting' },
     now: deps.now ?? Date.now,
     governors,
     campaignOwners: new CampaignOwners({
@@ -205,11 +208,6 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   await describeProxy(proxy)
   await proxy.register(healthRoutes, { ctx })
   await proxy.register(apiRoutes, { ctx, admission, client, forms })
-  proxy.decorateRequest('bytesBefore', 0)
-  proxy.addHook('onRequest', (request, _reply, done) => {
-    request.bytesBefore = request.raw.socket?.bytesWritten ?? 0
-    done()
-  })
   // Every answer of a rate-limited team carries its standing (issue #8), refusals included.
   proxy.addHook('onSend', (request, reply, payload, done) => {
     const caller = request.caller
@@ -224,13 +222,17 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       team: request.caller?.team.name ?? null,
       keyId: request.caller?.keyId ?? null,
       hit: request.caller ? answeredByCache(reply.statusCode, cache, request.caller.platformCalls) : false,
-      bytes: (request.raw.socket?.bytesWritten ?? 0) - request.bytesBefore,
       method: request.method,
       url: request.url,
       route: routeKind(request.routeOptions.url ?? 'unmatched'),
       status: reply.statusCode,
       durationMs: reply.elapsedTime,
       cache,
+      client: request.ip ?? null,
+      advertisers: request.caller?.advertisers ?? null,
+      bytes: bytesSent(request.raw.socket),
+      upstreamMs: request.caller?.upstreamMs ?? null,
+      userAgent: request.headers['user-agent'] ?? null,
     })
     auditWrite(ctx, admission, request, reply.statusCode)
     done()
@@ -261,6 +263,10 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     ctx,
     reloader,
     async start() {
+      if (redisWatch && breaker) {
+        await redisWatch.start()
+        metrics.redisUp.set(breaker.state === 'closed' ? 1 : 0)
+      }
       await tokens.start()
       ctx.rateLimiter.start()
       usage.start()
@@ -269,16 +275,20 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await reports.start()
       await governors.start()
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
+      await probeTokens(tokens, client, config.platform.probe, log, (credential) => governors.of(credential).pausedUntil > 0)
+      ctx.lifecycle.phase = 'serving'
     },
     async close() {
       if (closed) return
       closed = true
+      ctx.lifecycle.phase = 'stopping'
       await Promise.all([proxy.close(), admin.close()])
       await ctx.rateLimiter.close()
       reloader.close()
       await usage.close()
       tokenStore.close()
       await tokens.close()
+      redisWatch?.close()
       await bus?.close()
       redis?.disconnect()
       await dispatcher.close().catch(() => undefined)
@@ -314,6 +324,8 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
         fastPath ? (req, res) => fastPath(req, res) || handler(req, res) : handler,
       ),
     clientErrorHandler: answerClientError,
+    // Validation errors carry their schema, whose description says what a field must be.
+    ajv: { customOptions: { verbose: true } },
   })
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
@@ -327,9 +339,11 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
     if (status >= 500) request.log.error({ err: error }, 'request failed')
     const retryAfter = (error as { retryAfterSec?: number }).retryAfterSec
     if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))
-    // Fastify's own 4xx (a body too large, a malformed body or header) in the contract's terms.
+    // Fastify's own 4xx (a body too large, a malformed body or header, a schema
+    // violation) in the contract's terms: a GW_* code and what was wrong.
     if (status < 500 && error.code?.startsWith('FST_')) {
-      return reply.send(status === 413 ? new PayloadTooLargeError(bodyLimitOf(request, config)) : new BadRequestError(error.message))
+      if (status === 413) return reply.send(new PayloadTooLargeError(bodyLimitOf(request, config)))
+      return reply.send(new BadRequestError(isValidationFailure(error) ? validationMessage(error) : error.message))
     }
     // Unknown errors are not described to callers; ours (GW_*) and Fastify's 4xx are.
     if (status >= 500 && !error.code?.startsWith('GW_')) {

@@ -4,6 +4,7 @@ import type { RawConfig } from './config/schema.js'
 import { validateSchema } from './config/schema-errors.js'
 import { FILE_FORBIDDEN, applyEnv, deepMerge, getPath, readYamlObject, type Env } from './config/sources.js'
 import { normalize, type Config } from './config/normalize.js'
+import { decideDemo } from './config/demo-mode.js'
 
 export { DEFAULT_CREDENTIAL, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
 export { maskUrlPassword } from './config/schema-errors.js'
@@ -14,7 +15,8 @@ export const DEFAULT_CONFIG_PATH = fileURLToPath(new URL('../config/default.yaml
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`)
+    // One problem is one line, so that it reads whole in `kubectl logs` and in an event.
+    super(problems.length === 1 ? `invalid configuration: ${problems[0]}` : `invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`)
     this.name = 'ConfigError'
   }
 }
@@ -28,6 +30,7 @@ export interface LoadOptions {
 export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p, 'utf8') }: LoadOptions = {}): Config {
   const problems: string[] = []
   const raw = readYamlObject(DEFAULT_CONFIG_PATH, readFile, problems, 'config/default.yaml')
+  let fileSetsHost = false
   if (env.CONFIG_FILE) {
     const file = readYamlObject(env.CONFIG_FILE, readFile, problems, `CONFIG_FILE (${env.CONFIG_FILE})`)
     for (const path of FILE_FORBIDDEN) {
@@ -35,13 +38,18 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
         problems.push(`${path.join('.')}: secrets may not be set in CONFIG_FILE; use its environment variable or *_FILE`)
       }
     }
+    fileSetsHost = file.host != null
     deepMerge(raw, file)
   }
   const envSources = applyEnv(raw, env, readFile, problems)
   if (problems.length > 0) throw new ConfigError(problems)
   validateSchema(raw, envSources, problems)
   if (problems.length > 0) throw new ConfigError(problems)
+  const mode = decideDemo(raw, env)
+  if (!mode.demo && mode.problem) problems.push(mode.problem)
   const config = normalize(raw as RawConfig, env, readFile, problems)
   if (problems.length > 0) throw new ConfigError(problems)
-  return config
+  // The demo's sandbox and printed key are for this machine only, unless HOST says otherwise.
+  const host = mode.demo && !env.HOST && !fileSetsHost ? '127.0.0.1' : config.host
+  return { ...config, host, demo: mode.demo }
 }

@@ -32,6 +32,8 @@ export interface GatewayContext {
   campaignOwners: CampaignOwners
   /** The platform calls of each credential: slots, queue, 429 pause. */
   governors: PlatformGovernors
+  /** Where this replica is in its life: readiness is 503 unless `serving`. */
+  lifecycle: { phase: 'starting' | 'serving' | 'stopping' }
   /** The gateway's clock (tests pass a fake one). */
   now: () => number
 }

@@ -1,5 +1,7 @@
 import { loadConfig, ConfigError, type Config } from './config.js'
-import { createGateway } from './app.js'
+import type { FastifyInstance } from 'fastify'
+import { createGateway, type Gateway } from './app.js'
+import { redisAddress } from './redis.js'
 import { demoConfig, demoCurl } from './demo.js'
 import { startSandbox, type Sandbox } from './sandbox/sandbox.js'
 
@@ -27,14 +29,14 @@ async function main(): Promise<void> {
   const gateway = await createGateway(config)
   const log = gateway.ctx.log
   await gateway.start()
-  await gateway.proxy.listen({ host: config.host, port: config.port })
-  await gateway.admin.listen({ host: config.admin.host, port: config.admin.port })
+  await listenOrExit(gateway.proxy, config.host, config.port, 'HOST, PORT')
+  await listenOrExit(gateway.admin, config.admin.host, config.admin.port, 'ADMIN_HOST, ADMIN_PORT')
   const proxyPort = (gateway.proxy.server.address() as { port: number }).port
   log.info(
     {
       proxy: `${config.host}:${proxyPort}`,
       admin: `${config.admin.host}:${(gateway.admin.server.address() as { port: number }).port}`,
-      redis: gateway.ctx.redis ? 'on' : 'off (in-memory cache only)',
+      redis: redisState(gateway),
       credentials: Object.keys(config.credentials),
       teams: config.teams.map((t) => t.name),
     },
@@ -44,7 +46,7 @@ async function main(): Promise<void> {
     const child = sandbox.accounts.find((a) => a.parentId !== null && a.parentId === sandbox.accounts[0]?.id) ?? sandbox.accounts[0]
     // The demo key is printed on purpose: it is made for this run and opens only the sandbox.
     process.stdout.write(
-      `\nDemo mode: no PLATFORM_BASE_URL, so the bundled platform sandbox runs at ${sandbox.url}.\n` +
+      `\nDemo mode (${process.env.DEMO === '1' ? 'DEMO=1' : 'nothing configured'}): the bundled platform sandbox runs at ${sandbox.url}.\n` +
         `Demo team key (valid for this run only): ${demoKey}\n` +
         `Try:\n  ${demoCurl(proxyPort, demoKey, child?.id ?? 101)}\n\n`,
     )
@@ -82,6 +84,25 @@ async function main(): Promise<void> {
   })
   process.on('SIGTERM', () => void stop('SIGTERM'))
   process.on('SIGINT', () => void stop('SIGINT'))
+}
+
+// A listener that cannot open is an operator's problem, said in one line: a stack
+// trace would bury it.
+async function listenOrExit(app: FastifyInstance, host: string, port: number, settings: string): Promise<void> {
+  try {
+    await app.listen({ host, port })
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    const why = code === 'EADDRINUSE' ? 'the port is in use' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'no such address on this machine' : (err as Error).message
+    process.stderr.write(`report-gateway: cannot listen on ${host}:${port}: ${why} (set ${settings})\n`)
+    process.exit(1)
+  }
+}
+
+function redisState(gateway: Gateway): string {
+  const { redis, breaker, config } = gateway.ctx
+  if (!redis || !breaker) return 'off (in-memory cache only)'
+  return `${breaker.state === 'closed' ? 'up' : 'down'} (${redisAddress(config.redis)})`
 }
 
 main().catch((err: unknown) => {

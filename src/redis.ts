@@ -14,7 +14,7 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   const fromUrl = cfg.url ? new URL(cfg.url) : null
   const common: RedisOptions = {
     commandTimeout: cfg.commandTimeoutMs,
-    connectTimeout: Math.max(cfg.commandTimeoutMs * 4, 1000),
+    connectTimeout: redisConnectTimeoutMs(cfg),
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
     retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
@@ -30,9 +30,110 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   } else {
     client = new Redis(cfg.url as string, common)
   }
-  // ioredis emits every failed reconnect; the breaker logs transitions instead.
-  client.on('error', (err: Error) => log.debug({ err: { message: err.message } }, 'redis connection error'))
+  // ioredis emits every failed reconnect; the breaker logs transitions instead, with
+  // the connection's last error as their cause.
+  client.on('error', (err: Error) => {
+    connectionErrors.set(client, err.message)
+    log.debug({ err: { message: err.message } }, 'redis connection error')
+  })
+  client.on('ready', () => connectionErrors.delete(client))
   return client
+}
+
+const connectionErrors = new WeakMap<RedisClient, string>()
+
+/**
+ * Where Redis is, for log lines and the start line: host:port, never the URL's
+ * user or password.
+ */
+export function redisAddress(cfg: Pick<Config['redis'], 'url' | 'sentinels' | 'sentinelName' | 'cluster'>): string {
+  const nodes = (list: { host: string; port: number }[]) => list.map((n) => `${n.host}:${n.port}`).join(',')
+  if (cfg.cluster) return `cluster ${nodes(cfg.cluster)}`
+  if (cfg.sentinels) return `sentinel ${cfg.sentinelName} via ${nodes(cfg.sentinels)}`
+  if (!cfg.url) return 'none'
+  const url = new URL(cfg.url)
+  return `${url.hostname}:${url.port || '6379'}`
+}
+
+/**
+ * Why a command failed: a command refused while disconnected says only that it was
+ * refused, so the connection's own last error (ECONNREFUSED, a DNS failure, a wrong
+ * password) is the cause then.
+ */
+export function failureCause(client: RedisClient, err: unknown): string {
+  const own = (err as Error).message
+  return (client.status !== 'ready' ? connectionErrors.get(client) : undefined) ?? own
+}
+
+/**
+ * Redis's state from the first second (issue #7): a ping when the gateway starts, once
+ * the connection is made or has failed, then one every `intervalMs`, so that an outage
+ * without traffic, and the end of one, show in the breaker (and so in /readyz, the
+ * metric and the log) rather than at the next request.
+ */
+export class RedisWatch {
+  readonly #client: RedisClient
+  readonly #breaker: RedisBreaker
+  readonly #intervalMs: number
+  readonly #connectTimeoutMs: number
+  #timer: NodeJS.Timeout | null = null
+  /** Pings in a row that failed on a live connection. */
+  #slow = 0
+
+  constructor(client: RedisClient, breaker: RedisBreaker, opts: { intervalMs: number; connectTimeoutMs: number }) {
+    this.#client = client
+    this.#breaker = breaker
+    this.#intervalMs = opts.intervalMs
+    this.#connectTimeoutMs = opts.connectTimeoutMs
+  }
+
+  async start(): Promise<void> {
+    await this.#connected()
+    await this.#ping()
+    this.#timer = setInterval(() => void this.#ping(), this.#intervalMs)
+    this.#timer.unref()
+  }
+
+  close(): void {
+    if (this.#timer) clearInterval(this.#timer)
+    this.#timer = null
+  }
+
+  async #ping(): Promise<void> {
+    if (this.#breaker.state !== 'closed') {
+      await this.#breaker.run(() => this.#client.ping(), null)
+      return
+    }
+    try {
+      await this.#client.ping()
+      this.#slow = 0
+    } catch (err) {
+      // One slow answer on a busy machine is not an outage (requests' own commands still
+      // open the breaker); a lost connection, or a second timeout in a row, is.
+      this.#slow += 1
+      if (this.#client.status !== 'ready' || this.#slow >= 2) this.#breaker.fail(err)
+    }
+  }
+
+  // Commands fail at once until the connection is made: the first ping waits for it,
+  // or for its first error, for as long as a connection attempt may take.
+  #connected(): Promise<void> {
+    const client = this.#client
+    if (client.status === 'ready') return Promise.resolve()
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        client.off('ready', done).off('error', done)
+        resolve()
+      }
+      const timer = setTimeout(done, this.#connectTimeoutMs)
+      client.once('ready', done).once('error', done)
+    })
+  }
+}
+
+export function redisConnectTimeoutMs(cfg: Pick<Config['redis'], 'commandTimeoutMs'>): number {
+  return Math.max(cfg.commandTimeoutMs * 4, 1000)
 }
 
 export type BreakerState = 'closed' | 'open' | 'half-open'
@@ -48,12 +149,25 @@ export class RedisBreaker {
   readonly #log: Logger
   readonly #now: () => number
   readonly #onChange: ((state: BreakerState) => void) | undefined
+  readonly #address: string
+  readonly #cause: (err: unknown) => string
 
-  constructor(opts: { cooldownMs: number; log: Logger; now?: () => number; onChange?: (state: BreakerState) => void }) {
+  constructor(opts: {
+    cooldownMs: number
+    log: Logger
+    now?: () => number
+    onChange?: (state: BreakerState) => void
+    /** Where Redis is (redisAddress), named in every transition's log line. */
+    address?: string
+    /** Why a command failed (failureCause). */
+    cause?: (err: unknown) => string
+  }) {
     this.#cooldownMs = opts.cooldownMs
     this.#log = opts.log
     this.#now = opts.now ?? Date.now
     this.#onChange = opts.onChange
+    this.#address = opts.address ?? 'redis'
+    this.#cause = opts.cause ?? ((err) => (err as Error).message)
   }
 
   get state(): BreakerState {
@@ -80,12 +194,12 @@ export class RedisBreaker {
     this.#openedAt = this.#now()
     if (this.#state === 'open') return
     // A failed probe after a cooldown is the same outage: its line was logged when it began.
-    if (this.#state === 'closed') this.#log.warn({ err: { message: (err as Error).message } }, 'redis unavailable: serving without it (circuit open)')
+    if (this.#state === 'closed') this.#log.warn({ redis: this.#address, cause: this.#cause(err) }, 'redis unavailable: serving without it (circuit open)')
     this.#transition('open')
   }
 
   #transition(state: BreakerState): void {
-    if (state === 'closed') this.#log.info('redis available again (circuit closed)')
+    if (state === 'closed') this.#log.info({ redis: this.#address }, 'redis available again (circuit closed)')
     this.#state = state
     this.#onChange?.(state)
   }

@@ -55,6 +55,18 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     credentials[name] = namedCredential(name, c, raw, baseUrl, env, readFile, problems)
   }
 
+  // The token file must be there at start (the chart mounts it from a Secret): without
+  // it no platform call could succeed, and a start that looks fine would hide that.
+  for (const c of Object.values(credentials)) {
+    if (!c.tokenFile) continue
+    const name = c.name === DEFAULT_CREDENTIAL ? 'PLATFORM_TOKEN_FILE' : `credentials.${c.name}.tokenFile`
+    try {
+      if (readFile(c.tokenFile).trim() === '') problems.push(`${name}: ${c.tokenFile} is empty; it must hold the platform token`)
+    } catch (err) {
+      problems.push(`${name}: ${c.tokenFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); it must hold the platform token`)
+    }
+  }
+
   const teams = normalizeTeams(raw.teams, new Set(Object.keys(credentials)), problems)
 
   const cache = raw.cache
@@ -96,7 +108,6 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       campaignPaths: raw.ownership.campaignPaths,
     },
     gatewaySecret: raw.gatewaySecret ?? null,
-    demo: baseUrl === null,
     platform: {
       baseUrl,
       tokenUrl: p.tokenUrl,
@@ -144,7 +155,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   }
 }
 
-export type Config = ReturnType<typeof normalize>
+/** `demo`: decided by loadConfig from everything that was set (config/demo-mode.ts). */
+export type Config = ReturnType<typeof normalize> & { demo: boolean }
 
 function envName(path: string, env: string): string {
   return `${env} (${path})`

@@ -32,10 +32,24 @@ function withoutBranchNoise(errors: ErrorObject[]): ErrorObject[] {
     if (union.keyword !== 'anyOf') continue
     const branches = errors.filter((e) => e !== union && e.schemaPath.startsWith(`${union.schemaPath}/`))
     const deeper = branches.some((e) => e.instancePath.startsWith(`${union.instancePath}/`))
+    // A nullable setting (a string or null) given a string that breaks a rule: the rule
+    // is the message ("at least 16 characters"), not "must match a schema in anyOf".
+    const ruled = branches.filter((e) => e.keyword !== 'type')
+    const oneBranch = ruled.length > 0 && new Set(ruled.map((e) => branchOf(union, e))).size === 1
+    const described = (union.parentSchema as { description?: string } | undefined)?.description !== undefined
+    if (!deeper && oneBranch && !described) {
+      for (const e of branches) if (!ruled.includes(e)) dropped.add(e)
+      dropped.add(union)
+      continue
+    }
     for (const e of branches) if (!deeper || e.instancePath === union.instancePath) dropped.add(e)
     if (deeper) dropped.add(union)
   }
   return errors.filter((e) => !dropped.has(e))
+}
+
+function branchOf(union: ErrorObject, e: ErrorObject): string {
+  return e.schemaPath.slice(union.schemaPath.length + 1).split('/')[0] ?? ''
 }
 
 function describeError(error: ErrorObject, raw: Record<string, unknown>, envSources: Map<string, string>): string | null {
@@ -58,6 +72,7 @@ function describeError(error: ErrorObject, raw: Record<string, unknown>, envSour
 function hintFor(dotted: string, error: ErrorObject): string {
   const schema = error.parentSchema as { description?: string } | undefined
   if (schema?.description) return `must be ${schema.description}`
+  if (error.keyword === 'minLength') return `must be at least ${(error.params as { limit: number }).limit} characters long`
   if (/port$/i.test(dotted)) return 'must be an integer from 0 to 65535'
   if (dotted === 'logLevel') return 'must be one of fatal, error, warn, info, debug, trace, silent'
   if (dotted.endsWith('baseUrl')) return 'must be an http:// or https:// URL'

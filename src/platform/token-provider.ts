@@ -69,6 +69,8 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   #lastLeftMs: number | null = null
   /** The token file's content when last read: only a change of the file replaces the token. */
   #fileContent: string | null = null
+  /** What is wrong with the token file now (an errno code, or `empty`); null: nothing. */
+  #fileFault: string | null = null
   #maintaining = false
   #now: () => number
 
@@ -241,18 +243,26 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     try {
       content = (await readFile(path, 'utf8')).trim()
     } catch (err) {
-      this.#deps.log.error({ credential: this.name, path, code: (err as NodeJS.ErrnoException).code }, 'token file cannot be read; keeping the current token')
+      const code = (err as NodeJS.ErrnoException).code ?? 'error'
+      this.#fileProblem(code, () => this.#deps.log.error({ credential: this.name, path, code }, 'token file cannot be read; keeping the current token'))
       return
     }
     if (content === '') {
-      this.#deps.log.error({ credential: this.name, path }, 'token file is empty; keeping the current token')
+      this.#fileProblem('empty', () => this.#deps.log.error({ credential: this.name, path }, 'token file is empty; keeping the current token'))
       return
     }
+    this.#fileFault = null
     // Compared with the file's last content, not with the token in use: a token from PUT
     // /admin/token or another replica stays until the file itself changes.
     if (content === this.#fileContent) return
     this.#fileContent = content
     this.#set(content, 'file', undefined, reason)
+  }
+
+  // The file is polled every second: a lasting fault is logged once, when it begins.
+  #fileProblem(fault: string, report: () => void): void {
+    if (this.#fileFault !== fault) report()
+    this.#fileFault = fault
   }
 
   // A Kubernetes Secret update swaps the `..data` symlink in the file's folder, which a

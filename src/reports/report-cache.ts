@@ -14,14 +14,19 @@ import type { TeamUsage } from '../teams/team-usage.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
-/** What a report read answers: an entry, or the platform's answer passed through uncached. */
-export type CacheResult =
+/**
+ * What a report read answers: an entry, or the platform's answer passed through uncached;
+ * `upstreamMs`: how long the platform call it waited for took (the access log), absent
+ * when none was made for it.
+ */
+export type CacheResult = (
   | { kind: 'entry'; entry: CacheEntry; status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH' }
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
   | { kind: 'stream'; headers: Record<string, string>; stream: Readable; gzipped: boolean }
+) & { upstreamMs?: number }
 type Tier = StoreTier | 'platform'
 
-type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean }
+type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number }
 
 /** Whom a read's platform calls count for (usage per team, issue #8). */
 export interface CallTally {
@@ -107,23 +112,24 @@ export class ReportCache {
     }
     // A refresh must not be answered with the copy it asked to bypass.
     const result = await this.#fill(key, report, provider, opts, opts.refresh ? this.#now() : 0)
+    const upstream = result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }
     switch (result.kind) {
       case 'entry':
-        return this.#served(result.entry, opts.refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform')
+        return { ...this.#served(result.entry, opts.refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform'), ...upstream }
       case 'pass':
         this.#count('BYPASS', 'platform')
-        return { kind: 'pass', status: result.status, headers: result.headers, body: result.body }
+        return { kind: 'pass', status: result.status, headers: result.headers, body: result.body, ...upstream }
       case 'oversize':
         return this.#oversize(result, report, key, provider, opts)
       case 'failed': {
         stale ??= opts.refresh ? await this.#d.store.lookup(key) : null
         if (stale && this.#now() < stale.entry.errorUntil) {
           opts.log.warn({ err: result.error }, 'platform failed; serving a stale copy')
-          return this.#served(stale.entry, 'STALE', stale.tier)
+          return { ...this.#served(stale.entry, 'STALE', stale.tier), ...upstream }
         }
         if (result.response && result.response.status === 429) {
           this.#count('BYPASS', 'platform')
-          return { kind: 'pass', ...result.response }
+          return { kind: 'pass', ...result.response, ...upstream }
         }
         throw result.error
       }
@@ -184,7 +190,7 @@ export class ReportCache {
         // The leader took too long or failed: go upstream, but leave storing to it.
         return this.#callPlatform(report, provider, origin)
       }
-      let result: FetchResult
+      let result: FillResult
       try {
         result = await this.#callPlatform(report, provider, origin)
         // Only the lock's leader shares its copy: a solo fill (Redis out) keeps it here.
@@ -198,18 +204,18 @@ export class ReportCache {
   }
 
   // The call counts for the team whose read started it: a coalesced fill's leader.
-  async #callPlatform(report: CanonicalReport, provider: TokenProvider, origin: Origin): Promise<FetchResult> {
+  async #callPlatform(report: CanonicalReport, provider: TokenProvider, origin: Origin): Promise<FillResult> {
     const { config, metrics } = this.#d
     origin.tally.platformCalls += 1
     this.#d.usage.platformCall(origin.tally.team.name)
     const end = metrics.upstreamDuration.startTimer()
-    const result = await fetchReport(this.#d.client, provider, report, origin, {
+    const result: FillResult = await fetchReport(this.#d.client, provider, report, origin, {
       maxEntryBytes: config.cache.maxEntryBytes,
       ttl: { ...config.cache.ttl, ...config.cache },
       now: this.#now,
     })
     const outcome = result.kind === 'failed' ? result.error.code : result.kind
-    end({ status: outcome })
+    result.upstreamMs = end({ status: outcome }) * 1000
     metrics.platformCalls.inc({ outcome })
     return result
   }
@@ -226,7 +232,7 @@ export class ReportCache {
     provider: TokenProvider,
     opts: ReadOptions,
   ): Promise<CacheResult> {
-    let own: FetchResult = result
+    let own: FillResult = result
     if (result.taken) {
       // Another caller coalesced onto this call holds its stream: make a call of our own.
       own = await this.#callPlatform(report, provider, opts)
@@ -239,7 +245,7 @@ export class ReportCache {
       yield* head
       yield* rest
     })())
-    return { kind: 'stream', headers, stream, gzipped: headers['content-encoding'] === 'gzip' }
+    return { kind: 'stream', headers, stream, gzipped: headers['content-encoding'] === 'gzip', ...(own.upstreamMs === undefined ? {} : { upstreamMs: own.upstreamMs }) }
   }
 
   #count(result: CacheStatus, tier: Tier): void {

@@ -63,7 +63,9 @@ export async function reportReads(
     const caller = admission.admit(request)
     const { report, key } = forms.get(caller, request.url)
     await admission.checkScope(request.method, caller, admission.known(request.url))
+    caller.advertisers = report.advertiserIds
     const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, team: caller.team.name, log: request.log, tally: caller })
+    caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, ctx.now())
   })
 
@@ -74,13 +76,16 @@ export async function reportReads(
     const report = canonicalPostReport(caller.target.path, caller.target.search, caller.body.value, { maxRangeDays: ctx.config.cache.maxRangeDays })
     await admission.checkScope(request.method, caller)
     const key = ctx.reports.keyFor(caller.provider.name, report)
-    const result = await ctx.reports.read(indexedUnderOwners(report, caller), key, caller.provider, {
+    const indexed = indexedUnderOwners(report, caller)
+    caller.advertisers = indexed.advertiserIds
+    const result = await ctx.reports.read(indexed, key, caller.provider, {
       refresh: wantsRefresh(request.headers),
       requestId: request.id,
       team: caller.team.name,
       log: request.log,
       tally: caller,
     })
+    caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, ctx.now())
   })
 }

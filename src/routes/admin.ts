@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import { AdminUnauthorizedError, AdminUnavailableError, BadRequestError, TokenRejectedError, UpstreamError, UsageUnavailableError } from '../errors.js'
@@ -6,6 +5,7 @@ import { fingerprint } from '../fingerprint.js'
 import type { TeamReloader } from '../teams/team-reload.js'
 import { utcDay } from '../teams/team-usage.js'
 import type { PlatformClient } from '../platform/platform-client.js'
+import { probeStatus } from '../platform/token-probe.js'
 import type { TokenProvider } from '../platform/token-provider.js'
 import { DEFAULT_CREDENTIAL } from '../config.js'
 
@@ -22,7 +22,9 @@ const tokenBody = {
   additionalProperties: false,
   // Printable ASCII, no inner whitespace (it goes into a header); surrounding whitespace
   // (a pasted newline) is trimmed, and what is left must still be a plausible token.
-  properties: { token: { type: 'string', maxLength: 8192, pattern: '^\\s*[!-~]{8,}\\s*$' } },
+  properties: {
+    token: { type: 'string', maxLength: 8192, pattern: '^\\s*[!-~]{8,}\\s*$', description: 'the platform token: 8 to 8192 printable ASCII characters, no spaces inside' },
+  },
 } as const
 
 /** The admin listener's /admin/* calls (contract, "Admin listener"). */
@@ -134,25 +136,12 @@ function tokenView(provider: TokenProvider) {
   return { source, fingerprint: fp, obtainedAt, expiresAt, secondsLeft, usable }
 }
 
-// The probe's place in the credential's queue: not a team name (those cannot hold parentheses).
-const ADMIN_CALLER = '(admin)'
-
 // A token the platform refuses is never switched to (issue 4): the configured probe
 // call must not answer 401 or 403 to it.
 async function probe(ctx: GatewayContext, client: PlatformClient, provider: TokenProvider, token: string): Promise<void> {
-  const probeCall = ctx.config.platform.probe
-  const baseUrl = provider.credential.baseUrl
-  if (!probeCall || !baseUrl) return
-  let status: number
+  let status: number | null
   try {
-    status = await client.probe(provider.name, baseUrl, token, {
-      method: probeCall.method,
-      url: probeCall.path,
-      headers: { accept: 'application/json', ...(probeCall.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
-      body: probeCall.method === 'POST' ? '{}' : null,
-      requestId: `token-probe-${randomUUID()}`,
-      team: ADMIN_CALLER,
-    })
+    status = await probeStatus(client, ctx.config.platform.probe, provider, token)
   } catch (err) {
     throw new UpstreamError(`the token check call failed (${(err as { cause?: { code?: string } }).cause?.code ?? 'error'}); the token was not changed`, { cause: err })
   }

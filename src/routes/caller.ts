@@ -37,6 +37,10 @@ export interface Caller {
   stream: Readable | null
   /** Owner of each campaign id the call names, where the gateway looked it up. */
   campaignOwners: Map<number, number>
+  /** The accounts the call names, for the access log; set by the handler once known. */
+  advertisers: readonly unknown[] | null
+  /** How long the platform call this caller waited for took; null: none was made. */
+  upstreamMs: number | null
 }
 
 export interface KnownTarget {
@@ -121,6 +125,8 @@ export class Admission {
       body: null,
       stream: null,
       campaignOwners: new Map(),
+      advertisers: null,
+      upstreamMs: null,
     }
     // Set before the rules below, so that the request's log line names the team they refused.
     request.caller = caller

@@ -5,7 +5,7 @@ import { acceptsGzip, entryResponse, wantsRefresh } from '../reports/report-repl
 import { assertAccounts } from '../teams/account-scope.js'
 import { POLICY_HEADER, STATE_HEADER, rateLimitHeaders } from '../teams/rate-limit-headers.js'
 import type { Admission } from './caller.js'
-import { requestIdOf, type ObserveRequest } from './request-log.js'
+import { bytesSent, requestIdOf, type ObserveRequest } from './request-log.js'
 
 /**
  * Serves fresh in-memory report hits before Fastify's router (issue #6): at this rate,
@@ -51,11 +51,26 @@ export function fastHits(ctx: GatewayContext, admission: Admission, forms: Repor
       headers[POLICY_HEADER] = fields[0]
       headers[STATE_HEADER] = fields[1]
     }
-    const before = req.socket.bytesWritten
     res.writeHead(200, headers)
     res.end(body)
     ctx.reports.countHit()
-    observe({ reqId, team: team.name, keyId: key.id, hit: true, bytes: req.socket.bytesWritten - before, method: 'GET', url, route: 'report', status: 200, durationMs: performance.now() - started, cache: 'HIT' })
+    observe({
+      reqId,
+      team: team.name,
+      keyId: key.id,
+      hit: true,
+      method: 'GET',
+      url,
+      route: 'report',
+      status: 200,
+      durationMs: performance.now() - started,
+      cache: 'HIT',
+      client: req.socket.remoteAddress ?? null,
+      advertisers: form.report.advertiserIds,
+      bytes: bytesSent(req.socket),
+      upstreamMs: null,
+      userAgent: req.headers['user-agent'] ?? null,
+    })
     return true
   }
 }

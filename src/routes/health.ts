@@ -2,9 +2,11 @@ import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from '../context.js'
 
 /**
- * Liveness and readiness (contract, "Admin listener"). Ready while every credential
- * holds a token the platform has not refused; Redis being down only shows as degraded,
- * because a shared dependency in readiness would pull every replica at once.
+ * Liveness and readiness (contract, "Admin listener", as changed in issue #7). Unready
+ * (503) only while this replica cannot serve at all: starting or shutting down. A
+ * refused platform token and Redis being down are shared by every replica: they are
+ * listed under `degraded` (and in the metrics the alerts read), because making every
+ * replica unready at once would empty the Service and stop cached reports too.
  */
 export async function healthRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayContext }): Promise<void> {
   app.get('/healthz', async () => ({ status: 'ok' }))
@@ -14,8 +16,9 @@ export async function healthRoutes(app: FastifyInstance, { ctx }: { ctx: Gateway
       ctx.tokens.all().map((p) => [p.name, p.current() === null ? 'missing' : p.usable() ? 'ok' : 'rejected']),
     )
     const redis = ctx.redis === null ? 'not configured' : ctx.breaker?.state === 'closed' ? 'ok' : 'down'
-    const ready = Object.values(tokens).every((s) => s === 'ok')
+    const { phase } = ctx.lifecycle
+    const ready = phase === 'serving'
     const degraded = [...(redis === 'down' ? ['redis'] : []), ...Object.entries(tokens).filter(([, s]) => s !== 'ok').map(([n]) => `platformToken:${n}`)]
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', platformToken: tokens, redis, degraded })
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : phase, platformToken: tokens, redis, degraded })
   })
 }

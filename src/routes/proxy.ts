@@ -29,6 +29,7 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
     const caller = admission.admit(request)
     await admission.readBody(request, caller, limit)
     await admission.checkScope(request.method, caller)
+    caller.advertisers = admission.named(request.method, caller, admission.known(request.url)).accounts
     const headers: Record<string, string> = {}
     for (const name of FORWARDED_HEADERS) {
       const value = request.headers[name]
@@ -47,6 +48,7 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
     }
     caller.platformCalls += 1
     ctx.usage.platformCall(caller.team.name)
+    const started = performance.now()
     const res = await client.send(caller.provider, {
       method: request.method,
       url: targetUrl(caller.target),
@@ -56,6 +58,7 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
       read: isRead(request.method, caller.target.path),
       team: caller.team.name,
     })
+    caller.upstreamMs = performance.now() - started
     // Contract, "Errors": only the platform's 4xx bodies pass through; its 5xx is our 502.
     if (res.status >= 500) {
       res.body.resume()

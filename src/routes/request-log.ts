@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
+import type { Socket } from 'node:net'
 import type { GatewayContext } from '../context.js'
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
@@ -17,14 +18,34 @@ export interface RequestFacts {
   keyId: string | null
   /** Answered by the cache: a platform call saved (teams/team-usage.ts). */
   hit: boolean
-  /** Bytes written to the caller's connection for this answer. */
-  bytes: number
   method: string
   url: string
   route: string
   status: number
   durationMs: number
   cache: string | null
+  /** The caller's address (the socket's peer: the ingress's, behind one). */
+  client: string | null
+  /** The accounts (advertiserId, userId) the call named, as far as the gateway read them. */
+  advertisers: readonly unknown[] | null
+  /** Bytes written to the caller for this response, headers included; null where unknown. */
+  bytes: number | null
+  /** How long the platform call it waited for took; null when none was made. */
+  upstreamMs: number | null
+  userAgent: string | null
+}
+
+// Bytes a socket had written when its last response ended: requests on one keep-alive
+// connection are answered one after another, so the difference is this response's.
+const written = new WeakMap<Socket, number>()
+
+/** The bytes written on `socket` since its previous response ended. */
+export function bytesSent(socket: Socket | null | undefined): number | null {
+  const total = socket?.bytesWritten
+  if (socket == null || typeof total !== 'number') return null
+  const before = written.get(socket) ?? 0
+  written.set(socket, total)
+  return total - before
 }
 
 export type ObserveRequest = (facts: RequestFacts) => void
@@ -52,24 +73,40 @@ export function requestObserver(ctx: GatewayContext): ObserveRequest {
       timers.set(facts.route, timer)
     }
     timer.observe(facts.durationMs / 1000)
-    if (facts.team !== null) ctx.usage.request(facts.team, facts.status, facts.hit, facts.bytes)
+    if (facts.team !== null) ctx.usage.request(facts.team, facts.status, facts.hit, facts.bytes ?? 0)
     if (!logRequests) return
     const q = facts.url.indexOf('?')
     ctx.log.info(
       {
         reqId: facts.reqId,
+        client: facts.client,
         team: facts.team,
         keyId: facts.keyId,
         method: facts.method,
         path: q === -1 ? facts.url : facts.url.slice(0, q),
+        advertiser: advertiserField(facts.advertisers),
         route: facts.route,
         status: facts.status,
-        durationMs: Math.round(facts.durationMs * 10) / 10,
+        durationMs: tenths(facts.durationMs),
+        upstreamMs: facts.upstreamMs === null ? null : tenths(facts.upstreamMs),
         cache: facts.cache,
+        bytes: facts.bytes,
+        userAgent: facts.userAgent,
       },
       'request',
     )
   }
+}
+
+function tenths(ms: number): number {
+  return Math.round(ms * 10) / 10
+}
+
+/** One account as a number, several as a list, none as null; as the caller wrote them otherwise. */
+export function advertiserField(accounts: readonly unknown[] | null): unknown {
+  if (!accounts || accounts.length === 0) return null
+  const ids = [...new Set(accounts.map((a) => (typeof a === 'string' && /^\d{1,15}$/.test(a) ? Number(a) : a)))]
+  return ids.length === 1 ? ids[0] : ids
 }
 
 /** The metrics' route label of a matched route. */

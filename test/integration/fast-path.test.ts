@@ -89,3 +89,42 @@ describe('hits before the router', () => {
     expect(env.sandbox.countRequests((r) => r.path === '/api/v1/report/campaigns/get')).toBe(calls + 1)
   })
 })
+
+describe('the access log line (issue #7)', () => {
+  const lastRequestLine = () => env.gw.logs.records().filter((r) => r.msg === 'request').at(-1) as Record<string, unknown>
+
+  it('carries client, advertiser, cache result, bytes sent, upstream time and user agent, on both entrances', async () => {
+    const url = '/api/v1/report/campaigns/get?advertiserId=102&dateFrom=2026-01-01&dateTo=2026-01-14'
+    const ua = { 'x-api-key': KEYS.growth, 'user-agent': 'dashboards/2.1' }
+    const miss = await get(url, ua)
+    expect(miss.headers['x-cache']).toBe('MISS')
+    const missLine = lastRequestLine()
+    expect(missLine).toMatchObject({ client: '127.0.0.1', team: 'growth', advertiser: 102, cache: 'MISS', status: 200, userAgent: 'dashboards/2.1' })
+    expect(missLine.upstreamMs).toEqual(expect.any(Number))
+    // Headers and body: more than the body, less than the body and 2 KB of headers.
+    expect(missLine.bytes).toBeGreaterThan(miss.body.length)
+    expect(missLine.bytes).toBeLessThan(miss.body.length + 2048)
+
+    const hit = await get(url, ua)
+    expect(hit.headers['x-cache']).toBe('HIT')
+    const hitLine = lastRequestLine()
+    expect(hitLine).toMatchObject({ client: '127.0.0.1', advertiser: 102, cache: 'HIT', upstreamMs: null, userAgent: 'dashboards/2.1' })
+    expect(hitLine.bytes).toBeGreaterThan(hit.body.length)
+    expect(hitLine.bytes).toBeLessThan(hit.body.length + 2048)
+    expect(Object.keys(hitLine).sort()).toEqual(Object.keys(missLine).sort())
+  })
+
+  it('names the account of a proxied call and times its platform call', async () => {
+    const res = await request(`${env.url}/api/v1/campaign/get`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEYS.growth, 'content-type': 'application/json' },
+      body: JSON.stringify({ userId: 101 }),
+    })
+    const body = Buffer.from(await res.body.arrayBuffer())
+    expect(res.statusCode).toBe(200)
+    const line = lastRequestLine()
+    expect(line).toMatchObject({ route: 'proxy', advertiser: 101, cache: null, userAgent: null })
+    expect(line.upstreamMs).toEqual(expect.any(Number))
+    expect(line.bytes).toBeGreaterThan(body.length)
+  })
+})

@@ -23,6 +23,7 @@ beforeAll(async () => {
       `${TEAMS_YAML}\nplatform: { timeout: 500ms }\n`,
     ),
   )
+  sandbox.clearRequests()
   await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
   const { port } = gw.proxy.server.address() as { port: number }
   gatewayUrl = new URL(`http://127.0.0.1:${port}`)

@@ -189,6 +189,11 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
     )
     try {
       expect(Date.now() - started).toBeLessThan(3000)
+      // The truth from the first second (issue #7), before any request needed Redis: the
+      // metric, readiness's body, and one line naming host:port and the cause.
+      expect(await redisUp(c)).toBe('0')
+      expect((await c.admin.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ redis: 'down', degraded: ['redis'] })
+      expect(lines(c, DOWN)).toEqual([expect.objectContaining({ level: 40, redis: `127.0.0.1:${redisServer.port}`, cause: expect.stringContaining('ECONNREFUSED') })])
       const during = await timed(c, query(28))
       expect(during.status).toBe(200)
       expect(during.cache).toBe('MISS')
@@ -205,6 +210,10 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
         probe.disconnect()
       }
       await waitFor('the replicas to reconnect', () => a.ctx.redis?.status === 'ready' && c.ctx.redis?.status === 'ready', 8000)
+      // Found back by the periodic ping, without a request.
+      await waitFor('the ping to find Redis back', async () => (await redisUp(c)) === '1', 5000)
+      expect(lines(c, UP)).toEqual([expect.objectContaining({ redis: `127.0.0.1:${redisServer.port}` })])
+      expect(lines(c, DOWN)).toHaveLength(1)
       await sleep(COOLDOWN_MS + 50)
       expect((await timed(a, query(29))).cache).toBe('MISS')
       expect((await timed(c, query(29))).cache).toBe('HIT')

@@ -45,6 +45,8 @@ beforeAll(async () => {
     `${TEAMS_YAML}\nusage: { flush: 1h }\n`,
   )
   gw = await buildGateway(config)
+  // The start's token probe is the gateway's own call, no team's.
+  sandbox.clearRequests()
   await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
   port = (gw.proxy.server.address() as { port: number }).port
 })

@@ -5,11 +5,13 @@ import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
 import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { fakeClock } from '../helpers/clock.js'
 
 // Issue 4, recovery: when the platform answers 401, a password-login credential logs
 // in again once (shared by every caller that saw the 401) and retries reads; a write is
 // never retried; a static or file token makes the credential unusable (502
-// GW_PLATFORM_AUTH, /readyz 503, a loud log line) until a new token arrives.
+// GW_PLATFORM_AUTH, listed as degraded in /readyz, a loud log line) until a new token
+// arrives. Readiness stays 200 (issue #7): cached reports are still served.
 
 const ADMIN_TOKEN = 'recovery-admin-token-0123456789abcdef'
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07'
@@ -216,7 +218,8 @@ describe('password login: 401 → one re-login → one retry', () => {
     const refused = await campaignList(gw)
     expect(refused.statusCode).toBe(502)
     expect(refused.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
-    expect((await ready(gw)).statusCode).toBe(503)
+    expect((await ready(gw)).statusCode).toBe(200)
+    expect((await ready(gw)).json()).toMatchObject({ degraded: ['platformToken:default'] })
     expect(loudLines(gw).length).toBeGreaterThan(0)
 
     failing = false
@@ -227,7 +230,7 @@ describe('password login: 401 → one re-login → one retry', () => {
 })
 
 describe('static or file token: 401 makes the credential unusable until a new token arrives', () => {
-  it('502 GW_PLATFORM_AUTH for reads, reports and writes, /readyz 503, a repeated loud log line; PUT /admin/token recovers', async () => {
+  it('502 GW_PLATFORM_AUTH for reads, reports and writes, degraded in /readyz (still 200), a repeated loud log line; PUT /admin/token recovers', async () => {
     const token = sandbox.issueToken()
     const gw = await gateway({ PLATFORM_TOKEN: token }, FAST_TICKS)
     expect((await ready(gw)).statusCode).toBe(200)
@@ -240,9 +243,9 @@ describe('static or file token: 401 makes the credential unusable until a new to
     expect(sandbox.countRequests(isTokenRequest)).toBe(0)
 
     const readiness = await ready(gw)
-    expect(readiness.statusCode).toBe(503)
-    expect(readiness.json()).toMatchObject({ platformToken: { default: 'rejected' } })
-    expect((await gw.admin.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(503)
+    expect(readiness.statusCode).toBe(200)
+    expect(readiness.json()).toMatchObject({ status: 'ready', platformToken: { default: 'rejected' }, degraded: ['platformToken:default'] })
+    expect((await gw.admin.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200)
     const metrics = await gw.admin.inject({ method: 'GET', url: '/metrics' })
     expect(metrics.body).toMatch(/gateway_platform_token_usable\{credential="default"\} 0/)
 
@@ -281,6 +284,48 @@ describe('static or file token: 401 makes the credential unusable until a new to
     provider.replace(next)
     expect(await provider.recover(token)).toMatchObject({ token: next })
     expect(provider.usable()).toBe(true)
+    expect((await ready(gw)).statusCode).toBe(200)
+  })
+})
+
+describe('a refused token degrades, it does not empty the Service (issue #7)', () => {
+  it('a garbage static token is probed at start: degraded at once, loud, usable 0, and still ready', async () => {
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, PLATFORM_TOKEN: 'garbage-token-the-platform-never-issued' }))
+    const readiness = await ready(gw)
+    expect(readiness.statusCode).toBe(200)
+    expect(readiness.json()).toEqual({ status: 'ready', platformToken: { default: 'rejected' }, redis: 'not configured', degraded: ['platformToken:default'] })
+    expect(loudLines(gw)).toHaveLength(1)
+    const metrics = await gw.admin.inject({ method: 'GET', url: '/metrics' })
+    expect(metrics.body).toMatch(/gateway_platform_token_usable\{credential="default"\} 0/)
+    // One probe call at start, with the configured probe (platform.probe).
+    expect(sandbox.requests.filter((r) => r.path.startsWith('/api/v1/')).map((r) => `${r.method} ${r.path}`)).toEqual(['POST /api/v1/campaign/get'])
+  })
+
+  it('cached reports are served while the token is refused (HIT, then STALE within staleIfError); only platform calls fail', async () => {
+    const clock = fakeClock()
+    const token = sandbox.issueToken()
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, PLATFORM_TOKEN: token }), { now: clock.now })
+    const filled = await report(gw)
+    expect(filled.headers['x-cache']).toBe('MISS')
+    sandbox.revokeToken(token)
+    // The refusal is found by a platform call: the credential is now unusable.
+    expect((await campaignList(gw)).json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expect(gw.ctx.tokens.get('default').usable()).toBe(false)
+
+    const hit = await report(gw)
+    expect(hit.statusCode).toBe(200)
+    expect(hit.headers['x-cache']).toBe('HIT')
+    expect(hit.body).toBe(filled.body)
+    // Past freshness and stale-while-revalidate, within staleIfError (24 h after freshness).
+    clock.advance(25 * 3600_000)
+    const stale = await report(gw)
+    expect(stale.statusCode).toBe(200)
+    expect(stale.headers['x-cache']).toBe('STALE')
+    expect(stale.body).toBe(filled.body)
+    // A report never cached needs the platform: 502 GW_PLATFORM_AUTH.
+    const miss = await report(gw, '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-02-01&dateTo=2026-02-07')
+    expect(miss.statusCode).toBe(502)
+    expect(miss.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
     expect((await ready(gw)).statusCode).toBe(200)
   })
 })

@@ -41,7 +41,8 @@ describe('defaults (config/default.yaml)', () => {
   it('runs in demo mode with the contract defaults when nothing is set', () => {
     const config = load({})
     expect(config.demo).toBe(true)
-    expect(config.host).toBe('0.0.0.0')
+    // Demo mode keeps the proxy on loopback (issue #7); HOST or a config file may open it.
+    expect(config.host).toBe('127.0.0.1')
     expect(config.port).toBe(8080)
     expect(config.admin).toEqual({ host: '127.0.0.1', port: 8081, token: null, tokensFile: null, tokens: [] })
     expect(config.logLevel).toBe('info')
@@ -73,8 +74,10 @@ logLevel: warn
 admin: { port: 9001 }
 platform: { timeout: 5s }
 `
+  const PLATFORM = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
   it('takes CONFIG_FILE over default.yaml', () => {
-    const config = load({}, yaml)
+    const config = load(PLATFORM, yaml)
+    expect(config.host).toBe('0.0.0.0')
     expect(config.port).toBe(9000)
     expect(config.logLevel).toBe('warn')
     expect(config.admin.port).toBe(9001)
@@ -85,7 +88,7 @@ platform: { timeout: 5s }
   })
 
   it('takes the environment over CONFIG_FILE', () => {
-    const config = load({ PORT: '9100', LOG_LEVEL: 'debug', ADMIN_PORT: '9101', HOST: '127.0.0.1' }, yaml)
+    const config = load({ ...PLATFORM, PORT: '9100', LOG_LEVEL: 'debug', ADMIN_PORT: '9101', HOST: '127.0.0.1' }, yaml)
     expect(config.port).toBe(9100)
     expect(config.logLevel).toBe('debug')
     expect(config.admin.port).toBe(9101)
@@ -95,7 +98,7 @@ platform: { timeout: 5s }
 
   it('reads teams from CONFIG_FILE', () => {
     const config = load(
-      {},
+      PLATFORM,
       `
 teams:
   growth:
@@ -123,7 +126,7 @@ teams:
   it('reads key entries with an id and an expiry (a date is midnight UTC; a date-time without zone is UTC)', () => {
     const other = hashApiKey('rgw_config_test_key_2')
     const config = load(
-      {},
+      { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN },
       `
 teams:
   growth:
@@ -215,7 +218,7 @@ describe('secrets from *_FILE', () => {
   })
 
   it('keeps PLATFORM_TOKEN_FILE as a path (the file is watched, not read once)', () => {
-    const config = load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN_FILE: '/run/secrets/platform-token' })
+    const config = load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN_FILE: '/run/secrets/platform-token' }, undefined, { '/run/secrets/platform-token': 'first-token-000000\n' })
     expect(config.credentials.default?.tokenFile).toBe('/run/secrets/platform-token')
     expect(config.credentials.default?.token).toBeNull()
   })
@@ -267,7 +270,7 @@ describe('invalid configuration names the key', () => {
 
   it.each(cases)('$name', ({ env, yaml, files, expected }) => {
     const err = problem(env, yaml, files)
-    expect(err.message).toMatch(/^invalid configuration:\n {2}- /)
+    expect(err.message).toMatch(/^invalid configuration:( \S|\n {2}- )/)
     expect(err.message).toMatch(expected)
     expect(err.problems.length).toBeGreaterThan(0)
   })
@@ -323,5 +326,63 @@ describe('secrets never come from CONFIG_FILE and are never echoed', () => {
     const err = problem({}, `teams:\n  growth: { keys: ["${plaintext}"], advertisers: [101] }`)
     expect(err.message).toMatch(/teams\.growth\.keys\.0: must be sha256:<hex>/)
     expect(err.message).not.toContain(plaintext)
+  })
+})
+
+describe('demo mode only when nothing is configured, or with DEMO=1 (issue #7)', () => {
+  const ASK = "set PLATFORM_BASE_URL to the platform's address (or DEMO=1 for the bundled sandbox)"
+  it.each<{ name: string; env: Record<string, string>; yaml?: string; found: string }>([
+    { name: 'a token file', env: { PLATFORM_TOKEN_FILE: '/run/secrets/t' }, found: 'PLATFORM_TOKEN_FILE is' },
+    { name: 'a static token', env: { PLATFORM_TOKEN: TOKEN }, found: 'PLATFORM_TOKEN is' },
+    { name: 'a password login', env: { PLATFORM_USERNAME: 'u', PLATFORM_PASSWORD: 'p', PLATFORM_CLIENT_ID: '1', PLATFORM_CLIENT_SECRET: 's' }, found: 'PLATFORM_USERNAME, PLATFORM_PASSWORD, PLATFORM_CLIENT_ID, PLATFORM_CLIENT_SECRET are' },
+    { name: 'Redis', env: { REDIS_URL: 'redis://cache:6379' }, found: 'REDIS_URL is' },
+    { name: 'a config file with teams', env: {}, yaml: `teams:\n  growth:\n    keys: ["${HASH}"]\n    advertisers: [101]\n`, found: 'teams, CONFIG_FILE are' },
+    { name: 'an empty config file', env: {}, yaml: '{}', found: 'CONFIG_FILE is' },
+  ])('$name without PLATFORM_BASE_URL stops the start', ({ env, yaml, found }) => {
+    const err = problem(env, yaml, { '/run/secrets/t': 'a-token-000000' })
+    expect(err.problems).toContain(`PLATFORM_BASE_URL: not set, but ${found} configured; ${ASK}`)
+  })
+
+  it('DEMO=1 runs the sandbox whatever else is set; the proxy stays on loopback unless HOST says otherwise', () => {
+    const config = load({ DEMO: '1', REDIS_URL: 'redis://cache:6379' }, `teams:\n  growth:\n    keys: ["${HASH}"]\n    advertisers: [101]\n`)
+    expect(config.demo).toBe(true)
+    expect(config.host).toBe('127.0.0.1')
+    expect(load({ DEMO: '1', HOST: '0.0.0.0' }).host).toBe('0.0.0.0')
+    expect(load({ DEMO: '1' }, 'host: 10.0.0.5\n').host).toBe('10.0.0.5')
+  })
+
+  it('DEMO=0 or empty is no request; another value is refused', () => {
+    expect(load({ DEMO: '0' }).demo).toBe(true)
+    expect(load({ DEMO: '0', PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }).demo).toBe(false)
+    expect(problem({ DEMO: 'yes' }).problems).toEqual(['DEMO: must be 1 or unset (got "yes")'])
+  })
+
+  it('with PLATFORM_BASE_URL it is never demo mode', () => {
+    const config = load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN })
+    expect(config.demo).toBe(false)
+    expect(config.host).toBe('0.0.0.0')
+  })
+})
+
+describe('messages that say what to do (issue #7)', () => {
+  it('a short ADMIN_TOKEN or GATEWAY_SECRET names the minimum length, never the value', () => {
+    expect(problem({ ADMIN_TOKEN: 'short-admin' }).problems).toEqual(['ADMIN_TOKEN: must be at least 16 characters long'])
+    expect(problem({ GATEWAY_SECRET: 'short-secret' }).problems).toEqual(['GATEWAY_SECRET: must be at least 16 characters long'])
+    expect(problem({ GATEWAY_SECRET_FILE: '/run/secrets/g' }, undefined, { '/run/secrets/g': 'tiny\n' }).problems).toEqual(['GATEWAY_SECRET: must be at least 16 characters long'])
+  })
+
+  it('a token file that is missing or empty stops the start, for the default and a named credential', () => {
+    expect(problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN_FILE: '/run/secrets/none' }).problems).toEqual([
+      'PLATFORM_TOKEN_FILE: /run/secrets/none cannot be read (ENOENT); it must hold the platform token',
+    ])
+    expect(problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN_FILE: '/run/secrets/e' }, undefined, { '/run/secrets/e': ' \n' }).problems).toEqual([
+      'PLATFORM_TOKEN_FILE: /run/secrets/e is empty; it must hold the platform token',
+    ])
+    const named = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }, 'credentials:\n  partner:\n    tokenFile: /run/secrets/partner\n')
+    expect(named.problems).toEqual(['credentials.partner.tokenFile: /run/secrets/partner cannot be read (ENOENT); it must hold the platform token'])
+  })
+
+  it('one problem is one line', () => {
+    expect(problem({ ADMIN_TOKEN: 'short-admin' }).message).toBe('invalid configuration: ADMIN_TOKEN: must be at least 16 characters long')
   })
 })

@@ -136,8 +136,8 @@ describe('Dockerfile', () => {
       expect(Number(m![1])).toBe(24)
       expect(m![2]).toMatch(/slim|alpine/)
     }
-    // package.json's engines range admits the image's Node (>= 20.19).
-    expect(pkg.engines.node).toMatch(/^>=\s*2[0-4]\./)
+    // package.json's engines range is the Node the suite runs on (issue #7): 24 LTS, the image's.
+    expect(pkg.engines.node).toMatch(/^\^24\.\d+\.\d+$/)
   })
 
   it('builds dist/ with npm ci and npm run build, after the sources and tsconfigs are copied', () => {

@@ -297,6 +297,9 @@ describe('values.yaml and values.schema.json', () => {
 
 describe('rendered with the defaults', () => {
   const chart = renderChart(CHART)
+  // The defaults leave platform.baseUrl empty, which stops the gateway (issue #7): what
+  // loads a config from the rendered pod names the platform.
+  const withPlatform = renderChart(CHART, { values: { platform: { baseUrl: 'https://dsp-api.example.com' } } })
 
   it('renders valid YAML of the expected kinds', () => {
     for (const [file, text] of Object.entries(chart.files)) {
@@ -376,7 +379,7 @@ describe('rendered with the defaults', () => {
   })
 
   it('binds the admin listener where adminHost says, e.g. 0.0.0.0 for kubectl port-forward', () => {
-    const other = renderChart(CHART, { values: { adminHost: '0.0.0.0', secrets: { create: true, values: SECRETS } } })
+    const other = renderChart(CHART, { values: { adminHost: '0.0.0.0', platform: { baseUrl: 'https://dsp-api.example.com' }, secrets: { create: true, values: SECRETS } } })
     expect(envOf(other).get('ADMIN_HOST')).toEqual({ name: 'ADMIN_HOST', value: '0.0.0.0' })
     expect(gatewayConfigFrom(other).admin.host).toBe('0.0.0.0')
     expect(other.notes).not.toContain('kubectl port-forward')
@@ -447,7 +450,7 @@ describe('rendered with the defaults', () => {
     const sleep = Number(command?.[1])
     expect(sleep).toBe(5)
     // The grace the gateway itself uses: what its loader reads from the rendered config file.
-    const config = gatewayConfigFrom(chart, { 'rgw-report-gateway': { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret } })
+    const config = gatewayConfigFrom(withPlatform, { 'rgw-report-gateway': { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret } })
     expect(config.shutdownGraceMs).toBe(10_000)
     const defaults = parse(readFileSync(join(ROOT, 'config/default.yaml'), 'utf8')) as { shutdownGrace: string }
     expect(config.shutdownGraceMs / 1000, "the chart's default is the gateway's").toBe(durationSeconds(defaults.shutdownGrace))
@@ -472,7 +475,12 @@ describe('rendered with the defaults', () => {
 
   it('starts a gateway: the rendered env, ConfigMap and Secret load with the real config loader', () => {
     const secret = { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret }
-    const config = gatewayConfigFrom(chart, { 'rgw-report-gateway': secret })
+    // Left at its default (empty), platform.baseUrl stops the start rather than serving the demo sandbox.
+    expect(() => gatewayConfigFrom(chart, { 'rgw-report-gateway': secret })).toThrow(
+      "PLATFORM_BASE_URL: not set, but PLATFORM_TOKEN_FILE, CONFIG_FILE are configured; set PLATFORM_BASE_URL to the platform's address",
+    )
+    const config = gatewayConfigFrom(withPlatform, { 'rgw-report-gateway': secret })
+    expect(config.demo).toBe(false)
     expect(config.host).toBe('0.0.0.0')
     expect(config.port).toBe(8080)
     expect(config.admin).toMatchObject({ host: POD_IP, port: 8081, token: SECRETS.adminToken })
@@ -480,8 +488,9 @@ describe('rendered with the defaults', () => {
     expect(config.logLevel).toBe('info')
   })
 
-  it('warns in NOTES.txt about demo mode and lists the Secret keys to create', () => {
-    expect(chart.notes).toContain('DEMO MODE')
+  it('warns in NOTES.txt that the gateway will not start without platform.baseUrl, and lists the Secret keys to create', () => {
+    expect(chart.notes).toContain('platform.baseUrl is empty: the gateway will not start')
+    expect(withPlatform.notes).not.toContain('platform.baseUrl is empty')
     expect(chart.notes).toMatch(/platform-token\s+\(PLATFORM_TOKEN_FILE\)/)
     expect(chart.notes).toContain('rollout restart deployment/rgw-report-gateway')
   })

@@ -1,0 +1,148 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { hashApiKey } from '../../src/teams/api-keys.js'
+import { freePort } from '../helpers/start-redis.js'
+import { useSandbox } from '../helpers/fixtures.js'
+
+// Issue #7: a start that cannot work stops with one line saying what to do, and a start
+// that works says the truth about what it found (demo mode, Redis). Run as production
+// runs it: the built dist/main.js in a clean environment.
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const MAIN = join(ROOT, 'dist/main.js')
+const CONFIG_ERROR_EXIT = 78
+
+let dir: string
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'rgw-startup-'))
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const running: ChildProcess[] = []
+afterEach(() => {
+  for (const child of running.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+})
+
+interface Run {
+  child: ChildProcess
+  output: () => string
+  stderr: () => string
+  exit: Promise<number | null>
+}
+
+function start(env: Record<string, string>): Run {
+  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  running.push(child)
+  let out = ''
+  let err = ''
+  child.stdout?.setEncoding('utf8').on('data', (c: string) => (out += c))
+  child.stderr?.setEncoding('utf8').on('data', (c: string) => (err += c))
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  return { child, output: () => out + err, stderr: () => err, exit }
+}
+
+/** A start that must stop: its exit code and every line it printed. */
+async function refused(env: Record<string, string>): Promise<{ code: number | null; lines: string[] }> {
+  const run = start(env)
+  const timer = setTimeout(() => run.child.kill('SIGKILL'), 15_000)
+  const code = await run.exit
+  clearTimeout(timer)
+  return { code, lines: run.output().split('\n').filter(Boolean) }
+}
+
+async function waitForLine(run: Run, pattern: RegExp, ms = 15_000): Promise<string> {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    const line = run.output().split('\n').find((l) => pattern.test(l))
+    if (line) return line
+    if (run.child.exitCode !== null) break
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  throw new Error(`no line matching ${pattern}:\n${run.output()}`)
+}
+
+const sandbox = useSandbox()
+
+function file(name: string, text: string): string {
+  const path = join(dir, name)
+  writeFileSync(path, text)
+  return path
+}
+
+const TEAMS = `teams:\n  growth:\n    keys: ["${hashApiKey('rgw_startup_test_key_00000000000000000')}"]\n    advertisers: [101]\n`
+
+describe('misconfiguration stops the start with one line', () => {
+  it('a token file and teams without PLATFORM_BASE_URL: no demo mode, exit 78, the missing address named', async () => {
+    const { code, lines } = await refused({ PLATFORM_TOKEN_FILE: file('token', 'a-real-token-000000\n'), CONFIG_FILE: file('teams.yaml', TEAMS), PORT: '0', ADMIN_PORT: '0' })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual([
+      "report-gateway: invalid configuration: PLATFORM_BASE_URL: not set, but PLATFORM_TOKEN_FILE, teams, CONFIG_FILE are configured; set PLATFORM_BASE_URL to the platform's address (or DEMO=1 for the bundled sandbox)",
+    ])
+  })
+
+  it('Redis alone without PLATFORM_BASE_URL is refused too', async () => {
+    const { code, lines } = await refused({ REDIS_URL: 'redis://127.0.0.1:6399', PORT: '0', ADMIN_PORT: '0' })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual([
+      "report-gateway: invalid configuration: PLATFORM_BASE_URL: not set, but REDIS_URL is configured; set PLATFORM_BASE_URL to the platform's address (or DEMO=1 for the bundled sandbox)",
+    ])
+  })
+
+  it('a PLATFORM_TOKEN_FILE that does not exist: exit 78 and one line, not a log line every second', async () => {
+    const missing = join(dir, 'no-such-token')
+    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN_FILE: missing, PORT: '0', ADMIN_PORT: '0' })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual([`report-gateway: invalid configuration: PLATFORM_TOKEN_FILE: ${missing} cannot be read (ENOENT); it must hold the platform token`])
+  })
+
+  it('a short ADMIN_TOKEN names the minimum length', async () => {
+    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), ADMIN_TOKEN: 'short', PORT: '0', ADMIN_PORT: '0' })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual(['report-gateway: invalid configuration: ADMIN_TOKEN: must be at least 16 characters long'])
+  })
+
+  it('a port in use: one line, no stack trace, exit 1', async () => {
+    const taken: Server = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    try {
+      const port = (taken.address() as { port: number }).port
+      const { code, lines } = await refused({ HOST: '127.0.0.1', PORT: String(port), ADMIN_PORT: '0', LOG_LEVEL: 'silent' })
+      expect(code).toBe(1)
+      expect(lines.filter((l) => !l.startsWith('{'))).toEqual([`report-gateway: cannot listen on 127.0.0.1:${port}: the port is in use (set HOST, PORT)`])
+      expect(lines.join('\n')).not.toMatch(/\n\s+at /)
+    } finally {
+      await new Promise((resolve) => taken.close(resolve))
+    }
+  })
+})
+
+describe('a start that works says what it found', () => {
+  it('demo mode with nothing configured listens on 127.0.0.1', async () => {
+    const run = start({ PORT: '0', ADMIN_PORT: '0' })
+    const line = await waitForLine(run, /report gateway listening/)
+    expect(JSON.parse(line)).toMatchObject({ proxy: expect.stringMatching(/^127\.0\.0\.1:\d+$/) })
+    expect(run.output()).toContain('Demo mode (nothing configured)')
+  })
+
+  it('Redis at a closed port: the start line says down, one warning names host:port and the cause, never the password', async () => {
+    const port = await freePort()
+    const run = start({
+      PLATFORM_BASE_URL: sandbox.url,
+      PLATFORM_TOKEN: sandbox.issueToken(),
+      REDIS_URL: `redis://:s3cret-redis-pass@127.0.0.1:${port}`,
+      PORT: '0',
+      ADMIN_PORT: '0',
+    })
+    const listening = JSON.parse(await waitForLine(run, /report gateway listening/)) as Record<string, unknown>
+    expect(listening.redis).toBe(`down (127.0.0.1:${port})`)
+    const down = run.output().split('\n').filter((l) => l.includes('redis unavailable'))
+    expect(down).toHaveLength(1)
+    expect(JSON.parse(down[0] as string)).toMatchObject({ level: 40, redis: `127.0.0.1:${port}`, cause: expect.stringContaining('ECONNREFUSED') })
+    expect(run.output()).not.toContain('s3cret-redis-pass')
+  })
+})
