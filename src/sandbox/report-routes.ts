@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyReply } from 'fastify'
 import { mayRead, UNITS_PER_USD } from './accounts.js'
 import type { SandboxCampaign } from './catalog.js'
 import { sendForbidden, sendInvalid, sendJson } from './replies.js'
@@ -6,12 +6,13 @@ import { buildReport, REPORT_SPLITS } from './report-data.js'
 import type { ReportCampaign, ReportRequest, ReportSplit, SpendCurrency } from './report-data.js'
 import type { SandboxAccount } from './types.js'
 import type { SandboxState } from './state.js'
-import { callerOf } from './tokens.js'
-import { asRecord, Validator } from './validation.js'
+import type { PlatformRoutes } from './platform-routes.js'
+import { Validator } from './validation.js'
 
 // `GET /report/{split}/get?advertiserId=…` and its older form, `POST` with a JSON
 // body naming campaigns. One route per known split: an unknown split is no route
-// at all, so it is a 404 before authentication, as in Laravel.
+// at all, so it is a 404 before authentication, as in Laravel. Both read Laravel's
+// merged input; the POST form reads `campaignIds` and never looks at `advertiserId`.
 
 /** Bounds the work of one request; a long range is a 422, as on real reporting APIs. */
 const MAX_REPORT_DAYS = 366
@@ -31,17 +32,21 @@ interface Period {
   spentBased: SpentBase | undefined
 }
 
-export function reportRoutes(app: FastifyInstance, state: SandboxState): void {
+export function reportRoutes(state: SandboxState): PlatformRoutes {
+  const routes: PlatformRoutes = {}
   for (const split of REPORT_SPLITS) {
-    app.get(`/report/${split}/get`, (request, reply) => {
-      const validator = new Validator()
-      answer(reply, state, validator, fromQuery(split, asRecord(request.query), callerOf(request), state, validator))
-    })
-    app.post(`/report/${split}/get`, (request, reply) => {
-      const validator = new Validator()
-      answer(reply, state, validator, fromBody(split, asRecord(request.body), callerOf(request), state, validator))
-    })
+    routes[`/report/${split}/get`] = {
+      GET: (request, reply) => {
+        const validator = new Validator()
+        answer(reply, state, validator, fromQuery(split, request.input, request.caller, state, validator))
+      },
+      POST: (request, reply) => {
+        const validator = new Validator()
+        answer(reply, state, validator, fromBody(split, request.input, request.caller, state, validator))
+      },
+    }
   }
+  return routes
 }
 
 function answer(reply: FastifyReply, state: SandboxState, validator: Validator, parsed: Parsed): void {

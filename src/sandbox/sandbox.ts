@@ -11,10 +11,11 @@ import { Conditions } from './conditions.js'
 import { controlRoutes } from './control-routes.js'
 import type { SandboxControls } from './control-routes.js'
 import { oauthRoute } from './oauth-route.js'
+import { registerPlatformRoutes } from './platform-routes.js'
 import { reportRoutes } from './report-routes.js'
-import { sendJson, sendNotFound, sendUnauthenticated } from './replies.js'
+import { sendJson, sendNotFound } from './replies.js'
 import type { SandboxState } from './state.js'
-import { setCaller, IssuedTokens } from './tokens.js'
+import { IssuedTokens } from './tokens.js'
 import type { Sandbox, SandboxOptions, SandboxRequestRecord } from './types.js'
 
 // A stand-in for the advertising platform (docs: platform-api.md in the shared folder),
@@ -35,7 +36,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   const state = createState(opts)
   const controls = createControls(state)
   const app = Fastify({ logger: opts.logger ?? false, forceCloseConnections: true })
-  installBodyParsers(app)
+  const keep = installBodyParser(app)
   app.addHook('onRequest', (request, _reply, done) => {
     if (!request.url.startsWith(CONTROL_PREFIX)) state.requests.push(recordOf(request))
     done()
@@ -46,7 +47,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   })
   app.setNotFoundHandler((_request, reply) => sendNotFound(reply))
   oauthRoute(app, state)
-  await app.register(platformApi(state), { prefix: '/api/v1' })
+  await app.register(platformApi(state, keep), { prefix: '/api/v1' })
   await app.register(controlRoutes(controls), { prefix: CONTROL_PREFIX })
   try {
     await app.listen({ host: opts.host ?? DEFAULT_SANDBOX_HOST, port: opts.port ?? 0 })
@@ -116,9 +117,10 @@ function knownAccount(state: SandboxState, accountId: number): number {
 /**
  * Everything under /api/v1: latency and injected failures first (they stand for
  * the network and the platform's front, so they hit unknown paths and bad tokens
- * too), then Laravel's headers on every answer, then authentication on the routes.
+ * too), then Laravel's headers on every answer, then routing (by the method Laravel
+ * reads, overrides included) and authentication (platform-routes.ts).
  */
-function platformApi(state: SandboxState): FastifyPluginCallback {
+function platformApi(state: SandboxState, keep: KeepBody): FastifyPluginCallback {
   return (api, _options, done) => {
     api.addHook('preHandler', (request, reply) => simulateConditions(state, request, reply))
     api.addHook('onSend', (_request, reply, payload, next) => {
@@ -128,20 +130,7 @@ function platformApi(state: SandboxState): FastifyPluginCallback {
     })
     // Laravel routes before it authenticates: an unknown path is a 404 even without a token.
     api.setNotFoundHandler((_request, reply) => sendNotFound(reply))
-    api.register((routes, _routeOptions, registered) => {
-      routes.addHook('preHandler', (request, reply, next) => {
-        const accountId = state.tokens.authenticate(request.headers.authorization)
-        if (accountId === undefined) {
-          sendUnauthenticated(reply)
-          return
-        }
-        setCaller(request, accountId)
-        next()
-      })
-      reportRoutes(routes, state)
-      campaignRoutes(routes, state)
-      registered()
-    })
+    registerPlatformRoutes(api, state, { ...reportRoutes(state), ...campaignRoutes(state) }, keep)
     done()
   }
 }
@@ -210,32 +199,24 @@ function recordOf(request: FastifyRequest): SandboxRequestRecord {
   return record
 }
 
+type KeepBody = (request: FastifyRequest, body: Buffer) => void
+
 /**
- * Bodies are read as text first, so the request log holds exactly what was sent;
- * JSON and form bodies are then parsed, anything else reaches the routes as text.
+ * Every body is read as bytes, whatever its type: the request log holds exactly what
+ * was sent, and the routes read it as PHP and Laravel would (laravel-request.ts).
+ * Returns how a body read later (a GET's) enters the log.
  */
-function installBodyParsers(app: FastifyInstance): void {
-  const keep = (request: FastifyRequest, text: string): void => {
+function installBodyParser(app: FastifyInstance): KeepBody {
+  const keep: KeepBody = (request, body) => {
     const record = recordsByMessage.get(request.raw)
-    if (record !== undefined) record.body = text
+    if (record !== undefined) record.body = body.toString('utf8')
   }
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
-    keep(request, text as string)
-    try {
-      done(null, text === '' ? undefined : JSON.parse(text as string))
-    } catch {
-      done(Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400 }), undefined)
-    }
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
+    keep(request, body as Buffer)
+    done(null, body)
   })
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, text, done) => {
-    keep(request, text as string)
-    done(null, Object.fromEntries(new URLSearchParams(text as string)))
-  })
-  app.addContentTypeParser('*', { parseAs: 'string' }, (request, text, done) => {
-    keep(request, text as string)
-    done(null, text)
-  })
+  return keep
 }
 
 function urlOf(address: AddressInfo): string {
