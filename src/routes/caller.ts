@@ -30,6 +30,8 @@ export interface Caller {
   stream: Readable | null
   /** Owner of each campaign id the call names, where the gateway looked it up. */
   campaignOwners: Map<number, number>
+  /** The accounts a scoped team's call names (checked). */
+  accounts: number[]
 }
 
 export interface KnownTarget {
@@ -111,6 +113,7 @@ export class Admission {
       body: null,
       stream: null,
       campaignOwners: new Map(),
+      accounts: [],
     }
     // Set before the rules below, so that the request's log line names the team they refused.
     request.caller = caller
@@ -153,7 +156,7 @@ export class Admission {
     const { team } = caller
     if (team.advertisers === null) return
     const named = this.named(method, caller, known)
-    assertAccounts(team, named.accounts)
+    caller.accounts = assertAccounts(team, named.accounts)
     // The platform falls back to the parent account when a call names none where it
     // reads it (`{}` or no body on campaign/get): a scoped team must name its account.
     if (!named.placed) {
@@ -164,6 +167,11 @@ export class Admission {
     caller.campaignOwners = await this.#ctx.campaignOwners.ownersAmong(caller.provider, team.advertisers, ids)
     const foreign = ids.find((id) => !caller.campaignOwners.has(id))
     if (foreign !== undefined) throw new ForbiddenError(`team ${team.name} may not use campaign ${foreign}`)
+  }
+
+  /** A scoped team's write went through: the campaign lists of its accounts may have changed. */
+  written(caller: Caller): void {
+    for (const account of caller.accounts) this.#ctx.campaignOwners.written(caller.provider, account)
   }
 
   /** What the call names; for a body-less call worked out once per target. */

@@ -45,14 +45,16 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
       }
       body = caller.stream
     }
+    const read = isRead(request.method, caller.target.path)
     const res = await client.send(caller.provider, {
       method: request.method,
       url: targetUrl(caller.target),
       headers,
       body,
       requestId: request.id,
-      read: isRead(request.method, caller.target.path),
+      read,
     })
+    if (!read && res.status < 300) admission.written(caller)
     // Contract, "Errors": only the platform's 4xx bodies pass through; its 5xx is our 502.
     if (res.status >= 500) {
       res.body.resume()

@@ -58,14 +58,14 @@ export function phpName(raw: string): { base: string; indexes: string[] } | null
   if (name === '') return null
   const open = name.indexOf('[')
   const indexes: string[] = []
+  // A name that starts with `[` is empty: dropped.
+  if (open === 0) return null
   if (open === -1 || name.indexOf(']', open) === -1) {
-    // No array: spaces and dots become `_`, and so does an unclosed `[` (only the first).
-    const cut = open === -1 ? name.length : open
-    name = name.slice(0, cut).replace(/[ .]/g, '_') + (open === -1 ? '' : `_${name.slice(open + 1)}`)
-    return { base: name, indexes }
+    // No array: spaces and dots become `_`; so do an unclosed `[` and, since PHP 8,
+    // spaces, dots and brackets after it.
+    return { base: name.replace(/[ .]/g, '_').replace(/\[.*$/, (rest) => rest.replace(/[ .[]/g, '_')), indexes }
   }
   const base = name.slice(0, open).replace(/[ .]/g, '_')
-  if (base === '') return null
   let rest = name.slice(open)
   while (rest.startsWith('[')) {
     const close = rest.indexOf(']')

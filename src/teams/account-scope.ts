@@ -53,14 +53,17 @@ export function namedInCall(method: string, target: RequestTarget, body: Checked
   }
 }
 
-/** Every named account must be a positive integer the team may use. */
-export function assertAccounts(team: TeamConfig, values: unknown[]): void {
-  if (team.advertisers === null) return
+/** Every named account must be a positive integer the team may use; returns them. */
+export function assertAccounts(team: TeamConfig, values: unknown[]): number[] {
+  const ids: number[] = []
+  if (team.advertisers === null) return ids
   for (const value of values) {
     const id = toAccountId(value)
     if (id === null) throw new ForbiddenError(`team ${team.name} may not use advertiser ${JSON.stringify(value)}`)
     assertMayUseAccount(team, id)
+    ids.push(id)
   }
+  return ids
 }
 
 // A path with a number the campaign table does not explain names an object the gateway

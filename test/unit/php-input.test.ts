@@ -19,9 +19,17 @@ describe('parsePhpParams', () => {
     expect(parsePhpParams('user.Id=1&a+b=2&c%2Ed=3')).toEqual({ user_Id: '1', a_b: '2', c_d: '3' })
   })
 
-  it('turns an unclosed [ into _ and keeps the rest of the name', () => {
+  it('turns an unclosed [, and the spaces, dots and [ after it, into _ (PHP 8)', () => {
     expect(parsePhpParams('a[b=1')).toEqual({ a_b: '1' })
-    expect(parsePhpParams('a.b[c.d=1')).toEqual({ 'a_b_c.d': '1' })
+    expect(parsePhpParams('a.b[c.d[e=1')).toEqual({ a_b_c_d_e: '1' })
+  })
+
+  it('drops a name that starts with [', () => {
+    expect(parsePhpParams('[method=GET&x=1')).toEqual({ x: '1' })
+  })
+
+  it('reads .method as _method', () => {
+    expect(parsePhpParams('.method=GET')).toEqual({ _method: 'GET' })
   })
 
   it('makes arrays of a[] and a[x], nested, and ignores what follows the last ]', () => {
