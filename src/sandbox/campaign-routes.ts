@@ -58,10 +58,14 @@ function createCampaign(state: SandboxState, request: PlatformRequest, reply: Fa
   sendJson(reply, 201, { data: state.catalog.create(input) })
 }
 
-/** A parent's token deletes any of its children's campaigns by id: no account is named. */
+/**
+ * A parent's token deletes any of its children's campaigns by id: no account is named.
+ * The id is looked up as MySQL compares a string with an integer column: by its
+ * leading number, so `102001abc` is campaign 102001.
+ */
 function deleteCampaign(state: SandboxState, request: PlatformRequest, reply: FastifyReply): void {
-  const id = request.params.id ?? ''
-  const campaign = /^\d+$/.test(id) ? state.catalog.get(Number(id)) : undefined
+  const id = /^\s*\+?(\d+)/.exec(request.params.id ?? '')?.[1]
+  const campaign = id === undefined ? undefined : state.catalog.get(Number(id))
   if (campaign === undefined) sendNotFound(reply)
   else if (!mayRead(request.caller, state.accounts.get(campaign.userId))) sendForbidden(reply)
   else {

@@ -54,7 +54,7 @@ export function urldecode(text: string): string {
 export function phpName(raw: string): { base: string; indexes: string[] } | null {
   // A C string: the name ends at the first NUL.
   const nul = raw.indexOf('\0')
-  let name = (nul === -1 ? raw : raw.slice(0, nul)).replace(/^ +/, '')
+  const name = (nul === -1 ? raw : raw.slice(0, nul)).replace(/^ +/, '')
   if (name === '') return null
   const open = name.indexOf('[')
   const indexes: string[] = []
