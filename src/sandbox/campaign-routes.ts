@@ -37,6 +37,7 @@ function listCampaigns(state: SandboxState, request: PlatformRequest, reply: Fas
     sendForbidden(reply)
     return
   }
+  request.touch(userId)
   const campaigns = state.catalog.listOf(userId)
   sendJson(reply, 200, {
     data: campaigns.slice((page - 1) * perPage, page * perPage),
@@ -55,6 +56,7 @@ function createCampaign(state: SandboxState, request: PlatformRequest, reply: Fa
     sendForbidden(reply)
     return
   }
+  request.touch(input.userId)
   sendJson(reply, 201, { data: state.catalog.create(input) })
 }
 
@@ -69,6 +71,7 @@ function deleteCampaign(state: SandboxState, request: PlatformRequest, reply: Fa
   if (campaign === undefined) sendNotFound(reply)
   else if (!mayRead(request.caller, state.accounts.get(campaign.userId))) sendForbidden(reply)
   else {
+    request.touch(campaign.userId)
     state.catalog.delete(campaign.id)
     sendJson(reply, 200, { message: 'Deleted' })
   }

@@ -6,7 +6,7 @@ import { buildReport, REPORT_SPLITS } from './report-data.js'
 import type { ReportCampaign, ReportRequest, ReportSplit, SpendCurrency } from './report-data.js'
 import type { SandboxAccount } from './types.js'
 import type { SandboxState } from './state.js'
-import type { PlatformRoutes } from './platform-routes.js'
+import type { PlatformRequest, PlatformRoutes } from './platform-routes.js'
 import { Validator } from './validation.js'
 
 // `GET /report/{split}/get?advertiserId=…` and its older form, `POST` with a JSON
@@ -22,7 +22,8 @@ type SpentBase = (typeof SPENT_BASES)[number]
 const USD: SpendCurrency = { code: 'USD', perUsd: 1 }
 const FORBIDDEN = Symbol('forbidden')
 
-type Parsed = ReportRequest | typeof FORBIDDEN | undefined
+/** A report to build, and the accounts whose data it reads. */
+type Parsed = (ReportRequest & { accounts: number[] }) | typeof FORBIDDEN | undefined
 
 interface Period {
   fromDay: number | undefined
@@ -38,21 +39,24 @@ export function reportRoutes(state: SandboxState): PlatformRoutes {
     routes[`/report/${split}/get`] = {
       GET: (request, reply) => {
         const validator = new Validator()
-        answer(reply, state, validator, fromQuery(split, request.input, request.caller, state, validator))
+        answer(request, reply, state, validator, fromQuery(split, request.input, request.caller, state, validator))
       },
       POST: (request, reply) => {
         const validator = new Validator()
-        answer(reply, state, validator, fromBody(split, request.input, request.caller, state, validator))
+        answer(request, reply, state, validator, fromBody(split, request.input, request.caller, state, validator))
       },
     }
   }
   return routes
 }
 
-function answer(reply: FastifyReply, state: SandboxState, validator: Validator, parsed: Parsed): void {
+function answer(request: PlatformRequest, reply: FastifyReply, state: SandboxState, validator: Validator, parsed: Parsed): void {
   if (parsed === undefined) sendInvalid(reply, validator)
   else if (parsed === FORBIDDEN) sendForbidden(reply)
-  else sendJson(reply, 200, { data: buildReport(state.seed, parsed) })
+  else {
+    for (const account of parsed.accounts) request.touch(account)
+    sendJson(reply, 200, { data: buildReport(state.seed, parsed) })
+  }
 }
 
 function fromQuery(split: ReportSplit, query: Record<string, unknown>, caller: number, state: SandboxState, v: Validator): Parsed {
@@ -62,7 +66,7 @@ function fromQuery(split: ReportSplit, query: Record<string, unknown>, caller: n
   const account = state.accounts.get(advertiserId)
   if (account === undefined || !mayRead(caller, account)) return FORBIDDEN
   const campaigns = state.catalog.listOf(advertiserId).map((campaign) => reportCampaign(campaign, account, period))
-  return complete(split, campaigns, period)
+  return complete(split, campaigns, period, [advertiserId])
 }
 
 function fromBody(split: ReportSplit, body: Record<string, unknown>, caller: number, state: SandboxState, v: Validator): Parsed {
@@ -75,7 +79,7 @@ function fromBody(split: ReportSplit, body: Record<string, unknown>, caller: num
     if (account === undefined || !mayRead(caller, account)) return FORBIDDEN
     campaigns.push(reportCampaign(campaign, account, period))
   }
-  return complete(split, campaigns, period)
+  return complete(split, campaigns, period, [...new Set(found.map((campaign) => campaign.userId))])
 }
 
 /** Campaigns named in a body, sorted and unique, so that spelling does not change the bytes. */
@@ -108,8 +112,8 @@ function reportCampaign(campaign: SandboxCampaign, account: SandboxAccount, peri
   return { id: campaign.id, advertiserId: campaign.userId, name: campaign.name, currency }
 }
 
-function complete(split: ReportSplit, campaigns: ReportCampaign[], period: Period): Parsed {
+function complete(split: ReportSplit, campaigns: ReportCampaign[], period: Period, accounts: number[]): Parsed {
   const { fromDay, toDay, byDate, byCampaign } = period
   if (fromDay === undefined || toDay === undefined) return undefined
-  return { split, campaigns, fromDay, toDay, byDate, byCampaign }
+  return { split, campaigns, fromDay, toDay, byDate, byCampaign, accounts }
 }

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
 import { STATUS_CODES } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
@@ -15,8 +14,9 @@ import { registerPlatformRoutes } from './platform-routes.js'
 import { reportRoutes } from './report-routes.js'
 import { sendJson, sendNotFound } from './replies.js'
 import type { SandboxState } from './state.js'
+import { keepBody, startRecord } from './request-records.js'
 import { IssuedTokens } from './tokens.js'
-import type { Sandbox, SandboxOptions, SandboxRequestRecord } from './types.js'
+import type { Sandbox, SandboxOptions } from './types.js'
 
 // A stand-in for the advertising platform (docs: platform-api.md in the shared folder),
 // close enough to its observable behaviour that the gateway cannot tell the
@@ -36,9 +36,9 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   const state = createState(opts)
   const controls = createControls(state)
   const app = Fastify({ logger: opts.logger ?? false, forceCloseConnections: true })
-  const keep = installBodyParser(app)
+  installBodyParser(app)
   app.addHook('onRequest', (request, _reply, done) => {
-    if (!request.url.startsWith(CONTROL_PREFIX)) state.requests.push(recordOf(request))
+    if (!request.url.startsWith(CONTROL_PREFIX)) state.requests.push(startRecord(request))
     done()
   })
   app.setErrorHandler<FastifyError>((error, _request, reply) => {
@@ -47,7 +47,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   })
   app.setNotFoundHandler((_request, reply) => sendNotFound(reply))
   oauthRoute(app, state)
-  await app.register(platformApi(state, keep), { prefix: '/api/v1' })
+  await app.register(platformApi(state), { prefix: '/api/v1' })
   await app.register(controlRoutes(controls), { prefix: CONTROL_PREFIX })
   try {
     await app.listen({ host: opts.host ?? DEFAULT_SANDBOX_HOST, port: opts.port ?? 0 })
@@ -120,7 +120,7 @@ function knownAccount(state: SandboxState, accountId: number): number {
  * too), then Laravel's headers on every answer, then routing (by the method Laravel
  * reads, overrides included) and authentication (platform-routes.ts).
  */
-function platformApi(state: SandboxState, keep: KeepBody): FastifyPluginCallback {
+function platformApi(state: SandboxState): FastifyPluginCallback {
   return (api, _options, done) => {
     api.addHook('preHandler', (request, reply) => simulateConditions(state, request, reply))
     api.addHook('onSend', (_request, reply, payload, next) => {
@@ -130,7 +130,7 @@ function platformApi(state: SandboxState, keep: KeepBody): FastifyPluginCallback
     })
     // Laravel routes before it authenticates: an unknown path is a 404 even without a token.
     api.setNotFoundHandler((_request, reply) => sendNotFound(reply))
-    registerPlatformRoutes(api, state, { ...reportRoutes(state), ...campaignRoutes(state) }, keep)
+    registerPlatformRoutes(api, state, { ...reportRoutes(state), ...campaignRoutes(state) })
     done()
   }
 }
@@ -182,41 +182,16 @@ function sessionCookie(): string {
   return `laravel_session=${randomBytes(30).toString('base64url')}; expires=${expires}; Max-Age=${SESSION_MAX_AGE_SECONDS}; path=/; httponly; samesite=lax`
 }
 
-const recordsByMessage = new WeakMap<IncomingMessage, SandboxRequestRecord>()
-
-function recordOf(request: FastifyRequest): SandboxRequestRecord {
-  const url = request.url
-  const mark = url.indexOf('?')
-  const record: SandboxRequestRecord = {
-    method: request.method,
-    path: mark === -1 ? url : url.slice(0, mark),
-    query: mark === -1 ? '' : url.slice(mark + 1),
-    headers: request.headers,
-    body: '',
-    at: Date.now(),
-  }
-  recordsByMessage.set(request.raw, record)
-  return record
-}
-
-type KeepBody = (request: FastifyRequest, body: Buffer) => void
-
 /**
  * Every body is read as bytes, whatever its type: the request log holds exactly what
  * was sent, and the routes read it as PHP and Laravel would (laravel-request.ts).
- * Returns how a body read later (a GET's) enters the log.
  */
-function installBodyParser(app: FastifyInstance): KeepBody {
-  const keep: KeepBody = (request, body) => {
-    const record = recordsByMessage.get(request.raw)
-    if (record !== undefined) record.body = body.toString('utf8')
-  }
+function installBodyParser(app: FastifyInstance): void {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
-    keep(request, body as Buffer)
+    keepBody(request, body as Buffer)
     done(null, body)
   })
-  return keep
 }
 
 function urlOf(address: AddressInfo): string {

@@ -40,7 +40,7 @@ describe("another advertiser's campaigns", () => {
   })
 
   it('one foreign id among own ones is enough for a 403', async () => {
-    const res = await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.writer, json: { campaignIds: [101001, 101002, 201001], ...DATES } })
+    const res = await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.writer, json: { campaignIds: [101001, 101002, 103001], ...DATES } })
     expect(res.status).toBe(403)
     expect(sg.callerRequests()).toEqual([])
   })
