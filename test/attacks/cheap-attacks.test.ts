@@ -51,6 +51,16 @@ describe('work only after admission', () => {
     expect(res.status).toBe(401)
   })
 
+  it('nor on a path outside /api/v1/: a body there is never parsed, the answer is 404', async () => {
+    for (const target of ['/oauth/token', '/nope', '/api/v2/campaign/get']) {
+      const broken = await call(sg, 'POST', target, { key: 'rgw_unknown_key_00000000000000000000000', body: '{"broken', headers: { 'content-type': 'application/json' } })
+      expect(broken.status, target).toBe(404)
+      const empty = await call(sg, 'POST', target, { body: '', headers: { 'content-type': 'application/json' } })
+      expect(empty.status, target).toBe(404)
+    }
+    expect(sg.callerRequests()).toEqual([])
+  })
+
   it('nor before the rate limit: a team over its limit gets 429 for broken JSON, not 400', async () => {
     const ok = { campaignIds: [101001], dateFrom: '2026-04-01', dateTo: '2026-04-02' }
     for (let i = 0; i < 3; i++) expect((await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.limited, json: ok })).status).toBe(200)
