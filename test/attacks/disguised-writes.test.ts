@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
-import { call, direct, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
+import { call, direct, itLoggedNoSecret, newCampaign, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // Issue #5, "What was seen" 1: writes disguised as reads. The read/write rule and the
 // token-path rule must read the same path the router and the platform read, and no
@@ -8,18 +8,7 @@ import { call, direct, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from '
 
 const sg = useAttackGateway({ env: { PLATFORM_TOKEN_URL: '/api/v1/auth/token' } })
 
-const NEW_CAMPAIGN = {
-  userId: 101,
-  name: 'Disguised',
-  adDomain: 'example.com',
-  clickUrl: 'https://example.com/x',
-  autoStart: false,
-  dates: { from: '2026-01-01', to: '2026-01-31' },
-  country: 'KE',
-  bid: 1,
-  budget: { daily: 10, total: 100 },
-  creativeSetIds: [1],
-}
+const NEW_CAMPAIGN = newCampaign(101)
 
 async function campaignsOf(userId: number): Promise<number[]> {
   const listed = await direct(sg, 'POST', '/api/v1/campaign/get?per_page=500', {

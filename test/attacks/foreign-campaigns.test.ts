@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { KEYS } from '../helpers/sandbox-gateway.js'
-import { call, direct, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
+import { call, direct, itLoggedNoSecret, newCampaign, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // Issue #5, "What was seen" 2: campaign ids of another advertiser. A campaign id does not
 // say whose it is, and the platform reads campaigns by id for any child of the token's
@@ -100,13 +100,7 @@ describe('own campaigns keep working', () => {
   })
 
   it('a campaign created through the gateway can be reported on and deleted at once', async () => {
-    const created = await call(sg, 'POST', '/api/v1/campaign/banner/create', {
-      key: KEYS.writer,
-      json: {
-        userId: 101, name: 'Fresh', adDomain: 'example.com', clickUrl: 'https://example.com/', autoStart: true,
-        dates: { from: '2026-01-01', to: '2026-02-01' }, country: 'KE', bid: 1, budget: { daily: 5, total: 50 }, creativeSetIds: [7],
-      },
-    })
+    const created = await call(sg, 'POST', '/api/v1/campaign/banner/create', { key: KEYS.writer, json: newCampaign(101) })
     expect(created.status).toBe(201)
     const id = (created.json.data as { id: number }).id
     expect((await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.writer, json: { campaignIds: [id], ...DATES } })).status).toBe(200)
