@@ -205,6 +205,11 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const forms = new ReportForms(ctx)
   const observe = requestObserver(ctx)
   const proxy = buildServer(config, log, config.cache.enabled ? fastHits(ctx, admission, forms, observe) : null)
+  // No body is parsed on the proxy listener before its handler admits the caller (issue
+  // #5): /api/v1 handlers read it through Admission.readBody; any other path is a 404
+  // without reading a byte of it.
+  proxy.removeAllContentTypeParsers()
+  proxy.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
   await describeProxy(proxy)
   await proxy.register(healthRoutes, { ctx })
   await proxy.register(apiRoutes, { ctx, admission, client, forms })

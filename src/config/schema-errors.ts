@@ -87,10 +87,14 @@ function isSecretPath(dotted: string): boolean {
   return ENV_KEYS.some((k) => k.secret && k.path.join('.') === dotted)
 }
 
-/** `scheme://user:password@host` with the password replaced, for messages (REDIS_URL, base URLs). */
+/**
+ * `scheme://user:password@host` with the password replaced, for messages (REDIS_URL, base
+ * URLs): up to the last `@` of the authority, as a URL parser reads it (a password may
+ * hold `@`), and without a scheme too (`user:password@host`).
+ */
 export function maskUrlPassword(value: unknown): unknown {
   if (typeof value !== 'string') return value
-  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/?#@:]*:)[^/?#@]*@/i, '$1***@')
+  return value.replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?[^/?#@:]*:)[^/?#]*@/i, '$1***@')
 }
 
 function unescapePointer(s: string): string {

@@ -15,10 +15,8 @@ export async function apiRoutes(
   opts: { ctx: GatewayContext; admission: Admission; client: PlatformClient; forms: ReportForms },
 ): Promise<void> {
   app.decorateRequest('caller', null)
-  // Bodies are left unread here: a handler admits the caller (key, rate limit) before it
-  // reads a byte of the body (issue #5), then reads it through Admission.readBody.
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
+  // Bodies reach the handlers unread (app.ts): a handler admits the caller (key, rate
+  // limit) before it reads a byte of the body (issue #5), through Admission.readBody.
   // Route schemas here only describe (openapi/): Admission checks, in the contract's order.
   app.setValidatorCompiler(describeOnly)
 

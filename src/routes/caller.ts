@@ -41,6 +41,8 @@ export interface Caller {
   advertisers: readonly unknown[] | null
   /** How long the platform call this caller waited for took; null: none was made. */
   upstreamMs: number | null
+  /** The accounts a scoped team's call names (checked). */
+  accounts: number[]
 }
 
 export interface KnownTarget {
@@ -127,6 +129,7 @@ export class Admission {
       campaignOwners: new Map(),
       advertisers: null,
       upstreamMs: null,
+      accounts: [],
     }
     // Set before the rules below, so that the request's log line names the team they refused.
     request.caller = caller
@@ -169,7 +172,7 @@ export class Admission {
     const { team } = caller
     if (team.advertisers === null) return
     const named = this.named(method, caller, known)
-    assertAccounts(team, named.accounts)
+    caller.accounts = assertAccounts(team, named.accounts)
     // The platform falls back to the parent account when a call names none where it
     // reads it (`{}` or no body on campaign/get): a scoped team must name its account.
     if (!named.placed) {
@@ -180,6 +183,11 @@ export class Admission {
     caller.campaignOwners = await this.#ctx.campaignOwners.ownersAmong(caller.provider, team.name, team.advertisers, ids)
     const foreign = ids.find((id) => !caller.campaignOwners.has(id))
     if (foreign !== undefined) throw new ForbiddenError(`team ${team.name} may not use campaign ${foreign}`)
+  }
+
+  /** A scoped team's write went through: the campaign lists of its accounts may have changed. */
+  written(caller: Caller): void {
+    for (const account of caller.accounts) this.#ctx.campaignOwners.written(caller.provider, account)
   }
 
   /** What the call names; for a body-less call worked out once per target. */

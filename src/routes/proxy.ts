@@ -49,16 +49,18 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
     caller.platformCalls += 1
     ctx.usage.platformCall(caller.team.name)
     const started = performance.now()
+    const read = isRead(request.method, caller.target.path)
     const res = await client.send(caller.provider, {
       method: request.method,
       url: targetUrl(caller.target),
       headers,
       body,
       requestId: request.id,
-      read: isRead(request.method, caller.target.path),
+      read,
       team: caller.team.name,
     })
     caller.upstreamMs = performance.now() - started
+    if (!read && res.status < 300) admission.written(caller)
     // Contract, "Errors": only the platform's 4xx bodies pass through; its 5xx is our 502.
     if (res.status >= 500) {
       res.body.resume()

@@ -53,11 +53,17 @@ export function checkParams(parsed: URLSearchParams, where: 'query' | 'body', ma
   for (const [name, value] of parsed) {
     if (params.length === maxParams) throw new BadRequestError(`${where}: more than ${maxParams} parameters`)
     if (!PLAIN_NAME.test(name)) throw new BadRequestError(`${where}: parameter name ${JSON.stringify(name.slice(0, 64))} is not plain (letters, digits, _ . - [ ])`)
-    if (name === METHOD_OVERRIDE_FIELD) throw new BadRequestError(`${where}: ${METHOD_OVERRIDE_FIELD} (method override) is not accepted`)
+    if (phpVariable(name) === METHOD_OVERRIDE_FIELD) throw new BadRequestError(`${where}: ${JSON.stringify(name)} is ${METHOD_OVERRIDE_FIELD} (method override) to a PHP platform, and not accepted`)
     if (CONTROL.test(value)) throw new BadRequestError(`${where}: parameter ${name} holds a control character`)
     params.push([name, value])
   }
   return params
+}
+
+/** The variable PHP stores a plain name under: the part before `[`, with dots as `_` (`.method[x]` is `_method`). */
+function phpVariable(name: string): string {
+  const open = name.indexOf('[')
+  return (open === -1 ? name : name.slice(0, open)).replace(/\./g, '_')
 }
 
 /** The gateway's own serialization of parameters; brackets of array names stay readable. */

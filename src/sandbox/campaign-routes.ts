@@ -1,64 +1,80 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyReply } from 'fastify'
 import { mayRead } from './accounts.js'
 import { formatIsoDay } from './dates.js'
 import type { NewCampaign } from './catalog.js'
 import { sendForbidden, sendInvalid, sendJson, sendNotFound } from './replies.js'
 import type { SandboxState } from './state.js'
-import { callerOf } from './tokens.js'
+import type { PlatformRequest, PlatformRoutes } from './platform-routes.js'
 import { allDefined, asRecord, Validator } from './validation.js'
 
-// Campaign listing (a read, despite the POST) and banner campaign create/delete.
+// Campaign listing (a read, despite the POST) and banner campaign create/delete. Each
+// reads its input where the platform does: the list its `userId` from the body only
+// (none there: the caller's own account), a delete nothing but the id in its path.
 
 const DEFAULT_PER_PAGE = 15
 const MAX_PER_PAGE = 500
 const COUNTRY = /^[A-Za-z]{2}$/
 const HTTP_URL = /^https?:\/\/[^\s/]+/i
 
-export function campaignRoutes(app: FastifyInstance, state: SandboxState): void {
-  app.post('/campaign/get', (request, reply) => {
-    const v = new Validator()
-    const query = asRecord(request.query)
-    const userId = readUserId(v, asRecord(request.body).userId, callerOf(request))
-    const perPage = pageNumber(v, 'per_page', query.per_page, DEFAULT_PER_PAGE, MAX_PER_PAGE)
-    const page = pageNumber(v, 'page', query.page, 1, Number.MAX_SAFE_INTEGER)
-    if (v.hasErrors() || userId === undefined || perPage === undefined || page === undefined) {
-      sendInvalid(reply, v)
-      return
-    }
-    if (!mayRead(callerOf(request), state.accounts.get(userId))) {
-      sendForbidden(reply)
-      return
-    }
-    const campaigns = state.catalog.listOf(userId)
-    sendJson(reply, 200, {
-      data: campaigns.slice((page - 1) * perPage, page * perPage),
-      meta: { current_page: page, last_page: Math.max(1, Math.ceil(campaigns.length / perPage)), per_page: perPage, total: campaigns.length },
-    })
-  })
+export function campaignRoutes(state: SandboxState): PlatformRoutes {
+  return {
+    '/campaign/get': { POST: (request, reply) => listCampaigns(state, request, reply) },
+    '/campaign/banner/create': { POST: (request, reply) => createCampaign(state, request, reply) },
+    '/campaign/banner/delete/:id': { DELETE: (request, reply) => deleteCampaign(state, request, reply) },
+  }
+}
 
-  app.post('/campaign/banner/create', (request, reply) => {
-    const v = new Validator()
-    const input = readNewCampaign(v, asRecord(request.body))
-    if (input === undefined) {
-      sendInvalid(reply, v)
-      return
-    }
-    if (!mayRead(callerOf(request), state.accounts.get(input.userId))) {
-      sendForbidden(reply)
-      return
-    }
-    sendJson(reply, 201, { data: state.catalog.create(input) })
+function listCampaigns(state: SandboxState, request: PlatformRequest, reply: FastifyReply): void {
+  const v = new Validator()
+  const userId = readUserId(v, request.body.userId, request.caller)
+  const perPage = pageNumber(v, 'per_page', request.input.per_page, DEFAULT_PER_PAGE, MAX_PER_PAGE)
+  const page = pageNumber(v, 'page', request.input.page, 1, Number.MAX_SAFE_INTEGER)
+  if (v.hasErrors() || userId === undefined || perPage === undefined || page === undefined) {
+    sendInvalid(reply, v)
+    return
+  }
+  if (!mayRead(request.caller, state.accounts.get(userId))) {
+    sendForbidden(reply)
+    return
+  }
+  request.touch(userId)
+  const campaigns = state.catalog.listOf(userId)
+  sendJson(reply, 200, {
+    data: campaigns.slice((page - 1) * perPage, page * perPage),
+    meta: { current_page: page, last_page: Math.max(1, Math.ceil(campaigns.length / perPage)), per_page: perPage, total: campaigns.length },
   })
+}
 
-  app.delete<{ Params: { id: string } }>('/campaign/banner/delete/:id', (request, reply) => {
-    const campaign = /^\d+$/.test(request.params.id) ? state.catalog.get(Number(request.params.id)) : undefined
-    if (campaign === undefined) sendNotFound(reply)
-    else if (!mayRead(callerOf(request), state.accounts.get(campaign.userId))) sendForbidden(reply)
-    else {
-      state.catalog.delete(campaign.id)
-      sendJson(reply, 200, { message: 'Deleted' })
-    }
-  })
+function createCampaign(state: SandboxState, request: PlatformRequest, reply: FastifyReply): void {
+  const v = new Validator()
+  const input = readNewCampaign(v, request.input)
+  if (input === undefined) {
+    sendInvalid(reply, v)
+    return
+  }
+  if (!mayRead(request.caller, state.accounts.get(input.userId))) {
+    sendForbidden(reply)
+    return
+  }
+  request.touch(input.userId)
+  sendJson(reply, 201, { data: state.catalog.create(input) })
+}
+
+/**
+ * A parent's token deletes any of its children's campaigns by id: no account is named.
+ * The id is looked up as MySQL compares a string with an integer column: by its
+ * leading number, so `102001abc` is campaign 102001.
+ */
+function deleteCampaign(state: SandboxState, request: PlatformRequest, reply: FastifyReply): void {
+  const id = /^\s*\+?(\d+)/.exec(request.params.id ?? '')?.[1]
+  const campaign = id === undefined ? undefined : state.catalog.get(Number(id))
+  if (campaign === undefined) sendNotFound(reply)
+  else if (!mayRead(request.caller, state.accounts.get(campaign.userId))) sendForbidden(reply)
+  else {
+    request.touch(campaign.userId)
+    state.catalog.delete(campaign.id)
+    sendJson(reply, 200, { message: 'Deleted' })
+  }
 }
 
 /** The account a call names; without one, the caller's own. */

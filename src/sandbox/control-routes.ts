@@ -15,6 +15,13 @@ export type SandboxControls = Pick<
 
 export function controlRoutes(controls: SandboxControls): FastifyPluginCallback {
   return (app, _options, done) => {
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, parsed) => {
+      try {
+        parsed(null, text === '' ? undefined : JSON.parse(text as string))
+      } catch {
+        parsed(Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400 }), undefined)
+      }
+    })
     app.addHook('onRequest', (request, reply, next) => {
       if (isLoopback(request.socket.remoteAddress)) next()
       else sendNotFound(reply)

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { MAIN_PARENT_ID } from './accounts.js'
+import { laravelRequest } from './laravel-request.js'
 import { sendJson } from './replies.js'
 import type { SandboxState } from './state.js'
-import { asRecord } from './validation.js'
 
 // The password grant as Laravel Passport (league/oauth2-server) answers it,
 // checked in its order: grant type, then client, then user.
@@ -17,7 +17,8 @@ const INVALID_REQUEST = 'The request is missing a required parameter, includes a
 
 export function oauthRoute(app: FastifyInstance, state: SandboxState): void {
   app.post('/oauth/token', (request, reply) => {
-    const failure = refusal(asRecord(request.body), state)
+    const body = Buffer.isBuffer(request.body) ? request.body : null
+    const failure = refusal(laravelRequest({ method: request.method, url: request.url, headers: request.headers, body }).input, state)
     if (failure !== undefined) {
       sendJson(reply, failure.status, failure.body)
       return

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyReply } from 'fastify'
 import { mayRead, UNITS_PER_USD } from './accounts.js'
 import type { SandboxCampaign } from './catalog.js'
 import { sendForbidden, sendInvalid, sendJson } from './replies.js'
@@ -6,12 +6,13 @@ import { buildReport, REPORT_SPLITS } from './report-data.js'
 import type { ReportCampaign, ReportRequest, ReportSplit, SpendCurrency } from './report-data.js'
 import type { SandboxAccount } from './types.js'
 import type { SandboxState } from './state.js'
-import { callerOf } from './tokens.js'
-import { asRecord, Validator } from './validation.js'
+import type { PlatformRequest, PlatformRoutes } from './platform-routes.js'
+import { Validator } from './validation.js'
 
 // `GET /report/{split}/get?advertiserId=…` and its older form, `POST` with a JSON
 // body naming campaigns. One route per known split: an unknown split is no route
-// at all, so it is a 404 before authentication, as in Laravel.
+// at all, so it is a 404 before authentication, as in Laravel. Both read Laravel's
+// merged input; the POST form reads `campaignIds` and never looks at `advertiserId`.
 
 /** Bounds the work of one request; a long range is a 422, as on real reporting APIs. */
 const MAX_REPORT_DAYS = 366
@@ -21,7 +22,8 @@ type SpentBase = (typeof SPENT_BASES)[number]
 const USD: SpendCurrency = { code: 'USD', perUsd: 1 }
 const FORBIDDEN = Symbol('forbidden')
 
-type Parsed = ReportRequest | typeof FORBIDDEN | undefined
+/** A report to build, and the accounts whose data it reads. */
+type Parsed = (ReportRequest & { accounts: number[] }) | typeof FORBIDDEN | undefined
 
 interface Period {
   fromDay: number | undefined
@@ -31,23 +33,30 @@ interface Period {
   spentBased: SpentBase | undefined
 }
 
-export function reportRoutes(app: FastifyInstance, state: SandboxState): void {
+export function reportRoutes(state: SandboxState): PlatformRoutes {
+  const routes: PlatformRoutes = {}
   for (const split of REPORT_SPLITS) {
-    app.get(`/report/${split}/get`, (request, reply) => {
-      const validator = new Validator()
-      answer(reply, state, validator, fromQuery(split, asRecord(request.query), callerOf(request), state, validator))
-    })
-    app.post(`/report/${split}/get`, (request, reply) => {
-      const validator = new Validator()
-      answer(reply, state, validator, fromBody(split, asRecord(request.body), callerOf(request), state, validator))
-    })
+    routes[`/report/${split}/get`] = {
+      GET: (request, reply) => {
+        const validator = new Validator()
+        answer(request, reply, state, validator, fromQuery(split, request.input, request.caller, state, validator))
+      },
+      POST: (request, reply) => {
+        const validator = new Validator()
+        answer(request, reply, state, validator, fromBody(split, request.input, request.caller, state, validator))
+      },
+    }
   }
+  return routes
 }
 
-function answer(reply: FastifyReply, state: SandboxState, validator: Validator, parsed: Parsed): void {
+function answer(request: PlatformRequest, reply: FastifyReply, state: SandboxState, validator: Validator, parsed: Parsed): void {
   if (parsed === undefined) sendInvalid(reply, validator)
   else if (parsed === FORBIDDEN) sendForbidden(reply)
-  else sendJson(reply, 200, { data: buildReport(state.seed, parsed) })
+  else {
+    for (const account of parsed.accounts) request.touch(account)
+    sendJson(reply, 200, { data: buildReport(state.seed, parsed) })
+  }
 }
 
 function fromQuery(split: ReportSplit, query: Record<string, unknown>, caller: number, state: SandboxState, v: Validator): Parsed {
@@ -57,7 +66,7 @@ function fromQuery(split: ReportSplit, query: Record<string, unknown>, caller: n
   const account = state.accounts.get(advertiserId)
   if (account === undefined || !mayRead(caller, account)) return FORBIDDEN
   const campaigns = state.catalog.listOf(advertiserId).map((campaign) => reportCampaign(campaign, account, period))
-  return complete(split, campaigns, period)
+  return complete(split, campaigns, period, [advertiserId])
 }
 
 function fromBody(split: ReportSplit, body: Record<string, unknown>, caller: number, state: SandboxState, v: Validator): Parsed {
@@ -70,7 +79,7 @@ function fromBody(split: ReportSplit, body: Record<string, unknown>, caller: num
     if (account === undefined || !mayRead(caller, account)) return FORBIDDEN
     campaigns.push(reportCampaign(campaign, account, period))
   }
-  return complete(split, campaigns, period)
+  return complete(split, campaigns, period, [...new Set(found.map((campaign) => campaign.userId))])
 }
 
 /** Campaigns named in a body, sorted and unique, so that spelling does not change the bytes. */
@@ -103,8 +112,8 @@ function reportCampaign(campaign: SandboxCampaign, account: SandboxAccount, peri
   return { id: campaign.id, advertiserId: campaign.userId, name: campaign.name, currency }
 }
 
-function complete(split: ReportSplit, campaigns: ReportCampaign[], period: Period): Parsed {
+function complete(split: ReportSplit, campaigns: ReportCampaign[], period: Period, accounts: number[]): Parsed {
   const { fromDay, toDay, byDate, byCampaign } = period
   if (fromDay === undefined || toDay === undefined) return undefined
-  return { split, campaigns, fromDay, toDay, byDate, byCampaign }
+  return { split, campaigns, fromDay, toDay, byDate, byCampaign, accounts }
 }

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
 import { STATUS_CODES } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
@@ -11,11 +10,13 @@ import { Conditions } from './conditions.js'
 import { controlRoutes } from './control-routes.js'
 import type { SandboxControls } from './control-routes.js'
 import { oauthRoute } from './oauth-route.js'
+import { registerPlatformRoutes } from './platform-routes.js'
 import { reportRoutes } from './report-routes.js'
-import { sendJson, sendNotFound, sendUnauthenticated } from './replies.js'
+import { sendJson, sendNotFound } from './replies.js'
 import type { SandboxState } from './state.js'
-import { setCaller, IssuedTokens } from './tokens.js'
-import type { Sandbox, SandboxOptions, SandboxRequestRecord } from './types.js'
+import { keepBody, startRecord } from './request-records.js'
+import { IssuedTokens } from './tokens.js'
+import type { Sandbox, SandboxOptions } from './types.js'
 
 // A stand-in for the advertising platform (docs: platform-api.md in the shared folder),
 // close enough to its observable behaviour that the gateway cannot tell the
@@ -35,9 +36,9 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   const state = createState(opts)
   const controls = createControls(state)
   const app = Fastify({ logger: opts.logger ?? false, forceCloseConnections: true })
-  installBodyParsers(app)
+  installBodyParser(app)
   app.addHook('onRequest', (request, _reply, done) => {
-    if (!request.url.startsWith(CONTROL_PREFIX)) state.requests.push(recordOf(request))
+    if (!request.url.startsWith(CONTROL_PREFIX)) state.requests.push(startRecord(request))
     done()
   })
   app.setErrorHandler<FastifyError>((error, _request, reply) => {
@@ -118,7 +119,8 @@ function knownAccount(state: SandboxState, accountId: number): number {
 /**
  * Everything under /api/v1: latency and injected failures first (they stand for
  * the network and the platform's front, so they hit unknown paths and bad tokens
- * too), then Laravel's headers on every answer, then authentication on the routes.
+ * too), then Laravel's headers on every answer, then routing (by the method Laravel
+ * reads, overrides included) and authentication (platform-routes.ts).
  */
 function platformApi(state: SandboxState): FastifyPluginCallback {
   return (api, _options, done) => {
@@ -136,20 +138,7 @@ function platformApi(state: SandboxState): FastifyPluginCallback {
     })
     // Laravel routes before it authenticates: an unknown path is a 404 even without a token.
     api.setNotFoundHandler((_request, reply) => sendNotFound(reply))
-    api.register((routes, _routeOptions, registered) => {
-      routes.addHook('preHandler', (request, reply, next) => {
-        const accountId = state.tokens.authenticate(request.headers.authorization)
-        if (accountId === undefined) {
-          sendUnauthenticated(reply)
-          return
-        }
-        setCaller(request, accountId)
-        next()
-      })
-      reportRoutes(routes, state)
-      campaignRoutes(routes, state)
-      registered()
-    })
+    registerPlatformRoutes(api, state, { ...reportRoutes(state), ...campaignRoutes(state) })
     done()
   }
 }
@@ -201,48 +190,15 @@ function sessionCookie(): string {
   return `laravel_session=${randomBytes(30).toString('base64url')}; expires=${expires}; Max-Age=${SESSION_MAX_AGE_SECONDS}; path=/; httponly; samesite=lax`
 }
 
-const recordsByMessage = new WeakMap<IncomingMessage, SandboxRequestRecord>()
-
-function recordOf(request: FastifyRequest): SandboxRequestRecord {
-  const url = request.url
-  const mark = url.indexOf('?')
-  const record: SandboxRequestRecord = {
-    method: request.method,
-    path: mark === -1 ? url : url.slice(0, mark),
-    query: mark === -1 ? '' : url.slice(mark + 1),
-    headers: request.headers,
-    body: '',
-    at: Date.now(),
-  }
-  recordsByMessage.set(request.raw, record)
-  return record
-}
-
 /**
- * Bodies are read as text first, so the request log holds exactly what was sent;
- * JSON and form bodies are then parsed, anything else reaches the routes as text.
+ * Every body is read as bytes, whatever its type: the request log holds exactly what
+ * was sent, and the routes read it as PHP and Laravel would (laravel-request.ts).
  */
-function installBodyParsers(app: FastifyInstance): void {
-  const keep = (request: FastifyRequest, text: string): void => {
-    const record = recordsByMessage.get(request.raw)
-    if (record !== undefined) record.body = text
-  }
+function installBodyParser(app: FastifyInstance): void {
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
-    keep(request, text as string)
-    try {
-      done(null, text === '' ? undefined : JSON.parse(text as string))
-    } catch {
-      done(Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400 }), undefined)
-    }
-  })
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, text, done) => {
-    keep(request, text as string)
-    done(null, Object.fromEntries(new URLSearchParams(text as string)))
-  })
-  app.addContentTypeParser('*', { parseAs: 'string' }, (request, text, done) => {
-    keep(request, text as string)
-    done(null, text)
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
+    keepBody(request, body as Buffer)
+    done(null, body)
   })
 }
 

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import type { FastifyRequest } from 'fastify'
 import { mintJwt, newJwtSecret } from './jwt.js'
 
 interface TokenGrant {
@@ -58,18 +57,4 @@ export class IssuedTokens {
     if (grant === undefined || (grant.expiresAt !== null && grant.expiresAt <= Date.now())) return undefined
     return grant.accountId
   }
-}
-
-// Handlers learn the caller's account through this map rather than a request
-// decorator, whose type augmentation would leak into the gateway's own code.
-const callers = new WeakMap<FastifyRequest, number>()
-
-export function setCaller(request: FastifyRequest, accountId: number): void {
-  callers.set(request, accountId)
-}
-
-export function callerOf(request: FastifyRequest): number {
-  const accountId = callers.get(request)
-  if (accountId === undefined) throw new Error('route registered outside the authenticated scope')
-  return accountId
 }

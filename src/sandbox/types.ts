@@ -32,6 +32,8 @@ export interface SandboxRequestRecord {
   query: string
   headers: Record<string, string | string[] | undefined>
   body: string
+  /** Accounts whose data the call read or changed, as the platform resolved them (a parent fallback included). */
+  accounts: number[]
   /** Epoch milliseconds. */
   at: number
 }

@@ -10,7 +10,9 @@ import { assertMayUseAccount } from './team-auth.js'
 const ACCOUNT_FIELD = /^(advertiserId|userId)(\[.*\])?$/
 const CAMPAIGN_FIELD = /^(campaignIds|campaignId)(\[.*\])?$/
 const ID = /^\d{1,15}$/
-const DIGITS_SEGMENT = /\/\d+(\/|$)/
+// A segment a database could read as a number: MySQL compares `102001abc` or `+102001`
+// with an integer id as 102001.
+const NUMERIC_SEGMENT = /\/[+-]?\d/
 
 /** What a call names, and where. */
 export interface NamedInCall {
@@ -27,11 +29,19 @@ export function campaignPathPatterns(paths: readonly string[]): RegExp[] {
   return paths.map((p) => new RegExp(`^${p.split('{id}').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('(\\d+)')}/?$`))
 }
 
+// Where the platform reads the account: a body-less call's query (`advertiserId` or
+// `userId`, as plain names), a body call's top-level `userId`; the POST report form reads
+// its top-level `campaignIds` instead. Anywhere else (a nested `userId`, `advertiserId`
+// in a campaign list's body, `userId[]`), the platform falls back to the parent account.
+const QUERY_ACCOUNT = new Set(['advertiserId', 'userId'])
+const BODY_ACCOUNT = 'userId'
+const REPORT_CAMPAIGNS = 'campaignIds'
+const REPORT_PATH = '/api/v1/report/'
+
 /**
- * The accounts and campaigns a call names (issue #5). The platform reads the account of
- * GET, HEAD and DELETE from the query and that of calls with a body from the body (a
- * campaign id there names its owner): a call naming it only elsewhere is not `placed`,
- * for the platform would fall back to the parent account.
+ * The accounts and campaigns a call names (issue #5), wherever they stand, and whether
+ * it names its account where the platform reads it (`placed`): a call that does not
+ * would act on the parent account.
  */
 export function namedInCall(method: string, target: RequestTarget, body: CheckedBody | null, campaignPaths: readonly RegExp[]): NamedInCall {
   const queryAccounts = fieldValues(target.params, ACCOUNT_FIELD)
@@ -49,28 +59,40 @@ export function namedInCall(method: string, target: RequestTarget, body: Checked
   return {
     accounts: [...queryAccounts, ...bodyAccounts],
     campaigns,
-    placed: bodyless ? queryAccounts.length > 0 : bodyAccounts.length > 0 || bodyCampaigns.length > 0,
+    placed: bodyless ? target.params.some(([name]) => QUERY_ACCOUNT.has(name)) : placedInBody(target.path, body),
   }
 }
 
-/** Every named account must be a positive integer the team may use. */
-export function assertAccounts(team: TeamConfig, values: unknown[]): void {
-  if (team.advertisers === null) return
+function placedInBody(path: string, body: CheckedBody | null): boolean {
+  if (body?.kind === 'form') return body.params.some(([name]) => name === BODY_ACCOUNT)
+  if (body?.kind !== 'json' || typeof body.value !== 'object' || body.value === null || Array.isArray(body.value)) return false
+  const top = body.value as Record<string, unknown>
+  if (Object.hasOwn(top, BODY_ACCOUNT)) return true
+  return path.startsWith(REPORT_PATH) && Array.isArray(top[REPORT_CAMPAIGNS]) && top[REPORT_CAMPAIGNS].length > 0
+}
+
+/** Every named account must be a positive integer the team may use; returns them. */
+export function assertAccounts(team: TeamConfig, values: unknown[]): number[] {
+  const ids: number[] = []
+  if (team.advertisers === null) return ids
   for (const value of values) {
     const id = toAccountId(value)
     if (id === null) throw new ForbiddenError(`team ${team.name} may not use advertiser ${JSON.stringify(value)}`)
     assertMayUseAccount(team, id)
+    ids.push(id)
   }
+  return ids
 }
 
 // A path with a number the campaign table does not explain names an object the gateway
-// cannot place (a creative, a campaign under an unlisted route): refused for scoped teams.
+// cannot place (a creative, a campaign under an unlisted route, an id with a suffix):
+// refused for scoped teams.
 function pathCampaign(path: string, patterns: readonly RegExp[]): number | null {
   for (const pattern of patterns) {
     const match = pattern.exec(path)
     if (match) return campaignId(match[1])
   }
-  if (DIGITS_SEGMENT.test(path)) throw new ForbiddenError(`the gateway cannot tell whose object ${path} names; ask for its path to be listed in ownership.campaignPaths`)
+  if (NUMERIC_SEGMENT.test(path)) throw new ForbiddenError(`the gateway cannot tell whose object ${path} names; ask for its path to be listed in ownership.campaignPaths`)
   return null
 }
 

@@ -35,6 +35,8 @@ export class CampaignOwners {
   readonly #lists: LRUCache<string, CampaignList>
   readonly #loads = new SingleFlight<CampaignList>()
   readonly #now: () => number
+  // Lists a successful write may have changed: their next unknown id reloads at once.
+  readonly #written = new Set<string>()
 
   constructor(deps: CampaignOwnersDeps) {
     this.#d = deps
@@ -59,6 +61,15 @@ export class CampaignOwners {
     return owners
   }
 
+  /**
+   * A scoped team's write for this advertiser succeeded (a campaign created, say): the
+   * next id its list lacks reloads it without waiting for `refreshMinInterval`, so a
+   * team can act on a campaign it has just made.
+   */
+  written(provider: TokenProvider, advertiser: number): void {
+    this.#written.add(`${provider.name}:${advertiser}`)
+  }
+
   #match(candidates: number[], lists: CampaignList[], ids: readonly number[], owners: Map<number, number>): void {
     for (const id of ids) {
       const at = lists.findIndex((list) => list.ids.has(id))
@@ -72,7 +83,9 @@ export class CampaignOwners {
     const key = `${provider.name}:${advertiser}`
     const now = this.#now()
     const known = this.#lists.get(key)
-    if (known && now - known.fetchedAt < (reload ? refreshMinIntervalMs : ttlMs)) return known
+    const floor = reload ? (this.#written.has(key) ? 0 : refreshMinIntervalMs) : ttlMs
+    if (known && now - known.fetchedAt < floor) return known
+    if (reload) this.#written.delete(key)
     return this.#loads.run(`${key}:${reload ? 'reload' : 'read'}`, async () => {
       const shared = reload ? null : await this.#readShared(key)
       if (shared && this.#now() - shared.fetchedAt < ttlMs) {

@@ -10,7 +10,7 @@ import { startRedis, type RedisServer } from './start-redis.js'
 // file (or a describe) and use what they return in the tests.
 
 /** Stands for an object made in beforeAll, so a file can name it at the top. */
-function late<T extends object>(what: string, get: () => T | undefined): T {
+export function late<T extends object>(what: string, get: () => T | undefined): T {
   return new Proxy({} as T, {
     get(_target, prop) {
       const real = get()

@@ -30,6 +30,8 @@ export async function startSandboxGateway(opts: SandboxGatewayOptions = {}): Pro
     testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...opts.env }, opts.yaml ?? TEAMS_YAML),
   )
   await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
+  // The start's token probe is the gateway's own call: what callers send starts here.
+  sandbox.clearRequests()
   const { port } = gw.proxy.server.address() as { port: number }
   return {
     sandbox,

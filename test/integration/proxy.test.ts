@@ -475,13 +475,18 @@ describe('path-spelling attacks never reach the platform outside /api/v1/', () =
   }
 
   // light-my-request resolves the URL the way fetch does (dot segments, %2e, backslashes),
-  // so some of these arrive as a plain /api/v1/ path: that may reach the platform.
+  // so some of these arrive as a plain /api/v1/ path: that may reach the platform, whose
+  // answer is a 404, or a 405 for a known path with another method (as Laravel's).
   it.each(attacks)('through inject: %s', async (url) => {
     const res = await gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': KEYS.all } })
-    expect(res.statusCode).toBe(404)
     expectNothingOutsideApi()
-    if (sandbox.requests.length === 0) expect(res.json().code).toBe('GW_NOT_FOUND')
-    else expect(res.body).toBe('{"message":"Not Found"}')
+    if (sandbox.requests.length === 0) {
+      expect(res.statusCode).toBe(404)
+      expect(res.json().code).toBe('GW_NOT_FOUND')
+    } else {
+      expect([404, 405]).toContain(res.statusCode)
+      expect(res.json().message).toMatch(/^(Not Found|The GET method is not supported)/)
+    }
   })
 
   it.each([...attacks, '/api/v1/report\u0000/x', 'http://127.0.0.1/api/v1/../oauth/token'])('over a raw socket: %j', async (target) => {

@@ -423,6 +423,15 @@ describe('request log', () => {
     sandbox.clearRequests()
     expect(sandbox.countRequests()).toBe(0)
   })
+
+  it('notes the accounts each call acted on, as the platform resolved them', async () => {
+    await call('/api/v1/campaign/get', { body: {} })
+    await call(`/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`)
+    await call('/api/v1/report/campaigns/get', { method: 'POST', body: { campaignIds: [102001, 103001], dateFrom: '2026-01-01', dateTo: '2026-01-02' } })
+    await call('/api/v1/report/campaigns/get', { method: 'POST', body: { campaignIds: [201001], dateFrom: '2026-01-01', dateTo: '2026-01-02' } })
+    // The list without a userId in its body is the parent's; a refused call acted on nothing.
+    expect(sandbox.requests.map((r) => r.accounts)).toEqual([[100], [101], [102, 103], []])
+  })
 })
 
 describe('HTTP controls', () => {

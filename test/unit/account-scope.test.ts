@@ -29,6 +29,21 @@ describe('namedInCall', () => {
     expect(named('POST', '/api/v1/campaign/get', parseFormBody(Buffer.from('userId=102'), LIMITS))).toMatchObject({ accounts: ['102'], placed: true })
   })
 
+  it('places a body call only by a top-level userId, or a report by its top-level campaignIds', () => {
+    expect(named('POST', '/api/v1/campaign/get', json({ advertiserId: 101 })).placed).toBe(false)
+    expect(named('POST', '/api/v1/campaign/get', json({ filter: { userId: 101 } })).placed).toBe(false)
+    expect(named('POST', '/api/v1/campaign/get', json([{ userId: 101 }])).placed).toBe(false)
+    expect(named('POST', '/api/v1/campaign/get', json({ campaignIds: [101001] })).placed).toBe(false)
+    expect(named('POST', '/api/v1/campaign/get', parseFormBody(Buffer.from('userId[]=101'), LIMITS)).placed).toBe(false)
+    expect(named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: [] })).placed).toBe(false)
+    expect(named('POST', '/api/v1/report/campaigns/get', json({ advertiserId: 101 })).placed).toBe(false)
+  })
+
+  it('places a body-less call only by a plain advertiserId or userId in the query', () => {
+    expect(named('GET', '/api/v1/creative/get?advertiserId[]=101').placed).toBe(false)
+    expect(named('GET', '/api/v1/creative/get?userId=101').placed).toBe(true)
+  })
+
   it('counts campaign ids in a body as naming their owners', () => {
     const report = named('POST', '/api/v1/report/campaigns/get', json({ campaignIds: [102001, '102002'], dateFrom: '2026-01-01' }))
     expect(report).toEqual({ accounts: [], campaigns: [102001, 102002], placed: true })
@@ -40,9 +55,13 @@ describe('namedInCall', () => {
     expect(call.campaigns.sort()).toEqual([5, 9])
   })
 
-  it('takes the id of a listed campaign path, and refuses other all-digit segments', () => {
+  it('takes the id of a listed campaign path, and refuses other segments starting with a number', () => {
     expect(named('GET', '/api/v1/campaign/101002?userId=101').campaigns).toEqual([101002])
     expect(() => named('GET', '/api/v1/creative/55?userId=101')).toThrow(expect.objectContaining({ code: 'GW_FORBIDDEN' }))
+    // A database reads these as the number they start with.
+    for (const path of ['/api/v1/campaign/banner/delete/102001abc', '/api/v1/campaign/banner/delete/+102001', '/api/v1/campaign/1.5']) {
+      expect(() => named('DELETE', `${path}?userId=101`), path).toThrow(expect.objectContaining({ code: 'GW_FORBIDDEN' }))
+    }
     expect(named('POST', '/api/v1/campaign/get', json({ userId: 1 })).campaigns).toEqual([])
   })
 

@@ -17,6 +17,8 @@ describe('checkTarget', () => {
     ['an empty name', '/api/v1/campaign/get?=102'],
     ['a name with a quote', "/api/v1/campaign/get?user'Id=1"],
     ['_method in the query', '/api/v1/campaign/get?_method=DELETE'],
+    ['.method, which PHP reads as _method', '/api/v1/report/campaigns/get?.method=GET'],
+    ['_method as an array', '/api/v1/report/campaigns/get?.method[x]=GET'],
     ['a percent-encoding left in the path', '/api/v1/campaign/banner/delete/1%20'],
   ]
   it.each(refused)('refuses %s with 400 GW_BAD_REQUEST', (_name, url) => {

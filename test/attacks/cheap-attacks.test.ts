@@ -1,0 +1,138 @@
+import { connect } from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { Admission } from '../../src/routes/caller.js'
+import { KEYS, rawHttp, rawRequest, TEAMS_YAML } from '../helpers/sandbox-gateway.js'
+import { call, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
+
+// Issue #5, "What was seen" 5: cheap attacks. Memory grown by unique URLs, event-loop time
+// spent on bodies before the key and rate limit are checked, deep JSON as a 500, a body
+// that trickles in held open for minutes. The request timeout is set short here so
+// that the trickle is cut off within the test.
+
+const REQUEST_TIMEOUT_MS = 1500
+const sg = useAttackGateway({ yaml: `${TEAMS_YAML}\nserver: { requestTimeout: ${REQUEST_TIMEOUT_MS}ms }\n` })
+
+const URL_BYTES = 15 * 1024
+
+function longReportUrl(i: number, advertiser: number): string {
+  const filler = 'x'.repeat(URL_BYTES)
+  return `/api/v1/report/campaigns/get?advertiserId=${advertiser}&${REPORT_DATES}&pad=${i}${filler}`
+}
+
+describe('memory for unique URLs', () => {
+  it('unknown keys leave nothing behind: the memo of checked targets holds admitted callers only', async () => {
+    const admission = new Admission(sg.gw.ctx)
+    const urls = Array.from({ length: 200 }, (_, i) => longReportUrl(i, 201))
+    for (const url of urls) expect(() => admission.authorize('GET', url, { 'x-api-key': 'rgw_not_a_key_0000000000000000000000' })).toThrow(expect.objectContaining({ statusCode: 401 }))
+    expect(urls.filter((url) => admission.known(url) !== undefined)).toEqual([])
+  })
+
+  it('is bounded in bytes: 700 unique 15 KB URLs of an admitted team evict the oldest', async () => {
+    const admission = new Admission(sg.gw.ctx)
+    const urls = Array.from({ length: 700 }, (_, i) => longReportUrl(i, 201))
+    for (const url of urls) admission.authorize('GET', url, { 'x-api-key': KEYS.growth })
+    expect(admission.known(urls[0] as string)).toBeUndefined()
+    expect(admission.known(urls.at(-1) as string)).toBeDefined()
+    const kept = urls.filter((url) => admission.known(url) !== undefined).length
+    // 16 MiB of memo: about 540 URLs of 15 KB (two bytes a character, plus overhead).
+    expect(kept).toBeLessThan(600)
+    expect(kept).toBeGreaterThan(400)
+  })
+
+  it('over HTTP, a forbidden advertiser\'s long URLs are 403 and never reach the platform', async () => {
+    for (let i = 0; i < 20; i++) expect((await call(sg, 'GET', longReportUrl(i, 201), { key: KEYS.growth })).status).toBe(403)
+    expect(sg.callerRequests()).toEqual([])
+  })
+})
+
+describe('work only after admission', () => {
+  it('a body is not read before the key: an unknown key with broken JSON is a 401', async () => {
+    const res = await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: 'rgw_unknown_key_00000000000000000000000', body: '{"broken', headers: { 'content-type': 'application/json' } })
+    expect(res.status).toBe(401)
+  })
+
+  it('nor on a path outside /api/v1/: a body there is never parsed, the answer is 404', async () => {
+    for (const target of ['/oauth/token', '/nope', '/api/v2/campaign/get']) {
+      const broken = await call(sg, 'POST', target, { key: 'rgw_unknown_key_00000000000000000000000', body: '{"broken', headers: { 'content-type': 'application/json' } })
+      expect(broken.status, target).toBe(404)
+      const empty = await call(sg, 'POST', target, { body: '', headers: { 'content-type': 'application/json' } })
+      expect(empty.status, target).toBe(404)
+    }
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('nor before the rate limit: a team over its limit gets 429 for broken JSON, not 400', async () => {
+    const ok = { campaignIds: [101001], dateFrom: '2026-04-01', dateTo: '2026-04-02' }
+    for (let i = 0; i < 3; i++) expect((await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.limited, json: ok })).status).toBe(200)
+    const res = await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.limited, body: `{"broken":"${'x'.repeat(60_000)}`, headers: { 'content-type': 'application/json' } })
+    expect(res.status).toBe(429)
+    expect(res.json.code).toBe('GW_RATE_LIMITED')
+  })
+})
+
+describe('body caps', () => {
+  it('a POST report body over 64 KiB is 413, declared or streamed', async () => {
+    const big = JSON.stringify({ campaignIds: [101001], dateFrom: '2026-01-01', dateTo: '2026-01-02', pad: 'x'.repeat(70 * 1024) })
+    expect((await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.growth, body: big, headers: { 'content-type': 'application/json' } })).status).toBe(413)
+    const chunked = await rawRequest(sg.port, rawHttp('POST', '/api/v1/report/campaigns/get', {
+      key: KEYS.growth,
+      headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+      body: `${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`,
+    }))
+    expect(chunked.status).toBe(413)
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('any other body over bodyLimit (1 MiB) is 413', async () => {
+    const big = JSON.stringify({ userId: 101, pad: 'x'.repeat(1024 * 1024) })
+    const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: big, headers: { 'content-type': 'application/json' } })
+    expect(res.status).toBe(413)
+    expect(res.json.code).toBe('GW_PAYLOAD_TOO_LARGE')
+    expect(sg.callerRequests()).toEqual([])
+  })
+})
+
+describe('deep JSON', () => {
+  it('a 200,000-deep array is a 400, not a 500 (stack overflow)', async () => {
+    const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`
+    const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.all, body: deep, headers: { 'content-type': 'application/json' } })
+    expect(res.status).toBe(400)
+    expect(res.json.code).toBe('GW_BAD_REQUEST')
+    const report = await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.all, body: `{"campaignIds":${'['.repeat(30_000)}${']'.repeat(30_000)}}`, headers: { 'content-type': 'application/json' } })
+    expect(report.status).toBe(400)
+    expect(sg.callerRequests()).toEqual([])
+  })
+})
+
+describe('a body that trickles in', () => {
+  it('is cut off with 408 soon after server.requestTimeout, and nothing reaches the platform', async () => {
+    const started = performance.now()
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(sg.port, '127.0.0.1')
+      const chunks: Buffer[] = []
+      let sent = 0
+      const body = JSON.stringify({ userId: 101, pad: 'x'.repeat(200) })
+      const timer = setInterval(() => {
+        if (sent < body.length && socket.writable) socket.write(body[sent++] as string)
+      }, 100)
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+      socket.on('error', reject)
+      socket.on('close', () => {
+        clearInterval(timer)
+        resolve(Buffer.concat(chunks).toString('latin1'))
+      })
+      // Held to a hard stop so a gateway that never cuts it off fails rather than hangs.
+      setTimeout(() => socket.destroy(), 15_000).unref()
+      socket.write(`POST /api/v1/campaign/get HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.growth}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`)
+    })
+    const elapsed = performance.now() - started
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /)
+    expect(answer).toContain('GW_REQUEST_TIMEOUT')
+    // The deadline is checked once a second: generous margin for a shared machine.
+    expect(elapsed).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 100)
+    expect(elapsed).toBeLessThan(REQUEST_TIMEOUT_MS + 6000)
+    expect(sg.callerRequests()).toEqual([])
+  })
+})
+
+itLoggedNoSecret(sg)

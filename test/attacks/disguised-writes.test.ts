@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
+import { call, direct, itLoggedNoSecret, newCampaign, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
+
+// Issue #5, "What was seen" 1: writes disguised as reads. The read/write rule and the
+// token-path rule must read the same path the router and the platform read, and no
+// method override may reach a PHP platform, which honours it on POST.
+
+const sg = useAttackGateway({ env: { PLATFORM_TOKEN_URL: '/api/v1/auth/token' } })
+
+const NEW_CAMPAIGN = newCampaign(101)
+
+async function campaignsOf(userId: number): Promise<number[]> {
+  const listed = await direct(sg, 'POST', '/api/v1/campaign/get?per_page=500', {
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ userId }),
+  })
+  sg.sandbox.clearRequests()
+  return (listed.json.data as { id: number }[]).map((c) => c.id)
+}
+
+describe('a fragment in the request target', () => {
+  it('a read-only team cannot create a campaign with `…/create#/get`: 400, nothing reaches the platform', async () => {
+    const before = await campaignsOf(101)
+    const res = await rawRequest(sg.port, rawHttp('POST', '/api/v1/campaign/banner/create#/get', {
+      key: KEYS.growth,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(NEW_CAMPAIGN),
+    }))
+    expect(res.status).toBe(400)
+    expect(JSON.parse(res.body)).toMatchObject({ code: 'GW_BAD_REQUEST' })
+    expect(sg.callerRequests()).toEqual([])
+    expect(await campaignsOf(101)).toEqual(before)
+  })
+
+  it('`/api/v1/auth/token#x` (the token URL under /api/v1/) is 400 and its plain spellings 404: never the token endpoint', async () => {
+    for (const target of ['/api/v1/auth/token#x', '/api/v1/auth/token', '/api/v1/auth/token/', '/api/v1/AUTH/token', '/api/v1/auth/t%6Fken']) {
+      const res = await rawRequest(sg.port, rawHttp('POST', target, { headers: { 'content-type': 'application/json' }, body: '{"grant_type":"password"}' }))
+      expect(res.status, target).toBe(target.includes('#') ? 400 : 404)
+    }
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('`…/get#?advertiserId=101` is 400: the query behind `#` is neither checked nor dropped', async () => {
+    const res = await rawRequest(sg.port, rawHttp('GET', `/api/v1/report/campaigns/get#?advertiserId=101&${REPORT_DATES}`, { key: KEYS.growth }))
+    expect(res.status).toBe(400)
+    expect(sg.callerRequests()).toEqual([])
+  })
+})
+
+describe('method override', () => {
+  it('is honoured by the platform on POST (the sandbox models it)', async () => {
+    const [victim] = await campaignsOf(103)
+    const res = await direct(sg, 'POST', `/api/v1/campaign/banner/delete/${victim}`, { headers: { 'x-http-method-override': 'DELETE' } })
+    expect(res.status).toBe(200)
+    expect(await campaignsOf(103)).not.toContain(victim)
+    const query = await direct(sg, 'POST', `/api/v1/report/campaigns/get?.method=GET&advertiserId=101&${REPORT_DATES}`)
+    expect(query.status).toBe(200)
+  })
+
+  it('override headers never reach the platform: a read stays the read it was checked as', async () => {
+    for (const header of ['x-http-method-override', 'x-http-method', 'x-method-override']) {
+      const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, json: { userId: 101 }, headers: { [header]: 'DELETE' } })
+      expect(res.status).toBe(200)
+    }
+    const received = sg.callerRequests()
+    expect(received.map((r) => r.method)).toEqual(['POST', 'POST', 'POST'])
+    for (const r of received) {
+      expect(r.headers['x-http-method-override']).toBeUndefined()
+      expect(r.headers['x-http-method']).toBeUndefined()
+      expect(r.headers['x-method-override']).toBeUndefined()
+    }
+  })
+
+  it('a scoped writer cannot turn a POST into a DELETE: the platform sees a POST (405) and the campaign stays', async () => {
+    const res = await call(sg, 'POST', '/api/v1/campaign/banner/delete/101001', {
+      key: KEYS.writer,
+      json: { userId: 101 },
+      headers: { 'x-http-method-override': 'DELETE' },
+    })
+    expect(res.status).toBe(405)
+    expect(sg.callerRequests().map((r) => [r.method, r.headers['x-http-method-override']])).toEqual([['POST', undefined]])
+    expect(await campaignsOf(101)).toContain(101001)
+  })
+
+  it('_method is refused in the query, a JSON body and a form body, however PHP would spell it', async () => {
+    const attempts: [string, { json?: unknown; body?: string; headers?: Record<string, string> }][] = [
+      [`/api/v1/report/campaigns/get?_method=GET&advertiserId=101&${REPORT_DATES}`, { json: { campaignIds: [101001], ...dates() } }],
+      // PHP turns dots in a name into `_`: `.method` is `_method` to the platform.
+      [`/api/v1/report/campaigns/get?.method=GET&${REPORT_DATES}`, { json: { campaignIds: [101001], ...dates() } }],
+      [`/api/v1/report/campaigns/get?%2Emethod=GET&${REPORT_DATES}`, { json: { campaignIds: [101001], ...dates() } }],
+      [`/api/v1/report/campaigns/get?.method[x]=GET&${REPORT_DATES}`, { json: { campaignIds: [101001], ...dates() } }],
+      ['/api/v1/report/campaigns/get', { json: { _method: 'GET', campaignIds: [101001], ...dates() } }],
+      ['/api/v1/campaign/get', { body: 'userId=101&_method=DELETE', headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
+      ['/api/v1/campaign/get', { body: 'userId=101&.method=DELETE', headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
+    ]
+    for (const [target, opts] of attempts) {
+      const res = await call(sg, 'POST', target, { key: KEYS.growth, ...opts })
+      expect(res.status, target).toBe(400)
+      expect(res.json.code).toBe('GW_BAD_REQUEST')
+    }
+    expect(sg.callerRequests()).toEqual([])
+  })
+})
+
+describe('what keeps working', () => {
+  it('a read-only team reads; a scoped writer creates and deletes its own campaign', async () => {
+    expect((await call(sg, 'POST', '/api/v1/campaign/get?per_page=5', { key: KEYS.growth, json: { userId: 101 } })).status).toBe(200)
+    const created = await call(sg, 'POST', '/api/v1/campaign/banner/create', { key: KEYS.writer, json: NEW_CAMPAIGN })
+    expect(created.status).toBe(201)
+    const id = (created.json.data as { id: number }).id
+    expect((await call(sg, 'DELETE', `/api/v1/campaign/banner/delete/${id}?userId=101`, { key: KEYS.writer })).status).toBe(200)
+    expect(sg.callerRequests().map((r) => `${r.method} ${r.path}`)).toEqual([
+      'POST /api/v1/campaign/get',
+      'POST /api/v1/campaign/banner/create',
+      `DELETE /api/v1/campaign/banner/delete/${id}`,
+    ])
+  })
+})
+
+function dates(): { dateFrom: string; dateTo: string } {
+  return { dateFrom: '2026-01-01', dateTo: '2026-01-07' }
+}
+
+itLoggedNoSecret(sg)

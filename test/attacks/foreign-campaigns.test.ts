@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS } from '../helpers/sandbox-gateway.js'
+import { call, direct, itLoggedNoSecret, newCampaign, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
+
+// Issue #5, "What was seen" 2: campaign ids of another advertiser. A campaign id does not
+// say whose it is, and the platform reads campaigns by id for any child of the token's
+// parent: every id a scoped team names must be one of its advertisers' campaigns.
+// The writer team is limited to 101 (and may write); 102 is a sibling under the same parent.
+
+const sg = useAttackGateway()
+const DATES = { dateFrom: '2026-01-01', dateTo: '2026-01-07' }
+
+async function exists(id: number): Promise<boolean> {
+  const owner = Math.floor(id / 1000)
+  const listed = await direct(sg, 'POST', '/api/v1/campaign/get?per_page=500', { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ userId: owner }) })
+  sg.sandbox.clearRequests()
+  return (listed.json.data as { id: number }[]).some((c) => c.id === id)
+}
+
+describe('the platform reads campaigns by id (the sandbox models it)', () => {
+  it('a POST report reads campaignIds and ignores advertiserId', async () => {
+    const res = await direct(sg, 'POST', '/api/v1/report/campaigns/get', {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ advertiserId: 101, campaignIds: [102001], ...DATES, byCampaign: true }),
+    })
+    expect(res.status).toBe(200)
+    expect((res.json.data as { campaignId: number }[]).map((r) => r.campaignId)).toEqual([102001])
+  })
+})
+
+describe("another advertiser's campaigns", () => {
+  it('a POST report naming its own advertiser and a sibling\'s campaigns is 403; nothing reaches the platform', async () => {
+    const res = await call(sg, 'POST', '/api/v1/report/campaigns/get', {
+      key: KEYS.writer,
+      json: { advertiserId: 101, campaignIds: [102001, 102002], ...DATES, byDate: true, byCampaign: true },
+    })
+    expect(res.status).toBe(403)
+    expect(res.json.code).toBe('GW_FORBIDDEN')
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('one foreign id among own ones is enough for a 403', async () => {
+    const res = await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.writer, json: { campaignIds: [101001, 101002, 103001], ...DATES } })
+    expect(res.status).toBe(403)
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('campaign ids in the query, as a string, or as an array of the query are checked too', async () => {
+    const targets = [
+      `/api/v1/report/campaigns/get?advertiserId=101&campaignIds[]=102001&${REPORT_DATES}`,
+      `/api/v1/report/campaigns/get?advertiserId=101&campaignId=102001&${REPORT_DATES}`,
+      `/api/v1/report/campaigns/get?advertiserId=101&campaignIds[0]=101001&campaignIds[1]=102001&${REPORT_DATES}`,
+    ]
+    for (const target of targets) expect((await call(sg, 'GET', target, { key: KEYS.writer })).status, target).toBe(403)
+    const asString = await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.writer, json: { campaignIds: ['102001'], ...DATES } })
+    expect(asString.status).toBe(403)
+    const form = await call(sg, 'POST', '/api/v1/campaign/get', {
+      key: KEYS.writer,
+      body: 'userId=101&campaignIds[]=102001',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
+    expect(form.status).toBe(403)
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it("a scoped writer cannot delete a sibling's campaign by id, whatever account it names", async () => {
+    for (const target of ['/api/v1/campaign/banner/delete/102001?userId=101', '/api/v1/campaign/banner/delete/102001/?userId=101']) {
+      const res = await call(sg, 'DELETE', target, { key: KEYS.writer })
+      expect(res.status, target).toBe(403)
+    }
+    expect(sg.callerRequests()).toEqual([])
+    expect(await exists(102001)).toBe(true)
+  })
+
+  it('a path segment the database reads as a number is refused unless the campaign table places it', async () => {
+    // MySQL reads `102001abc` and `+102001` as 102001 (the sandbox models it).
+    expect((await direct(sg, 'DELETE', '/api/v1/campaign/banner/delete/103002abc')).status).toBe(200)
+    expect(await exists(103002)).toBe(false)
+    sg.sandbox.clearRequests()
+    for (const target of [
+      '/api/v1/campaign/banner/delete/102001abc?userId=101',
+      '/api/v1/campaign/banner/delete/+102001?userId=101',
+      '/api/v1/campaign/banner/delete/102001.0?userId=101',
+      '/api/v1/creative/delete/102001?userId=101',
+    ]) {
+      const res = await call(sg, 'DELETE', target, { key: KEYS.writer })
+      expect(res.status, target).toBe(403)
+    }
+    expect(sg.callerRequests()).toEqual([])
+    expect(await exists(102001)).toBe(true)
+  })
+})
+
+describe('own campaigns keep working', () => {
+  it('a POST report on own campaigns is 200 and names them to the platform', async () => {
+    const res = await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.writer, json: { advertiserId: 101, campaignIds: [101002, 101001], ...DATES, byCampaign: true } })
+    expect(res.status).toBe(200)
+    const [forwarded] = sg.callerRequests()
+    expect(JSON.parse(forwarded?.body ?? '{}')).toMatchObject({ campaignIds: [101001, 101002] })
+  })
+
+  it('a campaign created through the gateway can be reported on and deleted at once', async () => {
+    const created = await call(sg, 'POST', '/api/v1/campaign/banner/create', { key: KEYS.writer, json: newCampaign(101) })
+    expect(created.status).toBe(201)
+    const id = (created.json.data as { id: number }).id
+    expect((await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.writer, json: { campaignIds: [id], ...DATES } })).status).toBe(200)
+    expect((await call(sg, 'DELETE', `/api/v1/campaign/banner/delete/${id}?userId=101`, { key: KEYS.writer })).status).toBe(200)
+    expect(await exists(id)).toBe(false)
+  })
+
+  it('an unrestricted team reads any child campaign by id', async () => {
+    const res = await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.all, json: { campaignIds: [102001, 103001], ...DATES } })
+    expect(res.status).toBe(200)
+  })
+})
+
+itLoggedNoSecret(sg)

@@ -1,0 +1,113 @@
+import { connect } from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { leakedSecrets } from '../helpers/secret-scan.js'
+import { testConfig } from '../helpers/build-gateway.js'
+import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
+import { ADMIN_TOKEN, call, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
+
+// Issue #5, "What was seen" 6: leaks. The caller's bytes in a trace log line, passwords
+// in configuration errors, caller credentials and forwarding headers on their way to the
+// platform, and `expect: 100-continue` turned into a 502.
+
+const sg = useAttackGateway()
+const CALLER_COOKIE = 'caller-session-cookie-0123456789'
+
+describe('a malformed request at LOG_LEVEL=trace', () => {
+  it('is a 400, and its bytes (API key, admin token) reach no log line', async () => {
+    const malformed = [
+      `GET /api/v1/report/campaigns/get HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\nauthorization: Bearer ${ADMIN_TOKEN}\r\nbroken header line\r\n\r\n`,
+      `GET /api/v1/x HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.writer}\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\nab`,
+      `POST /api/v1/x HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.growth}\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n`,
+    ]
+    for (const bytes of malformed) {
+      const res = await rawRequest(sg.port, bytes)
+      expect(res.status).toBe(400)
+      expect(res.text).not.toContain(KEYS.all)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(leakedSecrets(sg.gw.logs.text(), [KEYS.all, KEYS.writer, KEYS.growth, ADMIN_TOKEN])).toEqual([])
+    expect(sg.callerRequests()).toEqual([])
+  })
+})
+
+describe('configuration errors', () => {
+  it.each([
+    ['REDIS_URL', 'http://user:s3cret-redis-pw@127.0.0.1:6379'],
+    ['REDIS_URL', 'ftp://:s3cret-redis-pw@127.0.0.1'],
+    ['REDIS_URL', 'http://user:s3cret@redis-pw@127.0.0.1'],
+    ['PLATFORM_BASE_URL', 'https://user:s3cret-base-pw@platform.example/api'],
+    ['PLATFORM_BASE_URL', 'https://user:s3cret@base-pw@platform.example/api'],
+    ['PLATFORM_BASE_URL', 'user:s3cret-base-pw@platform.example'],
+  ])('%s %s: the message masks the password', (name, value) => {
+    let message = ''
+    try {
+      testConfig({ PLATFORM_BASE_URL: 'http://127.0.0.1:1', PLATFORM_TOKEN: 'tok-123456789', [name]: value })
+    } catch (err) {
+      message = (err as Error).message
+    }
+    expect(message).toContain(name)
+    expect(message).not.toMatch(/s3cret|redis-pw|base-pw/)
+  })
+})
+
+describe('headers on the way to the platform', () => {
+  it('no caller credential, cookie, forwarding or override header reaches it', async () => {
+    const res = await call(sg, 'POST', '/api/v1/campaign/get', {
+      key: KEYS.growth,
+      json: { userId: 101 },
+      headers: {
+        authorization: `Bearer ${KEYS.growth}`,
+        cookie: `laravel_session=${CALLER_COOKIE}`,
+        forwarded: 'for=10.0.0.1;host=platform.internal',
+        'x-forwarded-for': '10.0.0.1',
+        'x-forwarded-host': 'platform.internal',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-prefix': '/admin',
+        'x-real-ip': '10.0.0.1',
+        'x-original-url': '/oauth/token',
+        'x-rewrite-url': '/oauth/token',
+        'x-http-method-override': 'DELETE',
+        'x-csrf-token': 'abc',
+        'accept-language': 'en',
+        'user-agent': 'attack-test',
+      },
+    })
+    expect(res.status).toBe(200)
+    const [received] = sg.callerRequests()
+    const names = Object.keys(received?.headers ?? {}).sort()
+    expect(names.filter((h) => !['host', 'connection', 'content-length', 'content-type', 'accept', 'accept-encoding', 'accept-language', 'user-agent', 'x-request-id', 'authorization'].includes(h))).toEqual([])
+    expect(received?.headers.authorization).not.toContain(KEYS.growth)
+    expect(received?.headers['user-agent']).toBe('attack-test')
+    expect(JSON.stringify(received?.headers)).not.toContain(CALLER_COOKIE)
+  })
+
+  it('expect: 100-continue is answered by the gateway: the call goes through and the platform never sees it', async () => {
+    const body = '{"userId":101}'
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(sg.port, '127.0.0.1')
+      let text = ''
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('latin1')
+        if (text.startsWith('HTTP/1.1 100') && text.endsWith('\r\n\r\n') && !text.includes('200')) socket.write(body)
+      })
+      socket.on('error', reject)
+      socket.on('close', () => resolve(text))
+      setTimeout(() => socket.destroy(), 10_000).unref()
+      socket.write(
+        `POST /api/v1/campaign/get HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\nx-api-key: ${KEYS.growth}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nexpect: 100-continue\r\n\r\n`,
+      )
+    })
+    expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /)
+    const [received] = sg.callerRequests()
+    expect(received?.headers.expect).toBeUndefined()
+    expect(received?.body).toBe(body)
+  })
+
+  it('the platform\'s session cookie never reaches the caller', async () => {
+    const res = await rawRequest(sg.port, rawHttp('POST', '/api/v1/campaign/get', { key: KEYS.growth, headers: { 'content-type': 'application/json' }, body: '{"userId":101}' }))
+    expect(res.status).toBe(200)
+    expect(res.text.toLowerCase()).not.toContain('set-cookie')
+  })
+})
+
+itLoggedNoSecret(sg, [CALLER_COOKIE])

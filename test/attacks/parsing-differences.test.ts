@@ -1,0 +1,125 @@
+import { gzipSync } from 'node:zlib'
+import { describe, expect, it } from 'vitest'
+import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
+import { call, direct, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
+
+// Issue #5, "What was seen" 4: the gateway checked its own parse and forwarded the caller's
+// bytes, which a PHP platform reads differently. Each attack is shown working on the
+// sandbox (PHP's and Laravel's reading) and refused by the gateway, which forwards only
+// its own serialization. The growth team is limited to 101 and 102; 103 is a sibling.
+
+const sg = useAttackGateway()
+const PARENT_CAMPAIGN = 100001
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
+
+async function listed(res: { json: Record<string, unknown> }): Promise<number[]> {
+  sg.sandbox.clearRequests()
+  return ((res.json.data ?? []) as { id: number }[]).map((c) => c.id)
+}
+
+function nested(depth: number): string {
+  return `{"userId":101,"x":${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}}`
+}
+
+const INVALID_UTF8 = Buffer.concat([Buffer.from('{"userId":101,"name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')])
+
+describe('what PHP reads (the sandbox models it)', () => {
+  it('a name cut at NUL, or with leading spaces, is the account field; the last one wins', async () => {
+    const nul = await direct(sg, 'GET', `/api/v1/report/campaigns/get?advertiserId=101&advertiserId%00=103&${REPORT_DATES}&byCampaign=1`)
+    expect((nul.json.data as { campaignId: number }[]).every((r) => Math.floor(r.campaignId / 1000) === 103)).toBe(true)
+    const spaced = await direct(sg, 'POST', '/api/v1/campaign/get', { headers: FORM, body: 'userId=101&%20%20userId=103' })
+    expect((await listed(spaced)).every((id) => Math.floor(id / 1000) === 103)).toBe(true)
+  })
+
+  it('a form type holding /json, JSON too deep or not UTF-8: the call names nothing and lists the parent\'s campaigns', async () => {
+    const asJson = await direct(sg, 'POST', '/api/v1/campaign/get', { headers: { 'content-type': 'application/x-www-form-urlencoded; x=/json' }, body: 'userId=101' })
+    expect(await listed(asJson)).toContain(PARENT_CAMPAIGN)
+    const deep = await direct(sg, 'POST', '/api/v1/campaign/get', { headers: { 'content-type': 'application/json' }, body: nested(513) })
+    expect(await listed(deep)).toContain(PARENT_CAMPAIGN)
+    const notUtf8 = await direct(sg, 'POST', '/api/v1/campaign/get', { headers: { 'content-type': 'application/json' }, body: INVALID_UTF8 })
+    expect(await listed(notUtf8)).toContain(PARENT_CAMPAIGN)
+  })
+
+  it('only the first 1000 parameters are read', async () => {
+    const body = `userId=101&${Array.from({ length: 999 }, (_, i) => `p${i}=1`).join('&')}&userId=103`
+    const res = await direct(sg, 'POST', '/api/v1/campaign/get', { headers: FORM, body })
+    expect((await listed(res)).every((id) => Math.floor(id / 1000) === 101)).toBe(true)
+  })
+})
+
+describe('the gateway refuses what PHP would read differently: 400, nothing reaches the platform', () => {
+  it('names cut at NUL, with spaces, or otherwise not plain, in the query and in forms', async () => {
+    const targets = [
+      `/api/v1/report/campaigns/get?advertiserId=101&advertiserId%00=103&${REPORT_DATES}`,
+      `/api/v1/report/campaigns/get?advertiserId=101&%20advertiserId=103&${REPORT_DATES}`,
+      `/api/v1/report/campaigns/get?advertiserId=101&+advertiserId=103&${REPORT_DATES}`,
+      `/api/v1/report/campaigns/get?advertiserId=101&advertiserId%0A=103&${REPORT_DATES}`,
+    ]
+    for (const target of targets) {
+      const res = await rawRequest(sg.port, rawHttp('GET', target, { key: KEYS.growth }))
+      expect(res.status, target).toBe(400)
+    }
+    for (const body of ['userId=101&%20userId=103', 'userId=101&userId%00=103', 'userId=101&user%20Id=103']) {
+      const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body, headers: FORM })
+      expect(res.status, body).toBe(400)
+    }
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('content types other than plain JSON or form, and compressed bodies', async () => {
+    const attempts: [Record<string, string>, string | Buffer][] = [
+      [{ 'content-type': 'application/x-www-form-urlencoded; x=/json' }, 'userId=101'],
+      [{ 'content-type': 'application/x-www-form-urlencoded; charset=utf-8; x=/json' }, 'userId=101'],
+      [{ 'content-type': 'application/vnd.api+json' }, '{"userId":101}'],
+      [{ 'content-type': 'text/plain' }, '{"userId":101}'],
+      [{ 'content-type': 'application/json; charset=latin1' }, '{"userId":101}'],
+      [{ 'content-type': 'application/json', 'content-encoding': 'gzip' }, gzipSync('{"userId":101}')],
+    ]
+    for (const [headers, body] of attempts) {
+      const res = await rawRequest(sg.port, rawHttp('POST', '/api/v1/campaign/get', { key: KEYS.growth, headers, body }))
+      expect(res.status, JSON.stringify(headers)).toBe(400)
+    }
+    // A read-only unrestricted team is held to the same body types.
+    const all = await rawRequest(sg.port, rawHttp('POST', '/api/v1/campaign/get', { key: KEYS.all, headers: { 'content-type': 'text/plain' }, body: 'x' }))
+    expect(all.status).toBe(400)
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('JSON nested deeper than 32 levels, not UTF-8, or not JSON at all', async () => {
+    for (const body of [nested(33), nested(513), INVALID_UTF8, '{"userId":101,}', '{"userId":101}{}']) {
+      const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body, headers: { 'content-type': 'application/json' } })
+      expect(res.status).toBe(400)
+      expect(res.json.code).toBe('GW_BAD_REQUEST')
+    }
+    expect(sg.callerRequests()).toEqual([])
+    expect((await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: nested(32), headers: { 'content-type': 'application/json' } })).status).toBe(200)
+  })
+
+  it('more than 256 parameters, in the query or a form', async () => {
+    const many = Array.from({ length: 257 }, (_, i) => `p${i}=1`).join('&')
+    expect((await call(sg, 'POST', `/api/v1/campaign/get?${many}`, { key: KEYS.growth, json: { userId: 101 } })).status).toBe(400)
+    expect((await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: `userId=101&${many}`, headers: FORM })).status).toBe(400)
+    expect(sg.callerRequests()).toEqual([])
+  })
+})
+
+describe('the platform receives the gateway\'s own serialization', () => {
+  it('of a JSON body: one key per name, escapes decoded, no whitespace', async () => {
+    const body = '{ "user\\u0049d" : 103 , "userId" : 101 , "note" : "caf\\u00e9" }'
+    const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body, headers: { 'content-type': 'application/json; charset=UTF-8' } })
+    expect(res.status).toBe(200)
+    const [received] = sg.callerRequests()
+    expect(received?.body).toBe('{"userId":101,"note":"café"}')
+    expect(received?.headers['content-type']).toBe('application/json')
+  })
+
+  it('of a form and a query: re-encoded from the gateway\'s parse', async () => {
+    const res = await call(sg, 'POST', '/api/v1/campaign/get?per_page=%35&x=%7e', { key: KEYS.growth, body: 'userId=%31%30%31&ids[]=1', headers: FORM })
+    expect(res.status).toBe(200)
+    const [received] = sg.callerRequests()
+    expect(received?.query).toBe('per_page=5&x=~')
+    expect(received?.body).toBe('userId=101&ids[]=1')
+  })
+})
+
+itLoggedNoSecret(sg)

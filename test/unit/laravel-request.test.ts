@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest'
+import { laravelRequest, type RawRequest } from '../../src/sandbox/laravel-request.js'
+
+function read(method: string, url: string, headers: RawRequest['headers'] = {}, body?: string | Buffer) {
+  return laravelRequest({ method, url, headers, body: body === undefined ? null : Buffer.from(body) })
+}
+
+const JSON_TYPE = { 'content-type': 'application/json' }
+const FORM_TYPE = { 'content-type': 'application/x-www-form-urlencoded' }
+
+describe('the method Laravel routes by', () => {
+  it('honours X-HTTP-Method-Override on POST only', () => {
+    expect(read('POST', '/x', { 'x-http-method-override': 'delete' }).method).toBe('DELETE')
+    expect(read('GET', '/x', { 'x-http-method-override': 'DELETE' }).method).toBe('GET')
+  })
+
+  it('honours _method in the query, a form body and a JSON body on POST', () => {
+    expect(read('POST', '/x?_method=DELETE').method).toBe('DELETE')
+    expect(read('POST', '/x', FORM_TYPE, '_method=put').method).toBe('PUT')
+    expect(read('POST', '/x', JSON_TYPE, '{"_method":"GET"}').method).toBe('GET')
+    expect(read('DELETE', '/x?_method=POST').method).toBe('DELETE')
+  })
+
+  it('prefers the header, then the body, then the query; ignores a value that is no method', () => {
+    expect(read('POST', '/x?_method=PUT', { ...FORM_TYPE, 'x-http-method-override': 'PATCH' }, '_method=DELETE').method).toBe('PATCH')
+    expect(read('POST', '/x?_method=PUT', FORM_TYPE, '_method=DELETE').method).toBe('DELETE')
+    expect(read('POST', '/x?_method=GE%20T').method).toBe('POST')
+  })
+})
+
+describe('where the input is read from', () => {
+  it('reads a body as JSON when the type holds /json or +json anywhere, parameters included', () => {
+    const json = '{"userId":102}'
+    expect(read('POST', '/x', { 'content-type': 'application/x-www-form-urlencoded; x=/json' }, json).body).toEqual({ userId: 102 })
+    expect(read('POST', '/x', { 'content-type': 'application/vnd.api+json' }, json).body).toEqual({ userId: 102 })
+    expect(read('POST', '/x', { 'content-type': 'text/plain' }, json).body).toEqual({})
+  })
+
+  it('reads nothing from JSON PHP cannot decode (too deep, invalid UTF-8): the call names nothing', () => {
+    expect(read('POST', '/x', JSON_TYPE, `{"userId":102,"x":${'['.repeat(513)}${']'.repeat(513)}}`).body).toEqual({})
+    expect(read('POST', '/x', JSON_TYPE, Buffer.concat([Buffer.from('{"userId":102,"x":"'), Buffer.from([0xc3]), Buffer.from('"}')])).body).toEqual({})
+    expect(read('POST', '/x', JSON_TYPE, 'null').body).toEqual({})
+  })
+
+  it('parses a form as PHP does on POST, and as Symfony does on PUT, PATCH and DELETE', () => {
+    expect(read('POST', '/x', { 'content-type': 'Application/X-WWW-Form-Urlencoded; charset=utf-8' }, 'userId%00=102').body).toEqual({ userId: '102' })
+    expect(read('DELETE', '/x', FORM_TYPE, 'userId=102').body).toEqual({ userId: '102' })
+    expect(read('POST', '/x', {}, 'userId=102').body).toEqual({})
+  })
+
+  it('merges the input source over the query; a GET reads its query, or its JSON body', () => {
+    expect(read('POST', '/x?userId=101&page=2', JSON_TYPE, '{"userId":102}').input).toEqual({ userId: 102, page: '2' })
+    expect(read('GET', '/x?%20advertiserId=102').input).toEqual({ advertiserId: '102' })
+    expect(read('GET', '/x?advertiserId=101', JSON_TYPE, '{"advertiserId":102}').input).toEqual({ advertiserId: 102 })
+  })
+})
