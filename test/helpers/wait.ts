@@ -20,7 +20,7 @@ export async function waitUntil(ms: number, cond: Condition, everyMs = 10): Prom
   return (await within(ms, cond, everyMs)) !== null
 }
 
-/** Polls `cond` until it holds; fails naming `what` after `ms`. */
-export async function waitFor(what: string, cond: Condition, ms = 3000, everyMs = 10): Promise<void> {
-  if (!(await waitUntil(ms, cond, everyMs))) throw new Error(`timed out waiting for ${what}`)
+/** Polls `cond` until it holds; fails naming `what` (said when it fails) after `ms`. */
+export async function waitFor(what: string | (() => string), cond: Condition, ms = 3000, everyMs = 10): Promise<void> {
+  if (!(await waitUntil(ms, cond, everyMs))) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`)
 }

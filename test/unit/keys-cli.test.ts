@@ -1,14 +1,13 @@
-import { execFileSync, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
+import { ensureBuilt } from '../helpers/dist.js'
 
 // Contract, "Teams": the key command prints the key once and the sha256: line to put
 // in the config. Run as operators run it: the built CLI in a child process.
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = fileURLToPath(new URL('../../dist/cli/keys.js', import.meta.url))
 
 function run(...args: string[]): { status: number | null; stdout: string; stderr: string } {
@@ -18,10 +17,7 @@ function run(...args: string[]): { status: number | null; stdout: string; stderr
 
 const sha256 = (s: string) => `sha256:${createHash('sha256').update(s, 'utf8').digest('hex')}`
 
-beforeAll(() => {
-  // `npm test` builds first (pretest); a lone `vitest run` of this file may not have.
-  if (!existsSync(CLI)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
-}, 130_000)
+beforeAll(() => ensureBuilt(CLI), 130_000)
 
 describe('keys new --team NAME', () => {
   it('prints a new key once and the config lines holding its hash', () => {
