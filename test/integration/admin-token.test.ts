@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
-import { hashApiKey } from '../../src/teams/api-keys.js'
-import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { CREDENTIAL_KEYS, KEYS, TEAMS_YAML, credentialTeams, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 
 // Issue 4, the admin calls on the platform token (contract, "Admin listener"): GET, PUT
@@ -10,23 +9,11 @@ import { useGateways, useSandbox } from '../helpers/fixtures.js'
 // the audit lines they leave; and that no token, password or secret is ever shown.
 
 const ADMIN_TOKEN = 'admin-token-for-admin-tests-0123456789'
-const PARTNER_KEY = 'rgw_test_partner_key_444444444444444444444444'
-const AGENCY_KEY = 'rgw_test_agency_key_5555555555555555555555555'
+const PARTNER_KEY = CREDENTIAL_KEYS.partner
+const AGENCY_KEY = CREDENTIAL_KEYS.agency
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07'
 
-const CREDENTIALS_YAML = `${TEAMS_YAML}
-  partner-team:
-    keys: ["${hashApiKey(PARTNER_KEY)}"]
-    advertisers: ["*"]
-    credential: partner
-  agency-team:
-    keys: ["${hashApiKey(AGENCY_KEY)}"]
-    advertisers: [101]
-    credential: agency
-credentials:
-  partner: {}
-  agency: {}
-`
+const CREDENTIALS_YAML = credentialTeams('partner', 'agency')
 
 const sandbox = useSandbox()
 const gateways = useGateways()

@@ -1,10 +1,11 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
 import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
+import { waitUntil } from '../helpers/wait.js'
 
 // Issue 4, recovery: when the platform answers 401, a password-login credential logs
 // in again once (shared by every caller that saw the 401) and retries reads; a write is
@@ -16,10 +17,7 @@ const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-0
 const FAST_TICKS = `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 50ms\n`
 
 const sandbox = useSandbox()
-const cleanups: (() => Promise<void>)[] = []
-afterEach(async () => {
-  for (const fn of cleanups.splice(0)) await fn()
-})
+const cleanups = useCleanups()
 const gateways = useGateways()
 
 const loginEnv = () => ({
@@ -89,14 +87,6 @@ function expectNoSecrets(texts: string[], secrets: string[]): void {
   for (const text of texts) {
     for (const secret of secrets) expect(text.includes(secret), `a secret leaked into: ${text.slice(0, 300)}`).toBe(false)
   }
-}
-
-async function waitUntil(limitMs: number, check: () => boolean): Promise<boolean> {
-  for (let i = 0; i < Math.ceil(limitMs / 20); i++) {
-    if (check()) return true
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  return check()
 }
 
 describe('password login: 401 → one re-login → one retry', () => {

@@ -3,12 +3,13 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { startSandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
 import { DEFAULT_TOKEN_LIFETIME_MS, jwtExpiry } from '../../src/platform/token-expiry.js'
 import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
+import { within } from '../helpers/wait.js'
 
 // Issue 4, token sources and expiry: the static token, the watched token file (with
 // the symlink swap a Kubernetes Secret update makes), the password login and its
@@ -18,10 +19,7 @@ const ADMIN_TOKEN = 'sources-admin-token-0123456789abcdef'
 const DAY = 86_400_000
 
 const sandbox = useSandbox()
-const cleanups: (() => void | Promise<void>)[] = []
-afterEach(async () => {
-  for (const fn of cleanups.splice(0)) await fn()
-})
+const cleanups = useCleanups()
 const gateways = useGateways()
 
 function gateway(env: Record<string, string>, yaml = TEAMS_YAML, now?: () => number): Promise<TestGateway> {
@@ -46,16 +44,6 @@ const isTokenRequest = (r: SandboxRequestRecord) => r.path === '/oauth/token'
 
 function currentToken(gw: TestGateway, credential = 'default'): string | undefined {
   return gw.ctx.tokens.get(credential).current()?.token
-}
-
-/** Polls `check` every 20 ms for at most `limitMs`; the elapsed time, or null when it never held. */
-async function within(limitMs: number, check: () => boolean): Promise<number | null> {
-  const started = Date.now()
-  for (let i = 0; i < Math.ceil(limitMs / 20) + 1; i++) {
-    if (check()) return Date.now() - started
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  return check() ? Date.now() - started : null
 }
 
 function records(gw: TestGateway, msg: string | RegExp): Record<string, unknown>[] {
