@@ -83,7 +83,8 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     return gw.logs.records().filter((r) => /cannot be decrypted/.test(String(r.msg)))
   }
 
-  it('an old record with its version raised is ignored with one warn line, and the next rotation is still shared', async () => {
+  /** Two replicas on one token, then a rotation on A that B took: the records before and after it. */
+  async function rotatedOnTwoReplicas() {
     const first = token()
     const a = await replica({ PLATFORM_TOKEN: first })
     const b = await replica({ PLATFORM_TOKEN: first })
@@ -92,6 +93,11 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     expect((await put(a, next)).statusCode).toBe(200)
     const current = await storedOnce(fingerprint(next))
     expect(await within(1000, () => tokenOf(b) === next)).toBe(true)
+    return { first, a, b, old, next, current }
+  }
+
+  it('an old record with its version raised is ignored with one warn line, and the next rotation is still shared', async () => {
+    const { a, b, old, next, current } = await rotatedOnTwoReplicas()
 
     await forge({ ...old, version: current.version + 1_000_000 })
     expect([tokenOf(a), tokenOf(b)]).toEqual([next, next])
@@ -154,14 +160,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
   })
 
   it('a replay of an old record with its own version does not replace the newer token, and the newer record is written back', async () => {
-    const first = token()
-    const a = await replica({ PLATFORM_TOKEN: first })
-    const b = await replica({ PLATFORM_TOKEN: first })
-    const old = await storedOnce(fingerprint(first))
-    const next = token()
-    expect((await put(a, next)).statusCode).toBe(200)
-    const current = await storedOnce(fingerprint(next))
-    expect(await within(1000, () => tokenOf(b) === next)).toBe(true)
+    const { first, a, b, old, next, current } = await rotatedOnTwoReplicas()
 
     await forge(old)
     expect([tokenOf(a), tokenOf(b)]).toEqual([next, next])
