@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import type { Config } from '../../src/config.js'
 import { createGateway, type Gateway, type GatewayDeps } from '../../src/app.js'
+import type { Sandbox } from '../../src/sandbox/sandbox.js'
 import { hashApiKey } from '../../src/teams/api-keys.js'
 import { loadConfigFrom } from './load-config.js'
 
@@ -86,6 +87,20 @@ ${names.map((n) => `  ${n}: {}`).join('\n')}
  */
 export function testConfig(env: Record<string, string>, yaml: string = TEAMS_YAML): Config {
   return loadConfigFrom({ LOG_LEVEL: 'info', CONFIG_FILE: '/virtual/config.yaml', ...env }, { '/virtual/config.yaml': yaml }, { disk: true })
+}
+
+/**
+ * The environment of a password login with the sandbox's demo credentials;
+ * `prefix` `CREDENTIAL_<NAME>_` for a named credential.
+ */
+export function sandboxLoginEnv(sandbox: Pick<Sandbox, 'credentials'>, prefix = 'PLATFORM_'): Record<string, string> {
+  const { username, password, clientId, clientSecret } = sandbox.credentials
+  return {
+    [`${prefix}USERNAME`]: username,
+    [`${prefix}PASSWORD`]: password,
+    [`${prefix}CLIENT_ID`]: String(clientId),
+    [`${prefix}CLIENT_SECRET`]: clientSecret,
+  }
 }
 
 export interface TestGateway extends Gateway {

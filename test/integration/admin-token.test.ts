@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
-import { CREDENTIAL_KEYS, KEYS, TEAMS_YAML, credentialTeams, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { CREDENTIAL_KEYS, KEYS, TEAMS_YAML, credentialTeams, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 
 // Issue 4, the admin calls on the platform token (contract, "Admin listener"): GET, PUT
@@ -62,12 +62,7 @@ function expectNoSecrets(gw: TestGateway, secrets: string[]): void {
   }
 }
 
-const loginEnv = (prefix: string) => ({
-  [`${prefix}USERNAME`]: sandbox.credentials.username,
-  [`${prefix}PASSWORD`]: sandbox.credentials.password,
-  [`${prefix}CLIENT_ID`]: String(sandbox.credentials.clientId),
-  [`${prefix}CLIENT_SECRET`]: sandbox.credentials.clientSecret,
-})
+const loginEnv = (prefix: string) => sandboxLoginEnv(sandbox, prefix)
 
 describe('admin authentication', () => {
   it('without ADMIN_TOKEN every token call answers 503 GW_ADMIN_DISABLED; /metrics stays open', async () => {

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
 import { useGateway, useSandbox } from '../helpers/fixtures.js'
 
 // Issue 2, "Logs": one whole working day of the gateway (password login, cached
@@ -13,21 +13,12 @@ const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-0
 
 // Every test reads what the one scenario in beforeAll left behind: no reset in between.
 const sandbox = useSandbox({ resetEach: false })
-const gw = useGateway(() => {
-  const { username, password, clientId, clientSecret } = sandbox.credentials
-  return testConfig(
-    {
-      PLATFORM_BASE_URL: sandbox.url,
-      PLATFORM_USERNAME: username,
-      PLATFORM_PASSWORD: password,
-      PLATFORM_CLIENT_ID: String(clientId),
-      PLATFORM_CLIENT_SECRET: clientSecret,
-      ADMIN_TOKEN,
-      LOG_LEVEL: 'debug',
-    },
+const gw = useGateway(() =>
+  testConfig(
+    { PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, LOG_LEVEL: 'debug' },
     `${TEAMS_YAML}\nplatform: { timeout: 400ms, probe: { method: POST, path: /api/v1/campaign/get } }\n`,
-  )
-})
+  ),
+)
 let adminPutToken: string
 /** What each proxy-listener call answered, in order. */
 const answered: { status: number; team: string | null; path: string }[] = []

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
-import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
 import { waitUntil } from '../helpers/wait.js'
 
@@ -20,12 +20,7 @@ const sandbox = useSandbox()
 const cleanups = useCleanups()
 const gateways = useGateways()
 
-const loginEnv = () => ({
-  PLATFORM_USERNAME: sandbox.credentials.username,
-  PLATFORM_PASSWORD: sandbox.credentials.password,
-  PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
-  PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
-})
+const loginEnv = () => sandboxLoginEnv(sandbox)
 
 async function gateway(env: Record<string, string>, yaml = TEAMS_YAML): Promise<TestGateway> {
   const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml))

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { KEYS, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { within } from '../helpers/wait.js'
@@ -123,13 +123,7 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
   })
 
   it('by re-login (POST /admin/token/refresh) with a password login: no request fails', async () => {
-    const c = sandbox.credentials
-    const pair = await replicas({
-      PLATFORM_USERNAME: c.username,
-      PLATFORM_PASSWORD: c.password,
-      PLATFORM_CLIENT_ID: String(c.clientId),
-      PLATFORM_CLIENT_SECRET: c.clientSecret,
-    })
+    const pair = await replicas(sandboxLoginEnv(sandbox))
     const before = pair[1].ctx.tokens.get('default').current()?.token as string
     const load = stream(pair)
     await sleep(300)

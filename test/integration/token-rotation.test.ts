@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
-import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { within } from '../helpers/wait.js'
@@ -173,13 +173,7 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
   })
 
   it('a password-login replica that re-logs in after a 401 shares the new token', async () => {
-    const env = {
-      PLATFORM_USERNAME: sandbox.credentials.username,
-      PLATFORM_PASSWORD: sandbox.credentials.password,
-      PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
-      PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
-      GATEWAY_SECRET,
-    }
+    const env = { ...sandboxLoginEnv(sandbox), GATEWAY_SECRET }
     const a = await replica(env)
     const b = await replica(env)
     // B's start login was shared: both hold one token.

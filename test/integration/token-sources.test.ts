@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { startSandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
 import { DEFAULT_TOKEN_LIFETIME_MS, jwtExpiry } from '../../src/platform/token-expiry.js'
-import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
 import { within } from '../helpers/wait.js'
 
@@ -101,6 +101,12 @@ describe('PLATFORM_TOKEN_FILE', () => {
     return { path: join(dir, 'token'), swap: publish }
   }
 
+  /** A gateway reading its token from a mounted Secret that holds `initial`. */
+  async function gatewayOnSecret(initial: string) {
+    const secret = kubernetesSecret(initial)
+    return { secret, gw: await gateway({ PLATFORM_TOKEN_FILE: secret.path }) }
+  }
+
   it('uses a file rewritten in place within 2 s', async () => {
     const dir = tempDir()
     const path = join(dir, 'token')
@@ -121,8 +127,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
   it('follows the Kubernetes symlink swap of a mounted Secret within 2 s', async () => {
     const first = sandbox.issueToken()
     const second = sandbox.issueToken()
-    const secret = kubernetesSecret(first)
-    const gw = await gateway({ PLATFORM_TOKEN_FILE: secret.path })
+    const { secret, gw } = await gatewayOnSecret(first)
     expect(currentToken(gw)).toBe(first)
 
     secret.swap(second)
@@ -138,8 +143,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
 
   it('keeps the current token and logs an error when the file becomes empty', async () => {
     const first = sandbox.issueToken()
-    const secret = kubernetesSecret(first)
-    const gw = await gateway({ PLATFORM_TOKEN_FILE: secret.path })
+    const { secret, gw } = await gatewayOnSecret(first)
 
     secret.swap('  \n')
     expect(await within(2000, () => records(gw, /token file is empty/).length > 0), 'no error about the empty file').not.toBeNull()
@@ -152,8 +156,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
   it('keeps the current token and logs an error while the file cannot be read, then takes the next good one', async () => {
     const first = sandbox.issueToken()
     const third = sandbox.issueToken()
-    const secret = kubernetesSecret(first)
-    const gw = await gateway({ PLATFORM_TOKEN_FILE: secret.path })
+    const { secret, gw } = await gatewayOnSecret(first)
 
     // The new folder lacks the key: `token` now dangles (ENOENT).
     secret.swap(null)
@@ -170,8 +173,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
     const first = sandbox.issueToken()
     const pasted = sandbox.issueToken()
     const next = sandbox.issueToken()
-    const secret = kubernetesSecret(first)
-    const gw = await gateway({ PLATFORM_TOKEN_FILE: secret.path })
+    const { secret, gw } = await gatewayOnSecret(first)
 
     expect((await adminCall(gw, 'PUT', '/admin/token', { token: pasted })).statusCode).toBe(200)
     // Several file polls (1 s) and watch events go by: the unchanged file must not undo the PUT.
@@ -200,12 +202,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
 })
 
 describe('password login', () => {
-  const loginEnv = () => ({
-    PLATFORM_USERNAME: sandbox.credentials.username,
-    PLATFORM_PASSWORD: sandbox.credentials.password,
-    PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
-    PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
-  })
+  const loginEnv = () => sandboxLoginEnv(sandbox)
   const secretsOf = () => [sandbox.credentials.password, sandbox.credentials.clientSecret, ADMIN_TOKEN]
 
   it('posts the five fields as JSON (client_id a number) and uses access_token from the reply', async () => {
@@ -371,12 +368,7 @@ describe('expiry', () => {
     let offset = 0
     const now = () => Date.now() + offset
     const gw = await gateway(
-      {
-        PLATFORM_USERNAME: sandbox.credentials.username,
-        PLATFORM_PASSWORD: sandbox.credentials.password,
-        PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
-        PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
-      },
+      sandboxLoginEnv(sandbox),
       `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`,
       now,
     )
@@ -415,12 +407,7 @@ describe('expiry', () => {
     let offset = 0
     const now = () => Date.now() + offset
     const gw = await gateway(
-      {
-        PLATFORM_USERNAME: sandbox.credentials.username,
-        PLATFORM_PASSWORD: sandbox.credentials.password,
-        PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
-        PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
-      },
+      sandboxLoginEnv(sandbox),
       `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n  refreshBefore: 30d\n`,
       now,
     )
