@@ -9,6 +9,7 @@ import { fingerprint } from '../../src/fingerprint.js'
 import { DEFAULT_TOKEN_LIFETIME_MS, jwtExpiry } from '../../src/platform/token-expiry.js'
 import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
+import { shiftedClock } from '../helpers/clock.js'
 import { within } from '../helpers/wait.js'
 
 // Issue 4, token sources and expiry: the static token, the watched token file (with
@@ -341,22 +342,21 @@ describe('expiry', () => {
   })
 
   it('warns once at 30 days left and once at 7 days left', async () => {
-    let offset = 0
-    const now = () => Date.now() + offset
+    const clock = shiftedClock()
     const token = sandbox.issueToken({ ttlSeconds: 40 * 86_400 })
-    const gw = await gateway({ PLATFORM_TOKEN: token }, `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`, now)
+    const gw = await gateway({ PLATFORM_TOKEN: token }, `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`, clock.now)
     const warnings = () => records(gw, 'platform token expires soon')
 
     await new Promise((r) => setTimeout(r, 150))
     expect(warnings()).toHaveLength(0)
 
-    offset = 11 * DAY // 29 days left
+    clock.offset = 11 * DAY // 29 days left
     expect(await within(1000, () => warnings().length === 1)).not.toBeNull()
     await new Promise((r) => setTimeout(r, 150))
     expect(warnings()).toHaveLength(1)
     expect(warnings()[0]).toMatchObject({ level: 40, credential: 'default', thresholdDays: 30, daysLeft: 28, fingerprint: fingerprint(token) })
 
-    offset = 34 * DAY // 6 days left
+    clock.offset = 34 * DAY // 6 days left
     expect(await within(1000, () => warnings().length === 2)).not.toBeNull()
     await new Promise((r) => setTimeout(r, 150))
     expect(warnings()).toHaveLength(2)
@@ -365,22 +365,21 @@ describe('expiry', () => {
   })
 
   it('with a password login, fetches a new token 7 days before expiry by default', async () => {
-    let offset = 0
-    const now = () => Date.now() + offset
+    const clock = shiftedClock()
     const gw = await gateway(
       sandboxLoginEnv(sandbox),
       `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`,
-      now,
+      clock.now,
     )
     const first = currentToken(gw)
     const expiresAt = gw.ctx.tokens.get('default').current()?.expiresAt as number
 
-    offset = expiresAt - Date.now() - 8 * DAY // 8 days left: not yet
+    clock.offset = expiresAt - Date.now() - 8 * DAY // 8 days left: not yet
     await new Promise((r) => setTimeout(r, 200))
     expect(sandbox.countRequests(isTokenRequest)).toBe(1)
     expect(currentToken(gw)).toBe(first)
 
-    offset = expiresAt - Date.now() - 6 * DAY // 6 days left
+    clock.offset = expiresAt - Date.now() - 6 * DAY // 6 days left
     expect(await within(1000, () => currentToken(gw) !== first), 'no re-login 7 days before expiry').not.toBeNull()
     // One login, not one per maintenance tick.
     await new Promise((r) => setTimeout(r, 200))
@@ -393,27 +392,26 @@ describe('expiry', () => {
   it('a login slower than the maintenance interval is not started twice', async () => {
     let logins = 0
     const url = await opaqueTokenServer(() => ({ access_token: `opaque-access-token-1${++logins}00`, expires_in: 3600 }), 200)
-    let offset = 0
-    const gw = await gateway(loginEnv(url), `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`, () => Date.now() + offset)
+    const clock = shiftedClock()
+    const gw = await gateway(loginEnv(url), `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`, clock.now)
     expect(logins).toBe(1)
     // A one-hour token is due for its re-login a minute after it was obtained.
-    offset = 61_000
+    clock.offset = 61_000
     expect(await within(2000, () => currentToken(gw) === 'opaque-access-token-1200')).not.toBeNull()
     await new Promise((r) => setTimeout(r, 100))
     expect(logins).toBe(2)
   })
 
   it('the re-login lead time is configurable (platform.refreshBefore)', async () => {
-    let offset = 0
-    const now = () => Date.now() + offset
+    const clock = shiftedClock()
     const gw = await gateway(
       sandboxLoginEnv(sandbox),
       `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n  refreshBefore: 30d\n`,
-      now,
+      clock.now,
     )
     const first = currentToken(gw)
     const expiresAt = gw.ctx.tokens.get('default').current()?.expiresAt as number
-    offset = expiresAt - Date.now() - 29 * DAY
+    clock.offset = expiresAt - Date.now() - 29 * DAY
     expect(await within(1000, () => currentToken(gw) !== first), 'no re-login 30 days before expiry').not.toBeNull()
   })
 })
