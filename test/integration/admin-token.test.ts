@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
 import { CREDENTIAL_KEYS, KEYS, TEAMS_YAML, credentialTeams, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { bearerOf, expectNoSecrets as expectNoneOf } from '../helpers/gateway-calls.js'
 
 // Issue 4, the admin calls on the platform token (contract, "Admin listener"): GET, PUT
 // (with the probe call) and refresh, for the default credential and for named ones;
@@ -47,19 +47,12 @@ async function call(gw: TestGateway, key: string, url = '/api/v1/campaign/get') 
   return res
 }
 
-function bearerOf(r: SandboxRequestRecord | undefined): string | undefined {
-  const h = r?.headers.authorization
-  return typeof h === 'string' ? h.replace(/^Bearer /, '') : undefined
-}
-
 function audits(gw: TestGateway): Record<string, unknown>[] {
   return gw.logs.records().filter((r) => r.kind === 'audit')
 }
 
 function expectNoSecrets(gw: TestGateway, secrets: string[]): void {
-  for (const text of [...bodies, gw.logs.text()]) {
-    for (const secret of secrets) expect(text.includes(secret), `a secret leaked into: ${text.slice(0, 300)}`).toBe(false)
-  }
+  expectNoneOf([...bodies, gw.logs.text()], secrets)
 }
 
 const loginEnv = (prefix: string) => sandboxLoginEnv(sandbox, prefix)

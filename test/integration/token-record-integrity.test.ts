@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { fingerprint } from '../../src/fingerprint.js'
 import { TEAMS_YAML, credentialTeams, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor, waitUntil as within } from '../helpers/wait.js'
 
@@ -50,10 +51,6 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
 
   function replica(env: Record<string, string>, yaml = TEAMS_YAML): Promise<TestGateway> {
     return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, GATEWAY_SECRET, ...env }, yaml))
-  }
-
-  function tokenOf(gw: TestGateway, credential = 'default'): string | undefined {
-    return gw.ctx.tokens.get(credential).current()?.token
   }
 
   function put(gw: TestGateway, t: string) {

@@ -5,6 +5,7 @@ import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
 import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
+import { bearerOf, campaignList, expectNoSecrets } from '../helpers/gateway-calls.js'
 import { waitUntil } from '../helpers/wait.js'
 
 // Issue 4, recovery: when the platform answers 401, a password-login credential logs
@@ -31,11 +32,6 @@ async function gateway(env: Record<string, string>, yaml = TEAMS_YAML): Promise<
 const isTokenRequest = (r: SandboxRequestRecord) => r.path === '/oauth/token'
 const onPath = (path: string) => (r: SandboxRequestRecord) => r.path === path
 
-function bearerOf(r: SandboxRequestRecord | undefined): string | undefined {
-  const h = r?.headers.authorization
-  return typeof h === 'string' ? h.replace(/^Bearer /, '') : undefined
-}
-
 function tokenOf(gw: TestGateway): string {
   const token = gw.ctx.tokens.get('default').current()?.token
   if (!token) throw new Error('the gateway holds no token')
@@ -44,10 +40,6 @@ function tokenOf(gw: TestGateway): string {
 
 function report(gw: TestGateway, url = REPORT) {
   return gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': KEYS.all } })
-}
-
-function campaignList(gw: TestGateway, userId = 101) {
-  return gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all }, payload: { userId } })
 }
 
 function createCampaign(gw: TestGateway) {
@@ -76,12 +68,6 @@ function ready(gw: TestGateway) {
 
 function loudLines(gw: TestGateway): Record<string, unknown>[] {
   return gw.logs.records().filter((r) => String(r.msg).startsWith('PLATFORM TOKEN REJECTED'))
-}
-
-function expectNoSecrets(texts: string[], secrets: string[]): void {
-  for (const text of texts) {
-    for (const secret of secrets) expect(text.includes(secret), `a secret leaked into: ${text.slice(0, 300)}`).toBe(false)
-  }
 }
 
 describe('password login: 401 → one re-login → one retry', () => {

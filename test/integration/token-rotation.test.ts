@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
-import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { bearerOf, campaignList, tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { within } from '../helpers/wait.js'
 
@@ -36,21 +36,8 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, ...env }, yaml), now ? { now } : {})
   }
 
-  function tokenOf(gw: TestGateway): string | undefined {
-    return gw.ctx.tokens.get('default').current()?.token
-  }
-
   function put(gw: TestGateway, token: string) {
     return gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token } })
-  }
-
-  function campaignList(gw: TestGateway) {
-    return gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all }, payload: { userId: 101 } })
-  }
-
-  function bearerOf(r: SandboxRequestRecord | undefined): string | undefined {
-    const h = r?.headers.authorization
-    return typeof h === 'string' ? h.replace(/^Bearer /, '') : undefined
   }
 
   /** Every string value in Redis, whatever its key. */

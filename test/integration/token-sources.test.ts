@@ -7,9 +7,10 @@ import { describe, expect, it } from 'vitest'
 import { startSandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
 import { DEFAULT_TOKEN_LIFETIME_MS, jwtExpiry } from '../../src/platform/token-expiry.js'
-import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
 import { shiftedClock } from '../helpers/clock.js'
+import { bearerOf, campaignList, expectNoSecrets, tokenOf as currentToken } from '../helpers/gateway-calls.js'
 import { within } from '../helpers/wait.js'
 
 // Issue 4, token sources and expiry: the static token, the watched token file (with
@@ -31,32 +32,12 @@ function adminCall(gw: TestGateway, method: 'GET' | 'PUT' | 'POST', url: string,
   return gw.admin.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload === undefined ? {} : { payload: payload as object }) })
 }
 
-/** A proxied read (the platform's POST .../get convention); never cached. */
-function campaignList(gw: TestGateway) {
-  return gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all }, payload: { userId: 101 } })
-}
-
-function bearerOf(r: SandboxRequestRecord | undefined): string | undefined {
-  const h = r?.headers.authorization
-  return typeof h === 'string' ? h.replace(/^Bearer /, '') : undefined
-}
-
 const isTokenRequest = (r: SandboxRequestRecord) => r.path === '/oauth/token'
-
-function currentToken(gw: TestGateway, credential = 'default'): string | undefined {
-  return gw.ctx.tokens.get(credential).current()?.token
-}
 
 function records(gw: TestGateway, msg: string | RegExp): Record<string, unknown>[] {
   return gw.logs.records().filter((r) => (typeof msg === 'string' ? r.msg === msg : msg.test(String(r.msg))))
 }
 
-/** No secret value shows up anywhere in what the gateway wrote or answered. */
-function expectNoSecrets(texts: string[], secrets: string[]): void {
-  for (const text of texts) {
-    for (const secret of secrets) expect(text.includes(secret), `a secret leaked into: ${text.slice(0, 300)}`).toBe(false)
-  }
-}
 
 describe('static PLATFORM_TOKEN', () => {
   it('injects the configured token and reports it as static, by fingerprint only', async () => {
