@@ -1,8 +1,10 @@
-import { readFileSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
-import { loadConfig, type Config } from '../../src/config.js'
+import type { Config } from '../../src/config.js'
 import { createGateway, type Gateway, type GatewayDeps } from '../../src/app.js'
+import type { Sandbox } from '../../src/sandbox/sandbox.js'
 import { hashApiKey } from '../../src/teams/api-keys.js'
+import { loadConfigFrom } from './load-config.js'
 
 export interface LogCapture {
   lines: string[]
@@ -49,28 +51,63 @@ teams:
     rateLimit: { max: 3, window: 1m }
 `
 
+/** Keys of the teams on named credentials that credentialTeams() adds. */
+export const CREDENTIAL_KEYS = {
+  partner: 'rgw_test_partner_key_444444444444444444444444',
+  agency: 'rgw_test_agency_key_5555555555555555555555555',
+}
+
+const CREDENTIAL_TEAMS = {
+  partner: `
+  partner-team:
+    keys: ["${hashApiKey(CREDENTIAL_KEYS.partner)}"]
+    advertisers: ["*"]
+    credential: partner`,
+  agency: `
+  agency-team:
+    keys: ["${hashApiKey(CREDENTIAL_KEYS.agency)}"]
+    advertisers: [101]
+    credential: agency`,
+}
+
+/**
+ * TEAMS_YAML plus, for each named credential, a team that uses it: `partner-team`
+ * (every advertiser, CREDENTIAL_KEYS.partner) and `agency-team` (101, CREDENTIAL_KEYS.agency).
+ */
+export function credentialTeams(...names: (keyof typeof CREDENTIAL_KEYS)[]): string {
+  return `${TEAMS_YAML.trimEnd()}${names.map((n) => CREDENTIAL_TEAMS[n]).join('')}
+credentials:
+${names.map((n) => `  ${n}: {}`).join('\n')}
+`
+}
+
 /**
  * A config as main.ts would load it, from an environment and an inline config file;
  * the default team set above unless `yaml` is given.
  */
 export function testConfig(env: Record<string, string>, yaml: string = TEAMS_YAML): Config {
-  const files: Record<string, string> = { '/virtual/config.yaml': yaml }
-  return loadConfig({
-    env: { LOG_LEVEL: 'info', CONFIG_FILE: '/virtual/config.yaml', ...env },
-    readFile: (p) => {
-      const inline = files[p]
-      if (inline !== undefined) return inline
-      return readRealFile(p)
-    },
-  })
+  return loadConfigFrom({ LOG_LEVEL: 'info', CONFIG_FILE: '/virtual/config.yaml', ...env }, { '/virtual/config.yaml': yaml }, { disk: true })
 }
 
-function readRealFile(p: string): string {
-  return readFileSync(p, 'utf8')
+/**
+ * The environment of a password login with the sandbox's demo credentials;
+ * `prefix` `CREDENTIAL_<NAME>_` for a named credential.
+ */
+export function sandboxLoginEnv(sandbox: Pick<Sandbox, 'credentials'>, prefix = 'PLATFORM_'): Record<string, string> {
+  const { username, password, clientId, clientSecret } = sandbox.credentials
+  return {
+    [`${prefix}USERNAME`]: username,
+    [`${prefix}PASSWORD`]: password,
+    [`${prefix}CLIENT_ID`]: String(clientId),
+    [`${prefix}CLIENT_SECRET`]: clientSecret,
+  }
 }
 
 export interface TestGateway extends Gateway {
   logs: LogCapture
+  /** Once listen() started the proxy listener: http://127.0.0.1:<port> and the port. */
+  url?: string
+  port?: number
 }
 
 /** Builds and starts a gateway (no listening port); close it in afterEach/afterAll. */
@@ -81,4 +118,11 @@ export async function buildGateway(config: Config, deps: GatewayDeps = {}): Prom
   await gateway.proxy.ready()
   await gateway.admin.ready()
   return Object.assign(gateway, { logs })
+}
+
+/** Starts the proxy listener of a gateway on a free loopback port. */
+export async function listen(gw: TestGateway): Promise<TestGateway & { url: string; port: number }> {
+  await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = gw.proxy.server.address() as AddressInfo
+  return Object.assign(gw, { port, url: `http://127.0.0.1:${port}` })
 }

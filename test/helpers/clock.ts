@@ -37,3 +37,17 @@ export function fakeClock(start = Date.now()): FakeClock {
     },
   }
 }
+
+/**
+ * Real time moved on by `offset` ms: for code that runs on real timers (maintenance
+ * ticks) and must still see another date.
+ */
+export interface ShiftedClock {
+  now: () => number
+  offset: number
+}
+
+export function shiftedClock(): ShiftedClock {
+  const clock: ShiftedClock = { offset: 0, now: () => Date.now() + clock.offset }
+  return clock
+}

@@ -1,13 +1,15 @@
-import { Redis } from 'ioredis'
+import { Redis, type RedisOptions } from 'ioredis'
 import { afterAll, afterEach, beforeAll } from 'vitest'
 import type { Config } from '../../src/config.js'
 import type { GatewayDeps } from '../../src/app.js'
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/sandbox.js'
-import { buildGateway, type TestGateway } from './build-gateway.js'
+import { buildGateway, listen, type TestGateway } from './build-gateway.js'
+import { startSandboxGateway, type SandboxGateway, type SandboxGatewayOptions } from './sandbox-gateway.js'
 import { startRedis, type RedisServer } from './start-redis.js'
 
 // The set-up a test file shares, registered as vitest hooks: call these at the top of a
-// file (or a describe) and use what they return in the tests.
+// file (or a describe) and use what they return in the tests. After-hooks run in the
+// reverse order of registration, so what is made later is closed first.
 
 /** Stands for an object made in beforeAll, so a file can name it at the top. */
 export function late<T extends object>(what: string, get: () => T | undefined): T {
@@ -21,31 +23,47 @@ export function late<T extends object>(what: string, get: () => T | undefined): 
   })
 }
 
+export interface UseSandboxOptions extends SandboxOptions {
+  /**
+   * Reset failures, latency and the request log after each test (the default). Off for
+   * a file whose tests all look at what one scenario in beforeAll left behind.
+   */
+  resetEach?: boolean
+}
+
 /** One platform sandbox for the file: reset after each test (failures, latency, request log). */
-export function useSandbox(opts: SandboxOptions = {}): Sandbox {
+export function useSandbox({ resetEach = true, ...opts }: UseSandboxOptions = {}): Sandbox {
   let sandbox: Sandbox | undefined
   beforeAll(async () => {
     sandbox = await startSandbox(opts)
   })
-  afterEach(() => {
-    sandbox?.setFailure({ kind: 'none' })
-    sandbox?.setLatency(0)
-    sandbox?.clearRequests()
-    sandbox?.resetConcurrency()
-  })
+  if (resetEach) {
+    afterEach(() => {
+      sandbox?.setFailure({ kind: 'none' })
+      sandbox?.setLatency(0)
+      sandbox?.clearRequests()
+      sandbox?.resetConcurrency()
+    })
+  }
   afterAll(async () => {
     await sandbox?.close()
   })
   return late('the sandbox', () => sandbox)
 }
 
-/** One real redis-server for the file and a client to look inside it; emptied after each test. */
-export function useRedis(): { server: RedisServer; client: Redis } {
+/**
+ * One real redis-server for the file and a connected client to look inside it (options
+ * on top of `maxRetriesPerRequest: 1`); emptied after each test. A test may stop and
+ * restart the server: the client reconnects, its connection errors are not the test's.
+ */
+export function useRedis(clientOptions: RedisOptions = {}): { server: RedisServer; client: Redis } {
   let server: RedisServer | undefined
   let client: Redis | undefined
   beforeAll(async () => {
     server = await startRedis()
-    client = new Redis(server.url, { maxRetriesPerRequest: 1 })
+    client = new Redis(server.url, { maxRetriesPerRequest: 1, ...clientOptions, lazyConnect: true })
+    client.on('error', () => undefined)
+    await client.connect()
   })
   afterEach(async () => {
     await client?.flushall()
@@ -57,11 +75,22 @@ export function useRedis(): { server: RedisServer; client: Redis } {
   return { server: late('the redis-server', () => server), client: late('the redis client', () => client) }
 }
 
-/** Gateways (replicas) built during a test, closed after it. */
-export function useGateways(): { build(config: Config, deps?: GatewayDeps): Promise<TestGateway>; open: TestGateway[] } {
+/**
+ * Gateways (replicas) built during a test, closed after it. `check` sees them first
+ * (their logs, say) and may fail the test; they are closed all the same.
+ */
+export function useGateways(opts: { check?: (open: TestGateway[]) => void } = {}): {
+  build(config: Config, deps?: GatewayDeps): Promise<TestGateway>
+  open: TestGateway[]
+} {
   const open: TestGateway[] = []
   afterEach(async () => {
-    for (const gw of open.splice(0)) await gw.close()
+    const built = open.splice(0)
+    try {
+      opts.check?.(built)
+    } finally {
+      for (const gw of built) await gw.close()
+    }
   })
   return {
     open,
@@ -71,4 +100,42 @@ export function useGateways(): { build(config: Config, deps?: GatewayDeps): Prom
       return gw
     },
   }
+}
+
+/**
+ * One gateway for the file (or describe), built in beforeAll from `config()` (called
+ * then, so it may use the sandbox), closed in afterAll. With `listen`, its proxy listens
+ * on a loopback port (`gw.url`, `gw.port`).
+ */
+export function useGateway(config: () => Config, opts: { deps?: GatewayDeps; listen?: boolean } = {}): TestGateway {
+  let gw: TestGateway | undefined
+  beforeAll(async () => {
+    gw = await buildGateway(config(), opts.deps)
+    if (opts.listen) await listen(gw)
+  })
+  afterAll(async () => {
+    await gw?.close()
+  })
+  return late('the gateway', () => gw)
+}
+
+/** startSandboxGateway() for the file: a sandbox and a listening gateway in front of it. */
+export function useSandboxGateway(opts: SandboxGatewayOptions = {}): SandboxGateway {
+  let env: SandboxGateway | undefined
+  beforeAll(async () => {
+    env = await startSandboxGateway(opts)
+  })
+  afterAll(async () => {
+    await env?.close()
+  })
+  return late('the sandbox and gateway', () => env)
+}
+
+/** Clean-up steps a test adds as it goes (servers, folders), run in order after it. */
+export function useCleanups(): (() => void | Promise<void>)[] {
+  const cleanups: (() => void | Promise<void>)[] = []
+  afterEach(async () => {
+    for (const fn of cleanups.splice(0)) await fn()
+  })
+  return cleanups
 }

@@ -1,6 +1,6 @@
 import { connect } from 'node:net'
 import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
-import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from './build-gateway.js'
+import { buildGateway, KEYS, listen, TEAMS_YAML, testConfig, type TestGateway } from './build-gateway.js'
 
 /** A sandbox, and a gateway in front of it listening on a loopback port. */
 export interface SandboxGateway {
@@ -26,18 +26,16 @@ export const OWNERSHIP_REQUEST_PREFIX = 'ownership-'
 
 export async function startSandboxGateway(opts: SandboxGatewayOptions = {}): Promise<SandboxGateway> {
   const sandbox = await startSandbox()
-  const gw = await buildGateway(
-    testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...opts.env }, opts.yaml ?? TEAMS_YAML),
+  const gw = await listen(
+    await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...opts.env }, opts.yaml ?? TEAMS_YAML)),
   )
-  await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
   // The start's token probe is the gateway's own call: what callers send starts here.
   sandbox.clearRequests()
-  const { port } = gw.proxy.server.address() as { port: number }
   return {
     sandbox,
     gw,
-    port,
-    url: `http://127.0.0.1:${port}`,
+    port: gw.port,
+    url: gw.url,
     callerRequests: () =>
       sandbox.requests.filter((r) => !String(r.headers['x-request-id'] ?? '').startsWith(OWNERSHIP_REQUEST_PREFIX)),
     async close() {

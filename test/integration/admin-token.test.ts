@@ -1,32 +1,19 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
-import { hashApiKey } from '../../src/teams/api-keys.js'
-import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { CREDENTIAL_KEYS, KEYS, TEAMS_YAML, credentialTeams, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { bearerOf, expectNoSecrets as expectNoneOf } from '../helpers/gateway-calls.js'
 
 // Issue 4, the admin calls on the platform token (contract, "Admin listener"): GET, PUT
 // (with the probe call) and refresh, for the default credential and for named ones;
 // the audit lines they leave; and that no token, password or secret is ever shown.
 
 const ADMIN_TOKEN = 'admin-token-for-admin-tests-0123456789'
-const PARTNER_KEY = 'rgw_test_partner_key_444444444444444444444444'
-const AGENCY_KEY = 'rgw_test_agency_key_5555555555555555555555555'
+const PARTNER_KEY = CREDENTIAL_KEYS.partner
+const AGENCY_KEY = CREDENTIAL_KEYS.agency
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07'
 
-const CREDENTIALS_YAML = `${TEAMS_YAML}
-  partner-team:
-    keys: ["${hashApiKey(PARTNER_KEY)}"]
-    advertisers: ["*"]
-    credential: partner
-  agency-team:
-    keys: ["${hashApiKey(AGENCY_KEY)}"]
-    advertisers: [101]
-    credential: agency
-credentials:
-  partner: {}
-  agency: {}
-`
+const CREDENTIALS_YAML = credentialTeams('partner', 'agency')
 
 const sandbox = useSandbox()
 const gateways = useGateways()
@@ -63,27 +50,15 @@ async function call(gw: TestGateway, key: string, url = '/api/v1/campaign/get') 
   return res
 }
 
-function bearerOf(r: SandboxRequestRecord | undefined): string | undefined {
-  const h = r?.headers.authorization
-  return typeof h === 'string' ? h.replace(/^Bearer /, '') : undefined
-}
-
 function audits(gw: TestGateway): Record<string, unknown>[] {
   return gw.logs.records().filter((r) => r.kind === 'audit')
 }
 
 function expectNoSecrets(gw: TestGateway, secrets: string[]): void {
-  for (const text of [...bodies, gw.logs.text()]) {
-    for (const secret of secrets) expect(text.includes(secret), `a secret leaked into: ${text.slice(0, 300)}`).toBe(false)
-  }
+  expectNoneOf([...bodies, gw.logs.text()], secrets)
 }
 
-const loginEnv = (prefix: string) => ({
-  [`${prefix}USERNAME`]: sandbox.credentials.username,
-  [`${prefix}PASSWORD`]: sandbox.credentials.password,
-  [`${prefix}CLIENT_ID`]: String(sandbox.credentials.clientId),
-  [`${prefix}CLIENT_SECRET`]: sandbox.credentials.clientSecret,
-})
+const loginEnv = (prefix: string) => sandboxLoginEnv(sandbox, prefix)
 
 describe('admin authentication', () => {
   it('without ADMIN_TOKEN every token call answers 503 GW_ADMIN_DISABLED; /metrics stays open', async () => {

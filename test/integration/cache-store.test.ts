@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { gunzipSync, gzipSync } from 'node:zlib'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import type { CacheEntry } from '../../src/cache/cache-entry.js'
@@ -9,8 +9,9 @@ import type { CacheStore } from '../../src/cache/cache-store.js'
 import { MemoryStore } from '../../src/cache/memory-store.js'
 import { RedisStore } from '../../src/cache/redis-store.js'
 import { RedisBreaker } from '../../src/redis.js'
-import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
 import { fakeClock } from '../helpers/clock.js'
+import { useRedis } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
 
 // One suite, run against both tiers of the report cache: whatever L1 does with an
 // entry, L2 does too (issue 3, "Two tiers").
@@ -19,8 +20,6 @@ const { available, notice } = redisAvailability()
 if (notice) console.warn(notice)
 
 const silent = pino({ level: 'silent' })
-
-
 
 interface StoreCase {
   name: string
@@ -31,21 +30,9 @@ interface StoreCase {
   key(id: string): string
 }
 
-let redisServer: RedisServer | null = null
-let redis: Redis | null = null
+// The stores' client fails a command at once instead of retrying or queueing it.
+const redis: Redis | null = available ? useRedis({ maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 1000 }).client : null
 let spaces = 0
-
-beforeAll(async () => {
-  if (!available) return
-  redisServer = await startRedis()
-  redis = new Redis(redisServer.url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 1000 })
-  await redis.connect()
-})
-
-afterAll(async () => {
-  redis?.disconnect()
-  await redisServer?.close()
-})
 
 function memoryCase(): StoreCase {
   return { name: 'MemoryStore', needsRedis: false, make: (now) => new MemoryStore({ maxBytes: 16 * 1024 * 1024, now }), key: (id) => `rgw:report:v1:${id}` }

@@ -1,32 +1,26 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { request } from 'undici'
-import { KEYS, startSandboxGateway, type SandboxGateway } from '../helpers/sandbox-gateway.js'
+import { hashApiKey } from '../../src/teams/api-keys.js'
+import { useSandboxGateway } from '../helpers/fixtures.js'
+import { KEYS } from '../helpers/sandbox-gateway.js'
 
 // Issue #6: fresh in-memory hits are served before Fastify's router, through the same
 // admission and access checks, with every contract behaviour of a hit.
 
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07&byDate=1'
-let env: SandboxGateway
-
-beforeAll(async () => {
-  env = await startSandboxGateway({
-    yaml: `teams:
+const env = useSandboxGateway({
+  yaml: `teams:
   growth:
-    keys: ["${(await import('../../src/teams/api-keys.js')).hashApiKey(KEYS.growth)}"]
+    keys: ["${hashApiKey(KEYS.growth)}"]
     advertisers: [101, 102]
   other:
-    keys: ["${(await import('../../src/teams/api-keys.js')).hashApiKey(KEYS.writer)}"]
+    keys: ["${hashApiKey(KEYS.writer)}"]
     advertisers: [103]
   limited:
-    keys: ["${(await import('../../src/teams/api-keys.js')).hashApiKey(KEYS.limited)}"]
+    keys: ["${hashApiKey(KEYS.limited)}"]
     advertisers: ["*"]
     rateLimit: { max: 3, window: 1m }
 `,
-  })
-})
-
-afterAll(async () => {
-  await env?.close()
 })
 
 async function get(path: string, headers: Record<string, string>) {

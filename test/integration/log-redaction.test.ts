@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
-import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
+import { useGateway, useSandbox } from '../helpers/fixtures.js'
 
 // Issue 2, "Logs": one whole working day of the gateway (password login, cached
 // reports, proxied calls, a refused token and the re-login, an admin token change,
@@ -11,8 +11,14 @@ const UNKNOWN_KEY = 'rgw_mistyped_key_that_is_probably_real_999999'
 const CALLER_COOKIE = 'caller-session-cookie-value-abcdef'
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07&byDate=1'
 
-let sandbox: Sandbox
-let gw: TestGateway
+// Every test reads what the one scenario in beforeAll left behind: no reset in between.
+const sandbox = useSandbox({ resetEach: false })
+const gw = useGateway(() =>
+  testConfig(
+    { PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, LOG_LEVEL: 'debug' },
+    `${TEAMS_YAML}\nplatform: { timeout: 400ms, probe: { method: POST, path: /api/v1/campaign/get } }\n`,
+  ),
+)
 let adminPutToken: string
 /** What each proxy-listener call answered, in order. */
 const answered: { status: number; team: string | null; path: string }[] = []
@@ -30,23 +36,6 @@ async function proxyCall(method: 'GET' | 'POST' | 'DELETE', url: string, headers
 }
 
 beforeAll(async () => {
-  sandbox = await startSandbox()
-  const { username, password, clientId, clientSecret } = sandbox.credentials
-  gw = await buildGateway(
-    testConfig(
-      {
-        PLATFORM_BASE_URL: sandbox.url,
-        PLATFORM_USERNAME: username,
-        PLATFORM_PASSWORD: password,
-        PLATFORM_CLIENT_ID: String(clientId),
-        PLATFORM_CLIENT_SECRET: clientSecret,
-        ADMIN_TOKEN,
-        LOG_LEVEL: 'debug',
-      },
-      `${TEAMS_YAML}\nplatform: { timeout: 400ms, probe: { method: POST, path: /api/v1/campaign/get } }\n`,
-    ),
-  )
-
   const all = { 'x-api-key': KEYS.all }
   // Reports: a miss, then a hit.
   expect((await proxyCall('GET', REPORT, all)).headers['x-cache']).toBe('MISS')
@@ -83,11 +72,6 @@ beforeAll(async () => {
   // Let the logger's stream drain.
   await new Promise((r) => setTimeout(r, 50))
 }, 30_000)
-
-afterAll(async () => {
-  await gw?.close()
-  await sandbox?.close()
-})
 
 describe('the log of a whole scenario', () => {
   it('ran against the platform with more than one platform token', () => {

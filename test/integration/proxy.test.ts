@@ -1,7 +1,8 @@
-import { connect } from 'node:net'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
-import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
+import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { useGateway, useSandbox } from '../helpers/fixtures.js'
+import { rawHttp, rawRequest as sendRaw } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
 
 // Contract, "Calling it" and "Errors", for everything under /api/v1/ that is not a
@@ -9,36 +10,21 @@ import { waitFor } from '../helpers/wait.js'
 
 const TOKEN_URL_PATH = '/api/v1/auth/token'
 
-let sandbox: Sandbox
+const sandbox = useSandbox()
 let platformToken: string
-let gw: TestGateway
-let gatewayUrl: URL
-
-beforeAll(async () => {
-  sandbox = await startSandbox()
+beforeAll(() => {
   platformToken = sandbox.issueToken()
-  gw = await buildGateway(
+})
+const gw = useGateway(
+  () =>
     testConfig(
       { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, PLATFORM_TOKEN_URL: TOKEN_URL_PATH },
       `${TEAMS_YAML}\nplatform: { timeout: 500ms }\n`,
     ),
-  )
-  sandbox.clearRequests()
-  await gw.proxy.listen({ host: '127.0.0.1', port: 0 })
-  const { port } = gw.proxy.server.address() as { port: number }
-  gatewayUrl = new URL(`http://127.0.0.1:${port}`)
-})
-
-afterAll(async () => {
-  await gw?.close()
-  await sandbox?.close()
-})
-
-afterEach(() => {
-  sandbox.setFailure({ kind: 'none' })
-  sandbox.setLatency(0)
-  sandbox.clearRequests()
-})
+  { listen: true },
+)
+// The start's token probe is the gateway's own call: what callers send starts here.
+beforeAll(() => sandbox.clearRequests())
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH' | 'HEAD' | 'OPTIONS'
 
@@ -62,22 +48,10 @@ function only(): SandboxRequestRecord {
   return sandbox.requests[0] as SandboxRequestRecord
 }
 
-/** A raw HTTP/1.1 request over a socket: no client-side path normalization. */
-function rawRequest(target: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(gatewayUrl.port), '127.0.0.1')
-    let data = ''
-    socket.setEncoding('latin1')
-    socket.on('data', (chunk: string) => (data += chunk))
-    socket.on('error', reject)
-    // A connection the gateway keeps open ends the wait; the assertions then see why.
-    socket.setTimeout(3000, () => socket.destroy())
-    socket.on('close', () => {
-      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0)
-      resolve({ status, text: data })
-    })
-    socket.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\nConnection: close\r\n\r\n`, 'latin1')
-  })
+/** A raw GET over a socket: no client-side path normalization. */
+function rawRequest(target: string) {
+  // A connection the gateway keeps open ends the wait after 3 s; the assertions then see why.
+  return sendRaw(gw.port as number, rawHttp('GET', target), 3000)
 }
 
 const CAMPAIGN_FIELDS = {
@@ -521,7 +495,7 @@ describe('health on both listeners', () => {
   })
 
   it('answers /healthz over real HTTP on the proxy listener', async () => {
-    const res = await fetch(new URL('/healthz', gatewayUrl))
+    const res = await fetch(new URL('/healthz', gw.url))
     expect(res.status).toBe(200)
     expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
   })

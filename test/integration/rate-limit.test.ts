@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import type { TeamConfig } from '../../src/config.js'
 import { RedisBreaker } from '../../src/redis.js'
 import { RateLimiter } from '../../src/teams/rate-limit.js'
-import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+import { useRedis } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
 
 // Issue #6: team limits shared across replicas without a Redis round trip per request.
 
@@ -40,15 +41,11 @@ describe('RateLimiter without Redis', () => {
 })
 
 describe.skipIf(!available)('RateLimiter shared through Redis', () => {
-  let server: RedisServer
+  const { server } = useRedis()
   const clients: Redis[] = []
 
-  beforeAll(async () => {
-    server = await startRedis()
-  })
-  afterAll(async () => {
+  afterAll(() => {
     for (const c of clients) c.disconnect()
-    await server?.close()
   })
 
   async function replica(prefix: string, url = server.url): Promise<RateLimiter> {

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { Redis } from 'ioredis'
-import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+import { useGateway, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
 // Issue 3, "Redis failure": Redis is an accelerator. Killed in the middle of a test, the
@@ -35,27 +35,13 @@ cache:
 const query = (day: number, advertiserId = 101) =>
   `advertiserId=${advertiserId}&byDate=1&dateFrom=2026-03-01&dateTo=2026-03-${String(day).padStart(2, '0')}`
 
-
 describe.skipIf(!available)('report cache when Redis fails', () => {
-  let sandbox: Sandbox
-  let redisServer: RedisServer
-  let a: TestGateway
-  let b: TestGateway
-
-  beforeAll(async () => {
-    sandbox = await startSandbox()
-    redisServer = await startRedis()
-    const config = () =>
-      testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, REDIS_URL: redisServer.url }, YAML)
-    a = await buildGateway(config())
-    b = await buildGateway(config())
-  })
-
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()])
-    await redisServer?.close()
-    await sandbox?.close()
-  })
+  const sandbox = useSandbox()
+  const { server: redisServer } = useRedis()
+  const config = () =>
+    testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, REDIS_URL: redisServer.url }, YAML)
+  const a = useGateway(config)
+  const b = useGateway(config)
 
   const reportCalls = () => sandbox.countRequests((r) => r.path === PATH)
 

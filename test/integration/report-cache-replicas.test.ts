@@ -1,11 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { gunzipSync } from 'node:zlib'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { request } from 'undici'
 import { Redis } from 'ioredis'
-import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
-import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
 
 // Issue 3 across replicas: two gateway instances on one Redis (one L1 each, one shared
 // L2, one lock and one pub/sub bus). The platform token plays no part here.
@@ -31,41 +32,24 @@ cache:
 `
 
 describe.skipIf(!available)('report cache across two replicas on one Redis', () => {
-  let sandbox: Sandbox
+  const sandbox = useSandbox()
+  const { server: redisServer, client: admin } = useRedis()
+  const gateways = useGateways()
   let platformToken: string
-  let redisServer: RedisServer
-  let admin: Redis
   let a: TestGateway
   let b: TestGateway
-  let t: number
+  let clock: FakeClock
 
-  beforeAll(async () => {
-    sandbox = await startSandbox()
+  beforeAll(() => {
     platformToken = sandbox.issueToken()
-    redisServer = await startRedis()
-    admin = new Redis(redisServer.url, { maxRetriesPerRequest: 1 })
-  })
-
-  afterAll(async () => {
-    admin.disconnect()
-    await redisServer.close()
-    await sandbox.close()
   })
 
   beforeEach(async () => {
-    await admin.flushall()
-    sandbox.clearRequests()
-    t = Date.now()
+    clock = fakeClock()
     const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN, REDIS_URL: redisServer.url }, YAML)
     // One clock for both, as replicas share wall time.
-    a = await buildGateway(config(), { now: () => t })
-    b = await buildGateway(config(), { now: () => t })
-  })
-
-  afterEach(async () => {
-    sandbox.setFailure({ kind: 'none' })
-    sandbox.setLatency(0)
-    await Promise.all([a.close(), b.close()])
+    a = await gateways.build(config(), { now: clock.now })
+    b = await gateways.build(config(), { now: clock.now })
   })
 
   const get = (gw: TestGateway, query: string, headers: Record<string, string> = {}) =>
@@ -103,7 +87,7 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
   it('fills once on one replica and answers HIT from L2 on the other, which then keeps it in its L1', async () => {
     const first = await get(a, Q101)
     expect(first.headers['x-cache']).toBe('MISS')
-    t += 3_000
+    clock.advance(3_000)
     const second = await get(b, Q101, { 'accept-encoding': 'gzip' })
     expect(second.statusCode).toBe(200)
     expect(second.headers['x-cache']).toBe('HIT')
@@ -222,7 +206,7 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
   it('lets a replica with a stale copy take the refresh another replica is making, without a call of its own', async () => {
     await get(a, Q101)
     await get(b, Q101)
-    t += 70_000
+    clock.advance(70_000)
     sandbox.setLatency(300)
     // B's stale answer starts its background refresh; B holds the lock.
     expect((await get(b, Q101)).headers['x-cache']).toBe('STALE')
@@ -245,9 +229,9 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
   it("takes another replica's newer copy from L2 over its own stale one, without calling the platform", async () => {
     await get(a, Q101)
     await get(b, Q101)
-    t += 70_000
+    clock.advance(70_000)
     expect((await get(b, Q101, { 'cache-control': 'no-cache' })).headers['x-cache']).toBe('REFRESH')
-    t += 1_000
+    clock.advance(1_000)
     const onA = await get(a, Q101)
     expect(onA.headers['x-cache']).toBe('HIT')
     expect(onA.headers.age).toBe('1')
@@ -258,7 +242,7 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
 
   it('answers a REFRESH waiting on another replica with the new copy, not the one it asked to bypass', async () => {
     await get(a, Q101)
-    t += 10_000
+    clock.advance(10_000)
     sandbox.setLatency(400)
     const onA = get(a, Q101, { 'cache-control': 'no-cache' })
     for (let i = 0; i < 100 && reportCalls() === 1; i++) await sleep(5)
@@ -274,7 +258,7 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
 
   it('refreshes through one replica for both: a REFRESH on A is seen as a HIT on B once B holds no copy', async () => {
     await get(a, Q101)
-    t += 10_000
+    clock.advance(10_000)
     const refreshed = await get(a, Q101, { 'cache-control': 'no-cache' })
     expect(refreshed.headers['x-cache']).toBe('REFRESH')
     const onB = await get(b, Q101)

@@ -1,13 +1,12 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { gunzipSync, gzipSync } from 'node:zlib'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { request } from 'undici'
-import { Redis } from 'ioredis'
-import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
-import { buildGateway, KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import { useGateway, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
 // Issue 3 on one gateway instance, against the sandbox over loopback, once with the
@@ -36,18 +35,11 @@ cache:
   lockTimeout: 3s
 `
 
-
-
-let sandbox: Sandbox
+const sandbox = useSandbox()
 let platformToken: string
 
-beforeAll(async () => {
-  sandbox = await startSandbox()
+beforeAll(() => {
   platformToken = sandbox.issueToken()
-})
-
-afterAll(async () => {
-  await sandbox.close()
 })
 
 /** The platform's own bytes for a canonical query, asked directly with a valid token. */
@@ -62,10 +54,10 @@ function reportCalls(path = PATH): number {
   return sandbox.countRequests((r) => r.path === path && r.headers['x-direct'] === undefined)
 }
 
-
 function defineSuite(mode: 'memory' | 'redis'): void {
-  let redisServer: RedisServer | null = null
-  let admin: Redis | null = null
+  const redis = mode === 'redis' ? useRedis() : null
+  const admin = redis?.client ?? null
+  const gateways = useGateways()
   let gw: TestGateway
   let clock: FakeClock
 
@@ -73,32 +65,12 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     PLATFORM_BASE_URL: sandbox.url,
     PLATFORM_TOKEN: platformToken,
     ADMIN_TOKEN,
-    ...(redisServer ? { REDIS_URL: redisServer.url } : {}),
-  })
-
-  beforeAll(async () => {
-    if (mode === 'redis') {
-      redisServer = await startRedis()
-      admin = new Redis(redisServer.url, { maxRetriesPerRequest: 1 })
-    }
-  })
-
-  afterAll(async () => {
-    admin?.disconnect()
-    await redisServer?.close()
+    ...(redis ? { REDIS_URL: redis.server.url } : {}),
   })
 
   beforeEach(async () => {
-    await admin?.flushall()
-    sandbox.clearRequests()
     clock = fakeClock()
-    gw = await buildGateway(testConfig(env(), YAML), { now: clock.now })
-  })
-
-  afterEach(async () => {
-    await gw.close()
-    sandbox.setFailure({ kind: 'none' })
-    sandbox.setLatency(0)
+    gw = await gateways.build(testConfig(env(), YAML), { now: clock.now })
   })
 
   const get = (query: string, headers: Record<string, string> = {}, path = PATH) =>
@@ -363,17 +335,8 @@ describe('report cache, memory only', () => defineSuite('memory'))
 describe.skipIf(!available)('report cache, with Redis as L2', () => defineSuite('redis'))
 
 describe('report cache size guard', () => {
-  let gw: TestGateway
   const BIG = 'advertiserId=101&byCampaign=1&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
-
-  beforeAll(async () => {
-    const yaml = `${TEAMS_YAML}\ncache:\n  maxEntryBytes: 4KiB\n`
-    gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken }, yaml))
-  })
-
-  afterAll(async () => {
-    await gw.close()
-  })
+  const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken }, `${TEAMS_YAML}\ncache:\n  maxEntryBytes: 4KiB\n`))
 
   it('streams a report larger than cache.maxEntryBytes through as BYPASS, uncached, gzip or not', async () => {
     sandbox.clearRequests()
@@ -400,7 +363,7 @@ describe('report cache against a platform that gzips or forbids storing', () => 
   const PLATFORM_GZIP = gzipSync(JSON_BODY, { level: 1 })
   let stub: Server
   let calls: { query: string; acceptEncoding: string | undefined }[]
-  let gw: TestGateway
+  let url: string
 
   beforeAll(async () => {
     calls = []
@@ -414,14 +377,14 @@ describe('report cache against a platform that gzips or forbids storing', () => 
       }
     })
     await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve))
-    const url = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`
-    gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: url, PLATFORM_TOKEN: 'stub-platform-token-0000000000' }, YAML))
+    url = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`
   })
 
   afterAll(async () => {
-    await gw?.close()
     await new Promise((resolve) => stub.close(resolve))
   })
+
+  const gw = useGateway(() => testConfig({ PLATFORM_BASE_URL: url, PLATFORM_TOKEN: 'stub-platform-token-0000000000' }, YAML))
 
   const get = (query: string, headers: Record<string, string> = {}) =>
     gw.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all, ...headers } })

@@ -1,43 +1,18 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { startSandbox } from '../../src/sandbox/sandbox.js'
-import type { Sandbox } from '../../src/sandbox/sandbox.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
+import type { ReportRow as Row } from '../../src/sandbox/report-data.js'
+import { useSandbox } from '../helpers/fixtures.js'
 
 // The sandbox stands in for the platform in every other suite, so this one pins
 // the platform behaviour it reproduces, over real HTTP on loopback.
 
-interface Row {
-  date?: string
-  campaignId?: number
-  campaignName?: string
-  creativeId?: number
-  creativeName?: string
-  position?: string
-  impressions: number
-  clicks: number
-  ctr: number
-  spent: number
-  reach: number
-  currency: string
-}
-
 const WEEK = 'dateFrom=2026-01-01&dateTo=2026-01-07'
 
-let sandbox: Sandbox
+const sandbox = useSandbox()
 let token: string
 
-beforeAll(async () => {
-  sandbox = await startSandbox()
+beforeAll(() => {
   token = sandbox.issueToken()
-})
-
-afterAll(async () => {
-  await sandbox.close()
-})
-
-afterEach(() => {
-  sandbox.setFailure({ kind: 'none' })
-  sandbox.setLatency(0)
-  sandbox.clearRequests()
 })
 
 interface CallOptions {

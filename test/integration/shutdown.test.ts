@@ -1,9 +1,10 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ensureBuilt } from '../helpers/dist.js'
 import { freePort } from '../helpers/start-redis.js'
+import { waitFor as poll } from '../helpers/wait.js'
 
 // Contract, "Running": `npm start` without a platform is demo mode and prints a ready
 // curl line; main.ts stops on SIGTERM by refusing new connections, letting requests in
@@ -18,18 +19,13 @@ let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 let port: number
 let adminPort: number
 
-function waitFor(pattern: RegExp, ms = 15_000): Promise<RegExpMatchArray> {
-  return new Promise((resolve, reject) => {
-    const started = Date.now()
-    const check = () => {
-      const match = pattern.exec(output)
-      if (match) return resolve(match)
-      if (child.exitCode !== null) return reject(new Error(`gateway exited (${child.exitCode}) before printing ${pattern}:\n${output}`))
-      if (Date.now() - started > ms) return reject(new Error(`no ${pattern} within ${ms} ms:\n${output}`))
-      setTimeout(check, 25)
-    }
-    check()
-  })
+/** Waits until the gateway printed `pattern`; fails at once when it exits first. */
+function waitFor(pattern: RegExp, ms = 15_000): Promise<void> {
+  const printed = () => {
+    if (child.exitCode !== null) throw new Error(`gateway exited (${child.exitCode}) before printing ${pattern}:\n${output}`)
+    return pattern.test(output)
+  }
+  return poll(() => `${pattern} within ${ms} ms:\n${output}`, printed, ms, 25)
 }
 
 /** Resolves with the error code of a fresh TCP connection, or 'connected'. */
@@ -45,7 +41,7 @@ function tryConnect(p: number): Promise<string> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(MAIN)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
+  ensureBuilt(MAIN)
   port = await freePort()
   adminPort = await freePort()
   // A clean environment: no PLATFORM_* from the developer's shell, so demo mode.

@@ -1,11 +1,11 @@
 import { createCipheriv, createHash, randomBytes } from 'node:crypto'
-import { Redis } from 'ioredis'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
+import { describe, expect, it } from 'vitest'
 import { fingerprint } from '../../src/fingerprint.js'
-import { hashApiKey } from '../../src/teams/api-keys.js'
-import { TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+import { TEAMS_YAML, credentialTeams, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { tokenOf } from '../helpers/gateway-calls.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor, waitUntil as within } from '../helpers/wait.js'
 
 // Security issue #5, item 7: the fields next to the ciphertext of a stored token record
 // (version, fingerprint, base, times) and the key it is stored under are authenticated
@@ -19,15 +19,7 @@ const GATEWAY_SECRET = 'integrity-gateway-secret-0123456789'
 const DEFAULT_KEY = 'rgw:token:default'
 const PARTNER_KEY = 'rgw:token:partner'
 const CHANNEL = 'rgw:bus:token'
-const PARTNER_TEAM_KEY = 'rgw_test_partner_key_444444444444444444444444'
-const CREDENTIALS_YAML = `${TEAMS_YAML}
-  partner-team:
-    keys: ["${hashApiKey(PARTNER_TEAM_KEY)}"]
-    advertisers: ["*"]
-    credential: partner
-credentials:
-  partner: {}
-`
+const CREDENTIALS_YAML = credentialTeams('partner')
 
 type StoredRecord = Record<string, unknown> & { version: number }
 
@@ -35,39 +27,20 @@ const redisCheck = redisAvailability()
 if (redisCheck.notice) console.warn(redisCheck.notice)
 
 describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', () => {
-  let sandbox: Sandbox
-  let redis: RedisServer
-  let client: Redis
-  const gateways: TestGateway[] = []
+  const sandbox = useSandbox()
+  const { server: redis, client } = useRedis()
   /** Every token a test used, checked against every log line at the end of it. */
   const secrets: string[] = []
-
-  beforeAll(async () => {
-    sandbox = await startSandbox()
-    redis = await startRedis()
-    client = new Redis(redis.url, { maxRetriesPerRequest: 1 })
-  })
-
-  afterAll(async () => {
-    client.disconnect()
-    await redis.close()
-    await sandbox.close()
-  })
-
-  afterEach(async () => {
-    const open = gateways.splice(0)
-    const used = [...secrets.splice(0), ADMIN_TOKEN, GATEWAY_SECRET]
-    try {
+  const gateways = useGateways({
+    check: (open) => {
+      const used = [...secrets.splice(0), ADMIN_TOKEN, GATEWAY_SECRET]
       // Checked before closing: an announcement still on its way when a gateway closes fails, and says so.
       for (const gw of open) {
         // A forged record must neither open the Redis circuit nor stop a write.
         expect(gw.logs.text()).not.toMatch(/redis unavailable|could not be shared/)
         for (const secret of used) expect(gw.logs.text()).not.toContain(secret)
       }
-    } finally {
-      for (const gw of open) await gw.close()
-      await client.flushall()
-    }
+    },
   })
 
   function token(): string {
@@ -76,14 +49,8 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     return t
   }
 
-  async function replica(env: Record<string, string>, yaml = TEAMS_YAML): Promise<TestGateway> {
-    const gw = await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, GATEWAY_SECRET, ...env }, yaml))
-    gateways.push(gw)
-    return gw
-  }
-
-  function tokenOf(gw: TestGateway, credential = 'default'): string | undefined {
-    return gw.ctx.tokens.get(credential).current()?.token
+  function replica(env: Record<string, string>, yaml = TEAMS_YAML): Promise<TestGateway> {
+    return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, GATEWAY_SECRET, ...env }, yaml))
   }
 
   function put(gw: TestGateway, t: string) {
@@ -97,12 +64,9 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
 
   /** The stored record once it holds the token with this fingerprint (at most 1 s). */
   async function storedOnce(fp: string, key = DEFAULT_KEY): Promise<StoredRecord> {
-    for (let i = 0; i < 100; i++) {
-      const record = await stored(key)
-      if (record?.fingerprint === fp) return record
-      await new Promise((r) => setTimeout(r, 10))
-    }
-    throw new Error(`the stored record never held ${fp}`)
+    let record = await stored(key)
+    await waitFor(`the stored record to hold ${fp}`, async () => (record = await stored(key))?.fingerprint === fp, 1000)
+    return record as StoredRecord
   }
 
   /** What an attacker with Redis write access does: write the record, then announce it. */
@@ -112,19 +76,12 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     await new Promise((r) => setTimeout(r, 300))
   }
 
-  async function within(limitMs: number, check: () => boolean | Promise<boolean>): Promise<boolean> {
-    for (let i = 0; i < limitMs / 10; i++) {
-      if (await check()) return true
-      await new Promise((r) => setTimeout(r, 10))
-    }
-    return false
-  }
-
   function rejectedLines(gw: TestGateway): Record<string, unknown>[] {
     return gw.logs.records().filter((r) => /cannot be decrypted/.test(String(r.msg)))
   }
 
-  it('an old record with its version raised is ignored with one warn line, and the next rotation is still shared', async () => {
+  /** Two replicas on one token, then a rotation on A that B took: the records before and after it. */
+  async function rotatedOnTwoReplicas() {
     const first = token()
     const a = await replica({ PLATFORM_TOKEN: first })
     const b = await replica({ PLATFORM_TOKEN: first })
@@ -133,6 +90,11 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     expect((await put(a, next)).statusCode).toBe(200)
     const current = await storedOnce(fingerprint(next))
     expect(await within(1000, () => tokenOf(b) === next)).toBe(true)
+    return { first, a, b, old, next, current }
+  }
+
+  it('an old record with its version raised is ignored with one warn line, and the next rotation is still shared', async () => {
+    const { a, b, old, next, current } = await rotatedOnTwoReplicas()
 
     await forge({ ...old, version: current.version + 1_000_000 })
     expect([tokenOf(a), tokenOf(b)]).toEqual([next, next])
@@ -195,14 +157,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
   })
 
   it('a replay of an old record with its own version does not replace the newer token, and the newer record is written back', async () => {
-    const first = token()
-    const a = await replica({ PLATFORM_TOKEN: first })
-    const b = await replica({ PLATFORM_TOKEN: first })
-    const old = await storedOnce(fingerprint(first))
-    const next = token()
-    expect((await put(a, next)).statusCode).toBe(200)
-    const current = await storedOnce(fingerprint(next))
-    expect(await within(1000, () => tokenOf(b) === next)).toBe(true)
+    const { first, a, b, old, next, current } = await rotatedOnTwoReplicas()
 
     await forge(old)
     expect([tokenOf(a), tokenOf(b)]).toEqual([next, next])

@@ -1,11 +1,13 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
-import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { fakeClock } from '../helpers/clock.js'
+import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
+import { bearerOf, campaignList, expectNoSecrets } from '../helpers/gateway-calls.js'
+import { waitUntil } from '../helpers/wait.js'
 
 // Issue 4, recovery: when the platform answers 401, a password-login credential logs
 // in again once (shared by every caller that saw the 401) and retries reads; a write is
@@ -18,18 +20,10 @@ const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-0
 const FAST_TICKS = `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 50ms\n`
 
 const sandbox = useSandbox()
-const cleanups: (() => Promise<void>)[] = []
-afterEach(async () => {
-  for (const fn of cleanups.splice(0)) await fn()
-})
+const cleanups = useCleanups()
 const gateways = useGateways()
 
-const loginEnv = () => ({
-  PLATFORM_USERNAME: sandbox.credentials.username,
-  PLATFORM_PASSWORD: sandbox.credentials.password,
-  PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
-  PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
-})
+const loginEnv = () => sandboxLoginEnv(sandbox)
 
 async function gateway(env: Record<string, string>, yaml = TEAMS_YAML): Promise<TestGateway> {
   const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml))
@@ -40,11 +34,6 @@ async function gateway(env: Record<string, string>, yaml = TEAMS_YAML): Promise<
 const isTokenRequest = (r: SandboxRequestRecord) => r.path === '/oauth/token'
 const onPath = (path: string) => (r: SandboxRequestRecord) => r.path === path
 
-function bearerOf(r: SandboxRequestRecord | undefined): string | undefined {
-  const h = r?.headers.authorization
-  return typeof h === 'string' ? h.replace(/^Bearer /, '') : undefined
-}
-
 function tokenOf(gw: TestGateway): string {
   const token = gw.ctx.tokens.get('default').current()?.token
   if (!token) throw new Error('the gateway holds no token')
@@ -53,10 +42,6 @@ function tokenOf(gw: TestGateway): string {
 
 function report(gw: TestGateway, url = REPORT) {
   return gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': KEYS.all } })
-}
-
-function campaignList(gw: TestGateway, userId = 101) {
-  return gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all }, payload: { userId } })
 }
 
 function createCampaign(gw: TestGateway) {
@@ -85,20 +70,6 @@ function ready(gw: TestGateway) {
 
 function loudLines(gw: TestGateway): Record<string, unknown>[] {
   return gw.logs.records().filter((r) => String(r.msg).startsWith('PLATFORM TOKEN REJECTED'))
-}
-
-function expectNoSecrets(texts: string[], secrets: string[]): void {
-  for (const text of texts) {
-    for (const secret of secrets) expect(text.includes(secret), `a secret leaked into: ${text.slice(0, 300)}`).toBe(false)
-  }
-}
-
-async function waitUntil(limitMs: number, check: () => boolean): Promise<boolean> {
-  for (let i = 0; i < Math.ceil(limitMs / 20); i++) {
-    if (check()) return true
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  return check()
 }
 
 describe('password login: 401 → one re-login → one retry', () => {

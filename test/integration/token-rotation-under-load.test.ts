@@ -1,10 +1,12 @@
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
-import { KEYS, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { KEYS, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { within } from '../helpers/wait.js'
 
 // Issue 4, "Done when": the token is rotated by file, by admin call and by re-login while
 // two replicas serve a steady stream of requests, and none of them fails. Each rotation
@@ -20,36 +22,21 @@ const redisCheck = redisAvailability()
 if (redisCheck.notice) console.warn(redisCheck.notice)
 
 describe.skipIf(!redisCheck.available)('rotation under a steady stream of requests, two replicas', () => {
-  let sandbox: Sandbox
-  let redis: RedisServer
+  const sandbox = useSandbox()
+  const { server: redis } = useRedis()
+  const gateways = useGateways()
   let dir: string
-  const gateways: TestGateway[] = []
 
-  beforeAll(async () => {
-    sandbox = await startSandbox()
-    redis = await startRedis()
+  beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'rgw-load-'))
   })
 
-  afterAll(async () => {
-    await redis.close()
-    await sandbox.close()
+  afterAll(() => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  afterEach(async () => {
-    for (const gw of gateways.splice(0)) await gw.close()
-    sandbox.clearRequests()
-  })
-
   async function replicas(env: Record<string, string>): Promise<[TestGateway, TestGateway]> {
-    const make = async () => {
-      const gw = await buildGateway(
-        testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, GATEWAY_SECRET, REDIS_URL: redis.url, ...env }),
-      )
-      gateways.push(gw)
-      return gw
-    }
+    const make = () => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, GATEWAY_SECRET, REDIS_URL: redis.url, ...env }))
     return [await make(), await make()]
   }
 
@@ -86,15 +73,12 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
     }
   }
 
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
   /** Waits (at most 2 s) until both replicas hold `token`, then has the platform revoke `old`. */
   async function switchedThenRevoke(pair: TestGateway[], token: () => string | undefined, old: string): Promise<void> {
-    for (let i = 0; i < 200; i++) {
+    await within(2000, () => {
       const t = token()
-      if (t && t !== old && pair.every((gw) => gw.ctx.tokens.get('default').current()?.token === t)) break
-      await sleep(10)
-    }
+      return !!t && t !== old && pair.every((gw) => gw.ctx.tokens.get('default').current()?.token === t)
+    })
     expect(pair.map((gw) => gw.ctx.tokens.get('default').current()?.token)).not.toContain(old)
     sandbox.revokeToken(old)
   }
@@ -139,13 +123,7 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
   })
 
   it('by re-login (POST /admin/token/refresh) with a password login: no request fails', async () => {
-    const c = sandbox.credentials
-    const pair = await replicas({
-      PLATFORM_USERNAME: c.username,
-      PLATFORM_PASSWORD: c.password,
-      PLATFORM_CLIENT_ID: String(c.clientId),
-      PLATFORM_CLIENT_SECRET: c.clientSecret,
-    })
+    const pair = await replicas(sandboxLoginEnv(sandbox))
     const before = pair[1].ctx.tokens.get('default').current()?.token as string
     const load = stream(pair)
     await sleep(300)

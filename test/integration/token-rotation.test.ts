@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Redis } from 'ioredis'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
+import { describe, expect, it } from 'vitest'
 import { fingerprint } from '../../src/fingerprint.js'
-import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+import { TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { bearerOf, campaignList, tokenOf } from '../helpers/gateway-calls.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { within } from '../helpers/wait.js'
 
 // Issue 4, central rotation: with Redis and GATEWAY_SECRET the current token of each
 // credential is stored in Redis (AES-256-GCM) and announced on pub/sub; every replica
@@ -22,64 +23,21 @@ const redisCheck = redisAvailability()
 if (redisCheck.notice) console.warn(redisCheck.notice)
 
 describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)', () => {
-  let sandbox: Sandbox
-  let redis: RedisServer
-  let client: Redis
-  const gateways: TestGateway[] = []
-
-  beforeAll(async () => {
-    sandbox = await startSandbox()
-    redis = await startRedis()
-    client = new Redis(redis.url, { maxRetriesPerRequest: 1 })
+  const sandbox = useSandbox()
+  const { server: redis, client } = useRedis()
+  const gateways = useGateways({
+    check: (open) => {
+      // Every replica reached Redis: a change that was not shared would leave the results to chance.
+      for (const gw of open) expect(gw.logs.text()).not.toMatch(/redis unavailable|could not be shared/)
+    },
   })
 
-  afterAll(async () => {
-    client.disconnect()
-    await redis.close()
-    await sandbox.close()
-  })
-
-  afterEach(async () => {
-    // Every replica reached Redis: a change that was not shared would leave the results to chance.
-    for (const gw of gateways) expect(gw.logs.text()).not.toMatch(/redis unavailable|could not be shared/)
-    for (const gw of gateways.splice(0)) await gw.close()
-    await client.flushall()
-    sandbox.setLatency(0)
-    sandbox.clearRequests()
-  })
-
-  async function replica(env: Record<string, string>, now?: () => number, yaml = TEAMS_YAML): Promise<TestGateway> {
-    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, ...env }, yaml)
-    const gw = await buildGateway(config, now ? { now } : {})
-    gateways.push(gw)
-    return gw
-  }
-
-  function tokenOf(gw: TestGateway): string | undefined {
-    return gw.ctx.tokens.get('default').current()?.token
+  function replica(env: Record<string, string>, now?: () => number, yaml = TEAMS_YAML): Promise<TestGateway> {
+    return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, ...env }, yaml), now ? { now } : {})
   }
 
   function put(gw: TestGateway, token: string) {
     return gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token } })
-  }
-
-  function campaignList(gw: TestGateway) {
-    return gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all }, payload: { userId: 101 } })
-  }
-
-  function bearerOf(r: SandboxRequestRecord | undefined): string | undefined {
-    const h = r?.headers.authorization
-    return typeof h === 'string' ? h.replace(/^Bearer /, '') : undefined
-  }
-
-  /** Polls every 10 ms for at most `limitMs`; the elapsed time, or null. */
-  async function within(limitMs: number, check: () => boolean): Promise<number | null> {
-    const started = Date.now()
-    for (let i = 0; i < Math.ceil(limitMs / 10) + 1; i++) {
-      if (check()) return Date.now() - started
-      await new Promise((r) => setTimeout(r, 10))
-    }
-    return null
   }
 
   /** Every string value in Redis, whatever its key. */
@@ -104,10 +62,7 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
   /** The stored record once it holds the token with this fingerprint (at most 1 s), else what is there. */
   async function storedOnce(fp: string): Promise<Record<string, unknown> | null> {
     let record = await stored()
-    for (let i = 0; i < 100 && record?.fingerprint !== fp; i++) {
-      await new Promise((r) => setTimeout(r, 10))
-      record = await stored()
-    }
+    await within(1000, async () => (record = await stored())?.fingerprint === fp)
     return record
   }
 
@@ -205,13 +160,7 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
   })
 
   it('a password-login replica that re-logs in after a 401 shares the new token', async () => {
-    const env = {
-      PLATFORM_USERNAME: sandbox.credentials.username,
-      PLATFORM_PASSWORD: sandbox.credentials.password,
-      PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
-      PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
-      GATEWAY_SECRET,
-    }
+    const env = { ...sandboxLoginEnv(sandbox), GATEWAY_SECRET }
     const a = await replica(env)
     const b = await replica(env)
     // B's start login was shared: both hold one token.

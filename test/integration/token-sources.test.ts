@@ -3,12 +3,15 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { startSandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
 import { DEFAULT_TOKEN_LIFETIME_MS, jwtExpiry } from '../../src/platform/token-expiry.js'
-import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
+import { shiftedClock } from '../helpers/clock.js'
+import { bearerOf, campaignList, expectNoSecrets, tokenOf as currentToken } from '../helpers/gateway-calls.js'
+import { within } from '../helpers/wait.js'
 
 // Issue 4, token sources and expiry: the static token, the watched token file (with
 // the symlink swap a Kubernetes Secret update makes), the password login and its
@@ -18,10 +21,7 @@ const ADMIN_TOKEN = 'sources-admin-token-0123456789abcdef'
 const DAY = 86_400_000
 
 const sandbox = useSandbox()
-const cleanups: (() => void | Promise<void>)[] = []
-afterEach(async () => {
-  for (const fn of cleanups.splice(0)) await fn()
-})
+const cleanups = useCleanups()
 const gateways = useGateways()
 
 function gateway(env: Record<string, string>, yaml = TEAMS_YAML, now?: () => number): Promise<TestGateway> {
@@ -32,42 +32,12 @@ function adminCall(gw: TestGateway, method: 'GET' | 'PUT' | 'POST', url: string,
   return gw.admin.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload === undefined ? {} : { payload: payload as object }) })
 }
 
-/** A proxied read (the platform's POST .../get convention); never cached. */
-function campaignList(gw: TestGateway) {
-  return gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all }, payload: { userId: 101 } })
-}
-
-function bearerOf(r: SandboxRequestRecord | undefined): string | undefined {
-  const h = r?.headers.authorization
-  return typeof h === 'string' ? h.replace(/^Bearer /, '') : undefined
-}
-
 const isTokenRequest = (r: SandboxRequestRecord) => r.path === '/oauth/token'
-
-function currentToken(gw: TestGateway, credential = 'default'): string | undefined {
-  return gw.ctx.tokens.get(credential).current()?.token
-}
-
-/** Polls `check` every 20 ms for at most `limitMs`; the elapsed time, or null when it never held. */
-async function within(limitMs: number, check: () => boolean): Promise<number | null> {
-  const started = Date.now()
-  for (let i = 0; i < Math.ceil(limitMs / 20) + 1; i++) {
-    if (check()) return Date.now() - started
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  return check() ? Date.now() - started : null
-}
 
 function records(gw: TestGateway, msg: string | RegExp): Record<string, unknown>[] {
   return gw.logs.records().filter((r) => (typeof msg === 'string' ? r.msg === msg : msg.test(String(r.msg))))
 }
 
-/** No secret value shows up anywhere in what the gateway wrote or answered. */
-function expectNoSecrets(texts: string[], secrets: string[]): void {
-  for (const text of texts) {
-    for (const secret of secrets) expect(text.includes(secret), `a secret leaked into: ${text.slice(0, 300)}`).toBe(false)
-  }
-}
 
 describe('static PLATFORM_TOKEN', () => {
   it('injects the configured token and reports it as static, by fingerprint only', async () => {
@@ -113,6 +83,12 @@ describe('PLATFORM_TOKEN_FILE', () => {
     return { path: join(dir, 'token'), swap: publish }
   }
 
+  /** A gateway reading its token from a mounted Secret that holds `initial`. */
+  async function gatewayOnSecret(initial: string) {
+    const secret = kubernetesSecret(initial)
+    return { secret, gw: await gateway({ PLATFORM_TOKEN_FILE: secret.path }) }
+  }
+
   it('uses a file rewritten in place within 2 s', async () => {
     const dir = tempDir()
     const path = join(dir, 'token')
@@ -133,8 +109,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
   it('follows the Kubernetes symlink swap of a mounted Secret within 2 s', async () => {
     const first = sandbox.issueToken()
     const second = sandbox.issueToken()
-    const secret = kubernetesSecret(first)
-    const gw = await gateway({ PLATFORM_TOKEN_FILE: secret.path })
+    const { secret, gw } = await gatewayOnSecret(first)
     expect(currentToken(gw)).toBe(first)
 
     secret.swap(second)
@@ -150,8 +125,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
 
   it('keeps the current token and logs an error when the file becomes empty', async () => {
     const first = sandbox.issueToken()
-    const secret = kubernetesSecret(first)
-    const gw = await gateway({ PLATFORM_TOKEN_FILE: secret.path })
+    const { secret, gw } = await gatewayOnSecret(first)
 
     secret.swap('  \n')
     expect(await within(2000, () => records(gw, /token file is empty/).length > 0), 'no error about the empty file').not.toBeNull()
@@ -164,8 +138,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
   it('keeps the current token and logs an error while the file cannot be read, then takes the next good one', async () => {
     const first = sandbox.issueToken()
     const third = sandbox.issueToken()
-    const secret = kubernetesSecret(first)
-    const gw = await gateway({ PLATFORM_TOKEN_FILE: secret.path })
+    const { secret, gw } = await gatewayOnSecret(first)
 
     // The new folder lacks the key: `token` now dangles (ENOENT).
     secret.swap(null)
@@ -182,8 +155,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
     const first = sandbox.issueToken()
     const pasted = sandbox.issueToken()
     const next = sandbox.issueToken()
-    const secret = kubernetesSecret(first)
-    const gw = await gateway({ PLATFORM_TOKEN_FILE: secret.path })
+    const { secret, gw } = await gatewayOnSecret(first)
 
     expect((await adminCall(gw, 'PUT', '/admin/token', { token: pasted })).statusCode).toBe(200)
     // Several file polls (1 s) and watch events go by: the unchanged file must not undo the PUT.
@@ -216,12 +188,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
 })
 
 describe('password login', () => {
-  const loginEnv = () => ({
-    PLATFORM_USERNAME: sandbox.credentials.username,
-    PLATFORM_PASSWORD: sandbox.credentials.password,
-    PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
-    PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
-  })
+  const loginEnv = () => sandboxLoginEnv(sandbox)
   const secretsOf = () => [sandbox.credentials.password, sandbox.credentials.clientSecret, ADMIN_TOKEN]
 
   it('posts the five fields as JSON (client_id a number) and uses access_token from the reply', async () => {
@@ -361,22 +328,21 @@ describe('expiry', () => {
   })
 
   it('warns once at 30 days left and once at 7 days left', async () => {
-    let offset = 0
-    const now = () => Date.now() + offset
+    const clock = shiftedClock()
     const token = sandbox.issueToken({ ttlSeconds: 40 * 86_400 })
-    const gw = await gateway({ PLATFORM_TOKEN: token }, `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`, now)
+    const gw = await gateway({ PLATFORM_TOKEN: token }, `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`, clock.now)
     const warnings = () => records(gw, 'platform token expires soon')
 
     await new Promise((r) => setTimeout(r, 150))
     expect(warnings()).toHaveLength(0)
 
-    offset = 11 * DAY // 29 days left
+    clock.offset = 11 * DAY // 29 days left
     expect(await within(1000, () => warnings().length === 1)).not.toBeNull()
     await new Promise((r) => setTimeout(r, 150))
     expect(warnings()).toHaveLength(1)
     expect(warnings()[0]).toMatchObject({ level: 40, credential: 'default', thresholdDays: 30, daysLeft: 28, fingerprint: fingerprint(token) })
 
-    offset = 34 * DAY // 6 days left
+    clock.offset = 34 * DAY // 6 days left
     expect(await within(1000, () => warnings().length === 2)).not.toBeNull()
     await new Promise((r) => setTimeout(r, 150))
     expect(warnings()).toHaveLength(2)
@@ -385,27 +351,21 @@ describe('expiry', () => {
   })
 
   it('with a password login, fetches a new token 7 days before expiry by default', async () => {
-    let offset = 0
-    const now = () => Date.now() + offset
+    const clock = shiftedClock()
     const gw = await gateway(
-      {
-        PLATFORM_USERNAME: sandbox.credentials.username,
-        PLATFORM_PASSWORD: sandbox.credentials.password,
-        PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
-        PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
-      },
+      sandboxLoginEnv(sandbox),
       `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`,
-      now,
+      clock.now,
     )
     const first = currentToken(gw)
     const expiresAt = gw.ctx.tokens.get('default').current()?.expiresAt as number
 
-    offset = expiresAt - Date.now() - 8 * DAY // 8 days left: not yet
+    clock.offset = expiresAt - Date.now() - 8 * DAY // 8 days left: not yet
     await new Promise((r) => setTimeout(r, 200))
     expect(sandbox.countRequests(isTokenRequest)).toBe(1)
     expect(currentToken(gw)).toBe(first)
 
-    offset = expiresAt - Date.now() - 6 * DAY // 6 days left
+    clock.offset = expiresAt - Date.now() - 6 * DAY // 6 days left
     expect(await within(1000, () => currentToken(gw) !== first), 'no re-login 7 days before expiry').not.toBeNull()
     // One login, not one per maintenance tick.
     await new Promise((r) => setTimeout(r, 200))
@@ -418,32 +378,26 @@ describe('expiry', () => {
   it('a login slower than the maintenance interval is not started twice', async () => {
     let logins = 0
     const url = await opaqueTokenServer(() => ({ access_token: `opaque-access-token-1${++logins}00`, expires_in: 3600 }), 200)
-    let offset = 0
-    const gw = await gateway(loginEnv(url), `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`, () => Date.now() + offset)
+    const clock = shiftedClock()
+    const gw = await gateway(loginEnv(url), `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n`, clock.now)
     expect(logins).toBe(1)
     // A one-hour token is due for its re-login a minute after it was obtained.
-    offset = 61_000
+    clock.offset = 61_000
     expect(await within(2000, () => currentToken(gw) === 'opaque-access-token-1200')).not.toBeNull()
     await new Promise((r) => setTimeout(r, 100))
     expect(logins).toBe(2)
   })
 
   it('the re-login lead time is configurable (platform.refreshBefore)', async () => {
-    let offset = 0
-    const now = () => Date.now() + offset
+    const clock = shiftedClock()
     const gw = await gateway(
-      {
-        PLATFORM_USERNAME: sandbox.credentials.username,
-        PLATFORM_PASSWORD: sandbox.credentials.password,
-        PLATFORM_CLIENT_ID: String(sandbox.credentials.clientId),
-        PLATFORM_CLIENT_SECRET: sandbox.credentials.clientSecret,
-      },
+      sandboxLoginEnv(sandbox),
       `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 20ms\n  refreshBefore: 30d\n`,
-      now,
+      clock.now,
     )
     const first = currentToken(gw)
     const expiresAt = gw.ctx.tokens.get('default').current()?.expiresAt as number
-    offset = expiresAt - Date.now() - 29 * DAY
+    clock.offset = expiresAt - Date.now() - 29 * DAY
     expect(await within(1000, () => currentToken(gw) !== first), 'no re-login 30 days before expiry').not.toBeNull()
   })
 })

@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig, type Config } from '../../src/config.js'
+import { ConfigError, type Config } from '../../src/config.js'
 import { hashApiKey } from '../../src/teams/api-keys.js'
+import { loadConfigFrom } from '../helpers/load-config.js'
 
 // Contract, "Configuration": env > CONFIG_FILE > config/default.yaml, secrets only from
 // the environment or *_FILE paths, and invalid configuration stops the start with a
@@ -14,16 +14,8 @@ const HASH = hashApiKey('rgw_config_test_key')
 
 /** loadConfig with an inline CONFIG_FILE and inline *_FILE secrets; default.yaml from disk. */
 function load(env: Record<string, string>, yaml?: string, files: Record<string, string> = {}): Config {
-  const inline: Record<string, string> = { ...files, ...(yaml === undefined ? {} : { [CONFIG_PATH]: yaml }) }
-  return loadConfig({
-    env: { ...(yaml === undefined ? {} : { CONFIG_FILE: CONFIG_PATH }), ...env },
-    readFile: (p) => {
-      const text = inline[p]
-      if (text !== undefined) return text
-      if (p === DEFAULT_CONFIG_PATH) return readFileSync(p, 'utf8')
-      throw Object.assign(new Error(`ENOENT: ${p}`), { code: 'ENOENT' })
-    },
-  })
+  if (yaml === undefined) return loadConfigFrom(env, files)
+  return loadConfigFrom({ CONFIG_FILE: CONFIG_PATH, ...env }, { ...files, [CONFIG_PATH]: yaml })
 }
 
 /** The ConfigError a load throws; fails the test when it does not throw one. */

@@ -14,7 +14,7 @@ import { describe, it, expect } from 'vitest'
 import { parse, parseAllDocuments } from 'yaml'
 import { Ajv } from 'ajv'
 import { mergeValues as merge, renderChart, renderString, validateValues, TemplateError, type Manifest, type RenderedChart, type Values } from '../helpers/render-chart.js'
-import { loadConfig, DEFAULT_CONFIG_PATH } from '../../src/config.js'
+import { loadConfigFrom } from '../helpers/load-config.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const CHART = join(ROOT, 'helm/report-gateway')
@@ -180,15 +180,7 @@ function gatewayConfigFrom(chart: RenderedChart, externalSecrets: Record<string,
       env[e.name] = POD_IP
     }
   }
-  return loadConfig({
-    env,
-    readFile: (path) => {
-      const text = files.get(path)
-      if (text !== undefined) return text
-      if (path === DEFAULT_CONFIG_PATH) return readFileSync(path, 'utf8')
-      throw Object.assign(new Error(`no such file in the pod: ${path}`), { code: 'ENOENT' })
-    },
-  })
+  return loadConfigFrom(env, Object.fromEntries(files))
 }
 
 // ---------------------------------------------------------------- Chart.yaml and values

@@ -1,16 +1,16 @@
-import { execFileSync, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
+import { ensureBuilt } from '../helpers/dist.js'
 
 // Contract, "Teams": the key command prints the key once and the sha256: line to put
 // in the config. Run as operators run it: the built CLI in a child process.
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = fileURLToPath(new URL('../../dist/cli/keys.js', import.meta.url))
 
 function run(...args: string[]): { status: number | null; stdout: string; stderr: string } {
@@ -24,10 +24,7 @@ function runIn(env: Record<string, string>, ...args: string[]): { status: number
 
 const sha256 = (s: string) => `sha256:${createHash('sha256').update(s, 'utf8').digest('hex')}`
 
-beforeAll(() => {
-  // `npm test` builds first (pretest); a lone `vitest run` of this file may not have.
-  if (!existsSync(CLI)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
-}, 130_000)
+beforeAll(() => ensureBuilt(CLI), 130_000)
 
 describe('keys new --team NAME', () => {
   it('prints a new key once and the config lines holding its hash', () => {
