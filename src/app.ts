@@ -5,7 +5,7 @@ import { pino, type DestinationStream, type Logger } from 'pino'
 import type { Dispatcher } from 'undici'
 import type { Config } from './config.js'
 import type { GatewayContext } from './context.js'
-import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError } from './errors.js'
+import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError, ShuttingDownError } from './errors.js'
 import { SecretSet, loggerOptions } from './logger.js'
 import { createMetrics } from './metrics.js'
 import { RedisBreaker, RedisBus, createRedisClient, type RedisClient } from './redis.js'
@@ -45,6 +45,8 @@ export interface Gateway {
   ctx: GatewayContext
   /** Starts token sources and subscriptions; call before serving. */
   start(): Promise<void>
+  /** Aborts the calls still at the platform: their callers get GW_SHUTTING_DOWN (or a stale copy). */
+  abortPlatformCalls(): void
   close(): Promise<void>
 }
 
@@ -98,9 +100,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
           breaker,
           bus,
           prefix: config.redis.keyPrefix,
-          lockTimeoutMs: config.cache.lockTimeoutMs,
-          // The lock outlives the leader's platform call, so no second leader starts mid-fill.
-          lockTtlMs: config.platform.timeoutMs + 1000,
+          lockTtlMs: config.cache.lockTtlMs,
         }) : null
   const client = new PlatformClient({ dispatcher, timeoutMs: config.platform.timeoutMs, defaultBaseUrl: config.platform.baseUrl })
   const store = new TieredStore({
@@ -145,6 +145,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
 
   for (const provider of tokens.all()) {
     provider.on('change', ({ state, previous, reason, actor }) => {
+      // A replica adopting the token it already read itself (a file rotation seen by all) changed nothing.
+      if (previous?.fingerprint === state.fingerprint) return
       metrics.tokenChanges.inc({ credential: provider.name, reason })
       log.info(
         { kind: 'audit', credential: provider.name, reason, source: state.source, oldFingerprint: previous?.fingerprint ?? null, newFingerprint: state.fingerprint, actor: actor ?? null, version: state.version },
@@ -197,6 +199,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await reports.start()
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
     },
+    abortPlatformCalls() {
+      client.abortAll()
+    },
     async close() {
       if (closed) return
       closed = true
@@ -223,7 +228,8 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
     // as is and call genReqId only without one, so the check below would never run.
     requestIdHeader: false,
     genReqId: (req) => requestIdOf(req.headers),
-    return503OnClosing: true,
+    // Replaced by the hook below: Fastify's own 503 has no GW_* code.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     // A caller that trickles its request in is cut off (issue #5). Node checks this
     // deadline only every connectionsCheckingInterval, hence the server of our own.
@@ -240,8 +246,19 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
       ),
     clientErrorHandler: answerClientError,
   })
+  let closing = false
+  app.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    // A request on a kept-alive connection while closing: the caller retries elsewhere.
+    if (closing) {
+      reply.header('connection', 'close')
+      done(new ShuttingDownError())
+      return
+    }
     done()
   })
   app.setNotFoundHandler(() => {

@@ -23,6 +23,7 @@ export const PurgeIncompleteError = createError<[string, { cause?: unknown }?]>(
 )
 export const BadRequestError = createError<[string, { cause?: unknown }?]>('GW_BAD_REQUEST', '%s', 400)
 export const RequestTimeoutError = createError('GW_REQUEST_TIMEOUT', 'the request was not received in time', 408)
+export const ShuttingDownError = createError('GW_SHUTTING_DOWN', 'this replica is shutting down; retry on another', 503)
 export const PayloadTooLargeError = createError<[number]>('GW_PAYLOAD_TOO_LARGE', 'the request body is larger than the limit of %d bytes', 413)
 
 export const allErrors = {
@@ -43,4 +44,5 @@ export const allErrors = {
   PayloadTooLargeError,
   RequestTimeoutError,
   PurgeIncompleteError,
+  ShuttingDownError,
 }

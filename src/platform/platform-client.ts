@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
 import { request, type Dispatcher } from 'undici'
 import type { FastifyError } from 'fastify'
-import { PlatformAuthError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
+import { PlatformAuthError, ShuttingDownError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import type { TokenProvider } from './token-provider.js'
 
 export interface PlatformCall {
@@ -16,6 +16,10 @@ export interface PlatformCall {
   requestId: string
   /** A read: after a 401, retried once with a new token (a write never is). */
   read: boolean
+  /** The whole call's budget when shorter than platform.timeout (a report waiter's remaining time). */
+  timeoutMs?: number
+  /** Set by send(): aborts the call at its deadline or at shutdown; anything queued for the call honours it. */
+  signal?: AbortSignal
 }
 
 export interface PlatformResponse {
@@ -42,6 +46,7 @@ export class PlatformClient {
   readonly #dispatcher: Dispatcher
   readonly #timeoutMs: number
   readonly #defaultBase: string
+  readonly #shutdown = new AbortController()
 
   constructor(opts: { dispatcher: Dispatcher; timeoutMs: number; defaultBaseUrl: string | null }) {
     this.#dispatcher = opts.dispatcher
@@ -54,14 +59,50 @@ export class PlatformClient {
    * read (its body must be consumed or destroyed); a 401 after the re-login, or on a
    * write, is GW_PLATFORM_AUTH.
    */
-  async send(provider: TokenProvider, call: PlatformCall): Promise<PlatformResponse> {
+  async send(provider: TokenProvider, platformCall: PlatformCall): Promise<PlatformResponse> {
+    const deadline = this.#deadline(platformCall.timeoutMs)
+    try {
+      const res = await this.#send(provider, { ...platformCall, signal: deadline.signal })
+      // The deadline stays armed until the body is read whole (or dropped): a platform
+      // trickling its body is cut off at the deadline too.
+      res.body.once('close', deadline.done)
+      return res
+    } catch (err) {
+      deadline.done()
+      throw err
+    }
+  }
+
+  /** Aborts every call still at the platform (the end of the shutdown grace). */
+  abortAll(): void {
+    this.#shutdown.abort(new ShuttingDownError())
+  }
+
+  // One deadline per caller (issue #9): queue wait, connect, headers, a re-login and the
+  // complete body are all bounded by one timer, not each by its own.
+  #deadline(timeoutMs = this.#timeoutMs): { signal: AbortSignal; done: () => void } {
+    const controller = new AbortController()
+    const shutdown = this.#shutdown.signal
+    const onShutdown = () => controller.abort(shutdown.reason)
+    const timer = setTimeout(() => controller.abort(new UpstreamTimeoutError()), Math.min(timeoutMs, this.#timeoutMs))
+    timer.unref()
+    if (shutdown.aborted) onShutdown()
+    else shutdown.addEventListener('abort', onShutdown, { once: true })
+    const done = () => {
+      clearTimeout(timer)
+      shutdown.removeEventListener('abort', onShutdown)
+    }
+    return { signal: controller.signal, done }
+  }
+
+  async #send(provider: TokenProvider, call: PlatformCall): Promise<PlatformResponse> {
     const first = provider.usable() ? provider.current() : null
     if (!first) throw new PlatformAuthError(`credential ${provider.name} has no usable token`)
     const base = provider.credential.baseUrl ?? this.#defaultBase
     const res = await this.#once(base, call, first.token)
     if (res.status !== 401) return res
     res.body.resume()
-    const renewed = await provider.recover(first.token)
+    const renewed = await abortable(provider.recover(first.token), call.signal)
     const replayable = call.body === undefined || call.body === null || typeof call.body === 'string' || Buffer.isBuffer(call.body)
     if (!renewed) throw new PlatformAuthError('no new token could be had')
     if (!call.read || !replayable) throw new PlatformAuthError('the platform refused the token (a write is not retried)')
@@ -91,9 +132,14 @@ export class PlatformClient {
 
   /** The status the platform gives a token not yet in use (PUT /admin/token's check). */
   async probe(baseUrl: string, token: string, call: Omit<PlatformCall, 'read'>): Promise<number> {
-    const res = await this.#once(baseUrl, { ...call, read: true }, token)
-    res.body.resume()
-    return res.status
+    const deadline = this.#deadline()
+    try {
+      const res = await this.#once(baseUrl, { ...call, read: true, signal: deadline.signal }, token)
+      res.body.resume()
+      return res.status
+    } finally {
+      deadline.done()
+    }
   }
 
   async #once(baseUrl: string, call: PlatformCall, token: string): Promise<PlatformResponse> {
@@ -103,14 +149,24 @@ export class PlatformClient {
         dispatcher: this.#dispatcher,
         headers: { ...call.headers, authorization: `Bearer ${token}`, 'x-request-id': call.requestId },
         body: call.body ?? undefined,
-        headersTimeout: this.#timeoutMs,
-        bodyTimeout: this.#timeoutMs,
+        signal: call.signal,
       })
       return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
     } catch (err) {
       throw upstreamError(err)
     }
   }
+}
+
+/** `work`, or the signal's reason once it aborts first. */
+function abortable<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work
+  if (signal.aborted) return Promise.reject(signal.reason as Error)
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error)
+    signal.addEventListener('abort', onAbort, { once: true })
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
+  })
 }
 
 async function readText(body: AsyncIterable<Buffer> & { destroy(): void }, limit: number): Promise<string> {

@@ -20,6 +20,8 @@ export type FetchResult =
   | { kind: 'failed'; error: FastifyError; response?: { status: number; headers: Record<string, string>; body: Buffer } }
 
 export interface FetcherDeps {
+  /** The call's budget when shorter than platform.timeout. */
+  timeoutMs?: number
   maxEntryBytes: number
   ttl: TtlPolicy
   now?: () => number
@@ -51,6 +53,7 @@ export async function fetchReport(
       body: report.body,
       requestId,
       read: true,
+      ...(deps.timeoutMs === undefined ? {} : { timeoutMs: deps.timeoutMs }),
     })
   } catch (err) {
     return { kind: 'failed', error: upstreamError(err) }
