@@ -266,7 +266,8 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
   })
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
     const status = error.statusCode ?? 500
-    if (status >= 500) request.log.error({ err: error }, 'request failed')
+    // A refusal while shutting down is the plan, not a fault: main.ts logs the shutdown once.
+    if (status >= 500 && error.code !== 'GW_SHUTTING_DOWN') request.log.error({ err: error }, 'request failed')
     const retryAfter = (error as { retryAfterSec?: number }).retryAfterSec
     if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))
     // Fastify's own 4xx (a body too large, a malformed body or header) in the contract's terms.
