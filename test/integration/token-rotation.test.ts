@@ -204,6 +204,29 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     }
   })
 
+  it('file tokens: a file rotation seen by every replica is one audit line per replica, never one from a fingerprint to itself', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-rotation-'))
+    try {
+      const path = join(dir, 'token')
+      const first = sandbox.issueToken()
+      writeFileSync(path, first)
+      const a = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
+      const b = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
+      const next = sandbox.issueToken()
+      writeFileSync(path, next)
+      expect(await within(3000, () => tokenOf(a) === next && tokenOf(b) === next)).not.toBeNull()
+      // Both replicas read the file and each hears of the other's rotation through Redis.
+      await new Promise((r) => setTimeout(r, 500))
+      for (const gw of [a, b]) {
+        const changes = gw.logs.records().filter((r) => r.msg === 'platform token changed' && r.newFingerprint === fingerprint(next))
+        expect(changes).toEqual([expect.objectContaining({ oldFingerprint: fingerprint(first), newFingerprint: fingerprint(next) })])
+        expect(gw.logs.records().filter((r) => r.msg === 'platform token changed' && r.oldFingerprint === r.newFingerprint)).toEqual([])
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
   it('a password-login replica that re-logs in after a 401 shares the new token', async () => {
     const env = {
       PLATFORM_USERNAME: sandbox.credentials.username,
