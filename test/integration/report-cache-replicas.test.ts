@@ -150,6 +150,17 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     expect(await admin.keys('rgw:lock:*')).toEqual([])
   })
 
+  it('keeps the lock of a leader whose call outlasts the lock TTL: its heartbeat renews it, no waiter takes over', async () => {
+    sandbox.setLatency(LOCK_TTL_MS * 3)
+    const onA = get(a, Q101)
+    for (let i = 0; i < 100 && reportCalls() === 0; i++) await sleep(5)
+    const onB = Array.from({ length: 10 }, () => get(b, Q101))
+    const answers = await Promise.all([onA, ...onB])
+    expect(answers.map((r) => r.statusCode)).toEqual(Array(11).fill(200))
+    expect(reportCalls()).toBe(1)
+    expect(await admin.keys('rgw:lock:*')).toEqual([])
+  })
+
   it("answers the leader's failure on the other replica at once, without a call of its own", async () => {
     sandbox.setLatency(200)
     sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
