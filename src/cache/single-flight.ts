@@ -36,6 +36,8 @@ export interface FillFailure {
 export interface FillLease {
   /** `failure`: the waiters answer it (or their stale copy) instead of calling the platform. */
   release(failure?: FillFailure): Promise<void>
+  /** Drops the lock unannounced (this replica is shutting down): a waiter takes the fill over. */
+  abandon(): Promise<void>
 }
 
 /** What a waiter's wait ended with. */
@@ -119,6 +121,10 @@ export class ReplicaLock {
     }, Math.max(Math.floor(this.#lockTtlMs / 3), 10))
     heartbeat.unref()
     return {
+      abandon: async () => {
+        clearInterval(heartbeat)
+        await this.#breaker.run(() => this.#redis.eval(RELEASE, 1, lockKey, token), undefined)
+      },
       release: async (failure) => {
         clearInterval(heartbeat)
         // The entry is in L2 before release() is called. The announcement goes out on the

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
 import { request, type Dispatcher } from 'undici'
@@ -46,7 +47,8 @@ export class PlatformClient {
   readonly #dispatcher: Dispatcher
   readonly #timeoutMs: number
   readonly #defaultBase: string
-  readonly #shutdown = new AbortController()
+  // Every call in flight listens on it: no listener limit (Node warns past 10).
+  readonly #shutdown = maxListenersOff(new AbortController())
 
   constructor(opts: { dispatcher: Dispatcher; timeoutMs: number; defaultBaseUrl: string | null }) {
     this.#dispatcher = opts.dispatcher
@@ -156,6 +158,11 @@ export class PlatformClient {
       throw upstreamError(err)
     }
   }
+}
+
+function maxListenersOff(controller: AbortController): AbortController {
+  setMaxListeners(0, controller.signal)
+  return controller
 }
 
 /** `work`, or the signal's reason once it aborts first. */

@@ -10,7 +10,7 @@ import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
 import { fetchReport, type FetchResult } from './report-fetcher.js'
 import type { CanonicalReport } from './report-query.js'
-import { PlatformAuthError, ShuttingDownError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
+import { PlatformAuthError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
@@ -197,8 +197,11 @@ export class ReportCache {
       result = await this.#callPlatform(report, provider, requestId)
       if (result.kind === 'entry') await this.#d.store.set(key, result.entry)
     } finally {
-      // Callers are answered while the lock is released and waiters are woken.
-      void lease.release(result?.kind === 'failed' ? failureOf(result) : undefined).catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
+      // Callers are answered while the lock is released and waiters are woken. A call
+      // aborted by this replica's shutdown is no failure of the platform: another replica
+      // takes the fill over.
+      const shutDown = result?.kind === 'failed' && result.error.code === 'GW_SHUTTING_DOWN'
+      void (shutDown ? lease.abandon() : lease.release(result?.kind === 'failed' ? failureOf(result) : undefined)).catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
     }
     return result
   }
@@ -271,7 +274,6 @@ function fillFailure(failure: FillFailure): Extract<FetchResult, { kind: 'failed
   const error =
     failure.code === 'GW_UPSTREAM_TIMEOUT' ? new UpstreamTimeoutError()
     : failure.code === 'GW_PLATFORM_AUTH' ? new PlatformAuthError('the platform refused the gateway token')
-    : failure.code === 'GW_SHUTTING_DOWN' ? new ShuttingDownError()
     : new UpstreamError(failure.response ? `status ${failure.response.status}` : 'the fill on another replica failed')
   const r = failure.response
   return r ? { kind: 'failed', error, response: { status: r.status, headers: r.headers, body: Buffer.from(r.body, 'base64') } } : { kind: 'failed', error }
