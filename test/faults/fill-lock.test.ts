@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
-import { spawnGateway, timedRequest, type GatewayProcess, type TimedResponse } from '../helpers/gateway-process.js'
+import { spawnGateways, timedRequest, type GatewayProcess, type TimedResponse } from '../helpers/gateway-process.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -16,7 +16,7 @@ if (notice) console.warn(notice)
 const TIMEOUT_MS = 3000
 const LOCK_TTL_MS = 1000
 const LATENCY_MS = 2000
-const MARGIN_MS = 1500
+const MARGIN_MS = 2500
 const REPORT = '/api/v1/report/campaigns/get'
 const YAML = `${TEAMS_YAML}
 platform:
@@ -40,7 +40,7 @@ describe.skipIf(!available)('report fill lock across two gateway processes', () 
     sandbox = await startSandbox()
     redis = await startRedis()
     const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url }
-    ;[a, b] = await Promise.all([spawnGateway({ env, yaml: YAML }), spawnGateway({ env, yaml: YAML })])
+    ;[a, b] = (await spawnGateways(2, { env, yaml: YAML })) as [GatewayProcess, GatewayProcess]
   }, 120_000)
 
   afterAll(async () => {

@@ -32,6 +32,26 @@ export function ensureBuilt(): void {
 
 /** Starts dist/main.js with `env` and `yaml` as its CONFIG_FILE; resolves once it listens. */
 export async function spawnGateway(opts: { env: Record<string, string>; yaml: string }): Promise<GatewayProcess> {
+  // Another suite may take a free port between freePort() and the child's listen: try again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnOnce(opts)
+    } catch (err) {
+      if (attempt >= 3 || !String((err as Error).message).includes('EADDRINUSE')) throw err
+    }
+  }
+}
+
+/** Several gateways started at once; when one fails to start, the others are stopped too. */
+export async function spawnGateways(count: number, opts: { env: Record<string, string>; yaml: string }): Promise<GatewayProcess[]> {
+  const started = await Promise.allSettled(Array.from({ length: count }, () => spawnGateway(opts)))
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected')
+  if (!failed) return started.map((s) => (s as PromiseFulfilledResult<GatewayProcess>).value)
+  await Promise.all(started.map((s) => (s.status === 'fulfilled' ? s.value.close() : undefined)))
+  throw failed.reason
+}
+
+async function spawnOnce(opts: { env: Record<string, string>; yaml: string }): Promise<GatewayProcess> {
   ensureBuilt()
   const dir = mkdtempSync(join(tmpdir(), 'rgw-gw-'))
   const configFile = join(dir, 'config.yaml')
