@@ -169,14 +169,20 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(await within(1000, () => tokenOf(a) === rolledOut), 'replica A did not take the rolled-out token').not.toBeNull()
   })
 
-  it('file tokens: a rotation survives the file poll on every replica; a late starter with the same file adopts it, one with a newer file publishes that', async () => {
+  /** Two replicas reading one token file; the caller removes `dir`. */
+  async function fileTokenPair() {
     const dir = mkdtempSync(join(tmpdir(), 'rgw-rotation-'))
+    const path = join(dir, 'token')
+    const first = sandbox.issueToken()
+    writeFileSync(path, first)
+    const a = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
+    const b = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
+    return { dir, path, first, a, b }
+  }
+
+  it('file tokens: a rotation survives the file poll on every replica; a late starter with the same file adopts it, one with a newer file publishes that', async () => {
+    const { dir, path, a, b } = await fileTokenPair()
     try {
-      const path = join(dir, 'token')
-      const first = sandbox.issueToken()
-      writeFileSync(path, first)
-      const a = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
-      const b = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
       const pasted = sandbox.issueToken()
       expect((await put(a, pasted)).statusCode).toBe(200)
       expect(await within(1000, () => tokenOf(b) === pasted)).not.toBeNull()
@@ -205,13 +211,8 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
   })
 
   it('file tokens: a file rotation seen by every replica is one audit line per replica, never one from a fingerprint to itself', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rgw-rotation-'))
+    const { dir, path, first, a, b } = await fileTokenPair()
     try {
-      const path = join(dir, 'token')
-      const first = sandbox.issueToken()
-      writeFileSync(path, first)
-      const a = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
-      const b = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
       const next = sandbox.issueToken()
       writeFileSync(path, next)
       expect(await within(3000, () => tokenOf(a) === next && tokenOf(b) === next)).not.toBeNull()
