@@ -8,8 +8,8 @@ import { spawnGateway, timedRequest, type GatewayProcess } from '../helpers/gate
 // call (queue wait and body included), and no failure is retried behind the caller's back.
 // Bounds are the deadline plus a margin for a loaded 2-core machine.
 
-const TIMEOUT_MS = 2000
-const MARGIN_MS = 1500
+const TIMEOUT_MS = 3000
+const MARGIN_MS = 2500
 const REPORT = '/api/v1/report/campaigns/get'
 const YAML = `${TEAMS_YAML}
 platform:

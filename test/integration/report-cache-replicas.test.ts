@@ -18,7 +18,7 @@ const PATH = '/api/v1/report/campaigns/get'
 const Q101 = 'advertiserId=101&byDate=1&dateFrom=2026-02-01&dateTo=2026-02-07'
 const Q101B = 'advertiserId=101&byCampaign=1&dateFrom=2026-02-01&dateTo=2026-02-07'
 const Q102 = 'advertiserId=102&byDate=1&dateFrom=2026-02-01&dateTo=2026-02-07'
-const LOCK_TTL_MS = 500
+const LOCK_TTL_MS = 1000
 
 const YAML = `${TEAMS_YAML}
 platform:
@@ -151,7 +151,7 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
   })
 
   it('keeps the lock of a leader whose call outlasts the lock TTL: its heartbeat renews it, no waiter takes over', async () => {
-    sandbox.setLatency(LOCK_TTL_MS * 3)
+    sandbox.setLatency(LOCK_TTL_MS * 2)
     const onA = get(a, Q101)
     for (let i = 0; i < 100 && reportCalls() === 0; i++) await sleep(5)
     const onB = Array.from({ length: 10 }, () => get(b, Q101))
