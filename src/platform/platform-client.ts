@@ -86,14 +86,18 @@ export class PlatformClient {
     const controller = new AbortController()
     const shutdown = this.#shutdown.signal
     const onShutdown = () => controller.abort(shutdown.reason)
-    const timer = setTimeout(() => controller.abort(new UpstreamTimeoutError()), Math.min(timeoutMs, this.#timeoutMs))
-    timer.unref()
-    if (shutdown.aborted) onShutdown()
-    else shutdown.addEventListener('abort', onShutdown, { once: true })
     const done = () => {
       clearTimeout(timer)
       shutdown.removeEventListener('abort', onShutdown)
     }
+    // Also ends a call whose body nobody reads or drops (its 'close' never comes).
+    const timer = setTimeout(() => {
+      controller.abort(new UpstreamTimeoutError())
+      done()
+    }, Math.min(timeoutMs, this.#timeoutMs))
+    timer.unref()
+    if (shutdown.aborted) onShutdown()
+    else shutdown.addEventListener('abort', onShutdown, { once: true })
     return { signal: controller.signal, done }
   }
 
