@@ -5,7 +5,7 @@ import { pino, type DestinationStream, type Logger } from 'pino'
 import type { Dispatcher } from 'undici'
 import type { Config } from './config.js'
 import type { GatewayContext } from './context.js'
-import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError } from './errors.js'
+import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError, ShuttingDownError } from './errors.js'
 import { SecretSet, loggerOptions } from './logger.js'
 import { createMetrics } from './metrics.js'
 import { RedisBreaker, RedisBus, RedisWatch, createRedisClient, failureCause, redisAddress, redisConnectTimeoutMs, type RedisClient } from './redis.js'
@@ -59,6 +59,8 @@ export interface Gateway {
   reloader: TeamReloader
   /** Starts token sources and subscriptions; call before serving. */
   start(): Promise<void>
+  /** Aborts the calls still at the platform: their callers get GW_SHUTTING_DOWN (or a stale copy). */
+  abortPlatformCalls(): void
   close(): Promise<void>
 }
 
@@ -119,9 +121,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
           breaker,
           bus,
           prefix: config.redis.keyPrefix,
-          lockTimeoutMs: config.cache.lockTimeoutMs,
-          // The lock outlives the leader's platform call, so no second leader starts mid-fill.
-          lockTtlMs: config.platform.timeoutMs + 1000,
+          lockTtlMs: config.cache.lockTtlMs,
         }) : null
   const teams = new TeamDirectory(config.teams, deps.now)
   const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, weightOf: (team) => teams.weightOf(team) })
@@ -193,6 +193,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
 
   for (const provider of tokens.all()) {
     provider.on('change', ({ state, previous, reason, actor }) => {
+      // A replica adopting the token it already read itself (a file rotation seen by all) changed nothing.
+      if (previous?.fingerprint === state.fingerprint) return
       metrics.tokenChanges.inc({ credential: provider.name, reason })
       log.info(
         { kind: 'audit', credential: provider.name, reason, source: state.source, oldFingerprint: previous?.fingerprint ?? null, newFingerprint: state.fingerprint, actor: actor ?? null, version: state.version },
@@ -283,6 +285,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await probeTokens(tokens, client, config.platform.probe, log, (credential) => governors.of(credential).pausedUntil > 0)
       ctx.lifecycle.phase = 'serving'
     },
+    abortPlatformCalls() {
+      client.abortAll()
+    },
     async close() {
       if (closed) return
       closed = true
@@ -313,7 +318,8 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
     // as is and call genReqId only without one, so the check below would never run.
     requestIdHeader: false,
     genReqId: (req) => requestIdOf(req.headers),
-    return503OnClosing: true,
+    // Replaced by the hook below: Fastify's own 503 has no GW_* code.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     // A caller that trickles its request in is cut off (issue #5). Node checks this
     // deadline only every connectionsCheckingInterval, hence the server of our own.
@@ -332,8 +338,19 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
     // Validation errors carry their schema, whose description says what a field must be.
     ajv: { customOptions: { verbose: true } },
   })
+  let closing = false
+  app.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    // A request on a kept-alive connection while closing: the caller retries elsewhere.
+    if (closing) {
+      reply.header('connection', 'close')
+      done(new ShuttingDownError())
+      return
+    }
     done()
   })
   app.setNotFoundHandler(() => {
@@ -341,7 +358,8 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
   })
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
     const status = error.statusCode ?? 500
-    if (status >= 500) request.log.error({ err: error }, 'request failed')
+    // A refusal while shutting down is the plan, not a fault: main.ts logs the shutdown once.
+    if (status >= 500 && error.code !== 'GW_SHUTTING_DOWN') request.log.error({ err: error }, 'request failed')
     const retryAfter = (error as { retryAfterSec?: number }).retryAfterSec
     if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))
     // Fastify's own 4xx (a body too large, a malformed body or header, a schema

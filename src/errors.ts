@@ -27,6 +27,7 @@ export const PurgeIncompleteError = createError<[string, { cause?: unknown }?]>(
 export const UsageUnavailableError = createError<[string]>('GW_REDIS_UNAVAILABLE', 'usage totals are kept in Redis: %s', 503)
 export const BadRequestError = createError<[string, { cause?: unknown }?]>('GW_BAD_REQUEST', '%s', 400)
 export const RequestTimeoutError = createError('GW_REQUEST_TIMEOUT', 'the request was not received in time', 408)
+export const ShuttingDownError = createError('GW_SHUTTING_DOWN', 'this replica is shutting down; retry on another', 503)
 export const PayloadTooLargeError = createError<[number]>('GW_PAYLOAD_TOO_LARGE', 'the request body is larger than the limit of %d bytes', 413)
 export const OverloadedError = createError<[string]>('GW_OVERLOADED', 'too many calls waiting for the platform: %s', 503)
 
@@ -53,4 +54,5 @@ export const allErrors = {
   PurgeIncompleteError,
   OverloadedError,
   UsageUnavailableError,
+  ShuttingDownError,
 }

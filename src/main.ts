@@ -5,6 +5,10 @@ import { redisAddress } from './redis.js'
 import { demoConfig, demoCurl } from './demo.js'
 import { startSandbox, type Sandbox } from './sandbox/sandbox.js'
 
+// After the grace: time for aborted calls' answers to be written, then for the rest of close().
+const ANSWER_ABORTED_MS = 500
+const LAST_WORDS_MS = 1500
+
 async function main(): Promise<void> {
   let config: Config
   try {
@@ -57,11 +61,21 @@ async function main(): Promise<void> {
     if (stopping) return
     stopping = true
     log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: no new connections, waiting for requests in flight')
-    // After the grace period, connections still open are cut so the process can exit.
+    // At the end of the grace, calls still at the platform are aborted: their callers are
+    // answered (GW_SHUTTING_DOWN or a stale copy) and the connections still open are then
+    // cut, so the process exits within the grace plus a moment, before Kubernetes' SIGKILL.
     const force = setTimeout(() => {
-      log.warn('grace period over: closing remaining connections')
-      gateway.proxy.server.closeAllConnections()
-      gateway.admin.server.closeAllConnections()
+      log.warn('grace period over: aborting platform calls and closing remaining connections')
+      gateway.abortPlatformCalls()
+      setTimeout(() => {
+        gateway.proxy.server.closeAllConnections()
+        gateway.admin.server.closeAllConnections()
+      }, ANSWER_ABORTED_MS).unref()
+      setTimeout(() => {
+        log.warn('still closing after the grace period: exiting')
+        log.flush?.()
+        process.exit(0)
+      }, ANSWER_ABORTED_MS + LAST_WORDS_MS).unref()
     }, config.shutdownGraceMs)
     force.unref()
     try {

@@ -19,107 +19,182 @@ export class SingleFlight<T> {
   }
 }
 
+// Only the owner of a lock (its token) renews or releases it.
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`
+const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`
 const FILLED_CHANNEL = 'filled'
+const FAILED_CHANNEL = 'fill-failed'
+
+/** How a leader's fill failed, as its waiters on other replicas learn it. */
+export interface FillFailure {
+  code: string
+  /** The platform's answer when it is to be passed on (a 429 with its retry-after). */
+  response?: { status: number; headers: Record<string, string>; body: string }
+}
+
+/** The lock a leader holds while it fills: renewed until released. */
+export interface FillLease {
+  /** `failure`: the waiters answer it (or their stale copy) instead of calling the platform. */
+  release(failure?: FillFailure): Promise<void>
+  /** Drops the lock unannounced (this replica is shutting down): a waiter takes the fill over. */
+  abandon(): Promise<void>
+}
+
+/** What a waiter's wait ended with. */
+export type FillWait<T> =
+  | { kind: 'found'; value: T }
+  /** The leader failed: answer its error, or a stale copy. */
+  | { kind: 'failed'; failure: FillFailure }
+  /** The leader died (its lock lapsed) and this waiter took the lock over: it fills for everyone. */
+  | { kind: 'lead'; lease: FillLease }
+  /** The leader finished without a shared entry (an answer not to cache), or Redis is out. */
+  | { kind: 'none' }
+  /** The deadline passed with no word from the leader. */
+  | { kind: 'timeout' }
 
 export type LockOutcome =
-  | { role: 'leader'; release: () => Promise<void> }
-  /** `wait`: what `check` finds once the leader's fill is announced; see waitForFill. */
-  | { role: 'waiter'; wait: <T>(check: () => Promise<T | null>) => Promise<T | null> }
+  | { role: 'leader'; lease: FillLease }
+  /** `wait`: what `check` finds once the leader's fill is announced, by `deadline` (epoch ms). */
+  | { role: 'waiter'; wait: <T>(check: () => Promise<T | null>, deadline: number) => Promise<FillWait<T>> }
   | { role: 'solo' }
 
+type News = { failure?: FillFailure }
+
 /**
- * One fill across replicas (issue 3, "Coalescing"): the first replica takes a lock with
- * SET NX PX and fills; the others wait until it announces the fill on pub/sub (or until
- * polling finds the entry), for at most `lockTimeoutMs`. Like nginx's proxy_cache_lock,
- * a waiter that waited too long goes upstream itself, without storing.
+ * One fill across replicas (issue 3, "Coalescing"; issue #9): the first replica takes a
+ * lock with SET NX PX and fills; the others wait until it announces the fill (or its
+ * failure) on pub/sub, or until polling finds the entry. The lock lives `lockTtlMs` and
+ * the leader renews it while it works, so a leader that dies leaves it for about one
+ * TTL: a waiter that finds it gone takes it and fills for everyone.
  */
 export class ReplicaLock {
   readonly #redis: RedisClient
   readonly #breaker: RedisBreaker
   readonly #bus: RedisBus
   readonly #prefix: string
-  readonly #lockTimeoutMs: number
   readonly #lockTtlMs: number
   readonly #pollMs: number
-  readonly #waiters = new Map<string, Set<() => void>>()
+  readonly #waiters = new Map<string, Set<(news: News) => void>>()
   #subscribed: Promise<void> | null = null
 
-  constructor(opts: { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus; prefix: string; lockTimeoutMs: number; lockTtlMs?: number; pollMs?: number }) {
+  constructor(opts: { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus; prefix: string; lockTtlMs: number; pollMs?: number }) {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
     this.#bus = opts.bus
     this.#prefix = opts.prefix
-    this.#lockTimeoutMs = opts.lockTimeoutMs
-    this.#lockTtlMs = Math.max(opts.lockTtlMs ?? 0, opts.lockTimeoutMs)
-    this.#pollMs = opts.pollMs ?? 250
+    this.#lockTtlMs = opts.lockTtlMs
+    this.#pollMs = opts.pollMs ?? Math.min(250, Math.ceil(opts.lockTtlMs / 4))
   }
 
   async start(): Promise<void> {
-    this.#subscribed ??= this.#bus.subscribe(FILLED_CHANNEL, (key) => this.#wake(key))
+    this.#subscribed ??= Promise.all([
+      this.#bus.subscribe(FILLED_CHANNEL, (key) => this.#wake(key, {})),
+      this.#bus.subscribe(FAILED_CHANNEL, (message) => {
+        const parsed = parseFailure(message)
+        if (parsed) this.#wake(parsed.key, { failure: parsed.failure })
+      }),
+    ]).then(() => undefined)
     await this.#subscribed
   }
 
-  /** Leader: fill and call release(). Waiter: call wait(). Solo: Redis is out; fill alone. */
+  /** Leader: fill and release the lease. Waiter: call wait(). Solo: Redis is out; fill alone. */
   async acquire(key: string): Promise<LockOutcome> {
+    const lease = await this.#take(key)
+    if (lease === undefined) return { role: 'solo' }
+    if (lease) return { role: 'leader', lease }
+    return { role: 'waiter', wait: (check, deadline) => this.#waitForFill(key, check, deadline) }
+  }
+
+  /** A lease on the lock, null when another holds it, undefined when Redis is out. */
+  async #take(key: string): Promise<FillLease | null | undefined> {
     const token = randomUUID()
     const lockKey = `${this.#prefix}lock:${key}`
-    // The lock lives as long as the leader's platform call may take (at least as long as
-    // waiters wait), so it never expires under a fill that is still running; a leader
-    // that died leaves waiters going upstream unstored until it expires.
     const got = await this.#breaker.run(() => this.#redis.set(lockKey, token, 'PX', this.#lockTtlMs, 'NX'), undefined)
-    if (got === undefined) return { role: 'solo' }
-    if (got !== 'OK') return { role: 'waiter', wait: (check) => this.waitForFill(key, check) }
+    if (got === undefined) return undefined
+    if (got !== 'OK') return null
+    // The heartbeat: a third of the TTL leaves two renewals' time for a slow Redis.
+    const heartbeat = setInterval(() => {
+      void this.#breaker.run(() => this.#redis.eval(RENEW, 1, lockKey, token, String(this.#lockTtlMs)), undefined).then((renewed) => {
+        // Lost (this process stalled past the TTL and another replica took over): stop renewing.
+        if (renewed === 0) clearInterval(heartbeat)
+      })
+    }, Math.max(Math.floor(this.#lockTtlMs / 3), 10))
+    heartbeat.unref()
     return {
-      role: 'leader',
-      release: async () => {
-        // The entry is in L2 before release() is called: waiters may wake in any order.
-        await this.#breaker.run(() => Promise.all([this.#redis.eval(RELEASE, 1, lockKey, token), this.#bus.publish(FILLED_CHANNEL, key)]), undefined)
+      abandon: async () => {
+        clearInterval(heartbeat)
+        await this.#breaker.run(() => this.#redis.eval(RELEASE, 1, lockKey, token), undefined)
+      },
+      release: async (failure) => {
+        clearInterval(heartbeat)
+        // The entry is in L2 before release() is called. The announcement goes out on the
+        // same connection before the lock is deleted, so a waiter hears of a failure before
+        // it could find the lock gone and take it over.
+        await this.#breaker.run(() => {
+          const announce = failure ? this.#bus.publish(FAILED_CHANNEL, JSON.stringify({ key, ...failure })) : this.#bus.publish(FILLED_CHANNEL, key)
+          return Promise.all([announce, this.#redis.eval(RELEASE, 1, lockKey, token)])
+        }, undefined)
       },
     }
   }
 
-  /**
-   * Resolves with what `check` finds once the leader announced its fill (or polling found
-   * it), or null when `lockTimeoutMs` passed or the leader finished without an entry.
-   */
-  async waitForFill<T>(key: string, check: () => Promise<T | null>): Promise<T | null> {
-    const deadline = Date.now() + this.#lockTimeoutMs
+  async #waitForFill<T>(key: string, check: () => Promise<T | null>, deadline: number): Promise<FillWait<T>> {
     while (Date.now() < deadline) {
-      const announced = await this.#nextAnnouncement(key, Math.min(this.#pollMs, deadline - Date.now()))
+      const news = await this.#nextAnnouncement(key, Math.min(this.#pollMs, deadline - Date.now()))
+      if (news?.failure) return { kind: 'failed', failure: news.failure }
       const found = await check()
-      if (found !== null) return found
-      // The leader announced and still nothing: it failed or did not store; stop waiting.
+      if (found !== null) return { kind: 'found', value: found }
+      // The leader announced and still nothing: it did not store; stop waiting.
       // With Redis out no announcement can come, nor can the leader store: stop too.
-      if (announced || this.#breaker.state === 'open') return null
+      if (news || this.#breaker.state === 'open') return { kind: 'none' }
+      // No word: if the lock lapsed, its holder died. Take over (one waiter wins).
+      const lease = await this.#take(key)
+      if (lease === undefined) return { kind: 'none' }
+      if (lease) {
+        // The leader may have stored and released between the check and the take.
+        const late = await check()
+        if (late === null) return { kind: 'lead', lease }
+        await lease.release()
+        return { kind: 'found', value: late }
+      }
     }
-    return null
+    return { kind: 'timeout' }
   }
 
-  #nextAnnouncement(key: string, ms: number): Promise<boolean> {
+  #nextAnnouncement(key: string, ms: number): Promise<News | null> {
     return new Promise((resolve) => {
       let set = this.#waiters.get(key)
       if (!set) {
         set = new Set()
         this.#waiters.set(key, set)
       }
-      const wake = () => {
+      const wake = (news: News) => {
         clearTimeout(timer)
-        resolve(true)
+        resolve(news)
       }
       const timer = setTimeout(() => {
         set.delete(wake)
         if (set.size === 0) this.#waiters.delete(key)
-        resolve(false)
+        resolve(null)
       }, Math.max(ms, 1))
       set.add(wake)
     })
   }
 
-  #wake(key: string): void {
+  #wake(key: string, news: News): void {
     const set = this.#waiters.get(key)
     if (!set) return
     this.#waiters.delete(key)
-    for (const wake of set) wake()
+    for (const wake of set) wake(news)
+  }
+}
+
+function parseFailure(message: string): { key: string; failure: FillFailure } | null {
+  try {
+    const { key, code, response } = JSON.parse(message) as { key?: unknown; code?: unknown; response?: FillFailure['response'] }
+    if (typeof key !== 'string' || typeof code !== 'string') return null
+    return { key, failure: response ? { code, response } : { code } }
+  } catch {
+    return null
   }
 }

@@ -71,6 +71,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
 
   const cache = raw.cache
   if (!isValidTimeZone(cache.timeZone)) problems.push(`cache.timeZone: not an IANA time zone (got ${JSON.stringify(cache.timeZone)})`)
+  // Its holder renews the fill lock every third of it: shorter would be renewals all the time.
+  if (parseDuration(cache.lockTtl) < 100) problems.push(`cache.lockTtl: must be at least 100ms (got ${String(cache.lockTtl)})`)
   if (raw.redis.sentinels && raw.redis.cluster) problems.push('redis: set sentinels or cluster, not both')
   // An idle caller socket is closed after connectionTimeout: it must outlast the longest
   // platform call, or a slow report would be cut off while the gateway waits for it.
@@ -145,7 +147,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       timeZone: cache.timeZone,
       staleWhileRevalidateMs: parseDuration(cache.staleWhileRevalidate),
       staleIfErrorMs: parseDuration(cache.staleIfError),
-      lockTimeoutMs: parseDuration(cache.lockTimeout),
+      lockTtlMs: parseDuration(cache.lockTtl),
       maxRangeDays: cache.maxRangeDays,
     },
     teams,

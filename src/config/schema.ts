@@ -160,7 +160,7 @@ export const ConfigSchema = Type.Object(
         timeZone: Type.String({ minLength: 1 }),
         staleWhileRevalidate: Duration,
         staleIfError: Duration,
-        lockTimeout: Duration,
+        lockTtl: Duration,
         maxRangeDays: Type.Integer({ minimum: 1 }),
       },
       { additionalProperties: false },

@@ -1,9 +1,10 @@
+import { setMaxListeners } from 'node:events'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request, type Dispatcher } from 'undici'
 import type { FastifyError } from 'fastify'
-import { PlatformAuthError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
+import { PlatformAuthError, ShuttingDownError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import type { TokenProvider } from './token-provider.js'
 import type { PlatformGovernors } from './platform-governors.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
@@ -21,6 +22,10 @@ export interface PlatformCall {
   read: boolean
   /** Whose call it is: the governor serves the teams' queued calls in turn. */
   team: string
+  /** The whole call's budget when shorter than platform.timeout (a report waiter's remaining time). */
+  timeoutMs?: number
+  /** Set by send(): aborts the call at its deadline or at shutdown; the governor's queue honours it too. */
+  signal?: AbortSignal
 }
 
 export interface PlatformResponse {
@@ -34,20 +39,31 @@ export interface PlatformJson {
   json: unknown
 }
 
+interface Deadline {
+  signal: AbortSignal
+  /** Epoch ms at which the signal aborts. */
+  at: number
+  done: () => void
+}
+
 const JSON_HEADERS = { accept: 'application/json', 'content-type': 'application/json' }
 // Lookup replies (campaign lists) are small; a larger one is refused rather than buffered.
 const MAX_JSON_REPLY_BYTES = 16 * 1024 * 1024
 
 /**
  * The one place that calls the platform (issue #6): the proxy, the report fill, the
- * ownership lookups and the admin probe. It injects the credential's token, does the
- * shared re-login plus one retry for reads on a 401, and maps failures to GW_* errors.
+ * ownership lookups and the admin probe. It injects the credential's token, waits for a
+ * slot of the credential's governor (issue #8), bounds the whole call by one deadline
+ * (issue #9), does the shared re-login plus one retry for reads on a 401 and the bounded
+ * read retries, and maps failures to GW_* errors.
  */
 export class PlatformClient {
   readonly #dispatcher: Dispatcher
   readonly #timeoutMs: number
   readonly #defaultBase: string
   readonly #governors: PlatformGovernors
+  // Every call in flight listens on it: no listener limit (Node warns past 10).
+  readonly #shutdown = maxListenersOff(new AbortController())
 
   constructor(opts: { dispatcher: Dispatcher; timeoutMs: number; defaultBaseUrl: string | null; governors: PlatformGovernors }) {
     this.#dispatcher = opts.dispatcher
@@ -66,15 +82,55 @@ export class PlatformClient {
    * read (its body must be consumed or destroyed); a 401 after the re-login, or on a
    * write, is GW_PLATFORM_AUTH.
    */
-  async send(provider: TokenProvider, call: PlatformCall): Promise<PlatformResponse> {
+  async send(provider: TokenProvider, platformCall: PlatformCall): Promise<PlatformResponse> {
+    const deadline = this.#deadline(platformCall.timeoutMs)
+    try {
+      const res = await this.#send(provider, { ...platformCall, signal: deadline.signal }, deadline.at)
+      // The deadline stays armed until the body is read whole (or dropped): a platform
+      // trickling its body is cut off at the deadline too.
+      res.body.once('close', deadline.done)
+      return res
+    } catch (err) {
+      deadline.done()
+      throw err
+    }
+  }
+
+  /** Aborts every call still at the platform (the end of the shutdown grace). */
+  abortAll(): void {
+    this.#shutdown.abort(new ShuttingDownError())
+  }
+
+  // One deadline per caller (issue #9): queue wait, connect, headers, a re-login, the
+  // read retries and the complete body are all bounded by one timer, not each by its own.
+  #deadline(timeoutMs = this.#timeoutMs): Deadline {
+    const controller = new AbortController()
+    const shutdown = this.#shutdown.signal
+    const onShutdown = () => controller.abort(shutdown.reason)
+    const done = () => {
+      clearTimeout(timer)
+      shutdown.removeEventListener('abort', onShutdown)
+    }
+    const budget = Math.min(timeoutMs, this.#timeoutMs)
+    // Also ends a call whose body nobody reads or drops (its 'close' never comes).
+    const timer = setTimeout(() => {
+      controller.abort(new UpstreamTimeoutError())
+      done()
+    }, budget)
+    timer.unref()
+    if (shutdown.aborted) onShutdown()
+    else shutdown.addEventListener('abort', onShutdown, { once: true })
+    return { signal: controller.signal, at: Date.now() + budget, done }
+  }
+
+  async #send(provider: TokenProvider, call: PlatformCall, deadline: number): Promise<PlatformResponse> {
     const first = provider.usable() ? provider.current() : null
     if (!first) throw new PlatformAuthError(`credential ${provider.name} has no usable token`)
     const base = provider.credential.baseUrl ?? this.#defaultBase
-    const deadline = Date.now() + this.#timeoutMs
     const res = await this.#once(provider.name, base, call, first.token, deadline)
     if (res.status !== 401) return res
     res.body.resume()
-    const renewed = await provider.recover(first.token)
+    const renewed = await abortable(provider.recover(first.token), call.signal)
     if (!renewed) throw new PlatformAuthError('no new token could be had')
     if (!call.read || !isReplayable(call.body)) throw new PlatformAuthError('the platform refused the token (a write is not retried)')
     const again = await this.#once(provider.name, base, call, renewed.token, deadline)
@@ -103,9 +159,14 @@ export class PlatformClient {
 
   /** The status the platform gives a token not yet in use (PUT /admin/token's check). */
   async probe(credential: string, baseUrl: string, token: string, call: Omit<PlatformCall, 'read'>): Promise<number> {
-    const res = await this.#once(credential, baseUrl, { ...call, read: true }, token, Date.now() + this.#timeoutMs)
-    res.body.resume()
-    return res.status
+    const deadline = this.#deadline()
+    try {
+      const res = await this.#once(credential, baseUrl, { ...call, read: true, signal: deadline.signal }, token, deadline.at)
+      res.body.resume()
+      return res.status
+    } finally {
+      deadline.done()
+    }
   }
 
   /**
@@ -116,7 +177,7 @@ export class PlatformClient {
   async #once(credential: string, baseUrl: string, call: PlatformCall, token: string, deadline: number): Promise<PlatformResponse> {
     const replayable = isReplayable(call.body)
     for (let retries = 0; ; retries++) {
-      const release = await this.#governors.of(credential).acquire(call.team, undefined, deadline)
+      const release = await this.#governors.of(credential).acquire(call.team, call.signal, deadline)
       const started = Date.now()
       let delay: number | null
       try {
@@ -125,13 +186,12 @@ export class PlatformClient {
           dispatcher: this.#dispatcher,
           headers: { ...call.headers, authorization: `Bearer ${token}`, 'x-request-id': call.requestId },
           body: call.body ?? undefined,
-          headersTimeout: this.#timeoutMs,
-          bodyTimeout: this.#timeoutMs,
+          signal: call.signal,
         })
         for (const end of ['end', 'error', 'close']) res.body.once(end, release)
         const retryAfter = res.headers['retry-after']
         this.#governors.observe(credential, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined)
-        delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode } }, started, deadline)
+        delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
         if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
         res.body.resume()
       } catch (err) {
@@ -139,7 +199,7 @@ export class PlatformClient {
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { error: err } }, started, deadline)
         if (delay === null) throw upstreamError(err)
       }
-      await sleep(delay)
+      await abortable(sleep(delay, undefined, { ref: false }), call.signal)
     }
   }
 
@@ -156,6 +216,22 @@ export class PlatformClient {
 
 function isReplayable(body: PlatformCall['body']): boolean {
   return body === undefined || body === null || typeof body === 'string' || Buffer.isBuffer(body)
+}
+
+function maxListenersOff(controller: AbortController): AbortController {
+  setMaxListeners(0, controller.signal)
+  return controller
+}
+
+/** `work`, or the signal's reason once it aborts first. */
+function abortable<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work
+  if (signal.aborted) return Promise.reject(signal.reason as Error)
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error)
+    signal.addEventListener('abort', onAbort, { once: true })
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
+  })
 }
 
 async function readText(body: AsyncIterable<Buffer> & { destroy(): void }, limit: number): Promise<string> {

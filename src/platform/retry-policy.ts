@@ -16,13 +16,15 @@ export interface Attempt {
   replayable: boolean
   /** Retries already made. */
   retries: number
-  /** The platform's status, or the error of a call that got none. */
-  outcome: { status: number } | { error: unknown }
+  /** The platform's status (and whether it said when to come back), or the error of a call that got none. */
+  outcome: { status: number; retryAfter?: boolean } | { error: unknown }
 }
 
 export function isRetryable(a: Attempt): boolean {
   if (!a.read || !a.replayable || a.retries >= MAX_RETRIES) return false
-  if ('status' in a.outcome) return RETRIED_STATUSES.has(a.outcome.status)
+  // A platform that says when to come back (retry-after) is taken at its word: the caller
+  // gets the answer and its retry-after (issue #9), rather than a retry sooner than asked.
+  if ('status' in a.outcome) return RETRIED_STATUSES.has(a.outcome.status) && !a.outcome.retryAfter
   const code = (a.outcome.error as { code?: string } | null)?.code
   return code !== undefined && RESET_CODES.has(code)
 }

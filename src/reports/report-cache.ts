@@ -5,12 +5,13 @@ import type { Config } from '../config.js'
 import type { Metrics } from '../metrics.js'
 import type { TokenProvider } from '../platform/token-provider.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
-import { SingleFlight, type ReplicaLock } from '../cache/single-flight.js'
+import { SingleFlight, type FillFailure, type FillLease, type ReplicaLock } from '../cache/single-flight.js'
 import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
 import { fetchReport, type FetchResult } from './report-fetcher.js'
 import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../teams/team-usage.js'
+import { PlatformAuthError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
@@ -176,40 +177,67 @@ export class ReportCache {
     return this.#flights.run(key, async () => {
       const lock = this.#d.lock
       const outcome = lock ? await lock.acquire(key) : ({ role: 'solo' } as const)
-      if (outcome.role === 'waiter') {
-        // Background refreshes wait too: a caller may have joined this flight, and the
-        // other replica's fill is what this one's L1 needs anyway.
-        const found = await outcome.wait(async () => {
-          const e = await this.#d.store.getShared(key)
-          return e && this.#now() < e.freshUntil && e.fetchedAt >= notBefore ? e : null
-        })
-        if (found) {
-          await this.#d.store.keepLocally(key, found)
-          return { kind: 'entry', entry: found, fromPeer: true }
+      if (outcome.role === 'solo') {
+        // Redis is out: the copy stays in this process.
+        const result = await this.#callPlatform(report, provider, origin)
+        if (result.kind === 'entry') await this.#d.store.keepLocally(key, result.entry)
+        return result
+      }
+      if (outcome.role === 'leader') return this.#lead(key, outcome.lease, report, provider, origin)
+      // A waiter's budget is its caller's: the leader's call ends within platform.timeout
+      // of its start, which was before ours, and its word comes within one lock TTL.
+      const deadline = Date.now() + this.#d.config.platform.timeoutMs + this.#d.config.cache.lockTtlMs
+      // Background refreshes wait too: a caller may have joined this flight, and the
+      // other replica's fill is what this one's L1 needs anyway.
+      const waited = await outcome.wait(async () => {
+        const e = await this.#d.store.getShared(key)
+        return e && this.#now() < e.freshUntil && e.fetchedAt >= notBefore ? e : null
+      }, deadline)
+      switch (waited.kind) {
+        case 'found':
+          await this.#d.store.keepLocally(key, waited.value)
+          return { kind: 'entry', entry: waited.value, fromPeer: true }
+        case 'lead':
+          // The leader died: this replica fills for everyone, with a full platform.timeout.
+          return this.#lead(key, waited.lease, report, provider, origin)
+        case 'failed':
+          return fillFailure(waited.failure)
+        case 'timeout':
+          return { kind: 'failed', error: new UpstreamTimeoutError() }
+        case 'none': {
+          // The leader's answer was not for sharing (a 4xx, no-store, oversize): make our
+          // own call within what is left of the budget, and leave storing to the leader.
+          const left = deadline - Date.now()
+          if (left <= 0) return { kind: 'failed', error: new UpstreamTimeoutError() }
+          return this.#callPlatform(report, provider, origin, left)
         }
-        // The leader took too long or failed: go upstream, but leave storing to it.
-        return this.#callPlatform(report, provider, origin)
       }
-      let result: FillResult
-      try {
-        result = await this.#callPlatform(report, provider, origin)
-        // Only the lock's leader shares its copy: a solo fill (Redis out) keeps it here.
-        if (result.kind === 'entry') await (outcome.role === 'leader' ? this.#d.store.set(key, result.entry) : this.#d.store.keepLocally(key, result.entry))
-      } finally {
-        // Callers are answered while the lock is released and waiters are woken.
-        if (outcome.role === 'leader') void outcome.release().catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
-      }
-      return result
     })
   }
 
+  async #lead(key: string, lease: FillLease, report: CanonicalReport, provider: TokenProvider, origin: Origin): Promise<FillResult> {
+    let result: FillResult | null = null
+    try {
+      result = await this.#callPlatform(report, provider, origin)
+      if (result.kind === 'entry') await this.#d.store.set(key, result.entry)
+    } finally {
+      // Callers are answered while the lock is released and waiters are woken. A call
+      // aborted by this replica's shutdown is no failure of the platform: another replica
+      // takes the fill over.
+      const shutDown = result?.kind === 'failed' && result.error.code === 'GW_SHUTTING_DOWN'
+      void (shutDown ? lease.abandon() : lease.release(result?.kind === 'failed' ? failureOf(result) : undefined)).catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
+    }
+    return result
+  }
+
   // The call counts for the team whose read started it: a coalesced fill's leader.
-  async #callPlatform(report: CanonicalReport, provider: TokenProvider, origin: Origin): Promise<FillResult> {
+  async #callPlatform(report: CanonicalReport, provider: TokenProvider, origin: Origin, timeoutMs?: number): Promise<FillResult> {
     const { config, metrics } = this.#d
     origin.tally.platformCalls += 1
     this.#d.usage.platformCall(origin.tally.team.name)
     const end = metrics.upstreamDuration.startTimer()
     const result: FillResult = await fetchReport(this.#d.client, provider, report, origin, {
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
       maxEntryBytes: config.cache.maxEntryBytes,
       ttl: { ...config.cache.ttl, ...config.cache },
       now: this.#now,
@@ -257,4 +285,23 @@ export class ReportCache {
     }
     counter.inc()
   }
+}
+
+// A leader's failure travels to other replicas as its code (and a passed-on answer such
+// as a 429, small enough for a message); the waiters answer it as their own.
+const MAX_SHARED_FAILURE_BODY = 4096
+
+function failureOf(result: Extract<FetchResult, { kind: 'failed' }>): FillFailure {
+  const r = result.response
+  if (!r || r.status !== 429 || r.body.length > MAX_SHARED_FAILURE_BODY) return { code: result.error.code }
+  return { code: result.error.code, response: { status: r.status, headers: r.headers, body: r.body.toString('base64') } }
+}
+
+function fillFailure(failure: FillFailure): Extract<FetchResult, { kind: 'failed' }> {
+  const error =
+    failure.code === 'GW_UPSTREAM_TIMEOUT' ? new UpstreamTimeoutError()
+    : failure.code === 'GW_PLATFORM_AUTH' ? new PlatformAuthError('the platform refused the gateway token')
+    : new UpstreamError(failure.response ? `status ${failure.response.status}` : 'the fill on another replica failed')
+  const r = failure.response
+  return r ? { kind: 'failed', error, response: { status: r.status, headers: r.headers, body: Buffer.from(r.body, 'base64') } } : { kind: 'failed', error }
 }

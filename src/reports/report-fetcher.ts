@@ -5,6 +5,7 @@ import type { TokenProvider } from '../platform/token-provider.js'
 import { UpstreamError } from '../errors.js'
 import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/platform-client.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
+import { withRetryAfter } from '../platform/retry-after.js'
 import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy.js'
 import type { CanonicalReport } from './report-query.js'
 
@@ -20,6 +21,8 @@ export type FetchResult =
   | { kind: 'failed'; error: FastifyError; response?: { status: number; headers: Record<string, string>; body: Buffer } }
 
 export interface FetcherDeps {
+  /** The call's budget when shorter than platform.timeout. */
+  timeoutMs?: number
   maxEntryBytes: number
   ttl: TtlPolicy
   now?: () => number
@@ -52,6 +55,7 @@ export async function fetchReport(
       requestId: origin.requestId,
       team: origin.team,
       read: true,
+      ...(deps.timeoutMs === undefined ? {} : { timeoutMs: deps.timeoutMs }),
     })
   } catch (err) {
     return { kind: 'failed', error: upstreamError(err) }
@@ -69,7 +73,7 @@ export async function fetchReport(
     if (gzipped) body = safeGunzip(body, deps.maxEntryBytes) ?? Buffer.alloc(0)
     const response = { status: res.status, headers, body }
     if (res.status >= 500 || res.status === 429) {
-      return { kind: 'failed', error: new UpstreamError(`status ${res.status}`), response }
+      return { kind: 'failed', error: withRetryAfter(new UpstreamError(`status ${res.status}`), res.headers, now()), response }
     }
     return { kind: 'pass', ...response }
   }

@@ -7,6 +7,7 @@ import type { PlatformClient } from '../platform/platform-client.js'
 import { isRead } from '../teams/team-auth.js'
 import type { Admission } from './caller.js'
 import { targetUrl } from './request-target.js'
+import { withRetryAfter } from '../platform/retry-after.js'
 
 // What the platform may see of a caller's request headers (issue #5): an allowlist, so
 // that forwarding, method-override, cookie or proxy headers never reach it. The
@@ -64,7 +65,7 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
     // Contract, "Errors": only the platform's 4xx bodies pass through; its 5xx is our 502.
     if (res.status >= 500) {
       res.body.resume()
-      throw new UpstreamError(`status ${res.status}`)
+      throw withRetryAfter(new UpstreamError(`status ${res.status}`), res.headers, Date.now())
     }
     reply.code(res.status).headers(callerHeaders(res.headers))
     return reply.send(res.body)

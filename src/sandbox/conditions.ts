@@ -74,6 +74,28 @@ export class Conditions {
     this.#peak = this.#inFlight
   }
 
+  /**
+   * A 200 trickled out: headers now, then one chunk every `intervalMs`; the whole is valid
+   * JSON. Stops early when the caller goes away or the sandbox closes.
+   */
+  async trickle(socket: Socket, intervalMs: number, chunks: number): Promise<void> {
+    this.hold(socket)
+    socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n')
+    const chunk = (text: string) => socket.write(`${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`)
+    chunk('{"trickle":"')
+    for (let i = 0; i < chunks; i++) {
+      try {
+        await sleep(intervalMs, undefined, { signal: this.#closing.signal })
+      } catch {
+        return
+      }
+      if (socket.destroyed) return
+      chunk('.')
+    }
+    chunk('"}')
+    socket.end('0\r\n\r\n')
+  }
+
   hold(socket: Socket): void {
     this.#held.add(socket)
     socket.once('close', () => this.#held.delete(socket))
@@ -90,7 +112,7 @@ export class Conditions {
 /** A FailureMode from untrusted JSON, or the reason it is not one. */
 export function parseFailureMode(value: unknown): FailureMode | string {
   if (typeof value !== 'object' || value === null) return 'a failure mode is an object with a "kind"'
-  const { kind, status, body, headers, times } = value as Record<string, unknown>
+  const { kind, status, body, headers, times, intervalMs, chunks } = value as Record<string, unknown>
   if (times !== undefined && !(Number.isInteger(times) && (times as number) > 0)) return '"times" must be a positive integer'
   const limit = times === undefined ? {} : { times: times as number }
   switch (kind) {
@@ -103,8 +125,12 @@ export function parseFailureMode(value: unknown): FailureMode | string {
       if (!(Number.isInteger(status) && (status as number) >= 200 && (status as number) <= 599)) return '"status" must be an HTTP status (200-599)'
       if (headers !== undefined && !isStringRecord(headers)) return '"headers" must map header names to strings'
       return { kind, status: status as number, ...(body === undefined ? {} : { body }), ...(headers === undefined ? {} : { headers }), ...limit }
+    case 'trickle':
+      if (!(Number.isInteger(intervalMs) && (intervalMs as number) > 0)) return '"intervalMs" must be a positive integer'
+      if (chunks !== undefined && !(Number.isInteger(chunks) && (chunks as number) > 0)) return '"chunks" must be a positive integer'
+      return { kind, intervalMs: intervalMs as number, ...(chunks === undefined ? {} : { chunks: chunks as number }), ...limit }
     default:
-      return '"kind" must be one of none, status, hang, reset'
+      return '"kind" must be one of none, status, hang, reset, trickle'
   }
 }
 

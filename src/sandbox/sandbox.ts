@@ -166,6 +166,10 @@ async function simulateConditions(state: SandboxState, request: FastifyRequest, 
       reply.hijack()
       socket.destroy()
       return reply
+    case 'trickle':
+      reply.hijack()
+      void conditions.trickle(socket, failure.intervalMs, failure.chunks ?? 10)
+      return reply
   }
 }
 

@@ -24,6 +24,8 @@ export type FailureMode =
   | { kind: 'status'; status: number; body?: unknown; headers?: Record<string, string>; times?: number }
   | { kind: 'hang'; times?: number }
   | { kind: 'reset'; times?: number }
+  /** A 200 whose headers come at once and whose body comes one small chunk every `intervalMs`, `chunks` times (default 10). */
+  | { kind: 'trickle'; intervalMs: number; chunks?: number; times?: number }
 
 export interface SandboxRequestRecord {
   method: string

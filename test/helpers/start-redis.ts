@@ -12,6 +12,10 @@ export interface RedisServer {
   stop(hard?: boolean): Promise<void>
   /** Starts it again on the same port. */
   restart(): Promise<void>
+  /** Freezes the server (SIGSTOP): connections stay open and nothing answers, like a stalled host. */
+  freeze(): void
+  /** Thaws a frozen server (SIGCONT). */
+  thaw(): void
   close(): Promise<void>
 }
 
@@ -82,6 +86,8 @@ async function startRedisOn(port: number): Promise<RedisServer> {
     port,
     stop,
     restart: launch,
+    freeze: () => (child as ChildProcess | null)?.kill('SIGSTOP'),
+    thaw: () => (child as ChildProcess | null)?.kill('SIGCONT'),
     async close() {
       await stop(true)
       rmSync(dir, { recursive: true, force: true })

@@ -19,7 +19,9 @@ const gw = useGateway(
   () =>
     testConfig(
       { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, PLATFORM_TOKEN_URL: TOKEN_URL_PATH },
-      `${TEAMS_YAML}\nplatform: { timeout: 500ms }\n`,
+      // The whole call, connecting included: short, but not so short that a cold first
+      // call on a loaded machine misses it.
+      `${TEAMS_YAML}\nplatform: { timeout: 1500ms }\n`,
     ),
   { listen: true },
 )
@@ -391,8 +393,8 @@ describe('platform failures on a non-report call', () => {
     const took = Date.now() - started
     expect(res.statusCode).toBe(504)
     expect(res.json()).toEqual({ statusCode: 504, code: 'GW_UPSTREAM_TIMEOUT', error: 'Gateway Timeout', message: 'the platform did not answer in time' })
-    expect(took).toBeGreaterThanOrEqual(450)
-    expect(took).toBeLessThan(3000)
+    expect(took).toBeGreaterThanOrEqual(1450)
+    expect(took).toBeLessThan(4000)
   })
 
   it('serves normally again after a failure', async () => {

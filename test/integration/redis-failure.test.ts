@@ -29,7 +29,7 @@ redis:
   breakerCooldown: ${COOLDOWN_MS}ms
 cache:
   ttl: { recent: 60s, settled: 60s }
-  lockTimeout: 2s
+  lockTtl: 1s
 `
 
 const query = (day: number, advertiserId = 101) =>

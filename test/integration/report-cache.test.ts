@@ -32,7 +32,7 @@ cache:
   ttl: { recent: ${FRESH_S}s, settled: ${FRESH_S}s }
   staleWhileRevalidate: ${SWR_S}s
   staleIfError: ${SIE_S}s
-  lockTimeout: 3s
+  lockTtl: 1s
 `
 
 const sandbox = useSandbox()

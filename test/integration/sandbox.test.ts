@@ -377,6 +377,23 @@ describe('failure modes and latency', () => {
     expect((await call(REPORT)).status).toBe(200)
   })
 
+  it('trickles a 200: headers at once, then one chunk per interval, the whole valid JSON', async () => {
+    sandbox.setFailure({ kind: 'trickle', intervalMs: 100, chunks: 3, times: 1 })
+    const started = performance.now()
+    const response = await call(REPORT)
+    expect(response.status).toBe(200)
+    const headersAfter = performance.now() - started
+    expect(await response.json()).toEqual({ trickle: '...' })
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290)
+    expect(headersAfter).toBeLessThan(290)
+    expect((await call(REPORT)).status).toBe(200)
+  })
+
+  it('refuses a trickle without a positive interval', () => {
+    expect(() => sandbox.setFailure({ kind: 'trickle', intervalMs: 0 })).toThrow(/intervalMs/)
+    expect(() => sandbox.setFailure({ kind: 'trickle', intervalMs: 10, chunks: 0 })).toThrow(/chunks/)
+  })
+
   it('adds the configured latency before answering', async () => {
     sandbox.setLatency(150)
     const started = performance.now()

@@ -124,14 +124,20 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(await within(1000, () => tokenOf(a) === rolledOut), 'replica A did not take the rolled-out token').not.toBeNull()
   })
 
-  it('file tokens: a rotation survives the file poll on every replica; a late starter with the same file adopts it, one with a newer file publishes that', async () => {
+  /** Two replicas reading one token file; the caller removes `dir`. */
+  async function fileTokenPair() {
     const dir = mkdtempSync(join(tmpdir(), 'rgw-rotation-'))
+    const path = join(dir, 'token')
+    const first = sandbox.issueToken()
+    writeFileSync(path, first)
+    const a = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
+    const b = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
+    return { dir, path, first, a, b }
+  }
+
+  it('file tokens: a rotation survives the file poll on every replica; a late starter with the same file adopts it, one with a newer file publishes that', async () => {
+    const { dir, path, a, b } = await fileTokenPair()
     try {
-      const path = join(dir, 'token')
-      const first = sandbox.issueToken()
-      writeFileSync(path, first)
-      const a = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
-      const b = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
       const pasted = sandbox.issueToken()
       expect((await put(a, pasted)).statusCode).toBe(200)
       expect(await within(1000, () => tokenOf(b) === pasted)).not.toBeNull()
@@ -153,6 +159,24 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
         expect(await within(1000, () => [a, b, late].every((gw) => tokenOf(gw) === updated))).not.toBeNull()
       } finally {
         rmSync(dir2, { recursive: true, force: true })
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('file tokens: a file rotation seen by every replica is one audit line per replica, never one from a fingerprint to itself', async () => {
+    const { dir, path, first, a, b } = await fileTokenPair()
+    try {
+      const next = sandbox.issueToken()
+      writeFileSync(path, next)
+      expect(await within(3000, () => tokenOf(a) === next && tokenOf(b) === next)).not.toBeNull()
+      // Both replicas read the file and each hears of the other's rotation through Redis.
+      await new Promise((r) => setTimeout(r, 500))
+      for (const gw of [a, b]) {
+        const changes = gw.logs.records().filter((r) => r.msg === 'platform token changed' && r.newFingerprint === fingerprint(next))
+        expect(changes).toEqual([expect.objectContaining({ oldFingerprint: fingerprint(first), newFingerprint: fingerprint(next) })])
+        expect(gw.logs.records().filter((r) => r.msg === 'platform token changed' && r.oldFingerprint === r.newFingerprint)).toEqual([])
       }
     } finally {
       rmSync(dir, { recursive: true, force: true })

@@ -273,6 +273,15 @@ describe('invalid configuration names the key', () => {
     expect(err.problems.map((p) => p.split(':')[0]).sort()).toEqual(['LOG_LEVEL', 'PORT', 'REDIS_URL'])
   })
 
+  it('takes cache.lockTtl (1 s by default) and refuses one under 100ms', () => {
+    expect(load({}).cache.lockTtlMs).toBe(1000)
+    const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+    expect(load(platform, 'cache: { lockTtl: 250ms }').cache.lockTtlMs).toBe(250)
+    expect(problem(platform, 'cache: { lockTtl: 50ms }').problems).toEqual(['cache.lockTtl: must be at least 100ms (got 50ms)'])
+    // The setting it replaces is refused by name, not silently ignored.
+    expect(problem(platform, 'cache: { lockTimeout: 10s }').problems).toEqual([expect.stringMatching(/^cache\.lockTimeout: /)])
+  })
+
   it('reports a bad duration once, not once per union branch', () => {
     const err = problem({}, 'platform: { timeout: 5 minutes }')
     expect(err.problems.filter((p) => p.startsWith('platform.timeout'))).toHaveLength(1)

@@ -247,6 +247,7 @@ describe('values.yaml and values.schema.json', () => {
     ['running as root allowed', { securityContext: { runAsNonRoot: false } }],
     ['a termination grace period set by hand (it is derived)', { terminationGracePeriodSeconds: 60 }],
     ['no margin between the grace period and SIGKILL', { terminationGraceMarginSeconds: 0 }],
+    ['a margin shorter than the 2 s the gateway takes to exit after its grace', { terminationGraceMarginSeconds: 2 }],
     ['shutdownGrace in the config file (it comes from shutdownGraceSeconds)', { config: { shutdownGrace: '20s' } }],
     ['an admin host with a space', { adminHost: '0.0.0.0 ' }],
     ['a PrometheusRule alert without severity', { monitoring: { prometheusRule: { alerts: { redisDown: { severity: null } } } } }],

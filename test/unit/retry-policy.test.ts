@@ -14,6 +14,11 @@ describe('isRetryable', () => {
     expect(isRetryable(read({ status }))).toBe(false)
   })
 
+  it('does not retry a read whose answer says when to come back (retry-after)', () => {
+    expect(isRetryable(read({ status: 503, retryAfter: true }))).toBe(false)
+    expect(isRetryable(read({ status: 503, retryAfter: false }))).toBe(true)
+  })
+
   it.each(['ECONNRESET', 'UND_ERR_SOCKET', 'EPIPE'])('retries a read whose connection was reset (%s)', (code) => {
     expect(isRetryable(read({ error: Object.assign(new Error('reset'), { code }) }))).toBe(true)
   })

@@ -1,0 +1,126 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { freePort } from './start-redis.js'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
+
+/** A gateway as production runs it: the built dist/main.js in a process of its own. */
+export interface GatewayProcess {
+  /** http://127.0.0.1:<port> of the proxy listener. */
+  url: string
+  port: number
+  adminUrl: string
+  child: ChildProcess
+  /** Everything it printed so far. */
+  output(): string
+  /** Resolves when it exited, with its code or signal and when (epoch ms). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>
+  /** Sends a signal; a killed process is waited for by close(). */
+  kill(signal: NodeJS.Signals): void
+  /** SIGKILL if still running, then removes its config file. */
+  close(): Promise<void>
+}
+
+/** Builds dist/ once when the suite runs without `npm test` (which builds first). */
+export function ensureBuilt(): void {
+  if (!existsSync(MAIN)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
+}
+
+/** Starts dist/main.js with `env` and `yaml` as its CONFIG_FILE; resolves once it listens. */
+export async function spawnGateway(opts: { env: Record<string, string>; yaml: string }): Promise<GatewayProcess> {
+  // Another suite may take a free port between freePort() and the child's listen: try again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnOnce(opts)
+    } catch (err) {
+      if (attempt >= 3 || !String((err as Error).message).includes('EADDRINUSE')) throw err
+    }
+  }
+}
+
+/** Several gateways started at once; when one fails to start, the others are stopped too. */
+export async function spawnGateways(count: number, opts: { env: Record<string, string>; yaml: string }): Promise<GatewayProcess[]> {
+  const started = await Promise.allSettled(Array.from({ length: count }, () => spawnGateway(opts)))
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected')
+  if (!failed) return started.map((s) => (s as PromiseFulfilledResult<GatewayProcess>).value)
+  await Promise.all(started.map((s) => (s.status === 'fulfilled' ? s.value.close() : undefined)))
+  throw failed.reason
+}
+
+async function spawnOnce(opts: { env: Record<string, string>; yaml: string }): Promise<GatewayProcess> {
+  ensureBuilt()
+  const dir = mkdtempSync(join(tmpdir(), 'rgw-gw-'))
+  const configFile = join(dir, 'config.yaml')
+  writeFileSync(configFile, opts.yaml)
+  const [port, adminPort] = [await freePort(), await freePort()]
+  const child = spawn(process.execPath, [MAIN], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), ADMIN_HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), LOG_LEVEL: 'warn', CONFIG_FILE: configFile, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  // Bounded: a long run must not grow the test's memory without limit.
+  const keep = (chunk: string) => (output = (output + chunk).slice(-200_000))
+  child.stdout?.setEncoding('utf8').on('data', keep)
+  child.stderr?.setEncoding('utf8').on('data', keep)
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() })),
+  )
+  const close = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    await exited
+    rmSync(dir, { recursive: true, force: true })
+  }
+  // Listening is logged at info, which LOG_LEVEL=warn hides: wait for the port to answer.
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    if (child.exitCode !== null) {
+      await close()
+      throw new Error(`gateway exited (${child.exitCode}) at start:\n${output}`)
+    }
+    const ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`).then((r) => r.ok, () => false)
+    if (ready) break
+    if (Date.now() > deadline) {
+      await close()
+      throw new Error(`gateway not ready within 60 s:\n${output}`)
+    }
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
+    child,
+    output: () => output,
+    exited,
+    kill: (signal) => child.kill(signal),
+    close,
+  }
+}
+
+export interface TimedResponse {
+  status: number
+  headers: Record<string, string>
+  body: string
+  /** When the answer was complete (epoch ms); status 0 when the connection failed. */
+  at: number
+  ms: number
+}
+
+/** One request, timed to its last byte; a failed connection is status 0, not a throw. */
+export async function timedRequest(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<TimedResponse> {
+  const started = Date.now()
+  try {
+    const res = await fetch(url, { method: init.method ?? 'GET', headers: init.headers, body: init.body })
+    const body = await res.text()
+    const at = Date.now()
+    return { status: res.status, headers: Object.fromEntries(res.headers), body, at, ms: at - started }
+  } catch {
+    const at = Date.now()
+    return { status: 0, headers: {}, body: '', at, ms: at - started }
+  }
+}
