@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { spawnGateway, timedRequest, type GatewayProcess } from '../helpers/gateway-process.js'
+import { waitFor } from '../helpers/wait.js'
 
 // Issue #9, "What was seen" 3, 4 and 5, against a gateway process (dist/main.js) and the
 // sandbox in hang, trickle, reset, 5xx and 429 modes: `platform.timeout` bounds the whole
@@ -35,7 +36,10 @@ describe('platform deadlines (gateway process, sandbox faults)', () => {
     await sandbox?.close()
   })
 
-  beforeEach(() => {
+  beforeEach(async () => {
+    // A call of the test before that got its slot just before its deadline may still be
+    // on its way: the next test's failure mode is for its own calls only.
+    await waitFor('the sandbox to be idle', () => sandbox.concurrency().inFlight === 0, 10_000)
     sandbox.setFailure({ kind: 'none' })
     sandbox.setLatency(0)
     sandbox.clearRequests()
