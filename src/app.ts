@@ -8,7 +8,7 @@ import type { GatewayContext } from './context.js'
 import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError } from './errors.js'
 import { SecretSet, loggerOptions } from './logger.js'
 import { createMetrics } from './metrics.js'
-import { RedisBreaker, RedisBus, createRedisClient, type RedisClient } from './redis.js'
+import { RedisBreaker, RedisBus, createRedisClient, whenReady, type RedisClient } from './redis.js'
 import { createPlatformPool } from './platform/platform-pool.js'
 import { TokenRegistry } from './platform/token-registry.js'
 import { TeamDirectory } from './teams/team-auth.js'
@@ -191,6 +191,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     admin,
     ctx,
     async start() {
+      if (redis) await whenReady(redis)
       await tokens.start()
       ctx.rateLimiter.start()
       await tokenStore.start()

@@ -35,6 +35,27 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   return client
 }
 
+/** Longest wait at start for the Redis connection before serving without it. */
+const REDIS_START_WAIT_MS = 2000
+
+// Commands fail at once while the connection is still being made (no offline queue): a
+// replica that served before then would open its breaker on its first requests (a
+// Cluster client, which first learns the slots, is ready later than a single
+// connection). So start waits for it, a bounded time, and no longer than the first
+// failed attempt: a Redis that is down at start only means serving without it.
+export async function whenReady(redis: RedisClient, maxWaitMs = REDIS_START_WAIT_MS): Promise<void> {
+  if (redis.status === 'ready') return
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      for (const event of ['ready', 'error', 'end']) redis.off(event, done)
+      resolve()
+    }
+    const timer = setTimeout(done, maxWaitMs)
+    for (const event of ['ready', 'error', 'end']) redis.once(event, done)
+  })
+}
+
 export type BreakerState = 'closed' | 'open' | 'half-open'
 
 /**

@@ -75,7 +75,11 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
 
   async function twoReplicas(env: Record<string, string> = {}): Promise<[TestGateway, TestGateway]> {
     const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken(), ADMIN_TOKEN, ...env }, yamlFor(topology))
-    return [await replicas.build(config()), await replicas.build(config())]
+    const pair: [TestGateway, TestGateway] = [await replicas.build(config()), await replicas.build(config())]
+    // A replica starts serving on a ready connection: commands fail fast until it is (no
+    // offline queue), and a failure would open the breaker for the first requests.
+    for (const gw of pair) expect(gw.ctx.redis?.status).toBe('ready')
+    return pair
   }
 
   let token: string | undefined
