@@ -1,6 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
 import type { GatewayContext } from '../context.js'
-import type { RedisClient } from '../redis.js'
 import type { TokenProvider, TokenState } from './token-provider.js'
 
 const CHANNEL = 'token'

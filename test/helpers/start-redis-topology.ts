@@ -11,13 +11,12 @@ import { launchRedis, onFreePorts, stopRedis } from './start-redis.js'
 // on loopback from the same redis-server binary as start-redis.ts.
 
 /** One node of a topology, as the gateway's config names it. */
-export interface RedisNodeAddress {
+interface RedisNodeAddress {
   host: string
   port: number
 }
 
 export interface RedisTopology {
-  kind: 'cluster' | 'sentinel'
   /** The lines of the config file's `redis:` section that point the gateway at it. */
   configLines: string[]
   /** A client for looking inside: a Cluster client, or a Sentinel-routed master client. */
@@ -30,10 +29,6 @@ export interface RedisTopology {
 }
 
 export interface SentinelTopology extends RedisTopology {
-  kind: 'sentinel'
-  masterName: string
-  /** The address the sentinel gives for the master now. */
-  masterPort(): Promise<number>
   /** Asks the sentinel to fail over, and resolves once a replica was promoted and the sentinel names it. */
   failover(): Promise<{ from: number; to: number }>
   /** SIGKILLs the master, and resolves once the sentinel noticed and promoted the replica (no replica is left). */
@@ -115,7 +110,6 @@ export async function startRedisCluster(masters = 3): Promise<RedisTopology> {
       const eachMaster = async <T>(fn: (node: Redis) => Promise<T>): Promise<T[]> => Promise.all(client.nodes('master').map(fn))
       await waitUntil('the cluster client', async () => (await client.ping()) === 'PONG')
       return {
-        kind: 'cluster',
         configLines: nodeLines('cluster', addresses),
         client,
         keys: async (pattern) => (await eachMaster((n) => n.keys(pattern))).flat().sort(),
@@ -189,15 +183,12 @@ export async function startRedisSentinel(masterName = 'mymaster'): Promise<Senti
         return { from, to }
       }
       return {
-        kind: 'sentinel',
-        masterName,
         configLines: [...nodeLines('sentinels', sentinels), `  sentinelName: ${masterName}`],
         client,
         keys: (pattern) => client.keys(pattern).then((k) => k.sort()),
         flush: async () => {
           await client.flushall()
         },
-        masterPort: masterPortNow,
         failover: async () => {
           const from = await masterPortNow()
           // The replica must be known and in sync, or the sentinel refuses (NOGOODSLAVE).
