@@ -25,7 +25,6 @@
 
 import { spawn, spawnSync, execFileSync } from 'node:child_process'
 import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, copyFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { cpus, tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -35,6 +34,7 @@ import { randomBytes } from 'node:crypto'
 import { gunzipSync } from 'node:zlib'
 import { Agent, Client, request } from 'undici'
 import { summarizeProfile } from './profile-summary.mjs'
+import { freePort } from '../scripts/free-port.mjs'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const BENCH = join(ROOT, 'bench')
@@ -176,17 +176,6 @@ function pin(core, cmd, argv) {
 }
 
 // ---------------------------------------------------------------- HTTP helpers
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 async function http(method, url, { headers = {}, json } = {}) {
   const res = await request(url, {

@@ -17,10 +17,10 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { freePort } from './free-port.mjs'
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url))
 
@@ -40,17 +40,6 @@ const LIMITED_KEY = 'rgw_check_prometheus_limited_key_0000000000000'
 function fail(message) {
   console.error(`check-prometheus: FAILED: ${message}`)
   process.exitCode = 1
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address()
-      srv.close(() => resolve(port))
-    })
-  })
 }
 
 /** The gateway's stdout until `pattern` matches, or a timeout. */

@@ -64,6 +64,9 @@ export interface Gateway {
   close(): Promise<void>
 }
 
+// Longest wait at start for the Redis connection before serving without it: a Cluster
+// client, which first learns the slots, is ready later than a single connection.
+const REDIS_START_WAIT_MS = 2000
 const HEADERS_TIMEOUT_MS = 60_000
 const CONNECTIONS_CHECK_MS = 1000
 
@@ -101,7 +104,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       })
     : null
   // Checked from the start, not only when a request needs Redis (issue #7).
-  const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: redisConnectTimeoutMs(config.redis) }) : null
+  const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS) }) : null
   const bus = redis ? new RedisBus(redis, `${config.redis.keyPrefix}bus:`, log) : null
   const tokens = new TokenRegistry(config, {
     dispatcher,

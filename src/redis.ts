@@ -88,7 +88,7 @@ export class RedisWatch {
   }
 
   async start(): Promise<void> {
-    await this.#connected()
+    await whenReady(this.#client, this.#connectTimeoutMs)
     await this.#ping()
     this.#timer = setInterval(() => void this.#ping(), this.#intervalMs)
     this.#timer.unref()
@@ -114,26 +114,28 @@ export class RedisWatch {
       if (this.#client.status !== 'ready' || this.#slow >= 2) this.#breaker.fail(err)
     }
   }
-
-  // Commands fail at once until the connection is made: the first ping waits for it,
-  // or for its first error, for as long as a connection attempt may take.
-  #connected(): Promise<void> {
-    const client = this.#client
-    if (client.status === 'ready') return Promise.resolve()
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer)
-        client.off('ready', done).off('error', done)
-        resolve()
-      }
-      const timer = setTimeout(done, this.#connectTimeoutMs)
-      client.once('ready', done).once('error', done)
-    })
-  }
 }
 
 export function redisConnectTimeoutMs(cfg: Pick<Config['redis'], 'commandTimeoutMs'>): number {
   return Math.max(cfg.commandTimeoutMs * 4, 1000)
+}
+
+// Commands fail at once while the connection is still being made (no offline queue): a
+// replica that served before then would open its breaker on its first requests (a
+// Cluster client, which first learns the slots, is ready later than a single
+// connection). So start waits for it, a bounded time, and no longer than the first
+// failed attempt: a Redis that is down at start only means serving without it.
+export async function whenReady(redis: RedisClient, maxWaitMs: number): Promise<void> {
+  if (redis.status === 'ready') return
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      for (const event of ['ready', 'error', 'end']) redis.off(event, done)
+      resolve()
+    }
+    const timer = setTimeout(done, maxWaitMs)
+    for (const event of ['ready', 'error', 'end']) redis.once(event, done)
+  })
 }
 
 export type BreakerState = 'closed' | 'open' | 'half-open'

@@ -1,11 +1,8 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
 import type { GatewayContext } from '../context.js'
-import type { RedisClient } from '../redis.js'
 import type { TokenProvider, TokenState } from './token-provider.js'
 
 const CHANNEL = 'token'
-/** Longest wait at start for the Redis connection before going on without the shared token. */
-const CONNECT_WAIT_MS = 2000
 
 /**
  * The record format. Format 2 authenticates every field beside the ciphertext (see
@@ -81,7 +78,7 @@ export class TokenStore {
     if (!this.enabled) return
     const bus = this.#ctx.bus
     await bus?.subscribe(CHANNEL, (message) => void this.#onAnnouncement(message))
-    await whenReady(this.#ctx.redis as RedisClient)
+    // The gateway's start waited for the connection (see whenReady in redis.ts).
     for (const provider of this.#ctx.tokens.all()) {
       await this.#reconcile(provider)
       provider.on('change', ({ state, reason }) => {
@@ -245,20 +242,4 @@ function parseRecord(raw: string): StoredToken | 'other-format' | null {
   const strings = ['iv', 'tag', 'data', 'base', 'fingerprint'].every((k) => typeof r[k] === 'string')
   const numbers = ['version', 'obtainedAt', 'expiresAt'].every((k) => Number.isFinite(r[k]))
   return strings && numbers ? (r as unknown as StoredToken) : null
-}
-
-// Commands fail at once while the connection is still being made (no offline queue), so
-// the start-up read of the stored token waits for it, a bounded time: a Redis that is
-// down at start only means this replica starts with its own token.
-async function whenReady(redis: RedisClient): Promise<void> {
-  if (redis.status === 'ready') return
-  await new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer)
-      redis.off('ready', done)
-      resolve()
-    }
-    const timer = setTimeout(done, CONNECT_WAIT_MS)
-    redis.once('ready', done)
-  })
 }

@@ -46,14 +46,49 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startRedis(): Promise<RedisServer> {
-  // Another suite's server may take the free port first: try again on a new one.
+  return onFreePorts(1, ([port]) => startRedisOn(port as number))
+}
+
+/** Tries `start` on fresh free ports: another suite's server may take a free port first. */
+export async function onFreePorts<T>(count: number, start: (ports: number[]) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
+    const ports: number[] = []
+    while (ports.length < count) {
+      const port = await freePort()
+      if (!ports.includes(port)) ports.push(port)
+    }
     try {
-      return await startRedisOn(await freePort())
+      return await start(ports)
     } catch (err) {
       if (attempt >= 5) throw err
     }
   }
+}
+
+/**
+ * A loopback redis-server on `port` (a sentinel with `--sentinel` in `args`), once it
+ * answers PING; `args` come after the port's own (a config file first, when given).
+ */
+export async function launchRedis(port: number, args: string[], configFile?: string): Promise<ChildProcess> {
+  const argv = [...(configFile ? [configFile] : []), '--port', String(port), '--bind', '127.0.0.1', ...args]
+  const c = spawn('redis-server', argv, { stdio: 'ignore' })
+  // Answering on the port is not enough: it must be our server that answers.
+  try {
+    await waitUntilUp(port, () => c.exitCode !== null || c.signalCode !== null)
+  } catch (err) {
+    await stopRedis(c, true)
+    throw err
+  }
+  return c
+}
+
+/** Stops a redis-server child and waits for its exit. */
+export async function stopRedis(c: ChildProcess, hard = false): Promise<void> {
+  if (c.exitCode !== null || c.signalCode !== null) return
+  await new Promise<void>((resolve) => {
+    c.once('exit', () => resolve())
+    c.kill(hard ? 'SIGKILL' : 'SIGTERM')
+  })
 }
 
 async function startRedisOn(port: number): Promise<RedisServer> {
@@ -61,19 +96,12 @@ async function startRedisOn(port: number): Promise<RedisServer> {
   let child: ChildProcess | null = null
 
   const launch = async () => {
-    const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
-    child = c
-    // Answering on the port is not enough: it must be our server that answers.
-    await waitUntilUp(port, () => c.exitCode !== null || c.signalCode !== null)
+    child = await launchRedis(port, ['--save', '', '--appendonly', 'no', '--dir', dir])
   }
   const stop = async (hard = false) => {
     const c = child
     child = null
-    if (!c || c.exitCode !== null) return
-    await new Promise<void>((resolve) => {
-      c.once('exit', () => resolve())
-      c.kill(hard ? 'SIGKILL' : 'SIGTERM')
-    })
+    if (c) await stopRedis(c, hard)
   }
   try {
     await launch()

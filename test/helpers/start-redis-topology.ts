@@ -1,0 +1,225 @@
+import type { ChildProcess } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Cluster, Redis } from 'ioredis'
+import { launchRedis, onFreePorts, stopRedis } from './start-redis.js'
+
+// Production Redis is rarely one server: the gateway's key layout, Lua scripts, MULTI
+// and pub/sub are checked here on a real Cluster and behind a real Sentinel, each made
+// on loopback from the same redis-server binary as start-redis.ts.
+
+/** One node of a topology, as the gateway's config names it. */
+interface RedisNodeAddress {
+  host: string
+  port: number
+}
+
+export interface RedisTopology {
+  /** The lines of the config file's `redis:` section that point the gateway at it. */
+  configLines: string[]
+  /** A client for looking inside: a Cluster client, or a Sentinel-routed master client. */
+  client: Redis | Cluster
+  /** Keys matching `pattern` on every master. */
+  keys(pattern: string): Promise<string[]>
+  /** Empties every master (replicas follow). */
+  flush(): Promise<void>
+  close(): Promise<void>
+}
+
+export interface SentinelTopology extends RedisTopology {
+  /** Asks the sentinel to fail over, and resolves once a replica was promoted and the sentinel names it. */
+  failover(): Promise<{ from: number; to: number }>
+  /** SIGKILLs the master, and resolves once the sentinel noticed and promoted the replica (no replica is left). */
+  killMaster(): Promise<{ from: number; to: number }>
+}
+
+const BASE_ARGS = ['--save', '', '--appendonly', 'no']
+const SLOTS = 16_384
+const READY_MS = 20_000
+
+function nodeLines(key: string, nodes: RedisNodeAddress[]): string[] {
+  return [`  ${key}:`, ...nodes.map((n) => `    - { host: "${n.host}", port: ${n.port} }`)]
+}
+
+async function waitUntil(what: string, cond: () => Promise<boolean>, ms = READY_MS): Promise<void> {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    if (await cond().catch(() => false)) return
+    await sleep(50)
+  }
+  throw new Error(`redis topology: timed out waiting for ${what}`)
+}
+
+function direct(port: number): Redis {
+  const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, lazyConnect: true })
+  c.on('error', () => undefined)
+  return c
+}
+
+async function stopAll(children: ChildProcess[], dir: string): Promise<void> {
+  await Promise.all(children.map((c) => stopRedis(c, true)))
+  rmSync(dir, { recursive: true, force: true })
+}
+
+/**
+ * Three masters (no replicas), the 16384 slots split between them by hand
+ * (CLUSTER ADDSLOTSRANGE, CLUSTER MEET), each with its cluster bus on a free port of
+ * its own (`cluster-port`: port + 10000 may not be free, or even a port).
+ */
+export async function startRedisCluster(masters = 3): Promise<RedisTopology> {
+  return onFreePorts(masters * 2, async (ports) => {
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-cluster-'))
+    const children: ChildProcess[] = []
+    const admins: Redis[] = []
+    try {
+      const nodes = Array.from({ length: masters }, (_, i) => ({ port: ports[i * 2] as number, bus: ports[i * 2 + 1] as number }))
+      for (const [i, node] of nodes.entries()) {
+        const nodeDir = join(dir, String(i))
+        mkdirSync(nodeDir)
+        children.push(
+          await launchRedis(node.port, [
+            ...BASE_ARGS,
+            '--dir', nodeDir,
+            '--cluster-enabled', 'yes',
+            '--cluster-config-file', join(nodeDir, 'nodes.conf'),
+            '--cluster-port', String(node.bus),
+            '--cluster-node-timeout', '2000',
+          ]),
+        )
+        admins.push(direct(node.port))
+      }
+      const per = Math.ceil(SLOTS / masters)
+      for (const [i, admin] of admins.entries()) {
+        await admin.call('CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(Math.min(SLOTS, (i + 1) * per) - 1))
+      }
+      const first = admins[0] as Redis
+      for (const node of nodes.slice(1)) await first.call('CLUSTER', 'MEET', '127.0.0.1', String(node.port), String(node.bus))
+      await waitUntil('cluster_state:ok on every node', async () => {
+        for (const admin of admins) {
+          const info = (await admin.call('CLUSTER', 'INFO')) as string
+          if (!info.includes('cluster_state:ok') || !info.includes(`cluster_known_nodes:${masters}`)) return false
+        }
+        return true
+      })
+      for (const admin of admins) admin.disconnect()
+      const addresses = nodes.map((n) => ({ host: '127.0.0.1', port: n.port }))
+      const client = new Cluster(addresses, { redisOptions: { maxRetriesPerRequest: 1 } })
+      client.on('error', () => undefined)
+      const eachMaster = async <T>(fn: (node: Redis) => Promise<T>): Promise<T[]> => Promise.all(client.nodes('master').map(fn))
+      await waitUntil('the cluster client', async () => (await client.ping()) === 'PONG')
+      return {
+        configLines: nodeLines('cluster', addresses),
+        client,
+        keys: async (pattern) => (await eachMaster((n) => n.keys(pattern))).flat().sort(),
+        flush: async () => {
+          await eachMaster((n) => n.flushall())
+        },
+        close: async () => {
+          client.disconnect()
+          await stopAll(children, dir)
+        },
+      }
+    } catch (err) {
+      for (const admin of admins) admin.disconnect()
+      await stopAll(children, dir)
+      throw err
+    }
+  })
+}
+
+/**
+ * A master, one replica and one sentinel watching them (quorum 1), with failure
+ * detection in 1 s so that a failover takes a few seconds, not a minute.
+ */
+export async function startRedisSentinel(masterName = 'mymaster'): Promise<SentinelTopology> {
+  return onFreePorts(3, async ([masterPort, replicaPort, sentinelPort]) => {
+    const dir = mkdtempSync(join(tmpdir(), 'rgw-sentinel-'))
+    const children: ChildProcess[] = []
+    const byPort = new Map<number, ChildProcess>()
+    const sentinel = direct(sentinelPort as number)
+    try {
+      const server = async (port: number, args: string[]) => {
+        const child = await launchRedis(port, [...BASE_ARGS, '--dir', dir, '--dbfilename', `${port}.rdb`, ...args])
+        children.push(child)
+        byPort.set(port, child)
+      }
+      await server(masterPort as number, [])
+      await server(replicaPort as number, ['--replicaof', '127.0.0.1', String(masterPort)])
+      const replica = direct(replicaPort as number)
+      await waitUntil('the replica in sync', async () => ((await replica.info('replication')) as string).includes('master_link_status:up'))
+      replica.disconnect()
+      // The sentinel rewrites its config file: it must be its own, writable one.
+      const configFile = join(dir, 'sentinel.conf')
+      writeFileSync(
+        configFile,
+        [
+          `dir ${dir}`,
+          `sentinel monitor ${masterName} 127.0.0.1 ${masterPort} 1`,
+          `sentinel down-after-milliseconds ${masterName} 1000`,
+          `sentinel failover-timeout ${masterName} 10000`,
+          `sentinel parallel-syncs ${masterName} 1`,
+          '',
+        ].join('\n'),
+      )
+      children.push(await launchRedis(sentinelPort as number, ['--sentinel'], configFile))
+      const replicasSeen = async () => {
+        const replicas = (await sentinel.call('SENTINEL', 'REPLICAS', masterName)) as string[][]
+        return replicas.some((r) => flagsOf(r) === 'slave')
+      }
+      await waitUntil('the sentinel to see the replica', replicasSeen)
+      const sentinels = [{ host: '127.0.0.1', port: sentinelPort as number }]
+      const client = new Redis({ sentinels, name: masterName, maxRetriesPerRequest: 1 })
+      client.on('error', () => undefined)
+      await waitUntil('the sentinel client', async () => (await client.ping()) === 'PONG')
+      const masterPortNow = async () => Number(((await sentinel.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', masterName)) as string[])[1])
+      const promotedFrom = async (from: number) => {
+        await waitUntil('the promoted master', async () => (await masterPortNow()) !== from)
+        const to = await masterPortNow()
+        const promoted = direct(to)
+        await waitUntil('the promoted master to take writes', async () => ((await promoted.info('replication')) as string).includes('role:master'))
+        promoted.disconnect()
+        return { from, to }
+      }
+      return {
+        configLines: [...nodeLines('sentinels', sentinels), `  sentinelName: ${masterName}`],
+        client,
+        keys: (pattern) => client.keys(pattern).then((k) => k.sort()),
+        flush: async () => {
+          await client.flushall()
+        },
+        failover: async () => {
+          const from = await masterPortNow()
+          // The replica must be known and in sync, or the sentinel refuses (NOGOODSLAVE).
+          await waitUntil('a replica fit for promotion', replicasSeen)
+          await sentinel.call('SENTINEL', 'FAILOVER', masterName)
+          const moved = await promotedFrom(from)
+          // The demoted master becomes the replica again once it has synced: the next failover needs it.
+          await waitUntil('the old master to follow', replicasSeen)
+          return moved
+        },
+        killMaster: async () => {
+          const from = await masterPortNow()
+          await stopRedis(byPort.get(from) as ChildProcess, true)
+          return promotedFrom(from)
+        },
+        close: async () => {
+          client.disconnect()
+          sentinel.disconnect()
+          await stopAll(children, dir)
+        },
+      }
+    } catch (err) {
+      sentinel.disconnect()
+      await stopAll(children, dir)
+      throw err
+    }
+  })
+}
+
+/** The `flags` field of a SENTINEL REPLICAS entry (a flat name/value list). */
+function flagsOf(entry: string[]): string | undefined {
+  const i = entry.indexOf('flags')
+  return i === -1 ? undefined : entry[i + 1]
+}

@@ -1,0 +1,247 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Redis } from 'ioredis'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { fingerprint } from '../../src/fingerprint.js'
+import { hashApiKey } from '../../src/teams/api-keys.js'
+import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { startRedisCluster, startRedisSentinel, type RedisTopology, type SentinelTopology } from '../helpers/start-redis-topology.js'
+import { waitFor } from '../helpers/wait.js'
+
+// The gateway on the Redis a production deployment runs: a 3-master Cluster (every key
+// in its own slot unless hash-tagged; pub/sub through the cluster bus) and a master +
+// replica behind a Sentinel (a failover under traffic). Two gateway instances in this
+// process stand for two replicas; everything shared between them goes through Redis.
+
+const { available, notice } = redisAvailability()
+if (notice) console.warn(notice)
+
+const ADMIN_TOKEN = 'topology-admin-token-0123456789abcdef'
+const GATEWAY_SECRET = 'topology-gateway-secret-0123456789'
+const PATH = '/api/v1/report/campaigns/get'
+/** A week's report; `n` picks one of 240 weeks of 2025, so that each n is a key of its own. */
+const query = (advertiserId: number, n = 0, by = 'byDate') => {
+  const month = String(1 + (Math.floor(n / 20) % 12)).padStart(2, '0')
+  const day = 1 + (n % 20)
+  return `advertiserId=${advertiserId}&${by}=1&dateFrom=2025-${month}-${String(day).padStart(2, '0')}&dateTo=2025-${month}-${String(day + 6).padStart(2, '0')}`
+}
+const Q101 = query(101)
+const Q101B = query(101, 0, 'byCampaign')
+const Q102 = query(102)
+
+// A second limited team: one sync carries both teams' counters in one MULTI.
+const OTHER_LIMITED_KEY = 'rgw_test_limited2_key_4444444444444444444444'
+const yamlFor = (topology: RedisTopology) => `${TEAMS_YAML}
+  limited2:
+    keys: ["${hashApiKey(OTHER_LIMITED_KEY)}"]
+    advertisers: ["*"]
+    rateLimit: { max: 3, window: 1m }
+platform:
+  timeout: 3s
+redis:
+${topology.configLines.join('\n')}
+  commandTimeout: 500ms
+  breakerCooldown: 200ms
+  rateLimitSync: 50ms
+cache:
+  ttl: { recent: 60s, settled: 60s }
+  lockTimeout: 3s
+`
+
+const topologies: [string, () => Promise<RedisTopology>][] = [
+  ['a 3-master Redis Cluster', () => startRedisCluster()],
+  ['a master and a replica behind Redis Sentinel', () => startRedisSentinel()],
+]
+
+describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
+  const sandbox = useSandbox()
+  const replicas = useGateways()
+  let topology: RedisTopology
+
+  beforeAll(async () => {
+    topology = await start()
+  }, 60_000)
+  afterAll(async () => {
+    await topology?.close()
+  })
+  // Every replica reached Redis throughout (but in a failover): a fallback would hide what is tested here.
+  let redisMayFail = false
+  afterEach(async () => {
+    if (!redisMayFail) for (const gw of replicas.open) expect(gw.logs.text()).not.toMatch(/redis unavailable|could not be shared/)
+    redisMayFail = false
+    await topology.flush()
+  })
+
+  async function twoReplicas(env: Record<string, string> = {}): Promise<[TestGateway, TestGateway]> {
+    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken(), ADMIN_TOKEN, ...env }, yamlFor(topology))
+    const pair: [TestGateway, TestGateway] = [await replicas.build(config()), await replicas.build(config())]
+    // A replica starts serving on a ready connection: commands fail fast until it is (no
+    // offline queue), and a failure would open the breaker for the first requests.
+    for (const gw of pair) expect(gw.ctx.redis?.status).toBe('ready')
+    return pair
+  }
+
+  let token: string | undefined
+  const platformToken = () => (token ??= sandbox.issueToken())
+
+  const get = (gw: TestGateway, q: string, key = KEYS.all) => gw.proxy.inject({ method: 'GET', url: `${PATH}?${q}`, headers: { 'x-api-key': key } })
+  const reportCalls = () => sandbox.countRequests((r) => r.path === PATH)
+  const adminCall = (gw: TestGateway, method: 'PUT' | 'DELETE', url: string, payload?: object) =>
+    gw.admin.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload ? { payload } : {}) })
+
+  it('stores entries in L2, where the other replica finds them', async () => {
+    const [a, b] = await twoReplicas()
+    for (const q of [Q101, Q101B, Q102]) {
+      expect((await get(a, q)).headers['x-cache']).toBe('MISS')
+      const onB = await get(b, q)
+      expect(onB.statusCode).toBe(200)
+      expect(onB.headers['x-cache']).toBe('HIT')
+    }
+    expect(reportCalls()).toBe(3)
+    expect(await topology.keys('rgw:report:*')).toHaveLength(3)
+    expect(await topology.keys('rgw:adv:*')).toEqual(['rgw:adv:101', 'rgw:adv:102'])
+    expect(await topology.client.scard('rgw:adv:101')).toBe(2)
+  })
+
+  it('makes one platform call for concurrent misses on both replicas', async () => {
+    const [a, b] = await twoReplicas()
+    sandbox.setLatency(300)
+    const onA = Array.from({ length: 20 }, () => get(a, Q101))
+    // B's callers arrive while A's call is with the platform (A holds the lock).
+    await waitFor('the leader at the platform', () => reportCalls() > 0)
+    const onB = Array.from({ length: 20 }, () => get(b, Q101))
+    const answers = await Promise.all([...onA, ...onB])
+    for (const res of answers) expect(res.statusCode).toBe(200)
+    expect(reportCalls()).toBe(1)
+    expect(await topology.keys('rgw:lock:*')).toEqual([])
+  })
+
+  it("purges one advertiser's entries from L2 and from every replica's L1", async () => {
+    const [a, b] = await twoReplicas()
+    for (const q of [Q101, Q101B, Q102]) {
+      await get(a, q)
+      expect((await get(b, q)).headers['x-cache']).toBe('HIT')
+    }
+    const sub = topology.client.duplicate()
+    await sub.subscribe('rgw:bus:purge')
+    const heard = new Promise<void>((resolve) => sub.once('message', () => resolve()))
+    const res = await adminCall(b, 'DELETE', '/admin/cache?advertiserId=101')
+    expect(res.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dropped: 2 })
+    await heard
+    sub.disconnect()
+    await sleep(50)
+    expect(await topology.keys('rgw:report:*')).toHaveLength(1)
+    expect(await topology.keys('rgw:adv:101')).toEqual([])
+    for (const gw of [a, b]) expect((await get(gw, Q102)).headers['x-cache']).toBe('HIT')
+    expect(reportCalls()).toBe(3)
+    expect((await get(a, Q101)).headers['x-cache']).toBe('MISS')
+    expect((await get(b, Q101)).headers['x-cache']).toBe('HIT')
+    expect((await get(b, Q101B)).headers['x-cache']).toBe('MISS')
+    expect(reportCalls()).toBe(5)
+
+    // All of them, on every master.
+    const all = await adminCall(a, 'DELETE', '/admin/cache')
+    expect(all.json()).toEqual({ purged: 'all', dropped: 3 })
+    expect(await topology.keys('rgw:*')).toEqual([])
+  })
+
+  it('shares a token set on one replica with the other (GATEWAY_SECRET)', async () => {
+    const [a, b] = await twoReplicas({ GATEWAY_SECRET })
+    const next = sandbox.issueToken()
+    expect((await adminCall(a, 'PUT', '/admin/token', { token: next })).statusCode).toBe(200)
+    await waitFor('the token on the other replica', () => b.ctx.tokens.get('default').current()?.token === next, 3000)
+    expect(await topology.keys('rgw:token:*')).toEqual(['rgw:token:default'])
+    expect((await topology.client.get('rgw:token:default')) ?? '').not.toContain(next)
+    sandbox.clearRequests()
+    expect((await get(b, Q102)).statusCode).toBe(200)
+    const sent = sandbox.requests.find((r) => r.path === PATH)?.headers.authorization
+    expect(fingerprint(String(sent).replace(/^Bearer /, ''))).toBe(fingerprint(next))
+  })
+
+  it("counts a team's rate limit across replicas", async () => {
+    const [a, b] = await twoReplicas()
+    const counter = async (team = 'limited') => {
+      const [key] = await topology.keys(`rgw:{rl}:${team}:*`)
+      return key ? Number(await topology.client.get(key)) : 0
+    }
+    for (let i = 0; i < 2; i++) expect((await get(a, Q101, KEYS.limited)).statusCode).toBe(200)
+    expect((await get(a, Q101, OTHER_LIMITED_KEY)).statusCode).toBe(200)
+    await waitFor('A to share its counts', async () => (await counter()) === 2 && (await counter('limited2')) === 1)
+    expect((await get(b, Q101, KEYS.limited)).statusCode).toBe(200)
+    await waitFor('B to share its count', async () => (await counter()) === 3)
+    // Each replica reads the total back at its next sync (every 50 ms).
+    await sleep(300)
+    for (const gw of [a, b]) {
+      const refused = await get(gw, Q101, KEYS.limited)
+      expect(refused.statusCode).toBe(429)
+      expect(refused.json()).toMatchObject({ code: 'GW_RATE_LIMITED' })
+    }
+    expect(await counter()).toBe(3)
+  })
+
+  /**
+   * Steady traffic on both replicas (hits from L1, and a miss every third request) while
+   * `move` takes the master away; then a fill on one replica must reach the other
+   * through the new master. Returns the answers' statuses and x-cache values.
+   */
+  async function throughFailover(move: (t: SentinelTopology) => Promise<{ to: number }>) {
+    redisMayFail = true
+    const [a, b] = await twoReplicas()
+    const cached = [Q101, Q102]
+    for (const q of cached) await get(a, q)
+    const statuses: Record<string, number> = {}
+    const served: Record<string, number> = {}
+    let moved = false
+    let sent = 0
+    const traffic = (async () => {
+      const deadline = Date.now() + 30_000
+      // Bounded; goes on a little after the move.
+      for (let i = 1; (!moved || i % 50 !== 0) && sent < 3000 && Date.now() < deadline; i++) {
+        const res = await get(i % 2 ? a : b, i % 3 === 0 ? query(103, i) : (cached[i % 2] as string))
+        sent++
+        statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
+        served[String(res.headers['x-cache'])] = (served[String(res.headers['x-cache'])] ?? 0) + 1
+        await sleep(10)
+      }
+    })()
+    await sleep(300)
+    const { to } = await move(topology as SentinelTopology)
+    moved = true
+    await traffic
+    expect(statuses).toEqual({ 200: sent })
+
+    const promoted = new Redis({ host: '127.0.0.1', port: to, lazyConnect: true })
+    let n = 0
+    await waitFor(
+      'a fill on one replica found by the other',
+      async () => {
+        const q = query(102, n++, 'byCampaign')
+        await get(a, q)
+        return (await get(b, q)).headers['x-cache'] === 'HIT'
+      },
+      15_000,
+      100,
+    )
+    expect((await promoted.keys('rgw:report:*')).length).toBeGreaterThan(0)
+    promoted.disconnect()
+    // And the bus works through the new master: a purge on B reaches A's L1.
+    expect((await get(a, Q101)).headers['x-cache']).toBe('HIT')
+    expect((await adminCall(b, 'DELETE', '/admin/cache?advertiserId=101')).statusCode).toBe(200)
+    await waitFor('the purge on the other replica', async () => (await get(a, Q101)).headers['x-cache'] === 'MISS', 3000, 50)
+    return { served, logs: [...a.logs.lines, ...b.logs.lines] }
+  }
+
+  const onSentinel = start === topologies[1]?.[1]
+
+  it.runIf(onSentinel)('loses no request through SENTINEL FAILOVER under steady traffic, and caches on the new master after it', async () => {
+    await throughFailover((t) => t.failover())
+  }, 60_000)
+
+  it.runIf(onSentinel)('loses no request when the master is killed under steady traffic, serving from L1 and the platform until the replica is promoted', async () => {
+    const { served, logs } = await throughFailover((t) => t.killMaster())
+    expect(logs.join('\n')).toMatch(/redis unavailable/)
+    expect(served.HIT).toBeGreaterThan(0)
+    expect(served.MISS).toBeGreaterThan(0)
+  }, 60_000)
+})
