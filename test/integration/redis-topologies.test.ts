@@ -46,7 +46,6 @@ ${topology.configLines.join('\n')}
   rateLimitSync: 50ms
 cache:
   ttl: { recent: 60s, settled: 60s }
-  lockTimeout: 3s
 `
 
 const topologies: [string, () => Promise<RedisTopology>][] = [
@@ -143,7 +142,8 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     // All of them, on every master.
     const all = await adminCall(a, 'DELETE', '/admin/cache')
     expect(all.json()).toEqual({ purged: 'all', dropped: 3 })
-    expect(await topology.keys('rgw:*')).toEqual([])
+    // Nothing of the cache is left; the day's usage totals (issue #8) are not the cache's.
+    expect((await topology.keys('rgw:*')).filter((k) => !k.startsWith('rgw:{usage}:'))).toEqual([])
   })
 
   it('shares a token set on one replica with the other (GATEWAY_SECRET)', async () => {
