@@ -8,7 +8,7 @@ import type { GatewayContext } from './context.js'
 import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError, ShuttingDownError } from './errors.js'
 import { SecretSet, loggerOptions } from './logger.js'
 import { createMetrics } from './metrics.js'
-import { RedisBreaker, RedisBus, RedisWatch, createRedisClient, failureCause, redisAddress, redisConnectTimeoutMs, type RedisClient } from './redis.js'
+import { RedisBreaker, RedisBus, RedisWatch, closeRedis, createRedisClient, failureCause, redisAddress, redisConnectTimeoutMs, type RedisClient } from './redis.js'
 import { createPlatformPool } from './platform/platform-pool.js'
 import { TokenRegistry } from './platform/token-registry.js'
 import { TeamDirectory } from './teams/team-auth.js'
@@ -303,7 +303,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await tokens.close()
       redisWatch?.close()
       await bus?.close()
-      redis?.disconnect()
+      if (redis) await closeRedis(redis)
       await dispatcher.close().catch(() => undefined)
     },
   }

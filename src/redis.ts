@@ -138,6 +138,27 @@ export async function whenReady(redis: RedisClient, maxWaitMs: number): Promise<
   })
 }
 
+// ioredis rejects every command still queued when a connection is dropped, some of them
+// (a MULTI's own) on promises nobody holds: a closing replica lets its commands finish
+// (QUIT is answered after them), for a bounded time, before it drops the connection.
+const QUIT_WAIT_MS = 1000
+
+/** Closes a connection after the commands sent on it are answered, or after QUIT_WAIT_MS. */
+export async function closeRedis(client: RedisClient): Promise<void> {
+  if (client.status !== 'ready') {
+    client.disconnect()
+    return
+  }
+  const timer = setTimeout(() => client.disconnect(), QUIT_WAIT_MS)
+  try {
+    await client.quit()
+  } catch {
+    client.disconnect()
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 export type BreakerState = 'closed' | 'open' | 'half-open'
 
 /**
@@ -256,6 +277,6 @@ export class RedisBus {
   }
 
   async close(): Promise<void> {
-    this.#sub.disconnect()
+    await closeRedis(this.#sub)
   }
 }

@@ -14,8 +14,19 @@ export function wantsRefresh(headers: Headers): boolean {
   return (typeof cc === 'string' && /(^|,)\s*no-cache\s*(,|$)/i.test(cc)) || headers.pragma === 'no-cache'
 }
 
+// Callers send the same accept-encoding on every request: the last answer is kept.
+let lastAccept: string | undefined
+let lastGzip = false
+
 export function acceptsGzip(header: string | string[] | undefined): boolean {
   if (typeof header !== 'string') return false
+  if (header === lastAccept) return lastGzip
+  lastGzip = parseAcceptsGzip(header)
+  lastAccept = header
+  return lastGzip
+}
+
+function parseAcceptsGzip(header: string): boolean {
   for (const part of header.split(',')) {
     const [coding, ...params] = part.trim().split(';')
     if (coding?.trim().toLowerCase() !== 'gzip' && coding?.trim() !== '*') continue

@@ -89,6 +89,13 @@ export class Admission {
     return identified
   }
 
+  /** The key and the read/write rule for a target checked before (the fast path of hits). */
+  authorizeKnown(method: string, known: KnownTarget, headers: IncomingHttpHeaders): Identity {
+    const identity = this.#ctx.teams.authenticate(headers)
+    assertMayCall(identity.team, method, known.target.path)
+    return identity
+  }
+
   // The target (400/404) and the key (401). A target is remembered once a key was good.
   #identify(url: string, headers: IncomingHttpHeaders): Identity & { known: KnownTarget } {
     let known = this.#known.get(url)

@@ -24,7 +24,7 @@ export function fastHits(ctx: GatewayContext, admission: Admission, forms: Repor
     if (!known) return false
     let who
     try {
-      who = admission.authorize('GET', url, req.headers)
+      who = admission.authorizeKnown('GET', known, req.headers)
       const team = who.team
       if (team.advertisers !== null) {
         const named = known.bodyless
