@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { FailureMode } from './types.js'
 
 const NONE: FailureMode = { kind: 'none' }
+const MAX_LARGE_BYTES = 256 * 1024 * 1024
 
 /**
  * The network weather of the /api/v1 routes: added latency and the injected
@@ -13,6 +14,7 @@ export class Conditions {
   #latencyMs: number
   #failure: FailureMode = NONE
   #remaining = Infinity
+  readonly #routes = new Map<string, { mode: FailureMode; remaining: number }>()
   readonly #held = new Set<Socket>()
   readonly #closing = new AbortController()
   #inFlight = 0
@@ -33,8 +35,26 @@ export class Conditions {
     this.#remaining = checked.kind === 'none' ? Infinity : (checked.times ?? Infinity)
   }
 
-  /** The failure for the request at hand; a limited one is used up by taking it. */
-  takeFailure(): FailureMode {
+  setRouteFailure(path: string, mode: FailureMode): void {
+    const checked = parseFailureMode(mode)
+    if (typeof checked === 'string') throw new TypeError(checked)
+    if (!path.startsWith('/')) throw new TypeError('"path" must start with /')
+    if (checked.kind === 'none') this.#routes.delete(path)
+    else this.#routes.set(path, { mode: checked, remaining: checked.times ?? Infinity })
+  }
+
+  clearRouteFailures(): void {
+    this.#routes.clear()
+  }
+
+  /** The failure for the request at hand (its path's own first); a limited one is used up by taking it. */
+  takeFailure(path?: string): FailureMode {
+    const route = path === undefined ? undefined : this.#routes.get(path)
+    if (route) {
+      route.remaining -= 1
+      if (route.remaining <= 0) this.#routes.delete(path as string)
+      return route.mode
+    }
     if (this.#failure.kind === 'none') return NONE
     const failure = this.#failure
     this.#remaining -= 1
@@ -112,7 +132,7 @@ export class Conditions {
 /** A FailureMode from untrusted JSON, or the reason it is not one. */
 export function parseFailureMode(value: unknown): FailureMode | string {
   if (typeof value !== 'object' || value === null) return 'a failure mode is an object with a "kind"'
-  const { kind, status, body, headers, times, intervalMs, chunks } = value as Record<string, unknown>
+  const { kind, status, body, headers, times, intervalMs, chunks, bytes } = value as Record<string, unknown>
   if (times !== undefined && !(Number.isInteger(times) && (times as number) > 0)) return '"times" must be a positive integer'
   const limit = times === undefined ? {} : { times: times as number }
   switch (kind) {
@@ -129,8 +149,11 @@ export function parseFailureMode(value: unknown): FailureMode | string {
       if (!(Number.isInteger(intervalMs) && (intervalMs as number) > 0)) return '"intervalMs" must be a positive integer'
       if (chunks !== undefined && !(Number.isInteger(chunks) && (chunks as number) > 0)) return '"chunks" must be a positive integer'
       return { kind, intervalMs: intervalMs as number, ...(chunks === undefined ? {} : { chunks: chunks as number }), ...limit }
+    case 'large':
+      if (!(Number.isInteger(bytes) && (bytes as number) > 0 && (bytes as number) <= MAX_LARGE_BYTES)) return `"bytes" must be a positive integer up to ${MAX_LARGE_BYTES}`
+      return { kind, bytes: bytes as number, ...limit }
     default:
-      return '"kind" must be one of none, status, hang, reset, trickle'
+      return '"kind" must be one of none, status, hang, reset, trickle, large'
   }
 }
 

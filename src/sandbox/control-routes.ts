@@ -10,7 +10,7 @@ import { asRecord } from './validation.js'
 
 export type SandboxControls = Pick<
   Sandbox,
-  'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setFailure' | 'countRequests' | 'clearRequests' | 'concurrency' | 'resetConcurrency'
+  'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setFailure' | 'setRouteFailure' | 'clearRouteFailures' | 'countRequests' | 'clearRequests' | 'concurrency' | 'resetConcurrency'
 >
 
 export function controlRoutes(controls: SandboxControls): FastifyPluginCallback {
@@ -39,6 +39,20 @@ export function controlRoutes(controls: SandboxControls): FastifyPluginCallback 
       if (typeof mode === 'string') return badRequest(reply, mode)
       controls.setFailure(mode)
       return { failure: mode }
+    })
+
+    app.post('/route-failure', (request, reply) => {
+      const { path, ...rest } = asRecord(request.body)
+      if (typeof path !== 'string' || !path.startsWith('/')) return badRequest(reply, '"path" must be a path starting with /')
+      const mode = parseFailureMode(rest)
+      if (typeof mode === 'string') return badRequest(reply, mode)
+      controls.setRouteFailure(path, mode)
+      return { path, failure: mode }
+    })
+
+    app.delete('/route-failure', (_request, reply) => {
+      controls.clearRouteFailures()
+      reply.code(204).send()
     })
 
     app.get('/requests/count', (request) => {

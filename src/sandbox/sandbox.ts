@@ -101,6 +101,8 @@ function createControls(state: SandboxState): SandboxControls {
     revokeAllTokens: () => state.tokens.revokeAll(),
     setLatency: (ms) => state.conditions.setLatency(ms),
     setFailure: (mode) => state.conditions.setFailure(mode),
+    setRouteFailure: (path, mode) => state.conditions.setRouteFailure(path, mode),
+    clearRouteFailures: () => state.conditions.clearRouteFailures(),
     // Emptied in place: callers may hold on to `sandbox.requests`.
     clearRequests: () => {
       state.requests.length = 0
@@ -151,7 +153,7 @@ async function simulateConditions(state: SandboxState, request: FastifyRequest, 
     socket.destroy()
     return reply
   }
-  const failure = conditions.takeFailure()
+  const failure = conditions.takeFailure(request.url.split('?', 1)[0])
   switch (failure.kind) {
     case 'none':
       return undefined
@@ -169,6 +171,9 @@ async function simulateConditions(state: SandboxState, request: FastifyRequest, 
     case 'trickle':
       reply.hijack()
       void conditions.trickle(socket, failure.intervalMs, failure.chunks ?? 10)
+      return reply
+    case 'large':
+      sendJson(reply, 200, { data: 'x'.repeat(Math.max(0, failure.bytes - 11)) })
       return reply
   }
 }

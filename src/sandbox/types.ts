@@ -26,6 +26,8 @@ export type FailureMode =
   | { kind: 'reset'; times?: number }
   /** A 200 whose headers come at once and whose body comes one small chunk every `intervalMs`, `chunks` times (default 10). */
   | { kind: 'trickle'; intervalMs: number; chunks?: number; times?: number }
+  /** A 200 JSON answer of about `bytes` bytes, sent as fast as the connection takes it. */
+  | { kind: 'large'; bytes: number; times?: number }
 
 export interface SandboxRequestRecord {
   method: string
@@ -54,6 +56,13 @@ export interface Sandbox {
   revokeAllTokens(): void
   setLatency(ms: number): void
   setFailure(mode: FailureMode): void
+  /**
+   * The failure of one path only (exact, without the query), whatever the token: a route
+   * behind another guard answers 401 to a valid token, a route throttled on its own 429.
+   * Taken before the failure of setFailure; `{ kind: 'none' }` removes it.
+   */
+  setRouteFailure(path: string, mode: FailureMode): void
+  clearRouteFailures(): void
   /** Every request except the /__sandbox controls, token requests included. */
   requests: SandboxRequestRecord[]
   clearRequests(): void

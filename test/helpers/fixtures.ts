@@ -40,6 +40,7 @@ export function useSandbox({ resetEach = true, ...opts }: UseSandboxOptions = {}
   if (resetEach) {
     afterEach(() => {
       sandbox?.setFailure({ kind: 'none' })
+      sandbox?.clearRouteFailures()
       sandbox?.setLatency(0)
       sandbox?.clearRequests()
       sandbox?.resetConcurrency()

@@ -389,6 +389,32 @@ describe('failure modes and latency', () => {
     expect((await call(REPORT)).status).toBe(200)
   })
 
+  it('fails one path only, whatever the token, while the other paths answer', async () => {
+    const OTHER = '/api/v1/report/adPlacementPositions/get'
+    sandbox.setRouteFailure('/api/v1/report/campaigns/get', { kind: 'status', status: 401, body: { message: 'Unauthenticated.' } })
+    const refused = await call(REPORT)
+    expect(refused.status).toBe(401)
+    expect(await refused.json()).toEqual({ message: 'Unauthenticated.' })
+    expect((await call(`${OTHER}?advertiserId=101&${WEEK}`)).status).toBe(200)
+    sandbox.setRouteFailure('/api/v1/report/campaigns/get', { kind: 'status', status: 429, headers: { 'retry-after': '900' }, times: 1 })
+    const throttled = await call(REPORT)
+    expect([throttled.status, throttled.headers.get('retry-after')]).toEqual([429, '900'])
+    expect((await call(REPORT)).status).toBe(200)
+    sandbox.setRouteFailure('/api/v1/report/campaigns/get', { kind: 'status', status: 503 })
+    sandbox.clearRouteFailures()
+    expect((await call(REPORT)).status).toBe(200)
+  })
+
+  it('sends a large JSON answer of the size asked for', async () => {
+    sandbox.setRouteFailure('/api/v1/report/campaigns/get', { kind: 'large', bytes: 3_000_000, times: 1 })
+    const response = await call(REPORT)
+    expect(response.status).toBe(200)
+    const text = await response.text()
+    expect(text.length).toBe(3_000_000)
+    expect(JSON.parse(text)).toHaveProperty('data')
+    expect(() => sandbox.setRouteFailure('/x', { kind: 'large', bytes: 0 })).toThrow(/bytes/)
+  })
+
   it('refuses a trickle without a positive interval', () => {
     expect(() => sandbox.setFailure({ kind: 'trickle', intervalMs: 0 })).toThrow(/intervalMs/)
     expect(() => sandbox.setFailure({ kind: 'trickle', intervalMs: 10, chunks: 0 })).toThrow(/chunks/)
@@ -466,6 +492,15 @@ describe('HTTP controls', () => {
     await call(REPORT).catch(() => undefined)
     expect((await control('DELETE', '/concurrency')).status).toBe(204)
     expect(await (await control('GET', '/concurrency')).json()).toEqual({ inFlight: 0, peak: 0 })
+  })
+
+  it('fails one path over HTTP, and clears the path failures', async () => {
+    const REPORT = `/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`
+    expect((await control('POST', '/route-failure', { path: '/api/v1/report/campaigns/get', kind: 'status', status: 429 })).status).toBe(200)
+    expect((await call(REPORT)).status).toBe(429)
+    expect((await control('POST', '/route-failure', { kind: 'status', status: 429 })).status).toBe(400)
+    expect((await control('DELETE', '/route-failure')).status).toBe(204)
+    expect((await call(REPORT)).status).toBe(200)
   })
 
   it('revokes every token', async () => {
