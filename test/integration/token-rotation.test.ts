@@ -313,6 +313,27 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(tokenOf(late)).toBe(fromA)
   })
 
+  it('two replicas changing the token in the same millisecond (equal versions) settle on the one stored first', async () => {
+    // One clock, stopped: both changes carry the same version, as two changes made in
+    // the same millisecond on two replicas do.
+    const at = Date.now()
+    const a = await replica({ PLATFORM_TOKEN: sandbox.issueToken(), GATEWAY_SECRET }, () => at)
+    const b = await replica({ PLATFORM_TOKEN: tokenOf(a) as string, GATEWAY_SECRET }, () => at)
+    const [x, y] = [sandbox.issueToken(), sandbox.issueToken()]
+
+    const stateA = a.ctx.tokens.get('default').replace(x)
+    const stateB = b.ctx.tokens.get('default').replace(y)
+    expect(stateB.version).toBe(stateA.version)
+
+    expect(await within(1000, () => tokenOf(a) === tokenOf(b)), 'the replicas disagree').not.toBeNull()
+    // The write that reached Redis first wins: the other was refused (not newer).
+    const winner = tokenOf(a) as string
+    expect([x, y]).toContain(winner)
+    await new Promise((r) => setTimeout(r, 300))
+    expect([tokenOf(a), tokenOf(b)]).toEqual([winner, winner])
+    expect(await stored()).toMatchObject({ fingerprint: fingerprint(winner), version: stateA.version })
+  })
+
   it('two replicas changing the token at once settle on one token, the one stored in Redis', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
