@@ -116,7 +116,12 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
   it('a replica started with a different PLATFORM_TOKEN (a new one rolled out) publishes its own', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
-    expect((await put(a, sandbox.issueToken())).statusCode).toBe(200)
+    const rotated = sandbox.issueToken()
+    expect((await put(a, rotated)).statusCode).toBe(200)
+    // A's rotation is stored before C starts: it is what C's rolled-out token replaces.
+    // (Building C blocks this process, A's replica too, for longer than a Redis command
+    // may take on a busy machine: A's write must not be in flight then.)
+    expect(await storedOnce(fingerprint(rotated))).toMatchObject({ fingerprint: fingerprint(rotated) })
     const rolledOut = sandbox.issueToken()
 
     const c = await replica({ PLATFORM_TOKEN: rolledOut, GATEWAY_SECRET })
