@@ -3,7 +3,7 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
-import { spawnGateway, timedRequest, type GatewayProcess, type TimedResponse } from '../helpers/gateway-process.js'
+import { spawnGateway, steadyLoad, timedRequest, type GatewayProcess, type TimedResponse } from '../helpers/gateway-process.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -99,26 +99,12 @@ describe.skipIf(!available)('every Redis connection killed 50 times under load',
     { name: 'reload', ok: [200], send: admin('POST', '/admin/reload') },
   ]
 
-  function load(): { stop: () => Promise<{ call: string; answer: TimedResponse }[]> } {
-    const answers: { call: string; answer: TimedResponse }[] = []
-    let running = true
-    let n = 0
-    const worker = async () => {
-      while (running && n < MAX_REQUESTS) {
-        const i = n++
-        // Mostly report reads; every other call in turn.
-        const call = (i % 3 === 0 ? calls[3 + ((i / 3) % (calls.length - 3))] : calls[i % 3]) as Call
-        answers.push({ call: call.name, answer: await call.send(gw, i) })
-      }
-    }
-    const workers = Array.from({ length: WORKERS }, worker)
-    return {
-      stop: async () => {
-        running = false
-        await Promise.all(workers)
-        return answers
-      },
-    }
+  /** Mostly report reads; every other call in turn. */
+  function load(): { stop: () => Promise<{ call: Call; answer: TimedResponse }[]> } {
+    return steadyLoad(WORKERS, MAX_REQUESTS, async (i) => {
+      const call = (i % 3 === 0 ? calls[3 + ((i / 3) % (calls.length - 3))] : calls[i % 3]) as Call
+      return { call, answer: await call.send(gw, i) }
+    })
   }
 
   // The gateway logs to stdout: stderr is where Node reports an error that escaped.
@@ -155,11 +141,11 @@ describe.skipIf(!available)('every Redis connection killed 50 times under load',
     expect((await report(KEYS.all, 101)(gw, 0)).status).toBe(200)
     // And it uses Redis again: the breaker closed, the subscriber subscribed anew.
     await waitFor('the breaker to close', async () => (await timedRequest(`${gw.adminUrl}/readyz`)).body.includes('"redis":"ok"'), 5000, 50)
-    await waitFor('the subscriber to subscribe again', async () => /\bsub=[1-9]/.test(String(await killer.client('LIST', 'TYPE', 'pubsub'))), 5000, 50)
+    await waitFor('the subscriber to subscribe again', async () => /\bsub=[1-9]/.test(String(await killer.call('CLIENT', 'LIST', 'TYPE', 'pubsub'))), 5000, 50)
 
     expect(answers.length).toBeGreaterThan(KILLS * 4)
-    const wrong = answers.filter(({ call, answer }) => !(calls.find((c) => c.name === call) as Call).ok.includes(answer.status))
-    expect(wrong.map(({ call, answer }) => `${call}: ${answer.status} ${answer.body.slice(0, 200)}`)).toEqual([])
+    const wrong = answers.filter(({ call, answer }) => !call.ok.includes(answer.status))
+    expect(wrong.map(({ call, answer }) => `${call.name}: ${answer.status} ${answer.body.slice(0, 200)}`)).toEqual([])
     expect(stray()).toEqual([])
     expect(gw.output()).not.toMatch(/unhandled|uncaught/i)
   })
