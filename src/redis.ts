@@ -246,15 +246,24 @@ export class RedisBus {
     this.#prefix = prefix
     this.#log = log
     // The subscriber queues its SUBSCRIBE until connected; commands never wait on it.
-    this.#sub = client instanceof Cluster ? client.duplicate(undefined, { enableOfflineQueue: true }) : client.duplicate({ enableOfflineQueue: true })
+    // ioredis's own resubscription after a reconnect is off: its SUBSCRIBE's promise is
+    // held by nobody, and a connection dropped again before the answer rejects it
+    // (MaxRetriesPerRequestError), which would end the process. (A Cluster's
+    // subscriber handles its own.)
+    this.#sub =
+      client instanceof Cluster ? client.duplicate(undefined, { enableOfflineQueue: true }) : client.duplicate({ enableOfflineQueue: true, autoResubscribe: false })
     this.#sub.on('error', (err: Error) => log.debug({ err: { message: err.message } }, 'redis subscriber error'))
     this.#sub.on('message', (channel: string, message: string) => {
       for (const handler of this.#handlers.get(channel) ?? []) handler(message)
     })
-    // ioredis restores only subscriptions that once succeeded; one that failed (Redis
-    // down or slow at start) is made here when the connection is ready. SUBSCRIBE is idempotent.
+    // Every channel, on every (re)connection: also one whose SUBSCRIBE failed (Redis
+    // down or slow at start). SUBSCRIBE is idempotent; a failed one is made again on
+    // the next connection.
     this.#sub.on('ready', () => {
-      if (this.#handlers.size > 0) this.#sub.subscribe(...this.#handlers.keys()).catch(() => undefined)
+      if (this.#handlers.size === 0) return
+      this.#sub.subscribe(...this.#handlers.keys()).catch((err: Error) => {
+        log.debug({ err: { message: err.message } }, 'redis resubscription failed; retried when the subscriber reconnects')
+      })
     })
   }
 

@@ -143,8 +143,8 @@ export class TokenStore {
       if (written === 1) break
       const newer = await this.#read(provider.name)
       if (newer?.shared) {
-        // Someone rotated more recently: theirs is the current token.
-        provider.adopt(newer.shared.state)
+        // Someone rotated more recently, or in the same millisecond: theirs is the current token.
+        takeStored(provider, newer.shared.state)
         return
       }
       if (!newer || attempt === 2) return
@@ -174,7 +174,7 @@ export class TokenStore {
     if (!shared) return
     const current = provider.current()
     if (current && shared.state.version < current.version) await this.#publish(provider, current)
-    else provider.adopt(shared.state)
+    else takeStored(provider, shared.state)
   }
 
   /** The stored record, or null when there is none (or Redis cannot be read, or it is of another format). */
@@ -206,6 +206,14 @@ export class TokenStore {
   #redisKey(credential: string): string {
     return `${this.#ctx.config.redis.keyPrefix}token:${credential}`
   }
+}
+
+// Versions are milliseconds: two replicas changing the token in the same one give both
+// changes the same version, and each would keep its own (a provider adopts only a newer
+// version). Redis holds the one written first (an equal version is refused), so at a
+// tie the stored token wins and every replica settles on it.
+function takeStored(provider: TokenProvider, stored: TokenState): void {
+  provider.adopt(stored, stored.version === provider.current()?.version)
 }
 
 // Every field that decides whether a record is taken (version, base), what it claims

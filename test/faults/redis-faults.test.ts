@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
-import { spawnGateways, timedRequest, type GatewayProcess, type TimedResponse } from '../helpers/gateway-process.js'
+import { spawnGateways, steadyLoad, timedRequest, type GatewayProcess, type TimedResponse } from '../helpers/gateway-process.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
 
 // Issue #9, Deliver 5: redis-server SIGKILLed, and then frozen (SIGSTOP), under steady
@@ -48,30 +48,14 @@ describe.skipIf(!available)('Redis killed and frozen under load (two gateway pro
 
   /** Report reads over 12 keys (hits, and misses as entries expire) and proxied reads, both replicas in turn, until stopped. */
   function load(): { stop: () => Promise<TimedResponse[]> } {
-    const answers: TimedResponse[] = []
-    let running = true
-    let n = 0
-    const worker = async () => {
-      while (running && n < MAX_REQUESTS) {
-        const i = n++
-        const gw = gateways[i % 2] as GatewayProcess
-        answers.push(
-          i % 4 === 3
-            ? await timedRequest(`${gw.url}/api/v1/campaign/get`, { method: 'POST', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, body: '{"userId":101}' })
-            : await timedRequest(`${gw.url}/api/v1/report/campaigns/get?advertiserId=101&byDate=1&dateFrom=2026-04-01&dateTo=2026-04-${String(1 + (i % 12)).padStart(2, '0')}`, {
-                headers: { 'x-api-key': KEYS.all },
-              }),
-        )
-      }
-    }
-    const workers = Array.from({ length: WORKERS }, worker)
-    return {
-      stop: async () => {
-        running = false
-        await Promise.all(workers)
-        return answers
-      },
-    }
+    return steadyLoad(WORKERS, MAX_REQUESTS, (i) => {
+      const gw = gateways[i % 2] as GatewayProcess
+      return i % 4 === 3
+        ? timedRequest(`${gw.url}/api/v1/campaign/get`, { method: 'POST', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, body: '{"userId":101}' })
+        : timedRequest(`${gw.url}/api/v1/report/campaigns/get?advertiserId=101&byDate=1&dateFrom=2026-04-01&dateTo=2026-04-${String(1 + (i % 12)).padStart(2, '0')}`, {
+            headers: { 'x-api-key': KEYS.all },
+          })
+    })
   }
 
   function expectNoneLost(answers: TimedResponse[]): void {

@@ -124,3 +124,25 @@ export async function timedRequest(url: string, init: { method?: string; headers
     return { status: 0, headers: {}, body: '', at, ms: at - started }
   }
 }
+
+/**
+ * `workers` loops sending calls `send(0)`, `send(1)`, ... one after another, until
+ * stop() or `max` calls in all; stop() waits for the calls in flight and returns every
+ * answer, in the order they came.
+ */
+export function steadyLoad<T>(workers: number, max: number, send: (i: number) => Promise<T>): { stop: () => Promise<T[]> } {
+  const answers: T[] = []
+  let running = true
+  let n = 0
+  const worker = async () => {
+    while (running && n < max) answers.push(await send(n++))
+  }
+  const loops = Array.from({ length: workers }, worker)
+  return {
+    stop: async () => {
+      running = false
+      await Promise.all(loops)
+      return answers
+    },
+  }
+}

@@ -116,7 +116,12 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
   it('a replica started with a different PLATFORM_TOKEN (a new one rolled out) publishes its own', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
-    expect((await put(a, sandbox.issueToken())).statusCode).toBe(200)
+    const rotated = sandbox.issueToken()
+    expect((await put(a, rotated)).statusCode).toBe(200)
+    // A's rotation is stored before C starts: it is what C's rolled-out token replaces.
+    // (Building C blocks this process, A's replica too, for longer than a Redis command
+    // may take on a busy machine: A's write must not be in flight then.)
+    expect(await storedOnce(fingerprint(rotated))).toMatchObject({ fingerprint: fingerprint(rotated) })
     const rolledOut = sandbox.issueToken()
 
     const c = await replica({ PLATFORM_TOKEN: rolledOut, GATEWAY_SECRET })
@@ -311,6 +316,27 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(await stored()).toMatchObject({ fingerprint: fingerprint(fromA), version: stateA.version })
     const late = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
     expect(tokenOf(late)).toBe(fromA)
+  })
+
+  it('two replicas changing the token in the same millisecond (equal versions) settle on the one stored first', async () => {
+    // One clock, stopped: both changes carry the same version, as two changes made in
+    // the same millisecond on two replicas do.
+    const at = Date.now()
+    const a = await replica({ PLATFORM_TOKEN: sandbox.issueToken(), GATEWAY_SECRET }, () => at)
+    const b = await replica({ PLATFORM_TOKEN: tokenOf(a) as string, GATEWAY_SECRET }, () => at)
+    const [x, y] = [sandbox.issueToken(), sandbox.issueToken()]
+
+    const stateA = a.ctx.tokens.get('default').replace(x)
+    const stateB = b.ctx.tokens.get('default').replace(y)
+    expect(stateB.version).toBe(stateA.version)
+
+    expect(await within(1000, () => tokenOf(a) === tokenOf(b)), 'the replicas disagree').not.toBeNull()
+    // The write that reached Redis first wins: the other was refused (not newer).
+    const winner = tokenOf(a) as string
+    expect([x, y]).toContain(winner)
+    await new Promise((r) => setTimeout(r, 300))
+    expect([tokenOf(a), tokenOf(b)]).toEqual([winner, winner])
+    expect(await stored()).toMatchObject({ fingerprint: fingerprint(winner), version: stateA.version })
   })
 
   it('two replicas changing the token at once settle on one token, the one stored in Redis', async () => {
