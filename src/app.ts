@@ -29,7 +29,10 @@ import { adminRoutes } from './routes/admin.js'
 import { TokenStore } from './platform/token-store.js'
 import { PlatformClient } from './platform/platform-client.js'
 import { PlatformGovernors } from './platform/platform-governors.js'
-import { probeTokens } from './platform/token-probe.js'
+import { probeStatus, probeTokens } from './platform/token-probe.js'
+import { LoginGate } from './platform/login-gate.js'
+import { TokenVerdicts } from './platform/token-verdict.js'
+import { RefusalLog } from './platform/refusal-log.js'
 import { CampaignOwners } from './teams/campaign-owners.js'
 import { describeProxy, docsUi } from './openapi/document.js'
 import { TeamUsage, answeredByCache } from './teams/team-usage.js'
@@ -106,6 +109,17 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   // Checked from the start, not only when a request needs Redis (issue #7).
   const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS) }) : null
   const bus = redis ? new RedisBus(redis, `${config.redis.keyPrefix}bus:`, log) : null
+  const logins = new LoginGate({
+    redis,
+    breaker,
+    prefix: config.redis.keyPrefix,
+    minIntervalMs: config.platform.loginMinIntervalMs,
+    // A login's longest: its answer's headers, then its body, each within platform.timeout.
+    lockTtlMs: 2 * config.platform.timeoutMs,
+    shared: Boolean(config.gatewaySecret) && redis !== null,
+    log,
+    ...(deps.now ? { now: deps.now } : {}),
+  })
   const tokens = new TokenRegistry(config, {
     dispatcher,
     log,
@@ -115,6 +129,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     expiryWarningsMs: config.platform.expiryWarningsMs,
     filePollMs: config.platform.tokenFilePollMs,
     maintenanceMs: config.platform.maintenanceMs,
+    logins,
     ...(deps.now ? { now: deps.now } : {}),
   })
   const l2 = redis && breaker ? new RedisStore({ redis, breaker, prefix: config.redis.keyPrefix, ...(deps.now ? { now: deps.now } : {}) }) : null
@@ -128,7 +143,15 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
         }) : null
   const teams = new TeamDirectory(config.teams, deps.now)
   const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, weightOf: (team) => teams.weightOf(team) })
-  const client = new PlatformClient({ dispatcher, timeoutMs: config.platform.timeoutMs, defaultBaseUrl: config.platform.baseUrl, governors })
+  const client: PlatformClient = new PlatformClient({
+    dispatcher,
+    timeoutMs: config.platform.timeoutMs,
+    defaultBaseUrl: config.platform.baseUrl,
+    governors,
+    // The probe is a call of this client's own, made only once it serves.
+    verdicts: new TokenVerdicts({ probe: (provider, token) => probeStatus(client, config.platform.probe, provider, token), ...(deps.now ? { now: deps.now } : {}) }),
+    refusals: new RefusalLog({ log, metrics, ...(deps.now ? { now: deps.now } : {}) }),
+  })
   const store = new TieredStore({
     l1: new MemoryStore({ maxBytes: config.cache.l1MaxBytes, ...(deps.now ? { now: deps.now } : {}) }),
     l2,

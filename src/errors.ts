@@ -12,6 +12,10 @@ export const ForbiddenError = createError<[string, { cause?: unknown }?]>('GW_FO
 export const NotFoundError = createError('GW_NOT_FOUND', 'not found', 404)
 export const RateLimitedError = createError<[number]>('GW_RATE_LIMITED', 'rate limit reached; retry in %d s', 429)
 export const PlatformAuthError = createError<[string, { cause?: unknown }?]>('GW_PLATFORM_AUTH', 'the platform refused the gateway token: %s', 502)
+// A 401 the probe call does not confirm: the platform refused this one call (a route behind
+// another guard, say), not the gateway's token, which stays in use. Nothing in it is the
+// caller's key's fault.
+export const PlatformRefusedError = createError<[string]>('GW_PLATFORM_REFUSED', 'the platform refused this call (401) although it accepts the gateway token: %s', 502)
 export const UpstreamError = createError<[string, { cause?: unknown }?]>('GW_UPSTREAM', 'the platform failed: %s', 502)
 export const UpstreamTimeoutError = createError('GW_UPSTREAM_TIMEOUT', 'the platform did not answer in time', 504)
 export const AdminUnavailableError = createError('GW_ADMIN_DISABLED', 'admin calls are disabled: no ADMIN_TOKEN or ADMIN_TOKENS_FILE is configured', 503)
@@ -41,6 +45,7 @@ export const allErrors = {
   NotFoundError,
   RateLimitedError,
   PlatformAuthError,
+  PlatformRefusedError,
   UpstreamError,
   UpstreamTimeoutError,
   AdminUnavailableError,

@@ -92,6 +92,12 @@ export function createMetrics() {
       labelNames: ['credential'] as const,
       registers: [registry],
     }),
+    platformUnauthorized: new Counter({
+      name: 'gateway_platform_unauthorized_total',
+      help: 'Platform 401 answers to calls, by credential and what the probe call said of the token (confirmed: refused; unconfirmed: accepted, the call alone was refused; probe_failed; no_probe)',
+      labelNames: ['credential', 'verdict'] as const,
+      registers: [registry],
+    }),
     teamRequests: new Counter({
       name: 'gateway_team_requests_total',
       help: 'Requests answered per team, by result (hit: answered by the cache; ok; rate_limited; refused: other 4xx; error: 5xx)',

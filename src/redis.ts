@@ -159,6 +159,9 @@ export async function closeRedis(client: RedisClient): Promise<void> {
   }
 }
 
+/** Deletes a lock key only while it holds its owner's token (KEYS[1], ARGV[1]): only its owner releases a lock. */
+export const RELEASE_IF_OWNER = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`
+
 export type BreakerState = 'closed' | 'open' | 'half-open'
 
 /**

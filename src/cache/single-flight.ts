@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { RedisBreaker, RedisBus, RedisClient } from '../redis.js'
+import { RELEASE_IF_OWNER, type RedisBreaker, type RedisBus, type RedisClient } from '../redis.js'
 
 /** Concurrent calls with one key share one run of `fn` in this process. */
 export class SingleFlight<T> {
@@ -20,7 +20,6 @@ export class SingleFlight<T> {
 }
 
 // Only the owner of a lock (its token) renews or releases it.
-const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`
 const FILLED_CHANNEL = 'filled'
 const FAILED_CHANNEL = 'fill-failed'
@@ -123,7 +122,7 @@ export class ReplicaLock {
     return {
       abandon: async () => {
         clearInterval(heartbeat)
-        await this.#breaker.run(() => this.#redis.eval(RELEASE, 1, lockKey, token), undefined)
+        await this.#breaker.run(() => this.#redis.eval(RELEASE_IF_OWNER, 1, lockKey, token), undefined)
       },
       release: async (failure) => {
         clearInterval(heartbeat)
@@ -132,7 +131,7 @@ export class ReplicaLock {
         // it could find the lock gone and take it over.
         await this.#breaker.run(() => {
           const announce = failure ? this.#bus.publish(FAILED_CHANNEL, JSON.stringify({ key, ...failure })) : this.#bus.publish(FILLED_CHANNEL, key)
-          return Promise.all([announce, this.#redis.eval(RELEASE, 1, lockKey, token)])
+          return Promise.all([announce, this.#redis.eval(RELEASE_IF_OWNER, 1, lockKey, token)])
         }, undefined)
       },
     }

@@ -125,6 +125,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       tokenFilePollMs: parseDuration(p.tokenFilePoll),
       maintenanceMs: parseDuration(p.maintenanceInterval),
       probe: p.probe,
+      loginMinIntervalMs: parseDuration(p.loginMinInterval),
     },
     credentials,
     redis: {

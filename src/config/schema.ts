@@ -132,6 +132,7 @@ export const ConfigSchema = Type.Object(
             { additionalProperties: false },
           ),
         ),
+        loginMinInterval: Duration,
       },
       { additionalProperties: false },
     ),

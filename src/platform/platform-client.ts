@@ -4,9 +4,11 @@ import type { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request, type Dispatcher } from 'undici'
 import type { FastifyError } from 'fastify'
-import { PlatformAuthError, ShuttingDownError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
-import type { TokenProvider } from './token-provider.js'
+import { PlatformAuthError, PlatformRefusedError, ShuttingDownError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
+import type { TokenProvider, TokenState } from './token-provider.js'
 import type { PlatformGovernors } from './platform-governors.js'
+import type { TokenVerdicts, Verdict } from './token-verdict.js'
+import type { RefusalLog } from './refusal-log.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
 
 export interface PlatformCall {
@@ -18,7 +20,7 @@ export interface PlatformCall {
   /** A string or buffer can be sent again after a re-login; a stream cannot. */
   body?: string | Buffer | Readable | null
   requestId: string
-  /** A read: after a 401, retried once with a new token, and after a 502/503/504 or a reset (a write never is). */
+  /** A read: after a 401 the probe confirms, retried once with a new token, and after a 502/503/504 or a reset (a write never is). */
   read: boolean
   /** Whose call it is: the governor serves the teams' queued calls in turn. */
   team: string
@@ -54,22 +56,26 @@ const MAX_JSON_REPLY_BYTES = 16 * 1024 * 1024
  * The one place that calls the platform (issue #6): the proxy, the report fill, the
  * ownership lookups and the admin probe. It injects the credential's token, waits for a
  * slot of the credential's governor (issue #8), bounds the whole call by one deadline
- * (issue #9), does the shared re-login plus one retry for reads on a 401 and the bounded
- * read retries, and maps failures to GW_* errors.
+ * (issue #9), does the shared re-login plus one retry for reads on a 401 that the probe
+ * call confirms (issue 15), the bounded read retries, and maps failures to GW_* errors.
  */
 export class PlatformClient {
   readonly #dispatcher: Dispatcher
   readonly #timeoutMs: number
   readonly #defaultBase: string
   readonly #governors: PlatformGovernors
+  readonly #verdicts: TokenVerdicts
+  readonly #refusals: RefusalLog
   // Every call in flight listens on it: no listener limit (Node warns past 10).
   readonly #shutdown = maxListenersOff(new AbortController())
 
-  constructor(opts: { dispatcher: Dispatcher; timeoutMs: number; defaultBaseUrl: string | null; governors: PlatformGovernors }) {
+  constructor(opts: { dispatcher: Dispatcher; timeoutMs: number; defaultBaseUrl: string | null; governors: PlatformGovernors; verdicts: TokenVerdicts; refusals: RefusalLog }) {
     this.#dispatcher = opts.dispatcher
     this.#timeoutMs = opts.timeoutMs
     this.#defaultBase = opts.defaultBaseUrl ?? ''
     this.#governors = opts.governors
+    this.#verdicts = opts.verdicts
+    this.#refusals = opts.refusals
   }
 
   /** The platform has paused the credential (a 429): a cached copy is better than a wait. */
@@ -79,8 +85,9 @@ export class PlatformClient {
 
   /**
    * One call with the provider's current token. Any status but 401 is the caller's to
-   * read (its body must be consumed or destroyed); a 401 after the re-login, or on a
-   * write, is GW_PLATFORM_AUTH.
+   * read (its body must be consumed or destroyed). A 401 the probe call does not confirm
+   * is GW_PLATFORM_REFUSED; a confirmed one on a write, or again after the re-login, is
+   * GW_PLATFORM_AUTH.
    */
   async send(provider: TokenProvider, platformCall: PlatformCall): Promise<PlatformResponse> {
     const deadline = this.#deadline(platformCall.timeoutMs)
@@ -130,14 +137,37 @@ export class PlatformClient {
     const res = await this.#once(provider.name, base, call, first.token, deadline)
     if (res.status !== 401) return res
     res.body.resume()
-    const renewed = await abortable(provider.recover(first.token), call.signal)
-    if (!renewed) throw new PlatformAuthError('no new token could be had')
-    if (!call.read || !isReplayable(call.body)) throw new PlatformAuthError('the platform refused the token (a write is not retried)')
+    const { renewed, verdict } = await abortable(this.#renewal(provider, call, first.token), call.signal)
+    if (!call.read || !isReplayable(call.body)) {
+      throw verdict === 'confirmed' ? new PlatformAuthError('the platform refused the token (a write is not retried)') : refusedCall(verdict)
+    }
     const again = await this.#once(provider.name, base, call, renewed.token, deadline)
     if (again.status !== 401) return again
     again.body.resume()
-    void provider.recover(renewed.token)
+    const retried = await abortable(this.#verdict(provider, renewed.token, call), call.signal)
+    if (retried !== 'confirmed') throw refusedCall(retried)
+    provider.condemn(renewed.token)
     throw new PlatformAuthError('the platform refused a freshly obtained token')
+  }
+
+  /**
+   * The token to send a call again with after its 401 (issue 15): only once the probe call
+   * confirms that the token itself is refused, or (no probe configured) from a re-login
+   * loginMinInterval allows. Anything else is that call's refusal alone: GW_PLATFORM_REFUSED,
+   * the token stays, no login and no retry.
+   */
+  async #renewal(provider: TokenProvider, call: PlatformCall, token: string): Promise<{ renewed: TokenState; verdict: 'confirmed' | 'no_probe' }> {
+    const verdict = await this.#verdict(provider, token, call)
+    if (verdict === 'unconfirmed' || verdict === 'probe_failed') throw refusedCall(verdict)
+    const renewed = await provider.recover(token, verdict === 'confirmed')
+    if (renewed) return { renewed, verdict }
+    throw verdict === 'confirmed' ? new PlatformAuthError('no new token could be had') : refusedCall(verdict)
+  }
+
+  async #verdict(provider: TokenProvider, token: string, call: PlatformCall): Promise<Verdict> {
+    const verdict = await this.#verdicts.judge(provider, token)
+    this.#refusals.note(provider.name, verdict, call)
+    return verdict
   }
 
   /** A read whose JSON answer the gateway itself needs (ownership lookups). */
@@ -212,6 +242,16 @@ export class PlatformClient {
     this.#governors.retried(credential)
     return delay
   }
+}
+
+const REFUSAL_REASONS: Record<Exclude<Verdict, 'confirmed'>, string> = {
+  unconfirmed: 'the token check call accepts the token, so the platform refused this call only',
+  probe_failed: 'the token check call failed, so the token is kept',
+  no_probe: 'no token check call is configured (platform.probe), so one 401 does not condemn the token',
+}
+
+function refusedCall(verdict: Exclude<Verdict, 'confirmed'>): FastifyError {
+  return new PlatformRefusedError(REFUSAL_REASONS[verdict])
 }
 
 function isReplayable(body: PlatformCall['body']): boolean {

@@ -13,7 +13,9 @@ const PROBE_CALLER = '(probe)'
 
 /**
  * The status the platform gives `token` on the configured probe call (`platform.probe`);
- * null when there is no probe or no platform address. Network failures are thrown.
+ * null when there is no probe or no platform address. Network failures are thrown. It
+ * checks a token offered to PUT /admin/token, a configured token at start, and a token
+ * the platform answered 401 to (token-verdict.ts).
  */
 export async function probeStatus(client: PlatformClient, probe: ProbeCall, provider: TokenProvider, token: string): Promise<number | null> {
   const baseUrl = provider.credential.baseUrl
@@ -49,5 +51,5 @@ async function probeOne(provider: TokenProvider, client: PlatformClient, probe: 
     log.warn({ credential: provider.name, cause: (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message }, 'platform token not checked at start: the probe call failed')
     return
   }
-  if (status === 401 || status === 403) await provider.recover(state.token)
+  if (status === 401 || status === 403) await provider.recover(state.token, true)
 }

@@ -9,6 +9,7 @@ import type { SecretSet } from '../logger.js'
 import { fingerprint } from '../fingerprint.js'
 import { TokenLoginError } from '../errors.js'
 import { passwordLogin } from './password-login.js'
+import type { LoginGate } from './login-gate.js'
 import { crossedWarnings, refreshAt, tokenExpiry } from './token-expiry.js'
 
 /** Where the token in use came from. `shared`: another replica, through Redis. */
@@ -45,6 +46,8 @@ export interface TokenProviderDeps {
   now?: () => number
   /** How often expiry is checked (warnings, scheduled re-login, the loud rejected line). */
   maintenanceMs: number
+  /** Every password login passes it: one at a time across replicas, at most one per loginMinInterval. */
+  logins: LoginGate
 }
 
 export interface ChangeEvent {
@@ -119,7 +122,8 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       this.#watchTokenFile(c.tokenFile)
     } else if (c.login) {
       try {
-        await this.#login('start')
+        // No token yet: exempt from loginMinInterval, not from the lock.
+        await this.#login('start', true)
       } catch (err) {
         // Not fatal: readiness stays false and the maintenance tick tries again.
         this.#deps.log.error({ err, credential: this.name }, 'platform login failed at start; retrying every maintenance tick')
@@ -138,21 +142,26 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   }
 
   /**
-   * The platform answered 401 to `failedToken`. With a password login: one re-login
-   * shared by every caller that saw the 401. Otherwise the credential is unusable
-   * until a new token arrives (file, admin call, another replica).
+   * The platform answered 401 to `failedToken`; `confirmed`: the probe call says the token
+   * itself is refused (issue 15). With a password login: one re-login shared by every
+   * caller that saw the 401 (unconfirmed, only when loginMinInterval allows). Without one,
+   * a confirmed refusal makes the credential unusable until a new token arrives (file,
+   * admin call, another replica); an unconfirmed one changes nothing.
    */
-  async recover(failedToken: string): Promise<TokenState | null> {
+  async recover(failedToken: string, confirmed: boolean): Promise<TokenState | null> {
     if (this.#state && this.#state.token !== failedToken) return this.usable() ? this.#state : null
     if (!this.credential.login) {
-      this.#markRejected()
+      if (confirmed) this.#markRejected()
       return null
     }
-    this.#relogin ??= this.#login('relogin')
+    this.#relogin ??= this.#login('relogin', confirmed, this.#state)
       .catch((err: unknown) => {
         this.#deps.log.error({ err, credential: this.name }, 'platform re-login after 401 failed')
-        this.#markRejected()
         return null
+      })
+      .then((state) => {
+        if (!state && confirmed) this.#markRejected()
+        return state
       })
       .finally(() => {
         this.#relogin = null
@@ -160,10 +169,17 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     return this.#relogin
   }
 
-  /** POST /admin/token/refresh: a new password login now. */
+  /** A token the probe call confirmed refused right after it was obtained: no second login at once (the maintenance tick tries). */
+  condemn(token: string): void {
+    if (this.#state?.token === token) this.#markRejected()
+  }
+
+  /** POST /admin/token/refresh: a new password login now (exempt from loginMinInterval, not from the lock). */
   async refresh(actor?: string): Promise<TokenState> {
     if (!this.credential.login) throw new TokenLoginError(`credential ${this.name} has no password login`)
-    return this.#login('refresh', actor)
+    const state = await this.#login('refresh', true, null, actor)
+    if (!state) throw new TokenLoginError('another replica held the login lock too long; try again')
+    return state
   }
 
   /** PUT /admin/token: a token pasted by ops. */
@@ -218,11 +234,38 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     return state
   }
 
-  async #login(reason: ChangeEvent['reason'], actor?: string): Promise<TokenState> {
-    const c = this.credential
-    if (!c.login || !c.baseUrl) throw new TokenLoginError(`credential ${this.name} has no password login`)
-    const result = await passwordLogin(c.baseUrl, c.login, this.#deps.dispatcher, this.#deps.timeoutMs)
-    return this.#set(result.token, 'login', result.expiresIn, reason, actor)
+  /**
+   * A password login through the login gate: the new token, another replica's that arrived
+   * meanwhile, or null when the gate made none (see LoginGate.run). `refused`: the token
+   * whose 401 asked for it.
+   */
+  async #login(reason: ChangeEvent['reason'], exempt: boolean, refused: TokenState | null = null, actor?: string): Promise<TokenState | null> {
+    const { login, baseUrl } = this.credential
+    if (!login || !baseUrl) throw new TokenLoginError(`credential ${this.name} has no password login`)
+    return this.#deps.logins.run({
+      credential: this.name,
+      refused,
+      exempt,
+      current: () => this.#state,
+      changed: (ms) => this.#changed(ms),
+      login: async () => {
+        const result = await passwordLogin(baseUrl, login, this.#deps.dispatcher, this.#deps.timeoutMs)
+        return this.#set(result.token, 'login', result.expiresIn, reason, actor)
+      },
+    })
+  }
+
+  /** Resolves at the next change of token, or after `ms`. */
+  #changed(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.off('change', done)
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      this.once('change', done)
+    })
   }
 
   #markRejected(): void {
@@ -298,8 +341,10 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     if (this.#rejected) this.#loudRejected()
     // No token yet, or a refused one whose re-login failed: requests no longer reach the
     // platform (so no 401 asks for a re-login), so the login is retried here.
+    // Both are exempt from loginMinInterval: no token yet is the start login again, and a
+    // rejected one was confirmed refused by the probe (this tick bounds the retries).
     if (!this.#state || (this.#rejected && this.credential.login)) {
-      if (this.credential.login) await this.#login('login').catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'platform login failed'))
+      if (this.credential.login) await this.#login('login', true, this.#state).catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'platform login failed'))
       return
     }
     const leftMs = this.#state.expiresAt - now
@@ -311,7 +356,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     }
     this.#lastLeftMs = leftMs
     if (this.credential.login && now >= refreshAt(this.#state.expiresAt, this.#deps.refreshBeforeMs, this.#state.obtainedAt)) {
-      await this.#login('login').catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'scheduled platform re-login failed; the current token is kept'))
+      await this.#login('login', false).catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'scheduled platform re-login failed; the current token is kept'))
     }
   }
 }

@@ -11,7 +11,7 @@ import { reportCacheKey } from './cache-key.js'
 import { fetchReport, type FetchResult } from './report-fetcher.js'
 import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../teams/team-usage.js'
-import { PlatformAuthError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
+import { PlatformAuthError, PlatformRefusedError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
@@ -301,6 +301,7 @@ function fillFailure(failure: FillFailure): Extract<FetchResult, { kind: 'failed
   const error =
     failure.code === 'GW_UPSTREAM_TIMEOUT' ? new UpstreamTimeoutError()
     : failure.code === 'GW_PLATFORM_AUTH' ? new PlatformAuthError('the platform refused the gateway token')
+    : failure.code === 'GW_PLATFORM_REFUSED' ? new PlatformRefusedError('the replica that made the call was told so by its probe call')
     : new UpstreamError(failure.response ? `status ${failure.response.status}` : 'the fill on another replica failed')
   const r = failure.response
   return r ? { kind: 'failed', error, response: { status: r.status, headers: r.headers, body: Buffer.from(r.body, 'base64') } } : { kind: 'failed', error }

@@ -65,9 +65,10 @@ beforeAll(async () => {
   expect((await proxyCall('POST', '/api/v1/campaign/get', all, { userId: 101 })).statusCode).toBe(504)
   for (let i = 0; i < 4; i++) await proxyCall('POST', '/api/v1/campaign/get', { 'x-api-key': KEYS.limited }, { userId: 101 })
   expect(answered.at(-1)?.status).toBe(429)
-  // A refused token that cannot be replaced: the password login fails too.
+  // A refused token that cannot be replaced: the platform refuses the fresh one too (the
+  // call, its probe, the retry with the new token and that token's probe all answer 401).
   sandbox.revokeAllTokens()
-  sandbox.setFailure({ kind: 'status', status: 401, body: { message: 'Unauthenticated.' }, times: 2 })
+  sandbox.setFailure({ kind: 'status', status: 401, body: { message: 'Unauthenticated.' }, times: 4 })
   expect((await proxyCall('POST', '/api/v1/campaign/get', all, { userId: 101 })).statusCode).toBe(502)
   // Let the logger's stream drain.
   await new Promise((r) => setTimeout(r, 50))

@@ -9,11 +9,13 @@ import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf, campaignList, expectNoSecrets } from '../helpers/gateway-calls.js'
 import { waitUntil } from '../helpers/wait.js'
 
-// Issue 4, recovery: when the platform answers 401, a password-login credential logs
-// in again once (shared by every caller that saw the 401) and retries reads; a write is
-// never retried; a static or file token makes the credential unusable (502
-// GW_PLATFORM_AUTH, listed as degraded in /readyz, a loud log line) until a new token
-// arrives. Readiness stays 200 (issue #7): cached reports are still served.
+// Issue 4, recovery: when the platform answers 401 and the probe call confirms that the
+// token is refused (issue 15; token-refusal.test.ts has the 401s it does not confirm), a
+// password-login credential logs in again once (shared by every caller that saw the 401)
+// and retries reads; a write is never retried; a static or file token makes the
+// credential unusable (502 GW_PLATFORM_AUTH, listed as degraded in /readyz, a loud log
+// line) until a new token arrives. Readiness stays 200 (issue #7): cached reports are
+// still served.
 
 const ADMIN_TOKEN = 'recovery-admin-token-0123456789abcdef'
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07'
@@ -32,7 +34,9 @@ async function gateway(env: Record<string, string>, yaml = TEAMS_YAML): Promise<
 }
 
 const isTokenRequest = (r: SandboxRequestRecord) => r.path === '/oauth/token'
-const onPath = (path: string) => (r: SandboxRequestRecord) => r.path === path
+const isProbe = (r: SandboxRequestRecord) => String(r.headers['x-request-id']).startsWith('token-probe-')
+/** The gateway's calls of a path for its callers, not its probe calls (POST /api/v1/campaign/get too). */
+const onPath = (path: string) => (r: SandboxRequestRecord) => r.path === path && !isProbe(r)
 
 function tokenOf(gw: TestGateway): string {
   const token = gw.ctx.tokens.get('default').current()?.token
@@ -103,6 +107,8 @@ describe('password login: 401 → one re-login → one retry', () => {
     expect(calls.map(bearerOf)).toEqual([old, tokenOf(gw)])
     // The retry sends the caller's body again, byte for byte.
     expect(calls.map((c) => c.body)).toEqual([JSON.stringify({ userId: 101 }), JSON.stringify({ userId: 101 })])
+    // In between, one probe call with the refused token confirmed the refusal.
+    expect(sandbox.requests.filter(isProbe).map(bearerOf)).toEqual([old])
     expect(sandbox.countRequests(isTokenRequest)).toBe(1)
   })
 
@@ -136,6 +142,8 @@ describe('password login: 401 → one re-login → one retry', () => {
     ])
     expect(results.map((r) => r.statusCode)).toEqual(Array(10).fill(200))
     expect(sandbox.countRequests(isTokenRequest)).toBe(1)
+    // One probe call for them all.
+    expect(sandbox.countRequests(isProbe)).toBe(1)
     // Each call went up twice at most: once refused, once retried.
     expect(sandbox.countRequests(onPath('/api/v1/campaign/get'))).toBe(12)
     expect(sandbox.countRequests(onPath('/api/v1/report/campaigns/get'))).toBe(8)
@@ -226,7 +234,9 @@ describe('static or file token: 401 makes the credential unusable until a new to
     expect(rep.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
     const write = await createCampaign(gw)
     expect(write.statusCode).toBe(502)
-    expect(sandbox.countRequests((r) => r.path.startsWith('/api/v1/'))).toBe(1)
+    // The read and the one probe call that confirmed its 401.
+    expect(sandbox.countRequests((r) => r.path.startsWith('/api/v1/'))).toBe(2)
+    expect(sandbox.countRequests(isProbe)).toBe(1)
 
     // Loud: an error line at once, repeated on every maintenance tick.
     const first = loudLines(gw)
@@ -253,7 +263,7 @@ describe('static or file token: 401 makes the credential unusable until a new to
     const provider = gw.ctx.tokens.get('default')
     const next = sandbox.issueToken()
     provider.replace(next)
-    expect(await provider.recover(token)).toMatchObject({ token: next })
+    expect(await provider.recover(token, true)).toMatchObject({ token: next })
     expect(provider.usable()).toBe(true)
     expect((await ready(gw)).statusCode).toBe(200)
   })
