@@ -125,6 +125,9 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       tokenFilePollMs: parseDuration(p.tokenFilePoll),
       maintenanceMs: parseDuration(p.maintenanceInterval),
       probe: p.probe,
+      bufferBytes: parseSize(p.bufferBytes),
+      bufferTotalBytes: parseSize(p.bufferTotalBytes),
+      readIdleTimeoutMs: parseDuration(p.readIdleTimeout),
     },
     credentials,
     redis: {
