@@ -29,6 +29,7 @@ import { adminRoutes } from './routes/admin.js'
 import { TokenStore } from './platform/token-store.js'
 import { PlatformClient } from './platform/platform-client.js'
 import { PlatformGovernors } from './platform/platform-governors.js'
+import { PlatformAnswers } from './platform/answer-buffer.js'
 import { probeTokens } from './platform/token-probe.js'
 import { CampaignOwners } from './teams/campaign-owners.js'
 import { describeProxy, docsUi } from './openapi/document.js'
@@ -129,6 +130,12 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const teams = new TeamDirectory(config.teams, deps.now)
   const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, weightOf: (team) => teams.weightOf(team) })
   const client = new PlatformClient({ dispatcher, timeoutMs: config.platform.timeoutMs, defaultBaseUrl: config.platform.baseUrl, governors })
+  const answers = new PlatformAnswers({
+    callBytes: config.platform.bufferBytes,
+    totalBytes: config.platform.bufferTotalBytes,
+    readIdleMs: config.platform.readIdleTimeoutMs,
+    onSlowReader: (credential) => metrics.platformSlowReaders.inc({ credential }),
+  })
   const store = new TieredStore({
     l1: new MemoryStore({ maxBytes: config.cache.l1MaxBytes, ...(deps.now ? { now: deps.now } : {}) }),
     l2,
@@ -152,6 +159,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     metrics,
     log,
     client,
+    answers,
     usage,
     ...(deps.now ? { now: deps.now } : {}),
   })
@@ -173,6 +181,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     lifecycle: { phase: 'starting' },
     now: deps.now ?? Date.now,
     governors,
+    answers,
     campaignOwners: new CampaignOwners({
       config,
       client,
