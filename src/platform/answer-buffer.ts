@@ -46,6 +46,13 @@ export interface AnswerReader {
   log: Pick<Logger, 'warn'>
 }
 
+/** What is still to come of a platform answer: its chunks, and the body they are read from. */
+export interface AnswerRest {
+  chunks: AsyncIterator<Buffer>
+  /** Destroyed to end the platform call at once, even while a chunk is awaited. */
+  body: Readable
+}
+
 /** A platform answer as its caller gets it. */
 export interface HeldAnswer {
   /** Its length when it was received whole (its slot is free already); null while its rest streams from the platform. */
@@ -77,24 +84,24 @@ export class PlatformAnswers {
    * rest as it streams. A body that fails while it is received is the call's GW_* error.
    */
   async receive(body: Readable, contentLength: string | undefined, reader: AnswerReader): Promise<HeldAnswer> {
-    const chunks = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>
+    const rest: AnswerRest = { chunks: body[Symbol.asyncIterator](), body }
     let held = 0
     // A declared length is reserved at once: answers arriving together do not each take
     // a part of the budget and then all stream.
     const declared = contentLength === undefined ? NaN : Number(contentLength)
     if (Number.isSafeInteger(declared)) {
-      if (declared > this.#limits.callBytes || !this.budget.reserve(declared)) return { length: null, body: this.#watched([], chunks, 0, reader) }
+      if (declared > this.#limits.callBytes || !this.budget.reserve(declared)) return { length: null, body: this.#watched([], rest, 0, reader) }
       held = declared
     }
     const head: Buffer[] = []
     let size = 0
     try {
       // Driven by hand: leaving a for-await loop early would destroy the body, whose rest is still to stream.
-      for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+      for (let next = await rest.chunks.next(); !next.done; next = await rest.chunks.next()) {
         head.push(next.value)
         size += next.value.length
         if (size <= held) continue
-        if (size > this.#limits.callBytes || !this.budget.reserve(size - held)) return { length: null, body: this.#watched(head, chunks, held, reader) }
+        if (size > this.#limits.callBytes || !this.budget.reserve(size - held)) return { length: null, body: this.#watched(head, rest, held, reader) }
         held = size
       }
     } catch (err) {
@@ -107,11 +114,11 @@ export class PlatformAnswers {
   }
 
   /** An answer's `head`, already read, then its `rest` from the platform, watched for a caller that stops reading. */
-  stream(head: Buffer[], rest: AsyncIterator<Buffer>, reader: AnswerReader): Readable {
+  stream(head: Buffer[], rest: AnswerRest, reader: AnswerReader): Readable {
     return this.#watched(head, rest, 0, reader)
   }
 
-  #watched(head: Buffer[], rest: AsyncIterator<Buffer> | null, held: number, reader: AnswerReader): Readable {
+  #watched(head: Buffer[], rest: AnswerRest | null, held: number, reader: AnswerReader): Readable {
     return new WatchedAnswer(head, rest, this.#limits.readIdleMs, {
       idle: () => {
         this.#onSlowReader(reader.credential)
@@ -129,12 +136,12 @@ export class PlatformAnswers {
  */
 class WatchedAnswer extends Readable {
   readonly #head: Buffer[]
-  readonly #rest: AsyncIterator<Buffer> | null
+  readonly #rest: AnswerRest | null
   readonly #idleMs: number
   readonly #on: { idle: () => void; closed: () => void }
   #timer: NodeJS.Timeout | null = null
 
-  constructor(head: Buffer[], rest: AsyncIterator<Buffer> | null, idleMs: number, on: { idle: () => void; closed: () => void }) {
+  constructor(head: Buffer[], rest: AnswerRest | null, idleMs: number, on: { idle: () => void; closed: () => void }) {
     super()
     this.#head = head
     this.#rest = rest
@@ -151,9 +158,9 @@ class WatchedAnswer extends Readable {
     else this.push(null)
   }
 
-  async #pull(rest: AsyncIterator<Buffer>): Promise<void> {
+  async #pull(rest: AnswerRest): Promise<void> {
     try {
-      const next = await rest.next()
+      const next = await rest.chunks.next()
       if (this.destroyed) return
       if (next.done) this.push(null)
       else if (!this.push(next.value)) this.#startClock()
@@ -165,7 +172,7 @@ class WatchedAnswer extends Readable {
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
     this.#stopClock()
     // Ends the platform body, if it is still open: its slot is given back.
-    void this.#rest?.return?.()
+    this.#rest?.body.destroy()
     this.#on.closed()
     callback(err)
   }

@@ -164,7 +164,7 @@ export class ReportCache {
         // Nobody reads this answer: an unread oversize body would hold its connection open.
         if (result.kind === 'oversize' && !result.taken) {
           result.taken = true
-          void result.rest[Symbol.asyncIterator]().return?.()
+          result.rest.body.destroy()
         }
       },
       (err: unknown) => this.#d.log.warn({ err }, 'background refresh of a report failed'),
@@ -272,7 +272,7 @@ export class ReportCache {
     const { headers, head, rest } = own as Extract<FillResult, { kind: 'oversize' }>
     this.#count('BYPASS', 'platform')
     // The rest is read at the caller's pace, its slot held meanwhile: a caller that stops reading is cut off.
-    const stream = this.#d.answers.stream(head, rest[Symbol.asyncIterator](), { credential: provider.name, team: opts.team, path: report.path, log: opts.log })
+    const stream = this.#d.answers.stream(head, rest, { credential: provider.name, team: opts.team, path: report.path, log: opts.log })
     return { kind: 'stream', headers, stream, gzipped: headers['content-encoding'] === 'gzip', ...(own.upstreamMs === undefined ? {} : { upstreamMs: own.upstreamMs }) }
   }
 

@@ -153,6 +153,25 @@ describe('the read-idle watchdog', () => {
     expect(a.budget.used).toBe(0)
   })
 
+  it('ends the platform body at once when the caller goes away while a chunk is awaited', async () => {
+    const a = answers({ callBytes: 1, totalBytes: 1024 * KiB })
+    // One chunk, then a platform that sends nothing more within the test.
+    const source = Readable.from(
+      (async function* () {
+        yield Buffer.alloc(10 * KiB)
+        await sleep(5000)
+        yield Buffer.alloc(10 * KiB)
+      })(),
+      { objectMode: false },
+    )
+    const answer = await a.receive(source, undefined, reader())
+    answer.body.resume()
+    await sleep(20)
+    answer.body.destroy()
+    await waitFor('the platform body ended', () => source.destroyed, 100)
+    expect(a.slow).toEqual([])
+  })
+
   it('does not count the platform\'s slowness against a caller that reads at once', async () => {
     const a = answers({ callBytes: 1, totalBytes: 1024 * KiB, readIdleMs: 50 })
     // Chunks 120 ms apart: longer than readIdleMs each time.
