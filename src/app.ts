@@ -33,6 +33,7 @@ import { probeStatus, probeTokens } from './platform/token-probe.js'
 import { LoginGate } from './platform/login-gate.js'
 import { TokenVerdicts } from './platform/token-verdict.js'
 import { RefusalLog } from './platform/refusal-log.js'
+import { PlatformAnswers } from './platform/answer-buffer.js'
 import { CampaignOwners } from './teams/campaign-owners.js'
 import { describeProxy, docsUi } from './openapi/document.js'
 import { TeamUsage, answeredByCache } from './teams/team-usage.js'
@@ -152,6 +153,12 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     verdicts: new TokenVerdicts({ probe: (provider, token) => probeStatus(client, config.platform.probe, provider, token), ...(deps.now ? { now: deps.now } : {}) }),
     refusals: new RefusalLog({ log, metrics, ...(deps.now ? { now: deps.now } : {}) }),
   })
+  const answers = new PlatformAnswers({
+    callBytes: config.platform.bufferBytes,
+    totalBytes: config.platform.bufferTotalBytes,
+    readIdleMs: config.platform.readIdleTimeoutMs,
+    onSlowReader: (credential) => metrics.platformSlowReaders.inc({ credential }),
+  })
   const store = new TieredStore({
     l1: new MemoryStore({ maxBytes: config.cache.l1MaxBytes, ...(deps.now ? { now: deps.now } : {}) }),
     l2,
@@ -175,6 +182,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     metrics,
     log,
     client,
+    answers,
     usage,
     ...(deps.now ? { now: deps.now } : {}),
   })
@@ -196,6 +204,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     lifecycle: { phase: 'starting' },
     now: deps.now ?? Date.now,
     governors,
+    answers,
     campaignOwners: new CampaignOwners({
       config,
       client,

@@ -10,6 +10,7 @@ import type { RateLimiter } from './teams/rate-limit.js'
 import type { ReportCache } from './reports/report-cache.js'
 import type { CampaignOwners } from './teams/campaign-owners.js'
 import type { PlatformGovernors } from './platform/platform-governors.js'
+import type { PlatformAnswers } from './platform/answer-buffer.js'
 import type { TeamUsage } from './teams/team-usage.js'
 import type { AdminAuth } from './routes/admin-auth.js'
 
@@ -32,6 +33,8 @@ export interface GatewayContext {
   campaignOwners: CampaignOwners
   /** The platform calls of each credential: slots, queue, 429 pause. */
   governors: PlatformGovernors
+  /** Platform answers held for their callers: what their slots do not wait for. */
+  answers: PlatformAnswers
   /** Where this replica is in its life: readiness is 503 unless `serving`. */
   lifecycle: { phase: 'starting' | 'serving' | 'stopping' }
   /** The gateway's clock (tests pass a fake one). */

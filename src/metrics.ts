@@ -98,6 +98,12 @@ export function createMetrics() {
       labelNames: ['credential', 'verdict'] as const,
       registers: [registry],
     }),
+    platformSlowReaders: new Counter({
+      name: 'gateway_platform_slow_readers_total',
+      help: 'Answers cut off because their caller took none of them for platform.readIdleTimeout, freeing the platform slot or the memory they held',
+      labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
     teamRequests: new Counter({
       name: 'gateway_team_requests_total',
       help: 'Requests answered per team, by result (hit: answered by the cache; ok; rate_limited; refused: other 4xx; error: 5xx)',

@@ -79,6 +79,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   if (parseDuration(raw.server.connectionTimeout) <= parseDuration(p.timeout)) {
     problems.push(`server.connectionTimeout: must be longer than platform.timeout (${String(p.timeout)})`)
   }
+  // Shorter would cut off callers whose connection merely hiccups.
+  if (parseDuration(p.readIdleTimeout) < 100) problems.push(`platform.readIdleTimeout: must be at least 100ms (got ${String(p.readIdleTimeout)})`)
 
   const secrets = [raw.admin.token, raw.gatewaySecret]
     .concat(Object.values(credentials).flatMap((c) => [c.token, c.login?.password, c.login?.clientSecret]))
@@ -126,6 +128,9 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       maintenanceMs: parseDuration(p.maintenanceInterval),
       probe: p.probe,
       loginMinIntervalMs: parseDuration(p.loginMinInterval),
+      bufferBytes: parseSize(p.bufferBytes),
+      bufferTotalBytes: parseSize(p.bufferTotalBytes),
+      readIdleTimeoutMs: parseDuration(p.readIdleTimeout),
     },
     credentials,
     redis: {

@@ -1,6 +1,7 @@
-import { Readable } from 'node:stream'
+import type { Readable } from 'node:stream'
 import type { Logger } from 'pino'
 import type { PlatformClient } from '../platform/platform-client.js'
+import type { PlatformAnswers } from '../platform/answer-buffer.js'
 import type { Config } from '../config.js'
 import type { Metrics } from '../metrics.js'
 import type { TokenProvider } from '../platform/token-provider.js'
@@ -56,6 +57,7 @@ export interface ReportCacheDeps {
   metrics: Metrics
   log: Logger
   client: PlatformClient
+  answers: PlatformAnswers
   usage: TeamUsage
   now?: () => number
 }
@@ -162,7 +164,7 @@ export class ReportCache {
         // Nobody reads this answer: an unread oversize body would hold its connection open.
         if (result.kind === 'oversize' && !result.taken) {
           result.taken = true
-          void result.rest[Symbol.asyncIterator]().return?.()
+          result.rest.body.destroy()
         }
       },
       (err: unknown) => this.#d.log.warn({ err }, 'background refresh of a report failed'),
@@ -269,10 +271,8 @@ export class ReportCache {
     result.taken = true
     const { headers, head, rest } = own as Extract<FillResult, { kind: 'oversize' }>
     this.#count('BYPASS', 'platform')
-    const stream = Readable.from((async function* () {
-      yield* head
-      yield* rest
-    })())
+    // The rest is read at the caller's pace, its slot held meanwhile: a caller that stops reading is cut off.
+    const stream = this.#d.answers.stream(head, rest, { credential: provider.name, team: opts.team, path: report.path, log: opts.log })
     return { kind: 'stream', headers, stream, gzipped: headers['content-encoding'] === 'gzip', ...(own.upstreamMs === undefined ? {} : { upstreamMs: own.upstreamMs }) }
   }
 

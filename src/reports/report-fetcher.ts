@@ -6,6 +6,7 @@ import { UpstreamError } from '../errors.js'
 import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/platform-client.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import { withRetryAfter } from '../platform/retry-after.js'
+import type { AnswerRest } from '../platform/answer-buffer.js'
 import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy.js'
 import type { CanonicalReport } from './report-query.js'
 
@@ -16,7 +17,7 @@ export type FetchResult =
   /** An answer to pass on as it is and not to cache (the platform's 4xx, a no-store 200). */
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
   /** A 200 larger than the entry limit: streams through; only the caller that made the call can read it. */
-  | { kind: 'oversize'; status: number; headers: Record<string, string>; head: Buffer[]; rest: AsyncIterable<Buffer> }
+  | { kind: 'oversize'; status: number; headers: Record<string, string>; head: Buffer[]; rest: AnswerRest }
   /** The platform failed (5xx, 429, timeout, connection error, refused token): stale-if-error applies. */
   | { kind: 'failed'; error: FastifyError; response?: { status: number; headers: Record<string, string>; body: Buffer } }
 
@@ -90,7 +91,7 @@ export async function fetchReport(
       if (size > deps.maxEntryBytes) {
         // Too big to cache: the caller gets what was read and the rest as it streams.
         if (gzipped) headers['content-encoding'] = 'gzip'
-        return { kind: 'oversize', status: 200, headers, head, rest: { [Symbol.asyncIterator]: () => chunks } }
+        return { kind: 'oversize', status: 200, headers, head, rest: { chunks, body: res.body } }
       }
     }
   } catch (err) {

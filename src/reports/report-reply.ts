@@ -1,3 +1,4 @@
+import { pipeline } from 'node:stream'
 import { gunzipSync, createGunzip } from 'node:zlib'
 import type { FastifyReply } from 'fastify'
 import type { CacheEntry } from '../cache/cache-entry.js'
@@ -69,7 +70,8 @@ export function sendReport(reply: FastifyReply, result: CacheResult, requestHead
       return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').send(result.body)
     case 'stream':
       reply.code(200).header('content-type', result.headers['content-type'] ?? 'application/json').header('x-cache', 'BYPASS')
-      if (result.gzipped && !gzip) return reply.send(result.stream.pipe(createGunzip()))
+      // pipeline, not pipe: a cut-off caller or platform ends both streams.
+      if (result.gzipped && !gzip) return reply.send(pipeline(result.stream, createGunzip(), () => undefined))
       if (result.gzipped) reply.header('content-encoding', 'gzip')
       return reply.send(result.stream)
   }

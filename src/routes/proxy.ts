@@ -22,7 +22,8 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-en
 /**
  * Any other /api/v1 call, top to bottom: admit the caller (key, read/write, rate
  * limit), read and check its body, check its scope, forward what was checked through
- * the platform client, send the platform's answer on (its 5xx as our 502).
+ * the platform client, send the platform's answer on (its 5xx as our 502) once it has
+ * been received, or as it streams when it is too large to hold.
  */
 export function proxyHandler(ctx: GatewayContext, admission: Admission, client: PlatformClient) {
   const limit = ctx.config.bodyLimit
@@ -67,9 +68,16 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
       res.body.resume()
       throw withRetryAfter(new UpstreamError(`status ${res.status}`), res.headers, Date.now())
     }
+    // Received at the platform's speed, so that the slot is not held while the caller reads.
+    const answer = await ctx.answers.receive(res.body, contentLength(res.headers), { credential: caller.provider.name, team: caller.team.name, path: caller.target.path, log: request.log })
     reply.code(res.status).headers(callerHeaders(res.headers))
-    return reply.send(res.body)
+    if (answer.length !== null && request.method !== 'HEAD') reply.header('content-length', answer.length)
+    return reply.send(answer.body)
   }
+}
+
+function contentLength(headers: IncomingHttpHeaders): string | undefined {
+  return typeof headers['content-length'] === 'string' ? headers['content-length'] : undefined
 }
 
 /** The platform's response headers as the caller gets them: no session cookie, no hop-by-hop headers. */

@@ -282,6 +282,13 @@ describe('invalid configuration names the key', () => {
     expect(problem(platform, 'cache: { lockTimeout: 10s }').problems).toEqual([expect.stringMatching(/^cache\.lockTimeout: /)])
   })
 
+  it('takes the answer buffer settings (4MiB, 64MiB, 10 s by default) and refuses a readIdleTimeout under 100ms', () => {
+    expect(load({}).platform).toMatchObject({ bufferBytes: 4 * 1024 * 1024, bufferTotalBytes: 64 * 1024 * 1024, readIdleTimeoutMs: 10_000 })
+    const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+    expect(load(platform, 'platform: { bufferBytes: 512KiB, bufferTotalBytes: 8MiB, readIdleTimeout: 2s }').platform).toMatchObject({ bufferBytes: 512 * 1024, bufferTotalBytes: 8 * 1024 * 1024, readIdleTimeoutMs: 2000 })
+    expect(problem(platform, 'platform: { readIdleTimeout: 0s }').problems).toEqual(['platform.readIdleTimeout: must be at least 100ms (got 0s)'])
+  })
+
   it('reports a bad duration once, not once per union branch', () => {
     const err = problem({}, 'platform: { timeout: 5 minutes }')
     expect(err.problems.filter((p) => p.startsWith('platform.timeout'))).toHaveLength(1)

@@ -1,0 +1,193 @@
+import { Readable } from 'node:stream'
+import type { Logger } from 'pino'
+import { upstreamError } from './platform-client.js'
+
+/**
+ * Bytes of platform answers held in memory at once on this replica (platform.bufferTotalBytes):
+ * reserved before an answer is held, freed once it has been sent or dropped.
+ */
+export class ByteBudget {
+  readonly limit: number
+  #used = 0
+
+  constructor(limit: number) {
+    this.limit = limit
+  }
+
+  get used(): number {
+    return this.#used
+  }
+
+  /** Takes `bytes` if they fit; false leaves the budget as it was. */
+  reserve(bytes: number): boolean {
+    if (this.#used + bytes > this.limit) return false
+    this.#used += bytes
+    return true
+  }
+
+  free(bytes: number): void {
+    this.#used -= bytes
+  }
+}
+
+export interface AnswerLimits {
+  /** Most bytes of one answer held (platform.bufferBytes). */
+  callBytes: number
+  /** How long a caller may take nothing before its answer is cut off (platform.readIdleTimeout). */
+  readIdleMs: number
+}
+
+/** Whose answer it is: named in the warning when its caller stops reading. */
+export interface AnswerReader {
+  credential: string
+  team: string
+  /** The call's path, without the query. */
+  path: string
+  log: Pick<Logger, 'warn'>
+}
+
+/** What is still to come of a platform answer: its chunks, and the body they are read from. */
+export interface AnswerRest {
+  chunks: AsyncIterator<Buffer>
+  /** Destroyed to end the platform call at once, even while a chunk is awaited. */
+  body: Readable
+}
+
+/** A platform answer as its caller gets it. */
+export interface HeldAnswer {
+  /** Its length when it was received whole (its slot is free already); null while its rest streams from the platform. */
+  length: number | null
+  body: Readable
+}
+
+/**
+ * Issue 15 item 4: a platform slot covers the platform's work, not the caller's reading.
+ * An answer within platform.bufferBytes, and within what all held answers may take, is
+ * received whole at the platform's speed, which ends its body and so frees its slot; a
+ * larger one streams, its slot held while the caller reads. Either way a caller that
+ * takes nothing for platform.readIdleTimeout is cut off, which frees the slot, or the
+ * memory, it held.
+ */
+export class PlatformAnswers {
+  readonly budget: ByteBudget
+  readonly #limits: AnswerLimits
+  readonly #onSlowReader: (credential: string) => void
+
+  constructor(limits: AnswerLimits & { totalBytes: number; onSlowReader: (credential: string) => void }) {
+    this.#limits = limits
+    this.budget = new ByteBudget(limits.totalBytes)
+    this.#onSlowReader = limits.onSlowReader
+  }
+
+  /**
+   * Receives a platform answer body whole when it fits, else as much as fits and the
+   * rest as it streams. A body that fails while it is received is the call's GW_* error.
+   */
+  async receive(body: Readable, contentLength: string | undefined, reader: AnswerReader): Promise<HeldAnswer> {
+    const rest: AnswerRest = { chunks: body[Symbol.asyncIterator](), body }
+    let held = 0
+    // A declared length is reserved at once: answers arriving together do not each take
+    // a part of the budget and then all stream.
+    const declared = contentLength === undefined ? NaN : Number(contentLength)
+    if (Number.isSafeInteger(declared)) {
+      if (declared > this.#limits.callBytes || !this.budget.reserve(declared)) return { length: null, body: this.#watched([], rest, 0, reader) }
+      held = declared
+    }
+    const head: Buffer[] = []
+    let size = 0
+    try {
+      // Driven by hand: leaving a for-await loop early would destroy the body, whose rest is still to stream.
+      for (let next = await rest.chunks.next(); !next.done; next = await rest.chunks.next()) {
+        head.push(next.value)
+        size += next.value.length
+        if (size <= held) continue
+        if (size > this.#limits.callBytes || !this.budget.reserve(size - held)) return { length: null, body: this.#watched(head, rest, held, reader) }
+        held = size
+      }
+    } catch (err) {
+      this.budget.free(held)
+      throw upstreamError(err)
+    }
+    // A body shorter than declared gives back what it did not use.
+    this.budget.free(held - size)
+    return { length: size, body: this.#watched(head, null, size, reader) }
+  }
+
+  /** An answer's `head`, already read, then its `rest` from the platform, watched for a caller that stops reading. */
+  stream(head: Buffer[], rest: AnswerRest, reader: AnswerReader): Readable {
+    return this.#watched(head, rest, 0, reader)
+  }
+
+  #watched(head: Buffer[], rest: AnswerRest | null, held: number, reader: AnswerReader): Readable {
+    return new WatchedAnswer(head, rest, this.#limits.readIdleMs, {
+      idle: () => {
+        this.#onSlowReader(reader.credential)
+        reader.log.warn({ credential: reader.credential, team: reader.team, path: reader.path, readIdleMs: this.#limits.readIdleMs }, 'caller stopped reading: answer cut off')
+      },
+      closed: () => this.budget.free(held),
+    })
+  }
+}
+
+/**
+ * The caller's side of an answer. Its clock runs only while the caller holds it up: from
+ * a push the consumer has no room for to the consumer's next read. A platform that is
+ * slow to send leaves the buffer below its mark, and the clock stopped.
+ */
+class WatchedAnswer extends Readable {
+  readonly #head: Buffer[]
+  readonly #rest: AnswerRest | null
+  readonly #idleMs: number
+  readonly #on: { idle: () => void; closed: () => void }
+  #timer: NodeJS.Timeout | null = null
+
+  constructor(head: Buffer[], rest: AnswerRest | null, idleMs: number, on: { idle: () => void; closed: () => void }) {
+    super()
+    this.#head = head
+    this.#rest = rest
+    this.#idleMs = idleMs
+    this.#on = on
+  }
+
+  override _read(): void {
+    this.#stopClock()
+    while (this.#head.length > 0) {
+      if (!this.push(this.#head.shift())) return this.#startClock()
+    }
+    if (this.#rest) void this.#pull(this.#rest)
+    else this.push(null)
+  }
+
+  async #pull(rest: AnswerRest): Promise<void> {
+    try {
+      const next = await rest.chunks.next()
+      if (this.destroyed) return
+      if (next.done) this.push(null)
+      else if (!this.push(next.value)) this.#startClock()
+    } catch (err) {
+      this.destroy(err as Error)
+    }
+  }
+
+  override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
+    this.#stopClock()
+    // Ends the platform body, if it is still open: its slot is given back.
+    this.#rest?.body.destroy()
+    this.#on.closed()
+    callback(err)
+  }
+
+  #startClock(): void {
+    this.#timer = setTimeout(() => {
+      this.#on.idle()
+      // Without an error: the reply sees a premature close and cuts the caller's connection.
+      this.destroy()
+    }, this.#idleMs)
+    this.#timer.unref()
+  }
+
+  #stopClock(): void {
+    if (this.#timer) clearTimeout(this.#timer)
+    this.#timer = null
+  }
+}

@@ -1,0 +1,159 @@
+import { connect, type Socket } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { request } from 'undici'
+import { describe, expect, it } from 'vitest'
+import { KEYS, listen, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
+import { waitFor } from '../helpers/wait.js'
+
+// Issue 15 item 4, "a slot covers the platform's work, not the caller's reading": the
+// gateway against the sandbox over loopback HTTP, with callers on raw sockets that ask
+// for large answers and never read them. Loopback absorbs about 4 MB per connection
+// before the gateway's writes back up, so the answers that must back up are larger.
+
+const sandbox = useSandbox()
+const gateways = useGateways()
+const cleanups = useCleanups()
+
+const CAMPAIGNS = '/api/v1/campaign/get'
+const CAMPAIGNS_BODY = '{"userId":101}'
+const REPORT = '/api/v1/report/campaigns/get'
+const MB = 1_000_000
+
+async function gateway(yaml: string): Promise<TestGateway & { port: number; url: string }> {
+  const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, `${TEAMS_YAML}\n${yaml}`))
+  const listening = await listen(gw)
+  // The start's token probe is the gateway's own call.
+  sandbox.clearRequests()
+  sandbox.resetConcurrency()
+  return listening
+}
+
+/** A caller that sends its request and then never reads a byte of the answer. */
+function stalledCaller(port: number, head: string): Socket {
+  const socket = connect(port, '127.0.0.1')
+  socket.pause()
+  socket.on('error', () => undefined)
+  socket.write(head)
+  cleanups.push(() => void socket.destroy())
+  return socket
+}
+
+function stalledCampaignCall(port: number): Socket {
+  return stalledCaller(
+    port,
+    `POST ${CAMPAIGNS} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\ncontent-type: application/json\r\ncontent-length: ${CAMPAIGNS_BODY.length}\r\n\r\n${CAMPAIGNS_BODY}`,
+  )
+}
+
+/** Another team's small call, timed. */
+async function victimCall(gw: { url: string }): Promise<{ status: number; ms: number; body: string }> {
+  const started = performance.now()
+  const res = await request(`${gw.url}${CAMPAIGNS}`, {
+    method: 'POST',
+    headers: { 'x-api-key': KEYS.growth, 'content-type': 'application/json' },
+    body: CAMPAIGNS_BODY,
+  })
+  const body = await res.body.text()
+  return { status: res.statusCode, ms: performance.now() - started, body }
+}
+
+async function metrics(gw: TestGateway): Promise<string> {
+  return (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+}
+
+const slowReaderLines = (gw: TestGateway) => gw.logs.records().filter((r) => r.msg === 'caller stopped reading: answer cut off')
+
+describe('callers that never read', () => {
+  it('8 of them on large answers leave another team\'s small call its slot, and the platform its connections, after readIdleTimeout', async () => {
+    const gw = await gateway('platform: { readIdleTimeout: 1s }')
+    sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 12 * MB, times: 8 })
+    for (let i = 0; i < 8; i++) stalledCampaignCall(gw.port)
+    await waitFor('8 large answers at the platform', () => sandbox.concurrency().inFlight === 8 && gw.ctx.governors.of('default').inFlight === 8)
+
+    const victim = await victimCall(gw)
+    expect(victim.status).toBe(200)
+    // Without the watchdog it waits queueTimeout (10 s) and is refused 503 GW_OVERLOADED.
+    expect(victim.ms).toBeLessThan(3000)
+
+    // The stalled callers were cut off: their slots and platform connections are free.
+    await waitFor('the platform calls to end', () => sandbox.concurrency().inFlight === 0 && gw.ctx.governors.of('default').inFlight === 0)
+    await waitFor('8 slow readers counted', async () => (await metrics(gw)).includes('gateway_platform_slow_readers_total{credential="default"} 8'))
+    const lines = slowReaderLines(gw)
+    expect(lines).toHaveLength(8)
+    for (const line of lines) expect(line).toMatchObject({ level: 40, team: 'all', path: CAMPAIGNS, credential: 'default' })
+  })
+
+  it('frees the slot of an answer within platform.bufferBytes as soon as it is received, while its caller still reads nothing', async () => {
+    // Each answer is larger than what loopback absorbs, so its caller holds it unread.
+    const gw = await gateway('platform: { bufferBytes: 12MiB, bufferTotalBytes: 64MiB }')
+    const answers = 4
+    sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 10 * MB, times: answers })
+    for (let i = 0; i < answers; i++) stalledCampaignCall(gw.port)
+    await waitFor('the answers to reach the gateway', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === answers)
+    await waitFor('every slot and platform connection free', () => sandbox.concurrency().inFlight === 0 && gw.ctx.governors.of('default').inFlight === 0)
+    expect(sandbox.concurrency().peak).toBe(answers)
+    // Still unread: the answers are held in memory, within the budget, for their callers.
+    expect(gw.ctx.answers.budget.used).toBeGreaterThan(0)
+    expect(slowReaderLines(gw)).toHaveLength(0)
+    // Memory of an answer is released once it is sent, or its caller is gone.
+    for (const fn of cleanups.splice(0)) await fn()
+    await waitFor('the buffers released', () => gw.ctx.answers.budget.used === 0)
+  })
+
+  it('falls back to streaming, watched, past platform.bufferTotalBytes: the memory held never exceeds it', async () => {
+    const gw = await gateway('platform: { bufferBytes: 8MiB, bufferTotalBytes: 16MiB, readIdleTimeout: 1s }')
+    const { budget } = gw.ctx.answers
+    const governor = gw.ctx.governors.of('default')
+    let most = 0
+    const watch = setInterval(() => (most = Math.max(most, budget.used)), 2)
+    cleanups.push(() => clearInterval(watch))
+    // 8 answers of 6 MB: two fit in 16 MiB, the other six stream.
+    sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 6 * MB, times: 8 })
+    for (let i = 0; i < 8; i++) stalledCampaignCall(gw.port)
+    await waitFor('8 answers at the gateway', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === 8)
+    // The buffered two gave their slots back; the streaming six hold theirs until their
+    // callers have read nothing for readIdleTimeout.
+    await waitFor('two slots free, six held', () => governor.inFlight === 6, 900)
+    expect(budget.used).toBe(12 * MB)
+    await waitFor('every caller cut off', async () => (await metrics(gw)).includes('gateway_platform_slow_readers_total{credential="default"} 8'))
+    await waitFor('slots and memory free', () => governor.inFlight === 0 && sandbox.concurrency().inFlight === 0 && budget.used === 0)
+    expect(most).toBeLessThanOrEqual(budget.limit)
+    expect(most).toBe(12 * MB)
+  })
+
+  it('frees the slot of an oversize report (past cache.maxEntryBytes) whose caller stops reading', async () => {
+    const gw = await gateway('platform: { readIdleTimeout: 1s }\ncache: { maxEntryBytes: 1MiB }')
+    sandbox.setRouteFailure(REPORT, { kind: 'large', bytes: 12 * MB, times: 1 })
+    stalledCaller(gw.port, `GET ${REPORT}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=2025-03-07 HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\n\r\n`)
+    await waitFor('the report at the platform', () => sandbox.concurrency().inFlight === 1)
+    await waitFor('the report call to end', () => sandbox.concurrency().inFlight === 0 && gw.ctx.governors.of('default').inFlight === 0, 4000)
+    expect(slowReaderLines(gw)).toMatchObject([{ team: 'all', path: REPORT, credential: 'default' }])
+  })
+})
+
+describe('a caller that reads slowly but steadily', () => {
+  it('gets the whole answer, byte for byte, though it streams past platform.bufferBytes', async () => {
+    const gw = await gateway('platform: { bufferBytes: 256KiB, readIdleTimeout: 1s }')
+    const bytes = 8 * MB
+    sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes, times: 1 })
+    const res = await request(`${gw.url}${CAMPAIGNS}`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' },
+      body: CAMPAIGNS_BODY,
+      // Each read takes what arrived meanwhile, up to 1 MiB.
+      highWaterMark: 1024 * 1024,
+    })
+    expect(res.statusCode).toBe(200)
+    const chunks: Buffer[] = []
+    // A read every 100 ms: the gateway's writes back up between reads, never for 1 s.
+    for await (const chunk of res.body) {
+      chunks.push(chunk as Buffer)
+      await sleep(100)
+    }
+    const body = Buffer.concat(chunks)
+    expect(body.length).toBe(bytes)
+    expect(body.equals(Buffer.from(JSON.stringify({ data: 'x'.repeat(bytes - 11) })))).toBe(true)
+    expect(slowReaderLines(gw)).toHaveLength(0)
+  })
+})
