@@ -143,7 +143,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
           lockTtlMs: config.cache.lockTtlMs,
         }) : null
   const teams = new TeamDirectory(config.teams, deps.now)
-  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, weightOf: (team) => teams.weightOf(team) })
+  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team) })
   const client: PlatformClient = new PlatformClient({
     dispatcher,
     timeoutMs: config.platform.timeoutMs,

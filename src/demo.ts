@@ -19,6 +19,8 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
     credential: DEFAULT_CREDENTIAL,
     rateLimit: null,
     weight: 1,
+    maxConcurrent: null,
+    queue: null,
   }
   const { username, password, clientId, clientSecret } = sandbox.credentials
   return {

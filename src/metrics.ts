@@ -76,7 +76,7 @@ export function createMetrics() {
     }),
     platformRefused: new Counter({
       name: 'gateway_platform_refused_total',
-      help: 'Calls refused with GW_OVERLOADED before reaching the platform, by credential and reason (queue_full, queue_timeout, paused)',
+      help: 'Calls refused with GW_OVERLOADED before reaching the platform, by credential and reason (queue_full, team_queue_full: a team share of the queue, queue_timeout, paused)',
       labelNames: ['credential', 'reason'] as const,
       registers: [registry],
     }),

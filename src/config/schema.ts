@@ -56,6 +56,8 @@ export const TeamSchema = Type.Object(
       Nullable(Type.Object({ max: Type.Integer({ minimum: 1 }), window: Duration }, { additionalProperties: false })),
     ),
     weight: Type.Integer({ minimum: 1, maximum: 100, default: 1, description: 'the team\'s share of its credential\'s platform calls when they queue, relative to the other teams (1-100)' }),
+    maxConcurrent: Type.Optional(Type.Integer({ minimum: 1, description: 'the most platform calls of the team in flight at once on its credential; default half of platform.maxConcurrent (rounded up)' })),
+    queue: Type.Optional(Type.Integer({ minimum: 0, description: 'the most platform calls of the team waiting for a slot; default half of platform.queue (rounded up)' })),
   },
   { additionalProperties: false },
 )

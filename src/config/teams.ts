@@ -22,6 +22,9 @@ export interface TeamConfig {
   rateLimit: { max: number; windowMs: number } | null
   /** Calls per round-robin turn when the credential's calls queue. */
   weight: number
+  /** The team's bulkhead in its credential's governor (issue 15); null: half of the credential's. */
+  maxConcurrent: number | null
+  queue: number | null
 }
 
 /** The id a key without one is known by: short, and no help to guess the key. */
@@ -65,6 +68,8 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
       credential: t.credential,
       rateLimit: t.rateLimit ? { max: t.rateLimit.max, windowMs: parseDuration(t.rateLimit.window) } : null,
       weight: t.weight,
+      maxConcurrent: t.maxConcurrent ?? null,
+      queue: t.queue ?? null,
     })
   }
   return teams

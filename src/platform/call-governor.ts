@@ -6,7 +6,13 @@ export interface Timers {
   clear(handle: unknown): void
 }
 
-export type RefusalReason = 'queue_full' | 'queue_timeout' | 'paused'
+export type RefusalReason = 'queue_full' | 'team_queue_full' | 'queue_timeout' | 'paused'
+
+/** A team's bulkhead: the most calls it may have in flight, and waiting, on this credential. */
+export interface TeamLimits {
+  maxConcurrent: number
+  queue: number
+}
 
 export interface GovernorOptions {
   credential: string
@@ -18,6 +24,8 @@ export interface GovernorOptions {
   queueTimeoutMs: number
   /** A team's share of the slots, relative to the others' (default 1). */
   weightOf?: (team: string) => number
+  /** A team's bulkhead (issue 15); default half of maxConcurrent and of queueLimit, rounded up. */
+  limitsOf?: (team: string) => { maxConcurrent?: number | null; queue?: number | null } | undefined
   log: Pick<Logger, 'info' | 'warn'>
   now?: () => number
   timers?: Timers
@@ -68,6 +76,7 @@ export class CallGovernor {
   readonly #now: () => number
   readonly #timers: Timers
   #inFlight = 0
+  readonly #teamInFlight = new Map<string, number>()
   #queued = 0
   readonly #queues = new Map<string, Waiter[]>()
   // Teams with queued calls, in turn order; #at is the team whose turn it is.
@@ -106,8 +115,17 @@ export class CallGovernor {
   acquire(team: string, signal?: AbortSignal, deadline = Infinity): Promise<Release> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
     const now = this.#now()
-    if (this.#queued === 0 && this.#inFlight < this.#o.maxConcurrent && !this.#isPaused(now)) return Promise.resolve(this.#start())
+    const limits = this.limitsOf(team)
+    // After every dispatch either no slot is free or every queued team is at its cap, so a
+    // call of a team under its cap with nothing queued may start at once.
+    if (this.#inFlight < this.#o.maxConcurrent && !this.#queues.has(team) && this.#running(team) < limits.maxConcurrent && !this.#isPaused(now)) {
+      return Promise.resolve(this.#start(team))
+    }
     if (this.#queued >= this.#o.queueLimit) return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`))
+    // One team's burst fills its own share of the queue, never the other teams' (issue 15).
+    if ((this.#queues.get(team)?.length ?? 0) >= limits.queue) {
+      return Promise.reject(this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`))
+    }
     const expiresAt = Math.min(now + this.#o.queueTimeoutMs, deadline)
     if (this.#pausedUntil > expiresAt) return Promise.reject(this.#refuse('paused', this.#pauseText()))
     return new Promise<Release>((resolve, reject) => {
@@ -201,13 +219,35 @@ export class CallGovernor {
     return Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, Math.ceil(waitMs / 1000)) })
   }
 
-  #start(): Release {
+  /** The team's bulkhead as its config gives it, with the credential's halves as defaults. */
+  limitsOf(team: string): TeamLimits {
+    const own = this.#o.limitsOf?.(team)
+    return {
+      maxConcurrent: Math.min(own?.maxConcurrent ?? Math.ceil(this.#o.maxConcurrent / 2), this.#o.maxConcurrent),
+      queue: Math.min(own?.queue ?? Math.ceil(this.#o.queueLimit / 2), this.#o.queueLimit),
+    }
+  }
+
+  /** Calls of `team` in flight on this replica. */
+  running(team: string): number {
+    return this.#running(team)
+  }
+
+  #running(team: string): number {
+    return this.#teamInFlight.get(team) ?? 0
+  }
+
+  #start(team: string): Release {
     this.#inFlight += 1
+    this.#teamInFlight.set(team, this.#running(team) + 1)
     let released = false
     return () => {
       if (released) return
       released = true
       this.#inFlight -= 1
+      const left = this.#running(team) - 1
+      if (left > 0) this.#teamInFlight.set(team, left)
+      else this.#teamInFlight.delete(team)
       this.#dispatch()
     }
   }
@@ -257,7 +297,9 @@ export class CallGovernor {
 
   #dispatch(): void {
     while (this.#queued > 0 && this.#inFlight < this.#o.maxConcurrent && !this.#isPaused(this.#now())) {
-      const team = this.#ring[this.#at] as string
+      const team = this.#nextEligible()
+      // Every team that waits holds its whole share already: the free slots are the other teams'.
+      if (team === null) return
       const queue = this.#queues.get(team) as Waiter[]
       const waiter = queue.shift() as Waiter
       this.#queued -= 1
@@ -265,8 +307,18 @@ export class CallGovernor {
       this.#credit -= 1
       if (queue.length === 0) this.#dropTeam(team)
       else if (this.#credit <= 0) this.#nextTurn(true)
-      waiter.resolve(this.#start())
+      waiter.resolve(this.#start(team))
     }
+  }
+
+  /** The team whose turn it is, passing over teams at their cap (their turn waits); null: all are. */
+  #nextEligible(): string | null {
+    for (let tried = 0; tried < this.#ring.length; tried++) {
+      const team = this.#ring[this.#at] as string
+      if (this.#running(team) < this.limitsOf(team).maxConcurrent) return team
+      this.#nextTurn(true)
+    }
+    return null
   }
 
   #weight(team: string): number {

@@ -28,6 +28,8 @@ export interface PlatformCall {
   timeoutMs?: number
   /** Set by send(): aborts the call at its deadline or at shutdown; the governor's queue honours it too. */
   signal?: AbortSignal
+  /** Ends the call's wait for a slot once its callers have all hung up; a call already sent goes on. */
+  hangUp?: AbortSignal
 }
 
 export interface PlatformResponse {
@@ -207,7 +209,8 @@ export class PlatformClient {
   async #once(credential: string, baseUrl: string, call: PlatformCall, token: string, deadline: number): Promise<PlatformResponse> {
     const replayable = isReplayable(call.body)
     for (let retries = 0; ; retries++) {
-      const release = await this.#governors.of(credential).acquire(call.team, call.signal, deadline)
+      const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
+      const release = await this.#governors.of(credential).acquire(call.team, waitSignal, deadline)
       const started = Date.now()
       let delay: number | null
       try {

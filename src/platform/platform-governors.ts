@@ -15,6 +15,8 @@ export interface PlatformGovernorsDeps {
   bus: RedisBus | null
   /** A team's weight as the running teams say (they reload, issue #8); default 1. */
   weightOf?: (team: string) => number | undefined
+  /** A team's own bulkhead as the running teams say (null: the credential's halves). */
+  limitsOf?: (team: string) => { maxConcurrent: number | null; queue: number | null } | undefined
 }
 
 /**
@@ -40,6 +42,7 @@ export class PlatformGovernors {
           queueLimit: platform.queue,
           queueTimeoutMs: platform.queueTimeoutMs,
           weightOf: (team) => deps.weightOf?.(team) ?? 1,
+          limitsOf: (team) => deps.limitsOf?.(team),
           log: deps.log,
           onRefused: (reason) => refused.inc({ credential, reason }),
           onPaused: () => deps.metrics.platformPauses.inc({ credential }),

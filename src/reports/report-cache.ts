@@ -10,6 +10,7 @@ import { SingleFlight, type FillFailure, type FillLease, type ReplicaLock } from
 import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
 import { fetchReport, type FetchResult } from './report-fetcher.js'
+import { CallerGroup, CallersGoneError } from '../platform/caller-group.js'
 import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../teams/team-usage.js'
 import { PlatformAuthError, PlatformRefusedError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
@@ -44,11 +45,15 @@ export interface ReadOptions {
   requestId: string
   /** The caller's team: its place in the credential's queue of platform calls. */
   team: string
+  /** Made only when the read needs the platform: aborts when the caller hangs up. */
+  hangUp?: () => AbortSignal
   log: Pick<Logger, 'warn'>
 }
 
-/** Who a platform call is made for. */
-type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally'>
+/** Who a platform call is made for; `hangUp`: when all who wait for it have gone. */
+type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally'> & { hangUp?: AbortSignal }
+/** Who asks for a fill: a caller's read, or a background refresh (no hang-up). */
+type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp'>
 
 export interface ReportCacheDeps {
   config: Config
@@ -69,6 +74,8 @@ export interface ReportCacheDeps {
 export class ReportCache {
   readonly #d: ReportCacheDeps
   readonly #flights = new SingleFlight<FillResult>()
+  // Who waits on each flight in this process: a queued fill nobody waits for is dropped.
+  readonly #callers = new Map<string, CallerGroup>()
   readonly #now: () => number
   readonly #hitL1: { inc(): void }
   // Labelled metric children are looked up once per label set, not on every request.
@@ -130,6 +137,8 @@ export class ReportCache {
           opts.log.warn({ err: result.error }, 'platform failed; serving a stale copy')
           return { ...this.#served(stale.entry, 'STALE', stale.tier), ...upstream }
         }
+        // Nobody is left to answer: the access log says 499, no error is logged.
+        if (droppedInQueue(result.error)) throw result.error.cause
         if (result.response && result.response.status === 429) {
           this.#count('BYPASS', 'platform')
           return { kind: 'pass', ...result.response, ...upstream }
@@ -157,9 +166,9 @@ export class ReportCache {
     this.#hitL1.inc()
   }
 
-  #refreshInBackground(key: string, report: CanonicalReport, provider: TokenProvider, origin: Origin): void {
+  #refreshInBackground(key: string, report: CanonicalReport, provider: TokenProvider, origin: Asker): void {
     if (this.#flights.has(key)) return
-    this.#fill(key, report, provider, origin, 0).then(
+    this.#fill(key, report, provider, { requestId: origin.requestId, team: origin.team, tally: origin.tally }, 0).then(
       (result) => {
         // Nobody reads this answer: an unread oversize body would hold its connection open.
         if (result.kind === 'oversize' && !result.taken) {
@@ -175,7 +184,16 @@ export class ReportCache {
    * One platform call per key in this process, and with Redis one across replicas.
    * A waiter on another replica's fill accepts only an entry fetched at `notBefore` or later.
    */
-  #fill(key: string, report: CanonicalReport, provider: TokenProvider, origin: Origin, notBefore: number): Promise<FillResult> {
+  #fill(key: string, report: CanonicalReport, provider: TokenProvider, from: Asker, notBefore: number): Promise<FillResult> {
+    let callers = this.#callers.get(key)
+    if (!callers) {
+      callers = new CallerGroup()
+      this.#callers.set(key, callers)
+    }
+    // A background refresh (no hang-up) keeps the call; a caller's read may drop it.
+    callers.join(from.hangUp?.())
+    const origin: Origin = { requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal }
+    const group = callers
     return this.#flights.run(key, async () => {
       const lock = this.#d.lock
       const outcome = lock ? await lock.acquire(key) : ({ role: 'solo' } as const)
@@ -214,6 +232,8 @@ export class ReportCache {
           return this.#callPlatform(report, provider, origin, left)
         }
       }
+    }).finally(() => {
+      if (this.#callers.get(key) === group) this.#callers.delete(key)
     })
   }
 
@@ -224,9 +244,9 @@ export class ReportCache {
       if (result.kind === 'entry') await this.#d.store.set(key, result.entry)
     } finally {
       // Callers are answered while the lock is released and waiters are woken. A call
-      // aborted by this replica's shutdown is no failure of the platform: another replica
-      // takes the fill over.
-      const shutDown = result?.kind === 'failed' && result.error.code === 'GW_SHUTTING_DOWN'
+      // aborted by this replica's shutdown, or dropped in the queue because its callers all
+      // hung up, is no failure of the platform: another replica takes the fill over.
+      const shutDown = result?.kind === 'failed' && (result.error.code === 'GW_SHUTTING_DOWN' || droppedInQueue(result.error))
       void (shutDown ? lease.abandon() : lease.release(result?.kind === 'failed' ? failureOf(result) : undefined)).catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
     }
     return result
@@ -265,7 +285,7 @@ export class ReportCache {
     let own: FillResult = result
     if (result.taken) {
       // Another caller coalesced onto this call holds its stream: make a call of our own.
-      own = await this.#callPlatform(report, provider, opts)
+      own = await this.#callPlatform(report, provider, { requestId: opts.requestId, team: opts.team, tally: opts.tally })
       if (own.kind !== 'oversize') return this.read(report, key, provider, opts)
     }
     result.taken = true
@@ -305,4 +325,8 @@ function fillFailure(failure: FillFailure): Extract<FetchResult, { kind: 'failed
     : new UpstreamError(failure.response ? `status ${failure.response.status}` : 'the fill on another replica failed')
   const r = failure.response
   return r ? { kind: 'failed', error, response: { status: r.status, headers: r.headers, body: Buffer.from(r.body, 'base64') } } : { kind: 'failed', error }
+}
+
+function droppedInQueue(error: Error): boolean {
+  return error.cause instanceof CallersGoneError
 }

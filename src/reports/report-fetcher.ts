@@ -39,7 +39,7 @@ export async function fetchReport(
   client: PlatformClient,
   provider: TokenProvider,
   report: CanonicalReport,
-  origin: { requestId: string; team: string },
+  origin: { requestId: string; team: string; hangUp?: AbortSignal },
   deps: FetcherDeps,
 ): Promise<FetchResult> {
   let res: PlatformResponse
@@ -55,6 +55,7 @@ export async function fetchReport(
       body: report.body,
       requestId: origin.requestId,
       team: origin.team,
+      ...(origin.hangUp ? { hangUp: origin.hangUp } : {}),
       read: true,
       ...(deps.timeoutMs === undefined ? {} : { timeoutMs: deps.timeoutMs }),
     })

@@ -6,6 +6,7 @@ import type { Admission, Caller } from '../routes/caller.js'
 import { reportGetSchema, reportPostSchema } from '../openapi/route-schemas.js'
 import { canonicalGetReport, canonicalPostReport, type CanonicalReport } from './report-query.js'
 import { sendReport, wantsRefresh } from './report-reply.js'
+import { hangUpSignal } from '../platform/caller-group.js'
 
 /** A GET report's canonical form and cache key, worked out once per URL and credential. */
 export interface KnownReport {
@@ -64,7 +65,7 @@ export async function reportReads(
     const { report, key } = forms.get(caller, request.url)
     await admission.checkScope(request.method, caller, admission.known(request.url))
     caller.advertisers = report.advertiserIds
-    const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, team: caller.team.name, log: request.log, tally: caller })
+    const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, team: caller.team.name, log: request.log, tally: caller, hangUp: () => hangUpSignal(reply.raw) })
     caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, ctx.now())
   })
@@ -84,6 +85,7 @@ export async function reportReads(
       team: caller.team.name,
       log: request.log,
       tally: caller,
+      hangUp: () => hangUpSignal(reply.raw),
     })
     caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, ctx.now())

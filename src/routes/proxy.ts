@@ -5,6 +5,7 @@ import type { GatewayContext } from '../context.js'
 import { UpstreamError } from '../errors.js'
 import type { PlatformClient } from '../platform/platform-client.js'
 import { isRead } from '../teams/team-auth.js'
+import { hangUpSignal } from '../platform/caller-group.js'
 import type { Admission } from './caller.js'
 import { targetUrl } from './request-target.js'
 import { withRetryAfter } from '../platform/retry-after.js'
@@ -60,6 +61,7 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
       requestId: request.id,
       read,
       team: caller.team.name,
+      hangUp: hangUpSignal(reply.raw),
     })
     caller.upstreamMs = performance.now() - started
     if (!read && res.status < 300) admission.written(caller)

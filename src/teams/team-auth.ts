@@ -38,6 +38,11 @@ export class TeamDirectory {
     return this.#byName.get(name)?.weight
   }
 
+  /** A running team's own bulkhead, where its config sets one. */
+  limitsOf(name: string): { maxConcurrent: number | null; queue: number | null } | undefined {
+    return this.#byName.get(name)
+  }
+
   replace(teams: TeamConfig[]): void {
     const byHash = new Map<string, Identity>()
     for (const team of teams) for (const key of team.keys) byHash.set(key.hash, { team, key })

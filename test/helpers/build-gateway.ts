@@ -51,6 +51,13 @@ teams:
     rateLimit: { max: 3, window: 1m }
 `
 
+/**
+ * TEAMS_YAML with team `all` allowed every slot and the whole queue of its credential
+ * (a team's bulkhead is bounded by the credential's): for tests of credential-wide
+ * mechanics that one team drives alone.
+ */
+export const WHOLE_SHARE_TEAMS_YAML = TEAMS_YAML.replace('    advertisers: ["*"]\n  growth:', '    advertisers: ["*"]\n    maxConcurrent: 1000\n    queue: 1000000\n  growth:')
+
 /** Keys of the teams on named credentials that credentialTeams() adds. */
 export const CREDENTIAL_KEYS = {
   partner: 'rgw_test_partner_key_444444444444444444444444',

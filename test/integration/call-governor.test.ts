@@ -1,7 +1,8 @@
 import { performance } from 'node:perf_hooks'
+import { request } from 'undici'
 import { describe, expect, it } from 'vitest'
 import type { TestGateway } from '../helpers/build-gateway.js'
-import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, WHOLE_SHARE_TEAMS_YAML, listen, testConfig } from '../helpers/build-gateway.js'
 import { fakeClock } from '../helpers/clock.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
@@ -31,15 +32,16 @@ function get(gw: TestGateway, url: string, key = KEYS.all) {
   return gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': key } })
 }
 
-function gateway(yaml = '', env: Record<string, string> = {}, deps: Parameters<typeof gateways.build>[1] = {}) {
-  return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...env }, `${TEAMS_YAML}\n${yaml}`), deps)
+function gateway(yaml = '', env: Record<string, string> = {}, deps: Parameters<typeof gateways.build>[1] = {}, teams = TEAMS_YAML) {
+  return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...env }, `${teams}\n${yaml}`), deps)
 }
 
 const reportCalls = () => sandbox.countRequests((r) => r.path === REPORT)
 
 describe('the concurrency cap', () => {
   it('keeps at most platform.maxConcurrent calls at the platform under 100 concurrent distinct misses', async () => {
-    const gw = await gateway()
+    // One team that may take every slot: the credential's cap is what bounds it.
+    const gw = await gateway('', {}, {}, WHOLE_SHARE_TEAMS_YAML)
     sandbox.setLatency(100)
     const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => get(gw, distinct(i))))
     expect(answers.map((a) => a.statusCode)).toEqual(Array(100).fill(200))
@@ -81,7 +83,7 @@ describe('the concurrency cap', () => {
   })
 
   it('refuses with 503 GW_OVERLOADED and retry-after once the queue is full', async () => {
-    const gw = await gateway('platform: { maxConcurrent: 2, queue: 3 }')
+    const gw = await gateway('platform: { maxConcurrent: 2, queue: 3 }', {}, {}, WHOLE_SHARE_TEAMS_YAML)
     sandbox.setLatency(300)
     const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => get(gw, distinct(i))))
     const refused = answers.filter((a) => a.statusCode === 503)
@@ -94,6 +96,60 @@ describe('the concurrency cap', () => {
     const metrics = await gw.admin.inject({ method: 'GET', url: '/metrics' })
     expect(metrics.body).toContain('gateway_platform_refused_total{credential="default",reason="queue_full"} 3')
     expect(metrics.body).toMatch(/gateway_platform_in_flight_calls\{credential="default"\} 0/)
+  })
+})
+
+describe('team bulkheads (issue 15)', () => {
+  it('answers another team\'s miss at once while one team sends 215 concurrent misses: the burst fills its own share only', async () => {
+    const latency = 200
+    const gw = await gateway()
+    sandbox.setLatency(latency)
+    const burst = Promise.all(Array.from({ length: 215 }, (_, i) => get(gw, distinct(i))))
+    const governor = gw.ctx.governors.of('default')
+    // Half the slots and half the queue are the burst team's share.
+    await waitFor('the burst to fill its share', () => governor.running('all') === 4 && governor.queued === 100)
+    const started = performance.now()
+    const other = await get(gw, distinct(300, 102), KEYS.growth)
+    const took = performance.now() - started
+    expect(other.statusCode).toBe(200)
+    expect(other.headers['x-cache']).toBe('MISS')
+    // A free slot at once: its own call's latency, with a wide margin for a busy machine.
+    expect(took).toBeLessThan(4 * latency)
+    const answers = await burst
+    const refused = answers.filter((a) => a.statusCode === 503)
+    expect(refused).toHaveLength(215 - 104)
+    expect(refused[0]?.json()).toMatchObject({ code: 'GW_OVERLOADED' })
+    expect(sandbox.concurrency().peak).toBeLessThanOrEqual(5)
+    const metrics = await gw.admin.inject({ method: 'GET', url: '/metrics' })
+    expect(metrics.body).toContain(`gateway_platform_refused_total{credential="default",reason="team_queue_full"} ${215 - 104}`)
+  })
+})
+
+describe('callers that hang up (issue 15)', () => {
+  it('drops their queued calls without a platform call; a fill another caller still waits on stays', async () => {
+    const gw = await listen(await gateway())
+    sandbox.setLatency(400)
+    const governor = gw.ctx.governors.of('default')
+    const hangUp = new AbortController()
+    const sent = (url: string, key: string, signal?: AbortSignal) =>
+      request(`${gw.url}${url}`, { headers: { 'x-api-key': key }, ...(signal ? { signal } : {}) }).then(
+        async (res) => ({ status: res.statusCode, cache: res.headers['x-cache'], body: await res.body.text() }),
+        () => null,
+      )
+    // 12 distinct misses of team `all`: 4 at the platform (its share), 8 queued.
+    const gone = Array.from({ length: 12 }, (_, i) => sent(distinct(i), KEYS.all, hangUp.signal))
+    await waitFor('the burst queued', () => governor.queued === 8)
+    // Another caller joins one of the queued fills.
+    const joined = sent(distinct(11), KEYS.all)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    hangUp.abort()
+    await Promise.all(gone)
+    const answer = await joined
+    expect(answer).toMatchObject({ status: 200, cache: 'MISS' })
+    await waitFor('the platform idle', () => sandbox.concurrency().inFlight === 0 && governor.inFlight === 0 && governor.queued === 0)
+    // The 4 already sent went on (their answers fill the cache), the joined fill was made,
+    // and the 7 fills nobody waited for any more never reached the platform.
+    expect(reportCalls()).toBe(5)
   })
 })
 

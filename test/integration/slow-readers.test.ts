@@ -2,7 +2,7 @@ import { connect, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
 import { describe, expect, it } from 'vitest'
-import { KEYS, listen, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, listen, WHOLE_SHARE_TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -21,8 +21,9 @@ const REPORT = '/api/v1/report/campaigns/get'
 const MB = 1_000_000
 
 async function gateway(yaml: string): Promise<TestGateway & { port: number; url: string }> {
-  const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, `${TEAMS_YAML}\n${yaml}`))
+  const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, `${WHOLE_SHARE_TEAMS_YAML}\n${yaml}`))
   const listening = await listen(gw)
+  // Team `all` may hold every slot: what frees them here is the watchdog, not its bulkhead.
   // The start's token probe is the gateway's own call.
   sandbox.clearRequests()
   sandbox.resetConcurrency()

@@ -1,6 +1,7 @@
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
 import { CallGovernor, parseRetryAfter, type GovernorOptions, type Release } from '../../src/platform/call-governor.js'
+import { CallerGroup, CallersGoneError } from '../../src/platform/caller-group.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { captureLogs } from '../helpers/build-gateway.js'
 
@@ -17,6 +18,8 @@ function governor(clock: FakeClock, opts: Partial<GovernorOptions> = {}) {
     now: clock.now,
     timers: clock.timers,
     onRefused: (reason) => refused.push(reason),
+    // Scheduling tests below see the whole credential; the bulkhead has tests of its own.
+    limitsOf: () => ({ maxConcurrent: opts.maxConcurrent ?? 2, queue: opts.queueLimit ?? 10 }),
     ...opts,
   })
   return { g, refused }
@@ -201,6 +204,51 @@ describe('CallGovernor', () => {
   })
 })
 
+describe('CallGovernor bulkheads (issue 15)', () => {
+  it('lets a team hold at most half the slots by default: another team starts at once during its burst', async () => {
+    const clock = fakeClock()
+    const { g } = governor(clock, { maxConcurrent: 4, queueLimit: 20, limitsOf: () => undefined })
+    const order: string[] = []
+    const burst = Array.from({ length: 6 }, () => call(g, 'burst', order))
+    await settle()
+    expect(order).toEqual(['burst', 'burst'])
+    expect([g.inFlight, g.queued, g.running('burst')]).toEqual([2, 4, 2])
+    call(g, 'calm', order)
+    call(g, 'calm', order)
+    await settle()
+    expect(order).toEqual(['burst', 'burst', 'calm', 'calm'])
+    // A burst call's end frees a slot for the burst team's next call, not more.
+    burst[0]?.release?.()
+    await settle()
+    expect(order.slice(4)).toEqual(['burst'])
+    expect(g.running('burst')).toBe(2)
+  })
+
+  it('refuses a team whose share of the queue is full, while another team still queues', async () => {
+    const clock = fakeClock()
+    const { g, refused } = governor(clock, { maxConcurrent: 2, queueLimit: 4, limitsOf: () => undefined })
+    const order: string[] = []
+    const burst = Array.from({ length: 4 }, () => call(g, 'burst', order))
+    await settle()
+    // One running (half of 2), two queued (half of 4), the fourth refused.
+    expect(burst[3]?.error).toMatchObject({ code: 'GW_OVERLOADED', statusCode: 503 })
+    expect(refused).toEqual(['team_queue_full'])
+    const calm = [call(g, 'calm', order), call(g, 'calm', order)]
+    await settle()
+    expect(calm.map((c) => c.error)).toEqual([null, null])
+    expect(order).toEqual(['burst', 'calm'])
+    expect(g.queued).toBe(3)
+  })
+
+  it('takes a team\'s own maxConcurrent and queue, bounded by the credential\'s', () => {
+    const clock = fakeClock()
+    const { g } = governor(clock, { maxConcurrent: 8, queueLimit: 100, limitsOf: (team) => (team === 'big' ? { maxConcurrent: 20, queue: 30 } : team === 'small' ? { maxConcurrent: 1, queue: null } : undefined) })
+    expect(g.limitsOf('big')).toEqual({ maxConcurrent: 8, queue: 30 })
+    expect(g.limitsOf('small')).toEqual({ maxConcurrent: 1, queue: 50 })
+    expect(g.limitsOf('other')).toEqual({ maxConcurrent: 4, queue: 50 })
+  })
+})
+
 describe('CallGovernor pause bounds', () => {
   it('does not pause for retry-after: 0, and pauses at most 15 minutes whatever the platform asks', () => {
     const clock = fakeClock()
@@ -224,5 +272,33 @@ describe('parseRetryAfter', () => {
     ['-3', null],
   ])('%s → %s ms', (value, ms) => {
     expect(parseRetryAfter(value, now)).toBe(ms)
+  })
+})
+
+describe('CallerGroup', () => {
+  it('aborts once every caller that joined has hung up, unless a background refresh joined', () => {
+    const group = new CallerGroup()
+    const [a, b] = [new AbortController(), new AbortController()]
+    group.join(a.signal)
+    group.join(b.signal)
+    a.abort()
+    expect(group.signal.aborted).toBe(false)
+    b.abort()
+    expect(group.signal.reason).toBeInstanceOf(CallersGoneError)
+
+    const pinned = new CallerGroup()
+    const c = new AbortController()
+    pinned.join(c.signal)
+    pinned.join(undefined)
+    c.abort()
+    expect(pinned.signal.aborted).toBe(false)
+  })
+
+  it('aborts when its only caller had hung up before joining', () => {
+    const gone = new AbortController()
+    gone.abort()
+    const group = new CallerGroup()
+    group.join(gone.signal)
+    expect(group.signal.aborted).toBe(true)
   })
 })

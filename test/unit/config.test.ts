@@ -105,8 +105,8 @@ teams:
 `,
     )
     expect(config.teams).toEqual([
-      { name: 'growth', keys: [{ hash: HASH, id: HASH.slice(7, 19), expiresAt: null }], advertisers: new Set([101, 102]), write: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1 },
-      { name: 'ops', keys: [], advertisers: null, write: true, credential: 'default', rateLimit: null, weight: 3 },
+      { name: 'growth', keys: [{ hash: HASH, id: HASH.slice(7, 19), expiresAt: null }], advertisers: new Set([101, 102]), write: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null },
+      { name: 'ops', keys: [], advertisers: null, write: true, credential: 'default', rateLimit: null, weight: 3, maxConcurrent: null, queue: null },
     ])
   })
 

@@ -19,6 +19,8 @@ function team(name: string, keys: { key: string; id?: string; expiresAt?: number
     credential: 'default',
     rateLimit,
     weight: 1,
+    maxConcurrent: null,
+    queue: null,
   }
 }
 
