@@ -136,7 +136,9 @@ export class CallGovernor {
       const waiter: Waiter = {
         team,
         expiresAt,
-        timer: this.#timers.set(() => {
+        // A signal that aborts at the deadline ends the wait itself, with its own reason
+        // (the call's timeout): a timer of ours for the same instant would race it.
+        timer: signal && deadline <= now + this.#o.queueTimeoutMs ? null : this.#timers.set(() => {
           this.#remove(waiter)
           reject(this.#refuse('queue_timeout', `no platform slot of credential ${this.credential} within ${Math.max(0, expiresAt - now)} ms`))
         }, expiresAt - now),
