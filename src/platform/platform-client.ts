@@ -26,6 +26,8 @@ export interface PlatformCall {
   team: string
   /** The whole call's budget when shorter than platform.timeout (a report waiter's remaining time). */
   timeoutMs?: number
+  /** The probe call testing a credential pause: it goes through the pause, without a slot (one call per probe interval). */
+  trial?: boolean
   /** Set by send(): aborts the call at its deadline or at shutdown; the governor's queue honours it too. */
   signal?: AbortSignal
 }
@@ -78,9 +80,9 @@ export class PlatformClient {
     this.#refusals = opts.refusals
   }
 
-  /** The platform has paused the credential (a 429): a cached copy is better than a wait. */
-  paused(credential: string): boolean {
-    return this.#governors.of(credential).pausedUntil > 0
+  /** The platform has paused the credential or the route of `url` (a 429): a cached copy is better than a wait. */
+  paused(credential: string, url: string): boolean {
+    return this.#governors.paused(credential, url)
   }
 
   /**
@@ -207,7 +209,9 @@ export class PlatformClient {
   async #once(credential: string, baseUrl: string, call: PlatformCall, token: string, deadline: number): Promise<PlatformResponse> {
     const replayable = isReplayable(call.body)
     for (let retries = 0; ; retries++) {
-      const release = await this.#governors.of(credential).acquire(call.team, call.signal, deadline)
+      // A call on a paused route is refused here, before it queues (issue 15).
+      this.#governors.admit(credential, call)
+      const release = call.trial ? () => undefined : await this.#governors.of(credential).acquire(call.team, call.signal, deadline)
       const started = Date.now()
       let delay: number | null
       try {
@@ -220,7 +224,7 @@ export class PlatformClient {
         })
         for (const end of ['end', 'error', 'close']) res.body.once(end, release)
         const retryAfter = res.headers['retry-after']
-        this.#governors.observe(credential, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined)
+        this.#governors.observe(credential, call, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined)
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
         if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
         res.body.resume()
