@@ -9,6 +9,9 @@ export const ESCALATION_WINDOW_MS = 10_000
 // How often a pause is tested: the probe call for a credential pause, one caller's call
 // (a trial) for a route pause.
 export const PAUSE_PROBE_INTERVAL_MS = 5_000
+// The probe's place in the credential's queue of platform calls: not a team name (those
+// cannot hold parentheses). Its 429 pauses the credential.
+export const PROBE_CALLER = '(probe)'
 // A 429 without retry-after: 1 s, doubling with each further 429 in a row (capped by maxPause).
 const FIRST_PAUSE_MS = 1000
 

@@ -4,12 +4,10 @@ import type { Config } from '../config.js'
 import type { PlatformClient } from './platform-client.js'
 import type { TokenProvider } from './token-provider.js'
 import type { TokenRegistry } from './token-registry.js'
+import { PROBE_CALLER } from './throttle-pauses.js'
 
 type ProbeCall = Config['platform']['probe']
 
-// The probe's place in the credential's queue of platform calls: not a team name (those
-// cannot hold parentheses).
-export const PROBE_CALLER = '(probe)'
 
 /**
  * The status the platform gives `token` on the configured probe call (`platform.probe`);
