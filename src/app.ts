@@ -153,6 +153,12 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     verdicts: new TokenVerdicts({ probe: (provider, token) => probeStatus(client, config.platform.probe, provider, token), ...(deps.now ? { now: deps.now } : {}) }),
     refusals: new RefusalLog({ log, metrics, ...(deps.now ? { now: deps.now } : {}) }),
   })
+  // A credential pause is tested with the probe call and the token in use.
+  governors.probeWith(async (credential) => {
+    const provider = tokens.get(credential)
+    const state = provider.current()
+    if (state) await probeStatus(client, config.platform.probe, provider, state.token, true)
+  })
   const answers = new PlatformAnswers({
     callBytes: config.platform.bufferBytes,
     totalBytes: config.platform.bufferTotalBytes,
@@ -331,6 +337,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await ctx.rateLimiter.close()
       reloader.close()
       await usage.close()
+      governors.stop()
       tokenStore.close()
       await tokens.close()
       redisWatch?.close()

@@ -122,6 +122,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       maxConcurrent: p.maxConcurrent,
       queue: p.queue,
       queueTimeoutMs: parseDuration(p.queueTimeout),
+      maxPauseMs: parseDuration(p.maxPause),
+      isolation: p.isolation,
       refreshBeforeMs: parseDuration(p.refreshBefore),
       expiryWarningsMs: p.expiryWarnings.map(parseDuration).sort((a, b) => b - a),
       tokenFilePollMs: parseDuration(p.tokenFilePoll),

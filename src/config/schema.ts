@@ -116,6 +116,8 @@ export const ConfigSchema = Type.Object(
         maxConcurrent: Type.Integer({ minimum: 1 }),
         queue: Type.Integer({ minimum: 0 }),
         queueTimeout: Duration,
+        maxPause: Duration,
+        isolation: Type.Boolean(),
         token: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
         tokenFile: Nullable(Type.String({ minLength: 1 })),
         username: Nullable(Type.String({ minLength: 1 })),

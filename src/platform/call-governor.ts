@@ -86,6 +86,8 @@ export class CallGovernor {
   #pausedUntil = 0
   #resumeTimer: unknown = null
   #strikes = 0
+  // The team whose call began the pause under way ('(probe)', or a peer's team).
+  #pausedBy = ''
 
   constructor(opts: GovernorOptions) {
     this.credential = opts.credential
@@ -157,13 +159,14 @@ export class CallGovernor {
   /**
    * The platform answered 429: no call starts until its retry-after (seconds or an HTTP
    * date) has passed, or, without one, for a pause that doubles with each 429 in a row.
-   * Returns how long the pause lasts from now (ms), for the other replicas.
+   * Returns how long the pause lasts from now (ms), for the other replicas. `longestMs`
+   * caps it (platform.maxPause when pauses are isolated).
    */
-  throttled(retryAfter: string | undefined): number {
+  throttled(retryAfter: string | undefined, team: string, longestMs = LONGEST_PAUSE_MS): number {
     const given = parseRetryAfter(retryAfter, this.#now())
-    const ms = given ?? Math.min(FIRST_PAUSE_MS * 2 ** this.#strikes, LONGEST_BACKOFF_MS)
+    const ms = Math.min(given ?? Math.min(FIRST_PAUSE_MS * 2 ** this.#strikes, LONGEST_BACKOFF_MS), longestMs, LONGEST_PAUSE_MS)
     if (given === null) this.#strikes += 1
-    this.pause(ms, 'platform')
+    this.pause(ms, 'platform', team)
     return ms
   }
 
@@ -173,14 +176,15 @@ export class CallGovernor {
   }
 
   /** No call starts for `ms` from now (or longer, if already paused longer). */
-  pause(ms: number, source: 'platform' | 'peer'): void {
+  pause(ms: number, source: 'platform' | 'peer', team: string): void {
     const now = this.#now()
     const until = now + Math.min(ms, LONGEST_PAUSE_MS)
     if (until <= now || until <= this.#pausedUntil) return
     const began = !this.#isPaused(now)
     this.#pausedUntil = until
     if (began) {
-      this.#o.log.warn({ credential: this.credential, source, pauseMs: until - now, until: new Date(until).toISOString() }, 'platform credential paused: the platform answered 429')
+      this.#pausedBy = team
+      this.#o.log.warn({ credential: this.credential, scope: 'credential', team, source, pauseMs: until - now, until: new Date(until).toISOString() }, 'platform credential paused: the platform answered 429')
       this.#o.onPaused?.()
     }
     // Calls that would still be waiting when their time is up are told so now.
@@ -196,14 +200,22 @@ export class CallGovernor {
     this.#resumeTimer = this.#timers.set(() => this.#resume(), until - now)
   }
 
-  #resume(): void {
+  /** The platform answers again (the probe call, or a peer saw it do so): the pause ends now. */
+  resumeNow(source: 'platform' | 'peer'): void {
+    if (!this.#isPaused(this.#now())) return
+    this.#pausedUntil = 0
+    if (this.#resumeTimer !== null) this.#timers.clear(this.#resumeTimer)
+    this.#resume(source)
+  }
+
+  #resume(source: 'platform' | 'peer' | 'expired' = 'expired'): void {
     this.#resumeTimer = null
     const now = this.#now()
     if (this.#isPaused(now)) {
       this.#resumeTimer = this.#timers.set(() => this.#resume(), this.#pausedUntil - now)
       return
     }
-    this.#o.log.info({ credential: this.credential, queued: this.#queued }, 'platform credential resumed')
+    this.#o.log.info({ credential: this.credential, scope: 'credential', team: this.#pausedBy, source, queued: this.#queued }, 'platform credential resumed')
     this.#dispatch()
   }
 

@@ -26,6 +26,8 @@ export interface PlatformCall {
   team: string
   /** The whole call's budget when shorter than platform.timeout (a report waiter's remaining time). */
   timeoutMs?: number
+  /** The probe call testing a credential pause: it goes through the pause, without a slot (one call per probe interval). */
+  trial?: boolean
   /** Set by send(): aborts the call at its deadline or at shutdown; the governor's queue honours it too. */
   signal?: AbortSignal
   /** Ends the call's wait for a slot once its callers have all hung up; a call already sent goes on. */
@@ -80,9 +82,9 @@ export class PlatformClient {
     this.#refusals = opts.refusals
   }
 
-  /** The platform has paused the credential (a 429): a cached copy is better than a wait. */
-  paused(credential: string): boolean {
-    return this.#governors.of(credential).pausedUntil > 0
+  /** The platform has paused the credential or the route of `url` (a 429): a cached copy is better than a wait. */
+  paused(credential: string, url: string): boolean {
+    return this.#governors.paused(credential, url)
   }
 
   /**
@@ -209,8 +211,10 @@ export class PlatformClient {
   async #once(credential: string, baseUrl: string, call: PlatformCall, token: string, deadline: number): Promise<PlatformResponse> {
     const replayable = isReplayable(call.body)
     for (let retries = 0; ; retries++) {
+      // A call on a paused route is refused here, before it queues (issue 15).
+      this.#governors.admit(credential, call)
       const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
-      const release = await this.#governors.of(credential).acquire(call.team, waitSignal, deadline)
+      const release = call.trial ? () => undefined : await this.#governors.of(credential).acquire(call.team, waitSignal, deadline)
       const started = Date.now()
       let delay: number | null
       try {
@@ -223,7 +227,7 @@ export class PlatformClient {
         })
         for (const end of ['end', 'error', 'close']) res.body.once(end, release)
         const retryAfter = res.headers['retry-after']
-        this.#governors.observe(credential, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined)
+        this.#governors.observe(credential, call, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined)
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
         if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
         res.body.resume()

@@ -1,10 +1,28 @@
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
+import { OverloadedError } from '../errors.js'
 import type { Metrics } from '../metrics.js'
 import type { RedisBreaker, RedisBus, RedisClient } from '../redis.js'
-import { CallGovernor } from './call-governor.js'
+import { CallGovernor, parseRetryAfter } from './call-governor.js'
+import { ESCALATION_WINDOW_MS, PAUSE_PROBE_INTERVAL_MS, pauseScope, PROBE_CALLER, RoutePauses, routeTemplate, type Throttle } from './throttle-pauses.js'
 
 const PAUSE_CHANNEL = 'platform-pause'
+const CREDENTIAL = 'credential'
+
+/** A pause or a resume, as the replicas tell each other; `scope` is 'credential' or a route template. */
+interface PauseMessage {
+  credential: string
+  scope: string
+  team: string
+  /** The pause's length; absent on a resume. */
+  ms?: number
+}
+
+/** What a platform call tells the governors: whose it was and on which route. */
+export interface ObservedCall {
+  url: string
+  team: string
+}
 
 export interface PlatformGovernorsDeps {
   config: Config
@@ -20,14 +38,26 @@ export interface PlatformGovernorsDeps {
 }
 
 /**
- * One CallGovernor per credential, and the 429 pause shared by every replica: the
- * replica that got the 429 writes `pause:<credential>` with the pause as its PX and
- * tells the others on the bus; a replica that starts during a pause reads the key.
- * Without Redis a pause stays on the replica that got the 429.
+ * One CallGovernor per credential, and the 429 pauses shared by every replica (issue 15).
+ * A 429 pauses the route it came from (its template) for min(retry-after,
+ * platform.maxPause); throttles of two routes or two teams within ESCALATION_WINDOW_MS,
+ * or of the probe call, pause the credential. A route pause lets one caller's call
+ * through every PAUSE_PROBE_INTERVAL_MS as a trial; a credential pause sends the probe
+ * call (platform.probe) as often; the first answer that is not a 429 ends the pause.
+ * The replica that saw the 429 writes the pause to Redis (`pause:<credential>` with the
+ * pause as its PX; a route in the hash `route-pauses:<credential>`) and tells the others
+ * on the bus, and likewise for a resume; a replica that starts reads the pauses under
+ * way. Without Redis a pause stays on the replica that got the 429. With
+ * platform.isolation false, any 429 pauses the credential, for up to 15 min, unprobed
+ * (the behaviour before issue 15, kept for side-by-side benchmarks).
  */
 export class PlatformGovernors {
   readonly #d: PlatformGovernorsDeps
   readonly #governors = new Map<string, CallGovernor>()
+  readonly #routes = new Map<string, RoutePauses>()
+  readonly #recent = new Map<string, Throttle[]>()
+  readonly #probing = new Map<string, NodeJS.Timeout>()
+  #prober: ((credential: string) => Promise<unknown>) | null = null
 
   constructor(deps: PlatformGovernorsDeps) {
     this.#d = deps
@@ -45,9 +75,13 @@ export class PlatformGovernors {
           limitsOf: (team) => deps.limitsOf?.(team),
           log: deps.log,
           onRefused: (reason) => refused.inc({ credential, reason }),
-          onPaused: () => deps.metrics.platformPauses.inc({ credential }),
+          onPaused: () => {
+            deps.metrics.platformPauses.inc({ credential })
+            if (platform.isolation) this.#probe(credential)
+          },
         }),
       )
+      this.#routes.set(credential, new RoutePauses({ now: Date.now, onExpired: (route, team) => this.#routeResumed(credential, route, team, 'expired') }))
     }
   }
 
@@ -61,34 +95,97 @@ export class PlatformGovernors {
     return governor
   }
 
+  /** The call that tests a credential pause: the probe call with the credential's token, through the pause. */
+  probeWith(prober: (credential: string) => Promise<unknown>): void {
+    this.#prober = prober
+  }
+
+  /** The platform has paused the credential, or the route of `url`: a cached copy is better than a wait. */
+  paused(credential: string, url?: string): boolean {
+    if (this.of(credential).pausedUntil > 0) return true
+    return url !== undefined && this.#routesOf(credential).leftOf(routeTemplate(url)) > 0
+  }
+
+  /**
+   * Whether `call` may go to the platform now: a call on a paused route is refused with
+   * GW_OVERLOADED (reason paused), except the route's trial. A credential pause is the
+   * governor's (acquire). True when the call is the route's trial.
+   */
+  admit(credential: string, call: ObservedCall): boolean {
+    const route = routeTemplate(call.url)
+    const admission = this.#routesOf(credential).admit(route)
+    if (admission.kind === 'open') return false
+    if (admission.kind === 'trial') {
+      this.#d.log.info({ credential, scope: route, team: call.team }, 'platform route paused: a trial call goes through')
+      return true
+    }
+    this.#d.metrics.platformRefused.inc({ credential, reason: 'paused' })
+    const retryAfterSec = Math.max(1, Math.ceil(admission.waitMs / 1000))
+    throw Object.assign(new OverloadedError(`route ${route} of credential ${credential} is paused by the platform for ${retryAfterSec} s`), { retryAfterSec })
+  }
+
   /** Follows the pauses of the other replicas, and any pause under way. */
   async start(): Promise<void> {
     const { bus, redis, breaker } = this.#d
     await bus?.subscribe(PAUSE_CHANNEL, (message) => {
+      let parsed: PauseMessage
       try {
-        const { credential, ms } = JSON.parse(message) as { credential: string; ms: number }
-        this.#governors.get(credential)?.pause(ms, 'peer')
+        parsed = JSON.parse(message) as PauseMessage
       } catch {
-        // not a pause message: ignored
+        return // not a pause message
       }
+      this.#fromPeer(parsed)
     })
     if (!redis || !breaker) return
     for (const governor of this.#governors.values()) {
-      const ms = await breaker.run(() => redis.pttl(this.#key(governor.credential)), -2)
-      if (ms > 0) governor.pause(ms, 'peer')
+      const credential = governor.credential
+      const ms = await breaker.run(() => redis.pttl(this.#key(credential)), -2)
+      if (ms > 0) governor.pause(ms, 'peer', (await breaker.run(() => redis.get(this.#key(credential)), null)) ?? '')
+      if (!this.#d.config.platform.isolation) continue
+      const routes = await breaker.run(() => redis.hgetall(this.#routesKey(credential)), {} as Record<string, string>)
+      for (const [route, value] of Object.entries(routes)) {
+        const { until, team } = JSON.parse(value) as { until: number; team: string }
+        this.#routePaused(credential, route, until - Date.now(), team, 'peer')
+      }
     }
   }
 
-  /** The platform answered a call of `credential` with `status`. */
-  observe(credential: string, status: number, retryAfter: string | undefined): void {
+  /** Ends the probe timers and route pause timers (shutdown). */
+  stop(): void {
+    for (const timer of this.#probing.values()) clearInterval(timer)
+    this.#probing.clear()
+    for (const routes of this.#routes.values()) routes.clear()
+  }
+
+  /** The platform answered `call` of `credential` with `status`. */
+  observe(credential: string, call: ObservedCall, status: number, retryAfter: string | undefined): void {
     const governor = this.of(credential)
-    if (status !== 429) {
-      governor.answered()
+    const { isolation, maxPauseMs } = this.#d.config.platform
+    if (!isolation) {
+      if (status !== 429) governor.answered()
+      else this.#credentialPaused(credential, governor.throttled(retryAfter, call.team), call.team)
       return
     }
-    const ms = governor.throttled(retryAfter)
-    if (ms <= 0) return
-    void this.#share(credential, ms)
+    const route = routeTemplate(call.url)
+    if (status !== 429) {
+      governor.answered()
+      this.#routeResumed(credential, route, null, 'platform')
+      // The probe call answers: the platform serves the credential again.
+      if (call.team === PROBE_CALLER && governor.pausedUntil > 0) this.#credentialResumed(credential, 'platform')
+      return
+    }
+    const now = Date.now()
+    const throttle = { route, team: call.team, at: now }
+    const recent = this.#recentOf(credential, now)
+    const scope = pauseScope(recent, throttle, ESCALATION_WINDOW_MS, PROBE_CALLER)
+    recent.push(throttle)
+    if (scope === 'credential') {
+      this.#credentialPaused(credential, governor.throttled(retryAfter, call.team, maxPauseMs), call.team)
+      return
+    }
+    const ms = this.#routesOf(credential).lengthFor(route, parseRetryAfter(retryAfter, now), maxPauseMs)
+    this.#routePaused(credential, route, ms, call.team, 'platform')
+    if (ms > 0) void this.#share({ credential, scope: route, team: call.team, ms })
   }
 
   /** A read was sent again after a 502/503/504 or a reset. */
@@ -96,20 +193,129 @@ export class PlatformGovernors {
     this.#d.metrics.platformRetries.inc({ credential })
   }
 
-  async #share(credential: string, ms: number): Promise<void> {
-    const { bus, redis, breaker, log } = this.#d
+  #fromPeer(message: PauseMessage): void {
+    const { credential, scope, team, ms } = message
+    const governor = this.#governors.get(credential)
+    if (!governor) return
+    if (scope === CREDENTIAL) {
+      if (ms === undefined) governor.resumeNow('peer')
+      else governor.pause(ms, 'peer', team)
+      return
+    }
+    if (!this.#d.config.platform.isolation) return
+    if (ms === undefined) {
+      this.#routeResumed(credential, scope, null, 'peer')
+      return
+    }
+    // A peer's route throttle counts toward this replica's escalation window too.
+    const now = Date.now()
+    const recent = this.#recentOf(credential, now)
+    if (!recent.some((t) => t.route === scope && t.team === team)) recent.push({ route: scope, team, at: now })
+    this.#routePaused(credential, scope, ms, team, 'peer')
+  }
+
+  #credentialPaused(credential: string, ms: number, team: string): void {
+    if (ms > 0) void this.#share({ credential, scope: CREDENTIAL, team, ms })
+  }
+
+  #credentialResumed(credential: string, source: 'platform' | 'peer'): void {
+    this.of(credential).resumeNow(source)
+    this.#stopProbe(credential)
+    if (source === 'platform') void this.#shareResume(credential, CREDENTIAL, PROBE_CALLER)
+  }
+
+  /** True when a pause of `route` began. */
+  #routePaused(credential: string, route: string, ms: number, team: string, source: 'platform' | 'peer'): boolean {
+    if (!this.#routesOf(credential).pause(route, ms, team)) return false
+    this.#d.log.warn(
+      { credential, scope: route, team, source, pauseMs: ms, until: new Date(Date.now() + ms).toISOString() },
+      'platform route paused: the platform answered 429',
+    )
+    return true
+  }
+
+  /** `team` is the one whose call began the pause when known (an expiry); else the pause's record says. */
+  #routeResumed(credential: string, route: string, expiredTeam: string | null, source: 'platform' | 'peer' | 'expired'): void {
+    const team = expiredTeam ?? this.#routesOf(credential).resume(route)
+    if (team === null) return
+    this.#d.log.info({ credential, scope: route, team, source }, 'platform route resumed')
+    if (source === 'platform') void this.#shareResume(credential, route, team)
+  }
+
+  /** Sends the probe call every PAUSE_PROBE_INTERVAL_MS while the credential is paused. */
+  #probe(credential: string): void {
+    if (this.#probing.has(credential)) return
+    const timer = setInterval(() => {
+      if (this.of(credential).pausedUntil === 0) {
+        this.#stopProbe(credential)
+        return
+      }
+      // Its answer reaches observe() like any call's; a failed probe decides nothing.
+      this.#prober?.(credential).catch((err: Error) => this.#d.log.debug({ err: { message: err.message }, credential }, 'the pause probe call failed'))
+    }, PAUSE_PROBE_INTERVAL_MS).unref()
+    this.#probing.set(credential, timer)
+  }
+
+  #stopProbe(credential: string): void {
+    clearInterval(this.#probing.get(credential))
+    this.#probing.delete(credential)
+  }
+
+  #routesOf(credential: string): RoutePauses {
+    const routes = this.#routes.get(credential)
+    if (!routes) throw new Error(`no governor for credential ${credential}`)
+    return routes
+  }
+
+  /** The credential's throttles within the escalation window (older ones dropped). */
+  #recentOf(credential: string, now: number): Throttle[] {
+    const recent = (this.#recent.get(credential) ?? []).filter((t) => now - t.at <= ESCALATION_WINDOW_MS)
+    this.#recent.set(credential, recent)
+    return recent
+  }
+
+  async #share(message: PauseMessage & { ms: number }): Promise<void> {
+    const { redis, breaker } = this.#d
     if (!redis || !breaker) return
-    const key = this.#key(credential)
-    // The longer of two pauses wins: a key with more time left is not shortened.
-    const left = await breaker.run(() => redis.pttl(key), -2)
-    if (left >= ms) return
-    await breaker.run(() => redis.set(key, String(ms), 'PX', ms), null)
-    await bus?.publish(PAUSE_CHANNEL, JSON.stringify({ credential, ms })).catch((err: Error) => {
-      log.warn({ err: { message: err.message }, credential }, 'the platform pause could not be sent to the other replicas')
+    const { credential, scope, team, ms } = message
+    if (scope === CREDENTIAL) {
+      const key = this.#key(credential)
+      // The longer of two pauses wins: a key with more time left is not shortened.
+      const left = await breaker.run(() => redis.pttl(key), -2)
+      if (left >= ms) return
+      await breaker.run(() => redis.set(key, team, 'PX', ms), null)
+    } else {
+      const key = this.#routesKey(credential)
+      const until = Date.now() + ms
+      await breaker.run(() => redis.hset(key, scope, JSON.stringify({ until, team })), null)
+      // The hash outlives its longest pause only; a past pause in it is skipped at start.
+      const left = await breaker.run(() => redis.pttl(key), -2)
+      if (left < ms) await breaker.run(() => redis.pexpire(key, ms), null)
+    }
+    this.#publish(message)
+  }
+
+  async #shareResume(credential: string, scope: string, team: string): Promise<void> {
+    const { redis, breaker } = this.#d
+    if (redis && breaker) {
+      if (scope === CREDENTIAL) await breaker.run(() => redis.del(this.#key(credential)), null)
+      else await breaker.run(() => redis.hdel(this.#routesKey(credential), scope), null)
+    }
+    this.#publish({ credential, scope, team })
+  }
+
+  #publish(message: PauseMessage): void {
+    const { bus, log } = this.#d
+    bus?.publish(PAUSE_CHANNEL, JSON.stringify(message)).catch((err: Error) => {
+      log.warn({ err: { message: err.message }, credential: message.credential, scope: message.scope }, 'the platform pause could not be sent to the other replicas')
     })
   }
 
   #key(credential: string): string {
     return `${this.#d.config.redis.keyPrefix}pause:${credential}`
+  }
+
+  #routesKey(credential: string): string {
+    return `${this.#d.config.redis.keyPrefix}route-pauses:${credential}`
   }
 }

@@ -4,20 +4,19 @@ import type { Config } from '../config.js'
 import type { PlatformClient } from './platform-client.js'
 import type { TokenProvider } from './token-provider.js'
 import type { TokenRegistry } from './token-registry.js'
+import { PROBE_CALLER } from './throttle-pauses.js'
 
 type ProbeCall = Config['platform']['probe']
 
-// The probe's place in the credential's queue of platform calls: not a team name (those
-// cannot hold parentheses).
-const PROBE_CALLER = '(probe)'
 
 /**
  * The status the platform gives `token` on the configured probe call (`platform.probe`);
  * null when there is no probe or no platform address. Network failures are thrown. It
  * checks a token offered to PUT /admin/token, a configured token at start, and a token
- * the platform answered 401 to (token-verdict.ts).
+ * the platform answered 401 to (token-verdict.ts), and tests a credential pause (a 429,
+ * platform-governors.ts): then it is a `trial` and goes through the pause.
  */
-export async function probeStatus(client: PlatformClient, probe: ProbeCall, provider: TokenProvider, token: string): Promise<number | null> {
+export async function probeStatus(client: PlatformClient, probe: ProbeCall, provider: TokenProvider, token: string, trial = false): Promise<number | null> {
   const baseUrl = provider.credential.baseUrl
   if (!probe || !baseUrl) return null
   return client.probe(provider.name, baseUrl, token, {
@@ -27,6 +26,7 @@ export async function probeStatus(client: PlatformClient, probe: ProbeCall, prov
     body: probe.method === 'POST' ? '{}' : null,
     requestId: `token-probe-${randomUUID()}`,
     team: PROBE_CALLER,
+    trial,
   })
 }
 

@@ -110,12 +110,12 @@ export class ReportCache {
       if (found) {
         const now = this.#now()
         if (now < found.entry.freshUntil) return this.#served(found.entry, 'HIT', found.tier)
-        const paused = this.#d.client.paused(provider.name)
+        const paused = this.#d.client.paused(provider.name, report.path)
         if (now < found.entry.staleUntil) {
           if (!paused) this.#refreshInBackground(key, report, provider, opts)
           return this.#served(found.entry, 'STALE', found.tier)
         }
-        // The platform has paused the credential (a 429): its copy now rather than after a wait in the queue.
+        // The platform has paused the credential or the report's route (a 429): its copy now rather than after a wait in the queue.
         if (paused && now < found.entry.errorUntil) return this.#served(found.entry, 'STALE', found.tier)
         stale = found
       }

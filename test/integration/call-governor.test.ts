@@ -153,9 +153,9 @@ describe('callers that hang up (issue 15)', () => {
   })
 })
 
-describe.skipIf(!available)('a platform 429, two replicas on one Redis', () => {
+describe.skipIf(!available)('a platform 429 with platform.isolation false (the behaviour before issue 15), two replicas on one Redis', () => {
   it('pauses the credential on both, serves stale copies meanwhile, and resumes after retry-after', async () => {
-    const yaml = `cache: { ttl: { recent: 1s, settled: 1s }, staleWhileRevalidate: 0s, staleIfError: 1h }`
+    const yaml = `cache: { ttl: { recent: 1s, settled: 1s }, staleWhileRevalidate: 0s, staleIfError: 1h }\nplatform: { isolation: false }`
     const clock = fakeClock()
     const a = await gateway(yaml, { REDIS_URL: redis.server.url }, { now: clock.now })
     const b = await gateway(yaml, { REDIS_URL: redis.server.url }, { now: clock.now })
@@ -198,6 +198,102 @@ describe.skipIf(!available)('a platform 429, two replicas on one Redis', () => {
     const metrics = await a.admin.inject({ method: 'GET', url: '/metrics' })
     expect(metrics.body).toContain('gateway_platform_pauses_total{credential="default"} 1')
   })
+})
+
+const CREATIVES = '/api/v1/report/creatives/get'
+const ROUTE_PAUSED = 'platform route paused: the platform answered 429'
+const ROUTE_RESUMED = 'platform route resumed'
+const THROTTLE = { kind: 'status', status: 429, headers: { 'retry-after': '900' } } as const
+
+function creatives(n: number, advertiserId = 101): string {
+  return distinct(n, advertiserId).replace(REPORT, CREATIVES)
+}
+
+describe.skipIf(!available)('a platform 429 pauses in proportion (issue 15), two replicas on one Redis', () => {
+  const yaml = `cache: { ttl: { recent: 1s, settled: 1s }, staleWhileRevalidate: 0s, staleIfError: 1h }`
+
+  it('pauses only the throttled route, serves its stale copy, and resumes it on a trial after the platform answers again', async () => {
+    const clock = fakeClock()
+    const a = await gateway(yaml, { REDIS_URL: redis.server.url }, { now: clock.now })
+    const b = await gateway(yaml, { REDIS_URL: redis.server.url }, { now: clock.now })
+    expect((await get(a, distinct(0))).headers['x-cache']).toBe('MISS')
+    clock.advance(5000)
+
+    sandbox.setRouteFailure(REPORT, THROTTLE)
+    const limited = await get(a, distinct(1))
+    expect(limited.statusCode).toBe(429)
+    const pausedAt = Date.now()
+    // Other routes and other teams keep working, on both replicas.
+    for (const gw of [a, b]) {
+      const other = await get(gw, creatives(0, 102), KEYS.growth)
+      expect(other.statusCode).toBe(200)
+    }
+    expect(a.ctx.governors.of('default').pausedUntil).toBe(0)
+    await waitFor('the route pause to reach the other replica', () => b.ctx.governors.paused('default', REPORT), 1500)
+
+    // The paused route: refused at once with retry-after ≤ 60 s, or its stale copy.
+    const callsAtPause = reportCalls()
+    for (const gw of [a, b]) {
+      const refused = await get(gw, distinct(2))
+      expect(refused.statusCode).toBe(503)
+      expect(refused.json()).toMatchObject({ code: 'GW_OVERLOADED' })
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0)
+      expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(60)
+      const stale = await get(gw, distinct(0))
+      expect(stale.statusCode).toBe(200)
+      expect(stale.headers['x-cache']).toBe('STALE')
+    }
+    expect(reportCalls()).toBe(callsAtPause)
+    // A replica that starts during the pause finds it in Redis.
+    const late = await gateway(yaml, { REDIS_URL: redis.server.url }, { now: clock.now })
+    expect(late.ctx.governors.paused('default', REPORT)).toBe(true)
+
+    // The platform answers again: the first call after the probe interval is the trial and resumes the route.
+    sandbox.clearRouteFailures()
+    let answer = await get(a, distinct(3))
+    for (let i = 0; i < 40 && answer.statusCode === 503; i++) {
+      await new Promise((r) => setTimeout(r, 250))
+      answer = await get(a, distinct(3))
+    }
+    expect(answer.statusCode).toBe(200)
+    expect(Date.now() - pausedAt).toBeLessThan(8000)
+    await waitFor('the resume to reach the other replica', () => !b.ctx.governors.paused('default', REPORT), 1500)
+    expect((await get(b, distinct(4))).statusCode).toBe(200)
+
+    const paused = a.logs.records().filter((r) => r.msg === ROUTE_PAUSED)
+    expect(paused).toHaveLength(1)
+    expect(paused[0]).toMatchObject({ credential: 'default', scope: REPORT, team: 'all', source: 'platform' })
+    expect(a.logs.records().filter((r) => r.msg === ROUTE_RESUMED)).toMatchObject([{ scope: REPORT, team: 'all', source: 'platform' }])
+    expect(b.logs.records().filter((r) => r.msg === ROUTE_PAUSED)).toMatchObject([{ scope: REPORT, team: 'all', source: 'peer' }])
+    expect(b.logs.records().filter((r) => r.msg === ROUTE_RESUMED)).toMatchObject([{ scope: REPORT, team: 'all', source: 'peer' }])
+    expect(a.logs.records().some((r) => r.msg === PAUSED)).toBe(false)
+  }, 20_000)
+
+  it('pauses the credential when two routes are throttled within the window, on both replicas, and the probe call ends it', async () => {
+    const a = await gateway('', { REDIS_URL: redis.server.url })
+    const b = await gateway('', { REDIS_URL: redis.server.url })
+    sandbox.setRouteFailure(REPORT, THROTTLE)
+    expect((await get(a, distinct(0))).statusCode).toBe(429)
+    sandbox.clearRouteFailures()
+    sandbox.setRouteFailure(CREATIVES, THROTTLE)
+    const pausedAt = Date.now()
+    expect((await get(a, creatives(0, 102), KEYS.growth)).statusCode).toBe(429)
+    await waitFor('the credential pause on both replicas', () => a.ctx.governors.of('default').pausedUntil > 0 && b.ctx.governors.of('default').pausedUntil > 0, 1500)
+    // platform.maxPause (60 s), not the 900 s asked for.
+    expect(a.ctx.governors.of('default').pausedUntil - pausedAt).toBeLessThanOrEqual(61_000)
+    const paused = a.logs.records().filter((r) => r.msg === PAUSED)
+    expect(paused).toMatchObject([{ credential: 'default', scope: 'credential', team: 'growth', source: 'platform' }])
+
+    // The probe call answers (it is not throttled): the pause ends within about one probe interval, on both.
+    sandbox.clearRouteFailures()
+    await waitFor('the probe to end the pause', () => a.ctx.governors.of('default').pausedUntil === 0 && b.ctx.governors.of('default').pausedUntil === 0, 8000)
+    expect(Date.now() - pausedAt).toBeLessThan(8000)
+    expect(sandbox.countRequests((r) => r.path === '/api/v1/campaign/get')).toBeGreaterThan(0)
+    for (const gw of [a, b]) {
+      expect(gw.logs.records().filter((r) => r.msg === RESUMED)).toHaveLength(1)
+    }
+    expect((await get(b, creatives(1, 102), KEYS.growth)).statusCode).toBe(200)
+  }, 20_000)
 })
 
 describe('retries', () => {

@@ -357,8 +357,9 @@ describe('the platform\'s own answers', () => {
     expect(limited.statusCode).toBe(429)
     expect(limited.headers['retry-after']).toBe('1')
     expect(limited.body).toBe('{"message":"Too Many Attempts."}')
-    // The 429 paused the credential; the next tests need it back.
-    await waitFor('the pause to end', () => gw.ctx.governors.of('default').pausedUntil === 0, 3000)
+    // The 429 paused its route; the next tests need it back.
+    expect(gw.ctx.governors.paused('default', '/api/v1/campaign/get')).toBe(true)
+    await waitFor('the pause to end', () => !gw.ctx.governors.paused('default', '/api/v1/campaign/get'), 3000)
   })
 })
 

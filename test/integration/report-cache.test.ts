@@ -226,12 +226,12 @@ function defineSuite(mode: 'memory' | 'redis'): void {
       expect(res.rawPayload.equals(first.rawPayload)).toBe(true)
     }
     expect(reportCalls()).toBe(1 + failures.reduce((n, f) => n + f.times, 0))
-    // The 429 paused the credential (1 s without retry-after): the stale copy is served without a call.
-    expect(gw.ctx.governors.of('default').pausedUntil).toBeGreaterThan(0)
+    // The 429 paused the report's route (1 s without retry-after): the stale copy is served without a call.
+    expect(gw.ctx.governors.paused('default', PATH)).toBe(true)
     const paused = await get(CANONICAL)
     expect(paused.headers['x-cache']).toBe('STALE')
     expect(reportCalls()).toBe(1 + failures.reduce((n, f) => n + f.times, 0))
-    await waitFor('the pause to end', () => gw.ctx.governors.of('default').pausedUntil === 0, 3000)
+    await waitFor('the pause to end', () => !gw.ctx.governors.paused('default', PATH), 3000)
     // A caller's no-cache does not lose the stale copy either.
     sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
     const refresh = await get(CANONICAL, { 'cache-control': 'no-cache' })
@@ -258,7 +258,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(overloaded.json()).toMatchObject({ code: 'GW_OVERLOADED' })
     expect(overloaded.headers['retry-after']).toBe('1')
     expect(reportCalls()).toBe(calls)
-    await waitFor('the pause to end', () => gw.ctx.governors.of('default').pausedUntil === 0, 3000)
+    await waitFor('the pause to end', () => !gw.ctx.governors.paused('default', PATH), 3000)
     const back = await get(CANONICAL)
     expect(back.headers['x-cache']).toBe('MISS')
   })

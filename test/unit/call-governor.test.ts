@@ -161,9 +161,9 @@ describe('CallGovernor', () => {
     const logs = captureLogs()
     const { g } = governor(clock, { log: pino(logs.stream) })
     const order: string[] = []
-    expect(g.throttled('3')).toBe(3000)
+    expect(g.throttled('3', 'a')).toBe(3000)
     expect(g.pausedUntil).toBe(clock.now() + 3000)
-    g.throttled('2') // a shorter pause while paused changes nothing and logs nothing
+    g.throttled('2', 'a') // a shorter pause while paused changes nothing and logs nothing
     const waiting = call(g, 'a', order)
     clock.advance(2999)
     await settle()
@@ -182,7 +182,7 @@ describe('CallGovernor', () => {
     call(g, 'a', order)
     const queued = call(g, 'b', order)
     await settle()
-    g.throttled('30')
+    g.throttled('30', 'a')
     const late = call(g, 'c', order)
     await settle()
     expect(queued.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 30 })
@@ -194,13 +194,13 @@ describe('CallGovernor', () => {
     const clock = fakeClock()
     const { g } = governor(clock)
     const pauses = Array.from({ length: 8 }, () => {
-      const ms = g.throttled(undefined)
+      const ms = g.throttled(undefined, 'a')
       clock.advance(ms)
       return ms
     })
     expect(pauses).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000])
     g.answered()
-    expect(g.throttled(undefined)).toBe(1000)
+    expect(g.throttled(undefined, 'a')).toBe(1000)
   })
 })
 
@@ -253,9 +253,9 @@ describe('CallGovernor pause bounds', () => {
   it('does not pause for retry-after: 0, and pauses at most 15 minutes whatever the platform asks', () => {
     const clock = fakeClock()
     const { g } = governor(clock)
-    g.throttled('0')
+    g.throttled('0', 'a')
     expect(g.pausedUntil).toBe(0)
-    g.throttled('86400')
+    g.throttled('86400', 'a')
     expect(g.pausedUntil).toBe(clock.now() + 15 * 60_000)
   })
 })
@@ -300,5 +300,26 @@ describe('CallerGroup', () => {
     const group = new CallerGroup()
     group.join(gone.signal)
     expect(group.signal.aborted).toBe(true)
+  })
+})
+
+describe('CallGovernor early resume', () => {
+  it('ends a pause at once when the platform answers again, and lets the queued calls go', async () => {
+    const clock = fakeClock()
+    const logs = captureLogs()
+    const { g } = governor(clock, { log: pino(logs.stream) })
+    const order: string[] = []
+    g.throttled('900', 'growth', 5000)
+    expect(g.pausedUntil).toBe(clock.now() + 5000)
+    const waiting = call(g, 'a', order)
+    g.resumeNow('platform')
+    await settle()
+    expect(g.pausedUntil).toBe(0)
+    expect(order).toEqual(['a'])
+    expect(waiting.error).toBeNull()
+    expect(logs.records().map((r) => [r.msg, r.scope, r.team])).toEqual([
+      ['platform credential paused: the platform answered 429', 'credential', 'growth'],
+      ['platform credential resumed', 'credential', 'growth'],
+    ])
   })
 })
