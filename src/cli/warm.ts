@@ -1,7 +1,7 @@
 import { SingleBar } from 'cli-progress'
 import { maskUrlPassword } from '../config.js'
 import { describeTally, planWarm, UsageError, USAGE, warmOptions, type WarmOptions } from './warm-plan.js'
-import { runWarm, type WarmProgress } from './warm-run.js'
+import { RedirectRefused, runWarm, type WarmProgress } from './warm-run.js'
 
 // npm run warm -- --advertisers 101,102 --from 2026-11-01 --to 2026-11-21 [...]: asks the
 // gateway for the usual reports so that callers find them cached (issue #7). The Helm
@@ -29,7 +29,15 @@ async function main(argv: string[]): Promise<number> {
   )
   const started = performance.now()
   const progress = showProgress(requests.length)
-  const result = await runWarm(opts, requests, progress.update)
+  let result
+  try {
+    result = await runWarm(opts, requests, progress.update)
+  } catch (err) {
+    if (!(err instanceof RedirectRefused)) throw err
+    progress.stop()
+    process.stderr.write(`warm: ${err.message}\n`)
+    return 1
+  }
   progress.stop()
   for (const line of result.failures) process.stderr.write(`warm: ${line}\n`)
   process.stdout.write(`warm: done in ${((performance.now() - started) / 1000).toFixed(1)} s: ${describeTally(result.tally)}\n`)

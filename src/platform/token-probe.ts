@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import type { PlatformClient } from './platform-client.js'
 import type { TokenProvider } from './token-provider.js'
 import type { TokenRegistry } from './token-registry.js'
 import { PROBE_CALLER } from './throttle-pauses.js'
+import { ownRequestId } from '../request-id.js'
 
 type ProbeCall = Config['platform']['probe']
 
@@ -24,7 +24,7 @@ export async function probeStatus(client: PlatformClient, probe: ProbeCall, prov
     url: probe.path,
     headers: { accept: 'application/json', ...(probe.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
     body: probe.method === 'POST' ? '{}' : null,
-    requestId: `token-probe-${randomUUID()}`,
+    requestId: ownRequestId('token-probe'),
     team: PROBE_CALLER,
     trial,
   })

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../config.js'
 import { UpstreamError } from '../errors.js'
@@ -6,9 +5,8 @@ import type { PlatformClient } from '../platform/platform-client.js'
 import type { TokenProvider } from '../platform/token-provider.js'
 import type { RedisBreaker, RedisClient } from '../redis.js'
 import { SingleFlight } from '../cache/single-flight.js'
+import { ownRequestId } from '../request-id.js'
 
-/** The x-request-id prefix of the gateway's own lookups, so platform logs tell them apart. */
-export const OWNERSHIP_REQUEST_PREFIX = 'ownership-'
 // Advertisers whose lists one replica keeps in memory.
 const LISTS_IN_MEMORY = 10_000
 
@@ -107,7 +105,7 @@ export class CampaignOwners {
         method: 'POST',
         url: `${listPath}?per_page=${perPage}&page=${page}`,
         body: JSON.stringify({ userId: advertiser }),
-        requestId: `${OWNERSHIP_REQUEST_PREFIX}${randomUUID()}`,
+        requestId: ownRequestId('ownership'),
         team,
       })
       // An account outside the credential's tree owns nothing the gateway could let through.

@@ -1,5 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
+import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -88,6 +89,28 @@ describe('npm run warm', () => {
     expect(lines.at(-1)).toMatch(/: 3 warmed, 0 already fresh/)
   })
 
+  it('refuses a redirect to another origin: the team key never leaves the gateway\'s origin', async () => {
+    const seen: IncomingHttpHeaders[] = []
+    const elsewhere = await listenHttp((req, res) => {
+      seen.push(req.headers)
+      res.end('{}')
+    })
+    // The same origin may move a path (followed); another origin is refused before any call.
+    const gateway = await listenHttp((req, res) => {
+      const target = req.url?.startsWith('/moved') ? `${origin(elsewhere)}${req.url}` : `/moved${req.url ?? ''}`
+      res.writeHead(302, { location: target }).end()
+    })
+    try {
+      const run = await warm(['--advertisers', '101,102', ...range, '--url', origin(gateway), '--concurrency', '1'])
+      expect(run.code).toBe(1)
+      expect(run.stderr).toBe(`warm: ${origin(gateway)} redirected to another origin (${origin(elsewhere)}); refused, so that the team key is sent nowhere else\n`)
+      expect(seen).toEqual([])
+      expect(run.stdout + run.stderr).not.toContain(KEYS.growth)
+    } finally {
+      await Promise.all([gateway, elsewhere].map((s) => new Promise((resolve) => s.close(resolve))))
+    }
+  })
+
   it('exits 1 when the gateway cannot be reached, and 2 for a usage error', async () => {
     const closed = await new Promise<number>((resolve) => {
       const server = createServer().listen(0, '127.0.0.1', () => {
@@ -105,3 +128,12 @@ describe('npm run warm', () => {
     expect(usage.stderr).toMatch(/^warm: WARM_API_KEY: the team key/)
   })
 })
+
+function listenHttp(handler: Parameters<typeof createHttpServer>[1]): Promise<Server> {
+  const server = createHttpServer(handler)
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
+}
+
+function origin(server: Server): string {
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`
+}

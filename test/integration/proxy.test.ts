@@ -138,6 +138,14 @@ describe('token injection', () => {
     expect(sandbox.requests.map((r) => r.headers['x-request-id'])).toEqual([made.headers['x-request-id'], replaced.headers['x-request-id']])
   })
 
+  it('never lets a caller write into the id space of the gateway\'s own calls (ownership-, token-probe-)', async () => {
+    const spoofs = ['ownership-1', 'token-probe-2', 'OWNERSHIP-3', 'Token-Probe-4']
+    const answers = []
+    for (const id of spoofs) answers.push(await call('POST', '/api/v1/campaign/get', { headers: { 'x-request-id': id }, json: {} }))
+    for (const res of answers) expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+    expect(sandbox.requests.map((r) => r.headers['x-request-id'])).toEqual(answers.map((r) => r.headers['x-request-id']))
+  })
+
   it('returns x-request-id on gateway errors too', async () => {
     const res = await call('GET', '/api/v1/campaign/get', { key: 'rgw_unknown', headers: { 'x-request-id': 'err-1' } })
     expect(res.statusCode).toBe(401)
