@@ -129,7 +129,7 @@ export function createMetrics() {
     }),
     configReloadOk: new Gauge({
       name: 'gateway_config_last_reload_successful',
-      help: '0 while the last reload of CONFIG_FILE was refused (the running teams are older than the file)',
+      help: '0 while the reload of the files the teams come from (CONFIG_FILE, ADMIN_TOKENS_FILE, token files) is refused: the running teams and admin tokens are not the files\' (retried every teamsReload.poll)',
       registers: [registry],
     }),
     redisUp: new Gauge({

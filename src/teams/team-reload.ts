@@ -35,17 +35,23 @@ const BUS_CHANNEL = 'teams-reload'
 
 /**
  * Reloads the teams (and the named admin tokens) of CONFIG_FILE without a restart
- * (issue #8): when the file's content changes (read every `pollMs`, which also sees a
- * Kubernetes ConfigMap's `..data` symlink swap), on SIGHUP, on POST /admin/reload, and
- * when another replica's admin call asks every replica to re-read its own file. The
- * new file is validated whole like at start; one that does not validate is refused and
- * the running teams stay. Every other setting needs a restart.
+ * (issue #8): when any file the last load read changes (CONFIG_FILE, ADMIN_TOKENS_FILE,
+ * token and secret files: read every `pollMs`, which also sees a Kubernetes ConfigMap's
+ * `..data` symlink swap), on SIGHUP, on POST /admin/reload, and when another replica's
+ * admin call asks every replica to re-read its own file. The files are validated whole
+ * like at start; a load that does not validate is refused, the running teams stay, and
+ * it is tried again at every poll until it succeeds, so that a revocation written while
+ * another file was broken (or a token file momentarily empty) still takes effect
+ * (issue 16, item 4). Every other setting needs a restart.
  */
 export class TeamReloader {
   readonly #d: TeamReloaderDeps
   readonly #replica = randomUUID()
   readonly #file: string | null
-  #seen: string | null = null
+  /** The files the last load read, and their content's digest then. */
+  #read: FilesRead = { paths: [], digest: '' }
+  /** The digest of the files whose refusal was last logged; null while the running teams are the files'. */
+  #refused: string | null = null
   #admins: string
   #timer: NodeJS.Timeout | null = null
 
@@ -62,7 +68,13 @@ export class TeamReloader {
 
   async start(): Promise<void> {
     if (!this.#file) return
-    this.#seen = this.#digest()
+    // Which files a load reads, learnt by loading them as a reload would: the running
+    // teams were loaded from them moments ago, so only a change since then is applied.
+    try {
+      this.#reload('file', null, { quietIfUnchanged: true })
+    } catch {
+      // Refused: logged and counted by reload; tried again at the next poll.
+    }
     this.#timer = setInterval(() => this.#poll(), this.#d.pollMs)
     this.#timer.unref()
     await this.#d.bus?.subscribe(BUS_CHANNEL, (message) => {
@@ -91,30 +103,42 @@ export class TeamReloader {
 
   /** Reads and applies the file; throws ConfigRefusedError (the old teams stay). */
   reload(trigger: ReloadTrigger, actor: string | null = null): ReloadOutcome {
+    return this.#reload(trigger, actor, { quietIfUnchanged: false })
+  }
+
+  #reload(trigger: ReloadTrigger, actor: string | null, { quietIfUnchanged }: { quietIfUnchanged: boolean }): ReloadOutcome {
     const { log, metrics } = this.#d
     if (!this.#d.source || !this.#file) {
       log.warn({ trigger }, 'teams reload asked for, but there is no CONFIG_FILE to reload (or the gateway runs in demo mode)')
       throw new ReloadUnavailableError('no CONFIG_FILE is set (or the gateway runs in demo mode)')
     }
-    this.#seen = this.#digest()
+    const read = new Map<string, string>()
     let next: Config
     try {
-      next = loadConfig(this.#d.source)
+      next = loadConfig({ ...this.#d.source, readFile: this.#recording(read) })
       const problems = this.#unsupported(next)
       if (problems.length > 0) throw new ConfigError(problems)
     } catch (err) {
       const problems = err instanceof ConfigError ? err.problems : [(err as Error).message]
-      for (const problem of problems) log.error({ trigger, file: this.#file, problem }, 'CONFIG_FILE reload refused: the running teams stay')
-      metrics.configProblems.inc(problems.length)
-      metrics.configReloads.inc({ result: 'refused' })
+      this.#read = filesRead(read)
+      // Tried again at every poll: said once per content of the files, not every time.
+      if (trigger !== 'file' || this.#refused !== this.#read.digest) {
+        for (const problem of problems) log.error({ trigger, file: this.#file, problem }, 'CONFIG_FILE reload refused: the running teams stay')
+        metrics.configProblems.inc(problems.length)
+        metrics.configReloads.inc({ result: 'refused' })
+      }
+      this.#refused = this.#read.digest
       metrics.configReloadOk.set(0)
       throw new ConfigRefusedError(problems.join('; '))
     }
+    this.#read = filesRead(read)
+    this.#refused = null
     metrics.configReloadOk.set(1)
     const outcome = diff(this.#d.teams.teams, next.teams)
     const admins = signature(next.admin.tokens)
     const sameAdmins = admins === this.#admins
     if (outcome.result === 'unchanged' && sameAdmins) {
+      if (quietIfUnchanged) return outcome
       metrics.configReloads.inc({ result: 'unchanged' })
       log.info({ trigger, teams: outcome.teams.length }, 'CONFIG_FILE reloaded: the teams are unchanged')
       return outcome
@@ -142,24 +166,65 @@ export class TeamReloader {
   }
 
   #poll(): void {
-    const digest = this.#digest()
-    if (digest === this.#seen) return
+    if (this.#refused === null && this.#digest(this.#read.paths) === this.#read.digest) return
     try {
       this.reload('file')
     } catch {
-      // Refused: logged and counted by reload; tried again when the file changes again.
+      // Refused: logged and counted by reload; tried again at the next poll.
     }
   }
 
-  // The file's content, read through any symlinks, so a ConfigMap's swap is seen.
-  #digest(): string {
-    try {
-      const read = this.#d.source?.readFile ?? ((p: string) => readFileSync(p, 'utf8'))
-      return createHash('sha256').update(read(this.#file as string)).digest('hex')
-    } catch (err) {
-      return `unreadable:${(err as NodeJS.ErrnoException).code ?? 'error'}`
+  // Reads through the source's reader, keeping each file's digest (or why it could not
+  // be read): what was validated is what is compared at the next poll.
+  #recording(read: Map<string, string>): (path: string) => string {
+    const readFile = this.#reader()
+    return (path) => {
+      try {
+        const text = readFile(path)
+        read.set(path, sha256(text))
+        return text
+      } catch (err) {
+        read.set(path, unreadable(err))
+        throw err
+      }
     }
   }
+
+  // The files' content now, read through any symlinks, so a ConfigMap's swap is seen.
+  #digest(paths: readonly string[]): string {
+    const readFile = this.#reader()
+    const now = new Map<string, string>()
+    for (const path of paths) {
+      try {
+        now.set(path, sha256(readFile(path)))
+      } catch (err) {
+        now.set(path, unreadable(err))
+      }
+    }
+    return filesRead(now).digest
+  }
+
+  #reader(): (path: string) => string {
+    return this.#d.source?.readFile ?? ((p: string) => readFileSync(p, 'utf8'))
+  }
+}
+
+interface FilesRead {
+  paths: string[]
+  digest: string
+}
+
+function filesRead(read: Map<string, string>): FilesRead {
+  const paths = [...read.keys()].sort()
+  return { paths, digest: sha256(paths.map((p) => `${p}\0${read.get(p) as string}`).join('\n')) }
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex')
+}
+
+function unreadable(err: unknown): string {
+  return `unreadable:${(err as NodeJS.ErrnoException).code ?? 'error'}`
 }
 
 function diff(before: readonly TeamConfig[], after: TeamConfig[]): ReloadOutcome {

@@ -1,5 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { existsSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
@@ -151,6 +153,89 @@ describe('keys without restarts', () => {
     const res = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect(res.statusCode).toBe(409)
     expect(res.json()).toMatchObject({ code: 'GW_RELOAD_UNAVAILABLE' })
+  })
+})
+
+// Issue 16, item 4: every file a reload reads is watched, a refused reload is tried again
+// until it succeeds, and each replica (polling its own mount, no Redis) drops a revoked
+// key or admin token within 2 s of the file's change.
+describe('a revocation always takes effect', () => {
+  const OPERATOR = 'revocation-operator-token-0000000'
+  const OTHER_OPERATOR = 'revocation-operator-token-1111111'
+  const POLL = '500ms'
+  const REVOKED_WITHIN_MS = 2000
+  const adminLine = (name: string, token: string) => `${name}:sha256:${createHash('sha256').update(token).digest('hex')}\n`
+
+  interface Files {
+    dir: ConfigMapDir
+    admins: string
+    token: string
+  }
+
+  function files(text: string): Files {
+    const dir = configMap(text)
+    const f = { dir, admins: join(dir.dir, 'admin-tokens'), token: join(dir.dir, 'platform-token') }
+    writeFileSync(f.admins, adminLine('alice', OPERATOR))
+    writeFileSync(f.token, sandbox.issueToken())
+    return f
+  }
+
+  // Polling only: no Redis, so each replica learns of a change from its own files.
+  async function fileReplica(f: Files): Promise<TestGateway> {
+    const env = { CONFIG_FILE: f.dir.path, ADMIN_TOKENS_FILE: f.admins, PLATFORM_TOKEN_FILE: f.token, PLATFORM_BASE_URL: sandbox.url, LOG_LEVEL: 'info' }
+    return gateways.build(loadConfig({ env }), { configSource: { env } })
+  }
+
+  const admin = async (gw: TestGateway, token: string) => (await gw.admin.inject({ method: 'GET', url: '/admin/credentials', headers: { authorization: `Bearer ${token}` } })).statusCode
+  const refusals = (gw: TestGateway) => gw.logs.records().filter((r) => r.msg === 'CONFIG_FILE reload refused: the running teams stay').length
+
+  async function revokedWithin(replicas: TestGateway[], what: string, revoked: (gw: TestGateway) => Promise<boolean>): Promise<void> {
+    const started = Date.now()
+    for (const gw of replicas) await waitFor(what, () => revoked(gw), 10_000, 20)
+    expect(Date.now() - started, what).toBeLessThan(REVOKED_WITHIN_MS)
+  }
+
+  it('drops an admin token removed from ADMIN_TOKENS_FILE alone, on every replica', async () => {
+    const f = files(yaml([plain(OLD)], POLL))
+    const replicas = [await fileReplica(f), await fileReplica(f)]
+    for (const gw of replicas) expect(await admin(gw, OPERATOR)).toBe(200)
+    writeFileSync(f.admins, `# alice left\n${adminLine('bob', OTHER_OPERATOR)}`)
+    await revokedWithin(replicas, 'the removed admin token to be refused', async (gw) => (await admin(gw, OPERATOR)) === 401)
+    for (const gw of replicas) expect(await admin(gw, OTHER_OPERATOR)).toBe(200)
+  })
+
+  it('retries a reload refused for a bad ADMIN_TOKENS_FILE line: fixing that file alone applies the revoked key', async () => {
+    const f = files(yaml([plain(OLD), plain(NEW)], POLL))
+    const replicas = [await fileReplica(f), await fileReplica(f)]
+    writeFileSync(f.admins, `${adminLine('alice', OPERATOR)}not a line\n`)
+    f.dir.update(yaml([plain(NEW)], POLL))
+    for (const gw of replicas) await waitFor('the refusal', async () => (await metric(gw, 'gateway_config_last_reload_successful')) === 0, 10_000, 20)
+    for (const gw of replicas) expect(await status(gw, OLD)).toBe(200)
+    // Logged once for this content, not on every poll.
+    const logged = refusals(replicas[0] as TestGateway)
+    await new Promise((r) => setTimeout(r, 1600))
+    expect(refusals(replicas[0] as TestGateway)).toBe(logged)
+    expect(await metric(replicas[0] as TestGateway, 'gateway_config_reloads_total{result="refused"}')).toBe(1)
+
+    writeFileSync(f.admins, adminLine('alice', OPERATOR))
+    await revokedWithin(replicas, 'the removed key to be refused', async (gw) => (await status(gw, OLD)) === 401)
+    for (const gw of replicas) {
+      expect(await status(gw, NEW)).toBe(200)
+      expect(await metric(gw, 'gateway_config_last_reload_successful')).toBe(1)
+    }
+  })
+
+  it('retries a reload refused while PLATFORM_TOKEN_FILE was momentarily empty', async () => {
+    const f = files(yaml([plain(OLD), plain(NEW)], POLL))
+    const replicas = [await fileReplica(f), await fileReplica(f)]
+    const token = sandbox.issueToken()
+    writeFileSync(f.token, '')
+    f.dir.update(yaml([plain(NEW)], POLL))
+    for (const gw of replicas) await waitFor('the refusal', async () => (await metric(gw, 'gateway_config_last_reload_successful')) === 0, 10_000, 20)
+    expect(await status(replicas[0] as TestGateway, OLD)).toBe(200)
+    writeFileSync(f.token, token)
+    await revokedWithin(replicas, 'the removed key to be refused', async (gw) => (await status(gw, OLD)) === 401)
+    for (const gw of replicas) expect(await status(gw, NEW)).toBe(200)
   })
 })
 

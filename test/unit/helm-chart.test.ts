@@ -665,6 +665,7 @@ const ALERTS = [
   'GatewayCacheHitRatioLow',
   'GatewayTeamRateLimited',
   'GatewayLatencyHigh',
+  'GatewayConfigReloadRefused',
 ]
 const RUNBOOK = 'https://github.com/example/report-gateway/blob/main/docs/operations.md'
 
@@ -774,6 +775,8 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(alertOf(chart, 'GatewayTokenRefused').labels.severity).toBe('critical')
     expect(alertOf(chart, 'GatewayTokenExpiryImminent').labels.severity).toBe('critical')
     expect(alertOf(chart, 'GatewayTokenExpiringSoon').labels.severity).toBe('warning')
+    expect(alertOf(chart, 'GatewayConfigReloadRefused')).toMatchObject({ for: '2m', labels: { severity: 'critical' } })
+    expect(alertOf(chart, 'GatewayConfigReloadRefused').expr).toMatch(/^min by \(namespace, job, pod\) \(gateway_config_last_reload_successful\{.*\}\) == 0$/)
   })
 
   it("leaves Prometheus' own template markers in the annotations for Prometheus", () => {

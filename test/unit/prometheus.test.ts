@@ -292,6 +292,18 @@ const TESTS: TestGroup[] = [
     ],
     alert_rule_test: [firing('8m', 'GatewayLatencyHigh'), firing('20m', 'GatewayLatencyHigh', { severity: 'warning', ...TARGET, route: 'report' })],
   },
+  {
+    name: 'GatewayConfigReloadRefused: one of two replicas refuses its files for longer than 2m',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_config_last_reload_successful{${SEL},pod="a"}`, values: '1 1 0x10' },
+      { series: `gateway_config_last_reload_successful{${SEL},pod="b"}`, values: '1x12' },
+    ],
+    alert_rule_test: [
+      firing('3m', 'GatewayConfigReloadRefused'),
+      firing('6m', 'GatewayConfigReloadRefused', { severity: 'critical', ...TARGET, pod: 'a' }),
+    ],
+  },
 ]
 
 /** Cumulative buckets growing by `perMinute[le]` each minute. */
@@ -303,7 +315,7 @@ describe.skipIf(!promtool.available)('promtool on the rendered PrometheusRule', 
   it('passes `promtool check rules` (PromQL, durations, annotation templates)', () => {
     const file = writeRuleFile('rules.yaml', ruleGroups())
     const { status, output } = runPromtool(['check', 'rules', file])
-    expect(output).toContain('SUCCESS: 8 rules found')
+    expect(output).toContain('SUCCESS: 9 rules found')
     expect(status, output).toBe(0)
   })
 
