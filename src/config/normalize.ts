@@ -1,6 +1,6 @@
 import type { RawConfig, RawCredential } from './schema.js'
 import { maskUrlPassword } from './schema-errors.js'
-import { readEnv, type Env } from './sources.js'
+import { hasControlCharacters, MALFORMED_SECRET, readEnv, type Env } from './sources.js'
 import { parseDuration, parseSize } from './units.js'
 import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
@@ -61,7 +61,9 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     if (!c.tokenFile) continue
     const name = c.name === DEFAULT_CREDENTIAL ? 'PLATFORM_TOKEN_FILE' : `credentials.${c.name}.tokenFile`
     try {
-      if (readFile(c.tokenFile).trim() === '') problems.push(`${name}: ${c.tokenFile} is empty; it must hold the platform token`)
+      const token = readFile(c.tokenFile).trim()
+      if (token === '') problems.push(`${name}: ${c.tokenFile} is empty; it must hold the platform token`)
+      else if (hasControlCharacters(token)) problems.push(`${name}: ${c.tokenFile} ${MALFORMED_SECRET}`)
     } catch (err) {
       problems.push(`${name}: ${c.tokenFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); it must hold the platform token`)
     }
@@ -74,6 +76,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   // Its holder renews the fill lock every third of it: shorter would be renewals all the time.
   if (parseDuration(cache.lockTtl) < 100) problems.push(`cache.lockTtl: must be at least 100ms (got ${String(cache.lockTtl)})`)
   if (raw.redis.sentinels && raw.redis.cluster) problems.push('redis: set sentinels or cluster, not both')
+  checkRedisUrl(raw.redis.url, envName('redis.url', 'REDIS_URL'), problems)
   // An idle caller socket is closed after connectionTimeout: it must outlast the longest
   // platform call, or a slow report would be cut off while the gateway waits for it.
   if (parseDuration(raw.server.connectionTimeout) <= parseDuration(p.timeout)) {
@@ -183,6 +186,27 @@ function checkUrl(value: string | null | undefined, name: string, problems: stri
   } catch {
     problems.push(`${name}: not a URL (got ${JSON.stringify(maskUrlPassword(value))})`)
     return null
+  }
+}
+
+// The URL holds the Redis password: a message says what is wrong with it, never what it
+// holds, whatever its shape (issue 16, item 3). What passes here, ioredis and the
+// log lines' host:port (redis.ts) read without a surprise.
+function checkRedisUrl(value: string | null, name: string, problems: string[]): void {
+  if (value == null) return
+  const form = 'redis://[user:password@]host[:port][/db] or rediss://…; the value is not shown, as it may hold a password'
+  let url: URL | null = null
+  try {
+    url = /\s/.test(value) || hasControlCharacters(value) ? null : new URL(value)
+  } catch {
+    url = null
+  }
+  if (!url || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || url.hostname === '') {
+    problems.push(`${name}: not a Redis URL: must be ${form}`)
+    return
+  }
+  if (!/^\/?\d*$/.test(url.pathname) || url.search !== '' || url.hash !== '') {
+    problems.push(`${name}: after host:port only /<database number> may follow: must be ${form}`)
   }
 }
 

@@ -61,7 +61,7 @@ function describeError(error: ErrorObject, raw: Record<string, unknown>, envSour
   const dotted = segments.join('.')
   const name = envSources.get(dotted) ?? (dotted || '(root)')
   const value = getPath(raw, segments)
-  const hidden = (envSources.has(dotted) && isSecretPath(dotted)) || TEAM_KEYS.test(dotted)
+  const hidden = (envSources.has(dotted) && isSecretPath(dotted)) || TEAM_KEYS.test(dotted) || HOLDS_PASSWORD.has(dotted)
   const shown = hidden ? '' : ` (got ${JSON.stringify(maskUrlPassword(value))})`
   if (error.keyword === 'required') {
     return `${dotted ? `${dotted}.` : ''}${(error.params as { missingProperty: string }).missingProperty}: required`
@@ -82,19 +82,22 @@ function hintFor(dotted: string, error: ErrorObject): string {
 
 // A team key list may hold a plaintext key by mistake: never repeat it.
 const TEAM_KEYS = /^teams\.[^.]+\.keys(\.\d+(\.hash)?)?$/
+// Settings whose value holds a password in some form (a malformed URL cannot be masked).
+const HOLDS_PASSWORD = new Set(['redis.url'])
 
 function isSecretPath(dotted: string): boolean {
   return ENV_KEYS.some((k) => k.secret && k.path.join('.') === dotted)
 }
 
 /**
- * `scheme://user:password@host` with the password replaced, for messages (REDIS_URL, base
- * URLs): up to the last `@` of the authority, as a URL parser reads it (a password may
- * hold `@`), and without a scheme too (`user:password@host`).
+ * `scheme://user:password@host` with what comes before the host replaced, for messages
+ * (base URLs, warm's gateway URL): everything up to the last `@`, as a URL parser reads
+ * it (a password may hold `@`), whatever the shape before it (`redis//:password@host`,
+ * `user:password@host`), so that a malformed URL is masked too (issue 16, item 3).
  */
 export function maskUrlPassword(value: unknown): unknown {
   if (typeof value !== 'string') return value
-  return value.replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?[^/?#@:]*:)[^/?#]*@/i, '$1***@')
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^]*@/i, '$1***@')
 }
 
 function unescapePointer(s: string): string {

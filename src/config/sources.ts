@@ -62,7 +62,7 @@ export function readYamlObject(path: string, readFile: (p: string) => string, pr
 export function applyEnv(raw: Record<string, unknown>, env: Env, readFile: (p: string) => string, problems: string[]): Map<string, string> {
   const sources = new Map<string, string>()
   for (const key of ENV_KEYS) {
-    const value = readEnv(env, key.env, key.secret === true && key.file !== false, readFile, problems)
+    const value = readEnv(env, key.env, key.secret === true && key.file !== false, readFile, problems, key.secret === true)
     if (value === undefined) continue
     let parsed: unknown = value
     if (key.kind === 'int') {
@@ -76,8 +76,12 @@ export function applyEnv(raw: Record<string, unknown>, env: Env, readFile: (p: s
   return sources
 }
 
-/** A variable, or the trimmed content of the file its *_FILE variable names. */
-export function readEnv(env: Env, name: string, allowFile: boolean, readFile: (p: string) => string, problems: string[]): string | undefined {
+/**
+ * A variable, or the trimmed content of the file its *_FILE variable names. A secret
+ * with spaces at its ends or control characters (a pasted line break, a stray quote's
+ * neighbour) is refused, and, like every secret, never repeated in the message.
+ */
+export function readEnv(env: Env, name: string, allowFile: boolean, readFile: (p: string) => string, problems: string[], secret = true): string | undefined {
   const direct = env[name]
   const filePath = allowFile ? env[`${name}_FILE`] : undefined
   if (direct !== undefined && direct !== '' && filePath) {
@@ -91,14 +95,33 @@ export function readEnv(env: Env, name: string, allowFile: boolean, readFile: (p
         problems.push(`${name}_FILE: ${filePath} is empty`)
         return undefined
       }
+      if (hasControlCharacters(content)) {
+        problems.push(`${name}_FILE: ${filePath} ${MALFORMED_SECRET}`)
+        return undefined
+      }
       return content
     } catch (err) {
       problems.push(`${name}_FILE: ${filePath} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
       return undefined
     }
   }
-  return direct === '' ? undefined : direct
+  if (direct === '' || direct === undefined) return undefined
+  if (secret && (hasControlCharacters(direct) || direct.trim() !== direct)) {
+    problems.push(`${name}: has spaces at its ends or control characters; set it without them (the value is not shown)`)
+    return undefined
+  }
+  return direct
 }
+
+/** A line break, NUL, DEL or another C0 control: never part of a secret, token or URL. */
+export function hasControlCharacters(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 0x20 || code === 0x7f) return true
+  }
+  return false
+}
+export const MALFORMED_SECRET = 'holds control characters (a line break inside?); it must hold the secret alone (the content is not shown)'
 
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
