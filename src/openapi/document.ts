@@ -43,7 +43,7 @@ const READYZ = {
 const header = (description: string, schema: Json = { type: 'string' }) => ({ description, schema })
 
 const HEADERS: Json = {
-  'x-request-id': header('The caller\'s `x-request-id` when it is a plain token, else a new one; also sent to the platform.'),
+  'x-request-id': header('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`), else a new one; also sent to the platform.'),
   'x-cache': header(
     '`HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (the caller sent `cache-control: no-cache`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`).',
     { type: 'string', enum: ['HIT', 'MISS', 'STALE', 'REFRESH', 'BYPASS'] },

@@ -49,7 +49,7 @@ const REPORT_HEADERS = {
     },
     'x-request-id': {
       type: 'string',
-      description: 'Passed on to the platform and returned; one is made when absent or malformed.',
+      description: 'Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway\'s own calls (`ownership-`, `token-probe-`).',
     },
   },
 } as const
