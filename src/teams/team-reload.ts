@@ -101,7 +101,7 @@ export class TeamReloader {
     return outcome
   }
 
-  /** Reads and applies the file; throws ConfigRefusedError (the old teams stay). */
+  /** Reads and applies the files; throws ConfigRefusedError (the old teams stay). */
   reload(trigger: ReloadTrigger, actor: string | null = null): ReloadOutcome {
     return this.#reload(trigger, actor, { quietIfUnchanged: false })
   }
