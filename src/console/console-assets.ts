@@ -65,6 +65,8 @@ export const CONSOLE_HTML = `<!doctype html>
 export const CONSOLE_CSS = `:root { color-scheme: light dark; --fg: #1b1f24; --bg: #ffffff; --muted: #57606a; --line: #d0d7de; --ok: #116329; --warn: #7d4e00; --bad: #a40e26; --focus: #0969da; }
 @media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --bg: #0d1117; --muted: #9da7b3; --line: #30363d; --ok: #56d364; --warn: #e3b341; --bad: #ff7b72; --focus: #58a6ff; } }
 * { box-sizing: border-box; }
+[hidden] { display: none !important; }
+.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 body { margin: 0 auto; max-width: 1400px; padding: 1rem; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); }
 h1 { font-size: 1.4rem; margin: 0 0 .5rem; }
 h2 { font-size: 1.1rem; margin: 1.2rem 0 .4rem; }
@@ -80,7 +82,6 @@ button.danger { border-color: var(--bad); color: var(--bad); }
 #error { border: 2px solid var(--bad); color: var(--bad); padding: .6rem .8rem; border-radius: 4px; font-weight: 600; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; }
-caption { text-align: left; color: var(--muted); padding-bottom: .2rem; }
 th, td { text-align: left; vertical-align: top; padding: .35rem .5rem; border-bottom: 1px solid var(--line); }
 thead th { font-size: .85rem; color: var(--muted); }
 .pair { display: grid; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); gap: 0 2rem; }

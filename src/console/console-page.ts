@@ -161,7 +161,7 @@ function table(caption: string, heads: string[], rows: HTMLElement[]): HTMLEleme
   return el(
     'div',
     { class: 'scroll', role: 'region', 'aria-label': caption, tabindex: '0' },
-    el('table', {}, el('caption', {}, caption), el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col' }, h)))), el('tbody', {}, ...rows)),
+    el('table', {}, el('caption', { class: 'sr-only' }, caption), el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col' }, h)))), el('tbody', {}, ...rows)),
   )
 }
 
