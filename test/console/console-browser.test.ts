@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'puppeteer-core'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { hashApiKey } from '../../src/teams/api-keys.js'
-import { buildGateway, listen, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { buildGateway, listen, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { ensureBuilt } from '../helpers/dist.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -57,7 +57,7 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     ensureBuilt(`${SCRIPTS}console-page.js`)
     mkdirSync(ARTIFACTS, { recursive: true })
     sandbox = await startSandbox()
-    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, YAML)
+    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN }, YAML)
     gw = await listen(await buildGateway(config, { consoleScriptsDir: SCRIPTS }))
     await gw.admin.listen({ host: '127.0.0.1', port: 0 })
     adminUrl = `http://127.0.0.1:${(gw.admin.server.address() as AddressInfo).port}`
@@ -159,6 +159,19 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     expect(await text('#audit')).toMatch(/by admin/)
   })
 
+  it('logs in again for the password credential after a confirmation naming it', async () => {
+    const before = gw.ctx.tokens.get('default').current()?.fingerprint as string
+    await page.click('button[data-relogin="default"]')
+    await page.waitForSelector('#confirm[open]')
+    expect(await text('#confirm-text')).toMatch(/Log in to the platform again for credential default/)
+    await page.click('#confirm-yes')
+    await shows('action-result', 'Logged in again for default')
+    const after = gw.ctx.tokens.get('default').current()?.fingerprint as string
+    expect(after).not.toBe(before)
+    expect(await text('#action-result')).toContain(after)
+    await shows('credentials', after)
+  })
+
   it('a refused reload says why', async () => {
     await page.click('#reload')
     await page.waitForSelector('#confirm[open]')
@@ -176,5 +189,7 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     await page.screenshot({ path: `${ARTIFACTS}console-phone.png`, fullPage: true })
     expect(requested.length).toBeGreaterThan(5)
     expect(requested.filter((url) => !url.startsWith(`${adminUrl}/`))).toEqual([])
+    const html = await page.content()
+    for (const secret of [ADMIN_TOKEN, gw.ctx.tokens.get('default').current()?.token as string, sandbox.credentials.password, sandbox.credentials.clientSecret]) expect(html).not.toContain(secret)
   })
 })
