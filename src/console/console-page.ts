@@ -297,7 +297,6 @@ function reloadText(body: Record<string, unknown>): string {
 }
 
 function start(): void {
-  $('data').hidden = false
   $('sign-in').hidden = true
   $('signed-in').hidden = false
   void refresh()
