@@ -41,6 +41,8 @@ import { TeamReloader } from './teams/team-reload.js'
 import { POLICY_HEADER, STATE_HEADER, rateLimitHeaders } from './teams/rate-limit-headers.js'
 import { AdminAuth } from './routes/admin-auth.js'
 import { auditWrite } from './routes/write-audit.js'
+import { AuditTrail } from './audit-trail.js'
+import { consoleRoutes } from './console/console-routes.js'
 import type { LoadOptions } from './config.js'
 
 export interface GatewayDeps {
@@ -53,6 +55,8 @@ export interface GatewayDeps {
   now?: () => number
   /** Where the teams are reloaded from (issue #8); default the process environment. null: never. */
   configSource?: LoadOptions | null
+  /** Where the console's compiled scripts are (tests running the sources point it at dist/console). */
+  consoleScriptsDir?: string
 }
 
 export interface Gateway {
@@ -94,7 +98,8 @@ function bodyLimitOf(request: FastifyRequest, config: Config): number {
 export async function createGateway(config: Config, deps: GatewayDeps = {}): Promise<Gateway> {
   const secrets = new SecretSet()
   for (const s of config.secrets) secrets.add(s)
-  const log = deps.logger ?? pino(loggerOptions(config.logLevel, secrets), deps.logStream)
+  const audit = new AuditTrail()
+  const log = deps.logger ?? pino(loggerOptions(config.logLevel, secrets), audit.tee(deps.logStream))
   const metrics = createMetrics()
   const dispatcher = deps.dispatcher ?? createPlatformPool(config.platform)
   const redis = deps.redis !== undefined ? deps.redis : createRedisClient(config.redis, log)
@@ -165,8 +170,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     readIdleMs: config.platform.readIdleTimeoutMs,
     onSlowReader: (credential) => metrics.platformSlowReaders.inc({ credential }),
   })
+  const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, ...(deps.now ? { now: deps.now } : {}) })
   const store = new TieredStore({
-    l1: new MemoryStore({ maxBytes: config.cache.l1MaxBytes, ...(deps.now ? { now: deps.now } : {}) }),
+    l1,
     l2,
     bus,
     log,
@@ -301,7 +307,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     usage.publishMetrics()
     return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics())
   })
-  await admin.register(adminRoutes, { ctx, client, reloader })
+  await admin.register(adminRoutes, { ctx, client, reloader, l1, audit })
+  await admin.register(consoleRoutes, deps.consoleScriptsDir ? { scriptsDir: deps.consoleScriptsDir } : {})
   await docsUi(admin, proxy)
 
   let closed = false

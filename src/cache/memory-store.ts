@@ -62,4 +62,9 @@ export class MemoryStore implements CacheStore {
   get size(): number {
     return this.#lru.size
   }
+
+  /** What the entries held weigh, as counted against maxBytes. */
+  get bytes(): number {
+    return this.#lru.calculatedSize
+  }
 }

@@ -8,6 +8,9 @@ import type { PlatformClient } from '../platform/platform-client.js'
 import { probeStatus } from '../platform/token-probe.js'
 import type { TokenProvider } from '../platform/token-provider.js'
 import { DEFAULT_CREDENTIAL } from '../config.js'
+import type { MemoryStore } from '../cache/memory-store.js'
+import type { AuditTrail } from '../audit-trail.js'
+import { adminStatusRoutes } from './admin-status.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -30,9 +33,15 @@ const tokenBody = {
 /** The admin listener's /admin/* calls (contract, "Admin listener"). */
 export async function adminRoutes(
   app: FastifyInstance,
-  { ctx, client, reloader }: { ctx: GatewayContext; client: PlatformClient; reloader: TeamReloader },
+  { ctx, client, reloader, l1, audit }: { ctx: GatewayContext; client: PlatformClient; reloader: TeamReloader; l1: MemoryStore; audit: AuditTrail },
 ): Promise<void> {
   app.decorateRequest('adminActor', null)
+
+  // Admin answers name tokens' fingerprints, teams and keys: no cache keeps them, no page frames them.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('cache-control', 'no-store').header('x-frame-options', 'DENY').header('x-content-type-options', 'nosniff')
+    return payload
+  })
 
   app.addHook('onRequest', async (request) => {
     if (!ctx.adminAuth.enabled) throw new AdminUnavailableError()
@@ -99,6 +108,8 @@ export async function adminRoutes(
   })
 
   app.post('/admin/reload', async (request) => reloader.reloadEverywhere(request.adminActor))
+
+  await app.register(adminStatusRoutes, { ctx, l1, audit })
 
   app.get('/admin/usage', async (request) => {
     const q = request.query as { team?: string; from?: string; to?: string }

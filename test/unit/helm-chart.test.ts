@@ -487,6 +487,14 @@ describe('rendered with the defaults', () => {
     expect(chart.notes).toMatch(/platform-token\s+\(PLATFORM_TOKEN_FILE\)/)
     expect(chart.notes).toContain('rollout restart deployment/rgw-report-gateway')
   })
+
+  it('names the operations console in NOTES.txt, with the port-forward once adminHost allows it', () => {
+    expect(chart.notes).toContain('Operations console')
+    expect(chart.notes).not.toContain('port-forward deploy/')
+    const open = renderChart(CHART, { values: { adminHost: '0.0.0.0' } })
+    expect(open.notes).toContain('kubectl -n reports port-forward deploy/rgw-report-gateway 8081:8081')
+    expect(open.notes).toContain('http://127.0.0.1:8081/console')
+  })
 })
 
 describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMonitor', () => {

@@ -1,0 +1,45 @@
+import { pino, type DestinationStream } from 'pino'
+
+/** How many audit lines a replica keeps for the console. */
+export const AUDIT_LINES = 50
+
+/**
+ * The last audit lines (`"kind":"audit"`) this replica logged, newest first, for the
+ * operations console. It reads the serialized log lines, so what it keeps went through
+ * the logger's redaction like every line.
+ */
+export class AuditTrail {
+  readonly #lines: Record<string, unknown>[] = []
+  readonly #size: number
+
+  constructor(size = AUDIT_LINES) {
+    this.#size = size
+  }
+
+  /** A log destination that writes every line to `dest` (default stdout) and keeps the audit ones. */
+  tee(dest: DestinationStream = pino.destination(1)): DestinationStream {
+    const flushable = dest as DestinationStream & { flush?: (cb?: (err?: Error) => void) => void }
+    return {
+      write: (line: string) => {
+        this.take(line)
+        return dest.write(line)
+      },
+      // main.ts flushes the log before it exits.
+      flush: (cb?: (err?: Error) => void) => (flushable.flush ? flushable.flush(cb) : cb?.()),
+    } as DestinationStream
+  }
+
+  take(line: string): void {
+    if (!line.includes('"kind":"audit"')) return
+    try {
+      this.#lines.unshift(JSON.parse(line) as Record<string, unknown>)
+    } catch {
+      return // not one whole JSON line: not the logger's
+    }
+    if (this.#lines.length > this.#size) this.#lines.length = this.#size
+  }
+
+  lines(): Record<string, unknown>[] {
+    return [...this.#lines]
+  }
+}

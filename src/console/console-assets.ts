@@ -1,0 +1,104 @@
+// The console's page and style, served as they are by console-routes.ts. Kept as strings
+// so that `npm run build` alone puts them in dist/ (the image copies dist/ only).
+
+export const CONSOLE_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>Report gateway: operations console</title>
+<link rel="stylesheet" href="/console/console.css">
+<script type="module" src="/console/console-page.js"></script>
+</head>
+<body>
+<header>
+  <h1>Report gateway <span class="muted">operations console</span></h1>
+  <form id="sign-in" class="row" autocomplete="off">
+    <label for="token">Admin token</label>
+    <input id="token" name="token" type="password" autocomplete="off" spellcheck="false" required aria-describedby="token-help">
+    <button type="submit">Open</button>
+    <p id="token-help" class="muted">Kept in this tab only (sessionStorage), sent as the bearer token of the admin calls.</p>
+  </form>
+  <div id="signed-in" class="row" hidden>
+    <p id="updated" class="muted" role="status"></p>
+    <button id="sign-out" type="button">Forget the token</button>
+  </div>
+</header>
+<p id="error" role="alert" hidden></p>
+<main id="data" hidden>
+  <section aria-labelledby="h-credentials"><h2 id="h-credentials">Platform credentials</h2><div id="credentials"></div></section>
+  <div class="pair">
+    <section aria-labelledby="h-redis"><h2 id="h-redis">Redis</h2><div id="redis"></div></section>
+    <section aria-labelledby="h-cache"><h2 id="h-cache">Report cache (this replica)</h2><div id="cache"></div></section>
+  </div>
+  <section aria-labelledby="h-governors"><h2 id="h-governors">Governor</h2><div id="governors"></div></section>
+  <section aria-labelledby="h-teams"><h2 id="h-teams">Teams</h2><div id="teams"></div></section>
+  <section aria-labelledby="h-actions"><h2 id="h-actions">Actions</h2>
+    <form id="purge-one" class="row">
+      <label for="advertiser">Advertiser id</label>
+      <input id="advertiser" name="advertiser" inputmode="numeric" pattern="[0-9]*" autocomplete="off">
+      <button type="submit">Purge this advertiser's reports…</button>
+    </form>
+    <div class="row">
+      <button id="purge-all" type="button" class="danger">Purge every report…</button>
+      <button id="reload" type="button">Reload the teams…</button>
+    </div>
+    <p id="action-result" role="status" aria-live="polite"></p>
+  </section>
+  <section aria-labelledby="h-audit"><h2 id="h-audit">Audit (newest first, this replica)</h2><div id="audit"></div></section>
+</main>
+<dialog id="confirm" aria-labelledby="confirm-title" aria-describedby="confirm-text">
+  <form method="dialog">
+    <h2 id="confirm-title">Confirm</h2>
+    <p id="confirm-text"></p>
+    <div class="row">
+      <button value="no" type="submit" autofocus>Cancel</button>
+      <button id="confirm-yes" value="yes" type="submit" class="danger">Confirm</button>
+    </div>
+  </form>
+</dialog>
+</body>
+</html>
+`
+
+export const CONSOLE_CSS = `:root { color-scheme: light dark; --fg: #1b1f24; --bg: #ffffff; --muted: #57606a; --line: #d0d7de; --ok: #116329; --warn: #7d4e00; --bad: #a40e26; --focus: #0969da; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --bg: #0d1117; --muted: #9da7b3; --line: #30363d; --ok: #56d364; --warn: #e3b341; --bad: #ff7b72; --focus: #58a6ff; } }
+* { box-sizing: border-box; }
+[hidden] { display: none !important; }
+.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+body { margin: 0 auto; max-width: 1400px; padding: 1rem; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); }
+h1 { font-size: 1.4rem; margin: 0 0 .5rem; }
+h2 { font-size: 1.1rem; margin: 1.2rem 0 .4rem; }
+.muted { color: var(--muted); font-weight: normal; }
+.row { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: .4rem 0; }
+.row p { margin: 0; flex-basis: 100%; }
+#signed-in p { flex-basis: auto; }
+input { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); min-width: 0; }
+#token { flex: 1 1 18rem; }
+button { font: inherit; padding: .35rem .8rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); cursor: pointer; }
+button.danger { border-color: var(--bad); color: var(--bad); }
+:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+#error { border: 2px solid var(--bad); color: var(--bad); padding: .6rem .8rem; border-radius: 4px; font-weight: 600; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; vertical-align: top; padding: .35rem .5rem; border-bottom: 1px solid var(--line); }
+thead th { font-size: .85rem; color: var(--muted); }
+.pair { display: grid; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); gap: 0 2rem; }
+dl { margin: 0; }
+dl div { display: flex; flex-wrap: wrap; gap: 0 1rem; padding: .25rem 0; border-bottom: 1px solid var(--line); }
+dt { flex: 0 0 12rem; color: var(--muted); }
+dd { margin: 0; flex: 1 1 12rem; overflow-wrap: anywhere; }
+code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .9em; overflow-wrap: anywhere; }
+ul.plain { list-style: none; margin: 0; padding: 0; }
+.mark, .state { display: inline-block; padding: 0 .4rem; border-radius: 3px; border: 1px solid currentColor; font-size: .85rem; white-space: nowrap; }
+.ok { color: var(--ok); }
+.soon { color: var(--warn); }
+.expired, .rejected, .missing { color: var(--bad); font-weight: 600; }
+.none { color: var(--muted); }
+ol.audit { margin: 0; padding-left: 1.2rem; }
+ol.audit li { padding: .2rem 0; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
+dialog { max-width: min(36rem, 92vw); border: 2px solid var(--line); border-radius: 6px; color: var(--fg); background: var(--bg); }
+dialog::backdrop { background: rgb(0 0 0 / 45%); }
+@media (max-width: 640px) { body { padding: .6rem; } dt { flex-basis: 100%; } th, td { padding: .3rem; } }
+`

@@ -1,0 +1,93 @@
+// What the console shows, worked out from the admin calls' JSON: plain functions, no DOM,
+// so that they are tested like any other module and loaded by the page as they are.
+
+/** Days before an expiry from which a token or a key is marked as soon expiring. */
+export const SOON_DAYS = 14
+
+export type ExpiryLevel = 'none' | 'ok' | 'soon' | 'expired'
+
+export interface Expiry {
+  text: string
+  level: ExpiryLevel
+}
+
+const DAY_S = 86_400
+
+/** An expiry `secondsLeft` away (null: it never expires), in whole days when it is a day or more away. */
+export function expiryIn(secondsLeft: number | null): Expiry {
+  if (secondsLeft === null) return { text: 'never expires', level: 'none' }
+  if (secondsLeft <= 0) return { text: 'expired', level: 'expired' }
+  const level = secondsLeft < SOON_DAYS * DAY_S ? 'soon' : 'ok'
+  if (secondsLeft >= DAY_S) {
+    const days = Math.floor(secondsLeft / DAY_S)
+    return { text: `${days} ${days === 1 ? 'day' : 'days'} left`, level }
+  }
+  if (secondsLeft >= 3600) return { text: `${Math.floor(secondsLeft / 3600)} h left`, level }
+  return { text: `${Math.max(1, Math.floor(secondsLeft / 60))} min left`, level }
+}
+
+/** The expiry of an ISO time (null: never) as seen at `now` (epoch ms). */
+export function expiryAt(iso: string | null, now: number): Expiry {
+  return expiryIn(iso === null ? null : Math.floor((Date.parse(iso) - now) / 1000))
+}
+
+/** `part` of `whole` as a percentage with one decimal; a dash when there is nothing to divide. */
+export function ratio(part: number, whole: number): string {
+  if (!(whole > 0)) return '–'
+  return `${(Math.round((part / whole) * 1000) / 10).toFixed(1)} %`
+}
+
+/** One reading of the cache counters (cumulative since the replica started). */
+export interface CacheSample {
+  at: number
+  hits: number
+  lookups: number
+}
+
+export interface WindowRatio {
+  text: string
+  /** The span the ratio covers, in whole minutes; null: since the replica started. */
+  minutes: number | null
+}
+
+/**
+ * The hit ratio over the last `windowMs`: the difference between the newest reading and
+ * the oldest one still in the window. A single reading gives the ratio since the start.
+ * A counter that went down (the replica restarted) starts the window again.
+ */
+export function windowRatio(samples: readonly CacheSample[], now: number, windowMs: number): WindowRatio {
+  const recent = samples.filter((s) => now - s.at <= windowMs)
+  const newest = recent.at(-1)
+  if (!newest) return { text: '–', minutes: null }
+  let oldest = newest
+  for (let i = recent.length - 2; i >= 0; i -= 1) {
+    const s = recent[i] as CacheSample
+    if (s.lookups > oldest.lookups || s.hits > oldest.hits) break
+    oldest = s
+  }
+  if (oldest === newest) return { text: ratio(newest.hits, newest.lookups), minutes: null }
+  return { text: ratio(newest.hits - oldest.hits, newest.lookups - oldest.lookups), minutes: Math.max(1, Math.round((newest.at - oldest.at) / 60_000)) }
+}
+
+/** Keeps the readings of the last `windowMs` and adds `sample`. */
+export function addSample(samples: readonly CacheSample[], sample: CacheSample, windowMs: number): CacheSample[] {
+  return [...samples.filter((s) => sample.at - s.at <= windowMs), sample]
+}
+
+/** Bytes in B, KiB, MiB or GiB. */
+export function bytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB']
+  let value = n
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit += 1
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`
+}
+
+/** A pause until `untilIso` as seen at `now`: how long it still lasts. */
+export function pauseLeft(untilIso: string, now: number): string {
+  const s = Math.max(0, Math.ceil((Date.parse(untilIso) - now) / 1000))
+  return s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s left` : `${s} s left`
+}

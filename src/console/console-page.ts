@@ -1,0 +1,348 @@
+// The operations console's script, run by the browser (issue 19). It holds no data of its
+// own: everything comes from the admin calls, sent with the admin token this tab keeps in
+// sessionStorage (never a cookie, never the URL). Every text is set with textContent.
+import { addSample, bytes, expiryAt, expiryIn, pauseLeft, ratio, windowRatio, type CacheSample, type Expiry } from './console-format.js'
+
+const TOKEN_KEY = 'report-gateway-admin-token'
+const REFRESH_MS = 5000
+const RATIO_WINDOW_MS = 5 * 60_000
+
+interface Credential {
+  name: string
+  state: string
+  source: string | null
+  fingerprint: string | null
+  expiresAt: string | null
+  secondsLeft: number | null
+  login: boolean
+  pause: { scope: string; until: string } | null
+}
+interface Team {
+  name: string
+  credential: string
+  advertisers: string
+  keys: { id: string; expiresAt: string | null }[]
+  rateLimit: { max: number; windowSec: number; remaining: number; resetSec: number } | null
+}
+interface Governor {
+  credential: string
+  maxConcurrent: number
+  queueLimit: number
+  inFlight: number
+  queued: number
+  pausedUntil: string | null
+  teams: { team: string; inFlight: number; maxConcurrent: number; queue: number }[]
+  refusals: Record<string, number>
+}
+interface Status {
+  at: string
+  phase: string
+  credentials: Credential[]
+  redis: { state: string; address: string; topology: string }
+  cache: { enabled: boolean; lookups: Record<string, number>; l1: { entries: number; bytes: number; maxBytes: number } }
+  teams: Team[]
+  governors: Governor[]
+}
+interface UsageRow {
+  team: string
+  requests: number
+  cacheHits: number
+  platformCalls: number
+}
+
+/** An admin call's refusal, with the gateway's own message. */
+class CallError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+const $ = <T extends HTMLElement>(id: string): T => {
+  const node = document.getElementById(id)
+  if (!node) throw new Error(`the page has no #${id}`)
+  return node as T
+}
+
+type Child = Node | string | null
+function el(tag: string, attrs: Record<string, string> = {}, ...children: Child[]): HTMLElement {
+  const node = document.createElement(tag)
+  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value)
+  for (const child of children) if (child !== null) node.append(child)
+  return node
+}
+
+function mark(expiry: Expiry): HTMLElement {
+  return el('span', { class: `mark ${expiry.level}` }, expiry.text)
+}
+
+let samples: CacheSample[] = []
+let timer: number | undefined
+
+function token(): string | null {
+  return sessionStorage.getItem(TOKEN_KEY)
+}
+
+async function call<T>(method: string, path: string): Promise<T> {
+  const res = await fetch(path, { method, headers: { authorization: `Bearer ${token() ?? ''}` }, cache: 'no-store', credentials: 'omit' })
+  const body = (await res.json().catch(() => ({}))) as T & { message?: string; code?: string }
+  if (!res.ok) throw new CallError(res.status, body.message ?? `${method} ${path} answered ${res.status}`)
+  return body
+}
+
+function showError(text: string | null): void {
+  const box = $('error')
+  box.textContent = text ?? ''
+  box.hidden = text === null
+}
+
+function say(text: string): void {
+  $('action-result').textContent = text
+}
+
+/** No token (or a refused one): no data stays on the page. */
+function signOut(message: string | null): void {
+  sessionStorage.removeItem(TOKEN_KEY)
+  window.clearInterval(timer)
+  timer = undefined
+  samples = []
+  for (const id of ['credentials', 'redis', 'cache', 'governors', 'teams', 'audit']) $(id).replaceChildren()
+  $('data').hidden = true
+  $('signed-in').hidden = true
+  $('sign-in').hidden = false
+  showError(message)
+  $<HTMLInputElement>('token').focus()
+}
+
+function refused(err: unknown): boolean {
+  if (err instanceof CallError && err.status === 401) {
+    signOut('The admin token was refused (401): no data is shown. Check the token and enter it again.')
+    return true
+  }
+  if (err instanceof CallError && err.status === 503) {
+    signOut(`The admin calls are off on this gateway: ${err.message}`)
+    return true
+  }
+  return false
+}
+
+async function refresh(): Promise<void> {
+  try {
+    const [status, usage, audit] = await Promise.all([
+      call<Status>('GET', '/admin/status'),
+      call<{ usage: UsageRow[] }>('GET', '/admin/usage').catch((err: unknown) => {
+        if (err instanceof CallError && err.status === 401) throw err
+        return null
+      }),
+      call<{ lines: Record<string, unknown>[] }>('GET', '/admin/audit'),
+    ])
+    render(status, usage?.usage ?? null, audit.lines)
+    showError(null)
+    $('data').hidden = false
+    $('updated').textContent = `Updated ${new Date(status.at).toLocaleTimeString()} (every ${REFRESH_MS / 1000} s)`
+  } catch (err) {
+    if (!refused(err)) showError(`The gateway could not be read: ${(err as Error).message}. Retrying every ${REFRESH_MS / 1000} s.`)
+  }
+}
+
+function render(status: Status, usage: UsageRow[] | null, audit: Record<string, unknown>[]): void {
+  const now = Date.parse(status.at)
+  renderCredentials(status.credentials, now)
+  renderRedis(status.redis)
+  renderCache(status.cache, now)
+  renderGovernors(status.governors)
+  renderTeams(status.teams, usage, now)
+  renderAudit(audit)
+}
+
+function table(caption: string, heads: string[], rows: HTMLElement[]): HTMLElement {
+  return el(
+    'div',
+    { class: 'scroll', role: 'region', 'aria-label': caption, tabindex: '0' },
+    el('table', {}, el('caption', { class: 'sr-only' }, caption), el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col' }, h)))), el('tbody', {}, ...rows)),
+  )
+}
+
+function renderCredentials(credentials: Credential[], now: number): void {
+  const rows = credentials.map((c) => {
+    const action = c.login ? el('button', { type: 'button', 'data-relogin': c.name }, `Log in again (${c.name})`) : el('span', { class: 'muted' }, 'no password login')
+    return el(
+      'tr',
+      {},
+      el('th', { scope: 'row' }, c.name),
+      el('td', {}, el('code', { class: 'fingerprint' }, c.fingerprint ?? '–')),
+      el('td', {}, c.source ?? '–'),
+      el('td', {}, c.expiresAt ? `${c.expiresAt.slice(0, 16).replace('T', ' ')} UTC ` : '', mark(c.fingerprint === null ? { text: 'no token', level: 'expired' } : expiryIn(c.secondsLeft))),
+      el('td', {}, el('span', { class: `state ${c.state}` }, c.state)),
+      el('td', {}, c.pause ? el('span', { class: 'mark soon' }, `${c.pause.scope} paused, ${pauseLeft(c.pause.until, now)}`) : 'none'),
+      el('td', {}, action),
+    )
+  })
+  $('credentials').replaceChildren(table('Platform credentials', ['Credential', 'Token fingerprint', 'Source', 'Expires', 'State', 'Pause', 'Action'], rows))
+}
+
+function facts(pairs: [string, Child][]): HTMLElement {
+  const list = el('dl')
+  for (const [term, value] of pairs) list.append(el('div', {}, el('dt', {}, term), el('dd', {}, value)))
+  return list
+}
+
+function renderRedis(redis: Status['redis']): void {
+  $('redis').replaceChildren(facts([['State', el('span', { class: `state ${redis.state === 'ok' ? 'ok' : redis.state === 'down' ? 'rejected' : 'none'}` }, redis.state)], ['Address', redis.address], ['Topology', redis.topology]]))
+}
+
+function renderCache(cache: Status['cache'], now: number): void {
+  const n = (result: string) => cache.lookups[result] ?? 0
+  const lookups = Object.values(cache.lookups).reduce((a, b) => a + b, 0)
+  samples = addSample(samples, { at: now, hits: n('HIT') + n('STALE'), lookups }, RATIO_WINDOW_MS)
+  const hit = windowRatio(samples, now, RATIO_WINDOW_MS)
+  $('cache').replaceChildren(
+    facts([
+      [hit.minutes === null ? 'Hit ratio (since start)' : `Hit ratio (last ${hit.minutes} min)`, hit.text],
+      ['Lookups since start', `${lookups} (HIT ${n('HIT')}, STALE ${n('STALE')}, MISS ${n('MISS')}, REFRESH ${n('REFRESH')}, BYPASS ${n('BYPASS')})`],
+      ['L1 entries', String(cache.l1.entries)],
+      ['L1 bytes', `${bytes(cache.l1.bytes)} of ${bytes(cache.l1.maxBytes)} (${ratio(cache.l1.bytes, cache.l1.maxBytes)})`],
+      ['Refreshes', `${n('REFRESH')} asked, ${n('STALE')} stale copies served while refreshing`],
+      ['Cache', cache.enabled ? 'on' : 'off'],
+    ]),
+  )
+}
+
+function renderGovernors(governors: Governor[]): void {
+  const rows = governors.map((g) => {
+    const refusals = Object.entries(g.refusals)
+    return el(
+      'tr',
+      {},
+      el('th', { scope: 'row' }, g.credential),
+      el('td', {}, `${g.inFlight} of ${g.maxConcurrent}`),
+      el('td', {}, `${g.queued} of ${g.queueLimit}`),
+      el('td', {}, el('ul', { class: 'plain' }, ...g.teams.map((t) => el('li', {}, `${t.team}: ${t.inFlight} in flight (at most ${t.maxConcurrent}, queue ${t.queue})`)))),
+      el('td', {}, refusals.length === 0 ? 'none' : refusals.map(([reason, count]) => `${reason} ${count}`).join(', ')),
+      el('td', {}, g.pausedUntil ? el('span', { class: 'mark soon' }, `until ${g.pausedUntil.slice(11, 19)} UTC`) : 'no'),
+    )
+  })
+  $('governors').replaceChildren(table('Platform calls per credential (this replica)', ['Credential', 'In flight', 'Waiting', 'Per team', 'Refusals', 'Paused'], rows))
+}
+
+function renderTeams(teams: Team[], usage: UsageRow[] | null, now: number): void {
+  const rows = teams.map((t) => {
+    const used = usage?.find((u) => u.team === t.name)
+    const count = (n: number | undefined) => (usage === null ? 'unavailable' : String(n ?? 0))
+    return el(
+      'tr',
+      {},
+      el('th', { scope: 'row' }, t.name),
+      el('td', {}, t.credential),
+      el('td', {}, t.advertisers),
+      el('td', {}, el('ul', { class: 'plain' }, ...t.keys.map((k) => el('li', {}, el('code', {}, k.id), ' ', mark(expiryAt(k.expiresAt, now)))))),
+      el('td', {}, t.rateLimit ? `${t.rateLimit.remaining} of ${t.rateLimit.max} left (per ${t.rateLimit.windowSec} s)` : 'none'),
+      el('td', {}, count(used?.requests)),
+      el('td', {}, count(used?.cacheHits)),
+      el('td', {}, count(used?.platformCalls)),
+    )
+  })
+  $('teams').replaceChildren(table('Teams and their usage today (UTC)', ['Team', 'Credential', 'Advertisers', 'Keys', 'Rate limit', 'Requests', 'Hits', 'Platform calls'], rows))
+}
+
+// Fields every audit line has, shown in their own place; the rest follow as name=value.
+const AUDIT_SHOWN = new Set(['level', 'time', 'pid', 'hostname', 'kind', 'msg', 'action', 'actor'])
+
+function renderAudit(lines: Record<string, unknown>[]): void {
+  if (lines.length === 0) {
+    $('audit').replaceChildren(el('p', { class: 'muted' }, 'No audit line since this replica started.'))
+    return
+  }
+  const items = lines.map((line) => {
+    const when = typeof line.time === 'number' ? new Date(line.time).toISOString().slice(0, 19).replace('T', ' ') : ''
+    const rest = Object.entries(line)
+      .filter(([k, v]) => !AUDIT_SHOWN.has(k) && v !== null && v !== undefined)
+      .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`)
+      .join(' ')
+    return el('li', {}, el('time', {}, when), ' ', el('strong', {}, String(line.msg ?? line.action ?? '')), line.actor ? ` by ${String(line.actor)}` : '', el('div', { class: 'muted' }, rest))
+  })
+  $('audit').replaceChildren(el('ol', { class: 'audit' }, ...items))
+}
+
+/** Asks in the page's dialog; true when the operator confirms `effect`. */
+function confirmEffect(effect: string, verb: string): Promise<boolean> {
+  const dialog = $<HTMLDialogElement>('confirm')
+  $('confirm-text').textContent = effect
+  $('confirm-yes').textContent = verb
+  dialog.returnValue = ''
+  dialog.showModal()
+  return new Promise((resolve) => dialog.addEventListener('close', () => resolve(dialog.returnValue === 'yes'), { once: true }))
+}
+
+async function act(effect: string, verb: string, method: string, path: string, done: (body: Record<string, unknown>) => string): Promise<void> {
+  if (!(await confirmEffect(effect, verb))) {
+    say('Cancelled: nothing was changed.')
+    return
+  }
+  try {
+    say(done(await call<Record<string, unknown>>(method, path)))
+  } catch (err) {
+    if (!refused(err)) say(`Refused: ${(err as Error).message}`)
+  }
+  await refresh()
+}
+
+function reloadText(body: Record<string, unknown>): string {
+  const added = (body.addedKeys as string[] | undefined) ?? []
+  const removed = (body.removedKeys as string[] | undefined) ?? []
+  if (body.result === 'unchanged') return 'Teams reloaded: the file has not changed.'
+  return `Teams reloaded: ${(body.teams as string[]).join(', ')}; keys added: ${added.join(', ') || 'none'}; keys removed: ${removed.join(', ') || 'none'}.`
+}
+
+function start(): void {
+  $('sign-in').hidden = true
+  $('signed-in').hidden = false
+  void refresh()
+  window.clearInterval(timer)
+  timer = window.setInterval(() => void refresh(), REFRESH_MS)
+}
+
+$('sign-in').addEventListener('submit', (event) => {
+  event.preventDefault()
+  const input = $<HTMLInputElement>('token')
+  const value = input.value.trim()
+  input.value = ''
+  if (value === '') {
+    showError('Enter the admin token (ADMIN_TOKEN, or one of ADMIN_TOKENS_FILE).')
+    return
+  }
+  sessionStorage.setItem(TOKEN_KEY, value)
+  start()
+})
+
+$('sign-out').addEventListener('click', () => signOut(null))
+
+$('purge-one').addEventListener('submit', (event) => {
+  event.preventDefault()
+  const id = $<HTMLInputElement>('advertiser').value.trim()
+  if (!/^\d{1,15}$/.test(id) || Number(id) < 1) {
+    say('The advertiser id must be a positive whole number.')
+    return
+  }
+  void act(`Drop every cached report of advertiser ${id}, on every replica. The next read of each is a platform call.`, `Purge advertiser ${id}`, 'DELETE', `/admin/cache?advertiserId=${id}`, (b) => `Purged advertiser ${id}: ${String(b.dropped)} entries dropped on this replica.`)
+})
+
+$('purge-all').addEventListener('click', () => {
+  void act('Drop EVERY cached report of every team, on every replica. Until the cache fills again, every read is a platform call.', 'Purge everything', 'DELETE', '/admin/cache', (b) => `Purged everything: ${String(b.dropped)} entries dropped on this replica.`)
+})
+
+$('reload').addEventListener('click', () => {
+  void act('Read CONFIG_FILE again and apply its teams and keys on every replica. A file that does not validate is refused and the running teams stay.', 'Reload teams', 'POST', '/admin/reload', reloadText)
+})
+
+$('credentials').addEventListener('click', (event) => {
+  const name = (event.target as HTMLElement).closest('button')?.dataset.relogin
+  if (!name) return
+  const path = name === 'default' ? '/admin/token/refresh' : `/admin/credentials/${encodeURIComponent(name)}/token/refresh`
+  void act(`Log in to the platform again for credential ${name} with its password grant, and use the new token on every replica.`, `Log in again (${name})`, 'POST', path, (b) => `Logged in again for ${name}: new token ${String(b.fingerprint)}.`)
+})
+
+if (token() === null) signOut(null)
+else start()

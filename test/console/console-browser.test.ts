@@ -1,0 +1,195 @@
+import { spawnSync } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Browser, Page } from 'puppeteer-core'
+import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
+import { hashApiKey } from '../../src/teams/api-keys.js'
+import { buildGateway, listen, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { ensureBuilt } from '../helpers/dist.js'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const SCRIPTS = `${ROOT}dist/console/`
+/** Where the screenshots go (gitignored; CI keeps them as artifacts). */
+const ARTIFACTS = `${ROOT}test-artifacts/`
+
+/**
+ * The contract, as for redis-server: Debian's `chromium` from PATH (.ci/run installs
+ * it); with CI=true a missing chromium fails the test, otherwise it is skipped with a
+ * visible notice.
+ */
+function chromiumPath(): string | null {
+  const found = spawnSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).stdout.trim()
+  if (found) return found
+  if (process.env.CI === 'true') throw new Error('chromium is not on PATH: CI needs it (apt-get install -y chromium)')
+  console.warn('SKIPPED: chromium is not on PATH; the console browser test did not run (apt-get install -y chromium)')
+  return null
+}
+const CHROMIUM = chromiumPath()
+
+const ADMIN_TOKEN = 'console-admin-token-0123456789abcdef'
+const GROWTH_KEY = 'rgw_test_console_growth_key_00000000000000000'
+const ANALYTICS_KEY = 'rgw_test_console_analytics_key_000000000000000'
+const SOON = new Date(Date.now() + 5 * 86_400_000).toISOString()
+const YAML = `
+teams:
+  growth:
+    keys: ["${hashApiKey(GROWTH_KEY)}"]
+    advertisers: [101, 102]
+    rateLimit: { max: 100, window: 1m }
+  analytics:
+    keys:
+      - { hash: "${hashApiKey(ANALYTICS_KEY)}", id: analytics-2026, expiresAt: "${SOON}" }
+    advertisers: ["*"]
+`
+const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07'
+
+describe.skipIf(CHROMIUM === null)('the operations console in a headless browser', () => {
+  let sandbox: Sandbox
+  let gw: TestGateway & { url: string }
+  let adminUrl: string
+  let browser: Browser
+  let page: Page
+  const requested: string[] = []
+
+  beforeAll(async () => {
+    ensureBuilt(`${SCRIPTS}console-page.js`)
+    mkdirSync(ARTIFACTS, { recursive: true })
+    sandbox = await startSandbox()
+    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN }, YAML)
+    gw = await listen(await buildGateway(config, { consoleScriptsDir: SCRIPTS }))
+    await gw.admin.listen({ host: '127.0.0.1', port: 0 })
+    adminUrl = `http://127.0.0.1:${(gw.admin.server.address() as AddressInfo).port}`
+    const { launch } = await import('puppeteer-core')
+    browser = await launch({ executablePath: CHROMIUM as string, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] })
+    page = await browser.newPage()
+    page.on('request', (request) => void requested.push(request.url()))
+    await page.setViewport({ width: 1280, height: 900 })
+  }, 60_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await gw?.close()
+    await sandbox?.close()
+  })
+
+  const report = async () => {
+    const res = await fetch(`${gw.url}${REPORT}`, { headers: { 'x-api-key': GROWTH_KEY } })
+    await res.arrayBuffer()
+    expect(res.status).toBe(200)
+    return res.headers.get('x-cache')
+  }
+  // Page-side code is given as strings or untyped callbacks: this file has node's types, not the DOM's.
+  const text = (selector: string) => page.$eval(selector, (node) => (node as unknown as { innerText: string }).innerText)
+  const until = (expression: string) => page.waitForFunction(expression, { timeout: 10_000 })
+  const shows = (id: string, start: string) => until(`document.getElementById(${JSON.stringify(id)})?.textContent?.includes(${JSON.stringify(start)})`)
+  const visible = (selector: string) => page.$eval(selector, (node) => node.checkVisibility())
+
+  it('serves the page with a strict policy and no data, and asks for the token', async () => {
+    const res = await page.goto(`${adminUrl}/console`, { waitUntil: 'networkidle0' })
+    const headers = res?.headers() ?? {}
+    expect(headers['content-security-policy']).toContain("default-src 'self'")
+    expect(headers['content-security-policy']).toContain("connect-src 'self'")
+    expect(headers['content-security-policy']).not.toContain('unsafe-inline')
+    expect(headers['x-frame-options']).toBe('DENY')
+    expect(headers['cache-control']).toBe('no-store')
+    expect(await visible('#sign-in')).toBe(true)
+    expect(await visible('#data')).toBe(false)
+    // Every control is named for a screen reader.
+    const unnamed = await page.$$eval('input, button', (nodes) =>
+      (nodes as unknown as { tagName: string; labels?: { length: number }; textContent: string; outerHTML: string }[])
+        .filter((n) => (n.tagName === 'INPUT' ? n.labels?.length === 0 : !n.textContent.trim()))
+        .map((n) => n.outerHTML),
+    )
+    expect(unnamed).toEqual([])
+  })
+
+  it('a wrong token shows a clear message and no data', async () => {
+    await page.type('#token', 'not-the-admin-token-at-all-000')
+    await page.keyboard.press('Enter')
+    await until("!document.getElementById('error').hidden")
+    expect(await text('#error')).toMatch(/admin token was refused \(401\)/)
+    expect(await visible('#data')).toBe(false)
+    expect(await page.$$('#credentials tr')).toHaveLength(0)
+    expect(await page.evaluate('sessionStorage.length')).toBe(0)
+  })
+
+  it('with the admin token: the credential fingerprint, both teams, the key about to expire', async () => {
+    const fingerprint = gw.ctx.tokens.get('default').current()?.fingerprint as string
+    await page.type('#token', ADMIN_TOKEN)
+    await page.keyboard.press('Enter')
+    await shows('credentials', fingerprint)
+    expect(await visible('#error')).toBe(false)
+    expect(await visible('#sign-in')).toBe(false)
+    const teams = await text('#teams')
+    expect(teams).toContain('growth')
+    expect(teams).toContain('analytics')
+    expect(teams).toMatch(/analytics-2026\s+[45] days left/)
+    expect(await page.$eval('#teams .mark.soon', (n) => n.textContent)).toMatch(/days left/)
+    expect(await text('#redis')).toContain('not configured')
+    // The token is in this tab's sessionStorage only: no cookie, not in the URL.
+    expect(await page.evaluate('Object.values(sessionStorage)')).toEqual([ADMIN_TOKEN])
+    expect((await browser.cookies()).length).toBe(0)
+    expect(page.url()).toBe(`${adminUrl}/console`)
+    const body = await text('body')
+    expect(body).not.toContain(ADMIN_TOKEN)
+  })
+
+  it('purges one advertiser after a confirmation naming it: the next report is a MISS', async () => {
+    expect(await report()).toBe('MISS')
+    expect(await report()).toBe('HIT')
+    // Escape cancels a confirmation: nothing is dropped.
+    await page.click('#purge-all')
+    await page.waitForSelector('#confirm[open]')
+    expect(await text('#confirm-text')).toMatch(/EVERY cached report/)
+    await page.keyboard.press('Escape')
+    await shows('action-result', 'Cancelled')
+    expect(await report()).toBe('HIT')
+
+    await page.type('#advertiser', '101')
+    await page.click('#purge-one button[type=submit]')
+    await page.waitForSelector('#confirm[open]')
+    expect(await text('#confirm-text')).toMatch(/every cached report of advertiser 101/)
+    await page.click('#confirm-yes')
+    await shows('action-result', 'Purged advertiser 101')
+    expect(await report()).toBe('MISS')
+    // The purge is audited like any admin call, and the console lists it.
+    await shows('audit', 'report cache purged')
+    expect(await text('#audit')).toMatch(/by admin/)
+  })
+
+  it('logs in again for the password credential after a confirmation naming it', async () => {
+    const before = gw.ctx.tokens.get('default').current()?.fingerprint as string
+    await page.click('button[data-relogin="default"]')
+    await page.waitForSelector('#confirm[open]')
+    expect(await text('#confirm-text')).toMatch(/Log in to the platform again for credential default/)
+    await page.click('#confirm-yes')
+    await shows('action-result', 'Logged in again for default')
+    const after = gw.ctx.tokens.get('default').current()?.fingerprint as string
+    expect(after).not.toBe(before)
+    expect(await text('#action-result')).toContain(after)
+    await shows('credentials', after)
+  })
+
+  it('a refused reload says why', async () => {
+    await page.click('#reload')
+    await page.waitForSelector('#confirm[open]')
+    await page.click('#confirm-yes')
+    await shows('action-result', 'Refused')
+    expect(await text('#action-result')).toMatch(/CONFIG_FILE/)
+  })
+
+  it('is readable at 1280 px and on a phone, and asks nothing of any other origin', async () => {
+    await shows('cache', 'Hit ratio')
+    await page.screenshot({ path: `${ARTIFACTS}console.png`, fullPage: true })
+    await page.setViewport({ width: 390, height: 844, isMobile: true })
+    // Wide tables scroll in their own region; the page itself does not.
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)
+    await page.screenshot({ path: `${ARTIFACTS}console-phone.png`, fullPage: true })
+    expect(requested.length).toBeGreaterThan(5)
+    expect(requested.filter((url) => !url.startsWith(`${adminUrl}/`))).toEqual([])
+    const html = await page.content()
+    for (const secret of [ADMIN_TOKEN, gw.ctx.tokens.get('default').current()?.token as string, sandbox.credentials.password, sandbox.credentials.clientSecret]) expect(html).not.toContain(secret)
+  })
+})

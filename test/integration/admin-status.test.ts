@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest'
+import { freePort } from '../helpers/start-redis.js'
+import { KEYS, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
+
+// Issue 19: the read-only admin calls the operations console reads, and the console's
+// own files. Redis is configured on a port nothing listens on, with a password in the URL.
+
+const ADMIN_TOKEN = 'admin-status-admin-token-0123456789'
+const REDIS_PASSWORD = 'redis-password-never-shown-42'
+const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07'
+
+const sandbox = useSandbox()
+const gateways = useGateways()
+
+async function gateway({ redis = true } = {}): Promise<{ gw: TestGateway; port: number }> {
+  const port = await freePort()
+  const env = { PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...(redis ? { REDIS_URL: `redis://ops:${REDIS_PASSWORD}@127.0.0.1:${port}` } : {}), ...sandboxLoginEnv(sandbox) }
+  return { gw: await gateways.build(testConfig(env)), port }
+}
+
+const get = (gw: TestGateway, url: string, token: string | null = ADMIN_TOKEN) =>
+  gw.admin.inject({ method: 'GET', url, headers: token === null ? {} : { authorization: `Bearer ${token}` } })
+
+describe('GET /admin/status and /admin/audit', () => {
+  it('need the admin token, and no admin answer is cached or framed', async () => {
+    const { gw } = await gateway()
+    for (const url of ['/admin/status', '/admin/audit']) {
+      const refused = await get(gw, url, null)
+      expect(refused.statusCode).toBe(401)
+      expect(refused.headers['cache-control']).toBe('no-store')
+      const ok = await get(gw, url)
+      expect(ok.statusCode).toBe(200)
+      expect(ok.headers['cache-control']).toBe('no-store')
+      expect(ok.headers['x-frame-options']).toBe('DENY')
+    }
+    expect((await get(gw, '/admin/usage')).headers['cache-control']).toBe('no-store')
+  })
+
+  it('shows the credential, Redis without its password, the cache, the teams and the governor; never a secret', async () => {
+    const { gw, port } = await gateway()
+    const key = gw.ctx.tokens.get('default').current()
+    expect((await gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': KEYS.all } })).headers['x-cache']).toBe('MISS')
+    expect((await gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': KEYS.limited } })).headers['x-cache']).toBe('HIT')
+
+    const res = await get(gw, '/admin/status')
+    const status = res.json()
+    expect(status.credentials).toEqual([
+      expect.objectContaining({ name: 'default', state: 'ok', source: 'login', fingerprint: key?.fingerprint, login: true, pause: null }),
+    ])
+    expect(status.credentials[0].secondsLeft).toBeGreaterThan(0)
+    expect(status.redis).toEqual({ state: 'down', address: `127.0.0.1:${port}`, topology: 'single' })
+    expect(status.cache.lookups).toMatchObject({ MISS: 1, HIT: 1 })
+    expect(status.cache.l1.entries).toBe(1)
+    expect(status.cache.l1.bytes).toBeGreaterThan(0)
+    expect(status.teams.map((t: { name: string }) => t.name)).toEqual(['all', 'growth', 'writer', 'limited'])
+    const limited = status.teams.find((t: { name: string }) => t.name === 'limited')
+    expect(limited.rateLimit).toMatchObject({ max: 3, windowSec: 60, remaining: 2 })
+    expect(limited.keys).toEqual([{ id: expect.any(String), expiresAt: null }])
+    expect(status.governors).toEqual([
+      expect.objectContaining({ credential: 'default', inFlight: 0, queued: 0, pausedUntil: null, refusals: {} }),
+    ])
+    expect(status.governors[0].teams).toContainEqual({ team: 'growth', inFlight: 0, maxConcurrent: expect.any(Number), queue: expect.any(Number) })
+    expect(leakedSecrets(res.body, runSecrets(sandbox, [REDIS_PASSWORD, ADMIN_TOKEN, key?.token as string]))).toEqual([])
+  })
+
+  it('lists this replica\'s audit lines, newest first', async () => {
+    const { gw } = await gateway({ redis: false })
+    await get(gw, '/admin/status', 'a-wrong-admin-token-000000')
+    const purged = await gw.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=101', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(purged.statusCode).toBe(200)
+    const { lines } = (await get(gw, '/admin/audit')).json()
+    expect(lines[0]).toMatchObject({ kind: 'audit', action: 'purge', scope: 'advertiser', advertiserId: 101, actor: 'admin' })
+    expect(lines[1]).toMatchObject({ kind: 'audit', action: 'admin-auth', outcome: 'refused', reason: 'unknown token' })
+  })
+})
+
+describe('GET /console', () => {
+  it('serves the page, its style and its two scripts with a strict policy; nothing else of the disk', async () => {
+    const { gw } = await gateway()
+    const page = await get(gw, '/console', null)
+    expect(page.statusCode).toBe(200)
+    expect(page.headers['content-type']).toMatch(/^text\/html/)
+    expect(page.headers['content-security-policy']).toMatch(/default-src 'self'.*connect-src 'self'.*frame-ancestors 'none'/)
+    expect(page.headers['x-frame-options']).toBe('DENY')
+    expect(page.body).not.toMatch(/<script>|<script [^>]*>[^<]/)
+    expect(page.body).not.toMatch(/https?:\/\//)
+    expect((await get(gw, '/console/console.css', null)).headers['content-type']).toMatch(/^text\/css/)
+    for (const url of ['/console/console-routes.js', '/console/..%2Fapp.js', '/console/console-page.ts']) expect((await get(gw, url, null)).statusCode).toBe(404)
+  })
+})

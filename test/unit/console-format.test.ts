@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest'
+import { addSample, bytes, expiryAt, expiryIn, pauseLeft, ratio, SOON_DAYS, windowRatio } from '../../src/console/console-format.js'
+
+const DAY = 86_400
+const NOW = Date.parse('2026-11-23T12:00:00Z')
+
+describe('expiryIn', () => {
+  it('says the whole days left, and marks the last SOON_DAYS days', () => {
+    expect(expiryIn(40 * DAY + 500)).toEqual({ text: '40 days left', level: 'ok' })
+    expect(expiryIn(SOON_DAYS * DAY)).toEqual({ text: `${SOON_DAYS} days left`, level: 'ok' })
+    expect(expiryIn(SOON_DAYS * DAY - 1)).toEqual({ text: `${SOON_DAYS - 1} days left`, level: 'soon' })
+    expect(expiryIn(DAY)).toEqual({ text: '1 day left', level: 'soon' })
+  })
+
+  it('says hours, then minutes, within the last day', () => {
+    expect(expiryIn(5 * 3600 + 59)).toEqual({ text: '5 h left', level: 'soon' })
+    expect(expiryIn(125)).toEqual({ text: '2 min left', level: 'soon' })
+    expect(expiryIn(20)).toEqual({ text: '1 min left', level: 'soon' })
+  })
+
+  it('marks a past expiry expired, and no expiry as never', () => {
+    expect(expiryIn(0)).toEqual({ text: 'expired', level: 'expired' })
+    expect(expiryIn(-3 * DAY)).toEqual({ text: 'expired', level: 'expired' })
+    expect(expiryIn(null)).toEqual({ text: 'never expires', level: 'none' })
+  })
+
+  it('reads an ISO expiry against the clock given', () => {
+    expect(expiryAt('2026-12-03T12:00:00Z', NOW)).toEqual({ text: '10 days left', level: 'soon' })
+    expect(expiryAt('2026-11-01T00:00:00Z', NOW).level).toBe('expired')
+    expect(expiryAt(null, NOW).level).toBe('none')
+  })
+})
+
+describe('ratio', () => {
+  it('is a percentage with one decimal, a dash without a whole', () => {
+    expect(ratio(1, 3)).toBe('33.3 %')
+    expect(ratio(2, 2)).toBe('100.0 %')
+    expect(ratio(0, 5)).toBe('0.0 %')
+    expect(ratio(0, 0)).toBe('–')
+  })
+})
+
+describe('windowRatio', () => {
+  const WINDOW = 5 * 60_000
+
+  it('gives the ratio since the start from one reading', () => {
+    expect(windowRatio([{ at: NOW, hits: 9, lookups: 10 }], NOW, WINDOW)).toEqual({ text: '90.0 %', minutes: null })
+    expect(windowRatio([], NOW, WINDOW)).toEqual({ text: '–', minutes: null })
+  })
+
+  it('gives the ratio of what happened between the oldest reading in the window and the newest', () => {
+    const samples = [
+      { at: NOW - 10 * 60_000, hits: 0, lookups: 100 }, // outside the window
+      { at: NOW - 4 * 60_000, hits: 100, lookups: 200 },
+      { at: NOW - 2 * 60_000, hits: 120, lookups: 240 },
+      { at: NOW, hits: 145, lookups: 300 },
+    ]
+    expect(windowRatio(samples, NOW, WINDOW)).toEqual({ text: '45.0 %', minutes: 4 })
+  })
+
+  it('starts again after the counters went down (a restarted replica)', () => {
+    const samples = [
+      { at: NOW - 3 * 60_000, hits: 500, lookups: 600 },
+      { at: NOW - 2 * 60_000, hits: 1, lookups: 10 },
+      { at: NOW, hits: 11, lookups: 30 },
+    ]
+    expect(windowRatio(samples, NOW, WINDOW)).toEqual({ text: '50.0 %', minutes: 2 })
+  })
+
+  it('keeps only the readings of the window', () => {
+    const kept = addSample([{ at: NOW - WINDOW - 1, hits: 0, lookups: 0 }, { at: NOW - 1000, hits: 1, lookups: 1 }], { at: NOW, hits: 2, lookups: 2 }, WINDOW)
+    expect(kept.map((s) => s.hits)).toEqual([1, 2])
+  })
+})
+
+describe('bytes and pauses', () => {
+  it('writes sizes in binary units', () => {
+    expect(bytes(512)).toBe('512 B')
+    expect(bytes(1536)).toBe('1.5 KiB')
+    expect(bytes(64 * 1024 * 1024)).toBe('64.0 MiB')
+  })
+
+  it('says how long a pause still lasts', () => {
+    expect(pauseLeft(new Date(NOW + 42_000).toISOString(), NOW)).toBe('42 s left')
+    expect(pauseLeft(new Date(NOW + 125_000).toISOString(), NOW)).toBe('2 min 5 s left')
+    expect(pauseLeft(new Date(NOW - 1000).toISOString(), NOW)).toBe('0 s left')
+  })
+})
