@@ -13,6 +13,7 @@
 //   BENCH_DIST            optional: the build to run (default ../dist), for comparing a patched build
 //   BENCH_TEAM_B_KEY_HASH optional: a second team, "bench-b", with the same advertisers (fairness scenario)
 //   BENCH_MAX_CONCURRENT, BENCH_QUEUE  optional: platform.maxConcurrent and platform.queue (fairness scenario)
+//   BENCH_CONFIG          optional: JSON merged over the config file (teams, platform, cache settings of a scenario)
 // Output: one line `READY {"port":…,"adminPort":…}` on stdout once both listeners listen.
 
 import { readFileSync } from 'node:fs'
@@ -32,25 +33,34 @@ function required(name) {
 }
 
 const l1 = (process.env.BENCH_L1 ?? 'on') === 'on'
-const yaml = [
-  'teams:',
-  '  bench:',
-  `    keys: [${JSON.stringify(required('BENCH_TEAM_KEY_HASH'))}]`,
-  // A team limited to some advertisers, like most real teams (the access check runs),
-  // with a rate limit (counted on every hit) too high for the load to reach.
-  '    advertisers: [100, 101, 102, 103]',
-  '    rateLimit: { max: 1000000000, window: 1m }',
-  ...(process.env.BENCH_TEAM_B_KEY_HASH ? ['  bench-b:', `    keys: [${JSON.stringify(process.env.BENCH_TEAM_B_KEY_HASH)}]`, '    advertisers: [100, 101, 102, 103]'] : []),
-  'platform:',
-  `  maxConcurrent: ${Number(process.env.BENCH_MAX_CONCURRENT ?? 8)}`,
-  `  queue: ${Number(process.env.BENCH_QUEUE ?? 200)}`,
-  'cache:',
+const teams = {
+  bench: {
+    keys: [required('BENCH_TEAM_KEY_HASH')],
+    // A team limited to some advertisers, like most real teams (the access check runs),
+    // with a rate limit (counted on every hit) too high for the load to reach.
+    advertisers: [100, 101, 102, 103],
+    rateLimit: { max: 1000000000, window: '1m' },
+  },
+  ...(process.env.BENCH_TEAM_B_KEY_HASH ? { 'bench-b': { keys: [process.env.BENCH_TEAM_B_KEY_HASH], advertisers: [100, 101, 102, 103] } } : {}),
+}
+const base = {
+  teams,
+  platform: { maxConcurrent: Number(process.env.BENCH_MAX_CONCURRENT ?? 8), queue: Number(process.env.BENCH_QUEUE ?? 200) },
   // 0: L1 off (every hit comes from Redis).
-  `  l1MaxBytes: ${l1 ? '64MiB' : 0}`,
-  'redis:',
-  `  keyPrefix: ${JSON.stringify(process.env.BENCH_KEY_PREFIX ?? 'rgwbench:')}`,
-  '',
-].join('\n')
+  cache: { l1MaxBytes: l1 ? '64MiB' : 0 },
+  redis: { keyPrefix: process.env.BENCH_KEY_PREFIX ?? 'rgwbench:' },
+}
+
+/** `over` merged into `into`, objects key by key, anything else replaced. */
+function merge(into, over) {
+  const out = { ...into }
+  for (const [k, v] of Object.entries(over)) {
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && into[k] && typeof into[k] === 'object' ? merge(into[k], v) : v
+  }
+  return out
+}
+// YAML is a superset of JSON: the config file is written as JSON.
+const yaml = JSON.stringify(merge(base, JSON.parse(process.env.BENCH_CONFIG ?? '{}')), null, 2)
 
 const env = {
   HOST: '127.0.0.1',
