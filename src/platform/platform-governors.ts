@@ -71,20 +71,20 @@ export class PlatformGovernors {
       // Before issue 15 a team could take every slot and the whole queue.
       const whole = { maxConcurrent: platform.maxConcurrent, queue: platform.queue }
       const governor: CallGovernor = new CallGovernor({
-          credential,
-          maxConcurrent: platform.maxConcurrent,
-          queueLimit: platform.queue,
-          queueTimeoutMs: platform.queueTimeoutMs,
-          weightOf: (team) => deps.weightOf?.(team) ?? 1,
-          limitsOf: (team) => (platform.isolation ? deps.limitsOf?.(team) : whole),
-          permits: this.#permits(credential, () => governor.wake()),
-          log: deps.log,
-          onRefused: (reason) => refused.inc({ credential, reason }),
-          onPaused: () => {
-            deps.metrics.platformPauses.inc({ credential })
-            if (platform.isolation) this.#probe(credential)
-          },
-        })
+        credential,
+        maxConcurrent: platform.maxConcurrent,
+        queueLimit: platform.queue,
+        queueTimeoutMs: platform.queueTimeoutMs,
+        weightOf: (team) => deps.weightOf?.(team) ?? 1,
+        limitsOf: (team) => (platform.isolation ? deps.limitsOf?.(team) : whole),
+        permits: this.#permits(credential, () => governor.wake()),
+        log: deps.log,
+        onRefused: (reason) => refused.inc({ credential, reason }),
+        onPaused: () => {
+          deps.metrics.platformPauses.inc({ credential })
+          if (platform.isolation) this.#probe(credential)
+        },
+      })
       this.#governors.set(credential, governor)
       this.#routes.set(credential, new RoutePauses({ now: Date.now, onExpired: (route, team) => this.#routeResumed(credential, route, team, 'expired') }))
     }
