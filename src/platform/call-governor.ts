@@ -344,7 +344,8 @@ export class CallGovernor {
       this.#again = true
       return
     }
-    void this.#serve()
+    // Permits never throw (Redis failures fall back to this replica's cap); a bug must not stall the queue silently.
+    this.#serve().catch((err: Error) => this.#o.log.warn({ err: { message: err.message }, credential: this.credential }, 'the platform call queue stopped serving'))
   }
 
   /** Takes permits for queued calls in turn order until none is free, every waiting team is at its cap, or the queue is empty. */

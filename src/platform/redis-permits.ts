@@ -144,15 +144,16 @@ export class RedisPermits implements Permits {
 class Lease {
   readonly #semaphore: Semaphore
   readonly #breaker: RedisBreaker
-  #held = false
+  // Only take()'s own command may fail out loud; any other is a renewal, from a timer.
+  #taking = false
 
   constructor(redis: RedisClient, key: string, limit: number, leaseMs: number, breaker: RedisBreaker, onLost: () => void) {
     this.#breaker = breaker
     // redis-semaphore renews a lease from a timer and lets a failed command's error
-    // escape it (an unhandled rejection): once held, a failed renewal reads as a lost lease.
+    // escape it (an unhandled rejection): a failed renewal reads as a lost lease instead.
     const guard = <T>(run: () => Promise<T>): Promise<T | number> =>
       run().catch((err: unknown) => {
-        if (!this.#held || String(err).includes('NOSCRIPT')) throw err
+        if (this.#taking || String(err).includes('NOSCRIPT')) throw err
         return 0
       })
     const client = {
@@ -168,21 +169,21 @@ class Lease {
       acquireAttemptsLimit: 1,
       retryInterval: 0,
       // Its default throws from a timer, which would end the process.
-      onLockLost: (_err: LostLockError) => {
-        this.#held = false
-        onLost()
-      },
+      onLockLost: (_err: LostLockError) => onLost(),
     })
   }
 
   async take(): Promise<boolean> {
-    this.#held = await this.#semaphore.tryAcquire()
-    return this.#held
+    this.#taking = true
+    try {
+      return await this.#semaphore.tryAcquire()
+    } finally {
+      this.#taking = false
+    }
   }
 
   /** Gives the lease back; a failure leaves it to lapse. */
   async give(): Promise<void> {
-    this.#held = false
     await this.#breaker.run(() => this.#semaphore.release(), null)
   }
 }

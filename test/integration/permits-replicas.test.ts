@@ -40,7 +40,9 @@ describe.skipIf(!available)('the cap across replicas (issue 15)', () => {
     for (const child of children.splice(0)) await child.close()
   })
   const env = () => ({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.server.url })
-  const replica = (yaml: string, teams = TEAMS_YAML) => gateways.build(testConfig(env(), `${teams}\n${yaml}`))
+  // A slow Redis on a busy machine would open the breaker, and each replica would fall
+  // back to its own cap: these tests give commands time (the fallback has its own test).
+  const replica = (yaml: string, teams = TEAMS_YAML) => gateways.build(testConfig(env(), `${teams}\n${yaml}\nredis: { commandTimeout: 2s }`))
 
   it('keeps at most maxConcurrent calls at the platform from three replicas, answers every call, and pays one lease and one release per call', async () => {
     const replicas = [await replica('platform: { maxConcurrent: 4 }', WHOLE_SHARE_TEAMS_YAML), await replica('platform: { maxConcurrent: 4 }', WHOLE_SHARE_TEAMS_YAML), await replica('platform: { maxConcurrent: 4 }', WHOLE_SHARE_TEAMS_YAML)]
@@ -131,7 +133,7 @@ describe.skipIf(!available)('the cap across replicas (issue 15)', () => {
   })
 
   it('gives back the permits of a SIGKILLed replica within the lease: the other replica\'s call goes through', async () => {
-    const yaml = `${TEAMS_YAML}\nplatform: { maxConcurrent: 2, permitLease: 1s }`
+    const yaml = `${TEAMS_YAML}\nplatform: { maxConcurrent: 2, permitLease: 1s }\nredis: { commandTimeout: 2s }`
     const dying = await spawnGateway({ env: env(), yaml })
     children.push(dying)
     const survivor = await replica('platform: { maxConcurrent: 2, permitLease: 1s }')
@@ -146,7 +148,8 @@ describe.skipIf(!available)('the cap across replicas (issue 15)', () => {
     const started = Date.now()
     const answer = await get(survivor, distinct(2))
     expect(answer.statusCode).toBe(200)
-    // The lease (1 s) and a retry interval, not the dead calls' 4 s.
-    expect(Date.now() - started).toBeLessThan(3500)
+    // Within the lease (1 s) and a retry interval, with a wide margin for a busy machine;
+    // permits that never lapsed would leave it queued until queueTimeout (10 s), then 503.
+    expect(Date.now() - started).toBeLessThan(8000)
   })
 })
