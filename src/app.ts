@@ -303,7 +303,11 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     for (const g of governors.all()) {
       metrics.platformQueued.set({ credential: g.credential }, g.queued)
       metrics.platformInFlight.set({ credential: g.credential }, g.inFlight)
+      metrics.platformPermitsHeld.set({ credential: g.credential }, g.permitsHeld)
     }
+    // A team that no longer waits shows no line rather than a stale one.
+    metrics.platformWaiting.reset()
+    for (const g of governors.all()) for (const [team, n] of g.waiting()) metrics.platformWaiting.set({ credential: g.credential, team }, n)
     usage.publishMetrics()
     return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics())
   })

@@ -80,6 +80,24 @@ export function createMetrics() {
       labelNames: ['credential', 'reason'] as const,
       registers: [registry],
     }),
+    platformPermitsHeld: new Gauge({
+      name: 'gateway_platform_permits_held',
+      help: 'Platform call permits this replica holds, by credential (leased in Redis across replicas, or its own while Redis is out)',
+      labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
+    platformWaiting: new Gauge({
+      name: 'gateway_platform_waiting_calls',
+      help: 'Platform calls waiting for a permit on this replica, by credential and team',
+      labelNames: ['credential', 'team'] as const,
+      registers: [registry],
+    }),
+    platformPermitsLost: new Counter({
+      name: 'gateway_platform_permits_lost_total',
+      help: 'Permit leases that could not be renewed while their call ran (Redis out or too slow): the call went on',
+      labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
     platformPauses: new Counter({
       name: 'gateway_platform_pauses_total',
       help: 'Pauses of a credential after a platform 429 that began on this replica (its own 429 or another replica telling it)',

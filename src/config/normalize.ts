@@ -83,6 +83,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     problems.push(`server.connectionTimeout: must be longer than platform.timeout (${String(p.timeout)})`)
   }
   // Shorter would cut off callers whose connection merely hiccups.
+  // Renewed every third of it: shorter would be renewals all the time.
+  if (parseDuration(p.permitLease) < 300) problems.push(`platform.permitLease: must be at least 300ms (got ${String(p.permitLease)})`)
   if (parseDuration(p.readIdleTimeout) < 100) problems.push(`platform.readIdleTimeout: must be at least 100ms (got ${String(p.readIdleTimeout)})`)
 
   const secrets = [raw.admin.token, raw.gatewaySecret]
@@ -123,6 +125,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       connections: p.connections,
       keepAliveTimeoutMs: parseDuration(p.keepAliveTimeout),
       maxConcurrent: p.maxConcurrent,
+      maxConcurrentPerReplica: p.maxConcurrentPerReplica ?? p.maxConcurrent,
+      permitLeaseMs: parseDuration(p.permitLease),
       queue: p.queue,
       queueTimeoutMs: parseDuration(p.queueTimeout),
       maxPauseMs: parseDuration(p.maxPause),

@@ -114,6 +114,8 @@ export const ConfigSchema = Type.Object(
         connections: Type.Integer({ minimum: 1 }),
         keepAliveTimeout: Duration,
         maxConcurrent: Type.Integer({ minimum: 1 }),
+        maxConcurrentPerReplica: Nullable(Type.Integer({ minimum: 1, description: 'each replica\'s own cap while Redis cannot be reached; null: platform.maxConcurrent' })),
+        permitLease: Duration,
         queue: Type.Integer({ minimum: 0 }),
         queueTimeout: Duration,
         maxPause: Duration,

@@ -1,5 +1,8 @@
 import type { Logger } from 'pino'
 import { OverloadedError } from '../errors.js'
+import { MemoryPermits, type Permits, type Release } from './permits.js'
+
+export type { Release } from './permits.js'
 
 export interface Timers {
   set(fn: () => void, ms: number): unknown
@@ -33,13 +36,14 @@ export interface GovernorOptions {
   onRefused?: (reason: RefusalReason) => void
   /** A pause began on this replica. */
   onPaused?: () => void
+  /** Who may start a call (issue 15): default maxConcurrent on this replica, no team leases. */
+  permits?: Permits
 }
-
-/** Gives the slot back; calling it again does nothing. */
-export type Release = () => void
 
 interface Waiter {
   team: string
+  /** Left the queue (its time is up, or its callers hung up) while a permit was being taken for it. */
+  gone: boolean
   expiresAt: number
   timer: unknown
   resolve(release: Release): void
@@ -63,12 +67,14 @@ const realTimers: Timers = {
 }
 
 /**
- * The platform calls of one credential on one replica (issue #8): at most
- * `maxConcurrent` in flight, the rest queued per team and served round-robin (a team's
- * weight is how many calls it gets per turn), so that one team's burst costs another
- * team at most about one platform latency. While the platform has throttled the
- * credential (a 429), nothing starts; a call whose wait could not end in time is
- * refused at once.
+ * The platform calls of one credential on one replica (issue #8): a call starts with a
+ * permit (permits.ts: counted on this replica, or leased across replicas in Redis), the
+ * rest queued per team and served round-robin (a team's weight is how many calls it gets
+ * per turn), so that one team's burst costs another team at most about one platform
+ * latency. While the platform has throttled the credential (a 429), nothing starts; a
+ * call whose wait could not end in time is refused at once. Permits are taken one at a
+ * time, in turn order; a call refused one waits for a release here, a peer's notice
+ * (wake) or the permits' retry interval.
  */
 export class CallGovernor {
   readonly credential: string
@@ -88,12 +94,33 @@ export class CallGovernor {
   #strikes = 0
   // The team whose call began the pause under way ('(probe)', or a peer's team).
   #pausedBy = ''
+  readonly #permits: Permits
+  // A permit is being taken (one at a time, in turn order); #again: look again after it.
+  #taking = false
+  #again = false
+  #retryTimer: unknown = null
 
   constructor(opts: GovernorOptions) {
     this.credential = opts.credential
     this.#o = opts
     this.#now = opts.now ?? Date.now
     this.#timers = opts.timers ?? realTimers
+    this.#permits = opts.permits ?? new MemoryPermits(opts.maxConcurrent)
+  }
+
+  /** Permits this replica holds. */
+  get permitsHeld(): number {
+    return this.#permits.held
+  }
+
+  /** Calls waiting per team. */
+  waiting(): Map<string, number> {
+    return new Map([...this.#queues].map(([team, queue]) => [team, queue.length]))
+  }
+
+  /** A permit may have come free elsewhere (another replica's notice): queued calls try again. */
+  wake(): void {
+    if (this.#queued > 0) this.#dispatch()
   }
 
   get inFlight(): number {
@@ -118,14 +145,13 @@ export class CallGovernor {
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
     const now = this.#now()
     const limits = this.limitsOf(team)
-    // After every dispatch either no slot is free or every queued team is at its cap, so a
-    // call of a team under its cap with nothing queued may start at once.
-    if (this.#inFlight < this.#o.maxConcurrent && !this.#queues.has(team) && this.#running(team) < limits.maxConcurrent && !this.#isPaused(now)) {
-      return Promise.resolve(this.#start(team))
-    }
-    if (this.#queued >= this.#o.queueLimit) return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`))
+    // After every dispatch either no permit is free or every queued team is at its cap, so a
+    // call of a team under its cap with nothing queued is let in past the queue's limits:
+    // it waits only while its permit is taken.
+    const startsNow = this.#inFlight < this.#o.maxConcurrent && !this.#queues.has(team) && this.#running(team) < limits.maxConcurrent && !this.#isPaused(now)
+    if (!startsNow && this.#queued >= this.#o.queueLimit) return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`))
     // One team's burst fills its own share of the queue, never the other teams' (issue 15).
-    if ((this.#queues.get(team)?.length ?? 0) >= limits.queue) {
+    if (!startsNow && (this.#queues.get(team)?.length ?? 0) >= limits.queue) {
       return Promise.reject(this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`))
     }
     const expiresAt = Math.min(now + this.#o.queueTimeoutMs, deadline)
@@ -137,6 +163,7 @@ export class CallGovernor {
       }
       const waiter: Waiter = {
         team,
+        gone: false,
         expiresAt,
         // A signal that aborts at the deadline ends the wait itself, with its own reason
         // (the call's timeout): a timer of ours for the same instant would race it.
@@ -153,6 +180,7 @@ export class CallGovernor {
       }
       signal?.addEventListener('abort', onAbort, { once: true })
       this.#enqueue(waiter)
+      this.#dispatch()
     })
   }
 
@@ -251,13 +279,14 @@ export class CallGovernor {
     return this.#teamInFlight.get(team) ?? 0
   }
 
-  #start(team: string): Release {
+  #start(team: string, permit: Release): Release {
     this.#inFlight += 1
     this.#teamInFlight.set(team, this.#running(team) + 1)
     let released = false
     return () => {
       if (released) return
       released = true
+      permit()
       this.#inFlight -= 1
       const left = this.#running(team) - 1
       if (left > 0) this.#teamInFlight.set(team, left)
@@ -282,6 +311,7 @@ export class CallGovernor {
   }
 
   #remove(waiter: Waiter): void {
+    waiter.gone = true
     waiter.detach()
     const queue = this.#queues.get(waiter.team)
     const i = queue?.indexOf(waiter) ?? -1
@@ -310,26 +340,74 @@ export class CallGovernor {
   }
 
   #dispatch(): void {
-    while (this.#queued > 0 && this.#inFlight < this.#o.maxConcurrent && !this.#isPaused(this.#now())) {
-      const team = this.#nextEligible()
-      // Every team that waits holds its whole share already: the free slots are the other teams'.
-      if (team === null) return
-      const queue = this.#queues.get(team) as Waiter[]
-      const waiter = queue.shift() as Waiter
-      this.#queued -= 1
-      waiter.detach()
-      this.#credit -= 1
-      if (queue.length === 0) this.#dropTeam(team)
-      else if (this.#credit <= 0) this.#nextTurn(true)
-      waiter.resolve(this.#start(team))
+    if (this.#taking) {
+      this.#again = true
+      return
+    }
+    // Permits never throw (Redis failures fall back to this replica's cap); a bug must not stall the queue silently.
+    this.#serve().catch((err: Error) => this.#o.log.warn({ err: { message: err.message }, credential: this.credential }, 'the platform call queue stopped serving'))
+  }
+
+  /** Takes permits for queued calls in turn order until none is free, every waiting team is at its cap, or the queue is empty. */
+  async #serve(): Promise<void> {
+    this.#taking = true
+    try {
+      do {
+        this.#again = false
+        // Teams whose cap across replicas is reached this round: the free permits are the other teams'.
+        const full = new Set<string>()
+        while (this.#queued > 0 && !this.#isPaused(this.#now())) {
+          const turn = { at: this.#at, credit: this.#credit }
+          const team = this.#nextEligible(full)
+          if (team === null) break
+          const waiter = (this.#queues.get(team) as Waiter[])[0] as Waiter
+          const taking = this.#permits.take(team, this.limitsOf(team).maxConcurrent)
+          // Counted on this replica, a permit is had at once: the queue moves without a tick.
+          const taken = taking instanceof Promise ? await taking : taking
+          if ('full' in taken) {
+            this.#retryLater()
+            if (taken.full === 'credential') {
+              // No permit for anyone: the turn stays where it was, not with a team passed over for being at its cap.
+              this.#at = Math.min(turn.at, Math.max(0, this.#ring.length - 1))
+              this.#credit = turn.credit
+              break
+            }
+            full.add(team)
+            continue
+          }
+          // Its time ran out, its callers hung up, or a pause began while the permit was taken.
+          if (waiter.gone || this.#isPaused(this.#now())) {
+            taken.release()
+            continue
+          }
+          this.#remove(waiter)
+          if (this.#ring[this.#at] === team && this.#queues.has(team)) {
+            this.#credit -= 1
+            if (this.#credit <= 0) this.#nextTurn(true)
+          }
+          waiter.resolve(this.#start(team, taken.release))
+        }
+      } while (this.#again)
+    } finally {
+      this.#taking = false
     }
   }
 
+  /** Queued calls refused a permit ask again after the permits' retry interval, if a release or a notice does not come first. */
+  #retryLater(): void {
+    const ms = this.#permits.retryMs
+    if (ms === null || this.#retryTimer !== null) return
+    this.#retryTimer = this.#timers.set(() => {
+      this.#retryTimer = null
+      this.wake()
+    }, ms)
+  }
+
   /** The team whose turn it is, passing over teams at their cap (their turn waits); null: all are. */
-  #nextEligible(): string | null {
+  #nextEligible(full: ReadonlySet<string>): string | null {
     for (let tried = 0; tried < this.#ring.length; tried++) {
       const team = this.#ring[this.#at] as string
-      if (this.#running(team) < this.limitsOf(team).maxConcurrent) return team
+      if (!full.has(team) && this.#running(team) < this.limitsOf(team).maxConcurrent) return team
       this.#nextTurn(true)
     }
     return null

@@ -4,6 +4,8 @@ import { OverloadedError } from '../errors.js'
 import type { Metrics } from '../metrics.js'
 import type { RedisBreaker, RedisBus, RedisClient } from '../redis.js'
 import { CallGovernor, parseRetryAfter } from './call-governor.js'
+import { MemoryPermits, type Permits } from './permits.js'
+import { RedisPermits } from './redis-permits.js'
 import { ESCALATION_WINDOW_MS, PAUSE_PROBE_INTERVAL_MS, pauseScope, PROBE_CALLER, RoutePauses, routeTemplate, type Throttle } from './throttle-pauses.js'
 
 const PAUSE_CHANNEL = 'platform-pause'
@@ -49,7 +51,8 @@ export interface PlatformGovernorsDeps {
  * on the bus, and likewise for a resume; a replica that starts reads the pauses under
  * way. Without Redis a pause stays on the replica that got the 429. With
  * platform.isolation false, any 429 pauses the credential, for up to 15 min, unprobed
- * (the behaviour before issue 15, kept for side-by-side benchmarks).
+ * (the behaviour before issue 15, kept for side-by-side benchmarks); it also turns off
+ * the team bulkheads and the permits across replicas (maxConcurrent per replica again).
  */
 export class PlatformGovernors {
   readonly #d: PlatformGovernorsDeps
@@ -58,31 +61,56 @@ export class PlatformGovernors {
   readonly #recent = new Map<string, Throttle[]>()
   readonly #probing = new Map<string, NodeJS.Timeout>()
   #prober: ((credential: string) => Promise<unknown>) | null = null
+  readonly #leased: RedisPermits[] = []
 
   constructor(deps: PlatformGovernorsDeps) {
     this.#d = deps
     const { platform } = deps.config
     for (const credential of Object.keys(deps.config.credentials)) {
       const refused = deps.metrics.platformRefused
-      this.#governors.set(
+      // Before issue 15 a team could take every slot and the whole queue.
+      const whole = { maxConcurrent: platform.maxConcurrent, queue: platform.queue }
+      const governor: CallGovernor = new CallGovernor({
         credential,
-        new CallGovernor({
-          credential,
-          maxConcurrent: platform.maxConcurrent,
-          queueLimit: platform.queue,
-          queueTimeoutMs: platform.queueTimeoutMs,
-          weightOf: (team) => deps.weightOf?.(team) ?? 1,
-          limitsOf: (team) => deps.limitsOf?.(team),
-          log: deps.log,
-          onRefused: (reason) => refused.inc({ credential, reason }),
-          onPaused: () => {
-            deps.metrics.platformPauses.inc({ credential })
-            if (platform.isolation) this.#probe(credential)
-          },
-        }),
-      )
+        maxConcurrent: platform.maxConcurrent,
+        queueLimit: platform.queue,
+        queueTimeoutMs: platform.queueTimeoutMs,
+        weightOf: (team) => deps.weightOf?.(team) ?? 1,
+        limitsOf: (team) => (platform.isolation ? deps.limitsOf?.(team) : whole),
+        permits: this.#permits(credential, () => governor.wake()),
+        log: deps.log,
+        onRefused: (reason) => refused.inc({ credential, reason }),
+        onPaused: () => {
+          deps.metrics.platformPauses.inc({ credential })
+          if (platform.isolation) this.#probe(credential)
+        },
+      })
+      this.#governors.set(credential, governor)
       this.#routes.set(credential, new RoutePauses({ now: Date.now, onExpired: (route, team) => this.#routeResumed(credential, route, team, 'expired') }))
     }
+  }
+
+  /** Who may start a call of `credential`: leases in Redis across replicas, else this replica's own count. */
+  #permits(credential: string, wake: () => void): Permits {
+    const { config, redis, breaker, bus, log, metrics } = this.#d
+    const { platform } = config
+    if (!platform.isolation) return new MemoryPermits(platform.maxConcurrent)
+    if (!redis || !breaker) return new MemoryPermits(platform.maxConcurrentPerReplica)
+    const permits = new RedisPermits({
+      redis,
+      breaker,
+      bus,
+      key: `${config.redis.keyPrefix}permits:${credential}`,
+      credential,
+      limit: platform.maxConcurrent,
+      perReplica: platform.maxConcurrentPerReplica,
+      leaseMs: platform.permitLeaseMs,
+      log,
+      onLost: () => metrics.platformPermitsLost.inc({ credential }),
+      onFreed: wake,
+    })
+    this.#leased.push(permits)
+    return permits
   }
 
   all(): CallGovernor[] {
@@ -127,6 +155,7 @@ export class PlatformGovernors {
   /** Follows the pauses of the other replicas, and any pause under way. */
   async start(): Promise<void> {
     const { bus, redis, breaker } = this.#d
+    for (const permits of this.#leased) await permits.start()
     await bus?.subscribe(PAUSE_CHANNEL, (message) => {
       let parsed: PauseMessage
       try {

@@ -1,0 +1,155 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import type { TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, WHOLE_SHARE_TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { spawnGateway, timedRequest, type GatewayProcess } from '../helpers/gateway-process.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
+
+// Issue 15 item 5: platform.maxConcurrent across replicas sharing one Redis (permits
+// leased with redis-semaphore), against the sandbox over loopback HTTP.
+
+const { available, notice } = redisAvailability()
+if (notice) console.warn(notice)
+
+const REPORT = '/api/v1/report/campaigns/get'
+const PERMITS_KEY = 'semaphore:rgw:permits:default'
+
+function distinct(n: number, advertiserId = 101): string {
+  const day = (offset: number) => new Date(Date.UTC(2025, 0, 1 + offset)).toISOString().slice(0, 10)
+  return `${REPORT}?advertiserId=${advertiserId}&byDate=1&dateFrom=${day(n)}&dateTo=${day(n + 6)}`
+}
+
+function get(gw: TestGateway, url: string, key = KEYS.all) {
+  return gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': key } })
+}
+
+/** Redis's count of the commands that take and give back permits. */
+async function permitCommands(info: string): Promise<number> {
+  let n = 0
+  for (const cmd of ['evalsha', 'eval', 'zrem']) n += Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(info)?.[1] ?? 0)
+  return n
+}
+
+describe.skipIf(!available)('the cap across replicas (issue 15)', () => {
+  const sandbox = useSandbox()
+  const redis = useRedis()
+  const gateways = useGateways()
+  const children: GatewayProcess[] = []
+  afterEach(async () => {
+    for (const child of children.splice(0)) await child.close()
+  })
+  const env = () => ({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.server.url })
+  // A slow Redis on a busy machine would open the breaker, and each replica would fall
+  // back to its own cap: these tests give commands time (the fallback has its own test).
+  const replica = (yaml: string, teams = TEAMS_YAML) => gateways.build(testConfig(env(), `${teams}\n${yaml}\nredis: { commandTimeout: 2s }`))
+
+  it('keeps at most maxConcurrent calls at the platform from three replicas, answers every call, and pays one lease and one release per call', async () => {
+    const replicas = [await replica('platform: { maxConcurrent: 4 }', WHOLE_SHARE_TEAMS_YAML), await replica('platform: { maxConcurrent: 4 }', WHOLE_SHARE_TEAMS_YAML), await replica('platform: { maxConcurrent: 4 }', WHOLE_SHARE_TEAMS_YAML)]
+    sandbox.setLatency(150)
+    await redis.client.config('RESETSTAT')
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => get(replicas[i % 3] as TestGateway, distinct(i))))
+    expect(answers.map((a) => a.statusCode)).toEqual(Array(30).fill(200))
+    const { peak } = sandbox.concurrency()
+    expect(peak).toBeLessThanOrEqual(4)
+    // Each replica alone would have sent up to 4: the cap was reached, across replicas.
+    expect(peak).toBeGreaterThanOrEqual(3)
+    await waitFor('every permit given back', async () => (await redis.client.zcard(PERMITS_KEY)) === 0)
+    const commands = await permitCommands(await redis.client.info('commandstats'))
+    // A lease (EVALSHA) and its release (ZREM) per call, plus the retries of calls refused a permit.
+    expect(commands).toBeGreaterThanOrEqual(60)
+    console.info(`permit commands: ${commands} for 30 platform calls over 3 replicas`)
+    // A cache hit takes no permit.
+    await redis.client.config('RESETSTAT')
+    const hit = await get(replicas[0] as TestGateway, distinct(0))
+    expect(hit.headers['x-cache']).toBe('HIT')
+    expect(await permitCommands(await redis.client.info('commandstats'))).toBe(0)
+    const metrics = await (replicas[0] as TestGateway).admin.inject({ method: 'GET', url: '/metrics' })
+    expect(metrics.body).toContain('gateway_platform_permits_held{credential="default"} 0')
+  })
+
+  it('costs two round trips before an uncontended call (the team\'s lease, then the credential\'s) and two releases sent together after it', async () => {
+    const gw = await replica('platform: { maxConcurrent: 4 }')
+    await get(gw, distinct(50)) // loads the scripts (NOSCRIPT, then EVAL) once
+    await waitFor('every permit given back', async () => (await redis.client.zcard(PERMITS_KEY)) === 0)
+    await redis.client.config('RESETSTAT')
+    for (let i = 0; i < 5; i++) expect((await get(gw, distinct(i))).statusCode).toBe(200)
+    await waitFor('every permit given back', async () => (await redis.client.zcard(PERMITS_KEY)) === 0)
+    const info = await redis.client.info('commandstats')
+    expect(Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1])).toBe(10)
+    expect(Number(/cmdstat_zrem:calls=(\d+)/.exec(info)?.[1])).toBe(10)
+  })
+
+  it('answers another team\'s call while one team\'s burst is spread over two replicas: the team\'s cap holds across them', async () => {
+    const [a, b] = [await replica('platform: { maxConcurrent: 4 }'), await replica('platform: { maxConcurrent: 4 }')]
+    sandbox.setLatency(300)
+    let answered = 0
+    const burst = Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        get(i % 2 ? a : b, distinct(i)).then((r) => {
+          answered += 1
+          return r
+        }),
+      ),
+    )
+    const running = () => a.ctx.governors.of('default').running('all') + b.ctx.governors.of('default').running('all')
+    await waitFor('the burst at its share', () => running() === 2 && a.ctx.governors.of('default').queued > 0 && b.ctx.governors.of('default').queued > 0)
+    const other = await get(b, distinct(100, 102), KEYS.growth)
+    expect(other.statusCode).toBe(200)
+    expect(other.headers['x-cache']).toBe('MISS')
+    // Answered while most of the burst still waited: it did not queue behind it.
+    expect(answered).toBeLessThan(16)
+    const answers = await burst
+    expect(answers.every((r) => r.statusCode === 200)).toBe(true)
+    // Half of maxConcurrent, across both replicas, plus the other team's call.
+    expect(sandbox.concurrency().peak).toBeLessThanOrEqual(3)
+  })
+
+  it('falls back to maxConcurrentPerReplica on each replica while Redis is down', async () => {
+    const yaml = 'platform: { maxConcurrent: 8, maxConcurrentPerReplica: 2 }'
+    const [a, b] = [await replica(yaml, WHOLE_SHARE_TEAMS_YAML), await replica(yaml, WHOLE_SHARE_TEAMS_YAML)]
+    await redis.server.stop()
+    try {
+      sandbox.setLatency(150)
+      const answers = await Promise.all(Array.from({ length: 16 }, (_, i) => get(i % 2 ? a : b, distinct(i))))
+      expect(answers.map((r) => r.statusCode)).toEqual(Array(16).fill(200))
+      // 2 per replica, where Redis would have let 8 through.
+      expect(sandbox.concurrency().peak).toBeLessThanOrEqual(4)
+      expect(sandbox.concurrency().peak).toBeGreaterThanOrEqual(3)
+    } finally {
+      await redis.server.restart()
+    }
+  })
+
+  it('with platform.isolation false, caps each replica on its own and lets one team take every slot (the behaviour before issue 15)', async () => {
+    const yaml = 'platform: { maxConcurrent: 2, isolation: false }'
+    const [a, b] = [await replica(yaml), await replica(yaml)]
+    sandbox.setLatency(200)
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => get(i % 2 ? a : b, distinct(i))))
+    expect(answers.map((r) => r.statusCode)).toEqual(Array(12).fill(200))
+    // One team, 2 per replica: no team share, no permits across replicas.
+    expect(sandbox.concurrency().peak).toBe(4)
+    expect(await redis.client.exists(PERMITS_KEY)).toBe(0)
+  })
+
+  it('gives back the permits of a SIGKILLed replica within the lease: the other replica\'s call goes through', async () => {
+    const yaml = `${TEAMS_YAML}\nplatform: { maxConcurrent: 2, permitLease: 1s }\nredis: { commandTimeout: 2s }`
+    const dying = await spawnGateway({ env: env(), yaml })
+    children.push(dying)
+    const survivor = await replica('platform: { maxConcurrent: 2, permitLease: 1s }')
+    sandbox.setLatency(4000)
+    // Two slow calls of two teams hold both permits.
+    const held = [timedRequest(`${dying.url}${distinct(0)}`, { headers: { 'x-api-key': KEYS.all } }), timedRequest(`${dying.url}${distinct(1, 102)}`, { headers: { 'x-api-key': KEYS.growth } })]
+    await waitFor('both permits leased', async () => (await redis.client.zcard(PERMITS_KEY)) === 2, 15_000)
+    dying.kill('SIGKILL')
+    await dying.exited
+    await Promise.all(held)
+    sandbox.setLatency(0)
+    const started = Date.now()
+    const answer = await get(survivor, distinct(2))
+    expect(answer.statusCode).toBe(200)
+    // Within the lease (1 s) and a retry interval, with a wide margin for a busy machine;
+    // permits that never lapsed would leave it queued until queueTimeout (10 s), then 503.
+    expect(Date.now() - started).toBeLessThan(8000)
+  })
+})
