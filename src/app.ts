@@ -143,6 +143,15 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
           lockTtlMs: config.cache.lockTtlMs,
         }) : null
   const teams = new TeamDirectory(config.teams, deps.now)
+  const usage = new TeamUsage({
+    redis,
+    breaker,
+    prefix: config.redis.keyPrefix,
+    metrics,
+    flushMs: config.usage.flushMs,
+    retentionDays: config.usage.retentionDays,
+    ...(deps.now ? { now: deps.now } : {}),
+  })
   const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team) })
   const client: PlatformClient = new PlatformClient({
     dispatcher,
@@ -152,6 +161,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     // The probe is a call of this client's own, made only once it serves.
     verdicts: new TokenVerdicts({ probe: (provider, token) => probeStatus(client, config.platform.probe, provider, token), ...(deps.now ? { now: deps.now } : {}) }),
     refusals: new RefusalLog({ log, metrics, ...(deps.now ? { now: deps.now } : {}) }),
+    usage,
   })
   // A credential pause is tested with the probe call and the token in use.
   governors.probeWith(async (credential) => {
@@ -170,15 +180,6 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     l2,
     bus,
     log,
-    ...(deps.now ? { now: deps.now } : {}),
-  })
-  const usage = new TeamUsage({
-    redis,
-    breaker,
-    prefix: config.redis.keyPrefix,
-    metrics,
-    flushMs: config.usage.flushMs,
-    retentionDays: config.usage.retentionDays,
     ...(deps.now ? { now: deps.now } : {}),
   })
   const reports = new ReportCache({
