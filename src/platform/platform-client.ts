@@ -11,6 +11,7 @@ import type { TokenVerdicts, Verdict } from './token-verdict.js'
 import type { RefusalLog } from './refusal-log.js'
 import type { TeamUsage } from '../teams/team-usage.js'
 import { GATEWAY_TEAM } from './gateway-team.js'
+import { slotFollowing, type QueueTeam } from './caller-group.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
 
 export interface PlatformCall {
@@ -36,6 +37,8 @@ export interface PlatformCall {
   signal?: AbortSignal
   /** Ends the call's wait for a slot once its callers have all hung up; a call already sent goes on. */
   hangUp?: AbortSignal
+  /** The callers of a shared call (a report fill): it waits in the queue of the earliest one still there, not always `team`'s. */
+  queue?: QueueTeam
 }
 
 export interface PlatformResponse {
@@ -234,7 +237,8 @@ export class PlatformClient {
       // A call on a paused route is refused here, before it queues (issue 15).
       this.#governors.admit(credential, call)
       const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
-      const release = call.trial ? () => undefined : await this.#governors.of(credential).acquire(call.team, waitSignal, deadline)
+      const governor = this.#governors.of(credential)
+      const release = call.trial ? () => undefined : await slotFollowing(call.team, call.queue, waitSignal, (team, signal) => governor.acquire(team, signal, deadline))
       const started = Date.now()
       let delay: number | null
       try {
