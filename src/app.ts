@@ -162,6 +162,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     verdicts: new TokenVerdicts({ probe: (provider, token) => probeStatus(client, config.platform.probe, provider, token), ...(deps.now ? { now: deps.now } : {}) }),
     refusals: new RefusalLog({ log, metrics, ...(deps.now ? { now: deps.now } : {}) }),
     usage,
+    isolation: config.platform.isolation,
   })
   // A credential pause is tested with the probe call and the token in use.
   governors.probeWith(async (credential) => {
@@ -169,10 +170,13 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     const state = provider.current()
     if (state) await probeStatus(client, config.platform.probe, provider, state.token, true)
   })
+  // platform.isolation false, kept only for the benchmark's side-by-side comparison: as
+  // before issue 15, nothing is held (every answer streams, its slot held while its caller
+  // reads) and a caller that stops reading is never cut off.
   const answers = new PlatformAnswers({
-    callBytes: config.platform.bufferBytes,
+    callBytes: config.platform.isolation ? config.platform.bufferBytes : 0,
     totalBytes: config.platform.bufferTotalBytes,
-    readIdleMs: config.platform.readIdleTimeoutMs,
+    readIdleMs: config.platform.isolation ? config.platform.readIdleTimeoutMs : null,
     onSlowReader: (credential) => metrics.platformSlowReaders.inc({ credential }),
   })
   const store = new TieredStore({

@@ -78,6 +78,7 @@ export class PlatformClient {
   readonly #verdicts: TokenVerdicts
   readonly #refusals: RefusalLog
   readonly #usage: Pick<TeamUsage, 'platformCall'>
+  readonly #isolation: boolean
   // Every call in flight listens on it: no listener limit (Node warns past 10).
   readonly #shutdown = maxListenersOff(new AbortController())
 
@@ -90,6 +91,8 @@ export class PlatformClient {
     refusals: RefusalLog
     /** Counts the gateway's own calls (json, probe) under GATEWAY_TEAM; the teams' calls are counted where they are made. */
     usage: Pick<TeamUsage, 'platformCall'>
+    /** platform.isolation; false: a 401 condemns the token without the probe call (the comparison mode). */
+    isolation: boolean
   }) {
     this.#dispatcher = opts.dispatcher
     this.#timeoutMs = opts.timeoutMs
@@ -98,6 +101,7 @@ export class PlatformClient {
     this.#verdicts = opts.verdicts
     this.#refusals = opts.refusals
     this.#usage = opts.usage
+    this.#isolation = opts.isolation
   }
 
   /** The platform has paused the credential or the route of `url` (a 429): a cached copy is better than a wait. */
@@ -187,6 +191,9 @@ export class PlatformClient {
   }
 
   async #verdict(provider: TokenProvider, token: string, call: PlatformCall): Promise<Verdict> {
+    // platform.isolation false, kept only for the benchmark's side-by-side comparison:
+    // every 401 condemns the token at once, as before issue 15.
+    if (!this.#isolation) return 'confirmed'
     const verdict = await this.#verdicts.judge(provider, token)
     this.#refusals.note(provider.name, verdict, call)
     return verdict
