@@ -148,6 +148,15 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
           lockTtlMs: config.cache.lockTtlMs,
         }) : null
   const teams = new TeamDirectory(config.teams, deps.now)
+  const usage = new TeamUsage({
+    redis,
+    breaker,
+    prefix: config.redis.keyPrefix,
+    metrics,
+    flushMs: config.usage.flushMs,
+    retentionDays: config.usage.retentionDays,
+    ...(deps.now ? { now: deps.now } : {}),
+  })
   const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team) })
   const client: PlatformClient = new PlatformClient({
     dispatcher,
@@ -157,6 +166,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     // The probe is a call of this client's own, made only once it serves.
     verdicts: new TokenVerdicts({ probe: (provider, token) => probeStatus(client, config.platform.probe, provider, token), ...(deps.now ? { now: deps.now } : {}) }),
     refusals: new RefusalLog({ log, metrics, ...(deps.now ? { now: deps.now } : {}) }),
+    usage,
+    isolation: config.platform.isolation,
   })
   // A credential pause is tested with the probe call and the token in use.
   governors.probeWith(async (credential) => {
@@ -164,10 +175,13 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     const state = provider.current()
     if (state) await probeStatus(client, config.platform.probe, provider, state.token, true)
   })
+  // platform.isolation false, kept only for the benchmark's side-by-side comparison: as
+  // before issue 15, nothing is held (every answer streams, its slot held while its caller
+  // reads) and a caller that stops reading is never cut off.
   const answers = new PlatformAnswers({
-    callBytes: config.platform.bufferBytes,
+    callBytes: config.platform.isolation ? config.platform.bufferBytes : 0,
     totalBytes: config.platform.bufferTotalBytes,
-    readIdleMs: config.platform.readIdleTimeoutMs,
+    readIdleMs: config.platform.isolation ? config.platform.readIdleTimeoutMs : null,
     onSlowReader: (credential) => metrics.platformSlowReaders.inc({ credential }),
   })
   const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, ...(deps.now ? { now: deps.now } : {}) })
@@ -176,15 +190,6 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     l2,
     bus,
     log,
-    ...(deps.now ? { now: deps.now } : {}),
-  })
-  const usage = new TeamUsage({
-    redis,
-    breaker,
-    prefix: config.redis.keyPrefix,
-    metrics,
-    flushMs: config.usage.flushMs,
-    retentionDays: config.usage.retentionDays,
     ...(deps.now ? { now: deps.now } : {}),
   })
   const reports = new ReportCache({

@@ -33,8 +33,8 @@ export class ByteBudget {
 export interface AnswerLimits {
   /** Most bytes of one answer held (platform.bufferBytes). */
   callBytes: number
-  /** How long a caller may take nothing before its answer is cut off (platform.readIdleTimeout). */
-  readIdleMs: number
+  /** How long a caller may take nothing before its answer is cut off (platform.readIdleTimeout); null: never (platform.isolation false). */
+  readIdleMs: number | null
 }
 
 /** Whose answer it is: named in the warning when its caller stops reading. */
@@ -137,11 +137,11 @@ export class PlatformAnswers {
 class WatchedAnswer extends Readable {
   readonly #head: Buffer[]
   readonly #rest: AnswerRest | null
-  readonly #idleMs: number
+  readonly #idleMs: number | null
   readonly #on: { idle: () => void; closed: () => void }
   #timer: NodeJS.Timeout | null = null
 
-  constructor(head: Buffer[], rest: AnswerRest | null, idleMs: number, on: { idle: () => void; closed: () => void }) {
+  constructor(head: Buffer[], rest: AnswerRest | null, idleMs: number | null, on: { idle: () => void; closed: () => void }) {
     super()
     this.#head = head
     this.#rest = rest
@@ -178,6 +178,7 @@ class WatchedAnswer extends Readable {
   }
 
   #startClock(): void {
+    if (this.#idleMs === null) return
     this.#timer = setTimeout(() => {
       this.#on.idle()
       // Without an error: the reply sees a premature close and cuts the caller's connection.

@@ -92,7 +92,7 @@ export class CallGovernor {
   #pausedUntil = 0
   #resumeTimer: unknown = null
   #strikes = 0
-  // The team whose call began the pause under way ('(probe)', or a peer's team).
+  // The team whose call began the pause under way ('(gateway)' for the probe call, or a peer's team).
   #pausedBy = ''
   readonly #permits: Permits
   // A permit is being taken (one at a time, in turn order); #again: look again after it.

@@ -9,6 +9,9 @@ import type { TokenProvider, TokenState } from './token-provider.js'
 import type { PlatformGovernors } from './platform-governors.js'
 import type { TokenVerdicts, Verdict } from './token-verdict.js'
 import type { RefusalLog } from './refusal-log.js'
+import type { TeamUsage } from '../teams/team-usage.js'
+import { GATEWAY_TEAM } from './gateway-team.js'
+import { slotFollowing, type QueueTeam } from './caller-group.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
 
 export interface PlatformCall {
@@ -28,10 +31,14 @@ export interface PlatformCall {
   timeoutMs?: number
   /** The probe call testing a credential pause: it goes through the pause, without a slot (one call per probe interval). */
   trial?: boolean
+  /** The probe call (`platform.probe`, team GATEWAY_TEAM): its 429 pauses the whole credential. */
+  probe?: boolean
   /** Set by send(): aborts the call at its deadline or at shutdown; the governor's queue honours it too. */
   signal?: AbortSignal
   /** Ends the call's wait for a slot once its callers have all hung up; a call already sent goes on. */
   hangUp?: AbortSignal
+  /** The callers of a shared call (a report fill): it waits in the queue of the earliest one still there, not always `team`'s. */
+  queue?: QueueTeam
 }
 
 export interface PlatformResponse {
@@ -70,16 +77,31 @@ export class PlatformClient {
   readonly #governors: PlatformGovernors
   readonly #verdicts: TokenVerdicts
   readonly #refusals: RefusalLog
+  readonly #usage: Pick<TeamUsage, 'platformCall'>
+  readonly #isolation: boolean
   // Every call in flight listens on it: no listener limit (Node warns past 10).
   readonly #shutdown = maxListenersOff(new AbortController())
 
-  constructor(opts: { dispatcher: Dispatcher; timeoutMs: number; defaultBaseUrl: string | null; governors: PlatformGovernors; verdicts: TokenVerdicts; refusals: RefusalLog }) {
+  constructor(opts: {
+    dispatcher: Dispatcher
+    timeoutMs: number
+    defaultBaseUrl: string | null
+    governors: PlatformGovernors
+    verdicts: TokenVerdicts
+    refusals: RefusalLog
+    /** Counts the gateway's own calls (json, probe) under GATEWAY_TEAM; the teams' calls are counted where they are made. */
+    usage: Pick<TeamUsage, 'platformCall'>
+    /** platform.isolation; false: a 401 condemns the token without the probe call (the comparison mode). */
+    isolation: boolean
+  }) {
     this.#dispatcher = opts.dispatcher
     this.#timeoutMs = opts.timeoutMs
     this.#defaultBase = opts.defaultBaseUrl ?? ''
     this.#governors = opts.governors
     this.#verdicts = opts.verdicts
     this.#refusals = opts.refusals
+    this.#usage = opts.usage
+    this.#isolation = opts.isolation
   }
 
   /** The platform has paused the credential or the route of `url` (a 429): a cached copy is better than a wait. */
@@ -169,14 +191,21 @@ export class PlatformClient {
   }
 
   async #verdict(provider: TokenProvider, token: string, call: PlatformCall): Promise<Verdict> {
+    // platform.isolation false, kept only for the benchmark's side-by-side comparison:
+    // every 401 condemns the token at once, as before issue 15.
+    if (!this.#isolation) return 'confirmed'
     const verdict = await this.#verdicts.judge(provider, token)
     this.#refusals.note(provider.name, verdict, call)
     return verdict
   }
 
-  /** A read whose JSON answer the gateway itself needs (ownership lookups). */
-  async json(provider: TokenProvider, call: Omit<PlatformCall, 'read' | 'headers'>): Promise<PlatformJson> {
-    const res = await this.send(provider, { ...call, read: true, headers: JSON_HEADERS })
+  /**
+   * A read whose JSON answer the gateway itself needs (ownership lookups): a call of
+   * GATEWAY_TEAM, in usage and in the governor, whichever caller's request needed it.
+   */
+  async json(provider: TokenProvider, call: Omit<PlatformCall, 'read' | 'headers' | 'team'>): Promise<PlatformJson> {
+    this.#usage.platformCall(GATEWAY_TEAM)
+    const res = await this.send(provider, { ...call, read: true, headers: JSON_HEADERS, team: GATEWAY_TEAM })
     if (res.status >= 500 || res.status === 429) {
       res.body.resume()
       throw new UpstreamError(`status ${res.status}`)
@@ -191,11 +220,12 @@ export class PlatformClient {
     return { status: res.status, json }
   }
 
-  /** The status the platform gives a token not yet in use (PUT /admin/token's check). */
-  async probe(credential: string, baseUrl: string, token: string, call: Omit<PlatformCall, 'read'>): Promise<number> {
+  /** The status the probe call (`platform.probe`) gets with `token`: a call of GATEWAY_TEAM, as json()'s. */
+  async probe(credential: string, baseUrl: string, token: string, call: Omit<PlatformCall, 'read' | 'team' | 'probe'>): Promise<number> {
+    this.#usage.platformCall(GATEWAY_TEAM)
     const deadline = this.#deadline()
     try {
-      const res = await this.#once(credential, baseUrl, { ...call, read: true, signal: deadline.signal }, token, deadline.at)
+      const res = await this.#once(credential, baseUrl, { ...call, read: true, team: GATEWAY_TEAM, probe: true, signal: deadline.signal }, token, deadline.at)
       res.body.resume()
       return res.status
     } finally {
@@ -214,7 +244,8 @@ export class PlatformClient {
       // A call on a paused route is refused here, before it queues (issue 15).
       this.#governors.admit(credential, call)
       const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
-      const release = call.trial ? () => undefined : await this.#governors.of(credential).acquire(call.team, waitSignal, deadline)
+      const governor = this.#governors.of(credential)
+      const release = call.trial ? () => undefined : await slotFollowing(call.team, call.queue, waitSignal, (team, signal) => governor.acquire(team, signal, deadline))
       const started = Date.now()
       let delay: number | null
       try {

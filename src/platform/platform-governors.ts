@@ -6,7 +6,8 @@ import type { RedisBreaker, RedisBus, RedisClient } from '../redis.js'
 import { CallGovernor, parseRetryAfter } from './call-governor.js'
 import { MemoryPermits, type Permits } from './permits.js'
 import { RedisPermits } from './redis-permits.js'
-import { ESCALATION_WINDOW_MS, PAUSE_PROBE_INTERVAL_MS, pauseScope, PROBE_CALLER, RoutePauses, routeTemplate, type Throttle } from './throttle-pauses.js'
+import { ESCALATION_WINDOW_MS, PAUSE_PROBE_INTERVAL_MS, pauseScope, RoutePauses, routeTemplate, type Throttle } from './throttle-pauses.js'
+import { GATEWAY_TEAM } from './gateway-team.js'
 
 const PAUSE_CHANNEL = 'platform-pause'
 const CREDENTIAL = 'credential'
@@ -24,6 +25,8 @@ interface PauseMessage {
 export interface ObservedCall {
   url: string
   team: string
+  /** The probe call (its team is GATEWAY_TEAM): its 429 pauses the credential, its answer ends a credential pause. */
+  probe?: boolean
 }
 
 export interface PlatformGovernorsDeps {
@@ -200,13 +203,13 @@ export class PlatformGovernors {
       governor.answered()
       this.#routeResumed(credential, route, null, 'platform')
       // The probe call answers: the platform serves the credential again.
-      if (call.team === PROBE_CALLER && governor.pausedUntil > 0) this.#credentialResumed(credential, 'platform')
+      if (call.probe === true && governor.pausedUntil > 0) this.#credentialResumed(credential, 'platform')
       return
     }
     const now = Date.now()
     const throttle = { route, team: call.team, at: now }
     const recent = this.#recentOf(credential, now)
-    const scope = pauseScope(recent, throttle, ESCALATION_WINDOW_MS, PROBE_CALLER)
+    const scope = pauseScope(recent, throttle, ESCALATION_WINDOW_MS, call.probe === true)
     recent.push(throttle)
     if (scope === 'credential') {
       this.#credentialPaused(credential, governor.throttled(retryAfter, call.team, maxPauseMs), call.team)
@@ -250,7 +253,7 @@ export class PlatformGovernors {
   #credentialResumed(credential: string, source: 'platform' | 'peer'): void {
     this.of(credential).resumeNow(source)
     this.#stopProbe(credential)
-    if (source === 'platform') void this.#shareResume(credential, CREDENTIAL, PROBE_CALLER)
+    if (source === 'platform') void this.#shareResume(credential, CREDENTIAL, GATEWAY_TEAM)
   }
 
   /** True when a pause of `route` began. */

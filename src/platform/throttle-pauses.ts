@@ -9,9 +9,6 @@ export const ESCALATION_WINDOW_MS = 10_000
 // How often a pause is tested: the probe call for a credential pause, one caller's call
 // (a trial) for a route pause.
 export const PAUSE_PROBE_INTERVAL_MS = 5_000
-// The probe's place in the credential's queue of platform calls: not a team name (those
-// cannot hold parentheses). Its 429 pauses the credential.
-export const PROBE_CALLER = '(probe)'
 // A 429 without retry-after: 1 s, doubling with each further 429 in a row (capped by maxPause).
 const FIRST_PAUSE_MS = 1000
 
@@ -33,11 +30,11 @@ export interface Throttle {
 
 /**
  * The scope `latest` pauses, given the throttles seen before it (`recent`): the
- * credential when the probe call itself was throttled (`probeCaller`) or when another
+ * credential when the probe call itself was throttled (`probe`) or when another
  * route or another team was throttled within `windowMs`; else its route.
  */
-export function pauseScope(recent: readonly Throttle[], latest: Throttle, windowMs: number, probeCaller: string): 'route' | 'credential' {
-  if (latest.team === probeCaller) return 'credential'
+export function pauseScope(recent: readonly Throttle[], latest: Throttle, windowMs: number, probe: boolean): 'route' | 'credential' {
+  if (probe) return 'credential'
   const other = recent.some((t) => latest.at - t.at <= windowMs && (t.route !== latest.route || t.team !== latest.team))
   return other ? 'credential' : 'route'
 }

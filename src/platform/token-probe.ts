@@ -3,7 +3,6 @@ import type { Config } from '../config.js'
 import type { PlatformClient } from './platform-client.js'
 import type { TokenProvider } from './token-provider.js'
 import type { TokenRegistry } from './token-registry.js'
-import { PROBE_CALLER } from './throttle-pauses.js'
 import { ownRequestId } from '../request-id.js'
 
 type ProbeCall = Config['platform']['probe']
@@ -25,7 +24,6 @@ export async function probeStatus(client: PlatformClient, probe: ProbeCall, prov
     headers: { accept: 'application/json', ...(probe.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
     body: probe.method === 'POST' ? '{}' : null,
     requestId: ownRequestId('token-probe'),
-    team: PROBE_CALLER,
     trial,
   })
 }

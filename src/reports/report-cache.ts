@@ -10,7 +10,7 @@ import { SingleFlight, type FillFailure, type FillLease, type ReplicaLock } from
 import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
 import { fetchReport, type FetchResult } from './report-fetcher.js'
-import { CallerGroup, CallersGoneError } from '../platform/caller-group.js'
+import { CallerGroup, CallersGoneError, type QueueTeam } from '../platform/caller-group.js'
 import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../teams/team-usage.js'
 import { PlatformAuthError, PlatformRefusedError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
@@ -50,8 +50,8 @@ export interface ReadOptions {
   log: Pick<Logger, 'warn'>
 }
 
-/** Who a platform call is made for; `hangUp`: when all who wait for it have gone. */
-type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally'> & { hangUp?: AbortSignal }
+/** Who a platform call is made for; `hangUp`: when all who wait for it have gone; `queue`: whose queue it waits in. */
+type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally'> & { hangUp?: AbortSignal; queue?: QueueTeam }
 /** Who asks for a fill: a caller's read, or a background refresh (no hang-up). */
 type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp'>
 
@@ -191,8 +191,8 @@ export class ReportCache {
       this.#callers.set(key, callers)
     }
     // A background refresh (no hang-up) keeps the call; a caller's read may drop it.
-    callers.join(from.hangUp?.())
-    const origin: Origin = { requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal }
+    callers.join(from.hangUp?.(), from.team)
+    const origin: Origin = { requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal, queue: callers }
     const group = callers
     return this.#flights.run(key, async () => {
       const lock = this.#d.lock

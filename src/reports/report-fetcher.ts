@@ -7,6 +7,7 @@ import { upstreamError, type PlatformClient, type PlatformResponse } from '../pl
 import type { CacheEntry } from '../cache/cache-entry.js'
 import { withRetryAfter } from '../platform/retry-after.js'
 import type { AnswerRest } from '../platform/answer-buffer.js'
+import type { QueueTeam } from '../platform/caller-group.js'
 import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy.js'
 import type { CanonicalReport } from './report-query.js'
 
@@ -39,7 +40,7 @@ export async function fetchReport(
   client: PlatformClient,
   provider: TokenProvider,
   report: CanonicalReport,
-  origin: { requestId: string; team: string; hangUp?: AbortSignal },
+  origin: { requestId: string; team: string; hangUp?: AbortSignal; queue?: QueueTeam },
   deps: FetcherDeps,
 ): Promise<FetchResult> {
   let res: PlatformResponse
@@ -56,6 +57,7 @@ export async function fetchReport(
       requestId: origin.requestId,
       team: origin.team,
       ...(origin.hangUp ? { hangUp: origin.hangUp } : {}),
+      ...(origin.queue ? { queue: origin.queue } : {}),
       read: true,
       ...(deps.timeoutMs === undefined ? {} : { timeoutMs: deps.timeoutMs }),
     })

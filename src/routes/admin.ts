@@ -6,6 +6,7 @@ import type { TeamReloader } from '../teams/team-reload.js'
 import { utcDay } from '../teams/team-usage.js'
 import type { PlatformClient } from '../platform/platform-client.js'
 import { probeStatus } from '../platform/token-probe.js'
+import { GATEWAY_TEAM } from '../platform/gateway-team.js'
 import type { TokenProvider } from '../platform/token-provider.js'
 import { DEFAULT_CREDENTIAL } from '../config.js'
 import type { MemoryStore } from '../cache/memory-store.js'
@@ -120,7 +121,7 @@ export async function adminRoutes(
     }
     const days = (Date.parse(to) - Date.parse(from)) / 86_400_000 + 1
     if (days < 1 || days > MAX_USAGE_DAYS) throw new BadRequestError(`from, to: from must not be after to, and the range at most ${MAX_USAGE_DAYS} days`)
-    if (q.team !== undefined && !/^[A-Za-z0-9_.-]+$/.test(q.team)) throw new BadRequestError('team: not a team name')
+    if (q.team !== undefined && q.team !== GATEWAY_TEAM && !/^[A-Za-z0-9_.-]+$/.test(q.team)) throw new BadRequestError(`team: not a team name (nor ${GATEWAY_TEAM})`)
     const rows = await ctx.usage.query(from, to, q.team ?? null)
     if (!rows) throw new UsageUnavailableError('Redis could not be read; try again')
     return { from, to, usage: rows }

@@ -187,7 +187,11 @@ export class Admission {
     }
     if (named.campaigns.length === 0) return
     const ids = [...new Set(named.campaigns)]
-    caller.campaignOwners = await this.#ctx.campaignOwners.ownersAmong(caller.provider, team.name, team.advertisers, ids)
+    // The lookups are the gateway's own calls (GATEWAY_TEAM): one list serves every team,
+    // so they are not charged to this team's usage or rate limit beyond this request,
+    // which the limit counted already. They are bounded per advertiser by ownership.ttl
+    // and refreshMinInterval, and the team can name only its own advertisers.
+    caller.campaignOwners = await this.#ctx.campaignOwners.ownersAmong(caller.provider, team.advertisers, ids)
     const foreign = ids.find((id) => !caller.campaignOwners.has(id))
     if (foreign !== undefined) throw new ForbiddenError(`team ${team.name} may not use campaign ${foreign}`)
   }

@@ -47,14 +47,14 @@ export class CampaignOwners {
    * missing from the map. An id not found reloads the lists once (a campaign created
    * since), no more often than `refreshMinInterval` per advertiser.
    */
-  async ownersAmong(provider: TokenProvider, team: string, advertisers: Iterable<number>, ids: readonly number[]): Promise<Map<number, number>> {
+  async ownersAmong(provider: TokenProvider, advertisers: Iterable<number>, ids: readonly number[]): Promise<Map<number, number>> {
     const candidates = [...advertisers]
     const owners = new Map<number, number>()
     if (ids.length === 0 || candidates.length === 0) return owners
-    const lists = await Promise.all(candidates.map((a) => this.#list(provider, team, a, false)))
+    const lists = await Promise.all(candidates.map((a) => this.#list(provider, a, false)))
     this.#match(candidates, lists, ids, owners)
     if (owners.size === ids.length) return owners
-    const reloaded = await Promise.all(candidates.map((a) => this.#list(provider, team, a, true)))
+    const reloaded = await Promise.all(candidates.map((a) => this.#list(provider, a, true)))
     this.#match(candidates, reloaded, ids, owners)
     return owners
   }
@@ -75,8 +75,9 @@ export class CampaignOwners {
     }
   }
 
-  // A list loaded for one team serves them all; the team that asked first waits its turn for it.
-  async #list(provider: TokenProvider, team: string, advertiser: number, reload: boolean): Promise<CampaignList> {
+  // A list loaded for one team serves them all: its lookup is the gateway's own call
+  // (GATEWAY_TEAM in usage and in the governor), not the team's that asked first.
+  async #list(provider: TokenProvider, advertiser: number, reload: boolean): Promise<CampaignList> {
     const { ttlMs, refreshMinIntervalMs } = this.#d.config.ownership
     const key = `${provider.name}:${advertiser}`
     const now = this.#now()
@@ -90,14 +91,14 @@ export class CampaignOwners {
         this.#lists.set(key, shared)
         return shared
       }
-      const list = { ids: await this.#fetch(provider, team, advertiser), fetchedAt: this.#now() }
+      const list = { ids: await this.#fetch(provider, advertiser), fetchedAt: this.#now() }
       this.#lists.set(key, list)
       await this.#writeShared(key, list)
       return list
     })
   }
 
-  async #fetch(provider: TokenProvider, team: string, advertiser: number): Promise<Set<number>> {
+  async #fetch(provider: TokenProvider, advertiser: number): Promise<Set<number>> {
     const { listPath, perPage, maxPages, fields } = this.#d.config.ownership
     const ids = new Set<number>()
     for (let page = 1, last = 1; page <= last; page++) {
@@ -106,7 +107,6 @@ export class CampaignOwners {
         url: `${listPath}?per_page=${perPage}&page=${page}`,
         body: JSON.stringify({ userId: advertiser }),
         requestId: ownRequestId('ownership'),
-        team,
       })
       // An account outside the credential's tree owns nothing the gateway could let through.
       if (reply.status === 403 || reply.status === 404) return ids

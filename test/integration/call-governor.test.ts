@@ -151,6 +151,42 @@ describe('callers that hang up (issue 15)', () => {
     // and the 7 fills nobody waited for any more never reached the platform.
     expect(reportCalls()).toBe(5)
   })
+
+  it('moves a fill queued for a team whose callers all hung up to the queue of the earliest team still waiting for it', async () => {
+    const latency = 200
+    // Team A's burst hangs at the platform until platform.timeout: a fill left in A's
+    // queue would wait that long for one of A's slots.
+    const gw = await listen(await gateway('platform: { timeout: 6s }'))
+    sandbox.setLatency(latency)
+    sandbox.setRouteFailure(CREATIVES, { kind: 'hang' })
+    const governor = gw.ctx.governors.of('default')
+    const hangUp = new AbortController()
+    const sent = (url: string, key: string, signal?: AbortSignal) =>
+      request(`${gw.url}${url}`, { headers: { 'x-api-key': key }, ...(signal ? { signal } : {}) }).then(
+        async (res) => ({ status: res.statusCode, cache: res.headers['x-cache'], body: await res.body.text() }),
+        () => null,
+      )
+    // Team A (`all`): 24 distinct misses, 4 at the platform (its share), 20 queued; then report R, queued behind them.
+    const burst = Array.from({ length: 24 }, (_, i) => sent(creatives(i), KEYS.all, hangUp.signal))
+    await waitFor('A\'s burst at the platform and queued', () => governor.running('all') === 4 && governor.queued === 20)
+    const shared = distinct(500)
+    const led = sent(shared, KEYS.all, hangUp.signal)
+    await waitFor('A\'s read of R queued behind its burst', () => governor.queued === 21)
+    // Team B (`limited`) asks for the same R: it joins A's queued fill.
+    const joined = sent(shared, KEYS.limited)
+    await waitFor('B admitted', () => gw.ctx.rateLimiter.peek(gw.ctx.config.teams.find((t) => t.name === 'limited')!).remaining === 2)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const started = performance.now()
+    hangUp.abort()
+    await Promise.all([...burst, led])
+    const answer = await joined
+    const took = performance.now() - started
+    expect(answer).toMatchObject({ status: 200, cache: 'MISS' })
+    // About one platform latency (B's slot is free at once), with a wide margin for a busy
+    // machine; left in A's queue it would wait for platform.timeout (6 s).
+    expect(took).toBeLessThan(2500)
+    expect(reportCalls()).toBe(1)
+  })
 })
 
 describe.skipIf(!available)('a platform 429 with platform.isolation false (the behaviour before issue 15), two replicas on one Redis', () => {

@@ -257,3 +257,15 @@ describe.skipIf(!redisCheck.available)('logins across replicas (Redis)', () => {
     expect(sandbox.countRequests(isLogin)).toBe(1)
   })
 })
+
+describe('platform.isolation false (the comparison mode: the behaviour before issue 15)', () => {
+  it('a 401 on one route marks a static token rejected at once, without a probe call: every team then gets GW_PLATFORM_AUTH', async () => {
+    const gw = await gateway({ PLATFORM_TOKEN: sandbox.issueToken() }, `${YAML}\nplatform: { isolation: false }\n`)
+    sandbox.setRouteFailure(GUARDED, UNAUTHENTICATED)
+    const pried = await pry(gw, 1)
+    expect(pried.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expect(sandbox.requests.filter(isProbe)).toHaveLength(0)
+    expect((await tokenView(gw)).usable).toBe(false)
+    expect((await report(gw)).json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+  })
+})

@@ -1,7 +1,7 @@
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
 import { CallGovernor, parseRetryAfter, type GovernorOptions, type Release } from '../../src/platform/call-governor.js'
-import { CallerGroup, CallersGoneError } from '../../src/platform/caller-group.js'
+import { CallerGroup, CallersGoneError, slotFollowing } from '../../src/platform/caller-group.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { captureLogs } from '../helpers/build-gateway.js'
 
@@ -279,8 +279,8 @@ describe('CallerGroup', () => {
   it('aborts once every caller that joined has hung up, unless a background refresh joined', () => {
     const group = new CallerGroup()
     const [a, b] = [new AbortController(), new AbortController()]
-    group.join(a.signal)
-    group.join(b.signal)
+    group.join(a.signal, 'a')
+    group.join(b.signal, 'b')
     a.abort()
     expect(group.signal.aborted).toBe(false)
     b.abort()
@@ -288,8 +288,8 @@ describe('CallerGroup', () => {
 
     const pinned = new CallerGroup()
     const c = new AbortController()
-    pinned.join(c.signal)
-    pinned.join(undefined)
+    pinned.join(c.signal, 'c')
+    pinned.join(undefined, 'd')
     c.abort()
     expect(pinned.signal.aborted).toBe(false)
   })
@@ -298,8 +298,56 @@ describe('CallerGroup', () => {
     const gone = new AbortController()
     gone.abort()
     const group = new CallerGroup()
-    group.join(gone.signal)
+    group.join(gone.signal, 'a')
     expect(group.signal.aborted).toBe(true)
+  })
+
+  it('names the team of its earliest caller still waiting, and says when it changes', () => {
+    const group = new CallerGroup()
+    const [a1, b, a2] = [new AbortController(), new AbortController(), new AbortController()]
+    const changes: (string | null)[] = []
+    group.onChange(() => changes.push(group.team))
+    group.join(a1.signal, 'a')
+    group.join(b.signal, 'b')
+    group.join(a2.signal, 'a')
+    expect(group.team).toBe('a')
+    a2.abort()
+    expect(changes).toEqual([])
+    a1.abort()
+    expect(group.team).toBe('b')
+    expect(changes).toEqual(['b'])
+  })
+})
+
+describe('slotFollowing', () => {
+  it('waits in the queue of the earliest caller\'s team, and moves to the next team\'s queue when that caller hangs up', async () => {
+    const clock = fakeClock()
+    const { g } = governor(clock, { maxConcurrent: 2, limitsOf: () => ({ maxConcurrent: 1 }) })
+    const heldByA = await g.acquire('a')
+    const group = new CallerGroup()
+    const [a, b] = [new AbortController(), new AbortController()]
+    group.join(a.signal, 'a')
+    group.join(b.signal, 'b')
+    let started = false
+    const slot = slotFollowing('a', group, undefined, (team, signal) => g.acquire(team, signal)).then((release) => {
+      started = true
+      return release
+    })
+    await Promise.resolve()
+    // Team a holds its one slot: the shared call waits in a's queue although a slot is free.
+    expect([started, g.queued]).toEqual([false, 1])
+    a.abort()
+    const release = await slot
+    expect([started, g.running('b'), g.queued]).toEqual([true, 1, 0])
+    release()
+    heldByA()
+  })
+
+  it('without callers to follow, waits under its own team', async () => {
+    const { g } = governor(fakeClock())
+    const release = await slotFollowing('a', undefined, undefined, (team, signal) => g.acquire(team, signal))
+    expect(g.running('a')).toBe(1)
+    release()
   })
 })
 

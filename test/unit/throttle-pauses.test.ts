@@ -23,9 +23,14 @@ describe('pauseScope', () => {
     ['another route within the window', [t('/r1', 'a', 0)], t('/r2', 'a', 5000), 'credential'],
     ['another team within the window', [t('/r1', 'a', 0)], t('/r1', 'b', 10_000), 'credential'],
     ['another route after the window', [t('/r1', 'a', 0)], t('/r2', 'b', 10_001), 'route'],
-    ['the probe call', [], t('/api/v1/campaign/get', '(probe)', 0), 'credential'],
   ])('%s → %s', (_name, recent, latest, scope) => {
-    expect(pauseScope(recent, latest, 10_000, '(probe)')).toBe(scope)
+    expect(pauseScope(recent, latest, 10_000, false)).toBe(scope)
+  })
+
+  it('the probe call: the credential, whatever came before (its team is the gateway\'s, as for its other own calls)', () => {
+    expect(pauseScope([], t('/api/v1/campaign/get', '(gateway)', 0), 10_000, true)).toBe('credential')
+    // Another call of the gateway's own (an ownership lookup) is judged by its route and team as any team's is.
+    expect(pauseScope([], t('/api/v1/campaign/get', '(gateway)', 0), 10_000, false)).toBe('route')
   })
 })
 

@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { waitFor } from '../helpers/wait.js'
+import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
+
+// Issue 15 item 6: the calls the gateway makes on its own behalf (ownership lookups, the
+// token probe) count under the team `(gateway)`, in usage and in the governor's slots,
+// never under the team whose call caused them.
+
+const ADMIN_TOKEN = 'gateway-calls-admin-token-000000'
+const GATEWAY = '(gateway)'
+// Owned by advertiser 101 in the sandbox; a scoped team naming it makes the gateway look up its owner.
+const CAMPAIGN = '/api/v1/campaign/101001?userId=101'
+const GUARDED = '/api/v1/campaign/guarded'
+
+const sandbox = useSandbox()
+const gateways = useGateways()
+
+function gateway(): Promise<TestGateway> {
+  return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, TEAMS_YAML))
+}
+
+function get(gw: TestGateway, url: string, key: string) {
+  return gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': key } })
+}
+
+async function usage(gw: TestGateway, team?: string): Promise<Record<string, { platformCalls: number; requests: number }>> {
+  const query = team === undefined ? '' : `?team=${encodeURIComponent(team)}`
+  const res = await gw.admin.inject({ method: 'GET', url: `/admin/usage${query}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+  expect(res.statusCode).toBe(200)
+  const rows = (res.json() as { usage: { team: string; platformCalls: number; requests: number }[] }).usage
+  return Object.fromEntries(rows.map((r) => [r.team, r]))
+}
+
+const requestId = (r: SandboxRequestRecord) => String(r.headers['x-request-id'])
+const isLookup = (r: SandboxRequestRecord) => requestId(r).startsWith('ownership-')
+const isProbe = (r: SandboxRequestRecord) => requestId(r).startsWith('token-probe-')
+
+describe('the gateway\'s own calls in usage', () => {
+  it('ownership lookups count under (gateway), not under the team that named the campaign', async () => {
+    const gw = await gateway()
+    const res = await get(gw, CAMPAIGN, KEYS.growth)
+    expect([200, 404]).toContain(res.statusCode)
+    const lookups = sandbox.requests.filter(isLookup).length
+    // One list per advertiser of the team (101 and 102).
+    expect(lookups).toBe(2)
+    const rows = await usage(gw)
+    // Its own proxied call only.
+    expect(rows.growth).toMatchObject({ requests: 1, platformCalls: 1 })
+    // The lookups and the start's token probe; the gateway answers no request of its own.
+    expect(rows[GATEWAY]).toMatchObject({ requests: 0, platformCalls: lookups + sandbox.requests.filter(isProbe).length })
+    expect(Object.values(rows).reduce((n, r) => n + r.platformCalls, 0)).toBe(sandbox.requests.length)
+    // GET /admin/usage?team=(gateway) reads its row alone.
+    expect(Object.keys(await usage(gw, GATEWAY))).toEqual([GATEWAY])
+  })
+
+  it('the probe call after a platform 401 counts under (gateway), not under the team whose call got the 401', async () => {
+    const gw = await gateway()
+    const atStart = sandbox.requests.filter(isProbe).length
+    sandbox.setRouteFailure(GUARDED, { kind: 'status', status: 401 })
+    const res = await get(gw, `${GUARDED}?advertiserId=101`, KEYS.all)
+    expect(res.json()).toMatchObject({ code: 'GW_PLATFORM_REFUSED' })
+    expect(sandbox.requests.filter(isProbe).length).toBe(atStart + 1)
+    const rows = await usage(gw)
+    expect(rows.all).toMatchObject({ requests: 1, platformCalls: 1 })
+    expect(rows[GATEWAY]).toMatchObject({ platformCalls: atStart + 1 })
+  })
+})
+
+describe('the gateway\'s own calls in the governor', () => {
+  it('takes a slot under (gateway) for an ownership lookup and for the probe call', async () => {
+    const gw = await gateway()
+    const governor = gw.ctx.governors.of('default')
+    sandbox.setLatency(800)
+    const lookedUp = get(gw, CAMPAIGN, KEYS.growth)
+    await waitFor('the ownership lookups at the platform', () => governor.running(GATEWAY) > 0)
+    expect(governor.running('growth')).toBe(0)
+    await lookedUp
+    await waitFor('the slots free', () => governor.inFlight === 0)
+
+    sandbox.setRouteFailure(GUARDED, { kind: 'status', status: 401 })
+    const refused = get(gw, `${GUARDED}?advertiserId=101`, KEYS.all)
+    await waitFor('the probe call at the platform', () => governor.running(GATEWAY) === 1 && sandbox.concurrency().inFlight === 1 && governor.running('all') === 0, 5000)
+    expect((await refused).json()).toMatchObject({ code: 'GW_PLATFORM_REFUSED' })
+  })
+})
