@@ -61,6 +61,8 @@ export interface Gateway {
   ctx: GatewayContext
   /** Reloads the teams from CONFIG_FILE (SIGHUP). */
   reloader: TeamReloader
+  /** Bytes kept by the memos of URLs callers sent (issue 16: bounded whatever they send). */
+  memoBytes(): { targets: number; forms: number }
   /** Starts token sources and subscriptions; call before serving. */
   start(): Promise<void>
   /** Aborts the calls still at the platform: their callers get GW_SHUTTING_DOWN (or a stale copy). */
@@ -310,6 +312,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     admin,
     ctx,
     reloader,
+    memoBytes: () => ({ targets: admission.memoBytes, forms: forms.memoBytes }),
     async start() {
       if (redisWatch && breaker) {
         await redisWatch.start()
