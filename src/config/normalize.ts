@@ -79,10 +79,6 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   if (parseDuration(raw.server.connectionTimeout) <= parseDuration(p.timeout)) {
     problems.push(`server.connectionTimeout: must be longer than platform.timeout (${String(p.timeout)})`)
   }
-  // Node refuses a server whose headers may take longer than the whole request.
-  if (parseDuration(raw.server.headersTimeout) > parseDuration(raw.server.requestTimeout)) {
-    problems.push(`server.headersTimeout: must not be longer than server.requestTimeout (${String(raw.server.requestTimeout)})`)
-  }
   // Shorter would cut off callers whose connection merely hiccups.
   if (parseDuration(p.readIdleTimeout) < 100) problems.push(`platform.readIdleTimeout: must be at least 100ms (got ${String(p.readIdleTimeout)})`)
 
@@ -100,7 +96,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     server: {
       requestTimeoutMs: parseDuration(raw.server.requestTimeout),
       connectionTimeoutMs: parseDuration(raw.server.connectionTimeout),
-      headersTimeoutMs: parseDuration(raw.server.headersTimeout),
+      // Node refuses a server whose headers may take longer than the whole request.
+      headersTimeoutMs: Math.min(parseDuration(raw.server.headersTimeout), parseDuration(raw.server.requestTimeout)),
       keepAliveTimeoutMs: parseDuration(raw.server.keepAliveTimeout),
     },
     limits: {
