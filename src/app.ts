@@ -24,6 +24,7 @@ import { fastHits } from './routes/fast-path.js'
 import { bytesSent, requestIdOf, requestObserver, routeKind } from './routes/request-log.js'
 import { isValidationFailure, validationMessage } from './routes/validation-message.js'
 import { ReportForms } from './reports/report-route.js'
+import { bodyDeadline } from './routes/body-deadline.js'
 import { healthRoutes } from './routes/health.js'
 import { adminRoutes } from './routes/admin.js'
 import { TokenStore } from './platform/token-store.js'
@@ -65,6 +66,8 @@ export interface Gateway {
   ctx: GatewayContext
   /** Reloads the teams from CONFIG_FILE (SIGHUP). */
   reloader: TeamReloader
+  /** Bytes kept by the memos of URLs callers sent (issue 16: bounded whatever they send). */
+  memoBytes(): { targets: number; forms: number }
   /** Starts token sources and subscriptions; call before serving. */
   start(): Promise<void>
   /** Aborts the calls still at the platform: their callers get GW_SHUTTING_DOWN (or a stale copy). */
@@ -75,7 +78,6 @@ export interface Gateway {
 // Longest wait at start for the Redis connection before serving without it: a Cluster
 // client, which first learns the slots, is ready later than a single connection.
 const REDIS_START_WAIT_MS = 2000
-const HEADERS_TIMEOUT_MS = 60_000
 const CONNECTIONS_CHECK_MS = 1000
 
 // Replaces Fastify's default, which logs the error with its `rawPacket`: the caller's
@@ -87,7 +89,8 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   }
   const error = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new RequestTimeoutError() : new BadRequestError('malformed HTTP request')
   const body = JSON.stringify({ statusCode: error.statusCode, code: error.code, error: STATUS_CODES[error.statusCode ?? 400], message: error.message })
-  socket.end(`HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode ?? 400]}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  // Then closed, not half-closed: a caller that keeps its side open would keep the socket (issue 16).
+  socket.end(`HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode ?? 400]}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => socket.destroy())
 }
 
 function bodyLimitOf(request: FastifyRequest, config: Config): number {
@@ -326,6 +329,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     admin,
     ctx,
     reloader,
+    memoBytes: () => ({ targets: admission.memoBytes, forms: forms.memoBytes }),
     async start() {
       if (redisWatch && breaker) {
         await redisWatch.start()
@@ -379,19 +383,22 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
     // Replaced by the hook below: Fastify's own 503 has no GW_* code.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    // A caller that trickles its request in is cut off (issue #5). Node checks this
-    // deadline only every connectionsCheckingInterval, hence the server of our own.
-    requestTimeout: config.server.requestTimeoutMs,
-    connectionTimeout: config.server.connectionTimeoutMs,
-    serverFactory: (handler) =>
-      createServer(
+    // A caller that trickles its request in is cut off (issues #5, 16). Node checks these
+    // deadlines only every connectionsCheckingInterval, hence the server of our own; and
+    // Fastify applies its timeouts only to a server it makes, so they are set here.
+    serverFactory: (handler) => {
+      const server = createServer(
         {
           requestTimeout: config.server.requestTimeoutMs,
-          headersTimeout: Math.min(HEADERS_TIMEOUT_MS, config.server.requestTimeoutMs),
+          headersTimeout: config.server.headersTimeoutMs,
           connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
         },
         fastPath ? (req, res) => fastPath(req, res) || handler(req, res) : handler,
-      ),
+      )
+      server.keepAliveTimeout = config.server.keepAliveTimeoutMs
+      server.setTimeout(config.server.connectionTimeoutMs)
+      return server
+    },
     clientErrorHandler: answerClientError,
     // Validation errors carry their schema, whose description says what a field must be.
     ajv: { customOptions: { verbose: true } },
@@ -411,6 +418,7 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
     }
     done()
   })
+  app.addHook('onRequest', bodyDeadline(config.limits.bodyTimeoutMs))
   app.setNotFoundHandler(() => {
     throw new NotFoundError()
   })

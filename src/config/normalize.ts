@@ -101,9 +101,13 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     server: {
       requestTimeoutMs: parseDuration(raw.server.requestTimeout),
       connectionTimeoutMs: parseDuration(raw.server.connectionTimeout),
+      // Node refuses a server whose headers may take longer than the whole request.
+      headersTimeoutMs: Math.min(parseDuration(raw.server.headersTimeout), parseDuration(raw.server.requestTimeout)),
+      keepAliveTimeoutMs: parseDuration(raw.server.keepAliveTimeout),
     },
     limits: {
       reportBodyBytes: parseSize(raw.limits.reportBody),
+      bodyTimeoutMs: parseDuration(raw.limits.bodyTimeout),
       jsonDepth: raw.limits.jsonDepth,
       params: raw.limits.params,
     },

@@ -80,10 +80,11 @@ export const ConfigSchema = Type.Object(
     logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
     bodyLimit: Size,
     shutdownGrace: Duration,
-    server: Type.Object({ requestTimeout: Duration, connectionTimeout: Duration }, { additionalProperties: false }),
+    server: Type.Object({ requestTimeout: Duration, headersTimeout: Duration, keepAliveTimeout: Duration, connectionTimeout: Duration }, { additionalProperties: false }),
     limits: Type.Object(
       {
         reportBody: Size,
+        bodyTimeout: Duration,
         jsonDepth: Type.Integer({ minimum: 1, maximum: 512 }),
         params: Type.Integer({ minimum: 1, maximum: 1000 }),
       },

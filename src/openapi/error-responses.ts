@@ -21,7 +21,7 @@ const WHEN: Record<string, string> = {
   GW_UNAUTHORIZED: 'No key, or an unknown, expired or revoked one.',
   GW_FORBIDDEN: 'The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it.',
   GW_NOT_FOUND: 'A path outside `/api/v1/`, the platform\'s token request path, or a path that would leave `/api/v1/` once decoded.',
-  GW_REQUEST_TIMEOUT: 'The request did not arrive whole within `server.requestTimeout`.',
+  GW_REQUEST_TIMEOUT: 'The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed.',
   GW_PAYLOAD_TOO_LARGE: 'The body is over `bodyLimit` (a POST report body: over `limits.reportBody`).',
   GW_RATE_LIMITED: 'The team\'s rate limit is spent; `retry-after` says when to try again.',
   GW_PLATFORM_AUTH: 'The platform refused the gateway\'s token and no new one could be had. Cached reports are still served.',

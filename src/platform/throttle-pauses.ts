@@ -11,6 +11,9 @@ export const ESCALATION_WINDOW_MS = 10_000
 export const PAUSE_PROBE_INTERVAL_MS = 5_000
 // A 429 without retry-after: 1 s, doubling with each further 429 in a row (capped by maxPause).
 const FIRST_PAUSE_MS = 1000
+// Strikes are kept by route, and routes are callers' paths: past this many, they start
+// over (issue 16: no structure grows with what callers send).
+export const MAX_STRUCK_ROUTES = 1024
 
 /** A call's route: its path without the query, each numeric segment as `{id}`. */
 export function routeTemplate(url: string): string {
@@ -73,7 +76,10 @@ export class RoutePauses {
   /** The 429's pause length for `route` (counting a 429 without retry-after as a strike). */
   lengthFor(route: string, retryAfterMs: number | null, maxMs: number): number {
     const strikes = this.#strikes.get(route) ?? 0
-    if (retryAfterMs === null) this.#strikes.set(route, strikes + 1)
+    if (retryAfterMs === null) {
+      if (strikes === 0 && this.#strikes.size >= MAX_STRUCK_ROUTES) this.#strikes.clear()
+      this.#strikes.set(route, strikes + 1)
+    }
     return pauseLength(retryAfterMs, strikes, maxMs)
   }
 

@@ -7,6 +7,7 @@ import { reportGetSchema, reportPostSchema } from '../openapi/route-schemas.js'
 import { canonicalGetReport, canonicalPostReport, type CanonicalReport } from './report-query.js'
 import { sendReport, wantsRefresh } from './report-reply.js'
 import { hangUpSignal } from '../platform/caller-group.js'
+import { entryBytes } from '../kept-bytes.js'
 
 /** A GET report's canonical form and cache key, worked out once per URL and credential. */
 export interface KnownReport {
@@ -15,16 +16,16 @@ export interface KnownReport {
 }
 
 // Dashboards ask the same URLs again and again: the canonical form and key of a GET are
-// kept, which keeps that work off the hit path. Filled only for admitted callers, and
-// bounded in bytes (a URL can be 16 KB).
-const KNOWN_REPORT_BYTES = 16 * 1024 * 1024
-const KNOWN_REPORT_OVERHEAD = 512
+// kept, which keeps that work off the hit path. Filled only once a call passed its scope
+// check (a refused call leaves nothing), and bounded by the bytes each entry keeps: a URL
+// can be 16 KB and its canonical query three times that (issue 16).
+export const KNOWN_REPORT_BYTES = 16 * 1024 * 1024
 
 export class ReportForms {
   readonly #ctx: GatewayContext
   readonly #known = new LRUCache<string, KnownReport>({
     maxSize: KNOWN_REPORT_BYTES,
-    sizeCalculation: (_value, key) => key.length * 2 + KNOWN_REPORT_OVERHEAD,
+    sizeCalculation: entryBytes,
   })
 
   constructor(ctx: GatewayContext) {
@@ -33,14 +34,21 @@ export class ReportForms {
 
   /** The canonical form of an admitted caller's GET report; 400 when a parameter is invalid. */
   get(caller: Caller, url: string): KnownReport {
+    const known = this.#known.get(`${caller.provider.name} ${url}`)
+    if (known) return known
+    const report = canonicalGetReport(caller.target.path, caller.target.search, { maxRangeDays: this.#ctx.config.cache.maxRangeDays })
+    return { report, key: this.#ctx.reports.keyFor(caller.provider.name, report) }
+  }
+
+  /** Keeps the form of a call that passed its scope check. */
+  remember(caller: Caller, url: string, known: KnownReport): void {
     const memo = `${caller.provider.name} ${url}`
-    let known = this.#known.get(memo)
-    if (!known) {
-      const report = canonicalGetReport(caller.target.path, caller.target.search, { maxRangeDays: this.#ctx.config.cache.maxRangeDays })
-      known = { report, key: this.#ctx.reports.keyFor(caller.provider.name, report) }
-      this.#known.set(memo, known)
-    }
-    return known
+    if (!this.#known.has(memo)) this.#known.set(memo, known)
+  }
+
+  /** Bytes the memo of forms keeps, as counted against KNOWN_REPORT_BYTES. */
+  get memoBytes(): number {
+    return this.#known.calculatedSize
   }
 
   /** Looked up only: what the fast path of hits may serve. */
@@ -62,8 +70,11 @@ export async function reportReads(
   const limits = { maxRangeDays: ctx.config.cache.maxRangeDays, reportBodyBytes: ctx.config.limits.reportBodyBytes }
   app.get('/api/v1/report/*', { schema: reportGetSchema(limits) }, async (request: FastifyRequest, reply: FastifyReply) => {
     const caller = admission.admit(request)
-    const { report, key } = forms.get(caller, request.url)
+    const form = forms.get(caller, request.url)
+    const { report, key } = form
     await admission.checkScope(request.method, caller, admission.known(request.url))
+    admission.remember(request.method, request.url, caller)
+    forms.remember(caller, request.url, form)
     caller.advertisers = report.advertiserIds
     const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, team: caller.team.name, log: request.log, tally: caller, hangUp: () => hangUpSignal(reply.raw) })
     caller.upstreamMs = result.upstreamMs ?? null

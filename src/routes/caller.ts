@@ -8,6 +8,7 @@ import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, R
 import type { TokenProvider } from '../platform/token-provider.js'
 import { assertAccounts, campaignPathPatterns, namedInCall, type NamedInCall } from '../teams/account-scope.js'
 import { assertMayCall, type Identity } from '../teams/team-auth.js'
+import { entryBytes } from '../kept-bytes.js'
 import type { RateDecision } from '../teams/rate-limit.js'
 import { isTokenPath, tokenPaths } from './path-safety.js'
 import { assertPlainBodyType, FORM_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, type CheckedBody } from './request-body.js'
@@ -51,10 +52,10 @@ export interface KnownTarget {
   bodyless?: NamedInCall
 }
 
-// Targets of admitted calls, so that a URL seen before is not parsed again; bounded in
-// bytes, as a URL can be 16 KB, and filled only after the key check.
-const KNOWN_TARGET_BYTES = 16 * 1024 * 1024
-const KNOWN_TARGET_OVERHEAD = 512
+// Targets of calls that passed every check, so that a URL seen before is not parsed
+// again; bounded by the bytes each entry keeps (URL, decoded and encoded query), as a URL
+// can be 16 KB. A refused call (401, 403, 400) leaves nothing in it (issue 16).
+export const KNOWN_TARGET_BYTES = 16 * 1024 * 1024
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
 
 /**
@@ -69,7 +70,7 @@ export class Admission {
   readonly #campaignPaths: RegExp[]
   readonly #known = new LRUCache<string, KnownTarget>({
     maxSize: KNOWN_TARGET_BYTES,
-    sizeCalculation: (_value, url) => url.length * 2 + KNOWN_TARGET_OVERHEAD,
+    sizeCalculation: entryBytes,
   })
 
   constructor(ctx: GatewayContext) {
@@ -82,13 +83,6 @@ export class Admission {
     this.#campaignPaths = campaignPathPatterns(config.ownership.campaignPaths)
   }
 
-  /** The target, the key and the read/write rule; throws the GW_* error to answer. */
-  authorize(method: string, url: string, headers: IncomingHttpHeaders): Identity & { known: KnownTarget } {
-    const identified = this.#identify(url, headers)
-    assertMayCall(identified.team, method, identified.known.target.path)
-    return identified
-  }
-
   /** The key and the read/write rule for a target checked before (the fast path of hits). */
   authorizeKnown(method: string, known: KnownTarget, headers: IncomingHttpHeaders): Identity {
     const identity = this.#ctx.teams.authenticate(headers)
@@ -96,21 +90,32 @@ export class Admission {
     return identity
   }
 
-  // The target (400/404) and the key (401). A target is remembered once a key was good.
+  // The target (400/404) and the key (401).
   #identify(url: string, headers: IncomingHttpHeaders): Identity & { known: KnownTarget } {
-    let known = this.#known.get(url)
+    const known = this.#known.get(url)
     if (known) return { ...this.#ctx.teams.authenticate(headers), known }
     const target = checkTarget(url, this.#ctx.config.limits.params)
     if (isTokenPath(target.path, this.#blockedPaths)) throw new NotFoundError()
-    const identity = this.#ctx.teams.authenticate(headers)
-    known = { target }
-    this.#known.set(url, known)
-    return { ...identity, known }
+    return { ...this.#ctx.teams.authenticate(headers), known: { target } }
   }
 
   /** The checked target of a URL an admitted caller sent before. */
   known(url: string): KnownTarget | undefined {
     return this.#known.get(url)
+  }
+
+  /** Keeps the target of a call that passed the scope check, for the next call to the same URL. */
+  remember(method: string, url: string, caller: Caller): void {
+    if (this.#known.has(url)) return
+    const known: KnownTarget = { target: caller.target }
+    // Worked out now, so that the size counted is the size kept.
+    if (BODYLESS.has(method)) known.bodyless = namedInCall('GET', known.target, null, this.#campaignPaths)
+    this.#known.set(url, known)
+  }
+
+  /** Bytes the memo of targets keeps, as counted against KNOWN_TARGET_BYTES. */
+  get memoBytes(): number {
+    return this.#known.calculatedSize
   }
 
   /** Counts the call against its team's limit; 429 when it is spent. */

@@ -32,6 +32,7 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
     const caller = admission.admit(request)
     await admission.readBody(request, caller, limit)
     await admission.checkScope(request.method, caller)
+    admission.remember(request.method, request.url, caller)
     caller.advertisers = admission.named(request.method, caller, admission.known(request.url)).accounts
     const headers: Record<string, string> = {}
     for (const name of FORWARDED_HEADERS) {

@@ -1,6 +1,5 @@
 import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { Admission } from '../../src/routes/caller.js'
 import { KEYS, rawHttp, rawRequest, TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { call, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
@@ -20,25 +19,6 @@ function longReportUrl(i: number, advertiser: number): string {
 }
 
 describe('memory for unique URLs', () => {
-  it('unknown keys leave nothing behind: the memo of checked targets holds admitted callers only', async () => {
-    const admission = new Admission(sg.gw.ctx)
-    const urls = Array.from({ length: 200 }, (_, i) => longReportUrl(i, 201))
-    for (const url of urls) expect(() => admission.authorize('GET', url, { 'x-api-key': 'rgw_not_a_key_0000000000000000000000' })).toThrow(expect.objectContaining({ statusCode: 401 }))
-    expect(urls.filter((url) => admission.known(url) !== undefined)).toEqual([])
-  })
-
-  it('is bounded in bytes: 700 unique 15 KB URLs of an admitted team evict the oldest', async () => {
-    const admission = new Admission(sg.gw.ctx)
-    const urls = Array.from({ length: 700 }, (_, i) => longReportUrl(i, 201))
-    for (const url of urls) admission.authorize('GET', url, { 'x-api-key': KEYS.growth })
-    expect(admission.known(urls[0] as string)).toBeUndefined()
-    expect(admission.known(urls.at(-1) as string)).toBeDefined()
-    const kept = urls.filter((url) => admission.known(url) !== undefined).length
-    // 16 MiB of memo: about 540 URLs of 15 KB (two bytes a character, plus overhead).
-    expect(kept).toBeLessThan(600)
-    expect(kept).toBeGreaterThan(400)
-  })
-
   it('over HTTP, a forbidden advertiser\'s long URLs are 403 and never reach the platform', async () => {
     for (let i = 0; i < 20; i++) expect((await call(sg, 'GET', longReportUrl(i, 201), { key: KEYS.growth })).status).toBe(403)
     expect(sg.callerRequests()).toEqual([])

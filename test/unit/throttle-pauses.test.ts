@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { pauseLength, pauseScope, RoutePauses, routeTemplate, type Throttle } from '../../src/platform/throttle-pauses.js'
+import { MAX_STRUCK_ROUTES, pauseLength, pauseScope, RoutePauses, routeTemplate, type Throttle } from '../../src/platform/throttle-pauses.js'
 
 describe('routeTemplate', () => {
   it.each([
@@ -73,5 +73,13 @@ describe('RoutePauses', () => {
     expect(pauses.lengthFor('/s', null, 60_000)).toBe(1000)
     pauses.resume('/r')
     expect(pauses.lengthFor('/r', null, 60_000)).toBe(1000)
+  })
+
+  it('keeps strikes of at most MAX_STRUCK_ROUTES routes, whatever paths callers send (issue 16)', () => {
+    const fresh = new RoutePauses({ now: () => now, onExpired: () => undefined })
+    expect([1, 2].map(() => fresh.lengthFor('/first', null, 60_000))).toEqual([1000, 2000])
+    for (let i = 0; i < MAX_STRUCK_ROUTES; i++) fresh.lengthFor(`/unique-${i}`, null, 60_000)
+    // Its strikes were dropped with the others: the map started over rather than grew.
+    expect(fresh.lengthFor('/first', null, 60_000)).toBe(1000)
   })
 })
