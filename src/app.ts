@@ -9,6 +9,7 @@ import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutErr
 import { SecretSet, loggerOptions } from './logger.js'
 import { createMetrics } from './metrics.js'
 import { RedisBreaker, RedisBus, RedisWatch, closeRedis, createRedisClient, failureCause, redisAddress, redisConnectTimeoutMs, type RedisClient } from './redis.js'
+import { RedisSeal } from './redis-seal.js'
 import { createPlatformPool } from './platform/platform-pool.js'
 import { TokenRegistry } from './platform/token-registry.js'
 import { TeamDirectory } from './teams/team-auth.js'
@@ -109,7 +110,13 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     : null
   // Checked from the start, not only when a request needs Redis (issue #7).
   const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS) }) : null
-  const bus = redis ? new RedisBus(redis, `${config.redis.keyPrefix}bus:`, log) : null
+  // Redis is shared, not trusted (issue 16, item 5): what replicas write there is sealed.
+  const seal = config.gatewaySecret ? new RedisSeal(config.gatewaySecret) : null
+  const unverified = (what: 'entry' | 'message', where: string) => {
+    metrics.redisUnverified.inc({ what })
+    log.warn({ what, where }, "ignoring a value in redis that does not carry this gateway's seal (GATEWAY_SECRET)")
+  }
+  const bus = redis ? new RedisBus(redis, `${config.redis.keyPrefix}bus:`, log, { seal, onUnverified: (channel) => unverified('message', channel) }) : null
   const logins = new LoginGate({
     redis,
     breaker,
@@ -133,7 +140,10 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     logins,
     ...(deps.now ? { now: deps.now } : {}),
   })
-  const l2 = redis && breaker ? new RedisStore({ redis, breaker, prefix: config.redis.keyPrefix, ...(deps.now ? { now: deps.now } : {}) }) : null
+  const l2 =
+    redis && breaker
+      ? new RedisStore({ redis, breaker, prefix: config.redis.keyPrefix, seal, onUnverified: (key) => unverified('entry', key), ...(deps.now ? { now: deps.now } : {}) })
+      : null
   const lock =
     redis && breaker && bus ? new ReplicaLock({
           redis,
@@ -143,7 +153,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
           lockTtlMs: config.cache.lockTtlMs,
         }) : null
   const teams = new TeamDirectory(config.teams, deps.now)
-  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team) })
+  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, seal, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team) })
   const client: PlatformClient = new PlatformClient({
     dispatcher,
     timeoutMs: config.platform.timeoutMs,

@@ -1,6 +1,7 @@
 import { Redis, Cluster, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
+import type { RedisSeal } from './redis-seal.js'
 
 export type RedisClient = Redis | Cluster
 
@@ -233,9 +234,22 @@ export class RedisBreaker {
 
 type Handler = (message: string) => void
 
+// A sealed message older than this (or dated this far ahead) is a replay, not news:
+// replicas' clocks agree within seconds, and every message is acted on at once.
+const BUS_MESSAGE_MAX_AGE_MS = 60_000
+
+export interface RedisBusOptions {
+  /** Seals every message published and opens every one received (GATEWAY_SECRET); null: messages travel as they are. */
+  seal?: RedisSeal | null
+  /** A message that did not verify, dropped. */
+  onUnverified?: (channel: string) => void
+}
+
 /**
  * Pub/sub between replicas: token rotation, purges, lock wake-ups. Subscribing needs
- * a connection of its own; it is opened lazily, once.
+ * a connection of its own; it is opened lazily, once. With a seal, a message is heard
+ * only when a replica with the same GATEWAY_SECRET published it, on that channel,
+ * within BUS_MESSAGE_MAX_AGE_MS: a Redis writer's PUBLISH reaches no handler.
  */
 export class RedisBus {
   readonly #pub: RedisClient
@@ -243,11 +257,15 @@ export class RedisBus {
   readonly #prefix: string
   readonly #handlers = new Map<string, Set<Handler>>()
   readonly #log: Logger
+  readonly #seal: RedisSeal | null
+  readonly #onUnverified: (channel: string) => void
 
-  constructor(client: RedisClient, prefix: string, log: Logger) {
+  constructor(client: RedisClient, prefix: string, log: Logger, opts: RedisBusOptions = {}) {
     this.#pub = client
     this.#prefix = prefix
     this.#log = log
+    this.#seal = opts.seal ?? null
+    this.#onUnverified = opts.onUnverified ?? (() => undefined)
     // The subscriber queues its SUBSCRIBE until connected; commands never wait on it.
     // ioredis's own resubscription after a reconnect is off: its SUBSCRIBE's promise is
     // held by nobody, and a connection dropped again before the answer rejects it
@@ -256,8 +274,15 @@ export class RedisBus {
     this.#sub =
       client instanceof Cluster ? client.duplicate(undefined, { enableOfflineQueue: true }) : client.duplicate({ enableOfflineQueue: true, autoResubscribe: false })
     this.#sub.on('error', (err: Error) => log.debug({ err: { message: err.message } }, 'redis subscriber error'))
-    this.#sub.on('message', (channel: string, message: string) => {
-      for (const handler of this.#handlers.get(channel) ?? []) handler(message)
+    this.#sub.on('message', (channel: string, wire: string) => {
+      const handlers = this.#handlers.get(channel)
+      if (!handlers) return
+      const message = this.#open(channel, wire)
+      if (message === null) {
+        this.#onUnverified(channel)
+        return
+      }
+      for (const handler of handlers) handler(message)
     })
     // Every channel, on every (re)connection: also one whose SUBSCRIBE failed (Redis
     // down or slow at start). SUBSCRIBE is idempotent; a failed one is made again on
@@ -284,8 +309,23 @@ export class RedisBus {
     set.add(handler)
   }
 
+  /** Whether what arrives was published by a replica of this gateway (a seal), not by anyone who may write to Redis. */
+  get authenticated(): boolean {
+    return this.#seal !== null
+  }
+
   async publish(channel: string, message: string): Promise<void> {
-    await this.#pub.publish(this.#prefix + channel, message)
+    const full = this.#prefix + channel
+    await this.#pub.publish(full, this.#seal ? this.#seal.sealText(full, `${Date.now()}.${message}`) : message)
+  }
+
+  #open(channel: string, wire: string): string | null {
+    if (!this.#seal) return wire
+    const dated = this.#seal.openText(channel, wire)
+    const dot = dated?.indexOf('.') ?? -1
+    if (dated === null || dot < 0) return null
+    const age = Date.now() - Number(dated.slice(0, dot))
+    return Math.abs(age) <= BUS_MESSAGE_MAX_AGE_MS ? dated.slice(dot + 1) : null
   }
 
   async close(): Promise<void> {
