@@ -104,12 +104,14 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
         cooldownMs: config.redis.breakerCooldownMs,
         log,
         onChange: (s) => metrics.redisUp.set(s === 'closed' ? 1 : 0),
+        onWritable: (writable) => metrics.redisWritable.set(writable ? 1 : 0),
+        onSkippedWrite: () => metrics.redisSkippedWrites.inc(),
         address: redisAddress(config.redis),
         cause: (err) => failureCause(redis, err),
       })
     : null
   // Checked from the start, not only when a request needs Redis (issue #7).
-  const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS) }) : null
+  const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS), keyPrefix: config.redis.keyPrefix }) : null
   // Redis is shared, not trusted (issue 16, item 5): what replicas write there is sealed.
   const seal = config.gatewaySecret ? new RedisSeal(config.gatewaySecret) : null
   const unverified = (what: 'entry' | 'message', where: string) => {
@@ -324,6 +326,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       if (redisWatch && breaker) {
         await redisWatch.start()
         metrics.redisUp.set(breaker.state === 'closed' ? 1 : 0)
+        metrics.redisWritable.set(breaker.writable ? 1 : 0)
       }
       await tokens.start()
       ctx.rateLimiter.start()

@@ -1,4 +1,4 @@
-import { Redis, Cluster, type RedisOptions } from 'ioredis'
+import { Redis, Cluster, ReplyError, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
 import type { RedisSeal } from './redis-seal.js'
@@ -77,15 +77,17 @@ export class RedisWatch {
   readonly #breaker: RedisBreaker
   readonly #intervalMs: number
   readonly #connectTimeoutMs: number
+  readonly #probeKey: string
   #timer: NodeJS.Timeout | null = null
   /** Pings in a row that failed on a live connection. */
   #slow = 0
 
-  constructor(client: RedisClient, breaker: RedisBreaker, opts: { intervalMs: number; connectTimeoutMs: number }) {
+  constructor(client: RedisClient, breaker: RedisBreaker, opts: { intervalMs: number; connectTimeoutMs: number; keyPrefix: string }) {
     this.#client = client
     this.#breaker = breaker
     this.#intervalMs = opts.intervalMs
     this.#connectTimeoutMs = opts.connectTimeoutMs
+    this.#probeKey = `${opts.keyPrefix}write-probe`
   }
 
   async start(): Promise<void> {
@@ -105,6 +107,8 @@ export class RedisWatch {
       await this.#breaker.run(() => this.#client.ping(), null)
       return
     }
+    // A Redis that refuses writes is tried with one, so that its end shows without traffic.
+    if (!this.#breaker.writable) await this.#breaker.write(() => this.#client.set(this.#probeKey, '1', 'PX', this.#intervalMs), null)
     try {
       await this.#client.ping()
       this.#slow = 0
@@ -166,6 +170,15 @@ export const RELEASE_IF_OWNER = `if redis.call('get', KEYS[1]) == ARGV[1] then r
 export type BreakerState = 'closed' | 'open' | 'half-open'
 
 /**
+ * A write refused by a Redis that still answers (issue 16, item 9): out of memory under
+ * noeviction (OOM), a read-only replica (READONLY), a failed snapshot (MISCONF). Reads
+ * go on; it is no outage.
+ */
+export function refusesWrites(err: unknown): boolean {
+  return err instanceof ReplyError && /^(OOM|READONLY|MISCONF)\b/.test((err as Error).message)
+}
+
+/**
  * Redis is an accelerator, not a dependency (contract, readiness): after a failure the
  * gateway stops asking Redis for `cooldownMs`, then tries one command again.
  */
@@ -178,6 +191,10 @@ export class RedisBreaker {
   readonly #onChange: ((state: BreakerState) => void) | undefined
   readonly #address: string
   readonly #cause: (err: unknown) => string
+  readonly #onWritable: ((writable: boolean) => void) | undefined
+  readonly #onSkippedWrite: (() => void) | undefined
+  /** When Redis last refused a write; 0 while it accepts them. */
+  #refusedAt = 0
 
   constructor(opts: {
     cooldownMs: number
@@ -188,7 +205,13 @@ export class RedisBreaker {
     address?: string
     /** Why a command failed (failureCause). */
     cause?: (err: unknown) => string
+    /** Redis began (false) or ceased (true) refusing writes. */
+    onWritable?: (writable: boolean) => void
+    /** A write not sent: Redis refuses writes. */
+    onSkippedWrite?: () => void
   }) {
+    this.#onWritable = opts.onWritable
+    this.#onSkippedWrite = opts.onSkippedWrite
     this.#cooldownMs = opts.cooldownMs
     this.#log = opts.log
     this.#now = opts.now ?? Date.now
@@ -199,6 +222,11 @@ export class RedisBreaker {
 
   get state(): BreakerState {
     return this.#state
+  }
+
+  /** False while Redis refuses writes (refusesWrites) and answers reads. */
+  get writable(): boolean {
+    return this.#refusedAt === 0
   }
 
   /** Runs `fn` unless the circuit is open; a failure opens it. Returns `fallback` then. */
@@ -212,9 +240,41 @@ export class RedisBreaker {
       if (this.#state !== 'closed') this.#transition('closed')
       return result
     } catch (err) {
-      this.fail(err)
+      if (refusesWrites(err)) this.#refused(err)
+      else this.fail(err)
       return fallback
     }
+  }
+
+  /**
+   * A command that writes: like run, but not sent while Redis refuses writes, for a
+   * cooldown after each refusal; then one is tried again, and its success ends the state.
+   */
+  async write<T, F>(fn: () => Promise<T>, fallback: F): Promise<T | F> {
+    if (this.#refusedAt > 0 && this.#now() - this.#refusedAt < this.#cooldownMs) {
+      this.#onSkippedWrite?.()
+      return fallback
+    }
+    let done = false
+    const result = await this.run(async () => {
+      const r = await fn()
+      done = true
+      return r
+    }, fallback)
+    if (done && this.#refusedAt > 0) {
+      this.#refusedAt = 0
+      this.#log.info({ redis: this.#address }, 'redis accepts writes again')
+      this.#onWritable?.(true)
+    }
+    return result
+  }
+
+  #refused(err: unknown): void {
+    const first = this.#refusedAt === 0
+    this.#refusedAt = this.#now()
+    if (!first) return
+    this.#log.warn({ redis: this.#address, cause: (err as Error).message }, 'redis refuses writes: reading from it, writing nothing to it')
+    this.#onWritable?.(false)
   }
 
   fail(err: unknown): void {

@@ -10,7 +10,8 @@ const SCAN_COUNT = 500
  * L2: shared by every replica. Each entry expires in Redis at its `errorUntil`; an
  * advertiser's entries are listed in a set, so a purge of one advertiser needs no scan.
  * Every command goes through the breaker: with Redis down, a get is a miss and a set is
- * skipped, after at most the command timeout.
+ * skipped, after at most the command timeout; with Redis refusing writes (OOM), gets go
+ * on and sets are skipped.
  */
 export class RedisStore implements CacheStore {
   readonly #redis: RedisClient
@@ -59,7 +60,7 @@ export class RedisStore implements CacheStore {
     const ttl = entry.errorUntil - this.#now()
     if (ttl <= 0) return
     // Sent together, answered in one round trip; one connection keeps their order.
-    await this.#breaker.run(async () => {
+    await this.#breaker.write(async () => {
       const value = encodeEntry(entry)
       const writes: Promise<unknown>[] = [this.#redis.set(key, this.#seal ? this.#seal.seal(key, value) : value, 'PX', ttl)]
       for (const advertiserId of entry.advertiserIds) {

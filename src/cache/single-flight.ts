@@ -108,7 +108,8 @@ export class ReplicaLock {
   async #take(key: string): Promise<FillLease | null | undefined> {
     const token = randomUUID()
     const lockKey = `${this.#prefix}lock:${key}`
-    const got = await this.#breaker.run(() => this.#redis.set(lockKey, token, 'PX', this.#lockTtlMs, 'NX'), undefined)
+    // With Redis refusing writes no lock can be taken, nor an entry stored: fill alone.
+    const got = await this.#breaker.write(() => this.#redis.set(lockKey, token, 'PX', this.#lockTtlMs, 'NX'), undefined)
     if (got === undefined) return undefined
     if (got !== 'OK') return null
     // The heartbeat: a third of the TTL leaves two renewals' time for a slow Redis.
