@@ -9,6 +9,7 @@ import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutErr
 import { SecretSet, loggerOptions } from './logger.js'
 import { createMetrics } from './metrics.js'
 import { RedisBreaker, RedisBus, RedisWatch, closeRedis, createRedisClient, failureCause, redisAddress, redisConnectTimeoutMs, type RedisClient } from './redis.js'
+import { RedisSeal } from './redis-seal.js'
 import { createPlatformPool } from './platform/platform-pool.js'
 import { TokenRegistry } from './platform/token-registry.js'
 import { TeamDirectory } from './teams/team-auth.js'
@@ -111,13 +112,21 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
         cooldownMs: config.redis.breakerCooldownMs,
         log,
         onChange: (s) => metrics.redisUp.set(s === 'closed' ? 1 : 0),
+        onWritable: (writable) => metrics.redisWritable.set(writable ? 1 : 0),
+        onSkippedWrite: () => metrics.redisSkippedWrites.inc(),
         address: redisAddress(config.redis),
         cause: (err) => failureCause(redis, err),
       })
     : null
   // Checked from the start, not only when a request needs Redis (issue #7).
-  const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS) }) : null
-  const bus = redis ? new RedisBus(redis, `${config.redis.keyPrefix}bus:`, log) : null
+  const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS), keyPrefix: config.redis.keyPrefix }) : null
+  // Redis is shared, not trusted (issue 16, item 5): what replicas write there is sealed.
+  const seal = config.gatewaySecret ? new RedisSeal(config.gatewaySecret) : null
+  const unverified = (what: 'entry' | 'message', where: string) => {
+    metrics.redisUnverified.inc({ what })
+    log.warn({ what, where }, "ignoring a value in redis that does not carry this gateway's seal (GATEWAY_SECRET)")
+  }
+  const bus = redis ? new RedisBus(redis, `${config.redis.keyPrefix}bus:`, log, { seal, onUnverified: (channel) => unverified('message', channel) }) : null
   const logins = new LoginGate({
     redis,
     breaker,
@@ -141,7 +150,10 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     logins,
     ...(deps.now ? { now: deps.now } : {}),
   })
-  const l2 = redis && breaker ? new RedisStore({ redis, breaker, prefix: config.redis.keyPrefix, ...(deps.now ? { now: deps.now } : {}) }) : null
+  const l2 =
+    redis && breaker
+      ? new RedisStore({ redis, breaker, prefix: config.redis.keyPrefix, seal, onUnverified: (key) => unverified('entry', key), ...(deps.now ? { now: deps.now } : {}) })
+      : null
   const lock =
     redis && breaker && bus ? new ReplicaLock({
           redis,
@@ -160,7 +172,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     retentionDays: config.usage.retentionDays,
     ...(deps.now ? { now: deps.now } : {}),
   })
-  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team) })
+  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, seal, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team) })
   const client: PlatformClient = new PlatformClient({
     dispatcher,
     timeoutMs: config.platform.timeoutMs,
@@ -334,6 +346,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       if (redisWatch && breaker) {
         await redisWatch.start()
         metrics.redisUp.set(breaker.state === 'closed' ? 1 : 0)
+        metrics.redisWritable.set(breaker.writable ? 1 : 0)
       }
       await tokens.start()
       ctx.rateLimiter.start()

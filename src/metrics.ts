@@ -155,6 +155,28 @@ export function createMetrics() {
       help: '1 while Redis is used, 0 while the circuit breaker keeps it out, absent without Redis',
       registers: [registry],
     }),
+    redisUnverified: new Counter({
+      name: 'gateway_redis_unverified_total',
+      help: 'Values read from Redis that do not carry this gateway\'s seal (GATEWAY_SECRET), ignored: by what (entry: a report entry, read as a miss; message: a bus message; pause: a stored pause)',
+      labelNames: ['what'] as const,
+      registers: [registry],
+    }),
+    redisWritable: new Gauge({
+      name: 'gateway_redis_writable',
+      help: '0 while Redis answers reads but refuses writes (OOM, READONLY, MISCONF): entries are read, none written; 1 otherwise; absent without Redis',
+      registers: [registry],
+    }),
+    redisSkippedWrites: new Counter({
+      name: 'gateway_redis_skipped_writes_total',
+      help: 'Writes to Redis not sent because Redis refuses writes (cache entries, fill locks)',
+      registers: [registry],
+    }),
+    platformUnusable: new Counter({
+      name: 'gateway_platform_unusable_answers_total',
+      help: 'Platform 200 answers to report reads that are not a JSON report, neither stored nor served (502 GW_UPSTREAM or a stale copy), by what their body is (html, empty, truncated-json, mislabelled-json, other)',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
   }
 }
 

@@ -1,6 +1,7 @@
-import { Redis, Cluster, type RedisOptions } from 'ioredis'
+import { Redis, Cluster, ReplyError, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
+import type { RedisSeal } from './redis-seal.js'
 
 export type RedisClient = Redis | Cluster
 
@@ -76,15 +77,17 @@ export class RedisWatch {
   readonly #breaker: RedisBreaker
   readonly #intervalMs: number
   readonly #connectTimeoutMs: number
+  readonly #probeKey: string
   #timer: NodeJS.Timeout | null = null
   /** Pings in a row that failed on a live connection. */
   #slow = 0
 
-  constructor(client: RedisClient, breaker: RedisBreaker, opts: { intervalMs: number; connectTimeoutMs: number }) {
+  constructor(client: RedisClient, breaker: RedisBreaker, opts: { intervalMs: number; connectTimeoutMs: number; keyPrefix: string }) {
     this.#client = client
     this.#breaker = breaker
     this.#intervalMs = opts.intervalMs
     this.#connectTimeoutMs = opts.connectTimeoutMs
+    this.#probeKey = `${opts.keyPrefix}write-probe`
   }
 
   async start(): Promise<void> {
@@ -104,6 +107,8 @@ export class RedisWatch {
       await this.#breaker.run(() => this.#client.ping(), null)
       return
     }
+    // A Redis that refuses writes is tried with one, so that its end shows without traffic.
+    if (!this.#breaker.writable) await this.#breaker.write(() => this.#client.set(this.#probeKey, '1', 'PX', this.#intervalMs), null)
     try {
       await this.#client.ping()
       this.#slow = 0
@@ -165,6 +170,15 @@ export const RELEASE_IF_OWNER = `if redis.call('get', KEYS[1]) == ARGV[1] then r
 export type BreakerState = 'closed' | 'open' | 'half-open'
 
 /**
+ * A write refused by a Redis that still answers (issue 16, item 9): out of memory under
+ * noeviction (OOM), a read-only replica (READONLY), a failed snapshot (MISCONF). Reads
+ * go on; it is no outage.
+ */
+export function refusesWrites(err: unknown): boolean {
+  return err instanceof ReplyError && /^(OOM|READONLY|MISCONF)\b/.test((err as Error).message)
+}
+
+/**
  * Redis is an accelerator, not a dependency (contract, readiness): after a failure the
  * gateway stops asking Redis for `cooldownMs`, then tries one command again.
  */
@@ -177,6 +191,10 @@ export class RedisBreaker {
   readonly #onChange: ((state: BreakerState) => void) | undefined
   readonly #address: string
   readonly #cause: (err: unknown) => string
+  readonly #onWritable: ((writable: boolean) => void) | undefined
+  readonly #onSkippedWrite: (() => void) | undefined
+  /** When Redis last refused a write; 0 while it accepts them. */
+  #refusedAt = 0
 
   constructor(opts: {
     cooldownMs: number
@@ -187,7 +205,13 @@ export class RedisBreaker {
     address?: string
     /** Why a command failed (failureCause). */
     cause?: (err: unknown) => string
+    /** Redis began (false) or ceased (true) refusing writes. */
+    onWritable?: (writable: boolean) => void
+    /** A write not sent: Redis refuses writes. */
+    onSkippedWrite?: () => void
   }) {
+    this.#onWritable = opts.onWritable
+    this.#onSkippedWrite = opts.onSkippedWrite
     this.#cooldownMs = opts.cooldownMs
     this.#log = opts.log
     this.#now = opts.now ?? Date.now
@@ -198,6 +222,11 @@ export class RedisBreaker {
 
   get state(): BreakerState {
     return this.#state
+  }
+
+  /** False while Redis refuses writes (refusesWrites) and answers reads. */
+  get writable(): boolean {
+    return this.#refusedAt === 0
   }
 
   /** Runs `fn` unless the circuit is open; a failure opens it. Returns `fallback` then. */
@@ -211,9 +240,41 @@ export class RedisBreaker {
       if (this.#state !== 'closed') this.#transition('closed')
       return result
     } catch (err) {
-      this.fail(err)
+      if (refusesWrites(err)) this.#refused(err)
+      else this.fail(err)
       return fallback
     }
+  }
+
+  /**
+   * A command that writes: like run, but not sent while Redis refuses writes, for a
+   * cooldown after each refusal; then one is tried again, and its success ends the state.
+   */
+  async write<T, F>(fn: () => Promise<T>, fallback: F): Promise<T | F> {
+    if (this.#refusedAt > 0 && this.#now() - this.#refusedAt < this.#cooldownMs) {
+      this.#onSkippedWrite?.()
+      return fallback
+    }
+    let done = false
+    const result = await this.run(async () => {
+      const r = await fn()
+      done = true
+      return r
+    }, fallback)
+    if (done && this.#refusedAt > 0) {
+      this.#refusedAt = 0
+      this.#log.info({ redis: this.#address }, 'redis accepts writes again')
+      this.#onWritable?.(true)
+    }
+    return result
+  }
+
+  #refused(err: unknown): void {
+    const first = this.#refusedAt === 0
+    this.#refusedAt = this.#now()
+    if (!first) return
+    this.#log.warn({ redis: this.#address, cause: (err as Error).message }, 'redis refuses writes: reading from it, writing nothing to it')
+    this.#onWritable?.(false)
   }
 
   fail(err: unknown): void {
@@ -233,9 +294,22 @@ export class RedisBreaker {
 
 type Handler = (message: string) => void
 
+// A sealed message older than this (or dated this far ahead) is a replay, not news:
+// replicas' clocks agree within seconds, and every message is acted on at once.
+const BUS_MESSAGE_MAX_AGE_MS = 60_000
+
+export interface RedisBusOptions {
+  /** Seals every message published and opens every one received (GATEWAY_SECRET); null: messages travel as they are. */
+  seal?: RedisSeal | null
+  /** A message that did not verify, dropped. */
+  onUnverified?: (channel: string) => void
+}
+
 /**
  * Pub/sub between replicas: token rotation, purges, lock wake-ups. Subscribing needs
- * a connection of its own; it is opened lazily, once.
+ * a connection of its own; it is opened lazily, once. With a seal, a message is heard
+ * only when a replica with the same GATEWAY_SECRET published it, on that channel,
+ * within BUS_MESSAGE_MAX_AGE_MS: a Redis writer's PUBLISH reaches no handler.
  */
 export class RedisBus {
   readonly #pub: RedisClient
@@ -243,11 +317,15 @@ export class RedisBus {
   readonly #prefix: string
   readonly #handlers = new Map<string, Set<Handler>>()
   readonly #log: Logger
+  readonly #seal: RedisSeal | null
+  readonly #onUnverified: (channel: string) => void
 
-  constructor(client: RedisClient, prefix: string, log: Logger) {
+  constructor(client: RedisClient, prefix: string, log: Logger, opts: RedisBusOptions = {}) {
     this.#pub = client
     this.#prefix = prefix
     this.#log = log
+    this.#seal = opts.seal ?? null
+    this.#onUnverified = opts.onUnverified ?? (() => undefined)
     // The subscriber queues its SUBSCRIBE until connected; commands never wait on it.
     // ioredis's own resubscription after a reconnect is off: its SUBSCRIBE's promise is
     // held by nobody, and a connection dropped again before the answer rejects it
@@ -256,8 +334,15 @@ export class RedisBus {
     this.#sub =
       client instanceof Cluster ? client.duplicate(undefined, { enableOfflineQueue: true }) : client.duplicate({ enableOfflineQueue: true, autoResubscribe: false })
     this.#sub.on('error', (err: Error) => log.debug({ err: { message: err.message } }, 'redis subscriber error'))
-    this.#sub.on('message', (channel: string, message: string) => {
-      for (const handler of this.#handlers.get(channel) ?? []) handler(message)
+    this.#sub.on('message', (channel: string, wire: string) => {
+      const handlers = this.#handlers.get(channel)
+      if (!handlers) return
+      const message = this.#open(channel, wire)
+      if (message === null) {
+        this.#onUnverified(channel)
+        return
+      }
+      for (const handler of handlers) handler(message)
     })
     // Every channel, on every (re)connection: also one whose SUBSCRIBE failed (Redis
     // down or slow at start). SUBSCRIBE is idempotent; a failed one is made again on
@@ -284,8 +369,23 @@ export class RedisBus {
     set.add(handler)
   }
 
+  /** Whether what arrives was published by a replica of this gateway (a seal), not by anyone who may write to Redis. */
+  get authenticated(): boolean {
+    return this.#seal !== null
+  }
+
   async publish(channel: string, message: string): Promise<void> {
-    await this.#pub.publish(this.#prefix + channel, message)
+    const full = this.#prefix + channel
+    await this.#pub.publish(full, this.#seal ? this.#seal.sealText(full, `${Date.now()}.${message}`) : message)
+  }
+
+  #open(channel: string, wire: string): string | null {
+    if (!this.#seal) return wire
+    const dated = this.#seal.openText(channel, wire)
+    const dot = dated?.indexOf('.') ?? -1
+    if (dated === null || dot < 0) return null
+    const age = Date.now() - Number(dated.slice(0, dot))
+    return Math.abs(age) <= BUS_MESSAGE_MAX_AGE_MS ? dated.slice(dot + 1) : null
   }
 
   async close(): Promise<void> {

@@ -2,6 +2,7 @@ import { Cluster } from 'ioredis'
 import type { RedisBreaker, RedisClient } from '../redis.js'
 import { decodeEntry, encodeEntry, type CacheEntry } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
+import type { RedisSeal } from '../redis-seal.js'
 
 const SCAN_COUNT = 500
 
@@ -9,34 +10,59 @@ const SCAN_COUNT = 500
  * L2: shared by every replica. Each entry expires in Redis at its `errorUntil`; an
  * advertiser's entries are listed in a set, so a purge of one advertiser needs no scan.
  * Every command goes through the breaker: with Redis down, a get is a miss and a set is
- * skipped, after at most the command timeout.
+ * skipped, after at most the command timeout; with Redis refusing writes (OOM), gets go
+ * on and sets are skipped.
  */
 export class RedisStore implements CacheStore {
   readonly #redis: RedisClient
   readonly #breaker: RedisBreaker
   readonly #prefix: string
   readonly #now: () => number
+  readonly #seal: RedisSeal | null
+  readonly #onUnverified: (key: string) => void
 
-  constructor(opts: { redis: RedisClient; breaker: RedisBreaker; prefix: string; now?: () => number }) {
+  constructor(opts: {
+    redis: RedisClient
+    breaker: RedisBreaker
+    prefix: string
+    now?: () => number
+    /** Seals each entry to its key (GATEWAY_SECRET); null: entries are read as they are, their content type the gateway's own. */
+    seal?: RedisSeal | null
+    /** An entry that did not verify, read as a miss. */
+    onUnverified?: (key: string) => void
+  }) {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
     this.#prefix = opts.prefix
     this.#now = opts.now ?? Date.now
+    this.#seal = opts.seal ?? null
+    this.#onUnverified = opts.onUnverified ?? (() => undefined)
   }
 
   async get(key: string): Promise<CacheEntry | null> {
     const buf = await this.#breaker.run(() => this.#redis.getBuffer(key), null)
-    const entry = buf ? decodeEntry(buf) : null
+    if (!buf) return null
+    const entry = this.#seal ? this.#opened(key, buf) : withOwnContentType(decodeEntry(buf))
     // PX runs on Redis's clock; on ours the entry may already be past its end.
     return entry && entry.errorUntil > this.#now() ? entry : null
+  }
+
+  #opened(key: string, buf: Buffer): CacheEntry | null {
+    const data = (this.#seal as RedisSeal).open(key, buf)
+    if (data === null) {
+      this.#onUnverified(key)
+      return null
+    }
+    return decodeEntry(data)
   }
 
   async set(key: string, entry: CacheEntry): Promise<void> {
     const ttl = entry.errorUntil - this.#now()
     if (ttl <= 0) return
     // Sent together, answered in one round trip; one connection keeps their order.
-    await this.#breaker.run(async () => {
-      const writes: Promise<unknown>[] = [this.#redis.set(key, encodeEntry(entry), 'PX', ttl)]
+    await this.#breaker.write(async () => {
+      const value = encodeEntry(entry)
+      const writes: Promise<unknown>[] = [this.#redis.set(key, this.#seal ? this.#seal.seal(key, value) : value, 'PX', ttl)]
       for (const advertiserId of entry.advertiserIds) {
         const index = this.#advertiserIndex(advertiserId)
         // The index outlives its longest entry; stale members are harmless to UNLINK.
@@ -83,4 +109,15 @@ export class RedisStore implements CacheStore {
   #advertiserIndex(advertiserId: number): string {
     return `${this.#prefix}adv:${advertiserId}`
   }
+}
+
+// Report answers are JSON (only such are stored, issue 16 item 8). Without a seal, anyone
+// who may write to Redis could choose an entry's content type: an unsealed entry is
+// served with this one, whatever it says.
+const OWN_CONTENT_TYPE = 'application/json'
+const JSON_CONTENT_TYPE = /^application\/json(\s*;\s*charset="?utf-8"?)?$/i
+
+function withOwnContentType(entry: CacheEntry | null): CacheEntry | null {
+  if (entry && !JSON_CONTENT_TYPE.test(entry.contentType)) entry.contentType = OWN_CONTENT_TYPE
+  return entry
 }

@@ -108,7 +108,8 @@ export class ReplicaLock {
   async #take(key: string): Promise<FillLease | null | undefined> {
     const token = randomUUID()
     const lockKey = `${this.#prefix}lock:${key}`
-    const got = await this.#breaker.run(() => this.#redis.set(lockKey, token, 'PX', this.#lockTtlMs, 'NX'), undefined)
+    // With Redis refusing writes no lock can be taken, nor an entry stored: fill alone.
+    const got = await this.#breaker.write(() => this.#redis.set(lockKey, token, 'PX', this.#lockTtlMs, 'NX'), undefined)
     if (got === undefined) return undefined
     if (got !== 'OK') return null
     // The heartbeat: a third of the TTL leaves two renewals' time for a slow Redis.
@@ -140,7 +141,9 @@ export class ReplicaLock {
   async #waitForFill<T>(key: string, check: () => Promise<T | null>, deadline: number): Promise<FillWait<T>> {
     while (Date.now() < deadline) {
       const news = await this.#nextAnnouncement(key, Math.min(this.#pollMs, deadline - Date.now()))
-      if (news?.failure) return { kind: 'failed', failure: news.failure }
+      // An unsealed bus carries what anyone who may write to Redis publishes: its word
+      // of a failure (and the answer in it) is taken only as a cue to read again.
+      if (news?.failure && this.#bus.authenticated) return { kind: 'failed', failure: news.failure }
       const found = await check()
       if (found !== null) return { kind: 'found', value: found }
       // The leader announced and still nothing: it did not store; stop waiting.

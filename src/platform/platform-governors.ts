@@ -3,6 +3,7 @@ import type { Config } from '../config.js'
 import { OverloadedError } from '../errors.js'
 import type { Metrics } from '../metrics.js'
 import type { RedisBreaker, RedisBus, RedisClient } from '../redis.js'
+import type { RedisSeal } from '../redis-seal.js'
 import { CallGovernor, parseRetryAfter } from './call-governor.js'
 import { MemoryPermits, type Permits } from './permits.js'
 import { RedisPermits } from './redis-permits.js'
@@ -36,6 +37,8 @@ export interface PlatformGovernorsDeps {
   redis: RedisClient | null
   breaker: RedisBreaker | null
   bus: RedisBus | null
+  /** Seals the pauses written to Redis (GATEWAY_SECRET): a pause read there is obeyed only with its seal. */
+  seal?: RedisSeal | null
   /** A team's weight as the running teams say (they reload, issue #8); default 1. */
   weightOf?: (team: string) => number | undefined
   /** A team's own bulkhead as the running teams say (null: the credential's halves). */
@@ -160,26 +163,42 @@ export class PlatformGovernors {
     const { bus, redis, breaker } = this.#d
     for (const permits of this.#leased) await permits.start()
     await bus?.subscribe(PAUSE_CHANNEL, (message) => {
-      let parsed: PauseMessage
-      try {
-        parsed = JSON.parse(message) as PauseMessage
-      } catch {
-        return // not a pause message
-      }
-      this.#fromPeer(parsed)
+      const parsed = parsePauseMessage(message)
+      if (parsed) this.#fromPeer(parsed)
     })
     if (!redis || !breaker) return
     for (const governor of this.#governors.values()) {
       const credential = governor.credential
-      const ms = await breaker.run(() => redis.pttl(this.#key(credential)), -2)
-      if (ms > 0) governor.pause(ms, 'peer', (await breaker.run(() => redis.get(this.#key(credential)), null)) ?? '')
+      const key = this.#key(credential)
+      const ms = await breaker.run(() => redis.pttl(key), -2)
+      const team = ms > 0 ? this.#opened(key, await breaker.run(() => redis.get(key), null)) : null
+      if (team !== null) governor.pause(this.#peerLength(ms), 'peer', team)
       if (!this.#d.config.platform.isolation) continue
-      const routes = await breaker.run(() => redis.hgetall(this.#routesKey(credential)), {} as Record<string, string>)
+      const routesKey = this.#routesKey(credential)
+      const routes = await breaker.run(() => redis.hgetall(routesKey), {} as Record<string, string>)
       for (const [route, value] of Object.entries(routes)) {
-        const { until, team } = JSON.parse(value) as { until: number; team: string }
-        this.#routePaused(credential, route, until - Date.now(), team, 'peer')
+        const pause = parseStoredRoutePause(this.#opened(`${routesKey}#${route}`, value))
+        if (pause) this.#routePaused(credential, route, this.#peerLength(pause.until - Date.now()), pause.team, 'peer')
       }
     }
+  }
+
+  /** A stored pause's value, or null when it is not sealed by a replica of this gateway. */
+  #opened(binding: string, value: string | null): string | null {
+    const seal = this.#d.seal
+    if (value === null || !seal) return value
+    const opened = seal.openText(binding, value)
+    if (opened === null) {
+      this.#d.metrics.redisUnverified.inc({ what: 'pause' })
+      this.#d.log.warn({ key: binding }, "ignoring a platform pause in redis that does not carry this gateway's seal (GATEWAY_SECRET)")
+    }
+    return opened
+  }
+
+  // Without a seal, anyone who may write to Redis may pause every replica: no longer
+  // than a 429 of the platform could (platform.maxPause).
+  #peerLength(ms: number): number {
+    return this.#d.seal ? ms : Math.min(ms, this.#d.config.platform.maxPauseMs)
   }
 
   /** Ends the probe timers and route pause timers (shutdown). */
@@ -226,9 +245,10 @@ export class PlatformGovernors {
   }
 
   #fromPeer(message: PauseMessage): void {
-    const { credential, scope, team, ms } = message
+    const { credential, scope, team } = message
     const governor = this.#governors.get(credential)
     if (!governor) return
+    const ms = message.ms === undefined ? undefined : this.#peerLength(message.ms)
     if (scope === CREDENTIAL) {
       if (ms === undefined) governor.resumeNow('peer')
       else governor.pause(ms, 'peer', team)
@@ -315,11 +335,11 @@ export class PlatformGovernors {
       // The longer of two pauses wins: a key with more time left is not shortened.
       const left = await breaker.run(() => redis.pttl(key), -2)
       if (left >= ms) return
-      await breaker.run(() => redis.set(key, team, 'PX', ms), null)
+      await breaker.run(() => redis.set(key, this.#sealed(key, team), 'PX', ms), null)
     } else {
       const key = this.#routesKey(credential)
       const until = Date.now() + ms
-      await breaker.run(() => redis.hset(key, scope, JSON.stringify({ until, team })), null)
+      await breaker.run(() => redis.hset(key, scope, this.#sealed(`${key}#${scope}`, JSON.stringify({ until, team }))), null)
       // The hash outlives its longest pause only; a past pause in it is skipped at start.
       const left = await breaker.run(() => redis.pttl(key), -2)
       if (left < ms) await breaker.run(() => redis.pexpire(key, ms), null)
@@ -343,11 +363,36 @@ export class PlatformGovernors {
     })
   }
 
+  #sealed(binding: string, value: string): string {
+    return this.#d.seal ? this.#d.seal.sealText(binding, value) : value
+  }
+
   #key(credential: string): string {
     return `${this.#d.config.redis.keyPrefix}pause:${credential}`
   }
 
   #routesKey(credential: string): string {
     return `${this.#d.config.redis.keyPrefix}route-pauses:${credential}`
+  }
+}
+
+function parsePauseMessage(message: string): PauseMessage | null {
+  try {
+    const m = JSON.parse(message) as Partial<Record<keyof PauseMessage, unknown>>
+    if (typeof m.credential !== 'string' || typeof m.scope !== 'string' || typeof m.team !== 'string') return null
+    if (m.ms !== undefined && !(typeof m.ms === 'number' && Number.isFinite(m.ms))) return null
+    return { credential: m.credential, scope: m.scope, team: m.team, ...(m.ms === undefined ? {} : { ms: m.ms }) }
+  } catch {
+    return null // not a pause message
+  }
+}
+
+function parseStoredRoutePause(value: string | null): { until: number; team: string } | null {
+  if (value === null) return null
+  try {
+    const { until, team } = JSON.parse(value) as { until?: unknown; team?: unknown }
+    return typeof until === 'number' && typeof team === 'string' ? { until, team } : null
+  } catch {
+    return null
   }
 }

@@ -267,6 +267,10 @@ export class ReportCache {
     const outcome = result.kind === 'failed' ? result.error.code : result.kind
     result.upstreamMs = end({ status: outcome }) * 1000
     metrics.platformCalls.inc({ outcome })
+    if (result.kind === 'failed' && result.unusable) {
+      metrics.platformUnusable.inc({ kind: result.unusable.bodyKind })
+      this.#d.log.warn({ path: report.path, requestId: origin.requestId, ...result.unusable }, 'the platform answered 200 with what is not a JSON report: not stored')
+    }
     return result
   }
 

@@ -10,6 +10,7 @@ import type { AnswerRest } from '../platform/answer-buffer.js'
 import type { QueueTeam } from '../platform/caller-group.js'
 import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy.js'
 import type { CanonicalReport } from './report-query.js'
+import { reportBodyKind, type BodyKind } from './report-body.js'
 
 /** What one platform call for a report gave. */
 export type FetchResult =
@@ -19,8 +20,11 @@ export type FetchResult =
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
   /** A 200 larger than the entry limit: streams through; only the caller that made the call can read it. */
   | { kind: 'oversize'; status: number; headers: Record<string, string>; head: Buffer[]; rest: AnswerRest }
-  /** The platform failed (5xx, 429, timeout, connection error, refused token): stale-if-error applies. */
-  | { kind: 'failed'; error: FastifyError; response?: { status: number; headers: Record<string, string>; body: Buffer } }
+  /**
+   * The platform failed (5xx, 429, timeout, connection error, refused token, a 200 that
+   * is no JSON report: `unusable` says what it was): stale-if-error applies.
+   */
+  | { kind: 'failed'; error: FastifyError; response?: { status: number; headers: Record<string, string>; body: Buffer }; unusable?: { bodyKind: BodyKind; contentType: string | null; bytes: number } }
 
 export interface FetcherDeps {
   /** The call's budget when shorter than platform.timeout. */
@@ -105,6 +109,15 @@ export async function fetchReport(
   if (identity === null) return { kind: 'failed', error: new UpstreamError('unreadable gzip body') }
   if (!cacheControlAllowsStore(res.headers['cache-control'] as string | undefined)) {
     return { kind: 'pass', status: 200, headers, body: identity }
+  }
+  // A maintenance page or a cut-off body would be served as HIT to every replica for a day.
+  const bodyKind = reportBodyKind(headers['content-type'], identity)
+  if (bodyKind !== 'json') {
+    return {
+      kind: 'failed',
+      error: new UpstreamError(`the platform answered 200 with ${bodyKind === 'other' ? 'something else' : bodyKind} rather than a JSON report`),
+      unusable: { bodyKind, contentType: headers['content-type'] ?? null, bytes: identity.length },
+    }
   }
   const fetchedAt = now()
   return {

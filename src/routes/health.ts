@@ -15,10 +15,11 @@ export async function healthRoutes(app: FastifyInstance, { ctx }: { ctx: Gateway
     const tokens = Object.fromEntries(
       ctx.tokens.all().map((p) => [p.name, p.current() === null ? 'missing' : p.usable() ? 'ok' : 'rejected']),
     )
-    const redis = ctx.redis === null ? 'not configured' : ctx.breaker?.state === 'closed' ? 'ok' : 'down'
+    // readonly: Redis answers reads and refuses writes (OOM, READONLY, MISCONF; issue 16, item 9).
+    const redis = ctx.redis === null ? 'not configured' : ctx.breaker?.state !== 'closed' ? 'down' : ctx.breaker.writable ? 'ok' : 'readonly'
     const { phase } = ctx.lifecycle
     const ready = phase === 'serving'
-    const degraded = [...(redis === 'down' ? ['redis'] : []), ...Object.entries(tokens).filter(([, s]) => s !== 'ok').map(([n]) => `platformToken:${n}`)]
+    const degraded = [...(redis === 'down' ? ['redis'] : redis === 'readonly' ? ['redis-readonly'] : []), ...Object.entries(tokens).filter(([, s]) => s !== 'ok').map(([n]) => `platformToken:${n}`)]
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : phase, platformToken: tokens, redis, degraded })
   })
 }

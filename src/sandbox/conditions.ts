@@ -1,8 +1,9 @@
 import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { FailureMode } from './types.js'
+import type { FailureMode, GarbledBody } from './types.js'
 
 const NONE: FailureMode = { kind: 'none' }
+const GARBLED_BODIES: GarbledBody[] = ['html', 'html-as-json', 'truncated-json', 'empty']
 const MAX_LARGE_BYTES = 256 * 1024 * 1024
 
 /**
@@ -132,7 +133,7 @@ export class Conditions {
 /** A FailureMode from untrusted JSON, or the reason it is not one. */
 export function parseFailureMode(value: unknown): FailureMode | string {
   if (typeof value !== 'object' || value === null) return 'a failure mode is an object with a "kind"'
-  const { kind, status, body, headers, times, intervalMs, chunks, bytes } = value as Record<string, unknown>
+  const { kind, status, body, headers, times, intervalMs, chunks, bytes, gzip } = value as Record<string, unknown>
   if (times !== undefined && !(Number.isInteger(times) && (times as number) > 0)) return '"times" must be a positive integer'
   const limit = times === undefined ? {} : { times: times as number }
   switch (kind) {
@@ -152,8 +153,12 @@ export function parseFailureMode(value: unknown): FailureMode | string {
     case 'large':
       if (!(Number.isInteger(bytes) && (bytes as number) > 0 && (bytes as number) <= MAX_LARGE_BYTES)) return `"bytes" must be a positive integer up to ${MAX_LARGE_BYTES}`
       return { kind, bytes: bytes as number, ...limit }
+    case 'garbled':
+      if (!GARBLED_BODIES.includes(body as GarbledBody)) return `"body" must be one of ${GARBLED_BODIES.join(', ')}`
+      if (gzip !== undefined && typeof gzip !== 'boolean') return '"gzip" must be true or false'
+      return { kind, body: body as GarbledBody, ...(gzip === undefined ? {} : { gzip }), ...limit }
     default:
-      return '"kind" must be one of none, status, hang, reset, trickle, large'
+      return '"kind" must be one of none, status, hang, reset, trickle, large, garbled'
   }
 }
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { gzipSync } from 'node:zlib'
 import Fastify from 'fastify'
 import type { FastifyError, FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
 import { DEMO_CREDENTIALS, MAIN_PARENT_ID, SANDBOX_ACCOUNTS } from './accounts.js'
@@ -16,7 +17,7 @@ import { sendJson, sendNotFound } from './replies.js'
 import type { SandboxState } from './state.js'
 import { keepBody, startRecord } from './request-records.js'
 import { IssuedTokens } from './tokens.js'
-import type { Sandbox, SandboxOptions } from './types.js'
+import type { GarbledBody, Sandbox, SandboxOptions } from './types.js'
 
 // A stand-in for the advertising platform (docs: platform-api.md in the shared folder),
 // close enough to its observable behaviour that the gateway cannot tell the
@@ -175,7 +176,26 @@ async function simulateConditions(state: SandboxState, request: FastifyRequest, 
     case 'large':
       sendJson(reply, 200, { data: 'x'.repeat(Math.max(0, failure.bytes - 11)) })
       return reply
+    case 'garbled':
+      sendGarbled(reply, failure.body, failure.gzip === true)
+      return reply
   }
+}
+
+// What a platform behind a load balancer or a proxy sends now and then with a 200.
+const MAINTENANCE_PAGE = '<!DOCTYPE html>\n<html><head><title>Be right back.</title></head><body><h1>Be right back.</h1></body></html>\n'
+const GARBLED: Record<GarbledBody, { type: string; body: string }> = {
+  html: { type: 'text/html; charset=UTF-8', body: MAINTENANCE_PAGE },
+  'html-as-json': { type: 'application/json', body: MAINTENANCE_PAGE },
+  'truncated-json': { type: 'application/json', body: '{"data":[{"date":"2026-02-01","impressions":1200,"cli' },
+  empty: { type: 'application/json', body: '' },
+}
+
+function sendGarbled(reply: FastifyReply, kind: GarbledBody, gzip: boolean): void {
+  const { type, body } = GARBLED[kind]
+  reply.code(200).header('content-type', type)
+  if (gzip) reply.header('content-encoding', 'gzip')
+  reply.send(gzip ? gzipSync(body) : Buffer.from(body))
 }
 
 /** A string body goes out verbatim (an HTML error page of a proxy, say); anything else as JSON. */

@@ -18,6 +18,8 @@ export interface SandboxOptions {
   logger?: boolean
 }
 
+export type GarbledBody = 'html' | 'html-as-json' | 'truncated-json' | 'empty'
+
 /** `times`: the next N /api/v1 requests only, then back to none; absent: until changed. */
 export type FailureMode =
   | { kind: 'none' }
@@ -28,6 +30,8 @@ export type FailureMode =
   | { kind: 'trickle'; intervalMs: number; chunks?: number; times?: number }
   /** A 200 JSON answer of about `bytes` bytes, sent as fast as the connection takes it. */
   | { kind: 'large'; bytes: number; times?: number }
+  /** A 200 that is no report: an HTML maintenance page, HTML labelled as JSON, JSON cut short, or nothing; gzip-encoded with `gzip`. */
+  | { kind: 'garbled'; body: GarbledBody; gzip?: boolean; times?: number }
 
 export interface SandboxRequestRecord {
   method: string

@@ -39,7 +39,7 @@ describe.skipIf(!available)('report fill lock across two gateway processes', () 
   beforeAll(async () => {
     sandbox = await startSandbox()
     redis = await startRedis()
-    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url }
+    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url, GATEWAY_SECRET: 'fill-lock-gateway-secret-00000000000' }
     ;[a, b] = (await spawnGateways(2, { env, yaml: YAML })) as [GatewayProcess, GatewayProcess]
   }, 120_000)
 

@@ -1,0 +1,53 @@
+import { createHmac, timingSafeEqual } from 'node:crypto'
+
+const TAG_BYTES = 32
+
+/**
+ * Redis is shared, not trusted (issue 16, item 5): whoever may write to it must not be
+ * able to speak for the gateway. What a replica writes there (report entries, pauses,
+ * bus messages) carries an HMAC-SHA256 with a key derived from GATEWAY_SECRET, bound to
+ * where it lives (its Redis key, its bus channel): a value copied under another key, or
+ * a message replayed on another channel, does not verify. The subkey is its own, so a
+ * seal never doubles as the token store's encryption key.
+ */
+export class RedisSeal {
+  readonly #key: Buffer
+
+  constructor(secret: string) {
+    this.#key = createHmac('sha256', secret).update('report-gateway redis-entries').digest()
+  }
+
+  /** The tag followed by `data`. */
+  seal(binding: string, data: Buffer): Buffer {
+    return Buffer.concat([this.#tag(binding, data), data])
+  }
+
+  /** The data of a sealed value, or null when it is not this gateway's for `binding`. */
+  open(binding: string, sealed: Buffer): Buffer | null {
+    if (sealed.length < TAG_BYTES) return null
+    const data = sealed.subarray(TAG_BYTES)
+    return timingSafeEqual(sealed.subarray(0, TAG_BYTES), this.#tag(binding, data)) ? data : null
+  }
+
+  /** `<tag, base64url>.<text>`: for values and messages that are text. */
+  sealText(binding: string, text: string): string {
+    return `${this.#tag(binding, Buffer.from(text, 'utf8')).toString('base64url')}.${text}`
+  }
+
+  openText(binding: string, sealed: string): string | null {
+    const dot = sealed.indexOf('.')
+    if (dot < 0) return null
+    const tag = Buffer.from(sealed.slice(0, dot), 'base64url')
+    const text = sealed.slice(dot + 1)
+    if (tag.length !== TAG_BYTES) return null
+    return timingSafeEqual(tag, this.#tag(binding, Buffer.from(text, 'utf8'))) ? text : null
+  }
+
+  // The binding's length first: no binding and data can be re-split into another pair.
+  #tag(binding: string, data: Buffer): Buffer {
+    const where = Buffer.from(binding, 'utf8')
+    const length = Buffer.allocUnsafe(4)
+    length.writeUInt32BE(where.length, 0)
+    return createHmac('sha256', this.#key).update(length).update(where).update(data).digest()
+  }
+}

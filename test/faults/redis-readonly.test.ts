@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
+
+// Issue 16, item 9: a Redis out of memory (maxmemory reached, noeviction) answers OOM to
+// writes and still answers reads. The entries in it are served; writes are skipped and
+// counted; /readyz and the metrics say so, rather than "redis down".
+
+const { available, notice } = redisAvailability()
+if (notice) console.warn(notice)
+
+const PATH = '/api/v1/report/campaigns/get'
+const query = (day: number) => `advertiserId=101&byDate=1&dateFrom=2026-03-01&dateTo=2026-03-${String(day).padStart(2, '0')}`
+const YAML = `${TEAMS_YAML}
+redis:
+  commandTimeout: 500ms
+  breakerCooldown: 300ms
+cache:
+  ttl: { recent: 60s, settled: 60s }
+`
+
+describe.skipIf(!available)('a Redis that refuses writes (OOM)', () => {
+  const sandbox = useSandbox()
+  const { server, client } = useRedis()
+  const gateways = useGateways()
+
+  const replica = () => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: server.url }, YAML))
+  const get = (gw: TestGateway, q: string) => gw.proxy.inject({ method: 'GET', url: `${PATH}?${q}`, headers: { 'x-api-key': KEYS.all } })
+  const reportCalls = () => sandbox.countRequests((r) => r.path === PATH)
+  const readyz = async (gw: TestGateway) => (await gw.admin.inject({ method: 'GET', url: '/readyz' })).json<{ redis: string; degraded: string[] }>()
+  const metric = async (gw: TestGateway, name: string): Promise<number> => {
+    const line = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body.split('\n').find((l) => l.startsWith(`${name} `))
+    return line ? Number(line.slice(name.length + 1)) : Number.NaN
+  }
+
+  /** maxmemory 1mb, noeviction, and junk until Redis answers OOM. */
+  async function fillRedisUp(): Promise<void> {
+    await client.config('SET', 'maxmemory-policy', 'noeviction')
+    await client.config('SET', 'maxmemory', '1mb')
+    for (let i = 0; i < 10_000; i++) {
+      try {
+        await client.set(`junk:${i}`, 'x'.repeat(16_384))
+      } catch (err) {
+        expect((err as Error).message).toMatch(/^OOM/)
+        return
+      }
+    }
+    throw new Error('redis never answered OOM')
+  }
+
+  it('serves the entries still in Redis, skips and counts writes, and says redis-readonly until writes are accepted again', async () => {
+    const a = await replica()
+    for (let day = 1; day <= 5; day++) expect((await get(a, query(day))).headers['x-cache']).toBe('MISS')
+    expect(reportCalls()).toBe(5)
+    try {
+      await fillRedisUp()
+      const b = await replica()
+      // A report not in Redis first: answered from the platform, its writes refused.
+      expect((await get(b, query(6))).statusCode).toBe(200)
+      for (let day = 1; day <= 5; day++) {
+        const res = await get(b, query(day))
+        expect(res.statusCode).toBe(200)
+        expect(res.headers['x-cache']).toBe('HIT')
+      }
+      expect(reportCalls()).toBe(6)
+      // Another one: its writes are not even sent.
+      expect((await get(b, query(7))).statusCode).toBe(200)
+      expect(await readyz(b)).toMatchObject({ redis: 'readonly', degraded: ['redis-readonly'] })
+      expect(await metric(b, 'gateway_redis_up')).toBe(1)
+      expect(await metric(b, 'gateway_redis_writable')).toBe(0)
+      expect(await metric(b, 'gateway_redis_skipped_writes_total')).toBeGreaterThan(0)
+      expect(b.logs.records().filter((r) => /refuses writes/.test(String(r.msg)))).toHaveLength(1)
+      // The entries are still read: no second platform call for them.
+      expect((await get(b, query(1))).headers['x-cache']).toBe('HIT')
+    } finally {
+      await client.config('SET', 'maxmemory', '0')
+    }
+    const b = gateways.open[1] as TestGateway
+    await waitFor('redis to be writable again', async () => (await readyz(b)).redis === 'ok', 5000)
+    expect(await metric(b, 'gateway_redis_writable')).toBe(1)
+  })
+})

@@ -1,0 +1,80 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { request } from 'undici'
+import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
+import { startSandboxGateway, type SandboxGateway } from '../helpers/sandbox-gateway.js'
+import type { GarbledBody } from '../../src/sandbox/types.js'
+
+// Issue 16, item 8: only a real report is cached. A 200 that is an HTML maintenance
+// page, HTML labelled as JSON, JSON cut short or empty is passed to its caller as a 502
+// GW_UPSTREAM (or a stale copy), never stored, logged with what it is, and counted.
+
+const PATH = '/api/v1/report/campaigns/get'
+const YAML = `${TEAMS_YAML}
+cache:
+  ttl: { recent: 1s, settled: 1s }
+`
+
+describe('a platform 200 that is not a JSON report', () => {
+  let s: SandboxGateway
+  let day = 0
+  beforeAll(async () => {
+    s = await startSandboxGateway({ yaml: YAML })
+  })
+  afterEach(() => s.sandbox.setFailure({ kind: 'none' }))
+  afterAll(async () => {
+    await s.close()
+  })
+
+  /** A report of its own for each read: no test sees another's entry. */
+  const freshQuery = () => `advertiserId=101&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-${String(++day).padStart(2, '0')}`
+  const get = async (query: string) => {
+    const res = await request(`${s.url}${PATH}?${query}`, { headers: { 'x-api-key': KEYS.all } })
+    return { status: res.statusCode, headers: res.headers, body: await res.body.text() }
+  }
+  const metric = async (line: string): Promise<number> => {
+    const text = (await s.gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+    const found = text.split('\n').find((l) => l.startsWith(`${line} `))
+    return found ? Number(found.slice(line.length + 1)) : 0
+  }
+
+  const cases: { body: GarbledBody; gzip: boolean; kind: string }[] = [
+    { body: 'html', gzip: false, kind: 'html' },
+    { body: 'html-as-json', gzip: false, kind: 'html' },
+    { body: 'truncated-json', gzip: false, kind: 'truncated-json' },
+    { body: 'truncated-json', gzip: true, kind: 'truncated-json' },
+    { body: 'empty', gzip: false, kind: 'empty' },
+  ]
+
+  it.each(cases)('answers $body (gzip: $gzip) with 502 GW_UPSTREAM, stores nothing, logs and counts it as $kind', async ({ body, gzip, kind }) => {
+    const query = freshQuery()
+    const before = await metric(`gateway_platform_unusable_answers_total{kind="${kind}"}`)
+    s.sandbox.setFailure({ kind: 'garbled', body, gzip, times: 1 })
+    const bad = await get(query)
+    expect(bad.status).toBe(502)
+    expect(JSON.parse(bad.body)).toMatchObject({ code: 'GW_UPSTREAM' })
+    expect(bad.body).not.toContain('Be right back')
+    expect(await metric(`gateway_platform_unusable_answers_total{kind="${kind}"}`)).toBe(before + 1)
+    const lines = s.gw.logs.records().filter((r) => r.bodyKind === kind && /not a JSON report/.test(String(r.msg)))
+    expect(lines.length).toBeGreaterThan(0)
+    expect(s.gw.logs.text()).not.toContain('Be right back')
+    expect(s.gw.logs.text()).not.toContain('impressions":1200')
+
+    // Nothing was stored: the next read goes to the platform, which answers a report now.
+    const good = await get(query)
+    expect(good.status).toBe(200)
+    expect(good.headers['x-cache']).toBe('MISS')
+    expect(() => JSON.parse(good.body)).not.toThrow()
+  })
+
+  it('serves the stale copy when a good one exists', async () => {
+    const query = freshQuery()
+    const first = await get(query)
+    expect(first.headers['x-cache']).toBe('MISS')
+    // Past its freshness (1 s) and its stale-while-revalidate window: a refresh is a fill.
+    s.sandbox.setFailure({ kind: 'garbled', body: 'html' })
+    const refreshed = await request(`${s.url}${PATH}?${query}`, { headers: { 'x-api-key': KEYS.all, 'cache-control': 'no-cache' } })
+    expect(refreshed.statusCode).toBe(200)
+    expect(refreshed.headers['x-cache']).toBe('STALE')
+    expect(await refreshed.body.text()).toBe(first.body)
+  })
+})
