@@ -83,7 +83,7 @@ async function main() {
   child.stderr.on('data', (chunk) => (output.text += chunk))
   try {
     const [, key] = await waitFor(child, output, /Demo team key[^:]*: (\S+)/, 30_000)
-    const [, url] = await waitFor(child, output, /curl -s -H '[^']*' '(http:\/\/[^']+)'/, 5_000)
+    const [, url] = await waitFor(child, output, /curl -s -i -H '[^']*' '(http:\/\/[^']+)'/, 5_000)
     const report = new URL(url)
     const origin = report.origin
     const get = (path, headers = {}) => fetch(new URL(path, origin), { headers: { 'x-api-key': key, ...headers } }).then(async (r) => (await r.arrayBuffer(), r.status))
