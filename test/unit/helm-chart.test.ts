@@ -680,6 +680,9 @@ const ALERTS = [
   'GatewayCacheHitRatioLow',
   'GatewayTeamRateLimited',
   'GatewayLatencyHigh',
+  'GatewayPlatformPaused',
+  'GatewayPlatformCallsRefused',
+  'GatewayPlatformQueueHigh',
 ]
 const RUNBOOK = 'https://github.com/example/report-gateway/blob/main/docs/operations.md'
 
