@@ -78,16 +78,18 @@ describe('docs/operations.md, tested runbook', () => {
 
   it('adds a team: the reload names it and its key reads reports', async () => {
     const out = (await run('add-team'))
-    expect(JSON.parse(out.slice(out.lastIndexOf('{"result"')))).toMatchObject({ result: 'applied', teams: expect.arrayContaining(['growth', 'ops']) })
+    // `unchanged` when the file poll (1 s) applied the change before the call came.
+    expect(JSON.parse(out.slice(out.lastIndexOf('{"result"')))).toMatchObject({ result: expect.stringMatching(/^(applied|unchanged)$/), teams: expect.arrayContaining(['growth', 'ops']) })
     expect((await report(key())).status).toBe(200)
   })
 
   it('adds a key and revokes the old one: the old key is refused at once, the new one works', async () => {
     const old = key()
     const out = (await run('rotate-key'))
-    const outcome = JSON.parse(out.slice(out.lastIndexOf('{"result"'))) as { addedKeys: string[]; removedKeys: string[] }
-    expect(outcome.addedKeys).toHaveLength(1)
-    expect(outcome.removedKeys).toHaveLength(1)
+    const outcome = JSON.parse(out.slice(out.lastIndexOf('{"result"'))) as { result: string; addedKeys: string[]; removedKeys: string[] }
+    // The file poll may have applied it first: then the call finds nothing left to change.
+    if (outcome.result === 'applied') expect([outcome.addedKeys.length, outcome.removedKeys.length]).toEqual([1, 1])
+    else expect(outcome.result).toBe('unchanged')
     expect((await report(old)).status).toBe(401)
     expect((await report(key())).status).toBe(200)
   })
