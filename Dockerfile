@@ -4,9 +4,10 @@
 # Three stages: production dependencies, the TypeScript build, and the runtime that
 # holds only dist/, config/, package.json and production node_modules.
 #
-# Pin the base for reproducible builds, e.g. --build-arg NODE_IMAGE=node:24.11.1-bookworm-slim
-# (or a digest, node:24-bookworm-slim@sha256:...).
-ARG NODE_IMAGE=node:24-bookworm-slim
+# The base is pinned to an exact release, the Node the test suite runs on (the `node`
+# devDependency), so a rebuild does not change Node under the same source. Move both
+# together; pin harder with a digest (--build-arg NODE_IMAGE=node:24.21.0-bookworm-slim@sha256:...).
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 # ---- production dependencies only (no install scripts: none of the dependencies has one)
 FROM ${NODE_IMAGE} AS deps
@@ -53,7 +54,8 @@ COPY config ./config
 # The base image's `node` user, by number so Kubernetes' runAsNonRoot can verify it.
 USER 1000:1000
 # 8080: proxy listener (HOST/PORT). 8081: admin listener (ADMIN_HOST/ADMIN_PORT), which
-# binds 127.0.0.1 unless ADMIN_HOST says otherwise (the Helm chart sets 0.0.0.0).
+# binds 127.0.0.1 unless ADMIN_HOST says otherwise (the Helm chart sets the pod's IP, so
+# that the kubelet and Prometheus reach it and nothing else in the pod's network does).
 EXPOSE 8080 8081
 # Docker-only health check (Kubernetes uses the chart's probes). No curl in slim
 # images: node's fetch asks /healthz, which both listeners answer.

@@ -49,5 +49,5 @@ export function demoCurl(port: number, key: string, advertiserId: number): strin
   const today = new Date()
   const to = today.toISOString().slice(0, 10)
   const from = new Date(today.getTime() - 6 * 86_400_000).toISOString().slice(0, 10)
-  return `curl -s -H 'x-api-key: ${key}' 'http://127.0.0.1:${port}/api/v1/report/campaigns/get?advertiserId=${advertiserId}&dateFrom=${from}&dateTo=${to}&byDate=1&byCampaign=1'`
+  return `curl -s -i -H 'x-api-key: ${key}' 'http://127.0.0.1:${port}/api/v1/report/campaigns/get?advertiserId=${advertiserId}&dateFrom=${from}&dateTo=${to}&byDate=1&byCampaign=1'`
 }

@@ -23,6 +23,7 @@ export const AdminUnauthorizedError = createError('GW_UNAUTHORIZED', 'missing or
 export const TokenRejectedError = createError<[string, { cause?: unknown }?]>('GW_TOKEN_REJECTED', 'the platform rejected the new token: %s', 422)
 export const TokenLoginError = createError<[string, { cause?: unknown }?]>('GW_PLATFORM_AUTH', 'platform login failed: %s', 502)
 export const UnknownCredentialError = createError<[string, { cause?: unknown }?]>('GW_NOT_FOUND', 'no credential named %s', 404)
+export const UnknownTeamError = createError<[string]>('GW_NOT_FOUND', 'no team named %s: it is not in the running teams and has no usage in the range', 404)
 export const PurgeIncompleteError = createError<[string, { cause?: unknown }?]>(
   'GW_REDIS_UNAVAILABLE',
   'this replica dropped its in-process entries, but Redis is unavailable: %s',

@@ -3,22 +3,46 @@ import { teamsOfFile } from '../config/teams-file.js'
 import type { TeamConfig } from '../config.js'
 import { hashApiKey, newApiKey } from '../teams/api-keys.js'
 
+/** The shortest token `hash` accepts: ADMIN_TOKEN's own minimum, for named admin tokens too. */
+const MIN_TOKEN_LENGTH = 16
+
 const USAGE = `usage:
-  npm run keys -- new --team NAME   make a new API key (printed once) and its config line
-  npm run keys -- hash KEY          the config line for an existing key
+  npm run keys -- new --team NAME [--advertisers LIST]
+                                    make a new API key (printed once) and the config lines
+                                    for it; LIST: the advertiser ids the team may read,
+                                    comma-separated, or * for all (default: none yet)
+  npm run keys -- hash TOKEN        the sha256: line for an existing key or admin token
+                                    (at least ${MIN_TOKEN_LENGTH} characters)
   npm run keys -- list [--config FILE]
                                     teams, key ids, fingerprints and expiry of a config file
-                                    (default: CONFIG_FILE)`
+                                    (default: CONFIG_FILE)
+  npm run keys -- --help            this text
+exit code: 0 done, 1 the config file is invalid, 2 a usage mistake.`
+
+/** A mistake on the command line: one line on stderr, exit code 2. */
+class UsageError extends Error {}
 
 function main(argv: string[]): number {
-  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { team: { type: 'string' }, config: { type: 'string' } } })
-  const [command, arg] = positionals
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`)
+    return 0
+  }
+  try {
+    return run(argv)
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err
+    process.stderr.write(`keys: ${err.message} (npm run keys -- --help)\n`)
+    return 2
+  }
+}
+
+function run(argv: string[]): number {
+  const { positionals, values } = parseCommandLine(argv)
+  const [command, arg, extra] = positionals
+  if (extra !== undefined) throw new UsageError(`${command}: one argument at most`)
   if (command === 'list') {
     const path = values.config ?? process.env.CONFIG_FILE
-    if (!path) {
-      process.stderr.write(`keys list: give --config FILE or set CONFIG_FILE\n${USAGE}\n`)
-      return 2
-    }
+    if (!path) throw new UsageError('list: give --config FILE or set CONFIG_FILE')
     const { teams, problems } = teamsOfFile(path)
     if (problems.length > 0) {
       process.stderr.write(`keys list: ${path} is not valid:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`)
@@ -29,23 +53,43 @@ function main(argv: string[]): number {
   }
   if (command === 'new') {
     const team = values.team
-    if (!team || !/^[A-Za-z0-9_.-]+$/.test(team)) {
-      process.stderr.write(`keys new: --team NAME is required (letters, digits, _ . -)\n${USAGE}\n`)
-      return 2
-    }
+    if (!team || !/^[A-Za-z0-9_.-]+$/.test(team)) throw new UsageError('new: --team NAME is required (letters, digits, _ . -)')
+    const advertisers = advertiserList(values.advertisers)
     const key = newApiKey()
     process.stdout.write(
       `API key for team ${team} (shown once; give it to the team, store it nowhere else):\n  ${key}\n\n` +
-        `Add its hash to the team in your CONFIG_FILE:\n  teams:\n    ${team}:\n      keys: ["${hashApiKey(key)}"]\n`,
+        `Add the team to your CONFIG_FILE (or its hash to the team's keys if the team is there):\n` +
+        `teams:\n  ${team}:\n    keys: ["${hashApiKey(key)}"]\n    advertisers: ${advertisers}\n`,
     )
     return 0
   }
-  if (command === 'hash' && arg) {
+  if (command === 'hash') {
+    if (arg === undefined) throw new UsageError('hash: give the TOKEN to hash')
+    // The rule, never the token: a mistyped secret must not land in a terminal log.
+    if (arg.length < MIN_TOKEN_LENGTH) throw new UsageError(`hash: a token must be at least ${MIN_TOKEN_LENGTH} characters long`)
     process.stdout.write(`${hashApiKey(arg)}\n`)
     return 0
   }
-  process.stderr.write(`${USAGE}\n`)
-  return 2
+  throw new UsageError(command === undefined ? 'give a command: new, hash or list' : `unknown command "${command}": new, hash or list`)
+}
+
+function parseCommandLine(argv: string[]): { positionals: string[]; values: { team?: string; config?: string; advertisers?: string } } {
+  try {
+    return parseArgs({ args: argv, allowPositionals: true, options: { team: { type: 'string' }, config: { type: 'string' }, advertisers: { type: 'string' } } })
+  } catch (err) {
+    // Node's own wording (e.g. "Option '--team <value>' argument missing"), first sentence only.
+    throw new UsageError((err as Error).message.split(/\.\s|\n/)[0] ?? 'invalid command line')
+  }
+}
+
+/** The YAML flow list of --advertisers, `[]` when none is given (the team reads nothing yet). */
+function advertiserList(value: string | undefined): string {
+  if (value === undefined) return '[] # the advertiser ids this team may read, or ["*"] for all'
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean)
+  if (items.length === 0 || !items.every((s) => s === '*' || /^[1-9]\d{0,15}$/.test(s))) {
+    throw new UsageError('new: --advertisers is a comma-separated list of advertiser ids, or *')
+  }
+  return items.includes('*') ? '["*"]' : `[${[...new Set(items)].join(', ')}]`
 }
 
 /** One line per key: team, key id, fingerprint (the hash's first 12 hex digits), expiry. */

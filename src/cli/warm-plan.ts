@@ -90,7 +90,8 @@ export function warmOptions(argv: string[], env: Record<string, string | undefin
       },
     }))
   } catch (err) {
-    throw new UsageError((err as Error).message)
+    // Node's own wording, first sentence only: the rest explains `--` and fits no line.
+    throw new UsageError((err as Error).message.split(/\.\s|\n/)[0])
   }
   const advertisers = list('advertisers', values.advertisers).map((a) => {
     if (!/^\d+$/.test(a) || !Number.isSafeInteger(Number(a)) || Number(a) < 1) throw new UsageError(`--advertisers: ${a} is not a positive integer`)

@@ -19,7 +19,7 @@ async function main(argv: string[]): Promise<number> {
     opts = warmOptions(argv, process.env)
   } catch (err) {
     if (!(err instanceof UsageError)) throw err
-    process.stderr.write(`warm: ${err.message}\n${USAGE}\n`)
+    process.stderr.write(`warm: ${err.message} (npm run warm -- --help)\n`)
     return 2
   }
   const requests = planWarm(opts)

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
-import { errorResponseComponents, errorResponses, errorSchemas } from './error-responses.js'
+import { errorResponseComponents, errorResponses, errorSchemas, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
 
 // The OpenAPI 3.1 document of the proxy listener (issue #7), made by @fastify/swagger from
 // the routes and their schemas (openapi/route-schemas.ts). What the route schemas cannot
@@ -53,20 +53,26 @@ const HEADERS: Json = {
   vary: header('`accept-encoding`.'),
   'content-encoding': header('`gzip` when the caller accepts gzip: the stored bytes as they are.'),
   'retry-after': header('Seconds to wait before trying again.', { type: 'integer', minimum: 0 }),
+  ratelimit: header('For a team with a rate limit: what is left of it and when its window ends, e.g. `"default";r=599;t=42` (draft-ietf-httpapi-ratelimit-headers).', {
+    type: 'string',
+    pattern: '^"default";r=\\d+;t=\\d+$',
+  }),
+  'ratelimit-policy': header('For a team with a rate limit: its quota and window in seconds, e.g. `"default";q=600;w=60`.', { type: 'string', pattern: '^"default";q=\\d+;w=\\d+$' }),
 }
 
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` })
 
 const PASSED_THROUGH = {
-  description: 'The platform\'s own 4xx answer (e.g. 422 with its validation errors, 429 with `retry-after`), passed through as it is. The gateway\'s own 4xx answers are listed by status.',
-  headers: { 'x-request-id': ref('x-request-id') },
+  description: 'The platform\'s own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway\'s own 4xx answers are listed by status.',
+  headers: { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS },
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/PlatformError' } } },
 }
 
 function reportResponses(): Json {
   return {
     '200': {
       description: 'The platform\'s report, byte for byte (from the cache, or fetched now).',
-      headers: Object.fromEntries(['x-cache', 'age', 'cache-control', 'vary', 'content-encoding', 'x-request-id'].map((h) => [h, ref(h)])),
+      headers: { ...Object.fromEntries(['x-cache', 'age', 'cache-control', 'vary', 'content-encoding', 'x-request-id'].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
       content: { 'application/json': { schema: { description: 'The platform\'s report body; the gateway does not change it.' } } },
     },
     ...errorResponses('report'),
@@ -78,7 +84,7 @@ function platformResponses(): Json {
   return {
     '2XX': {
       description: 'The platform\'s answer, passed back as it is (without its cookies and hop-by-hop headers).',
-      headers: { 'x-request-id': ref('x-request-id') },
+      headers: { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS },
     },
     ...errorResponses('platform'),
     '4XX': PASSED_THROUGH,
@@ -103,13 +109,16 @@ export function completeDocument(doc: Json): Json {
         op.operationId = `${method}Platform`
         op.responses = platformResponses()
       } else op.security = []
-      if (path === '/readyz') op.responses = READYZ
+      if (path === '/readyz') op.responses = structuredClone(READYZ)
+      if (!tags.includes('reports') && !tags.includes('platform')) {
+        for (const response of Object.values(op.responses as Record<string, Json>)) response.headers = { 'x-request-id': ref('x-request-id') }
+      }
     }
   }
   const components = (doc.components ?? {}) as Json
   doc.components = {
     ...components,
-    schemas: { ...(components.schemas as Json | undefined), ...errorSchemas() },
+    schemas: { ...(components.schemas as Json | undefined), ...errorSchemas(), PlatformError: PLATFORM_ERROR_SCHEMA },
     headers: HEADERS,
     responses: errorResponseComponents(),
   }
@@ -126,6 +135,15 @@ export const swaggerOptions: FastifyDynamicSwaggerOptions = {
         'One in-house URL in front of the advertising platform\'s API: the platform token stays server-side, reports are cached, and every team calls with its own API key. ' +
         'Errors are JSON `{statusCode, code, error, message}` with a `GW_*` code; the platform\'s own 4xx answers pass through as they are.',
     },
+    // Relative: the listener that served the document; the second for a generated client.
+    servers: [
+      { url: '/', description: 'The proxy listener this document was read from.' },
+      {
+        url: '{scheme}://{host}:{port}',
+        description: 'A gateway by address (`PORT`, default 8080).',
+        variables: { scheme: { enum: ['http', 'https'], default: 'http' }, host: { default: '127.0.0.1' }, port: { default: '8080' } },
+      },
+    ],
     security: [{ teamKey: [] }, { teamBearer: [] }],
     components: {
       securitySchemes: {

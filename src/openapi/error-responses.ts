@@ -10,7 +10,25 @@ type Json = Record<string, unknown>
 const INTERNAL = { code: 'GW_INTERNAL', statusCode: 500 }
 
 /** Codes only the admin listener answers with; the document describes the proxy listener. */
-const ADMIN_ONLY = new Set(['GW_ADMIN_DISABLED', 'GW_TOKEN_REJECTED', 'GW_REDIS_UNAVAILABLE'])
+const ADMIN_ONLY = new Set(['GW_ADMIN_DISABLED', 'GW_TOKEN_REJECTED', 'GW_REDIS_UNAVAILABLE', 'GW_RELOAD_UNAVAILABLE', 'GW_CONFIG_INVALID'])
+
+/**
+ * 4xx statuses the platform's own answer may also carry, passed through: any but 401,
+ * which the gateway answers itself (GW_PLATFORM_AUTH or GW_PLATFORM_REFUSED, 502).
+ */
+const passesThrough = (status: number): boolean => status >= 400 && status < 500 && status !== 401
+
+/** The platform's (Laravel's) error body, as it passes through: `{"message": …}`, 422 with `errors`. */
+export const PLATFORM_ERROR_SCHEMA = {
+  type: 'object',
+  description: 'The platform\'s own answer, passed through as it is (Laravel\'s shape: `message`, and on 422 `errors` by field). It has no `GW_*` code.',
+  required: ['message'],
+  properties: {
+    message: { type: 'string' },
+    errors: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } } },
+  },
+  examples: [{ message: 'Not Found' }, { message: 'The given data was invalid.', errors: { dateFrom: ['The date from field is required.'] } }],
+}
 
 /** Codes only report reads answer with. */
 const REPORT_ONLY = new Set(['GW_BAD_QUERY'])
@@ -72,6 +90,9 @@ export function errorSchemas(): Json {
 
 type Kind = 'report' | 'platform'
 
+/** A limited team's answers after its key was read carry both (contract, "Rate limits"). */
+export const RATE_LIMIT_HEADERS = { ratelimit: { $ref: '#/components/headers/ratelimit' }, 'ratelimit-policy': { $ref: '#/components/headers/ratelimit-policy' } }
+
 // The codes each status can carry on an operation of this kind.
 function codesByStatus(kind: Kind): [number, string[]][] {
   const byStatus = new Map<number, string[]>()
@@ -88,13 +109,18 @@ export function errorResponseComponents(): Json {
   for (const kind of ['report', 'platform'] as const) {
     for (const [status, codes] of codesByStatus(kind)) {
       const refs = codes.map((code) => ({ $ref: `#/components/schemas/${code}` }))
+      const platform = passesThrough(status)
+      // anyOf, not oneOf: a platform body and a GW_* body both carry `message`.
+      if (platform) refs.push({ $ref: '#/components/schemas/PlatformError' })
       responses[`${kind}-${status}`] = {
-        description: codes.map((code) => `\`${code}\`: ${WHEN[code] ?? code}`).join(' '),
+        description:
+          codes.map((code) => `\`${code}\`: ${WHEN[code] ?? code}`).join(' ') + (platform ? ` Or the platform's own ${status} answer, passed through (\`PlatformError\`, no \`code\`).` : ''),
         headers: {
           'x-request-id': { $ref: '#/components/headers/x-request-id' },
           ...(status === 429 || status === 503 ? { 'retry-after': { $ref: '#/components/headers/retry-after' } } : {}),
+          ...RATE_LIMIT_HEADERS,
         },
-        content: { 'application/json': { schema: refs.length === 1 ? refs[0] : { oneOf: refs } } },
+        content: { 'application/json': { schema: refs.length === 1 ? refs[0] : { anyOf: refs } } },
       }
     }
   }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
-import { AdminUnauthorizedError, AdminUnavailableError, BadRequestError, TokenRejectedError, UpstreamError, UsageUnavailableError } from '../errors.js'
+import { AdminUnauthorizedError, AdminUnavailableError, BadRequestError, TokenRejectedError, UnknownTeamError, UpstreamError, UsageUnavailableError } from '../errors.js'
 import { fingerprint } from '../fingerprint.js'
 import type { TeamReloader } from '../teams/team-reload.js'
 import { utcDay } from '../teams/team-usage.js'
@@ -124,6 +124,8 @@ export async function adminRoutes(
     if (q.team !== undefined && q.team !== GATEWAY_TEAM && !/^[A-Za-z0-9_.-]+$/.test(q.team)) throw new BadRequestError(`team: not a team name (nor ${GATEWAY_TEAM})`)
     const rows = await ctx.usage.query(from, to, q.team ?? null)
     if (!rows) throw new UsageUnavailableError('Redis could not be read; try again')
+    // A typo must not pass for a quiet team; a removed team's past usage still answers.
+    if (q.team !== undefined && rows.length === 0 && !ctx.teams.teams.some((t) => t.name === q.team)) throw new UnknownTeamError(q.team)
     return { from, to, usage: rows }
   })
 }

@@ -5,23 +5,37 @@ import { DEFAULT_SANDBOX_SEED, startSandbox } from './sandbox.js'
 // pointing a gateway at it by hand (PLATFORM_BASE_URL=<url>).
 
 const DEFAULT_PORT = 8090
+const USAGE = `usage: npm run sandbox
+  the platform stand-in alone; its log prints its URL and the demo credentials
+environment: HOST (default 127.0.0.1), PORT (default ${DEFAULT_PORT}), SANDBOX_SEED (default ${DEFAULT_SANDBOX_SEED}),
+  SANDBOX_LATENCY_MS (default 0): whole numbers
+exit code: 0 stopped by SIGINT or SIGTERM, 1 it failed, 2 a usage mistake.`
 const log = pino({ base: { service: 'platform-sandbox' } })
+
+/** A mistake in the command line or environment: one line on stderr, exit code 2. */
+class UsageError extends Error {}
 
 function integerEnv(name: string, fallback: number): number {
   const raw = process.env[name]
   if (raw === undefined || raw === '') return fallback
   const value = Number(raw)
-  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a whole number >= 0, got "${raw}"`)
+  if (!Number.isSafeInteger(value) || value < 0) throw new UsageError(`${name} must be a whole number >= 0, got "${raw}"`)
   return value
 }
 
-async function main(): Promise<void> {
-  const sandbox = await startSandbox({
+async function main(argv: string[]): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`)
+    return
+  }
+  if (argv.length > 0) throw new UsageError(`no arguments but --help, got "${argv[0]}"`)
+  const options = {
     host: process.env.HOST ?? '127.0.0.1',
     port: integerEnv('PORT', DEFAULT_PORT),
     seed: integerEnv('SANDBOX_SEED', DEFAULT_SANDBOX_SEED),
     latencyMs: integerEnv('SANDBOX_LATENCY_MS', 0),
-  })
+  }
+  const sandbox = await startSandbox(options)
   log.info({ url: sandbox.url, credentials: sandbox.credentials, accounts: sandbox.accounts }, 'platform sandbox listening')
   const stop = (signal: NodeJS.Signals): void => {
     log.info({ signal }, 'platform sandbox closing')
@@ -37,7 +51,12 @@ async function main(): Promise<void> {
   process.once('SIGTERM', stop)
 }
 
-main().catch((err: unknown) => {
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof UsageError) {
+    process.stderr.write(`sandbox: ${err.message} (npm run sandbox -- --help)\n`)
+    process.exitCode = 2
+    return
+  }
   log.fatal({ err }, 'platform sandbox failed to start')
   process.exitCode = 1
 })

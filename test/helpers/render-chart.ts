@@ -13,7 +13,7 @@
  *   sorted key order, as Go does), `define` (any file; `_*.tpl` files only define)
  * - functions: include, default, quote, nindent, indent, toYaml, sha256sum, b64enc,
  *   required, trunc, trimSuffix, replace, contains, printf (%s %d %v %q), int, add, join,
- *   deepCopy, set, and, or, not, eq, ne, gt, lt
+ *   deepCopy, set, unset, and, or, not, eq, ne, gt, lt
  * - `.Values` (values.yaml deep-merged with overrides; null deletes a key, as in helm),
  *   `.Release.Name/Namespace/Service`, `.Chart.Name/Version/AppVersion`, `.Template`,
  *   `.Files.Get "path"` (a file of the chart outside templates/, "" when there is none)
@@ -625,6 +625,12 @@ const FUNCTIONS: Record<string, Fn> = {
   set: ([map, key, value], _scope, where) => {
     if (!isMap(map)) throw new TemplateError(`${where}: set needs a map`)
     map[str(key)] = value
+    return map
+  },
+  // Sprig's unset: removes the key in place and returns the map.
+  unset: ([map, key], _scope, where) => {
+    if (!isMap(map)) throw new TemplateError(`${where}: unset needs a map`)
+    delete map[str(key)]
     return map
   },
   and: (args) => args.find((a) => !truth(a)) ?? args[args.length - 1],

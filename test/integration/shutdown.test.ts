@@ -62,7 +62,7 @@ afterAll(() => {
 
 describe('demo mode and graceful shutdown', () => {
   it('prints a curl line whose key and URL answer 200 with sandbox data', async () => {
-    const [, key, url] = /curl -s -H 'x-api-key: (rgw_[A-Za-z0-9_-]+)' '(http:\/\/127\.0\.0\.1:(\d+)\/api\/v1\/report\/[^']+)'/.exec(output) ?? []
+    const [, key, url] = /curl -s -i -H 'x-api-key: (rgw_[A-Za-z0-9_-]+)' '(http:\/\/127\.0\.0\.1:(\d+)\/api\/v1\/report\/[^']+)'/.exec(output) ?? []
     expect(key).toBeDefined()
     expect(new URL(url as string).port).toBe(String(port))
     const res = await fetch(url as string, { headers: { 'x-api-key': key as string } })

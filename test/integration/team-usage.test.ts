@@ -126,6 +126,15 @@ describe('usage per team', () => {
     expect(bad.statusCode).toBe(400)
   })
 
+  it('GET /admin/usage?team=<typo>: 404 naming the team; a running team without usage: 200, empty', async () => {
+    const typo = await gw.admin.inject({ method: 'GET', url: '/admin/usage?team=writr', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(typo.statusCode).toBe(404)
+    expect(typo.json()).toEqual({ statusCode: 404, code: 'GW_NOT_FOUND', error: 'Not Found', message: 'no team named writr: it is not in the running teams and has no usage in the range' })
+    const quiet = await gw.admin.inject({ method: 'GET', url: '/admin/usage?team=growth&from=2026-01-01&to=2026-01-02', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(quiet.statusCode).toBe(200)
+    expect(quiet.json()).toEqual({ from: '2026-01-01', to: '2026-01-02', usage: [] })
+  })
+
   it('Prometheus counts requests by team and result, and platform calls by team', async () => {
     const text = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
     const value = (series: string) => Number(text.split('\n').find((l) => l.startsWith(`${series} `))?.split(' ')[1])

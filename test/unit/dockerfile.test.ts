@@ -140,6 +140,17 @@ describe('Dockerfile', () => {
     expect(pkg.engines.node).toMatch(/^\^24\.\d+\.\d+$/)
   })
 
+  it('pins the base to an exact release, the Node the suite runs on (issue 18 item 6)', () => {
+    const tested = (JSON.parse(text('node_modules/node/package.json')) as { version: string }).version
+    for (const stage of stages) expect(stage.base, `base of stage ${stage.name}`).toMatch(new RegExp(`^node:${tested.replace(/\./g, '\\.')}-[a-z]+-(slim|alpine)(@sha256:[a-f0-9]{64})?$`))
+  })
+
+  it('says truly where the chart binds the admin listener', () => {
+    const deployment = text('helm/report-gateway/templates/deployment.yaml')
+    expect(deployment).toMatch(/name: ADMIN_HOST\s+valueFrom:\s+fieldRef:\s+fieldPath: status\.podIP/)
+    expect(text('Dockerfile')).not.toMatch(/chart sets 0\.0\.0\.0/)
+  })
+
   it('builds dist/ with npm ci and npm run build, after the sources and tsconfigs are copied', () => {
     const build = stages.find((s) => s.body.some((i) => i.cmd === 'RUN' && /npm run build/.test(i.args)))
     expect(build, 'a stage runs npm run build').toBeDefined()

@@ -587,15 +587,30 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
 })
 
 describe('rendered with other choices', () => {
-  it('rolls the pods when the config changes (checksum/config), not when a secret value changes', () => {
+  it('rolls the pods when the settings change (checksum/config), not when the teams or a secret value change', () => {
     const checksum = (values: Values) => one<Deployment>(renderChart(CHART, { values }), 'Deployment').spec.template.metadata.annotations['checksum/config']
     const base = checksum(FULL)
     expect(base).toMatch(/^[a-f0-9]{64}$/)
     expect(checksum(merge(FULL, { config: { cache: { ttl: { recent: '3m' } } } }))).not.toBe(base)
-    expect(checksum(merge(FULL, { config: { teams: null } }))).not.toBe(base)
+    expect(checksum(merge(FULL, { shutdownGraceSeconds: 40 }))).not.toBe(base)
+    // Issue 18 item 2: a key added or revoked reaches the pods through the mounted file,
+    // which the gateway re-reads; a restart would defeat the no-restart reload.
+    expect(checksum(merge(FULL, { config: { teams: null } }))).toBe(base)
+    expect(checksum(merge(FULL, { config: { teams: { late: { keys: [`sha256:${'a'.repeat(64)}`], advertisers: ['*'] } } } }))).toBe(base)
     // Rotation: a new token in the Secret is read from the file; the pods stay.
     const rotated = merge(FULL, { secrets: { values: { platformToken: 'plat-token-rotated' } } })
     expect(one(renderChart(CHART, { values: rotated }), 'Deployment')).toEqual(one(renderChart(CHART, { values: FULL }), 'Deployment'))
+  })
+
+  it('wires ADMIN_TOKENS_FILE from the Secret when secrets.keys.adminTokens is set, and refuses a plaintext token there', () => {
+    const lines = `alice:sha256:${'b'.repeat(64)}\n# bob left\n`
+    const values = merge(FULL, { secrets: { keys: { adminTokens: 'admin-tokens' }, values: { adminTokens: lines } } })
+    const chart = renderChart(CHART, { values })
+    expect(envOf(chart).get('ADMIN_TOKENS_FILE')?.value).toBe('/var/run/secrets/report-gateway/admin-tokens')
+    const secret = one<Manifest & { data: Record<string, string> }>(chart, 'Secret')
+    expect(Buffer.from(secret.data['admin-tokens']!, 'base64').toString('utf8')).toBe(lines)
+    expect(envOf(renderChart(CHART, { values: FULL })).has('ADMIN_TOKENS_FILE')).toBe(false)
+    expect(() => renderChart(CHART, { values: merge(values, { secrets: { values: { adminTokens: 'alice:correct-horse-battery' } } }) })).toThrow(/adminTokens/)
   })
 
   it('uses an existing Secret by name and drops the variables of unused keys', () => {
@@ -674,6 +689,9 @@ const ALERTS = [
   'GatewayTeamRateLimited',
   'GatewayLatencyHigh',
   'GatewayConfigReloadRefused',
+  'GatewayPlatformPaused',
+  'GatewayPlatformCallsRefused',
+  'GatewayPlatformQueueHigh',
 ]
 const RUNBOOK = 'https://github.com/example/report-gateway/blob/main/docs/operations.md'
 

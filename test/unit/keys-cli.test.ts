@@ -26,9 +26,20 @@ const sha256 = (s: string) => `sha256:${createHash('sha256').update(s, 'utf8').d
 
 beforeAll(() => ensureBuilt(CLI), 130_000)
 
+function withFile(text: string, test: (path: string) => void): void {
+  const dir = mkdtempSync(join(tmpdir(), 'rgw-keys-list-'))
+  try {
+    const path = join(dir, 'config.yaml')
+    writeFileSync(path, text)
+    test(path)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 describe('keys new --team NAME', () => {
   it('prints a new key once and the config lines holding its hash', () => {
-    const { status, stdout, stderr } = run('new', '--team', 'growth')
+    const { status, stdout, stderr } = run('new', '--team', 'growth', '--advertisers', '101,102')
     expect(status).toBe(0)
     expect(stderr).toBe('')
     const keys = stdout.match(/rgw_[A-Za-z0-9_-]{43}/g) ?? []
@@ -38,8 +49,21 @@ describe('keys new --team NAME', () => {
     // The printed config snippet is YAML that names the team and holds the key's hash.
     const snippet = stdout.slice(stdout.indexOf('teams:'))
     const teams = (parseYaml(snippet) as { teams: Record<string, { keys: string[] }> }).teams
-    expect(teams).toEqual({ growth: { keys: [sha256(key)] } })
+    expect(teams).toEqual({ growth: { keys: [sha256(key)], advertisers: [101, 102] } })
     expect(stdout.match(/sha256:[0-9a-f]{64}/g)).toEqual([sha256(key)])
+  })
+
+  it('prints a snippet that passes the config validation when pasted as it is', () => {
+    for (const args of [['new', '--team', 'growth'], ['new', '--team', 'ops', '--advertisers', '*']]) {
+      const { status, stdout } = run(...args)
+      expect(status).toBe(0)
+      withFile(stdout.slice(stdout.indexOf('teams:')), (path) => {
+        const listed = run('list', '--config', path)
+        expect(listed.stderr).toBe('')
+        expect(listed.status).toBe(0)
+        expect(listed.stdout.split('\n')[1]).toMatch(new RegExp(`^${args[2]}\\s`))
+      })
+    }
   })
 
   it('makes a different key every time', () => {
@@ -49,12 +73,23 @@ describe('keys new --team NAME', () => {
     expect(a).not.toBe(b)
   })
 
-  it('refuses a missing or unusable team name with usage and exit code 2', () => {
+  it('refuses a missing or unusable team name in one line with exit code 2', () => {
     for (const args of [['new'], ['new', '--team', 'bad name'], ['new', '--team', 'a/b']]) {
       const r = run(...args)
       expect(r.status).toBe(2)
       expect(r.stdout).toBe('')
-      expect(r.stderr).toContain('--team NAME is required')
+      expect(r.stderr).toMatch(/^keys: new: --team NAME is required .*\n$/)
+      expect(r.stderr.split('\n')).toHaveLength(2)
+    }
+  })
+
+  it('refuses an option without its value or a bad advertiser list in one line, no stack trace', () => {
+    for (const args of [['new', '--team'], ['new', '--team', 'growth', '--advertisers', 'abc'], ['new', '--team', 'growth', '--advertisers'], ['list', '--config'], ['new', '--frobnicate']]) {
+      const r = run(...args)
+      expect(r.status, args.join(' ')).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toMatch(/^keys: .*\(npm run keys -- --help\)\n$/)
+      expect(r.stderr).not.toMatch(/\n\s+at |node:internal|Error/)
     }
   })
 })
@@ -70,15 +105,36 @@ describe('keys hash KEY', () => {
     expect(stdout.trim()).toBe(sha256(key))
   })
 
-  it('hashes a known key to its known digest', () => {
-    expect(run('hash', 'abc').stdout).toBe('sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n')
+  it('hashes a known token to its known digest', () => {
+    expect(run('hash', 'abcdefghijklmnop').stdout).toBe(`${sha256('abcdefghijklmnop')}\n`)
   })
 
-  it('prints usage with exit code 2 for no or an unknown command', () => {
-    for (const args of [[], ['hash'], ['rotate']]) {
+  // Issue 16 item 7: named admin tokens get ADMIN_TOKEN's minimum where their hash is made.
+  it('refuses a token shorter than 16 characters, giving the rule and never the token', () => {
+    for (const token of ['abc', 'short-pass-15ch', 'x']) {
+      const r = run('hash', token)
+      expect(r.status).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toBe('keys: hash: a token must be at least 16 characters long (npm run keys -- --help)\n')
+      expect(r.stderr).not.toContain(token)
+    }
+  })
+
+  it('answers a usage mistake in one line with exit code 2', () => {
+    for (const args of [[], ['hash'], ['rotate'], ['hash', 'a-token-long-enough', 'extra']]) {
       const r = run(...args)
       expect(r.status).toBe(2)
-      expect(r.stderr).toMatch(/^usage:/)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toMatch(/^keys: [^\n]+\n$/)
+    }
+  })
+
+  it('prints its usage on --help, exit 0', () => {
+    for (const args of [['--help'], ['-h'], ['new', '--help']]) {
+      const r = run(...args)
+      expect(r.status).toBe(0)
+      expect(r.stderr).toBe('')
+      expect(r.stdout).toMatch(/^usage:\n {2}npm run keys -- new --team NAME/)
     }
   })
 })
@@ -100,17 +156,6 @@ describe('keys list', () => {
     keys: []
     advertisers: ["*"]
 `
-
-  function withFile(text: string, test: (path: string) => void): void {
-    const dir = mkdtempSync(join(tmpdir(), 'rgw-keys-list-'))
-    try {
-      const path = join(dir, 'config.yaml')
-      writeFileSync(path, text)
-      test(path)
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }
 
   it('prints teams, key ids, fingerprints and expiry, from --config or CONFIG_FILE', () => {
     withFile(YAML, (path) => {
@@ -141,6 +186,6 @@ describe('keys list', () => {
   it('asks for a file when there is none', () => {
     const r = run('list')
     expect(r.status).toBe(2)
-    expect(r.stderr).toContain('give --config FILE or set CONFIG_FILE')
+    expect(r.stderr).toBe('keys: list: give --config FILE or set CONFIG_FILE (npm run keys -- --help)\n')
   })
 })

@@ -304,6 +304,36 @@ const TESTS: TestGroup[] = [
       firing('6m', 'GatewayConfigReloadRefused', { severity: 'critical', ...TARGET, pod: 'a' }),
     ],
   },
+  {
+    name: 'GatewayPlatformPaused: credential default paused once a minute, bi once in 10 minutes',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_platform_pauses_total{${SEL},pod="a",credential="default"}`, values: '0+1x60' },
+      { series: `gateway_platform_pauses_total{${SEL},pod="a",credential="bi"}`, values: '0+0.1x60' },
+    ],
+    alert_rule_test: [firing('10m', 'GatewayPlatformPaused'), firing('40m', 'GatewayPlatformPaused', { severity: 'warning', ...TARGET, credential: 'default' })],
+  },
+  {
+    name: 'GatewayPlatformCallsRefused: queue_full 0.5/s on default, paused 0.01/s',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_platform_refused_total{${SEL},pod="a",credential="default",reason="queue_full"}`, values: '0+30x60' },
+      { series: `gateway_platform_refused_total{${SEL},pod="a",credential="default",reason="paused"}`, values: '0+0.6x60' },
+    ],
+    alert_rule_test: [
+      firing('5m', 'GatewayPlatformCallsRefused'),
+      firing('40m', 'GatewayPlatformCallsRefused', { severity: 'warning', ...TARGET, credential: 'default', reason: 'queue_full' }),
+    ],
+  },
+  {
+    name: 'GatewayPlatformQueueHigh: 80 calls queued on one replica for 20 minutes, 10 on another credential',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_platform_queued_calls{${SEL},pod="a",credential="default"}`, values: '80x30' },
+      { series: `gateway_platform_queued_calls{${SEL},pod="b",credential="bi"}`, values: '10x30' },
+    ],
+    alert_rule_test: [firing('5m', 'GatewayPlatformQueueHigh'), firing('20m', 'GatewayPlatformQueueHigh', { severity: 'warning', ...TARGET, credential: 'default' })],
+  },
 ]
 
 /** Cumulative buckets growing by `perMinute[le]` each minute. */
@@ -315,7 +345,7 @@ describe.skipIf(!promtool.available)('promtool on the rendered PrometheusRule', 
   it('passes `promtool check rules` (PromQL, durations, annotation templates)', () => {
     const file = writeRuleFile('rules.yaml', ruleGroups())
     const { status, output } = runPromtool(['check', 'rules', file])
-    expect(output).toContain('SUCCESS: 9 rules found')
+    expect(output).toContain('SUCCESS: 12 rules found')
     expect(status, output).toBe(0)
   })
 

@@ -82,6 +82,17 @@ checksum/config annotation, so a change of `config` rolls the pods.
 {{- end }}
 
 {{/*
+The config file without its teams: what the pods' restart checksum covers. The teams
+reload in place (the gateway polls CONFIG_FILE, which the kubelet updates in the mount).
+*/}}
+{{- define "report-gateway.settingsFile" -}}
+{{- $config := deepCopy .Values.config }}
+{{- $_ := unset $config "teams" }}
+{{- $_ := set $config "shutdownGrace" (printf "%ds" (int .Values.shutdownGraceSeconds)) }}
+{{- toYaml $config }}
+{{- end }}
+
+{{/*
 The pod's terminationGracePeriodSeconds: the preStop sleep, then the gateway's
 shutdownGrace after SIGTERM, then a margin for closing pools. Derived rather than set,
 so raising one of them can never leave SIGKILL cutting requests still allowed to finish.
@@ -113,5 +124,5 @@ namespace and the job the ServiceMonitor gives (the admin Service's name).
 {{/* Non-empty when at least one Secret key is in use (the Secret volume is mounted then). */}}
 {{- define "report-gateway.usesSecret" -}}
 {{- $k := .Values.secrets.keys }}
-{{- if or $k.platformToken $k.adminToken $k.gatewaySecret $k.platformUsername $k.platformPassword $k.platformClientId $k.platformClientSecret }}true{{ end }}
+{{- if or $k.platformToken $k.adminToken $k.adminTokens $k.gatewaySecret $k.platformUsername $k.platformPassword $k.platformClientId $k.platformClientSecret }}true{{ end }}
 {{- end }}

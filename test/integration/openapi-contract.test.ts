@@ -1,0 +1,127 @@
+/**
+ * Issue 18 item 3: the OpenAPI document says what the proxy answers. An independent
+ * validator (@apidevtools/swagger-parser) checks the document itself; then real requests
+ * go to a gateway in front of the platform sandbox, and each answer (status, headers,
+ * body) is checked against the document's response for that operation and status.
+ */
+import SwaggerParser from '@apidevtools/swagger-parser'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import { describe, expect, it } from 'vitest'
+import { KEYS } from '../helpers/build-gateway.js'
+import { useSandboxGateway } from '../helpers/fixtures.js'
+
+type Json = Record<string, unknown>
+
+const env = useSandboxGateway()
+
+async function documentOf(): Promise<Json> {
+  const res = await fetch(`${env.url}/openapi.json`)
+  expect(res.status).toBe(200)
+  return (await res.json()) as Json
+}
+
+/** `#/a/b` of the document, following `$ref`s of response and header objects. */
+function resolve(doc: Json, node: unknown): Json {
+  let value = node as Json
+  while (typeof value.$ref === 'string') {
+    value = (value.$ref as string)
+      .slice(2)
+      .split('/')
+      .reduce<Json>((at, part) => at[part.replace(/~1/g, '/').replace(/~0/g, '~')] as Json, doc)
+  }
+  return value
+}
+
+const pointer = (...parts: string[]) => `#/${parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`
+
+interface Answer {
+  status: number
+  headers: Headers
+  body: string
+}
+
+/** Checks one answer against the document's operation; returns what does not match. */
+function mismatches(doc: Json, ajv: Ajv2020, path: string, method: string, answer: Answer): string[] {
+  const op = (doc.paths as Record<string, Record<string, Json>>)[path]?.[method]
+  if (!op) return [`${method.toUpperCase()} ${path} is not in the document`]
+  const responses = op.responses as Record<string, unknown>
+  const status = String(answer.status)
+  const key = [status, `${status[0]}XX`, 'default'].find((k) => k in responses)
+  if (!key) return [`${answer.status} is not a documented answer of ${method.toUpperCase()} ${path}`]
+  const response = resolve(doc, responses[key])
+  const problems: string[] = []
+  const declared = (response.headers ?? {}) as Record<string, unknown>
+  for (const [name, h] of Object.entries(declared)) {
+    const value = answer.headers.get(name)
+    if (value === null) continue
+    const schema = resolve(doc, h).schema as Json
+    const typed = schema.type === 'integer' ? Number(value) : value
+    if (!ajv.validate(schema, typed)) problems.push(`header ${name}: ${value}: ${ajv.errorsText()}`)
+  }
+  for (const name of ['x-request-id', 'ratelimit', 'ratelimit-policy']) {
+    if (answer.headers.get(name) !== null && !(name in declared)) problems.push(`header ${name} is sent but not declared for ${key}`)
+  }
+  const content = response.content as Record<string, Json> | undefined
+  const type = (answer.headers.get('content-type') ?? '').split(';')[0]!.trim()
+  if (!content) return problems
+  if (!(type in content)) return [...problems, `content type ${type} is not declared for ${key}`]
+  const schemaAt = typeof responses[key] === 'object' && '$ref' in (responses[key] as Json) ? `${(responses[key] as Json).$ref as string}/content/${type.replace('/', '~1')}/schema` : pointer('paths', path, method, 'responses', key, 'content', type, 'schema')
+  if (!ajv.validate({ $ref: `openapi.json${schemaAt}` }, JSON.parse(answer.body))) problems.push(`body ${answer.body.slice(0, 200)}: ${ajv.errorsText()}`)
+  return problems
+}
+
+describe('the OpenAPI document against an independent validator and real answers', () => {
+  it('validates with @apidevtools/swagger-parser (OpenAPI 3.1, every $ref resolves)', async () => {
+    const doc = await documentOf()
+    const api = (await SwaggerParser.validate(structuredClone(doc) as never)) as unknown as Json
+    expect(api.openapi).toBe('3.1.0')
+    expect(api.servers).toEqual(expect.arrayContaining([expect.objectContaining({ url: '/' })]))
+  })
+
+  it('lists the admin-only codes on no /api/v1 operation; platform 4xx answers are typed as the platform\'s', async () => {
+    const doc = await documentOf()
+    const text = JSON.stringify(doc.paths)
+    const responses = JSON.stringify((doc.components as Json).responses)
+    for (const code of ['GW_RELOAD_UNAVAILABLE', 'GW_CONFIG_INVALID', 'GW_TOKEN_REJECTED', 'GW_ADMIN_DISABLED', 'GW_REDIS_UNAVAILABLE']) {
+      expect(responses, code).not.toContain(`schemas/${code}"`)
+    }
+    expect(text).not.toMatch(/"(409|422)"/)
+    const post = (doc.paths as Record<string, Record<string, Json>>)['/api/v1/{path}']!.post!
+    const notFound = resolve(doc, (post.responses as Json)['404'])
+    expect(JSON.stringify(notFound)).toContain('#/components/schemas/PlatformError')
+    expect(resolve(doc, (post.responses as Json)['4XX']).content).toEqual({ 'application/json': { schema: { $ref: '#/components/schemas/PlatformError' } } })
+  })
+
+  it('describes every answer of a sample of real requests: status, headers and body', async () => {
+    const doc = await documentOf()
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+    ajv.addSchema(doc, 'openapi.json')
+    const report = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-10-01&dateTo=2026-10-02'
+    const REPORT = '/api/v1/report/{split}/get'
+    const calls: { what: string; path: string; method: string; url: string; init?: RequestInit; key?: string | null; status: number }[] = [
+      { what: 'report MISS', path: REPORT, method: 'get', url: report, status: 200 },
+      { what: 'report HIT', path: REPORT, method: 'get', url: report, status: 200 },
+      { what: 'report, limited team', path: REPORT, method: 'get', url: report, key: KEYS.limited, status: 200 },
+      { what: 'bad query', path: REPORT, method: 'get', url: report.replace('2026-10-01', '2026-02-30'), status: 400 },
+      { what: 'no key', path: REPORT, method: 'get', url: report, key: null, status: 401 },
+      { what: 'advertiser of another team', path: REPORT, method: 'get', url: report.replace('101', '103'), key: KEYS.growth, status: 403 },
+      { what: 'unknown split: the platform\'s 404', path: REPORT, method: 'get', url: report.replace('campaigns', 'nosuchsplit'), status: 404 },
+      { what: 'outside /api/v1', path: '/api/v1/{path}', method: 'get', url: '/api/v1/../../nope', status: 404 },
+      { what: 'platform call', path: '/api/v1/{path}', method: 'post', url: '/api/v1/campaign/get', init: { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"userId":101}' }, status: 200 },
+      { what: 'platform 422 passed through', path: '/api/v1/{path}', method: 'post', url: '/api/v1/campaign/get', init: { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"userId":"not-a-number"}' }, status: 422 },
+      { what: 'healthz', path: '/healthz', method: 'get', url: '/healthz', status: 200 },
+      { what: 'readyz', path: '/readyz', method: 'get', url: '/readyz', status: 200 },
+    ]
+    for (let i = 0; i < 4; i++) calls.push({ what: `limited team, call ${i + 2}`, path: REPORT, method: 'get', url: report, key: KEYS.limited, status: i < 2 ? 200 : 429 })
+    const problems: string[] = []
+    for (const call of calls) {
+      const key = call.key === undefined ? KEYS.all : call.key
+      const headers = { ...(key ? { 'x-api-key': key } : {}), ...(call.init?.headers as Record<string, string> | undefined) }
+      const res = await fetch(`${env.url}${call.url}`, { ...call.init, headers })
+      const answer = { status: res.status, headers: res.headers, body: await res.text() }
+      if (answer.status !== call.status) problems.push(`${call.what}: status ${answer.status}, expected ${call.status}: ${answer.body.slice(0, 200)}`)
+      for (const p of mismatches(doc, ajv, call.path, call.method, answer)) problems.push(`${call.what}: ${p}`)
+    }
+    expect(problems).toEqual([])
+  })
+})
