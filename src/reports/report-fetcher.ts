@@ -4,7 +4,7 @@ import type { FastifyError } from 'fastify'
 import type { TokenProvider } from '../platform/token-provider.js'
 import { UpstreamError } from '../errors.js'
 import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/platform-client.js'
-import type { CacheEntry } from '../cache/cache-entry.js'
+import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
 import { withRetryAfter } from '../platform/retry-after.js'
 import type { AnswerRest } from '../platform/answer-buffer.js'
 import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy.js'
@@ -114,6 +114,7 @@ export async function fetchReport(
       fetchedAt,
       ...lifetimes(report.dateTo, fetchedAt, deps.ttl),
       advertiserIds: report.advertiserIds,
+      etag: etagOf(identity),
     },
   }
 }

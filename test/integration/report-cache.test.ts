@@ -97,7 +97,8 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(second.statusCode).toBe(200)
     expect(second.headers['x-cache']).toBe('HIT')
     expect(second.headers.age).toBe('12')
-    expect(second.headers['cache-control']).toBe(`private, max-age=${FRESH_S - 13}`)
+    // max-age is the entry's whole freshness, age how much of it has passed (RFC 9111).
+    expect(second.headers['cache-control']).toBe(`private, max-age=${FRESH_S}`)
     expect(second.headers['content-type']).toBe('application/json')
     expect(reportCalls()).toBe(1)
     const platform = await direct(CANONICAL)
@@ -193,7 +194,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
       expect(s.statusCode).toBe(200)
       expect(s.headers['x-cache']).toBe('STALE')
       expect(s.headers.age).toBe(String(FRESH_S + 10))
-      expect(s.headers['cache-control']).toBe('private, max-age=0')
+      expect(s.headers['cache-control']).toBe(`private, max-age=${FRESH_S}`)
       expect(s.rawPayload.equals(first.rawPayload)).toBe(true)
     }
     // The background refresh lands; until then callers keep getting STALE, not new calls.
@@ -311,6 +312,42 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     for (const q of [CANONICAL, q102]) expect((await get(q)).headers['x-cache']).toBe('MISS')
     expect(reportCalls()).toBe(7)
     expect((await purge('?advertiserId=abc')).statusCode).toBe(400)
+  })
+
+  it('answers If-None-Match naming the entry with 304 and no body, on HIT, STALE and a fresh fill (MISS) alike', async () => {
+    const first = await get(CANONICAL)
+    const tag = first.headers.etag as string
+    expect(tag).toMatch(/^"[\w-]+"$/)
+    const zipped = await get(CANONICAL, { 'accept-encoding': 'gzip' })
+    const zipTag = zipped.headers.etag as string
+    // Each representation its own strong validator.
+    expect(zipTag).not.toBe(tag)
+
+    clock.advance(5_000)
+    for (const [inm, accept] of [[tag, 'identity'], [zipTag, 'gzip'], [`"other", W/${zipTag}`, 'identity'], ['*', 'gzip']] as const) {
+      const hit = await get(CANONICAL, { 'if-none-match': inm, 'accept-encoding': accept })
+      expect(hit.statusCode).toBe(304)
+      expect(hit.rawPayload.length).toBe(0)
+      expect(hit.headers).toMatchObject({ 'x-cache': 'HIT', etag: accept === 'gzip' ? zipTag : tag, age: '5', 'cache-control': `private, max-age=${FRESH_S}` })
+      expect(hit.headers['content-encoding']).toBeUndefined()
+    }
+    const changed = await get(CANONICAL, { 'if-none-match': '"not-this-one"' })
+    expect(changed.statusCode).toBe(200)
+    expect(changed.rawPayload.equals(first.rawPayload)).toBe(true)
+
+    clock.advance(FRESH_S * 1000)
+    const stale = await get(CANONICAL, { 'if-none-match': tag })
+    expect(stale.statusCode).toBe(304)
+    expect(stale.headers['x-cache']).toBe('STALE')
+    await waitFor('the background refresh', async () => (await get(CANONICAL)).headers['x-cache'] === 'HIT')
+
+    // The platform's body is the same after the copy expired: the new fill is 304 too.
+    clock.advance((FRESH_S + SIE_S + 1) * 1000)
+    const refilled = await get(CANONICAL, { 'if-none-match': tag })
+    expect(refilled.statusCode).toBe(304)
+    expect(refilled.headers['x-cache']).toBe('MISS')
+    expect(refilled.headers.etag).toBe(tag)
+    expect(reportCalls()).toBe(3)
   })
 
   it('counts hits, misses and stale serves by tier for /metrics', async () => {
