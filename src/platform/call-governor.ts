@@ -38,6 +38,17 @@ export interface GovernorOptions {
 /** Gives the slot back; calling it again does nothing. */
 export type Release = () => void
 
+/** A background call found no idle slot: it is skipped, not queued (issue 17). */
+export class NoIdleSlotError extends Error {
+  constructor(credential: string) {
+    super(`no idle platform slot of credential ${credential} for a background call`)
+  }
+}
+
+// Background calls (refreshes ahead) take at most this share of the slots.
+const BACKGROUND_SHARE = 4
+const BACKGROUND_TEAM = '(background)'
+
 interface Waiter {
   team: string
   expiresAt: number
@@ -88,6 +99,7 @@ export class CallGovernor {
   #strikes = 0
   // The team whose call began the pause under way ('(probe)', or a peer's team).
   #pausedBy = ''
+  #background = 0
 
   constructor(opts: GovernorOptions) {
     this.credential = opts.credential
@@ -154,6 +166,25 @@ export class CallGovernor {
       signal?.addEventListener('abort', onAbort, { once: true })
       this.#enqueue(waiter)
     })
+  }
+
+  /**
+   * A slot for a background call (a refresh ahead), or null: only while no caller's call
+   * waits, a slot is free and background calls hold under a quarter of the slots (at
+   * least one), so it never takes a slot a waiting caller needs. It never queues.
+   */
+  tryBackground(): Release | null {
+    if (this.#queued > 0 || this.#inFlight >= this.#o.maxConcurrent || this.#isPaused(this.#now())) return null
+    if (this.#background >= Math.max(1, Math.floor(this.#o.maxConcurrent / BACKGROUND_SHARE))) return null
+    this.#background += 1
+    const release = this.#start(BACKGROUND_TEAM)
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.#background -= 1
+      release()
+    }
   }
 
   /**

@@ -7,6 +7,7 @@ import type { FastifyError } from 'fastify'
 import { PlatformAuthError, PlatformRefusedError, ShuttingDownError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import type { TokenProvider, TokenState } from './token-provider.js'
 import type { PlatformGovernors } from './platform-governors.js'
+import { NoIdleSlotError, type CallGovernor, type Release } from './call-governor.js'
 import type { TokenVerdicts, Verdict } from './token-verdict.js'
 import type { RefusalLog } from './refusal-log.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
@@ -32,6 +33,8 @@ export interface PlatformCall {
   signal?: AbortSignal
   /** Ends the call's wait for a slot once its callers have all hung up; a call already sent goes on. */
   hangUp?: AbortSignal
+  /** A background call (a refresh ahead): only an idle slot, never a queued wait; NoIdleSlotError otherwise. */
+  background?: boolean
 }
 
 export interface PlatformResponse {
@@ -214,7 +217,7 @@ export class PlatformClient {
       // A call on a paused route is refused here, before it queues (issue 15).
       this.#governors.admit(credential, call)
       const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
-      const release = call.trial ? () => undefined : await this.#governors.of(credential).acquire(call.team, waitSignal, deadline)
+      const release = call.trial ? () => undefined : call.background ? idleSlot(this.#governors.of(credential)) : await this.#governors.of(credential).acquire(call.team, waitSignal, deadline)
       const started = Date.now()
       let delay: number | null
       try {
@@ -304,4 +307,10 @@ export function upstreamError(err: unknown): FastifyError {
     return new UpstreamTimeoutError({ cause: err })
   }
   return new UpstreamError(code || 'connection error', { cause: err })
+}
+
+function idleSlot(governor: CallGovernor): Release {
+  const release = governor.tryBackground()
+  if (!release) throw new NoIdleSlotError(governor.credential)
+  return release
 }

@@ -27,6 +27,8 @@ export interface FetcherDeps {
   maxEntryBytes: number
   ttl: TtlPolicy
   now?: () => number
+  /** A refresh ahead: only an idle platform slot (PlatformCall.background). */
+  background?: boolean
 }
 
 // Compression runs on libuv's thread pool: a fill never blocks the hit path's event loop.
@@ -57,6 +59,7 @@ export async function fetchReport(
       team: origin.team,
       ...(origin.hangUp ? { hangUp: origin.hangUp } : {}),
       read: true,
+      ...(deps.background ? { background: true } : {}),
       ...(deps.timeoutMs === undefined ? {} : { timeoutMs: deps.timeoutMs }),
     })
   } catch (err) {

@@ -53,7 +53,7 @@ export function fastHits(ctx: GatewayContext, admission: Admission, forms: Repor
     }
     res.writeHead(code, headers)
     res.end(body)
-    ctx.reports.countHit()
+    ctx.reports.countHit(form.key, entry, form.report, team.credential, team.name)
     observe({
       reqId,
       team: team.name,

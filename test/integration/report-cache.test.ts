@@ -33,6 +33,8 @@ cache:
   staleWhileRevalidate: ${SWR_S}s
   staleIfError: ${SIE_S}s
   lockTtl: 1s
+  # These tests watch copies expire; refresh ahead has tests of its own below.
+  refreshAhead: 0
 `
 
 const sandbox = useSandbox()
@@ -348,6 +350,51 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(refilled.headers['x-cache']).toBe('MISS')
     expect(refilled.headers.etag).toBe(tag)
     expect(reportCalls()).toBe(3)
+  })
+
+  it('refreshes a report asked twice within its freshness before it expires: a HIT no older than its TTL while popular; an unpopular copy expires', async () => {
+    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8')), { now: clock.now, timers: clock.timers })
+    const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
+    const refreshes = async (outcome: string) => {
+      const text = (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body
+      return Number(text.match(new RegExp(`gateway_cache_refresh_ahead_total\\{outcome="${outcome}"\\} (\\d+)`))?.[1] ?? 0)
+    }
+    expect((await ask()).headers['x-cache']).toBe('MISS')
+    let fetched = clock.now()
+    for (let round = 1; round <= 3; round++) {
+      clock.advance(10_000)
+      expect((await ask()).headers['x-cache']).toBe('HIT')
+      // Past 80 % of its freshness (48 s) the refresh runs with no request to start it.
+      clock.advance(40_000)
+      await waitFor(`refresh ahead ${round}`, async () => (await refreshes('completed')) === round)
+      expect(reportCalls()).toBe(round + 1)
+      fetched = clock.now()
+      // After the old copy's freshness: the new one, fetched 50 s after the old.
+      clock.advance(15_000)
+      const hit = await ask()
+      expect(hit.headers['x-cache']).toBe('HIT')
+      expect(hit.headers.age).toBe('15')
+      expect(clock.now() - fetched).toBeLessThan(FRESH_S * 1000)
+    }
+    expect(await refreshes('started')).toBe(3)
+    expect(await refreshes('failed')).toBe(0)
+    // Asked once in its freshness: left to expire.
+    clock.advance(FRESH_S * 1000)
+    expect((await ask()).headers['x-cache']).toBe('STALE')
+    expect(await refreshes('started')).toBe(3)
+  })
+
+  it('starts the refresh ahead at once on a second ask past the fraction', async () => {
+    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: 0.5')), { now: clock.now, timers: clock.timers })
+    const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
+    await ask()
+    clock.advance(40_000)
+    expect((await ask()).headers['x-cache']).toBe('HIT')
+    await waitFor('the refresh ahead', () => reportCalls() === 2)
+    clock.advance(25_000)
+    const hit = await ask()
+    expect(hit.headers['x-cache']).toBe('HIT')
+    expect(hit.headers.age).toBe('25')
   })
 
   it('counts hits, misses and stale serves by tier for /metrics', async () => {

@@ -323,3 +323,43 @@ describe('CallGovernor early resume', () => {
     ])
   })
 })
+
+describe('background calls (refresh ahead, issue 17)', () => {
+  it('get an idle slot only: none while a caller waits, none past a quarter of the slots, and never a queue place', async () => {
+    const clock = fakeClock()
+    const { g, refused } = governor(clock, { maxConcurrent: 8 })
+    const first = g.tryBackground()
+    const second = g.tryBackground()
+    expect(first).not.toBeNull()
+    // A quarter of 8 slots.
+    expect(second).not.toBeNull()
+    expect(g.tryBackground()).toBeNull()
+    second?.()
+    second?.()
+    const third = g.tryBackground()
+    expect(third).not.toBeNull()
+    third?.()
+    // Callers fill the remaining slots and one waits: its slot is not for the background.
+    const order: string[] = []
+    const calls = Array.from({ length: 8 }, () => call(g, 'a', order))
+    await Promise.resolve()
+    expect(g.queued).toBe(1)
+    expect(g.tryBackground()).toBeNull()
+    // Releasing the background slot goes to the waiting caller.
+    first?.()
+    await calls[7]?.done
+    expect(order).toHaveLength(8)
+    expect(g.tryBackground()).toBeNull()
+    expect(g.queued).toBe(0)
+    expect(refused).toEqual([])
+  })
+
+  it('start nothing while the credential is paused', () => {
+    const clock = fakeClock()
+    const { g } = governor(clock, { maxConcurrent: 8 })
+    g.pause(5_000, 'platform', 'a')
+    expect(g.tryBackground()).toBeNull()
+    clock.advance(5_001)
+    expect(g.tryBackground()).not.toBeNull()
+  })
+})
