@@ -175,6 +175,8 @@ export class ReportCache {
       case 'oversize':
         return this.#oversize(result, report, key, provider, opts)
       case 'failed': {
+        // This read joined a refresh ahead that found no idle slot: it makes its own call.
+        if (result.error.cause instanceof NoIdleSlotError) return this.read(report, key, provider, opts)
         stale ??= opts.refresh ? await this.#d.store.lookup(key) : null
         if (stale && this.#now() < stale.entry.errorUntil) {
           opts.log.warn({ err: result.error }, 'platform failed; serving a stale copy')
