@@ -384,6 +384,32 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(await refreshes('started')).toBe(3)
   })
 
+  it('skips a refresh ahead while no platform slot is idle, and starts it on the next hit past the fraction', async () => {
+    const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8').replace('  timeout: 800ms', '  timeout: 800ms\n  maxConcurrent: 1')
+    const ahead = await gateways.build(testConfig(env(), yaml), { now: clock.now, timers: clock.timers })
+    const ask = (query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all } })
+    const refreshes = async (outcome: string) => {
+      const text = (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body
+      return Number(text.match(new RegExp(`gateway_cache_refresh_ahead_total\\{outcome="${outcome}"\\} (\\d+)`))?.[1] ?? 0)
+    }
+    await ask()
+    clock.advance(10_000)
+    expect((await ask()).headers['x-cache']).toBe('HIT')
+    // A caller's miss holds the credential's only slot when the refresh falls due.
+    sandbox.setLatency(400)
+    const busy = ask('advertiserId=102&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07')
+    await waitFor('the caller to hold the slot', () => ahead.ctx.governors.of('default').inFlight === 1)
+    clock.advance(40_000)
+    await waitFor('the refresh to be skipped', async () => (await refreshes('skipped')) === 1)
+    expect((await busy).statusCode).toBe(200)
+    // The first fill and the caller's miss: no refresh call.
+    expect(reportCalls()).toBe(2)
+    sandbox.setLatency(0)
+    expect((await ask()).headers['x-cache']).toBe('HIT')
+    await waitFor('the refresh ahead', async () => (await refreshes('completed')) === 1)
+    expect(reportCalls()).toBe(3)
+  })
+
   it('starts the refresh ahead at once on a second ask past the fraction', async () => {
     const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: 0.5')), { now: clock.now, timers: clock.timers })
     const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
