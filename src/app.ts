@@ -1,3 +1,4 @@
+import type { Timers } from './platform/call-governor.js'
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify'
@@ -55,6 +56,8 @@ export interface GatewayDeps {
   redis?: RedisClient | null
   dispatcher?: Dispatcher
   now?: () => number
+  /** The report cache's timers (refresh ahead); tests pass a fake clock's. */
+  timers?: Timers
   /** Where the teams are reloaded from (issue #8); default the process environment. null: never. */
   configSource?: LoadOptions | null
   /** Where the console's compiled scripts are (tests running the sources point it at dist/console). */
@@ -216,7 +219,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     client,
     answers,
     usage,
+    tokens,
     ...(deps.now ? { now: deps.now } : {}),
+    ...(deps.timers ? { timers: deps.timers } : {}),
   })
   const ctx: GatewayContext = {
     config,
@@ -368,6 +373,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       ctx.lifecycle.phase = 'stopping'
       await Promise.all([proxy.close(), admin.close()])
       await ctx.rateLimiter.close()
+      reports.close()
       reloader.close()
       await usage.close()
       governors.stop()

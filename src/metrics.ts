@@ -36,6 +36,12 @@ export function createMetrics() {
       labelNames: ['result', 'tier'] as const,
       registers: [registry],
     }),
+    refreshAhead: new Counter({
+      name: 'gateway_cache_refresh_ahead_total',
+      help: 'Background refreshes of popular report entries before they expire (issue 17), by outcome: started, completed, failed, skipped (no idle platform slot, or another replica refreshed it)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
     platformCalls: new Counter({
       name: 'gateway_platform_calls_total',
       help: 'Report calls sent to the platform, by outcome',

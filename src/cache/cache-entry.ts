@@ -1,3 +1,5 @@
+import { hash } from 'node:crypto'
+
 /** A cached platform answer (always a 200): the body stored gzip-compressed once. */
 export interface CacheEntry {
   contentType: string
@@ -11,6 +13,13 @@ export interface CacheEntry {
   errorUntil: number
   /** The accounts a purge by advertiser reaches this entry under. */
   advertiserIds: number[]
+  /** The strong validator of the body (ETag, unquoted), computed once at fill time and stored with it. */
+  etag: string
+}
+
+/** A strong validator of a body: its SHA-256, shortened (128 bits are plenty to tell versions of one report apart). */
+export function etagOf(body: Buffer): string {
+  return hash('sha256', body, 'base64url').slice(0, 22)
 }
 
 interface StoredMeta {
@@ -21,6 +30,8 @@ interface StoredMeta {
   staleUntil: number
   errorUntil: number
   advertiserIds: number[]
+  /** Absent in values written before ETags (issue 17). */
+  etag?: string
 }
 
 // Redis value: 4-byte length of a JSON header, the header, then the gzip bytes. Binary
@@ -34,6 +45,7 @@ export function encodeEntry(entry: CacheEntry): Buffer {
     staleUntil: entry.staleUntil,
     errorUntil: entry.errorUntil,
     advertiserIds: entry.advertiserIds,
+    etag: entry.etag,
   }
   const header = Buffer.from(JSON.stringify(meta), 'utf8')
   const length = Buffer.allocUnsafe(4)
@@ -54,15 +66,18 @@ export function decodeEntry(buf: Buffer): CacheEntry | null {
   }
   // Another writer's value, or a truncated one, must read as a miss rather than throw.
   if (!isStoredMeta(meta)) return null
+  const gzip = buf.subarray(4 + headerLength)
   return {
     contentType: meta.contentType,
-    gzip: buf.subarray(4 + headerLength),
+    gzip,
     identity: null,
     fetchedAt: meta.fetchedAt,
     freshUntil: meta.freshUntil,
     staleUntil: meta.staleUntil,
     errorUntil: meta.errorUntil,
     advertiserIds: meta.advertiserIds,
+    // An older replica's value: a validator of its stored bytes, as strong as one of the body.
+    etag: meta.etag ?? etagOf(gzip),
   }
 }
 
@@ -74,7 +89,8 @@ function isStoredMeta(m: unknown): m is StoredMeta {
     typeof o.contentType === 'string' &&
     [o.fetchedAt, o.freshUntil, o.staleUntil, o.errorUntil].every((t) => typeof t === 'number' && Number.isFinite(t)) &&
     Array.isArray(o.advertiserIds) &&
-    o.advertiserIds.every((a) => typeof a === 'number')
+    o.advertiserIds.every((a) => typeof a === 'number') &&
+    (o.etag === undefined || (typeof o.etag === 'string' && /^[\w-]{1,64}$/.test(o.etag)))
   )
 }
 

@@ -10,6 +10,7 @@ import { SingleFlight } from './single-flight.js'
 export type Tier = 'l1' | 'l2'
 
 const PURGE_CHANNEL = 'purge'
+const REFRESHED_CHANNEL = 'refreshed'
 
 /**
  * The report cache's two tiers as one store (design.md): L1 in memory in front of L2 in
@@ -35,6 +36,7 @@ export class TieredStore implements CacheStore {
 
   async start(): Promise<void> {
     await this.#bus?.subscribe(PURGE_CHANNEL, (message) => void this.#purgeLocal(message))
+    await this.#bus?.subscribe(REFRESHED_CHANNEL, (key) => void this.#takeRefreshed(key))
   }
 
   /** A fresh L1 entry, without a promise (the fast path of hits). */
@@ -70,6 +72,27 @@ export class TieredStore implements CacheStore {
   async set(key: string, entry: CacheEntry): Promise<void> {
     await this.keepLocally(key, entry)
     await this.#l2?.set(key, entry)
+  }
+
+  /**
+   * A refreshed copy (issue 17): stored in both tiers, and every replica holding the
+   * key in its L1 replaces its copy with it, rather than serving the older one until it
+   * expires.
+   */
+  async replace(key: string, entry: CacheEntry): Promise<void> {
+    await this.set(key, entry)
+    try {
+      await this.#bus?.publish(REFRESHED_CHANNEL, key)
+    } catch (err) {
+      this.#log.warn({ err }, 'announcing a refreshed report failed; other replicas keep their copy until it expires')
+    }
+  }
+
+  async #takeRefreshed(key: string): Promise<void> {
+    const local = this.#l1.getSync(key)
+    if (!local) return
+    const shared = await this.getShared(key)
+    if (shared && shared.fetchedAt > local.fetchedAt) await this.keepLocally(key, shared)
   }
 
   /** L1 only: an entry another replica stored, or one this replica may not share. */

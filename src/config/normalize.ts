@@ -167,6 +167,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       staleWhileRevalidateMs: parseDuration(cache.staleWhileRevalidate),
       staleIfErrorMs: parseDuration(cache.staleIfError),
       lockTtlMs: parseDuration(cache.lockTtl),
+      refreshAhead: cache.refreshAhead,
       maxRangeDays: cache.maxRangeDays,
     },
     teams,

@@ -172,6 +172,8 @@ export const ConfigSchema = Type.Object(
         staleWhileRevalidate: Duration,
         staleIfError: Duration,
         lockTtl: Duration,
+        // Issue 17: the fraction of freshness after which a popular entry is refreshed; 0 off.
+        refreshAhead: Type.Number({ minimum: 0, exclusiveMaximum: 1 }),
         maxRangeDays: Type.Integer({ minimum: 1 }),
       },
       { additionalProperties: false },

@@ -49,7 +49,8 @@ const HEADERS: Json = {
     { type: 'string', enum: ['HIT', 'MISS', 'STALE', 'REFRESH', 'BYPASS'] },
   ),
   age: header('Seconds since the entry was fetched from the platform; on `HIT` and `STALE`.', { type: 'integer', minimum: 0 }),
-  'cache-control': header('`private, max-age=<seconds of freshness left>`.'),
+  'cache-control': header('`private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`.'),
+  etag: header('Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed.'),
   vary: header('`accept-encoding`.'),
   'content-encoding': header('`gzip` when the caller accepts gzip: the stored bytes as they are.'),
   'retry-after': header('Seconds to wait before trying again.', { type: 'integer', minimum: 0 }),
@@ -72,8 +73,12 @@ function reportResponses(): Json {
   return {
     '200': {
       description: 'The platform\'s report, byte for byte (from the cache, or fetched now).',
-      headers: { ...Object.fromEntries(['x-cache', 'age', 'cache-control', 'vary', 'content-encoding', 'x-request-id'].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
+      headers: { ...Object.fromEntries(['x-cache', 'age', 'cache-control', 'etag', 'vary', 'content-encoding', 'x-request-id'].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
       content: { 'application/json': { schema: { description: 'The platform\'s report body; the gateway does not change it.' } } },
+    },
+    '304': {
+      description: '`if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body.',
+      headers: Object.fromEntries(['x-cache', 'age', 'cache-control', 'etag', 'vary', 'x-request-id'].map((h) => [h, ref(h)])),
     },
     ...errorResponses('report'),
     '4XX': PASSED_THROUGH,

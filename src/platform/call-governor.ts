@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import { OverloadedError } from '../errors.js'
-import { MemoryPermits, type Permits, type Release } from './permits.js'
+import { MemoryPermits, type Permits, type Release, type Taken } from './permits.js'
 
 export type { Release } from './permits.js'
 
@@ -39,6 +39,17 @@ export interface GovernorOptions {
   /** Who may start a call (issue 15): default maxConcurrent on this replica, no team leases. */
   permits?: Permits
 }
+
+/** A background call found no idle slot: it is skipped, not queued (issue 17). */
+export class NoIdleSlotError extends Error {
+  constructor(credential: string) {
+    super(`no idle platform slot of credential ${credential} for a background call`)
+  }
+}
+
+// Background calls (refreshes ahead) take at most this share of the slots.
+const BACKGROUND_SHARE = 4
+const BACKGROUND_TEAM = '(background)'
 
 interface Waiter {
   team: string
@@ -99,6 +110,7 @@ export class CallGovernor {
   #taking = false
   #again = false
   #retryTimer: unknown = null
+  #background = 0
 
   constructor(opts: GovernorOptions) {
     this.credential = opts.credential
@@ -182,6 +194,36 @@ export class CallGovernor {
       this.#enqueue(waiter)
       this.#dispatch()
     })
+  }
+
+  /**
+   * A slot for a background call (a refresh ahead), or null: only while no caller's call
+   * waits, a slot is free and background calls hold under a quarter of the slots (at
+   * least one), so it never takes a slot a waiting caller needs. It never queues.
+   */
+  tryBackground(): Release | null | Promise<Release | null> {
+    if (this.#queued > 0 || this.#taking || this.#inFlight >= this.#o.maxConcurrent || this.#isPaused(this.#now())) return null
+    const share = Math.max(1, Math.floor(this.#o.maxConcurrent / BACKGROUND_SHARE))
+    if (this.#background >= share) return null
+    // Held while the permit is taken, so two refreshes cannot both pass the share check.
+    this.#background += 1
+    const granted = (taken: Taken): Release | null => {
+      if ('full' in taken) {
+        this.#background -= 1
+        return null
+      }
+      const release = this.#start(BACKGROUND_TEAM, taken.release)
+      let released = false
+      return () => {
+        if (released) return
+        released = true
+        this.#background -= 1
+        release()
+      }
+    }
+    // The background share is a team cap, so it holds across replicas with leased permits.
+    const taking = this.#permits.take(BACKGROUND_TEAM, share)
+    return taking instanceof Promise ? taking.then(granted) : granted(taking)
   }
 
   /**

@@ -7,6 +7,7 @@ import type { FastifyError } from 'fastify'
 import { PlatformAuthError, PlatformRefusedError, ShuttingDownError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import type { TokenProvider, TokenState } from './token-provider.js'
 import type { PlatformGovernors } from './platform-governors.js'
+import { NoIdleSlotError, type CallGovernor, type Release } from './call-governor.js'
 import type { TokenVerdicts, Verdict } from './token-verdict.js'
 import type { RefusalLog } from './refusal-log.js'
 import type { TeamUsage } from '../teams/team-usage.js'
@@ -39,6 +40,8 @@ export interface PlatformCall {
   hangUp?: AbortSignal
   /** The callers of a shared call (a report fill): it waits in the queue of the earliest one still there, not always `team`'s. */
   queue?: QueueTeam
+  /** A background call (a refresh ahead): only an idle slot, never a queued wait; NoIdleSlotError otherwise. */
+  background?: boolean
 }
 
 export interface PlatformResponse {
@@ -245,7 +248,11 @@ export class PlatformClient {
       this.#governors.admit(credential, call)
       const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
       const governor = this.#governors.of(credential)
-      const release = call.trial ? () => undefined : await slotFollowing(call.team, call.queue, waitSignal, (team, signal) => governor.acquire(team, signal, deadline))
+      const release = call.trial
+        ? () => undefined
+        : call.background
+          ? await idleSlot(governor)
+          : await slotFollowing(call.team, call.queue, waitSignal, (team, signal) => governor.acquire(team, signal, deadline))
       const started = Date.now()
       let delay: number | null
       try {
@@ -335,4 +342,10 @@ export function upstreamError(err: unknown): FastifyError {
     return new UpstreamTimeoutError({ cause: err })
   }
   return new UpstreamError(code || 'connection error', { cause: err })
+}
+
+async function idleSlot(governor: CallGovernor): Promise<Release> {
+  const release = await governor.tryBackground()
+  if (!release) throw new NoIdleSlotError(governor.credential)
+  return release
 }

@@ -14,6 +14,8 @@ import { CallerGroup, CallersGoneError, type QueueTeam } from '../platform/calle
 import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../teams/team-usage.js'
 import { PlatformAuthError, PlatformRefusedError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
+import { LRUCache } from 'lru-cache'
+import { NoIdleSlotError, type Timers } from '../platform/call-governor.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
@@ -51,9 +53,33 @@ export interface ReadOptions {
 }
 
 /** Who a platform call is made for; `hangUp`: when all who wait for it have gone; `queue`: whose queue it waits in. */
-type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally'> & { hangUp?: AbortSignal; queue?: QueueTeam }
-/** Who asks for a fill: a caller's read, or a background refresh (no hang-up). */
-type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp'>
+type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally'> & { hangUp?: AbortSignal; queue?: QueueTeam; background?: boolean }
+/**
+ * Who asks for a fill: a caller's read, or a background refresh (no hang-up). A refresh
+ * ahead takes only an idle platform slot, and wants a copy newer than `newerThan`.
+ */
+type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp'> & { ahead?: { newerThan: number } }
+
+/** How often the copy of one key fetched at `fetchedAt` was asked for, and its refresh ahead. */
+interface Watch {
+  fetchedAt: number
+  asks: number
+  /** The scheduled refresh, or null. */
+  timer: unknown
+  /** A refresh of this copy is under way, or done: later hits past the fraction start none. */
+  running: boolean
+  report: CanonicalReport
+  provider: TokenProvider
+  team: string
+}
+
+// Keys watched for refresh ahead: more than L1 holds at its default size of 4 KB reports.
+const WATCHED_KEYS = 50_000
+
+const realTimers: Timers = {
+  set: (fn, ms) => setTimeout(fn, ms).unref(),
+  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
+}
 
 export interface ReportCacheDeps {
   config: Config
@@ -64,7 +90,10 @@ export interface ReportCacheDeps {
   client: PlatformClient
   answers: PlatformAnswers
   usage: TeamUsage
+  /** The token providers by credential name: what a refresh ahead noted on the fast path calls with. */
+  tokens: { get(credential: string): TokenProvider }
   now?: () => number
+  timers?: Timers
 }
 
 /**
@@ -80,16 +109,26 @@ export class ReportCache {
   readonly #hitL1: { inc(): void }
   // Labelled metric children are looked up once per label set, not on every request.
   readonly #counters = new Map<string, { inc(): void }>()
+  readonly #timers: Timers
+  readonly #watches: LRUCache<string, Watch>
 
   constructor(deps: ReportCacheDeps) {
     this.#d = deps
     this.#now = deps.now ?? Date.now
     this.#hitL1 = deps.metrics.cacheRequests.labels({ result: 'HIT', tier: 'l1' })
+    const timers = deps.timers ?? realTimers
+    this.#timers = timers
+    this.#watches = new LRUCache<string, Watch>({ max: WATCHED_KEYS, dispose: (w) => timers.clear(w.timer) })
   }
 
   async start(): Promise<void> {
     await this.#d.lock?.start()
     await this.#d.store.start()
+  }
+
+  /** No refresh ahead starts after this. */
+  close(): void {
+    this.#watches.clear()
   }
 
   /** The cache key of a report read with a credential's token. */
@@ -109,7 +148,10 @@ export class ReportCache {
       const found = await this.#d.store.lookup(key)
       if (found) {
         const now = this.#now()
-        if (now < found.entry.freshUntil) return this.#served(found.entry, 'HIT', found.tier)
+        if (now < found.entry.freshUntil) {
+          this.#asked(key, found.entry, report, provider, opts.team)
+          return this.#served(found.entry, 'HIT', found.tier)
+        }
         const paused = this.#d.client.paused(provider.name, report.path)
         if (now < found.entry.staleUntil) {
           if (!paused) this.#refreshInBackground(key, report, provider, opts)
@@ -125,6 +167,7 @@ export class ReportCache {
     const upstream = result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }
     switch (result.kind) {
       case 'entry':
+        this.#asked(key, result.entry, report, provider, opts.team)
         return { ...this.#served(result.entry, opts.refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform'), ...upstream }
       case 'pass':
         this.#count('BYPASS', 'platform')
@@ -132,6 +175,8 @@ export class ReportCache {
       case 'oversize':
         return this.#oversize(result, report, key, provider, opts)
       case 'failed': {
+        // This read joined a refresh ahead that found no idle slot: it makes its own call.
+        if (result.error.cause instanceof NoIdleSlotError) return this.read(report, key, provider, opts)
         stale ??= opts.refresh ? await this.#d.store.lookup(key) : null
         if (stale && this.#now() < stale.entry.errorUntil) {
           opts.log.warn({ err: result.error }, 'platform failed; serving a stale copy')
@@ -161,9 +206,65 @@ export class ReportCache {
     return this.#d.store.purgeAdvertiser(advertiserId)
   }
 
-  /** Counts a hit served outside `read` (the fast path). */
-  countHit(): void {
+  /** Counts a hit served outside `read` (the fast path), and the ask for refresh ahead. */
+  countHit(key: string, entry: CacheEntry, report: CanonicalReport, credential: string, team: string): void {
     this.#hitL1.inc()
+    if (this.#d.config.cache.refreshAhead > 0) this.#asked(key, entry, report, credential, team)
+  }
+
+  /**
+   * Refresh ahead (issue 17): the second ask for a copy within its freshness schedules one
+   * background refresh once `cache.refreshAhead` of its freshness has passed (at once when
+   * that is now). A copy asked for once is left to expire; the new copy is watched anew.
+   */
+  #asked(key: string, entry: CacheEntry, report: CanonicalReport, provider: TokenProvider | string, team: string): void {
+    const ahead = this.#d.config.cache.refreshAhead
+    if (ahead <= 0) return
+    const now = this.#now()
+    if (now >= entry.freshUntil) return
+    let watch = this.#watches.get(key)
+    if (!watch || watch.fetchedAt !== entry.fetchedAt) {
+      if (watch && watch.fetchedAt > entry.fetchedAt) return
+      watch = { fetchedAt: entry.fetchedAt, asks: 0, timer: null, report, running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team }
+      this.#watches.set(key, watch)
+    }
+    watch.asks += 1
+    if (watch.asks < 2 || watch.timer !== null || watch.running) return
+    const due = entry.fetchedAt + ahead * (entry.freshUntil - entry.fetchedAt)
+    const w = watch
+    if (now >= due) this.#refreshAhead(key, w)
+    else w.timer = this.#timers.set(() => this.#refreshAhead(key, w), due - now)
+  }
+
+  #refreshAhead(key: string, watch: Watch): void {
+    watch.timer = null
+    // A fill of this key is under way here (a caller's REFRESH, a stale read's): it is the refresh.
+    if (this.#flights.has(key) || this.#watches.get(key) !== watch) return
+    watch.running = true
+    const outcomes = this.#d.metrics.refreshAhead
+    outcomes.inc({ outcome: 'started' })
+    const tally: CallTally = { team: { name: watch.team }, platformCalls: 0 }
+    this.#fill(key, watch.report, watch.provider, { requestId: `refresh-ahead-${watch.fetchedAt}`, team: watch.team, tally, ahead: { newerThan: watch.fetchedAt } }, 0).then(
+      (result) => {
+        if (result.kind === 'entry') outcomes.inc({ outcome: result.fromPeer ? 'skipped' : 'completed' })
+        else if (result.kind === 'failed' && result.error.cause instanceof NoIdleSlotError) {
+          outcomes.inc({ outcome: 'skipped' })
+          // The next hit past the fraction tries again.
+          watch.running = false
+        } else {
+          outcomes.inc({ outcome: 'failed' })
+          if (result.kind === 'failed') this.#d.log.warn({ err: result.error }, 'refresh ahead of a report failed')
+          if (result.kind === 'oversize' && !result.taken) {
+            result.taken = true
+            result.rest.body.destroy()
+          }
+        }
+      },
+      (err: unknown) => {
+        outcomes.inc({ outcome: 'failed' })
+        this.#d.log.warn({ err }, 'refresh ahead of a report failed')
+      },
+    )
   }
 
   #refreshInBackground(key: string, report: CanonicalReport, provider: TokenProvider, origin: Asker): void {
@@ -192,7 +293,7 @@ export class ReportCache {
     }
     // A background refresh (no hang-up) keeps the call; a caller's read may drop it.
     callers.join(from.hangUp?.(), from.team)
-    const origin: Origin = { requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal, queue: callers }
+    const origin: Origin = { requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal, queue: callers, ...(from.ahead ? { background: true } : {}) }
     const group = callers
     return this.#flights.run(key, async () => {
       const lock = this.#d.lock
@@ -203,7 +304,16 @@ export class ReportCache {
         if (result.kind === 'entry') await this.#d.store.keepLocally(key, result.entry)
         return result
       }
-      if (outcome.role === 'leader') return this.#lead(key, outcome.lease, report, provider, origin)
+      if (outcome.role === 'leader') {
+        // Another replica's refresh ahead may have landed already: one refresh across replicas.
+        const newer = from.ahead ? await this.#d.store.getShared(key) : null
+        if (newer && from.ahead && newer.fetchedAt > from.ahead.newerThan && this.#now() < newer.freshUntil) {
+          await outcome.lease.release()
+          await this.#d.store.keepLocally(key, newer)
+          return { kind: 'entry', entry: newer, fromPeer: true }
+        }
+        return this.#lead(key, outcome.lease, report, provider, origin)
+      }
       // A waiter's budget is its caller's: the leader's call ends within platform.timeout
       // of its start, which was before ours, and its word comes within one lock TTL.
       const deadline = Date.now() + this.#d.config.platform.timeoutMs + this.#d.config.cache.lockTtlMs
@@ -241,12 +351,12 @@ export class ReportCache {
     let result: FillResult | null = null
     try {
       result = await this.#callPlatform(report, provider, origin)
-      if (result.kind === 'entry') await this.#d.store.set(key, result.entry)
+      if (result.kind === 'entry') await (origin.background ? this.#d.store.replace(key, result.entry) : this.#d.store.set(key, result.entry))
     } finally {
       // Callers are answered while the lock is released and waiters are woken. A call
       // aborted by this replica's shutdown, or dropped in the queue because its callers all
       // hung up, is no failure of the platform: another replica takes the fill over.
-      const shutDown = result?.kind === 'failed' && (result.error.code === 'GW_SHUTTING_DOWN' || droppedInQueue(result.error))
+      const shutDown = result?.kind === 'failed' && (result.error.code === 'GW_SHUTTING_DOWN' || droppedInQueue(result.error) || result.error.cause instanceof NoIdleSlotError)
       void (shutDown ? lease.abandon() : lease.release(result?.kind === 'failed' ? failureOf(result) : undefined)).catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
     }
     return result
@@ -255,15 +365,18 @@ export class ReportCache {
   // The call counts for the team whose read started it: a coalesced fill's leader.
   async #callPlatform(report: CanonicalReport, provider: TokenProvider, origin: Origin, timeoutMs?: number): Promise<FillResult> {
     const { config, metrics } = this.#d
-    origin.tally.platformCalls += 1
-    this.#d.usage.platformCall(origin.tally.team.name)
     const end = metrics.upstreamDuration.startTimer()
     const result: FillResult = await fetchReport(this.#d.client, provider, report, origin, {
       ...(timeoutMs === undefined ? {} : { timeoutMs }),
       maxEntryBytes: config.cache.maxEntryBytes,
       ttl: { ...config.cache.ttl, ...config.cache },
       now: this.#now,
+      ...(origin.background ? { background: true } : {}),
     })
+    // A refresh ahead that found no idle slot made no call.
+    if (result.kind === 'failed' && result.error.cause instanceof NoIdleSlotError) return result
+    origin.tally.platformCalls += 1
+    this.#d.usage.platformCall(origin.tally.team.name)
     const outcome = result.kind === 'failed' ? result.error.code : result.kind
     result.upstreamMs = end({ status: outcome }) * 1000
     metrics.platformCalls.inc({ outcome })

@@ -4,7 +4,7 @@ import type { FastifyError } from 'fastify'
 import type { TokenProvider } from '../platform/token-provider.js'
 import { UpstreamError } from '../errors.js'
 import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/platform-client.js'
-import type { CacheEntry } from '../cache/cache-entry.js'
+import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
 import { withRetryAfter } from '../platform/retry-after.js'
 import type { AnswerRest } from '../platform/answer-buffer.js'
 import type { QueueTeam } from '../platform/caller-group.js'
@@ -32,6 +32,8 @@ export interface FetcherDeps {
   maxEntryBytes: number
   ttl: TtlPolicy
   now?: () => number
+  /** A refresh ahead: only an idle platform slot (PlatformCall.background). */
+  background?: boolean
 }
 
 // Compression runs on libuv's thread pool: a fill never blocks the hit path's event loop.
@@ -63,6 +65,7 @@ export async function fetchReport(
       ...(origin.hangUp ? { hangUp: origin.hangUp } : {}),
       ...(origin.queue ? { queue: origin.queue } : {}),
       read: true,
+      ...(deps.background ? { background: true } : {}),
       ...(deps.timeoutMs === undefined ? {} : { timeoutMs: deps.timeoutMs }),
     })
   } catch (err) {
@@ -129,6 +132,7 @@ export async function fetchReport(
       fetchedAt,
       ...lifetimes(report.dateTo, fetchedAt, deps.ttl),
       advertiserIds: report.advertiserIds,
+      etag: etagOf(identity),
     },
   }
 }

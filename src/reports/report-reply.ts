@@ -37,25 +37,54 @@ function parseAcceptsGzip(header: string): boolean {
   return false
 }
 
-/** The headers and body of a cached entry for one caller. */
+/** A cached entry's answer to one caller: 200 with its body, or 304 (no body) to a matching If-None-Match. */
+export interface EntryAnswer {
+  code: 200 | 304
+  headers: Record<string, string>
+  body: Buffer | null
+}
+
+/**
+ * The headers and body of a cached entry for one caller. `max-age` is the entry's whole
+ * freshness and `age` how much of it has passed (RFC 9111), so any cache downstream
+ * keeps it fresh exactly as long as the gateway does. Each representation has its own
+ * strong ETag; If-None-Match is compared weakly (RFC 9110), so either answers 304.
+ */
 export function entryResponse(
   entry: CacheEntry,
   status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH',
   now: number,
   gzip: boolean,
-): { headers: Record<string, string>; body: Buffer } {
+  ifNoneMatch?: string | string[],
+): EntryAnswer {
+  const etag = gzip ? `"${entry.etag}-gzip"` : `"${entry.etag}"`
   const headers: Record<string, string> = {
-    'content-type': entry.contentType,
     'x-cache': status,
+    etag,
     vary: 'accept-encoding',
-    'cache-control': `private, max-age=${Math.max(0, Math.floor((entry.freshUntil - now) / 1000))}`,
+    'cache-control': `private, max-age=${Math.max(0, Math.floor((entry.freshUntil - entry.fetchedAt) / 1000))}`,
   }
   if (status === 'HIT' || status === 'STALE') headers.age = String(Math.max(0, Math.floor((now - entry.fetchedAt) / 1000)))
+  if (ifNoneMatch !== undefined && matches(ifNoneMatch, entry.etag)) return { code: 304, headers, body: null }
+  headers['content-type'] = entry.contentType
   if (gzip) {
     headers['content-encoding'] = 'gzip'
-    return { headers, body: entry.gzip }
+    return { code: 200, headers, body: entry.gzip }
   }
-  return { headers, body: entry.identity ?? gunzipSync(entry.gzip) }
+  return { code: 200, headers, body: entry.identity ?? gunzipSync(entry.gzip) }
+}
+
+/** Whether an If-None-Match list names the entry (either representation), or is `*`. */
+function matches(header: string | string[], tag: string): boolean {
+  const text = typeof header === 'string' ? header : header.join(',')
+  if (!text.includes(tag) && text.trim() !== '*') return false
+  for (const part of text.split(',')) {
+    const t = part.trim()
+    if (t === '*') return true
+    const opaque = t.startsWith('W/') ? t.slice(2) : t
+    if (opaque === `"${tag}"` || opaque === `"${tag}-gzip"`) return true
+  }
+  return false
 }
 
 /** Writes a report read's result to a Fastify reply. */
@@ -63,8 +92,8 @@ export function sendReport(reply: FastifyReply, result: CacheResult, requestHead
   const gzip = acceptsGzip(requestHeaders['accept-encoding'])
   switch (result.kind) {
     case 'entry': {
-      const { headers, body } = entryResponse(result.entry, result.status, now, gzip)
-      return reply.headers(headers).send(body)
+      const { code, headers, body } = entryResponse(result.entry, result.status, now, gzip, requestHeaders['if-none-match'])
+      return reply.code(code).headers(headers).send(body)
     }
     case 'pass':
       return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').send(result.body)

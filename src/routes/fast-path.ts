@@ -43,17 +43,17 @@ export function fastHits(ctx: GatewayContext, admission: Admission, forms: Repor
     const rate = ctx.rateLimiter.hit(team)
     if (!rate.allowed) return false
     const reqId = requestIdOf(req.headers)
-    const { headers, body } = entryResponse(entry, 'HIT', ctx.now(), acceptsGzip(req.headers['accept-encoding']))
+    const { code, headers, body } = entryResponse(entry, 'HIT', ctx.now(), acceptsGzip(req.headers['accept-encoding']), req.headers['if-none-match'])
     headers['x-request-id'] = reqId
-    headers['content-length'] = String(body.length)
+    if (body) headers['content-length'] = String(body.length)
     const fields = rateLimitHeaders(team, rate)
     if (fields) {
       headers[POLICY_HEADER] = fields[0]
       headers[STATE_HEADER] = fields[1]
     }
-    res.writeHead(200, headers)
+    res.writeHead(code, headers)
     res.end(body)
-    ctx.reports.countHit()
+    ctx.reports.countHit(form.key, entry, form.report, team.credential, team.name)
     observe({
       reqId,
       team: team.name,
@@ -62,7 +62,7 @@ export function fastHits(ctx: GatewayContext, admission: Admission, forms: Repor
       method: 'GET',
       url,
       route: 'report',
-      status: 200,
+      status: code,
       durationMs: performance.now() - started,
       cache: 'HIT',
       client: req.socket.remoteAddress ?? null,

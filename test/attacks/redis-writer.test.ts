@@ -2,7 +2,7 @@ import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { request } from 'undici'
 import { Redis } from 'ioredis'
-import { encodeEntry } from '../../src/cache/cache-entry.js'
+import { encodeEntry, etagOf } from '../../src/cache/cache-entry.js'
 import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
@@ -39,6 +39,7 @@ function plantedEntry(): Buffer {
   return encodeEntry({
     contentType: 'text/html; charset=utf-8',
     gzip: gzipSync(SCRIPT),
+    etag: etagOf(gzipSync(SCRIPT)),
     identity: null,
     fetchedAt: now,
     freshUntil: now + 3_600_000,

@@ -4,7 +4,7 @@ import { gunzipSync, gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
-import type { CacheEntry } from '../../src/cache/cache-entry.js'
+import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import type { CacheStore } from '../../src/cache/cache-store.js'
 import { MemoryStore } from '../../src/cache/memory-store.js'
 import { RedisStore } from '../../src/cache/redis-store.js'
@@ -63,6 +63,7 @@ function entryAt(now: number, opts: { body?: Buffer; advertiserId?: number | nul
     staleUntil: now + 90_000,
     errorUntil: now + (opts.errorInMs ?? 600_000),
     advertiserIds: opts.advertiserId === undefined ? [101] : opts.advertiserId === null ? [] : [opts.advertiserId],
+    etag: etagOf(identity),
   }
 }
 

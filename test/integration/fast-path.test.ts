@@ -56,6 +56,21 @@ describe('hits before the router', () => {
     expect(metrics.body).toMatch(/gateway_cache_requests_total\{result="HIT",tier="l1"\} [2-9]/)
   })
 
+  it('answers a hit whose If-None-Match names it with 304, no body, and logs it as such', async () => {
+    const miss = await get(REPORT, { 'x-api-key': KEYS.growth, 'accept-encoding': 'gzip' })
+    const tag = miss.headers.etag as string
+    const before = env.gw.logs.records().filter((r) => r.msg === 'request').length
+    const hit = await get(REPORT, { 'x-api-key': KEYS.growth, 'accept-encoding': 'gzip', 'if-none-match': tag, 'x-request-id': 'fast-304' })
+    expect(hit.status).toBe(304)
+    expect(hit.body.length).toBe(0)
+    expect(hit.headers).toMatchObject({ 'x-cache': 'HIT', etag: tag, 'x-request-id': 'fast-304', vary: 'accept-encoding' })
+    expect(hit.headers['content-length']).toBeUndefined()
+    const lines = env.gw.logs.records().filter((r) => r.msg === 'request').slice(before)
+    expect(lines[0]).toMatchObject({ reqId: 'fast-304', status: 304, cache: 'HIT' })
+    // Another team is still refused before any 304 could tell it the entry exists.
+    expect((await get(REPORT, { 'x-api-key': KEYS.writer, 'if-none-match': tag })).status).toBe(403)
+  })
+
   it('refuses a team the cached advertiser is not its own, an unknown key and no key', async () => {
     await get(REPORT, { 'x-api-key': KEYS.growth })
     expect((await get(REPORT, { 'x-api-key': KEYS.writer })).status).toBe(403)

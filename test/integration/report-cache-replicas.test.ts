@@ -6,6 +6,7 @@ import { Redis } from 'ioredis'
 import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { waitFor } from '../helpers/wait.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 
 // Issue 3 across replicas: two gateway instances on one Redis (one L1 each, one shared
@@ -30,6 +31,8 @@ redis:
 cache:
   ttl: { recent: 60s, settled: 60s }
   lockTtl: ${LOCK_TTL_MS}ms
+  # These tests watch copies expire; refresh ahead has a test of its own.
+  refreshAhead: 0
 `
 
 describe.skipIf(!available)('report cache across two replicas on one Redis', () => {
@@ -93,7 +96,7 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     expect(second.statusCode).toBe(200)
     expect(second.headers['x-cache']).toBe('HIT')
     expect(second.headers.age).toBe('3')
-    expect(second.headers['cache-control']).toBe('private, max-age=57')
+    expect(second.headers['cache-control']).toBe('private, max-age=60')
     const third = await get(b, Q101)
     expect(third.headers['x-cache']).toBe('HIT')
     expect(reportCalls()).toBe(1)
@@ -191,6 +194,30 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     expect((await onA).statusCode).toBe(504)
     expect(reportCalls()).toBe(1)
     expect(await admin.keys('rgw:report:*')).toEqual([])
+  })
+
+  it('refreshes a report popular on both replicas ahead once, and each replica serves the new copy from its L1', async () => {
+    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN, REDIS_URL: redisServer.url }, YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8'))
+    const [c, d] = [await gateways.build(config(), { now: clock.now, timers: clock.timers }), await gateways.build(config(), { now: clock.now, timers: clock.timers })]
+    const outcome = async (gw: TestGateway, name: string) => metric(gw, `gateway_cache_refresh_ahead_total{outcome="${name}"}`)
+    expect((await get(c, Q101)).headers['x-cache']).toBe('MISS')
+    clock.advance(5_000)
+    for (const gw of [c, d, c, d]) expect((await get(gw, Q101)).headers['x-cache']).toBe('HIT')
+    const l2Hits = await metric(d, 'gateway_cache_requests_total{result="HIT",tier="l2"}')
+    // Both replicas' refreshes fall due at 48 s: one calls the platform, the other takes its copy.
+    clock.advance(45_000)
+    await waitFor('both refreshes to end', async () => (await outcome(c, 'completed')) + (await outcome(d, 'completed')) + (await outcome(c, 'skipped')) + (await outcome(d, 'skipped')) === 2)
+    expect((await outcome(c, 'completed')) + (await outcome(d, 'completed'))).toBe(1)
+    expect(reportCalls()).toBe(2)
+    clock.advance(12_000)
+    for (const gw of [c, d]) {
+      const hit = await get(gw, Q101)
+      expect(hit.headers['x-cache']).toBe('HIT')
+      expect(hit.headers.age).toBe('12')
+    }
+    // From L1 on both: the new copy replaced the old one there, not only in L2.
+    expect(await metric(d, 'gateway_cache_requests_total{result="HIT",tier="l2"}')).toBe(l2Hits)
+    expect(reportCalls()).toBe(2)
   })
 
   it('purges every replica: all entries, then one advertiser only', async () => {

@@ -33,6 +33,8 @@ cache:
   staleWhileRevalidate: ${SWR_S}s
   staleIfError: ${SIE_S}s
   lockTtl: 1s
+  # These tests watch copies expire; refresh ahead has tests of its own below.
+  refreshAhead: 0
 `
 
 const sandbox = useSandbox()
@@ -97,7 +99,8 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(second.statusCode).toBe(200)
     expect(second.headers['x-cache']).toBe('HIT')
     expect(second.headers.age).toBe('12')
-    expect(second.headers['cache-control']).toBe(`private, max-age=${FRESH_S - 13}`)
+    // max-age is the entry's whole freshness, age how much of it has passed (RFC 9111).
+    expect(second.headers['cache-control']).toBe(`private, max-age=${FRESH_S}`)
     expect(second.headers['content-type']).toBe('application/json')
     expect(reportCalls()).toBe(1)
     const platform = await direct(CANONICAL)
@@ -193,7 +196,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
       expect(s.statusCode).toBe(200)
       expect(s.headers['x-cache']).toBe('STALE')
       expect(s.headers.age).toBe(String(FRESH_S + 10))
-      expect(s.headers['cache-control']).toBe('private, max-age=0')
+      expect(s.headers['cache-control']).toBe(`private, max-age=${FRESH_S}`)
       expect(s.rawPayload.equals(first.rawPayload)).toBe(true)
     }
     // The background refresh lands; until then callers keep getting STALE, not new calls.
@@ -311,6 +314,114 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     for (const q of [CANONICAL, q102]) expect((await get(q)).headers['x-cache']).toBe('MISS')
     expect(reportCalls()).toBe(7)
     expect((await purge('?advertiserId=abc')).statusCode).toBe(400)
+  })
+
+  it('answers If-None-Match naming the entry with 304 and no body, on HIT, STALE and a fresh fill (MISS) alike', async () => {
+    const first = await get(CANONICAL)
+    const tag = first.headers.etag as string
+    expect(tag).toMatch(/^"[\w-]+"$/)
+    const zipped = await get(CANONICAL, { 'accept-encoding': 'gzip' })
+    const zipTag = zipped.headers.etag as string
+    // Each representation its own strong validator.
+    expect(zipTag).not.toBe(tag)
+
+    clock.advance(5_000)
+    for (const [inm, accept] of [[tag, 'identity'], [zipTag, 'gzip'], [`"other", W/${zipTag}`, 'identity'], ['*', 'gzip']] as const) {
+      const hit = await get(CANONICAL, { 'if-none-match': inm, 'accept-encoding': accept })
+      expect(hit.statusCode).toBe(304)
+      expect(hit.rawPayload.length).toBe(0)
+      expect(hit.headers).toMatchObject({ 'x-cache': 'HIT', etag: accept === 'gzip' ? zipTag : tag, age: '5', 'cache-control': `private, max-age=${FRESH_S}` })
+      expect(hit.headers['content-encoding']).toBeUndefined()
+    }
+    const changed = await get(CANONICAL, { 'if-none-match': '"not-this-one"' })
+    expect(changed.statusCode).toBe(200)
+    expect(changed.rawPayload.equals(first.rawPayload)).toBe(true)
+
+    clock.advance(FRESH_S * 1000)
+    const stale = await get(CANONICAL, { 'if-none-match': tag })
+    expect(stale.statusCode).toBe(304)
+    expect(stale.headers['x-cache']).toBe('STALE')
+    await waitFor('the background refresh', async () => (await get(CANONICAL)).headers['x-cache'] === 'HIT')
+
+    // The platform's body is the same after the copy expired: the new fill is 304 too.
+    clock.advance((FRESH_S + SIE_S + 1) * 1000)
+    const refilled = await get(CANONICAL, { 'if-none-match': tag })
+    expect(refilled.statusCode).toBe(304)
+    expect(refilled.headers['x-cache']).toBe('MISS')
+    expect(refilled.headers.etag).toBe(tag)
+    expect(reportCalls()).toBe(3)
+  })
+
+  it('refreshes a report asked twice within its freshness before it expires: a HIT no older than its TTL while popular; an unpopular copy expires', async () => {
+    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8')), { now: clock.now, timers: clock.timers })
+    const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
+    const refreshes = async (outcome: string) => {
+      const text = (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body
+      return Number(text.match(new RegExp(`gateway_cache_refresh_ahead_total\\{outcome="${outcome}"\\} (\\d+)`))?.[1] ?? 0)
+    }
+    expect((await ask()).headers['x-cache']).toBe('MISS')
+    let fetched = clock.now()
+    for (let round = 1; round <= 3; round++) {
+      clock.advance(10_000)
+      expect((await ask()).headers['x-cache']).toBe('HIT')
+      // Past 80 % of its freshness (48 s) the refresh runs with no request to start it.
+      clock.advance(40_000)
+      await waitFor(`refresh ahead ${round}`, async () => (await refreshes('completed')) === round)
+      expect(reportCalls()).toBe(round + 1)
+      fetched = clock.now()
+      // After the old copy's freshness: the new one, fetched 50 s after the old.
+      clock.advance(15_000)
+      const hit = await ask()
+      expect(hit.headers['x-cache']).toBe('HIT')
+      expect(hit.headers.age).toBe('15')
+      expect(clock.now() - fetched).toBeLessThan(FRESH_S * 1000)
+    }
+    expect(await refreshes('started')).toBe(3)
+    expect(await refreshes('failed')).toBe(0)
+    // Asked once in its freshness: left to expire.
+    clock.advance(FRESH_S * 1000)
+    expect((await ask()).headers['x-cache']).toBe('STALE')
+    expect(await refreshes('started')).toBe(3)
+  })
+
+  it('skips a refresh ahead while no platform slot is idle, and starts it on the next hit past the fraction', async () => {
+    const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8').replace('  timeout: 800ms', '  timeout: 800ms\n  maxConcurrent: 1')
+    const ahead = await gateways.build(testConfig(env(), yaml), { now: clock.now, timers: clock.timers })
+    const ask = (query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all } })
+    const refreshes = async (outcome: string) => {
+      const text = (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body
+      return Number(text.match(new RegExp(`gateway_cache_refresh_ahead_total\\{outcome="${outcome}"\\} (\\d+)`))?.[1] ?? 0)
+    }
+    await ask()
+    clock.advance(10_000)
+    expect((await ask()).headers['x-cache']).toBe('HIT')
+    // A caller's miss holds the credential's only slot when the refresh falls due.
+    sandbox.setLatency(400)
+    const busy = ask('advertiserId=102&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07')
+    await waitFor('the caller to hold the slot', () => ahead.ctx.governors.of('default').inFlight === 1)
+    clock.advance(40_000)
+    await waitFor('the refresh to be skipped', async () => (await refreshes('skipped')) === 1)
+    expect((await busy).statusCode).toBe(200)
+    // The first fill and the caller's miss: no refresh call.
+    expect(reportCalls()).toBe(2)
+    sandbox.setLatency(0)
+    expect((await ask()).headers['x-cache']).toBe('HIT')
+    await waitFor('the refresh ahead', async () => (await refreshes('completed')) === 1)
+    expect(reportCalls()).toBe(3)
+  })
+
+  it('starts the refresh ahead at once on a second ask past the fraction', async () => {
+    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: 0.5')), { now: clock.now, timers: clock.timers })
+    const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
+    await ask()
+    clock.advance(40_000)
+    expect((await ask()).headers['x-cache']).toBe('HIT')
+    await waitFor('the refresh ahead', async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="completed"} 1'))
+    expect(reportCalls()).toBe(2)
+    clock.advance(25_000)
+    const hit = await ask()
+    expect(hit.headers['x-cache']).toBe('HIT')
+    expect(hit.headers.age).toBe('25')
   })
 
   it('counts hits, misses and stale serves by tier for /metrics', async () => {

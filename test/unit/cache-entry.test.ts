@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
-import { decodeEntry, encodeEntry, entrySize, type CacheEntry } from '../../src/cache/cache-entry.js'
+import { decodeEntry, encodeEntry, entrySize, etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 
 function entry(overrides: Partial<CacheEntry> = {}): CacheEntry {
   const identity = Buffer.from('{"data":[{"date":"2026-01-01","reach":12}]}')
@@ -14,6 +14,7 @@ function entry(overrides: Partial<CacheEntry> = {}): CacheEntry {
     staleUntil: 1_767_225_960_000,
     errorUntil: 1_767_312_300_000,
     advertiserIds: [101],
+    etag: etagOf(identity),
     ...overrides,
   }
 }
@@ -63,7 +64,18 @@ describe('encodeEntry / decodeEntry', () => {
     expect(decodeEntry(encodeEntry(several))).toEqual(several)
   })
 
+  it("keeps the body's ETag; a value written before ETags gets one from its stored bytes", () => {
+    const e = entry()
+    expect(decodeEntry(encodeEntry(e))?.etag).toBe(etagOf(e.identity as Buffer))
+    const { etag: _etag, ...older } = meta()
+    const body = Buffer.from([1, 2, 3])
+    expect(decodeEntry(frame(older, body))?.etag).toBe(etagOf(body))
+    // Two bodies, two validators.
+    expect(etagOf(Buffer.from('{"a":1}'))).not.toBe(etagOf(Buffer.from('{"a":2}')))
+  })
+
   it.each([
+    ['an ETag that could break out of its quotes', frame({ ...meta(), etag: 'a" , "b' }, Buffer.from('x'))],
     ['an empty buffer', Buffer.alloc(0)],
     ['fewer than 4 bytes', Buffer.from([0, 0, 1])],
     ['a header length beyond the buffer', (() => {

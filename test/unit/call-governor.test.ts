@@ -371,3 +371,46 @@ describe('CallGovernor early resume', () => {
     ])
   })
 })
+
+/** With permits counted in memory the answer is had at once. */
+const background = (g: CallGovernor) => g.tryBackground() as Release | null
+
+describe('background calls (refresh ahead, issue 17)', () => {
+  it('get an idle slot only: none while a caller waits, none past a quarter of the slots, and never a queue place', async () => {
+    const clock = fakeClock()
+    const { g, refused } = governor(clock, { maxConcurrent: 8 })
+    const first = background(g)
+    const second = background(g)
+    expect(first).not.toBeNull()
+    // A quarter of 8 slots.
+    expect(second).not.toBeNull()
+    expect(background(g)).toBeNull()
+    second?.()
+    second?.()
+    const third = background(g)
+    expect(third).not.toBeNull()
+    third?.()
+    // Callers fill the remaining slots and one waits: its slot is not for the background.
+    const order: string[] = []
+    const calls = Array.from({ length: 8 }, () => call(g, 'a', order))
+    await Promise.resolve()
+    expect(g.queued).toBe(1)
+    expect(background(g)).toBeNull()
+    // Releasing the background slot goes to the waiting caller.
+    first?.()
+    await calls[7]?.done
+    expect(order).toHaveLength(8)
+    expect(background(g)).toBeNull()
+    expect(g.queued).toBe(0)
+    expect(refused).toEqual([])
+  })
+
+  it('start nothing while the credential is paused', () => {
+    const clock = fakeClock()
+    const { g } = governor(clock, { maxConcurrent: 8 })
+    g.pause(5_000, 'platform', 'a')
+    expect(background(g)).toBeNull()
+    clock.advance(5_001)
+    expect(background(g)).not.toBeNull()
+  })
+})
