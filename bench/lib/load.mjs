@@ -3,7 +3,7 @@
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Client } from 'undici'
+import { Client, request } from 'undici'
 import { BENCH, LOAD_CORE, pin, runToEnd } from './processes.mjs'
 import { percentile } from './stats.mjs'
 
@@ -59,5 +59,17 @@ export async function stampede(groups, path, { key, before, countCalls }) {
     return { calls, min: sorted[0], p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1], statuses, ok: results.every((r) => r.status === 200) }
   } finally {
     await Promise.all(clients.map(({ client }) => client.close().catch(() => undefined)))
+  }
+}
+
+/** One GET with the team key, read to its end; its time from dispatch to last byte and its status (or error code). */
+export async function timedGet(agent, url, key) {
+  const t0 = performance.now()
+  try {
+    const r = await request(url, { dispatcher: agent, headers: { 'x-api-key': key, 'accept-encoding': 'gzip' } })
+    await r.body.dump()
+    return { ms: performance.now() - t0, status: r.statusCode }
+  } catch (err) {
+    return { ms: performance.now() - t0, status: err.code ?? 'error' }
   }
 }

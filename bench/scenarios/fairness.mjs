@@ -5,8 +5,9 @@
 
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Agent, request } from 'undici'
+import { Agent } from 'undici'
 import { REPORT_ROUTE } from '../lib/fixture.mjs'
+import { timedGet } from '../lib/load.mjs'
 import { log, stopProcess } from '../lib/processes.mjs'
 import { fmtInt, fmtMs, markdownTable, percentile } from '../lib/stats.mjs'
 
@@ -39,16 +40,7 @@ export async function run({ fixture, quick }) {
   for (const setup of setups) {
     const gw = await startGateway(`gw-fair-${setup.id}`, { extraEnv: setup.extraEnv })
     const agent = new Agent({ connections: FAIRNESS_IN_FLIGHT + FAIRNESS_B_CALLS + 10, keepAliveTimeout: 60_000, headersTimeout: 60_000, bodyTimeout: 60_000 })
-    const ask = async (path, key) => {
-      const t0 = performance.now()
-      try {
-        const r = await request(`${gw.url}${path}`, { dispatcher: agent, headers: { 'x-api-key': key, 'accept-encoding': 'gzip' } })
-        await r.body.dump()
-        return { ms: performance.now() - t0, status: r.statusCode }
-      } catch (err) {
-        return { ms: performance.now() - t0, status: err.code ?? 'error' }
-      }
-    }
+    const ask = (path, key) => timedGet(agent, `${gw.url}${path}`, key)
     let stop = false
     const a = { ok: 0, other: 0, okInWindow: 0 }
     let measuring = false

@@ -6,10 +6,10 @@
 // on and with `platform.isolation: false` (the behaviour before issue 15), side by side.
 
 import { connect } from 'node:net'
-import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Agent, request } from 'undici'
+import { Agent } from 'undici'
 import { REPORT_ROUTE } from '../lib/fixture.mjs'
+import { timedGet } from '../lib/load.mjs'
 import { log, stopProcess } from '../lib/processes.mjs'
 import { fmtMs, latencyFigures, markdownTable } from '../lib/stats.mjs'
 
@@ -128,16 +128,7 @@ export async function run({ fixture, quick }) {
       for (let i = 0; i < REPLICAS; i++) replicas.push(await startGateway(`gw-nn-${attack.id}-${mode.id}-${i}`, { redis: true, prefix, config }))
       const agentA = new Agent({ connections: BURST_PER_REPLICA + 20, keepAliveTimeout: 60_000, headersTimeout: 120_000, bodyTimeout: 120_000 })
       const agentB = new Agent({ connections: 50, keepAliveTimeout: 60_000, headersTimeout: 120_000, bodyTimeout: 120_000 })
-      const ask = async (agent, gw, path, key) => {
-        const t0 = performance.now()
-        try {
-          const r = await request(`${gw.url}${path}`, { dispatcher: agent, headers: { 'x-api-key': key, 'accept-encoding': 'gzip' } })
-          await r.body.dump()
-          return { ms: performance.now() - t0, status: r.statusCode }
-        } catch (err) {
-          return { ms: performance.now() - t0, status: err.code ?? 'error' }
-        }
-      }
+      const ask = (agent, gw, path, key) => timedGet(agent, `${gw.url}${path}`, key)
       let turnA = 0
       const ctx = { replicas, keyA: teamKey, askA: (path, gw = replicas[turnA++ % replicas.length]) => ask(agentA, gw, path, teamKey) }
       await sandbox.clearRouteFailures()
