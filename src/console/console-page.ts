@@ -31,7 +31,7 @@ interface Governor {
   inFlight: number
   queued: number
   pausedUntil: string | null
-  teams: { team: string; inFlight: number; maxConcurrent: number; queue: number }[]
+  teams: { team: string; inFlight: number; waiting: number; maxConcurrent: number; queue: number }[]
   refusals: Record<string, number>
 }
 interface Status {
@@ -219,7 +219,7 @@ function renderGovernors(governors: Governor[]): void {
       el('th', { scope: 'row' }, g.credential),
       el('td', {}, `${g.inFlight} of ${g.maxConcurrent}`),
       el('td', {}, `${g.queued} of ${g.queueLimit}`),
-      el('td', {}, el('ul', { class: 'plain' }, ...g.teams.map((t) => el('li', {}, `${t.team}: ${t.inFlight} in flight (at most ${t.maxConcurrent}, queue ${t.queue})`)))),
+      el('td', {}, el('ul', { class: 'plain' }, ...g.teams.map((t) => el('li', {}, `${t.team}: ${t.inFlight} in flight (at most ${t.maxConcurrent}), ${t.waiting} waiting (at most ${t.queue})`)))),
       el('td', {}, refusals.length === 0 ? 'none' : refusals.map(([reason, count]) => `${reason} ${count}`).join(', ')),
       el('td', {}, g.pausedUntil ? el('span', { class: 'mark soon' }, `until ${g.pausedUntil.slice(11, 19)} UTC`) : 'no'),
     )

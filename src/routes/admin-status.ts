@@ -70,7 +70,7 @@ const statusSchema = {
           pausedUntil: nullable('string'),
           teams: {
             type: 'array',
-            items: { type: 'object', properties: { team: { type: 'string' }, inFlight: { type: 'number' }, maxConcurrent: { type: 'number' }, queue: { type: 'number' } } },
+            items: { type: 'object', properties: { team: { type: 'string' }, inFlight: { type: 'number' }, waiting: { type: 'number' }, maxConcurrent: { type: 'number' }, queue: { type: 'number' } } },
           },
           refusals: counts,
         },
@@ -132,18 +132,21 @@ export async function adminStatusRoutes(app: FastifyInstance, { ctx, l1, audit }
           rateLimit: t.rateLimit && rate ? { max: t.rateLimit.max, windowSec: t.rateLimit.windowMs / 1000, remaining: rate.remaining, resetSec: rate.resetSec } : null,
         }
       }),
-      governors: ctx.governors.all().map((g) => ({
-        credential: g.credential,
-        maxConcurrent: ctx.config.platform.maxConcurrent,
-        queueLimit: ctx.config.platform.queue,
-        inFlight: g.inFlight,
-        queued: g.queued,
-        pausedUntil: g.pausedUntil > 0 ? new Date(g.pausedUntil).toISOString() : null,
-        teams: ctx.teams.teams
-          .filter((t) => t.credential === g.credential)
-          .map((t) => ({ team: t.name, inFlight: g.running(t.name), ...g.limitsOf(t.name) })),
-        refusals: sumBy(refused.values, 'reason', (labels) => labels.credential === g.credential),
-      })),
+      governors: ctx.governors.all().map((g) => {
+        const waiting = g.waiting()
+        return {
+          credential: g.credential,
+          maxConcurrent: ctx.config.platform.maxConcurrent,
+          queueLimit: ctx.config.platform.queue,
+          inFlight: g.inFlight,
+          queued: g.queued,
+          pausedUntil: g.pausedUntil > 0 ? new Date(g.pausedUntil).toISOString() : null,
+          teams: ctx.teams.teams
+            .filter((t) => t.credential === g.credential)
+            .map((t) => ({ team: t.name, inFlight: g.running(t.name), waiting: waiting.get(t.name) ?? 0, ...g.limitsOf(t.name) })),
+          refusals: sumBy(refused.values, 'reason', (labels) => labels.credential === g.credential),
+        }
+      }),
     }
   })
 

@@ -61,7 +61,7 @@ describe('GET /admin/status and /admin/audit', () => {
     expect(status.governors).toEqual([
       expect.objectContaining({ credential: 'default', inFlight: 0, queued: 0, pausedUntil: null, refusals: {} }),
     ])
-    expect(status.governors[0].teams).toContainEqual({ team: 'growth', inFlight: 0, maxConcurrent: expect.any(Number), queue: expect.any(Number) })
+    expect(status.governors[0].teams).toContainEqual({ team: 'growth', inFlight: 0, waiting: 0, maxConcurrent: expect.any(Number), queue: expect.any(Number) })
     expect(leakedSecrets(res.body, runSecrets(sandbox, [REDIS_PASSWORD, ADMIN_TOKEN, key?.token as string]))).toEqual([])
   })
 
