@@ -101,12 +101,16 @@ function slowReaders(ctx) {
   }
 }
 
-/** BURST_PER_REPLICA callers per replica, each asking its next distinct report as soon as the last is answered. */
+/** BURST_PER_REPLICA callers per replica, each asking its next distinct report as soon as the last is answered (1 s after a refusal). */
 function burst(ctx) {
   let stop = false
   const workers = Array.from({ length: BURST_PER_REPLICA * ctx.replicas.length }, async (_, i) => {
     const gw = ctx.replicas[i % ctx.replicas.length]
-    while (!stop) await ctx.askA(distinct(REPORT_ROUTE), gw)
+    while (!stop) {
+      const r = await ctx.askA(distinct(REPORT_ROUTE), gw)
+      // A client that honours retry-after: the attack fills queues, it does not spin on refusals.
+      if (r.status === 503 || r.status === 429) await sleep(1000)
+    }
   })
   return async () => {
     stop = true
