@@ -63,8 +63,10 @@ beforeAll(async () => {
   expect((await proxyCall('POST', '/api/v1/campaign/get', all, { userId: 101 })).statusCode).toBe(502)
   sandbox.setFailure({ kind: 'hang', times: 1 })
   expect((await proxyCall('POST', '/api/v1/campaign/get', all, { userId: 101 })).statusCode).toBe(504)
-  for (let i = 0; i < 4; i++) await proxyCall('POST', '/api/v1/campaign/get', { 'x-api-key': KEYS.limited }, { userId: 101 })
-  expect(answered.at(-1)?.status).toBe(429)
+  // The limit's windows are minutes of the clock: 8 calls over at most two windows put 4
+  // in one of them, past its 3.
+  for (let i = 0; i < 7; i++) await proxyCall('POST', '/api/v1/campaign/get', { 'x-api-key': KEYS.limited }, { userId: 101 })
+  expect(answered.slice(-7).map((a) => a.status)).toContain(429)
   // A refused token that cannot be replaced: the platform refuses the fresh one too (the
   // call, its probe, the retry with the new token and that token's probe all answer 401).
   sandbox.revokeAllTokens()
