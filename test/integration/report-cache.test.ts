@@ -244,7 +244,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     clock.advance(SIE_S * 1000)
     sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
     const gone = await get(CANONICAL)
-    expect(gone.statusCode).toBe(502)
+    expect(gone.statusCode, gone.body).toBe(502)
     expect(gone.json()).toMatchObject({ code: 'GW_UPSTREAM' })
     sandbox.setFailure({ kind: 'hang', times: 1 })
     const timedOut = await get(CANONICAL)
@@ -263,7 +263,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(reportCalls()).toBe(calls)
     await waitFor('the pause to end', () => !gw.ctx.governors.paused('default', PATH), 3000)
     const back = await get(CANONICAL)
-    expect(back.headers['x-cache']).toBe('MISS')
+    expect(back.headers['x-cache'], `${back.statusCode} ${back.body}`).toBe('MISS')
   })
 
   it('sends the stored gzip bytes to gzip callers and the platform bytes to the others, on MISS and HIT', async () => {
