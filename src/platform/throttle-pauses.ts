@@ -117,6 +117,12 @@ export class RoutePauses {
     const current = this.#paused.get(route)
     if (!current) return { kind: 'open' }
     const now = this.#now()
+    if (now >= current.until) {
+      // Its expiry timer is late (a busy event loop): the pause is over all the same.
+      const team = this.resume(route)
+      if (team !== null) this.#onExpired(route, team)
+      return { kind: 'open' }
+    }
     if (now < current.trialAt) return { kind: 'paused', waitMs: current.until - now }
     // One trial per interval: a trial that gets no answer (a timeout) lets the next one through later.
     current.trialAt = now + PAUSE_PROBE_INTERVAL_MS

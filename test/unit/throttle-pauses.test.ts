@@ -68,6 +68,17 @@ describe('RoutePauses', () => {
     expect(pauses.resume('/r')).toBeNull()
   })
 
+  it('opens a route whose pause has run out though its timer is late (a busy event loop), as leftOf says', () => {
+    expired.length = 0
+    pauses.pause('/late', 1000, 'a')
+    now += 1500
+    expect(pauses.leftOf('/late')).toBe(0)
+    expect(pauses.admit('/late')).toEqual({ kind: 'open' })
+    expect(expired).toEqual(['/late a'])
+    expect(pauses.admit('/late')).toEqual({ kind: 'open' })
+    expect(expired).toHaveLength(1)
+  })
+
   it('counts strikes of 429s without retry-after per route until it resumes', () => {
     expect([1, 2, 3].map(() => pauses.lengthFor('/r', null, 60_000))).toEqual([1000, 2000, 4000])
     expect(pauses.lengthFor('/s', null, 60_000)).toBe(1000)
