@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { CounterTallies, TalliedHistogram } from './metric-tally.js'
 
 // One registry per gateway instance, so two instances in one test process do not share counters.
 export function createMetrics() {
@@ -8,18 +9,25 @@ export function createMetrics() {
   // CI lint on it) refuses: a _total suffix means a counter. Each is the sum of its
   // labelled sibling (gateway_process_nodejs_active_handles{type} ...), so nothing is lost.
   for (const name of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`gateway_process_nodejs_active_${name}_total`)
+  // Counted on every request, cache hits included: see metric-tally.ts.
+  const requests = new CounterTallies<'route' | 'status'>()
+  const cacheRequests = new CounterTallies<'result' | 'tier'>()
   return {
     registry,
-    requests: new Counter({
+    /** Children of gateway_requests_total. */
+    requests,
+    requestsCounter: new Counter({
       name: 'gateway_requests_total',
       help: 'Requests answered on the proxy listener, by route kind and status',
       labelNames: ['route', 'status'] as const,
       registers: [registry],
+      collect() {
+        requests.flush(this)
+      },
     }),
-    requestDuration: new Histogram({
+    requestDuration: new TalliedHistogram<'route'>({
       name: 'gateway_request_duration_seconds',
       help: 'Time to answer a proxy-listener request',
-      labelNames: ['route'] as const,
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
@@ -30,11 +38,16 @@ export function createMetrics() {
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
-    cacheRequests: new Counter({
+    /** Children of gateway_cache_requests_total. */
+    cacheRequests,
+    cacheRequestsCounter: new Counter({
       name: 'gateway_cache_requests_total',
       help: 'Report cache lookups by result (HIT, MISS, STALE, REFRESH, BYPASS) and the tier that answered (l1, l2, platform)',
       labelNames: ['result', 'tier'] as const,
       registers: [registry],
+      collect() {
+        cacheRequests.flush(this)
+      },
     }),
     refreshAhead: new Counter({
       name: 'gateway_cache_refresh_ahead_total',

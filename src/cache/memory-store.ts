@@ -12,14 +12,11 @@ export class MemoryStore implements CacheStore {
   constructor(opts: { maxBytes: number; now?: () => number }) {
     this.#now = opts.now ?? Date.now
     this.enabled = opts.maxBytes > 0
+    // No lru-cache TTL: it reads the clock on every get, and a hit has read it already.
+    // An entry past its errorUntil is dropped when it is next read.
     this.#lru = new LRUCache<string, CacheEntry>({
       maxSize: Math.max(opts.maxBytes, 1),
       sizeCalculation: entrySize,
-      ttlAutopurge: false,
-      perf: { now: this.#now },
-      // lru-cache reuses a clock reading for 1 ms by default; an injected clock can jump
-      // further than that, and an expired entry must not come back in the meantime.
-      ttlResolution: 0,
     })
   }
 
@@ -27,15 +24,18 @@ export class MemoryStore implements CacheStore {
     return this.getSync(key)
   }
 
-  /** The hit path reads L1 without a promise. */
-  getSync(key: string): CacheEntry | null {
-    return this.#lru.get(key) ?? null
+  /** The hit path reads L1 without a promise, with the clock reading it took already. */
+  getSync(key: string, now: number = this.#now()): CacheEntry | null {
+    const entry = this.#lru.get(key)
+    if (entry === undefined) return null
+    if (now < entry.errorUntil) return entry
+    this.#lru.delete(key)
+    return null
   }
 
   async set(key: string, entry: CacheEntry): Promise<void> {
-    const ttl = entry.errorUntil - this.#now()
-    if (!this.enabled || ttl <= 0 || entrySize(entry) > this.#lru.maxSize) return
-    this.#lru.set(key, entry, { ttl })
+    if (!this.enabled || entry.errorUntil <= this.#now() || entrySize(entry) > this.#lru.maxSize) return
+    this.#lru.set(key, entry)
   }
 
   async delete(key: string): Promise<void> {

@@ -39,10 +39,10 @@ export class TieredStore implements CacheStore {
     await this.#bus?.subscribe(REFRESHED_CHANNEL, (key) => void this.#takeRefreshed(key))
   }
 
-  /** A fresh L1 entry, without a promise (the fast path of hits). */
-  freshInMemory(key: string): CacheEntry | null {
-    const entry = this.#l1.getSync(key)
-    return entry && this.#now() < entry.freshUntil ? entry : null
+  /** A fresh L1 entry, without a promise (the fast path of hits), as of `now`. */
+  freshInMemory(key: string, now: number): CacheEntry | null {
+    const entry = this.#l1.getSync(key, now)
+    return entry && now < entry.freshUntil ? entry : null
   }
 
   async get(key: string): Promise<CacheEntry | null> {

@@ -115,7 +115,7 @@ export class ReportCache {
   constructor(deps: ReportCacheDeps) {
     this.#d = deps
     this.#now = deps.now ?? Date.now
-    this.#hitL1 = deps.metrics.cacheRequests.labels({ result: 'HIT', tier: 'l1' })
+    this.#hitL1 = deps.metrics.cacheRequests.child({ result: 'HIT', tier: 'l1' })
     const timers = deps.timers ?? realTimers
     this.#timers = timers
     this.#watches = new LRUCache<string, Watch>({ max: WATCHED_KEYS, dispose: (w) => timers.clear(w.timer) })
@@ -149,7 +149,7 @@ export class ReportCache {
       if (found) {
         const now = this.#now()
         if (now < found.entry.freshUntil) {
-          this.#asked(key, found.entry, report, provider, opts.team)
+          this.#asked(key, found.entry, report, provider, opts.team, this.#now())
           return this.#served(found.entry, 'HIT', found.tier)
         }
         const paused = this.#d.client.paused(provider.name, report.path)
@@ -167,7 +167,7 @@ export class ReportCache {
     const upstream = result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }
     switch (result.kind) {
       case 'entry':
-        this.#asked(key, result.entry, report, provider, opts.team)
+        this.#asked(key, result.entry, report, provider, opts.team, this.#now())
         return { ...this.#served(result.entry, opts.refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform'), ...upstream }
       case 'pass':
         this.#count('BYPASS', 'platform')
@@ -194,8 +194,8 @@ export class ReportCache {
   }
 
   /** A fresh L1 entry, without a promise: what the fast path of hits serves. */
-  freshInMemory(key: string): CacheEntry | null {
-    return this.#d.store.freshInMemory(key)
+  freshInMemory(key: string, now: number): CacheEntry | null {
+    return this.#d.store.freshInMemory(key, now)
   }
 
   purgeAll(): Promise<number> {
@@ -206,10 +206,10 @@ export class ReportCache {
     return this.#d.store.purgeAdvertiser(advertiserId)
   }
 
-  /** Counts a hit served outside `read` (the fast path), and the ask for refresh ahead. */
-  countHit(key: string, entry: CacheEntry, report: CanonicalReport, credential: string, team: string): void {
+  /** Counts a hit served outside `read` (the fast path) at `now`, and the ask for refresh ahead. */
+  countHit(key: string, entry: CacheEntry, report: CanonicalReport, credential: string, team: string, now: number): void {
     this.#hitL1.inc()
-    if (this.#d.config.cache.refreshAhead > 0) this.#asked(key, entry, report, credential, team)
+    if (this.#d.config.cache.refreshAhead > 0) this.#asked(key, entry, report, credential, team, now)
   }
 
   /**
@@ -217,10 +217,9 @@ export class ReportCache {
    * background refresh once `cache.refreshAhead` of its freshness has passed (at once when
    * that is now). A copy asked for once is left to expire; the new copy is watched anew.
    */
-  #asked(key: string, entry: CacheEntry, report: CanonicalReport, provider: TokenProvider | string, team: string): void {
+  #asked(key: string, entry: CacheEntry, report: CanonicalReport, provider: TokenProvider | string, team: string, now: number): void {
     const ahead = this.#d.config.cache.refreshAhead
     if (ahead <= 0) return
-    const now = this.#now()
     if (now >= entry.freshUntil) return
     let watch = this.#watches.get(key)
     if (!watch || watch.fetchedAt !== entry.fetchedAt) {
@@ -417,7 +416,7 @@ export class ReportCache {
     const name = `${result} ${tier}`
     let counter = this.#counters.get(name)
     if (!counter) {
-      counter = this.#d.metrics.cacheRequests.labels({ result, tier })
+      counter = this.#d.metrics.cacheRequests.child({ result, tier })
       this.#counters.set(name, counter)
     }
     counter.inc()

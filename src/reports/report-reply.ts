@@ -44,6 +44,28 @@ export interface EntryAnswer {
   body: Buffer | null
 }
 
+// What every answer of an entry shares, worked out at its first answer rather than on
+// every hit (issue 17); entries are never changed, so it stays true for the entry's life.
+interface EntryFields {
+  etag: string
+  etagGzip: string
+  cacheControl: string
+}
+const entryFields = new WeakMap<CacheEntry, EntryFields>()
+
+function fieldsOf(entry: CacheEntry): EntryFields {
+  let fields = entryFields.get(entry)
+  if (fields === undefined) {
+    fields = {
+      etag: `"${entry.etag}"`,
+      etagGzip: `"${entry.etag}-gzip"`,
+      cacheControl: `private, max-age=${Math.max(0, Math.floor((entry.freshUntil - entry.fetchedAt) / 1000))}`,
+    }
+    entryFields.set(entry, fields)
+  }
+  return fields
+}
+
 /**
  * The headers and body of a cached entry for one caller. `max-age` is the entry's whole
  * freshness and `age` how much of it has passed (RFC 9111), so any cache downstream
@@ -57,12 +79,12 @@ export function entryResponse(
   gzip: boolean,
   ifNoneMatch?: string | string[],
 ): EntryAnswer {
-  const etag = gzip ? `"${entry.etag}-gzip"` : `"${entry.etag}"`
+  const fields = fieldsOf(entry)
   const headers: Record<string, string> = {
     'x-cache': status,
-    etag,
+    etag: gzip ? fields.etagGzip : fields.etag,
     vary: 'accept-encoding',
-    'cache-control': `private, max-age=${Math.max(0, Math.floor((entry.freshUntil - entry.fetchedAt) / 1000))}`,
+    'cache-control': fields.cacheControl,
   }
   if (status === 'HIT' || status === 'STALE') headers.age = String(Math.max(0, Math.floor((now - entry.fetchedAt) / 1000)))
   if (ifNoneMatch !== undefined && matches(ifNoneMatch, entry.etag)) return { code: 304, headers, body: null }

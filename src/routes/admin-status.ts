@@ -92,7 +92,7 @@ export async function adminStatusRoutes(app: FastifyInstance, { ctx, l1, audit }
   app.get('/admin/status', { schema: { response: { 200: statusSchema } } }, async () => {
     const now = ctx.now()
     const refused = await ctx.metrics.platformRefused.get()
-    const lookups = await ctx.metrics.cacheRequests.get()
+    const lookups = await ctx.metrics.cacheRequestsCounter.get()
     return {
       at: new Date(now).toISOString(),
       phase: ctx.lifecycle.phase,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Socket } from 'node:net'
 import type { GatewayContext } from '../context.js'
+import type { CountChild, ObserveChild } from '../metric-tally.js'
 import { isOwnRequestId } from '../request-id.js'
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
@@ -34,6 +35,8 @@ export interface RequestFacts {
   /** How long the platform call it waited for took; null when none was made. */
   upstreamMs: number | null
   userAgent: string | null
+  /** The clock reading (epoch ms) the answer was made at, where the caller took one. */
+  at?: number
 }
 
 // Bytes a socket had written when its last response ended: requests on one keep-alive
@@ -53,28 +56,33 @@ export type ObserveRequest = (facts: RequestFacts) => void
 
 /**
  * One log line and the request metrics per request (issue 2, "Logs"), for both
- * entrances of the proxy listener. Labelled metric children are looked up once per
- * label set, not on every request.
+ * entrances of the proxy listener. Metric children are looked up once per route and
+ * status, without building a key on every request.
  */
 export function requestObserver(ctx: GatewayContext): ObserveRequest {
-  const counters = new Map<string, { inc(): void }>()
-  const timers = new Map<string, { observe(v: number): void }>()
+  const counters = new Map<string, Map<number, CountChild>>()
+  const timers = new Map<string, ObserveChild>()
   const logRequests = ctx.log.isLevelEnabled('info')
   return (facts) => {
-    const countKey = `${facts.route} ${facts.status}`
-    let counter = counters.get(countKey)
+    const { route, status } = facts
+    let byStatus = counters.get(route)
+    if (!byStatus) {
+      byStatus = new Map()
+      counters.set(route, byStatus)
+    }
+    let counter = byStatus.get(status)
     if (!counter) {
-      counter = ctx.metrics.requests.labels({ route: facts.route, status: String(facts.status) })
-      counters.set(countKey, counter)
+      counter = ctx.metrics.requests.child({ route, status: String(status) })
+      byStatus.set(status, counter)
     }
     counter.inc()
-    let timer = timers.get(facts.route)
+    let timer = timers.get(route)
     if (!timer) {
-      timer = ctx.metrics.requestDuration.labels({ route: facts.route })
-      timers.set(facts.route, timer)
+      timer = ctx.metrics.requestDuration.labels({ route })
+      timers.set(route, timer)
     }
     timer.observe(facts.durationMs / 1000)
-    if (facts.team !== null) ctx.usage.request(facts.team, facts.status, facts.hit, facts.bytes ?? 0)
+    if (facts.team !== null) ctx.usage.request(facts.team, status, facts.hit, facts.bytes ?? 0, facts.at)
     if (!logRequests) return
     const q = facts.url.indexOf('?')
     ctx.log.info(
@@ -86,8 +94,8 @@ export function requestObserver(ctx: GatewayContext): ObserveRequest {
         method: facts.method,
         path: q === -1 ? facts.url : facts.url.slice(0, q),
         advertiser: advertiserField(facts.advertisers),
-        route: facts.route,
-        status: facts.status,
+        route,
+        status,
         durationMs: tenths(facts.durationMs),
         upstreamMs: facts.upstreamMs === null ? null : tenths(facts.upstreamMs),
         cache: facts.cache,

@@ -66,19 +66,19 @@ export class RateLimiter {
     await this.sync()
   }
 
-  hit(team: TeamConfig): RateDecision {
-    return this.#decide(team, true)
+  /** Counts a call of the team at `now` (the hit path passes the clock reading it took). */
+  hit(team: TeamConfig, now: number = this.#now()): RateDecision {
+    return this.#decide(team, true, now)
   }
 
   /** The team's standing without counting a call (for answers refused before the limit). */
   peek(team: TeamConfig): RateDecision {
-    return this.#decide(team, false)
+    return this.#decide(team, false, this.#now())
   }
 
-  #decide(team: TeamConfig, count: boolean): RateDecision {
+  #decide(team: TeamConfig, count: boolean, now: number): RateDecision {
     const limit = team.rateLimit
     if (!limit) return UNLIMITED
-    const now = this.#now()
     const window = Math.floor(now / limit.windowMs)
     let state = this.#windows.get(team.name)
     if (!state || state.window !== window) {

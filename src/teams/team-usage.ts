@@ -102,9 +102,9 @@ export class TeamUsage {
     await this.flush()
   }
 
-  /** One answered request of a team. */
-  request(team: string, status: number, hit: boolean, bytes: number): void {
-    const counts = this.#counts(team)
+  /** One answered request of a team, at `now` (the hit path passes the clock reading it took). */
+  request(team: string, status: number, hit: boolean, bytes: number, now: number = this.#now()): void {
+    const counts = this.#counts(team, now)
     counts.requests += 1
     if (hit) counts.cacheHits += 1
     counts.bytes += bytes
@@ -145,8 +145,7 @@ export class TeamUsage {
     return t
   }
 
-  #counts(team: string): UsageTotals {
-    const now = this.#now()
+  #counts(team: string, now: number = this.#now()): UsageTotals {
     if (now < this.#day.start || now >= this.#day.end) {
       const start = Math.floor(now / DAY_MS) * DAY_MS
       const name = utcDay(start)
