@@ -23,6 +23,7 @@ import { ReportCache } from './reports/report-cache.js'
 import { apiRoutes } from './routes/api.js'
 import { Admission } from './routes/caller.js'
 import { fastHits } from './routes/fast-path.js'
+import { lazyRequestLogger } from './request-logger.js'
 import { bytesSent, requestIdOf, requestObserver, routeKind } from './routes/request-log.js'
 import { isValidationFailure, validationMessage } from './routes/validation-message.js'
 import { ReportForms } from './reports/report-route.js'
@@ -394,9 +395,7 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
     loggerInstance: log,
     // One line per request is logged by observeRequests instead.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
-    // Fastify passes an options object even when it holds none, which sends pino down its
-    // slow path for a child (formatters and serializers rebuilt) on every request.
-    childLoggerFactory: (logger, bindings, opts) => (Object.keys(opts).length === 0 ? logger.child(bindings) : logger.child(bindings, opts)),
+    childLoggerFactory: lazyRequestLogger,
     bodyLimit: config.bodyLimit,
     // Not `requestIdHeader: 'x-request-id'`: Fastify would take any value of that header
     // as is and call genReqId only without one, so the check below would never run.

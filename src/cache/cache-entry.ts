@@ -5,7 +5,7 @@ export interface CacheEntry {
   contentType: string
   /** The platform's body, gzip-compressed at fill time. */
   gzip: Buffer
-  /** The platform's body as it was sent; held in L1 only, so the hit path never (de)compresses. */
+  /** The platform's body as it was sent, decompressed once per copy, so that a hit never (de)compresses. */
   identity: Buffer | null
   fetchedAt: number
   freshUntil: number

@@ -1,4 +1,5 @@
 import { gunzipSync } from 'node:zlib'
+import { LRUCache } from 'lru-cache'
 import type { Logger } from 'pino'
 import { PurgeIncompleteError } from '../errors.js'
 import type { RedisBus } from '../redis.js'
@@ -6,8 +7,21 @@ import type { CacheEntry } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
 import type { MemoryStore } from './memory-store.js'
 import { SingleFlight } from './single-flight.js'
+import { LRU_ENTRY_BYTES, keptBytes } from '../kept-bytes.js'
 
 export type Tier = 'l1' | 'l2'
+
+// With L1 off every hit reads its entry anew from Redis, compressed, and decompressing it
+// for a caller without gzip cost a third of such a hit (issue 17: zlib makes a stream for
+// each call). The body last decompressed for each key is kept with the exact compressed
+// bytes it came from; a read whose bytes are the same (compared in full, so a value
+// written into Redis can only ever find its own decompression) takes it from here.
+export const DECODED_BODIES_BYTES = 8 * 1024 * 1024
+
+interface Decoded {
+  gzip: Buffer
+  identity: Buffer
+}
 
 const PURGE_CHANNEL = 'purge'
 const REFRESHED_CHANNEL = 'refreshed'
@@ -25,6 +39,10 @@ export class TieredStore implements CacheStore {
   readonly #now: () => number
   // A burst of callers for one key makes one L2 read per process, not one each.
   readonly #l2Reads = new SingleFlight<CacheEntry | null>()
+  readonly #decoded = new LRUCache<string, Decoded>({
+    maxSize: DECODED_BODIES_BYTES,
+    sizeCalculation: (d, key) => LRU_ENTRY_BYTES + keptBytes(key) + d.gzip.length + d.identity.length,
+  })
 
   constructor(opts: { l1: MemoryStore; l2: CacheStore | null; bus: RedisBus | null; log: Logger; now?: () => number }) {
     this.#l1 = opts.l1
@@ -97,11 +115,16 @@ export class TieredStore implements CacheStore {
 
   /** L1 only: an entry another replica stored, or one this replica may not share. */
   async keepLocally(key: string, entry: CacheEntry): Promise<void> {
-    // With L1 off (l1MaxBytes: 0) an L2 hit decompresses only for callers without gzip.
-    if (!this.#l1.enabled) return
     // Decompressed once here, so that no hit from L1 ever (de)compresses.
-    entry.identity ??= gunzipSync(entry.gzip)
-    await this.#l1.set(key, entry)
+    if (this.#l1.enabled) {
+      entry.identity ??= gunzipSync(entry.gzip)
+      await this.#l1.set(key, entry)
+      return
+    }
+    const known = this.#decoded.get(key)
+    if (entry.identity === null) entry.identity = known?.gzip.equals(entry.gzip) ? known.identity : gunzipSync(entry.gzip)
+    // A copy: a value read from Redis may be a slice of a larger reply buffer it would pin.
+    if (known?.identity !== entry.identity) this.#decoded.set(key, { gzip: Buffer.from(entry.gzip), identity: entry.identity })
   }
 
   async delete(key: string): Promise<void> {

@@ -8,6 +8,7 @@ import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import type { CacheStore } from '../../src/cache/cache-store.js'
 import { MemoryStore } from '../../src/cache/memory-store.js'
 import { RedisStore } from '../../src/cache/redis-store.js'
+import { TieredStore } from '../../src/cache/tiered-store.js'
 import { RedisBreaker } from '../../src/redis.js'
 import { fakeClock } from '../helpers/clock.js'
 import { useRedis } from '../helpers/fixtures.js'
@@ -239,5 +240,33 @@ describe.skipIf(!available)('RedisStore in Redis', () => {
     expect(Date.now() - started).toBeLessThan(500)
     expect(b.state).toBe('open')
     gone.disconnect()
+  })
+})
+
+describe.runIf(available)('TieredStore with L1 off', () => {
+  const breaker = () => new RedisBreaker({ cooldownMs: 1000, log: silent })
+  const tiered = (prefix: string) =>
+    new TieredStore({
+      l1: new MemoryStore({ maxBytes: 0 }),
+      l2: new RedisStore({ redis: redis as Redis, breaker: breaker(), prefix }),
+      bus: null,
+      log: silent,
+    })
+
+  it('decompresses each stored value once, and only ever serves the body of the bytes it read', async () => {
+    const store = tiered('dec:')
+    const key = 'dec:report:v1:x'
+    const first = entryAt(Date.now(), { body: Buffer.from('{"version":1}') })
+    await store.set(key, first)
+    const a = (await store.lookup(key))?.entry
+    const b = (await store.lookup(key))?.entry
+    expect(a?.identity?.toString()).toBe('{"version":1}')
+    // The second read of the same bytes takes the body decompressed by the first.
+    expect(b?.identity).toBe(a?.identity)
+    // Another writer's value under the same key (a refresh on another replica, or a
+    // value planted in Redis) is decompressed anew: the kept body is not its body.
+    const second = entryAt(Date.now(), { body: Buffer.from('{"version":2}') })
+    await new RedisStore({ redis: redis as Redis, breaker: breaker(), prefix: 'dec:' }).set(key, { ...second, etag: first.etag })
+    expect((await store.lookup(key))?.entry.identity?.toString()).toBe('{"version":2}')
   })
 })
