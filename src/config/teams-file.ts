@@ -28,13 +28,13 @@ export function readTeamsFile(path: string, readFile: (p: string) => string, pro
 }
 
 /**
- * The teams of a config file alone, for `npm run keys -- list`: no environment, no
+ * The teams of a config file (or, with `teamsFile`, of a TEAMS_FILE, read by the
+ * gateway's rules for one) alone, for `npm run keys -- list`: no environment, no
  * credentials (a team's credential is not checked). Problems are one line each.
  */
-export function teamsOfFile(path: string, readFile: (p: string) => string = (p) => readFileSync(p, 'utf8')): { teams: TeamConfig[]; problems: string[] } {
+export function teamsOfFile(path: string, { teamsFile = false } = {}, readFile: (p: string) => string = (p) => readFileSync(p, 'utf8')): { teams: TeamConfig[]; problems: string[] } {
   const problems: string[] = []
-  const file = readYamlObject(path, readFile, problems, path)
-  const raw = file.teams ?? {}
+  const raw = (teamsFile ? readTeamsFile(path, readFile, problems) : readYamlObject(path, readFile, problems, path).teams) ?? {}
   if (!isPlainObject(raw)) return { teams: [], problems: [...problems, 'teams: must be a mapping of team names'] }
   if (!validate(raw)) {
     // Paths only: a key list may hold a pasted plaintext key, never repeated here.
