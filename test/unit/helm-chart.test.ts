@@ -38,6 +38,7 @@ const CONTRACT_ENV = new Set([
   'PLATFORM_GRANT_TYPE',
   'REDIS_URL',
   'CONFIG_FILE',
+  'TEAMS_FILE',
   'LOG_LEVEL',
 ])
 
@@ -47,6 +48,10 @@ const SECRETS = {
   gatewaySecret: 'gateway-secret-5e8a1c77d3f9',
 }
 
+const TEAMS = {
+  growth: { keys: [`sha256:${'a'.repeat(64)}`], advertisers: [101, 102], write: false, rateLimit: { max: 600, window: '1m' } },
+}
+
 /** Everything optional switched on: a Secret from values, Redis, HPA, ServiceMonitor, teams. */
 const FULL: Values = {
   platform: { baseUrl: 'https://dsp-api.example.com' },
@@ -54,10 +59,8 @@ const FULL: Values = {
   secrets: { create: true, values: SECRETS },
   autoscaling: { enabled: true, minReplicas: 3, maxReplicas: 12 },
   serviceMonitor: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
+  teams: TEAMS,
   config: {
-    teams: {
-      growth: { keys: [`sha256:${'a'.repeat(64)}`], advertisers: [101, 102], write: false, rateLimit: { max: 600, window: '1m' } },
-    },
     cache: { ttl: { recent: '2m' } },
   },
 }
@@ -256,6 +259,11 @@ describe('values.yaml and values.schema.json', () => {
     ['a `for` that is no Prometheus duration', { monitoring: { prometheusRule: { alerts: { tokenRefused: { for: '2 minutes' } } } } }],
     ['a rule selector with braces', { monitoring: { selector: '{job="x"}' } }],
     ['a runbook URL with an anchor', { monitoring: { runbookUrl: 'https://example.com/ops.md#top' } }],
+    ['a team key in plaintext (only sha256: hashes)', { teams: { growth: { keys: ['rgw_pasted_plaintext_key'], advertisers: ['*'] } } }],
+    ['a team without advertisers', { teams: { growth: { keys: [] } } }],
+    ['a team name with a space', { teams: { 'growth team': { keys: [], advertisers: ['*'] } } }],
+    ['teams in values and an existing teams Secret at once', { teams: TEAMS, teamsSecret: { existingSecret: 'gateway-teams' } }],
+    ['a teams Secret key with a slash', { teamsSecret: { key: 'teams/teams.yaml' } }],
     ['a dashboard label key with a space', { monitoring: { dashboard: { labelKey: 'grafana dashboard' } } }],
     ['an admin namespace label without a value', { networkPolicy: { ingress: { adminNamespaceLabel: { value: null } } } }],
     ['an admin namespace label key with a space', { networkPolicy: { ingress: { adminNamespaceLabel: { key: 'team name' } } } }],
@@ -300,7 +308,7 @@ describe('rendered with the defaults', () => {
       for (const doc of parseAllDocuments(text)) expect(doc.errors, file).toEqual([])
     }
     expect(chart.manifests.map((m) => m.kind).sort()).toEqual(
-      ['ConfigMap', 'Deployment', 'Pod', 'PodDisruptionBudget', 'Service', 'Service', 'ServiceAccount'].sort(),
+      ['ConfigMap', 'Deployment', 'Pod', 'PodDisruptionBudget', 'Secret', 'Service', 'Service', 'ServiceAccount'].sort(),
     )
   })
 
@@ -392,7 +400,7 @@ describe('rendered with the defaults', () => {
     expect(new Set(names).size, 'no variable twice').toBe(names.length)
     for (const name of names) expect(CONTRACT_ENV, name).toContain(name)
     expect(names.sort()).toEqual(
-      ['ADMIN_HOST', 'ADMIN_PORT', 'ADMIN_TOKEN_FILE', 'CONFIG_FILE', 'GATEWAY_SECRET_FILE', 'HOST', 'LOG_LEVEL', 'PLATFORM_TOKEN_FILE', 'PORT'].sort(),
+      ['ADMIN_HOST', 'ADMIN_PORT', 'ADMIN_TOKEN_FILE', 'CONFIG_FILE', 'GATEWAY_SECRET_FILE', 'HOST', 'LOG_LEVEL', 'PLATFORM_TOKEN_FILE', 'PORT', 'TEAMS_FILE'].sort(),
     )
     expect(envOf(chart).get('LOG_LEVEL')?.value).toBe('info')
   })
@@ -404,7 +412,7 @@ describe('rendered with the defaults', () => {
     expect(env.get('GATEWAY_SECRET_FILE')?.value).toBe('/var/run/secrets/report-gateway/gateway-secret')
 
     const spec = one<Deployment>(chart, 'Deployment').spec.template.spec
-    const volume = spec.volumes.find((v) => v.secret)
+    const volume = spec.volumes.find((v) => v.name === 'secrets')
     expect(volume?.secret).toMatchObject({ secretName: 'rgw-report-gateway' })
     // items would pin the keys; subPath would freeze the file at pod start (no rotation).
     expect(volume?.secret?.items).toBeUndefined()
@@ -452,6 +460,12 @@ describe('rendered with the defaults', () => {
     expect(spec.terminationGracePeriodSeconds).toBeGreaterThan(sleep + config.shutdownGraceMs / 1000)
   })
 
+  it('mounts the teams (none yet) from their own Secret at TEAMS_FILE', () => {
+    const teamsFile = envOf(chart).get('TEAMS_FILE')?.value
+    expect(teamsFile).toBe('/etc/report-gateway-teams/teams.yaml')
+    expect(parse(podFiles(chart).get(teamsFile!)!)).toEqual({ teams: {} })
+  })
+
   it('uses the ServiceAccount and ConfigMap it creates', () => {
     const spec = one<Deployment>(chart, 'Deployment').spec.template.spec
     expect(spec.serviceAccountName).toBe(one(chart, 'ServiceAccount').metadata.name)
@@ -470,7 +484,7 @@ describe('rendered with the defaults', () => {
     const secret = { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret }
     // Left at its default (empty), platform.baseUrl stops the start rather than serving the demo sandbox.
     expect(() => gatewayConfigFrom(chart, { 'rgw-report-gateway': secret })).toThrow(
-      "PLATFORM_BASE_URL: not set, but PLATFORM_TOKEN_FILE, CONFIG_FILE are configured; set PLATFORM_BASE_URL to the platform's address",
+      "PLATFORM_BASE_URL: not set, but PLATFORM_TOKEN_FILE, CONFIG_FILE, TEAMS_FILE are configured; set PLATFORM_BASE_URL to the platform's address",
     )
     const config = gatewayConfigFrom(withPlatform, { 'rgw-report-gateway': secret })
     expect(config.demo).toBe(false)
@@ -502,7 +516,7 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
 
   it('adds the Secret, the HPA and the ServiceMonitor', () => {
     expect(chart.manifests.map((m) => m.kind).sort()).toEqual(
-      ['ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'Pod', 'PodDisruptionBudget', 'Secret', 'Service', 'Service', 'ServiceAccount', 'ServiceMonitor'].sort(),
+      ['ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'Pod', 'PodDisruptionBudget', 'Secret', 'Secret', 'Service', 'Service', 'ServiceAccount', 'ServiceMonitor'].sort(),
     )
   })
 
@@ -516,7 +530,7 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
   })
 
   it('holds the secret values in the Secret under the keys the *_FILE variables name', () => {
-    const secret = one(chart, 'Secret')
+    const secret = one(chart, 'Secret', 'rgw-report-gateway')
     const data = decode(secret)
     expect(data).toEqual({ 'platform-token': SECRETS.platformToken, 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret })
     const dir = '/var/run/secrets/report-gateway'
@@ -526,7 +540,7 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
       expect(path.startsWith(`${dir}/`), name).toBe(true)
       expect(Object.keys(data), name).toContain(path.slice(dir.length + 1))
     }
-    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.secret)?.secret?.secretName).toBe(secret.metadata.name)
+    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.name === 'secrets')?.secret?.secretName).toBe(secret.metadata.name)
   })
 
   it('puts no secret value in the Deployment, only file paths and Secret references', () => {
@@ -569,6 +583,25 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
     expect(parse(files.get('/etc/report-gateway/config.yaml')!)).toEqual({ ...(FULL.config as Values), shutdownGrace: '10s' })
   })
 
+  it('puts the teams in a Secret of their own, mounted whole at TEAMS_FILE, and not in the settings ConfigMap', () => {
+    const secret = one(chart, 'Secret', 'rgw-report-gateway-teams')
+    expect(secret.metadata.labels).toMatchObject({ 'app.kubernetes.io/instance': 'rgw' })
+    expect(Object.keys(decode(secret))).toEqual(['teams.yaml'])
+    expect(parse(decode(secret)['teams.yaml']!)).toEqual({ teams: TEAMS })
+    expect(envOf(chart).get('TEAMS_FILE')?.value).toBe('/etc/report-gateway-teams/teams.yaml')
+    const volume = one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.secret?.secretName === secret.metadata.name)
+    // items would pin the keys; subPath would freeze the file at pod start (no reload).
+    expect(volume?.secret?.items).toBeUndefined()
+    const mount = gateway(chart).volumeMounts.find((m) => m.name === volume?.name)
+    expect(mount).toMatchObject({ mountPath: '/etc/report-gateway-teams', readOnly: true })
+    expect(mount?.subPath).toBeUndefined()
+    // Neither the settings ConfigMap nor the pod template holds a team or a key hash.
+    const configMap = JSON.stringify(one(chart, 'ConfigMap'))
+    expect(configMap).not.toContain('growth')
+    expect(configMap).not.toContain('a'.repeat(64))
+    expect(JSON.stringify(one(chart, 'Deployment'))).not.toContain('a'.repeat(64))
+  })
+
   it('starts a gateway with the platform, Redis, the team and every secret from the Secret', () => {
     const config = gatewayConfigFrom(chart, { 'redis-credentials': { url: 'redis://:pw@redis-master:6379/0' } })
     expect(config.demo).toBe(false)
@@ -588,18 +621,48 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
 
 describe('rendered with other choices', () => {
   it('rolls the pods when the settings change (checksum/config), not when the teams or a secret value change', () => {
-    const checksum = (values: Values) => one<Deployment>(renderChart(CHART, { values }), 'Deployment').spec.template.metadata.annotations['checksum/config']
+    const template = (values: Values) => one<Deployment>(renderChart(CHART, { values }), 'Deployment').spec.template
+    const checksum = (values: Values) => template(values).metadata.annotations['checksum/config']
     const base = checksum(FULL)
     expect(base).toMatch(/^[a-f0-9]{64}$/)
     expect(checksum(merge(FULL, { config: { cache: { ttl: { recent: '3m' } } } }))).not.toBe(base)
     expect(checksum(merge(FULL, { shutdownGraceSeconds: 40 }))).not.toBe(base)
-    // Issue 18 item 2: a key added or revoked reaches the pods through the mounted file,
-    // which the gateway re-reads; a restart would defeat the no-restart reload.
-    expect(checksum(merge(FULL, { config: { teams: null } }))).toBe(base)
-    expect(checksum(merge(FULL, { config: { teams: { late: { keys: [`sha256:${'a'.repeat(64)}`], advertisers: ['*'] } } } }))).toBe(base)
+    // A key added or revoked reaches the pods through the mounted teams Secret, which the
+    // gateway re-reads; a restart would defeat the no-restart reload. The pod template
+    // (its annotations included) is the same whatever the teams are.
+    const late = { late: { keys: [`sha256:${'c'.repeat(64)}`], advertisers: ['*'] } }
+    for (const teams of [{ ...TEAMS, ...late }, late, {}]) {
+      const changed = { ...FULL, teams }
+      expect(one(renderChart(CHART, { values: changed }), 'Secret', 'rgw-report-gateway-teams')).not.toEqual(one(renderChart(CHART, { values: FULL }), 'Secret', 'rgw-report-gateway-teams'))
+      expect(template(changed)).toEqual(template(FULL))
+    }
     // Rotation: a new token in the Secret is read from the file; the pods stay.
     const rotated = merge(FULL, { secrets: { values: { platformToken: 'plat-token-rotated' } } })
     expect(one(renderChart(CHART, { values: rotated }), 'Deployment')).toEqual(one(renderChart(CHART, { values: FULL }), 'Deployment'))
+  })
+
+  it('refuses teams under `config` (they would land in the settings), saying where they go', () => {
+    expect(() => renderChart(CHART, { values: { config: { teams: TEAMS } } })).toThrow(
+      'config.teams: the teams are no longer part of the config file; move them to the top-level value `teams` (TEAMS_FILE, a Secret of their own that the pods re-read without a restart)',
+    )
+    // An empty mapping is no team: dropped from the settings rather than refused.
+    expect(parse(podFiles(renderChart(CHART, { values: { config: { teams: {} } } })).get('/etc/report-gateway/config.yaml')!)).toEqual({ shutdownGrace: '10s' })
+  })
+
+  it('mounts an existing teams Secret by name (made outside Helm) and renders none', () => {
+    const chart = renderChart(CHART, { values: { teamsSecret: { existingSecret: 'gateway-teams', key: 'teams' } } })
+    expect(all(chart, 'Secret')).toEqual([])
+    const volume = one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.secret?.secretName === 'gateway-teams')
+    expect(volume).toBeDefined()
+    expect(gateway(chart).volumeMounts.find((m) => m.name === volume?.name)?.mountPath).toBe('/etc/report-gateway-teams')
+    expect(envOf(chart).get('TEAMS_FILE')?.value).toBe('/etc/report-gateway-teams/teams')
+    expect(chart.notes).toContain('kubectl -n reports create secret generic gateway-teams --from-file=teams=./teams.yaml')
+    const teams = `teams:\n  growth:\n    keys: ["sha256:${'a'.repeat(64)}"]\n    advertisers: [101]\n`
+    const config = gatewayConfigFrom(renderChart(CHART, { values: { platform: { baseUrl: 'https://dsp-api.example.com' }, teamsSecret: { existingSecret: 'gateway-teams', key: 'teams' } } }), {
+      'rgw-report-gateway': { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret },
+      'gateway-teams': { teams },
+    })
+    expect(config.teams.map((t) => t.name)).toEqual(['growth'])
   })
 
   it('wires ADMIN_TOKENS_FILE from the Secret when secrets.keys.adminTokens is set, and refuses a plaintext token there', () => {
@@ -607,7 +670,7 @@ describe('rendered with other choices', () => {
     const values = merge(FULL, { secrets: { keys: { adminTokens: 'admin-tokens' }, values: { adminTokens: lines } } })
     const chart = renderChart(CHART, { values })
     expect(envOf(chart).get('ADMIN_TOKENS_FILE')?.value).toBe('/var/run/secrets/report-gateway/admin-tokens')
-    const secret = one<Manifest & { data: Record<string, string> }>(chart, 'Secret')
+    const secret = one<Manifest & { data: Record<string, string> }>(chart, 'Secret', 'rgw-report-gateway')
     expect(Buffer.from(secret.data['admin-tokens']!, 'base64').toString('utf8')).toBe(lines)
     expect(envOf(renderChart(CHART, { values: FULL })).has('ADMIN_TOKENS_FILE')).toBe(false)
     expect(() => renderChart(CHART, { values: merge(values, { secrets: { values: { adminTokens: 'alice:correct-horse-battery' } } }) })).toThrow(/adminTokens/)
@@ -615,8 +678,8 @@ describe('rendered with other choices', () => {
 
   it('uses an existing Secret by name and drops the variables of unused keys', () => {
     const chart = renderChart(CHART, { values: { secrets: { existingSecret: 'gateway-secrets', keys: { gatewaySecret: '' } } } })
-    expect(all(chart, 'Secret')).toEqual([])
-    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.secret)?.secret?.secretName).toBe('gateway-secrets')
+    expect(all(chart, 'Secret').map((s) => s.metadata.name)).toEqual(['rgw-report-gateway-teams'])
+    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.name === 'secrets')?.secret?.secretName).toBe('gateway-secrets')
     const names = [...envOf(chart).keys()]
     expect(names).toContain('PLATFORM_TOKEN_FILE')
     expect(names).not.toContain('GATEWAY_SECRET_FILE')
@@ -1288,6 +1351,8 @@ describe('the test renderer (subset of Go templates)', () => {
   it('fails on what helm fails on, and on anything outside the subset', () => {
     expect(() => renderString('{{ .a.b }}', {})).toThrow(/nil pointer/)
     expect(() => renderString('{{ required "need x" .x }}', {})).toThrow(TemplateError)
+    expect(() => renderString('{{ if .x }}{{ fail "no x here" }}{{ end }}', { x: 1 })).toThrow('no x here')
+    expect(renderString('{{ if .x }}{{ fail "no x here" }}{{ end }}ok', {})).toBe('ok')
     expect(() => renderString('{{ lookup "v1" "Secret" "ns" "n" }}', {})).toThrow(/not supported/)
     expect(() => renderString('{{ if .a }}', {})).toThrow(/without end/)
   })
