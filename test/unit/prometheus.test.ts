@@ -35,9 +35,13 @@ interface Group {
   rules: AlertRule[]
 }
 
+/** Where an installation publishes docs/operations.md (monitoring.runbookUrl). */
+const RUNBOOK = 'https://git.ads.internal/platform/report-gateway/blob/main/docs/operations.md'
+
 function ruleGroups(values: Values = {}): Group[] {
   // With Redis: GatewayRedisDown is only rendered for a gateway that uses Redis.
-  const chart = renderChart(CHART, { values: mergeValues({ redis: { url: 'redis://redis:6379' }, monitoring: { prometheusRule: { enabled: true } } }, values) })
+  const base = { image: { repository: 'registry.internal/ads/report-gateway' }, redis: { url: 'redis://redis:6379' }, monitoring: { runbookUrl: RUNBOOK, prometheusRule: { enabled: true } } }
+  const chart = renderChart(CHART, { values: mergeValues(base, values) })
   const rule = chart.manifests.find((m) => m.kind === 'PrometheusRule') as (Manifest & { spec: { groups: Group[] } }) | undefined
   if (!rule) throw new Error('no PrometheusRule rendered')
   return rule.spec.groups
@@ -391,7 +395,7 @@ describe.skipIf(!promtool.available)('promtool on the rendered PrometheusRule', 
                 summary: 'The platform refuses the token of credential default',
                 description:
                   "The platform refuses the gateway's token for credential default (reports/rgw-report-gateway-admin). Calls that need the platform answer 502 GW_PLATFORM_AUTH; cached reports are still served. Put a new token in place: update the Secret, PUT /admin/token, or POST /admin/token/refresh for a password login.",
-                runbook_url: 'https://github.com/example/report-gateway/blob/main/docs/operations.md#alert-gatewaytokenrefused',
+                runbook_url: `${RUNBOOK}#alert-gatewaytokenrefused`,
               },
             },
           ],

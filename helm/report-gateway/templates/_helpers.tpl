@@ -61,12 +61,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (include "report-gateway.fullname" .) .Values.secrets.existingSecret }}
 {{- end }}
 
-{{/* Image reference: repository@digest, else repository:tag (tag defaults to appVersion). */}}
+{{/*
+Image reference: repository@digest, else repository:tag (tag defaults to appVersion).
+The chart names no registry of its own: a placeholder default would deploy as it is
+and fail at the image pull, far from the value to set.
+*/}}
 {{- define "report-gateway.image" -}}
+{{- $repository := required "image.repository is required: the gateway's image in your registry, built from the repository's Dockerfile (--set image.repository=<registry>/report-gateway)" .Values.image.repository }}
 {{- if .Values.image.digest }}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- printf "%s@%s" $repository .Values.image.digest }}
 {{- else }}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- printf "%s:%s" $repository (.Values.image.tag | default .Chart.AppVersion) }}
 {{- end }}
 {{- end }}
 
