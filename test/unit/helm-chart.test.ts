@@ -772,6 +772,8 @@ const ALERTS = [
   'GatewayTokenExpiryImminent',
   'GatewayPlatformErrors',
   'GatewayRedisDown',
+  'GatewayRedisReadOnly',
+  'GatewayRedisUnverified',
   'GatewayCacheHitRatioLow',
   'GatewayTeamRateLimited',
   'GatewayLatencyHigh',
@@ -782,6 +784,7 @@ const ALERTS = [
 ]
 /** Where an installation publishes docs/operations.md (monitoring.runbookUrl). */
 const RUNBOOK = 'https://git.ads.internal/platform/report-gateway/blob/main/docs/operations.md'
+const REDIS_ALERTS = ['GatewayRedisDown', 'GatewayRedisReadOnly', 'GatewayRedisUnverified']
 
 interface AlertRule {
   alert: string
@@ -926,6 +929,10 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(exprs.GatewayPlatformErrors).toContain('gateway_platform_calls_total{namespace="reports",job="rgw-report-gateway-admin",outcome=~"GW_.*"}[5m]')
     expect(exprs.GatewayPlatformErrors).toMatch(/\) > 0\.05$/)
     expect(exprs.GatewayRedisDown).toMatch(/gateway_redis_up\{[^}]*\} == 0\) > 0$/)
+    expect(exprs.GatewayRedisReadOnly).toMatch(/^count by \(namespace, job\) \(gateway_redis_writable\{namespace="reports",job="rgw-report-gateway-admin"\} == 0\) > 0$/)
+    expect(exprs.GatewayRedisUnverified).toMatch(/^sum by \(namespace, job, what\) \(increase\(gateway_redis_unverified_total\{namespace="reports",job="rgw-report-gateway-admin"\}\[10m\]\)\) > 0$/)
+    expect(alertOf(chart, 'GatewayRedisReadOnly')).toMatchObject({ for: '5m', labels: { severity: 'warning' } })
+    expect(alertOf(chart, 'GatewayRedisUnverified')).toMatchObject({ for: '15m', labels: { severity: 'warning' } })
     expect(exprs.GatewayCacheHitRatioLow).toContain('result=~"HIT|STALE"}[30m]')
     expect(exprs.GatewayCacheHitRatioLow).toMatch(/\) < 0\.5 and .*\) > 0\.05$/)
     expect(exprs.GatewayTeamRateLimited).toMatch(/^sum by \(namespace, job, team\) \(rate\(gateway_rate_limited_total\{[^}]*\}\[10m\]\)\) > 0\.1$/)
@@ -947,6 +954,8 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
               cacheHitRatioLow: { ratio: 0.7, window: '1h', minRequestsPerSecond: 1 },
               teamRateLimited: { perSecond: 2, window: '5m' },
               latencyHigh: { seconds: 1, window: '10m', routes: 'report' },
+              redisReadOnly: { for: '2m', severity: 'critical' },
+              redisUnverified: { unverified: 20, window: '30m', for: '5m', severity: 'critical' },
             },
           },
         },
@@ -965,6 +974,9 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(hits).toMatch(/< 0\.7 and .* > 1$/)
     expect(alertOf(tuned, 'GatewayTeamRateLimited').expr).toMatch(/\[5m\]\)\) > 2$/)
     expect(alertOf(tuned, 'GatewayLatencyHigh').expr).toMatch(/route=~"report"\}\[10m\]\)\)\) > 1$/)
+    expect(alertOf(tuned, 'GatewayRedisReadOnly')).toMatchObject({ for: '2m', labels: { severity: 'critical' } })
+    expect(alertOf(tuned, 'GatewayRedisUnverified')).toMatchObject({ for: '5m', labels: { severity: 'critical' } })
+    expect(alertOf(tuned, 'GatewayRedisUnverified').expr).toMatch(/\[30m\]\)\) > 20$/)
   })
 
   it('leaves out disabled alerts, and adds alert labels, rule labels and another namespace', () => {
@@ -991,11 +1003,12 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     for (const r of rulesOf(other)) expect(r.expr, r.alert).toContain('namespace="reports"')
   })
 
-  it('alerts on Redis only for a gateway that uses Redis (without it, gateway_redis_up is 0)', () => {
+  it('alerts on Redis only for a gateway that uses Redis (without it, gateway_redis_up and gateway_redis_writable are 0)', () => {
     const alerts = (values: Values) => rulesOf(install({ values: merge({ monitoring: { prometheusRule: { enabled: true } } }, values) })).map((r) => r.alert)
-    expect(alerts({})).toEqual(ALERTS.filter((a) => a !== 'GatewayRedisDown'))
-    expect(alerts({ redis: { existingSecret: { name: 'redis' } } })).toContain('GatewayRedisDown')
-    expect(alerts({ config: { redis: { sentinels: [{ host: 'sentinel', port: 26379 }] } } })).toContain('GatewayRedisDown')
+    expect(alerts({})).toEqual(ALERTS.filter((a) => !REDIS_ALERTS.includes(a)))
+    expect(alerts({ redis: { existingSecret: { name: 'redis' } } })).toEqual(expect.arrayContaining(REDIS_ALERTS))
+    expect(alerts({ config: { redis: { sentinels: [{ host: 'sentinel', port: 26379 }] } } })).toEqual(expect.arrayContaining(REDIS_ALERTS))
+    expect(alerts({ ...WITH_REDIS, monitoring: { prometheusRule: { alerts: { redisReadOnly: { enabled: false }, redisUnverified: { enabled: false } } } } })).toEqual(ALERTS.filter((a) => a !== 'GatewayRedisReadOnly' && a !== 'GatewayRedisUnverified'))
   })
 })
 
