@@ -497,6 +497,13 @@ describe('rendered with the defaults', () => {
     expect(configVolume?.configMap?.name).toBe(one(chart, 'ConfigMap').metadata.name)
   })
 
+  it('names the settings ConfigMap apart from the one that held the teams, so that pods of the previous chart keep their teams while the upgrade replaces them', () => {
+    // Under the old name, the upgrade would hand the old pods (no TEAMS_FILE) a config
+    // file without teams, which they would reload as "no team": every key 401 until
+    // they are gone. A ConfigMap Helm deletes stays mounted as it was.
+    expect(one(chart, 'ConfigMap').metadata.name).toBe('rgw-report-gateway-settings')
+  })
+
   it('gives helm test a pod that asks the proxy Service for /healthz', () => {
     const pod = one(chart, 'Pod')
     expect(pod.metadata.annotations?.['helm.sh/hook']).toBe('test')
@@ -1329,7 +1336,7 @@ describe('values-production.yaml', () => {
     expect(validateValues(CHART, merge(parse(read('values.yaml')) as Values, production))).toEqual([])
     const kinds = chart.manifests.map((m) => m.kind)
     for (const kind of ['NetworkPolicy', 'PrometheusRule', 'ServiceMonitor', 'HorizontalPodAutoscaler']) expect(kinds, kind).toContain(kind)
-    expect(all(chart, 'ConfigMap').map((m) => m.metadata.name).sort()).toEqual(['rgw-report-gateway', 'rgw-report-gateway-dashboard'])
+    expect(all(chart, 'ConfigMap').map((m) => m.metadata.name).sort()).toEqual(['rgw-report-gateway-dashboard', 'rgw-report-gateway-settings'])
   })
 
   it('leaves the image and the platform address to each installation: as it is, it does not render', () => {

@@ -94,6 +94,16 @@ refuses teams declared in both files.
 {{- toYaml $config }}
 {{- end }}
 
+{{/*
+The ConfigMap holding CONFIG_FILE. Not <fullname>, the name it had while it also held
+the teams: pods of that chart have no TEAMS_FILE, and would reload a teams-less file
+under that name as "no team" (every key 401) until the upgrade replaced them. A
+ConfigMap Helm deletes stays mounted as it was, so they keep their teams to the end.
+*/}}
+{{- define "report-gateway.settingsConfigMapName" -}}
+{{- printf "%s-settings" (include "report-gateway.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{/* The Secret holding the teams file (TEAMS_FILE): teamsSecret.existingSecret, else <fullname>-teams. */}}
 {{- define "report-gateway.teamsSecretName" -}}
 {{- .Values.teamsSecret.existingSecret | default (printf "%s-teams" (include "report-gateway.fullname" .) | trunc 63 | trimSuffix "-") }}
