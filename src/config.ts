@@ -5,6 +5,7 @@ import { validateSchema } from './config/schema-errors.js'
 import { FILE_FORBIDDEN, applyEnv, deepMerge, getPath, readYamlObject, type Env } from './config/sources.js'
 import { normalize, type Config } from './config/normalize.js'
 import { decideDemo } from './config/demo-mode.js'
+import { readTeamsFile } from './config/teams-file.js'
 
 export { DEFAULT_CREDENTIAL, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
 export { maskUrlPassword } from './config/schema-errors.js'
@@ -31,6 +32,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   const problems: string[] = []
   const raw = readYamlObject(DEFAULT_CONFIG_PATH, readFile, problems, 'config/default.yaml')
   let fileSetsHost = false
+  let fileDeclaresTeams = false
   if (env.CONFIG_FILE) {
     const file = readYamlObject(env.CONFIG_FILE, readFile, problems, `CONFIG_FILE (${env.CONFIG_FILE})`)
     for (const path of FILE_FORBIDDEN) {
@@ -39,7 +41,17 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
       }
     }
     fileSetsHost = file.host != null
+    fileDeclaresTeams = file.teams != null
     deepMerge(raw, file)
+  }
+  if (env.TEAMS_FILE) {
+    const teams = readTeamsFile(env.TEAMS_FILE, readFile, problems)
+    // One source of truth for the teams: merged, a key revoked in one file could live on in the other.
+    if (fileDeclaresTeams) {
+      problems.push(`TEAMS_FILE: teams are declared both in CONFIG_FILE (${env.CONFIG_FILE}) and in TEAMS_FILE (${env.TEAMS_FILE}); keep them in TEAMS_FILE alone (remove teams: from CONFIG_FILE)`)
+    } else if (teams !== undefined) {
+      raw.teams = teams
+    }
   }
   const envSources = applyEnv(raw, env, readFile, problems)
   if (problems.length > 0) throw new ConfigError(problems)

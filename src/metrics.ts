@@ -159,18 +159,18 @@ export function createMetrics() {
     }),
     configReloads: new Counter({
       name: 'gateway_config_reloads_total',
-      help: 'Reloads of the teams from CONFIG_FILE, by result (applied, unchanged, refused)',
+      help: 'Reloads of the teams from CONFIG_FILE or TEAMS_FILE, by result (applied, unchanged, refused)',
       labelNames: ['result'] as const,
       registers: [registry],
     }),
     configProblems: new Counter({
       name: 'gateway_config_reload_problems_total',
-      help: 'Problems found in refused reloads of CONFIG_FILE (one log line each)',
+      help: 'Problems found in refused reloads of the teams (one log line each)',
       registers: [registry],
     }),
     configReloadOk: new Gauge({
       name: 'gateway_config_last_reload_successful',
-      help: '0 while the reload of the files the teams come from (CONFIG_FILE, ADMIN_TOKENS_FILE, token files) is refused: the running teams and admin tokens are not the files\' (retried every teamsReload.poll)',
+      help: '0 while the reload of the files the teams come from (CONFIG_FILE, TEAMS_FILE, ADMIN_TOKENS_FILE, token files) is refused: the running teams and admin tokens are not the files\' (retried every teamsReload.poll)',
       registers: [registry],
     }),
     redisUp: new Gauge({

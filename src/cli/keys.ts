@@ -13,9 +13,9 @@ const USAGE = `usage:
                                     comma-separated, or * for all (default: none yet)
   npm run keys -- hash TOKEN        the sha256: line for an existing key or admin token
                                     (at least ${MIN_TOKEN_LENGTH} characters)
-  npm run keys -- list [--config FILE]
-                                    teams, key ids, fingerprints and expiry of a config file
-                                    (default: CONFIG_FILE)
+  npm run keys -- list [--teams FILE | --config FILE]
+                                    teams, key ids, fingerprints and expiry of a teams file
+                                    or a config file (default: TEAMS_FILE, else CONFIG_FILE)
   npm run keys -- --help            this text
 exit code: 0 done, 1 the config file is invalid, 2 a usage mistake.`
 
@@ -41,9 +41,10 @@ function run(argv: string[]): number {
   const [command, arg, extra] = positionals
   if (extra !== undefined) throw new UsageError(`${command}: one argument at most`)
   if (command === 'list') {
-    const path = values.config ?? process.env.CONFIG_FILE
-    if (!path) throw new UsageError('list: give --config FILE or set CONFIG_FILE')
-    const { teams, problems } = teamsOfFile(path)
+    if (values.teams !== undefined && values.config !== undefined) throw new UsageError('list: give --teams FILE or --config FILE, not both')
+    const { path, teamsFile } = listedFile(values)
+    if (!path) throw new UsageError('list: give --teams FILE or --config FILE, or set TEAMS_FILE or CONFIG_FILE')
+    const { teams, problems } = teamsOfFile(path, { teamsFile })
     if (problems.length > 0) {
       process.stderr.write(`keys list: ${path} is not valid:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`)
       return 1
@@ -58,7 +59,7 @@ function run(argv: string[]): number {
     const key = newApiKey()
     process.stdout.write(
       `API key for team ${team} (shown once; give it to the team, store it nowhere else):\n  ${key}\n\n` +
-        `Add the team to your CONFIG_FILE (or its hash to the team's keys if the team is there):\n` +
+        `Add the team to your TEAMS_FILE or CONFIG_FILE (or its hash to the team's keys if the team is there):\n` +
         `teams:\n  ${team}:\n    keys: ["${hashApiKey(key)}"]\n    advertisers: ${advertisers}\n`,
     )
     return 0
@@ -73,13 +74,21 @@ function run(argv: string[]): number {
   throw new UsageError(command === undefined ? 'give a command: new, hash or list' : `unknown command "${command}": new, hash or list`)
 }
 
-function parseCommandLine(argv: string[]): { positionals: string[]; values: { team?: string; config?: string; advertisers?: string } } {
+function parseCommandLine(argv: string[]): { positionals: string[]; values: { team?: string; config?: string; teams?: string; advertisers?: string } } {
   try {
-    return parseArgs({ args: argv, allowPositionals: true, options: { team: { type: 'string' }, config: { type: 'string' }, advertisers: { type: 'string' } } })
+    return parseArgs({ args: argv, allowPositionals: true, options: { team: { type: 'string' }, config: { type: 'string' }, teams: { type: 'string' }, advertisers: { type: 'string' } } })
   } catch (err) {
     // Node's own wording (e.g. "Option '--team <value>' argument missing"), first sentence only.
     throw new UsageError((err as Error).message.split(/\.\s|\n/)[0] ?? 'invalid command line')
   }
+}
+
+/** The file `list` reads, as the gateway would: TEAMS_FILE holds the teams when it is set. */
+function listedFile(values: { config?: string; teams?: string }): { path: string | undefined; teamsFile: boolean } {
+  if (values.teams !== undefined) return { path: values.teams, teamsFile: true }
+  if (values.config !== undefined) return { path: values.config, teamsFile: false }
+  if (process.env.TEAMS_FILE) return { path: process.env.TEAMS_FILE, teamsFile: true }
+  return { path: process.env.CONFIG_FILE, teamsFile: false }
 }
 
 /** The YAML flow list of --advertisers, `[]` when none is given (the team reads nothing yet). */

@@ -33,6 +33,7 @@ export function decideDemo(raw: Record<string, unknown>, env: Env): DemoDecision
   if (Object.keys((getPath(raw, ['teams']) as object | undefined) ?? {}).length > 0) found.push('teams')
   if (Object.keys((getPath(raw, ['credentials']) as object | undefined) ?? {}).length > 0) found.push('credentials')
   if (env.CONFIG_FILE) found.push('CONFIG_FILE')
+  if (env.TEAMS_FILE) found.push('TEAMS_FILE')
   if (found.length === 0) return { demo: true }
   return {
     demo: false,

@@ -8,13 +8,33 @@ import { normalizeTeams, type TeamConfig } from './teams.js'
 const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false }).compile(Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]+$' }), TeamSchema))
 
 /**
- * The teams of a config file alone, for `npm run keys -- list`: no environment, no
+ * The `teams:` mapping of TEAMS_FILE, a file that holds the teams and nothing else, so
+ * that it can live in a Secret of its own and change without touching the settings
+ * (nor restarting the pods that hold them). Validated with the rest of the config;
+ * undefined when the file cannot be used, and `problems` say why, naming the file.
+ */
+export function readTeamsFile(path: string, readFile: (p: string) => string, problems: string[]): unknown {
+  const label = `TEAMS_FILE (${path})`
+  const before = problems.length
+  const file = readYamlObject(path, readFile, problems, label)
+  if (problems.length > before) return undefined
+  for (const key of Object.keys(file).filter((k) => k !== 'teams')) {
+    problems.push(`${label}: ${key}: not a teams setting; only teams: belongs in TEAMS_FILE (set ${key} in CONFIG_FILE)`)
+  }
+  // An empty file is refused, not read as no team: a file caught half-written (an editor
+  // that truncates before it writes) must not revoke every key until the next poll.
+  if (file.teams == null) problems.push(`${label}: holds no teams: mapping; write teams: {} for no team`)
+  return problems.length > before ? undefined : file.teams
+}
+
+/**
+ * The teams of a config file (or, with `teamsFile`, of a TEAMS_FILE, read by the
+ * gateway's rules for one) alone, for `npm run keys -- list`: no environment, no
  * credentials (a team's credential is not checked). Problems are one line each.
  */
-export function teamsOfFile(path: string, readFile: (p: string) => string = (p) => readFileSync(p, 'utf8')): { teams: TeamConfig[]; problems: string[] } {
+export function teamsOfFile(path: string, { teamsFile = false } = {}, readFile: (p: string) => string = (p) => readFileSync(p, 'utf8')): { teams: TeamConfig[]; problems: string[] } {
   const problems: string[] = []
-  const file = readYamlObject(path, readFile, problems, path)
-  const raw = file.teams ?? {}
+  const raw = (teamsFile ? readTeamsFile(path, readFile, problems) : readYamlObject(path, readFile, problems, path).teams) ?? {}
   if (!isPlainObject(raw)) return { teams: [], problems: [...problems, 'teams: must be a mapping of team names'] }
   if (!validate(raw)) {
     // Paths only: a key list may hold a pasted plaintext key, never repeated here.

@@ -26,7 +26,7 @@ export interface TeamReloaderDeps {
   log: Logger
   metrics: Metrics
   bus: RedisBus | null
-  /** Where the config is read from; null: nothing to reload (no CONFIG_FILE, demo mode). */
+  /** Where the config is read from; null: nothing to reload (demo mode, or neither CONFIG_FILE nor TEAMS_FILE). */
   source: LoadOptions | null
   pollMs: number
 }
@@ -34,20 +34,22 @@ export interface TeamReloaderDeps {
 const BUS_CHANNEL = 'teams-reload'
 
 /**
- * Reloads the teams (and the named admin tokens) of CONFIG_FILE without a restart
- * (issue #8): when any file the last load read changes (CONFIG_FILE, ADMIN_TOKENS_FILE,
- * token and secret files: read every `pollMs`, which also sees a Kubernetes ConfigMap's
- * `..data` symlink swap), on SIGHUP, on POST /admin/reload, and when another replica's
- * admin call asks every replica to re-read its own file. The files are validated whole
- * like at start; a load that does not validate is refused, the running teams stay, and
- * it is tried again at every poll until it succeeds, so that a revocation written while
- * another file was broken (or a token file momentarily empty) still takes effect
- * (issue 16, item 4). Every other setting needs a restart.
+ * Reloads the teams (and the named admin tokens) of CONFIG_FILE or TEAMS_FILE without a
+ * restart (issue #8): when any file the last load read changes (CONFIG_FILE, TEAMS_FILE,
+ * ADMIN_TOKENS_FILE, token and secret files: read every `pollMs`, which also sees a
+ * Kubernetes ConfigMap's or Secret's `..data` symlink swap), on SIGHUP, on
+ * POST /admin/reload, and when another replica's admin call asks every replica to
+ * re-read its own file. The files are validated whole like at start; a load that does
+ * not validate is refused, the running teams stay, and it is tried again at every poll
+ * until it succeeds, so that a revocation written while another file was broken (or a
+ * token file momentarily empty) still takes effect (issue 16, item 4). Every other
+ * setting needs a restart.
  */
 export class TeamReloader {
   readonly #d: TeamReloaderDeps
   readonly #replica = randomUUID()
-  readonly #file: string | null
+  /** The files the teams come from, as the environment names them; empty: nothing to reload. */
+  readonly #files: { file?: string; teamsFile?: string }
   /** The files the last load read, and their content's digest then. */
   #read: FilesRead = { paths: [], digest: '' }
   /** The digest of the files whose refusal was last logged; null while the running teams are the files'. */
@@ -57,17 +59,18 @@ export class TeamReloader {
 
   constructor(deps: TeamReloaderDeps) {
     this.#d = deps
-    this.#file = deps.source?.env?.CONFIG_FILE ?? null
+    const env = deps.source?.env ?? {}
+    this.#files = { ...(env.CONFIG_FILE ? { file: env.CONFIG_FILE } : {}), ...(env.TEAMS_FILE ? { teamsFile: env.TEAMS_FILE } : {}) }
     this.#admins = signature(deps.config.admin.tokens)
     deps.metrics.configReloadOk.set(1)
   }
 
   get enabled(): boolean {
-    return this.#file !== null
+    return Object.keys(this.#files).length > 0
   }
 
   async start(): Promise<void> {
-    if (!this.#file) return
+    if (!this.enabled) return
     // Which files a load reads, learnt by loading them as a reload would: the running
     // teams were loaded from them moments ago, so only a change since then is applied.
     try {
@@ -108,9 +111,9 @@ export class TeamReloader {
 
   #reload(trigger: ReloadTrigger, actor: string | null, { quietIfUnchanged }: { quietIfUnchanged: boolean }): ReloadOutcome {
     const { log, metrics } = this.#d
-    if (!this.#d.source || !this.#file) {
-      log.warn({ trigger }, 'teams reload asked for, but there is no CONFIG_FILE to reload (or the gateway runs in demo mode)')
-      throw new ReloadUnavailableError('no CONFIG_FILE is set (or the gateway runs in demo mode)')
+    if (!this.#d.source || !this.enabled) {
+      log.warn({ trigger }, 'teams reload asked for, but there is no CONFIG_FILE or TEAMS_FILE to reload (or the gateway runs in demo mode)')
+      throw new ReloadUnavailableError('neither CONFIG_FILE nor TEAMS_FILE is set (or the gateway runs in demo mode)')
     }
     const read = new Map<string, string>()
     let next: Config
@@ -123,7 +126,7 @@ export class TeamReloader {
       this.#read = filesRead(read)
       // Tried again at every poll: said once per content of the files, not every time.
       if (trigger !== 'file' || this.#refused !== this.#read.digest) {
-        for (const problem of problems) log.error({ trigger, file: this.#file, problem }, 'CONFIG_FILE reload refused: the running teams stay')
+        for (const problem of problems) log.error({ trigger, ...this.#files, problem }, 'CONFIG_FILE reload refused: the running teams stay')
         metrics.configProblems.inc(problems.length)
         metrics.configReloads.inc({ result: 'refused' })
       }
@@ -152,7 +155,7 @@ export class TeamReloader {
       'CONFIG_FILE reloaded: new teams in use',
     )
     if (restartOnly(next) !== restartOnly(this.#d.config)) {
-      log.warn({ file: this.#file }, 'CONFIG_FILE also changed settings other than teams and admin tokens; those take effect at the next restart')
+      log.warn({ ...this.#files }, 'CONFIG_FILE also changed settings other than teams and admin tokens; those take effect at the next restart')
     }
     return { ...outcome, result: 'applied' }
   }

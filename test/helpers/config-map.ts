@@ -3,18 +3,22 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 /**
- * A config file mounted as Kubernetes mounts a ConfigMap: `config.yaml` is a symlink to
- * `..data/config.yaml`, and `..data` a symlink to a timestamped folder that an update
- * replaces by renaming a new `..data` over it (atomic), leaving `config.yaml` unchanged.
+ * A file mounted as Kubernetes mounts a ConfigMap or a Secret: `config.yaml` (or `name`)
+ * is a symlink to `..data/config.yaml`, and `..data` a symlink to a timestamped folder
+ * that an update replaces by renaming a new `..data` over it (atomic), leaving the
+ * file's own symlink unchanged.
  */
 export class ConfigMapDir {
   readonly dir = mkdtempSync(join(tmpdir(), 'rgw-configmap-'))
-  readonly path = join(this.dir, 'config.yaml')
+  readonly path: string
+  readonly #name: string
   #version = 0
 
-  constructor(yaml: string) {
+  constructor(yaml: string, name = 'config.yaml') {
+    this.#name = name
+    this.path = join(this.dir, name)
     this.#swap(yaml)
-    symlinkSync('..data/config.yaml', this.path)
+    symlinkSync(`..data/${name}`, this.path)
   }
 
   /** The update as the kubelet makes it. */
@@ -27,7 +31,7 @@ export class ConfigMapDir {
     this.#version += 1
     const name = `..v${this.#version}`
     mkdirSync(join(this.dir, name))
-    writeFileSync(join(this.dir, name, 'config.yaml'), yaml)
+    writeFileSync(join(this.dir, name, this.#name), yaml)
     symlinkSync(name, join(this.dir, '..data_tmp'))
     renameSync(join(this.dir, '..data_tmp'), join(this.dir, '..data'))
     if (old) rmSync(old, { recursive: true, force: true })

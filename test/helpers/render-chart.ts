@@ -12,7 +12,7 @@
  * - `if` / `else if` / `else` / `end`, `with` (rebinds `.`), `range [$k, $v :=]` (maps in
  *   sorted key order, as Go does), `define` (any file; `_*.tpl` files only define)
  * - functions: include, default, quote, nindent, indent, toYaml, sha256sum, b64enc,
- *   required, trunc, trimSuffix, replace, contains, printf (%s %d %v %q), int, add, join,
+ *   required, fail, trunc, trimSuffix, replace, contains, printf (%s %d %v %q), int, add, join,
  *   deepCopy, set, unset, and, or, not, eq, ne, gt, lt
  * - `.Values` (values.yaml deep-merged with overrides; null deletes a key, as in helm),
  *   `.Release.Name/Namespace/Service`, `.Chart.Name/Version/AppVersion`, `.Template`,
@@ -597,6 +597,9 @@ const FUNCTIONS: Record<string, Fn> = {
   required: ([message, value]) => {
     if (value === null || value === undefined || value === '') throw new TemplateError(String(message))
     return value
+  },
+  fail: ([message]) => {
+    throw new TemplateError(String(message))
   },
   trunc: ([n, s]) => {
     const text = str(s)

@@ -29,7 +29,7 @@ let sandbox: Sandbox
 let redis: RedisServer
 let gw: GatewayProcess
 const dir = mkdtempSync(join(tmpdir(), 'rgw-runbook-'))
-const configFile = join(dir, 'config.yaml')
+const teamsFile = join(dir, 'teams.yaml')
 
 /** Runs a block without blocking this process, where the sandbox answers the gateway. */
 async function run(name: string): Promise<string> {
@@ -38,7 +38,7 @@ async function run(name: string): Promise<string> {
     .replace(/npm run --silent (\w+) --/g, (_all, script: string) => `node ${ROOT}dist/cli/${script}.js`)
   const child = spawn('sh', ['-e', '-c', script], {
     cwd: dir,
-    env: { PATH: process.env.PATH ?? '', ADMIN: gw.adminUrl, ADMIN_TOKEN, GATEWAY: gw.url, CONFIG_FILE: configFile },
+    env: { PATH: process.env.PATH ?? '', ADMIN: gw.adminUrl, ADMIN_TOKEN, GATEWAY: gw.url, TEAMS_FILE: teamsFile },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
@@ -56,11 +56,12 @@ const report = (apiKey: string) => fetch(`${gw.url}/api/v1/report/campaigns/get?
 beforeAll(async () => {
   sandbox = await startSandbox()
   redis = await startRedis()
-  // `teams:` is the file's last key, as the runbook's append expects.
-  writeFileSync(configFile, 'teams:\n  ops:\n    keys: []\n    advertisers: ["*"]\n')
+  // As the chart runs it: the settings in CONFIG_FILE (spawnGateway's, empty), the teams
+  // alone in TEAMS_FILE, where the runbook's append lands under `teams:`.
+  writeFileSync(teamsFile, 'teams:\n  ops:\n    keys: []\n    advertisers: ["*"]\n')
   gw = await spawnGateway({
     yaml: '',
-    env: { CONFIG_FILE: configFile, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url, ADMIN_TOKEN, GATEWAY_SECRET: 'runbook-gateway-secret-0123456789' },
+    env: { TEAMS_FILE: teamsFile, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url, ADMIN_TOKEN, GATEWAY_SECRET: 'runbook-gateway-secret-0123456789' },
   })
 }, 120_000)
 

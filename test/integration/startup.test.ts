@@ -85,6 +85,24 @@ describe('misconfiguration stops the start with one line', () => {
     ])
   })
 
+  it('teams in both CONFIG_FILE and TEAMS_FILE: exit 78, one line naming both files', async () => {
+    const configFile = file('config-with-teams.yaml', TEAMS)
+    const teamsFile = file('teams-file.yaml', TEAMS)
+    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), CONFIG_FILE: configFile, TEAMS_FILE: teamsFile, PORT: '0', ADMIN_PORT: '0' })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual([
+      `report-gateway: invalid configuration: TEAMS_FILE: teams are declared both in CONFIG_FILE (${configFile}) and in TEAMS_FILE (${teamsFile}); keep them in TEAMS_FILE alone (remove teams: from CONFIG_FILE)`,
+    ])
+  })
+
+  it('a teams file without PLATFORM_BASE_URL is refused like a config file', async () => {
+    const { code, lines } = await refused({ TEAMS_FILE: file('teams-alone.yaml', TEAMS), PORT: '0', ADMIN_PORT: '0' })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual([
+      "report-gateway: invalid configuration: PLATFORM_BASE_URL: not set, but teams, TEAMS_FILE are configured; set PLATFORM_BASE_URL to the platform's address (or DEMO=1 for the bundled sandbox)",
+    ])
+  })
+
   it('Redis alone without PLATFORM_BASE_URL is refused too', async () => {
     const { code, lines } = await refused({ REDIS_URL: 'redis://127.0.0.1:6399', PORT: '0', ADMIN_PORT: '0' })
     expect(code).toBe(CONFIG_ERROR_EXIT)

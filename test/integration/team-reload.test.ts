@@ -36,8 +36,8 @@ afterEach(() => {
   for (const d of dirs.splice(0)) d.remove()
 })
 
-function configMap(text: string): ConfigMapDir {
-  const dir = new ConfigMapDir(text)
+function configMap(text: string, name?: string): ConfigMapDir {
+  const dir = new ConfigMapDir(text, name)
   dirs.push(dir)
   return dir
 }
@@ -236,6 +236,81 @@ describe('a revocation always takes effect', () => {
     writeFileSync(f.token, token)
     await revokedWithin(replicas, 'the removed key to be refused', async (gw) => (await status(gw, OLD)) === 401)
     for (const gw of replicas) expect(await status(gw, NEW)).toBe(200)
+  })
+})
+
+// Teams in a file of their own (TEAMS_FILE; the chart mounts it from a Secret whose
+// change restarts nothing): watched like every other file a reload reads, so a key
+// removed from it is refused by each replica within 2 s, with or without CONFIG_FILE.
+describe('teams in TEAMS_FILE', () => {
+  const POLL = '500ms'
+  const REVOKED_WITHIN_MS = 2000
+  const SETTINGS = `teamsReload: { poll: ${POLL} }\n`
+  const teams = (keys: string[]) => `teams:\n  growth:\n    keys: [${keys.join(', ')}]\n    advertisers: ["*"]\n`
+
+  interface Mounts {
+    settings: ConfigMapDir
+    teams: ConfigMapDir
+  }
+
+  const mounts = (keys: string[]): Mounts => ({ settings: configMap(SETTINGS), teams: configMap(teams(keys), 'teams.yaml') })
+
+  // Polling only: no Redis, so each replica learns of a change from its own files.
+  async function teamsReplica(m: Mounts, { configFile = true } = {}): Promise<TestGateway> {
+    const env = { ...(configFile ? { CONFIG_FILE: m.settings.path } : {}), TEAMS_FILE: m.teams.path, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, LOG_LEVEL: 'info' }
+    return gateways.build(loadConfig({ env }), { configSource: { env } })
+  }
+
+  const reload = (gw: TestGateway) => gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+
+  it('takes a key added to TEAMS_FILE and refuses one removed from it, on every replica within 2 s, without a restart', async () => {
+    const m = mounts([plain(OLD)])
+    const replicas = [await teamsReplica(m), await teamsReplica(m)]
+    for (const gw of replicas) expect([await status(gw, OLD), await status(gw, NEW)]).toEqual([200, 401])
+
+    m.teams.update(teams([plain(OLD), plain(NEW)]))
+    for (const gw of replicas) await waitFor('the added key to work', async () => (await status(gw, NEW)) === 200, 10_000, 20)
+
+    m.teams.update(teams([plain(NEW)]))
+    const started = Date.now()
+    for (const gw of replicas) await waitFor('the removed key to be refused', async () => (await status(gw, OLD)) === 401, 10_000, 20)
+    expect(Date.now() - started).toBeLessThan(REVOKED_WITHIN_MS)
+    for (const gw of replicas) {
+      expect(await status(gw, NEW)).toBe(200)
+      expect(gw.logs.records().filter((r) => r.action === 'teams-reload').map((r) => r.trigger)).toEqual(['file', 'file'])
+    }
+  })
+
+  it('reloads TEAMS_FILE without any CONFIG_FILE: POST /admin/reload applies it', async () => {
+    const m = mounts([plain(OLD)])
+    const gw = await teamsReplica(m, { configFile: false })
+    m.teams.update(teams([plain(NEW)]))
+    const res = await reload(gw)
+    expect(res.statusCode).toBe(200)
+    // `unchanged` when the poll (1 s) applied the file before the call came.
+    expect(res.json()).toMatchObject({ result: expect.stringMatching(/^(applied|unchanged)$/), teams: ['growth'], keys: 1 })
+    expect(await status(gw, OLD)).toBe(401)
+    expect(await status(gw, NEW)).toBe(200)
+  })
+
+  it('refuses teams declared in both files, naming both, and applies TEAMS_FILE again once CONFIG_FILE gives them up', async () => {
+    const m = mounts([plain(OLD)])
+    const gw = await teamsReplica(m)
+    m.settings.update(`${SETTINGS}${teams([plain(NEW)])}`)
+    await waitFor('the refusal', async () => (await metric(gw, 'gateway_config_last_reload_successful')) === 0, 10_000, 20)
+    expect(await status(gw, OLD)).toBe(200)
+    expect(await status(gw, NEW)).toBe(401)
+    const both = `TEAMS_FILE: teams are declared both in CONFIG_FILE (${m.settings.path}) and in TEAMS_FILE (${m.teams.path}); keep them in TEAMS_FILE alone (remove teams: from CONFIG_FILE)`
+    expect(gw.logs.records().filter((r) => r.msg === 'CONFIG_FILE reload refused: the running teams stay').map((r) => r.problem)).toEqual([both])
+    const res = await reload(gw)
+    expect(res.statusCode).toBe(422)
+    expect(res.json()).toMatchObject({ code: 'GW_CONFIG_INVALID', message: `the new configuration was refused, the running teams stay: ${both}` })
+
+    m.settings.update(SETTINGS)
+    m.teams.update(teams([plain(NEW)]))
+    await waitFor('the key removed from TEAMS_FILE to be refused', async () => (await status(gw, OLD)) === 401, 10_000, 20)
+    expect(await status(gw, NEW)).toBe(200)
+    expect(await metric(gw, 'gateway_config_last_reload_successful')).toBe(1)
   })
 })
 

@@ -169,6 +169,62 @@ teams:
   })
 })
 
+describe('TEAMS_FILE: the teams in a file of their own', () => {
+  const TEAMS_PATH = '/virtual/teams.yaml'
+  const PLATFORM = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+  const TEAMS = `teams:\n  growth:\n    keys: ["${HASH}"]\n    advertisers: [101, 102]\n    rateLimit: { max: 600, window: 1m }\n`
+  const withTeams = (env: Record<string, string>, teams: string, files: Record<string, string> = {}) => ({ env: { ...env, TEAMS_FILE: TEAMS_PATH }, files: { ...files, [TEAMS_PATH]: teams } })
+
+  it('reads the teams of TEAMS_FILE, with the schema of CONFIG_FILE\'s teams, with or without a CONFIG_FILE', () => {
+    const alone = withTeams(PLATFORM, TEAMS)
+    const fromTeamsFile = loadConfigFrom(alone.env, alone.files)
+    expect(fromTeamsFile.teams).toEqual(load(PLATFORM, TEAMS).teams)
+    expect(fromTeamsFile.teams.map((t) => t.name)).toEqual(['growth'])
+    // The settings stay in CONFIG_FILE, which then declares no teams.
+    const both = withTeams({ ...PLATFORM, CONFIG_FILE: CONFIG_PATH }, TEAMS, { [CONFIG_PATH]: 'port: 9000\nteamsReload: { poll: 250ms }\n' })
+    const config = loadConfigFrom(both.env, both.files)
+    expect(config.port).toBe(9000)
+    expect(config.teamsReload.pollMs).toBe(250)
+    expect(config.teams).toEqual(fromTeamsFile.teams)
+  })
+
+  it('takes `teams: {}` as no team', () => {
+    const none = withTeams(PLATFORM, 'teams: {}\n')
+    expect(loadConfigFrom(none.env, none.files).teams).toEqual([])
+  })
+
+  it('refuses teams declared in both CONFIG_FILE and TEAMS_FILE, naming both', () => {
+    for (const configTeams of [TEAMS, 'teams: {}\n']) {
+      const both = withTeams({ ...PLATFORM, CONFIG_FILE: CONFIG_PATH }, TEAMS, { [CONFIG_PATH]: configTeams })
+      expect(problem(both.env, undefined, both.files).problems).toEqual([
+        `TEAMS_FILE: teams are declared both in CONFIG_FILE (${CONFIG_PATH}) and in TEAMS_FILE (${TEAMS_PATH}); keep them in TEAMS_FILE alone (remove teams: from CONFIG_FILE)`,
+      ])
+    }
+  })
+
+  it.each([
+    ['an empty file (a file caught half-written must not drop every key)', '', `TEAMS_FILE (${TEAMS_PATH}): holds no teams: mapping; write teams: {} for no team`],
+    ['teams: with nothing under it', 'teams:\n', `TEAMS_FILE (${TEAMS_PATH}): holds no teams: mapping; write teams: {} for no team`],
+    ['another setting', `${TEAMS}cache:\n  ttl: { recent: 1m }\n`, `TEAMS_FILE (${TEAMS_PATH}): cache: not a teams setting; only teams: belongs in TEAMS_FILE (set cache in CONFIG_FILE)`],
+    ['a list', '- growth\n', `TEAMS_FILE (${TEAMS_PATH}): must be a YAML mapping`],
+  ])('refuses a TEAMS_FILE with %s', (_what, text, message) => {
+    const files = withTeams(PLATFORM, text)
+    expect(problem(files.env, undefined, files.files).problems).toEqual([message])
+  })
+
+  it('names TEAMS_FILE when it cannot be read', () => {
+    expect(problem({ ...PLATFORM, TEAMS_FILE: '/run/teams/none.yaml' }).problems).toEqual(['TEAMS_FILE (/run/teams/none.yaml): cannot be read (ENOENT)'])
+  })
+
+  it('names the key of a bad team, never a pasted plaintext key', () => {
+    const plaintext = 'rgw_plaintext_key_in_the_teams_file_000000'
+    const files = withTeams(PLATFORM, `teams:\n  growth: { keys: ["${plaintext}"], advertisers: [101] }\n`)
+    const err = problem(files.env, undefined, files.files)
+    expect(err.message).toMatch(/teams\.growth\.keys\.0: must be sha256:<hex>/)
+    expect(err.message).not.toContain(plaintext)
+  })
+})
+
 describe('secrets from *_FILE', () => {
   const files = {
     '/run/secrets/admin': 'admin-token-from-file-0123456789\n',
@@ -347,8 +403,10 @@ describe('demo mode only when nothing is configured, or with DEMO=1 (issue #7)',
     { name: 'Redis', env: { REDIS_URL: 'redis://cache:6379' }, found: 'REDIS_URL is' },
     { name: 'a config file with teams', env: {}, yaml: `teams:\n  growth:\n    keys: ["${HASH}"]\n    advertisers: [101]\n`, found: 'teams, CONFIG_FILE are' },
     { name: 'an empty config file', env: {}, yaml: '{}', found: 'CONFIG_FILE is' },
+    { name: 'a teams file', env: { TEAMS_FILE: '/run/teams/teams.yaml' }, found: 'teams, TEAMS_FILE are' },
+    { name: 'a teams file without teams', env: { TEAMS_FILE: '/run/teams/none.yaml' }, found: 'TEAMS_FILE is' },
   ])('$name without PLATFORM_BASE_URL stops the start', ({ env, yaml, found }) => {
-    const err = problem(env, yaml, { '/run/secrets/t': 'a-token-000000' })
+    const err = problem(env, yaml, { '/run/secrets/t': 'a-token-000000', '/run/teams/teams.yaml': `teams:\n  growth:\n    keys: ["${HASH}"]\n    advertisers: [101]\n`, '/run/teams/none.yaml': 'teams: {}\n' })
     expect(err.problems).toContain(`PLATFORM_BASE_URL: not set, but ${found} configured; ${ASK}`)
   })
 

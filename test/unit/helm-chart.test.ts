@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, it, expect } from 'vitest'
 import { parse, parseAllDocuments } from 'yaml'
 import { Ajv } from 'ajv'
-import { mergeValues as merge, renderChart, renderString, validateValues, TemplateError, type Manifest, type RenderedChart, type Values } from '../helpers/render-chart.js'
+import { mergeValues as merge, renderChart, renderString, validateValues, TemplateError, type Manifest, type RenderOptions, type RenderedChart, type Values } from '../helpers/render-chart.js'
 import { loadConfigFrom } from '../helpers/load-config.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -38,13 +38,26 @@ const CONTRACT_ENV = new Set([
   'PLATFORM_GRANT_TYPE',
   'REDIS_URL',
   'CONFIG_FILE',
+  'TEAMS_FILE',
   'LOG_LEVEL',
 ])
+
+/** The image every install names: the chart has none of its own (image.repository is required). */
+const IMAGE = 'registry.internal/ads/report-gateway'
+
+/** The chart as `helm install --set image.repository=<IMAGE>` renders it, with more values. */
+function install(options: RenderOptions = {}): RenderedChart {
+  return renderChart(CHART, { ...options, values: merge({ image: { repository: IMAGE } }, options.values ?? {}) })
+}
 
 const SECRETS = {
   platformToken: 'plat-token-4f1c9a0e7b2d',
   adminToken: 'admin-token-93bd2e1f07aa',
   gatewaySecret: 'gateway-secret-5e8a1c77d3f9',
+}
+
+const TEAMS = {
+  growth: { keys: [`sha256:${'a'.repeat(64)}`], advertisers: [101, 102], write: false, rateLimit: { max: 600, window: '1m' } },
 }
 
 /** Everything optional switched on: a Secret from values, Redis, HPA, ServiceMonitor, teams. */
@@ -54,10 +67,8 @@ const FULL: Values = {
   secrets: { create: true, values: SECRETS },
   autoscaling: { enabled: true, minReplicas: 3, maxReplicas: 12 },
   serviceMonitor: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
+  teams: TEAMS,
   config: {
-    teams: {
-      growth: { keys: [`sha256:${'a'.repeat(64)}`], advertisers: [101, 102], write: false, rateLimit: { max: 600, window: '1m' } },
-    },
     cache: { ttl: { recent: '2m' } },
   },
 }
@@ -216,7 +227,7 @@ describe('values.yaml and values.schema.json', () => {
   })
 
   it('accepts a production-like set of values', () => {
-    const values = renderChart(CHART, { values: FULL }).values
+    const values = install({ values: FULL }).values
     expect(validateValues(CHART, values)).toEqual([])
   })
 
@@ -256,6 +267,13 @@ describe('values.yaml and values.schema.json', () => {
     ['a `for` that is no Prometheus duration', { monitoring: { prometheusRule: { alerts: { tokenRefused: { for: '2 minutes' } } } } }],
     ['a rule selector with braces', { monitoring: { selector: '{job="x"}' } }],
     ['a runbook URL with an anchor', { monitoring: { runbookUrl: 'https://example.com/ops.md#top' } }],
+    ['an image repository with a tag', { image: { repository: 'registry.internal/report-gateway:0.1.0' } }],
+    ['an image repository with a scheme', { image: { repository: 'https://registry.internal/report-gateway' } }],
+    ['a team key in plaintext (only sha256: hashes)', { teams: { growth: { keys: ['rgw_pasted_plaintext_key'], advertisers: ['*'] } } }],
+    ['a team without advertisers', { teams: { growth: { keys: [] } } }],
+    ['a team name with a space', { teams: { 'growth team': { keys: [], advertisers: ['*'] } } }],
+    ['teams in values and an existing teams Secret at once', { teams: TEAMS, teamsSecret: { existingSecret: 'gateway-teams' } }],
+    ['a teams Secret key with a slash', { teamsSecret: { key: 'teams/teams.yaml' } }],
     ['a dashboard label key with a space', { monitoring: { dashboard: { labelKey: 'grafana dashboard' } } }],
     ['an admin namespace label without a value', { networkPolicy: { ingress: { adminNamespaceLabel: { value: null } } } }],
     ['an admin namespace label key with a space', { networkPolicy: { ingress: { adminNamespaceLabel: { key: 'team name' } } } }],
@@ -273,7 +291,21 @@ describe('values.yaml and values.schema.json', () => {
   })
 
   it('is checked before rendering, as helm does', () => {
-    expect(() => renderChart(CHART, { values: { logLevel: 'verbose' } })).toThrow(/schema/)
+    expect(() => install({ values: { logLevel: 'verbose' } })).toThrow(/schema/)
+  })
+
+  it('has no image of its own: without image.repository rendering fails, naming the value', () => {
+    const message = "image.repository is required: the gateway's image in your registry, built from the repository's Dockerfile (--set image.repository=<registry>/report-gateway)"
+    expect(() => renderChart(CHART)).toThrow(message)
+    expect(() => renderChart(CHART, { values: { image: { digest: `sha256:${'0'.repeat(64)}` } } })).toThrow(message)
+    expect(() => install()).not.toThrow()
+  })
+
+  it('holds no placeholder address that would be deployed as it is (no example.* host, no /example/ path)', () => {
+    const strings = (v: unknown): string[] => (typeof v === 'string' ? [v] : v && typeof v === 'object' ? Object.values(v).flatMap(strings) : [])
+    for (const file of ['values.yaml', 'values-production.yaml']) {
+      expect(strings(parse(read(file))).filter((v) => /\bexample\.[a-z]|\/example\//i.test(v)), file).toEqual([])
+    }
   })
 
   it('comments every value', () => {
@@ -289,10 +321,10 @@ describe('values.yaml and values.schema.json', () => {
 // ---------------------------------------------------------------- rendered manifests
 
 describe('rendered with the defaults', () => {
-  const chart = renderChart(CHART)
+  const chart = install()
   // The defaults leave platform.baseUrl empty, which stops the gateway (issue #7): what
   // loads a config from the rendered pod names the platform.
-  const withPlatform = renderChart(CHART, { values: { platform: { baseUrl: 'https://dsp-api.example.com' } } })
+  const withPlatform = install({ values: { platform: { baseUrl: 'https://dsp-api.example.com' } } })
 
   it('renders valid YAML of the expected kinds', () => {
     for (const [file, text] of Object.entries(chart.files)) {
@@ -300,7 +332,7 @@ describe('rendered with the defaults', () => {
       for (const doc of parseAllDocuments(text)) expect(doc.errors, file).toEqual([])
     }
     expect(chart.manifests.map((m) => m.kind).sort()).toEqual(
-      ['ConfigMap', 'Deployment', 'Pod', 'PodDisruptionBudget', 'Service', 'Service', 'ServiceAccount'].sort(),
+      ['ConfigMap', 'Deployment', 'Pod', 'PodDisruptionBudget', 'Secret', 'Service', 'Service', 'ServiceAccount'].sort(),
     )
   })
 
@@ -321,7 +353,7 @@ describe('rendered with the defaults', () => {
 
   it('runs the appVersion image, with the replica count and a zero-downtime rollout', () => {
     const deployment = one<Deployment>(chart, 'Deployment')
-    expect(gateway(chart).image).toBe('ghcr.io/example/report-gateway:0.1.0')
+    expect(gateway(chart).image).toBe(`${IMAGE}:0.1.0`)
     expect(deployment.spec.replicas).toBe(2)
     expect(deployment.spec).toMatchObject({ strategy: { rollingUpdate: { maxUnavailable: 0 } } })
   })
@@ -358,7 +390,7 @@ describe('rendered with the defaults', () => {
     const { proxy, admin } = services(chart)
     expect(proxy.spec.ports.map((p) => p.targetPort)).not.toContain('admin')
     expect(admin.spec.type).toBe('ClusterIP')
-    const exposed = services(renderChart(CHART, { values: { service: { type: 'LoadBalancer' } } }))
+    const exposed = services(install({ values: { service: { type: 'LoadBalancer' } } }))
     expect(exposed.proxy.spec.type).toBe('LoadBalancer')
     expect(exposed.admin.spec.type).toBe('ClusterIP')
   })
@@ -372,7 +404,7 @@ describe('rendered with the defaults', () => {
   })
 
   it('binds the admin listener where adminHost says, e.g. 0.0.0.0 for kubectl port-forward', () => {
-    const other = renderChart(CHART, { values: { adminHost: '0.0.0.0', platform: { baseUrl: 'https://dsp-api.example.com' }, secrets: { create: true, values: SECRETS } } })
+    const other = install({ values: { adminHost: '0.0.0.0', platform: { baseUrl: 'https://dsp-api.example.com' }, secrets: { create: true, values: SECRETS } } })
     expect(envOf(other).get('ADMIN_HOST')).toEqual({ name: 'ADMIN_HOST', value: '0.0.0.0' })
     expect(gatewayConfigFrom(other).admin.host).toBe('0.0.0.0')
     expect(other.notes).not.toContain('kubectl port-forward')
@@ -392,7 +424,7 @@ describe('rendered with the defaults', () => {
     expect(new Set(names).size, 'no variable twice').toBe(names.length)
     for (const name of names) expect(CONTRACT_ENV, name).toContain(name)
     expect(names.sort()).toEqual(
-      ['ADMIN_HOST', 'ADMIN_PORT', 'ADMIN_TOKEN_FILE', 'CONFIG_FILE', 'GATEWAY_SECRET_FILE', 'HOST', 'LOG_LEVEL', 'PLATFORM_TOKEN_FILE', 'PORT'].sort(),
+      ['ADMIN_HOST', 'ADMIN_PORT', 'ADMIN_TOKEN_FILE', 'CONFIG_FILE', 'GATEWAY_SECRET_FILE', 'HOST', 'LOG_LEVEL', 'PLATFORM_TOKEN_FILE', 'PORT', 'TEAMS_FILE'].sort(),
     )
     expect(envOf(chart).get('LOG_LEVEL')?.value).toBe('info')
   })
@@ -404,7 +436,7 @@ describe('rendered with the defaults', () => {
     expect(env.get('GATEWAY_SECRET_FILE')?.value).toBe('/var/run/secrets/report-gateway/gateway-secret')
 
     const spec = one<Deployment>(chart, 'Deployment').spec.template.spec
-    const volume = spec.volumes.find((v) => v.secret)
+    const volume = spec.volumes.find((v) => v.name === 'secrets')
     expect(volume?.secret).toMatchObject({ secretName: 'rgw-report-gateway' })
     // items would pin the keys; subPath would freeze the file at pod start (no rotation).
     expect(volume?.secret?.items).toBeUndefined()
@@ -452,11 +484,24 @@ describe('rendered with the defaults', () => {
     expect(spec.terminationGracePeriodSeconds).toBeGreaterThan(sleep + config.shutdownGraceMs / 1000)
   })
 
+  it('mounts the teams (none yet) from their own Secret at TEAMS_FILE', () => {
+    const teamsFile = envOf(chart).get('TEAMS_FILE')?.value
+    expect(teamsFile).toBe('/etc/report-gateway-teams/teams.yaml')
+    expect(parse(podFiles(chart).get(teamsFile!)!)).toEqual({ teams: {} })
+  })
+
   it('uses the ServiceAccount and ConfigMap it creates', () => {
     const spec = one<Deployment>(chart, 'Deployment').spec.template.spec
     expect(spec.serviceAccountName).toBe(one(chart, 'ServiceAccount').metadata.name)
     const configVolume = spec.volumes.find((v) => v.configMap)
     expect(configVolume?.configMap?.name).toBe(one(chart, 'ConfigMap').metadata.name)
+  })
+
+  it('names the settings ConfigMap apart from the one that held the teams, so that pods of the previous chart keep their teams while the upgrade replaces them', () => {
+    // Under the old name, the upgrade would hand the old pods (no TEAMS_FILE) a config
+    // file without teams, which they would reload as "no team": every key 401 until
+    // they are gone. A ConfigMap Helm deletes stays mounted as it was.
+    expect(one(chart, 'ConfigMap').metadata.name).toBe('rgw-report-gateway-settings')
   })
 
   it('gives helm test a pod that asks the proxy Service for /healthz', () => {
@@ -470,7 +515,7 @@ describe('rendered with the defaults', () => {
     const secret = { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret }
     // Left at its default (empty), platform.baseUrl stops the start rather than serving the demo sandbox.
     expect(() => gatewayConfigFrom(chart, { 'rgw-report-gateway': secret })).toThrow(
-      "PLATFORM_BASE_URL: not set, but PLATFORM_TOKEN_FILE, CONFIG_FILE are configured; set PLATFORM_BASE_URL to the platform's address",
+      "PLATFORM_BASE_URL: not set, but PLATFORM_TOKEN_FILE, CONFIG_FILE, TEAMS_FILE are configured; set PLATFORM_BASE_URL to the platform's address",
     )
     const config = gatewayConfigFrom(withPlatform, { 'rgw-report-gateway': secret })
     expect(config.demo).toBe(false)
@@ -491,18 +536,18 @@ describe('rendered with the defaults', () => {
   it('names the operations console in NOTES.txt, with the port-forward once adminHost allows it', () => {
     expect(chart.notes).toContain('Operations console')
     expect(chart.notes).not.toContain('port-forward deploy/')
-    const open = renderChart(CHART, { values: { adminHost: '0.0.0.0' } })
+    const open = install({ values: { adminHost: '0.0.0.0' } })
     expect(open.notes).toContain('kubectl -n reports port-forward deploy/rgw-report-gateway 8081:8081')
     expect(open.notes).toContain('http://127.0.0.1:8081/console')
   })
 })
 
 describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMonitor', () => {
-  const chart = renderChart(CHART, { values: FULL })
+  const chart = install({ values: FULL })
 
   it('adds the Secret, the HPA and the ServiceMonitor', () => {
     expect(chart.manifests.map((m) => m.kind).sort()).toEqual(
-      ['ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'Pod', 'PodDisruptionBudget', 'Secret', 'Service', 'Service', 'ServiceAccount', 'ServiceMonitor'].sort(),
+      ['ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'Pod', 'PodDisruptionBudget', 'Secret', 'Secret', 'Service', 'Service', 'ServiceAccount', 'ServiceMonitor'].sort(),
     )
   })
 
@@ -516,7 +561,7 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
   })
 
   it('holds the secret values in the Secret under the keys the *_FILE variables name', () => {
-    const secret = one(chart, 'Secret')
+    const secret = one(chart, 'Secret', 'rgw-report-gateway')
     const data = decode(secret)
     expect(data).toEqual({ 'platform-token': SECRETS.platformToken, 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret })
     const dir = '/var/run/secrets/report-gateway'
@@ -526,7 +571,7 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
       expect(path.startsWith(`${dir}/`), name).toBe(true)
       expect(Object.keys(data), name).toContain(path.slice(dir.length + 1))
     }
-    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.secret)?.secret?.secretName).toBe(secret.metadata.name)
+    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.name === 'secrets')?.secret?.secretName).toBe(secret.metadata.name)
   })
 
   it('puts no secret value in the Deployment, only file paths and Secret references', () => {
@@ -569,6 +614,25 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
     expect(parse(files.get('/etc/report-gateway/config.yaml')!)).toEqual({ ...(FULL.config as Values), shutdownGrace: '10s' })
   })
 
+  it('puts the teams in a Secret of their own, mounted whole at TEAMS_FILE, and not in the settings ConfigMap', () => {
+    const secret = one(chart, 'Secret', 'rgw-report-gateway-teams')
+    expect(secret.metadata.labels).toMatchObject({ 'app.kubernetes.io/instance': 'rgw' })
+    expect(Object.keys(decode(secret))).toEqual(['teams.yaml'])
+    expect(parse(decode(secret)['teams.yaml']!)).toEqual({ teams: TEAMS })
+    expect(envOf(chart).get('TEAMS_FILE')?.value).toBe('/etc/report-gateway-teams/teams.yaml')
+    const volume = one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.secret?.secretName === secret.metadata.name)
+    // items would pin the keys; subPath would freeze the file at pod start (no reload).
+    expect(volume?.secret?.items).toBeUndefined()
+    const mount = gateway(chart).volumeMounts.find((m) => m.name === volume?.name)
+    expect(mount).toMatchObject({ mountPath: '/etc/report-gateway-teams', readOnly: true })
+    expect(mount?.subPath).toBeUndefined()
+    // Neither the settings ConfigMap nor the pod template holds a team or a key hash.
+    const configMap = JSON.stringify(one(chart, 'ConfigMap'))
+    expect(configMap).not.toContain('growth')
+    expect(configMap).not.toContain('a'.repeat(64))
+    expect(JSON.stringify(one(chart, 'Deployment'))).not.toContain('a'.repeat(64))
+  })
+
   it('starts a gateway with the platform, Redis, the team and every secret from the Secret', () => {
     const config = gatewayConfigFrom(chart, { 'redis-credentials': { url: 'redis://:pw@redis-master:6379/0' } })
     expect(config.demo).toBe(false)
@@ -582,41 +646,71 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
   })
 
   it('fails to render when a Secret key in use has no value', () => {
-    expect(() => renderChart(CHART, { values: { secrets: { create: true, values: { ...SECRETS, adminToken: '' } } } })).toThrow(/secrets\.values\.adminToken is required/)
+    expect(() => install({ values: { secrets: { create: true, values: { ...SECRETS, adminToken: '' } } } })).toThrow(/secrets\.values\.adminToken is required/)
   })
 })
 
 describe('rendered with other choices', () => {
   it('rolls the pods when the settings change (checksum/config), not when the teams or a secret value change', () => {
-    const checksum = (values: Values) => one<Deployment>(renderChart(CHART, { values }), 'Deployment').spec.template.metadata.annotations['checksum/config']
+    const template = (values: Values) => one<Deployment>(install({ values }), 'Deployment').spec.template
+    const checksum = (values: Values) => template(values).metadata.annotations['checksum/config']
     const base = checksum(FULL)
     expect(base).toMatch(/^[a-f0-9]{64}$/)
     expect(checksum(merge(FULL, { config: { cache: { ttl: { recent: '3m' } } } }))).not.toBe(base)
     expect(checksum(merge(FULL, { shutdownGraceSeconds: 40 }))).not.toBe(base)
-    // Issue 18 item 2: a key added or revoked reaches the pods through the mounted file,
-    // which the gateway re-reads; a restart would defeat the no-restart reload.
-    expect(checksum(merge(FULL, { config: { teams: null } }))).toBe(base)
-    expect(checksum(merge(FULL, { config: { teams: { late: { keys: [`sha256:${'a'.repeat(64)}`], advertisers: ['*'] } } } }))).toBe(base)
+    // A key added or revoked reaches the pods through the mounted teams Secret, which the
+    // gateway re-reads; a restart would defeat the no-restart reload. The pod template
+    // (its annotations included) is the same whatever the teams are.
+    const late = { late: { keys: [`sha256:${'c'.repeat(64)}`], advertisers: ['*'] } }
+    for (const teams of [{ ...TEAMS, ...late }, late, {}]) {
+      const changed = { ...FULL, teams }
+      expect(one(install({ values: changed }), 'Secret', 'rgw-report-gateway-teams')).not.toEqual(one(install({ values: FULL }), 'Secret', 'rgw-report-gateway-teams'))
+      expect(template(changed)).toEqual(template(FULL))
+    }
     // Rotation: a new token in the Secret is read from the file; the pods stay.
     const rotated = merge(FULL, { secrets: { values: { platformToken: 'plat-token-rotated' } } })
-    expect(one(renderChart(CHART, { values: rotated }), 'Deployment')).toEqual(one(renderChart(CHART, { values: FULL }), 'Deployment'))
+    expect(one(install({ values: rotated }), 'Deployment')).toEqual(one(install({ values: FULL }), 'Deployment'))
+  })
+
+  it('refuses teams under `config` (they would land in the settings), saying where they go', () => {
+    expect(() => install({ values: { config: { teams: TEAMS } } })).toThrow(
+      'config.teams: the teams are no longer part of the config file; move them to the top-level value `teams` (TEAMS_FILE, a Secret of their own that the pods re-read without a restart)',
+    )
+    // An empty mapping is no team: dropped from the settings rather than refused.
+    expect(parse(podFiles(install({ values: { config: { teams: {} } } })).get('/etc/report-gateway/config.yaml')!)).toEqual({ shutdownGrace: '10s' })
+  })
+
+  it('mounts an existing teams Secret by name (made outside Helm) and renders none', () => {
+    const chart = install({ values: { teamsSecret: { existingSecret: 'gateway-teams', key: 'teams' } } })
+    expect(all(chart, 'Secret')).toEqual([])
+    const volume = one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.secret?.secretName === 'gateway-teams')
+    expect(volume).toBeDefined()
+    expect(gateway(chart).volumeMounts.find((m) => m.name === volume?.name)?.mountPath).toBe('/etc/report-gateway-teams')
+    expect(envOf(chart).get('TEAMS_FILE')?.value).toBe('/etc/report-gateway-teams/teams')
+    expect(chart.notes).toContain('kubectl -n reports create secret generic gateway-teams --from-file=teams=./teams.yaml')
+    const teams = `teams:\n  growth:\n    keys: ["sha256:${'a'.repeat(64)}"]\n    advertisers: [101]\n`
+    const config = gatewayConfigFrom(install({ values: { platform: { baseUrl: 'https://dsp-api.example.com' }, teamsSecret: { existingSecret: 'gateway-teams', key: 'teams' } } }), {
+      'rgw-report-gateway': { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret },
+      'gateway-teams': { teams },
+    })
+    expect(config.teams.map((t) => t.name)).toEqual(['growth'])
   })
 
   it('wires ADMIN_TOKENS_FILE from the Secret when secrets.keys.adminTokens is set, and refuses a plaintext token there', () => {
     const lines = `alice:sha256:${'b'.repeat(64)}\n# bob left\n`
     const values = merge(FULL, { secrets: { keys: { adminTokens: 'admin-tokens' }, values: { adminTokens: lines } } })
-    const chart = renderChart(CHART, { values })
+    const chart = install({ values })
     expect(envOf(chart).get('ADMIN_TOKENS_FILE')?.value).toBe('/var/run/secrets/report-gateway/admin-tokens')
-    const secret = one<Manifest & { data: Record<string, string> }>(chart, 'Secret')
+    const secret = one<Manifest & { data: Record<string, string> }>(chart, 'Secret', 'rgw-report-gateway')
     expect(Buffer.from(secret.data['admin-tokens']!, 'base64').toString('utf8')).toBe(lines)
-    expect(envOf(renderChart(CHART, { values: FULL })).has('ADMIN_TOKENS_FILE')).toBe(false)
-    expect(() => renderChart(CHART, { values: merge(values, { secrets: { values: { adminTokens: 'alice:correct-horse-battery' } } }) })).toThrow(/adminTokens/)
+    expect(envOf(install({ values: FULL })).has('ADMIN_TOKENS_FILE')).toBe(false)
+    expect(() => install({ values: merge(values, { secrets: { values: { adminTokens: 'alice:correct-horse-battery' } } }) })).toThrow(/adminTokens/)
   })
 
   it('uses an existing Secret by name and drops the variables of unused keys', () => {
-    const chart = renderChart(CHART, { values: { secrets: { existingSecret: 'gateway-secrets', keys: { gatewaySecret: '' } } } })
-    expect(all(chart, 'Secret')).toEqual([])
-    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.secret)?.secret?.secretName).toBe('gateway-secrets')
+    const chart = install({ values: { secrets: { existingSecret: 'gateway-secrets', keys: { gatewaySecret: '' } } } })
+    expect(all(chart, 'Secret').map((s) => s.metadata.name)).toEqual(['rgw-report-gateway-teams'])
+    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.name === 'secrets')?.secret?.secretName).toBe('gateway-secrets')
     const names = [...envOf(chart).keys()]
     expect(names).toContain('PLATFORM_TOKEN_FILE')
     expect(names).not.toContain('GATEWAY_SECRET_FILE')
@@ -624,7 +718,7 @@ describe('rendered with other choices', () => {
 
   it('configures a password login through the four *_FILE variables', () => {
     const keys = { platformToken: '', platformUsername: 'username', platformPassword: 'password', platformClientId: 'client-id', platformClientSecret: 'client-secret' }
-    const chart = renderChart(CHART, {
+    const chart = install({
       values: {
         platform: { baseUrl: 'https://dsp-api.example.com', tokenUrl: '/oauth/token', grantType: 'platform_dsp' },
         secrets: { create: true, keys, values: { ...SECRETS, platformUsername: 'reports@example.com', platformPassword: 'pw', platformClientId: '42', platformClientSecret: 'cs' } },
@@ -640,12 +734,12 @@ describe('rendered with other choices', () => {
   })
 
   it('passes a plain Redis URL as a value', () => {
-    const env = envOf(renderChart(CHART, { values: { redis: { url: 'redis://redis-master:6379/0' } } }))
+    const env = envOf(install({ values: { redis: { url: 'redis://redis-master:6379/0' } } }))
     expect(env.get('REDIS_URL')).toEqual({ name: 'REDIS_URL', value: 'redis://redis-master:6379/0' })
   })
 
   it('moves the listeners together with their Services and probes', () => {
-    const chart = renderChart(CHART, { values: { ports: { http: 9080, admin: 9081 } } })
+    const chart = install({ values: { ports: { http: 9080, admin: 9081 } } })
     const env = envOf(chart)
     expect(env.get('PORT')?.value).toBe('9080')
     expect(env.get('ADMIN_PORT')?.value).toBe('9081')
@@ -655,20 +749,20 @@ describe('rendered with other choices', () => {
 
   it('pins the image by digest when one is given', () => {
     const digest = `sha256:${'0'.repeat(64)}`
-    expect(gateway(renderChart(CHART, { values: { image: { digest } } })).image).toBe(`ghcr.io/example/report-gateway@${digest}`)
-    expect(gateway(renderChart(CHART, { values: { image: { tag: '0.2.0' } } })).image).toBe('ghcr.io/example/report-gateway:0.2.0')
+    expect(gateway(install({ values: { image: { digest } } })).image).toBe(`${IMAGE}@${digest}`)
+    expect(gateway(install({ values: { image: { tag: '0.2.0' } } })).image).toBe(`${IMAGE}:0.2.0`)
   })
 
   it('names resources after the release, without repeating the chart name, within 63 characters', () => {
-    expect(one(renderChart(CHART, { releaseName: 'report-gateway' }), 'Deployment').metadata.name).toBe('report-gateway')
-    expect(one(renderChart(CHART, { values: { fullnameOverride: 'rgw' } }), 'Deployment').metadata.name).toBe('rgw')
-    const long = renderChart(CHART, { releaseName: 'a-very-long-release-name-that-goes-on-and-on-and-on-x' })
+    expect(one(install({ releaseName: 'report-gateway' }), 'Deployment').metadata.name).toBe('report-gateway')
+    expect(one(install({ values: { fullnameOverride: 'rgw' } }), 'Deployment').metadata.name).toBe('rgw')
+    const long = install({ releaseName: 'a-very-long-release-name-that-goes-on-and-on-and-on-x' })
     // Services and the rest are DNS labels (63); the helm test Pod's name may be longer (253).
     for (const m of long.manifests) expect(m.metadata.name.length, `${m.kind} ${m.metadata.name}`).toBeLessThanOrEqual(m.kind === 'Pod' ? 253 : 63)
   })
 
   it('leaves out the PDB, the admin Service and the ServiceAccount when switched off', () => {
-    const chart = renderChart(CHART, { values: { podDisruptionBudget: { enabled: false }, adminService: { enabled: false }, serviceAccount: { create: false } } })
+    const chart = install({ values: { podDisruptionBudget: { enabled: false }, adminService: { enabled: false }, serviceAccount: { create: false } } })
     expect(all(chart, 'PodDisruptionBudget')).toEqual([])
     expect(all(chart, 'ServiceAccount')).toEqual([])
     expect(all(chart, 'Service')).toHaveLength(1)
@@ -685,6 +779,8 @@ const ALERTS = [
   'GatewayTokenExpiryImminent',
   'GatewayPlatformErrors',
   'GatewayRedisDown',
+  'GatewayRedisReadOnly',
+  'GatewayRedisUnverified',
   'GatewayCacheHitRatioLow',
   'GatewayTeamRateLimited',
   'GatewayLatencyHigh',
@@ -693,7 +789,9 @@ const ALERTS = [
   'GatewayPlatformCallsRefused',
   'GatewayPlatformQueueHigh',
 ]
-const RUNBOOK = 'https://github.com/example/report-gateway/blob/main/docs/operations.md'
+/** Where an installation publishes docs/operations.md (monitoring.runbookUrl). */
+const RUNBOOK = 'https://git.ads.internal/platform/report-gateway/blob/main/docs/operations.md'
+const REDIS_ALERTS = ['GatewayRedisDown', 'GatewayRedisReadOnly', 'GatewayRedisUnverified']
 
 interface AlertRule {
   alert: string
@@ -753,13 +851,13 @@ describe('optional objects', () => {
       cacheWarm: { enabled: boolean }
     }
     expect([defaults.monitoring.prometheusRule.enabled, defaults.monitoring.dashboard.enabled, defaults.networkPolicy.enabled, defaults.cacheWarm.enabled]).toEqual([false, false, false, false])
-    const kinds = renderChart(CHART).manifests.map((m) => m.kind)
+    const kinds = install().manifests.map((m) => m.kind)
     for (const kind of ['PrometheusRule', 'NetworkPolicy', 'CronJob', 'ServiceMonitor']) expect(kinds, kind).not.toContain(kind)
     expect(kinds.filter((k) => k === 'ConfigMap'), 'only the config file').toHaveLength(1)
   })
 
   it('are named, namespaced and labelled the standard way when switched on', () => {
-    const chart = renderChart(CHART, {
+    const chart = install({
       values: {
         monitoring: { prometheusRule: { enabled: true }, dashboard: { enabled: true } },
         networkPolicy: { enabled: true },
@@ -779,7 +877,7 @@ describe('optional objects', () => {
 
 describe('PrometheusRule (monitoring.prometheusRule)', () => {
   const WITH_REDIS = { redis: { url: 'redis://redis:6379' } }
-  const chart = renderChart(CHART, { values: { ...WITH_REDIS, monitoring: { prometheusRule: { enabled: true } } } })
+  const chart = install({ values: { ...WITH_REDIS, monitoring: { runbookUrl: RUNBOOK, prometheusRule: { enabled: true } } } })
 
   it('is a Prometheus Operator PrometheusRule with one group of the gateway alerts', () => {
     const rule = one<PrometheusRule>(chart, 'PrometheusRule')
@@ -805,6 +903,14 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(alertOf(chart, 'GatewayConfigReloadRefused').expr).toMatch(/^min by \(namespace, job, pod\) \(gateway_config_last_reload_successful\{.*\}\) == 0$/)
   })
 
+  it('leaves runbook_url out while monitoring.runbookUrl is empty (the default), and says so in NOTES.txt', () => {
+    const bare = install({ values: { ...WITH_REDIS, monitoring: { prometheusRule: { enabled: true } } } })
+    for (const rule of rulesOf(bare)) expect(Object.keys(rule.annotations).sort(), rule.alert).toEqual(['description', 'summary'])
+    expect(bare.notes).toContain('monitoring.runbookUrl is empty: the alerts carry no runbook_url')
+    expect(chart.notes).not.toContain('monitoring.runbookUrl is empty')
+    expect(install().notes).not.toContain('monitoring.runbookUrl is empty')
+  })
+
   it("leaves Prometheus' own template markers in the annotations for Prometheus", () => {
     expect(alertOf(chart, 'GatewayTokenRefused').annotations.summary).toContain('{{ $labels.credential }}')
     expect(alertOf(chart, 'GatewayTeamRateLimited').annotations.description).toContain('{{ $labels.team }}')
@@ -815,7 +921,7 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     const { admin } = services(chart)
     const selector = `namespace="reports",job="${admin.metadata.name}"`
     for (const rule of rulesOf(chart)) expect(rule.expr, rule.alert).toContain(selector)
-    const custom = renderChart(CHART, { values: { ...WITH_REDIS, monitoring: { selector: 'job="gateway"', prometheusRule: { enabled: true } } } })
+    const custom = install({ values: { ...WITH_REDIS, monitoring: { selector: 'job="gateway"', prometheusRule: { enabled: true } } } })
     for (const rule of rulesOf(custom)) {
       expect(rule.expr, rule.alert).toContain('{job="gateway"')
       expect(rule.expr, rule.alert).not.toContain('namespace="reports"')
@@ -830,6 +936,10 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(exprs.GatewayPlatformErrors).toContain('gateway_platform_calls_total{namespace="reports",job="rgw-report-gateway-admin",outcome=~"GW_.*"}[5m]')
     expect(exprs.GatewayPlatformErrors).toMatch(/\) > 0\.05$/)
     expect(exprs.GatewayRedisDown).toMatch(/gateway_redis_up\{[^}]*\} == 0\) > 0$/)
+    expect(exprs.GatewayRedisReadOnly).toMatch(/^count by \(namespace, job\) \(gateway_redis_writable\{namespace="reports",job="rgw-report-gateway-admin"\} == 0\) > 0$/)
+    expect(exprs.GatewayRedisUnverified).toMatch(/^sum by \(namespace, job, what\) \(increase\(gateway_redis_unverified_total\{namespace="reports",job="rgw-report-gateway-admin"\}\[10m\]\)\) > 0$/)
+    expect(alertOf(chart, 'GatewayRedisReadOnly')).toMatchObject({ for: '5m', labels: { severity: 'warning' } })
+    expect(alertOf(chart, 'GatewayRedisUnverified')).toMatchObject({ for: '15m', labels: { severity: 'warning' } })
     expect(exprs.GatewayCacheHitRatioLow).toContain('result=~"HIT|STALE"}[30m]')
     expect(exprs.GatewayCacheHitRatioLow).toMatch(/\) < 0\.5 and .*\) > 0\.05$/)
     expect(exprs.GatewayTeamRateLimited).toMatch(/^sum by \(namespace, job, team\) \(rate\(gateway_rate_limited_total\{[^}]*\}\[10m\]\)\) > 0\.1$/)
@@ -837,7 +947,7 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
   })
 
   it('takes every threshold, window, for: and severity from values', () => {
-    const tuned = renderChart(CHART, {
+    const tuned = install({
       values: {
         ...WITH_REDIS,
         monitoring: {
@@ -851,6 +961,8 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
               cacheHitRatioLow: { ratio: 0.7, window: '1h', minRequestsPerSecond: 1 },
               teamRateLimited: { perSecond: 2, window: '5m' },
               latencyHigh: { seconds: 1, window: '10m', routes: 'report' },
+              redisReadOnly: { for: '2m', severity: 'critical' },
+              redisUnverified: { unverified: 20, window: '30m', for: '5m', severity: 'critical' },
             },
           },
         },
@@ -869,10 +981,13 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(hits).toMatch(/< 0\.7 and .* > 1$/)
     expect(alertOf(tuned, 'GatewayTeamRateLimited').expr).toMatch(/\[5m\]\)\) > 2$/)
     expect(alertOf(tuned, 'GatewayLatencyHigh').expr).toMatch(/route=~"report"\}\[10m\]\)\)\) > 1$/)
+    expect(alertOf(tuned, 'GatewayRedisReadOnly')).toMatchObject({ for: '2m', labels: { severity: 'critical' } })
+    expect(alertOf(tuned, 'GatewayRedisUnverified')).toMatchObject({ for: '5m', labels: { severity: 'critical' } })
+    expect(alertOf(tuned, 'GatewayRedisUnverified').expr).toMatch(/\[30m\]\)\) > 20$/)
   })
 
   it('leaves out disabled alerts, and adds alert labels, rule labels and another namespace', () => {
-    const other = renderChart(CHART, {
+    const other = install({
       values: {
         ...WITH_REDIS,
         monitoring: {
@@ -895,17 +1010,18 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     for (const r of rulesOf(other)) expect(r.expr, r.alert).toContain('namespace="reports"')
   })
 
-  it('alerts on Redis only for a gateway that uses Redis (without it, gateway_redis_up is 0)', () => {
-    const alerts = (values: Values) => rulesOf(renderChart(CHART, { values: merge({ monitoring: { prometheusRule: { enabled: true } } }, values) })).map((r) => r.alert)
-    expect(alerts({})).toEqual(ALERTS.filter((a) => a !== 'GatewayRedisDown'))
-    expect(alerts({ redis: { existingSecret: { name: 'redis' } } })).toContain('GatewayRedisDown')
-    expect(alerts({ config: { redis: { sentinels: [{ host: 'sentinel', port: 26379 }] } } })).toContain('GatewayRedisDown')
+  it('alerts on Redis only for a gateway that uses Redis (without it, gateway_redis_up and gateway_redis_writable are 0)', () => {
+    const alerts = (values: Values) => rulesOf(install({ values: merge({ monitoring: { prometheusRule: { enabled: true } } }, values) })).map((r) => r.alert)
+    expect(alerts({})).toEqual(ALERTS.filter((a) => !REDIS_ALERTS.includes(a)))
+    expect(alerts({ redis: { existingSecret: { name: 'redis' } } })).toEqual(expect.arrayContaining(REDIS_ALERTS))
+    expect(alerts({ config: { redis: { sentinels: [{ host: 'sentinel', port: 26379 }] } } })).toEqual(expect.arrayContaining(REDIS_ALERTS))
+    expect(alerts({ ...WITH_REDIS, monitoring: { prometheusRule: { alerts: { redisReadOnly: { enabled: false }, redisUnverified: { enabled: false } } } } })).toEqual(ALERTS.filter((a) => a !== 'GatewayRedisReadOnly' && a !== 'GatewayRedisUnverified'))
   })
 })
 
 describe('Grafana dashboard (monitoring.dashboard)', () => {
   const file = read('dashboards/report-gateway.json')
-  const chart = renderChart(CHART, { values: { monitoring: { dashboard: { enabled: true } } } })
+  const chart = install({ values: { monitoring: { dashboard: { enabled: true } } } })
   const configMap = () => one(chart, 'ConfigMap', 'rgw-report-gateway-dashboard') as Manifest & { data: Record<string, string> }
 
   it('ships dashboards/report-gateway.json (loaded with .Files.Get) in a ConfigMap with the sidecar label', () => {
@@ -917,7 +1033,7 @@ describe('Grafana dashboard (monitoring.dashboard)', () => {
   })
 
   it("takes the sidecar's label key and value, annotations and a namespace from values", () => {
-    const other = renderChart(CHART, {
+    const other = install({
       values: { monitoring: { dashboard: { enabled: true, labelKey: 'grafana.example.com/dashboard', labelValue: 'gateways', namespace: 'monitoring', annotations: { grafana_folder: 'Gateways' } } } },
     })
     const cm = one(other, 'ConfigMap', 'rgw-report-gateway-dashboard')
@@ -959,7 +1075,7 @@ describe('Grafana dashboard (monitoring.dashboard)', () => {
 })
 
 describe('NetworkPolicy (networkPolicy)', () => {
-  const render = (values: Values = {}) => renderChart(CHART, { values: merge({ networkPolicy: { enabled: true } }, values) })
+  const render = (values: Values = {}) => install({ values: merge({ networkPolicy: { enabled: true } }, values) })
   const policy = (chart: RenderedChart) => one<NetworkPolicy>(chart, 'NetworkPolicy')
   const chart = render()
   const egressTo = (chart: RenderedChart, port: number) => policy(chart).spec.egress.filter((r) => r.ports.some((p) => p.port === port))
@@ -1065,7 +1181,7 @@ describe('NetworkPolicy (networkPolicy)', () => {
 
 describe('cache-warm CronJob (cacheWarm)', () => {
   const WARM = { enabled: true, advertisers: [101, 102], apiKeySecret: { name: 'warm-key' } }
-  const render = (values: Values = {}) => renderChart(CHART, { values: merge({ cacheWarm: WARM }, values) })
+  const render = (values: Values = {}) => install({ values: merge({ cacheWarm: WARM }, values) })
   const cronJob = (chart: RenderedChart) => one<CronJob>(chart, 'CronJob')
   const container = (chart: RenderedChart) => cronJob(chart).spec.jobTemplate.spec.template.spec.containers[0]!
   const env = (chart: RenderedChart) => new Map(container(chart).env.map((e) => [e.name, e]))
@@ -1178,14 +1294,14 @@ describe('cache-warm CronJob (cacheWarm)', () => {
 
   it('refuses to render without advertisers or the key Secret', () => {
     // The schema refuses these first; the template's own check names the value too.
-    expect(() => renderChart(CHART, { values: { cacheWarm: { enabled: true, apiKeySecret: { name: 'k' } } } })).toThrow(/schema/)
-    expect(() => renderChart(CHART, { values: { cacheWarm: { enabled: true, advertisers: [101] } } })).toThrow(/schema/)
+    expect(() => install({ values: { cacheWarm: { enabled: true, apiKeySecret: { name: 'k' } } } })).toThrow(/schema/)
+    expect(() => install({ values: { cacheWarm: { enabled: true, advertisers: [101] } } })).toThrow(/schema/)
   })
 })
 
 describe('terminationGracePeriodSeconds (derived)', () => {
   const grace = (values: Values) => {
-    const chart = renderChart(CHART, { values })
+    const chart = install({ values })
     const config = parse(podFiles(chart).get('/etc/report-gateway/config.yaml')!) as { shutdownGrace: string }
     return { period: one<Deployment>(chart, 'Deployment').spec.template.spec.terminationGracePeriodSeconds, shutdownGrace: config.shutdownGrace, preStop: gateway(chart).lifecycle?.preStop }
   }
@@ -1203,7 +1319,7 @@ describe('terminationGracePeriodSeconds (derived)', () => {
   })
 
   it("is what the gateway's loader reads as its shutdownGrace", () => {
-    const chart = renderChart(CHART, { values: merge(FULL, { shutdownGraceSeconds: 25 }) })
+    const chart = install({ values: merge(FULL, { shutdownGraceSeconds: 25 }) })
     const config = gatewayConfigFrom(chart, { 'redis-credentials': { url: 'redis://redis:6379' } })
     expect(config.shutdownGraceMs).toBe(25_000)
     expect(one<Deployment>(chart, 'Deployment').spec.template.spec.terminationGracePeriodSeconds).toBe(5 + 25 + 5)
@@ -1212,13 +1328,21 @@ describe('terminationGracePeriodSeconds (derived)', () => {
 
 describe('values-production.yaml', () => {
   const production = parse(read('values-production.yaml')) as Values
-  const chart = renderChart(CHART, { values: production })
+  // What the example leaves to each installation (docs/operations.md, "Deploy").
+  const yours = { image: { repository: IMAGE }, platform: { baseUrl: 'https://dsp-api.example.com' } }
+  const chart = renderChart(CHART, { values: merge(production, yours) })
 
   it('meets the schema and turns on the NetworkPolicy, the alerts, the dashboard and the ServiceMonitor', () => {
     expect(validateValues(CHART, merge(parse(read('values.yaml')) as Values, production))).toEqual([])
     const kinds = chart.manifests.map((m) => m.kind)
     for (const kind of ['NetworkPolicy', 'PrometheusRule', 'ServiceMonitor', 'HorizontalPodAutoscaler']) expect(kinds, kind).toContain(kind)
-    expect(all(chart, 'ConfigMap').map((m) => m.metadata.name).sort()).toEqual(['rgw-report-gateway', 'rgw-report-gateway-dashboard'])
+    expect(all(chart, 'ConfigMap').map((m) => m.metadata.name).sort()).toEqual(['rgw-report-gateway-dashboard', 'rgw-report-gateway-settings'])
+  })
+
+  it('leaves the image and the platform address to each installation: as it is, it does not render', () => {
+    expect(() => renderChart(CHART, { values: production })).toThrow(/^image\.repository is required/)
+    expect(chart.notes).not.toContain('platform.baseUrl is empty')
+    expect(renderChart(CHART, { values: merge(production, { image: yours.image }) }).notes).toContain('platform.baseUrl is empty: the gateway will not start')
   })
 
   it('lets the gateway reach its Redis, by selector, and the ingress controller reach the proxy', () => {
@@ -1270,7 +1394,7 @@ describe('the test renderer (subset of Go templates)', () => {
   })
 
   it('reads chart files with .Files.Get, as helm does (not templates, "" for none)', () => {
-    const files = renderChart(CHART, { values: { monitoring: { dashboard: { enabled: true } } } })
+    const files = install({ values: { monitoring: { dashboard: { enabled: true } } } })
     expect(files.files['dashboard-configmap.yaml']).toContain('"uid": "report-gateway"')
     const data = { Files: { Get: (name: unknown) => (name === 'a.txt' ? 'A' : '') } }
     expect(renderString('[{{ .Files.Get "a.txt" }}][{{ .Files.Get "b.txt" }}]', data)).toBe('[A][]')
@@ -1288,6 +1412,8 @@ describe('the test renderer (subset of Go templates)', () => {
   it('fails on what helm fails on, and on anything outside the subset', () => {
     expect(() => renderString('{{ .a.b }}', {})).toThrow(/nil pointer/)
     expect(() => renderString('{{ required "need x" .x }}', {})).toThrow(TemplateError)
+    expect(() => renderString('{{ if .x }}{{ fail "no x here" }}{{ end }}', { x: 1 })).toThrow('no x here')
+    expect(renderString('{{ if .x }}{{ fail "no x here" }}{{ end }}ok', {})).toBe('ok')
     expect(() => renderString('{{ lookup "v1" "Secret" "ns" "n" }}', {})).toThrow(/not supported/)
     expect(() => renderString('{{ if .a }}', {})).toThrow(/without end/)
   })

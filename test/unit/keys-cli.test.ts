@@ -183,9 +183,32 @@ describe('keys list', () => {
     })
   })
 
-  it('asks for a file when there is none', () => {
+  it('reads a teams file (--teams, or TEAMS_FILE before CONFIG_FILE) with the gateway\'s rules for it', () => {
+    withFile(YAML, (path) => {
+      const expected = run('list', '--config', path).stdout
+      expect(run('list', '--teams', path).stdout).toBe(expected)
+      withFile('teams: {}\n', (other) => {
+        // TEAMS_FILE holds the teams when it is set: CONFIG_FILE then declares none.
+        const r = runIn({ TEAMS_FILE: path, CONFIG_FILE: other }, 'list')
+        expect(r.status).toBe(0)
+        expect(r.stdout).toBe(expected)
+      })
+    })
+    withFile(`${YAML}cache:\n  ttl: { recent: 1m }\n`, (path) => {
+      const r = runIn({ TEAMS_FILE: path }, 'list')
+      expect(r.status).toBe(1)
+      expect(r.stderr).toBe(`keys list: ${path} is not valid:\n  - TEAMS_FILE (${path}): cache: not a teams setting; only teams: belongs in TEAMS_FILE (set cache in CONFIG_FILE)\n`)
+      // The same file as a config file: its teams are what counts.
+      expect(run('list', '--config', path).status).toBe(0)
+    })
+  })
+
+  it('asks for a file when there is none, and for one file at a time', () => {
     const r = run('list')
     expect(r.status).toBe(2)
-    expect(r.stderr).toBe('keys: list: give --config FILE or set CONFIG_FILE (npm run keys -- --help)\n')
+    expect(r.stderr).toBe('keys: list: give --teams FILE or --config FILE, or set TEAMS_FILE or CONFIG_FILE (npm run keys -- --help)\n')
+    const both = run('list', '--teams', 'a.yaml', '--config', 'b.yaml')
+    expect(both.status).toBe(2)
+    expect(both.stderr).toBe('keys: list: give --teams FILE or --config FILE, not both (npm run keys -- --help)\n')
   })
 })

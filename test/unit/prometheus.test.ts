@@ -35,9 +35,13 @@ interface Group {
   rules: AlertRule[]
 }
 
+/** Where an installation publishes docs/operations.md (monitoring.runbookUrl). */
+const RUNBOOK = 'https://git.ads.internal/platform/report-gateway/blob/main/docs/operations.md'
+
 function ruleGroups(values: Values = {}): Group[] {
-  // With Redis: GatewayRedisDown is only rendered for a gateway that uses Redis.
-  const chart = renderChart(CHART, { values: mergeValues({ redis: { url: 'redis://redis:6379' }, monitoring: { prometheusRule: { enabled: true } } }, values) })
+  // With Redis: the Redis alerts are only rendered for a gateway that uses Redis.
+  const base = { image: { repository: 'registry.internal/ads/report-gateway' }, redis: { url: 'redis://redis:6379' }, monitoring: { runbookUrl: RUNBOOK, prometheusRule: { enabled: true } } }
+  const chart = renderChart(CHART, { values: mergeValues(base, values) })
   const rule = chart.manifests.find((m) => m.kind === 'PrometheusRule') as (Manifest & { spec: { groups: Group[] } }) | undefined
   if (!rule) throw new Error('no PrometheusRule rendered')
   return rule.spec.groups
@@ -247,6 +251,37 @@ const TESTS: TestGroup[] = [
     alert_rule_test: [firing('4m', 'GatewayRedisDown'), firing('10m', 'GatewayRedisDown', { severity: 'warning', ...TARGET })],
   },
   {
+    name: 'GatewayRedisReadOnly: one of two replicas finds Redis refusing writes for longer than 5m; a 3m refusal on another stays quiet',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_redis_writable{${SEL},pod="a"}`, values: '1 1 0x20' },
+      { series: `gateway_redis_writable{${SEL},pod="b"}`, values: '1x22' },
+    ],
+    alert_rule_test: [firing('4m', 'GatewayRedisReadOnly'), firing('10m', 'GatewayRedisReadOnly', { severity: 'warning', ...TARGET })],
+  },
+  {
+    name: 'GatewayRedisReadOnly: a refusal shorter than 5m',
+    interval: '1m',
+    input_series: [{ series: `gateway_redis_writable{${SEL},pod="a"}`, values: '1 1 0 0 0 1x20' }],
+    alert_rule_test: [firing('5m', 'GatewayRedisReadOnly'), firing('10m', 'GatewayRedisReadOnly')],
+  },
+  {
+    name: 'GatewayRedisUnverified: forged entries keep coming on one replica for 40m; no message fails',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_redis_unverified_total{${SEL},pod="a",what="entry"}`, values: '0+2x40' },
+      { series: `gateway_redis_unverified_total{${SEL},pod="b",what="entry"}`, values: '0x40' },
+      { series: `gateway_redis_unverified_total{${SEL},pod="a",what="message"}`, values: '0x40' },
+    ],
+    alert_rule_test: [firing('10m', 'GatewayRedisUnverified'), firing('30m', 'GatewayRedisUnverified', { severity: 'warning', ...TARGET, what: 'entry' })],
+  },
+  {
+    name: 'GatewayRedisUnverified: a burst of 3 minutes after a GATEWAY_SECRET rotation, then none',
+    interval: '1m',
+    input_series: [{ series: `gateway_redis_unverified_total{${SEL},pod="a",what="entry"}`, values: '0 50 100 150 150x60' }],
+    alert_rule_test: [firing('5m', 'GatewayRedisUnverified'), firing('20m', 'GatewayRedisUnverified'), firing('40m', 'GatewayRedisUnverified')],
+  },
+  {
     name: 'GatewayCacheHitRatioLow: one read in three from the cache; BYPASS does not count',
     interval: '1m',
     input_series: [
@@ -345,7 +380,7 @@ describe.skipIf(!promtool.available)('promtool on the rendered PrometheusRule', 
   it('passes `promtool check rules` (PromQL, durations, annotation templates)', () => {
     const file = writeRuleFile('rules.yaml', ruleGroups())
     const { status, output } = runPromtool(['check', 'rules', file])
-    expect(output).toContain('SUCCESS: 12 rules found')
+    expect(output).toContain('SUCCESS: 14 rules found')
     expect(status, output).toBe(0)
   })
 
@@ -391,7 +426,7 @@ describe.skipIf(!promtool.available)('promtool on the rendered PrometheusRule', 
                 summary: 'The platform refuses the token of credential default',
                 description:
                   "The platform refuses the gateway's token for credential default (reports/rgw-report-gateway-admin). Calls that need the platform answer 502 GW_PLATFORM_AUTH; cached reports are still served. Put a new token in place: update the Secret, PUT /admin/token, or POST /admin/token/refresh for a password login.",
-                runbook_url: 'https://github.com/example/report-gateway/blob/main/docs/operations.md#alert-gatewaytokenrefused',
+                runbook_url: `${RUNBOOK}#alert-gatewaytokenrefused`,
               },
             },
           ],

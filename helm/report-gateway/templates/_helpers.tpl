@@ -1,8 +1,8 @@
 {{/*
 Named templates of the chart. Kept to a small subset of Go templates and Sprig
 (include, default, trunc, trimSuffix, printf, replace, contains, toYaml, quote, nindent,
-int, add, join, deepCopy, set, .Files.Get) so test/helpers/render-chart.ts can render
-the chart where no helm binary exists.
+int, add, join, deepCopy, set, unset, required, fail, .Files.Get) so
+test/helpers/render-chart.ts can render the chart where no helm binary exists.
 */}}
 
 {{/* The chart's name, or nameOverride. */}}
@@ -61,35 +61,52 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (include "report-gateway.fullname" .) .Values.secrets.existingSecret }}
 {{- end }}
 
-{{/* Image reference: repository@digest, else repository:tag (tag defaults to appVersion). */}}
-{{- define "report-gateway.image" -}}
-{{- if .Values.image.digest }}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
-{{- else }}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
-{{- end }}
-{{- end }}
-
 {{/*
-Content of the CONFIG_FILE. One definition for the ConfigMap and for the pod's
-checksum/config annotation, so a change of `config` rolls the pods.
+Image reference: repository@digest, else repository:tag (tag defaults to appVersion).
+The chart names no registry of its own: a placeholder default would deploy as it is
+and fail at the image pull, far from the value to set.
 */}}
-{{- define "report-gateway.configFile" -}}
-{{- /* shutdownGrace comes from values.shutdownGraceSeconds, which terminationGracePeriodSeconds is derived from. */ -}}
-{{- $config := deepCopy .Values.config }}
-{{- $_ := set $config "shutdownGrace" (printf "%ds" (int .Values.shutdownGraceSeconds)) }}
-{{- toYaml $config }}
+{{- define "report-gateway.image" -}}
+{{- $repository := required "image.repository is required: the gateway's image in your registry, built from the repository's Dockerfile (--set image.repository=<registry>/report-gateway)" .Values.image.repository }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" $repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" $repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
 {{- end }}
 
 {{/*
-The config file without its teams: what the pods' restart checksum covers. The teams
-reload in place (the gateway polls CONFIG_FILE, which the kubelet updates in the mount).
+Content of the CONFIG_FILE: the settings, never the teams (they are TEAMS_FILE, in a
+Secret of their own). One definition for the ConfigMap and for the pod's
+checksum/config annotation, so a change of `config` rolls the pods and a change of
+`teams` does not. Teams left under `config` (where they went before) are refused, with
+where they go now: rendered into the settings they would roll the pods, and the gateway
+refuses teams declared in both files.
 */}}
 {{- define "report-gateway.settingsFile" -}}
+{{- if .Values.config.teams }}
+{{- fail "config.teams: the teams are no longer part of the config file; move them to the top-level value `teams` (TEAMS_FILE, a Secret of their own that the pods re-read without a restart)" }}
+{{- end }}
 {{- $config := deepCopy .Values.config }}
 {{- $_ := unset $config "teams" }}
+{{- /* shutdownGrace comes from values.shutdownGraceSeconds, which terminationGracePeriodSeconds is derived from. */ -}}
 {{- $_ := set $config "shutdownGrace" (printf "%ds" (int .Values.shutdownGraceSeconds)) }}
 {{- toYaml $config }}
+{{- end }}
+
+{{/*
+The ConfigMap holding CONFIG_FILE. Not <fullname>, the name it had while it also held
+the teams: pods of that chart have no TEAMS_FILE, and would reload a teams-less file
+under that name as "no team" (every key 401) until the upgrade replaced them. A
+ConfigMap Helm deletes stays mounted as it was, so they keep their teams to the end.
+*/}}
+{{- define "report-gateway.settingsConfigMapName" -}}
+{{- printf "%s-settings" (include "report-gateway.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The Secret holding the teams file (TEAMS_FILE): teamsSecret.existingSecret, else <fullname>-teams. */}}
+{{- define "report-gateway.teamsSecretName" -}}
+{{- .Values.teamsSecret.existingSecret | default (printf "%s-teams" (include "report-gateway.fullname" .) | trunc 63 | trimSuffix "-") }}
 {{- end }}
 
 {{/*
