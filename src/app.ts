@@ -126,6 +126,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS), keyPrefix: config.redis.keyPrefix }) : null
   // Redis is shared, not trusted (issue 16, item 5): what replicas write there is sealed.
   const seal = config.gatewaySecret ? new RedisSeal(config.gatewaySecret) : null
+  // Each series from 0, so that an alert on increase() sees the first forged value too.
+  if (redis) for (const what of ['entry', 'message', 'pause']) metrics.redisUnverified.inc({ what }, 0)
   const unverified = (what: 'entry' | 'message', where: string) => {
     metrics.redisUnverified.inc({ what })
     log.warn({ what, where }, "ignoring a value in redis that does not carry this gateway's seal (GATEWAY_SECRET)")

@@ -334,7 +334,7 @@ $('purge-all').addEventListener('click', () => {
 })
 
 $('reload').addEventListener('click', () => {
-  void act('Read CONFIG_FILE again and apply its teams and keys on every replica. A file that does not validate is refused and the running teams stay.', 'Reload teams', 'POST', '/admin/reload', reloadText)
+  void act('Read CONFIG_FILE (or TEAMS_FILE) again and apply its teams and keys on every replica. A file that does not validate is refused and the running teams stay.', 'Reload teams', 'POST', '/admin/reload', reloadText)
 })
 
 $('credentials').addEventListener('click', (event) => {

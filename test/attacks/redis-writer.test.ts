@@ -111,6 +111,9 @@ describe.skipIf(!available)('a Redis writer does not speak for the gateway', () 
       const key = await filled(a, Q1)
       await client.set(key, plantedEntry(), 'PX', 3_600_000)
       const b = await replica(env)
+      // Every series is there from the start at 0, so that increase() sees the first forgery.
+      const text = (await b.admin.inject({ method: 'GET', url: '/metrics' })).body
+      for (const what of ['entry', 'message', 'pause']) expect(text).toContain(`gateway_redis_unverified_total{what="${what}"} 0\n`)
       const res = await get(b, Q1)
       expect(res.statusCode).toBe(200)
       expect(res.headers['x-cache']).toBe('MISS')
