@@ -212,23 +212,18 @@ export class ReportCache {
     return this.#d.store.purgeAdvertiser(advertiserId)
   }
 
-  /** Whether a cold miss of `key` is being filled in this process (`joinCold` would join it). */
-  coldFill(key: string): boolean {
+  /** The fill of a cold miss of `key` under way in this process, if there is one. */
+  coldFlight(key: string): Promise<FillResult> | null {
     const group = this.#callers.get(key)
-    return group !== undefined && this.#cold.has(group) && this.#flights.has(key)
+    return (group !== undefined && this.#cold.has(group) && this.#flights.running(key)) || null
   }
 
   /**
-   * Joins the cold miss being filled for `key`, as a read that found no copy would: the
-   * caller counts among those the platform call waits for (hang-ups, whose queue).
-   * null when there is none (`coldFill`).
+   * Counts a caller among those waiting for the cold fill of `key` (`coldFlight`), as a
+   * read that found no copy joins it: the platform call waits for it (hang-ups, whose queue).
    */
-  joinCold(key: string, team: string, hangUp: AbortSignal): Promise<FillResult> | null {
-    const flight = this.#flights.running(key)
-    const group = this.#callers.get(key)
-    if (!flight || !group || !this.#cold.has(group)) return null
-    group.join(hangUp, team)
-    return flight
+  joinCold(key: string, team: string, hangUp: AbortSignal): void {
+    this.#callers.get(key)?.join(hangUp, team)
   }
 
   /** Counts a joined cold fill's entry answered outside `read` (a coalesced MISS), and the ask for refresh ahead. */

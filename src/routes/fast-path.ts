@@ -3,6 +3,7 @@ import type { CacheEntry } from '../cache/cache-entry.js'
 import type { GatewayContext } from '../context.js'
 import { hangUpSignal } from '../platform/caller-group.js'
 import { handOverJoinedFill } from '../reports/joined-fills.js'
+import type { FillResult } from '../reports/report-cache.js'
 import type { KnownReport, ReportForms } from '../reports/report-route.js'
 import { acceptsGzip, entryResponse, wantsRefresh } from '../reports/report-reply.js'
 import { assertAccounts } from '../teams/account-scope.js'
@@ -67,12 +68,11 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     })
   }
 
-  const join = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, who: Identity, form: KnownReport, started: number, now: number): void => {
+  const join = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, who: Identity, form: KnownReport, flight: Promise<FillResult>, started: number, now: number): void => {
     const { team } = who
     const rate = rateLimiter.hit(team, now)
     if (!rate.allowed) return next(req, res)
-    const flight = reports.joinCold(form.key, team.name, hangUpSignal(res))
-    if (!flight) return next(req, res)
+    reports.joinCold(form.key, team.name, hangUpSignal(res))
     const handOver = () => {
       handOverJoinedFill(req, { flight, rate })
       next(req, res)
@@ -119,8 +119,8 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     const now = ctx.now()
     const entry = reports.freshInMemory(form.key, now)
     if (!entry) {
-      if (reports.coldFill(form.key)) return join(req, res, next, who, form, started, now)
-      return next(req, res)
+      const flight = reports.coldFlight(form.key)
+      return flight ? join(req, res, next, who, form, flight, started, now) : next(req, res)
     }
     const rate = rateLimiter.hit(who.team, now)
     if (!rate.allowed) return next(req, res)
