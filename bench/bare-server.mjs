@@ -7,7 +7,13 @@
 // calls it got (GET /__count, DELETE /__count), so nginx caches exactly the bytes the
 // gateway serves.
 //
-// Input (environment): BENCH_BODY_FILE (the gzip body), BENCH_LATENCY_MS (default 0).
+// With BENCH_HEADERS=plain it sends the body as it is with content-type and
+// content-length only: the `targets` scenario's bare server (identity JSON) and, with a
+// latency, its platform stand-in.
+//
+// Input (environment): BENCH_BODY_FILE (the body), BENCH_LATENCY_MS (default 0),
+// BENCH_HEADERS ("hit", the default, or "plain"), BENCH_COUNT_PREFIX (count only calls
+// whose URL starts with it, e.g. /api/v1/report/; default: every call).
 // Output: one line `READY {"port":…}` on stdout.
 
 import { createServer } from 'node:http'
@@ -16,10 +22,11 @@ import { setInterval } from 'node:timers'
 
 const body = readFileSync(process.env.BENCH_BODY_FILE ?? '')
 const latencyMs = Number(process.env.BENCH_LATENCY_MS ?? 0)
+const countPrefix = process.env.BENCH_COUNT_PREFIX ?? ''
 let calls = 0
 
 // The headers of a gateway L1 hit, with fixed values of the same length.
-const headers = {
+const hitHeaders = {
   'content-type': 'application/json',
   'content-encoding': 'gzip',
   vary: 'accept-encoding',
@@ -29,6 +36,8 @@ const headers = {
   'x-request-id': '00000000-0000-4000-8000-000000000000',
   'content-length': String(body.length),
 }
+const plainHeaders = { 'content-type': 'application/json', 'content-length': String(body.length) }
+const headers = process.env.BENCH_HEADERS === 'plain' ? plainHeaders : hitHeaders
 
 function answer(res) {
   res.writeHead(200, headers)
@@ -42,7 +51,9 @@ const server = createServer((req, res) => {
     res.end(JSON.stringify({ count: calls }))
     return
   }
-  calls += 1
+  if (req.url.startsWith(countPrefix)) calls += 1
+  // A call with a body (the gateway's token probe is a POST) is read to its end.
+  if (req.method !== 'GET') req.resume()
   if (latencyMs > 0) setTimeout(answer, latencyMs, res)
   else answer(res)
 })

@@ -6,13 +6,15 @@
 //   fairness         one team's 200 misses in flight against another team's one a second
 //   noisy-neighbour  team A's attacks on the shared credential against team B, three replicas
 //   dashboard        dashboard users (Zipf popularity, think time) on a short TTL, slow platform
+//   targets          issue 17 item 3's targets, set up as the hidden benchmark measures them
 //
 // Flags: --quick (shorter runs, written to .bench/results-quick.md)
 //        --only=<id>[,<id>] (those scenarios, written to bench/results-<id>.md)
 //        --profile[=l1|l2|miss] (no table: that case once with node --cpu-prof on the
 //        gateway, summarized; the profile is kept in .bench/)
-// Servers under test are pinned to core 0, the load (wrk, this process), the sandbox and
-// Redis to core 1. Every process started here is stopped at the end, on error and on
+// Servers under test are pinned to core 1 (`taskset -c 1`, as issue 17 measures), the
+// load (wrk, this process), the sandbox and Redis to core 0 (SERVER_CORE and LOAD_CORE in
+// lib/processes.mjs). Every process started here is stopped at the end, on error and on
 // SIGINT/SIGTERM, and the whole run is bounded in time.
 
 import { execFileSync } from 'node:child_process'
@@ -21,15 +23,16 @@ import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { setUp } from './lib/fixture.mjs'
 import { loadAverage, setGateBudget, versionOf } from './lib/machine.mjs'
-import { BENCH, ROOT, cleanup, log, pinning, secondsSinceStart, setUpPinning, wasInterrupted } from './lib/processes.mjs'
+import { BENCH, LOAD_CORE, ROOT, SERVER_CORE, cleanup, log, pinning, secondsSinceStart, setUpPinning, wasInterrupted } from './lib/processes.mjs'
 import * as dashboard from './scenarios/dashboard.mjs'
 import * as fairness from './scenarios/fairness.mjs'
 import * as hits from './scenarios/hits.mjs'
 import * as noisyNeighbour from './scenarios/noisy-neighbour.mjs'
+import * as targets from './scenarios/targets.mjs'
 import { profileGateway } from './scenarios/profile.mjs'
 
-const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard]
-const TIME_LIMIT_MS = 20 * 60_000
+const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, targets]
+const TIME_LIMIT_MS = 25 * 60_000
 
 const args = process.argv.slice(2)
 const quick = args.includes('--quick')
@@ -76,7 +79,7 @@ async function main() {
   const out = [
     `## Benchmark (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC${quick ? ', QUICK run: shorter rounds, not for the README' : ''})`,
     '',
-    `Machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}); pinning ${pinning() ? 'servers under test on core 0, the load, sandbox and Redis on core 1' : 'NONE (taskset or a second core missing)'}. ${versions.join(', ')}${notes.length ? `, ${notes.join('; ')}` : ''}. Run took ${secondsSinceStart().toFixed(0)} s (without the build); load average at the start ${loadAtStart}, at the end ${loadAverage()}: other work on the machine shares both cores, so compare rows of one run, not runs.`,
+    `Machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}); pinning ${pinning() ? `servers under test on core ${SERVER_CORE}, the load, sandbox and Redis on core ${LOAD_CORE}` : 'NONE (taskset or a second core missing)'}. ${versions.join(', ')}${notes.length ? `, ${notes.join('; ')}` : ''}. Run took ${secondsSinceStart().toFixed(0)} s (without the build); load average at the start ${loadAtStart}, at the end ${loadAverage()}: other work on the machine shares both cores, so compare rows of one run, not runs.`,
     '',
     ...sections,
   ].join('\n')

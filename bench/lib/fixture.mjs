@@ -1,12 +1,16 @@
 // What every scenario runs against: a Redis (when installed), the platform sandbox, the
 // team keys, and a launcher of gateway processes (bench/gateway-server.mjs, each its own
-// process on the server core).
+// process on the server core). Also `startMainGateway`: the gateway exactly as `npm start`
+// runs it (dist/main.js, environment plus a CONFIG_FILE).
 
 import { randomBytes } from 'node:crypto'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { stringify as toYaml } from 'yaml'
 import { freePort } from '../../scripts/free-port.mjs'
 import { http } from './http.mjs'
-import { LOAD_CORE, SERVER_CORE, launch, log, pin } from './processes.mjs'
+import { LOAD_CORE, SERVER_CORE, launch, log, pin, stopProcess, tmp } from './processes.mjs'
 
 // The report: 36 days by date for one advertiser, ~4 KB of JSON.
 export const REPORT_PATH = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2025-01-01&dateTo=2025-02-05&byDate=1'
@@ -102,4 +106,62 @@ export async function setUp(notes) {
     return r
   }
   return { redisUrl, sandbox, teamKey, teamBKey, adminToken, startGateway, reportHeaders, purge, metrics, expectCache }
+}
+
+/**
+ * The gateway as `npm start` runs it: `node dist/main.js` on the server core, set up by
+ * the environment (HOST/PORT/ADMIN_HOST/ADMIN_PORT on 127.0.0.1, PLATFORM_BASE_URL,
+ * PLATFORM_TOKEN, LOG_LEVEL, REDIS_URL when given) and a CONFIG_FILE written as YAML
+ * from `config`. The gateway's other variables inherited from this shell (REDIS_URL,
+ * ADMIN_TOKEN, DEMO, *_FILE, ...) are removed, so the set-up is exactly this one. Ready
+ * once the admin listener (opened after the proxy's) answers /readyz 200, with Redis
+ * connected when there is one.
+ */
+export async function startMainGateway(name, { platformUrl, platformToken, config, redisUrl = null, logLevel = 'warn', timeoutMs = 20_000 }) {
+  const { ENV_KEYS } = await import('../../dist/config/sources.js')
+  const [port, adminPort] = [await freePort(), await freePort()]
+  const configFile = join(tmp, `${name}.yaml`)
+  writeFileSync(configFile, toYaml(config))
+  const env = { DEMO: undefined }
+  for (const k of ENV_KEYS) {
+    env[k.env] = undefined
+    env[`${k.env}_FILE`] = undefined
+  }
+  Object.assign(env, {
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    ADMIN_HOST: '127.0.0.1',
+    ADMIN_PORT: String(adminPort),
+    LOG_LEVEL: logLevel,
+    PLATFORM_BASE_URL: platformUrl,
+    PLATFORM_TOKEN: platformToken,
+    CONFIG_FILE: configFile,
+    ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
+  })
+  const [cmd, args] = pin(SERVER_CORE, process.execPath, ['dist/main.js'])
+  const p = await launch(name, cmd, args, { env })
+  const gw = { ...p, pid: p.child.pid, url: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, port, adminPort, configFile }
+  let exited = false
+  void p.exited.then(() => (exited = true))
+  const deadline = Date.now() + timeoutMs
+  let last = ''
+  while (!exited && Date.now() < deadline) {
+    try {
+      const r = await http('GET', `${gw.admin}/readyz`)
+      // With Redis: ready once it is connected too (readyz answers 200 without it, degraded).
+      if (r.status === 200 && (!redisUrl || r.json().redis === 'ok')) return gw
+      last = `readyz ${r.status} ${r.body.toString('utf8').slice(0, 200)}`
+    } catch (err) {
+      last = err.code ?? err.message
+    }
+    await sleep(100)
+  }
+  let output = ''
+  try {
+    output = readFileSync(p.logPath, 'utf8').slice(-2000)
+  } catch {
+    // no output
+  }
+  await stopProcess(p)
+  throw new Error(`${name} (node dist/main.js) ${exited ? 'exited' : `was not ready within ${timeoutMs} ms (${last})`}${output ? `\n--- ${name} output ---\n${output}` : ''}`)
 }

@@ -1,5 +1,6 @@
 // The load: wrk runs (closed loop, fixed connections) and stampedes (many callers at once).
 
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -7,10 +8,13 @@ import { Client, request } from 'undici'
 import { BENCH, LOAD_CORE, pin, runToEnd } from './processes.mjs'
 import { percentile } from './stats.mjs'
 
-/** One wrk run from the load core, with the team key and gzip on every request. */
-export async function wrk(url, { seconds, connections, key, script = 'wrk-fixed.lua', scriptArgs = [] }) {
+/**
+ * One wrk run from the load core, with the team key on every request and, unless `gzip`
+ * is false, `accept-encoding: gzip` (plain wrk sends no accept-encoding).
+ */
+export async function wrk(url, { seconds, connections, key, gzip = true, script = 'wrk-fixed.lua', scriptArgs = [] }) {
   const argv = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', join(BENCH, script)]
-  argv.push('-H', `x-api-key: ${key}`, '-H', 'accept-encoding: gzip', url)
+  argv.push('-H', `x-api-key: ${key}`, ...(gzip ? ['-H', 'accept-encoding: gzip'] : []), url)
   if (scriptArgs.length) argv.push('--', ...scriptArgs)
   const [cmd, args] = pin(LOAD_CORE, 'wrk', argv)
   const out = await runToEnd('wrk', cmd, args, (seconds + 30) * 1000)
@@ -71,5 +75,142 @@ export async function timedGet(agent, url, key) {
     return { ms: performance.now() - t0, status: r.statusCode }
   } catch (err) {
     return { ms: performance.now() - t0, status: err.code ?? 'error' }
+  }
+}
+
+/**
+ * One raw keep-alive HTTP/1.1 connection to 127.0.0.1:`port` (node:net, no client
+ * library): `send(bytes)` writes a request, `next()` resolves with the next response,
+ * { status, headers, body, at } (`at`: performance.now() when its last byte was read),
+ * once its whole body is in (content-length, or chunked).
+ */
+export function rawConnection(port) {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, noDelay: true })
+    let buf = Buffer.alloc(0)
+    const waiting = []
+    let failure = null
+    const fail = (err) => {
+      failure ??= err
+      for (const w of waiting.splice(0)) w.reject(failure)
+    }
+    /** A complete response at the start of buf, or null while it is incomplete. */
+    const parse = () => {
+      const end = buf.indexOf('\r\n\r\n')
+      if (end === -1) return null
+      const lines = buf.subarray(0, end).toString('latin1').split('\r\n')
+      const status = Number(lines[0].split(' ')[1])
+      const headers = {}
+      for (const line of lines.slice(1)) {
+        const colon = line.indexOf(':')
+        headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
+      }
+      let at = end + 4
+      if (headers['content-length'] !== undefined) {
+        const length = Number(headers['content-length'])
+        if (buf.length < at + length) return null
+        return { status, headers, body: buf.subarray(at, at + length), rest: at + length }
+      }
+      if (/chunked/i.test(headers['transfer-encoding'] ?? '')) {
+        const parts = []
+        for (;;) {
+          const lineEnd = buf.indexOf('\r\n', at)
+          if (lineEnd === -1) return null
+          const size = parseInt(buf.subarray(at, lineEnd).toString('latin1'), 16)
+          if (!Number.isFinite(size)) throw new Error('bad chunk size')
+          if (buf.length < lineEnd + 2 + size + 2) return null
+          if (size === 0) return { status, headers, body: Buffer.concat(parts), rest: lineEnd + 4 }
+          parts.push(buf.subarray(lineEnd + 2, lineEnd + 2 + size))
+          at = lineEnd + 2 + size + 2
+        }
+      }
+      throw new Error(`a response with neither content-length nor chunked body (status ${status})`)
+    }
+    socket.on('data', (chunk) => {
+      buf = buf.length ? Buffer.concat([buf, chunk]) : chunk
+      try {
+        for (;;) {
+          if (!waiting.length) return
+          const r = parse()
+          if (!r) return
+          buf = buf.subarray(r.rest)
+          waiting.shift().resolve({ status: r.status, headers: r.headers, body: Buffer.from(r.body), at: performance.now() })
+        }
+      } catch (err) {
+        fail(err)
+        socket.destroy()
+      }
+    })
+    socket.on('error', (err) => {
+      fail(err)
+      reject(err)
+    })
+    socket.once('close', () => fail(new Error('connection closed')))
+    socket.once('connect', () =>
+      resolve({
+        socket,
+        send: (bytes) => socket.write(bytes),
+        next: () => (failure ? Promise.reject(failure) : new Promise((res, rej) => waiting.push({ resolve: res, reject: rej }))),
+        close: () => socket.destroy(),
+      }),
+    )
+  })
+}
+
+/**
+ * A stampede as issue 17 measures it: `callers` raw keep-alive connections to
+ * 127.0.0.1:`port` opened (and each used once for `warmPath`) beforehand, then one GET
+ * of `path` written on every one of them at once. Each caller's time runs from the
+ * moment the writes start to its full answer. `before()` runs just before the writes;
+ * `countCalls()` after the last answer and `settleMs`. Everything is bounded by `timeoutMs`.
+ */
+export async function rawStampede({ port, callers, path, key, warmPath = '/healthz', before = async () => {}, countCalls = async () => null, expectBody = null, settleMs = 200, timeoutMs = 20_000 }) {
+  const conns = []
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    for (const c of conns) c.close()
+  }, timeoutMs)
+  try {
+    const opening = await Promise.allSettled(Array.from({ length: callers }, () => rawConnection(port).then((c) => (conns.push(c), c))))
+    const refused = opening.find((o) => o.status === 'rejected')
+    if (refused) throw new Error(`could not open ${callers} connections: ${refused.reason.message}`)
+    const opened = opening.map((o) => o.value)
+    const warm = Buffer.from(`GET ${warmPath} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n\r\n`, 'latin1')
+    const warmed = await Promise.all(opened.map((c) => (c.send(warm), c.next())))
+    const badWarm = warmed.find((r) => r.status !== 200)
+    if (badWarm) throw new Error(`warm-up GET ${warmPath}: ${badWarm.status}`)
+    await before()
+    const ask = Buffer.from(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nx-api-key: ${key}\r\n\r\n`, 'latin1')
+    const answers = opened.map((c) => c.next())
+    const t0 = performance.now()
+    for (const c of opened) c.send(ask)
+    const writesMs = performance.now() - t0
+    const results = await Promise.all(answers)
+    await sleep(settleMs)
+    const calls = await countCalls()
+    const sorted = results.map((r) => r.at - t0).sort((a, b) => a - b)
+    const statuses = {}
+    for (const r of results) {
+      const k = `${r.status} ${r.headers['x-cache'] ?? '-'}`
+      statuses[k] = (statuses[k] ?? 0) + 1
+    }
+    const wrongBodies = expectBody ? results.filter((r) => r.status === 200 && !r.body.equals(expectBody)).length : 0
+    return {
+      calls,
+      min: sorted[0],
+      p50: percentile(sorted, 50),
+      p99: percentile(sorted, 99),
+      max: sorted.at(-1),
+      writesMs,
+      statuses,
+      wrongBodies,
+      ok: results.every((r) => r.status === 200) && wrongBodies === 0,
+    }
+  } catch (err) {
+    throw timedOut ? new Error(`stampede not answered within ${timeoutMs} ms (${err.message})`) : err
+  } finally {
+    clearTimeout(timer)
+    for (const c of conns) c.close()
   }
 }

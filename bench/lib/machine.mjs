@@ -58,16 +58,33 @@ function treeTicks(procs, root) {
 
 export function cpuSnapshot(serverPid = null) {
   let busy = 0
+  const cores = {}
   try {
     // user nice system idle iowait irq softirq steal: busy without idle, iowait, irq, softirq
-    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
-    busy = f[0] + f[1] + f[2] + (f[7] ?? 0)
+    const lines = readFileSync('/proc/stat', 'utf8').split('\n')
+    const busyOf = (line) => {
+      const f = line.trim().split(/\s+/).slice(1).map(Number)
+      return f[0] + f[1] + f[2] + (f[7] ?? 0)
+    }
+    busy = busyOf(lines[0])
+    for (const line of lines.slice(1)) if (/^cpu\d+ /.test(line)) cores[line.slice(3, line.indexOf(' '))] = busyOf(line)
   } catch {
     return null
   }
   const procs = procTable()
   // Ours: this process with its reaped children and every live descendant.
-  return { at: performance.now(), busy, ours: treeTicks(procs, process.pid), server: serverPid ? treeTicks(procs, serverPid) : null }
+  return { at: performance.now(), busy, cores, ours: treeTicks(procs, process.pid), server: serverPid ? treeTicks(procs, serverPid) : null }
+}
+
+/**
+ * Cores' worth of CPU used on `core` by anything but the server between two snapshots
+ * taken with its pid: other load on the server's core, when the server is pinned there
+ * and nothing else of ours is.
+ */
+export function foreignOnCore(a, b, core) {
+  if (!a || !b || a.cores[core] === undefined || a.server === null) return null
+  const seconds = (b.at - a.at) / 1000
+  return Math.max(0, (b.cores[core] - a.cores[core] - (b.server - a.server)) / CLK_TCK / seconds)
 }
 
 /** Cores' worth of CPU used by processes that are not ours between two snapshots. */

@@ -12,8 +12,9 @@ import { fileURLToPath } from 'node:url'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const BENCH = join(ROOT, 'bench')
-export const SERVER_CORE = '0'
-export const LOAD_CORE = '1'
+// As the issue 17 set-up has it: servers under test `taskset -c 1`, the load on core 0.
+export const SERVER_CORE = '1'
+export const LOAD_CORE = '0'
 
 const started = performance.now()
 export const tmp = mkdtempSync(join(tmpdir(), 'rgw-bench-'))
@@ -45,12 +46,15 @@ export function pin(core, cmd, argv) {
 
 /**
  * Starts a process in its own process group, its output in tmp/<name>.log, and
- * resolves once a line matches `ready` (or at once without one).
+ * resolves once a line matches `ready` (or at once without one). `env` is merged over
+ * this process's environment; a variable set to undefined there is removed.
  */
 export function launch(name, cmd, argv, { env = {}, ready = null, timeoutMs = 15_000 } = {}) {
   const logPath = join(tmp, `${name}.log`)
   const out = createWriteStream(logPath)
-  const child = spawn(cmd, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+  const childEnv = { ...process.env, ...env }
+  for (const [k, v] of Object.entries(childEnv)) if (v === undefined) delete childEnv[k]
+  const child = spawn(cmd, argv, { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   const entry = { name, child, exited: new Promise((resolve) => child.once('exit', resolve)), logPath }
   child.once('spawn', () => children.set(child.pid, entry))
   entry.exited.then(() => children.delete(child.pid))

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent } from 'undici'
 import { REPORT_ROUTE } from '../lib/fixture.mjs'
 import { timedGet } from '../lib/load.mjs'
-import { log, stopProcess } from '../lib/processes.mjs'
+import { LOAD_CORE, SERVER_CORE, log, stopProcess } from '../lib/processes.mjs'
 import { fmtInt, fmtMs, markdownTable, percentile } from '../lib/stats.mjs'
 
 export const id = 'fairness'
@@ -82,7 +82,7 @@ export async function run({ fixture, quick }) {
   return [
     markdownTable(header, rows),
     '',
-    `Platform: the sandbox at ${FAIRNESS_LATENCY_MS} ms per call. Team A: ${FAIRNESS_IN_FLIGHT} callers in a closed loop, each asking its next distinct report when the last is answered; team B: ${FAIRNESS_B_CALLS} distinct reports, one a second (open loop), measured from dispatch to last byte. A ${FAIRNESS_WARMUP_MS / 1000} s warm-up fills the queue before B starts; the platform's peak concurrency (requests the sandbox answered at once) and A's answers/s are over B's window. One gateway process per setup (core 0), the load from this process (core 1).`,
+    `Platform: the sandbox at ${FAIRNESS_LATENCY_MS} ms per call. Team A: ${FAIRNESS_IN_FLIGHT} callers in a closed loop, each asking its next distinct report when the last is answered; team B: ${FAIRNESS_B_CALLS} distinct reports, one a second (open loop), measured from dispatch to last byte. A ${FAIRNESS_WARMUP_MS / 1000} s warm-up fills the queue before B starts; the platform's peak concurrency (requests the sandbox answered at once) and A's answers/s are over B's window. One gateway process per setup (core ${SERVER_CORE}), the load from this process (core ${LOAD_CORE}).`,
     '',
   ].join('\n')
 }

@@ -65,7 +65,7 @@ export async function run({ fixture, quick, notes: runNotes }) {
   const bodyInfo = `${platformBody.length.toLocaleString('en-US')} bytes of JSON, ${hit.body.length.toLocaleString('en-US')} bytes gzip`
   log(`report: ${bodyInfo}`)
 
-  // ---- the bare node server (core 0) and nginx's tiny upstream (core 1)
+  // ---- the bare node server (server core) and nginx's tiny upstream (load core)
   const bare = await (async () => {
     const [cmd, args] = pin(SERVER_CORE, process.execPath, ['bench/bare-server.mjs'])
     const p = keep(await launch('bare', cmd, args, { env: { BENCH_BODY_FILE: bodyFile }, ready: /^READY / }))

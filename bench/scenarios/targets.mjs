@@ -1,0 +1,355 @@
+// Issue 17 item 3's targets, set up as the hidden benchmark measures them:
+//   - the gateway exactly as `npm start` runs it (node dist/main.js, LOG_LEVEL=warn, a
+//     CONFIG_FILE with one team, advertisers ["*"], a rate limit of 10^9 a minute),
+//     `taskset -c 1`; for L2-only a second one with REDIS_URL and cache.l1MaxBytes: 0;
+//   - a bare node:http server sending the same 4 KB JSON body (identity, content-type and
+//     content-length only), `taskset -c 1`;
+//   - a platform stand-in answering that body after 20 ms (bench/bare-server.mjs), Redis,
+//     wrk -t1 -c50 (no accept-encoding) and this process on core 0;
+//   - throughput: 3 s warm-up then 10 s per run, bare / L1 / L2 in alternating order
+//     over rounds, medians, with the server's CPU time per request;
+//   - stampede: 200 keep-alive raw TCP connections opened beforehand, one fresh query
+//     written on all of them at once, each timed to its full answer; exactly one
+//     platform call per round.
+// Targets: L1 ≥ 0.85× bare, L2-only ≥ 0.5× bare, stampede p50 ≤ platform latency + 10 ms.
+
+import { execFileSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { REPORT_PATH, startMainGateway } from '../lib/fixture.mjs'
+import { http } from '../lib/http.mjs'
+import { rawStampede, wrk } from '../lib/load.mjs'
+import { CLK_TCK, GATE_FOREIGN_CORES, GATE_MAX_WAIT_MS, cpuSnapshot, foreignCores, foreignOnCore, loadAverage, quietMoment } from '../lib/machine.mjs'
+import { LOAD_CORE, ROOT, SERVER_CORE, launch, log, pin, pinning, stopProcess, tmp } from '../lib/processes.mjs'
+import { fmtInt, fmtMs, fmtX, markdownTable, median, metricValue } from '../lib/stats.mjs'
+
+export const id = 'targets'
+export const title = 'Issue 17 targets, measured as the hidden benchmark measures them'
+
+const CONNECTIONS = 50
+const PLATFORM_LATENCY_MS = 20
+const STAMPEDE_CALLERS = 200
+const TARGET_L1 = 0.85
+const TARGET_L2 = 0.5
+const STAMPEDE_BUDGET_MS = PLATFORM_LATENCY_MS + 10
+const PLATFORM_TOKEN = 'bench-standin-token'
+const CACHE_METRIC = 'gateway_cache_requests_total'
+
+/** The cores a process may run on, as the kernel has it (a check of the pinning). */
+function affinity(pid) {
+  try {
+    return /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? '?'
+  } catch {
+    return '?'
+  }
+}
+
+/** Every sample of the cache metric, summed: all report lookups the gateway answered. */
+function allCacheResults(text) {
+  let total = 0
+  for (const line of text.split('\n')) if (line.startsWith(`${CACHE_METRIC}{`)) total += Number(line.slice(line.lastIndexOf(' ') + 1))
+  return total
+}
+
+/** A gateway's own log (LOG_LEVEL=warn: every line is news), summed up: count and first messages. */
+function gatewayLog(gw) {
+  let text = ''
+  try {
+    text = readFileSync(gw.logPath, 'utf8')
+  } catch {
+    return null
+  }
+  const lines = text.split('\n').filter((l) => l.trim())
+  if (!lines.length) return null
+  const messages = new Map()
+  for (const line of lines) {
+    let what = line.slice(0, 160)
+    try {
+      const j = JSON.parse(line)
+      what = `${j.level >= 50 ? 'error' : j.level >= 40 ? 'warn' : `level ${j.level}`}: ${j.msg ?? ''}${j.cause ? ` (${String(j.cause).slice(0, 100)})` : j.err?.message ? ` (${String(j.err.message).slice(0, 100)})` : ''}`
+    } catch {
+      // not pino JSON: the line itself
+    }
+    messages.set(what, (messages.get(what) ?? 0) + 1)
+  }
+  return `${gw.name} logged ${lines.length} line(s): ${[...messages].slice(0, 5).map(([m, n]) => `${n}× ${m}`).join('; ')}`
+}
+
+/** The commit dist/ was built from, and whether src/ had changes not committed. */
+function buildInfo() {
+  try {
+    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim()
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: ROOT, encoding: 'utf8' }).trim()
+    return `${sha}${dirty ? ' plus uncommitted changes in src/' : ''}`
+  } catch {
+    return '?'
+  }
+}
+
+/** Runs the scenario; resolves with its Markdown section. */
+export async function run({ fixture, quick }) {
+  const WARMUP_S = quick ? 1 : 3
+  const DURATION_S = quick ? 3 : 10
+  const ROUNDS = quick ? 1 : 3
+  const STAMPEDE_ROUNDS = quick ? 2 : 5
+  const { sandbox, redisUrl } = fixture
+  const notes = []
+  const problems = []
+  const build = buildInfo()
+  // Every process this scenario starts, stopped at its end or on error.
+  const own = []
+  const keep = (p) => (own.push(p), p)
+  try {
+    // ---- the report: the sandbox's ~4 KB JSON for REPORT_PATH, served by the stand-in
+    const platformAnswer = await http('GET', `${sandbox.url}${REPORT_PATH}`, { headers: { authorization: `Bearer ${sandbox.token}` } })
+    if (platformAnswer.status !== 200) throw new Error(`the sandbox did not answer the report: ${platformAnswer.status}`)
+    const body = platformAnswer.body
+    JSON.parse(body.toString('utf8'))
+    const bodyFile = join(tmp, 'targets-report.json')
+    writeFileSync(bodyFile, body)
+
+    const startPlain = async (name, core, env) => {
+      const [cmd, args] = pin(core, process.execPath, ['bench/bare-server.mjs'])
+      const p = keep(await launch(name, cmd, args, { env: { BENCH_BODY_FILE: bodyFile, BENCH_HEADERS: 'plain', ...env }, ready: /^READY / }))
+      return { ...p, pid: p.child.pid, url: `http://127.0.0.1:${JSON.parse(p.line.slice('READY '.length)).port}` }
+    }
+    const standin = await startPlain('targets-platform', LOAD_CORE, { BENCH_LATENCY_MS: String(PLATFORM_LATENCY_MS), BENCH_COUNT_PREFIX: '/api/v1/report/' })
+    const platformCalls = async () => (await http('GET', `${standin.url}/__count`)).json().count
+    const clearPlatformCalls = () => http('DELETE', `${standin.url}/__count`)
+    const bare = await startPlain('targets-bare', SERVER_CORE, {})
+
+    // ---- the gateways, as `npm start` runs them
+    const { hashApiKey } = await import('../../dist/teams/api-keys.js')
+    const key = `rgw_${randomBytes(32).toString('base64url')}`
+    const teamConfig = { teams: { bench: { keys: [hashApiKey(key)], advertisers: ['*'], rateLimit: { max: 1_000_000_000, window: '1m' } } } }
+    const gateway = (name, extra) => startMainGateway(name, { platformUrl: standin.url, platformToken: PLATFORM_TOKEN, ...extra }).then(keep)
+    const gwL1 = await gateway('targets-l1', { config: teamConfig })
+    const gwL2 = redisUrl ? await gateway('targets-l2', { config: { ...teamConfig, cache: { l1MaxBytes: 0 } }, redisUrl }) : null
+    if (!gwL2) notes.push('L2-only row not run: redis-server is not installed.')
+    const metricsOf = async (gw) => (await http('GET', `${gw.admin}/metrics`)).body.toString('utf8')
+
+    /** One GET as wrk sends it (the key, no accept-encoding): 200, x-cache `want`, the platform's bytes as they are. */
+    const expect = async (name, url, want) => {
+      const r = await http('GET', url, { headers: { 'x-api-key': key } })
+      const problem =
+        r.status !== 200
+          ? `status ${r.status}: ${r.body.toString('utf8').slice(0, 200)}`
+          : want && r.headers['x-cache'] !== want
+            ? `x-cache ${r.headers['x-cache']}, not ${want}`
+            : r.headers['content-encoding']
+              ? `content-encoding ${r.headers['content-encoding']} without accept-encoding`
+              : !r.body.equals(body)
+                ? `a body of ${r.body.length} bytes other than the platform's ${body.length}`
+                : null
+      if (problem) throw new Error(`${name}: ${problem}`)
+      return r
+    }
+    /**
+     * The report's first ask (a MISS), then asks until one is a HIT, as a caller would;
+     * a HIT should come at once: each further MISS (and its platform call) is a problem.
+     */
+    const fill = async (name, gw) => {
+      await clearPlatformCalls()
+      await expect(name, `${gw.url}${REPORT_PATH}`, 'MISS')
+      const misses = []
+      for (let attempt = 0; attempt < 40; attempt += 1) {
+        const r = await http('GET', `${gw.url}${REPORT_PATH}`, { headers: { 'x-api-key': key } })
+        if (r.status === 200 && r.headers['x-cache'] === 'HIT') break
+        misses.push(`${r.status} ${r.headers['x-cache'] ?? '-'}`)
+        await sleep(250)
+      }
+      const calls = await platformCalls()
+      if (misses.length) problems.push(`${name}: the ask after its first MISS was answered ${misses.length} more time(s) without a HIT (${misses.slice(0, 3).join(', ')}), ${calls} platform calls in all; then a HIT`)
+      else if (calls !== 1) problems.push(`${name}: filling the cache took ${calls} platform calls, not 1`)
+    }
+    await expect('bare', `${bare.url}${REPORT_PATH}`, null)
+    await fill('gateway L1', gwL1)
+    await expect('gateway L1', `${gwL1.url}${REPORT_PATH}`, 'HIT')
+    if (gwL2) {
+      await fill('gateway L2-only', gwL2)
+      const m0 = metricValue(await metricsOf(gwL2), CACHE_METRIC, { result: 'HIT', tier: 'l2' })
+      await expect('gateway L2-only', `${gwL2.url}${REPORT_PATH}`, 'HIT')
+      const m1 = metricValue(await metricsOf(gwL2), CACHE_METRIC, { result: 'HIT', tier: 'l2' })
+      if (m1 - m0 !== 1) throw new Error(`gateway L2-only: a HIT did not count as an L2 hit (${m1 - m0})`)
+    }
+    log(`targets: report ${body.length} bytes of JSON; pinning gateway ${affinity(gwL1.pid)}, bare ${affinity(bare.pid)}, platform stand-in ${affinity(standin.pid)}, this process ${affinity(process.pid)}`)
+
+    // ---- throughput: bare / L1 / L2 in alternating order
+    const cases = [
+      { id: 'bare', label: 'bare node:http, same 4 KB body', url: `${bare.url}${REPORT_PATH}`, pid: bare.pid },
+      { id: 'l1', label: 'gateway L1 hits', gw: gwL1, tier: 'l1', target: TARGET_L1 },
+      gwL2 && { id: 'l2', label: 'gateway L2-only hits (Redis, l1MaxBytes 0)', gw: gwL2, tier: 'l2', target: TARGET_L2 },
+    ]
+      .filter(Boolean)
+      .map((c) => (c.gw ? { ...c, url: `${c.gw.url}${REPORT_PATH}`, pid: c.gw.pid } : c))
+    const runs = Object.fromEntries(cases.map((c) => [c.id, []]))
+    const measure = async (c) => {
+      if (c.gw) await expect(c.label, c.url, 'HIT')
+      await wrk(c.url, { seconds: WARMUP_S, connections: CONNECTIONS, key, gzip: false })
+      await quietMoment()
+      const m0 = c.gw ? await metricsOf(c.gw) : null
+      await clearPlatformCalls()
+      const load = loadAverage()
+      const before = cpuSnapshot(c.pid)
+      const r = await wrk(c.url, { seconds: DURATION_S, connections: CONNECTIONS, key, gzip: false })
+      const after = cpuSnapshot(c.pid)
+      r.load = load
+      r.foreign = foreignCores(before, after)
+      // CPU time of the server under test per request: unlike req/s, barely moved by other load.
+      r.cpuUs = before && after ? ((after.server - before.server) / CLK_TCK / r.requests) * 1e6 : null
+      // How much of its core the server had (well under 1: something else held it back)
+      // and what else ran on that core meanwhile.
+      r.serverBusy = r.cpuUs === null ? null : (r.cpuUs * r.rps) / 1e6
+      r.foreignHere = pinning() ? foreignOnCore(before, after, SERVER_CORE) : null
+      r.calls = await platformCalls()
+      if (c.gw) {
+        // The gateway's own count: every request of the run a HIT of the tier under test.
+        const m1 = await metricsOf(c.gw)
+        r.tierHits = metricValue(m1, CACHE_METRIC, { result: 'HIT', tier: c.tier }) - metricValue(m0, CACHE_METRIC, { result: 'HIT', tier: c.tier })
+        r.otherResults = allCacheResults(m1) - allCacheResults(m0) - r.tierHits
+        if (r.tierHits < r.requests || r.otherResults !== 0) problems.push(`${c.id} run: ${fmtInt(r.tierHits)} ${c.tier} HITs and ${fmtInt(r.otherResults)} other cache results for ${fmtInt(r.requests)} requests`)
+      }
+      if (r.calls !== 0) problems.push(`${c.id} run: ${r.calls} platform calls during a hit run`)
+      if (r.errors) problems.push(`${c.id} run: ${r.errors} errors (${r.errorDetail})`)
+      runs[c.id].push(r)
+      log(
+        `${c.id.padEnd(4)} ${fmtInt(r.rps).padStart(7)} req/s  p50 ${fmtMs(r.p50)}  p99 ${fmtMs(r.p99)}  server CPU ${r.cpuUs?.toFixed(1) ?? '?'} µs/req` +
+          `${r.tierHits !== undefined ? `  ${c.tier} HITs ${fmtInt(r.tierHits)}/${fmtInt(r.requests)}` : ''}  (server busy ${r.serverBusy?.toFixed(2) ?? '?'} cores; other load ${r.foreign?.toFixed(2) ?? '?'} cores, ${r.foreignHere?.toFixed(2) ?? '?'} of them on core ${SERVER_CORE}; load average ${load})`,
+      )
+    }
+    for (let round = 0; round < ROUNDS; round += 1) {
+      // Alternate the order, so a slow drift of the machine does not favour one case.
+      const order = cases.map((_, i) => cases[(i + round) % cases.length])
+      log(`targets round ${round + 1}/${ROUNDS}: ${order.map((c) => c.id).join(', ')} (${WARMUP_S} s warm-up + ${DURATION_S} s each, wrk -t1 -c${CONNECTIONS})`)
+      for (const c of order) await measure(c)
+    }
+
+    // ---- stampedes: 200 raw connections, one fresh query each round
+    const tag = Date.now().toString(36)
+    const stampedes = {}
+    const firstRounds = {}
+    const runStampedes = async (sid, gw) => {
+      stampedes[sid] = []
+      for (let round = 0; round <= STAMPEDE_ROUNDS; round += 1) {
+        await quietMoment()
+        const load = loadAverage()
+        const r = await rawStampede({
+          port: gw.port,
+          callers: STAMPEDE_CALLERS,
+          path: `${REPORT_PATH}&r=${tag}-${sid}-${round}`,
+          key,
+          before: clearPlatformCalls,
+          countCalls: platformCalls,
+          expectBody: body,
+        })
+        r.load = load
+        const counted = round > 0
+        log(
+          `${sid}${counted ? '' : ' (warm-up, not counted)'}: ${r.calls} platform call(s), min ${fmtMs(r.min)}, p50 ${fmtMs(r.p50)}, p99 ${fmtMs(r.p99)}, max ${fmtMs(r.max)}` +
+            ` (writes took ${fmtMs(r.writesMs)}); ${Object.entries(r.statuses).map(([k, v]) => `${v}× ${k}`).join(', ')}${r.wrongBodies ? `; ${r.wrongBodies} wrong bodies` : ''}`,
+        )
+        if (!r.ok) problems.push(`${sid} round ${round}: ${JSON.stringify(r.statuses)}${r.wrongBodies ? `, ${r.wrongBodies} bodies other than the platform's` : ''}`)
+        if (r.calls !== 1) problems.push(`${sid} round ${round}${counted ? '' : ' (warm-up)'}: ${r.calls} platform calls, not 1`)
+        if (counted) stampedes[sid].push(r)
+        else firstRounds[sid] = r
+      }
+    }
+    await runStampedes('stampede-l1', gwL1)
+    if (gwL2) await runStampedes('stampede-l2', gwL2)
+
+    // ---- the tables
+    const agg = (cid) => {
+      const rs = runs[cid]
+      return { rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), cpuUs: median(rs.map((r) => r.cpuUs ?? NaN)), rs }
+    }
+    const bareA = agg('bare')
+    const rows = cases.map((c) => {
+      const a = agg(c.id)
+      const check = c.gw ? `${fmtInt(a.rs.reduce((s, r) => s + r.tierHits, 0))} ${c.tier} HITs / ${fmtInt(a.rs.reduce((s, r) => s + r.requests, 0))} req` : '—'
+      return [c.label, fmtInt(a.rps), fmtMs(a.p50), fmtMs(a.p99), a.cpuUs.toFixed(1), fmtX(a.rps / bareA.rps), fmtX(bareA.cpuUs / a.cpuUs), check]
+    })
+    const throughputTable = markdownTable(['case', 'req/s', 'p50', 'p99', 'server CPU µs/req', '× bare (req/s)', '× bare (CPU/req)', 'served as'], rows)
+
+    const sAgg = (sid) => {
+      const rs = stampedes[sid]
+      return { min: median(rs.map((r) => r.min)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), max: median(rs.map((r) => r.max)), calls: rs.map((r) => r.calls), rs }
+    }
+    const stampedeLabel = {
+      'stampede-l1': `gateway (no Redis): ${STAMPEDE_CALLERS} identical misses`,
+      'stampede-l2': `L2-only gateway (Redis, l1MaxBytes 0): ${STAMPEDE_CALLERS} identical misses (information, not a target)`,
+    }
+    const stampedeTable = markdownTable(
+      ['stampede', 'min', 'p50', 'p99', 'max', 'platform calls per round'],
+      Object.keys(stampedes).flatMap((sid) => {
+        const s = sAgg(sid)
+        const f = firstRounds[sid]
+        return [
+          [`${stampedeLabel[sid]}, median of ${s.rs.length} rounds`, fmtMs(s.min), fmtMs(s.p50), fmtMs(s.p99), fmtMs(s.max), s.calls.join(', ')],
+          [`the same, its first round (warm-up, not counted)`, fmtMs(f.min), fmtMs(f.p50), fmtMs(f.p99), fmtMs(f.max), String(f.calls)],
+        ]
+      }),
+    )
+
+    // ---- targets
+    const invalid = (cid) => problems.some((p) => p.startsWith(`${cid} run`))
+    const targetLines = []
+    for (const c of cases.filter((x) => x.target)) {
+      const a = agg(c.id)
+      const x = a.rps / bareA.rps
+      const ok = x >= c.target
+      const paired = runs[c.id].map((r, i) => r.rps / runs.bare[i].rps)
+      const by = ok ? `${((x / c.target - 1) * 100).toFixed(0)} % above the target` : `short by ${(c.target - x).toFixed(2)}×: needs ${fmtInt(c.target * bareA.rps)} req/s, ${((c.target / x - 1) * 100).toFixed(0)} % more`
+      targetLines.push(
+        `- ${invalid(c.id) || invalid('bare') ? 'INVALID (see the problems below)' : ok ? 'PASS' : 'MISS'} ${c.label}: ${fmtX(x)} the bare server's req/s, median ${fmtInt(a.rps)} vs ${fmtInt(bareA.rps)} (target ≥ ${c.target}×; ${by}). ` +
+          `Round by round: ${paired.map(fmtX).join(', ')}. By server CPU per request: ${fmtX(bareA.cpuUs / a.cpuUs)} (${a.cpuUs.toFixed(1)} vs ${bareA.cpuUs.toFixed(1)} µs).`,
+      )
+    }
+    const s1 = sAgg('stampede-l1')
+    const oneCall = s1.calls.every((n) => n === 1)
+    const inBudget = s1.p50 <= STAMPEDE_BUDGET_MS
+    targetLines.push(
+      `- ${oneCall && s1.rs.every((r) => r.ok) ? (inBudget ? 'PASS' : 'MISS') : 'INVALID (platform calls or answers wrong)'} stampede: the waiters' p50 ${fmtMs(s1.p50)} (median of ${s1.rs.length} rounds: ${s1.rs.map((r) => fmtMs(r.p50)).join(', ')}), ` +
+        `target ≤ ${STAMPEDE_BUDGET_MS} ms = platform latency ${PLATFORM_LATENCY_MS} ms + 10 ms (${inBudget ? `${fmtMs(STAMPEDE_BUDGET_MS - s1.p50)} to spare` : `${fmtMs(s1.p50 - STAMPEDE_BUDGET_MS)} over`}); platform calls per round ${s1.calls.join(', ')} (must be exactly 1). The first, uncounted round (the gateway's first stampede, after the hit runs): p50 ${fmtMs(firstRounds['stampede-l1'].p50)}, ${firstRounds['stampede-l1'].calls} platform call(s).`,
+    )
+    const loads = [...Object.values(runs).flat(), ...Object.values(stampedes).flat()].map((r) => r.load)
+    const foreign = Object.values(runs).flat().map((r) => r.foreign).filter((f) => typeof f === 'number')
+    const foreignHere = Object.values(runs).flat().map((r) => r.foreignHere).filter((f) => typeof f === 'number')
+    targetLines.push(
+      `- Machine load with these figures: load average (1/5/15 min) ${loads[0]} at the first measured run, ${loads.at(-1)} at the last; other processes used a median ${median(foreign).toFixed(2)} cores (max ${Math.max(...foreign).toFixed(2)}) during the throughput runs${foreignHere.length ? `, ${median(foreignHere).toFixed(2)} (max ${Math.max(...foreignHere).toFixed(2)}) of them on the servers' core ${SERVER_CORE}` : ''}.`,
+    )
+
+    const logged = [gwL1, gwL2].filter(Boolean).map(gatewayLog).filter(Boolean)
+    const perRun = (cid) =>
+      runs[cid].map((r) => `${fmtInt(r.rps)} (${r.cpuUs?.toFixed(1) ?? '?'} µs, ${r.serverBusy?.toFixed(2) ?? '?'}, ${r.foreignHere?.toFixed(2) ?? '?'}, ${r.load.split(' ')[0]})`).join(' / ')
+    notes.push(
+      `Build: dist/ from ${build}. The report: \`GET ${REPORT_PATH}\`, ${fmtInt(body.length)} bytes of JSON (the sandbox's answer for it), sent as it is (identity) by the bare server and by the platform stand-in; wrk sends \`x-api-key\` and no accept-encoding, and every answer was checked to be those bytes without content-encoding.`,
+      `Gateways: \`node dist/main.js\` (what \`npm start\` runs) with HOST/PORT/ADMIN_HOST/ADMIN_PORT on 127.0.0.1, LOG_LEVEL=warn, PLATFORM_BASE_URL (the stand-in), PLATFORM_TOKEN (any: the stand-in accepts all), CONFIG_FILE: one team \`bench\`, \`advertisers: ["*"]\`, \`rateLimit: { max: 1000000000, window: 1m }\`, one key; the gateway's other variables inherited from the shell removed. L2-only: the same plus REDIS_URL (redis-server on 127.0.0.1, core ${LOAD_CORE}) and \`cache: { l1MaxBytes: 0 }\`. Every other setting is the default.`,
+      `Bare server and platform stand-in: bench/bare-server.mjs with BENCH_HEADERS=plain (node:http, content-type and content-length only, the body from memory); the stand-in answers every call after ${PLATFORM_LATENCY_MS} ms and counts calls to /api/v1/report/.`,
+      `Pinning: ${pinning() ? `gateways and bare server \`taskset -c ${SERVER_CORE}\` (affinity read back: gateway ${affinity(gwL1.pid)}, bare ${affinity(bare.pid)}); wrk, this script (stampede callers), the platform stand-in and Redis on core ${LOAD_CORE}` : 'NONE (taskset or a second core missing): not the hidden benchmark set-up'}.`,
+      `Throughput: per run a ${WARMUP_S} s wrk warm-up, a wait (up to ${GATE_MAX_WAIT_MS / 1000} s, within the run's budget) for other processes to use < ${GATE_FOREIGN_CORES} cores, then wrk -t1 -c${CONNECTIONS} for ${DURATION_S} s; ${ROUNDS} round(s) of bare / L1 / L2 in rotating order; each column is the median of the runs. × bare (req/s) is the ratio of the medians, which the targets use; × bare (CPU/req) is the bare server's CPU time per request over the gateway's (process user + system time over wrk's completed requests), steadier on a shared machine. Per run, req/s (server CPU µs/req, cores the server used, other load on core ${SERVER_CORE} in cores, 1-min load average): ${cases.map((c) => `${c.id} ${perRun(c.id)}`).join('; ')}.`,
+      `Served as: the gateway's own count (${CACHE_METRIC} on its admin /metrics) of HITs of the tier under test during the measured runs, against wrk's completed requests (the gateway also counts the ≤ ${CONNECTIONS} requests in flight when wrk stops); any other cache result (MISS, L1 HIT on the L2-only gateway, ...) or platform call during a run is listed under problems.`,
+      `The gateways' own output (LOG_LEVEL=warn) over the whole scenario: ${logged.length ? logged.join('. ') : 'none'}.`,
+      `Stampede: ${STAMPEDE_CALLERS} raw TCP connections (node:net) opened and each used once for GET /healthz (keep-alive), then one GET of a query nobody asked before (\`&r=<run>-<round>\` added to the report's query) written on all of them in one loop; each time runs from the start of the writes to the last byte of its answer (content-length). ${STAMPEDE_ROUNDS} counted rounds after one warm-up round that is not counted (its platform calls are checked all the same); the table shows the medians over the rounds; platform calls are the stand-in's count 200 ms after the last answer.`,
+    )
+    const section = [
+      throughputTable,
+      '',
+      stampedeTable,
+      '',
+      'Targets:',
+      '',
+      ...targetLines,
+      '',
+      ...(problems.length ? ['Problems (the set-up or the gateway did not behave as it should):', '', ...problems.map((p) => `- ${p}`), ''] : []),
+      'Notes:',
+      '',
+      ...notes.map((n) => `- ${n}`),
+      '',
+    ].join('\n')
+    return section
+  } finally {
+    await Promise.all(own.map((p) => stopProcess(p)))
+  }
+}
