@@ -22,7 +22,7 @@ import { ReplicaLock } from './cache/single-flight.js'
 import { ReportCache } from './reports/report-cache.js'
 import { apiRoutes } from './routes/api.js'
 import { Admission } from './routes/caller.js'
-import { fastHits } from './routes/fast-path.js'
+import { fastReads, type RequestHandler } from './routes/fast-path.js'
 import { lazyRequestLogger } from './request-logger.js'
 import { bytesSent, requestIdOf, requestObserver, routeKind } from './routes/request-log.js'
 import { isValidationFailure, validationMessage } from './routes/validation-message.js'
@@ -281,7 +281,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const admission = new Admission(ctx)
   const forms = new ReportForms(ctx)
   const observe = requestObserver(ctx)
-  const proxy = buildServer(config, log, config.cache.enabled ? fastHits(ctx, admission, forms, observe) : null)
+  const proxy = buildServer(config, log, config.cache.enabled ? fastReads(ctx, admission, forms, observe) : null)
   // No body is parsed on the proxy listener before its handler admits the caller (issue
   // #5): /api/v1 handlers read it through Admission.readBody; any other path is a 404
   // without reading a byte of it.
@@ -390,7 +390,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   }
 }
 
-type FastPath = ((req: IncomingMessage, res: ServerResponse) => boolean) | null
+type FastPath = ((req: IncomingMessage, res: ServerResponse, next: RequestHandler) => void) | null
 
 function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyInstance {
   const app = Fastify({
@@ -416,7 +416,7 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
           headersTimeout: config.server.headersTimeoutMs,
           connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
         },
-        fastPath ? (req, res) => fastPath(req, res) || handler(req, res) : handler,
+        fastPath ? (req, res) => fastPath(req, res, handler) : handler,
       )
       server.keepAliveTimeout = config.server.keepAliveTimeoutMs
       server.setTimeout(config.server.connectionTimeoutMs)

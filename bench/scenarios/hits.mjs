@@ -192,6 +192,7 @@ export async function run({ fixture, quick, notes: runNotes }) {
         gwShared.map((gw) => ({ origin: gw.url, callers: STAMPEDE_CALLERS / 2, warmPath: '/healthz' })),
         REPORT_PATH,
         {
+          key: teamKey,
           before: async () => {
             await purge(gwShared[0]) // L2, and every replica's L1 through the purge channel
             await sleep(100)

@@ -302,7 +302,7 @@ export async function run({ fixture, quick }) {
       const paired = runs[c.id].map((r, i) => r.rps / runs.bare[i].rps)
       const by = ok ? `${((x / c.target - 1) * 100).toFixed(0)} % above the target` : `short by ${(c.target - x).toFixed(2)}×: needs ${fmtInt(c.target * bareA.rps)} req/s, ${((c.target / x - 1) * 100).toFixed(0)} % more`
       targetLines.push(
-        `- ${invalid(c.id) || invalid('bare') ? 'INVALID (see the problems below)' : ok ? 'PASS' : 'MISS'} ${c.label}: ${fmtX(x)} the bare server's req/s, median ${fmtInt(a.rps)} vs ${fmtInt(bareA.rps)} (target ≥ ${c.target}×; ${by}). ` +
+        `- ${invalid(c.id) || invalid('bare') ? `INVALID (${ok ? 'PASS' : 'MISS'} on these figures, but its runs were not all what they should be: see the problems below)` : ok ? 'PASS' : 'MISS'} ${c.label}: ${fmtX(x)} the bare server's req/s, median ${fmtInt(a.rps)} vs ${fmtInt(bareA.rps)} (target ≥ ${c.target}×; ${by}). ` +
           `Round by round: ${paired.map(fmtX).join(', ')}. By server CPU per request: ${fmtX(bareA.cpuUs / a.cpuUs)} (${a.cpuUs.toFixed(1)} vs ${bareA.cpuUs.toFixed(1)} µs).`,
       )
     }

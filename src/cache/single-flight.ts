@@ -17,6 +17,11 @@ export class SingleFlight<T> {
   has(key: string): boolean {
     return this.#inFlight.has(key)
   }
+
+  /** The run under way for `key`, to wait for without starting one. */
+  running(key: string): Promise<T> | undefined {
+    return this.#inFlight.get(key)
+  }
 }
 
 // Only the owner of a lock (its token) renews or releases it.

@@ -31,7 +31,7 @@ export type CacheResult = (
 ) & { upstreamMs?: number }
 type Tier = StoreTier | 'platform'
 
-type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number }
+export type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number }
 
 /** Whom a read's platform calls count for (usage per team, issue #8). */
 export interface CallTally {
@@ -50,6 +50,8 @@ export interface ReadOptions {
   /** Made only when the read needs the platform: aborts when the caller hangs up. */
   hangUp?: () => AbortSignal
   log: Pick<Logger, 'warn'>
+  /** The fill this caller already joined (`joinCold`), which ended in no entry: read it rather than fill. */
+  joined?: Promise<FillResult>
 }
 
 /** Who a platform call is made for; `hangUp`: when all who wait for it have gone; `queue`: whose queue it waits in. */
@@ -105,6 +107,10 @@ export class ReportCache {
   readonly #flights = new SingleFlight<FillResult>()
   // Who waits on each flight in this process: a queued fill nobody waits for is dropped.
   readonly #callers = new Map<string, CallerGroup>()
+  // The flights a caller's read started having found no copy anywhere (a cold miss): a
+  // caller arriving meanwhile would find none either and wait for it, so the fast path
+  // may join it without going through `read` (issue 17, a stampede's waiters).
+  readonly #cold = new WeakSet<CallerGroup>()
   readonly #now: () => number
   readonly #hitL1: { inc(): void }
   // Labelled metric children are looked up once per label set, not on every request.
@@ -163,7 +169,7 @@ export class ReportCache {
       }
     }
     // A refresh must not be answered with the copy it asked to bypass.
-    const result = await this.#fill(key, report, provider, opts, opts.refresh ? this.#now() : 0)
+    const result = await (opts.joined ?? this.#fill(key, report, provider, opts, opts.refresh ? this.#now() : 0, stale === null && !opts.refresh))
     const upstream = result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }
     switch (result.kind) {
       case 'entry':
@@ -204,6 +210,31 @@ export class ReportCache {
 
   purgeAdvertiser(advertiserId: number): Promise<number> {
     return this.#d.store.purgeAdvertiser(advertiserId)
+  }
+
+  /** Whether a cold miss of `key` is being filled in this process (`joinCold` would join it). */
+  coldFill(key: string): boolean {
+    const group = this.#callers.get(key)
+    return group !== undefined && this.#cold.has(group) && this.#flights.has(key)
+  }
+
+  /**
+   * Joins the cold miss being filled for `key`, as a read that found no copy would: the
+   * caller counts among those the platform call waits for (hang-ups, whose queue).
+   * null when there is none (`coldFill`).
+   */
+  joinCold(key: string, team: string, hangUp: AbortSignal): Promise<FillResult> | null {
+    const flight = this.#flights.running(key)
+    const group = this.#callers.get(key)
+    if (!flight || !group || !this.#cold.has(group)) return null
+    group.join(hangUp, team)
+    return flight
+  }
+
+  /** Counts a joined cold fill's entry answered outside `read` (a coalesced MISS), and the ask for refresh ahead. */
+  countJoined(key: string, result: FillResult & { kind: 'entry' }, report: CanonicalReport, credential: string, team: string, now: number): void {
+    this.#count('MISS', result.fromPeer ? 'l2' : 'platform')
+    if (this.#d.config.cache.refreshAhead > 0) this.#asked(key, result.entry, report, credential, team, now)
   }
 
   /** Counts a hit served outside `read` (the fast path) at `now`, and the ask for refresh ahead. */
@@ -284,11 +315,12 @@ export class ReportCache {
    * One platform call per key in this process, and with Redis one across replicas.
    * A waiter on another replica's fill accepts only an entry fetched at `notBefore` or later.
    */
-  #fill(key: string, report: CanonicalReport, provider: TokenProvider, from: Asker, notBefore: number): Promise<FillResult> {
+  #fill(key: string, report: CanonicalReport, provider: TokenProvider, from: Asker, notBefore: number, cold = false): Promise<FillResult> {
     let callers = this.#callers.get(key)
     if (!callers) {
       callers = new CallerGroup()
       this.#callers.set(key, callers)
+      if (cold) this.#cold.add(callers)
     }
     // A background refresh (no hang-up) keeps the call; a caller's read may drop it.
     callers.join(from.hangUp?.(), from.team)

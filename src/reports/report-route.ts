@@ -8,6 +8,8 @@ import { canonicalGetReport, canonicalPostReport, type CanonicalReport } from '.
 import { sendReport, wantsRefresh } from './report-reply.js'
 import { hangUpSignal } from '../platform/caller-group.js'
 import { entryBytes } from '../kept-bytes.js'
+import { takeJoinedFill } from './joined-fills.js'
+import type { FillResult, ReadOptions } from './report-cache.js'
 
 /** A GET report's canonical form and cache key, worked out once per URL and credential. */
 export interface KnownReport {
@@ -69,14 +71,16 @@ export async function reportReads(
 
   const limits = { maxRangeDays: ctx.config.cache.maxRangeDays, reportBodyBytes: ctx.config.limits.reportBodyBytes }
   app.get('/api/v1/report/*', { schema: reportGetSchema(limits) }, async (request: FastifyRequest, reply: FastifyReply) => {
-    const caller = admission.admit(request)
+    // A caller whose joined fill ended in no entry (routes/fast-path.ts) was counted already.
+    const joined = takeJoinedFill(request.raw)
+    const caller = admission.admit(request, joined?.rate)
     const form = forms.get(caller, request.url)
     const { report, key } = form
     await admission.checkScope(request.method, caller, admission.known(request.url))
     admission.remember(request.method, request.url, caller)
     forms.remember(caller, request.url, form)
     caller.advertisers = report.advertiserIds
-    const result = await ctx.reports.read(report, key, caller.provider, { refresh: wantsRefresh(request.headers), requestId: request.id, team: caller.team.name, log: request.log, tally: caller, hangUp: () => hangUpSignal(reply.raw) })
+    const result = await ctx.reports.read(report, key, caller.provider, readOptions(request, reply, caller, joined?.flight))
     caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, ctx.now())
   })
@@ -90,17 +94,22 @@ export async function reportReads(
     const key = ctx.reports.keyFor(caller.provider.name, report)
     const indexed = indexedUnderOwners(report, caller)
     caller.advertisers = indexed.advertiserIds
-    const result = await ctx.reports.read(indexed, key, caller.provider, {
-      refresh: wantsRefresh(request.headers),
-      requestId: request.id,
-      team: caller.team.name,
-      log: request.log,
-      tally: caller,
-      hangUp: () => hangUpSignal(reply.raw),
-    })
+    const result = await ctx.reports.read(indexed, key, caller.provider, readOptions(request, reply, caller))
     caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, ctx.now())
   })
+}
+
+function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Caller, joined?: Promise<FillResult>): ReadOptions {
+  return {
+    refresh: wantsRefresh(request.headers),
+    requestId: request.id,
+    team: caller.team.name,
+    log: request.log,
+    tally: caller,
+    hangUp: () => hangUpSignal(reply.raw),
+    ...(joined ? { joined } : {}),
+  }
 }
 
 // A report by campaign ids is indexed under their owners too, so that a purge of one

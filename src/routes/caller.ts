@@ -126,8 +126,8 @@ export class Admission {
     throw Object.assign(new RateLimitedError(decision.retryAfterSec), { retryAfterSec: decision.retryAfterSec })
   }
 
-  /** Everything before the body: the caller of a Fastify route. */
-  admit(request: FastifyRequest): Caller {
+  /** Everything before the body: the caller of a Fastify route; `counted`: its call was counted already. */
+  admit(request: FastifyRequest, counted?: RateDecision): Caller {
     const { team, key, known } = this.#identify(request.url, request.headers)
     const caller: Caller = {
       team,
@@ -146,7 +146,7 @@ export class Admission {
     // Set before the rules below, so that the request's log line names the team they refused.
     request.caller = caller
     assertMayCall(team, request.method, known.target.path)
-    caller.rate = this.limit(team)
+    caller.rate = counted ?? this.limit(team)
     return caller
   }
 

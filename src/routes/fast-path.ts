@@ -1,30 +1,104 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { CacheEntry } from '../cache/cache-entry.js'
 import type { GatewayContext } from '../context.js'
-import type { ReportForms } from '../reports/report-route.js'
+import { hangUpSignal } from '../platform/caller-group.js'
+import { handOverJoinedFill } from '../reports/joined-fills.js'
+import type { KnownReport, ReportForms } from '../reports/report-route.js'
 import { acceptsGzip, entryResponse, wantsRefresh } from '../reports/report-reply.js'
 import { assertAccounts } from '../teams/account-scope.js'
+import type { RateDecision } from '../teams/rate-limit.js'
 import { POLICY_HEADER, STATE_HEADER, rateLimitHeaders } from '../teams/rate-limit-headers.js'
+import type { Identity } from '../teams/team-auth.js'
 import type { Admission } from './caller.js'
 import { bytesSent, requestIdOf, type ObserveRequest } from './request-log.js'
 
+/** What Fastify does with a request: the fast path hands it anything it does not serve. */
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
+
 /**
- * Serves fresh in-memory report hits before Fastify's router (issue #6): at this rate,
- * the lifecycle itself (routing, hooks, reply objects) is most of a hit's cost. It
- * decides through the same Admission and access checks as the routes, and serves only
- * what they would serve as a HIT; anything else (an error to answer, a refresh, a
- * miss, a spent rate limit, a call naming campaigns) goes on to Fastify unchanged.
+ * Serves report reads before Fastify's router (issues #6, 17): at this rate the lifecycle
+ * itself (routing, hooks, reply objects, a child logger) is most of an answer's cost.
+ * - A fresh in-memory copy is answered at once (HIT).
+ * - A caller arriving while a cold miss of the same report is filled in this process
+ *   joins that fill, as the route would once it found no copy, and is answered from it
+ *   (MISS): the callers of a stampede cost no more than hits.
+ * It decides through the same Admission and access checks as the routes; anything else
+ * (an error to answer, a refresh, a miss of its own, a spent rate limit, a call naming
+ * campaigns, a joined fill that ended in no entry) goes on to Fastify.
  */
-export function fastHits(ctx: GatewayContext, admission: Admission, forms: ReportForms, observe: ObserveRequest) {
+export function fastReads(ctx: GatewayContext, admission: Admission, forms: ReportForms, observe: ObserveRequest) {
   const prefix = '/api/v1/report/'
   const { reports, rateLimiter } = ctx
-  return (req: IncomingMessage, res: ServerResponse): boolean => {
+
+  // The answer of an entry, as the route's sendReport writes it, and its access line.
+  const answer = (req: IncomingMessage, res: ServerResponse, who: Identity, form: KnownReport, entry: CacheEntry, how: { status: 'HIT' | 'MISS'; rate: RateDecision; started: number; now: number; upstreamMs: number | null }): void => {
+    const { team, key } = who
+    const headers = req.headers
+    const reqId = requestIdOf(headers)
+    const reply = entryResponse(entry, how.status, how.now, acceptsGzip(headers['accept-encoding']), headers['if-none-match'])
+    const out = reply.headers
+    out['x-request-id'] = reqId
+    if (reply.body) out['content-length'] = String(reply.body.length)
+    const fields = rateLimitHeaders(team, how.rate)
+    if (fields) {
+      out[POLICY_HEADER] = fields[0]
+      out[STATE_HEADER] = fields[1]
+    }
+    res.writeHead(reply.code, out)
+    res.end(reply.body)
+    observe({
+      reqId,
+      team: team.name,
+      keyId: key.id,
+      // A coalesced MISS made no platform call of its own: answered by the cache (usage).
+      hit: true,
+      method: 'GET',
+      url: req.url as string,
+      route: 'report',
+      status: reply.code,
+      durationMs: performance.now() - how.started,
+      cache: how.status,
+      client: req.socket.remoteAddress ?? null,
+      advertisers: form.report.advertiserIds,
+      bytes: bytesSent(req.socket),
+      upstreamMs: how.upstreamMs,
+      userAgent: headers['user-agent'] ?? null,
+      at: how.now,
+    })
+  }
+
+  const join = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, who: Identity, form: KnownReport, started: number, now: number): void => {
+    const { team } = who
+    const rate = rateLimiter.hit(team, now)
+    if (!rate.allowed) return next(req, res)
+    const flight = reports.joinCold(form.key, team.name, hangUpSignal(res))
+    if (!flight) return next(req, res)
+    const handOver = () => {
+      handOverJoinedFill(req, { flight, rate })
+      next(req, res)
+    }
+    flight
+      .then((result) => {
+        if (result.kind !== 'entry') return handOver()
+        const at = ctx.now()
+        reports.countJoined(form.key, result, form.report, team.credential, team.name, at)
+        answer(req, res, who, form, result.entry, { status: 'MISS', rate, started, now: at, upstreamMs: result.upstreamMs ?? null })
+      }, handOver)
+      .catch((err: unknown) => {
+        // Nothing above is expected to throw; should it, this caller is cut off, not the process.
+        ctx.log.error({ err }, 'answering a joined report fill failed')
+        res.destroy()
+      })
+  }
+
+  return (req: IncomingMessage, res: ServerResponse, next: RequestHandler): void => {
     const url = req.url
-    if (req.method !== 'GET' || url === undefined || !url.startsWith(prefix)) return false
+    if (req.method !== 'GET' || url === undefined || !url.startsWith(prefix)) return next(req, res)
     const started = performance.now()
     const headers = req.headers
-    if (wantsRefresh(headers)) return false
+    if (wantsRefresh(headers)) return next(req, res)
     const known = admission.known(url)
-    if (!known) return false
+    if (!known) return next(req, res)
     let who
     try {
       who = admission.authorizeKnown('GET', known, headers)
@@ -32,53 +106,25 @@ export function fastHits(ctx: GatewayContext, admission: Admission, forms: Repor
       if (team.advertisers !== null) {
         const named = known.bodyless
         // A call naming campaigns needs the ownership lookup, an async step: Fastify's.
-        if (!named || !named.placed || named.campaigns.length > 0) return false
+        if (!named || !named.placed || named.campaigns.length > 0) return next(req, res)
         assertAccounts(team, named.accounts)
       }
     } catch {
-      return false
+      return next(req, res)
     }
-    const { team, key } = who
-    const form = forms.peek(team.credential, url)
-    if (!form) return false
+    const form = forms.peek(who.team.credential, url)
+    if (!form) return next(req, res)
     // One clock reading serves the whole hit: on some machines a reading costs as much as
     // a cache lookup.
     const now = ctx.now()
     const entry = reports.freshInMemory(form.key, now)
-    if (!entry) return false
-    const rate = rateLimiter.hit(team, now)
-    if (!rate.allowed) return false
-    const reqId = requestIdOf(headers)
-    const answer = entryResponse(entry, 'HIT', now, acceptsGzip(headers['accept-encoding']), headers['if-none-match'])
-    const out = answer.headers
-    out['x-request-id'] = reqId
-    if (answer.body) out['content-length'] = String(answer.body.length)
-    const fields = rateLimitHeaders(team, rate)
-    if (fields) {
-      out[POLICY_HEADER] = fields[0]
-      out[STATE_HEADER] = fields[1]
+    if (!entry) {
+      if (reports.coldFill(form.key)) return join(req, res, next, who, form, started, now)
+      return next(req, res)
     }
-    res.writeHead(answer.code, out)
-    res.end(answer.body)
-    reports.countHit(form.key, entry, form.report, team.credential, team.name, now)
-    observe({
-      reqId,
-      team: team.name,
-      keyId: key.id,
-      hit: true,
-      method: 'GET',
-      url,
-      route: 'report',
-      status: answer.code,
-      durationMs: performance.now() - started,
-      cache: 'HIT',
-      client: req.socket.remoteAddress ?? null,
-      advertisers: form.report.advertiserIds,
-      bytes: bytesSent(req.socket),
-      upstreamMs: null,
-      userAgent: headers['user-agent'] ?? null,
-      at: now,
-    })
-    return true
+    const rate = rateLimiter.hit(who.team, now)
+    if (!rate.allowed) return next(req, res)
+    reports.countHit(form.key, entry, form.report, who.team.credential, who.team.name, now)
+    answer(req, res, who, form, entry, { status: 'HIT', rate, started, now, upstreamMs: null })
   }
 }

@@ -3,6 +3,7 @@ import { request } from 'undici'
 import { hashApiKey } from '../../src/teams/api-keys.js'
 import { useSandboxGateway } from '../helpers/fixtures.js'
 import { KEYS } from '../helpers/sandbox-gateway.js'
+import { waitFor } from '../helpers/wait.js'
 
 // Issue #6: fresh in-memory hits are served before Fastify's router, through the same
 // admission and access checks, with every contract behaviour of a hit.
@@ -20,6 +21,10 @@ const env = useSandboxGateway({
     keys: ["${hashApiKey(KEYS.limited)}"]
     advertisers: ["*"]
     rateLimit: { max: 3, window: 1m }
+  burst:
+    keys: ["${hashApiKey(KEYS.all)}"]
+    advertisers: ["*"]
+    rateLimit: { max: 6, window: 1m }
 `,
 })
 
@@ -96,6 +101,70 @@ describe('hits before the router', () => {
     const refresh = await get(REPORT, { 'x-api-key': KEYS.growth, 'cache-control': 'no-cache' })
     expect(refresh.headers['x-cache']).toBe('REFRESH')
     expect(env.sandbox.countRequests((r) => r.path === '/api/v1/report/campaigns/get')).toBe(calls + 1)
+  })
+})
+
+describe('a stampede joins the fill before the router (issue 17)', () => {
+  const PATH = '/api/v1/report/campaigns/get'
+  const reportCalls = () => env.sandbox.countRequests((r) => r.path === PATH)
+
+  /**
+   * One caller starts a cold fill of `url`; once the platform has its call, `joiners` more
+   * callers ask for the same report, each on its own connection. Counts the callers the
+   * fast path joined to the fill.
+   */
+  async function stampede(url: string, key: string, joiners: number) {
+    const reports = env.gw.ctx.reports
+    const join = reports.joinCold.bind(reports)
+    let joined = 0
+    reports.joinCold = (...args) => {
+      const flight = join(...args)
+      if (flight) joined += 1
+      return flight
+    }
+    try {
+      const before = reportCalls()
+      env.sandbox.setLatency(1500)
+      const first = get(url, { 'x-api-key': key })
+      await waitFor('the first caller to reach the platform', () => reportCalls() > before)
+      const rest = await Promise.all(Array.from({ length: joiners }, (_, i) => get(url, { 'x-api-key': key, 'x-request-id': `joiner-${i}` })))
+      return { answers: [await first, ...rest], calls: reportCalls() - before, joined }
+    } finally {
+      env.sandbox.setLatency(0)
+      reports.joinCold = join
+    }
+  }
+
+  it('answers every caller from the one platform call, each a MISS with the body, logged and counted', async () => {
+    const url = `${PATH}?advertiserId=101&dateFrom=2026-02-01&dateTo=2026-02-09`
+    const before = env.gw.logs.records().filter((r) => r.msg === 'request').length
+    const { answers, calls, joined } = await stampede(url, KEYS.growth, 20)
+    expect(calls).toBe(1)
+    expect(joined).toBe(20)
+    expect(answers.map((a) => `${a.status} ${String(a.headers['x-cache'])}`)).toEqual(Array(21).fill('200 MISS'))
+    for (const a of answers) expect(a.body.equals(answers[0]?.body as Buffer)).toBe(true)
+    expect(answers[1]?.headers).toMatchObject({ 'x-request-id': 'joiner-0', vary: 'accept-encoding', etag: answers[0]?.headers.etag })
+    const lines = env.gw.logs.records().filter((r) => r.msg === 'request').slice(before)
+    expect(lines.filter((l) => String(l.reqId).startsWith('joiner-'))).toHaveLength(20)
+    for (const l of lines) expect(l).toMatchObject({ team: 'growth', route: 'report', status: 200, cache: 'MISS', upstreamMs: expect.any(Number) })
+    // The next caller is a HIT of the stored copy.
+    expect((await get(url, { 'x-api-key': KEYS.growth })).headers['x-cache']).toBe('HIT')
+  })
+
+  it('hands a joined fill that failed to the route: the first caller\'s error for all, no second call, the rate limit counted once', async () => {
+    const url = `${PATH}?advertiserId=102&dateFrom=2026-02-01&dateTo=2026-02-09`
+    env.sandbox.setRouteFailure(PATH, { kind: 'status', status: 500 })
+    try {
+      const { answers, calls, joined } = await stampede(url, KEYS.all, 5)
+      expect(calls).toBe(1)
+      expect(joined).toBe(5)
+      expect(answers.map((a) => a.status)).toEqual(Array(6).fill(502))
+      for (const a of answers) expect(JSON.parse(a.body.toString('utf8'))).toMatchObject({ code: 'GW_UPSTREAM' })
+      // Six calls of a six-a-minute team: each counted once, none refused.
+      expect(answers.map((a) => String(a.headers.ratelimit).match(/r=(\d+)/)?.[1]).sort()).toEqual(['0', '1', '2', '3', '4', '5'])
+    } finally {
+      env.sandbox.clearRouteFailures()
+    }
   })
 })
 
