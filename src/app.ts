@@ -120,6 +120,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
         onSkippedWrite: () => metrics.redisSkippedWrites.inc(),
         address: redisAddress(config.redis),
         cause: (err) => failureCause(redis, err),
+        commandTimeoutMs: config.redis.commandTimeoutMs,
       })
     : null
   // Checked from the start, not only when a request needs Redis (issue #7).

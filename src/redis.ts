@@ -143,6 +143,18 @@ export class RedisWatch {
   }
 }
 
+// A command's timeout is a timer of this process: when the event loop is busy (a fresh
+// replica compiling its first request's code, a long GC, a starved CPU) it fires late,
+// and before the reply waiting unread on the socket is read. One that fired this far past
+// its due time says the loop was late, not Redis: that call gets its fallback and the
+// circuit stays as it was. A fresh replica on a busy machine opened it on its first
+// request and sent every report to the platform for a whole cooldown (issue 17).
+const LATE_TIMEOUT_FACTOR = 1.5
+
+function timedOut(err: unknown): boolean {
+  return err instanceof Error && err.message === 'Command timed out'
+}
+
 export function redisConnectTimeoutMs(cfg: Pick<Config['redis'], 'commandTimeoutMs'>): number {
   return Math.max(cfg.commandTimeoutMs * 4, 1000)
 }
@@ -217,6 +229,7 @@ export class RedisBreaker {
   readonly #onSkippedWrite: (() => void) | undefined
   /** When Redis last refused a write; 0 while it accepts them. */
   #refusedAt = 0
+  readonly #lateAfterMs: number
 
   constructor(opts: {
     cooldownMs: number
@@ -231,7 +244,10 @@ export class RedisBreaker {
     onWritable?: (writable: boolean) => void
     /** A write not sent: Redis refuses writes. */
     onSkippedWrite?: () => void
+    /** The client's command timeout (redis.commandTimeout): a timeout that fired well after it says nothing of Redis. */
+    commandTimeoutMs?: number
   }) {
+    this.#lateAfterMs = (opts.commandTimeoutMs ?? Number.POSITIVE_INFINITY) * LATE_TIMEOUT_FACTOR
     this.#onWritable = opts.onWritable
     this.#onSkippedWrite = opts.onSkippedWrite
     this.#cooldownMs = opts.cooldownMs
@@ -257,13 +273,14 @@ export class RedisBreaker {
       if (this.#now() - this.#openedAt < this.#cooldownMs) return fallback
       this.#transition('half-open')
     }
+    const started = this.#now()
     try {
       const result = await fn()
       if (this.#state !== 'closed') this.#transition('closed')
       return result
     } catch (err) {
       if (refusesWrites(err)) this.#refused(err)
-      else this.fail(err)
+      else if (!(timedOut(err) && this.#now() - started >= this.#lateAfterMs)) this.fail(err)
       return fallback
     }
   }

@@ -1,0 +1,33 @@
+import { pino } from 'pino'
+import { describe, expect, it } from 'vitest'
+import { RedisBreaker } from '../../src/redis.js'
+
+const COMMAND_TIMEOUT_MS = 250
+
+/** A breaker on a clock the test moves, and a command that fails after `ms` of it. */
+function setUp() {
+  let now = 1_000_000
+  const breaker = new RedisBreaker({ cooldownMs: 5000, log: pino({ level: 'silent' }), now: () => now, commandTimeoutMs: COMMAND_TIMEOUT_MS })
+  const failingAfter = (ms: number, message: string) => async () => {
+    now += ms
+    throw new Error(message)
+  }
+  return { breaker, failingAfter }
+}
+
+describe('the Redis circuit breaker', () => {
+  it('opens on a command that timed out when it was due', async () => {
+    const { breaker, failingAfter } = setUp()
+    expect(await breaker.run(failingAfter(COMMAND_TIMEOUT_MS + 5, 'Command timed out'), 'fallback')).toBe('fallback')
+    expect(breaker.state).toBe('open')
+  })
+
+  it('stays closed on a timeout that fired long after it was due: the event loop was late, not Redis', async () => {
+    const { breaker, failingAfter } = setUp()
+    expect(await breaker.run(failingAfter(COMMAND_TIMEOUT_MS * 3, 'Command timed out'), 'fallback')).toBe('fallback')
+    expect(breaker.state).toBe('closed')
+    // Any other failure, however late, is Redis's.
+    expect(await breaker.run(failingAfter(COMMAND_TIMEOUT_MS * 3, 'Connection is closed.'), 'fallback')).toBe('fallback')
+    expect(breaker.state).toBe('open')
+  })
+})
