@@ -85,12 +85,15 @@ export class TalliedHistogram<T extends string> {
   readonly help: string
   readonly type = 'histogram' as const
   readonly aggregator = 'sum' as const
+  /** Declared as prom-client's metrics declare theirs: what reads the registry (the chart's PromQL check) learns the labels here. */
+  readonly labelNames: readonly T[]
   readonly #bounds: readonly number[]
   readonly #series = new Map<string, Series>()
 
-  constructor(opts: { name: string; help: string; buckets: readonly number[]; registers: Registry[] }) {
+  constructor(opts: { name: string; help: string; labelNames: readonly T[]; buckets: readonly number[]; registers: Registry[] }) {
     this.name = opts.name
     this.help = opts.help
+    this.labelNames = [...opts.labelNames]
     this.#bounds = [...opts.buckets].sort((a, b) => a - b)
     for (const registry of opts.registers) registry.registerMetric(this as unknown as Metric)
   }

@@ -1,9 +1,31 @@
-import { Redis, Cluster, ReplyError, type RedisOptions } from 'ioredis'
+import { Command, Redis, Cluster, ReplyError, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
 import type { RedisSeal } from './redis-seal.js'
 
 export type RedisClient = Redis | Cluster
+
+// ioredis times a command (commandTimeout) with a timer that rejects it when due. Timers
+// due run before the poll phase reads the sockets, so a process stalled past the timeout
+// (a GC pause, CPU throttling, synchronous work: 300 to 800 ms measured on a loaded
+// 2-core machine) failed commands whose replies had come in time and only waited in the
+// socket, and opened the circuit on a Redis that had answered at once. The timeout now
+// rejects after one more poll phase (setImmediate): a reply already received is read
+// first; a Redis that does not answer still fails the command, one loop turn later.
+const timedCommand = Command.prototype as unknown as {
+  setTimeout(ms: number): void
+  _commandTimeoutTimer?: NodeJS.Timeout
+  isResolved: boolean
+  reject(err: Error): void
+}
+timedCommand.setTimeout = function (this: typeof timedCommand, ms: number): void {
+  if (this._commandTimeoutTimer) return
+  this._commandTimeoutTimer = setTimeout(() => {
+    setImmediate(() => {
+      if (!this.isResolved) this.reject(new Error('Command timed out'))
+    })
+  }, ms)
+}
 
 /**
  * One ioredis connection for commands, standalone, Sentinel or Cluster. Commands fail

@@ -1,12 +1,11 @@
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { KEYS, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
-import { within } from '../helpers/wait.js'
+import { waitFor, within } from '../helpers/wait.js'
 
 // Issue 4, "Done when": the token is rotated by file, by admin call and by re-login while
 // two replicas serve a steady stream of requests, and none of them fails. Each rotation
@@ -17,6 +16,9 @@ const ADMIN_TOKEN = 'load-admin-token-0123456789abcdef'
 const GATEWAY_SECRET = 'load-gateway-secret-0123456789ab'
 const STREAM_WORKERS = 4
 const STREAM_MAX_REQUESTS = 5_000
+// Requests the stream must finish before, between and after the rotations: counted, not
+// timed, so a loaded machine slows the test down instead of thinning the stream out.
+const PHASE_REQUESTS = 30
 
 const redisCheck = redisAvailability()
 if (redisCheck.notice) console.warn(redisCheck.notice)
@@ -42,9 +44,10 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
 
   /**
    * Requests both replicas in turn until stopped: reports asked with no-cache (so each
-   * one reaches the platform) and proxied reads. Resolves to every status seen.
+   * one reaches the platform) and proxied reads. `served(count)` resolves once `count`
+   * more requests finished (both replicas served some); `stop` resolves to every status seen.
    */
-  function stream(pair: [TestGateway, TestGateway]): { stop: () => Promise<number[]> } {
+  function stream(pair: [TestGateway, TestGateway]): { served: (count: number) => Promise<void>; stop: () => Promise<number[]> } {
     const statuses: number[] = []
     let running = true
     let n = 0
@@ -65,6 +68,10 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
     }
     const workers = Array.from({ length: STREAM_WORKERS }, worker)
     return {
+      served: async (count) => {
+        const target = statuses.length + count
+        await waitFor(() => `${count} more requests (${statuses.length} of ${target} done)`, () => statuses.length >= target, 10_000)
+      },
       stop: async () => {
         running = false
         await Promise.all(workers)
@@ -103,18 +110,18 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
     symlinkSync('..data/token', file)
     const pair = await replicas({ PLATFORM_TOKEN_FILE: file })
     const load = stream(pair)
-    await sleep(300)
+    await load.served(PHASE_REQUESTS)
 
     const second = sandbox.issueToken()
     publish('..2026_11_22_02', second)
     await switchedThenRevoke(pair, () => second, first)
-    await sleep(300)
+    await load.served(PHASE_REQUESTS)
 
     const third = sandbox.issueToken()
     const put = await pair[0].admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: third } })
     expect(put.statusCode).toBe(200)
     await switchedThenRevoke(pair, () => third, second)
-    await sleep(300)
+    await load.served(PHASE_REQUESTS)
 
     expectAllServed(await load.stop())
     const seen = new Set(sandbox.requests.map((r) => r.headers.authorization))
@@ -126,13 +133,13 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
     const pair = await replicas(sandboxLoginEnv(sandbox))
     const before = pair[1].ctx.tokens.get('default').current()?.token as string
     const load = stream(pair)
-    await sleep(300)
+    await load.served(PHASE_REQUESTS)
 
     const refreshed = await pair[0].admin.inject({ method: 'POST', url: '/admin/token/refresh', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect(refreshed.statusCode).toBe(200)
     const fresh = () => pair[0].ctx.tokens.get('default').current()?.token
     await switchedThenRevoke(pair, fresh, before)
-    await sleep(300)
+    await load.served(PHASE_REQUESTS)
 
     expectAllServed(await load.stop())
     expect(sandbox.requests.some((r) => r.headers.authorization === `Bearer ${fresh()}`)).toBe(true)

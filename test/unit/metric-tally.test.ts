@@ -19,7 +19,7 @@ describe('tallied metrics (the hit path counts in plain numbers)', () => {
     const theirs = new Registry()
     const ours = new Registry()
     const reference = new Histogram({ name: 'd_seconds', help: 'h', labelNames: ['route'], buckets: BUCKETS, registers: [theirs] })
-    const tallied = new TalliedHistogram<'route'>({ name: 'd_seconds', help: 'h', buckets: BUCKETS, registers: [ours] })
+    const tallied = new TalliedHistogram<'route'>({ name: 'd_seconds', help: 'h', labelNames: ['route'], buckets: BUCKETS, registers: [ours] })
     const samples = [0, 0.0004, 0.001, 0.003, 0.0099, 0.2, 0.9, 3, 29.9, 30, 31, 1e6]
     for (const [i, v] of samples.entries()) {
       const route = i % 3 === 0 ? 'report' : 'proxy'
@@ -28,11 +28,14 @@ describe('tallied metrics (the hit path counts in plain numbers)', () => {
     }
     expect(await lines(ours)).toEqual(await lines(theirs))
     expect((await ours.metrics()).split('\n').slice(0, 2)).toEqual(['# HELP d_seconds h', '# TYPE d_seconds histogram'])
+    // What reads a registry for its labels (the chart's PromQL check) sees the same ones.
+    const declared = (r: Registry) => r.getMetricsAsArray().map((m) => (m as unknown as { labelNames?: string[] }).labelNames)
+    expect(declared(ours)).toEqual(declared(theirs))
   })
 
   it('zero a histogram on reset, and keep counting through the children held before it', async () => {
     const registry = new Registry()
-    const tallied = new TalliedHistogram<'route'>({ name: 'd_seconds', help: 'h', buckets: [1], registers: [registry] })
+    const tallied = new TalliedHistogram<'route'>({ name: 'd_seconds', help: 'h', labelNames: ['route'], buckets: [1], registers: [registry] })
     const child = tallied.labels({ route: 'report' })
     child.observe(0.5)
     registry.resetMetrics()

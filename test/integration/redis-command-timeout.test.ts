@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest'
+import pino from 'pino'
+import { createRedisClient, type RedisClient } from '../../src/redis.js'
+import { useCleanups, useRedis } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
+
+// The command timeout measures Redis, not this process: a reply that came in time is not
+// failed because the event loop was stalled (GC, CPU throttling, synchronous work) past
+// the timeout before reading it, and a Redis that does not answer still fails the command.
+
+const { available, notice } = redisAvailability()
+if (notice) console.warn(notice)
+
+const COMMAND_TIMEOUT_MS = 50
+
+/** Blocks the event loop, as a stalled process does. */
+function stall(ms: number): void {
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    // busy
+  }
+}
+
+describe.skipIf(!available)('redis command timeout', () => {
+  const { server, client: admin } = useRedis()
+  const cleanups = useCleanups()
+
+  async function gatewayClient(): Promise<RedisClient> {
+    const client = createRedisClient({ url: server.url, commandTimeoutMs: COMMAND_TIMEOUT_MS } as Parameters<typeof createRedisClient>[0], pino({ level: 'silent' })) as RedisClient
+    cleanups.push(() => client.disconnect())
+    await waitFor('the client to connect', () => client.status === 'ready')
+    return client
+  }
+
+  it('answers a command whose reply came while the process was stalled past the timeout', async () => {
+    const client = await gatewayClient()
+    await admin.set('rgw:stall', 'answered')
+    const reply = client.get('rgw:stall')
+    // Redis answers within a few ms; the reply waits in the socket until the stall ends.
+    stall(COMMAND_TIMEOUT_MS * 6)
+    await expect(reply).resolves.toBe('answered')
+  })
+
+  it('still fails a command that Redis does not answer within the timeout', async () => {
+    const client = await gatewayClient()
+    server.freeze()
+    cleanups.push(() => server.thaw())
+    const started = Date.now()
+    await expect(client.get('rgw:frozen')).rejects.toThrow('Command timed out')
+    expect(Date.now() - started).toBeGreaterThanOrEqual(COMMAND_TIMEOUT_MS)
+  })
+})
