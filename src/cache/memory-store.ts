@@ -35,7 +35,7 @@ export class MemoryStore implements CacheStore {
   async set(key: string, entry: CacheEntry): Promise<void> {
     const ttl = entry.errorUntil - this.#now()
     if (!this.enabled || ttl <= 0 || entrySize(entry) > this.#lru.maxSize) return
-    this.#lru.set(key, entry, { ttl })
+    this.#lru.set(key, withOwnBuffers(entry), { ttl })
   }
 
   async delete(key: string): Promise<void> {
@@ -67,4 +67,22 @@ export class MemoryStore implements CacheStore {
   get bytes(): number {
     return this.#lru.calculatedSize
   }
+}
+
+// A body is often a view of a larger buffer: zlib's 64 KiB output chunk, a slab of Node's
+// buffer pool, a Redis reply read in one piece. Kept as it came, each entry held that whole
+// buffer while the budget counted only its bytes: 64 KiB and more per cached report, past
+// l1MaxBytes (issue 16). The copy is made once per entry stored, never on a hit.
+function withOwnBuffers(entry: CacheEntry): CacheEntry {
+  const gzip = ownBytes(entry.gzip)
+  const identity = entry.identity && ownBytes(entry.identity)
+  return gzip === entry.gzip && identity === entry.identity ? entry : { ...entry, gzip, identity }
+}
+
+function ownBytes(buf: Buffer): Buffer {
+  if (buf.byteLength === buf.buffer.byteLength) return buf
+  // Not from the pool, which would make it a view of a shared slab again.
+  const copy = Buffer.allocUnsafeSlow(buf.byteLength)
+  buf.copy(copy)
+  return copy
 }
