@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache'
-import { entrySize, type CacheEntry } from './cache-entry.js'
+import { entrySize, ownBytes, type CacheEntry } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
 
 /** L1: in-process, bounded in bytes, each entry living until its own `errorUntil`. */
@@ -35,7 +35,7 @@ export class MemoryStore implements CacheStore {
 
   async set(key: string, entry: CacheEntry): Promise<void> {
     if (!this.enabled || entry.errorUntil <= this.#now() || entrySize(entry) > this.#lru.maxSize) return
-    this.#lru.set(key, entry)
+    this.#lru.set(key, withOwnBuffers(entry))
   }
 
   async delete(key: string): Promise<void> {
@@ -67,4 +67,14 @@ export class MemoryStore implements CacheStore {
   get bytes(): number {
     return this.#lru.calculatedSize
   }
+}
+
+// A body is often a view of a larger buffer: zlib's 64 KiB output chunk, a slab of Node's
+// buffer pool, a Redis reply read in one piece. Kept as it came, each entry held that whole
+// buffer while the budget counted only its bytes: 64 KiB and more per cached report, past
+// l1MaxBytes (issue 16). The copy is made once per entry stored, never on a hit.
+function withOwnBuffers(entry: CacheEntry): CacheEntry {
+  const gzip = ownBytes(entry.gzip)
+  const identity = entry.identity && ownBytes(entry.identity)
+  return gzip === entry.gzip && identity === entry.identity ? entry : { ...entry, gzip, identity }
 }

@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache'
 import type { Logger } from 'pino'
 import { PurgeIncompleteError } from '../errors.js'
 import type { RedisBus } from '../redis.js'
-import type { CacheEntry } from './cache-entry.js'
+import { ownBytes, type CacheEntry } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
 import type { MemoryStore } from './memory-store.js'
 import { SingleFlight } from './single-flight.js'
@@ -123,8 +123,8 @@ export class TieredStore implements CacheStore {
     }
     const known = this.#decoded.get(key)
     if (entry.identity === null) entry.identity = known?.gzip.equals(entry.gzip) ? known.identity : gunzipSync(entry.gzip)
-    // A copy: a value read from Redis may be a slice of a larger reply buffer it would pin.
-    if (known?.identity !== entry.identity) this.#decoded.set(key, { gzip: Buffer.from(entry.gzip), identity: entry.identity })
+    // Own bytes: a value read from Redis, or zlib's output, is often a view of a larger buffer it would keep alive.
+    if (known?.identity !== entry.identity) this.#decoded.set(key, { gzip: ownBytes(entry.gzip), identity: (entry.identity = ownBytes(entry.identity)) })
   }
 
   async delete(key: string): Promise<void> {

@@ -16,6 +16,8 @@ import type { TeamUsage } from '../teams/team-usage.js'
 import { PlatformAuthError, PlatformRefusedError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import { LRUCache } from 'lru-cache'
 import { NoIdleSlotError, type Timers } from '../platform/call-governor.js'
+import { entryBytes } from '../kept-bytes.js'
+import { steppedTimers } from './stepped-timers.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
@@ -75,13 +77,12 @@ interface Watch {
   team: string
 }
 
-// Keys watched for refresh ahead: more than L1 holds at its default size of 4 KB reports.
-const WATCHED_KEYS = 50_000
-
-const realTimers: Timers = {
-  set: (fn, ms) => setTimeout(fn, ms).unref(),
-  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
-}
+// Keys watched for refresh ahead, the most recently asked first. A watch keeps its report,
+// as big as the URL it came from (a 15 KB query, and its key material): bounded by the
+// bytes it keeps, as the memos of URLs are (issue 16); bounded by count, 50,000 watches of
+// unique 15 KB reports would hold 2 GB (46 KB each, measured). A popular report is asked
+// again long before it falls out.
+const WATCHED_BYTES = 16 * 1024 * 1024
 
 export interface ReportCacheDeps {
   config: Config
@@ -122,9 +123,14 @@ export class ReportCache {
     this.#d = deps
     this.#now = deps.now ?? Date.now
     this.#hitL1 = deps.metrics.cacheRequests.child({ result: 'HIT', tier: 'l1' })
-    const timers = deps.timers ?? realTimers
+    const timers = deps.timers ?? steppedTimers
     this.#timers = timers
-    this.#watches = new LRUCache<string, Watch>({ max: WATCHED_KEYS, dispose: (w) => timers.clear(w.timer) })
+    this.#watches = new LRUCache<string, Watch>({
+      maxSize: WATCHED_BYTES,
+      // The provider is one per credential, shared by every watch: not kept by one.
+      sizeCalculation: ({ provider: _shared, ...kept }, key) => entryBytes(kept, key),
+      dispose: (w) => timers.clear(w.timer),
+    })
   }
 
   async start(): Promise<void> {

@@ -30,8 +30,17 @@ export function ensureBuilt(): void {
   if (!existsSync(MAIN)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
 }
 
+export interface SpawnOptions {
+  env: Record<string, string>
+  yaml: string
+  /** Node's own options, before dist/main.js (e.g. --expose-gc, --import of a test probe). */
+  nodeArgs?: string[]
+  /** Opens an IPC channel to the child (child.send, child.on('message')). */
+  ipc?: boolean
+}
+
 /** Starts dist/main.js with `env` and `yaml` as its CONFIG_FILE; resolves once it listens. */
-export async function spawnGateway(opts: { env: Record<string, string>; yaml: string }): Promise<GatewayProcess> {
+export async function spawnGateway(opts: SpawnOptions): Promise<GatewayProcess> {
   // Another suite may take a free port between freePort() and the child's listen: try again.
   for (let attempt = 1; ; attempt++) {
     try {
@@ -43,7 +52,7 @@ export async function spawnGateway(opts: { env: Record<string, string>; yaml: st
 }
 
 /** Several gateways started at once; when one fails to start, the others are stopped too. */
-export async function spawnGateways(count: number, opts: { env: Record<string, string>; yaml: string }): Promise<GatewayProcess[]> {
+export async function spawnGateways(count: number, opts: SpawnOptions): Promise<GatewayProcess[]> {
   const started = await Promise.allSettled(Array.from({ length: count }, () => spawnGateway(opts)))
   const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected')
   if (!failed) return started.map((s) => (s as PromiseFulfilledResult<GatewayProcess>).value)
@@ -51,16 +60,16 @@ export async function spawnGateways(count: number, opts: { env: Record<string, s
   throw failed.reason
 }
 
-async function spawnOnce(opts: { env: Record<string, string>; yaml: string }): Promise<GatewayProcess> {
+async function spawnOnce(opts: SpawnOptions): Promise<GatewayProcess> {
   ensureBuilt()
   const dir = mkdtempSync(join(tmpdir(), 'rgw-gw-'))
   const configFile = join(dir, 'config.yaml')
   writeFileSync(configFile, opts.yaml)
   const [port, adminPort] = [await freePort(), await freePort()]
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), MAIN], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), ADMIN_HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), LOG_LEVEL: 'warn', CONFIG_FILE: configFile, ...opts.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', ...(opts.ipc ? (['ipc'] as const) : [])],
   })
   let output = ''
   // Bounded: a long run must not grow the test's memory without limit.

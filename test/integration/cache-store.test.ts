@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
-import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
+import { entrySize, etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import type { CacheStore } from '../../src/cache/cache-store.js'
 import { MemoryStore } from '../../src/cache/memory-store.js'
 import { RedisStore } from '../../src/cache/redis-store.js'
@@ -191,6 +193,43 @@ describe('MemoryStore bounds', () => {
     expect(store.size).toBe(1)
     expect(await store.get('a')).toBeNull()
     expect(await store.get('b')).not.toBeNull()
+  })
+
+  it('holds an entry by its own bytes, not by the larger buffers zlib and the buffer pool made them views of', async () => {
+    const store = new MemoryStore({ maxBytes: 1_000_000 })
+    const entry = entryAt(Date.now())
+    // gzipSync answers a view of its whole output chunk (64 KiB on Node 24); Buffer.from a view of a pool slab.
+    expect(entry.gzip.buffer.byteLength).toBeGreaterThan(10 * entry.gzip.length)
+    expect(entry.identity?.buffer.byteLength).toBeGreaterThan(10 * (entry.identity?.length ?? 0))
+    await store.set('k', entry)
+    const held = store.getSync('k') as CacheEntry
+    expect([held.gzip.buffer.byteLength, held.identity?.buffer.byteLength]).toEqual([entry.gzip.length, entry.identity?.length])
+    expect([held.gzip.equals(entry.gzip), held.identity?.equals(entry.identity as Buffer)]).toEqual([true, true])
+  })
+
+  it('counts each entry at no less than the heap and buffers it holds, for 20,000 small reports', async () => {
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc') as (options: object) => void
+    const held = async () => {
+      for (let i = 0; i < 3; i++) {
+        gc({ type: 'major', execution: 'sync', flavor: 'last-resort' })
+        await sleep(10)
+      }
+      const { heapUsed, arrayBuffers } = process.memoryUsage()
+      return heapUsed + arrayBuffers
+    }
+    const store = new MemoryStore({ maxBytes: 1024 * 1024 * 1024 })
+    const now = Date.now()
+    let counted = 0
+    const before = await held()
+    for (let i = 0; i < 20_000; i++) {
+      const entry = entryAt(now, { body: Buffer.from(JSON.stringify({ data: [{ impressions: 31_033 + i, clicks: 196, ctr: 0.63, spent: 32.76 }] })) })
+      counted += entrySize(entry)
+      await store.set(`rgw:report:v1:${String(i).padStart(43, 'k')}`, entry)
+    }
+    const after = await held()
+    expect(store.size).toBe(20_000)
+    expect(after - before).toBeLessThanOrEqual(counted)
   })
 
   it('does not hold an entry larger than the whole budget', async () => {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
-import { decodeEntry, encodeEntry, entrySize, etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
+import { decodeEntry, encodeEntry, ENTRY_OVERHEAD_BYTES, entrySize, etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 
 function entry(overrides: Partial<CacheEntry> = {}): CacheEntry {
   const identity = Buffer.from('{"data":[{"date":"2026-01-01","reach":12}]}')
@@ -97,7 +97,7 @@ describe('entrySize', () => {
   it('counts the gzip bytes, the identity body when held, and a fixed overhead', () => {
     const identity = Buffer.alloc(1000)
     const gzip = Buffer.alloc(100)
-    expect(entrySize(entry({ gzip, identity }))).toBe(1100 + 256)
-    expect(entrySize(entry({ gzip, identity: null }))).toBe(100 + 256)
+    expect(entrySize(entry({ gzip, identity }))).toBe(1100 + ENTRY_OVERHEAD_BYTES)
+    expect(entrySize(entry({ gzip, identity: null }))).toBe(100 + ENTRY_OVERHEAD_BYTES)
   })
 })
