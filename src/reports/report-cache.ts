@@ -161,7 +161,7 @@ export class ReportCache {
       if (found) {
         const now = this.#now()
         if (now < found.entry.freshUntil) {
-          this.#asked(key, found.entry, report, provider, opts.team, this.#now())
+          this.#asked(key, found.entry, report, provider, opts.team, now)
           return this.#served(found.entry, 'HIT', found.tier)
         }
         const paused = this.#d.client.paused(provider.name, report.path)
