@@ -113,7 +113,7 @@ describe('a stampede joins the fill before the router (issue 17)', () => {
    * callers ask for the same report, each on its own connection. Counts the callers the
    * fast path joined to the fill.
    */
-  async function stampede(url: string, key: string, joiners: number) {
+  async function stampede(url: string, key: string, joiners: number, others: string[] = []) {
     const reports = env.gw.ctx.reports
     const join = reports.joinCold.bind(reports)
     let joined = 0
@@ -126,8 +126,11 @@ describe('a stampede joins the fill before the router (issue 17)', () => {
       env.sandbox.setLatency(1500)
       const first = get(url, { 'x-api-key': key })
       await waitFor('the first caller to reach the platform', () => reportCalls() > before)
-      const rest = await Promise.all(Array.from({ length: joiners }, (_, i) => get(url, { 'x-api-key': key, 'x-request-id': `joiner-${i}` })))
-      return { answers: [await first, ...rest], calls: reportCalls() - before, joined }
+      const [rest, refused] = await Promise.all([
+        Promise.all(Array.from({ length: joiners }, (_, i) => get(url, { 'x-api-key': key, 'x-request-id': `joiner-${i}` }))),
+        Promise.all(others.map((other) => get(url, { 'x-api-key': other }))),
+      ])
+      return { answers: [await first, ...rest], refused, calls: reportCalls() - before, joined }
     } finally {
       env.sandbox.setLatency(0)
       reports.joinCold = join
@@ -137,7 +140,10 @@ describe('a stampede joins the fill before the router (issue 17)', () => {
   it('answers every caller from the one platform call, each a MISS with the body, logged and counted', async () => {
     const url = `${PATH}?advertiserId=101&dateFrom=2026-02-01&dateTo=2026-02-09`
     const before = env.gw.logs.records().filter((r) => r.msg === 'request').length
-    const { answers, calls, joined } = await stampede(url, KEYS.growth, 20)
+    // Callers of another team, and without a valid key, arrive during the fill: they are
+    // refused as they would be by the route, and never join it.
+    const { answers, refused, calls, joined } = await stampede(url, KEYS.growth, 20, [KEYS.writer, 'rgw_unknown'])
+    expect(refused.map((r) => r.status)).toEqual([403, 401])
     expect(calls).toBe(1)
     expect(joined).toBe(20)
     expect(answers.map((a) => `${a.status} ${String(a.headers['x-cache'])}`)).toEqual(Array(21).fill('200 MISS'))
@@ -145,7 +151,9 @@ describe('a stampede joins the fill before the router (issue 17)', () => {
     expect(answers[1]?.headers).toMatchObject({ 'x-request-id': 'joiner-0', vary: 'accept-encoding', etag: answers[0]?.headers.etag })
     const lines = env.gw.logs.records().filter((r) => r.msg === 'request').slice(before)
     expect(lines.filter((l) => String(l.reqId).startsWith('joiner-'))).toHaveLength(20)
-    for (const l of lines) expect(l).toMatchObject({ team: 'growth', route: 'report', status: 200, cache: 'MISS', upstreamMs: expect.any(Number) })
+    const answered = lines.filter((l) => l.status === 200)
+    expect(answered).toHaveLength(21)
+    for (const l of answered) expect(l).toMatchObject({ team: 'growth', route: 'report', cache: 'MISS', upstreamMs: expect.any(Number) })
     // The next caller is a HIT of the stored copy.
     expect((await get(url, { 'x-api-key': KEYS.growth })).headers['x-cache']).toBe('HIT')
   })
