@@ -163,7 +163,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     // The limit's windows are clock minutes: a window that ends during the test would
     // start the count over. Begin in a window with time to spare.
     const left = 60_000 - (Date.now() % 60_000)
-    if (left < 15_000) await sleep(left + 50)
+    if (left < 8_000) await sleep(left + 50)
     const [a, b] = await twoReplicas()
     const counter = async (team = 'limited') => {
       const [key] = await topology.keys(`rgw:{rl}:${team}:*`)
