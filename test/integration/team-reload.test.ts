@@ -1,23 +1,19 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { hashApiKey } from '../../src/teams/api-keys.js'
 import { ConfigMapDir } from '../helpers/config-map.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
-import { freePort } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
+import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import type { TestGateway } from '../helpers/build-gateway.js'
 
 // Issue #8, "Keys without restarts": the teams of CONFIG_FILE reload when the file
 // changes (as a ConfigMap update swaps it), on POST /admin/reload (every replica, through
 // Redis) and on SIGHUP; a file that does not validate is refused whole.
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 const ADMIN_TOKEN = 'team-reload-admin-token-000000000'
 const OLD = 'rgw_reload_old_key_00000000000000000000000000'
 const NEW = 'rgw_reload_new_key_11111111111111111111111111'
@@ -315,36 +311,30 @@ describe('teams in TEAMS_FILE', () => {
 })
 
 describe('SIGHUP on the built gateway', () => {
-  let child: ChildProcess | null = null
-  afterEach(() => {
-    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    child = null
+  let gateway: GatewayProcess | null = null
+  afterEach(async () => {
+    await gateway?.close()
+    gateway = null
   })
 
   it('reloads the teams without a restart', async () => {
-    if (!existsSync(MAIN)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
     const dir = configMap(yaml([plain(OLD)], '1h'))
-    const port = await freePort()
-    const proc = spawn(process.execPath, [MAIN], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), ADMIN_PORT: String(await freePort()), CONFIG_FILE: dir.path, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    // spawnGateway: a port another suite took meanwhile is tried again, not a failed start.
+    const proc = await spawnGateway({
+      env: { CONFIG_FILE: dir.path, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), LOG_LEVEL: 'info' },
+      yaml: '',
     })
-    child = proc
-    let output = ''
-    proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
-    proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
-    await waitFor('the gateway to listen', () => output.includes('report gateway listening'), 15_000, 25)
-    const call = async (key: string) => (await fetch(`http://127.0.0.1:${port}${REPORT}`, { headers: { 'x-api-key': key } })).status
+    gateway = proc
+    const call = async (key: string) => (await fetch(`${proc.url}${REPORT}`, { headers: { 'x-api-key': key } })).status
     expect(await call(OLD)).toBe(200)
 
     dir.update(yaml([plain(NEW)], '1h'))
     expect(await call(OLD)).toBe(200)
     proc.kill('SIGHUP')
-    await waitFor('the reload', () => output.includes('CONFIG_FILE reloaded'), 5000, 25)
+    await waitFor('the reload', () => proc.output().includes('CONFIG_FILE reloaded'), 5000, 25)
     expect(await call(OLD)).toBe(401)
     expect(await call(NEW)).toBe(200)
-    expect(proc.exitCode).toBeNull()
-    expect(output).toMatch(/"trigger":"signal"/)
-  }, 30_000)
+    expect(proc.child.exitCode).toBeNull()
+    expect(proc.output()).toMatch(/"trigger":"signal"/)
+  }, 90_000)
 })
