@@ -46,9 +46,14 @@ export async function spawnGateway(opts: SpawnOptions): Promise<GatewayProcess> 
     try {
       return await spawnOnce(opts)
     } catch (err) {
-      if (attempt >= 3 || !String((err as Error).message).includes('EADDRINUSE')) throw err
+      if (attempt >= 3 || !portTaken(String((err as Error).message))) throw err
     }
   }
+}
+
+/** Whether a gateway's output says it stopped because its port was taken (main.ts, listenOrExit). */
+export function portTaken(output: string): boolean {
+  return /cannot listen on \S+: the port is in use/.test(output)
 }
 
 /** Several gateways started at once; when one fails to start, the others are stopped too. */

@@ -3,6 +3,7 @@ import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
+import { portTaken } from '../helpers/gateway-process.js'
 import { freePort } from '../helpers/start-redis.js'
 import { waitFor as poll } from '../helpers/wait.js'
 
@@ -40,10 +41,11 @@ function tryConnect(p: number): Promise<string> {
   })
 }
 
-beforeAll(async () => {
-  ensureBuilt(MAIN)
+/** Starts the built gateway in demo mode on fresh ports; resolves once it printed its curl line. */
+async function startDemo(): Promise<void> {
   port = await freePort()
   adminPort = await freePort()
+  output = ''
   // A clean environment: no PLATFORM_* from the developer's shell, so demo mode.
   child = spawn(process.execPath, [MAIN], {
     cwd: ROOT,
@@ -54,6 +56,19 @@ beforeAll(async () => {
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
   exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
   await waitFor(/curl .*\n/)
+}
+
+beforeAll(async () => {
+  ensureBuilt(MAIN)
+  // Another suite may take a free port between freePort() and the child's listen: try again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await startDemo()
+      return
+    } catch (err) {
+      if (attempt >= 3 || !portTaken(output)) throw err
+    }
+  }
 }, 30_000)
 
 afterAll(() => {

@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/teams/api-keys.js'
+import { portTaken } from '../helpers/gateway-process.js'
 import { freePort } from '../helpers/start-redis.js'
 import { useSandbox } from '../helpers/fixtures.js'
 
@@ -133,6 +134,8 @@ describe('misconfiguration stops the start with one line', () => {
       expect(code).toBe(1)
       expect(lines.filter((l) => !l.startsWith('{'))).toEqual([`report-gateway: cannot listen on 127.0.0.1:${port}: the port is in use (set HOST, PORT)`])
       expect(lines.join('\n')).not.toMatch(/\n\s+at /)
+      // The test helpers start a gateway again on other ports when they read this line.
+      expect(portTaken(lines.join('\n'))).toBe(true)
     } finally {
       await new Promise((resolve) => taken.close(resolve))
     }
