@@ -139,10 +139,20 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
   })
 
   it('keeps the lock of a leader whose call outlasts the lock TTL: its heartbeat renews it, no waiter takes over', async () => {
-    sandbox.setLatency(LOCK_TTL_MS * 2)
-    const onA = get(a, Q101)
+    // A 2 s lease held for 4.5 s (within a 10 s platform.timeout): renewed at least twice,
+    // and a stall of the loaded test machine has to pass about 1.3 s, not 0.7 s, to let
+    // the lease lapse.
+    const ttlMs = 2000
+    const config = () =>
+      testConfig(
+        { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN, REDIS_URL: redisServer.url, GATEWAY_SECRET: 'replicas-gateway-secret-000000000000' },
+        YAML.replace(`lockTtl: ${LOCK_TTL_MS}ms`, `lockTtl: ${ttlMs}ms`).replace('timeout: 3s', 'timeout: 10s'),
+      )
+    const [leader, waiter] = [await gateways.build(config(), { now: clock.now }), await gateways.build(config(), { now: clock.now })]
+    sandbox.setLatency(ttlMs * 2 + 500)
+    const onA = get(leader, Q101)
     await waitFor("A's call at the platform", () => reportCalls() === 1, 5000)
-    const onB = Array.from({ length: 10 }, () => get(b, Q101))
+    const onB = Array.from({ length: 10 }, () => get(waiter, Q101))
     const answers = await Promise.all([onA, ...onB])
     expect(answers.map((r) => r.statusCode)).toEqual(Array(11).fill(200))
     expect(reportCalls()).toBe(1)
@@ -181,11 +191,22 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
   })
 
   it("answers the leader's timeout to the other replica's waiter, within its own deadline and without a second call", async () => {
+    // The leader holds its lock for the whole platform.timeout (3 s), three times the 1 s
+    // lease: a stall of the test process or of Redis past the lease on a loaded machine
+    // lets the waiter take the lock over, as it should from a dead leader, and call the
+    // platform itself. A 10 s lease keeps this test on what it checks; the renewal has
+    // its own test above.
+    const config = () =>
+      testConfig(
+        { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN, REDIS_URL: redisServer.url, GATEWAY_SECRET: 'replicas-gateway-secret-000000000000' },
+        YAML.replace(`lockTtl: ${LOCK_TTL_MS}ms`, 'lockTtl: 10s'),
+      )
+    const [leader, waiter] = [await gateways.build(config(), { now: clock.now }), await gateways.build(config(), { now: clock.now })]
     sandbox.setFailure({ kind: 'hang', times: 1 })
-    const onA = get(a, Q101)
+    const onA = get(leader, Q101)
     await waitFor("A's call at the platform", () => reportCalls() === 1, 5000)
     const started = Date.now()
-    const onB = await get(b, Q101)
+    const onB = await get(waiter, Q101)
     const waited = Date.now() - started
     expect(onB.statusCode).toBe(504)
     expect(onB.json()).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT' })
