@@ -9,13 +9,16 @@
 //
 // With BENCH_HEADERS=plain it sends the body as it is with content-type and
 // content-length only: the `targets` scenario's bare server (identity JSON) and, with a
-// latency, its platform stand-in.
+// latency, its platform stand-in. With BENCH_HEADERS=hit-plain it sends the body as it is
+// with the ten headers of a gateway L1 hit without accept-encoding, a fresh request id
+// each time: what the contract's headers alone cost (the `spread` scenario).
 //
 // Input (environment): BENCH_BODY_FILE (the body), BENCH_LATENCY_MS (default 0),
-// BENCH_HEADERS ("hit", the default, or "plain"), BENCH_COUNT_PREFIX (count only calls
+// BENCH_HEADERS ("hit", the default, "plain" or "hit-plain"), BENCH_COUNT_PREFIX (count only calls
 // whose URL starts with it, e.g. /api/v1/report/; default: every call).
 // Output: one line `READY {"port":…}` on stdout.
 
+import { randomUUID } from 'node:crypto'
 import { createServer } from 'node:http'
 import { readFileSync } from 'node:fs'
 import { setInterval } from 'node:timers'
@@ -37,10 +40,22 @@ const hitHeaders = {
   'content-length': String(body.length),
 }
 const plainHeaders = { 'content-type': 'application/json', 'content-length': String(body.length) }
-const headers = process.env.BENCH_HEADERS === 'plain' ? plainHeaders : hitHeaders
+const hitPlainHeaders = () => ({
+  'x-cache': 'HIT',
+  etag: '"0000000000000000000000"',
+  vary: 'accept-encoding',
+  'cache-control': 'private, max-age=86400',
+  age: '0',
+  'content-type': 'application/json',
+  'x-request-id': randomUUID(),
+  'content-length': String(body.length),
+  'ratelimit-policy': '"default";q=1000000000;w=60',
+  ratelimit: '"default";r=999999999;t=60',
+})
+const mode = process.env.BENCH_HEADERS
 
 function answer(res) {
-  res.writeHead(200, headers)
+  res.writeHead(200, mode === 'plain' ? plainHeaders : mode === 'hit-plain' ? hitPlainHeaders() : hitHeaders)
   res.end(body)
 }
 

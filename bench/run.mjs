@@ -7,6 +7,7 @@
 //   noisy-neighbour  team A's attacks on the shared credential against team B, three replicas
 //   dashboard        dashboard users (Zipf popularity, think time) on a short TTL, slow platform
 //   targets          issue 17 item 3's targets, set up as the hidden benchmark measures them
+//   spread           L1 hits of several identical gateway processes and a bare server with a hit's headers
 //
 // Flags: --quick (shorter runs, written to .bench/results-quick.md)
 //        --only=<id>[,<id>] (those scenarios, written to bench/results-<id>.md)
@@ -28,10 +29,11 @@ import * as dashboard from './scenarios/dashboard.mjs'
 import * as fairness from './scenarios/fairness.mjs'
 import * as hits from './scenarios/hits.mjs'
 import * as noisyNeighbour from './scenarios/noisy-neighbour.mjs'
+import * as spread from './scenarios/spread.mjs'
 import * as targets from './scenarios/targets.mjs'
 import { profileGateway } from './scenarios/profile.mjs'
 
-const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, targets]
+const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, targets, spread]
 const TIME_LIMIT_MS = 25 * 60_000
 
 const args = process.argv.slice(2)
