@@ -48,12 +48,16 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     platformToken = sandbox.issueToken()
   })
 
+  /** Two replicas on the sandbox and the one Redis, with the bus sealed, on the test's clock. */
+  const replicas = async (yaml = YAML): Promise<[TestGateway, TestGateway]> => {
+    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN, REDIS_URL: redisServer.url, GATEWAY_SECRET: 'replicas-gateway-secret-000000000000' }, yaml)
+    // One clock for both, as replicas share wall time.
+    return [await gateways.build(config(), { now: clock.now }), await gateways.build(config(), { now: clock.now })]
+  }
+
   beforeEach(async () => {
     clock = fakeClock()
-    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN, REDIS_URL: redisServer.url, GATEWAY_SECRET: 'replicas-gateway-secret-000000000000' }, YAML)
-    // One clock for both, as replicas share wall time.
-    a = await gateways.build(config(), { now: clock.now })
-    b = await gateways.build(config(), { now: clock.now })
+    ;[a, b] = await replicas()
   })
 
   const get = (gw: TestGateway, query: string, headers: Record<string, string> = {}) =>
@@ -143,12 +147,7 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     // and a stall of the loaded test machine has to pass about 1.3 s, not 0.7 s, to let
     // the lease lapse.
     const ttlMs = 2000
-    const config = () =>
-      testConfig(
-        { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN, REDIS_URL: redisServer.url, GATEWAY_SECRET: 'replicas-gateway-secret-000000000000' },
-        YAML.replace(`lockTtl: ${LOCK_TTL_MS}ms`, `lockTtl: ${ttlMs}ms`).replace('timeout: 3s', 'timeout: 10s'),
-      )
-    const [leader, waiter] = [await gateways.build(config(), { now: clock.now }), await gateways.build(config(), { now: clock.now })]
+    const [leader, waiter] = await replicas(YAML.replace(`lockTtl: ${LOCK_TTL_MS}ms`, `lockTtl: ${ttlMs}ms`).replace('timeout: 3s', 'timeout: 10s'))
     sandbox.setLatency(ttlMs * 2 + 500)
     const onA = get(leader, Q101)
     await waitFor("A's call at the platform", () => reportCalls() === 1, 5000)
@@ -196,12 +195,7 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     // lets the waiter take the lock over, as it should from a dead leader, and call the
     // platform itself. A 10 s lease keeps this test on what it checks; the renewal has
     // its own test above.
-    const config = () =>
-      testConfig(
-        { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN, REDIS_URL: redisServer.url, GATEWAY_SECRET: 'replicas-gateway-secret-000000000000' },
-        YAML.replace(`lockTtl: ${LOCK_TTL_MS}ms`, 'lockTtl: 10s'),
-      )
-    const [leader, waiter] = [await gateways.build(config(), { now: clock.now }), await gateways.build(config(), { now: clock.now })]
+    const [leader, waiter] = await replicas(YAML.replace(`lockTtl: ${LOCK_TTL_MS}ms`, 'lockTtl: 10s'))
     sandbox.setFailure({ kind: 'hang', times: 1 })
     const onA = get(leader, Q101)
     await waitFor("A's call at the platform", () => reportCalls() === 1, 5000)
