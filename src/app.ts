@@ -48,6 +48,8 @@ import { auditWrite } from './routes/write-audit.js'
 import { AuditTrail } from './audit-trail.js'
 import { consoleRoutes } from './console/console-routes.js'
 import type { LoadOptions } from './config.js'
+import { VALIDATOR_CODE } from './validator-code.js'
+import { keepTickShape } from './tick-shape.js'
 
 export interface GatewayDeps {
   /** Where log lines go (tests capture them); default stdout. */
@@ -104,6 +106,7 @@ function bodyLimitOf(request: FastifyRequest, config: Config): number {
 
 /** Builds both listeners; never listens (main.ts does). */
 export async function createGateway(config: Config, deps: GatewayDeps = {}): Promise<Gateway> {
+  keepTickShape()
   const secrets = new SecretSet()
   for (const s of config.secrets) secrets.add(s)
   const audit = new AuditTrail()
@@ -425,7 +428,7 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
     },
     clientErrorHandler: answerClientError,
     // Validation errors carry their schema, whose description says what a field must be.
-    ajv: { customOptions: { verbose: true } },
+    ajv: { customOptions: { verbose: true, code: VALIDATOR_CODE } },
   })
   let closing = false
   app.addHook('preClose', (done) => {

@@ -1,4 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv'
+import { VALIDATOR_CODE } from '../validator-code.js'
 import { ConfigSchema } from './schema.js'
 import { ENV_KEYS, getPath } from './sources.js'
 
@@ -7,7 +8,7 @@ import { ENV_KEYS, getPath } from './sources.js'
 
 // verbose: errors carry their parentSchema, whose `description` is the hint a union
 // (Duration, Size) gives; without it every branch's own failure would be the message.
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true })
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true, code: VALIDATOR_CODE })
 const validate = ajv.compile(ConfigSchema)
 
 export function validateSchema(raw: Record<string, unknown>, envSources: Map<string, string>, problems: string[]): void {
