@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { spawnGateway, type GatewayProcess, type SpawnOptions } from './gateway-process.js'
+import { probeAsker, spawnGateway, type GatewayProcess, type SpawnOptions } from './gateway-process.js'
 
 const PROBE = fileURLToPath(new URL('./memory-probe.mjs', import.meta.url))
 
@@ -16,30 +16,7 @@ export interface ProbedGateway extends GatewayProcess {
 
 export async function spawnProbedGateway(opts: Pick<SpawnOptions, 'env' | 'yaml'>): Promise<ProbedGateway> {
   const gw = await spawnGateway({ ...opts, nodeArgs: ['--expose-gc', '--import', PROBE], ipc: true })
-  let next = 0
-  const ask = <T>(message: object, field: string, timeoutMs: number): Promise<T> =>
-    new Promise((resolve, reject) => {
-      const id = ++next
-      const onMessage = (reply: { id?: number } & Record<string, unknown>) => {
-        if (reply.id !== id) return
-        done()
-        resolve(reply[field] as T)
-      }
-      const onExit = () => {
-        done()
-        reject(new Error(`gateway exited while asked for ${field}:\n${gw.output()}`))
-      }
-      const timer = setTimeout(() => {
-        done()
-        reject(new Error(`gateway gave no ${field} within ${timeoutMs} ms`))
-      }, timeoutMs)
-      const done = () => {
-        clearTimeout(timer)
-        gw.child.off('message', onMessage).off('exit', onExit)
-      }
-      gw.child.on('message', onMessage).once('exit', onExit)
-      gw.child.send({ id, ...message })
-    })
+  const ask = probeAsker(gw)
   return {
     ...gw,
     memory: () => ask<GatewayMemory>({ kind: 'memory' }, 'memory', 30_000),

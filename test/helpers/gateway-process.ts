@@ -56,6 +56,38 @@ export function portTaken(output: string): boolean {
   return /cannot listen on \S+: the port is in use/.test(output)
 }
 
+/**
+ * Asks a probe loaded into a gateway started with `ipc: true` (memory-probe.mjs,
+ * shape-probe.mjs): sends `{ id, ...message }` and resolves with `field` of the reply
+ * carrying the same id; rejects when the gateway exits or stays silent for `timeoutMs`.
+ */
+export function probeAsker(gw: GatewayProcess): <T>(message: object, field: string, timeoutMs: number) => Promise<T> {
+  let next = 0
+  return <T>(message: object, field: string, timeoutMs: number): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const id = ++next
+      const onMessage = (reply: { id?: number } & Record<string, unknown>) => {
+        if (reply.id !== id) return
+        done()
+        resolve(reply[field] as T)
+      }
+      const onExit = () => {
+        done()
+        reject(new Error(`gateway exited while asked for ${field}:\n${gw.output()}`))
+      }
+      const timer = setTimeout(() => {
+        done()
+        reject(new Error(`gateway gave no ${field} within ${timeoutMs} ms`))
+      }, timeoutMs)
+      const done = () => {
+        clearTimeout(timer)
+        gw.child.off('message', onMessage).off('exit', onExit)
+      }
+      gw.child.on('message', onMessage).once('exit', onExit)
+      gw.child.send({ id, ...message })
+    })
+}
+
 /** Several gateways started at once; when one fails to start, the others are stopped too. */
 export async function spawnGateways(count: number, opts: SpawnOptions): Promise<GatewayProcess[]> {
   const started = await Promise.allSettled(Array.from({ length: count }, () => spawnGateway(opts)))

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
-import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
+import { probeAsker, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 
 const PROBE = fileURLToPath(new URL('../helpers/shape-probe.mjs', import.meta.url))
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2025-01-01&dateTo=2025-01-31'
@@ -15,20 +15,7 @@ const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2025-01-0
 describe('hidden classes of a gateway process', () => {
   let sandbox: Sandbox
   let gw: GatewayProcess
-  let next = 0
-  const ask = <T>(kind: string, field: string): Promise<T> =>
-    new Promise((resolve, reject) => {
-      const id = ++next
-      const timer = setTimeout(() => reject(new Error(`gateway gave no ${field}:\n${gw.output()}`)), 15_000)
-      const onMessage = (reply: { id?: number } & Record<string, unknown>) => {
-        if (reply.id !== id) return
-        clearTimeout(timer)
-        gw.child.off('message', onMessage)
-        resolve(reply[field] as T)
-      }
-      gw.child.on('message', onMessage)
-      gw.child.send({ id, kind })
-    })
+  let ask: ReturnType<typeof probeAsker>
 
   beforeAll(async () => {
     sandbox = await startSandbox()
@@ -38,6 +25,7 @@ describe('hidden classes of a gateway process', () => {
       nodeArgs: ['--allow-natives-syntax', '--expose-gc', '--import', PROBE],
       ipc: true,
     })
+    ask = probeAsker(gw)
     const headers = { 'x-api-key': KEYS.all }
     expect((await fetch(`${gw.url}${REPORT}`, { headers })).status).toBe(200)
     expect((await fetch(`${gw.url}${REPORT}`, { headers })).headers.get('x-cache')).toBe('HIT')
@@ -51,10 +39,10 @@ describe('hidden classes of a gateway process', () => {
   })
 
   it('no validator (config, teams file, routes) was compiled through Ajv\'s code optimizer', async () => {
-    expect(await ask<number>('name-sets', 'nameSets')).toBe(0)
+    expect(await ask<number>({ kind: 'name-sets' }, 'nameSets', 15_000)).toBe(0)
   })
 
   it('a queue entry of process.nextTick made after full collections has the hidden class of the one kept', async () => {
-    expect(await ask<{ kept: boolean; same: boolean }>('tick-shape', 'shape')).toEqual({ kept: true, same: true })
+    expect(await ask<{ kept: boolean; same: boolean }>({ kind: 'tick-shape' }, 'shape', 15_000)).toEqual({ kept: true, same: true })
   })
 })
