@@ -22,6 +22,7 @@ import { ReplicaLock } from './cache/single-flight.js'
 import { ReportCache } from './reports/report-cache.js'
 import { apiRoutes } from './routes/api.js'
 import { Admission } from './routes/caller.js'
+import { closeSilentConnections } from './routes/silent-connections.js'
 import { fastReads, type RequestHandler } from './routes/fast-path.js'
 import { lazyRequestLogger } from './request-logger.js'
 import { bytesSent, requestIdOf, requestObserver, routeKind } from './routes/request-log.js'
@@ -423,7 +424,7 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
         fastPath ? (req, res) => fastPath(req, res, handler) : handler,
       )
       server.keepAliveTimeout = config.server.keepAliveTimeoutMs
-      server.setTimeout(config.server.connectionTimeoutMs)
+      closeSilentConnections(server, config.server.connectionTimeoutMs)
       return server
     },
     clientErrorHandler: answerClientError,

@@ -37,10 +37,15 @@ function parseAcceptsGzip(header: string): boolean {
   return false
 }
 
-/** A cached entry's answer to one caller: 200 with its body, or 304 (no body) to a matching If-None-Match. */
+/**
+ * A cached entry's answer to one caller: 200 with its body, or 304 (no body) to a
+ * matching If-None-Match. The headers are a flat list of names and values, the form
+ * Node's writeHead reads with one indexed loop: an object would be walked key by key
+ * through an inline cache that sees every shape the answers take (issue 17).
+ */
 export interface EntryAnswer {
   code: 200 | 304
-  headers: Record<string, string>
+  headers: string[]
   body: Buffer | null
 }
 
@@ -80,17 +85,12 @@ export function entryResponse(
   ifNoneMatch?: string | string[],
 ): EntryAnswer {
   const fields = fieldsOf(entry)
-  const headers: Record<string, string> = {
-    'x-cache': status,
-    etag: gzip ? fields.etagGzip : fields.etag,
-    vary: 'accept-encoding',
-    'cache-control': fields.cacheControl,
-  }
-  if (status === 'HIT' || status === 'STALE') headers.age = String(Math.max(0, Math.floor((now - entry.fetchedAt) / 1000)))
+  const headers = ['x-cache', status, 'etag', gzip ? fields.etagGzip : fields.etag, 'vary', 'accept-encoding', 'cache-control', fields.cacheControl]
+  if (status === 'HIT' || status === 'STALE') headers.push('age', String(Math.max(0, Math.floor((now - entry.fetchedAt) / 1000))))
   if (ifNoneMatch !== undefined && matches(ifNoneMatch, entry.etag)) return { code: 304, headers, body: null }
-  headers['content-type'] = entry.contentType
+  headers.push('content-type', entry.contentType)
   if (gzip) {
-    headers['content-encoding'] = 'gzip'
+    headers.push('content-encoding', 'gzip')
     return { code: 200, headers, body: entry.gzip }
   }
   return { code: 200, headers, body: entry.identity ?? gunzipSync(entry.gzip) }
@@ -115,7 +115,8 @@ export function sendReport(reply: FastifyReply, result: CacheResult, requestHead
   switch (result.kind) {
     case 'entry': {
       const { code, headers, body } = entryResponse(result.entry, result.status, now, gzip, requestHeaders['if-none-match'])
-      return reply.code(code).headers(headers).send(body)
+      for (let i = 0; i < headers.length; i += 2) reply.header(headers[i] as string, headers[i + 1])
+      return reply.code(code).send(body)
     }
     case 'pass':
       return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').send(result.body)

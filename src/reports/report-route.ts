@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { LRUCache } from 'lru-cache'
 import type { GatewayContext } from '../context.js'
 import { BadQueryError } from '../errors.js'
-import type { Admission, Caller } from '../routes/caller.js'
+import type { Admission, Caller, KnownTarget } from '../routes/caller.js'
 import { reportGetSchema, reportPostSchema } from '../openapi/route-schemas.js'
 import { canonicalGetReport, canonicalPostReport, type CanonicalReport } from './report-query.js'
 import { sendReport, wantsRefresh } from './report-reply.js'
@@ -17,15 +17,33 @@ export interface KnownReport {
   key: string
 }
 
+/**
+ * A report URL whose call passed every check: its checked target and its form for each
+ * credential that asked it. One lookup by the URL gives the fast path of hits all it
+ * needs, with no key built per hit (issue 17).
+ */
+export interface SeenReport {
+  known: KnownTarget
+  forms: readonly { credential: string; form: KnownReport }[]
+}
+
+/** The form `seen` keeps for `credential`, if any. */
+export function formFor(seen: SeenReport, credential: string): KnownReport | undefined {
+  for (const kept of seen.forms) if (kept.credential === credential) return kept.form
+  return undefined
+}
+
 // Dashboards ask the same URLs again and again: the canonical form and key of a GET are
 // kept, which keeps that work off the hit path. Filled only once a call passed its scope
 // check (a refused call leaves nothing), and bounded by the bytes each entry keeps: a URL
-// can be 16 KB and its canonical query three times that (issue 16).
+// can be 16 KB and its canonical query three times that (issue 16). An entry counts the
+// target it shares with Admission's memo too, so that each memo stays within its bound
+// whichever of them lets the target go first.
 export const KNOWN_REPORT_BYTES = 16 * 1024 * 1024
 
 export class ReportForms {
   readonly #ctx: GatewayContext
-  readonly #known = new LRUCache<string, KnownReport>({
+  readonly #seen = new LRUCache<string, SeenReport>({
     maxSize: KNOWN_REPORT_BYTES,
     sizeCalculation: entryBytes,
   })
@@ -36,26 +54,30 @@ export class ReportForms {
 
   /** The canonical form of an admitted caller's GET report; 400 when a parameter is invalid. */
   get(caller: Caller, url: string): KnownReport {
-    const known = this.#known.get(`${caller.provider.name} ${url}`)
+    const seen = this.#seen.get(url)
+    const known = seen && formFor(seen, caller.provider.name)
     if (known) return known
     const report = canonicalGetReport(caller.target.path, caller.target.search, { maxRangeDays: this.#ctx.config.cache.maxRangeDays })
     return { report, key: this.#ctx.reports.keyFor(caller.provider.name, report) }
   }
 
-  /** Keeps the form of a call that passed its scope check. */
-  remember(caller: Caller, url: string, known: KnownReport): void {
-    const memo = `${caller.provider.name} ${url}`
-    if (!this.#known.has(memo)) this.#known.set(memo, known)
+  /** Keeps the target and form of a call that passed its scope check. */
+  remember(caller: Caller, url: string, target: KnownTarget, form: KnownReport): void {
+    const credential = caller.provider.name
+    const seen = this.#seen.peek(url)
+    if (seen && formFor(seen, credential)) return
+    // A new entry rather than a changed one: lru-cache counts an entry's size when it is set.
+    this.#seen.set(url, { known: target, forms: [...(seen?.forms ?? []), { credential, form }] })
   }
 
   /** Bytes the memo of forms keeps, as counted against KNOWN_REPORT_BYTES. */
   get memoBytes(): number {
-    return this.#known.calculatedSize
+    return this.#seen.calculatedSize
   }
 
   /** Looked up only: what the fast path of hits may serve. */
-  peek(credential: string, url: string): KnownReport | undefined {
-    return this.#known.get(`${credential} ${url}`)
+  seen(url: string): SeenReport | undefined {
+    return this.#seen.get(url)
   }
 }
 
@@ -77,8 +99,8 @@ export async function reportReads(
     const form = forms.get(caller, request.url)
     const { report, key } = form
     await admission.checkScope(request.method, caller, admission.known(request.url))
-    admission.remember(request.method, request.url, caller)
-    forms.remember(caller, request.url, form)
+    const target = admission.remember(request.method, request.url, caller)
+    forms.remember(caller, request.url, target, form)
     caller.advertisers = report.advertiserIds
     const result = await ctx.reports.read(report, key, caller.provider, readOptions(request, reply, caller, joined?.flight))
     caller.upstreamMs = result.upstreamMs ?? null

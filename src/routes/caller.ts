@@ -104,13 +104,15 @@ export class Admission {
     return this.#known.get(url)
   }
 
-  /** Keeps the target of a call that passed the scope check, for the next call to the same URL. */
-  remember(method: string, url: string, caller: Caller): void {
-    if (this.#known.has(url)) return
+  /** Keeps the target of a call that passed the scope check, for the next call to the same URL; returns what is kept. */
+  remember(method: string, url: string, caller: Caller): KnownTarget {
+    const kept = this.#known.peek(url)
+    if (kept) return kept
     const known: KnownTarget = { target: caller.target }
     // Worked out now, so that the size counted is the size kept.
     if (BODYLESS.has(method)) known.bodyless = namedInCall('GET', known.target, null, this.#campaignPaths)
     this.#known.set(url, known)
+    return known
   }
 
   /** Bytes the memo of targets keeps, as counted against KNOWN_TARGET_BYTES. */

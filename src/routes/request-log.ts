@@ -1,16 +1,15 @@
-import { randomUUID } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Socket } from 'node:net'
 import type { GatewayContext } from '../context.js'
 import type { CountChild, ObserveChild } from '../metric-tally.js'
-import { isOwnRequestId } from '../request-id.js'
+import { isOwnRequestId, newRequestId } from '../request-id.js'
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
 /** The caller's `x-request-id` when it is a plain token outside the gateway's own id space, else a new one. */
 export function requestIdOf(headers: IncomingHttpHeaders): string {
   const given = headers['x-request-id']
-  return typeof given === 'string' && REQUEST_ID.test(given) && !isOwnRequestId(given) ? given : randomUUID()
+  return typeof given === 'string' && REQUEST_ID.test(given) && !isOwnRequestId(given) ? given : newRequestId()
 }
 
 export interface RequestFacts {

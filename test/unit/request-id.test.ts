@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { isOwnRequestId, ownRequestId } from '../../src/request-id.js'
+import { isOwnRequestId, newRequestId, ownRequestId } from '../../src/request-id.js'
 import { requestIdOf } from '../../src/routes/request-log.js'
 
 // Issue 16, item 7: the id space of the gateway's own platform calls is closed to callers.
@@ -25,5 +25,12 @@ describe('request ids', () => {
   it('replaces a caller\'s id in the gateway\'s space, keeps any other plain one', () => {
     expect(requestIdOf({ 'x-request-id': 'ownership-spoofed' })).toMatch(/^[0-9a-f-]{36}$/)
     expect(requestIdOf({ 'x-request-id': 'trace-1' })).toBe('trace-1')
+  })
+
+  it('gives each caller request a new id of the UUID form (version 8, RFC 9562 variant), never the same twice', () => {
+    const ids = Array.from({ length: 10_000 }, () => newRequestId())
+    for (const id of [ids[0], ids[9_999]]) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+    expect(new Set(ids).size).toBe(ids.length)
+    expect(requestIdOf({})).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
   })
 })
