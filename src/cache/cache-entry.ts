@@ -95,10 +95,12 @@ function isStoredMeta(m: unknown): m is StoredMeta {
 }
 
 // What an L1 entry holds besides its bodies: the entry, its two buffers and their backing
-// stores, its key, ETag and accounts, the cache's slots: about 1,050 bytes on Node 24
-// (test/integration/cache-store.test.ts measures it). Counted as 256, small reports held
+// stores, its key, ETag and accounts, the cache's slots, and once it is answered its
+// answer fields and the rendered heads of its hits to plain and gzip callers
+// (reports/report-reply.ts): about 1,900 bytes on Node 24 (about 1,050 before the heads;
+// test/integration/cache-store.test.ts measures it). Counted as 256, small reports held
 // more than twice l1MaxBytes (issue 16).
-export const ENTRY_OVERHEAD_BYTES = 1280
+export const ENTRY_OVERHEAD_BYTES = 2304
 
 /** Bytes an entry holds in memory, for the L1 budget. */
 export function entrySize(entry: CacheEntry): number {

@@ -1,7 +1,10 @@
+import type { ServerResponse } from 'node:http'
 import { pipeline } from 'node:stream'
 import { gunzipSync, createGunzip } from 'node:zlib'
 import type { FastifyReply } from 'fastify'
 import type { CacheEntry } from '../cache/cache-entry.js'
+import { STATUS_200, renderHeaderLines, takesRenderedHead, writeRenderedHead } from '../routes/rendered-head.js'
+import { POLICY_HEADER, STATE_HEADER } from '../teams/rate-limit-headers.js'
 import type { CacheResult } from './report-cache.js'
 
 type Headers = Record<string, string | string[] | undefined>
@@ -55,7 +58,12 @@ interface EntryFields {
   etag: string
   etagGzip: string
   cacheControl: string
+  /** The rendered heads of its 200 answers (entryHead) by status and encoding, made at their first use. */
+  heads: (string | null | undefined)[]
 }
+
+type EntryStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH'
+const STATUS_SLOT: Record<EntryStatus, number> = { HIT: 0, MISS: 2, STALE: 4, REFRESH: 6 }
 const entryFields = new WeakMap<CacheEntry, EntryFields>()
 
 function fieldsOf(entry: CacheEntry): EntryFields {
@@ -65,6 +73,7 @@ function fieldsOf(entry: CacheEntry): EntryFields {
       etag: `"${entry.etag}"`,
       etagGzip: `"${entry.etag}-gzip"`,
       cacheControl: `private, max-age=${Math.max(0, Math.floor((entry.freshUntil - entry.fetchedAt) / 1000))}`,
+      heads: [],
     }
     entryFields.set(entry, fields)
   }
@@ -79,14 +88,14 @@ function fieldsOf(entry: CacheEntry): EntryFields {
  */
 export function entryResponse(
   entry: CacheEntry,
-  status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH',
+  status: EntryStatus,
   now: number,
   gzip: boolean,
   ifNoneMatch?: string | string[],
 ): EntryAnswer {
   const fields = fieldsOf(entry)
   const headers = ['x-cache', status, 'etag', gzip ? fields.etagGzip : fields.etag, 'vary', 'accept-encoding', 'cache-control', fields.cacheControl]
-  if (status === 'HIT' || status === 'STALE') headers.push('age', String(Math.max(0, Math.floor((now - entry.fetchedAt) / 1000))))
+  if (status === 'HIT' || status === 'STALE') headers.push('age', ageOf(entry, now))
   if (ifNoneMatch !== undefined && matches(ifNoneMatch, entry.etag)) return { code: 304, headers, body: null }
   headers.push('content-type', entry.contentType)
   if (gzip) {
@@ -94,6 +103,67 @@ export function entryResponse(
     return { code: 200, headers, body: entry.gzip }
   }
   return { code: 200, headers, body: entry.identity ?? gunzipSync(entry.gzip) }
+}
+
+/** The `age` of an entry at `now`: whole seconds since it was fetched. */
+export function ageOf(entry: CacheEntry, now: number): string {
+  return String(Math.max(0, Math.floor((now - entry.fetchedAt) / 1000)))
+}
+
+/**
+ * The status line and the headers every 200 answer of `entry` with `status` shares, in
+ * one text rendered and checked once per entry (routes/rendered-head.ts), content-length
+ * included: a hit adds its age, request id and rate-limit lines. Null when the entry
+ * keeps no plain body to send (it is decompressed per answer) or a value of it is no
+ * valid header value: that answer goes through writeHead, which refuses it as it must.
+ */
+export function entryHead(entry: CacheEntry, status: EntryStatus, gzip: boolean): string | null {
+  const fields = fieldsOf(entry)
+  const variant = STATUS_SLOT[status] + (gzip ? 1 : 0)
+  let head = fields.heads[variant]
+  if (head === undefined) {
+    const body = gzip ? entry.gzip : entry.identity
+    const lines =
+      body &&
+      renderHeaderLines([
+        'x-cache', status,
+        'etag', gzip ? fields.etagGzip : fields.etag,
+        'vary', 'accept-encoding',
+        'cache-control', fields.cacheControl,
+        'content-type', entry.contentType,
+        ...(gzip ? ['content-encoding', 'gzip'] : []),
+        'content-length', String(body.length),
+      ])
+    head = lines ? [STATUS_200, lines].join('') : null
+    fields.heads[variant] = head
+  }
+  return head
+}
+
+/** What an answer of an entry adds to its rendered head: the request id, and the team's rate-limit fields where it has a limit. */
+export interface AnswerFields {
+  reqId: string
+  rate: [policy: string, state: string] | null
+}
+
+/**
+ * Writes the 200 answer of `entry` to `res` from the entry's rendered head, with the
+ * lines of this answer: `age` (HIT, STALE), the request id and the rate-limit state.
+ * These are written without writeHead's checks: the request id is a checked token
+ * (routes/request-log.ts requestIdOf), the rest the gateway's own numbers and the team's
+ * policy. False, having written nothing, when the answer is not a plain 200 (the caller
+ * sent If-None-Match), the entry has no rendered head, or `res` takes none; `before`
+ * runs just before the answer is written.
+ */
+export function answerRendered(res: ServerResponse, entry: CacheEntry, status: EntryStatus, now: number, gzip: boolean, ifNoneMatch: string | string[] | undefined, own: AnswerFields, before?: () => void): boolean {
+  if (ifNoneMatch !== undefined) return false
+  const head = entryHead(entry, status, gzip)
+  if (head === null || !takesRenderedHead(res)) return false
+  before?.()
+  const lines = `${head}${status === 'HIT' || status === 'STALE' ? `age: ${ageOf(entry, now)}\r\n` : ''}x-request-id: ${own.reqId}\r\n`
+  const rate = own.rate
+  writeRenderedHead(res, rate ? `${lines}${POLICY_HEADER}: ${rate[0]}\r\n${STATE_HEADER}: ${rate[1]}\r\n` : lines, (gzip ? entry.gzip : entry.identity) as Buffer)
+  return true
 }
 
 /** Whether an If-None-Match list names the entry (either representation), or is `*`. */
@@ -109,11 +179,21 @@ function matches(header: string | string[], tag: string): boolean {
   return false
 }
 
-/** Writes a report read's result to a Fastify reply. */
-export function sendReport(reply: FastifyReply, result: CacheResult, requestHeaders: Headers, now: number): FastifyReply {
+/**
+ * Writes a report read's result to a Fastify reply. A plain 200 of an entry is written
+ * from its rendered head (answerRendered), the reply hijacked: `own` carries what
+ * Fastify's hooks would have added (the request id, the rate-limit fields), and the
+ * reply keeps its `x-cache` for the access line (onResponse still runs).
+ */
+export function sendReport(reply: FastifyReply, result: CacheResult, requestHeaders: Headers, now: number, own: AnswerFields): FastifyReply {
   const gzip = acceptsGzip(requestHeaders['accept-encoding'])
   switch (result.kind) {
     case 'entry': {
+      const hijack = () => {
+        reply.hijack()
+        reply.header('x-cache', result.status)
+      }
+      if (answerRendered(reply.raw, result.entry, result.status, now, gzip, requestHeaders['if-none-match'], own, hijack)) return reply
       const { code, headers, body } = entryResponse(result.entry, result.status, now, gzip, requestHeaders['if-none-match'])
       for (let i = 0; i < headers.length; i += 2) reply.header(headers[i] as string, headers[i + 1])
       return reply.code(code).send(body)

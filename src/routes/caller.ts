@@ -10,6 +10,7 @@ import { assertAccounts, campaignPathPatterns, namedInCall, type NamedInCall } f
 import { assertMayCall, type Identity } from '../teams/team-auth.js'
 import { entryBytes } from '../kept-bytes.js'
 import type { RateDecision } from '../teams/rate-limit.js'
+import { rateLimitHeaders } from '../teams/rate-limit-headers.js'
 import { isTokenPath, tokenPaths } from './path-safety.js'
 import { assertPlainBodyType, FORM_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, type CheckedBody } from './request-body.js'
 import { checkTarget, type RequestTarget } from './request-target.js'
@@ -126,6 +127,11 @@ export class Admission {
     if (decision.allowed) return decision
     this.#ctx.metrics.rateLimited.inc({ team: team.name })
     throw Object.assign(new RateLimitedError(decision.retryAfterSec), { retryAfterSec: decision.retryAfterSec })
+  }
+
+  /** The rate-limit fields of an answer to `caller` (issue #8); null for a team without a limit. */
+  rateFields(caller: Caller): [policy: string, state: string] | null {
+    return rateLimitHeaders(caller.team, caller.rate ?? this.#ctx.rateLimiter.peek(caller.team))
   }
 
   /** Everything before the body: the caller of a Fastify route; `counted`: its call was counted already. */

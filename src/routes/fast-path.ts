@@ -8,7 +8,7 @@ import { hangUpSignal } from '../platform/caller-group.js'
 import { handOverJoinedFill } from '../reports/joined-fills.js'
 import type { FillResult } from '../reports/report-cache.js'
 import { formFor, type KnownReport, type ReportForms } from '../reports/report-route.js'
-import { acceptsGzip, entryResponse, wantsRefresh } from '../reports/report-reply.js'
+import { acceptsGzip, answerRendered, entryResponse, wantsRefresh } from '../reports/report-reply.js'
 import { assertAccounts } from '../teams/account-scope.js'
 import type { RateDecision } from '../teams/rate-limit.js'
 import { POLICY_HEADER, STATE_HEADER, rateLimitHeaders } from '../teams/rate-limit-headers.js'
@@ -39,14 +39,20 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     const { team, key } = who
     const headers = req.headers
     const reqId = requestIdOf(headers)
-    const reply = entryResponse(entry, how.status, how.now, acceptsGzip(headers['accept-encoding']), headers['if-none-match'])
-    const out = reply.headers
-    out.push('x-request-id', reqId)
-    if (reply.body) out.push('content-length', String(reply.body.length))
+    const gzip = acceptsGzip(headers['accept-encoding'])
     const fields = rateLimitHeaders(team, how.rate)
-    if (fields) out.push(POLICY_HEADER, fields[0], STATE_HEADER, fields[1])
-    res.writeHead(reply.code, out)
-    res.end(reply.body)
+    const ifNoneMatch = headers['if-none-match']
+    let status = 200
+    if (!answerRendered(res, entry, how.status, how.now, gzip, ifNoneMatch, { reqId, rate: fields })) {
+      const reply = entryResponse(entry, how.status, how.now, gzip, ifNoneMatch)
+      const out = reply.headers
+      out.push('x-request-id', reqId)
+      if (reply.body) out.push('content-length', String(reply.body.length))
+      if (fields) out.push(POLICY_HEADER, fields[0], STATE_HEADER, fields[1])
+      res.writeHead(reply.code, out)
+      res.end(reply.body)
+      status = reply.code
+    }
     observe({
       reqId,
       team: team.name,
@@ -56,7 +62,7 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
       method: 'GET',
       url: req.url as string,
       route: 'report',
-      status: reply.code,
+      status,
       durationMs: performance.now() - how.started,
       cache: how.status,
       client: req.socket.remoteAddress ?? null,
@@ -129,3 +135,4 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     answer(req, res, who, form, entry, { status: 'HIT', rate, started, now, upstreamMs: null })
   }
 }
+

@@ -12,6 +12,7 @@ import { MemoryStore } from '../../src/cache/memory-store.js'
 import { RedisStore } from '../../src/cache/redis-store.js'
 import { TieredStore } from '../../src/cache/tiered-store.js'
 import { RedisBreaker } from '../../src/redis.js'
+import { entryHead } from '../../src/reports/report-reply.js'
 import { fakeClock } from '../helpers/clock.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
@@ -207,7 +208,7 @@ describe('MemoryStore bounds', () => {
     expect([held.gzip.equals(entry.gzip), held.identity?.equals(entry.identity as Buffer)]).toEqual([true, true])
   })
 
-  it('counts each entry at no less than the heap and buffers it holds, for 20,000 small reports', async () => {
+  it('counts each entry at no less than the heap and buffers it holds, answered as hits (its rendered heads), for 20,000 small reports', async () => {
     setFlagsFromString('--expose-gc')
     const gc = runInNewContext('gc') as (options: object) => void
     const held = async () => {
@@ -225,7 +226,12 @@ describe('MemoryStore bounds', () => {
     for (let i = 0; i < 20_000; i++) {
       const entry = entryAt(now, { body: Buffer.from(JSON.stringify({ data: [{ impressions: 31_033 + i, clicks: 196, ctr: 0.63, spent: 32.76 }] })) })
       counted += entrySize(entry)
-      await store.set(`rgw:report:v1:${String(i).padStart(43, 'k')}`, entry)
+      const key = `rgw:report:v1:${String(i).padStart(43, 'k')}`
+      await store.set(key, entry)
+      // What its hits keep for the entry's life (reports/report-reply.ts): to plain and gzip callers.
+      const kept = store.getSync(key) as CacheEntry
+      entryHead(kept, 'HIT', false)
+      entryHead(kept, 'HIT', true)
     }
     const after = await held()
     expect(store.size).toBe(20_000)

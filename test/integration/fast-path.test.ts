@@ -1,3 +1,4 @@
+import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { request } from 'undici'
 import { hashApiKey } from '../../src/teams/api-keys.js'
@@ -8,6 +9,7 @@ import { waitFor } from '../helpers/wait.js'
 // Issue #6: fresh in-memory hits are served before Fastify's router, through the same
 // admission and access checks, with every contract behaviour of a hit.
 
+const WIRE_KEY = 'rgw_test_wire_key_444444444444444444444444444'
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07&byDate=1'
 const env = useSandboxGateway({
   yaml: `teams:
@@ -25,6 +27,10 @@ const env = useSandboxGateway({
     keys: ["${hashApiKey(KEYS.all)}"]
     advertisers: ["*"]
     rateLimit: { max: 6, window: 1m }
+  wire:
+    keys: ["${hashApiKey(WIRE_KEY)}"]
+    advertisers: ["*"]
+    rateLimit: { max: 1000, window: 1m }
 `,
 })
 
@@ -101,6 +107,103 @@ describe('hits before the router', () => {
     const refresh = await get(REPORT, { 'x-api-key': KEYS.growth, 'cache-control': 'no-cache' })
     expect(refresh.headers['x-cache']).toBe('REFRESH')
     expect(env.sandbox.countRequests((r) => r.path === '/api/v1/report/campaigns/get')).toBe(calls + 1)
+  })
+})
+
+describe("a hit's head rendered ahead (issue 17)", () => {
+  /** Writes `raw` on one connection; resolves with what came back once `answers` whole answers arrived, or the gateway closed it. */
+  function onTheWire(raw: string, answers: number): Promise<{ text: string; closed: boolean }> {
+    const { hostname, port } = new URL(env.url)
+    return new Promise((resolve, reject) => {
+      const socket = connect({ host: hostname, port: Number(port) })
+      let text = ''
+      const stop = setTimeout(() => finish(false), 10_000)
+      const finish = (closed: boolean) => {
+        clearTimeout(stop)
+        socket.destroy()
+        resolve({ text, closed })
+      }
+      socket.on('data', (chunk) => {
+        text += chunk.toString('latin1')
+        const heads = text.split('HTTP/1.').slice(1)
+        const whole = heads.filter((h) => {
+          const length = Number(/\r\ncontent-length: (\d+)\r\n/i.exec(h)?.[1] ?? NaN)
+          const start = h.indexOf('\r\n\r\n')
+          return start !== -1 && h.length - start - 4 >= length
+        })
+        if (whole.length >= answers) finish(false)
+      })
+      socket.on('end', () => finish(true))
+      socket.on('error', reject)
+      socket.write(raw)
+    })
+  }
+
+  const names = (head: string) =>
+    head
+      .split('\r\n')
+      .slice(1)
+      .filter(Boolean)
+      .map((l) => l.slice(0, l.indexOf(':')).toLowerCase())
+      .sort()
+
+  it('writes each header of a hit once, for pipelined callers on one kept-alive connection, and counts its bytes', async () => {
+    await get(REPORT, { 'x-api-key': WIRE_KEY })
+    const ask = (extra: string) => `GET ${REPORT} HTTP/1.1\r\nhost: gw\r\nx-api-key: ${WIRE_KEY}\r\n${extra}\r\n`
+    const before = env.gw.logs.records().filter((r) => r.msg === 'request').length
+    const { text, closed } = await onTheWire(ask('x-request-id: wire-1\r\n') + ask('accept-encoding: gzip\r\nx-request-id: wire-2\r\n'), 2)
+    expect(closed).toBe(false)
+    const answers = text.split(/(?=HTTP\/1\.1 )/)
+    expect(answers).toHaveLength(2)
+    const heads = answers.map((a) => a.slice(0, a.indexOf('\r\n\r\n')))
+    const expected = ['age', 'cache-control', 'connection', 'content-length', 'content-type', 'date', 'etag', 'keep-alive', 'ratelimit', 'ratelimit-policy', 'vary', 'x-cache', 'x-request-id']
+    expect(names(heads[0] as string)).toEqual(expected)
+    expect(names(heads[1] as string)).toEqual([...expected, 'content-encoding'].sort())
+    expect(heads[0]).toMatch(/^HTTP\/1\.1 200 OK\r\n/)
+    expect(heads[0]).toContain('\r\nx-cache: HIT\r\n')
+    expect(heads[0]).toContain('\r\nx-request-id: wire-1\r\n')
+    expect(heads[1]).toContain('\r\ncontent-encoding: gzip\r\n')
+    const lines = env.gw.logs.records().filter((r) => r.msg === 'request').slice(before)
+    expect(lines.map((l) => [l.reqId, l.status, l.cache])).toEqual([
+      ['wire-1', 200, 'HIT'],
+      ['wire-2', 200, 'HIT'],
+    ])
+    // The first answer's bytes; a pipelined answer waits in Node's buffers behind the one
+    // before it, and is counted with the connection's next answer.
+    expect(lines[0]?.bytes).toBe(Buffer.byteLength(answers[0] as string, 'latin1'))
+  })
+
+  it("renders the route's answers too (MISS, REFRESH), with what Fastify's hooks would add, and logs them", async () => {
+    const url = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-02'
+    const ask = (extra: string) => `GET ${url} HTTP/1.1\r\nhost: gw\r\nx-api-key: ${WIRE_KEY}\r\n${extra}\r\n`
+    const before = env.gw.logs.records().filter((r) => r.msg === 'request').length
+    const miss = await onTheWire(ask('x-request-id: route-1\r\n'), 1)
+    const refresh = await onTheWire(ask('x-request-id: route-2\r\ncache-control: no-cache\r\n'), 1)
+    const expected = ['cache-control', 'connection', 'content-length', 'content-type', 'date', 'etag', 'keep-alive', 'ratelimit', 'ratelimit-policy', 'vary', 'x-cache', 'x-request-id']
+    for (const [answer, cache, id] of [[miss.text, 'MISS', 'route-1'], [refresh.text, 'REFRESH', 'route-2']] as const) {
+      const head = answer.slice(0, answer.indexOf('\r\n\r\n'))
+      expect(names(head)).toEqual(expected)
+      expect(head).toContain(`\r\nx-cache: ${cache}\r\n`)
+      expect(head).toContain(`\r\nx-request-id: ${id}\r\n`)
+      expect(head).toMatch(/\r\nratelimit: "default";r=\d+;t=\d+\r\n/)
+    }
+    const lines = env.gw.logs.records().filter((r) => r.msg === 'request').slice(before)
+    expect(lines.map((l) => [l.reqId, l.status, l.cache, l.team])).toEqual([
+      ['route-1', 200, 'MISS', 'wire'],
+      ['route-2', 200, 'REFRESH', 'wire'],
+    ])
+    expect(lines[0]?.bytes).toBe(Buffer.byteLength(miss.text, 'latin1'))
+  })
+
+  it('answers an HTTP/1.0 hit with the same headers and closes the connection, as writeHead does', async () => {
+    await get(REPORT, { 'x-api-key': WIRE_KEY })
+    const { text, closed } = await onTheWire(`GET ${REPORT} HTTP/1.0\r\nx-api-key: ${WIRE_KEY}\r\n\r\n`, Infinity)
+    expect(closed).toBe(true)
+    const head = text.slice(0, text.indexOf('\r\n\r\n'))
+    expect(head).toMatch(/^HTTP\/1\.1 200 OK\r\n/)
+    expect(head).toContain('\r\nx-cache: HIT\r\n')
+    expect(head).toContain('\r\nConnection: close')
+    expect(names(head)).toEqual(['age', 'cache-control', 'connection', 'content-length', 'content-type', 'date', 'etag', 'ratelimit', 'ratelimit-policy', 'vary', 'x-cache', 'x-request-id'])
   })
 })
 
