@@ -111,8 +111,8 @@ describe('hits before the router', () => {
 })
 
 describe("a hit's head rendered ahead (issue 17)", () => {
-  /** Writes `raw` on one connection; resolves with what came back once `answers` whole answers arrived, or the gateway closed it. */
-  function onTheWire(raw: string, answers: number): Promise<{ text: string; closed: boolean }> {
+  /** Writes `raw` on one connection; resolves with what came back once `answers` whole answers (heads only: `bodies` false) arrived, or the gateway closed it. */
+  function onTheWire(raw: string, answers: number, bodies = true): Promise<{ text: string; closed: boolean }> {
     const { hostname, port } = new URL(env.url)
     return new Promise((resolve, reject) => {
       const socket = connect({ host: hostname, port: Number(port) })
@@ -129,7 +129,7 @@ describe("a hit's head rendered ahead (issue 17)", () => {
         const whole = heads.filter((h) => {
           const length = Number(/\r\ncontent-length: (\d+)\r\n/i.exec(h)?.[1] ?? NaN)
           const start = h.indexOf('\r\n\r\n')
-          return start !== -1 && h.length - start - 4 >= length
+          return start !== -1 && (!bodies || h.length - start - 4 >= length)
         })
         if (whole.length >= answers) finish(false)
       })
@@ -193,6 +193,20 @@ describe("a hit's head rendered ahead (issue 17)", () => {
       ['route-2', 200, 'REFRESH', 'wire'],
     ])
     expect(lines[0]?.bytes).toBe(Buffer.byteLength(miss.text, 'latin1'))
+  })
+
+  it('answers HEAD of a cached report with its head and no body, on a connection kept alive', async () => {
+    await get(REPORT, { 'x-api-key': WIRE_KEY })
+    const head = `HEAD ${REPORT} HTTP/1.1\r\nhost: gw\r\nx-api-key: ${WIRE_KEY}\r\n\r\n`
+    const { text, closed } = await onTheWire(head + head, 2, false)
+    expect(closed).toBe(false)
+    const answers = text.split(/(?=HTTP\/1\.1 )/)
+    expect(answers).toHaveLength(2)
+    for (const answer of answers) {
+      expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/)
+      expect(answer).toMatch(/\r\ncontent-length: \d+\r\n/)
+      expect(answer.endsWith('\r\n\r\n')).toBe(true)
+    }
   })
 
   it('answers an HTTP/1.0 hit with the same headers and closes the connection, as writeHead does', async () => {
