@@ -144,55 +144,85 @@ export class ReplicaLock {
   }
 
   async #waitForFill<T>(key: string, check: () => Promise<T | null>, deadline: number): Promise<FillWait<T>> {
-    while (Date.now() < deadline) {
-      const news = await this.#nextAnnouncement(key, Math.min(this.#pollMs, deadline - Date.now()))
-      // An unsealed bus carries what anyone who may write to Redis publishes: its word
-      // of a failure (and the answer in it) is taken only as a cue to read again.
-      if (news?.failure && this.#bus.authenticated) return { kind: 'failed', failure: news.failure }
-      const found = await check()
-      if (found !== null) return { kind: 'found', value: found }
-      // The leader announced and still nothing: it did not store; stop waiting.
-      // With Redis out no announcement can come, nor can the leader store: stop too.
-      if (news || this.#breaker.state === 'open') return { kind: 'none' }
-      // No word: if the lock lapsed, its holder died. Take over (one waiter wins).
-      const lease = await this.#take(key)
-      if (lease === undefined) return { kind: 'none' }
-      if (lease) {
-        // The leader may have stored and released between the check and the take.
-        const late = await check()
-        if (late === null) return { kind: 'lead', lease }
-        await lease.release()
-        return { kind: 'found', value: late }
-      }
+    // The leader's word is heard for the whole wait, not only between polls: it comes on
+    // the subscriber's connection, and may arrive while this waiter reads L2 or tries the
+    // lock on the other one. Missed, the waiter would take the lock the leader let go of
+    // and call the platform again after the leader's failure.
+    const heard: News[] = []
+    let wakeUp: (() => void) | null = null
+    const listener = (news: News) => {
+      heard.push(news)
+      wakeUp?.()
     }
-    return { kind: 'timeout' }
+    this.#listen(key, listener)
+    const failureHeard = () => (this.#bus.authenticated ? heard.find((n) => n.failure)?.failure : undefined)
+    try {
+      while (Date.now() < deadline) {
+        if (heard.length === 0) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, Math.max(Math.min(this.#pollMs, deadline - Date.now()), 1))
+            wakeUp = () => {
+              clearTimeout(timer)
+              resolve()
+            }
+          })
+          wakeUp = null
+        }
+        // An unsealed bus carries what anyone who may write to Redis publishes: its word
+        // of a failure (and the answer in it) is taken only as a cue to read again.
+        const failure = failureHeard()
+        if (failure) return { kind: 'failed', failure }
+        const announced = heard.length > 0
+        const found = await check()
+        if (found !== null) return { kind: 'found', value: found }
+        // The leader announced and still nothing: it did not store; stop waiting.
+        // With Redis out no announcement can come, nor can the leader store: stop too.
+        if (announced || this.#breaker.state === 'open') return { kind: 'none' }
+        // No word: if the lock lapsed, its holder died. Take over (one waiter wins).
+        const lease = await this.#take(key)
+        if (lease === undefined) return { kind: 'none' }
+        if (lease) {
+          // The leader may have stored and released between the check and the take.
+          const late = await check()
+          if (late !== null) {
+            await lease.release()
+            return { kind: 'found', value: late }
+          }
+          // Or failed: its word, sent before its lock was deleted, may be read only now.
+          const lateFailure = failureHeard()
+          if (lateFailure) {
+            await lease.abandon()
+            return { kind: 'failed', failure: lateFailure }
+          }
+          return { kind: 'lead', lease }
+        }
+      }
+      return { kind: 'timeout' }
+    } finally {
+      this.#unlisten(key, listener)
+    }
   }
 
-  #nextAnnouncement(key: string, ms: number): Promise<News | null> {
-    return new Promise((resolve) => {
-      let set = this.#waiters.get(key)
-      if (!set) {
-        set = new Set()
-        this.#waiters.set(key, set)
-      }
-      const wake = (news: News) => {
-        clearTimeout(timer)
-        resolve(news)
-      }
-      const timer = setTimeout(() => {
-        set.delete(wake)
-        if (set.size === 0) this.#waiters.delete(key)
-        resolve(null)
-      }, Math.max(ms, 1))
-      set.add(wake)
-    })
+  #listen(key: string, listener: (news: News) => void): void {
+    let set = this.#waiters.get(key)
+    if (!set) {
+      set = new Set()
+      this.#waiters.set(key, set)
+    }
+    set.add(listener)
+  }
+
+  #unlisten(key: string, listener: (news: News) => void): void {
+    const set = this.#waiters.get(key)
+    if (!set) return
+    set.delete(listener)
+    if (set.size === 0) this.#waiters.delete(key)
   }
 
   #wake(key: string, news: News): void {
     const set = this.#waiters.get(key)
     if (!set) return
-    this.#waiters.delete(key)
-    for (const wake of set) wake(news)
+    for (const listener of [...set]) listener(news)
   }
 }
 
