@@ -95,7 +95,7 @@ export function entryResponse(
 ): EntryAnswer {
   const fields = fieldsOf(entry)
   const headers = ['x-cache', status, 'etag', gzip ? fields.etagGzip : fields.etag, 'vary', 'accept-encoding', 'cache-control', fields.cacheControl]
-  if (status === 'HIT' || status === 'STALE') headers.push('age', ageOf(entry, now))
+  if (carriesAge(status)) headers.push('age', ageOf(entry, now))
   if (ifNoneMatch !== undefined && matches(ifNoneMatch, entry.etag)) return { code: 304, headers, body: null }
   headers.push('content-type', entry.contentType)
   if (gzip) {
@@ -105,8 +105,13 @@ export function entryResponse(
   return { code: 200, headers, body: entry.identity ?? gunzipSync(entry.gzip) }
 }
 
+/** Whether an answer with `status` carries `age` (RFC 9111): it comes from the stored copy. */
+function carriesAge(status: EntryStatus): boolean {
+  return status === 'HIT' || status === 'STALE'
+}
+
 /** The `age` of an entry at `now`: whole seconds since it was fetched. */
-export function ageOf(entry: CacheEntry, now: number): string {
+function ageOf(entry: CacheEntry, now: number): string {
   return String(Math.max(0, Math.floor((now - entry.fetchedAt) / 1000)))
 }
 
@@ -160,7 +165,7 @@ export function answerRendered(res: ServerResponse, entry: CacheEntry, status: E
   const head = entryHead(entry, status, gzip)
   if (head === null || !takesRenderedHead(res)) return false
   before?.()
-  const lines = `${head}${status === 'HIT' || status === 'STALE' ? `age: ${ageOf(entry, now)}\r\n` : ''}x-request-id: ${own.reqId}\r\n`
+  const lines = `${head}${carriesAge(status) ? `age: ${ageOf(entry, now)}\r\n` : ''}x-request-id: ${own.reqId}\r\n`
   const rate = own.rate
   writeRenderedHead(res, rate ? `${lines}${POLICY_HEADER}: ${rate[0]}\r\n${STATE_HEADER}: ${rate[1]}\r\n` : lines, (gzip ? entry.gzip : entry.identity) as Buffer)
   return true
@@ -181,11 +186,12 @@ function matches(header: string | string[], tag: string): boolean {
 
 /**
  * Writes a report read's result to a Fastify reply. A plain 200 of an entry is written
- * from its rendered head (answerRendered), the reply hijacked: `own` carries what
- * Fastify's hooks would have added (the request id, the rate-limit fields), and the
- * reply keeps its `x-cache` for the access line (onResponse still runs).
+ * from its rendered head (answerRendered), the reply hijacked: `own` gives what
+ * Fastify's hooks would have added (the request id, the rate-limit fields), asked only
+ * for an entry, and the reply keeps its `x-cache` for the access line (onResponse
+ * still runs).
  */
-export function sendReport(reply: FastifyReply, result: CacheResult, requestHeaders: Headers, now: number, own: AnswerFields): FastifyReply {
+export function sendReport(reply: FastifyReply, result: CacheResult, requestHeaders: Headers, now: number, own: () => AnswerFields): FastifyReply {
   const gzip = acceptsGzip(requestHeaders['accept-encoding'])
   switch (result.kind) {
     case 'entry': {
@@ -193,7 +199,7 @@ export function sendReport(reply: FastifyReply, result: CacheResult, requestHead
         reply.hijack()
         reply.header('x-cache', result.status)
       }
-      if (answerRendered(reply.raw, result.entry, result.status, now, gzip, requestHeaders['if-none-match'], own, hijack)) return reply
+      if (answerRendered(reply.raw, result.entry, result.status, now, gzip, requestHeaders['if-none-match'], own(), hijack)) return reply
       const { code, headers, body } = entryResponse(result.entry, result.status, now, gzip, requestHeaders['if-none-match'])
       for (let i = 0; i < headers.length; i += 2) reply.header(headers[i] as string, headers[i + 1])
       return reply.code(code).send(body)

@@ -104,7 +104,7 @@ export async function reportReads(
     caller.advertisers = report.advertiserIds
     const result = await ctx.reports.read(report, key, caller.provider, readOptions(request, reply, caller, joined?.flight))
     caller.upstreamMs = result.upstreamMs ?? null
-    return sendReport(reply, result, request.headers, ctx.now(), { reqId: request.id, rate: admission.rateFields(caller) })
+    return sendReport(reply, result, request.headers, ctx.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   })
 
   app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits) }, async (request: FastifyRequest, reply: FastifyReply) => {
@@ -118,7 +118,7 @@ export async function reportReads(
     caller.advertisers = indexed.advertiserIds
     const result = await ctx.reports.read(indexed, key, caller.provider, readOptions(request, reply, caller))
     caller.upstreamMs = result.upstreamMs ?? null
-    return sendReport(reply, result, request.headers, ctx.now(), { reqId: request.id, rate: admission.rateFields(caller) })
+    return sendReport(reply, result, request.headers, ctx.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   })
 }
 
