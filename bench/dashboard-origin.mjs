@@ -1,31 +1,79 @@
-// The platform stand-in of the dashboard scenario: every report answer says when it was
-// made (`generatedAt`, epoch ms), so a caller can tell how old the data it got is,
-// whichever cache served it. Answers after BENCH_LATENCY_MS; counts report calls
-// (GET /__count → {"count":…}, DELETE /__count). Any other call (the gateway's probe)
-// is answered 200 `{}`.
+// The platform stand-in of the dashboard and capacity scenarios. Every report answer says
+// when it was made (`generatedAt`, epoch ms), so a caller can tell how old the data it
+// got is, whichever cache served it.
+//
+// Input (environment):
+//   BENCH_LATENCY_MS    how long a report call takes while at most BENCH_KNEE are in flight
+//   BENCH_KNEE          optional: calls in flight answered in BENCH_LATENCY_MS (default: no knee)
+//   BENCH_SLOPE_MS      optional: how much slower a call is per call in flight beyond the knee
+//   BENCH_REFUSE_ABOVE  optional: a call that finds this many in flight is answered 429 at
+//                       once, with `retry-after: 1` (default: none refused)
+// A call's latency is fixed when it arrives: BENCH_LATENCY_MS + BENCH_SLOPE_MS × (calls in
+// flight with it − BENCH_KNEE), when positive. Only report calls (/api/v1/report/…) are
+// counted, delayed or refused; any other call (the gateway's probe) is answered 200 `{}`.
+//
+// Control calls:
+//   GET /__count     {"count", "byRoute": {route: calls}, "refused"} since the last reset
+//   DELETE /__count  resets those counts
+//   GET /__load      {"inFlight", "meanInFlight", "peak"}: calls in flight now, and their
+//                    time-weighted mean and peak since the previous GET /__load
 //
 // Output: one line `READY {"port":…}` on stdout.
 
 import { createServer } from 'node:http'
+import { performance } from 'node:perf_hooks'
 
-const latencyMs = Number(process.env.BENCH_LATENCY_MS ?? 0)
+const numberFrom = (name, fallback) => (process.env[name] ? Number(process.env[name]) : fallback)
+const latencyMs = numberFrom('BENCH_LATENCY_MS', 0)
+const knee = numberFrom('BENCH_KNEE', Infinity)
+const slopeMs = numberFrom('BENCH_SLOPE_MS', 0)
+const refuseAbove = numberFrom('BENCH_REFUSE_ABOVE', Infinity)
 // About 2 KB of rows, like a small report.
 const rows = Array.from({ length: 30 }, (_, i) => ({ date: `2026-01-${String((i % 28) + 1).padStart(2, '0')}`, impressions: 1000 + i, clicks: 10 + i, spend: 12.5 + i }))
-let count = 0
+
+let counts = { count: 0, byRoute: {}, refused: 0 }
+// Calls in flight, and their integral over time since the last GET /__load.
+const load = { inFlight: 0, peak: 0, area: 0, changedAt: performance.now(), since: performance.now() }
+
+function setInFlight(delta) {
+  const now = performance.now()
+  load.area += load.inFlight * (now - load.changedAt)
+  load.changedAt = now
+  load.inFlight += delta
+  load.peak = Math.max(load.peak, load.inFlight)
+}
+
+function readLoad() {
+  setInFlight(0)
+  const elapsed = load.changedAt - load.since
+  const out = { inFlight: load.inFlight, meanInFlight: elapsed > 0 ? load.area / elapsed : load.inFlight, peak: load.peak }
+  Object.assign(load, { area: 0, peak: load.inFlight, since: load.changedAt })
+  return out
+}
+
+const json = (res, status, value, headers = {}) => {
+  const body = JSON.stringify(value)
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers }).end(body)
+}
 
 const server = createServer((req, res) => {
   if (req.url === '/__count') {
-    if (req.method === 'DELETE') count = 0
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ count }))
-    return
+    if (req.method === 'DELETE') counts = { count: 0, byRoute: {}, refused: 0 }
+    return json(res, 200, counts)
   }
+  if (req.url === '/__load') return json(res, 200, readLoad())
   req.resume()
-  const isReport = req.url.startsWith('/api/v1/report/')
-  if (isReport) count += 1
-  setTimeout(() => {
-    const body = isReport ? JSON.stringify({ generatedAt: Date.now(), rows }) : '{}'
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body)
-  }, isReport ? latencyMs : 0)
+  if (!req.url.startsWith('/api/v1/report/')) return json(res, 200, {})
+  const route = req.url.split('?')[0]
+  counts.count += 1
+  counts.byRoute[route] = (counts.byRoute[route] ?? 0) + 1
+  if (load.inFlight >= refuseAbove) {
+    counts.refused += 1
+    return json(res, 429, { message: 'Too Many Attempts.' }, { 'retry-after': '1' })
+  }
+  setInFlight(1)
+  res.once('close', () => setInFlight(-1))
+  setTimeout(() => json(res, 200, { generatedAt: Date.now(), rows }), latencyMs + slopeMs * Math.max(0, load.inFlight - knee))
 })
 server.keepAliveTimeout = 65_000
 server.listen(0, '127.0.0.1', () => {

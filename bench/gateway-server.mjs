@@ -72,7 +72,8 @@ const env = {
   PLATFORM_BASE_URL: required('BENCH_PLATFORM_URL'),
   PLATFORM_TOKEN: required('BENCH_PLATFORM_TOKEN'),
   CONFIG_FILE: VIRTUAL_CONFIG,
-  ...(process.env.BENCH_REDIS_URL ? { REDIS_URL: process.env.BENCH_REDIS_URL } : {}),
+  // The gateway takes Redis only with GATEWAY_SECRET; every bench gateway shares this one.
+  ...(process.env.BENCH_REDIS_URL ? { REDIS_URL: process.env.BENCH_REDIS_URL, GATEWAY_SECRET: process.env.BENCH_GATEWAY_SECRET ?? 'bench-gateway-secret-0123456789abcdef' } : {}),
 }
 
 const config = loadConfig({ env, readFile: (path) => (path === VIRTUAL_CONFIG ? yaml : readFileSync(path, 'utf8')) })

@@ -100,7 +100,7 @@ export function createMetrics() {
     }),
     platformRefused: new Counter({
       name: 'gateway_platform_refused_total',
-      help: 'Calls refused with GW_OVERLOADED before reaching the platform, by credential and reason (queue_full, team_queue_full: a team share of the queue, queue_timeout, paused)',
+      help: 'Calls refused with GW_OVERLOADED before reaching the platform, by credential and reason (queue_full, team_queue_full: a team ceiling, displaced: pushed out of a full queue by a team with fewer calls waiting, queue_timeout, paused)',
       labelNames: ['credential', 'reason'] as const,
       registers: [registry],
     }),
@@ -118,8 +118,26 @@ export function createMetrics() {
     }),
     platformPermitsLost: new Counter({
       name: 'gateway_platform_permits_lost_total',
-      help: 'Permit leases that could not be renewed while their call ran (Redis out or too slow): the call went on',
+      help: 'Permit leases of calls still running that Redis had lost (a restart, a lapse while it could not be reached): written back',
       labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
+    platformLimit: new Gauge({
+      name: 'gateway_platform_concurrency_limit',
+      help: 'The limit in force of platform calls in flight at once, by credential: learned from the platform (platform.adaptive), or platform.maxConcurrent',
+      labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
+    platformLatencyFloor: new Gauge({
+      name: 'gateway_platform_latency_floor_seconds',
+      help: 'The platform latency floor the learned limit compares answers with (the most common kind of call), by credential',
+      labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
+    platformLimitChanges: new Counter({
+      name: 'gateway_platform_concurrency_limit_changes_total',
+      help: 'Changes of the learned limit made on this replica, by credential and direction (up, down, cut: halved on errors from several routes)',
+      labelNames: ['credential', 'direction'] as const,
       registers: [registry],
     }),
     platformPauses: new Counter({

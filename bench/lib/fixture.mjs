@@ -58,7 +58,8 @@ export async function startSandbox() {
 
 /**
  * The shared set-up: Redis, the sandbox, team A's key (`teamKey`, team "bench") and team
- * B's (`teamBKey`, team "bench-b"), the admin token, and `startGateway`.
+ * B's (`teamBKey`, team "bench-b"), the admin token, the two teams as a config's `teams`,
+ * and `startGateway`.
  */
 export async function setUp(notes) {
   const redisUrl = await startRedis(notes)
@@ -105,7 +106,13 @@ export async function setUp(notes) {
     if (r.status !== 200 || r.headers['x-cache'] !== want) throw new Error(`${gw.name}: expected 200 x-cache ${want}, got ${r.status} ${r.headers['x-cache']}: ${r.body.toString('utf8').slice(0, 300)}`)
     return r
   }
-  return { redisUrl, sandbox, teamKey, teamBKey, adminToken, startGateway, reportHeaders, purge, metrics, expectCache }
+  // The same two teams as a config's `teams`, with the gateway's defaults for everything
+  // bench/gateway-server.mjs sets (no rate limit, no share), for startMainGateway.
+  const teams = {
+    bench: { keys: [gatewayEnv.BENCH_TEAM_KEY_HASH], advertisers: [100, 101, 102, 103] },
+    'bench-b': { keys: [gatewayEnv.BENCH_TEAM_B_KEY_HASH], advertisers: [100, 101, 102, 103] },
+  }
+  return { redisUrl, sandbox, teamKey, teamBKey, adminToken, teams, startGateway, reportHeaders, purge, metrics, expectCache }
 }
 
 /**
@@ -115,9 +122,9 @@ export async function setUp(notes) {
  * from `config`. The gateway's other variables inherited from this shell (REDIS_URL,
  * ADMIN_TOKEN, DEMO, *_FILE, ...) are removed, so the set-up is exactly this one. Ready
  * once the admin listener (opened after the proxy's) answers /readyz 200, with Redis
- * connected when there is one.
+ * connected when there is one. `env`: more variables (GATEWAY_SECRET, ADMIN_TOKEN).
  */
-export async function startMainGateway(name, { platformUrl, platformToken, config, redisUrl = null, logLevel = 'warn', timeoutMs = 20_000 }) {
+export async function startMainGateway(name, { platformUrl, platformToken, config, redisUrl = null, logLevel = 'warn', timeoutMs = 20_000, env: extraEnv = {} }) {
   const { ENV_KEYS } = await import('../../dist/config/sources.js')
   const [port, adminPort] = [await freePort(), await freePort()]
   const configFile = join(tmp, `${name}.yaml`)
@@ -136,7 +143,9 @@ export async function startMainGateway(name, { platformUrl, platformToken, confi
     PLATFORM_BASE_URL: platformUrl,
     PLATFORM_TOKEN: platformToken,
     CONFIG_FILE: configFile,
-    ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
+    // The gateway takes Redis only with GATEWAY_SECRET (as bench/gateway-server.mjs).
+    ...(redisUrl ? { REDIS_URL: redisUrl, GATEWAY_SECRET: 'bench-gateway-secret-0123456789abcdef' } : {}),
+    ...extraEnv,
   })
   const [cmd, args] = pin(SERVER_CORE, process.execPath, ['dist/main.js'])
   const p = await launch(name, cmd, args, { env })

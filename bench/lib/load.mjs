@@ -4,7 +4,7 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Client, request } from 'undici'
+import { Agent, Client, request } from 'undici'
 import { BENCH, LOAD_CORE, pin, runToEnd } from './processes.mjs'
 import { percentile } from './stats.mjs'
 
@@ -66,15 +66,55 @@ export async function stampede(groups, path, { key, before, countCalls }) {
   }
 }
 
-/** One GET with the team key, read to its end; its time from dispatch to last byte and its status (or error code). */
+/**
+ * One GET with the team key, read to its end; its time from dispatch to last byte, its
+ * status (or error code) and its retry-after header (null without one).
+ */
 export async function timedGet(agent, url, key) {
   const t0 = performance.now()
   try {
     const r = await request(url, { dispatcher: agent, headers: { 'x-api-key': key, 'accept-encoding': 'gzip' } })
     await r.body.dump()
-    return { ms: performance.now() - t0, status: r.statusCode }
+    return { ms: performance.now() - t0, status: r.statusCode, retryAfter: r.headers['retry-after'] ?? null }
   } catch (err) {
-    return { ms: performance.now() - t0, status: err.code ?? 'error' }
+    return { ms: performance.now() - t0, status: err.code ?? 'error', retryAfter: null }
+  }
+}
+
+const day = (d) => new Date(Date.UTC(1990, 0, 1 + d)).toISOString().slice(0, 10)
+let nextMiss = 0
+/** A report on `route` never asked before in this run (a miss): a 7-day window from 1990 on, one of four advertisers. */
+export function neverAsked(route) {
+  const i = nextMiss++
+  const first = Math.floor(i / 4)
+  return `${route}?advertiserId=${100 + (i % 4)}&dateFrom=${day(first)}&dateTo=${day(first + 6)}&byDate=1`
+}
+
+/**
+ * `callers` callers in a closed loop, each sending `nextPath()` with `key` to the next of
+ * `origins` in turn as soon as its last answer is in, until `stop()` or `maxSeconds`. A
+ * caller refused (429/503) waits as a polite client does: the answer's retry-after (1 s
+ * without one, at most 5 s). `stop()` resolves, once every caller is done, with every
+ * answer, { ms, status, at } (`at`: performance.now() when it was in).
+ */
+export function closedLoop({ origins, key, callers, nextPath, maxSeconds }) {
+  const agent = new Agent({ connections: callers + 10, keepAliveTimeout: 60_000, headersTimeout: 60_000, bodyTimeout: 60_000 })
+  const answers = []
+  const until = performance.now() + maxSeconds * 1000
+  let stopped = false
+  let turn = 0
+  const workers = Array.from({ length: callers }, async () => {
+    while (!stopped && performance.now() < until) {
+      const r = await timedGet(agent, `${origins[turn++ % origins.length]}${nextPath()}`, key)
+      answers.push({ ms: r.ms, status: r.status, at: performance.now() })
+      if (r.status === 429 || r.status === 503) await sleep(Math.min(5, Number(r.retryAfter) || 1) * 1000)
+    }
+  })
+  return async () => {
+    stopped = true
+    await Promise.all(workers)
+    await agent.close()
+    return answers
   }
 }
 

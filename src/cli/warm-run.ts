@@ -86,7 +86,7 @@ async function fetchSameOrigin(opts: WarmOptions, url: string): Promise<Response
   const signal = AbortSignal.timeout(opts.timeoutMs)
   const origin = new URL(url).origin
   for (let hops = 0; ; hops++) {
-    const res = await fetch(url, { headers: { 'x-api-key': opts.apiKey, 'x-request-id': `cache-warm-${randomUUID()}` }, redirect: 'manual', signal })
+    const res = await fetch(url, { headers: { 'x-api-key': opts.apiKey, 'x-request-id': `cache-warm-${randomUUID()}`, 'x-cache-warm': '1' }, redirect: 'manual', signal })
     const location = res.headers.get('location')
     if (res.status < 300 || res.status > 399 || location === null || hops === MAX_REDIRECTS) return res
     await res.arrayBuffer()

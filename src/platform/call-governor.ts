@@ -1,33 +1,37 @@
 import type { Logger } from 'pino'
 import { OverloadedError } from '../errors.js'
-import { MemoryPermits, type Permits, type Release, type Taken } from './permits.js'
+import { FairQueue, type Priority, type Queued } from './fair-queue.js'
+import { BACKGROUND_TEAM, MemoryPermits, type Permits, type Release, type Taken } from './permits.js'
 
 export type { Release } from './permits.js'
+export type { Priority } from './fair-queue.js'
 
 export interface Timers {
   set(fn: () => void, ms: number): unknown
   clear(handle: unknown): void
 }
 
-export type RefusalReason = 'queue_full' | 'team_queue_full' | 'queue_timeout' | 'paused'
+export type RefusalReason = 'queue_full' | 'team_queue_full' | 'displaced' | 'queue_timeout' | 'paused'
 
-/** A team's bulkhead: the most calls it may have in flight, and waiting, on this credential. */
+/** A team's own ceilings on its credential (teams[].maxConcurrent, queue); null: none. */
 export interface TeamLimits {
-  maxConcurrent: number
-  queue: number
+  maxConcurrent: number | null
+  queue: number | null
 }
 
 export interface GovernorOptions {
   credential: string
-  /** Calls in flight at once. */
+  /** The ceiling of the limit in force (platform.maxConcurrent). */
   maxConcurrent: number
-  /** Calls waiting for a slot; one more is refused. */
+  /** The limit in force at start; the learned limit moves it (setLimit). Default maxConcurrent. */
+  limit?: number
+  /** Calls waiting for a slot; one more displaces a call with less claim to its place, or is refused. */
   queueLimit: number
   /** Longest wait for a slot. */
   queueTimeoutMs: number
   /** A team's share of the slots, relative to the others' (default 1). */
   weightOf?: (team: string) => number
-  /** A team's bulkhead (issue 15); default half of maxConcurrent and of queueLimit, rounded up. */
+  /** A team's own ceilings, as an operator set them; none by default. */
   limitsOf?: (team: string) => { maxConcurrent?: number | null; queue?: number | null } | undefined
   log: Pick<Logger, 'info' | 'warn'>
   now?: () => number
@@ -36,23 +40,27 @@ export interface GovernorOptions {
   onRefused?: (reason: RefusalReason) => void
   /** A pause began on this replica. */
   onPaused?: () => void
-  /** Who may start a call (issue 15): default maxConcurrent on this replica, no team leases. */
+  /** Who may start a call: default counted on this replica. */
   permits?: Permits
 }
 
-/** A background call found no idle slot: it is skipped, not queued (issue 17). */
+/** How a call waits: its priority, and for a refresh ahead how urgent it is now. */
+export interface CallClass {
+  priority?: Priority
+  urgency?: () => number
+}
+
+/**
+ * A background call (a refresh, a warm-up) got no slot before its time was up, was
+ * displaced by a caller's call, or met a pause: it is dropped, no caller waited for it.
+ */
 export class NoIdleSlotError extends Error {
   constructor(credential: string) {
-    super(`no idle platform slot of credential ${credential} for a background call`)
+    super(`no platform slot of credential ${credential} for a background call in time`)
   }
 }
 
-// Background calls (refreshes ahead) take at most this share of the slots.
-const BACKGROUND_SHARE = 4
-const BACKGROUND_TEAM = '(background)'
-
-interface Waiter {
-  team: string
+interface Waiter extends Queued {
   /** Left the queue (its time is up, or its callers hung up) while a permit was being taken for it. */
   gone: boolean
   expiresAt: number
@@ -78,46 +86,45 @@ const realTimers: Timers = {
 }
 
 /**
- * The platform calls of one credential on one replica (issue #8): a call starts with a
- * permit (permits.ts: counted on this replica, or leased across replicas in Redis), the
- * rest queued per team and served round-robin (a team's weight is how many calls it gets
- * per turn), so that one team's burst costs another team at most about one platform
- * latency. While the platform has throttled the credential (a 429), nothing starts; a
- * call whose wait could not end in time is refused at once. Permits are taken one at a
- * time, in turn order; a call refused one waits for a release here, a peer's notice
- * (wake) or the permits' retry interval.
+ * The platform calls of one credential on one replica. A call starts with a permit
+ * (permits.ts: counted on this replica, or leased across replicas in Redis) while fewer
+ * than the limit in force are in flight; the others wait in a fair queue (fair-queue.ts:
+ * priorities, max-min shares by weight, push-out), so a team alone uses every slot and a
+ * team that arrives gets the next slot that frees. While the platform has throttled the
+ * credential (a 429), nothing starts; a call whose wait could not end in time is refused
+ * at once. Permits are taken one at a time, in queue order; a call refused one waits for
+ * a release here, a peer's notice (wake) or the permits' retry interval.
  */
 export class CallGovernor {
   readonly credential: string
   readonly #o: GovernorOptions
   readonly #now: () => number
   readonly #timers: Timers
+  #limit: number
   #inFlight = 0
+  // Callers' calls in flight per team: the shares the queue is fair by.
   readonly #teamInFlight = new Map<string, number>()
-  #queued = 0
-  readonly #queues = new Map<string, Waiter[]>()
-  // Teams with queued calls, in turn order; #at is the team whose turn it is.
-  readonly #ring: string[] = []
-  #at = 0
-  #credit = 0
+  readonly #queue = new FairQueue<Waiter>()
+  #seq = 0
   #pausedUntil = 0
   #resumeTimer: unknown = null
   #strikes = 0
   // The team whose call began the pause under way ('(gateway)' for the probe call, or a peer's team).
   #pausedBy = ''
   readonly #permits: Permits
-  // A permit is being taken (one at a time, in turn order); #again: look again after it.
+  // A permit is being taken (one at a time, in queue order); #again: look again after it.
   #taking = false
   #again = false
   #retryTimer: unknown = null
-  #background = 0
+  readonly #shares = { weight: (team: string) => this.#weight(team) }
 
   constructor(opts: GovernorOptions) {
     this.credential = opts.credential
     this.#o = opts
     this.#now = opts.now ?? Date.now
     this.#timers = opts.timers ?? realTimers
-    this.#permits = opts.permits ?? new MemoryPermits(opts.maxConcurrent)
+    this.#limit = clampLimit(opts.limit ?? opts.maxConcurrent, opts.maxConcurrent)
+    this.#permits = opts.permits ?? new MemoryPermits()
   }
 
   /** Permits this replica holds. */
@@ -125,14 +132,27 @@ export class CallGovernor {
     return this.#permits.held
   }
 
-  /** Calls waiting per team. */
+  /** The most calls in flight at once now: the learned limit, or the fixed cap. */
+  get limit(): number {
+    return this.#limit
+  }
+
+  /** A new limit in force (the learned one), within 1..maxConcurrent; a higher one starts queued calls. */
+  setLimit(limit: number): void {
+    const next = clampLimit(limit, this.#o.maxConcurrent)
+    const raised = next > this.#limit
+    this.#limit = next
+    if (raised) this.wake()
+  }
+
+  /** Callers' calls waiting per team. */
   waiting(): Map<string, number> {
-    return new Map([...this.#queues].map(([team, queue]) => [team, queue.length]))
+    return this.#queue.waitingByTeam()
   }
 
   /** A permit may have come free elsewhere (another replica's notice): queued calls try again. */
   wake(): void {
-    if (this.#queued > 0) this.#dispatch()
+    if (this.#queue.size > 0) this.#dispatch()
   }
 
   get inFlight(): number {
@@ -140,7 +160,7 @@ export class CallGovernor {
   }
 
   get queued(): number {
-    return this.#queued
+    return this.#queue.size
   }
 
   /** Until when (epoch ms) the credential is paused; 0 when it is not. */
@@ -150,24 +170,30 @@ export class CallGovernor {
 
   /**
    * A slot for one call of `team`. Waits no longer than queueTimeout nor past
-   * `deadline` (epoch ms): GW_OVERLOADED then, as when the queue is full. Rejects with
-   * the signal's reason when it aborts, and the call leaves the queue.
+   * `deadline` (epoch ms): GW_OVERLOADED then (NoIdleSlotError for background work), as
+   * when the queue is full. Rejects with the signal's reason when it aborts, and the call
+   * leaves the queue.
    */
-  acquire(team: string, signal?: AbortSignal, deadline = Infinity): Promise<Release> {
+  acquire(team: string, signal?: AbortSignal, deadline = Infinity, how: CallClass = {}): Promise<Release> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
+    const priority = how.priority ?? 'caller'
     const now = this.#now()
     const limits = this.limitsOf(team)
-    // After every dispatch either no permit is free or every queued team is at its cap, so a
-    // call of a team under its cap with nothing queued is let in past the queue's limits:
-    // it waits only while its permit is taken.
-    const startsNow = this.#inFlight < this.#o.maxConcurrent && !this.#queues.has(team) && this.#running(team) < limits.maxConcurrent && !this.#isPaused(now)
-    if (!startsNow && this.#queued >= this.#o.queueLimit) return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`))
-    // One team's burst fills its own share of the queue, never the other teams' (issue 15).
-    if (!startsNow && (this.#queues.get(team)?.length ?? 0) >= limits.queue) {
-      return Promise.reject(this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`))
-    }
     const expiresAt = Math.min(now + this.#o.queueTimeoutMs, deadline)
-    if (this.#pausedUntil > expiresAt) return Promise.reject(this.#refuse('paused', this.#pauseText()))
+    if (this.#pausedUntil > expiresAt) return Promise.reject(this.#refuse('paused', this.#pauseText(), priority))
+    const startsNow = this.#queue.size === 0 && this.#inFlight < this.#limit && !this.#atCeiling(team, priority) && !this.#isPaused(now)
+    if (!startsNow) {
+      // One team's burst fills at most the ceiling an operator gave its queue.
+      if (priority === 'caller' && limits.queue !== null && limits.queue < this.#o.queueLimit && this.#queue.count(team) >= limits.queue) {
+        return Promise.reject(this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority))
+      }
+      const out = this.#queue.displaced({ team, priority }, this.#o.queueLimit, this.#shares)
+      if (out === 'refuse') return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`, priority))
+      if (out) {
+        this.#remove(out)
+        out.reject(this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority))
+      }
+    }
     return new Promise<Release>((resolve, reject) => {
       const onAbort = () => {
         this.#remove(waiter)
@@ -175,13 +201,16 @@ export class CallGovernor {
       }
       const waiter: Waiter = {
         team,
+        priority,
+        seq: this.#seq++,
+        ...(how.urgency ? { urgency: how.urgency } : {}),
         gone: false,
         expiresAt,
         // A signal that aborts at the deadline ends the wait itself, with its own reason
         // (the call's timeout): a timer of ours for the same instant would race it.
         timer: signal && deadline <= now + this.#o.queueTimeoutMs ? null : this.#timers.set(() => {
           this.#remove(waiter)
-          reject(this.#refuse('queue_timeout', `no platform slot of credential ${this.credential} within ${Math.max(0, expiresAt - now)} ms`))
+          reject(this.#refuse('queue_timeout', `no platform slot of credential ${this.credential} within ${Math.max(0, expiresAt - now)} ms`, priority))
         }, expiresAt - now),
         resolve,
         reject,
@@ -191,39 +220,9 @@ export class CallGovernor {
         },
       }
       signal?.addEventListener('abort', onAbort, { once: true })
-      this.#enqueue(waiter)
+      this.#queue.push(waiter)
       this.#dispatch()
     })
-  }
-
-  /**
-   * A slot for a background call (a refresh ahead), or null: only while no caller's call
-   * waits, a slot is free and background calls hold under a quarter of the slots (at
-   * least one), so it never takes a slot a waiting caller needs. It never queues.
-   */
-  tryBackground(): Release | null | Promise<Release | null> {
-    if (this.#queued > 0 || this.#taking || this.#inFlight >= this.#o.maxConcurrent || this.#isPaused(this.#now())) return null
-    const share = Math.max(1, Math.floor(this.#o.maxConcurrent / BACKGROUND_SHARE))
-    if (this.#background >= share) return null
-    // Held while the permit is taken, so two refreshes cannot both pass the share check.
-    this.#background += 1
-    const granted = (taken: Taken): Release | null => {
-      if ('full' in taken) {
-        this.#background -= 1
-        return null
-      }
-      const release = this.#start(BACKGROUND_TEAM, taken.release)
-      let released = false
-      return () => {
-        if (released) return
-        released = true
-        this.#background -= 1
-        release()
-      }
-    }
-    // The background share is a team cap, so it holds across replicas with leased permits.
-    const taking = this.#permits.take(BACKGROUND_TEAM, share)
-    return taking instanceof Promise ? taking.then(granted) : granted(taking)
   }
 
   /**
@@ -258,12 +257,10 @@ export class CallGovernor {
       this.#o.onPaused?.()
     }
     // Calls that would still be waiting when their time is up are told so now.
-    for (const queue of [...this.#queues.values()]) {
-      for (const waiter of [...queue]) {
-        if (waiter.expiresAt < until) {
-          this.#remove(waiter)
-          waiter.reject(this.#refuse('paused', this.#pauseText()))
-        }
+    for (const waiter of this.#queue.all()) {
+      if (waiter.expiresAt < until) {
+        this.#remove(waiter)
+        waiter.reject(this.#refuse('paused', this.#pauseText(), waiter.priority))
       }
     }
     if (this.#resumeTimer !== null) this.#timers.clear(this.#resumeTimer)
@@ -285,7 +282,7 @@ export class CallGovernor {
       this.#resumeTimer = this.#timers.set(() => this.#resume(), this.#pausedUntil - now)
       return
     }
-    this.#o.log.info({ credential: this.credential, scope: 'credential', team: this.#pausedBy, source, queued: this.#queued }, 'platform credential resumed')
+    this.#o.log.info({ credential: this.credential, scope: 'credential', team: this.#pausedBy, source, queued: this.#queue.size }, 'platform credential resumed')
     this.#dispatch()
   }
 
@@ -297,22 +294,24 @@ export class CallGovernor {
     return `credential ${this.credential} is paused by the platform for ${Math.ceil((this.#pausedUntil - this.#now()) / 1000)} s`
   }
 
-  #refuse(reason: RefusalReason, text: string): Error {
+  /** GW_OVERLOADED with a retry-after for a caller's call; a background call is dropped quietly. */
+  #refuse(reason: RefusalReason, text: string, priority: Priority): Error {
     this.#o.onRefused?.(reason)
+    if (priority === 'ahead' || priority === 'swr') return new NoIdleSlotError(this.credential)
     const waitMs = this.#pausedUntil - this.#now()
     return Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, Math.ceil(waitMs / 1000)) })
   }
 
-  /** The team's bulkhead as its config gives it, with the credential's halves as defaults. */
+  /** The team's own ceilings as its config gives them (null: none), bounded by the credential's. */
   limitsOf(team: string): TeamLimits {
     const own = this.#o.limitsOf?.(team)
     return {
-      maxConcurrent: Math.min(own?.maxConcurrent ?? Math.ceil(this.#o.maxConcurrent / 2), this.#o.maxConcurrent),
-      queue: Math.min(own?.queue ?? Math.ceil(this.#o.queueLimit / 2), this.#o.queueLimit),
+      maxConcurrent: own?.maxConcurrent == null ? null : Math.min(own.maxConcurrent, this.#o.maxConcurrent),
+      queue: own?.queue == null ? null : Math.min(own.queue, this.#o.queueLimit),
     }
   }
 
-  /** Calls of `team` in flight on this replica. */
+  /** Callers' calls of `team` in flight on this replica. */
   running(team: string): number {
     return this.#running(team)
   }
@@ -321,64 +320,36 @@ export class CallGovernor {
     return this.#teamInFlight.get(team) ?? 0
   }
 
-  #start(team: string, permit: Release): Release {
+  /** Whether a call of `team` at `priority` waits for its team's own ceiling. */
+  #atCeiling(team: string, priority: Priority): boolean {
+    if (priority !== 'caller') return false
+    const cap = this.limitsOf(team).maxConcurrent
+    return cap !== null && this.#running(team) >= cap
+  }
+
+  #start(waiter: Pick<Waiter, 'team' | 'priority'>, permit: Release): Release {
+    const { team, priority } = waiter
     this.#inFlight += 1
-    this.#teamInFlight.set(team, this.#running(team) + 1)
+    if (priority === 'caller') this.#teamInFlight.set(team, this.#running(team) + 1)
     let released = false
     return () => {
       if (released) return
       released = true
       permit()
       this.#inFlight -= 1
-      const left = this.#running(team) - 1
-      if (left > 0) this.#teamInFlight.set(team, left)
-      else this.#teamInFlight.delete(team)
+      if (priority === 'caller') {
+        const left = this.#running(team) - 1
+        if (left > 0) this.#teamInFlight.set(team, left)
+        else this.#teamInFlight.delete(team)
+      }
       this.#dispatch()
     }
-  }
-
-  #enqueue(waiter: Waiter): void {
-    let queue = this.#queues.get(waiter.team)
-    if (!queue) {
-      queue = []
-      this.#queues.set(waiter.team, queue)
-      this.#ring.push(waiter.team)
-      if (this.#ring.length === 1) {
-        this.#at = 0
-        this.#credit = this.#weight(waiter.team)
-      }
-    }
-    queue.push(waiter)
-    this.#queued += 1
   }
 
   #remove(waiter: Waiter): void {
     waiter.gone = true
     waiter.detach()
-    const queue = this.#queues.get(waiter.team)
-    const i = queue?.indexOf(waiter) ?? -1
-    if (!queue || i === -1) return
-    queue.splice(i, 1)
-    this.#queued -= 1
-    if (queue.length === 0) this.#dropTeam(waiter.team)
-  }
-
-  #dropTeam(team: string): void {
-    this.#queues.delete(team)
-    const i = this.#ring.indexOf(team)
-    this.#ring.splice(i, 1)
-    if (i < this.#at) this.#at -= 1
-    else if (i === this.#at) this.#nextTurn(false)
-  }
-
-  /** The turn passes to the next team in the ring (`advance`), or to the one now at #at. */
-  #nextTurn(advance: boolean): void {
-    if (this.#ring.length === 0) {
-      this.#at = 0
-      return
-    }
-    this.#at = ((advance ? this.#at + 1 : this.#at) % this.#ring.length + this.#ring.length) % this.#ring.length
-    this.#credit = this.#weight(this.#ring[this.#at] as string)
+    this.#queue.remove(waiter)
   }
 
   #dispatch(): void {
@@ -390,31 +361,32 @@ export class CallGovernor {
     this.#serve().catch((err: Error) => this.#o.log.warn({ err: { message: err.message }, credential: this.credential }, 'the platform call queue stopped serving'))
   }
 
-  /** Takes permits for queued calls in turn order until none is free, every waiting team is at its cap, or the queue is empty. */
+  /**
+   * Takes permits for queued calls in queue order while fewer than the limit are in
+   * flight, until none is free, every waiting call's team is at its ceiling or refused
+   * one this round, or the queue is empty.
+   */
   async #serve(): Promise<void> {
     this.#taking = true
     try {
       do {
         this.#again = false
-        // Teams whose cap across replicas is reached this round: the free permits are the other teams'.
-        const full = new Set<string>()
-        while (this.#queued > 0 && !this.#isPaused(this.#now())) {
-          const turn = { at: this.#at, credit: this.#credit }
-          const team = this.#nextEligible(full)
-          if (team === null) break
-          const waiter = (this.#queues.get(team) as Waiter[])[0] as Waiter
-          const taking = this.#permits.take(team, this.limitsOf(team).maxConcurrent)
+        // Whose calls wait this round: their team is at its ceiling or was refused a permit
+        // (the teams of the other replicas come first); background work counts as one team.
+        const refused = new Set<string>()
+        const skip = (w: Waiter) => refused.has(permitTeam(w)) || this.#atCeiling(w.team, w.priority)
+        while (this.#queue.size > 0 && this.#inFlight < this.#limit && !this.#isPaused(this.#now())) {
+          const waiter = this.#queue.next(skip)
+          if (waiter === null) break
+          const team = permitTeam(waiter)
+          const taking = this.#permits.take({ team, priority: waiter.priority, weight: this.#weight(waiter.team), cap: waiter.priority === 'caller' ? this.limitsOf(waiter.team).maxConcurrent : null, limit: this.#limit })
           // Counted on this replica, a permit is had at once: the queue moves without a tick.
-          const taken = taking instanceof Promise ? await taking : taking
+          const taken: Taken = taking instanceof Promise ? await taking : taking
           if ('full' in taken) {
             this.#retryLater()
-            if (taken.full === 'credential') {
-              // No permit for anyone: the turn stays where it was, not with a team passed over for being at its cap.
-              this.#at = Math.min(turn.at, Math.max(0, this.#ring.length - 1))
-              this.#credit = turn.credit
-              break
-            }
-            full.add(team)
+            // No permit for anyone: the queue waits for a release, a notice or the retry.
+            if (taken.full === 'credential') break
+            refused.add(team)
             continue
           }
           // Its time ran out, its callers hung up, or a pause began while the permit was taken.
@@ -423,11 +395,8 @@ export class CallGovernor {
             continue
           }
           this.#remove(waiter)
-          if (this.#ring[this.#at] === team && this.#queues.has(team)) {
-            this.#credit -= 1
-            if (this.#credit <= 0) this.#nextTurn(true)
-          }
-          waiter.resolve(this.#start(team, taken.release))
+          if (waiter.priority === 'caller') this.#queue.started(waiter.team, this.#weight(waiter.team))
+          waiter.resolve(this.#start(waiter, taken.release))
         }
       } while (this.#again)
     } finally {
@@ -445,19 +414,18 @@ export class CallGovernor {
     }, ms)
   }
 
-  /** The team whose turn it is, passing over teams at their cap (their turn waits); null: all are. */
-  #nextEligible(full: ReadonlySet<string>): string | null {
-    for (let tried = 0; tried < this.#ring.length; tried++) {
-      const team = this.#ring[this.#at] as string
-      if (!full.has(team) && this.#running(team) < this.limitsOf(team).maxConcurrent) return team
-      this.#nextTurn(true)
-    }
-    return null
-  }
-
   #weight(team: string): number {
     return Math.max(1, this.#o.weightOf?.(team) ?? 1)
   }
+}
+
+/** Whose permits a call counts among: its team's for a caller's call, the gateway's background work's otherwise. */
+function permitTeam(waiter: Pick<Waiter, 'team' | 'priority'>): string {
+  return waiter.priority === 'caller' ? waiter.team : BACKGROUND_TEAM
+}
+
+function clampLimit(limit: number, ceiling: number): number {
+  return Math.max(1, Math.min(ceiling, Math.floor(limit)))
 }
 
 /** A retry-after header as milliseconds from `now`: delta-seconds or an HTTP date; null when absent or unreadable. */

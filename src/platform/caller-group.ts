@@ -1,3 +1,5 @@
+import { PRIORITIES, type Priority } from './fair-queue.js'
+
 /**
  * Nobody waits for the call any more: every caller that joined it has hung up. Status
  * 499 as nginx logs it ("client closed request"): there is no one to send it to.
@@ -10,27 +12,34 @@ export class CallersGoneError extends Error {
   }
 }
 
-/** Whose turn a queued call waits for: the team of its earliest caller still waiting. */
+/** Where a queued call waits: the priority of its most pressing asker, and the team of the earliest of those. */
 export interface QueueTeam {
   readonly team: string | null
-  /** `fn` runs when that team changes; the returned function stops it. */
+  readonly priority: Priority
+  /** `fn` runs when that team or priority changes; the returned function stops it. */
   onChange(fn: () => void): () => void
 }
 
+interface Asker {
+  team: string
+  priority: Priority
+}
+
 /**
- * The callers waiting on one platform call (issue 15): a call still queued for a slot is
- * dropped, without reaching the platform, once all of them have hung up. A caller
- * without a hang-up signal (a background refresh) keeps the call whatever the others do.
- * While the call waits for a slot it waits in the queue of the team of its earliest
- * caller still there (`team`): when that caller hangs up, the call moves to the next
- * one's team, not to the back of the first team's burst.
+ * The callers waiting on one platform call: a call still queued for a slot is dropped,
+ * without reaching the platform, once all of them have hung up. An asker without a
+ * hang-up signal (a background refresh) keeps the call whatever the others do. While the
+ * call waits for a slot it waits at the priority of its most pressing asker (a caller who
+ * joins a refresh makes it a caller's call) and in the queue of the team of the earliest
+ * of those (`team`): when that caller hangs up, the call moves to the next one's team,
+ * not to the back of the first team's burst.
  */
 export class CallerGroup implements QueueTeam {
   readonly #controller = new AbortController()
   #present = 0
   #pinned = false
   // In join order; a caller that hung up is removed.
-  readonly #waiting: { team: string }[] = []
+  readonly #waiting: Asker[] = []
   readonly #changed = new Set<() => void>()
 
   /** Aborts once every caller that joined has hung up. */
@@ -39,7 +48,11 @@ export class CallerGroup implements QueueTeam {
   }
 
   get team(): string | null {
-    return this.#waiting[0]?.team ?? null
+    return this.#first()?.team ?? null
+  }
+
+  get priority(): Priority {
+    return this.#first()?.priority ?? 'caller'
   }
 
   onChange(fn: () => void): () => void {
@@ -47,46 +60,60 @@ export class CallerGroup implements QueueTeam {
     return () => this.#changed.delete(fn)
   }
 
-  join(hangUp: AbortSignal | undefined, team: string): void {
+  join(hangUp: AbortSignal | undefined, team: string, priority: Priority = 'caller'): void {
+    const before = this.#first()
     if (!hangUp) {
       this.#pinned = true
-      this.#waiting.push({ team })
-      return
-    }
-    if (!hangUp.aborted) {
+      this.#waiting.push({ team, priority })
+    } else if (!hangUp.aborted) {
       this.#present += 1
-      const caller = { team }
+      const caller = { team, priority }
       this.#waiting.push(caller)
       hangUp.addEventListener('abort', () => this.#leave(caller), { once: true })
     } else if (this.#present === 0) {
       this.#leave(null)
+      return
     }
+    if (before !== undefined && this.#first() !== before) this.#changed.forEach((fn) => fn())
   }
 
-  #leave(caller: { team: string } | null): void {
-    const before = this.team
+  /** The earliest asker of the highest priority still waiting. */
+  #first(): Asker | undefined {
+    let best: Asker | undefined
+    for (const a of this.#waiting) if (!best || PRIORITIES.indexOf(a.priority) < PRIORITIES.indexOf(best.priority)) best = a
+    return best
+  }
+
+  #leave(caller: Asker | null): void {
+    const before = this.#first()
     if (caller) this.#waiting.splice(this.#waiting.indexOf(caller), 1)
     this.#present = Math.max(0, this.#present - 1)
     if (this.#present === 0 && !this.#pinned) {
       this.#controller.abort(new CallersGoneError())
       return
     }
-    if (this.team !== before) for (const fn of [...this.#changed]) fn()
+    if (this.#first() !== before) for (const fn of [...this.#changed]) fn()
   }
 }
 
 /**
- * A slot of `acquire` for a call waited for under `queue`'s team (else `team`): when that
- * team changes while the call is queued, its place is given up and taken again in the
- * new team's queue, with the same signal and deadline.
+ * A slot of `acquire` for a call waited for under `queue`'s team and priority (else
+ * `team`'s, as a caller's call): when they change while the call is queued, its place is
+ * given up and taken again in the new team's queue or at the new priority, with the same
+ * signal and deadline.
  */
-export async function slotFollowing<T>(team: string, queue: QueueTeam | undefined, signal: AbortSignal | undefined, acquire: (team: string, signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
-  if (!queue) return acquire(team, signal)
+export async function slotFollowing<T>(
+  team: string,
+  queue: QueueTeam | undefined,
+  signal: AbortSignal | undefined,
+  acquire: (team: string, signal: AbortSignal | undefined, priority: Priority) => Promise<T>,
+): Promise<T> {
+  if (!queue) return acquire(team, signal, 'caller')
   for (;;) {
     const moved = new AbortController()
     const stop = queue.onChange(() => moved.abort(MOVED))
     try {
-      return await acquire(queue.team ?? team, signal ? AbortSignal.any([signal, moved.signal]) : moved.signal)
+      return await acquire(queue.team ?? team, signal ? AbortSignal.any([signal, moved.signal]) : moved.signal, queue.priority)
     } catch (err) {
       if (err !== MOVED) throw err
     } finally {

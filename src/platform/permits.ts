@@ -1,47 +1,72 @@
 /**
- * Who may start a platform call of a credential (issue 15): a permit per call in flight,
- * at most `limit` in all and a team's cap per team. The memory implementation counts on
- * this replica (one replica, no Redis, or platform.isolation false); RedisPermits
- * (redis-permits.ts) leases them in Redis, across every replica sharing it.
+ * Who may start a platform call of a credential: a permit per call in flight, at most the
+ * limit in force in all, and a team's explicit ceiling per team. The memory implementation
+ * counts on this replica (one replica, or no Redis); RedisPermits (redis-permits.ts)
+ * leases them in Redis, across every replica sharing it, and shares the slots fairly
+ * between the teams waiting on every replica.
  */
+import type { Priority } from './fair-queue.js'
 
 /** Gives a permit back; calling it again does nothing. */
 export type Release = () => void
 
-/** A permit, or whose cap is reached: the credential's, or the team's own. */
-export type Taken = { release: Release } | { full: 'credential' | 'team' }
+/** Whose calls are counted together: a team's own calls, or the gateway's background work. */
+export const BACKGROUND_TEAM = '(background)'
+
+export interface PermitRequest {
+  /** The team whose call it is; background work (refreshes, warm-up) counts as BACKGROUND_TEAM. */
+  team: string
+  priority: Priority
+  weight: number
+  /** The team's own ceiling (teams[].maxConcurrent); null: none. */
+  cap: number | null
+  /** The limit in force across every replica. */
+  limit: number
+}
+
+/**
+ * A permit, or why none: the credential's limit is reached, the team's own ceiling is,
+ * or (across replicas) a call of a higher priority or a team with a smaller share waits
+ * elsewhere for the few permits left.
+ */
+export type Taken = { release: Release } | { full: 'credential' | 'team' | 'turn' }
 
 export interface Permits {
-  /** One permit for a call of `team`, whose own cap is `teamCap` (at once when counted here: no wait, no turn lost). */
-  take(team: string, teamCap: number): Taken | Promise<Taken>
+  /** One permit (at once when counted here: no wait, no turn lost). */
+  take(request: PermitRequest): Taken | Promise<Taken>
   /** Permits this replica holds now. */
   readonly held: number
   /** How soon a call refused here should ask again (ms): null when only a release on this replica frees one. */
   readonly retryMs: number | null
 }
 
-/** Permits counted on this replica: at most `limit`, and `teamCap` per team. */
+/** Permits counted on this replica: at most the limit in force (or `cap`, when lower), and a team's ceiling per team. */
 export class MemoryPermits implements Permits {
   readonly retryMs = null
-  readonly #limit: number
+  readonly #cap: number
   #held = 0
   readonly #teams = new Map<string, number>()
 
-  constructor(limit: number) {
-    this.#limit = limit
+  /** `cap`: this replica's own cap whatever the limit in force. */
+  constructor(cap = Infinity) {
+    this.#cap = cap
   }
 
   get held(): number {
     return this.#held
   }
 
-  /** `limit` above the replica's own: to count permits another store already granted. */
-  take(team: string, teamCap: number, limit = this.#limit): Taken {
-    if (this.#held >= limit) return { full: 'credential' }
-    const teamHeld = this.#teams.get(team) ?? 0
-    if (teamHeld >= teamCap) return { full: 'team' }
+  take(request: Pick<PermitRequest, 'team' | 'cap' | 'limit'>): Taken & {} {
+    if (this.#held >= Math.min(request.limit, this.#cap)) return { full: 'credential' }
+    const teamHeld = this.#teams.get(request.team) ?? 0
+    if (request.cap !== null && teamHeld >= request.cap) return { full: 'team' }
+    return this.grant(request.team)
+  }
+
+  /** A permit counted here whatever the caps: one another store has granted. */
+  grant(team: string): { release: Release } {
     this.#held += 1
-    this.#teams.set(team, teamHeld + 1)
+    this.#teams.set(team, (this.#teams.get(team) ?? 0) + 1)
     let released = false
     return {
       release: () => {

@@ -7,7 +7,7 @@ import type { FastifyError } from 'fastify'
 import { PlatformAuthError, PlatformRefusedError, ShuttingDownError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import type { TokenProvider, TokenState } from './token-provider.js'
 import type { PlatformGovernors } from './platform-governors.js'
-import { NoIdleSlotError, type CallGovernor, type Release } from './call-governor.js'
+import type { Priority } from './fair-queue.js'
 import type { TokenVerdicts, Verdict } from './token-verdict.js'
 import type { RefusalLog } from './refusal-log.js'
 import type { TeamUsage } from '../teams/team-usage.js'
@@ -40,8 +40,10 @@ export interface PlatformCall {
   hangUp?: AbortSignal
   /** The callers of a shared call (a report fill): it waits in the queue of the earliest one still there, not always `team`'s. */
   queue?: QueueTeam
-  /** A background call (a refresh ahead): only an idle slot, never a queued wait; NoIdleSlotError otherwise. */
-  background?: boolean
+  /** Who waits for the call: a caller (default), or background work, which waits behind every caller's call. */
+  priority?: Priority
+  /** A refresh ahead's urgency now (larger goes first among refreshes ahead). */
+  urgency?: () => number
 }
 
 export interface PlatformResponse {
@@ -248,12 +250,14 @@ export class PlatformClient {
       this.#governors.admit(credential, call)
       const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
       const governor = this.#governors.of(credential)
+      const urgency = call.urgency ? { urgency: call.urgency } : {}
       const release = call.trial
         ? () => undefined
-        : call.background
-          ? await idleSlot(governor)
-          : await slotFollowing(call.team, call.queue, waitSignal, (team, signal) => governor.acquire(team, signal, deadline))
+        : call.queue
+          ? await slotFollowing(call.team, call.queue, waitSignal, (team, signal, priority) => governor.acquire(team, signal, deadline, { priority, ...urgency }))
+          : await governor.acquire(call.team, waitSignal, deadline, { priority: call.priority ?? 'caller', ...urgency })
       const started = Date.now()
+      const inFlight = governor.inFlight
       let delay: number | null
       try {
         const res = await request(`${baseUrl}${call.url}`, {
@@ -265,12 +269,14 @@ export class PlatformClient {
         })
         for (const end of ['end', 'error', 'close']) res.body.once(end, release)
         const retryAfter = res.headers['retry-after']
-        this.#governors.observe(credential, call, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined)
+        this.#governors.observe(credential, call, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined, { latencyMs: Date.now() - started, inFlight })
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
         if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
         res.body.resume()
       } catch (err) {
         release()
+        // The call's own end (its callers gone, the shutdown) says nothing of the platform.
+        if (!call.signal?.aborted || call.signal.reason instanceof UpstreamTimeoutError) this.#governors.failed(credential, call, { latencyMs: Date.now() - started, inFlight })
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { error: err } }, started, deadline)
         if (delay === null) throw upstreamError(err)
       }
@@ -342,10 +348,4 @@ export function upstreamError(err: unknown): FastifyError {
     return new UpstreamTimeoutError({ cause: err })
   }
   return new UpstreamError(code || 'connection error', { cause: err })
-}
-
-async function idleSlot(governor: CallGovernor): Promise<Release> {
-  const release = await governor.tryBackground()
-  if (!release) throw new NoIdleSlotError(governor.credential)
-  return release
 }

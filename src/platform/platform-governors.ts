@@ -7,6 +7,8 @@ import type { RedisSeal } from '../redis-seal.js'
 import { CallGovernor, parseRetryAfter } from './call-governor.js'
 import { MemoryPermits, type Permits } from './permits.js'
 import { RedisPermits } from './redis-permits.js'
+import { LearnedLimit, type CallSample } from './learned-limit.js'
+import { DEFAULT_WINDOW_MS, LimitEstimator } from './limit-estimator.js'
 import { ESCALATION_WINDOW_MS, PAUSE_PROBE_INTERVAL_MS, pauseScope, RoutePauses, routeTemplate, type Throttle } from './throttle-pauses.js'
 import { GATEWAY_TEAM } from './gateway-team.js'
 
@@ -41,9 +43,12 @@ export interface PlatformGovernorsDeps {
   seal?: RedisSeal | null
   /** A team's weight as the running teams say (they reload, issue #8); default 1. */
   weightOf?: (team: string) => number | undefined
-  /** A team's own bulkhead as the running teams say (null: the credential's halves). */
+  /** A team's own ceilings as the running teams say (null: none). */
   limitsOf?: (team: string) => { maxConcurrent: number | null; queue: number | null } | undefined
 }
+
+/** How long a call took and how busy the credential was when it started. */
+export type CallTiming = Pick<CallSample, 'latencyMs' | 'inFlight'>
 
 /**
  * One CallGovernor per credential, and the 429 pauses shared by every replica (issue 15).
@@ -68,21 +73,21 @@ export class PlatformGovernors {
   readonly #probing = new Map<string, NodeJS.Timeout>()
   #prober: ((credential: string) => Promise<unknown>) | null = null
   readonly #leased: RedisPermits[] = []
+  readonly #learned = new Map<string, LearnedLimit>()
 
   constructor(deps: PlatformGovernorsDeps) {
     this.#d = deps
     const { platform } = deps.config
     for (const credential of Object.keys(deps.config.credentials)) {
       const refused = deps.metrics.platformRefused
-      // Before issue 15 a team could take every slot and the whole queue.
-      const whole = { maxConcurrent: platform.maxConcurrent, queue: platform.queue }
       const governor: CallGovernor = new CallGovernor({
         credential,
         maxConcurrent: platform.maxConcurrent,
+        limit: platform.adaptive ? platform.initialConcurrent : platform.maxConcurrent,
         queueLimit: platform.queue,
         queueTimeoutMs: platform.queueTimeoutMs,
         weightOf: (team) => deps.weightOf?.(team) ?? 1,
-        limitsOf: (team) => (platform.isolation ? deps.limitsOf?.(team) : whole),
+        limitsOf: (team) => (platform.isolation ? deps.limitsOf?.(team) : undefined),
         permits: this.#permits(credential, () => governor.wake()),
         log: deps.log,
         onRefused: (reason) => refused.inc({ credential, reason }),
@@ -92,6 +97,8 @@ export class PlatformGovernors {
         },
       })
       this.#governors.set(credential, governor)
+      if (platform.adaptive) this.#learned.set(credential, this.#learnedLimit(credential, governor))
+      else deps.metrics.platformLimit.set({ credential }, governor.limit)
       this.#routes.set(credential, new RoutePauses({ now: Date.now, onExpired: (route, team) => this.#routeResumed(credential, route, team, 'expired') }))
     }
   }
@@ -100,23 +107,50 @@ export class PlatformGovernors {
   #permits(credential: string, wake: () => void): Permits {
     const { config, redis, breaker, bus, log, metrics } = this.#d
     const { platform } = config
-    if (!platform.isolation) return new MemoryPermits(platform.maxConcurrent)
-    if (!redis || !breaker) return new MemoryPermits(platform.maxConcurrentPerReplica)
+    if (!platform.isolation || !redis || !breaker) return new MemoryPermits(platform.maxConcurrentPerReplica ?? Infinity)
     const permits = new RedisPermits({
       redis,
       breaker,
       bus,
-      key: `${config.redis.keyPrefix}permits:${credential}`,
+      keys: permitKeys(config.redis.keyPrefix, credential),
       credential,
-      limit: platform.maxConcurrent,
       perReplica: platform.maxConcurrentPerReplica,
       leaseMs: platform.permitLeaseMs,
       log,
-      onLost: () => metrics.platformPermitsLost.inc({ credential }),
+      onLost: (count) => metrics.platformPermitsLost.inc({ credential }, count),
       onFreed: wake,
     })
     this.#leased.push(permits)
     return permits
+  }
+
+  /** The limit in force of `credential`, learned from its calls and, with Redis, shared by the replicas. */
+  #learnedLimit(credential: string, governor: CallGovernor): LearnedLimit {
+    const { config, redis, breaker, seal, log, metrics } = this.#d
+    const { platform } = config
+    return new LearnedLimit({
+      credential,
+      governor,
+      estimator: new LimitEstimator({ initial: platform.initialConcurrent, min: platform.minConcurrent, max: platform.maxConcurrent, windowMs: DEFAULT_WINDOW_MS }),
+      windowMs: DEFAULT_WINDOW_MS,
+      shared: redis && breaker ? { redis, breaker, key: limitKey(config.redis.keyPrefix, credential), seal: seal ?? null } : null,
+      log,
+      onLimit: (limit, floorMs) => {
+        metrics.platformLimit.set({ credential }, limit)
+        if (floorMs !== null) metrics.platformLatencyFloor.set({ credential }, floorMs / 1000)
+      },
+      onChange: (direction) => metrics.platformLimitChanges.inc({ credential, direction }),
+    })
+  }
+
+  /** The latency floor the learned limit of `credential` compares answers with (ms), or null. */
+  latencyFloorMs(credential: string): number | null {
+    return this.#learned.get(credential)?.floorMs ?? null
+  }
+
+  /** Whether the limit of `credential` is learned (platform.adaptive). */
+  get adaptive(): boolean {
+    return this.#d.config.platform.adaptive
   }
 
   all(): CallGovernor[] {
@@ -162,6 +196,7 @@ export class PlatformGovernors {
   async start(): Promise<void> {
     const { bus, redis, breaker } = this.#d
     for (const permits of this.#leased) await permits.start()
+    for (const learned of this.#learned.values()) await learned.start()
     await bus?.subscribe(PAUSE_CHANNEL, (message) => {
       const parsed = parsePauseMessage(message)
       if (parsed) this.#fromPeer(parsed)
@@ -203,13 +238,17 @@ export class PlatformGovernors {
 
   /** Ends the probe timers and route pause timers (shutdown). */
   stop(): void {
+    for (const learned of this.#learned.values()) learned.stop()
+    for (const permits of this.#leased) permits.stop()
     for (const timer of this.#probing.values()) clearInterval(timer)
     this.#probing.clear()
     for (const routes of this.#routes.values()) routes.clear()
   }
 
-  /** The platform answered `call` of `credential` with `status`. */
-  observe(credential: string, call: ObservedCall, status: number, retryAfter: string | undefined): void {
+  /** The platform answered `call` of `credential` with `status` (its headers came after `timing`). */
+  observe(credential: string, call: ObservedCall, status: number, retryAfter: string | undefined, timing?: CallTiming): void {
+    // Only answers of the platform's own making teach the limit: a 4xx other than 429 is the call's fault, and often fast.
+    if (timing && (status < 400 || status === 429 || status >= 500)) this.#learn(credential, call, timing, status === 429 ? 'throttled' : status >= 500 ? 'failed' : 'ok')
     const governor = this.of(credential)
     const { isolation, maxPauseMs } = this.#d.config.platform
     if (!isolation) {
@@ -237,6 +276,17 @@ export class PlatformGovernors {
     const ms = this.#routesOf(credential).lengthFor(route, parseRetryAfter(retryAfter, now), maxPauseMs)
     this.#routePaused(credential, route, ms, call.team, 'platform')
     if (ms > 0) void this.#share({ credential, scope: route, team: call.team, ms })
+  }
+
+  /** `call` got no answer: a timeout or a connection error. */
+  failed(credential: string, call: ObservedCall, timing: CallTiming): void {
+    this.#learn(credential, call, timing, 'failed')
+  }
+
+  #learn(credential: string, call: ObservedCall, timing: CallTiming, outcome: CallSample['outcome']): void {
+    // The probe is the gateway's own call, sent through pauses: it says nothing of load.
+    if (call.probe === true) return
+    this.#learned.get(credential)?.record({ url: call.url, team: call.team, latencyMs: timing.latencyMs, inFlight: timing.inFlight, outcome })
   }
 
   /** A read was sent again after a 502/503/504 or a reset. */
@@ -395,4 +445,14 @@ function parseStoredRoutePause(value: string | null): { until: number; team: str
   } catch {
     return null
   }
+}
+
+/** The credential's permit leases and waiting marks: one hash slot (the braces), so one script can use both on a cluster. */
+export function permitKeys(prefix: string, credential: string): { permits: string; waiting: string } {
+  return { permits: `${prefix}permits:{${credential}}`, waiting: `${prefix}permits-waiting:{${credential}}` }
+}
+
+/** The credential's learned limit shared by the replicas. */
+export function limitKey(prefix: string, credential: string): string {
+  return `${prefix}limit:{${credential}}`
 }

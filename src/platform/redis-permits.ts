@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
-import { Semaphore, type LostLockError } from 'redis-semaphore'
 import type { RedisBreaker, RedisBus, RedisClient } from '../redis.js'
-import { MemoryPermits, type Permits, type Taken } from './permits.js'
+import { PRIORITIES } from './fair-queue.js'
+import { MemoryPermits, type PermitRequest, type Permits, type Taken } from './permits.js'
 
 const CHANNEL = 'platform-permits'
 // A replica refused a permit within this long: its peers tell it when they free one.
@@ -11,6 +12,75 @@ const WAITING_NOTICE_MS = 1000
 // A call refused a permit asks again this often when no notice comes (a lost message, a
 // peer's lease that lapsed): a bounded poll, one command per waiting replica.
 export const PERMIT_RETRY_MS = 200
+// A replica's mark that its team waits lives this long unless a refused take renews it:
+// a few retry intervals, so a replica that stops asking stops holding permits back.
+const WAITING_MARK_MS = 3 * PERMIT_RETRY_MS
+
+/**
+ * One permit for a call, in one script, on Redis' clock (TIME): drops lapsed leases and
+ * marks, then grants a lease unless the limit is reached (`credential`), the team's own
+ * ceiling is (`team`), or the permits left are wanted by calls waiting on other replicas
+ * with a better claim (`turn`): a higher priority, or a caller's team with fewer permits
+ * for its weight (max-min fairness). A refused call marks its team as waiting.
+ *
+ * KEYS: permits (member `<lease id>:<team>`, score its expiry), waiting marks (member
+ * `<priority rank>:<weight>:<team>`, score its expiry).
+ * ARGV: lease id, team, priority rank (0 highest), weight, limit, team ceiling (0: none),
+ * lease ms, mark ms.
+ */
+const TAKE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local team, prio, weight, limit, cap = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local lease, markMs = tonumber(ARGV[7]), tonumber(ARGV[8])
+local mark = ARGV[3] .. ':' .. ARGV[4] .. ':' .. team
+local members = redis.call('ZRANGE', KEYS[1], 0, -1)
+local held = {}
+for _, m in ipairs(members) do
+  local tm = string.sub(m, string.find(m, ':', 1, true) + 1)
+  held[tm] = (held[tm] or 0) + 1
+end
+local mine = held[team] or 0
+if cap > 0 and mine >= cap then return 'team' end
+local function waits()
+  redis.call('ZADD', KEYS[2], now + markMs, mark)
+  redis.call('PEXPIRE', KEYS[2], markMs * 2)
+end
+if #members >= limit then waits() return 'credential' end
+local ahead = 0
+for _, w in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  if w ~= mark then
+    local a = string.find(w, ':', 1, true)
+    local b = string.find(w, ':', a + 1, true)
+    local p = tonumber(string.sub(w, 1, a - 1))
+    local wt = tonumber(string.sub(w, a + 1, b - 1))
+    local tm = string.sub(w, b + 1)
+    if p < prio or (p == 0 and prio == 0 and tm ~= team and ((held[tm] or 0) + 1) / wt < (mine + 1) / weight) then ahead = ahead + 1 end
+  end
+end
+if limit - #members <= ahead then waits() return 'turn' end
+redis.call('ZADD', KEYS[1], now + lease, ARGV[1] .. ':' .. team)
+redis.call('PEXPIRE', KEYS[1], lease * 2)
+redis.call('ZREM', KEYS[2], mark)
+return 'ok'
+`
+
+/**
+ * Renews every lease this replica holds (ARGV[2..]) for ARGV[1] ms on Redis' clock, and
+ * writes back any that Redis no longer has (a restart, an eviction): what Redis holds is
+ * what the replicas hold. Returns how many were written back.
+ */
+const RENEW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[1])
+local back = 0
+for i = 2, #ARGV do back = back + redis.call('ZADD', KEYS[1], now + lease, ARGV[i]) end
+redis.call('PEXPIRE', KEYS[1], lease * 2)
+return back
+`
 
 interface Notice {
   credential: string
@@ -21,18 +91,16 @@ export interface RedisPermitsOptions {
   redis: RedisClient
   breaker: RedisBreaker
   bus: RedisBus | null
-  /** Key of the credential's permits (redis-semaphore puts `semaphore:` before it). */
-  key: string
+  /** The credential's leases and waiting marks (keys.ts: one hash slot). */
+  keys: { permits: string; waiting: string }
   credential: string
-  /** Permits across every replica (platform.maxConcurrent). */
-  limit: number
-  /** This replica's own cap while Redis cannot be reached (platform.maxConcurrentPerReplica). */
-  perReplica: number
+  /** This replica's own cap while Redis cannot be reached (platform.maxConcurrentPerReplica; null: the limit in force). */
+  perReplica: number | null
   /** A permit's lease (platform.permitLease): renewed every third of it while its call runs. */
   leaseMs: number
   log: Pick<Logger, 'warn'>
-  /** A lease could not be renewed: the call goes on, its permit is gone from Redis. */
-  onLost: () => void
+  /** Leases Redis had lost and that were written back (a Redis restart, a lapse). */
+  onLost: (count: number) => void
   /** Another replica freed a permit while calls waited. */
   onFreed: () => void
   now?: () => number
@@ -41,30 +109,41 @@ export interface RedisPermitsOptions {
 const DOWN = Symbol('redis down')
 
 /**
- * Permits leased in Redis with redis-semaphore (issue 15): a sorted set per credential
- * of at most `limit` leases, and one per credential and team of at most the team's cap,
- * so one team's burst spread over replicas holds only its share. A lease lapses
- * `leaseMs` after its replica stops renewing it (a SIGKILL, a partition): no permit is
- * lost for good. While Redis cannot be reached (the breaker is open) this replica caps
- * itself at `perReplica`, counting the calls it already has in flight.
+ * Permits leased in Redis: a sorted set per credential of at most the limit in force,
+ * granted by one script that also shares them fairly between the teams waiting on every
+ * replica (TAKE). Every permit this replica holds, leased or granted while Redis could
+ * not be reached, is renewed every third of its lease by one command, and written back if
+ * Redis lost it; a permit given back leaves the renewals at once, so it lapses within its
+ * lease even when its release cannot reach Redis. A replica that dies holds its permits
+ * no longer than the lease. While Redis cannot be reached this replica caps itself at
+ * `perReplica` (or the limit in force), counting the calls it already has in flight.
  */
 export class RedisPermits implements Permits {
   readonly retryMs = PERMIT_RETRY_MS
   readonly #o: RedisPermitsOptions
   readonly #now: () => number
   // Every permit of this replica, leased or granted while Redis was down.
-  readonly #local: MemoryPermits
+  readonly #local = new MemoryPermits()
+  // The lease members this replica renews: exactly the permits it holds.
+  readonly #leases = new Set<string>()
+  readonly #prefix = randomBytes(6).toString('base64url')
+  #seq = 0
+  #renewal: NodeJS.Timeout | null = null
   #contendedUntil = 0
   #lastWaitingNotice = 0
 
   constructor(opts: RedisPermitsOptions) {
     this.#o = opts
     this.#now = opts.now ?? Date.now
-    this.#local = new MemoryPermits(opts.perReplica)
   }
 
   get held(): number {
     return this.#local.held
+  }
+
+  /** The lease members this replica holds (what Redis should hold for it). */
+  leases(): string[] {
+    return [...this.#leases]
   }
 
   /** Follows the other replicas' notices. */
@@ -82,41 +161,59 @@ export class RedisPermits implements Permits {
     })
   }
 
-  async take(team: string, teamCap: number): Promise<Taken> {
-    const { breaker, credential, key, limit } = this.#o
-    // A team allowed the whole credential needs no lease of its own.
-    const teamLease = teamCap < limit ? this.#lease(`${key}:team:${team}`, teamCap) : null
-    if (teamLease) {
-      const got = await breaker.run(() => teamLease.take(), DOWN)
-      if (got === DOWN) return this.#takeLocally(team, teamCap)
-      if (!got) return this.#refused('team')
+  /** Stops renewing (shutdown): the leases still held lapse within their lease. */
+  stop(): void {
+    if (this.#renewal) clearInterval(this.#renewal)
+    this.#renewal = null
+  }
+
+  async take(request: PermitRequest): Promise<Taken> {
+    const { breaker, redis, keys, leaseMs, perReplica } = this.#o
+    const id = `${this.#prefix}.${(this.#seq++).toString(36)}`
+    const rank = PRIORITIES.indexOf(request.priority)
+    const got = await breaker.run(
+      () => redis.eval(TAKE, 2, keys.permits, keys.waiting, id, request.team, rank, request.weight, request.limit, request.cap ?? 0, leaseMs, WAITING_MARK_MS) as Promise<string>,
+      DOWN,
+    )
+    if (got === DOWN) {
+      const local = this.#local.take({ team: request.team, cap: request.cap, limit: Math.min(request.limit, perReplica ?? request.limit) })
+      return 'full' in local ? local : this.#held(id, request.team, local.release)
     }
-    const lease = this.#lease(key, limit)
-    const got = await breaker.run(() => lease.take(), DOWN)
-    if (got !== true) {
-      if (teamLease) void teamLease.give()
-      return got === DOWN ? this.#takeLocally(team, teamCap) : this.#refused('credential')
-    }
-    // Counted here too, so that a fallback to the per-replica cap sees these calls.
-    const local = this.#local.take(team, Infinity, Infinity) as { release: () => void }
+    if (got !== 'ok') return this.#refused(got as 'credential' | 'team' | 'turn')
+    return this.#held(id, request.team, this.#local.grant(request.team).release)
+  }
+
+  #held(id: string, team: string, local: () => void): Taken {
+    const member = `${id}:${team}`
+    this.#leases.add(member)
+    this.#renewal ??= setInterval(() => void this.#renew(), Math.max(1, Math.floor(this.#o.leaseMs / 3))).unref()
     let released = false
     return {
       release: () => {
         if (released) return
         released = true
-        local.release()
-        void lease.give()
-        if (teamLease) void teamLease.give()
+        local()
+        // Out of the renewals first: the lease lapses even if the release below cannot reach Redis.
+        this.#leases.delete(member)
+        if (this.#leases.size === 0) this.stop()
+        const { breaker, redis, keys, credential } = this.#o
+        void breaker.run(() => redis.zrem(keys.permits, member), null)
         if (this.#now() < this.#contendedUntil) this.#notify({ credential, kind: 'freed' })
       },
     }
   }
 
-  #takeLocally(team: string, teamCap: number): Taken {
-    return this.#local.take(team, teamCap)
+  async #renew(): Promise<void> {
+    if (this.#leases.size === 0) return
+    const { breaker, redis, keys, leaseMs, onLost, log, credential } = this.#o
+    const back = await breaker.run(() => redis.eval(RENEW, 1, keys.permits, leaseMs, ...this.#leases) as Promise<number>, null)
+    if (typeof back === 'number' && back > 0) {
+      log.warn({ credential, leases: back }, 'redis had lost platform permit leases this replica holds: written back')
+      onLost(back)
+    }
   }
 
-  #refused(full: 'credential' | 'team'): Taken {
+  #refused(full: 'credential' | 'team' | 'turn'): Taken {
     const now = this.#now()
     this.#contendedUntil = now + CONTENTION_MS
     if (now - this.#lastWaitingNotice >= WAITING_NOTICE_MS) {
@@ -129,61 +226,5 @@ export class RedisPermits implements Permits {
   #notify(notice: Notice): void {
     // A lost notice costs a waiting call one retry interval at most.
     this.#o.bus?.publish(CHANNEL, JSON.stringify(notice)).catch(() => undefined)
-  }
-
-  #lease(key: string, limit: number): Lease {
-    const { redis, breaker, leaseMs, log, credential, onLost } = this.#o
-    return new Lease(redis, key, limit, leaseMs, breaker, () => {
-      log.warn({ credential, key }, 'a platform permit lease could not be renewed: the call goes on, its permit is free for the other replicas')
-      onLost()
-    })
-  }
-}
-
-/** One redis-semaphore lease, whose renewals never throw out of their timer. */
-class Lease {
-  readonly #semaphore: Semaphore
-  readonly #breaker: RedisBreaker
-  // Only take()'s own command may fail out loud; any other is a renewal, from a timer.
-  #taking = false
-
-  constructor(redis: RedisClient, key: string, limit: number, leaseMs: number, breaker: RedisBreaker, onLost: () => void) {
-    this.#breaker = breaker
-    // redis-semaphore renews a lease from a timer and lets a failed command's error
-    // escape it (an unhandled rejection): a failed renewal reads as a lost lease instead.
-    const guard = <T>(run: () => Promise<T>): Promise<T | number> =>
-      run().catch((err: unknown) => {
-        if (this.#taking || String(err).includes('NOSCRIPT')) throw err
-        return 0
-      })
-    const client = {
-      eval: (...args: Parameters<RedisClient['eval']>) => guard(() => redis.eval(...args)),
-      evalsha: (...args: Parameters<RedisClient['evalsha']>) => guard(() => redis.evalsha(...args)),
-      zrem: (...args: Parameters<RedisClient['zrem']>) => redis.zrem(...args),
-    }
-    this.#semaphore = new Semaphore(client as unknown as ConstructorParameters<typeof Semaphore>[0], key, limit, {
-      lockTimeout: leaseMs,
-      refreshInterval: Math.max(1, Math.floor(leaseMs / 3)),
-      // One attempt, refused at once: the governor's queue does the waiting.
-      acquireTimeout: leaseMs,
-      acquireAttemptsLimit: 1,
-      retryInterval: 0,
-      // Its default throws from a timer, which would end the process.
-      onLockLost: (_err: LostLockError) => onLost(),
-    })
-  }
-
-  async take(): Promise<boolean> {
-    this.#taking = true
-    try {
-      return await this.#semaphore.tryAcquire()
-    } finally {
-      this.#taking = false
-    }
-  }
-
-  /** Gives the lease back; a failure leaves it to lapse. */
-  async give(): Promise<void> {
-    await this.#breaker.run(() => this.#semaphore.release(), null)
   }
 }

@@ -15,7 +15,7 @@ import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../teams/team-usage.js'
 import { PlatformAuthError, PlatformRefusedError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import { LRUCache } from 'lru-cache'
-import { NoIdleSlotError, type Timers } from '../platform/call-governor.js'
+import { NoIdleSlotError, type Priority, type Timers } from '../platform/call-governor.js'
 import { entryBytes } from '../kept-bytes.js'
 import { steppedTimers } from './stepped-timers.js'
 
@@ -54,19 +54,23 @@ export interface ReadOptions {
   log: Pick<Logger, 'warn'>
   /** The fill this caller already joined (`joinCold`), which ended in no entry: read it rather than fill. */
   joined?: Promise<FillResult>
+  /** 'warm': a warm-up's read, whose platform call waits behind every other (default 'caller'). */
+  priority?: Priority
 }
 
 /** Who a platform call is made for; `hangUp`: when all who wait for it have gone; `queue`: whose queue it waits in. */
-type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally'> & { hangUp?: AbortSignal; queue?: QueueTeam; background?: boolean }
+type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally'> & { hangUp?: AbortSignal; queue?: QueueTeam; background?: boolean; urgency?: () => number }
 /**
- * Who asks for a fill: a caller's read, or a background refresh (no hang-up). A refresh
- * ahead takes only an idle platform slot, and wants a copy newer than `newerThan`.
+ * Who asks for a fill: a caller's read, or a background refresh (no hang-up), at its
+ * priority. A refresh ahead wants a copy newer than `newerThan`, and waits for a slot
+ * by its `urgency` among the other refreshes ahead.
  */
-type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp'> & { ahead?: { newerThan: number } }
+type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp' | 'priority'> & { ahead?: { newerThan: number; urgency: () => number } }
 
 /** How often the copy of one key fetched at `fetchedAt` was asked for, and its refresh ahead. */
 interface Watch {
   fetchedAt: number
+  freshUntil: number
   asks: number
   /** The scheduled refresh, or null. */
   timer: unknown
@@ -256,7 +260,7 @@ export class ReportCache {
     let watch = this.#watches.get(key)
     if (!watch || watch.fetchedAt !== entry.fetchedAt) {
       if (watch && watch.fetchedAt > entry.fetchedAt) return
-      watch = { fetchedAt: entry.fetchedAt, asks: 0, timer: null, report, running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team }
+      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, timer: null, report, running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team }
       this.#watches.set(key, watch)
     }
     watch.asks += 1
@@ -275,12 +279,13 @@ export class ReportCache {
     const outcomes = this.#d.metrics.refreshAhead
     outcomes.inc({ outcome: 'started' })
     const tally: CallTally = { team: { name: watch.team }, platformCalls: 0 }
-    this.#fill(key, watch.report, watch.provider, { requestId: `refresh-ahead-${watch.fetchedAt}`, team: watch.team, tally, ahead: { newerThan: watch.fetchedAt } }, 0).then(
+    const ahead = { newerThan: watch.fetchedAt, urgency: () => this.#urgency(watch) }
+    this.#fill(key, watch.report, watch.provider, { requestId: `refresh-ahead-${watch.fetchedAt}`, team: watch.team, tally, priority: 'ahead', ahead }, 0).then(
       (result) => {
         if (result.kind === 'entry') outcomes.inc({ outcome: result.fromPeer ? 'skipped' : 'completed' })
         else if (result.kind === 'failed' && result.error.cause instanceof NoIdleSlotError) {
           outcomes.inc({ outcome: 'skipped' })
-          // The next hit past the fraction tries again.
+          // Displaced or out of time in the queue: the next hit past the fraction tries again.
           watch.running = false
         } else {
           outcomes.inc({ outcome: 'failed' })
@@ -298,9 +303,20 @@ export class ReportCache {
     )
   }
 
+  /**
+   * How much a refresh ahead of `watch`'s copy matters now: how often the copy is asked
+   * (asks a second since it was fetched), more the sooner it expires; past its freshness,
+   * its ask rate alone. The most asked copies nearest their end are refreshed first.
+   */
+  #urgency(watch: Watch): number {
+    const now = this.#now()
+    const rate = watch.asks / Math.max(1, (now - watch.fetchedAt) / 1000)
+    return rate / (1 + Math.max(0, (watch.freshUntil - now) / 1000))
+  }
+
   #refreshInBackground(key: string, report: CanonicalReport, provider: TokenProvider, origin: Asker): void {
     if (this.#flights.has(key)) return
-    this.#fill(key, report, provider, { requestId: origin.requestId, team: origin.team, tally: origin.tally }, 0).then(
+    this.#fill(key, report, provider, { requestId: origin.requestId, team: origin.team, tally: origin.tally, priority: 'swr' }, 0).then(
       (result) => {
         // Nobody reads this answer: an unread oversize body would hold its connection open.
         if (result.kind === 'oversize' && !result.taken) {
@@ -324,8 +340,8 @@ export class ReportCache {
       if (cold) this.#cold.add(callers)
     }
     // A background refresh (no hang-up) keeps the call; a caller's read may drop it.
-    callers.join(from.hangUp?.(), from.team)
-    const origin: Origin = { requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal, queue: callers, ...(from.ahead ? { background: true } : {}) }
+    callers.join(from.hangUp?.(), from.team, from.priority ?? 'caller')
+    const origin: Origin = { requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal, queue: callers, ...(from.ahead ? { background: true, urgency: from.ahead.urgency } : {}) }
     const group = callers
     return this.#flights.run(key, async () => {
       const lock = this.#d.lock
@@ -403,9 +419,8 @@ export class ReportCache {
       maxEntryBytes: config.cache.maxEntryBytes,
       ttl: { ...config.cache.ttl, ...config.cache },
       now: this.#now,
-      ...(origin.background ? { background: true } : {}),
     })
-    // A refresh ahead that found no idle slot made no call.
+    // A background refresh that got no slot made no call.
     if (result.kind === 'failed' && result.error.cause instanceof NoIdleSlotError) return result
     origin.tally.platformCalls += 1
     this.#d.usage.platformCall(origin.tally.team.name)

@@ -32,8 +32,6 @@ export interface FetcherDeps {
   maxEntryBytes: number
   ttl: TtlPolicy
   now?: () => number
-  /** A refresh ahead: only an idle platform slot (PlatformCall.background). */
-  background?: boolean
 }
 
 // A large body is compressed on libuv's thread pool, so that a fill never blocks the hit
@@ -54,7 +52,7 @@ export async function fetchReport(
   client: PlatformClient,
   provider: TokenProvider,
   report: CanonicalReport,
-  origin: { requestId: string; team: string; hangUp?: AbortSignal; queue?: QueueTeam },
+  origin: { requestId: string; team: string; hangUp?: AbortSignal; queue?: QueueTeam; urgency?: () => number },
   deps: FetcherDeps,
 ): Promise<FetchResult> {
   let res: PlatformResponse
@@ -73,7 +71,7 @@ export async function fetchReport(
       ...(origin.hangUp ? { hangUp: origin.hangUp } : {}),
       ...(origin.queue ? { queue: origin.queue } : {}),
       read: true,
-      ...(deps.background ? { background: true } : {}),
+      ...(origin.urgency ? { urgency: origin.urgency } : {}),
       ...(deps.timeoutMs === undefined ? {} : { timeoutMs: deps.timeoutMs }),
     })
   } catch (err) {

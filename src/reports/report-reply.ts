@@ -18,6 +18,11 @@ export function wantsRefresh(headers: Headers): boolean {
   return (typeof cc === 'string' && /(^|,)\s*no-cache\s*(,|$)/i.test(cc)) || headers.pragma === 'no-cache'
 }
 
+/** The read is a cache warm-up (`x-cache-warm: 1`, as `npm run warm` sends): its platform call waits behind every other. */
+export function isWarmUp(headers: Headers): boolean {
+  return headers['x-cache-warm'] === '1'
+}
+
 // Callers send the same accept-encoding on every request: the last answer is kept.
 let lastAccept: string | undefined
 let lastGzip = false

@@ -5,7 +5,7 @@ import { BadQueryError } from '../errors.js'
 import type { Admission, Caller, KnownTarget } from '../routes/caller.js'
 import { reportGetSchema, reportPostSchema } from '../openapi/route-schemas.js'
 import { canonicalGetReport, canonicalPostReport, type CanonicalReport } from './report-query.js'
-import { sendReport, wantsRefresh } from './report-reply.js'
+import { isWarmUp, sendReport, wantsRefresh } from './report-reply.js'
 import { hangUpSignal } from '../platform/caller-group.js'
 import { entryBytes } from '../kept-bytes.js'
 import { takeJoinedFill } from './joined-fills.js'
@@ -130,6 +130,7 @@ function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Calle
     log: request.log,
     tally: caller,
     hangUp: () => hangUpSignal(reply.raw),
+    ...(isWarmUp(request.headers) ? { priority: 'warm' as const } : {}),
     ...(joined ? { joined } : {}),
   }
 }

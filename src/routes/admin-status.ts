@@ -64,13 +64,17 @@ const statusSchema = {
         properties: {
           credential: { type: 'string' },
           maxConcurrent: { type: 'number' },
+          adaptive: { type: 'boolean' },
+          limit: { type: 'number' },
+          latencyFloorMs: nullable('number'),
           queueLimit: { type: 'number' },
           inFlight: { type: 'number' },
           queued: { type: 'number' },
+          permitsHeld: { type: 'number' },
           pausedUntil: nullable('string'),
           teams: {
             type: 'array',
-            items: { type: 'object', properties: { team: { type: 'string' }, inFlight: { type: 'number' }, waiting: { type: 'number' }, maxConcurrent: { type: 'number' }, queue: { type: 'number' } } },
+            items: { type: 'object', properties: { team: { type: 'string' }, inFlight: { type: 'number' }, waiting: { type: 'number' }, maxConcurrent: nullable('number'), queue: nullable('number') } },
           },
           refusals: counts,
         },
@@ -137,9 +141,13 @@ export async function adminStatusRoutes(app: FastifyInstance, { ctx, l1, audit }
         return {
           credential: g.credential,
           maxConcurrent: ctx.config.platform.maxConcurrent,
+          adaptive: ctx.governors.adaptive,
+          limit: g.limit,
+          latencyFloorMs: roundOrNull(ctx.governors.latencyFloorMs(g.credential)),
           queueLimit: ctx.config.platform.queue,
           inFlight: g.inFlight,
           queued: g.queued,
+          permitsHeld: g.permitsHeld,
           pausedUntil: g.pausedUntil > 0 ? new Date(g.pausedUntil).toISOString() : null,
           teams: ctx.teams.teams
             .filter((t) => t.credential === g.credential)
@@ -170,4 +178,8 @@ function topologyOf(redis: Config['redis']): string {
   if (redis.cluster) return 'cluster'
   if (redis.sentinels) return 'sentinel'
   return redis.url ? 'single' : 'none'
+}
+
+function roundOrNull(ms: number | null): number | null {
+  return ms === null ? null : Math.round(ms * 10) / 10
 }

@@ -1,94 +1,166 @@
 import { pino } from 'pino'
-import { describe, expect, it } from 'vitest'
-import { MemoryPermits, type Permits, type Release, type Taken } from '../../src/platform/permits.js'
+import { Redis } from 'ioredis'
+import { afterEach, describe, expect, it } from 'vitest'
+import { MemoryPermits, type PermitRequest, type Permits, type Release, type Taken } from '../../src/platform/permits.js'
 import { RedisPermits } from '../../src/platform/redis-permits.js'
+import { permitKeys } from '../../src/platform/platform-governors.js'
 import { RedisBreaker } from '../../src/redis.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
-// Issue 15: one suite for both kinds of permits (counted on a replica, leased in Redis).
+// One suite for both kinds of permits (counted on a replica, leased in Redis).
 
 const { available, notice } = redisAvailability()
 if (notice) console.warn(notice)
 
 const log = pino({ level: 'silent' })
+const KEYS = permitKeys('test:', 'default')
 
 function release(taken: Taken): Release {
   if ('full' in taken) throw new Error(`refused: ${taken.full} full`)
   return taken.release
 }
 
-function sharedSuite(name: string, make: (limit: number) => Permits) {
+/** A caller's call of `team` under `limit`, with an optional ceiling. */
+function ask(team: string, limit: number, cap: number | null = null, more: Partial<PermitRequest> = {}): PermitRequest {
+  return { team, priority: 'caller', weight: 1, cap, limit, ...more }
+}
+
+function sharedSuite(name: string, make: () => Permits) {
   describe(name, () => {
     it('grants `limit` permits, refuses the next, and grants again once one is given back', async () => {
-      const permits = make(3)
-      const held = [release(await permits.take('a', 3)), release(await permits.take('b', 3)), release(await permits.take('c', 3))]
-      expect(await permits.take('d', 3)).toEqual({ full: 'credential' })
+      const permits = make()
+      const held = [release(await permits.take(ask('a', 3))), release(await permits.take(ask('b', 3))), release(await permits.take(ask('c', 3)))]
+      expect(await permits.take(ask('d', 3))).toEqual({ full: 'credential' })
       expect(permits.held).toBe(3)
       held[0]?.()
       held[0]?.() // a second release gives back nothing more
       expect(permits.held).toBe(2)
-      release(await permits.take('d', 3))
-      expect(await permits.take('e', 3)).toEqual({ full: 'credential' })
+      release(await permits.take(ask('d', 3)))
+      expect(await permits.take(ask('e', 3))).toEqual({ full: 'credential' })
     })
 
-    it('holds a team to its own cap while other teams still get permits', async () => {
-      const permits = make(4)
-      release(await permits.take('a', 2))
-      release(await permits.take('a', 2))
-      expect(await permits.take('a', 2)).toEqual({ full: 'team' })
-      release(await permits.take('b', 2))
+    it('holds a team to the ceiling an operator set while other teams still get permits, and follows the limit in force', async () => {
+      const permits = make()
+      release(await permits.take(ask('a', 4, 2)))
+      release(await permits.take(ask('a', 4, 2)))
+      expect(await permits.take(ask('a', 4, 2))).toEqual({ full: 'team' })
+      release(await permits.take(ask('b', 4)))
       expect(permits.held).toBe(3)
+      // A lower limit in force: no permit until the calls in flight are under it.
+      expect(await permits.take(ask('c', 3))).toEqual({ full: 'credential' })
+      release(await permits.take(ask('c', 5)))
     })
   })
 }
 
-sharedSuite('MemoryPermits', (limit) => new MemoryPermits(limit))
+sharedSuite('MemoryPermits', () => new MemoryPermits())
 
 describe.skipIf(!available)('RedisPermits', () => {
   const redis = useRedis()
   const breaker = () => new RedisBreaker({ cooldownMs: 1000, log })
-  const replica = (limit: number, leaseMs = 5000, perReplica = limit) =>
-    new RedisPermits({ redis: redis.client, breaker: breaker(), bus: null, key: 'test:permits:default', credential: 'default', limit, perReplica, leaseMs, log, onLost: () => undefined, onFreed: () => undefined })
+  // Each test's replicas stop renewing after it, as a replica that shuts down does.
+  const made: RedisPermits[] = []
+  afterEach(() => made.splice(0).forEach((p) => p.stop()))
+  const replica = (opts: { leaseMs?: number; perReplica?: number | null; client?: Redis; onLost?: (n: number) => void } = {}) =>
+    remember(new RedisPermits({
+      redis: opts.client ?? redis.client,
+      breaker: breaker(),
+      bus: null,
+      keys: KEYS,
+      credential: 'default',
+      perReplica: opts.perReplica ?? null,
+      leaseMs: opts.leaseMs ?? 5000,
+      log,
+      onLost: opts.onLost ?? (() => undefined),
+      onFreed: () => undefined,
+    }))
+  const remember = (p: RedisPermits) => {
+    made.push(p)
+    return p
+  }
+  const liveLeases = async () => {
+    const [sec, micro] = await redis.client.time()
+    return redis.client.zcount(KEYS.permits, `(${Number(sec) * 1000 + Math.floor(Number(micro) / 1000)}`, '+inf')
+  }
 
-  sharedSuite('one replica', (limit) => replica(limit))
+  sharedSuite('one replica', () => replica())
 
-  it('counts the permits of every replica against one limit, and a team\'s cap across them', async () => {
-    const [a, b] = [replica(4), replica(4)]
-    release(await a.take('x', 2))
-    release(await b.take('x', 2))
-    expect(await b.take('x', 2)).toEqual({ full: 'team' })
-    release(await b.take('y', 2))
-    const last = release(await a.take('y', 2))
-    expect(await a.take('z', 2)).toEqual({ full: 'credential' })
+  it('counts the permits of every replica against one limit, and a team\'s ceiling across them', async () => {
+    const [a, b] = [replica(), replica()]
+    release(await a.take(ask('x', 4, 2)))
+    release(await b.take(ask('x', 4, 2)))
+    expect(await b.take(ask('x', 4, 2))).toEqual({ full: 'team' })
+    release(await b.take(ask('y', 4)))
+    const last = release(await a.take(ask('y', 4)))
+    expect(await a.take(ask('z', 4))).toEqual({ full: 'credential' })
     expect([a.held, b.held]).toEqual([2, 2])
     last()
-    await waitFor('the permit back in Redis', async () => 'release' in (await b.take('z', 2)))
+    await waitFor('the permit back in Redis', async () => 'release' in (await b.take(ask('z', 4))))
+  })
+
+  it('keeps the last permits for a team waiting on another replica with fewer in flight, and for callers before background work', async () => {
+    const [a, b] = [replica(), replica()]
+    for (let i = 0; i < 3; i++) release(await a.take(ask('busy', 4)))
+    release(await b.take(ask('quiet', 4)))
+    // The quiet team asks again on replica b while the limit is reached: it is marked as waiting.
+    expect(await b.take(ask('quiet', 4))).toEqual({ full: 'credential' })
+    // One permit comes free under a limit of 5: the quiet team (1 in flight) has a better claim than busy (3).
+    expect(await a.take(ask('busy', 5))).toEqual({ full: 'turn' })
+    release(await b.take(ask('quiet', 5)))
+    // A second replica's caller waits again: background work gives way to it.
+    expect(await b.take(ask('quiet', 5))).toEqual({ full: 'credential' })
+    expect(await a.take(ask('(background)', 6, null, { priority: 'ahead' }))).toEqual({ full: 'turn' })
+    // With more permits free than calls waiting with a better claim (quiet's, busy's), background work takes an idle one.
+    release(await a.take(ask('(background)', 8, null, { priority: 'ahead' })))
   })
 
   it('lets a lease lapse once nobody renews it: a dead replica\'s permits come back', async () => {
-    const lost: string[] = []
-    const dying = new RedisPermits({ redis: redis.client, breaker: breaker(), bus: null, key: 'test:permits:default', credential: 'default', limit: 2, perReplica: 2, leaseMs: 400, log, onLost: () => lost.push('lost'), onFreed: () => undefined })
-    release(await dying.take('x', 2))
-    release(await dying.take('x', 2))
-    const other = replica(2, 400)
-    expect(await other.take('y', 2)).toEqual({ full: 'credential' })
-    // The leases as a dead replica leaves them: renewed no more, older than the lease.
-    const key = 'semaphore:test:permits:default'
-    for (const member of await redis.client.zrange(key, 0, -1)) await redis.client.zadd(key, Date.now() - 1000, member)
-    release(await other.take('y', 2))
-    // The live holder finds its lease gone at its next renewal: counted, its call goes on.
-    await waitFor('the lost leases noticed', () => lost.length === 2)
+    const dying = replica({ leaseMs: 400 })
+    release(await dying.take(ask('x', 2)))
+    release(await dying.take(ask('x', 2)))
+    dying.stop()
+    const other = replica({ leaseMs: 400 })
+    expect(await other.take(ask('y', 2))).toEqual({ full: 'credential' })
+    await waitFor('the dead replica\'s leases lapsed', async () => 'release' in (await other.take(ask('y', 2))))
+  })
+
+  it('writes back a running call\'s lease that Redis lost, so that Redis holds what the replicas hold', async () => {
+    const lost: number[] = []
+    const permits = replica({ leaseMs: 600, onLost: (n) => lost.push(n) })
+    release(await permits.take(ask('x', 4)))
+    release(await permits.take(ask('x', 4)))
+    await redis.client.del(KEYS.permits)
+    await waitFor('the leases written back', async () => (await liveLeases()) === 2)
+    expect(lost.reduce((a, b) => a + b, 0)).toBe(2)
+  })
+
+  it('stops renewing a permit given back while Redis cannot be reached: it lapses within its lease', async () => {
+    const client = new Redis(redis.server.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: true })
+    client.on('error', () => undefined)
+    await client.connect()
+    try {
+      const permits = replica({ leaseMs: 900, client })
+      const held = [release(await permits.take(ask('x', 4))), release(await permits.take(ask('x', 4)))]
+      expect(await liveLeases()).toBe(2)
+      // Every connection of the replica's client is killed while it gives its permits back.
+      await redis.client.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+      held.forEach((r) => r())
+      expect(permits.held).toBe(0)
+      await waitFor('Redis holds what the replica holds: nothing', async () => (await liveLeases()) === 0, 5000)
+    } finally {
+      client.disconnect()
+    }
   })
 
   it('caps the replica at perReplica, counting the calls it has in flight, while Redis is down', async () => {
-    const permits = replica(10, 5000, 2)
-    release(await permits.take('x', 10))
+    const permits = replica({ perReplica: 2 })
+    release(await permits.take(ask('x', 10)))
     await redis.server.stop()
     try {
-      release(await permits.take('x', 10))
-      expect(await permits.take('x', 10)).toEqual({ full: 'credential' })
+      release(await permits.take(ask('x', 10)))
+      expect(await permits.take(ask('x', 10))).toEqual({ full: 'credential' })
       expect(permits.held).toBe(2)
     } finally {
       await redis.server.restart()

@@ -388,7 +388,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(await refreshes('started')).toBe(3)
   })
 
-  it('skips a refresh ahead while no platform slot is idle, and starts it on the next hit past the fraction', async () => {
+  it('queues a refresh ahead behind a caller\'s call for the only slot, and runs it as soon as the slot frees', async () => {
     const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8').replace('  timeout: 800ms', '  timeout: 800ms\n  maxConcurrent: 1')
     const ahead = await gateways.build(testConfig(env(), yaml), { now: clock.now, timers: clock.timers })
     const ask = (query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all } })
@@ -401,17 +401,18 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect((await ask()).headers['x-cache']).toBe('HIT')
     // A caller's miss holds the credential's only slot when the refresh falls due.
     sandbox.setLatency(400)
+    const governor = ahead.ctx.governors.of('default')
     const busy = ask('advertiserId=102&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07')
-    await waitFor('the caller to hold the slot', () => ahead.ctx.governors.of('default').inFlight === 1)
-    clock.advance(40_000)
-    await waitFor('the refresh to be skipped', async () => (await refreshes('skipped')) === 1)
-    expect((await busy).statusCode).toBe(200)
-    // The first fill and the caller's miss: no refresh call.
-    expect(reportCalls()).toBe(2)
+    await waitFor('the caller\'s call at the platform', () => governor.inFlight === 1 && sandbox.concurrency().inFlight === 1)
+    // The refresh's own call is answered at once: it waits only for the slot.
     sandbox.setLatency(0)
-    expect((await ask()).headers['x-cache']).toBe('HIT')
+    clock.advance(40_000)
+    await waitFor('the refresh to wait for the slot', () => governor.queued === 1)
+    expect((await busy).statusCode).toBe(200)
     await waitFor('the refresh ahead', async () => (await refreshes('completed')) === 1)
+    // The first fill, the caller's miss, then the refresh: nothing skipped.
     expect(reportCalls()).toBe(3)
+    expect(await refreshes('skipped')).toBe(0)
   })
 
   it('starts the refresh ahead at once on a second ask past the fraction', async () => {

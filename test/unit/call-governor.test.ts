@@ -1,6 +1,6 @@
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
-import { CallGovernor, parseRetryAfter, type GovernorOptions, type Release } from '../../src/platform/call-governor.js'
+import { CallGovernor, NoIdleSlotError, parseRetryAfter, type GovernorOptions, type Priority, type Release } from '../../src/platform/call-governor.js'
 import { CallerGroup, CallersGoneError, slotFollowing } from '../../src/platform/caller-group.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { captureLogs } from '../helpers/build-gateway.js'
@@ -82,18 +82,18 @@ describe('CallGovernor', () => {
     expect([g.inFlight, g.queued]).toEqual([2, 0])
   })
 
-  it('serves queued calls round-robin by team: a late team does not wait for the busy one', async () => {
+  it('serves queued calls by fair share: a late team does not wait for the busy one\'s backlog', async () => {
     const clock = fakeClock()
     const { g } = governor(clock, { maxConcurrent: 1 })
     const one = oneAtATime(g)
     for (let i = 0; i < 6; i++) one.submit('busy')
     one.submit('late')
     await one.run(7)
-    // The first busy call got the free slot; the late team's call is the next but one.
-    expect(one.order).toEqual(['busy', 'busy', 'late', 'busy', 'busy', 'busy', 'busy'])
+    // The first busy call got the free slot; the late team's call is the next one.
+    expect(one.order).toEqual(['busy', 'late', 'busy', 'busy', 'busy', 'busy', 'busy'])
   })
 
-  it('gives a team as many calls per turn as its weight', async () => {
+  it('gives a team slots in proportion to its weight while both wait', async () => {
     const clock = fakeClock()
     const { g } = governor(clock, { maxConcurrent: 1, weightOf: (team) => (team === 'heavy' ? 3 : 1) })
     const one = oneAtATime(g)
@@ -101,7 +101,7 @@ describe('CallGovernor', () => {
     for (let i = 0; i < 6; i++) one.submit('heavy')
     for (let i = 0; i < 3; i++) one.submit('light')
     await one.run(10)
-    expect(one.order.slice(1)).toEqual(['heavy', 'heavy', 'heavy', 'light', 'heavy', 'heavy', 'heavy', 'light', 'light'])
+    expect(one.order.slice(1)).toEqual(['heavy', 'light', 'heavy', 'heavy', 'heavy', 'light', 'heavy', 'heavy', 'light'])
   })
 
   it('refuses a call when the queue is full, with GW_OVERLOADED and a retry-after', async () => {
@@ -204,48 +204,75 @@ describe('CallGovernor', () => {
   })
 })
 
-describe('CallGovernor bulkheads (issue 15)', () => {
-  it('lets a team hold at most half the slots by default: another team starts at once during its burst', async () => {
+describe('CallGovernor shares: work-conserving, fair when teams compete', () => {
+  it('lets a team alone use every slot and the whole queue', async () => {
     const clock = fakeClock()
-    const { g } = governor(clock, { maxConcurrent: 4, queueLimit: 20, limitsOf: () => undefined })
+    const { g, refused } = governor(clock, { maxConcurrent: 4, queueLimit: 6, limitsOf: () => undefined })
     const order: string[] = []
-    const burst = Array.from({ length: 6 }, () => call(g, 'burst', order))
+    const calls = Array.from({ length: 11 }, () => call(g, 'alone', order))
     await settle()
-    expect(order).toEqual(['burst', 'burst'])
-    expect([g.inFlight, g.queued, g.running('burst')]).toEqual([2, 4, 2])
-    call(g, 'calm', order)
-    call(g, 'calm', order)
+    expect([g.inFlight, g.queued, g.running('alone')]).toEqual([4, 6, 4])
+    expect(calls[10]?.error).toMatchObject({ code: 'GW_OVERLOADED', statusCode: 503 })
+    expect(refused).toEqual(['queue_full'])
+  })
+
+  it('gives a team that arrives while another holds every slot the next slot that frees, and room in a full queue', async () => {
+    const clock = fakeClock()
+    const { g, refused } = governor(clock, { maxConcurrent: 4, queueLimit: 6, limitsOf: () => undefined })
+    const order: string[] = []
+    const burst = Array.from({ length: 10 }, () => call(g, 'burst', order))
     await settle()
-    expect(order).toEqual(['burst', 'burst', 'calm', 'calm'])
-    // A burst call's end frees a slot for the burst team's next call, not more.
+    const late = [call(g, 'late', order), call(g, 'late', order)]
+    await settle()
+    // Each of the late team's calls took the place of the burst's newest.
+    expect([burst[9]?.error?.code, burst[8]?.error?.code]).toEqual(['GW_OVERLOADED', 'GW_OVERLOADED'])
+    expect(refused).toEqual(['displaced', 'displaced'])
+    expect(late.map((c) => c.error)).toEqual([null, null])
     burst[0]?.release?.()
     await settle()
-    expect(order.slice(4)).toEqual(['burst'])
-    expect(g.running('burst')).toBe(2)
+    expect(order.slice(4)).toEqual(['late'])
+    burst[1]?.release?.()
+    await settle()
+    // Then the two teams alternate: the burst's next call, then the late team's second.
+    burst[2]?.release?.()
+    await settle()
+    expect(order.slice(4)).toEqual(['late', 'burst', 'late'])
   })
 
-  it('refuses a team whose share of the queue is full, while another team still queues', async () => {
+  it('keeps a team within the ceilings an operator set, bounded by the credential\'s', async () => {
     const clock = fakeClock()
-    const { g, refused } = governor(clock, { maxConcurrent: 2, queueLimit: 4, limitsOf: () => undefined })
+    const { g, refused } = governor(clock, { maxConcurrent: 8, queueLimit: 100, limitsOf: (team) => (team === 'small' ? { maxConcurrent: 1, queue: 1 } : team === 'big' ? { maxConcurrent: 20, queue: 300 } : undefined) })
+    expect(g.limitsOf('big')).toEqual({ maxConcurrent: 8, queue: 100 })
+    expect(g.limitsOf('other')).toEqual({ maxConcurrent: null, queue: null })
     const order: string[] = []
-    const burst = Array.from({ length: 4 }, () => call(g, 'burst', order))
+    const small = [call(g, 'small', order), call(g, 'small', order), call(g, 'small', order)]
     await settle()
-    // One running (half of 2), two queued (half of 4), the fourth refused.
-    expect(burst[3]?.error).toMatchObject({ code: 'GW_OVERLOADED', statusCode: 503 })
+    expect([g.running('small'), g.queued]).toEqual([1, 1])
+    expect(small[2]?.error).toMatchObject({ code: 'GW_OVERLOADED' })
     expect(refused).toEqual(['team_queue_full'])
-    const calm = [call(g, 'calm', order), call(g, 'calm', order)]
+    // Its waiting call does not hold up another team's.
+    call(g, 'other', order)
     await settle()
-    expect(calm.map((c) => c.error)).toEqual([null, null])
-    expect(order).toEqual(['burst', 'calm'])
-    expect(g.queued).toBe(3)
+    expect(order).toEqual(['small', 'other'])
   })
 
-  it('takes a team\'s own maxConcurrent and queue, bounded by the credential\'s', () => {
+  it('starts queued calls as soon as a higher limit is in force, and none past a lower one', async () => {
     const clock = fakeClock()
-    const { g } = governor(clock, { maxConcurrent: 8, queueLimit: 100, limitsOf: (team) => (team === 'big' ? { maxConcurrent: 20, queue: 30 } : team === 'small' ? { maxConcurrent: 1, queue: null } : undefined) })
-    expect(g.limitsOf('big')).toEqual({ maxConcurrent: 8, queue: 30 })
-    expect(g.limitsOf('small')).toEqual({ maxConcurrent: 1, queue: 50 })
-    expect(g.limitsOf('other')).toEqual({ maxConcurrent: 4, queue: 50 })
+    const { g } = governor(clock, { maxConcurrent: 8, limit: 2, limitsOf: () => undefined })
+    const order: string[] = []
+    const calls = Array.from({ length: 5 }, () => call(g, 'a', order))
+    await settle()
+    expect([g.limit, g.inFlight, g.queued]).toEqual([2, 2, 3])
+    g.setLimit(4)
+    await settle()
+    expect([g.inFlight, g.queued]).toEqual([4, 1])
+    g.setLimit(1)
+    calls[0]?.release?.()
+    calls[1]?.release?.()
+    await settle()
+    expect([g.inFlight, g.queued]).toEqual([2, 1])
+    g.setLimit(100)
+    expect(g.limit).toBe(8)
   })
 })
 
@@ -372,45 +399,88 @@ describe('CallGovernor early resume', () => {
   })
 })
 
-/** With permits counted in memory the answer is had at once. */
-const background = (g: CallGovernor) => g.tryBackground() as Release | null
+/** Starts a background call of `priority` and records when it gets its slot (or its error). */
+function backgroundCall(g: CallGovernor, priority: Priority, order: string[], name: string, urgency?: () => number) {
+  const state: { release: Release | null; error: Error | null } = { release: null, error: null }
+  const done = g.acquire('a', undefined, Infinity, { priority, ...(urgency ? { urgency } : {}) }).then(
+    (release) => {
+      order.push(name)
+      state.release = release
+    },
+    (err: Error) => {
+      state.error = err
+    },
+  )
+  return Object.assign(state, { done })
+}
 
-describe('background calls (refresh ahead, issue 17)', () => {
-  it('get an idle slot only: none while a caller waits, none past a quarter of the slots, and never a queue place', async () => {
+describe('priorities: a caller before a refresh ahead, before a stale-while-revalidate refresh, before a warm-up', () => {
+  it('lets background work use every idle slot, and gives each freed slot to a waiting caller first', async () => {
     const clock = fakeClock()
-    const { g, refused } = governor(clock, { maxConcurrent: 8 })
-    const first = background(g)
-    const second = background(g)
-    expect(first).not.toBeNull()
-    // A quarter of 8 slots.
-    expect(second).not.toBeNull()
-    expect(background(g)).toBeNull()
-    second?.()
-    second?.()
-    const third = background(g)
-    expect(third).not.toBeNull()
-    third?.()
-    // Callers fill the remaining slots and one waits: its slot is not for the background.
+    const { g } = governor(clock, { maxConcurrent: 2 })
     const order: string[] = []
-    const calls = Array.from({ length: 8 }, () => call(g, 'a', order))
-    await Promise.resolve()
-    expect(g.queued).toBe(1)
-    expect(background(g)).toBeNull()
-    // Releasing the background slot goes to the waiting caller.
-    first?.()
-    await calls[7]?.done
-    expect(order).toHaveLength(8)
-    expect(background(g)).toBeNull()
-    expect(g.queued).toBe(0)
-    expect(refused).toEqual([])
+    const running = [backgroundCall(g, 'swr', order, 'swr-1'), backgroundCall(g, 'warm', order, 'warm-1')]
+    await settle()
+    expect(g.inFlight).toBe(2)
+    backgroundCall(g, 'warm', order, 'warm-2')
+    backgroundCall(g, 'swr', order, 'swr-2')
+    backgroundCall(g, 'ahead', order, 'ahead-1')
+    call(g, 'a', order)
+    await settle()
+    running[0]?.release?.()
+    await settle()
+    expect(order.slice(2)).toEqual(['a'])
+    running[1]?.release?.()
+    await settle()
+    expect(order.slice(3)).toEqual(['ahead-1'])
   })
 
-  it('start nothing while the credential is paused', () => {
+  it('runs the most urgent refresh ahead first, and drops background work quietly when its time is up', async () => {
+    const clock = fakeClock()
+    const { g, refused } = governor(clock, { maxConcurrent: 1, queueTimeoutMs: 1000 })
+    const order: string[] = []
+    const holder = call(g, 'a', order)
+    await settle()
+    const cold = backgroundCall(g, 'ahead', order, 'cold', () => 0.1)
+    backgroundCall(g, 'ahead', order, 'hot', () => 5)
+    await settle()
+    holder.release?.()
+    await settle()
+    expect(order).toEqual(['a', 'hot'])
+    clock.advance(1000)
+    await settle()
+    expect(cold.error).toBeInstanceOf(NoIdleSlotError)
+    expect(refused).toEqual(['queue_timeout'])
+  })
+
+  it('lets a caller displace background work from a full queue', async () => {
+    const clock = fakeClock()
+    const { g, refused } = governor(clock, { maxConcurrent: 1, queueLimit: 1 })
+    const order: string[] = []
+    call(g, 'a', order)
+    await settle()
+    const queued = backgroundCall(g, 'swr', order, 'swr')
+    const caller = call(g, 'b', order)
+    await settle()
+    expect(queued.error).toBeInstanceOf(NoIdleSlotError)
+    expect(caller.error).toBeNull()
+    expect(refused).toEqual(['displaced'])
+    // A background call finds no room behind a caller's.
+    const late = backgroundCall(g, 'ahead', order, 'ahead')
+    await late.done
+    expect(late.error).toBeInstanceOf(NoIdleSlotError)
+  })
+
+  it('starts nothing while the credential is paused', async () => {
     const clock = fakeClock()
     const { g } = governor(clock, { maxConcurrent: 8 })
     g.pause(5_000, 'platform', 'a')
-    expect(background(g)).toBeNull()
+    const order: string[] = []
+    backgroundCall(g, 'ahead', order, 'ahead')
+    await settle()
+    expect([order, g.queued]).toEqual([[], 1])
     clock.advance(5_001)
-    expect(background(g)).not.toBeNull()
+    await settle()
+    expect(order).toEqual(['ahead'])
   })
 })

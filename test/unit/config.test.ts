@@ -110,9 +110,10 @@ teams:
     ])
   })
 
-  it('has the governor\'s defaults: 8 calls in flight, 200 queued, 10 s of wait', () => {
+  it('has the governor\'s defaults: a limit learned from 8 between 2 and 64 calls in flight, 200 queued, 10 s of wait', () => {
     const config = load({})
-    expect([config.platform.maxConcurrent, config.platform.queue, config.platform.queueTimeoutMs]).toEqual([8, 200, 10_000])
+    const p = config.platform
+    expect([p.adaptive, p.initialConcurrent, p.minConcurrent, p.maxConcurrent, p.maxConcurrentPerReplica, p.queue, p.queueTimeoutMs]).toEqual([true, 8, 2, 64, null, 200, 10_000])
   })
 
   it('reads key entries with an id and an expiry (a date is midnight UTC; a date-time without zone is UTC)', () => {
@@ -162,10 +163,33 @@ teams:
   })
 
   it('takes PLATFORM_TOKEN_URL, PLATFORM_GRANT_TYPE and REDIS_URL from the environment', () => {
-    const config = load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_TOKEN_URL: '/api/v1/auth/token', PLATFORM_GRANT_TYPE: 'other_grant', REDIS_URL: 'rediss://cache:6380/2' })
+    const config = load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_TOKEN_URL: '/api/v1/auth/token', PLATFORM_GRANT_TYPE: 'other_grant', REDIS_URL: 'rediss://cache:6380/2', GATEWAY_SECRET: 'config-test-gateway-secret-0000' })
     expect(config.platform.tokenUrl).toBe('/api/v1/auth/token')
     expect(config.platform.grantType).toBe('other_grant')
     expect(config.redis.url).toBe('rediss://cache:6380/2')
+  })
+})
+
+describe('Redis comes with GATEWAY_SECRET or not at all', () => {
+  const HOW = 'make one with `openssl rand -base64 32` and give every replica the same (GATEWAY_SECRET or GATEWAY_SECRET_FILE)'
+  it.each<{ name: string; env: Record<string, string>; yaml?: string; named: string }>([
+    { name: 'REDIS_URL', env: { REDIS_URL: 'redis://cache:6379' }, named: 'REDIS_URL' },
+    { name: 'Sentinel', env: {}, yaml: 'redis:\n  sentinels: [{ host: s1, port: 26379 }]\n', named: 'redis.sentinels' },
+    { name: 'Cluster', env: {}, yaml: 'redis:\n  cluster: [{ host: c1, port: 7000 }]\n', named: 'redis.cluster' },
+  ])('$name without GATEWAY_SECRET is refused, saying how to make one', ({ env, yaml, named }) => {
+    expect(problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, ...env }, yaml).problems).toEqual([
+      `GATEWAY_SECRET: required with Redis (${named}): it seals what the replicas share there; ${HOW}`,
+    ])
+  })
+
+  it('takes Redis with a secret from GATEWAY_SECRET or GATEWAY_SECRET_FILE', () => {
+    expect(load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, REDIS_URL: 'redis://cache:6379', GATEWAY_SECRET: 'config-test-gateway-secret-0000' }).redis.url).toBe('redis://cache:6379')
+    const fromFile = load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, REDIS_URL: 'redis://cache:6379', GATEWAY_SECRET_FILE: '/run/secrets/g' }, undefined, { '/run/secrets/g': 'config-test-gateway-secret-0000\n' })
+    expect(fromFile.gatewaySecret).toBe('config-test-gateway-secret-0000')
+  })
+
+  it('asks nothing of demo mode, which never uses Redis', () => {
+    expect(load({ DEMO: '1', REDIS_URL: 'redis://cache:6379' }).demo).toBe(true)
   })
 })
 

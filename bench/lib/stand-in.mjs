@@ -1,0 +1,26 @@
+// The platform stand-in (bench/dashboard-origin.mjs) on the load core, with its control calls.
+
+import { http } from './http.mjs'
+import { LOAD_CORE, launch, pin } from './processes.mjs'
+
+/**
+ * Starts a stand-in answering report calls in `latencyMs`; with `knee`, `slopeMs` and
+ * `refuseAbove`, a platform with a capacity (see bench/dashboard-origin.mjs).
+ */
+export async function startStandIn(name, { latencyMs, knee, slopeMs, refuseAbove }) {
+  const env = { BENCH_LATENCY_MS: String(latencyMs) }
+  if (knee !== undefined) Object.assign(env, { BENCH_KNEE: String(knee), BENCH_SLOPE_MS: String(slopeMs ?? 0) })
+  if (refuseAbove !== undefined) env.BENCH_REFUSE_ABOVE = String(refuseAbove)
+  const [cmd, args] = pin(LOAD_CORE, process.execPath, ['bench/dashboard-origin.mjs'])
+  const p = await launch(name, cmd, args, { env, ready: /^READY / })
+  const url = `http://127.0.0.1:${JSON.parse(p.line.slice('READY '.length)).port}`
+  return {
+    ...p,
+    url,
+    /** { count, byRoute, refused }: report calls since the last reset. */
+    counts: async () => (await http('GET', `${url}/__count`)).json(),
+    resetCounts: () => http('DELETE', `${url}/__count`),
+    /** { inFlight, meanInFlight, peak } since the previous call. */
+    load: async () => (await http('GET', `${url}/__load`)).json(),
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * The order in which waiting platform calls of one credential get a slot: pure logic, no
+ * timers and no I/O, so that the governor's scheduling is table-tested on its own.
+ *
+ * - **Priorities.** A caller's call goes before a refresh ahead, which goes before a
+ *   stale-while-revalidate refresh, which goes before a cache warm-up. A slot that frees
+ *   always goes to the highest priority waiting, so background work uses idle capacity
+ *   only and holds up a caller for at most one platform call.
+ * - **Fair shares by weight** among callers' calls, by start-time fair queueing (Goyal,
+ *   Vin and Cheng, "Start-time Fair Queuing", SIGCOMM 1996): each call started advances
+ *   its team's tag by 1/weight, a team that starts waiting again has its tag lifted to the
+ *   tag of the last call served (no credit saved while idle), and the next slot goes to
+ *   the waiting team with the smallest tag. A team alone takes every slot; a team that
+ *   arrives while another holds them all gets the next one that frees; while both wait,
+ *   slots alternate in proportion to their weights, so their calls in flight converge to
+ *   max-min fair shares.
+ * - **Urgency** among refreshes ahead: the one whose entry is asked most and expires
+ *   soonest goes first (`urgency()`, larger first); the others in arrival order.
+ * - **Push-out** when the queue is full: a call displaces the newest background call,
+ *   else the newest call of the team holding the most places relative to its weight, if
+ *   that team holds more than the newcomer would; otherwise the newcomer is refused. A
+ *   team alone may so fill the whole queue, and a second team's first calls still find
+ *   room.
+ */
+
+export type Priority = 'caller' | 'ahead' | 'swr' | 'warm'
+
+/** Highest first. */
+export const PRIORITIES: readonly Priority[] = ['caller', 'ahead', 'swr', 'warm']
+
+export interface Queued {
+  readonly team: string
+  readonly priority: Priority
+  /** Order of arrival, smaller first. */
+  readonly seq: number
+  /** A refresh ahead's urgency now: larger goes first. */
+  urgency?: () => number
+}
+
+export interface Shares {
+  /** The team's weight (at least 1). */
+  weight(team: string): number
+}
+
+export class FairQueue<W extends Queued> {
+  readonly #classes = new Map<Priority, W[]>(PRIORITIES.map((p) => [p, []]))
+  // Callers' calls per team, for fair shares and push-out.
+  readonly #byTeam = new Map<string, W[]>()
+  #size = 0
+  // Start-time fair queueing: each team's finish tag, and the start tag of the last call served.
+  readonly #tags = new Map<string, number>()
+  #virtual = 0
+
+  get size(): number {
+    return this.#size
+  }
+
+  /** Waiting callers' calls per team (background calls are the gateway's own). */
+  waitingByTeam(): Map<string, number> {
+    return new Map([...this.#byTeam].map(([team, list]) => [team, list.length]))
+  }
+
+  /** Waiting calls of `team` at priority `priority`. */
+  count(team: string, priority: Priority = 'caller'): number {
+    if (priority === 'caller') return this.#byTeam.get(team)?.length ?? 0
+    return this.#of(priority).filter((w) => w.team === team).length
+  }
+
+  /** Waiting calls at `priority` or above. */
+  countAtOrAbove(priority: Priority): number {
+    let n = 0
+    for (const p of PRIORITIES) {
+      n += this.#of(p).length
+      if (p === priority) break
+    }
+    return n
+  }
+
+  has(waiter: W): boolean {
+    return this.#of(waiter.priority).includes(waiter)
+  }
+
+  push(waiter: W): void {
+    this.#of(waiter.priority).push(waiter)
+    if (waiter.priority === 'caller') {
+      let list = this.#byTeam.get(waiter.team)
+      if (!list) {
+        this.#byTeam.set(waiter.team, (list = []))
+        // A team that starts waiting again saved no credit while it did not.
+        this.#tags.set(waiter.team, Math.max(this.#tags.get(waiter.team) ?? 0, this.#virtual))
+      }
+      list.push(waiter)
+    }
+    this.#size += 1
+  }
+
+  /** A caller's call of `team` got a slot: its team's tag advances by 1/weight. */
+  started(team: string, weight: number): void {
+    const start = Math.max(this.#tags.get(team) ?? 0, this.#virtual)
+    this.#tags.set(team, start + 1 / weight)
+    this.#virtual = start
+  }
+
+  /** Takes `waiter` out; false when it was not queued. */
+  remove(waiter: W): boolean {
+    const list = this.#of(waiter.priority)
+    const i = list.indexOf(waiter)
+    if (i === -1) return false
+    list.splice(i, 1)
+    if (waiter.priority === 'caller') {
+      const own = this.#byTeam.get(waiter.team) as W[]
+      own.splice(own.indexOf(waiter), 1)
+      if (own.length === 0) this.#byTeam.delete(waiter.team)
+    }
+    this.#size -= 1
+    return true
+  }
+
+  /**
+   * The call that gets the next slot, or null: the highest priority first; among callers
+   * the earliest call of the team with the smallest tag, among refreshes ahead the most
+   * urgent. `skip` names calls that cannot take a slot now (their
+   * team at its ceiling, or refused a permit this round): they wait.
+   */
+  next(skip: (waiter: W) => boolean): W | null {
+    for (const priority of PRIORITIES) {
+      const list = this.#of(priority)
+      if (list.length === 0) continue
+      const pick = priority === 'caller' ? this.#fairest(skip) : this.#first(list, skip, priority === 'ahead')
+      if (pick) return pick
+    }
+    return null
+  }
+
+  /**
+   * Room for `incoming` in a queue of at most `limit` places: null when there is room,
+   * the waiter it displaces, or 'refuse' when it displaces nobody.
+   */
+  displaced(incoming: Pick<Queued, 'team' | 'priority'>, limit: number, shares: Pick<Shares, 'weight'>): W | 'refuse' | null {
+    if (this.#size < limit) return null
+    const rank = PRIORITIES.indexOf(incoming.priority)
+    // The newest call of the lowest priority below the newcomer's.
+    for (let p = PRIORITIES.length - 1; p > rank; p--) {
+      const list = this.#of(PRIORITIES[p] as Priority)
+      if (list.length > 0) return list[list.length - 1] as W
+    }
+    if (incoming.priority !== 'caller') return 'refuse'
+    let fullest: string | null = null
+    let most = -1
+    for (const [team, list] of this.#byTeam) {
+      const share = list.length / shares.weight(team)
+      if (share > most) {
+        most = share
+        fullest = team
+      }
+    }
+    const mine = (this.count(incoming.team) + 1) / shares.weight(incoming.team)
+    if (fullest === null || fullest === incoming.team || most <= mine) return 'refuse'
+    const list = this.#byTeam.get(fullest) as W[]
+    return list[list.length - 1] as W
+  }
+
+  /** Every waiting call (for a pause that outlasts them). */
+  all(): W[] {
+    return PRIORITIES.flatMap((p) => [...this.#of(p)])
+  }
+
+  #of(priority: Priority): W[] {
+    return this.#classes.get(priority) as W[]
+  }
+
+  #fairest(skip: (waiter: W) => boolean): W | null {
+    let best: W | null = null
+    let bestTag = Infinity
+    for (const [team, list] of this.#byTeam) {
+      const head = list[0] as W
+      if (skip(head)) continue
+      const tag = this.#tags.get(team) ?? 0
+      if (tag < bestTag || (tag === bestTag && best !== null && head.seq < best.seq)) {
+        best = head
+        bestTag = tag
+      }
+    }
+    return best
+  }
+
+  #first(list: readonly W[], skip: (waiter: W) => boolean, byUrgency: boolean): W | null {
+    let best: W | null = null
+    let bestUrgency = -Infinity
+    for (const w of list) {
+      if (skip(w)) continue
+      if (!byUrgency) return w
+      const u = w.urgency?.() ?? 0
+      if (u > bestUrgency) {
+        best = w
+        bestUrgency = u
+      }
+    }
+    return best
+  }
+}

@@ -1,0 +1,481 @@
+/**
+ * The concurrency limit learned from the platform's own answers: a gradient controller
+ * over latency, as Envoy's adaptive concurrency filter computes it, with a hard
+ * multiplicative cut on overload answers. Pure logic: no I/O, no timers; time is passed in.
+ *
+ * Each window (DEFAULT_WINDOW_MS) closes with
+ *
+ *     r        = median over the window's answers of latency / floor(latency class)
+ *     gradient = clamp(LATENCY_BUFFER / r, MIN_GRADIENT, MAX_GRADIENT)
+ *     limit    = gradient × limit + headroom(limit)
+ *
+ * - The formula, the 25 % buffer over the floor and the gradient clamped to [0.5, 2] are
+ *   Envoy's gradient controller (docs "Adaptive Concurrency", gradient_controller.cc,
+ *   and envoyproxy/envoy#9038: without the buffer the controller overreacts to normal
+ *   variance, a p50 of 25 ms over a 20 ms floor must not cut the limit by 20 %).
+ * - Windows that did not use the limit do not grow it (Netflix concurrency-limits,
+ *   Gradient2Limit.java: "don't grow the limit if we are app limited", in flight below
+ *   half the limit); a gateway idle at night does not ratchet up to the ceiling.
+ * - Evidence from calls that started before the limit last changed is set aside: it
+ *   measures the old limit (Envoy's fix envoyproxy/envoy#11579 for the same skew).
+ *
+ * Where it differs from both, and why:
+ * - The floor is learned passively from live answers, never by pinning concurrency
+ *   (Envoy pins 1-3 calls while it re-measures, and its docs warn of 503s then,
+ *   envoyproxy/envoy#9007, #8337). The floor of a class is a low percentile
+ *   (FLOOR_PERCENTILE) of its answers per bucket of FLOOR_BUCKET_MS, the lowest over the
+ *   last FLOOR_BUCKETS buckets: one lucky answer does not set it (Netflix
+ *   concurrency-limits#37), and it follows a platform that got faster at once.
+ *   It rises only on evidence measured at no more calls in flight than the floor it
+ *   replaces (or at the minimum limit): answers slowed by our own load never raise it,
+ *   so it does not creep up under sustained load (envoyproxy/envoy#11579).
+ * - Latency is compared like with like: each answer is divided by the floor of its own
+ *   latency class (route template and date-range bucket, `latencyClass`), so a year of
+ *   data, ten times slower, is not a loaded platform.
+ * - One team or one route cannot teach the limit to collapse: the window's ratio is the
+ *   lower of the median over all answers and the median without the slowest team (and
+ *   without the slowest route); a cut from overload answers needs them on at least two
+ *   routes, as the credential pause does. Overload on one route is that route's (its
+ *   caller pauses it).
+ */
+import { routeTemplate } from './throttle-pauses.js'
+
+/** How often the limit is recomputed. */
+export const DEFAULT_WINDOW_MS = 1000
+/** The answers' median may exceed the floor by 25 % before the limit shrinks (Envoy's buffer). */
+export const LATENCY_BUFFER = 1.25
+/** The gradient's clamp: one window at most halves or doubles the limit (Envoy's). */
+export const MIN_GRADIENT = 0.5
+export const MAX_GRADIENT = 2
+/** Answers (ok, started under the limit in force) a window needs before its latency moves the limit. */
+export const MIN_WINDOW_SAMPLES = 8
+/**
+ * Each window moves the limit this share of the way to the gradient's target, as
+ * Gradient2Limit's smoothing (0.2 there) does: a knee is found without swinging past it.
+ */
+export const SMOOTHING = 0.3
+/** The hard cut on overload answers, at most once per window, never below the minimum. */
+export const OVERLOAD_FACTOR = 0.5
+/** Overload answers (429, 5xx, timeouts) that cut the limit: this share of the window's calls... */
+export const OVERLOAD_MIN_SHARE = 0.05
+/** ...and at least this many... */
+export const OVERLOAD_MIN_ANSWERS = 2
+/** ...on at least this many distinct routes. */
+export const OVERLOAD_MIN_ROUTES = 2
+/** A window used the limit when calls queued or this share of the limit was in flight at once. */
+export const USED_FRACTION = 0.5
+/** A class's floor is kept per bucket of this length... */
+export const FLOOR_BUCKET_MS = 30_000
+/** ...over this many buckets (a sliding window of three minutes). */
+export const FLOOR_BUCKETS = 6
+/** The percentile of a bucket's answers taken as its floor. */
+export const FLOOR_PERCENTILE = 0.1
+/** Latency classes held; past this many the least recently seen is forgotten. */
+export const MAX_CLASSES = 512
+/** Answers kept per window for the median; past this many the rest only count. */
+export const MAX_WINDOW_SAMPLES = 10_000
+/** Suggested bounds for the governor's settings. */
+export const DEFAULT_MIN_LIMIT = 2
+export const DEFAULT_MAX_LIMIT = 64
+
+// Latencies are binned on a log scale, 16 bins per doubling (4.4 % wide), so a bucket's
+// percentile costs a few map entries whatever the number of answers.
+const BINS_PER_OCTAVE = 16
+const DAY_MS = 86_400_000
+
+/**
+ * Room to grow while latency stays near its floor: without it the limit would stay
+ * where it is when the ratio is 1. Envoy's value, √limit (not configurable there either).
+ */
+export function headroom(limit: number): number {
+  return Math.sqrt(limit)
+}
+
+/**
+ * The latency class of a call: its route template, plus `|rN` with N = ⌈log2(days + 1)⌉
+ * for the number of days its query's `dateFrom`..`dateTo` covers (both included), so a
+ * report over a year is compared with reports over a year. No bucket when either date is
+ * missing, not a calendar date `YYYY-MM-DD`, or the range runs backwards.
+ */
+export function latencyClass(url: string): string {
+  const route = routeTemplate(url)
+  const target = url.split('#', 1)[0] ?? ''
+  const q = target.indexOf('?')
+  if (q < 0) return route
+  const query = new URLSearchParams(target.slice(q + 1))
+  const from = calendarDay(query.get('dateFrom'))
+  const to = calendarDay(query.get('dateTo'))
+  if (from === null || to === null || to < from) return route
+  return `${route}|r${Math.ceil(Math.log2(to - from + 2))}`
+}
+
+/** Days since 1970-01-01 of a real calendar date `YYYY-MM-DD`, or null. */
+function calendarDay(text: string | null): number | null {
+  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text ?? '')
+  if (!match) return null
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])]
+  const at = new Date(0)
+  at.setUTCFullYear(year, month - 1, day)
+  if (at.getUTCFullYear() !== year || at.getUTCMonth() !== month - 1 || at.getUTCDate() !== day) return null
+  return Math.round(at.getTime() / DAY_MS)
+}
+
+export type CallOutcome = 'ok' | 'throttled' | 'failed'
+
+export interface CallSample {
+  /** Epoch ms when the answer came (the call started at `at - latencyMs`). */
+  at: number
+  latencyMs: number
+  /** `latencyClass` of the call. */
+  klass: string
+  /** `routeTemplate` of the call. */
+  route: string
+  team: string
+  /** Calls in flight on the credential when this one started, itself included. */
+  inFlight: number
+  /** 'throttled': a 429; 'failed': a 5xx, a timeout or a connection error. */
+  outcome: CallOutcome
+}
+
+export interface LoadPeak {
+  at: number
+  /** Calls in flight on the credential. */
+  inFlight: number
+  /** Calls waiting for a slot. */
+  queued: number
+}
+
+/**
+ * - overload: overload answers on several routes (or `overload()`) cut the limit
+ * - latency: the window's latency shrank it
+ * - growth: latency near the floor in a window that used the limit grew it
+ * - app-limited: latency would grow it, but the window did not use the limit
+ * - few-samples: too few answers to judge latency
+ */
+export type LimitReason = 'overload' | 'latency' | 'growth' | 'app-limited' | 'few-samples'
+
+export interface LimitUpdate {
+  limit: number
+  changed: boolean
+  reason: LimitReason
+}
+
+export interface LimitEstimatorOptions {
+  initial: number
+  min: number
+  max: number
+  windowMs?: number
+}
+
+interface Bucket {
+  index: number
+  count: number
+  /** Latency bin → answers. */
+  bins: Map<number, number>
+  /** Calls in flight at start → answers. */
+  loads: Map<number, number>
+  /** The summary below holds for this many answers. */
+  summarized: number
+  floorMs: number
+  inFlight: number
+}
+
+interface Floor {
+  ms: number
+  /** The calls in flight it was measured at (the low percentile of its bucket's). */
+  inFlight: number
+}
+
+interface LatencyClass {
+  buckets: Bucket[]
+  floor: Floor | null
+  /** Answers in its buckets. */
+  count: number
+}
+
+interface Observation {
+  klass: string
+  team: string
+  route: string
+  latencyMs: number
+}
+
+/**
+ * The learned limit of one credential on one replica. Feed it every answer
+ * (`record`), the governor's load when a call starts or queues (`note`), and call
+ * `tick` often (every 100 ms or so): it closes a window once `windowMs` has passed.
+ */
+export class LimitEstimator {
+  readonly #min: number
+  readonly #max: number
+  readonly #windowMs: number
+  #estimate: number
+  readonly #classes = new Map<string, LatencyClass>()
+  #floorMs: number | null = null
+
+  #windowStart: number | null = null
+  /** When the limit last changed: calls started before measure the old one. */
+  #changedAt = -Infinity
+  /** When the limit was last cut: overload answers of calls started before are already answered for. */
+  #cutAt = -Infinity
+  #observations: Observation[] = []
+  #calls = 0
+  #overloads = 0
+  readonly #overloadRoutes = new Set<string>()
+  #peak = 0
+  #queued = 0
+
+  constructor(opts: LimitEstimatorOptions) {
+    const { initial, min, max } = opts
+    const windowMs = opts.windowMs ?? DEFAULT_WINDOW_MS
+    if (!Number.isInteger(min) || min < 1) throw new RangeError(`LimitEstimator: min must be an integer ≥ 1 (got ${min})`)
+    if (!Number.isInteger(max) || max < min) throw new RangeError(`LimitEstimator: max must be an integer ≥ min ${min} (got ${max})`)
+    if (!Number.isFinite(initial)) throw new RangeError(`LimitEstimator: initial must be a number (got ${initial})`)
+    if (!(windowMs > 0)) throw new RangeError(`LimitEstimator: windowMs must be > 0 (got ${windowMs})`)
+    this.#min = min
+    this.#max = max
+    this.#windowMs = windowMs
+    this.#estimate = this.#clamp(initial)
+  }
+
+  /** The limit in force: an integer in [min, max]. */
+  get limit(): number {
+    return Math.max(this.#min, Math.min(this.#max, Math.floor(this.#estimate)))
+  }
+
+  /** The latency floor of the busiest latency class (ms), as of the last window; null before any answer. */
+  get floorMs(): number | null {
+    return this.#floorMs
+  }
+
+  /** One answer (or failure) of a platform call. */
+  record(sample: CallSample): void {
+    const start = sample.at - sample.latencyMs
+    this.#peak = Math.max(this.#peak, sample.inFlight)
+    if (start >= this.#cutAt) {
+      this.#calls++
+      if (sample.outcome !== 'ok') {
+        this.#overloads++
+        // Two routes are all the rule asks; the set stays that small.
+        if (this.#overloadRoutes.size < OVERLOAD_MIN_ROUTES) this.#overloadRoutes.add(sample.route)
+      }
+    }
+    if (sample.outcome !== 'ok') return
+    // Overload answers come fast (429) or at a deadline (timeout): neither is the platform's latency.
+    this.#learnFloor(sample)
+    if (start >= this.#changedAt && this.#observations.length < MAX_WINDOW_SAMPLES) {
+      this.#observations.push({ klass: sample.klass, team: sample.team, route: sample.route, latencyMs: sample.latencyMs })
+    }
+  }
+
+  /**
+   * The governor's load at an instant (a call started or queued). Optional: `record`
+   * already sees the calls in flight at each call's start; `note` adds calls that
+   * queued, so a window whose callers waited for a slot counts as using the limit.
+   */
+  note(peak: LoadPeak): void {
+    this.#peak = Math.max(this.#peak, peak.inFlight)
+    this.#queued = Math.max(this.#queued, peak.queued)
+  }
+
+  /** Closes the window once `windowMs` has passed since it opened; null while it is open. */
+  tick(now: number): LimitUpdate | null {
+    if (this.#windowStart === null) {
+      this.#windowStart = now
+      return null
+    }
+    if (now - this.#windowStart < this.#windowMs) return null
+    const before = this.limit
+    this.#refreshFloors(now)
+    const update = this.#decide(now, before)
+    this.#windowStart = now
+    this.#observations = []
+    this.#calls = 0
+    this.#overloads = 0
+    this.#overloadRoutes.clear()
+    this.#peak = 0
+    this.#queued = 0
+    return update
+  }
+
+  /** Takes a limit learned elsewhere (another replica), clamped to [min, max]. */
+  adopt(limit: number): number {
+    if (Number.isFinite(limit)) this.#estimate = this.#clamp(limit)
+    return this.limit
+  }
+
+  /**
+   * A hard cut from outside (the platform paused the credential): × OVERLOAD_FACTOR,
+   * at most once per window. Null when a cut already fell within the last window.
+   */
+  overload(now: number): LimitUpdate | null {
+    if (now - this.#cutAt < this.#windowMs) return null
+    const before = this.limit
+    this.#cut(now)
+    // What the window gathered so far measured the limit just cut.
+    this.#observations = []
+    this.#calls = 0
+    this.#overloads = 0
+    this.#overloadRoutes.clear()
+    return { limit: this.limit, changed: this.limit !== before, reason: 'overload' }
+  }
+
+  #decide(now: number, before: number): LimitUpdate {
+    const needed = Math.max(OVERLOAD_MIN_ANSWERS, Math.ceil(OVERLOAD_MIN_SHARE * this.#calls))
+    if (this.#overloads >= needed && this.#overloadRoutes.size >= OVERLOAD_MIN_ROUTES && now - this.#cutAt >= this.#windowMs) {
+      this.#cut(now)
+      return { limit: this.limit, changed: this.limit !== before, reason: 'overload' }
+    }
+    if (this.#observations.length < MIN_WINDOW_SAMPLES) return { limit: before, changed: false, reason: 'few-samples' }
+    const ratio = this.#windowRatio()
+    const gradient = Math.max(MIN_GRADIENT, Math.min(MAX_GRADIENT, LATENCY_BUFFER / ratio))
+    const target = gradient * this.#estimate + headroom(this.#estimate)
+    let reason: LimitReason
+    if (target >= this.#estimate) {
+      const used = this.#queued > 0 || this.#peak >= USED_FRACTION * before
+      if (!used) return { limit: before, changed: false, reason: 'app-limited' }
+      this.#estimate = this.#clamp(this.#estimate + SMOOTHING * (target - this.#estimate))
+      reason = 'growth'
+    } else {
+      this.#estimate = this.#clamp(this.#estimate + SMOOTHING * (target - this.#estimate))
+      reason = 'latency'
+    }
+    const limit = this.limit
+    if (limit !== before) this.#changedAt = now
+    return { limit, changed: limit !== before, reason }
+  }
+
+  #cut(now: number): void {
+    this.#estimate = this.#clamp(this.limit * OVERLOAD_FACTOR)
+    this.#cutAt = now
+    this.#changedAt = now
+  }
+
+  #clamp(value: number): number {
+    return Math.max(this.#min, Math.min(this.#max, value))
+  }
+
+  /**
+   * The window's latency over floor: the median of all its answers' ratios, or, when
+   * lower, the median without the slowest team's answers, or without the slowest
+   * route's. Overload raises everyone's latency; one team's or one route's slowness
+   * is about its own calls.
+   */
+  #windowRatio(): number {
+    const ratios = this.#observations.map((o) => o.latencyMs / (this.#classes.get(o.klass)?.floor?.ms ?? o.latencyMs))
+    let ratio = median(ratios)
+    for (const key of ['team', 'route'] as const) {
+      const groups = new Map<string, number[]>()
+      this.#observations.forEach((o, i) => {
+        const group = groups.get(o[key])
+        if (group) group.push(ratios[i] as number)
+        else groups.set(o[key], [ratios[i] as number])
+      })
+      if (groups.size < 2) continue
+      let worst: string | null = null
+      let worstMedian = -Infinity
+      for (const [name, values] of groups) {
+        const m = median(values)
+        if (m > worstMedian) [worst, worstMedian] = [name, m]
+      }
+      const rest = ratios.filter((_, i) => this.#observations[i]?.[key] !== worst)
+      if (rest.length >= MIN_WINDOW_SAMPLES) ratio = Math.min(ratio, median(rest))
+    }
+    return ratio
+  }
+
+  #learnFloor(sample: CallSample): void {
+    let klass = this.#classes.get(sample.klass)
+    if (klass) {
+      // Least recently seen first: re-inserting keeps the map in that order.
+      this.#classes.delete(sample.klass)
+    } else {
+      if (this.#classes.size >= MAX_CLASSES) {
+        const oldest = this.#classes.keys().next().value
+        if (oldest !== undefined) this.#classes.delete(oldest)
+      }
+      klass = { buckets: [], floor: null, count: 0 }
+    }
+    this.#classes.set(sample.klass, klass)
+    const index = Math.floor(sample.at / FLOOR_BUCKET_MS)
+    let bucket = klass.buckets.find((b) => b.index === index)
+    if (!bucket) {
+      // An answer older than the live buckets says nothing about the floor now.
+      const newest = klass.buckets.at(-1)
+      if (newest && index < newest.index - FLOOR_BUCKETS + 1) return
+      bucket = { index, count: 0, bins: new Map(), loads: new Map(), summarized: 0, floorMs: 0, inFlight: 0 }
+      klass.buckets.push(bucket)
+      klass.buckets.sort((a, b) => a.index - b.index)
+    }
+    const bin = Math.floor(Math.log2(Math.max(sample.latencyMs, 0.01)) * BINS_PER_OCTAVE)
+    bucket.bins.set(bin, (bucket.bins.get(bin) ?? 0) + 1)
+    const load = Math.max(1, Math.round(sample.inFlight))
+    bucket.loads.set(load, (bucket.loads.get(load) ?? 0) + 1)
+    bucket.count++
+    klass.count++
+  }
+
+  /** Drops expired buckets, moves each class's floor, and picks the busiest class's for `floorMs`. */
+  #refreshFloors(now: number): void {
+    const oldestLive = Math.floor(now / FLOOR_BUCKET_MS) - FLOOR_BUCKETS + 1
+    let busiest = 0
+    this.#floorMs = null
+    for (const [name, klass] of this.#classes) {
+      while (klass.buckets.length > 0 && (klass.buckets[0] as Bucket).index < oldestLive) {
+        klass.count -= (klass.buckets.shift() as Bucket).count
+      }
+      if (klass.buckets.length === 0) {
+        // Unseen for a whole floor window: what it was then says little of now.
+        this.#classes.delete(name)
+        continue
+      }
+      let candidate: Floor | null = null
+      for (const bucket of klass.buckets) {
+        summarize(bucket)
+        if (candidate === null || bucket.floorMs < candidate.ms) candidate = { ms: bucket.floorMs, inFlight: bucket.inFlight }
+      }
+      klass.floor = nextFloor(klass.floor, candidate as Floor, this.#min)
+      if (klass.count > busiest) {
+        busiest = klass.count
+        this.#floorMs = klass.floor.ms
+      }
+    }
+  }
+}
+
+/**
+ * A class's floor given its current one and the lowest of its live buckets: a lower
+ * one at once; a higher one only when measured at no more calls in flight than the
+ * current one was (or at the minimum limit), since answers slowed by our own load
+ * must not raise the floor they are judged against.
+ */
+export function nextFloor(current: Floor | null, candidate: Floor, minLimit: number): Floor {
+  if (current === null || candidate.ms <= current.ms) return candidate
+  return candidate.inFlight <= Math.max(current.inFlight, minLimit) ? candidate : current
+}
+
+/** A bucket's floor: the FLOOR_PERCENTILE of its latencies, and of the calls in flight they ran at. */
+function summarize(bucket: Bucket): void {
+  if (bucket.summarized === bucket.count) return
+  const bin = percentileKey(bucket.bins, bucket.count)
+  bucket.floorMs = 2 ** ((bin + 0.5) / BINS_PER_OCTAVE)
+  bucket.inFlight = percentileKey(bucket.loads, bucket.count)
+  bucket.summarized = bucket.count
+}
+
+function percentileKey(counts: Map<number, number>, total: number): number {
+  const rank = Math.max(1, Math.ceil(FLOOR_PERCENTILE * total))
+  const keys = [...counts.keys()].sort((a, b) => a - b)
+  let seen = 0
+  for (const key of keys) {
+    seen += counts.get(key) as number
+    if (seen >= rank) return key
+  }
+  return keys.at(-1) as number
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}

@@ -1,0 +1,72 @@
+import { pino } from 'pino'
+import { afterEach, describe, expect, it } from 'vitest'
+import { CallGovernor } from '../../src/platform/call-governor.js'
+import { LearnedLimit } from '../../src/platform/learned-limit.js'
+import { LimitEstimator } from '../../src/platform/limit-estimator.js'
+import { limitKey } from '../../src/platform/platform-governors.js'
+import { RedisBreaker } from '../../src/redis.js'
+import { RedisSeal } from '../../src/redis-seal.js'
+import { useRedis } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
+
+// The learned limit shared by replicas through Redis: one limit for all, sealed, and the
+// same again after Redis's connections are killed.
+
+const { available, notice } = redisAvailability()
+if (notice) console.warn(notice)
+
+const log = pino({ level: 'silent' })
+const WINDOW_MS = 100
+const KEY = limitKey('test:', 'default')
+
+describe.skipIf(!available)('the learned limit across replicas', () => {
+  const redis = useRedis()
+  const started: LearnedLimit[] = []
+  afterEach(() => started.splice(0).forEach((l) => l.stop()))
+
+  async function replica(secret = 'a-gateway-secret-of-32-characters!') {
+    const governor = new CallGovernor({ credential: 'default', maxConcurrent: 64, queueLimit: 10, queueTimeoutMs: 1000, log })
+    const learned = new LearnedLimit({
+      credential: 'default',
+      governor,
+      estimator: new LimitEstimator({ initial: 4, min: 2, max: 64, windowMs: WINDOW_MS }),
+      windowMs: WINDOW_MS,
+      shared: { redis: redis.client, breaker: new RedisBreaker({ cooldownMs: 200, log }), key: KEY, seal: new RedisSeal(secret) },
+      log,
+      onLimit: () => undefined,
+      onChange: () => undefined,
+    })
+    await learned.start()
+    started.push(learned)
+    return { governor, learned }
+  }
+
+  /** Answers at the floor from a replica whose limit is used: evidence to raise it. */
+  function busyAnswers(learned: LearnedLimit, governor: CallGovernor) {
+    for (let i = 0; i < 20; i++) learned.record({ url: `/api/v1/report/campaigns/get?dateFrom=2026-01-01&dateTo=2026-01-07&n=${i}`, team: 'a', latencyMs: 50, inFlight: governor.limit, outcome: 'ok' })
+  }
+
+  const stored = async () => Number(await redis.client.hget(KEY, 'limit'))
+
+  it('moves every replica to the limit one of them learned, and keeps Redis and the replicas in agreement after its connections are killed', async () => {
+    const a = await replica()
+    const b = await replica()
+    expect([a.governor.limit, b.governor.limit]).toEqual([4, 4])
+    await waitFor('a raised limit, shared', async () => {
+      busyAnswers(a.learned, a.governor)
+      return a.governor.limit > 4 && b.governor.limit === a.governor.limit && (await stored()) === a.governor.limit
+    }, 10_000, 20)
+    await redis.client.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+    await waitFor('the replicas and Redis in agreement again, on a limit raised further', async () => {
+      busyAnswers(b.learned, b.governor)
+      return b.governor.limit > 8 && a.governor.limit === b.governor.limit && (await stored()) === b.governor.limit
+    }, 10_000, 20)
+  })
+
+  it('ignores a shared limit that does not carry this gateway\'s seal', async () => {
+    await redis.client.hset(KEY, 'epoch', String(Number.MAX_SAFE_INTEGER), 'limit', '2', 'sealed', JSON.stringify({ limit: 2, epoch: Number.MAX_SAFE_INTEGER }))
+    const forged = await replica()
+    expect(forged.governor.limit).toBe(4)
+  })
+})

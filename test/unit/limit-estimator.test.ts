@@ -1,0 +1,400 @@
+import { describe, expect, it } from 'vitest'
+import {
+  type CallOutcome,
+  type CallSample,
+  DEFAULT_WINDOW_MS,
+  latencyClass,
+  LimitEstimator,
+  type LimitUpdate,
+  nextFloor,
+} from '../../src/platform/limit-estimator.js'
+
+// A closed-loop simulation of callers, the governor's queue and a platform whose
+// latency depends on the calls in flight. Time is simulated: no timers, no clock.
+
+/** mulberry32: a small seeded generator, so every run is the same run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+interface Call {
+  caller: number
+  team: string
+  route: string
+  klass: string
+}
+
+interface Answer {
+  latencyMs: number
+  outcome: CallOutcome
+}
+
+/** The platform: an answer for a call started with `inFlight` calls in flight (itself included). */
+type Platform = (inFlight: number, call: Call, random: () => number) => Answer
+
+interface Caller {
+  team: string
+  /** The call this caller makes next (its n-th). */
+  call: (n: number) => { route: string; klass: string }
+  /** Pause between an answer and the next call. */
+  thinkMs?: number
+}
+
+interface Run {
+  limits: { at: number; limit: number }[]
+  floors: { at: number; floorMs: number | null }[]
+  updates: (LimitUpdate & { at: number })[]
+  calls: number
+  throttled: number
+  failed: number
+  peakInFlight: number
+}
+
+const TICK_MS = 100
+
+function simulate(opts: { estimator: LimitEstimator; callers: Caller[]; platform: Platform; durationMs: number; seed?: number }): Run {
+  const { estimator, callers, platform, durationMs } = opts
+  const random = seeded(opts.seed ?? 1)
+  const t0 = 1_750_000_000_000
+  // Events: a call arrives, an answer comes back, the governor ticks.
+  type Happening = { kind: 'arrive'; caller: number } | { kind: 'done'; call: Call; started: number; inFlight: number; answer: Answer } | { kind: 'tick' }
+  type Event = { at: number; seq: number } & Happening
+  const events: Event[] = []
+  let seq = 0
+  const push = (event: { at: number } & Happening): void => {
+    const e = { ...event, seq: seq++ } as Event
+    let i = events.length
+    while (i > 0 && ((events[i - 1] as Event).at > e.at || ((events[i - 1] as Event).at === e.at && (events[i - 1] as Event).seq > e.seq))) i--
+    events.splice(i, 0, e)
+  }
+  const queue: Call[] = []
+  const made = callers.map(() => 0)
+  let inFlight = 0
+  const run: Run = { limits: [], floors: [], updates: [], calls: 0, throttled: 0, failed: 0, peakInFlight: 0 }
+
+  const start = (call: Call, now: number): void => {
+    inFlight++
+    run.peakInFlight = Math.max(run.peakInFlight, inFlight)
+    estimator.note({ at: now, inFlight, queued: queue.length })
+    const answer = platform(inFlight, call, random)
+    push({ at: now + answer.latencyMs, kind: 'done', call, started: now, inFlight, answer })
+  }
+  const drain = (now: number): void => {
+    while (queue.length > 0 && inFlight < estimator.limit) start(queue.shift() as Call, now)
+  }
+
+  callers.forEach((_, caller) => push({ at: t0 + random() * 100, kind: 'arrive', caller }))
+  for (let at = t0; at <= t0 + durationMs; at += TICK_MS) push({ at, kind: 'tick' })
+
+  while (events.length > 0) {
+    const event = events.shift() as Event
+    const now = event.at
+    if (now > t0 + durationMs) break
+    if (event.kind === 'arrive') {
+      const spec = callers[event.caller] as Caller
+      const n = made[event.caller] ?? 0
+      made[event.caller] = n + 1
+      const call = { caller: event.caller, team: spec.team, ...spec.call(n) }
+      if (inFlight < estimator.limit) start(call, now)
+      else {
+        queue.push(call)
+        estimator.note({ at: now, inFlight, queued: queue.length })
+      }
+    } else if (event.kind === 'done') {
+      inFlight--
+      const { call, answer } = event
+      run.calls++
+      if (answer.outcome === 'throttled') run.throttled++
+      if (answer.outcome === 'failed') run.failed++
+      estimator.record({ at: now, latencyMs: answer.latencyMs, klass: call.klass, route: call.route, team: call.team, inFlight: event.inFlight, outcome: answer.outcome })
+      drain(now)
+      push({ at: now + ((callers[call.caller] as Caller).thinkMs ?? 0), kind: 'arrive', caller: call.caller })
+    } else {
+      const update = estimator.tick(now)
+      if (update) run.updates.push({ ...update, at: now - t0 })
+      run.limits.push({ at: now - t0, limit: estimator.limit })
+      run.floors.push({ at: now - t0, floorMs: estimator.floorMs })
+      drain(now)
+    }
+  }
+  return run
+}
+
+const ROUTES = ['/api/v1/report/campaigns/get', '/api/v1/report/ads/get', '/api/v1/campaign/list', '/api/v1/ad/list', '/api/v1/report/sites/get', '/api/v1/advertiser/get']
+
+/** `count` callers of `teams` teams, each cycling over the routes (a month of data each). */
+function callers(count: number, opts: { teams?: string[]; routes?: string[]; thinkMs?: number } = {}): Caller[] {
+  const teams = opts.teams ?? ['a', 'b', 'c']
+  const routes = opts.routes ?? ROUTES
+  return Array.from({ length: count }, (_, i) => ({
+    team: teams[i % teams.length] as string,
+    thinkMs: opts.thinkMs,
+    call: (n: number) => {
+      const route = routes[(i + n) % routes.length] as string
+      return { route, klass: latencyClass(`${route}?dateFrom=2026-01-01&dateTo=2026-01-30`) }
+    },
+  }))
+}
+
+/** Latency `baseMs` up to `knee` calls in flight, `slopeMs` more per call beyond, 429 past `throttleAbove`. */
+function capacity(opts: { knee: number; baseMs?: number; slopeMs?: number; throttleAbove?: number; noise?: number }): Platform {
+  const { knee, baseMs = 100, slopeMs = 40, throttleAbove = Infinity, noise = 0.02 } = opts
+  return (inFlight, _call, random) => {
+    if (inFlight > throttleAbove) return { latencyMs: 5, outcome: 'throttled' }
+    const ms = baseMs + slopeMs * Math.max(0, inFlight - knee)
+    return { latencyMs: ms * (1 + noise * (2 * random() - 1)), outcome: 'ok' }
+  }
+}
+
+/** Flat latency with noise: uniform ±`spread`, or lognormal of sigma `spread`. */
+function flat(baseMs: number, noise: { kind: 'uniform' | 'lognormal'; spread: number }): Platform {
+  return (_inFlight, _call, random) => {
+    if (noise.kind === 'uniform') return { latencyMs: baseMs * (1 + noise.spread * (2 * random() - 1)), outcome: 'ok' }
+    // Box-Muller: a standard normal from two uniforms.
+    const z = Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random())
+    return { latencyMs: baseMs * Math.exp(noise.spread * z), outcome: 'ok' }
+  }
+}
+
+const estimator = (initial = 8, max = 64, min = 2): LimitEstimator => new LimitEstimator({ initial, min, max, windowMs: DEFAULT_WINDOW_MS })
+
+const limitsFrom = (run: Run, fromMs: number, toMs = Infinity): number[] => run.limits.filter((l) => l.at >= fromMs && l.at <= toMs).map((l) => l.limit)
+/** When the limit first reached `atLeast`. */
+const reached = (run: Run, atLeast: number): number | undefined => run.limits.find((l) => l.limit >= atLeast)?.at
+const range = (values: number[]): [number, number] => [Math.min(...values), Math.max(...values)]
+
+describe('LimitEstimator on synthetic platforms (closed-loop simulation)', () => {
+  it('settles within 20 % of a capacity of 12 calls within 30 s and stays there, with fewer than 1 % of calls throttled', () => {
+    const run = simulate({ estimator: estimator(8, 64), callers: callers(120), platform: capacity({ knee: 12, throttleAbove: 20 }), durationMs: 60_000 })
+    const [low, high] = range(limitsFrom(run, 30_000))
+    expect(low).toBeGreaterThanOrEqual(9.6)
+    expect(high).toBeLessThanOrEqual(14.4)
+    expect(run.throttled / run.calls).toBeLessThan(0.01)
+  })
+
+  it('grows from 8 to within 20 % of a capacity of 40 within 30 s and stays there', () => {
+    const run = simulate({ estimator: estimator(8, 64), callers: callers(120), platform: capacity({ knee: 40, throttleAbove: 50 }), durationMs: 60_000 })
+    const [low, high] = range(limitsFrom(run, 30_000))
+    expect(low).toBeGreaterThanOrEqual(32)
+    expect(high).toBeLessThanOrEqual(48)
+    expect(run.throttled / run.calls).toBeLessThan(0.01)
+  })
+
+  it.each([
+    ['uniform ±20 %', { kind: 'uniform', spread: 0.2 }],
+    ['lognormal, sigma 0.2', { kind: 'lognormal', spread: 0.2 }],
+  ] as const)('does not overreact to noise (%s) on a flat platform: the 30 callers keep their 30 slots', (_name, noise) => {
+    const run = simulate({ estimator: estimator(8, 64), callers: callers(30), platform: flat(100, noise), durationMs: 240_000 })
+    const at = reached(run, 30)
+    expect(at).toBeDefined()
+    expect(at as number).toBeLessThanOrEqual(30_000)
+    expect(Math.min(...limitsFrom(run, at as number))).toBeGreaterThanOrEqual(30)
+  })
+
+  it('does not cut the limit when one route answers every call 429 and the others are fine', () => {
+    const throttledRoute = ROUTES[1] as string
+    const platform: Platform = (inFlight, call, random) => (call.route === throttledRoute ? { latencyMs: 5, outcome: 'throttled' } : flat(100, { kind: 'uniform', spread: 0.1 })(inFlight, call, random))
+    const run = simulate({ estimator: estimator(32, 64), callers: callers(30), platform, durationMs: 60_000 })
+    expect(run.throttled / run.calls).toBeGreaterThan(0.1)
+    expect(Math.min(...limitsFrom(run, 0))).toBeGreaterThanOrEqual(32)
+    expect(run.updates.some((u) => u.reason === 'overload')).toBe(false)
+  })
+
+  it('halves the limit on 429s and 5xx from two routes, at most once a window, down to the minimum and never below', () => {
+    const [r1, r2] = [ROUTES[1] as string, ROUTES[2] as string]
+    const platform: Platform = (_inFlight, call, random) => {
+      if (call.route === r1 && random() < 0.3) return { latencyMs: 5, outcome: 'throttled' }
+      if (call.route === r2 && random() < 0.3) return { latencyMs: 50, outcome: 'failed' }
+      return { latencyMs: 100, outcome: 'ok' }
+    }
+    const run = simulate({ estimator: estimator(32, 64, 3), callers: callers(60), platform, durationMs: 30_000 })
+    const cuts = run.updates.filter((u) => u.reason === 'overload')
+    expect(cuts[0]?.limit).toBe(16)
+    expect(cuts[1]?.limit).toBe(8)
+    cuts.slice(1).forEach((cut, i) => expect(cut.at - (cuts[i] as { at: number }).at).toBeGreaterThanOrEqual(DEFAULT_WINDOW_MS))
+    expect(Math.min(...limitsFrom(run, 0))).toBe(3)
+    // Held down near the minimum while the overload lasts (windows without enough errors let it creep up).
+    expect(Math.max(...limitsFrom(run, 15_000))).toBeLessThanOrEqual(6)
+  })
+
+  it('a night of year-long reports from one team (10× slower, its own class) does not teach the limit to collapse', () => {
+    const month = callers(20)
+    const year: Caller[] = Array.from({ length: 4 }, () => ({
+      team: 'slow',
+      call: (n: number) => {
+        const route = ROUTES[n % 2] as string
+        return { route, klass: latencyClass(`${route}?dateFrom=2025-01-01&dateTo=2025-12-31`) }
+      },
+    }))
+    const platform: Platform = (inFlight, call, random) => flat(call.klass.endsWith('|r9') ? 1000 : 100, { kind: 'uniform', spread: 0.1 })(inFlight, call, random)
+    // The month callers and the year team together, then the year team alone, then both again.
+    const estimatorUnderTest = estimator(24, 64)
+    const mixed = simulate({ estimator: estimatorUnderTest, callers: [...month, ...year], platform, durationMs: 60_000 })
+    const night = simulate({ estimator: estimatorUnderTest, callers: year, platform, durationMs: 300_000, seed: 2 })
+    const [nightLow] = range(limitsFrom(night, 0))
+    expect(Math.min(...limitsFrom(mixed, 0))).toBeGreaterThanOrEqual(24)
+    expect(nightLow).toBeGreaterThanOrEqual(24)
+  })
+
+  it('one team whose reports are 3× slower in the same class as everyone else\'s does not cut the limit', () => {
+    const platform: Platform = (inFlight, call, random) => flat(call.team === 'big' ? 300 : 100, { kind: 'uniform', spread: 0.1 })(inFlight, call, random)
+    const run = simulate({ estimator: estimator(50, 64), callers: [...callers(30, { teams: ['big'] }), ...callers(20, { teams: ['a', 'b'] })], platform, durationMs: 60_000 })
+    expect(Math.min(...limitsFrom(run, 0))).toBeGreaterThanOrEqual(50)
+  })
+
+  it('one route turning 3× slower, even the route most calls go to, does not cut the limit', () => {
+    const main = ROUTES[0] as string
+    const mostlyMain: Caller[] = Array.from({ length: 40 }, (_, i) => ({
+      team: ['a', 'b', 'c'][i % 3] as string,
+      call: (n: number) => {
+        const route = (i + n) % 7 === 0 ? (ROUTES[1 + ((i + n) % 5)] as string) : main
+        return { route, klass: latencyClass(route) }
+      },
+    }))
+    let slow = false
+    const platform: Platform = (inFlight, call, random) => flat(slow && call.route === main ? 300 : 100, { kind: 'uniform', spread: 0.1 })(inFlight, call, random)
+    const est = estimator(40, 64)
+    simulate({ estimator: est, callers: mostlyMain, platform, durationMs: 30_000 })
+    slow = true
+    const run = simulate({ estimator: est, callers: mostlyMain, platform, durationMs: 60_000, seed: 3 })
+    expect(Math.min(...limitsFrom(run, 0))).toBeGreaterThanOrEqual(40)
+  })
+
+  it('an idle night does not grow the limit past what was used', () => {
+    const quiet = simulate({ estimator: estimator(8, 64), callers: callers(3), platform: flat(100, { kind: 'uniform', spread: 0.1 }), durationMs: 600_000 })
+    expect(Math.max(...limitsFrom(quiet, 0))).toBe(8)
+    const light = simulate({ estimator: estimator(8, 64), callers: callers(5), platform: flat(100, { kind: 'uniform', spread: 0.1 }), durationMs: 600_000 })
+    expect(Math.max(...limitsFrom(light, 0))).toBeLessThanOrEqual(2 * light.peakInFlight + 2)
+  })
+
+  it('keeps the latency floor within 15 % of the unloaded latency through 10 minutes of load at the knee', () => {
+    const run = simulate({ estimator: estimator(8, 64), callers: callers(120), platform: capacity({ knee: 12, throttleAbove: 20 }), durationMs: 600_000 })
+    const floors = run.floors.filter((f) => f.at >= DEFAULT_WINDOW_MS).map((f) => f.floorMs as number)
+    const [low, high] = range(floors)
+    expect(low).toBeGreaterThanOrEqual(85)
+    expect(high).toBeLessThanOrEqual(115)
+    const [limitLow, limitHigh] = range(limitsFrom(run, 30_000))
+    expect(limitLow).toBeGreaterThanOrEqual(9.6)
+    expect(limitHigh).toBeLessThanOrEqual(14.4)
+  })
+})
+
+describe('LimitEstimator windows', () => {
+  const at0 = 1_750_000_000_000
+  const sample = (more: Partial<CallSample> = {}): CallSample => ({ at: at0 + 500, latencyMs: 100, klass: '/r', route: '/r', team: 'a', inFlight: 8, outcome: 'ok', ...more })
+
+  it('closes a window only once windowMs has passed', () => {
+    const est = estimator(8)
+    expect(est.tick(at0)).toBeNull()
+    expect(est.tick(at0 + 999)).toBeNull()
+    expect(est.tick(at0 + 1000)).toEqual({ limit: 8, changed: false, reason: 'few-samples' })
+    expect(est.floorMs).toBeNull()
+  })
+
+  it('adopts a limit learned elsewhere, clamped to [min, max] and whole', () => {
+    const est = estimator(8, 64, 2)
+    expect(est.adopt(100)).toBe(64)
+    expect(est.adopt(0)).toBe(2)
+    expect(est.adopt(12.7)).toBe(12)
+    expect(est.adopt(Number.NaN)).toBe(12)
+  })
+
+  it('cuts on overload() at most once per window, never below the minimum', () => {
+    const est = estimator(32, 64, 5)
+    expect(est.overload(at0)).toEqual({ limit: 16, changed: true, reason: 'overload' })
+    expect(est.overload(at0 + 999)).toBeNull()
+    expect(est.overload(at0 + 1000)?.limit).toBe(8)
+    expect(est.overload(at0 + 2000)?.limit).toBe(5)
+    expect(est.overload(at0 + 3000)).toEqual({ limit: 5, changed: false, reason: 'overload' })
+  })
+
+  it('does not cut twice for overload answers of calls that started before the first cut', () => {
+    const est = estimator(32)
+    est.tick(at0)
+    for (let i = 0; i < 10; i++) est.record(sample({ at: at0 + 100 + i, route: i % 2 ? '/x' : '/y', outcome: 'throttled', latencyMs: 50 }))
+    expect(est.tick(at0 + 1000)).toEqual({ limit: 16, changed: true, reason: 'overload' })
+    // Answered after the cut, sent before it (300 ms calls).
+    for (let i = 0; i < 10; i++) est.record(sample({ at: at0 + 1100 + i, route: i % 2 ? '/x' : '/y', outcome: 'failed', latencyMs: 300 }))
+    expect(est.tick(at0 + 2000)?.reason).not.toBe('overload')
+    for (let i = 0; i < 10; i++) est.record(sample({ at: at0 + 2100 + i, route: i % 2 ? '/x' : '/y', outcome: 'failed', latencyMs: 50 }))
+    expect(est.tick(at0 + 3000)).toEqual({ limit: 8, changed: true, reason: 'overload' })
+  })
+
+  it('needs overload answers on two routes and from 5 % of the window\'s calls', () => {
+    const run = (errors: { route: string }[], oks: number): string | undefined => {
+      const est = estimator(32)
+      est.tick(at0)
+      for (let i = 0; i < oks; i++) est.record(sample({ at: at0 + 200 + i, inFlight: 32 }))
+      errors.forEach((e, i) => est.record(sample({ at: at0 + 300 + i, route: e.route, outcome: 'throttled', latencyMs: 5 })))
+      return est.tick(at0 + 1000)?.reason
+    }
+    expect(run([{ route: '/x' }, { route: '/y' }], 10)).toBe('overload')
+    expect(run([{ route: '/x' }], 10)).not.toBe('overload')
+    expect(run(Array.from({ length: 50 }, () => ({ route: '/x' })), 10)).not.toBe('overload')
+    // 5 of 105 calls is under 5 %: 6 of 106 is over.
+    expect(run([{ route: '/x' }, { route: '/y' }, { route: '/x' }, { route: '/y' }, { route: '/x' }], 100)).not.toBe('overload')
+    expect(run([{ route: '/x' }, { route: '/y' }, { route: '/x' }, { route: '/y' }, { route: '/x' }, { route: '/y' }], 100)).toBe('overload')
+  })
+
+  it('judges latency only on 8 answers or more, and one window at most halves the target (clamped gradient)', () => {
+    const est = estimator(40)
+    est.tick(at0)
+    for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 100 + i, inFlight: 40 }))
+    expect(est.tick(at0 + 1000)?.reason).toBe('growth')
+    est.adopt(40)
+    // Seven answers ten times slower: too few to judge.
+    for (let i = 0; i < 7; i++) est.record(sample({ at: at0 + 1100 + i, latencyMs: 1000, inFlight: 40 }))
+    expect(est.tick(at0 + 2000)).toEqual({ limit: 40, changed: false, reason: 'few-samples' })
+    // Twenty: the gradient 1.25 / 10 is clamped to 0.5; the limit moves 30 % of the way to 0.5 × 40 + √40.
+    for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 2100 + i, latencyMs: 1000, inFlight: 40 }))
+    expect(est.tick(at0 + 3000)).toEqual({ limit: Math.floor(40 + 0.3 * (20 + Math.sqrt(40) - 40)), changed: true, reason: 'latency' })
+  })
+
+  it('refuses options that cannot make a limit', () => {
+    expect(() => new LimitEstimator({ initial: 8, min: 0, max: 64 })).toThrow(/min/)
+    expect(() => new LimitEstimator({ initial: 8, min: 4, max: 2 })).toThrow(/max/)
+    expect(() => new LimitEstimator({ initial: 8, min: 1, max: 64, windowMs: 0 })).toThrow(/windowMs/)
+  })
+})
+
+describe('nextFloor', () => {
+  it.each([
+    ['the first floor', null, { ms: 140, inFlight: 13 }, { ms: 140, inFlight: 13 }],
+    ['a lower floor, whatever the load', { ms: 100, inFlight: 4 }, { ms: 90, inFlight: 30 }, { ms: 90, inFlight: 30 }],
+    ['a higher floor measured under more load: kept', { ms: 100, inFlight: 12 }, { ms: 140, inFlight: 13 }, { ms: 100, inFlight: 12 }],
+    ['a higher floor measured at the same load: taken', { ms: 100, inFlight: 12 }, { ms: 140, inFlight: 12 }, { ms: 140, inFlight: 12 }],
+    ['a higher floor measured at the minimum limit: taken', { ms: 100, inFlight: 1 }, { ms: 140, inFlight: 2 }, { ms: 140, inFlight: 2 }],
+  ])('%s', (_name, current, candidate, next) => {
+    expect(nextFloor(current, candidate, 2)).toEqual(next)
+  })
+})
+
+describe('latencyClass', () => {
+  it.each([
+    ['/api/v1/report/campaigns/get?advertiserId=1&dateFrom=2026-01-01&dateTo=2026-01-01', '/api/v1/report/campaigns/get|r1'],
+    ['/api/v1/report/campaigns/get?advertiserId=1&dateFrom=2026-01-01&dateTo=2026-01-07', '/api/v1/report/campaigns/get|r3'],
+    ['/api/v1/report/campaigns/get?dateFrom=2026-01-01&dateTo=2026-01-30', '/api/v1/report/campaigns/get|r5'],
+    ['/api/v1/report/campaigns/get?dateFrom=2026-01-01&dateTo=2026-01-31', '/api/v1/report/campaigns/get|r5'],
+    ['/api/v1/report/campaigns/get?dateFrom=2026-01-01&dateTo=2026-02-01', '/api/v1/report/campaigns/get|r6'],
+    ['/api/v1/report/campaigns/get?dateFrom=2025-01-01&dateTo=2025-12-31', '/api/v1/report/campaigns/get|r9'],
+    ['/api/v1/report/campaigns/get?dateTo=2025-12-31&x=1&dateFrom=2025-01-01', '/api/v1/report/campaigns/get|r9'],
+    ['/api/v1/campaign/123/report?dateFrom=2026-03-01&dateTo=2026-03-02', '/api/v1/campaign/{id}/report|r2'],
+    ['/api/v1/report/campaigns/get?advertiserId=1', '/api/v1/report/campaigns/get'],
+    ['/api/v1/report/campaigns/get?dateFrom=2026-01-01', '/api/v1/report/campaigns/get'],
+    ['/api/v1/report/campaigns/get?dateFrom=2026-02-30&dateTo=2026-03-02', '/api/v1/report/campaigns/get'],
+    ['/api/v1/report/campaigns/get?dateFrom=2026-1-1&dateTo=2026-01-02', '/api/v1/report/campaigns/get'],
+    ['/api/v1/report/campaigns/get?dateFrom=2026-01-05&dateTo=2026-01-01', '/api/v1/report/campaigns/get'],
+    ['/api/v1/report/campaigns/get?dateFrom=yesterday&dateTo=today', '/api/v1/report/campaigns/get'],
+    ['/api/v1/report/campaigns/get#x?dateFrom=2026-01-01&dateTo=2026-01-01', '/api/v1/report/campaigns/get'],
+    ['/api/v1/campaign/list', '/api/v1/campaign/list'],
+  ])('%s → %s', (url, klass) => {
+    expect(latencyClass(url)).toBe(klass)
+  })
+})
