@@ -1,29 +1,56 @@
 #!/usr/bin/env node
 /**
- * `npm run soak -- --minutes N [--rate R] [--sample S]`: the gateway under a steady mixed
- * load for N minutes (default 1), to find what only time shows: leaks, slow drift,
- * errors that come once in thousands of requests.
+ * `npm run soak -- --minutes N [--rate R] [--sample S] [--chaos] [--seed K] [--faults a,b] [--keep-logs DIR]`:
+ * the gateway under a steady mixed load for N minutes (default 1), to find what only time
+ * shows: leaks, slow drift, errors that come once in thousands of requests.
  *
  * Starts, on free loopback ports: one redis-server, the platform sandbox
- * (dist/sandbox/main.js, 20 ms latency) and two gateway replicas (dist/main.js) sharing
- * both. Then sends R requests a second (default 30), open loop, alternating between
- * the replicas: report hits, report misses (a new report each), bad input (400, 401,
- * 403), campaign writes and proxied reads, and a team over its rate limit (200 or 429).
- * Every S seconds (default: a twentieth of the run, 5 to 60 s) it prints the answers by
- * status, p50/p99, and each replica's RSS and heap after a full GC (each replica runs
- * with --expose-gc and scripts/soak-probe.mjs, which collects and reports on SIGUSR2),
- * Redis's memory and the machine's load average. At the end: a summary, and the replicas are stopped with SIGTERM.
+ * (dist/sandbox/main.js) and two gateway replicas (dist/main.js) sharing both. Then sends
+ * R requests a second, open loop, alternating between the replicas: report hits, report
+ * misses (a new report each), bad input (400, 401, 403), campaign writes and proxied
+ * reads, and a team over its rate limit (200 or 429). Every S seconds (default: a
+ * twentieth of the run, 5 to 60 s) it prints the answers by status, p50/p99, and each
+ * replica's RSS and heap after a full GC (each replica runs with --expose-gc and
+ * scripts/soak-probe.mjs, which collects and reports on SIGUSR2), Redis's memory and the
+ * machine's load average. At the end: a summary, and the replicas are stopped with SIGTERM.
  *
- * Exits 1 on any answer outside the expected statuses (any 5xx included), any request
- * lost (connection error or no answer within 10 s), or a replica that does not exit 0.
- * Bounded: at most N x 60 x R requests, at most 64 in flight, the whole run at most N + 2
- * minutes. Every process it starts is stopped at the end, on error and on SIGINT/SIGTERM.
- * Needs `npm run build` (the npm script does it) and redis-server on PATH.
+ * Without --chaos (default 30 requests/s, the sandbox at 20 ms): exits 1 on any answer
+ * outside the expected statuses (any 5xx included), any request lost (connection error or
+ * no answer within 10 s), or a replica that does not exit 0.
+ *
+ * With --chaos (default 60 requests/s): the platform answers in 50-200 ms with 2 % 5xx,
+ * 0.4 % 429, 0.2 % hangs and 1 % bodies cut halfway; the replicas log in with the password
+ * grant and call it with platform.timeout 5s; every 200 report or proxied read is compared
+ * byte for byte with the same request to a pristine sandbox of the same seed; and one
+ * fault at a time (scripts/soak-faults.mjs), in an order drawn from --seed, each announced
+ * with its time (--faults a,b: only those whose names hold a or b), from 10 % of the run on, 8-12 s apart (20-40 s in runs of 10 minutes or
+ * more). The client stands in for a load balancer: a replica being restarted gets no new
+ * requests, and a request refused by a replica that is down or shutting down (a connection
+ * refused or reset, 503 GW_SHUTTING_DOWN) is sent once to the other, writes only when they
+ * cannot have reached it. Targets, printed per fault and in total (scripts/soak-targets.mjs);
+ * the run exits 1 when one is missed:
+ *   - 0 wrong bodies;
+ *   - 0 answers outside the documented statuses and codes (a 500 is a gateway fault);
+ *   - after each fault ends, errors back to the baseline rate (that of the calm stretches,
+ *     over 5-s windows) within 5 s; refusals while the platform pauses a route or the
+ *     credential (its 429s, honoured as documented) and answers that came after the next
+ *     fault began are counted apart;
+ *   - a report answered 200 before is answered 200 during and after every fault (its copy
+ *     is within its staleIfError window, 24 h);
+ *   - what Redis holds for the permits and the learned limit equals what the replicas say
+ *     (GET /admin/status) within one permitLease (5 s) after each fault;
+ *   - no replica exits unless told to, and each told to stop with SIGTERM exits 0;
+ *   - RSS after the last fault within 20 % of RSS after the first minute, per replica.
+ *
+ * Bounded: at most N x 60 x R requests, at most 64 in flight (256 with --chaos), the whole
+ * run at most N + 2 minutes (+ 3 with --chaos). Every process it starts is stopped at the
+ * end, on error and on SIGINT/SIGTERM; --keep-logs copies their logs to DIR first.
+ * Needs `npm run build` (the npm script does it) and redis-server (7+ for --chaos) on PATH.
  */
 import { spawn, spawnSync } from 'node:child_process'
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { clearInterval, setInterval } from 'node:timers'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -31,27 +58,61 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
 import { Agent, request } from 'undici'
+import { DEMO_CREDENTIALS } from '../dist/sandbox/accounts.js'
+import { DEFAULT_SANDBOX_SEED, startSandbox } from '../dist/sandbox/sandbox.js'
 import { hashApiKey } from '../dist/teams/api-keys.js'
 import { freePort } from './free-port.mjs'
+import { FAULTS, PLATFORM_LATENCY, PLATFORM_WEATHER } from './soak-faults.mjs'
+import { baselineShare, classify, disagreement, recoveryAfter, rssWithin, seededRandom, shuffled } from './soak-targets.mjs'
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url))
 const PROBE = pathToFileURL(join(ROOT, 'scripts/soak-probe.mjs')).href
 
 const { values: args } = parseArgs({
-  options: { minutes: { type: 'string', default: '1' }, rate: { type: 'string', default: '30' }, sample: { type: 'string' } },
+  options: {
+    minutes: { type: 'string', default: '1' },
+    rate: { type: 'string' },
+    sample: { type: 'string' },
+    chaos: { type: 'boolean', default: false },
+    seed: { type: 'string' },
+    'keep-logs': { type: 'string' },
+    faults: { type: 'string' },
+  },
 })
+const CHAOS = args.chaos
 const MINUTES = Number(args.minutes)
-const RATE = Number(args.rate)
-if (!(MINUTES > 0 && MINUTES <= 24 * 60) || !(RATE > 0 && RATE <= 2000)) {
-  console.error('usage: npm run soak -- --minutes N [--rate R] [--sample S]   (0 < N <= 1440, 0 < R <= 2000)')
+const RATE = Number(args.rate ?? (CHAOS ? 60 : 30))
+const SEED = args.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(args.seed)
+if (!(MINUTES > 0 && MINUTES <= 24 * 60) || !(RATE > 0 && RATE <= 2000) || !Number.isSafeInteger(SEED)) {
+  console.error('usage: npm run soak -- --minutes N [--rate R] [--sample S] [--chaos] [--seed K] [--faults a,b] [--keep-logs DIR]   (0 < N <= 1440, 0 < R <= 2000, K an integer)')
+  process.exit(2)
+}
+// --faults a,b: only the faults whose names hold one of these words (to look into one).
+const CHOSEN_FAULTS = args.faults ? FAULTS.filter((f) => args.faults.split(',').some((word) => f.name.includes(word.trim()))) : FAULTS
+if (CHOSEN_FAULTS.length === 0) {
+  console.error(`--faults ${args.faults}: no fault's name holds any of these (${FAULTS.map((f) => f.name).join('; ')})`)
   process.exit(2)
 }
 const SAMPLE_S = Number(args.sample ?? Math.min(60, Math.max(5, Math.round((MINUTES * 60) / 20))))
 const TOTAL = Math.floor(MINUTES * 60 * RATE)
-const MAX_IN_FLIGHT = 64
+const MAX_IN_FLIGHT = CHAOS ? 256 : 64
 const REQUEST_TIMEOUT_MS = 10_000
-const HARD_LIMIT_MS = (MINUTES + 2) * 60_000
+const HARD_LIMIT_MS = (MINUTES + (CHAOS ? 5 : 2)) * 60_000
 const PLATFORM_LATENCY_MS = 20
+
+// The chaos targets (see the top of this file).
+const RECOVERY_TARGET_S = 5
+// Errors are compared with the baseline over windows this long: a second of 503s from a
+// pause the platform's random 429s bring about is the baseline, not a fault lasting.
+const RECOVERY_WINDOW_S = 5
+const PERMIT_LEASE_S = 5
+const RSS_GROWTH = 0.2
+const RSS_AFTER_S = 60
+// Calm stretches, which set the baseline error rate: from BASELINE_FROM_S to the first
+// fault, and from CALM_AFTER_S after each fault's end to the next.
+const BASELINE_FROM_S = 5
+const CALM_AFTER_S = 15
+const LONG_RUN_S = 600
 
 const KEYS = {
   reader: 'rgw_soak_reader_key_000000000000000000000000',
@@ -60,12 +121,19 @@ const KEYS = {
 }
 const LIMIT = { max: 20, window: '10s' }
 const ADMIN_TOKEN = 'soak-admin-token-0123456789abcdef'
+const GATEWAY_SECRET = 'soak-gateway-secret-0123456789abcdef'
+const KEY_PREFIX = 'rgw:'
+const CREDENTIAL = 'default'
 const REPORT = '/api/v1/report/campaigns/get'
 const HOT = Array.from({ length: 12 }, (_, i) => `${REPORT}?advertiserId=${101 + (i % 3)}&byDate=1&dateFrom=2026-01-${String(1 + i).padStart(2, '0')}&dateTo=2026-01-${String(8 + i).padStart(2, '0')}`)
+const HOT_PATHS = new Set(HOT)
+// The writer creates campaigns of account 100, whose reports nobody reads: the reports of
+// 101-103 stay what a pristine sandbox of the same seed answers.
+const WRITER_ACCOUNT = 100
 /** The n-th campaign the writer team creates: a month of its own, a budget that grows. */
 const campaign = (n) => {
   const month = `2027-${String(1 + (n % 12)).padStart(2, '0')}`
-  return { userId: 101, name: `Soak ${n}`, adDomain: 'example.com', clickUrl: `https://example.com/soak/${n}`, dates: { from: `${month}-01`, to: `${month}-28` }, country: 'KE', bid: 0.5, budget: { daily: 10, total: 100 + n }, creativeSetIds: [1] }
+  return { userId: WRITER_ACCOUNT, name: `Soak ${n}`, adDomain: 'example.com', clickUrl: `https://example.com/soak/${n}`, dates: { from: `${month}-01`, to: `${month}-28` }, country: 'US', bid: 0.5, budget: { daily: 10, total: 100 + n }, creativeSetIds: [1] }
 }
 
 // One cycle of 20 requests: 9 hits, 3 misses, 4 from the rate-limited team, 2 bad, 1 write, 1 proxied read.
@@ -78,23 +146,23 @@ const BAD = [
 ]
 let misses = 0
 
-/** The i-th request of the run: what it is, and the statuses it may be answered with. */
+/** The i-th request of the run: what it is, the statuses it may be answered with, and whether its 200 is checked against the pristine sandbox. */
 function requestFor(i) {
   const kind = CYCLE[i % CYCLE.length]
   const round = Math.floor(i / CYCLE.length)
   switch (kind) {
     case 'hit':
-      return { kind, method: 'GET', path: HOT[i % HOT.length], key: KEYS.reader, expect: [200] }
+      return { kind, method: 'GET', path: HOT[i % HOT.length], key: KEYS.reader, expect: [200], checked: true }
     case 'miss': {
       // A week never asked before: advertiser by advertiser, day by day back from 2025-12-31.
       const n = misses++
       const from = new Date(Date.UTC(2025, 11, 31) - Math.floor(n / 3) * 86_400_000 - 7 * 86_400_000)
       const to = new Date(from.getTime() + 6 * 86_400_000)
       const day = (d) => d.toISOString().slice(0, 10)
-      return { kind, method: 'GET', path: `${REPORT}?advertiserId=${101 + (n % 3)}&byCampaign=1&dateFrom=${day(from)}&dateTo=${day(to)}`, key: KEYS.reader, expect: [200] }
+      return { kind, method: 'GET', path: `${REPORT}?advertiserId=${101 + (n % 3)}&byCampaign=1&dateFrom=${day(from)}&dateTo=${day(to)}`, key: KEYS.reader, expect: [200], checked: true }
     }
     case 'limited':
-      return { kind, method: 'GET', path: HOT[i % HOT.length], key: KEYS.limited, expect: [200, 429] }
+      return { kind, method: 'GET', path: HOT[i % HOT.length], key: KEYS.limited, expect: [200, 429], checked: true }
     case 'bad': {
       const bad = BAD[round % BAD.length]
       return { kind: `bad (${bad.what})`, method: 'GET', path: bad.path, key: bad.key, expect: bad.expect }
@@ -102,7 +170,7 @@ function requestFor(i) {
     case 'write':
       return { kind, method: 'POST', path: '/api/v1/campaign/banner/create', key: KEYS.writer, body: campaign(round), expect: [201] }
     default:
-      return { kind: 'read', method: 'POST', path: '/api/v1/campaign/get', key: KEYS.reader, body: { userId: 101 }, expect: [200] }
+      return { kind: 'read', method: 'POST', path: '/api/v1/campaign/get', key: KEYS.reader, body: { userId: 101 }, expect: [200], checked: true }
   }
 }
 
@@ -111,15 +179,18 @@ function requestFor(i) {
 const tmp = mkdtempSync(join(tmpdir(), 'rgw-soak-'))
 const children = new Set()
 const started = performance.now()
+let runStart = started
+const runSeconds = () => (performance.now() - runStart) / 1000
 const log = (line) => process.stderr.write(`[soak ${((performance.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`)
 
 /** The environment of the parent, less anything that would point a child elsewhere. */
-const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(PLATFORM_|CREDENTIAL_|REDIS_|ADMIN_|GATEWAY_SECRET|CONFIG_FILE|DEMO|PORT|HOST)/.test(k)))
+const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(PLATFORM_|CREDENTIAL_|REDIS_|ADMIN_|GATEWAY_SECRET|CONFIG_FILE|TEAMS_FILE|DEMO|PORT|HOST)/.test(k)))
 
 function launch(name, cmd, argv, env = {}) {
-  const out = createWriteStream(join(tmp, `${name}.log`))
+  // Appended: a process started again after a fault writes after its predecessor.
+  const out = createWriteStream(join(tmp, `${name}.log`), { flags: 'a' })
   const child = spawn(cmd, argv, { cwd: ROOT, env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  const proc = { name, child, memory: [], onMemory: null, exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code))) }
+  const proc = { name, child, memory: [], onMemory: null, startedAt: performance.now(), told: null, exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code))) }
   children.add(proc)
   void proc.exited.then(() => children.delete(proc))
   child.stdout.pipe(out)
@@ -133,6 +204,8 @@ function launch(name, cmd, argv, env = {}) {
   return proc
 }
 
+const alive = (proc) => proc.child.exitCode === null && proc.child.signalCode === null
+
 function tail(proc) {
   try {
     return readFileSync(join(tmp, `${proc.name}.log`), 'utf8').slice(-3000)
@@ -144,7 +217,7 @@ function tail(proc) {
 async function until(what, proc, check, ms = 60_000) {
   const deadline = Date.now() + ms
   while (Date.now() < deadline) {
-    if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`${proc.name} exited at start:\n${tail(proc)}`)
+    if (!alive(proc)) throw new Error(`${proc.name} exited at start:\n${tail(proc)}`)
     if (await check().catch(() => false)) return
     await sleep(100)
   }
@@ -154,11 +227,21 @@ async function until(what, proc, check, ms = 60_000) {
 async function stopAll() {
   await Promise.all(
     [...children].map(async (proc) => {
+      proc.told ??= 'SIGTERM'
+      proc.child.kill('SIGCONT')
       proc.child.kill('SIGTERM')
       const done = await Promise.race([proc.exited.then(() => true), sleep(5000).then(() => false)])
       if (!done) proc.child.kill('SIGKILL')
     }),
   )
+}
+
+function keepLogs() {
+  if (!args['keep-logs']) return
+  const dir = resolve(args['keep-logs'])
+  mkdirSync(dir, { recursive: true })
+  cpSync(tmp, dir, { recursive: true, filter: (src) => src === tmp || src.endsWith('.log') })
+  log(`logs of every process kept in ${dir}`)
 }
 
 for (const signal of ['SIGINT', 'SIGTERM']) {
@@ -177,6 +260,7 @@ process.on('exit', () => {
 const percentile = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN)
 const ms = (v) => (Number.isNaN(v) ? '—' : v < 10 ? `${v.toFixed(1)} ms` : `${Math.round(v)} ms`)
 const mb = (bytes) => `${(bytes / 1048576).toFixed(1)}`
+const secs = (s) => `${s.toFixed(1)} s`
 
 class Tally {
   statuses = new Map()
@@ -196,6 +280,7 @@ class Tally {
 }
 
 async function memoryOf(proc) {
+  if (!alive(proc)) return null
   const reading = new Promise((resolve) => {
     proc.onMemory = resolve
     setTimeout(() => resolve(null), 5000)
@@ -203,8 +288,64 @@ async function memoryOf(proc) {
   proc.child.kill('SIGUSR2')
   const m = await reading
   proc.onMemory = null
-  if (m) proc.memory.push(m)
-  return m
+  if (!m) return null
+  const sample = { ...m, at: runSeconds(), age: (performance.now() - proc.startedAt) / 1000 }
+  proc.memory.push(sample)
+  return sample
+}
+
+/**
+ * The chaos run's record: answers by the second they were sent (the error rate), and by
+ * the fault window they were sent in (window 0 is before the first fault; window k runs
+ * from fault k's start to the next's). The error rate leaves out two kinds of errors,
+ * counted apart: 503 GW_OVERLOADED refusals while the platform has paused a route or the
+ * credential (its own 429s, honoured for their retry-after as documented: the random ones
+ * of the platform's weather come in bursts), and answers that came after the next fault
+ * had begun (queued calls a platform killed then failed, which says nothing of the fault
+ * they were sent in).
+ */
+class Ledger {
+  buckets = []
+  windows = [{ n: 0, name: 'before the first fault', startS: 0, endS: 0, detail: '' }]
+  // Hot reports answered 200 so far: from then on, each is answered from the cache.
+  answered = new Set()
+
+  get current() {
+    return this.windows[this.windows.length - 1]
+  }
+
+  open(name, startS) {
+    this.windows.push({ n: this.windows.length, name, startS, endS: startS, detail: '' })
+  }
+
+  /** `w`: the window the request was sent in. */
+  record(r, sentS, outcome, w) {
+    const { error, undocumented } = classify(r.expect, outcome)
+    const overtaken = w !== this.current
+    const paused = error && outcome.paused === true
+    w.answers = (w.answers ?? 0) + 1
+    if (error) w.errors = (w.errors ?? 0) + 1
+    if (paused) w.paused = (w.paused ?? 0) + 1
+    if (overtaken && error) w.overtaken = (w.overtaken ?? 0) + 1
+    if (!overtaken) {
+      const bucket = (this.buckets[Math.floor(sentS)] ??= { n: 0, errors: 0, codes: {} })
+      bucket.n += 1
+      if (error && !paused) {
+        bucket.errors += 1
+        const what = outcome.status === null ? `lost (${outcome.lost})` : `${outcome.status} ${outcome.code ?? ''}`.trim()
+        bucket.codes[what] = (bucket.codes[what] ?? 0) + 1
+      }
+    }
+    const where = `${sentS.toFixed(1)} s ${r.kind} on ${outcome.replica}${outcome.retried ? ' (retried)' : ''}: ${r.method} ${r.path}`
+    if (undocumented) (w.undocumented ??= []).push(`${where} -> ${undocumented}`)
+    if (outcome.wrongBody) (w.wrong ??= []).push(`${where} -> ${outcome.wrongBody}`)
+    if (r.checked && HOT_PATHS.has(r.path)) {
+      const fromCache = outcome.status === 200 || (outcome.status === 429 && outcome.code === 'GW_RATE_LIMITED')
+      if (!fromCache && this.answered.has(r.path)) (w.refused ??= []).push(`${where} -> ${outcome.status ?? 'lost'} ${outcome.code ?? outcome.lost ?? ''}`.trim())
+      if (outcome.status === 200) this.answered.add(r.path)
+      if (outcome.xCache) w.xCache = { ...w.xCache, [outcome.xCache]: (w.xCache?.[outcome.xCache] ?? 0) + 1 }
+    }
+  }
 }
 
 // ---------------------------------------------------------------- run
@@ -213,95 +354,209 @@ async function main() {
   const redisVersion = spawnSync('redis-server', ['--version'], { encoding: 'utf8' }).stdout?.trim()
   if (!redisVersion) throw new Error('redis-server is not on PATH (apt-get install -y redis-server)')
 
+  // ---- Redis (started again, on its port, by a fault)
   const redisPort = await freePort()
-  const redis = launch('redis', 'redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', tmp])
+  const redisArgs = ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', tmp, ...(CHAOS ? ['--enable-debug-command', 'local'] : [])]
   const redisClient = new Redis({ port: redisPort, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 200 })
   redisClient.on('error', () => undefined)
-  await until('redis-server', redis, async () => {
-    if (redisClient.status === 'wait') await redisClient.connect()
-    return (await redisClient.ping()) === 'PONG'
-  })
+  const infra = { redis: null, sandbox: null }
+  const startRedis = async () => {
+    infra.redis = launch('redis', 'redis-server', redisArgs)
+    await until('redis-server', infra.redis, async () => {
+      if (redisClient.status === 'wait') await redisClient.connect()
+      return (await redisClient.ping()) === 'PONG'
+    })
+  }
+  await startRedis()
 
+  // ---- the platform sandbox (killed and started again, on its port, by a fault)
   const sandboxPort = await freePort()
   const sandboxUrl = `http://127.0.0.1:${sandboxPort}`
-  const sandbox = launch('sandbox', process.execPath, ['dist/sandbox/main.js'], { HOST: '127.0.0.1', PORT: String(sandboxPort), SANDBOX_LATENCY_MS: String(PLATFORM_LATENCY_MS), LOG_LEVEL: 'warn' })
+  const control = async (method, path, body) => {
+    const res = await request(`${sandboxUrl}/__sandbox${path}`, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined })
+    const text = await res.body.text()
+    if (res.statusCode >= 300) throw new Error(`sandbox control ${method} ${path}: ${res.statusCode} ${text}`)
+    return text ? JSON.parse(text) : null
+  }
   let platformToken = null
-  await until('the sandbox', sandbox, async () => {
-    const res = await request(`${sandboxUrl}/__sandbox/tokens`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ accountId: 100, ttlSeconds: 7 * 86_400 }) })
-    platformToken = (await res.body.json()).access_token
-    return typeof platformToken === 'string'
-  })
+  const startPlatform = async () => {
+    const t0 = performance.now()
+    infra.sandbox = launch('sandbox', process.execPath, ['dist/sandbox/main.js'], { HOST: '127.0.0.1', PORT: String(sandboxPort), SANDBOX_LATENCY_MS: String(CHAOS ? 0 : PLATFORM_LATENCY_MS), LOG_LEVEL: 'warn' })
+    await until('the sandbox', infra.sandbox, async () => {
+      if (CHAOS) {
+        await control('POST', '/latency', PLATFORM_LATENCY)
+        await control('POST', '/weather', PLATFORM_WEATHER)
+        return true
+      }
+      platformToken = (await control('POST', '/tokens', { accountId: 100, ttlSeconds: 7 * 86_400 })).access_token
+      return typeof platformToken === 'string'
+    })
+    return `listening after ${((performance.now() - t0) / 1000).toFixed(1)} s`
+  }
+  await startPlatform()
 
+  // ---- what each answer is checked against: a sandbox of the same seed nobody writes to
+  const pristine = CHAOS ? await startSandbox({ seed: DEFAULT_SANDBOX_SEED }) : null
+  const pristineToken = pristine?.issueToken()
+  const expected = new Map()
+  const expectedBody = (r) => {
+    const key = `${r.method} ${r.path} ${r.body ? JSON.stringify(r.body) : ''}`
+    let body = expected.get(key)
+    if (!body) {
+      const headers = { authorization: `Bearer ${pristineToken}`, ...(r.body ? { 'content-type': 'application/json' } : {}) }
+      body = request(`${pristine.url}${r.path}`, { method: r.method, headers, body: r.body ? JSON.stringify(r.body) : undefined }).then(async (res) => {
+        const bytes = Buffer.from(await res.body.arrayBuffer())
+        if (res.statusCode !== 200) throw new Error(`the pristine sandbox answered ${res.statusCode} to ${r.method} ${r.path}`)
+        return bytes
+      })
+      // Misses are asked once: only what is asked again is kept.
+      if (r.kind !== 'miss') expected.set(key, body)
+    }
+    return body
+  }
+
+  // ---- the replicas (killed and started again, on their ports, by faults)
   const configFile = join(tmp, 'gateway.yaml')
   writeFileSync(
     configFile,
     [
       'teams:',
       `  reader: { keys: ["${hashApiKey(KEYS.reader)}"], advertisers: ["*"] }`,
-      `  writer: { keys: ["${hashApiKey(KEYS.writer)}"], advertisers: [101], write: true }`,
+      `  writer: { keys: ["${hashApiKey(KEYS.writer)}"], advertisers: [${WRITER_ACCOUNT}], write: true }`,
       `  limited: { keys: ["${hashApiKey(KEYS.limited)}"], advertisers: ["*"], rateLimit: { max: ${LIMIT.max}, window: ${LIMIT.window} } }`,
+      // A hung platform call ends within 5 s, before the client gives up (10 s).
+      ...(CHAOS ? ['platform:', '  timeout: 5s'] : []),
       '',
     ].join('\n'),
   )
+  const platformLogin = CHAOS
+    ? { PLATFORM_USERNAME: DEMO_CREDENTIALS.username, PLATFORM_PASSWORD: DEMO_CREDENTIALS.password, PLATFORM_CLIENT_ID: String(DEMO_CREDENTIALS.clientId), PLATFORM_CLIENT_SECRET: DEMO_CREDENTIALS.clientSecret }
+    : { PLATFORM_TOKEN: platformToken }
+  const unexpectedExits = []
+  const sigtermExits = []
   const replicas = []
-  for (const name of ['replica-a', 'replica-b']) {
-    const [port, adminPort] = [await freePort(), await freePort()]
-    const proc = launch(name, process.execPath, ['--expose-gc', '--import', PROBE, 'dist/main.js'], {
+  const startReplica = async (slot) => {
+    const t0 = performance.now()
+    const proc = launch(slot.name, process.execPath, ['--expose-gc', '--import', PROBE, 'dist/main.js'], {
       HOST: '127.0.0.1',
-      PORT: String(port),
+      PORT: String(slot.port),
       ADMIN_HOST: '127.0.0.1',
-      ADMIN_PORT: String(adminPort),
+      ADMIN_PORT: String(slot.adminPort),
       ADMIN_TOKEN,
       PLATFORM_BASE_URL: sandboxUrl,
-      PLATFORM_TOKEN: platformToken,
+      ...platformLogin,
       REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-      GATEWAY_SECRET: 'soak-gateway-secret-0123456789abcdef',
+      GATEWAY_SECRET,
       CONFIG_FILE: configFile,
       LOG_LEVEL: 'warn',
     })
-    await until(name, proc, async () => (await request(`http://127.0.0.1:${adminPort}/readyz`)).statusCode === 200)
-    replicas.push({ name, proc, url: `http://127.0.0.1:${port}`, newReports: 0 })
+    slot.proc = proc
+    void proc.exited.then((code) => {
+      if (proc.told !== null || stopping) return
+      unexpectedExits.push(`${runSeconds().toFixed(1)} s: ${slot.name} exited (${code}) untold:\n${tail(proc)}`)
+      console.log(`[${secs(runSeconds())}] ${slot.name} EXITED (${code}) without being told to`)
+      if (CHAOS) {
+        slot.out = true
+        void startReplica(slot).then(() => (slot.out = false), (err) => log(`${slot.name} did not start again: ${err.message}`))
+      }
+    })
+    await until(slot.name, proc, async () => (await request(`${slot.adminUrl}/readyz`)).statusCode === 200)
+    return (performance.now() - t0) / 1000
+  }
+  let stopping = false
+  for (const name of ['replica-a', 'replica-b']) {
+    const [port, adminPort] = [await freePort(), await freePort()]
+    const slot = { name, port, adminPort, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${adminPort}`, proc: null, out: false, newReports: 0 }
+    await startReplica(slot)
+    replicas.push(slot)
   }
 
   const cpu = cpus()
-  console.log(`# Soak: npm run soak -- --minutes ${MINUTES} --rate ${RATE}`)
+  console.log(`# Soak: npm run soak -- --minutes ${MINUTES} --rate ${RATE}${CHAOS ? ` --chaos --seed ${SEED}` : ''}`)
   console.log(
-    `machine: ${cpu.length} x ${cpu[0]?.model.trim() ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.versions.node}; ${redisVersion.split(' ').slice(0, 3).join(' ')}`,
+    `machine: ${cpu.length} x ${cpu[0]?.model.trim() ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, load ${loadavg()[0]?.toFixed(1)}; Node ${process.versions.node}; ${redisVersion.split(' ').slice(0, 3).join(' ')}`,
   )
+  const platformLine = CHAOS
+    ? `the sandbox at ${PLATFORM_LATENCY.ms}-${PLATFORM_LATENCY.maxMs} ms, ${PLATFORM_WEATHER.serverErrors * 100} % 5xx, ${PLATFORM_WEATHER.throttles * 100} % 429, ${PLATFORM_WEATHER.hangs * 100} % hangs, ${PLATFORM_WEATHER.cuts * 100} % bodies cut`
+    : `the sandbox at ${PLATFORM_LATENCY_MS} ms`
   console.log(
-    `load: ${TOTAL} requests at ${RATE}/s over 2 replicas (one Redis, one sandbox at ${PLATFORM_LATENCY_MS} ms); per 20: 9 report hits, 3 misses, 4 from a team limited to ${LIMIT.max}/${LIMIT.window}, 2 bad, 1 write, 1 proxied read`,
+    `load: ${TOTAL} requests at ${RATE}/s over 2 replicas (one Redis, ${platformLine}); per 20: 9 report hits, 3 misses, 4 from a team limited to ${LIMIT.max}/${LIMIT.window}, 2 bad, 1 write, 1 proxied read`,
   )
   console.log('')
   console.log('| time | requests | 2xx | 400/401/403 | 429 | 5xx | lost | p50 | p99 | A rss / heap MB | B rss / heap MB | redis MB | load 1m |')
   console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
 
-  const agent = new Agent({ connections: 32, keepAliveTimeout: 30_000, headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS })
+  const agent = new Agent({ connections: CHAOS ? 128 : 32, keepAliveTimeout: 30_000, headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS })
   const overall = new Tally()
   let interval = new Tally()
   const byKind = new Map()
   const xCache = new Map()
   const unexpected = []
+  const ledger = new Ledger()
   let inFlight = 0
   let sent = 0
 
-  const send = async (i) => {
-    const r = requestFor(i)
-    const gw = replicas[i % 2]
+  /** One try on one replica: its status, GW code, x-cache and body check, or how it was lost. */
+  const attempt = async (gw, r) => {
     const headers = r.key ? { 'x-api-key': r.key } : {}
     if (r.body) headers['content-type'] = 'application/json'
-    const t0 = performance.now()
-    let status
     try {
       const res = await request(`${gw.url}${r.path}`, { method: r.method, headers, body: r.body ? JSON.stringify(r.body) : undefined, dispatcher: agent })
-      await res.body.dump()
-      status = res.statusCode
-      if (r.kind === 'miss' && status === 200) gw.newReports++
-      if (r.kind === 'hit' || r.kind === 'miss') {
-        const c = `${r.kind}: ${res.headers['x-cache']}`
-        xCache.set(c, (xCache.get(c) ?? 0) + 1)
+      if (!CHAOS) {
+        await res.body.dump()
+        return { status: res.statusCode, xCache: res.headers['x-cache'] ?? null, code: null }
       }
+      const body = Buffer.from(await res.body.arrayBuffer())
+      const out = { status: res.statusCode, xCache: res.headers['x-cache'] ?? null, code: null, wrongBody: null }
+      if (res.statusCode >= 400) {
+        try {
+          const { code, message } = JSON.parse(body.toString('utf8'))
+          out.code = code ?? null
+          out.paused = res.statusCode === 503 && code === 'GW_OVERLOADED' && /paused by the platform/.test(String(message))
+        } catch {
+          out.code = null
+        }
+      } else if (res.statusCode === 200 && r.checked) {
+        const want = await expectedBody(r)
+        if (!body.equals(want)) out.wrongBody = `${body.length} bytes, not the ${want.length} of the report asked for (${JSON.stringify(body.subarray(0, 60).toString('utf8'))}…)`
+      } else if (res.statusCode === 201) {
+        try {
+          JSON.parse(body.toString('utf8'))
+        } catch {
+          out.wrongBody = `a 201 that is not JSON (${body.length} bytes)`
+        }
+      }
+      return out
     } catch (err) {
-      status = `lost (${err.code ?? err.name})`
+      return { status: null, code: null, lost: err.code ?? err.name, refused: err.code === 'ECONNREFUSED' }
+    }
+  }
+
+  // The load balancer's part: a replica out of rotation gets nothing new; a request a
+  // replica refused because it is down or stopping goes once to the other.
+  const pick = (i) => {
+    const preferred = replicas[i % 2]
+    return preferred.out ? replicas[(i + 1) % 2] : preferred
+  }
+  const idempotent = (r) => r.method === 'GET' || r.path.endsWith('/get')
+  const retriable = (o, r) => (o.status === null && (o.refused || idempotent(r))) || (o.status === 503 && o.code === 'GW_SHUTTING_DOWN')
+
+  const send = async (i) => {
+    const r = requestFor(i)
+    let gw = pick(i)
+    const window = ledger.current
+    const t0 = performance.now()
+    const sentS = (t0 - runStart) / 1000
+    let outcome = await attempt(gw, r)
+    if (CHAOS && retriable(outcome, r)) {
+      gw = replicas[(replicas.indexOf(gw) + 1) % 2]
+      outcome = { ...(await attempt(gw, r)), retried: true }
+    }
+    const status = outcome.status ?? `lost (${outcome.lost})`
+    if (r.kind === 'miss' && status === 200) gw.newReports++
+    if ((r.kind === 'hit' || r.kind === 'miss') && outcome.status !== null) {
+      const c = `${r.kind}: ${outcome.xCache}`
+      xCache.set(c, (xCache.get(c) ?? 0) + 1)
     }
     const latency = typeof status === 'number' ? performance.now() - t0 : null
     overall.add(status, latency)
@@ -309,7 +564,8 @@ async function main() {
     const kind = byKind.get(r.kind) ?? new Tally()
     byKind.set(r.kind, kind)
     kind.add(status, latency)
-    if (!r.expect.includes(status) && unexpected.length < 50) unexpected.push(`${r.kind} on ${gw.name}: ${r.method} ${r.path} -> ${status}`)
+    if (CHAOS) ledger.record(r, sentS, { ...outcome, replica: gw.name }, window)
+    else if (!r.expect.includes(status) && unexpected.length < 50) unexpected.push(`${r.kind} on ${gw.name}: ${r.method} ${r.path} -> ${status}`)
   }
 
   const report = async (final = false) => {
@@ -318,6 +574,7 @@ async function main() {
     const sorted = t.sorted()
     const [a, b] = await Promise.all(
       replicas.map(async (gw) => {
+        if (gw.out) return null
         const m = await memoryOf(gw.proc)
         if (m) m.newReports = gw.newReports
         return m
@@ -325,17 +582,138 @@ async function main() {
     )
     const redisMemory = Number(/used_memory:(\d+)/.exec(await redisClient.info('memory').catch(() => ''))?.[1] ?? NaN)
     const mem = (m) => (m ? `${mb(m.rss)} / ${mb(m.heapUsed)}` : '—')
-    const elapsed = (performance.now() - runStart) / 1000
     console.log(
-      `| ${final ? 'end' : `${Math.round(elapsed)} s`} | ${t.count()} | ${t.count((s) => s >= 200 && s < 300)} | ${t.count((s) => s >= 400 && s < 429)} | ${t.count((s) => s === 429)} | ${t.count((s) => s >= 500)} | ${t.count((s) => typeof s === 'string')} | ${ms(percentile(sorted, 50))} | ${ms(percentile(sorted, 99))} | ${mem(a)} | ${mem(b)} | ${mb(redisMemory)} | ${loadavg()[0]?.toFixed(1)} |`,
+      `| ${final ? 'end' : `${Math.round(runSeconds())} s`} | ${t.count()} | ${t.count((s) => s >= 200 && s < 300)} | ${t.count((s) => s >= 400 && s < 429)} | ${t.count((s) => s === 429)} | ${t.count((s) => s >= 500)} | ${t.count((s) => typeof s === 'string')} | ${ms(percentile(sorted, 50))} | ${ms(percentile(sorted, 99))} | ${mem(a)} | ${mem(b)} | ${mb(redisMemory)} | ${loadavg()[0]?.toFixed(1)} |`,
     )
   }
 
-  const runStart = performance.now()
+  // ------------------------------------------------------------ faults (--chaos)
+  const loadS = TOTAL / RATE
+  const random = seededRandom(SEED)
+  const faultEnv = {
+    redis: redisClient,
+    sleep: (msToWait) => sleep(msToWait),
+    restartRedis: async () => {
+      const proc = infra.redis
+      proc.told = 'SIGKILL'
+      proc.child.kill('SIGKILL')
+      await proc.exited
+      const t0 = performance.now()
+      await startRedis()
+      return `killed, answering again after ${((performance.now() - t0) / 1000).toFixed(1)} s`
+    },
+    pickReplica: () => replicas[Math.floor(random() * replicas.length)],
+    restartReplica: async (slot, signal) => {
+      const proc = slot.proc
+      slot.out = true
+      proc.told = signal
+      proc.child.kill(signal)
+      const code = await Promise.race([proc.exited, sleep(15_000).then(() => 'no exit within 15 s')])
+      if (signal === 'SIGTERM') sigtermExits.push(`${slot.name}: ${code}`)
+      if (code === 'no exit within 15 s') proc.child.kill('SIGKILL')
+      await proc.exited
+      const ready = await startReplica(slot)
+      slot.out = false
+      return `${slot.name} ${signal === 'SIGTERM' ? `exited ${code}` : 'killed'}; started again, ready after ${ready.toFixed(1)} s`
+    },
+    platform: {
+      kill: async () => {
+        const proc = infra.sandbox
+        proc.told = 'SIGKILL'
+        proc.child.kill('SIGKILL')
+        await proc.exited
+      },
+      start: startPlatform,
+      signal: (name) => infra.sandbox.child.kill(name),
+      control,
+    },
+  }
+
+  /** Each replica's governor of the credential, from /admin/status; null when it does not answer. */
+  const governorOf = async (gw) => {
+    const res = await request(`${gw.adminUrl}/admin/status`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).catch(() => null)
+    if (!res || res.statusCode !== 200) {
+      await res?.body.dump()
+      return null
+    }
+    const status = await res.body.json()
+    return status.governors?.find((g) => g.credential === CREDENTIAL) ?? null
+  }
+
+  /** The replicas' governors once a second for the first seconds after a fault: printed when errors outlast it. */
+  const watchGovernors = async (w, endS, seconds) => {
+    w.governors = []
+    for (let k = 0; k < seconds && !stopping; k++) {
+      const states = await Promise.all(replicas.map(governorOf))
+      const one = (g) => (g ? `limit ${g.limit ?? '?'} in flight ${g.inFlight} queued ${g.queued} permits ${g.permitsHeld ?? '?'}` : 'no answer')
+      w.governors.push(`+${Math.round(runSeconds() - endS)} s: ${states.map((g, i) => `${replicas[i].name.slice(-1).toUpperCase()} ${one(g)}`).join(' | ')}`)
+      await sleep(1000)
+    }
+  }
+
+  /** What Redis holds for the permits and the learned limit against what the replicas say, until they agree or a lease and a second have passed. */
+  const checkAgreement = async (w, endS) => {
+    let last = 'not read'
+    while (runSeconds() - endS <= PERMIT_LEASE_S + 1) {
+      try {
+        const read = async () => {
+          const [sec, usec] = await redisClient.time()
+          const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000)
+          return Number(await redisClient.zcount(`${KEY_PREFIX}permits:{${CREDENTIAL}}`, `(${now}`, '+inf'))
+        }
+        const live = await read()
+        const states = await Promise.all(replicas.map(governorOf))
+        const liveAfter = await read()
+        const limitText = await redisClient.hget(`${KEY_PREFIX}limit:{${CREDENTIAL}}`, 'limit')
+        last = disagreement({ live, liveAfter, limit: limitText === null ? null : Number(limitText) }, states)
+        if (last === null) {
+          w.agreedAfterS = Math.max(0, runSeconds() - endS)
+          return
+        }
+      } catch (err) {
+        last = `not read: ${err.message}`
+      }
+      await sleep(250)
+    }
+    w.disagreement = last
+  }
+
+  const chaos = async () => {
+    const firstS = Math.min(30, Math.max(15, loadS * 0.1))
+    const gap = loadS >= LONG_RUN_S ? [20, 40] : [8, 12]
+    let order = []
+    await sleep(firstS * 1000)
+    while (!stopping) {
+      if (order.length === 0) order = shuffled(CHOSEN_FAULTS, random)
+      const fault = order[0]
+      const startS = runSeconds()
+      if (startS + fault.expectS + RECOVERY_TARGET_S + PERMIT_LEASE_S > loadS) break
+      order.shift()
+      ledger.open(fault.name, startS)
+      const w = ledger.current
+      console.log(`[${secs(startS)}] fault ${w.n}: ${fault.name}`)
+      try {
+        w.detail = await fault.run(faultEnv)
+      } catch (err) {
+        w.detail = `the fault failed: ${err.message}`
+        w.failed = true
+      }
+      w.endS = runSeconds()
+      console.log(`[${secs(w.endS)}] fault ${w.n} over after ${secs(w.endS - startS)}: ${w.detail}`)
+      const gapS = gap[0] + random() * (gap[1] - gap[0])
+      const agreement = checkAgreement(w, w.endS)
+      const governors = watchGovernors(w, w.endS, Math.floor(gapS) - 1)
+      await sleep(gapS * 1000)
+      await Promise.all([agreement, governors])
+    }
+  }
+
+  runStart = performance.now()
   let sampling = Promise.resolve()
   const sampler = setInterval(() => {
     sampling = sampling.then(() => report())
   }, SAMPLE_S * 1000)
+  const faults = CHAOS ? chaos() : Promise.resolve()
   for (let i = 0; i < TOTAL && performance.now() - started < HARD_LIMIT_MS; i++) {
     const wait = runStart + (i * 1000) / RATE - performance.now()
     if (wait > 0) await sleep(wait)
@@ -344,7 +722,10 @@ async function main() {
     sent++
     void send(i).finally(() => inFlight--)
   }
+  const loadEndS = runSeconds()
   while (inFlight > 0) await sleep(20)
+  stopping = true
+  await faults
   clearInterval(sampler)
   await sampling
   if (interval.count() > 0) await report(true)
@@ -376,17 +757,33 @@ async function main() {
     )
   }
 
+  const failed = CHAOS ? chaosVerdict({ ledger, loadEndS, replicas, unexpectedExits, sigtermExits }) : false
+
   redisClient.disconnect()
+  await pristine?.close()
+  stopping = true
   const exits = []
   for (const gw of replicas) {
+    gw.proc.told = 'SIGTERM'
     gw.proc.child.kill('SIGTERM')
     const code = await Promise.race([gw.proc.exited, sleep(15_000).then(() => 'no exit within 15 s')])
     exits.push(`${gw.name}: ${code}`)
     if (code !== 0) unexpected.push(`${gw.name} did not exit 0 on SIGTERM (${code}):\n${tail(gw.proc)}`)
   }
   console.log(`  shutdown (SIGTERM): ${exits.join(', ')}`)
+  if (CHAOS) logSummary(replicas)
+  keepLogs()
   await stopAll()
 
+  if (CHAOS) {
+    if (failed || unexpected.length > 0) {
+      for (const u of unexpected) console.log(`  ${u}`)
+      console.log('\nFAILED: a chaos target was missed (above)')
+      return 1
+    }
+    console.log('\nOK: every chaos target met')
+    return 0
+  }
   if (unexpected.length > 0 || lost > 0 || fiveXX > 0) {
     console.log(`\nFAILED: ${overall.count((s) => typeof s === 'string' || s >= 500)} lost or 5xx; unexpected answers (first ${unexpected.length}):`)
     for (const u of unexpected) console.log(`  ${u}`)
@@ -396,12 +793,121 @@ async function main() {
   return 0
 }
 
+/** Prints the chaos run's faults and targets; true when a target was missed. */
+function chaosVerdict({ ledger, loadEndS, replicas, unexpectedExits, sigtermExits }) {
+  const windows = ledger.windows
+  const faults = windows.slice(1)
+  const calm = [[BASELINE_FROM_S, faults[0]?.startS ?? loadEndS]]
+  faults.forEach((w, k) => calm.push([w.endS + CALM_AFTER_S, faults[k + 1]?.startS ?? loadEndS]))
+  const baseline = baselineShare(ledger.buckets, calm.filter(([from, to]) => to > from))
+  const pct = (x) => `${(x * 100).toFixed(2)} %`
+  for (const [k, w] of faults.entries()) {
+    w.recoveredS = recoveryAfter(ledger.buckets, w.endS, faults[k + 1]?.startS ?? loadEndS, baseline.upper, RECOVERY_WINDOW_S)
+  }
+  const count = (list) => list?.length ?? 0
+  console.log('')
+  console.log(`## Faults (seed ${SEED}; baseline error rate ${pct(baseline.share)}, judged at most ${pct(baseline.upper)}: ${baseline.errors} errors in ${baseline.n} answers of the calm stretches)`)
+  console.log('')
+  console.log('| # | at | fault | lasted | answers | errors (in a platform pause; answered after the next fault began) | back to baseline | wrong bodies | undocumented | cached copy refused | Redis = replicas | hot x-cache |')
+  console.log('|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|')
+  for (const w of windows) {
+    const fault = w.n === 0 ? '(before the first fault)' : w.name + (w.failed ? ' (FAILED to run)' : '')
+    const recovered = w.n === 0 ? '' : `${w.recoveredS} s${w.recoveredS > RECOVERY_TARGET_S ? ' MISSED' : ''}`
+    const agreed = w.n === 0 ? '' : w.disagreement ? `MISSED: ${w.disagreement}` : `after ${w.agreedAfterS?.toFixed(1)} s`
+    const xc = Object.entries(w.xCache ?? {}).sort().map(([k, c]) => `${k} ${c}`).join(', ')
+    console.log(
+      `| ${w.n} | ${w.n === 0 ? '0 s' : secs(w.startS)} | ${fault} | ${w.n === 0 ? '' : secs(w.endS - w.startS)} | ${w.answers ?? 0} | ${w.errors ?? 0} (${w.paused ?? 0}; ${w.overtaken ?? 0}) | ${recovered} | ${count(w.wrong)} | ${count(w.undocumented)} | ${count(w.refused)} | ${agreed} | ${xc} |`,
+    )
+  }
+  for (const w of faults) {
+    console.log(`  fault ${w.n}: ${w.detail}`)
+    if (w.recoveredS === 0) continue
+    // What the errors after the end were, second by second: what an operator would look into.
+    const from = Math.floor(w.endS)
+    const seconds = ledger.buckets.slice(from, from + w.recoveredS)
+    const codes = {}
+    for (const b of seconds) for (const [what, c] of Object.entries(b?.codes ?? {})) codes[what] = (codes[what] ?? 0) + c
+    console.log(`    errors in the ${w.recoveredS} s after its end, by second: ${seconds.map((b) => `${b?.errors ?? 0}/${b?.n ?? 0}`).join(' ')}; ${Object.entries(codes).sort((a, b) => b[1] - a[1]).map(([k, c]) => `${k} ${c}`).join(', ')}`)
+    if (w.recoveredS > RECOVERY_TARGET_S) for (const line of w.governors ?? []) console.log(`    governors ${line}`)
+  }
+
+  const sum = (key) => windows.reduce((n, w) => n + count(w[key]), 0)
+  const firstOf = (key) => windows.flatMap((w) => w[key] ?? []).slice(0, 5)
+  const slow = faults.filter((w) => w.recoveredS > RECOVERY_TARGET_S)
+  const apart = faults.filter((w) => w.disagreement)
+  const rss = replicas.map((gw) => {
+    const m = gw.proc.memory
+    // After the first minute of the run, and 20 s into the life of a replica started again.
+    const first = m.find((x) => x.at >= RSS_AFTER_S && x.age >= 20)
+    const last = m[m.length - 1]
+    if (!first || !last || first === last) return { name: gw.name, ok: true, text: `${gw.name} n/a (no sample after its first minute)` }
+    return { name: gw.name, ok: rssWithin(first.rss, last.rss, RSS_GROWTH), text: `${gw.name} ${mb(first.rss)} -> ${mb(last.rss)} MB` }
+  })
+  const targets = [
+    [sum('wrong') === 0, `0 wrong bodies: ${sum('wrong')}`, firstOf('wrong')],
+    [sum('undocumented') === 0, `0 answers outside the documented statuses and codes: ${sum('undocumented')}`, firstOf('undocumented')],
+    [
+      slow.length === 0,
+      `errors back to the baseline rate within ${RECOVERY_TARGET_S} s of each fault's end: ${slow.length} of ${faults.length} missed${slow.length ? ` (${slow.map((w) => `#${w.n} ${w.name}: ${w.recoveredS} s`).join('; ')})` : ''}`,
+      [],
+    ],
+    [sum('refused') === 0, `reports answered 200 before answered from the cache during and after each fault: ${sum('refused')} refused`, firstOf('refused')],
+    [
+      apart.length === 0,
+      `Redis's permits and learned limit equal to the replicas' within ${PERMIT_LEASE_S} s of each fault's end: ${apart.length} of ${faults.length} missed${apart.length ? ` (${apart.map((w) => `#${w.n}: ${w.disagreement}`).join('; ')})` : ''}`,
+      [],
+    ],
+    [unexpectedExits.length === 0 && sigtermExits.every((e) => e.endsWith(': 0')), `no replica exited untold: ${unexpectedExits.length}; SIGTERM exits: ${sigtermExits.join(', ') || 'none during the run'}`, unexpectedExits],
+    [rss.every((r) => r.ok), `RSS after the last fault within ${RSS_GROWTH * 100} % of after the first minute: ${rss.map((r) => r.text).join(', ')}`, []],
+  ]
+  console.log('')
+  console.log(`## Targets (${faults.length} faults, ${windows.reduce((n, w) => n + (w.answers ?? 0), 0)} answers)`)
+  for (const [ok, text, examples] of targets) {
+    console.log(`${ok ? 'met   ' : 'MISSED'} ${text}`)
+    for (const e of examples) console.log(`         ${e}`)
+  }
+  return targets.some(([ok]) => !ok)
+}
+
+/** The replicas' warn and error lines, by message: what an operator paged at night would read. */
+function logSummary(replicas) {
+  console.log('')
+  console.log('## Log lines at warn and above (all instances of each replica)')
+  for (const gw of replicas) {
+    const counts = new Map()
+    let text = ''
+    try {
+      text = readFileSync(join(tmp, `${gw.name}.log`), 'utf8')
+    } catch {
+      // no log
+    }
+    let total = 0
+    for (const line of text.split('\n')) {
+      if (!line.startsWith('{')) continue
+      let entry
+      try {
+        entry = JSON.parse(line)
+      } catch {
+        continue
+      }
+      if (!(entry.level >= 40)) continue
+      total += 1
+      // Counts in a message (a flood's summary line) are one kind of line.
+      const key = `${entry.level >= 50 ? 'error' : 'warn '} ${String(entry.msg).replace(/\d+/g, 'N')}${entry.code && !String(entry.msg).includes(entry.code) ? ` [${entry.code}]` : ''}${entry.err?.stack ? ' (with a stack)' : ''}`
+      counts.set(key, (counts.get(key) ?? 0) + 1)
+    }
+    console.log(`  ${gw.name}: ${total} lines`)
+    for (const [key, c] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`    ${String(c).padStart(6)}  ${key}`)
+  }
+}
+
 main().then(
   (code) => {
     process.exitCode = code
   },
   async (err) => {
     console.error(`soak: ${err.stack ?? err}`)
+    keepLogs()
     await stopAll()
     // Open clients (Redis retrying) would keep the process alive.
     process.exit(1)

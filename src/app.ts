@@ -18,8 +18,12 @@ import { RateLimiter } from './teams/rate-limit.js'
 import { MemoryStore } from './cache/memory-store.js'
 import { TieredStore } from './cache/tiered-store.js'
 import { RedisStore } from './cache/redis-store.js'
+import { PurgeLedger } from './cache/purge-ledger.js'
+import { FILL_CLOCK_SKEW_MS } from './cache/cache-entry.js'
+import { longestFreshness } from './reports/ttl-policy.js'
 import { ReplicaLock } from './cache/single-flight.js'
 import { ReportCache } from './reports/report-cache.js'
+import { FailureLog, handledFailure } from './failure-log.js'
 import { apiRoutes } from './routes/api.js'
 import { Admission } from './routes/caller.js'
 import { closeSilentConnections } from './routes/silent-connections.js'
@@ -87,6 +91,8 @@ export interface Gateway {
 // client, which first learns the slots, is ready later than a single connection.
 const REDIS_START_WAIT_MS = 2000
 const CONNECTIONS_CHECK_MS = 1000
+// How long a kept-alive connection may stay idle once the listener is closing.
+const CLOSING_KEEP_ALIVE_MS = 500
 
 // Replaces Fastify's default, which logs the error with its `rawPacket`: the caller's
 // bytes, API key and admin token included (issue #5). Nothing of the request is logged.
@@ -115,11 +121,17 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const metrics = createMetrics()
   const dispatcher = deps.dispatcher ?? createPlatformPool(config.platform)
   const redis = deps.redis !== undefined ? deps.redis : createRedisClient(config.redis, log)
+  // Redis answering again (the circuit closed, a new connection): the report copies this
+  // replica kept meanwhile, or that a Redis restarted empty lost, go back to it (below).
+  let redisBack = (): void => undefined
   const breaker = redis
     ? new RedisBreaker({
         cooldownMs: config.redis.breakerCooldownMs,
         log,
-        onChange: (s) => metrics.redisUp.set(s === 'closed' ? 1 : 0),
+        onChange: (s) => {
+          metrics.redisUp.set(s === 'closed' ? 1 : 0)
+          if (s === 'closed') redisBack()
+        },
         onWritable: (writable) => metrics.redisWritable.set(writable ? 1 : 0),
         onSkippedWrite: () => metrics.redisSkippedWrites.inc(),
         address: redisAddress(config.redis),
@@ -128,14 +140,25 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       })
     : null
   // Checked from the start, not only when a request needs Redis (issue #7).
-  const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS), keyPrefix: config.redis.keyPrefix }) : null
+  const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS), keyPrefix: config.redis.keyPrefix, onReconnect: () => redisBack() }) : null
   // Redis is shared, not trusted (issue 16, item 5): what replicas write there is sealed.
   const seal = config.gatewaySecret ? new RedisSeal(config.gatewaySecret) : null
   // Each series from 0, so that an alert on increase() sees the first forged value too.
-  if (redis) for (const what of ['entry', 'message', 'pause']) metrics.redisUnverified.inc({ what }, 0)
+  if (redis) for (const what of ['entry', 'message', 'pause', 'purge']) metrics.redisUnverified.inc({ what }, 0)
   const unverified = (what: 'entry' | 'message', where: string) => {
     metrics.redisUnverified.inc({ what })
     log.warn({ what, where }, "ignoring a value in redis that does not carry this gateway's seal (GATEWAY_SECRET)")
+  }
+  // Sealed, but more than this gateway stores, or filled before a purge: counted with the forgeries.
+  const refusedEntry = (where: string, why: string) => {
+    metrics.redisUnverified.inc({ what: 'entry' })
+    log.warn({ what: 'entry', where, why }, 'ignoring a report entry read from redis')
+  }
+  const entryLimits = {
+    maxEntryBytes: config.cache.maxEntryBytes,
+    maxFreshMs: longestFreshness(config.cache.ttl),
+    staleWhileRevalidateMs: config.cache.staleWhileRevalidateMs,
+    staleIfErrorMs: config.cache.staleIfErrorMs,
   }
   const bus = redis ? new RedisBus(redis, `${config.redis.keyPrefix}bus:`, log, { seal, onUnverified: (channel) => unverified('message', channel) }) : null
   const logins = new LoginGate({
@@ -163,7 +186,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   })
   const l2 =
     redis && breaker
-      ? new RedisStore({ redis, breaker, prefix: config.redis.keyPrefix, seal, onUnverified: (key) => unverified('entry', key), ...(deps.now ? { now: deps.now } : {}) })
+      ? new RedisStore({ redis, breaker, prefix: config.redis.keyPrefix, seal, onUnverified: (key) => unverified('entry', key), limits: entryLimits, onRefused: refusedEntry, ...(deps.now ? { now: deps.now } : {}) })
       : null
   const lock =
     redis && breaker && bus ? new ReplicaLock({
@@ -190,7 +213,12 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     defaultBaseUrl: config.platform.baseUrl,
     governors,
     // The probe is a call of this client's own, made only once it serves.
-    verdicts: new TokenVerdicts({ probe: (provider, token) => probeStatus(client, config.platform.probe, provider, token), ...(deps.now ? { now: deps.now } : {}) }),
+    verdicts: new TokenVerdicts({
+      probe: (provider, token) => probeStatus(client, config.platform.probe, provider, token),
+      // Never while the platform throttles the probe's route or the credential: a 429 says nothing of the token.
+      probePaused: (credential) => governors.paused(credential, config.platform.probe?.path),
+      ...(deps.now ? { now: deps.now } : {}),
+    }),
     refusals: new RefusalLog({ log, metrics, ...(deps.now ? { now: deps.now } : {}) }),
     usage,
     isolation: config.platform.isolation,
@@ -216,9 +244,26 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     l2,
     bus,
     log,
+    maxEntryBytes: config.cache.maxEntryBytes,
+    onRefused: refusedEntry,
+    purges: new PurgeLedger({
+      // No entry outlives its fill by more than this: older purges reach none.
+      keepMs: entryLimits.maxFreshMs + Math.max(entryLimits.staleWhileRevalidateMs, entryLimits.staleIfErrorMs) + FILL_CLOCK_SKEW_MS,
+      shared: redis ? { redis, seal, key: `${config.redis.keyPrefix}purges` } : null,
+      log,
+      onUnverified: (where) => {
+        metrics.redisUnverified.inc({ what: 'purge' })
+        log.warn({ what: 'purge', where }, "ignoring a value in redis that does not carry this gateway's seal (GATEWAY_SECRET)")
+      },
+      ...(deps.now ? { now: deps.now } : {}),
+    }),
     ...(deps.now ? { now: deps.now } : {}),
   })
+  redisBack = () => void store.shareKept()
+  // Failures answered as documented: one warn line each, a flood summed up (no stacks).
+  const failures = new FailureLog({ log, ...(deps.now ? { now: deps.now } : {}) })
   const reports = new ReportCache({
+    failures,
     config,
     store,
     lock,
@@ -286,7 +331,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const admission = new Admission(ctx)
   const forms = new ReportForms(ctx)
   const observe = requestObserver(ctx)
-  const proxy = buildServer(config, log, config.cache.enabled ? fastReads(ctx, admission, forms, observe) : null)
+  const proxy = buildServer(config, log, failures, config.cache.enabled ? fastReads(ctx, admission, forms, observe) : null)
   // No body is parsed on the proxy listener before its handler admits the caller (issue
   // #5): /api/v1 handlers read it through Admission.readBody; any other path is a 404
   // without reading a byte of it.
@@ -325,7 +370,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     done()
   })
 
-  const admin = buildServer(config, log, null)
+  const admin = buildServer(config, log, failures, null)
   await admin.register(healthRoutes, { ctx })
   admin.get('/metrics', async (_request, reply) => {
     for (const p of tokens.all()) {
@@ -369,7 +414,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await reports.start()
       await governors.start()
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
-      await probeTokens(tokens, client, config.platform.probe, log, (credential) => governors.of(credential).pausedUntil > 0)
+      await probeTokens(tokens, client, config.platform.probe, log, (credential) => governors.paused(credential, config.platform.probe?.path))
       ctx.lifecycle.phase = 'serving'
     },
     abortPlatformCalls() {
@@ -382,6 +427,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await Promise.all([proxy.close(), admin.close()])
       await ctx.rateLimiter.close()
       reports.close()
+      failures.close()
       reloader.close()
       await usage.close()
       governors.stop()
@@ -397,7 +443,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
 
 type FastPath = ((req: IncomingMessage, res: ServerResponse, next: RequestHandler) => void) | null
 
-function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyInstance {
+function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath): FastifyInstance {
   const app = Fastify({
     loggerInstance: log,
     // One line per request is logged by observeRequests instead.
@@ -440,6 +486,11 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
   let closing = false
   app.addHook('preClose', (done) => {
     closing = true
+    // A connection answering now stays open after its answer for CLOSING_KEEP_ALIVE_MS
+    // (a request on it then is refused GW_SHUTTING_DOWN, below), no longer: a caller that
+    // sends nothing more (a load balancer that took the replica out) kept it open until
+    // keepAliveTimeout, and the close waited for it to the end of the grace.
+    app.server.keepAliveTimeout = Math.min(app.server.keepAliveTimeout, CLOSING_KEEP_ALIVE_MS)
     done()
   })
   app.addHook('onRequest', (request, reply, done) => {
@@ -459,7 +510,15 @@ function buildServer(config: Config, log: Logger, fastPath: FastPath): FastifyIn
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
     const status = error.statusCode ?? 500
     // A refusal while shutting down is the plan, not a fault: main.ts logs the shutdown once.
-    if (status >= 500 && error.code !== 'GW_SHUTTING_DOWN') request.log.error({ err: error }, 'request failed')
+    // A failure answered as documented (the platform failed, the queue is full) is a warn
+    // line with its code, a flood of it one line per interval; a fault of the gateway is
+    // an error with its stack.
+    if (error.code === 'GW_SHUTTING_DOWN') {
+      // nothing: main.ts logs the shutdown once
+    } else if (handledFailure(status, error.code)) {
+      const code = error.code as string
+      failures.note(code, () => request.log.warn({ code, statusCode: status, reason: error.message }, 'request answered with a handled failure'))
+    } else if (status >= 500) request.log.error({ err: error }, 'request failed')
     const retryAfter = (error as { retryAfterSec?: number }).retryAfterSec
     if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))
     // Fastify's own 4xx (a body too large, a malformed body or header, a schema

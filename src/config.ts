@@ -5,6 +5,7 @@ import { validateSchema } from './config/schema-errors.js'
 import { FILE_FORBIDDEN, applyEnv, deepMerge, getPath, readYamlObject, type Env } from './config/sources.js'
 import { normalize, type Config } from './config/normalize.js'
 import { decideDemo } from './config/demo-mode.js'
+import { redisWithoutSecret } from './config/redis-secret.js'
 import { readTeamsFile } from './config/teams-file.js'
 
 export { DEFAULT_CREDENTIAL, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
@@ -59,6 +60,8 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   if (problems.length > 0) throw new ConfigError(problems)
   const mode = decideDemo(raw, env)
   if (!mode.demo && mode.problem) problems.push(mode.problem)
+  const secretProblem = mode.demo ? null : redisWithoutSecret(raw)
+  if (secretProblem) problems.push(secretProblem)
   const config = normalize(raw as RawConfig, env, readFile, problems)
   if (problems.length > 0) throw new ConfigError(problems)
   // The demo's sandbox and printed key are for this machine only, unless HOST says otherwise.

@@ -7,7 +7,8 @@ export const DEMO_TEAM = 'demo'
 
 /**
  * Demo mode (contract, "Running"): the bundled sandbox stands in for the platform, the
- * gateway logs in to it with the password grant, and one team key is made for the run.
+ * gateway logs in to it with the password grant, one team key is made for the run, and
+ * the cache stays in memory (never Redis).
  */
 export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; key: string } {
   const key = newApiKey()
@@ -29,6 +30,8 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
       ...config,
       demo: true,
       platform: { ...config.platform, baseUrl: sandbox.url },
+      // The demo's cache lives in memory: Redis, were it configured, is left alone.
+      redis: { ...config.redis, url: null, sentinels: null, cluster: null },
       credentials: {
         ...config.credentials,
         [DEFAULT_CREDENTIAL]: {

@@ -2,6 +2,7 @@ import { Command, Redis, Cluster, ReplyError, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
 import type { RedisSeal } from './redis-seal.js'
+import { NonceSource, SeenNonces } from './seen-nonces.js'
 
 export type RedisClient = Redis | Cluster
 
@@ -40,14 +41,14 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
     connectTimeout: redisConnectTimeoutMs(cfg),
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
-    retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
+    retryStrategy: reconnectDelay,
     ...(fromUrl?.username ? { username: decodeURIComponent(fromUrl.username) } : {}),
     ...(fromUrl?.password ? { password: decodeURIComponent(fromUrl.password) } : {}),
     ...(fromUrl?.protocol === 'rediss:' ? { tls: {} } : {}),
   }
   let client: RedisClient
   if (cfg.cluster) {
-    client = new Cluster(cfg.cluster, { redisOptions: common, enableOfflineQueue: false, clusterRetryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 5), 2000) })
+    client = new Cluster(cfg.cluster, { redisOptions: common, enableOfflineQueue: false, clusterRetryStrategy: reconnectDelay })
   } else if (cfg.sentinels) {
     client = new Redis({ ...common, sentinels: cfg.sentinels, name: cfg.sentinelName })
   } else {
@@ -64,6 +65,16 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
 }
 
 const connectionErrors = new WeakMap<RedisClient, string>()
+
+// A lost connection is made again after 100, 200, 400 ms, then every RECONNECT_MAX_MS: a
+// Redis back after an outage is used again within about that (readiness, single-flight
+// across replicas, permits), and a refused connection costs Redis nothing.
+export const RECONNECT_MAX_MS = 500
+
+/** The wait before the `times`-th attempt to connect again. */
+export function reconnectDelay(times: number): number {
+  return Math.min(100 * 2 ** Math.max(0, times - 1), RECONNECT_MAX_MS)
+}
 
 /**
  * Where Redis is, for log lines and the start line: host:port, never the URL's
@@ -88,47 +99,76 @@ export function failureCause(client: RedisClient, err: unknown): string {
   return (client.status !== 'ready' ? connectionErrors.get(client) : undefined) ?? own
 }
 
+// While the circuit is open, Redis is tried this often (and at once on a new connection),
+// so that its return shows within about this long rather than after a breaker cooldown.
+export const RECHECK_MS = 250
+
 /**
  * Redis's state from the first second (issue #7): a ping when the gateway starts, once
  * the connection is made or has failed, then one every `intervalMs`, so that an outage
  * without traffic, and the end of one, show in the breaker (and so in /readyz, the
- * metric and the log) rather than at the next request.
+ * metric and the log) rather than at the next request. While the circuit is open, a ping
+ * every `recheckMs` and one on each new connection are its trials, whatever the cooldown:
+ * Redis answering again closes it within about that long.
  */
 export class RedisWatch {
   readonly #client: RedisClient
   readonly #breaker: RedisBreaker
   readonly #intervalMs: number
+  readonly #recheckMs: number
   readonly #connectTimeoutMs: number
   readonly #probeKey: string
   #timer: NodeJS.Timeout | null = null
+  #lastPing = 0
+  #pinging = false
   /** Pings in a row that failed on a live connection. */
   #slow = 0
+  readonly #onReconnect: () => void
+  readonly #onReady = (): void => {
+    if (this.#breaker.state !== 'closed') void this.#tick()
+    this.#onReconnect()
+  }
 
-  constructor(client: RedisClient, breaker: RedisBreaker, opts: { intervalMs: number; connectTimeoutMs: number; keyPrefix: string }) {
+  /** `onReconnect`: each connection made after start (Redis may have restarted empty). */
+  constructor(client: RedisClient, breaker: RedisBreaker, opts: { intervalMs: number; connectTimeoutMs: number; keyPrefix: string; recheckMs?: number; onReconnect?: () => void }) {
     this.#client = client
+    this.#onReconnect = opts.onReconnect ?? (() => undefined)
     this.#breaker = breaker
     this.#intervalMs = opts.intervalMs
+    this.#recheckMs = Math.min(opts.recheckMs ?? RECHECK_MS, opts.intervalMs)
     this.#connectTimeoutMs = opts.connectTimeoutMs
     this.#probeKey = `${opts.keyPrefix}write-probe`
   }
 
   async start(): Promise<void> {
     await whenReady(this.#client, this.#connectTimeoutMs)
-    await this.#ping()
-    this.#timer = setInterval(() => void this.#ping(), this.#intervalMs)
+    await this.#tick()
+    this.#client.on('ready', this.#onReady)
+    this.#timer = setInterval(() => void this.#tick(), this.#recheckMs)
     this.#timer.unref()
   }
 
   close(): void {
     if (this.#timer) clearInterval(this.#timer)
     this.#timer = null
+    this.#client.off('ready', this.#onReady)
+  }
+
+  /** A trial while the circuit is open; otherwise a ping once `intervalMs` has passed since the last. */
+  async #tick(): Promise<void> {
+    if (this.#pinging) return
+    const open = this.#breaker.state !== 'closed'
+    if (!open && Date.now() - this.#lastPing < this.#intervalMs) return
+    this.#pinging = true
+    this.#lastPing = Date.now()
+    try {
+      await (open ? this.#breaker.trial(() => this.#client.ping()) : this.#ping())
+    } finally {
+      this.#pinging = false
+    }
   }
 
   async #ping(): Promise<void> {
-    if (this.#breaker.state !== 'closed') {
-      await this.#breaker.run(() => this.#client.ping(), null)
-      return
-    }
     // A Redis that refuses writes is tried with one, so that its end shows without traffic.
     if (!this.#breaker.writable) await this.#breaker.write(() => this.#client.set(this.#probeKey, '1', 'PX', this.#intervalMs), null)
     try {
@@ -316,6 +356,22 @@ export class RedisBreaker {
     this.#onWritable?.(false)
   }
 
+  /**
+   * Runs `fn` now, within the cooldown too: the watch's trial of a Redis that may be back.
+   * Its success closes the circuit; its failure keeps it open for another cooldown.
+   */
+  async trial(fn: () => Promise<unknown>): Promise<boolean> {
+    try {
+      await fn()
+      if (this.#state !== 'closed') this.#transition('closed')
+      return true
+    } catch (err) {
+      if (refusesWrites(err)) this.#refused(err)
+      else this.fail(err)
+      return false
+    }
+  }
+
   fail(err: unknown): void {
     this.#openedAt = this.#now()
     if (this.#state === 'open') return
@@ -335,7 +391,11 @@ type Handler = (message: string) => void
 
 // A sealed message older than this (or dated this far ahead) is a replay, not news:
 // replicas' clocks agree within seconds, and every message is acted on at once.
-const BUS_MESSAGE_MAX_AGE_MS = 60_000
+export const BUS_MESSAGE_MAX_AGE_MS = 60_000
+// The senders (bus instances, by channel) whose nonces a replica remembers over a
+// message's lifetime: far more than replicas start in two minutes; past it the one heard
+// of longest ago goes, and with it any message sent before its last (seen-nonces.ts).
+export const BUS_NONCES_MAX = 10_000
 
 export interface RedisBusOptions {
   /** Seals every message published and opens every one received (GATEWAY_SECRET); null: messages travel as they are. */
@@ -348,7 +408,9 @@ export interface RedisBusOptions {
  * Pub/sub between replicas: token rotation, purges, lock wake-ups. Subscribing needs
  * a connection of its own; it is opened lazily, once. With a seal, a message is heard
  * only when a replica with the same GATEWAY_SECRET published it, on that channel,
- * within BUS_MESSAGE_MAX_AGE_MS: a Redis writer's PUBLISH reaches no handler.
+ * within BUS_MESSAGE_MAX_AGE_MS, and only once: each carries a nonce, and a nonce heard
+ * before is a replay (a captured message published again). A Redis writer's PUBLISH
+ * reaches no handler.
  */
 export class RedisBus {
   readonly #pub: RedisClient
@@ -358,6 +420,8 @@ export class RedisBus {
   readonly #log: Logger
   readonly #seal: RedisSeal | null
   readonly #onUnverified: (channel: string) => void
+  readonly #nonces = new SeenNonces({ maxAgeMs: BUS_MESSAGE_MAX_AGE_MS, maxEntries: BUS_NONCES_MAX })
+  readonly #nonceSource = new NonceSource()
 
   constructor(client: RedisClient, prefix: string, log: Logger, opts: RedisBusOptions = {}) {
     this.#pub = client
@@ -415,16 +479,20 @@ export class RedisBus {
 
   async publish(channel: string, message: string): Promise<void> {
     const full = this.#prefix + channel
-    await this.#pub.publish(full, this.#seal ? this.#seal.sealText(full, `${Date.now()}.${message}`) : message)
+    await this.#pub.publish(full, this.#seal ? this.#seal.sealText(full, `${Date.now()}.${this.#nonceSource.next()}.${message}`) : message)
   }
 
+  /** `<sent at>.<nonce>.<message>`, sealed: the message, or null when it is not this gateway's, is too old, or was heard before. */
   #open(channel: string, wire: string): string | null {
     if (!this.#seal) return wire
     const dated = this.#seal.openText(channel, wire)
-    const dot = dated?.indexOf('.') ?? -1
-    if (dated === null || dot < 0) return null
-    const age = Date.now() - Number(dated.slice(0, dot))
-    return Math.abs(age) <= BUS_MESSAGE_MAX_AGE_MS ? dated.slice(dot + 1) : null
+    if (dated === null) return null
+    const dot = dated.indexOf('.')
+    const second = dot < 0 ? -1 : dated.indexOf('.', dot + 1)
+    if (second < 0) return null
+    const nonce = dated.slice(dot + 1, second)
+    if (!this.#nonces.take(channel, nonce, Number(dated.slice(0, dot)), Date.now())) return null
+    return dated.slice(second + 1)
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto'
+import { gunzipSync } from 'node:zlib'
 
 /** A cached platform answer (always a 200): the body stored gzip-compressed once. */
 export interface CacheEntry {
@@ -53,11 +54,15 @@ export function encodeEntry(entry: CacheEntry): Buffer {
   return Buffer.concat([length, header, entry.gzip])
 }
 
+// A header holds a content type, five numbers, an ETag and the entry's accounts: a few
+// hundred bytes. One longer than this is not the gateway's, and is not parsed.
+export const MAX_ENTRY_HEADER_BYTES = 64 * 1024
+
 /** null for anything that is not a well-formed entry (e.g. written by another key version). */
 export function decodeEntry(buf: Buffer): CacheEntry | null {
   if (buf.length < 4) return null
   const headerLength = buf.readUInt32BE(0)
-  if (headerLength > buf.length - 4) return null
+  if (headerLength > buf.length - 4 || headerLength > MAX_ENTRY_HEADER_BYTES) return null
   let meta: unknown
   try {
     meta = JSON.parse(buf.subarray(4, 4 + headerLength).toString('utf8'))
@@ -92,6 +97,58 @@ function isStoredMeta(m: unknown): m is StoredMeta {
     o.advertiserIds.every((a) => typeof a === 'number') &&
     (o.etag === undefined || (typeof o.etag === 'string' && /^[\w-]{1,64}$/.test(o.etag)))
   )
+}
+
+/**
+ * What an entry read from Redis may be at most: what this gateway could have stored
+ * there. Redis is shared, not trusted, and a seal says who wrote a value, not that its
+ * writer's settings were these: everything read is bounded before it is decoded.
+ */
+export interface EntryLimits {
+  /** cache.maxEntryBytes: the largest report body stored, plain or compressed. */
+  maxEntryBytes: number
+  /** The longest freshness the TTL policy gives (the longer of cache.ttl.recent and settled). */
+  maxFreshMs: number
+  staleWhileRevalidateMs: number
+  staleIfErrorMs: number
+}
+
+// A fill time this far ahead of the reader's clock is not a replica's (their clocks
+// agree within seconds): the entry is refused rather than kept fresh into the future.
+export const FILL_CLOCK_SKEW_MS = 60_000
+
+/**
+ * The largest value an entry of `limits` takes in Redis: a seal's tag, the header's
+ * length and header, and the gzip bytes, which for a body of n bytes compressed by zlib
+ * are at most deflateBound(n) (zlib's own bound, with gzip's 18 bytes of wrapper).
+ */
+export function storedBytesLimit(limits: Pick<EntryLimits, 'maxEntryBytes'>): number {
+  const n = limits.maxEntryBytes
+  const deflateBound = n + (n >>> 12) + (n >>> 14) + (n >>> 25) + 7 + 18
+  return 32 + 4 + MAX_ENTRY_HEADER_BYTES + deflateBound
+}
+
+/** The plain body of `gzip`, or null when it is not gzip or would be longer than `maxBytes` (a gzip bomb stops there). */
+export function inflate(gzip: Buffer, maxBytes: number): Buffer | null {
+  try {
+    return gunzipSync(gzip, { maxOutputLength: Math.max(maxBytes, 1) })
+  } catch {
+    return null
+  }
+}
+
+/**
+ * `entry` with lifetimes no later than the TTL policy could have given it from its fill
+ * time (the lifetimes of ttl-policy.ts, with the longest freshness); null when its fill
+ * time is ahead of `now` by more than FILL_CLOCK_SKEW_MS.
+ */
+export function withinLimits(entry: CacheEntry, limits: EntryLimits, now: number): CacheEntry | null {
+  if (!(entry.fetchedAt <= now + FILL_CLOCK_SKEW_MS)) return null
+  const freshUntil = Math.min(entry.freshUntil, entry.fetchedAt + limits.maxFreshMs)
+  const staleUntil = Math.min(entry.staleUntil, freshUntil + limits.staleWhileRevalidateMs)
+  const errorUntil = Math.min(entry.errorUntil, Math.max(freshUntil + limits.staleIfErrorMs, staleUntil))
+  if (freshUntil === entry.freshUntil && staleUntil === entry.staleUntil && errorUntil === entry.errorUntil) return entry
+  return { ...entry, freshUntil, staleUntil, errorUntil }
 }
 
 // What an L1 entry holds besides its bodies: the entry, its two buffers and their backing

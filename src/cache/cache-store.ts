@@ -8,4 +8,6 @@ export interface CacheStore {
   /** Drops every report entry; resolves to how many were dropped (where known). */
   purgeAll(): Promise<number>
   purgeAdvertiser(advertiserId: number): Promise<number>
+  /** Those of `keys` the store holds no entry for; null when it cannot tell (Redis out). */
+  missing?(keys: string[]): Promise<Set<string> | null>
 }

@@ -63,6 +63,11 @@ export class MemoryStore implements CacheStore {
     return this.#lru.size
   }
 
+  /** Every entry held, the most recently used first (some may be past their errorUntil). */
+  entries(): IterableIterator<[string, CacheEntry]> {
+    return this.#lru.entries()
+  }
+
   /** What the entries held weigh, as counted against maxBytes. */
   get bytes(): number {
     return this.#lru.calculatedSize

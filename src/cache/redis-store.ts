@@ -1,6 +1,6 @@
 import { Cluster } from 'ioredis'
 import type { RedisBreaker, RedisClient } from '../redis.js'
-import { decodeEntry, encodeEntry, type CacheEntry } from './cache-entry.js'
+import { decodeEntry, encodeEntry, storedBytesLimit, withinLimits, type CacheEntry, type EntryLimits } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
 import type { RedisSeal } from '../redis-seal.js'
 
@@ -11,7 +11,9 @@ const SCAN_COUNT = 500
  * advertiser's entries are listed in a set, so a purge of one advertiser needs no scan.
  * Every command goes through the breaker: with Redis down, a get is a miss and a set is
  * skipped, after at most the command timeout; with Redis refusing writes (OOM), gets go
- * on and sets are skipped.
+ * on and sets are skipped. A read is bounded before anything is decoded: at most the
+ * bytes an entry of `limits` takes is read (GETRANGE), a larger value is refused unread,
+ * and the lifetimes of what is read are no later than the TTL policy could give.
  */
 export class RedisStore implements CacheStore {
   readonly #redis: RedisClient
@@ -20,6 +22,9 @@ export class RedisStore implements CacheStore {
   readonly #now: () => number
   readonly #seal: RedisSeal | null
   readonly #onUnverified: (key: string) => void
+  readonly #onRefused: (key: string, why: string) => void
+  readonly #limits: EntryLimits
+  readonly #maxStoredBytes: number
 
   constructor(opts: {
     redis: RedisClient
@@ -30,6 +35,10 @@ export class RedisStore implements CacheStore {
     seal?: RedisSeal | null
     /** An entry that did not verify, read as a miss. */
     onUnverified?: (key: string) => void
+    /** What an entry may be at most (cache.maxEntryBytes and the TTL policy). */
+    limits: EntryLimits
+    /** A value refused for its size or its fill time, read as a miss. */
+    onRefused?: (key: string, why: string) => void
   }) {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
@@ -37,14 +46,30 @@ export class RedisStore implements CacheStore {
     this.#now = opts.now ?? Date.now
     this.#seal = opts.seal ?? null
     this.#onUnverified = opts.onUnverified ?? (() => undefined)
+    this.#onRefused = opts.onRefused ?? (() => undefined)
+    this.#limits = opts.limits
+    this.#maxStoredBytes = storedBytesLimit(opts.limits)
   }
 
   async get(key: string): Promise<CacheEntry | null> {
-    const buf = await this.#breaker.run(() => this.#redis.getBuffer(key), null)
-    if (!buf) return null
-    const entry = this.#seal ? this.#opened(key, buf) : withOwnContentType(decodeEntry(buf))
+    // One byte more than the largest entry: a value that fills it is too large, and no
+    // more of it crossed the wire.
+    const buf = await this.#breaker.run(() => this.#redis.getrangeBuffer(key, 0, this.#maxStoredBytes), null)
+    if (!buf || buf.length === 0) return null
+    if (buf.length > this.#maxStoredBytes) {
+      this.#onRefused(key, `larger than an entry of cache.maxEntryBytes (${this.#limits.maxEntryBytes} bytes) can be`)
+      return null
+    }
+    const decoded = this.#seal ? this.#opened(key, buf) : withOwnContentType(decodeEntry(buf))
+    if (!decoded) return null
+    const now = this.#now()
+    const entry = withinLimits(decoded, this.#limits, now)
+    if (!entry) {
+      this.#onRefused(key, 'filled at a time ahead of this replica\'s clock')
+      return null
+    }
     // PX runs on Redis's clock; on ours the entry may already be past its end.
-    return entry && entry.errorUntil > this.#now() ? entry : null
+    return entry.errorUntil > now ? entry : null
   }
 
   #opened(key: string, buf: Buffer): CacheEntry | null {
@@ -104,6 +129,12 @@ export class RedisStore implements CacheStore {
     for (const key of keys) dropped += await this.#redis.unlink(key)
     await this.#redis.unlink(index)
     return dropped
+  }
+
+  async missing(keys: string[]): Promise<Set<string> | null> {
+    // One EXISTS a key (keys of one batch may sit in different cluster slots), sent together.
+    const found = await this.#breaker.run(() => Promise.all(keys.map((key) => this.#redis.exists(key))), null)
+    return found === null ? null : new Set(keys.filter((_key, i) => found[i] === 0))
   }
 
   #advertiserIndex(advertiserId: number): string {

@@ -1,12 +1,12 @@
-import { gunzipSync } from 'node:zlib'
 import { LRUCache } from 'lru-cache'
 import type { Logger } from 'pino'
 import { PurgeIncompleteError } from '../errors.js'
 import type { RedisBus } from '../redis.js'
-import { ownBytes, type CacheEntry } from './cache-entry.js'
+import { inflate, ownBytes, type CacheEntry } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
 import type { MemoryStore } from './memory-store.js'
 import { SingleFlight } from './single-flight.js'
+import { PurgeLedger, type Purge } from './purge-ledger.js'
 import { LRU_ENTRY_BYTES, keptBytes } from '../kept-bytes.js'
 
 export type Tier = 'l1' | 'l2'
@@ -23,13 +23,17 @@ interface Decoded {
   identity: Buffer
 }
 
+// Keys checked in Redis at once when copies kept here are shared again (shareKept).
+const SHARE_BATCH = 100
+
 const PURGE_CHANNEL = 'purge'
 const REFRESHED_CHANNEL = 'refreshed'
 
 /**
  * The report cache's two tiers as one store (design.md): L1 in memory in front of L2 in
  * Redis, and purges that reach every replica's L1 through the bus. Without Redis it is
- * L1 alone.
+ * L1 alone. A purge is final (purge-ledger.ts): no entry filled before it is stored or
+ * served again, whatever L2 holds.
  */
 export class TieredStore implements CacheStore {
   readonly #l1: MemoryStore
@@ -37,24 +41,47 @@ export class TieredStore implements CacheStore {
   readonly #bus: RedisBus | null
   readonly #log: Logger
   readonly #now: () => number
+  readonly #onRefused: (key: string, why: string) => void
+  readonly #purges: PurgeLedger
   // A burst of callers for one key makes one L2 read per process, not one each.
   readonly #l2Reads = new SingleFlight<CacheEntry | null>()
-  readonly #decoded = new LRUCache<string, Decoded>({
+  readonly #bodies = new LRUCache<string, Decoded>({
     maxSize: DECODED_BODIES_BYTES,
     sizeCalculation: (d, key) => LRU_ENTRY_BYTES + keptBytes(key) + d.gzip.length + d.identity.length,
   })
 
-  constructor(opts: { l1: MemoryStore; l2: CacheStore | null; bus: RedisBus | null; log: Logger; now?: () => number }) {
+  readonly #maxEntryBytes: number
+  #sharing = false
+  #shareAgain = false
+
+  constructor(opts: {
+    l1: MemoryStore
+    l2: CacheStore | null
+    bus: RedisBus | null
+    log: Logger
+    now?: () => number
+    /** cache.maxEntryBytes: no body is decompressed past it. */
+    maxEntryBytes: number
+    /** An entry of L2 refused (its body does not decompress within maxEntryBytes, or it was filled before a purge), read as a miss. */
+    onRefused?: (key: string, why: string) => void
+    /** The purges heard of; default: this replica's own, kept in memory. */
+    purges?: PurgeLedger
+  }) {
     this.#l1 = opts.l1
     this.#l2 = opts.l2
     this.#bus = opts.bus
     this.#log = opts.log
     this.#now = opts.now ?? Date.now
+    this.#maxEntryBytes = opts.maxEntryBytes
+    this.#onRefused = opts.onRefused ?? (() => undefined)
+    this.#purges = opts.purges ?? new PurgeLedger({ keepMs: Number.POSITIVE_INFINITY, ...(opts.now ? { now: opts.now } : {}) })
   }
 
   async start(): Promise<void> {
     await this.#bus?.subscribe(PURGE_CHANNEL, (message) => void this.#purgeLocal(message))
     await this.#bus?.subscribe(REFRESHED_CHANNEL, (key) => void this.#takeRefreshed(key))
+    // After subscribing: a purge made meanwhile is heard on the bus or read here.
+    await this.#purges.load()
   }
 
   /** A fresh L1 entry, without a promise (the fast path of hits), as of `now`. */
@@ -81,13 +108,41 @@ export class TieredStore implements CacheStore {
     return local ? { entry: local, tier: 'l1' } : null
   }
 
-  /** L2's copy only (what a waiter on another replica's fill looks for). */
+  /** L2's copy only (what a waiter on another replica's fill looks for), its plain body decompressed. */
   async getShared(key: string): Promise<CacheEntry | null> {
     const l2 = this.#l2
-    return l2 ? this.#l2Reads.run(key, () => l2.get(key)) : null
+    return l2 ? this.#l2Reads.run(key, async () => this.#decoded(key, this.#unpurged(key, await l2.get(key)))) : null
+  }
+
+  #unpurged(key: string, entry: CacheEntry | null): CacheEntry | null {
+    if (entry === null || !this.#purges.refuses(entry)) return entry
+    this.#onRefused(key, 'it was filled before the last purge of its advertiser or of every report')
+    return null
+  }
+
+  // Every entry this store hands out holds its plain body. One read from Redis is
+  // decompressed here, never past cache.maxEntryBytes: a gzip bomb stops at the limit and
+  // is a miss. With L1 off, the body last decompressed for the key is reused when the
+  // compressed bytes are the same.
+  #decoded(key: string, entry: CacheEntry | null): CacheEntry | null {
+    if (entry === null || entry.identity !== null) return entry
+    const known = this.#bodies.get(key)
+    if (known?.gzip.equals(entry.gzip)) {
+      entry.identity = known.identity
+      return entry
+    }
+    const identity = inflate(entry.gzip, this.#maxEntryBytes)
+    if (identity === null) {
+      this.#onRefused(key, `its body is no gzip, or longer than cache.maxEntryBytes (${this.#maxEntryBytes} bytes)`)
+      return null
+    }
+    entry.identity = identity
+    return entry
   }
 
   async set(key: string, entry: CacheEntry): Promise<void> {
+    // A fill answered before a purge that ended meanwhile holds what the purge dropped.
+    if (this.#purges.refuses(entry)) return
     await this.keepLocally(key, entry)
     await this.#l2?.set(key, entry)
   }
@@ -115,16 +170,57 @@ export class TieredStore implements CacheStore {
 
   /** L1 only: an entry another replica stored, or one this replica may not share. */
   async keepLocally(key: string, entry: CacheEntry): Promise<void> {
-    // Decompressed once here, so that no hit from L1 ever (de)compresses.
+    if (this.#purges.refuses(entry)) return
+    // Decompressed once (getShared, or the fill), so that no hit from L1 ever (de)compresses.
+    const decoded = this.#decoded(key, entry)
+    if (decoded === null || decoded.identity === null) return
     if (this.#l1.enabled) {
-      entry.identity ??= gunzipSync(entry.gzip)
-      await this.#l1.set(key, entry)
+      await this.#l1.set(key, decoded)
       return
     }
-    const known = this.#decoded.get(key)
-    if (entry.identity === null) entry.identity = known?.gzip.equals(entry.gzip) ? known.identity : gunzipSync(entry.gzip)
+    const known = this.#bodies.get(key)
     // Own bytes: a value read from Redis, or zlib's output, is often a view of a larger buffer it would keep alive.
-    if (known?.identity !== entry.identity) this.#decoded.set(key, { gzip: ownBytes(entry.gzip), identity: (entry.identity = ownBytes(entry.identity)) })
+    if (known?.identity !== decoded.identity) this.#bodies.set(key, { gzip: ownBytes(decoded.gzip), identity: (decoded.identity = ownBytes(decoded.identity)) })
+  }
+
+  /**
+   * Stores in L2 the copies this replica keeps that L2 lacks, once Redis is back: those
+   * filled while it was out (kept here only), and all it lost by restarting empty. A
+   * replica that starts, or drops its L1, then finds them there rather than calling the
+   * platform, which may be failing. One run at a time; asked again meanwhile, it runs once
+   * more. Resolves to how many copies it stored.
+   */
+  async shareKept(): Promise<number> {
+    const l2 = this.#l2
+    if (!l2?.missing || !this.#l1.enabled) return 0
+    if (this.#sharing) {
+      this.#shareAgain = true
+      return 0
+    }
+    this.#sharing = true
+    let shared = 0
+    try {
+      do {
+        this.#shareAgain = false
+        const now = this.#now()
+        const kept = [...this.#l1.entries()].filter(([, entry]) => now < entry.errorUntil && !this.#purges.refuses(entry))
+        for (let i = 0; i < kept.length; i += SHARE_BATCH) {
+          const batch = kept.slice(i, i + SHARE_BATCH)
+          const missing = await l2.missing(batch.map(([key]) => key))
+          // Out again: the next return of Redis runs it again.
+          if (missing === null) return shared
+          for (const [key, entry] of batch) {
+            if (!missing.has(key)) continue
+            await l2.set(key, entry)
+            shared += 1
+          }
+        }
+      } while (this.#shareAgain)
+    } finally {
+      this.#sharing = false
+    }
+    if (shared > 0) this.#log.info({ shared }, 'report copies kept by this replica stored in redis again')
+    return shared
   }
 
   async delete(key: string): Promise<void> {
@@ -132,23 +228,36 @@ export class TieredStore implements CacheStore {
   }
 
   async purgeAll(): Promise<number> {
+    const purge: Purge = { at: this.#now() }
+    this.#purges.note(purge)
     const local = await this.#l1.purgeAll()
-    return this.#purgeShared(local, (l2) => l2.purgeAll(), { all: true })
+    return this.#purgeShared(local, (l2) => l2.purgeAll(), purge)
   }
 
   async purgeAdvertiser(advertiserId: number): Promise<number> {
+    const purge: Purge = { at: this.#now(), advertiserId }
+    this.#purges.note(purge)
     const local = await this.#l1.purgeAdvertiser(advertiserId)
-    return this.#purgeShared(local, (l2) => l2.purgeAdvertiser(advertiserId), { advertiserId })
+    return this.#purgeShared(local, (l2) => l2.purgeAdvertiser(advertiserId), purge)
   }
 
   // A purge that cannot reach Redis says so (503) rather than pretending every replica
-  // and L2 were purged; the caller can repeat it once Redis is back.
-  async #purgeShared(local: number, purgeL2: (l2: CacheStore) => Promise<number>, message: object): Promise<number> {
+  // and L2 were purged; the caller can repeat it once Redis is back. Its record is
+  // written first: a replica that starts while L2 is being purged still learns of it. A
+  // record Redis refuses (out of memory: deletes still go through) leaves the rest to do,
+  // then says the purge is incomplete.
+  async #purgeShared(local: number, purgeL2: (l2: CacheStore) => Promise<number>, purge: Purge): Promise<number> {
     const l2 = this.#l2
     if (!l2) return local
     try {
+      const recorded = await this.#purges.share(purge).then(
+        () => null,
+        (err: unknown) => err,
+      )
       const dropped = await purgeL2(l2)
+      const message = purge.advertiserId === undefined ? { all: true, at: purge.at } : { advertiserId: purge.advertiserId, at: purge.at }
       await this.#bus?.publish(PURGE_CHANNEL, JSON.stringify(message))
+      if (recorded !== null) throw recorded
       return dropped
     } catch (err) {
       throw new PurgeIncompleteError((err as Error).message, { cause: err })
@@ -157,9 +266,16 @@ export class TieredStore implements CacheStore {
 
   async #purgeLocal(message: string): Promise<void> {
     try {
-      const m = JSON.parse(message) as { all?: boolean; advertiserId?: number }
-      if (m.all) await this.#l1.purgeAll()
-      else if (typeof m.advertiserId === 'number') await this.#l1.purgeAdvertiser(m.advertiserId)
+      const m = JSON.parse(message) as { all?: boolean; advertiserId?: number; at?: number }
+      // Its time is the purging replica's; a message of a replica that sent none, now.
+      const at = typeof m.at === 'number' && Number.isFinite(m.at) ? m.at : this.#now()
+      if (m.all) {
+        this.#purges.note({ at })
+        await this.#l1.purgeAll()
+      } else if (typeof m.advertiserId === 'number') {
+        this.#purges.note({ at, advertiserId: m.advertiserId })
+        await this.#l1.purgeAdvertiser(m.advertiserId)
+      }
     } catch (err) {
       this.#log.warn({ err }, 'ignoring a malformed purge message')
     }

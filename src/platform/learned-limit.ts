@@ -18,12 +18,13 @@ export interface CallSample {
 
 /**
  * Writes this replica's new limit for window `epoch` unless a replica already wrote one
- * for it or a later window, and answers what is stored then. KEYS: the limit's hash.
+ * for it or a later window, and answers what is stored then. With no record stored (a
+ * Redis restart, a lapse), any replica's limit is written. KEYS: the limit's hash.
  * ARGV: epoch, limit, its sealed record, 1 to write, the record's lifetime (ms).
  */
 const SYNC = `
 local stored = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '-1')
-if ARGV[4] == '1' and tonumber(ARGV[1]) > stored then
+if (ARGV[4] == '1' or stored < 0) and tonumber(ARGV[1]) > stored then
   redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'limit', ARGV[2], 'sealed', ARGV[3])
   redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[5]))
   return 'written'
@@ -63,6 +64,8 @@ export class LearnedLimit {
   // The newest window whose shared limit this replica wrote or adopted.
   #epoch = -1
   #syncing = false
+  // A change learned here that could not reach Redis yet (it was out, or slow): written at the next sync.
+  #unshared = false
   // A record without the seal is logged once, not once a window.
   #forgedSeen = false
 
@@ -100,6 +103,8 @@ export class LearnedLimit {
     const before = this.#o.estimator.limit
     this.#o.estimator.overload(this.#now())
     this.#apply(before, 'cut')
+    // Written with the next window's sync, so the other replicas cut too.
+    if (this.#o.estimator.limit !== before) this.#unshared = true
   }
 
   async #tick(): Promise<void> {
@@ -109,7 +114,7 @@ export class LearnedLimit {
     const step = estimator.tick(this.#now())
     if (step === null) return
     this.#apply(before, step.reason === 'overload' ? 'cut' : 'learned')
-    await this.#sync(step.changed)
+    await this.#sync(step.changed || this.#unshared)
   }
 
   /** The estimator's limit is now in force; `how` says whether this replica learned it (counted) or adopted it. */
@@ -132,6 +137,11 @@ export class LearnedLimit {
       const record = JSON.stringify({ limit, epoch })
       const sealed = seal ? seal.sealText(key, record) : record
       const answer = await breaker.run(() => redis.eval(SYNC, 1, key, epoch, limit, sealed, changed ? 1 : 0, SHARED_LIMIT_TTL_MS) as Promise<string>, null)
+      if (answer === null) {
+        this.#unshared ||= changed
+        return
+      }
+      this.#unshared = false
       if (answer === 'written') {
         this.#epoch = epoch
         return
@@ -144,7 +154,9 @@ export class LearnedLimit {
         return
       }
       this.#forgedSeen = false
-      if (stored.epoch <= this.#epoch) return
+      // A record as new as this replica's last, or newer, is the shared limit; an older one
+      // was replaced here since (and this replica's own change is written when it comes).
+      if (stored.epoch < this.#epoch || stored.limit === this.#o.estimator.limit) return
       this.#epoch = stored.epoch
       const before = this.#o.estimator.limit
       this.#o.estimator.adopt(stored.limit)

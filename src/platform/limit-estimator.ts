@@ -1,42 +1,53 @@
 /**
- * The concurrency limit learned from the platform's own answers: a gradient controller
- * over latency, as Envoy's adaptive concurrency filter computes it, with a hard
- * multiplicative cut on overload answers. Pure logic: no I/O, no timers; time is passed in.
+ * The concurrency limit learned from the platform's own answers: Envoy's adaptive
+ * concurrency gradient controller over per-class latency, smoothed as Netflix's
+ * Gradient2Limit is, with a hard multiplicative cut on overload answers. Pure logic:
+ * no I/O, no timers; time is passed in. Decision record: docs/decisions/adaptive-limit.md.
  *
  * Each window (DEFAULT_WINDOW_MS) closes with
  *
- *     r        = median over the window's answers of latency / floor(latency class)
+ *     r        = median over the window's answers of latency / floor(its latency class)
  *     gradient = clamp(LATENCY_BUFFER / r, MIN_GRADIENT, MAX_GRADIENT)
- *     limit    = gradient × limit + headroom(limit)
+ *     target   = gradient × limit + headroom(limit)
+ *     limit   += SMOOTHING × (target − limit)
  *
- * - The formula, the 25 % buffer over the floor and the gradient clamped to [0.5, 2] are
- *   Envoy's gradient controller (docs "Adaptive Concurrency", gradient_controller.cc,
- *   and envoyproxy/envoy#9038: without the buffer the controller overreacts to normal
+ * or, when its overload answers (429, 5xx, timeouts) come from OVERLOAD_MIN_ROUTES
+ * routes or more and make OVERLOAD_MIN_SHARE of its calls, limit × OVERLOAD_FACTOR.
+ *
+ * - The gradient, the 25 % buffer over the floor, the clamp to [0.5, 2] and the √limit
+ *   headroom are Envoy's (docs "Adaptive Concurrency", gradient_controller.cc;
+ *   envoyproxy/envoy#9038: without the buffer the controller overreacts to normal
  *   variance, a p50 of 25 ms over a 20 ms floor must not cut the limit by 20 %).
- * - Windows that did not use the limit do not grow it (Netflix concurrency-limits,
- *   Gradient2Limit.java: "don't grow the limit if we are app limited", in flight below
- *   half the limit); a gateway idle at night does not ratchet up to the ceiling.
+ * - The smoothing and the rule that a window that did not use the limit does not grow
+ *   it (in flight below half the limit, "app limited") are Gradient2Limit.java's
+ *   (Netflix/concurrency-limits); a gateway idle at night does not ratchet the limit
+ *   to the ceiling.
  * - Evidence from calls that started before the limit last changed is set aside: it
- *   measures the old limit (Envoy's fix envoyproxy/envoy#11579 for the same skew).
+ *   measures the old limit (envoyproxy/envoy#11579 fixed the same skew in its minRTT).
  *
  * Where it differs from both, and why:
  * - The floor is learned passively from live answers, never by pinning concurrency
- *   (Envoy pins 1-3 calls while it re-measures, and its docs warn of 503s then,
- *   envoyproxy/envoy#9007, #8337). The floor of a class is a low percentile
- *   (FLOOR_PERCENTILE) of its answers per bucket of FLOOR_BUCKET_MS, the lowest over the
- *   last FLOOR_BUCKETS buckets: one lucky answer does not set it (Netflix
- *   concurrency-limits#37), and it follows a platform that got faster at once.
+ *   (Envoy pins 1-3 calls while it re-measures and its docs warn of 503s then;
+ *   envoyproxy/envoy#9007, #8337). A class's floor is a low percentile
+ *   (FLOOR_PERCENTILE) of its answers per FLOOR_BUCKET_MS bucket, the lowest over the
+ *   last FLOOR_BUCKETS buckets: one lucky answer does not set it
+ *   (Netflix/concurrency-limits#37), and a platform that got faster lowers it at once.
  *   It rises only on evidence measured at no more calls in flight than the floor it
  *   replaces (or at the minimum limit): answers slowed by our own load never raise it,
- *   so it does not creep up under sustained load (envoyproxy/envoy#11579).
+ *   so it does not creep up under sustained load (the creep of envoyproxy/envoy#11579).
+ *   A platform that got slower for good drives the limit down until the floor is
+ *   re-measured at the load it was measured at, then regrows.
  * - Latency is compared like with like: each answer is divided by the floor of its own
  *   latency class (route template and date-range bucket, `latencyClass`), so a year of
  *   data, ten times slower, is not a loaded platform.
  * - One team or one route cannot teach the limit to collapse: the window's ratio is the
- *   lower of the median over all answers and the median without the slowest team (and
- *   without the slowest route); a cut from overload answers needs them on at least two
- *   routes, as the credential pause does. Overload on one route is that route's (its
- *   caller pauses it).
+ *   lowest of the median over all answers, the median without the slowest team's and
+ *   the median without the slowest route's; an overload cut needs overload answers on
+ *   two routes at least, as the credential pause does. Overload on one route is
+ *   evidence about that route (its caller pauses it).
+ * - Whether a window used the limit comes from `record` (calls in flight when each call
+ *   started) and from `note` (calls queued): a window in which callers waited for a
+ *   slot used the limit whatever the count in flight.
  */
 import { routeTemplate } from './throttle-pauses.js'
 
@@ -69,11 +80,15 @@ export const FLOOR_BUCKET_MS = 30_000
 /** ...over this many buckets (a sliding window of three minutes). */
 export const FLOOR_BUCKETS = 6
 /** The percentile of a bucket's answers taken as its floor. */
-export const FLOOR_PERCENTILE = 0.1
+export const FLOOR_PERCENTILE = 0.25
 /** Latency classes held; past this many the least recently seen is forgotten. */
 export const MAX_CLASSES = 512
 /** Answers kept per window for the median; past this many the rest only count. */
 export const MAX_WINDOW_SAMPLES = 10_000
+/** How many windows the highest limit is remembered: growth back to it, once latency is at its floor again, is fast. */
+export const CUT_MEMORY_WINDOWS = 30
+/** A window with fewer than MIN_WINDOW_SAMPLES answers stays open at most this many windows. */
+export const MAX_WINDOW_SPAN = 5
 /** Suggested bounds for the governor's settings. */
 export const DEFAULT_MIN_LIMIT = 2
 export const DEFAULT_MAX_LIMIT = 64
@@ -218,6 +233,9 @@ export class LimitEstimator {
   #changedAt = -Infinity
   /** When the limit was last cut: overload answers of calls started before are already answered for. */
   #cutAt = -Infinity
+  /** The highest limit of the last windows, and when it was last seen: growth back to it is fast. */
+  #beforeCut = 0
+  #highAt = -Infinity
   #observations: Observation[] = []
   #calls = 0
   #overloads = 0
@@ -288,6 +306,9 @@ export class LimitEstimator {
     const before = this.limit
     this.#refreshFloors(now)
     const update = this.#decide(now, before)
+    // Too few answers to judge (a low limit, a quiet hour): the window stays open and
+    // gathers more, up to MAX_WINDOW_SPAN windows, rather than judging nothing each time.
+    if (update.reason === 'few-samples' && now - this.#windowStart < MAX_WINDOW_SPAN * this.#windowMs) return update
     this.#windowStart = now
     this.#observations = []
     this.#calls = 0
@@ -320,32 +341,45 @@ export class LimitEstimator {
     return { limit: this.limit, changed: this.limit !== before, reason: 'overload' }
   }
 
+  /** Keeps the highest limit of the last CUT_MEMORY_WINDOWS windows. */
+  #remember(now: number): void {
+    if (this.limit >= this.#beforeCut || now - this.#highAt > CUT_MEMORY_WINDOWS * this.#windowMs) {
+      this.#beforeCut = this.limit
+      this.#highAt = now
+    }
+  }
+
   #decide(now: number, before: number): LimitUpdate {
+    this.#remember(now)
     const needed = Math.max(OVERLOAD_MIN_ANSWERS, Math.ceil(OVERLOAD_MIN_SHARE * this.#calls))
     if (this.#overloads >= needed && this.#overloadRoutes.size >= OVERLOAD_MIN_ROUTES && now - this.#cutAt >= this.#windowMs) {
       this.#cut(now)
       return { limit: this.limit, changed: this.limit !== before, reason: 'overload' }
     }
-    if (this.#observations.length < MIN_WINDOW_SAMPLES) return { limit: before, changed: false, reason: 'few-samples' }
+    // A low limit gives few answers a window: it is judged on two per call slot (at least 4),
+    // so a limit cut to 2 by a fault is not held there waiting for answers it cannot get.
+    if (this.#observations.length < Math.min(MIN_WINDOW_SAMPLES, Math.max(4, 2 * before))) return { limit: before, changed: false, reason: 'few-samples' }
     const ratio = this.#windowRatio()
     const gradient = Math.max(MIN_GRADIENT, Math.min(MAX_GRADIENT, LATENCY_BUFFER / ratio))
     const target = gradient * this.#estimate + headroom(this.#estimate)
-    let reason: LimitReason
-    if (target >= this.#estimate) {
-      const used = this.#queued > 0 || this.#peak >= USED_FRACTION * before
-      if (!used) return { limit: before, changed: false, reason: 'app-limited' }
-      this.#estimate = this.#clamp(this.#estimate + SMOOTHING * (target - this.#estimate))
-      reason = 'growth'
-    } else {
-      this.#estimate = this.#clamp(this.#estimate + SMOOTHING * (target - this.#estimate))
-      reason = 'latency'
-    }
+    const reason: LimitReason = target >= this.#estimate ? 'growth' : 'latency'
+    const used = this.#queued > 0 || this.#peak >= USED_FRACTION * before
+    if (reason === 'growth' && !used) return { limit: before, changed: false, reason: 'app-limited' }
+    // Back towards the highest limit of the last windows (the platform recovered from a
+    // fault: latency is back at its floor), growth takes whole steps, as TCP's slow start
+    // does up to its threshold: a fault costs seconds, not a slow climb.
+    const recovering = reason === 'growth' && ratio <= LATENCY_BUFFER && this.#estimate < this.#beforeCut
+    const smoothed = this.#estimate + SMOOTHING * (target - this.#estimate)
+    // Growth adds one whole call at least, so a low limit (2, 3) is not held by rounding down.
+    const step = reason === 'growth' && target >= this.#estimate + 1 ? Math.max(smoothed, Math.floor(this.#estimate) + 1) : smoothed
+    this.#estimate = this.#clamp(recovering ? Math.max(step, Math.min(target, this.#beforeCut)) : step)
     const limit = this.limit
     if (limit !== before) this.#changedAt = now
     return { limit, changed: limit !== before, reason }
   }
 
   #cut(now: number): void {
+    this.#remember(now)
     this.#estimate = this.#clamp(this.limit * OVERLOAD_FACTOR)
     this.#cutAt = now
     this.#changedAt = now

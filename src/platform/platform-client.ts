@@ -12,6 +12,7 @@ import type { TokenVerdicts, Verdict } from './token-verdict.js'
 import type { RefusalLog } from './refusal-log.js'
 import type { TeamUsage } from '../teams/team-usage.js'
 import { GATEWAY_TEAM } from './gateway-team.js'
+import { routeTemplate } from './throttle-pauses.js'
 import { slotFollowing, type QueueTeam } from './caller-group.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
 
@@ -199,7 +200,7 @@ export class PlatformClient {
     // platform.isolation false, kept only for the benchmark's side-by-side comparison:
     // every 401 condemns the token at once, as before issue 15.
     if (!this.#isolation) return 'confirmed'
-    const verdict = await this.#verdicts.judge(provider, token)
+    const verdict = await this.#verdicts.judge(provider, token, routeTemplate(call.url))
     this.#refusals.note(provider.name, verdict, call)
     return verdict
   }

@@ -6,7 +6,8 @@ import type { RedisBreaker, RedisBus, RedisClient } from '../redis.js'
 import type { RedisSeal } from '../redis-seal.js'
 import { CallGovernor, parseRetryAfter } from './call-governor.js'
 import { MemoryPermits, type Permits } from './permits.js'
-import { RedisPermits } from './redis-permits.js'
+import { RedisPermits, replicaIdentity } from './redis-permits.js'
+import { hostname } from 'node:os'
 import { LearnedLimit, type CallSample } from './learned-limit.js'
 import { DEFAULT_WINDOW_MS, LimitEstimator } from './limit-estimator.js'
 import { ESCALATION_WINDOW_MS, PAUSE_PROBE_INTERVAL_MS, pauseScope, RoutePauses, routeTemplate, type Throttle } from './throttle-pauses.js'
@@ -28,7 +29,7 @@ interface PauseMessage {
 export interface ObservedCall {
   url: string
   team: string
-  /** The probe call (its team is GATEWAY_TEAM): its 429 pauses the credential, its answer ends a credential pause. */
+  /** The probe call (its team is GATEWAY_TEAM): its 429 pauses its route (a credential pause it tests goes on), its answer ends a credential pause. */
   probe?: boolean
 }
 
@@ -53,10 +54,11 @@ export type CallTiming = Pick<CallSample, 'latencyMs' | 'inFlight'>
 /**
  * One CallGovernor per credential, and the 429 pauses shared by every replica (issue 15).
  * A 429 pauses the route it came from (its template) for min(retry-after,
- * platform.maxPause); throttles of two routes or two teams within ESCALATION_WINDOW_MS,
- * or of the probe call, pause the credential. A route pause lets one caller's call
- * through every PAUSE_PROBE_INTERVAL_MS as a trial; a credential pause sends the probe
- * call (platform.probe) as often; the first answer that is not a 429 ends the pause.
+ * platform.maxPause); throttles of two routes or two teams within ESCALATION_WINDOW_MS
+ * pause the credential (the probe call's own 429 pauses only its route). A route pause
+ * lets one caller's call through every PAUSE_PROBE_INTERVAL_MS as a trial; a credential
+ * pause sends the probe call (platform.probe) as often, unless the probe's route is
+ * paused; the first answer that is not a 429 ends the pause.
  * The replica that saw the 429 writes the pause to Redis (`pause:<credential>` with the
  * pause as its PX; a route in the hash `route-pauses:<credential>`) and tells the others
  * on the bus, and likewise for a resume; a replica that starts reads the pauses under
@@ -114,6 +116,7 @@ export class PlatformGovernors {
       bus,
       keys: permitKeys(config.redis.keyPrefix, credential),
       credential,
+      replica: replicaIdentity(hostname(), config.port),
       perReplica: platform.maxConcurrentPerReplica,
       leaseMs: platform.permitLeaseMs,
       log,
@@ -267,10 +270,15 @@ export class PlatformGovernors {
     const now = Date.now()
     const throttle = { route, team: call.team, at: now }
     const recent = this.#recentOf(credential, now)
-    const scope = pauseScope(recent, throttle, ESCALATION_WINDOW_MS, call.probe === true)
-    recent.push(throttle)
+    // The probe is the gateway's own call. While the credential is paused its 429 is that
+    // pause's test, which goes on; otherwise it pauses the probe's route only and is no
+    // evidence against the credential: a team that makes the probe run cannot pause it.
+    const probe = call.probe === true
+    const scope = probe ? (governor.pausedUntil > 0 ? 'credential' : 'route') : pauseScope(recent, throttle, ESCALATION_WINDOW_MS)
+    if (!probe) recent.push(throttle)
     if (scope === 'credential') {
       this.#credentialPaused(credential, governor.throttled(retryAfter, call.team, maxPauseMs), call.team)
+      this.#learned.get(credential)?.overload()
       return
     }
     const ms = this.#routesOf(credential).lengthFor(route, parseRetryAfter(retryAfter, now), maxPauseMs)
@@ -352,6 +360,9 @@ export class PlatformGovernors {
         this.#stopProbe(credential)
         return
       }
+      // Not while the probe's own route is paused: that pause ends first.
+      const probe = this.#d.config.platform.probe
+      if (probe && this.#routesOf(credential).leftOf(routeTemplate(probe.path)) > 0) return
       // Its answer reaches observe() like any call's; a failed probe decides nothing.
       this.#prober?.(credential).catch((err: Error) => this.#d.log.debug({ err: { message: err.message }, credential }, 'the pause probe call failed'))
     }, PAUSE_PROBE_INTERVAL_MS).unref()

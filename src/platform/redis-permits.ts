@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { RedisBreaker, RedisBus, RedisClient } from '../redis.js'
 import { PRIORITIES } from './fair-queue.js'
@@ -20,13 +20,15 @@ const WAITING_MARK_MS = 3 * PERMIT_RETRY_MS
  * One permit for a call, in one script, on Redis' clock (TIME): drops lapsed leases and
  * marks, then grants a lease unless the limit is reached (`credential`), the team's own
  * ceiling is (`team`), or the permits left are wanted by calls waiting on other replicas
- * with a better claim (`turn`): a higher priority, or a caller's team with fewer permits
- * for its weight (max-min fairness). A refused call marks its team as waiting.
+ * with a better claim (`turn`): a higher priority, a caller's team with fewer permits for
+ * its weight (max-min fairness), or the same team on a replica holding fewer of its
+ * permits (so a replica that frees a permit does not keep taking it back from the others).
+ * A refused call marks its team as waiting on its replica.
  *
- * KEYS: permits (member `<lease id>:<team>`, score its expiry), waiting marks (member
- * `<priority rank>:<weight>:<team>`, score its expiry).
- * ARGV: lease id, team, priority rank (0 highest), weight, limit, team ceiling (0: none),
- * lease ms, mark ms.
+ * KEYS: permits (member `<replica>.<n>:<team>`, score its expiry), waiting marks (member
+ * `<priority rank>:<weight>:<replica>:<team>`, score its expiry).
+ * ARGV: lease id (`<replica>.<n>`), team, priority rank (0 highest), weight, limit, team
+ * ceiling (0: none), lease ms, mark ms, replica.
  */
 const TAKE = `
 local t = redis.call('TIME')
@@ -34,15 +36,20 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local team, prio, weight, limit, cap = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local lease, markMs = tonumber(ARGV[7]), tonumber(ARGV[8])
-local mark = ARGV[3] .. ':' .. ARGV[4] .. ':' .. team
+local lease, markMs, replica = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+local mark = ARGV[3] .. ':' .. ARGV[4] .. ':' .. replica .. ':' .. team
 local members = redis.call('ZRANGE', KEYS[1], 0, -1)
 local held = {}
+local heldOn = {}
 for _, m in ipairs(members) do
-  local tm = string.sub(m, string.find(m, ':', 1, true) + 1)
+  local colon = string.find(m, ':', 1, true)
+  local tm = string.sub(m, colon + 1)
+  local on = string.sub(m, 1, (string.find(m, '.', 1, true) or colon) - 1) .. ':' .. tm
   held[tm] = (held[tm] or 0) + 1
+  heldOn[on] = (heldOn[on] or 0) + 1
 end
 local mine = held[team] or 0
+local mineHere = heldOn[replica .. ':' .. team] or 0
 if cap > 0 and mine >= cap then return 'team' end
 local function waits()
   redis.call('ZADD', KEYS[2], now + markMs, mark)
@@ -54,10 +61,14 @@ for _, w in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
   if w ~= mark then
     local a = string.find(w, ':', 1, true)
     local b = string.find(w, ':', a + 1, true)
+    local c = string.find(w, ':', b + 1, true)
     local p = tonumber(string.sub(w, 1, a - 1))
     local wt = tonumber(string.sub(w, a + 1, b - 1))
-    local tm = string.sub(w, b + 1)
-    if p < prio or (p == 0 and prio == 0 and tm ~= team and ((held[tm] or 0) + 1) / wt < (mine + 1) / weight) then ahead = ahead + 1 end
+    local tm = string.sub(w, c + 1)
+    local on = string.sub(w, b + 1)
+    if p < prio then ahead = ahead + 1
+    elseif p == prio and tm ~= team and prio == 0 and ((held[tm] or 0) + 1) / wt < (mine + 1) / weight then ahead = ahead + 1
+    elseif p == prio and tm == team and (heldOn[on] or 0) < mineHere then ahead = ahead + 1 end
   end
 end
 if limit - #members <= ahead then waits() return 'turn' end
@@ -82,6 +93,21 @@ redis.call('PEXPIRE', KEYS[1], lease * 2)
 return back
 `
 
+/**
+ * Drops the leases of this replica's earlier runs (ARGV[1]: `<replica>~`, ARGV[2]: this
+ * run's `<replica>~<run>`): a replica killed and started again (the same pod, the same
+ * port) gives back at once what its last run held, rather than after the lease.
+ */
+const FORGET_EARLIER_RUNS = `
+local gone = 0
+for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if string.sub(m, 1, #ARGV[1]) == ARGV[1] and string.sub(m, 1, #ARGV[2]) ~= ARGV[2] then
+    gone = gone + redis.call('ZREM', KEYS[1], m)
+  end
+end
+return gone
+`
+
 interface Notice {
   credential: string
   kind: 'waiting' | 'freed'
@@ -94,6 +120,8 @@ export interface RedisPermitsOptions {
   /** The credential's leases and waiting marks (keys.ts: one hash slot). */
   keys: { permits: string; waiting: string }
   credential: string
+  /** Who this replica is across its runs (its host and port): what an earlier run leased is given back at start. */
+  replica: string
   /** This replica's own cap while Redis cannot be reached (platform.maxConcurrentPerReplica; null: the limit in force). */
   perReplica: number | null
   /** A permit's lease (platform.permitLease): renewed every third of it while its call runs. */
@@ -107,6 +135,15 @@ export interface RedisPermitsOptions {
 }
 
 const DOWN = Symbol('redis down')
+
+/**
+ * A replica's name across its runs: its host name (a pod's name) and proxy port, hashed
+ * to the characters a lease member may hold. Two replicas share it only if they share
+ * both, which a Service's pods never do.
+ */
+export function replicaIdentity(host: string, port: number): string {
+  return createHash('sha256').update(`${host}\n${port}`).digest('base64url').slice(0, 12)
+}
 
 /**
  * Permits leased in Redis: a sorted set per credential of at most the limit in force,
@@ -126,7 +163,8 @@ export class RedisPermits implements Permits {
   readonly #local = new MemoryPermits()
   // The lease members this replica renews: exactly the permits it holds.
   readonly #leases = new Set<string>()
-  readonly #prefix = randomBytes(6).toString('base64url')
+  // `<replica>~<run>`: no ':' or '.', which the scripts split members on.
+  readonly #prefix: string
   #seq = 0
   #renewal: NodeJS.Timeout | null = null
   #contendedUntil = 0
@@ -135,6 +173,7 @@ export class RedisPermits implements Permits {
   constructor(opts: RedisPermitsOptions) {
     this.#o = opts
     this.#now = opts.now ?? Date.now
+    this.#prefix = `${opts.replica}~${randomBytes(6).toString('base64url')}`
   }
 
   get held(): number {
@@ -146,8 +185,11 @@ export class RedisPermits implements Permits {
     return [...this.#leases]
   }
 
-  /** Follows the other replicas' notices. */
+  /** Gives back what this replica's earlier runs leased, then follows the other replicas' notices. */
   async start(): Promise<void> {
+    const { breaker, redis, keys, log, credential, replica } = this.#o
+    const gone = await breaker.run(() => redis.eval(FORGET_EARLIER_RUNS, 1, keys.permits, `${replica}~`, this.#prefix) as Promise<number>, 0)
+    if (gone > 0) log.warn({ credential, leases: gone }, 'gave back the platform permits an earlier run of this replica still held')
     await this.#o.bus?.subscribe(CHANNEL, (message) => {
       let notice: Notice
       try {
@@ -172,7 +214,7 @@ export class RedisPermits implements Permits {
     const id = `${this.#prefix}.${(this.#seq++).toString(36)}`
     const rank = PRIORITIES.indexOf(request.priority)
     const got = await breaker.run(
-      () => redis.eval(TAKE, 2, keys.permits, keys.waiting, id, request.team, rank, request.weight, request.limit, request.cap ?? 0, leaseMs, WAITING_MARK_MS) as Promise<string>,
+      () => redis.eval(TAKE, 2, keys.permits, keys.waiting, id, request.team, rank, request.weight, request.limit, request.cap ?? 0, leaseMs, WAITING_MARK_MS, this.#prefix) as Promise<string>,
       DOWN,
     )
     if (got === DOWN) {

@@ -1,6 +1,8 @@
+import { canonicalPath } from '../canonical-path.js'
+
 /**
  * What a platform 429 pauses (issue 15): the route it came from, or, when the platform
- * throttles more than one route or team at once (or the probe call), the credential.
+ * throttles more than one route or team at once, the credential.
  */
 
 // Throttles of two routes or two teams this close together mean the platform limits the
@@ -15,9 +17,13 @@ const FIRST_PAUSE_MS = 1000
 // over (issue 16: no structure grows with what callers send).
 export const MAX_STRUCK_ROUTES = 1024
 
-/** A call's route: its path without the query, each numeric segment as `{id}`. */
+/**
+ * A call's route: its path without the query in its one spelling (canonical-path.ts),
+ * each numeric segment as `{id}`. Every spelling of a path is one route, so a caller's
+ * spelling never makes one throttled route count as two.
+ */
 export function routeTemplate(url: string): string {
-  const path = url.split(/[?#]/, 1)[0] || '/'
+  const path = canonicalPath(url.split(/[?#]/, 1)[0] || '/')
   return path
     .split('/')
     .map((segment) => (/^\d+$/.test(segment) ? '{id}' : segment))
@@ -32,12 +38,12 @@ export interface Throttle {
 }
 
 /**
- * The scope `latest` pauses, given the throttles seen before it (`recent`): the
- * credential when the probe call itself was throttled (`probe`) or when another
- * route or another team was throttled within `windowMs`; else its route.
+ * The scope a caller's throttle `latest` pauses, given the throttles seen before it
+ * (`recent`): the credential when another route or another team was throttled within
+ * `windowMs`; else its route. (The probe call's own 429 pauses its route: it is the
+ * gateway's call, no evidence against the credential.)
  */
-export function pauseScope(recent: readonly Throttle[], latest: Throttle, windowMs: number, probe: boolean): 'route' | 'credential' {
-  if (probe) return 'credential'
+export function pauseScope(recent: readonly Throttle[], latest: Throttle, windowMs: number): 'route' | 'credential' {
   const other = recent.some((t) => latest.at - t.at <= windowMs && (t.route !== latest.route || t.team !== latest.team))
   return other ? 'credential' : 'route'
 }

@@ -35,7 +35,7 @@ export async function probeStatus(client: PlatformClient, probe: ProbeCall, prov
  * platform and is not checked again. A probe that cannot reach the platform decides nothing.
  */
 export async function probeTokens(tokens: TokenRegistry, client: PlatformClient, probe: ProbeCall, log: Logger, paused: (credential: string) => boolean): Promise<void> {
-  // A credential the platform throttles (429) is not called on top: its probe would wait out the pause.
+  // A credential the platform throttles (429), or the probe's own route, is not called on top.
   await Promise.all(tokens.all().filter((p) => !paused(p.name)).map((provider) => probeOne(provider, client, probe, log)))
 }
 

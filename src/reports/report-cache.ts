@@ -18,6 +18,7 @@ import { LRUCache } from 'lru-cache'
 import { NoIdleSlotError, type Priority, type Timers } from '../platform/call-governor.js'
 import { entryBytes } from '../kept-bytes.js'
 import { steppedTimers } from './stepped-timers.js'
+import { FailureLog } from '../failure-log.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
@@ -101,6 +102,8 @@ export interface ReportCacheDeps {
   tokens: { get(credential: string): TokenProvider }
   now?: () => number
   timers?: Timers
+  /** Where a stale copy served for a failed platform call is logged (a flood summed up). */
+  failures?: FailureLog
 }
 
 /**
@@ -122,9 +125,11 @@ export class ReportCache {
   readonly #counters = new Map<string, { inc(): void }>()
   readonly #timers: Timers
   readonly #watches: LRUCache<string, Watch>
+  readonly #failures: FailureLog
 
   constructor(deps: ReportCacheDeps) {
     this.#d = deps
+    this.#failures = deps.failures ?? new FailureLog({ log: deps.log })
     this.#now = deps.now ?? Date.now
     this.#hitL1 = deps.metrics.cacheRequests.child({ result: 'HIT', tier: 'l1' })
     const timers = deps.timers ?? steppedTimers
@@ -195,7 +200,8 @@ export class ReportCache {
         if (result.error.cause instanceof NoIdleSlotError) return this.read(report, key, provider, opts)
         stale ??= opts.refresh ? await this.#d.store.lookup(key) : null
         if (stale && this.#now() < stale.entry.errorUntil) {
-          opts.log.warn({ err: result.error }, 'platform failed; serving a stale copy')
+          const { code, message } = result.error
+          this.#failures.note(code, () => opts.log.warn({ code, reason: message }, 'platform failed; serving a stale copy'), 'stale copy served')
           return { ...this.#served(stale.entry, 'STALE', stale.tier), ...upstream }
         }
         // Nobody is left to answer: the access log says 499, no error is logged.

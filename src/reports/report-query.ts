@@ -1,5 +1,6 @@
 import { BadQueryError } from '../errors.js'
 import { stableStringify } from '../stable-stringify.js'
+import { canonicalPath } from '../canonical-path.js'
 
 // Validation and normalization of report requests (contract, "Report requests").
 // The canonical form is both what the platform receives and what the cache key is
@@ -11,7 +12,7 @@ export interface ReportQueryOptions {
 
 export interface CanonicalReport {
   method: 'GET' | 'POST'
-  /** The path as given, without query string. */
+  /** The path in its one spelling (canonical-path.ts), without query string: what the platform is asked. */
   path: string
   /** The account the report names: GET the query's; POST the body's, else the query's, else null. */
   advertiserId: number | null
@@ -168,7 +169,8 @@ function encodeQuery(pairs: readonly Pair[]): { query: string; sorted: Pair[] } 
   return { query, sorted }
 }
 
-export function canonicalGetReport(path: string, rawQuery: string, opts: ReportQueryOptions): CanonicalReport {
+export function canonicalGetReport(spelledPath: string, rawQuery: string, opts: ReportQueryOptions): CanonicalReport {
+  const path = canonicalPath(spelledPath)
   const { named, rest } = splitQuery(rawQuery, GET_PARAMS)
   const rawAdvertiser = named.get('advertiserId')
   // The contract only says "a positive integer", but the platform needs it and the
@@ -195,11 +197,12 @@ export function canonicalGetReport(path: string, rawQuery: string, opts: ReportQ
 }
 
 export function canonicalPostReport(
-  path: string,
+  spelledPath: string,
   rawQuery: string,
   body: unknown,
   opts: ReportQueryOptions,
 ): CanonicalReport {
+  const path = canonicalPath(spelledPath)
   if (typeof body !== 'object' || body === null || Array.isArray(body)) bad('body: must be a JSON object')
   const fields = body as Record<string, unknown>
   const { named, rest } = splitQuery(rawQuery, POST_PARAMS)

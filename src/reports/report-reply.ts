@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import { pipeline } from 'node:stream'
-import { gunzipSync, createGunzip } from 'node:zlib'
+import { createGunzip } from 'node:zlib'
 import type { FastifyReply } from 'fastify'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import { STATUS_200, renderHeaderLines, takesRenderedHead, writeRenderedHead } from '../routes/rendered-head.js'
@@ -107,7 +107,13 @@ export function entryResponse(
     headers.push('content-encoding', 'gzip')
     return { code: 200, headers, body: entry.gzip }
   }
-  return { code: 200, headers, body: entry.identity ?? gunzipSync(entry.gzip) }
+  return { code: 200, headers, body: entry.identity ?? withoutPlainBody() }
+}
+
+// Every entry the cache hands out holds its plain body, decompressed once within
+// cache.maxEntryBytes (cache/tiered-store.ts): none is decompressed here, unbounded.
+function withoutPlainBody(): never {
+  throw new Error('a cache entry reached its answer without its plain body')
 }
 
 /** Whether an answer with `status` carries `age` (RFC 9111): it comes from the stored copy. */
@@ -124,7 +130,7 @@ function ageOf(entry: CacheEntry, now: number): string {
  * The status line and the headers every 200 answer of `entry` with `status` shares, in
  * one text rendered and checked once per entry (routes/rendered-head.ts), content-length
  * included: a hit adds its age, request id and rate-limit lines. Null when the entry
- * keeps no plain body to send (it is decompressed per answer) or a value of it is no
+ * keeps no plain body to send or a value of it is no
  * valid header value: that answer goes through writeHead, which refuses it as it must.
  */
 export function entryHead(entry: CacheEntry, status: EntryStatus, gzip: boolean): string | null {

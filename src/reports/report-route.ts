@@ -107,7 +107,7 @@ export async function reportReads(
     return sendReport(reply, result, request.headers, ctx.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   })
 
-  app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits) }, async (request: FastifyRequest, reply: FastifyReply) => {
+  const postReport = async (request: FastifyRequest, reply: FastifyReply) => {
     const caller = admission.admit(request)
     await admission.readBody(request, caller, ctx.config.limits.reportBodyBytes)
     if (caller.body?.kind !== 'json') throw new BadQueryError('body: must be a JSON object')
@@ -119,7 +119,10 @@ export async function reportReads(
     const result = await ctx.reports.read(indexed, key, caller.provider, readOptions(request, reply, caller))
     caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, ctx.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
-  })
+  }
+  app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits) }, postReport)
+  // The same report with a trailing slash (canonical-path.ts): one cache entry, one call.
+  app.post('/api/v1/report/:split/get/', { schema: { ...reportPostSchema(limits), hide: true } }, postReport)
 }
 
 function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Caller, joined?: Promise<FillResult>): ReadOptions {

@@ -73,6 +73,11 @@ export function lifetimes(dateTo: string, fetchedAt: number, policy: TtlPolicy):
   return { freshUntil, staleUntil, errorUntil }
 }
 
+/** The longest freshness the policy gives any report: what no stored entry may exceed. */
+export function longestFreshness(policy: Pick<TtlPolicy, 'recentMs' | 'settledMs'>): number {
+  return Math.max(policy.recentMs, policy.settledMs)
+}
+
 /**
  * Whether the platform's cache-control lets the gateway store a response. Only
  * `no-store` forbids it. `no-cache` and `private` do not: the platform (Laravel)

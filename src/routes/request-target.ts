@@ -1,5 +1,6 @@
 import { BadRequestError, NotFoundError } from '../errors.js'
 import { isSafeApiPath } from './path-safety.js'
+import { UNRESERVED_ESCAPE } from '../canonical-path.js'
 
 export type Pair = [string, string]
 
@@ -26,7 +27,6 @@ const CONTROL = /[\u0000-\u001f\u007f]/
 const RAW_TARGET = /^[\u0021-\u007e]+$/
 // RFC 3986 pchar, after unreserved escapes are decoded: any other `%` is refused.
 const PATH_CHARS = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]+$/
-const UNRESERVED_ESCAPE = /%(4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a]|3[0-9]|2d|2e|5f|7e)/gi
 /** Laravel's method override (`_method` in the query or a form or JSON body). */
 export const METHOD_OVERRIDE_FIELD = '_method'
 

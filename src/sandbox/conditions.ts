@@ -1,10 +1,13 @@
 import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { FailureMode, GarbledBody } from './types.js'
+import type { FailureMode, GarbledBody, Weather } from './types.js'
 
 const NONE: FailureMode = { kind: 'none' }
 const GARBLED_BODIES: GarbledBody[] = ['html', 'html-as-json', 'truncated-json', 'empty']
 const MAX_LARGE_BYTES = 256 * 1024 * 1024
+const WEATHER_KINDS = ['serverErrors', 'throttles', 'hangs', 'cuts'] as const
+const CALM: Required<Weather> = { serverErrors: 0, throttles: 0, hangs: 0, cuts: 0 }
+const SERVER_ERRORS = [500, 502, 503] as const
 
 /**
  * The network weather of the /api/v1 routes: added latency and the injected
@@ -13,6 +16,8 @@ const MAX_LARGE_BYTES = 256 * 1024 * 1024
  */
 export class Conditions {
   #latencyMs: number
+  #latencyMaxMs: number
+  #weather: Required<Weather> = CALM
   #failure: FailureMode = NONE
   #remaining = Infinity
   readonly #routes = new Map<string, { mode: FailureMode; remaining: number }>()
@@ -23,10 +28,22 @@ export class Conditions {
 
   constructor(latencyMs: number) {
     this.#latencyMs = checkedLatency(latencyMs)
+    this.#latencyMaxMs = this.#latencyMs
   }
 
-  setLatency(ms: number): void {
-    this.#latencyMs = checkedLatency(ms)
+  /** Each answer waits `ms`, or a time drawn evenly between `ms` and `maxMs`. */
+  setLatency(ms: number, maxMs = ms): void {
+    const min = checkedLatency(ms)
+    const max = checkedLatency(maxMs)
+    if (max < min) throw new RangeError(`the longest latency (${max} ms) is shorter than the shortest (${min} ms)`)
+    this.#latencyMs = min
+    this.#latencyMaxMs = max
+  }
+
+  setWeather(weather: Weather): void {
+    const checked = parseWeather(weather)
+    if (typeof checked === 'string') throw new TypeError(checked)
+    this.#weather = checked
   }
 
   setFailure(mode: FailureMode): void {
@@ -56,18 +73,30 @@ export class Conditions {
       if (route.remaining <= 0) this.#routes.delete(path as string)
       return route.mode
     }
-    if (this.#failure.kind === 'none') return NONE
+    if (this.#failure.kind === 'none') return this.#drawWeather()
     const failure = this.#failure
     this.#remaining -= 1
     if (this.#remaining <= 0) this.setFailure(NONE)
     return failure
   }
 
+  /** A failure drawn at the weather's rates, or none. */
+  #drawWeather(): FailureMode {
+    const w = this.#weather
+    let r = Math.random()
+    if ((r -= w.serverErrors) < 0) return { kind: 'status', status: SERVER_ERRORS[Math.floor(Math.random() * SERVER_ERRORS.length)] as number }
+    if ((r -= w.throttles) < 0) return { kind: 'status', status: 429, headers: { 'retry-after': '1' } }
+    if ((r -= w.hangs) < 0) return { kind: 'hang' }
+    if ((r -= w.cuts) < 0) return { kind: 'cut' }
+    return NONE
+  }
+
   /** Waits the configured latency; false when the sandbox closed meanwhile. */
   async delay(): Promise<boolean> {
-    if (this.#latencyMs === 0) return true
+    const ms = this.#latencyMs + Math.random() * (this.#latencyMaxMs - this.#latencyMs)
+    if (ms === 0) return true
     try {
-      await sleep(this.#latencyMs, undefined, { signal: this.#closing.signal })
+      await sleep(ms, undefined, { signal: this.#closing.signal })
       return true
     } catch {
       return false
@@ -141,6 +170,7 @@ export function parseFailureMode(value: unknown): FailureMode | string {
       return NONE
     case 'hang':
     case 'reset':
+    case 'cut':
       return { kind, ...limit }
     case 'status':
       if (!(Number.isInteger(status) && (status as number) >= 200 && (status as number) <= 599)) return '"status" must be an HTTP status (200-599)'
@@ -158,8 +188,22 @@ export function parseFailureMode(value: unknown): FailureMode | string {
       if (gzip !== undefined && typeof gzip !== 'boolean') return '"gzip" must be true or false'
       return { kind, body: body as GarbledBody, ...(gzip === undefined ? {} : { gzip }), ...limit }
     default:
-      return '"kind" must be one of none, status, hang, reset, trickle, large, garbled'
+      return '"kind" must be one of none, status, hang, reset, trickle, large, garbled, cut'
   }
+}
+
+/** A Weather from untrusted JSON (every kind present), or the reason it is not one. */
+export function parseWeather(value: unknown): Required<Weather> | string {
+  if (typeof value !== 'object' || value === null) return 'the weather is an object of rates: ' + WEATHER_KINDS.join(', ')
+  const unknown = Object.keys(value).find((k) => !(WEATHER_KINDS as readonly string[]).includes(k))
+  if (unknown !== undefined) return `"${unknown}" is no kind of weather (${WEATHER_KINDS.join(', ')})`
+  const w = { ...CALM, ...(value as Weather) }
+  for (const kind of WEATHER_KINDS) {
+    const rate = w[kind]
+    if (typeof rate !== 'number' || !(rate >= 0 && rate <= 1)) return `"${kind}" must be a rate between 0 and 1`
+  }
+  if (WEATHER_KINDS.reduce((sum, kind) => sum + w[kind], 0) > 1) return 'the rates add up to more than 1'
+  return w
 }
 
 function isStringRecord(value: unknown): value is Record<string, string> {

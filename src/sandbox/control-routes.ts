@@ -1,5 +1,5 @@
 import type { FastifyPluginCallback, FastifyReply } from 'fastify'
-import { parseFailureMode } from './conditions.js'
+import { parseFailureMode, parseWeather } from './conditions.js'
 import { sendNotFound } from './replies.js'
 import type { Sandbox, SandboxRequestRecord } from './types.js'
 import { asRecord } from './validation.js'
@@ -10,7 +10,7 @@ import { asRecord } from './validation.js'
 
 export type SandboxControls = Pick<
   Sandbox,
-  'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setFailure' | 'setRouteFailure' | 'clearRouteFailures' | 'countRequests' | 'clearRequests' | 'concurrency' | 'resetConcurrency'
+  'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setWeather' | 'setFailure' | 'setRouteFailure' | 'clearRouteFailures' | 'countRequests' | 'clearRequests' | 'concurrency' | 'resetConcurrency'
 >
 
 export function controlRoutes(controls: SandboxControls): FastifyPluginCallback {
@@ -28,10 +28,18 @@ export function controlRoutes(controls: SandboxControls): FastifyPluginCallback 
     })
 
     app.post('/latency', (request, reply) => {
-      const { ms } = asRecord(request.body)
+      const { ms, maxMs = ms } = asRecord(request.body)
       if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) return badRequest(reply, '"ms" must be a number >= 0')
-      controls.setLatency(ms)
-      return { ms }
+      if (typeof maxMs !== 'number' || !Number.isFinite(maxMs) || maxMs < ms) return badRequest(reply, '"maxMs" must be a number >= "ms"')
+      controls.setLatency(ms, maxMs)
+      return maxMs === ms ? { ms } : { ms, maxMs }
+    })
+
+    app.post('/weather', (request, reply) => {
+      const weather = parseWeather(request.body)
+      if (typeof weather === 'string') return badRequest(reply, weather)
+      controls.setWeather(weather)
+      return { weather }
     })
 
     app.post('/failure', (request, reply) => {

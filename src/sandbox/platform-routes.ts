@@ -37,15 +37,17 @@ export function registerPlatformRoutes(app: FastifyInstance, state: SandboxState
           const allowed = Object.keys(handlers).join(', ')
           reply.header('allow', allowed)
           sendJson(reply, 405, { message: `The ${laravel.method} method is not supported for route ${url.slice(1)}. Supported methods: ${allowed}.` })
-          return
+          return reply
         }
         const caller = state.tokens.authenticate(request.headers.authorization)
         if (caller === undefined) {
           sendUnauthenticated(reply)
-          return
+          return reply
         }
         const touched = recordOf(request)?.accounts ?? []
         handler({ ...laravel, params: request.params as Record<string, string>, caller, touch: (account) => touched.push(account) }, reply)
+        // Answered: an answer still being sent (a stream, the `cut` failure) is not sent again.
+        return reply
       },
     })
   }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { Readable } from 'node:stream'
 import { gzipSync } from 'node:zlib'
 import Fastify from 'fastify'
 import type { FastifyError, FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
@@ -23,7 +24,7 @@ import type { GarbledBody, Sandbox, SandboxOptions } from './types.js'
 // close enough to its observable behaviour that the gateway cannot tell the
 // difference: demo mode, the test suite and the benchmarks all run against it.
 
-export type { FailureMode, Sandbox, SandboxAccount, SandboxCredentials, SandboxOptions, SandboxRequestRecord } from './types.js'
+export type { FailureMode, Sandbox, Weather, SandboxAccount, SandboxCredentials, SandboxOptions, SandboxRequestRecord } from './types.js'
 
 export const DEFAULT_SANDBOX_HOST = '127.0.0.1'
 export const DEFAULT_SANDBOX_SEED = 42
@@ -100,7 +101,8 @@ function createControls(state: SandboxState): SandboxControls {
     issueToken: ({ accountId = MAIN_PARENT_ID, ttlSeconds = state.tokenTtlSeconds } = {}) =>
       state.tokens.issue(knownAccount(state, accountId), ttlSeconds),
     revokeAllTokens: () => state.tokens.revokeAll(),
-    setLatency: (ms) => state.conditions.setLatency(ms),
+    setLatency: (ms, maxMs) => state.conditions.setLatency(ms, maxMs),
+    setWeather: (weather) => state.conditions.setWeather(weather),
     setFailure: (mode) => state.conditions.setFailure(mode),
     setRouteFailure: (path, mode) => state.conditions.setRouteFailure(path, mode),
     clearRouteFailures: () => state.conditions.clearRouteFailures(),
@@ -134,16 +136,31 @@ function platformApi(state: SandboxState): FastifyPluginCallback {
       done()
     })
     api.addHook('preHandler', (request, reply) => simulateConditions(state, request, reply))
-    api.addHook('onSend', (_request, reply, payload, next) => {
+    api.addHook('onSend', (request, reply, payload, next) => {
       reply.header('cache-control', 'no-cache, private')
       reply.header('set-cookie', sessionCookie())
-      next(null, payload)
+      next(null, cutAnswers.has(request) ? cutHalfway(request, reply, payload) : payload)
     })
     // Laravel routes before it authenticates: an unknown path is a 404 even without a token.
     api.setNotFoundHandler((_request, reply) => sendNotFound(reply))
     registerPlatformRoutes(api, state, { ...reportRoutes(state), ...campaignRoutes(state) })
     done()
   }
+}
+
+// Requests whose answer is sent cut halfway (the `cut` failure).
+const cutAnswers = new WeakSet<FastifyRequest>()
+
+/**
+ * The answer's first half, announced as the whole: its content-length is the whole's,
+ * and the connection is closed once the half is sent, so the body arrives short.
+ */
+function cutHalfway(request: FastifyRequest, reply: FastifyReply, payload: unknown): unknown {
+  if (!Buffer.isBuffer(payload) && typeof payload !== 'string') return payload
+  const whole = Buffer.from(payload)
+  reply.header('content-length', String(whole.length))
+  reply.raw.once('finish', () => request.raw.socket.destroy())
+  return Readable.from([whole.subarray(0, Math.floor(whole.length / 2))])
 }
 
 async function simulateConditions(state: SandboxState, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
@@ -157,6 +174,9 @@ async function simulateConditions(state: SandboxState, request: FastifyRequest, 
   const failure = conditions.takeFailure(request.url.split('?', 1)[0])
   switch (failure.kind) {
     case 'none':
+      return undefined
+    case 'cut':
+      cutAnswers.add(request)
       return undefined
     case 'status':
       sendFailure(reply, failure.status, failure.body, failure.headers)

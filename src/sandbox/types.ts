@@ -32,6 +32,20 @@ export type FailureMode =
   | { kind: 'large'; bytes: number; times?: number }
   /** A 200 that is no report: an HTML maintenance page, HTML labelled as JSON, JSON cut short, or nothing; gzip-encoded with `gzip`. */
   | { kind: 'garbled'; body: GarbledBody; gzip?: boolean; times?: number }
+  /** The route's own answer with its body cut halfway: its content-length is the whole's, and the connection closes after half of it. */
+  | { kind: 'cut'; times?: number }
+
+/**
+ * Failures drawn at random, each a share (0 to 1) of the /api/v1 requests that no set
+ * failure takes: a 500, 502 or 503; a 429 with `retry-after: 1`; a hang; a cut body
+ * (the `cut` failure). Absent: 0.
+ */
+export interface Weather {
+  serverErrors?: number
+  throttles?: number
+  hangs?: number
+  cuts?: number
+}
 
 export interface SandboxRequestRecord {
   method: string
@@ -58,7 +72,10 @@ export interface Sandbox {
   acceptToken(token: string, accountId?: number): void
   revokeToken(token: string): void
   revokeAllTokens(): void
-  setLatency(ms: number): void
+  /** Every /api/v1 answer waits `ms`, or a time drawn evenly between `ms` and `maxMs`. */
+  setLatency(ms: number, maxMs?: number): void
+  /** Failures at random rates (Weather); `{}` ends them. */
+  setWeather(weather: Weather): void
   setFailure(mode: FailureMode): void
   /**
    * The failure of one path only (exact, without the query), whatever the token: a route

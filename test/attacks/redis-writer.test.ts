@@ -186,41 +186,64 @@ describe.skipIf(!available)('a Redis writer does not speak for the gateway', () 
         listener.disconnect()
       }
     })
-  })
 
-  describe('without GATEWAY_SECRET', () => {
-    it('serves a planted entry only with the content type the gateway sets', async () => {
-      const a = await replica()
-      const key = await filled(a, Q1)
-      await client.set(key, plantedEntry(), 'PX', 3_600_000)
-      const b = await replica()
-      const res = await get(b, Q1)
-      expect(res.headers['content-type']).toBe('application/json')
-      expect(res.headers['set-cookie']).toBeUndefined()
-    })
-
-    it('takes no headers or body from a "fill failed" announcement: the waiter reads again or calls the platform', async () => {
-      const a = await replica()
-      const key = await filled(a, Q1)
-      const b = await replica()
-      const res = await waitWhileAnnounced(b, key, forgedFailure(key))
-      expect(res.statusCode).toBe(200)
-      expect(res.headers['set-cookie']).toBeUndefined()
-      expect(res.body).toBe(await direct(Q1))
-    })
-
-    it("caps a peer's pause at platform.maxPause", async () => {
-      const b = await replica()
-      await client.publish('rgw:bus:platform-pause', JSON.stringify({ credential: 'default', scope: 'credential', team: 'all', ms: 900_000 }))
-      await waitFor('the pause to arrive', () => b.ctx.governors.paused('default'))
-      expect(b.ctx.governors.of('default').pausedUntil - Date.now()).toBeLessThanOrEqual(5_000)
-    })
-
-    it('caps a pause written into Redis at platform.maxPause', async () => {
-      await client.set('rgw:pause:default', 'all', 'PX', 900_000)
-      const b = await replica()
-      expect(b.ctx.governors.paused('default')).toBe(true)
-      expect(b.ctx.governors.of('default').pausedUntil - Date.now()).toBeLessThanOrEqual(5_000)
+    it("refuses a replica's genuine pause replayed on its own channel once the platform recovered", async () => {
+      const a = await replica(env)
+      const b = await replica(env)
+      const listener = new Redis(server.url, { maxRetriesPerRequest: 1 })
+      try {
+        await listener.subscribe('rgw:bus:platform-pause')
+        const heard = new Promise<string>((resolve) => listener.once('message', (_channel: string, message: string) => resolve(message)))
+        // The platform throttles the report route once, for a second.
+        sandbox.setRouteFailure(PATH, { kind: 'status', status: 429, headers: { 'retry-after': '1' }, times: 1 })
+        expect((await get(a, Q1)).statusCode).toBe(429)
+        const genuine = await heard
+        await waitFor('the route pause to reach the other replica', () => b.ctx.governors.paused('default', PATH))
+        await waitFor('the route pause to end', () => !a.ctx.governors.paused('default', PATH) && !b.ctx.governors.paused('default', PATH), 5000)
+        // Captured, and published again: the same sealed bytes, well within their 60 s.
+        await client.publish('rgw:bus:platform-pause', genuine)
+        await waitFor('the replay to be refused or obeyed', async () => b.ctx.governors.paused('default', PATH) || (await metric(b, 'gateway_redis_unverified_total{what="message"}')) >= 1)
+        expect(b.ctx.governors.paused('default', PATH)).toBe(false)
+        expect(a.ctx.governors.paused('default', PATH)).toBe(false)
+        expect((await get(b, Q2)).statusCode).toBe(200)
+      } finally {
+        listener.disconnect()
+      }
     })
   })
+
+  describe('a purge is final', () => {
+    const ADMIN_TOKEN = 'redis-writer-admin-token-0123456789'
+    const env = { GATEWAY_SECRET: SECRET, ADMIN_TOKEN }
+    const purge = (gw: TestGateway, query: string) => gw.admin.inject({ method: 'DELETE', url: `/admin/cache${query}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+
+    it.each([
+      ['of its advertiser', '?advertiserId=101'],
+      ['of everything', ''],
+    ])('refuses an entry saved before a purge %s and written back, on every replica', async (_name, query) => {
+      const a = await replica(env)
+      const b = await replica(env)
+      const key = await filled(a, Q1)
+      expect((await get(b, Q1)).headers['x-cache']).toBe('HIT')
+      const saved = (await client.getBuffer(key)) as Buffer
+      const ttl = await client.pttl(key)
+      expect((await purge(a, query)).statusCode).toBe(200)
+      await waitFor('the purge to reach the other replica', async () => b.ctx.reports.freshInMemory(key, Date.now()) === null)
+      // The writer puts the sealed entry back, byte for byte.
+      await client.set(key, saved, 'PX', ttl)
+      // A replica that starts after the purge learns it from Redis.
+      const c = await replica(env)
+      for (const gw of [a, b, c]) {
+        const calls = reportCalls()
+        const res = await get(gw, Q1)
+        expect(res.statusCode).toBe(200)
+        expect(res.headers['x-cache']).toBe('MISS')
+        expect(reportCalls()).toBe(calls + 1)
+        // The writer puts it back again for the next replica.
+        await client.set(key, saved, 'PX', ttl)
+      }
+    })
+  })
+
+  // Without GATEWAY_SECRET there is no Redis: the start stops (redis-bounds.test.ts).
 })

@@ -88,12 +88,22 @@ ${names.map((n) => `  ${n}: {}`).join('\n')}
 `
 }
 
+/** The GATEWAY_SECRET a test's Redis comes with unless it names its own (the gateway refuses Redis without one). */
+export const TEST_GATEWAY_SECRET = 'rgw-test-gateway-secret-000000000000'
+
+/** `env` with TEST_GATEWAY_SECRET when it configures Redis (REDIS_URL, or Sentinel or Cluster in `yaml`) and says nothing of a secret. */
+export function withTestSecret(env: Record<string, string>, yaml = ''): Record<string, string> {
+  const redis = env.REDIS_URL !== undefined || /^\s+(sentinels|cluster):/m.test(yaml)
+  return redis && !('GATEWAY_SECRET' in env) && !('GATEWAY_SECRET_FILE' in env) ? { ...env, GATEWAY_SECRET: TEST_GATEWAY_SECRET } : env
+}
+
 /**
  * A config as main.ts would load it, from an environment and an inline config file;
- * the default team set above unless `yaml` is given.
+ * the default team set above unless `yaml` is given. Redis comes with a secret
+ * (withTestSecret); `GATEWAY_SECRET: ''` asks for none.
  */
 export function testConfig(env: Record<string, string>, yaml: string = TEAMS_YAML): Config {
-  return loadConfigFrom({ LOG_LEVEL: 'info', CONFIG_FILE: '/virtual/config.yaml', ...env }, { '/virtual/config.yaml': yaml }, { disk: true })
+  return loadConfigFrom({ LOG_LEVEL: 'info', CONFIG_FILE: '/virtual/config.yaml', ...withTestSecret(env, yaml) }, { '/virtual/config.yaml': yaml }, { disk: true })
 }
 
 /**

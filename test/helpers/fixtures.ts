@@ -42,6 +42,7 @@ export function useSandbox({ resetEach = true, ...opts }: UseSandboxOptions = {}
       sandbox?.setFailure({ kind: 'none' })
       sandbox?.clearRouteFailures()
       sandbox?.setLatency(0)
+      sandbox?.setWeather({})
       sandbox?.clearRequests()
       sandbox?.resetConcurrency()
     })

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort } from './start-redis.js'
+import { withTestSecret } from './build-gateway.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
@@ -105,7 +106,7 @@ async function spawnOnce(opts: SpawnOptions): Promise<GatewayProcess> {
   const [port, adminPort] = [await freePort(), await freePort()]
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), MAIN], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), ADMIN_HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), LOG_LEVEL: 'warn', CONFIG_FILE: configFile, ...opts.env },
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), ADMIN_HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), LOG_LEVEL: 'warn', CONFIG_FILE: configFile, ...withTestSecret(opts.env, opts.yaml) },
     stdio: ['ignore', 'pipe', 'pipe', ...(opts.ipc ? (['ipc'] as const) : [])],
   })
   let output = ''

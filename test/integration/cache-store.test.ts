@@ -24,6 +24,8 @@ const { available, notice } = redisAvailability()
 if (notice) console.warn(notice)
 
 const silent = pino({ level: 'silent' })
+// Generous bounds: the suite's entries live up to 500 s and are small.
+const LIMITS = { maxEntryBytes: 8 * 1024 * 1024, maxFreshMs: 3_600_000, staleWhileRevalidateMs: 3_600_000, staleIfErrorMs: 3_600_000 }
 
 interface StoreCase {
   name: string
@@ -50,7 +52,7 @@ function redisCase(): StoreCase {
     make: (now) => {
       // A prefix per store: purgeAll of one test never sees another's keys.
       prefix = `s${++spaces}:`
-      return new RedisStore({ redis: redis as Redis, breaker: new RedisBreaker({ cooldownMs: 1000, log: silent }), prefix, now })
+      return new RedisStore({ redis: redis as Redis, breaker: new RedisBreaker({ cooldownMs: 1000, log: silent }), prefix, now, limits: LIMITS })
     },
     key: (id) => `${prefix}report:v1:${id}`,
   }
@@ -250,7 +252,7 @@ describe.skipIf(!available)('RedisStore in Redis', () => {
 
   it('gives each key a PX expiry at errorUntil, and the advertiser index at least as long', async () => {
     const r = redis as Redis
-    const store = new RedisStore({ redis: r, breaker: breaker(), prefix: 'px:' })
+    const store = new RedisStore({ redis: r, breaker: breaker(), prefix: 'px:', limits: LIMITS })
     const now = Date.now()
     await store.set('px:report:v1:short', entryAt(now, { errorInMs: 100_000 }))
     await store.set('px:report:v1:long', entryAt(now, { errorInMs: 500_000 }))
@@ -264,7 +266,7 @@ describe.skipIf(!available)('RedisStore in Redis', () => {
 
   it('purges only report entries under its own prefix', async () => {
     const r = redis as Redis
-    const store = new RedisStore({ redis: r, breaker: breaker(), prefix: 'own:' })
+    const store = new RedisStore({ redis: r, breaker: breaker(), prefix: 'own:', limits: LIMITS })
     await store.set('own:report:v1:x', entryAt(Date.now()))
     await r.set('own:rl:team:1', '5')
     await r.set('own:lock:own:report:v1:x', 'token')
@@ -278,7 +280,7 @@ describe.skipIf(!available)('RedisStore in Redis', () => {
     const gone = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 100, retryStrategy: () => null })
     gone.on('error', () => undefined)
     const b = breaker()
-    const store = new RedisStore({ redis: gone, breaker: b, prefix: 'gone:' })
+    const store = new RedisStore({ redis: gone, breaker: b, prefix: 'gone:', limits: LIMITS })
     const started = Date.now()
     await store.set('gone:report:v1:x', entryAt(Date.now()))
     expect(await store.get('gone:report:v1:x')).toBeNull()
@@ -293,9 +295,10 @@ describe.runIf(available)('TieredStore with L1 off', () => {
   const tiered = (prefix: string) =>
     new TieredStore({
       l1: new MemoryStore({ maxBytes: 0 }),
-      l2: new RedisStore({ redis: redis as Redis, breaker: breaker(), prefix }),
+      l2: new RedisStore({ redis: redis as Redis, breaker: breaker(), prefix, limits: LIMITS }),
       bus: null,
       log: silent,
+      maxEntryBytes: LIMITS.maxEntryBytes,
     })
 
   it('decompresses each stored value once, and only ever serves the body of the bytes it read', async () => {
@@ -311,7 +314,7 @@ describe.runIf(available)('TieredStore with L1 off', () => {
     // Another writer's value under the same key (a refresh on another replica, or a
     // value planted in Redis) is decompressed anew: the kept body is not its body.
     const second = entryAt(Date.now(), { body: Buffer.from('{"version":2}') })
-    await new RedisStore({ redis: redis as Redis, breaker: breaker(), prefix: 'dec:' }).set(key, { ...second, etag: first.etag })
+    await new RedisStore({ redis: redis as Redis, breaker: breaker(), prefix: 'dec:', limits: LIMITS }).set(key, { ...second, etag: first.etag })
     expect((await store.lookup(key))?.entry.identity?.toString()).toBe('{"version":2}')
   })
 })

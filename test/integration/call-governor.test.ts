@@ -40,8 +40,8 @@ const reportCalls = () => sandbox.countRequests((r) => r.path === REPORT)
 
 describe('the concurrency cap', () => {
   it('keeps at most platform.maxConcurrent calls at the platform under 100 concurrent distinct misses', async () => {
-    // One team that may take every slot: the credential's cap is what bounds it.
-    const gw = await gateway('', {}, {}, WHOLE_SHARE_TEAMS_YAML)
+    // A fixed cap: the learned limit has tests of its own.
+    const gw = await gateway('platform: { maxConcurrent: 8, adaptive: false }')
     sandbox.setLatency(100)
     const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => get(gw, distinct(i))))
     expect(answers.map((a) => a.statusCode)).toEqual(Array(100).fill(200))
@@ -50,6 +50,22 @@ describe('the concurrency cap', () => {
     expect(peak).toBeLessThanOrEqual(8)
     // The cap was reached, so the bound above says something.
     expect(peak).toBeGreaterThanOrEqual(6)
+  })
+
+  it('raises the learned limit while a team alone keeps it busy at the platform\'s floor: the platform does not sit idle', async () => {
+    const gw = await gateway('platform: { maxConcurrent: 32 }')
+    sandbox.setLatency(100)
+    const governor = gw.ctx.governors.of('default')
+    expect(governor.limit).toBe(8)
+    const burst = Promise.all(Array.from({ length: 200 }, (_, i) => get(gw, distinct(i))))
+    await waitFor('the limit raised past its start', () => governor.limit > 8, 15_000)
+    const answers = await burst
+    expect(answers.map((a) => a.statusCode)).toEqual(Array(200).fill(200))
+    const { peak } = sandbox.concurrency()
+    expect(peak).toBeGreaterThan(8)
+    expect(peak).toBeLessThanOrEqual(32)
+    const metrics = await gw.admin.inject({ method: 'GET', url: '/metrics' })
+    expect(metrics.body).toMatch(/gateway_platform_concurrency_limit\{credential="default"\} (9|[1-9]\d)/)
   })
 
   it('answers a second team\'s miss within about one platform latency during another team\'s burst', async () => {

@@ -64,6 +64,17 @@ describe.skipIf(!available)('the learned limit across replicas', () => {
     }, 10_000, 20)
   })
 
+  it('writes the limit in force again when Redis lost its record (a restart, a flush)', async () => {
+    const a = await replica()
+    const b = await replica()
+    await waitFor('a raised limit, shared', async () => {
+      busyAnswers(a.learned, a.governor)
+      return a.governor.limit > 4 && b.governor.limit === a.governor.limit && (await stored()) === a.governor.limit
+    }, 10_000, 20)
+    await redis.client.del(KEY)
+    await waitFor('the record written back', async () => (await stored()) === a.governor.limit && b.governor.limit === a.governor.limit, 10_000, 20)
+  })
+
   it('ignores a shared limit that does not carry this gateway\'s seal', async () => {
     await redis.client.hset(KEY, 'epoch', String(Number.MAX_SAFE_INTEGER), 'limit', '2', 'sealed', JSON.stringify({ limit: 2, epoch: Number.MAX_SAFE_INTEGER }))
     const forged = await replica()

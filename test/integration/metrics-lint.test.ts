@@ -1,22 +1,16 @@
 /**
  * Issue 18 item 5: what a real gateway serves at /metrics, after traffic, passes
  * `promtool check metrics` with no finding (exit 0). promtool comes from Debian's
- * `prometheus` package (.ci/run installs it); without it this is skipped with a notice,
- * except with CI=true, where a missing promtool is a failure.
+ * `prometheus` package (.ci/run installs it); without it this is skipped and the run's
+ * last line says so (helpers/missing-tools.ts), which with CI=true fails the run.
  */
 import { spawnSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
 import { KEYS } from '../helpers/build-gateway.js'
 import { useSandboxGateway } from '../helpers/fixtures.js'
+import { needTool, TOOLS } from '../helpers/missing-tools.js'
 
-function promtoolAvailable(): boolean {
-  if (spawnSync('promtool', ['--version'], { stdio: 'ignore' }).status === 0) return true
-  if (process.env.CI === 'true') throw new Error('promtool is not on PATH: CI needs it (apt-get install -y --no-install-recommends prometheus)')
-  console.warn('SKIPPED: promtool is not on PATH; /metrics was not linted (apt-get install -y --no-install-recommends prometheus)')
-  return false
-}
-
-const available = promtoolAvailable()
+const available = needTool(TOOLS.promtool, spawnSync('promtool', ['--version'], { stdio: 'ignore' }).status === 0, 'the /metrics lint')
 
 describe.skipIf(!available)('promtool check metrics on /metrics', () => {
   const env = useSandboxGateway()

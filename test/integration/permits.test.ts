@@ -63,13 +63,14 @@ describe.skipIf(!available)('RedisPermits', () => {
   // Each test's replicas stop renewing after it, as a replica that shuts down does.
   const made: RedisPermits[] = []
   afterEach(() => made.splice(0).forEach((p) => p.stop()))
-  const replica = (opts: { leaseMs?: number; perReplica?: number | null; client?: Redis; onLost?: (n: number) => void } = {}) =>
+  const replica = (opts: { leaseMs?: number; perReplica?: number | null; client?: Redis; onLost?: (n: number) => void; replica?: string } = {}) =>
     remember(new RedisPermits({
       redis: opts.client ?? redis.client,
       breaker: breaker(),
       bus: null,
       keys: KEYS,
       credential: 'default',
+      replica: opts.replica ?? `r${made.length}`,
       perReplica: opts.perReplica ?? null,
       leaseMs: opts.leaseMs ?? 5000,
       log,
@@ -116,6 +117,18 @@ describe.skipIf(!available)('RedisPermits', () => {
     release(await a.take(ask('(background)', 8, null, { priority: 'ahead' })))
   })
 
+  it('gives a permit that frees to the replica holding fewer of the same team\'s, not back to the one that freed it', async () => {
+    const [a, b] = [replica(), replica()]
+    const held = [release(await a.take(ask('x', 2))), release(await a.take(ask('x', 2)))]
+    // Replica b's caller of the same team waits: it is marked.
+    expect(await b.take(ask('x', 2))).toEqual({ full: 'credential' })
+    held[0]?.()
+    await waitFor('the permit given back', async () => (await liveLeases()) === 1)
+    // Replica a, holding one, leaves the freed permit to replica b, holding none.
+    expect(await a.take(ask('x', 2))).toEqual({ full: 'turn' })
+    release(await b.take(ask('x', 2)))
+  })
+
   it('lets a lease lapse once nobody renews it: a dead replica\'s permits come back', async () => {
     const dying = replica({ leaseMs: 400 })
     release(await dying.take(ask('x', 2)))
@@ -124,6 +137,20 @@ describe.skipIf(!available)('RedisPermits', () => {
     const other = replica({ leaseMs: 400 })
     expect(await other.take(ask('y', 2))).toEqual({ full: 'credential' })
     await waitFor('the dead replica\'s leases lapsed', async () => 'release' in (await other.take(ask('y', 2))))
+  })
+
+  it('gives back at start what an earlier run of the same replica (a killed pod, started again) still held', async () => {
+    const killed = replica({ replica: 'pod-1' })
+    release(await killed.take(ask('x', 2)))
+    release(await killed.take(ask('x', 2)))
+    killed.stop()
+    const other = replica({ replica: 'pod-2' })
+    await other.start()
+    expect(await other.take(ask('y', 2))).toEqual({ full: 'credential' })
+    const again = replica({ replica: 'pod-1' })
+    await again.start()
+    release(await again.take(ask('x', 2)))
+    release(await other.take(ask('y', 2)))
   })
 
   it('writes back a running call\'s lease that Redis lost, so that Redis holds what the replicas hold', async () => {

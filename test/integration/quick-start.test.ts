@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
+import { needTool, TOOLS } from '../helpers/missing-tools.js'
 import { freePort } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -71,7 +72,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-describe.skipIf(spawnSync('curl', ['--version']).status !== 0)('README quick start: a gateway in front of the sandbox, by hand', () => {
+describe.skipIf(!needTool(TOOLS.curl, spawnSync('curl', ['--version']).status === 0, 'the README quick start'))('README quick start: a gateway in front of the sandbox, by hand', () => {
   it('runs word for word: a team in teams.yaml, the gateway on 127.0.0.1, MISS then HIT shown by curl -i', async () => {
     const commands = readmeCommands()
     expect(commands[0]).toBe('npm run sandbox')

@@ -1,3 +1,4 @@
+import { connect } from 'node:net'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import type { ReportRow as Row } from '../../src/sandbox/report-data.js'
@@ -47,6 +48,24 @@ function grant(overrides: Record<string, unknown> = {}): Promise<Response> {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ grant_type: 'platform_dsp', username, password, client_id: clientId, client_secret: clientSecret, ...overrides }),
+  })
+}
+
+/** A GET over a bare socket: the head as sent, and the body bytes until the connection closed. */
+function rawGet(path: string): Promise<{ head: string; body: Buffer }> {
+  const url = new URL(sandbox.url)
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname, () => {
+      socket.write(`GET ${path} HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${token}\r\n\r\n`)
+    })
+    const chunks: Buffer[] = []
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+    socket.on('error', reject)
+    socket.on('close', () => {
+      const all = Buffer.concat(chunks)
+      const end = all.indexOf('\r\n\r\n')
+      resolve({ head: all.subarray(0, end).toString('latin1').toLowerCase().replace(/^http/, 'HTTP'), body: all.subarray(end + 4) })
+    })
   })
 }
 
@@ -420,6 +439,46 @@ describe('failure modes and latency', () => {
     expect(() => sandbox.setFailure({ kind: 'trickle', intervalMs: 10, chunks: 0 })).toThrow(/chunks/)
   })
 
+  it('cuts an answer halfway: the whole content-length announced, half the body, then the connection closed', async () => {
+    const whole = Buffer.from(await (await call(REPORT)).arrayBuffer())
+    sandbox.setFailure({ kind: 'cut', times: 1 })
+    const raw = await rawGet(REPORT)
+    expect(raw.head).toMatch(/^HTTP\/1\.1 200 /)
+    expect(raw.head).toContain(`content-length: ${whole.length}`)
+    expect(raw.body.length).toBe(Math.floor(whole.length / 2))
+    expect(raw.body.equals(whole.subarray(0, raw.body.length))).toBe(true)
+    expect((await call(REPORT)).status).toBe(200)
+  })
+
+  it('draws failures at the weather rates, 500/502/503, 429 with retry-after, hangs and cuts, and ends them with {}', async () => {
+    sandbox.setWeather({ serverErrors: 1 })
+    for (let i = 0; i < 6; i++) expect([500, 502, 503]).toContain((await call(REPORT)).status)
+    sandbox.setWeather({ throttles: 1 })
+    const throttled = await call(REPORT)
+    expect([throttled.status, throttled.headers.get('retry-after')]).toEqual([429, '1'])
+    sandbox.setWeather({ cuts: 1 })
+    await expect(call(REPORT).then((r) => r.arrayBuffer())).rejects.toThrow()
+    sandbox.setWeather({ hangs: 1 })
+    await expect(call(REPORT, { signal: AbortSignal.timeout(300) })).rejects.toThrow()
+    // A set failure comes first.
+    sandbox.setFailure({ kind: 'status', status: 418, times: 1 })
+    expect((await call(REPORT)).status).toBe(418)
+    sandbox.setWeather({})
+    for (let i = 0; i < 5; i++) expect((await call(REPORT)).status).toBe(200)
+    expect(() => sandbox.setWeather({ serverErrors: 0.6, cuts: 0.6 })).toThrow(/more than 1/)
+    expect(() => sandbox.setWeather({ rain: 0.1 } as never)).toThrow(/rain/)
+  })
+
+  it('draws each latency between the shortest and the longest asked', async () => {
+    sandbox.setLatency(60, 120)
+    for (let i = 0; i < 3; i++) {
+      const started = performance.now()
+      expect((await call(REPORT)).status).toBe(200)
+      expect(performance.now() - started).toBeGreaterThanOrEqual(55)
+    }
+    expect(() => sandbox.setLatency(100, 50)).toThrow(/shorter/)
+  })
+
   it('adds the configured latency before answering', async () => {
     sandbox.setLatency(150)
     const started = performance.now()
@@ -501,6 +560,17 @@ describe('HTTP controls', () => {
     expect((await control('POST', '/route-failure', { kind: 'status', status: 429 })).status).toBe(400)
     expect((await control('DELETE', '/route-failure')).status).toBe(204)
     expect((await call(REPORT)).status).toBe(200)
+  })
+
+  it('sets the weather and a latency range over HTTP, and refuses bad rates', async () => {
+    const REPORT = `/api/v1/report/campaigns/get?advertiserId=101&${WEEK}`
+    expect(await (await control('POST', '/weather', { serverErrors: 1 })).json()).toEqual({ weather: { serverErrors: 1, throttles: 0, hangs: 0, cuts: 0 } })
+    expect([500, 502, 503]).toContain((await call(REPORT)).status)
+    expect((await control('POST', '/weather', { serverErrors: 2 })).status).toBe(400)
+    expect((await control('POST', '/weather', {})).status).toBe(200)
+    expect((await call(REPORT)).status).toBe(200)
+    expect(await (await control('POST', '/latency', { ms: 10, maxMs: 20 })).json()).toEqual({ ms: 10, maxMs: 20 })
+    expect((await control('POST', '/latency', { ms: 10, maxMs: 5 })).status).toBe(400)
   })
 
   it('revokes every token', async () => {

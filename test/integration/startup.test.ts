@@ -105,7 +105,7 @@ describe('misconfiguration stops the start with one line', () => {
   })
 
   it('Redis alone without PLATFORM_BASE_URL is refused too', async () => {
-    const { code, lines } = await refused({ REDIS_URL: 'redis://127.0.0.1:6399', PORT: '0', ADMIN_PORT: '0' })
+    const { code, lines } = await refused({ REDIS_URL: 'redis://127.0.0.1:6399', GATEWAY_SECRET: 'startup-gateway-secret-000000000', PORT: '0', ADMIN_PORT: '0' })
     expect(code).toBe(CONFIG_ERROR_EXIT)
     expect(lines).toEqual([
       "report-gateway: invalid configuration: PLATFORM_BASE_URL: not set, but REDIS_URL is configured; set PLATFORM_BASE_URL to the platform's address (or DEMO=1 for the bundled sandbox)",
@@ -156,6 +156,7 @@ describe('a start that works says what it found', () => {
       PLATFORM_BASE_URL: sandbox.url,
       PLATFORM_TOKEN: sandbox.issueToken(),
       REDIS_URL: `redis://:s3cret-redis-pass@127.0.0.1:${port}`,
+      GATEWAY_SECRET: 'startup-gateway-secret-000000000',
       PORT: '0',
       ADMIN_PORT: '0',
     })

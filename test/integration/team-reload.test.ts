@@ -8,7 +8,7 @@ import { ConfigMapDir } from '../helpers/config-map.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
-import type { TestGateway } from '../helpers/build-gateway.js'
+import { TEST_GATEWAY_SECRET, type TestGateway } from '../helpers/build-gateway.js'
 
 // Issue #8, "Keys without restarts": the teams of CONFIG_FILE reload when the file
 // changes (as a ConfigMap update swaps it), on POST /admin/reload (every replica, through
@@ -45,7 +45,7 @@ async function replica(dir: ConfigMapDir, withRedis = true): Promise<TestGateway
     PLATFORM_TOKEN: sandbox.issueToken(),
     ADMIN_TOKEN,
     LOG_LEVEL: 'info',
-    ...(withRedis ? { REDIS_URL: redis.server.url } : {}),
+    ...(withRedis ? { REDIS_URL: redis.server.url, GATEWAY_SECRET: TEST_GATEWAY_SECRET } : {}),
   }
   return gateways.build(loadConfig({ env }), { configSource: { env } })
 }

@@ -2,6 +2,7 @@ import { createCipheriv, createHash, randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { fingerprint } from '../../src/fingerprint.js'
 import { RedisSeal } from '../../src/redis-seal.js'
+import { NonceSource } from '../../src/seen-nonces.js'
 import { TEAMS_YAML, credentialTeams, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { tokenOf } from '../helpers/gateway-calls.js'
@@ -73,14 +74,14 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
   /**
    * What an attacker with Redis write access does: write the record, then announce it.
    * The attacker's announcement is refused (no seal, see test/attacks/redis-writer.test.ts);
-   * a replica's next announcement (sealed here as a replica would) makes the others read
+   * a replica's next announcement (sealed here as a replica would, with a nonce of its own) makes the others read
    * the record all the same, which must still be refused.
    */
   async function forge(record: unknown, key = DEFAULT_KEY, credential = 'default'): Promise<void> {
     await client.set(key, typeof record === 'string' ? record : JSON.stringify(record))
     const announcement = JSON.stringify({ credential })
     await client.publish(CHANNEL, announcement)
-    await client.publish(CHANNEL, new RedisSeal(GATEWAY_SECRET).sealText(CHANNEL, `${Date.now()}.${announcement}`))
+    await client.publish(CHANNEL, new RedisSeal(GATEWAY_SECRET).sealText(CHANNEL, `${Date.now()}.${new NonceSource().next()}.${announcement}`))
     await new Promise((r) => setTimeout(r, 300))
   }
 

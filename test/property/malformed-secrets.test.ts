@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ConfigError } from '../../src/config.js'
-import { buildGateway } from '../helpers/build-gateway.js'
+import { buildGateway, withTestSecret } from '../helpers/build-gateway.js'
 import { ensureBuilt } from '../helpers/gateway-process.js'
 import { loadConfigFrom } from '../helpers/load-config.js'
 import { leakedSecrets } from '../helpers/secret-scan.js'
@@ -169,7 +169,7 @@ describe('a malformed secret, wherever it is set', () => {
   it('keeps a REDIS_URL password out of the log of a Redis that cannot be reached', async () => {
     await fc.assert(
       fc.asyncProperty(secret, async (s) => {
-        const gw = await buildGateway(loadConfigFrom({ ...BASE_ENV, REDIS_URL: `redis://default:${s}@127.0.0.1:1/0`, LOG_LEVEL: 'debug' }))
+        const gw = await buildGateway(loadConfigFrom(withTestSecret({ ...BASE_ENV, REDIS_URL: `redis://default:${s}@127.0.0.1:1/0`, LOG_LEVEL: 'debug' })))
         await gw.close()
         expect(shownPart(gw.logs.text(), s)).toBeNull()
       }),

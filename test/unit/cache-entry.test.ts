@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
-import { decodeEntry, encodeEntry, ENTRY_OVERHEAD_BYTES, entrySize, etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
+import { decodeEntry, encodeEntry, ENTRY_OVERHEAD_BYTES, entrySize, etagOf, FILL_CLOCK_SKEW_MS, inflate, MAX_ENTRY_HEADER_BYTES, storedBytesLimit, withinLimits, type CacheEntry } from '../../src/cache/cache-entry.js'
 
 function entry(overrides: Partial<CacheEntry> = {}): CacheEntry {
   const identity = Buffer.from('{"data":[{"date":"2026-01-01","reach":12}]}')
@@ -88,6 +88,7 @@ describe('encodeEntry / decodeEntry', () => {
     ['JSON that is not an object', frame('null')],
     ['a header without the lifetimes', frame({ v: 2, contentType: 'application/json', advertiserIds: [101] }, Buffer.from('x'))],
     ['a lifetime that is not a number', frame({ ...meta(), errorUntil: '1767312300000' }, Buffer.from('x'))],
+    ['a header longer than any entry has', frame({ ...meta(), advertiserIds: Array.from({ length: 20_000 }, (_, i) => i + 1) }, Buffer.from('x'))],
   ])('answers null for %s', (_name, buf) => {
     expect(decodeEntry(buf)).toBeNull()
   })
@@ -99,5 +100,38 @@ describe('entrySize', () => {
     const gzip = Buffer.alloc(100)
     expect(entrySize(entry({ gzip, identity }))).toBe(1100 + ENTRY_OVERHEAD_BYTES)
     expect(entrySize(entry({ gzip, identity: null }))).toBe(100 + ENTRY_OVERHEAD_BYTES)
+  })
+})
+
+describe('bounds of an entry read from Redis', () => {
+  const LIMITS = { maxEntryBytes: 64 * 1024, maxFreshMs: 300_000, staleWhileRevalidateMs: 60_000, staleIfErrorMs: 3_600_000 }
+  const T = 1_767_225_600_000
+
+  it('takes the largest value an entry of maxEntryBytes can be, and no more', () => {
+    const incompressible = randomBytes(LIMITS.maxEntryBytes)
+    const value = Buffer.concat([Buffer.alloc(32), encodeEntry(entry({ gzip: gzipSync(incompressible, { level: 9 }), advertiserIds: Array.from({ length: 1000 }, (_, i) => i + 1) }))])
+    expect(value.length).toBeLessThanOrEqual(storedBytesLimit(LIMITS))
+    expect(storedBytesLimit(LIMITS)).toBeLessThan(LIMITS.maxEntryBytes + MAX_ENTRY_HEADER_BYTES + 1024)
+  })
+
+  it('inflates within the limit, and stops a gzip bomb at it', () => {
+    const body = Buffer.alloc(LIMITS.maxEntryBytes, 0x20)
+    expect(inflate(gzipSync(body), LIMITS.maxEntryBytes)?.equals(body)).toBe(true)
+    expect(inflate(gzipSync(Buffer.alloc(LIMITS.maxEntryBytes + 1, 0x20)), LIMITS.maxEntryBytes)).toBeNull()
+    expect(inflate(Buffer.from('not gzip'), LIMITS.maxEntryBytes)).toBeNull()
+  })
+
+  it.each<[string, Partial<CacheEntry>, Partial<CacheEntry> | null]>([
+    ['keeps lifetimes the policy gives', { fetchedAt: T, freshUntil: T + 300_000, staleUntil: T + 360_000, errorUntil: T + 3_900_000 }, {}],
+    ['ends freshness at the longest TTL', { fetchedAt: T, freshUntil: T + 315_360_000_000, staleUntil: T + 315_360_000_000, errorUntil: T + 315_360_000_000 }, { freshUntil: T + 300_000, staleUntil: T + 360_000, errorUntil: T + 3_900_000 }],
+    ['ends stale-while-revalidate after its window', { fetchedAt: T, freshUntil: T + 1000, staleUntil: T + 999_999, errorUntil: T + 999_999 }, { staleUntil: T + 61_000, errorUntil: T + 999_999 }],
+    ['ends stale-if-error after its window', { fetchedAt: T, freshUntil: T + 1000, staleUntil: T + 1000, errorUntil: T + 99_999_999 }, { errorUntil: T + 3_601_000 }],
+    ['takes a fill time a little ahead (clocks differ)', { fetchedAt: T + FILL_CLOCK_SKEW_MS, freshUntil: T + FILL_CLOCK_SKEW_MS + 1000, staleUntil: T + FILL_CLOCK_SKEW_MS + 1000, errorUntil: T + FILL_CLOCK_SKEW_MS + 1000 }, {}],
+    ['refuses a fill time further ahead', { fetchedAt: T + FILL_CLOCK_SKEW_MS + 1, freshUntil: T + FILL_CLOCK_SKEW_MS + 1000, staleUntil: T + FILL_CLOCK_SKEW_MS + 1000, errorUntil: T + FILL_CLOCK_SKEW_MS + 1000 }, null],
+  ])('%s', (_name, stored, expected) => {
+    const e = entry(stored)
+    const got = withinLimits(e, LIMITS, T)
+    if (expected === null) expect(got).toBeNull()
+    else expect(got).toEqual({ ...e, ...expected })
   })
 })

@@ -15,6 +15,7 @@ import { parse, parseAllDocuments } from 'yaml'
 import { Ajv } from 'ajv'
 import { mergeValues as merge, renderChart, renderString, validateValues, TemplateError, type Manifest, type RenderOptions, type RenderedChart, type Values } from '../helpers/render-chart.js'
 import { loadConfigFrom } from '../helpers/load-config.js'
+import { needTool, TOOLS } from '../helpers/missing-tools.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const CHART = join(ROOT, 'helm/report-gateway')
@@ -733,6 +734,15 @@ describe('rendered with other choices', () => {
     expect(config.credentials.default?.login).toMatchObject({ username: 'reports@example.com', password: 'pw', clientId: 42, clientSecret: 'cs' })
   })
 
+  it('refuses to render Redis without a GATEWAY_SECRET key, saying how to make one', () => {
+    const message = /secrets\.keys\.gatewaySecret: required with Redis .*openssl rand -base64 32/
+    expect(() => install({ values: { redis: { url: 'redis://redis-master:6379/0' }, secrets: { keys: { gatewaySecret: '' } } } })).toThrow(message)
+    expect(() => install({ values: { redis: { existingSecret: { name: 'redis-credentials', key: 'url' } }, secrets: { keys: { gatewaySecret: '' } } } })).toThrow(message)
+    expect(() => install({ values: { config: { redis: { cluster: [{ host: 'c1', port: 7000 }] } }, secrets: { keys: { gatewaySecret: '' } } } })).toThrow(message)
+    expect(() => install({ values: { redis: { url: 'redis://redis-master:6379/0' } } })).not.toThrow()
+    expect(() => install({ values: { redis: { url: 'redis://redis-master:6379/0' }, secrets: { create: true, values: { ...SECRETS, gatewaySecret: '' } } } })).toThrow(/secrets\.values\.gatewaySecret is required/)
+  })
+
   it('passes a plain Redis URL as a value', () => {
     const env = envOf(install({ values: { redis: { url: 'redis://redis-master:6379/0' } } }))
     expect(env.get('REDIS_URL')).toEqual({ name: 'REDIS_URL', value: 'redis://redis-master:6379/0' })
@@ -1249,7 +1259,7 @@ describe('cache-warm CronJob (cacheWarm)', () => {
     expect(e.get('WARM_API_KEY')?.valueFrom?.secretKeyRef).toEqual({ name: 'warm', key: 'key' })
   })
 
-  const gnuDate = spawnSync('date', ['-d', '2026-01-01', '+%F'], { encoding: 'utf8' }).stdout.trim() === '2026-01-01'
+  const gnuDate = needTool(TOOLS.gnuDate, spawnSync('date', ['-d', '2026-01-01', '+%F'], { encoding: 'utf8' }).stdout.trim() === '2026-01-01', 'the cache-warm script test')
   it.skipIf(!gnuDate)('turns relative dates into days when it runs and passes every flag as its own argument (GNU date)', () => {
     // A stand-in `node` that prints its arguments shows what the script would run.
     const dir = mkdtempSync(join(tmpdir(), 'rgw-warm-'))

@@ -8,21 +8,11 @@ import {
   type LimitUpdate,
   nextFloor,
 } from '../../src/platform/limit-estimator.js'
+import { seededRandom } from '../../scripts/soak-targets.mjs'
 
 // A closed-loop simulation of callers, the governor's queue and a platform whose
 // latency depends on the calls in flight. Time is simulated: no timers, no clock.
 
-/** mulberry32: a small seeded generator, so every run is the same run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 interface Call {
   caller: number
@@ -59,10 +49,13 @@ interface Run {
 
 const TICK_MS = 100
 
-function simulate(opts: { estimator: LimitEstimator; callers: Caller[]; platform: Platform; durationMs: number; seed?: number }): Run {
+/** The simulated clock's start; a phase that follows another starts at its end (`startAt`). */
+const SIM_START = 1_750_000_000_000
+
+function simulate(opts: { estimator: LimitEstimator; callers: Caller[]; platform: Platform; durationMs: number; seed?: number; startAt?: number }): Run {
   const { estimator, callers, platform, durationMs } = opts
-  const random = seeded(opts.seed ?? 1)
-  const t0 = 1_750_000_000_000
+  const random = seededRandom(opts.seed ?? 1)
+  const t0 = opts.startAt ?? SIM_START
   // Events: a call arrives, an answer comes back, the governor ticks.
   type Happening = { kind: 'arrive'; caller: number } | { kind: 'done'; call: Call; started: number; inFlight: number; answer: Answer } | { kind: 'tick' }
   type Event = { at: number; seq: number } & Happening
@@ -237,16 +230,17 @@ describe('LimitEstimator on synthetic platforms (closed-loop simulation)', () =>
     // The month callers and the year team together, then the year team alone, then both again.
     const estimatorUnderTest = estimator(24, 64)
     const mixed = simulate({ estimator: estimatorUnderTest, callers: [...month, ...year], platform, durationMs: 60_000 })
-    const night = simulate({ estimator: estimatorUnderTest, callers: year, platform, durationMs: 300_000, seed: 2 })
+    const night = simulate({ estimator: estimatorUnderTest, callers: year, platform, durationMs: 300_000, seed: 2, startAt: SIM_START + 60_000 })
     const [nightLow] = range(limitsFrom(night, 0))
     expect(Math.min(...limitsFrom(mixed, 0))).toBeGreaterThanOrEqual(24)
     expect(nightLow).toBeGreaterThanOrEqual(24)
   })
 
-  it('one team whose reports are 3× slower in the same class as everyone else\'s does not cut the limit', () => {
+  it('one team whose reports are 3× slower in the same class as everyone else\'s, and most of the answers, does not cut the limit', () => {
     const platform: Platform = (inFlight, call, random) => flat(call.team === 'big' ? 300 : 100, { kind: 'uniform', spread: 0.1 })(inFlight, call, random)
-    const run = simulate({ estimator: estimator(50, 64), callers: [...callers(30, { teams: ['big'] }), ...callers(20, { teams: ['a', 'b'] })], platform, durationMs: 60_000 })
-    expect(Math.min(...limitsFrom(run, 0))).toBeGreaterThanOrEqual(50)
+    // 45 callers at 300 ms and 10 at 100 ms: the big team gives 60 % of the answers.
+    const run = simulate({ estimator: estimator(55, 64), callers: [...callers(45, { teams: ['big'] }), ...callers(10, { teams: ['a', 'b'] })], platform, durationMs: 60_000 })
+    expect(Math.min(...limitsFrom(run, 0))).toBeGreaterThanOrEqual(55)
   })
 
   it('one route turning 3× slower, even the route most calls go to, does not cut the limit', () => {
@@ -263,7 +257,7 @@ describe('LimitEstimator on synthetic platforms (closed-loop simulation)', () =>
     const est = estimator(40, 64)
     simulate({ estimator: est, callers: mostlyMain, platform, durationMs: 30_000 })
     slow = true
-    const run = simulate({ estimator: est, callers: mostlyMain, platform, durationMs: 60_000, seed: 3 })
+    const run = simulate({ estimator: est, callers: mostlyMain, platform, durationMs: 60_000, seed: 3, startAt: SIM_START + 30_000 })
     expect(Math.min(...limitsFrom(run, 0))).toBeGreaterThanOrEqual(40)
   })
 
@@ -350,11 +344,32 @@ describe('LimitEstimator windows', () => {
     expect(est.tick(at0 + 1000)?.reason).toBe('growth')
     est.adopt(40)
     // Seven answers ten times slower: too few to judge.
-    for (let i = 0; i < 7; i++) est.record(sample({ at: at0 + 1100 + i, latencyMs: 1000, inFlight: 40 }))
-    expect(est.tick(at0 + 2000)).toEqual({ limit: 40, changed: false, reason: 'few-samples' })
+    for (let i = 0; i < 7; i++) est.record(sample({ at: at0 + 2100 + i, latencyMs: 1000, inFlight: 40 }))
+    expect(est.tick(at0 + 2500)).toEqual({ limit: 40, changed: false, reason: 'few-samples' })
     // Twenty: the gradient 1.25 / 10 is clamped to 0.5; the limit moves 30 % of the way to 0.5 × 40 + √40.
-    for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 2100 + i, latencyMs: 1000, inFlight: 40 }))
-    expect(est.tick(at0 + 3000)).toEqual({ limit: Math.floor(40 + 0.3 * (20 + Math.sqrt(40) - 40)), changed: true, reason: 'latency' })
+    for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 3600 + i, latencyMs: 1000, inFlight: 40 }))
+    expect(est.tick(at0 + 3700)).toEqual({ limit: Math.floor(40 + 0.3 * (20 + Math.sqrt(40) - 40)), changed: true, reason: 'latency' })
+  })
+
+  it('sets aside the latency of calls that started before the limit last changed', () => {
+    const est = estimator(40)
+    est.tick(at0)
+    for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 100 + i, inFlight: 40 }))
+    expect(est.tick(at0 + 1000)).toMatchObject({ changed: true, reason: 'growth' })
+    // Slow answers of calls sent before that change: they measured the old limit.
+    for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 1500 + i, latencyMs: 1000, inFlight: 40 }))
+    expect(est.tick(at0 + 2000)).toMatchObject({ changed: false, reason: 'few-samples' })
+  })
+
+  it('learns floors from answers only: fast 429s and timeouts do not lower or raise them', () => {
+    const est = estimator(8)
+    est.tick(at0)
+    for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 200 + i }))
+    for (let i = 0; i < 40; i++) est.record(sample({ at: at0 + 300 + i, latencyMs: 5, outcome: 'throttled' }))
+    for (let i = 0; i < 40; i++) est.record(sample({ at: at0 + 400 + i, latencyMs: 30, outcome: 'failed' }))
+    est.tick(at0 + 1000)
+    expect(est.floorMs).toBeGreaterThan(95)
+    expect(est.floorMs).toBeLessThan(105)
   })
 
   it('refuses options that cannot make a limit', () => {
@@ -396,5 +411,78 @@ describe('latencyClass', () => {
     ['/api/v1/campaign/list', '/api/v1/campaign/list'],
   ])('%s → %s', (url, klass) => {
     expect(latencyClass(url)).toBe(klass)
+  })
+})
+
+describe('LimitEstimator after a fault', () => {
+  /** One window of answers at `latencyMs` from a replica whose callers queue, with as many answers as `perWindow(limit)`. */
+  function window(e: LimitEstimator, t: number, latencyMs: number, perWindow: (limit: number) => number): void {
+    const limit = e.limit
+    const n = perWindow(limit)
+    for (let i = 0; i < n; i++) e.record({ at: t + 100 + (i * 800) / n, latencyMs, klass: 'k', route: `r${i % 2}`, team: 'a', inFlight: limit, outcome: 'ok' })
+    e.note({ at: t + 500, inFlight: limit, queued: 10 })
+  }
+
+  /** An estimator that has seen three busy windows at a 100 ms floor. */
+  function warmedUp(): { e: LimitEstimator; start: number } {
+    const e = new LimitEstimator({ initial: 16, min: 2, max: 64, windowMs: 1000 })
+    let t = 1_750_000_000_000
+    e.tick(t)
+    for (let w = 0; w < 3; w++) {
+      window(e, t, 100, () => 40)
+      t += 1000
+      e.tick(t)
+    }
+    return { e, start: t }
+  }
+
+  it('climbs back to the limit before a fault\'s cuts within a few windows once latency is back at its floor', () => {
+    const { e, start } = warmedUp()
+    let t = start
+    const before = e.limit
+    for (let w = 0; w < 3; w++) e.overload(t + w * 1001)
+    t += 3003
+    expect(e.limit).toBeLessThanOrEqual(Math.max(2, before / 8))
+    const seen: number[] = []
+    for (let w = 0; w < 5; w++) {
+      window(e, t, 100, (limit) => limit * 5)
+      t += 1000
+      e.tick(t)
+      seen.push(e.limit)
+    }
+    expect(seen.at(-1)).toBeGreaterThanOrEqual(before)
+  })
+
+  it('climbs back within a few windows after the platform was ten times slower for a while', () => {
+    const { e, start } = warmedUp()
+    let t = start
+    const before = e.limit
+    for (let w = 0; w < 6; w++) {
+      window(e, t, 1000, () => 10)
+      t += 1000
+      e.tick(t)
+    }
+    expect(e.limit).toBeLessThan(before)
+    for (let w = 0; w < 5; w++) {
+      window(e, t, 100, (limit) => limit * 5)
+      t += 1000
+      e.tick(t)
+    }
+    expect(e.limit).toBeGreaterThanOrEqual(before)
+  })
+
+  it('judges a window with too few answers (a low limit) once enough have come, rather than never', () => {
+    const e = new LimitEstimator({ initial: 2, min: 2, max: 64, windowMs: 1000 })
+    let t = 1_750_000_000_000
+    e.tick(t)
+    // Three answers a window: too few alone, enough over three windows.
+    const updates = []
+    for (let w = 0; w < 4; w++) {
+      window(e, t, 100, () => 3)
+      t += 1000
+      updates.push(e.tick(t)?.reason)
+    }
+    expect(updates).toContain('growth')
+    expect(e.limit).toBeGreaterThan(2)
   })
 })

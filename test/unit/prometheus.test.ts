@@ -7,8 +7,8 @@
  * - `promtool check rules` on the rendered rule's groups, and `promtool test rules` with
  *   synthetic series: each alert fires when it should, with the labels it should, and
  *   stays quiet otherwise. promtool comes from Debian's `prometheus` package (.ci/run
- *   installs it); without it these are skipped with a notice, except with CI=true, where
- *   a missing promtool is a failure (as for redis-server).
+ *   installs it); without it these are skipped and the run's last line says so
+ *   (helpers/missing-tools.ts), which with CI=true fails the run (as for redis-server).
  */
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { mergeValues, renderChart, type Manifest, type Values } from '../helpers/render-chart.js'
+import { needTool, TOOLS } from '../helpers/missing-tools.js'
 import { createMetrics } from '../../src/metrics.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -139,14 +140,7 @@ describe('the PromQL of the chart names what src/metrics.ts exposes', () => {
 
 // ---------------------------------------------------------------- promtool
 
-function promtoolAvailability(): { available: boolean; notice: string | null } {
-  if (spawnSync('promtool', ['--version'], { stdio: 'ignore' }).status === 0) return { available: true, notice: null }
-  if (process.env.CI === 'true') throw new Error("promtool is not on PATH: CI needs it (apt-get install -y --no-install-recommends prometheus)")
-  return { available: false, notice: 'SKIPPED: promtool is not on PATH; the PrometheusRule was not checked (apt-get install -y --no-install-recommends prometheus)' }
-}
-
-const promtool = promtoolAvailability()
-if (promtool.notice) console.warn(promtool.notice)
+const promtool = { available: needTool(TOOLS.promtool, spawnSync('promtool', ['--version'], { stdio: 'ignore' }).status === 0, 'the PrometheusRule check') }
 
 const work = mkdtempSync(join(tmpdir(), 'rgw-promtool-'))
 afterAll(() => rmSync(work, { recursive: true, force: true }))

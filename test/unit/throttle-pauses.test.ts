@@ -10,6 +10,9 @@ describe('routeTemplate', () => {
     ['/api/v1/campaign/get#frag', '/api/v1/campaign/get'],
     ['?q=1', '/'],
     ['/', '/'],
+    ['/api/v1/report/campaigns/get/?advertiserId=101', '/api/v1/report/campaigns/get'],
+    ['/api/v1/report//c%61mpaigns/g%65t//', '/api/v1/report/campaigns/get'],
+    ['/api/v1/campaign/%31%32/ads/', '/api/v1/campaign/{id}/ads'],
   ])('%s → %s', (url, template) => {
     expect(routeTemplate(url)).toBe(template)
   })
@@ -24,13 +27,11 @@ describe('pauseScope', () => {
     ['another team within the window', [t('/r1', 'a', 0)], t('/r1', 'b', 10_000), 'credential'],
     ['another route after the window', [t('/r1', 'a', 0)], t('/r2', 'b', 10_001), 'route'],
   ])('%s → %s', (_name, recent, latest, scope) => {
-    expect(pauseScope(recent, latest, 10_000, false)).toBe(scope)
+    expect(pauseScope(recent, latest, 10_000)).toBe(scope)
   })
 
-  it('the probe call: the credential, whatever came before (its team is the gateway\'s, as for its other own calls)', () => {
-    expect(pauseScope([], t('/api/v1/campaign/get', '(gateway)', 0), 10_000, true)).toBe('credential')
-    // Another call of the gateway's own (an ownership lookup) is judged by its route and team as any team's is.
-    expect(pauseScope([], t('/api/v1/campaign/get', '(gateway)', 0), 10_000, false)).toBe('route')
+  it("judges a call of the gateway's own (an ownership lookup) by its route and team as any team's", () => {
+    expect(pauseScope([], t('/api/v1/campaign/get', '(gateway)', 0), 10_000)).toBe('route')
   })
 })
 

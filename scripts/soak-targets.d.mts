@@ -1,0 +1,23 @@
+// Types of scripts/soak-targets.mjs, for the tests that pin it.
+
+export interface Bucket {
+  n: number
+  errors: number
+}
+export interface Answer {
+  status: number | null
+  code: string | null
+}
+export interface Governor {
+  permitsHeld?: number
+  limit?: number | null
+}
+export const DOCUMENTED_CODES: Record<number, string[]>
+export function classify(expect: readonly number[], answer: Answer): { error: boolean; undocumented: string | null }
+export function allowedErrors(n: number, baselineShare: number): number
+export function baselineShare(buckets: readonly (Bucket | undefined)[], ranges: readonly [number, number][]): { n: number; errors: number; share: number; upper: number }
+export function recoveryAfter(buckets: readonly (Bucket | undefined)[], endS: number, untilS: number, share: number, windowS: number): number
+export function disagreement(redis: { live: number; liveAfter: number; limit: number | null }, replicas: readonly (Governor | null)[]): string | null
+export function rssWithin(firstBytes: number, lastBytes: number, share?: number): boolean
+export function seededRandom(seed: number): () => number
+export function shuffled<T>(items: readonly T[], random: () => number): T[]

@@ -1,0 +1,156 @@
+/**
+ * The targets of the chaos soak (`npm run soak -- --chaos`) as plain functions: what an
+ * answer counts as, how many errors a stretch of answers may hold at the baseline rate,
+ * how long after a fault errors stayed above it, whether Redis and the replicas agree on
+ * the permits and the learned limit, and whether memory grew. The soak (scripts/soak.mjs)
+ * does the I/O; test/unit/soak-targets.test.ts pins these.
+ */
+
+/** Every status the gateway answers with itself, and its documented GW_* codes (docs/contract.md, "Errors"). */
+export const DOCUMENTED_CODES = {
+  400: ['GW_BAD_QUERY', 'GW_BAD_REQUEST'],
+  401: ['GW_UNAUTHORIZED'],
+  403: ['GW_FORBIDDEN'],
+  404: ['GW_NOT_FOUND'],
+  408: ['GW_REQUEST_TIMEOUT'],
+  413: ['GW_PAYLOAD_TOO_LARGE'],
+  429: ['GW_RATE_LIMITED'],
+  502: ['GW_PLATFORM_AUTH', 'GW_PLATFORM_REFUSED', 'GW_UPSTREAM'],
+  503: ['GW_OVERLOADED', 'GW_SHUTTING_DOWN'],
+  504: ['GW_UPSTREAM_TIMEOUT'],
+}
+
+/**
+ * What one answer counts as. `expect`: the statuses a request of its kind succeeds with
+ * ([200], [201], [200, 429] for a team over its limit, [401] for a bad key…). `answer`:
+ * `status` (null: no answer, the request was lost) and `code` (the GW_* code of a JSON
+ * error body; null for a body without one, which is the platform's own, passed through).
+ *
+ * - error: lost, any 5xx, a 429 that is not the team's own rate limit (the platform's,
+ *   passed through), or anything undocumented: what the error rate counts.
+ * - undocumented: why the answer is outside what the contract lets this request get, or
+ *   null. A 500 is a fault of the gateway (GW_INTERNAL): undocumented here.
+ */
+export function classify(expect, answer) {
+  const { status, code } = answer
+  if (status === null) return { error: true, undocumented: null }
+  const codes = DOCUMENTED_CODES[status] ?? []
+  let undocumented = null
+  if (expect.includes(status)) {
+    if (status >= 400 && !codes.includes(code)) undocumented = `${status} ${code ?? 'without a GW_* code'}`
+  } else if (status >= 500) {
+    if (!codes.includes(code)) undocumented = `${status} ${code ?? 'without a GW_* code'}`
+  } else if (status === 429 && code === null) {
+    // The platform's own 429, which passes through as it is (contract, "Errors").
+  } else {
+    undocumented = `${status} ${code ?? ''}`.trim() + ` where ${expect.join('/')} was expected`
+  }
+  const throttled = status === 429 && code !== 'GW_RATE_LIMITED'
+  return { error: status >= 500 || throttled || undocumented !== null, undocumented }
+}
+
+/**
+ * The most errors a stretch of `n` answers may hold at the baseline error share and still
+ * count as calm: their expected number plus three standard deviations (a Poisson count),
+ * plus one, so that a single unlucky error in a quiet stretch is no alarm.
+ */
+export function allowedErrors(n, baselineShare) {
+  const mean = n * baselineShare
+  return mean + 3 * Math.sqrt(mean) + 1
+}
+
+/**
+ * The error share over whole seconds `ranges` ([from, to) pairs) of per-second `buckets`
+ * ({ n, errors }), and `upper`, a bound it stays under with about 99 % confidence
+ * (errors + 3√errors + 3, over n, for a Poisson count): a few calm minutes measure a rate
+ * of errors of 0.5 % no better than within a factor of two, and a fault's recovery is
+ * judged against what the calm stretches could have been, not their one draw.
+ */
+export function baselineShare(buckets, ranges) {
+  let n = 0
+  let errors = 0
+  for (const [from, to] of ranges) {
+    for (let s = Math.max(0, Math.floor(from)); s < Math.min(buckets.length, Math.floor(to)); s++) {
+      n += buckets[s]?.n ?? 0
+      errors += buckets[s]?.errors ?? 0
+    }
+  }
+  return { n, errors, share: n > 0 ? errors / n : 0, upper: n > 0 ? Math.min(1, (errors + 3 * Math.sqrt(errors) + 3) / n) : 0 }
+}
+
+/**
+ * Seconds after a fault's end (`endS`) until errors were back at the baseline: windows of
+ * `windowS` seconds, by the second each request was sent, from the end up to `untilS`
+ * (the next fault, or the end of the load); the answer is the end of the last second
+ * with errors in the last window holding more than allowedErrors, 0 when none does.
+ * Whole seconds.
+ */
+export function recoveryAfter(buckets, endS, untilS, share, windowS) {
+  const first = Math.floor(endS)
+  const last = Math.min(Math.floor(untilS), buckets.length)
+  let recovered = 0
+  for (let s = first; s + 1 <= last; s++) {
+    let n = 0
+    let errors = 0
+    for (let t = s; t < Math.min(s + windowS, last); t++) {
+      n += buckets[t]?.n ?? 0
+      errors += buckets[t]?.errors ?? 0
+    }
+    if (errors <= allowedErrors(n, share)) continue
+    // Errors stopped after the last second of this window that has any.
+    for (let t = Math.min(s + windowS, last) - 1; t >= s; t--) {
+      if ((buckets[t]?.errors ?? 0) > 0) {
+        recovered = Math.max(recovered, t + 1 - first)
+        break
+      }
+    }
+  }
+  return recovered
+}
+
+/**
+ * Whether what Redis holds for the credential's permits and learned limit equals what the
+ * replicas say: `redis` { live (ZCOUNT of unexpired permits, read before), liveAfter
+ * (read again after the replicas answered), limit (the hash's plain `limit` field, or
+ * null) }; `replicas`: each one's governor of the credential from /admin/status ({
+ * permitsHeld, limit }), or null when it did not answer. Null when they agree, else what
+ * differs.
+ */
+export function disagreement(redis, replicas) {
+  if (replicas.some((r) => r === null)) return 'a replica gave no status'
+  if (replicas.some((r) => typeof r.permitsHeld !== 'number')) return 'a replica names no permitsHeld in /admin/status'
+  if (redis.live !== redis.liveAfter) return `permits changed while read (${redis.live} then ${redis.liveAfter})`
+  const held = replicas.reduce((sum, r) => sum + r.permitsHeld, 0)
+  const problems = []
+  if (held !== redis.live) problems.push(`permits: Redis ${redis.live}, replicas ${replicas.map((r) => r.permitsHeld).join(' + ')}`)
+  const limits = replicas.map((r) => r.limit)
+  if (redis.limit === null || limits.some((l) => l !== redis.limit)) problems.push(`limit: Redis ${redis.limit ?? 'none'}, replicas ${limits.map((l) => l ?? 'none').join(' / ')}`)
+  return problems.length > 0 ? problems.join('; ') : null
+}
+
+/** RSS after the last fault against after the first minute: within `share` (0.2) above it. */
+export function rssWithin(firstBytes, lastBytes, share = 0.2) {
+  return lastBytes <= firstBytes * (1 + share)
+}
+
+/** A small seeded generator (mulberry32): the same seed, the same faults in the same order. */
+export function seededRandom(seed) {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** The items in an order drawn with `random` (Fisher-Yates), as a new array. */
+export function shuffled(items, random) {
+  const out = [...items]
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1))
+    ;[out[i], out[j]] = [out[j], out[i]]
+  }
+  return out
+}

@@ -1,0 +1,178 @@
+import type { Logger } from 'pino'
+import type { RedisClient } from '../redis.js'
+import type { RedisSeal } from '../redis-seal.js'
+import { FILL_CLOCK_SKEW_MS, type CacheEntry } from './cache-entry.js'
+
+/** A purge of the report cache: of one advertiser's entries, or (no advertiserId) of every entry; `at` is when it began (epoch ms). */
+export interface Purge {
+  at: number
+  advertiserId?: number
+}
+
+// Advertisers whose last purge a replica remembers; past this many, the oldest is folded
+// into a purge of everything at its time: more entries refused (misses), never fewer.
+export const MAX_PURGE_RECORDS = 10_000
+// A field of the shared record is `adv:<id>` or `all`, its value a sealed time: anything
+// longer is not the gateway's and is not read.
+const MAX_FIELD_BYTES = 64
+const MAX_VALUE_BYTES = 128
+
+// The shared record, read in Redis with its bounds checked there: nil when it has more
+// fields than a replica keeps, else only the fields and values of the gateway's sizes.
+const READ_RECORD = `
+local n = redis.call('HLEN', KEYS[1])
+if n > tonumber(ARGV[1]) then return false end
+local flat = redis.call('HGETALL', KEYS[1])
+local out = {}
+for i = 1, #flat, 2 do
+  if #flat[i] <= tonumber(ARGV[2]) and #flat[i + 1] <= tonumber(ARGV[3]) then
+    out[#out + 1] = flat[i]
+    out[#out + 1] = flat[i + 1]
+  end
+end
+return out`
+
+/** Where the purges are shared: a hash in Redis, each field sealed. */
+export interface SharedPurges {
+  redis: RedisClient
+  /** Seals each field's value (GATEWAY_SECRET); null: read as they are. */
+  seal: RedisSeal | null
+  key: string
+}
+
+/**
+ * A purge is final: an entry filled before the last purge that reaches it (its
+ * advertiser's, or one of everything) is refused wherever it comes from, even when
+ * someone who may write to Redis puts its sealed bytes back. Each replica keeps the
+ * purges it heard of (its own, and its peers' on the bus) for as long as an entry can
+ * live (`keepMs`), bounded; the purges are also written to Redis, sealed, where a
+ * replica that starts later reads them. An entry's fill time is in its sealed header.
+ */
+export class PurgeLedger {
+  #all = Number.NEGATIVE_INFINITY
+  /** advertiser → its last purge; in the order noted (nearly the order of time). */
+  readonly #byAdvertiser = new Map<number, number>()
+  readonly #keepMs: number
+  readonly #now: () => number
+  readonly #shared: SharedPurges | null
+  readonly #log: Logger | null
+  readonly #onUnverified: (where: string) => void
+
+  constructor(opts: { keepMs: number; now?: () => number; shared?: SharedPurges | null; log?: Logger; onUnverified?: (where: string) => void }) {
+    this.#keepMs = opts.keepMs
+    this.#now = opts.now ?? Date.now
+    this.#shared = opts.shared ?? null
+    this.#log = opts.log ?? null
+    this.#onUnverified = opts.onUnverified ?? (() => undefined)
+  }
+
+  /** Whether `entry` was filled before the last purge that reaches it. */
+  refuses(entry: Pick<CacheEntry, 'fetchedAt' | 'advertiserIds'>): boolean {
+    if (entry.fetchedAt < this.#all) return true
+    for (const id of entry.advertiserIds) {
+      const at = this.#byAdvertiser.get(id)
+      if (at !== undefined && entry.fetchedAt < at) return true
+    }
+    return false
+  }
+
+  /** Notes a purge heard of: this replica's, a peer's, or one read from Redis. */
+  note(purge: Purge): void {
+    const now = this.#now()
+    this.#forgetPast(now)
+    // A purge dated further ahead than clocks differ would refuse every fill until then.
+    const at = Math.min(purge.at, now + FILL_CLOCK_SKEW_MS)
+    const id = purge.advertiserId
+    if (id === undefined) {
+      this.#all = Math.max(this.#all, at)
+      return
+    }
+    const known = this.#byAdvertiser.get(id)
+    if ((known !== undefined && known >= at) || at <= this.#all) return
+    this.#byAdvertiser.delete(id)
+    if (this.#byAdvertiser.size >= MAX_PURGE_RECORDS) {
+      const [oldest, oldestAt] = this.#byAdvertiser.entries().next().value as [number, number]
+      this.#byAdvertiser.delete(oldest)
+      this.#all = Math.max(this.#all, oldestAt)
+    }
+    this.#byAdvertiser.set(id, at)
+  }
+
+  /** Advertisers whose purge is remembered (for tests and bounds). */
+  get size(): number {
+    return this.#byAdvertiser.size
+  }
+
+  /**
+   * Writes `purge` into the shared record for replicas that start later; throws when Redis
+   * cannot take it (the purge is then incomplete). A purge of everything replaces the record.
+   */
+  async share(purge: Purge): Promise<void> {
+    const shared = this.#shared
+    if (!shared) return
+    const { redis, key } = shared
+    const field = purge.advertiserId === undefined ? 'all' : `adv:${purge.advertiserId}`
+    const value = this.#sealed(field, String(purge.at))
+    const ttl = Math.max(1, Math.ceil(Math.min(this.#keepMs, 2 ** 31)))
+    const writes = purge.advertiserId === undefined ? redis.multi().del(key).hset(key, field, value) : redis.multi().hset(key, field, value)
+    const replies = await writes.pexpire(key, ttl).exec()
+    const failed = replies === null ? new Error('the purge record was not written') : replies.find(([err]) => err)?.[0]
+    if (failed) throw failed
+  }
+
+  /**
+   * Reads the purges shared in Redis (a replica's start). A record that cannot be read
+   * (Redis out, or more fields than a replica keeps) reads as a purge of everything now:
+   * what L2 holds from before this start is refused and filled again, never served past
+   * a purge this replica did not hear of.
+   */
+  async load(): Promise<void> {
+    const shared = this.#shared
+    if (!shared) return
+    const { redis, key } = shared
+    // Not through the breaker: a value of another type under the key (WRONGTYPE) says
+    // nothing of Redis's health, and the answer to any failure is the same.
+    let flat: unknown
+    let why = 'too many fields'
+    try {
+      flat = await redis.eval(READ_RECORD, 1, key, MAX_PURGE_RECORDS + 1, MAX_FIELD_BYTES, MAX_VALUE_BYTES)
+    } catch (err) {
+      why = (err as Error).message
+    }
+    if (!Array.isArray(flat)) {
+      this.note({ at: this.#now() })
+      this.#log?.warn({ key, why }, 'the shared purge record could not be read: report entries stored before this start are filled again')
+      return
+    }
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const field = String(flat[i])
+      const text = this.#opened(field, String(flat[i + 1]))
+      const at = text === null || !/^\d{1,16}$/.test(text) ? null : Number(text)
+      const advertiser = /^adv:(\d{1,16})$/.exec(field)
+      if (at === null || (field !== 'all' && !advertiser)) continue
+      this.note(advertiser ? { at, advertiserId: Number(advertiser[1]) } : { at })
+    }
+  }
+
+  #sealed(field: string, value: string): string {
+    const shared = this.#shared as SharedPurges
+    return shared.seal ? shared.seal.sealText(`${shared.key}#${field}`, value) : value
+  }
+
+  #opened(field: string, value: string): string | null {
+    const shared = this.#shared as SharedPurges
+    if (!shared.seal) return value
+    const opened = shared.seal.openText(`${shared.key}#${field}`, value)
+    if (opened === null) this.#onUnverified(`${shared.key}#${field}`)
+    return opened
+  }
+
+  // A purge older than the longest life of an entry reaches no entry any more.
+  #forgetPast(now: number): void {
+    const horizon = now - this.#keepMs
+    for (const [id, at] of this.#byAdvertiser) {
+      if (at >= horizon) return
+      this.#byAdvertiser.delete(id)
+    }
+  }
+}

@@ -1,0 +1,19 @@
+// One path, one spelling. The platform's router decodes percent-escapes of unreserved
+// characters and ignores a trailing slash, so `…/campaigns/get/` and `…/c%61mpaigns/get`
+// are its `…/campaigns/get`. The gateway keys its cache and its route pauses by the same
+// spelling: two spellings of one report were two cache entries and two platform calls,
+// and two routes to the pauses (two throttled routes pause the whole credential).
+
+/** A percent-escape of an unreserved character (RFC 3986: ALPHA, DIGIT, `-`, `.`, `_`, `~`), either case. */
+export const UNRESERVED_ESCAPE = /%(4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a]|3[0-9]|2d|2e|5f|7e)/gi
+
+/**
+ * The one spelling of a path: escapes of unreserved characters decoded, runs of `/` as
+ * one, no trailing `/` (but the root's). Idempotent, and every spelling of a path that
+ * differs only in those ways gives the same result.
+ */
+export function canonicalPath(path: string): string {
+  const decoded = path.includes('%') ? path.replace(UNRESERVED_ESCAPE, (escape) => String.fromCharCode(parseInt(escape.slice(1), 16))) : path
+  const single = decoded.includes('//') ? decoded.replace(/\/{2,}/g, '/') : decoded
+  return single.length > 1 && single.endsWith('/') ? single.slice(0, -1) || '/' : single
+}

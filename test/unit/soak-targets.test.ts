@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest'
+import { allowedErrors, baselineShare, classify, disagreement, recoveryAfter, rssWithin, seededRandom, shuffled } from '../../scripts/soak-targets.mjs'
+
+// The chaos soak's verdicts (npm run soak -- --chaos): a soak that judged wrongly would
+// pass a gateway that loses answers, or fail CI on noise.
+
+describe('classify: what an answer counts as', () => {
+  const READ = [200]
+  const LIMITED = [200, 429]
+  it.each([
+    ['a 200 read', READ, 200, null, false, null],
+    ['a lost request', READ, null, null, true, null],
+    ['the team over its own limit', LIMITED, 429, 'GW_RATE_LIMITED', false, null],
+    ["the platform's 429 passed through", READ, 429, null, true, null],
+    ['a 502 GW_UPSTREAM', READ, 502, 'GW_UPSTREAM', true, null],
+    ['a 503 GW_OVERLOADED', READ, 503, 'GW_OVERLOADED', true, null],
+    ['a 504 GW_UPSTREAM_TIMEOUT', READ, 504, 'GW_UPSTREAM_TIMEOUT', true, null],
+    ['a 500 GW_INTERNAL (a fault of the gateway)', READ, 500, 'GW_INTERNAL', true, '500 GW_INTERNAL'],
+    ['a 502 without a GW code', READ, 502, null, true, '502 without a GW_* code'],
+    ['a 504 with the wrong code', READ, 504, 'GW_UPSTREAM', true, '504 GW_UPSTREAM'],
+    ['the 401 a missing key asks for', [401], 401, 'GW_UNAUTHORIZED', false, null],
+    ['a 401 without its code', [401], 401, null, true, '401 without a GW_* code'],
+    ['a 403 where 200 was expected', READ, 403, 'GW_FORBIDDEN', true, '403 GW_FORBIDDEN where 200 was expected'],
+    ['a 200 where 401 was expected', [401], 200, null, true, '200 where 401 was expected'],
+  ])('%s', (_what, expect_, status, code, error, undocumented) => {
+    expect(classify(expect_, { status, code })).toEqual({ error, undocumented })
+  })
+})
+
+describe('allowedErrors and baselineShare', () => {
+  it('allows the expected errors plus three standard deviations plus one', () => {
+    expect(allowedErrors(0, 0.01)).toBe(1)
+    expect(allowedErrors(100, 0)).toBe(1)
+    expect(allowedErrors(400, 0.01)).toBeCloseTo(4 + 6 + 1)
+  })
+
+  it('takes the share over the calm ranges only', () => {
+    const buckets = [
+      { n: 10, errors: 0 },
+      { n: 10, errors: 1 },
+      { n: 10, errors: 10 },
+      { n: 10, errors: 1 },
+    ]
+    expect(baselineShare(buckets, [[0, 2], [3, 4]])).toEqual({ n: 30, errors: 2, share: 2 / 30, upper: (2 + 3 * Math.sqrt(2) + 3) / 30 })
+    expect(baselineShare(buckets, []).share).toBe(0)
+  })
+})
+
+describe('recoveryAfter: seconds after a fault until errors are back at the baseline', () => {
+  const calm = (n = 60) => ({ n, errors: 0 })
+  const bad = (errors: number, n = 60) => ({ n, errors })
+  it.each([
+    ['no error after the end', [calm(), calm(), calm(), calm(), calm(), calm()], 0, 6, 0],
+    ['errors for the 3 s after the end', [bad(30), bad(30), bad(30), calm(), calm(), calm(), calm(), calm()], 0, 8, 3],
+    ['a fault ending mid-second: counted from its second', [calm(), bad(30), bad(30), calm(), calm(), calm()], 1.6, 6, 2],
+    ['one stray error is calm', [calm(), calm(), bad(1), calm(), calm(), calm()], 0, 6, 0],
+    ['errors that come back later count to their end', [bad(20), calm(), calm(), calm(), calm(), calm(), bad(20), calm(), calm(), calm()], 0, 10, 7],
+    ['errors until the observation ends', [bad(20), bad(20), bad(20), bad(20)], 0, 4, 4],
+  ])('%s', (_what, buckets, endS, untilS, seconds) => {
+    expect(recoveryAfter(buckets, endS, untilS, 0.001, 2)).toBe(seconds)
+  })
+})
+
+describe('disagreement: Redis against what the replicas say', () => {
+  const redis = { live: 3, liveAfter: 3, limit: 8 }
+  it.each([
+    ['the same permits and limit', redis, [{ permitsHeld: 2, limit: 8 }, { permitsHeld: 1, limit: 8 }], null],
+    ['a permit Redis holds that no replica does (a leak)', { ...redis, live: 4, liveAfter: 4 }, [{ permitsHeld: 2, limit: 8 }, { permitsHeld: 1, limit: 8 }], 'permits: Redis 4, replicas 2 + 1'],
+    ['another limit on one replica', redis, [{ permitsHeld: 2, limit: 8 }, { permitsHeld: 1, limit: 6 }], 'limit: Redis 8, replicas 8 / 6'],
+    ['no limit in Redis', { ...redis, limit: null }, [{ permitsHeld: 2, limit: 8 }, { permitsHeld: 1, limit: 8 }], 'limit: Redis none, replicas 8 / 8'],
+    ['permits that changed while read', { ...redis, liveAfter: 2 }, [{ permitsHeld: 2, limit: 8 }, { permitsHeld: 1, limit: 8 }], 'permits changed while read (3 then 2)'],
+    ['a replica without permitsHeld', redis, [{ limit: 8 }, { permitsHeld: 1, limit: 8 }], 'a replica names no permitsHeld in /admin/status'],
+    ['a replica that did not answer', redis, [null, { permitsHeld: 1, limit: 8 }], 'a replica gave no status'],
+  ])('%s', (_what, r, replicas, expected) => {
+    expect(disagreement(r, replicas)).toBe(expected)
+  })
+})
+
+describe('rssWithin, seededRandom, shuffled', () => {
+  it('allows RSS up to 20 % above the first minute, and any fall', () => {
+    expect(rssWithin(100, 120)).toBe(true)
+    expect(rssWithin(100, 121)).toBe(false)
+    expect(rssWithin(100, 60)).toBe(true)
+  })
+
+  it('draws the same order from the same seed, every item once', () => {
+    const faults = ['a', 'b', 'c', 'd', 'e', 'f']
+    const one = shuffled(faults, seededRandom(7))
+    expect(shuffled(faults, seededRandom(7))).toEqual(one)
+    expect([...one].sort()).toEqual(faults)
+  })
+})
