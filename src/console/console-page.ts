@@ -27,11 +27,14 @@ interface Team {
 interface Governor {
   credential: string
   maxConcurrent: number
+  adaptive: boolean
+  limit: number
+  latencyFloorMs: number | null
   queueLimit: number
   inFlight: number
   queued: number
   pausedUntil: string | null
-  teams: { team: string; inFlight: number; waiting: number; maxConcurrent: number; queue: number }[]
+  teams: { team: string; inFlight: number; waiting: number; maxConcurrent: number | null; queue: number | null }[]
   refusals: Record<string, number>
 }
 interface Status {
@@ -217,14 +220,22 @@ function renderGovernors(governors: Governor[]): void {
       'tr',
       {},
       el('th', { scope: 'row' }, g.credential),
-      el('td', {}, `${g.inFlight} of ${g.maxConcurrent}`),
+      el('td', {}, `${g.inFlight} of ${g.limit}`),
+      el('td', {}, g.adaptive ? `${g.limit}, learned (ceiling ${g.maxConcurrent})` : `${g.limit}, fixed`),
+      el('td', {}, g.latencyFloorMs === null ? '–' : `${g.latencyFloorMs} ms`),
       el('td', {}, `${g.queued} of ${g.queueLimit}`),
-      el('td', {}, el('ul', { class: 'plain' }, ...g.teams.map((t) => el('li', {}, `${t.team}: ${t.inFlight} in flight (at most ${t.maxConcurrent}), ${t.waiting} waiting (at most ${t.queue})`)))),
+      el('td', {}, el('ul', { class: 'plain' }, ...g.teams.map((t) => el('li', {}, teamLine(t))))),
       el('td', {}, refusals.length === 0 ? 'none' : refusals.map(([reason, count]) => `${reason} ${count}`).join(', ')),
       el('td', {}, g.pausedUntil ? el('span', { class: 'mark soon' }, `until ${g.pausedUntil.slice(11, 19)} UTC`) : 'no'),
     )
   })
-  $('governors').replaceChildren(table('Platform calls per credential (this replica)', ['Credential', 'In flight', 'Waiting', 'Per team', 'Refusals', 'Paused'], rows))
+  $('governors').replaceChildren(table('Platform calls per credential (this replica)', ['Credential', 'In flight', 'Limit in force', 'Latency floor', 'Waiting', 'Per team', 'Refusals', 'Paused'], rows))
+}
+
+/** A team's calls on a credential, with the ceilings an operator set (none by default). */
+function teamLine(t: Governor['teams'][number]): string {
+  const ceiling = (n: number | null) => (n === null ? '' : ` (at most ${n})`)
+  return `${t.team}: ${t.inFlight} in flight${ceiling(t.maxConcurrent)}, ${t.waiting} waiting${ceiling(t.queue)}`
 }
 
 function renderTeams(teams: Team[], usage: UsageRow[] | null, now: number): void {

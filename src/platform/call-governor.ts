@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import { OverloadedError } from '../errors.js'
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
-import { BACKGROUND_TEAM, MemoryPermits, type Permits, type Release, type Taken } from './permits.js'
+import { MemoryPermits, type Permits, type Release, type Taken } from './permits.js'
 
 export type { Release } from './permits.js'
 export type { Priority } from './fair-queue.js'
@@ -372,13 +372,13 @@ export class CallGovernor {
       do {
         this.#again = false
         // Whose calls wait this round: their team is at its ceiling or was refused a permit
-        // (the teams of the other replicas come first); background work counts as one team.
+        // (a team of another replica, or the same team's calls there, come first).
         const refused = new Set<string>()
-        const skip = (w: Waiter) => refused.has(permitTeam(w)) || this.#atCeiling(w.team, w.priority)
+        const skip = (w: Waiter) => refused.has(w.team) || this.#atCeiling(w.team, w.priority)
         while (this.#queue.size > 0 && this.#inFlight < this.#limit && !this.#isPaused(this.#now())) {
           const waiter = this.#queue.next(skip)
           if (waiter === null) break
-          const team = permitTeam(waiter)
+          const team = waiter.team
           const taking = this.#permits.take({ team, priority: waiter.priority, weight: this.#weight(waiter.team), cap: waiter.priority === 'caller' ? this.limitsOf(waiter.team).maxConcurrent : null, limit: this.#limit })
           // Counted on this replica, a permit is had at once: the queue moves without a tick.
           const taken: Taken = taking instanceof Promise ? await taking : taking
@@ -395,7 +395,7 @@ export class CallGovernor {
             continue
           }
           this.#remove(waiter)
-          if (waiter.priority === 'caller') this.#queue.started(waiter.team, this.#weight(waiter.team))
+          this.#queue.started(waiter.team, this.#weight(waiter.team))
           waiter.resolve(this.#start(waiter, taken.release))
         }
       } while (this.#again)
@@ -419,10 +419,6 @@ export class CallGovernor {
   }
 }
 
-/** Whose permits a call counts among: its team's for a caller's call, the gateway's background work's otherwise. */
-function permitTeam(waiter: Pick<Waiter, 'team' | 'priority'>): string {
-  return waiter.priority === 'caller' ? waiter.team : BACKGROUND_TEAM
-}
 
 function clampLimit(limit: number, ceiling: number): number {
   return Math.max(1, Math.min(ceiling, Math.floor(limit)))

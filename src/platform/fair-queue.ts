@@ -2,15 +2,16 @@
  * The order in which waiting platform calls of one credential get a slot: pure logic, no
  * timers and no I/O, so that the governor's scheduling is table-tested on its own.
  *
- * - **Priorities.** A caller's call goes before a refresh ahead, which goes before a
- *   stale-while-revalidate refresh, which goes before a cache warm-up. A slot that frees
- *   always goes to the highest priority waiting, so background work uses idle capacity
- *   only and holds up a caller for at most one platform call.
- * - **Fair shares by weight** among callers' calls, by start-time fair queueing (Goyal,
+ * - **Priorities within a team.** A team's caller's call goes before its refreshes
+ *   ahead, before its stale-while-revalidate refreshes, before its warm-ups: background
+ *   work of a team uses what its share leaves idle, and holds up its own callers for at
+ *   most one platform call. A refresh belongs to the team whose reads made the copy
+ *   popular, so another team's flood of misses cannot starve it: it takes its team's share.
+ * - **Fair shares by weight** between teams, by start-time fair queueing (Goyal,
  *   Vin and Cheng, "Start-time Fair Queuing", SIGCOMM 1996): each call started advances
  *   its team's tag by 1/weight, a team that starts waiting again has its tag lifted to the
  *   tag of the last call served (no credit saved while idle), and the next slot goes to
- *   the waiting team with the smallest tag. A team alone takes every slot; a team that
+ *   the waiting team with the smallest tag, to its most pressing call. A team alone takes every slot; a team that
  *   arrives while another holds them all gets the next one that frees; while both wait,
  *   slots alternate in proportion to their weights, so their calls in flight converge to
  *   max-min fair shares.
@@ -44,7 +45,7 @@ export interface Shares {
 
 export class FairQueue<W extends Queued> {
   readonly #classes = new Map<Priority, W[]>(PRIORITIES.map((p) => [p, []]))
-  // Callers' calls per team, for fair shares and push-out.
+  // Every waiting call per team, for fair shares and push-out.
   readonly #byTeam = new Map<string, W[]>()
   #size = 0
   // Start-time fair queueing: each team's finish tag, and the start tag of the last call served.
@@ -57,13 +58,17 @@ export class FairQueue<W extends Queued> {
 
   /** Waiting callers' calls per team (background calls are the gateway's own). */
   waitingByTeam(): Map<string, number> {
-    return new Map([...this.#byTeam].map(([team, list]) => [team, list.length]))
+    const out = new Map<string, number>()
+    for (const [team, list] of this.#byTeam) {
+      const n = list.filter((w) => w.priority === 'caller').length
+      if (n > 0) out.set(team, n)
+    }
+    return out
   }
 
   /** Waiting calls of `team` at priority `priority`. */
   count(team: string, priority: Priority = 'caller'): number {
-    if (priority === 'caller') return this.#byTeam.get(team)?.length ?? 0
-    return this.#of(priority).filter((w) => w.team === team).length
+    return this.#byTeam.get(team)?.filter((w) => w.priority === priority).length ?? 0
   }
 
   /** Waiting calls at `priority` or above. */
@@ -82,19 +87,17 @@ export class FairQueue<W extends Queued> {
 
   push(waiter: W): void {
     this.#of(waiter.priority).push(waiter)
-    if (waiter.priority === 'caller') {
-      let list = this.#byTeam.get(waiter.team)
-      if (!list) {
-        this.#byTeam.set(waiter.team, (list = []))
-        // A team that starts waiting again saved no credit while it did not.
-        this.#tags.set(waiter.team, Math.max(this.#tags.get(waiter.team) ?? 0, this.#virtual))
-      }
-      list.push(waiter)
+    let list = this.#byTeam.get(waiter.team)
+    if (!list) {
+      this.#byTeam.set(waiter.team, (list = []))
+      // A team that starts waiting again saved no credit while it did not.
+      this.#tags.set(waiter.team, Math.max(this.#tags.get(waiter.team) ?? 0, this.#virtual))
     }
+    list.push(waiter)
     this.#size += 1
   }
 
-  /** A caller's call of `team` got a slot: its team's tag advances by 1/weight. */
+  /** A call of `team` got a slot: its team's tag advances by 1/weight. */
   started(team: string, weight: number): void {
     const start = Math.max(this.#tags.get(team) ?? 0, this.#virtual)
     this.#tags.set(team, start + 1 / weight)
@@ -107,29 +110,32 @@ export class FairQueue<W extends Queued> {
     const i = list.indexOf(waiter)
     if (i === -1) return false
     list.splice(i, 1)
-    if (waiter.priority === 'caller') {
-      const own = this.#byTeam.get(waiter.team) as W[]
-      own.splice(own.indexOf(waiter), 1)
-      if (own.length === 0) this.#byTeam.delete(waiter.team)
-    }
+    const own = this.#byTeam.get(waiter.team) as W[]
+    own.splice(own.indexOf(waiter), 1)
+    if (own.length === 0) this.#byTeam.delete(waiter.team)
     this.#size -= 1
     return true
   }
 
   /**
-   * The call that gets the next slot, or null: the highest priority first; among callers
-   * the earliest call of the team with the smallest tag, among refreshes ahead the most
-   * urgent. `skip` names calls that cannot take a slot now (their
-   * team at its ceiling, or refused a permit this round): they wait.
+   * The call that gets the next slot, or null: the team with the smallest tag, and of its
+   * calls the highest priority (the earliest caller's call, the most urgent refresh ahead,
+   * the earliest of the rest). `skip` names calls that cannot take a slot now (their team
+   * at its ceiling, or refused a permit this round): they wait.
    */
   next(skip: (waiter: W) => boolean): W | null {
-    for (const priority of PRIORITIES) {
-      const list = this.#of(priority)
-      if (list.length === 0) continue
-      const pick = priority === 'caller' ? this.#fairest(skip) : this.#first(list, skip, priority === 'ahead')
-      if (pick) return pick
+    let best: W | null = null
+    let bestTag = Infinity
+    for (const [team, list] of this.#byTeam) {
+      const pick = pressing(list, skip)
+      if (pick === null) continue
+      const tag = this.#tags.get(team) ?? 0
+      if (tag < bestTag || (tag === bestTag && best !== null && pick.seq < best.seq)) {
+        best = pick
+        bestTag = tag
+      }
     }
-    return null
+    return best
   }
 
   /**
@@ -147,8 +153,8 @@ export class FairQueue<W extends Queued> {
     if (incoming.priority !== 'caller') return 'refuse'
     let fullest: string | null = null
     let most = -1
-    for (const [team, list] of this.#byTeam) {
-      const share = list.length / shares.weight(team)
+    for (const team of this.#byTeam.keys()) {
+      const share = this.count(team) / shares.weight(team)
       if (share > most) {
         most = share
         fullest = team
@@ -156,8 +162,7 @@ export class FairQueue<W extends Queued> {
     }
     const mine = (this.count(incoming.team) + 1) / shares.weight(incoming.team)
     if (fullest === null || fullest === incoming.team || most <= mine) return 'refuse'
-    const list = this.#byTeam.get(fullest) as W[]
-    return list[list.length - 1] as W
+    return (this.#byTeam.get(fullest) as W[]).findLast((w) => w.priority === 'caller') as W
   }
 
   /** Every waiting call (for a pause that outlasts them). */
@@ -168,34 +173,22 @@ export class FairQueue<W extends Queued> {
   #of(priority: Priority): W[] {
     return this.#classes.get(priority) as W[]
   }
+}
 
-  #fairest(skip: (waiter: W) => boolean): W | null {
-    let best: W | null = null
-    let bestTag = Infinity
-    for (const [team, list] of this.#byTeam) {
-      const head = list[0] as W
-      if (skip(head)) continue
-      const tag = this.#tags.get(team) ?? 0
-      if (tag < bestTag || (tag === bestTag && best !== null && head.seq < best.seq)) {
-        best = head
-        bestTag = tag
-      }
+/** A team's most pressing call not skipped: the highest priority, then the most urgent refresh ahead, then the earliest. */
+function pressing<W extends Queued>(list: readonly W[], skip: (waiter: W) => boolean): W | null {
+  let best: W | null = null
+  let bestRank = Infinity
+  let bestUrgency = -Infinity
+  for (const w of list) {
+    if (skip(w)) continue
+    const rank = PRIORITIES.indexOf(w.priority)
+    const urgency = w.priority === 'ahead' ? (w.urgency?.() ?? 0) : 0
+    if (rank < bestRank || (rank === bestRank && (urgency > bestUrgency || (urgency === bestUrgency && best !== null && w.seq < best.seq)))) {
+      best = w
+      bestRank = rank
+      bestUrgency = urgency
     }
-    return best
   }
-
-  #first(list: readonly W[], skip: (waiter: W) => boolean, byUrgency: boolean): W | null {
-    let best: W | null = null
-    let bestUrgency = -Infinity
-    for (const w of list) {
-      if (skip(w)) continue
-      if (!byUrgency) return w
-      const u = w.urgency?.() ?? 0
-      if (u > bestUrgency) {
-        best = w
-        bestUrgency = u
-      }
-    }
-    return best
-  }
+  return best
 }

@@ -10,11 +10,8 @@ import type { Priority } from './fair-queue.js'
 /** Gives a permit back; calling it again does nothing. */
 export type Release = () => void
 
-/** Whose calls are counted together: a team's own calls, or the gateway's background work. */
-export const BACKGROUND_TEAM = '(background)'
-
 export interface PermitRequest {
-  /** The team whose call it is; background work (refreshes, warm-up) counts as BACKGROUND_TEAM. */
+  /** The team whose call it is (a refresh's: the team whose reads made its copy popular). */
   team: string
   priority: Priority
   weight: number

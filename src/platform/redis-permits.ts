@@ -20,9 +20,10 @@ const WAITING_MARK_MS = 3 * PERMIT_RETRY_MS
  * One permit for a call, in one script, on Redis' clock (TIME): drops lapsed leases and
  * marks, then grants a lease unless the limit is reached (`credential`), the team's own
  * ceiling is (`team`), or the permits left are wanted by calls waiting on other replicas
- * with a better claim (`turn`): a higher priority, a caller's team with fewer permits for
- * its weight (max-min fairness), or the same team on a replica holding fewer of its
- * permits (so a replica that frees a permit does not keep taking it back from the others).
+ * with a better claim (`turn`): another team with fewer permits for its weight (max-min
+ * fairness), or the same team's call of a higher priority, or of the same priority on a
+ * replica holding fewer of its permits (so a replica that frees a permit does not keep
+ * taking it back from the others).
  * A refused call marks its team as waiting on its replica.
  *
  * KEYS: permits (member `<replica>.<n>:<team>`, score its expiry), waiting marks (member
@@ -66,9 +67,9 @@ for _, w in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
     local wt = tonumber(string.sub(w, a + 1, b - 1))
     local tm = string.sub(w, c + 1)
     local on = string.sub(w, b + 1)
-    if p < prio then ahead = ahead + 1
-    elseif p == prio and tm ~= team and prio == 0 and ((held[tm] or 0) + 1) / wt < (mine + 1) / weight then ahead = ahead + 1
-    elseif p == prio and tm == team and (heldOn[on] or 0) < mineHere then ahead = ahead + 1 end
+    if tm ~= team then
+      if ((held[tm] or 0) + 1) / wt < (mine + 1) / weight then ahead = ahead + 1 end
+    elseif p < prio or (p == prio and (heldOn[on] or 0) < mineHere) then ahead = ahead + 1 end
   end
 end
 if limit - #members <= ahead then waits() return 'turn' end

@@ -89,6 +89,11 @@ interface Watch {
 // again long before it falls out.
 const WATCHED_BYTES = 16 * 1024 * 1024
 
+// A copy asked this often within its freshness is refreshed ahead: it is likely asked again
+// after it expires. One asked only twice is left to expire and refresh when asked (SWR), as
+// a shared cache would: a refresh nobody reads is a platform call for nothing.
+const REFRESH_AHEAD_MIN_ASKS = 3
+
 export interface ReportCacheDeps {
   config: Config
   store: TieredStore
@@ -255,9 +260,9 @@ export class ReportCache {
   }
 
   /**
-   * Refresh ahead (issue 17): the second ask for a copy within its freshness schedules one
+   * Refresh ahead: the third ask for a copy within its freshness schedules one
    * background refresh once `cache.refreshAhead` of its freshness has passed (at once when
-   * that is now). A copy asked for once is left to expire; the new copy is watched anew.
+   * that is now). A copy asked for less often is left to expire (refreshed when asked, stale-while-revalidate); the new copy is watched anew.
    */
   #asked(key: string, entry: CacheEntry, report: CanonicalReport, provider: TokenProvider | string, team: string, now: number): void {
     const ahead = this.#d.config.cache.refreshAhead
@@ -270,7 +275,7 @@ export class ReportCache {
       this.#watches.set(key, watch)
     }
     watch.asks += 1
-    if (watch.asks < 2 || watch.timer !== null || watch.running) return
+    if (watch.asks < REFRESH_AHEAD_MIN_ASKS || watch.timer !== null || watch.running) return
     const due = entry.fetchedAt + ahead * (entry.freshUntil - entry.fetchedAt)
     const w = watch
     if (now >= due) this.#refreshAhead(key, w)

@@ -126,6 +126,9 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     expect(teams).toMatch(/analytics-2026\s+[45] days left/)
     expect(await page.$eval('#teams .mark.soon', (n) => n.textContent)).toMatch(/days left/)
     expect(await text('#redis')).toContain('not configured')
+    // The limit in force, learned, with its ceiling; teams without ceilings show none.
+    expect(await text('#governors')).toMatch(/8, learned \(ceiling 64\)/)
+    expect(await text('#governors')).not.toContain('null')
     // The token is in this tab's sessionStorage only: no cookie, not in the URL.
     expect(await page.evaluate('Object.values(sessionStorage)')).toEqual([ADMIN_TOKEN])
     expect((await browser.cookies()).length).toBe(0)

@@ -110,11 +110,11 @@ describe.skipIf(!available)('RedisPermits', () => {
     // One permit comes free under a limit of 5: the quiet team (1 in flight) has a better claim than busy (3).
     expect(await a.take(ask('busy', 5))).toEqual({ full: 'turn' })
     release(await b.take(ask('quiet', 5)))
-    // A second replica's caller waits again: background work gives way to it.
+    // The quiet team's caller waits again on replica b: its own refreshes on replica a give way to it.
     expect(await b.take(ask('quiet', 5))).toEqual({ full: 'credential' })
-    expect(await a.take(ask('(background)', 6, null, { priority: 'ahead' }))).toEqual({ full: 'turn' })
-    // With more permits free than calls waiting with a better claim (quiet's, busy's), background work takes an idle one.
-    release(await a.take(ask('(background)', 8, null, { priority: 'ahead' })))
+    expect(await a.take(ask('quiet', 6, null, { priority: 'ahead' }))).toEqual({ full: 'turn' })
+    // With more permits free than calls waiting with a better claim (quiet's caller, busy's), a refresh takes an idle one.
+    release(await a.take(ask('quiet', 8, null, { priority: 'ahead' })))
   })
 
   it('gives a permit that frees to the replica holding fewer of the same team\'s, not back to the one that freed it', async () => {

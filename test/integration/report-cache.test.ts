@@ -356,7 +356,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(reportCalls()).toBe(3)
   })
 
-  it('refreshes a report asked twice within its freshness before it expires: a HIT no older than its TTL while popular; an unpopular copy expires', async () => {
+  it('refreshes a report asked three times within its freshness before it expires: a HIT no older than its TTL while popular; an unpopular copy expires', async () => {
     const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8')), { now: clock.now, timers: clock.timers })
     const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
     const refreshes = async (outcome: string) => {
@@ -367,6 +367,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     let fetched = clock.now()
     for (let round = 1; round <= 3; round++) {
       clock.advance(10_000)
+      expect((await ask()).headers['x-cache']).toBe('HIT')
       expect((await ask()).headers['x-cache']).toBe('HIT')
       // Past 80 % of its freshness (48 s) the refresh runs with no request to start it.
       clock.advance(40_000)
@@ -399,6 +400,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     await ask()
     clock.advance(10_000)
     expect((await ask()).headers['x-cache']).toBe('HIT')
+    expect((await ask()).headers['x-cache']).toBe('HIT')
     // A caller's miss holds the credential's only slot when the refresh falls due.
     sandbox.setLatency(400)
     const governor = ahead.ctx.governors.of('default')
@@ -415,11 +417,12 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(await refreshes('skipped')).toBe(0)
   })
 
-  it('starts the refresh ahead at once on a second ask past the fraction', async () => {
+  it('starts the refresh ahead at once on a third ask past the fraction', async () => {
     const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: 0.5')), { now: clock.now, timers: clock.timers })
     const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
     await ask()
     clock.advance(40_000)
+    expect((await ask()).headers['x-cache']).toBe('HIT')
     expect((await ask()).headers['x-cache']).toBe('HIT')
     await waitFor('the refresh ahead', async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="completed"} 1'))
     expect(reportCalls()).toBe(2)

@@ -400,9 +400,9 @@ describe('CallGovernor early resume', () => {
 })
 
 /** Starts a background call of `priority` and records when it gets its slot (or its error). */
-function backgroundCall(g: CallGovernor, priority: Priority, order: string[], name: string, urgency?: () => number) {
+function backgroundCall(g: CallGovernor, priority: Priority, order: string[], name: string, urgency?: () => number, team = 'a') {
   const state: { release: Release | null; error: Error | null } = { release: null, error: null }
-  const done = g.acquire('a', undefined, Infinity, { priority, ...(urgency ? { urgency } : {}) }).then(
+  const done = g.acquire(team, undefined, Infinity, { priority, ...(urgency ? { urgency } : {}) }).then(
     (release) => {
       order.push(name)
       state.release = release
@@ -433,6 +433,22 @@ describe('priorities: a caller before a refresh ahead, before a stale-while-reva
     running[1]?.release?.()
     await settle()
     expect(order.slice(3)).toEqual(['ahead-1'])
+  })
+
+  it('gives a team\'s refreshes ahead its share while another team floods the queue with misses', async () => {
+    const clock = fakeClock()
+    const { g } = governor(clock, { maxConcurrent: 1, queueLimit: 100 })
+    const order: string[] = []
+    const calls = [call(g, 'flood', order), ...Array.from({ length: 20 }, () => call(g, 'flood', order))]
+    calls.push(backgroundCall(g, 'ahead', order, 'refresh', undefined, 'dashboard'), backgroundCall(g, 'ahead', order, 'refresh', undefined, 'dashboard'))
+    // One slot: each call ends once it has it, and the next takes its place.
+    for (let i = 0; i < 4; i++) {
+      await settle()
+      for (const c of calls) if (c.release) c.release()
+    }
+    await settle()
+    // The flood's callers do not go before the dashboard team's refreshes: the slot alternates.
+    expect(order.slice(0, 5)).toEqual(['flood', 'refresh', 'flood', 'refresh', 'flood'])
   })
 
   it('runs the most urgent refresh ahead first, and drops background work quietly when its time is up', async () => {
