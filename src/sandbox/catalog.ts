@@ -3,6 +3,9 @@ import { formatIsoDay, parseIsoDay } from './dates.js'
 import { between, hash32, pick } from './hash.js'
 import type { SandboxAccount } from './types.js'
 
+// Campaign ids past an account's 999th: above every account's own range.
+const OVERFLOW_IDS = 900_000_000
+
 export interface SandboxCampaign {
   id: number
   userId: number
@@ -55,10 +58,16 @@ export class CampaignCatalog {
     return [...this.#campaigns.values()].filter((c) => c.userId === userId)
   }
 
+  #overflow = 0
+
   create(input: NewCampaign): SandboxCampaign {
     const n = (this.#lastNumber.get(input.userId) ?? 0) + 1
     this.#lastNumber.set(input.userId, n)
-    const campaign = campaignRecord(input.userId * 1000 + n, input.autoStart ? 'active' : 'paused', input)
+    // An account's first 999 campaigns are numbered after it (101001…); past them, ids come
+    // from a range of their own, so that account 100's thousandth campaign never takes the id
+    // of account 101's first (ids are unique on the platform).
+    const id = n < 1000 ? input.userId * 1000 + n : OVERFLOW_IDS + this.#overflow++
+    const campaign = campaignRecord(id, input.autoStart ? 'active' : 'paused', input)
     this.#add(campaign)
     return campaign
   }
