@@ -1,9 +1,12 @@
 import type { Logger } from 'pino'
 import { OverloadedError } from '../errors.js'
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
-import { MemoryPermits, type Permits, type Release, type Taken } from './permits.js'
+import { type Granted, MemoryPermits, type Permits, type Taken } from './permits.js'
 
 export type { Release } from './permits.js'
+
+/** A slot: `release` gives it back; `inFlight` counts the credential's calls in flight once it was had, on every replica. */
+export type Slot = Granted
 export type { Priority } from './fair-queue.js'
 
 export interface Timers {
@@ -65,7 +68,7 @@ interface Waiter extends Queued {
   gone: boolean
   expiresAt: number
   timer: unknown
-  resolve(release: Release): void
+  resolve(slot: Slot): void
   reject(err: Error): void
   detach(): void
 }
@@ -174,7 +177,7 @@ export class CallGovernor {
    * when the queue is full. Rejects with the signal's reason when it aborts, and the call
    * leaves the queue.
    */
-  acquire(team: string, signal?: AbortSignal, deadline = Infinity, how: CallClass = {}): Promise<Release> {
+  acquire(team: string, signal?: AbortSignal, deadline = Infinity, how: CallClass = {}): Promise<Slot> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
     const priority = how.priority ?? 'caller'
     const now = this.#now()
@@ -194,7 +197,7 @@ export class CallGovernor {
         out.reject(this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority))
       }
     }
-    return new Promise<Release>((resolve, reject) => {
+    return new Promise<Slot>((resolve, reject) => {
       const onAbort = () => {
         this.#remove(waiter)
         reject(signal?.reason as Error)
@@ -327,15 +330,15 @@ export class CallGovernor {
     return cap !== null && this.#running(team) >= cap
   }
 
-  #start(waiter: Pick<Waiter, 'team' | 'priority'>, permit: Release): Release {
+  #start(waiter: Pick<Waiter, 'team' | 'priority'>, permit: Granted): Slot {
     const { team, priority } = waiter
     this.#inFlight += 1
     if (priority === 'caller') this.#teamInFlight.set(team, this.#running(team) + 1)
     let released = false
-    return () => {
+    const release = () => {
       if (released) return
       released = true
-      permit()
+      permit.release()
       this.#inFlight -= 1
       if (priority === 'caller') {
         const left = this.#running(team) - 1
@@ -344,6 +347,7 @@ export class CallGovernor {
       }
       this.#dispatch()
     }
+    return { release, inFlight: permit.inFlight }
   }
 
   #remove(waiter: Waiter): void {
@@ -396,7 +400,7 @@ export class CallGovernor {
           }
           this.#remove(waiter)
           this.#queue.started(waiter.team, this.#weight(waiter.team))
-          waiter.resolve(this.#start(waiter, taken.release))
+          waiter.resolve(this.#start(waiter, taken))
         }
       } while (this.#again)
     } finally {

@@ -11,7 +11,7 @@ export interface CallSample {
   team: string
   /** From sending the call to its answer's headers (the body's size and the caller's reading do not count). */
   latencyMs: number
-  /** Calls of the credential in flight on this replica when it started, itself included. */
+  /** Calls of the credential in flight once it had its permit, itself included: every replica's (permits.ts). */
   inFlight: number
   outcome: 'ok' | 'throttled' | 'failed'
 }

@@ -8,20 +8,24 @@
  *
  *     r        = median over the window's answers of latency / floor(its latency class)
  *     gradient = clamp(LATENCY_BUFFER / r, MIN_GRADIENT, MAX_GRADIENT)
- *     target   = gradient × limit + headroom(limit)
+ *     target   = gradient × limit + (r ≤ LATENCY_BUFFER ? headroom(limit) : 0)
  *     limit   += SMOOTHING × (target − limit)
  *
  * or, when its overload answers (429, 5xx, timeouts) come from OVERLOAD_MIN_ROUTES
  * routes or more and make OVERLOAD_MIN_SHARE of its calls, limit × OVERLOAD_FACTOR.
  *
- * - The gradient, the 25 % buffer over the floor, the clamp to [0.5, 2] and the √limit
- *   headroom are Envoy's (docs "Adaptive Concurrency", gradient_controller.cc;
- *   envoyproxy/envoy#9038: without the buffer the controller overreacts to normal
- *   variance, a p50 of 25 ms over a 20 ms floor must not cut the limit by 20 %).
- * - The smoothing and the rule that a window that did not use the limit does not grow
- *   it (in flight below half the limit, "app limited") are Gradient2Limit.java's
- *   (Netflix/concurrency-limits); a gateway idle at night does not ratchet the limit
- *   to the ceiling.
+ * - The gradient, the 25 % buffer over the floor and the √limit headroom are Envoy's
+ *   (docs "Adaptive Concurrency", gradient_controller.cc; envoyproxy/envoy#9038: without
+ *   the buffer the controller overreacts to normal variance, a p50 of 25 ms over a 20 ms
+ *   floor must not cut the limit by 20 %).
+ * - The clamp to [0.5, 1] (growth comes from the headroom alone), the smoothing and the
+ *   rule that a window that did not use the limit does not grow it (in flight below half
+ *   the limit, "app limited") are Gradient2Limit.java's (Netflix/concurrency-limits); a
+ *   gateway idle at night does not ratchet the limit to the ceiling.
+ * - Headroom only while latency is within the buffer: past it the platform queues our
+ *   calls already, and headroom added there would hold the limit past the knee (at a
+ *   platform 40 % slower per call beyond its knee, Envoy's always-on headroom settles two
+ *   calls past it).
  * - Evidence from calls that started before the limit last changed is set aside: it
  *   measures the old limit (envoyproxy/envoy#11579 fixed the same skew in its minRTT).
  *
@@ -32,9 +36,10 @@
  *   (FLOOR_PERCENTILE) of its answers per FLOOR_BUCKET_MS bucket, the lowest over the
  *   last FLOOR_BUCKETS buckets: one lucky answer does not set it
  *   (Netflix/concurrency-limits#37), and a platform that got faster lowers it at once.
- *   It rises only on evidence measured at no more calls in flight than the floor it
- *   replaces (or at the minimum limit): answers slowed by our own load never raise it,
- *   so it does not creep up under sustained load (the creep of envoyproxy/envoy#11579).
+ *   It rises only on the answers of calls that started at no more calls in flight (on
+ *   the credential, every replica's) than the floor it replaces was measured at (or at
+ *   the minimum limit): answers slowed by our own load never raise it, so it does not
+ *   creep up under sustained load (the creep of envoyproxy/envoy#11579).
  *   A platform that got slower for good drives the limit down until the floor is
  *   re-measured at the load it was measured at, then regrows.
  * - Latency is compared like with like: each answer is divided by the floor of its own
@@ -55,9 +60,9 @@ import { routeTemplate } from './throttle-pauses.js'
 export const DEFAULT_WINDOW_MS = 1000
 /** The answers' median may exceed the floor by 25 % before the limit shrinks (Envoy's buffer). */
 export const LATENCY_BUFFER = 1.25
-/** The gradient's clamp: one window at most halves or doubles the limit (Envoy's). */
+/** The gradient's clamp: one window at most halves the limit, and grows it by its headroom alone (Gradient2Limit's). */
 export const MIN_GRADIENT = 0.5
-export const MAX_GRADIENT = 2
+export const MAX_GRADIENT = 1
 /** Answers (ok, started under the limit in force) a window needs before its latency moves the limit. */
 export const MIN_WINDOW_SAMPLES = 8
 /**
@@ -146,7 +151,7 @@ export interface CallSample {
   /** `routeTemplate` of the call. */
   route: string
   team: string
-  /** Calls in flight on the credential when this one started, itself included. */
+  /** Calls in flight on the credential when this one started, itself included, on every replica. */
   inFlight: number
   /** 'throttled': a 429; 'failed': a 5xx, a timeout or a connection error. */
   outcome: CallOutcome
@@ -185,19 +190,17 @@ export interface LimitEstimatorOptions {
 interface Bucket {
   index: number
   count: number
-  /** Latency bin → answers. */
-  bins: Map<number, number>
-  /** Calls in flight at start → answers. */
-  loads: Map<number, number>
+  /** Calls in flight when an answer's call started → its latency bin → answers. */
+  cells: Map<number, Map<number, number>>
   /** The summary below holds for this many answers. */
   summarized: number
   floorMs: number
   inFlight: number
 }
 
-interface Floor {
+export interface Floor {
   ms: number
-  /** The calls in flight it was measured at (the low percentile of its bucket's). */
+  /** The calls in flight it was measured at: the median over the answers at or under it. */
   inFlight: number
 }
 
@@ -233,9 +236,11 @@ export class LimitEstimator {
   #changedAt = -Infinity
   /** When the limit was last cut: overload answers of calls started before are already answered for. */
   #cutAt = -Infinity
-  /** The highest limit of the last windows, and when it was last seen: growth back to it is fast. */
-  #beforeCut = 0
-  #highAt = -Infinity
+  /** The highest limit the platform answered at its floor in the last windows, and when: growth back to it is fast. */
+  #goodHigh = 0
+  #goodAt = -Infinity
+  /** When latency was last past the buffer: a knee is known for CUT_MEMORY_WINDOWS windows (a cut for overload answers says nothing of one). */
+  #kneeAt = -Infinity
   #observations: Observation[] = []
   #calls = 0
   #overloads = 0
@@ -341,16 +346,19 @@ export class LimitEstimator {
     return { limit: this.limit, changed: this.limit !== before, reason: 'overload' }
   }
 
-  /** Keeps the highest limit of the last CUT_MEMORY_WINDOWS windows. */
-  #remember(now: number): void {
-    if (this.limit >= this.#beforeCut || now - this.#highAt > CUT_MEMORY_WINDOWS * this.#windowMs) {
-      this.#beforeCut = this.limit
-      this.#highAt = now
+  /**
+   * Keeps the highest limit of the last CUT_MEMORY_WINDOWS windows that used it with
+   * answers within the buffer over their floor: a limit the platform carried, not one it
+   * was slowed or overloaded by.
+   */
+  #remember(now: number, limit: number): void {
+    if (limit >= this.#goodHigh || now - this.#goodAt > CUT_MEMORY_WINDOWS * this.#windowMs) {
+      this.#goodHigh = limit
+      this.#goodAt = now
     }
   }
 
   #decide(now: number, before: number): LimitUpdate {
-    this.#remember(now)
     const needed = Math.max(OVERLOAD_MIN_ANSWERS, Math.ceil(OVERLOAD_MIN_SHARE * this.#calls))
     if (this.#overloads >= needed && this.#overloadRoutes.size >= OVERLOAD_MIN_ROUTES && now - this.#cutAt >= this.#windowMs) {
       this.#cut(now)
@@ -360,26 +368,34 @@ export class LimitEstimator {
     // so a limit cut to 2 by a fault is not held there waiting for answers it cannot get.
     if (this.#observations.length < Math.min(MIN_WINDOW_SAMPLES, Math.max(4, 2 * before))) return { limit: before, changed: false, reason: 'few-samples' }
     const ratio = this.#windowRatio()
+    const atFloor = ratio <= LATENCY_BUFFER
     const gradient = Math.max(MIN_GRADIENT, Math.min(MAX_GRADIENT, LATENCY_BUFFER / ratio))
-    const target = gradient * this.#estimate + headroom(this.#estimate)
+    // Headroom is room to grow near the floor; past the buffer the platform queues our calls already.
+    const target = gradient * this.#estimate + (atFloor ? headroom(this.#estimate) : 0)
     const reason: LimitReason = target >= this.#estimate ? 'growth' : 'latency'
     const used = this.#queued > 0 || this.#peak >= USED_FRACTION * before
     if (reason === 'growth' && !used) return { limit: before, changed: false, reason: 'app-limited' }
-    // Back towards the highest limit of the last windows (the platform recovered from a
-    // fault: latency is back at its floor), growth takes whole steps, as TCP's slow start
-    // does up to its threshold: a fault costs seconds, not a slow climb.
-    const recovering = reason === 'growth' && ratio <= LATENCY_BUFFER && this.#estimate < this.#beforeCut
-    const smoothed = this.#estimate + SMOOTHING * (target - this.#estimate)
+    if (atFloor) this.#remember(now, before)
+    else this.#kneeAt = now
+    // Back towards the highest limit the platform carried in the last windows (it recovered
+    // from a fault: latency is back at its floor), the limit doubles each window, as TCP's
+    // slow start does up to its threshold: a fault costs seconds, not a slow climb.
+    const recovering = reason === 'growth' && atFloor && this.#estimate < this.#goodHigh && now - this.#goodAt <= CUT_MEMORY_WINDOWS * this.#windowMs
+    // While no knee is known (latency has not left the buffer lately) and the window held
+    // every call the limit allows, growth takes the whole headroom, as TCP's slow start
+    // grows until its first loss; otherwise SMOOTHING of it, so the limit probes past a
+    // knee by a call or two at most.
+    const fast = reason === 'growth' && now - this.#kneeAt > CUT_MEMORY_WINDOWS * this.#windowMs && (this.#queued > 0 || this.#peak >= before)
+    const smoothed = this.#estimate + (fast ? 1 : SMOOTHING) * (target - this.#estimate)
     // Growth adds one whole call at least, so a low limit (2, 3) is not held by rounding down.
     const step = reason === 'growth' && target >= this.#estimate + 1 ? Math.max(smoothed, Math.floor(this.#estimate) + 1) : smoothed
-    this.#estimate = this.#clamp(recovering ? Math.max(step, Math.min(target, this.#beforeCut)) : step)
+    this.#estimate = this.#clamp(recovering ? Math.max(step, Math.min(2 * this.#estimate, this.#goodHigh)) : step)
     const limit = this.limit
     if (limit !== before) this.#changedAt = now
     return { limit, changed: limit !== before, reason }
   }
 
   #cut(now: number): void {
-    this.#remember(now)
     this.#estimate = this.#clamp(this.limit * OVERLOAD_FACTOR)
     this.#cutAt = now
     this.#changedAt = now
@@ -437,14 +453,15 @@ export class LimitEstimator {
       // An answer older than the live buckets says nothing about the floor now.
       const newest = klass.buckets.at(-1)
       if (newest && index < newest.index - FLOOR_BUCKETS + 1) return
-      bucket = { index, count: 0, bins: new Map(), loads: new Map(), summarized: 0, floorMs: 0, inFlight: 0 }
+      bucket = { index, count: 0, cells: new Map(), summarized: 0, floorMs: 0, inFlight: 0 }
       klass.buckets.push(bucket)
       klass.buckets.sort((a, b) => a.index - b.index)
     }
     const bin = Math.floor(Math.log2(Math.max(sample.latencyMs, 0.01)) * BINS_PER_OCTAVE)
-    bucket.bins.set(bin, (bucket.bins.get(bin) ?? 0) + 1)
-    const load = Math.max(1, Math.round(sample.inFlight))
-    bucket.loads.set(load, (bucket.loads.get(load) ?? 0) + 1)
+    const load = Math.max(1, Math.min(this.#max, Math.round(sample.inFlight)))
+    let bins = bucket.cells.get(load)
+    if (!bins) bucket.cells.set(load, (bins = new Map()))
+    bins.set(bin, (bins.get(bin) ?? 0) + 1)
     bucket.count++
     klass.count++
   }
@@ -463,12 +480,14 @@ export class LimitEstimator {
         this.#classes.delete(name)
         continue
       }
-      let candidate: Floor | null = null
+      let lowest: Floor | null = null
       for (const bucket of klass.buckets) {
         summarize(bucket)
-        if (candidate === null || bucket.floorMs < candidate.ms) candidate = { ms: bucket.floorMs, inFlight: bucket.inFlight }
+        if (lowest === null || bucket.floorMs < lowest.ms) lowest = { ms: bucket.floorMs, inFlight: bucket.inFlight }
       }
-      klass.floor = nextFloor(klass.floor, candidate as Floor, this.#min)
+      const current = klass.floor
+      const rise = current !== null && (lowest as Floor).ms > current.ms ? floorAtLoad(klass.buckets, Math.max(current.inFlight, this.#min)) : null
+      klass.floor = nextFloor(current, lowest as Floor, rise)
       if (klass.count > busiest) {
         busiest = klass.count
         this.#floorMs = klass.floor.ms
@@ -478,27 +497,65 @@ export class LimitEstimator {
 }
 
 /**
- * A class's floor given its current one and the lowest of its live buckets: a lower
- * one at once; a higher one only when measured at no more calls in flight than the
- * current one was (or at the minimum limit), since answers slowed by our own load
- * must not raise the floor they are judged against.
+ * A class's floor given its current one, the lowest of its live buckets, and the floor
+ * of its live answers that started at no more calls in flight than the current floor was
+ * measured at (or at the minimum limit; null: too few of them): a lower floor at once; a
+ * higher one only from those answers, since answers slowed by our own load must not raise
+ * the floor they are judged against.
  */
-export function nextFloor(current: Floor | null, candidate: Floor, minLimit: number): Floor {
-  if (current === null || candidate.ms <= current.ms) return candidate
-  return candidate.inFlight <= Math.max(current.inFlight, minLimit) ? candidate : current
+export function nextFloor(current: Floor | null, lowest: Floor, atSameLoad: Floor | null): Floor {
+  if (current === null || lowest.ms <= current.ms) return lowest
+  return atSameLoad !== null && atSameLoad.ms > current.ms ? { ms: atSameLoad.ms, inFlight: current.inFlight } : current
 }
 
-/** A bucket's floor: the FLOOR_PERCENTILE of its latencies, and of the calls in flight they ran at. */
+/** The FLOOR_PERCENTILE of the answers in `buckets` that started at `maxLoad` calls in flight or fewer; null with fewer than MIN_WINDOW_SAMPLES. */
+function floorAtLoad(buckets: Bucket[], maxLoad: number): Floor | null {
+  const bins = new Map<number, number>()
+  let count = 0
+  for (const bucket of buckets) {
+    for (const [load, cell] of bucket.cells) {
+      if (load > maxLoad) continue
+      for (const [bin, n] of cell) {
+        bins.set(bin, (bins.get(bin) ?? 0) + n)
+        count += n
+      }
+    }
+  }
+  if (count < MIN_WINDOW_SAMPLES) return null
+  return { ms: binMs(percentileKey(bins, count)), inFlight: maxLoad }
+}
+
+/**
+ * A bucket's floor: the FLOOR_PERCENTILE of its latencies, and the median of the calls in
+ * flight that its answers at or under that latency started at (the load the floor was
+ * measured at, from the same answers).
+ */
 function summarize(bucket: Bucket): void {
   if (bucket.summarized === bucket.count) return
-  const bin = percentileKey(bucket.bins, bucket.count)
-  bucket.floorMs = 2 ** ((bin + 0.5) / BINS_PER_OCTAVE)
-  bucket.inFlight = percentileKey(bucket.loads, bucket.count)
+  const bins = new Map<number, number>()
+  for (const cell of bucket.cells.values()) for (const [bin, n] of cell) bins.set(bin, (bins.get(bin) ?? 0) + n)
+  const floorBin = percentileKey(bins, bucket.count)
+  const loads = new Map<number, number>()
+  let under = 0
+  for (const [load, cell] of bucket.cells) {
+    for (const [bin, n] of cell) {
+      if (bin > floorBin) continue
+      loads.set(load, (loads.get(load) ?? 0) + n)
+      under += n
+    }
+  }
+  bucket.floorMs = binMs(floorBin)
+  bucket.inFlight = percentileKey(loads, under, 0.5)
   bucket.summarized = bucket.count
 }
 
-function percentileKey(counts: Map<number, number>, total: number): number {
-  const rank = Math.max(1, Math.ceil(FLOOR_PERCENTILE * total))
+/** The latency (ms) in the middle of a bin. */
+function binMs(bin: number): number {
+  return 2 ** ((bin + 0.5) / BINS_PER_OCTAVE)
+}
+
+function percentileKey(counts: Map<number, number>, total: number, percentile = FLOOR_PERCENTILE): number {
+  const rank = Math.max(1, Math.ceil(percentile * total))
   const keys = [...counts.keys()].sort((a, b) => a - b)
   let seen = 0
   for (const key of keys) {

@@ -26,7 +26,13 @@ export interface PermitRequest {
  * or (across replicas) a call of a higher priority or a team with a smaller share waits
  * elsewhere for the few permits left.
  */
-export type Taken = { release: Release } | { full: 'credential' | 'team' | 'turn' }
+export type Taken = Granted | { full: 'credential' | 'team' | 'turn' }
+
+export interface Granted {
+  release: Release
+  /** Calls of the credential in flight once it is granted, itself included: on every replica sharing the permits. */
+  inFlight: number
+}
 
 export interface Permits {
   /** One permit (at once when counted here: no wait, no turn lost). */
@@ -61,11 +67,12 @@ export class MemoryPermits implements Permits {
   }
 
   /** A permit counted here whatever the caps: one another store has granted. */
-  grant(team: string): { release: Release } {
+  grant(team: string): Granted {
     this.#held += 1
     this.#teams.set(team, (this.#teams.get(team) ?? 0) + 1)
     let released = false
     return {
+      inFlight: this.#held,
       release: () => {
         if (released) return
         released = true

@@ -252,13 +252,13 @@ export class PlatformClient {
       const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
       const governor = this.#governors.of(credential)
       const urgency = call.urgency ? { urgency: call.urgency } : {}
-      const release = call.trial
-        ? () => undefined
+      const slot = call.trial
+        ? { release: () => undefined, inFlight: governor.inFlight + 1 }
         : call.queue
           ? await slotFollowing(call.team, call.queue, waitSignal, (team, signal, priority) => governor.acquire(team, signal, deadline, { priority, ...urgency }))
           : await governor.acquire(call.team, waitSignal, deadline, { priority: call.priority ?? 'caller', ...urgency })
+      const { release, inFlight } = slot
       const started = Date.now()
-      const inFlight = governor.inFlight
       let delay: number | null
       try {
         const res = await request(`${baseUrl}${call.url}`, {

@@ -15,6 +15,8 @@ export const PERMIT_RETRY_MS = 200
 // A replica's mark that its team waits lives this long unless a refused take renews it:
 // a few retry intervals, so a replica that stops asking stops holding permits back.
 const WAITING_MARK_MS = 3 * PERMIT_RETRY_MS
+// Unanswered leases remembered for dropping; past this many the oldest lapse on their own.
+const MAX_UNHEARD = 64
 
 /**
  * One permit for a call, in one script, on Redis' clock (TIME): drops lapsed leases and
@@ -24,16 +26,19 @@ const WAITING_MARK_MS = 3 * PERMIT_RETRY_MS
  * fairness), or the same team's call of a higher priority, or of the same priority on a
  * replica holding fewer of its permits (so a replica that frees a permit does not keep
  * taking it back from the others).
- * A refused call marks its team as waiting on its replica.
+ * A refused call marks its team as waiting on its replica. Answers the permits held once
+ * granted (every replica's), or why none.
  *
  * KEYS: permits (member `<replica>.<n>:<team>`, score its expiry), waiting marks (member
  * `<priority rank>:<weight>:<replica>:<team>`, score its expiry).
  * ARGV: lease id (`<replica>.<n>`), team, priority rank (0 highest), weight, limit, team
- * ceiling (0: none), lease ms, mark ms, replica.
+ * ceiling (0: none), lease ms, mark ms, replica, then lease members to drop first (leases
+ * this replica asked for without hearing the answer, and does not hold).
  */
 const TAKE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 10, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local team, prio, weight, limit, cap = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -76,7 +81,7 @@ if limit - #members <= ahead then waits() return 'turn' end
 redis.call('ZADD', KEYS[1], now + lease, ARGV[1] .. ':' .. team)
 redis.call('PEXPIRE', KEYS[1], lease * 2)
 redis.call('ZREM', KEYS[2], mark)
-return 'ok'
+return #members + 1
 `
 
 /**
@@ -170,6 +175,9 @@ export class RedisPermits implements Permits {
   #renewal: NodeJS.Timeout | null = null
   #contendedUntil = 0
   #lastWaitingNotice = 0
+  // Leases asked for whose answer never came and that this replica does not hold (the
+  // fallback refused them): Redis may have granted them. Dropped by the next TAKE.
+  #unheard: string[] = []
 
   constructor(opts: RedisPermitsOptions) {
     this.#o = opts
@@ -214,24 +222,30 @@ export class RedisPermits implements Permits {
     const { breaker, redis, keys, leaseMs, perReplica } = this.#o
     const id = `${this.#prefix}.${(this.#seq++).toString(36)}`
     const rank = PRIORITIES.indexOf(request.priority)
+    const drop = this.#unheard.splice(0, MAX_UNHEARD)
     const got = await breaker.run(
-      () => redis.eval(TAKE, 2, keys.permits, keys.waiting, id, request.team, rank, request.weight, request.limit, request.cap ?? 0, leaseMs, WAITING_MARK_MS, this.#prefix) as Promise<string>,
+      () => redis.eval(TAKE, 2, keys.permits, keys.waiting, id, request.team, rank, request.weight, request.limit, request.cap ?? 0, leaseMs, WAITING_MARK_MS, this.#prefix, ...drop) as Promise<string | number>,
       DOWN,
     )
     if (got === DOWN) {
       const local = this.#local.take({ team: request.team, cap: request.cap, limit: Math.min(request.limit, perReplica ?? request.limit) })
-      return 'full' in local ? local : this.#held(id, request.team, local.release)
+      // Granted here, the lease is renewed and given back as any other; refused, it is
+      // dropped by a later TAKE, as are those this one could not drop.
+      const unheard = 'full' in local ? [`${id}:${request.team}`] : []
+      this.#unheard = [...drop, ...unheard, ...this.#unheard].slice(0, MAX_UNHEARD)
+      return 'full' in local ? local : this.#held(id, request.team, local.release, local.inFlight)
     }
-    if (got !== 'ok') return this.#refused(got as 'credential' | 'team' | 'turn')
-    return this.#held(id, request.team, this.#local.grant(request.team).release)
+    if (typeof got !== 'number') return this.#refused(got as 'credential' | 'team' | 'turn')
+    return this.#held(id, request.team, this.#local.grant(request.team).release, got)
   }
 
-  #held(id: string, team: string, local: () => void): Taken {
+  #held(id: string, team: string, local: () => void, inFlight: number): Taken {
     const member = `${id}:${team}`
     this.#leases.add(member)
     this.#renewal ??= setInterval(() => void this.#renew(), Math.max(1, Math.floor(this.#o.leaseMs / 3))).unref()
     let released = false
     return {
+      inFlight,
       release: () => {
         if (released) return
         released = true

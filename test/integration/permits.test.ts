@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { pino } from 'pino'
 import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -31,7 +32,9 @@ function sharedSuite(name: string, make: () => Permits) {
   describe(name, () => {
     it('grants `limit` permits, refuses the next, and grants again once one is given back', async () => {
       const permits = make()
-      const held = [release(await permits.take(ask('a', 3))), release(await permits.take(ask('b', 3))), release(await permits.take(ask('c', 3)))]
+      const taken = [await permits.take(ask('a', 3)), await permits.take(ask('b', 3)), await permits.take(ask('c', 3))]
+      expect(taken.map((t) => 'inFlight' in t && t.inFlight)).toEqual([1, 2, 3])
+      const held = taken.map(release)
       expect(await permits.take(ask('d', 3))).toEqual({ full: 'credential' })
       expect(permits.held).toBe(3)
       held[0]?.()
@@ -94,7 +97,10 @@ describe.skipIf(!available)('RedisPermits', () => {
     release(await b.take(ask('x', 4, 2)))
     expect(await b.take(ask('x', 4, 2))).toEqual({ full: 'team' })
     release(await b.take(ask('y', 4)))
-    const last = release(await a.take(ask('y', 4)))
+    const fourth = await a.take(ask('y', 4))
+    // The calls in flight once granted are every replica's: what the platform carries.
+    expect('inFlight' in fourth && fourth.inFlight).toBe(4)
+    const last = release(fourth)
     expect(await a.take(ask('z', 4))).toEqual({ full: 'credential' })
     expect([a.held, b.held]).toEqual([2, 2])
     last()
@@ -177,6 +183,34 @@ describe.skipIf(!available)('RedisPermits', () => {
       expect(permits.held).toBe(0)
       await waitFor('Redis holds what the replica holds: nothing', async () => (await liveLeases()) === 0, 5000)
     } finally {
+      client.disconnect()
+    }
+  })
+
+  it('drops a lease Redis granted but whose answer never came, and that the replica refused here, at its next take', async () => {
+    // The replica's commands time out after 100 ms; Redis is kept busy 400 ms, so the TAKE
+    // runs after its caller gave up on it.
+    const client = new Redis(redis.server.url, { commandTimeout: 100, maxRetriesPerRequest: 0, lazyConnect: true })
+    client.on('error', () => undefined)
+    await client.connect()
+    const sleeper = new Redis(redis.server.url)
+    try {
+      const permits = replica({ client, perReplica: 1 })
+      const held = release(await permits.take(ask('x', 4)))
+      // A script holds the server (DEBUG SLEEP is not enabled on the test servers).
+      const busy = sleeper.eval("local t = redis.call('TIME') local s = t[1] * 1e6 + t[2] repeat t = redis.call('TIME') until t[1] * 1e6 + t[2] - s > 400000 return 1", 0)
+      await sleep(50)
+      // Unanswered, and refused by the fallback (this replica's cap of 1 is used).
+      expect(await permits.take(ask('x', 4))).toEqual({ full: 'credential' })
+      await busy
+      expect(await liveLeases()).toBe(2)
+      await waitFor('a permit through Redis again', async () => 'release' in (await permits.take(ask('x', 4))), 5000)
+      held()
+      // The unanswered lease went with that take: Redis holds what the replica holds.
+      await waitFor('the first permit given back', async () => (await liveLeases()) === 1)
+      expect(await redis.client.zrange(KEYS.permits, 0, -1)).toEqual(permits.leases())
+    } finally {
+      sleeper.disconnect()
       client.disconnect()
     }
   })

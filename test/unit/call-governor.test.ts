@@ -29,7 +29,7 @@ function governor(clock: FakeClock, opts: Partial<GovernorOptions> = {}) {
 function call(g: CallGovernor, team: string, order: string[], signal?: AbortSignal, deadline?: number) {
   const state: { release: Release | null; error: (Error & { code?: string; retryAfterSec?: number }) | null } = { release: null, error: null }
   const done = g.acquire(team, signal, deadline).then(
-    (release) => {
+    ({ release }) => {
       order.push(team)
       state.release = release
     },
@@ -49,7 +49,7 @@ function oneAtATime(g: CallGovernor) {
   return {
     order,
     submit(team: string) {
-      void g.acquire(team).then((release) => {
+      void g.acquire(team).then(({ release }) => {
         order.push(team)
         holder = release
       })
@@ -350,13 +350,13 @@ describe('slotFollowing', () => {
   it('waits in the queue of the earliest caller\'s team, and moves to the next team\'s queue when that caller hangs up', async () => {
     const clock = fakeClock()
     const { g } = governor(clock, { maxConcurrent: 2, limitsOf: () => ({ maxConcurrent: 1 }) })
-    const heldByA = await g.acquire('a')
+    const { release: heldByA } = await g.acquire('a')
     const group = new CallerGroup()
     const [a, b] = [new AbortController(), new AbortController()]
     group.join(a.signal, 'a')
     group.join(b.signal, 'b')
     let started = false
-    const slot = slotFollowing('a', group, undefined, (team, signal) => g.acquire(team, signal)).then((release) => {
+    const slot = slotFollowing('a', group, undefined, (team, signal) => g.acquire(team, signal)).then(({ release }) => {
       started = true
       return release
     })
@@ -372,7 +372,7 @@ describe('slotFollowing', () => {
 
   it('without callers to follow, waits under its own team', async () => {
     const { g } = governor(fakeClock())
-    const release = await slotFollowing('a', undefined, undefined, (team, signal) => g.acquire(team, signal))
+    const { release } = await slotFollowing('a', undefined, undefined, (team, signal) => g.acquire(team, signal))
     expect(g.running('a')).toBe(1)
     release()
   })
@@ -403,7 +403,7 @@ describe('CallGovernor early resume', () => {
 function backgroundCall(g: CallGovernor, priority: Priority, order: string[], name: string, urgency?: () => number, team = 'a') {
   const state: { release: Release | null; error: Error | null } = { release: null, error: null }
   const done = g.acquire(team, undefined, Infinity, { priority, ...(urgency ? { urgency } : {}) }).then(
-    (release) => {
+    ({ release }) => {
       order.push(name)
       state.release = release
     },

@@ -180,6 +180,11 @@ describe('LimitEstimator on synthetic platforms (closed-loop simulation)', () =>
     expect(run.throttled / run.calls).toBeLessThan(0.01)
   })
 
+  it('grows by its whole headroom each window while no knee is known: from 8 to 48 within 10 s on a flat platform', () => {
+    const run = simulate({ estimator: estimator(8, 64), callers: callers(120), platform: flat(100, { kind: 'uniform', spread: 0.05 }), durationMs: 20_000 })
+    expect(reached(run, 48)).toBeLessThanOrEqual(10_000)
+  })
+
   it.each([
     ['uniform ±20 %', { kind: 'uniform', spread: 0.2 }],
     ['lognormal, sigma 0.2', { kind: 'lognormal', spread: 0.2 }],
@@ -347,9 +352,10 @@ describe('LimitEstimator windows', () => {
     // Seven answers ten times slower: too few to judge.
     for (let i = 0; i < 7; i++) est.record(sample({ at: at0 + 2100 + i, latencyMs: 1000, inFlight: 40 }))
     expect(est.tick(at0 + 2500)).toEqual({ limit: 40, changed: false, reason: 'few-samples' })
-    // Twenty: the gradient 1.25 / 10 is clamped to 0.5; the limit moves 30 % of the way to 0.5 × 40 + √40.
+    // Twenty: the gradient 1.25 / 10 is clamped to 0.5, and past the buffer no headroom is
+    // added; the limit moves 30 % of the way to 0.5 × 40.
     for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 3600 + i, latencyMs: 1000, inFlight: 40 }))
-    expect(est.tick(at0 + 3700)).toEqual({ limit: Math.floor(40 + 0.3 * (20 + Math.sqrt(40) - 40)), changed: true, reason: 'latency' })
+    expect(est.tick(at0 + 3700)).toEqual({ limit: Math.floor(40 + 0.3 * (20 - 40)), changed: true, reason: 'latency' })
   })
 
   it('sets aside the latency of calls that started before the limit last changed', () => {
@@ -382,13 +388,13 @@ describe('LimitEstimator windows', () => {
 
 describe('nextFloor', () => {
   it.each([
-    ['the first floor', null, { ms: 140, inFlight: 13 }, { ms: 140, inFlight: 13 }],
-    ['a lower floor, whatever the load', { ms: 100, inFlight: 4 }, { ms: 90, inFlight: 30 }, { ms: 90, inFlight: 30 }],
-    ['a higher floor measured under more load: kept', { ms: 100, inFlight: 12 }, { ms: 140, inFlight: 13 }, { ms: 100, inFlight: 12 }],
-    ['a higher floor measured at the same load: taken', { ms: 100, inFlight: 12 }, { ms: 140, inFlight: 12 }, { ms: 140, inFlight: 12 }],
-    ['a higher floor measured at the minimum limit: taken', { ms: 100, inFlight: 1 }, { ms: 140, inFlight: 2 }, { ms: 140, inFlight: 2 }],
-  ])('%s', (_name, current, candidate, next) => {
-    expect(nextFloor(current, candidate, 2)).toEqual(next)
+    ['the first floor', null, { ms: 140, inFlight: 13 }, null, { ms: 140, inFlight: 13 }],
+    ['a lower floor, whatever the load', { ms: 100, inFlight: 4 }, { ms: 90, inFlight: 30 }, null, { ms: 90, inFlight: 30 }],
+    ['a higher floor without answers at the same load: kept', { ms: 100, inFlight: 12 }, { ms: 140, inFlight: 13 }, null, { ms: 100, inFlight: 12 }],
+    ['a higher floor, answers at the same load still at the floor: kept', { ms: 100, inFlight: 12 }, { ms: 140, inFlight: 13 }, { ms: 100, inFlight: 12 }, { ms: 100, inFlight: 12 }],
+    ['a higher floor measured at the same load: taken', { ms: 100, inFlight: 12 }, { ms: 140, inFlight: 12 }, { ms: 130, inFlight: 12 }, { ms: 130, inFlight: 12 }],
+  ] as const)('%s', (_name, current, lowest, atSameLoad, next) => {
+    expect(nextFloor(current, lowest, atSameLoad)).toEqual(next)
   })
 })
 
