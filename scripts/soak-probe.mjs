@@ -4,5 +4,5 @@
 process.on('SIGUSR2', () => {
   globalThis.gc?.()
   const m = process.memoryUsage()
-  process.stderr.write(`SOAK-MEM ${JSON.stringify({ rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers })}\n`)
+  process.stderr.write(`SOAK-MEM ${JSON.stringify({ rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers })}\n`)
 })

@@ -753,7 +753,7 @@ async function main() {
     const added = last.newReports - first.newReports
     const perReport = added > 0 ? ((last.heapUsed - first.heapUsed) / added / 1024).toFixed(1) : '—'
     console.log(
-      `  ${gw.name}: heap after GC ${mb(first.heapUsed)} MB at the first sample, ${mb(last.heapUsed)} MB at the end (peak ${mb(peak)}), ${perReport} KB per report it cached in between (${added}); external ${mb(first.external)} -> ${mb(last.external)} MB; RSS ${mb(first.rss)} -> ${mb(last.rss)} MB`,
+      `  ${gw.name}: heap after GC ${mb(first.heapUsed)} MB at the first sample, ${mb(last.heapUsed)} MB at the end (peak ${mb(peak)}), ${perReport} KB per report it cached in between (${added}); external ${mb(first.external)} -> ${mb(last.external)} MB; V8 heap reserved (heapTotal) ${mb(first.heapTotal ?? 0)} -> ${mb(last.heapTotal ?? 0)} MB; RSS ${mb(first.rss)} -> ${mb(last.rss)} MB`,
     )
   }
 
@@ -841,7 +841,7 @@ function chaosVerdict({ ledger, loadEndS, replicas, unexpectedExits, sigtermExit
     const first = m.find((x) => x.at >= RSS_AFTER_S && x.age >= 20)
     const last = m[m.length - 1]
     if (!first || !last || first === last) return { name: gw.name, ok: true, text: `${gw.name} n/a (no sample after its first minute)` }
-    return { name: gw.name, ok: rssWithin(first.rss, last.rss, RSS_GROWTH), text: `${gw.name} ${mb(first.rss)} -> ${mb(last.rss)} MB` }
+    return { name: gw.name, ok: rssWithin(first.rss, last.rss, RSS_GROWTH), text: `${gw.name} ${mb(first.rss)} -> ${mb(last.rss)} MB (V8 heap reserved ${mb(first.heapTotal ?? 0)} -> ${mb(last.heapTotal ?? 0)} MB)` }
   })
   const targets = [
     [sum('wrong') === 0, `0 wrong bodies: ${sum('wrong')}`, firstOf('wrong')],

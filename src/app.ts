@@ -1,4 +1,3 @@
-import type { Timers } from './platform/call-governor.js'
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify'
@@ -11,6 +10,7 @@ import { SecretSet, loggerOptions } from './logger.js'
 import { createMetrics } from './metrics.js'
 import { RedisBreaker, RedisBus, RedisWatch, closeRedis, createRedisClient, failureCause, redisAddress, redisConnectTimeoutMs, type RedisClient } from './redis.js'
 import { RedisSeal } from './redis-seal.js'
+import { installIoredisCommandTimeoutPatch } from './redis-command-timeout.js'
 import { createPlatformPool } from './platform/platform-pool.js'
 import { TokenRegistry } from './platform/token-registry.js'
 import { TeamDirectory } from './teams/team-auth.js'
@@ -55,6 +55,8 @@ import { consoleRoutes } from './console/console-routes.js'
 import type { LoadOptions } from './config.js'
 import { VALIDATOR_CODE } from './validator-code.js'
 import { keepTickShape } from './tick-shape.js'
+import { systemClock, type Clock } from './clock.js'
+import type { Timers } from './reports/stepped-timers.js'
 
 export interface GatewayDeps {
   /** Where log lines go (tests capture them); default stdout. */
@@ -63,10 +65,11 @@ export interface GatewayDeps {
   /** A Redis connection to use instead of one made from config.redis. */
   redis?: RedisClient | null
   dispatcher?: Dispatcher
-  now?: () => number
-  /** The report cache's timers (refresh ahead); tests pass a fake clock's. */
+  /** The time and timers of every part of the gateway; default systemClock (tests pass a fake clock). */
+  clock?: Clock
+  /** The report cache's refresh-ahead timers; default stepped timers on the clock. */
   timers?: Timers
-  /** Where the teams are reloaded from (issue #8); default the process environment. null: never. */
+  /** Where the teams are reloaded from; default the process environment. null: never. */
   configSource?: LoadOptions | null
   /** Where the console's compiled scripts are (tests running the sources point it at dist/console). */
   consoleScriptsDir?: string
@@ -78,7 +81,7 @@ export interface Gateway {
   ctx: GatewayContext
   /** Reloads the teams from CONFIG_FILE (SIGHUP). */
   reloader: TeamReloader
-  /** Bytes kept by the memos of URLs callers sent (issue 16: bounded whatever they send). */
+  /** Bytes kept by the memos of URLs callers sent (bounded whatever they send). */
   memoBytes(): { targets: number; forms: number }
   /** Starts token sources and subscriptions; call before serving. */
   start(): Promise<void>
@@ -95,7 +98,7 @@ const CONNECTIONS_CHECK_MS = 1000
 const CLOSING_KEEP_ALIVE_MS = 500
 
 // Replaces Fastify's default, which logs the error with its `rawPacket`: the caller's
-// bytes, API key and admin token included (issue #5). Nothing of the request is logged.
+// bytes, API key and admin token included. Nothing of the request is logged.
 function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
@@ -103,7 +106,7 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   }
   const error = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new RequestTimeoutError() : new BadRequestError('malformed HTTP request')
   const body = JSON.stringify({ statusCode: error.statusCode, code: error.code, error: STATUS_CODES[error.statusCode ?? 400], message: error.message })
-  // Then closed, not half-closed: a caller that keeps its side open would keep the socket (issue 16).
+  // Then closed, not half-closed: a caller that keeps its side open would keep the socket.
   socket.end(`HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode ?? 400]}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => socket.destroy())
 }
 
@@ -114,12 +117,17 @@ function bodyLimitOf(request: FastifyRequest, config: Config): number {
 /** Builds both listeners; never listens (main.ts does). */
 export async function createGateway(config: Config, deps: GatewayDeps = {}): Promise<Gateway> {
   keepTickShape()
+  const clock = deps.clock ?? systemClock
+  // For the parts that only read the time.
+  const now = (): number => clock.now()
   const secrets = new SecretSet()
   for (const s of config.secrets) secrets.add(s)
   const audit = new AuditTrail()
   const log = deps.logger ?? pino(loggerOptions(config.logLevel, secrets), audit.tee(deps.logStream))
   const metrics = createMetrics()
   const dispatcher = deps.dispatcher ?? createPlatformPool(config.platform)
+  // Before any Redis client of this process sends a command: its timeouts then measure Redis, not this process's stalls.
+  installIoredisCommandTimeoutPatch(log)
   const redis = deps.redis !== undefined ? deps.redis : createRedisClient(config.redis, log)
   // Redis answering again (the circuit closed, a new connection): the report copies this
   // replica kept meanwhile, or that a Redis restarted empty lost, go back to it (below).
@@ -137,11 +145,12 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
         address: redisAddress(config.redis),
         cause: (err) => failureCause(redis, err),
         commandTimeoutMs: config.redis.commandTimeoutMs,
+        now,
       })
     : null
-  // Checked from the start, not only when a request needs Redis (issue #7).
-  const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS), keyPrefix: config.redis.keyPrefix, onReconnect: () => redisBack() }) : null
-  // Redis is shared, not trusted (issue 16, item 5): what replicas write there is sealed.
+  // Checked from the start, not only when a request needs Redis: an outage without traffic shows too.
+  const redisWatch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS), keyPrefix: config.redis.keyPrefix, onReconnect: () => redisBack(), clock }) : null
+  // Redis is shared, not trusted: what replicas write there is sealed.
   const seal = config.gatewaySecret ? new RedisSeal(config.gatewaySecret) : null
   // Each series from 0, so that an alert on increase() sees the first forged value too.
   if (redis) for (const what of ['entry', 'message', 'pause', 'purge']) metrics.redisUnverified.inc({ what }, 0)
@@ -170,7 +179,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     lockTtlMs: 2 * config.platform.timeoutMs,
     shared: Boolean(config.gatewaySecret) && redis !== null,
     log,
-    ...(deps.now ? { now: deps.now } : {}),
+    now,
   })
   const tokens = new TokenRegistry(config, {
     dispatcher,
@@ -182,11 +191,11 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     filePollMs: config.platform.tokenFilePollMs,
     maintenanceMs: config.platform.maintenanceMs,
     logins,
-    ...(deps.now ? { now: deps.now } : {}),
+    clock,
   })
   const l2 =
     redis && breaker
-      ? new RedisStore({ redis, breaker, prefix: config.redis.keyPrefix, seal, onUnverified: (key) => unverified('entry', key), limits: entryLimits, onRefused: refusedEntry, ...(deps.now ? { now: deps.now } : {}) })
+      ? new RedisStore({ redis, breaker, prefix: config.redis.keyPrefix, seal, onUnverified: (key) => unverified('entry', key), limits: entryLimits, onRefused: refusedEntry, now })
       : null
   const lock =
     redis && breaker && bus ? new ReplicaLock({
@@ -195,8 +204,10 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
           bus,
           prefix: config.redis.keyPrefix,
           lockTtlMs: config.cache.lockTtlMs,
+          clock,
         }) : null
-  const teams = new TeamDirectory(config.teams, deps.now)
+  const teams = new TeamDirectory(config.teams, now)
+  metrics.watchKeyLifetimes(() => teams.keyLifetimes())
   const usage = new TeamUsage({
     redis,
     breaker,
@@ -204,9 +215,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     metrics,
     flushMs: config.usage.flushMs,
     retentionDays: config.usage.retentionDays,
-    ...(deps.now ? { now: deps.now } : {}),
+    clock,
   })
-  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, seal, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team) })
+  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, seal, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team), clock })
   const client: PlatformClient = new PlatformClient({
     dispatcher,
     timeoutMs: config.platform.timeoutMs,
@@ -217,11 +228,11 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       probe: (provider, token) => probeStatus(client, config.platform.probe, provider, token),
       // Never while the platform throttles the probe's route or the credential: a 429 says nothing of the token.
       probePaused: (credential) => governors.paused(credential, config.platform.probe?.path),
-      ...(deps.now ? { now: deps.now } : {}),
+      now,
     }),
-    refusals: new RefusalLog({ log, metrics, ...(deps.now ? { now: deps.now } : {}) }),
+    refusals: new RefusalLog({ log, metrics, now }),
     usage,
-    isolation: config.platform.isolation,
+    clock,
   })
   // A credential pause is tested with the probe call and the token in use.
   governors.probeWith(async (credential) => {
@@ -229,16 +240,13 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     const state = provider.current()
     if (state) await probeStatus(client, config.platform.probe, provider, state.token, true)
   })
-  // platform.isolation false, kept only for the benchmark's side-by-side comparison: as
-  // before issue 15, nothing is held (every answer streams, its slot held while its caller
-  // reads) and a caller that stops reading is never cut off.
   const answers = new PlatformAnswers({
-    callBytes: config.platform.isolation ? config.platform.bufferBytes : 0,
+    callBytes: config.platform.bufferBytes,
     totalBytes: config.platform.bufferTotalBytes,
-    readIdleMs: config.platform.isolation ? config.platform.readIdleTimeoutMs : null,
+    readIdleMs: config.platform.readIdleTimeoutMs,
     onSlowReader: (credential) => metrics.platformSlowReaders.inc({ credential }),
   })
-  const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, ...(deps.now ? { now: deps.now } : {}) })
+  const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, now })
   const store = new TieredStore({
     l1,
     l2,
@@ -255,13 +263,13 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
         metrics.redisUnverified.inc({ what: 'purge' })
         log.warn({ what: 'purge', where }, "ignoring a value in redis that does not carry this gateway's seal (GATEWAY_SECRET)")
       },
-      ...(deps.now ? { now: deps.now } : {}),
+      now,
     }),
-    ...(deps.now ? { now: deps.now } : {}),
+    now,
   })
   redisBack = () => void store.shareKept()
   // Failures answered as documented: one warn line each, a flood summed up (no stacks).
-  const failures = new FailureLog({ log, ...(deps.now ? { now: deps.now } : {}) })
+  const failures = new FailureLog({ log, clock })
   const reports = new ReportCache({
     failures,
     config,
@@ -273,7 +281,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     answers,
     usage,
     tokens,
-    ...(deps.now ? { now: deps.now } : {}),
+    clock,
     ...(deps.timers ? { timers: deps.timers } : {}),
   })
   const ctx: GatewayContext = {
@@ -286,13 +294,13 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     teams,
     adminAuth: new AdminAuth(config.admin.tokens),
     usage,
-    rateLimiter: new RateLimiter({ redis, breaker, prefix: config.redis.keyPrefix, syncMs: config.redis.rateLimitSyncMs, ...(deps.now ? { now: deps.now } : {}) }),
+    rateLimiter: new RateLimiter({ redis, breaker, prefix: config.redis.keyPrefix, syncMs: config.redis.rateLimitSyncMs, clock }),
     redis,
     breaker,
     bus,
     reports,
     lifecycle: { phase: 'starting' },
-    now: deps.now ?? Date.now,
+    clock,
     governors,
     answers,
     campaignOwners: new CampaignOwners({
@@ -300,7 +308,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       client,
       redis,
       breaker,
-      ...(deps.now ? { now: deps.now } : {}),
+      now,
     }),
   }
   const tokenStore = new TokenStore(ctx)
@@ -314,6 +322,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     bus,
     source: config.demo ? null : source,
     pollMs: config.teamsReload.pollMs,
+    clock,
   })
 
   for (const provider of tokens.all()) {
@@ -332,15 +341,15 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const forms = new ReportForms(ctx)
   const observe = requestObserver(ctx)
   const proxy = buildServer(config, log, failures, config.cache.enabled ? fastReads(ctx, admission, forms, observe) : null)
-  // No body is parsed on the proxy listener before its handler admits the caller (issue
-  // #5): /api/v1 handlers read it through Admission.readBody; any other path is a 404
+  // No body is parsed on the proxy listener before its handler admits the caller:
+  // /api/v1 handlers read it through Admission.readBody; any other path is a 404
   // without reading a byte of it.
   proxy.removeAllContentTypeParsers()
   proxy.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
   await describeProxy(proxy)
   await proxy.register(healthRoutes, { ctx })
   await proxy.register(apiRoutes, { ctx, admission, client, forms })
-  // Every answer of a rate-limited team carries its standing (issue #8), refusals included.
+  // Every answer of a rate-limited team carries its standing, refusals included.
   proxy.addHook('onSend', (request, reply, payload, done) => {
     const caller = request.caller
     const fields = caller ? admission.rateFields(caller) : null
@@ -457,7 +466,7 @@ function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath
     // Replaced by the hook below: Fastify's own 503 has no GW_* code.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    // A caller that trickles its request in is cut off (issues #5, 16). Node checks these
+    // A caller that trickles its request in is cut off. Node checks these
     // deadlines only every connectionsCheckingInterval, hence the server of our own; and
     // Fastify applies its timeouts only to a server it makes, so they are set here.
     serverFactory: (handler) => {
@@ -467,7 +476,7 @@ function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath
         connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
         // A request without content-length or transfer-encoding has no body (RFC 9112):
         // Node 24.12+ then skips its body stream's life cycle, about a tenth of a hit's
-        // cost (issue 17). Nothing reads such a request's body: hasBody (routes/caller.ts)
+        // cost. Nothing reads such a request's body: hasBody (routes/caller.ts)
         // asks the same two headers.
         optimizeEmptyRequests: true,
       }

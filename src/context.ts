@@ -13,6 +13,7 @@ import type { PlatformGovernors } from './platform/platform-governors.js'
 import type { PlatformAnswers } from './platform/answer-buffer.js'
 import type { TeamUsage } from './teams/team-usage.js'
 import type { AdminAuth } from './routes/admin-auth.js'
+import type { Clock } from './clock.js'
 
 /** What the routes of both listeners share; built once by createGateway. */
 export interface GatewayContext {
@@ -37,6 +38,6 @@ export interface GatewayContext {
   answers: PlatformAnswers
   /** Where this replica is in its life: readiness is 503 unless `serving`. */
   lifecycle: { phase: 'starting' | 'serving' | 'stopping' }
-  /** The gateway's clock (tests pass a fake one). */
-  now: () => number
+  /** The gateway's time and timers (tests pass a fake clock). */
+  clock: Clock
 }

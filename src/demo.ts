@@ -2,6 +2,7 @@ import type { Config, TeamConfig } from './config.js'
 import { DEFAULT_CREDENTIAL } from './config.js'
 import { hashApiKey, newApiKey } from './teams/api-keys.js'
 import type { Sandbox } from './sandbox/sandbox.js'
+import { systemClock } from './clock.js'
 
 export const DEMO_TEAM = 'demo'
 
@@ -49,7 +50,7 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
 }
 
 export function demoCurl(port: number, key: string, advertiserId: number): string {
-  const today = new Date()
+  const today = new Date(systemClock.now())
   const to = today.toISOString().slice(0, 10)
   const from = new Date(today.getTime() - 6 * 86_400_000).toISOString().slice(0, 10)
   return `curl -s -i -H 'x-api-key: ${key}' 'http://127.0.0.1:${port}/api/v1/report/campaigns/get?advertiserId=${advertiserId}&dateFrom=${from}&dateTo=${to}&byDate=1&byCampaign=1'`

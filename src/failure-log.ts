@@ -1,17 +1,8 @@
 import type { Logger } from 'pino'
+import { systemClock, type Clock, type Timer } from './clock.js'
 
 /** How long a flood of one failure is counted before its one summary line. */
 export const FAILURE_SUMMARY_MS = 10_000
-
-export interface FailureTimers {
-  set(fn: () => void, ms: number): unknown
-  clear(handle: unknown): void
-}
-
-const realTimers: FailureTimers = {
-  set: (fn, ms) => setTimeout(fn, ms).unref(),
-  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
-}
 
 /**
  * A failure the gateway answered as the contract says (a 502, 503 or 504 with its GW_*
@@ -28,7 +19,7 @@ interface Flood {
   how: string | undefined
   count: number
   since: number
-  timer: unknown
+  timer: Timer
 }
 
 /**
@@ -40,15 +31,13 @@ interface Flood {
 export class FailureLog {
   readonly #log: Pick<Logger, 'warn'>
   readonly #intervalMs: number
-  readonly #now: () => number
-  readonly #timers: FailureTimers
+  readonly #clock: Clock
   readonly #floods = new Map<string, Flood>()
 
-  constructor(opts: { log: Pick<Logger, 'warn'>; intervalMs?: number; now?: () => number; timers?: FailureTimers }) {
+  constructor(opts: { log: Pick<Logger, 'warn'>; intervalMs?: number; clock?: Clock }) {
     this.#log = opts.log
     this.#intervalMs = opts.intervalMs ?? FAILURE_SUMMARY_MS
-    this.#now = opts.now ?? Date.now
-    this.#timers = opts.timers ?? realTimers
+    this.#clock = opts.clock ?? systemClock
   }
 
   /** A failure of code `code`, answered as `how` when not with its error; `first` logs it in full. */
@@ -66,14 +55,14 @@ export class FailureLog {
   /** Ends every interval now: their counts are logged (the gateway is closing). */
   close(): void {
     for (const flood of this.#floods.values()) {
-      this.#timers.clear(flood.timer)
+      this.#clock.clearTimeout(flood.timer)
       this.#summarize(flood)
     }
     this.#floods.clear()
   }
 
   #open(kind: string, code: string, how: string | undefined): void {
-    this.#floods.set(kind, { code, how, count: 0, since: this.#now(), timer: this.#timers.set(() => this.#end(kind), this.#intervalMs) })
+    this.#floods.set(kind, { code, how, count: 0, since: this.#clock.now(), timer: this.#clock.setTimeout(() => this.#end(kind), this.#intervalMs).unref() })
   }
 
   #end(kind: string): void {
@@ -86,7 +75,7 @@ export class FailureLog {
 
   #summarize({ code, how, count, since }: Flood): boolean {
     if (count === 0) return false
-    const seconds = Math.max(1, Math.round((this.#now() - since) / 1000))
+    const seconds = Math.max(1, Math.round((this.#clock.now() - since) / 1000))
     this.#log.warn({ code, ...(how === undefined ? {} : { how }), count, seconds }, `${code}${how === undefined ? '' : ` (${how})`}: ${count} more in the last ${seconds} s`)
     return true
   }

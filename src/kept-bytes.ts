@@ -1,6 +1,6 @@
 // What a memo entry keeps on the heap, counted the way V8 lays it out (64-bit, pointer
-// compression off: the upper bound). A memo bounded by the URL's length alone undercounted
-// what it kept by half or more (issue 16: the canonical query spells `+` as `%20`, and the
+// compression off: the upper bound). A memo bounded by the URL's length alone would undercount
+// what it keeps by half or more (the canonical query spells `+` as `%20`, and the
 // parsed parameters are a third copy), so every string and object an entry holds is counted.
 
 const STRING_HEADER = 16

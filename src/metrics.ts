@@ -1,6 +1,14 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { CounterTallies, TalliedHistogram } from './metric-tally.js'
 
+/** A key's remaining lifetime, by the names a label may carry: its team and id, never its hash. */
+export interface KeyLifetime {
+  team: string
+  /** The key's id. */
+  key: string
+  secondsLeft: number
+}
+
 // One registry per gateway instance, so two instances in one test process do not share counters.
 export function createMetrics() {
   const registry = new Registry()
@@ -12,6 +20,8 @@ export function createMetrics() {
   // Counted on every request, cache hits included: see metric-tally.ts.
   const requests = new CounterTallies<'route' | 'status'>()
   const cacheRequests = new CounterTallies<'result' | 'tier'>()
+  // The running keys, read at every scrape: keys a teams reload adds or removes show at the next one.
+  let keyLifetimes: () => Iterable<KeyLifetime> = () => []
   return {
     registry,
     /** Children of gateway_requests_total. */
@@ -52,7 +62,7 @@ export function createMetrics() {
     }),
     refreshAhead: new Counter({
       name: 'gateway_cache_refresh_ahead_total',
-      help: 'Background refreshes of popular report entries before they expire (issue 17), by outcome: started, completed, failed, skipped (no idle platform slot, or another replica refreshed it)',
+      help: 'Background refreshes of popular report entries before they expire, by outcome: started, completed, failed, skipped (no idle platform slot, or another replica refreshed it)',
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
@@ -176,6 +186,20 @@ export function createMetrics() {
       labelNames: ['team'] as const,
       registers: [registry],
     }),
+    apiKeyExpiry: new Gauge({
+      name: 'gateway_api_key_expiry_seconds',
+      help: 'Seconds until each API key with an expiresAt expires, by team and key id; negative once it has expired (the key is refused, and listed until it is removed from the teams); keys without expiresAt are not listed',
+      labelNames: ['team', 'key'] as const,
+      registers: [registry],
+      collect() {
+        this.reset()
+        for (const { team, key, secondsLeft } of keyLifetimes()) this.set({ team, key }, secondsLeft)
+      },
+    }),
+    /** Where gateway_api_key_expiry_seconds reads the running keys from. */
+    watchKeyLifetimes(source: () => Iterable<KeyLifetime>): void {
+      keyLifetimes = source
+    },
     configReloads: new Counter({
       name: 'gateway_config_reloads_total',
       help: 'Reloads of the teams from CONFIG_FILE or TEAMS_FILE, by result (applied, unchanged, refused)',

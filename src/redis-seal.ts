@@ -3,7 +3,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 const TAG_BYTES = 32
 
 /**
- * Redis is shared, not trusted (issue 16, item 5): whoever may write to it must not be
+ * Redis is shared, not trusted: whoever may write to it must not be
  * able to speak for the gateway. What a replica writes there (report entries, pauses,
  * bus messages) carries an HMAC-SHA256 with a key derived from GATEWAY_SECRET, bound to
  * where it lives (its Redis key, its bus channel): a value copied under another key, or

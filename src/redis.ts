@@ -1,37 +1,18 @@
-import { Command, Redis, Cluster, ReplyError, type RedisOptions } from 'ioredis'
+import { Redis, Cluster, ReplyError, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
 import type { RedisSeal } from './redis-seal.js'
 import { NonceSource, SeenNonces } from './seen-nonces.js'
+import { systemClock, type Clock, type Timer } from './clock.js'
 
 export type RedisClient = Redis | Cluster
-
-// ioredis times a command (commandTimeout) with a timer that rejects it when due. Timers
-// due run before the poll phase reads the sockets, so a process stalled past the timeout
-// (a GC pause, CPU throttling, synchronous work: 300 to 800 ms measured on a loaded
-// 2-core machine) failed commands whose replies had come in time and only waited in the
-// socket, and opened the circuit on a Redis that had answered at once. The timeout now
-// rejects after one more poll phase (setImmediate): a reply already received is read
-// first; a Redis that does not answer still fails the command, one loop turn later.
-const timedCommand = Command.prototype as unknown as {
-  setTimeout(ms: number): void
-  _commandTimeoutTimer?: NodeJS.Timeout
-  isResolved: boolean
-  reject(err: Error): void
-}
-timedCommand.setTimeout = function (this: typeof timedCommand, ms: number): void {
-  if (this._commandTimeoutTimer) return
-  this._commandTimeoutTimer = setTimeout(() => {
-    setImmediate(() => {
-      if (!this.isResolved) this.reject(new Error('Command timed out'))
-    })
-  }, ms)
-}
 
 /**
  * One ioredis connection for commands, standalone, Sentinel or Cluster. Commands fail
  * fast while Redis is unreachable (no offline queue) so that a request never waits on a
- * down Redis longer than the command timeout.
+ * down Redis longer than the command timeout. Its command timeout waits for replies
+ * already received once installIoredisCommandTimeoutPatch has run (createGateway runs it
+ * before it makes a client).
  */
 export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClient | null {
   if (!cfg.url && !cfg.sentinels && !cfg.cluster) return null
@@ -104,7 +85,7 @@ export function failureCause(client: RedisClient, err: unknown): string {
 export const RECHECK_MS = 250
 
 /**
- * Redis's state from the first second (issue #7): a ping when the gateway starts, once
+ * Redis's state from the first second: a ping when the gateway starts, once
  * the connection is made or has failed, then one every `intervalMs`, so that an outage
  * without traffic, and the end of one, show in the breaker (and so in /readyz, the
  * metric and the log) rather than at the next request. While the circuit is open, a ping
@@ -118,20 +99,22 @@ export class RedisWatch {
   readonly #recheckMs: number
   readonly #connectTimeoutMs: number
   readonly #probeKey: string
-  #timer: NodeJS.Timeout | null = null
+  #timer: Timer | null = null
   #lastPing = 0
   #pinging = false
   /** Pings in a row that failed on a live connection. */
   #slow = 0
   readonly #onReconnect: () => void
+  readonly #clock: Clock
   readonly #onReady = (): void => {
     if (this.#breaker.state !== 'closed') void this.#tick()
     this.#onReconnect()
   }
 
   /** `onReconnect`: each connection made after start (Redis may have restarted empty). */
-  constructor(client: RedisClient, breaker: RedisBreaker, opts: { intervalMs: number; connectTimeoutMs: number; keyPrefix: string; recheckMs?: number; onReconnect?: () => void }) {
+  constructor(client: RedisClient, breaker: RedisBreaker, opts: { intervalMs: number; connectTimeoutMs: number; keyPrefix: string; recheckMs?: number; onReconnect?: () => void; clock?: Clock }) {
     this.#client = client
+    this.#clock = opts.clock ?? systemClock
     this.#onReconnect = opts.onReconnect ?? (() => undefined)
     this.#breaker = breaker
     this.#intervalMs = opts.intervalMs
@@ -144,12 +127,12 @@ export class RedisWatch {
     await whenReady(this.#client, this.#connectTimeoutMs)
     await this.#tick()
     this.#client.on('ready', this.#onReady)
-    this.#timer = setInterval(() => void this.#tick(), this.#recheckMs)
+    this.#timer = this.#clock.setInterval(() => void this.#tick(), this.#recheckMs)
     this.#timer.unref()
   }
 
   close(): void {
-    if (this.#timer) clearInterval(this.#timer)
+    if (this.#timer) this.#clock.clearInterval(this.#timer)
     this.#timer = null
     this.#client.off('ready', this.#onReady)
   }
@@ -158,9 +141,9 @@ export class RedisWatch {
   async #tick(): Promise<void> {
     if (this.#pinging) return
     const open = this.#breaker.state !== 'closed'
-    if (!open && Date.now() - this.#lastPing < this.#intervalMs) return
+    if (!open && this.#clock.now() - this.#lastPing < this.#intervalMs) return
     this.#pinging = true
-    this.#lastPing = Date.now()
+    this.#lastPing = this.#clock.now()
     try {
       await (open ? this.#breaker.trial(() => this.#client.ping()) : this.#ping())
     } finally {
@@ -187,8 +170,8 @@ export class RedisWatch {
 // replica compiling its first request's code, a long GC, a starved CPU) it fires late,
 // and before the reply waiting unread on the socket is read. One that fired this far past
 // its due time says the loop was late, not Redis: that call gets its fallback and the
-// circuit stays as it was. A fresh replica on a busy machine opened it on its first
-// request and sent every report to the platform for a whole cooldown (issue 17).
+// circuit stays as it was. Otherwise a fresh replica on a busy machine opens it on its first
+// request and sends every report to the platform for a whole cooldown.
 const LATE_TIMEOUT_FACTOR = 1.5
 
 function timedOut(err: unknown): boolean {
@@ -244,7 +227,7 @@ export const RELEASE_IF_OWNER = `if redis.call('get', KEYS[1]) == ARGV[1] then r
 export type BreakerState = 'closed' | 'open' | 'half-open'
 
 /**
- * A write refused by a Redis that still answers (issue 16, item 9): out of memory under
+ * A write refused by a Redis that still answers: out of memory under
  * noeviction (OOM), a read-only replica (READONLY), a failed snapshot (MISCONF). Reads
  * go on; it is no outage.
  */
@@ -292,7 +275,7 @@ export class RedisBreaker {
     this.#onSkippedWrite = opts.onSkippedWrite
     this.#cooldownMs = opts.cooldownMs
     this.#log = opts.log
-    this.#now = opts.now ?? Date.now
+    this.#now = opts.now ?? systemClock.now
     this.#onChange = opts.onChange
     this.#address = opts.address ?? 'redis'
     this.#cause = opts.cause ?? ((err) => (err as Error).message)
@@ -477,9 +460,11 @@ export class RedisBus {
     return this.#seal !== null
   }
 
+  // A message's date is read on the system clock, not on the clock the gateway is handed:
+  // it travels between processes, which agree on real time only.
   async publish(channel: string, message: string): Promise<void> {
     const full = this.#prefix + channel
-    await this.#pub.publish(full, this.#seal ? this.#seal.sealText(full, `${Date.now()}.${this.#nonceSource.next()}.${message}`) : message)
+    await this.#pub.publish(full, this.#seal ? this.#seal.sealText(full, `${systemClock.now()}.${this.#nonceSource.next()}.${message}`) : message)
   }
 
   /** `<sent at>.<nonce>.<message>`, sealed: the message, or null when it is not this gateway's, is too old, or was heard before. */
@@ -491,7 +476,7 @@ export class RedisBus {
     const second = dot < 0 ? -1 : dated.indexOf('.', dot + 1)
     if (second < 0) return null
     const nonce = dated.slice(dot + 1, second)
-    if (!this.#nonces.take(channel, nonce, Number(dated.slice(0, dot)), Date.now())) return null
+    if (!this.#nonces.take(channel, nonce, Number(dated.slice(0, dot)), systemClock.now())) return null
     return dated.slice(second + 1)
   }
 

@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 // The gateway's own platform calls carry an x-request-id of their own kind, so that the
 // platform's logs (and the gateway's tests) tell them from callers'. A caller's id in
 // one of these spaces is replaced (routes/request-log.ts): a caller could otherwise pass
-// its calls off as the gateway's own (issue 16, item 7).
+// its calls off as the gateway's own.
 const OWN_KINDS = ['ownership', 'token-probe'] as const
 
 export type OwnRequestKind = (typeof OWN_KINDS)[number]
@@ -23,8 +23,8 @@ export function isOwnRequestId(id: string): boolean {
 // A caller's request without an id of its own gets one of the UUID form (RFC 9562,
 // version 8): a prefix drawn at random once per process, then a counter. Unique across
 // replicas (74 random bits a process) without drawing random bytes on every request:
-// randomUUID() was a tenth of what a cache hit does beyond a bare server's work (issue
-// 17). A request id labels log lines; it is no secret, so a guessable one costs nothing.
+// randomUUID() costs a tenth of what a cache hit does beyond a bare server's work. A
+// request id labels log lines; it is no secret, so a guessable one costs nothing.
 const ID_PREFIX = (() => {
   const hex = randomBytes(10).toString('hex')
   const variant = '89ab'[Number.parseInt(hex[18] as string, 16) & 3] as string

@@ -4,7 +4,7 @@ import type { Bindings, ChildLoggerOptions, Level, Logger } from 'pino'
 type LogFn = (...args: unknown[]) => void
 
 /**
- * Fastify's `childLoggerFactory` (issue 17): a request's logger whose pino child is made
+ * Fastify's `childLoggerFactory`: a request's logger whose pino child is made
  * the first time something logs through it. Most requests log nothing (the access line
  * is written by request-log.ts), yet a pino child costs more than a cache hit: its
  * bindings go through the redaction of every line (`*.token` reaches every value), and

@@ -1,6 +1,6 @@
 import { executionAsyncResource } from 'node:async_hooks'
 
-// Issue 17, hits at Node's limit. process.nextTick queues each callback as an object
+// process.nextTick queues each callback as an object
 // literal with computed keys, seven per cache hit. V8 lets the hidden classes of those
 // objects go at any full collection that finds none of them alive, which start-up does
 // several times, and the next tick makes new ones. nextTick's code, optimized while it saw

@@ -1,5 +1,5 @@
 // Ajv's `code` option for every validator the gateway compiles: the config schema, the
-// teams file and Fastify's routes (issue 17, "hits at Node's limit").
+// teams file and Fastify's routes.
 //
 // Ajv's code optimizer builds a `{ [name]: 1 }` object for every variable name it
 // generates (`err57`, `_errs51`, `valid8`...), over a thousand for the config schema. V8

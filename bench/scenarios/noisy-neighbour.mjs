@@ -2,8 +2,7 @@
 // platform credential (a route that answers 401, a route that answers 429 with
 // retry-after 900, connections that ask for large answers and never read them, a burst
 // of concurrent misses), team B sends one miss a second. B's latency and errors, and the
-// platform's peak concurrency, on three replicas sharing one Redis, with the protections
-// on and with `platform.isolation: false` (the behaviour before issue 15), side by side.
+// platform's peak concurrency, on three replicas sharing one Redis.
 
 import { connect } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -28,11 +27,6 @@ const QUEUE = 200
 const BURST_PER_REPLICA = 215
 const SLOW_READERS_PER_REPLICA = 8
 const LARGE_BYTES = 12_000_000
-
-const MODES = [
-  { id: 'on', label: 'protections on (defaults)', config: {} },
-  { id: 'off', label: '`platform.isolation: false` (before issue 15)', config: { platform: { isolation: false } } },
-]
 
 const day = (d) => new Date(Date.UTC(1990, 0, 1 + d)).toISOString().slice(0, 10)
 let nextReport = 0
@@ -125,43 +119,41 @@ export async function run({ fixture, quick }) {
   await sandbox.setLatency(PLATFORM_LATENCY_MS)
   const rows = []
   for (const attack of ATTACKS) {
-    for (const mode of MODES) {
-      const prefix = `rgwbench-nn-${attack.id}-${mode.id}:`
-      const config = { ...mode.config, platform: { maxConcurrent: MAX_CONCURRENT, queue: QUEUE, ...mode.config.platform } }
-      const replicas = []
-      for (let i = 0; i < REPLICAS; i++) replicas.push(await startGateway(`gw-nn-${attack.id}-${mode.id}-${i}`, { redis: true, prefix, config }))
-      const agentA = new Agent({ connections: BURST_PER_REPLICA + 20, keepAliveTimeout: 60_000, headersTimeout: 120_000, bodyTimeout: 120_000 })
-      const agentB = new Agent({ connections: 50, keepAliveTimeout: 60_000, headersTimeout: 120_000, bodyTimeout: 120_000 })
-      const ask = (agent, gw, path, key) => timedGet(agent, `${gw.url}${path}`, key)
-      let turnA = 0
-      const ctx = { replicas, keyA: teamKey, askA: (path, gw = replicas[turnA++ % replicas.length]) => ask(agentA, gw, path, teamKey) }
-      await sandbox.clearRouteFailures()
-      if (attack.platform) await sandbox.setRouteFailure(ATTACKED_ROUTE, attack.platform)
-      await sandbox.resetConcurrency()
-      const stopAttack = attack.start(ctx)
-      // The attack settles in (a queue fills, a pause or a condemnation happens) before B's first call.
+    const prefix = `rgwbench-nn-${attack.id}:`
+    const config = { platform: { maxConcurrent: MAX_CONCURRENT, queue: QUEUE } }
+    const replicas = []
+    for (let i = 0; i < REPLICAS; i++) replicas.push(await startGateway(`gw-nn-${attack.id}-${i}`, { redis: true, prefix, config }))
+    const agentA = new Agent({ connections: BURST_PER_REPLICA + 20, keepAliveTimeout: 60_000, headersTimeout: 120_000, bodyTimeout: 120_000 })
+    const agentB = new Agent({ connections: 50, keepAliveTimeout: 60_000, headersTimeout: 120_000, bodyTimeout: 120_000 })
+    const ask = (agent, gw, path, key) => timedGet(agent, `${gw.url}${path}`, key)
+    let turnA = 0
+    const ctx = { replicas, keyA: teamKey, askA: (path, gw = replicas[turnA++ % replicas.length]) => ask(agentA, gw, path, teamKey) }
+    await sandbox.clearRouteFailures()
+    if (attack.platform) await sandbox.setRouteFailure(ATTACKED_ROUTE, attack.platform)
+    await sandbox.resetConcurrency()
+    const stopAttack = attack.start(ctx)
+    // The attack settles in (a queue fills, a pause or a condemnation happens) before B's first call.
+    await sleep(1000)
+    const bCalls = []
+    for (let s = 0; s < phaseS; s++) {
+      bCalls.push(ask(agentB, replicas[s % replicas.length], distinct(REPORT_ROUTE, '&byCampaign=1'), teamBKey))
       await sleep(1000)
-      const bCalls = []
-      for (let s = 0; s < phaseS; s++) {
-        bCalls.push(ask(agentB, replicas[s % replicas.length], distinct(REPORT_ROUTE, '&byCampaign=1'), teamBKey))
-        await sleep(1000)
-      }
-      const b = await Promise.all(bCalls)
-      const { peak } = await sandbox.concurrency()
-      await stopAttack()
-      await Promise.all([agentA.close(), agentB.close()])
-      await Promise.all(replicas.map((gw) => stopProcess(gw)))
-      await sandbox.clearRouteFailures()
-      const figures = latencyFigures(b.map((r) => r.ms))
-      const failed = b.filter((r) => r.status !== 200)
-      const statuses = [...new Set(failed.map((r) => r.status))].map((s) => `${failed.filter((r) => r.status === s).length}× ${s}`).join(', ')
-      rows.push([attack.label, mode.label, `${b.length - failed.length} / ${b.length}${statuses ? ` (${statuses})` : ''}`, fmtMs(figures.p50), fmtMs(figures.p99), String(peak)])
-      log(`noisy-neighbour ${attack.id} ${mode.id}: B ${b.length - failed.length}/${b.length} answered 200, p50 ${fmtMs(figures.p50)}, p99 ${fmtMs(figures.p99)}; platform peak ${peak}`)
     }
+    const b = await Promise.all(bCalls)
+    const { peak } = await sandbox.concurrency()
+    await stopAttack()
+    await Promise.all([agentA.close(), agentB.close()])
+    await Promise.all(replicas.map((gw) => stopProcess(gw)))
+    await sandbox.clearRouteFailures()
+    const figures = latencyFigures(b.map((r) => r.ms))
+    const failed = b.filter((r) => r.status !== 200)
+    const statuses = [...new Set(failed.map((r) => r.status))].map((s) => `${failed.filter((r) => r.status === s).length}× ${s}`).join(', ')
+    rows.push([attack.label, `${b.length - failed.length} / ${b.length}${statuses ? ` (${statuses})` : ''}`, fmtMs(figures.p50), fmtMs(figures.p99), String(peak)])
+    log(`noisy-neighbour ${attack.id}: B ${b.length - failed.length}/${b.length} answered 200, p50 ${fmtMs(figures.p50)}, p99 ${fmtMs(figures.p99)}; platform peak ${peak}`)
   }
   await sandbox.setLatency(0)
   return [
-    markdownTable(["team A's attack", 'gateway', 'B answered 200', 'B p50', 'B p99', 'platform peak concurrency (3 replicas)'], rows),
+    markdownTable(["team A's attack", 'B answered 200', 'B p50', 'B p99', 'platform peak concurrency (3 replicas)'], rows),
     '',
     `Three gateway processes on one Redis (one key prefix per row, so no state carries over), \`platform.maxConcurrent: ${MAX_CONCURRENT}\`, \`queue: ${QUEUE}\`, team settings at their defaults; the sandbox answers after ${PLATFORM_LATENCY_MS} ms. Team A's attack runs on \`${ATTACKED_ROUTE}\` (its own route; the burst uses B's route) and starts 1 s before team B's ${phaseS} distinct misses on \`${REPORT_ROUTE}\`, one a second, sent to the replicas in turn, each measured from dispatch to last byte. The platform's peak concurrency is the most calls the sandbox was answering at once during the row, over all three replicas.`,
     '',

@@ -31,7 +31,7 @@ interface StoredMeta {
   staleUntil: number
   errorUntil: number
   advertiserIds: number[]
-  /** Absent in values written before ETags (issue 17). */
+  /** Absent in values that a gateway without ETags wrote to Redis. */
   etag?: string
 }
 
@@ -154,9 +154,9 @@ export function withinLimits(entry: CacheEntry, limits: EntryLimits, now: number
 // What an L1 entry holds besides its bodies: the entry, its two buffers and their backing
 // stores, its key, ETag and accounts, the cache's slots, and once it is answered its
 // answer fields and the rendered heads of its hits to plain and gzip callers
-// (reports/report-reply.ts): about 1,900 bytes on Node 24 (about 1,050 before the heads;
-// test/integration/cache-store.test.ts measures it). Counted as 256, small reports held
-// more than twice l1MaxBytes (issue 16).
+// (reports/report-reply.ts): about 1,900 bytes on Node 24
+// (test/integration/cache-store.test.ts measures it). Counted lower, an L1 of small
+// reports would hold more than l1MaxBytes (counted as 256, more than twice as much).
 export const ENTRY_OVERHEAD_BYTES = 2304
 
 /** Bytes an entry holds in memory, for the L1 budget. */

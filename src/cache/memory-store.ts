@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache'
 import { entrySize, ownBytes, type CacheEntry } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
+import { systemClock } from '../clock.js'
 
 /** L1: in-process, bounded in bytes, each entry living until its own `errorUntil`. */
 export class MemoryStore implements CacheStore {
@@ -10,7 +11,7 @@ export class MemoryStore implements CacheStore {
   readonly enabled: boolean
 
   constructor(opts: { maxBytes: number; now?: () => number }) {
-    this.#now = opts.now ?? Date.now
+    this.#now = opts.now ?? systemClock.now
     this.enabled = opts.maxBytes > 0
     // No lru-cache TTL: it reads the clock on every get, and a hit has read it already.
     // An entry past its errorUntil is dropped when it is next read.
@@ -75,9 +76,9 @@ export class MemoryStore implements CacheStore {
 }
 
 // A body is often a view of a larger buffer: zlib's 64 KiB output chunk, a slab of Node's
-// buffer pool, a Redis reply read in one piece. Kept as it came, each entry held that whole
-// buffer while the budget counted only its bytes: 64 KiB and more per cached report, past
-// l1MaxBytes (issue 16). The copy is made once per entry stored, never on a hit.
+// buffer pool, a Redis reply read in one piece. Kept as it came, each entry would hold that
+// whole buffer while the budget counts only its bytes: 64 KiB and more per cached report,
+// past l1MaxBytes. The copy is made once per entry stored, never on a hit.
 function withOwnBuffers(entry: CacheEntry): CacheEntry {
   const gzip = ownBytes(entry.gzip)
   const identity = entry.identity && ownBytes(entry.identity)

@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import type { RedisClient } from '../redis.js'
 import type { RedisSeal } from '../redis-seal.js'
 import { FILL_CLOCK_SKEW_MS, type CacheEntry } from './cache-entry.js'
+import { systemClock } from '../clock.js'
 
 /** A purge of the report cache: of one advertiser's entries, or (no advertiserId) of every entry; `at` is when it began (epoch ms). */
 export interface Purge {
@@ -60,7 +61,7 @@ export class PurgeLedger {
 
   constructor(opts: { keepMs: number; now?: () => number; shared?: SharedPurges | null; log?: Logger; onUnverified?: (where: string) => void }) {
     this.#keepMs = opts.keepMs
-    this.#now = opts.now ?? Date.now
+    this.#now = opts.now ?? systemClock.now
     this.#shared = opts.shared ?? null
     this.#log = opts.log ?? null
     this.#onUnverified = opts.onUnverified ?? (() => undefined)

@@ -3,6 +3,7 @@ import type { RedisBreaker, RedisClient } from '../redis.js'
 import { decodeEntry, encodeEntry, storedBytesLimit, withinLimits, type CacheEntry, type EntryLimits } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
 import type { RedisSeal } from '../redis-seal.js'
+import { systemClock } from '../clock.js'
 
 const SCAN_COUNT = 500
 
@@ -43,7 +44,7 @@ export class RedisStore implements CacheStore {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
     this.#prefix = opts.prefix
-    this.#now = opts.now ?? Date.now
+    this.#now = opts.now ?? systemClock.now
     this.#seal = opts.seal ?? null
     this.#onUnverified = opts.onUnverified ?? (() => undefined)
     this.#onRefused = opts.onRefused ?? (() => undefined)
@@ -142,7 +143,7 @@ export class RedisStore implements CacheStore {
   }
 }
 
-// Report answers are JSON (only such are stored, issue 16 item 8). Without a seal, anyone
+// Report answers are JSON (only such are stored: reports/report-body.ts). Without a seal, anyone
 // who may write to Redis could choose an entry's content type: an unsealed entry is
 // served with this one, whatever it says.
 const OWN_CONTENT_TYPE = 'application/json'

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { RELEASE_IF_OWNER, type RedisBreaker, type RedisBus, type RedisClient } from '../redis.js'
+import { systemClock, type Clock } from '../clock.js'
 
 /** Concurrent calls with one key share one run of `fn` in this process. */
 export class SingleFlight<T> {
@@ -65,7 +66,7 @@ export type LockOutcome =
 type News = { failure?: FillFailure }
 
 /**
- * One fill across replicas (issue 3, "Coalescing"; issue #9): the first replica takes a
+ * One fill across replicas: the first replica takes a
  * lock with SET NX PX and fills; the others wait until it announces the fill (or its
  * failure) on pub/sub, or until polling finds the entry. The lock lives `lockTtlMs` and
  * the leader renews it while it works, so a leader that dies leaves it for about one
@@ -78,16 +79,18 @@ export class ReplicaLock {
   readonly #prefix: string
   readonly #lockTtlMs: number
   readonly #pollMs: number
+  readonly #clock: Clock
   readonly #waiters = new Map<string, Set<(news: News) => void>>()
   #subscribed: Promise<void> | null = null
 
-  constructor(opts: { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus; prefix: string; lockTtlMs: number; pollMs?: number }) {
+  constructor(opts: { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus; prefix: string; lockTtlMs: number; pollMs?: number; clock?: Clock }) {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
     this.#bus = opts.bus
     this.#prefix = opts.prefix
     this.#lockTtlMs = opts.lockTtlMs
     this.#pollMs = opts.pollMs ?? Math.min(250, Math.ceil(opts.lockTtlMs / 4))
+    this.#clock = opts.clock ?? systemClock
   }
 
   async start(): Promise<void> {
@@ -118,20 +121,20 @@ export class ReplicaLock {
     if (got === undefined) return undefined
     if (got !== 'OK') return null
     // The heartbeat: a third of the TTL leaves two renewals' time for a slow Redis.
-    const heartbeat = setInterval(() => {
+    const heartbeat = this.#clock.setInterval(() => {
       void this.#breaker.run(() => this.#redis.eval(RENEW, 1, lockKey, token, String(this.#lockTtlMs)), undefined).then((renewed) => {
         // Lost (this process stalled past the TTL and another replica took over): stop renewing.
-        if (renewed === 0) clearInterval(heartbeat)
+        if (renewed === 0) this.#clock.clearInterval(heartbeat)
       })
     }, Math.max(Math.floor(this.#lockTtlMs / 3), 10))
     heartbeat.unref()
     return {
       abandon: async () => {
-        clearInterval(heartbeat)
+        this.#clock.clearInterval(heartbeat)
         await this.#breaker.run(() => this.#redis.eval(RELEASE_IF_OWNER, 1, lockKey, token), undefined)
       },
       release: async (failure) => {
-        clearInterval(heartbeat)
+        this.#clock.clearInterval(heartbeat)
         // The entry is in L2 before release() is called. The announcement goes out on the
         // same connection before the lock is deleted, so a waiter hears of a failure before
         // it could find the lock gone and take it over.
@@ -157,12 +160,12 @@ export class ReplicaLock {
     this.#listen(key, listener)
     const failureHeard = () => (this.#bus.authenticated ? heard.find((n) => n.failure)?.failure : undefined)
     try {
-      while (Date.now() < deadline) {
+      while (this.#clock.now() < deadline) {
         if (heard.length === 0) {
           await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, Math.max(Math.min(this.#pollMs, deadline - Date.now()), 1))
+            const timer = this.#clock.setTimeout(resolve, Math.max(Math.min(this.#pollMs, deadline - this.#clock.now()), 1))
             wakeUp = () => {
-              clearTimeout(timer)
+              this.#clock.clearTimeout(timer)
               resolve()
             }
           })

@@ -8,11 +8,12 @@ import type { MemoryStore } from './memory-store.js'
 import { SingleFlight } from './single-flight.js'
 import { PurgeLedger, type Purge } from './purge-ledger.js'
 import { LRU_ENTRY_BYTES, keptBytes } from '../kept-bytes.js'
+import { systemClock } from '../clock.js'
 
 export type Tier = 'l1' | 'l2'
 
 // With L1 off every hit reads its entry anew from Redis, compressed, and decompressing it
-// for a caller without gzip cost a third of such a hit (issue 17: zlib makes a stream for
+// for a caller without gzip costs a third of such a hit (zlib makes a stream for
 // each call). The body last decompressed for each key is kept with the exact compressed
 // bytes it came from; a read whose bytes are the same (compared in full, so a value
 // written into Redis can only ever find its own decompression) takes it from here.
@@ -30,7 +31,7 @@ const PURGE_CHANNEL = 'purge'
 const REFRESHED_CHANNEL = 'refreshed'
 
 /**
- * The report cache's two tiers as one store (design.md): L1 in memory in front of L2 in
+ * The report cache's two tiers as one store (docs/design.md): L1 in memory in front of L2 in
  * Redis, and purges that reach every replica's L1 through the bus. Without Redis it is
  * L1 alone. A purge is final (purge-ledger.ts): no entry filled before it is stored or
  * served again, whatever L2 holds.
@@ -71,10 +72,10 @@ export class TieredStore implements CacheStore {
     this.#l2 = opts.l2
     this.#bus = opts.bus
     this.#log = opts.log
-    this.#now = opts.now ?? Date.now
+    this.#now = opts.now ?? systemClock.now
     this.#maxEntryBytes = opts.maxEntryBytes
     this.#onRefused = opts.onRefused ?? (() => undefined)
-    this.#purges = opts.purges ?? new PurgeLedger({ keepMs: Number.POSITIVE_INFINITY, ...(opts.now ? { now: opts.now } : {}) })
+    this.#purges = opts.purges ?? new PurgeLedger({ keepMs: Number.POSITIVE_INFINITY, now: this.#now })
   }
 
   async start(): Promise<void> {
@@ -148,7 +149,7 @@ export class TieredStore implements CacheStore {
   }
 
   /**
-   * A refreshed copy (issue 17): stored in both tiers, and every replica holding the
+   * A refreshed copy: stored in both tiers, and every replica holding the
    * key in its L1 replaces its copy with it, rather than serving the older one until it
    * expires.
    */

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
 import { epochDay } from '../reports/report-query.js'
 
-// Cache warming (issue #7), the parts without I/O: what the command line asks for, which
+// Cache warming, the parts without I/O: what the command line asks for, which
 // report reads that makes, and what each answer means for the summary.
 
 export const USAGE = `usage: npm run warm -- --advertisers 101,102 --from YYYY-MM-DD --to YYYY-MM-DD [options]

@@ -22,7 +22,7 @@ const MAX_REDIRECTS = 5
 
 /**
  * The gateway answered with a redirect to another origin: the run stops, since following
- * it would send the team key there (issue 16, item 7).
+ * it would send the team key there.
  */
 export class RedirectRefused extends Error {
   constructor(from: string, to: string) {

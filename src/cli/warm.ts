@@ -4,7 +4,7 @@ import { describeTally, planWarm, UsageError, USAGE, warmOptions, type WarmOptio
 import { RedirectRefused, runWarm, type WarmProgress } from './warm-run.js'
 
 // npm run warm -- --advertisers 101,102 --from 2026-11-01 --to 2026-11-21 [...]: asks the
-// gateway for the usual reports so that callers find them cached (issue #7). The Helm
+// gateway for the usual reports so that callers find them cached. The Helm
 // chart runs it as a CronJob (templates/cronjob-cache-warm.yaml).
 
 const PLAIN_PROGRESS_MS = 5000

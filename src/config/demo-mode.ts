@@ -2,7 +2,7 @@ import type { Env } from './sources.js'
 import { getPath } from './sources.js'
 
 // Demo mode runs the bundled sandbox in place of the platform. It must never start by
-// accident in production (issue #7): only with nothing configured at all, or on request.
+// accident in production: only with nothing configured at all, or on request.
 
 /** What a setting is called for the operator, and where it lives in the merged config. */
 const DEPLOYMENT_SETTINGS: { name: string; path: string[] }[] = [

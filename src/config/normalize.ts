@@ -137,7 +137,6 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       queue: p.queue,
       queueTimeoutMs: parseDuration(p.queueTimeout),
       maxPauseMs: parseDuration(p.maxPause),
-      isolation: p.isolation,
       refreshBeforeMs: parseDuration(p.refreshBefore),
       expiryWarningsMs: p.expiryWarnings.map(parseDuration).sort((a, b) => b - a),
       tokenFilePollMs: parseDuration(p.tokenFilePoll),
@@ -202,7 +201,7 @@ function checkUrl(value: string | null | undefined, name: string, problems: stri
 }
 
 // The URL holds the Redis password: a message says what is wrong with it, never what it
-// holds, whatever its shape (issue 16, item 3). What passes here, ioredis and the
+// holds, whatever its shape. What passes here, ioredis and the
 // log lines' host:port (redis.ts) read without a surprise.
 function checkRedisUrl(value: string | null, name: string, problems: string[]): void {
   if (value == null) return

@@ -94,7 +94,7 @@ function isSecretPath(dotted: string): boolean {
  * `scheme://user:password@host` with what comes before the host replaced, for messages
  * (base URLs, warm's gateway URL): everything up to the last `@`, as a URL parser reads
  * it (a password may hold `@`), whatever the shape before it (`redis//:password@host`,
- * `user:password@host`), so that a malformed URL is masked too (issue 16, item 3).
+ * `user:password@host`), so that a malformed URL is masked too.
  */
 export function maskUrlPassword(value: unknown): unknown {
   if (typeof value !== 'string') return value

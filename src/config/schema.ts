@@ -29,15 +29,21 @@ export const CredentialSchema = Type.Object(
   { additionalProperties: false },
 )
 
+// A team's name and a key's id are labels of metrics, fields of log lines and words of
+// the console's pages: plain characters only, checked by the config and by `npm run keys`.
+export const TEAM_NAME_PATTERN = '^[A-Za-z0-9_.-]+$'
+export const TEAM_NAME_RULE = 'letters, digits, _ . - only'
+export const KEY_ID_PATTERN = '^[A-Za-z0-9_.-]{1,64}$'
+export const KEY_ID_RULE = 'letters, digits, _ . - (at most 64)'
+export const EXPIRES_AT_PATTERN = '^\\d{4}-\\d{2}-\\d{2}([T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$'
+
 const KeyHash = Type.String({ pattern: '^sha256:[0-9a-f]{64}$', description: 'sha256:<hex> of an API key (64 lower-case hex digits, from `npm run keys`); plaintext keys are never stored' })
-// A key with a name for logs and usage, and an end (issue #8).
+// A key with a name for logs and usage, and an end.
 const KeyEntry = Type.Object(
   {
     hash: KeyHash,
-    id: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'a key id of letters, digits, _ . - (at most 64)' })),
-    expiresAt: Type.Optional(
-      Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}([T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$', description: 'a date (2027-01-01, midnight UTC) or an ISO date-time' }),
-    ),
+    id: Type.Optional(Type.String({ pattern: KEY_ID_PATTERN, description: `a key id of ${KEY_ID_RULE}` })),
+    expiresAt: Type.Optional(Type.String({ pattern: EXPIRES_AT_PATTERN, description: 'a date (2027-01-01, midnight UTC) or an ISO date-time' })),
   },
   { additionalProperties: false },
 )
@@ -123,7 +129,6 @@ export const ConfigSchema = Type.Object(
         queue: Type.Integer({ minimum: 0 }),
         queueTimeout: Duration,
         maxPause: Duration,
-        isolation: Type.Boolean(),
         token: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
         tokenFile: Nullable(Type.String({ minLength: 1 })),
         username: Nullable(Type.String({ minLength: 1 })),
@@ -175,13 +180,13 @@ export const ConfigSchema = Type.Object(
         staleWhileRevalidate: Duration,
         staleIfError: Duration,
         lockTtl: Duration,
-        // Issue 17: the fraction of freshness after which a popular entry is refreshed; 0 off.
+        // Refresh ahead: the fraction of freshness after which a popular entry is refreshed; 0 off.
         refreshAhead: Type.Number({ minimum: 0, exclusiveMaximum: 1 }),
         maxRangeDays: Type.Integer({ minimum: 1 }),
       },
       { additionalProperties: false },
     ),
-    teams: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]+$' }), TeamSchema),
+    teams: Type.Record(Type.String({ pattern: TEAM_NAME_PATTERN }), TeamSchema),
     teamsReload: Type.Object({ poll: Duration }, { additionalProperties: false }),
     usage: Type.Object({ flush: Duration, retentionDays: Type.Integer({ minimum: 1, maximum: 3660 }) }, { additionalProperties: false }),
   },

@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs'
 import { Type } from '@sinclair/typebox'
 import { Ajv } from 'ajv'
 import { VALIDATOR_CODE } from '../validator-code.js'
-import { TeamSchema, type RawTeam } from './schema.js'
+import { TEAM_NAME_PATTERN, TeamSchema, type RawTeam } from './schema.js'
 import { isPlainObject, readYamlObject } from './sources.js'
 import { normalizeTeams, type TeamConfig } from './teams.js'
 
-const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false, code: VALIDATOR_CODE }).compile(Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]+$' }), TeamSchema))
+const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false, code: VALIDATOR_CODE }).compile(Type.Record(Type.String({ pattern: TEAM_NAME_PATTERN }), TeamSchema))
 
 /**
  * The `teams:` mapping of TEAMS_FILE, a file that holds the teams and nothing else, so

@@ -1,8 +1,8 @@
-import type { RawTeam } from './schema.js'
+import { TEAM_NAME_PATTERN, TEAM_NAME_RULE, type RawTeam } from './schema.js'
 import { parseDuration } from './units.js'
 
 // Teams as the gateway runs on them: the part of the config that reloads without a
-// restart (issue #8), so it is worked out on its own, also by `npm run keys -- list`.
+// restart, so it is worked out on its own, also by `npm run keys -- list`.
 
 export interface TeamKey {
   hash: string
@@ -22,10 +22,12 @@ export interface TeamConfig {
   rateLimit: { max: number; windowMs: number } | null
   /** Calls per round-robin turn when the credential's calls queue. */
   weight: number
-  /** The team's bulkhead in its credential's governor (issue 15); null: half of the credential's. */
+  /** The team's bulkhead in its credential's governor; null: half of the credential's. */
   maxConcurrent: number | null
   queue: number | null
 }
+
+const TEAM_NAME = new RegExp(TEAM_NAME_PATTERN)
 
 /** The id a key without one is known by: short, and no help to guess the key. */
 export function defaultKeyId(hash: string): string {
@@ -42,6 +44,12 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
   const keyOwners = new Map<string, string>()
   const ids = new Map<string, string>()
   for (const [name, t] of Object.entries(raw)) {
+    // The schema only checks the teams whose names match its pattern: any other is
+    // refused here, before its unchecked settings are read.
+    if (!TEAM_NAME.test(name)) {
+      problems.push(`teams: ${JSON.stringify(name)} is not a valid team name (${TEAM_NAME_RULE})`)
+      continue
+    }
     if (credentials && !credentials.has(t.credential)) problems.push(`teams.${name}.credential: no credential named ${t.credential}`)
     const keys: TeamKey[] = []
     for (const [i, entry] of t.keys.entries()) {
@@ -78,7 +86,7 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
 // A bare date is midnight UTC; a date-time without a zone is UTC too, so that every
 // replica reads the same instant whatever its TZ. Date.parse would roll 2027-02-30 over
 // to March: such a date is refused instead.
-function parseExpiry(text: string): number {
+export function parseExpiry(text: string): number {
   const [y, m, d] = text.slice(0, 10).split('-').map(Number) as [number, number, number]
   if (new Date(Date.UTC(y, m - 1, d)).toISOString().slice(0, 10) !== text.slice(0, 10)) return Number.NaN
   const iso = text.length === 10 ? `${text}T00:00:00` : text.replace(' ', 'T')

@@ -1,4 +1,4 @@
-// The operations console's script, run by the browser (issue 19). It holds no data of its
+// The operations console's script, run by the browser. It holds no data of its
 // own: everything comes from the admin calls, sent with the admin token this tab keeps in
 // sessionStorage (never a cookie, never the URL). Every text is set with textContent.
 import { addSample, bytes, expiryAt, expiryIn, pauseLeft, ratio, windowRatio, type CacheSample, type Expiry } from './console-format.js'

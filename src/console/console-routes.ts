@@ -27,7 +27,7 @@ function secured(reply: FastifyReply, type: string): FastifyReply {
     .header('cache-control', 'no-store')
 }
 
-/** The operations console (issue 19) on the admin listener: GET /console and its files. */
+/** The operations console on the admin listener: GET /console and its files. */
 export async function consoleRoutes(app: FastifyInstance, { scriptsDir = CONSOLE_SCRIPTS_DIR }: { scriptsDir?: string }): Promise<void> {
   app.get('/console', async (_request, reply) => secured(reply, 'text/html; charset=utf-8').send(CONSOLE_HTML))
   app.get('/console/console.css', async (_request, reply) => secured(reply, 'text/css; charset=utf-8').send(CONSOLE_CSS))

@@ -4,7 +4,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import { errorResponseComponents, errorResponses, errorSchemas, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
 
-// The OpenAPI 3.1 document of the proxy listener (issue #7), made by @fastify/swagger from
+// The OpenAPI 3.1 document of the proxy listener, made by @fastify/swagger from
 // the routes and their schemas (openapi/route-schemas.ts). What the route schemas cannot
 // say is added here: the routes' documented paths, the responses with their headers and
 // the GW_* error shapes (from errors.ts), and the team key as a security scheme.

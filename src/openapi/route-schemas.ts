@@ -2,7 +2,7 @@ import type { FastifySchema, FastifySchemaCompiler } from 'fastify'
 
 // What callers may send to the /api/v1 routes, as JSON Schema for the OpenAPI document
 // (openapi/document.ts). Documentation only: those routes check their input themselves,
-// in the contract's order (key before body, issue #5), and with their own messages
+// in the contract's order (key before body), and with their own messages
 // (reports/report-query.ts), so their scope compiles these with `describeOnly`.
 
 /** A validator that accepts everything: a route schema of the /api/v1 scope only describes. */

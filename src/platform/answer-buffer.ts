@@ -33,8 +33,8 @@ export class ByteBudget {
 export interface AnswerLimits {
   /** Most bytes of one answer held (platform.bufferBytes). */
   callBytes: number
-  /** How long a caller may take nothing before its answer is cut off (platform.readIdleTimeout); null: never (platform.isolation false). */
-  readIdleMs: number | null
+  /** How long a caller may take nothing before its answer is cut off (platform.readIdleTimeout). */
+  readIdleMs: number
 }
 
 /** Whose answer it is: named in the warning when its caller stops reading. */
@@ -61,7 +61,7 @@ export interface HeldAnswer {
 }
 
 /**
- * Issue 15 item 4: a platform slot covers the platform's work, not the caller's reading.
+ * A platform slot covers the platform's work, not the caller's reading.
  * An answer within platform.bufferBytes, and within what all held answers may take, is
  * received whole at the platform's speed, which ends its body and so frees its slot; a
  * larger one streams, its slot held while the caller reads. Either way a caller that
@@ -137,11 +137,11 @@ export class PlatformAnswers {
 class WatchedAnswer extends Readable {
   readonly #head: Buffer[]
   readonly #rest: AnswerRest | null
-  readonly #idleMs: number | null
+  readonly #idleMs: number
   readonly #on: { idle: () => void; closed: () => void }
   #timer: NodeJS.Timeout | null = null
 
-  constructor(head: Buffer[], rest: AnswerRest | null, idleMs: number | null, on: { idle: () => void; closed: () => void }) {
+  constructor(head: Buffer[], rest: AnswerRest | null, idleMs: number, on: { idle: () => void; closed: () => void }) {
     super()
     this.#head = head
     this.#rest = rest
@@ -178,7 +178,6 @@ class WatchedAnswer extends Readable {
   }
 
   #startClock(): void {
-    if (this.#idleMs === null) return
     this.#timer = setTimeout(() => {
       this.#on.idle()
       // Without an error: the reply sees a premature close and cuts the caller's connection.

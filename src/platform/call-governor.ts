@@ -2,17 +2,13 @@ import type { Logger } from 'pino'
 import { OverloadedError } from '../errors.js'
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
 import { type Granted, MemoryPermits, type Permits, type Taken } from './permits.js'
+import { systemClock, type Clock, type Timer } from '../clock.js'
 
 export type { Release } from './permits.js'
 
 /** A slot: `release` gives it back; `inFlight` counts the credential's calls in flight once it was had, on every replica. */
 export type Slot = Granted
 export type { Priority } from './fair-queue.js'
-
-export interface Timers {
-  set(fn: () => void, ms: number): unknown
-  clear(handle: unknown): void
-}
 
 export type RefusalReason = 'queue_full' | 'team_queue_full' | 'displaced' | 'queue_timeout' | 'paused'
 
@@ -37,8 +33,7 @@ export interface GovernorOptions {
   /** A team's own ceilings, as an operator set them; none by default. */
   limitsOf?: (team: string) => { maxConcurrent?: number | null; queue?: number | null } | undefined
   log: Pick<Logger, 'info' | 'warn'>
-  now?: () => number
-  timers?: Timers
+  clock?: Clock
   /** A call refused with GW_OVERLOADED. */
   onRefused?: (reason: RefusalReason) => void
   /** A pause began on this replica. */
@@ -67,7 +62,7 @@ interface Waiter extends Queued {
   /** Left the queue (its time is up, or its callers hung up) while a permit was being taken for it. */
   gone: boolean
   expiresAt: number
-  timer: unknown
+  timer: Timer | null
   resolve(slot: Slot): void
   reject(err: Error): void
   detach(): void
@@ -83,10 +78,6 @@ const LONGEST_PAUSE_MS = 15 * 60_000
 // setTimeout fires at once beyond 2^31 - 1 ms; a queueTimeout of weeks means "very long".
 const LONGEST_TIMER_MS = 2 ** 31 - 1
 
-const realTimers: Timers = {
-  set: (fn, ms) => setTimeout(fn, Math.min(ms, LONGEST_TIMER_MS)).unref(),
-  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
-}
 
 /**
  * The platform calls of one credential on one replica. A call starts with a permit
@@ -101,8 +92,7 @@ const realTimers: Timers = {
 export class CallGovernor {
   readonly credential: string
   readonly #o: GovernorOptions
-  readonly #now: () => number
-  readonly #timers: Timers
+  readonly #clock: Clock
   #limit: number
   #inFlight = 0
   // Callers' calls in flight per team: the shares the queue is fair by.
@@ -110,7 +100,7 @@ export class CallGovernor {
   readonly #queue = new FairQueue<Waiter>()
   #seq = 0
   #pausedUntil = 0
-  #resumeTimer: unknown = null
+  #resumeTimer: Timer | null = null
   #strikes = 0
   // The team whose call began the pause under way ('(gateway)' for the probe call, or a peer's team).
   #pausedBy = ''
@@ -118,14 +108,13 @@ export class CallGovernor {
   // A permit is being taken (one at a time, in queue order); #again: look again after it.
   #taking = false
   #again = false
-  #retryTimer: unknown = null
+  #retryTimer: Timer | null = null
   readonly #shares = { weight: (team: string) => this.#weight(team) }
 
   constructor(opts: GovernorOptions) {
     this.credential = opts.credential
     this.#o = opts
-    this.#now = opts.now ?? Date.now
-    this.#timers = opts.timers ?? realTimers
+    this.#clock = opts.clock ?? systemClock
     this.#limit = clampLimit(opts.limit ?? opts.maxConcurrent, opts.maxConcurrent)
     this.#permits = opts.permits ?? new MemoryPermits()
   }
@@ -168,7 +157,7 @@ export class CallGovernor {
 
   /** Until when (epoch ms) the credential is paused; 0 when it is not. */
   get pausedUntil(): number {
-    return this.#pausedUntil > this.#now() ? this.#pausedUntil : 0
+    return this.#pausedUntil > this.#clock.now() ? this.#pausedUntil : 0
   }
 
   /**
@@ -180,7 +169,7 @@ export class CallGovernor {
   acquire(team: string, signal?: AbortSignal, deadline = Infinity, how: CallClass = {}): Promise<Slot> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
     const priority = how.priority ?? 'caller'
-    const now = this.#now()
+    const now = this.#clock.now()
     const limits = this.limitsOf(team)
     const expiresAt = Math.min(now + this.#o.queueTimeoutMs, deadline)
     if (this.#pausedUntil > expiresAt) return Promise.reject(this.#refuse('paused', this.#pauseText(), priority))
@@ -211,14 +200,14 @@ export class CallGovernor {
         expiresAt,
         // A signal that aborts at the deadline ends the wait itself, with its own reason
         // (the call's timeout): a timer of ours for the same instant would race it.
-        timer: signal && deadline <= now + this.#o.queueTimeoutMs ? null : this.#timers.set(() => {
+        timer: signal && deadline <= now + this.#o.queueTimeoutMs ? null : this.#timer(() => {
           this.#remove(waiter)
           reject(this.#refuse('queue_timeout', `no platform slot of credential ${this.credential} within ${Math.max(0, expiresAt - now)} ms`, priority))
         }, expiresAt - now),
         resolve,
         reject,
         detach: () => {
-          this.#timers.clear(waiter.timer)
+          this.#clock.clearTimeout(waiter.timer)
           signal?.removeEventListener('abort', onAbort)
         },
       }
@@ -232,10 +221,10 @@ export class CallGovernor {
    * The platform answered 429: no call starts until its retry-after (seconds or an HTTP
    * date) has passed, or, without one, for a pause that doubles with each 429 in a row.
    * Returns how long the pause lasts from now (ms), for the other replicas. `longestMs`
-   * caps it (platform.maxPause when pauses are isolated).
+   * caps it (the gateway passes platform.maxPause).
    */
   throttled(retryAfter: string | undefined, team: string, longestMs = LONGEST_PAUSE_MS): number {
-    const given = parseRetryAfter(retryAfter, this.#now())
+    const given = parseRetryAfter(retryAfter, this.#clock.now())
     const ms = Math.min(given ?? Math.min(FIRST_PAUSE_MS * 2 ** this.#strikes, LONGEST_BACKOFF_MS), longestMs, LONGEST_PAUSE_MS)
     if (given === null) this.#strikes += 1
     this.pause(ms, 'platform', team)
@@ -249,7 +238,7 @@ export class CallGovernor {
 
   /** No call starts for `ms` from now (or longer, if already paused longer). */
   pause(ms: number, source: 'platform' | 'peer', team: string): void {
-    const now = this.#now()
+    const now = this.#clock.now()
     const until = now + Math.min(ms, LONGEST_PAUSE_MS)
     if (until <= now || until <= this.#pausedUntil) return
     const began = !this.#isPaused(now)
@@ -266,23 +255,23 @@ export class CallGovernor {
         waiter.reject(this.#refuse('paused', this.#pauseText(), waiter.priority))
       }
     }
-    if (this.#resumeTimer !== null) this.#timers.clear(this.#resumeTimer)
-    this.#resumeTimer = this.#timers.set(() => this.#resume(), until - now)
+    if (this.#resumeTimer !== null) this.#clock.clearTimeout(this.#resumeTimer)
+    this.#resumeTimer = this.#timer(() => this.#resume(), until - now)
   }
 
   /** The platform answers again (the probe call, or a peer saw it do so): the pause ends now. */
   resumeNow(source: 'platform' | 'peer'): void {
-    if (!this.#isPaused(this.#now())) return
+    if (!this.#isPaused(this.#clock.now())) return
     this.#pausedUntil = 0
-    if (this.#resumeTimer !== null) this.#timers.clear(this.#resumeTimer)
+    if (this.#resumeTimer !== null) this.#clock.clearTimeout(this.#resumeTimer)
     this.#resume(source)
   }
 
   #resume(source: 'platform' | 'peer' | 'expired' = 'expired'): void {
     this.#resumeTimer = null
-    const now = this.#now()
+    const now = this.#clock.now()
     if (this.#isPaused(now)) {
-      this.#resumeTimer = this.#timers.set(() => this.#resume(), this.#pausedUntil - now)
+      this.#resumeTimer = this.#timer(() => this.#resume(), this.#pausedUntil - now)
       return
     }
     this.#o.log.info({ credential: this.credential, scope: 'credential', team: this.#pausedBy, source, queued: this.#queue.size }, 'platform credential resumed')
@@ -294,14 +283,14 @@ export class CallGovernor {
   }
 
   #pauseText(): string {
-    return `credential ${this.credential} is paused by the platform for ${Math.ceil((this.#pausedUntil - this.#now()) / 1000)} s`
+    return `credential ${this.credential} is paused by the platform for ${Math.ceil((this.#pausedUntil - this.#clock.now()) / 1000)} s`
   }
 
   /** GW_OVERLOADED with a retry-after for a caller's call; a background call is dropped quietly. */
   #refuse(reason: RefusalReason, text: string, priority: Priority): Error {
     this.#o.onRefused?.(reason)
     if (priority === 'ahead' || priority === 'swr') return new NoIdleSlotError(this.credential)
-    const waitMs = this.#pausedUntil - this.#now()
+    const waitMs = this.#pausedUntil - this.#clock.now()
     return Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, Math.ceil(waitMs / 1000)) })
   }
 
@@ -379,7 +368,7 @@ export class CallGovernor {
         // (a team of another replica, or the same team's calls there, come first).
         const refused = new Set<string>()
         const skip = (w: Waiter) => refused.has(w.team) || this.#atCeiling(w.team, w.priority)
-        while (this.#queue.size > 0 && this.#inFlight < this.#limit && !this.#isPaused(this.#now())) {
+        while (this.#queue.size > 0 && this.#inFlight < this.#limit && !this.#isPaused(this.#clock.now())) {
           const waiter = this.#queue.next(skip)
           if (waiter === null) break
           const team = waiter.team
@@ -394,7 +383,7 @@ export class CallGovernor {
             continue
           }
           // Its time ran out, its callers hung up, or a pause began while the permit was taken.
-          if (waiter.gone || this.#isPaused(this.#now())) {
+          if (waiter.gone || this.#isPaused(this.#clock.now())) {
             taken.release()
             continue
           }
@@ -412,10 +401,15 @@ export class CallGovernor {
   #retryLater(): void {
     const ms = this.#permits.retryMs
     if (ms === null || this.#retryTimer !== null) return
-    this.#retryTimer = this.#timers.set(() => {
+    this.#retryTimer = this.#timer(() => {
       this.#retryTimer = null
       this.wake()
     }, ms)
+  }
+
+  // Unref'd: a governor's waits never keep the process alive.
+  #timer(fn: () => void, ms: number): Timer {
+    return this.#clock.setTimeout(fn, Math.min(ms, LONGEST_TIMER_MS)).unref()
   }
 
   #weight(team: string): number {

@@ -4,6 +4,7 @@ import type { RedisSeal } from '../redis-seal.js'
 import type { CallGovernor } from './call-governor.js'
 import { latencyClass, type LimitEstimator } from './limit-estimator.js'
 import { routeTemplate } from './throttle-pauses.js'
+import { systemClock, type Clock, type Timer } from '../clock.js'
 
 /** What one platform call tells the learned limit. */
 export interface CallSample {
@@ -46,7 +47,7 @@ export interface LearnedLimitOptions {
   log: Pick<Logger, 'info' | 'warn'>
   onLimit: (limit: number, floorMs: number | null) => void
   onChange: (direction: 'up' | 'down' | 'cut') => void
-  now?: () => number
+  clock?: Clock
 }
 
 /**
@@ -59,8 +60,8 @@ export interface LearnedLimitOptions {
  */
 export class LearnedLimit {
   readonly #o: LearnedLimitOptions
-  readonly #now: () => number
-  #timer: NodeJS.Timeout | null = null
+  readonly #clock: Clock
+  #timer: Timer | null = null
   // The newest window whose shared limit this replica wrote or adopted.
   #epoch = -1
   #syncing = false
@@ -71,7 +72,7 @@ export class LearnedLimit {
 
   constructor(opts: LearnedLimitOptions) {
     this.#o = opts
-    this.#now = opts.now ?? Date.now
+    this.#clock = opts.clock ?? systemClock
     opts.governor.setLimit(opts.estimator.limit)
     opts.onLimit(opts.estimator.limit, opts.estimator.floorMs)
   }
@@ -79,11 +80,11 @@ export class LearnedLimit {
   /** Reads the shared limit, then closes a window every windowMs (looked at four times a window, so none runs long). */
   async start(): Promise<void> {
     await this.#sync(false)
-    this.#timer = setInterval(() => void this.#tick(), Math.max(1, Math.floor(this.#o.windowMs / 4))).unref()
+    this.#timer = this.#clock.setInterval(() => void this.#tick(), Math.max(1, Math.floor(this.#o.windowMs / 4))).unref()
   }
 
   stop(): void {
-    if (this.#timer) clearInterval(this.#timer)
+    if (this.#timer) this.#clock.clearInterval(this.#timer)
     this.#timer = null
   }
 
@@ -94,14 +95,14 @@ export class LearnedLimit {
 
   record(sample: CallSample): void {
     const { governor, estimator } = this.#o
-    estimator.record({ at: this.#now(), latencyMs: sample.latencyMs, klass: latencyClass(sample.url), route: routeTemplate(sample.url), team: sample.team, inFlight: sample.inFlight, outcome: sample.outcome })
-    estimator.note({ at: this.#now(), inFlight: governor.inFlight, queued: governor.queued })
+    estimator.record({ at: this.#clock.now(), latencyMs: sample.latencyMs, klass: latencyClass(sample.url), route: routeTemplate(sample.url), team: sample.team, inFlight: sample.inFlight, outcome: sample.outcome })
+    estimator.note({ at: this.#clock.now(), inFlight: governor.inFlight, queued: governor.queued })
   }
 
   /** The platform paused the whole credential (429s from several routes or teams): a hard cut. */
   overload(): void {
     const before = this.#o.estimator.limit
-    this.#o.estimator.overload(this.#now())
+    this.#o.estimator.overload(this.#clock.now())
     this.#apply(before, 'cut')
     // Written with the next window's sync, so the other replicas cut too.
     if (this.#o.estimator.limit !== before) this.#unshared = true
@@ -110,8 +111,8 @@ export class LearnedLimit {
   async #tick(): Promise<void> {
     const { estimator, governor } = this.#o
     const before = estimator.limit
-    estimator.note({ at: this.#now(), inFlight: governor.inFlight, queued: governor.queued })
-    const step = estimator.tick(this.#now())
+    estimator.note({ at: this.#clock.now(), inFlight: governor.inFlight, queued: governor.queued })
+    const step = estimator.tick(this.#clock.now())
     if (step === null) return
     this.#apply(before, step.reason === 'overload' ? 'cut' : 'learned')
     await this.#sync(step.changed || this.#unshared)
@@ -132,7 +133,7 @@ export class LearnedLimit {
     this.#syncing = true
     try {
       const { redis, breaker, key, seal } = shared
-      const epoch = Math.floor(this.#now() / this.#o.windowMs)
+      const epoch = Math.floor(this.#clock.now() / this.#o.windowMs)
       const limit = this.#o.estimator.limit
       const record = JSON.stringify({ limit, epoch })
       const sealed = seal ? seal.sealText(key, record) : record

@@ -6,7 +6,7 @@
  *
  * Each window (DEFAULT_WINDOW_MS) closes with
  *
- *     r        = median over the window's answers of latency / floor(its latency class)
+ *     r        = FLOOR_PERCENTILE over the window's answers of latency / floor(its latency class)
  *     gradient = clamp(LATENCY_BUFFER / r, MIN_GRADIENT, MAX_GRADIENT)
  *     target   = gradient × limit + (r ≤ LATENCY_BUFFER ? headroom(limit) : 0)
  *     limit   += SMOOTHING × (target − limit)
@@ -46,8 +46,8 @@
  *   latency class (route template and date-range bucket, `latencyClass`), so a year of
  *   data, ten times slower, is not a loaded platform.
  * - One team or one route cannot teach the limit to collapse: the window's ratio is the
- *   lowest of the median over all answers, the median without the slowest team's and
- *   the median without the slowest route's; an overload cut needs overload answers on
+ *   lowest of the ratio over all answers, without the slowest team's and without the
+ *   slowest route's; an overload cut needs overload answers on
  *   two routes at least, as the credential pause does. Overload on one route is
  *   evidence about that route (its caller pauses it).
  * - Whether a window used the limit comes from `record` (calls in flight when each call
@@ -58,7 +58,7 @@ import { routeTemplate } from './throttle-pauses.js'
 
 /** How often the limit is recomputed. */
 export const DEFAULT_WINDOW_MS = 1000
-/** The answers' median may exceed the floor by 25 % before the limit shrinks (Envoy's buffer). */
+/** The window's latency may exceed the floor by 25 % before the limit shrinks (Envoy's buffer). */
 export const LATENCY_BUFFER = 1.25
 /** The gradient's clamp: one window at most halves the limit, and grows it by its headroom alone (Gradient2Limit's). */
 export const MIN_GRADIENT = 0.5
@@ -88,7 +88,7 @@ export const FLOOR_BUCKETS = 6
 export const FLOOR_PERCENTILE = 0.25
 /** Latency classes held; past this many the least recently seen is forgotten. */
 export const MAX_CLASSES = 512
-/** Answers kept per window for the median; past this many the rest only count. */
+/** Answers kept per window for its latency ratio; past this many the rest only count. */
 export const MAX_WINDOW_SAMPLES = 10_000
 /** How many windows the highest limit is remembered: growth back to it, once latency is at its floor again, is fast. */
 export const CUT_MEMORY_WINDOWS = 30
@@ -406,14 +406,15 @@ export class LimitEstimator {
   }
 
   /**
-   * The window's latency over floor: the median of all its answers' ratios, or, when
-   * lower, the median without the slowest team's answers, or without the slowest
-   * route's. Overload raises everyone's latency; one team's or one route's slowness
-   * is about its own calls.
+   * The window's latency over floor: the FLOOR_PERCENTILE of its answers' ratios (the
+   * floor's own percentile: like with like, so a platform whose answers spread widely
+   * sits at 1 when unloaded), or, when lower, the same without the slowest team's
+   * answers, or without the slowest route's. Overload raises everyone's latency; one
+   * team's or one route's slowness is about its own calls.
    */
   #windowRatio(): number {
     const ratios = this.#observations.map((o) => o.latencyMs / (this.#classes.get(o.klass)?.floor?.ms ?? o.latencyMs))
-    let ratio = median(ratios)
+    let ratio = percentile(ratios, FLOOR_PERCENTILE)
     for (const key of ['team', 'route'] as const) {
       const groups = new Map<string, number[]>()
       this.#observations.forEach((o, i) => {
@@ -429,7 +430,7 @@ export class LimitEstimator {
         if (m > worstMedian) [worst, worstMedian] = [name, m]
       }
       const rest = ratios.filter((_, i) => this.#observations[i]?.[key] !== worst)
-      if (rest.length >= MIN_WINDOW_SAMPLES) ratio = Math.min(ratio, median(rest))
+      if (rest.length >= MIN_WINDOW_SAMPLES) ratio = Math.min(ratio, percentile(rest, FLOOR_PERCENTILE))
     }
     return ratio
   }
@@ -563,6 +564,12 @@ function percentileKey(counts: Map<number, number>, total: number, percentile = 
     if (seen >= rank) return key
   }
   return keys.at(-1) as number
+}
+
+/** The value at `p` of `values` (nearest rank). */
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] as number
 }
 
 function median(values: number[]): number {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import { RELEASE_IF_OWNER, type RedisBreaker, type RedisClient } from '../redis.js'
+import { systemClock } from '../clock.js'
 
 /** What the gate reads of a token (a TokenState; its type lives with the provider, which imports the gate). */
 export interface TokenSnapshot {
@@ -48,7 +49,7 @@ const LOCK_POLL_MS = 100
 const RECORD_TTL_MS = 24 * 3600_000
 
 /**
- * Password logins of each credential (issue 15): one at a time across replicas (a Redis
+ * Password logins of each credential: one at a time across replicas (a Redis
  * lock, SET NX PX with an owner token, released by its owner only) and at most one per
  * `loginMinInterval` (the last login recorded in Redis) unless exempt. A login that a
  * refused token asked for, made while another replica logged in after that token was
@@ -88,7 +89,7 @@ export class LoginGate {
     this.#lockTtlMs = opts.lockTtlMs
     this.#shared = opts.shared
     this.#log = opts.log
-    this.#now = opts.now ?? Date.now
+    this.#now = opts.now ?? systemClock.now
   }
 
   /**
@@ -104,7 +105,7 @@ export class LoginGate {
   }
 
   async #run<T extends TokenSnapshot>(req: LoginRequest<T>): Promise<T | null> {
-    const until = Date.now() + this.#lockTtlMs
+    const until = this.#now() + this.#lockTtlMs
     for (;;) {
       const held = await this.#take(req.credential)
       if (held) {
@@ -120,11 +121,11 @@ export class LoginGate {
       if (!req.exempt) return null
       const replaced = replacement(req)
       if (replaced) return replaced
-      if (Date.now() >= until) {
+      if (this.#now() >= until) {
         this.#log.warn({ credential: req.credential }, 'platform login skipped: another replica held the login lock for the whole wait')
         return null
       }
-      await req.changed(Math.min(LOCK_POLL_MS, until - Date.now()))
+      await req.changed(Math.min(LOCK_POLL_MS, until - this.#now()))
     }
   }
 
@@ -151,8 +152,8 @@ export class LoginGate {
   async #awaitReplacement<T extends TokenSnapshot>(req: LoginRequest<T>, until: number): Promise<T | null> {
     for (;;) {
       const replaced = replacement(req)
-      if (replaced || Date.now() >= until) return replaced
-      await req.changed(until - Date.now())
+      if (replaced || this.#now() >= until) return replaced
+      await req.changed(until - this.#now())
     }
   }
 

@@ -15,6 +15,7 @@ import { GATEWAY_TEAM } from './gateway-team.js'
 import { routeTemplate } from './throttle-pauses.js'
 import { slotFollowing, type QueueTeam } from './caller-group.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
+import { systemClock, type Clock } from '../clock.js'
 
 export interface PlatformCall {
   method: string
@@ -70,11 +71,11 @@ const JSON_HEADERS = { accept: 'application/json', 'content-type': 'application/
 const MAX_JSON_REPLY_BYTES = 16 * 1024 * 1024
 
 /**
- * The one place that calls the platform (issue #6): the proxy, the report fill, the
- * ownership lookups and the admin probe. It injects the credential's token, waits for a
- * slot of the credential's governor (issue #8), bounds the whole call by one deadline
- * (issue #9), does the shared re-login plus one retry for reads on a 401 that the probe
- * call confirms (issue 15), the bounded read retries, and maps failures to GW_* errors.
+ * The one place that calls the platform: the proxy, the report fill, the ownership
+ * lookups and the admin probe. It injects the credential's token, waits for a slot of
+ * the credential's governor, bounds the whole call by one deadline, does the shared
+ * re-login plus one retry for reads on a 401 that the probe call confirms, the bounded
+ * read retries, and maps failures to GW_* errors.
  */
 export class PlatformClient {
   readonly #dispatcher: Dispatcher
@@ -84,7 +85,7 @@ export class PlatformClient {
   readonly #verdicts: TokenVerdicts
   readonly #refusals: RefusalLog
   readonly #usage: Pick<TeamUsage, 'platformCall'>
-  readonly #isolation: boolean
+  readonly #clock: Clock
   // Every call in flight listens on it: no listener limit (Node warns past 10).
   readonly #shutdown = maxListenersOff(new AbortController())
 
@@ -97,8 +98,8 @@ export class PlatformClient {
     refusals: RefusalLog
     /** Counts the gateway's own calls (json, probe) under GATEWAY_TEAM; the teams' calls are counted where they are made. */
     usage: Pick<TeamUsage, 'platformCall'>
-    /** platform.isolation; false: a 401 condemns the token without the probe call (the comparison mode). */
-    isolation: boolean
+    /** The deadlines' time and timers; the governors' clock. Default systemClock. */
+    clock?: Clock
   }) {
     this.#dispatcher = opts.dispatcher
     this.#timeoutMs = opts.timeoutMs
@@ -107,7 +108,7 @@ export class PlatformClient {
     this.#verdicts = opts.verdicts
     this.#refusals = opts.refusals
     this.#usage = opts.usage
-    this.#isolation = opts.isolation
+    this.#clock = opts.clock ?? systemClock
   }
 
   /** The platform has paused the credential or the route of `url` (a 429): a cached copy is better than a wait. */
@@ -140,26 +141,26 @@ export class PlatformClient {
     this.#shutdown.abort(new ShuttingDownError())
   }
 
-  // One deadline per caller (issue #9): queue wait, connect, headers, a re-login, the
+  // One deadline per caller: queue wait, connect, headers, a re-login, the
   // read retries and the complete body are all bounded by one timer, not each by its own.
   #deadline(timeoutMs = this.#timeoutMs): Deadline {
     const controller = new AbortController()
     const shutdown = this.#shutdown.signal
     const onShutdown = () => controller.abort(shutdown.reason)
     const done = () => {
-      clearTimeout(timer)
+      this.#clock.clearTimeout(timer)
       shutdown.removeEventListener('abort', onShutdown)
     }
     const budget = Math.min(timeoutMs, this.#timeoutMs)
     // Also ends a call whose body nobody reads or drops (its 'close' never comes).
-    const timer = setTimeout(() => {
+    const timer = this.#clock.setTimeout(() => {
       controller.abort(new UpstreamTimeoutError())
       done()
     }, budget)
     timer.unref()
     if (shutdown.aborted) onShutdown()
     else shutdown.addEventListener('abort', onShutdown, { once: true })
-    return { signal: controller.signal, at: Date.now() + budget, done }
+    return { signal: controller.signal, at: this.#clock.now() + budget, done }
   }
 
   async #send(provider: TokenProvider, call: PlatformCall, deadline: number): Promise<PlatformResponse> {
@@ -183,7 +184,7 @@ export class PlatformClient {
   }
 
   /**
-   * The token to send a call again with after its 401 (issue 15): only once the probe call
+   * The token to send a call again with after its 401: only once the probe call
    * confirms that the token itself is refused, or (no probe configured) from a re-login
    * loginMinInterval allows. Anything else is that call's refusal alone: GW_PLATFORM_REFUSED,
    * the token stays, no login and no retry.
@@ -197,9 +198,6 @@ export class PlatformClient {
   }
 
   async #verdict(provider: TokenProvider, token: string, call: PlatformCall): Promise<Verdict> {
-    // platform.isolation false, kept only for the benchmark's side-by-side comparison:
-    // every 401 condemns the token at once, as before issue 15.
-    if (!this.#isolation) return 'confirmed'
     const verdict = await this.#verdicts.judge(provider, token, routeTemplate(call.url))
     this.#refusals.note(provider.name, verdict, call)
     return verdict
@@ -247,7 +245,7 @@ export class PlatformClient {
   async #once(credential: string, baseUrl: string, call: PlatformCall, token: string, deadline: number): Promise<PlatformResponse> {
     const replayable = isReplayable(call.body)
     for (let retries = 0; ; retries++) {
-      // A call on a paused route is refused here, before it queues (issue 15).
+      // A call on a paused route is refused here, before it queues.
       this.#governors.admit(credential, call)
       const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
       const governor = this.#governors.of(credential)
@@ -258,7 +256,9 @@ export class PlatformClient {
           ? await slotFollowing(call.team, call.queue, waitSignal, (team, signal, priority) => governor.acquire(team, signal, deadline, { priority, ...urgency }))
           : await governor.acquire(call.team, waitSignal, deadline, { priority: call.priority ?? 'caller', ...urgency })
       const { release, inFlight } = slot
-      const started = Date.now()
+      const started = this.#clock.now()
+      // The call's latency, for the learned limit: a duration, measured on the monotonic clock.
+      const sent = performance.now()
       let delay: number | null
       try {
         const res = await request(`${baseUrl}${call.url}`, {
@@ -270,14 +270,14 @@ export class PlatformClient {
         })
         for (const end of ['end', 'error', 'close']) res.body.once(end, release)
         const retryAfter = res.headers['retry-after']
-        this.#governors.observe(credential, call, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined, { latencyMs: Date.now() - started, inFlight })
+        this.#governors.observe(credential, call, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined, { latencyMs: performance.now() - sent, inFlight })
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
         if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
         res.body.resume()
       } catch (err) {
         release()
         // The call's own end (its callers gone, the shutdown) says nothing of the platform.
-        if (!call.signal?.aborted || call.signal.reason instanceof UpstreamTimeoutError) this.#governors.failed(credential, call, { latencyMs: Date.now() - started, inFlight })
+        if (!call.signal?.aborted || call.signal.reason instanceof UpstreamTimeoutError) this.#governors.failed(credential, call, { latencyMs: performance.now() - sent, inFlight })
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { error: err } }, started, deadline)
         if (delay === null) throw upstreamError(err)
       }
@@ -288,7 +288,7 @@ export class PlatformClient {
   /** How long to wait before sending the call again; null: it is not sent again. */
   #retryDelay(credential: string, attempt: Attempt, started: number, deadline: number): number | null {
     if (!isRetryable(attempt)) return null
-    const now = Date.now()
+    const now = this.#clock.now()
     const delay = backoffMs(attempt.retries)
     if (!fitsBudget(now, delay, now - started, deadline)) return null
     this.#governors.retried(credential)

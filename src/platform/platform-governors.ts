@@ -12,6 +12,7 @@ import { LearnedLimit, type CallSample } from './learned-limit.js'
 import { DEFAULT_WINDOW_MS, LimitEstimator } from './limit-estimator.js'
 import { ESCALATION_WINDOW_MS, PAUSE_PROBE_INTERVAL_MS, pauseScope, RoutePauses, routeTemplate, type Throttle } from './throttle-pauses.js'
 import { GATEWAY_TEAM } from './gateway-team.js'
+import { systemClock, type Clock, type Timer } from '../clock.js'
 
 const PAUSE_CHANNEL = 'platform-pause'
 const CREDENTIAL = 'credential'
@@ -42,17 +43,19 @@ export interface PlatformGovernorsDeps {
   bus: RedisBus | null
   /** Seals the pauses written to Redis (GATEWAY_SECRET): a pause read there is obeyed only with its seal. */
   seal?: RedisSeal | null
-  /** A team's weight as the running teams say (they reload, issue #8); default 1. */
+  /** A team's weight as the running teams say (they reload); default 1. */
   weightOf?: (team: string) => number | undefined
   /** A team's own ceilings as the running teams say (null: none). */
   limitsOf?: (team: string) => { maxConcurrent: number | null; queue: number | null } | undefined
+  /** The time and timers of the governors, their permits, learned limits and pauses; default systemClock. */
+  clock?: Clock
 }
 
 /** How long a call took and how busy the credential was when it started. */
 export type CallTiming = Pick<CallSample, 'latencyMs' | 'inFlight'>
 
 /**
- * One CallGovernor per credential, and the 429 pauses shared by every replica (issue 15).
+ * One CallGovernor per credential, and the 429 pauses shared by every replica.
  * A 429 pauses the route it came from (its template) for min(retry-after,
  * platform.maxPause); throttles of two routes or two teams within ESCALATION_WINDOW_MS
  * pause the credential (the probe call's own 429 pauses only its route). A route pause
@@ -62,23 +65,23 @@ export type CallTiming = Pick<CallSample, 'latencyMs' | 'inFlight'>
  * The replica that saw the 429 writes the pause to Redis (`pause:<credential>` with the
  * pause as its PX; a route in the hash `route-pauses:<credential>`) and tells the others
  * on the bus, and likewise for a resume; a replica that starts reads the pauses under
- * way. Without Redis a pause stays on the replica that got the 429. With
- * platform.isolation false, any 429 pauses the credential, for up to 15 min, unprobed
- * (the behaviour before issue 15, kept for side-by-side benchmarks); it also turns off
- * the team bulkheads and the permits across replicas (maxConcurrent per replica again).
+ * way. Without Redis a pause stays on the replica that got the 429.
  */
 export class PlatformGovernors {
   readonly #d: PlatformGovernorsDeps
   readonly #governors = new Map<string, CallGovernor>()
   readonly #routes = new Map<string, RoutePauses>()
   readonly #recent = new Map<string, Throttle[]>()
-  readonly #probing = new Map<string, NodeJS.Timeout>()
+  readonly #probing = new Map<string, Timer>()
   #prober: ((credential: string) => Promise<unknown>) | null = null
   readonly #leased: RedisPermits[] = []
   readonly #learned = new Map<string, LearnedLimit>()
+  readonly #clock: Clock
 
   constructor(deps: PlatformGovernorsDeps) {
     this.#d = deps
+    const clock = deps.clock ?? systemClock
+    this.#clock = clock
     const { platform } = deps.config
     for (const credential of Object.keys(deps.config.credentials)) {
       const refused = deps.metrics.platformRefused
@@ -89,19 +92,20 @@ export class PlatformGovernors {
         queueLimit: platform.queue,
         queueTimeoutMs: platform.queueTimeoutMs,
         weightOf: (team) => deps.weightOf?.(team) ?? 1,
-        limitsOf: (team) => (platform.isolation ? deps.limitsOf?.(team) : undefined),
+        limitsOf: (team) => deps.limitsOf?.(team),
         permits: this.#permits(credential, () => governor.wake()),
         log: deps.log,
+        clock,
         onRefused: (reason) => refused.inc({ credential, reason }),
         onPaused: () => {
           deps.metrics.platformPauses.inc({ credential })
-          if (platform.isolation) this.#probe(credential)
+          this.#probe(credential)
         },
       })
       this.#governors.set(credential, governor)
       if (platform.adaptive) this.#learned.set(credential, this.#learnedLimit(credential, governor))
       else deps.metrics.platformLimit.set({ credential }, governor.limit)
-      this.#routes.set(credential, new RoutePauses({ now: Date.now, onExpired: (route, team) => this.#routeResumed(credential, route, team, 'expired') }))
+      this.#routes.set(credential, new RoutePauses({ clock, onExpired: (route, team) => this.#routeResumed(credential, route, team, 'expired') }))
     }
   }
 
@@ -109,7 +113,7 @@ export class PlatformGovernors {
   #permits(credential: string, wake: () => void): Permits {
     const { config, redis, breaker, bus, log, metrics } = this.#d
     const { platform } = config
-    if (!platform.isolation || !redis || !breaker) return new MemoryPermits(platform.maxConcurrentPerReplica ?? Infinity)
+    if (!redis || !breaker) return new MemoryPermits(platform.maxConcurrentPerReplica ?? Infinity)
     const permits = new RedisPermits({
       redis,
       breaker,
@@ -122,6 +126,7 @@ export class PlatformGovernors {
       log,
       onLost: (count) => metrics.platformPermitsLost.inc({ credential }, count),
       onFreed: wake,
+      clock: this.#clock,
     })
     this.#leased.push(permits)
     return permits
@@ -143,6 +148,7 @@ export class PlatformGovernors {
         if (floorMs !== null) metrics.platformLatencyFloor.set({ credential }, floorMs / 1000)
       },
       onChange: (direction) => metrics.platformLimitChanges.inc({ credential, direction }),
+      clock: this.#clock,
     })
   }
 
@@ -211,12 +217,11 @@ export class PlatformGovernors {
       const ms = await breaker.run(() => redis.pttl(key), -2)
       const team = ms > 0 ? this.#opened(key, await breaker.run(() => redis.get(key), null)) : null
       if (team !== null) governor.pause(this.#peerLength(ms), 'peer', team)
-      if (!this.#d.config.platform.isolation) continue
       const routesKey = this.#routesKey(credential)
       const routes = await breaker.run(() => redis.hgetall(routesKey), {} as Record<string, string>)
       for (const [route, value] of Object.entries(routes)) {
         const pause = parseStoredRoutePause(this.#opened(`${routesKey}#${route}`, value))
-        if (pause) this.#routePaused(credential, route, this.#peerLength(pause.until - Date.now()), pause.team, 'peer')
+        if (pause) this.#routePaused(credential, route, this.#peerLength(pause.until - this.#clock.now()), pause.team, 'peer')
       }
     }
   }
@@ -243,7 +248,7 @@ export class PlatformGovernors {
   stop(): void {
     for (const learned of this.#learned.values()) learned.stop()
     for (const permits of this.#leased) permits.stop()
-    for (const timer of this.#probing.values()) clearInterval(timer)
+    for (const timer of this.#probing.values()) this.#clock.clearInterval(timer)
     this.#probing.clear()
     for (const routes of this.#routes.values()) routes.clear()
   }
@@ -253,12 +258,7 @@ export class PlatformGovernors {
     // Only answers of the platform's own making teach the limit: a 4xx other than 429 is the call's fault, and often fast.
     if (timing && (status < 400 || status === 429 || status >= 500)) this.#learn(credential, call, timing, status === 429 ? 'throttled' : status >= 500 ? 'failed' : 'ok')
     const governor = this.of(credential)
-    const { isolation, maxPauseMs } = this.#d.config.platform
-    if (!isolation) {
-      if (status !== 429) governor.answered()
-      else this.#credentialPaused(credential, governor.throttled(retryAfter, call.team), call.team)
-      return
-    }
+    const { maxPauseMs } = this.#d.config.platform
     const route = routeTemplate(call.url)
     if (status !== 429) {
       governor.answered()
@@ -267,7 +267,7 @@ export class PlatformGovernors {
       if (call.probe === true && governor.pausedUntil > 0) this.#credentialResumed(credential, 'platform')
       return
     }
-    const now = Date.now()
+    const now = this.#clock.now()
     const throttle = { route, team: call.team, at: now }
     const recent = this.#recentOf(credential, now)
     // The probe is the gateway's own call. While the credential is paused its 429 is that
@@ -312,13 +312,12 @@ export class PlatformGovernors {
       else governor.pause(ms, 'peer', team)
       return
     }
-    if (!this.#d.config.platform.isolation) return
     if (ms === undefined) {
       this.#routeResumed(credential, scope, null, 'peer')
       return
     }
     // A peer's route throttle counts toward this replica's escalation window too.
-    const now = Date.now()
+    const now = this.#clock.now()
     const recent = this.#recentOf(credential, now)
     if (!recent.some((t) => t.route === scope && t.team === team)) recent.push({ route: scope, team, at: now })
     this.#routePaused(credential, scope, ms, team, 'peer')
@@ -338,7 +337,7 @@ export class PlatformGovernors {
   #routePaused(credential: string, route: string, ms: number, team: string, source: 'platform' | 'peer'): boolean {
     if (!this.#routesOf(credential).pause(route, ms, team)) return false
     this.#d.log.warn(
-      { credential, scope: route, team, source, pauseMs: ms, until: new Date(Date.now() + ms).toISOString() },
+      { credential, scope: route, team, source, pauseMs: ms, until: new Date(this.#clock.now() + ms).toISOString() },
       'platform route paused: the platform answered 429',
     )
     return true
@@ -355,7 +354,7 @@ export class PlatformGovernors {
   /** Sends the probe call every PAUSE_PROBE_INTERVAL_MS while the credential is paused. */
   #probe(credential: string): void {
     if (this.#probing.has(credential)) return
-    const timer = setInterval(() => {
+    const timer = this.#clock.setInterval(() => {
       if (this.of(credential).pausedUntil === 0) {
         this.#stopProbe(credential)
         return
@@ -370,7 +369,7 @@ export class PlatformGovernors {
   }
 
   #stopProbe(credential: string): void {
-    clearInterval(this.#probing.get(credential))
+    this.#clock.clearInterval(this.#probing.get(credential))
     this.#probing.delete(credential)
   }
 
@@ -399,7 +398,7 @@ export class PlatformGovernors {
       await breaker.run(() => redis.set(key, this.#sealed(key, team), 'PX', ms), null)
     } else {
       const key = this.#routesKey(credential)
-      const until = Date.now() + ms
+      const until = this.#clock.now() + ms
       await breaker.run(() => redis.hset(key, scope, this.#sealed(`${key}#${scope}`, JSON.stringify({ until, team }))), null)
       // The hash outlives its longest pause only; a past pause in it is skipped at start.
       const left = await breaker.run(() => redis.pttl(key), -2)

@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import type { RedisBreaker, RedisBus, RedisClient } from '../redis.js'
 import { PRIORITIES } from './fair-queue.js'
 import { MemoryPermits, type PermitRequest, type Permits, type Taken } from './permits.js'
+import { systemClock, type Clock, type Timer } from '../clock.js'
 
 const CHANNEL = 'platform-permits'
 // A replica refused a permit within this long: its peers tell it when they free one.
@@ -137,7 +138,7 @@ export interface RedisPermitsOptions {
   onLost: (count: number) => void
   /** Another replica freed a permit while calls waited. */
   onFreed: () => void
-  now?: () => number
+  clock?: Clock
 }
 
 const DOWN = Symbol('redis down')
@@ -164,7 +165,7 @@ export function replicaIdentity(host: string, port: number): string {
 export class RedisPermits implements Permits {
   readonly retryMs = PERMIT_RETRY_MS
   readonly #o: RedisPermitsOptions
-  readonly #now: () => number
+  readonly #clock: Clock
   // Every permit of this replica, leased or granted while Redis was down.
   readonly #local = new MemoryPermits()
   // The lease members this replica renews: exactly the permits it holds.
@@ -172,7 +173,7 @@ export class RedisPermits implements Permits {
   // `<replica>~<run>`: no ':' or '.', which the scripts split members on.
   readonly #prefix: string
   #seq = 0
-  #renewal: NodeJS.Timeout | null = null
+  #renewal: Timer | null = null
   #contendedUntil = 0
   #lastWaitingNotice = 0
   // Leases asked for whose answer never came and that this replica does not hold (the
@@ -181,7 +182,7 @@ export class RedisPermits implements Permits {
 
   constructor(opts: RedisPermitsOptions) {
     this.#o = opts
-    this.#now = opts.now ?? Date.now
+    this.#clock = opts.clock ?? systemClock
     this.#prefix = `${opts.replica}~${randomBytes(6).toString('base64url')}`
   }
 
@@ -207,14 +208,14 @@ export class RedisPermits implements Permits {
         return // not a notice
       }
       if (notice.credential !== this.#o.credential) return
-      if (notice.kind === 'waiting') this.#contendedUntil = this.#now() + CONTENTION_MS
+      if (notice.kind === 'waiting') this.#contendedUntil = this.#clock.now() + CONTENTION_MS
       else this.#o.onFreed()
     })
   }
 
   /** Stops renewing (shutdown): the leases still held lapse within their lease. */
   stop(): void {
-    if (this.#renewal) clearInterval(this.#renewal)
+    if (this.#renewal) this.#clock.clearInterval(this.#renewal)
     this.#renewal = null
   }
 
@@ -242,7 +243,7 @@ export class RedisPermits implements Permits {
   #held(id: string, team: string, local: () => void, inFlight: number): Taken {
     const member = `${id}:${team}`
     this.#leases.add(member)
-    this.#renewal ??= setInterval(() => void this.#renew(), Math.max(1, Math.floor(this.#o.leaseMs / 3))).unref()
+    this.#renewal ??= this.#clock.setInterval(() => void this.#renew(), Math.max(1, Math.floor(this.#o.leaseMs / 3))).unref()
     let released = false
     return {
       inFlight,
@@ -255,7 +256,7 @@ export class RedisPermits implements Permits {
         if (this.#leases.size === 0) this.stop()
         const { breaker, redis, keys, credential } = this.#o
         void breaker.run(() => redis.zrem(keys.permits, member), null)
-        if (this.#now() < this.#contendedUntil) this.#notify({ credential, kind: 'freed' })
+        if (this.#clock.now() < this.#contendedUntil) this.#notify({ credential, kind: 'freed' })
       },
     }
   }
@@ -271,7 +272,7 @@ export class RedisPermits implements Permits {
   }
 
   #refused(full: 'credential' | 'team' | 'turn'): Taken {
-    const now = this.#now()
+    const now = this.#clock.now()
     this.#contendedUntil = now + CONTENTION_MS
     if (now - this.#lastWaitingNotice >= WAITING_NOTICE_MS) {
       this.#lastWaitingNotice = now

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
 import type { Verdict } from './token-verdict.js'
+import { systemClock } from '../clock.js'
 
 // One line per credential, path and team per minute at most: a team calling a guarded
 // route in a loop must not flood the log (the counter counts every call).
@@ -15,7 +16,7 @@ interface Logged {
   since: number
 }
 
-/** Counts platform 401s by verdict and logs those the probe did not confirm (issue 15). */
+/** Counts platform 401s by verdict and logs those the probe did not confirm. */
 export class RefusalLog {
   readonly #log: Logger
   readonly #counter: Metrics['platformUnauthorized']
@@ -25,7 +26,7 @@ export class RefusalLog {
   constructor(opts: { log: Logger; metrics: Metrics; now?: () => number }) {
     this.#log = opts.log
     this.#counter = opts.metrics.platformUnauthorized
-    this.#now = opts.now ?? Date.now
+    this.#now = opts.now ?? systemClock.now
   }
 
   note(credential: string, verdict: Verdict, call: { url: string; team: string }): void {

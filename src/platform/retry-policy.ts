@@ -1,4 +1,4 @@
-// Which failed platform calls are sent again (issue #8): reads only, on a gateway-side
+// Which failed platform calls are sent again: reads only, on a gateway-side
 // failure of the platform's front (502/503/504) or a connection reset, at most twice,
 // after an exponential backoff with full jitter, and only inside the call's time budget.
 
@@ -23,7 +23,7 @@ export interface Attempt {
 export function isRetryable(a: Attempt): boolean {
   if (!a.read || !a.replayable || a.retries >= MAX_RETRIES) return false
   // A platform that says when to come back (retry-after) is taken at its word: the caller
-  // gets the answer and its retry-after (issue #9), rather than a retry sooner than asked.
+  // gets the answer and its retry-after, rather than a retry sooner than asked.
   if ('status' in a.outcome) return RETRIED_STATUSES.has(a.outcome.status) && !a.outcome.retryAfter
   const code = (a.outcome.error as { code?: string } | null)?.code
   return code !== undefined && RESET_CODES.has(code)

@@ -1,7 +1,8 @@
 import { canonicalPath } from '../canonical-path.js'
+import type { Clock, Timer } from '../clock.js'
 
 /**
- * What a platform 429 pauses (issue 15): the route it came from, or, when the platform
+ * What a platform 429 pauses: the route it came from, or, when the platform
  * throttles more than one route or team at once, the credential.
  */
 
@@ -14,7 +15,7 @@ export const PAUSE_PROBE_INTERVAL_MS = 5_000
 // A 429 without retry-after: 1 s, doubling with each further 429 in a row (capped by maxPause).
 const FIRST_PAUSE_MS = 1000
 // Strikes are kept by route, and routes are callers' paths: past this many, they start
-// over (issue 16: no structure grows with what callers send).
+// over, so that no structure grows with what callers send.
 export const MAX_STRUCK_ROUTES = 1024
 
 /**
@@ -60,7 +61,7 @@ interface RoutePause {
   team: string
   /** When the next caller's call may go through as a trial. */
   trialAt: number
-  timer: NodeJS.Timeout
+  timer: Timer
 }
 
 /**
@@ -71,11 +72,11 @@ interface RoutePause {
 export class RoutePauses {
   readonly #paused = new Map<string, RoutePause>()
   readonly #strikes = new Map<string, number>()
-  readonly #now: () => number
+  readonly #clock: Clock
   readonly #onExpired: (route: string, team: string) => void
 
-  constructor(opts: { now: () => number; onExpired: (route: string, team: string) => void }) {
-    this.#now = opts.now
+  constructor(opts: { clock: Clock; onExpired: (route: string, team: string) => void }) {
+    this.#clock = opts.clock
     this.#onExpired = opts.onExpired
   }
 
@@ -91,7 +92,7 @@ export class RoutePauses {
 
   /** Pauses `route` for `ms` (a longer pause under way stays); true when a pause began. */
   pause(route: string, ms: number, team: string): boolean {
-    const now = this.#now()
+    const now = this.#clock.now()
     const until = now + ms
     const current = this.#paused.get(route)
     if (ms <= 0) return false
@@ -99,7 +100,7 @@ export class RoutePauses {
       // A trial's 429 (or a peer's) renews the pause: the next trial one interval on.
       current.trialAt = now + PAUSE_PROBE_INTERVAL_MS
       if (until <= current.until) return false
-      clearTimeout(current.timer)
+      this.#clock.clearTimeout(current.timer)
       current.until = until
       current.timer = this.#expiry(route, ms)
       return false
@@ -113,7 +114,7 @@ export class RoutePauses {
     this.#strikes.delete(route)
     const current = this.#paused.get(route)
     if (!current) return null
-    clearTimeout(current.timer)
+    this.#clock.clearTimeout(current.timer)
     this.#paused.delete(route)
     return current.team
   }
@@ -122,7 +123,7 @@ export class RoutePauses {
   admit(route: string): Admission {
     const current = this.#paused.get(route)
     if (!current) return { kind: 'open' }
-    const now = this.#now()
+    const now = this.#clock.now()
     if (now >= current.until) {
       // Its expiry timer is late (a busy event loop): the pause is over all the same.
       const team = this.resume(route)
@@ -138,17 +139,17 @@ export class RoutePauses {
   /** Milliseconds left of the pause of `route`; 0 when it is not paused. */
   leftOf(route: string): number {
     const current = this.#paused.get(route)
-    return current ? Math.max(0, current.until - this.#now()) : 0
+    return current ? Math.max(0, current.until - this.#clock.now()) : 0
   }
 
   /** Ends every pause's timer (shutdown). */
   clear(): void {
-    for (const pause of this.#paused.values()) clearTimeout(pause.timer)
+    for (const pause of this.#paused.values()) this.#clock.clearTimeout(pause.timer)
     this.#paused.clear()
   }
 
-  #expiry(route: string, ms: number): NodeJS.Timeout {
-    return setTimeout(() => {
+  #expiry(route: string, ms: number): Timer {
+    return this.#clock.setTimeout(() => {
       const team = this.resume(route)
       if (team !== null) this.#onExpired(route, team)
     }, ms).unref()

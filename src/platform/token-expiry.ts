@@ -1,4 +1,4 @@
-// Expiry maths of platform tokens (issue 4): a JWT's `exp` when the token is a JWT
+// Expiry maths of platform tokens: a JWT's `exp` when the token is a JWT
 // (decoded, not verified: the platform verifies it), else the token reply's
 // `expires_in`, else one year from when it was obtained (platform-api.md).
 

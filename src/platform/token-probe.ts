@@ -29,7 +29,7 @@ export async function probeStatus(client: PlatformClient, probe: ProbeCall, prov
 }
 
 /**
- * A configured token (static or file) is checked once at start (issue #7): a token the
+ * A configured token (static or file) is checked once at start: a token the
  * platform refuses shows as degraded at once (readiness body, metrics, the loud log
  * line) rather than at the first caller's 502. A login token was just handed out by the
  * platform and is not checked again. A probe that cannot reach the platform decides nothing.

@@ -11,6 +11,7 @@ import { TokenLoginError } from '../errors.js'
 import { passwordLogin } from './password-login.js'
 import type { LoginGate } from './login-gate.js'
 import { crossedWarnings, refreshAt, tokenExpiry } from './token-expiry.js'
+import { systemClock, type Clock, type Timer } from '../clock.js'
 
 /** Where the token in use came from. `shared`: another replica, through Redis. */
 export type TokenSource = 'static' | 'file' | 'login' | 'admin' | 'shared'
@@ -43,7 +44,7 @@ export interface TokenProviderDeps {
   refreshBeforeMs: number
   expiryWarningsMs: number[]
   filePollMs: number
-  now?: () => number
+  clock?: Clock
   /** How often expiry is checked (warnings, scheduled re-login, the loud rejected line). */
   maintenanceMs: number
   /** Every password login passes it: one at a time across replicas, at most one per loginMinInterval. */
@@ -58,7 +59,7 @@ export interface ChangeEvent {
 }
 
 /**
- * One platform credential's current token (issue 4). The hot path reads `current()`
+ * One platform credential's current token. The hot path reads `current()`
  * synchronously; every change is an event that the shared store and the audit log follow.
  */
 export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
@@ -67,7 +68,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   #state: TokenState | null = null
   #rejected = false
   #relogin: Promise<TokenState | null> | null = null
-  #timers: NodeJS.Timeout[] = []
+  #timers: Timer[] = []
   #watcher: FSWatcher | null = null
   #lastLeftMs: number | null = null
   /** The token file's content when last read: only a change of the file replaces the token. */
@@ -75,13 +76,13 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   /** What is wrong with the token file now (an errno code, or `empty`); null: nothing. */
   #fileFault: string | null = null
   #maintaining = false
-  #now: () => number
+  readonly #clock: Clock
 
   constructor(credential: CredentialConfig, deps: TokenProviderDeps) {
     super()
     this.credential = credential
     this.#deps = deps
-    this.#now = deps.now ?? Date.now
+    this.#clock = deps.clock ?? systemClock
   }
 
   get name(): string {
@@ -108,7 +109,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       fingerprint: s?.fingerprint ?? null,
       obtainedAt: s ? new Date(s.obtainedAt).toISOString() : null,
       expiresAt: s ? new Date(s.expiresAt).toISOString() : null,
-      secondsLeft: s ? Math.floor((s.expiresAt - this.#now()) / 1000) : null,
+      secondsLeft: s ? Math.floor((s.expiresAt - this.#clock.now()) / 1000) : null,
       usable: this.usable(),
     }
   }
@@ -129,13 +130,13 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
         this.#deps.log.error({ err, credential: this.name }, 'platform login failed at start; retrying every maintenance tick')
       }
     }
-    const tick = setInterval(() => void this.#maintain(), this.#deps.maintenanceMs)
+    const tick = this.#clock.setInterval(() => void this.#maintain(), this.#deps.maintenanceMs)
     tick.unref()
     this.#timers.push(tick)
   }
 
   async close(): Promise<void> {
-    for (const t of this.#timers) clearInterval(t)
+    for (const t of this.#timers) this.#clock.clearInterval(t)
     this.#timers = []
     this.#watcher?.close()
     this.#watcher = null
@@ -143,7 +144,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
 
   /**
    * The platform answered 401 to `failedToken`; `confirmed`: the probe call says the token
-   * itself is refused (issue 15). With a password login: one re-login shared by every
+   * itself is refused. With a password login: one re-login shared by every
    * caller that saw the 401 (unconfirmed, only when loginMinInterval allows). Without one,
    * a confirmed refusal makes the credential unusable until a new token arrives (file,
    * admin call, another replica); an unconfirmed one changes nothing.
@@ -216,7 +217,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
 
   #set(token: string, source: TokenSource, expiresIn: unknown, reason: ChangeEvent['reason'], actor?: string): TokenState {
     this.#deps.secrets.add(token)
-    const now = this.#now()
+    const now = this.#clock.now()
     const previous = this.#state
     const state: TokenState = {
       token,
@@ -259,11 +260,11 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   #changed(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(timer)
+        this.#clock.clearTimeout(timer)
         this.off('change', done)
         resolve()
       }
-      const timer = setTimeout(done, ms)
+      const timer = this.#clock.setTimeout(done, ms)
       this.once('change', done)
     })
   }
@@ -320,7 +321,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     } catch (err) {
       this.#deps.log.warn({ err, path }, 'cannot watch the token file folder; polling only')
     }
-    const poll = setInterval(check, this.#deps.filePollMs)
+    const poll = this.#clock.setInterval(check, this.#deps.filePollMs)
     poll.unref()
     this.#timers.push(poll)
   }
@@ -337,7 +338,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   }
 
   async #maintainOnce(): Promise<void> {
-    const now = this.#now()
+    const now = this.#clock.now()
     if (this.#rejected) this.#loudRejected()
     // No token yet, or a refused one whose re-login failed: requests no longer reach the
     // platform (so no 401 asks for a re-login), so the login is retried here.

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
 import type { GatewayContext } from '../context.js'
 import type { TokenProvider, TokenState } from './token-provider.js'
+import type { Timer } from '../clock.js'
 
 const CHANNEL = 'token'
 
@@ -56,14 +57,14 @@ redis.call('set', KEYS[1], ARGV[1])
 return 1`
 
 /**
- * Central rotation (issue 4): the current token of each credential, AES-256-GCM
+ * Central rotation: the current token of each credential, AES-256-GCM
  * encrypted with a key from GATEWAY_SECRET, in Redis, announced on pub/sub. Without
  * GATEWAY_SECRET or Redis nothing is written and each replica keeps its own token.
  */
 export class TokenStore {
   readonly #ctx: GatewayContext
   readonly #key: Buffer | null
-  #catchUp: NodeJS.Timeout | null = null
+  #catchUp: Timer | null = null
 
   constructor(ctx: GatewayContext) {
     this.#ctx = ctx
@@ -87,14 +88,14 @@ export class TokenStore {
     }
     // Pub/sub loses what is announced while a subscriber reconnects: a periodic read of the
     // stored tokens brings such a replica up to date.
-    this.#catchUp = setInterval(() => {
+    this.#catchUp = this.#ctx.clock.setInterval(() => {
       for (const provider of this.#ctx.tokens.all()) void this.#adoptStored(provider)
     }, this.#ctx.config.platform.maintenanceMs)
     this.#catchUp.unref()
   }
 
   close(): void {
-    if (this.#catchUp) clearInterval(this.#catchUp)
+    if (this.#catchUp) this.#ctx.clock.clearInterval(this.#catchUp)
     this.#catchUp = null
   }
 

@@ -1,4 +1,5 @@
 import type { TokenProvider } from './token-provider.js'
+import { systemClock } from '../clock.js'
 
 /**
  * What the probe call (`platform.probe`) says of a token the platform answered 401 to:
@@ -38,7 +39,7 @@ interface Entry {
 }
 
 /**
- * Tells a refused token from a refused call (issue 15): before a 401 condemns the token,
+ * Tells a refused token from a refused call: before a 401 condemns the token,
  * the probe call is made with that token, on the gateway's terms, whatever callers do:
  * - one probe per credential at a time, shared by every call that saw a 401, and at most
  *   one per VERDICT_TRUST_MS (another token within it is probed only when the last
@@ -58,7 +59,7 @@ export class TokenVerdicts {
 
   constructor(opts: { probe: Probe; now?: () => number; probePaused?: (credential: string) => boolean }) {
     this.#probe = opts.probe
-    this.#now = opts.now ?? Date.now
+    this.#now = opts.now ?? systemClock.now
     this.#probePaused = opts.probePaused ?? (() => false)
   }
 

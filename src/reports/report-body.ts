@@ -4,7 +4,7 @@ export type BodyKind = 'json' | 'html' | 'empty' | 'truncated-json' | 'mislabell
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
 
 /**
- * Only a real report is stored (issue 16, item 8): JSON by its content type and by its
+ * Only a real report is stored: JSON by its content type and by its
  * body, which parses. Anything else says what it is, for the log line and the metric;
  * the body itself is never logged.
  */

@@ -15,9 +15,10 @@ import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../teams/team-usage.js'
 import { PlatformAuthError, PlatformRefusedError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import { LRUCache } from 'lru-cache'
-import { NoIdleSlotError, type Priority, type Timers } from '../platform/call-governor.js'
+import { NoIdleSlotError, type Priority } from '../platform/call-governor.js'
 import { entryBytes } from '../kept-bytes.js'
-import { steppedTimers } from './stepped-timers.js'
+import { steppedTimers, type Timers } from './stepped-timers.js'
+import { systemClock, type Clock } from '../clock.js'
 import { FailureLog } from '../failure-log.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
@@ -36,7 +37,7 @@ type Tier = StoreTier | 'platform'
 
 export type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number }
 
-/** Whom a read's platform calls count for (usage per team, issue #8). */
+/** Whom a read's platform calls count for (usage per team). */
 export interface CallTally {
   team: { name: string }
   /** Platform calls made for this read; a waiter on another's call makes none. */
@@ -84,7 +85,7 @@ interface Watch {
 
 // Keys watched for refresh ahead, the most recently asked first. A watch keeps its report,
 // as big as the URL it came from (a 15 KB query, and its key material): bounded by the
-// bytes it keeps, as the memos of URLs are (issue 16); bounded by count, 50,000 watches of
+// bytes it keeps, as the memos of URLs are; bounded by count, 50,000 watches of
 // unique 15 KB reports would hold 2 GB (46 KB each, measured). A popular report is asked
 // again long before it falls out.
 const WATCHED_BYTES = 16 * 1024 * 1024
@@ -105,14 +106,15 @@ export interface ReportCacheDeps {
   usage: TeamUsage
   /** The token providers by credential name: what a refresh ahead noted on the fast path calls with. */
   tokens: { get(credential: string): TokenProvider }
-  now?: () => number
+  clock?: Clock
+  /** The refresh ahead's timers; default stepped timers on the clock. */
   timers?: Timers
   /** Where a stale copy served for a failed platform call is logged (a flood summed up). */
   failures?: FailureLog
 }
 
 /**
- * The report read path of design.md: L1 → L2 → one coalesced platform call, with
+ * The report read path of docs/design.md: L1 → L2 → one coalesced platform call, with
  * stale-while-revalidate and stale-if-error.
  */
 export class ReportCache {
@@ -122,9 +124,9 @@ export class ReportCache {
   readonly #callers = new Map<string, CallerGroup>()
   // The flights a caller's read started having found no copy anywhere (a cold miss): a
   // caller arriving meanwhile would find none either and wait for it, so the fast path
-  // may join it without going through `read` (issue 17, a stampede's waiters).
+  // may join it without going through `read` (a stampede's waiters).
   readonly #cold = new WeakSet<CallerGroup>()
-  readonly #now: () => number
+  readonly #clock: Clock
   readonly #hitL1: { inc(): void }
   // Labelled metric children are looked up once per label set, not on every request.
   readonly #counters = new Map<string, { inc(): void }>()
@@ -134,10 +136,10 @@ export class ReportCache {
 
   constructor(deps: ReportCacheDeps) {
     this.#d = deps
-    this.#failures = deps.failures ?? new FailureLog({ log: deps.log })
-    this.#now = deps.now ?? Date.now
+    this.#clock = deps.clock ?? systemClock
+    this.#failures = deps.failures ?? new FailureLog({ log: deps.log, clock: this.#clock })
     this.#hitL1 = deps.metrics.cacheRequests.child({ result: 'HIT', tier: 'l1' })
-    const timers = deps.timers ?? steppedTimers
+    const timers = deps.timers ?? steppedTimers(this.#clock)
     this.#timers = timers
     this.#watches = new LRUCache<string, Watch>({
       maxSize: WATCHED_BYTES,
@@ -164,7 +166,7 @@ export class ReportCache {
   }
 
   /**
-   * A report read (design.md, "How a report read flows"): L1, then L2, then one coalesced
+   * A report read (docs/design.md, "How a report read flows"): L1, then L2, then one coalesced
    * platform call; what to answer, not the answer itself. Throws the GW_* error to
    * answer when the platform failed and no stale copy may be served.
    */
@@ -173,7 +175,7 @@ export class ReportCache {
     if (!opts.refresh) {
       const found = await this.#d.store.lookup(key)
       if (found) {
-        const now = this.#now()
+        const now = this.#clock.now()
         if (now < found.entry.freshUntil) {
           this.#asked(key, found.entry, report, provider, opts.team, now)
           return this.#served(found.entry, 'HIT', found.tier)
@@ -189,11 +191,11 @@ export class ReportCache {
       }
     }
     // A refresh must not be answered with the copy it asked to bypass.
-    const result = await (opts.joined ?? this.#fill(key, report, provider, opts, opts.refresh ? this.#now() : 0, stale === null && !opts.refresh))
+    const result = await (opts.joined ?? this.#fill(key, report, provider, opts, opts.refresh ? this.#clock.now() : 0, stale === null && !opts.refresh))
     const upstream = result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }
     switch (result.kind) {
       case 'entry':
-        this.#asked(key, result.entry, report, provider, opts.team, this.#now())
+        this.#asked(key, result.entry, report, provider, opts.team, this.#clock.now())
         return { ...this.#served(result.entry, opts.refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform'), ...upstream }
       case 'pass':
         this.#count('BYPASS', 'platform')
@@ -204,7 +206,7 @@ export class ReportCache {
         // This read joined a refresh ahead that found no idle slot: it makes its own call.
         if (result.error.cause instanceof NoIdleSlotError) return this.read(report, key, provider, opts)
         stale ??= opts.refresh ? await this.#d.store.lookup(key) : null
-        if (stale && this.#now() < stale.entry.errorUntil) {
+        if (stale && this.#clock.now() < stale.entry.errorUntil) {
           const { code, message } = result.error
           this.#failures.note(code, () => opts.log.warn({ code, reason: message }, 'platform failed; serving a stale copy'), 'stale copy served')
           return { ...this.#served(stale.entry, 'STALE', stale.tier), ...upstream }
@@ -320,7 +322,7 @@ export class ReportCache {
    * its ask rate alone. The most asked copies nearest their end are refreshed first.
    */
   #urgency(watch: Watch): number {
-    const now = this.#now()
+    const now = this.#clock.now()
     const rate = watch.asks / Math.max(1, (now - watch.fetchedAt) / 1000)
     return rate / (1 + Math.max(0, (watch.freshUntil - now) / 1000))
   }
@@ -366,7 +368,7 @@ export class ReportCache {
       if (outcome.role === 'leader') {
         // Another replica's refresh ahead may have landed already: one refresh across replicas.
         const newer = from.ahead ? await this.#d.store.getShared(key) : null
-        if (newer && from.ahead && newer.fetchedAt > from.ahead.newerThan && this.#now() < newer.freshUntil) {
+        if (newer && from.ahead && newer.fetchedAt > from.ahead.newerThan && this.#clock.now() < newer.freshUntil) {
           await outcome.lease.release()
           await this.#d.store.keepLocally(key, newer)
           return { kind: 'entry', entry: newer, fromPeer: true }
@@ -375,12 +377,12 @@ export class ReportCache {
       }
       // A waiter's budget is its caller's: the leader's call ends within platform.timeout
       // of its start, which was before ours, and its word comes within one lock TTL.
-      const deadline = Date.now() + this.#d.config.platform.timeoutMs + this.#d.config.cache.lockTtlMs
+      const deadline = this.#clock.now() + this.#d.config.platform.timeoutMs + this.#d.config.cache.lockTtlMs
       // Background refreshes wait too: a caller may have joined this flight, and the
       // other replica's fill is what this one's L1 needs anyway.
       const waited = await outcome.wait(async () => {
         const e = await this.#d.store.getShared(key)
-        return e && this.#now() < e.freshUntil && e.fetchedAt >= notBefore ? e : null
+        return e && this.#clock.now() < e.freshUntil && e.fetchedAt >= notBefore ? e : null
       }, deadline)
       switch (waited.kind) {
         case 'found':
@@ -396,7 +398,7 @@ export class ReportCache {
         case 'none': {
           // The leader's answer was not for sharing (a 4xx, no-store, oversize): make our
           // own call within what is left of the budget, and leave storing to the leader.
-          const left = deadline - Date.now()
+          const left = deadline - this.#clock.now()
           if (left <= 0) return { kind: 'failed', error: new UpstreamTimeoutError() }
           return this.#callPlatform(report, provider, origin, left)
         }
@@ -429,7 +431,7 @@ export class ReportCache {
       ...(timeoutMs === undefined ? {} : { timeoutMs }),
       maxEntryBytes: config.cache.maxEntryBytes,
       ttl: { ...config.cache.ttl, ...config.cache },
-      now: this.#now,
+      now: () => this.#clock.now(),
     })
     // A background refresh that got no slot made no call.
     if (result.kind === 'failed' && result.error.cause instanceof NoIdleSlotError) return result

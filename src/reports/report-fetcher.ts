@@ -11,6 +11,7 @@ import type { QueueTeam } from '../platform/caller-group.js'
 import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy.js'
 import type { CanonicalReport } from './report-query.js'
 import { reportBodyKind, type BodyKind } from './report-body.js'
+import { systemClock } from '../clock.js'
 
 /** What one platform call for a report gave. */
 export type FetchResult =
@@ -37,7 +38,7 @@ export interface FetcherDeps {
 // A large body is compressed on libuv's thread pool, so that a fill never blocks the hit
 // path's event loop for long. A small one is compressed in place: 4 KB takes about 40 µs,
 // while the hop to the pool and back delays every caller waiting for the fill by
-// milliseconds when the loop is busy, as it is when a stampede arrives (issue 17).
+// milliseconds when the loop is busy, as it is when a stampede arrives.
 const gzipAsync = promisify(gzip)
 export const INLINE_GZIP_BYTES = 16 * 1024
 
@@ -77,7 +78,7 @@ export async function fetchReport(
   } catch (err) {
     return { kind: 'failed', error: upstreamError(err) }
   }
-  const now = deps.now ?? Date.now
+  const now = deps.now ?? systemClock.now
   const headers = pickHeaders(res.headers)
   const gzipped = res.headers['content-encoding'] === 'gzip'
   if (res.status !== 200) {

@@ -49,7 +49,7 @@ function parseAcceptsGzip(header: string): boolean {
  * A cached entry's answer to one caller: 200 with its body, or 304 (no body) to a
  * matching If-None-Match. The headers are a flat list of names and values, the form
  * Node's writeHead reads with one indexed loop: an object would be walked key by key
- * through an inline cache that sees every shape the answers take (issue 17).
+ * through an inline cache that sees every shape the answers take.
  */
 export interface EntryAnswer {
   code: 200 | 304
@@ -58,7 +58,7 @@ export interface EntryAnswer {
 }
 
 // What every answer of an entry shares, worked out at its first answer rather than on
-// every hit (issue 17); entries are never changed, so it stays true for the entry's life.
+// every hit; entries are never changed, so it stays true for the entry's life.
 interface EntryFields {
   etag: string
   etagGzip: string

@@ -20,7 +20,7 @@ export interface KnownReport {
 /**
  * A report URL whose call passed every check: its checked target and its form for each
  * credential that asked it. One lookup by the URL gives the fast path of hits all it
- * needs, with no key built per hit (issue 17).
+ * needs, with no key built per hit.
  */
 export interface SeenReport {
   known: KnownTarget
@@ -36,7 +36,7 @@ export function formFor(seen: SeenReport, credential: string): KnownReport | und
 // Dashboards ask the same URLs again and again: the canonical form and key of a GET are
 // kept, which keeps that work off the hit path. Filled only once a call passed its scope
 // check (a refused call leaves nothing), and bounded by the bytes each entry keeps: a URL
-// can be 16 KB and its canonical query three times that (issue 16). An entry counts the
+// can be 16 KB and its canonical query three times that. An entry counts the
 // target it shares with Admission's memo too, so that each memo stays within its bound
 // whichever of them lets the target go first.
 export const KNOWN_REPORT_BYTES = 16 * 1024 * 1024
@@ -104,7 +104,7 @@ export async function reportReads(
     caller.advertisers = report.advertiserIds
     const result = await ctx.reports.read(report, key, caller.provider, readOptions(request, reply, caller, joined?.flight))
     caller.upstreamMs = result.upstreamMs ?? null
-    return sendReport(reply, result, request.headers, ctx.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
+    return sendReport(reply, result, request.headers, ctx.clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   })
 
   const postReport = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -118,7 +118,7 @@ export async function reportReads(
     caller.advertisers = indexed.advertiserIds
     const result = await ctx.reports.read(indexed, key, caller.provider, readOptions(request, reply, caller))
     caller.upstreamMs = result.upstreamMs ?? null
-    return sendReport(reply, result, request.headers, ctx.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
+    return sendReport(reply, result, request.headers, ctx.clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   }
   app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits) }, postReport)
   // The same report with a trailing slash (canonical-path.ts): one cache entry, one call.

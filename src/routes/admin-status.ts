@@ -89,12 +89,12 @@ const auditSchema = {
 } as const
 
 /**
- * The read-only calls of the operations console (issue 19): this replica's state in one
+ * The read-only calls of the operations console: this replica's state in one
  * answer, and its last audit lines. Registered inside adminRoutes, behind its token check.
  */
 export async function adminStatusRoutes(app: FastifyInstance, { ctx, l1, audit }: { ctx: GatewayContext; l1: MemoryStore; audit: AuditTrail }): Promise<void> {
   app.get('/admin/status', { schema: { response: { 200: statusSchema } } }, async () => {
-    const now = ctx.now()
+    const now = ctx.clock.now()
     const refused = await ctx.metrics.platformRefused.get()
     const lookups = await ctx.metrics.cacheRequestsCounter.get()
     return {

@@ -114,7 +114,7 @@ export async function adminRoutes(
 
   app.get('/admin/usage', async (request) => {
     const q = request.query as { team?: string; from?: string; to?: string }
-    const to = q.to ?? utcDay(ctx.now())
+    const to = q.to ?? utcDay(ctx.clock.now())
     const from = q.from ?? to
     for (const [name, value] of [['from', from], ['to', to]] as const) {
       if (!isDay(value)) throw new BadRequestError(`${name}: must be a date YYYY-MM-DD (UTC days)`)
@@ -150,7 +150,7 @@ function tokenView(provider: TokenProvider) {
   return { source, fingerprint: fp, obtainedAt, expiresAt, secondsLeft, usable }
 }
 
-// A token the platform refuses is never switched to (issue 4): the configured probe
+// A token the platform refuses is never switched to: the configured probe
 // call must not answer 401 or 403 to it.
 async function probe(ctx: GatewayContext, client: PlatformClient, provider: TokenProvider, token: string): Promise<void> {
   let status: number | null

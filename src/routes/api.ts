@@ -16,7 +16,7 @@ export async function apiRoutes(
 ): Promise<void> {
   app.decorateRequest('caller', null)
   // Bodies reach the handlers unread (app.ts): a handler admits the caller (key, rate
-  // limit) before it reads a byte of the body (issue #5), through Admission.readBody.
+  // limit) before it reads a byte of the body, through Admission.readBody.
   // Route schemas here only describe (openapi/): Admission checks, in the contract's order.
   app.setValidatorCompiler(describeOnly)
 

@@ -3,7 +3,7 @@ import { RequestTimeoutError } from '../errors.js'
 import { hasBody } from './caller.js'
 
 /**
- * limits.bodyTimeout (issue 16): a body must have arrived within it, counted from the end
+ * limits.bodyTimeout: a body must have arrived within it, counted from the end
  * of its headers. Node's own requestTimeout is checked once a second over the whole
  * request; this one holds whatever reads the body (a route's parser, the proxy's
  * stream, or nobody, when the call was refused before its body was read).

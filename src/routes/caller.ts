@@ -22,7 +22,7 @@ declare module 'fastify' {
   }
 }
 
-/** An admitted caller and the call as the gateway checked it (issue #5). */
+/** An admitted caller and the call as the gateway checked it. */
 export interface Caller {
   team: TeamConfig
   /** The id of the key it presented (logs, audit). */
@@ -55,7 +55,7 @@ export interface KnownTarget {
 
 // Targets of calls that passed every check, so that a URL seen before is not parsed
 // again; bounded by the bytes each entry keeps (URL, decoded and encoded query), as a URL
-// can be 16 KB. A refused call (401, 403, 400) leaves nothing in it (issue 16).
+// can be 16 KB. A refused call (401, 403, 400) leaves nothing in it.
 export const KNOWN_TARGET_BYTES = 16 * 1024 * 1024
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
 
@@ -129,7 +129,7 @@ export class Admission {
     throw Object.assign(new RateLimitedError(decision.retryAfterSec), { retryAfterSec: decision.retryAfterSec })
   }
 
-  /** The rate-limit fields of an answer to `caller` (issue #8); null for a team without a limit. */
+  /** The rate-limit fields of an answer to `caller`; null for a team without a limit. */
   rateFields(caller: Caller): [policy: string, state: string] | null {
     return rateLimitHeaders(caller.team, caller.rate ?? this.#ctx.rateLimiter.peek(caller.team))
   }
@@ -186,7 +186,7 @@ export class Admission {
 
   /**
    * The scope of a team limited to some advertisers: its accounts, named where the
-   * platform reads them, and only its own campaigns (issue #5). 403 otherwise.
+   * platform reads them, and only its own campaigns. 403 otherwise.
    */
   async checkScope(method: string, caller: Caller, known?: KnownTarget): Promise<void> {
     const { team } = caller

@@ -20,7 +20,7 @@ import { bytesSent, requestIdOf, type ObserveRequest } from './request-log.js'
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 
 /**
- * Serves report reads before Fastify's router (issues #6, 17): at this rate the lifecycle
+ * Serves report reads before Fastify's router: at this rate the lifecycle
  * itself (routing, hooks, reply objects, a child logger) is most of an answer's cost.
  * - A fresh in-memory copy is answered at once (HIT).
  * - A caller arriving while a cold miss of the same report is filled in this process
@@ -86,7 +86,7 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     flight
       .then((result) => {
         if (result.kind !== 'entry') return handOver()
-        const at = ctx.now()
+        const at = ctx.clock.now()
         reports.countJoined(form.key, result, form.report, team.credential, team.name, at)
         answer(req, res, who, form, result.entry, { status: 'MISS', rate, started, now: at, upstreamMs: result.upstreamMs ?? null })
       }, handOver)
@@ -123,7 +123,7 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     if (!form) return next(req, res)
     // One clock reading serves the whole hit: on some machines a reading costs as much as
     // a cache lookup.
-    const now = ctx.now()
+    const now = ctx.clock.now()
     const entry = reports.freshInMemory(form.key, now)
     if (!entry) {
       const flight = reports.coldFlight(form.key)

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from '../context.js'
 
 /**
- * Liveness and readiness (contract, "Admin listener", as changed in issue #7). Unready
+ * Liveness and readiness (contract, "Admin listener"). Unready
  * (503) only while this replica cannot serve at all: starting or shutting down. A
  * refused platform token and Redis being down are shared by every replica: they are
  * listed under `degraded` (and in the metrics the alerts read), because making every
@@ -15,7 +15,7 @@ export async function healthRoutes(app: FastifyInstance, { ctx }: { ctx: Gateway
     const tokens = Object.fromEntries(
       ctx.tokens.all().map((p) => [p.name, p.current() === null ? 'missing' : p.usable() ? 'ok' : 'rejected']),
     )
-    // readonly: Redis answers reads and refuses writes (OOM, READONLY, MISCONF; issue 16, item 9).
+    // readonly: Redis answers reads and refuses writes (OOM, READONLY, MISCONF).
     const redis = ctx.redis === null ? 'not configured' : ctx.breaker?.state !== 'closed' ? 'down' : ctx.breaker.writable ? 'ok' : 'readonly'
     const { phase } = ctx.lifecycle
     const ready = phase === 'serving'

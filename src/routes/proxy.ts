@@ -10,7 +10,7 @@ import type { Admission } from './caller.js'
 import { targetUrl } from './request-target.js'
 import { withRetryAfter } from '../platform/retry-after.js'
 
-// What the platform may see of a caller's request headers (issue #5): an allowlist, so
+// What the platform may see of a caller's request headers: an allowlist, so
 // that forwarding, method-override, cookie or proxy headers never reach it. The
 // authorization and x-request-id headers are the gateway's; content-type is the
 // gateway's own for the bodies it re-serializes.
@@ -69,7 +69,7 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
     // Contract, "Errors": only the platform's 4xx bodies pass through; its 5xx is our 502.
     if (res.status >= 500) {
       res.body.resume()
-      throw withRetryAfter(new UpstreamError(`status ${res.status}`), res.headers, Date.now())
+      throw withRetryAfter(new UpstreamError(`status ${res.status}`), res.headers, ctx.clock.now())
     }
     // Received at the platform's speed, so that the slot is not held while the caller reads.
     const answer = await ctx.answers.receive(res.body, contentLength(res.headers), { credential: caller.provider.name, team: caller.team.name, path: caller.target.path, log: request.log })

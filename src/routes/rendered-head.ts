@@ -1,7 +1,8 @@
 import { ServerResponse } from 'node:http'
+import { systemClock } from '../clock.js'
 
 // A cache hit's status line and headers, written as text rendered ahead instead of
-// through writeHead (issue 17). writeHead checks every name and value against the
+// through writeHead. writeHead checks every name and value against the
 // token and field-value grammars and concatenates them one by one, on every answer:
 // with the ten headers of a hit that was about 1.5 µs, a tenth of what the whole hit
 // costs on the benchmark's machine. Most of a hit's header text is the same for every
@@ -69,7 +70,7 @@ let dateSecond = -1
 let dateLine = ''
 
 function currentDateLine(): string {
-  const ms = Date.now()
+  const ms = systemClock.now()
   const second = Math.floor(ms / 1000)
   if (second !== dateSecond) {
     dateSecond = second

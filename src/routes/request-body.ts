@@ -4,7 +4,7 @@ import { checkParams, encodeParams, METHOD_OVERRIDE_FIELD, type Pair } from './r
 /**
  * A caller's body as the gateway parsed and checked it. The platform receives the
  * gateway's serialization of it (`text`, `contentType`), never the caller's bytes, so
- * a body the platform would read differently cannot slip past a check (issue #5).
+ * a body the platform would read differently cannot slip past a check.
  */
 export type CheckedBody =
   | { kind: 'json'; value: unknown; text: string; contentType: 'application/json' }

@@ -54,7 +54,7 @@ export function bytesSent(socket: Socket | null | undefined): number | null {
 export type ObserveRequest = (facts: RequestFacts) => void
 
 /**
- * One log line and the request metrics per request (issue 2, "Logs"), for both
+ * One log line and the request metrics per request (contract, "Logs"), for both
  * entrances of the proxy listener. Metric children are looked up once per route and
  * status, without building a key on every request.
  */

@@ -7,7 +7,7 @@ export type Pair = [string, string]
 /**
  * A caller's request target as the gateway checked it: every rule (read/write, token
  * path, scope, routing) and the upstream URL read these values, never `request.url`,
- * so what is checked is what is forwarded (issue #5).
+ * so what is checked is what is forwarded.
  */
 export interface RequestTarget {
   /** The path, percent-escapes of unreserved characters decoded. */

@@ -4,8 +4,8 @@ import { performance } from 'node:perf_hooks'
 
 // server.connectionTimeout without a timer per answer. Node's own socket timeout
 // (server.setTimeout) is re-armed on every read and every write of a connection: at hit
-// rates, a timer-list insertion per answer and a second Timeout object per request
-// (issue 17). A connection that moves no bytes for a whole connectionTimeout is the rare
+// rates, a timer-list insertion per answer and a second Timeout object per request.
+// A connection that moves no bytes for a whole connectionTimeout is the rare
 // case, so it is looked for instead: every eighth of the timeout (5 s at most), each
 // open connection's byte counts are compared with those of the previous look.
 

@@ -8,7 +8,7 @@ const MAX_ACCOUNTS = 20
 const MAX_ACCOUNT_CHARS = 32
 
 /**
- * One `kind: "audit"` line per write call an admitted team sent (issue #8): who (team,
+ * One `kind: "audit"` line per write call an admitted team sent: who (team,
  * key id), what (method, path, the accounts it named), how it ended (status) and the
  * request id to find the rest. Never the query, the body or the key.
  */

@@ -39,7 +39,7 @@ const REPORT_CAMPAIGNS = 'campaignIds'
 const REPORT_PATH = '/api/v1/report/'
 
 /**
- * The accounts and campaigns a call names (issue #5), wherever they stand, and whether
+ * The accounts and campaigns a call names, wherever they stand, and whether
  * it names its account where the platform reads it (`placed`): a call that does not
  * would act on the parent account.
  */

@@ -6,6 +6,7 @@ import type { TokenProvider } from '../platform/token-provider.js'
 import type { RedisBreaker, RedisClient } from '../redis.js'
 import { SingleFlight } from '../cache/single-flight.js'
 import { ownRequestId } from '../request-id.js'
+import { systemClock } from '../clock.js'
 
 // Advertisers whose lists one replica keeps in memory.
 const LISTS_IN_MEMORY = 10_000
@@ -24,7 +25,7 @@ export interface CampaignOwnersDeps {
 }
 
 /**
- * Which advertiser owns a campaign (issue #5): a campaign id does not say whose it is,
+ * Which advertiser owns a campaign: a campaign id does not say whose it is,
  * and a parent token reads every child's campaigns by id. Learned from the platform's
  * campaign list, one advertiser at a time, kept in memory and in Redis for `ttl`.
  */
@@ -38,7 +39,7 @@ export class CampaignOwners {
 
   constructor(deps: CampaignOwnersDeps) {
     this.#d = deps
-    this.#now = deps.now ?? Date.now
+    this.#now = deps.now ?? systemClock.now
     this.#lists = new LRUCache({ max: LISTS_IN_MEMORY })
   }
 

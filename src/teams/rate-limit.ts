@@ -1,5 +1,6 @@
 import type { TeamConfig } from '../config.js'
 import type { RedisBreaker, RedisClient } from '../redis.js'
+import { systemClock, type Clock, type Timer } from '../clock.js'
 
 export interface RateDecision {
   allowed: boolean
@@ -30,12 +31,12 @@ export interface RateLimiterOptions {
   breaker: RedisBreaker | null
   prefix: string
   syncMs?: number
-  now?: () => number
+  clock?: Clock
 }
 
 /**
- * Fixed windows per team, shared across replicas without a Redis round trip per request
- * (issue #6): each replica counts locally and adds its count to the team's Redis counter
+ * Fixed windows per team, shared across replicas without a Redis round trip per request:
+ * each replica counts locally and adds its count to the team's Redis counter
  * every `syncMs`, reading back everyone's total (as Kong's `sync_rate` and APISIX's
  * delayed sync do). A team can exceed its limit by at most what all replicas admit in
  * one sync interval, since each replica learns the others' hits only at its next sync.
@@ -44,36 +45,36 @@ export interface RateLimiterOptions {
 export class RateLimiter {
   readonly #windows = new Map<string, Window>()
   readonly #o: RateLimiterOptions
-  readonly #now: () => number
-  #timer: NodeJS.Timeout | null = null
+  readonly #clock: Clock
+  #timer: Timer | null = null
   #syncing: Promise<void> | null = null
 
   constructor(opts: RateLimiterOptions) {
     this.#o = opts
-    this.#now = opts.now ?? Date.now
+    this.#clock = opts.clock ?? systemClock
   }
 
   start(): void {
     if (!this.#o.redis || this.#timer) return
-    this.#timer = setInterval(() => void this.sync(), this.#o.syncMs ?? DEFAULT_RATE_SYNC_MS)
+    this.#timer = this.#clock.setInterval(() => void this.sync(), this.#o.syncMs ?? DEFAULT_RATE_SYNC_MS)
     this.#timer.unref()
   }
 
   /** Stops syncing after one last sync, so this replica's hits are not lost to the others. */
   async close(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer)
+    if (this.#timer) this.#clock.clearInterval(this.#timer)
     this.#timer = null
     await this.sync()
   }
 
   /** Counts a call of the team at `now` (the hit path passes the clock reading it took). */
-  hit(team: TeamConfig, now: number = this.#now()): RateDecision {
+  hit(team: TeamConfig, now: number = this.#clock.now()): RateDecision {
     return this.#decide(team, true, now)
   }
 
   /** The team's standing without counting a call (for answers refused before the limit). */
   peek(team: TeamConfig): RateDecision {
-    return this.#decide(team, false, this.#now())
+    return this.#decide(team, false, this.#clock.now())
   }
 
   #decide(team: TeamConfig, count: boolean, now: number): RateDecision {
@@ -107,7 +108,7 @@ export class RateLimiter {
   async #sync(): Promise<void> {
     const { redis, breaker, prefix } = this.#o
     if (!redis || !breaker) return
-    const now = this.#now()
+    const now = this.#clock.now()
     const active = [...this.#windows.values()].filter((w) => {
       const current = w.team.rateLimit && Math.floor(now / w.team.rateLimit.windowMs) === w.window
       if (!current) this.#windows.delete(w.team.name)

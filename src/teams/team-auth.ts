@@ -1,7 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { TeamConfig, TeamKey } from '../config.js'
 import { ForbiddenError, KeyExpiredError, UnauthorizedError } from '../errors.js'
+import type { KeyLifetime } from '../metrics.js'
 import { hashApiKey, presentedKey } from './api-keys.js'
+import { systemClock } from '../clock.js'
 
 /** Who a request's key names: the team, and which of its keys. */
 export interface Identity {
@@ -14,7 +16,7 @@ export interface Identity {
 const KNOWN_KEYS_MAX = 10_000
 
 /**
- * The teams' keys. `replace` swaps them whole (a reload, issue #8) and forgets every
+ * The teams' keys. `replace` swaps them whole (a reload) and forgets every
  * remembered key with them, so a revoked key is refused from the next request on.
  */
 export class TeamDirectory {
@@ -24,7 +26,7 @@ export class TeamDirectory {
   #byKey = new Map<string, Identity>()
   readonly #now: () => number
 
-  constructor(teams: TeamConfig[], now: () => number = Date.now) {
+  constructor(teams: TeamConfig[], now: () => number = systemClock.now) {
     this.#now = now
     this.replace(teams)
   }
@@ -41,6 +43,12 @@ export class TeamDirectory {
   /** A running team's own bulkhead, where its config sets one. */
   limitsOf(name: string): { maxConcurrent: number | null; queue: number | null } | undefined {
     return this.#byName.get(name)
+  }
+
+  /** Each running key that has an end: seconds until it, negative once it has passed. */
+  keyLifetimes(): KeyLifetime[] {
+    const now = this.#now()
+    return this.#teams.flatMap((team) => team.keys.flatMap((key) => (key.expiresAt === null ? [] : [{ team: team.name, key: key.id, secondsLeft: (key.expiresAt - now) / 1000 }])))
   }
 
   replace(teams: TeamConfig[]): void {

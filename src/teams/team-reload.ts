@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics.js'
 import type { RedisBus } from '../redis.js'
 import type { AdminAuth } from '../routes/admin-auth.js'
 import type { TeamDirectory } from './team-auth.js'
+import { systemClock, type Clock, type Timer } from '../clock.js'
 
 export type ReloadTrigger = 'file' | 'signal' | 'admin' | 'replica'
 
@@ -29,20 +30,21 @@ export interface TeamReloaderDeps {
   /** Where the config is read from; null: nothing to reload (demo mode, or neither CONFIG_FILE nor TEAMS_FILE). */
   source: LoadOptions | null
   pollMs: number
+  clock?: Clock
 }
 
 const BUS_CHANNEL = 'teams-reload'
 
 /**
  * Reloads the teams (and the named admin tokens) of CONFIG_FILE or TEAMS_FILE without a
- * restart (issue #8): when any file the last load read changes (CONFIG_FILE, TEAMS_FILE,
+ * restart: when any file the last load read changes (CONFIG_FILE, TEAMS_FILE,
  * ADMIN_TOKENS_FILE, token and secret files: read every `pollMs`, which also sees a
  * Kubernetes ConfigMap's or Secret's `..data` symlink swap), on SIGHUP, on
  * POST /admin/reload, and when another replica's admin call asks every replica to
  * re-read its own file. The files are validated whole like at start; a load that does
  * not validate is refused, the running teams stay, and it is tried again at every poll
  * until it succeeds, so that a revocation written while another file was broken (or a
- * token file momentarily empty) still takes effect (issue 16, item 4). Every other
+ * token file momentarily empty) still takes effect. Every other
  * setting needs a restart.
  */
 export class TeamReloader {
@@ -55,10 +57,12 @@ export class TeamReloader {
   /** The digest of the files whose refusal was last logged; null while the running teams are the files'. */
   #refused: string | null = null
   #admins: string
-  #timer: NodeJS.Timeout | null = null
+  #timer: Timer | null = null
+  readonly #clock: Clock
 
   constructor(deps: TeamReloaderDeps) {
     this.#d = deps
+    this.#clock = deps.clock ?? systemClock
     const env = deps.source?.env ?? {}
     this.#files = { ...(env.CONFIG_FILE ? { file: env.CONFIG_FILE } : {}), ...(env.TEAMS_FILE ? { teamsFile: env.TEAMS_FILE } : {}) }
     this.#admins = signature(deps.config.admin.tokens)
@@ -78,7 +82,7 @@ export class TeamReloader {
     } catch {
       // Refused: logged and counted by reload; tried again at the next poll.
     }
-    this.#timer = setInterval(() => this.#poll(), this.#d.pollMs)
+    this.#timer = this.#clock.setInterval(() => this.#poll(), this.#d.pollMs)
     this.#timer.unref()
     await this.#d.bus?.subscribe(BUS_CHANNEL, (message) => {
       if (message === this.#replica) return
@@ -91,7 +95,7 @@ export class TeamReloader {
   }
 
   close(): void {
-    if (this.#timer) clearInterval(this.#timer)
+    if (this.#timer) this.#clock.clearInterval(this.#timer)
     this.#timer = null
   }
 

@@ -1,5 +1,6 @@
 import type { Metrics } from '../metrics.js'
 import type { RedisBreaker, RedisClient } from '../redis.js'
+import { systemClock, type Clock, type Timer } from '../clock.js'
 
 /** One team's totals of one UTC day. */
 export interface UsageTotals {
@@ -53,7 +54,7 @@ export interface TeamUsageOptions {
   metrics: Metrics
   flushMs: number
   retentionDays: number
-  now?: () => number
+  clock?: Clock
 }
 
 type DayCounts = Map<string, UsageTotals>
@@ -66,19 +67,19 @@ interface Tally {
 }
 
 /**
- * Daily totals per team (issue #8). Requests are counted in this process and added to
+ * Daily totals per team. Requests are counted in this process and added to
  * Redis every `flushMs` in one MULTI, as the rate limiter does: the hit path never
  * waits on Redis. A failed flush keeps its counts for the next one. Without Redis each
  * replica keeps its own totals in memory, for `retentionDays`.
  */
 export class TeamUsage {
   readonly #o: TeamUsageOptions
-  readonly #now: () => number
+  readonly #clock: Clock
   /** day → team → counts not yet in Redis. */
   #pending = new Map<string, DayCounts>()
   /** Without Redis: the totals themselves. */
   readonly #kept = new Map<string, DayCounts>()
-  #timer: NodeJS.Timeout | null = null
+  #timer: Timer | null = null
   #flushing: Promise<void> | null = null
   // The current day and its pending counts, so a request costs one map lookup.
   #day = { start: 0, end: 0, teams: new Map() as DayCounts }
@@ -86,24 +87,24 @@ export class TeamUsage {
 
   constructor(opts: TeamUsageOptions) {
     this.#o = opts
-    this.#now = opts.now ?? Date.now
+    this.#clock = opts.clock ?? systemClock
   }
 
   start(): void {
     if (this.#timer) return
-    this.#timer = setInterval(() => void this.flush(), this.#o.flushMs)
+    this.#timer = this.#clock.setInterval(() => void this.flush(), this.#o.flushMs)
     this.#timer.unref()
   }
 
   /** Stops after one last flush, so this replica's counts reach Redis. */
   async close(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer)
+    if (this.#timer) this.#clock.clearInterval(this.#timer)
     this.#timer = null
     await this.flush()
   }
 
   /** One answered request of a team, at `now` (the hit path passes the clock reading it took). */
-  request(team: string, status: number, hit: boolean, bytes: number, now: number = this.#now()): void {
+  request(team: string, status: number, hit: boolean, bytes: number, now: number = this.#clock.now()): void {
     const counts = this.#counts(team, now)
     counts.requests += 1
     if (hit) counts.cacheHits += 1
@@ -145,7 +146,7 @@ export class TeamUsage {
     return t
   }
 
-  #counts(team: string, now: number = this.#now()): UsageTotals {
+  #counts(team: string, now: number = this.#clock.now()): UsageTotals {
     if (now < this.#day.start || now >= this.#day.end) {
       const start = Math.floor(now / DAY_MS) * DAY_MS
       const name = utcDay(start)
@@ -175,7 +176,7 @@ export class TeamUsage {
     const { redis, breaker, prefix, retentionDays } = this.#o
     if (!redis || !breaker) {
       for (const [day, teams] of pending) for (const [team, counts] of teams) add(totalsOf(this.#kept, day, team), counts)
-      const oldest = utcDay(this.#now() - retentionDays * DAY_MS)
+      const oldest = utcDay(this.#clock.now() - retentionDays * DAY_MS)
       for (const day of this.#kept.keys()) if (day < oldest) this.#kept.delete(day)
       return
     }

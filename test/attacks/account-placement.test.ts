@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 import { call, direct, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
-// Issue #5, "What was seen" 3: an account named where the platform does not read it.
+// An account named where the platform does not read it.
 // The campaign list reads `userId` from the body only and, without one there, lists the
 // token owner's (the parent's) campaigns. The growth team is limited to 101 and 102.
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { KEYS, rawHttp, rawRequest, TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { call, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
-// Issue #5, "What was seen" 5: cheap attacks. Memory grown by unique URLs, event-loop time
+// Cheap attacks. Memory grown by unique URLs, event-loop time
 // spent on bodies before the key and rate limit are checked, deep JSON as a 500, a body
 // that trickles in held open for minutes. The request timeout is set short here so
 // that the trickle is cut off within the test.

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { KEYS, TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { ADMIN_TOKEN, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
 
-// Issue 16, item 2: every read from a caller has a deadline, on both listeners. Short
+// Every read from a caller has a deadline, on both listeners. Short
 // deadlines here so that each is reached within the test; every socket has a hard stop,
 // so a gateway that never cuts it off fails rather than hangs.
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 import { call, direct, itLoggedNoSecret, newCampaign, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
-// Issue #5, "What was seen" 1: writes disguised as reads. The read/write rule and the
+// Writes disguised as reads. The read/write rule and the
 // token-path rule must read the same path the router and the platform read, and no
 // method override may reach a PHP platform, which honours it on POST.
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { KEYS } from '../helpers/sandbox-gateway.js'
 import { call, direct, itLoggedNoSecret, newCampaign, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
-// Issue #5, "What was seen" 2: campaign ids of another advertiser. A campaign id does not
+// Campaign ids of another advertiser. A campaign id does not
 // say whose it is, and the platform reads campaigns by id for any child of the token's
 // parent: every id a scoped team names must be one of its advertisers' campaigns.
 // The writer team is limited to 101 (and may write); 102 is a sibling under the same parent.

@@ -5,7 +5,7 @@ import { testConfig } from '../helpers/build-gateway.js'
 import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 import { ADMIN_TOKEN, call, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
 
-// Issue #5, "What was seen" 6: leaks. The caller's bytes in a trace log line, passwords
+// Leaks. The caller's bytes in a trace log line, passwords
 // in configuration errors, caller credentials and forwarding headers on their way to the
 // platform, and `expect: 100-continue` turned into a 502.
 

@@ -6,14 +6,14 @@ import { checkTarget } from '../../src/routes/request-target.js'
 import { KEYS, TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
-// Issue 16, item 1: memory is bounded whatever callers send. The memos of URLs count
+// Memory is bounded whatever callers send. The memos of URLs count
 // what each entry keeps (URL, decoded and canonical query, the canonical report), and a
 // refused call leaves nothing in them.
 
 const sg = useAttackGateway({ yaml: TEAMS_YAML })
 
 const PAD_BYTES = 15 * 1024
-// Spaces as `+`: the canonical query spells each `%20`, three times the bytes (issue 16).
+// Spaces as `+`: the canonical query spells each `%20`, three times the bytes.
 const padding = (i: number) => `${i}${'+'.repeat(PAD_BYTES)}`
 const reportUrl = (i: number, advertiser: number) => `/api/v1/report/campaigns/get?advertiserId=${advertiser}&${REPORT_DATES}&pad=${padding(i)}`
 

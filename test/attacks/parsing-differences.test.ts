@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest'
 import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 import { call, direct, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
-// Issue #5, "What was seen" 4: the gateway checked its own parse and forwarded the caller's
-// bytes, which a PHP platform reads differently. Each attack is shown working on the
-// sandbox (PHP's and Laravel's reading) and refused by the gateway, which forwards only
-// its own serialization. The growth team is limited to 101 and 102; 103 is a sibling.
+// Parsing differences: a gateway that checks its own parse and forwards the caller's
+// bytes lets through what a PHP platform reads differently. Each attack is shown working
+// on the sandbox (PHP's and Laravel's reading) and refused by the gateway, which
+// forwards only its own serialization. The growth team is limited to 101 and 102; 103 is a sibling.
 
 const sg = useAttackGateway()
 const PARENT_CAMPAIGN = 100001

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { hashApiKey } from '../../src/teams/api-keys.js'
-import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import { fakeClock, type FakeClock, onRealTimers } from '../helpers/clock.js'
 import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 
@@ -28,7 +28,7 @@ const sandbox = useSandbox()
 const gateways = useGateways()
 
 async function gateway(clock?: FakeClock): Promise<TestGateway> {
-  const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, YAML), clock ? { now: clock.now } : {})
+  const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, YAML), clock ? { clock: onRealTimers(clock.now) } : {})
   sandbox.clearRequests()
   return gw
 }

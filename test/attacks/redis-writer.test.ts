@@ -8,7 +8,7 @@ import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
-// Issue 16, item 5: whoever may write to Redis (a neighbour on a shared instance, a
+// Whoever may write to Redis (a neighbour on a shared instance, a
 // leaked password) writes there directly and PUBLISHes on the bus. What the gateway
 // serves and obeys must still be the gateway's own.
 

@@ -6,7 +6,7 @@ import { spawnGateways, timedRequest, type GatewayProcess, type TimedResponse } 
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
-// Issue #9, "What was seen" 1 and 2, with two gateway processes on one redis-server: a
+// The fill lock with two gateway processes on one redis-server: a
 // replica SIGKILLed while it holds a report's fill lock mid-stampede, and a leader whose
 // platform call fails while the other replica's callers wait on it.
 

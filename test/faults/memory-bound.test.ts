@@ -8,7 +8,7 @@ import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { heapGroups, heapGrowth, spawnProbedGateway, type GatewayMemory, type HeapGroup, type ProbedGateway } from '../helpers/gateway-memory.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
 
-// Issue 16, item 1: memory is bounded whatever callers send. The built gateway, as
+// Memory is bounded whatever callers send. The built gateway, as
 // production runs it (dist/main.js in a process of its own, over real sockets, so that
 // the fast path of hits runs too), takes 30,000 requests of every kind a caller can make
 // up: refused (401, 403, 400, 429), oversized, unique and 15 KB reports it must fetch and

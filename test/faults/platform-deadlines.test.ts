@@ -4,7 +4,7 @@ import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { spawnGateway, timedRequest, type GatewayProcess } from '../helpers/gateway-process.js'
 import { waitFor } from '../helpers/wait.js'
 
-// Issue #9, "What was seen" 3, 4 and 5, against a gateway process (dist/main.js) and the
+// Platform deadlines, against a gateway process (dist/main.js) and the
 // sandbox in hang, trickle, reset, 5xx and 429 modes: `platform.timeout` bounds the whole
 // call (queue wait and body included), and no failure is retried behind the caller's back.
 // Bounds are the deadline plus a margin for a loaded 2-core machine.
@@ -107,8 +107,8 @@ describe('platform deadlines (gateway process, sandbox faults)', () => {
     expect(sandbox.countRequests((r) => r.path === '/api/v1/campaign/list')).toBe(2)
   })
 
-  it('makes one platform call for a report read the platform answers 500 or 429, and at most the 2 read retries of issue #8 on a reset', async () => {
-    // The 429 last: it pauses the credential (issue #8) for its retry-after.
+  it('makes one platform call for a report read the platform answers 500 or 429, and at most the 2 read retries on a reset', async () => {
+    // The 429 last: it pauses the credential for its retry-after.
     const cases: [Parameters<Sandbox['setFailure']>[0], number, number][] = [
       [{ kind: 'status', status: 500 }, 502, 1],
       [{ kind: 'reset' }, 502, 3],

@@ -7,7 +7,7 @@ import { spawnGateway, steadyLoad, timedRequest, type GatewayProcess, type Timed
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
-// Issue 16, item 6: every Redis connection killed (CLIENT KILL, what a Redis restart, a
+// Every Redis connection killed (CLIENT KILL, what a Redis restart, a
 // failover or an operator does to them) while traffic flows that uses every Redis path:
 // cache reads and fills (lock, heartbeat, release), rate-limit syncs (MULTI), usage
 // flushes (MULTI) and reads (pipeline), ownership lists, token rotation (EVAL, publish),

@@ -5,7 +5,7 @@ import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { spawnGateways, steadyLoad, timedRequest, type GatewayProcess, type TimedResponse } from '../helpers/gateway-process.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
 
-// Issue #9, Deliver 5: redis-server SIGKILLed, and then frozen (SIGSTOP), under steady
+// redis-server SIGKILLed, and then frozen (SIGSTOP), under steady
 // traffic through two gateway processes: every request is answered, and none waits on
 // Redis longer than its command timeout (plus the platform call).
 

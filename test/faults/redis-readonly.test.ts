@@ -4,7 +4,7 @@ import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
-// Issue 16, item 9: a Redis out of memory (maxmemory reached, noeviction) answers OOM to
+// A Redis out of memory (maxmemory reached, noeviction) answers OOM to
 // writes and still answers reads. The entries in it are served; writes are skipped and
 // counted; /readyz and the metrics say so, rather than "redis down".
 

@@ -5,7 +5,7 @@ import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { spawnGateway, timedRequest, type GatewayProcess } from '../helpers/gateway-process.js'
 import { waitFor } from '../helpers/wait.js'
 
-// Issue #9, "What was seen" 6 and 7: SIGTERM while calls hang at the platform, with a
+// SIGTERM while calls hang at the platform, with a
 // platform.timeout far longer than shutdownGrace. The process must answer them and exit 0
 // within the grace plus a moment (in Kubernetes, what comes later is a SIGKILL), and a
 // request arriving on a kept-alive connection meanwhile gets the contract's error shape.

@@ -1,41 +1,61 @@
-/** A clock that moves only when told: pass `now` to the gateway, `advance` in the test. */
-export interface FakeClock {
-  now: () => number
+import { systemClock, type Clock, type Timer } from '../../src/clock.js'
+
+/** A clock that moves only when told: hand it to the code under test, `advance` in the test. */
+export interface FakeClock extends Clock {
   /** Moves the clock and runs, in time order, the timers that fall due on the way. */
   advance(ms: number): void
-  /** setTimeout and clearTimeout on this clock, for code that takes its timers as a dependency. */
+  /** One-shot timers on this clock, for code that takes them as a dependency (the report cache's refresh ahead). */
   timers: { set(fn: () => void, ms: number): unknown; clear(handle: unknown): void }
+}
+
+interface Due {
+  at: number
+  fn: () => void
+  /** An interval's period; null for a one-shot timer. */
+  every: number | null
 }
 
 export function fakeClock(start = Date.now()): FakeClock {
   let t = start
-  let seq = 0
-  const due = new Map<number, { at: number; fn: () => void }>()
+  const due = new Map<Timer, Due>()
+  const arm = (fn: () => void, ms: number, every: number | null): Timer => {
+    const timer: Timer = { unref: () => timer }
+    due.set(timer, { at: t + Math.max(0, ms), fn, every })
+    return timer
+  }
+  const clear = (timer: Timer | null | undefined): void => {
+    if (timer) due.delete(timer)
+  }
   return {
     now: () => t,
     advance(ms) {
       const end = t + ms
       for (;;) {
-        let next: [number, { at: number; fn: () => void }] | null = null
+        let next: [Timer, Due] | null = null
         for (const entry of due) if (entry[1].at <= end && (!next || entry[1].at < next[1].at)) next = entry
         if (!next) break
-        due.delete(next[0])
-        t = Math.max(t, next[1].at)
-        next[1].fn()
+        const [timer, d] = next
+        t = Math.max(t, d.at)
+        if (d.every === null) due.delete(timer)
+        else d.at = t + Math.max(1, d.every)
+        d.fn()
       }
       t = end
     },
+    setTimeout: (fn, ms) => arm(fn, ms, null),
+    clearTimeout: clear,
+    setInterval: (fn, ms) => arm(fn, ms, ms),
+    clearInterval: clear,
     timers: {
-      set(fn, ms) {
-        seq += 1
-        due.set(seq, { at: t + Math.max(0, ms), fn })
-        return seq
-      },
-      clear(handle) {
-        due.delete(handle as number)
-      },
+      set: (fn, ms) => arm(fn, ms, null),
+      clear: (handle) => clear(handle as Timer | null),
     },
   }
+}
+
+/** The system's timers with the time read from `now`: a test's own time for code whose waits stay real. */
+export function onRealTimers(now: () => number): Clock {
+  return { ...systemClock, now }
 }
 
 /**

@@ -4,7 +4,7 @@ import { KEYS, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
 
-// Issue 19: the read-only admin calls the operations console reads, and the console's
+// The read-only admin calls the operations console reads, and the console's
 // own files. Redis is configured on a port nothing listens on, with a password in the URL.
 
 const ADMIN_TOKEN = 'admin-status-admin-token-0123456789'

@@ -4,7 +4,7 @@ import { CREDENTIAL_KEYS, KEYS, TEAMS_YAML, credentialTeams, sandboxLoginEnv, te
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf, expectNoSecrets as expectNoneOf } from '../helpers/gateway-calls.js'
 
-// Issue 4, the admin calls on the platform token (contract, "Admin listener"): GET, PUT
+// The admin calls on the platform token (contract, "Admin listener"): GET, PUT
 // (with the probe call) and refresh, for the default credential and for named ones;
 // the audit lines they leave; and that no token, password or secret is ever shown.
 
@@ -209,7 +209,7 @@ describe('PUT /admin/token', () => {
     const gw = await gateway({ PLATFORM_TOKEN: token, ADMIN_TOKEN })
     const res = await admin(gw, 'PUT', '/admin/token', payload)
     expect(res.statusCode).toBe(400)
-    // Issue #7: the contract's code and what the field must be, never Fastify's FST_* code.
+    // The contract's code and what the field must be, never Fastify's FST_* code.
     expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: expected })
     expect(res.body).not.toContain('FST_')
     expect(gw.ctx.tokens.get('default').current()?.token).toBe(token)

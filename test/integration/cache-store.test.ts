@@ -18,7 +18,7 @@ import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 
 // One suite, run against both tiers of the report cache: whatever L1 does with an
-// entry, L2 does too (issue 3, "Two tiers").
+// entry, L2 does too.
 
 const { available, notice } = redisAvailability()
 if (notice) console.warn(notice)

@@ -6,7 +6,7 @@ import { useSandboxGateway } from '../helpers/fixtures.js'
 import { KEYS } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
 
-// Issue #6: fresh in-memory hits are served before Fastify's router, through the same
+// Fresh in-memory hits are served before Fastify's router, through the same
 // admission and access checks, with every contract behaviour of a hit.
 
 const WIRE_KEY = 'rgw_test_wire_key_444444444444444444444444444'
@@ -110,7 +110,7 @@ describe('hits before the router', () => {
   })
 })
 
-describe("a hit's head rendered ahead (issue 17)", () => {
+describe("a hit's head rendered ahead", () => {
   /** Writes `raw` on one connection; resolves with what came back once `answers` whole answers (heads only: `bodies` false) arrived, or the gateway closed it. */
   function onTheWire(raw: string, answers: number, bodies = true): Promise<{ text: string; closed: boolean }> {
     const { hostname, port } = new URL(env.url)
@@ -221,7 +221,7 @@ describe("a hit's head rendered ahead (issue 17)", () => {
   })
 })
 
-describe('a stampede joins the fill before the router (issue 17)', () => {
+describe('a stampede joins the fill before the router', () => {
   const PATH = '/api/v1/report/campaigns/get'
   const reportCalls = () => env.sandbox.countRequests((r) => r.path === PATH)
 
@@ -292,7 +292,7 @@ describe('a stampede joins the fill before the router (issue 17)', () => {
   })
 })
 
-describe('the access log line (issue #7)', () => {
+describe('the access log line', () => {
   const lastRequestLine = () => env.gw.logs.records().filter((r) => r.msg === 'request').at(-1) as Record<string, unknown>
 
   it('carries client, advertiser, cache result, bytes sent, upstream time and user agent, on both entrances', async () => {

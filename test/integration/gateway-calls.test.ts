@@ -4,7 +4,7 @@ import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 
-// Issue 15 item 6: the calls the gateway makes on its own behalf (ownership lookups, the
+// The calls the gateway makes on its own behalf (ownership lookups, the
 // token probe) count under the team `(gateway)`, in usage and in the governor's slots,
 // never under the team whose call caused them.
 

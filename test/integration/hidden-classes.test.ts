@@ -7,11 +7,11 @@ import { probeAsker, spawnGateway, type GatewayProcess } from '../helpers/gatewa
 const PROBE = fileURLToPath(new URL('../helpers/shape-probe.mjs', import.meta.url))
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2025-01-01&dateTo=2025-01-31'
 
-// Issue 17, hits at Node's limit: two ways a gateway process lost a tenth of each hit to
-// V8's runtime, both through the hidden classes of process.nextTick's queue entries, seven
-// per hit. Ajv's code optimizer filled the transitions of the class every `{}` starts from
-// (src/validator-code.ts); start-up's full collections dropped the entries' classes while
-// none was alive (src/tick-shape.ts).
+// Two ways a gateway process can lose a tenth of each hit to V8's runtime, both through
+// the hidden classes of process.nextTick's queue entries, seven per hit. Ajv's code
+// optimizer fills the transitions of the class every `{}` starts from
+// (src/validator-code.ts); start-up's full collections drop the entries' classes while
+// none is alive (src/tick-shape.ts).
 describe('hidden classes of a gateway process', () => {
   let sandbox: Sandbox
   let gw: GatewayProcess

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
 import { useGateway, useSandbox } from '../helpers/fixtures.js'
 
-// Issue 2, "Logs": one whole working day of the gateway (password login, cached
+// Contract, "Logs": one whole working day of the gateway (password login, cached
 // reports, proxied calls, a refused token and the re-login, an admin token change,
 // errors) and then the captured log: no secret of any kind, and one line per request.
 

@@ -1,5 +1,5 @@
 /**
- * Issue 18 item 5: what a real gateway serves at /metrics, after traffic, passes
+ * What a real gateway serves at /metrics, after traffic, passes
  * `promtool check metrics` with no finding (exit 0). promtool comes from Debian's
  * `prometheus` package (.ci/run installs it); without it this is skipped and the run's
  * last line says so (helpers/missing-tools.ts), which with CI=true fails the run.

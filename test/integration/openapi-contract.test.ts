@@ -1,5 +1,5 @@
 /**
- * Issue 18 item 3: the OpenAPI document says what the proxy answers. An independent
+ * The OpenAPI document says what the proxy answers. An independent
  * validator (@apidevtools/swagger-parser) checks the document itself; then real requests
  * go to a gateway in front of the platform sandbox, and each answer (status, headers,
  * body) is checked against the document's response for that operation and status.

@@ -1,5 +1,5 @@
 /**
- * Issue 18 item 1: the tested runbook of docs/operations.md. Each `<!-- runbook: NAME -->`
+ * The tested runbook of docs/operations.md. Each `<!-- runbook: NAME -->`
  * sh block is run as it is written, in order, in one folder, by `sh -e`, against a
  * gateway process (dist/main.js) with Redis in front of the platform sandbox; only
  * `npm run --silent <script> --` is spelled as the script it runs. Each block's output is

@@ -126,17 +126,6 @@ describe.skipIf(!available)('the limit across replicas', () => {
     }
   })
 
-  it('with platform.isolation false, caps each replica on its own (no permits across replicas)', async () => {
-    const yaml = 'platform: { maxConcurrent: 2, adaptive: false, isolation: false }'
-    const [a, b] = [await replica(yaml), await replica(yaml)]
-    sandbox.setLatency(200)
-    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => get(i % 2 ? a : b, distinct(i))))
-    expect(answers.map((r) => r.statusCode)).toEqual(Array(12).fill(200))
-    // 2 per replica: no permits across replicas.
-    expect(sandbox.concurrency().peak).toBe(4)
-    expect(await redis.client.exists(PERMITS_KEY)).toBe(0)
-  })
-
   it('gives back the permits of a SIGKILLed replica within the lease: the other replica\'s call goes through', async () => {
     const yaml = `${TEAMS_YAML}\nplatform: { maxConcurrent: 2, adaptive: false, permitLease: 1s }\nredis: { commandTimeout: 2s }`
     const dying = await spawnGateway({ env: env(), yaml })

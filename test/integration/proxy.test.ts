@@ -372,7 +372,7 @@ describe('the platform\'s own answers', () => {
 })
 
 describe('platform failures on a non-report call', () => {
-  // A read is sent again twice after a 502 or 503 (issue #8), never after a 500.
+  // A read is sent again twice after a 502 or 503, never after a 500.
   it.each([
     [500, 1],
     [502, 3],

@@ -1,5 +1,5 @@
 /**
- * Issue 18 item 6: the README's "point a gateway at the sandbox by hand" block works word
+ * The README's "point a gateway at the sandbox by hand" block works word
  * for word. Its commands are read from README.md and run in order in a shell, in an empty
  * folder; only the ports change (free ones instead of 8090, 8080 and the admin 8081) and
  * `npm run …` is spelled as the script it runs, so that no npm is needed.

@@ -6,8 +6,9 @@ import { RedisBreaker } from '../../src/redis.js'
 import { RateLimiter } from '../../src/teams/rate-limit.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
+import { onRealTimers } from '../helpers/clock.js'
 
-// Issue #6: team limits shared across replicas without a Redis round trip per request.
+// Team limits shared across replicas without a Redis round trip per request.
 
 const { available, notice } = redisAvailability()
 if (notice) console.warn(notice)
@@ -26,7 +27,7 @@ function admitted(limiter: RateLimiter, t: TeamConfig, n: number): number {
 describe('RateLimiter without Redis', () => {
   it('admits exactly max per window and tells when the window ends', () => {
     let now = 120_000 + 15_000
-    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:', now: () => now })
+    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 't:', clock: onRealTimers(() => now) })
     const t = team('solo', 5)
     expect(admitted(limiter, t, 8)).toBe(5)
     expect(limiter.hit(t)).toEqual({ allowed: false, retryAfterSec: 45, remaining: 0, resetSec: 45 })

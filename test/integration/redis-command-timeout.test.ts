@@ -1,6 +1,7 @@
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import pino from 'pino'
 import { createRedisClient, type RedisClient } from '../../src/redis.js'
+import { installIoredisCommandTimeoutPatch } from '../../src/redis-command-timeout.js'
 import { useCleanups, useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -25,6 +26,11 @@ function stall(ms: number): void {
 describe.skipIf(!available)('redis command timeout', () => {
   const { server, client: admin } = useRedis()
   const cleanups = useCleanups()
+
+  // As createGateway does before it makes its client.
+  beforeAll(() => {
+    expect(installIoredisCommandTimeoutPatch(pino({ level: 'silent' }))).toBe(true)
+  })
 
   async function gatewayClient(): Promise<RedisClient> {
     const client = createRedisClient({ url: server.url, commandTimeoutMs: COMMAND_TIMEOUT_MS } as Parameters<typeof createRedisClient>[0], pino({ level: 'silent' })) as RedisClient

@@ -6,7 +6,7 @@ import { useGateway, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
-// Issue 3, "Redis failure": Redis is an accelerator. Killed in the middle of a test, the
+// Redis is an accelerator. Killed in the middle of a test, the
 // gateway answers on from L1 and the platform without errors and without waiting longer
 // than the command timeout; once it is back, it is used again. Transitions of the
 // circuit breaker are logged once each.
@@ -177,7 +177,7 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
     )
     try {
       expect(Date.now() - started).toBeLessThan(3000)
-      // The truth from the first second (issue #7), before any request needed Redis: the
+      // The truth from the first second, before any request needed Redis: the
       // metric, readiness's body, and one line naming host:port and the cause.
       expect(await redisUp(c)).toBe('0')
       expect((await c.admin.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ redis: 'down', degraded: ['redis'] })

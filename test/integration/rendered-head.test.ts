@@ -3,7 +3,7 @@ import { connect, type AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { STATUS_200, isFieldValue, renderHeaderLines, takesRenderedHead, writeRenderedHead } from '../../src/routes/rendered-head.js'
 
-// A hit's head rendered ahead and written without writeHead (issue 17): on the wire it
+// A hit's head rendered ahead and written without writeHead: on the wire it
 // must be what writeHead writes for the same headers, and whatever writeHead decides for
 // itself (closing the connection, 100-continue, a request limit) must be left to it.
 // Run against the Node the tests run on: a release that changes what writeHead writes

@@ -7,7 +7,7 @@ import { RedisBreaker, RedisBus } from '../../src/redis.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 
-// The fill lock across replicas (issue 3): a waiter hears the leader's failure however
+// The fill lock across replicas: a waiter hears the leader's failure however
 // its own reads and the announcement interleave. The announcement comes on the
 // subscriber's connection, the lock's answers on the command connection: a failure
 // announced while the waiter is between two waits (reading L2, trying the lock) must

@@ -4,12 +4,12 @@ import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { request } from 'undici'
 import { Redis } from 'ioredis'
 import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import { fakeClock, type FakeClock, onRealTimers } from '../helpers/clock.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 
-// Issue 3 across replicas: two gateway instances on one Redis (one L1 each, one shared
+// The report cache across replicas: two gateway instances on one Redis (one L1 each, one shared
 // L2, one lock and one pub/sub bus, sealed with GATEWAY_SECRET: a leader's failure
 // reaches the waiters only then). The platform token plays no part here.
 
@@ -52,7 +52,7 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
   const replicas = async (yaml = YAML): Promise<[TestGateway, TestGateway]> => {
     const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN, REDIS_URL: redisServer.url, GATEWAY_SECRET: 'replicas-gateway-secret-000000000000' }, yaml)
     // One clock for both, as replicas share wall time.
-    return [await gateways.build(config(), { now: clock.now }), await gateways.build(config(), { now: clock.now })]
+    return [await gateways.build(config(), { clock: onRealTimers(clock.now) }), await gateways.build(config(), { clock: onRealTimers(clock.now) })]
   }
 
   beforeEach(async () => {
@@ -213,7 +213,7 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
 
   it('refreshes a report popular on both replicas ahead once, and each replica serves the new copy from its L1', async () => {
     const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN, REDIS_URL: redisServer.url }, YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8'))
-    const [c, d] = [await gateways.build(config(), { now: clock.now, timers: clock.timers }), await gateways.build(config(), { now: clock.now, timers: clock.timers })]
+    const [c, d] = [await gateways.build(config(), { clock: onRealTimers(clock.now), timers: clock.timers }), await gateways.build(config(), { clock: onRealTimers(clock.now), timers: clock.timers })]
     const outcome = async (gw: TestGateway, name: string) => metric(gw, `gateway_cache_refresh_ahead_total{outcome="${name}"}`)
     expect((await get(c, Q101)).headers['x-cache']).toBe('MISS')
     clock.advance(5_000)

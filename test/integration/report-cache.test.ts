@@ -4,12 +4,12 @@ import { gunzipSync, gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { request } from 'undici'
 import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import { fakeClock, type FakeClock, onRealTimers } from '../helpers/clock.js'
 import { useGateway, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
-// Issue 3 on one gateway instance, against the sandbox over loopback, once with the
+// The report cache on one gateway instance, against the sandbox over loopback, once with the
 // in-memory cache only and once with Redis as L2. Time moves on a fake clock.
 
 const { available, notice } = redisAvailability()
@@ -72,7 +72,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
 
   beforeEach(async () => {
     clock = fakeClock()
-    gw = await gateways.build(testConfig(env(), YAML), { now: clock.now })
+    gw = await gateways.build(testConfig(env(), YAML), { clock: onRealTimers(clock.now) })
   })
 
   const get = (query: string, headers: Record<string, string> = {}, path = PATH) =>
@@ -357,7 +357,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
   })
 
   it('refreshes a report asked three times within its freshness before it expires: a HIT no older than its TTL while popular; an unpopular copy expires', async () => {
-    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8')), { now: clock.now, timers: clock.timers })
+    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8')), { clock: onRealTimers(clock.now), timers: clock.timers })
     const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
     const refreshes = async (outcome: string) => {
       const text = (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body
@@ -391,7 +391,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
 
   it('queues a refresh ahead behind a caller\'s call for the only slot, and runs it as soon as the slot frees', async () => {
     const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8').replace('  timeout: 800ms', '  timeout: 800ms\n  maxConcurrent: 1')
-    const ahead = await gateways.build(testConfig(env(), yaml), { now: clock.now, timers: clock.timers })
+    const ahead = await gateways.build(testConfig(env(), yaml), { clock: onRealTimers(clock.now), timers: clock.timers })
     const ask = (query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all } })
     const refreshes = async (outcome: string) => {
       const text = (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body
@@ -418,7 +418,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
   })
 
   it('starts the refresh ahead at once on a third ask past the fraction', async () => {
-    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: 0.5')), { now: clock.now, timers: clock.timers })
+    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: 0.5')), { clock: onRealTimers(clock.now), timers: clock.timers })
     const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
     await ask()
     clock.advance(40_000)

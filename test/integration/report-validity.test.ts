@@ -4,7 +4,7 @@ import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { startSandboxGateway, type SandboxGateway } from '../helpers/sandbox-gateway.js'
 import type { GarbledBody } from '../../src/sandbox/types.js'
 
-// Issue 16, item 8: only a real report is cached. A 200 that is an HTML maintenance
+// Only a real report is cached. A 200 that is an HTML maintenance
 // page, HTML labelled as JSON, JSON cut short or empty is passed to its caller as a 502
 // GW_UPSTREAM (or a stale copy), never stored, logged with what it is, and counted.
 

@@ -6,7 +6,7 @@ import { startSandboxGateway, TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 
 // server.connectionTimeout: a connection through which nothing moves for that long is
 // closed, by a periodic look at each connection's byte counts rather than Node's socket
-// timer re-armed on every read and write (issue 17). Every socket has a hard stop, so a
+// timer re-armed on every read and write. Every socket has a hard stop, so a
 // server that never closes it fails rather than hangs.
 
 const TIMEOUT_MS = 400

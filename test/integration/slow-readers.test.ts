@@ -4,9 +4,9 @@ import { request } from 'undici'
 import { describe, expect, it } from 'vitest'
 import { KEYS, listen, WHOLE_SHARE_TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
-import { waitFor, waitUntil } from '../helpers/wait.js'
+import { waitFor } from '../helpers/wait.js'
 
-// Issue 15 item 4, "a slot covers the platform's work, not the caller's reading": the
+// "A slot covers the platform's work, not the caller's reading": the
 // gateway against the sandbox over loopback HTTP, with callers on raw sockets that ask
 // for large answers and never read them. Loopback absorbs about 4 MB per connection
 // before the gateway's writes back up, so the answers that must back up are larger.
@@ -157,22 +157,5 @@ describe('a caller that reads slowly but steadily', () => {
     expect(body.length).toBe(bytes)
     expect(body.equals(Buffer.from(JSON.stringify({ data: 'x'.repeat(bytes - 11) })))).toBe(true)
     expect(slowReaderLines(gw)).toHaveLength(0)
-  })
-})
-
-describe('platform.isolation false (the comparison mode: the behaviour before issue 15)', () => {
-  it('streams an answer within bufferBytes at the caller\'s pace and never cuts a caller off: its slot is held while it reads nothing', async () => {
-    const gw = await gateway('platform: { isolation: false, bufferBytes: 12MiB, readIdleTimeout: 1s }')
-    const governor = gw.ctx.governors.of('default')
-    sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 10 * MB, times: 2 })
-    for (let i = 0; i < 2; i++) stalledCampaignCall(gw.port)
-    await waitFor('2 answers at the platform', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === 2 && governor.inFlight === 2)
-    // Protected, the answers would be received whole and their slots free at once; a
-    // streamed one would be cut off after readIdleTimeout (1 s).
-    expect(await waitUntil(2500, () => governor.inFlight < 2)).toBe(false)
-    expect(gw.ctx.answers.budget.used).toBe(0)
-    expect(slowReaderLines(gw)).toHaveLength(0)
-    for (const fn of cleanups.splice(0)) await fn()
-    await waitFor('the slots free once the callers are gone', () => governor.inFlight === 0)
   })
 })

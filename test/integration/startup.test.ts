@@ -10,7 +10,7 @@ import { portTaken } from '../helpers/gateway-process.js'
 import { freePort } from '../helpers/start-redis.js'
 import { useSandbox } from '../helpers/fixtures.js'
 
-// Issue #7: a start that cannot work stops with one line saying what to do, and a start
+// A start that cannot work stops with one line saying what to do, and a start
 // that works says the truth about what it found (demo mode, Redis). Run as production
 // runs it: the built dist/main.js in a clean environment.
 

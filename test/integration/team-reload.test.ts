@@ -10,7 +10,7 @@ import { waitFor } from '../helpers/wait.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { TEST_GATEWAY_SECRET, type TestGateway } from '../helpers/build-gateway.js'
 
-// Issue #8, "Keys without restarts": the teams of CONFIG_FILE reload when the file
+// Keys without restarts: the teams of CONFIG_FILE reload when the file
 // changes (as a ConfigMap update swaps it), on POST /admin/reload (every replica, through
 // Redis) and on SIGHUP; a file that does not validate is refused whole.
 
@@ -94,6 +94,21 @@ describe('keys without restarts', () => {
     await waitFor('the key to expire', async () => (await status(gw, NEW)) === 401, 5000, 50)
   })
 
+  it('lists each key with an end in gateway_api_key_expiry_seconds, and follows a reload without a restart', async () => {
+    const series = async (gw: TestGateway) =>
+      (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+        .split('\n')
+        .filter((l) => l.startsWith('gateway_api_key_expiry_seconds{'))
+        .map((l) => l.split(' ')[0])
+    const dir = configMap(yaml([`{ hash: ${plain(OLD)}, id: growth-2098, expiresAt: 2098-01-01 }`, plain(NEW)]))
+    const gw = await replica(dir, false)
+    expect(await series(gw)).toEqual(['gateway_api_key_expiry_seconds{team="growth",key="growth-2098"}'])
+    const left = await metric(gw, 'gateway_api_key_expiry_seconds{team="growth",key="growth-2098"}')
+    expect(Math.abs(left - (Date.parse('2098-01-01T00:00:00Z') - Date.now()) / 1000)).toBeLessThan(60)
+    dir.update(yaml([`{ hash: ${plain(NEW)}, id: growth-2099, expiresAt: 2099-01-01 }`]))
+    await waitFor('the reloaded key in the gauge', async () => (await series(gw)).join() === 'gateway_api_key_expiry_seconds{team="growth",key="growth-2099"}', 5000, 50)
+  })
+
   it('refuses a broken file whole, keeps the old teams, and logs and counts each problem', async () => {
     const dir = configMap(yaml([plain(OLD)]))
     const gw = await replica(dir, false)
@@ -152,7 +167,7 @@ describe('keys without restarts', () => {
   })
 })
 
-// Issue 16, item 4: every file a reload reads is watched, a refused reload is tried again
+// Every file a reload reads is watched, a refused reload is tried again
 // until it succeeds, and each replica (polling its own mount, no Redis) drops a revoked
 // key or admin token within 2 s of the file's change.
 describe('a revocation always takes effect', () => {

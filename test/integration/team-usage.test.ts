@@ -8,7 +8,7 @@ import { KEYS, TEAMS_YAML, buildGateway, testConfig, type TestGateway } from '..
 import { useRedis, useSandbox } from '../helpers/fixtures.js'
 import { rawHttp, rawRequest, type RawResponse } from '../helpers/sandbox-gateway.js'
 
-// Issue #8: usage per team (daily totals in Redis, Prometheus counters), the rate-limit
+// Usage per team (daily totals in Redis, Prometheus counters), the rate-limit
 // headers on every answer of a limited team (the fast path's hits included), and the
 // audit lines of write calls and refused admin calls, with operators named by
 // ADMIN_TOKENS_FILE. One story, told in order, against the sandbox and a real Redis.

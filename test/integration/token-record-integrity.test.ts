@@ -9,7 +9,7 @@ import { tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor, waitUntil as within } from '../helpers/wait.js'
 
-// Security issue #5, item 7: the fields next to the ciphertext of a stored token record
+// The fields next to the ciphertext of a stored token record
 // (version, fingerprint, base, times) and the key it is stored under are authenticated
 // with the token (AES-GCM associated data). Someone with write access to Redis but
 // without GATEWAY_SECRET writes records directly here, as that attacker would: an altered

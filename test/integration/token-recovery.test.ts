@@ -3,18 +3,18 @@ import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { fingerprint } from '../../src/fingerprint.js'
-import { fakeClock } from '../helpers/clock.js'
+import { fakeClock, onRealTimers } from '../helpers/clock.js'
 import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf, campaignList, expectNoSecrets } from '../helpers/gateway-calls.js'
 import { waitUntil } from '../helpers/wait.js'
 
-// Issue 4, recovery: when the platform answers 401 and the probe call confirms that the
-// token is refused (issue 15; token-refusal.test.ts has the 401s it does not confirm), a
+// Recovery: when the platform answers 401 and the probe call confirms that the
+// token is refused (token-refusal.test.ts has the 401s it does not confirm), a
 // password-login credential logs in again once (shared by every caller that saw the 401)
 // and retries reads; a write is never retried; a static or file token makes the
 // credential unusable (502 GW_PLATFORM_AUTH, listed as degraded in /readyz, a loud log
-// line) until a new token arrives. Readiness stays 200 (issue #7): cached reports are
+// line) until a new token arrives. Readiness stays 200: cached reports are
 // still served.
 
 const ADMIN_TOKEN = 'recovery-admin-token-0123456789abcdef'
@@ -269,7 +269,7 @@ describe('static or file token: 401 makes the credential unusable until a new to
   })
 })
 
-describe('a refused token degrades, it does not empty the Service (issue #7)', () => {
+describe('a refused token degrades, it does not empty the Service', () => {
   it('a garbage static token is probed at start: degraded at once, loud, usable 0, and still ready', async () => {
     const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, PLATFORM_TOKEN: 'garbage-token-the-platform-never-issued' }))
     const readiness = await ready(gw)
@@ -285,7 +285,7 @@ describe('a refused token degrades, it does not empty the Service (issue #7)', (
   it('cached reports are served while the token is refused (HIT, then STALE within staleIfError); only platform calls fail', async () => {
     const clock = fakeClock()
     const token = sandbox.issueToken()
-    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, PLATFORM_TOKEN: token }), { now: clock.now })
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, PLATFORM_TOKEN: token }), { clock: onRealTimers(clock.now) })
     const filled = await report(gw)
     expect(filled.headers['x-cache']).toBe('MISS')
     sandbox.revokeToken(token)

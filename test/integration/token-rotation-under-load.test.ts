@@ -7,7 +7,7 @@ import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor, within } from '../helpers/wait.js'
 
-// Issue 4, "Done when": the token is rotated by file, by admin call and by re-login while
+// The token is rotated by file, by admin call and by re-login while
 // two replicas serve a steady stream of requests, and none of them fails. Each rotation
 // is followed, once every replica switched, by the platform revoking the old token, as
 // ops would do it.

@@ -8,8 +8,9 @@ import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf, campaignList, tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { within } from '../helpers/wait.js'
+import { onRealTimers } from '../helpers/clock.js'
 
-// Issue 4, central rotation: with Redis and GATEWAY_SECRET the current token of each
+// Central rotation: with Redis and GATEWAY_SECRET the current token of each
 // credential is stored in Redis (AES-256-GCM) and announced on pub/sub; every replica
 // switches within 1 s, a replica that starts later reads it, and the highest version
 // wins. Two gateway instances in this process stand for two replicas, on one real
@@ -33,7 +34,7 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
   })
 
   function replica(env: Record<string, string>, now?: () => number, yaml = TEAMS_YAML): Promise<TestGateway> {
-    return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, ...env }, yaml), now ? { now } : {})
+    return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, ...env }, yaml), now ? { clock: onRealTimers(now) } : {})
   }
 
   function put(gw: TestGateway, token: string) {

@@ -9,11 +9,11 @@ import { fingerprint } from '../../src/fingerprint.js'
 import { DEFAULT_TOKEN_LIFETIME_MS, jwtExpiry } from '../../src/platform/token-expiry.js'
 import { TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
-import { shiftedClock } from '../helpers/clock.js'
+import { shiftedClock, onRealTimers } from '../helpers/clock.js'
 import { bearerOf, campaignList, expectNoSecrets, tokenOf as currentToken } from '../helpers/gateway-calls.js'
 import { within } from '../helpers/wait.js'
 
-// Issue 4, token sources and expiry: the static token, the watched token file (with
+// Token sources and expiry: the static token, the watched token file (with
 // the symlink swap a Kubernetes Secret update makes), the password login and its
 // errors, and where a token's expiry comes from; against the sandbox over loopback.
 
@@ -25,7 +25,7 @@ const cleanups = useCleanups()
 const gateways = useGateways()
 
 function gateway(env: Record<string, string>, yaml = TEAMS_YAML, now?: () => number): Promise<TestGateway> {
-  return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml), now ? { now } : {})
+  return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...env }, yaml), now ? { clock: onRealTimers(now) } : {})
 }
 
 function adminCall(gw: TestGateway, method: 'GET' | 'PUT' | 'POST', url: string, payload?: unknown) {
@@ -166,7 +166,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
     expect(await within(2000, () => currentToken(gw) === next)).not.toBeNull()
   })
 
-  it('a missing file stops the start (issue #7); one that disappears later keeps the token, logged once, not once per poll', async () => {
+  it('a missing file stops the start; one that disappears later keeps the token, logged once, not once per poll', async () => {
     const dir = tempDir()
     const path = join(dir, 'token')
     expect(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN_FILE: path })).toThrow(
@@ -236,7 +236,7 @@ describe('password login', () => {
     { label: 'a grant type the platform does not know', env: { PLATFORM_GRANT_TYPE: 'other_dsp' }, status: 400, code: 'unsupported_grant_type' },
   ])('$label: $status $code is reported with the platform error code and without secrets', async ({ env, status, code }) => {
     const gw = await gateway({ ...loginEnv(), ...env })
-    // Start does not fail: the gateway runs degraded (issue #7: still ready, cached
+    // Start does not fail: the gateway runs degraded (still ready, cached
     // reports can be served) and keeps trying.
     const failedAtStart = records(gw, /platform login failed at start/)
     expect(failedAtStart).toHaveLength(1)

@@ -11,7 +11,7 @@ import { ensureBuilt } from '../helpers/gateway-process.js'
 import { loadConfigFrom } from '../helpers/load-config.js'
 import { leakedSecrets } from '../helpers/secret-scan.js'
 
-// Issue 16, item 3: every variable or file that can hold a secret, in malformed forms
+// Every variable or file that can hold a secret, in malformed forms
 // (wrong scheme, missing separators, bad port, stray spaces, JSON instead of a URL, a
 // pasted token where a hash belongs), each with a generated secret. Whatever the form:
 // the start error names the variable and never holds the secret or 8 characters of it,

@@ -5,14 +5,14 @@ import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 import { itLoggedNoSecret, newCampaign, useAttackGateway } from '../attacks/attack-gateway.js'
 
-// Issue #5: generated request targets, queries, headers and bodies of a scoped team, sent
+// Generated request targets, queries, headers and bodies of a scoped team, sent
 // over a raw socket, and what the platform (the sandbox, which reads requests as PHP and
 // Laravel do and notes the accounts each call acted on) received. Whatever is sent: no
 // 5xx, and the platform never receives a write from a read-only team, a path outside
 // /api/v1/, the token path, an account or campaign outside the team's advertisers, or a
 // caller credential.
 //
-// CI runs 300 requests a team with a fixed seed (one that finds each bypass of issue #5
+// CI runs 300 requests a team with a fixed seed (one that finds each known bypass
 // when its check is taken out); PROPERTY_RUNS=5000 runs longer with a new seed, which a
 // failure prints (PROPERTY_SEED=<n> replays it).
 

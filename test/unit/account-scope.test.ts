@@ -3,7 +3,7 @@ import { campaignPathPatterns, namedInCall } from '../../src/teams/account-scope
 import { parseFormBody, parseJsonBody } from '../../src/routes/request-body.js'
 import { checkTarget } from '../../src/routes/request-target.js'
 
-// Issue #5: the accounts and campaigns a call names, and whether it names its account
+// The accounts and campaigns a call names, and whether it names its account
 // where the platform reads it.
 
 const PATTERNS = campaignPathPatterns(['/api/v1/campaign/banner/delete/{id}', '/api/v1/campaign/{id}'])

@@ -5,7 +5,7 @@ import { CallerGroup, CallersGoneError, slotFollowing } from '../../src/platform
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { captureLogs } from '../helpers/build-gateway.js'
 
-// Issue #8: the governor's scheduling, on a clock that moves only when told.
+// The governor's scheduling, on a clock that moves only when told.
 
 function governor(clock: FakeClock, opts: Partial<GovernorOptions> = {}) {
   const refused: string[] = []
@@ -15,8 +15,7 @@ function governor(clock: FakeClock, opts: Partial<GovernorOptions> = {}) {
     queueLimit: 10,
     queueTimeoutMs: 10_000,
     log: pino({ level: 'silent' }),
-    now: clock.now,
-    timers: clock.timers,
+    clock,
     onRefused: (reason) => refused.push(reason),
     // Scheduling tests below see the whole credential; the bulkhead has tests of its own.
     limitsOf: () => ({ maxConcurrent: opts.maxConcurrent ?? 2, queue: opts.queueLimit ?? 10 }),

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 
-// Issue 18 item 4: every CLI prints its usage on --help (exit 0) and answers a usage
+// Every CLI prints its usage on --help (exit 0) and answers a usage
 // mistake with one line naming it, exit code 2, no stack trace. keys: keys-cli.test.ts.
 
 const dist = (path: string) => fileURLToPath(new URL(`../../dist/${path}`, import.meta.url))

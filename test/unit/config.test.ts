@@ -33,7 +33,7 @@ describe('defaults (config/default.yaml)', () => {
   it('runs in demo mode with the contract defaults when nothing is set', () => {
     const config = load({})
     expect(config.demo).toBe(true)
-    // Demo mode keeps the proxy on loopback (issue #7); HOST or a config file may open it.
+    // Demo mode keeps the proxy on loopback; HOST or a config file may open it.
     expect(config.host).toBe('127.0.0.1')
     expect(config.port).toBe(8080)
     expect(config.admin).toEqual({ host: '127.0.0.1', port: 8081, token: null, tokensFile: null, tokens: [] })
@@ -147,6 +147,15 @@ teams:
   it('refuses one key id used for two keys', () => {
     const yaml = `teams:\n  a: { keys: [{ hash: "${HASH}", id: k1 }], advertisers: ["*"] }\n  b: { keys: [{ hash: "${hashApiKey('x-other')}", id: k1 }], advertisers: ["*"] }\n`
     expect(problem({}, yaml).message).toMatch(/teams\.b\.keys\.0\.id: k1 is also the id of a key of team a/)
+  })
+
+  it('refuses a team whose name holds other characters than a name may have, saying which it may have', () => {
+    for (const name of ['<b>x</b>', 'a b', 'équipe']) {
+      const yaml = `teams:\n  ${JSON.stringify(name)}:\n    keys: ["${HASH}"]\n    advertisers: ["*"]\n`
+      expect(problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }, yaml).problems).toEqual([`teams: ${JSON.stringify(name)} is not a valid team name (letters, digits, _ . - only)`])
+      const files = { '/virtual/teams.yaml': yaml }
+      expect(problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, TEAMS_FILE: '/virtual/teams.yaml' }, undefined, files).problems).toEqual([`teams: ${JSON.stringify(name)} is not a valid team name (letters, digits, _ . - only)`])
+    }
   })
 
   it('reads named admin tokens from ADMIN_TOKENS_FILE next to ADMIN_TOKEN ("admin"), naming a bad line by its number only', () => {
@@ -314,7 +323,7 @@ describe('invalid configuration names the key', () => {
     { name: 'PORT=70000', env: { PORT: '70000' }, expected: /PORT: must be an integer from 0 to 65535/ },
     { name: 'ADMIN_PORT=-1', env: { ADMIN_PORT: '-1' }, expected: /ADMIN_PORT: must be an integer/ },
     { name: 'LOG_LEVEL=loud', env: { LOG_LEVEL: 'loud' }, expected: /LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent \(got "loud"\)/ },
-    // Never repeated: a malformed Redis URL cannot be masked (issue 16, item 3).
+    // Never repeated: a malformed Redis URL cannot be masked.
     { name: 'REDIS_URL=http://x', env: { REDIS_URL: 'http://x' }, expected: /REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL$/ },
     { name: 'PLATFORM_BASE_URL=ftp://x', env: { PLATFORM_BASE_URL: 'ftp://x', PLATFORM_TOKEN: TOKEN }, expected: /PLATFORM_BASE_URL: must be an http:\/\/ or https:\/\/ URL/ },
     { name: 'PLATFORM_BASE_URL with a path', env: { PLATFORM_BASE_URL: `${BASE}/api/v1`, PLATFORM_TOKEN: TOKEN }, expected: /PLATFORM_BASE_URL \(platform.baseUrl\): must be an origin only/ },
@@ -323,6 +332,7 @@ describe('invalid configuration names the key', () => {
     { name: 'a bad size', env: {}, yaml: 'bodyLimit: 1MB', expected: /bodyLimit: must be bytes as a number, or a string such as 64MiB/ },
     { name: 'an unknown setting', env: {}, yaml: 'cache: { ttl: { recent: 5m, stale: 1h } }', expected: /cache\.ttl\.stale: unknown setting/ },
     { name: 'an unknown top-level setting', env: {}, yaml: 'listen: 8080', expected: /listen: unknown setting/ },
+    { name: 'a removed setting (platform.isolation)', env: {}, yaml: 'platform: { isolation: true }', expected: /platform\.isolation: unknown setting/ },
     { name: 'an unknown team setting', env: {}, yaml: 'teams:\n  growth: { keys: [], advertisers: [101], admin: true }', expected: /teams\.growth\.admin: unknown setting/ },
     { name: 'a team key that is not sha256:<64 hex>', env: {}, yaml: 'teams:\n  growth: { keys: ["sha256:abc"], advertisers: [101] }', expected: /teams\.growth\.keys\.0: must be sha256:<hex> of an API key \(64 lower-case hex digits/ },
     { name: 'an upper-case hex team key', env: {}, yaml: `teams:\n  growth: { keys: ["${HASH.toUpperCase().replace('SHA256', 'sha256')}"], advertisers: [101] }`, expected: /teams\.growth\.keys\.0: must be sha256:<hex> of an API key \(64 lower-case hex digits/ },
@@ -418,7 +428,7 @@ describe('secrets never come from CONFIG_FILE and are never echoed', () => {
   })
 })
 
-describe('demo mode only when nothing is configured, or with DEMO=1 (issue #7)', () => {
+describe('demo mode only when nothing is configured, or with DEMO=1', () => {
   const ASK = "set PLATFORM_BASE_URL to the platform's address (or DEMO=1 for the bundled sandbox)"
   it.each<{ name: string; env: Record<string, string>; yaml?: string; found: string }>([
     { name: 'a token file', env: { PLATFORM_TOKEN_FILE: '/run/secrets/t' }, found: 'PLATFORM_TOKEN_FILE is' },
@@ -455,7 +465,7 @@ describe('demo mode only when nothing is configured, or with DEMO=1 (issue #7)',
   })
 })
 
-describe('messages that say what to do (issue #7)', () => {
+describe('messages that say what to do', () => {
   it('a short ADMIN_TOKEN or GATEWAY_SECRET names the minimum length, never the value', () => {
     expect(problem({ ADMIN_TOKEN: 'short-admin' }).problems).toEqual(['ADMIN_TOKEN: must be at least 16 characters long'])
     expect(problem({ GATEWAY_SECRET: 'short-secret' }).problems).toEqual(['GATEWAY_SECRET: must be at least 16 characters long'])

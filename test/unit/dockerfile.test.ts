@@ -136,11 +136,11 @@ describe('Dockerfile', () => {
       expect(Number(m![1])).toBe(24)
       expect(m![2]).toMatch(/slim|alpine/)
     }
-    // package.json's engines range is the Node the suite runs on (issue #7): 24 LTS, the image's.
+    // package.json's engines range is the Node the suite runs on: 24 LTS, the image's.
     expect(pkg.engines.node).toMatch(/^\^24\.\d+\.\d+$/)
   })
 
-  it('pins the base to an exact release, the Node the suite runs on (issue 18 item 6)', () => {
+  it('pins the base to an exact release, the Node the suite runs on', () => {
     const tested = (JSON.parse(text('node_modules/node/package.json')) as { version: string }).version
     for (const stage of stages) expect(stage.base, `base of stage ${stage.name}`).toMatch(new RegExp(`^node:${tested.replace(/\./g, '\\.')}-[a-z]+-(slim|alpine)(@sha256:[a-f0-9]{64})?$`))
   })

@@ -4,7 +4,7 @@ import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import { entryHead } from '../../src/reports/report-reply.js'
 
 // The head of an entry's 200 answers, rendered once per entry and written without
-// writeHead's checks (issue 17): only values writeHead would take may be in it.
+// writeHead's checks: only values writeHead would take may be in it.
 
 function entry(over: Partial<CacheEntry> = {}): CacheEntry {
   const identity = Buffer.from('{"data":[]}')

@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http'
 import Fastify from 'fastify'
 import { describe, expect, it } from 'vitest'
+import * as errorModule from '../../src/errors.js'
 import { allErrors } from '../../src/errors.js'
 
 // Contract, "Errors": every error the gateway answers with has a GW_ code and a status,
@@ -25,12 +26,29 @@ const CONTRACT_STATUS: Record<string, number[]> = {
   GW_OVERLOADED: [503],
 }
 
+// Every constructor is named FastifyError: the catalogue's names say which takes a number.
+const NUMBER_ARGUMENT = new Set(['RateLimitedError', 'PayloadTooLargeError'])
+const nameOf = new Map(catalogue.map(([name, E]) => [E, name]))
+
 /** One instance of each error, with a made-up argument for its message. */
 function make(Err: AnyErrorClass): Error & { code: string; statusCode: number } {
-  return new Err(Err.name === 'RateLimitedError' || Err.name === 'PayloadTooLargeError' ? 42 : 'detail-x')
+  return new Err(NUMBER_ARGUMENT.has(nameOf.get(Err) ?? '') ? 42 : 'detail-x')
+}
+
+/** An @fastify/error constructor (its prototype carries the library's marker) of a GW_* code. */
+function isGatewayError(value: unknown): value is AnyErrorClass {
+  if (typeof value !== 'function' || !(Symbol.for('fastify-error-generic') in value.prototype)) return false
+  return new (value as AnyErrorClass)('detail-x').code.startsWith('GW_')
 }
 
 describe('the error catalogue (src/errors.ts)', () => {
+  it('lists every GW_* error the module exports', () => {
+    const exported = Object.entries(errorModule).filter(([, value]) => isGatewayError(value))
+    expect(exported.length).toBeGreaterThan(0)
+    const listed = new Set<unknown>(Object.values(allErrors))
+    expect(exported.filter(([, E]) => !listed.has(E)).map(([name]) => name)).toEqual([])
+  })
+
   it('holds every code of the contract', () => {
     const codes = new Set(catalogue.map(([, E]) => make(E).code))
     for (const code of Object.keys(CONTRACT_STATUS)) expect(codes).toContain(code)

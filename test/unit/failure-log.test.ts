@@ -27,7 +27,7 @@ describe('FailureLog', () => {
     const clock = fakeClock(0)
     const lines: { fields: Record<string, unknown>; msg: string }[] = []
     const log = { warn: (fields: Record<string, unknown>, msg: string) => lines.push({ fields, msg }) }
-    const failures = new FailureLog({ log: log as never, intervalMs: 10_000, now: clock.now, timers: clock.timers })
+    const failures = new FailureLog({ log: log as never, intervalMs: 10_000, clock })
     const first: string[] = []
     const note = (code: string, how?: string) => failures.note(code, () => first.push(code), how)
     return { clock, lines, failures, first, note }

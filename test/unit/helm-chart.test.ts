@@ -323,7 +323,7 @@ describe('values.yaml and values.schema.json', () => {
 
 describe('rendered with the defaults', () => {
   const chart = install()
-  // The defaults leave platform.baseUrl empty, which stops the gateway (issue #7): what
+  // The defaults leave platform.baseUrl empty, which stops the gateway: what
   // loads a config from the rendered pod names the platform.
   const withPlatform = install({ values: { platform: { baseUrl: 'https://dsp-api.example.com' } } })
 
@@ -795,6 +795,7 @@ const ALERTS = [
   'GatewayTeamRateLimited',
   'GatewayLatencyHigh',
   'GatewayConfigReloadRefused',
+  'GatewayApiKeyExpiresSoon',
   'GatewayPlatformPaused',
   'GatewayPlatformCallsRefused',
   'GatewayPlatformQueueHigh',
@@ -953,6 +954,10 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(exprs.GatewayCacheHitRatioLow).toContain('result=~"HIT|STALE"}[30m]')
     expect(exprs.GatewayCacheHitRatioLow).toMatch(/\) < 0\.5 and .*\) > 0\.05$/)
     expect(exprs.GatewayTeamRateLimited).toMatch(/^sum by \(namespace, job, team\) \(rate\(gateway_rate_limited_total\{[^}]*\}\[10m\]\)\) > 0\.1$/)
+    expect(exprs.GatewayApiKeyExpiresSoon).toBe('min by (namespace, job, team, key) (gateway_api_key_expiry_seconds{namespace="reports",job="rgw-report-gateway-admin"}) < 14 * 86400')
+    expect(alertOf(chart, 'GatewayApiKeyExpiresSoon')).toMatchObject({ for: '1h', labels: { severity: 'warning' } })
+    expect(alertOf(chart, 'GatewayApiKeyExpiresSoon').annotations.summary).toBe('API key {{ $labels.key }} of team {{ $labels.team }} expires within 14 days')
+    expect(alertOf(chart, 'GatewayApiKeyExpiresSoon').annotations.description).toContain('npm run keys -- new --team TEAM --id ID --expires 90d')
     expect(exprs.GatewayLatencyHigh).toMatch(/^histogram_quantile\(0\.99, sum by \(namespace, job, route, le\) \(rate\(gateway_request_duration_seconds_bucket\{[^}]*,route=~"report\|proxy"\}\[5m\]\)\)\) > 2\.5$/)
   })
 
@@ -973,6 +978,7 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
               latencyHigh: { seconds: 1, window: '10m', routes: 'report' },
               redisReadOnly: { for: '2m', severity: 'critical' },
               redisUnverified: { unverified: 20, window: '30m', for: '5m', severity: 'critical' },
+              apiKeyExpiresSoon: { days: 30, for: '6h', severity: 'critical' },
             },
           },
         },
@@ -994,6 +1000,9 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(alertOf(tuned, 'GatewayRedisReadOnly')).toMatchObject({ for: '2m', labels: { severity: 'critical' } })
     expect(alertOf(tuned, 'GatewayRedisUnverified')).toMatchObject({ for: '5m', labels: { severity: 'critical' } })
     expect(alertOf(tuned, 'GatewayRedisUnverified').expr).toMatch(/\[30m\]\)\) > 20$/)
+    expect(alertOf(tuned, 'GatewayApiKeyExpiresSoon')).toMatchObject({ for: '6h', labels: { severity: 'critical' } })
+    expect(alertOf(tuned, 'GatewayApiKeyExpiresSoon').expr).toMatch(/< 30 \* 86400$/)
+    expect(alertOf(tuned, 'GatewayApiKeyExpiresSoon').annotations.summary).toContain('within 30 days')
   })
 
   it('leaves out disabled alerts, and adds alert labels, rule labels and another namespace', () => {

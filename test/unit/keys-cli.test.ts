@@ -73,14 +73,45 @@ describe('keys new --team NAME', () => {
     expect(a).not.toBe(b)
   })
 
-  it('refuses a missing or unusable team name in one line with exit code 2', () => {
-    for (const args of [['new'], ['new', '--team', 'bad name'], ['new', '--team', 'a/b']]) {
-      const r = run(...args)
+  it('refuses a missing or unusable team name in one line with exit code 2, saying which characters a name may have', () => {
+    const missing = run('new')
+    expect(missing.status).toBe(2)
+    expect(missing.stdout).toBe('')
+    expect(missing.stderr).toBe('keys: new: --team NAME is required (letters, digits, _ . - only) (npm run keys -- --help)\n')
+    for (const name of ['bad name', 'a/b', '<b>x</b>']) {
+      const r = run('new', '--team', name)
       expect(r.status).toBe(2)
       expect(r.stdout).toBe('')
-      expect(r.stderr).toMatch(/^keys: new: --team NAME is required .*\n$/)
-      expect(r.stderr.split('\n')).toHaveLength(2)
+      expect(r.stderr).toBe(`keys: new: --team ${JSON.stringify(name)} is not a valid team name (letters, digits, _ . - only) (npm run keys -- --help)\n`)
     }
+  })
+
+  // npm takes the options before `--` for its own: `npm run keys new --team x` runs `new x`.
+  it('answers `new` followed by a word (an option npm kept for itself) by saying to put -- after npm run keys', () => {
+    for (const args of [['new', 'x'], ['new', 'x', '101,102']]) {
+      const r = run(...args)
+      expect(r.status, args.join(' ')).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toBe('keys: new: got "x" where only options belong: npm keeps the options before -- for itself; put -- after npm run keys: npm run keys -- new --team NAME (npm run keys -- --help)\n')
+    }
+  })
+
+  it('refuses an advertiser list with an empty item or an item that is no advertiser id, naming the list', () => {
+    const rule = 'give advertiser ids (positive integers) separated by commas, or * (npm run keys -- --help)\n'
+    for (const list of ['101,,102', '101,', ',101', '']) {
+      const r = run('new', '--team', 'growth', '--advertisers', list)
+      expect(r.status, list).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toBe(`keys: new: --advertisers ${JSON.stringify(list)} holds an empty item; ${rule}`)
+    }
+    for (const [list, item] of [['101,abc', 'abc'], ['1.5', '1.5'], ['101,-3', '-3'], ['0', '0'], ['101,99999999999999999', '99999999999999999']]) {
+      const r = run('new', '--team', 'growth', '--advertisers', list!)
+      expect(r.status, list).toBe(2)
+      expect(r.stderr).toBe(`keys: new: --advertisers ${JSON.stringify(list)} holds ${JSON.stringify(item)}, not an advertiser id; ${rule}`)
+    }
+    const spaced = run('new', '--team', 'growth', '--advertisers', '101, 102,101')
+    expect(spaced.status).toBe(0)
+    expect(spaced.stdout).toContain('advertisers: [101, 102]\n')
   })
 
   it('refuses an option without its value or a bad advertiser list in one line, no stack trace', () => {
@@ -91,6 +122,100 @@ describe('keys new --team NAME', () => {
       expect(r.stderr).toMatch(/^keys: .*\(npm run keys -- --help\)\n$/)
       expect(r.stderr).not.toMatch(/\n\s+at |node:internal|Error/)
     }
+  })
+})
+
+describe('keys new --id ID --expires WHEN', () => {
+  const DAY = 86_400_000
+  /** The printed snippet's key entry, read as YAML. */
+  const entryOf = (stdout: string) => {
+    const teams = (parseYaml(stdout.slice(stdout.indexOf('teams:'))) as { teams: Record<string, { keys: unknown[] }> }).teams
+    return Object.values(teams)[0]!.keys[0] as { hash: string; id?: string; expiresAt?: string }
+  }
+
+  it('writes the key id and its end (an ISO date-time) into the printed entry, which keys list accepts as it is', () => {
+    const before = Date.now()
+    const r = run('new', '--team', 'growth', '--id', 'growth-2027', '--expires', '90d', '--advertisers', '101')
+    expect(r.status).toBe(0)
+    expect(r.stderr).toBe('')
+    const key = r.stdout.match(/rgw_[A-Za-z0-9_-]{43}/)?.[0] as string
+    const entry = entryOf(r.stdout)
+    expect(entry).toEqual({ hash: sha256(key), id: 'growth-2027', expiresAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/) })
+    const at = Date.parse(entry.expiresAt!)
+    // Rounded up to the second.
+    expect(at).toBeGreaterThanOrEqual(before + 90 * DAY)
+    expect(at).toBeLessThan(Date.now() + 90 * DAY + 1000)
+    withFile(r.stdout.slice(r.stdout.indexOf('teams:')), (path) => {
+      for (const listed of [run('list', '--teams', path), run('list', '--config', path)]) {
+        expect(listed.stderr).toBe('')
+        expect(listed.status).toBe(0)
+        expect(listed.stdout.split('\n')[1]!.split(/\s{2,}/)).toEqual(['growth', 'growth-2027', sha256(key).slice(7, 19), new Date(at).toISOString()])
+      }
+    })
+  })
+
+  it('takes durations in hours, days and weeks, and dates and date-times as the teams config reads them', () => {
+    const cases: [string, (now: number) => number][] = [
+      ['12h', (now) => now + 12 * 3_600_000],
+      ['2w', (now) => now + 14 * DAY],
+      ['2099-03-01', () => Date.parse('2099-03-01T00:00:00Z')],
+      ['2099-03-01T12:00:00+02:00', () => Date.parse('2099-03-01T10:00:00Z')],
+      ['2099-03-01 12:30', () => Date.parse('2099-03-01T12:30:00Z')],
+    ]
+    for (const [when, expected] of cases) {
+      const before = Date.now()
+      const r = run('new', '--team', '007', '--expires', when)
+      expect(r.status, when).toBe(0)
+      const at = Date.parse(entryOf(r.stdout).expiresAt!)
+      expect(at, when).toBeGreaterThanOrEqual(expected(before))
+      expect(at, when).toBeLessThan(expected(Date.now()) + 1000)
+      expect(entryOf(r.stdout).id, when).toBeUndefined()
+      // A team named by digits alone is quoted: YAML would read it as a number.
+      withFile(r.stdout.slice(r.stdout.indexOf('teams:')), (path) => {
+        const listed = run('list', '--teams', path)
+        expect(listed.status, when).toBe(0)
+        expect(listed.stdout.split('\n')[1]!.split(/\s{2,}/)[0], when).toBe('007')
+      })
+    }
+  })
+
+  it('quotes an id YAML would read as something else, and keys list reads it back', () => {
+    const r = run('new', '--team', 'growth', '--id', '1.50')
+    expect(r.status).toBe(0)
+    expect(entryOf(r.stdout).id).toBe('1.50')
+    expect(entryOf(r.stdout).expiresAt).toBeUndefined()
+    withFile(r.stdout.slice(r.stdout.indexOf('teams:')), (path) => {
+      expect(run('list', '--config', path).stdout.split('\n')[1]).toMatch(/^growth {2}1\.50 /)
+    })
+  })
+
+  it('refuses an id a key id may not be, and an end that is invalid or not in the future, naming the value', () => {
+    for (const id of ['a b', '<b>x</b>', 'x'.repeat(65), '']) {
+      const r = run('new', '--team', 'growth', '--id', id)
+      expect(r.status, id).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toBe(`keys: new: --id ${JSON.stringify(id)} is not a valid key id: letters, digits, _ . - (at most 64) (npm run keys -- --help)\n`)
+    }
+    for (const when of ['tomorrow', '90', '-1d', '2027-02-30', '2027-13-01', '2027-03-01T25:00', '']) {
+      const r = run('new', '--team', 'growth', `--expires=${when}`)
+      expect(r.status, when).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toBe(`keys: new: --expires ${JSON.stringify(when)} is neither a duration from now (90d, 12h, 2w) nor an ISO date or date-time (2027-03-01, 2027-03-01T12:00:00Z) (npm run keys -- --help)\n`)
+    }
+    for (const [when, at] of [['2020-01-01', '2020-01-01T00:00:00Z'], ['2026-01-01T08:00:00+01:00', '2026-01-01T07:00:00Z']]) {
+      const r = run('new', '--team', 'growth', '--expires', when!)
+      expect(r.status, when).toBe(2)
+      expect(r.stderr).toBe(`keys: new: --expires ${JSON.stringify(when)} is not in the future (${at}) (npm run keys -- --help)\n`)
+    }
+    const zero = run('new', '--team', 'growth', '--expires', '0d')
+    expect(zero.status).toBe(2)
+    expect(zero.stderr).toMatch(/^keys: new: --expires "0d" is not in the future \(/)
+  })
+
+  it('names both options in its usage', () => {
+    const r = run('--help')
+    expect(r.stdout).toContain('npm run keys -- new --team NAME [--advertisers LIST] [--id ID] [--expires WHEN]')
+    expect(r.stdout).toContain('90d, 12h, 2w')
   })
 })
 
@@ -109,7 +234,7 @@ describe('keys hash KEY', () => {
     expect(run('hash', 'abcdefghijklmnop').stdout).toBe(`${sha256('abcdefghijklmnop')}\n`)
   })
 
-  // Issue 16 item 7: named admin tokens get ADMIN_TOKEN's minimum where their hash is made.
+  // Named admin tokens get ADMIN_TOKEN's minimum where their hash is made.
   it('refuses a token shorter than 16 characters, giving the rule and never the token', () => {
     for (const token of ['abc', 'short-pass-15ch', 'x']) {
       const r = run('hash', token)
@@ -200,6 +325,16 @@ describe('keys list', () => {
       expect(r.stderr).toBe(`keys list: ${path} is not valid:\n  - TEAMS_FILE (${path}): cache: not a teams setting; only teams: belongs in TEAMS_FILE (set cache in CONFIG_FILE)\n`)
       // The same file as a config file: its teams are what counts.
       expect(run('list', '--config', path).status).toBe(0)
+    })
+  })
+
+  it('refuses a team whose name holds other characters than a name may have, saying which it may have', () => {
+    withFile(`teams:\n  "<b>x</b>":\n    keys: ["${ops}"]\n    advertisers: ["*"]\n`, (path) => {
+      for (const r of [run('list', '--teams', path), run('list', '--config', path)]) {
+        expect(r.status).toBe(1)
+        expect(r.stdout).toBe('')
+        expect(r.stderr).toBe(`keys list: ${path} is not valid:\n  - teams: "<b>x</b>" is not a valid team name (letters, digits, _ . - only)\n`)
+      }
     })
   })
 

@@ -185,6 +185,11 @@ describe('LimitEstimator on synthetic platforms (closed-loop simulation)', () =>
     expect(reached(run, 48)).toBeLessThanOrEqual(10_000)
   })
 
+  it('grows back from the minimum on a platform whose answers spread 50 to 200 ms (the chaos soak\'s), with room for every caller', () => {
+    const run = simulate({ estimator: estimator(2, 64), callers: callers(60), platform: flat(125, { kind: 'uniform', spread: 0.6 }), durationMs: 30_000 })
+    expect(reached(run, 30)).toBeLessThanOrEqual(20_000)
+  })
+
   it.each([
     ['uniform ±20 %', { kind: 'uniform', spread: 0.2 }],
     ['lognormal, sigma 0.2', { kind: 'lognormal', spread: 0.2 }],

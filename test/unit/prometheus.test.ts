@@ -334,6 +334,22 @@ const TESTS: TestGroup[] = [
     ],
   },
   {
+    name: 'GatewayApiKeyExpiresSoon: a key with 14 days and 30 minutes left, one expired, one with 60 days; two replicas',
+    interval: '1m',
+    input_series: [
+      { series: `gateway_api_key_expiry_seconds{${SEL},pod="a",team="growth",key="growth-2026"}`, values: '1211400-60x120' },
+      { series: `gateway_api_key_expiry_seconds{${SEL},pod="b",team="growth",key="growth-2026"}`, values: '1211400-60x120' },
+      { series: `gateway_api_key_expiry_seconds{${SEL},pod="a",team="ops",key="ops-old"}`, values: '-3600-60x120' },
+      { series: `gateway_api_key_expiry_seconds{${SEL},pod="a",team="ops",key="ops-2027"}`, values: '5184000-60x120' },
+    ],
+    alert_rule_test: [
+      // ops-old is below 14 days from the start, growth-2026 from minute 30: each fires an hour later.
+      firing('50m', 'GatewayApiKeyExpiresSoon'),
+      firing('70m', 'GatewayApiKeyExpiresSoon', { severity: 'warning', ...TARGET, team: 'ops', key: 'ops-old' }),
+      firing('95m', 'GatewayApiKeyExpiresSoon', { severity: 'warning', ...TARGET, team: 'growth', key: 'growth-2026' }, { severity: 'warning', ...TARGET, team: 'ops', key: 'ops-old' }),
+    ],
+  },
+  {
     name: 'GatewayPlatformPaused: credential default paused once a minute, bi once in 10 minutes',
     interval: '1m',
     input_series: [
@@ -374,7 +390,7 @@ describe.skipIf(!promtool.available)('promtool on the rendered PrometheusRule', 
   it('passes `promtool check rules` (PromQL, durations, annotation templates)', () => {
     const file = writeRuleFile('rules.yaml', ruleGroups())
     const { status, output } = runPromtool(['check', 'rules', file])
-    expect(output).toContain('SUCCESS: 14 rules found')
+    expect(output).toContain('SUCCESS: 15 rules found')
     expect(status, output).toBe(0)
   })
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { redisAddress } from '../../src/redis.js'
 
-// Issue #7: every Redis state line names where Redis is, and never its password.
+// Every Redis state line names where Redis is, and never its password.
 
 const none = { url: null, sentinels: null, sentinelName: 'mymaster', cluster: null }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { assertPlainBodyType, maxDepth, parseFormBody, parseJsonBody } from '../../src/routes/request-body.js'
 
-// Issue #5: bodies are parsed, bounded and re-serialized by the gateway.
+// Bodies are parsed, bounded and re-serialized by the gateway.
 
 const LIMITS = { jsonDepth: 32, params: 256 }
 const bad = expect.objectContaining({ code: 'GW_BAD_REQUEST', statusCode: 400 })

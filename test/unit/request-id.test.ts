@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { isOwnRequestId, newRequestId, ownRequestId } from '../../src/request-id.js'
 import { requestIdOf } from '../../src/routes/request-log.js'
 
-// Issue 16, item 7: the id space of the gateway's own platform calls is closed to callers.
+// The id space of the gateway's own platform calls is closed to callers.
 
 describe('request ids', () => {
   it.each([

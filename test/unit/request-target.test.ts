@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { checkTarget, encodeParams } from '../../src/routes/request-target.js'
 
-// Issue #5: one checked request target; what the rules see is what the platform gets.
+// One checked request target; what the rules see is what the platform gets.
 
 describe('checkTarget', () => {
   const refused: [string, string][] = [

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { backoffMs, fitsBudget, isRetryable, MAX_RETRIES, type Attempt } from '../../src/platform/retry-policy.js'
 
-// Issue #8: which failed platform calls are sent again, and when.
+// Which failed platform calls are sent again, and when.
 
 const read = (outcome: Attempt['outcome'], more: Partial<Attempt> = {}): Attempt => ({ read: true, replayable: true, retries: 0, outcome, ...more })
 

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import semver from 'semver'
 import { describe, expect, it } from 'vitest'
 
-// Issue #7, runtime drift: the suite runs on the Node the image ships (24 LTS), taken
+// Runtime drift: the suite runs on the Node the image ships (24 LTS), taken
 // from the `node` devDependency that npm scripts put first on PATH; `engines` says so,
 // and no locked package refuses that Node (which `npm ci` would warn as EBADENGINE).
 

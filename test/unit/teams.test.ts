@@ -6,6 +6,7 @@ import { rateLimitHeaders } from '../../src/teams/rate-limit-headers.js'
 import { RateLimiter } from '../../src/teams/rate-limit.js'
 import { TeamUsage, answeredByCache, usageResult } from '../../src/teams/team-usage.js'
 import { createMetrics } from '../../src/metrics.js'
+import { onRealTimers } from '../helpers/clock.js'
 
 const KEY = 'rgw_directory_test_key_000000000000000000000'
 const OTHER = 'rgw_directory_test_key_111111111111111111111'
@@ -24,7 +25,7 @@ function team(name: string, keys: { key: string; id?: string; expiresAt?: number
   }
 }
 
-describe('TeamDirectory (issue #8)', () => {
+describe('TeamDirectory', () => {
   it('names the team and the key', () => {
     const dir = new TeamDirectory([team('growth', [{ key: KEY, id: 'growth-2026' }])])
     const { team: t, key } = dir.authenticate({ 'x-api-key': KEY })
@@ -57,10 +58,36 @@ describe('TeamDirectory (issue #8)', () => {
   })
 })
 
+describe('gateway_api_key_expiry_seconds', () => {
+  const series = async (metrics: ReturnType<typeof createMetrics>) =>
+    (await metrics.registry.getSingleMetricAsString('gateway_api_key_expiry_seconds')).split('\n').filter((l) => l !== '' && !l.startsWith('#'))
+
+  it('gives the seconds left of each key with an end, by team and key id (negative once passed), and follows the running teams', async () => {
+    let now = Date.parse('2027-01-01T00:00:00Z')
+    const THIRD = 'rgw_directory_test_key_222222222222222222222'
+    const dir = new TeamDirectory(
+      [team('growth', [{ key: KEY, id: 'growth-2027', expiresAt: now + 14 * 86_400_000 }, { key: OTHER, id: 'growth-2026', expiresAt: now - 60_000 }]), team('ops', [{ key: THIRD, id: 'ops-forever' }])],
+      () => now,
+    )
+    const metrics = createMetrics()
+    metrics.watchKeyLifetimes(() => dir.keyLifetimes())
+    expect(await series(metrics)).toEqual(['gateway_api_key_expiry_seconds{team="growth",key="growth-2027"} 1209600', 'gateway_api_key_expiry_seconds{team="growth",key="growth-2026"} -60'])
+    // A reload that drops a key and adds one shows at the next scrape; the time left runs down.
+    now += 1500
+    dir.replace([team('growth', [{ key: KEY, id: 'growth-2027', expiresAt: Date.parse('2027-01-15T00:00:00Z') }]), team('ops', [{ key: THIRD, id: 'ops-2027', expiresAt: Date.parse('2027-03-01T00:00:00Z') }])])
+    expect(await series(metrics)).toEqual(['gateway_api_key_expiry_seconds{team="growth",key="growth-2027"} 1209598.5', 'gateway_api_key_expiry_seconds{team="ops",key="ops-2027"} 5097598.5'])
+    dir.replace([])
+    expect(await series(metrics)).toEqual([])
+    // Never a key or its hash in a label.
+    const text = await metrics.registry.metrics()
+    for (const k of [KEY, OTHER, THIRD]) expect(text).not.toContain(hashApiKey(k).slice(7, 19))
+  })
+})
+
 describe('rate-limit headers (IETF draft form)', () => {
   it('give the quota and window, and what is left and when the window ends', () => {
     let now = 60_000 * 1000 + 18_000
-    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 'x:', now: () => now })
+    const limiter = new RateLimiter({ redis: null, breaker: null, prefix: 'x:', clock: onRealTimers(() => now) })
     const limited = team('limited', [], { max: 2, windowMs: 60_000 })
     const first = limiter.hit(limited)
     expect(rateLimitHeaders(limited, first)).toEqual(['"default";q=2;w=60', '"default";r=1;t=42'])
@@ -108,7 +135,7 @@ describe('TeamUsage without Redis', () => {
   it('keeps daily totals per team across a day boundary and a flush, and publishes Prometheus counts at scrape', async () => {
     let now = Date.parse('2026-11-22T23:59:59Z')
     const metrics = createMetrics()
-    const usage = new TeamUsage({ redis: null, breaker: null, prefix: 'x:', metrics, flushMs: 60_000, retentionDays: 2, now: () => now })
+    const usage = new TeamUsage({ redis: null, breaker: null, prefix: 'x:', metrics, flushMs: 60_000, retentionDays: 2, clock: onRealTimers(() => now) })
     usage.request('growth', 200, true, 100)
     usage.platformCall('growth')
     usage.request('growth', 200, false, 50)

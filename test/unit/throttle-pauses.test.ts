@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { MAX_STRUCK_ROUTES, pauseLength, pauseScope, RoutePauses, routeTemplate, type Throttle } from '../../src/platform/throttle-pauses.js'
+import { onRealTimers } from '../helpers/clock.js'
 
 describe('routeTemplate', () => {
   it.each([
@@ -51,7 +52,7 @@ describe('pauseLength', () => {
 describe('RoutePauses', () => {
   let now = 1_000_000
   const expired: string[] = []
-  const pauses = new RoutePauses({ now: () => now, onExpired: (route, team) => expired.push(`${route} ${team}`) })
+  const pauses = new RoutePauses({ clock: onRealTimers(() => now), onExpired: (route, team) => expired.push(`${route} ${team}`) })
   afterEach(() => pauses.clear())
 
   it('refuses a paused route, lets one trial through per probe interval, and resumes', () => {
@@ -87,8 +88,8 @@ describe('RoutePauses', () => {
     expect(pauses.lengthFor('/r', null, 60_000)).toBe(1000)
   })
 
-  it('keeps strikes of at most MAX_STRUCK_ROUTES routes, whatever paths callers send (issue 16)', () => {
-    const fresh = new RoutePauses({ now: () => now, onExpired: () => undefined })
+  it('keeps strikes of at most MAX_STRUCK_ROUTES routes, whatever paths callers send', () => {
+    const fresh = new RoutePauses({ clock: onRealTimers(() => now), onExpired: () => undefined })
     expect([1, 2].map(() => fresh.lengthFor('/first', null, 60_000))).toEqual([1000, 2000])
     for (let i = 0; i < MAX_STRUCK_ROUTES; i++) fresh.lengthFor(`/unique-${i}`, null, 60_000)
     // Its strikes were dropped with the others: the map started over rather than grew.

@@ -1,0 +1,29 @@
+/** A pending timer of a Clock; unref() lets the process exit while it is pending. */
+export interface Timer {
+  unref(): Timer
+}
+
+/**
+ * The gateway's time and timers: one clock, handed to every part that reads the time or
+ * waits (tests hand a fake one). The only wall-clock reads of the gateway are here and in
+ * the platform stand-in (sandbox/); performance.now() measures durations.
+ */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number
+  setTimeout(fn: () => void, ms: number): Timer
+  clearTimeout(timer: Timer | null | undefined): void
+  setInterval(fn: () => void, ms: number): Timer
+  clearInterval(timer: Timer | null | undefined): void
+}
+
+// Each member reads the global when called, not when this module loads: a test that
+// fakes the globals (vi.useFakeTimers) fakes this clock too. Members never use `this`,
+// so `systemClock.now` may be passed on its own.
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (timer) => clearTimeout((timer ?? undefined) as NodeJS.Timeout | undefined),
+  setInterval: (fn, ms) => setInterval(fn, ms),
+  clearInterval: (timer) => clearInterval((timer ?? undefined) as NodeJS.Timeout | undefined),
+}
