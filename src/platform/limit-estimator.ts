@@ -85,7 +85,7 @@ export const FLOOR_BUCKET_MS = 30_000
 /** ...over this many buckets (a sliding window of three minutes). */
 export const FLOOR_BUCKETS = 6
 /** The percentile of a bucket's answers taken as its floor. */
-export const FLOOR_PERCENTILE = 0.25
+export const FLOOR_PERCENTILE = 0.5
 /** Latency classes held; past this many the least recently seen is forgotten. */
 export const MAX_CLASSES = 512
 /** Answers kept per window for its latency ratio; past this many the rest only count. */

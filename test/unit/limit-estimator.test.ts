@@ -351,10 +351,10 @@ describe('LimitEstimator windows', () => {
   it('judges latency only on 8 answers or more, and one window at most halves the target (clamped gradient)', () => {
     const est = estimator(40)
     est.tick(at0)
-    for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 100 + i, inFlight: 40 }))
+    for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 100 + i, inFlight: 20 }))
     expect(est.tick(at0 + 1000)?.reason).toBe('growth')
     est.adopt(40)
-    // Seven answers ten times slower: too few to judge.
+    // Seven answers ten times slower at twice the load (the floor stays): too few to judge.
     for (let i = 0; i < 7; i++) est.record(sample({ at: at0 + 2100 + i, latencyMs: 1000, inFlight: 40 }))
     expect(est.tick(at0 + 2500)).toEqual({ limit: 40, changed: false, reason: 'few-samples' })
     // Twenty: the gradient 1.25 / 10 is clamped to 0.5, and past the buffer no headroom is
