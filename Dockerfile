@@ -43,7 +43,8 @@ LABEL org.opencontainers.image.title="report-gateway" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.created="${CREATED}" \
       org.opencontainers.image.base.name="${NODE_IMAGE}"
-ENV NODE_ENV=production
+# The commit the image was built from: gateway_build_info and /admin/status show it.
+ENV NODE_ENV=production GATEWAY_COMMIT=${REVISION}
 WORKDIR /app
 # Files stay owned by root and read-only to the gateway's user: the process cannot
 # change its own code, and the root filesystem can be mounted read-only.

@@ -8,6 +8,7 @@ import type { GatewayContext } from './context.js'
 import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError, ShuttingDownError } from './errors.js'
 import { SecretSet, loggerOptions } from './logger.js'
 import { createMetrics } from './metrics.js'
+import { buildInfo } from './build-info.js'
 import { RedisBreaker, RedisBus, RedisWatch, closeRedis, createRedisClient, failureCause, redisAddress, redisConnectTimeoutMs, type RedisClient } from './redis.js'
 import { RedisSeal } from './redis-seal.js'
 import { installIoredisCommandTimeoutPatch } from './redis-command-timeout.js'
@@ -125,6 +126,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const audit = new AuditTrail()
   const log = deps.logger ?? pino(loggerOptions(config.logLevel, secrets), audit.tee(deps.logStream))
   const metrics = createMetrics()
+  const build = { ...buildInfo(), startedAt: now() }
+  metrics.buildInfo.set({ version: build.version, commit: build.commit, node: build.node }, 1)
   const dispatcher = deps.dispatcher ?? createPlatformPool(config.platform)
   // Before any Redis client of this process sends a command: its timeouts then measure Redis, not this process's stalls.
   installIoredisCommandTimeoutPatch(log)
@@ -300,6 +303,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     bus,
     reports,
     lifecycle: { phase: 'starting' },
+    build,
     clock,
     governors,
     answers,
@@ -453,6 +457,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
 type FastPath = ((req: IncomingMessage, res: ServerResponse, next: RequestHandler) => void) | null
 
 function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath): FastifyInstance {
+  // Set once the server closes: every request then takes the route, whose onRequest hook
+  // refuses it (GW_SHUTTING_DOWN, connection: close), hits included.
+  let closing = false
   const app = Fastify({
     loggerInstance: log,
     // One line per request is logged by observeRequests instead.
@@ -482,7 +489,7 @@ function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath
       }
       const server = createServer(
         options,
-        fastPath ? (req, res) => fastPath(req, res, handler) : handler,
+        fastPath ? (req, res) => (closing ? handler(req, res) : fastPath(req, res, handler)) : handler,
       )
       server.keepAliveTimeout = config.server.keepAliveTimeoutMs
       closeSilentConnections(server, config.server.connectionTimeoutMs)
@@ -492,7 +499,6 @@ function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath
     // Validation errors carry their schema, whose description says what a field must be.
     ajv: { customOptions: { verbose: true, code: VALIDATOR_CODE } },
   })
-  let closing = false
   app.addHook('preClose', (done) => {
     closing = true
     // A connection answering now stays open after its answer for CLOSING_KEEP_ALIVE_MS

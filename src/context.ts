@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
+import type { BuildInfo } from './build-info.js'
 import type { SecretSet } from './logger.js'
 import type { Metrics } from './metrics.js'
 import type { RedisBreaker, RedisBus, RedisClient } from './redis.js'
@@ -38,6 +39,8 @@ export interface GatewayContext {
   answers: PlatformAnswers
   /** Where this replica is in its life: readiness is 503 unless `serving`. */
   lifecycle: { phase: 'starting' | 'serving' | 'stopping' }
+  /** What runs, and since when (epoch ms). */
+  build: BuildInfo & { startedAt: number }
   /** The gateway's time and timers (tests pass a fake clock). */
   clock: Clock
 }

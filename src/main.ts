@@ -52,7 +52,10 @@ async function main(): Promise<void> {
     process.stdout.write(
       `\nDemo mode (${process.env.DEMO === '1' ? 'DEMO=1' : 'nothing configured'}): the bundled platform sandbox runs at ${sandbox.url}.\n` +
         `Demo team key (valid for this run only): ${demoKey}\n` +
-        `Try:\n  ${demoCurl(proxyPort, demoKey, child?.id ?? 101)}\n\n`,
+        `Try:\n  ${demoCurl(proxyPort, demoKey, child?.id ?? 101)}\n` +
+        (config.admin.tokens.length > 0
+          ? `Operations console: http://${consoleHost(config.admin.host)}:${(gateway.admin.server.address() as { port: number }).port}/console (sign in with ADMIN_TOKEN)\n\n`
+          : `Operations console: set ADMIN_TOKEN (16+ characters, e.g. ADMIN_TOKEN=$(openssl rand -hex 32) npm start), then open http://${consoleHost(config.admin.host)}:${config.admin.port}/console\n\n`),
     )
   }
 
@@ -123,3 +126,8 @@ main().catch((err: unknown) => {
   process.stderr.write(`report-gateway: failed to start: ${(err as Error).stack ?? String(err)}\n`)
   process.exit(1)
 })
+
+/** Where a browser on this machine reaches a listener bound to `host`. */
+function consoleHost(host: string): string {
+  return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
+}

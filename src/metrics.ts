@@ -60,6 +60,12 @@ export function createMetrics() {
         cacheRequests.flush(this)
       },
     }),
+    buildInfo: new Gauge({
+      name: 'gateway_build_info',
+      help: 'Always 1: the version and commit of the running gateway and the Node running it, as labels',
+      labelNames: ['version', 'commit', 'node'] as const,
+      registers: [registry],
+    }),
     refreshAhead: new Counter({
       name: 'gateway_cache_refresh_ahead_total',
       help: 'Background refreshes of popular report entries before they expire, by outcome: started, completed, failed, skipped (no idle platform slot, or another replica refreshed it)',

@@ -40,6 +40,7 @@ interface Governor {
 interface Status {
   at: string
   phase: string
+  build: { version: string; commit: string; node: string; uptimeSeconds: number }
   credentials: Credential[]
   redis: { state: string; address: string; topology: string }
   cache: { enabled: boolean; lookups: Record<string, number>; l1: { entries: number; bytes: number; maxBytes: number } }
@@ -144,10 +145,21 @@ async function refresh(): Promise<void> {
     render(status, usage?.usage ?? null, audit.lines)
     showError(null)
     $('data').hidden = false
-    $('updated').textContent = `Updated ${new Date(status.at).toLocaleTimeString()} (every ${REFRESH_MS / 1000} s)`
+    const { version, commit, node, uptimeSeconds } = status.build
+    $('updated').textContent = `Gateway ${version} (${commit === 'unknown' ? 'commit unknown' : commit.slice(0, 12)}, Node ${node}), up ${uptime(uptimeSeconds)}. Updated ${new Date(status.at).toLocaleTimeString()} (every ${REFRESH_MS / 1000} s)`
   } catch (err) {
     if (!refused(err)) showError(`The gateway could not be read: ${(err as Error).message}. Retrying every ${REFRESH_MS / 1000} s.`)
   }
+}
+
+/** A replica's uptime in its largest units: 45 s, 12 min, 3 h 5 min, 2 d 4 h. */
+function uptime(seconds: number): string {
+  if (seconds < 60) return `${seconds} s`
+  const minutes = Math.floor(seconds / 60)
+  if (minutes < 60) return `${minutes} min`
+  const hours = Math.floor(minutes / 60)
+  if (hours < 48) return `${hours} h ${minutes % 60} min`
+  return `${Math.floor(hours / 24)} d ${hours % 24} h`
 }
 
 function render(status: Status, usage: UsageRow[] | null, audit: Record<string, unknown>[]): void {

@@ -10,10 +10,14 @@ const counts = { type: 'object', additionalProperties: { type: 'number' } } as c
 
 const statusSchema = {
   type: 'object',
-  required: ['at', 'phase', 'credentials', 'redis', 'cache', 'teams', 'governors'],
+  required: ['at', 'phase', 'build', 'credentials', 'redis', 'cache', 'teams', 'governors'],
   properties: {
     at: { type: 'string' },
     phase: { type: 'string' },
+    build: {
+      type: 'object',
+      properties: { version: { type: 'string' }, commit: { type: 'string' }, node: { type: 'string' }, startedAt: { type: 'string' }, uptimeSeconds: { type: 'number' } },
+    },
     credentials: {
       type: 'array',
       items: {
@@ -100,6 +104,13 @@ export async function adminStatusRoutes(app: FastifyInstance, { ctx, l1, audit }
     return {
       at: new Date(now).toISOString(),
       phase: ctx.lifecycle.phase,
+      build: {
+        version: ctx.build.version,
+        commit: ctx.build.commit,
+        node: ctx.build.node,
+        startedAt: new Date(ctx.build.startedAt).toISOString(),
+        uptimeSeconds: Math.max(0, Math.round((now - ctx.build.startedAt) / 1000)),
+      },
       credentials: ctx.tokens.all().map((p) => {
         const { source, fingerprint, obtainedAt, expiresAt, secondsLeft, usable } = p.info()
         const until = ctx.governors.of(p.name).pausedUntil

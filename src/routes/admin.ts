@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import { AdminUnauthorizedError, AdminUnavailableError, BadRequestError, TokenRejectedError, UnknownTeamError, UpstreamError, UsageUnavailableError } from '../errors.js'
 import { fingerprint } from '../fingerprint.js'
+import { FailureLog } from '../failure-log.js'
 import type { TeamReloader } from '../teams/team-reload.js'
 import { utcDay } from '../teams/team-usage.js'
 import type { PlatformClient } from '../platform/platform-client.js'
@@ -44,15 +45,22 @@ export async function adminRoutes(
     return payload
   })
 
+  // A refused login is one line, not one per call it makes (the console asks three things
+  // at once): refusals from one address for one reason within an interval are counted,
+  // and the interval ends with one line giving their number.
+  const refusals = new FailureLog({ log: ctx.log, clock: ctx.clock })
+  app.addHook('onClose', async () => refusals.close())
   app.addHook('onRequest', async (request) => {
     if (!ctx.adminAuth.enabled) throw new AdminUnavailableError()
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')
     const actor = match ? ctx.adminAuth.verify(match[1] as string) : null
     if (actor === null) {
-      ctx.log.warn(
-        { kind: 'audit', action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: request.url.split('?')[0], reqId: request.id, reason: match ? 'unknown token' : 'no bearer token' },
-        'admin call refused: missing or wrong admin token',
-      )
+      const reason = match ? 'unknown token' : 'no bearer token'
+      refusals.note('GW_UNAUTHORIZED', () =>
+        ctx.log.warn(
+          { kind: 'audit', action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: request.url.split('?')[0], reqId: request.id, reason },
+          'admin call refused: missing or wrong admin token',
+        ), `admin call from ${request.ip}: ${reason}`)
       throw new AdminUnauthorizedError()
     }
     request.adminActor = actor
@@ -65,6 +73,11 @@ export async function adminRoutes(
     const provider = providerOf(request)
     const token = (request.body as { token: string }).token.trim()
     ctx.secrets.add(token)
+    const current = provider.current()
+    if (current?.token === token) {
+      ctx.log.info({ kind: 'audit', action: 'replace', outcome: 'unchanged', credential: provider.name, fingerprint: current.fingerprint, actor: request.adminActor }, 'admin token replace: the offered token is the one in use; nothing changed')
+      return { ...tokenView(provider), changed: false }
+    }
     try {
       await probe(ctx, client, provider, token)
     } catch (err) {
@@ -72,7 +85,7 @@ export async function adminRoutes(
       throw err
     }
     provider.replace(token, request.adminActor ?? undefined)
-    return tokenView(provider)
+    return { ...tokenView(provider), changed: true }
   }
   const refreshToken = async (request: FastifyRequest) => {
     const provider = providerOf(request)

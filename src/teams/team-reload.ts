@@ -52,6 +52,8 @@ export class TeamReloader {
   readonly #replica = randomUUID()
   /** The files the teams come from, as the environment names them; empty: nothing to reload. */
   readonly #files: { file?: string; teamsFile?: string }
+  /** Those files as their variables name them in log lines and refusals: `CONFIG_FILE`, `TEAMS_FILE` or both. */
+  readonly #named: string
   /** The files the last load read, and their content's digest then. */
   #read: FilesRead = { paths: [], digest: '' }
   /** The digest of the files whose refusal was last logged; null while the running teams are the files'. */
@@ -65,6 +67,7 @@ export class TeamReloader {
     this.#clock = deps.clock ?? systemClock
     const env = deps.source?.env ?? {}
     this.#files = { ...(env.CONFIG_FILE ? { file: env.CONFIG_FILE } : {}), ...(env.TEAMS_FILE ? { teamsFile: env.TEAMS_FILE } : {}) }
+    this.#named = [env.CONFIG_FILE ? 'CONFIG_FILE' : null, env.TEAMS_FILE ? 'TEAMS_FILE' : null].filter((n) => n !== null).join(' and ') || 'CONFIG_FILE'
     this.#admins = signature(deps.config.admin.tokens)
     deps.metrics.configReloadOk.set(1)
   }
@@ -130,13 +133,15 @@ export class TeamReloader {
       this.#read = filesRead(read)
       // Tried again at every poll: said once per content of the files, not every time.
       if (trigger !== 'file' || this.#refused !== this.#read.digest) {
-        for (const problem of problems) log.error({ trigger, ...this.#files, problem }, 'CONFIG_FILE reload refused: the running teams stay')
+        for (const problem of problems) log.error({ trigger, ...this.#files, problem }, `${this.#named} reload refused: the running teams stay`)
         metrics.configProblems.inc(problems.length)
         metrics.configReloads.inc({ result: 'refused' })
       }
+      // An admin's reload is audited whatever its outcome, with who asked.
+      if (trigger === 'admin') log.warn({ kind: 'audit', action: 'teams-reload', outcome: 'refused', trigger, actor, ...this.#files, problems: problems.length }, `admin reload refused: ${this.#named} did not validate`)
       this.#refused = this.#read.digest
       metrics.configReloadOk.set(0)
-      throw new ConfigRefusedError(problems.join('; '))
+      throw new ConfigRefusedError(`${this.#named}: ${problems.join('; ')}`)
     }
     this.#read = filesRead(read)
     this.#refused = null
@@ -147,7 +152,7 @@ export class TeamReloader {
     if (outcome.result === 'unchanged' && sameAdmins) {
       if (quietIfUnchanged) return outcome
       metrics.configReloads.inc({ result: 'unchanged' })
-      log.info({ trigger, teams: outcome.teams.length }, 'CONFIG_FILE reloaded: the teams are unchanged')
+      log.info({ ...(trigger === 'admin' ? { kind: 'audit', action: 'teams-reload', outcome: 'unchanged', actor } : {}), trigger, teams: outcome.teams.length }, `${this.#named} reloaded: the teams are unchanged`)
       return outcome
     }
     this.#d.teams.replace(next.teams)
@@ -156,7 +161,7 @@ export class TeamReloader {
     metrics.configReloads.inc({ result: 'applied' })
     log.info(
       { kind: 'audit', action: 'teams-reload', trigger, actor, teams: outcome.teams, keys: outcome.keys, addedKeys: outcome.addedKeys, removedKeys: outcome.removedKeys, adminTokens: next.admin.tokens.map((t) => t.name) },
-      'CONFIG_FILE reloaded: new teams in use',
+      `${this.#named} reloaded: new teams in use`,
     )
     if (restartOnly(next) !== restartOnly(this.#d.config)) {
       log.warn({ ...this.#files }, 'CONFIG_FILE also changed settings other than teams and admin tokens; those take effect at the next restart')

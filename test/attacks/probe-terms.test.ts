@@ -1,20 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
-import { hashApiKey } from '../../src/teams/api-keys.js'
 import { fakeClock, type FakeClock, onRealTimers } from '../helpers/clock.js'
-import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, PRYING_KEY, PRYING_TEAMS_YAML as YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 
 // The probe call (platform.probe) tells a refused token from a refused call. It is the
 // gateway's own call, on its own terms: a team that calls a route the platform answers
 // 401 must not make it run at will, nor turn its 429 into a pause of every team's calls.
 
-const PRYING_KEY = 'rgw_test_prying_key_777777777777777777777777'
-const YAML = `${TEAMS_YAML.trimEnd()}
-  prying:
-    keys: ["${hashApiKey(PRYING_KEY)}"]
-    advertisers: [101]
-`
 /** A route behind another guard: it answers 401 whatever the token. */
 const GUARDED = '/api/v1/report/creatives/get'
 const PROBE = '/api/v1/campaign/get'

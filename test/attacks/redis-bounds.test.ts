@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { encodeEntry, etagOf } from '../../src/cache/cache-entry.js'
 import { ConfigError } from '../../src/config.js'
 import { RedisSeal } from '../../src/redis-seal.js'
-import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, REPORT_PATH as PATH, TEAMS_YAML, teamsYamlWith, testConfig, WEEK_BY_DATE as QUERY, type TestGateway } from '../helpers/build-gateway.js'
 import { ensureBuilt } from '../helpers/gateway-process.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
@@ -16,27 +16,18 @@ import { redisAvailability } from '../helpers/start-redis.js'
 // that leaked). And without GATEWAY_SECRET there is no Redis at all: anyone who may
 // write to it could otherwise plant answers every replica serves.
 
-const { available, notice } = redisAvailability()
-if (notice) console.warn(notice)
+const { available } = redisAvailability()
 
 const SECRET = 'redis-bounds-test-secret-0000000000000'
-const PATH = '/api/v1/report/campaigns/get'
-const QUERY = 'advertiserId=101&byDate=1&dateFrom=2026-02-01&dateTo=2026-02-07'
 const MAX_ENTRY_BYTES = 256 * 1024
 const TTL_S = 60
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 
-const YAML = `${TEAMS_YAML}
-platform:
-  timeout: 3s
-redis:
-  commandTimeout: 500ms
-cache:
-  maxEntryBytes: ${MAX_ENTRY_BYTES}
-  ttl: { recent: ${TTL_S}s, settled: ${TTL_S}s }
-  staleWhileRevalidate: 10s
-  staleIfError: 1h
-`
+const YAML = teamsYamlWith({
+  platform: { timeout: '3s' },
+  redis: { commandTimeout: '500ms' },
+  cache: { maxEntryBytes: MAX_ENTRY_BYTES, ttl: { recent: `${TTL_S}s`, settled: `${TTL_S}s` }, staleWhileRevalidate: '10s', staleIfError: '1h' },
+})
 
 /** A value sealed as a replica holding SECRET would seal it under `key`. */
 function sealedEntry(key: string, body: { gzip: Buffer; identityBytes: number }, lifetime: { freshMs: number; errorMs: number }, advertiserIds: number[] = [101]): Buffer {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { request } from 'undici'
 import { Redis } from 'ioredis'
 import { encodeEntry, etagOf } from '../../src/cache/cache-entry.js'
-import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, REPORT_PATH as PATH, teamsYamlWith, testConfig, WEEK_BY_CAMPAIGN as Q2, WEEK_BY_DATE as Q1, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -12,26 +12,17 @@ import { waitFor } from '../helpers/wait.js'
 // leaked password) writes there directly and PUBLISHes on the bus. What the gateway
 // serves and obeys must still be the gateway's own.
 
-const { available, notice } = redisAvailability()
-if (notice) console.warn(notice)
+const { available } = redisAvailability()
 
 const SECRET = 'redis-writer-test-secret-000000000000'
-const PATH = '/api/v1/report/campaigns/get'
-const Q1 = 'advertiserId=101&byDate=1&dateFrom=2026-02-01&dateTo=2026-02-07'
-const Q2 = 'advertiserId=101&byCampaign=1&dateFrom=2026-02-01&dateTo=2026-02-07'
 const SCRIPT = '<script>alert(document.cookie)</script>'
 const LOCK_TTL_MS = 1000
 
-const YAML = `${TEAMS_YAML}
-platform:
-  timeout: 3s
-  maxPause: 5s
-redis:
-  commandTimeout: 500ms
-cache:
-  ttl: { recent: 60s, settled: 60s }
-  lockTtl: ${LOCK_TTL_MS}ms
-`
+const YAML = teamsYamlWith({
+  platform: { timeout: '3s', maxPause: '5s' },
+  redis: { commandTimeout: '500ms' },
+  cache: { ttl: { recent: '60s', settled: '60s' }, lockTtl: `${LOCK_TTL_MS}ms` },
+})
 
 /** What a writer plants: an entry fresh for an hour, served as text/html with a script. */
 function plantedEntry(): Buffer {
@@ -103,6 +94,18 @@ describe.skipIf(!available)('a Redis writer does not speak for the gateway', () 
     return read
   }
 
+  /** Runs `steps` with the first message a listener subscribed to `channel` hears from then on; the listener is gone after. */
+  async function listeningOn(channel: string, steps: (heard: Promise<string>) => Promise<void>): Promise<void> {
+    const listener = new Redis(server.url, { maxRetriesPerRequest: 1 })
+    try {
+      await listener.subscribe(channel)
+      const heard = new Promise<string>((resolve) => listener.once('message', (_channel: string, message: string) => resolve(message)))
+      await steps(heard)
+    } finally {
+      listener.disconnect()
+    }
+  }
+
   describe('with GATEWAY_SECRET', () => {
     const env = { GATEWAY_SECRET: SECRET }
 
@@ -171,10 +174,7 @@ describe.skipIf(!available)('a Redis writer does not speak for the gateway', () 
     it("refuses a replica's genuine message replayed on another channel", async () => {
       const a = await replica(env)
       const b = await replica(env)
-      const listener = new Redis(server.url, { maxRetriesPerRequest: 1 })
-      try {
-        await listener.subscribe('rgw:bus:filled')
-        const heard = new Promise<string>((resolve) => listener.once('message', (_channel: string, message: string) => resolve(message)))
+      await listeningOn('rgw:bus:filled', async (heard) => {
         const key = await filled(a, Q1)
         const genuine = await heard
         expect(genuine).not.toBe(key)
@@ -182,18 +182,13 @@ describe.skipIf(!available)('a Redis writer does not speak for the gateway', () 
         await client.publish('rgw:bus:platform-pause', genuine)
         await waitFor('both replays to be refused', async () => (await metric(b, 'gateway_redis_unverified_total{what="message"}')) === 2)
         expect(b.ctx.governors.paused('default')).toBe(false)
-      } finally {
-        listener.disconnect()
-      }
+      })
     })
 
     it("refuses a replica's genuine pause replayed on its own channel once the platform recovered", async () => {
       const a = await replica(env)
       const b = await replica(env)
-      const listener = new Redis(server.url, { maxRetriesPerRequest: 1 })
-      try {
-        await listener.subscribe('rgw:bus:platform-pause')
-        const heard = new Promise<string>((resolve) => listener.once('message', (_channel: string, message: string) => resolve(message)))
+      await listeningOn('rgw:bus:platform-pause', async (heard) => {
         // The platform throttles the report route once, for a second.
         sandbox.setRouteFailure(PATH, { kind: 'status', status: 429, headers: { 'retry-after': '1' }, times: 1 })
         expect((await get(a, Q1)).statusCode).toBe(429)
@@ -206,9 +201,7 @@ describe.skipIf(!available)('a Redis writer does not speak for the gateway', () 
         expect(b.ctx.governors.paused('default', PATH)).toBe(false)
         expect(a.ctx.governors.paused('default', PATH)).toBe(false)
         expect((await get(b, Q2)).statusCode).toBe(200)
-      } finally {
-        listener.disconnect()
-      }
+      })
     })
   })
 

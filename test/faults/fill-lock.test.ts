@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
-import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
+import { KEYS, REPORT_PATH as REPORT, teamsYamlWith } from '../helpers/build-gateway.js'
 import { spawnGateways, timedRequest, type GatewayProcess, type TimedResponse } from '../helpers/gateway-process.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -10,23 +10,16 @@ import { waitFor } from '../helpers/wait.js'
 // replica SIGKILLed while it holds a report's fill lock mid-stampede, and a leader whose
 // platform call fails while the other replica's callers wait on it.
 
-const { available, notice } = redisAvailability()
-if (notice) console.warn(notice)
+const { available } = redisAvailability()
 
 const TIMEOUT_MS = 3000
 const LOCK_TTL_MS = 1000
 const LATENCY_MS = 2000
 const MARGIN_MS = 2500
-const REPORT = '/api/v1/report/campaigns/get'
-const YAML = `${TEAMS_YAML}
-platform:
-  timeout: ${TIMEOUT_MS}ms
-cache:
-  ttl: { recent: 1s, settled: 1h }
-  staleWhileRevalidate: 0s
-  staleIfError: 1h
-  lockTtl: ${LOCK_TTL_MS}ms
-`
+const YAML = teamsYamlWith({
+  platform: { timeout: `${TIMEOUT_MS}ms` },
+  cache: { ttl: { recent: '1s', settled: '1h' }, staleWhileRevalidate: '0s', staleIfError: '1h', lockTtl: `${LOCK_TTL_MS}ms` },
+})
 
 describe.skipIf(!available)('report fill lock across two gateway processes', () => {
   let sandbox: Sandbox

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
-import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
-import { spawnGateway, timedRequest, type GatewayProcess } from '../helpers/gateway-process.js'
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import type { Sandbox } from '../../src/sandbox/sandbox.js'
+import { KEYS, REPORT_PATH as REPORT, teamsYamlWith } from '../helpers/build-gateway.js'
+import { useSandboxGatewayProcess } from '../helpers/fixtures.js'
+import { timedRequest } from '../helpers/gateway-process.js'
 import { waitFor } from '../helpers/wait.js'
 
 // Platform deadlines, against a gateway process (dist/main.js) and the
@@ -11,30 +12,17 @@ import { waitFor } from '../helpers/wait.js'
 
 const TIMEOUT_MS = 3000
 const MARGIN_MS = 2500
-const REPORT = '/api/v1/report/campaigns/get'
-const YAML = `${TEAMS_YAML}
-platform:
-  timeout: ${TIMEOUT_MS}ms
-  connections: 64
-`
+const YAML = teamsYamlWith({ platform: { timeout: `${TIMEOUT_MS}ms`, connections: 64 } })
 
 describe('platform deadlines (gateway process, sandbox faults)', () => {
-  let sandbox: Sandbox
-  let gw: GatewayProcess
+  const { sandbox, gw } = useSandboxGatewayProcess(YAML)
 
   beforeAll(async () => {
-    sandbox = await startSandbox()
-    gw = await spawnGateway({ env: { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, yaml: YAML })
     // Warm: 100 client connections open and the report path compiled, so the timings
     // below are the gateway's deadlines and not a cold start.
     const warm = await Promise.all(Array.from({ length: 100 }, () => report('advertiserId=101&byDate=1&dateFrom=2025-05-01&dateTo=2025-05-07')))
     expect(warm.every((r) => r.status === 200)).toBe(true)
   }, 120_000)
-
-  afterAll(async () => {
-    await gw?.close()
-    await sandbox?.close()
-  })
 
   beforeEach(async () => {
     // A call of the test before that got its slot just before its deadline may still be

@@ -1,8 +1,8 @@
 import { connect } from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
-import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
-import { spawnGateway, timedRequest, type GatewayProcess } from '../helpers/gateway-process.js'
+import { describe, expect, it } from 'vitest'
+import { KEYS, teamsYamlWith } from '../helpers/build-gateway.js'
+import { useSandboxGatewayProcess } from '../helpers/fixtures.js'
+import { timedRequest } from '../helpers/gateway-process.js'
 import { waitFor } from '../helpers/wait.js'
 
 // SIGTERM while calls hang at the platform, with a
@@ -14,27 +14,10 @@ const GRACE_MS = 2000
 // main.ts: up to 2 s after the grace to answer aborted calls and exit; then a margin.
 const AFTER_GRACE_MS = 2000
 const MARGIN_MS = 1500
-const YAML = `${TEAMS_YAML}
-shutdownGrace: ${GRACE_MS}ms
-platform:
-  timeout: 20s
-server:
-  connectionTimeout: 30s
-`
+const YAML = teamsYamlWith({ shutdownGrace: `${GRACE_MS}ms`, platform: { timeout: '20s' }, server: { connectionTimeout: '30s' } })
 
 describe('shutdown within shutdownGrace (gateway process)', () => {
-  let sandbox: Sandbox
-  let gw: GatewayProcess
-
-  beforeAll(async () => {
-    sandbox = await startSandbox()
-    gw = await spawnGateway({ env: { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, yaml: YAML })
-  }, 120_000)
-
-  afterAll(async () => {
-    await gw?.close()
-    await sandbox?.close()
-  })
+  const { sandbox, gw } = useSandboxGatewayProcess(YAML)
 
   it('aborts the calls still at the platform at the end of the grace, answers them GW_SHUTTING_DOWN and exits 0', async () => {
     // Counted from here: the gateway's start probe is not one of the calls below.

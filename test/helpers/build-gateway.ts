@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
+import { stringify } from 'yaml'
 import type { Config } from '../../src/config.js'
 import { createGateway, type Gateway, type GatewayDeps } from '../../src/app.js'
 import type { Sandbox } from '../../src/sandbox/sandbox.js'
@@ -50,6 +51,31 @@ teams:
     advertisers: ["*"]
     rateLimit: { max: 3, window: 1m }
 `
+
+/**
+ * TEAMS_YAML followed by further settings of the config file (`platform`, `redis`,
+ * `cache`, ...), given as the values the file holds once parsed.
+ */
+export function teamsYamlWith(settings: Record<string, unknown>): string {
+  return `${TEAMS_YAML}${stringify(settings)}`
+}
+
+/** Key of team `prying` that PRYING_TEAMS_YAML adds: read-only and one advertiser (101), all an attacker needs. */
+export const PRYING_KEY = 'rgw_test_prying_key_777777777777777777777777'
+
+/** TEAMS_YAML plus team `prying` (PRYING_KEY). */
+export const PRYING_TEAMS_YAML = `${TEAMS_YAML.trimEnd()}
+  prying:
+    keys: ["${hashApiKey(PRYING_KEY)}"]
+    advertisers: [101]
+`
+
+/** The report route most suites read: campaign statistics, cached by the gateway. */
+export const REPORT_PATH = '/api/v1/report/campaigns/get'
+
+/** A week of advertiser 101 on REPORT_PATH by date, and the same week by campaign: two reports, two cache entries. */
+export const WEEK_BY_DATE = 'advertiserId=101&byDate=1&dateFrom=2026-02-01&dateTo=2026-02-07'
+export const WEEK_BY_CAMPAIGN = 'advertiserId=101&byCampaign=1&dateFrom=2026-02-01&dateTo=2026-02-07'
 
 /**
  * TEAMS_YAML with team `all` allowed every slot and the whole queue of its credential

@@ -4,6 +4,7 @@ import type { Config } from '../../src/config.js'
 import type { GatewayDeps } from '../../src/app.js'
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/sandbox.js'
 import { buildGateway, listen, type TestGateway } from './build-gateway.js'
+import { spawnGateway, type GatewayProcess } from './gateway-process.js'
 import { startSandboxGateway, type SandboxGateway, type SandboxGatewayOptions } from './sandbox-gateway.js'
 import { startRedis, type RedisServer } from './start-redis.js'
 
@@ -131,6 +132,25 @@ export function useSandboxGateway(opts: SandboxGatewayOptions = {}): SandboxGate
     await env?.close()
   })
   return late('the sandbox and gateway', () => env)
+}
+
+/**
+ * A sandbox and, in front of it, a gateway process (dist/main.js) with `yaml` as its
+ * config file, for the file (or describe): started in beforeAll, given two minutes (a
+ * process starts in seconds on a loaded machine), closed in afterAll.
+ */
+export function useSandboxGatewayProcess(yaml: string): { sandbox: Sandbox; gw: GatewayProcess } {
+  let sandbox: Sandbox | undefined
+  let gw: GatewayProcess | undefined
+  beforeAll(async () => {
+    sandbox = await startSandbox()
+    gw = await spawnGateway({ env: { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, yaml })
+  }, 120_000)
+  afterAll(async () => {
+    await gw?.close()
+    await sandbox?.close()
+  })
+  return { sandbox: late('the sandbox', () => sandbox), gw: late('the gateway process', () => gw) }
 }
 
 /** Clean-up steps a test adds as it goes (servers, folders), run in order after it. */

@@ -1,12 +1,32 @@
 import { expect } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
-import { KEYS, type TestGateway } from './build-gateway.js'
+import { KEYS, REPORT_PATH, type TestGateway } from './build-gateway.js'
 
-// Calls on a test gateway and looks into it, as the token suites make them.
+// Calls on a test gateway and looks into it, as the suites make them.
 
 /** A proxied read (the platform's POST .../get convention) by the all-advertisers team; never cached. */
 export function campaignList(gw: TestGateway, userId = 101) {
   return gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.all }, payload: { userId } })
+}
+
+/** A GET through the proxy listener with a team's key (the all-advertisers team unless given). */
+export function proxyGet(gw: TestGateway, url: string, key = KEYS.all) {
+  return gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': key } })
+}
+
+/** The n-th of many distinct report queries (each a miss): one week, starting n days after 2025-01-01. */
+export function distinctReport(n: number, advertiserId = 101): string {
+  const day = (offset: number) => new Date(Date.UTC(2025, 0, 1 + offset)).toISOString().slice(0, 10)
+  return `${REPORT_PATH}?advertiserId=${advertiserId}&byDate=1&dateFrom=${day(n)}&dateTo=${day(n + 6)}`
+}
+
+/** Every answer is a 200 MISS carrying the platform's own bytes, as one fill serves all who waited on it. */
+export function expectMissesOf(answers: { statusCode: number; headers: Record<string, unknown>; rawPayload: Buffer }[], platform: Buffer): void {
+  for (const res of answers) {
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['x-cache']).toBe('MISS')
+    expect(res.rawPayload.equals(platform)).toBe(true)
+  }
 }
 
 /** The platform token the gateway holds now for a credential. */

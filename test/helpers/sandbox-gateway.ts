@@ -1,4 +1,5 @@
 import { connect } from 'node:net'
+import type { NewCampaign } from '../../src/sandbox/catalog.js'
 import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { buildGateway, KEYS, listen, TEAMS_YAML, testConfig, type TestGateway } from './build-gateway.js'
 
@@ -42,6 +43,23 @@ export async function startSandboxGateway(opts: SandboxGatewayOptions = {}): Pro
       await gw.close()
       await sandbox.close()
     },
+  }
+}
+
+/** A valid `banner/create` body for the sandbox: a paused campaign of account `userId`, `fields` over the defaults. */
+export function newCampaign(userId: number, fields: Partial<NewCampaign> = {}): NewCampaign {
+  return {
+    userId,
+    name: 'Test campaign',
+    adDomain: 'example.com',
+    clickUrl: 'https://example.com/',
+    autoStart: false,
+    dates: { from: '2026-03-01', to: '2026-03-31' },
+    country: 'KE',
+    bid: 1.5,
+    budget: { daily: 10, total: 100 },
+    creativeSetIds: [1],
+    ...fields,
   }
 }
 

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { freePort } from '../helpers/start-redis.js'
 import { KEYS, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
@@ -63,7 +64,18 @@ describe('GET /admin/status and /admin/audit', () => {
     ])
     // No ceiling of its own: the team may use every idle slot.
     expect(status.governors[0].teams).toContainEqual({ team: 'growth', inFlight: 0, waiting: 0, maxConcurrent: null, queue: null })
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+    expect(status.build).toEqual({ version, commit: expect.stringMatching(/^([0-9a-f]{7,40}|unknown)$/), node: process.version, startedAt: expect.any(String), uptimeSeconds: expect.any(Number) })
+    const metrics = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+    expect(metrics).toContain(`gateway_build_info{version="${version}",commit="${status.build.commit}",node="${process.version}"} 1`)
     expect(leakedSecrets(res.body, runSecrets(sandbox, [REDIS_PASSWORD, ADMIN_TOKEN, key?.token as string]))).toEqual([])
+  })
+
+  it('writes one audit line for a console login with a wrong token, not one per call it makes', async () => {
+    const { gw } = await gateway({ redis: false })
+    for (const path of ['/admin/status', '/admin/usage', '/admin/audit']) expect((await get(gw, path, 'a-wrong-admin-token-000000')).statusCode).toBe(401)
+    const refused = gw.logs.records().filter((r) => r.kind === 'audit' && r.action === 'admin-auth')
+    expect(refused).toEqual([expect.objectContaining({ outcome: 'refused', path: '/admin/status', reason: 'unknown token' })])
   })
 
   it('lists this replica\'s audit lines, newest first', async () => {

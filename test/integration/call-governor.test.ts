@@ -2,9 +2,10 @@ import { performance } from 'node:perf_hooks'
 import { request } from 'undici'
 import { describe, expect, it } from 'vitest'
 import type { TestGateway } from '../helpers/build-gateway.js'
-import { KEYS, TEAMS_YAML, WHOLE_SHARE_TEAMS_YAML, listen, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, REPORT_PATH as REPORT, TEAMS_YAML, WHOLE_SHARE_TEAMS_YAML, listen, testConfig } from '../helpers/build-gateway.js'
 import { fakeClock, onRealTimers } from '../helpers/clock.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { distinctReport, proxyGet } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -18,19 +19,8 @@ const sandbox = useSandbox()
 const redis = useRedis()
 const gateways = useGateways()
 
-const REPORT = '/api/v1/report/campaigns/get'
 const PAUSED = 'platform credential paused: the platform answered 429'
 const RESUMED = 'platform credential resumed'
-
-/** The n-th of many distinct report queries (each a miss): one week, starting n days after 2025-01-01. */
-function distinct(n: number, advertiserId = 101): string {
-  const day = (offset: number) => new Date(Date.UTC(2025, 0, 1 + offset)).toISOString().slice(0, 10)
-  return `${REPORT}?advertiserId=${advertiserId}&byDate=1&dateFrom=${day(n)}&dateTo=${day(n + 6)}`
-}
-
-function get(gw: TestGateway, url: string, key = KEYS.all) {
-  return gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': key } })
-}
 
 function gateway(yaml = '', env: Record<string, string> = {}, deps: Parameters<typeof gateways.build>[1] = {}, teams = TEAMS_YAML) {
   return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...env }, `${teams}\n${yaml}`), deps)
@@ -43,7 +33,7 @@ describe('the concurrency cap', () => {
     // A fixed cap: the learned limit has tests of its own.
     const gw = await gateway('platform: { maxConcurrent: 8, adaptive: false }')
     sandbox.setLatency(100)
-    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => get(gw, distinct(i))))
+    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => proxyGet(gw, distinctReport(i))))
     expect(answers.map((a) => a.statusCode)).toEqual(Array(100).fill(200))
     expect(reportCalls()).toBe(100)
     const { peak } = sandbox.concurrency()
@@ -57,7 +47,7 @@ describe('the concurrency cap', () => {
     sandbox.setLatency(100)
     const governor = gw.ctx.governors.of('default')
     expect(governor.limit).toBe(8)
-    const burst = Promise.all(Array.from({ length: 200 }, (_, i) => get(gw, distinct(i))))
+    const burst = Promise.all(Array.from({ length: 200 }, (_, i) => proxyGet(gw, distinctReport(i))))
     await waitFor('the limit raised past its start', () => governor.limit > 8, 15_000)
     const answers = await burst
     expect(answers.map((a) => a.statusCode)).toEqual(Array(200).fill(200))
@@ -76,7 +66,7 @@ describe('the concurrency cap', () => {
     // 100 misses of team "all": 100 / 8 slots × 200 ms ≈ 2.5 s in all.
     const burst = Promise.all(
       Array.from({ length: 100 }, (_, i) =>
-        get(gw, distinct(i)).then((a) => {
+        proxyGet(gw, distinctReport(i)).then((a) => {
           answered += 1
           return a
         }),
@@ -84,7 +74,7 @@ describe('the concurrency cap', () => {
     )
     await waitFor('the burst to fill the queue', () => gw.ctx.governors.of('default').queued >= 80)
     const started = performance.now()
-    const second = await get(gw, distinct(200, 102), KEYS.growth)
+    const second = await proxyGet(gw, distinctReport(200, 102), KEYS.growth)
     const took = performance.now() - started
     expect(second.statusCode).toBe(200)
     expect(second.headers['x-cache']).toBe('MISS')
@@ -101,7 +91,7 @@ describe('the concurrency cap', () => {
   it('refuses with 503 GW_OVERLOADED and retry-after once the queue is full', async () => {
     const gw = await gateway('platform: { maxConcurrent: 2, adaptive: false, queue: 3 }', {}, {}, WHOLE_SHARE_TEAMS_YAML)
     sandbox.setLatency(300)
-    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => get(gw, distinct(i))))
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => proxyGet(gw, distinctReport(i))))
     const refused = answers.filter((a) => a.statusCode === 503)
     expect(answers.filter((a) => a.statusCode === 200)).toHaveLength(5)
     expect(refused).toHaveLength(3)
@@ -120,12 +110,12 @@ describe('fair shares that never idle the platform', () => {
     const latency = 200
     const gw = await gateway('platform: { maxConcurrent: 8, adaptive: false }')
     sandbox.setLatency(latency)
-    const burst = Promise.all(Array.from({ length: 215 }, (_, i) => get(gw, distinct(i))))
+    const burst = Promise.all(Array.from({ length: 215 }, (_, i) => proxyGet(gw, distinctReport(i))))
     const governor = gw.ctx.governors.of('default')
     // A team alone: every slot and the whole queue.
     await waitFor('the burst to fill every slot and the queue', () => governor.running('all') === 8 && governor.queued === 200)
     const started = performance.now()
-    const other = await get(gw, distinct(300, 102), KEYS.growth)
+    const other = await proxyGet(gw, distinctReport(300, 102), KEYS.growth)
     const took = performance.now() - started
     expect(other.statusCode).toBe(200)
     expect(other.headers['x-cache']).toBe('MISS')
@@ -145,21 +135,24 @@ describe('fair shares that never idle the platform', () => {
 })
 
 describe('callers that hang up', () => {
+  /** Sends a read to `gw` over a real connection, which `signal` hangs up: the answer, or null once hung up. */
+  const sender = (gw: TestGateway & { url: string }) => (url: string, key: string, signal?: AbortSignal) =>
+    request(`${gw.url}${url}`, { headers: { 'x-api-key': key }, ...(signal ? { signal } : {}) }).then(
+      async (res) => ({ status: res.statusCode, cache: res.headers['x-cache'], body: await res.body.text() }),
+      () => null,
+    )
+
   it('drops their queued calls without a platform call; a fill another caller still waits on stays', async () => {
     const gw = await listen(await gateway('platform: { maxConcurrent: 4, adaptive: false }'))
     sandbox.setLatency(400)
     const governor = gw.ctx.governors.of('default')
     const hangUp = new AbortController()
-    const sent = (url: string, key: string, signal?: AbortSignal) =>
-      request(`${gw.url}${url}`, { headers: { 'x-api-key': key }, ...(signal ? { signal } : {}) }).then(
-        async (res) => ({ status: res.statusCode, cache: res.headers['x-cache'], body: await res.body.text() }),
-        () => null,
-      )
+    const sent = sender(gw)
     // 12 distinct misses of team `all`: 4 at the platform (the limit), 8 queued.
-    const gone = Array.from({ length: 12 }, (_, i) => sent(distinct(i), KEYS.all, hangUp.signal))
+    const gone = Array.from({ length: 12 }, (_, i) => sent(distinctReport(i), KEYS.all, hangUp.signal))
     await waitFor('the burst queued', () => governor.queued === 8)
     // Another caller joins one of the queued fills.
-    const joined = sent(distinct(11), KEYS.all)
+    const joined = sent(distinctReport(11), KEYS.all)
     await new Promise((resolve) => setTimeout(resolve, 50))
     hangUp.abort()
     await Promise.all(gone)
@@ -181,15 +174,11 @@ describe('callers that hang up', () => {
     sandbox.setRouteFailure(CREATIVES, { kind: 'hang' })
     const governor = gw.ctx.governors.of('default')
     const hangUp = new AbortController()
-    const sent = (url: string, key: string, signal?: AbortSignal) =>
-      request(`${gw.url}${url}`, { headers: { 'x-api-key': key }, ...(signal ? { signal } : {}) }).then(
-        async (res) => ({ status: res.statusCode, cache: res.headers['x-cache'], body: await res.body.text() }),
-        () => null,
-      )
+    const sent = sender(gw)
     // Team A (`all`): 24 distinct misses, 4 at the platform (its ceiling), 20 queued; then report R, queued behind them.
     const burst = Array.from({ length: 24 }, (_, i) => sent(creatives(i), KEYS.all, hangUp.signal))
     await waitFor('A\'s burst at the platform and queued', () => governor.running('all') === 4 && governor.queued === 20)
-    const shared = distinct(500)
+    const shared = distinctReport(500)
     const led = sent(shared, KEYS.all, hangUp.signal)
     await waitFor('A\'s read of R queued behind its burst', () => governor.queued === 21)
     // Team B (`limited`) asks for the same R: it joins A's queued fill.
@@ -215,7 +204,7 @@ const ROUTE_RESUMED = 'platform route resumed'
 const THROTTLE = { kind: 'status', status: 429, headers: { 'retry-after': '900' } } as const
 
 function creatives(n: number, advertiserId = 101): string {
-  return distinct(n, advertiserId).replace(REPORT, CREATIVES)
+  return distinctReport(n, advertiserId).replace(REPORT, CREATIVES)
 }
 
 describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas on one Redis', () => {
@@ -225,16 +214,16 @@ describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas o
     const clock = fakeClock()
     const a = await gateway(yaml, { REDIS_URL: redis.server.url }, { clock: onRealTimers(clock.now) })
     const b = await gateway(yaml, { REDIS_URL: redis.server.url }, { clock: onRealTimers(clock.now) })
-    expect((await get(a, distinct(0))).headers['x-cache']).toBe('MISS')
+    expect((await proxyGet(a, distinctReport(0))).headers['x-cache']).toBe('MISS')
     clock.advance(5000)
 
     sandbox.setRouteFailure(REPORT, THROTTLE)
-    const limited = await get(a, distinct(1))
+    const limited = await proxyGet(a, distinctReport(1))
     expect(limited.statusCode).toBe(429)
     const pausedAt = Date.now()
     // Other routes and other teams keep working, on both replicas.
     for (const gw of [a, b]) {
-      const other = await get(gw, creatives(0, 102), KEYS.growth)
+      const other = await proxyGet(gw, creatives(0, 102), KEYS.growth)
       expect(other.statusCode).toBe(200)
     }
     expect(a.ctx.governors.of('default').pausedUntil).toBe(0)
@@ -243,12 +232,12 @@ describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas o
     // The paused route: refused at once with retry-after ≤ 60 s, or its stale copy.
     const callsAtPause = reportCalls()
     for (const gw of [a, b]) {
-      const refused = await get(gw, distinct(2))
+      const refused = await proxyGet(gw, distinctReport(2))
       expect(refused.statusCode).toBe(503)
       expect(refused.json()).toMatchObject({ code: 'GW_OVERLOADED' })
       expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0)
       expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(60)
-      const stale = await get(gw, distinct(0))
+      const stale = await proxyGet(gw, distinctReport(0))
       expect(stale.statusCode).toBe(200)
       expect(stale.headers['x-cache']).toBe('STALE')
     }
@@ -259,16 +248,16 @@ describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas o
 
     // The platform answers again: the first call after the probe interval (on the gateways' clock) is the trial and resumes the route.
     sandbox.clearRouteFailures()
-    let answer = await get(a, distinct(3))
+    let answer = await proxyGet(a, distinctReport(3))
     for (let i = 0; i < 40 && answer.statusCode === 503; i++) {
       await new Promise((r) => setTimeout(r, 250))
       clock.advance(250)
-      answer = await get(a, distinct(3))
+      answer = await proxyGet(a, distinctReport(3))
     }
     expect(answer.statusCode).toBe(200)
     expect(Date.now() - pausedAt).toBeLessThan(8000)
     await waitFor('the resume to reach the other replica', () => !b.ctx.governors.paused('default', REPORT), 1500)
-    expect((await get(b, distinct(4))).statusCode).toBe(200)
+    expect((await proxyGet(b, distinctReport(4))).statusCode).toBe(200)
 
     const paused = a.logs.records().filter((r) => r.msg === ROUTE_PAUSED)
     expect(paused).toHaveLength(1)
@@ -283,11 +272,11 @@ describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas o
     const a = await gateway('', { REDIS_URL: redis.server.url })
     const b = await gateway('', { REDIS_URL: redis.server.url })
     sandbox.setRouteFailure(REPORT, THROTTLE)
-    expect((await get(a, distinct(0))).statusCode).toBe(429)
+    expect((await proxyGet(a, distinctReport(0))).statusCode).toBe(429)
     sandbox.clearRouteFailures()
     sandbox.setRouteFailure(CREATIVES, THROTTLE)
     const pausedAt = Date.now()
-    expect((await get(a, creatives(0, 102), KEYS.growth)).statusCode).toBe(429)
+    expect((await proxyGet(a, creatives(0, 102), KEYS.growth)).statusCode).toBe(429)
     await waitFor('the credential pause on both replicas', () => a.ctx.governors.of('default').pausedUntil > 0 && b.ctx.governors.of('default').pausedUntil > 0, 1500)
     // platform.maxPause (60 s), not the 900 s asked for.
     expect(a.ctx.governors.of('default').pausedUntil - pausedAt).toBeLessThanOrEqual(61_000)
@@ -305,7 +294,7 @@ describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas o
     for (const gw of [a, b]) {
       expect(gw.logs.records().filter((r) => r.msg === RESUMED)).toHaveLength(1)
     }
-    expect((await get(b, creatives(1, 102), KEYS.growth)).statusCode).toBe(200)
+    expect((await proxyGet(b, creatives(1, 102), KEYS.growth)).statusCode).toBe(200)
     const metrics = await a.admin.inject({ method: 'GET', url: '/metrics' })
     expect(metrics.body).toContain('gateway_platform_pauses_total{credential="default"} 1')
   }, 20_000)
@@ -315,7 +304,7 @@ describe('retries', () => {
   it('sends a read again after a 503 or a reset, at most twice', async () => {
     const gw = await gateway()
     sandbox.setFailure({ kind: 'status', status: 503, times: 2 })
-    expect((await get(gw, distinct(0))).statusCode).toBe(200)
+    expect((await proxyGet(gw, distinctReport(0))).statusCode).toBe(200)
     expect(reportCalls()).toBe(3)
     sandbox.clearRequests()
     sandbox.setFailure({ kind: 'reset', times: 1 })
@@ -324,7 +313,7 @@ describe('retries', () => {
     expect(sandbox.countRequests()).toBe(2)
     sandbox.clearRequests()
     sandbox.setFailure({ kind: 'status', status: 504, times: 3 })
-    expect((await get(gw, distinct(1))).statusCode).toBe(502)
+    expect((await proxyGet(gw, distinctReport(1))).statusCode).toBe(502)
     expect(reportCalls()).toBe(3)
     const metrics = await gw.admin.inject({ method: 'GET', url: '/metrics' })
     expect(metrics.body).toContain('gateway_platform_retries_total{credential="default"} 5')

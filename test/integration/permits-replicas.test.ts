@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { TestGateway } from '../helpers/build-gateway.js'
 import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { distinctReport, proxyGet } from '../helpers/gateway-calls.js'
 import { spawnGateway, timedRequest, type GatewayProcess } from '../helpers/gateway-process.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -12,17 +13,7 @@ import { waitFor } from '../helpers/wait.js'
 const { available, notice } = redisAvailability()
 if (notice) console.warn(notice)
 
-const REPORT = '/api/v1/report/campaigns/get'
 const PERMITS_KEY = 'rgw:permits:{default}'
-
-function distinct(n: number, advertiserId = 101): string {
-  const day = (offset: number) => new Date(Date.UTC(2025, 0, 1 + offset)).toISOString().slice(0, 10)
-  return `${REPORT}?advertiserId=${advertiserId}&byDate=1&dateFrom=${day(n)}&dateTo=${day(n + 6)}`
-}
-
-function get(gw: TestGateway, url: string, key = KEYS.all) {
-  return gw.proxy.inject({ method: 'GET', url, headers: { 'x-api-key': key } })
-}
 
 /** Redis's count of the commands that take and give back permits. */
 async function permitCommands(info: string): Promise<number> {
@@ -49,7 +40,7 @@ describe.skipIf(!available)('the limit across replicas', () => {
     const replicas = [await replica(yaml), await replica(yaml), await replica(yaml)]
     sandbox.setLatency(150)
     await redis.client.config('RESETSTAT')
-    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => get(replicas[i % 3] as TestGateway, distinct(i))))
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => proxyGet(replicas[i % 3] as TestGateway, distinctReport(i))))
     expect(answers.map((a) => a.statusCode)).toEqual(Array(30).fill(200))
     const { peak } = sandbox.concurrency()
     expect(peak).toBeLessThanOrEqual(4)
@@ -62,7 +53,7 @@ describe.skipIf(!available)('the limit across replicas', () => {
     console.info(`permit commands: ${commands} for 30 platform calls over 3 replicas`)
     // A cache hit takes no permit.
     await redis.client.config('RESETSTAT')
-    const hit = await get(replicas[0] as TestGateway, distinct(0))
+    const hit = await proxyGet(replicas[0] as TestGateway, distinctReport(0))
     expect(hit.headers['x-cache']).toBe('HIT')
     expect(await permitCommands(await redis.client.info('commandstats'))).toBe(0)
     const metrics = await (replicas[0] as TestGateway).admin.inject({ method: 'GET', url: '/metrics' })
@@ -71,10 +62,10 @@ describe.skipIf(!available)('the limit across replicas', () => {
 
   it('costs one round trip before an uncontended call (one script) and one release after it', async () => {
     const gw = await replica('platform: { maxConcurrent: 4, adaptive: false }')
-    await get(gw, distinct(50))
+    await proxyGet(gw, distinctReport(50))
     await waitFor('every permit given back', async () => (await redis.client.zcard(PERMITS_KEY)) === 0)
     await redis.client.config('RESETSTAT')
-    for (let i = 0; i < 5; i++) expect((await get(gw, distinct(i))).statusCode).toBe(200)
+    for (let i = 0; i < 5; i++) expect((await proxyGet(gw, distinctReport(i))).statusCode).toBe(200)
     await waitFor('every permit given back', async () => (await redis.client.zcard(PERMITS_KEY)) === 0)
     const info = await redis.client.info('commandstats')
     // Per call, one EVAL takes its permit and one releases its fill lock; Redis counts the
@@ -90,7 +81,7 @@ describe.skipIf(!available)('the limit across replicas', () => {
     let answered = 0
     const burst = Promise.all(
       Array.from({ length: 24 }, (_, i) =>
-        get(i % 2 ? a : b, distinct(i)).then((r) => {
+        proxyGet(i % 2 ? a : b, distinctReport(i)).then((r) => {
           answered += 1
           return r
         }),
@@ -99,7 +90,7 @@ describe.skipIf(!available)('the limit across replicas', () => {
     const running = () => a.ctx.governors.of('default').running('all') + b.ctx.governors.of('default').running('all')
     // A team alone takes every slot of the credential, across replicas.
     await waitFor('the burst holding every slot', () => running() === 4 && a.ctx.governors.of('default').queued > 0 && b.ctx.governors.of('default').queued > 0)
-    const other = await get(b, distinct(100, 102), KEYS.growth)
+    const other = await proxyGet(b, distinctReport(100, 102), KEYS.growth)
     expect(other.statusCode).toBe(200)
     expect(other.headers['x-cache']).toBe('MISS')
     // Answered while most of the burst still waited: it did not queue behind it.
@@ -116,7 +107,7 @@ describe.skipIf(!available)('the limit across replicas', () => {
     await redis.server.stop()
     try {
       sandbox.setLatency(150)
-      const answers = await Promise.all(Array.from({ length: 16 }, (_, i) => get(i % 2 ? a : b, distinct(i))))
+      const answers = await Promise.all(Array.from({ length: 16 }, (_, i) => proxyGet(i % 2 ? a : b, distinctReport(i))))
       expect(answers.map((r) => r.statusCode)).toEqual(Array(16).fill(200))
       // 2 per replica, where Redis would have let 8 through.
       expect(sandbox.concurrency().peak).toBeLessThanOrEqual(4)
@@ -133,14 +124,14 @@ describe.skipIf(!available)('the limit across replicas', () => {
     const survivor = await replica('platform: { maxConcurrent: 2, adaptive: false, permitLease: 1s }')
     sandbox.setLatency(4000)
     // Two slow calls of two teams hold both permits.
-    const held = [timedRequest(`${dying.url}${distinct(0)}`, { headers: { 'x-api-key': KEYS.all } }), timedRequest(`${dying.url}${distinct(1, 102)}`, { headers: { 'x-api-key': KEYS.growth } })]
+    const held = [timedRequest(`${dying.url}${distinctReport(0)}`, { headers: { 'x-api-key': KEYS.all } }), timedRequest(`${dying.url}${distinctReport(1, 102)}`, { headers: { 'x-api-key': KEYS.growth } })]
     await waitFor('both permits leased', async () => (await redis.client.zcard(PERMITS_KEY)) === 2, 15_000)
     dying.kill('SIGKILL')
     await dying.exited
     await Promise.all(held)
     sandbox.setLatency(0)
     const started = Date.now()
-    const answer = await get(survivor, distinct(2))
+    const answer = await proxyGet(survivor, distinctReport(2))
     expect(answer.statusCode).toBe(200)
     // Within the lease (1 s) and a retry interval, with a wide margin for a busy machine;
     // permits that never lapsed would leave it queued until queueTimeout (10 s), then 503.

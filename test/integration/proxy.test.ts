@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateway, useSandbox } from '../helpers/fixtures.js'
-import { rawHttp, rawRequest as sendRaw } from '../helpers/sandbox-gateway.js'
+import { newCampaign, rawHttp, rawRequest as sendRaw } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
 
 // Contract, "Calling it" and "Errors", for everything under /api/v1/ that is not a
@@ -56,17 +56,7 @@ function rawRequest(target: string) {
   return sendRaw(gw.port as number, rawHttp('GET', target), 3000)
 }
 
-const CAMPAIGN_FIELDS = {
-  userId: 101,
-  name: 'Gateway test',
-  adDomain: 'example.com',
-  clickUrl: 'https://example.com/landing',
-  dates: { from: '2026-03-01', to: '2026-03-31' },
-  country: 'KE',
-  bid: 0.5,
-  budget: { daily: 10, total: 100 },
-  creativeSetIds: [1],
-}
+const CAMPAIGN_FIELDS = newCampaign(101, { name: 'Gateway test', clickUrl: 'https://example.com/landing', bid: 0.5 })
 
 describe('token injection', () => {
   it('sends the platform token and never the caller\'s credentials', async () => {
@@ -294,24 +284,15 @@ describe('advertiser scoping', () => {
     expect(sandbox.requests).toHaveLength(0)
   })
 
-  it('refuses a body type other than JSON or form from a scoped team: 400', async () => {
+  it.each([
+    ['refuses a body type other than JSON or form from a scoped team: 400', 'text/plain', '{"userId":201}'],
+    ['answers 400 to an unparseable JSON body of a scoped team, without calling the platform', 'application/json', '{"userId":201'],
+  ])('%s', async (_name, contentType, payload) => {
     const res = await gw.proxy.inject({
       method: 'POST',
       url: '/api/v1/campaign/get',
-      headers: { 'x-api-key': KEYS.growth, 'content-type': 'text/plain' },
-      payload: '{"userId":201}',
-    })
-    expect(res.statusCode).toBe(400)
-    expect(res.json().code).toBe('GW_BAD_REQUEST')
-    expect(sandbox.requests).toHaveLength(0)
-  })
-
-  it('answers 400 to an unparseable JSON body of a scoped team, without calling the platform', async () => {
-    const res = await gw.proxy.inject({
-      method: 'POST',
-      url: '/api/v1/campaign/get',
-      headers: { 'x-api-key': KEYS.growth, 'content-type': 'application/json' },
-      payload: '{"userId":201',
+      headers: { 'x-api-key': KEYS.growth, 'content-type': contentType },
+      payload,
     })
     expect(res.statusCode).toBe(400)
     expect(res.json().code).toBe('GW_BAD_REQUEST')

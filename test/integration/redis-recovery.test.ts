@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, REPORT_PATH as PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateway, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -11,22 +11,15 @@ import { waitFor } from '../helpers/wait.js'
 // then. The cooldown here is long (30 s), so that only the new behaviour passes; "about a
 // second" is waited for with a bound of a few, for a loaded machine.
 
-const { available, notice } = redisAvailability()
-if (notice) console.warn(notice)
+const { available } = redisAvailability()
 
-const PATH = '/api/v1/report/campaigns/get'
 const COOLDOWN_MS = 30_000
 const BACK_WITHIN_MS = 5_000
-const YAML = `${TEAMS_YAML}
-platform:
-  timeout: 3s
-redis:
-  commandTimeout: 250ms
-  breakerCooldown: ${COOLDOWN_MS}ms
-cache:
-  ttl: { recent: 60s, settled: 60s }
-  lockTtl: 2s
-`
+const YAML = teamsYamlWith({
+  platform: { timeout: '3s' },
+  redis: { commandTimeout: '250ms', breakerCooldown: `${COOLDOWN_MS}ms` },
+  cache: { ttl: { recent: '60s', settled: '60s' }, lockTtl: '2s' },
+})
 
 const query = (day: number) => `advertiserId=101&byDate=1&dateFrom=2026-05-01&dateTo=2026-05-${String(day).padStart(2, '0')}`
 

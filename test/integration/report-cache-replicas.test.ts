@@ -3,9 +3,10 @@ import { gunzipSync } from 'node:zlib'
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { request } from 'undici'
 import { Redis } from 'ioredis'
-import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, REPORT_PATH as PATH, teamsYamlWith, testConfig, WEEK_BY_CAMPAIGN as Q101B, WEEK_BY_DATE as Q101, type TestGateway } from '../helpers/build-gateway.js'
 import { fakeClock, type FakeClock, onRealTimers } from '../helpers/clock.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { expectMissesOf } from '../helpers/gateway-calls.js'
 import { waitFor } from '../helpers/wait.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 
@@ -13,27 +14,18 @@ import { redisAvailability } from '../helpers/start-redis.js'
 // L2, one lock and one pub/sub bus, sealed with GATEWAY_SECRET: a leader's failure
 // reaches the waiters only then). The platform token plays no part here.
 
-const { available, notice } = redisAvailability()
-if (notice) console.warn(notice)
+const { available } = redisAvailability()
 
 const ADMIN_TOKEN = 'replicas-admin-token-00000000000000'
-const PATH = '/api/v1/report/campaigns/get'
-const Q101 = 'advertiserId=101&byDate=1&dateFrom=2026-02-01&dateTo=2026-02-07'
-const Q101B = 'advertiserId=101&byCampaign=1&dateFrom=2026-02-01&dateTo=2026-02-07'
 const Q102 = 'advertiserId=102&byDate=1&dateFrom=2026-02-01&dateTo=2026-02-07'
 const LOCK_TTL_MS = 1000
 
-const YAML = `${TEAMS_YAML}
-platform:
-  timeout: 3s
-redis:
-  commandTimeout: 500ms
-cache:
-  ttl: { recent: 60s, settled: 60s }
-  lockTtl: ${LOCK_TTL_MS}ms
-  # These tests watch copies expire; refresh ahead has a test of its own.
-  refreshAhead: 0
-`
+const YAML = teamsYamlWith({
+  platform: { timeout: '3s' },
+  redis: { commandTimeout: '500ms' },
+  // These tests watch copies expire (no refresh ahead); refresh ahead has a test of its own.
+  cache: { ttl: { recent: '60s', settled: '60s' }, lockTtl: `${LOCK_TTL_MS}ms`, refreshAhead: 0 },
+})
 
 describe.skipIf(!available)('report cache across two replicas on one Redis', () => {
   const sandbox = useSandbox()
@@ -128,12 +120,7 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     const answers = await Promise.all([...onA, ...onB])
     const elapsed = Date.now() - started
     expect(reportCalls()).toBe(1)
-    const platform = await direct(Q101)
-    for (const res of answers) {
-      expect(res.statusCode).toBe(200)
-      expect(res.headers['x-cache']).toBe('MISS')
-      expect(res.rawPayload.equals(platform)).toBe(true)
-    }
+    expectMissesOf(answers, await direct(Q101))
     // Waiters on B were woken by the leader's announcement, well before their deadline.
     expect(elapsed).toBeLessThan(1500)
     expect(await metric(b, 'gateway_cache_requests_total{result="MISS",tier="l2"}')).toBe(50)

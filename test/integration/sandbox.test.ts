@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import type { ReportRow as Row } from '../../src/sandbox/report-data.js'
 import { useSandbox } from '../helpers/fixtures.js'
+import { newCampaign } from '../helpers/sandbox-gateway.js'
 
 // The sandbox stands in for the platform in every other suite, so this one pins
 // the platform behaviour it reproduces, over real HTTP on loopback.
@@ -291,18 +292,16 @@ describe('reports', () => {
 })
 
 describe('campaigns', () => {
-  const NEW_CAMPAIGN = {
-    userId: 103,
+  // In February, for the report on one of its days below; the country in lower case, as a caller may send it.
+  const NEW_CAMPAIGN = newCampaign(103, {
     name: 'Sandbox test',
-    adDomain: 'example.com',
     clickUrl: 'https://example.com/landing',
-    autoStart: false,
     dates: { from: '2026-02-01', to: '2026-02-28' },
     country: 'lt',
     bid: 1.2,
     budget: { daily: 50, total: 1000 },
     creativeSetIds: [1, 2],
-  }
+  })
 
   it('lists the campaigns of a child account with paging metadata', async () => {
     const response = await call('/api/v1/campaign/get?per_page=200', { body: { userId: 101 } })

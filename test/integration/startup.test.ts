@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/teams/api-keys.js'
 import { portTaken } from '../helpers/gateway-process.js'
 import { freePort } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
 import { useSandbox } from '../helpers/fixtures.js'
 
 // A start that cannot work stops with one line saying what to do, and a start
@@ -148,6 +149,16 @@ describe('a start that works says what it found', () => {
     const line = await waitForLine(run, /report gateway listening/)
     expect(JSON.parse(line)).toMatchObject({ proxy: expect.stringMatching(/^127\.0\.0\.1:\d+$/) })
     expect(run.output()).toContain('Demo mode (nothing configured)')
+    // How to reach the console: without ADMIN_TOKEN, how to set one.
+    expect(run.output()).toMatch(/Operations console: set ADMIN_TOKEN .*\/console/)
+  })
+
+  it('demo mode with ADMIN_TOKEN prints where the console is', async () => {
+    const run = start({ PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN: 'demo-admin-token-0123456789abcdef' })
+    await waitForLine(run, /report gateway listening/)
+    await waitFor('the banner', () => run.output().includes('Operations console:'), 5000, 25)
+    expect(run.output()).toMatch(/Operations console: http:\/\/127\.0\.0\.1:\d+\/console \(sign in with ADMIN_TOKEN\)/)
+    expect(run.output()).not.toContain('demo-admin-token-0123456789abcdef')
   })
 
   it('Redis at a closed port: the start line says down, one warning names host:port and the cause, never the password', async () => {

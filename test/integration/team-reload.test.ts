@@ -304,6 +304,22 @@ describe('teams in TEAMS_FILE', () => {
     expect(await status(gw, NEW)).toBe(200)
   })
 
+  it('names TEAMS_FILE in what a refusal logs and answers when it is the only file, and audits an admin\'s refused reload with its actor', async () => {
+    const m = mounts([plain(OLD)])
+    const gw = await teamsReplica(m, { configFile: false })
+    m.teams.update(`${teams([plain(NEW)])}  broken:\n    keys: []\n    advertisers: [0]\n`)
+    const res = await reload(gw)
+    expect(res.statusCode).toBe(422)
+    expect(res.json().message).toMatch(/^the new configuration was refused, the running teams stay: TEAMS_FILE: /)
+    const records = gw.logs.records()
+    expect(records.some((r) => r.msg === 'TEAMS_FILE reload refused: the running teams stay')).toBe(true)
+    expect(records.some((r) => String(r.msg).startsWith('CONFIG_FILE'))).toBe(false)
+    expect(records.filter((r) => r.kind === 'audit' && r.action === 'teams-reload')).toEqual([
+      expect.objectContaining({ outcome: 'refused', trigger: 'admin', actor: expect.any(String), msg: 'admin reload refused: TEAMS_FILE did not validate' }),
+    ])
+    expect(await status(gw, OLD)).toBe(200)
+  })
+
   it('refuses teams declared in both files, naming both, and applies TEAMS_FILE again once CONFIG_FILE gives them up', async () => {
     const m = mounts([plain(OLD)])
     const gw = await teamsReplica(m)
@@ -312,10 +328,10 @@ describe('teams in TEAMS_FILE', () => {
     expect(await status(gw, OLD)).toBe(200)
     expect(await status(gw, NEW)).toBe(401)
     const both = `TEAMS_FILE: teams are declared both in CONFIG_FILE (${m.settings.path}) and in TEAMS_FILE (${m.teams.path}); keep them in TEAMS_FILE alone (remove teams: from CONFIG_FILE)`
-    expect(gw.logs.records().filter((r) => r.msg === 'CONFIG_FILE reload refused: the running teams stay').map((r) => r.problem)).toEqual([both])
+    expect(gw.logs.records().filter((r) => r.msg === 'CONFIG_FILE and TEAMS_FILE reload refused: the running teams stay').map((r) => r.problem)).toEqual([both])
     const res = await reload(gw)
     expect(res.statusCode).toBe(422)
-    expect(res.json()).toMatchObject({ code: 'GW_CONFIG_INVALID', message: `the new configuration was refused, the running teams stay: ${both}` })
+    expect(res.json()).toMatchObject({ code: 'GW_CONFIG_INVALID', message: `the new configuration was refused, the running teams stay: CONFIG_FILE and TEAMS_FILE: ${both}` })
 
     m.settings.update(SETTINGS)
     m.teams.update(teams([plain(NEW)]))

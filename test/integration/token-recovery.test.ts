@@ -7,6 +7,7 @@ import { fakeClock, onRealTimers } from '../helpers/clock.js'
 import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf, campaignList, expectNoSecrets } from '../helpers/gateway-calls.js'
+import { newCampaign } from '../helpers/sandbox-gateway.js'
 import { waitUntil } from '../helpers/wait.js'
 
 // Recovery: when the platform answers 401 and the probe call confirms that the
@@ -53,19 +54,14 @@ function createCampaign(gw: TestGateway) {
     method: 'POST',
     url: '/api/v1/campaign/banner/create',
     headers: { 'x-api-key': KEYS.writer },
-    payload: {
-      userId: 101,
-      name: 'Recovery test',
-      adDomain: 'example.com',
-      clickUrl: 'https://example.com/',
-      autoStart: false,
-      dates: { from: '2026-03-01', to: '2026-03-31' },
-      country: 'KE',
-      bid: 1.5,
-      budget: { daily: 10, total: 100 },
-      creativeSetIds: [1],
-    },
+    payload: newCampaign(101, { name: 'Recovery test' }),
   })
+}
+
+/** The answer to a call the credential could not make: 502 GW_PLATFORM_AUTH (and `body`'s fields). */
+function expectAuthRefused(res: { statusCode: number; json: () => unknown }, body: Record<string, unknown> = {}): void {
+  expect(res.statusCode).toBe(502)
+  expect(res.json()).toMatchObject({ ...body, code: 'GW_PLATFORM_AUTH' })
 }
 
 function ready(gw: TestGateway) {
@@ -77,10 +73,16 @@ function loudLines(gw: TestGateway): Record<string, unknown>[] {
 }
 
 describe('password login: 401 → one re-login → one retry', () => {
-  it('a report read: the caller sees 200, the retry carries the new token', async () => {
+  /** A gateway on a password login whose token (`old`) the platform has just revoked. */
+  async function gatewayWithRevokedToken() {
     const gw = await gateway(loginEnv())
     const old = tokenOf(gw)
     sandbox.revokeToken(old)
+    return { gw, old }
+  }
+
+  it('a report read: the caller sees 200, the retry carries the new token', async () => {
+    const { gw, old } = await gatewayWithRevokedToken()
 
     const res = await report(gw)
     expect(res.statusCode).toBe(200)
@@ -96,9 +98,7 @@ describe('password login: 401 → one re-login → one retry', () => {
   })
 
   it('a proxied read (POST .../get): the caller sees 200 with the platform body, the retry carries the new token', async () => {
-    const gw = await gateway(loginEnv())
-    const old = tokenOf(gw)
-    sandbox.revokeToken(old)
+    const { gw, old } = await gatewayWithRevokedToken()
 
     const res = await campaignList(gw)
     expect(res.statusCode).toBe(200)
@@ -113,13 +113,10 @@ describe('password login: 401 → one re-login → one retry', () => {
   })
 
   it('a write is not retried: 502 GW_PLATFORM_AUTH, one call upstream; the next call uses the new token', async () => {
-    const gw = await gateway(loginEnv())
-    const old = tokenOf(gw)
-    sandbox.revokeToken(old)
+    const { gw, old } = await gatewayWithRevokedToken()
 
     const res = await createCampaign(gw)
-    expect(res.statusCode).toBe(502)
-    expect(res.json()).toMatchObject({ statusCode: 502, code: 'GW_PLATFORM_AUTH' })
+    expectAuthRefused(res, { statusCode: 502 })
     expect(sandbox.countRequests(onPath('/api/v1/campaign/banner/create'))).toBe(1)
     // The 401 still renewed the token for later calls.
     expect(sandbox.countRequests(isTokenRequest)).toBe(1)
@@ -163,12 +160,10 @@ describe('password login: 401 → one re-login → one retry', () => {
     const gw = await gateway({ ...loginEnv(), PLATFORM_TOKEN_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/oauth/token` })
 
     const res = await campaignList(gw)
-    expect(res.statusCode).toBe(502)
-    expect(res.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expectAuthRefused(res)
     expect(sandbox.countRequests(onPath('/api/v1/campaign/get'))).toBe(2)
     const rep = await report(gw)
-    expect(rep.statusCode).toBe(502)
-    expect(rep.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expectAuthRefused(rep)
     expect(sandbox.countRequests(onPath('/api/v1/report/campaigns/get'))).toBeLessThanOrEqual(2)
   })
 
@@ -195,8 +190,7 @@ describe('password login: 401 → one re-login → one retry', () => {
     failing = true
     sandbox.revokeToken(tokenOf(gw))
     const refused = await campaignList(gw)
-    expect(refused.statusCode).toBe(502)
-    expect(refused.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expectAuthRefused(refused)
     expect((await ready(gw)).statusCode).toBe(200)
     expect((await ready(gw)).json()).toMatchObject({ degraded: ['platformToken:default'] })
     expect(loudLines(gw).length).toBeGreaterThan(0)
@@ -216,8 +210,7 @@ describe('static or file token: 401 makes the credential unusable until a new to
     sandbox.revokeToken(token)
 
     const read = await campaignList(gw)
-    expect(read.statusCode).toBe(502)
-    expect(read.json()).toMatchObject({ statusCode: 502, code: 'GW_PLATFORM_AUTH' })
+    expectAuthRefused(read, { statusCode: 502 })
     expect(sandbox.countRequests(onPath('/api/v1/campaign/get'))).toBe(1)
     expect(sandbox.countRequests(isTokenRequest)).toBe(0)
 
@@ -230,8 +223,7 @@ describe('static or file token: 401 makes the credential unusable until a new to
 
     // Refused before going upstream: the platform is not hammered with a known-bad token.
     const rep = await report(gw)
-    expect(rep.statusCode).toBe(502)
-    expect(rep.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expectAuthRefused(rep)
     const write = await createCampaign(gw)
     expect(write.statusCode).toBe(502)
     // The read and the one probe call that confirmed its 401.
@@ -305,8 +297,7 @@ describe('a refused token degrades, it does not empty the Service', () => {
     expect(stale.body).toBe(filled.body)
     // A report never cached needs the platform: 502 GW_PLATFORM_AUTH.
     const miss = await report(gw, '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-02-01&dateTo=2026-02-07')
-    expect(miss.statusCode).toBe(502)
-    expect(miss.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
+    expectAuthRefused(miss)
     expect((await ready(gw)).statusCode).toBe(200)
   })
 })

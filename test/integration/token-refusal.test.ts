@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
-import { hashApiKey } from '../../src/teams/api-keys.js'
 import { fakeClock, onRealTimers } from '../helpers/clock.js'
-import { KEYS, TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, PRYING_KEY, PRYING_TEAMS_YAML as YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { campaignList, tokenOf } from '../helpers/gateway-calls.js'
 import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
@@ -18,13 +17,6 @@ import { waitUntil, within } from '../helpers/wait.js'
 
 const ADMIN_TOKEN = 'refusal-admin-token-0123456789abcdef'
 const GATEWAY_SECRET = 'refusal-gateway-secret-0123456789'
-/** A read-only key limited to one advertiser: all an attacker needs. */
-const PRYING_KEY = 'rgw_test_prying_key_666666666666666666666666'
-const YAML = `${TEAMS_YAML.trimEnd()}
-  prying:
-    keys: ["${hashApiKey(PRYING_KEY)}"]
-    advertisers: [101]
-`
 /** A route behind another guard: it answers 401 whatever the token. */
 const GUARDED = '/api/v1/report/creatives/get'
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07'

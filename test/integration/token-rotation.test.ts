@@ -97,6 +97,21 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     }
   })
 
+  it('PUT of the token in use is a no-op that says so: nothing changes, not even obtainedAt, and one audit line says why', async () => {
+    const first = sandbox.issueToken()
+    const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
+    const before = (await a.admin.inject({ method: 'GET', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()
+    const res = await put(a, ` ${first} `)
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toMatchObject({ changed: false, fingerprint: fingerprint(first), obtainedAt: before.obtainedAt })
+    expect(a.logs.records().filter((r) => r.kind === 'audit' && (r.action === 'replace' || r.reason === 'admin'))).toEqual([
+      expect.objectContaining({ action: 'replace', outcome: 'unchanged', fingerprint: fingerprint(first), actor: 'admin' }),
+    ])
+    const next = sandbox.issueToken()
+    expect((await put(a, next)).json()).toMatchObject({ changed: true, fingerprint: fingerprint(next) })
+    expect(a.logs.text()).not.toContain(first)
+  })
+
   it('a replica that starts later (same PLATFORM_TOKEN) picks up the rotated token', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })

@@ -34,6 +34,14 @@ function adminCall(gw: TestGateway, method: 'GET' | 'PUT' | 'POST', url: string,
 
 const isTokenRequest = (r: SandboxRequestRecord) => r.path === '/oauth/token'
 
+/** A proxied read through `gw`: answered 200, and sent to the platform with `token`. */
+async function expectReadWith(gw: TestGateway, token: string) {
+  const res = await campaignList(gw)
+  expect(res.statusCode).toBe(200)
+  expect(bearerOf(sandbox.requests.at(-1))).toBe(token)
+  return res
+}
+
 function records(gw: TestGateway, msg: string | RegExp): Record<string, unknown>[] {
   return gw.logs.records().filter((r) => (typeof msg === 'string' ? r.msg === msg : msg.test(String(r.msg))))
 }
@@ -43,9 +51,7 @@ describe('static PLATFORM_TOKEN', () => {
   it('injects the configured token and reports it as static, by fingerprint only', async () => {
     const token = sandbox.issueToken()
     const gw = await gateway({ PLATFORM_TOKEN: token })
-    const res = await campaignList(gw)
-    expect(res.statusCode).toBe(200)
-    expect(bearerOf(sandbox.requests.at(-1))).toBe(token)
+    const res = await expectReadWith(gw, token)
     const info = await adminCall(gw, 'GET', '/admin/token')
     expect(info.json()).toMatchObject({ source: 'static', fingerprint: fingerprint(token) })
     expectNoSecrets([info.body, res.body, gw.logs.text()], [token, ADMIN_TOKEN])
@@ -102,8 +108,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
     writeFileSync(path, `${second}\n`)
     const took = await within(2000, () => currentToken(gw) === second)
     expect(took, 'the rewritten file was not used within 2 s').not.toBeNull()
-    expect((await campaignList(gw)).statusCode).toBe(200)
-    expect(bearerOf(sandbox.requests.at(-1))).toBe(second)
+    await expectReadWith(gw, second)
   })
 
   it('follows the Kubernetes symlink swap of a mounted Secret within 2 s', async () => {
@@ -115,8 +120,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
     secret.swap(second)
     const took = await within(2000, () => currentToken(gw) === second)
     expect(took, 'the swapped Secret was not used within 2 s').not.toBeNull()
-    expect((await campaignList(gw)).statusCode).toBe(200)
-    expect(bearerOf(sandbox.requests.at(-1))).toBe(second)
+    await expectReadWith(gw, second)
     const audit = gw.logs.records().filter((r) => r.kind === 'audit' && r.reason === 'file')
     expect(audit).toHaveLength(1)
     expect(audit[0]).toMatchObject({ credential: 'default', oldFingerprint: fingerprint(first), newFingerprint: fingerprint(second) })
@@ -131,8 +135,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
     expect(await within(2000, () => records(gw, /token file is empty/).length > 0), 'no error about the empty file').not.toBeNull()
     expect(records(gw, /token file is empty/)[0]).toMatchObject({ level: 50, credential: 'default' })
     expect(currentToken(gw)).toBe(first)
-    expect((await campaignList(gw)).statusCode).toBe(200)
-    expect(bearerOf(sandbox.requests.at(-1))).toBe(first)
+    await expectReadWith(gw, first)
   })
 
   it('keeps the current token and logs an error while the file cannot be read, then takes the next good one', async () => {
@@ -210,9 +213,7 @@ describe('password login', () => {
 
     const token = currentToken(gw) as string
     expect(token.split('.')).toHaveLength(3)
-    const res = await campaignList(gw)
-    expect(res.statusCode).toBe(200)
-    expect(bearerOf(sandbox.requests.at(-1))).toBe(token)
+    const res = await expectReadWith(gw, token)
     const info = await adminCall(gw, 'GET', '/admin/token')
     expect(info.json()).toMatchObject({ source: 'login', fingerprint: fingerprint(token) })
     expectNoSecrets([info.body, res.body, gw.logs.text()], [...secretsOf(), token])

@@ -7,6 +7,7 @@ import { captureLogs } from '../helpers/build-gateway.js'
 
 // The governor's scheduling, on a clock that moves only when told.
 
+/** A governor on `clock`, the reasons it refused calls, and `order` for the calls of a test to record their turns in. */
 function governor(clock: FakeClock, opts: Partial<GovernorOptions> = {}) {
   const refused: string[] = []
   const g = new CallGovernor({
@@ -21,15 +22,15 @@ function governor(clock: FakeClock, opts: Partial<GovernorOptions> = {}) {
     limitsOf: () => ({ maxConcurrent: opts.maxConcurrent ?? 2, queue: opts.queueLimit ?? 10 }),
     ...opts,
   })
-  return { g, refused }
+  return { g, refused, order: [] as string[] }
 }
 
-/** Starts a call and records when it gets its slot (or its error). */
-function call(g: CallGovernor, team: string, order: string[], signal?: AbortSignal, deadline?: number) {
+/** Records when a slot asked for comes (`name` pushed on `order`, its release kept), or its error. */
+function tracked(slot: Promise<{ release: Release }>, order: string[], name: string) {
   const state: { release: Release | null; error: (Error & { code?: string; retryAfterSec?: number }) | null } = { release: null, error: null }
-  const done = g.acquire(team, signal, deadline).then(
+  const done = slot.then(
     ({ release }) => {
-      order.push(team)
+      order.push(name)
       state.release = release
     },
     (err: Error) => {
@@ -37,6 +38,11 @@ function call(g: CallGovernor, team: string, order: string[], signal?: AbortSign
     },
   )
   return Object.assign(state, { done })
+}
+
+/** Starts a call and records when it gets its slot (or its error). */
+function call(g: CallGovernor, team: string, order: string[], signal?: AbortSignal, deadline?: number) {
+  return tracked(g.acquire(team, signal, deadline), order, team)
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve))
@@ -68,8 +74,7 @@ function oneAtATime(g: CallGovernor) {
 describe('CallGovernor', () => {
   it('lets maxConcurrent calls through and queues the rest until a slot is given back', async () => {
     const clock = fakeClock()
-    const { g } = governor(clock)
-    const order: string[] = []
+    const { g, order } = governor(clock)
     const calls = [call(g, 'a', order), call(g, 'a', order), call(g, 'a', order)]
     await settle()
     expect(order).toEqual(['a', 'a'])
@@ -105,8 +110,7 @@ describe('CallGovernor', () => {
 
   it('refuses a call when the queue is full, with GW_OVERLOADED and a retry-after', async () => {
     const clock = fakeClock()
-    const { g, refused } = governor(clock, { maxConcurrent: 1, queueLimit: 1 })
-    const order: string[] = []
+    const { g, refused, order } = governor(clock, { maxConcurrent: 1, queueLimit: 1 })
     call(g, 'a', order)
     call(g, 'a', order)
     const third = call(g, 'b', order)
@@ -117,8 +121,7 @@ describe('CallGovernor', () => {
 
   it('refuses a queued call after queueTimeout, or at its deadline when that comes first', async () => {
     const clock = fakeClock()
-    const { g, refused } = governor(clock, { maxConcurrent: 1, queueTimeoutMs: 1000 })
-    const order: string[] = []
+    const { g, refused, order } = governor(clock, { maxConcurrent: 1, queueTimeoutMs: 1000 })
     call(g, 'a', order)
     const waiting = call(g, 'a', order)
     const hurried = call(g, 'b', order, undefined, clock.now() + 300)
@@ -138,8 +141,7 @@ describe('CallGovernor', () => {
 
   it('takes a call out of the queue when its signal aborts', async () => {
     const clock = fakeClock()
-    const { g } = governor(clock, { maxConcurrent: 1 })
-    const order: string[] = []
+    const { g, order } = governor(clock, { maxConcurrent: 1 })
     const running = call(g, 'a', order)
     const abort = new AbortController()
     const aborted = call(g, 'b', order, abort.signal)
@@ -158,8 +160,7 @@ describe('CallGovernor', () => {
   it('starts nothing while paused after a 429, and resumes when retry-after has passed', async () => {
     const clock = fakeClock()
     const logs = captureLogs()
-    const { g } = governor(clock, { log: pino(logs.stream) })
-    const order: string[] = []
+    const { g, order } = governor(clock, { log: pino(logs.stream) })
     expect(g.throttled('3', 'a')).toBe(3000)
     expect(g.pausedUntil).toBe(clock.now() + 3000)
     g.throttled('2', 'a') // a shorter pause while paused changes nothing and logs nothing
@@ -176,8 +177,7 @@ describe('CallGovernor', () => {
 
   it('refuses at once a call whose wait would outlast queueTimeout while paused, and those already queued', async () => {
     const clock = fakeClock()
-    const { g, refused } = governor(clock, { maxConcurrent: 1, queueTimeoutMs: 5000 })
-    const order: string[] = []
+    const { g, refused, order } = governor(clock, { maxConcurrent: 1, queueTimeoutMs: 5000 })
     call(g, 'a', order)
     const queued = call(g, 'b', order)
     await settle()
@@ -206,8 +206,7 @@ describe('CallGovernor', () => {
 describe('CallGovernor shares: work-conserving, fair when teams compete', () => {
   it('lets a team alone use every slot and the whole queue', async () => {
     const clock = fakeClock()
-    const { g, refused } = governor(clock, { maxConcurrent: 4, queueLimit: 6, limitsOf: () => undefined })
-    const order: string[] = []
+    const { g, refused, order } = governor(clock, { maxConcurrent: 4, queueLimit: 6, limitsOf: () => undefined })
     const calls = Array.from({ length: 11 }, () => call(g, 'alone', order))
     await settle()
     expect([g.inFlight, g.queued, g.running('alone')]).toEqual([4, 6, 4])
@@ -217,8 +216,7 @@ describe('CallGovernor shares: work-conserving, fair when teams compete', () => 
 
   it('gives a team that arrives while another holds every slot the next slot that frees, and room in a full queue', async () => {
     const clock = fakeClock()
-    const { g, refused } = governor(clock, { maxConcurrent: 4, queueLimit: 6, limitsOf: () => undefined })
-    const order: string[] = []
+    const { g, refused, order } = governor(clock, { maxConcurrent: 4, queueLimit: 6, limitsOf: () => undefined })
     const burst = Array.from({ length: 10 }, () => call(g, 'burst', order))
     await settle()
     const late = [call(g, 'late', order), call(g, 'late', order)]
@@ -240,10 +238,9 @@ describe('CallGovernor shares: work-conserving, fair when teams compete', () => 
 
   it('keeps a team within the ceilings an operator set, bounded by the credential\'s', async () => {
     const clock = fakeClock()
-    const { g, refused } = governor(clock, { maxConcurrent: 8, queueLimit: 100, limitsOf: (team) => (team === 'small' ? { maxConcurrent: 1, queue: 1 } : team === 'big' ? { maxConcurrent: 20, queue: 300 } : undefined) })
+    const { g, refused, order } = governor(clock, { maxConcurrent: 8, queueLimit: 100, limitsOf: (team) => (team === 'small' ? { maxConcurrent: 1, queue: 1 } : team === 'big' ? { maxConcurrent: 20, queue: 300 } : undefined) })
     expect(g.limitsOf('big')).toEqual({ maxConcurrent: 8, queue: 100 })
     expect(g.limitsOf('other')).toEqual({ maxConcurrent: null, queue: null })
-    const order: string[] = []
     const small = [call(g, 'small', order), call(g, 'small', order), call(g, 'small', order)]
     await settle()
     expect([g.running('small'), g.queued]).toEqual([1, 1])
@@ -257,8 +254,7 @@ describe('CallGovernor shares: work-conserving, fair when teams compete', () => 
 
   it('starts queued calls as soon as a higher limit is in force, and none past a lower one', async () => {
     const clock = fakeClock()
-    const { g } = governor(clock, { maxConcurrent: 8, limit: 2, limitsOf: () => undefined })
-    const order: string[] = []
+    const { g, order } = governor(clock, { maxConcurrent: 8, limit: 2, limitsOf: () => undefined })
     const calls = Array.from({ length: 5 }, () => call(g, 'a', order))
     await settle()
     expect([g.limit, g.inFlight, g.queued]).toEqual([2, 2, 3])
@@ -381,8 +377,7 @@ describe('CallGovernor early resume', () => {
   it('ends a pause at once when the platform answers again, and lets the queued calls go', async () => {
     const clock = fakeClock()
     const logs = captureLogs()
-    const { g } = governor(clock, { log: pino(logs.stream) })
-    const order: string[] = []
+    const { g, order } = governor(clock, { log: pino(logs.stream) })
     g.throttled('900', 'growth', 5000)
     expect(g.pausedUntil).toBe(clock.now() + 5000)
     const waiting = call(g, 'a', order)
@@ -400,24 +395,13 @@ describe('CallGovernor early resume', () => {
 
 /** Starts a background call of `priority` and records when it gets its slot (or its error). */
 function backgroundCall(g: CallGovernor, priority: Priority, order: string[], name: string, urgency?: () => number, team = 'a') {
-  const state: { release: Release | null; error: Error | null } = { release: null, error: null }
-  const done = g.acquire(team, undefined, Infinity, { priority, ...(urgency ? { urgency } : {}) }).then(
-    ({ release }) => {
-      order.push(name)
-      state.release = release
-    },
-    (err: Error) => {
-      state.error = err
-    },
-  )
-  return Object.assign(state, { done })
+  return tracked(g.acquire(team, undefined, Infinity, { priority, ...(urgency ? { urgency } : {}) }), order, name)
 }
 
 describe('priorities: a caller before a refresh ahead, before a stale-while-revalidate refresh, before a warm-up', () => {
   it('lets background work use every idle slot, and gives each freed slot to a waiting caller first', async () => {
     const clock = fakeClock()
-    const { g } = governor(clock, { maxConcurrent: 2 })
-    const order: string[] = []
+    const { g, order } = governor(clock, { maxConcurrent: 2 })
     const running = [backgroundCall(g, 'swr', order, 'swr-1'), backgroundCall(g, 'warm', order, 'warm-1')]
     await settle()
     expect(g.inFlight).toBe(2)
@@ -436,8 +420,7 @@ describe('priorities: a caller before a refresh ahead, before a stale-while-reva
 
   it('gives a team\'s refreshes ahead its share while another team floods the queue with misses', async () => {
     const clock = fakeClock()
-    const { g } = governor(clock, { maxConcurrent: 1, queueLimit: 100 })
-    const order: string[] = []
+    const { g, order } = governor(clock, { maxConcurrent: 1, queueLimit: 100 })
     const calls = [call(g, 'flood', order), ...Array.from({ length: 20 }, () => call(g, 'flood', order))]
     calls.push(backgroundCall(g, 'ahead', order, 'refresh', undefined, 'dashboard'), backgroundCall(g, 'ahead', order, 'refresh', undefined, 'dashboard'))
     // One slot: each call ends once it has it, and the next takes its place.
@@ -452,8 +435,7 @@ describe('priorities: a caller before a refresh ahead, before a stale-while-reva
 
   it('runs the most urgent refresh ahead first, and drops background work quietly when its time is up', async () => {
     const clock = fakeClock()
-    const { g, refused } = governor(clock, { maxConcurrent: 1, queueTimeoutMs: 1000 })
-    const order: string[] = []
+    const { g, refused, order } = governor(clock, { maxConcurrent: 1, queueTimeoutMs: 1000 })
     const holder = call(g, 'a', order)
     await settle()
     const cold = backgroundCall(g, 'ahead', order, 'cold', () => 0.1)
@@ -470,8 +452,7 @@ describe('priorities: a caller before a refresh ahead, before a stale-while-reva
 
   it('lets a caller displace background work from a full queue', async () => {
     const clock = fakeClock()
-    const { g, refused } = governor(clock, { maxConcurrent: 1, queueLimit: 1 })
-    const order: string[] = []
+    const { g, refused, order } = governor(clock, { maxConcurrent: 1, queueLimit: 1 })
     call(g, 'a', order)
     await settle()
     const queued = backgroundCall(g, 'swr', order, 'swr')
@@ -488,9 +469,8 @@ describe('priorities: a caller before a refresh ahead, before a stale-while-reva
 
   it('starts nothing while the credential is paused', async () => {
     const clock = fakeClock()
-    const { g } = governor(clock, { maxConcurrent: 8 })
+    const { g, order } = governor(clock, { maxConcurrent: 8 })
     g.pause(5_000, 'platform', 'a')
-    const order: string[] = []
     backgroundCall(g, 'ahead', order, 'ahead')
     await settle()
     expect([order, g.queued]).toEqual([[], 1])

@@ -888,7 +888,9 @@ describe('optional objects', () => {
 
 describe('PrometheusRule (monitoring.prometheusRule)', () => {
   const WITH_REDIS = { redis: { url: 'redis://redis:6379' } }
-  const chart = install({ values: { ...WITH_REDIS, monitoring: { runbookUrl: RUNBOOK, prometheusRule: { enabled: true } } } })
+  /** The chart with Redis and its PrometheusRule on: `rule` on top of that, `monitoring` beside it. */
+  const withRule = (rule: Values = {}, monitoring: Values = {}) => install({ values: { ...WITH_REDIS, monitoring: { ...monitoring, prometheusRule: { enabled: true, ...rule } } } })
+  const chart = withRule({}, { runbookUrl: RUNBOOK })
 
   it('is a Prometheus Operator PrometheusRule with one group of the gateway alerts', () => {
     const rule = one<PrometheusRule>(chart, 'PrometheusRule')
@@ -915,7 +917,7 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
   })
 
   it('leaves runbook_url out while monitoring.runbookUrl is empty (the default), and says so in NOTES.txt', () => {
-    const bare = install({ values: { ...WITH_REDIS, monitoring: { prometheusRule: { enabled: true } } } })
+    const bare = withRule()
     for (const rule of rulesOf(bare)) expect(Object.keys(rule.annotations).sort(), rule.alert).toEqual(['description', 'summary'])
     expect(bare.notes).toContain('monitoring.runbookUrl is empty: the alerts carry no runbook_url')
     expect(chart.notes).not.toContain('monitoring.runbookUrl is empty')
@@ -932,7 +934,7 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     const { admin } = services(chart)
     const selector = `namespace="reports",job="${admin.metadata.name}"`
     for (const rule of rulesOf(chart)) expect(rule.expr, rule.alert).toContain(selector)
-    const custom = install({ values: { ...WITH_REDIS, monitoring: { selector: 'job="gateway"', prometheusRule: { enabled: true } } } })
+    const custom = withRule({}, { selector: 'job="gateway"' })
     for (const rule of rulesOf(custom)) {
       expect(rule.expr, rule.alert).toContain('{job="gateway"')
       expect(rule.expr, rule.alert).not.toContain('namespace="reports"')
@@ -962,26 +964,18 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
   })
 
   it('takes every threshold, window, for: and severity from values', () => {
-    const tuned = install({
-      values: {
-        ...WITH_REDIS,
-        monitoring: {
-          prometheusRule: {
-            enabled: true,
-            alerts: {
-              tokenRefused: { for: '1m', severity: 'page' },
-              tokenExpiringSoon: { days: 45, for: '1h' },
-              tokenExpiryImminent: { days: 10 },
-              platformErrors: { ratio: 0.2, window: '15m', errorOutcomes: 'GW_UPSTREAM.*' },
-              cacheHitRatioLow: { ratio: 0.7, window: '1h', minRequestsPerSecond: 1 },
-              teamRateLimited: { perSecond: 2, window: '5m' },
-              latencyHigh: { seconds: 1, window: '10m', routes: 'report' },
-              redisReadOnly: { for: '2m', severity: 'critical' },
-              redisUnverified: { unverified: 20, window: '30m', for: '5m', severity: 'critical' },
-              apiKeyExpiresSoon: { days: 30, for: '6h', severity: 'critical' },
-            },
-          },
-        },
+    const tuned = withRule({
+      alerts: {
+        tokenRefused: { for: '1m', severity: 'page' },
+        tokenExpiringSoon: { days: 45, for: '1h' },
+        tokenExpiryImminent: { days: 10 },
+        platformErrors: { ratio: 0.2, window: '15m', errorOutcomes: 'GW_UPSTREAM.*' },
+        cacheHitRatioLow: { ratio: 0.7, window: '1h', minRequestsPerSecond: 1 },
+        teamRateLimited: { perSecond: 2, window: '5m' },
+        latencyHigh: { seconds: 1, window: '10m', routes: 'report' },
+        redisReadOnly: { for: '2m', severity: 'critical' },
+        redisUnverified: { unverified: 20, window: '30m', for: '5m', severity: 'critical' },
+        apiKeyExpiresSoon: { days: 30, for: '6h', severity: 'critical' },
       },
     })
     expect(alertOf(tuned, 'GatewayTokenRefused')).toMatchObject({ for: '1m', labels: { severity: 'page' } })
@@ -1006,19 +1000,11 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
   })
 
   it('leaves out disabled alerts, and adds alert labels, rule labels and another namespace', () => {
-    const other = install({
-      values: {
-        ...WITH_REDIS,
-        monitoring: {
-          prometheusRule: {
-            enabled: true,
-            namespace: 'monitoring',
-            labels: { release: 'kube-prometheus-stack' },
-            alertLabels: { team: 'ads-platform' },
-            alerts: { cacheHitRatioLow: { enabled: false }, teamRateLimited: { enabled: false } },
-          },
-        },
-      },
+    const other = withRule({
+      namespace: 'monitoring',
+      labels: { release: 'kube-prometheus-stack' },
+      alertLabels: { team: 'ads-platform' },
+      alerts: { cacheHitRatioLow: { enabled: false }, teamRateLimited: { enabled: false } },
     })
     const rule = one<PrometheusRule>(other, 'PrometheusRule')
     expect(rule.metadata.namespace).toBe('monitoring')

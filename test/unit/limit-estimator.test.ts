@@ -164,19 +164,14 @@ const reached = (run: Run, atLeast: number): number | undefined => run.limits.fi
 const range = (values: number[]): [number, number] => [Math.min(...values), Math.max(...values)]
 
 describe('LimitEstimator on synthetic platforms (closed-loop simulation)', () => {
-  it('settles within 20 % of a capacity of 12 calls within 30 s and stays there, with fewer than 1 % of calls throttled', () => {
-    const run = simulate({ estimator: estimator(8, 64), callers: callers(120), platform: capacity({ knee: 12, throttleAbove: 20 }), durationMs: 60_000 })
+  it.each([
+    ['settles within 20 % of a capacity of 12 calls within 30 s and stays there, with fewer than 1 % of calls throttled', { knee: 12, throttleAbove: 20 }, 9.6, 14.4],
+    ['grows from 8 to within 20 % of a capacity of 40 within 30 s and stays there', { knee: 40, throttleAbove: 50 }, 32, 48],
+  ])('%s', (_name, platform, least, most) => {
+    const run = simulate({ estimator: estimator(8, 64), callers: callers(120), platform: capacity(platform), durationMs: 60_000 })
     const [low, high] = range(limitsFrom(run, 30_000))
-    expect(low).toBeGreaterThanOrEqual(9.6)
-    expect(high).toBeLessThanOrEqual(14.4)
-    expect(run.throttled / run.calls).toBeLessThan(0.01)
-  })
-
-  it('grows from 8 to within 20 % of a capacity of 40 within 30 s and stays there', () => {
-    const run = simulate({ estimator: estimator(8, 64), callers: callers(120), platform: capacity({ knee: 40, throttleAbove: 50 }), durationMs: 60_000 })
-    const [low, high] = range(limitsFrom(run, 30_000))
-    expect(low).toBeGreaterThanOrEqual(32)
-    expect(high).toBeLessThanOrEqual(48)
+    expect(low).toBeGreaterThanOrEqual(least)
+    expect(high).toBeLessThanOrEqual(most)
     expect(run.throttled / run.calls).toBeLessThan(0.01)
   })
 

@@ -22,6 +22,20 @@ describe('operations guide', () => {
     }
   })
 
+  it('never substitutes a variable that may be empty into a sed expression: each is checked with ${VAR:?} first', () => {
+    const blocks = [...read('README.md').matchAll(/```sh\n([\s\S]*?)```/g), ...guide.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!)
+    const seds = blocks.flatMap((block) => [...block.matchAll(/sed -i "s\/\$(\w+)\/\$(\w+)\//g)].map((m) => ({ block, vars: [m[1]!, m[2]!] })))
+    expect(seds.length).toBeGreaterThan(0)
+    for (const { block, vars } of seds) for (const v of vars) expect(block, v).toContain(`\${${v}:?`)
+  })
+
+  it('keeps the files that hold keys in clear out of git', () => {
+    const ignored = read('.gitignore').split('\n')
+    const written = [...read('README.md').matchAll(/tee ([\w.-]+)/g), ...guide.matchAll(/tee ([\w.-]+)/g)].map((m) => m[1]!)
+    expect(written.length).toBeGreaterThan(0)
+    for (const file of written) expect(ignored.some((p) => p === file || (p.startsWith('*') && file.endsWith(p.slice(1)))), file).toBe(true)
+  })
+
   it('links only to its own sections, and the README links it', () => {
     for (const [, target] of guide.matchAll(/\]\(#([^)]+)\)/g)) expect(anchors, target).toContain(target)
     expect(read('README.md')).toContain('](docs/operations.md)')

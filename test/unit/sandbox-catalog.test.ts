@@ -1,22 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { SANDBOX_ACCOUNTS } from '../../src/sandbox/accounts.js'
 import { CampaignCatalog, type NewCampaign } from '../../src/sandbox/catalog.js'
+import { newCampaign } from '../helpers/sandbox-gateway.js'
 
 // The sandbox stands in for a platform whose campaign ids are unique: a long soak's writes
 // to one account must never replace another account's campaigns.
 
-const campaign = (userId: number, n: number): NewCampaign => ({
-  userId,
-  name: `soak ${n}`,
-  adDomain: 'example.com',
-  clickUrl: 'https://example.com',
-  autoStart: true,
-  dates: { from: '2026-01-01', to: '2026-01-31' },
-  country: 'LT',
-  bid: 1,
-  budget: { daily: 10, total: 100 },
-  creativeSetIds: [],
-})
+const campaign = (userId: number, n: number): NewCampaign =>
+  newCampaign(userId, { name: `soak ${n}`, clickUrl: 'https://example.com', autoStart: true, dates: { from: '2026-01-01', to: '2026-01-31' }, country: 'LT', bid: 1, creativeSetIds: [] })
 
 describe('the sandbox campaign catalog', () => {
   it('gives account 100 its 1,200 new campaigns without taking an id of account 101', () => {
