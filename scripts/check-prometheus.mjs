@@ -117,7 +117,7 @@ async function main() {
     const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' })
     const findings = `${check.stdout}${check.stderr}`.split('\n').map((l) => l.trim()).filter(Boolean)
     console.log(`check-prometheus: promtool check metrics exit ${check.status}`)
-    // 0 only: 1 is text promtool cannot read, 3 lint findings (src/metrics.ts drops
+    // 0 only: 1 is text promtool cannot read, 3 lint findings (src/observe/metrics.ts drops
     // prom-client's *_total gauges; test/integration/metrics-lint.test.ts checks the same).
     if (check.status !== 0 || findings.length > 0) fail(`promtool check metrics exit ${check.status}:\n${findings.join('\n')}`)
     else console.log('check-prometheus: promtool check metrics: no findings')

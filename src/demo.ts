@@ -1,6 +1,6 @@
 import type { Config, TeamConfig } from './config.js'
 import { DEFAULT_CREDENTIAL } from './config.js'
-import { hashApiKey, newApiKey } from './teams/api-keys.js'
+import { hashApiKey, newApiKey } from './access/api-keys.js'
 import type { Sandbox } from './sandbox/sandbox.js'
 import { systemClock } from './clock.js'
 

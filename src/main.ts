@@ -1,7 +1,7 @@
 import { loadConfig, ConfigError, type Config } from './config.js'
 import type { FastifyInstance } from 'fastify'
-import { createGateway, type Gateway } from './app.js'
-import { redisAddress } from './redis.js'
+import { createGateway, type Gateway } from './compose.js'
+import { redisAddress } from './redis/client.js'
 import { demoConfig, demoCurl } from './demo.js'
 import { startSandbox, type Sandbox } from './sandbox/sandbox.js'
 

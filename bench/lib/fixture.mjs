@@ -64,7 +64,7 @@ export async function startSandbox() {
 export async function setUp(notes) {
   const redisUrl = await startRedis(notes)
   const sandbox = await startSandbox()
-  const { hashApiKey } = await import('../../dist/teams/api-keys.js')
+  const { hashApiKey } = await import('../../dist/access/api-keys.js')
   const teamKey = `rgw_${randomBytes(32).toString('base64url')}`
   const teamBKey = `rgw_${randomBytes(32).toString('base64url')}`
   const adminToken = randomBytes(24).toString('base64url')

@@ -39,7 +39,7 @@ export async function run({ fixture, quick }) {
       const p = keep(await launch(name, cmd, args, { env: { BENCH_BODY_FILE: bodyFile, BENCH_HEADERS: headers }, ready: /^READY / }))
       return { name, url: `http://127.0.0.1:${JSON.parse(p.line.slice('READY '.length)).port}${REPORT_PATH}` }
     }
-    const { hashApiKey } = await import('../../dist/teams/api-keys.js')
+    const { hashApiKey } = await import('../../dist/access/api-keys.js')
     const key = `rgw_${randomBytes(32).toString('base64url')}`
     const config = { teams: { bench: { keys: [hashApiKey(key)], advertisers: ['*'], rateLimit: { max: 1_000_000_000, window: '1m' } } } }
     const servers = [await bare('bare node:http (2 headers)', 'plain'), await bare("bare node:http with a hit's 10 headers", 'hit-plain')]

@@ -121,7 +121,7 @@ export async function run({ fixture, quick }) {
     const bare = await startPlain('targets-bare', SERVER_CORE, {})
 
     // ---- the gateways, as `npm start` runs them
-    const { hashApiKey } = await import('../../dist/teams/api-keys.js')
+    const { hashApiKey } = await import('../../dist/access/api-keys.js')
     const key = `rgw_${randomBytes(32).toString('base64url')}`
     const teamConfig = { teams: { bench: { keys: [hashApiKey(key)], advertisers: ['*'], rateLimit: { max: 1_000_000_000, window: '1m' } } } }
     const gateway = (name, extra) => startMainGateway(name, { platformUrl: standin.url, platformToken: PLATFORM_TOKEN, ...extra }).then(keep)

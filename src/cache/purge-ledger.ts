@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
-import type { RedisClient } from '../redis.js'
-import type { RedisSeal } from '../redis-seal.js'
+import type { RedisClient } from '../redis/client.js'
+import type { RedisSeal } from '../redis/seal.js'
 import { FILL_CLOCK_SKEW_MS, type CacheEntry } from './cache-entry.js'
 import { systemClock } from '../clock.js'
 

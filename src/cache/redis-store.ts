@@ -1,9 +1,11 @@
 import { Cluster } from 'ioredis'
-import type { RedisBreaker, RedisClient } from '../redis.js'
+import type { RedisBreaker } from '../redis/breaker.js'
+import type { RedisClient } from '../redis/client.js'
 import { decodeEntry, encodeEntry, storedBytesLimit, withinLimits, type CacheEntry, type EntryLimits } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
-import type { RedisSeal } from '../redis-seal.js'
+import type { RedisSeal } from '../redis/seal.js'
 import { systemClock } from '../clock.js'
+import { redisKey } from '../redis/keys.js'
 
 const SCAN_COUNT = 500
 
@@ -108,13 +110,13 @@ export class RedisStore implements CacheStore {
     for (const node of nodes) {
       let cursor = '0'
       do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', `${this.#prefix}report:*`, 'COUNT', SCAN_COUNT)
+        const [next, keys] = await node.scan(cursor, 'MATCH', redisKey.reportPattern(this.#prefix), 'COUNT', SCAN_COUNT)
         cursor = next
         for (const key of keys) dropped += await node.unlink(key)
       } while (cursor !== '0')
       let idxCursor = '0'
       do {
-        const [next, keys] = await node.scan(idxCursor, 'MATCH', `${this.#prefix}adv:*`, 'COUNT', SCAN_COUNT)
+        const [next, keys] = await node.scan(idxCursor, 'MATCH', redisKey.advertiserIndexPattern(this.#prefix), 'COUNT', SCAN_COUNT)
         idxCursor = next
         for (const key of keys) await node.unlink(key)
       } while (idxCursor !== '0')
@@ -139,7 +141,7 @@ export class RedisStore implements CacheStore {
   }
 
   #advertiserIndex(advertiserId: number): string {
-    return `${this.#prefix}adv:${advertiserId}`
+    return redisKey.advertiserIndex(this.#prefix, advertiserId)
   }
 }
 

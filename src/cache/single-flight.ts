@@ -1,6 +1,9 @@
-import { randomUUID } from 'node:crypto'
-import { RELEASE_IF_OWNER, type RedisBreaker, type RedisBus, type RedisClient } from '../redis.js'
+import { type RedisBreaker } from '../redis/breaker.js'
+import { type RedisBus } from '../redis/bus.js'
+import { type RedisClient } from '../redis/client.js'
+import { RedisLock } from '../redis/lock.js'
 import { systemClock, type Clock } from '../clock.js'
+import { redisKey } from '../redis/keys.js'
 
 /** Concurrent calls with one key share one run of `fn` in this process. */
 export class SingleFlight<T> {
@@ -25,8 +28,6 @@ export class SingleFlight<T> {
   }
 }
 
-// Only the owner of a lock (its token) renews or releases it.
-const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`
 const FILLED_CHANNEL = 'filled'
 const FAILED_CHANNEL = 'fill-failed'
 
@@ -114,24 +115,21 @@ export class ReplicaLock {
 
   /** A lease on the lock, null when another holds it, undefined when Redis is out. */
   async #take(key: string): Promise<FillLease | null | undefined> {
-    const token = randomUUID()
-    const lockKey = `${this.#prefix}lock:${key}`
     // With Redis refusing writes no lock can be taken, nor an entry stored: fill alone.
-    const got = await this.#breaker.write(() => this.#redis.set(lockKey, token, 'PX', this.#lockTtlMs, 'NX'), undefined)
-    if (got === undefined) return undefined
-    if (got !== 'OK') return null
+    const lock = await RedisLock.take(this.#redis, this.#breaker, redisKey.fillLock(this.#prefix, key), this.#lockTtlMs)
+    if (!lock) return lock
     // The heartbeat: a third of the TTL leaves two renewals' time for a slow Redis.
     const heartbeat = this.#clock.setInterval(() => {
-      void this.#breaker.run(() => this.#redis.eval(RENEW, 1, lockKey, token, String(this.#lockTtlMs)), undefined).then((renewed) => {
+      void lock.renew().then((renewed) => {
         // Lost (this process stalled past the TTL and another replica took over): stop renewing.
-        if (renewed === 0) this.#clock.clearInterval(heartbeat)
+        if (renewed === false) this.#clock.clearInterval(heartbeat)
       })
     }, Math.max(Math.floor(this.#lockTtlMs / 3), 10))
     heartbeat.unref()
     return {
       abandon: async () => {
         this.#clock.clearInterval(heartbeat)
-        await this.#breaker.run(() => this.#redis.eval(RELEASE_IF_OWNER, 1, lockKey, token), undefined)
+        await lock.release()
       },
       release: async (failure) => {
         this.#clock.clearInterval(heartbeat)
@@ -140,7 +138,7 @@ export class ReplicaLock {
         // it could find the lock gone and take it over.
         await this.#breaker.run(() => {
           const announce = failure ? this.#bus.publish(FAILED_CHANNEL, JSON.stringify({ key, ...failure })) : this.#bus.publish(FILLED_CHANNEL, key)
-          return Promise.all([announce, this.#redis.eval(RELEASE_IF_OWNER, 1, lockKey, token)])
+          return Promise.all([announce, lock.releaseCommand()])
         }, undefined)
       },
     }

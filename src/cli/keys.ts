@@ -5,7 +5,7 @@ import { teamsOfFile } from '../config/teams-file.js'
 import { parseExpiry } from '../config/teams.js'
 import { parseDuration } from '../config/units.js'
 import type { TeamConfig } from '../config.js'
-import { hashApiKey, newApiKey } from '../teams/api-keys.js'
+import { hashApiKey, newApiKey } from '../access/api-keys.js'
 import { systemClock } from '../clock.js'
 
 /** The shortest token `hash` accepts: ADMIN_TOKEN's own minimum, for named admin tokens too. */

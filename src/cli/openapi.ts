@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs'
-import { renderDocument } from '../openapi/render.js'
+import { renderDocument } from './openapi-render.js'
 
 const USAGE = `usage: npm run openapi [-- FILE]
   writes the proxy listener's OpenAPI 3.1 document (default FILE: docs/openapi.json)

@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv'
-import { VALIDATOR_CODE } from '../validator-code.js'
+import { VALIDATOR_CODE } from '../perf/validator-code.js'
 import { ConfigSchema } from './schema.js'
 import { ENV_KEYS, getPath } from './sources.js'
 

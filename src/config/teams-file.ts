@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { Type } from '@sinclair/typebox'
 import { Ajv } from 'ajv'
-import { VALIDATOR_CODE } from '../validator-code.js'
+import { VALIDATOR_CODE } from '../perf/validator-code.js'
 import { TEAM_NAME_PATTERN, TeamSchema, type RawTeam } from './schema.js'
 import { isPlainObject, readYamlObject } from './sources.js'
 import { normalizeTeams, type TeamConfig } from './teams.js'

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
-import { stableStringify } from '../stable-stringify.js'
+import { stableStringify } from './stable-stringify.js'
 import type { CanonicalReport } from './report-query.js'
+import { redisKey } from '../redis/keys.js'
 
 /**
  * The cache key of a report for one platform credential. Only a hash of a stable
@@ -19,5 +20,5 @@ export function reportCacheKey(
     keyMaterial: report.keyMaterial,
   })
   const digest = createHash('sha256').update(material, 'utf8').digest('base64url')
-  return `${opts.prefix}report:v${opts.version}:${digest}`
+  return redisKey.report(opts.prefix, opts.version, digest)
 }

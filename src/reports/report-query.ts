@@ -1,6 +1,6 @@
 import { BadQueryError } from '../errors.js'
-import { stableStringify } from '../stable-stringify.js'
-import { canonicalPath } from '../canonical-path.js'
+import { stableStringify } from './stable-stringify.js'
+import { canonicalPath } from '../platform/canonical-path.js'
 
 // Validation and normalization of report requests (contract, "Report requests").
 // The canonical form is both what the platform receives and what the cache key is

@@ -5,13 +5,13 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'puppeteer-core'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
-import { hashApiKey } from '../../src/teams/api-keys.js'
+import { hashApiKey } from '../../src/access/api-keys.js'
 import { buildGateway, listen, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { ensureBuilt } from '../helpers/dist.js'
 import { needTool, TOOLS } from '../helpers/missing-tools.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const SCRIPTS = `${ROOT}dist/console/`
+const SCRIPTS = `${ROOT}dist/http/console/`
 /** Where the screenshots go (gitignored; CI keeps them as artifacts). */
 const ARTIFACTS = `${ROOT}test-artifacts/`
 

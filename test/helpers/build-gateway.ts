@@ -2,9 +2,9 @@ import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import { stringify } from 'yaml'
 import type { Config } from '../../src/config.js'
-import { createGateway, type Gateway, type GatewayDeps } from '../../src/app.js'
+import { createGateway, type Gateway, type GatewayDeps } from '../../src/compose.js'
 import type { Sandbox } from '../../src/sandbox/sandbox.js'
-import { hashApiKey } from '../../src/teams/api-keys.js'
+import { hashApiKey } from '../../src/access/api-keys.js'
 import { loadConfigFrom } from './load-config.js'
 
 export interface LogCapture {

@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis'
 import { afterAll, afterEach, beforeAll } from 'vitest'
 import type { Config } from '../../src/config.js'
-import type { GatewayDeps } from '../../src/app.js'
+import type { GatewayDeps } from '../../src/compose.js'
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/sandbox.js'
 import { buildGateway, listen, type TestGateway } from './build-gateway.js'
 import { spawnGateway, type GatewayProcess } from './gateway-process.js'

@@ -2,9 +2,9 @@
 // <this> dist/main.js`, with an IPC channel; see hidden-classes.test.ts): the product has
 // no hook of its own for either question.
 // - { id, kind: 'name-sets' }: how many name sets Ajv's code optimizer built in this
-//   process, one `{ [name]: 1 }` object each (src/validator-code.ts says why they matter).
+//   process, one `{ [name]: 1 }` object each (src/perf/validator-code.ts says why they matter).
 // - { id, kind: 'tick-shape' }: after full collections, whether a new process.nextTick
-//   queue entry has the hidden class of the one src/tick-shape.ts keeps.
+//   queue entry has the hidden class of the one src/perf/tick-shape.ts keeps.
 import { executionAsyncResource } from 'node:async_hooks'
 import { createRequire } from 'node:module'
 
@@ -23,7 +23,7 @@ Object.defineProperty(Name.prototype, 'names', {
 // V8's own test intrinsic; a Function, so that nothing parses it without the flag.
 const haveSameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)')
 // The module instance the gateway's app.js imported: the same file, the same URL.
-const KEEPER = new URL('../../dist/tick-shape.js', import.meta.url).href
+const KEEPER = new URL('../../dist/perf/tick-shape.js', import.meta.url).href
 
 async function tickShape() {
   const { keptTick } = await import(KEEPER)

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { fingerprint } from '../../src/fingerprint.js'
+import { fingerprint } from '../../src/observe/fingerprint.js'
 import { CREDENTIAL_KEYS, KEYS, TEAMS_YAML, credentialTeams, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf, expectNoSecrets as expectNoneOf } from '../helpers/gateway-calls.js'

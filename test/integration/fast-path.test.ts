@@ -1,7 +1,7 @@
 import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { request } from 'undici'
-import { hashApiKey } from '../../src/teams/api-keys.js'
+import { hashApiKey } from '../../src/access/api-keys.js'
 import { useSandboxGateway } from '../helpers/fixtures.js'
 import { KEYS } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'

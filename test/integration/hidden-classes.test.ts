@@ -10,8 +10,8 @@ const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2025-01-0
 // Two ways a gateway process can lose a tenth of each hit to V8's runtime, both through
 // the hidden classes of process.nextTick's queue entries, seven per hit. Ajv's code
 // optimizer fills the transitions of the class every `{}` starts from
-// (src/validator-code.ts); start-up's full collections drop the entries' classes while
-// none is alive (src/tick-shape.ts).
+// (src/perf/validator-code.ts); start-up's full collections drop the entries' classes while
+// none is alive (src/perf/tick-shape.ts).
 describe('hidden classes of a gateway process', () => {
   let sandbox: Sandbox
   let gw: GatewayProcess

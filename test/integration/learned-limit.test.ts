@@ -1,11 +1,11 @@
 import { pino } from 'pino'
 import { afterEach, describe, expect, it } from 'vitest'
-import { CallGovernor } from '../../src/platform/call-governor.js'
-import { LearnedLimit } from '../../src/platform/learned-limit.js'
-import { LimitEstimator } from '../../src/platform/limit-estimator.js'
-import { limitKey } from '../../src/platform/platform-governors.js'
-import { RedisBreaker } from '../../src/redis.js'
-import { RedisSeal } from '../../src/redis-seal.js'
+import { CallGovernor } from '../../src/platform/governor/call-governor.js'
+import { LearnedLimit } from '../../src/platform/governor/learned-limit.js'
+import { LimitEstimator } from '../../src/platform/governor/limit-estimator.js'
+import { redisKey } from '../../src/redis/keys.js'
+import { RedisBreaker } from '../../src/redis/breaker.js'
+import { RedisSeal } from '../../src/redis/seal.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -18,7 +18,7 @@ if (notice) console.warn(notice)
 
 const log = pino({ level: 'silent' })
 const WINDOW_MS = 100
-const KEY = limitKey('test:', 'default')
+const KEY = redisKey.limit('test:', 'default')
 
 describe.skipIf(!available)('the learned limit across replicas', () => {
   const redis = useRedis()

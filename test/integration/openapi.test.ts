@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { renderDocument } from '../../src/openapi/render.js'
+import { renderDocument } from '../../src/cli/openapi-render.js'
 import { allErrors } from '../../src/errors.js'
 import { buildGateway, KEYS, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 

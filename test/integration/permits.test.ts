@@ -2,10 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { pino } from 'pino'
 import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
-import { MemoryPermits, type PermitRequest, type Permits, type Release, type Taken } from '../../src/platform/permits.js'
-import { RedisPermits } from '../../src/platform/redis-permits.js'
-import { permitKeys } from '../../src/platform/platform-governors.js'
-import { RedisBreaker } from '../../src/redis.js'
+import { MemoryPermits, type PermitRequest, type Permits, type Release, type Taken } from '../../src/platform/governor/permits.js'
+import { RedisPermits } from '../../src/platform/governor/redis-permits.js'
+import { redisKey } from '../../src/redis/keys.js'
+import { RedisBreaker } from '../../src/redis/breaker.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -16,7 +16,7 @@ const { available, notice } = redisAvailability()
 if (notice) console.warn(notice)
 
 const log = pino({ level: 'silent' })
-const KEYS = permitKeys('test:', 'default')
+const KEYS = redisKey.permits('test:', 'default')
 
 function release(taken: Taken): Release {
   if ('full' in taken) throw new Error(`refused: ${taken.full} full`)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { pino } from 'pino'
 import { MAX_PURGE_RECORDS, PurgeLedger } from '../../src/cache/purge-ledger.js'
-import { RedisSeal } from '../../src/redis-seal.js'
+import { RedisSeal } from '../../src/redis/seal.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 

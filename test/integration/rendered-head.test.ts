@@ -1,7 +1,7 @@
 import { createServer, validateHeaderName, validateHeaderValue, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { STATUS_200, isFieldValue, renderHeaderLines, takesRenderedHead, writeRenderedHead } from '../../src/routes/rendered-head.js'
+import { STATUS_200, isFieldValue, renderHeaderLines, takesRenderedHead, writeRenderedHead } from '../../src/perf/rendered-head.js'
 
 // A hit's head rendered ahead and written without writeHead: on the wire it
 // must be what writeHead writes for the same headers, and whatever writeHead decides for

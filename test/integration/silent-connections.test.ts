@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { closeSilentConnections } from '../../src/routes/silent-connections.js'
+import { closeSilentConnections } from '../../src/http/hooks/silent-connections.js'
 import { startSandboxGateway, TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 
 // server.connectionTimeout: a connection through which nothing moves for that long is

@@ -1,10 +1,10 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { canonicalPath } from '../../src/canonical-path.js'
-import { routeTemplate } from '../../src/platform/throttle-pauses.js'
+import { canonicalPath } from '../../src/platform/canonical-path.js'
+import { routeTemplate } from '../../src/platform/governor/throttle-pauses.js'
 import { reportCacheKey } from '../../src/reports/cache-key.js'
 import { canonicalGetReport, canonicalPostReport } from '../../src/reports/report-query.js'
-import { checkTarget } from '../../src/routes/request-target.js'
+import { checkTarget } from '../../src/access/request-target.js'
 
 // One path per report (contract, "Reports"): whatever spelling of a report path a caller
 // sends (trailing slashes, repeated slashes, percent-escapes of unreserved characters in

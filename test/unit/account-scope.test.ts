@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { campaignPathPatterns, namedInCall } from '../../src/teams/account-scope.js'
-import { parseFormBody, parseJsonBody } from '../../src/routes/request-body.js'
-import { checkTarget } from '../../src/routes/request-target.js'
+import { campaignPathPatterns, namedInCall } from '../../src/access/scope.js'
+import { parseFormBody, parseJsonBody } from '../../src/access/request-body.js'
+import { checkTarget } from '../../src/access/request-target.js'
 
 // The accounts and campaigns a call names, and whether it names its account
 // where the platform reads it.

@@ -2,7 +2,7 @@ import { Readable, Writable } from 'node:stream'
 import { finished } from 'node:stream/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
-import { ByteBudget, PlatformAnswers, type AnswerReader } from '../../src/platform/answer-buffer.js'
+import { ByteBudget, PlatformAnswers, type AnswerReader } from '../../src/platform/client/answer-buffer.js'
 import { waitFor } from '../helpers/wait.js'
 
 const KiB = 1024

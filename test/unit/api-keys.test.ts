@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { fingerprint } from '../../src/fingerprint.js'
-import { KEY_PREFIX, hashApiKey, newApiKey, presentedKey } from '../../src/teams/api-keys.js'
+import { fingerprint } from '../../src/observe/fingerprint.js'
+import { KEY_PREFIX, hashApiKey, newApiKey, presentedKey } from '../../src/access/api-keys.js'
 
 // Contract, "Teams": keys are made by the key command, stored only as sha256:<hex>,
 // and presented as `x-api-key` or `authorization: Bearer`.

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
-import { AuditTrail } from '../../src/audit-trail.js'
+import { AuditTrail } from '../../src/access/audit-trail.js'
 
 describe('AuditTrail', () => {
   it('keeps the last audit lines, newest first, and passes every line on', () => {

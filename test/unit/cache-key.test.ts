@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { describe, it, expect } from 'vitest'
 import { reportCacheKey } from '../../src/reports/cache-key.js'
-import { stableStringify } from '../../src/stable-stringify.js'
+import { stableStringify } from '../../src/reports/stable-stringify.js'
 import { canonicalGetReport, canonicalPostReport, type CanonicalReport } from '../../src/reports/report-query.js'
 
 const OPTS = { maxRangeDays: 400 }

@@ -1,7 +1,7 @@
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
-import { CallGovernor, NoIdleSlotError, parseRetryAfter, type GovernorOptions, type Priority, type Release } from '../../src/platform/call-governor.js'
-import { CallerGroup, CallersGoneError, slotFollowing } from '../../src/platform/caller-group.js'
+import { CallGovernor, NoIdleSlotError, parseRetryAfter, type GovernorOptions, type Priority, type Release } from '../../src/platform/governor/call-governor.js'
+import { CallerGroup, CallersGoneError, slotFollowing } from '../../src/platform/governor/caller-group.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { captureLogs } from '../helpers/build-gateway.js'
 

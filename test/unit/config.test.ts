@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ConfigError, type Config } from '../../src/config.js'
-import { hashApiKey } from '../../src/teams/api-keys.js'
+import { hashApiKey } from '../../src/access/api-keys.js'
 import { loadConfigFrom } from '../helpers/load-config.js'
 
 // Contract, "Configuration": env > CONFIG_FILE > config/default.yaml, secrets only from

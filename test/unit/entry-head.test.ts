@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
-import { entryHead } from '../../src/reports/report-reply.js'
+import { entryHead } from '../../src/http/reads/report-reply.js'
 
 // The head of an entry's 200 answers, rendered once per entry and written without
 // writeHead's checks: only values writeHead would take may be in it.

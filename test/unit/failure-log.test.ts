@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { FailureLog, handledFailure } from '../../src/failure-log.js'
+import { FailureLog, handledFailure } from '../../src/observe/failure-log.js'
 import { fakeClock } from '../helpers/clock.js'
 
 // A flood of one handled failure is one line at once and one line per interval after,

@@ -941,7 +941,7 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     }
   })
 
-  it('alerts on the metrics of src/metrics.ts, as the brief names them', () => {
+  it('alerts on the metrics of src/observe/metrics.ts, as the brief names them', () => {
     const exprs = Object.fromEntries(rulesOf(chart).map((r) => [r.alert, r.expr.replace(/\s+/g, ' ')]))
     expect(exprs.GatewayTokenRefused).toMatch(/^min by \(namespace, job, credential\) \(gateway_platform_token_usable\{[^}]*\}\) == 0$/)
     expect(exprs.GatewayTokenExpiringSoon).toMatch(/gateway_platform_token_seconds_left\{[^}]*\}\) < 30 \* 86400$/)

@@ -7,7 +7,7 @@ import {
   LimitEstimator,
   type LimitUpdate,
   nextFloor,
-} from '../../src/platform/limit-estimator.js'
+} from '../../src/platform/governor/limit-estimator.js'
 import { seededRandom } from '../../scripts/soak-targets.mjs'
 
 // A closed-loop simulation of callers, the governor's queue and a platform whose

@@ -1,6 +1,6 @@
 import { Counter, Histogram, Registry } from 'prom-client'
 import { describe, expect, it } from 'vitest'
-import { CounterTallies, TalliedHistogram } from '../../src/metric-tally.js'
+import { CounterTallies, TalliedHistogram } from '../../src/perf/metric-tally.js'
 
 const BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 

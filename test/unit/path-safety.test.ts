@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { isSafeApiPath, isTokenPath, pathOf, tokenPaths } from '../../src/routes/path-safety.js'
+import { isSafeApiPath, isTokenPath, pathOf, tokenPaths } from '../../src/access/path-safety.js'
 
 // Contract, "Calling it": only /api/v1/* is forwarded, and the token request is not
 // reachable. A path is refused when any decoding or normalization on the way (the

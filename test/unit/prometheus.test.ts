@@ -2,7 +2,7 @@
  * The chart's PromQL: the PrometheusRule (monitoring.prometheusRule) and the Grafana
  * dashboard (helm/report-gateway/dashboards/report-gateway.json).
  *
- * - Every series and label they name exists in src/metrics.ts (plus the target labels
+ * - Every series and label they name exists in src/observe/metrics.ts (plus the target labels
  *   the ServiceMonitor adds), so a renamed metric breaks this test, not an alert at 3 am.
  * - `promtool check rules` on the rendered rule's groups, and `promtool test rules` with
  *   synthetic series: each alert fires when it should, with the labels it should, and
@@ -19,7 +19,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { mergeValues, renderChart, type Manifest, type Values } from '../helpers/render-chart.js'
 import { needTool, TOOLS } from '../helpers/missing-tools.js'
-import { createMetrics } from '../../src/metrics.js'
+import { createMetrics } from '../../src/observe/metrics.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const CHART = join(ROOT, 'helm/report-gateway')
@@ -48,7 +48,7 @@ function ruleGroups(values: Values = {}): Group[] {
   return rule.spec.groups
 }
 
-// ---------------------------------------------------------------- names against src/metrics.ts
+// ---------------------------------------------------------------- names against src/observe/metrics.ts
 
 /** Labels Prometheus adds to every scraped series (ServiceMonitor targets). */
 const TARGET_LABELS = ['namespace', 'job', 'pod', 'instance', 'service', 'container', 'endpoint']
@@ -92,7 +92,7 @@ function checkExpr(expr: string, catalogue: Map<string, Set<string>>, extraLabel
   return problems
 }
 
-describe('the PromQL of the chart names what src/metrics.ts exposes', () => {
+describe('the PromQL of the chart names what src/observe/metrics.ts exposes', () => {
   const catalogue = seriesCatalogue()
 
   it('knows the gateway metrics (the catalogue itself)', () => {

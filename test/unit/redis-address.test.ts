@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { redisAddress } from '../../src/redis.js'
+import { redisAddress } from '../../src/redis/client.js'
 
 // Every Redis state line names where Redis is, and never its password.
 

@@ -1,6 +1,6 @@
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
-import { RedisBreaker } from '../../src/redis.js'
+import { RedisBreaker } from '../../src/redis/breaker.js'
 
 const COMMAND_TIMEOUT_MS = 250
 

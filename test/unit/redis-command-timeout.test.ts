@@ -1,6 +1,6 @@
 import { Command } from 'ioredis'
 import { describe, expect, it } from 'vitest'
-import { CHECKED_IOREDIS_MINOR, installIoredisCommandTimeoutPatch, installedIoredisVersion } from '../../src/redis-command-timeout.js'
+import { CHECKED_IOREDIS_MINOR, installIoredisCommandTimeoutPatch, installedIoredisVersion } from '../../src/redis/command-timeout.js'
 
 // The command timeout patch goes only on the ioredis it was checked with: the same minor
 // version, and a Command with the methods and fields the patch relies on.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { assertPlainBodyType, maxDepth, parseFormBody, parseJsonBody } from '../../src/routes/request-body.js'
+import { assertPlainBodyType, maxDepth, parseFormBody, parseJsonBody } from '../../src/access/request-body.js'
 
 // Bodies are parsed, bounded and re-serialized by the gateway.
 

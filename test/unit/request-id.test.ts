@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { isOwnRequestId, newRequestId, ownRequestId } from '../../src/request-id.js'
-import { requestIdOf } from '../../src/routes/request-log.js'
+import { isOwnRequestId, newRequestId, ownRequestId } from '../../src/observe/request-id.js'
+import { requestIdOf } from '../../src/http/hooks/request-log.js'
 
 // The id space of the gateway's own platform calls is closed to callers.
 

@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream'
 import pino from 'pino'
 import { describe, expect, it } from 'vitest'
-import { SecretSet, loggerOptions } from '../../src/logger.js'
-import { lazyRequestLogger } from '../../src/request-logger.js'
+import { SecretSet, loggerOptions } from '../../src/observe/logger.js'
+import { lazyRequestLogger } from '../../src/http/hooks/request-logger.js'
 
 function gatewayLogger(level: string) {
   const lines: Record<string, unknown>[] = []

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { checkTarget, encodeParams } from '../../src/routes/request-target.js'
+import { checkTarget, encodeParams } from '../../src/access/request-target.js'
 
 // One checked request target; what the rules see is what the platform gets.
 

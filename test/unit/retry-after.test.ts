@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { retryAfterSeconds } from '../../src/platform/retry-after.js'
+import { retryAfterSeconds } from '../../src/platform/client/retry-after.js'
 
 const NOW = Date.parse('2026-03-10T12:00:00Z')
 

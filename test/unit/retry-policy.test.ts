@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { backoffMs, fitsBudget, isRetryable, MAX_RETRIES, type Attempt } from '../../src/platform/retry-policy.js'
+import { backoffMs, fitsBudget, isRetryable, MAX_RETRIES, type Attempt } from '../../src/platform/client/retry-policy.js'
 
 // Which failed platform calls are sent again, and when.
 

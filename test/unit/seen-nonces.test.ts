@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { NONCE_WINDOW, NonceSource, SeenNonces } from '../../src/seen-nonces.js'
+import { NONCE_WINDOW, NonceSource, SeenNonces } from '../../src/redis/seen-nonces.js'
 
 // A bus message is news once: its nonce (sender and sequence) is taken once over the
 // message's lifetime, with memory per sender, not per message.

@@ -1,6 +1,6 @@
 import { queryObjects } from 'node:v8'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { steppedTimers } from '../../src/reports/stepped-timers.js'
+import { steppedTimers } from '../../src/perf/stepped-timers.js'
 
 const timers = steppedTimers()
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { MAX_STRUCK_ROUTES, pauseLength, pauseScope, RoutePauses, routeTemplate, type Throttle } from '../../src/platform/throttle-pauses.js'
+import { MAX_STRUCK_ROUTES, pauseLength, pauseScope, RoutePauses, routeTemplate, type Throttle } from '../../src/platform/governor/throttle-pauses.js'
 import { onRealTimers } from '../helpers/clock.js'
 
 describe('routeTemplate', () => {

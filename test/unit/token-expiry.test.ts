@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_TOKEN_LIFETIME_MS, crossedWarnings, jwtExpiry, refreshAt, tokenExpiry } from '../../src/platform/token-expiry.js'
+import { DEFAULT_TOKEN_LIFETIME_MS, crossedWarnings, jwtExpiry, refreshAt, tokenExpiry } from '../../src/platform/tokens/token-expiry.js'
 
 const DAY = 86_400_000
 const NOW = Date.UTC(2026, 0, 10, 12)

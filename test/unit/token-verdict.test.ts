@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import type { TokenProvider } from '../../src/platform/token-provider.js'
-import { MAX_REFUSING_ROUTES, REFUSING_ROUTE_MEMORY_MS, TokenVerdicts, VERDICT_TRUST_MS } from '../../src/platform/token-verdict.js'
+import type { TokenProvider } from '../../src/platform/tokens/token-provider.js'
+import { MAX_REFUSING_ROUTES, REFUSING_ROUTE_MEMORY_MS, TokenVerdicts, VERDICT_TRUST_MS } from '../../src/platform/tokens/token-verdict.js'
 
 // The probe call on the gateway's terms: at most once per interval per credential, never
 // while its route is paused, and never again for a route known to refuse a good token.

@@ -1,0 +1,242 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Readable } from 'node:stream'
+import type { FastifyRequest } from 'fastify'
+import type { TeamConfig } from '../config.js'
+import type { GatewayContext } from '../http/context.js'
+import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, RateLimitedError } from '../errors.js'
+import type { TokenProvider } from '../platform/tokens/token-provider.js'
+import { assertAccounts, campaignPathPatterns, namedInCall, type NamedInCall } from './scope.js'
+import { assertMayCall, type Identity } from './team-auth.js'
+import type { KnownTarget, TargetMemo } from './known-urls.js'
+import type { RateDecision } from './rate-limit.js'
+import { rateLimitHeaders } from './rate-limit-headers.js'
+import { isTokenPath, tokenPaths } from './path-safety.js'
+import { assertPlainBodyType, FORM_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, type CheckedBody } from './request-body.js'
+import { checkTarget, type RequestTarget } from './request-target.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The admitted caller of an /api/v1 call; set by its handler (routes/api.ts). */
+    caller: Caller | null
+  }
+}
+
+/** An admitted caller and the call as the gateway checked it. */
+export interface Caller {
+  team: TeamConfig
+  /** The id of the key it presented (logs, audit). */
+  keyId: string
+  /** The team's rate-limit decision for this call; null before it was counted. */
+  rate: RateDecision | null
+  /** Platform calls made for this request (a coalesced waiter makes none: usage counts it as saved). */
+  platformCalls: number
+  provider: TokenProvider
+  target: RequestTarget
+  /** JSON and form bodies as parsed and checked; null: none. */
+  body: CheckedBody | null
+  /** A body forwarded as it came (an unrestricted writer's upload). */
+  stream: Readable | null
+  /** Owner of each campaign id the call names, where the gateway looked it up. */
+  campaignOwners: Map<number, number>
+  /** The accounts the call names, for the access log; set by the handler once known. */
+  advertisers: readonly unknown[] | null
+  /** How long the platform call this caller waited for took; null: none was made. */
+  upstreamMs: number | null
+  /** The accounts a scoped team's call names (checked). */
+  accounts: number[]
+}
+
+const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
+
+/**
+ * Who may call, and what: every /api/v1 entrance (the Fastify routes and the fast path
+ * of hits) decides through these methods, in the order of the contract: the target
+ * (400/404), the key (401), the read/write rule (403) and the rate limit (429) before
+ * any body is read; then the body (400/413) and the scope (403).
+ */
+export class Admission {
+  readonly #ctx: GatewayContext
+  readonly #blockedPaths: Set<string>
+  readonly #campaignPaths: RegExp[]
+  readonly #known: TargetMemo
+
+  constructor(ctx: GatewayContext, known: TargetMemo) {
+    this.#known = known
+    const { config } = ctx
+    this.#ctx = ctx
+    this.#blockedPaths = tokenPaths(
+      config.credentials.default?.baseUrl ?? config.platform.baseUrl,
+      Object.values(config.credentials).flatMap((c) => (c.login ? [c.login.tokenUrl] : [])).concat(config.platform.tokenUrl),
+    )
+    this.#campaignPaths = campaignPathPatterns(config.ownership.campaignPaths)
+  }
+
+  /** The key and the read/write rule for a target checked before (the fast path of hits). */
+  authorizeKnown(method: string, known: KnownTarget, headers: IncomingHttpHeaders): Identity {
+    const identity = this.#ctx.teams.authenticate(headers)
+    assertMayCall(identity.team, method, known.target.path)
+    return identity
+  }
+
+  // The target (400/404) and the key (401).
+  #identify(url: string, headers: IncomingHttpHeaders): Identity & { known: KnownTarget } {
+    const known = this.#known.get(url)?.known
+    if (known) return { ...this.#ctx.teams.authenticate(headers), known }
+    const target = checkTarget(url, this.#ctx.config.limits.params)
+    if (isTokenPath(target.path, this.#blockedPaths)) throw new NotFoundError()
+    return { ...this.#ctx.teams.authenticate(headers), known: { target } }
+  }
+
+  /** The checked target of a URL an admitted caller sent before. */
+  known(url: string): KnownTarget | undefined {
+    return this.#known.get(url)?.known
+  }
+
+  /** Keeps the target of a call that passed the scope check, for the next call to the same URL; returns what is kept. */
+  remember(method: string, url: string, caller: Caller): KnownTarget {
+    return this.#known.keepTarget(url, () => {
+      const known: KnownTarget = { target: caller.target }
+      // Worked out now, so that the size counted is the size kept.
+      if (BODYLESS.has(method)) known.bodyless = namedInCall('GET', known.target, null, this.#campaignPaths)
+      return known
+    })
+  }
+
+  /** Counts the call against its team's limit; 429 when it is spent. */
+  limit(team: TeamConfig): RateDecision {
+    const decision = this.#ctx.rateLimiter.hit(team)
+    if (decision.allowed) return decision
+    this.#ctx.metrics.rateLimited.inc({ team: team.name })
+    throw Object.assign(new RateLimitedError(decision.retryAfterSec), { retryAfterSec: decision.retryAfterSec })
+  }
+
+  /** The rate-limit fields of an answer to `caller`; null for a team without a limit. */
+  rateFields(caller: Caller): [policy: string, state: string] | null {
+    return rateLimitHeaders(caller.team, caller.rate ?? this.#ctx.rateLimiter.peek(caller.team))
+  }
+
+  /** Everything before the body: the caller of a Fastify route; `counted`: its call was counted already. */
+  admit(request: FastifyRequest, counted?: RateDecision): Caller {
+    const { team, key, known } = this.#identify(request.url, request.headers)
+    const caller: Caller = {
+      team,
+      keyId: key.id,
+      rate: null,
+      platformCalls: 0,
+      provider: this.#ctx.tokens.get(team.credential),
+      target: known.target,
+      body: null,
+      stream: null,
+      campaignOwners: new Map(),
+      advertisers: null,
+      upstreamMs: null,
+      accounts: [],
+    }
+    // Set before the rules below, so that the request's log line names the team they refused.
+    request.caller = caller
+    assertMayCall(team, request.method, known.target.path)
+    caller.rate = counted ?? this.limit(team)
+    return caller
+  }
+
+  /**
+   * Reads the body the route's content parser left unread (routes/api.ts): JSON and
+   * forms are parsed, checked and kept for re-serialization; only unrestricted writers
+   * may send anything else, which is forwarded as it comes.
+   */
+  async readBody(request: FastifyRequest, caller: Caller, limit: number): Promise<void> {
+    if (!hasBody(request.headers)) return
+    const { team } = caller
+    if (team.advertisers !== null && BODYLESS.has(request.method)) {
+      throw new BadRequestError(`body: a ${request.method} call of team ${team.name} carries no body (the platform reads its account from the query)`)
+    }
+    const payload = request.body as Readable | undefined
+    if (!payload || typeof payload.pipe !== 'function') return
+    const type = mediaType(request.headers['content-type'])
+    const parsed = type === JSON_TYPE || type === FORM_TYPE
+    if (team.advertisers !== null || !team.write || (parsed && request.headers['content-encoding'] !== undefined)) assertPlainBodyType(request.headers)
+    if (!parsed) {
+      caller.stream = payload
+      return
+    }
+    const bytes = await readAll(payload, request.headers['content-length'], limit)
+    if (bytes.length === 0) return
+    const limits = this.#ctx.config.limits
+    caller.body = type === JSON_TYPE ? parseJsonBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params }) : parseFormBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params })
+  }
+
+  /**
+   * The scope of a team limited to some advertisers: its accounts, named where the
+   * platform reads them, and only its own campaigns. 403 otherwise.
+   */
+  async checkScope(method: string, caller: Caller, known?: KnownTarget): Promise<void> {
+    const { team } = caller
+    if (team.advertisers === null) return
+    const named = this.named(method, caller, known)
+    caller.accounts = assertAccounts(team, named.accounts)
+    // The platform falls back to the parent account when a call names none where it
+    // reads it (`{}` or no body on campaign/get): a scoped team must name its account.
+    if (!named.placed) {
+      throw new ForbiddenError(`team ${team.name} is limited to some advertisers: name advertiserId or userId ${BODYLESS.has(method) ? 'in the query' : 'in the body'}`)
+    }
+    if (named.campaigns.length === 0) return
+    const ids = [...new Set(named.campaigns)]
+    // The lookups are the gateway's own calls (GATEWAY_TEAM): one list serves every team,
+    // so they are not charged to this team's usage or rate limit beyond this request,
+    // which the limit counted already. They are bounded per advertiser by ownership.ttl
+    // and refreshMinInterval, and the team can name only its own advertisers.
+    caller.campaignOwners = await this.#ctx.campaignOwners.ownersAmong(caller.provider, team.advertisers, ids)
+    const foreign = ids.find((id) => !caller.campaignOwners.has(id))
+    if (foreign !== undefined) throw new ForbiddenError(`team ${team.name} may not use campaign ${foreign}`)
+  }
+
+  /** A scoped team's write went through: the campaign lists of its accounts may have changed. */
+  written(caller: Caller): void {
+    for (const account of caller.accounts) this.#ctx.campaignOwners.written(caller.provider, account)
+  }
+
+  /** What the call names; for a body-less call worked out once per target. */
+  named(method: string, caller: Caller, known?: KnownTarget): NamedInCall {
+    if (caller.body === null && known && BODYLESS.has(method)) {
+      known.bodyless ??= namedInCall('GET', known.target, null, this.#campaignPaths)
+      return known.bodyless
+    }
+    return namedInCall(method, caller.target, caller.body, this.#campaignPaths)
+  }
+}
+
+export function hasBody(headers: IncomingHttpHeaders): boolean {
+  const length = headers['content-length']
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
+function mediaType(contentType: string | undefined): string {
+  return (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? ''
+}
+
+// Read by hand rather than with for-await: leaving that loop early destroys the socket,
+// and a caller over the limit should get its 413 rather than a reset.
+function readAll(stream: Readable, declared: string | undefined, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    if (declared !== undefined && Number(declared) > limit) {
+      stream.resume()
+      reject(new PayloadTooLargeError(limit))
+      return
+    }
+    const chunks: Buffer[] = []
+    let size = 0
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= limit) {
+        chunks.push(chunk)
+        return
+      }
+      stream.off('data', onData).off('end', onEnd).off('error', onError)
+      stream.resume()
+      reject(new PayloadTooLargeError(limit))
+    }
+    const onEnd = () => resolve(Buffer.concat(chunks, size))
+    const onError = (err: Error) => reject(new BadRequestError(`body: ${err.message}`, { cause: err }))
+    stream.on('data', onData).once('end', onEnd).once('error', onError)
+  })
+}

@@ -1,0 +1,167 @@
+import { LRUCache } from 'lru-cache'
+import type { Config } from '../config.js'
+import { UpstreamError } from '../errors.js'
+import type { PlatformClient } from '../platform/client/platform-client.js'
+import type { TokenProvider } from '../platform/tokens/token-provider.js'
+import type { RedisBreaker } from '../redis/breaker.js'
+import type { RedisClient } from '../redis/client.js'
+import { SingleFlight } from '../cache/single-flight.js'
+import { ownRequestId } from '../observe/request-id.js'
+import { systemClock } from '../clock.js'
+import { redisKey } from '../redis/keys.js'
+
+// Advertisers whose lists one replica keeps in memory.
+const LISTS_IN_MEMORY = 10_000
+
+interface CampaignList {
+  ids: ReadonlySet<number>
+  fetchedAt: number
+}
+
+export interface CampaignOwnersDeps {
+  config: Config
+  client: PlatformClient
+  redis: RedisClient | null
+  breaker: RedisBreaker | null
+  now?: () => number
+}
+
+/**
+ * Which advertiser owns a campaign: a campaign id does not say whose it is,
+ * and a parent token reads every child's campaigns by id. Learned from the platform's
+ * campaign list, one advertiser at a time, kept in memory and in Redis for `ttl`.
+ */
+export class CampaignOwners {
+  readonly #d: CampaignOwnersDeps
+  readonly #lists: LRUCache<string, CampaignList>
+  readonly #loads = new SingleFlight<CampaignList>()
+  readonly #now: () => number
+  // Lists a successful write may have changed: their next unknown id reloads at once.
+  readonly #written = new Set<string>()
+
+  constructor(deps: CampaignOwnersDeps) {
+    this.#d = deps
+    this.#now = deps.now ?? systemClock.now
+    this.#lists = new LRUCache({ max: LISTS_IN_MEMORY })
+  }
+
+  /**
+   * The owner, among `advertisers`, of each campaign id; ids none of them owns are
+   * missing from the map. An id not found reloads the lists once (a campaign created
+   * since), no more often than `refreshMinInterval` per advertiser.
+   */
+  async ownersAmong(provider: TokenProvider, advertisers: Iterable<number>, ids: readonly number[]): Promise<Map<number, number>> {
+    const candidates = [...advertisers]
+    const owners = new Map<number, number>()
+    if (ids.length === 0 || candidates.length === 0) return owners
+    const lists = await Promise.all(candidates.map((a) => this.#list(provider, a, false)))
+    this.#match(candidates, lists, ids, owners)
+    if (owners.size === ids.length) return owners
+    const reloaded = await Promise.all(candidates.map((a) => this.#list(provider, a, true)))
+    this.#match(candidates, reloaded, ids, owners)
+    return owners
+  }
+
+  /**
+   * A scoped team's write for this advertiser succeeded (a campaign created, say): the
+   * next id its list lacks reloads it without waiting for `refreshMinInterval`, so a
+   * team can act on a campaign it has just made.
+   */
+  written(provider: TokenProvider, advertiser: number): void {
+    this.#written.add(`${provider.name}:${advertiser}`)
+  }
+
+  #match(candidates: number[], lists: CampaignList[], ids: readonly number[], owners: Map<number, number>): void {
+    for (const id of ids) {
+      const at = lists.findIndex((list) => list.ids.has(id))
+      if (at !== -1) owners.set(id, candidates[at] as number)
+    }
+  }
+
+  // A list loaded for one team serves them all: its lookup is the gateway's own call
+  // (GATEWAY_TEAM in usage and in the governor), not the team's that asked first.
+  async #list(provider: TokenProvider, advertiser: number, reload: boolean): Promise<CampaignList> {
+    const { ttlMs, refreshMinIntervalMs } = this.#d.config.ownership
+    const key = `${provider.name}:${advertiser}`
+    const now = this.#now()
+    const known = this.#lists.get(key)
+    const floor = reload ? (this.#written.has(key) ? 0 : refreshMinIntervalMs) : ttlMs
+    if (known && now - known.fetchedAt < floor) return known
+    if (reload) this.#written.delete(key)
+    return this.#loads.run(`${key}:${reload ? 'reload' : 'read'}`, async () => {
+      const shared = reload ? null : await this.#readShared(key)
+      if (shared && this.#now() - shared.fetchedAt < ttlMs) {
+        this.#lists.set(key, shared)
+        return shared
+      }
+      const list = { ids: await this.#fetch(provider, advertiser), fetchedAt: this.#now() }
+      this.#lists.set(key, list)
+      await this.#writeShared(key, list)
+      return list
+    })
+  }
+
+  async #fetch(provider: TokenProvider, advertiser: number): Promise<Set<number>> {
+    const { listPath, perPage, maxPages, fields } = this.#d.config.ownership
+    const ids = new Set<number>()
+    for (let page = 1, last = 1; page <= last; page++) {
+      const reply = await this.#d.client.json(provider, {
+        method: 'POST',
+        url: `${listPath}?per_page=${perPage}&page=${page}`,
+        body: JSON.stringify({ userId: advertiser }),
+        requestId: ownRequestId('ownership'),
+      })
+      // An account outside the credential's tree owns nothing the gateway could let through.
+      if (reply.status === 403 || reply.status === 404) return ids
+      if (reply.status !== 200) throw new UpstreamError(`campaign list of advertiser ${advertiser}: status ${reply.status}`)
+      const rows = at(reply.json, fields.data)
+      if (!Array.isArray(rows)) throw new UpstreamError(`campaign list of advertiser ${advertiser}: no ${fields.data} array in the reply`)
+      for (const row of rows) {
+        const id = at(row, fields.id)
+        const owner = at(row, fields.userId)
+        // A row another account owns (should the platform list children too) is not this advertiser's.
+        if (owner !== undefined && Number(owner) !== advertiser) continue
+        if (typeof id === 'number' && Number.isSafeInteger(id)) ids.add(id)
+        else if (typeof id === 'string' && /^\d{1,15}$/.test(id)) ids.add(Number(id))
+      }
+      const lastPage = Number(at(reply.json, fields.lastPage) ?? 1)
+      last = Number.isSafeInteger(lastPage) && lastPage >= 1 ? lastPage : 1
+      if (last > maxPages) throw new UpstreamError(`campaign list of advertiser ${advertiser} has more than ${maxPages} pages`)
+    }
+    return ids
+  }
+
+  async #readShared(key: string): Promise<CampaignList | null> {
+    const { redis, breaker } = this.#d
+    if (!redis || !breaker) return null
+    const text = await breaker.run(() => redis.get(this.#redisKey(key)), null)
+    if (!text) return null
+    try {
+      const stored = JSON.parse(text) as { ids: number[]; fetchedAt: number }
+      return { ids: new Set(stored.ids), fetchedAt: stored.fetchedAt }
+    } catch {
+      return null
+    }
+  }
+
+  async #writeShared(key: string, list: CampaignList): Promise<void> {
+    const { redis, breaker, config } = this.#d
+    if (!redis || !breaker) return
+    const text = JSON.stringify({ ids: [...list.ids], fetchedAt: list.fetchedAt })
+    await breaker.run(() => redis.set(this.#redisKey(key), text, 'PX', config.ownership.ttlMs), null)
+  }
+
+  #redisKey(key: string): string {
+    return redisKey.owner(this.#d.config.redis.keyPrefix, key)
+  }
+}
+
+/** The value at a dot path (`meta.last_page`) of a JSON value. */
+function at(value: unknown, path: string): unknown {
+  let current = value
+  for (const part of path.split('.')) {
+    if (typeof current !== 'object' || current === null) return undefined
+    current = (current as Record<string, unknown>)[part]
+  }
+  return current
+}

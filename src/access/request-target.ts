@@ -1,0 +1,77 @@
+import { BadRequestError, NotFoundError } from '../errors.js'
+import { isSafeApiPath } from './path-safety.js'
+import { UNRESERVED_ESCAPE } from '../platform/canonical-path.js'
+
+export type Pair = [string, string]
+
+/**
+ * A caller's request target as the gateway checked it: every rule (read/write, token
+ * path, scope, routing) and the upstream URL read these values, never `request.url`,
+ * so what is checked is what is forwarded.
+ */
+export interface RequestTarget {
+  /** The path, percent-escapes of unreserved characters decoded. */
+  path: string
+  /** Query parameters as decoded, in their order. */
+  params: Pair[]
+  /** The query the platform receives: `params` encoded by the gateway, '' when none. */
+  search: string
+}
+
+// Parameter names a PHP platform reads as they are: no NUL (PHP cuts the name there),
+// no spaces (dropped or turned into `_`), nothing that could hide an account field.
+const PLAIN_NAME = /^[A-Za-z0-9_.\-[\]]+$/
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/
+// Printable ASCII only: anything else in a raw target is spelled differently by different parsers.
+const RAW_TARGET = /^[\u0021-\u007e]+$/
+// RFC 3986 pchar, after unreserved escapes are decoded: any other `%` is refused.
+const PATH_CHARS = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]+$/
+/** Laravel's method override (`_method` in the query or a form or JSON body). */
+export const METHOD_OVERRIDE_FIELD = '_method'
+
+/**
+ * Checks the raw target once: 404 for a path outside /api/v1/ (or one that could be
+ * decoded into one), 400 for anything the platform could read differently than the gateway.
+ */
+export function checkTarget(rawUrl: string, maxParams: number): RequestTarget {
+  if (!RAW_TARGET.test(rawUrl)) throw new BadRequestError('request target: control characters, spaces and non-ASCII bytes are not accepted')
+  // The router and any proxy end the path at `#`; the gateway's own rules must not see more.
+  if (rawUrl.includes('#')) throw new BadRequestError('request target: `#` is not accepted')
+  const q = rawUrl.indexOf('?')
+  const rawPath = q === -1 ? rawUrl : rawUrl.slice(0, q)
+  if (!isSafeApiPath(rawPath)) throw new NotFoundError()
+  const path = rawPath.replace(UNRESERVED_ESCAPE, (escape) => String.fromCharCode(parseInt(escape.slice(1), 16)))
+  if (!PATH_CHARS.test(path)) throw new BadRequestError('request target: the path may hold only unreserved characters')
+  const params = q === -1 ? [] : checkParams(new URLSearchParams(rawUrl.slice(q + 1)), 'query', maxParams)
+  return { path, params, search: encodeParams(params) }
+}
+
+/** The names and values of a query or form, refused (400) where a PHP platform would read them differently. */
+export function checkParams(parsed: URLSearchParams, where: 'query' | 'body', maxParams: number): Pair[] {
+  const params: Pair[] = []
+  for (const [name, value] of parsed) {
+    if (params.length === maxParams) throw new BadRequestError(`${where}: more than ${maxParams} parameters`)
+    if (!PLAIN_NAME.test(name)) throw new BadRequestError(`${where}: parameter name ${JSON.stringify(name.slice(0, 64))} is not plain (letters, digits, _ . - [ ])`)
+    if (phpVariable(name) === METHOD_OVERRIDE_FIELD) throw new BadRequestError(`${where}: ${JSON.stringify(name)} is ${METHOD_OVERRIDE_FIELD} (method override) to a PHP platform, and not accepted`)
+    if (CONTROL.test(value)) throw new BadRequestError(`${where}: parameter ${name} holds a control character`)
+    params.push([name, value])
+  }
+  return params
+}
+
+/** The variable PHP stores a plain name under: the part before `[`, with dots as `_` (`.method[x]` is `_method`). */
+function phpVariable(name: string): string {
+  const open = name.indexOf('[')
+  return (open === -1 ? name : name.slice(0, open)).replace(/\./g, '_')
+}
+
+/** The gateway's own serialization of parameters; brackets of array names stay readable. */
+export function encodeParams(params: readonly Pair[]): string {
+  return params.map(([name, value]) => `${encodeURIComponent(name).replace(/%5B/g, '[').replace(/%5D/g, ']')}=${encodeURIComponent(value)}`).join('&')
+}
+
+/** `path?search`, or the path alone. */
+export function targetUrl(target: RequestTarget): string {
+  return target.search ? `${target.path}?${target.search}` : target.path
+}

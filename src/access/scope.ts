@@ -1,0 +1,135 @@
+import type { TeamConfig } from '../config.js'
+import { BadRequestError, ForbiddenError } from '../errors.js'
+import type { CheckedBody } from './request-body.js'
+import type { Pair, RequestTarget } from './request-target.js'
+import { assertMayUseAccount } from './team-auth.js'
+
+// The platform reads accounts from `advertiserId` and `userId`, and (Laravel) merges
+// query, JSON and form input; any of them anywhere in a call can name an account, so
+// all are checked, nested ones and arrays included. Campaign ids likewise.
+const ACCOUNT_FIELD = /^(advertiserId|userId)(\[.*\])?$/
+const CAMPAIGN_FIELD = /^(campaignIds|campaignId)(\[.*\])?$/
+const ID = /^\d{1,15}$/
+// A segment a database could read as a number: MySQL compares `102001abc` or `+102001`
+// with an integer id as 102001.
+const NUMERIC_SEGMENT = /\/[+-]?\d/
+
+/** What a call names, and where. */
+export interface NamedInCall {
+  /** Every account value, wherever it stands. */
+  accounts: unknown[]
+  /** Campaign ids, wherever they stand (query, body, path). */
+  campaigns: number[]
+  /** Whether the call names an account where the platform reads it (see `namedInCall`). */
+  placed: boolean
+}
+
+/** Compiled `ownership.campaignPaths`: each matches a path and captures its campaign id. */
+export function campaignPathPatterns(paths: readonly string[]): RegExp[] {
+  return paths.map((p) => new RegExp(`^${p.split('{id}').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('(\\d+)')}/?$`))
+}
+
+// Where the platform reads the account: a body-less call's query (`advertiserId` or
+// `userId`, as plain names), a body call's top-level `userId`; the POST report form reads
+// its top-level `campaignIds` instead. Anywhere else (a nested `userId`, `advertiserId`
+// in a campaign list's body, `userId[]`), the platform falls back to the parent account.
+const QUERY_ACCOUNT = new Set(['advertiserId', 'userId'])
+const BODY_ACCOUNT = 'userId'
+const REPORT_CAMPAIGNS = 'campaignIds'
+const REPORT_PATH = '/api/v1/report/'
+
+/**
+ * The accounts and campaigns a call names, wherever they stand, and whether
+ * it names its account where the platform reads it (`placed`): a call that does not
+ * would act on the parent account.
+ */
+export function namedInCall(method: string, target: RequestTarget, body: CheckedBody | null, campaignPaths: readonly RegExp[]): NamedInCall {
+  const queryAccounts = fieldValues(target.params, ACCOUNT_FIELD)
+  const bodyAccounts: unknown[] = []
+  const bodyCampaigns: unknown[] = []
+  if (body?.kind === 'json') collectJson(body.value, bodyAccounts, bodyCampaigns)
+  else if (body?.kind === 'form') {
+    bodyAccounts.push(...fieldValues(body.params, ACCOUNT_FIELD))
+    bodyCampaigns.push(...fieldValues(body.params, CAMPAIGN_FIELD))
+  }
+  const campaigns = [...fieldValues(target.params, CAMPAIGN_FIELD), ...bodyCampaigns].map(campaignId)
+  const inPath = pathCampaign(target.path, campaignPaths)
+  if (inPath !== null) campaigns.push(inPath)
+  const bodyless = method === 'GET' || method === 'HEAD' || method === 'DELETE'
+  return {
+    accounts: [...queryAccounts, ...bodyAccounts],
+    campaigns,
+    placed: bodyless ? target.params.some(([name]) => QUERY_ACCOUNT.has(name)) : placedInBody(target.path, body),
+  }
+}
+
+function placedInBody(path: string, body: CheckedBody | null): boolean {
+  if (body?.kind === 'form') return body.params.some(([name]) => name === BODY_ACCOUNT)
+  if (body?.kind !== 'json' || typeof body.value !== 'object' || body.value === null || Array.isArray(body.value)) return false
+  const top = body.value as Record<string, unknown>
+  if (Object.hasOwn(top, BODY_ACCOUNT)) return true
+  return path.startsWith(REPORT_PATH) && Array.isArray(top[REPORT_CAMPAIGNS]) && top[REPORT_CAMPAIGNS].length > 0
+}
+
+/** Every named account must be a positive integer the team may use; returns them. */
+export function assertAccounts(team: TeamConfig, values: unknown[]): number[] {
+  const ids: number[] = []
+  if (team.advertisers === null) return ids
+  for (const value of values) {
+    const id = toAccountId(value)
+    if (id === null) throw new ForbiddenError(`team ${team.name} may not use advertiser ${JSON.stringify(value)}`)
+    assertMayUseAccount(team, id)
+    ids.push(id)
+  }
+  return ids
+}
+
+// A path with a number the campaign table does not explain names an object the gateway
+// cannot place (a creative, a campaign under an unlisted route, an id with a suffix):
+// refused for scoped teams.
+function pathCampaign(path: string, patterns: readonly RegExp[]): number | null {
+  for (const pattern of patterns) {
+    const match = pattern.exec(path)
+    if (match) return campaignId(match[1])
+  }
+  if (NUMERIC_SEGMENT.test(path)) throw new ForbiddenError(`the gateway cannot tell whose object ${path} names; ask for its path to be listed in ownership.campaignPaths`)
+  return null
+}
+
+function fieldValues(params: readonly Pair[], field: RegExp): string[] {
+  const found: string[] = []
+  for (const [key, value] of params) if (field.test(key)) found.push(value)
+  return found
+}
+
+function collectJson(root: unknown, accounts: unknown[], campaigns: unknown[]): void {
+  const pending: unknown[] = [root]
+  while (pending.length > 0) {
+    const node = pending.pop()
+    if (Array.isArray(node)) {
+      for (const item of node) pending.push(item)
+    } else if (typeof node === 'object' && node !== null) {
+      for (const [key, value] of Object.entries(node)) {
+        const into = ACCOUNT_FIELD.test(key) ? accounts : CAMPAIGN_FIELD.test(key) ? campaigns : null
+        if (into === null) pending.push(value)
+        else if (Array.isArray(value)) into.push(...(value as unknown[]))
+        else into.push(value)
+      }
+    }
+  }
+}
+
+function campaignId(value: unknown): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return value
+  if (typeof value === 'string' && ID.test(value) && Number(value) > 0) return Number(value)
+  throw new BadRequestError(`campaign id: must be a positive integer (${JSON.stringify(value)?.slice(0, 64)})`)
+}
+
+function toAccountId(value: unknown): number | null {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return value
+  if (typeof value === 'string' && ID.test(value)) {
+    const n = Number(value)
+    return n > 0 ? n : null
+  }
+  return null
+}

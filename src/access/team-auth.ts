@@ -1,0 +1,96 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import type { TeamConfig, TeamKey } from '../config.js'
+import { ForbiddenError, KeyExpiredError, UnauthorizedError } from '../errors.js'
+import type { KeyLifetime } from '../observe/metrics.js'
+import { hashApiKey, presentedKey } from './api-keys.js'
+import { systemClock } from '../clock.js'
+
+/** Who a request's key names: the team, and which of its keys. */
+export interface Identity {
+  team: TeamConfig
+  key: TeamKey
+}
+
+// Known keys are remembered so that a hit does not hash the key again; unknown keys are
+// always hashed (and never remembered), and the map is bounded.
+const KNOWN_KEYS_MAX = 10_000
+
+/**
+ * The teams' keys. `replace` swaps them whole (a reload) and forgets every
+ * remembered key with them, so a revoked key is refused from the next request on.
+ */
+export class TeamDirectory {
+  #teams: TeamConfig[] = []
+  #byName = new Map<string, TeamConfig>()
+  #byHash = new Map<string, Identity>()
+  #byKey = new Map<string, Identity>()
+  readonly #now: () => number
+
+  constructor(teams: TeamConfig[], now: () => number = systemClock.now) {
+    this.#now = now
+    this.replace(teams)
+  }
+
+  get teams(): readonly TeamConfig[] {
+    return this.#teams
+  }
+
+  /** A running team's weight in its credential's queue of platform calls. */
+  weightOf(name: string): number | undefined {
+    return this.#byName.get(name)?.weight
+  }
+
+  /** A running team's own bulkhead, where its config sets one. */
+  limitsOf(name: string): { maxConcurrent: number | null; queue: number | null } | undefined {
+    return this.#byName.get(name)
+  }
+
+  /** Each running key that has an end: seconds until it, negative once it has passed. */
+  keyLifetimes(): KeyLifetime[] {
+    const now = this.#now()
+    return this.#teams.flatMap((team) => team.keys.flatMap((key) => (key.expiresAt === null ? [] : [{ team: team.name, key: key.id, secondsLeft: (key.expiresAt - now) / 1000 }])))
+  }
+
+  replace(teams: TeamConfig[]): void {
+    const byHash = new Map<string, Identity>()
+    for (const team of teams) for (const key of team.keys) byHash.set(key.hash, { team, key })
+    this.#teams = teams
+    this.#byName = new Map(teams.map((t) => [t.name, t]))
+    this.#byHash = byHash
+    this.#byKey = new Map()
+  }
+
+  /** The team and key the request headers present; throws 401 otherwise. */
+  authenticate(headers: IncomingHttpHeaders): Identity {
+    const key = presentedKey(headers)
+    if (key === null) throw new UnauthorizedError()
+    let found = this.#byKey.get(key)
+    if (!found) {
+      found = this.#byHash.get(hashApiKey(key))
+      if (!found) throw new UnauthorizedError()
+      if (this.#byKey.size >= KNOWN_KEYS_MAX) this.#byKey.clear()
+      this.#byKey.set(key, found)
+    }
+    const { expiresAt } = found.key
+    if (expiresAt !== null && this.#now() >= expiresAt) throw new KeyExpiredError(found.key.id, new Date(expiresAt).toISOString())
+    return found
+  }
+}
+
+// Contract, "Calling it": reads are GET calls and POST calls whose path ends in /get.
+export function isRead(method: string, path: string): boolean {
+  if (method === 'GET' || method === 'HEAD') return true
+  return method === 'POST' && /\/get\/?$/.test(path)
+}
+
+export function assertMayCall(team: TeamConfig, method: string, path: string): void {
+  if (!isRead(method, path) && !team.write) {
+    throw new ForbiddenError(`team ${team.name} may not send writes (${method} ${path})`)
+  }
+}
+
+export function assertMayUseAccount(team: TeamConfig, account: number): void {
+  if (team.advertisers !== null && !team.advertisers.has(account)) {
+    throw new ForbiddenError(`team ${team.name} may not use advertiser ${account}`)
+  }
+}

@@ -1,0 +1,267 @@
+import { createHash, randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import type { Logger } from 'pino'
+import { ConfigError, loadConfig, type Config, type LoadOptions, type TeamConfig } from '../config.js'
+import { ConfigRefusedError, ReloadUnavailableError } from '../errors.js'
+import type { Metrics } from '../observe/metrics.js'
+import type { RedisBus } from '../redis/bus.js'
+import type { AdminAuth } from './admin-auth.js'
+import type { TeamDirectory } from './team-auth.js'
+import { systemClock, type Clock, type Timer } from '../clock.js'
+
+export type ReloadTrigger = 'file' | 'signal' | 'admin' | 'replica'
+
+export interface ReloadOutcome {
+  result: 'applied' | 'unchanged'
+  teams: string[]
+  keys: number
+  addedKeys: string[]
+  removedKeys: string[]
+}
+
+export interface TeamReloaderDeps {
+  /** The running config: its credentials bound what a reloaded team may name. */
+  config: Config
+  teams: TeamDirectory
+  adminAuth: AdminAuth
+  log: Logger
+  metrics: Metrics
+  bus: RedisBus | null
+  /** Where the config is read from; null: nothing to reload (demo mode, or neither CONFIG_FILE nor TEAMS_FILE). */
+  source: LoadOptions | null
+  pollMs: number
+  clock?: Clock
+}
+
+const BUS_CHANNEL = 'teams-reload'
+
+/**
+ * Reloads the teams (and the named admin tokens) of CONFIG_FILE or TEAMS_FILE without a
+ * restart: when any file the last load read changes (CONFIG_FILE, TEAMS_FILE,
+ * ADMIN_TOKENS_FILE, token and secret files: read every `pollMs`, which also sees a
+ * Kubernetes ConfigMap's or Secret's `..data` symlink swap), on SIGHUP, on
+ * POST /admin/reload, and when another replica's admin call asks every replica to
+ * re-read its own file. The files are validated whole like at start; a load that does
+ * not validate is refused, the running teams stay, and it is tried again at every poll
+ * until it succeeds, so that a revocation written while another file was broken (or a
+ * token file momentarily empty) still takes effect. Every other
+ * setting needs a restart.
+ */
+export class TeamReloader {
+  readonly #d: TeamReloaderDeps
+  readonly #replica = randomUUID()
+  /** The files the teams come from, as the environment names them; empty: nothing to reload. */
+  readonly #files: { file?: string; teamsFile?: string }
+  /** Those files as their variables name them in log lines and refusals: `CONFIG_FILE`, `TEAMS_FILE` or both. */
+  readonly #named: string
+  /** The files the last load read, and their content's digest then. */
+  #read: FilesRead = { paths: [], digest: '' }
+  /** The digest of the files whose refusal was last logged; null while the running teams are the files'. */
+  #refused: string | null = null
+  #admins: string
+  #timer: Timer | null = null
+  readonly #clock: Clock
+
+  constructor(deps: TeamReloaderDeps) {
+    this.#d = deps
+    this.#clock = deps.clock ?? systemClock
+    const env = deps.source?.env ?? {}
+    this.#files = { ...(env.CONFIG_FILE ? { file: env.CONFIG_FILE } : {}), ...(env.TEAMS_FILE ? { teamsFile: env.TEAMS_FILE } : {}) }
+    this.#named = [env.CONFIG_FILE ? 'CONFIG_FILE' : null, env.TEAMS_FILE ? 'TEAMS_FILE' : null].filter((n) => n !== null).join(' and ') || 'CONFIG_FILE'
+    this.#admins = signature(deps.config.admin.tokens)
+    deps.metrics.configReloadOk.set(1)
+  }
+
+  get enabled(): boolean {
+    return Object.keys(this.#files).length > 0
+  }
+
+  async start(): Promise<void> {
+    if (!this.enabled) return
+    // Which files a load reads, learnt by loading them as a reload would: the running
+    // teams were loaded from them moments ago, so only a change since then is applied.
+    try {
+      this.#reload('file', null, { quietIfUnchanged: true })
+    } catch {
+      // Refused: logged and counted by reload; tried again at the next poll.
+    }
+    this.#timer = this.#clock.setInterval(() => this.#poll(), this.#d.pollMs)
+    this.#timer.unref()
+    await this.#d.bus?.subscribe(BUS_CHANNEL, (message) => {
+      if (message === this.#replica) return
+      try {
+        this.reload('replica')
+      } catch {
+        // Refused: logged and counted by reload.
+      }
+    })
+  }
+
+  close(): void {
+    if (this.#timer) this.#clock.clearInterval(this.#timer)
+    this.#timer = null
+  }
+
+  /** POST /admin/reload: this replica now, and every other one through the bus. */
+  async reloadEverywhere(actor: string | null): Promise<ReloadOutcome> {
+    const outcome = this.reload('admin', actor)
+    await this.#d.bus?.publish(BUS_CHANNEL, this.#replica).catch((err: Error) => {
+      this.#d.log.warn({ err: { message: err.message } }, 'could not ask the other replicas to reload; each still reloads when its file changes')
+    })
+    return outcome
+  }
+
+  /** Reads and applies the files; throws ConfigRefusedError (the old teams stay). */
+  reload(trigger: ReloadTrigger, actor: string | null = null): ReloadOutcome {
+    return this.#reload(trigger, actor, { quietIfUnchanged: false })
+  }
+
+  #reload(trigger: ReloadTrigger, actor: string | null, { quietIfUnchanged }: { quietIfUnchanged: boolean }): ReloadOutcome {
+    const { log, metrics } = this.#d
+    if (!this.#d.source || !this.enabled) {
+      log.warn({ trigger }, 'teams reload asked for, but there is no CONFIG_FILE or TEAMS_FILE to reload (or the gateway runs in demo mode)')
+      throw new ReloadUnavailableError('neither CONFIG_FILE nor TEAMS_FILE is set (or the gateway runs in demo mode)')
+    }
+    const read = new Map<string, string>()
+    let next: Config
+    try {
+      next = loadConfig({ ...this.#d.source, readFile: this.#recording(read) })
+      const problems = this.#unsupported(next)
+      if (problems.length > 0) throw new ConfigError(problems)
+    } catch (err) {
+      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message]
+      this.#read = filesRead(read)
+      // Tried again at every poll: said once per content of the files, not every time.
+      if (trigger !== 'file' || this.#refused !== this.#read.digest) {
+        for (const problem of problems) log.error({ trigger, ...this.#files, problem }, `${this.#named} reload refused: the running teams stay`)
+        metrics.configProblems.inc(problems.length)
+        metrics.configReloads.inc({ result: 'refused' })
+      }
+      // An admin's reload is audited whatever its outcome, with who asked.
+      if (trigger === 'admin') log.warn({ kind: 'audit', action: 'teams-reload', outcome: 'refused', trigger, actor, ...this.#files, problems: problems.length }, `admin reload refused: ${this.#named} did not validate`)
+      this.#refused = this.#read.digest
+      metrics.configReloadOk.set(0)
+      throw new ConfigRefusedError(`${this.#named}: ${problems.join('; ')}`)
+    }
+    this.#read = filesRead(read)
+    this.#refused = null
+    metrics.configReloadOk.set(1)
+    const outcome = diff(this.#d.teams.teams, next.teams)
+    const admins = signature(next.admin.tokens)
+    const sameAdmins = admins === this.#admins
+    if (outcome.result === 'unchanged' && sameAdmins) {
+      if (quietIfUnchanged) return outcome
+      metrics.configReloads.inc({ result: 'unchanged' })
+      log.info({ ...(trigger === 'admin' ? { kind: 'audit', action: 'teams-reload', outcome: 'unchanged', actor } : {}), trigger, teams: outcome.teams.length }, `${this.#named} reloaded: the teams are unchanged`)
+      return outcome
+    }
+    this.#d.teams.replace(next.teams)
+    this.#d.adminAuth.replace(next.admin.tokens)
+    this.#admins = admins
+    metrics.configReloads.inc({ result: 'applied' })
+    log.info(
+      { kind: 'audit', action: 'teams-reload', trigger, actor, teams: outcome.teams, keys: outcome.keys, addedKeys: outcome.addedKeys, removedKeys: outcome.removedKeys, adminTokens: next.admin.tokens.map((t) => t.name) },
+      `${this.#named} reloaded: new teams in use`,
+    )
+    if (restartOnly(next) !== restartOnly(this.#d.config)) {
+      log.warn({ ...this.#files }, 'CONFIG_FILE also changed settings other than teams and admin tokens; those take effect at the next restart')
+    }
+    return { ...outcome, result: 'applied' }
+  }
+
+  // What a running gateway cannot take on: a team of a credential it has no token for.
+  #unsupported(next: Config): string[] {
+    const running = new Set(Object.keys(this.#d.config.credentials))
+    return next.teams
+      .filter((t) => !running.has(t.credential))
+      .map((t) => `teams.${t.name}.credential: credential ${t.credential} is not running; a new credential needs a restart`)
+  }
+
+  #poll(): void {
+    if (this.#refused === null && this.#digest(this.#read.paths) === this.#read.digest) return
+    try {
+      this.reload('file')
+    } catch {
+      // Refused: logged and counted by reload; tried again at the next poll.
+    }
+  }
+
+  // Reads through the source's reader, keeping each file's digest (or why it could not
+  // be read): what was validated is what is compared at the next poll.
+  #recording(read: Map<string, string>): (path: string) => string {
+    const readFile = this.#reader()
+    return (path) => {
+      try {
+        const text = readFile(path)
+        read.set(path, sha256(text))
+        return text
+      } catch (err) {
+        read.set(path, unreadable(err))
+        throw err
+      }
+    }
+  }
+
+  // The files' content now, read through any symlinks, so a ConfigMap's swap is seen.
+  #digest(paths: readonly string[]): string {
+    const readFile = this.#reader()
+    const now = new Map<string, string>()
+    for (const path of paths) {
+      try {
+        now.set(path, sha256(readFile(path)))
+      } catch (err) {
+        now.set(path, unreadable(err))
+      }
+    }
+    return filesRead(now).digest
+  }
+
+  #reader(): (path: string) => string {
+    return this.#d.source?.readFile ?? ((p: string) => readFileSync(p, 'utf8'))
+  }
+}
+
+interface FilesRead {
+  paths: string[]
+  digest: string
+}
+
+function filesRead(read: Map<string, string>): FilesRead {
+  const paths = [...read.keys()].sort()
+  return { paths, digest: sha256(paths.map((p) => `${p}\0${read.get(p) as string}`).join('\n')) }
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex')
+}
+
+function unreadable(err: unknown): string {
+  return `unreadable:${(err as NodeJS.ErrnoException).code ?? 'error'}`
+}
+
+function diff(before: readonly TeamConfig[], after: TeamConfig[]): ReloadOutcome {
+  const ids = (teams: readonly TeamConfig[]) => new Set(teams.flatMap((t) => t.keys.map((k) => `${t.name}/${k.id}`)))
+  const old = ids(before)
+  const now = ids(after)
+  const changed = signature(before.map(teamShape)) !== signature(after.map(teamShape))
+  return {
+    result: changed ? 'applied' : 'unchanged',
+    teams: after.map((t) => t.name),
+    keys: now.size,
+    addedKeys: [...now].filter((k) => !old.has(k)),
+    removedKeys: [...old].filter((k) => !now.has(k)),
+  }
+}
+
+function teamShape(t: TeamConfig): unknown {
+  return { ...t, advertisers: t.advertisers === null ? null : [...t.advertisers].sort((a, b) => a - b) }
+}
+
+function signature(value: unknown): string {
+  return JSON.stringify(value)
+}
+
+// The settings that need a restart: everything but the teams and the admin tokens.
+function restartOnly(config: Config): string {
+  return signature({ ...config, teams: null, admin: { ...config.admin, tokens: null }, secrets: null })
+}

@@ -1,0 +1,196 @@
+import type { FastifyInstance } from 'fastify'
+import type { MemoryStore } from '../../cache/memory-store.js'
+import type { Config } from '../../config.js'
+import type { GatewayContext } from '../context.js'
+import type { AuditTrail } from '../../access/audit-trail.js'
+import { redisAddress } from '../../redis/client.js'
+
+const nullable = (type: string) => ({ type: [type, 'null'] })
+const counts = { type: 'object', additionalProperties: { type: 'number' } } as const
+
+const statusSchema = {
+  type: 'object',
+  required: ['at', 'phase', 'build', 'credentials', 'redis', 'cache', 'teams', 'governors'],
+  properties: {
+    at: { type: 'string' },
+    phase: { type: 'string' },
+    build: {
+      type: 'object',
+      properties: { version: { type: 'string' }, commit: { type: 'string' }, node: { type: 'string' }, startedAt: { type: 'string' }, uptimeSeconds: { type: 'number' } },
+    },
+    credentials: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          name: { type: 'string' },
+          state: { type: 'string', enum: ['ok', 'rejected', 'missing'] },
+          source: nullable('string'),
+          fingerprint: nullable('string'),
+          obtainedAt: nullable('string'),
+          expiresAt: nullable('string'),
+          secondsLeft: nullable('number'),
+          login: { type: 'boolean' },
+          pause: { type: ['object', 'null'], properties: { scope: { type: 'string' }, until: { type: 'string' } } },
+        },
+      },
+    },
+    redis: { type: 'object', properties: { state: { type: 'string' }, address: { type: 'string' }, topology: { type: 'string' } } },
+    cache: {
+      type: 'object',
+      properties: {
+        enabled: { type: 'boolean' },
+        lookups: counts,
+        l1: { type: 'object', properties: { entries: { type: 'number' }, bytes: { type: 'number' }, maxBytes: { type: 'number' } } },
+      },
+    },
+    teams: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          name: { type: 'string' },
+          credential: { type: 'string' },
+          advertisers: { type: 'string' },
+          write: { type: 'boolean' },
+          keys: { type: 'array', items: { type: 'object', properties: { id: { type: 'string' }, expiresAt: nullable('string') } } },
+          rateLimit: {
+            type: ['object', 'null'],
+            properties: { max: { type: 'number' }, windowSec: { type: 'number' }, remaining: { type: 'number' }, resetSec: { type: 'number' } },
+          },
+        },
+      },
+    },
+    governors: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          credential: { type: 'string' },
+          maxConcurrent: { type: 'number' },
+          adaptive: { type: 'boolean' },
+          limit: { type: 'number' },
+          latencyFloorMs: nullable('number'),
+          queueLimit: { type: 'number' },
+          inFlight: { type: 'number' },
+          queued: { type: 'number' },
+          permitsHeld: { type: 'number' },
+          pausedUntil: nullable('string'),
+          teams: {
+            type: 'array',
+            items: { type: 'object', properties: { team: { type: 'string' }, inFlight: { type: 'number' }, waiting: { type: 'number' }, maxConcurrent: nullable('number'), queue: nullable('number') } },
+          },
+          refusals: counts,
+        },
+      },
+    },
+  },
+} as const
+
+const auditSchema = {
+  type: 'object',
+  properties: { lines: { type: 'array', items: { type: 'object', additionalProperties: true } } },
+} as const
+
+/**
+ * The read-only calls of the operations console: this replica's state in one
+ * answer, and its last audit lines. Registered inside adminRoutes, behind its token check.
+ */
+export async function adminStatusRoutes(app: FastifyInstance, { ctx, l1, audit }: { ctx: GatewayContext; l1: MemoryStore; audit: AuditTrail }): Promise<void> {
+  app.get('/admin/status', { schema: { response: { 200: statusSchema } } }, async () => {
+    const now = ctx.clock.now()
+    const refused = await ctx.metrics.platformRefused.get()
+    const lookups = await ctx.metrics.cacheRequestsCounter.get()
+    return {
+      at: new Date(now).toISOString(),
+      phase: ctx.lifecycle.phase,
+      build: {
+        version: ctx.build.version,
+        commit: ctx.build.commit,
+        node: ctx.build.node,
+        startedAt: new Date(ctx.build.startedAt).toISOString(),
+        uptimeSeconds: Math.max(0, Math.round((now - ctx.build.startedAt) / 1000)),
+      },
+      credentials: ctx.tokens.all().map((p) => {
+        const { source, fingerprint, obtainedAt, expiresAt, secondsLeft, usable } = p.info()
+        const until = ctx.governors.of(p.name).pausedUntil
+        return {
+          name: p.name,
+          state: fingerprint === null ? 'missing' : usable ? 'ok' : 'rejected',
+          source,
+          fingerprint,
+          obtainedAt,
+          expiresAt,
+          secondsLeft,
+          login: p.hasLogin,
+          pause: until > 0 ? { scope: 'credential', until: new Date(until).toISOString() } : null,
+        }
+      }),
+      redis: {
+        state: ctx.redis === null ? 'not configured' : ctx.breaker?.state === 'closed' ? 'ok' : 'down',
+        address: redisAddress(ctx.config.redis),
+        topology: topologyOf(ctx.config.redis),
+      },
+      cache: {
+        enabled: ctx.config.cache.enabled,
+        lookups: sumBy(lookups.values, 'result', () => true),
+        l1: { entries: l1.size, bytes: l1.bytes, maxBytes: ctx.config.cache.l1MaxBytes },
+      },
+      teams: ctx.teams.teams.map((t) => {
+        const rate = t.rateLimit ? ctx.rateLimiter.peek(t) : null
+        return {
+          name: t.name,
+          credential: t.credential,
+          advertisers: t.advertisers === null ? '*' : [...t.advertisers].join(', '),
+          write: t.write,
+          keys: t.keys.map((k) => ({ id: k.id, expiresAt: k.expiresAt === null ? null : new Date(k.expiresAt).toISOString() })),
+          rateLimit: t.rateLimit && rate ? { max: t.rateLimit.max, windowSec: t.rateLimit.windowMs / 1000, remaining: rate.remaining, resetSec: rate.resetSec } : null,
+        }
+      }),
+      governors: ctx.governors.all().map((g) => {
+        const waiting = g.waiting()
+        return {
+          credential: g.credential,
+          maxConcurrent: ctx.config.platform.maxConcurrent,
+          adaptive: ctx.governors.adaptive,
+          limit: g.limit,
+          latencyFloorMs: roundOrNull(ctx.governors.latencyFloorMs(g.credential)),
+          queueLimit: ctx.config.platform.queue,
+          inFlight: g.inFlight,
+          queued: g.queued,
+          permitsHeld: g.permitsHeld,
+          pausedUntil: g.pausedUntil > 0 ? new Date(g.pausedUntil).toISOString() : null,
+          teams: ctx.teams.teams
+            .filter((t) => t.credential === g.credential)
+            .map((t) => ({ team: t.name, inFlight: g.running(t.name), waiting: waiting.get(t.name) ?? 0, ...g.limitsOf(t.name) })),
+          refusals: sumBy(refused.values, 'reason', (labels) => labels.credential === g.credential),
+        }
+      }),
+    }
+  })
+
+  app.get('/admin/audit', { schema: { response: { 200: auditSchema } } }, async () => ({ lines: audit.lines() }))
+}
+
+type Labels = Partial<Record<string, string | number>>
+
+/** A counter's values summed by one label, over the series `keep` accepts. */
+function sumBy(values: { value: number; labels: Labels }[], label: string, keep: (labels: Labels) => boolean): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const { value, labels } of values) {
+    if (!keep(labels)) continue
+    const key = String(labels[label])
+    out[key] = (out[key] ?? 0) + value
+  }
+  return out
+}
+
+function topologyOf(redis: Config['redis']): string {
+  if (redis.cluster) return 'cluster'
+  if (redis.sentinels) return 'sentinel'
+  return redis.url ? 'single' : 'none'
+}
+
+function roundOrNull(ms: number | null): number | null {
+  return ms === null ? null : Math.round(ms * 10) / 10
+}

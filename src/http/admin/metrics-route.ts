@@ -1,0 +1,26 @@
+import type { FastifyInstance } from 'fastify'
+import type { Metrics } from '../../observe/metrics.js'
+import type { TeamUsage } from '../../observe/usage.js'
+import type { TokenRegistry } from '../../platform/tokens/token-registry.js'
+import type { PlatformGovernors } from '../../platform/governor/platform-governors.js'
+
+/** GET /metrics: the gauges read from the tokens, the governors and usage at each scrape, then the registry. */
+export function metricsRoute(admin: FastifyInstance, { metrics, tokens, governors, usage }: { metrics: Metrics; tokens: TokenRegistry; governors: PlatformGovernors; usage: TeamUsage }): void {
+  admin.get('/metrics', async (_request, reply) => {
+    for (const p of tokens.all()) {
+      const info = p.info()
+      if (info.secondsLeft !== null) metrics.tokenSecondsLeft.set({ credential: p.name }, info.secondsLeft)
+      metrics.tokenUsable.set({ credential: p.name }, info.usable ? 1 : 0)
+    }
+    for (const g of governors.all()) {
+      metrics.platformQueued.set({ credential: g.credential }, g.queued)
+      metrics.platformInFlight.set({ credential: g.credential }, g.inFlight)
+      metrics.platformPermitsHeld.set({ credential: g.credential }, g.permitsHeld)
+    }
+    // A team that no longer waits shows no line rather than a stale one.
+    metrics.platformWaiting.reset()
+    for (const g of governors.all()) for (const [team, n] of g.waiting()) metrics.platformWaiting.set({ credential: g.credential, team }, n)
+    usage.publishMetrics()
+    return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics())
+  })
+}

@@ -1,0 +1,26 @@
+import type { FastifyInstance } from 'fastify'
+import type { GatewayContext } from './context.js'
+import type { PlatformClient } from '../platform/client/platform-client.js'
+import { reportReads, type ReportForms } from './reads/report-route.js'
+import type { Admission } from '../access/admission.js'
+import { describeOnly, proxySchema } from './openapi/route-schemas.js'
+import { proxyHandler } from './proxy.js'
+
+/**
+ * Everything under /api/v1/: report reads (cached) and every other call (proxied).
+ * Each handler reads top to bottom through `Admission`, which decides for every entrance.
+ */
+export async function apiRoutes(
+  app: FastifyInstance,
+  opts: { ctx: GatewayContext; admission: Admission; client: PlatformClient; forms: ReportForms },
+): Promise<void> {
+  app.decorateRequest('caller', null)
+  // Bodies reach the handlers unread (app.ts): a handler admits the caller (key, rate
+  // limit) before it reads a byte of the body, through Admission.readBody.
+  // Route schemas here only describe (openapi/): Admission checks, in the contract's order.
+  app.setValidatorCompiler(describeOnly)
+
+  const proxy = proxyHandler(opts.ctx, opts.admission, opts.client)
+  await app.register(reportReads, { ctx: opts.ctx, admission: opts.admission, forms: opts.forms })
+  app.all('/api/v1/*', { schema: proxySchema({ bodyLimit: opts.ctx.config.bodyLimit }) }, proxy)
+}

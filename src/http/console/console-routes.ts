@@ -1,0 +1,41 @@
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import { NotFoundError } from '../../errors.js'
+import { CONSOLE_CSS, CONSOLE_HTML } from './console-assets.js'
+
+/** Where the console's compiled scripts are: next to this module once built (dist/http/console). */
+export const CONSOLE_SCRIPTS_DIR = fileURLToPath(new URL('.', import.meta.url))
+
+// The scripts the page loads, and only these: no path of the request reaches the file system.
+const SCRIPTS = new Set(['console-page.js', 'console-format.js'])
+
+/**
+ * What the browser may do with the console: its own scripts and style only, calls to
+ * this listener only, in no frame. The page holds no data, so it needs no token.
+ */
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+function secured(reply: FastifyReply, type: string): FastifyReply {
+  return reply
+    .type(type)
+    .header('content-security-policy', CSP)
+    .header('x-frame-options', 'DENY')
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'no-referrer')
+    .header('cache-control', 'no-store')
+}
+
+/** The operations console on the admin listener: GET /console and its files. */
+export async function consoleRoutes(app: FastifyInstance, { scriptsDir = CONSOLE_SCRIPTS_DIR }: { scriptsDir?: string }): Promise<void> {
+  app.get('/console', async (_request, reply) => secured(reply, 'text/html; charset=utf-8').send(CONSOLE_HTML))
+  app.get('/console/console.css', async (_request, reply) => secured(reply, 'text/css; charset=utf-8').send(CONSOLE_CSS))
+  app.get<{ Params: { file: string } }>('/console/:file', async (request, reply) => {
+    const { file } = request.params
+    if (!SCRIPTS.has(file)) throw new NotFoundError()
+    const script = await readFile(join(scriptsDir, file), 'utf8').catch(() => null)
+    if (script === null) throw new NotFoundError()
+    return secured(reply, 'text/javascript; charset=utf-8').send(script)
+  })
+}

@@ -1,0 +1,48 @@
+import type { Dispatcher } from 'undici'
+import type { Logger } from 'pino'
+import type { Config } from '../config.js'
+import type { BuildInfo } from '../observe/build-info.js'
+import type { SecretSet } from '../observe/logger.js'
+import type { Metrics } from '../observe/metrics.js'
+import type { RedisBreaker } from '../redis/breaker.js'
+import type { RedisBus } from '../redis/bus.js'
+import type { RedisClient } from '../redis/client.js'
+import type { TokenRegistry } from '../platform/tokens/token-registry.js'
+import type { TeamDirectory } from '../access/team-auth.js'
+import type { RateLimiter } from '../access/rate-limit.js'
+import type { ReportCache } from '../reports/report-cache.js'
+import type { CampaignOwners } from '../access/campaign-owners.js'
+import type { PlatformGovernors } from '../platform/governor/platform-governors.js'
+import type { PlatformAnswers } from '../platform/client/answer-buffer.js'
+import type { TeamUsage } from '../observe/usage.js'
+import type { AdminAuth } from '../access/admin-auth.js'
+import type { Clock } from '../clock.js'
+
+/** What the routes of both listeners share; built once by createGateway. */
+export interface GatewayContext {
+  config: Config
+  log: Logger
+  secrets: SecretSet
+  metrics: Metrics
+  dispatcher: Dispatcher
+  tokens: TokenRegistry
+  teams: TeamDirectory
+  adminAuth: AdminAuth
+  usage: TeamUsage
+  rateLimiter: RateLimiter
+  redis: RedisClient | null
+  breaker: RedisBreaker | null
+  bus: RedisBus | null
+  reports: ReportCache
+  campaignOwners: CampaignOwners
+  /** The platform calls of each credential: slots, queue, 429 pause. */
+  governors: PlatformGovernors
+  /** Platform answers held for their callers: what their slots do not wait for. */
+  answers: PlatformAnswers
+  /** Where this replica is in its life: readiness is 503 unless `serving`. */
+  lifecycle: { phase: 'starting' | 'serving' | 'stopping' }
+  /** What runs, and since when (epoch ms). */
+  build: BuildInfo & { startedAt: number }
+  /** The gateway's time and timers (tests pass a fake clock). */
+  clock: Clock
+}

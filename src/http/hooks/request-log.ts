@@ -1,0 +1,123 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Socket } from 'node:net'
+import type { GatewayContext } from '../context.js'
+import type { CountChild, ObserveChild } from '../../perf/metric-tally.js'
+import { isOwnRequestId, newRequestId } from '../../observe/request-id.js'
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/
+
+/** The caller's `x-request-id` when it is a plain token outside the gateway's own id space, else a new one. */
+export function requestIdOf(headers: IncomingHttpHeaders): string {
+  const given = headers['x-request-id']
+  return typeof given === 'string' && REQUEST_ID.test(given) && !isOwnRequestId(given) ? given : newRequestId()
+}
+
+export interface RequestFacts {
+  reqId: string
+  team: string | null
+  /** The id of the key the caller presented. */
+  keyId: string | null
+  /** Answered by the cache: a platform call saved (teams/team-usage.ts). */
+  hit: boolean
+  method: string
+  url: string
+  route: string
+  status: number
+  durationMs: number
+  cache: string | null
+  /** The caller's address (the socket's peer: the ingress's, behind one). */
+  client: string | null
+  /** The accounts (advertiserId, userId) the call named, as far as the gateway read them. */
+  advertisers: readonly unknown[] | null
+  /** Bytes written to the caller for this response, headers included; null where unknown. */
+  bytes: number | null
+  /** How long the platform call it waited for took; null when none was made. */
+  upstreamMs: number | null
+  userAgent: string | null
+  /** The clock reading (epoch ms) the answer was made at, where the caller took one. */
+  at?: number
+}
+
+// Bytes a socket had written when its last response ended: requests on one keep-alive
+// connection are answered one after another, so the difference is this response's.
+const written = new WeakMap<Socket, number>()
+
+/** The bytes written on `socket` since its previous response ended. */
+export function bytesSent(socket: Socket | null | undefined): number | null {
+  const total = socket?.bytesWritten
+  if (socket == null || typeof total !== 'number') return null
+  const before = written.get(socket) ?? 0
+  written.set(socket, total)
+  return total - before
+}
+
+export type ObserveRequest = (facts: RequestFacts) => void
+
+/**
+ * One log line and the request metrics per request (contract, "Logs"), for both
+ * entrances of the proxy listener. Metric children are looked up once per route and
+ * status, without building a key on every request.
+ */
+export function requestObserver(ctx: GatewayContext): ObserveRequest {
+  const counters = new Map<string, Map<number, CountChild>>()
+  const timers = new Map<string, ObserveChild>()
+  const logRequests = ctx.log.isLevelEnabled('info')
+  return (facts) => {
+    const { route, status } = facts
+    let byStatus = counters.get(route)
+    if (!byStatus) {
+      byStatus = new Map()
+      counters.set(route, byStatus)
+    }
+    let counter = byStatus.get(status)
+    if (!counter) {
+      counter = ctx.metrics.requests.child({ route, status: String(status) })
+      byStatus.set(status, counter)
+    }
+    counter.inc()
+    let timer = timers.get(route)
+    if (!timer) {
+      timer = ctx.metrics.requestDuration.labels({ route })
+      timers.set(route, timer)
+    }
+    timer.observe(facts.durationMs / 1000)
+    if (facts.team !== null) ctx.usage.request(facts.team, status, facts.hit, facts.bytes ?? 0, facts.at)
+    if (!logRequests) return
+    const q = facts.url.indexOf('?')
+    ctx.log.info(
+      {
+        reqId: facts.reqId,
+        client: facts.client,
+        team: facts.team,
+        keyId: facts.keyId,
+        method: facts.method,
+        path: q === -1 ? facts.url : facts.url.slice(0, q),
+        advertiser: advertiserField(facts.advertisers),
+        route,
+        status,
+        durationMs: tenths(facts.durationMs),
+        upstreamMs: facts.upstreamMs === null ? null : tenths(facts.upstreamMs),
+        cache: facts.cache,
+        bytes: facts.bytes,
+        userAgent: facts.userAgent,
+      },
+      'request',
+    )
+  }
+}
+
+function tenths(ms: number): number {
+  return Math.round(ms * 10) / 10
+}
+
+/** One account as a number, several as a list, none as null; as the caller wrote them otherwise. */
+export function advertiserField(accounts: readonly unknown[] | null): unknown {
+  if (!accounts || accounts.length === 0) return null
+  const ids = [...new Set(accounts.map((a) => (typeof a === 'string' && /^\d{1,15}$/.test(a) ? Number(a) : a)))]
+  return ids.length === 1 ? ids[0] : ids
+}
+
+/** The metrics' route label of a matched route. */
+export function routeKind(route: string): string {
+  return route.startsWith('/api/v1/report') ? 'report' : route.startsWith('/api/v1') ? 'proxy' : route
+}

@@ -1,0 +1,32 @@
+import type { FastifyRequest } from 'fastify'
+import type { GatewayContext } from '../context.js'
+import { isRead } from '../../access/team-auth.js'
+import type { Admission } from '../../access/admission.js'
+
+// Accounts named in one audit line, and the length of each as the caller wrote it.
+const MAX_ACCOUNTS = 20
+const MAX_ACCOUNT_CHARS = 32
+
+/**
+ * One `kind: "audit"` line per write call an admitted team sent: who (team,
+ * key id), what (method, path, the accounts it named), how it ended (status) and the
+ * request id to find the rest. Never the query, the body or the key.
+ */
+export function auditWrite(ctx: GatewayContext, admission: Admission, request: FastifyRequest, status: number): void {
+  const caller = request.caller
+  if (!caller || isRead(request.method, caller.target.path)) return
+  let accounts: string[] = []
+  try {
+    accounts = admission
+      .named(request.method, caller)
+      .accounts.slice(0, MAX_ACCOUNTS)
+      .map((a) => String(a).slice(0, MAX_ACCOUNT_CHARS))
+  } catch {
+    // A call the scope rules cannot read (a bad campaign id, an unlisted id path) was
+    // refused for it, or sent by a team they do not apply to: it names no known account.
+  }
+  ctx.log.info(
+    { kind: 'audit', action: 'write', team: caller.team.name, keyId: caller.keyId, method: request.method, path: caller.target.path, accounts, status, reqId: request.id },
+    'write call',
+  )
+}

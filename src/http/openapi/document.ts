@@ -1,0 +1,197 @@
+import { readFileSync } from 'node:fs'
+import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
+import fastifySwaggerUi from '@fastify/swagger-ui'
+import type { FastifyInstance } from 'fastify'
+import { errorResponseComponents, errorResponses, errorSchemas, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
+
+// The OpenAPI 3.1 document of the proxy listener, made by @fastify/swagger from
+// the routes and their schemas (openapi/route-schemas.ts). What the route schemas cannot
+// say is added here: the routes' documented paths, the responses with their headers and
+// the GW_* error shapes (from errors.ts), and the team key as a security scheme.
+
+type Json = Record<string, unknown>
+
+const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+
+/** Wildcard routes as callers write them (a Fastify `*` is no OpenAPI path). */
+const DOCUMENTED_PATHS: Record<string, string> = {
+  '/api/v1/report/*': '/api/v1/report/{split}/get',
+  '/api/v1/*': '/api/v1/{path}',
+}
+
+// OpenAPI 3.1 names these operations of a path item; `all` routes also carry QUERY,
+// which only 3.2 can describe.
+const OPERATIONS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
+
+/** Routes without a schema of their own (health, this document): what the document says of them. */
+const PLAIN_ROUTES: Record<string, Json> = {
+  '/healthz': { tags: ['health'], operationId: 'healthz', summary: 'Liveness: the process answers' },
+  '/readyz': {
+    tags: ['health'],
+    operationId: 'readyz',
+    summary: 'Readiness of this replica',
+    description: 'The body lists what is degraded (a refused platform token, Redis down); 503 only while this replica cannot serve at all.',
+  },
+  '/openapi.json': { tags: ['description'], operationId: 'openapi', summary: 'This document' },
+}
+
+const READYZ = {
+  '200': { description: 'Ready; the body lists what is degraded.' },
+  '503': { description: 'This replica cannot serve: starting, shutting down, or its configuration is broken.' },
+}
+
+const header = (description: string, schema: Json = { type: 'string' }) => ({ description, schema })
+
+const HEADERS: Json = {
+  'x-request-id': header('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`), else a new one; also sent to the platform.'),
+  'x-cache': header(
+    '`HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (the caller sent `cache-control: no-cache`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`).',
+    { type: 'string', enum: ['HIT', 'MISS', 'STALE', 'REFRESH', 'BYPASS'] },
+  ),
+  age: header('Seconds since the entry was fetched from the platform; on `HIT` and `STALE`.', { type: 'integer', minimum: 0 }),
+  'cache-control': header('`private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`.'),
+  etag: header('Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed.'),
+  vary: header('`accept-encoding`.'),
+  'content-encoding': header('`gzip` when the caller accepts gzip: the stored bytes as they are.'),
+  'retry-after': header('Seconds to wait before trying again.', { type: 'integer', minimum: 0 }),
+  ratelimit: header('For a team with a rate limit: what is left of it and when its window ends, e.g. `"default";r=599;t=42` (draft-ietf-httpapi-ratelimit-headers).', {
+    type: 'string',
+    pattern: '^"default";r=\\d+;t=\\d+$',
+  }),
+  'ratelimit-policy': header('For a team with a rate limit: its quota and window in seconds, e.g. `"default";q=600;w=60`.', { type: 'string', pattern: '^"default";q=\\d+;w=\\d+$' }),
+}
+
+const ref = (name: string) => ({ $ref: `#/components/headers/${name}` })
+
+const PASSED_THROUGH = {
+  description: 'The platform\'s own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway\'s own 4xx answers are listed by status.',
+  headers: { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS },
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/PlatformError' } } },
+}
+
+function reportResponses(): Json {
+  return {
+    '200': {
+      description: 'The platform\'s report, byte for byte (from the cache, or fetched now).',
+      headers: { ...Object.fromEntries(['x-cache', 'age', 'cache-control', 'etag', 'vary', 'content-encoding', 'x-request-id'].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
+      content: { 'application/json': { schema: { description: 'The platform\'s report body; the gateway does not change it.' } } },
+    },
+    '304': {
+      description: '`if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body.',
+      headers: Object.fromEntries(['x-cache', 'age', 'cache-control', 'etag', 'vary', 'x-request-id'].map((h) => [h, ref(h)])),
+    },
+    ...errorResponses('report'),
+    '4XX': PASSED_THROUGH,
+  }
+}
+
+function platformResponses(): Json {
+  return {
+    '2XX': {
+      description: 'The platform\'s answer, passed back as it is (without its cookies and hop-by-hop headers).',
+      headers: { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS },
+    },
+    ...errorResponses('platform'),
+    '4XX': PASSED_THROUGH,
+  }
+}
+
+/** Fills in what route schemas cannot hold; see the top of this file. */
+export function completeDocument(doc: Json): Json {
+  const paths = doc.paths as Record<string, Record<string, Json>>
+  for (const [path, item] of Object.entries(paths)) {
+    for (const [method, shared] of Object.entries(item)) {
+      if (!OPERATIONS.has(method)) {
+        delete item[method]
+        continue
+      }
+      // The methods of one route share one operation object.
+      const op = structuredClone(shared)
+      item[method] = op
+      const tags = (op.tags as string[] | undefined) ?? []
+      if (tags.includes('reports')) op.responses = reportResponses()
+      else if (tags.includes('platform')) {
+        op.operationId = `${method}Platform`
+        op.responses = platformResponses()
+      } else op.security = []
+      if (path === '/readyz') op.responses = structuredClone(READYZ)
+      if (!tags.includes('reports') && !tags.includes('platform')) {
+        for (const response of Object.values(op.responses as Record<string, Json>)) response.headers = { 'x-request-id': ref('x-request-id') }
+      }
+    }
+  }
+  const components = (doc.components ?? {}) as Json
+  doc.components = {
+    ...components,
+    schemas: { ...(components.schemas as Json | undefined), ...errorSchemas(), PlatformError: PLATFORM_ERROR_SCHEMA },
+    headers: HEADERS,
+    responses: errorResponseComponents(),
+  }
+  return doc
+}
+
+export const swaggerOptions: FastifyDynamicSwaggerOptions = {
+  openapi: {
+    openapi: '3.1.0',
+    info: {
+      title: 'Report gateway',
+      version: VERSION,
+      description:
+        'One in-house URL in front of the advertising platform\'s API: the platform token stays server-side, reports are cached, and every team calls with its own API key. ' +
+        'Errors are JSON `{statusCode, code, error, message}` with a `GW_*` code; the platform\'s own 4xx answers pass through as they are.',
+    },
+    // Relative: the listener that served the document; the second for a generated client.
+    servers: [
+      { url: '/', description: 'The proxy listener this document was read from.' },
+      {
+        url: '{scheme}://{host}:{port}',
+        description: 'A gateway by address (`PORT`, default 8080).',
+        variables: { scheme: { enum: ['http', 'https'], default: 'http' }, host: { default: '127.0.0.1' }, port: { default: '8080' } },
+      },
+    ],
+    security: [{ teamKey: [] }, { teamBearer: [] }],
+    components: {
+      securitySchemes: {
+        teamKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'The team\'s API key (`rgw_…`).' },
+        teamBearer: { type: 'http', scheme: 'bearer', description: 'The same team key as `authorization: Bearer <key>`.' },
+      },
+    },
+    tags: [
+      { name: 'reports', description: 'Report reads, validated, normalized and cached.' },
+      { name: 'platform', description: 'Every other call under `/api/v1/`, forwarded to the platform.' },
+      { name: 'health', description: 'Liveness and readiness (also on the admin listener).' },
+      { name: 'description', description: 'This document.' },
+    ],
+  },
+  transform: ({ schema, url }) => ({
+    schema: { ...(schema as Json | undefined), ...PLAIN_ROUTES[url] } as never,
+    url: DOCUMENTED_PATHS[url] ?? url,
+  }),
+  transformObject: (documents) => completeDocument((documents as { openapiObject: Json }).openapiObject) as never,
+}
+
+/**
+ * Collects the proxy's routes from here on, and serves the document at
+ * `GET /openapi.json` with no key: it describes the API, never a secret.
+ */
+export async function describeProxy(proxy: FastifyInstance): Promise<void> {
+  await proxy.register(fastifySwagger, swaggerOptions)
+  proxy.get('/openapi.json', async () => proxy.swagger())
+}
+
+/**
+ * Swagger UI at `/docs` on the admin listener, showing the proxy's document. Like
+ * /metrics it needs no admin token: it shows what /openapi.json shows.
+ */
+export async function docsUi(admin: FastifyInstance, proxy: FastifyInstance): Promise<void> {
+  // swagger-ui needs the swagger plugin on its own instance; its document is replaced
+  // by the proxy's on every request (transformSpecification below).
+  await admin.register(fastifySwagger, { mode: 'static', specification: { document: { openapi: '3.1.0', info: { title: 'Report gateway', version: VERSION }, paths: {} } } })
+  await admin.register(fastifySwaggerUi, {
+    routePrefix: '/docs',
+    transformSpecification: () => proxy.swagger(),
+    transformSpecificationClone: false,
+    // No "Try it out": it would send team keys to the admin listener, which has no /api/v1.
+    uiConfig: { deepLinking: true, supportedSubmitMethods: [] },
+  })
+}

@@ -1,0 +1,133 @@
+import { STATUS_CODES } from 'node:http'
+import { allErrors } from '../../errors.js'
+
+// The gateway's own error answers (contract, "Errors") as OpenAPI components, made from
+// the error classes of errors.ts, so that a new GW_* code shows up in the document.
+
+type Json = Record<string, unknown>
+
+/** GW_INTERNAL is no class: app.ts's error handler writes it for an unexpected fault. */
+const INTERNAL = { code: 'GW_INTERNAL', statusCode: 500 }
+
+/** Codes only the admin listener answers with; the document describes the proxy listener. */
+const ADMIN_ONLY = new Set(['GW_ADMIN_DISABLED', 'GW_TOKEN_REJECTED', 'GW_REDIS_UNAVAILABLE', 'GW_RELOAD_UNAVAILABLE', 'GW_CONFIG_INVALID'])
+
+/**
+ * 4xx statuses the platform's own answer may also carry, passed through: any but 401,
+ * which the gateway answers itself (GW_PLATFORM_AUTH or GW_PLATFORM_REFUSED, 502).
+ */
+const passesThrough = (status: number): boolean => status >= 400 && status < 500 && status !== 401
+
+/** The platform's (Laravel's) error body, as it passes through: `{"message": …}`, 422 with `errors`. */
+export const PLATFORM_ERROR_SCHEMA = {
+  type: 'object',
+  description: 'The platform\'s own answer, passed through as it is (Laravel\'s shape: `message`, and on 422 `errors` by field). It has no `GW_*` code.',
+  required: ['message'],
+  properties: {
+    message: { type: 'string' },
+    errors: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } } },
+  },
+  examples: [{ message: 'Not Found' }, { message: 'The given data was invalid.', errors: { dateFrom: ['The date from field is required.'] } }],
+}
+
+/** Codes only report reads answer with. */
+const REPORT_ONLY = new Set(['GW_BAD_QUERY'])
+
+const WHEN: Record<string, string> = {
+  GW_BAD_QUERY: 'A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`.',
+  GW_BAD_REQUEST: 'A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method`, a body that is not valid JSON or UTF-8, too deep or with too many keys.',
+  GW_UNAUTHORIZED: 'No key, or an unknown, expired or revoked one.',
+  GW_FORBIDDEN: 'The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it.',
+  GW_NOT_FOUND: 'A path outside `/api/v1/`, the platform\'s token request path, or a path that would leave `/api/v1/` once decoded.',
+  GW_REQUEST_TIMEOUT: 'The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed.',
+  GW_PAYLOAD_TOO_LARGE: 'The body is over `bodyLimit` (a POST report body: over `limits.reportBody`).',
+  GW_RATE_LIMITED: 'The team\'s rate limit is spent; `retry-after` says when to try again.',
+  GW_PLATFORM_AUTH: 'The platform refused the gateway\'s token and no new one could be had. Cached reports are still served.',
+  GW_PLATFORM_REFUSED: 'The platform answered 401 to this call although it accepts the gateway\'s token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried.',
+  GW_UPSTREAM: 'The platform failed (a 5xx or a broken connection) and no stale copy exists.',
+  GW_UPSTREAM_TIMEOUT: 'The platform did not answer within `platform.timeout` and no stale copy exists.',
+  GW_OVERLOADED: 'The credential\'s queue of platform calls is full, or the wait timed out; `retry-after` says when to try again.',
+  GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the response\'s `x-request-id`.',
+  GW_ADMIN_DISABLED: '(admin listener) No admin token is configured.',
+  GW_TOKEN_REJECTED: '(admin listener) The platform refused the new token; the old one stays.',
+  GW_REDIS_UNAVAILABLE: '(admin listener) A purge reached this replica but not Redis; repeat it.',
+}
+
+/** Every code of errors.ts (and GW_INTERNAL) with the statuses it is answered with. */
+export function errorCodes(): Map<string, number[]> {
+  const codes = new Map<string, number[]>()
+  const found = Object.values(allErrors).map((E) => {
+    const e = new E('' as never)
+    return { code: e.code, statusCode: e.statusCode ?? 500 }
+  })
+  for (const { code, statusCode } of [...found, INTERNAL]) {
+    const statuses = codes.get(code) ?? []
+    if (!statuses.includes(statusCode)) statuses.push(statusCode)
+    codes.set(code, statuses.sort())
+  }
+  return codes
+}
+
+/** `components.schemas`: one schema per GW_* code. */
+export function errorSchemas(): Json {
+  const schemas: Json = {}
+  for (const [code, statuses] of [...errorCodes()].sort(([a], [b]) => a.localeCompare(b))) {
+    schemas[code] = {
+      type: 'object',
+      description: WHEN[code] ?? `The gateway's ${code} answer.`,
+      required: ['statusCode', 'code', 'error', 'message'],
+      properties: {
+        statusCode: statuses.length === 1 ? { const: statuses[0] } : { enum: statuses },
+        code: { const: code },
+        error: { type: 'string', description: 'The HTTP reason phrase, e.g. `Bad Request`.' },
+        message: { type: 'string', description: 'What was wrong and, where it helps, what to do.' },
+      },
+      examples: [{ statusCode: statuses[0], code, error: STATUS_CODES[statuses[0] as number], message: '…' }],
+    }
+  }
+  return schemas
+}
+
+type Kind = 'report' | 'platform'
+
+/** A limited team's answers after its key was read carry both (contract, "Rate limits"). */
+export const RATE_LIMIT_HEADERS = { ratelimit: { $ref: '#/components/headers/ratelimit' }, 'ratelimit-policy': { $ref: '#/components/headers/ratelimit-policy' } }
+
+// The codes each status can carry on an operation of this kind.
+function codesByStatus(kind: Kind): [number, string[]][] {
+  const byStatus = new Map<number, string[]>()
+  for (const [code, statuses] of errorCodes()) {
+    if (ADMIN_ONLY.has(code) || (kind !== 'report' && REPORT_ONLY.has(code))) continue
+    for (const status of statuses) byStatus.set(status, [...(byStatus.get(status) ?? []), code].sort())
+  }
+  return [...byStatus].sort(([a], [b]) => a - b)
+}
+
+/** `components.responses`: the gateway's error answers by operation kind and status; `retry-after` with 429 and 503. */
+export function errorResponseComponents(): Json {
+  const responses: Json = {}
+  for (const kind of ['report', 'platform'] as const) {
+    for (const [status, codes] of codesByStatus(kind)) {
+      const refs = codes.map((code) => ({ $ref: `#/components/schemas/${code}` }))
+      const platform = passesThrough(status)
+      // anyOf, not oneOf: a platform body and a GW_* body both carry `message`.
+      if (platform) refs.push({ $ref: '#/components/schemas/PlatformError' })
+      responses[`${kind}-${status}`] = {
+        description:
+          codes.map((code) => `\`${code}\`: ${WHEN[code] ?? code}`).join(' ') + (platform ? ` Or the platform's own ${status} answer, passed through (\`PlatformError\`, no \`code\`).` : ''),
+        headers: {
+          'x-request-id': { $ref: '#/components/headers/x-request-id' },
+          ...(status === 429 || status === 503 ? { 'retry-after': { $ref: '#/components/headers/retry-after' } } : {}),
+          ...RATE_LIMIT_HEADERS,
+        },
+        content: { 'application/json': { schema: refs.length === 1 ? refs[0] : { anyOf: refs } } },
+      }
+    }
+  }
+  return responses
+}
+
+/** The error responses of an operation of this kind, by status. */
+export function errorResponses(kind: Kind): Json {
+  return Object.fromEntries(codesByStatus(kind).map(([status]) => [String(status), { $ref: `#/components/responses/${kind}-${status}` }]))
+}

@@ -1,0 +1,92 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Readable } from 'node:stream'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { GatewayContext } from './context.js'
+import { UpstreamError } from '../errors.js'
+import type { PlatformClient } from '../platform/client/platform-client.js'
+import { isRead } from '../access/team-auth.js'
+import { hangUpSignal } from '../platform/governor/caller-group.js'
+import type { Admission } from '../access/admission.js'
+import { targetUrl } from '../access/request-target.js'
+import { withRetryAfter } from '../platform/client/retry-after.js'
+
+// What the platform may see of a caller's request headers: an allowlist, so
+// that forwarding, method-override, cookie or proxy headers never reach it. The
+// authorization and x-request-id headers are the gateway's; content-type is the
+// gateway's own for the bodies it re-serializes.
+const FORWARDED_HEADERS = ['accept', 'accept-encoding', 'accept-language', 'user-agent'] as const
+
+// Hop-by-hop headers (RFC 9110, 7.6.1) describe the platform's connection to us, not
+// ours to the caller; its session cookie is not the caller's either.
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length']
+
+/**
+ * Any other /api/v1 call, top to bottom: admit the caller (key, read/write, rate
+ * limit), read and check its body, check its scope, forward what was checked through
+ * the platform client, send the platform's answer on (its 5xx as our 502) once it has
+ * been received, or as it streams when it is too large to hold.
+ */
+export function proxyHandler(ctx: GatewayContext, admission: Admission, client: PlatformClient) {
+  const limit = ctx.config.bodyLimit
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const caller = admission.admit(request)
+    await admission.readBody(request, caller, limit)
+    await admission.checkScope(request.method, caller)
+    admission.remember(request.method, request.url, caller)
+    caller.advertisers = admission.named(request.method, caller, admission.known(request.url)).accounts
+    const headers: Record<string, string> = {}
+    for (const name of FORWARDED_HEADERS) {
+      const value = request.headers[name]
+      if (typeof value === 'string') headers[name] = value
+    }
+    let body: string | Readable | null = null
+    if (caller.body) {
+      headers['content-type'] = caller.body.contentType
+      body = caller.body.text
+    } else if (caller.stream) {
+      for (const name of ['content-type', 'content-length'] as const) {
+        const value = request.headers[name]
+        if (typeof value === 'string') headers[name] = value
+      }
+      body = caller.stream
+    }
+    caller.platformCalls += 1
+    ctx.usage.platformCall(caller.team.name)
+    const started = performance.now()
+    const read = isRead(request.method, caller.target.path)
+    const res = await client.send(caller.provider, {
+      method: request.method,
+      url: targetUrl(caller.target),
+      headers,
+      body,
+      requestId: request.id,
+      read,
+      team: caller.team.name,
+      hangUp: hangUpSignal(reply.raw),
+    })
+    caller.upstreamMs = performance.now() - started
+    if (!read && res.status < 300) admission.written(caller)
+    // Contract, "Errors": only the platform's 4xx bodies pass through; its 5xx is our 502.
+    if (res.status >= 500) {
+      res.body.resume()
+      throw withRetryAfter(new UpstreamError(`status ${res.status}`), res.headers, ctx.clock.now())
+    }
+    // Received at the platform's speed, so that the slot is not held while the caller reads.
+    const answer = await ctx.answers.receive(res.body, contentLength(res.headers), { credential: caller.provider.name, team: caller.team.name, path: caller.target.path, log: request.log })
+    reply.code(res.status).headers(callerHeaders(res.headers))
+    if (answer.length !== null && request.method !== 'HEAD') reply.header('content-length', answer.length)
+    return reply.send(answer.body)
+  }
+}
+
+function contentLength(headers: IncomingHttpHeaders): string | undefined {
+  return typeof headers['content-length'] === 'string' ? headers['content-length'] : undefined
+}
+
+/** The platform's response headers as the caller gets them: no session cookie, no hop-by-hop headers. */
+export function callerHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const out = { ...headers }
+  const named = typeof out.connection === 'string' ? out.connection.split(',').map((h) => h.trim().toLowerCase()) : []
+  for (const name of [...HOP_BY_HOP, ...named, 'set-cookie']) delete out[name]
+  return out
+}

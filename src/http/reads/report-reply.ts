@@ -1,0 +1,216 @@
+import type { ServerResponse } from 'node:http'
+import { pipeline } from 'node:stream'
+import { createGunzip } from 'node:zlib'
+import type { FastifyReply } from 'fastify'
+import type { CacheEntry } from '../../cache/cache-entry.js'
+import { STATUS_200, renderHeaderLines, takesRenderedHead, writeRenderedHead } from '../../perf/rendered-head.js'
+import { answerFieldLines, type AnswerFields } from '../answer-fields.js'
+import type { CacheResult } from '../../reports/report-cache.js'
+
+type Headers = Record<string, string | string[] | undefined>
+
+// Report response headers (contract, "Report requests"), written in one place for both
+// entrances: the Fastify route and the fast path of hits.
+
+/** `cache-control: no-cache` (or `pragma: no-cache`) asks for a fresh copy: REFRESH. */
+export function wantsRefresh(headers: Headers): boolean {
+  const cc = headers['cache-control']
+  return (typeof cc === 'string' && /(^|,)\s*no-cache\s*(,|$)/i.test(cc)) || headers.pragma === 'no-cache'
+}
+
+/** The read is a cache warm-up (`x-cache-warm: 1`, as `npm run warm` sends): its platform call waits behind every other. */
+export function isWarmUp(headers: Headers): boolean {
+  return headers['x-cache-warm'] === '1'
+}
+
+// Callers send the same accept-encoding on every request: the last answer is kept.
+let lastAccept: string | undefined
+let lastGzip = false
+
+export function acceptsGzip(header: string | string[] | undefined): boolean {
+  if (typeof header !== 'string') return false
+  if (header === lastAccept) return lastGzip
+  lastGzip = parseAcceptsGzip(header)
+  lastAccept = header
+  return lastGzip
+}
+
+function parseAcceptsGzip(header: string): boolean {
+  for (const part of header.split(',')) {
+    const [coding, ...params] = part.trim().split(';')
+    if (coding?.trim().toLowerCase() !== 'gzip' && coding?.trim() !== '*') continue
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='))
+    return q === undefined || Number(q.slice(2)) > 0
+  }
+  return false
+}
+
+/**
+ * A cached entry's answer to one caller: 200 with its body, or 304 (no body) to a
+ * matching If-None-Match. The headers are a flat list of names and values, the form
+ * Node's writeHead reads with one indexed loop: an object would be walked key by key
+ * through an inline cache that sees every shape the answers take.
+ */
+export interface EntryAnswer {
+  code: 200 | 304
+  headers: string[]
+  body: Buffer | null
+}
+
+// What every answer of an entry shares, worked out at its first answer rather than on
+// every hit; entries are never changed, so it stays true for the entry's life.
+interface EntryFields {
+  etag: string
+  etagGzip: string
+  cacheControl: string
+  /** The rendered heads of its 200 answers (entryHead) by status and encoding, made at their first use. */
+  heads: (string | null | undefined)[]
+}
+
+type EntryStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH'
+const STATUS_SLOT: Record<EntryStatus, number> = { HIT: 0, MISS: 2, STALE: 4, REFRESH: 6 }
+const entryFields = new WeakMap<CacheEntry, EntryFields>()
+
+function fieldsOf(entry: CacheEntry): EntryFields {
+  let fields = entryFields.get(entry)
+  if (fields === undefined) {
+    fields = {
+      etag: `"${entry.etag}"`,
+      etagGzip: `"${entry.etag}-gzip"`,
+      cacheControl: `private, max-age=${Math.max(0, Math.floor((entry.freshUntil - entry.fetchedAt) / 1000))}`,
+      heads: [],
+    }
+    entryFields.set(entry, fields)
+  }
+  return fields
+}
+
+/**
+ * The headers and body of a cached entry for one caller. `max-age` is the entry's whole
+ * freshness and `age` how much of it has passed (RFC 9111), so any cache downstream
+ * keeps it fresh exactly as long as the gateway does. Each representation has its own
+ * strong ETag; If-None-Match is compared weakly (RFC 9110), so either answers 304.
+ */
+export function entryResponse(
+  entry: CacheEntry,
+  status: EntryStatus,
+  now: number,
+  gzip: boolean,
+  ifNoneMatch?: string | string[],
+): EntryAnswer {
+  const fields = fieldsOf(entry)
+  const headers = ['x-cache', status, 'etag', gzip ? fields.etagGzip : fields.etag, 'vary', 'accept-encoding', 'cache-control', fields.cacheControl]
+  if (carriesAge(status)) headers.push('age', ageOf(entry, now))
+  if (ifNoneMatch !== undefined && matches(ifNoneMatch, entry.etag)) return { code: 304, headers, body: null }
+  headers.push('content-type', entry.contentType)
+  if (gzip) {
+    headers.push('content-encoding', 'gzip')
+    return { code: 200, headers, body: entry.gzip }
+  }
+  return { code: 200, headers, body: entry.identity ?? withoutPlainBody() }
+}
+
+// Every entry the cache hands out holds its plain body, decompressed once within
+// cache.maxEntryBytes (cache/tiered-store.ts): none is decompressed here, unbounded.
+function withoutPlainBody(): never {
+  throw new Error('a cache entry reached its answer without its plain body')
+}
+
+/** Whether an answer with `status` carries `age` (RFC 9111): it comes from the stored copy. */
+function carriesAge(status: EntryStatus): boolean {
+  return status === 'HIT' || status === 'STALE'
+}
+
+/** The `age` of an entry at `now`: whole seconds since it was fetched. */
+function ageOf(entry: CacheEntry, now: number): string {
+  return String(Math.max(0, Math.floor((now - entry.fetchedAt) / 1000)))
+}
+
+/**
+ * The status line and the headers every 200 answer of `entry` with `status` shares, in
+ * one text rendered and checked once per entry (routes/rendered-head.ts), content-length
+ * included: a hit adds its age, request id and rate-limit lines. Null when the entry
+ * keeps no plain body to send or a value of it is no
+ * valid header value: that answer goes through writeHead, which refuses it as it must.
+ */
+export function entryHead(entry: CacheEntry, status: EntryStatus, gzip: boolean): string | null {
+  const fields = fieldsOf(entry)
+  const variant = STATUS_SLOT[status] + (gzip ? 1 : 0)
+  let head = fields.heads[variant]
+  if (head === undefined) {
+    const body = gzip ? entry.gzip : entry.identity
+    const lines =
+      body &&
+      renderHeaderLines([
+        'x-cache', status,
+        'etag', gzip ? fields.etagGzip : fields.etag,
+        'vary', 'accept-encoding',
+        'cache-control', fields.cacheControl,
+        'content-type', entry.contentType,
+        ...(gzip ? ['content-encoding', 'gzip'] : []),
+        'content-length', String(body.length),
+      ])
+    head = lines ? [STATUS_200, lines].join('') : null
+    fields.heads[variant] = head
+  }
+  return head
+}
+
+/**
+ * Writes the 200 answer of `entry` to `res` from the entry's rendered head, with the
+ * lines of this answer: `age` (HIT, STALE) and its answer fields. False, having written nothing, when the answer is not a plain 200 (the caller
+ * sent If-None-Match), the entry has no rendered head, or `res` takes none; `before`
+ * runs just before the answer is written.
+ */
+export function answerRendered(res: ServerResponse, entry: CacheEntry, status: EntryStatus, now: number, gzip: boolean, ifNoneMatch: string | string[] | undefined, own: AnswerFields, before?: () => void): boolean {
+  if (ifNoneMatch !== undefined) return false
+  const head = entryHead(entry, status, gzip)
+  if (head === null || !takesRenderedHead(res)) return false
+  before?.()
+  writeRenderedHead(res, `${head}${carriesAge(status) ? `age: ${ageOf(entry, now)}\r\n` : ''}${answerFieldLines(own)}`, (gzip ? entry.gzip : entry.identity) as Buffer)
+  return true
+}
+
+/** Whether an If-None-Match list names the entry (either representation), or is `*`. */
+function matches(header: string | string[], tag: string): boolean {
+  const text = typeof header === 'string' ? header : header.join(',')
+  if (!text.includes(tag) && text.trim() !== '*') return false
+  for (const part of text.split(',')) {
+    const t = part.trim()
+    if (t === '*') return true
+    const opaque = t.startsWith('W/') ? t.slice(2) : t
+    if (opaque === `"${tag}"` || opaque === `"${tag}-gzip"`) return true
+  }
+  return false
+}
+
+/**
+ * Writes a report read's result to a Fastify reply. A plain 200 of an entry is written
+ * from its rendered head (answerRendered), the reply hijacked: `own` gives what
+ * Fastify's hooks would have added (the request id, the rate-limit fields), asked only
+ * for an entry, and the reply keeps its `x-cache` for the access line (onResponse
+ * still runs).
+ */
+export function sendReport(reply: FastifyReply, result: CacheResult, requestHeaders: Headers, now: number, own: () => AnswerFields): FastifyReply {
+  const gzip = acceptsGzip(requestHeaders['accept-encoding'])
+  switch (result.kind) {
+    case 'entry': {
+      const hijack = () => {
+        reply.hijack()
+        reply.header('x-cache', result.status)
+      }
+      if (answerRendered(reply.raw, result.entry, result.status, now, gzip, requestHeaders['if-none-match'], own(), hijack)) return reply
+      const { code, headers, body } = entryResponse(result.entry, result.status, now, gzip, requestHeaders['if-none-match'])
+      for (let i = 0; i < headers.length; i += 2) reply.header(headers[i] as string, headers[i + 1])
+      return reply.code(code).send(body)
+    }
+    case 'pass':
+      return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').send(result.body)
+    case 'stream':
+      reply.code(200).header('content-type', result.headers['content-type'] ?? 'application/json').header('x-cache', 'BYPASS')
+      // pipeline, not pipe: a cut-off caller or platform ends both streams.
+      if (result.gzipped && !gzip) return reply.send(pipeline(result.stream, createGunzip(), () => undefined))
+      if (result.gzipped) reply.header('content-encoding', 'gzip')
+      return reply.send(result.stream)
+  }
+}

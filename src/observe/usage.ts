@@ -1,0 +1,264 @@
+import type { Metrics } from './metrics.js'
+import type { RedisBreaker } from '../redis/breaker.js'
+import type { RedisClient } from '../redis/client.js'
+import { systemClock, type Clock, type Timer } from '../clock.js'
+import { redisKey } from '../redis/keys.js'
+
+/** One team's totals of one UTC day. */
+export interface UsageTotals {
+  requests: number
+  /** Report reads answered without a platform call of their own: each one a call saved. */
+  cacheHits: number
+  platformCalls: number
+  /** Bytes written to the team's connections for its answers (status line, headers, body). */
+  bytes: number
+}
+
+export interface UsageRow extends UsageTotals {
+  day: string
+  team: string
+  platformCallsSaved: number
+}
+
+const FIELDS = ['requests', 'cacheHits', 'platformCalls', 'bytes'] as const
+const DAY_MS = 86_400_000
+
+/** The request counter's `result` label of an answer. */
+export type UsageResult = 'hit' | 'ok' | 'rate_limited' | 'refused' | 'error'
+
+export function usageResult(status: number, hit: boolean): UsageResult {
+  if (status >= 500) return 'error'
+  if (status === 429) return 'rate_limited'
+  if (status >= 400) return 'refused'
+  return hit ? 'hit' : 'ok'
+}
+
+/**
+ * Whether an answer counts as a cache hit: a report served from the cache (HIT, STALE),
+ * or by joining another caller's platform call (a coalesced MISS or REFRESH that made
+ * no call of its own).
+ */
+export function answeredByCache(status: number, cache: string | null, platformCalls: number): boolean {
+  if (status >= 400 || cache === null) return false
+  if (cache === 'HIT' || cache === 'STALE') return true
+  return (cache === 'MISS' || cache === 'REFRESH') && platformCalls === 0
+}
+
+/** The UTC day of an epoch-ms instant, YYYY-MM-DD. */
+export function utcDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10)
+}
+
+export interface TeamUsageOptions {
+  redis: RedisClient | null
+  breaker: RedisBreaker | null
+  prefix: string
+  metrics: Metrics
+  flushMs: number
+  retentionDays: number
+  clock?: Clock
+}
+
+type DayCounts = Map<string, UsageTotals>
+
+/** A team's Prometheus counts since start: plain numbers on the hit path, published at scrape. */
+interface Tally {
+  results: Record<UsageResult, number>
+  calls: number
+  published: { results: Record<UsageResult, number>; calls: number }
+}
+
+/**
+ * Daily totals per team. Requests are counted in this process and added to
+ * Redis every `flushMs` in one MULTI, as the rate limiter does: the hit path never
+ * waits on Redis. A failed flush keeps its counts for the next one. Without Redis each
+ * replica keeps its own totals in memory, for `retentionDays`.
+ */
+export class TeamUsage {
+  readonly #o: TeamUsageOptions
+  readonly #clock: Clock
+  /** day → team → counts not yet in Redis. */
+  #pending = new Map<string, DayCounts>()
+  /** Without Redis: the totals themselves. */
+  readonly #kept = new Map<string, DayCounts>()
+  #timer: Timer | null = null
+  #flushing: Promise<void> | null = null
+  // The current day and its pending counts, so a request costs one map lookup.
+  #day = { start: 0, end: 0, teams: new Map() as DayCounts }
+  readonly #tallies = new Map<string, Tally>()
+
+  constructor(opts: TeamUsageOptions) {
+    this.#o = opts
+    this.#clock = opts.clock ?? systemClock
+  }
+
+  start(): void {
+    if (this.#timer) return
+    this.#timer = this.#clock.setInterval(() => void this.flush(), this.#o.flushMs)
+    this.#timer.unref()
+  }
+
+  /** Stops after one last flush, so this replica's counts reach Redis. */
+  async close(): Promise<void> {
+    if (this.#timer) this.#clock.clearInterval(this.#timer)
+    this.#timer = null
+    await this.flush()
+  }
+
+  /** One answered request of a team, at `now` (the hit path passes the clock reading it took). */
+  request(team: string, status: number, hit: boolean, bytes: number, now: number = this.#clock.now()): void {
+    const counts = this.#counts(team, now)
+    counts.requests += 1
+    if (hit) counts.cacheHits += 1
+    counts.bytes += bytes
+    this.#tally(team).results[usageResult(status, hit)] += 1
+  }
+
+  /** One platform call made for a team (a report fill's leader, a proxied call). */
+  platformCall(team: string): void {
+    this.#counts(team).platformCalls += 1
+    this.#tally(team).calls += 1
+  }
+
+  /**
+   * Adds the counts since the last scrape to `gateway_team_requests_total` and
+   * `gateway_team_platform_calls_total` (a prom-client increment costs more than the
+   * rest of a hit's accounting, so it is done once per scrape).
+   */
+  publishMetrics(): void {
+    const { teamRequests, teamPlatformCalls } = this.#o.metrics
+    for (const [team, t] of this.#tallies) {
+      for (const result of Object.keys(t.results) as UsageResult[]) {
+        const delta = t.results[result] - t.published.results[result]
+        if (delta > 0) teamRequests.inc({ team, result }, delta)
+        t.published.results[result] = t.results[result]
+      }
+      if (t.calls > t.published.calls) teamPlatformCalls.inc({ team }, t.calls - t.published.calls)
+      t.published.calls = t.calls
+    }
+  }
+
+  #tally(team: string): Tally {
+    let t = this.#tallies.get(team)
+    if (!t) {
+      const zero = () => ({ hit: 0, ok: 0, rate_limited: 0, refused: 0, error: 0 })
+      t = { results: zero(), calls: 0, published: { results: zero(), calls: 0 } }
+      this.#tallies.set(team, t)
+    }
+    return t
+  }
+
+  #counts(team: string, now: number = this.#clock.now()): UsageTotals {
+    if (now < this.#day.start || now >= this.#day.end) {
+      const start = Math.floor(now / DAY_MS) * DAY_MS
+      const name = utcDay(start)
+      let teams = this.#pending.get(name)
+      if (!teams) {
+        teams = new Map()
+        this.#pending.set(name, teams)
+      }
+      this.#day = { start, end: start + DAY_MS, teams }
+    }
+    return teamTotals(this.#day.teams, team)
+  }
+
+  /** Adds the pending counts to Redis (or to this replica's totals without it). */
+  flush(): Promise<void> {
+    this.#flushing ??= this.#flush().finally(() => {
+      this.#flushing = null
+    })
+    return this.#flushing
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#pending.size === 0) return
+    const pending = this.#pending
+    this.#pending = new Map()
+    this.#day = { start: 0, end: 0, teams: new Map() }
+    const { redis, breaker, prefix, retentionDays } = this.#o
+    if (!redis || !breaker) {
+      for (const [day, teams] of pending) for (const [team, counts] of teams) add(totalsOf(this.#kept, day, team), counts)
+      const oldest = utcDay(this.#clock.now() - retentionDays * DAY_MS)
+      for (const day of this.#kept.keys()) if (day < oldest) this.#kept.delete(day)
+      return
+    }
+    const done = await breaker.run(async () => {
+      const batch = redis.multi()
+      for (const [day, teams] of pending) {
+        const key = redisKey.usageDay(prefix, day)
+        for (const [team, counts] of teams) for (const field of FIELDS) if (counts[field] > 0) batch.hincrby(key, `${team}:${field}`, counts[field])
+        batch.expire(key, retentionDays * 86_400)
+      }
+      const results = await batch.exec()
+      return results !== null && results.every(([err]) => !err)
+    }, false)
+    // Not written: the counts go back, to be added by the next flush.
+    if (!done) for (const [day, teams] of pending) for (const [team, counts] of teams) add(totalsOf(this.#pending, day, team), counts)
+  }
+
+  /**
+   * Totals per day and team from `from` to `to` (UTC days, inclusive), this replica's
+   * pending counts flushed first; null when Redis could not be read.
+   */
+  async query(from: string, to: string, team: string | null): Promise<UsageRow[] | null> {
+    await this.flush()
+    const days: string[] = []
+    for (let ms = Date.parse(`${from}T00:00:00Z`); ms <= Date.parse(`${to}T00:00:00Z`); ms += DAY_MS) days.push(utcDay(ms))
+    const { redis, breaker, prefix } = this.#o
+    let byDay: [string, DayCounts | undefined][]
+    if (!redis || !breaker) {
+      byDay = days.map((day) => [day, this.#kept.get(day)])
+    } else {
+      const hashes = await breaker.run(async () => {
+        const batch = redis.pipeline()
+        for (const day of days) batch.hgetall(redisKey.usageDay(prefix, day))
+        const results = await batch.exec()
+        if (!results || results.some(([err]) => err)) return null
+        return results.map(([, value]) => value as Record<string, string>)
+      }, null)
+      if (!hashes) return null
+      byDay = days.map((day, i) => [day, parseDay(hashes[i] ?? {})])
+    }
+    const rows: UsageRow[] = []
+    for (const [day, teams] of byDay) {
+      for (const [name, counts] of [...(teams ?? [])].sort(([a], [b]) => a.localeCompare(b))) {
+        if (team === null || name === team) rows.push({ day, team: name, ...counts, platformCallsSaved: counts.cacheHits })
+      }
+    }
+    return rows
+  }
+}
+
+
+function parseDay(hash: Record<string, string>): DayCounts {
+  const teams: DayCounts = new Map()
+  for (const [field, value] of Object.entries(hash)) {
+    const colon = field.lastIndexOf(':')
+    const name = field.slice(colon + 1) as (typeof FIELDS)[number]
+    if (colon < 1 || !FIELDS.includes(name)) continue
+    teamTotals(teams, field.slice(0, colon))[name] = Number(value)
+  }
+  return teams
+}
+
+function totalsOf(days: Map<string, DayCounts>, day: string, team: string): UsageTotals {
+  let teams = days.get(day)
+  if (!teams) {
+    teams = new Map()
+    days.set(day, teams)
+  }
+  return teamTotals(teams, team)
+}
+
+function teamTotals(teams: DayCounts, team: string): UsageTotals {
+  let counts = teams.get(team)
+  if (!counts) {
+    counts = { requests: 0, cacheHits: 0, platformCalls: 0, bytes: 0 }
+    teams.set(team, counts)
+  }
+  return counts
+}
+
+function add(into: UsageTotals, counts: UsageTotals): void {
+  for (const field of FIELDS) into[field] += counts[field]
+}

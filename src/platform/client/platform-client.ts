@@ -1,0 +1,352 @@
+import { setMaxListeners } from 'node:events'
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Readable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { request, type Dispatcher } from 'undici'
+import type { FastifyError } from 'fastify'
+import { PlatformAuthError, PlatformRefusedError, ShuttingDownError, UpstreamError, UpstreamTimeoutError } from '../../errors.js'
+import type { TokenProvider, TokenState } from '../tokens/token-provider.js'
+import type { PlatformGovernors } from '../governor/platform-governors.js'
+import type { Priority } from '../governor/fair-queue.js'
+import type { TokenVerdicts, Verdict } from '../tokens/token-verdict.js'
+import type { RefusalLog } from '../governor/refusal-log.js'
+import type { TeamUsage } from '../../observe/usage.js'
+import { GATEWAY_TEAM } from '../governor/gateway-team.js'
+import { routeTemplate } from '../governor/throttle-pauses.js'
+import { slotFollowing, type QueueTeam } from '../governor/caller-group.js'
+import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
+import { systemClock, type Clock } from '../../clock.js'
+
+export interface PlatformCall {
+  method: string
+  /** Path and query, as the gateway serialized them. */
+  url: string
+  /** Request headers besides authorization and x-request-id (the caller's allowlisted ones, or the gateway's). */
+  headers?: Record<string, string>
+  /** A string or buffer can be sent again after a re-login; a stream cannot. */
+  body?: string | Buffer | Readable | null
+  requestId: string
+  /** A read: after a 401 the probe confirms, retried once with a new token, and after a 502/503/504 or a reset (a write never is). */
+  read: boolean
+  /** Whose call it is: the governor serves the teams' queued calls in turn. */
+  team: string
+  /** The whole call's budget when shorter than platform.timeout (a report waiter's remaining time). */
+  timeoutMs?: number
+  /** The probe call testing a credential pause: it goes through the pause, without a slot (one call per probe interval). */
+  trial?: boolean
+  /** The probe call (`platform.probe`, team GATEWAY_TEAM): its 429 pauses the whole credential. */
+  probe?: boolean
+  /** Set by send(): aborts the call at its deadline or at shutdown; the governor's queue honours it too. */
+  signal?: AbortSignal
+  /** Ends the call's wait for a slot once its callers have all hung up; a call already sent goes on. */
+  hangUp?: AbortSignal
+  /** The callers of a shared call (a report fill): it waits in the queue of the earliest one still there, not always `team`'s. */
+  queue?: QueueTeam
+  /** Who waits for the call: a caller (default), or background work, which waits behind every caller's call. */
+  priority?: Priority
+  /** A refresh ahead's urgency now (larger goes first among refreshes ahead). */
+  urgency?: () => number
+}
+
+export interface PlatformResponse {
+  status: number
+  headers: IncomingHttpHeaders
+  body: Dispatcher.ResponseData['body']
+}
+
+export interface PlatformJson {
+  status: number
+  json: unknown
+}
+
+interface Deadline {
+  signal: AbortSignal
+  /** Epoch ms at which the signal aborts. */
+  at: number
+  done: () => void
+}
+
+const JSON_HEADERS = { accept: 'application/json', 'content-type': 'application/json' }
+// Lookup replies (campaign lists) are small; a larger one is refused rather than buffered.
+const MAX_JSON_REPLY_BYTES = 16 * 1024 * 1024
+
+/**
+ * The one place that calls the platform: the proxy, the report fill, the ownership
+ * lookups and the admin probe. It injects the credential's token, waits for a slot of
+ * the credential's governor, bounds the whole call by one deadline, does the shared
+ * re-login plus one retry for reads on a 401 that the probe call confirms, the bounded
+ * read retries, and maps failures to GW_* errors.
+ */
+export class PlatformClient {
+  readonly #dispatcher: Dispatcher
+  readonly #timeoutMs: number
+  readonly #defaultBase: string
+  readonly #governors: PlatformGovernors
+  readonly #verdicts: TokenVerdicts
+  readonly #refusals: RefusalLog
+  readonly #usage: Pick<TeamUsage, 'platformCall'>
+  readonly #clock: Clock
+  // Every call in flight listens on it: no listener limit (Node warns past 10).
+  readonly #shutdown = maxListenersOff(new AbortController())
+
+  constructor(opts: {
+    dispatcher: Dispatcher
+    timeoutMs: number
+    defaultBaseUrl: string | null
+    governors: PlatformGovernors
+    verdicts: TokenVerdicts
+    refusals: RefusalLog
+    /** Counts the gateway's own calls (json, probe) under GATEWAY_TEAM; the teams' calls are counted where they are made. */
+    usage: Pick<TeamUsage, 'platformCall'>
+    /** The deadlines' time and timers; the governors' clock. Default systemClock. */
+    clock?: Clock
+  }) {
+    this.#dispatcher = opts.dispatcher
+    this.#timeoutMs = opts.timeoutMs
+    this.#defaultBase = opts.defaultBaseUrl ?? ''
+    this.#governors = opts.governors
+    this.#verdicts = opts.verdicts
+    this.#refusals = opts.refusals
+    this.#usage = opts.usage
+    this.#clock = opts.clock ?? systemClock
+  }
+
+  /** The platform has paused the credential or the route of `url` (a 429): a cached copy is better than a wait. */
+  paused(credential: string, url: string): boolean {
+    return this.#governors.paused(credential, url)
+  }
+
+  /**
+   * One call with the provider's current token. Any status but 401 is the caller's to
+   * read (its body must be consumed or destroyed). A 401 the probe call does not confirm
+   * is GW_PLATFORM_REFUSED; a confirmed one on a write, or again after the re-login, is
+   * GW_PLATFORM_AUTH.
+   */
+  async send(provider: TokenProvider, platformCall: PlatformCall): Promise<PlatformResponse> {
+    const deadline = this.#deadline(platformCall.timeoutMs)
+    try {
+      const res = await this.#send(provider, { ...platformCall, signal: deadline.signal }, deadline.at)
+      // The deadline stays armed until the body is read whole (or dropped): a platform
+      // trickling its body is cut off at the deadline too.
+      res.body.once('close', deadline.done)
+      return res
+    } catch (err) {
+      deadline.done()
+      throw err
+    }
+  }
+
+  /** Aborts every call still at the platform (the end of the shutdown grace). */
+  abortAll(): void {
+    this.#shutdown.abort(new ShuttingDownError())
+  }
+
+  // One deadline per caller: queue wait, connect, headers, a re-login, the
+  // read retries and the complete body are all bounded by one timer, not each by its own.
+  #deadline(timeoutMs = this.#timeoutMs): Deadline {
+    const controller = new AbortController()
+    const shutdown = this.#shutdown.signal
+    const onShutdown = () => controller.abort(shutdown.reason)
+    const done = () => {
+      this.#clock.clearTimeout(timer)
+      shutdown.removeEventListener('abort', onShutdown)
+    }
+    const budget = Math.min(timeoutMs, this.#timeoutMs)
+    // Also ends a call whose body nobody reads or drops (its 'close' never comes).
+    const timer = this.#clock.setTimeout(() => {
+      controller.abort(new UpstreamTimeoutError())
+      done()
+    }, budget)
+    timer.unref()
+    if (shutdown.aborted) onShutdown()
+    else shutdown.addEventListener('abort', onShutdown, { once: true })
+    return { signal: controller.signal, at: this.#clock.now() + budget, done }
+  }
+
+  async #send(provider: TokenProvider, call: PlatformCall, deadline: number): Promise<PlatformResponse> {
+    const first = provider.usable() ? provider.current() : null
+    if (!first) throw new PlatformAuthError(`credential ${provider.name} has no usable token`)
+    const base = provider.credential.baseUrl ?? this.#defaultBase
+    const res = await this.#once(provider.name, base, call, first.token, deadline)
+    if (res.status !== 401) return res
+    res.body.resume()
+    const { renewed, verdict } = await abortable(this.#renewal(provider, call, first.token), call.signal)
+    if (!call.read || !isReplayable(call.body)) {
+      throw verdict === 'confirmed' ? new PlatformAuthError('the platform refused the token (a write is not retried)') : refusedCall(verdict)
+    }
+    const again = await this.#once(provider.name, base, call, renewed.token, deadline)
+    if (again.status !== 401) return again
+    again.body.resume()
+    const retried = await abortable(this.#verdict(provider, renewed.token, call), call.signal)
+    if (retried !== 'confirmed') throw refusedCall(retried)
+    provider.condemn(renewed.token)
+    throw new PlatformAuthError('the platform refused a freshly obtained token')
+  }
+
+  /**
+   * The token to send a call again with after its 401: only once the probe call
+   * confirms that the token itself is refused, or (no probe configured) from a re-login
+   * loginMinInterval allows. Anything else is that call's refusal alone: GW_PLATFORM_REFUSED,
+   * the token stays, no login and no retry.
+   */
+  async #renewal(provider: TokenProvider, call: PlatformCall, token: string): Promise<{ renewed: TokenState; verdict: 'confirmed' | 'no_probe' }> {
+    const verdict = await this.#verdict(provider, token, call)
+    if (verdict === 'unconfirmed' || verdict === 'probe_failed') throw refusedCall(verdict)
+    const renewed = await provider.recover(token, verdict === 'confirmed')
+    if (renewed) return { renewed, verdict }
+    throw verdict === 'confirmed' ? new PlatformAuthError('no new token could be had') : refusedCall(verdict)
+  }
+
+  async #verdict(provider: TokenProvider, token: string, call: PlatformCall): Promise<Verdict> {
+    const verdict = await this.#verdicts.judge(provider, token, routeTemplate(call.url))
+    this.#refusals.note(provider.name, verdict, call)
+    return verdict
+  }
+
+  /**
+   * A read whose JSON answer the gateway itself needs (ownership lookups): a call of
+   * GATEWAY_TEAM, in usage and in the governor, whichever caller's request needed it.
+   */
+  async json(provider: TokenProvider, call: Omit<PlatformCall, 'read' | 'headers' | 'team'>): Promise<PlatformJson> {
+    this.#usage.platformCall(GATEWAY_TEAM)
+    const res = await this.send(provider, { ...call, read: true, headers: JSON_HEADERS, team: GATEWAY_TEAM })
+    if (res.status >= 500 || res.status === 429) {
+      res.body.resume()
+      throw new UpstreamError(`status ${res.status}`)
+    }
+    const text = await readText(res.body, MAX_JSON_REPLY_BYTES)
+    let json: unknown = null
+    try {
+      json = text ? JSON.parse(text) : null
+    } catch {
+      // a non-JSON reply (an HTML error page, say): the caller sees the status only
+    }
+    return { status: res.status, json }
+  }
+
+  /** The status the probe call (`platform.probe`) gets with `token`: a call of GATEWAY_TEAM, as json()'s. */
+  async probe(credential: string, baseUrl: string, token: string, call: Omit<PlatformCall, 'read' | 'team' | 'probe'>): Promise<number> {
+    this.#usage.platformCall(GATEWAY_TEAM)
+    const deadline = this.#deadline()
+    try {
+      const res = await this.#once(credential, baseUrl, { ...call, read: true, team: GATEWAY_TEAM, probe: true, signal: deadline.signal }, token, deadline.at)
+      res.body.resume()
+      return res.status
+    } finally {
+      deadline.done()
+    }
+  }
+
+  /**
+   * One call through the credential's governor: it waits for a slot, which is held until
+   * the response body has been read or destroyed; a read is sent again (with a slot of
+   * its own) after a 502/503/504 or a reset while the deadline allows.
+   */
+  async #once(credential: string, baseUrl: string, call: PlatformCall, token: string, deadline: number): Promise<PlatformResponse> {
+    const replayable = isReplayable(call.body)
+    for (let retries = 0; ; retries++) {
+      // A call on a paused route is refused here, before it queues.
+      this.#governors.admit(credential, call)
+      const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
+      const governor = this.#governors.of(credential)
+      const urgency = call.urgency ? { urgency: call.urgency } : {}
+      const slot = call.trial
+        ? { release: () => undefined, inFlight: governor.inFlight + 1 }
+        : call.queue
+          ? await slotFollowing(call.team, call.queue, waitSignal, (team, signal, priority) => governor.acquire(team, signal, deadline, { priority, ...urgency }))
+          : await governor.acquire(call.team, waitSignal, deadline, { priority: call.priority ?? 'caller', ...urgency })
+      const { release, inFlight } = slot
+      const started = this.#clock.now()
+      // The call's latency, for the learned limit: a duration, measured on the monotonic clock.
+      const sent = performance.now()
+      let delay: number | null
+      try {
+        const res = await request(`${baseUrl}${call.url}`, {
+          method: call.method as Dispatcher.HttpMethod,
+          dispatcher: this.#dispatcher,
+          headers: { ...call.headers, authorization: `Bearer ${token}`, 'x-request-id': call.requestId },
+          body: call.body ?? undefined,
+          signal: call.signal,
+        })
+        for (const end of ['end', 'error', 'close']) res.body.once(end, release)
+        const retryAfter = res.headers['retry-after']
+        this.#governors.observe(credential, call, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined, { latencyMs: performance.now() - sent, inFlight })
+        delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
+        if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
+        res.body.resume()
+      } catch (err) {
+        release()
+        // The call's own end (its callers gone, the shutdown) says nothing of the platform.
+        if (!call.signal?.aborted || call.signal.reason instanceof UpstreamTimeoutError) this.#governors.failed(credential, call, { latencyMs: performance.now() - sent, inFlight })
+        delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { error: err } }, started, deadline)
+        if (delay === null) throw upstreamError(err)
+      }
+      await abortable(sleep(delay, undefined, { ref: false }), call.signal)
+    }
+  }
+
+  /** How long to wait before sending the call again; null: it is not sent again. */
+  #retryDelay(credential: string, attempt: Attempt, started: number, deadline: number): number | null {
+    if (!isRetryable(attempt)) return null
+    const now = this.#clock.now()
+    const delay = backoffMs(attempt.retries)
+    if (!fitsBudget(now, delay, now - started, deadline)) return null
+    this.#governors.retried(credential)
+    return delay
+  }
+}
+
+const REFUSAL_REASONS: Record<Exclude<Verdict, 'confirmed'>, string> = {
+  unconfirmed: 'the token check call accepts the token, so the platform refused this call only',
+  probe_failed: 'the token check call failed, so the token is kept',
+  no_probe: 'no token check call is configured (platform.probe), so one 401 does not condemn the token',
+}
+
+function refusedCall(verdict: Exclude<Verdict, 'confirmed'>): FastifyError {
+  return new PlatformRefusedError(REFUSAL_REASONS[verdict])
+}
+
+function isReplayable(body: PlatformCall['body']): boolean {
+  return body === undefined || body === null || typeof body === 'string' || Buffer.isBuffer(body)
+}
+
+function maxListenersOff(controller: AbortController): AbortController {
+  setMaxListeners(0, controller.signal)
+  return controller
+}
+
+/** `work`, or the signal's reason once it aborts first. */
+function abortable<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work
+  if (signal.aborted) return Promise.reject(signal.reason as Error)
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error)
+    signal.addEventListener('abort', onAbort, { once: true })
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
+  })
+}
+
+async function readText(body: AsyncIterable<Buffer> & { destroy(): void }, limit: number): Promise<string> {
+  const chunks: Buffer[] = []
+  let size = 0
+  try {
+    for await (const chunk of body) {
+      size += chunk.length
+      if (size > limit) throw new UpstreamError(`a reply larger than ${limit} bytes`)
+      chunks.push(chunk)
+    }
+  } catch (err) {
+    body.destroy()
+    throw upstreamError(err)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+export function upstreamError(err: unknown): FastifyError {
+  if ((err as { code?: string }).code?.startsWith('GW_')) return err as FastifyError
+  const code = (err as { code?: string }).code ?? ''
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || (err as Error).name === 'TimeoutError') {
+    return new UpstreamTimeoutError({ cause: err })
+  }
+  return new UpstreamError(code || 'connection error', { cause: err })
+}

@@ -1,0 +1,363 @@
+import { EventEmitter } from 'node:events'
+import { readFile } from 'node:fs/promises'
+import { watch, type FSWatcher } from 'node:fs'
+import { basename, dirname } from 'node:path'
+import type { Dispatcher } from 'undici'
+import type { Logger } from 'pino'
+import type { CredentialConfig } from '../../config.js'
+import type { SecretSet } from '../../observe/logger.js'
+import { fingerprint } from '../../observe/fingerprint.js'
+import { TokenLoginError } from '../../errors.js'
+import { passwordLogin } from './password-login.js'
+import type { LoginGate } from './login-gate.js'
+import { crossedWarnings, refreshAt, tokenExpiry } from './token-expiry.js'
+import { systemClock, type Clock, type Timer } from '../../clock.js'
+
+/** Where the token in use came from. `shared`: another replica, through Redis. */
+export type TokenSource = 'static' | 'file' | 'login' | 'admin' | 'shared'
+
+export interface TokenState {
+  token: string
+  source: TokenSource
+  fingerprint: string
+  obtainedAt: number
+  expiresAt: number
+  /** Grows with every change; across replicas the highest version wins. */
+  version: number
+}
+
+export interface TokenInfo {
+  credential: string
+  source: TokenSource | null
+  fingerprint: string | null
+  obtainedAt: string | null
+  expiresAt: string | null
+  secondsLeft: number | null
+  usable: boolean
+}
+
+export interface TokenProviderDeps {
+  dispatcher: Dispatcher
+  log: Logger
+  secrets: SecretSet
+  timeoutMs: number
+  refreshBeforeMs: number
+  expiryWarningsMs: number[]
+  filePollMs: number
+  clock?: Clock
+  /** How often expiry is checked (warnings, scheduled re-login, the loud rejected line). */
+  maintenanceMs: number
+  /** Every password login passes it: one at a time across replicas, at most one per loginMinInterval. */
+  logins: LoginGate
+}
+
+export interface ChangeEvent {
+  state: TokenState
+  previous: TokenState | null
+  reason: 'start' | 'file' | 'login' | 'refresh' | 'relogin' | 'admin' | 'shared'
+  actor?: string
+}
+
+/**
+ * One platform credential's current token. The hot path reads `current()`
+ * synchronously; every change is an event that the shared store and the audit log follow.
+ */
+export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
+  readonly credential: CredentialConfig
+  #deps: TokenProviderDeps
+  #state: TokenState | null = null
+  #rejected = false
+  #relogin: Promise<TokenState | null> | null = null
+  #timers: Timer[] = []
+  #watcher: FSWatcher | null = null
+  #lastLeftMs: number | null = null
+  /** The token file's content when last read: only a change of the file replaces the token. */
+  #fileContent: string | null = null
+  /** What is wrong with the token file now (an errno code, or `empty`); null: nothing. */
+  #fileFault: string | null = null
+  #maintaining = false
+  readonly #clock: Clock
+
+  constructor(credential: CredentialConfig, deps: TokenProviderDeps) {
+    super()
+    this.credential = credential
+    this.#deps = deps
+    this.#clock = deps.clock ?? systemClock
+  }
+
+  get name(): string {
+    return this.credential.name
+  }
+
+  get hasLogin(): boolean {
+    return this.credential.login !== null
+  }
+
+  current(): TokenState | null {
+    return this.#state
+  }
+
+  usable(): boolean {
+    return this.#state !== null && !this.#rejected
+  }
+
+  info(): TokenInfo {
+    const s = this.#state
+    return {
+      credential: this.name,
+      source: s?.source ?? null,
+      fingerprint: s?.fingerprint ?? null,
+      obtainedAt: s ? new Date(s.obtainedAt).toISOString() : null,
+      expiresAt: s ? new Date(s.expiresAt).toISOString() : null,
+      secondsLeft: s ? Math.floor((s.expiresAt - this.#clock.now()) / 1000) : null,
+      usable: this.usable(),
+    }
+  }
+
+  async start(): Promise<void> {
+    const c = this.credential
+    if (c.token) {
+      this.#set(c.token, 'static', undefined, 'start')
+    } else if (c.tokenFile) {
+      await this.#readTokenFile('start')
+      this.#watchTokenFile(c.tokenFile)
+    } else if (c.login) {
+      try {
+        // No token yet: exempt from loginMinInterval, not from the lock.
+        await this.#login('start', true)
+      } catch (err) {
+        // Not fatal: readiness stays false and the maintenance tick tries again.
+        this.#deps.log.error({ err, credential: this.name }, 'platform login failed at start; retrying every maintenance tick')
+      }
+    }
+    const tick = this.#clock.setInterval(() => void this.#maintain(), this.#deps.maintenanceMs)
+    tick.unref()
+    this.#timers.push(tick)
+  }
+
+  async close(): Promise<void> {
+    for (const t of this.#timers) this.#clock.clearInterval(t)
+    this.#timers = []
+    this.#watcher?.close()
+    this.#watcher = null
+  }
+
+  /**
+   * The platform answered 401 to `failedToken`; `confirmed`: the probe call says the token
+   * itself is refused. With a password login: one re-login shared by every
+   * caller that saw the 401 (unconfirmed, only when loginMinInterval allows). Without one,
+   * a confirmed refusal makes the credential unusable until a new token arrives (file,
+   * admin call, another replica); an unconfirmed one changes nothing.
+   */
+  async recover(failedToken: string, confirmed: boolean): Promise<TokenState | null> {
+    if (this.#state && this.#state.token !== failedToken) return this.usable() ? this.#state : null
+    if (!this.credential.login) {
+      if (confirmed) this.#markRejected()
+      return null
+    }
+    this.#relogin ??= this.#login('relogin', confirmed, this.#state)
+      .catch((err: unknown) => {
+        this.#deps.log.error({ err, credential: this.name }, 'platform re-login after 401 failed')
+        return null
+      })
+      .then((state) => {
+        if (!state && confirmed) this.#markRejected()
+        return state
+      })
+      .finally(() => {
+        this.#relogin = null
+      })
+    return this.#relogin
+  }
+
+  /** A token the probe call confirmed refused right after it was obtained: no second login at once (the maintenance tick tries). */
+  condemn(token: string): void {
+    if (this.#state?.token === token) this.#markRejected()
+  }
+
+  /** POST /admin/token/refresh: a new password login now (exempt from loginMinInterval, not from the lock). */
+  async refresh(actor?: string): Promise<TokenState> {
+    if (!this.credential.login) throw new TokenLoginError(`credential ${this.name} has no password login`)
+    const state = await this.#login('refresh', true, null, actor)
+    if (!state) throw new TokenLoginError('another replica held the login lock too long; try again')
+    return state
+  }
+
+  /** PUT /admin/token: a token pasted by ops. */
+  replace(token: string, actor?: string): TokenState {
+    return this.#set(token, 'admin', undefined, 'admin', actor)
+  }
+
+  /**
+   * A token from the shared store. Only a newer version replaces the current one, except
+   * at start (`force`), where a rotation made on top of the same configuration wins over
+   * the configured token.
+   */
+  adopt(state: TokenState, force = false): boolean {
+    const current = this.#state
+    if (current && current.token === state.token && current.version >= state.version) return false
+    if (current && !force && state.version <= current.version) return false
+    this.#deps.secrets.add(state.token)
+    this.#state = { ...state, source: 'shared' }
+    this.#rejected = false
+    this.#lastLeftMs = null
+    this.emit('change', { state: this.#state, previous: current, reason: 'shared' })
+    return true
+  }
+
+  /**
+   * What the configuration gives (the static token, the token file's current content, or
+   * `login`), by fingerprint: a rotation stored in Redis applies to replicas configured alike.
+   */
+  get configuredBase(): string {
+    if (this.credential.login) return 'login'
+    if (this.credential.token) return `static:${fingerprint(this.credential.token)}`
+    return `file:${this.#fileContent === null ? 'unread' : fingerprint(this.#fileContent)}`
+  }
+
+  #set(token: string, source: TokenSource, expiresIn: unknown, reason: ChangeEvent['reason'], actor?: string): TokenState {
+    this.#deps.secrets.add(token)
+    const now = this.#clock.now()
+    const previous = this.#state
+    const state: TokenState = {
+      token,
+      source,
+      fingerprint: fingerprint(token),
+      obtainedAt: now,
+      expiresAt: tokenExpiry(token, now, expiresIn),
+      version: Math.max(now, (previous?.version ?? 0) + 1),
+    }
+    this.#state = state
+    this.#lastLeftMs = null
+    if (this.#rejected) this.#deps.log.info({ credential: this.name }, 'platform token replaced; credential usable again')
+    this.#rejected = false
+    this.emit('change', actor === undefined ? { state, previous, reason } : { state, previous, reason, actor })
+    return state
+  }
+
+  /**
+   * A password login through the login gate: the new token, another replica's that arrived
+   * meanwhile, or null when the gate made none (see LoginGate.run). `refused`: the token
+   * whose 401 asked for it.
+   */
+  async #login(reason: ChangeEvent['reason'], exempt: boolean, refused: TokenState | null = null, actor?: string): Promise<TokenState | null> {
+    const { login, baseUrl } = this.credential
+    if (!login || !baseUrl) throw new TokenLoginError(`credential ${this.name} has no password login`)
+    return this.#deps.logins.run({
+      credential: this.name,
+      refused,
+      exempt,
+      current: () => this.#state,
+      changed: (ms) => this.#changed(ms),
+      login: async () => {
+        const result = await passwordLogin(baseUrl, login, this.#deps.dispatcher, this.#deps.timeoutMs)
+        return this.#set(result.token, 'login', result.expiresIn, reason, actor)
+      },
+    })
+  }
+
+  /** Resolves at the next change of token, or after `ms`. */
+  #changed(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.#clock.clearTimeout(timer)
+        this.off('change', done)
+        resolve()
+      }
+      const timer = this.#clock.setTimeout(done, ms)
+      this.once('change', done)
+    })
+  }
+
+  #markRejected(): void {
+    if (!this.#rejected) this.#loudRejected()
+    this.#rejected = true
+  }
+
+  #loudRejected(): void {
+    this.#deps.log.error(
+      { credential: this.name, fingerprint: this.#state?.fingerprint ?? null },
+      'PLATFORM TOKEN REJECTED: the platform answers 401 to the gateway token; calls fail with GW_PLATFORM_AUTH until a new token arrives (file, PUT /admin/token, or another replica)',
+    )
+  }
+
+  async #readTokenFile(reason: 'start' | 'file'): Promise<void> {
+    const path = this.credential.tokenFile as string
+    let content: string
+    try {
+      content = (await readFile(path, 'utf8')).trim()
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'error'
+      this.#fileProblem(code, () => this.#deps.log.error({ credential: this.name, path, code }, 'token file cannot be read; keeping the current token'))
+      return
+    }
+    if (content === '') {
+      this.#fileProblem('empty', () => this.#deps.log.error({ credential: this.name, path }, 'token file is empty; keeping the current token'))
+      return
+    }
+    this.#fileFault = null
+    // Compared with the file's last content, not with the token in use: a token from PUT
+    // /admin/token or another replica stays until the file itself changes.
+    if (content === this.#fileContent) return
+    this.#fileContent = content
+    this.#set(content, 'file', undefined, reason)
+  }
+
+  // The file is polled every second: a lasting fault is logged once, when it begins.
+  #fileProblem(fault: string, report: () => void): void {
+    if (this.#fileFault !== fault) report()
+    this.#fileFault = fault
+  }
+
+  // A Kubernetes Secret update swaps the `..data` symlink in the file's folder, which a
+  // watch on the file itself misses; the folder is watched, and polled as a backstop.
+  #watchTokenFile(path: string): void {
+    const check = () => void this.#readTokenFile('file')
+    try {
+      this.#watcher = watch(dirname(path), { persistent: false }, (_event, name) => {
+        if (name === null || name === basename(path) || name.startsWith('..')) check()
+      })
+      this.#watcher.on('error', () => undefined)
+    } catch (err) {
+      this.#deps.log.warn({ err, path }, 'cannot watch the token file folder; polling only')
+    }
+    const poll = this.#clock.setInterval(check, this.#deps.filePollMs)
+    poll.unref()
+    this.#timers.push(poll)
+  }
+
+  async #maintain(): Promise<void> {
+    // A login slower than the interval must not start a second one.
+    if (this.#maintaining) return
+    this.#maintaining = true
+    try {
+      await this.#maintainOnce()
+    } finally {
+      this.#maintaining = false
+    }
+  }
+
+  async #maintainOnce(): Promise<void> {
+    const now = this.#clock.now()
+    if (this.#rejected) this.#loudRejected()
+    // No token yet, or a refused one whose re-login failed: requests no longer reach the
+    // platform (so no 401 asks for a re-login), so the login is retried here.
+    // Both are exempt from loginMinInterval: no token yet is the start login again, and a
+    // rejected one was confirmed refused by the probe (this tick bounds the retries).
+    if (!this.#state || (this.#rejected && this.credential.login)) {
+      if (this.credential.login) await this.#login('login', true, this.#state).catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'platform login failed'))
+      return
+    }
+    const leftMs = this.#state.expiresAt - now
+    for (const threshold of crossedWarnings(this.#deps.expiryWarningsMs, this.#lastLeftMs, leftMs)) {
+      this.#deps.log.warn(
+        { credential: this.name, fingerprint: this.#state.fingerprint, daysLeft: Math.floor(leftMs / 86_400_000), thresholdDays: threshold / 86_400_000 },
+        'platform token expires soon',
+      )
+    }
+    this.#lastLeftMs = leftMs
+    if (this.credential.login && now >= refreshAt(this.#state.expiresAt, this.#deps.refreshBeforeMs, this.#state.obtainedAt)) {
+      await this.#login('login', false).catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'scheduled platform re-login failed; the current token is kept'))
+    }
+  }
+}

@@ -1,0 +1,33 @@
+import type { Config } from '../../config.js'
+import type { TokenProvider, TokenProviderDeps } from './token-provider.js'
+import { TokenProvider as Provider } from './token-provider.js'
+import { UnknownCredentialError } from '../../errors.js'
+
+/** The token providers of every configured credential, by name. */
+export class TokenRegistry {
+  readonly #providers = new Map<string, TokenProvider>()
+
+  constructor(config: Config, deps: TokenProviderDeps) {
+    for (const credential of Object.values(config.credentials)) {
+      this.#providers.set(credential.name, new Provider(credential, deps))
+    }
+  }
+
+  get(name: string): TokenProvider {
+    const provider = this.#providers.get(name)
+    if (!provider) throw new UnknownCredentialError(name)
+    return provider
+  }
+
+  all(): TokenProvider[] {
+    return [...this.#providers.values()]
+  }
+
+  async start(): Promise<void> {
+    await Promise.all(this.all().map((p) => p.start()))
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.all().map((p) => p.close()))
+  }
+}

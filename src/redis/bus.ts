@@ -1,0 +1,121 @@
+import type { Logger } from 'pino'
+import type { RedisSeal } from './seal.js'
+import { NonceSource, SeenNonces } from './seen-nonces.js'
+import { systemClock } from '../clock.js'
+import { Cluster } from 'ioredis'
+import { closeRedis, type RedisClient } from './client.js'
+
+type Handler = (message: string) => void
+
+// A sealed message older than this (or dated this far ahead) is a replay, not news:
+// replicas' clocks agree within seconds, and every message is acted on at once.
+export const BUS_MESSAGE_MAX_AGE_MS = 60_000
+// The senders (bus instances, by channel) whose nonces a replica remembers over a
+// message's lifetime: far more than replicas start in two minutes; past it the one heard
+// of longest ago goes, and with it any message sent before its last (seen-nonces.ts).
+export const BUS_NONCES_MAX = 10_000
+
+export interface RedisBusOptions {
+  /** Seals every message published and opens every one received (GATEWAY_SECRET); null: messages travel as they are. */
+  seal?: RedisSeal | null
+  /** A message that did not verify, dropped. */
+  onUnverified?: (channel: string) => void
+}
+
+/**
+ * Pub/sub between replicas: token rotation, purges, lock wake-ups. Subscribing needs
+ * a connection of its own; it is opened lazily, once. With a seal, a message is heard
+ * only when a replica with the same GATEWAY_SECRET published it, on that channel,
+ * within BUS_MESSAGE_MAX_AGE_MS, and only once: each carries a nonce, and a nonce heard
+ * before is a replay (a captured message published again). A Redis writer's PUBLISH
+ * reaches no handler.
+ */
+export class RedisBus {
+  readonly #pub: RedisClient
+  readonly #sub: RedisClient
+  readonly #prefix: string
+  readonly #handlers = new Map<string, Set<Handler>>()
+  readonly #log: Logger
+  readonly #seal: RedisSeal | null
+  readonly #onUnverified: (channel: string) => void
+  readonly #nonces = new SeenNonces({ maxAgeMs: BUS_MESSAGE_MAX_AGE_MS, maxEntries: BUS_NONCES_MAX })
+  readonly #nonceSource = new NonceSource()
+
+  constructor(client: RedisClient, prefix: string, log: Logger, opts: RedisBusOptions = {}) {
+    this.#pub = client
+    this.#prefix = prefix
+    this.#log = log
+    this.#seal = opts.seal ?? null
+    this.#onUnverified = opts.onUnverified ?? (() => undefined)
+    // The subscriber queues its SUBSCRIBE until connected; commands never wait on it.
+    // ioredis's own resubscription after a reconnect is off: its SUBSCRIBE's promise is
+    // held by nobody, and a connection dropped again before the answer rejects it
+    // (MaxRetriesPerRequestError), which would end the process. (A Cluster's
+    // subscriber handles its own.)
+    this.#sub =
+      client instanceof Cluster ? client.duplicate(undefined, { enableOfflineQueue: true }) : client.duplicate({ enableOfflineQueue: true, autoResubscribe: false })
+    this.#sub.on('error', (err: Error) => log.debug({ err: { message: err.message } }, 'redis subscriber error'))
+    this.#sub.on('message', (channel: string, wire: string) => {
+      const handlers = this.#handlers.get(channel)
+      if (!handlers) return
+      const message = this.#open(channel, wire)
+      if (message === null) {
+        this.#onUnverified(channel)
+        return
+      }
+      for (const handler of handlers) handler(message)
+    })
+    // Every channel, on every (re)connection: also one whose SUBSCRIBE failed (Redis
+    // down or slow at start). SUBSCRIBE is idempotent; a failed one is made again on
+    // the next connection.
+    this.#sub.on('ready', () => {
+      if (this.#handlers.size === 0) return
+      this.#sub.subscribe(...this.#handlers.keys()).catch((err: Error) => {
+        log.debug({ err: { message: err.message } }, 'redis resubscription failed; retried when the subscriber reconnects')
+      })
+    })
+  }
+
+  async subscribe(channel: string, handler: Handler): Promise<void> {
+    const full = this.#prefix + channel
+    let set = this.#handlers.get(full)
+    if (!set) {
+      set = new Set()
+      this.#handlers.set(full, set)
+      // Redis being out must not stop the gateway from starting: it serves without it.
+      await this.#sub.subscribe(full).catch((err: Error) => {
+        this.#log.warn({ err: { message: err.message }, channel: full }, 'redis subscription deferred until redis is reachable')
+      })
+    }
+    set.add(handler)
+  }
+
+  /** Whether what arrives was published by a replica of this gateway (a seal), not by anyone who may write to Redis. */
+  get authenticated(): boolean {
+    return this.#seal !== null
+  }
+
+  // A message's date is read on the system clock, not on the clock the gateway is handed:
+  // it travels between processes, which agree on real time only.
+  async publish(channel: string, message: string): Promise<void> {
+    const full = this.#prefix + channel
+    await this.#pub.publish(full, this.#seal ? this.#seal.sealText(full, `${systemClock.now()}.${this.#nonceSource.next()}.${message}`) : message)
+  }
+
+  /** `<sent at>.<nonce>.<message>`, sealed: the message, or null when it is not this gateway's, is too old, or was heard before. */
+  #open(channel: string, wire: string): string | null {
+    if (!this.#seal) return wire
+    const dated = this.#seal.openText(channel, wire)
+    if (dated === null) return null
+    const dot = dated.indexOf('.')
+    const second = dot < 0 ? -1 : dated.indexOf('.', dot + 1)
+    if (second < 0) return null
+    const nonce = dated.slice(dot + 1, second)
+    if (!this.#nonces.take(channel, nonce, Number(dated.slice(0, dot)), systemClock.now())) return null
+    return dated.slice(second + 1)
+  }
+
+  async close(): Promise<void> {
+    await closeRedis(this.#sub)
+  }
+}

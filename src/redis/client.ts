@@ -1,0 +1,121 @@
+import { Redis, Cluster, type RedisOptions } from 'ioredis'
+import type { Logger } from 'pino'
+import type { Config } from '../config.js'
+
+export type RedisClient = Redis | Cluster
+
+/**
+ * One ioredis connection for commands, standalone, Sentinel or Cluster. Commands fail
+ * fast while Redis is unreachable (no offline queue) so that a request never waits on a
+ * down Redis longer than the command timeout. Its command timeout waits for replies
+ * already received once installIoredisCommandTimeoutPatch has run (createGateway runs it
+ * before it makes a client).
+ */
+export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClient | null {
+  if (!cfg.url && !cfg.sentinels && !cfg.cluster) return null
+  const fromUrl = cfg.url ? new URL(cfg.url) : null
+  const common: RedisOptions = {
+    commandTimeout: cfg.commandTimeoutMs,
+    connectTimeout: redisConnectTimeoutMs(cfg),
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: reconnectDelay,
+    ...(fromUrl?.username ? { username: decodeURIComponent(fromUrl.username) } : {}),
+    ...(fromUrl?.password ? { password: decodeURIComponent(fromUrl.password) } : {}),
+    ...(fromUrl?.protocol === 'rediss:' ? { tls: {} } : {}),
+  }
+  let client: RedisClient
+  if (cfg.cluster) {
+    client = new Cluster(cfg.cluster, { redisOptions: common, enableOfflineQueue: false, clusterRetryStrategy: reconnectDelay })
+  } else if (cfg.sentinels) {
+    client = new Redis({ ...common, sentinels: cfg.sentinels, name: cfg.sentinelName })
+  } else {
+    client = new Redis(cfg.url as string, common)
+  }
+  // ioredis emits every failed reconnect; the breaker logs transitions instead, with
+  // the connection's last error as their cause.
+  client.on('error', (err: Error) => {
+    connectionErrors.set(client, err.message)
+    log.debug({ err: { message: err.message } }, 'redis connection error')
+  })
+  client.on('ready', () => connectionErrors.delete(client))
+  return client
+}
+
+const connectionErrors = new WeakMap<RedisClient, string>()
+
+// A lost connection is made again after 100, 200, 400 ms, then every RECONNECT_MAX_MS: a
+// Redis back after an outage is used again within about that (readiness, single-flight
+// across replicas, permits), and a refused connection costs Redis nothing.
+export const RECONNECT_MAX_MS = 500
+
+/** The wait before the `times`-th attempt to connect again. */
+export function reconnectDelay(times: number): number {
+  return Math.min(100 * 2 ** Math.max(0, times - 1), RECONNECT_MAX_MS)
+}
+
+/**
+ * Where Redis is, for log lines and the start line: host:port, never the URL's
+ * user or password.
+ */
+export function redisAddress(cfg: Pick<Config['redis'], 'url' | 'sentinels' | 'sentinelName' | 'cluster'>): string {
+  const nodes = (list: { host: string; port: number }[]) => list.map((n) => `${n.host}:${n.port}`).join(',')
+  if (cfg.cluster) return `cluster ${nodes(cfg.cluster)}`
+  if (cfg.sentinels) return `sentinel ${cfg.sentinelName} via ${nodes(cfg.sentinels)}`
+  if (!cfg.url) return 'none'
+  const url = new URL(cfg.url)
+  return `${url.hostname}:${url.port || '6379'}`
+}
+
+/**
+ * Why a command failed: a command refused while disconnected says only that it was
+ * refused, so the connection's own last error (ECONNREFUSED, a DNS failure, a wrong
+ * password) is the cause then.
+ */
+export function failureCause(client: RedisClient, err: unknown): string {
+  const own = (err as Error).message
+  return (client.status !== 'ready' ? connectionErrors.get(client) : undefined) ?? own
+}
+
+export function redisConnectTimeoutMs(cfg: Pick<Config['redis'], 'commandTimeoutMs'>): number {
+  return Math.max(cfg.commandTimeoutMs * 4, 1000)
+}
+
+// Commands fail at once while the connection is still being made (no offline queue): a
+// replica that served before then would open its breaker on its first requests (a
+// Cluster client, which first learns the slots, is ready later than a single
+// connection). So start waits for it, a bounded time, and no longer than the first
+// failed attempt: a Redis that is down at start only means serving without it.
+export async function whenReady(redis: RedisClient, maxWaitMs: number): Promise<void> {
+  if (redis.status === 'ready') return
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      for (const event of ['ready', 'error', 'end']) redis.off(event, done)
+      resolve()
+    }
+    const timer = setTimeout(done, maxWaitMs)
+    for (const event of ['ready', 'error', 'end']) redis.once(event, done)
+  })
+}
+
+// ioredis rejects every command still queued when a connection is dropped, some of them
+// (a MULTI's own) on promises nobody holds: a closing replica lets its commands finish
+// (QUIT is answered after them), for a bounded time, before it drops the connection.
+const QUIT_WAIT_MS = 1000
+
+/** Closes a connection after the commands sent on it are answered, or after QUIT_WAIT_MS. */
+export async function closeRedis(client: RedisClient): Promise<void> {
+  if (client.status !== 'ready') {
+    client.disconnect()
+    return
+  }
+  const timer = setTimeout(() => client.disconnect(), QUIT_WAIT_MS)
+  try {
+    await client.quit()
+  } catch {
+    client.disconnect()
+  } finally {
+    clearTimeout(timer)
+  }
+}

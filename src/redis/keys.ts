@@ -1,0 +1,44 @@
+// Every Redis key the gateway writes, in one place: each starts with the configured
+// prefix (`redis.keyPrefix`), so replicas of one deployment share them and another
+// deployment on the same Redis sees none. A part in braces is a Cluster hash tag: keys
+// one script or MULTI uses together share it, so they sit in one slot.
+
+/** Names the gateway's Redis keys under one prefix. */
+export const redisKey = {
+  /** The breaker's write probe. */
+  writeProbe: (prefix: string) => `${prefix}write-probe`,
+  /** The pub/sub channels' common start; the channel name follows. */
+  bus: (prefix: string) => `${prefix}bus:`,
+  /** The purge ledger shared by the replicas. */
+  purges: (prefix: string) => `${prefix}purges`,
+  /** A credential's pause (after a 429 without a route scope). */
+  pause: (prefix: string, credential: string) => `${prefix}pause:${credential}`,
+  /** A credential's paused routes. */
+  routePauses: (prefix: string, credential: string) => `${prefix}route-pauses:${credential}`,
+  /** A credential's permit leases and waiting marks: one hash slot, so one script uses both on a Cluster. */
+  permits: (prefix: string, credential: string) => ({ permits: `${prefix}permits:{${credential}}`, waiting: `${prefix}permits-waiting:{${credential}}` }),
+  /** A credential's learned limit shared by the replicas. */
+  limit: (prefix: string, credential: string) => `${prefix}limit:{${credential}}`,
+  /** The lock one replica holds while it logs a credential in. */
+  loginLock: (prefix: string, credential: string) => `${prefix}login-lock:${credential}`,
+  /** When a credential last logged in. */
+  loginLast: (prefix: string, credential: string) => `${prefix}login-last:${credential}`,
+  /** A credential's token (sealed). */
+  token: (prefix: string, credential: string) => `${prefix}token:${credential}`,
+  /** The lock of one cache entry's fill, `entry` being the entry's own key. */
+  fillLock: (prefix: string, entry: string) => `${prefix}lock:${entry}`,
+  /** A cached report, by cache version and digest. */
+  report: (prefix: string, version: number, digest: string) => `${prefix}report:v${version}:${digest}`,
+  /** What SCAN matches to find every cached report. */
+  reportPattern: (prefix: string) => `${prefix}report:*`,
+  /** The set of one advertiser's cached reports. */
+  advertiserIndex: (prefix: string, advertiserId: number) => `${prefix}adv:${advertiserId}`,
+  /** What SCAN matches to find every advertiser's set. */
+  advertiserIndexPattern: (prefix: string) => `${prefix}adv:*`,
+  /** One day's usage hash: every day in one hash slot, so a MULTI carries them on a Cluster. */
+  usageDay: (prefix: string, day: string) => `${prefix}{usage}:${day}`,
+  /** One team's request count in one rate-limit window: every window in one slot. */
+  rateLimit: (prefix: string, team: string, window: number | string) => `${prefix}{rl}:${team}:${window}`,
+  /** A campaign's owning advertiser, `campaign` being the owner cache's key. */
+  owner: (prefix: string, campaign: string) => `${prefix}owners:${campaign}`,
+} as const

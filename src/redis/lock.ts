@@ -1,0 +1,55 @@
+import { randomUUID } from 'node:crypto'
+import type { RedisBreaker } from './breaker.js'
+import type { RedisClient } from './client.js'
+
+// Only the owner of a lock (its random token) renews or releases it: a holder that
+// stalled past the TTL, whose lock another took over, changes nothing.
+const RENEW_IF_OWNER = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`
+const RELEASE_IF_OWNER = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`
+
+/**
+ * A lock in Redis shared by the replicas: SET NX PX with an owner token, for `ttlMs`.
+ * The gateway's one lock (a report's fill, a credential's login).
+ */
+export class RedisLock {
+  readonly #redis: RedisClient
+  readonly #breaker: RedisBreaker
+  readonly #key: string
+  readonly #owner: string
+  readonly #ttlMs: number
+
+  private constructor(redis: RedisClient, breaker: RedisBreaker, key: string, owner: string, ttlMs: number) {
+    this.#redis = redis
+    this.#breaker = breaker
+    this.#key = key
+    this.#owner = owner
+    this.#ttlMs = ttlMs
+  }
+
+  /**
+   * The lock, null while another holds it, undefined when Redis cannot say (down, or
+   * refusing writes): the caller goes on alone then.
+   */
+  static async take(redis: RedisClient, breaker: RedisBreaker, key: string, ttlMs: number): Promise<RedisLock | null | undefined> {
+    const owner = randomUUID()
+    const got = await breaker.write(() => redis.set(key, owner, 'PX', ttlMs, 'NX'), undefined)
+    if (got === undefined) return undefined
+    return got === 'OK' ? new RedisLock(redis, breaker, key, owner, ttlMs) : null
+  }
+
+  /** Extends the lock by its TTL: false when it was lost (taken over), undefined when Redis did not answer. */
+  async renew(): Promise<boolean | undefined> {
+    const renewed = await this.#breaker.run(() => this.#redis.eval(RENEW_IF_OWNER, 1, this.#key, this.#owner, String(this.#ttlMs)), undefined)
+    return renewed === undefined ? undefined : renewed !== 0
+  }
+
+  /** Releases the lock if still its owner. */
+  async release(): Promise<void> {
+    await this.#breaker.run(() => this.releaseCommand(), undefined)
+  }
+
+  /** The release as a bare command, for a caller that sends it with others under its own breaker call. */
+  releaseCommand(): Promise<unknown> {
+    return this.#redis.eval(RELEASE_IF_OWNER, 1, this.#key, this.#owner)
+  }
+}
