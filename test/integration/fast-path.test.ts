@@ -147,6 +147,42 @@ describe("a hit's head rendered ahead", () => {
       .map((l) => l.slice(0, l.indexOf(':')).toLowerCase())
       .sort()
 
+  it('answers a hit with the same fields before the router and through it, a 200 and a 304 alike', async () => {
+    // The same report under two URLs: the first is seen before (the fast path answers it),
+    // the second spelled anew (its first hit takes the router, which finds the same entry).
+    const seen = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-02'
+    const spelledAnew = '/api/v1/report/campaigns/get?dateTo=2026-04-02&advertiserId=101&dateFrom=2026-04-01'
+    const ask = (url: string, id: string, extra = '') => `GET ${url} HTTP/1.1\r\nhost: gw\r\nx-api-key: ${WIRE_KEY}\r\nx-request-id: ${id}\r\n${extra}\r\n`
+    await onTheWire(ask(seen, 'fill'), 1)
+    const etag = /\r\netag: ([^\r]+)\r\n/.exec((await onTheWire(ask(seen, 'tag'), 1)).text)?.[1] as string
+    expect(etag).toBeTruthy()
+    const before = env.gw.logs.records().filter((r) => r.msg === 'request').length
+    const fast = await onTheWire(ask(seen, 'fast-200'), 1)
+    const routed = await onTheWire(ask(spelledAnew, 'route-200'), 1)
+    const fast304 = await onTheWire(ask(seen, 'fast-304', `if-none-match: ${etag}\r\n`), 1, false)
+    const routed304 = await onTheWire(ask(`${spelledAnew}&`, 'route-304', `if-none-match: ${etag}\r\n`), 1, false)
+    const lines = env.gw.logs.records().filter((r) => r.msg === 'request').slice(before)
+    // Both entrances were taken: the router's answers carry its route in the access line.
+    expect(lines.map((l) => [l.reqId, l.status, l.cache])).toEqual([
+      ['fast-200', 200, 'HIT'],
+      ['route-200', 200, 'HIT'],
+      ['fast-304', 304, 'HIT'],
+      ['route-304', 304, 'HIT'],
+    ])
+    for (const [a, b, status] of [[fast.text, routed.text, 200], [fast304.text, routed304.text, 304]] as const) {
+      const headA = a.slice(0, a.indexOf('\r\n\r\n'))
+      const headB = b.slice(0, b.indexOf('\r\n\r\n'))
+      expect(headA).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `))
+      expect(headB).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `))
+      expect(names(headA)).toEqual(names(headB))
+      for (const head of [headA, headB]) {
+        expect(head).toMatch(/\r\nx-request-id: (fast|route)-(200|304)\r\n/)
+        expect(head).toMatch(/\r\nratelimit-policy: "default";q=1000;w=60\r\n/)
+        expect(head).toMatch(/\r\nratelimit: "default";r=\d+;t=\d+\r\n/)
+      }
+    }
+  })
+
   it('writes each header of a hit once, for pipelined callers on one kept-alive connection, and counts its bytes', async () => {
     await get(REPORT, { 'x-api-key': WIRE_KEY })
     const ask = (extra: string) => `GET ${REPORT} HTTP/1.1\r\nhost: gw\r\nx-api-key: ${WIRE_KEY}\r\n${extra}\r\n`

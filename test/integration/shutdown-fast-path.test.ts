@@ -9,6 +9,9 @@ import { waitFor } from '../helpers/wait.js'
 
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07&byDate=1'
 const OTHER = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-02-01&dateTo=2026-02-07&byDate=1'
+const THIRD = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-07&byDate=1'
+// REPORT spelled anew: the same cache entry, a URL the fast path has not seen.
+const SPELLED_ANEW = '/api/v1/report/campaigns/get?byDate=1&dateTo=2026-01-07&dateFrom=2026-01-01&advertiserId=101'
 
 /** Whether a new connection to `port` is refused. */
 function refused(port: number): Promise<boolean> {
@@ -28,7 +31,7 @@ describe('a hit while the gateway closes', () => {
     await env?.close().catch(() => undefined)
   })
 
-  it('is refused GW_SHUTTING_DOWN with connection: close, as the route refuses any request then', async () => {
+  it('is refused GW_SHUTTING_DOWN with connection: close, with the fields of the router\'s refusal of any request then', async () => {
     env = await startSandboxGateway()
     const { sandbox, url } = env
     for (const cache of ['MISS', 'HIT']) {
@@ -36,31 +39,50 @@ describe('a hit while the gateway closes', () => {
       await res.body.dump()
       expect(res.headers['x-cache']).toBe(cache)
     }
-    // Two requests on one connection: a miss that waits at the platform, then, once the
-    // gateway closes, that hit.
+    // Two connections, each with a miss that waits at the platform; once the gateway
+    // closes, one asks the hit (before the router) and the other the same report spelled
+    // anew (the router's own read).
     sandbox.setLatency(400)
     const port = Number(new URL(url).port)
-    const socket = connect(port, '127.0.0.1')
-    let received = ''
-    socket.setEncoding('latin1').on('data', (chunk: string) => (received += chunk))
-    socket.on('error', () => undefined)
-    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+    const open = (miss: string) => {
+      const socket = connect(port, '127.0.0.1')
+      const conn = { socket, received: '', closed: new Promise<void>((resolve) => socket.once('close', () => resolve())) }
+      socket.setEncoding('latin1').on('data', (chunk: string) => (conn.received += chunk))
+      socket.on('error', () => undefined)
+      socket.write(`GET ${miss} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\n\r\n`)
+      return conn
+    }
     const calls = sandbox.requests.length
-    socket.write(`GET ${OTHER} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\n\r\n`)
-    await waitFor('the miss at the platform', () => sandbox.requests.length > calls, 5000, 10)
+    const hit = open(OTHER)
+    const routed = open(THIRD)
+    await waitFor('both misses at the platform', () => sandbox.requests.length >= calls + 2, 5000, 10)
     const closing = env.close()
     env = undefined
     // Closing: the listener takes no new connection (after the preClose hooks ran).
     await waitFor('the listener closed', () => refused(port), 5000, 10)
-    socket.write(`GET ${REPORT} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\nx-request-id: hit-while-closing\r\n\r\n`)
-    await closed
+    hit.socket.write(`GET ${REPORT} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\nx-request-id: hit-while-closing\r\n\r\n`)
+    routed.socket.write(`GET ${SPELLED_ANEW} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\nx-request-id: route-while-closing\r\n\r\n`)
+    await Promise.all([hit.closed, routed.closed])
     await closing
-    const answers = received.split(/(?=HTTP\/1\.1 )/)
-    expect(answers).toHaveLength(2)
-    expect(answers[0]).toMatch(/^HTTP\/1\.1 200 /)
-    expect(answers[1]).toMatch(/^HTTP\/1\.1 503 /)
-    expect(answers[1]?.toLowerCase()).toContain('connection: close')
-    expect(answers[1]).toContain('x-request-id: hit-while-closing')
-    expect(answers[1]).toContain('GW_SHUTTING_DOWN')
+    const refusals = [hit, routed].map((conn, i) => {
+      const answers = conn.received.split(/(?=HTTP\/1\.1 )/)
+      expect(answers).toHaveLength(2)
+      expect(answers[0]).toMatch(/^HTTP\/1\.1 200 /)
+      const refusal = answers[1] as string
+      expect(refusal).toMatch(/^HTTP\/1\.1 503 /)
+      expect(refusal.toLowerCase()).toContain('connection: close')
+      expect(refusal).toContain(`x-request-id: ${i === 0 ? 'hit' : 'route'}-while-closing`)
+      expect(refusal).toContain('GW_SHUTTING_DOWN')
+      return refusal
+    })
+    const names = (answer: string) =>
+      answer
+        .slice(0, answer.indexOf('\r\n\r\n'))
+        .split('\r\n')
+        .slice(1)
+        .map((l) => l.slice(0, l.indexOf(':')).toLowerCase())
+        .sort()
+    // The same refusal, field for field, whichever entrance the request would have taken.
+    expect(names(refusals[0] as string)).toEqual(names(refusals[1] as string))
   })
 })

@@ -6,7 +6,7 @@ import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { campaignList, tokenOf } from '../helpers/gateway-calls.js'
 import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
 import { freePort, redisAvailability } from '../helpers/start-redis.js'
-import { waitUntil, within } from '../helpers/wait.js'
+import { waitFor, waitUntil, within } from '../helpers/wait.js'
 
 // A 401 on one call never condemns the shared token by itself. A route
 // behind another guard answers 401 to a valid token; before the gateway re-logs in, marks
@@ -165,6 +165,32 @@ describe('a token the probe confirms refused is still found', () => {
     expect(sandbox.countRequests(isLogin)).toBe(1)
     expect(await tokenView(gw)).toMatchObject({ usable: true })
     expect((await report(gw)).statusCode).toBe(200)
+  })
+})
+
+describe('a 401 to a token replaced while the call was out', () => {
+  it('sends the read again with the token in use, without a probe of the old one, even after that token\'s own 401 went unconfirmed', async () => {
+    const old = sandbox.issueToken()
+    const gw = await gateway({ PLATFORM_TOKEN: old })
+    // The read waits at the platform's front while the token changes under it.
+    sandbox.setLatency(2000)
+    const read = report(gw)
+    await waitFor('the read at the platform', () => sandbox.requests.some((r) => r.path === '/api/v1/report/campaigns/get'), 5000)
+    sandbox.setLatency(0)
+    const replacement = sandbox.issueToken()
+    const put = await gw.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: replacement } })
+    expect(put.statusCode).toBe(200)
+    sandbox.revokeToken(old)
+    // A guarded route's 401 with the new token: the probe finds the new token accepted.
+    sandbox.setRouteFailure(GUARDED, UNAUTHENTICATED)
+    expect((await pry(gw, 1)).json()).toMatchObject({ code: 'GW_PLATFORM_REFUSED' })
+    const res = await read
+    expect(res.statusCode).toBe(200)
+    const probed = sandbox.requests.filter(isProbe).map((r) => r.headers.authorization)
+    expect(probed).toContain(`Bearer ${replacement}`)
+    expect(probed).not.toContain(`Bearer ${old}`)
+    expect(tokenOf(gw)).toBe(replacement)
+    expect(sandbox.countRequests(isLogin)).toBe(0)
   })
 })
 

@@ -128,7 +128,7 @@ function ageOf(entry: CacheEntry, now: number): string {
 
 /**
  * The status line and the headers every 200 answer of `entry` with `status` shares, in
- * one text rendered and checked once per entry (routes/rendered-head.ts), content-length
+ * one text rendered and checked once per entry (perf/rendered-head.ts), content-length
  * included: a hit adds its age, request id and rate-limit lines. Null when the entry
  * keeps no plain body to send or a value of it is no
  * valid header value: that answer goes through writeHead, which refuses it as it must.
@@ -202,7 +202,9 @@ export function sendReport(reply: FastifyReply, result: CacheResult, requestHead
       if (answerRendered(reply.raw, result.entry, result.status, now, gzip, requestHeaders['if-none-match'], own(), hijack)) return reply
       const { code, headers, body } = entryResponse(result.entry, result.status, now, gzip, requestHeaders['if-none-match'])
       for (let i = 0; i < headers.length; i += 2) reply.header(headers[i] as string, headers[i + 1])
-      return reply.code(code).send(body)
+      // A 304 is sent with no payload at all: Fastify would write a null one as JSON,
+      // with a content-type and a content-length the 200 would not have.
+      return body === null ? reply.code(code).send() : reply.code(code).send(body)
     }
     case 'pass':
       return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').send(result.body)

@@ -167,10 +167,21 @@ export class PlatformClient {
     const first = provider.usable() ? provider.current() : null
     if (!first) throw new PlatformAuthError(`credential ${provider.name} has no usable token`)
     const base = provider.credential.baseUrl ?? this.#defaultBase
-    const res = await this.#once(provider.name, base, call, first.token, deadline)
+    let token = first.token
+    let res = await this.#once(provider.name, base, call, token, deadline)
     if (res.status !== 401) return res
     res.body.resume()
-    const { renewed, verdict } = await abortable(this.#renewal(provider, call, first.token), call.signal)
+    // The token was replaced while the call was out (a login here or on another replica,
+    // an operator's PUT): its 401 says nothing of the token in use now. A read goes
+    // again with that one, without asking the probe about a token no longer used.
+    const current = provider.usable() ? provider.current() : null
+    if (current && current.token !== token && call.read && isReplayable(call.body)) {
+      token = current.token
+      res = await this.#once(provider.name, base, call, token, deadline)
+      if (res.status !== 401) return res
+      res.body.resume()
+    }
+    const { renewed, verdict } = await abortable(this.#renewal(provider, call, token), call.signal)
     if (!call.read || !isReplayable(call.body)) {
       throw verdict === 'confirmed' ? new PlatformAuthError('the platform refused the token (a write is not retried)') : refusedCall(verdict)
     }
