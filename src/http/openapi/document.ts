@@ -3,11 +3,13 @@ import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swag
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import { errorResponseComponents, errorResponses, errorSchemas, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
+import { REPORT_ROW_SCHEMA, REPORT_SCHEMA } from './report-rows.js'
 
 // The OpenAPI 3.1 document of the proxy listener, made by @fastify/swagger from
 // the routes and their schemas (openapi/route-schemas.ts). What the route schemas cannot
 // say is added here: the routes' documented paths, the responses with their headers and
-// the GW_* error shapes (from errors.ts), and the team key as a security scheme.
+// the GW_* error shapes (from errors.ts), the report body (openapi/report-rows.ts), and the
+// team key as a security scheme.
 
 type Json = Record<string, unknown>
 
@@ -74,7 +76,7 @@ function reportResponses(): Json {
     '200': {
       description: 'The platform\'s report, byte for byte (from the cache, or fetched now).',
       headers: { ...Object.fromEntries(['x-cache', 'age', 'cache-control', 'etag', 'vary', 'content-encoding', 'x-request-id'].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
-      content: { 'application/json': { schema: { description: 'The platform\'s report body; the gateway does not change it.' } } },
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Report' } } },
     },
     '304': {
       description: '`if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body.',
@@ -123,7 +125,7 @@ export function completeDocument(doc: Json): Json {
   const components = (doc.components ?? {}) as Json
   doc.components = {
     ...components,
-    schemas: { ...(components.schemas as Json | undefined), ...errorSchemas(), PlatformError: PLATFORM_ERROR_SCHEMA },
+    schemas: { ...(components.schemas as Json | undefined), ...errorSchemas(), PlatformError: PLATFORM_ERROR_SCHEMA, Report: REPORT_SCHEMA, ReportRow: REPORT_ROW_SCHEMA },
     headers: HEADERS,
     responses: errorResponseComponents(),
   }

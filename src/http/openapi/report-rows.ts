@@ -1,0 +1,41 @@
+// The report body as callers receive it: the platform's, byte for byte. The gateway never
+// reads it (a 200 is stored when it is JSON, whatever its shape); these schemas tell callers,
+// and the types generated from the document, what the platform answers with: camelCase
+// rows under `data` (../shared/platform-api.md, the rows the sandbox makes).
+
+type Json = Record<string, unknown>
+
+/** `components.schemas.ReportRow`: a row's labels, by the split and flags asked for, then its figures. */
+export const REPORT_ROW_SCHEMA: Json = {
+  type: 'object',
+  description:
+    'One row of a report. A row has the labels the request asked for, and no others: `date` with `byDate`, `campaignId` and `campaignName` with `byCampaign`, ' +
+    '`creativeId` and `creativeName` in the `creatives` split, `position` in the `adPlacementPositions` split. ' +
+    '`reach` counts unique users: the reach of a period is less than the sum of its days\', so ask for the period rather than adding days up.',
+  required: ['impressions', 'clicks', 'ctr', 'spent', 'reach', 'currency'],
+  properties: {
+    date: { type: 'string', format: 'date', description: 'The day, `YYYY-MM-DD`; with `byDate`.' },
+    campaignId: { type: 'integer', minimum: 1, description: 'With `byCampaign`.' },
+    campaignName: { type: 'string', description: 'With `byCampaign`.' },
+    creativeId: { type: 'integer', minimum: 1, description: 'In the `creatives` split.' },
+    creativeName: { type: 'string', description: 'In the `creatives` split.' },
+    position: { type: 'string', description: 'In the `adPlacementPositions` split: where the ad was shown, e.g. `Above the fold`.' },
+    impressions: { type: 'integer', minimum: 0 },
+    clicks: { type: 'integer', minimum: 0 },
+    ctr: { type: 'number', minimum: 0, description: 'Clicks per hundred impressions (a percentage, two decimals): `0.83` is 0.83 %.' },
+    spent: { type: 'number', minimum: 0, description: 'Spend in `currency`, two decimals.' },
+    reach: { type: 'integer', minimum: 0, description: 'Unique users who saw the ads.' },
+    currency: { type: 'string', description: 'The currency of `spent`: `USD`, or the advertiser\'s own with `spentBased=local`.' },
+  },
+  examples: [{ date: '2026-01-01', campaignId: 123, campaignName: 'Spring sale', impressions: 10432, clicks: 87, ctr: 0.83, spent: 12.51, reach: 8120, currency: 'USD' }],
+}
+
+/** `components.schemas.Report`: the body of a report answer. */
+export const REPORT_SCHEMA: Json = {
+  type: 'object',
+  description: 'The platform\'s report, as the platform answered it (the gateway does not change it): its rows under `data`, in the order of date, campaign, then creative or position.',
+  required: ['data'],
+  properties: {
+    data: { type: 'array', items: { $ref: '#/components/schemas/ReportRow' } },
+  },
+}

@@ -1,0 +1,164 @@
+/**
+ * The typed client (packages/client) against a gateway listening on loopback in front of
+ * the platform sandbox: a typed report read, an ETag round trip answered 304, a 429
+ * waited out when its retry-after is within the client's bound and thrown when it is
+ * not, and GW_* answers thrown as GatewayError.
+ */
+import { createGatewayClient, GatewayError, PlatformAnswerError, type GatewayClientOptions, type ReportAnswer, type ReportRow } from '@report-gateway/client'
+import { describe, expect, expectTypeOf, it } from 'vitest'
+import { hashApiKey } from '../../src/access/api-keys.js'
+import { useSandboxGateway } from '../helpers/fixtures.js'
+import { KEYS, TEAMS_YAML } from '../helpers/sandbox-gateway.js'
+
+/** A team allowed one call a second: its 429 says to come back within a second. */
+const BURST_KEY = 'rgw_test_burst_key_88888888888888888888888888'
+const YAML = `${TEAMS_YAML.trimEnd()}
+  burst:
+    keys: ["${hashApiKey(BURST_KEY)}"]
+    advertisers: ["*"]
+    rateLimit: { max: 1, window: 1s }
+`
+
+const env = useSandboxGateway({ yaml: YAML })
+
+interface Exchange {
+  method: string
+  url: string
+  ifNoneMatch: string | null
+  status: number
+  retryAfter: string | null
+  sentAt: number
+  answeredAt: number
+}
+
+/** A client of the gateway whose fetch records each exchange as the wire saw it. */
+function recordingClient(apiKey: string, options: Partial<GatewayClientOptions> = {}) {
+  const exchanges: Exchange[] = []
+  const client = createGatewayClient({
+    baseUrl: env.url,
+    apiKey,
+    ...options,
+    fetch: async (request) => {
+      const sentAt = performance.now()
+      const response = await fetch(request)
+      exchanges.push({
+        method: request.method,
+        url: request.url,
+        ifNoneMatch: request.headers.get('if-none-match'),
+        status: response.status,
+        retryAfter: response.headers.get('retry-after'),
+        sentAt,
+        answeredAt: performance.now(),
+      })
+      return response
+    },
+  })
+  return { client, exchanges }
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error('resolved, expected a rejection')
+    },
+    (err: unknown) => err,
+  )
+}
+
+const DAYS = ['2026-03-02', '2026-03-03', '2026-03-04', '2026-03-05', '2026-03-06', '2026-03-07', '2026-03-08']
+
+describe('the typed client against a gateway', () => {
+  it('reads a report: typed rows, the body the gateway sends', async () => {
+    const { client } = recordingClient(KEYS.all)
+    const query = { advertiserId: 101, dateFrom: DAYS[0]!, dateTo: DAYS[6]!, byDate: true }
+    const answer = await client.report('campaigns', query)
+    expectTypeOf(answer).toEqualTypeOf<ReportAnswer>()
+    expectTypeOf(answer.rows).toEqualTypeOf<ReportRow[]>()
+    expectTypeOf<ReportRow['impressions']>().toEqualTypeOf<number>()
+    expectTypeOf<ReportRow['date']>().toEqualTypeOf<string | undefined>()
+
+    const raw = await fetch(`${env.url}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=${DAYS[0]}&dateTo=${DAYS[6]}&byDate=1`, { headers: { 'x-api-key': KEYS.all } })
+    expect(raw.status).toBe(200)
+    expect(answer.report).toEqual(await raw.json())
+    expect(answer.rows.map((row) => row.date)).toEqual(DAYS)
+    for (const row of answer.rows) {
+      expect(row.currency).toBe('USD')
+      expect(row.clicks).toBeLessThanOrEqual(row.impressions)
+      expect(row.reach).toBeLessThanOrEqual(row.impressions)
+      expect(row.campaignId).toBeUndefined()
+    }
+    expect(answer).toMatchObject({ cache: 'MISS', revalidated: false })
+    expect(answer.etag).toMatch(/^"[^"]+"$/)
+    expect(answer.requestId).toBeTruthy()
+  })
+
+  it('sends the kept ETag: the gateway answers 304 and the client returns the kept body', async () => {
+    const { client, exchanges } = recordingClient(KEYS.all)
+    const query = { advertiserId: 102, dateFrom: DAYS[0]!, dateTo: DAYS[6]!, byCampaign: true }
+    const first = await client.report('campaigns', query)
+    const second = await client.report('campaigns', query)
+    expect(exchanges.map((e) => [e.status, e.ifNoneMatch])).toEqual([
+      [200, null],
+      [304, first.etag],
+    ])
+    expect(first).toMatchObject({ cache: 'MISS', revalidated: false })
+    expect(second).toMatchObject({ cache: 'HIT', revalidated: true, etag: first.etag })
+    expect(second.rows).toEqual(first.rows)
+    expect(second.rows.length).toBeGreaterThan(0)
+    expect(second.rows.every((row) => typeof row.campaignId === 'number' && typeof row.campaignName === 'string')).toBe(true)
+    expect(second.requestId).not.toBe(first.requestId)
+    // The revalidation is answered from the gateway's cache: one platform call for both reads.
+    expect(env.callerRequests().filter((r) => r.path.endsWith('/report/campaigns/get') && r.query.includes('advertiserId=102'))).toHaveLength(1)
+  })
+
+  it('waits out a 429 whose retry-after is within its bound, then reads', async () => {
+    const { client, exchanges } = recordingClient(BURST_KEY, { retries: 2, maxRetryAfterSeconds: 5 })
+    const query = { advertiserId: 101, dateFrom: DAYS[0]!, dateTo: DAYS[1]! }
+    await client.report('campaigns', query)
+    // The first call may have opened the team's window just before it ended: read until one is refused.
+    while (exchanges.every((e) => e.status !== 429)) {
+      expect(exchanges.length, 'a team allowed one call a second is refused within a few calls').toBeLessThan(10)
+      await client.report('campaigns', query)
+    }
+    const refused = exchanges.findIndex((e) => e.status === 429)
+    const retry = exchanges[refused + 1]!
+    const seconds = Number(exchanges[refused]!.retryAfter)
+    expect(seconds).toBeGreaterThanOrEqual(1)
+    // The retry carries the ETag of the first read: 304 and the kept body, or 200.
+    expect([200, 304]).toContain(retry.status)
+    expect(retry.sentAt - exchanges[refused]!.answeredAt).toBeGreaterThanOrEqual(seconds * 1000 - 1)
+  })
+
+  it('throws a 429 whose retry-after is beyond its bound as GatewayError, without waiting', async () => {
+    // Every retry-after is 1 s at least: a bound of 0 waits for none.
+    const { client, exchanges } = recordingClient(KEYS.limited, { maxRetryAfterSeconds: 0 })
+    const query = { advertiserId: 101, dateFrom: DAYS[0]!, dateTo: DAYS[0]! }
+    let err: unknown
+    for (let call = 0; err === undefined; call++) {
+      expect(call, 'a team allowed 3 calls a minute is refused within a few calls').toBeLessThan(10)
+      err = await client.report('campaigns', query).then(() => undefined, (e: unknown) => e)
+    }
+    expect(err).toBeInstanceOf(GatewayError)
+    const refusal = err as GatewayError
+    expect(refusal).toMatchObject({ code: 'GW_RATE_LIMITED', status: 429 })
+    expect(refusal.retryAfterSeconds).toBeGreaterThanOrEqual(1)
+    expect(refusal.requestId).toBeTruthy()
+    expect(exchanges.at(-1)!.status).toBe(429)
+    expect(exchanges.filter((e) => e.status === 429)).toHaveLength(1)
+  })
+
+  it('throws GW_* answers as GatewayError with their code, and the platform\'s as PlatformAnswerError', async () => {
+    const wrongKey = recordingClient('rgw_not_a_key_of_any_team_0000000000000000')
+    const unauthorized = await rejection(wrongKey.client.report('campaigns', { advertiserId: 101, dateFrom: DAYS[0]!, dateTo: DAYS[1]! }))
+    expect(unauthorized).toBeInstanceOf(GatewayError)
+    expect(unauthorized).toMatchObject({ code: 'GW_UNAUTHORIZED', status: 401, retryAfterSeconds: null })
+    expect((unauthorized as GatewayError).requestId).toBeTruthy()
+
+    const { client } = recordingClient(KEYS.growth)
+    expect(await rejection(client.report('campaigns', { advertiserId: 103, dateFrom: DAYS[0]!, dateTo: DAYS[1]! }))).toMatchObject({ code: 'GW_FORBIDDEN', status: 403 })
+    expect(await rejection(client.report('campaigns', { advertiserId: 101, dateFrom: '2026-02-30', dateTo: DAYS[1]! }))).toMatchObject({ code: 'GW_BAD_QUERY', status: 400 })
+    const platform = await rejection(client.report('nosuchsplit', { advertiserId: 101, dateFrom: DAYS[0]!, dateTo: DAYS[1]! }))
+    expect(platform).toBeInstanceOf(PlatformAnswerError)
+    expect(platform).toMatchObject({ status: 404 })
+  })
+})

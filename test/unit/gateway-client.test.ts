@@ -1,0 +1,191 @@
+/**
+ * The typed client (packages/client) against a scripted fetch: what it sends, when it
+ * sends a read again and when it does not, the ETags it keeps, and the errors it throws.
+ * test/integration/typed-client.test.ts runs it against a real gateway.
+ */
+import { answerError, createGatewayClient, GatewayError, PlatformAnswerError, retryAfterSeconds, type GatewayClientOptions, type ReportRow } from '@report-gateway/client'
+import { describe, expect, it } from 'vitest'
+
+const BASE = 'http://127.0.0.1:1'
+const KEY = 'rgw_test_client_key_000000000000000000000'
+const WEEK = { advertiserId: 101, dateFrom: '2026-02-01', dateTo: '2026-02-07' }
+const ROWS: ReportRow[] = [{ impressions: 1000, clicks: 9, ctr: 0.9, spent: 1.25, reach: 800, currency: 'USD' }]
+
+type Answer = (request: Request) => Response
+
+/** A fetch that answers from a script, one answer per request, and keeps the requests. */
+function scripted(...answers: Answer[]) {
+  const requests: Request[] = []
+  const fetch = async (request: Request): Promise<Response> => {
+    requests.push(request)
+    const answer = answers.shift()
+    if (!answer) throw new Error(`no answer scripted for request ${requests.length}: ${request.method} ${request.url}`)
+    return answer(request)
+  }
+  return { requests, fetch }
+}
+
+function clientWith(fetch: GatewayClientOptions['fetch'], options: Partial<GatewayClientOptions> = {}) {
+  return createGatewayClient({ baseUrl: BASE, apiKey: KEY, fetch, ...options })
+}
+
+const gw = (status: number, code: string, headers: Record<string, string> = {}): Answer => () =>
+  Response.json({ statusCode: status, code, error: 'x', message: `${code} says why` }, { status, headers: { 'x-request-id': `req-${code}`, ...headers } })
+
+const report = (headers: Record<string, string> = {}, rows: ReportRow[] = ROWS): Answer => () =>
+  Response.json({ data: rows }, { headers: { 'x-cache': 'MISS', 'x-request-id': 'req-report', ...headers } })
+
+const notModified = (headers: Record<string, string> = {}): Answer => () => new Response(null, { status: 304, headers: { 'x-cache': 'HIT', ...headers } })
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error('resolved, expected a rejection')
+    },
+    (err: unknown) => err,
+  )
+}
+
+describe('the typed client: requests', () => {
+  it('sends the team key as x-api-key to the report path, with the flags as 1 and 0', async () => {
+    const s = scripted(report())
+    const answer = await clientWith(s.fetch).report('campaigns', { ...WEEK, byDate: true, byCampaign: false })
+    const [request] = s.requests
+    expect(request!.headers.get('x-api-key')).toBe(KEY)
+    expect(request!.headers.get('authorization')).toBeNull()
+    const url = new URL(request!.url)
+    expect(`${url.origin}${url.pathname}`).toBe(`${BASE}/api/v1/report/campaigns/get`)
+    expect(Object.fromEntries(url.searchParams)).toEqual({ advertiserId: '101', dateFrom: '2026-02-01', dateTo: '2026-02-07', byDate: '1', byCampaign: '0' })
+    expect(answer).toMatchObject({ rows: ROWS, report: { data: ROWS }, cache: 'MISS', requestId: 'req-report', etag: null, revalidated: false })
+  })
+
+  it('refuses to follow a redirect, so that the key goes nowhere else', async () => {
+    const s = scripted(report())
+    await clientWith(s.fetch).report('campaigns', WEEK)
+    expect(s.requests[0]!.redirect).toBe('error')
+  })
+})
+
+describe('the typed client: retry-after', () => {
+  it('sends a read again after a 429 or 503 with retry-after, at most `retries` times', async () => {
+    const s = scripted(gw(429, 'GW_RATE_LIMITED', { 'retry-after': '0' }), gw(503, 'GW_OVERLOADED', { 'retry-after': '0' }), report())
+    const answer = await clientWith(s.fetch, { retries: 2 }).report('campaigns', WEEK)
+    expect(answer.rows).toEqual(ROWS)
+    expect(s.requests).toHaveLength(3)
+
+    const t = scripted(...Array.from({ length: 3 }, () => gw(503, 'GW_OVERLOADED', { 'retry-after': '0' })))
+    const err = await rejection(clientWith(t.fetch, { retries: 2 }).report('campaigns', WEEK))
+    expect(t.requests).toHaveLength(3)
+    expect(err).toBeInstanceOf(GatewayError)
+    expect(err).toMatchObject({ code: 'GW_OVERLOADED', status: 503, requestId: 'req-GW_OVERLOADED', retryAfterSeconds: 0 })
+  })
+
+  it('throws a retry-after longer than the cap at once, as the GatewayError it came with', async () => {
+    const s = scripted(gw(429, 'GW_RATE_LIMITED', { 'retry-after': '120' }))
+    const err = await rejection(clientWith(s.fetch, { maxRetryAfterSeconds: 10 }).report('campaigns', WEEK))
+    expect(s.requests).toHaveLength(1)
+    expect(err).toMatchObject({ name: 'GatewayError', code: 'GW_RATE_LIMITED', status: 429, retryAfterSeconds: 120 })
+  })
+
+  it('sends a read again at once after GW_SHUTTING_DOWN; another 503 without retry-after is the error', async () => {
+    const s = scripted(gw(503, 'GW_SHUTTING_DOWN'), report())
+    expect((await clientWith(s.fetch).report('campaigns', WEEK)).rows).toEqual(ROWS)
+    expect(s.requests).toHaveLength(2)
+
+    const t = scripted(gw(503, 'GW_OVERLOADED'))
+    expect(await rejection(clientWith(t.fetch).report('campaigns', WEEK))).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSeconds: null })
+    expect(t.requests).toHaveLength(1)
+  })
+
+  it('sends the POST report form again (a read), never a write', async () => {
+    const s = scripted(gw(429, 'GW_RATE_LIMITED', { 'retry-after': '0' }), report())
+    const body = { dateFrom: '2026-02-01', dateTo: '2026-02-07', campaignIds: [101001], byDate: true }
+    expect((await clientWith(s.fetch).reportByBody('campaigns', body)).rows).toEqual(ROWS)
+    expect(s.requests.map((r) => r.method)).toEqual(['POST', 'POST'])
+    expect(await s.requests[1]!.json()).toEqual(body)
+
+    const t = scripted(gw(429, 'GW_RATE_LIMITED', { 'retry-after': '0' }))
+    const { error, response } = await clientWith(t.fetch).api.DELETE('/api/v1/{path}', { params: { path: { path: 'campaign/banner/delete/101001' } } })
+    expect(t.requests).toHaveLength(1)
+    expect(answerError(error, response)).toMatchObject({ code: 'GW_RATE_LIMITED', status: 429 })
+  })
+
+  it('ends a wait when the call is aborted', async () => {
+    const controller = new AbortController()
+    const s = scripted((request) => {
+      controller.abort(new Error('caller gave up'))
+      return gw(503, 'GW_OVERLOADED', { 'retry-after': '5' })(request)
+    })
+    const err = await rejection(clientWith(s.fetch).report('campaigns', WEEK, { signal: controller.signal }))
+    expect((err as Error).message).toBe('caller gave up')
+    expect(s.requests).toHaveLength(1)
+  })
+
+  it('reads retry-after as seconds or as an HTTP date', () => {
+    const now = Date.parse('2026-02-01T10:00:00Z')
+    expect(retryAfterSeconds('7', now)).toBe(7)
+    expect(retryAfterSeconds('Sun, 01 Feb 2026 10:00:30 GMT', now)).toBe(30)
+    expect(retryAfterSeconds('Sun, 01 Feb 2026 09:00:00 GMT', now)).toBe(0)
+    expect(retryAfterSeconds('soon', now)).toBeNull()
+    expect(retryAfterSeconds(null, now)).toBeNull()
+  })
+})
+
+describe('the typed client: ETags', () => {
+  it('sends the kept ETag and answers a 304 with the kept body and the 304\'s headers', async () => {
+    const s = scripted(report({ etag: '"v1"' }), notModified({ etag: '"v1"', age: '3', 'x-request-id': 'req-304' }))
+    const client = clientWith(s.fetch)
+    const first = await client.report('campaigns', WEEK)
+    const second = await client.report('campaigns', WEEK)
+    expect(s.requests[0]!.headers.get('if-none-match')).toBeNull()
+    expect(s.requests[1]!.headers.get('if-none-match')).toBe('"v1"')
+    // Not the default cache mode, in which fetch adds `cache-control: no-cache` (a REFRESH at the gateway).
+    expect(s.requests[1]!.cache).toBe('no-cache')
+    expect(first).toMatchObject({ etag: '"v1"', revalidated: false, cache: 'MISS' })
+    expect(second).toMatchObject({ rows: ROWS, etag: '"v1"', revalidated: true, cache: 'HIT', requestId: 'req-304' })
+  })
+
+  it('keeps ETags per URL, drops one whose URL answers 200 without an ETag, and keeps at most `keptAnswers`', async () => {
+    const other = { ...WEEK, advertiserId: 102 }
+    const s = scripted(report({ etag: '"a"' }), report({ etag: '"b"' }), report({ etag: '"b2"' }), report(), report(), report({ etag: '"b3"' }))
+    const client = clientWith(s.fetch, { keptAnswers: 1 })
+    await client.report('campaigns', WEEK)
+    await client.report('campaigns', other)
+    await client.report('campaigns', other)
+    await client.report('campaigns', WEEK)
+    await client.report('campaigns', other)
+    await client.report('campaigns', other)
+    expect(s.requests.map((r) => r.headers.get('if-none-match'))).toEqual([null, null, '"b"', null, '"b2"', null])
+  })
+
+  it('passes a 304 to the caller\'s own if-none-match through as it is', async () => {
+    const s = scripted(report({ etag: '"kept"' }), notModified())
+    const client = clientWith(s.fetch)
+    await client.report('campaigns', WEEK)
+    const { data, response } = await client.api.GET('/api/v1/report/{split}/get', {
+      params: { path: { split: 'campaigns' }, query: WEEK },
+      headers: { 'if-none-match': '"mine"' },
+    })
+    expect(s.requests[1]!.headers.get('if-none-match')).toBe('"mine"')
+    expect(data).toBeUndefined()
+    expect(response.status).toBe(304)
+  })
+})
+
+describe('the typed client: errors', () => {
+  it('throws GW_* answers as GatewayError and the platform\'s own answers as PlatformAnswerError', async () => {
+    const s = scripted(gw(401, 'GW_UNAUTHORIZED'), () => Response.json({ message: 'Not Found' }, { status: 404, headers: { 'x-request-id': 'req-404' } }))
+    const client = clientWith(s.fetch)
+    const unauthorized = await rejection(client.report('campaigns', WEEK))
+    expect(unauthorized).toBeInstanceOf(GatewayError)
+    expect(unauthorized).toMatchObject({ code: 'GW_UNAUTHORIZED', status: 401, requestId: 'req-GW_UNAUTHORIZED', retryAfterSeconds: null, message: 'GW_UNAUTHORIZED (401): GW_UNAUTHORIZED says why' })
+    const notFound = await rejection(client.report('nosuchsplit', WEEK))
+    expect(notFound).toBeInstanceOf(PlatformAnswerError)
+    expect(notFound).toMatchObject({ status: 404, requestId: 'req-404', body: { message: 'Not Found' }, message: '404: Not Found' })
+  })
+
+  it('does not take a code outside the contract for a GW_* answer', () => {
+    const err = answerError({ statusCode: 400, code: 'GW_SOMETHING_NEW', message: 'x' }, new Response(null, { status: 400 }))
+    expect(err).toBeInstanceOf(PlatformAnswerError)
+  })
+})
