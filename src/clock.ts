@@ -17,6 +17,19 @@ export interface Clock {
   clearInterval(timer: Timer | null | undefined): void
 }
 
+/**
+ * One-shot timers, for code that takes them as a dependency rather than a whole Clock
+ * (the report cache's refresh ahead: stepped timers in perf/, a fake clock's in tests);
+ * `clear` takes null too.
+ */
+export interface Timers {
+  set(fn: () => void, ms: number): unknown
+  clear(handle: unknown): void
+}
+
+/** The longest wait setTimeout keeps: beyond 2^31 - 1 ms it fires at once. */
+export const LONGEST_TIMER_MS = 2 ** 31 - 1
+
 // Each member reads the global when called, not when this module loads: a test that
 // fakes the globals (vi.useFakeTimers) fakes this clock too. Members never use `this`,
 // so `systemClock.now` may be passed on its own.

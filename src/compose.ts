@@ -43,6 +43,9 @@ import { PlatformAnswers } from './platform/client/answer-buffer.js'
 import { CampaignOwners } from './access/campaign-owners.js'
 import { describeProxy, docsUi } from './http/openapi/document.js'
 import { TeamUsage } from './observe/usage.js'
+import { History } from './observe/history.js'
+import { newReplicaId, Replicas } from './observe/replicas.js'
+import { replicaState } from './http/admin/cluster-route.js'
 import { TeamReloader } from './access/team-reload.js'
 import { AdminAuth } from './access/admin-auth.js'
 import { AuditTrail } from './access/audit-trail.js'
@@ -52,8 +55,7 @@ import { answerHooks, callerRate } from './http/hooks/answer-hooks.js'
 import { metricsRoute } from './http/admin/metrics-route.js'
 import type { LoadOptions } from './config.js'
 import { keepTickShape } from './perf/tick-shape.js'
-import { systemClock, type Clock } from './clock.js'
-import type { Timers } from './perf/stepped-timers.js'
+import { systemClock, type Clock, type Timers } from './clock.js'
 import { redisKey } from './redis/keys.js'
 
 export interface GatewayDeps {
@@ -132,8 +134,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   // Redis is shared, not trusted: what replicas write there is sealed.
   const seal = config.gatewaySecret ? new RedisSeal(config.gatewaySecret) : null
   // Each series from 0, so that an alert on increase() sees the first forged value too.
-  if (redis) for (const what of ['entry', 'message', 'pause', 'purge']) metrics.redisUnverified.inc({ what }, 0)
-  const unverified = (what: 'entry' | 'message', where: string) => {
+  if (redis) for (const what of ['entry', 'message', 'pause', 'purge', 'replica']) metrics.redisUnverified.inc({ what }, 0)
+  const unverified = (what: 'entry' | 'message' | 'replica', where: string) => {
     metrics.redisUnverified.inc({ what })
     log.warn({ what, where }, "ignoring a value in redis that does not carry this gateway's seal (GATEWAY_SECRET)")
   }
@@ -196,6 +198,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     retentionDays: config.usage.retentionDays,
     clock,
   })
+  // This replica's last hour: requests counted where they are logged, calls where they are sent.
+  const history = new History({ clock })
   const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus, seal, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team), clock })
   const client: PlatformClient = new PlatformClient({
     dispatcher,
@@ -211,6 +215,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     }),
     refusals: new RefusalLog({ log, metrics, now }),
     usage,
+    history,
     clock,
   })
   // A credential pause is tested with the probe call and the token in use.
@@ -273,6 +278,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     teams,
     adminAuth: new AdminAuth(config.admin.tokens),
     usage,
+    history,
     rateLimiter: new RateLimiter({ redis, breaker, prefix: config.redis.keyPrefix, syncMs: config.redis.rateLimitSyncMs, clock }),
     redis,
     breaker,
@@ -292,6 +298,18 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     }),
   }
   const tokenStore = new TokenStore(ctx)
+  // Each replica announces itself and its last hour in Redis: GET /admin/cluster lists them.
+  const replicas: Replicas = new Replicas({
+    id: newReplicaId(),
+    redis,
+    breaker,
+    seal,
+    prefix: config.redis.keyPrefix,
+    log,
+    state: () => replicaState(ctx, replicas.id, history),
+    onUnverified: (key) => unverified('replica', key),
+    clock,
+  })
   const source = deps.configSource === undefined ? { env: process.env } : deps.configSource
   const reloader = new TeamReloader({
     config,
@@ -335,7 +353,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const admin = buildServer(config, log, failures, null)
   await admin.register(healthRoutes, { ctx })
   metricsRoute(admin, { metrics, tokens, governors, usage })
-  await admin.register(adminRoutes, { ctx, client, reloader, l1, audit })
+  await admin.register(adminRoutes, { ctx, client, reloader, l1, audit, replicas })
   await admin.register(consoleRoutes, deps.consoleScriptsDir ? { scriptsDir: deps.consoleScriptsDir } : {})
   await docsUi(admin, proxy)
 
@@ -353,6 +371,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
         metrics.redisWritable.set(breaker.writable ? 1 : 0)
       }
       await tokens.start()
+      history.watch(() => governors.all().map((g) => ({ credential: g.credential, inFlight: g.inFlight, waiting: g.queued, limit: g.limit, floorMs: governors.latencyFloorMs(g.credential) })))
       ctx.rateLimiter.start()
       usage.start()
       await reloader.start()
@@ -362,6 +381,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
       await probeTokens(tokens, client, config.platform.probe, log, (credential) => governors.paused(credential, config.platform.probe?.path))
       ctx.lifecycle.phase = 'serving'
+      replicas.start()
     },
     abortPlatformCalls() {
       client.abortAll()
@@ -377,6 +397,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       reloader.close()
       await usage.close()
       governors.stop()
+      history.stop()
+      await replicas.close()
       tokenStore.close()
       await tokens.close()
       redisWatch?.close()

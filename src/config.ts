@@ -11,6 +11,7 @@ import { readTeamsFile } from './config/teams-file.js'
 export { DEFAULT_CREDENTIAL, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
 export { maskUrlPassword } from './config/schema-errors.js'
 export { readEnv } from './config/sources.js'
+export { isTeamName } from './config/teams.js'
 export { parseDuration, parseSize } from './config/units.js'
 
 export const DEFAULT_CONFIG_PATH = fileURLToPath(new URL('../config/default.yaml', import.meta.url))

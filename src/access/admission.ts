@@ -1,14 +1,16 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { FastifyRequest } from 'fastify'
-import type { TeamConfig } from '../config.js'
-import type { GatewayContext } from '../http/context.js'
+import type { Config, TeamConfig } from '../config.js'
 import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, RateLimitedError } from '../errors.js'
+import type { Metrics } from '../observe/metrics.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
+import type { TokenRegistry } from '../platform/tokens/token-registry.js'
 import { assertAccounts, campaignPathPatterns, namedInCall, type NamedInCall } from './scope.js'
-import { assertMayCall, type Identity } from './team-auth.js'
+import { assertMayCall, type Identity, type TeamDirectory } from './team-auth.js'
 import type { KnownTarget, TargetMemo } from './known-urls.js'
-import type { RateDecision } from './rate-limit.js'
+import type { RateDecision, RateLimiter } from './rate-limit.js'
+import type { CampaignOwners } from './campaign-owners.js'
 import { rateLimitHeaders } from './rate-limit-headers.js'
 import { isTokenPath, tokenPaths } from './path-safety.js'
 import { assertPlainBodyType, FORM_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, type CheckedBody } from './request-body.js'
@@ -16,7 +18,7 @@ import { checkTarget, type RequestTarget } from './request-target.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The admitted caller of an /api/v1 call; set by its handler (routes/api.ts). */
+    /** The admitted caller of an /api/v1 call; set by its handler (http/api.ts). */
     caller: Caller | null
   }
 }
@@ -46,6 +48,16 @@ export interface Caller {
   accounts: number[]
 }
 
+/** What admission reads of the gateway; the composition root hands it these. */
+export interface AdmissionParts {
+  config: Config
+  teams: TeamDirectory
+  rateLimiter: RateLimiter
+  metrics: Metrics
+  tokens: TokenRegistry
+  campaignOwners: CampaignOwners
+}
+
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
 
 /**
@@ -55,12 +67,12 @@ const BODYLESS = new Set(['GET', 'HEAD', 'DELETE'])
  * any body is read; then the body (400/413) and the scope (403).
  */
 export class Admission {
-  readonly #ctx: GatewayContext
+  readonly #ctx: AdmissionParts
   readonly #blockedPaths: Set<string>
   readonly #campaignPaths: RegExp[]
   readonly #known: TargetMemo
 
-  constructor(ctx: GatewayContext, known: TargetMemo) {
+  constructor(ctx: AdmissionParts, known: TargetMemo) {
     this.#known = known
     const { config } = ctx
     this.#ctx = ctx
@@ -140,7 +152,7 @@ export class Admission {
   }
 
   /**
-   * Reads the body the route's content parser left unread (routes/api.ts): JSON and
+   * Reads the body the route's content parser left unread (http/api.ts): JSON and
    * forms are parsed, checked and kept for re-serialization; only unrestricted writers
    * may send anything else, which is forwarded as it comes.
    */

@@ -1,25 +1,35 @@
 import { writeFileSync } from 'node:fs'
 import { renderDocument } from './openapi-render.js'
+import { renderAdminDocument } from '../http/openapi/admin-document.js'
 
-const USAGE = `usage: npm run openapi [-- FILE]
-  writes the proxy listener's OpenAPI 3.1 document (default FILE: docs/openapi.json)
-exit code: 0 written, 1 the file cannot be written, 2 a usage mistake.`
+const USAGE = `usage: npm run openapi [-- [--admin] FILE]
+  writes the OpenAPI 3.1 documents: the proxy listener's to docs/openapi.json and the admin
+  listener's to docs/admin-openapi.json; with FILE, the proxy listener's (with --admin,
+  the admin listener's) to FILE only.
+exit code: 0 written, 1 a file cannot be written, 2 a usage mistake.`
 
 function main(argv: string[]): Promise<number> | number {
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(`${USAGE}\n`)
     return 0
   }
-  const [file = 'docs/openapi.json', ...extra] = argv
-  if (extra.length > 0 || file.startsWith('-')) {
-    process.stderr.write(`openapi: one FILE at most, no options but --help (npm run openapi -- --help)\n`)
+  const admin = argv[0] === '--admin'
+  const files = admin ? argv.slice(1) : argv
+  if (files.length > 1 || files.some((f) => f.startsWith('-')) || (admin && files.length === 0)) {
+    process.stderr.write(`openapi: at most one FILE, and --admin only before one (npm run openapi -- --help)\n`)
     return 2
   }
-  return write(file)
+  const [file] = files
+  if (file === undefined) return writeBoth()
+  return admin ? write(file, renderAdminDocument()) : renderDocument().then((text) => write(file, text))
 }
 
-async function write(file: string): Promise<number> {
-  const text = await renderDocument()
+async function writeBoth(): Promise<number> {
+  const proxy = write('docs/openapi.json', await renderDocument())
+  return proxy === 0 ? write('docs/admin-openapi.json', renderAdminDocument()) : proxy
+}
+
+function write(file: string, text: string): number {
   try {
     writeFileSync(file, text)
   } catch (err) {

@@ -1,4 +1,4 @@
-import type { RawConfig, RawCredential } from './schema.js'
+import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE, type RawConfig, type RawCredential } from './schema.js'
 import { maskUrlPassword } from './schema-errors.js'
 import { hasControlCharacters, MALFORMED_SECRET, readEnv, type Env } from './sources.js'
 import { parseDuration, parseSize } from './units.js'
@@ -9,6 +9,8 @@ import { adminTokens } from './admin-tokens.js'
 // sizes in bytes, credentials with their secrets, teams with their key hashes.
 
 export const DEFAULT_CREDENTIAL = 'default'
+
+const CREDENTIAL_NAME = new RegExp(CREDENTIAL_NAME_PATTERN)
 
 export interface PasswordLogin {
   username: string
@@ -48,6 +50,12 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     }, problems),
   }
   for (const [name, c] of Object.entries(raw.credentials)) {
+    // As with teams (teams.ts), the schema checks only the credentials whose names match
+    // its pattern: any other is refused here, before its unchecked settings are read.
+    if (!CREDENTIAL_NAME.test(name)) {
+      problems.push(`credentials: ${JSON.stringify(name)} is not a valid credential name (${CREDENTIAL_NAME_RULE})`)
+      continue
+    }
     if (name === DEFAULT_CREDENTIAL) {
       problems.push(`credentials.${name}: the default credential is configured by the PLATFORM_* variables`)
       continue
@@ -202,7 +210,7 @@ function checkUrl(value: string | null | undefined, name: string, problems: stri
 
 // The URL holds the Redis password: a message says what is wrong with it, never what it
 // holds, whatever its shape. What passes here, ioredis and the
-// log lines' host:port (redis.ts) read without a surprise.
+// log lines' host:port (redis/client.ts) read without a surprise.
 function checkRedisUrl(value: string | null, name: string, problems: string[]): void {
   if (value == null) return
   const form = 'redis://[user:password@]host[:port][/db] or rediss://…; the value is not shown, as it may hold a password'

@@ -33,6 +33,11 @@ export const CredentialSchema = Type.Object(
 // the console's pages: plain characters only, checked by the config and by `npm run keys`.
 export const TEAM_NAME_PATTERN = '^[A-Za-z0-9_.-]+$'
 export const TEAM_NAME_RULE = 'letters, digits, _ . - only'
+// A credential's name is also the <NAME> of its variables (CREDENTIAL_<NAME>_TOKEN, in upper
+// case, `-` as `_`). The schema checks only the credentials whose names match (a record's
+// key pattern); normalize.ts refuses the others, as teams.ts does for teams.
+export const CREDENTIAL_NAME_PATTERN = '^[a-z][a-z0-9_-]*$'
+export const CREDENTIAL_NAME_RULE = 'lower-case letters, digits, _ - only, starting with a letter'
 export const KEY_ID_PATTERN = '^[A-Za-z0-9_.-]{1,64}$'
 export const KEY_ID_RULE = 'letters, digits, _ . - (at most 64)'
 export const EXPIRES_AT_PATTERN = '^\\d{4}-\\d{2}-\\d{2}([T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$'
@@ -154,7 +159,7 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
-    credentials: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_-]*$' }), CredentialSchema),
+    credentials: Type.Record(Type.String({ pattern: CREDENTIAL_NAME_PATTERN }), CredentialSchema),
     redis: Type.Object(
       {
         url: Nullable(Type.String({ pattern: '^rediss?://' })),

@@ -29,6 +29,11 @@ export interface TeamConfig {
 
 const TEAM_NAME = new RegExp(TEAM_NAME_PATTERN)
 
+/** Whether `name` may name a team (TEAM_NAME_PATTERN): what the config, reloads and admin calls accept. */
+export function isTeamName(name: string): boolean {
+  return TEAM_NAME.test(name)
+}
+
 /** The id a key without one is known by: short, and no help to guess the key. */
 export function defaultKeyId(hash: string): string {
   return hash.slice('sha256:'.length, 'sha256:'.length + 12)
@@ -46,7 +51,7 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
   for (const [name, t] of Object.entries(raw)) {
     // The schema only checks the teams whose names match its pattern: any other is
     // refused here, before its unchecked settings are read.
-    if (!TEAM_NAME.test(name)) {
+    if (!isTeamName(name)) {
       problems.push(`teams: ${JSON.stringify(name)} is not a valid team name (${TEAM_NAME_RULE})`)
       continue
     }

@@ -15,6 +15,7 @@ import type { CampaignOwners } from '../access/campaign-owners.js'
 import type { PlatformGovernors } from '../platform/governor/platform-governors.js'
 import type { PlatformAnswers } from '../platform/client/answer-buffer.js'
 import type { TeamUsage } from '../observe/usage.js'
+import type { History } from '../observe/history.js'
 import type { AdminAuth } from '../access/admin-auth.js'
 import type { Clock } from '../clock.js'
 
@@ -29,6 +30,8 @@ export interface GatewayContext {
   teams: TeamDirectory
   adminAuth: AdminAuth
   usage: TeamUsage
+  /** This replica's last hour in 10-second buckets (the console's charts). */
+  history: History
   rateLimiter: RateLimiter
   redis: RedisClient | null
   breaker: RedisBreaker | null

@@ -74,7 +74,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
         // A request without content-length or transfer-encoding has no body (RFC 9112):
         // Node 24.12+ then skips its body stream's life cycle, about a tenth of a hit's
-        // cost. Nothing reads such a request's body: hasBody (routes/caller.ts)
+        // cost. Nothing reads such a request's body: hasBody (access/admission.ts)
         // asks the same two headers.
         optimizeEmptyRequests: true,
       }

@@ -229,7 +229,7 @@ export function createMetrics() {
     }),
     redisUnverified: new Counter({
       name: 'gateway_redis_unverified_total',
-      help: 'Values read from Redis that do not carry this gateway\'s seal (GATEWAY_SECRET), or that are more than the gateway stores, ignored: by what (entry: a report entry, read as a miss; message: a bus message, also one heard before; pause: a stored pause; purge: a field of the purge record)',
+      help: 'Values read from Redis that do not carry this gateway\'s seal (GATEWAY_SECRET), or that are more than the gateway stores, ignored: by what (entry: a report entry, read as a miss; message: a bus message, also one heard before; pause: a stored pause; purge: a field of the purge record; replica: a replica\'s announcement, left out of GET /admin/cluster)',
       labelNames: ['what'] as const,
       registers: [registry],
     }),

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 
 // The gateway's own platform calls carry an x-request-id of their own kind, so that the
 // platform's logs (and the gateway's tests) tell them from callers'. A caller's id in
-// one of these spaces is replaced (routes/request-log.ts): a caller could otherwise pass
+// one of these spaces is replaced (http/hooks/request-log.ts): a caller could otherwise pass
 // its calls off as the gateway's own.
 const OWN_KINDS = ['ownership', 'token-probe'] as const
 

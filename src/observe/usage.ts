@@ -12,6 +12,10 @@ export interface UsageTotals {
   platformCalls: number
   /** Bytes written to the team's connections for its answers (status line, headers, body). */
   bytes: number
+  /** Answers with status 429: the team's rate limit, or the platform's 429 passed through. */
+  rateLimited: number
+  /** Answers with a 5xx status. */
+  errors: number
 }
 
 export interface UsageRow extends UsageTotals {
@@ -20,7 +24,7 @@ export interface UsageRow extends UsageTotals {
   platformCallsSaved: number
 }
 
-const FIELDS = ['requests', 'cacheHits', 'platformCalls', 'bytes'] as const
+const FIELDS = ['requests', 'cacheHits', 'platformCalls', 'bytes', 'rateLimited', 'errors'] as const
 const DAY_MS = 86_400_000
 
 /** The request counter's `result` label of an answer. */
@@ -109,7 +113,10 @@ export class TeamUsage {
   request(team: string, status: number, hit: boolean, bytes: number, now: number = this.#clock.now()): void {
     const counts = this.#counts(team, now)
     counts.requests += 1
+    // A hit is a 200 or a 304: on the hit path the two checks below are skipped.
     if (hit) counts.cacheHits += 1
+    else if (status === 429) counts.rateLimited += 1
+    else if (status >= 500) counts.errors += 1
     counts.bytes += bytes
     this.#tally(team).results[usageResult(status, hit)] += 1
   }
@@ -253,7 +260,7 @@ function totalsOf(days: Map<string, DayCounts>, day: string, team: string): Usag
 function teamTotals(teams: DayCounts, team: string): UsageTotals {
   let counts = teams.get(team)
   if (!counts) {
-    counts = { requests: 0, cacheHits: 0, platformCalls: 0, bytes: 0 }
+    counts = { requests: 0, cacheHits: 0, platformCalls: 0, bytes: 0, rateLimited: 0, errors: 0 }
     teams.set(team, counts)
   }
   return counts

@@ -1,10 +1,4 @@
-import { systemClock, type Clock, type Timer } from '../clock.js'
-
-/** One-shot timers, for code that takes them as a dependency; `clear` takes null too. */
-export interface Timers {
-  set(fn: () => void, ms: number): unknown
-  clear(handle: unknown): void
-}
+import { systemClock, type Clock, type Timer, type Timers } from '../clock.js'
 
 // Node keeps its timers in one list per duration, and the list of an unref'd timer that
 // was cleared until that duration has passed (lib/timers.js, unenroll). A refresh ahead

@@ -35,10 +35,14 @@ export const redisKey = {
   advertiserIndex: (prefix: string, advertiserId: number) => `${prefix}adv:${advertiserId}`,
   /** What SCAN matches to find every advertiser's set. */
   advertiserIndexPattern: (prefix: string) => `${prefix}adv:*`,
-  /** One day's usage hash: every day in one hash slot, so a MULTI carries them on a Cluster. */
+  /** One day's usage hash, a field per team and count (`growth:requests`, `growth:rateLimited`): every day in one hash slot, so a MULTI carries them on a Cluster. */
   usageDay: (prefix: string, day: string) => `${prefix}{usage}:${day}`,
   /** One team's request count in one rate-limit window: every window in one slot. */
   rateLimit: (prefix: string, team: string, window: number | string) => `${prefix}{rl}:${team}:${window}`,
+  /** The replicas' announcements by last announcement (a sorted set of their ids): one hash slot with the announcements, so one MULTI writes both. */
+  replicas: (prefix: string) => `${prefix}{replicas}:index`,
+  /** One replica's announcement (sealed), which lives for its TTL unless announced again. */
+  replica: (prefix: string, id: string) => `${prefix}{replicas}:replica:${id}`,
   /** A campaign's owning advertiser, `campaign` being the owner cache's key. */
   owner: (prefix: string, campaign: string) => `${prefix}owners:${campaign}`,
 } as const

@@ -17,8 +17,8 @@ import { PlatformAuthError, PlatformRefusedError, UpstreamError, UpstreamTimeout
 import { LRUCache } from 'lru-cache'
 import { NoIdleSlotError, type Priority } from '../platform/governor/call-governor.js'
 import { entryBytes } from '../perf/kept-bytes.js'
-import { steppedTimers, type Timers } from '../perf/stepped-timers.js'
-import { systemClock, type Clock } from '../clock.js'
+import { steppedTimers } from '../perf/stepped-timers.js'
+import { systemClock, type Clock, type Timers } from '../clock.js'
 import { FailureLog } from '../observe/failure-log.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'

@@ -1,11 +1,11 @@
-import { systemClock, type Clock, type Timer } from '../../src/clock.js'
+import { systemClock, type Clock, type Timer, type Timers } from '../../src/clock.js'
 
 /** A clock that moves only when told: hand it to the code under test, `advance` in the test. */
 export interface FakeClock extends Clock {
   /** Moves the clock and runs, in time order, the timers that fall due on the way. */
   advance(ms: number): void
   /** One-shot timers on this clock, for code that takes them as a dependency (the report cache's refresh ahead). */
-  timers: { set(fn: () => void, ms: number): unknown; clear(handle: unknown): void }
+  timers: Timers
 }
 
 interface Due {

@@ -90,7 +90,7 @@ describe('GET /admin/status and /admin/audit', () => {
 })
 
 describe('GET /console', () => {
-  it('serves the page, its style and its two scripts with a strict policy; nothing else of the disk', async () => {
+  it('serves the page, its style, its scripts and the chart library with a strict policy; nothing else of the disk', async () => {
     const { gw } = await gateway()
     const page = await get(gw, '/console', null)
     expect(page.statusCode).toBe(200)
@@ -100,6 +100,14 @@ describe('GET /console', () => {
     expect(page.body).not.toMatch(/<script>|<script [^>]*>[^<]/)
     expect(page.body).not.toMatch(/https?:\/\//)
     expect((await get(gw, '/console/console.css', null)).headers['content-type']).toMatch(/^text\/css/)
-    for (const url of ['/console/console-routes.js', '/console/..%2Fapp.js', '/console/console-page.ts']) expect((await get(gw, url, null)).statusCode).toBe(404)
+    // uPlot, minified, from the gateway itself (the `uplot` package), under the same policy.
+    const uplot = await get(gw, '/console/uPlot.iife.min.js', null)
+    expect(uplot.statusCode).toBe(200)
+    expect(uplot.headers['content-type']).toMatch(/^text\/javascript/)
+    expect(uplot.headers['content-security-policy']).toBe(page.headers['content-security-policy'])
+    expect(uplot.body).toMatch(/^\/\*! https:\/\/github\.com\/leeoniya\/uPlot \(v1\.6\.\d+\) \*\/\nvar uPlot=function/)
+    expect((await get(gw, '/console/uPlot.min.css', null)).headers['content-type']).toMatch(/^text\/css/)
+    expect(page.body).toMatch(/<script src="\/console\/uPlot\.iife\.min\.js"><\/script>/)
+    for (const url of ['/console/console-routes.js', '/console/..%2Fapp.js', '/console/console-page.ts', '/console/uPlot.esm.js']) expect((await get(gw, url, null)).statusCode).toBe(404)
   })
 })

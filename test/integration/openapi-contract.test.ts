@@ -9,8 +9,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js'
 import { describe, expect, it } from 'vitest'
 import { KEYS } from '../helpers/build-gateway.js'
 import { useSandboxGateway } from '../helpers/fixtures.js'
+import { pointer, resolveRef, type Json } from '../helpers/openapi-doc.js'
 
-type Json = Record<string, unknown>
 
 const env = useSandboxGateway()
 
@@ -20,19 +20,7 @@ async function documentOf(): Promise<Json> {
   return (await res.json()) as Json
 }
 
-/** `#/a/b` of the document, following `$ref`s of response and header objects. */
-function resolve(doc: Json, node: unknown): Json {
-  let value = node as Json
-  while (typeof value.$ref === 'string') {
-    value = (value.$ref as string)
-      .slice(2)
-      .split('/')
-      .reduce<Json>((at, part) => at[part.replace(/~1/g, '/').replace(/~0/g, '~')] as Json, doc)
-  }
-  return value
-}
 
-const pointer = (...parts: string[]) => `#/${parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`
 
 interface Answer {
   status: number
@@ -48,13 +36,13 @@ function mismatches(doc: Json, ajv: Ajv2020, path: string, method: string, answe
   const status = String(answer.status)
   const key = [status, `${status[0]}XX`, 'default'].find((k) => k in responses)
   if (!key) return [`${answer.status} is not a documented answer of ${method.toUpperCase()} ${path}`]
-  const response = resolve(doc, responses[key])
+  const response = resolveRef(doc, responses[key])
   const problems: string[] = []
   const declared = (response.headers ?? {}) as Record<string, unknown>
   for (const [name, h] of Object.entries(declared)) {
     const value = answer.headers.get(name)
     if (value === null) continue
-    const schema = resolve(doc, h).schema as Json
+    const schema = resolveRef(doc, h).schema as Json
     const typed = schema.type === 'integer' ? Number(value) : value
     if (!ajv.validate(schema, typed)) problems.push(`header ${name}: ${value}: ${ajv.errorsText()}`)
   }
@@ -87,9 +75,9 @@ describe('the OpenAPI document against an independent validator and real answers
     }
     expect(text).not.toMatch(/"(409|422)"/)
     const post = (doc.paths as Record<string, Record<string, Json>>)['/api/v1/{path}']!.post!
-    const notFound = resolve(doc, (post.responses as Json)['404'])
+    const notFound = resolveRef(doc, (post.responses as Json)['404'])
     expect(JSON.stringify(notFound)).toContain('#/components/schemas/PlatformError')
-    expect(resolve(doc, (post.responses as Json)['4XX']).content).toEqual({ 'application/json': { schema: { $ref: '#/components/schemas/PlatformError' } } })
+    expect(resolveRef(doc, (post.responses as Json)['4XX']).content).toEqual({ 'application/json': { schema: { $ref: '#/components/schemas/PlatformError' } } })
   })
 
   it('describes every answer of a sample of real requests: status, headers and body', async () => {

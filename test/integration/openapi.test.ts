@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { renderDocument } from '../../src/cli/openapi-render.js'
 import { allErrors } from '../../src/errors.js'
 import { buildGateway, KEYS, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { routeTable } from '../helpers/openapi-doc.js'
 
 const COMMITTED = new URL('../../docs/openapi.json', import.meta.url)
 const OPERATIONS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
@@ -14,19 +15,6 @@ type Doc = {
   components: { schemas: Record<string, { properties: { code: { const: string } } }> }
 }
 
-/** Fastify's route table as printRoutes shows it: full URL → methods. */
-function routeTable(text: string): Map<string, string[]> {
-  const routes = new Map<string, string[]>()
-  const stack: string[] = []
-  for (const line of text.split('\n')) {
-    const m = /^((?:│ {3}| {4})*)[├└]── (\S+)(?: \(([A-Z, ]+)\))?$/.exec(line)
-    if (!m) continue
-    stack.length = m[1]!.length / 4
-    stack.push(m[2]!)
-    if (m[3]) routes.set(stack.join(''), m[3].split(', '))
-  }
-  return routes
-}
 
 let gw: TestGateway
 let doc: Doc

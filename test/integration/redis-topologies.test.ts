@@ -143,8 +143,11 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     const all = await adminCall(a, 'DELETE', '/admin/cache')
     expect(all.json()).toEqual({ purged: 'all', dropped: 3 })
     // Nothing of the cache is left but the purge's record (which a replica that starts
-    // later reads); the day's usage totals, the shared token and the learned platform limit are not the cache's.
-    expect((await topology.keys('rgw:*')).filter((k) => !k.startsWith('rgw:{usage}:')).sort()).toEqual(['rgw:limit:{default}', 'rgw:purges', 'rgw:token:default'])
+    // later reads); the day's usage totals, the replicas' announcements, the shared token and the learned platform limit are not the cache's.
+    const notUsage = (await topology.keys('rgw:*')).filter((k) => !k.startsWith('rgw:{usage}:'))
+    expect(notUsage.filter((k) => !k.startsWith('rgw:{replicas}:')).sort()).toEqual(['rgw:limit:{default}', 'rgw:purges', 'rgw:token:default'])
+    // Both replicas announce themselves, in one hash slot (one MULTI, a Cluster too).
+    expect(notUsage.filter((k) => k.startsWith('rgw:{replicas}:replica:'))).toHaveLength(2)
   })
 
   it('shares a token set on one replica with the other (GATEWAY_SECRET)', async () => {

@@ -92,13 +92,16 @@ describe('a limited team sees its standing on every answer', () => {
 })
 
 describe('usage per team', () => {
-  it('counts coalesced waiters as cache hits, and proxied calls and writes as platform calls', async () => {
+  it('counts coalesced waiters as cache hits, proxied calls and writes as platform calls, and a platform failure as an error', async () => {
     sandbox.setLatency(300)
     const together = await Promise.all(Array.from({ length: 5 }, () => send('all', 'GET', REPORT(103))))
     expect(together.map((r) => r.status)).toEqual([200, 200, 200, 200, 200])
     sandbox.setLatency(0)
     expect((await send('all', 'POST', '/api/v1/campaign/get', { userId: 101 })).status).toBe(200)
     expect((await send('writer', 'POST', '/api/v1/campaign/banner/create', CAMPAIGN)).status).toBe(201)
+    // The platform fails once: the team's answer is a 502, one of its errors.
+    sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
+    expect((await send('growth', 'POST', '/api/v1/campaign/get', { userId: 101 })).status).toBe(502)
   })
 
   it('GET /admin/usage: the day totals add up to what was sent', async () => {
@@ -109,24 +112,59 @@ describe('usage per team', () => {
     expect([from, to]).toEqual([today, today])
     expect(usage).toEqual([
       // The start's token probe: a call of the gateway's own, which answers no request.
-      { day: today, team: '(gateway)', requests: 0, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: 0 },
+      { day: today, team: '(gateway)', requests: 0, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: 0, rateLimited: 0, errors: 0 },
       // REPORT(102) once (a miss); REPORT(103) five times at once (one call); one proxied call.
-      { day: today, team: 'all', requests: 7, cacheHits: 4, platformCalls: 3, platformCallsSaved: 4, bytes: bytes.all },
+      { day: today, team: 'all', requests: 7, cacheHits: 4, platformCalls: 3, platformCallsSaved: 4, bytes: bytes.all, rateLimited: 0, errors: 0 },
+      // One proxied call, answered 502.
+      { day: today, team: 'growth', requests: 1, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: bytes.growth, rateLimited: 0, errors: 1 },
       // A miss, two hits, a 403 and a 429.
-      { day: today, team: 'limited', requests: 5, cacheHits: 2, platformCalls: 1, platformCallsSaved: 2, bytes: bytes.limited },
-      { day: today, team: 'writer', requests: 1, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: bytes.writer },
+      { day: today, team: 'limited', requests: 5, cacheHits: 2, platformCalls: 1, platformCallsSaved: 2, bytes: bytes.limited, rateLimited: 1, errors: 0 },
+      { day: today, team: 'writer', requests: 1, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: bytes.writer, rateLimited: 0, errors: 0 },
     ])
     expect(usage.reduce((n, row) => n + (row.platformCalls as number), 0)).toBe(platformCalls + 1)
     // Kept in Redis, one hash per day.
     expect(await redis.client.hget(`rgw:{usage}:${today}`, 'all:requests')).toBe('7')
+    expect(await redis.client.hmget(`rgw:{usage}:${today}`, 'limited:rateLimited', 'growth:errors')).toEqual(['1', '1'])
 
     const one = await gw.admin.inject({ method: 'GET', url: `/admin/usage?team=writer&from=2026-01-01&to=${today}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect((one.json() as { usage: unknown[] }).usage).toEqual([expect.objectContaining({ team: 'writer', requests: 1 })])
     const bad = await gw.admin.inject({ method: 'GET', url: '/admin/usage?from=2026-02-30', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect(bad.statusCode).toBe(400)
+
+    // ?format=csv: the same rows as a CSV file, for the same parameters.
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    const csv = await gw.admin.inject({ method: 'GET', url: '/admin/usage?format=csv', headers: auth })
+    expect(csv.statusCode).toBe(200)
+    expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8')
+    expect(csv.headers['content-disposition']).toBe(`attachment; filename="usage-${today}-${today}.csv"`)
+    expect(csv.headers['cache-control']).toBe('no-store')
+    const columns = ['day', 'team', 'requests', 'cacheHits', 'platformCalls', 'platformCallsSaved', 'bytes', 'rateLimited', 'errors']
+    expect(csv.body).toBe([columns.join(','), ...usage.map((row) => columns.map((c) => row[c]).join(',')), ''].join('\r\n'))
+    expect(csv.body.split('\r\n')[4]).toBe(`${today},limited,5,2,1,2,${bytes.limited},1,0`)
+    const writer = await gw.admin.inject({ method: 'GET', url: `/admin/usage?format=csv&team=writer&from=2026-01-01&to=${today}`, headers: auth })
+    expect(writer.headers['content-disposition']).toBe(`attachment; filename="usage-2026-01-01-${today}.csv"`)
+    expect(writer.body).toBe(`${columns.join(',')}\r\n${today},writer,1,0,1,0,${bytes.writer},0,0\r\n`)
+    expect((await gw.admin.inject({ method: 'GET', url: '/admin/usage?format=json', headers: auth })).json()).toEqual(res.json())
+  })
+
+  it('GET /admin/usage?format=: csv or json, else 400 GW_BAD_REQUEST; the CSV form refuses what the JSON form refuses', async () => {
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    for (const format of ['xml', 'CSV', '', 'csv&format=json']) {
+      const bad = await gw.admin.inject({ method: 'GET', url: `/admin/usage?format=${format}`, headers: auth })
+      expect(bad.json(), format).toEqual({ statusCode: 400, code: 'GW_BAD_REQUEST', error: 'Bad Request', message: 'format: must be json or csv' })
+    }
+    expect((await gw.admin.inject({ method: 'GET', url: '/admin/usage?format=csv&from=2026-02-30', headers: auth })).statusCode).toBe(400)
+    expect((await gw.admin.inject({ method: 'GET', url: '/admin/usage?format=csv&team=writr', headers: auth })).json()).toMatchObject({ code: 'GW_NOT_FOUND' })
+    const empty = await gw.admin.inject({ method: 'GET', url: '/admin/usage?format=csv&team=growth&from=2026-01-01&to=2026-01-02', headers: auth })
+    expect(empty.body).toBe('day,team,requests,cacheHits,platformCalls,platformCallsSaved,bytes,rateLimited,errors\r\n')
   })
 
   it('GET /admin/usage?team=<typo>: 404 naming the team; a running team without usage: 200, empty', async () => {
+    // A name no team can have (the config's rule) is no typo of one.
+    for (const team of ['a%20b', '%3Cb%3E', 'gateway)']) {
+      const malformed = await gw.admin.inject({ method: 'GET', url: `/admin/usage?team=${team}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      expect(malformed.json(), team).toMatchObject({ statusCode: 400, code: 'GW_BAD_REQUEST', message: 'team: not a team name (nor (gateway))' })
+    }
     const typo = await gw.admin.inject({ method: 'GET', url: '/admin/usage?team=writr', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect(typo.statusCode).toBe(404)
     expect(typo.json()).toEqual({ statusCode: 404, code: 'GW_NOT_FOUND', error: 'Not Found', message: 'no team named writr: it is not in the running teams and has no usage in the range' })
@@ -145,6 +183,7 @@ describe('usage per team', () => {
     expect(value('gateway_team_requests_total{team="all",result="hit"}')).toBe(4)
     expect(value('gateway_team_platform_calls_total{team="all"}')).toBe(3)
     expect(value('gateway_team_platform_calls_total{team="writer"}')).toBe(1)
+    expect(value('gateway_team_requests_total{team="growth",result="error"}')).toBe(1)
   })
 })
 

@@ -158,6 +158,15 @@ teams:
     }
   })
 
+  it('refuses a credential whose name is not one a credential may have, before reading its settings', () => {
+    for (const name of ['Partner', 'partner.eu', '1partner', 'a b']) {
+      const yaml = `credentials:\n  ${JSON.stringify(name)}:\n    tokenFile: 7\n`
+      expect(problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }, yaml).problems).toEqual([
+        `credentials: ${JSON.stringify(name)} is not a valid credential name (lower-case letters, digits, _ - only, starting with a letter)`,
+      ])
+    }
+  })
+
   it('reads named admin tokens from ADMIN_TOKENS_FILE next to ADMIN_TOKEN ("admin"), naming a bad line by its number only', () => {
     const alice = hashApiKey('alice-admin-token-000000000')
     const files = { '/run/admins': `# operators\nalice:${alice}\n\n` }

@@ -45,10 +45,12 @@ const CONTRACT_ENV = new Set([
 
 /** The image every install names: the chart has none of its own (image.repository is required). */
 const IMAGE = 'registry.internal/ads/report-gateway'
+/** The platform's address every install names (platform.baseUrl is required). */
+const PLATFORM = 'https://dsp-api.example.com'
 
-/** The chart as `helm install --set image.repository=<IMAGE>` renders it, with more values. */
+/** The chart as `helm install --set image.repository=<IMAGE> --set platform.baseUrl=<PLATFORM>` renders it, with more values. */
 function install(options: RenderOptions = {}): RenderedChart {
-  return renderChart(CHART, { ...options, values: merge({ image: { repository: IMAGE } }, options.values ?? {}) })
+  return renderChart(CHART, { ...options, values: merge({ image: { repository: IMAGE }, platform: { baseUrl: PLATFORM } }, options.values ?? {}) })
 }
 
 const SECRETS = {
@@ -302,6 +304,17 @@ describe('values.yaml and values.schema.json', () => {
     expect(() => install()).not.toThrow()
   })
 
+  it('needs the platform\'s address: without platform.baseUrl (nor config.platform.baseUrl) rendering fails, naming the value', () => {
+    const message = "platform.baseUrl is required: the platform's address, an http(s) origin (--set platform.baseUrl=https://<platform host>); without it every pod would stop at start naming PLATFORM_BASE_URL (exit 78)"
+    expect(() => renderChart(CHART, { values: { image: { repository: IMAGE } } })).toThrow(message)
+    expect(() => install({ values: { platform: { baseUrl: '' } } })).toThrow(message)
+    expect(() => install({ values: { platform: { baseUrl: null } } })).toThrow(message)
+    // Set in the config file instead, it reaches the gateway from there.
+    const fromConfig = install({ values: { platform: { baseUrl: '' }, config: { platform: { baseUrl: PLATFORM } } } })
+    expect(gateway(fromConfig).env?.some((e) => e.name === 'PLATFORM_BASE_URL')).toBe(false)
+    expect(gatewayConfigFrom(fromConfig, { 'rgw-report-gateway': { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret } }).platform.baseUrl).toBe(PLATFORM)
+  })
+
   it('holds no placeholder address that would be deployed as it is (no example.* host, no /example/ path)', () => {
     const strings = (v: unknown): string[] => (typeof v === 'string' ? [v] : v && typeof v === 'object' ? Object.values(v).flatMap(strings) : [])
     for (const file of ['values.yaml', 'values-production.yaml']) {
@@ -323,9 +336,6 @@ describe('values.yaml and values.schema.json', () => {
 
 describe('rendered with the defaults', () => {
   const chart = install()
-  // The defaults leave platform.baseUrl empty, which stops the gateway: what
-  // loads a config from the rendered pod names the platform.
-  const withPlatform = install({ values: { platform: { baseUrl: 'https://dsp-api.example.com' } } })
 
   it('renders valid YAML of the expected kinds', () => {
     for (const [file, text] of Object.entries(chart.files)) {
@@ -425,9 +435,10 @@ describe('rendered with the defaults', () => {
     expect(new Set(names).size, 'no variable twice').toBe(names.length)
     for (const name of names) expect(CONTRACT_ENV, name).toContain(name)
     expect(names.sort()).toEqual(
-      ['ADMIN_HOST', 'ADMIN_PORT', 'ADMIN_TOKEN_FILE', 'CONFIG_FILE', 'GATEWAY_SECRET_FILE', 'HOST', 'LOG_LEVEL', 'PLATFORM_TOKEN_FILE', 'PORT', 'TEAMS_FILE'].sort(),
+      ['ADMIN_HOST', 'ADMIN_PORT', 'ADMIN_TOKEN_FILE', 'CONFIG_FILE', 'GATEWAY_SECRET_FILE', 'HOST', 'LOG_LEVEL', 'PLATFORM_BASE_URL', 'PLATFORM_TOKEN_FILE', 'PORT', 'TEAMS_FILE'].sort(),
     )
     expect(envOf(chart).get('LOG_LEVEL')?.value).toBe('info')
+    expect(envOf(chart).get('PLATFORM_BASE_URL')?.value).toBe(PLATFORM)
   })
 
   it('points the *_FILE variables into the mounted Secret, mounted whole so updates reach the pod', () => {
@@ -476,7 +487,7 @@ describe('rendered with the defaults', () => {
     const sleep = Number(command?.[1])
     expect(sleep).toBe(5)
     // The grace the gateway itself uses: what its loader reads from the rendered config file.
-    const config = gatewayConfigFrom(withPlatform, { 'rgw-report-gateway': { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret } })
+    const config = gatewayConfigFrom(chart, { 'rgw-report-gateway': { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret } })
     expect(config.shutdownGraceMs).toBe(10_000)
     const defaults = parse(readFileSync(join(ROOT, 'config/default.yaml'), 'utf8')) as { shutdownGrace: string }
     expect(config.shutdownGraceMs / 1000, "the chart's default is the gateway's").toBe(durationSeconds(defaults.shutdownGrace))
@@ -514,12 +525,9 @@ describe('rendered with the defaults', () => {
 
   it('starts a gateway: the rendered env, ConfigMap and Secret load with the real config loader', () => {
     const secret = { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret }
-    // Left at its default (empty), platform.baseUrl stops the start rather than serving the demo sandbox.
-    expect(() => gatewayConfigFrom(chart, { 'rgw-report-gateway': secret })).toThrow(
-      "PLATFORM_BASE_URL: not set, but PLATFORM_TOKEN_FILE, CONFIG_FILE, TEAMS_FILE are configured; set PLATFORM_BASE_URL to the platform's address",
-    )
-    const config = gatewayConfigFrom(withPlatform, { 'rgw-report-gateway': secret })
+    const config = gatewayConfigFrom(chart, { 'rgw-report-gateway': secret })
     expect(config.demo).toBe(false)
+    expect(config.platform.baseUrl).toBe(PLATFORM)
     expect(config.host).toBe('0.0.0.0')
     expect(config.port).toBe(8080)
     expect(config.admin).toMatchObject({ host: POD_IP, port: 8081, token: SECRETS.adminToken })
@@ -527,9 +535,7 @@ describe('rendered with the defaults', () => {
     expect(config.logLevel).toBe('info')
   })
 
-  it('warns in NOTES.txt that the gateway will not start without platform.baseUrl, and lists the Secret keys to create', () => {
-    expect(chart.notes).toContain('platform.baseUrl is empty: the gateway will not start')
-    expect(withPlatform.notes).not.toContain('platform.baseUrl is empty')
+  it('lists the Secret keys to create in NOTES.txt', () => {
     expect(chart.notes).toMatch(/platform-token\s+\(PLATFORM_TOKEN_FILE\)/)
     expect(chart.notes).toContain('rollout restart deployment/rgw-report-gateway')
   })
@@ -1346,8 +1352,7 @@ describe('values-production.yaml', () => {
 
   it('leaves the image and the platform address to each installation: as it is, it does not render', () => {
     expect(() => renderChart(CHART, { values: production })).toThrow(/^image\.repository is required/)
-    expect(chart.notes).not.toContain('platform.baseUrl is empty')
-    expect(renderChart(CHART, { values: merge(production, { image: yours.image }) }).notes).toContain('platform.baseUrl is empty: the gateway will not start')
+    expect(() => renderChart(CHART, { values: merge(production, { image: yours.image }) })).toThrow(/^platform\.baseUrl is required/)
   })
 
   it('lets the gateway reach its Redis, by selector, and the ingress controller reach the proxy', () => {

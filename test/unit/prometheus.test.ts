@@ -41,7 +41,7 @@ const RUNBOOK = 'https://git.ads.internal/platform/report-gateway/blob/main/docs
 
 function ruleGroups(values: Values = {}): Group[] {
   // With Redis: the Redis alerts are only rendered for a gateway that uses Redis.
-  const base = { image: { repository: 'registry.internal/ads/report-gateway' }, redis: { url: 'redis://redis:6379' }, monitoring: { runbookUrl: RUNBOOK, prometheusRule: { enabled: true } } }
+  const base = { image: { repository: 'registry.internal/ads/report-gateway' }, platform: { baseUrl: 'https://dsp-api.example.com' }, redis: { url: 'redis://redis:6379' }, monitoring: { runbookUrl: RUNBOOK, prometheusRule: { enabled: true } } }
   const chart = renderChart(CHART, { values: mergeValues(base, values) })
   const rule = chart.manifests.find((m) => m.kind === 'PrometheusRule') as (Manifest & { spec: { groups: Group[] } }) | undefined
   if (!rule) throw new Error('no PrometheusRule rendered')

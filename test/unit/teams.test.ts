@@ -145,9 +145,9 @@ describe('TeamUsage without Redis', () => {
     usage.request('growth', 502, false, 5)
     usage.request('ops', 200, true, 1)
     expect(await usage.query('2026-11-22', '2026-11-23', null)).toEqual([
-      { day: '2026-11-22', team: 'growth', requests: 3, cacheHits: 1, platformCalls: 1, bytes: 160, platformCallsSaved: 1 },
-      { day: '2026-11-23', team: 'growth', requests: 1, cacheHits: 0, platformCalls: 0, bytes: 5, platformCallsSaved: 0 },
-      { day: '2026-11-23', team: 'ops', requests: 1, cacheHits: 1, platformCalls: 0, bytes: 1, platformCallsSaved: 1 },
+      { day: '2026-11-22', team: 'growth', requests: 3, cacheHits: 1, platformCalls: 1, bytes: 160, rateLimited: 1, errors: 0, platformCallsSaved: 1 },
+      { day: '2026-11-23', team: 'growth', requests: 1, cacheHits: 0, platformCalls: 0, bytes: 5, rateLimited: 0, errors: 1, platformCallsSaved: 0 },
+      { day: '2026-11-23', team: 'ops', requests: 1, cacheHits: 1, platformCalls: 0, bytes: 1, rateLimited: 0, errors: 0, platformCallsSaved: 1 },
     ])
     expect(await usage.query('2026-11-23', '2026-11-23', 'ops')).toHaveLength(1)
 

@@ -133,6 +133,11 @@ namespace and the job the ServiceMonitor gives (the admin Service's name).
 {{- with .Values.config.redis }}{{ if or .url .sentinels .cluster }}true{{ end }}{{ end }}
 {{- end }}
 
+{{/* The platform's address when `config` sets it (platform.baseUrl of the CONFIG_FILE), else empty. */}}
+{{- define "report-gateway.configBaseUrl" -}}
+{{- with .Values.config.platform }}{{ .baseUrl }}{{ end }}
+{{- end }}
+
 {{/* Non-empty when `config` names Redis Sentinels (their ports then need egress too). */}}
 {{- define "report-gateway.usesSentinels" -}}
 {{- with .Values.config.redis }}{{ if .sentinels }}true{{ end }}{{ end }}

@@ -8,7 +8,7 @@ import { redisAddress } from '../../redis/client.js'
 const nullable = (type: string) => ({ type: [type, 'null'] })
 const counts = { type: 'object', additionalProperties: { type: 'number' } } as const
 
-const statusSchema = {
+export const statusSchema = {
   type: 'object',
   required: ['at', 'phase', 'build', 'credentials', 'redis', 'cache', 'teams', 'governors'],
   properties: {
@@ -87,7 +87,7 @@ const statusSchema = {
   },
 } as const
 
-const auditSchema = {
+export const auditSchema = {
   type: 'object',
   properties: { lines: { type: 'array', items: { type: 'object', additionalProperties: true } } },
 } as const

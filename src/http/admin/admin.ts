@@ -1,18 +1,21 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
-import { AdminUnauthorizedError, AdminUnavailableError, BadRequestError, TokenRejectedError, UnknownTeamError, UpstreamError, UsageUnavailableError } from '../../errors.js'
+import { AdminUnauthorizedError, AdminUnavailableError, BadRequestError, TokenRejectedError, UpstreamError } from '../../errors.js'
 import { fingerprint } from '../../observe/fingerprint.js'
 import { FailureLog } from '../../observe/failure-log.js'
 import type { TeamReloader } from '../../access/team-reload.js'
-import { utcDay } from '../../observe/usage.js'
 import type { PlatformClient } from '../../platform/client/platform-client.js'
 import { probeStatus } from '../../platform/client/token-probe.js'
-import { GATEWAY_TEAM } from '../../platform/governor/gateway-team.js'
 import type { TokenProvider } from '../../platform/tokens/token-provider.js'
 import { DEFAULT_CREDENTIAL } from '../../config.js'
 import type { MemoryStore } from '../../cache/memory-store.js'
 import type { AuditTrail } from '../../access/audit-trail.js'
 import { adminStatusRoutes } from './admin-status.js'
+import { adminUsageRoutes } from './admin-usage.js'
+import { tokenBody } from './admin-schemas.js'
+import { adminDocument } from '../openapi/admin-document.js'
+import { clusterRoutes } from './cluster-route.js'
+import type { Replicas } from '../../observe/replicas.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -21,21 +24,10 @@ declare module 'fastify' {
   }
 }
 
-const tokenBody = {
-  type: 'object',
-  required: ['token'],
-  additionalProperties: false,
-  // Printable ASCII, no inner whitespace (it goes into a header); surrounding whitespace
-  // (a pasted newline) is trimmed, and what is left must still be a plausible token.
-  properties: {
-    token: { type: 'string', maxLength: 8192, pattern: '^\\s*[!-~]{8,}\\s*$', description: 'the platform token: 8 to 8192 printable ASCII characters, no spaces inside' },
-  },
-} as const
-
 /** The admin listener's /admin/* calls (contract, "Admin listener"). */
 export async function adminRoutes(
   app: FastifyInstance,
-  { ctx, client, reloader, l1, audit }: { ctx: GatewayContext; client: PlatformClient; reloader: TeamReloader; l1: MemoryStore; audit: AuditTrail },
+  { ctx, client, reloader, l1, audit, replicas }: { ctx: GatewayContext; client: PlatformClient; reloader: TeamReloader; l1: MemoryStore; audit: AuditTrail; replicas: Replicas },
 ): Promise<void> {
   app.decorateRequest('adminActor', null)
 
@@ -123,33 +115,15 @@ export async function adminRoutes(
 
   app.post('/admin/reload', async (request) => reloader.reloadEverywhere(request.adminActor))
 
+  // Behind the admin token like every /admin/* call: it describes the operators' calls to operators.
+  app.get('/admin/openapi.json', async () => adminDocument())
+
   await app.register(adminStatusRoutes, { ctx, l1, audit })
-
-  app.get('/admin/usage', async (request) => {
-    const q = request.query as { team?: string; from?: string; to?: string }
-    const to = q.to ?? utcDay(ctx.clock.now())
-    const from = q.from ?? to
-    for (const [name, value] of [['from', from], ['to', to]] as const) {
-      if (!isDay(value)) throw new BadRequestError(`${name}: must be a date YYYY-MM-DD (UTC days)`)
-    }
-    const days = (Date.parse(to) - Date.parse(from)) / 86_400_000 + 1
-    if (days < 1 || days > MAX_USAGE_DAYS) throw new BadRequestError(`from, to: from must not be after to, and the range at most ${MAX_USAGE_DAYS} days`)
-    if (q.team !== undefined && q.team !== GATEWAY_TEAM && !/^[A-Za-z0-9_.-]+$/.test(q.team)) throw new BadRequestError(`team: not a team name (nor ${GATEWAY_TEAM})`)
-    const rows = await ctx.usage.query(from, to, q.team ?? null)
-    if (!rows) throw new UsageUnavailableError('Redis could not be read; try again')
-    // A typo must not pass for a quiet team; a removed team's past usage still answers.
-    if (q.team !== undefined && rows.length === 0 && !ctx.teams.teams.some((t) => t.name === q.team)) throw new UnknownTeamError(q.team)
-    return { from, to, usage: rows }
-  })
+  await app.register(adminUsageRoutes, { ctx })
+  await app.register(clusterRoutes, { ctx, replicas })
 }
 
-const MAX_USAGE_DAYS = 366
-
-function isDay(value: string): boolean {
-  return /^\d{4}-\d{2}-\d{2}$/.test(value) && utcDay(Date.parse(`${value}T00:00:00Z`) || 0) === value
-}
-
-// A successful change is audited by the provider's 'change' event (app.ts); a refused or
+// A successful change is audited by the provider's 'change' event (compose.ts); a refused or
 // failed admin attempt is audited here, with the offered token's fingerprint only.
 function auditFailure(ctx: GatewayContext, request: FastifyRequest, provider: TokenProvider, action: 'replace' | 'refresh', err: unknown, offered: string | null): void {
   ctx.log.warn(

@@ -8,7 +8,9 @@ export const CONSOLE_HTML = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>Report gateway: operations console</title>
+<link rel="stylesheet" href="/console/uPlot.min.css">
 <link rel="stylesheet" href="/console/console.css">
+<script src="/console/uPlot.iife.min.js"></script>
 <script type="module" src="/console/console-page.js"></script>
 </head>
 <body>
@@ -27,6 +29,19 @@ export const CONSOLE_HTML = `<!doctype html>
 </header>
 <p id="error" role="alert" hidden></p>
 <main id="data" hidden>
+  <p id="health" class="health" role="status" aria-live="polite" hidden></p>
+  <section aria-labelledby="h-replicas"><h2 id="h-replicas">Replicas</h2><p id="cluster-note" class="muted"></p><div id="replicas"></div></section>
+  <section aria-labelledby="h-history"><h2 id="h-history">Last hour <span class="muted">(10-second buckets)</span></h2>
+    <div class="row"><label for="chart-scope">Charts of</label><select id="chart-scope"></select></div>
+    <div class="charts">
+      <figure><figcaption>Requests and errors (per 10 s)</figcaption><div id="chart-requests" class="chart"></div><p id="chart-requests-summary" class="muted"></p></figure>
+      <figure><figcaption>Hit ratio of report reads (%)</figcaption><div id="chart-hits" class="chart"></div><p id="chart-hits-summary" class="muted"></p></figure>
+      <figure><figcaption>Platform calls (per 10 s) and latency p50, p99 (ms)</figcaption><div id="chart-platform" class="chart"></div><p id="chart-platform-summary" class="muted"></p></figure>
+      <figure><figcaption>Platform calls in flight and waiting</figcaption><div id="chart-inflight" class="chart"></div><p id="chart-inflight-summary" class="muted"></p></figure>
+      <figure><figcaption>Limit in force and latency floor (ms)</figcaption><div id="chart-limit" class="chart"></div><p id="chart-limit-summary" class="muted"></p></figure>
+    </div>
+  </section>
+  <section aria-labelledby="h-team-errors"><h2 id="h-team-errors">429s and errors per team</h2><div id="team-errors"></div></section>
   <section aria-labelledby="h-credentials"><h2 id="h-credentials">Platform credentials</h2><div id="credentials"></div></section>
   <div class="pair">
     <section aria-labelledby="h-redis"><h2 id="h-redis">Redis</h2><div id="redis"></div></section>
@@ -74,12 +89,23 @@ h2 { font-size: 1.1rem; margin: 1.2rem 0 .4rem; }
 .row { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: .4rem 0; }
 .row p { margin: 0; flex-basis: 100%; }
 #signed-in p { flex-basis: auto; }
-input { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); min-width: 0; }
+input, select { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); min-width: 0; }
 #token { flex: 1 1 18rem; }
 button { font: inherit; padding: .35rem .8rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); cursor: pointer; }
 button.danger { border-color: var(--bad); color: var(--bad); }
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 #error { border: 2px solid var(--bad); color: var(--bad); padding: .6rem .8rem; border-radius: 4px; font-weight: 600; }
+.health { border: 2px solid currentColor; padding: .6rem .8rem; border-radius: 4px; font-weight: 600; margin: .6rem 0 0; overflow-wrap: anywhere; }
+.health.ok { color: var(--ok); }
+.health.warn { color: var(--warn); }
+.health.bad { color: var(--bad); background: color-mix(in srgb, var(--bad) 10%, transparent); }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 28rem), 1fr)); gap: .5rem 1.5rem; }
+figure { margin: 0; min-width: 0; }
+figcaption { font-weight: 600; font-size: .95rem; }
+figure p { margin: .2rem 0 0; font-size: .85rem; }
+.chart { min-width: 0; overflow-x: auto; }
+.chart .u-legend { font-size: .8rem; color: var(--fg); }
+tr.self th, tr.self td { background: color-mix(in srgb, var(--focus) 8%, transparent); }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; vertical-align: top; padding: .35rem .5rem; border-bottom: 1px solid var(--line); }

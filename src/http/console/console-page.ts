@@ -2,6 +2,8 @@
 // own: everything comes from the admin calls, sent with the admin token this tab keeps in
 // sessionStorage (never a cookie, never the URL). Every text is set with textContent.
 import { addSample, bytes, expiryAt, expiryIn, pauseLeft, ratio, windowRatio, type CacheSample, type Expiry } from './console-format.js'
+import { chartData, healthLine, lastSum, type Charted, type Cluster } from './console-cluster.js'
+import { clearCharts, drawCharts } from './console-charts.js'
 
 const TOKEN_KEY = 'report-gateway-admin-token'
 const REFRESH_MS = 5000
@@ -84,6 +86,9 @@ function mark(expiry: Expiry): HTMLElement {
 
 let samples: CacheSample[] = []
 let timer: number | undefined
+/** The last cluster view, kept to redraw the charts when their scope changes. */
+let lastCluster: Cluster | null = null
+const CLUSTER_SCOPE = 'cluster'
 
 function token(): string | null {
   return sessionStorage.getItem(TOKEN_KEY)
@@ -112,7 +117,11 @@ function signOut(message: string | null): void {
   window.clearInterval(timer)
   timer = undefined
   samples = []
-  for (const id of ['credentials', 'redis', 'cache', 'governors', 'teams', 'audit']) $(id).replaceChildren()
+  lastCluster = null
+  clearCharts()
+  for (const id of ['credentials', 'redis', 'cache', 'governors', 'teams', 'audit', 'replicas', 'team-errors', 'cluster-note']) $(id).replaceChildren()
+  $<HTMLSelectElement>('chart-scope').replaceChildren()
+  $('health').hidden = true
   $('data').hidden = true
   $('signed-in').hidden = true
   $('sign-in').hidden = false
@@ -134,15 +143,14 @@ function refused(err: unknown): boolean {
 
 async function refresh(): Promise<void> {
   try {
-    const [status, usage, audit] = await Promise.all([
+    const [status, usage, audit, cluster] = await Promise.all([
       call<Status>('GET', '/admin/status'),
-      call<{ usage: UsageRow[] }>('GET', '/admin/usage').catch((err: unknown) => {
-        if (err instanceof CallError && err.status === 401) throw err
-        return null
-      }),
+      call<{ usage: UsageRow[] }>('GET', '/admin/usage').catch(unlessRefused),
       call<{ lines: Record<string, unknown>[] }>('GET', '/admin/audit'),
+      call<Cluster>('GET', '/admin/cluster').catch(unlessRefused),
     ])
     render(status, usage?.usage ?? null, audit.lines)
+    renderCluster(status, cluster)
     showError(null)
     $('data').hidden = false
     const { version, commit, node, uptimeSeconds } = status.build
@@ -150,6 +158,12 @@ async function refresh(): Promise<void> {
   } catch (err) {
     if (!refused(err)) showError(`The gateway could not be read: ${(err as Error).message}. Retrying every ${REFRESH_MS / 1000} s.`)
   }
+}
+
+/** A call the page does without when it fails, unless the token was refused. */
+function unlessRefused(err: unknown): null {
+  if (err instanceof CallError && err.status === 401) throw err
+  return null
 }
 
 /** A replica's uptime in its largest units: 45 s, 12 min, 3 h 5 min, 2 d 4 h. */
@@ -289,6 +303,72 @@ function renderAudit(lines: Record<string, unknown>[]): void {
   $('audit').replaceChildren(el('ol', { class: 'audit' }, ...items))
 }
 
+/** The health banner, the replicas and the last hour; `cluster` null: GET /admin/cluster could not be read. */
+function renderCluster(status: Status, cluster: Cluster | null): void {
+  const health = healthLine(status, cluster)
+  const banner = $('health')
+  banner.className = `health ${health.level}`
+  banner.textContent = health.text
+  banner.hidden = false
+  lastCluster = cluster
+  if (!cluster) {
+    $('cluster-note').textContent = 'The replicas could not be read (GET /admin/cluster failed); retrying.'
+    return
+  }
+  $('cluster-note').textContent = cluster.note ?? `${cluster.replicas.length} live ${cluster.replicas.length === 1 ? 'replica' : 'replicas'}, as they announce themselves in Redis every 5 s.`
+  renderReplicas(cluster)
+  renderScopes(cluster)
+  renderHistory()
+}
+
+function renderReplicas(cluster: Cluster): void {
+  const rows = cluster.replicas.map((r) =>
+    el(
+      'tr',
+      r.self ? { class: 'self' } : {},
+      el('th', { scope: 'row' }, el('code', {}, r.id), r.self ? el('span', { class: 'mark ok' }, 'this replica') : null),
+      el('td', {}, `${r.version}${r.commit === 'unknown' ? '' : ` (${r.commit.slice(0, 12)})`}`),
+      el('td', {}, uptime(r.uptimeSeconds)),
+      el('td', {}, el('span', { class: `state ${r.ready ? 'ok' : 'rejected'}` }, r.ready ? 'ready' : r.phase)),
+      el('td', {}, String(r.inFlight)),
+      el('td', {}, String(r.waiting)),
+      el('td', {}, String(lastSum(r.history.requests, 30))),
+      el('td', {}, r.degraded.length === 0 ? 'none' : r.degraded.join(', ')),
+    ),
+  )
+  $('replicas').replaceChildren(table('Replicas', ['Replica', 'Version', 'Up', 'Ready', 'Calls in flight', 'Waiting', 'Requests (5 min)', 'Degraded'], rows))
+}
+
+/** The charts' scope: the whole cluster or one replica; the choice stays while that replica is listed. */
+function renderScopes(cluster: Cluster): void {
+  const select = $<HTMLSelectElement>('chart-scope')
+  const chosen = select.value || CLUSTER_SCOPE
+  const choices = [[CLUSTER_SCOPE, cluster.replicas.length === 1 ? 'This replica (the only one listed)' : `Whole cluster (${cluster.replicas.length} replicas)`], ...cluster.replicas.map((r) => [r.id, `${r.id}${r.self ? ' (this replica)' : ''}`])]
+  select.replaceChildren(...choices.map(([value, label]) => el('option', { value: value as string }, label as string)))
+  select.value = choices.some(([value]) => value === chosen) ? chosen : CLUSTER_SCOPE
+}
+
+function renderHistory(): void {
+  if (!lastCluster) return
+  const scope = $<HTMLSelectElement>('chart-scope').value
+  const replicas = scope === CLUSTER_SCOPE ? lastCluster.replicas : lastCluster.replicas.filter((r) => r.id === scope)
+  if (replicas.length === 0) return
+  const data = chartData(replicas)
+  drawCharts(data)
+  renderTeamErrors(data)
+}
+
+function renderTeamErrors(data: Charted): void {
+  if (data.teams.length === 0) {
+    $('team-errors').replaceChildren(el('p', { class: 'muted' }, 'No 429 and no error answered to any team in the last hour.'))
+    return
+  }
+  const rows = data.teams.map((t) =>
+    el('tr', {}, el('th', { scope: 'row' }, t.team), ...[t.tooManyRequests, t.errors].flatMap((s) => [el('td', {}, String(lastSum(s, 30))), el('td', {}, String(lastSum(s, s.length)))])),
+  )
+  $('team-errors').replaceChildren(table('429s and errors per team', ['Team', '429 (5 min)', '429 (hour)', 'Errors 5xx (5 min)', 'Errors 5xx (hour)'], rows))
+}
+
 /** Asks in the page's dialog; true when the operator confirms `effect`. */
 function confirmEffect(effect: string, verb: string): Promise<boolean> {
   const dialog = $<HTMLDialogElement>('confirm')
@@ -341,6 +421,8 @@ $('sign-in').addEventListener('submit', (event) => {
 })
 
 $('sign-out').addEventListener('click', () => signOut(null))
+
+$('chart-scope').addEventListener('change', () => renderHistory())
 
 $('purge-one').addEventListener('submit', (event) => {
   event.preventDefault()

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, FastifyReply } from 'fastify'
@@ -9,7 +10,15 @@ import { CONSOLE_CSS, CONSOLE_HTML } from './console-assets.js'
 export const CONSOLE_SCRIPTS_DIR = fileURLToPath(new URL('.', import.meta.url))
 
 // The scripts the page loads, and only these: no path of the request reaches the file system.
-const SCRIPTS = new Set(['console-page.js', 'console-format.js'])
+const SCRIPTS = new Set(['console-page.js', 'console-format.js', 'console-cluster.js', 'console-charts.js'])
+
+// The chart library's minified script and style, from the `uplot` package (a dependency,
+// so in the image's node_modules): served by the gateway itself, no other origin.
+const require = createRequire(import.meta.url)
+const UPLOT = {
+  'uPlot.iife.min.js': { path: require.resolve('uplot/dist/uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' },
+  'uPlot.min.css': { path: require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' },
+} as const
 
 /**
  * What the browser may do with the console: its own scripts and style only, calls to
@@ -31,6 +40,10 @@ function secured(reply: FastifyReply, type: string): FastifyReply {
 export async function consoleRoutes(app: FastifyInstance, { scriptsDir = CONSOLE_SCRIPTS_DIR }: { scriptsDir?: string }): Promise<void> {
   app.get('/console', async (_request, reply) => secured(reply, 'text/html; charset=utf-8').send(CONSOLE_HTML))
   app.get('/console/console.css', async (_request, reply) => secured(reply, 'text/css; charset=utf-8').send(CONSOLE_CSS))
+  for (const [file, { path, type }] of Object.entries(UPLOT)) {
+    const body = await readFile(path, 'utf8')
+    app.get(`/console/${file}`, async (_request, reply) => secured(reply, type).send(body))
+  }
   app.get<{ Params: { file: string } }>('/console/:file', async (request, reply) => {
     const { file } = request.params
     if (!SCRIPTS.has(file)) throw new NotFoundError()

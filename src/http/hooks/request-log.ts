@@ -17,7 +17,7 @@ export interface RequestFacts {
   team: string | null
   /** The id of the key the caller presented. */
   keyId: string | null
-  /** Answered by the cache: a platform call saved (teams/team-usage.ts). */
+  /** Answered by the cache: a platform call saved (observe/usage.ts). */
   hit: boolean
   method: string
   url: string
@@ -82,6 +82,7 @@ export function requestObserver(ctx: GatewayContext): ObserveRequest {
     }
     timer.observe(facts.durationMs / 1000)
     if (facts.team !== null) ctx.usage.request(facts.team, status, facts.hit, facts.bytes ?? 0, facts.at)
+    ctx.history.request(status, facts.team, route === 'report' && facts.cache !== null, facts.hit, facts.at)
     if (!logRequests) return
     const q = facts.url.indexOf('?')
     ctx.log.info(

@@ -6,7 +6,7 @@ import { allErrors } from '../../errors.js'
 
 type Json = Record<string, unknown>
 
-/** GW_INTERNAL is no class: app.ts's error handler writes it for an unexpected fault. */
+/** GW_INTERNAL is no class: http/server.ts's error handler writes it for an unexpected fault. */
 const INTERNAL = { code: 'GW_INTERNAL', statusCode: 500 }
 
 /** Codes only the admin listener answers with; the document describes the proxy listener. */

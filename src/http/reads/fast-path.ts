@@ -103,7 +103,7 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     const started = performance.now()
     const headers = req.headers
     if (wantsRefresh(headers)) return next(req, res)
-    // One lookup by the URL: its checked target and its forms (reports/report-route.ts).
+    // One lookup by the URL: its checked target and its forms (http/reads/report-route.ts).
     const seen = forms.seen(url)
     if (!seen) return next(req, res)
     let who

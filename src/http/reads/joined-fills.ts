@@ -3,7 +3,7 @@ import type { RateDecision } from '../../access/rate-limit.js'
 import type { FillResult } from '../../reports/report-cache.js'
 
 /**
- * A cold fill the fast path joined for a caller (routes/fast-path.ts), handed to the
+ * A cold fill the fast path joined for a caller (http/reads/fast-path.ts), handed to the
  * report route when it ended in no entry: the route answers it as it answers its own
  * waiters (an error, a stale copy, a passed-on answer), without filling again.
  */

@@ -71,7 +71,7 @@ export async function reportReads(
 
   const limits = { maxRangeDays: ctx.config.cache.maxRangeDays, reportBodyBytes: ctx.config.limits.reportBodyBytes }
   app.get('/api/v1/report/*', { schema: reportGetSchema(limits) }, async (request: FastifyRequest, reply: FastifyReply) => {
-    // A caller whose joined fill ended in no entry (routes/fast-path.ts) was counted already.
+    // A caller whose joined fill ended in no entry (http/reads/fast-path.ts) was counted already.
     const joined = takeJoinedFill(request.raw)
     const caller = admission.admit(request, joined?.rate)
     const form = forms.get(caller, request.url)

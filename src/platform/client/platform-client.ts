@@ -11,6 +11,7 @@ import type { Priority } from '../governor/fair-queue.js'
 import type { TokenVerdicts, Verdict } from '../tokens/token-verdict.js'
 import type { RefusalLog } from '../governor/refusal-log.js'
 import type { TeamUsage } from '../../observe/usage.js'
+import type { History } from '../../observe/history.js'
 import { GATEWAY_TEAM } from '../governor/gateway-team.js'
 import { routeTemplate } from '../governor/throttle-pauses.js'
 import { slotFollowing, type QueueTeam } from '../governor/caller-group.js'
@@ -85,6 +86,7 @@ export class PlatformClient {
   readonly #verdicts: TokenVerdicts
   readonly #refusals: RefusalLog
   readonly #usage: Pick<TeamUsage, 'platformCall'>
+  readonly #history: Pick<History, 'platformCall'> | null
   readonly #clock: Clock
   // Every call in flight listens on it: no listener limit (Node warns past 10).
   readonly #shutdown = maxListenersOff(new AbortController())
@@ -98,6 +100,8 @@ export class PlatformClient {
     refusals: RefusalLog
     /** Counts the gateway's own calls (json, probe) under GATEWAY_TEAM; the teams' calls are counted where they are made. */
     usage: Pick<TeamUsage, 'platformCall'>
+    /** Counts every call sent, with its latency, in this replica's last hour. */
+    history?: Pick<History, 'platformCall'>
     /** The deadlines' time and timers; the governors' clock. Default systemClock. */
     clock?: Clock
   }) {
@@ -108,6 +112,7 @@ export class PlatformClient {
     this.#verdicts = opts.verdicts
     this.#refusals = opts.refusals
     this.#usage = opts.usage
+    this.#history = opts.history ?? null
     this.#clock = opts.clock ?? systemClock
   }
 
@@ -281,14 +286,19 @@ export class PlatformClient {
         })
         for (const end of ['end', 'error', 'close']) res.body.once(end, release)
         const retryAfter = res.headers['retry-after']
-        this.#governors.observe(credential, call, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined, { latencyMs: performance.now() - sent, inFlight })
+        const latencyMs = performance.now() - sent
+        this.#history?.platformCall(latencyMs)
+        this.#governors.observe(credential, call, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined, { latencyMs, inFlight })
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
         if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
         res.body.resume()
       } catch (err) {
         release()
         // The call's own end (its callers gone, the shutdown) says nothing of the platform.
-        if (!call.signal?.aborted || call.signal.reason instanceof UpstreamTimeoutError) this.#governors.failed(credential, call, { latencyMs: performance.now() - sent, inFlight })
+        const platformsFault = !call.signal?.aborted || call.signal.reason instanceof UpstreamTimeoutError
+        const latencyMs = performance.now() - sent
+        this.#history?.platformCall(platformsFault ? latencyMs : null)
+        if (platformsFault) this.#governors.failed(credential, call, { latencyMs, inFlight })
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { error: err } }, started, deadline)
         if (delay === null) throw upstreamError(err)
       }

@@ -2,7 +2,7 @@ import type { Logger } from 'pino'
 import { OverloadedError } from '../../errors.js'
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
 import { type Granted, MemoryPermits, type Permits, type Taken } from './permits.js'
-import { systemClock, type Clock, type Timer } from '../../clock.js'
+import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clock.js'
 
 export type { Release } from './permits.js'
 
@@ -74,10 +74,6 @@ const LONGEST_BACKOFF_MS = 60_000
 // A retry-after the gateway will honour; a longer one (a misconfigured proxy, a date far
 // ahead) would take every team down for that long on one answer.
 const LONGEST_PAUSE_MS = 15 * 60_000
-
-// setTimeout fires at once beyond 2^31 - 1 ms; a queueTimeout of weeks means "very long".
-const LONGEST_TIMER_MS = 2 ** 31 - 1
-
 
 /**
  * The platform calls of one credential on one replica. A call starts with a permit
@@ -407,7 +403,8 @@ export class CallGovernor {
     }, ms)
   }
 
-  // Unref'd: a governor's waits never keep the process alive.
+  // Unref'd: a governor's waits never keep the process alive. A queueTimeout of weeks
+  // means "very long": a wait is cut to the longest a timer keeps.
   #timer(fn: () => void, ms: number): Timer {
     return this.#clock.setTimeout(fn, Math.min(ms, LONGEST_TIMER_MS)).unref()
   }

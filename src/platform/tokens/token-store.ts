@@ -1,10 +1,26 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
-import type { GatewayContext } from '../../http/context.js'
+import type { Logger } from 'pino'
+import type { Config } from '../../config.js'
+import type { RedisBreaker } from '../../redis/breaker.js'
+import type { RedisBus } from '../../redis/bus.js'
+import type { RedisClient } from '../../redis/client.js'
 import type { TokenProvider, TokenState } from './token-provider.js'
-import type { Timer } from '../../clock.js'
+import type { TokenRegistry } from './token-registry.js'
+import type { Clock, Timer } from '../../clock.js'
 import { redisKey } from '../../redis/keys.js'
 
 const CHANNEL = 'token'
+
+/** What the token store reads of the gateway; the composition root hands it these. */
+export interface TokenStoreParts {
+  config: Config
+  log: Logger
+  redis: RedisClient | null
+  breaker: RedisBreaker | null
+  bus: RedisBus | null
+  tokens: TokenRegistry
+  clock: Clock
+}
 
 /**
  * The record format. Format 2 authenticates every field beside the ciphertext (see
@@ -63,11 +79,11 @@ return 1`
  * GATEWAY_SECRET or Redis nothing is written and each replica keeps its own token.
  */
 export class TokenStore {
-  readonly #ctx: GatewayContext
+  readonly #ctx: TokenStoreParts
   readonly #key: Buffer | null
   #catchUp: Timer | null = null
 
-  constructor(ctx: GatewayContext) {
+  constructor(ctx: TokenStoreParts) {
     this.#ctx = ctx
     this.#key = ctx.config.gatewaySecret ? createHash('sha256').update(`report-gateway token store\0${ctx.config.gatewaySecret}`).digest() : null
   }
@@ -80,7 +96,7 @@ export class TokenStore {
     if (!this.enabled) return
     const bus = this.#ctx.bus
     await bus?.subscribe(CHANNEL, (message) => void this.#onAnnouncement(message))
-    // The gateway's start waited for the connection (see whenReady in redis.ts).
+    // The gateway's start waited for the connection (see whenReady in redis/client.ts).
     for (const provider of this.#ctx.tokens.all()) {
       await this.#reconcile(provider)
       provider.on('change', ({ state, reason }) => {

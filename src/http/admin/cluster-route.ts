@@ -1,0 +1,120 @@
+import type { FastifyInstance } from 'fastify'
+import type { GatewayContext } from '../context.js'
+import type { History } from '../../observe/history.js'
+import type { Replicas, ReplicaState } from '../../observe/replicas.js'
+
+const series = (type: 'number' | 'integer') => ({ type: 'array', items: { type: [type, 'null'] } }) as const
+const counts = series('integer')
+const values = series('number')
+
+/** A replica's last hour (observe/history.ts): series of one value per 10-second bucket, oldest first. */
+const historySchema = {
+  type: 'object',
+  required: ['bucketSeconds', 'start', 'requests', 'statuses', 'reportReads', 'hits', 'platformCalls', 'latencyP50Ms', 'latencyP99Ms', 'credentials', 'teams'],
+  properties: {
+    bucketSeconds: { type: 'number' },
+    start: { type: 'number', description: 'epoch ms of the oldest bucket' },
+    requests: counts,
+    statuses: { type: 'object', properties: { '2xx': counts, '3xx': counts, '4xx': counts, '5xx': counts } },
+    reportReads: counts,
+    hits: counts,
+    platformCalls: counts,
+    latencyP50Ms: values,
+    latencyP99Ms: values,
+    credentials: {
+      type: 'array',
+      items: { type: 'object', properties: { credential: { type: 'string' }, inFlight: values, waiting: values, limit: values, latencyFloorMs: values } },
+    },
+    teams: {
+      type: 'array',
+      items: { type: 'object', properties: { team: { type: 'string' }, tooManyRequests: counts, errors: counts } },
+    },
+  },
+} as const
+
+export const clusterSchema = {
+  type: 'object',
+  required: ['at', 'redis', 'complete', 'replicas'],
+  properties: {
+    at: { type: 'string' },
+    redis: { type: 'string', enum: ['ok', 'down', 'not configured'] },
+    complete: { type: 'boolean', description: 'false: Redis is not configured or could not be read, and only this replica is listed' },
+    note: { type: ['string', 'null'] },
+    replicas: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['id', 'self', 'ready', 'history'],
+        properties: {
+          id: { type: 'string' },
+          self: { type: 'boolean' },
+          version: { type: 'string' },
+          commit: { type: 'string' },
+          node: { type: 'string' },
+          startedAt: { type: 'string' },
+          uptimeSeconds: { type: 'number' },
+          phase: { type: 'string' },
+          ready: { type: 'boolean' },
+          inFlight: { type: 'number' },
+          waiting: { type: 'number' },
+          degraded: { type: 'array', items: { type: 'string' } },
+          at: { type: 'string' },
+          history: historySchema,
+        },
+      },
+    },
+  },
+} as const
+
+/** This replica's state as it announces it (observe/replicas.ts). */
+export function replicaState(ctx: GatewayContext, id: string, history: History): ReplicaState {
+  const now = ctx.clock.now()
+  let inFlight = 0
+  let waiting = 0
+  const paused: string[] = []
+  for (const g of ctx.governors.all()) {
+    inFlight += g.inFlight
+    waiting += g.queued
+    if (g.pausedUntil > 0) paused.push(`paused:${g.credential}`)
+  }
+  const redis = ctx.breaker === null ? [] : ctx.breaker.state !== 'closed' ? ['redis'] : ctx.breaker.writable ? [] : ['redis-readonly']
+  const tokens = ctx.tokens.all().filter((p) => !p.usable() || p.current() === null).map((p) => `platformToken:${p.name}`)
+  const { phase } = ctx.lifecycle
+  return {
+    id,
+    version: ctx.build.version,
+    commit: ctx.build.commit,
+    node: ctx.build.node,
+    startedAt: new Date(ctx.build.startedAt).toISOString(),
+    uptimeSeconds: Math.max(0, Math.round((now - ctx.build.startedAt) / 1000)),
+    phase,
+    ready: phase === 'serving',
+    inFlight,
+    waiting,
+    degraded: [...redis, ...tokens, ...paused],
+    at: new Date(now).toISOString(),
+    history: viewNow(history, now),
+  }
+}
+
+/** The history with the gauges read now: the newest bucket has them even when the bucket began a moment ago. */
+function viewNow(history: History, now: number): ReplicaState['history'] {
+  history.sampleNow()
+  return history.view(now)
+}
+
+const NOTES = {
+  'not configured': 'Redis is not configured: this replica only (each replica keeps its own history).',
+  down: 'Redis could not be read: this replica only; the others are not listed until it answers again.',
+} as const
+
+/**
+ * GET /admin/cluster: every live replica (their announcements in Redis) with its last
+ * hour, this replica's taken as it answers. Registered inside adminRoutes, behind its token check.
+ */
+export async function clusterRoutes(app: FastifyInstance, { ctx, replicas }: { ctx: GatewayContext; replicas: Replicas }): Promise<void> {
+  app.get('/admin/cluster', { schema: { response: { 200: clusterSchema } } }, async () => {
+    const view = await replicas.cluster()
+    return { at: new Date(ctx.clock.now()).toISOString(), ...view, note: view.redis === 'ok' ? null : NOTES[view.redis] }
+  })
+}

@@ -1,0 +1,206 @@
+// What the console shows of the whole cluster, worked out from GET /admin/cluster and
+// GET /admin/status: plain functions, no DOM (tested like any other module, loaded by
+// the page as they are). The shapes are those of src/observe/history.ts and replicas.ts.
+
+export type Series = (number | null)[]
+
+export interface HistoryView {
+  bucketSeconds: number
+  /** Epoch ms of the oldest bucket's start. */
+  start: number
+  requests: Series
+  statuses: Record<'2xx' | '3xx' | '4xx' | '5xx', Series>
+  reportReads: Series
+  hits: Series
+  platformCalls: Series
+  latencyP50Ms: Series
+  latencyP99Ms: Series
+  credentials: { credential: string; inFlight: Series; waiting: Series; limit: Series; latencyFloorMs: Series }[]
+  teams: { team: string; tooManyRequests: Series; errors: Series }[]
+}
+
+export interface Replica {
+  id: string
+  self: boolean
+  version: string
+  commit: string
+  uptimeSeconds: number
+  phase: string
+  ready: boolean
+  inFlight: number
+  waiting: number
+  degraded: string[]
+  history: HistoryView
+}
+
+export interface Cluster {
+  at: string
+  redis: 'ok' | 'down' | 'not configured'
+  complete: boolean
+  note: string | null
+  replicas: Replica[]
+}
+
+/** The series the charts draw, on one time axis: each replica's buckets summed where they add up. */
+export interface Charted {
+  /** Bucket starts, epoch seconds (uPlot's x axis). */
+  times: number[]
+  requests: Series
+  clientErrors: Series
+  serverErrors: Series
+  tooManyRequests: Series
+  /** Hits per report read, in percent; null where no report was read. */
+  hitRatio: Series
+  platformCalls: Series
+  /** One replica: its own. Several: the calls-weighted mean of their p50, the highest of their p99. */
+  latencyP50Ms: Series
+  latencyP99Ms: Series
+  inFlight: Series
+  waiting: Series
+  /** Per credential: the limit in force and the latency floor (the replicas share both; the highest is shown). */
+  limits: { credential: string; limit: Series; latencyFloorMs: Series }[]
+  teams: { team: string; tooManyRequests: Series; errors: Series }[]
+}
+
+/** `series` read on a time axis of `length` buckets starting `shift` buckets after its own start. */
+function shifted(series: Series, shift: number, length: number): Series {
+  const out: Series = new Array<number | null>(length).fill(null)
+  for (let i = 0; i < length; i++) {
+    const j = i + shift
+    if (j >= 0 && j < series.length) out[i] = series[j] ?? null
+  }
+  return out
+}
+
+/** Bucket by bucket: `fold` of the values present; null where none is. */
+function combine(all: Series[], length: number, fold: (values: number[]) => number): Series {
+  const out: Series = []
+  for (let i = 0; i < length; i++) {
+    const values: number[] = []
+    for (const s of all) {
+      const v = s[i]
+      if (v !== null && v !== undefined) values.push(v)
+    }
+    out.push(values.length === 0 ? null : fold(values))
+  }
+  return out
+}
+
+const total = (values: number[]) => values.reduce((a, b) => a + b, 0)
+const highest = (values: number[]) => Math.max(...values)
+
+/** Element-wise sum of series of one length; null where every one is null. */
+export function sumSeries(all: Series[], length: number): Series {
+  return combine(all, length, total)
+}
+
+/** `part` over `whole` per bucket, in percent (one decimal); null where `whole` is 0 or unknown. */
+export function percentSeries(part: Series, whole: Series): Series {
+  return whole.map((w, i) => {
+    const p = part[i]
+    return w === null || w === 0 || p === null || p === undefined ? null : Math.round((p / w) * 1000) / 10
+  })
+}
+
+/** The histories of `replicas` on the time axis of the newest one. */
+export function chartData(replicas: readonly Pick<Replica, 'history'>[]): Charted {
+  const histories = replicas.map((r) => r.history)
+  const base = histories.reduce((a, b) => (b.start > a.start ? b : a), histories[0] as HistoryView)
+  const bucketMs = base.bucketSeconds * 1000
+  const length = base.requests.length
+  const on = (h: HistoryView, s: Series) => shifted(s, Math.round((base.start - h.start) / bucketMs), length)
+  const sum = (pick: (h: HistoryView) => Series) => sumSeries(histories.map((h) => on(h, pick(h))), length)
+  const calls = histories.map((h) => on(h, h.platformCalls))
+  const p50s = histories.map((h) => on(h, h.latencyP50Ms))
+  const credentials = [...new Set(histories.flatMap((h) => h.credentials.map((c) => c.credential)))].sort()
+  const teams = [...new Set(histories.flatMap((h) => h.teams.map((t) => t.team)))].sort()
+  const ofCredential = (name: string, pick: (c: HistoryView['credentials'][number]) => Series) =>
+    histories.flatMap((h) => h.credentials.filter((c) => c.credential === name).map((c) => on(h, pick(c))))
+  const ofTeam = (name: string, pick: (t: HistoryView['teams'][number]) => Series) =>
+    sumSeries(histories.flatMap((h) => h.teams.filter((t) => t.team === name).map((t) => on(h, pick(t)))), length)
+  const teamSeries = teams.map((team) => ({ team, tooManyRequests: ofTeam(team, (t) => t.tooManyRequests), errors: ofTeam(team, (t) => t.errors) }))
+  const hits = sum((h) => h.hits)
+  const reads = sum((h) => h.reportReads)
+  const times: number[] = []
+  for (let i = 0; i < length; i++) times.push((base.start + i * bucketMs) / 1000)
+  return {
+    times,
+    requests: sum((h) => h.requests),
+    clientErrors: sum((h) => h.statuses['4xx']),
+    serverErrors: sum((h) => h.statuses['5xx']),
+    tooManyRequests: sumSeries(teamSeries.map((t) => t.tooManyRequests), length),
+    hitRatio: percentSeries(hits, reads),
+    platformCalls: sumSeries(calls, length),
+    latencyP50Ms: weightedMean(p50s, calls, length),
+    latencyP99Ms: combine(histories.map((h) => on(h, h.latencyP99Ms)), length, highest),
+    inFlight: sumSeries(credentials.flatMap((c) => ofCredential(c, (s) => s.inFlight)), length),
+    waiting: sumSeries(credentials.flatMap((c) => ofCredential(c, (s) => s.waiting)), length),
+    limits: credentials.map((credential) => ({
+      credential,
+      limit: combine(ofCredential(credential, (s) => s.limit), length, highest),
+      latencyFloorMs: combine(ofCredential(credential, (s) => s.latencyFloorMs), length, highest),
+    })),
+    teams: teamSeries,
+  }
+}
+
+/** Per bucket, the mean of `values` weighted by `weights` (a value without weight counts 1). */
+function weightedMean(values: Series[], weights: Series[], length: number): Series {
+  const out: Series = []
+  for (let i = 0; i < length; i++) {
+    let sum = 0
+    let weight = 0
+    values.forEach((s, k) => {
+      const v = s[i]
+      if (v === null || v === undefined) return
+      const w = Math.max(1, weights[k]?.[i] ?? 1)
+      sum += v * w
+      weight += w
+    })
+    out.push(weight === 0 ? null : Math.round((sum / weight) * 10) / 10)
+  }
+  return out
+}
+
+/** The sum of the last `buckets` values of a series (nulls count 0). */
+export function lastSum(series: Series, buckets: number): number {
+  return series.slice(-buckets).reduce<number>((a, b) => a + (b ?? 0), 0)
+}
+
+/** What the status call says that the banner reads. */
+export interface HealthStatus {
+  redis: { state: string; address: string }
+  credentials: { name: string; state: string; pause: { scope: string; until: string } | null }[]
+  governors: { credential: string; pausedUntil: string | null }[]
+}
+
+export interface Health {
+  level: 'ok' | 'warn' | 'bad'
+  text: string
+}
+
+/**
+ * The health banner: in one line, what is wrong (the worst first), or that all is well.
+ * `cluster` is null when it could not be read.
+ */
+export function healthLine(status: HealthStatus, cluster: { replicas: Pick<Replica, 'id' | 'self' | 'ready' | 'phase' | 'degraded'>[] } | null): Health {
+  const bad: string[] = []
+  const warn: string[] = []
+  if (status.redis.state === 'down') bad.push(`Redis (${status.redis.address}) is down: each replica serves on its own and only this replica is listed`)
+  for (const c of status.credentials) {
+    if (c.state === 'rejected') bad.push(`the platform refuses the token of credential ${c.name}`)
+    if (c.state === 'missing') bad.push(`credential ${c.name} has no token`)
+  }
+  for (const r of cluster?.replicas ?? []) {
+    if (!r.ready) bad.push(`replica ${r.id}${r.self ? ' (this one)' : ''} is not ready (${r.phase})`)
+    else if (!r.self && r.degraded.some((d) => d.startsWith('platformToken:'))) warn.push(`replica ${r.id} cannot use the platform token (${r.degraded.filter((d) => d.startsWith('platformToken:')).join(', ')})`)
+  }
+  const paused = new Set(status.governors.filter((g) => g.pausedUntil !== null).map((g) => g.credential))
+  for (const c of status.credentials) if (c.pause) paused.add(c.name)
+  for (const name of paused) warn.push(`the platform paused credential ${name} (429)`)
+  if (bad.length > 0) return { level: 'bad', text: `Needs attention: ${[...bad, ...warn].join('; ')}.` }
+  if (warn.length > 0) return { level: 'warn', text: `Degraded: ${warn.join('; ')}.` }
+  const replicas = cluster?.replicas.length ?? 1
+  const scope = status.redis.state === 'not configured' ? 'this replica (no Redis: the others are not seen)' : `${replicas} ${replicas === 1 ? 'replica' : 'replicas'}`
+  return { level: 'ok', text: `All is well: ${scope} ready, Redis ${status.redis.state}, every platform token usable, no pause.` }
+}

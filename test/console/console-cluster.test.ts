@@ -1,0 +1,152 @@
+import { spawnSync } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Browser, Page } from 'puppeteer-core'
+import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
+import { buildGateway, KEYS, listen, REPORT_PATH, sandboxLoginEnv, teamsYamlWith, testConfig, WEEK_BY_CAMPAIGN, WEEK_BY_DATE, type TestGateway } from '../helpers/build-gateway.js'
+import { ensureBuilt } from '../helpers/dist.js'
+import { needTool, TOOLS } from '../helpers/missing-tools.js'
+import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+
+// The console's view of the whole cluster in a headless browser: two replicas on one
+// redis-server, the charts of the last hour (uPlot, served by the gateway), and the
+// health banner once Redis stops.
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const SCRIPTS = `${ROOT}dist/http/console/`
+const ARTIFACTS = `${ROOT}test-artifacts/`
+
+function chromiumPath(): string | null {
+  const found = spawnSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).stdout.trim()
+  return needTool(TOOLS.chromium, found !== '', 'the console cluster browser test') ? found : null
+}
+const CHROMIUM = chromiumPath()
+const { available: REDIS } = redisAvailability('the console cluster browser test')
+
+const ADMIN_TOKEN = 'console-cluster-admin-token-0123456789'
+// Redis seen down within a second or two of stopping (the watch pings every cooldown).
+const YAML = teamsYamlWith({ redis: { breakerCooldown: '1s' } })
+/** The console refreshes every 5 s: a state it must show is waited for over a few refreshes. */
+const SHOWN_MS = 20_000
+
+describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluster', () => {
+  let sandbox: Sandbox
+  let redis: RedisServer
+  let a: TestGateway & { url: string }
+  let b: TestGateway & { url: string }
+  let adminUrl: string
+  let browser: Browser
+  let page: Page
+  const requested: string[] = []
+  const refusedByPolicy: string[] = []
+
+  beforeAll(async () => {
+    ensureBuilt(`${SCRIPTS}console-page.js`)
+    mkdirSync(ARTIFACTS, { recursive: true })
+    sandbox = await startSandbox()
+    redis = await startRedis()
+    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, REDIS_URL: redis.url }, YAML)
+    a = await listen(await buildGateway(config(), { consoleScriptsDir: SCRIPTS }))
+    b = await listen(await buildGateway(config(), { consoleScriptsDir: SCRIPTS }))
+    await a.admin.listen({ host: '127.0.0.1', port: 0 })
+    adminUrl = `http://127.0.0.1:${(a.admin.server.address() as AddressInfo).port}`
+    const { launch } = await import('puppeteer-core')
+    browser = await launch({ executablePath: CHROMIUM as string, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] })
+    page = await browser.newPage()
+    page.on('request', (request) => void requested.push(request.url()))
+    page.on('console', (message) => {
+      if (/Content[ -]Security[ -]Policy/i.test(message.text())) refusedByPolicy.push(message.text())
+    })
+    await page.setViewport({ width: 1280, height: 900 })
+  }, 60_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await b?.close()
+    await a?.close()
+    await redis?.close()
+    await sandbox?.close()
+  })
+
+  const until = (expression: string, timeout = SHOWN_MS) => page.waitForFunction(expression, { timeout, polling: 100 })
+  const text = (selector: string) => page.$eval(selector, (node) => (node as unknown as { innerText: string }).innerText)
+  const points = (id: string) => `Number(document.getElementById(${JSON.stringify(id)})?.dataset.points ?? 0)`
+
+  /** A bounded load on both replicas: misses, hits, and a rate-limited team's 429s. */
+  const load = async () => {
+    for (const [gw, query] of [[a, WEEK_BY_DATE], [b, WEEK_BY_CAMPAIGN]] as const) {
+      for (let i = 0; i < 5; i++) {
+        const res = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.all } })
+        await res.arrayBuffer()
+        expect(res.status).toBe(200)
+      }
+    }
+    for (let i = 0; i < 5; i++) {
+      const res = await fetch(`${a.url}${REPORT_PATH}?${WEEK_BY_DATE}`, { headers: { 'x-api-key': KEYS.limited } })
+      await res.arrayBuffer()
+    }
+  }
+
+  it('lists both replicas, this one marked, and says all is well', async () => {
+    await page.goto(`${adminUrl}/console`, { waitUntil: 'networkidle0' })
+    await page.type('#token', ADMIN_TOKEN)
+    await page.keyboard.press('Enter')
+    await until("document.querySelectorAll('#replicas tbody tr').length === 2")
+    const replicas = await text('#replicas')
+    for (const gw of [a, b]) expect(replicas).toContain((await gw.admin.inject({ method: 'GET', url: '/admin/cluster', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json().replicas[0].id)
+    expect(await page.$$eval('#replicas tr.self', (rows) => rows.length)).toBe(1)
+    expect(await text('#replicas tr.self')).toContain('this replica')
+    await until("document.getElementById('health').classList.contains('ok')")
+    expect(await text('#health')).toMatch(/^All is well: 2 replicas ready/)
+  })
+
+  it('draws the last hour with uPlot once there is load, for the cluster and for one replica', async () => {
+    await load()
+    await until(`${points('chart-requests')} > 0 && ${points('chart-platform')} > 0 && ${points('chart-hits')} > 0`)
+    for (const id of ['chart-requests', 'chart-hits', 'chart-platform', 'chart-inflight', 'chart-limit']) {
+      expect(await page.$(`#${id} canvas`)).not.toBeNull()
+    }
+    // The limit in force is drawn from the first bucket this replica saw.
+    expect(await page.evaluate(points('chart-limit'))).toBeGreaterThan(0)
+    expect(await text('#chart-requests-summary')).toMatch(/Last 5 min: [1-9]\d* requests/)
+    // The rate-limited team's 429s, summed over both replicas.
+    await until("document.getElementById('team-errors')?.textContent?.includes('limited')")
+    expect(await text('#team-errors')).toMatch(/limited\s+2\s+2/)
+    // One replica's charts: B served 5 requests.
+    const idOfB = (await b.admin.inject({ method: 'GET', url: '/admin/cluster', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json().replicas[0].id as string
+    await page.select('#chart-scope', idOfB)
+    await until("/Last 5 min: 5 requests/.test(document.getElementById('chart-requests-summary').textContent)")
+    await page.select('#chart-scope', 'cluster')
+    await page.screenshot({ path: `${ARTIFACTS}console-cluster.png`, fullPage: true })
+  })
+
+  it('fits a 420 px phone: tables scroll in their own region, the page does not', async () => {
+    await page.setViewport({ width: 420, height: 900, isMobile: true })
+    // Each chart follows its box's width: the whole width of the phone, less the page's margins.
+    const fits = (id: string) => `Math.abs(document.querySelector('#${id} canvas')?.getBoundingClientRect().width - document.getElementById('${id}').clientWidth) <= 2`
+    await until(`document.getElementById('chart-requests').clientWidth > 300 && ${fits('chart-requests')} && ${fits('chart-limit')}`)
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(420)
+    expect(await page.evaluate("getComputedStyle(document.querySelector('#replicas .scroll')).overflowX")).toBe('auto')
+    await page.screenshot({ path: `${ARTIFACTS}console-cluster-phone.png`, fullPage: true })
+    await page.setViewport({ width: 1280, height: 900 })
+  })
+
+  it('turns the banner red when Redis stops, and lists this replica only, saying so', async () => {
+    await redis.stop()
+    await until("document.getElementById('health').classList.contains('bad')")
+    expect(await text('#health')).toMatch(/Redis \(127\.0\.0\.1:\d+\) is down/)
+    await until("document.querySelectorAll('#replicas tbody tr').length === 1")
+    expect(await text('#cluster-note')).toMatch(/this replica only/)
+    // Red: the page's colour for what is wrong, not the text's.
+    expect(await page.evaluate("getComputedStyle(document.getElementById('health')).color")).not.toBe(await page.evaluate('getComputedStyle(document.body).color'))
+    await page.screenshot({ path: `${ARTIFACTS}console-cluster-redis-down.png`, fullPage: true })
+  })
+
+  it('asked nothing of any other origin, and the policy refused nothing', () => {
+    expect(requested.some((url) => url.endsWith('/console/uPlot.iife.min.js'))).toBe(true)
+    expect(requested.filter((url) => !url.startsWith(`${adminUrl}/`))).toEqual([])
+    expect(refusedByPolicy).toEqual([])
+  })
+})

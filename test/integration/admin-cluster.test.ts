@@ -1,0 +1,122 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS, REPORT_PATH, sandboxLoginEnv, testConfig, WEEK_BY_DATE, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
+import { redisKey } from '../../src/redis/keys.js'
+import { BUCKETS } from '../../src/observe/history.js'
+
+// GET /admin/cluster: the replicas announce themselves in Redis (sealed with
+// GATEWAY_SECRET) and each lists them all, with their last hour; without Redis a
+// replica lists itself and says so.
+
+const { available } = redisAvailability()
+const ADMIN_TOKEN = 'admin-cluster-admin-token-0123456789'
+
+interface Replica {
+  id: string
+  self: boolean
+  ready: boolean
+  version: string
+  inFlight: number
+  degraded: string[]
+  history: { requests: (number | null)[]; reportReads: (number | null)[]; platformCalls: (number | null)[]; credentials: { credential: string; limit: (number | null)[] }[] }
+}
+interface Cluster {
+  redis: string
+  complete: boolean
+  note: string | null
+  replicas: Replica[]
+}
+
+const sandbox = useSandbox()
+const gateways = useGateways()
+
+const cluster = async (gw: TestGateway, token: string | null = ADMIN_TOKEN) =>
+  gw.admin.inject({ method: 'GET', url: '/admin/cluster', headers: token === null ? {} : { authorization: `Bearer ${token}` } })
+const clusterOf = async (gw: TestGateway): Promise<Cluster> => (await cluster(gw)).json()
+const sum = (values: (number | null)[]) => values.reduce<number>((a, b) => a + (b ?? 0), 0)
+
+describe('GET /admin/cluster without Redis', () => {
+  it('needs the admin token, and lists this replica only, saying so', async () => {
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, ...sandboxLoginEnv(sandbox) }))
+    expect((await cluster(gw, null)).statusCode).toBe(401)
+    expect((await cluster(gw, 'a-wrong-admin-token-000000')).statusCode).toBe(401)
+    const res = await cluster(gw)
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['cache-control']).toBe('no-store')
+    expect((await gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?${WEEK_BY_DATE}`, headers: { 'x-api-key': KEYS.all } })).headers['x-cache']).toBe('MISS')
+    const view = await clusterOf(gw)
+    expect(view).toMatchObject({ redis: 'not configured', complete: false, note: expect.stringMatching(/this replica only/) })
+    expect(view.replicas).toHaveLength(1)
+    const [self] = view.replicas as [Replica]
+    expect(self).toMatchObject({ self: true, ready: true, inFlight: 0, degraded: [] })
+    expect(self.history.requests).toHaveLength(BUCKETS)
+    expect(sum(self.history.requests)).toBe(1)
+    expect(sum(self.history.reportReads)).toBe(1)
+    // The report's fill, the token login's probe, …: at least one call.
+    expect(sum(self.history.platformCalls)).toBeGreaterThanOrEqual(1)
+    expect(self.history.credentials[0]).toMatchObject({ credential: 'default' })
+    expect(self.history.credentials[0]?.limit.at(-1)).toBe(8)
+  })
+})
+
+describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis', () => {
+  const { server: redisServer, client: redis } = useRedis()
+  const replica = () => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redisServer.url, ...sandboxLoginEnv(sandbox) }))
+
+  it('each replica lists both, itself first, with each one\'s last hour', async () => {
+    const [a, b] = [await replica(), await replica()]
+    expect((await a.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?${WEEK_BY_DATE}`, headers: { 'x-api-key': KEYS.all } })).statusCode).toBe(200)
+    for (const gw of [a, b]) await waitFor('both replicas listed', async () => (await clusterOf(gw)).replicas.length === 2)
+    const fromA = await clusterOf(a)
+    const fromB = await clusterOf(b)
+    expect(fromA).toMatchObject({ redis: 'ok', complete: true, note: null })
+    expect(fromA.replicas.map((r) => r.self)).toEqual([true, false])
+    expect(fromA.replicas.map((r) => r.id)).toEqual([fromB.replicas[1]?.id, fromB.replicas[0]?.id])
+    expect(new Set(fromA.replicas.map((r) => r.id)).size).toBe(2)
+    for (const r of fromA.replicas) expect(r).toMatchObject({ ready: true, version: expect.any(String), degraded: [] })
+    // A's request is in A's history, as B reads it from Redis (A announces every 5 s).
+    await waitFor('A\'s request announced', async () => sum((await clusterOf(b)).replicas.find((r) => !r.self)?.history.requests ?? []) === 1, 10_000, 100)
+    expect(sum(fromB.replicas[0]?.history.requests ?? [])).toBe(0)
+  }, 20_000)
+
+  it('announcements are sealed: one without the seal is left out and counted; one too large is not read whole', async () => {
+    const gw = await replica()
+    const prefix = gw.ctx.config.redis.keyPrefix
+    const forged = { id: 'forged-1', version: '9.9.9', ready: true, inFlight: 0, uptimeSeconds: 1, degraded: [], history: { start: 0, requests: [] } }
+    await redis.set(redisKey.replica(prefix, 'forged-1'), JSON.stringify(forged), 'PX', 15_000)
+    await redis.zadd(redisKey.replicas(prefix), Date.now(), 'forged-1')
+    await redis.set(redisKey.replica(prefix, 'huge-1'), 'x'.repeat(2 * 1024 * 1024), 'PX', 15_000)
+    await redis.zadd(redisKey.replicas(prefix), Date.now(), 'huge-1', Date.now(), 'y'.repeat(4096))
+    const view = await clusterOf(gw)
+    expect(view.replicas.map((r) => r.id)).not.toContain('forged-1')
+    expect(view.replicas).toHaveLength(1)
+    const metrics = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
+    expect(metrics).toMatch(/gateway_redis_unverified_total\{what="replica"\} [1-9]/)
+  })
+
+  it('a replica that closes leaves the list at once', async () => {
+    const [a, b] = [await replica(), await replica()]
+    await waitFor('both replicas listed', async () => (await clusterOf(a)).replicas.length === 2)
+    await b.close()
+    expect((await clusterOf(a)).replicas.map((r) => r.self)).toEqual([true])
+  })
+
+  it('with Redis down, lists this replica only and says so', async () => {
+    const [a, b] = [await replica(), await replica()]
+    await waitFor('both replicas listed', async () => (await clusterOf(a)).replicas.length === 2)
+    await redisServer.stop()
+    try {
+      await waitFor('Redis seen down', async () => (await clusterOf(a)).redis === 'down', 15_000, 100)
+      const view = await clusterOf(a)
+      expect(view).toMatchObject({ complete: false, note: expect.stringMatching(/could not be read/) })
+      expect(view.replicas).toHaveLength(1)
+      expect(view.replicas[0]).toMatchObject({ self: true, degraded: ['redis'] })
+    } finally {
+      await redisServer.restart()
+    }
+    // Back: both announce again.
+    await waitFor('both listed again', async () => (await clusterOf(b)).replicas.length === 2, 15_000, 100)
+  }, 40_000)
+})

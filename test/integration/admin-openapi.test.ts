@@ -1,0 +1,216 @@
+/**
+ * The admin listener's OpenAPI document (GET /admin/openapi.json, docs/admin-openapi.json).
+ * Two independent validators check the document itself; the admin listener's route table
+ * is compared with its paths; then every admin call is made against a gateway in front of
+ * the platform sandbox, with Redis and a teams file, and each answer (status, headers,
+ * body) is checked against the document's response for that operation and status, with
+ * no property the document does not declare.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import SwaggerParser from '@apidevtools/swagger-parser'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConfig } from '../../src/config.js'
+import { renderAdminDocument } from '../../src/http/openapi/admin-document.js'
+import { KEYS, TEAMS_YAML, TEST_GATEWAY_SECRET, buildGateway, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { pointer, resolveRef, routeTable, type Json } from '../helpers/openapi-doc.js'
+
+type Doc = { openapi: string; paths: Record<string, Record<string, Json>>; components: Json }
+
+const COMMITTED = new URL('../../docs/admin-openapi.json', import.meta.url)
+const ADMIN_TOKEN = 'admin-openapi-admin-token-0123456789'
+const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-10-01&dateTo=2026-10-02'
+
+const sandbox = useSandbox()
+const redis = useRedis()
+const gateways = useGateways()
+let gw: TestGateway
+let dir: string
+let doc: Doc
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'rgw-admin-openapi-'))
+  writeFileSync(join(dir, 'teams.yaml'), TEAMS_YAML)
+  const env = {
+    PLATFORM_BASE_URL: sandbox.url,
+    ...sandboxLoginEnv(sandbox),
+    ADMIN_TOKEN,
+    TEAMS_FILE: join(dir, 'teams.yaml'),
+    REDIS_URL: redis.server.url,
+    GATEWAY_SECRET: TEST_GATEWAY_SECRET,
+    LOG_LEVEL: 'info',
+  }
+  gw = await buildGateway(loadConfig({ env }), { configSource: { env } })
+  const res = await gw.admin.inject({ method: 'GET', url: '/admin/openapi.json', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+  expect(res.statusCode).toBe(200)
+  doc = res.json<Doc>()
+})
+
+afterAll(async () => {
+  await gw?.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+
+
+
+/** The document with every object schema closed: an answer's property the document does not declare fails. */
+function closed(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(closed)
+  if (!node || typeof node !== 'object') return node
+  const out = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, closed(v)])) as Json
+  if (out.properties && typeof out.properties === 'object' && !('additionalProperties' in out) && !('patternProperties' in out)) out.unevaluatedProperties = false
+  return out
+}
+
+interface Answer {
+  status: number
+  headers: Record<string, unknown>
+  body: string
+}
+
+/** Checks one answer against the document's operation; returns what does not match. */
+function mismatches(ajv: Ajv2020, path: string, method: string, answer: Answer): string[] {
+  const op = doc.paths[path]?.[method]
+  if (!op) return [`${method.toUpperCase()} ${path} is not in the document`]
+  const responses = op.responses as Record<string, unknown>
+  const key = String(answer.status)
+  if (!(key in responses)) return [`${answer.status} is not a documented answer of ${method.toUpperCase()} ${path}`]
+  const response = resolveRef(doc, responses[key])
+  const problems: string[] = []
+  const type = String(answer.headers['content-type'] ?? '').split(';')[0]!.trim()
+  for (const [name, h] of Object.entries((response.headers ?? {}) as Record<string, unknown>)) {
+    const value = answer.headers[name]
+    if (value === undefined) {
+      if (name !== 'content-disposition' || type === 'text/csv') problems.push(`header ${name} is declared but not sent`)
+      continue
+    }
+    if (!ajv.validate(resolveRef(doc, h).schema as Json, value)) problems.push(`header ${name}: ${String(value)}: ${ajv.errorsText()}`)
+  }
+  const content = response.content as Record<string, Json> | undefined
+  if (!content) return problems
+  if (!(type in content)) return [...problems, `content type ${type} is not declared for ${key}`]
+  const body = type === 'application/json' ? (JSON.parse(answer.body) as unknown) : answer.body
+  if (!ajv.validate({ $ref: `admin-openapi.json${pointer('paths', path, method, 'responses', key, 'content', type, 'schema')}` }, body)) {
+    problems.push(`body ${answer.body.slice(0, 300)}: ${ajv.errorsText()}`)
+  }
+  return problems
+}
+
+describe('the admin listener\'s OpenAPI document', () => {
+  it('is served at GET /admin/openapi.json behind the admin token, like every /admin/* call', async () => {
+    const refused = await gw.admin.inject({ method: 'GET', url: '/admin/openapi.json' })
+    expect(refused.statusCode).toBe(401)
+    expect(refused.json()).toMatchObject({ code: 'GW_UNAUTHORIZED' })
+    expect((await gw.proxy.inject({ method: 'GET', url: '/admin/openapi.json' })).statusCode).toBe(404)
+  })
+
+  it('validates as OpenAPI 3.1 with @seriousme/openapi-schema-validator and @apidevtools/swagger-parser', async () => {
+    expect(doc.openapi).toBe('3.1.0')
+    const validator = new Validator()
+    const result = await validator.validate(doc as never)
+    expect(result.errors).toBeUndefined()
+    expect(result.valid).toBe(true)
+    const api = (await SwaggerParser.validate(structuredClone(doc) as never)) as unknown as Json
+    expect(api.openapi).toBe('3.1.0')
+  })
+
+  it('is the committed docs/admin-openapi.json (run `npm run openapi` after changing an admin route)', () => {
+    const rendered = renderAdminDocument()
+    expect(readFileSync(COMMITTED, 'utf8')).toBe(rendered)
+    expect(JSON.parse(rendered)).toEqual(doc)
+  })
+
+  it('lists every route of the admin listener, with its methods, and only those', () => {
+    const documented = new Set(Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`)))
+    const table = routeTable(gw.admin.printRoutes({ commonPrefix: false }))
+    expect(table.size).toBeGreaterThanOrEqual(15)
+    const served = new Set<string>()
+    for (const [url, methods] of table) {
+      // Under /docs/ are Swagger UI's own files (its page, scripts, the document as YAML); /docs and /docs/json are listed.
+      if (url.startsWith('/docs/') && url !== '/docs/json') continue
+      // HEAD of a GET is Fastify's own.
+      for (const method of methods.filter((m) => m !== 'HEAD')) served.add(`${method} ${url.replace(/:(\w+)/g, '{$1}')}`)
+    }
+    expect([...documented].sort()).toEqual([...served].sort())
+  })
+
+  it('says which calls need the admin token, and gives every GW_* code it names a schema', () => {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const op of Object.values(item)) expect(op.security, path).toEqual(path.startsWith('/admin/') ? undefined : [])
+    }
+    const text = JSON.stringify(doc.paths)
+    for (const [, code] of text.matchAll(/#\/components\/schemas\/(GW_\w+)/g)) expect((doc.components.schemas as Json)[code!], code).toBeDefined()
+  })
+
+  it('describes every answer of real admin calls: status, headers and body', async () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+    ajv.addSchema(closed(doc) as Json, 'admin-openapi.json')
+    // Usage to report: a miss, a hit, and a limited team past its limit (a 429).
+    for (const key of [KEYS.all, KEYS.all, KEYS.limited, KEYS.limited, KEYS.limited, KEYS.limited]) await gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': key } })
+    const revoked = sandbox.issueToken()
+    sandbox.revokeToken(revoked)
+    const fresh = sandbox.issueToken()
+    const token = (body: unknown) => ({ 'content-type': 'application/json', payload: JSON.stringify(body) })
+    const calls: { what: string; method: string; url: string; path?: string; body?: ReturnType<typeof token>; auth?: boolean; status: number }[] = [
+      { what: 'token', method: 'GET', url: '/admin/token', status: 200 },
+      { what: 'token replaced', method: 'PUT', url: '/admin/token', body: token({ token: fresh }), status: 200 },
+      { what: 'the same token', method: 'PUT', url: '/admin/token', body: token({ token: fresh }), status: 200 },
+      { what: 'a token too short', method: 'PUT', url: '/admin/token', body: token({ token: 'short' }), status: 400 },
+      { what: 'a revoked token', method: 'PUT', url: '/admin/token', body: token({ token: revoked }), status: 422 },
+      { what: 'login again', method: 'POST', url: '/admin/token/refresh', status: 200 },
+      { what: 'credentials', method: 'GET', url: '/admin/credentials', status: 200 },
+      { what: 'a credential', method: 'GET', url: '/admin/credentials/default/token', path: '/admin/credentials/{name}/token', status: 200 },
+      { what: 'no such credential', method: 'GET', url: '/admin/credentials/nope/token', path: '/admin/credentials/{name}/token', status: 404 },
+      { what: 'a credential\'s token replaced', method: 'PUT', url: '/admin/credentials/default/token', path: '/admin/credentials/{name}/token', body: token({ token: sandbox.issueToken() }), status: 200 },
+      { what: 'a credential logs in again', method: 'POST', url: '/admin/credentials/default/token/refresh', path: '/admin/credentials/{name}/token/refresh', status: 200 },
+      { what: 'usage', method: 'GET', url: '/admin/usage', status: 200 },
+      { what: 'usage as CSV', method: 'GET', url: '/admin/usage?format=csv&team=limited', status: 200 },
+      { what: 'usage in an unknown format', method: 'GET', url: '/admin/usage?format=xml', status: 400 },
+      { what: 'usage of no team', method: 'GET', url: '/admin/usage?team=nobody', status: 404 },
+      { what: 'status', method: 'GET', url: '/admin/status', status: 200 },
+      { what: 'audit', method: 'GET', url: '/admin/audit', status: 200 },
+      { what: 'cluster', method: 'GET', url: '/admin/cluster', status: 200 },
+      { what: 'this document', method: 'GET', url: '/admin/openapi.json', status: 200 },
+      { what: 'no admin token', method: 'GET', url: '/admin/status', auth: false, status: 401 },
+      { what: 'purge one advertiser', method: 'DELETE', url: '/admin/cache?advertiserId=101', path: '/admin/cache', status: 200 },
+      { what: 'purge with a bad advertiser', method: 'DELETE', url: '/admin/cache?advertiserId=x', path: '/admin/cache', status: 400 },
+      { what: 'purge all', method: 'DELETE', url: '/admin/cache', status: 200 },
+      { what: 'reload', method: 'POST', url: '/admin/reload', status: 200 },
+      { what: 'metrics', method: 'GET', url: '/metrics', auth: false, status: 200 },
+      { what: 'healthz', method: 'GET', url: '/healthz', auth: false, status: 200 },
+      { what: 'readyz', method: 'GET', url: '/readyz', auth: false, status: 200 },
+      { what: 'console', method: 'GET', url: '/console', auth: false, status: 200 },
+      { what: 'console style', method: 'GET', url: '/console/console.css', auth: false, status: 200 },
+      { what: 'no such console script', method: 'GET', url: '/console/nope.js', path: '/console/{file}', auth: false, status: 404 },
+      { what: 'Swagger UI', method: 'GET', url: '/docs', auth: false, status: 200 },
+      { what: 'the proxy\'s document', method: 'GET', url: '/docs/json', auth: false, status: 200 },
+    ]
+    const problems: string[] = []
+    for (const call of calls) {
+      const res = await gw.admin.inject({
+        method: call.method as 'GET',
+        url: call.url,
+        headers: { ...(call.auth === false ? {} : { authorization: `Bearer ${ADMIN_TOKEN}` }), ...(call.body ? { 'content-type': call.body['content-type'] } : {}) },
+        ...(call.body ? { payload: call.body.payload } : {}),
+      })
+      const answer = { status: res.statusCode, headers: res.headers, body: res.body }
+      if (answer.status !== call.status) problems.push(`${call.what}: status ${answer.status}, expected ${call.status}: ${answer.body.slice(0, 200)}`)
+      for (const p of mismatches(ajv, call.path ?? call.url.split('?')[0]!, call.method.toLowerCase(), answer)) problems.push(`${call.what}: ${p}`)
+    }
+    expect(problems).toEqual([])
+  })
+
+  it('describes the refusal of a replica without an admin token', async () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+    ajv.addSchema(closed(doc) as Json, 'admin-openapi.json')
+    const bare = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }))
+    const res = await bare.admin.inject({ method: 'GET', url: '/admin/usage', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(res.statusCode).toBe(503)
+    expect(mismatches(ajv, '/admin/usage', 'get', { status: res.statusCode, headers: res.headers, body: res.body })).toEqual([])
+  })
+})

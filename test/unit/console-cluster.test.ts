@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest'
+import { chartData, healthLine, lastSum, percentSeries, sumSeries, type HealthStatus, type HistoryView, type Series } from '../../src/http/console/console-cluster.js'
+
+// The console's view of the whole cluster: the replicas' histories on one time axis,
+// and the health banner's line.
+
+const BUCKET_MS = 10_000
+const START = Date.UTC(2026, 10, 23, 12, 0, 0)
+
+/** A history of `length` buckets from `start`, `fill` giving each series (null elsewhere). */
+function history(start: number, fill: Partial<Record<'requests' | 'hits' | 'reportReads' | 'platformCalls' | 'p50' | 'p99' | 'inFlight' | 'limit', Series>>, length = 4): HistoryView {
+  const none = (): Series => new Array<number | null>(length).fill(null)
+  const s = (k: keyof typeof fill) => fill[k] ?? none()
+  return {
+    bucketSeconds: BUCKET_MS / 1000,
+    start,
+    requests: s('requests'),
+    statuses: { '2xx': s('requests'), '3xx': none(), '4xx': none(), '5xx': none() },
+    reportReads: s('reportReads'),
+    hits: s('hits'),
+    platformCalls: s('platformCalls'),
+    latencyP50Ms: s('p50'),
+    latencyP99Ms: s('p99'),
+    credentials: [{ credential: 'default', inFlight: s('inFlight'), waiting: none(), limit: s('limit'), latencyFloorMs: none() }],
+    teams: [{ team: 'growth', tooManyRequests: s('requests'), errors: none() }],
+  }
+}
+
+describe('the series', () => {
+  it('sum bucket by bucket, null only where every replica saw nothing', () => {
+    expect(sumSeries([[1, null, null], [2, 3, null]], 3)).toEqual([3, 3, null])
+    expect(percentSeries([1, 0, 5, null], [4, 0, 5, 2])).toEqual([25, null, 100, null])
+    expect(lastSum([1, null, 2, 3], 2)).toBe(5)
+  })
+})
+
+describe('chartData', () => {
+  it('puts every replica on the newest one\'s time axis and adds them up', () => {
+    const a = history(START, { requests: [1, 2, 3, 4], reportReads: [1, 1, 2, 2], hits: [0, 1, 1, 2], inFlight: [1, 1, 1, 1], limit: [8, 8, 8, 9] })
+    // One bucket later: its bucket i is a's bucket i + 1.
+    const b = history(START + BUCKET_MS, { requests: [10, 20, 30, null], reportReads: [0, 2, 2, null], hits: [0, 2, 0, null], inFlight: [2, 2, 2, null], limit: [8, 8, 9, null] })
+    const d = chartData([{ history: a }, { history: b }])
+    expect(d.times).toEqual([0, 1, 2, 3].map((i) => (START + BUCKET_MS + i * BUCKET_MS) / 1000))
+    expect(d.requests).toEqual([12, 23, 34, null])
+    expect(d.hitRatio).toEqual([100, 75, 50, null])
+    expect(d.inFlight).toEqual([3, 3, 3, null])
+    // The replicas share the limit: the highest, not the sum.
+    expect(d.limits).toEqual([{ credential: 'default', limit: [8, 8, 9, null], latencyFloorMs: [null, null, null, null] }])
+    expect(d.teams).toEqual([{ team: 'growth', tooManyRequests: [12, 23, 34, null], errors: [null, null, null, null] }])
+    expect(d.tooManyRequests).toEqual([12, 23, 34, null])
+  })
+
+  it('weighs the replicas\' p50 by their calls and takes the highest p99', () => {
+    const a = history(START, { platformCalls: [3, 0], p50: [10, null], p99: [50, null] }, 2)
+    const b = history(START, { platformCalls: [1, 1], p50: [30, 40], p99: [35, 45] }, 2)
+    const d = chartData([{ history: a }, { history: b }])
+    expect(d.platformCalls).toEqual([4, 1])
+    expect(d.latencyP50Ms).toEqual([15, 40])
+    expect(d.latencyP99Ms).toEqual([50, 45])
+  })
+
+  it('one replica: its own series', () => {
+    const a = history(START, { requests: [1, null], p50: [12.5, null] }, 2)
+    const d = chartData([{ history: a }])
+    expect(d.requests).toEqual([1, null])
+    expect(d.latencyP50Ms).toEqual([12.5, null])
+  })
+})
+
+describe('healthLine', () => {
+  const fine: HealthStatus = {
+    redis: { state: 'ok', address: 'redis:6379' },
+    credentials: [{ name: 'default', state: 'ok', pause: null }],
+    governors: [{ credential: 'default', pausedUntil: null }],
+  }
+  const replica = (id: string, more: Partial<{ self: boolean; ready: boolean; phase: string; degraded: string[] }> = {}) => ({ id, self: false, ready: true, phase: 'serving', degraded: [], ...more })
+
+  it('says all is well in one line when nothing is wrong', () => {
+    expect(healthLine(fine, { replicas: [replica('a', { self: true }), replica('b')] })).toEqual({ level: 'ok', text: 'All is well: 2 replicas ready, Redis ok, every platform token usable, no pause.' })
+    expect(healthLine({ ...fine, redis: { state: 'not configured', address: 'none' } }, null).text).toMatch(/this replica \(no Redis: the others are not seen\)/)
+  })
+
+  it('names what is wrong, the worst first: Redis down, a replica not ready, a token refused', () => {
+    const h = healthLine(
+      { ...fine, redis: { state: 'down', address: 'redis:6379' }, credentials: [{ name: 'default', state: 'rejected', pause: null }] },
+      { replicas: [replica('a', { self: true, ready: false, phase: 'stopping' })] },
+    )
+    expect(h.level).toBe('bad')
+    expect(h.text).toBe(
+      'Needs attention: Redis (redis:6379) is down: each replica serves on its own and only this replica is listed; the platform refuses the token of credential default; replica a (this one) is not ready (stopping).',
+    )
+  })
+
+  it('a platform pause, or another replica without a usable token, is a degradation', () => {
+    const paused = healthLine({ ...fine, governors: [{ credential: 'default', pausedUntil: '2026-11-23T12:01:00Z' }] }, null)
+    expect(paused).toEqual({ level: 'warn', text: 'Degraded: the platform paused credential default (429).' })
+    const other = healthLine(fine, { replicas: [replica('a', { self: true }), replica('b', { degraded: ['platformToken:default'] })] })
+    expect(other.level).toBe('warn')
+    expect(other.text).toMatch(/replica b cannot use the platform token \(platformToken:default\)/)
+  })
+})
