@@ -15,7 +15,7 @@ export async function apiRoutes(
   opts: { ctx: GatewayContext; admission: Admission; client: PlatformClient; forms: ReportForms },
 ): Promise<void> {
   app.decorateRequest('caller', null)
-  // Bodies reach the handlers unread (compose.ts): a handler admits the caller (key, rate
+  // Bodies reach the handlers unread (compose/listeners.ts): a handler admits the caller (key, rate
   // limit) before it reads a byte of the body, through Admission.readBody.
   // Route schemas here only describe (http/openapi/): Admission checks, in the contract's order.
   app.setValidatorCompiler(describeOnly)

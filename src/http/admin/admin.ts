@@ -123,8 +123,8 @@ export async function adminRoutes(
   await app.register(clusterRoutes, { ctx, replicas })
 }
 
-// A successful change is audited by the provider's 'change' event (compose.ts); a refused or
-// failed admin attempt is audited here, with the offered token's fingerprint only.
+// A successful change is audited by the provider's 'change' event (compose/platform-parts.ts);
+// a refused or failed admin attempt is audited here, with the offered token's fingerprint only.
 function auditFailure(ctx: GatewayContext, request: FastifyRequest, provider: TokenProvider, action: 'replace' | 'refresh', err: unknown, offered: string | null): void {
   ctx.log.warn(
     { kind: 'audit', action, outcome: 'refused', credential: provider.name, currentFingerprint: provider.current()?.fingerprint ?? null, offeredFingerprint: offered, actor: request.adminActor, reason: (err as Error).message },

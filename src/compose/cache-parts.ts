@@ -1,0 +1,89 @@
+import type { Logger } from 'pino'
+import type { Config } from '../config.js'
+import type { Clock, Timers } from '../clock.js'
+import type { FailureLog } from '../observe/failure-log.js'
+import type { Metrics } from '../observe/metrics.js'
+import type { TeamUsage } from '../observe/usage.js'
+import type { PlatformClient } from '../platform/client/platform-client.js'
+import type { PlatformAnswers } from '../platform/client/answer-buffer.js'
+import type { TokenRegistry } from '../platform/tokens/token-registry.js'
+import type { RedisBreaker } from '../redis/breaker.js'
+import type { RedisBus } from '../redis/bus.js'
+import type { RedisClient } from '../redis/client.js'
+import type { RedisSeal } from '../redis/seal.js'
+import { redisKey } from '../redis/keys.js'
+import { MemoryStore } from '../cache/memory-store.js'
+import { TieredStore } from '../cache/tiered-store.js'
+import { RedisStore } from '../cache/redis-store.js'
+import { PurgeLedger } from '../cache/purge-ledger.js'
+import { FILL_CLOCK_SKEW_MS } from '../cache/cache-entry.js'
+import { ReplicaLock } from '../cache/single-flight.js'
+import { longestFreshness } from '../reports/ttl-policy.js'
+import { ReportCache } from '../reports/report-cache.js'
+import type { Unverified } from './redis-parts.js'
+
+/** The report cache: L1 in memory, L2 in Redis, the two as one store with the purges heard of, and the reads on it. */
+export interface CacheParts {
+  l1: MemoryStore
+  store: TieredStore
+  reports: ReportCache
+}
+
+export function cacheParts(
+  config: Config,
+  o: {
+    redis: RedisClient | null
+    breaker: RedisBreaker | null
+    bus: RedisBus | null
+    seal: RedisSeal | null
+    unverified: Unverified
+    log: Logger
+    metrics: Metrics
+    clock: Clock
+    /** The refresh ahead's timers; default stepped timers on the clock. */
+    timers?: Timers
+    failures: FailureLog
+    usage: TeamUsage
+    client: PlatformClient
+    answers: PlatformAnswers
+    tokens: TokenRegistry
+  },
+): CacheParts {
+  const { redis, breaker, bus, seal, unverified, log, metrics, clock } = o
+  // For the parts that only read the time.
+  const now = (): number => clock.now()
+  const prefix = config.redis.keyPrefix
+  const entryLimits = {
+    maxEntryBytes: config.cache.maxEntryBytes,
+    maxFreshMs: longestFreshness(config.cache.ttl),
+    staleWhileRevalidateMs: config.cache.staleWhileRevalidateMs,
+    staleIfErrorMs: config.cache.staleIfErrorMs,
+  }
+  // Sealed, but more than this gateway stores, or filled before a purge: counted with the forgeries.
+  const refusedEntry = (where: string, why: string): void => {
+    metrics.redisUnverified.inc({ what: 'entry' })
+    log.warn({ what: 'entry', where, why }, 'ignoring a report entry read from redis')
+  }
+  const l2 = redis && breaker ? new RedisStore({ redis, breaker, prefix, seal, onUnverified: (key) => unverified('entry', key), limits: entryLimits, onRefused: refusedEntry, now }) : null
+  const lock = redis && breaker && bus ? new ReplicaLock({ redis, breaker, bus, prefix, lockTtlMs: config.cache.lockTtlMs, clock }) : null
+  const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, now })
+  const store = new TieredStore({
+    l1,
+    l2,
+    bus,
+    log,
+    maxEntryBytes: config.cache.maxEntryBytes,
+    onRefused: refusedEntry,
+    purges: new PurgeLedger({
+      // No entry outlives its fill by more than this: older purges reach none.
+      keepMs: entryLimits.maxFreshMs + Math.max(entryLimits.staleWhileRevalidateMs, entryLimits.staleIfErrorMs) + FILL_CLOCK_SKEW_MS,
+      shared: redis ? { redis, seal, key: redisKey.purges(prefix) } : null,
+      log,
+      onUnverified: (where) => unverified('purge', where),
+      now,
+    }),
+    now,
+  })
+  const reports = new ReportCache({ failures: o.failures, config, store, lock, metrics, log, client: o.client, answers: o.answers, usage: o.usage, tokens: o.tokens, clock, timers: o.timers })
+  return { l1, store, reports }
+}

@@ -1,0 +1,61 @@
+import type { FastifyInstance } from 'fastify'
+import type { GatewayContext } from '../http/context.js'
+import type { FailureLog } from '../observe/failure-log.js'
+import type { Replicas } from '../observe/replicas.js'
+import type { MemoryStore } from '../cache/memory-store.js'
+import type { PlatformClient } from '../platform/client/platform-client.js'
+import type { AuditTrail } from '../access/audit-trail.js'
+import type { TeamReloader } from '../access/team-reload.js'
+import { KnownUrls } from '../access/known-urls.js'
+import { Admission } from '../access/admission.js'
+import { buildServer } from '../http/server.js'
+import { apiRoutes } from '../http/api.js'
+import { healthRoutes } from '../http/health.js'
+import { fastReads } from '../http/reads/fast-path.js'
+import { ReportForms, type KnownReport } from '../http/reads/report-route.js'
+import { requestObserver } from '../http/hooks/request-log.js'
+import { answerHooks, callerRate } from '../http/hooks/answer-hooks.js'
+import { adminRoutes } from '../http/admin/admin.js'
+import { metricsRoute } from '../http/admin/metrics-route.js'
+import { consoleRoutes } from '../http/console/console-routes.js'
+import { describeProxy, docsUi } from '../http/openapi/document.js'
+
+/** The two listeners, neither listening yet (main.ts listens). */
+export interface Listeners {
+  /** The teams': report reads (the fast path first), every other /api/v1 call, health. */
+  proxy: FastifyInstance
+  /** The operators': health, /metrics, /admin/*, the console, the API description. */
+  admin: FastifyInstance
+  /** Bytes kept by the memos of URLs callers sent (bounded whatever they send). */
+  memoBytes(): number
+}
+
+export async function listeners(
+  ctx: GatewayContext,
+  o: { failures: FailureLog; client: PlatformClient; reloader: TeamReloader; l1: MemoryStore; audit: AuditTrail; replicas: Replicas; consoleScriptsDir?: string | undefined },
+): Promise<Listeners> {
+  const { config, log } = ctx
+  const { failures, client } = o
+  const knownUrls = new KnownUrls<KnownReport>()
+  const admission = new Admission(ctx, knownUrls)
+  const forms = new ReportForms(ctx, knownUrls)
+  const observe = requestObserver(ctx)
+  const proxy = buildServer(config, log, failures, config.cache.enabled ? fastReads(ctx, admission, forms, observe) : null, callerRate(admission))
+  // No body is parsed on the proxy listener before its handler admits the caller:
+  // /api/v1 handlers read it through Admission.readBody; any other path is a 404
+  // without reading a byte of it.
+  proxy.removeAllContentTypeParsers()
+  proxy.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
+  await describeProxy(proxy)
+  await proxy.register(healthRoutes, { ctx })
+  await proxy.register(apiRoutes, { ctx, admission, client, forms })
+  answerHooks(proxy, { ctx, admission, observe })
+
+  const admin = buildServer(config, log, failures, null)
+  await admin.register(healthRoutes, { ctx })
+  metricsRoute(admin, { metrics: ctx.metrics, tokens: ctx.tokens, governors: ctx.governors, usage: ctx.usage })
+  await admin.register(adminRoutes, { ctx, client, reloader: o.reloader, l1: o.l1, audit: o.audit, replicas: o.replicas })
+  await admin.register(consoleRoutes, o.consoleScriptsDir ? { scriptsDir: o.consoleScriptsDir } : {})
+  await docsUi(admin, proxy)
+  return { proxy, admin, memoBytes: () => knownUrls.bytes }
+}

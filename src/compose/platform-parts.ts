@@ -1,0 +1,129 @@
+import type { Logger } from 'pino'
+import type { Dispatcher } from 'undici'
+import type { Config } from '../config.js'
+import type { Clock } from '../clock.js'
+import type { SecretSet } from '../observe/logger.js'
+import type { Metrics } from '../observe/metrics.js'
+import type { GaugeReading, History } from '../observe/history.js'
+import type { TeamUsage } from '../observe/usage.js'
+import type { TeamDirectory } from '../access/team-auth.js'
+import type { RedisBreaker } from '../redis/breaker.js'
+import type { RedisBus } from '../redis/bus.js'
+import type { RedisClient } from '../redis/client.js'
+import type { RedisSeal } from '../redis/seal.js'
+import { createPlatformPool } from '../platform/client/pool.js'
+import { PlatformClient } from '../platform/client/platform-client.js'
+import { PlatformAnswers } from '../platform/client/answer-buffer.js'
+import { probeStatus, probeTokens } from '../platform/client/token-probe.js'
+import { PlatformGovernors } from '../platform/governor/platform-governors.js'
+import { RefusalLog } from '../platform/governor/refusal-log.js'
+import { TokenRegistry } from '../platform/tokens/token-registry.js'
+import { LoginGate } from '../platform/tokens/login-gate.js'
+import { TokenVerdicts } from '../platform/tokens/token-verdict.js'
+
+/** What talks to the platform: the pool, the tokens, the governors of the calls, the one client, the answers held. */
+export interface PlatformParts {
+  dispatcher: Dispatcher
+  tokens: TokenRegistry
+  governors: PlatformGovernors
+  client: PlatformClient
+  answers: PlatformAnswers
+  /** Each credential's calls in flight and waiting, its limit and latency floor: the gauges of the last hour. */
+  gauges(): GaugeReading[]
+  /** Probes each credential's token, once the gateway serves; never while the probe is paused. */
+  probeTokens(): Promise<void>
+}
+
+export function platformParts(
+  config: Config,
+  o: {
+    /** The platform's connection pool; default one made from config.platform. */
+    dispatcher?: Dispatcher
+    log: Logger
+    secrets: SecretSet
+    metrics: Metrics
+    clock: Clock
+    redis: RedisClient | null
+    breaker: RedisBreaker | null
+    bus: RedisBus | null
+    seal: RedisSeal | null
+    teams: TeamDirectory
+    usage: TeamUsage
+    history: History
+  },
+): PlatformParts {
+  const { log, metrics, clock, redis, breaker, teams } = o
+  // For the parts that only read the time.
+  const now = (): number => clock.now()
+  const dispatcher = o.dispatcher ?? createPlatformPool(config.platform)
+  const logins = new LoginGate({
+    redis,
+    breaker,
+    prefix: config.redis.keyPrefix,
+    minIntervalMs: config.platform.loginMinIntervalMs,
+    // A login's longest: its answer's headers, then its body, each within platform.timeout.
+    lockTtlMs: 2 * config.platform.timeoutMs,
+    shared: Boolean(config.gatewaySecret) && redis !== null,
+    log,
+    now,
+  })
+  const tokens = new TokenRegistry(config, {
+    dispatcher,
+    log,
+    secrets: o.secrets,
+    timeoutMs: config.platform.timeoutMs,
+    refreshBeforeMs: config.platform.refreshBeforeMs,
+    expiryWarningsMs: config.platform.expiryWarningsMs,
+    filePollMs: config.platform.tokenFilePollMs,
+    maintenanceMs: config.platform.maintenanceMs,
+    logins,
+    clock,
+  })
+  for (const provider of tokens.all()) {
+    provider.on('change', ({ state, previous, reason, actor }) => {
+      // A replica adopting the token it already read itself (a file rotation seen by all) changed nothing.
+      if (previous?.fingerprint === state.fingerprint) return
+      metrics.tokenChanges.inc({ credential: provider.name, reason })
+      log.info(
+        { kind: 'audit', credential: provider.name, reason, source: state.source, oldFingerprint: previous?.fingerprint ?? null, newFingerprint: state.fingerprint, actor: actor ?? null, version: state.version },
+        'platform token changed',
+      )
+    })
+  }
+  const governors = new PlatformGovernors({ config, log, metrics, redis, breaker, bus: o.bus, seal: o.seal, weightOf: (team) => teams.weightOf(team), limitsOf: (team) => teams.limitsOf(team), clock })
+  // Never while the platform throttles the probe's route or the credential: a 429 says nothing of the token.
+  const probePaused = (credential: string): boolean => governors.paused(credential, config.platform.probe?.path)
+  const client: PlatformClient = new PlatformClient({
+    dispatcher,
+    timeoutMs: config.platform.timeoutMs,
+    defaultBaseUrl: config.platform.baseUrl,
+    governors,
+    // The probe is a call of this client's own, made only once it serves.
+    verdicts: new TokenVerdicts({ probe: (provider, token) => probeStatus(client, config.platform.probe, provider, token), probePaused, now }),
+    refusals: new RefusalLog({ log, metrics, now }),
+    usage: o.usage,
+    history: o.history,
+    clock,
+  })
+  // A credential pause is tested with the probe call and the token in use.
+  governors.probeWith(async (credential) => {
+    const provider = tokens.get(credential)
+    const state = provider.current()
+    if (state) await probeStatus(client, config.platform.probe, provider, state.token, true)
+  })
+  const answers = new PlatformAnswers({
+    callBytes: config.platform.bufferBytes,
+    totalBytes: config.platform.bufferTotalBytes,
+    readIdleMs: config.platform.readIdleTimeoutMs,
+    onSlowReader: (credential) => metrics.platformSlowReaders.inc({ credential }),
+  })
+  return {
+    dispatcher,
+    tokens,
+    governors,
+    client,
+    answers,
+    gauges: () => governors.all().map((g) => ({ credential: g.credential, inFlight: g.inFlight, waiting: g.queued, limit: g.limit, floorMs: governors.latencyFloorMs(g.credential) })),
+    probeTokens: () => probeTokens(tokens, client, config.platform.probe, log, probePaused),
+  }
+}
