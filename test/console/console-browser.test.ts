@@ -40,6 +40,9 @@ teams:
     keys:
       - { hash: "${hashApiKey(ANALYTICS_KEY)}", id: analytics-2026, expiresAt: "${SOON}" }
     advertisers: ["*"]
+  retired:
+    keys: []
+    advertisers: [103]
 `
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07'
 
@@ -125,6 +128,8 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     expect(teams).toContain('analytics')
     expect(teams).toMatch(/analytics-2026\s+[45] days left/)
     expect(await page.$eval('#teams .mark.soon', (n) => n.textContent)).toMatch(/days left/)
+    // A team whose keys were all revoked says so, rather than an empty cell.
+    expect(teams).toMatch(/retired[\s\S]*none: the team cannot call/)
     expect(await text('#redis')).toContain('not configured')
     // The limit in force, learned, with its ceiling; teams without ceilings show none.
     expect(await text('#governors')).toMatch(/8, learned \(ceiling 64\)/)

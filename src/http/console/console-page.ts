@@ -274,7 +274,8 @@ function renderTeams(teams: Team[], usage: UsageRow[] | null, now: number): void
       el('th', { scope: 'row' }, t.name),
       el('td', {}, t.credential),
       el('td', {}, t.advertisers),
-      el('td', {}, el('ul', { class: 'plain' }, ...t.keys.map((k) => el('li', {}, el('code', {}, k.id), ' ', mark(expiryAt(k.expiresAt, now)))))),
+      // A team whose keys were all revoked cannot call: said, not left as an empty cell.
+      el('td', {}, t.keys.length === 0 ? mark({ text: 'none: the team cannot call', level: 'expired' }) : el('ul', { class: 'plain' }, ...t.keys.map((k) => el('li', {}, el('code', {}, k.id), ' ', mark(expiryAt(k.expiresAt, now)))))),
       el('td', {}, t.rateLimit ? `${t.rateLimit.remaining} of ${t.rateLimit.max} left (per ${t.rateLimit.windowSec} s)` : 'none'),
       el('td', {}, count(used?.requests)),
       el('td', {}, count(used?.cacheHits)),
