@@ -11,7 +11,8 @@
  * reads, and a team over its rate limit (200 or 429). Every S seconds (default: a
  * twentieth of the run, 5 to 60 s) it prints the answers by status, p50/p99, and each
  * replica's RSS and heap after a full GC (each replica runs with --expose-gc and
- * scripts/soak-probe.mjs, which collects and reports on SIGUSR2), Redis's memory and the
+ * scripts/soak-probe.mjs, which collects and reports on SIGUSR2; and with the image's
+ * NODE_OPTIONS, read from the Dockerfile), Redis's memory and the
  * machine's load average. At the end: a summary, and the replicas are stopped with SIGTERM.
  *
  * Without --chaos (default 30 requests/s, the sandbox at 20 ms): exits 1 on any answer
@@ -67,6 +68,10 @@ import { baselineShare, classify, disagreement, recoveryAfter, rssWithin, seeded
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url))
 const PROBE = pathToFileURL(join(ROOT, 'scripts/soak-probe.mjs')).href
+// The replicas run with the image's node options (the Dockerfile's ENV NODE_OPTIONS): the
+// young generation's size decides much of a replica's RSS.
+const IMAGE_NODE_OPTIONS = /^ENV NODE_OPTIONS=(\S+)\s*$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))?.[1]
+if (IMAGE_NODE_OPTIONS === undefined) throw new Error('the Dockerfile has no ENV NODE_OPTIONS=<options> line for the replicas to run with')
 
 const { values: args } = parseArgs({
   options: {
@@ -449,6 +454,7 @@ async function main() {
       GATEWAY_SECRET,
       CONFIG_FILE: configFile,
       LOG_LEVEL: 'warn',
+      NODE_OPTIONS: IMAGE_NODE_OPTIONS,
     })
     slot.proc = proc
     void proc.exited.then((code) => {

@@ -214,6 +214,8 @@ describe('Dockerfile', () => {
     expect(user).toMatch(/^\d+$/)
     const env = only(runtime, 'ENV').map((i) => i.args).join(' ')
     expect(env).toMatch(/\bNODE_ENV=production\b/)
+    // The young generation's bound, which scripts/soak.mjs reads from this line too.
+    expect(env).toMatch(/(?:^|\s)NODE_OPTIONS=--max-semi-space-size=16(?:\s|$)/)
   })
 
   it("starts node on dist/main.js directly (the package's start command, without npm)", () => {
