@@ -51,12 +51,27 @@ export function classify(expect, answer) {
 
 /**
  * The most errors a stretch of `n` answers may hold at the baseline error share and still
- * count as calm: their expected number plus three standard deviations (a Poisson count),
- * plus one, so that a single unlucky error in a quiet stretch is no alarm.
+ * count as calm: the Poisson quantile whose upper tail is under `alpha`, at least one (a
+ * single unlucky error in a quiet stretch is no alarm). A run judges hundreds of
+ * overlapping windows (about 700 in 12 minutes): at 1e-4 a calm run misses by chance in
+ * well under one run in ten, where the mean plus three standard deviations plus one
+ * (a tail of about 5e-4 a window) missed in one run in four, on the platform's own 5xx.
  */
-export function allowedErrors(n, baselineShare) {
+export const RECOVERY_ALPHA = 1e-4
+
+export function allowedErrors(n, baselineShare, alpha = RECOVERY_ALPHA) {
   const mean = n * baselineShare
-  return mean + 3 * Math.sqrt(mean) + 1
+  // exp(-mean) underflows past about 745: the normal approximation holds there.
+  if (mean > 700) return mean + 4.5 * Math.sqrt(mean)
+  let k = 0
+  let p = Math.exp(-mean)
+  let cdf = p
+  while (1 - cdf >= alpha) {
+    k += 1
+    p *= mean / k
+    cdf += p
+  }
+  return Math.max(1, k)
 }
 
 /**

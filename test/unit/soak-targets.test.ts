@@ -28,10 +28,12 @@ describe('classify: what an answer counts as', () => {
 })
 
 describe('allowedErrors and baselineShare', () => {
-  it('allows the expected errors plus three standard deviations plus one', () => {
+  it('allows the Poisson quantile whose upper tail is under RECOVERY_ALPHA, at least one', () => {
     expect(allowedErrors(0, 0.01)).toBe(1)
     expect(allowedErrors(100, 0)).toBe(1)
-    expect(allowedErrors(400, 0.01)).toBeCloseTo(4 + 6 + 1)
+    // Mean 4: P(X > 13) is under 1e-4, P(X > 12) is not.
+    expect(allowedErrors(400, 0.01)).toBe(13)
+    expect(allowedErrors(300, 0.0062)).toBe(9)
   })
 
   it('takes the share over the calm ranges only', () => {
@@ -58,6 +60,11 @@ describe('recoveryAfter: seconds after a fault until errors are back at the base
     ['errors until the observation ends', [bad(20), bad(20), bad(20), bad(20)], 0, 4, 4],
   ])('%s', (_what, buckets, endS, untilS, seconds) => {
     expect(recoveryAfter(buckets, endS, untilS, 0.001, 2)).toBe(seconds)
+  })
+
+  it("reads the platform's own failures at the baseline rate as calm (a replica's restart in a chaos soak, seconds after its end)", () => {
+    const seconds = [0, 0, 1, 0, 0, 1, 0, 1, 1, 1, 4, 1].map((errors) => bad(errors))
+    expect(recoveryAfter(seconds, 0, seconds.length, 0.0062, 5)).toBe(0)
   })
 })
 
