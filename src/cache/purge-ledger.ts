@@ -3,6 +3,7 @@ import type { RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { FILL_CLOCK_SKEW_MS, type CacheEntry } from './cache-entry.js'
 import { systemClock } from '../clock.js'
+import { redisScript } from '../redis/script.js'
 
 /** A purge of the report cache: of one advertiser's entries, or (no advertiserId) of every entry; `at` is when it began (epoch ms). */
 export interface Purge {
@@ -20,7 +21,7 @@ const MAX_VALUE_BYTES = 128
 
 // The shared record, read in Redis with its bounds checked there: nil when it has more
 // fields than a replica keeps, else only the fields and values of the gateway's sizes.
-const READ_RECORD = `
+const READ_RECORD = redisScript<unknown>('gatewayPurgeRead', `
 local n = redis.call('HLEN', KEYS[1])
 if n > tonumber(ARGV[1]) then return false end
 local flat = redis.call('HGETALL', KEYS[1])
@@ -31,7 +32,7 @@ for i = 1, #flat, 2 do
     out[#out + 1] = flat[i + 1]
   end
 end
-return out`
+return out`, 1)
 
 /** Where the purges are shared: a hash in Redis, each field sealed. */
 export interface SharedPurges {
@@ -136,7 +137,7 @@ export class PurgeLedger {
     let flat: unknown
     let why = 'too many fields'
     try {
-      flat = await redis.eval(READ_RECORD, 1, key, MAX_PURGE_RECORDS + 1, MAX_FIELD_BYTES, MAX_VALUE_BYTES)
+      flat = await READ_RECORD(redis, key, MAX_PURGE_RECORDS + 1, MAX_FIELD_BYTES, MAX_VALUE_BYTES)
     } catch (err) {
       why = (err as Error).message
     }

@@ -117,6 +117,9 @@ export function platformParts(
     readIdleMs: config.platform.readIdleTimeoutMs,
     onSlowReader: (credential) => metrics.platformSlowReaders.inc({ credential }),
   })
+  // A caller that stopped reading gives back the seat or room another team waits for.
+  answers.contendedBy((credential, team) => governors.of(credential).othersWaitFor(team))
+  governors.reclaimWith((credential, waiting, overShare) => answers.reclaim(credential, waiting, overShare))
   return {
     dispatcher,
     tokens,

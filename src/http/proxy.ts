@@ -8,7 +8,7 @@ import { isRead } from '../access/team-auth.js'
 import { hangUpSignal } from '../platform/governor/caller-group.js'
 import type { Admission } from '../access/admission.js'
 import { targetUrl } from '../access/request-target.js'
-import { withRetryAfter } from '../platform/client/retry-after.js'
+import { withRetryAfter } from '../platform/retry-after.js'
 
 // What the platform may see of a caller's request headers: an allowlist, so
 // that forwarding, method-override, cookie or proxy headers never reach it. The

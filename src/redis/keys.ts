@@ -11,12 +11,10 @@ export const redisKey = {
   bus: (prefix: string) => `${prefix}bus:`,
   /** The purge ledger shared by the replicas. */
   purges: (prefix: string) => `${prefix}purges`,
-  /** A credential's pause (after a 429 without a route scope). */
-  pause: (prefix: string, credential: string) => `${prefix}pause:${credential}`,
-  /** A credential's paused routes. */
-  routePauses: (prefix: string, credential: string) => `${prefix}route-pauses:${credential}`,
-  /** A credential's permit leases and waiting marks: one hash slot, so one script uses both on a Cluster. */
-  permits: (prefix: string, credential: string) => ({ permits: `${prefix}permits:{${credential}}`, waiting: `${prefix}permits-waiting:{${credential}}` }),
+  /** A credential's pauses after platform 429s: a field per scope (the credential, a team, a route, a team on a route). */
+  pauses: (prefix: string, credential: string) => `${prefix}pauses:{${credential}}`,
+  /** A credential's seats leased by the replicas: a field per replica run. */
+  seats: (prefix: string, credential: string) => `${prefix}seats:{${credential}}`,
   /** A credential's learned limit shared by the replicas. */
   limit: (prefix: string, credential: string) => `${prefix}limit:{${credential}}`,
   /** The lock one replica holds while it logs a credential in. */

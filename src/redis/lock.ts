@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import type { RedisBreaker } from './breaker.js'
 import type { RedisClient } from './client.js'
+import { redisScript } from './script.js'
 
 // Only the owner of a lock (its random token) renews or releases it: a holder that
 // stalled past the TTL, whose lock another took over, changes nothing.
-const RENEW_IF_OWNER = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`
-const RELEASE_IF_OWNER = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`
+const RENEW_IF_OWNER = redisScript<number>('gatewayLockRenew', `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`, 1)
+const RELEASE_IF_OWNER = redisScript<number>('gatewayLockRelease', `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`, 1)
 
 /**
  * A lock in Redis shared by the replicas: SET NX PX with an owner token, for `ttlMs`.
@@ -39,7 +40,7 @@ export class RedisLock {
 
   /** Extends the lock by its TTL: false when it was lost (taken over), undefined when Redis did not answer. */
   async renew(): Promise<boolean | undefined> {
-    const renewed = await this.#breaker.run(() => this.#redis.eval(RENEW_IF_OWNER, 1, this.#key, this.#owner, String(this.#ttlMs)), undefined)
+    const renewed = await this.#breaker.run(() => RENEW_IF_OWNER(this.#redis, this.#key, this.#owner, String(this.#ttlMs)), undefined)
     return renewed === undefined ? undefined : renewed !== 0
   }
 
@@ -50,6 +51,6 @@ export class RedisLock {
 
   /** The release as a bare command, for a caller that sends it with others under its own breaker call. */
   releaseCommand(): Promise<unknown> {
-    return this.#redis.eval(RELEASE_IF_OWNER, 1, this.#key, this.#owner)
+    return RELEASE_IF_OWNER(this.#redis, this.#key, this.#owner)
   }
 }

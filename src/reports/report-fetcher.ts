@@ -5,12 +5,13 @@ import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { UpstreamError } from '../errors.js'
 import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/client/platform-client.js'
 import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
-import { withRetryAfter } from '../platform/client/retry-after.js'
+import { withRetryAfter } from '../platform/retry-after.js'
 import type { AnswerRest } from '../platform/client/answer-buffer.js'
 import type { QueueTeam } from '../platform/governor/caller-group.js'
 import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy.js'
 import type { CanonicalReport } from './report-query.js'
 import { reportBodyKind, type BodyKind } from './report-body.js'
+import { workClass } from './work-class.js'
 import { systemClock } from '../clock.js'
 
 /** What one platform call for a report gave. */
@@ -69,6 +70,7 @@ export async function fetchReport(
       body: report.body,
       requestId: origin.requestId,
       team: origin.team,
+      workClass: workClass(report),
       ...(origin.hangUp ? { hangUp: origin.hangUp } : {}),
       ...(origin.queue ? { queue: origin.queue } : {}),
       read: true,

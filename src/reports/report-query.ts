@@ -22,6 +22,9 @@ export interface CanonicalReport {
   advertiserIds: number[]
   dateFrom: string
   dateTo: string
+  /** The splits the platform is asked for (rows by date, by campaign), wherever they were named. */
+  byDate: boolean
+  byCampaign: boolean
   /** Canonical query string to send upstream, '' when none. */
   query: string
   /** POST: canonical JSON body to send upstream; GET: null. */
@@ -179,8 +182,10 @@ export function canonicalGetReport(spelledPath: string, rawQuery: string, opts: 
   const advertiserId = positiveInteger('advertiserId', rawAdvertiser)
   const { dateFrom, dateTo } = dateRange(named.get('dateFrom'), named.get('dateTo'), opts)
   const pairs: Pair[] = [...rest, ['advertiserId', String(advertiserId)], ['dateFrom', dateFrom], ['dateTo', dateTo]]
-  if (queryFlag('byDate', named.get('byDate'))) pairs.push(['byDate', '1'])
-  if (queryFlag('byCampaign', named.get('byCampaign'))) pairs.push(['byCampaign', '1'])
+  const byDate = queryFlag('byDate', named.get('byDate'))
+  const byCampaign = queryFlag('byCampaign', named.get('byCampaign'))
+  if (byDate) pairs.push(['byDate', '1'])
+  if (byCampaign) pairs.push(['byCampaign', '1'])
   const { query, sorted } = encodeQuery(pairs)
   return {
     method: 'GET',
@@ -190,6 +195,8 @@ export function canonicalGetReport(spelledPath: string, rawQuery: string, opts: 
     advertiserIds: [advertiserId],
     dateFrom,
     dateTo,
+    byDate,
+    byCampaign,
     query,
     body: null,
     keyMaterial: { method: 'GET', path, query: sorted, body: null },
@@ -236,6 +243,8 @@ export function canonicalPostReport(
     advertiserIds: bodyAdvertiser ?? queryAdvertiser ? [(bodyAdvertiser ?? queryAdvertiser) as number] : [],
     dateFrom,
     dateTo,
+    byDate,
+    byCampaign,
     query,
     body: stableStringify(canonical),
     keyMaterial: { method: 'POST', path, query: sorted, body: canonical },

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { FailureMode, GarbledBody, Weather } from './types.js'
+import type { Capacity, FailureMode, GarbledBody, Weather } from './types.js'
 
 const NONE: FailureMode = { kind: 'none' }
 const GARBLED_BODIES: GarbledBody[] = ['html', 'html-as-json', 'truncated-json', 'empty']
@@ -25,6 +25,10 @@ export class Conditions {
   readonly #closing = new AbortController()
   #inFlight = 0
   #peak = 0
+  #workers = Infinity
+  #perDayMs = 0
+  #busy = 0
+  readonly #queue: (() => void)[] = []
 
   constructor(latencyMs: number) {
     this.#latencyMs = checkedLatency(latencyMs)
@@ -38,6 +42,41 @@ export class Conditions {
     if (max < min) throw new RangeError(`the longest latency (${max} ms) is shorter than the shortest (${min} ms)`)
     this.#latencyMs = min
     this.#latencyMaxMs = max
+  }
+
+  setCapacity(capacity: Capacity): void {
+    const checked = parseCapacity(capacity)
+    if (typeof checked === 'string') throw new TypeError(checked)
+    this.#workers = checked.workers
+    this.#perDayMs = checked.perDayMs
+    // Fewer waiting than free workers now: they go.
+    while (this.#queue.length > 0 && this.#busy < this.#workers) this.#startNext()
+  }
+
+  /**
+   * A worker for one call, once one is free (first come, first served); the returned
+   * function gives it back (once). The call's work then takes `days` × perDayMs.
+   */
+  async worker(): Promise<() => void> {
+    if (this.#busy >= this.#workers) await new Promise<void>((resolve) => this.#queue.push(resolve))
+    else this.#busy += 1
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      this.#busy -= 1
+      if (this.#queue.length > 0 && this.#busy < this.#workers) this.#startNext()
+    }
+  }
+
+  #startNext(): void {
+    this.#busy += 1
+    ;(this.#queue.shift() as () => void)()
+  }
+
+  /** How long the work of a report over `days` days takes beyond the latency. */
+  workMs(days: number | null): number {
+    return days === null ? 0 : days * this.#perDayMs
   }
 
   setWeather(weather: Weather): void {
@@ -91,9 +130,9 @@ export class Conditions {
     return NONE
   }
 
-  /** Waits the configured latency; false when the sandbox closed meanwhile. */
-  async delay(): Promise<boolean> {
-    const ms = this.#latencyMs + Math.random() * (this.#latencyMaxMs - this.#latencyMs)
+  /** Waits the configured latency and `extraMs`; false when the sandbox closed meanwhile. */
+  async delay(extraMs = 0): Promise<boolean> {
+    const ms = this.#latencyMs + Math.random() * (this.#latencyMaxMs - this.#latencyMs) + extraMs
     if (ms === 0) return true
     try {
       await sleep(ms, undefined, { signal: this.#closing.signal })
@@ -154,6 +193,7 @@ export class Conditions {
   /** Ends every hung request and wakes every delayed one, so close() never waits on them. */
   shutDown(): void {
     this.#closing.abort()
+    for (const resolve of this.#queue.splice(0)) resolve()
     for (const socket of this.#held) socket.destroy()
     this.#held.clear()
   }
@@ -190,6 +230,17 @@ export function parseFailureMode(value: unknown): FailureMode | string {
     default:
       return '"kind" must be one of none, status, hang, reset, trickle, large, garbled, cut'
   }
+}
+
+/** A Capacity from untrusted JSON (absent parts: none), or the reason it is not one. */
+export function parseCapacity(value: unknown): Required<Capacity> | string {
+  if (typeof value !== 'object' || value === null) return 'the capacity is an object: workers, perDayMs'
+  const { workers = Infinity, perDayMs = 0, ...rest } = value as Capacity & Record<string, unknown>
+  const unknown = Object.keys(rest)[0]
+  if (unknown !== undefined) return `"${unknown}" is no part of the capacity (workers, perDayMs)`
+  if (!(workers === Infinity || (Number.isInteger(workers) && workers > 0))) return '"workers" must be a positive integer'
+  if (!(typeof perDayMs === 'number' && Number.isFinite(perDayMs) && perDayMs >= 0)) return '"perDayMs" must be a number >= 0'
+  return { workers, perDayMs }
 }
 
 /** A Weather from untrusted JSON (every kind present), or the reason it is not one. */

@@ -1,5 +1,5 @@
 import type { FastifyPluginCallback, FastifyReply } from 'fastify'
-import { parseFailureMode, parseWeather } from './conditions.js'
+import { parseCapacity, parseFailureMode, parseWeather } from './conditions.js'
 import { sendNotFound } from './replies.js'
 import type { Sandbox, SandboxRequestRecord } from './types.js'
 import { asRecord } from './validation.js'
@@ -10,7 +10,7 @@ import { asRecord } from './validation.js'
 
 export type SandboxControls = Pick<
   Sandbox,
-  'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setWeather' | 'setFailure' | 'setRouteFailure' | 'clearRouteFailures' | 'countRequests' | 'clearRequests' | 'concurrency' | 'resetConcurrency'
+  'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setCapacity' | 'setWeather' | 'setFailure' | 'setRouteFailure' | 'clearRouteFailures' | 'countRequests' | 'clearRequests' | 'concurrency' | 'resetConcurrency'
 >
 
 export function controlRoutes(controls: SandboxControls): FastifyPluginCallback {
@@ -33,6 +33,13 @@ export function controlRoutes(controls: SandboxControls): FastifyPluginCallback 
       if (typeof maxMs !== 'number' || !Number.isFinite(maxMs) || maxMs < ms) return badRequest(reply, '"maxMs" must be a number >= "ms"')
       controls.setLatency(ms, maxMs)
       return maxMs === ms ? { ms } : { ms, maxMs }
+    })
+
+    app.post('/capacity', (request, reply) => {
+      const capacity = parseCapacity(request.body)
+      if (typeof capacity === 'string') return badRequest(reply, capacity)
+      controls.setCapacity(capacity)
+      return { capacity: { ...capacity, workers: Number.isFinite(capacity.workers) ? capacity.workers : null } }
     })
 
     app.post('/weather', (request, reply) => {

@@ -102,6 +102,7 @@ function createControls(state: SandboxState): SandboxControls {
       state.tokens.issue(knownAccount(state, accountId), ttlSeconds),
     revokeAllTokens: () => state.tokens.revokeAll(),
     setLatency: (ms, maxMs) => state.conditions.setLatency(ms, maxMs),
+    setCapacity: (capacity) => state.conditions.setCapacity(capacity),
     setWeather: (weather) => state.conditions.setWeather(weather),
     setFailure: (mode) => state.conditions.setFailure(mode),
     setRouteFailure: (path, mode) => state.conditions.setRouteFailure(path, mode),
@@ -148,6 +149,21 @@ function platformApi(state: SandboxState): FastifyPluginCallback {
   }
 }
 
+/** The days a report call's range covers (query or body, as Laravel's input() reads them); null for any other call. */
+function reportDays(request: FastifyRequest): number | null {
+  if (!request.url.startsWith('/api/v1/report/')) return null
+  const body = typeof request.body === 'object' && request.body !== null ? (request.body as Record<string, unknown>) : {}
+  const query = request.query as Record<string, unknown>
+  const day = (name: string): number | null => {
+    const value = body[name] ?? query[name]
+    const at = typeof value === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(value) ? Date.parse(`${value}T00:00:00Z`) : NaN
+    return Number.isNaN(at) ? null : at / 86_400_000
+  }
+  const from = day('dateFrom')
+  const to = day('dateTo')
+  return from === null || to === null || to < from ? null : to - from + 1
+}
+
 // Requests whose answer is sent cut halfway (the `cut` failure).
 const cutAnswers = new WeakSet<FastifyRequest>()
 
@@ -166,7 +182,11 @@ function cutHalfway(request: FastifyRequest, reply: FastifyReply, payload: unkno
 async function simulateConditions(state: SandboxState, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
   const { conditions } = state
   const socket = request.raw.socket
-  if (!(await conditions.delay())) {
+  // A worker of the platform's (setCapacity) until the answer is out, or the caller gone.
+  const release = await conditions.worker()
+  if (reply.raw.closed || reply.raw.destroyed) release()
+  else reply.raw.once('close', release)
+  if (!(await conditions.delay(conditions.workMs(reportDays(request))))) {
     reply.hijack()
     socket.destroy()
     return reply

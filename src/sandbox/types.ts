@@ -60,6 +60,17 @@ export interface SandboxRequestRecord {
   at: number
 }
 
+/**
+ * What the platform can do at once, as a pool of PHP workers does: at most `workers` calls
+ * are worked on at once and the others wait for one, first come first served; a report
+ * call is worked on `perDayMs` for each day of its range (on top of the latency), so that
+ * a year-long report holds its worker far longer than a week's.
+ */
+export interface Capacity {
+  workers?: number
+  perDayMs?: number
+}
+
 export interface Sandbox {
   url: string
   /** The main parent account's API client (password grant). */
@@ -74,6 +85,8 @@ export interface Sandbox {
   revokeAllTokens(): void
   /** Every /api/v1 answer waits `ms`, or a time drawn evenly between `ms` and `maxMs`. */
   setLatency(ms: number, maxMs?: number): void
+  /** The platform's capacity (Capacity); `{}` takes it away (every call worked on at once, no cost per day). */
+  setCapacity(capacity: Capacity): void
   /** Failures at random rates (Weather); `{}` ends them. */
   setWeather(weather: Weather): void
   setFailure(mode: FailureMode): void

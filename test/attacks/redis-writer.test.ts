@@ -158,14 +158,15 @@ describe.skipIf(!available)('a Redis writer does not speak for the gateway', () 
 
     it('ignores a forged pause of the credential', async () => {
       const b = await replica(env)
-      await client.publish('rgw:bus:platform-pause', JSON.stringify({ credential: 'default', scope: 'credential', team: 'all', ms: 900_000 }))
+      await client.publish('rgw:bus:platform-pause', JSON.stringify({ credential: 'default', scope: 'credential', team: 'all', route: '/', ms: 900_000 }))
       await waitFor('the forged pause to be refused', async () => (await metric(b, 'gateway_redis_unverified_total{what="message"}')) === 1)
       expect(b.ctx.governors.paused('default')).toBe(false)
       expect((await get(b, Q1)).statusCode).toBe(200)
     })
 
     it('ignores a pause written into Redis for replicas that start', async () => {
-      await client.set('rgw:pause:default', 'all', 'PX', 900_000)
+      await client.hset('rgw:pauses:{default}', 'credential', JSON.stringify({ until: Date.now() + 900_000, team: 'all', route: '/' }))
+      await client.pexpire('rgw:pauses:{default}', 900_000)
       const b = await replica(env)
       expect(b.ctx.governors.paused('default')).toBe(false)
       expect(await metric(b, 'gateway_redis_unverified_total{what="pause"}')).toBe(1)

@@ -43,6 +43,7 @@ export function useSandbox({ resetEach = true, ...opts }: UseSandboxOptions = {}
       sandbox?.setFailure({ kind: 'none' })
       sandbox?.clearRouteFailures()
       sandbox?.setLatency(0)
+      sandbox?.setCapacity({})
       sandbox?.setWeather({})
       sandbox?.clearRequests()
       sandbox?.resetConcurrency()

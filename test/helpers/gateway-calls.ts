@@ -1,3 +1,4 @@
+import { connect, type Socket } from 'node:net'
 import { expect } from 'vitest'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 import { KEYS, REPORT_PATH, type TestGateway } from './build-gateway.js'
@@ -45,4 +46,19 @@ export function expectNoSecrets(texts: string[], secrets: string[]): void {
   for (const text of texts) {
     for (const secret of secrets) expect(text.includes(secret), `a secret leaked into: ${text.slice(0, 300)}`).toBe(false)
   }
+}
+
+/** A caller on a raw socket that sends `head` (a whole request) to the proxy listener on `port` and never reads a byte of the answer. */
+export function stalledCaller(port: number, head: string): Socket {
+  const socket = connect(port, '127.0.0.1')
+  socket.pause()
+  socket.on('error', () => undefined)
+  socket.write(head)
+  return socket
+}
+
+/** A stalled caller asking the campaign list of advertiser 101 (POST /api/v1/campaign/get) with `key`. */
+export function stalledCampaignCall(port: number, key: string = KEYS.all): Socket {
+  const body = '{"userId":101}'
+  return stalledCaller(port, `POST /api/v1/campaign/get HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`)
 }

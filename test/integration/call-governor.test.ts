@@ -199,8 +199,8 @@ describe('callers that hang up', () => {
 })
 
 const CREATIVES = '/api/v1/report/creatives/get'
-const ROUTE_PAUSED = 'platform route paused: the platform answered 429'
-const ROUTE_RESUMED = 'platform route resumed'
+const TEAM_ROUTE_PAUSED = 'platform team route paused: the platform answered 429'
+const TEAM_ROUTE_RESUMED = 'platform team route resumed'
 const THROTTLE = { kind: 'status', status: 429, headers: { 'retry-after': '900' } } as const
 
 function creatives(n: number, advertiserId = 101): string {
@@ -210,26 +210,27 @@ function creatives(n: number, advertiserId = 101): string {
 describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas on one Redis', () => {
   const yaml = `cache: { ttl: { recent: 1s, settled: 1s }, staleWhileRevalidate: 0s, staleIfError: 1h }`
 
-  it('pauses only the throttled route, serves its stale copy, and resumes it on a trial after the platform answers again', async () => {
+  it('pauses only the throttled team on its route, serves its stale copy, and resumes it on a trial after the platform answers again', async () => {
     const clock = fakeClock()
     const a = await gateway(yaml, { REDIS_URL: redis.server.url }, { clock: onRealTimers(clock.now) })
     const b = await gateway(yaml, { REDIS_URL: redis.server.url }, { clock: onRealTimers(clock.now) })
     expect((await proxyGet(a, distinctReport(0))).headers['x-cache']).toBe('MISS')
     clock.advance(5000)
 
-    sandbox.setRouteFailure(REPORT, THROTTLE)
+    // The platform throttles one call of team `all` on the report route.
+    sandbox.setRouteFailure(REPORT, { ...THROTTLE, times: 1 })
     const limited = await proxyGet(a, distinctReport(1))
     expect(limited.statusCode).toBe(429)
     const pausedAt = Date.now()
-    // Other routes and other teams keep working, on both replicas.
-    for (const gw of [a, b]) {
-      const other = await proxyGet(gw, creatives(0, 102), KEYS.growth)
-      expect(other.statusCode).toBe(200)
+    await waitFor('the pause to reach the other replica', () => b.ctx.governors.paused('default', REPORT, 'all'), 1500)
+    // Another team keeps the same route and the others, on both replicas.
+    for (const [i, gw] of [a, b].entries()) {
+      expect((await proxyGet(gw, distinctReport(10 + i, 102), KEYS.growth)).statusCode).toBe(200)
+      expect((await proxyGet(gw, creatives(i, 102), KEYS.growth)).statusCode).toBe(200)
     }
     expect(a.ctx.governors.of('default').pausedUntil).toBe(0)
-    await waitFor('the route pause to reach the other replica', () => b.ctx.governors.paused('default', REPORT), 1500)
 
-    // The paused route: refused at once with retry-after ≤ 60 s, or its stale copy.
+    // The paused team on that route: refused at once with retry-after ≤ 60 s, or its stale copy.
     const callsAtPause = reportCalls()
     for (const gw of [a, b]) {
       const refused = await proxyGet(gw, distinctReport(2))
@@ -244,10 +245,10 @@ describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas o
     expect(reportCalls()).toBe(callsAtPause)
     // A replica that starts during the pause finds it in Redis.
     const late = await gateway(yaml, { REDIS_URL: redis.server.url }, { clock: onRealTimers(clock.now) })
-    expect(late.ctx.governors.paused('default', REPORT)).toBe(true)
+    expect(late.ctx.governors.paused('default', REPORT, 'all')).toBe(true)
+    expect(late.ctx.governors.paused('default', REPORT, 'growth')).toBe(false)
 
-    // The platform answers again: the first call after the probe interval (on the gateways' clock) is the trial and resumes the route.
-    sandbox.clearRouteFailures()
+    // The first call after the probe interval (on the gateways' clock) is the trial: the platform answers, the pause ends.
     let answer = await proxyGet(a, distinctReport(3))
     for (let i = 0; i < 40 && answer.statusCode === 503; i++) {
       await new Promise((r) => setTimeout(r, 250))
@@ -256,19 +257,18 @@ describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas o
     }
     expect(answer.statusCode).toBe(200)
     expect(Date.now() - pausedAt).toBeLessThan(8000)
-    await waitFor('the resume to reach the other replica', () => !b.ctx.governors.paused('default', REPORT), 1500)
+    await waitFor('the resume to reach the other replica', () => !b.ctx.governors.paused('default', REPORT, 'all'), 1500)
     expect((await proxyGet(b, distinctReport(4))).statusCode).toBe(200)
 
-    const paused = a.logs.records().filter((r) => r.msg === ROUTE_PAUSED)
-    expect(paused).toHaveLength(1)
-    expect(paused[0]).toMatchObject({ credential: 'default', scope: REPORT, team: 'all', source: 'platform' })
-    expect(a.logs.records().filter((r) => r.msg === ROUTE_RESUMED)).toMatchObject([{ scope: REPORT, team: 'all', source: 'platform' }])
-    expect(b.logs.records().filter((r) => r.msg === ROUTE_PAUSED)).toMatchObject([{ scope: REPORT, team: 'all', source: 'peer' }])
-    expect(b.logs.records().filter((r) => r.msg === ROUTE_RESUMED)).toMatchObject([{ scope: REPORT, team: 'all', source: 'peer' }])
+    const fields = { credential: 'default', scope: 'team-route', route: REPORT, team: 'all' }
+    expect(a.logs.records().filter((r) => r.msg === TEAM_ROUTE_PAUSED)).toMatchObject([{ ...fields, source: 'platform' }])
+    expect(a.logs.records().filter((r) => r.msg === TEAM_ROUTE_RESUMED)).toMatchObject([{ ...fields, source: 'platform' }])
+    expect(b.logs.records().filter((r) => r.msg === TEAM_ROUTE_PAUSED)).toMatchObject([{ ...fields, source: 'peer' }])
+    expect(b.logs.records().filter((r) => r.msg === TEAM_ROUTE_RESUMED)).toMatchObject([{ ...fields, source: 'peer' }])
     expect(a.logs.records().some((r) => r.msg === PAUSED)).toBe(false)
   }, 20_000)
 
-  it('pauses the credential when two routes are throttled within the window, on both replicas, and the probe call ends it', async () => {
+  it('pauses the credential when two teams are throttled on two routes within the window, on both replicas, and the probe call ends it', async () => {
     const a = await gateway('', { REDIS_URL: redis.server.url })
     const b = await gateway('', { REDIS_URL: redis.server.url })
     sandbox.setRouteFailure(REPORT, THROTTLE)

@@ -5,6 +5,7 @@ import { LearnedLimit } from '../../src/platform/governor/learned-limit.js'
 import { LimitEstimator } from '../../src/platform/governor/limit-estimator.js'
 import { redisKey } from '../../src/redis/keys.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
+import { RedisBus } from '../../src/redis/bus.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
@@ -23,16 +24,23 @@ const KEY = redisKey.limit('test:', 'default')
 describe.skipIf(!available)('the learned limit across replicas', () => {
   const redis = useRedis()
   const started: LearnedLimit[] = []
-  afterEach(() => started.splice(0).forEach((l) => l.stop()))
+  const buses: RedisBus[] = []
+  afterEach(async () => {
+    started.splice(0).forEach((l) => l.stop())
+    for (const bus of buses.splice(0)) await bus.close()
+  })
 
   async function replica(secret = 'a-gateway-secret-of-32-characters!') {
     const governor = new CallGovernor({ credential: 'default', maxConcurrent: 64, queueLimit: 10, queueTimeoutMs: 1000, log })
+    const seal = new RedisSeal(secret)
+    const bus = new RedisBus(redis.client, 'test:bus:', log as never, { seal })
+    buses.push(bus)
     const learned = new LearnedLimit({
       credential: 'default',
       governor,
       estimator: new LimitEstimator({ initial: 4, min: 2, max: 64, windowMs: WINDOW_MS }),
       windowMs: WINDOW_MS,
-      shared: { redis: redis.client, breaker: new RedisBreaker({ cooldownMs: 200, log }), key: KEY, seal: new RedisSeal(secret) },
+      shared: { redis: redis.client, breaker: new RedisBreaker({ cooldownMs: 200, log }), bus, key: KEY, seal },
       log,
       onLimit: () => undefined,
       onChange: () => undefined,
@@ -75,9 +83,33 @@ describe.skipIf(!available)('the learned limit across replicas', () => {
     await waitFor('the record written back', async () => (await stored()) === a.governor.limit && b.governor.limit === a.governor.limit, 10_000, 20)
   })
 
-  it('ignores a shared limit that does not carry this gateway\'s seal', async () => {
+  it('ignores a shared limit that does not carry this gateway\'s seal, and writes its own over it', async () => {
     await redis.client.hset(KEY, 'epoch', String(Number.MAX_SAFE_INTEGER), 'limit', '2', 'sealed', JSON.stringify({ limit: 2, epoch: Number.MAX_SAFE_INTEGER }))
     const forged = await replica()
     expect(forged.governor.limit).toBe(4)
+    await waitFor('its own limit written over the forgery', async () => (await stored()) === 4 && Number(await redis.client.hget(KEY, 'epoch')) < Number.MAX_SAFE_INTEGER, 5000, 20)
+  })
+
+  it('does not pin the replicas to a genuine record written back with its epoch far ahead, nor to one long past', async () => {
+    const a = await replica()
+    await waitFor('a raised limit, shared', async () => {
+      busyAnswers(a.learned, a.governor)
+      return a.governor.limit > 4 && (await stored()) === a.governor.limit
+    }, 10_000, 20)
+    // A Redis writer keeps an old genuine record (limit 4 would do) and writes it back with
+    // its unsealed epoch far ahead: no replica could write after it, and all would adopt it.
+    const old = await redis.client.hget(KEY, 'sealed')
+    const raised = a.governor.limit
+    await redis.client.hset(KEY, 'epoch', String(Number.MAX_SAFE_INTEGER), 'limit', '2', 'sealed', old as string)
+    const b = await replica()
+    await waitFor('the replicas writing their own over it', async () => Number(await redis.client.hget(KEY, 'epoch')) < Number.MAX_SAFE_INTEGER, 5000, 20)
+    expect(b.governor.limit).toBeGreaterThanOrEqual(4)
+    expect(a.governor.limit).toBeGreaterThanOrEqual(raised)
+    // A record of long ago, its epoch intact: older than a replica writes, it is written over.
+    const stale = new RedisSeal('a-gateway-secret-of-32-characters!').sealText(KEY, JSON.stringify({ limit: 2, epoch: Math.floor(Date.now() / WINDOW_MS) - 10_000 }))
+    await redis.client.hset(KEY, 'epoch', String(Math.floor(Date.now() / WINDOW_MS) - 10_000), 'limit', '2', 'sealed', stale)
+    const c = await replica()
+    expect(c.governor.limit).toBe(4)
+    await waitFor('the stale record written over', async () => (await redis.client.hget(KEY, 'sealed')) !== stale, 5000, 20)
   })
 })

@@ -1,10 +1,11 @@
-import { connect, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
 import { describe, expect, it } from 'vitest'
 import { KEYS, listen, WHOLE_SHARE_TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
+import { stalledCaller, stalledCampaignCall } from '../helpers/gateway-calls.js'
 
 // "A slot covers the platform's work, not the caller's reading": the
 // gateway against the sandbox over loopback HTTP, with callers on raw sockets that ask
@@ -30,21 +31,10 @@ async function gateway(yaml: string): Promise<TestGateway & { port: number; url:
   return listening
 }
 
-/** A caller that sends its request and then never reads a byte of the answer. */
-function stalledCaller(port: number, head: string): Socket {
-  const socket = connect(port, '127.0.0.1')
-  socket.pause()
-  socket.on('error', () => undefined)
-  socket.write(head)
+/** A stalled caller, closed after the test. */
+function stalled(socket: Socket): Socket {
   cleanups.push(() => void socket.destroy())
   return socket
-}
-
-function stalledCampaignCall(port: number): Socket {
-  return stalledCaller(
-    port,
-    `POST ${CAMPAIGNS} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\ncontent-type: application/json\r\ncontent-length: ${CAMPAIGNS_BODY.length}\r\n\r\n${CAMPAIGNS_BODY}`,
-  )
 }
 
 /** Another team's small call, timed. */
@@ -63,7 +53,7 @@ async function metrics(gw: TestGateway): Promise<string> {
   return (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
 }
 
-const slowReaderLines = (gw: TestGateway) => gw.logs.records().filter((r) => r.msg === 'caller stopped reading: answer cut off')
+const slowReaderLines = (gw: TestGateway) => gw.logs.records().filter((r) => r.msg === 'caller stopped reading: answer cut off' || r.msg === 'caller stopped reading while another team waited for its seat or room: answer cut off')
 
 describe('callers that never read', () => {
   it('8 of them on large answers leave another team\'s small call its slot, and the platform its connections, after readIdleTimeout', async () => {
@@ -71,7 +61,7 @@ describe('callers that never read', () => {
     // the first is cut off; queueTimeout is far beyond it.
     const gw = await gateway('platform: { readIdleTimeout: 4s, queueTimeout: 60s, timeout: 60s }')
     sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 12 * MB, times: 8 })
-    for (let i = 0; i < 8; i++) stalledCampaignCall(gw.port)
+    for (let i = 0; i < 8; i++) stalled(stalledCampaignCall(gw.port))
     await waitFor('8 large answers at the platform', () => sandbox.concurrency().inFlight === 8 && gw.ctx.governors.of('default').inFlight === 8, 4000)
 
     const victim = await victimCall(gw)
@@ -92,7 +82,7 @@ describe('callers that never read', () => {
     const gw = await gateway('platform: { bufferBytes: 12MiB, bufferTotalBytes: 64MiB }')
     const answers = 4
     sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 10 * MB, times: answers })
-    for (let i = 0; i < answers; i++) stalledCampaignCall(gw.port)
+    for (let i = 0; i < answers; i++) stalled(stalledCampaignCall(gw.port))
     await waitFor('the answers to reach the gateway', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === answers)
     await waitFor('every slot and platform connection free', () => sandbox.concurrency().inFlight === 0 && gw.ctx.governors.of('default').inFlight === 0)
     expect(sandbox.concurrency().peak).toBe(answers)
@@ -113,7 +103,7 @@ describe('callers that never read', () => {
     cleanups.push(() => clearInterval(watch))
     // 8 answers of 6 MB: two fit in 16 MiB, the other six stream.
     sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 6 * MB, times: 8 })
-    for (let i = 0; i < 8; i++) stalledCampaignCall(gw.port)
+    for (let i = 0; i < 8; i++) stalled(stalledCampaignCall(gw.port))
     await waitFor('8 answers at the gateway', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === 8)
     // The buffered two gave their slots back; the streaming six hold theirs until their
     // callers have read nothing for readIdleTimeout.
@@ -127,7 +117,7 @@ describe('callers that never read', () => {
   it('frees the slot of an oversize report (past cache.maxEntryBytes) whose caller stops reading', async () => {
     const gw = await gateway('platform: { readIdleTimeout: 1s }\ncache: { maxEntryBytes: 1MiB }')
     sandbox.setRouteFailure(REPORT, { kind: 'large', bytes: 12 * MB, times: 1 })
-    stalledCaller(gw.port, `GET ${REPORT}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=2025-03-07 HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\n\r\n`)
+    stalled(stalledCaller(gw.port, `GET ${REPORT}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=2025-03-07 HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\n\r\n`))
     await waitFor('the report at the platform', () => sandbox.concurrency().inFlight === 1)
     await waitFor('the report call to end', () => sandbox.concurrency().inFlight === 0 && gw.ctx.governors.of('default').inFlight === 0, 4000)
     expect(slowReaderLines(gw)).toMatchObject([{ team: 'all', path: REPORT, credential: 'default' }])

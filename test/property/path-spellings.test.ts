@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { canonicalPath } from '../../src/platform/canonical-path.js'
-import { routeTemplate } from '../../src/platform/governor/throttle-pauses.js'
+import { routeTemplate } from '../../src/platform/route-template.js'
 import { reportCacheKey } from '../../src/reports/cache-key.js'
 import { canonicalGetReport, canonicalPostReport } from '../../src/reports/report-query.js'
 import { checkTarget } from '../../src/access/request-target.js'

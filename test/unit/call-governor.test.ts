@@ -1,9 +1,8 @@
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
-import { CallGovernor, NoIdleSlotError, parseRetryAfter, type GovernorOptions, type Priority, type Release } from '../../src/platform/governor/call-governor.js'
+import { CallGovernor, NoIdleSlotError, type GovernorOptions, type Priority, type Release } from '../../src/platform/governor/call-governor.js'
 import { CallerGroup, CallersGoneError, slotFollowing } from '../../src/platform/governor/caller-group.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
-import { captureLogs } from '../helpers/build-gateway.js'
 
 // The governor's scheduling, on a clock that moves only when told.
 
@@ -157,49 +156,36 @@ describe('CallGovernor', () => {
     expect(next.release).not.toBeNull()
   })
 
-  it('starts nothing while paused after a 429, and resumes when retry-after has passed', async () => {
+  it('starts nothing while the credential is paused, and starts the queued calls once the pause ends', async () => {
     const clock = fakeClock()
-    const logs = captureLogs()
-    const { g, order } = governor(clock, { log: pino(logs.stream) })
-    expect(g.throttled('3', 'a')).toBe(3000)
-    expect(g.pausedUntil).toBe(clock.now() + 3000)
-    g.throttled('2', 'a') // a shorter pause while paused changes nothing and logs nothing
+    const pause = { until: clock.now() + 3000 }
+    const { g, order } = governor(clock, { pausedUntil: () => pause.until })
     const waiting = call(g, 'a', order)
     clock.advance(2999)
     await settle()
     expect(order).toEqual([])
     clock.advance(1)
+    // The pauses' home tells the governor when a pause ends (expired, or the platform answered).
+    g.wake()
     await settle()
     expect(order).toEqual(['a'])
     expect(waiting.error).toBeNull()
-    expect(logs.records().map((r) => r.msg)).toEqual(['platform credential paused: the platform answered 429', 'platform credential resumed'])
   })
 
   it('refuses at once a call whose wait would outlast queueTimeout while paused, and those already queued', async () => {
     const clock = fakeClock()
-    const { g, refused, order } = governor(clock, { maxConcurrent: 1, queueTimeoutMs: 5000 })
+    const pause = { until: 0 }
+    const { g, refused, order } = governor(clock, { maxConcurrent: 1, queueTimeoutMs: 5000, pausedUntil: () => pause.until })
     call(g, 'a', order)
     const queued = call(g, 'b', order)
     await settle()
-    g.throttled('30', 'a')
+    pause.until = clock.now() + 30_000
+    g.paused()
     const late = call(g, 'c', order)
     await settle()
     expect(queued.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 30 })
     expect(late.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 30 })
     expect(refused).toEqual(['paused', 'paused'])
-  })
-
-  it('pauses 1 s, then 2 s, 4 s … up to 60 s for 429s without retry-after, and starts short again after another answer', () => {
-    const clock = fakeClock()
-    const { g } = governor(clock)
-    const pauses = Array.from({ length: 8 }, () => {
-      const ms = g.throttled(undefined, 'a')
-      clock.advance(ms)
-      return ms
-    })
-    expect(pauses).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000])
-    g.answered()
-    expect(g.throttled(undefined, 'a')).toBe(1000)
   })
 })
 
@@ -214,7 +200,7 @@ describe('CallGovernor shares: work-conserving, fair when teams compete', () => 
     expect(refused).toEqual(['queue_full'])
   })
 
-  it('gives a team that arrives while another holds every slot the next slot that frees, and room in a full queue', async () => {
+  it('gives a team that arrives while another holds every seat the seats that free up to its share, and room in a full queue', async () => {
     const clock = fakeClock()
     const { g, refused, order } = governor(clock, { maxConcurrent: 4, queueLimit: 6, limitsOf: () => undefined })
     const burst = Array.from({ length: 10 }, () => call(g, 'burst', order))
@@ -230,10 +216,12 @@ describe('CallGovernor shares: work-conserving, fair when teams compete', () => 
     expect(order.slice(4)).toEqual(['late'])
     burst[1]?.release?.()
     await settle()
-    // Then the two teams alternate: the burst's next call, then the late team's second.
+    // The burst borrowed every seat while alone: past its share (2 of 4) now that another
+    // team waits, it starts nothing until the late team holds its own share.
+    expect(order.slice(4)).toEqual(['late', 'late'])
     burst[2]?.release?.()
     await settle()
-    expect(order.slice(4)).toEqual(['late', 'burst', 'late'])
+    expect(order.slice(4)).toEqual(['late', 'late', 'burst'])
   })
 
   it('keeps a team within the ceilings an operator set, bounded by the credential\'s', async () => {
@@ -268,32 +256,6 @@ describe('CallGovernor shares: work-conserving, fair when teams compete', () => 
     expect([g.inFlight, g.queued]).toEqual([2, 1])
     g.setLimit(100)
     expect(g.limit).toBe(8)
-  })
-})
-
-describe('CallGovernor pause bounds', () => {
-  it('does not pause for retry-after: 0, and pauses at most 15 minutes whatever the platform asks', () => {
-    const clock = fakeClock()
-    const { g } = governor(clock)
-    g.throttled('0', 'a')
-    expect(g.pausedUntil).toBe(0)
-    g.throttled('86400', 'a')
-    expect(g.pausedUntil).toBe(clock.now() + 15 * 60_000)
-  })
-})
-
-describe('parseRetryAfter', () => {
-  const now = Date.parse('2026-11-23T03:00:00Z')
-  it.each([
-    ['7', 7000],
-    [' 0 ', 0],
-    ['Mon, 23 Nov 2026 03:00:05 GMT', 5000],
-    ['Mon, 23 Nov 2026 02:59:00 GMT', 0],
-    [undefined, null],
-    ['soon', null],
-    ['-3', null],
-  ])('%s → %s ms', (value, ms) => {
-    expect(parseRetryAfter(value, now)).toBe(ms)
   })
 })
 
@@ -373,26 +335,6 @@ describe('slotFollowing', () => {
   })
 })
 
-describe('CallGovernor early resume', () => {
-  it('ends a pause at once when the platform answers again, and lets the queued calls go', async () => {
-    const clock = fakeClock()
-    const logs = captureLogs()
-    const { g, order } = governor(clock, { log: pino(logs.stream) })
-    g.throttled('900', 'growth', 5000)
-    expect(g.pausedUntil).toBe(clock.now() + 5000)
-    const waiting = call(g, 'a', order)
-    g.resumeNow('platform')
-    await settle()
-    expect(g.pausedUntil).toBe(0)
-    expect(order).toEqual(['a'])
-    expect(waiting.error).toBeNull()
-    expect(logs.records().map((r) => [r.msg, r.scope, r.team])).toEqual([
-      ['platform credential paused: the platform answered 429', 'credential', 'growth'],
-      ['platform credential resumed', 'credential', 'growth'],
-    ])
-  })
-})
-
 /** Starts a background call of `priority` and records when it gets its slot (or its error). */
 function backgroundCall(g: CallGovernor, priority: Priority, order: string[], name: string, urgency?: () => number, team = 'a') {
   return tracked(g.acquire(team, undefined, Infinity, { priority, ...(urgency ? { urgency } : {}) }), order, name)
@@ -469,13 +411,136 @@ describe('priorities: a caller before a refresh ahead, before a stale-while-reva
 
   it('starts nothing while the credential is paused', async () => {
     const clock = fakeClock()
-    const { g, order } = governor(clock, { maxConcurrent: 8 })
-    g.pause(5_000, 'platform', 'a')
+    const pause = { until: clock.now() + 5000 }
+    const { g, order } = governor(clock, { maxConcurrent: 8, pausedUntil: () => pause.until })
     backgroundCall(g, 'ahead', order, 'ahead')
     await settle()
     expect([order, g.queued]).toEqual([[], 1])
     clock.advance(5_001)
+    g.wake()
     await settle()
     expect(order).toEqual(['ahead'])
+  })
+})
+
+/**
+ * Teams that keep `backlog` calls each waiting or in flight, each call holding its seat
+ * for its team's `ms`, for `warmupMs` and then `durationMs` of the fake clock; each team's
+ * seat-seconds over the latter.
+ */
+async function seatTimeOf(g: CallGovernor, clock: FakeClock, teams: Record<string, { ms: number; backlog: number }>, durationMs: number, warmupMs = 10_000): Promise<Record<string, number>> {
+  const open = new Map<string, number>()
+  const submit = (team: string): void => {
+    open.set(team, (open.get(team) ?? 0) + 1)
+    void g.acquire(team).then(({ release }) => {
+      clock.setTimeout(() => {
+        release()
+        open.set(team, (open.get(team) ?? 1) - 1)
+      }, teams[team]!.ms)
+    }, () => open.set(team, (open.get(team) ?? 1) - 1))
+  }
+  let start: Record<string, number> = {}
+  for (let t = 0; t < warmupMs + durationMs; t += 10) {
+    if (t === warmupMs) start = Object.fromEntries(Object.keys(teams).map((team) => [team, g.seatSeconds(team)]))
+    for (const [team, { backlog }] of Object.entries(teams)) while ((open.get(team) ?? 0) < backlog) submit(team)
+    await settle()
+    clock.advance(10)
+  }
+  return Object.fromEntries(Object.keys(teams).map((t) => [t, g.seatSeconds(t) - (start[t] ?? 0)]))
+}
+
+describe('shares of the platform\'s time: seats held for as long as calls run', () => {
+  it('gives a team of year-long reports and a team of short ones equal seat-time, and seat-time by weight', async () => {
+    const clock = fakeClock()
+    const { g } = governor(clock, { maxConcurrent: 16, queueLimit: 200, limitsOf: () => undefined })
+    // Team A: 24 callers of 4.5 s reports; team B: 24 callers of 128 ms ones.
+    const even = await seatTimeOf(g, clock, { a: { ms: 4500, backlog: 24 }, b: { ms: 128, backlog: 24 } }, 60_000)
+    expect(even.b! / even.a!).toBeGreaterThan(0.9)
+    expect(even.b! / even.a!).toBeLessThan(1.1)
+    expect(even.a! + even.b!).toBeGreaterThan(0.95 * 16 * 60)
+
+    const weighted = governor(clock, { maxConcurrent: 16, queueLimit: 200, limitsOf: () => undefined, weightOf: (team) => (team === 'b' ? 3 : 1) }).g
+    const byWeight = await seatTimeOf(weighted, clock, { a: { ms: 4500, backlog: 24 }, b: { ms: 128, backlog: 24 } }, 60_000)
+    expect(byWeight.b! / byWeight.a!).toBeGreaterThan(2.7)
+    expect(byWeight.b! / byWeight.a!).toBeLessThan(3.3)
+  })
+
+  it('gives weights their turns when one seat is all there is', async () => {
+    const clock = fakeClock()
+    const { g } = governor(clock, { maxConcurrent: 1, queueLimit: 200, limitsOf: () => undefined, weightOf: (team) => (team === 'heavy' ? 3 : 1) })
+    const held = await seatTimeOf(g, clock, { heavy: { ms: 100, backlog: 4 }, light: { ms: 100, backlog: 4 } }, 20_000)
+    expect(held.heavy! / held.light!).toBeGreaterThan(2.5)
+    expect(held.heavy! / held.light!).toBeLessThan(3.5)
+  })
+
+  it('takes back the seats a team borrowed while alone once another waits: it starts nothing past its share', async () => {
+    const clock = fakeClock()
+    const { g, order } = governor(clock, { maxConcurrent: 8, queueLimit: 100, limitsOf: () => undefined })
+    const borrowed = Array.from({ length: 20 }, () => call(g, 'long', order))
+    await settle()
+    expect(g.running('long')).toBe(8)
+    const waiting = Array.from({ length: 6 }, () => call(g, 'short', order))
+    await settle()
+    // Each seat the long team gives back goes to the short team until it holds its share (4).
+    for (let i = 0; i < 4; i++) {
+      borrowed[i]?.release?.()
+      await settle()
+    }
+    expect([g.running('long'), g.running('short')]).toEqual([4, 4])
+    // Then they share the seats that free: the long team no longer takes all.
+    borrowed[4]?.release?.()
+    await settle()
+    expect([g.running('long'), g.running('short')]).toEqual([4, 4])
+    expect(waiting.filter((c) => c.release !== null)).toHaveLength(4)
+  })
+
+  it('counts every call of a team against its ceiling: callers, refreshes and warm-ups', async () => {
+    const clock = fakeClock()
+    const { g, order } = governor(clock, { maxConcurrent: 8, queueLimit: 100, limitsOf: (team) => (team === 'capped' ? { maxConcurrent: 2 } : undefined) })
+    for (let i = 0; i < 20; i++) backgroundCall(g, i % 2 ? 'swr' : 'ahead', order, 'refresh', undefined, 'capped')
+    backgroundCall(g, 'warm', order, 'warm', undefined, 'capped')
+    call(g, 'capped', order)
+    await settle()
+    expect(g.running('capped')).toBe(2)
+    // The seats its ceiling leaves go to the others.
+    const other = Array.from({ length: 6 }, () => call(g, 'other', order))
+    await settle()
+    expect(other.every((c) => c.release !== null)).toBe(true)
+    expect(g.inFlight).toBe(8)
+  })
+
+  it('holds a braked team to its brake, and lets it go', async () => {
+    const clock = fakeClock()
+    const { g, order } = governor(clock, { maxConcurrent: 8, queueLimit: 100, limitsOf: () => undefined })
+    g.setBrakes(new Map([['failing', 1]]))
+    const calls = Array.from({ length: 5 }, () => call(g, 'failing', order))
+    await settle()
+    expect([g.running('failing'), g.brakeOf('failing')]).toEqual([1, 1])
+    g.setBrakes(new Map())
+    await settle()
+    expect(g.running('failing')).toBe(5)
+    for (const c of calls) c.release?.()
+  })
+
+  it('asks for the seat of a caller that stopped reading, of a team past its share, when a team below its share waits', async () => {
+    const clock = fakeClock()
+    const asked: string[] = []
+    const { g, order } = governor(clock, {
+      maxConcurrent: 4,
+      queueLimit: 100,
+      limitsOf: () => undefined,
+      reclaim: (waiting, overShare) => {
+        asked.push(`${waiting}:${['reader', 'waiter'].filter(overShare).join(',')}`)
+        return false
+      },
+    })
+    Array.from({ length: 4 }, () => call(g, 'reader', order))
+    await settle()
+    expect(g.othersWaitFor('reader')).toBe(false)
+    call(g, 'waiter', order)
+    await settle()
+    expect(asked).toEqual(['waiter:reader'])
+    expect(g.othersWaitFor('reader')).toBe(true)
+    expect(g.othersWaitFor('waiter')).toBe(false)
   })
 })

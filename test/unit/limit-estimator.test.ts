@@ -3,7 +3,6 @@ import {
   type CallOutcome,
   type CallSample,
   DEFAULT_WINDOW_MS,
-  latencyClass,
   LimitEstimator,
   type LimitUpdate,
   nextFloor,
@@ -75,7 +74,7 @@ function simulate(opts: { estimator: LimitEstimator; callers: Caller[]; platform
   const start = (call: Call, now: number): void => {
     inFlight++
     run.peakInFlight = Math.max(run.peakInFlight, inFlight)
-    estimator.note({ at: now, inFlight, queued: queue.length })
+    estimator.note({ at: now, inFlight, starved: queue.length > 0 })
     const answer = platform(inFlight, call, random)
     push({ at: now + answer.latencyMs, kind: 'done', call, started: now, inFlight, answer })
   }
@@ -98,7 +97,7 @@ function simulate(opts: { estimator: LimitEstimator; callers: Caller[]; platform
       if (inFlight < estimator.limit) start(call, now)
       else {
         queue.push(call)
-        estimator.note({ at: now, inFlight, queued: queue.length })
+        estimator.note({ at: now, inFlight, starved: true })
       }
     } else if (event.kind === 'done') {
       inFlight--
@@ -120,6 +119,9 @@ function simulate(opts: { estimator: LimitEstimator; callers: Caller[]; platform
   return run
 }
 
+/** A call's latency class as the gateway names it: its team, then the work (route and range). */
+const klassOf = (team: string, route: string, days = 30): string => `${team}\n${route}|r${Math.ceil(Math.log2(days + 1))}`
+
 const ROUTES = ['/api/v1/report/campaigns/get', '/api/v1/report/ads/get', '/api/v1/campaign/list', '/api/v1/ad/list', '/api/v1/report/sites/get', '/api/v1/advertiser/get']
 
 /** `count` callers of `teams` teams, each cycling over the routes (a month of data each). */
@@ -131,7 +133,7 @@ function callers(count: number, opts: { teams?: string[]; routes?: string[]; thi
     thinkMs: opts.thinkMs,
     call: (n: number) => {
       const route = routes[(i + n) % routes.length] as string
-      return { route, klass: latencyClass(`${route}?dateFrom=2026-01-01&dateTo=2026-01-30`) }
+      return { route, klass: klassOf(teams[i % teams.length] as string, route) }
     },
   }))
 }
@@ -205,11 +207,12 @@ describe('LimitEstimator on synthetic platforms (closed-loop simulation)', () =>
     expect(run.updates.some((u) => u.reason === 'overload')).toBe(false)
   })
 
-  it('halves the limit on 429s and 5xx from two routes, at most once a window, down to the minimum and never below', () => {
+  it('halves the limit on 5xx and timeouts drawn by several teams, at most once a window, down to the minimum and never below (429s are the pauses\' to answer)', () => {
     const [r1, r2] = [ROUTES[1] as string, ROUTES[2] as string]
+    // Every team: 429s on one route (no cut: the pauses answer them), 503s or timeouts on two.
     const platform: Platform = (_inFlight, call, random) => {
-      if (call.route === r1 && random() < 0.3) return { latencyMs: 5, outcome: 'throttled' }
-      if (call.route === r2 && random() < 0.3) return { latencyMs: 50, outcome: 'failed' }
+      if (call.route === ROUTES[3] && random() < 0.3) return { latencyMs: 5, outcome: 'throttled' }
+      if ((call.route === r1 || call.route === r2) && random() < 0.3) return { latencyMs: 50, outcome: 'failed' }
       return { latencyMs: 100, outcome: 'ok' }
     }
     const run = simulate({ estimator: estimator(32, 64, 3), callers: callers(60), platform, durationMs: 30_000 })
@@ -228,7 +231,7 @@ describe('LimitEstimator on synthetic platforms (closed-loop simulation)', () =>
       team: 'slow',
       call: (n: number) => {
         const route = ROUTES[n % 2] as string
-        return { route, klass: latencyClass(`${route}?dateFrom=2025-01-01&dateTo=2025-12-31`) }
+        return { route, klass: klassOf('slow', route, 365) }
       },
     }))
     // The platform's slowness follows what is asked (the year team's reports), not how the estimator classes it.
@@ -255,7 +258,7 @@ describe('LimitEstimator on synthetic platforms (closed-loop simulation)', () =>
       team: ['a', 'b', 'c'][i % 3] as string,
       call: (n: number) => {
         const route = (i + n) % 7 === 0 ? (ROUTES[1 + ((i + n) % 5)] as string) : main
-        return { route, klass: latencyClass(route) }
+        return { route, klass: klassOf(['a', 'b', 'c'][i % 3] as string, route) }
       },
     }))
     let slow = false
@@ -318,29 +321,50 @@ describe('LimitEstimator windows', () => {
   it('does not cut twice for overload answers of calls that started before the first cut', () => {
     const est = estimator(32)
     est.tick(at0)
-    for (let i = 0; i < 10; i++) est.record(sample({ at: at0 + 100 + i, route: i % 2 ? '/x' : '/y', outcome: 'throttled', latencyMs: 50 }))
+    for (let i = 0; i < 10; i++) est.record(sample({ at: at0 + 100 + i, team: i % 2 ? 'a' : 'b', outcome: 'failed', latencyMs: 50 }))
     expect(est.tick(at0 + 1000)).toEqual({ limit: 16, changed: true, reason: 'overload' })
     // Answered after the cut, sent before it (300 ms calls).
-    for (let i = 0; i < 10; i++) est.record(sample({ at: at0 + 1100 + i, route: i % 2 ? '/x' : '/y', outcome: 'failed', latencyMs: 300 }))
+    for (let i = 0; i < 10; i++) est.record(sample({ at: at0 + 1100 + i, team: i % 2 ? 'a' : 'b', outcome: 'failed', latencyMs: 300 }))
     expect(est.tick(at0 + 2000)?.reason).not.toBe('overload')
-    for (let i = 0; i < 10; i++) est.record(sample({ at: at0 + 2100 + i, route: i % 2 ? '/x' : '/y', outcome: 'failed', latencyMs: 50 }))
+    for (let i = 0; i < 10; i++) est.record(sample({ at: at0 + 2100 + i, team: i % 2 ? 'a' : 'b', outcome: 'failed', latencyMs: 50 }))
     expect(est.tick(at0 + 3000)).toEqual({ limit: 8, changed: true, reason: 'overload' })
   })
 
-  it('needs overload answers on two routes and from 5 % of the window\'s calls', () => {
-    const run = (errors: { route: string }[], oks: number): string | undefined => {
+  it('cuts the limit for overload answers of two teams, each on 5 % of its calls; a team drawing them alone is braked instead', () => {
+    const run = (errors: { team: string; outcome?: CallSample['outcome']; latencyMs?: number }[], oks: Record<string, number>): { reason: string | undefined; brakes: Map<string, number> } => {
       const est = estimator(32)
       est.tick(at0)
-      for (let i = 0; i < oks; i++) est.record(sample({ at: at0 + 200 + i, inFlight: 32 }))
-      errors.forEach((e, i) => est.record(sample({ at: at0 + 300 + i, route: e.route, outcome: 'throttled', latencyMs: 5 })))
-      return est.tick(at0 + 1000)?.reason
+      for (const [team, n] of Object.entries(oks)) for (let i = 0; i < n; i++) est.record(sample({ at: at0 + 200 + i, team, inFlight: 32, teamInFlight: 8 }))
+      errors.forEach((e, i) => est.record(sample({ at: at0 + 300 + i, team: e.team, outcome: e.outcome ?? 'failed', latencyMs: e.latencyMs ?? 50, teamInFlight: 8 })))
+      return { reason: est.tick(at0 + 1000)?.reason, brakes: new Map(est.brakes) }
     }
-    expect(run([{ route: '/x' }, { route: '/y' }], 10)).toBe('overload')
-    expect(run([{ route: '/x' }], 10)).not.toBe('overload')
-    expect(run(Array.from({ length: 50 }, () => ({ route: '/x' })), 10)).not.toBe('overload')
-    // 5 of 105 calls is under 5 %: 6 of 106 is over.
-    expect(run([{ route: '/x' }, { route: '/y' }, { route: '/x' }, { route: '/y' }, { route: '/x' }], 100)).not.toBe('overload')
-    expect(run([{ route: '/x' }, { route: '/y' }, { route: '/x' }, { route: '/y' }, { route: '/x' }, { route: '/y' }], 100)).toBe('overload')
+    expect(run([{ team: 'a' }, { team: 'b' }], { a: 10, b: 10 }).reason).toBe('overload')
+    // One team's 503s, however many: that team is held to half its calls in flight, the limit stays.
+    const alone = run(Array.from({ length: 50 }, () => ({ team: 'a' })), { a: 10, b: 10 })
+    expect(alone.reason).not.toBe('overload')
+    expect(alone.brakes).toEqual(new Map([['a', 4]]))
+    // Team b: 5 of 105 of its calls is under 5 %; 6 of 106 is over.
+    expect(run([{ team: 'a' }, ...Array.from({ length: 5 }, () => ({ team: 'b' }))], { a: 10, b: 100 }).reason).not.toBe('overload')
+    expect(run([{ team: 'a' }, ...Array.from({ length: 6 }, () => ({ team: 'b' }))], { a: 10, b: 100 }).reason).toBe('overload')
+    // 429s are the pauses' to answer; a 500 faster than its class's floor is the report's own failure.
+    expect(run([{ team: 'a', outcome: 'throttled' }, { team: 'b', outcome: 'throttled' }], { a: 10, b: 10 }).reason).not.toBe('overload')
+    expect(run([{ team: 'a', outcome: 'error', latencyMs: 5 }, { team: 'b', outcome: 'error', latencyMs: 5 }], { a: 10, b: 10 }).reason).not.toBe('overload')
+  })
+
+  it('lets a braked team go step by step once its answers come back clean', () => {
+    const est = estimator(32)
+    est.tick(at0)
+    for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 100 + i, team: 'a', outcome: 'failed', teamInFlight: 16 }))
+    est.tick(at0 + 1000)
+    const caps = [est.brakes.get('a')]
+    for (let w = 1; w < 8; w++) {
+      for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + w * 1000 + 100 + i, team: 'a', inFlight: 32 }))
+      est.tick(at0 + (w + 1) * 1000)
+      caps.push(est.brakes.get('a'))
+    }
+    expect(caps[0]).toBe(8)
+    expect(caps.slice(1, 3).every((cap, i) => cap !== undefined && cap > (caps[i] as number))).toBe(true)
+    expect(caps.at(-1)).toBeUndefined()
   })
 
   it('judges latency only on 8 answers or more, and one window at most halves the target (clamped gradient)', () => {
@@ -398,44 +422,31 @@ describe('nextFloor', () => {
   })
 })
 
-describe('latencyClass', () => {
-  it.each([
-    ['/api/v1/report/campaigns/get?advertiserId=1&dateFrom=2026-01-01&dateTo=2026-01-01', '/api/v1/report/campaigns/get|r1'],
-    ['/api/v1/report/campaigns/get?advertiserId=1&dateFrom=2026-01-01&dateTo=2026-01-07', '/api/v1/report/campaigns/get|r3'],
-    ['/api/v1/report/campaigns/get?dateFrom=2026-01-01&dateTo=2026-01-30', '/api/v1/report/campaigns/get|r5'],
-    ['/api/v1/report/campaigns/get?dateFrom=2026-01-01&dateTo=2026-01-31', '/api/v1/report/campaigns/get|r5'],
-    ['/api/v1/report/campaigns/get?dateFrom=2026-01-01&dateTo=2026-02-01', '/api/v1/report/campaigns/get|r6'],
-    ['/api/v1/report/campaigns/get?dateFrom=2025-01-01&dateTo=2025-12-31', '/api/v1/report/campaigns/get|r9'],
-    ['/api/v1/report/campaigns/get?dateTo=2025-12-31&x=1&dateFrom=2025-01-01', '/api/v1/report/campaigns/get|r9'],
-    ['/api/v1/campaign/123/report?dateFrom=2026-03-01&dateTo=2026-03-02', '/api/v1/campaign/{id}/report|r2'],
-    ['/api/v1/report/campaigns/get?advertiserId=1', '/api/v1/report/campaigns/get'],
-    ['/api/v1/report/campaigns/get?dateFrom=2026-01-01', '/api/v1/report/campaigns/get'],
-    ['/api/v1/report/campaigns/get?dateFrom=2026-02-30&dateTo=2026-03-02', '/api/v1/report/campaigns/get'],
-    ['/api/v1/report/campaigns/get?dateFrom=2026-1-1&dateTo=2026-01-02', '/api/v1/report/campaigns/get'],
-    ['/api/v1/report/campaigns/get?dateFrom=2026-01-05&dateTo=2026-01-01', '/api/v1/report/campaigns/get'],
-    ['/api/v1/report/campaigns/get?dateFrom=yesterday&dateTo=today', '/api/v1/report/campaigns/get'],
-    ['/api/v1/report/campaigns/get#x?dateFrom=2026-01-01&dateTo=2026-01-01', '/api/v1/report/campaigns/get'],
-    ['/api/v1/campaign/list', '/api/v1/campaign/list'],
-  ])('%s → %s', (url, klass) => {
-    expect(latencyClass(url)).toBe(klass)
-  })
-})
-
 describe('LimitEstimator after a fault', () => {
   /** One window of answers at `latencyMs` from a replica whose callers queue, with as many answers as `perWindow(limit)`. */
   function window(e: LimitEstimator, t: number, latencyMs: number, perWindow: (limit: number) => number): void {
     const limit = e.limit
     const n = perWindow(limit)
     for (let i = 0; i < n; i++) e.record({ at: t + 100 + (i * 800) / n, latencyMs, klass: 'k', route: `r${i % 2}`, team: 'a', inFlight: limit, outcome: 'ok' })
-    e.note({ at: t + 500, inFlight: limit, queued: 10 })
+    e.note({ at: t + 500, inFlight: limit, starved: true })
   }
 
-  /** An estimator that has seen three busy windows at a 100 ms floor. */
+  /** `n` windows from `t` as window() makes them, each closed by a tick; the time after them. */
+  function windows(e: LimitEstimator, t: number, n: number, latencyMs: number, perWindow: (limit: number) => number): number {
+    for (let w = 0; w < n; w++) {
+      window(e, t, latencyMs, perWindow)
+      t += 1000
+      e.tick(t)
+    }
+    return t
+  }
+
+  /** An estimator that has seen six busy windows at a 100 ms floor. */
   function warmedUp(): { e: LimitEstimator; start: number } {
     const e = new LimitEstimator({ initial: 16, min: 2, max: 64, windowMs: 1000 })
     let t = 1_750_000_000_000
     e.tick(t)
-    for (let w = 0; w < 3; w++) {
+    for (let w = 0; w < 6; w++) {
       window(e, t, 100, () => 40)
       t += 1000
       e.tick(t)
@@ -462,20 +473,48 @@ describe('LimitEstimator after a fault', () => {
 
   it('climbs back within a few windows after the platform was ten times slower for a while', () => {
     const { e, start } = warmedUp()
-    let t = start
     const before = e.limit
-    for (let w = 0; w < 6; w++) {
-      window(e, t, 1000, () => 10)
-      t += 1000
-      e.tick(t)
-    }
+    const t = windows(e, start, 6, 1000, () => 10)
     expect(e.limit).toBeLessThan(before)
-    for (let w = 0; w < 5; w++) {
-      window(e, t, 100, (limit) => limit * 5)
+    windows(e, t, 5, 100, (limit) => limit * 5)
+    expect(e.limit).toBeGreaterThanOrEqual(before)
+  })
+
+  it('is back within 80 % of its limit 10 s after a 40-s slowdown or a 20-s outage ends: the limit carried is not forgotten during the fault', () => {
+    for (const fault of ['slowdown', 'outage'] as const) {
+      const { e, start } = warmedUp()
+      let t = windows(e, start, 10, 100, (limit) => limit * 5)
+      const before = e.limit
+      if (fault === 'slowdown') t = windows(e, t, 40, 1000, () => 10)
+      else {
+        for (let w = 0; w < 20; w++) {
+          e.overload(t)
+          t += 1000
+          e.tick(t)
+        }
+      }
+      expect(e.limit).toBeLessThan(before)
+      windows(e, t, 10, 100, (limit) => limit * 5)
+      expect(e.limit).toBeGreaterThanOrEqual(0.8 * before)
+    }
+  })
+
+  it('takes no floor for minutes from a burst of cheap answers just before a bucket\'s edge', () => {
+    const e = new LimitEstimator({ initial: 16, min: 2, max: 64, windowMs: 1000 })
+    // The last second of a floor bucket: 24 answers at 10 ms.
+    let t = (Math.floor(1_750_000_000_000 / 30_000) + 1) * 30_000 - 1000
+    e.tick(t)
+    for (let i = 0; i < 24; i++) e.record({ at: t + 10 + i, latencyMs: 10, klass: 'k', route: 'r', team: 'a', inFlight: 8, outcome: 'ok' })
+    // Then the class's usual traffic: 100 ms, 40 answers a second.
+    const floors: (number | null)[] = []
+    for (let w = 0; w < 60; w++) {
+      for (let i = 0; i < 40; i++) e.record({ at: t + 1000 + i * 20, latencyMs: 100, klass: 'k', route: 'r', team: 'a', inFlight: 8, outcome: 'ok' })
       t += 1000
       e.tick(t)
+      floors.push(e.floorMs)
     }
-    expect(e.limit).toBeGreaterThanOrEqual(before)
+    // Within seconds the usual traffic outweighs the burst, and the floor is its own.
+    expect(floors.slice(5).every((f) => f !== null && f > 90)).toBe(true)
   })
 
   it('judges a window with too few answers (a low limit) once enough have come, rather than never', () => {

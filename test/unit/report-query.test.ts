@@ -273,6 +273,8 @@ describe('one report, several spellings', () => {
       advertiserIds: [7],
       dateFrom: '2026-01-01',
       dateTo: '2026-01-30',
+      byDate: true,
+      byCampaign: false,
       query: 'advertiserId=7&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-30',
       body: null,
       keyMaterial: {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { retryAfterSeconds } from '../../src/platform/client/retry-after.js'
+import { retryAfterMs, retryAfterSeconds } from '../../src/platform/retry-after.js'
 
 const NOW = Date.parse('2026-03-10T12:00:00Z')
 
@@ -29,5 +29,33 @@ describe('retryAfterSeconds', () => {
 
   it.each([undefined, '', '  ', '-1', '1.5', 'soon', '2s', 'Tue, 99 Foo 2026'])('gives null for %j', (value) => {
     expect(retryAfterSeconds(value, NOW)).toBeNull()
+  })
+})
+
+describe('retryAfterMs: the one reader for pauses and callers', () => {
+  it.each([
+    ['7', 7000],
+    [' 0 ', 0],
+    ['Tue, 10 Mar 2026 12:00:05 GMT', 5000],
+    ['Tue, 10 Mar 2026 11:59:00 GMT', 0],
+    [undefined, null],
+    ['soon', null],
+    ['-3', null],
+  ])('%s → %s ms', (value, ms) => {
+    expect(retryAfterMs(value, NOW)).toBe(ms)
+  })
+
+  it('reads an asctime date as GMT whatever the zone the gateway runs in', () => {
+    const zone = process.env.TZ
+    try {
+      process.env.TZ = 'America/New_York'
+      // Node reads TZ afresh: local time is now five hours behind UTC.
+      expect(new Date(NOW).getHours()).not.toBe(new Date(NOW).getUTCHours())
+      expect(retryAfterMs('Tue Mar 10 12:00:05 2026', NOW)).toBe(5000)
+      expect(retryAfterSeconds('Tue Mar 10 12:00:05 2026', NOW)).toBe(5)
+    } finally {
+      if (zone === undefined) delete process.env.TZ
+      else process.env.TZ = zone
+    }
   })
 })

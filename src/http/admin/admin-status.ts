@@ -76,9 +76,24 @@ export const statusSchema = {
           queued: { type: 'number' },
           permitsHeld: { type: 'number' },
           pausedUntil: nullable('string'),
+          pauses: {
+            type: 'array',
+            items: { type: 'object', properties: { scope: { type: 'string' }, team: nullable('string'), route: nullable('string'), until: { type: 'string' } } },
+          },
           teams: {
             type: 'array',
-            items: { type: 'object', properties: { team: { type: 'string' }, inFlight: { type: 'number' }, waiting: { type: 'number' }, maxConcurrent: nullable('number'), queue: nullable('number') } },
+            items: {
+              type: 'object',
+              properties: {
+                team: { type: 'string' },
+                inFlight: { type: 'number' },
+                waiting: { type: 'number' },
+                maxConcurrent: nullable('number'),
+                queue: nullable('number'),
+                brake: nullable('number'),
+                seatSeconds: { type: 'number' },
+              },
+            },
           },
           refusals: counts,
         },
@@ -160,9 +175,22 @@ export async function adminStatusRoutes(app: FastifyInstance, { ctx, l1, audit }
           queued: g.queued,
           permitsHeld: g.permitsHeld,
           pausedUntil: g.pausedUntil > 0 ? new Date(g.pausedUntil).toISOString() : null,
+          pauses: ctx.governors.pausesOf(g.credential).map((p) => ({
+            scope: p.scope.kind,
+            team: 'team' in p.scope ? p.scope.team : null,
+            route: 'route' in p.scope ? p.scope.route : null,
+            until: new Date(p.until).toISOString(),
+          })),
           teams: ctx.teams.teams
             .filter((t) => t.credential === g.credential)
-            .map((t) => ({ team: t.name, inFlight: g.running(t.name), waiting: waiting.get(t.name) ?? 0, ...g.limitsOf(t.name) })),
+            .map((t) => ({
+              team: t.name,
+              inFlight: g.running(t.name),
+              waiting: waiting.get(t.name) ?? 0,
+              ...g.limitsOf(t.name),
+              brake: g.brakeOf(t.name),
+              seatSeconds: Math.round(g.seatSeconds(t.name) * 10) / 10,
+            })),
           refusals: sumBy(refused.values, 'reason', (labels) => labels.credential === g.credential),
         }
       }),

@@ -37,6 +37,16 @@ export interface AnswerLimits {
   readIdleMs: number
 }
 
+/**
+ * How long a caller may take nothing of its answer while another team waits for what the
+ * answer holds (a seat, or room in the buffer): then it is cut off at once rather than at
+ * readIdleTimeout. A caller reading at any pace takes something far more often.
+ */
+export const CONTENDED_STALL_MS = 1000
+
+/** Whether another team waits for a seat that `team`'s answers on `credential` hold past its share. */
+export type Contention = (credential: string, team: string) => boolean
+
 /** Whose answer it is: named in the warning when its caller stops reading. */
 export interface AnswerReader {
   credential: string
@@ -66,17 +76,58 @@ export interface HeldAnswer {
  * received whole at the platform's speed, which ends its body and so frees its slot; a
  * larger one streams, its slot held while the caller reads. Either way a caller that
  * takes nothing for platform.readIdleTimeout is cut off, which frees the slot, or the
- * memory, it held.
+ * memory, it held; and a caller that takes nothing for CONTENDED_STALL_MS while another
+ * team waits for that seat (its team past its share) or that room is cut off then.
  */
 export class PlatformAnswers {
   readonly budget: ByteBudget
   readonly #limits: AnswerLimits
   readonly #onSlowReader: (credential: string) => void
+  // The answers whose callers are reading them: what a team waiting for a seat or room may take back.
+  readonly #open = new Set<WatchedAnswer>()
+  #contention: Contention = () => false
 
   constructor(limits: AnswerLimits & { totalBytes: number; onSlowReader: (credential: string) => void }) {
     this.#limits = limits
     this.budget = new ByteBudget(limits.totalBytes)
     this.#onSlowReader = limits.onSlowReader
+  }
+
+  /** Who tells whether another team waits for a seat an answer holds (the governors). */
+  contendedBy(contention: Contention): void {
+    this.#contention = contention
+  }
+
+  /**
+   * A team waits on `credential` for a seat none is free for: the seat of a streamed
+   * answer whose caller has taken nothing for CONTENDED_STALL_MS, of a team `overShare`
+   * says holds more than its share, is taken back (the answer cut off). True when one was.
+   */
+  reclaim(credential: string, waiting: string, overShare: (team: string) => boolean): boolean {
+    const stalled = this.#longestStalled((a) => a.holdsSeat && a.reader.credential === credential && a.reader.team !== waiting && overShare(a.reader.team))
+    if (stalled === null) return false
+    stalled.cut('seat')
+    return true
+  }
+
+  /** Room for `bytes` of `team`'s answer: held answers of other teams whose callers stalled are cut off until it fits. */
+  #roomFor(bytes: number, team: string): boolean {
+    for (;;) {
+      if (this.budget.reserve(bytes)) return true
+      const stalled = this.#longestStalled((a) => !a.holdsSeat && a.held > 0 && a.reader.team !== team)
+      if (stalled === null) return false
+      stalled.cut('room')
+    }
+  }
+
+  #longestStalled(which: (a: WatchedAnswer) => boolean): WatchedAnswer | null {
+    const now = performance.now()
+    let found: WatchedAnswer | null = null
+    for (const a of this.#open) {
+      if (a.stalledSince === null || now - a.stalledSince < CONTENDED_STALL_MS || !which(a)) continue
+      if (found === null || (a.stalledSince as number) < (found.stalledSince as number)) found = a
+    }
+    return found
   }
 
   /**
@@ -90,7 +141,7 @@ export class PlatformAnswers {
     // a part of the budget and then all stream.
     const declared = contentLength === undefined ? NaN : Number(contentLength)
     if (Number.isSafeInteger(declared)) {
-      if (declared > this.#limits.callBytes || !this.budget.reserve(declared)) return { length: null, body: this.#watched([], rest, 0, reader) }
+      if (declared > this.#limits.callBytes || !this.#roomFor(declared, reader.team)) return { length: null, body: this.#watched([], rest, 0, reader) }
       held = declared
     }
     const head: Buffer[] = []
@@ -101,7 +152,7 @@ export class PlatformAnswers {
         head.push(next.value)
         size += next.value.length
         if (size <= held) continue
-        if (size > this.#limits.callBytes || !this.budget.reserve(size - held)) return { length: null, body: this.#watched(head, rest, held, reader) }
+        if (size > this.#limits.callBytes || !this.#roomFor(size - held, reader.team)) return { length: null, body: this.#watched(head, rest, held, reader) }
         held = size
       }
     } catch (err) {
@@ -119,14 +170,30 @@ export class PlatformAnswers {
   }
 
   #watched(head: Buffer[], rest: AnswerRest | null, held: number, reader: AnswerReader): Readable {
-    return new WatchedAnswer(head, rest, this.#limits.readIdleMs, {
-      idle: () => {
+    const answer: WatchedAnswer = new WatchedAnswer(head, rest, held, reader, this.#limits.readIdleMs, {
+      idle: (wanted) => {
         this.#onSlowReader(reader.credential)
-        reader.log.warn({ credential: reader.credential, team: reader.team, path: reader.path, readIdleMs: this.#limits.readIdleMs }, 'caller stopped reading: answer cut off')
+        const fields = { credential: reader.credential, team: reader.team, path: reader.path }
+        if (wanted === null) reader.log.warn({ ...fields, readIdleMs: this.#limits.readIdleMs }, 'caller stopped reading: answer cut off')
+        else reader.log.warn({ ...fields, stalledMs: CONTENDED_STALL_MS, wanted }, 'caller stopped reading while another team waited for its seat or room: answer cut off')
       },
-      closed: () => this.budget.free(held),
+      // A stall of CONTENDED_STALL_MS on a seat another team waits for is the end of it.
+      stalled: () => answer.holdsSeat && this.#contention(reader.credential, reader.team),
+      closed: () => {
+        this.#open.delete(answer)
+        this.budget.free(held)
+      },
     })
+    this.#open.add(answer)
+    return answer
   }
+}
+
+/** What a watched answer tells its owner: cut off (`wanted`: what another team waited for; null: readIdleTimeout), stalled (cut it?), closed. */
+interface AnswerEvents {
+  idle: (wanted: 'seat' | 'room' | null) => void
+  stalled: () => boolean
+  closed: () => void
 }
 
 /**
@@ -135,18 +202,38 @@ export class PlatformAnswers {
  * slow to send leaves the buffer below its mark, and the clock stopped.
  */
 class WatchedAnswer extends Readable {
+  readonly held: number
+  readonly reader: AnswerReader
+  /** When its caller last held it up (monotonic ms), or null while it reads. */
+  stalledSince: number | null = null
   readonly #head: Buffer[]
   readonly #rest: AnswerRest | null
   readonly #idleMs: number
-  readonly #on: { idle: () => void; closed: () => void }
+  readonly #on: AnswerEvents
   #timer: NodeJS.Timeout | null = null
+  #stallTimer: NodeJS.Timeout | null = null
 
-  constructor(head: Buffer[], rest: AnswerRest | null, idleMs: number, on: { idle: () => void; closed: () => void }) {
+  constructor(head: Buffer[], rest: AnswerRest | null, held: number, reader: AnswerReader, idleMs: number, on: AnswerEvents) {
     super()
     this.#head = head
     this.#rest = rest
+    this.held = held
+    this.reader = reader
     this.#idleMs = idleMs
     this.#on = on
+  }
+
+  /** Whether it holds a platform seat: its rest still streams from the platform. */
+  get holdsSeat(): boolean {
+    return this.#rest !== null && !this.#rest.body.destroyed
+  }
+
+  /** Cuts the answer off: its caller took nothing while another team wanted what it holds (`wanted`). */
+  cut(wanted: 'seat' | 'room'): void {
+    if (this.destroyed) return
+    this.#on.idle(wanted)
+    // Without an error: the reply sees a premature close and cuts the caller's connection.
+    this.destroy()
   }
 
   override _read(): void {
@@ -178,16 +265,23 @@ class WatchedAnswer extends Readable {
   }
 
   #startClock(): void {
+    this.stalledSince = performance.now()
     this.#timer = setTimeout(() => {
-      this.#on.idle()
+      this.#on.idle(null)
       // Without an error: the reply sees a premature close and cuts the caller's connection.
       this.destroy()
     }, this.#idleMs)
     this.#timer.unref()
+    this.#stallTimer = setTimeout(() => {
+      if (this.#on.stalled()) this.cut('seat')
+    }, CONTENDED_STALL_MS)
+    this.#stallTimer.unref()
   }
 
   #stopClock(): void {
+    this.stalledSince = null
     if (this.#timer) clearTimeout(this.#timer)
-    this.#timer = null
+    if (this.#stallTimer) clearTimeout(this.#stallTimer)
+    this.#timer = this.#stallTimer = null
   }
 }

@@ -13,7 +13,7 @@ import type { RefusalLog } from '../governor/refusal-log.js'
 import type { TeamUsage } from '../../observe/usage.js'
 import type { History } from '../../observe/history.js'
 import { GATEWAY_TEAM } from '../governor/gateway-team.js'
-import { routeTemplate } from '../governor/throttle-pauses.js'
+import { routeTemplate } from '../route-template.js'
 import { slotFollowing, type QueueTeam } from '../governor/caller-group.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
 import { systemClock, type Clock } from '../../clock.js'
@@ -31,6 +31,8 @@ export interface PlatformCall {
   read: boolean
   /** Whose call it is: the governor serves the teams' queued calls in turn. */
   team: string
+  /** The work the call asks of the platform (reports/work-class.ts): what its latency is compared with. Default its route. */
+  workClass?: string
   /** The whole call's budget when shorter than platform.timeout (a report waiter's remaining time). */
   timeoutMs?: number
   /** The probe call testing a credential pause: it goes through the pause, without a slot (one call per probe interval). */
@@ -261,8 +263,8 @@ export class PlatformClient {
   async #once(credential: string, baseUrl: string, call: PlatformCall, token: string, deadline: number): Promise<PlatformResponse> {
     const replayable = isReplayable(call.body)
     for (let retries = 0; ; retries++) {
-      // A call on a paused route is refused here, before it queues.
-      this.#governors.admit(credential, call)
+      // A call a pause covers is refused here, before it queues, unless it is that pause's trial.
+      const trial = call.trial ? null : this.#governors.admit(credential, call)
       const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
       const governor = this.#governors.of(credential)
       const urgency = call.urgency ? { urgency: call.urgency } : {}
@@ -272,6 +274,7 @@ export class PlatformClient {
           ? await slotFollowing(call.team, call.queue, waitSignal, (team, signal, priority) => governor.acquire(team, signal, deadline, { priority, ...urgency }))
           : await governor.acquire(call.team, waitSignal, deadline, { priority: call.priority ?? 'caller', ...urgency })
       const { release, inFlight } = slot
+      const timing = (latencyMs: number) => ({ latencyMs, inFlight, ...('teamInFlight' in slot && slot.teamInFlight !== undefined ? { teamInFlight: slot.teamInFlight } : {}) })
       const started = this.#clock.now()
       // The call's latency, for the learned limit: a duration, measured on the monotonic clock.
       const sent = performance.now()
@@ -288,7 +291,7 @@ export class PlatformClient {
         const retryAfter = res.headers['retry-after']
         const latencyMs = performance.now() - sent
         this.#history?.platformCall(latencyMs)
-        this.#governors.observe(credential, call, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined, { latencyMs, inFlight })
+        this.#governors.observe(credential, call, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined, timing(latencyMs), trial)
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
         if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
         res.body.resume()
@@ -298,7 +301,7 @@ export class PlatformClient {
         const platformsFault = !call.signal?.aborted || call.signal.reason instanceof UpstreamTimeoutError
         const latencyMs = performance.now() - sent
         this.#history?.platformCall(platformsFault ? latencyMs : null)
-        if (platformsFault) this.#governors.failed(credential, call, { latencyMs, inFlight })
+        if (platformsFault) this.#governors.failed(credential, call, timing(latencyMs))
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { error: err } }, started, deadline)
         if (delay === null) throw upstreamError(err)
       }

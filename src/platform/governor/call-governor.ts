@@ -1,13 +1,19 @@
 import type { Logger } from 'pino'
 import { OverloadedError } from '../../errors.js'
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
-import { type Granted, MemoryPermits, type Permits, type Taken } from './permits.js'
+import { seatShares, type TeamDemand } from './seat-shares.js'
+import { LocalSeats, type SeatLease } from './seat-lease.js'
 import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clock.js'
 
-export type { Release } from './permits.js'
+/** Gives a seat back; calling it again does nothing. */
+export type Release = () => void
 
-/** A slot: `release` gives it back; `inFlight` counts the credential's calls in flight once it was had, on every replica. */
-export type Slot = Granted
+/** A seat: `release` gives it back; `inFlight` counts the credential's calls in flight once it was had, on every replica; `teamInFlight` its team's here. */
+export interface Slot {
+  release: Release
+  inFlight: number
+  teamInFlight?: number
+}
 export type { Priority } from './fair-queue.js'
 
 export type RefusalReason = 'queue_full' | 'team_queue_full' | 'displaced' | 'queue_timeout' | 'paused'
@@ -24,22 +30,28 @@ export interface GovernorOptions {
   maxConcurrent: number
   /** The limit in force at start; the learned limit moves it (setLimit). Default maxConcurrent. */
   limit?: number
-  /** Calls waiting for a slot; one more displaces a call with less claim to its place, or is refused. */
+  /** Calls waiting for a seat; one more displaces a call with less claim to its place, or is refused. */
   queueLimit: number
-  /** Longest wait for a slot. */
+  /** Longest wait for a seat. */
   queueTimeoutMs: number
-  /** A team's share of the slots, relative to the others' (default 1). */
+  /** A team's share of the seats, relative to the others' (default 1). */
   weightOf?: (team: string) => number
   /** A team's own ceilings, as an operator set them; none by default. */
   limitsOf?: (team: string) => { maxConcurrent?: number | null; queue?: number | null } | undefined
+  /** Until when (epoch ms) the platform pauses the whole credential; 0: it does not. Default: never. */
+  pausedUntil?: () => number
   log: Pick<Logger, 'info' | 'warn'>
   clock?: Clock
   /** A call refused with GW_OVERLOADED. */
   onRefused?: (reason: RefusalReason) => void
-  /** A pause began on this replica. */
-  onPaused?: () => void
-  /** Who may start a call: default counted on this replica. */
-  permits?: Permits
+  /** The seats this replica may fill: the limit in force alone, or its share leased across replicas. */
+  seats?: SeatLease
+  /**
+   * A team waits for a seat that none is free for, below its share: a seat held by a
+   * caller that stopped reading (answer-buffer.ts) may be taken back from a team over its
+   * share (`overShare`). Returns whether one was.
+   */
+  reclaim?: (waiting: string, overShare: (team: string) => boolean) => boolean
 }
 
 /** How a call waits: its priority, and for a refresh ahead how urgent it is now. */
@@ -49,7 +61,7 @@ export interface CallClass {
 }
 
 /**
- * A background call (a refresh, a warm-up) got no slot before its time was up, was
+ * A background call (a refresh, a warm-up) got no seat before its time was up, was
  * displaced by a caller's call, or met a pause: it is dropped, no caller waited for it.
  */
 export class NoIdleSlotError extends Error {
@@ -59,8 +71,6 @@ export class NoIdleSlotError extends Error {
 }
 
 interface Waiter extends Queued {
-  /** Left the queue (its time is up, or its callers hung up) while a permit was being taken for it. */
-  gone: boolean
   expiresAt: number
   timer: Timer | null
   resolve(slot: Slot): void
@@ -68,22 +78,43 @@ interface Waiter extends Queued {
   detach(): void
 }
 
-// A 429 without retry-after: 1 s, doubling on each further 429, at most 60 s.
-const FIRST_PAUSE_MS = 1000
-const LONGEST_BACKOFF_MS = 60_000
-// A retry-after the gateway will honour; a longer one (a misconfigured proxy, a date far
-// ahead) would take every team down for that long on one answer.
-const LONGEST_PAUSE_MS = 15 * 60_000
+/** What one team holds and has held of the platform's seats on this replica. */
+interface TeamSeats {
+  inFlight: number
+  /** Seat-milliseconds of its calls that ended. */
+  seatMs: number
+  /** Its calls in flight: when each started, and the seat-time it was charged then. */
+  started: Set<{ at: number; charged: number }>
+  /** Its virtual finish tag: the seat-time it was charged, over its weight. */
+  tag: number
+  /** How long its calls hold a seat, smoothed (ms): what a call is charged when it starts. */
+  estimateMs: number
+}
+
+/** A call is charged at least this (ms): calls that end at once still take turns by weight. */
+const MIN_CHARGE_MS = 1
+/** How much of each call's seat-time moves a team's estimate. */
+const ESTIMATE_GAIN = 0.2
 
 /**
- * The platform calls of one credential on one replica. A call starts with a permit
- * (permits.ts: counted on this replica, or leased across replicas in Redis) while fewer
- * than the limit in force are in flight; the others wait in a fair queue (fair-queue.ts:
- * priorities, max-min shares by weight, push-out), so a team alone uses every slot and a
- * team that arrives gets the next slot that frees. While the platform has throttled the
- * credential (a 429), nothing starts; a call whose wait could not end in time is refused
- * at once. Permits are taken one at a time, in queue order; a call refused one waits for
- * a release here, a peer's notice (wake) or the permits' retry interval.
+ * The platform calls of one credential on one replica. A call holds a seat for as long
+ * as it runs; at most the seats this replica may fill (the limit in force, or its share of
+ * it across replicas: seat-lease.ts) are in flight, and the others wait in a fair queue.
+ *
+ * Who gets a seat that frees: of the waiting teams below their share of the seats (max-min
+ * by weight over what each team uses and waits for: seat-shares.ts), the one that was
+ * charged the least seat-time for its weight, its most pressing call (fair-queue.ts).
+ * Seat-time is charged as in Kubernetes API Priority and Fairness: a call is charged its
+ * team's usual seat-time when it starts (start-time fair queueing's tag: Goyal, Vin and
+ * Cheng, SIGCOMM 1996) and the charge is corrected to what it held when it ends; a team
+ * that starts waiting again saved no credit while it did not. A team alone takes every seat;
+ * once another team waits, the team past its share starts nothing new, and the seats it
+ * borrowed come back as its calls end. Since seats are held for as long as calls run,
+ * teams keep equal seat-time by weight whatever the length of their reports. A team's
+ * ceiling (teams[].maxConcurrent, or a brake on a team drawing the platform's errors)
+ * counts every call of the team: callers', refreshes and warm-ups. While the platform
+ * pauses the credential, nothing starts, and a call whose wait could not end in time is
+ * refused at once.
  */
 export class CallGovernor {
   readonly credential: string
@@ -91,33 +122,29 @@ export class CallGovernor {
   readonly #clock: Clock
   #limit: number
   #inFlight = 0
-  // Callers' calls in flight per team: the shares the queue is fair by.
-  readonly #teamInFlight = new Map<string, number>()
+  readonly #teams = new Map<string, TeamSeats>()
+  readonly #brakes = new Map<string, number>()
   readonly #queue = new FairQueue<Waiter>()
   #seq = 0
-  #pausedUntil = 0
-  #resumeTimer: Timer | null = null
-  #strikes = 0
-  // The team whose call began the pause under way ('(gateway)' for the probe call, or a peer's team).
-  #pausedBy = ''
-  readonly #permits: Permits
-  // A permit is being taken (one at a time, in queue order); #again: look again after it.
-  #taking = false
-  #again = false
-  #retryTimer: Timer | null = null
+  readonly #seats: SeatLease
   readonly #shares = { weight: (team: string) => this.#weight(team) }
+  // Start-time fair queueing's virtual time: the start tag of the last call served.
+  #virtual = 0
+  // Whether a call waited for a seat (not for anything else) since the last look: the limit was used.
+  #starved = false
 
   constructor(opts: GovernorOptions) {
     this.credential = opts.credential
     this.#o = opts
     this.#clock = opts.clock ?? systemClock
     this.#limit = clampLimit(opts.limit ?? opts.maxConcurrent, opts.maxConcurrent)
-    this.#permits = opts.permits ?? new MemoryPermits()
+    this.#seats = opts.seats ?? new LocalSeats(Infinity)
+    this.#seats.onGrown(() => this.wake())
   }
 
-  /** Permits this replica holds. */
+  /** Seats this replica holds across replicas (a lease), or the calls it has in flight. */
   get permitsHeld(): number {
-    return this.#permits.held
+    return this.#seats.held ?? this.#inFlight
   }
 
   /** The most calls in flight at once now: the learned limit, or the fixed cap. */
@@ -125,12 +152,34 @@ export class CallGovernor {
     return this.#limit
   }
 
+  /** The seats this replica may fill now: the limit, or its share of it across replicas. */
+  get capacity(): number {
+    return Math.min(this.#limit, this.#seats.size(this.#limit))
+  }
+
   /** A new limit in force (the learned one), within 1..maxConcurrent; a higher one starts queued calls. */
   setLimit(limit: number): void {
     const next = clampLimit(limit, this.#o.maxConcurrent)
     const raised = next > this.#limit
     this.#limit = next
+    this.#demandChanged()
     if (raised) this.wake()
+  }
+
+  /**
+   * Per-team brakes: a team drawing the platform's errors is held to this many calls in
+   * flight (on top of its own ceiling); a team absent from `brakes` has none.
+   */
+  setBrakes(brakes: ReadonlyMap<string, number>): void {
+    const loosened = [...this.#brakes].some(([team, cap]) => (brakes.get(team) ?? Infinity) > cap)
+    this.#brakes.clear()
+    for (const [team, cap] of brakes) this.#brakes.set(team, Math.max(1, Math.floor(cap)))
+    if (loosened) this.wake()
+  }
+
+  /** The brake on `team`, or null. */
+  brakeOf(team: string): number | null {
+    return this.#brakes.get(team) ?? null
   }
 
   /** Callers' calls waiting per team. */
@@ -138,7 +187,7 @@ export class CallGovernor {
     return this.#queue.waitingByTeam()
   }
 
-  /** A permit may have come free elsewhere (another replica's notice): queued calls try again. */
+  /** A seat may have come free (a wider lease, a brake let go, the credential's pause ended): queued calls try again. */
   wake(): void {
     if (this.#queue.size > 0) this.#dispatch()
   }
@@ -153,11 +202,32 @@ export class CallGovernor {
 
   /** Until when (epoch ms) the credential is paused; 0 when it is not. */
   get pausedUntil(): number {
-    return this.#pausedUntil > this.#clock.now() ? this.#pausedUntil : 0
+    const until = this.#o.pausedUntil?.() ?? 0
+    return until > this.#clock.now() ? until : 0
+  }
+
+  /** Whether a call waited for a seat since the last look (then cleared): a window that used the limit. */
+  takeStarved(): boolean {
+    const starved = this.#starved || (this.#queue.size > 0 && this.#inFlight >= this.capacity && this.pausedUntil === 0 && this.#seats.saturated())
+    this.#starved = false
+    return starved
   }
 
   /**
-   * A slot for one call of `team`. Waits no longer than queueTimeout nor past
+   * Seat-seconds `team` has held on this replica, its calls still running included: what
+   * fairness is measured in.
+   */
+  seatSeconds(team: string): number {
+    const seats = this.#teams.get(team)
+    if (!seats) return 0
+    const now = this.#clock.now()
+    let running = 0
+    for (const call of seats.started) running += now - call.at
+    return (seats.seatMs + running) / 1000
+  }
+
+  /**
+   * A seat for one call of `team`. Waits no longer than queueTimeout nor past
    * `deadline` (epoch ms): GW_OVERLOADED then (NoIdleSlotError for background work), as
    * when the queue is full. Rejects with the signal's reason when it aborts, and the call
    * leaves the queue.
@@ -168,19 +238,16 @@ export class CallGovernor {
     const now = this.#clock.now()
     const limits = this.limitsOf(team)
     const expiresAt = Math.min(now + this.#o.queueTimeoutMs, deadline)
-    if (this.#pausedUntil > expiresAt) return Promise.reject(this.#refuse('paused', this.#pauseText(), priority))
-    const startsNow = this.#queue.size === 0 && this.#inFlight < this.#limit && !this.#atCeiling(team, priority) && !this.#isPaused(now)
-    if (!startsNow) {
-      // One team's burst fills at most the ceiling an operator gave its queue.
-      if (priority === 'caller' && limits.queue !== null && limits.queue < this.#o.queueLimit && this.#queue.count(team) >= limits.queue) {
-        return Promise.reject(this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority))
-      }
-      const out = this.#queue.displaced({ team, priority }, this.#o.queueLimit, this.#shares)
-      if (out === 'refuse') return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`, priority))
-      if (out) {
-        this.#remove(out)
-        out.reject(this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority))
-      }
+    if (this.pausedUntil > expiresAt) return Promise.reject(this.#refuse('paused', this.#pauseText(), priority))
+    // One team's burst fills at most the ceiling an operator gave its queue.
+    if (priority === 'caller' && limits.queue !== null && limits.queue < this.#o.queueLimit && this.#queue.count(team) >= limits.queue) {
+      return Promise.reject(this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority))
+    }
+    const out = this.#queue.displaced({ team, priority }, this.#o.queueLimit, this.#shares)
+    if (out === 'refuse') return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`, priority))
+    if (out) {
+      this.#remove(out)
+      out.reject(this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority))
     }
     return new Promise<Slot>((resolve, reject) => {
       const onAbort = () => {
@@ -192,7 +259,6 @@ export class CallGovernor {
         priority,
         seq: this.#seq++,
         ...(how.urgency ? { urgency: how.urgency } : {}),
-        gone: false,
         expiresAt,
         // A signal that aborts at the deadline ends the wait itself, with its own reason
         // (the call's timeout): a timer of ours for the same instant would race it.
@@ -208,85 +274,49 @@ export class CallGovernor {
         },
       }
       signal?.addEventListener('abort', onAbort, { once: true })
+      // A team that starts waiting again saved no credit while it did not.
+      if (!this.#queue.waitingTeams().has(team)) {
+        const seats = this.#seatsOf(team)
+        seats.tag = Math.max(seats.tag, this.#virtual)
+      }
       this.#queue.push(waiter)
       this.#dispatch()
+      if (this.#queue.has(waiter)) this.#demandChanged()
     })
   }
 
-  /**
-   * The platform answered 429: no call starts until its retry-after (seconds or an HTTP
-   * date) has passed, or, without one, for a pause that doubles with each 429 in a row.
-   * Returns how long the pause lasts from now (ms), for the other replicas. `longestMs`
-   * caps it (the gateway passes platform.maxPause).
-   */
-  throttled(retryAfter: string | undefined, team: string, longestMs = LONGEST_PAUSE_MS): number {
-    const given = parseRetryAfter(retryAfter, this.#clock.now())
-    const ms = Math.min(given ?? Math.min(FIRST_PAUSE_MS * 2 ** this.#strikes, LONGEST_BACKOFF_MS), longestMs, LONGEST_PAUSE_MS)
-    if (given === null) this.#strikes += 1
-    this.pause(ms, 'platform', team)
-    return ms
-  }
-
-  /** The platform answered something else than 429: the next pause without retry-after starts short again. */
-  answered(): void {
-    this.#strikes = 0
-  }
-
-  /** No call starts for `ms` from now (or longer, if already paused longer). */
-  pause(ms: number, source: 'platform' | 'peer', team: string): void {
-    const now = this.#clock.now()
-    const until = now + Math.min(ms, LONGEST_PAUSE_MS)
-    if (until <= now || until <= this.#pausedUntil) return
-    const began = !this.#isPaused(now)
-    this.#pausedUntil = until
-    if (began) {
-      this.#pausedBy = team
-      this.#o.log.warn({ credential: this.credential, scope: 'credential', team, source, pauseMs: until - now, until: new Date(until).toISOString() }, 'platform credential paused: the platform answered 429')
-      this.#o.onPaused?.()
-    }
-    // Calls that would still be waiting when their time is up are told so now.
+  /** The credential's pause began (or grew): calls that would still be waiting when their time is up are told so now. */
+  paused(): void {
+    const until = this.pausedUntil
     for (const waiter of this.#queue.all()) {
       if (waiter.expiresAt < until) {
         this.#remove(waiter)
         waiter.reject(this.#refuse('paused', this.#pauseText(), waiter.priority))
       }
     }
-    if (this.#resumeTimer !== null) this.#clock.clearTimeout(this.#resumeTimer)
-    this.#resumeTimer = this.#timer(() => this.#resume(), until - now)
   }
 
-  /** The platform answers again (the probe call, or a peer saw it do so): the pause ends now. */
-  resumeNow(source: 'platform' | 'peer'): void {
-    if (!this.#isPaused(this.#clock.now())) return
-    this.#pausedUntil = 0
-    if (this.#resumeTimer !== null) this.#clock.clearTimeout(this.#resumeTimer)
-    this.#resume(source)
-  }
-
-  #resume(source: 'platform' | 'peer' | 'expired' = 'expired'): void {
-    this.#resumeTimer = null
-    const now = this.#clock.now()
-    if (this.#isPaused(now)) {
-      this.#resumeTimer = this.#timer(() => this.#resume(), this.#pausedUntil - now)
-      return
-    }
-    this.#o.log.info({ credential: this.credential, scope: 'credential', team: this.#pausedBy, source, queued: this.#queue.size }, 'platform credential resumed')
-    this.#dispatch()
-  }
-
-  #isPaused(now: number): boolean {
-    return now < this.#pausedUntil
+  /**
+   * Whether a team other than `team` waits for a seat that none is free for, below its
+   * share, while `team` holds more than its own share: a seat `team` holds for a caller
+   * that stopped reading is wanted.
+   */
+  othersWaitFor(team: string): boolean {
+    if (this.#queue.size === 0 || this.#inFlight < this.capacity) return false
+    const shares = this.#sharesNow()
+    if (this.#held(team) <= (shares.get(team) ?? 0)) return false
+    return [...this.#queue.waitingTeams()].some((t) => t !== team && this.#held(t) < (shares.get(t) ?? 0))
   }
 
   #pauseText(): string {
-    return `credential ${this.credential} is paused by the platform for ${Math.ceil((this.#pausedUntil - this.#clock.now()) / 1000)} s`
+    return `credential ${this.credential} is paused by the platform for ${Math.ceil((this.pausedUntil - this.#clock.now()) / 1000)} s`
   }
 
   /** GW_OVERLOADED with a retry-after for a caller's call; a background call is dropped quietly. */
   #refuse(reason: RefusalReason, text: string, priority: Priority): Error {
     this.#o.onRefused?.(reason)
     if (priority === 'ahead' || priority === 'swr') return new NoIdleSlotError(this.credential)
-    const waitMs = this.#pausedUntil - this.#clock.now()
+    const waitMs = this.pausedUntil - this.#clock.now()
     return Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, Math.ceil(waitMs / 1000)) })
   }
 
@@ -299,108 +329,151 @@ export class CallGovernor {
     }
   }
 
-  /** Callers' calls of `team` in flight on this replica. */
+  /** Calls of `team` in flight on this replica, every priority. */
   running(team: string): number {
-    return this.#running(team)
+    return this.#held(team)
   }
 
-  #running(team: string): number {
-    return this.#teamInFlight.get(team) ?? 0
+  #held(team: string): number {
+    return this.#teams.get(team)?.inFlight ?? 0
   }
 
-  /** Whether a call of `team` at `priority` waits for its team's own ceiling. */
-  #atCeiling(team: string, priority: Priority): boolean {
-    if (priority !== 'caller') return false
-    const cap = this.limitsOf(team).maxConcurrent
-    return cap !== null && this.#running(team) >= cap
+  /** The ceiling of `team` on the credential: its own (teams[].maxConcurrent) and its brake, the lower; null: none. */
+  #ceilingOf(team: string): number | null {
+    const own = this.limitsOf(team).maxConcurrent
+    const brake = this.#brakes.get(team) ?? null
+    if (own === null) return brake
+    return brake === null ? own : Math.min(own, brake)
   }
 
-  #start(waiter: Pick<Waiter, 'team' | 'priority'>, permit: Granted): Slot {
-    const { team, priority } = waiter
+  /** The most calls of `team` in flight here: its ceiling, or, across replicas, its part of it as the lease says. */
+  #capOf(team: string): number | null {
+    const ceiling = this.#ceilingOf(team)
+    const part = ceiling === null ? undefined : this.#seats.targets()?.get(team)
+    return part === undefined || ceiling === null ? ceiling : Math.min(ceiling, Math.round(part))
+  }
+
+  #atCeiling(team: string): boolean {
+    const cap = this.#capOf(team)
+    return cap !== null && this.#held(team) >= cap
+  }
+
+  /** What each team holds and waits for on this replica, within its ceiling. */
+  #demands(): TeamDemand[] {
+    const waiting = this.#queue.countByTeam()
+    const teams: TeamDemand[] = []
+    for (const team of new Set([...waiting.keys(), ...this.#teams.keys()])) {
+      if (this.#held(team) === 0 && !waiting.has(team)) continue
+      teams.push({ team, weight: this.#weight(team), demand: this.#held(team) + (waiting.get(team) ?? 0), cap: this.#ceilingOf(team), held: this.#held(team) })
+    }
+    return teams
+  }
+
+  /** Each team's share of this replica's seats now, by what it holds and waits for. */
+  #sharesNow(): Map<string, number> {
+    const shares = seatShares(this.capacity, this.#demands())
+    // Across replicas, a team's share here is what the lease gives it, where it says.
+    const targets = this.#seats.targets()
+    if (targets) for (const [team, target] of targets) if (shares.has(team)) shares.set(team, target)
+    return shares
+  }
+
+  /** Every team's demand, for a lease across replicas to ask by. */
+  #demandChanged(): void {
+    this.#seats.demand({ limit: this.#limit, inFlight: this.#inFlight, waiting: this.#queue.size, teams: this.#demands() })
+  }
+
+  #seatsOf(team: string): TeamSeats {
+    let seats = this.#teams.get(team)
+    if (!seats) this.#teams.set(team, (seats = { inFlight: 0, seatMs: 0, started: new Set(), tag: this.#virtual, estimateMs: MIN_CHARGE_MS }))
+    return seats
+  }
+
+  #start(waiter: Pick<Waiter, 'team' | 'priority'>): Slot {
+    const { team } = waiter
+    const weight = this.#weight(team)
     this.#inFlight += 1
-    if (priority === 'caller') this.#teamInFlight.set(team, this.#running(team) + 1)
+    const seats = this.#seatsOf(team)
+    seats.inFlight += 1
+    // Charged its team's usual seat-time now; what it really held when it ends.
+    const start = Math.max(seats.tag, this.#virtual)
+    seats.tag = start + seats.estimateMs / weight
+    this.#virtual = start
+    const call = { at: this.#clock.now(), charged: seats.estimateMs }
+    seats.started.add(call)
     let released = false
     const release = () => {
       if (released) return
       released = true
-      permit.release()
       this.#inFlight -= 1
-      if (priority === 'caller') {
-        const left = this.#running(team) - 1
-        if (left > 0) this.#teamInFlight.set(team, left)
-        else this.#teamInFlight.delete(team)
-      }
+      const held = Math.max(MIN_CHARGE_MS, this.#clock.now() - call.at)
+      seats.inFlight -= 1
+      seats.seatMs += held
+      seats.tag += (held - call.charged) / weight
+      seats.estimateMs += ESTIMATE_GAIN * (held - seats.estimateMs)
+      seats.started.delete(call)
       this.#dispatch()
+      this.#demandChanged()
     }
-    return { release, inFlight: permit.inFlight }
+    return { release, inFlight: this.#inFlight + this.#seats.elsewhere(), teamInFlight: seats.inFlight }
   }
 
   #remove(waiter: Waiter): void {
-    waiter.gone = true
     waiter.detach()
-    this.#queue.remove(waiter)
-  }
-
-  #dispatch(): void {
-    if (this.#taking) {
-      this.#again = true
-      return
-    }
-    // Permits never throw (Redis failures fall back to this replica's cap); a bug must not stall the queue silently.
-    this.#serve().catch((err: Error) => this.#o.log.warn({ err: { message: err.message }, credential: this.credential }, 'the platform call queue stopped serving'))
+    if (this.#queue.remove(waiter)) this.#demandChanged()
   }
 
   /**
-   * Takes permits for queued calls in queue order while fewer than the limit are in
-   * flight, until none is free, every waiting call's team is at its ceiling or refused
-   * one this round, or the queue is empty.
+   * Starts queued calls while seats are free and the credential is not paused: each time
+   * the most pressing call of the team with the best claim (below its share, fewest seats
+   * for its weight). A team past its share starts nothing while another waits below
+   * its own; a team alone takes every free seat.
    */
-  async #serve(): Promise<void> {
-    this.#taking = true
-    try {
-      do {
-        this.#again = false
-        // Whose calls wait this round: their team is at its ceiling or was refused a permit
-        // (a team of another replica, or the same team's calls there, come first).
-        const refused = new Set<string>()
-        const skip = (w: Waiter) => refused.has(w.team) || this.#atCeiling(w.team, w.priority)
-        while (this.#queue.size > 0 && this.#inFlight < this.#limit && !this.#isPaused(this.#clock.now())) {
-          const waiter = this.#queue.next(skip)
-          if (waiter === null) break
-          const team = waiter.team
-          const taking = this.#permits.take({ team, priority: waiter.priority, weight: this.#weight(waiter.team), cap: waiter.priority === 'caller' ? this.limitsOf(waiter.team).maxConcurrent : null, limit: this.#limit })
-          // Counted on this replica, a permit is had at once: the queue moves without a tick.
-          const taken: Taken = taking instanceof Promise ? await taking : taking
-          if ('full' in taken) {
-            this.#retryLater()
-            // No permit for anyone: the queue waits for a release, a notice or the retry.
-            if (taken.full === 'credential') break
-            refused.add(team)
-            continue
-          }
-          // Its time ran out, its callers hung up, or a pause began while the permit was taken.
-          if (waiter.gone || this.#isPaused(this.#clock.now())) {
-            taken.release()
-            continue
-          }
-          this.#remove(waiter)
-          this.#queue.started(waiter.team, this.#weight(waiter.team))
-          waiter.resolve(this.#start(waiter, taken))
-        }
-      } while (this.#again)
-    } finally {
-      this.#taking = false
+  #dispatch(): void {
+    let started = false
+    while (this.#queue.size > 0 && this.pausedUntil === 0) {
+      if (this.#inFlight >= this.capacity) {
+        this.#starved ||= this.#seats.saturated()
+        this.#reclaim()
+        break
+      }
+      const waiter = this.#next()
+      if (waiter === null) break
+      this.#queue.remove(waiter)
+      waiter.detach()
+      started = true
+      waiter.resolve(this.#start(waiter))
     }
+    if (started) this.#demandChanged()
   }
 
-  /** Queued calls refused a permit ask again after the permits' retry interval, if a release or a notice does not come first. */
-  #retryLater(): void {
-    const ms = this.#permits.retryMs
-    if (ms === null || this.#retryTimer !== null) return
-    this.#retryTimer = this.#timer(() => {
-      this.#retryTimer = null
-      this.wake()
-    }, ms)
+  /** The next call to start: null when every waiting team is at its ceiling. */
+  #next(): Waiter | null {
+    const waiting = [...this.#queue.waitingTeams()].filter((team) => !this.#atCeiling(team))
+    if (waiting.length === 0) return null
+    if (waiting.length === 1 && this.#queue.waitingTeams().size === 1) return this.#queue.pressing(waiting[0] as string)
+    const shares = this.#sharesNow()
+    const below = waiting.filter((team) => this.#held(team) < (shares.get(team) ?? 0))
+    const pool = below.length > 0 ? below : waiting
+    let best: string | null = null
+    let bestTag = Infinity
+    let bestSeq = Infinity
+    for (const team of pool) {
+      const tag = Math.max(this.#seatsOf(team).tag, this.#virtual)
+      const seq = this.#queue.pressing(team)?.seq ?? Infinity
+      if (tag < bestTag || (tag === bestTag && seq < bestSeq)) [best, bestTag, bestSeq] = [team, tag, seq]
+    }
+    return best === null ? null : this.#queue.pressing(best)
+  }
+
+  /** A team below its share waits for a seat none is free for: a seat held for a caller that stopped reading may come back. */
+  #reclaim(): void {
+    if (!this.#o.reclaim) return
+    const shares = this.#sharesNow()
+    for (const team of this.#queue.waitingTeams()) {
+      if (this.#held(team) >= (shares.get(team) ?? 0) || this.#atCeiling(team)) continue
+      if (this.#o.reclaim(team, (holder) => holder !== team && this.#held(holder) > (shares.get(holder) ?? 0))) return
+    }
   }
 
   // Unref'd: a governor's waits never keep the process alive. A queueTimeout of weeks
@@ -414,18 +487,6 @@ export class CallGovernor {
   }
 }
 
-
 function clampLimit(limit: number, ceiling: number): number {
   return Math.max(1, Math.min(ceiling, Math.floor(limit)))
-}
-
-/** A retry-after header as milliseconds from `now`: delta-seconds or an HTTP date; null when absent or unreadable. */
-export function parseRetryAfter(value: string | undefined, now: number): number | null {
-  if (value === undefined) return null
-  const text = value.trim()
-  if (/^\d+$/.test(text)) return Number(text) * 1000
-  // An HTTP date names its weekday and month; Date.parse would take "-3" for a year.
-  if (!/[A-Za-z]/.test(text)) return null
-  const at = Date.parse(text)
-  return Number.isNaN(at) ? null : Math.max(0, at - now)
 }

@@ -1,20 +1,14 @@
 /**
- * The order in which waiting platform calls of one credential get a slot: pure logic, no
- * timers and no I/O, so that the governor's scheduling is table-tested on its own.
+ * The platform calls of one credential waiting for a seat on one replica: pure logic, no
+ * timers and no I/O, so that the governor's scheduling is table-tested on its own. Which
+ * team's call goes next is the governor's (by seats: call-governor.ts); this queue says
+ * which of a team's calls is its most pressing, and who gives up a place when it is full.
  *
  * - **Priorities within a team.** A team's caller's call goes before its refreshes
  *   ahead, before its stale-while-revalidate refreshes, before its warm-ups: background
  *   work of a team uses what its share leaves idle, and holds up its own callers for at
  *   most one platform call. A refresh belongs to the team whose reads made the copy
  *   popular, so another team's flood of misses cannot starve it: it takes its team's share.
- * - **Fair shares by weight** between teams, by start-time fair queueing (Goyal,
- *   Vin and Cheng, "Start-time Fair Queuing", SIGCOMM 1996): each call started advances
- *   its team's tag by 1/weight, a team that starts waiting again has its tag lifted to the
- *   tag of the last call served (no credit saved while idle), and the next slot goes to
- *   the waiting team with the smallest tag, to its most pressing call. A team alone takes every slot; a team that
- *   arrives while another holds them all gets the next one that frees; while both wait,
- *   slots alternate in proportion to their weights, so their calls in flight converge to
- *   max-min fair shares.
  * - **Urgency** among refreshes ahead: the one whose entry is asked most and expires
  *   soonest goes first (`urgency()`, larger first); the others in arrival order.
  * - **Push-out** when the queue is full: a call displaces the newest background call,
@@ -45,12 +39,9 @@ export interface Shares {
 
 export class FairQueue<W extends Queued> {
   readonly #classes = new Map<Priority, W[]>(PRIORITIES.map((p) => [p, []]))
-  // Every waiting call per team, for fair shares and push-out.
+  // Every waiting call per team, for the governor's choice and push-out.
   readonly #byTeam = new Map<string, W[]>()
   #size = 0
-  // Start-time fair queueing: each team's finish tag, and the start tag of the last call served.
-  readonly #tags = new Map<string, number>()
-  #virtual = 0
 
   get size(): number {
     return this.#size
@@ -64,6 +55,18 @@ export class FairQueue<W extends Queued> {
       if (n > 0) out.set(team, n)
     }
     return out
+  }
+
+  /** Waiting calls per team, every priority. */
+  countByTeam(): Map<string, number> {
+    const out = new Map<string, number>()
+    for (const [team, list] of this.#byTeam) out.set(team, list.length)
+    return out
+  }
+
+  /** The teams with calls waiting. */
+  waitingTeams(): ReadonlySet<string> {
+    return new Set(this.#byTeam.keys())
   }
 
   /** Waiting calls of `team` at priority `priority`. */
@@ -88,20 +91,9 @@ export class FairQueue<W extends Queued> {
   push(waiter: W): void {
     this.#of(waiter.priority).push(waiter)
     let list = this.#byTeam.get(waiter.team)
-    if (!list) {
-      this.#byTeam.set(waiter.team, (list = []))
-      // A team that starts waiting again saved no credit while it did not.
-      this.#tags.set(waiter.team, Math.max(this.#tags.get(waiter.team) ?? 0, this.#virtual))
-    }
+    if (!list) this.#byTeam.set(waiter.team, (list = []))
     list.push(waiter)
     this.#size += 1
-  }
-
-  /** A call of `team` got a slot: its team's tag advances by 1/weight. */
-  started(team: string, weight: number): void {
-    const start = Math.max(this.#tags.get(team) ?? 0, this.#virtual)
-    this.#tags.set(team, start + 1 / weight)
-    this.#virtual = start
   }
 
   /** Takes `waiter` out; false when it was not queued. */
@@ -118,21 +110,20 @@ export class FairQueue<W extends Queued> {
   }
 
   /**
-   * The call that gets the next slot, or null: the team with the smallest tag, and of its
-   * calls the highest priority (the earliest caller's call, the most urgent refresh ahead,
-   * the earliest of the rest). `skip` names calls that cannot take a slot now (their team
-   * at its ceiling, or refused a permit this round): they wait.
+   * `team`'s most pressing call, or null: the highest priority, then the most urgent
+   * refresh ahead, then the earliest.
    */
-  next(skip: (waiter: W) => boolean): W | null {
+  pressing(team: string): W | null {
     let best: W | null = null
-    let bestTag = Infinity
-    for (const [team, list] of this.#byTeam) {
-      const pick = pressing(list, skip)
-      if (pick === null) continue
-      const tag = this.#tags.get(team) ?? 0
-      if (tag < bestTag || (tag === bestTag && best !== null && pick.seq < best.seq)) {
-        best = pick
-        bestTag = tag
+    let bestRank = Infinity
+    let bestUrgency = -Infinity
+    for (const w of this.#byTeam.get(team) ?? []) {
+      const rank = PRIORITIES.indexOf(w.priority)
+      const urgency = w.priority === 'ahead' ? (w.urgency?.() ?? 0) : 0
+      if (rank < bestRank || (rank === bestRank && (urgency > bestUrgency || (urgency === bestUrgency && best !== null && w.seq < best.seq)))) {
+        best = w
+        bestRank = rank
+        bestUrgency = urgency
       }
     }
     return best
@@ -173,22 +164,4 @@ export class FairQueue<W extends Queued> {
   #of(priority: Priority): W[] {
     return this.#classes.get(priority) as W[]
   }
-}
-
-/** A team's most pressing call not skipped: the highest priority, then the most urgent refresh ahead, then the earliest. */
-function pressing<W extends Queued>(list: readonly W[], skip: (waiter: W) => boolean): W | null {
-  let best: W | null = null
-  let bestRank = Infinity
-  let bestUrgency = -Infinity
-  for (const w of list) {
-    if (skip(w)) continue
-    const rank = PRIORITIES.indexOf(w.priority)
-    const urgency = w.priority === 'ahead' ? (w.urgency?.() ?? 0) : 0
-    if (rank < bestRank || (rank === bestRank && (urgency > bestUrgency || (urgency === bestUrgency && best !== null && w.seq < best.seq)))) {
-      best = w
-      bestRank = rank
-      bestUrgency = urgency
-    }
-  }
-  return best
 }

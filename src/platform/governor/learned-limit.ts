@@ -1,62 +1,88 @@
 import type { Logger } from 'pino'
 import type { RedisBreaker } from '../../redis/breaker.js'
+import type { RedisBus } from '../../redis/bus.js'
 import type { RedisClient } from '../../redis/client.js'
 import type { RedisSeal } from '../../redis/seal.js'
 import type { CallGovernor } from './call-governor.js'
-import { latencyClass, type LimitEstimator } from './limit-estimator.js'
-import { routeTemplate } from './throttle-pauses.js'
+import type { CallOutcome, LimitEstimator } from './limit-estimator.js'
+import { routeTemplate } from '../route-template.js'
+import { redisScript } from '../../redis/script.js'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
 
 /** What one platform call tells the learned limit. */
 export interface CallSample {
   url: string
   team: string
+  /** The work the call asks of the platform (reports/work-class.ts); default its route. */
+  workClass?: string
   /** From sending the call to its answer's headers (the body's size and the caller's reading do not count). */
   latencyMs: number
-  /** Calls of the credential in flight once it had its permit, itself included: every replica's (permits.ts). */
+  /** Calls of the credential in flight once it had its seat, itself included: every replica's. */
   inFlight: number
-  outcome: 'ok' | 'throttled' | 'failed'
+  /** The team's calls in flight on this replica once it had its seat, itself included. */
+  teamInFlight?: number
+  outcome: CallOutcome
 }
 
 /**
- * Writes this replica's new limit for window `epoch` unless a replica already wrote one
- * for it or a later window, and answers what is stored then. With no record stored (a
- * Redis restart, a lapse), any replica's limit is written. KEYS: the limit's hash.
- * ARGV: epoch, limit, its sealed record, 1 to write, the record's lifetime (ms).
+ * Writes this replica's limit for window `epoch` when it asks to (ARGV[4]) and no record
+ * of that window or a later one is stored, or whatever is stored when told to (ARGV[6]: the
+ * stored one did not verify, was too old, or did not match its own epoch); with no record
+ * stored (a Redis restart, a lapse), any replica's limit is written. Answers 'written', or
+ * the stored sealed record and the epoch stored beside it. KEYS: the limit's hash.
+ * ARGV: epoch, limit, its sealed record, 1 to write, the record's lifetime (ms), 1 to force.
  */
-const SYNC = `
+const SYNC = redisScript<string | [string, string]>('gatewayLimitSync', `
 local stored = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '-1')
-if (ARGV[4] == '1' or stored < 0) and tonumber(ARGV[1]) > stored then
+if ARGV[6] == '1' or ((ARGV[4] == '1' or stored < 0) and tonumber(ARGV[1]) > stored) then
   redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'limit', ARGV[2], 'sealed', ARGV[3])
   redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[5]))
   return 'written'
 end
-return redis.call('HGET', KEYS[1], 'sealed') or ''
-`
+return {redis.call('HGET', KEYS[1], 'sealed') or '', tostring(stored)}
+`, 1)
+
+const CHANNEL = 'platform-limit'
 
 // The shared limit outlives a quiet night this long; a gateway started after it begins at
 // platform.initialConcurrent again.
 const SHARED_LIMIT_TTL_MS = 60 * 60_000
+/** A replica writes its limit again at least this often (windows) while it learns, so a record older than RECORD_MAX_AGE is no one's. */
+export const REWRITE_WINDOWS = 60
+/** A stored record older than this many windows (or dated ahead of now) is a replay or a leftover: it is written over, not adopted. */
+export const RECORD_MAX_AGE_WINDOWS = 300
+/** One shared record moves this replica's limit by at most this factor. */
+export const ADOPT_MAX_FACTOR = 4
+/** An idle replica (no call in the window) reads the shared limit at most this often; the bus tells it of changes sooner. */
+export const IDLE_READ_MS = 10_000
 
 export interface LearnedLimitOptions {
   credential: string
   governor: CallGovernor
   estimator: LimitEstimator
   windowMs: number
-  /** The shared limit's hash in Redis (keys.ts), with the client and breaker; null without Redis. */
-  shared: { redis: RedisClient; breaker: RedisBreaker; key: string; seal: RedisSeal | null } | null
+  /** The shared limit's hash in Redis (keys.ts), with the client, breaker and bus; null without Redis. */
+  shared: { redis: RedisClient; breaker: RedisBreaker; bus?: RedisBus | null; key: string; seal: RedisSeal | null } | null
   log: Pick<Logger, 'info' | 'warn'>
   onLimit: (limit: number, floorMs: number | null) => void
   onChange: (direction: 'up' | 'down' | 'cut') => void
   clock?: Clock
 }
 
+interface SharedRecord {
+  limit: number
+  epoch: number
+}
+
 /**
  * The limit in force of one credential, learned from the platform's answers
- * (limit-estimator.ts) and, with Redis, shared by every replica: at the end of each
- * window, the first replica whose estimate changes writes it for that window (SYNC), and
- * every replica adopts what is stored, so the replicas move one limit together rather than
- * each its own. The record is sealed (GATEWAY_SECRET): one that is not is ignored. Redis
+ * (limit-estimator.ts) and, with Redis, shared by every replica: the first replica whose
+ * estimate changes in a window writes it for that window (SYNC) and tells the others on
+ * the bus; every replica adopts what is stored, so the replicas move one limit together
+ * rather than each its own. The record is sealed (GATEWAY_SECRET) with its window: one
+ * that does not verify, whose window differs from the one stored beside it, that is
+ * older than RECORD_MAX_AGE_WINDOWS or dated ahead, is written over rather than adopted,
+ * and one record moves a replica's limit by ADOPT_MAX_FACTOR at most. Redis
  * out of reach, each replica goes on learning on its own.
  */
 export class LearnedLimit {
@@ -68,8 +94,12 @@ export class LearnedLimit {
   #syncing = false
   // A change learned here that could not reach Redis yet (it was out, or slow): written at the next sync.
   #unshared = false
+  // The stored record is not to be adopted: the next sync writes over it.
+  #overwrite = false
   // A record without the seal is logged once, not once a window.
   #forgedSeen = false
+  #lastRead = -Infinity
+  #active = false
 
   constructor(opts: LearnedLimitOptions) {
     this.#o = opts
@@ -78,8 +108,9 @@ export class LearnedLimit {
     opts.onLimit(opts.estimator.limit, opts.estimator.floorMs)
   }
 
-  /** Reads the shared limit, then closes a window every windowMs (looked at four times a window, so none runs long). */
+  /** Reads the shared limit, follows the other replicas' changes, then closes a window every windowMs (looked at four times a window, so none runs long). */
   async start(): Promise<void> {
+    await this.#o.shared?.bus?.subscribe(CHANNEL, (message) => this.#heard(message))
     await this.#sync(false)
     this.#timer = this.#clock.setInterval(() => void this.#tick(), Math.max(1, Math.floor(this.#o.windowMs / 4))).unref()
   }
@@ -96,11 +127,24 @@ export class LearnedLimit {
 
   record(sample: CallSample): void {
     const { governor, estimator } = this.#o
-    estimator.record({ at: this.#clock.now(), latencyMs: sample.latencyMs, klass: latencyClass(sample.url), route: routeTemplate(sample.url), team: sample.team, inFlight: sample.inFlight, outcome: sample.outcome })
-    estimator.note({ at: this.#clock.now(), inFlight: governor.inFlight, queued: governor.queued })
+    const at = this.#clock.now()
+    const route = routeTemplate(sample.url)
+    this.#active = true
+    estimator.record({
+      at,
+      latencyMs: sample.latencyMs,
+      // Each team is judged against floors of its own answers: no team sets another's.
+      klass: `${sample.team}\n${sample.workClass ?? route}`,
+      route,
+      team: sample.team,
+      inFlight: sample.inFlight,
+      ...(sample.teamInFlight === undefined ? {} : { teamInFlight: sample.teamInFlight }),
+      outcome: sample.outcome,
+    })
+    estimator.note({ at, inFlight: governor.inFlight, starved: false })
   }
 
-  /** The platform paused the whole credential (429s from several routes or teams): a hard cut. */
+  /** The platform paused the whole credential: a hard cut. */
   overload(): void {
     const before = this.#o.estimator.limit
     this.#o.estimator.overload(this.#clock.now())
@@ -112,11 +156,16 @@ export class LearnedLimit {
   async #tick(): Promise<void> {
     const { estimator, governor } = this.#o
     const before = estimator.limit
-    estimator.note({ at: this.#clock.now(), inFlight: governor.inFlight, queued: governor.queued })
+    estimator.note({ at: this.#clock.now(), inFlight: governor.inFlight, starved: governor.takeStarved() })
     const step = estimator.tick(this.#clock.now())
     if (step === null) return
     this.#apply(before, step.reason === 'overload' ? 'cut' : 'learned')
-    await this.#sync(step.changed || this.#unshared)
+    governor.setBrakes(estimator.brakes)
+    const epoch = this.#epochNow()
+    const due = this.#epoch >= 0 && epoch - this.#epoch >= REWRITE_WINDOWS && this.#active
+    const read = this.#active || this.#clock.now() - this.#lastRead >= IDLE_READ_MS
+    if (step.reason !== 'few-samples') this.#active = false
+    if (step.changed || this.#unshared || this.#overwrite || due || read) await this.#sync(step.changed || this.#unshared || due)
   }
 
   /** The estimator's limit is now in force; `how` says whether this replica learned it (counted) or adopted it. */
@@ -128,48 +177,86 @@ export class LearnedLimit {
     if (limit !== before && how !== 'adopted') onChange(how === 'cut' ? 'cut' : limit > before ? 'up' : 'down')
   }
 
+  #epochNow(): number {
+    return Math.floor(this.#clock.now() / this.#o.windowMs)
+  }
+
   async #sync(changed: boolean): Promise<void> {
     const shared = this.#o.shared
     if (!shared || this.#syncing) return
     this.#syncing = true
     try {
-      const { redis, breaker, key, seal } = shared
-      const epoch = Math.floor(this.#clock.now() / this.#o.windowMs)
+      const { redis, breaker, key, seal, bus } = shared
+      const epoch = this.#epochNow()
       const limit = this.#o.estimator.limit
       const record = JSON.stringify({ limit, epoch })
       const sealed = seal ? seal.sealText(key, record) : record
-      const answer = await breaker.run(() => redis.eval(SYNC, 1, key, epoch, limit, sealed, changed ? 1 : 0, SHARED_LIMIT_TTL_MS) as Promise<string>, null)
+      const force = this.#overwrite
+      const answer = await breaker.run(() => SYNC(redis, key, epoch, limit, sealed, changed || force ? 1 : 0, SHARED_LIMIT_TTL_MS, force ? 1 : 0), null)
       if (answer === null) {
         this.#unshared ||= changed
         return
       }
+      this.#lastRead = this.#clock.now()
       this.#unshared = false
       if (answer === 'written') {
+        this.#overwrite = false
         this.#epoch = epoch
+        // The bus carries the record itself: the other replicas adopt it without a read.
+        bus?.publish(CHANNEL, sealed).catch(() => undefined)
         return
       }
-      if (!answer) return
-      const stored = parseRecord(seal ? seal.openText(key, answer) : answer)
-      if (stored === null) {
-        if (!this.#forgedSeen) this.#o.log.warn({ credential: this.#o.credential, key }, "ignoring a shared platform limit in redis that does not carry this gateway's seal (GATEWAY_SECRET): this replica learns its own")
-        this.#forgedSeen = true
-        return
-      }
-      this.#forgedSeen = false
-      // A record as new as this replica's last, or newer, is the shared limit; an older one
-      // was replaced here since (and this replica's own change is written when it comes).
-      if (stored.epoch < this.#epoch || stored.limit === this.#o.estimator.limit) return
-      this.#epoch = stored.epoch
-      const before = this.#o.estimator.limit
-      this.#o.estimator.adopt(stored.limit)
-      this.#apply(before, 'adopted')
+      const [stored, storedEpoch] = answer as [string, string]
+      if (!stored) return
+      this.#consider(stored, Number(storedEpoch))
     } finally {
       this.#syncing = false
     }
   }
+
+  /** A record another replica published: adopted as a stored one would be. */
+  #heard(message: string): void {
+    const opened = this.#open(message)
+    if (opened !== null) this.#consider(message, opened.epoch)
+  }
+
+  /** A sealed record and the epoch stored beside it: adopted, or marked to be written over. */
+  #consider(sealed: string, storedEpoch: number): void {
+    const record = this.#open(sealed)
+    const { credential, key } = { credential: this.#o.credential, key: this.#o.shared?.key }
+    if (record === null) {
+      if (!this.#forgedSeen) this.#o.log.warn({ credential, key }, "ignoring a shared platform limit in redis that does not carry this gateway's seal (GATEWAY_SECRET): this replica learns its own")
+      this.#forgedSeen = true
+      this.#overwrite = true
+      return
+    }
+    this.#forgedSeen = false
+    const now = this.#epochNow()
+    // Its window sealed with it, and the one Redis orders by, must agree; and it must be recent.
+    if (record.epoch !== storedEpoch || record.epoch > now + 1 || now - record.epoch > RECORD_MAX_AGE_WINDOWS) {
+      this.#o.log.warn({ credential, key, epoch: record.epoch, storedEpoch, now }, 'ignoring a shared platform limit that is replayed, stale or dated ahead: this replica writes its own')
+      this.#overwrite = true
+      return
+    }
+    // A record as new as this replica's last, or newer, is the shared limit; an older one
+    // was replaced here since (and this replica's own change is written when it comes).
+    const own = this.#o.estimator.limit
+    if (record.epoch < this.#epoch) return
+    this.#epoch = record.epoch
+    if (record.limit === own) return
+    // One record moves this replica at most ADOPT_MAX_FACTOR: a replayed one cannot swing it, a genuine one is reached within windows.
+    this.#o.estimator.adopt(Math.min(own * ADOPT_MAX_FACTOR, Math.max(own / ADOPT_MAX_FACTOR, record.limit)))
+    this.#apply(own, 'adopted')
+  }
+
+  #open(sealed: string): SharedRecord | null {
+    const shared = this.#o.shared
+    if (!shared) return null
+    return parseRecord(shared.seal ? shared.seal.openText(shared.key, sealed) : sealed)
+  }
 }
 
-function parseRecord(text: string | null): { limit: number; epoch: number } | null {
+function parseRecord(text: string | null): SharedRecord | null {
   if (text === null) return null
   try {
     const { limit, epoch } = JSON.parse(text) as { limit?: unknown; epoch?: unknown }

@@ -11,8 +11,8 @@
  *     target   = gradient × limit + (r ≤ LATENCY_BUFFER ? headroom(limit) : 0)
  *     limit   += SMOOTHING × (target − limit)
  *
- * or, when its overload answers (429, 5xx, timeouts) come from OVERLOAD_MIN_ROUTES
- * routes or more and make OVERLOAD_MIN_SHARE of its calls, limit × OVERLOAD_FACTOR.
+ * or, when two teams or more (OVERLOAD_MIN_TEAMS) draw overload answers (502/503/504,
+ * timeouts, slow 5xx) on OVERLOAD_MIN_SHARE of their calls, limit × OVERLOAD_FACTOR.
  *
  * - The gradient, the 25 % buffer over the floor and the √limit headroom are Envoy's
  *   (docs "Adaptive Concurrency", gradient_controller.cc; envoyproxy/envoy#9038: without
@@ -32,29 +32,41 @@
  * Where it differs from both, and why:
  * - The floor is learned passively from live answers, never by pinning concurrency
  *   (Envoy pins 1-3 calls while it re-measures and its docs warn of 503s then;
- *   envoyproxy/envoy#9007, #8337). A class's floor is a low percentile
- *   (FLOOR_PERCENTILE) of its answers per FLOOR_BUCKET_MS bucket, the lowest over the
- *   last FLOOR_BUCKETS buckets: one lucky answer does not set it
- *   (Netflix/concurrency-limits#37), and a platform that got faster lowers it at once.
- *   It rises only on the answers of calls that started at no more calls in flight (on
- *   the credential, every replica's) than the floor it replaces was measured at (or at
- *   the minimum limit): answers slowed by our own load never raise it, so it does not
- *   creep up under sustained load (the creep of envoyproxy/envoy#11579).
- *   A platform that got slower for good drives the limit down until the floor is
- *   re-measured at the load it was measured at, then regrows.
- * - Latency is compared like with like: each answer is divided by the floor of its own
- *   latency class (route template and date-range bucket, `latencyClass`), so a year of
- *   data, ten times slower, is not a loaded platform.
- * - One team or one route cannot teach the limit to collapse: the window's ratio is the
- *   lowest of the ratio over all answers, without the slowest team's and without the
- *   slowest route's; an overload cut needs overload answers on
- *   two routes at least, as the credential pause does. Overload on one route is
- *   evidence about that route (its caller pauses it).
+ *   envoyproxy/envoy#9007, #8337). A class's floor is a percentile (FLOOR_PERCENTILE) of
+ *   its answers per FLOOR_BUCKET_MS bucket, the lowest over the last FLOOR_BUCKETS
+ *   buckets: one lucky answer does not set it (Netflix/concurrency-limits#37), and a
+ *   platform that got faster lowers it at once. A bucket of fewer than FLOOR_MIN_ANSWERS,
+ *   or of fewer than FLOOR_MIN_SHARE of the answers of its class's busiest bucket, sets no
+ *   floor: a burst of cheap answers beside the class's usual traffic is no floor for
+ *   minutes, and a class without one compares its answers with nothing (ratio 1).
+ *   A floor rises only on the answers of calls that started at no more calls in flight
+ *   (on the credential, every replica's) than the floor it replaces was measured at (or
+ *   at the minimum limit): answers slowed by our own load never raise it, so it does not
+ *   creep up under sustained load (the creep of envoyproxy/envoy#11579). A platform that
+ *   got slower for good drives the limit down until the floor is re-measured at the load
+ *   it was measured at, then regrows.
+ * - Latency is compared like with like, and each team with its own: an answer is divided
+ *   by the floor of its latency class, which its caller names (`klass`: the team, and the
+ *   work the platform does: the report's route, range and splits, reports/work-class.ts),
+ *   so a year of data, ten times slower, is not a loaded platform, and no team's answers
+ *   set another team's floor.
+ * - Reactions are charged to whoever caused them. Load slows every team's calls: with two
+ *   teams or more answering, the window's ratio is the second highest of their median
+ *   ratios (evidence from more than one team), each without its slowest route, so one
+ *   team's slow reports, or one route's, do not lower the limit for the others. Overload
+ *   answers (502/503/504, timeouts, and a 500 no faster than its class's floor) cut the
+ *   limit only when they come from two teams or more; otherwise the team drawing them is
+ *   braked (its calls in flight halved, then let go step by step as its answers come
+ *   back clean), and the others keep the platform. A fast 500 is the report's own
+ *   failure, not load. A 429 is answered by a pause of whoever drew it (pauses.ts); the
+ *   platform pausing the credential cuts the limit (`overload()`).
  * - Whether a window used the limit comes from `record` (calls in flight when each call
- *   started) and from `note` (calls queued): a window in which callers waited for a
- *   slot used the limit whatever the count in flight.
+ *   started) and from `note` (a call waited for a free seat): a call waiting for anything
+ *   else (a lease across replicas) does not count.
+ * - The highest limit the platform carried at its floor is remembered over a fault of
+ *   any length: it ages only in windows at the floor, so after a slowdown or an outage the
+ *   limit doubles back to it within seconds.
  */
-import { routeTemplate } from './throttle-pauses.js'
 
 /** How often the limit is recomputed. */
 export const DEFAULT_WINDOW_MS = 1000
@@ -72,13 +84,17 @@ export const MIN_WINDOW_SAMPLES = 8
 export const SMOOTHING = 0.3
 /** The hard cut on overload answers, at most once per window, never below the minimum. */
 export const OVERLOAD_FACTOR = 0.5
-/** Overload answers (429, 5xx, timeouts) that cut the limit: this share of the window's calls... */
+/** A team draws overload when its overload answers make this share of its calls in a window; */
 export const OVERLOAD_MIN_SHARE = 0.05
-/** ...and at least this many... */
+/** the limit is cut for the credential when this many teams draw it at once; */
+export const OVERLOAD_MIN_TEAMS = 2
+/** a team drawing it alone is braked when its overload answers are this many at least. */
 export const OVERLOAD_MIN_ANSWERS = 2
-/** ...on at least this many distinct routes. */
-export const OVERLOAD_MIN_ROUTES = 2
-/** A window used the limit when calls queued or this share of the limit was in flight at once. */
+/** The other teams' answers a window needs to set the slowest team's aside. */
+export const MIN_TEAM_SAMPLES = 3
+/** A braked team's calls in flight: halved on overload, grown by this factor a window without. */
+export const BRAKE_GROWTH = 1.5
+/** A window used the limit when a call waited for a seat or this share of the limit was in flight at once. */
 export const USED_FRACTION = 0.5
 /** A class's floor is kept per bucket of this length... */
 export const FLOOR_BUCKET_MS = 30_000
@@ -86,11 +102,15 @@ export const FLOOR_BUCKET_MS = 30_000
 export const FLOOR_BUCKETS = 6
 /** The percentile of a bucket's answers taken as its floor. */
 export const FLOOR_PERCENTILE = 0.5
+/** A bucket sets a floor only with this many answers (a percentile of fewer is noise)... */
+export const FLOOR_MIN_ANSWERS = 5
+/** ...and at least this share of the answers of its class's busiest live bucket: a burst is not the platform's floor. */
+export const FLOOR_MIN_SHARE = 0.25
 /** Latency classes held; past this many the least recently seen is forgotten. */
 export const MAX_CLASSES = 512
 /** Answers kept per window for its latency ratio; past this many the rest only count. */
 export const MAX_WINDOW_SAMPLES = 10_000
-/** How many windows the highest limit is remembered: growth back to it, once latency is at its floor again, is fast. */
+/** For how many windows at the floor below it the highest limit carried there is remembered: growth back to it is fast. */
 export const CUT_MEMORY_WINDOWS = 30
 /** A window with fewer than MIN_WINDOW_SAMPLES answers stays open at most this many windows. */
 export const MAX_WINDOW_SPAN = 5
@@ -101,7 +121,6 @@ export const DEFAULT_MAX_LIMIT = 64
 // Latencies are binned on a log scale, 16 bins per doubling (4.4 % wide), so a bucket's
 // percentile costs a few map entries whatever the number of answers.
 const BINS_PER_OCTAVE = 16
-const DAY_MS = 86_400_000
 
 /**
  * Room to grow while latency stays near its floor: without it the limit would stay
@@ -112,48 +131,24 @@ export function headroom(limit: number): number {
 }
 
 /**
- * The latency class of a call: its route template, plus `|rN` with N = ⌈log2(days + 1)⌉
- * for the number of days its query's `dateFrom`..`dateTo` covers (both included), so a
- * report over a year is compared with reports over a year. No bucket when either date is
- * missing, not a calendar date `YYYY-MM-DD`, or the range runs backwards.
+ * 'throttled': a 429; 'failed': a 502, 503 or 504, a timeout or a connection error;
+ * 'error': another 5xx, overload only when it is no faster than its class's floor.
  */
-export function latencyClass(url: string): string {
-  const route = routeTemplate(url)
-  const target = url.split('#', 1)[0] ?? ''
-  const q = target.indexOf('?')
-  if (q < 0) return route
-  const query = new URLSearchParams(target.slice(q + 1))
-  const from = calendarDay(query.get('dateFrom'))
-  const to = calendarDay(query.get('dateTo'))
-  if (from === null || to === null || to < from) return route
-  return `${route}|r${Math.ceil(Math.log2(to - from + 2))}`
-}
-
-/** Days since 1970-01-01 of a real calendar date `YYYY-MM-DD`, or null. */
-function calendarDay(text: string | null): number | null {
-  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text ?? '')
-  if (!match) return null
-  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])]
-  const at = new Date(0)
-  at.setUTCFullYear(year, month - 1, day)
-  if (at.getUTCFullYear() !== year || at.getUTCMonth() !== month - 1 || at.getUTCDate() !== day) return null
-  return Math.round(at.getTime() / DAY_MS)
-}
-
-export type CallOutcome = 'ok' | 'throttled' | 'failed'
+export type CallOutcome = 'ok' | 'throttled' | 'failed' | 'error'
 
 export interface CallSample {
   /** Epoch ms when the answer came (the call started at `at - latencyMs`). */
   at: number
   latencyMs: number
-  /** `latencyClass` of the call. */
+  /** The call's latency class: its team and the work it asks of the platform (its caller names it). */
   klass: string
   /** `routeTemplate` of the call. */
   route: string
   team: string
   /** Calls in flight on the credential when this one started, itself included, on every replica. */
   inFlight: number
-  /** 'throttled': a 429; 'failed': a 5xx, a timeout or a connection error. */
+  /** The team's calls in flight when this one started, itself included (on this replica). */
+  teamInFlight?: number
   outcome: CallOutcome
 }
 
@@ -161,12 +156,12 @@ export interface LoadPeak {
   at: number
   /** Calls in flight on the credential. */
   inFlight: number
-  /** Calls waiting for a slot. */
-  queued: number
+  /** A call waited for a free seat (not for anything else). */
+  starved: boolean
 }
 
 /**
- * - overload: overload answers on several routes (or `overload()`) cut the limit
+ * - overload: overload answers of several teams (or `overload()`) cut the limit
  * - latency: the window's latency shrank it
  * - growth: latency near the floor in a window that used the limit grew it
  * - app-limited: latency would grow it, but the window did not use the limit
@@ -218,10 +213,19 @@ interface Observation {
   latencyMs: number
 }
 
+/** One team's calls in a window: how many, how many drew overload (and of those, how many are evidence of load), its most in flight at once. */
+interface TeamWindow {
+  calls: number
+  overloads: number
+  /** Overloads that say the platform is loaded (a 500 no faster than a known floor; not one of a class without one). */
+  loaded: number
+  peak: number
+}
+
 /**
  * The learned limit of one credential on one replica. Feed it every answer
- * (`record`), the governor's load when a call starts or queues (`note`), and call
- * `tick` often (every 100 ms or so): it closes a window once `windowMs` has passed.
+ * (`record`), the governor's load (`note`), and call `tick` often (every 100 ms or so):
+ * it closes a window once `windowMs` has passed.
  */
 export class LimitEstimator {
   readonly #min: number
@@ -236,17 +240,17 @@ export class LimitEstimator {
   #changedAt = -Infinity
   /** When the limit was last cut: overload answers of calls started before are already answered for. */
   #cutAt = -Infinity
-  /** The highest limit the platform answered at its floor in the last windows, and when: growth back to it is fast. */
+  /** The highest limit the platform answered at its floor, and the windows at the floor since, below it: growth back to it is fast. */
   #goodHigh = 0
-  #goodAt = -Infinity
+  #goodAge = 0
   /** When latency was last past the buffer: a knee is known for CUT_MEMORY_WINDOWS windows (a cut for overload answers says nothing of one). */
   #kneeAt = -Infinity
   #observations: Observation[] = []
-  #calls = 0
-  #overloads = 0
-  readonly #overloadRoutes = new Set<string>()
+  readonly #teams = new Map<string, TeamWindow>()
   #peak = 0
-  #queued = 0
+  #starved = false
+  /** Teams drawing overload alone, and the calls in flight each is held to. */
+  readonly #brakes = new Map<string, number>()
 
   constructor(opts: LimitEstimatorOptions) {
     const { initial, min, max } = opts
@@ -271,17 +275,23 @@ export class LimitEstimator {
     return this.#floorMs
   }
 
+  /** Teams drawing overload on their own, and the calls in flight each is held to (whole, at least 1). */
+  get brakes(): ReadonlyMap<string, number> {
+    return new Map([...this.#brakes].map(([team, cap]) => [team, Math.max(1, Math.floor(cap))]))
+  }
+
   /** One answer (or failure) of a platform call. */
   record(sample: CallSample): void {
     const start = sample.at - sample.latencyMs
     this.#peak = Math.max(this.#peak, sample.inFlight)
+    const overload = this.#isOverload(sample)
     if (start >= this.#cutAt) {
-      this.#calls++
-      if (sample.outcome !== 'ok') {
-        this.#overloads++
-        // Two routes are all the rule asks; the set stays that small.
-        if (this.#overloadRoutes.size < OVERLOAD_MIN_ROUTES) this.#overloadRoutes.add(sample.route)
-      }
+      let team = this.#teams.get(sample.team)
+      if (!team) this.#teams.set(sample.team, (team = { calls: 0, overloads: 0, loaded: 0, peak: 0 }))
+      team.calls++
+      team.peak = Math.max(team.peak, sample.teamInFlight ?? 1)
+      if (overload !== 'no') team.overloads++
+      if (overload === 'load') team.loaded++
     }
     if (sample.outcome !== 'ok') return
     // Overload answers come fast (429) or at a deadline (timeout): neither is the platform's latency.
@@ -292,13 +302,13 @@ export class LimitEstimator {
   }
 
   /**
-   * The governor's load at an instant (a call started or queued). Optional: `record`
-   * already sees the calls in flight at each call's start; `note` adds calls that
-   * queued, so a window whose callers waited for a slot counts as using the limit.
+   * The governor's load at an instant. Optional: `record` already sees the calls in
+   * flight at each call's start; `note` adds that a call waited for a free seat, so that
+   * the window counts as using the limit.
    */
   note(peak: LoadPeak): void {
     this.#peak = Math.max(this.#peak, peak.inFlight)
-    this.#queued = Math.max(this.#queued, peak.queued)
+    this.#starved ||= peak.starved
   }
 
   /** Closes the window once `windowMs` has passed since it opened; null while it is open. */
@@ -310,17 +320,18 @@ export class LimitEstimator {
     if (now - this.#windowStart < this.#windowMs) return null
     const before = this.limit
     this.#refreshFloors(now)
-    const update = this.#decide(now, before)
+    const overloaded = this.#overloadedTeams()
+    const update = this.#decide(now, before, this.#overloadedTeams(true))
     // Too few answers to judge (a low limit, a quiet hour): the window stays open and
     // gathers more, up to MAX_WINDOW_SPAN windows, rather than judging nothing each time.
-    if (update.reason === 'few-samples' && now - this.#windowStart < MAX_WINDOW_SPAN * this.#windowMs) return update
+    // A team drawing overload is braked at once all the same.
+    if (update.reason === 'few-samples' && overloaded.length === 0 && now - this.#windowStart < MAX_WINDOW_SPAN * this.#windowMs) return update
+    if (update.reason !== 'overload') this.#brake(overloaded.length < OVERLOAD_MIN_TEAMS ? overloaded : [])
     this.#windowStart = now
     this.#observations = []
-    this.#calls = 0
-    this.#overloads = 0
-    this.#overloadRoutes.clear()
+    this.#teams.clear()
     this.#peak = 0
-    this.#queued = 0
+    this.#starved = false
     return update
   }
 
@@ -340,27 +351,68 @@ export class LimitEstimator {
     this.#cut(now)
     // What the window gathered so far measured the limit just cut.
     this.#observations = []
-    this.#calls = 0
-    this.#overloads = 0
-    this.#overloadRoutes.clear()
+    this.#teams.clear()
     return { limit: this.limit, changed: this.limit !== before, reason: 'overload' }
   }
 
   /**
-   * Keeps the highest limit of the last CUT_MEMORY_WINDOWS windows that used it with
-   * answers within the buffer over their floor: a limit the platform carried, not one it
-   * was slowed or overloaded by.
+   * Whether an answer is overload, and whether it says the platform is loaded: a 502/503/
+   * 504, a timeout or a connection error is ('load'); another 5xx that took at least its
+   * class's floor is too, one of a class without a floor (it never answers otherwise) is
+   * its team's trouble alone ('team'), and a faster one is the report's own failure, not
+   * load ('no'). A 429 is the platform's word on whoever drew it: pauses.ts answers it,
+   * scoped, and a credential pause cuts the limit (`overload()`).
    */
-  #remember(now: number, limit: number): void {
-    if (limit >= this.#goodHigh || now - this.#goodAt > CUT_MEMORY_WINDOWS * this.#windowMs) {
+  #isOverload(sample: CallSample): 'load' | 'team' | 'no' {
+    if (sample.outcome === 'ok' || sample.outcome === 'throttled') return 'no'
+    if (sample.outcome === 'failed') return 'load'
+    const floor = this.#classes.get(sample.klass)?.floor?.ms
+    if (floor === undefined) return 'team'
+    return sample.latencyMs >= floor ? 'load' : 'no'
+  }
+
+  /**
+   * Keeps the highest limit that windows at the floor used, with answers within the
+   * buffer: a limit the platform carried, not one it was slowed or overloaded by. It is
+   * forgotten after CUT_MEMORY_WINDOWS windows at the floor below it; windows of a fault
+   * (past the buffer, overloaded) do not age it.
+   */
+  #remember(limit: number): void {
+    if (limit >= this.#goodHigh) {
       this.#goodHigh = limit
-      this.#goodAt = now
+      this.#goodAge = 0
+    } else if (++this.#goodAge > CUT_MEMORY_WINDOWS) {
+      this.#goodHigh = limit
+      this.#goodAge = 0
     }
   }
 
-  #decide(now: number, before: number): LimitUpdate {
-    const needed = Math.max(OVERLOAD_MIN_ANSWERS, Math.ceil(OVERLOAD_MIN_SHARE * this.#calls))
-    if (this.#overloads >= needed && this.#overloadRoutes.size >= OVERLOAD_MIN_ROUTES && now - this.#cutAt >= this.#windowMs) {
+  /** Teams whose overload answers (`loaded`: those that say the platform is loaded) make OVERLOAD_MIN_SHARE of their calls in the window (one at least). */
+  #overloadedTeams(loaded = false): string[] {
+    const out: string[] = []
+    for (const [team, w] of this.#teams) {
+      if ((loaded ? w.loaded : w.overloads) >= Math.max(1, Math.ceil(OVERLOAD_MIN_SHARE * w.calls))) out.push(team)
+    }
+    return out
+  }
+
+  /** A team drawing overload alone (OVERLOAD_MIN_ANSWERS at least) is held to half its calls in flight; a braked team without grows back, let go at the limit. */
+  #brake(overloaded: readonly string[]): void {
+    for (const team of overloaded) {
+      if ((this.#teams.get(team)?.overloads ?? 0) < OVERLOAD_MIN_ANSWERS) continue
+      const peak = this.#teams.get(team)?.peak ?? 1
+      this.#brakes.set(team, Math.max(1, Math.floor(Math.min(this.#brakes.get(team) ?? Infinity, peak) * OVERLOAD_FACTOR)))
+    }
+    for (const [team, cap] of this.#brakes) {
+      if (overloaded.includes(team)) continue
+      const next = Math.max(cap + 1, cap * BRAKE_GROWTH)
+      if (next >= this.limit) this.#brakes.delete(team)
+      else this.#brakes.set(team, next)
+    }
+  }
+
+  #decide(now: number, before: number, overloaded: readonly string[]): LimitUpdate {
+    if (overloaded.length >= OVERLOAD_MIN_TEAMS && now - this.#cutAt >= this.#windowMs) {
       this.#cut(now)
       return { limit: this.limit, changed: this.limit !== before, reason: 'overload' }
     }
@@ -373,19 +425,19 @@ export class LimitEstimator {
     // Headroom is room to grow near the floor; past the buffer the platform queues our calls already.
     const target = gradient * this.#estimate + (atFloor ? headroom(this.#estimate) : 0)
     const reason: LimitReason = target >= this.#estimate ? 'growth' : 'latency'
-    const used = this.#queued > 0 || this.#peak >= USED_FRACTION * before
+    const used = this.#starved || this.#peak >= USED_FRACTION * before
     if (reason === 'growth' && !used) return { limit: before, changed: false, reason: 'app-limited' }
-    if (atFloor) this.#remember(now, before)
+    if (atFloor) this.#remember(before)
     else this.#kneeAt = now
-    // Back towards the highest limit the platform carried in the last windows (it recovered
-    // from a fault: latency is back at its floor), the limit doubles each window, as TCP's
-    // slow start does up to its threshold: a fault costs seconds, not a slow climb.
-    const recovering = reason === 'growth' && atFloor && this.#estimate < this.#goodHigh && now - this.#goodAt <= CUT_MEMORY_WINDOWS * this.#windowMs
+    // Back towards the highest limit the platform carried at its floor (it recovered from
+    // a fault: latency is back at its floor), the limit doubles each window, as TCP's slow
+    // start does up to its threshold: a fault costs seconds, not a slow climb.
+    const recovering = reason === 'growth' && atFloor && this.#estimate < this.#goodHigh
     // While no knee is known (latency has not left the buffer lately) and the window held
     // every call the limit allows, growth takes the whole headroom, as TCP's slow start
     // grows until its first loss; otherwise SMOOTHING of it, so the limit probes past a
     // knee by a call or two at most.
-    const fast = reason === 'growth' && now - this.#kneeAt > CUT_MEMORY_WINDOWS * this.#windowMs && (this.#queued > 0 || this.#peak >= before)
+    const fast = reason === 'growth' && now - this.#kneeAt > CUT_MEMORY_WINDOWS * this.#windowMs && (this.#starved || this.#peak >= before)
     const smoothed = this.#estimate + (fast ? 1 : SMOOTHING) * (target - this.#estimate)
     // Growth adds one whole call at least, so a low limit (2, 3) is not held by rounding down.
     const step = reason === 'growth' && target >= this.#estimate + 1 ? Math.max(smoothed, Math.floor(this.#estimate) + 1) : smoothed
@@ -408,14 +460,15 @@ export class LimitEstimator {
   /**
    * The window's latency over floor: the FLOOR_PERCENTILE of its answers' ratios (the
    * floor's own percentile: like with like, so a platform whose answers spread widely
-   * sits at 1 when unloaded), or, when lower, the same without the slowest team's
-   * answers, or without the slowest route's. Overload raises everyone's latency; one
-   * team's or one route's slowness is about its own calls.
+   * sits at 1 when unloaded), or, when lower, the same without the slowest team's answers
+   * (MIN_TEAM_SAMPLES of the others are enough: load slows every team, and one team's
+   * slow reports are its own, however many of the answers they are), or without the
+   * slowest route's (one route's slowness is about its own calls).
    */
   #windowRatio(): number {
     const ratios = this.#observations.map((o) => o.latencyMs / (this.#classes.get(o.klass)?.floor?.ms ?? o.latencyMs))
     let ratio = percentile(ratios, FLOOR_PERCENTILE)
-    for (const key of ['team', 'route'] as const) {
+    for (const [key, enough] of [['team', MIN_TEAM_SAMPLES], ['route', MIN_WINDOW_SAMPLES]] as const) {
       const groups = new Map<string, number[]>()
       this.#observations.forEach((o, i) => {
         const group = groups.get(o[key])
@@ -430,7 +483,7 @@ export class LimitEstimator {
         if (m > worstMedian) [worst, worstMedian] = [name, m]
       }
       const rest = ratios.filter((_, i) => this.#observations[i]?.[key] !== worst)
-      if (rest.length >= MIN_WINDOW_SAMPLES) ratio = Math.min(ratio, percentile(rest, FLOOR_PERCENTILE))
+      if (rest.length >= enough) ratio = Math.min(ratio, percentile(rest, FLOOR_PERCENTILE))
     }
     return ratio
   }
@@ -482,13 +535,17 @@ export class LimitEstimator {
         continue
       }
       let lowest: Floor | null = null
+      const most = Math.max(...klass.buckets.map((b) => b.count))
       for (const bucket of klass.buckets) {
+        // A burst (a bucket of few answers beside the class's usual traffic) is not the platform's floor.
+        if (bucket.count < Math.max(FLOOR_MIN_ANSWERS, FLOOR_MIN_SHARE * most)) continue
         summarize(bucket)
         if (lowest === null || bucket.floorMs < lowest.ms) lowest = { ms: bucket.floorMs, inFlight: bucket.inFlight }
       }
+      if (lowest === null) continue
       const current = klass.floor
-      const rise = current !== null && (lowest as Floor).ms > current.ms ? floorAtLoad(klass.buckets, Math.max(current.inFlight, this.#min)) : null
-      klass.floor = nextFloor(current, lowest as Floor, rise)
+      const rise = current !== null && lowest.ms > current.ms ? floorAtLoad(klass.buckets, Math.max(current.inFlight, this.#min)) : null
+      klass.floor = nextFloor(current, lowest, rise)
       if (klass.count > busiest) {
         busiest = klass.count
         this.#floorMs = klass.floor.ms

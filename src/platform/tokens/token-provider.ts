@@ -312,7 +312,24 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   // A Kubernetes Secret update swaps the `..data` symlink in the file's folder, which a
   // watch on the file itself misses; the folder is watched, and polled as a backstop.
   #watchTokenFile(path: string): void {
-    const check = () => void this.#readTokenFile('file')
+    // One read at a time, in order: a read begun before the file went cannot succeed after
+    // one begun later failed (which would log the lasting fault again).
+    let reading = false
+    let again = false
+    const check = (): void => {
+      if (reading) {
+        again = true
+        return
+      }
+      reading = true
+      void this.#readTokenFile('file').finally(() => {
+        reading = false
+        if (again) {
+          again = false
+          check()
+        }
+      })
+    }
     try {
       this.#watcher = watch(dirname(path), { persistent: false }, (_event, name) => {
         if (name === null || name === basename(path) || name.startsWith('..')) check()

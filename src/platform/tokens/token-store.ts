@@ -8,6 +8,7 @@ import type { TokenProvider, TokenState } from './token-provider.js'
 import type { TokenRegistry } from './token-registry.js'
 import type { Clock, Timer } from '../../clock.js'
 import { redisKey } from '../../redis/keys.js'
+import { redisScript } from '../../redis/script.js'
 
 const CHANNEL = 'token'
 
@@ -61,7 +62,7 @@ interface StoredRead {
 // passed back as ARGV[3] and written over if unchanged, so a forged high version cannot
 // keep rotations out. Anything that is not a format-2 record with a numeric version
 // (garbage, an older format) does not count either, and never makes the script fail.
-const WRITE_IF_NEWER = `
+const WRITE_IF_NEWER = redisScript<number>('gatewayTokenWrite', `
 local cur = redis.call('get', KEYS[1])
 if cur and cur ~= ARGV[3] then
   local ok, decoded = pcall(cjson.decode, cur)
@@ -71,7 +72,7 @@ if cur and cur ~= ARGV[3] then
   end
 end
 redis.call('set', KEYS[1], ARGV[1])
-return 1`
+return 1`, 1)
 
 /**
  * Central rotation: the current token of each credential, AES-256-GCM
@@ -153,7 +154,7 @@ export class TokenStore {
     let unauthentic = ''
     // A second attempt only after an unauthentic record refused the first write.
     for (let attempt = 1; ; attempt++) {
-      const written = await breaker.run(() => redis.eval(WRITE_IF_NEWER, 1, key, record, String(state.version), unauthentic), null)
+      const written = await breaker.run(() => WRITE_IF_NEWER(redis, key, record, String(state.version), unauthentic), null)
       if (written === null) {
         log.error({ credential: provider.name }, 'the new platform token could not be shared through Redis; other replicas keep theirs')
         return

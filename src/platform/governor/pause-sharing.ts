@@ -1,0 +1,164 @@
+import type { Logger } from 'pino'
+import type { RedisBreaker } from '../../redis/breaker.js'
+import type { RedisBus } from '../../redis/bus.js'
+import type { RedisClient } from '../../redis/client.js'
+import type { RedisSeal } from '../../redis/seal.js'
+import { redisKey } from '../../redis/keys.js'
+import type { Clock } from '../../clock.js'
+import { MAX_SCOPES, scopeKey, scopeOfKey, type Pause } from './pauses.js'
+
+const CHANNEL = 'platform-pause'
+
+/** What a replica tells the others: a pause (`ms` from now) or, without `ms`, its end. */
+interface PauseMessage {
+  credential: string
+  scope: string
+  team: string
+  route: string
+  ms?: number
+}
+
+/** A peer's word: a pause to take, or the scope whose pause ended. */
+export type PeerPause = { credential: string; pause: Pause } | { credential: string; ended: string }
+
+export interface PauseSharingOptions {
+  redis: RedisClient | null
+  breaker: RedisBreaker | null
+  bus: RedisBus | null
+  /** Seals the pauses written to Redis (GATEWAY_SECRET): a pause read there is obeyed only with its seal. */
+  seal: RedisSeal | null
+  keyPrefix: string
+  /** platform.maxPause: without a seal, the longest a peer's pause is taken for. */
+  maxPauseMs: number
+  log: Pick<Logger, 'warn'>
+  /** A stored pause without this gateway's seal, ignored. */
+  onUnverified: () => void
+  clock: Clock
+}
+
+/**
+ * The pauses of every credential shared by the replicas: the replica whose call drew a
+ * 429 writes the pause to Redis (one hash per credential, a field per scope, each value
+ * sealed with its end) and tells the others on the bus; likewise for an end the platform
+ * answered. A replica that starts reads the pauses under way. Without Redis a pause stays
+ * on the replica that got the 429.
+ */
+export class PauseSharing {
+  readonly #o: PauseSharingOptions
+
+  constructor(opts: PauseSharingOptions) {
+    this.#o = opts
+  }
+
+  /** Follows the other replicas' pauses, after reading those under way for `credentials`. */
+  async start(credentials: readonly string[], onPeer: (word: PeerPause) => void): Promise<void> {
+    const { bus, redis, breaker, clock } = this.#o
+    await bus?.subscribe(CHANNEL, (text) => {
+      const message = parseMessage(text)
+      if (message === null) return
+      const scope = scopeOfKey(message.scope)
+      if (scope === null) return
+      if (message.ms === undefined) onPeer({ credential: message.credential, ended: message.scope })
+      else onPeer({ credential: message.credential, pause: { scope, team: message.team, route: message.route, until: clock.now() + this.#peerLength(message.ms) } })
+    })
+    if (!redis || !breaker) return
+    for (const credential of credentials) {
+      const key = this.#key(credential)
+      // Bounded before it is read: a hash grown by a Redis writer is ignored, not decoded.
+      const size = await breaker.run(() => redis.hlen(key), 0)
+      if (size > MAX_SCOPES) {
+        this.#o.log.warn({ key, fields: size }, 'ignoring a hash of platform pauses in redis larger than any replica writes')
+        continue
+      }
+      const stored = size === 0 ? {} : await breaker.run(() => redis.hgetall(key), {} as Record<string, string>)
+      for (const [field, value] of Object.entries(stored)) {
+        const scope = scopeOfKey(field)
+        const record = scope === null ? null : parseStored(this.#opened(`${key}#${field}`, value))
+        if (scope === null || record === null) continue
+        const ms = this.#peerLength(record.until - clock.now())
+        if (ms > 0) onPeer({ credential, pause: { scope, team: record.team, route: record.route, until: clock.now() + ms } })
+      }
+    }
+  }
+
+  /** A pause this replica's call drew: written (the longer of two pauses wins) and told. */
+  async share(credential: string, pause: Pause): Promise<void> {
+    const { redis, breaker, clock } = this.#o
+    const ms = pause.until - clock.now()
+    if (ms <= 0) return
+    const field = scopeKey(pause.scope)
+    if (redis && breaker) {
+      const key = this.#key(credential)
+      const binding = `${key}#${field}`
+      const current = parseStored(this.#opened(binding, await breaker.run(() => redis.hget(key, field), null)))
+      if (current === null || current.until < pause.until) {
+        await breaker.run(() => redis.hset(key, field, this.#sealed(binding, JSON.stringify({ until: pause.until, team: pause.team, route: pause.route }))), null)
+        // The hash outlives its longest pause only; a past pause in it is skipped at start.
+        const left = await breaker.run(() => redis.pttl(key), -2)
+        if (left < ms) await breaker.run(() => redis.pexpire(key, ms), null)
+      }
+    }
+    this.#publish({ credential, scope: field, team: pause.team, route: pause.route, ms })
+  }
+
+  /** A pause the platform's answer ended here: dropped from Redis and told. */
+  async shareEnd(credential: string, pause: Pause): Promise<void> {
+    const { redis, breaker } = this.#o
+    const field = scopeKey(pause.scope)
+    if (redis && breaker) await breaker.run(() => redis.hdel(this.#key(credential), field), null)
+    this.#publish({ credential, scope: field, team: pause.team, route: pause.route })
+  }
+
+  #publish(message: PauseMessage): void {
+    this.#o.bus?.publish(CHANNEL, JSON.stringify(message)).catch((err: Error) => {
+      this.#o.log.warn({ err: { message: err.message }, credential: message.credential }, 'the platform pause could not be sent to the other replicas')
+    })
+  }
+
+  /** A stored pause's value, or null when it is not sealed by a replica of this gateway. */
+  #opened(binding: string, value: string | null): string | null {
+    const seal = this.#o.seal
+    if (value === null || !seal) return value
+    const opened = seal.openText(binding, value)
+    if (opened === null) {
+      this.#o.onUnverified()
+      this.#o.log.warn({ key: binding }, "ignoring a platform pause in redis that does not carry this gateway's seal (GATEWAY_SECRET)")
+    }
+    return opened
+  }
+
+  // Without a seal, anyone who may write to Redis may pause every replica: no longer
+  // than a 429 of the platform could (platform.maxPause).
+  #peerLength(ms: number): number {
+    return this.#o.seal ? ms : Math.min(ms, this.#o.maxPauseMs)
+  }
+
+  #sealed(binding: string, value: string): string {
+    return this.#o.seal ? this.#o.seal.sealText(binding, value) : value
+  }
+
+  #key(credential: string): string {
+    return redisKey.pauses(this.#o.keyPrefix, credential)
+  }
+}
+
+function parseMessage(text: string): PauseMessage | null {
+  try {
+    const m = JSON.parse(text) as Partial<Record<keyof PauseMessage, unknown>>
+    if (typeof m.credential !== 'string' || typeof m.scope !== 'string' || typeof m.team !== 'string' || typeof m.route !== 'string') return null
+    if (m.ms !== undefined && !(typeof m.ms === 'number' && Number.isFinite(m.ms))) return null
+    return { credential: m.credential, scope: m.scope, team: m.team, route: m.route, ...(m.ms === undefined ? {} : { ms: m.ms }) }
+  } catch {
+    return null // not a pause message
+  }
+}
+
+function parseStored(value: string | null): { until: number; team: string; route: string } | null {
+  if (value === null) return null
+  try {
+    const { until, team, route } = JSON.parse(value) as { until?: unknown; team?: unknown; route?: unknown }
+    return typeof until === 'number' && typeof team === 'string' && typeof route === 'string' ? { until, team, route } : null
+  } catch {
+    return null
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * The one reader of `retry-after` (RFC 9110, 10.2.3): delay-seconds or an HTTP date.
+ * HTTP dates are GMT, whatever the zone of the machine reading them.
+ */
+
+/**
+ * A `retry-after` value as milliseconds from `now`. Null when absent or unreadable; a
+ * date in the past is 0. Delay-seconds are seconds: `retry-after: 2` is 2000 ms.
+ */
+export function retryAfterMs(value: string | string[] | undefined, now: number): number | null {
+  const raw = (Array.isArray(value) ? value[0] : value)?.trim()
+  if (!raw) return null
+  if (/^\d+$/.test(raw)) return Number(raw) * 1000
+  // Only the date forms HTTP allows (IMF-fixdate, and the obsolete RFC 850 and asctime
+  // ones) name a weekday or month; Date.parse alone would also take "1.5" or "2026".
+  if (!/[A-Za-z]{3}/.test(raw)) return null
+  // asctime's form does not say GMT, and Date.parse would read it in the local zone.
+  const at = Date.parse(/\bGMT\b/.test(raw) ? raw : `${raw} GMT`)
+  if (Number.isNaN(at)) return null
+  return Math.max(0, at - now)
+}
+
+/** The same as whole seconds, rounded up: what the gateway passes on to a caller. */
+export function retryAfterSeconds(value: string | string[] | undefined, now: number): number | null {
+  const ms = retryAfterMs(value, now)
+  return ms === null ? null : Math.ceil(ms / 1000)
+}
+
+/**
+ * The error the caller gets for a failed platform answer, carrying the platform's
+ * `retry-after` (as seconds) for the error handler to send on.
+ */
+export function withRetryAfter<E extends Error>(err: E, headers: Record<string, string | string[] | undefined>, now: number): E {
+  const seconds = retryAfterSeconds(headers['retry-after'], now)
+  return seconds === null ? err : Object.assign(err, { retryAfterSec: seconds })
+}

@@ -1,0 +1,160 @@
+import { request } from 'undici'
+import { describe, expect, it } from 'vitest'
+import { KEYS, listen, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { waitFor } from '../helpers/wait.js'
+import { stalledCampaignCall } from '../helpers/gateway-calls.js'
+
+// Teams share one platform credential. Each attack is one team acting as an ordinary
+// read-only key may (year-long reports, answers left unread, reports the platform fails
+// or throttles, stale reports in bulk, a light load); the assertion is about the other
+// team's answers, or about whom the gateway's reaction is charged to. A platform with a
+// pool of workers (the sandbox's capacity): a report holds its worker for its range.
+
+const sandbox = useSandbox()
+const gateways = useGateways()
+const redis = useRedis()
+
+const CAMPAIGNS = '/api/v1/report/campaigns/get'
+const CREATIVES = '/api/v1/report/creatives/get'
+const PLACEMENTS = '/api/v1/report/adPlacementPositions/get'
+
+/** The n-th distinct report over `days` days, of advertiser 101, on `path`. */
+function report(n: number, days: number, path = CAMPAIGNS): string {
+  const day = (offset: number) => new Date(Date.UTC(2020, 0, 1 + offset)).toISOString().slice(0, 10)
+  return `${path}?advertiserId=101&byDate=1&dateFrom=${day(n)}&dateTo=${day(n + days - 1)}`
+}
+
+async function gateway(yaml: string, env: Record<string, string> = {}, teams = TEAMS_YAML) {
+  const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...env }, `${teams}\n${yaml}`))
+  return listen(gw)
+}
+
+type Gateway = Awaited<ReturnType<typeof gateway>>
+
+async function get(gw: Gateway, path: string, key: string): Promise<{ status: number; cache: string | undefined }> {
+  const res = await request(`${gw.url}${path}`, { headers: { 'x-api-key': key } })
+  await res.body.dump()
+  return { status: res.statusCode, cache: res.headers['x-cache'] as string | undefined }
+}
+
+/** `callers` callers of `key` asking distinct reports one after another until `stop()`; the answers they got. */
+function callers(gw: Gateway, key: string, count: number, next: (i: number) => string) {
+  let stopped = false
+  let n = 0
+  const statuses: number[] = []
+  const loops = Array.from({ length: count }, async () => {
+    while (!stopped) statuses.push(await get(gw, next(n++), key).then((a) => a.status, () => 0))
+  })
+  return {
+    statuses,
+    stop: async () => {
+      stopped = true
+      await Promise.all(loops)
+    },
+  }
+}
+
+describe('one team\'s reports cannot steer the platform for the others', () => {
+  it('a team of year-long reports keeps to its share of the seats once another team waits: the other holds its own', async () => {
+    sandbox.setCapacity({ workers: 8, perDayMs: 4 })
+    const gw = await gateway('platform: { adaptive: false, maxConcurrent: 8 }')
+    const governor = gw.ctx.governors.of('default')
+    // Team `all`: 32 callers of year-long reports (about 1.5 s each), every seat taken.
+    const years = callers(gw, KEYS.all, 32, (i) => report(i * 400, 365))
+    const weeks = { stop: async () => undefined, statuses: [] as number[] }
+    try {
+      await waitFor('the year-long reports holding every seat', () => governor.running('all') === 8)
+      // Team `growth`: 8 callers of week-long reports (about 50 ms each), more than its share: some always wait.
+      Object.assign(weeks, callers(gw, KEYS.growth, 8, (i) => report(i * 10, 7)))
+      // As the year-long calls end, their seats go to the week-long team, up to its share (4).
+      await waitFor('the week-long team holding its seats', () => governor.running('growth') === 4, 10_000)
+      // Then it keeps them: counted in seat-seconds, its share of the platform's time (a
+      // start shared by turns, whatever the calls' length, left it a fraction of one seat).
+      const [seats, at] = [governor.seatSeconds('growth'), performance.now()]
+      await new Promise((resolve) => setTimeout(resolve, 3000))
+      const held = (governor.seatSeconds('growth') - seats) / ((performance.now() - at) / 1000)
+      expect(held).toBeGreaterThan(3)
+    } finally {
+      await Promise.all([years.stop(), weeks.stop()])
+    }
+    expect(weeks.statuses.every((s) => s === 200)).toBe(true)
+  }, 30_000)
+
+  it('a team whose callers stop reading gives back the seat another team waits for, long before readIdleTimeout', async () => {
+    // readIdleTimeout far beyond the queue's timeout: only the contended stall can free the seats in time.
+    const gw = await gateway('platform: { adaptive: false, maxConcurrent: 4, readIdleTimeout: 60s, queueTimeout: 30s, timeout: 60s }')
+    sandbox.setRouteFailure('/api/v1/campaign/get', { kind: 'large', bytes: 24_000_000, times: 4 })
+    const sockets = Array.from({ length: 4 }, () => stalledCampaignCall(gw.port, KEYS.all))
+    try {
+      await waitFor('4 unread answers holding every seat', () => gw.ctx.governors.of('default').running('all') === 4, 10_000)
+      // Another team's miss: answered (not refused at queueTimeout, 30 s).
+      const answer = await get(gw, report(1, 7), KEYS.growth)
+      expect(answer).toMatchObject({ status: 200, cache: 'MISS' })
+      expect(gw.logs.records().some((r) => r.msg === 'caller stopped reading while another team waited for its seat or room: answer cut off' && r.team === 'all')).toBe(true)
+    } finally {
+      for (const socket of sockets) socket.destroy()
+    }
+  }, 45_000)
+
+  it('a team whose reports the platform fails (500 after the work, on two routes) is braked; the limit and the other team are not', async () => {
+    sandbox.setCapacity({ workers: 16, perDayMs: 1 })
+    const gw = await gateway('platform: { initialConcurrent: 16, minConcurrent: 2 }')
+    const governor = gw.ctx.governors.of('default')
+    for (const path of [CREATIVES, PLACEMENTS]) sandbox.setRouteFailure(path, { kind: 'status', status: 500 })
+    const failing = callers(gw, KEYS.all, 12, (i) => report(i * 40, 30, i % 2 ? CREATIVES : PLACEMENTS))
+    const fine = callers(gw, KEYS.growth, 4, (i) => report(i * 10, 7))
+    let limit: number
+    try {
+      await waitFor('the failing team braked', () => governor.brakeOf('all') !== null, 10_000)
+      limit = governor.limit
+    } finally {
+      await Promise.all([failing.stop(), fine.stop()])
+    }
+    // The credential's limit was not cut for one team's failures (it starts at 16).
+    expect(limit).toBeGreaterThanOrEqual(16)
+    expect(fine.statuses.length).toBeGreaterThan(0)
+    expect(fine.statuses.every((s) => s === 200)).toBe(true)
+  }, 30_000)
+
+  it('a team throttled on two routes is paused itself: another team on a third route is served, the credential is not paused', async () => {
+    const gw = await gateway('')
+    for (const path of [CREATIVES, PLACEMENTS]) sandbox.setRouteFailure(path, { kind: 'status', status: 429, headers: { 'retry-after': '30' } })
+    expect((await get(gw, report(1, 7, CREATIVES), KEYS.all)).status).toBe(429)
+    expect((await get(gw, report(1, 7, PLACEMENTS), KEYS.all)).status).toBe(429)
+    const pauses = gw.ctx.governors.pausesOf('default')
+    expect(pauses.map((p) => p.scope)).toContainEqual({ kind: 'team', team: 'all' })
+    expect(gw.ctx.governors.of('default').pausedUntil).toBe(0)
+    // The paused team is refused on any route; the other team is not, on a route of its own.
+    expect((await get(gw, report(2, 7), KEYS.all)).status).toBe(503)
+    expect(await get(gw, report(3, 7), KEYS.growth)).toMatchObject({ status: 200, cache: 'MISS' })
+  })
+
+  it('a team capped at 2 keeps to 2 calls with its stale-while-revalidate refreshes too', async () => {
+    const capped = TEAMS_YAML.replace('advertisers: [101, 102]', 'advertisers: [101, 102]\n    maxConcurrent: 2')
+    const gw = await gateway('cache: { ttl: { recent: 1s, settled: 1s }, staleWhileRevalidate: 1h }\nplatform: { adaptive: false, maxConcurrent: 16 }', {}, capped)
+    for (let i = 0; i < 20; i++) expect((await get(gw, report(i * 10, 7), KEYS.growth)).status).toBe(200)
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    sandbox.setLatency(200)
+    sandbox.resetConcurrency()
+    // 20 stale copies asked at once: each answered STALE at once, each refreshed in the background.
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => get(gw, report(i * 10, 7), KEYS.growth)))
+    expect(answers.every((a) => a.status === 200 && a.cache === 'STALE')).toBe(true)
+    await waitFor('the refreshes done', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) >= 40, 15_000)
+    expect(sandbox.concurrency().peak).toBeLessThanOrEqual(2)
+  }, 30_000)
+
+  it('a light load across replicas does not grow the limit: calls that waited for Redis, not for a seat, did not use it', async () => {
+    sandbox.setLatency(30)
+    const gw = await gateway('platform: { initialConcurrent: 8 }', { REDIS_URL: redis.server.url })
+    const governor = gw.ctx.governors.of('default')
+    const light = callers(gw, KEYS.growth, 3, (i) => report(i * 10, 7))
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 8000))
+    } finally {
+      await light.stop()
+    }
+    expect(light.statuses.length).toBeGreaterThan(20)
+    expect(governor.limit).toBe(8)
+  }, 20_000)
+})
