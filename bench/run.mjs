@@ -8,6 +8,7 @@
 //   dashboard        one team's dashboard users (Zipf popularity) on a 4 s TTL, a 400 ms platform, and nginx
 //   dashboard-noisy  the same while a second team keeps 200 misses outstanding
 //   capacity         a platform slower past 12 calls in flight, 429 past 20: the learned limit, 1 and 3 replicas
+//   two-teams        a dashboard team beside a team of year-long, unread, failing or throttled reports
 //   targets          issue 17 item 3's targets, set up as the hidden benchmark measures them
 //   spread           L1 hits of several identical gateway processes and a bare server with a hit's headers
 //
@@ -34,10 +35,11 @@ import * as fairness from './scenarios/fairness.mjs'
 import * as hits from './scenarios/hits.mjs'
 import * as noisyNeighbour from './scenarios/noisy-neighbour.mjs'
 import * as spread from './scenarios/spread.mjs'
+import * as twoTeams from './scenarios/two-teams.mjs'
 import * as targets from './scenarios/targets.mjs'
 import { profileGateway } from './scenarios/profile.mjs'
 
-const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, capacity, targets, spread]
+const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, capacity, twoTeams, targets, spread]
 const TIME_LIMIT_MS = 35 * 60_000
 
 const args = process.argv.slice(2)

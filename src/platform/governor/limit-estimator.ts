@@ -50,10 +50,12 @@
  *   work the platform does: the report's route, range and splits, reports/work-class.ts),
  *   so a year of data, ten times slower, is not a loaded platform, and no team's answers
  *   set another team's floor.
- * - Reactions are charged to whoever caused them. Load slows every team's calls: with two
- *   teams or more answering, the window's ratio is the second highest of their median
- *   ratios (evidence from more than one team), each without its slowest route, so one
- *   team's slow reports, or one route's, do not lower the limit for the others. Overload
+ * - Reactions are charged to whoever caused them. A platform that queues our calls delays
+ *   every team's by the same wait: with two teams or more answering, the window is judged
+ *   by the delay every one of them saw (the smallest of their median delays past their
+ *   floors) over the smallest of their floors, so one team's slow reports, or reports it
+ *   made slow on purpose, do not lower the limit for the others, while a platform queued
+ *   by one team's year-long reports is seen in the other team's short ones. Overload
  *   answers (502/503/504, timeouts, and a 500 no faster than its class's floor) cut the
  *   limit only when they come from two teams or more; otherwise the team drawing them is
  *   braked (its calls in flight halved, then let go step by step as its answers come
@@ -90,7 +92,7 @@ export const OVERLOAD_MIN_SHARE = 0.05
 export const OVERLOAD_MIN_TEAMS = 2
 /** a team drawing it alone is braked when its overload answers are this many at least. */
 export const OVERLOAD_MIN_ANSWERS = 2
-/** The other teams' answers a window needs to set the slowest team's aside. */
+/** A team's answers a window needs for the delay it saw to count: with two such teams, the window is judged by the delay every team saw. */
 export const MIN_TEAM_SAMPLES = 3
 /** A braked team's calls in flight: halved on overload, grown by this factor a window without. */
 export const BRAKE_GROWTH = 1.5
@@ -243,6 +245,8 @@ export class LimitEstimator {
   /** The highest limit the platform answered at its floor, and the windows at the floor since, below it: growth back to it is fast. */
   #goodHigh = 0
   #goodAge = 0
+  /** The limit of the last window judged at the floor: a latency cut of a higher one found the knee between them. */
+  #lastGood = 0
   /** When latency was last past the buffer: a knee is known for CUT_MEMORY_WINDOWS windows (a cut for overload answers says nothing of one). */
   #kneeAt = -Infinity
   #observations: Observation[] = []
@@ -427,8 +431,21 @@ export class LimitEstimator {
     const reason: LimitReason = target >= this.#estimate ? 'growth' : 'latency'
     const used = this.#starved || this.#peak >= USED_FRACTION * before
     if (reason === 'growth' && !used) return { limit: before, changed: false, reason: 'app-limited' }
-    if (atFloor) this.#remember(before)
-    else this.#kneeAt = now
+    // A window is evidence of what the platform carries only when most of its answers had a floor to be judged by.
+    const judged = this.#observations.filter((o) => this.#classes.get(o.klass)?.floor).length >= this.#observations.length / 2
+    if (atFloor && judged) {
+      this.#remember(before)
+      this.#lastGood = before
+    } else if (!atFloor) {
+      this.#kneeAt = now
+      // The limit grew past the last one carried at the floor and latency left the buffer:
+      // the knee lies between them, and growth back goes no further than the one carried.
+      // (A fault slows the platform at a limit it carried a window before: no knee then.)
+      if (before > this.#lastGood && this.#lastGood > 0) {
+        this.#goodHigh = Math.min(this.#goodHigh, this.#lastGood)
+        this.#goodAge = 0
+      }
+    }
     // Back towards the highest limit the platform carried at its floor (it recovered from
     // a fault: latency is back at its floor), the limit doubles each window, as TCP's slow
     // start does up to its threshold: a fault costs seconds, not a slow climb.
@@ -458,34 +475,69 @@ export class LimitEstimator {
   }
 
   /**
-   * The window's latency over floor: the FLOOR_PERCENTILE of its answers' ratios (the
-   * floor's own percentile: like with like, so a platform whose answers spread widely
-   * sits at 1 when unloaded), or, when lower, the same without the slowest team's answers
-   * (MIN_TEAM_SAMPLES of the others are enough: load slows every team, and one team's
-   * slow reports are its own, however many of the answers they are), or without the
-   * slowest route's (one route's slowness is about its own calls).
+   * The window's latency over floor: the lower of its answers' and the same without the
+   * slowest route's (when MIN_WINDOW_SAMPLES of the others are there: one route's
+   * slowness is about its own calls).
    */
   #windowRatio(): number {
-    const ratios = this.#observations.map((o) => o.latencyMs / (this.#classes.get(o.klass)?.floor?.ms ?? o.latencyMs))
-    let ratio = percentile(ratios, FLOOR_PERCENTILE)
-    for (const [key, enough] of [['team', MIN_TEAM_SAMPLES], ['route', MIN_WINDOW_SAMPLES]] as const) {
-      const groups = new Map<string, number[]>()
-      this.#observations.forEach((o, i) => {
-        const group = groups.get(o[key])
-        if (group) group.push(ratios[i] as number)
-        else groups.set(o[key], [ratios[i] as number])
-      })
-      if (groups.size < 2) continue
-      let worst: string | null = null
-      let worstMedian = -Infinity
-      for (const [name, values] of groups) {
-        const m = median(values)
-        if (m > worstMedian) [worst, worstMedian] = [name, m]
-      }
-      const rest = ratios.filter((_, i) => this.#observations[i]?.[key] !== worst)
-      if (rest.length >= enough) ratio = Math.min(ratio, percentile(rest, FLOOR_PERCENTILE))
+    const all = this.#observations
+    let ratio = this.#ratioOf(all)
+    const byRoute = new Map<string, number[]>()
+    for (const o of all) {
+      const group = byRoute.get(o.route)
+      if (group) group.push(this.#ratio(o))
+      else byRoute.set(o.route, [this.#ratio(o)])
     }
+    if (byRoute.size < 2) return ratio
+    let worst: string | null = null
+    let worstMedian = -Infinity
+    for (const [name, values] of byRoute) {
+      const m = median(values)
+      if (m > worstMedian) [worst, worstMedian] = [name, m]
+    }
+    const rest = all.filter((o) => o.route !== worst)
+    if (rest.length >= MIN_WINDOW_SAMPLES) ratio = Math.min(ratio, this.#ratioOf(rest))
     return ratio
+  }
+
+  /**
+   * The latency over floor of `observations`. With two teams or more answering
+   * (MIN_TEAM_SAMPLES each), the delay every one of them saw: the smallest of their
+   * median delays past their floors, over the smallest of their median floors. A platform
+   * that queues our calls delays every team's by the same wait, which the shortest calls
+   * show the most; a team whose own answers are slow (its reports, or answers it made
+   * slow on purpose) delays only its own, and another team's say so. With one team, the
+   * FLOOR_PERCENTILE of its answers' ratios (the floor's own percentile: like with like,
+   * so a platform whose answers spread widely sits at 1 when unloaded).
+   */
+  #ratioOf(observations: readonly Observation[]): number {
+    const byTeam = new Map<string, Observation[]>()
+    for (const o of observations) {
+      const own = byTeam.get(o.team)
+      if (own) own.push(o)
+      else byTeam.set(o.team, [o])
+    }
+    const teams = [...byTeam.values()].filter((own) => own.length >= MIN_TEAM_SAMPLES)
+    if (teams.length >= 2) {
+      let delay = Infinity
+      let floor = Infinity
+      for (const own of teams) {
+        delay = Math.min(delay, median(own.map((o) => o.latencyMs - this.#floorOf(o))))
+        const floors = own.map((o) => this.#floorOf(o))
+        floor = Math.min(floor, median(floors))
+      }
+      if (floor > 0) return Math.max(0, floor + delay) / floor
+    }
+    return percentile(observations.map((o) => this.#ratio(o)), FLOOR_PERCENTILE)
+  }
+
+  /** The floor an answer is judged by: its class's, or its own latency while the class has none (a ratio of 1). */
+  #floorOf(o: Observation): number {
+    return this.#classes.get(o.klass)?.floor?.ms ?? o.latencyMs
+  }
+
+  #ratio(o: Observation): number {
+    return o.latencyMs / this.#floorOf(o)
   }
 
   #learnFloor(sample: CallSample): void {

@@ -1,0 +1,179 @@
+// Two teams on one credential: a dashboard team beside a team that, as an ordinary
+// read-only key within its rate limit may, asks year-long reports, leaves its answers
+// unread, asks reports the platform fails, or is throttled on two routes. The platform:
+// the sandbox with 16 workers (a call waits for one), a week-long report about 130 ms, a
+// year-long one about 4.5 s. The dashboard team: 8 callers asking week-long reports never
+// asked before (closed loop). One gateway replica, every setting at its default.
+// Targets: the dashboard team keeps >= 70 % of the answers/s it gets alone, and gets no
+// error it did not cause; the platform is never idle while either team waits (samples
+// every 250 ms of the gateway's queue and the platform's busy workers).
+
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { connect } from 'node:net'
+import { closedLoop } from '../lib/load.mjs'
+import { http } from '../lib/http.mjs'
+import { log, stopProcess } from '../lib/processes.mjs'
+import { fmtInt, fmtMs, markdownTable, metricValue, percentile } from '../lib/stats.mjs'
+
+export const id = 'two-teams'
+export const title = 'Two teams on one credential: a dashboard team beside a team of year-long reports, of unread answers, of failing reports, of throttled routes'
+
+const WORKERS = 16
+const LATENCY_MS = 40
+const PER_DAY_MS = 12
+const DASHBOARD_CALLERS = 8
+const TARGET_SHARE = 0.7
+const CAMPAIGNS = '/api/v1/report/campaigns/get'
+const CREATIVES = '/api/v1/report/creatives/get'
+const PLACEMENTS = '/api/v1/report/adPlacementPositions/get'
+
+let nextDay = 0
+/** A report over `days` days never asked before, on `path`. */
+function fresh(path, days) {
+  const day = (offset) => new Date(Date.UTC(1990, 0, 1 + offset)).toISOString().slice(0, 10)
+  const first = nextDay
+  nextDay += 1
+  return `${path}?advertiserId=${100 + (first % 4)}&byDate=1&dateFrom=${day(first)}&dateTo=${day(first + days - 1)}`
+}
+
+/** The attacks: what the other team does while the dashboard team works. */
+const ATTACKS = [
+  {
+    id: 'year-long',
+    label: 'asks year-long reports (24 callers)',
+    start: async ({ gw, key }) => closedLoop({ origins: [gw.url], key, callers: 24, nextPath: () => fresh(CAMPAIGNS, 365), maxSeconds: 120 }),
+  },
+  {
+    id: 'unread',
+    label: 'leaves 8 answers of 32 MB unread',
+    start: async ({ gw, key, sandbox }) => {
+      await sandbox.setRouteFailure('/api/v1/campaign/get', { kind: 'large', bytes: 32_000_000 })
+      const body = '{"userId":101}'
+      const sockets = Array.from({ length: 8 }, () => {
+        const socket = connect(Number(new URL(gw.url).port), '127.0.0.1')
+        socket.pause()
+        socket.on('error', () => undefined)
+        socket.write(`POST /api/v1/campaign/get HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`)
+        return socket
+      })
+      return async () => {
+        for (const socket of sockets) socket.destroy()
+        return []
+      }
+    },
+  },
+  {
+    id: 'failing',
+    label: 'asks reports the platform answers 500 on two routes (12 callers)',
+    start: async ({ gw, key, sandbox }) => {
+      for (const path of [CREATIVES, PLACEMENTS]) await sandbox.setRouteFailure(path, { kind: 'status', status: 500 })
+      let n = 0
+      return closedLoop({ origins: [gw.url], key, callers: 12, nextPath: () => fresh(n++ % 2 ? CREATIVES : PLACEMENTS, 60), maxSeconds: 120 })
+    },
+  },
+  {
+    id: 'throttled',
+    label: 'is throttled (429) on two routes (12 callers)',
+    start: async ({ gw, key, sandbox }) => {
+      for (const path of [CREATIVES, PLACEMENTS]) await sandbox.setRouteFailure(path, { kind: 'status', status: 429, headers: { 'retry-after': '1' } })
+      let n = 0
+      return closedLoop({ origins: [gw.url], key, callers: 12, nextPath: () => fresh(n++ % 2 ? CREATIVES : PLACEMENTS, 60), maxSeconds: 120 })
+    },
+  },
+]
+
+/** Every 250 ms: calls waiting at the gateway, and the platform's busy workers. */
+function sampler(gw, sandbox) {
+  const samples = []
+  let stopped = false
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        const [metrics, load] = await Promise.all([http('GET', `${gw.admin}/metrics`), sandbox.concurrency()])
+        const queued = metricValue(metrics.body.toString('utf8'), 'gateway_platform_queued_calls', { credential: 'default' }, 0)
+        samples.push({ queued, busy: load.inFlight })
+      } catch {
+        // a sample missed
+      }
+      await sleep(250)
+    }
+  })()
+  return async () => {
+    stopped = true
+    await loop
+    return samples
+  }
+}
+
+/** The dashboard team's answers over `seconds`, beside what `attack` starts (none: alone). */
+async function phase({ fixture, gw, seconds, attack }) {
+  const { sandbox, teamKey, teamBKey } = fixture
+  const stopAttack = attack ? await attack.start({ gw, key: teamKey, sandbox }) : async () => []
+  // The attack settles in (its calls reach the platform) before the dashboard is judged.
+  if (attack) await sleep(5000)
+  const stopSampler = sampler(gw, sandbox)
+  const started = performance.now()
+  const stop = closedLoop({ origins: [gw.url], key: teamBKey, callers: DASHBOARD_CALLERS, nextPath: () => fresh(CAMPAIGNS, 7), maxSeconds: seconds })
+  await sleep(seconds * 1000)
+  const answers = await stop()
+  const elapsed = (performance.now() - started) / 1000
+  const samples = await stopSampler()
+  await stopAttack()
+  await sandbox.clearRouteFailures()
+  const ok = answers.filter((a) => a.status === 200)
+  const sorted = ok.map((a) => a.ms).sort((x, y) => x - y)
+  const idleWhileWaiting = samples.filter((s) => s.queued > 0 && s.busy < WORKERS).length
+  return {
+    rate: ok.length / elapsed,
+    p95: percentile(sorted, 95),
+    errors: answers.length - ok.length,
+    busy: samples.length ? samples.reduce((sum, s) => sum + s.busy, 0) / samples.length : 0,
+    idleWhileWaiting,
+    samples: samples.length,
+  }
+}
+
+export async function run({ fixture, quick }) {
+  const { sandbox, startGateway } = fixture
+  const seconds = quick ? 10 : 30
+  await sandbox.setLatency(LATENCY_MS)
+  await sandbox.control('POST', '/capacity', { workers: WORKERS, perDayMs: PER_DAY_MS })
+  const rows = []
+  let alone = null
+  try {
+    for (const attack of [null, ...ATTACKS]) {
+      // A gateway of its own per attack: nothing learned from one carries into the next.
+      const gw = await startGateway(`gw-two-teams-${attack?.id ?? 'alone'}`, { config: { teams: { bench: { rateLimit: { max: 600, window: '1m' } } }, platform: { maxConcurrent: 64, queue: 200 } } })
+      try {
+        const r = await phase({ fixture, gw, seconds, attack })
+        alone ??= r
+        const share = r.rate / alone.rate
+        const met = !attack || (share >= TARGET_SHARE && r.errors === 0)
+        rows.push([
+          attack ? attack.label : 'nothing: the dashboard team alone',
+          fmtInt(r.rate),
+          attack ? `${Math.round(share * 100)} %` : '100 %',
+          fmtMs(r.p95),
+          String(r.errors),
+          r.busy.toFixed(1),
+          `${r.idleWhileWaiting} of ${r.samples}`,
+          attack ? (met ? 'met' : 'MISSED') : '',
+        ])
+        log(`two-teams ${attack?.id ?? 'alone'}: dashboard ${fmtInt(r.rate)}/s (${Math.round(share * 100)} %), p95 ${fmtMs(r.p95)}, ${r.errors} errors, platform ${r.busy.toFixed(1)} of ${WORKERS} busy, idle while waiting ${r.idleWhileWaiting}/${r.samples}`)
+      } finally {
+        await stopProcess(gw)
+      }
+    }
+  } finally {
+    await sandbox.control('POST', '/capacity', {})
+    await sandbox.setLatency(0)
+  }
+  const header = ['what the other team does', 'dashboard answers/s', 'of alone', 'dashboard p95', 'dashboard errors', 'platform workers busy (mean)', 'samples with calls waiting and a worker idle', 'target']
+  return [
+    markdownTable(header, rows),
+    '',
+    `The platform: the sandbox with ${WORKERS} workers (a call waits for a free one), ${LATENCY_MS} ms plus ${PER_DAY_MS} ms per day of a report's range (a week: about ${LATENCY_MS + 7 * PER_DAY_MS} ms, a year: about ${((LATENCY_MS + 365 * PER_DAY_MS) / 1000).toFixed(1)} s). The dashboard team: ${DASHBOARD_CALLERS} callers in a closed loop, each asking a week-long report never asked before; ${seconds} s per row, judged after the other team's load has run 5 s. The other team: one read-only key with a rate limit of 600 a minute. One gateway replica per row, every governor setting at its default. Targets: the dashboard keeps >= ${TARGET_SHARE * 100} % of its answers/s alone and no error; the samples (every 250 ms) say whether calls waited at the gateway while a worker of the platform was free.`,
+    '',
+  ].join('\n')
+}
