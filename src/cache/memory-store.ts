@@ -51,13 +51,25 @@ export class MemoryStore implements CacheStore {
 
   async purgeAdvertiser(advertiserId: number): Promise<number> {
     let n = 0
-    for (const [key, entry] of this.#lru.entries()) {
-      if (entry.advertiserIds.includes(advertiserId)) {
-        this.#lru.delete(key)
-        n += 1
-      }
+    for (const key of this.#keysOf(advertiserId)) {
+      this.#lru.delete(key)
+      n += 1
     }
     return n
+  }
+
+  async countAll(): Promise<number> {
+    return this.#lru.size
+  }
+
+  async countAdvertiser(advertiserId: number): Promise<number> {
+    return this.#keysOf(advertiserId).length
+  }
+
+  #keysOf(advertiserId: number): string[] {
+    const keys: string[] = []
+    for (const [key, entry] of this.#lru.entries()) if (entry.advertiserIds.includes(advertiserId)) keys.push(key)
+    return keys
   }
 
   get size(): number {

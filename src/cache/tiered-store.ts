@@ -242,6 +242,16 @@ export class TieredStore implements CacheStore {
     return this.#purgeShared(local, (l2) => l2.purgeAdvertiser(advertiserId), purge)
   }
 
+  /** What purgeAll would drop now (a dry run): L2's entries, or L1's without Redis. Throws when Redis cannot be read. */
+  countAll(): Promise<number> {
+    return (this.#l2 ?? this.#l1).countAll()
+  }
+
+  /** What purgeAdvertiser would drop now, counted as countAll counts. */
+  countAdvertiser(advertiserId: number): Promise<number> {
+    return (this.#l2 ?? this.#l1).countAdvertiser(advertiserId)
+  }
+
   // A purge that cannot reach Redis says so (503) rather than pretending every replica
   // and L2 were purged; the caller can repeat it once Redis is back. Its record is
   // written first: a replica that starts while L2 is being purged still learns of it. A

@@ -235,6 +235,11 @@ export class ReportCache {
     return this.#d.store.purgeAdvertiser(advertiserId)
   }
 
+  /** What a purge would drop now (a dry run), counted as the purge counts what it dropped. */
+  wouldPurge(advertiserId?: number): Promise<number> {
+    return advertiserId === undefined ? this.#d.store.countAll() : this.#d.store.countAdvertiser(advertiserId)
+  }
+
   /** The fill of a cold miss of `key` under way in this process, if there is one. */
   coldFlight(key: string): Promise<FillResult> | null {
     const group = this.#callers.get(key)

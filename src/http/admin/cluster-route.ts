@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import type { History } from '../../observe/history.js'
 import type { Replicas, ReplicaState } from '../../observe/replicas.js'
+import { adminSchema, answer } from './admin-schemas.js'
 
 const series = (type: 'number' | 'integer') => ({ type: 'array', items: { type: [type, 'null'] } }) as const
 const counts = series('integer')
@@ -113,7 +114,9 @@ const NOTES = {
  * hour, this replica's taken as it answers. Registered inside adminRoutes, behind its token check.
  */
 export async function clusterRoutes(app: FastifyInstance, { ctx, replicas }: { ctx: GatewayContext; replicas: Replicas }): Promise<void> {
-  app.get('/admin/cluster', { schema: { response: { 200: clusterSchema } } }, async () => {
+  const replicasNow = answer(clusterSchema, 'The replicas that announced themselves in Redis (this one only without Redis).')
+  const schema = adminSchema({ tag: 'state', operationId: 'getCluster', summary: 'Every live replica and its last hour', response: { 200: replicasNow } })
+  app.get('/admin/cluster', { schema }, async () => {
     const view = await replicas.cluster()
     return { at: new Date(ctx.clock.now()).toISOString(), ...view, note: view.redis === 'ok' ? null : NOTES[view.redis] }
   })
