@@ -8,7 +8,7 @@ import { decideDemo } from './config/demo-mode.js'
 import { redisWithoutSecret } from './config/redis-secret.js'
 import { readTeamsFile } from './config/teams-file.js'
 
-export { DEFAULT_CREDENTIAL, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
+export { DEFAULT_CREDENTIAL, type AdminRole, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
 export { maskUrlPassword } from './config/schema-errors.js'
 export { readEnv } from './config/sources.js'
 export { isTeamName } from './config/teams.js'

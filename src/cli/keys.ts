@@ -22,7 +22,8 @@ const USAGE = `usage:
                                     or an ISO date or date-time (2027-03-01 is midnight UTC,
                                     2027-03-01T12:00:00Z); default: the key never expires
   npm run keys -- hash TOKEN        the sha256: line for an existing key or admin token
-                                    (at least ${MIN_TOKEN_LENGTH} characters)
+                                    (at least ${MIN_TOKEN_LENGTH} characters); in
+                                    ADMIN_TOKENS_FILE: name:sha256:<hex>[:viewer]
   npm run keys -- list [--teams FILE | --config FILE]
                                     teams, key ids, fingerprints and expiry of a teams file
                                     or a config file (default: TEAMS_FILE, else CONFIG_FILE)

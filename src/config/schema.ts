@@ -84,6 +84,7 @@ export const ConfigSchema = Type.Object(
         host: Type.String({ minLength: 1 }),
         port: Port,
         token: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
+        viewerToken: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
         tokensFile: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
       },
       { additionalProperties: false },

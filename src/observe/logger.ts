@@ -13,6 +13,7 @@ export const REDACT_PATHS = [
   'headers.cookie',
   'headers["set-cookie"]',
   'config.admin.token',
+  'config.admin.viewerToken',
   'config.gatewaySecret',
   'config.secrets',
   'config.credentials.*.token',

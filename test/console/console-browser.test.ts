@@ -27,6 +27,7 @@ function chromiumPath(): string | null {
 const CHROMIUM = chromiumPath()
 
 const ADMIN_TOKEN = 'console-admin-token-0123456789abcdef'
+const VIEWER_TOKEN = 'console-viewer-token-0123456789abcdef'
 const GROWTH_KEY = 'rgw_test_console_growth_key_00000000000000000'
 const ANALYTICS_KEY = 'rgw_test_console_analytics_key_000000000000000'
 const SOON = new Date(Date.now() + 5 * 86_400_000).toISOString()
@@ -58,7 +59,7 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     ensureBuilt(`${SCRIPTS}console-page.js`)
     mkdirSync(ARTIFACTS, { recursive: true })
     sandbox = await startSandbox()
-    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN }, YAML)
+    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, ADMIN_VIEWER_TOKEN: VIEWER_TOKEN }, YAML)
     gw = await listen(await buildGateway(config, { consoleScriptsDir: SCRIPTS }))
     await gw.admin.listen({ host: '127.0.0.1', port: 0 })
     adminUrl = `http://127.0.0.1:${(gw.admin.server.address() as AddressInfo).port}`
@@ -197,5 +198,19 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     expect(requested.filter((url) => !url.startsWith(`${adminUrl}/`))).toEqual([])
     const html = await page.content()
     for (const secret of [ADMIN_TOKEN, gw.ctx.tokens.get('default').current()?.token as string, sandbox.credentials.password, sandbox.credentials.clientSecret]) expect(html).not.toContain(secret)
+  })
+
+  it('shows a viewer everything but no action: no purge, reload or log-in button', async () => {
+    await page.setViewport({ width: 1280, height: 900 })
+    expect(await visible('#actions')).toBe(true)
+    await page.click('#sign-out')
+    await page.type('#token', VIEWER_TOKEN)
+    await page.keyboard.press('Enter')
+    await shows('updated', 'Signed in as viewer (viewer: read only)')
+    await shows('teams', 'growth')
+    expect(await visible('#actions')).toBe(false)
+    expect(await page.$$('button[data-relogin]')).toHaveLength(0)
+    expect(await text('#credentials')).toContain('read only')
+    await page.screenshot({ path: `${ARTIFACTS}console-viewer.png`, fullPage: true })
   })
 })

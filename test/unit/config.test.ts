@@ -36,7 +36,7 @@ describe('defaults (config/default.yaml)', () => {
     // Demo mode keeps the proxy on loopback; HOST or a config file may open it.
     expect(config.host).toBe('127.0.0.1')
     expect(config.port).toBe(8080)
-    expect(config.admin).toEqual({ host: '127.0.0.1', port: 8081, token: null, tokensFile: null, tokens: [] })
+    expect(config.admin).toEqual({ host: '127.0.0.1', port: 8081, token: null, viewerToken: null, tokensFile: null, tokens: [] })
     expect(config.logLevel).toBe('info')
     expect(config.platform.baseUrl).toBeNull()
     expect(config.platform.tokenUrl).toBe('/oauth/token')
@@ -172,8 +172,8 @@ teams:
     const files = { '/run/admins': `# operators\nalice:${alice}\n\n` }
     const config = load({ ADMIN_TOKEN: 'the-admin-token-0123456789', ADMIN_TOKENS_FILE: '/run/admins' }, undefined, files)
     expect(config.admin.tokens).toEqual([
-      { name: 'admin', hash: hashApiKey('the-admin-token-0123456789') },
-      { name: 'alice', hash: alice },
+      { name: 'admin', hash: hashApiKey('the-admin-token-0123456789'), role: 'operator' },
+      { name: 'alice', hash: alice, role: 'operator' },
     ])
     const err = problem({ ADMIN_TOKENS_FILE: '/run/admins' }, undefined, { '/run/admins': 'bob:plaintext-token-here\n' })
     expect(err.message).toMatch(/ADMIN_TOKENS_FILE: line 1 is not name:sha256/)

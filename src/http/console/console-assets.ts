@@ -49,7 +49,7 @@ export const CONSOLE_HTML = `<!doctype html>
   </div>
   <section aria-labelledby="h-governors"><h2 id="h-governors">Governor</h2><div id="governors"></div></section>
   <section aria-labelledby="h-teams"><h2 id="h-teams">Teams</h2><div id="teams"></div></section>
-  <section aria-labelledby="h-actions"><h2 id="h-actions">Actions</h2>
+  <section id="actions" aria-labelledby="h-actions" hidden><h2 id="h-actions">Actions</h2>
     <form id="purge-one" class="row">
       <label for="advertiser">Advertiser id</label>
       <input id="advertiser" name="advertiser" inputmode="numeric" pattern="[0-9]*" autocomplete="off">

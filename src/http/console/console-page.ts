@@ -88,6 +88,8 @@ let samples: CacheSample[] = []
 let timer: number | undefined
 /** The last cluster view, kept to redraw the charts when their scope changes. */
 let lastCluster: Cluster | null = null
+/** Whose token this tab holds; a viewer's sees no action (the gateway would refuse them, 403). */
+let who: { name: string; role: 'viewer' | 'operator' } | null = null
 const CLUSTER_SCOPE = 'cluster'
 
 function token(): string | null {
@@ -118,6 +120,7 @@ function signOut(message: string | null): void {
   timer = undefined
   samples = []
   lastCluster = null
+  who = null
   clearCharts()
   for (const id of ['credentials', 'redis', 'cache', 'governors', 'teams', 'audit', 'replicas', 'team-errors', 'cluster-note']) $(id).replaceChildren()
   $<HTMLSelectElement>('chart-scope').replaceChildren()
@@ -143,18 +146,20 @@ function refused(err: unknown): boolean {
 
 async function refresh(): Promise<void> {
   try {
-    const [status, usage, audit, cluster] = await Promise.all([
+    const [whoami, status, usage, audit, cluster] = await Promise.all([
+      call<NonNullable<typeof who>>('GET', '/admin/whoami'),
       call<Status>('GET', '/admin/status'),
       call<{ usage: UsageRow[] }>('GET', '/admin/usage').catch(unlessRefused),
       call<{ lines: Record<string, unknown>[] }>('GET', '/admin/audit'),
       call<Cluster>('GET', '/admin/cluster').catch(unlessRefused),
     ])
+    who = whoami
     render(status, usage?.usage ?? null, audit.lines)
     renderCluster(status, cluster)
     showError(null)
     $('data').hidden = false
     const { version, commit, node, uptimeSeconds } = status.build
-    $('updated').textContent = `Gateway ${version} (${commit === 'unknown' ? 'commit unknown' : commit.slice(0, 12)}, Node ${node}), up ${uptime(uptimeSeconds)}. Updated ${new Date(status.at).toLocaleTimeString()} (every ${REFRESH_MS / 1000} s)`
+    $('updated').textContent = `Signed in as ${whoami.name} (${whoami.role === 'viewer' ? 'viewer: read only' : 'operator'}). Gateway ${version} (${commit === 'unknown' ? 'commit unknown' : commit.slice(0, 12)}, Node ${node}), up ${uptime(uptimeSeconds)}. Updated ${new Date(status.at).toLocaleTimeString()} (every ${REFRESH_MS / 1000} s)`
   } catch (err) {
     if (!refused(err)) showError(`The gateway could not be read: ${(err as Error).message}. Retrying every ${REFRESH_MS / 1000} s.`)
   }
@@ -178,6 +183,7 @@ function uptime(seconds: number): string {
 
 function render(status: Status, usage: UsageRow[] | null, audit: Record<string, unknown>[]): void {
   const now = Date.parse(status.at)
+  $('actions').hidden = !mayChange()
   renderCredentials(status.credentials, now)
   renderRedis(status.redis)
   renderCache(status.cache, now)
@@ -196,7 +202,7 @@ function table(caption: string, heads: string[], rows: HTMLElement[]): HTMLEleme
 
 function renderCredentials(credentials: Credential[], now: number): void {
   const rows = credentials.map((c) => {
-    const action = c.login ? el('button', { type: 'button', 'data-relogin': c.name }, `Log in again (${c.name})`) : el('span', { class: 'muted' }, 'no password login')
+    const action = !mayChange() ? el('span', { class: 'muted' }, 'read only') : c.login ? el('button', { type: 'button', 'data-relogin': c.name }, `Log in again (${c.name})`) : el('span', { class: 'muted' }, 'no password login')
     return el(
       'tr',
       {},
@@ -368,6 +374,11 @@ function renderTeamErrors(data: Charted): void {
     el('tr', {}, el('th', { scope: 'row' }, t.team), ...[t.tooManyRequests, t.errors].flatMap((s) => [el('td', {}, String(lastSum(s, 30))), el('td', {}, String(lastSum(s, s.length)))])),
   )
   $('team-errors').replaceChildren(table('429s and errors per team', ['Team', '429 (5 min)', '429 (hour)', 'Errors 5xx (5 min)', 'Errors 5xx (hour)'], rows))
+}
+
+/** Whether this tab's token may change anything: an operator's. */
+function mayChange(): boolean {
+  return who?.role === 'operator'
 }
 
 /** Asks in the page's dialog; true when the operator confirms `effect`. */

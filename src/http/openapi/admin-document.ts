@@ -18,7 +18,8 @@ type Json = Record<string, unknown>
 /** What a code means on the admin listener, unless an operation says more; every code the document names has one. */
 const WHEN: Record<string, string> = {
   GW_BAD_REQUEST: 'A parameter, the path or the body breaks the call\'s rules (a parameter the call does not take, a malformed value, a body where the call takes none); the message names it, and nothing was changed.',
-  GW_UNAUTHORIZED: 'No `authorization: Bearer <admin token>`, or a token that is neither `ADMIN_TOKEN` nor one of `ADMIN_TOKENS_FILE`.',
+  GW_UNAUTHORIZED: 'No `authorization: Bearer <admin token>`, or a token that is not one of `ADMIN_TOKEN`, `ADMIN_VIEWER_TOKEN` or `ADMIN_TOKENS_FILE`.',
+  GW_FORBIDDEN: 'The admin token is a viewer\'s: it may read, not change; nothing was changed.',
   GW_NOT_FOUND: 'Nothing of that name: a credential, a team, a replica, a file of the console.',
   GW_REQUEST_TIMEOUT: 'The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`.',
   GW_PAYLOAD_TOO_LARGE: 'The body is over `bodyLimit`.',
@@ -27,15 +28,16 @@ const WHEN: Record<string, string> = {
   GW_RELOAD_UNAVAILABLE: 'There is no file to reload the teams from.',
   GW_PLATFORM_AUTH: 'The password login failed.',
   GW_UPSTREAM: 'A call to the platform failed.',
-  GW_ADMIN_DISABLED: 'No admin token is configured (`ADMIN_TOKEN`, `ADMIN_TOKENS_FILE`): every `/admin/*` call is refused.',
+  GW_ADMIN_DISABLED: 'No admin token is configured (`ADMIN_TOKEN`, `ADMIN_VIEWER_TOKEN`, `ADMIN_TOKENS_FILE`): every `/admin/*` call is refused.',
   GW_REDIS_UNAVAILABLE: 'Redis could not be reached.',
   GW_SHUTTING_DOWN: 'This replica is shutting down; another replica answers a retry.',
   GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the answer\'s `x-request-id`.',
 }
 
-/** Codes every call of the listener may answer with; /admin/* calls also these. */
+/** Codes every call of the listener may answer with; /admin/* calls also these, and those that change something GW_FORBIDDEN. */
 const EVERY_CALL = ['GW_SHUTTING_DOWN', 'GW_INTERNAL']
 const EVERY_ADMIN_CALL = ['GW_BAD_REQUEST', 'GW_UNAUTHORIZED', 'GW_ADMIN_DISABLED']
+const CHANGES = new Set(['put', 'post', 'delete', 'patch'])
 
 const text = (type: string, description: string) => ({ description, content: { [type]: { schema: { type: 'string' } } } })
 
@@ -78,11 +80,11 @@ function whenOf(code: string): string {
 }
 
 /** The codes an operation may answer with, with when, each under its status. */
-function errorsOf(path: string, own: Record<string, string>): Map<number, [code: string, when: string][]> {
+function errorsOf(path: string, method: string, own: Record<string, string>): Map<number, [code: string, when: string][]> {
   const statuses = errorCodes()
   const admin = path.startsWith('/admin/')
   const codes: Record<string, string> = {}
-  const every = [...(admin ? EVERY_ADMIN_CALL : []), ...EVERY_CALL]
+  const every = [...(admin ? EVERY_ADMIN_CALL : []), ...(admin && CHANGES.has(method) ? ['GW_FORBIDDEN'] : []), ...EVERY_CALL]
   for (const code of every) codes[code] = whenOf(code)
   for (const [code, when] of Object.entries(own)) codes[code] = code in codes ? `${codes[code]} ${when}` : when
   const byStatus = new Map<number, [string, string][]>()
@@ -100,7 +102,7 @@ const named = (schema: string) => ({ $ref: `#/components/schemas/${schema}` })
 function completeOperation(path: string, method: string, op: Json, used: Set<string>): void {
   const admin = path.startsWith('/admin/')
   const responses = op.responses as Record<string, Json>
-  for (const [status, codes] of errorsOf(path, (op['x-errors'] as Record<string, string> | undefined) ?? {})) {
+  for (const [status, codes] of errorsOf(path, method, (op['x-errors'] as Record<string, string> | undefined) ?? {})) {
     for (const [code] of codes) used.add(code)
     const refs = codes.map(([code]) => named(code))
     const description = codes.map(([code, when]) => `\`${code}\`: ${when}`).join(' ')
@@ -160,7 +162,7 @@ export const adminSwaggerOptions: FastifyDynamicSwaggerOptions = {
       version: buildInfo({}).version,
       description:
         'The operators\' calls of one replica (`ADMIN_PORT`, default 8081): its platform tokens, the report cache, the teams, usage per team, its state, metrics and health. ' +
-        '`/admin/*` needs `authorization: Bearer <admin token>` (this document too); `/metrics`, `/healthz`, `/readyz`, `/console` and `/docs` need none. ' +
+        '`/admin/*` needs `authorization: Bearer <admin token>` (this document too): a viewer\'s token reads, an operator\'s also changes (PUT, POST, DELETE); `/metrics`, `/healthz`, `/readyz`, `/console` and `/docs` need none. ' +
         'Every `/admin/*` call validates its query, path and body against the schemas below: a parameter it does not take is 400 `GW_BAD_REQUEST` naming it, and nothing is changed. ' +
         'Errors are JSON `{statusCode, code, error, message}` with a `GW_*` code.',
     },
@@ -184,7 +186,11 @@ export const adminSwaggerOptions: FastifyDynamicSwaggerOptions = {
     ],
     components: {
       securitySchemes: {
-        adminToken: { type: 'http', scheme: 'bearer', description: '`ADMIN_TOKEN`, or a token of `ADMIN_TOKENS_FILE` (audit lines name its operator).' },
+        adminToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: '`ADMIN_TOKEN` (an operator, `admin` in audit lines), `ADMIN_VIEWER_TOKEN` (a viewer, `viewer`), or a token of `ADMIN_TOKENS_FILE` with its role (audit lines name its holder).',
+        },
       },
     },
   },
