@@ -15,7 +15,7 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
   const key = newApiKey()
   const team: TeamConfig = {
     name: DEMO_TEAM,
-    keys: [{ hash: hashApiKey(key), id: 'demo', expiresAt: null }],
+    keys: [{ hash: hashApiKey(key), id: 'demo', expiresAt: null, createdAt: systemClock.now() }],
     advertisers: null,
     write: true,
     credential: DEFAULT_CREDENTIAL,

@@ -27,6 +27,7 @@ export const allErrors = {
   TokenLoginError: createError<[string, { cause?: unknown }?]>('GW_PLATFORM_AUTH', 'platform login failed: %s', 502),
   UnknownCredentialError: createError<[string, { cause?: unknown }?]>('GW_NOT_FOUND', 'no credential named %s', 404),
   UnknownTeamError: createError<[string]>('GW_NOT_FOUND', 'no team named %s: it is not in the running teams and has no usage in the range', 404),
+  NoRunningTeamError: createError<[string]>('GW_NOT_FOUND', 'no team named %s among the running teams', 404),
   PurgeIncompleteError: createError<[string, { cause?: unknown }?]>(
     'GW_REDIS_UNAVAILABLE',
     'this replica dropped its in-process entries, but Redis is unavailable: %s',
@@ -61,6 +62,7 @@ export const {
   TokenLoginError,
   UnknownCredentialError,
   UnknownTeamError,
+  NoRunningTeamError,
   PurgeIncompleteError,
   UsageUnavailableError,
   RedisUnavailableError,

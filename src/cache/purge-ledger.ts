@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import type { RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { FILL_CLOCK_SKEW_MS, type CacheEntry } from './cache-entry.js'
+import { readBoundedHash } from '../redis/bounded-hash.js'
 import { systemClock } from '../clock.js'
 
 /** A purge of the report cache: of one advertiser's entries, or (no advertiserId) of every entry; `at` is when it began (epoch ms). */
@@ -17,21 +18,6 @@ export const MAX_PURGE_RECORDS = 10_000
 // longer is not the gateway's and is not read.
 const MAX_FIELD_BYTES = 64
 const MAX_VALUE_BYTES = 128
-
-// The shared record, read in Redis with its bounds checked there: nil when it has more
-// fields than a replica keeps, else only the fields and values of the gateway's sizes.
-const READ_RECORD = `
-local n = redis.call('HLEN', KEYS[1])
-if n > tonumber(ARGV[1]) then return false end
-local flat = redis.call('HGETALL', KEYS[1])
-local out = {}
-for i = 1, #flat, 2 do
-  if #flat[i] <= tonumber(ARGV[2]) and #flat[i + 1] <= tonumber(ARGV[3]) then
-    out[#out + 1] = flat[i]
-    out[#out + 1] = flat[i + 1]
-  end
-end
-return out`
 
 /** Where the purges are shared: a hash in Redis, each field sealed. */
 export interface SharedPurges {
@@ -133,21 +119,20 @@ export class PurgeLedger {
     const { redis, key } = shared
     // Not through the breaker: a value of another type under the key (WRONGTYPE) says
     // nothing of Redis's health, and the answer to any failure is the same.
-    let flat: unknown
+    let fields: [string, string][] | null = null
     let why = 'too many fields'
     try {
-      flat = await redis.eval(READ_RECORD, 1, key, MAX_PURGE_RECORDS + 1, MAX_FIELD_BYTES, MAX_VALUE_BYTES)
+      fields = await readBoundedHash(redis, key, { maxFields: MAX_PURGE_RECORDS + 1, maxFieldBytes: MAX_FIELD_BYTES, maxValueBytes: MAX_VALUE_BYTES })
     } catch (err) {
       why = (err as Error).message
     }
-    if (!Array.isArray(flat)) {
+    if (fields === null) {
       this.note({ at: this.#now() })
       this.#log?.warn({ key, why }, 'the shared purge record could not be read: report entries stored before this start are filled again')
       return
     }
-    for (let i = 0; i + 1 < flat.length; i += 2) {
-      const field = String(flat[i])
-      const text = this.#opened(field, String(flat[i + 1]))
+    for (const [field, value] of fields) {
+      const text = this.#opened(field, value)
       const at = text === null || !/^\d{1,16}$/.test(text) ? null : Number(text)
       const advertiser = /^adv:(\d{1,16})$/.exec(field)
       if (at === null || (field !== 'all' && !advertiser)) continue

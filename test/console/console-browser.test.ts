@@ -166,6 +166,12 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     expect(await text('#audit')).toMatch(/by admin/)
   })
 
+  it('shows each key\'s life in the teams table: last used, requests in the last hour', async () => {
+    const growthKey = hashApiKey(GROWTH_KEY).slice(7, 19)
+    await until(`/last used just now · [1-9]\\d* requests? in the last hour/.test(document.querySelector('#teams li[data-key="${growthKey}"]')?.textContent ?? '')`)
+    expect(await text(`#teams li[data-key="analytics-2026"]`)).toMatch(/last used never · 0 requests in the last hour/)
+  })
+
   it('logs in again for the password credential after a confirmation naming it', async () => {
     const before = gw.ctx.tokens.get('default').current()?.fingerprint as string
     await page.click('button[data-relogin="default"]')

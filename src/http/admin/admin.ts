@@ -10,6 +10,7 @@ import { adminStatusRoutes } from './admin-status.js'
 import { adminUsageRoutes } from './admin-usage.js'
 import { adminTokenRoutes } from './admin-token.js'
 import { adminCacheRoutes } from './admin-cache.js'
+import { adminKeysRoutes } from './admin-keys.js'
 import { adminSchema, answer, reloadSchema } from './admin-schemas.js'
 import { clusterRoutes } from './cluster-route.js'
 
@@ -52,5 +53,6 @@ export async function adminRoutes(
   await app.register(adminCacheRoutes, { ctx })
   await app.register(adminStatusRoutes, { ctx, l1, audit })
   await app.register(adminUsageRoutes, { ctx })
+  await app.register(adminKeysRoutes, { ctx })
   await app.register(clusterRoutes, { ctx, replicas })
 }

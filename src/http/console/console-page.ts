@@ -1,7 +1,7 @@
 // The operations console's script, run by the browser. It holds no data of its
 // own: everything comes from the admin calls, sent with the admin token this tab keeps in
 // sessionStorage (never a cookie, never the URL). Every text is set with textContent.
-import { addSample, bytes, expiryAt, expiryIn, pauseLeft, ratio, windowRatio, type CacheSample, type Expiry } from './console-format.js'
+import { addSample, ago, bytes, expiryAt, expiryIn, pauseLeft, plural, ratio, windowRatio, type CacheSample, type Expiry } from './console-format.js'
 import { chartData, healthLine, lastSum, type Charted, type Cluster } from './console-cluster.js'
 import { clearCharts, drawCharts } from './console-charts.js'
 
@@ -48,6 +48,13 @@ interface Status {
   cache: { enabled: boolean; lookups: Record<string, number>; l1: { entries: number; bytes: number; maxBytes: number } }
   teams: Team[]
   governors: Governor[]
+}
+/** A key's life (GET /admin/keys). */
+interface KeyLife {
+  id: string
+  createdAt: string | null
+  lastUsedAt: string | null
+  requestsLastHour: number
 }
 interface UsageRow {
   team: string
@@ -146,15 +153,16 @@ function refused(err: unknown): boolean {
 
 async function refresh(): Promise<void> {
   try {
-    const [whoami, status, usage, audit, cluster] = await Promise.all([
+    const [whoami, status, usage, audit, cluster, keys] = await Promise.all([
       call<NonNullable<typeof who>>('GET', '/admin/whoami'),
       call<Status>('GET', '/admin/status'),
       call<{ usage: UsageRow[] }>('GET', '/admin/usage').catch(unlessRefused),
       call<{ lines: Record<string, unknown>[] }>('GET', '/admin/audit'),
       call<Cluster>('GET', '/admin/cluster').catch(unlessRefused),
+      call<{ keys: KeyLife[] }>('GET', '/admin/keys').catch(unlessRefused),
     ])
     who = whoami
-    render(status, usage?.usage ?? null, audit.lines)
+    render(status, usage?.usage ?? null, audit.lines, keys?.keys ?? null)
     renderCluster(status, cluster)
     showError(null)
     $('data').hidden = false
@@ -181,14 +189,14 @@ function uptime(seconds: number): string {
   return `${Math.floor(hours / 24)} d ${hours % 24} h`
 }
 
-function render(status: Status, usage: UsageRow[] | null, audit: Record<string, unknown>[]): void {
+function render(status: Status, usage: UsageRow[] | null, audit: Record<string, unknown>[], keys: KeyLife[] | null): void {
   const now = Date.parse(status.at)
   $('actions').hidden = !mayChange()
   renderCredentials(status.credentials, now)
   renderRedis(status.redis)
   renderCache(status.cache, now)
   renderGovernors(status.governors)
-  renderTeams(status.teams, usage, now)
+  renderTeams(status.teams, usage, keys, now)
   renderAudit(audit)
 }
 
@@ -270,7 +278,15 @@ function teamLine(t: Governor['teams'][number]): string {
   return `${t.team}: ${t.inFlight} in flight${ceiling(t.maxConcurrent)}, ${t.waiting} waiting${ceiling(t.queue)}`
 }
 
-function renderTeams(teams: Team[], usage: UsageRow[] | null, now: number): void {
+/** A key's life in words: when it was made, when it was last used, its requests in the last hour. */
+function keyLife(life: KeyLife | undefined, now: number): string {
+  if (!life) return ''
+  const made = life.createdAt === null ? '' : `made ${life.createdAt.slice(0, 10)} · `
+  return `${made}last used ${ago(life.lastUsedAt, now)} · ${plural(life.requestsLastHour, 'request')} in the last hour`
+}
+
+function renderTeams(teams: Team[], usage: UsageRow[] | null, keys: KeyLife[] | null, now: number): void {
+  const lives = new Map((keys ?? []).map((k) => [k.id, k]))
   const rows = teams.map((t) => {
     const used = usage?.find((u) => u.team === t.name)
     const count = (n: number | undefined) => (usage === null ? 'unavailable' : String(n ?? 0))
@@ -281,7 +297,13 @@ function renderTeams(teams: Team[], usage: UsageRow[] | null, now: number): void
       el('td', {}, t.credential),
       el('td', {}, t.advertisers),
       // A team whose keys were all revoked cannot call: said, not left as an empty cell.
-      el('td', {}, t.keys.length === 0 ? mark({ text: 'none: the team cannot call', level: 'expired' }) : el('ul', { class: 'plain' }, ...t.keys.map((k) => el('li', {}, el('code', {}, k.id), ' ', mark(expiryAt(k.expiresAt, now)))))),
+      el(
+        'td',
+        {},
+        t.keys.length === 0
+          ? mark({ text: 'none: the team cannot call', level: 'expired' })
+          : el('ul', { class: 'plain' }, ...t.keys.map((k) => el('li', { 'data-key': k.id }, el('code', {}, k.id), ' ', mark(expiryAt(k.expiresAt, now)), el('div', { class: 'muted' }, keyLife(lives.get(k.id), now))))),
+      ),
       el('td', {}, t.rateLimit ? `${t.rateLimit.remaining} of ${t.rateLimit.max} left (per ${t.rateLimit.windowSec} s)` : 'none'),
       el('td', {}, count(used?.requests)),
       el('td', {}, count(used?.cacheHits)),

@@ -82,6 +82,7 @@ export function requestObserver(ctx: GatewayContext): ObserveRequest {
     }
     timer.observe(facts.durationMs / 1000)
     if (facts.team !== null) ctx.usage.request(facts.team, status, facts.hit, facts.bytes ?? 0, facts.at)
+    if (facts.keyId !== null) ctx.keyUse.note(facts.keyId, facts.at ?? ctx.clock.now())
     ctx.history.request(status, facts.team, route === 'report' && facts.cache !== null, facts.hit, facts.at)
     if (!logRequests) return
     const q = facts.url.indexOf('?')
