@@ -64,7 +64,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, metrics, clock, configSource: deps.configSource })
   const platform = platformParts(config, { dispatcher: deps.dispatcher, log, secrets, metrics, clock, redis, breaker, bus, seal, teams, usage, history })
   const { dispatcher, tokens, governors, client, answers } = platform
-  const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens })
+  const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId })
   // Redis answering again (the circuit closed, a new connection): the report copies this
   // replica kept meanwhile, or that a Redis restarted empty lost, go back to it.
   shared.whenBack(() => void store.shareKept())

@@ -28,6 +28,7 @@ export const allErrors = {
   UnknownCredentialError: createError<[string, { cause?: unknown }?]>('GW_NOT_FOUND', 'no credential named %s', 404),
   UnknownTeamError: createError<[string]>('GW_NOT_FOUND', 'no team named %s: it is not in the running teams and has no usage in the range', 404),
   NoRunningTeamError: createError<[string]>('GW_NOT_FOUND', 'no team named %s among the running teams', 404),
+  NotCachedError: createError<[string]>('GW_NOT_FOUND', 'no copy of %s is cached, under any credential', 404),
   PurgeIncompleteError: createError<[string, { cause?: unknown }?]>(
     'GW_REDIS_UNAVAILABLE',
     'this replica dropped its in-process entries, but Redis is unavailable: %s',
@@ -63,6 +64,7 @@ export const {
   UnknownCredentialError,
   UnknownTeamError,
   NoRunningTeamError,
+  NotCachedError,
   PurgeIncompleteError,
   UsageUnavailableError,
   RedisUnavailableError,

@@ -58,6 +58,20 @@ export class MemoryStore implements CacheStore {
     return n
   }
 
+  async purgeKey(key: string): Promise<number> {
+    return this.#lru.delete(key) ? 1 : 0
+  }
+
+  async countKey(key: string): Promise<number> {
+    return this.peek(key) === null ? 0 : 1
+  }
+
+  /** The entry of `key`, without making it more recently used (an operator's look changes nothing). */
+  peek(key: string, now: number = this.#now()): CacheEntry | null {
+    const entry = this.#lru.peek(key)
+    return entry !== undefined && now < entry.errorUntil ? entry : null
+  }
+
   async countAll(): Promise<number> {
     return this.#lru.size
   }

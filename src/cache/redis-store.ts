@@ -116,6 +116,14 @@ export class RedisStore implements CacheStore {
     return dropped
   }
 
+  purgeKey(key: string): Promise<number> {
+    return this.#redis.unlink(key)
+  }
+
+  countKey(key: string): Promise<number> {
+    return this.#redis.exists(key)
+  }
+
   countAll(): Promise<number> {
     return this.#scan(redisKey.reportPattern(this.#prefix), async () => 1)
   }

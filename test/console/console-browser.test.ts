@@ -172,6 +172,29 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     expect(await text(`#teams li[data-key="analytics-2026"]`)).toMatch(/last used never · 0 requests in the last hour/)
   })
 
+  it('looks a report up by any spelling of its URL, and purges that one report after a confirmation', async () => {
+    expect(await report()).toBe('HIT')
+    await page.type('#lookup-url', '/api/v1/report/campaigns/get/?dateTo=2026-01-07&byDate=true&dateFrom=2026-01-01&advertiserId=0101')
+    await page.click('#lookup button[type=submit]')
+    await shows('lookup-result', 'Cached as')
+    const found = await text('#lookup-result')
+    expect(found).toContain(REPORT)
+    expect(found).toMatch(/this replica's memory \(L1\)/)
+    expect(found).toMatch(/for team growth by replica/)
+    expect(await visible('#purge-report')).toBe(true)
+    await page.click('#purge-report')
+    await page.waitForSelector('#confirm[open]')
+    expect(await text('#confirm-text')).toContain(`Drop the cached copies of ${REPORT}`)
+    await page.click('#confirm-yes')
+    await shows('action-result', `Purged ${REPORT}: 1 entry dropped.`)
+    expect(await report()).toBe('MISS')
+    await page.$eval('#lookup-url', (node) => void ((node as unknown as { value: string }).value = ''))
+    await page.type('#lookup-url', '/api/v1/report/campaigns/get?advertiserId=102&dateFrom=2026-01-01&dateTo=2026-01-07')
+    await page.click('#lookup button[type=submit]')
+    await shows('lookup-result', 'Not cached')
+    expect(await visible('#purge-report')).toBe(false)
+  })
+
   it('logs in again for the password credential after a confirmation naming it', async () => {
     const before = gw.ctx.tokens.get('default').current()?.fingerprint as string
     await page.click('button[data-relogin="default"]')

@@ -6,7 +6,7 @@ import { adminSchema, answer, flagOn, purgeSchema, QUERY_FLAG } from './admin-sc
 const DRY_RUN = { ...QUERY_FLAG, description: '`1` or `true`: drop nothing, answer what the purge would drop (`wouldDrop`).' }
 
 /** What a dry run counts, or Redis's refusal to say (503). */
-async function counted(count: Promise<number>): Promise<number> {
+export async function counted(count: Promise<number>): Promise<number> {
   try {
     return await count
   } catch (err) {

@@ -116,6 +116,7 @@ export const purgeSchema = {
   properties: {
     purged: { type: 'string', enum: ['all', 'advertiser', 'report'], description: 'What the purge reaches: every report, one advertiser\'s, one report.' },
     advertiserId: { type: 'integer', minimum: 1, description: 'With `purged: advertiser`: whose entries.' },
+    report: { type: 'string', description: 'With `purged: report`: the report, as the gateway spells it (its canonical path and query); its entry under every credential.' },
     dryRun: { type: 'boolean', description: 'true: nothing was dropped; `wouldDrop` says what the purge would drop now.' },
     dropped: { type: 'integer', minimum: 0, description: 'Without `dryRun`: entries dropped from Redis (from this replica\'s memory without Redis).' },
     wouldDrop: { type: 'integer', minimum: 0, description: 'With `dryRun`: entries the purge would drop from Redis now (from this replica\'s memory without Redis).' },

@@ -11,6 +11,7 @@ import { adminUsageRoutes } from './admin-usage.js'
 import { adminTokenRoutes } from './admin-token.js'
 import { adminCacheRoutes } from './admin-cache.js'
 import { adminKeysRoutes } from './admin-keys.js'
+import { cacheEntryRoutes } from './cache-entry-route.js'
 import { adminSchema, answer, reloadSchema } from './admin-schemas.js'
 import { clusterRoutes } from './cluster-route.js'
 
@@ -51,6 +52,7 @@ export async function adminRoutes(
 
   await app.register(adminTokenRoutes, { ctx, client })
   await app.register(adminCacheRoutes, { ctx })
+  await app.register(cacheEntryRoutes, { ctx })
   await app.register(adminStatusRoutes, { ctx, l1, audit })
   await app.register(adminUsageRoutes, { ctx })
   await app.register(adminKeysRoutes, { ctx })

@@ -47,6 +47,15 @@ export const CONSOLE_HTML = `<!doctype html>
     <section aria-labelledby="h-redis"><h2 id="h-redis">Redis</h2><div id="redis"></div></section>
     <section aria-labelledby="h-cache"><h2 id="h-cache">Report cache (this replica)</h2><div id="cache"></div></section>
   </div>
+  <section aria-labelledby="h-lookup"><h2 id="h-lookup">Look up a cached report</h2>
+    <form id="lookup" class="row" autocomplete="off">
+      <label for="lookup-url">Report URL</label>
+      <input id="lookup-url" name="url" spellcheck="false" placeholder="/api/v1/report/campaigns/get?advertiserId=101&amp;dateFrom=…&amp;dateTo=…">
+      <button type="submit">Look up</button>
+    </form>
+    <div id="lookup-result" role="status" aria-live="polite"></div>
+    <button id="purge-report" type="button" class="danger" hidden>Purge this report…</button>
+  </section>
   <section aria-labelledby="h-governors"><h2 id="h-governors">Governor</h2><div id="governors"></div></section>
   <section aria-labelledby="h-teams"><h2 id="h-teams">Teams</h2><div id="teams"></div></section>
   <section id="actions" aria-labelledby="h-actions" hidden><h2 id="h-actions">Actions</h2>
@@ -90,7 +99,7 @@ h2 { font-size: 1.1rem; margin: 1.2rem 0 .4rem; }
 .row p { margin: 0; flex-basis: 100%; }
 #signed-in p { flex-basis: auto; }
 input, select { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); min-width: 0; }
-#token { flex: 1 1 18rem; }
+#token, #lookup-url { flex: 1 1 18rem; }
 button { font: inherit; padding: .35rem .8rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); cursor: pointer; }
 button.danger { border-color: var(--bad); color: var(--bad); }
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }

@@ -56,6 +56,22 @@ interface KeyLife {
   lastUsedAt: string | null
   requestsLastHour: number
 }
+/** One report's entry under one credential (GET /admin/cache/entry). */
+interface CachedEntry {
+  credential: string
+  key: string
+  tiers: { tier: string; fetchedAt: string; etag: string }[]
+  state: string
+  fetchedAt: string
+  ageSeconds: number
+  ttlSeconds: number
+  staleUntil: string
+  errorUntil: string
+  etag: string
+  gzipBytes: number
+  bodyBytes: number | null
+  filledBy: { team: string; replica: string } | null
+}
 interface UsageRow {
   team: string
   requests: number
@@ -95,6 +111,8 @@ let samples: CacheSample[] = []
 let timer: number | undefined
 /** The last cluster view, kept to redraw the charts when their scope changes. */
 let lastCluster: Cluster | null = null
+/** The gateway's time at its last answer (epoch ms): what "ago" is counted from. */
+let serverNow = 0
 /** Whose token this tab holds; a viewer's sees no action (the gateway would refuse them, 403). */
 let who: { name: string; role: 'viewer' | 'operator' } | null = null
 const CLUSTER_SCOPE = 'cluster'
@@ -129,7 +147,8 @@ function signOut(message: string | null): void {
   lastCluster = null
   who = null
   clearCharts()
-  for (const id of ['credentials', 'redis', 'cache', 'governors', 'teams', 'audit', 'replicas', 'team-errors', 'cluster-note']) $(id).replaceChildren()
+  for (const id of ['credentials', 'redis', 'cache', 'governors', 'teams', 'audit', 'replicas', 'team-errors', 'cluster-note', 'lookup-result']) $(id).replaceChildren()
+  $('purge-report').hidden = true
   $<HTMLSelectElement>('chart-scope').replaceChildren()
   $('health').hidden = true
   $('data').hidden = true
@@ -191,6 +210,7 @@ function uptime(seconds: number): string {
 
 function render(status: Status, usage: UsageRow[] | null, audit: Record<string, unknown>[], keys: KeyLife[] | null): void {
   const now = Date.parse(status.at)
+  serverNow = now
   $('actions').hidden = !mayChange()
   renderCredentials(status.credentials, now)
   renderRedis(status.redis)
@@ -465,15 +485,63 @@ $('purge-one').addEventListener('submit', (event) => {
     say('The advertiser id must be a positive whole number.')
     return
   }
-  void act(`Drop every cached report of advertiser ${id}, on every replica. The next read of each is a platform call.`, `Purge advertiser ${id}`, 'DELETE', `/admin/cache?advertiserId=${id}`, (b) => `Purged advertiser ${id}: ${String(b.dropped)} entries dropped on this replica.`)
+  void act(`Drop every cached report of advertiser ${id}, on every replica. The next read of each is a platform call.`, `Purge advertiser ${id}`, 'DELETE', `/admin/cache?advertiserId=${id}`, (b) => `Purged advertiser ${id}: ${plural(Number(b.dropped), 'entry', 'entries')} dropped.`)
 })
 
 $('purge-all').addEventListener('click', () => {
-  void act('Drop EVERY cached report of every team, on every replica. Until the cache fills again, every read is a platform call.', 'Purge everything', 'DELETE', '/admin/cache', (b) => `Purged everything: ${String(b.dropped)} entries dropped on this replica.`)
+  void act('Drop EVERY cached report of every team, on every replica. Until the cache fills again, every read is a platform call.', 'Purge everything', 'DELETE', '/admin/cache', (b) => `Purged everything: ${plural(Number(b.dropped), 'entry', 'entries')} dropped.`)
 })
 
 $('reload').addEventListener('click', () => {
   void act('Read CONFIG_FILE (or TEAMS_FILE) again and apply its teams and keys on every replica. A file that does not validate is refused and the running teams stay.', 'Reload teams', 'POST', '/admin/reload', reloadText)
+})
+
+/** The report the last look-up found (its canonical URL), which the purge button drops. */
+let lookedUp: string | null = null
+
+function renderLookup(report: string, entries: CachedEntry[]): void {
+  const now = serverNow
+  const blocks = entries.map((e) =>
+    facts([
+      ['Credential', e.credential],
+      ['Key', el('code', {}, e.key)],
+      ['Held in', e.tiers.map((t) => (t.tier === 'l1' ? 'this replica\'s memory (L1)' : 'Redis (L2)')).join(', ')],
+      ['State', el('span', { class: `state ${e.state === 'fresh' ? 'ok' : 'none'}` }, e.state)],
+      ['Filled', `${ago(e.fetchedAt, now)} (${e.fetchedAt.slice(0, 19).replace('T', ' ')} UTC)${e.filledBy ? ` for team ${e.filledBy.team} by replica ${e.filledBy.replica}` : ''}`],
+      ['Fresh for', `${e.ttlSeconds} s more; then stale until ${e.staleUntil.slice(11, 19)}, served on platform errors until ${e.errorUntil.slice(11, 19)} UTC`],
+      ['Size', `${bytes(e.gzipBytes)} stored${e.bodyBytes === null ? '' : `, ${bytes(e.bodyBytes)} as sent`}`],
+      ['ETag', el('code', {}, e.etag)],
+    ]),
+  )
+  $('lookup-result').replaceChildren(el('p', {}, 'Cached as ', el('code', {}, report)), ...blocks)
+}
+
+$('lookup').addEventListener('submit', (event) => {
+  event.preventDefault()
+  const url = $<HTMLInputElement>('lookup-url').value.trim()
+  lookedUp = null
+  $('purge-report').hidden = true
+  if (url === '') return
+  void call<{ report: string; entries: CachedEntry[] }>('GET', `/admin/cache/entry?url=${encodeURIComponent(url)}`).then(
+    (found) => {
+      lookedUp = found.report
+      renderLookup(found.report, found.entries)
+      $('purge-report').hidden = !mayChange()
+    },
+    (err: unknown) => {
+      if (!refused(err)) $('lookup-result').replaceChildren(el('p', {}, err instanceof CallError && err.status === 404 ? `Not cached: ${err.message}` : `Refused: ${(err as Error).message}`))
+    },
+  )
+})
+
+$('purge-report').addEventListener('click', () => {
+  const report = lookedUp
+  if (report === null) return
+  void act(`Drop the cached copies of ${report}, on every replica. Its next read is a platform call.`, 'Purge this report', 'DELETE', `/admin/cache/entry?url=${encodeURIComponent(report)}`, (b) => {
+    $('purge-report').hidden = true
+    $('lookup-result').replaceChildren()
+    return `Purged ${report}: ${plural(Number(b.dropped), 'entry', 'entries')} dropped.`
+  })
 })
 
 $('credentials').addEventListener('click', (event) => {
