@@ -9,6 +9,7 @@ import { CampaignOwners } from './access/campaign-owners.js'
 import { TokenStore } from './platform/tokens/token-store.js'
 import { newReplicaId, Replicas } from './observe/replicas.js'
 import { KeyUse } from './observe/key-use.js'
+import { LogLevel } from './observe/log-level.js'
 import type { RedisClient } from './redis/client.js'
 import { keepTickShape } from './perf/tick-shape.js'
 import { systemClock, type Clock, type Timers } from './clock.js'
@@ -71,6 +72,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
 
   const ctx: GatewayContext = {
     config, log, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, redis, breaker, bus, reports,
+    logLevel: new LogLevel({ log, bus, replica: replicaId, clock }),
     lifecycle: { phase: 'starting' },
     build, clock, governors, answers,
     campaignOwners: new CampaignOwners({ config, client, redis, breaker, now: () => clock.now() }),
@@ -104,6 +106,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       rateLimiter.start()
       usage.start()
       await reloader.start()
+      await ctx.logLevel.start()
       await tokenStore.start()
       await reports.start()
       await governors.start()

@@ -1,5 +1,5 @@
 import type { Config, TeamConfig } from './config.js'
-import { DEFAULT_CREDENTIAL } from './config.js'
+import { DEFAULT_CREDENTIAL, overridden } from './config.js'
 import { hashApiKey, newApiKey } from './access/api-keys.js'
 import type { Sandbox } from './sandbox/sandbox.js'
 import { systemClock } from './clock.js'
@@ -45,6 +45,7 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
       },
       teams: [...config.teams.filter((t) => t.name !== DEMO_TEAM), team],
       secrets: [...config.secrets, password, clientSecret],
+      settings: overridden(config.settings, 'platform.baseUrl', sandbox.url, 'demo', 'demo mode: the bundled sandbox'),
     },
   }
 }

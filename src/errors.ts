@@ -29,6 +29,7 @@ export const allErrors = {
   UnknownTeamError: createError<[string]>('GW_NOT_FOUND', 'no team named %s: it is not in the running teams and has no usage in the range', 404),
   NoRunningTeamError: createError<[string]>('GW_NOT_FOUND', 'no team named %s among the running teams', 404),
   NotCachedError: createError<[string]>('GW_NOT_FOUND', 'no copy of %s is cached, under any credential', 404),
+  NoReplicaError: createError<[string]>('GW_NOT_FOUND', 'no live replica named %s (GET /admin/cluster lists them); nothing was changed', 404),
   PurgeIncompleteError: createError<[string, { cause?: unknown }?]>(
     'GW_REDIS_UNAVAILABLE',
     'this replica dropped its in-process entries, but Redis is unavailable: %s',
@@ -65,6 +66,7 @@ export const {
   UnknownTeamError,
   NoRunningTeamError,
   NotCachedError,
+  NoReplicaError,
   PurgeIncompleteError,
   UsageUnavailableError,
   RedisUnavailableError,

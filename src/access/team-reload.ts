@@ -265,5 +265,5 @@ function signature(value: unknown): string {
 
 // The settings that need a restart: everything but the teams and the admin tokens.
 function restartOnly(config: Config): string {
-  return signature({ ...config, teams: null, admin: { ...config.admin, tokens: null }, secrets: null })
+  return signature({ ...config, teams: null, admin: { ...config.admin, tokens: null }, secrets: null, settings: null })
 }

@@ -4,6 +4,7 @@ import { hasControlCharacters, MALFORMED_SECRET, readEnv, type Env } from './sou
 import { parseDuration, parseSize } from './units.js'
 import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
+import type { Setting } from './provenance.js'
 
 // The validated raw settings turned into what the gateway runs on: durations in ms,
 // sizes in bytes, credentials with their secrets, teams with their key hashes.
@@ -194,8 +195,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   }
 }
 
-/** `demo`: decided by loadConfig from everything that was set (config/demo-mode.ts). */
-export type Config = ReturnType<typeof normalize> & { demo: boolean }
+/** `demo`: decided by loadConfig from everything that was set (config/demo-mode.ts); `settings`: each setting in force and where it came from (config/provenance.ts). */
+export type Config = ReturnType<typeof normalize> & { demo: boolean; settings: Setting[] }
 
 function envName(path: string, env: string): string {
   return `${env} (${path})`

@@ -30,6 +30,8 @@ export interface ReplicaState {
   phase: string
   /** Serving (readiness 200). */
   ready: boolean
+  /** The log level in force (LOG_LEVEL, or changed at run time). */
+  logLevel: string
   /** Platform calls in flight and waiting on this replica, every credential. */
   inFlight: number
   waiting: number

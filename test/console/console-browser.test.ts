@@ -195,6 +195,24 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     expect(await visible('#purge-report')).toBe(false)
   })
 
+  it('shows the configuration in force with the source of each setting, secrets as fingerprints, and sets the log level', async () => {
+    await shows('config', 'platform.baseUrl')
+    const config = await text('#config')
+    expect(config).toMatch(/platform\.baseUrl\s+http:\/\/127\.0\.0\.1:\d+\s+environment\s+PLATFORM_BASE_URL/)
+    expect(config).toMatch(/cache\.ttl\.recent\s+\S+\s+default\s+config\/default\.yaml/)
+    expect(config).toMatch(/platform\.password\s+secret, fingerprint [0-9a-f]{12}\s+environment\s+PLATFORM_PASSWORD/)
+    expect(config).not.toContain(sandbox.credentials.password)
+    await page.select('#log-level-value', 'debug')
+    await page.click('#log-level button[type=submit]')
+    await page.waitForSelector('#confirm[open]')
+    expect(await text('#confirm-text')).toMatch(/Set the log level to debug on every replica/)
+    await page.click('#confirm-yes')
+    await shows('action-result', 'Log level debug set on every replica (this replica had info)')
+    expect(gw.ctx.log.level).toBe('debug')
+    await shows('config', 'PUT /admin/log-level by admin')
+    gw.ctx.log.level = 'info'
+  })
+
   it('logs in again for the password credential after a confirmation naming it', async () => {
     const before = gw.ctx.tokens.get('default').current()?.fingerprint as string
     await page.click('button[data-relogin="default"]')
@@ -238,6 +256,7 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     await shows('updated', 'Signed in as viewer (viewer: read only)')
     await shows('teams', 'growth')
     expect(await visible('#actions')).toBe(false)
+    expect(await visible('#log-level')).toBe(false)
     expect(await page.$$('button[data-relogin]')).toHaveLength(0)
     expect(await text('#credentials')).toContain('read only')
     await page.screenshot({ path: `${ARTIFACTS}console-viewer.png`, fullPage: true })

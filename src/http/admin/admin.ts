@@ -12,6 +12,7 @@ import { adminTokenRoutes } from './admin-token.js'
 import { adminCacheRoutes } from './admin-cache.js'
 import { adminKeysRoutes } from './admin-keys.js'
 import { cacheEntryRoutes } from './cache-entry-route.js'
+import { adminConfigRoutes } from './admin-config.js'
 import { adminSchema, answer, reloadSchema } from './admin-schemas.js'
 import { clusterRoutes } from './cluster-route.js'
 
@@ -57,4 +58,5 @@ export async function adminRoutes(
   await app.register(adminUsageRoutes, { ctx })
   await app.register(adminKeysRoutes, { ctx })
   await app.register(clusterRoutes, { ctx, replicas })
+  await app.register(adminConfigRoutes, { ctx, replicas })
 }

@@ -70,6 +70,16 @@ export const CONSOLE_HTML = `<!doctype html>
     </div>
     <p id="action-result" role="status" aria-live="polite"></p>
   </section>
+  <section aria-labelledby="h-config"><h2 id="h-config">Configuration in force <span class="muted">(the answering replica)</span></h2>
+    <form id="log-level" class="row" hidden>
+      <label for="log-level-value">Log level</label>
+      <select id="log-level-value"><option>fatal</option><option>error</option><option>warn</option><option>info</option><option>debug</option><option>trace</option><option>silent</option></select>
+      <label for="log-level-replica">on</label>
+      <select id="log-level-replica"></select>
+      <button type="submit">Set the log level…</button>
+    </form>
+    <div id="config"></div>
+  </section>
   <section aria-labelledby="h-audit"><h2 id="h-audit">Audit (newest first, this replica)</h2><div id="audit"></div></section>
 </main>
 <dialog id="confirm" aria-labelledby="confirm-title" aria-describedby="confirm-text">

@@ -27,6 +27,8 @@ export interface Replica {
   uptimeSeconds: number
   phase: string
   ready: boolean
+  /** The log level in force (absent in an older replica's announcement). */
+  logLevel?: string
   inFlight: number
   waiting: number
   degraded: string[]
