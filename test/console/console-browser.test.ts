@@ -197,6 +197,8 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
 
   it('shows the configuration in force with the source of each setting, secrets as fingerprints, and sets the log level', async () => {
     await shows('config', 'platform.baseUrl')
+    expect(await text('#config-summary')).toMatch(/^The \d+ settings in force \(\d+ not the default\); show them$/)
+    await page.click('#config-summary')
     const config = await text('#config')
     expect(config).toMatch(/platform\.baseUrl\s+http:\/\/127\.0\.0\.1:\d+\s+environment\s+PLATFORM_BASE_URL/)
     expect(config).toMatch(/cache\.ttl\.recent\s+\S+\s+default\s+config\/default\.yaml/)

@@ -31,8 +31,9 @@ export const CONSOLE_HTML = `<!doctype html>
 <main id="data" hidden>
   <p id="health" class="health" role="status" aria-live="polite" hidden></p>
   <section aria-labelledby="h-replicas"><h2 id="h-replicas">Replicas</h2><p id="cluster-note" class="muted"></p><div id="replicas"></div></section>
-  <section aria-labelledby="h-history"><h2 id="h-history">Last hour <span class="muted">(10-second buckets)</span></h2>
-    <div class="row"><label for="chart-scope">Charts of</label><select id="chart-scope"></select></div>
+  <section aria-labelledby="h-history"><h2 id="h-history">Charts <span class="muted">(10-second buckets)</span></h2>
+    <div class="row"><label for="chart-scope">Charts of</label><select id="chart-scope"></select>
+      <label for="chart-window">over the last</label><select id="chart-window"><option value="5m">5 minutes</option><option value="15m">15 minutes</option><option value="1h" selected>hour</option></select></div>
     <div class="charts">
       <figure><figcaption>Requests and errors (per 10 s)</figcaption><div id="chart-requests" class="chart"></div><p id="chart-requests-summary" class="muted"></p></figure>
       <figure><figcaption>Hit ratio of report reads (%)</figcaption><div id="chart-hits" class="chart"></div><p id="chart-hits-summary" class="muted"></p></figure>
@@ -78,7 +79,7 @@ export const CONSOLE_HTML = `<!doctype html>
       <select id="log-level-replica"></select>
       <button type="submit">Set the log level…</button>
     </form>
-    <div id="config"></div>
+    <details id="config-details"><summary id="config-summary">The settings in force</summary><div id="config"></div></details>
   </section>
   <section aria-labelledby="h-audit"><h2 id="h-audit">Audit (newest first, this replica)</h2><div id="audit"></div></section>
 </main>
@@ -125,6 +126,7 @@ figure p { margin: .2rem 0 0; font-size: .85rem; }
 .chart { min-width: 0; overflow-x: auto; }
 .chart .u-legend { font-size: .8rem; color: var(--fg); }
 tr.self th, tr.self td { background: color-mix(in srgb, var(--focus) 8%, transparent); }
+tr.gone th, tr.gone td { color: var(--muted); }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; vertical-align: top; padding: .35rem .5rem; border-bottom: 1px solid var(--line); }

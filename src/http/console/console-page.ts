@@ -2,7 +2,7 @@
 // own: everything comes from the admin calls, sent with the admin token this tab keeps in
 // sessionStorage (never a cookie, never the URL). Every text is set with textContent.
 import { plural } from './console-format.js'
-import { chartData, healthLine, lastSum, type Charted, type Cluster } from './console-cluster.js'
+import { chartData, healthLine, lastBuckets, lastSum, WINDOWS, type Charted, type ChartWindow, type Cluster } from './console-cluster.js'
 import { clearCharts, drawCharts } from './console-charts.js'
 import { $, el, table } from './console-dom.js'
 import { forgetSamples, renderAudit, renderCache, renderCredentials, renderGovernors, renderLookup, renderRedis, renderSettings, renderTeams, type CachedEntry, type KeyLife, type Setting, type Status, type UsageRow } from './console-sections.js'
@@ -28,6 +28,8 @@ let serverNow = 0
 /** Whose token this tab holds; a viewer's sees no action (the gateway would refuse them, 403). */
 let who: { name: string; role: 'viewer' | 'operator' } | null = null
 const CLUSTER_SCOPE = 'cluster'
+/** What each window of the charts is called in their summaries. */
+const WINDOW_SPANS: Record<ChartWindow, string> = { '5m': '5 min', '15m': '15 min', '1h': 'hour' }
 
 function token(): string | null {
   return sessionStorage.getItem(TOKEN_KEY)
@@ -148,7 +150,10 @@ function renderCluster(status: Status, cluster: Cluster | null): void {
     $('cluster-note').textContent = 'The replicas could not be read (GET /admin/cluster failed); retrying.'
     return
   }
-  $('cluster-note').textContent = cluster.note ?? `${cluster.replicas.length} live ${cluster.replicas.length === 1 ? 'replica' : 'replicas'}, as they announce themselves in Redis every 5 s.`
+  const live = cluster.replicas.filter((r) => !r.gone).length
+  const gone = cluster.replicas.length - live
+  $('cluster-note').textContent =
+    cluster.note ?? `${plural(live, 'live replica')}, as they announce themselves in Redis every 5 s${gone === 0 ? '' : `; ${gone} gone in the last hour, listed with their history`}.`
   renderReplicas(cluster)
   renderScopes(cluster)
   renderHistory()
@@ -158,11 +163,11 @@ function renderReplicas(cluster: Cluster): void {
   const rows = cluster.replicas.map((r) =>
     el(
       'tr',
-      r.self ? { class: 'self' } : {},
+      r.self ? { class: 'self' } : r.gone ? { class: 'gone', 'data-gone': r.gone.how } : {},
       el('th', { scope: 'row' }, el('code', {}, r.id), r.self ? el('span', { class: 'mark ok' }, 'this replica') : null),
       el('td', {}, `${r.version}${r.commit === 'unknown' ? '' : ` (${r.commit.slice(0, 12)})`}`),
       el('td', {}, uptime(r.uptimeSeconds)),
-      el('td', {}, el('span', { class: `state ${r.ready ? 'ok' : 'rejected'}` }, r.ready ? 'ready' : r.phase)),
+      el('td', {}, readiness(r)),
       el('td', {}, r.logLevel ?? '–'),
       el('td', {}, String(r.inFlight)),
       el('td', {}, String(r.waiting)),
@@ -171,6 +176,15 @@ function renderReplicas(cluster: Cluster): void {
     ),
   )
   $('replicas').replaceChildren(table('Replicas', ['Replica', 'Version', 'Up', 'Ready', 'Log level', 'Calls in flight', 'Waiting', 'Requests (5 min)', 'Degraded'], rows))
+}
+
+/** A replica's readiness, or how it left: a clean stop, or gone without one, and when it was last seen. */
+function readiness(r: Cluster['replicas'][number]): HTMLElement {
+  if (r.gone) {
+    const at = `${r.gone.lastSeen.slice(11, 19)} UTC`
+    return r.gone.how === 'stopped' ? el('span', { class: 'state none' }, `stopped at ${at}`) : el('span', { class: 'state rejected' }, `gone: no clean stop, last seen ${at}`)
+  }
+  return el('span', { class: `state ${r.ready ? 'ok' : 'rejected'}` }, r.ready ? 'ready' : r.phase)
 }
 
 /** The charts' scope: the whole cluster or one replica; the choice stays while that replica is listed. */
@@ -188,7 +202,8 @@ function renderHistory(): void {
   const replicas = scope === CLUSTER_SCOPE ? lastCluster.replicas : lastCluster.replicas.filter((r) => r.id === scope)
   if (replicas.length === 0) return
   const data = chartData(replicas)
-  drawCharts(data)
+  const span = $<HTMLSelectElement>('chart-window').value as ChartWindow
+  drawCharts(lastBuckets(data, WINDOWS[span] ?? WINDOWS['1h']), WINDOW_SPANS[span] ?? 'hour')
   renderTeamErrors(data)
 }
 
@@ -279,6 +294,7 @@ $('sign-in').addEventListener('submit', (event) => {
 $('sign-out').addEventListener('click', () => signOut(null))
 
 $('chart-scope').addEventListener('change', () => renderHistory())
+$('chart-window').addEventListener('change', () => renderHistory())
 
 $('purge-one').addEventListener('submit', (event) => {
   event.preventDefault()

@@ -239,4 +239,6 @@ export function renderLookup(report: string, entries: CachedEntry[], now: number
 export function renderSettings(settings: Setting[]): void {
   const rows = settings.map((s) => el('tr', { class: `source-${s.source}` }, el('th', { scope: 'row' }, el('code', {}, s.setting)), el('td', {}, settingValue(s)), el('td', {}, s.source), el('td', {}, s.from)))
   $('config').replaceChildren(table('Settings in force and where each came from', ['Setting', 'Value', 'Source', 'From'], rows))
+  const changed = settings.filter((s) => s.source !== 'default').length
+  $('config-summary').textContent = `The ${settings.length} settings in force (${changed} not the default); show them`
 }
