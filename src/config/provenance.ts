@@ -1,6 +1,5 @@
 import { ENV_KEYS, getPath, isPlainObject, type Env } from './sources.js'
 import { maskUrlPassword } from './schema-errors.js'
-import { fingerprint } from '../observe/fingerprint.js'
 
 /** What the settings view reads of a credential (normalize.ts's CredentialConfig). */
 interface CredentialSecrets {
@@ -11,8 +10,9 @@ interface CredentialSecrets {
 
 // Where each setting in force came from (GET /admin/config): the defaults of
 // config/default.yaml, CONFIG_FILE, or the environment; what demo mode set in their place,
-// and what an operator changed at run time (the log level). Secrets are given as their
-// fingerprints, never their values; a Redis URL without its password.
+// and what an operator changed at run time (the log level). A secret is marked as one: its
+// value is the config's own, and only its fingerprint ever leaves the gateway (the admin
+// call makes it); a Redis URL is kept without its password.
 
 export type SettingSource = 'default' | 'file' | 'environment' | 'demo' | 'runtime'
 
@@ -20,13 +20,13 @@ export type SettingSource = 'default' | 'file' | 'environment' | 'demo' | 'runti
 export interface Setting {
   /** Its path in the config file, `cache.ttl.recent`; a named credential's secret, `credentials.<name>.password`. */
   setting: string
-  /** Its value as configured (a duration as written, `30s`); null for a secret. */
+  /** Its value as configured (a duration as written, `30s`). */
   value: unknown
   source: SettingSource
   /** Where exactly: `config/default.yaml`, `CONFIG_FILE`, the variable that set it (`PLATFORM_PASSWORD_FILE`), `demo mode`, the admin call. */
   from: string
-  /** A secret's fingerprint (observe/fingerprint.ts), as logs and the token view name it. */
-  fingerprint?: string
+  /** A secret: never shown, only its fingerprint. */
+  secret?: true
 }
 
 const DEFAULTS = 'config/default.yaml'
@@ -47,8 +47,8 @@ function variable(env: Env, name: string): string {
   return env[`${name}_FILE`] ? `${name}_FILE` : name
 }
 
-function shown(path: string, value: unknown): Pick<Setting, 'value' | 'fingerprint'> {
-  if (SECRETS.has(path)) return value == null || value === '' ? { value: null } : { value: null, fingerprint: fingerprint(String(value)) }
+function kept(path: string, value: unknown): Pick<Setting, 'value' | 'secret'> {
+  if (SECRETS.has(path)) return { value: value === '' ? null : value, secret: true }
   return { value: URLS.has(path) ? maskUrlPassword(value) : value }
 }
 
@@ -65,7 +65,7 @@ export function settingsInForce(o: { raw: Record<string, unknown>; file: Record<
     const name = o.envSources.get(path)
     const where: Pick<Setting, 'source' | 'from'> =
       name !== undefined ? { source: 'environment', from: variable(o.env, name) } : getPath(o.file, parts) !== undefined ? { source: 'file', from: 'CONFIG_FILE' } : { source: 'default', from: DEFAULTS }
-    settings.push({ setting: path, ...shown(path, value), ...where })
+    settings.push({ setting: path, ...kept(path, value), ...where })
   }
   for (const c of Object.values(o.credentials)) {
     if (c.name === 'default') continue
@@ -82,8 +82,8 @@ export function settingsInForce(o: { raw: Record<string, unknown>; file: Record<
       const set = o.env[`${prefix}${suffix}`] || o.env[`${prefix}${suffix}_FILE`]
       settings.push({
         setting: `credentials.${c.name}.${field}`,
-        value: null,
-        fingerprint: fingerprint(String(value)),
+        value,
+        secret: true,
         ...(set ? { source: 'environment' as const, from: variable(o.env, `${prefix}${suffix}`) } : { source: 'file' as const, from: `credentials.${c.name}.${field}File` }),
       })
     }

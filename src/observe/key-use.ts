@@ -2,7 +2,7 @@ import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { redisKey } from '../redis/keys.js'
-import { readBoundedHashes } from '../redis/bounded-hash.js'
+import { readBoundedHashes, type HashBounds } from '../redis/bounded-hash.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
 
 /** How often a replica writes the use of the keys that had traffic since its last write. */
@@ -16,10 +16,8 @@ const MINUTE_MS = 60_000
 const HOUR_MINUTES = 60
 // What one replica's record may hold: a field per key id (ids are at most 64 characters),
 // a value of a time and at most 60 minutes of counts, sealed. Anything larger is not the
-// gateway's, and is not read.
-const MAX_KEY_IDS = 10_000
-const MAX_ID_BYTES = 64
-const MAX_VALUE_BYTES = 2048
+// gateway's, and is not read; nor is a replica id longer than the gateway makes them.
+const RECORD_BOUNDS: HashBounds = { maxFields: 10_000, maxFieldBytes: 64, maxValueBytes: 2048 }
 const MAX_REPLICA_ID_CHARS = 128
 
 /** One key's use on one replica: when it was last used (epoch ms), and its requests in each minute of the last hour that had some. */
@@ -131,7 +129,6 @@ export class KeyUse {
   readonly #hash: string
   readonly #index: string
   #timer: Timer | null = null
-  #flushing: Promise<boolean> | null = null
 
   constructor(opts: KeyUseOptions) {
     this.#o = opts
@@ -157,15 +154,11 @@ export class KeyUse {
     this.#timer = this.#clock.setInterval(() => void this.flush(), this.#o.flushMs ?? KEY_USE_FLUSH_MS).unref()
   }
 
-  /** Writes the records of the keys used since the last write; false when Redis did not take them (they are written next time). */
-  flush(): Promise<boolean> {
-    this.#flushing ??= this.#flush().finally(() => {
-      this.#flushing = null
-    })
-    return this.#flushing
-  }
-
-  async #flush(): Promise<boolean> {
+  /**
+   * Writes the records of the keys used since the last write; false when Redis did not
+   * take them (they are written next time). Two writes at once take different keys.
+   */
+  async flush(): Promise<boolean> {
     const { redis, breaker, seal } = this.#o
     if (!redis || !breaker || this.#dirty.size === 0) return true
     const now = this.#clock.now()
@@ -215,7 +208,7 @@ export class KeyUse {
     const found = await breaker.run(async () => {
       const replicas = (await redis.zrevrange(this.#index, 0, MAX_KEY_USE_REPLICAS - 1)).filter((r) => r !== this.#o.replica && r.length <= MAX_REPLICA_ID_CHARS)
       const hashes = replicas.map((r) => redisKey.keyUse(this.#o.prefix, r))
-      const read = await readBoundedHashes(redis, hashes, { maxFields: MAX_KEY_IDS, maxFieldBytes: MAX_ID_BYTES, maxValueBytes: MAX_VALUE_BYTES })
+      const read = await readBoundedHashes(redis, hashes, RECORD_BOUNDS)
       return replicas.map((replica, i) => ({ replica, hash: hashes[i] as string, fields: read[i] ?? [] }))
     }, null)
     if (found === null) return view('down')

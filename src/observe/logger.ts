@@ -16,6 +16,7 @@ export const REDACT_PATHS = [
   'config.admin.viewerToken',
   'config.gatewaySecret',
   'config.secrets',
+  'config.settings[*].value',
   'config.credentials.*.token',
   'config.credentials.*.login.password',
   'config.credentials.*.login.clientSecret',

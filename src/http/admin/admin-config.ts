@@ -4,6 +4,7 @@ import { NoReplicaError, RedisUnavailableError } from '../../errors.js'
 import { LOG_LEVELS, type LogLevelName } from '../../observe/log-level.js'
 import type { Replicas } from '../../observe/replicas.js'
 import type { Setting } from '../../config.js'
+import { fingerprint } from '../../observe/fingerprint.js'
 import { adminSchema, answer } from './admin-schemas.js'
 
 const SOURCES = ['default', 'file', 'environment', 'demo', 'runtime']
@@ -78,9 +79,13 @@ const logLevelRoute = adminSchema({
 export async function adminConfigRoutes(app: FastifyInstance, { ctx, replicas }: { ctx: GatewayContext; replicas: Replicas }): Promise<void> {
   app.get('/admin/config', { schema: configRoute }, async () => {
     const changed = ctx.logLevel.changed
-    const settings: Setting[] = ctx.config.settings.map((s) =>
-      s.setting === 'logLevel' && changed ? { setting: s.setting, value: ctx.logLevel.level, source: 'runtime', from: `PUT /admin/log-level by ${changed.by ?? 'an operator'} at ${new Date(changed.at).toISOString()}` } : s,
-    )
+    const settings = ctx.config.settings.map((s): Setting | (Omit<Setting, 'secret'> & { fingerprint?: string }) => {
+      if (s.setting === 'logLevel' && changed) return { setting: s.setting, value: ctx.logLevel.level, source: 'runtime', from: `PUT /admin/log-level by ${changed.by ?? 'an operator'} at ${new Date(changed.at).toISOString()}` }
+      if (!s.secret) return s
+      // A secret leaves the gateway as its fingerprint only, as the token view and the logs name it.
+      const { secret: _secret, value, ...rest } = s
+      return value == null ? { ...rest, value: null } : { ...rest, value: null, fingerprint: fingerprint(String(value)) }
+    })
     return { at: new Date(ctx.clock.now()).toISOString(), settings }
   })
 
