@@ -8,6 +8,8 @@ import type { TeamReloader } from './access/team-reload.js'
 import { CampaignOwners } from './access/campaign-owners.js'
 import { TokenStore } from './platform/tokens/token-store.js'
 import { newReplicaId, Replicas } from './observe/replicas.js'
+import { KeyUse } from './observe/key-use.js'
+import { LogLevel } from './observe/log-level.js'
 import type { RedisClient } from './redis/client.js'
 import { keepTickShape } from './perf/tick-shape.js'
 import { systemClock, type Clock, type Timers } from './clock.js'
@@ -57,16 +59,20 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const { secrets, audit, log, metrics, build, failures, history } = observeParts(config, { clock, logger: deps.logger, logStream: deps.logStream })
   const shared = redisParts(config, { redis: deps.redis, log, metrics, clock })
   const { redis, breaker, bus, seal, unverified } = shared
+  // This replica's name in the cluster view and in the key use it records.
+  const replicaId = newReplicaId()
+  const keyUse = new KeyUse({ replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, onUnverified: (where) => unverified('key-use', where), clock })
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, metrics, clock, configSource: deps.configSource })
   const platform = platformParts(config, { dispatcher: deps.dispatcher, log, secrets, metrics, clock, redis, breaker, bus, seal, teams, usage, history })
   const { dispatcher, tokens, governors, client, answers } = platform
-  const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens })
+  const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId })
   // Redis answering again (the circuit closed, a new connection): the report copies this
   // replica kept meanwhile, or that a Redis restarted empty lost, go back to it.
   shared.whenBack(() => void store.shareKept())
 
   const ctx: GatewayContext = {
-    config, log, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, rateLimiter, redis, breaker, bus, reports,
+    config, log, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, redis, breaker, bus, reports,
+    logLevel: new LogLevel({ log, bus, replica: replicaId, clock }),
     lifecycle: { phase: 'starting' },
     build, clock, governors, answers,
     campaignOwners: new CampaignOwners({ config, client, redis, breaker, now: () => clock.now() }),
@@ -74,7 +80,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const tokenStore = new TokenStore(ctx)
   // Each replica announces itself and its last hour in Redis: GET /admin/cluster lists them.
   const replicas: Replicas = new Replicas({
-    id: newReplicaId(),
+    id: replicaId,
     redis,
     breaker,
     seal,
@@ -100,6 +106,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       rateLimiter.start()
       usage.start()
       await reloader.start()
+      await ctx.logLevel.start()
       await tokenStore.start()
       await reports.start()
       await governors.start()
@@ -107,6 +114,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await platform.probeTokens()
       ctx.lifecycle.phase = 'serving'
       replicas.start()
+      keyUse.start()
     },
     abortPlatformCalls() {
       client.abortAll()
@@ -124,6 +132,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       governors.stop()
       history.stop()
       await replicas.close()
+      await keyUse.close()
       tokenStore.close()
       await tokens.close()
       await shared.close()

@@ -7,12 +7,14 @@ import { normalize, type Config } from './config/normalize.js'
 import { decideDemo } from './config/demo-mode.js'
 import { redisWithoutSecret } from './config/redis-secret.js'
 import { readTeamsFile } from './config/teams-file.js'
+import { settingsInForce } from './config/provenance.js'
 
-export { DEFAULT_CREDENTIAL, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
+export { DEFAULT_CREDENTIAL, type AdminRole, type AdminToken, type Config, type CredentialConfig, type PasswordLogin, type TeamConfig, type TeamKey } from './config/normalize.js'
 export { maskUrlPassword } from './config/schema-errors.js'
 export { readEnv } from './config/sources.js'
 export { isTeamName } from './config/teams.js'
 export { parseDuration, parseSize } from './config/units.js'
+export { overridden, type Setting, type SettingSource } from './config/provenance.js'
 
 export const DEFAULT_CONFIG_PATH = fileURLToPath(new URL('../config/default.yaml', import.meta.url))
 
@@ -35,8 +37,9 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   const raw = readYamlObject(DEFAULT_CONFIG_PATH, readFile, problems, 'config/default.yaml')
   let fileSetsHost = false
   let fileDeclaresTeams = false
+  let file: Record<string, unknown> = {}
   if (env.CONFIG_FILE) {
-    const file = readYamlObject(env.CONFIG_FILE, readFile, problems, `CONFIG_FILE (${env.CONFIG_FILE})`)
+    file = readYamlObject(env.CONFIG_FILE, readFile, problems, `CONFIG_FILE (${env.CONFIG_FILE})`)
     for (const path of FILE_FORBIDDEN) {
       if (getPath(file, path) != null) {
         problems.push(`${path.join('.')}: secrets may not be set in CONFIG_FILE; use its environment variable or *_FILE`)
@@ -67,5 +70,6 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   if (problems.length > 0) throw new ConfigError(problems)
   // The demo's sandbox and printed key are for this machine only, unless HOST says otherwise.
   const host = mode.demo && !env.HOST && !fileSetsHost ? '127.0.0.1' : config.host
-  return { ...config, host, demo: mode.demo }
+  const settings = settingsInForce({ raw, file, envSources, env, credentials: config.credentials })
+  return { ...config, host, demo: mode.demo, settings: host === config.host ? settings : settings.map((s) => (s.setting === 'host' ? { ...s, value: host, source: 'demo', from: 'demo mode' } : s)) }
 }

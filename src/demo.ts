@@ -1,21 +1,26 @@
 import type { Config, TeamConfig } from './config.js'
-import { DEFAULT_CREDENTIAL } from './config.js'
+import { DEFAULT_CREDENTIAL, overridden } from './config.js'
+import { randomBytes } from 'node:crypto'
 import { hashApiKey, newApiKey } from './access/api-keys.js'
 import type { Sandbox } from './sandbox/sandbox.js'
 import { systemClock } from './clock.js'
 
 export const DEMO_TEAM = 'demo'
+/** The name the demo's admin token goes by in audit lines. */
+export const DEMO_ADMIN = 'demo'
 
 /**
  * Demo mode (contract, "Running"): the bundled sandbox stands in for the platform, the
  * gateway logs in to it with the password grant, one team key is made for the run, and
- * the cache stays in memory (never Redis).
+ * the cache stays in memory (never Redis). Without an admin token configured, one is
+ * made for the run too (an operator's), so that the console it prints opens.
  */
-export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; key: string } {
+export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; key: string; adminToken: string | null } {
   const key = newApiKey()
+  const adminToken = config.admin.tokens.length === 0 ? randomBytes(32).toString('base64url') : null
   const team: TeamConfig = {
     name: DEMO_TEAM,
-    keys: [{ hash: hashApiKey(key), id: 'demo', expiresAt: null }],
+    keys: [{ hash: hashApiKey(key), id: 'demo', expiresAt: null, createdAt: systemClock.now() }],
     advertisers: null,
     write: true,
     credential: DEFAULT_CREDENTIAL,
@@ -27,9 +32,11 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
   const { username, password, clientId, clientSecret } = sandbox.credentials
   return {
     key,
+    adminToken,
     config: {
       ...config,
       demo: true,
+      admin: adminToken === null ? config.admin : { ...config.admin, tokens: [{ name: DEMO_ADMIN, hash: hashApiKey(adminToken), role: 'operator' }] },
       platform: { ...config.platform, baseUrl: sandbox.url },
       // The demo's cache lives in memory: Redis, were it configured, is left alone.
       redis: { ...config.redis, url: null, sentinels: null, cluster: null },
@@ -44,7 +51,8 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
         },
       },
       teams: [...config.teams.filter((t) => t.name !== DEMO_TEAM), team],
-      secrets: [...config.secrets, password, clientSecret],
+      secrets: [...config.secrets, password, clientSecret, ...(adminToken === null ? [] : [adminToken])],
+      settings: overridden(config.settings, 'platform.baseUrl', sandbox.url, 'demo', 'demo mode: the bundled sandbox'),
     },
   }
 }

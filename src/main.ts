@@ -23,11 +23,13 @@ async function main(): Promise<void> {
 
   let sandbox: Sandbox | null = null
   let demoKey: string | null = null
+  let demoAdminToken: string | null = null
   if (config.demo) {
     sandbox = await startSandbox({ host: '127.0.0.1', port: 0, grantType: config.platform.grantType })
     const demo = demoConfig(config, sandbox)
     config = demo.config
     demoKey = demo.key
+    demoAdminToken = demo.adminToken
   }
 
   const gateway = await createGateway(config)
@@ -48,14 +50,15 @@ async function main(): Promise<void> {
   )
   if (sandbox && demoKey) {
     const child = sandbox.accounts.find((a) => a.parentId !== null && a.parentId === sandbox.accounts[0]?.id) ?? sandbox.accounts[0]
-    // The demo key is printed on purpose: it is made for this run and opens only the sandbox.
+    const consoleUrl = `http://${consoleHost(config.admin.host)}:${(gateway.admin.server.address() as { port: number }).port}/console`
+    // The demo key and admin token are printed on purpose: they are made for this run and open only the sandbox.
     process.stdout.write(
       `\nDemo mode (${process.env.DEMO === '1' ? 'DEMO=1' : 'nothing configured'}): the bundled platform sandbox runs at ${sandbox.url}.\n` +
         `Demo team key (valid for this run only): ${demoKey}\n` +
         `Try:\n  ${demoCurl(proxyPort, demoKey, child?.id ?? 101)}\n` +
-        (config.admin.tokens.length > 0
-          ? `Operations console: http://${consoleHost(config.admin.host)}:${(gateway.admin.server.address() as { port: number }).port}/console (sign in with ADMIN_TOKEN)\n\n`
-          : `Operations console: set ADMIN_TOKEN (16+ characters, e.g. ADMIN_TOKEN=$(openssl rand -hex 32) npm start), then open http://${consoleHost(config.admin.host)}:${config.admin.port}/console\n\n`),
+        (demoAdminToken === null
+          ? `Operations console: ${consoleUrl} (sign in with your admin token)\n\n`
+          : `Admin token (an operator's, valid for this run only): ${demoAdminToken}\nOperations console: ${consoleUrl} (sign in with the admin token above)\n\n`),
     )
   }
 

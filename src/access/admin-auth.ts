@@ -1,31 +1,38 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
-import type { AdminToken } from '../config.js'
+import type { AdminRole, AdminToken } from '../config.js'
+
+/** Who an admin token belongs to, and what it may do. */
+export interface AdminActor {
+  name: string
+  role: AdminRole
+}
 
 /**
- * Which operator an admin bearer token belongs to (ADMIN_TOKEN is "admin", the others
- * are named in ADMIN_TOKENS_FILE), so that audit lines name people rather than
- * fingerprints. Only digests are held; `replace` swaps them on a reload.
+ * Which operator an admin bearer token belongs to (ADMIN_TOKEN is "admin",
+ * ADMIN_VIEWER_TOKEN "viewer", the others are named in ADMIN_TOKENS_FILE) and its role,
+ * so that audit lines name people rather than fingerprints and a viewer changes nothing.
+ * Only digests are held; `replace` swaps them on a reload.
  */
 export class AdminAuth {
-  #tokens: { name: string; digest: Buffer }[] = []
+  #tokens: (AdminActor & { digest: Buffer })[] = []
 
   constructor(tokens: AdminToken[]) {
     this.replace(tokens)
   }
 
   replace(tokens: AdminToken[]): void {
-    this.#tokens = tokens.map((t) => ({ name: t.name, digest: Buffer.from(t.hash.slice('sha256:'.length), 'hex') }))
+    this.#tokens = tokens.map((t) => ({ name: t.name, role: t.role, digest: Buffer.from(t.hash.slice('sha256:'.length), 'hex') }))
   }
 
   get enabled(): boolean {
     return this.#tokens.length > 0
   }
 
-  /** The operator's name, or null. Every digest is compared, in constant time each. */
-  verify(token: string): string | null {
+  /** The token's holder and role (the first that matches), or null. Every digest is compared, in constant time each. */
+  verify(token: string): AdminActor | null {
     const offered = createHash('sha256').update(token, 'utf8').digest()
-    let name: string | null = null
-    for (const t of this.#tokens) if (timingSafeEqual(offered, t.digest) && name === null) name = t.name
-    return name
+    let actor: AdminActor | null = null
+    for (const t of this.#tokens) if (timingSafeEqual(offered, t.digest) && actor === null) actor = { name: t.name, role: t.role }
+    return actor
   }
 }

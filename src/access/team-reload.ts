@@ -239,17 +239,19 @@ function unreadable(err: unknown): string {
   return `unreadable:${(err as NodeJS.ErrnoException).code ?? 'error'}`
 }
 
+// A key is its hash, under its name (`<team>/<key id>`): a new key given the old one's id
+// (a hash swapped inside its entry) is one key removed and one added, named both times.
 function diff(before: readonly TeamConfig[], after: TeamConfig[]): ReloadOutcome {
-  const ids = (teams: readonly TeamConfig[]) => new Set(teams.flatMap((t) => t.keys.map((k) => `${t.name}/${k.id}`)))
-  const old = ids(before)
-  const now = ids(after)
+  const keys = (teams: readonly TeamConfig[]) => new Map(teams.flatMap((t) => t.keys.map((k) => [`${k.hash} ${t.name}/${k.id}`, `${t.name}/${k.id}`] as const)))
+  const old = keys(before)
+  const now = keys(after)
   const changed = signature(before.map(teamShape)) !== signature(after.map(teamShape))
   return {
     result: changed ? 'applied' : 'unchanged',
     teams: after.map((t) => t.name),
     keys: now.size,
-    addedKeys: [...now].filter((k) => !old.has(k)),
-    removedKeys: [...old].filter((k) => !now.has(k)),
+    addedKeys: [...now].filter(([k]) => !old.has(k)).map(([, name]) => name),
+    removedKeys: [...old].filter(([k]) => !now.has(k)).map(([, name]) => name),
   }
 }
 
@@ -263,5 +265,5 @@ function signature(value: unknown): string {
 
 // The settings that need a restart: everything but the teams and the admin tokens.
 function restartOnly(config: Config): string {
-  return signature({ ...config, teams: null, admin: { ...config.admin, tokens: null }, secrets: null })
+  return signature({ ...config, teams: null, admin: { ...config.admin, tokens: null }, secrets: null, settings: null })
 }

@@ -16,7 +16,18 @@ export interface CacheEntry {
   advertiserIds: number[]
   /** The strong validator of the body (ETag, unquoted), computed once at fill time and stored with it. */
   etag: string
+  /** Whose read filled it, on which replica (GET /admin/cache/entry); absent in values of a gateway that did not say. */
+  filledBy?: FilledBy
 }
+
+/** The team whose read made the platform call that filled an entry, and the replica that made it. */
+export interface FilledBy {
+  team: string
+  replica: string
+}
+
+// A team name or a replica id as the gateway makes them: anything else in a header is not its.
+const FILLER = /^[\w.()-]{1,128}$/
 
 /** A strong validator of a body: its SHA-256, shortened (128 bits are plenty to tell versions of one report apart). */
 export function etagOf(body: Buffer): string {
@@ -33,6 +44,8 @@ interface StoredMeta {
   advertiserIds: number[]
   /** Absent in values that a gateway without ETags wrote to Redis. */
   etag?: string
+  /** Absent in values of a gateway that did not say who filled them. */
+  by?: FilledBy
 }
 
 // Redis value: 4-byte length of a JSON header, the header, then the gzip bytes. Binary
@@ -47,6 +60,7 @@ export function encodeEntry(entry: CacheEntry): Buffer {
     errorUntil: entry.errorUntil,
     advertiserIds: entry.advertiserIds,
     etag: entry.etag,
+    ...(entry.filledBy ? { by: entry.filledBy } : {}),
   }
   const header = Buffer.from(JSON.stringify(meta), 'utf8')
   const length = Buffer.allocUnsafe(4)
@@ -83,6 +97,7 @@ export function decodeEntry(buf: Buffer): CacheEntry | null {
     advertiserIds: meta.advertiserIds,
     // An older replica's value: a validator of its stored bytes, as strong as one of the body.
     etag: meta.etag ?? etagOf(gzip),
+    ...(meta.by ? { filledBy: { team: meta.by.team, replica: meta.by.replica } } : {}),
   }
 }
 
@@ -95,8 +110,14 @@ function isStoredMeta(m: unknown): m is StoredMeta {
     [o.fetchedAt, o.freshUntil, o.staleUntil, o.errorUntil].every((t) => typeof t === 'number' && Number.isFinite(t)) &&
     Array.isArray(o.advertiserIds) &&
     o.advertiserIds.every((a) => typeof a === 'number') &&
-    (o.etag === undefined || (typeof o.etag === 'string' && /^[\w-]{1,64}$/.test(o.etag)))
+    (o.etag === undefined || (typeof o.etag === 'string' && /^[\w-]{1,64}$/.test(o.etag))) &&
+    (o.by === undefined || isFiller(o.by))
   )
+}
+
+function isFiller(by: unknown): by is FilledBy {
+  const b = by as Record<string, unknown> | null
+  return typeof b === 'object' && b !== null && typeof b.team === 'string' && FILLER.test(b.team) && typeof b.replica === 'string' && FILLER.test(b.replica)
 }
 
 /**

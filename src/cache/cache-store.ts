@@ -8,6 +8,14 @@ export interface CacheStore {
   /** Drops every report entry; resolves to how many were dropped (where known). */
   purgeAll(): Promise<number>
   purgeAdvertiser(advertiserId: number): Promise<number>
+  /** How many entries purgeAll would drop now. */
+  countAll(): Promise<number>
+  /** How many entries purgeAdvertiser would drop now. */
+  countAdvertiser(advertiserId: number): Promise<number>
+  /** Drops the entry of one key; resolves to how many were dropped (0 or 1). */
+  purgeKey(key: string): Promise<number>
+  /** How many entries purgeKey would drop now (0 or 1). */
+  countKey(key: string): Promise<number>
   /** Those of `keys` the store holds no entry for; null when it cannot tell (Redis out). */
   missing?(keys: string[]): Promise<Set<string> | null>
 }

@@ -51,13 +51,39 @@ export class MemoryStore implements CacheStore {
 
   async purgeAdvertiser(advertiserId: number): Promise<number> {
     let n = 0
-    for (const [key, entry] of this.#lru.entries()) {
-      if (entry.advertiserIds.includes(advertiserId)) {
-        this.#lru.delete(key)
-        n += 1
-      }
+    for (const key of this.#keysOf(advertiserId)) {
+      this.#lru.delete(key)
+      n += 1
     }
     return n
+  }
+
+  async purgeKey(key: string): Promise<number> {
+    return this.#lru.delete(key) ? 1 : 0
+  }
+
+  async countKey(key: string): Promise<number> {
+    return this.peek(key) === null ? 0 : 1
+  }
+
+  /** The entry of `key`, without making it more recently used (an operator's look changes nothing). */
+  peek(key: string, now: number = this.#now()): CacheEntry | null {
+    const entry = this.#lru.peek(key)
+    return entry !== undefined && now < entry.errorUntil ? entry : null
+  }
+
+  async countAll(): Promise<number> {
+    return this.#lru.size
+  }
+
+  async countAdvertiser(advertiserId: number): Promise<number> {
+    return this.#keysOf(advertiserId).length
+  }
+
+  #keysOf(advertiserId: number): string[] {
+    const keys: string[] = []
+    for (const [key, entry] of this.#lru.entries()) if (entry.advertiserIds.includes(advertiserId)) keys.push(key)
+    return keys
   }
 
   get size(): number {

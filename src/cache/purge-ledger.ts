@@ -2,37 +2,33 @@ import type { Logger } from 'pino'
 import type { RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { FILL_CLOCK_SKEW_MS, type CacheEntry } from './cache-entry.js'
+import { readBoundedHash } from '../redis/bounded-hash.js'
 import { systemClock } from '../clock.js'
-import { redisScript } from '../redis/script.js'
 
-/** A purge of the report cache: of one advertiser's entries, or (no advertiserId) of every entry; `at` is when it began (epoch ms). */
+/** A purge of the report cache: of one advertiser's entries, of one report's (`report`: its cache key), or (neither) of every entry; `at` is when it began (epoch ms). */
 export interface Purge {
   at: number
   advertiserId?: number
+  report?: string
 }
 
-// Advertisers whose last purge a replica remembers; past this many, the oldest is folded
-// into a purge of everything at its time: more entries refused (misses), never fewer.
+/** What names a report in a purge record: its cache key's digest, the same under every cache version, and short. */
+export function reportDigest(key: string): string {
+  return key.slice(key.lastIndexOf(':') + 1)
+}
+
+// A report digest as the cache key makes it (base64url of a SHA-256): anything else in a
+// record is not the gateway's.
+const DIGEST = /^[\w-]{43}$/
+
+// Advertisers (and, apart, reports) whose last purge a replica remembers; past this many,
+// the oldest is folded into a purge of everything at its time: more entries refused
+// (misses), never fewer.
 export const MAX_PURGE_RECORDS = 10_000
 // A field of the shared record is `adv:<id>` or `all`, its value a sealed time: anything
 // longer is not the gateway's and is not read.
 const MAX_FIELD_BYTES = 64
 const MAX_VALUE_BYTES = 128
-
-// The shared record, read in Redis with its bounds checked there: nil when it has more
-// fields than a replica keeps, else only the fields and values of the gateway's sizes.
-const READ_RECORD = redisScript<unknown>('gatewayPurgeRead', `
-local n = redis.call('HLEN', KEYS[1])
-if n > tonumber(ARGV[1]) then return false end
-local flat = redis.call('HGETALL', KEYS[1])
-local out = {}
-for i = 1, #flat, 2 do
-  if #flat[i] <= tonumber(ARGV[2]) and #flat[i + 1] <= tonumber(ARGV[3]) then
-    out[#out + 1] = flat[i]
-    out[#out + 1] = flat[i + 1]
-  end
-end
-return out`, 1)
 
 /** Where the purges are shared: a hash in Redis, each field sealed. */
 export interface SharedPurges {
@@ -54,6 +50,8 @@ export class PurgeLedger {
   #all = Number.NEGATIVE_INFINITY
   /** advertiser → its last purge; in the order noted (nearly the order of time). */
   readonly #byAdvertiser = new Map<number, number>()
+  /** report digest → its last purge; in the order noted. */
+  readonly #byReport = new Map<string, number>()
   readonly #keepMs: number
   readonly #now: () => number
   readonly #shared: SharedPurges | null
@@ -68,9 +66,13 @@ export class PurgeLedger {
     this.#onUnverified = opts.onUnverified ?? (() => undefined)
   }
 
-  /** Whether `entry` was filled before the last purge that reaches it. */
-  refuses(entry: Pick<CacheEntry, 'fetchedAt' | 'advertiserIds'>): boolean {
+  /** Whether `entry` (stored under `key`, when known) was filled before the last purge that reaches it. */
+  refuses(entry: Pick<CacheEntry, 'fetchedAt' | 'advertiserIds'>, key?: string): boolean {
     if (entry.fetchedAt < this.#all) return true
+    if (key !== undefined && this.#byReport.size > 0) {
+      const at = this.#byReport.get(reportDigest(key))
+      if (at !== undefined && entry.fetchedAt < at) return true
+    }
     for (const id of entry.advertiserIds) {
       const at = this.#byAdvertiser.get(id)
       if (at !== undefined && entry.fetchedAt < at) return true
@@ -84,25 +86,26 @@ export class PurgeLedger {
     this.#forgetPast(now)
     // A purge dated further ahead than clocks differ would refuse every fill until then.
     const at = Math.min(purge.at, now + FILL_CLOCK_SKEW_MS)
-    const id = purge.advertiserId
-    if (id === undefined) {
-      this.#all = Math.max(this.#all, at)
-      return
-    }
-    const known = this.#byAdvertiser.get(id)
-    if ((known !== undefined && known >= at) || at <= this.#all) return
-    this.#byAdvertiser.delete(id)
-    if (this.#byAdvertiser.size >= MAX_PURGE_RECORDS) {
-      const [oldest, oldestAt] = this.#byAdvertiser.entries().next().value as [number, number]
-      this.#byAdvertiser.delete(oldest)
-      this.#all = Math.max(this.#all, oldestAt)
-    }
-    this.#byAdvertiser.set(id, at)
+    if (purge.advertiserId !== undefined) this.#noteIn(this.#byAdvertiser, purge.advertiserId, at)
+    else if (purge.report !== undefined) this.#noteIn(this.#byReport, reportDigest(purge.report), at)
+    else this.#all = Math.max(this.#all, at)
   }
 
-  /** Advertisers whose purge is remembered (for tests and bounds). */
+  #noteIn<K>(byName: Map<K, number>, name: K, at: number): void {
+    const known = byName.get(name)
+    if ((known !== undefined && known >= at) || at <= this.#all) return
+    byName.delete(name)
+    if (byName.size >= MAX_PURGE_RECORDS) {
+      const [oldest, oldestAt] = byName.entries().next().value as [K, number]
+      byName.delete(oldest)
+      this.#all = Math.max(this.#all, oldestAt)
+    }
+    byName.set(name, at)
+  }
+
+  /** Advertisers and reports whose purge is remembered (for tests and bounds). */
   get size(): number {
-    return this.#byAdvertiser.size
+    return this.#byAdvertiser.size + this.#byReport.size
   }
 
   /**
@@ -113,10 +116,10 @@ export class PurgeLedger {
     const shared = this.#shared
     if (!shared) return
     const { redis, key } = shared
-    const field = purge.advertiserId === undefined ? 'all' : `adv:${purge.advertiserId}`
+    const field = purge.advertiserId !== undefined ? `adv:${purge.advertiserId}` : purge.report !== undefined ? `report:${reportDigest(purge.report)}` : 'all'
     const value = this.#sealed(field, String(purge.at))
     const ttl = Math.max(1, Math.ceil(Math.min(this.#keepMs, 2 ** 31)))
-    const writes = purge.advertiserId === undefined ? redis.multi().del(key).hset(key, field, value) : redis.multi().hset(key, field, value)
+    const writes = field === 'all' ? redis.multi().del(key).hset(key, field, value) : redis.multi().hset(key, field, value)
     const replies = await writes.pexpire(key, ttl).exec()
     const failed = replies === null ? new Error('the purge record was not written') : replies.find(([err]) => err)?.[0]
     if (failed) throw failed
@@ -134,25 +137,25 @@ export class PurgeLedger {
     const { redis, key } = shared
     // Not through the breaker: a value of another type under the key (WRONGTYPE) says
     // nothing of Redis's health, and the answer to any failure is the same.
-    let flat: unknown
+    let fields: [string, string][] | null = null
     let why = 'too many fields'
     try {
-      flat = await READ_RECORD(redis, key, MAX_PURGE_RECORDS + 1, MAX_FIELD_BYTES, MAX_VALUE_BYTES)
+      fields = await readBoundedHash(redis, key, { maxFields: MAX_PURGE_RECORDS + 1, maxFieldBytes: MAX_FIELD_BYTES, maxValueBytes: MAX_VALUE_BYTES })
     } catch (err) {
       why = (err as Error).message
     }
-    if (!Array.isArray(flat)) {
+    if (fields === null) {
       this.note({ at: this.#now() })
       this.#log?.warn({ key, why }, 'the shared purge record could not be read: report entries stored before this start are filled again')
       return
     }
-    for (let i = 0; i + 1 < flat.length; i += 2) {
-      const field = String(flat[i])
-      const text = this.#opened(field, String(flat[i + 1]))
+    for (const [field, value] of fields) {
+      const text = this.#opened(field, value)
       const at = text === null || !/^\d{1,16}$/.test(text) ? null : Number(text)
       const advertiser = /^adv:(\d{1,16})$/.exec(field)
-      if (at === null || (field !== 'all' && !advertiser)) continue
-      this.note(advertiser ? { at, advertiserId: Number(advertiser[1]) } : { at })
+      const report = field.startsWith('report:') && DIGEST.test(field.slice(7)) ? field.slice(7) : null
+      if (at === null || (field !== 'all' && !advertiser && report === null)) continue
+      this.note(advertiser ? { at, advertiserId: Number(advertiser[1]) } : report !== null ? { at, report } : { at })
     }
   }
 
@@ -172,9 +175,11 @@ export class PurgeLedger {
   // A purge older than the longest life of an entry reaches no entry any more.
   #forgetPast(now: number): void {
     const horizon = now - this.#keepMs
-    for (const [id, at] of this.#byAdvertiser) {
-      if (at >= horizon) return
-      this.#byAdvertiser.delete(id)
+    for (const byName of [this.#byAdvertiser, this.#byReport] as Map<unknown, number>[]) {
+      for (const [name, at] of byName) {
+        if (at >= horizon) break
+        byName.delete(name)
+      }
     }
   }
 }

@@ -105,33 +105,55 @@ export class RedisStore implements CacheStore {
   }
 
   async purgeAll(): Promise<number> {
-    const nodes = this.#redis instanceof Cluster ? this.#redis.nodes('master') : [this.#redis]
-    let dropped = 0
-    for (const node of nodes) {
-      let cursor = '0'
-      do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', redisKey.reportPattern(this.#prefix), 'COUNT', SCAN_COUNT)
-        cursor = next
-        for (const key of keys) dropped += await node.unlink(key)
-      } while (cursor !== '0')
-      let idxCursor = '0'
-      do {
-        const [next, keys] = await node.scan(idxCursor, 'MATCH', redisKey.advertiserIndexPattern(this.#prefix), 'COUNT', SCAN_COUNT)
-        idxCursor = next
-        for (const key of keys) await node.unlink(key)
-      } while (idxCursor !== '0')
-    }
+    const dropped = await this.#scan(redisKey.reportPattern(this.#prefix), (node, key) => node.unlink(key))
+    await this.#scan(redisKey.advertiserIndexPattern(this.#prefix), (node, key) => node.unlink(key))
     return dropped
   }
 
   async purgeAdvertiser(advertiserId: number): Promise<number> {
-    const index = this.#advertiserIndex(advertiserId)
-    const keys = await this.#redis.smembers(index)
-    let dropped = 0
-    // Keys of one advertiser can sit in different cluster slots: one command each.
-    for (const key of keys) dropped += await this.#redis.unlink(key)
-    await this.#redis.unlink(index)
+    const dropped = await this.#eachOf(advertiserId, (key) => this.#redis.unlink(key))
+    await this.#redis.unlink(this.#advertiserIndex(advertiserId))
     return dropped
+  }
+
+  purgeKey(key: string): Promise<number> {
+    return this.#redis.unlink(key)
+  }
+
+  countKey(key: string): Promise<number> {
+    return this.#redis.exists(key)
+  }
+
+  countAll(): Promise<number> {
+    return this.#scan(redisKey.reportPattern(this.#prefix), async () => 1)
+  }
+
+  countAdvertiser(advertiserId: number): Promise<number> {
+    return this.#eachOf(advertiserId, (key) => this.#redis.exists(key))
+  }
+
+  /** The sum of `visit` over every key matching `pattern`, on every master of a Cluster. */
+  async #scan(pattern: string, visit: (node: RedisClient, key: string) => Promise<number>): Promise<number> {
+    const nodes = this.#redis instanceof Cluster ? this.#redis.nodes('master') : [this.#redis]
+    let sum = 0
+    for (const node of nodes) {
+      let cursor = '0'
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT)
+        cursor = next
+        for (const key of keys) sum += await visit(node, key)
+      } while (cursor !== '0')
+    }
+    return sum
+  }
+
+  /** The sum of `visit` over the entries of one advertiser's index. */
+  async #eachOf(advertiserId: number, visit: (key: string) => Promise<number>): Promise<number> {
+    const keys = await this.#redis.smembers(this.#advertiserIndex(advertiserId))
+    let sum = 0
+    // Keys of one advertiser can sit in different cluster slots: one command each.
+    for (const key of keys) sum += await visit(key)
+    return sum
   }
 
   async missing(keys: string[]): Promise<Set<string> | null> {

@@ -28,6 +28,8 @@ interface Decoded {
 const SHARE_BATCH = 100
 
 const PURGE_CHANNEL = 'purge'
+// A report's cache key is its prefix, its version and a 43-character digest: a longer one in a message is not a key.
+const MAX_KEY_CHARS = 512
 const REFRESHED_CHANNEL = 'refreshed'
 
 /**
@@ -116,7 +118,7 @@ export class TieredStore implements CacheStore {
   }
 
   #unpurged(key: string, entry: CacheEntry | null): CacheEntry | null {
-    if (entry === null || !this.#purges.refuses(entry)) return entry
+    if (entry === null || !this.#purges.refuses(entry, key)) return entry
     this.#onRefused(key, 'it was filled before the last purge of its advertiser or of every report')
     return null
   }
@@ -143,7 +145,7 @@ export class TieredStore implements CacheStore {
 
   async set(key: string, entry: CacheEntry): Promise<void> {
     // A fill answered before a purge that ended meanwhile holds what the purge dropped.
-    if (this.#purges.refuses(entry)) return
+    if (this.#purges.refuses(entry, key)) return
     await this.keepLocally(key, entry)
     await this.#l2?.set(key, entry)
   }
@@ -171,7 +173,7 @@ export class TieredStore implements CacheStore {
 
   /** L1 only: an entry another replica stored, or one this replica may not share. */
   async keepLocally(key: string, entry: CacheEntry): Promise<void> {
-    if (this.#purges.refuses(entry)) return
+    if (this.#purges.refuses(entry, key)) return
     // Decompressed once (getShared, or the fill), so that no hit from L1 ever (de)compresses.
     const decoded = this.#decoded(key, entry)
     if (decoded === null || decoded.identity === null) return
@@ -204,7 +206,7 @@ export class TieredStore implements CacheStore {
       do {
         this.#shareAgain = false
         const now = this.#now()
-        const kept = [...this.#l1.entries()].filter(([, entry]) => now < entry.errorUntil && !this.#purges.refuses(entry))
+        const kept = [...this.#l1.entries()].filter(([key, entry]) => now < entry.errorUntil && !this.#purges.refuses(entry, key))
         for (let i = 0; i < kept.length; i += SHARE_BATCH) {
           const batch = kept.slice(i, i + SHARE_BATCH)
           const missing = await l2.missing(batch.map(([key]) => key))
@@ -242,6 +244,38 @@ export class TieredStore implements CacheStore {
     return this.#purgeShared(local, (l2) => l2.purgeAdvertiser(advertiserId), purge)
   }
 
+  /** Drops one report's entry on every replica, as purgeAll does every entry. */
+  async purgeKey(key: string): Promise<number> {
+    const purge: Purge = { at: this.#now(), report: key }
+    this.#purges.note(purge)
+    const local = await this.#l1.purgeKey(key)
+    return this.#purgeShared(local, (l2) => l2.purgeKey(key), purge)
+  }
+
+  /** What purgeKey would drop now, counted as countAll counts. */
+  countKey(key: string): Promise<number> {
+    return (this.#l2 ?? this.#l1).countKey(key)
+  }
+
+  /**
+   * What each tier holds of `key`, read without changing anything (no recency, no copy
+   * from one tier to the other): a copy a purge reaches is none.
+   */
+  async inspect(key: string): Promise<{ l1: CacheEntry | null; l2: CacheEntry | null }> {
+    const kept = (entry: CacheEntry | null) => (entry === null || this.#purges.refuses(entry, key) ? null : entry)
+    return { l1: kept(this.#l1.peek(key)), l2: kept((await this.#l2?.get(key)) ?? null) }
+  }
+
+  /** What purgeAll would drop now (a dry run): L2's entries, or L1's without Redis. Throws when Redis cannot be read. */
+  countAll(): Promise<number> {
+    return (this.#l2 ?? this.#l1).countAll()
+  }
+
+  /** What purgeAdvertiser would drop now, counted as countAll counts. */
+  countAdvertiser(advertiserId: number): Promise<number> {
+    return (this.#l2 ?? this.#l1).countAdvertiser(advertiserId)
+  }
+
   // A purge that cannot reach Redis says so (503) rather than pretending every replica
   // and L2 were purged; the caller can repeat it once Redis is back. Its record is
   // written first: a replica that starts while L2 is being purged still learns of it. A
@@ -256,7 +290,7 @@ export class TieredStore implements CacheStore {
         (err: unknown) => err,
       )
       const dropped = await purgeL2(l2)
-      const message = purge.advertiserId === undefined ? { all: true, at: purge.at } : { advertiserId: purge.advertiserId, at: purge.at }
+      const message = purge.advertiserId !== undefined ? { advertiserId: purge.advertiserId, at: purge.at } : purge.report !== undefined ? { report: purge.report, at: purge.at } : { all: true, at: purge.at }
       await this.#bus?.publish(PURGE_CHANNEL, JSON.stringify(message))
       if (recorded !== null) throw recorded
       return dropped
@@ -267,7 +301,7 @@ export class TieredStore implements CacheStore {
 
   async #purgeLocal(message: string): Promise<void> {
     try {
-      const m = JSON.parse(message) as { all?: boolean; advertiserId?: number; at?: number }
+      const m = JSON.parse(message) as { all?: boolean; advertiserId?: number; report?: unknown; at?: number }
       // Its time is the purging replica's; a message of a replica that sent none, now.
       const at = typeof m.at === 'number' && Number.isFinite(m.at) ? m.at : this.#now()
       if (m.all) {
@@ -276,6 +310,9 @@ export class TieredStore implements CacheStore {
       } else if (typeof m.advertiserId === 'number') {
         this.#purges.note({ at, advertiserId: m.advertiserId })
         await this.#l1.purgeAdvertiser(m.advertiserId)
+      } else if (typeof m.report === 'string' && m.report.length <= MAX_KEY_CHARS) {
+        this.#purges.note({ at, report: m.report })
+        await this.#l1.purgeKey(m.report)
       }
     } catch (err) {
       this.#log.warn({ err }, 'ignoring a malformed purge message')

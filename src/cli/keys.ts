@@ -14,7 +14,7 @@ const MIN_TOKEN_LENGTH = 16
 const USAGE = `usage:
   npm run keys -- new --team NAME [--advertisers LIST] [--id ID] [--expires WHEN]
                                     make a new API key (printed once) and the config lines
-                                    for it; LIST: the advertiser ids the team may read,
+                                    for it (its entry says when it was made: createdAt); LIST: the advertiser ids the team may read,
                                     comma-separated, or * for all (default: none yet);
                                     ID: the key's name in logs, usage and metrics (default:
                                     its fingerprint), of ${KEY_ID_RULE};
@@ -22,7 +22,8 @@ const USAGE = `usage:
                                     or an ISO date or date-time (2027-03-01 is midnight UTC,
                                     2027-03-01T12:00:00Z); default: the key never expires
   npm run keys -- hash TOKEN        the sha256: line for an existing key or admin token
-                                    (at least ${MIN_TOKEN_LENGTH} characters)
+                                    (at least ${MIN_TOKEN_LENGTH} characters); in
+                                    ADMIN_TOKENS_FILE: name:sha256:<hex>[:viewer]
   npm run keys -- list [--teams FILE | --config FILE]
                                     teams, key ids, fingerprints and expiry of a teams file
                                     or a config file (default: TEAMS_FILE, else CONFIG_FILE)
@@ -78,7 +79,7 @@ function run(argv: string[]): number {
     process.stdout.write(
       `API key for team ${team} (shown once; give it to the team, store it nowhere else):\n  ${key}\n\n` +
         `Add the team to your TEAMS_FILE or CONFIG_FILE (or its key entry to the team's keys if the team is there):\n` +
-        `teams:\n  ${yamlScalar(team).trimEnd()}:\n    keys${keyList(hashApiKey(key), values.id, expiresAt)}\n    advertisers: ${advertisers}\n`,
+        `teams:\n  ${yamlScalar(team).trimEnd()}:\n    keys:\n      ${keyEntry(hashApiKey(key), values.id, iso(systemClock.now()), expiresAt)}\n    advertisers: ${advertisers}\n`,
     )
     return 0
   }
@@ -160,13 +161,13 @@ function iso(ms: number): string {
   return new Date(Math.ceil(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z')
 }
 
-/** The team's `keys:` list, from the colon on: the key's hash alone, or an entry with its id and end. */
-function keyList(hash: string, id: string | undefined, expiresAt: string | undefined): string {
-  if (id === undefined && expiresAt === undefined) return `: [${JSON.stringify(hash)}]`
+/** The key's entry of a team's `keys:` list, on one line: its hash, its id, when it was made, its end. */
+function keyEntry(hash: string, id: string | undefined, createdAt: string, expiresAt: string | undefined): string {
   const fields = [`hash: ${JSON.stringify(hash)}`]
   if (id !== undefined) fields.push(`id: ${JSON.stringify(id)}`)
+  fields.push(`createdAt: ${JSON.stringify(createdAt)}`)
   if (expiresAt !== undefined) fields.push(`expiresAt: ${JSON.stringify(expiresAt)}`)
-  return `:\n      - { ${fields.join(', ')} }`
+  return `- { ${fields.join(', ')} }`
 }
 
 /** One line per key: team, key id, fingerprint (the hash's first 12 hex digits), expiry. */

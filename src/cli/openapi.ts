@@ -1,6 +1,5 @@
 import { writeFileSync } from 'node:fs'
-import { renderDocument } from './openapi-render.js'
-import { renderAdminDocument } from '../http/openapi/admin-document.js'
+import { renderAdminDocument, renderDocument } from './openapi-render.js'
 
 const USAGE = `usage: npm run openapi [-- [--admin] FILE]
   writes the OpenAPI 3.1 documents: the proxy listener's to docs/openapi.json and the admin
@@ -21,12 +20,12 @@ function main(argv: string[]): Promise<number> | number {
   }
   const [file] = files
   if (file === undefined) return writeBoth()
-  return admin ? write(file, renderAdminDocument()) : renderDocument().then((text) => write(file, text))
+  return (admin ? renderAdminDocument() : renderDocument()).then((text) => write(file, text))
 }
 
 async function writeBoth(): Promise<number> {
   const proxy = write('docs/openapi.json', await renderDocument())
-  return proxy === 0 ? write('docs/admin-openapi.json', renderAdminDocument()) : proxy
+  return proxy === 0 ? write('docs/admin-openapi.json', await renderAdminDocument()) : proxy
 }
 
 function write(file: string, text: string): number {

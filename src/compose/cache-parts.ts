@@ -47,6 +47,8 @@ export function cacheParts(
     client: PlatformClient
     answers: PlatformAnswers
     tokens: TokenRegistry
+    /** This replica's id (observe/replicas.ts), which the entries it fills carry. */
+    replica: string
   },
 ): CacheParts {
   const { redis, breaker, bus, seal, unverified, log, metrics, clock } = o
@@ -84,6 +86,6 @@ export function cacheParts(
     }),
     now,
   })
-  const reports = new ReportCache({ failures: o.failures, config, store, lock, metrics, log, client: o.client, answers: o.answers, usage: o.usage, tokens: o.tokens, clock, timers: o.timers })
+  const reports = new ReportCache({ replica: o.replica, failures: o.failures, config, store, lock, metrics, log, client: o.client, answers: o.answers, usage: o.usage, tokens: o.tokens, clock, timers: o.timers })
   return { l1, store, reports }
 }

@@ -19,6 +19,7 @@ import { adminRoutes } from '../http/admin/admin.js'
 import { metricsRoute } from '../http/admin/metrics-route.js'
 import { consoleRoutes } from '../http/console/console-routes.js'
 import { describeProxy, docsUi } from '../http/openapi/document.js'
+import { describeAdmin } from '../http/openapi/admin-document.js'
 
 /** The two listeners, neither listening yet (main.ts listens). */
 export interface Listeners {
@@ -52,6 +53,8 @@ export async function listeners(
   answerHooks(proxy, { ctx, admission, observe })
 
   const admin = buildServer(config, log, failures, null)
+  // First: its document is made from every route registered after it.
+  await describeAdmin(admin)
   await admin.register(healthRoutes, { ctx })
   metricsRoute(admin, { metrics: ctx.metrics, tokens: ctx.tokens, governors: ctx.governors, usage: ctx.usage })
   await admin.register(adminRoutes, { ctx, client, reloader: o.reloader, l1: o.l1, audit: o.audit, replicas: o.replicas })

@@ -2,23 +2,47 @@ import { createHash } from 'node:crypto'
 
 /** The name ADMIN_TOKEN goes by in audit lines. */
 export const ADMIN_TOKEN_NAME = 'admin'
+/** The name ADMIN_VIEWER_TOKEN goes by in audit lines. */
+export const VIEWER_TOKEN_NAME = 'viewer'
 
-/** A named admin token: its sha256 only. */
+/** What an admin token may do: a viewer reads, an operator also changes (purge, token, reload, log level). */
+export type AdminRole = 'viewer' | 'operator'
+export const ADMIN_ROLES: readonly AdminRole[] = ['viewer', 'operator']
+
+/** A named admin token: its sha256 only, and its role. */
 export interface AdminToken {
   name: string
   hash: string
+  role: AdminRole
 }
 
-const LINE = /^([A-Za-z0-9_.@-]{1,64}):(sha256:[0-9a-f]{64})$/
+// `name:sha256:<hex>`, optionally `:viewer` or `:operator` after it. A line without a
+// role is an operator's: every token file written before roles keeps its power.
+const LINE = /^([A-Za-z0-9_.@-]{1,64}):(sha256:[0-9a-f]{64})(?::(viewer|operator))?$/
+const LINE_FORM = 'name:sha256:<64 lower-case hex digits>, then optionally :viewer or :operator'
+
+const digest = (token: string) => `sha256:${createHash('sha256').update(token, 'utf8').digest('hex')}`
 
 /**
- * The admin tokens: ADMIN_TOKEN (named "admin") and the named ones of ADMIN_TOKENS_FILE,
- * one `name:sha256:<hex>` per line (blank lines and # comments allowed), so that audit
+ * The admin tokens: ADMIN_TOKEN (an operator, named "admin"), ADMIN_VIEWER_TOKEN (a
+ * viewer, named "viewer") and the named ones of ADMIN_TOKENS_FILE, one
+ * `name:sha256:<hex>[:role]` per line (blank lines and # comments allowed), so that audit
  * lines name the operator. Only digests are kept; a bad line is named by its number,
  * never by its content, which may be a pasted token.
  */
-export function adminTokens(token: string | null, file: string | null, readFile: (p: string) => string, problems: string[]): AdminToken[] {
-  const tokens: AdminToken[] = token ? [{ name: ADMIN_TOKEN_NAME, hash: `sha256:${createHash('sha256').update(token, 'utf8').digest('hex')}` }] : []
+export function adminTokens(
+  given: { token: string | null; viewerToken: string | null; file: string | null },
+  readFile: (p: string) => string,
+  problems: string[],
+): AdminToken[] {
+  const tokens: AdminToken[] = []
+  if (given.token) tokens.push({ name: ADMIN_TOKEN_NAME, hash: digest(given.token), role: 'operator' })
+  if (given.viewerToken) {
+    // One token, one role: the same secret in both would make the viewer an operator.
+    if (given.viewerToken === given.token) problems.push('ADMIN_VIEWER_TOKEN: is ADMIN_TOKEN itself; a viewer needs a token of its own (the value is not shown)')
+    else tokens.push({ name: VIEWER_TOKEN_NAME, hash: digest(given.viewerToken), role: 'viewer' })
+  }
+  const { file } = given
   if (!file) return tokens
   let text: string
   try {
@@ -32,12 +56,12 @@ export function adminTokens(token: string | null, file: string | null, readFile:
     if (line === '' || line.startsWith('#')) continue
     const match = LINE.exec(line)
     if (!match) {
-      problems.push(`ADMIN_TOKENS_FILE: line ${i + 1} is not name:sha256:<64 lower-case hex digits> (make one with npm run keys -- hash TOKEN)`)
+      problems.push(`ADMIN_TOKENS_FILE: line ${i + 1} is not ${LINE_FORM} (make the hash with npm run keys -- hash TOKEN)`)
       continue
     }
-    const [, name, hash] = match as unknown as [string, string, string]
+    const [, name, hash, role] = match as unknown as [string, string, string, AdminRole | undefined]
     if (tokens.some((t) => t.name === name)) problems.push(`ADMIN_TOKENS_FILE: line ${i + 1}: the name ${name} is used twice`)
-    else tokens.push({ name, hash })
+    else tokens.push({ name, hash, role: role ?? 'operator' })
   }
   return tokens
 }

@@ -4,6 +4,7 @@ import { hasControlCharacters, MALFORMED_SECRET, readEnv, type Env } from './sou
 import { parseDuration, parseSize } from './units.js'
 import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
+import type { Setting } from './provenance.js'
 
 // The validated raw settings turned into what the gateway runs on: durations in ms,
 // sizes in bytes, credentials with their secrets, teams with their key hashes.
@@ -30,7 +31,7 @@ export interface CredentialConfig {
 }
 
 export type { TeamConfig, TeamKey } from './teams.js'
-export type { AdminToken } from './admin-tokens.js'
+export type { AdminRole, AdminToken } from './admin-tokens.js'
 
 export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, problems: string[]) {
   const p = raw.platform
@@ -95,14 +96,21 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   if (parseDuration(p.permitLease) < 300) problems.push(`platform.permitLease: must be at least 300ms (got ${String(p.permitLease)})`)
   if (parseDuration(p.readIdleTimeout) < 100) problems.push(`platform.readIdleTimeout: must be at least 100ms (got ${String(p.readIdleTimeout)})`)
 
-  const secrets = [raw.admin.token, raw.gatewaySecret]
+  const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret]
     .concat(Object.values(credentials).flatMap((c) => [c.token, c.login?.password, c.login?.clientSecret]))
     .filter((s): s is string => typeof s === 'string' && s.length > 0)
 
   return {
     host: raw.host,
     port: raw.port,
-    admin: { host: raw.admin.host, port: raw.admin.port, token: raw.admin.token ?? null, tokensFile: raw.admin.tokensFile ?? null, tokens: adminTokens(raw.admin.token ?? null, raw.admin.tokensFile ?? null, readFile, problems) },
+    admin: {
+      host: raw.admin.host,
+      port: raw.admin.port,
+      token: raw.admin.token ?? null,
+      viewerToken: raw.admin.viewerToken ?? null,
+      tokensFile: raw.admin.tokensFile ?? null,
+      tokens: adminTokens({ token: raw.admin.token ?? null, viewerToken: raw.admin.viewerToken ?? null, file: raw.admin.tokensFile ?? null }, readFile, problems),
+    },
     logLevel: raw.logLevel,
     bodyLimit: parseSize(raw.bodyLimit),
     shutdownGraceMs: parseDuration(raw.shutdownGrace),
@@ -187,8 +195,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   }
 }
 
-/** `demo`: decided by loadConfig from everything that was set (config/demo-mode.ts). */
-export type Config = ReturnType<typeof normalize> & { demo: boolean }
+/** `demo`: decided by loadConfig from everything that was set (config/demo-mode.ts); `settings`: each setting in force and where it came from (config/provenance.ts). */
+export type Config = ReturnType<typeof normalize> & { demo: boolean; settings: Setting[] }
 
 function envName(path: string, env: string): string {
   return `${env} (${path})`

@@ -48,6 +48,7 @@ const KeyEntry = Type.Object(
   {
     hash: KeyHash,
     id: Type.Optional(Type.String({ pattern: KEY_ID_PATTERN, description: `a key id of ${KEY_ID_RULE}` })),
+    createdAt: Type.Optional(Type.String({ pattern: EXPIRES_AT_PATTERN, description: 'when the key was made: a date (2026-01-01, midnight UTC) or an ISO date-time' })),
     expiresAt: Type.Optional(Type.String({ pattern: EXPIRES_AT_PATTERN, description: 'a date (2027-01-01, midnight UTC) or an ISO date-time' })),
   },
   { additionalProperties: false },
@@ -57,8 +58,8 @@ export const TeamSchema = Type.Object(
   {
     // The description sits on the item: a bad item is what the message names.
     keys: Type.Array(
-      Type.Union([KeyHash, KeyEntry], { description: 'sha256:<hex> of an API key (64 lower-case hex digits, from `npm run keys`), or {hash: "sha256:<hex>", id, expiresAt}; plaintext keys are never stored' }),
-      { description: 'a list of sha256:<hex> API key hashes or {hash, id, expiresAt} entries' },
+      Type.Union([KeyHash, KeyEntry], { description: 'sha256:<hex> of an API key (64 lower-case hex digits, from `npm run keys`), or {hash: "sha256:<hex>", id, createdAt, expiresAt}; plaintext keys are never stored' }),
+      { description: 'a list of sha256:<hex> API key hashes or {hash, id, createdAt, expiresAt} entries' },
     ),
     advertisers: Type.Array(Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('*')])),
     write: Type.Boolean({ default: false }),
@@ -84,6 +85,7 @@ export const ConfigSchema = Type.Object(
         host: Type.String({ minLength: 1 }),
         port: Port,
         token: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
+        viewerToken: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
         tokensFile: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
       },
       { additionalProperties: false },

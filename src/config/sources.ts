@@ -13,6 +13,7 @@ export const ENV_KEYS: { env: string; path: string[]; kind: 'string' | 'int' | '
   { env: 'ADMIN_HOST', path: ['admin', 'host'], kind: 'string' },
   { env: 'ADMIN_PORT', path: ['admin', 'port'], kind: 'int' },
   { env: 'ADMIN_TOKEN', path: ['admin', 'token'], kind: 'string', secret: true },
+  { env: 'ADMIN_VIEWER_TOKEN', path: ['admin', 'viewerToken'], kind: 'string', secret: true },
   { env: 'ADMIN_TOKENS_FILE', path: ['admin', 'tokensFile'], kind: 'string' },
   { env: 'LOG_LEVEL', path: ['logLevel'], kind: 'string' },
   { env: 'GATEWAY_SECRET', path: ['gatewaySecret'], kind: 'string', secret: true },
@@ -32,6 +33,7 @@ export const ENV_KEYS: { env: string; path: string[]; kind: 'string' | 'int' | '
 // environment or from *_FILE paths).
 export const FILE_FORBIDDEN = [
   ['admin', 'token'],
+  ['admin', 'viewerToken'],
   ['gatewaySecret'],
   ['platform', 'token'],
   ['platform', 'password'],

@@ -10,6 +10,8 @@ export interface TeamKey {
   id: string
   /** Epoch ms from which the key is refused; null: never. */
   expiresAt: number | null
+  /** Epoch ms the key was made (`npm run keys -- new` writes it); null: not said. */
+  createdAt: number | null
 }
 
 export interface TeamConfig {
@@ -58,11 +60,11 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
     if (credentials && !credentials.has(t.credential)) problems.push(`teams.${name}.credential: no credential named ${t.credential}`)
     const keys: TeamKey[] = []
     for (const [i, entry] of t.keys.entries()) {
-      const { hash, id, expiresAt } = typeof entry === 'string' ? { hash: entry, id: undefined, expiresAt: undefined } : entry
+      const { hash, id, createdAt, expiresAt } = typeof entry === 'string' ? { hash: entry, id: undefined, createdAt: undefined, expiresAt: undefined } : entry
       const owner = keyOwners.get(hash)
       if (owner) problems.push(`teams.${name}.keys: a key is also listed for team ${owner}`)
       keyOwners.set(hash, name)
-      const key: TeamKey = { hash, id: id ?? defaultKeyId(hash), expiresAt: null }
+      const key: TeamKey = { hash, id: id ?? defaultKeyId(hash), expiresAt: null, createdAt: null }
       // Usage and logs name a key by its id alone, so an id means one key.
       const idOwner = ids.get(key.id)
       if (idOwner) problems.push(`teams.${name}.keys.${i}.id: ${key.id} is also the id of a key of team ${idOwner}`)
@@ -70,6 +72,10 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
       if (expiresAt !== undefined) {
         key.expiresAt = parseExpiry(expiresAt)
         if (Number.isNaN(key.expiresAt)) problems.push(`teams.${name}.keys.${i}.expiresAt: not a valid date (got ${JSON.stringify(expiresAt)})`)
+      }
+      if (createdAt !== undefined) {
+        key.createdAt = parseExpiry(createdAt)
+        if (Number.isNaN(key.createdAt)) problems.push(`teams.${name}.keys.${i}.createdAt: not a valid date (got ${JSON.stringify(createdAt)})`)
       }
       keys.push(key)
     }

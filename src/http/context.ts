@@ -16,6 +16,8 @@ import type { PlatformGovernors } from '../platform/governor/platform-governors.
 import type { PlatformAnswers } from '../platform/client/answer-buffer.js'
 import type { TeamUsage } from '../observe/usage.js'
 import type { History } from '../observe/history.js'
+import type { KeyUse } from '../observe/key-use.js'
+import type { LogLevel } from '../observe/log-level.js'
 import type { AdminAuth } from '../access/admin-auth.js'
 import type { Clock } from '../clock.js'
 
@@ -32,6 +34,10 @@ export interface GatewayContext {
   usage: TeamUsage
   /** This replica's last hour in 10-second buckets (the console's charts). */
   history: History
+  /** When each API key was last used, and how often in the last hour (GET /admin/keys). */
+  keyUse: KeyUse
+  /** The log level, changed at run time on one replica or all (PUT /admin/log-level). */
+  logLevel: LogLevel
   rateLimiter: RateLimiter
   redis: RedisClient | null
   breaker: RedisBreaker | null

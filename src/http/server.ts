@@ -88,7 +88,9 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     },
     clientErrorHandler: answerClientError,
     // Validation errors carry their schema, whose description says what a field must be.
-    ajv: { customOptions: { verbose: true, code: VALIDATOR_CODE } },
+    // A property a schema does not allow fails the call: Fastify's default removes it
+    // unseen, which made `?advertiserID=101` a purge of everything.
+    ajv: { customOptions: { verbose: true, code: VALIDATOR_CODE, removeAdditional: false } },
   })
   app.addHook('preClose', (done) => {
     closing = true

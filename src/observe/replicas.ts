@@ -10,8 +10,10 @@ import type { HistoryView } from './history.js'
 
 /** How often a replica announces itself. */
 export const ANNOUNCE_MS = 5000
-/** How long an announcement lives: a replica that stops announcing leaves the list within it. */
+/** A replica whose last announcement is older than this is gone: it stopped announcing itself. */
 export const ANNOUNCE_TTL_MS = 15_000
+/** How long a gone replica stays listed, with its last hour: the cluster's past does not change when a replica leaves. */
+export const GONE_KEEP_MS = 3_600_000
 /** The most replicas a cluster view lists (the newest announcements). */
 export const MAX_REPLICAS = 64
 /** An announcement larger than this is not one of this gateway's (an hour of history is some tens of KiB): it is read no further. */
@@ -30,6 +32,8 @@ export interface ReplicaState {
   phase: string
   /** Serving (readiness 200). */
   ready: boolean
+  /** The log level in force (LOG_LEVEL, or changed at run time). */
+  logLevel: string
   /** Platform calls in flight and waiting on this replica, every credential. */
   inFlight: number
   waiting: number
@@ -38,6 +42,15 @@ export interface ReplicaState {
   /** When the state was taken. */
   at: string
   history: HistoryView
+  /** Set in a replica's last announcement, as it stops cleanly. */
+  stoppedAt?: string
+}
+
+/** How a listed replica left: it stopped cleanly, or it stopped announcing itself without a clean stop (crashed, killed, cut off from Redis). */
+export interface Gone {
+  how: 'stopped' | 'vanished'
+  /** Its last announcement. */
+  lastSeen: string
 }
 
 export interface ClusterView {
@@ -45,8 +58,8 @@ export interface ClusterView {
   redis: 'ok' | 'down' | 'not configured'
   /** Every live replica is listed (true), or this replica only: Redis is not configured or could not be read. */
   complete: boolean
-  /** This replica first (`self`), then the others by id. */
-  replicas: (ReplicaState & { self: boolean })[]
+  /** This replica first (`self`), then the live others by id, then those gone within GONE_KEEP_MS, the last seen first. */
+  replicas: (ReplicaState & { self: boolean; gone: Gone | null })[]
 }
 
 /** A replica's id: its host name (the pod's name in Kubernetes) and a part of its own, as two processes may share a host. */
@@ -70,15 +83,19 @@ export interface ReplicasOptions {
   clock?: Clock
   intervalMs?: number
   ttlMs?: number
+  /** How long a gone replica stays listed (GONE_KEEP_MS). */
+  keepMs?: number
 }
 
 /**
  * The replicas of one deployment, as they announce themselves: each writes its state
- * (sealed when GATEWAY_SECRET is set) under a key of its own with a short TTL every
- * ANNOUNCE_MS, and its id in a sorted set by time; the cluster view reads the newest
- * MAX_REPLICAS back. Every command goes through the breaker: with Redis down, nothing
- * is announced and the view is this replica's alone, saying so. A replica that closes
- * removes its announcement; one that stops answering leaves the list with its TTL.
+ * (sealed when GATEWAY_SECRET is set) under a key of its own every ANNOUNCE_MS, and its
+ * id in a sorted set by time; the cluster view reads the newest MAX_REPLICAS back. Every
+ * command goes through the breaker: with Redis down, nothing is announced and the view is
+ * this replica's alone, saying so. An announcement is kept GONE_KEEP_MS: a replica that
+ * closes writes a last one saying it stopped, one that stops announcing without a clean
+ * stop is gone once its last is ANNOUNCE_TTL_MS old; either stays listed for the hour,
+ * with its history, so that the cluster's past does not change when a replica leaves.
  */
 export class Replicas {
   readonly id: string
@@ -86,6 +103,7 @@ export class Replicas {
   readonly #clock: Clock
   readonly #intervalMs: number
   readonly #ttlMs: number
+  readonly #keepMs: number
   readonly #key: string
   readonly #index: string
   #timer: Timer | null = null
@@ -97,6 +115,7 @@ export class Replicas {
     this.#clock = opts.clock ?? systemClock
     this.#intervalMs = opts.intervalMs ?? ANNOUNCE_MS
     this.#ttlMs = opts.ttlMs ?? ANNOUNCE_TTL_MS
+    this.#keepMs = opts.keepMs ?? GONE_KEEP_MS
     this.#key = redisKey.replica(opts.prefix, opts.id)
     this.#index = redisKey.replicas(opts.prefix)
   }
@@ -117,28 +136,29 @@ export class Replicas {
     return this.#announcing
   }
 
-  async #announce(): Promise<boolean> {
+  async #announce(last = false): Promise<boolean> {
     const { redis, breaker, seal } = this.#o
     if (!redis || !breaker) return false
-    const text = JSON.stringify(this.#o.state())
+    const state = this.#o.state()
+    const text = JSON.stringify(last ? { ...state, stoppedAt: state.at } : state)
     const value = seal ? seal.sealText(this.#key, text) : text
     const now = this.#clock.now()
     return breaker.write(async () => {
       const results = await redis
         .multi()
-        .set(this.#key, value, 'PX', this.#ttlMs)
+        .set(this.#key, value, 'PX', this.#keepMs)
         .zadd(this.#index, now, this.id)
         // Ids whose announcement is long gone; a replica whose clock runs behind is not dropped early.
-        .zremrangebyscore(this.#index, '-inf', now - 4 * this.#ttlMs)
-        .pexpire(this.#index, 4 * this.#ttlMs)
+        .zremrangebyscore(this.#index, '-inf', now - this.#keepMs - 4 * this.#ttlMs)
+        .pexpire(this.#index, this.#keepMs + 4 * this.#ttlMs)
         .exec()
       return results !== null && results.every(([err]) => !err)
     }, false)
   }
 
-  /** Every live replica with its state (this one's taken now), or this replica's alone when Redis cannot say. */
+  /** Every replica of the last GONE_KEEP_MS with its state (this one's taken now), or this replica's alone when Redis cannot say. */
   async cluster(): Promise<ClusterView> {
-    const self = { ...this.#o.state(), self: true }
+    const self = { ...this.#o.state(), self: true, gone: null }
     const { redis, breaker } = this.#o
     if (!redis || !breaker) return { redis: 'not configured', complete: false, replicas: [self] }
     const found = await breaker.run(async () => {
@@ -154,13 +174,19 @@ export class Replicas {
       })
     }, null)
     if (found === null) return { redis: 'down', complete: false, replicas: [self] }
-    const others: (ReplicaState & { self: boolean })[] = []
+    const now = this.#clock.now()
+    const live: ClusterView['replicas'] = []
+    const gone: ClusterView['replicas'] = []
     for (const [id, value] of found) {
       const state = this.#opened(id, value)
-      if (state) others.push({ ...state, self: false })
+      if (!state) continue
+      const left = goneOf(state, now, this.#ttlMs)
+      if (left) gone.push({ ...state, ready: false, self: false, gone: left })
+      else live.push({ ...state, self: false, gone: null })
     }
-    others.sort((a, b) => a.id.localeCompare(b.id))
-    return { redis: 'ok', complete: true, replicas: [self, ...others] }
+    live.sort((a, b) => a.id.localeCompare(b.id))
+    gone.sort((a, b) => (b.gone?.lastSeen ?? '').localeCompare(a.gone?.lastSeen ?? ''))
+    return { redis: 'ok', complete: true, replicas: [self, ...live, ...gone] }
   }
 
   /** An announcement read back, or null: expired, not sealed by this gateway, or not one. */
@@ -180,15 +206,21 @@ export class Replicas {
     }
   }
 
-  /** Stops announcing and removes this replica's announcement. */
+  /** Stops announcing, with a last announcement saying that this replica stopped (listed as gone for GONE_KEEP_MS). */
   async close(): Promise<void> {
     this.#clock.clearInterval(this.#timer)
     this.#timer = null
-    const { redis, breaker } = this.#o
-    if (!redis || !breaker) return
+    if (!this.#o.redis || !this.#o.breaker) return
     await this.#announcing
-    await breaker.write(() => redis.multi().del(this.#key).zrem(this.#index, this.id).exec(), null)
+    await this.#announce(true)
   }
+}
+
+/** How a replica left, from its last announcement: it said it stopped, or it has not announced itself for `ttlMs`; null while it is live. */
+export function goneOf(state: Pick<ReplicaState, 'at' | 'stoppedAt'>, now: number, ttlMs: number): Gone | null {
+  if (typeof state.stoppedAt === 'string') return { how: 'stopped', lastSeen: state.at }
+  const at = Date.parse(state.at)
+  return Number.isFinite(at) && now - at <= ttlMs ? null : { how: 'vanished', lastSeen: state.at }
 }
 
 function isReplicaState(value: unknown, id: string): value is ReplicaState {

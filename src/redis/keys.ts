@@ -41,6 +41,10 @@ export const redisKey = {
   replicas: (prefix: string) => `${prefix}{replicas}:index`,
   /** One replica's announcement (sealed), which lives for its TTL unless announced again. */
   replica: (prefix: string, id: string) => `${prefix}{replicas}:replica:${id}`,
+  /** The replicas whose key use is kept, by their last write (a sorted set of their ids): one hash slot with the records, so one MULTI writes both. */
+  keyUseIndex: (prefix: string) => `${prefix}{keyuse}:index`,
+  /** One replica's key use: a field per key id (sealed), kept for a while after its last write. */
+  keyUse: (prefix: string, replica: string) => `${prefix}{keyuse}:replica:${replica}`,
   /** A campaign's owning advertiser, `campaign` being the owner cache's key. */
   owner: (prefix: string, campaign: string) => `${prefix}owners:${campaign}`,
 } as const

@@ -1,19 +1,37 @@
+import type { ChainableCommander } from 'ioredis'
 import type { RedisClient } from './client.js'
 
 type Arg = string | number
+
+/** A script run by SHA: on a client, or queued on a pipeline made from one. */
+export interface RedisScript<R> {
+  (redis: RedisClient, ...args: Arg[]): Promise<R>
+  /** Defines the script on `redis`: a pipeline made from it afterwards has it (ioredis copies a client's scripts when it makes one). */
+  define(redis: RedisClient): void
+  /** Queues the script on `pipeline`, made from a client it was defined on. */
+  queue(pipeline: ChainableCommander, ...args: Arg[]): void
+}
 
 /**
  * A Lua script run by its SHA (EVALSHA), through ioredis's `defineCommand`: its text
  * travels to a Redis (or a Cluster node) once, when that one answers NOSCRIPT, rather
  * than with every call. Defined on each client the first time it runs there.
  */
-export function redisScript<R>(name: string, lua: string, numberOfKeys: number): (redis: RedisClient, ...args: Arg[]) => Promise<R> {
+export function redisScript<R>(name: string, lua: string, numberOfKeys: number): RedisScript<R> {
   const defined = new WeakSet<RedisClient>()
-  return (redis, ...args) => {
-    if (!defined.has(redis)) {
-      redis.defineCommand(name, { numberOfKeys, lua })
-      defined.add(redis)
-    }
+  const define = (redis: RedisClient): void => {
+    if (defined.has(redis)) return
+    redis.defineCommand(name, { numberOfKeys, lua })
+    defined.add(redis)
+  }
+  const run = (redis: RedisClient, ...args: Arg[]): Promise<R> => {
+    define(redis)
     return (redis as unknown as Record<string, (...a: Arg[]) => Promise<R>>)[name]!(...args)
   }
+  return Object.assign(run, {
+    define,
+    queue(pipeline: ChainableCommander, ...args: Arg[]): void {
+      ;(pipeline as unknown as Record<string, (...a: Arg[]) => unknown>)[name]!(...args)
+    },
+  })
 }

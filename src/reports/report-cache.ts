@@ -5,7 +5,7 @@ import type { PlatformAnswers } from '../platform/client/answer-buffer.js'
 import type { Config } from '../config.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
-import type { CacheEntry } from '../cache/cache-entry.js'
+import type { CacheEntry, FilledBy } from '../cache/cache-entry.js'
 import { SingleFlight, type FillFailure, type FillLease, type ReplicaLock } from '../cache/single-flight.js'
 import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
@@ -111,6 +111,8 @@ export interface ReportCacheDeps {
   timers?: Timers
   /** Where a stale copy served for a failed platform call is logged (a flood summed up). */
   failures?: FailureLog
+  /** This replica's id: an entry it fills says so (GET /admin/cache/entry). */
+  replica: string
 }
 
 /**
@@ -133,6 +135,8 @@ export class ReportCache {
   readonly #timers: Timers
   readonly #watches: LRUCache<string, Watch>
   readonly #failures: FailureLog
+  // Who filled an entry, one object per team shared by the entries it filled here.
+  readonly #fillers = new Map<string, FilledBy>()
 
   constructor(deps: ReportCacheDeps) {
     this.#d = deps
@@ -233,6 +237,26 @@ export class ReportCache {
 
   purgeAdvertiser(advertiserId: number): Promise<number> {
     return this.#d.store.purgeAdvertiser(advertiserId)
+  }
+
+  /** Drops one report's entry (its cache key) on every replica. */
+  purgeKey(key: string): Promise<number> {
+    return this.#d.store.purgeKey(key)
+  }
+
+  /** What purgeKey would drop now (a dry run). */
+  wouldPurgeKey(key: string): Promise<number> {
+    return this.#d.store.countKey(key)
+  }
+
+  /** What each tier holds of one key, read without changing anything. */
+  inspect(key: string): Promise<{ l1: CacheEntry | null; l2: CacheEntry | null }> {
+    return this.#d.store.inspect(key)
+  }
+
+  /** What a purge would drop now (a dry run), counted as the purge counts what it dropped. */
+  wouldPurge(advertiserId?: number): Promise<number> {
+    return advertiserId === undefined ? this.#d.store.countAll() : this.#d.store.countAdvertiser(advertiserId)
   }
 
   /** The fill of a cold miss of `key` under way in this process, if there is one. */
@@ -437,6 +461,7 @@ export class ReportCache {
     if (result.kind === 'failed' && result.error.cause instanceof NoIdleSlotError) return result
     origin.tally.platformCalls += 1
     this.#d.usage.platformCall(origin.tally.team.name)
+    if (result.kind === 'entry') result.entry.filledBy = this.#filler(origin.team)
     const outcome = result.kind === 'failed' ? result.error.code : result.kind
     result.upstreamMs = end({ status: outcome }) * 1000
     metrics.platformCalls.inc({ outcome })
@@ -445,6 +470,15 @@ export class ReportCache {
       this.#d.log.warn({ path: report.path, requestId: origin.requestId, ...result.unusable }, 'the platform answered 200 with what is not a JSON report: not stored')
     }
     return result
+  }
+
+  #filler(team: string): FilledBy {
+    let by = this.#fillers.get(team)
+    if (by === undefined) {
+      by = { team, replica: this.#d.replica }
+      this.#fillers.set(team, by)
+    }
+    return by
   }
 
   #served(entry: CacheEntry, status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH', tier: Tier): CacheResult {

@@ -57,22 +57,22 @@ function callers(gw: Gateway, key: string, count: number, next: (i: number) => s
 
 describe('one team\'s reports cannot steer the platform for the others', () => {
   it('a team of year-long reports keeps to its share of the seats once another team waits: the other holds its own', async () => {
-    sandbox.setCapacity({ workers: 8, perDayMs: 4 })
+    sandbox.setCapacity({ workers: 8, perDayMs: 2 })
     const gw = await gateway('platform: { adaptive: false, maxConcurrent: 8 }')
     const governor = gw.ctx.governors.of('default')
-    // Team `all`: 32 callers of year-long reports (about 1.5 s each), every seat taken.
+    // Team `all`: 32 callers of year-long reports (about 0.7 s each), every seat taken.
     const years = callers(gw, KEYS.all, 32, (i) => report(i * 400, 365))
     const weeks = { stop: async () => undefined, statuses: [] as number[] }
     try {
       await waitFor('the year-long reports holding every seat', () => governor.running('all') === 8)
-      // Team `growth`: 8 callers of week-long reports (about 50 ms each), more than its share: some always wait.
+      // Team `growth`: 8 callers of week-long reports (about 15 ms each), more than its share: some always wait.
       Object.assign(weeks, callers(gw, KEYS.growth, 8, (i) => report(i * 10, 7)))
       // As the year-long calls end, their seats go to the week-long team, up to its share (4).
       await waitFor('the week-long team holding its seats', () => governor.running('growth') === 4, 10_000)
       // Then it keeps them: counted in seat-seconds, its share of the platform's time (a
       // start shared by turns, whatever the calls' length, left it a fraction of one seat).
       const [seats, at] = [governor.seatSeconds('growth'), performance.now()]
-      await new Promise((resolve) => setTimeout(resolve, 3000))
+      await new Promise((resolve) => setTimeout(resolve, 2000))
       const held = (governor.seatSeconds('growth') - seats) / ((performance.now() - at) / 1000)
       expect(held).toBeGreaterThan(3)
     } finally {

@@ -27,6 +27,7 @@ function chromiumPath(): string | null {
 const CHROMIUM = chromiumPath()
 
 const ADMIN_TOKEN = 'console-admin-token-0123456789abcdef'
+const VIEWER_TOKEN = 'console-viewer-token-0123456789abcdef'
 const GROWTH_KEY = 'rgw_test_console_growth_key_00000000000000000'
 const ANALYTICS_KEY = 'rgw_test_console_analytics_key_000000000000000'
 const SOON = new Date(Date.now() + 5 * 86_400_000).toISOString()
@@ -58,7 +59,7 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     ensureBuilt(`${SCRIPTS}console-page.js`)
     mkdirSync(ARTIFACTS, { recursive: true })
     sandbox = await startSandbox()
-    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN }, YAML)
+    const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, ADMIN_VIEWER_TOKEN: VIEWER_TOKEN }, YAML)
     gw = await listen(await buildGateway(config, { consoleScriptsDir: SCRIPTS }))
     await gw.admin.listen({ host: '127.0.0.1', port: 0 })
     adminUrl = `http://127.0.0.1:${(gw.admin.server.address() as AddressInfo).port}`
@@ -165,6 +166,55 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     expect(await text('#audit')).toMatch(/by admin/)
   })
 
+  it('shows each key\'s life in the teams table: last used, requests in the last hour', async () => {
+    const growthKey = hashApiKey(GROWTH_KEY).slice(7, 19)
+    await until(`/last used just now · [1-9]\\d* requests? in the last hour/.test(document.querySelector('#teams li[data-key="${growthKey}"]')?.textContent ?? '')`)
+    expect(await text(`#teams li[data-key="analytics-2026"]`)).toMatch(/last used never · 0 requests in the last hour/)
+  })
+
+  it('looks a report up by any spelling of its URL, and purges that one report after a confirmation', async () => {
+    expect(await report()).toBe('HIT')
+    await page.type('#lookup-url', '/api/v1/report/campaigns/get/?dateTo=2026-01-07&byDate=true&dateFrom=2026-01-01&advertiserId=0101')
+    await page.click('#lookup button[type=submit]')
+    await shows('lookup-result', 'Cached as')
+    const found = await text('#lookup-result')
+    expect(found).toContain(REPORT)
+    expect(found).toMatch(/this replica's memory \(L1\)/)
+    expect(found).toMatch(/for team growth by replica/)
+    expect(await visible('#purge-report')).toBe(true)
+    await page.click('#purge-report')
+    await page.waitForSelector('#confirm[open]')
+    expect(await text('#confirm-text')).toContain(`Drop the cached copies of ${REPORT}`)
+    await page.click('#confirm-yes')
+    await shows('action-result', `Purged ${REPORT}: 1 entry dropped.`)
+    expect(await report()).toBe('MISS')
+    await page.$eval('#lookup-url', (node) => void ((node as unknown as { value: string }).value = ''))
+    await page.type('#lookup-url', '/api/v1/report/campaigns/get?advertiserId=102&dateFrom=2026-01-01&dateTo=2026-01-07')
+    await page.click('#lookup button[type=submit]')
+    await shows('lookup-result', 'Not cached')
+    expect(await visible('#purge-report')).toBe(false)
+  })
+
+  it('shows the configuration in force with the source of each setting, secrets as fingerprints, and sets the log level', async () => {
+    await shows('config', 'platform.baseUrl')
+    expect(await text('#config-summary')).toMatch(/^The \d+ settings in force \(\d+ not the default\); show them$/)
+    await page.click('#config-summary')
+    const config = await text('#config')
+    expect(config).toMatch(/platform\.baseUrl\s+http:\/\/127\.0\.0\.1:\d+\s+environment\s+PLATFORM_BASE_URL/)
+    expect(config).toMatch(/cache\.ttl\.recent\s+\S+\s+default\s+config\/default\.yaml/)
+    expect(config).toMatch(/platform\.password\s+secret, fingerprint [0-9a-f]{12}\s+environment\s+PLATFORM_PASSWORD/)
+    expect(config).not.toContain(sandbox.credentials.password)
+    await page.select('#log-level-value', 'debug')
+    await page.click('#log-level button[type=submit]')
+    await page.waitForSelector('#confirm[open]')
+    expect(await text('#confirm-text')).toMatch(/Set the log level to debug on every replica/)
+    await page.click('#confirm-yes')
+    await shows('action-result', 'Log level debug set on every replica (this replica had info)')
+    expect(gw.ctx.log.level).toBe('debug')
+    await shows('config', 'PUT /admin/log-level by admin')
+    gw.ctx.log.level = 'info'
+  })
+
   it('logs in again for the password credential after a confirmation naming it', async () => {
     const before = gw.ctx.tokens.get('default').current()?.fingerprint as string
     await page.click('button[data-relogin="default"]')
@@ -197,5 +247,20 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     expect(requested.filter((url) => !url.startsWith(`${adminUrl}/`))).toEqual([])
     const html = await page.content()
     for (const secret of [ADMIN_TOKEN, gw.ctx.tokens.get('default').current()?.token as string, sandbox.credentials.password, sandbox.credentials.clientSecret]) expect(html).not.toContain(secret)
+  })
+
+  it('shows a viewer everything but no action: no purge, reload or log-in button', async () => {
+    await page.setViewport({ width: 1280, height: 900 })
+    expect(await visible('#actions')).toBe(true)
+    await page.click('#sign-out')
+    await page.type('#token', VIEWER_TOKEN)
+    await page.keyboard.press('Enter')
+    await shows('updated', 'Signed in as viewer (viewer: read only)')
+    await shows('teams', 'growth')
+    expect(await visible('#actions')).toBe(false)
+    expect(await visible('#log-level')).toBe(false)
+    expect(await page.$$('button[data-relogin]')).toHaveLength(0)
+    expect(await text('#credentials')).toContain('read only')
+    await page.screenshot({ path: `${ARTIFACTS}console-viewer.png`, fullPage: true })
   })
 })

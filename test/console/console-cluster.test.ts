@@ -9,6 +9,13 @@ import { buildGateway, KEYS, listen, REPORT_PATH, sandboxLoginEnv, teamsYamlWith
 import { ensureBuilt } from '../helpers/dist.js'
 import { needTool, TOOLS } from '../helpers/missing-tools.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import { Replicas, type ReplicaState } from '../../src/observe/replicas.js'
+import { RedisBreaker } from '../../src/redis/breaker.js'
+import { RedisSeal } from '../../src/redis/seal.js'
+import { fakeClock } from '../helpers/clock.js'
+import { TEST_GATEWAY_SECRET } from '../helpers/build-gateway.js'
 
 // The console's view of the whole cluster in a headless browser: two replicas on one
 // redis-server, the charts of the last hour (uPlot, served by the gateway), and the
@@ -110,14 +117,14 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
     }
     // The limit in force is drawn from the first bucket this replica saw.
     expect(await page.evaluate(points('chart-limit'))).toBeGreaterThan(0)
-    expect(await text('#chart-requests-summary')).toMatch(/Last 5 min: [1-9]\d* requests/)
+    expect(await text('#chart-requests-summary')).toMatch(/Last hour: [1-9]\d* requests/)
     // The rate-limited team's 429s, summed over both replicas.
     await until("document.getElementById('team-errors')?.textContent?.includes('limited')")
     expect(await text('#team-errors')).toMatch(/limited\s+2\s+2/)
     // One replica's charts: B served 5 requests.
     const idOfB = (await b.admin.inject({ method: 'GET', url: '/admin/cluster', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json().replicas[0].id as string
     await page.select('#chart-scope', idOfB)
-    await until("/Last 5 min: 5 requests/.test(document.getElementById('chart-requests-summary').textContent)")
+    await until("/Last hour: 5 requests/.test(document.getElementById('chart-requests-summary').textContent)")
     await page.select('#chart-scope', 'cluster')
     await page.screenshot({ path: `${ARTIFACTS}console-cluster.png`, fullPage: true })
   })
@@ -131,6 +138,57 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
     expect(await page.evaluate("getComputedStyle(document.querySelector('#replicas .scroll')).overflowX")).toBe('auto')
     await page.screenshot({ path: `${ARTIFACTS}console-cluster-phone.png`, fullPage: true })
     await page.setViewport({ width: 1280, height: 900 })
+  })
+
+  it('keeps a replica that vanished listed as gone, with its past; the banner says so; charts over 5 min, 15 min, the hour, with labelled axes', async () => {
+    const hourSummary = async () => Number(/Last hour: (\d+) request/.exec(await text('#chart-requests-summary'))?.[1])
+    await until("/^Last hour: [1-9]/.test(document.getElementById('chart-requests-summary').textContent)")
+    const before = await hourSummary()
+    // A replica that served A's traffic, announced itself 20 s ago and then died: no clean stop.
+    const own = (await a.admin.inject({ method: 'GET', url: '/admin/cluster', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<{ replicas: ReplicaState[] }>().replicas[0]!
+    const served = own.history.requests.reduce<number>((x, y) => x + (y ?? 0), 0)
+    const clock = fakeClock(Date.now() - 20_000)
+    const client = new Redis(redis.url, { maxRetriesPerRequest: 1 })
+    try {
+      const crashed = new Replicas({
+        id: 'crashed-replica-1',
+        redis: client,
+        breaker: new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) }),
+        seal: new RedisSeal(TEST_GATEWAY_SECRET),
+        prefix: 'rgw:',
+        log: pino({ level: 'silent' }),
+        clock,
+        state: () => ({ ...own, id: 'crashed-replica-1', at: new Date(clock.now()).toISOString() }),
+      })
+      expect(await crashed.announce()).toBe(true)
+    } finally {
+      client.disconnect()
+    }
+    await until("document.querySelector('#replicas tr[data-gone=\"vanished\"]') !== null")
+    expect(await text('#replicas tr[data-gone="vanished"]')).toMatch(/crashed-replica-1[\s\S]*gone: no clean stop, last seen \d\d:\d\d:\d\d UTC/)
+    await until("document.getElementById('health').classList.contains('warn')")
+    expect(await text('#health')).toMatch(/replica crashed-replica-1 stopped announcing itself at \d\d:\d\d:\d\d UTC without a clean stop .*listed as gone until/)
+    // Its past stays in the cluster's: the hour counts what it served.
+    await until(`Number(/Last hour: (\\d+)/.exec(document.getElementById('chart-requests-summary').textContent)?.[1]) >= ${before + served}`)
+    for (const [window, buckets, span] of [['5m', 30, '5 min'], ['15m', 90, '15 min'], ['1h', 360, 'hour']] as const) {
+      await page.select('#chart-window', window)
+      await until(`document.getElementById('chart-requests').dataset.buckets === '${buckets}'`)
+      expect(await text('#chart-requests-summary')).toMatch(new RegExp(`^Last ${span}: `))
+    }
+    const axes = (id: string) => page.$eval(`#${id}`, (node) => (node as unknown as { dataset: { axes: string } }).dataset.axes)
+    expect(await axes('chart-limit')).toBe("Time (this browser's clock) | Limit (calls in flight) | Latency floor (ms)")
+    expect(await axes('chart-platform')).toBe("Time (this browser's clock) | Calls per 10 s | Latency (ms)")
+    expect(await axes('chart-requests')).toBe("Time (this browser's clock) | Requests per 10 s")
+    await page.screenshot({ path: `${ARTIFACTS}console-cluster-gone.png`, fullPage: true })
+    await (await page.$('#chart-limit'))?.screenshot({ path: `${ARTIFACTS}console-chart-limit.png` })
+    // A clean stop is listed as such, and is no warning.
+    await b.close()
+    await until("document.querySelector('#replicas tr[data-gone=\"stopped\"]') !== null")
+    const cleanup = new Redis(redis.url, { maxRetriesPerRequest: 1 })
+    await cleanup.del('rgw:{replicas}:replica:crashed-replica-1')
+    cleanup.disconnect()
+    await until("document.getElementById('health').classList.contains('ok')")
+    expect(await text('#health')).toMatch(/^All is well: 1 replica ready \(1 stopped cleanly in the last hour\)/)
   })
 
   it('turns the banner red when Redis stops, and lists this replica only, saying so', async () => {

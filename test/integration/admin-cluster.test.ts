@@ -5,6 +5,12 @@ import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 import { redisKey } from '../../src/redis/keys.js'
 import { BUCKETS } from '../../src/observe/history.js'
+import { Replicas, type ReplicaState } from '../../src/observe/replicas.js'
+import { RedisBreaker } from '../../src/redis/breaker.js'
+import { RedisSeal } from '../../src/redis/seal.js'
+import { fakeClock } from '../helpers/clock.js'
+import { TEST_GATEWAY_SECRET } from '../helpers/build-gateway.js'
+import { pino } from 'pino'
 
 // GET /admin/cluster: the replicas announce themselves in Redis (sealed with
 // GATEWAY_SECRET) and each lists them all, with their last hour; without Redis a
@@ -18,6 +24,7 @@ interface Replica {
   self: boolean
   ready: boolean
   version: string
+  gone: { how: string; lastSeen: string } | null
   inFlight: number
   degraded: string[]
   history: { requests: (number | null)[]; reportReads: (number | null)[]; platformCalls: (number | null)[]; credentials: { credential: string; limit: (number | null)[] }[] }
@@ -35,6 +42,8 @@ const gateways = useGateways()
 const cluster = async (gw: TestGateway, token: string | null = ADMIN_TOKEN) =>
   gw.admin.inject({ method: 'GET', url: '/admin/cluster', headers: token === null ? {} : { authorization: `Bearer ${token}` } })
 const clusterOf = async (gw: TestGateway): Promise<Cluster> => (await cluster(gw)).json()
+/** The replicas listed as live; a replica closed by an earlier test stays listed as gone. */
+const liveOf = async (gw: TestGateway): Promise<Replica[]> => (await clusterOf(gw)).replicas.filter((r) => r.gone === null)
 const sum = (values: (number | null)[]) => values.reduce<number>((a, b) => a + (b ?? 0), 0)
 
 describe('GET /admin/cluster without Redis', () => {
@@ -68,16 +77,16 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
   it('each replica lists both, itself first, with each one\'s last hour', async () => {
     const [a, b] = [await replica(), await replica()]
     expect((await a.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?${WEEK_BY_DATE}`, headers: { 'x-api-key': KEYS.all } })).statusCode).toBe(200)
-    for (const gw of [a, b]) await waitFor('both replicas listed', async () => (await clusterOf(gw)).replicas.length === 2)
-    const fromA = await clusterOf(a)
-    const fromB = await clusterOf(b)
+    for (const gw of [a, b]) await waitFor('both replicas listed', async () => (await liveOf(gw)).length === 2)
+    const fromA = { ...(await clusterOf(a)), replicas: await liveOf(a) }
+    const fromB = { ...(await clusterOf(b)), replicas: await liveOf(b) }
     expect(fromA).toMatchObject({ redis: 'ok', complete: true, note: null })
     expect(fromA.replicas.map((r) => r.self)).toEqual([true, false])
     expect(fromA.replicas.map((r) => r.id)).toEqual([fromB.replicas[1]?.id, fromB.replicas[0]?.id])
     expect(new Set(fromA.replicas.map((r) => r.id)).size).toBe(2)
     for (const r of fromA.replicas) expect(r).toMatchObject({ ready: true, version: expect.any(String), degraded: [] })
     // A's request is in A's history, as B reads it from Redis (A announces every 5 s).
-    await waitFor('A\'s request announced', async () => sum((await clusterOf(b)).replicas.find((r) => !r.self)?.history.requests ?? []) === 1, 10_000, 100)
+    await waitFor('A\'s request announced', async () => sum((await liveOf(b)).find((r) => !r.self)?.history.requests ?? []) === 1, 10_000, 100)
     expect(sum(fromB.replicas[0]?.history.requests ?? [])).toBe(0)
   }, 20_000)
 
@@ -91,21 +100,49 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
     await redis.zadd(redisKey.replicas(prefix), Date.now(), 'huge-1', Date.now(), 'y'.repeat(4096))
     const view = await clusterOf(gw)
     expect(view.replicas.map((r) => r.id)).not.toContain('forged-1')
-    expect(view.replicas).toHaveLength(1)
+    expect(view.replicas.filter((r) => r.gone === null)).toHaveLength(1)
     const metrics = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
     expect(metrics).toMatch(/gateway_redis_unverified_total\{what="replica"\} [1-9]/)
   })
 
-  it('a replica that closes leaves the list at once', async () => {
+  it('a replica that closes is listed as stopped, not ready, with its last hour, and no longer live', async () => {
     const [a, b] = [await replica(), await replica()]
-    await waitFor('both replicas listed', async () => (await clusterOf(a)).replicas.length === 2)
+    await waitFor('both replicas listed', async () => (await liveOf(a)).length === 2)
+    expect((await b.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?${WEEK_BY_DATE}`, headers: { 'x-api-key': KEYS.all } })).statusCode).toBe(200)
+    const idOfB = (await clusterOf(b)).replicas[0]!.id
     await b.close()
-    expect((await clusterOf(a)).replicas.map((r) => r.self)).toEqual([true])
+    const view = await clusterOf(a)
+    expect((await liveOf(a)).map((r) => r.self)).toEqual([true])
+    const gone = view.replicas.find((r) => r.id === idOfB)!
+    expect(gone).toMatchObject({ self: false, ready: false, gone: { how: 'stopped', lastSeen: expect.any(String) } })
+    // Its past stays: the request it served is still in its hour.
+    expect(sum(gone.history.requests)).toBe(1)
+  })
+
+  it('a replica that stops announcing itself without a clean stop is listed as vanished after 15 s, for the hour', async () => {
+    const clock = fakeClock()
+    const breaker = new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) })
+    const seal = new RedisSeal(TEST_GATEWAY_SECRET)
+    const history = { bucketSeconds: 10, start: clock.now(), requests: [3], statuses: {}, reportReads: [], hits: [], platformCalls: [], latencyP50Ms: [], latencyP99Ms: [], credentials: [], teams: [] }
+    const state = (id: string) => (): ReplicaState => ({ id, version: '1', commit: 'unknown', node: 'v24', startedAt: new Date(clock.now()).toISOString(), uptimeSeconds: 1, phase: 'serving', ready: true, logLevel: 'info', inFlight: 0, waiting: 0, degraded: [], at: new Date(clock.now()).toISOString(), history: history as never })
+    const options = { redis, breaker, seal, prefix: 'rgw:', log: pino({ level: 'silent' }), clock }
+    const crashed = new Replicas({ ...options, id: 'crashed-1', state: state('crashed-1') })
+    const reader = new Replicas({ ...options, id: 'reader-1', state: state('reader-1') })
+    expect(await crashed.announce()).toBe(true)
+    // No close(): the process died.
+    clock.advance(14_000)
+    expect((await reader.cluster()).replicas.find((r) => r.id === 'crashed-1')?.gone).toBeNull()
+    clock.advance(2_000)
+    const seen = (await reader.cluster()).replicas.find((r) => r.id === 'crashed-1')
+    expect(seen).toMatchObject({ ready: false, gone: { how: 'vanished', lastSeen: new Date(clock.now() - 16_000).toISOString() } })
+    expect(seen?.history.requests).toEqual([3])
+    // Kept for the hour, then gone from the list.
+    expect(await redis.pttl(redisKey.replica('rgw:', 'crashed-1'))).toBeGreaterThan(3_500_000)
   })
 
   it('with Redis down, lists this replica only and says so', async () => {
     const [a, b] = [await replica(), await replica()]
-    await waitFor('both replicas listed', async () => (await clusterOf(a)).replicas.length === 2)
+    await waitFor('both replicas listed', async () => (await liveOf(a)).length === 2)
     await redisServer.stop()
     try {
       await waitFor('Redis seen down', async () => (await clusterOf(a)).redis === 'down', 15_000, 100)
@@ -117,6 +154,6 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
       await redisServer.restart()
     }
     // Back: both announce again.
-    await waitFor('both listed again', async () => (await clusterOf(b)).replicas.length === 2, 15_000, 100)
+    await waitFor('both listed again', async () => (await liveOf(b)).length === 2, 15_000, 100)
   }, 40_000)
 })

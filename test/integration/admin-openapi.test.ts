@@ -14,7 +14,7 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
-import { renderAdminDocument } from '../../src/http/openapi/admin-document.js'
+import { renderAdminDocument } from '../../src/cli/openapi-render.js'
 import { KEYS, TEAMS_YAML, TEST_GATEWAY_SECRET, buildGateway, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { pointer, resolveRef, routeTable, type Json } from '../helpers/openapi-doc.js'
@@ -119,8 +119,8 @@ describe('the admin listener\'s OpenAPI document', () => {
     expect(api.openapi).toBe('3.1.0')
   })
 
-  it('is the committed docs/admin-openapi.json (run `npm run openapi` after changing an admin route)', () => {
-    const rendered = renderAdminDocument()
+  it('is the committed docs/admin-openapi.json (run `npm run openapi` after changing an admin route)', async () => {
+    const rendered = await renderAdminDocument()
     expect(readFileSync(COMMITTED, 'utf8')).toBe(rendered)
     expect(JSON.parse(rendered)).toEqual(doc)
   })
@@ -179,6 +179,8 @@ describe('the admin listener\'s OpenAPI document', () => {
       { what: 'no admin token', method: 'GET', url: '/admin/status', auth: false, status: 401 },
       { what: 'purge one advertiser', method: 'DELETE', url: '/admin/cache?advertiserId=101', path: '/admin/cache', status: 200 },
       { what: 'purge with a bad advertiser', method: 'DELETE', url: '/admin/cache?advertiserId=x', path: '/admin/cache', status: 400 },
+      { what: 'purge all, a dry run', method: 'DELETE', url: '/admin/cache?dryRun=1', path: '/admin/cache', status: 200 },
+      { what: 'purge with a misspelt parameter', method: 'DELETE', url: '/admin/cache?advertiserID=101', path: '/admin/cache', status: 400 },
       { what: 'purge all', method: 'DELETE', url: '/admin/cache', status: 200 },
       { what: 'reload', method: 'POST', url: '/admin/reload', status: 200 },
       { what: 'metrics', method: 'GET', url: '/metrics', auth: false, status: 200 },

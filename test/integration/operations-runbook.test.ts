@@ -74,7 +74,7 @@ afterAll(async () => {
 
 describe('docs/operations.md, tested runbook', () => {
   it('has the blocks the guide promises', () => {
-    expect([...runbook().keys()]).toEqual(['add-team', 'rotate-key', 'rotate-token', 'warm', 'purge', 'usage', 'read-alert'])
+    expect([...runbook().keys()]).toEqual(['add-team', 'rotate-key', 'rotate-token', 'warm', 'purge', 'usage', 'keys', 'read-alert'])
   })
 
   it('adds a team: the reload names it and its key reads reports', async () => {
@@ -89,10 +89,14 @@ describe('docs/operations.md, tested runbook', () => {
     const out = (await run('rotate-key'))
     const outcome = JSON.parse(out.slice(out.lastIndexOf('{"result"'))) as { result: string; addedKeys: string[]; removedKeys: string[] }
     // The file poll may have applied it first: then the call finds nothing left to change.
-    if (outcome.result === 'applied') expect([outcome.addedKeys.length, outcome.removedKeys.length]).toEqual([1, 1])
+    if (outcome.result === 'applied') expect([outcome.addedKeys, outcome.removedKeys]).toEqual([['growth/growth-2'], ['growth/growth-1']])
     else expect(outcome.result).toBe('unchanged')
     expect((await report(old)).status).toBe(401)
     expect((await report(key())).status).toBe(200)
+    // The new key has its own id and end, not the old key's: the old entry is gone whole.
+    const file = readFileSync(teamsFile, 'utf8')
+    expect(file).not.toContain('growth-1')
+    expect(file.match(/id: "growth-2", createdAt: "[^"]+", expiresAt: "[^"]+"/g)).toHaveLength(1)
   })
 
   it('rotates the platform token: the new one is in use', async () => {
@@ -109,6 +113,10 @@ describe('docs/operations.md, tested runbook', () => {
     expect(JSON.parse((await run('purge')))).toMatchObject({ purged: 'advertiser', advertiserId: 101 })
     await waitFor('usage of team growth in Redis', async () => (JSON.parse((await run('usage'))) as { usage: unknown[] }).usage.length > 0, 20_000, 200)
     expect((JSON.parse((await run('usage'))) as { usage: { team: string; requests: number }[] }).usage[0]).toMatchObject({ team: 'growth', requests: expect.any(Number) })
+    const life = JSON.parse(await run('keys')) as { keys: { id: string; createdAt: string; expiresAt: string; lastUsedAt: string | null; requestsLastHour: number }[] }
+    expect(life.keys.map((k) => k.id)).toEqual(['growth-2'])
+    expect(life.keys[0]).toMatchObject({ createdAt: expect.any(String), expiresAt: expect.any(String), lastUsedAt: expect.any(String) })
+    expect(life.keys[0]!.requestsLastHour).toBeGreaterThan(0)
     const alert = (await run('read-alert'))
     expect(alert).toMatch(/^gateway_platform_token_usable\{credential="default"\} 1$/m)
     expect(alert).toMatch(/^gateway_config_last_reload_successful 1$/m)

@@ -232,7 +232,7 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
 
     let heard = await purgeAnnounced()
     const all = await purge(a)
-    expect(all.json()).toEqual({ purged: 'all', dropped: 3 })
+    expect(all.json()).toEqual({ purged: 'all', dryRun: false, dropped: 3 })
     await heard()
     // The shared platform token (GATEWAY_SECRET), the learned platform limit, the replicas'
     // announcements and their seats are no cache entries: a purge leaves them, and the
@@ -251,7 +251,7 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     expect(reportCalls()).toBe(6)
     heard = await purgeAnnounced()
     const one = await purge(b, '?advertiserId=101')
-    expect(one.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dropped: 2 })
+    expect(one.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dryRun: false, dropped: 2 })
     await heard()
     for (const gw of [a, b]) expect((await get(gw, Q102)).headers['x-cache']).toBe('HIT')
     expect(reportCalls()).toBe(6)

@@ -293,7 +293,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
 
     const one = await purge('?advertiserId=101')
     expect(one.statusCode).toBe(200)
-    expect(one.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dropped: 2 })
+    expect(one.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dryRun: false, dropped: 2 })
     expect((await get(q102)).headers['x-cache']).toBe('HIT')
     expect((await get(CANONICAL)).headers['x-cache']).toBe('MISS')
     expect((await get(`${CANONICAL}&byCampaign=1`)).headers['x-cache']).toBe('MISS')

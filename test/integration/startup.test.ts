@@ -149,15 +149,25 @@ describe('a start that works says what it found', () => {
     const line = await waitForLine(run, /report gateway listening/)
     expect(JSON.parse(line)).toMatchObject({ proxy: expect.stringMatching(/^127\.0\.0\.1:\d+$/) })
     expect(run.output()).toContain('Demo mode (nothing configured)')
-    // How to reach the console: without ADMIN_TOKEN, how to set one.
-    expect(run.output()).toMatch(/Operations console: set ADMIN_TOKEN .*\/console/)
+    // The console opens with the admin token demo mode made for the run, at the address printed.
+    await waitFor('the banner', () => run.output().includes('Operations console:'), 5000, 25)
+    const token = /Admin token \(an operator's, valid for this run only\): ([\w-]{43})\n/.exec(run.output())?.[1]
+    const url = /Operations console: (http:\/\/127\.0\.0\.1:\d+)\/console \(sign in with the admin token above\)/.exec(run.output())?.[1]
+    expect(token).toBeDefined()
+    expect(url).toBeDefined()
+    const whoami = await fetch(`${url}/admin/whoami`, { headers: { authorization: `Bearer ${token}` } })
+    expect(await whoami.json()).toEqual({ name: 'demo', role: 'operator' })
+    expect((await fetch(`${url}/console`)).status).toBe(200)
+    // The token is printed once, never logged.
+    expect(run.output().split(token!).length).toBe(2)
   })
 
   it('demo mode with ADMIN_TOKEN prints where the console is', async () => {
     const run = start({ PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN: 'demo-admin-token-0123456789abcdef' })
     await waitForLine(run, /report gateway listening/)
     await waitFor('the banner', () => run.output().includes('Operations console:'), 5000, 25)
-    expect(run.output()).toMatch(/Operations console: http:\/\/127\.0\.0\.1:\d+\/console \(sign in with ADMIN_TOKEN\)/)
+    expect(run.output()).toMatch(/Operations console: http:\/\/127\.0\.0\.1:\d+\/console \(sign in with your admin token\)/)
+    expect(run.output()).not.toContain('Admin token (')
     expect(run.output()).not.toContain('demo-admin-token-0123456789abcdef')
   })
 

@@ -80,6 +80,16 @@ describe('keys without restarts', () => {
     expect(audit).toMatchObject({ kind: 'audit', trigger: 'file', addedKeys: [`growth/${hashApiKey(NEW).slice(7, 19)}`], removedKeys: [`growth/${hashApiKey(OLD).slice(7, 19)}`] })
   })
 
+  it('names a key whose hash was swapped inside its entry (its id kept) as removed and added: the reload says what it did', async () => {
+    const dir = configMap(yaml([`{ hash: ${plain(OLD)}, id: growth-2026, expiresAt: 2099-01-01 }`], '1h'))
+    const gw = await replica(dir, false)
+    dir.update(yaml([`{ hash: ${plain(NEW)}, id: growth-2026, expiresAt: 2099-01-01 }`], '1h'))
+    const res = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(res.json()).toMatchObject({ result: 'applied', addedKeys: ['growth/growth-2026'], removedKeys: ['growth/growth-2026'] })
+    expect(await status(gw, OLD)).toBe(401)
+    expect(await status(gw, NEW)).toBe(200)
+  })
+
   it('refuses an expired key with 401 saying it expired, and names the key by its id in log lines', async () => {
     const dir = configMap(yaml([`{ hash: ${plain(OLD)}, id: growth-2025, expiresAt: 2025-01-01 }`, `{ hash: ${plain(NEW)}, id: growth-2099, expiresAt: 2099-01-01 }`]))
     const gw = await replica(dir)

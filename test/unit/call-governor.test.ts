@@ -544,3 +544,32 @@ describe('shares of the platform\'s time: seats held for as long as calls run', 
     expect(g.othersWaitFor('waiter')).toBe(false)
   })
 })
+
+describe('a cut of the limit is taken from the teams that borrowed', () => {
+  it('lets the team below its share keep its seats as its short calls end, while the borrower\'s long ones run down', async () => {
+    const clock = fakeClock()
+    const { g, order } = governor(clock, { maxConcurrent: 8, queueLimit: 100, limitsOf: () => undefined })
+    // The long team holds 6 of 8 (it borrowed while the short team asked for 2), the short team 2.
+    const long = Array.from({ length: 6 }, () => call(g, 'long', order))
+    await settle()
+    const short = Array.from({ length: 2 }, () => call(g, 'short', order))
+    Array.from({ length: 4 }, () => call(g, 'long', order))
+    await settle()
+    expect([g.running('long'), g.running('short')]).toEqual([6, 2])
+    // The limit falls to 6: the short team's calls end and come back; they get their seats
+    // again rather than waiting for the long team's calls to end.
+    g.setLimit(6)
+    for (let i = 0; i < 3; i++) {
+      short.filter((c) => c.release !== null).forEach((c) => c.release?.())
+      short.splice(0, short.length, ...Array.from({ length: 2 }, () => call(g, 'short', order)))
+      await settle()
+      expect(g.running('short')).toBe(2)
+    }
+    // Nothing starts past the seats in force before the cut, and the long team starts nothing.
+    expect(g.inFlight).toBeLessThanOrEqual(8)
+    expect(g.running('long')).toBe(6)
+    long.forEach((c) => c.release?.())
+    await settle()
+    expect(g.inFlight).toBeLessThanOrEqual(6)
+  })
+})

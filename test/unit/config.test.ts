@@ -36,7 +36,7 @@ describe('defaults (config/default.yaml)', () => {
     // Demo mode keeps the proxy on loopback; HOST or a config file may open it.
     expect(config.host).toBe('127.0.0.1')
     expect(config.port).toBe(8080)
-    expect(config.admin).toEqual({ host: '127.0.0.1', port: 8081, token: null, tokensFile: null, tokens: [] })
+    expect(config.admin).toEqual({ host: '127.0.0.1', port: 8081, token: null, viewerToken: null, tokensFile: null, tokens: [] })
     expect(config.logLevel).toBe('info')
     expect(config.platform.baseUrl).toBeNull()
     expect(config.platform.tokenUrl).toBe('/oauth/token')
@@ -105,7 +105,7 @@ teams:
 `,
     )
     expect(config.teams).toEqual([
-      { name: 'growth', keys: [{ hash: HASH, id: HASH.slice(7, 19), expiresAt: null }], advertisers: new Set([101, 102]), write: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null },
+      { name: 'growth', keys: [{ hash: HASH, id: HASH.slice(7, 19), expiresAt: null, createdAt: null }], advertisers: new Set([101, 102]), write: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null },
       { name: 'ops', keys: [], advertisers: null, write: true, credential: 'default', rateLimit: null, weight: 3, maxConcurrent: null, queue: null },
     ])
   })
@@ -124,14 +124,14 @@ teams:
 teams:
   growth:
     keys:
-      - { hash: "${HASH}", id: growth-2026, expiresAt: 2027-01-01 }
+      - { hash: "${HASH}", id: growth-2026, createdAt: 2026-01-01T09:15:00Z, expiresAt: 2027-01-01 }
       - { hash: "${other}", expiresAt: "2026-12-01T12:30:00" }
     advertisers: ["*"]
 `,
     )
     expect(config.teams[0]?.keys).toEqual([
-      { hash: HASH, id: 'growth-2026', expiresAt: Date.parse('2027-01-01T00:00:00Z') },
-      { hash: other, id: other.slice(7, 19), expiresAt: Date.parse('2026-12-01T12:30:00Z') },
+      { hash: HASH, id: 'growth-2026', createdAt: Date.parse('2026-01-01T09:15:00Z'), expiresAt: Date.parse('2027-01-01T00:00:00Z') },
+      { hash: other, id: other.slice(7, 19), createdAt: null, expiresAt: Date.parse('2026-12-01T12:30:00Z') },
     ])
   })
 
@@ -172,8 +172,8 @@ teams:
     const files = { '/run/admins': `# operators\nalice:${alice}\n\n` }
     const config = load({ ADMIN_TOKEN: 'the-admin-token-0123456789', ADMIN_TOKENS_FILE: '/run/admins' }, undefined, files)
     expect(config.admin.tokens).toEqual([
-      { name: 'admin', hash: hashApiKey('the-admin-token-0123456789') },
-      { name: 'alice', hash: alice },
+      { name: 'admin', hash: hashApiKey('the-admin-token-0123456789'), role: 'operator' },
+      { name: 'alice', hash: alice, role: 'operator' },
     ])
     const err = problem({ ADMIN_TOKENS_FILE: '/run/admins' }, undefined, { '/run/admins': 'bob:plaintext-token-here\n' })
     expect(err.message).toMatch(/ADMIN_TOKENS_FILE: line 1 is not name:sha256/)

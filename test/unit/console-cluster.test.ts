@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { chartData, healthLine, lastSum, percentSeries, sumSeries, type HealthStatus, type HistoryView, type Series } from '../../src/http/console/console-cluster.js'
+import { chartData, healthLine, lastBuckets, lastSum, percentSeries, sumSeries, WINDOWS, type HealthStatus, type HistoryView, type Series } from '../../src/http/console/console-cluster.js'
 
 // The console's view of the whole cluster: the replicas' histories on one time axis,
 // and the health banner's line.
@@ -59,6 +59,24 @@ describe('chartData', () => {
     expect(d.latencyP99Ms).toEqual([50, 45])
   })
 
+  it('keeps a gone replica\'s past: its buckets count until it left, and none after', () => {
+    // b died after its second bucket; a goes on. The cluster's past is the same as while b lived.
+    const a = history(START, { requests: [1, 1, 1, 1] })
+    const b = history(START, { requests: [5, 5, null, null] })
+    expect(chartData([{ history: a }, { history: b }]).requests).toEqual([6, 6, 1, 1])
+  })
+
+  it('cuts every series and the time axis to the window asked: 5 min, 15 min, the hour', () => {
+    expect(WINDOWS).toEqual({ '5m': 30, '15m': 90, '1h': 360 })
+    const a = history(START, { requests: [1, 2, 3, 4], limit: [8, 8, 9, 9] })
+    const d = lastBuckets(chartData([{ history: a }]), 2)
+    expect(d.times).toEqual([START + 2 * BUCKET_MS, START + 3 * BUCKET_MS].map((t) => t / 1000))
+    expect(d.requests).toEqual([3, 4])
+    expect(d.limits[0]?.limit).toEqual([9, 9])
+    expect(d.teams[0]?.tooManyRequests).toEqual([3, 4])
+    expect(lastBuckets(chartData([{ history: a }]), 360).requests).toEqual([1, 2, 3, 4])
+  })
+
   it('one replica: its own series', () => {
     const a = history(START, { requests: [1, null], p50: [12.5, null] }, 2)
     const d = chartData([{ history: a }])
@@ -73,7 +91,7 @@ describe('healthLine', () => {
     credentials: [{ name: 'default', state: 'ok', pause: null }],
     governors: [{ credential: 'default', pausedUntil: null }],
   }
-  const replica = (id: string, more: Partial<{ self: boolean; ready: boolean; phase: string; degraded: string[] }> = {}) => ({ id, self: false, ready: true, phase: 'serving', degraded: [], ...more })
+  const replica = (id: string, more: Partial<{ self: boolean; ready: boolean; phase: string; degraded: string[]; gone: { how: 'stopped' | 'vanished'; lastSeen: string } | null }> = {}) => ({ id, self: false, ready: true, phase: 'serving', degraded: [], gone: null, ...more })
 
   it('says all is well in one line when nothing is wrong', () => {
     expect(healthLine(fine, { replicas: [replica('a', { self: true }), replica('b')] })).toEqual({ level: 'ok', text: 'All is well: 2 replicas ready, Redis ok, every platform token usable, no pause.' })
@@ -97,5 +115,15 @@ describe('healthLine', () => {
     const other = healthLine(fine, { replicas: [replica('a', { self: true }), replica('b', { degraded: ['platformToken:default'] })] })
     expect(other.level).toBe('warn')
     expect(other.text).toMatch(/replica b cannot use the platform token \(platformToken:default\)/)
+  })
+
+  it('says a replica went without a clean stop, and when it leaves the list; a clean stop is no warning', () => {
+    const vanished = healthLine(fine, { replicas: [replica('a', { self: true }), replica('b', { ready: false, gone: { how: 'vanished', lastSeen: '2026-11-23T14:02:05.000Z' } })] })
+    expect(vanished).toEqual({
+      level: 'warn',
+      text: 'Degraded: replica b stopped announcing itself at 14:02:05 UTC without a clean stop (crashed, killed or cut off from Redis); listed as gone until 15:02:05 UTC.',
+    })
+    const stopped = healthLine(fine, { replicas: [replica('a', { self: true }), replica('c', { ready: false, gone: { how: 'stopped', lastSeen: '2026-11-23T14:02:05.000Z' } })] })
+    expect(stopped).toEqual({ level: 'ok', text: 'All is well: 1 replica ready (1 stopped cleanly in the last hour), Redis ok, every platform token usable, no pause.' })
   })
 })

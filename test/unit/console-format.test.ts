@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { addSample, bytes, expiryAt, expiryIn, pauseLeft, ratio, SOON_DAYS, windowRatio } from '../../src/http/console/console-format.js'
+import { addSample, ago, bytes, expiryAt, expiryIn, pauseLeft, plural, ratio, SOON_DAYS, windowRatio } from '../../src/http/console/console-format.js'
 
 const DAY = 86_400
 const NOW = Date.parse('2026-11-23T12:00:00Z')
@@ -84,5 +84,28 @@ describe('bytes and pauses', () => {
     expect(pauseLeft(new Date(NOW + 42_000).toISOString(), NOW)).toBe('42 s left')
     expect(pauseLeft(new Date(NOW + 125_000).toISOString(), NOW)).toBe('2 min 5 s left')
     expect(pauseLeft(new Date(NOW - 1000).toISOString(), NOW)).toBe('0 s left')
+  })
+})
+
+describe('plural and ago', () => {
+  it('says one thing in the singular: 1 platform call, 2 platform calls, 0 requests', () => {
+    expect(plural(1, 'platform call')).toBe('1 platform call')
+    expect(plural(2, 'platform call')).toBe('2 platform calls')
+    expect(plural(0, 'request')).toBe('0 requests')
+    expect(plural(1, 'entry', 'entries')).toBe('1 entry')
+    expect(plural(3, 'entry', 'entries')).toBe('3 entries')
+  })
+
+  it('says how long ago in the largest unit, and never for no time', () => {
+    const now = Date.parse('2026-03-01T12:00:00Z')
+    const cases: [string | null, string][] = [
+      [null, 'never'],
+      ['2026-03-01T11:59:30Z', 'just now'],
+      ['2026-03-01T11:55:00Z', '5 min ago'],
+      ['2026-03-01T09:00:00Z', '3 h ago'],
+      ['2026-02-28T12:00:00Z', '1 day ago'],
+      ['2026-02-01T12:00:00Z', '28 days ago'],
+    ]
+    for (const [iso, text] of cases) expect(ago(iso, now), String(iso)).toBe(text)
   })
 })

@@ -28,6 +28,8 @@ const CONTRACT_ENV = new Set([
   'ADMIN_HOST',
   'ADMIN_PORT',
   'ADMIN_TOKEN_FILE',
+  'ADMIN_VIEWER_TOKEN_FILE',
+  'ADMIN_TOKENS_FILE',
   'GATEWAY_SECRET_FILE',
   'PLATFORM_BASE_URL',
   'PLATFORM_TOKEN_FILE',
@@ -712,6 +714,21 @@ describe('rendered with other choices', () => {
     expect(Buffer.from(secret.data['admin-tokens']!, 'base64').toString('utf8')).toBe(lines)
     expect(envOf(install({ values: FULL })).has('ADMIN_TOKENS_FILE')).toBe(false)
     expect(() => install({ values: merge(values, { secrets: { values: { adminTokens: 'alice:correct-horse-battery' } } }) })).toThrow(/adminTokens/)
+  })
+
+  it('gives a token a role: ADMIN_VIEWER_TOKEN_FILE from secrets.keys.adminViewerToken, :viewer lines in adminTokens; a line without one stays an operator', () => {
+    const lines = `alice:sha256:${'b'.repeat(64)}\ncarol:sha256:${'c'.repeat(64)}:viewer\ndave:sha256:${'d'.repeat(64)}:operator\n`
+    const viewer = 'viewer-token-6b1d0c44e2a9'
+    const values = merge(FULL, { secrets: { keys: { adminTokens: 'admin-tokens', adminViewerToken: 'admin-viewer-token' }, values: { adminTokens: lines, adminViewerToken: viewer } } })
+    const chart = install({ values })
+    expect(envOf(chart).get('ADMIN_VIEWER_TOKEN_FILE')?.value).toBe('/var/run/secrets/report-gateway/admin-viewer-token')
+    const secret = one<Manifest & { data: Record<string, string> }>(chart, 'Secret', 'rgw-report-gateway')
+    expect(Buffer.from(secret.data['admin-viewer-token']!, 'base64').toString('utf8')).toBe(viewer)
+    const roles = gatewayConfigFrom(chart).admin.tokens.map((t) => `${t.name}:${t.role}`)
+    expect(roles).toEqual(['admin:operator', 'viewer:viewer', 'alice:operator', 'carol:viewer', 'dave:operator'])
+    expect(envOf(install({ values: FULL })).has('ADMIN_VIEWER_TOKEN_FILE')).toBe(false)
+    expect(() => install({ values: merge(values, { secrets: { values: { adminTokens: `carol:sha256:${'c'.repeat(64)}:admin` } } }) })).toThrow(/adminTokens/)
+    expect(() => install({ values: merge(values, { secrets: { values: { adminViewerToken: 'short' } } }) })).toThrow(/adminViewerToken/)
   })
 
   it('uses an existing Secret by name and drops the variables of unused keys', () => {

@@ -48,8 +48,10 @@ describe('keys new --team NAME', () => {
     expect(stdout).toContain(`API key for team growth`)
     // The printed config snippet is YAML that names the team and holds the key's hash.
     const snippet = stdout.slice(stdout.indexOf('teams:'))
-    const teams = (parseYaml(snippet) as { teams: Record<string, { keys: string[] }> }).teams
-    expect(teams).toEqual({ growth: { keys: [sha256(key)], advertisers: [101, 102] } })
+    const teams = (parseYaml(snippet) as { teams: Record<string, { keys: { createdAt: string }[] }> }).teams
+    // Its entry says when it was made: the key's life starts there (GET /admin/keys).
+    expect(teams).toEqual({ growth: { keys: [{ hash: sha256(key), createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/) }], advertisers: [101, 102] } })
+    expect(Math.abs(Date.parse(teams.growth!.keys[0]!.createdAt) - Date.now())).toBeLessThan(60_000)
     expect(stdout.match(/sha256:[0-9a-f]{64}/g)).toEqual([sha256(key)])
   })
 
@@ -140,7 +142,7 @@ describe('keys new --id ID --expires WHEN', () => {
     expect(r.stderr).toBe('')
     const key = r.stdout.match(/rgw_[A-Za-z0-9_-]{43}/)?.[0] as string
     const entry = entryOf(r.stdout)
-    expect(entry).toEqual({ hash: sha256(key), id: 'growth-2027', expiresAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/) })
+    expect(entry).toEqual({ hash: sha256(key), id: 'growth-2027', createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/), expiresAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/) })
     const at = Date.parse(entry.expiresAt!)
     // Rounded up to the second.
     expect(at).toBeGreaterThanOrEqual(before + 90 * DAY)

@@ -24,9 +24,12 @@ describe('operations guide', () => {
 
   it('never substitutes a variable that may be empty into a sed expression: each is checked with ${VAR:?} first', () => {
     const blocks = [...read('README.md').matchAll(/```sh\n([\s\S]*?)```/g), ...guide.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!)
-    const seds = blocks.flatMap((block) => [...block.matchAll(/sed -i "s\/\$(\w+)\/\$(\w+)\//g)].map((m) => ({ block, vars: [m[1]!, m[2]!] })))
+    const seds = blocks.flatMap((block) => [...block.matchAll(/sed -i "([^"]*)"/g)].map((m) => ({ block, vars: [...m[1]!.matchAll(/\$(\w+)/g)].map((v) => v[1]!) })))
     expect(seds.length).toBeGreaterThan(0)
-    for (const { block, vars } of seds) for (const v of vars) expect(block, v).toContain(`\${${v}:?`)
+    for (const { block, vars } of seds) {
+      expect(vars.length).toBeGreaterThan(0)
+      for (const v of vars) expect(block, v).toContain(`\${${v}:?`)
+    }
   })
 
   it('keeps the files that hold keys in clear out of git', () => {

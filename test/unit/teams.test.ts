@@ -14,7 +14,7 @@ const OTHER = 'rgw_directory_test_key_111111111111111111111'
 function team(name: string, keys: { key: string; id?: string; expiresAt?: number }[], rateLimit: TeamConfig['rateLimit'] = null): TeamConfig {
   return {
     name,
-    keys: keys.map((k) => ({ hash: hashApiKey(k.key), id: k.id ?? name, expiresAt: k.expiresAt ?? null })),
+    keys: keys.map((k) => ({ hash: hashApiKey(k.key), id: k.id ?? name, expiresAt: k.expiresAt ?? null, createdAt: null })),
     advertisers: null,
     write: false,
     credential: 'default',

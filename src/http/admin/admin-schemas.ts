@@ -1,10 +1,59 @@
-import { MAX_USAGE_DAYS, USAGE_COLUMNS } from './admin-usage.js'
+import type { FastifySchema } from 'fastify'
 
-// What the admin calls take and answer, as JSON Schema. The token body is checked by
-// Fastify; the answers' schemas describe them in the admin listener's OpenAPI document
-// (openapi/admin-document.ts), whose tests check real answers against them. The answers
-// of /admin/status, /admin/audit and /admin/cluster are described by the schemas their
-// routes serialize with (admin-status.ts, cluster-route.ts).
+// What the admin calls take and answer, as JSON Schema. Fastify validates each call's
+// query, path and body against its route's schema (adminSchema: no parameter the call
+// does not take, no body where it takes none) and serializes its answer with the
+// answer's schema; @fastify/swagger publishes the same schemas as the admin listener's
+// OpenAPI document (openapi/admin-document.ts), whose tests check real answers against it.
+
+/** The tags of the admin document's operations. */
+export type AdminTag = 'token' | 'cache' | 'teams' | 'state' | 'console' | 'health' | 'description'
+
+/** One admin route: what Fastify validates, what it answers, what the document says of it. */
+export interface AdminRoute {
+  tag: AdminTag
+  operationId: string
+  summary: string
+  description?: string
+  /** The query parameters the call takes (none by default: any is 400). */
+  query?: Record<string, unknown>
+  requiredQuery?: string[]
+  /** The path parameters, each required. */
+  params?: Record<string, unknown>
+  /** The body the call takes (none by default: a body is 400). */
+  body?: Record<string, unknown>
+  /** Its answers by status: schemas they are serialized with, each with its `description`. */
+  response: Record<string, unknown>
+  /** The GW_* codes it answers with beyond those of every admin call, with when. */
+  errors?: Record<string, string>
+}
+
+/** A route's schema: query and path closed (additionalProperties false, so an unknown parameter fails), its body, its answers. */
+export function adminSchema(route: AdminRoute): FastifySchema {
+  const object = (properties: Record<string, unknown>, required: string[]) => ({ type: 'object', additionalProperties: false, properties, ...(required.length > 0 ? { required } : {}) })
+  return {
+    tags: [route.tag],
+    operationId: route.operationId,
+    summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
+    querystring: object(route.query ?? {}, route.requiredQuery ?? []),
+    ...(route.params ? { params: object(route.params, Object.keys(route.params)) } : {}),
+    ...(route.body ? { body: route.body } : {}),
+    response: route.response,
+    ...(route.errors ? { 'x-errors': route.errors } : {}),
+  } as FastifySchema
+}
+
+/** A flag in a query: `1`, `true`, `0` or `false`. */
+export const QUERY_FLAG = { type: 'string', enum: ['1', 'true', '0', 'false'] } as const
+
+/** Whether a QUERY_FLAG value is on. */
+export function flagOn(value: string | undefined): boolean {
+  return value === '1' || value === 'true'
+}
+
+/** A JSON answer's schema with what it is. */
+export const answer = (schema: Record<string, unknown>, description: string) => ({ ...schema, description })
 
 const nullable = (type: string, description: string) => ({ type: [type, 'null'], description })
 const instant = (description: string) => ({ type: ['string', 'null'], format: 'date-time', description })
@@ -63,11 +112,14 @@ export const credentialsSchema = {
 /** DELETE /admin/cache. */
 export const purgeSchema = {
   type: 'object',
-  required: ['purged', 'dropped'],
+  required: ['purged', 'dryRun'],
   properties: {
-    purged: { type: 'string', enum: ['all', 'advertiser'] },
-    advertiserId: { type: 'integer', minimum: 1, description: 'With `purged: advertiser`: whose entries were dropped.' },
-    dropped: { type: 'integer', minimum: 0, description: 'Entries dropped from Redis (from this replica\'s memory without Redis).' },
+    purged: { type: 'string', enum: ['all', 'advertiser', 'report'], description: 'What the purge reaches: every report, one advertiser\'s, one report.' },
+    advertiserId: { type: 'integer', minimum: 1, description: 'With `purged: advertiser`: whose entries.' },
+    report: { type: 'string', description: 'With `purged: report`: the report, as the gateway spells it (its canonical path and query); its entry under every credential.' },
+    dryRun: { type: 'boolean', description: 'true: nothing was dropped; `wouldDrop` says what the purge would drop now.' },
+    dropped: { type: 'integer', minimum: 0, description: 'Without `dryRun`: entries dropped from Redis (from this replica\'s memory without Redis).' },
+    wouldDrop: { type: 'integer', minimum: 0, description: 'With `dryRun`: entries the purge would drop from Redis now (from this replica\'s memory without Redis).' },
   },
 } as const
 
@@ -81,36 +133,6 @@ export const reloadSchema = {
     keys: { type: 'integer', minimum: 0, description: 'How many keys they hold.' },
     addedKeys: { type: 'array', items: { type: 'string' }, description: 'Keys added, as `<team>/<key id>`.' },
     removedKeys: { type: 'array', items: { type: 'string' }, description: 'Keys removed, as `<team>/<key id>`.' },
-  },
-} as const
-
-const count = (description: string) => ({ type: 'integer', minimum: 0, description })
-
-/** One team's totals of one UTC day; the CSV form has one column per field, in this order. */
-export const usageRowSchema = {
-  type: 'object',
-  required: [...USAGE_COLUMNS],
-  properties: {
-    day: { type: 'string', format: 'date', description: 'The UTC day, `YYYY-MM-DD`.' },
-    team: { type: 'string', description: 'The team, or `(gateway)` for the gateway\'s own platform calls.' },
-    requests: count('Answers to the team\'s calls on the proxy listener, errors and 429s included.'),
-    cacheHits: count('Report reads answered without a platform call of their own (from the cache, or by joining another caller\'s call).'),
-    platformCalls: count('Calls the gateway made to the platform for the team.'),
-    platformCallsSaved: count('`cacheHits`: each such read would have been one platform call without the cache.'),
-    bytes: count('Bytes written to the team\'s connections for its answers (status line, headers, body).'),
-    rateLimited: count('Answers with status 429: the team\'s rate limit (`GW_RATE_LIMITED`), or the platform\'s 429 passed through.'),
-    errors: count('Answers with a 5xx status (the platform failed or timed out, the queue was full, a fault of the gateway).'),
-  },
-} as const
-
-/** GET /admin/usage (JSON). */
-export const usageSchema = {
-  type: 'object',
-  required: ['from', 'to', 'usage'],
-  properties: {
-    from: { type: 'string', format: 'date' },
-    to: { type: 'string', format: 'date' },
-    usage: { type: 'array', items: usageRowSchema, description: `One row per day and team that has usage, by day then team; at most ${MAX_USAGE_DAYS} days.` },
   },
 } as const
 

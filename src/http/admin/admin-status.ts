@@ -4,6 +4,7 @@ import type { Config } from '../../config.js'
 import type { GatewayContext } from '../context.js'
 import type { AuditTrail } from '../../access/audit-trail.js'
 import { redisAddress } from '../../redis/client.js'
+import { adminSchema, answer } from './admin-schemas.js'
 
 const nullable = (type: string) => ({ type: [type, 'null'] })
 const counts = { type: 'object', additionalProperties: { type: 'number' } } as const
@@ -112,7 +113,9 @@ export const auditSchema = {
  * answer, and its last audit lines. Registered inside adminRoutes, behind its token check.
  */
 export async function adminStatusRoutes(app: FastifyInstance, { ctx, l1, audit }: { ctx: GatewayContext; l1: MemoryStore; audit: AuditTrail }): Promise<void> {
-  app.get('/admin/status', { schema: { response: { 200: statusSchema } } }, async () => {
+  const description = 'Build, credentials, Redis, cache, teams and governors, as the operations console shows them; never a token or a password.'
+  const status = adminSchema({ tag: 'state', operationId: 'getStatus', summary: 'This replica\'s state in one answer', description, response: { 200: answer(statusSchema, 'This replica\'s state.') } })
+  app.get('/admin/status', { schema: status }, async () => {
     const now = ctx.clock.now()
     const refused = await ctx.metrics.platformRefused.get()
     const lookups = await ctx.metrics.cacheRequestsCounter.get()
@@ -197,7 +200,9 @@ export async function adminStatusRoutes(app: FastifyInstance, { ctx, l1, audit }
     }
   })
 
-  app.get('/admin/audit', { schema: { response: { 200: auditSchema } } }, async () => ({ lines: audit.lines() }))
+  const lines = answer(auditSchema, 'The log\'s JSON lines with `"kind":"audit"`, as they were logged.')
+  const auditLines = adminSchema({ tag: 'state', operationId: 'getAudit', summary: 'This replica\'s last audit lines, newest first', response: { 200: lines } })
+  app.get('/admin/audit', { schema: auditLines }, async () => ({ lines: audit.lines() }))
 }
 
 type Labels = Partial<Record<string, string | number>>

@@ -4,6 +4,7 @@ import { BadRequestError, UnknownTeamError, UsageUnavailableError } from '../../
 import { isTeamName } from '../../config.js'
 import { utcDay, type UsageRow } from '../../observe/usage.js'
 import { GATEWAY_TEAM } from '../../platform/governor/gateway-team.js'
+import { adminSchema } from './admin-schemas.js'
 
 /** The longest range of days one usage call reads. */
 export const MAX_USAGE_DAYS = 366
@@ -14,15 +15,82 @@ export const USAGE_FORMATS = ['json', 'csv'] as const
 /** The CSV form's columns, in order: the JSON rows' fields. */
 export const USAGE_COLUMNS = ['day', 'team', 'requests', 'cacheHits', 'platformCalls', 'platformCallsSaved', 'bytes', 'rateLimited', 'errors'] as const satisfies readonly (keyof UsageRow)[]
 
+const count = (description: string) => ({ type: 'integer', minimum: 0, description })
+
+/** One team's totals of one UTC day; the CSV form has one column per field, in this order. */
+export const usageRowSchema = {
+  type: 'object',
+  required: [...USAGE_COLUMNS],
+  properties: {
+    day: { type: 'string', format: 'date', description: 'The UTC day, `YYYY-MM-DD`.' },
+    team: { type: 'string', description: 'The team, or `(gateway)` for the gateway\'s own platform calls.' },
+    requests: count('Answers to the team\'s calls on the proxy listener, errors and 429s included.'),
+    cacheHits: count('Report reads answered without a platform call of their own (from the cache, or by joining another caller\'s call).'),
+    platformCalls: count('Calls the gateway made to the platform for the team.'),
+    platformCallsSaved: count('`cacheHits`: each such read would have been one platform call without the cache.'),
+    bytes: count('Bytes written to the team\'s connections for its answers (status line, headers, body).'),
+    rateLimited: count('Answers with status 429: the team\'s rate limit (`GW_RATE_LIMITED`), or the platform\'s 429 passed through.'),
+    errors: count('Answers with a 5xx status (the platform failed or timed out, the queue was full, a fault of the gateway).'),
+  },
+} as const
+
+/** GET /admin/usage (JSON). */
+export const usageSchema = {
+  type: 'object',
+  required: ['from', 'to', 'usage'],
+  properties: {
+    from: { type: 'string', format: 'date' },
+    to: { type: 'string', format: 'date' },
+    usage: { type: 'array', items: usageRowSchema, description: `One row per day and team that has usage, by day then team; at most ${MAX_USAGE_DAYS} days.` },
+  },
+} as const
+
+const USAGE_CSV =
+  `One header row, then one row per day and team, CRLF line ends (RFC 4180): ${USAGE_COLUMNS.map((c) => `\`${c}\``).join(', ')}. ` +
+  'A cell a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage return) starts with `\'`.'
+
+const DAY = { type: 'string', maxLength: 10 }
+
+const usageRoute = adminSchema({
+  tag: 'teams',
+  operationId: 'getUsage',
+  summary: 'Daily totals per team',
+  description:
+    'Per UTC day and team: requests, cache hits, platform calls, bytes, 429s and 5xx answers. This replica\'s counts are flushed first; ' +
+    'other replicas\' may lag by `usage.flush`. `?format=csv` gives the same rows as a CSV file for a spreadsheet.',
+  query: {
+    from: { ...DAY, description: 'a UTC day `YYYY-MM-DD`, the first of the range (default: `to`)' },
+    to: { ...DAY, description: `a UTC day \`YYYY-MM-DD\`, the last of the range, included (default: today; at most ${MAX_USAGE_DAYS} days from \`from\`)` },
+    team: { type: 'string', maxLength: 128, description: `a team (or \`${GATEWAY_TEAM}\`); default: every team` },
+    format: { type: 'string', enum: [...USAGE_FORMATS], description: USAGE_FORMATS.join(' or ') },
+  },
+  response: {
+    200: {
+      description: `The totals (\`format=json\`), or the same rows as CSV (\`format=csv\`). ${USAGE_CSV}`,
+      headers: {
+        'content-disposition': { type: 'string', pattern: '^attachment; filename="usage-\\d{4}-\\d{2}-\\d{2}-\\d{4}-\\d{2}-\\d{2}\\.csv"$', description: 'With `format=csv`: `attachment; filename="usage-<from>-<to>.csv"`.' },
+      },
+      content: {
+        'application/json': { schema: usageSchema },
+        'text/csv': { schema: { type: 'string', description: USAGE_CSV } },
+      },
+    },
+  },
+  errors: {
+    GW_BAD_REQUEST: 'A parameter is malformed: a date that is no date, `from` after `to`, a range over the limit, a team name no team can have, an unknown `format`.',
+    GW_NOT_FOUND: '`team` names no running team, and no team of that name has usage in the range.',
+    GW_REDIS_UNAVAILABLE: 'Redis could not be read; try again.',
+  },
+})
+
 /**
  * GET /admin/usage: daily totals per team, as JSON or as CSV for a spreadsheet.
  * Registered inside adminRoutes, behind its token check.
  */
 export async function adminUsageRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayContext }): Promise<void> {
-  app.get('/admin/usage', async (request, reply) => {
+  app.get('/admin/usage', { schema: usageRoute }, async (request, reply) => {
     const q = request.query as { team?: string; from?: string; to?: string; format?: string }
     const format = q.format ?? 'json'
-    if (!(USAGE_FORMATS as readonly unknown[]).includes(format)) throw new BadRequestError(`format: must be ${USAGE_FORMATS.join(' or ')}`)
     const to = q.to ?? utcDay(ctx.clock.now())
     const from = q.from ?? to
     for (const [name, value] of [['from', from], ['to', to]] as const) {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import type { History } from '../../observe/history.js'
 import type { Replicas, ReplicaState } from '../../observe/replicas.js'
+import { adminSchema, answer } from './admin-schemas.js'
 
 const series = (type: 'number' | 'integer') => ({ type: 'array', items: { type: [type, 'null'] } }) as const
 const counts = series('integer')
@@ -44,7 +45,7 @@ export const clusterSchema = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['id', 'self', 'ready', 'history'],
+        required: ['id', 'self', 'ready', 'gone', 'history'],
         properties: {
           id: { type: 'string' },
           self: { type: 'boolean' },
@@ -55,10 +56,18 @@ export const clusterSchema = {
           uptimeSeconds: { type: 'number' },
           phase: { type: 'string' },
           ready: { type: 'boolean' },
+          logLevel: { type: 'string', description: 'The log level in force on the replica (LOG_LEVEL, or as PUT /admin/log-level set it).' },
           inFlight: { type: 'number' },
           waiting: { type: 'number' },
           degraded: { type: 'array', items: { type: 'string' } },
           at: { type: 'string' },
+          stoppedAt: { type: 'string', description: 'In a replica\'s last announcement, as it stopped cleanly.' },
+          gone: {
+            type: ['object', 'null'],
+            required: ['how', 'lastSeen'],
+            description: 'null: live. Else how it left (`stopped`: a clean stop; `vanished`: it stopped announcing itself without one: crashed, killed, cut off from Redis) and its last announcement; a gone replica is listed for an hour, with its history, and is not `ready`.',
+            properties: { how: { type: 'string', enum: ['stopped', 'vanished'] }, lastSeen: { type: 'string' } },
+          },
           history: historySchema,
         },
       },
@@ -89,6 +98,7 @@ export function replicaState(ctx: GatewayContext, id: string, history: History):
     uptimeSeconds: Math.max(0, Math.round((now - ctx.build.startedAt) / 1000)),
     phase,
     ready: phase === 'serving',
+    logLevel: ctx.log.level,
     inFlight,
     waiting,
     degraded: [...redis, ...tokens, ...paused],
@@ -109,11 +119,13 @@ const NOTES = {
 } as const
 
 /**
- * GET /admin/cluster: every live replica (their announcements in Redis) with its last
- * hour, this replica's taken as it answers. Registered inside adminRoutes, behind its token check.
+ * GET /admin/cluster: every replica of the last hour (their announcements in Redis),
+ * live or gone, with its last hour, this replica's taken as it answers. Registered inside adminRoutes, behind its token check.
  */
 export async function clusterRoutes(app: FastifyInstance, { ctx, replicas }: { ctx: GatewayContext; replicas: Replicas }): Promise<void> {
-  app.get('/admin/cluster', { schema: { response: { 200: clusterSchema } } }, async () => {
+  const replicasNow = answer(clusterSchema, 'The replicas that announced themselves in Redis in the last hour, live or gone (this one only without Redis).')
+  const schema = adminSchema({ tag: 'state', operationId: 'getCluster', summary: 'Every replica of the last hour, live or gone, and its last hour', response: { 200: replicasNow } })
+  app.get('/admin/cluster', { schema }, async () => {
     const view = await replicas.cluster()
     return { at: new Date(ctx.clock.now()).toISOString(), ...view, note: view.redis === 'ok' ? null : NOTES[view.redis] }
   })

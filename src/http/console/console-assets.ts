@@ -31,8 +31,9 @@ export const CONSOLE_HTML = `<!doctype html>
 <main id="data" hidden>
   <p id="health" class="health" role="status" aria-live="polite" hidden></p>
   <section aria-labelledby="h-replicas"><h2 id="h-replicas">Replicas</h2><p id="cluster-note" class="muted"></p><div id="replicas"></div></section>
-  <section aria-labelledby="h-history"><h2 id="h-history">Last hour <span class="muted">(10-second buckets)</span></h2>
-    <div class="row"><label for="chart-scope">Charts of</label><select id="chart-scope"></select></div>
+  <section aria-labelledby="h-history"><h2 id="h-history">Charts <span class="muted">(10-second buckets)</span></h2>
+    <div class="row"><label for="chart-scope">Charts of</label><select id="chart-scope"></select>
+      <label for="chart-window">over the last</label><select id="chart-window"><option value="5m">5 minutes</option><option value="15m">15 minutes</option><option value="1h" selected>hour</option></select></div>
     <div class="charts">
       <figure><figcaption>Requests and errors (per 10 s)</figcaption><div id="chart-requests" class="chart"></div><p id="chart-requests-summary" class="muted"></p></figure>
       <figure><figcaption>Hit ratio of report reads (%)</figcaption><div id="chart-hits" class="chart"></div><p id="chart-hits-summary" class="muted"></p></figure>
@@ -47,9 +48,18 @@ export const CONSOLE_HTML = `<!doctype html>
     <section aria-labelledby="h-redis"><h2 id="h-redis">Redis</h2><div id="redis"></div></section>
     <section aria-labelledby="h-cache"><h2 id="h-cache">Report cache (this replica)</h2><div id="cache"></div></section>
   </div>
+  <section aria-labelledby="h-lookup"><h2 id="h-lookup">Look up a cached report</h2>
+    <form id="lookup" class="row" autocomplete="off">
+      <label for="lookup-url">Report URL</label>
+      <input id="lookup-url" name="url" spellcheck="false" placeholder="/api/v1/report/campaigns/get?advertiserId=101&amp;dateFrom=…&amp;dateTo=…">
+      <button type="submit">Look up</button>
+    </form>
+    <div id="lookup-result" role="status" aria-live="polite"></div>
+    <button id="purge-report" type="button" class="danger" hidden>Purge this report…</button>
+  </section>
   <section aria-labelledby="h-governors"><h2 id="h-governors">Governor</h2><div id="governors"></div></section>
   <section aria-labelledby="h-teams"><h2 id="h-teams">Teams</h2><div id="teams"></div></section>
-  <section aria-labelledby="h-actions"><h2 id="h-actions">Actions</h2>
+  <section id="actions" aria-labelledby="h-actions" hidden><h2 id="h-actions">Actions</h2>
     <form id="purge-one" class="row">
       <label for="advertiser">Advertiser id</label>
       <input id="advertiser" name="advertiser" inputmode="numeric" pattern="[0-9]*" autocomplete="off">
@@ -60,6 +70,16 @@ export const CONSOLE_HTML = `<!doctype html>
       <button id="reload" type="button">Reload the teams…</button>
     </div>
     <p id="action-result" role="status" aria-live="polite"></p>
+  </section>
+  <section aria-labelledby="h-config"><h2 id="h-config">Configuration in force <span class="muted">(the answering replica)</span></h2>
+    <form id="log-level" class="row" hidden>
+      <label for="log-level-value">Log level</label>
+      <select id="log-level-value"><option>fatal</option><option>error</option><option>warn</option><option>info</option><option>debug</option><option>trace</option><option>silent</option></select>
+      <label for="log-level-replica">on</label>
+      <select id="log-level-replica"></select>
+      <button type="submit">Set the log level…</button>
+    </form>
+    <details id="config-details"><summary id="config-summary">The settings in force</summary><div id="config"></div></details>
   </section>
   <section aria-labelledby="h-audit"><h2 id="h-audit">Audit (newest first, this replica)</h2><div id="audit"></div></section>
 </main>
@@ -90,7 +110,7 @@ h2 { font-size: 1.1rem; margin: 1.2rem 0 .4rem; }
 .row p { margin: 0; flex-basis: 100%; }
 #signed-in p { flex-basis: auto; }
 input, select { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); min-width: 0; }
-#token { flex: 1 1 18rem; }
+#token, #lookup-url { flex: 1 1 18rem; }
 button { font: inherit; padding: .35rem .8rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); cursor: pointer; }
 button.danger { border-color: var(--bad); color: var(--bad); }
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
@@ -106,6 +126,7 @@ figure p { margin: .2rem 0 0; font-size: .85rem; }
 .chart { min-width: 0; overflow-x: auto; }
 .chart .u-legend { font-size: .8rem; color: var(--fg); }
 tr.self th, tr.self td { background: color-mix(in srgb, var(--focus) 8%, transparent); }
+tr.gone th, tr.gone td { color: var(--muted); }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; vertical-align: top; padding: .35rem .5rem; border-bottom: 1px solid var(--line); }

@@ -1,14 +1,13 @@
-// The console's charts of the last hour, drawn by uPlot: its script and style come from
+// The console's charts of the last 5 minutes, 15 minutes or hour, drawn by uPlot: its script and style come from
 // the gateway itself (/console/uPlot.iife.min.js, loaded before this module, and
 // /console/uPlot.min.css). uPlot styles its elements through the CSSOM only, which the
 // page's style-src 'self' allows.
 import type uPlot from 'uplot'
 import { lastSum, type Charted, type Series } from './console-cluster.js'
+import { plural } from './console-format.js'
 
-const HEIGHT = 190
+const HEIGHT = 210
 const MIN_WIDTH = 200
-/** Buckets of the "last 5 min" summaries (10-second buckets). */
-const RECENT = 30
 
 /** Series colours that read on a light and a dark background alike. */
 const COLORS = ['#2f81f7', '#d29922', '#cf222e', '#8250df', '#1a7f37', '#bf3989', '#0a7ea4', '#9a6700']
@@ -21,12 +20,19 @@ interface Line {
   dash?: number[]
 }
 
+type Scale = 'count' | 'ms' | 'percent'
+
 interface Chart {
   id: string
   lines: Line[]
+  /** The label of each scale's axis (the first line's on the left, another on the right). */
+  axes: Partial<Record<Scale, string>>
   /** What the chart says in words (below it, and for a screen reader). */
   summary: string
 }
+
+/** The time axis's label: the times are this browser's. */
+const TIME_AXIS = 'Time (this browser\'s clock)'
 
 type Plot = uPlot
 const drawn = new Map<string, { plot: Plot; signature: string }>()
@@ -66,18 +72,19 @@ const fromZero: uPlot.Range.Function = (_u, _min, max) => [0, max > 0 ? max * 1.
 function options(chart: Chart, width: number): uPlot.Options {
   const fg = css('--fg', '#1b1f24')
   const grid = css('--line', '#d0d7de')
-  const axis = (scale: string, side?: 1): uPlot.Axis => ({
+  const axis = (scale: Scale, side?: 1): uPlot.Axis => ({
     scale,
     stroke: fg,
     grid: { stroke: grid, width: 1, show: side === undefined },
     ticks: { stroke: grid, width: 1 },
     size: 48,
+    label: chart.axes[scale] ?? '',
+    labelSize: 20,
+    labelFont: '12px system-ui, sans-serif',
     ...(side ? { side } : {}),
   })
-  const scales = new Set(chart.lines.map((l) => l.scale ?? 'count'))
-  const first = chart.lines[0]?.scale ?? 'count'
-  const axes: uPlot.Axis[] = [{ stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } }, axis(first)]
-  for (const scale of scales) if (scale !== first) axes.push(axis(scale, 1))
+  const axes: uPlot.Axis[] = [{ stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, label: TIME_AXIS, labelSize: 20, labelFont: '12px system-ui, sans-serif' }]
+  for (const [i, scale] of scalesOf(chart).entries()) axes.push(axis(scale, i === 0 ? undefined : 1))
   return {
     width,
     height: HEIGHT,
@@ -99,6 +106,11 @@ function options(chart: Chart, width: number): uPlot.Options {
   }
 }
 
+/** The scales a chart draws on, the first line's first (the left axis). */
+function scalesOf(chart: Chart): Scale[] {
+  return [...new Set(chart.lines.map((l) => l.scale ?? 'count'))]
+}
+
 /** Values drawn (not null) that are above zero: what a chart has to show. */
 function points(lines: readonly Line[]): number {
   let n = 0
@@ -111,6 +123,9 @@ function draw(chart: Chart, times: number[]): void {
   const UPlot = uPlotClass()
   if (!box) return
   box.dataset.points = String(points(chart.lines))
+  // What the axes say (drawn on the canvas), for a reader of the page's text and its tests.
+  box.dataset.axes = [TIME_AXIS, ...scalesOf(chart).map((s) => chart.axes[s] ?? '')].join(' | ')
+  box.dataset.buckets = String(times.length)
   const note = document.getElementById(`${chart.id}-summary`)
   if (note) note.textContent = chart.summary
   if (!UPlot) {
@@ -135,15 +150,15 @@ function draw(chart: Chart, times: number[]): void {
   entry.plot.setData(data)
 }
 
-const n = (series: Series) => lastSum(series, RECENT)
+const n = (series: Series) => lastSum(series, series.length)
 const newest = (series: Series): number | null => {
   for (let i = series.length - 1; i >= 0; i--) if (series[i] !== null && series[i] !== undefined) return series[i] as number
   return null
 }
 const say = (v: number | null, unit = '') => (v === null ? '–' : `${v}${unit}`)
 
-/** Draws (or updates) every chart of the last hour from `d`. */
-export function drawCharts(d: Charted): void {
+/** Draws (or updates) every chart from `d`, the buckets of the window `span` names (`5 min`). */
+export function drawCharts(d: Charted, span: string): void {
   const reads = n(d.requests)
   const charts: Chart[] = [
     {
@@ -154,11 +169,13 @@ export function drawCharts(d: Charted): void {
         { label: '5xx', values: d.serverErrors },
         { label: '429', values: d.tooManyRequests, dash: [4, 3] },
       ],
-      summary: `Last 5 min: ${reads} requests, ${n(d.clientErrors)} 4xx (${n(d.tooManyRequests)} of them 429), ${n(d.serverErrors)} 5xx.`,
+      axes: { count: 'Requests per 10 s' },
+      summary: `Last ${span}: ${plural(reads, 'request')}, ${n(d.clientErrors)} 4xx (${n(d.tooManyRequests)} of them 429), ${n(d.serverErrors)} 5xx.`,
     },
     {
       id: 'chart-hits',
       lines: [{ label: 'Hit ratio', values: d.hitRatio, scale: 'percent' }],
+      axes: { percent: 'Hit ratio (%)' },
       summary: `Newest bucket with report reads: ${say(newest(d.hitRatio), ' %')} of them answered by the cache.`,
     },
     {
@@ -168,7 +185,8 @@ export function drawCharts(d: Charted): void {
         { label: 'p50 latency', values: d.latencyP50Ms, scale: 'ms' },
         { label: 'p99 latency', values: d.latencyP99Ms, scale: 'ms', dash: [4, 3] },
       ],
-      summary: `Last 5 min: ${n(d.platformCalls)} platform calls; newest latency p50 ${say(newest(d.latencyP50Ms), ' ms')}, p99 ${say(newest(d.latencyP99Ms), ' ms')}.`,
+      axes: { count: 'Calls per 10 s', ms: 'Latency (ms)' },
+      summary: `Last ${span}: ${plural(n(d.platformCalls), 'platform call')}; newest latency p50 ${say(newest(d.latencyP50Ms), ' ms')}, p99 ${say(newest(d.latencyP99Ms), ' ms')}.`,
     },
     {
       id: 'chart-inflight',
@@ -176,7 +194,8 @@ export function drawCharts(d: Charted): void {
         { label: 'In flight', values: d.inFlight },
         { label: 'Waiting', values: d.waiting },
       ],
-      summary: `Now: ${say(newest(d.inFlight))} platform calls in flight, ${say(newest(d.waiting))} waiting.`,
+      axes: { count: 'Platform calls' },
+      summary: `Now: ${newest(d.inFlight) === null ? '–' : plural(newest(d.inFlight) as number, 'platform call')} in flight, ${say(newest(d.waiting))} waiting.`,
     },
     {
       id: 'chart-limit',
@@ -184,6 +203,7 @@ export function drawCharts(d: Charted): void {
         { label: `Limit (${c.credential})`, values: c.limit },
         { label: `Floor (${c.credential})`, values: c.latencyFloorMs, scale: 'ms' as const, dash: [4, 3] },
       ]),
+      axes: { count: 'Limit (calls in flight)', ms: 'Latency floor (ms)' },
       summary: d.limits.map((c) => `${c.credential}: limit ${say(newest(c.limit))}, floor ${say(newest(c.latencyFloorMs), ' ms')}`).join('; ') || 'No credential.',
     },
   ]

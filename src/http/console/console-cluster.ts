@@ -27,9 +27,13 @@ export interface Replica {
   uptimeSeconds: number
   phase: string
   ready: boolean
+  /** The log level in force (absent in an older replica's announcement). */
+  logLevel?: string
   inFlight: number
   waiting: number
   degraded: string[]
+  /** null: live; else how it left and its last announcement (listed for an hour). */
+  gone?: { how: 'stopped' | 'vanished'; lastSeen: string } | null
   history: HistoryView
 }
 
@@ -162,9 +166,41 @@ function weightedMean(values: Series[], weights: Series[], length: number): Seri
   return out
 }
 
+/** The windows the charts offer, as buckets of 10 s: 5 min, 15 min, the hour. */
+export const WINDOWS = { '5m': 30, '15m': 90, '1h': 360 } as const
+export type ChartWindow = keyof typeof WINDOWS
+
+/** `d` over its last `buckets` buckets only: every series and the time axis cut alike. */
+export function lastBuckets(d: Charted, buckets: number): Charted {
+  const cut = (s: Series) => s.slice(-buckets)
+  return {
+    times: d.times.slice(-buckets),
+    requests: cut(d.requests),
+    clientErrors: cut(d.clientErrors),
+    serverErrors: cut(d.serverErrors),
+    tooManyRequests: cut(d.tooManyRequests),
+    hitRatio: cut(d.hitRatio),
+    platformCalls: cut(d.platformCalls),
+    latencyP50Ms: cut(d.latencyP50Ms),
+    latencyP99Ms: cut(d.latencyP99Ms),
+    inFlight: cut(d.inFlight),
+    waiting: cut(d.waiting),
+    limits: d.limits.map((l) => ({ credential: l.credential, limit: cut(l.limit), latencyFloorMs: cut(l.latencyFloorMs) })),
+    teams: d.teams.map((t) => ({ team: t.team, tooManyRequests: cut(t.tooManyRequests), errors: cut(t.errors) })),
+  }
+}
+
 /** The sum of the last `buckets` values of a series (nulls count 0). */
 export function lastSum(series: Series, buckets: number): number {
   return series.slice(-buckets).reduce<number>((a, b) => a + (b ?? 0), 0)
+}
+
+/** How long a gone replica stays listed (observe/replicas.ts, GONE_KEEP_MS). */
+const GONE_LISTED_MS = 3_600_000
+
+/** `iso` (plus `later` ms) as a clock time in UTC, `14:02:05 UTC`. */
+function clockTime(iso: string, later = 0): string {
+  return `${new Date(Date.parse(iso) + later).toISOString().slice(11, 19)} UTC`
 }
 
 /** What the status call says that the banner reads. */
@@ -183,7 +219,7 @@ export interface Health {
  * The health banner: in one line, what is wrong (the worst first), or that all is well.
  * `cluster` is null when it could not be read.
  */
-export function healthLine(status: HealthStatus, cluster: { replicas: Pick<Replica, 'id' | 'self' | 'ready' | 'phase' | 'degraded'>[] } | null): Health {
+export function healthLine(status: HealthStatus, cluster: { replicas: Pick<Replica, 'id' | 'self' | 'ready' | 'phase' | 'degraded' | 'gone'>[] } | null): Health {
   const bad: string[] = []
   const warn: string[] = []
   if (status.redis.state === 'down') bad.push(`Redis (${status.redis.address}) is down: each replica serves on its own and only this replica is listed`)
@@ -191,7 +227,13 @@ export function healthLine(status: HealthStatus, cluster: { replicas: Pick<Repli
     if (c.state === 'rejected') bad.push(`the platform refuses the token of credential ${c.name}`)
     if (c.state === 'missing') bad.push(`credential ${c.name} has no token`)
   }
-  for (const r of cluster?.replicas ?? []) {
+  const listed = cluster?.replicas ?? []
+  for (const r of listed) {
+    if (r.gone) {
+      // A replica that crashed, was killed or lost Redis: the others serve, but someone should know why.
+      if (r.gone.how === 'vanished') warn.push(`replica ${r.id} stopped announcing itself at ${clockTime(r.gone.lastSeen)} without a clean stop (crashed, killed or cut off from Redis); listed as gone until ${clockTime(r.gone.lastSeen, GONE_LISTED_MS)}`)
+      continue
+    }
     if (!r.ready) bad.push(`replica ${r.id}${r.self ? ' (this one)' : ''} is not ready (${r.phase})`)
     else if (!r.self && r.degraded.some((d) => d.startsWith('platformToken:'))) warn.push(`replica ${r.id} cannot use the platform token (${r.degraded.filter((d) => d.startsWith('platformToken:')).join(', ')})`)
   }
@@ -200,7 +242,9 @@ export function healthLine(status: HealthStatus, cluster: { replicas: Pick<Repli
   for (const name of paused) warn.push(`the platform paused credential ${name} (429)`)
   if (bad.length > 0) return { level: 'bad', text: `Needs attention: ${[...bad, ...warn].join('; ')}.` }
   if (warn.length > 0) return { level: 'warn', text: `Degraded: ${warn.join('; ')}.` }
-  const replicas = cluster?.replicas.length ?? 1
+  const replicas = cluster ? listed.filter((r) => !r.gone).length : 1
+  const stopped = listed.filter((r) => r.gone?.how === 'stopped').length
   const scope = status.redis.state === 'not configured' ? 'this replica (no Redis: the others are not seen)' : `${replicas} ${replicas === 1 ? 'replica' : 'replicas'}`
-  return { level: 'ok', text: `All is well: ${scope} ready, Redis ${status.redis.state}, every platform token usable, no pause.` }
+  const left = stopped === 0 ? '' : ` (${stopped} stopped cleanly in the last hour)`
+  return { level: 'ok', text: `All is well: ${scope} ready${left}, Redis ${status.redis.state}, every platform token usable, no pause.` }
 }

@@ -91,3 +91,18 @@ export function pauseLeft(untilIso: string, now: number): string {
   const s = Math.max(0, Math.ceil((Date.parse(untilIso) - now) / 1000))
   return s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s left` : `${s} s left`
 }
+
+/** `n` and its noun, singular for one: `1 platform call`, `2 platform calls`. */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`
+}
+
+/** How long before `now` an ISO time was, in its largest unit: `just now`, `5 min ago`, `3 h ago`, `12 days ago`; null: `never`. */
+export function ago(iso: string | null, now: number): string {
+  if (iso === null) return 'never'
+  const s = Math.max(0, Math.floor((now - Date.parse(iso)) / 1000))
+  if (s < 60) return 'just now'
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`
+  if (s < DAY_S) return `${Math.floor(s / 3600)} h ago`
+  return `${plural(Math.floor(s / DAY_S), 'day')} ago`
+}

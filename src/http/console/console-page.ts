@@ -1,60 +1,14 @@
 // The operations console's script, run by the browser. It holds no data of its
 // own: everything comes from the admin calls, sent with the admin token this tab keeps in
 // sessionStorage (never a cookie, never the URL). Every text is set with textContent.
-import { addSample, bytes, expiryAt, expiryIn, pauseLeft, ratio, windowRatio, type CacheSample, type Expiry } from './console-format.js'
-import { chartData, healthLine, lastSum, type Charted, type Cluster } from './console-cluster.js'
+import { plural } from './console-format.js'
+import { chartData, healthLine, lastBuckets, lastSum, WINDOWS, type Charted, type ChartWindow, type Cluster } from './console-cluster.js'
 import { clearCharts, drawCharts } from './console-charts.js'
+import { $, el, table } from './console-dom.js'
+import { forgetSamples, renderAudit, renderCache, renderCredentials, renderGovernors, renderLookup, renderRedis, renderSettings, renderTeams, type CachedEntry, type KeyLife, type Setting, type Status, type UsageRow } from './console-sections.js'
 
 const TOKEN_KEY = 'report-gateway-admin-token'
 const REFRESH_MS = 5000
-const RATIO_WINDOW_MS = 5 * 60_000
-
-interface Credential {
-  name: string
-  state: string
-  source: string | null
-  fingerprint: string | null
-  expiresAt: string | null
-  secondsLeft: number | null
-  login: boolean
-  pause: { scope: string; until: string } | null
-}
-interface Team {
-  name: string
-  credential: string
-  advertisers: string
-  keys: { id: string; expiresAt: string | null }[]
-  rateLimit: { max: number; windowSec: number; remaining: number; resetSec: number } | null
-}
-interface Governor {
-  credential: string
-  maxConcurrent: number
-  adaptive: boolean
-  limit: number
-  latencyFloorMs: number | null
-  queueLimit: number
-  inFlight: number
-  queued: number
-  pausedUntil: string | null
-  teams: { team: string; inFlight: number; waiting: number; maxConcurrent: number | null; queue: number | null }[]
-  refusals: Record<string, number>
-}
-interface Status {
-  at: string
-  phase: string
-  build: { version: string; commit: string; node: string; uptimeSeconds: number }
-  credentials: Credential[]
-  redis: { state: string; address: string; topology: string }
-  cache: { enabled: boolean; lookups: Record<string, number>; l1: { entries: number; bytes: number; maxBytes: number } }
-  teams: Team[]
-  governors: Governor[]
-}
-interface UsageRow {
-  team: string
-  requests: number
-  cacheHits: number
-  platformCalls: number
-}
 
 /** An admin call's refusal, with the gateway's own message. */
 class CallError extends Error {
@@ -66,39 +20,27 @@ class CallError extends Error {
   }
 }
 
-const $ = <T extends HTMLElement>(id: string): T => {
-  const node = document.getElementById(id)
-  if (!node) throw new Error(`the page has no #${id}`)
-  return node as T
-}
-
-type Child = Node | string | null
-function el(tag: string, attrs: Record<string, string> = {}, ...children: Child[]): HTMLElement {
-  const node = document.createElement(tag)
-  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value)
-  for (const child of children) if (child !== null) node.append(child)
-  return node
-}
-
-function mark(expiry: Expiry): HTMLElement {
-  return el('span', { class: `mark ${expiry.level}` }, expiry.text)
-}
-
-let samples: CacheSample[] = []
 let timer: number | undefined
 /** The last cluster view, kept to redraw the charts when their scope changes. */
 let lastCluster: Cluster | null = null
+/** The gateway's time at its last answer (epoch ms): what "ago" is counted from. */
+let serverNow = 0
+/** Whose token this tab holds; a viewer's sees no action (the gateway would refuse them, 403). */
+let who: { name: string; role: 'viewer' | 'operator' } | null = null
 const CLUSTER_SCOPE = 'cluster'
+/** What each window of the charts is called in their summaries. */
+const WINDOW_SPANS: Record<ChartWindow, string> = { '5m': '5 min', '15m': '15 min', '1h': 'hour' }
 
 function token(): string | null {
   return sessionStorage.getItem(TOKEN_KEY)
 }
 
-async function call<T>(method: string, path: string): Promise<T> {
-  const res = await fetch(path, { method, headers: { authorization: `Bearer ${token() ?? ''}` }, cache: 'no-store', credentials: 'omit' })
-  const body = (await res.json().catch(() => ({}))) as T & { message?: string; code?: string }
-  if (!res.ok) throw new CallError(res.status, body.message ?? `${method} ${path} answered ${res.status}`)
-  return body
+async function call<T>(method: string, path: string, body?: string): Promise<T> {
+  const headers: Record<string, string> = { authorization: `Bearer ${token() ?? ''}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }
+  const res = await fetch(path, { method, headers, cache: 'no-store', credentials: 'omit', ...(body === undefined ? {} : { body }) })
+  const answer = (await res.json().catch(() => ({}))) as T & { message?: string; code?: string }
+  if (!res.ok) throw new CallError(res.status, answer.message ?? `${method} ${path} answered ${res.status}`)
+  return answer
 }
 
 function showError(text: string | null): void {
@@ -116,10 +58,13 @@ function signOut(message: string | null): void {
   sessionStorage.removeItem(TOKEN_KEY)
   window.clearInterval(timer)
   timer = undefined
-  samples = []
+  forgetSamples()
   lastCluster = null
+  who = null
   clearCharts()
-  for (const id of ['credentials', 'redis', 'cache', 'governors', 'teams', 'audit', 'replicas', 'team-errors', 'cluster-note']) $(id).replaceChildren()
+  for (const id of ['credentials', 'redis', 'cache', 'governors', 'teams', 'audit', 'replicas', 'team-errors', 'cluster-note', 'lookup-result', 'config']) $(id).replaceChildren()
+  $('log-level').hidden = true
+  $('purge-report').hidden = true
   $<HTMLSelectElement>('chart-scope').replaceChildren()
   $('health').hidden = true
   $('data').hidden = true
@@ -143,18 +88,23 @@ function refused(err: unknown): boolean {
 
 async function refresh(): Promise<void> {
   try {
-    const [status, usage, audit, cluster] = await Promise.all([
+    const [whoami, status, usage, audit, cluster, keys, config] = await Promise.all([
+      call<NonNullable<typeof who>>('GET', '/admin/whoami'),
       call<Status>('GET', '/admin/status'),
       call<{ usage: UsageRow[] }>('GET', '/admin/usage').catch(unlessRefused),
       call<{ lines: Record<string, unknown>[] }>('GET', '/admin/audit'),
       call<Cluster>('GET', '/admin/cluster').catch(unlessRefused),
+      call<{ keys: KeyLife[] }>('GET', '/admin/keys').catch(unlessRefused),
+      call<{ settings: Setting[] }>('GET', '/admin/config').catch(unlessRefused),
     ])
-    render(status, usage?.usage ?? null, audit.lines)
+    who = whoami
+    render(status, usage?.usage ?? null, audit.lines, keys?.keys ?? null)
     renderCluster(status, cluster)
+    renderConfig(config?.settings ?? null, cluster)
     showError(null)
     $('data').hidden = false
     const { version, commit, node, uptimeSeconds } = status.build
-    $('updated').textContent = `Gateway ${version} (${commit === 'unknown' ? 'commit unknown' : commit.slice(0, 12)}, Node ${node}), up ${uptime(uptimeSeconds)}. Updated ${new Date(status.at).toLocaleTimeString()} (every ${REFRESH_MS / 1000} s)`
+    $('updated').textContent = `Signed in as ${whoami.name} (${whoami.role === 'viewer' ? 'viewer: read only' : 'operator'}). Gateway ${version} (${commit === 'unknown' ? 'commit unknown' : commit.slice(0, 12)}, Node ${node}), up ${uptime(uptimeSeconds)}. Updated ${new Date(status.at).toLocaleTimeString()} (every ${REFRESH_MS / 1000} s)`
   } catch (err) {
     if (!refused(err)) showError(`The gateway could not be read: ${(err as Error).message}. Retrying every ${REFRESH_MS / 1000} s.`)
   }
@@ -176,132 +126,16 @@ function uptime(seconds: number): string {
   return `${Math.floor(hours / 24)} d ${hours % 24} h`
 }
 
-function render(status: Status, usage: UsageRow[] | null, audit: Record<string, unknown>[]): void {
+function render(status: Status, usage: UsageRow[] | null, audit: Record<string, unknown>[], keys: KeyLife[] | null): void {
   const now = Date.parse(status.at)
-  renderCredentials(status.credentials, now)
+  serverNow = now
+  $('actions').hidden = !mayChange()
+  renderCredentials(status.credentials, now, mayChange())
   renderRedis(status.redis)
   renderCache(status.cache, now)
   renderGovernors(status.governors)
-  renderTeams(status.teams, usage, now)
+  renderTeams(status.teams, usage, keys, now)
   renderAudit(audit)
-}
-
-function table(caption: string, heads: string[], rows: HTMLElement[]): HTMLElement {
-  return el(
-    'div',
-    { class: 'scroll', role: 'region', 'aria-label': caption, tabindex: '0' },
-    el('table', {}, el('caption', { class: 'sr-only' }, caption), el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col' }, h)))), el('tbody', {}, ...rows)),
-  )
-}
-
-function renderCredentials(credentials: Credential[], now: number): void {
-  const rows = credentials.map((c) => {
-    const action = c.login ? el('button', { type: 'button', 'data-relogin': c.name }, `Log in again (${c.name})`) : el('span', { class: 'muted' }, 'no password login')
-    return el(
-      'tr',
-      {},
-      el('th', { scope: 'row' }, c.name),
-      el('td', {}, el('code', { class: 'fingerprint' }, c.fingerprint ?? '–')),
-      el('td', {}, c.source ?? '–'),
-      el('td', {}, c.expiresAt ? `${c.expiresAt.slice(0, 16).replace('T', ' ')} UTC ` : '', mark(c.fingerprint === null ? { text: 'no token', level: 'expired' } : expiryIn(c.secondsLeft))),
-      el('td', {}, el('span', { class: `state ${c.state}` }, c.state)),
-      el('td', {}, c.pause ? el('span', { class: 'mark soon' }, `${c.pause.scope} paused, ${pauseLeft(c.pause.until, now)}`) : 'none'),
-      el('td', {}, action),
-    )
-  })
-  $('credentials').replaceChildren(table('Platform credentials', ['Credential', 'Token fingerprint', 'Source', 'Expires', 'State', 'Pause', 'Action'], rows))
-}
-
-function facts(pairs: [string, Child][]): HTMLElement {
-  const list = el('dl')
-  for (const [term, value] of pairs) list.append(el('div', {}, el('dt', {}, term), el('dd', {}, value)))
-  return list
-}
-
-function renderRedis(redis: Status['redis']): void {
-  $('redis').replaceChildren(facts([['State', el('span', { class: `state ${redis.state === 'ok' ? 'ok' : redis.state === 'down' ? 'rejected' : 'none'}` }, redis.state)], ['Address', redis.address], ['Topology', redis.topology]]))
-}
-
-function renderCache(cache: Status['cache'], now: number): void {
-  const n = (result: string) => cache.lookups[result] ?? 0
-  const lookups = Object.values(cache.lookups).reduce((a, b) => a + b, 0)
-  samples = addSample(samples, { at: now, hits: n('HIT') + n('STALE'), lookups }, RATIO_WINDOW_MS)
-  const hit = windowRatio(samples, now, RATIO_WINDOW_MS)
-  $('cache').replaceChildren(
-    facts([
-      [hit.minutes === null ? 'Hit ratio (since start)' : `Hit ratio (last ${hit.minutes} min)`, hit.text],
-      ['Lookups since start', `${lookups} (HIT ${n('HIT')}, STALE ${n('STALE')}, MISS ${n('MISS')}, REFRESH ${n('REFRESH')}, BYPASS ${n('BYPASS')})`],
-      ['L1 entries', String(cache.l1.entries)],
-      ['L1 bytes', `${bytes(cache.l1.bytes)} of ${bytes(cache.l1.maxBytes)} (${ratio(cache.l1.bytes, cache.l1.maxBytes)})`],
-      ['Refreshes', `${n('REFRESH')} asked, ${n('STALE')} stale copies served while refreshing`],
-      ['Cache', cache.enabled ? 'on' : 'off'],
-    ]),
-  )
-}
-
-function renderGovernors(governors: Governor[]): void {
-  const rows = governors.map((g) => {
-    const refusals = Object.entries(g.refusals)
-    return el(
-      'tr',
-      {},
-      el('th', { scope: 'row' }, g.credential),
-      el('td', {}, `${g.inFlight} of ${g.limit}`),
-      el('td', {}, g.adaptive ? `${g.limit}, learned (ceiling ${g.maxConcurrent})` : `${g.limit}, fixed`),
-      el('td', {}, g.latencyFloorMs === null ? '–' : `${g.latencyFloorMs} ms`),
-      el('td', {}, `${g.queued} of ${g.queueLimit}`),
-      el('td', {}, el('ul', { class: 'plain' }, ...g.teams.map((t) => el('li', {}, teamLine(t))))),
-      el('td', {}, refusals.length === 0 ? 'none' : refusals.map(([reason, count]) => `${reason} ${count}`).join(', ')),
-      el('td', {}, g.pausedUntil ? el('span', { class: 'mark soon' }, `until ${g.pausedUntil.slice(11, 19)} UTC`) : 'no'),
-    )
-  })
-  $('governors').replaceChildren(table('Platform calls per credential (this replica)', ['Credential', 'In flight', 'Limit in force', 'Latency floor', 'Waiting', 'Per team', 'Refusals', 'Paused'], rows))
-}
-
-/** A team's calls on a credential, with the ceilings an operator set (none by default). */
-function teamLine(t: Governor['teams'][number]): string {
-  const ceiling = (n: number | null) => (n === null ? '' : ` (at most ${n})`)
-  return `${t.team}: ${t.inFlight} in flight${ceiling(t.maxConcurrent)}, ${t.waiting} waiting${ceiling(t.queue)}`
-}
-
-function renderTeams(teams: Team[], usage: UsageRow[] | null, now: number): void {
-  const rows = teams.map((t) => {
-    const used = usage?.find((u) => u.team === t.name)
-    const count = (n: number | undefined) => (usage === null ? 'unavailable' : String(n ?? 0))
-    return el(
-      'tr',
-      {},
-      el('th', { scope: 'row' }, t.name),
-      el('td', {}, t.credential),
-      el('td', {}, t.advertisers),
-      // A team whose keys were all revoked cannot call: said, not left as an empty cell.
-      el('td', {}, t.keys.length === 0 ? mark({ text: 'none: the team cannot call', level: 'expired' }) : el('ul', { class: 'plain' }, ...t.keys.map((k) => el('li', {}, el('code', {}, k.id), ' ', mark(expiryAt(k.expiresAt, now)))))),
-      el('td', {}, t.rateLimit ? `${t.rateLimit.remaining} of ${t.rateLimit.max} left (per ${t.rateLimit.windowSec} s)` : 'none'),
-      el('td', {}, count(used?.requests)),
-      el('td', {}, count(used?.cacheHits)),
-      el('td', {}, count(used?.platformCalls)),
-    )
-  })
-  $('teams').replaceChildren(table('Teams and their usage today (UTC)', ['Team', 'Credential', 'Advertisers', 'Keys', 'Rate limit', 'Requests', 'Hits', 'Platform calls'], rows))
-}
-
-// Fields every audit line has, shown in their own place; the rest follow as name=value.
-const AUDIT_SHOWN = new Set(['level', 'time', 'pid', 'hostname', 'kind', 'msg', 'action', 'actor'])
-
-function renderAudit(lines: Record<string, unknown>[]): void {
-  if (lines.length === 0) {
-    $('audit').replaceChildren(el('p', { class: 'muted' }, 'No audit line since this replica started.'))
-    return
-  }
-  const items = lines.map((line) => {
-    const when = typeof line.time === 'number' ? new Date(line.time).toISOString().slice(0, 19).replace('T', ' ') : ''
-    const rest = Object.entries(line)
-      .filter(([k, v]) => !AUDIT_SHOWN.has(k) && v !== null && v !== undefined)
-      .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`)
-      .join(' ')
-    return el('li', {}, el('time', {}, when), ' ', el('strong', {}, String(line.msg ?? line.action ?? '')), line.actor ? ` by ${String(line.actor)}` : '', el('div', { class: 'muted' }, rest))
-  })
-  $('audit').replaceChildren(el('ol', { class: 'audit' }, ...items))
 }
 
 /** The health banner, the replicas and the last hour; `cluster` null: GET /admin/cluster could not be read. */
@@ -316,7 +150,10 @@ function renderCluster(status: Status, cluster: Cluster | null): void {
     $('cluster-note').textContent = 'The replicas could not be read (GET /admin/cluster failed); retrying.'
     return
   }
-  $('cluster-note').textContent = cluster.note ?? `${cluster.replicas.length} live ${cluster.replicas.length === 1 ? 'replica' : 'replicas'}, as they announce themselves in Redis every 5 s.`
+  const live = cluster.replicas.filter((r) => !r.gone).length
+  const gone = cluster.replicas.length - live
+  $('cluster-note').textContent =
+    cluster.note ?? `${plural(live, 'live replica')}, as they announce themselves in Redis every 5 s${gone === 0 ? '' : `; ${gone} gone in the last hour, listed with their history`}.`
   renderReplicas(cluster)
   renderScopes(cluster)
   renderHistory()
@@ -326,18 +163,28 @@ function renderReplicas(cluster: Cluster): void {
   const rows = cluster.replicas.map((r) =>
     el(
       'tr',
-      r.self ? { class: 'self' } : {},
+      r.self ? { class: 'self' } : r.gone ? { class: 'gone', 'data-gone': r.gone.how } : {},
       el('th', { scope: 'row' }, el('code', {}, r.id), r.self ? el('span', { class: 'mark ok' }, 'this replica') : null),
       el('td', {}, `${r.version}${r.commit === 'unknown' ? '' : ` (${r.commit.slice(0, 12)})`}`),
       el('td', {}, uptime(r.uptimeSeconds)),
-      el('td', {}, el('span', { class: `state ${r.ready ? 'ok' : 'rejected'}` }, r.ready ? 'ready' : r.phase)),
+      el('td', {}, readiness(r)),
+      el('td', {}, r.logLevel ?? '–'),
       el('td', {}, String(r.inFlight)),
       el('td', {}, String(r.waiting)),
       el('td', {}, String(lastSum(r.history.requests, 30))),
       el('td', {}, r.degraded.length === 0 ? 'none' : r.degraded.join(', ')),
     ),
   )
-  $('replicas').replaceChildren(table('Replicas', ['Replica', 'Version', 'Up', 'Ready', 'Calls in flight', 'Waiting', 'Requests (5 min)', 'Degraded'], rows))
+  $('replicas').replaceChildren(table('Replicas', ['Replica', 'Version', 'Up', 'Ready', 'Log level', 'Calls in flight', 'Waiting', 'Requests (5 min)', 'Degraded'], rows))
+}
+
+/** A replica's readiness, or how it left: a clean stop, or gone without one, and when it was last seen. */
+function readiness(r: Cluster['replicas'][number]): HTMLElement {
+  if (r.gone) {
+    const at = `${r.gone.lastSeen.slice(11, 19)} UTC`
+    return r.gone.how === 'stopped' ? el('span', { class: 'state none' }, `stopped at ${at}`) : el('span', { class: 'state rejected' }, `gone: no clean stop, last seen ${at}`)
+  }
+  return el('span', { class: `state ${r.ready ? 'ok' : 'rejected'}` }, r.ready ? 'ready' : r.phase)
 }
 
 /** The charts' scope: the whole cluster or one replica; the choice stays while that replica is listed. */
@@ -355,7 +202,8 @@ function renderHistory(): void {
   const replicas = scope === CLUSTER_SCOPE ? lastCluster.replicas : lastCluster.replicas.filter((r) => r.id === scope)
   if (replicas.length === 0) return
   const data = chartData(replicas)
-  drawCharts(data)
+  const span = $<HTMLSelectElement>('chart-window').value as ChartWindow
+  drawCharts(lastBuckets(data, WINDOWS[span] ?? WINDOWS['1h']), WINDOW_SPANS[span] ?? 'hour')
   renderTeamErrors(data)
 }
 
@@ -370,6 +218,28 @@ function renderTeamErrors(data: Charted): void {
   $('team-errors').replaceChildren(table('429s and errors per team', ['Team', '429 (5 min)', '429 (hour)', 'Errors 5xx (5 min)', 'Errors 5xx (hour)'], rows))
 }
 
+/** Whether this tab's token may change anything: an operator's. */
+function mayChange(): boolean {
+  return who?.role === 'operator'
+}
+
+function renderConfig(settings: Setting[] | null, cluster: Cluster | null): void {
+  const form = $('log-level')
+  form.hidden = !mayChange()
+  const replica = $<HTMLSelectElement>('log-level-replica')
+  const chosen = replica.value
+  const live = (cluster?.replicas ?? []).filter((r) => r.ready)
+  replica.replaceChildren(el('option', { value: '' }, 'every replica'), ...live.map((r) => el('option', { value: r.id }, `${r.id}${r.self ? ' (this replica)' : ''}`)))
+  replica.value = live.some((r) => r.id === chosen) ? chosen : ''
+  if (settings === null) {
+    $('config').replaceChildren(el('p', { class: 'muted' }, 'The configuration could not be read.'))
+    return
+  }
+  const level = settings.find((s) => s.setting === 'logLevel')
+  if (level && document.activeElement !== $('log-level-value')) $<HTMLSelectElement>('log-level-value').value = String(level.value)
+  renderSettings(settings)
+}
+
 /** Asks in the page's dialog; true when the operator confirms `effect`. */
 function confirmEffect(effect: string, verb: string): Promise<boolean> {
   const dialog = $<HTMLDialogElement>('confirm')
@@ -380,13 +250,13 @@ function confirmEffect(effect: string, verb: string): Promise<boolean> {
   return new Promise((resolve) => dialog.addEventListener('close', () => resolve(dialog.returnValue === 'yes'), { once: true }))
 }
 
-async function act(effect: string, verb: string, method: string, path: string, done: (body: Record<string, unknown>) => string): Promise<void> {
+async function act(effect: string, verb: string, method: string, path: string, done: (body: Record<string, unknown>) => string, body?: string): Promise<void> {
   if (!(await confirmEffect(effect, verb))) {
     say('Cancelled: nothing was changed.')
     return
   }
   try {
-    say(done(await call<Record<string, unknown>>(method, path)))
+    say(done(await call<Record<string, unknown>>(method, path, body)))
   } catch (err) {
     if (!refused(err)) say(`Refused: ${(err as Error).message}`)
   }
@@ -424,6 +294,7 @@ $('sign-in').addEventListener('submit', (event) => {
 $('sign-out').addEventListener('click', () => signOut(null))
 
 $('chart-scope').addEventListener('change', () => renderHistory())
+$('chart-window').addEventListener('change', () => renderHistory())
 
 $('purge-one').addEventListener('submit', (event) => {
   event.preventDefault()
@@ -432,15 +303,55 @@ $('purge-one').addEventListener('submit', (event) => {
     say('The advertiser id must be a positive whole number.')
     return
   }
-  void act(`Drop every cached report of advertiser ${id}, on every replica. The next read of each is a platform call.`, `Purge advertiser ${id}`, 'DELETE', `/admin/cache?advertiserId=${id}`, (b) => `Purged advertiser ${id}: ${String(b.dropped)} entries dropped on this replica.`)
+  void act(`Drop every cached report of advertiser ${id}, on every replica. The next read of each is a platform call.`, `Purge advertiser ${id}`, 'DELETE', `/admin/cache?advertiserId=${id}`, (b) => `Purged advertiser ${id}: ${plural(Number(b.dropped), 'entry', 'entries')} dropped.`)
 })
 
 $('purge-all').addEventListener('click', () => {
-  void act('Drop EVERY cached report of every team, on every replica. Until the cache fills again, every read is a platform call.', 'Purge everything', 'DELETE', '/admin/cache', (b) => `Purged everything: ${String(b.dropped)} entries dropped on this replica.`)
+  void act('Drop EVERY cached report of every team, on every replica. Until the cache fills again, every read is a platform call.', 'Purge everything', 'DELETE', '/admin/cache', (b) => `Purged everything: ${plural(Number(b.dropped), 'entry', 'entries')} dropped.`)
 })
 
 $('reload').addEventListener('click', () => {
   void act('Read CONFIG_FILE (or TEAMS_FILE) again and apply its teams and keys on every replica. A file that does not validate is refused and the running teams stay.', 'Reload teams', 'POST', '/admin/reload', reloadText)
+})
+
+/** The report the last look-up found (its canonical URL), which the purge button drops. */
+let lookedUp: string | null = null
+
+$('lookup').addEventListener('submit', (event) => {
+  event.preventDefault()
+  const url = $<HTMLInputElement>('lookup-url').value.trim()
+  lookedUp = null
+  $('purge-report').hidden = true
+  if (url === '') return
+  void call<{ report: string; entries: CachedEntry[] }>('GET', `/admin/cache/entry?url=${encodeURIComponent(url)}`).then(
+    (found) => {
+      lookedUp = found.report
+      renderLookup(found.report, found.entries, serverNow)
+      $('purge-report').hidden = !mayChange()
+    },
+    (err: unknown) => {
+      if (!refused(err)) $('lookup-result').replaceChildren(el('p', {}, err instanceof CallError && err.status === 404 ? `Not cached: ${err.message}` : `Refused: ${(err as Error).message}`))
+    },
+  )
+})
+
+$('purge-report').addEventListener('click', () => {
+  const report = lookedUp
+  if (report === null) return
+  void act(`Drop the cached copies of ${report}, on every replica. Its next read is a platform call.`, 'Purge this report', 'DELETE', `/admin/cache/entry?url=${encodeURIComponent(report)}`, (b) => {
+    $('purge-report').hidden = true
+    $('lookup-result').replaceChildren()
+    return `Purged ${report}: ${plural(Number(b.dropped), 'entry', 'entries')} dropped.`
+  })
+})
+
+$('log-level').addEventListener('submit', (event) => {
+  event.preventDefault()
+  const level = $<HTMLSelectElement>('log-level-value').value
+  const replica = $<HTMLSelectElement>('log-level-replica').value
+  const where = replica === '' ? 'every replica' : `replica ${replica}`
+  const body = JSON.stringify(replica === '' ? { level } : { level, replica })
+  void act(`Set the log level to ${level} on ${where}, until it restarts (then LOG_LEVEL again).`, `Set ${level}`, 'PUT', '/admin/log-level', (b) => `Log level ${String(b.level)} set on ${where} (this replica had ${String(b.previous)}).`, body)
 })
 
 $('credentials').addEventListener('click', (event) => {

@@ -10,7 +10,7 @@ import { CONSOLE_CSS, CONSOLE_HTML } from './console-assets.js'
 export const CONSOLE_SCRIPTS_DIR = fileURLToPath(new URL('.', import.meta.url))
 
 // The scripts the page loads, and only these: no path of the request reaches the file system.
-const SCRIPTS = new Set(['console-page.js', 'console-format.js', 'console-cluster.js', 'console-charts.js'])
+const SCRIPTS = new Set(['console-page.js', 'console-format.js', 'console-cluster.js', 'console-charts.js', 'console-dom.js', 'console-sections.js'])
 
 // The chart library's minified script and style, from the `uplot` package (a dependency,
 // so in the image's node_modules): served by the gateway itself, no other origin.

@@ -61,7 +61,6 @@ export type ObserveRequest = (facts: RequestFacts) => void
 export function requestObserver(ctx: GatewayContext): ObserveRequest {
   const counters = new Map<string, Map<number, CountChild>>()
   const timers = new Map<string, ObserveChild>()
-  const logRequests = ctx.log.isLevelEnabled('info')
   return (facts) => {
     const { route, status } = facts
     let byStatus = counters.get(route)
@@ -82,8 +81,10 @@ export function requestObserver(ctx: GatewayContext): ObserveRequest {
     }
     timer.observe(facts.durationMs / 1000)
     if (facts.team !== null) ctx.usage.request(facts.team, status, facts.hit, facts.bytes ?? 0, facts.at)
+    if (facts.keyId !== null) ctx.keyUse.note(facts.keyId, facts.at ?? ctx.clock.now())
     ctx.history.request(status, facts.team, route === 'report' && facts.cache !== null, facts.hit, facts.at)
-    if (!logRequests) return
+    // Read per request: an operator may change the level at run time.
+    if (!ctx.log.isLevelEnabled('info')) return
     const q = facts.url.indexOf('?')
     ctx.log.info(
       {

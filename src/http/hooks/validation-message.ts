@@ -5,7 +5,7 @@ import type { FastifySchemaValidationError } from 'fastify'
 // JSON pointer syntax.
 
 interface ValidationFailure {
-  validation: (FastifySchemaValidationError & { parentSchema?: { description?: string } })[]
+  validation: (FastifySchemaValidationError & { parentSchema?: { description?: string; properties?: Record<string, unknown> } })[]
   validationContext?: string
 }
 
@@ -16,12 +16,23 @@ export function isValidationFailure(err: unknown): err is ValidationFailure {
 /** `token: must be …` for each failed field, joined; a field's schema description says what it must be. */
 export function validationMessage(err: ValidationFailure): string {
   const lines = err.validation.map((v) => {
-    const params = v.params as { missingProperty?: string }
+    const params = v.params as { missingProperty?: string; additionalProperty?: string }
     const path = v.instancePath.split('/').filter(Boolean)
     if (v.keyword === 'required') return `${[...path, params.missingProperty].join('.')}: required`
+    if (v.keyword === 'additionalProperties') return unknownField([...path, params.additionalProperty].join('.'), err.validationContext, v.parentSchema)
     const field = path.join('.') || err.validationContext || 'request'
     const description = v.parentSchema?.description
     return `${field}: ${description ? `must be ${description}` : (v.message ?? 'is invalid')}`
   })
   return [...new Set(lines)].join('; ')
+}
+
+const KINDS: Record<string, string> = { querystring: 'a parameter', params: 'a path parameter', body: 'a field of the body' }
+
+/** `advertiserID: not a parameter of this call (it takes advertiserId, dryRun)`: what it is not, and what it could have been. */
+function unknownField(name: string, context: string | undefined, schema: { properties?: Record<string, unknown> } | undefined): string {
+  const known = Object.keys(schema?.properties ?? {})
+  const kind = KINDS[context ?? ''] ?? 'a field'
+  const shown = name.length > 64 ? `${name.slice(0, 64)}…` : name
+  return `${shown}: not ${kind} of this call (${known.length === 0 ? 'it takes none' : `it takes ${known.join(', ')}`})`
 }

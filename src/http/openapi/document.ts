@@ -183,12 +183,11 @@ export async function describeProxy(proxy: FastifyInstance): Promise<void> {
 
 /**
  * Swagger UI at `/docs` on the admin listener, showing the proxy's document. Like
- * /metrics it needs no admin token: it shows what /openapi.json shows.
+ * /metrics it needs no admin token: it shows what /openapi.json shows. The admin
+ * listener's own swagger plugin (describeAdmin) serves it its files; the document shown
+ * is the proxy's, read on every request (transformSpecification below).
  */
 export async function docsUi(admin: FastifyInstance, proxy: FastifyInstance): Promise<void> {
-  // swagger-ui needs the swagger plugin on its own instance; its document is replaced
-  // by the proxy's on every request (transformSpecification below).
-  await admin.register(fastifySwagger, { mode: 'static', specification: { document: { openapi: '3.1.0', info: { title: 'Report gateway', version: VERSION }, paths: {} } } })
   await admin.register(fastifySwaggerUi, {
     routePrefix: '/docs',
     transformSpecification: () => proxy.swagger(),

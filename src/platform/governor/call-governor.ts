@@ -89,7 +89,18 @@ interface TeamSeats {
   tag: number
   /** How long its calls hold a seat, smoothed (ms): what a call is charged when it starts. */
   estimateMs: number
+  /** Seats it gave back with nothing waiting, kept for it until `returnBy` (epoch ms). */
+  returning: number
+  returnBy: number
 }
+
+/**
+ * A seat a team below its share gives back with nothing waiting is kept for it this long
+ * (ms): a caller that sends its next request as soon as it has its answer comes back
+ * within it. Given to a team past its share meanwhile, the seat would be that team's
+ * until one of its calls ends: a year-long report's time.
+ */
+export const RETURN_GRACE_MS = 50
 
 /** A call is charged at least this (ms): calls that end at once still take turns by weight. */
 const MIN_CHARGE_MS = 1
@@ -130,6 +141,11 @@ export class CallGovernor {
   readonly #shares = { weight: (team: string) => this.#weight(team) }
   // Start-time fair queueing's virtual time: the start tag of the last call served.
   #virtual = 0
+  // Wakes the queue when seats kept for a returning team are free to take.
+  #returnTimer: Timer | null = null
+  // The seats in force at the last look, and before the last cut while its overhang runs.
+  #lastCapacity = 0
+  #beforeCut = 0
   // Whether a call waited for a seat (not for anything else) since the last look: the limit was used.
   #starved = false
 
@@ -358,15 +374,23 @@ export class CallGovernor {
     return cap !== null && this.#held(team) >= cap
   }
 
-  /** What each team holds and waits for on this replica, within its ceiling. */
+  /** What each team holds and waits for on this replica (and the seats it is about to come back for), within its ceiling. */
   #demands(): TeamDemand[] {
     const waiting = this.#queue.countByTeam()
     const teams: TeamDemand[] = []
     for (const team of new Set([...waiting.keys(), ...this.#teams.keys()])) {
-      if (this.#held(team) === 0 && !waiting.has(team)) continue
-      teams.push({ team, weight: this.#weight(team), demand: this.#held(team) + (waiting.get(team) ?? 0), cap: this.#ceilingOf(team), held: this.#held(team) })
+      const demand = this.#held(team) + (waiting.get(team) ?? 0) + this.#returning(team)
+      if (demand === 0) continue
+      teams.push({ team, weight: this.#weight(team), demand, cap: this.#ceilingOf(team), held: this.#held(team) })
     }
     return teams
+  }
+
+  /** Seats `team` gave back with nothing waiting within RETURN_GRACE_MS: its callers are on their way back. */
+  #returning(team: string): number {
+    const seats = this.#teams.get(team)
+    if (!seats || this.#queue.count(team) > 0) return 0
+    return this.#clock.now() < seats.returnBy ? seats.returning : 0
   }
 
   /** Each team's share of this replica's seats now, by what it holds and waits for. */
@@ -385,7 +409,7 @@ export class CallGovernor {
 
   #seatsOf(team: string): TeamSeats {
     let seats = this.#teams.get(team)
-    if (!seats) this.#teams.set(team, (seats = { inFlight: 0, seatMs: 0, started: new Set(), tag: this.#virtual, estimateMs: MIN_CHARGE_MS }))
+    if (!seats) this.#teams.set(team, (seats = { inFlight: 0, seatMs: 0, started: new Set(), tag: this.#virtual, estimateMs: MIN_CHARGE_MS, returning: 0, returnBy: 0 }))
     return seats
   }
 
@@ -412,6 +436,11 @@ export class CallGovernor {
       seats.tag += (held - call.charged) / weight
       seats.estimateMs += ESTIMATE_GAIN * (held - seats.estimateMs)
       seats.started.delete(call)
+      if (this.#queue.count(team) === 0) {
+        const now = this.#clock.now()
+        seats.returning = (now < seats.returnBy ? seats.returning : 0) + 1
+        seats.returnBy = now + RETURN_GRACE_MS
+      }
       this.#dispatch()
       this.#demandChanged()
     }
@@ -431,14 +460,20 @@ export class CallGovernor {
    */
   #dispatch(): void {
     let started = false
+    const capacity = this.capacity
+    // The seats in force before a cut, while teams that borrowed under them hold more than their shares.
+    if (capacity < this.#lastCapacity && this.#inFlight > capacity) this.#beforeCut = Math.max(this.#beforeCut, this.#lastCapacity)
+    this.#lastCapacity = capacity
     while (this.#queue.size > 0 && this.pausedUntil === 0) {
-      if (this.#inFlight >= this.capacity) {
-        this.#starved ||= this.#seats.saturated()
-        this.#reclaim()
+      const full = this.#inFlight >= this.capacity
+      const waiter = full ? this.#underShare() : this.#next()
+      if (waiter === null) {
+        if (full) {
+          this.#starved ||= this.#seats.saturated()
+          this.#reclaim()
+        }
         break
       }
-      const waiter = this.#next()
-      if (waiter === null) break
       this.#queue.remove(waiter)
       waiter.detach()
       started = true
@@ -451,9 +486,21 @@ export class CallGovernor {
   #next(): Waiter | null {
     const waiting = [...this.#queue.waitingTeams()].filter((team) => !this.#atCeiling(team))
     if (waiting.length === 0) return null
-    if (waiting.length === 1 && this.#queue.waitingTeams().size === 1) return this.#queue.pressing(waiting[0] as string)
     const shares = this.#sharesNow()
     const below = waiting.filter((team) => this.#held(team) < (shares.get(team) ?? 0))
+    if (below.length === 0) {
+      // A team below its share whose callers are on their way back keeps its seat a moment.
+      const back = Math.max(0, ...[...this.#teams].map(([team, seats]) => (this.#returning(team) > 0 && this.#held(team) < (shares.get(team) ?? 0) ? seats.returnBy : 0)))
+      if (back > 0) {
+        if (this.#returnTimer === null) {
+          this.#returnTimer = this.#timer(() => {
+            this.#returnTimer = null
+            this.wake()
+          }, back - this.#clock.now())
+        }
+        return null
+      }
+    }
     const pool = below.length > 0 ? below : waiting
     let best: string | null = null
     let bestTag = Infinity
@@ -464,6 +511,29 @@ export class CallGovernor {
       if (tag < bestTag || (tag === bestTag && seq < bestSeq)) [best, bestTag, bestSeq] = [team, tag, seq]
     }
     return best === null ? null : this.#queue.pressing(best)
+  }
+
+  /**
+   * Every seat in use after a cut (the limit fell, or a lease shrank): the most pressing
+   * call of a team below its share, if the seats the other teams hold past theirs cover
+   * it. The cut is so taken from the teams that borrowed, as their calls end, not from the
+   * team whose short calls end first; the calls in flight stay within the seats in force
+   * before the cut.
+   */
+  #underShare(): Waiter | null {
+    if (this.#inFlight >= this.#beforeCut) return null
+    const shares = this.#sharesNow()
+    let excess = 0
+    for (const [team, seats] of this.#teams) excess += Math.max(0, seats.inFlight - Math.ceil(shares.get(team) ?? 0))
+    if (excess === 0) this.#beforeCut = 0
+    if (this.#inFlight + 1 - excess > this.capacity) return null
+    let best: Waiter | null = null
+    for (const team of this.#queue.waitingTeams()) {
+      if (this.#held(team) + 1 > (shares.get(team) ?? 0) || this.#atCeiling(team)) continue
+      const pick = this.#queue.pressing(team)
+      if (pick && (best === null || Math.max(this.#seatsOf(team).tag, this.#virtual) < Math.max(this.#seatsOf(best.team).tag, this.#virtual))) best = pick
+    }
+    return best
   }
 
   /** A team below its share waits for a seat none is free for: a seat held for a caller that stopped reading may come back. */

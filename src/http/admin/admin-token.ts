@@ -1,0 +1,128 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { GatewayContext } from '../context.js'
+import { BadRequestError, TokenRejectedError, UpstreamError } from '../../errors.js'
+import { fingerprint } from '../../observe/fingerprint.js'
+import type { PlatformClient } from '../../platform/client/platform-client.js'
+import { probeStatus } from '../../platform/client/token-probe.js'
+import type { TokenProvider } from '../../platform/tokens/token-provider.js'
+import { DEFAULT_CREDENTIAL } from '../../config.js'
+import { adminSchema, answer, credentialsSchema, tokenBody, tokenChangeSchema, tokenViewSchema } from './admin-schemas.js'
+
+const CREDENTIAL = { name: { type: 'string', minLength: 1, maxLength: 64, description: 'A credential: `default`, or a name under `credentials:`.' } }
+const NO_CREDENTIAL = { GW_NOT_FOUND: 'No credential of that name.' }
+
+const PUT_TOKEN = {
+  description:
+    'Checks the token with the probe call (`platform.probe`), then uses it on every replica (through Redis when configured). ' +
+    'The token in use offered again changes nothing: no probe, `changed: false`.',
+  body: tokenBody,
+  response: { 200: answer(tokenChangeSchema, 'The token\'s view, and whether it changed.') },
+  errors: {
+    GW_BAD_REQUEST: 'The body is not `{"token": "…"}` with a plausible token; the message names the field.',
+    GW_REQUEST_TIMEOUT: 'The body did not arrive within `limits.bodyTimeout` of the headers.',
+    GW_PAYLOAD_TOO_LARGE: 'The body is over `bodyLimit`.',
+    GW_TOKEN_REJECTED: 'The probe call answered 401 or 403 to the offered token; the token in use stays.',
+    GW_UPSTREAM: 'The probe call failed (no answer); the token was not changed.',
+  },
+}
+
+const REFRESH = {
+  description: 'Runs the password login again (the credential\'s token request).',
+  response: { 200: answer(tokenViewSchema, 'The new token\'s view.') },
+  errors: {
+    GW_BAD_REQUEST: 'The credential has no password login.',
+    GW_PLATFORM_AUTH: 'The login failed; the token in use stays.',
+  },
+}
+
+const TOKEN_VIEW = { 200: answer(tokenViewSchema, 'The token\'s view.') }
+
+/**
+ * The platform tokens of the credentials: read, replace (after the probe call), log in
+ * again. Registered inside adminRoutes, behind its token check.
+ */
+export async function adminTokenRoutes(app: FastifyInstance, { ctx, client }: { ctx: GatewayContext; client: PlatformClient }): Promise<void> {
+  const providerOf = (request: FastifyRequest) => ctx.tokens.get((request.params as { name?: string }).name ?? DEFAULT_CREDENTIAL)
+
+  const getToken = async (request: FastifyRequest) => tokenView(providerOf(request))
+  const putToken = async (request: FastifyRequest) => {
+    const provider = providerOf(request)
+    const token = (request.body as { token: string }).token.trim()
+    ctx.secrets.add(token)
+    const current = provider.current()
+    if (current?.token === token) {
+      ctx.log.info({ kind: 'audit', action: 'replace', outcome: 'unchanged', credential: provider.name, fingerprint: current.fingerprint, actor: request.adminActor }, 'admin token replace: the offered token is the one in use; nothing changed')
+      return { ...tokenView(provider), changed: false }
+    }
+    try {
+      await probe(ctx, client, provider, token)
+    } catch (err) {
+      auditFailure(ctx, request, provider, 'replace', err, fingerprint(token))
+      throw err
+    }
+    provider.replace(token, request.adminActor ?? undefined)
+    return { ...tokenView(provider), changed: true }
+  }
+  const refreshToken = async (request: FastifyRequest) => {
+    const provider = providerOf(request)
+    if (!provider.hasLogin) throw new BadRequestError(`credential ${provider.name} has no password login to run again`)
+    try {
+      await provider.refresh(request.adminActor ?? undefined)
+    } catch (err) {
+      auditFailure(ctx, request, provider, 'refresh', err, null)
+      throw err
+    }
+    return tokenView(provider)
+  }
+
+  const token = { tag: 'token' } as const
+  app.get('/admin/token', { schema: adminSchema({ ...token, operationId: 'getToken', summary: 'The default credential\'s platform token, without the token', response: TOKEN_VIEW }) }, getToken)
+  app.put('/admin/token', { schema: adminSchema({ ...token, operationId: 'putToken', summary: 'Replace the default credential\'s platform token', ...PUT_TOKEN }) }, putToken)
+  app.post('/admin/token/refresh', { schema: adminSchema({ ...token, operationId: 'refreshToken', summary: 'Log the default credential in again', ...REFRESH }) }, refreshToken)
+  app.get(
+    '/admin/credentials',
+    { schema: adminSchema({ ...token, operationId: 'getCredentials', summary: 'Every credential\'s platform token, without the tokens', response: { 200: answer(credentialsSchema, 'One view per credential, `default` first.') } }) },
+    async () => ({ credentials: ctx.tokens.all().map((p) => ({ name: p.name, ...tokenView(p) })) }),
+  )
+  app.get(
+    '/admin/credentials/:name/token',
+    { schema: adminSchema({ ...token, operationId: 'getCredentialToken', summary: 'A credential\'s platform token, without the token', params: CREDENTIAL, response: TOKEN_VIEW, errors: NO_CREDENTIAL }) },
+    getToken,
+  )
+  app.put(
+    '/admin/credentials/:name/token',
+    { schema: adminSchema({ ...token, operationId: 'putCredentialToken', summary: 'Replace a credential\'s platform token', params: CREDENTIAL, ...PUT_TOKEN, errors: { ...PUT_TOKEN.errors, ...NO_CREDENTIAL } }) },
+    putToken,
+  )
+  app.post(
+    '/admin/credentials/:name/token/refresh',
+    { schema: adminSchema({ ...token, operationId: 'refreshCredentialToken', summary: 'Log a credential in again', params: CREDENTIAL, ...REFRESH, errors: { ...REFRESH.errors, ...NO_CREDENTIAL } }) },
+    refreshToken,
+  )
+}
+
+// A successful change is audited by the provider's 'change' event (compose/platform-parts.ts);
+// a refused or failed admin attempt is audited here, with the offered token's fingerprint only.
+function auditFailure(ctx: GatewayContext, request: FastifyRequest, provider: TokenProvider, action: 'replace' | 'refresh', err: unknown, offered: string | null): void {
+  ctx.log.warn(
+    { kind: 'audit', action, outcome: 'refused', credential: provider.name, currentFingerprint: provider.current()?.fingerprint ?? null, offeredFingerprint: offered, actor: request.adminActor, reason: (err as Error).message },
+    `admin token ${action} failed; the token was not changed`,
+  )
+}
+
+function tokenView(provider: TokenProvider) {
+  const { source, fingerprint: fp, obtainedAt, expiresAt, secondsLeft, usable } = provider.info()
+  return { source, fingerprint: fp, obtainedAt, expiresAt, secondsLeft, usable }
+}
+
+// A token the platform refuses is never switched to: the configured probe
+// call must not answer 401 or 403 to it.
+async function probe(ctx: GatewayContext, client: PlatformClient, provider: TokenProvider, token: string): Promise<void> {
+  let status: number | null
+  try {
+    status = await probeStatus(client, ctx.config.platform.probe, provider, token)
+  } catch (err) {
+    throw new UpstreamError(`the token check call failed (${(err as { cause?: { code?: string } }).cause?.code ?? 'error'}); the token was not changed`, { cause: err })
+  }
+  if (status === 401 || status === 403) throw new TokenRejectedError(`the probe call answered ${status}`)
+}

@@ -1,0 +1,244 @@
+// The console's sections of one replica's state (GET /admin/status, /admin/usage,
+// /admin/keys, /admin/audit, /admin/config, /admin/cache/entry), each drawn from its
+// answer: no call is made here, the page hands the answers in.
+import { addSample, ago, bytes, expiryAt, expiryIn, pauseLeft, plural, ratio, windowRatio, type CacheSample } from './console-format.js'
+import { $, el, facts, mark, table, type Child } from './console-dom.js'
+
+/** The span of the cache's hit ratio. */
+const RATIO_WINDOW_MS = 5 * 60_000
+
+export interface Credential {
+  name: string
+  state: string
+  source: string | null
+  fingerprint: string | null
+  expiresAt: string | null
+  secondsLeft: number | null
+  login: boolean
+  pause: { scope: string; until: string } | null
+}
+export interface Team {
+  name: string
+  credential: string
+  advertisers: string
+  keys: { id: string; expiresAt: string | null }[]
+  rateLimit: { max: number; windowSec: number; remaining: number; resetSec: number } | null
+}
+export interface Governor {
+  credential: string
+  maxConcurrent: number
+  adaptive: boolean
+  limit: number
+  latencyFloorMs: number | null
+  queueLimit: number
+  inFlight: number
+  queued: number
+  pausedUntil: string | null
+  teams: { team: string; inFlight: number; waiting: number; maxConcurrent: number | null; queue: number | null }[]
+  refusals: Record<string, number>
+}
+export interface Status {
+  at: string
+  phase: string
+  build: { version: string; commit: string; node: string; uptimeSeconds: number }
+  credentials: Credential[]
+  redis: { state: string; address: string; topology: string }
+  cache: { enabled: boolean; lookups: Record<string, number>; l1: { entries: number; bytes: number; maxBytes: number } }
+  teams: Team[]
+  governors: Governor[]
+}
+/** A setting in force and where it came from (GET /admin/config). */
+export interface Setting {
+  setting: string
+  value: unknown
+  source: string
+  from: string
+  fingerprint?: string
+}
+/** A key's life (GET /admin/keys). */
+export interface KeyLife {
+  id: string
+  createdAt: string | null
+  lastUsedAt: string | null
+  requestsLastHour: number
+}
+/** One report's entry under one credential (GET /admin/cache/entry). */
+export interface CachedEntry {
+  credential: string
+  key: string
+  tiers: { tier: string; fetchedAt: string; etag: string }[]
+  state: string
+  fetchedAt: string
+  ageSeconds: number
+  ttlSeconds: number
+  staleUntil: string
+  errorUntil: string
+  etag: string
+  gzipBytes: number
+  bodyBytes: number | null
+  filledBy: { team: string; replica: string } | null
+}
+export interface UsageRow {
+  team: string
+  requests: number
+  cacheHits: number
+  platformCalls: number
+}
+
+/** Readings of the cache counters, for the hit ratio of the last minutes. */
+let samples: CacheSample[] = []
+
+/** Forgets the readings (the token was forgotten or refused). */
+export function forgetSamples(): void {
+  samples = []
+}
+
+export function renderCredentials(credentials: Credential[], now: number, mayChange: boolean): void {
+  const rows = credentials.map((c) => {
+    const action = !mayChange ? el('span', { class: 'muted' }, 'read only') : c.login ? el('button', { type: 'button', 'data-relogin': c.name }, `Log in again (${c.name})`) : el('span', { class: 'muted' }, 'no password login')
+    return el(
+      'tr',
+      {},
+      el('th', { scope: 'row' }, c.name),
+      el('td', {}, el('code', { class: 'fingerprint' }, c.fingerprint ?? '–')),
+      el('td', {}, c.source ?? '–'),
+      el('td', {}, c.expiresAt ? `${c.expiresAt.slice(0, 16).replace('T', ' ')} UTC ` : '', mark(c.fingerprint === null ? { text: 'no token', level: 'expired' } : expiryIn(c.secondsLeft))),
+      el('td', {}, el('span', { class: `state ${c.state}` }, c.state)),
+      el('td', {}, c.pause ? el('span', { class: 'mark soon' }, `${c.pause.scope} paused, ${pauseLeft(c.pause.until, now)}`) : 'none'),
+      el('td', {}, action),
+    )
+  })
+  $('credentials').replaceChildren(table('Platform credentials', ['Credential', 'Token fingerprint', 'Source', 'Expires', 'State', 'Pause', 'Action'], rows))
+}
+
+export function renderRedis(redis: Status['redis']): void {
+  $('redis').replaceChildren(facts([['State', el('span', { class: `state ${redis.state === 'ok' ? 'ok' : redis.state === 'down' ? 'rejected' : 'none'}` }, redis.state)], ['Address', redis.address], ['Topology', redis.topology]]))
+}
+
+export function renderCache(cache: Status['cache'], now: number): void {
+  const n = (result: string) => cache.lookups[result] ?? 0
+  const lookups = Object.values(cache.lookups).reduce((a, b) => a + b, 0)
+  samples = addSample(samples, { at: now, hits: n('HIT') + n('STALE'), lookups }, RATIO_WINDOW_MS)
+  const hit = windowRatio(samples, now, RATIO_WINDOW_MS)
+  $('cache').replaceChildren(
+    facts([
+      [hit.minutes === null ? 'Hit ratio (since start)' : `Hit ratio (last ${hit.minutes} min)`, hit.text],
+      ['Lookups since start', `${lookups} (HIT ${n('HIT')}, STALE ${n('STALE')}, MISS ${n('MISS')}, REFRESH ${n('REFRESH')}, BYPASS ${n('BYPASS')})`],
+      ['L1 entries', String(cache.l1.entries)],
+      ['L1 bytes', `${bytes(cache.l1.bytes)} of ${bytes(cache.l1.maxBytes)} (${ratio(cache.l1.bytes, cache.l1.maxBytes)})`],
+      ['Refreshes', `${n('REFRESH')} asked, ${n('STALE')} stale copies served while refreshing`],
+      ['Cache', cache.enabled ? 'on' : 'off'],
+    ]),
+  )
+}
+
+export function renderGovernors(governors: Governor[]): void {
+  const rows = governors.map((g) => {
+    const refusals = Object.entries(g.refusals)
+    return el(
+      'tr',
+      {},
+      el('th', { scope: 'row' }, g.credential),
+      el('td', {}, `${g.inFlight} of ${g.limit}`),
+      el('td', {}, g.adaptive ? `${g.limit}, learned (ceiling ${g.maxConcurrent})` : `${g.limit}, fixed`),
+      el('td', {}, g.latencyFloorMs === null ? '–' : `${g.latencyFloorMs} ms`),
+      el('td', {}, `${g.queued} of ${g.queueLimit}`),
+      el('td', {}, el('ul', { class: 'plain' }, ...g.teams.map((t) => el('li', {}, teamLine(t))))),
+      el('td', {}, refusals.length === 0 ? 'none' : refusals.map(([reason, count]) => `${reason} ${count}`).join(', ')),
+      el('td', {}, g.pausedUntil ? el('span', { class: 'mark soon' }, `until ${g.pausedUntil.slice(11, 19)} UTC`) : 'no'),
+    )
+  })
+  $('governors').replaceChildren(table('Platform calls per credential (this replica)', ['Credential', 'In flight', 'Limit in force', 'Latency floor', 'Waiting', 'Per team', 'Refusals', 'Paused'], rows))
+}
+
+/** A team's calls on a credential, with the ceilings an operator set (none by default). */
+function teamLine(t: Governor['teams'][number]): string {
+  const ceiling = (n: number | null) => (n === null ? '' : ` (at most ${n})`)
+  return `${t.team}: ${t.inFlight} in flight${ceiling(t.maxConcurrent)}, ${t.waiting} waiting${ceiling(t.queue)}`
+}
+
+/** A key's life in words: when it was made, when it was last used, its requests in the last hour. */
+function keyLife(life: KeyLife | undefined, now: number): string {
+  if (!life) return ''
+  const made = life.createdAt === null ? '' : `made ${life.createdAt.slice(0, 10)} · `
+  return `${made}last used ${ago(life.lastUsedAt, now)} · ${plural(life.requestsLastHour, 'request')} in the last hour`
+}
+
+export function renderTeams(teams: Team[], usage: UsageRow[] | null, keys: KeyLife[] | null, now: number): void {
+  const lives = new Map((keys ?? []).map((k) => [k.id, k]))
+  const rows = teams.map((t) => {
+    const used = usage?.find((u) => u.team === t.name)
+    const count = (n: number | undefined) => (usage === null ? 'unavailable' : String(n ?? 0))
+    return el(
+      'tr',
+      {},
+      el('th', { scope: 'row' }, t.name),
+      el('td', {}, t.credential),
+      el('td', {}, t.advertisers),
+      // A team whose keys were all revoked cannot call: said, not left as an empty cell.
+      el(
+        'td',
+        {},
+        t.keys.length === 0
+          ? mark({ text: 'none: the team cannot call', level: 'expired' })
+          : el('ul', { class: 'plain' }, ...t.keys.map((k) => el('li', { 'data-key': k.id }, el('code', {}, k.id), ' ', mark(expiryAt(k.expiresAt, now)), el('div', { class: 'muted' }, keyLife(lives.get(k.id), now))))),
+      ),
+      el('td', {}, t.rateLimit ? `${t.rateLimit.remaining} of ${t.rateLimit.max} left (per ${t.rateLimit.windowSec} s)` : 'none'),
+      el('td', {}, count(used?.requests)),
+      el('td', {}, count(used?.cacheHits)),
+      el('td', {}, count(used?.platformCalls)),
+    )
+  })
+  $('teams').replaceChildren(table('Teams and their usage today (UTC)', ['Team', 'Credential', 'Advertisers', 'Keys', 'Rate limit', 'Requests', 'Hits', 'Platform calls'], rows))
+}
+
+// Fields every audit line has, shown in their own place; the rest follow as name=value.
+const AUDIT_SHOWN = new Set(['level', 'time', 'pid', 'hostname', 'kind', 'msg', 'action', 'actor'])
+
+export function renderAudit(lines: Record<string, unknown>[]): void {
+  if (lines.length === 0) {
+    $('audit').replaceChildren(el('p', { class: 'muted' }, 'No audit line since this replica started.'))
+    return
+  }
+  const items = lines.map((line) => {
+    const when = typeof line.time === 'number' ? new Date(line.time).toISOString().slice(0, 19).replace('T', ' ') : ''
+    const rest = Object.entries(line)
+      .filter(([k, v]) => !AUDIT_SHOWN.has(k) && v !== null && v !== undefined)
+      .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`)
+      .join(' ')
+    return el('li', {}, el('time', {}, when), ' ', el('strong', {}, String(line.msg ?? line.action ?? '')), line.actor ? ` by ${String(line.actor)}` : '', el('div', { class: 'muted' }, rest))
+  })
+  $('audit').replaceChildren(el('ol', { class: 'audit' }, ...items))
+}
+
+/** A setting's value as the page shows it: a secret by its fingerprint, a list or object as JSON. */
+function settingValue(s: Setting): Child {
+  if (s.fingerprint !== undefined) return el('span', {}, 'secret, fingerprint ', el('code', { class: 'fingerprint' }, s.fingerprint))
+  if (s.value === null || s.value === undefined) return el('span', { class: 'muted' }, 'not set')
+  return el('code', {}, typeof s.value === 'string' ? s.value : JSON.stringify(s.value))
+}
+
+/** One report's entries as GET /admin/cache/entry answered them. */
+export function renderLookup(report: string, entries: CachedEntry[], now: number): void {
+  const blocks = entries.map((e) =>
+    facts([
+      ['Credential', e.credential],
+      ['Key', el('code', {}, e.key)],
+      ['Held in', e.tiers.map((t) => (t.tier === 'l1' ? 'this replica\'s memory (L1)' : 'Redis (L2)')).join(', ')],
+      ['State', el('span', { class: `state ${e.state === 'fresh' ? 'ok' : 'none'}` }, e.state)],
+      ['Filled', `${ago(e.fetchedAt, now)} (${e.fetchedAt.slice(0, 19).replace('T', ' ')} UTC)${e.filledBy ? ` for team ${e.filledBy.team} by replica ${e.filledBy.replica}` : ''}`],
+      ['Fresh for', `${e.ttlSeconds} s more; then stale until ${e.staleUntil.slice(11, 19)}, served on platform errors until ${e.errorUntil.slice(11, 19)} UTC`],
+      ['Size', `${bytes(e.gzipBytes)} stored${e.bodyBytes === null ? '' : `, ${bytes(e.bodyBytes)} as sent`}`],
+      ['ETag', el('code', {}, e.etag)],
+    ]),
+  )
+  $('lookup-result').replaceChildren(el('p', {}, 'Cached as ', el('code', {}, report)), ...blocks)
+}
+
+/** The settings in force, each with where it came from. */
+export function renderSettings(settings: Setting[]): void {
+  const rows = settings.map((s) => el('tr', { class: `source-${s.source}` }, el('th', { scope: 'row' }, el('code', {}, s.setting)), el('td', {}, settingValue(s)), el('td', {}, s.source), el('td', {}, s.from)))
+  $('config').replaceChildren(table('Settings in force and where each came from', ['Setting', 'Value', 'Source', 'From'], rows))
+  const changed = settings.filter((s) => s.source !== 'default').length
+  $('config-summary').textContent = `The ${settings.length} settings in force (${changed} not the default); show them`
+}

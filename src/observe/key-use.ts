@@ -1,0 +1,235 @@
+import type { RedisBreaker } from '../redis/breaker.js'
+import type { RedisClient } from '../redis/client.js'
+import type { RedisSeal } from '../redis/seal.js'
+import { redisKey } from '../redis/keys.js'
+import { readBoundedHashes, type HashBounds } from '../redis/bounded-hash.js'
+import { systemClock, type Clock, type Timer } from '../clock.js'
+
+/** How often a replica writes the use of the keys that had traffic since its last write. */
+export const KEY_USE_FLUSH_MS = 30_000
+/** How long a key's last use is remembered: a key unused for longer reads as never used. */
+export const KEY_USE_KEEP_MS = 30 * 86_400_000
+/** The most replicas whose key use is read back (the ones that wrote last). */
+export const MAX_KEY_USE_REPLICAS = 256
+
+const MINUTE_MS = 60_000
+const HOUR_MINUTES = 60
+// What one replica's record may hold: a field per key id (ids are at most 64 characters),
+// a value of a time and at most 60 minutes of counts, sealed. Anything larger is not the
+// gateway's, and is not read; nor is a replica id longer than the gateway makes them.
+const RECORD_BOUNDS: HashBounds = { maxFields: 10_000, maxFieldBytes: 64, maxValueBytes: 2048 }
+const MAX_REPLICA_ID_CHARS = 128
+
+/** One key's use on one replica: when it was last used (epoch ms), and its requests in each minute of the last hour that had some. */
+export interface KeyUseRecord {
+  at: number
+  /** `[minute since the epoch, requests]`, oldest first. */
+  minutes: [number, number][]
+}
+
+/** A record as it is stored: short, so that a write of every key a replica served stays small. */
+export function encodeKeyUse(record: KeyUseRecord): string {
+  return JSON.stringify({ at: record.at, m: record.minutes })
+}
+
+/** A stored record, or null when it is not one of the gateway's. */
+export function decodeKeyUse(text: string): KeyUseRecord | null {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return null
+  }
+  const v = value as { at?: unknown; m?: unknown } | null
+  if (typeof v !== 'object' || v === null || !Number.isSafeInteger(v.at) || !Array.isArray(v.m) || v.m.length > HOUR_MINUTES) return null
+  const minutes = v.m as unknown[]
+  if (!minutes.every((p) => Array.isArray(p) && p.length === 2 && Number.isSafeInteger(p[0]) && Number.isSafeInteger(p[1]) && (p[1] as number) >= 0)) return null
+  return { at: v.at as number, minutes: minutes as [number, number][] }
+}
+
+/** Requests in the hour before `now`, summed over the records (of one key, each of one replica). */
+export function requestsInLastHour(records: readonly KeyUseRecord[], now: number): number {
+  const first = Math.floor(now / MINUTE_MS) - HOUR_MINUTES + 1
+  let sum = 0
+  for (const r of records) for (const [minute, count] of r.minutes) if (minute >= first) sum += count
+  return sum
+}
+
+/** One key's requests on this replica: its last use, and a ring of the last hour's minutes. */
+class Tally {
+  at = 0
+  readonly #counts = new Uint32Array(HOUR_MINUTES)
+  readonly #minutes = new Float64Array(HOUR_MINUTES).fill(-1)
+
+  note(at: number): void {
+    const minute = Math.floor(at / MINUTE_MS)
+    const slot = minute % HOUR_MINUTES
+    if (this.#minutes[slot] !== minute) {
+      this.#minutes[slot] = minute
+      this.#counts[slot] = 0
+    }
+    this.#counts[slot] = (this.#counts[slot] as number) + 1
+    if (at > this.at) this.at = at
+  }
+
+  record(now: number): KeyUseRecord {
+    const first = Math.floor(now / MINUTE_MS) - HOUR_MINUTES + 1
+    const minutes: [number, number][] = []
+    for (let slot = 0; slot < HOUR_MINUTES; slot++) {
+      const minute = this.#minutes[slot] as number
+      const count = this.#counts[slot] as number
+      if (minute >= first && count > 0) minutes.push([minute, count])
+    }
+    return { at: this.at, minutes: minutes.sort((a, b) => a[0] - b[0]) }
+  }
+}
+
+/** A key's use on one replica, as the admin call gathers it. */
+export interface ReplicaKeyUse {
+  replica: string
+  record: KeyUseRecord
+}
+
+export interface KeyUseView {
+  /** Redis as this replica found it while gathering: without it, this replica's own use only. */
+  redis: 'ok' | 'down' | 'not configured'
+  /** Per key id, each replica's record (this replica's taken now), newest use first. */
+  byKey: Map<string, ReplicaKeyUse[]>
+}
+
+export interface KeyUseOptions {
+  /** This replica's id (observe/replicas.ts). */
+  replica: string
+  redis: RedisClient | null
+  breaker: RedisBreaker | null
+  /** Seals each record (GATEWAY_SECRET): one read back is counted only with its seal. */
+  seal: RedisSeal | null
+  prefix: string
+  /** A record in Redis without this gateway's seal, ignored. */
+  onUnverified?: (where: string) => void
+  clock?: Clock
+  flushMs?: number
+}
+
+/**
+ * When each key was last used, and how often in the last hour, per replica. Each replica
+ * counts the requests of each key in memory (`note`, one map lookup per request) and,
+ * every KEY_USE_FLUSH_MS, writes the records of the keys that had traffic since its last
+ * write, and only those, into a hash of its own in Redis (a field per key id, sealed),
+ * kept KEY_USE_KEEP_MS after its last write: the traffic grows with the keys in use, not
+ * with replicas times teams, and an idle replica writes nothing. The admin call reads the
+ * hashes of the replicas that wrote last back, bounded before anything is decoded, as the
+ * cluster view reads the announcements.
+ */
+export class KeyUse {
+  readonly #o: KeyUseOptions
+  readonly #clock: Clock
+  readonly #tallies = new Map<string, Tally>()
+  readonly #dirty = new Set<string>()
+  readonly #hash: string
+  readonly #index: string
+  #timer: Timer | null = null
+
+  constructor(opts: KeyUseOptions) {
+    this.#o = opts
+    this.#clock = opts.clock ?? systemClock
+    this.#hash = redisKey.keyUse(opts.prefix, opts.replica)
+    this.#index = redisKey.keyUseIndex(opts.prefix)
+  }
+
+  /** A request of key `id` at `at`. */
+  note(id: string, at: number): void {
+    let tally = this.#tallies.get(id)
+    if (tally === undefined) {
+      tally = new Tally()
+      this.#tallies.set(id, tally)
+    }
+    tally.note(at)
+    this.#dirty.add(id)
+  }
+
+  /** Writes every KEY_USE_FLUSH_MS, until close(). */
+  start(): void {
+    if (this.#timer || !this.#o.redis) return
+    this.#timer = this.#clock.setInterval(() => void this.flush(), this.#o.flushMs ?? KEY_USE_FLUSH_MS).unref()
+  }
+
+  /**
+   * Writes the records of the keys used since the last write; false when Redis did not
+   * take them (they are written next time). Two writes at once take different keys.
+   */
+  async flush(): Promise<boolean> {
+    const { redis, breaker, seal } = this.#o
+    if (!redis || !breaker || this.#dirty.size === 0) return true
+    const now = this.#clock.now()
+    const ids = [...this.#dirty]
+    this.#dirty.clear()
+    const fields: string[] = []
+    for (const id of ids) {
+      const text = encodeKeyUse((this.#tallies.get(id) as Tally).record(now))
+      fields.push(id, seal ? seal.sealText(`${this.#hash}#${id}`, text) : text)
+    }
+    const written = await breaker.write(async () => {
+      const replies = await redis
+        .multi()
+        .hset(this.#hash, ...fields)
+        .pexpire(this.#hash, KEY_USE_KEEP_MS)
+        .zadd(this.#index, now, this.#o.replica)
+        .zremrangebyscore(this.#index, '-inf', now - KEY_USE_KEEP_MS)
+        // The index keeps the replicas that wrote last; an older one's hash expires on its own.
+        .zremrangebyrank(this.#index, 0, -(MAX_KEY_USE_REPLICAS + 1))
+        .pexpire(this.#index, KEY_USE_KEEP_MS)
+        .exec()
+      return replies !== null && replies.every(([err]) => !err)
+    }, false)
+    if (!written) for (const id of ids) this.#dirty.add(id)
+    this.#forgetIdle(now)
+    return written
+  }
+
+  // A key unused for an hour has no count left to keep here; its last use is in Redis.
+  #forgetIdle(now: number): void {
+    if (!this.#o.redis) return
+    for (const [id, tally] of this.#tallies) if (!this.#dirty.has(id) && tally.at < now - HOUR_MINUTES * MINUTE_MS) this.#tallies.delete(id)
+  }
+
+  /** Every replica's use of every key it recorded, this replica's taken now. */
+  async gather(): Promise<KeyUseView> {
+    const now = this.#clock.now()
+    const byKey = new Map<string, ReplicaKeyUse[]>()
+    const add = (id: string, use: ReplicaKeyUse) => byKey.set(id, [...(byKey.get(id) ?? []), use])
+    for (const [id, tally] of this.#tallies) add(id, { replica: this.#o.replica, record: tally.record(now) })
+    const { redis, breaker } = this.#o
+    const view = (state: KeyUseView['redis']): KeyUseView => {
+      for (const uses of byKey.values()) uses.sort((a, b) => b.record.at - a.record.at)
+      return { redis: state, byKey }
+    }
+    if (!redis || !breaker) return view('not configured')
+    const found = await breaker.run(async () => {
+      const replicas = (await redis.zrevrange(this.#index, 0, MAX_KEY_USE_REPLICAS - 1)).filter((r) => r !== this.#o.replica && r.length <= MAX_REPLICA_ID_CHARS)
+      const hashes = replicas.map((r) => redisKey.keyUse(this.#o.prefix, r))
+      const read = await readBoundedHashes(redis, hashes, RECORD_BOUNDS)
+      return replicas.map((replica, i) => ({ replica, hash: hashes[i] as string, fields: read[i] ?? [] }))
+    }, null)
+    if (found === null) return view('down')
+    for (const { replica, hash, fields } of found) {
+      for (const [id, value] of fields) {
+        const text = this.#o.seal ? this.#o.seal.openText(`${hash}#${id}`, value) : value
+        if (text === null) {
+          this.#o.onUnverified?.(`${hash}#${id}`)
+          continue
+        }
+        const record = decodeKeyUse(text)
+        if (record && record.at > now - KEY_USE_KEEP_MS) add(id, { replica, record })
+      }
+    }
+    return view('ok')
+  }
+
+  /** Writes what is left, then stops. */
+  async close(): Promise<void> {
+    this.#clock.clearInterval(this.#timer)
+    this.#timer = null
+    await this.flush()
+  }
+}

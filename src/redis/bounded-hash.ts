@@ -1,0 +1,54 @@
+import type { RedisClient } from './client.js'
+import { redisScript } from './script.js'
+
+// A hash read from Redis with its bounds checked there, before a byte of it crosses the
+// wire: Redis is shared, not trusted, and a hash someone filled with millions of fields,
+// or with values of megabytes, must cost a reader no more than the gateway's own would.
+// nil when the hash has more fields than `maxFields`; else only the fields and values of
+// the gateway's sizes (a longer one is not the gateway's and is left out).
+const READ_BOUNDED = redisScript<unknown>('gatewayReadBoundedHash', `
+local n = redis.call('HLEN', KEYS[1])
+if n > tonumber(ARGV[1]) then return false end
+local flat = redis.call('HGETALL', KEYS[1])
+local out = {}
+for i = 1, #flat, 2 do
+  if #flat[i] <= tonumber(ARGV[2]) and #flat[i + 1] <= tonumber(ARGV[3]) then
+    out[#out + 1] = flat[i]
+    out[#out + 1] = flat[i + 1]
+  end
+end
+return out`, 1)
+
+/** What a hash of the gateway's may hold at most. */
+export interface HashBounds {
+  maxFields: number
+  maxFieldBytes: number
+  maxValueBytes: number
+}
+
+/** Pairs of a flat reply, or null when the reply is not one (the hash has too many fields). */
+function pairs(flat: unknown): [string, string][] | null {
+  if (!Array.isArray(flat)) return null
+  const out: [string, string][] = []
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([String(flat[i]), String(flat[i + 1])])
+  return out
+}
+
+/** The fields of `key` within `bounds`, or null when it holds more fields than the bounds allow. Throws when Redis fails. */
+export async function readBoundedHash(redis: RedisClient, key: string, bounds: HashBounds): Promise<[string, string][] | null> {
+  return pairs(await READ_BOUNDED(redis, key, bounds.maxFields, bounds.maxFieldBytes, bounds.maxValueBytes))
+}
+
+/** readBoundedHash of each of `keys`, in one pipeline (the keys must share a hash slot on a Cluster); a hash that failed reads as null. */
+export async function readBoundedHashes(redis: RedisClient, keys: readonly string[], bounds: HashBounds): Promise<([string, string][] | null)[]> {
+  if (keys.length === 0) return []
+  // Defined on the client before the pipeline is made from it: the pipeline has the script then.
+  READ_BOUNDED.define(redis)
+  const batch = redis.pipeline()
+  for (const key of keys) READ_BOUNDED.queue(batch, key, bounds.maxFields, bounds.maxFieldBytes, bounds.maxValueBytes)
+  const results = (await batch.exec()) ?? []
+  return keys.map((_key, i) => {
+    const [err, flat] = results[i] ?? [new Error('no reply'), null]
+    return err ? null : pairs(flat)
+  })
+}

@@ -1,0 +1,137 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConfig } from '../../src/config.js'
+import { fingerprint } from '../../src/observe/fingerprint.js'
+import { CREDENTIAL_KEYS, TEAMS_YAML, TEST_GATEWAY_SECRET, credentialTeams, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { waitFor } from '../helpers/wait.js'
+
+// The configuration in force and where each setting came from (GET /admin/config), and
+// the log level changed at run time on one replica or all (PUT /admin/log-level), over
+// the Redis bus, sealed like every bus message, audited on each replica.
+
+const [ADMIN_TOKEN, PARTNER_TOKEN, REDIS_PASSWORD] = ['admin-config-admin-token-0123456789', 'admin-config-partner-platform-token-0001', 'admin-config-redis-password-00']
+
+const [sandbox, redis, gateways] = [useSandbox(), useRedis(), useGateways()]
+let dir: string
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'rgw-admin-config-'))
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const as = (gw: TestGateway, method: 'GET' | 'PUT', url: string, payload?: object) =>
+  gw.admin.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload ? { payload } : {}) })
+
+async function replica(withRedis = true): Promise<TestGateway> {
+  const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, LOG_LEVEL: 'info', ...(withRedis ? { REDIS_URL: redis.server.url, GATEWAY_SECRET: TEST_GATEWAY_SECRET } : {}) }
+  writeFileSync(join(dir, 'teams.yaml'), TEAMS_YAML)
+  return gateways.build(loadConfig({ env: { ...env, TEAMS_FILE: join(dir, 'teams.yaml') } }))
+}
+
+type Setting = { setting: string; value: unknown; source: string; from: string; fingerprint?: string }
+
+describe('GET /admin/config', () => {
+  it('gives every setting in force with its source, secrets only as fingerprints', async () => {
+    const password = sandbox.credentials.password
+    writeFileSync(join(dir, 'password'), `${password}\n`)
+    writeFileSync(join(dir, 'config.yaml'), `${credentialTeams('partner')}cache:\n  ttl:\n    recent: 2m\n`)
+    const { username, clientId, clientSecret } = sandbox.credentials
+    const env = {
+      PLATFORM_BASE_URL: sandbox.url,
+      PLATFORM_USERNAME: username,
+      PLATFORM_PASSWORD_FILE: join(dir, 'password'),
+      PLATFORM_CLIENT_ID: String(clientId),
+      PLATFORM_CLIENT_SECRET: clientSecret,
+      CREDENTIAL_PARTNER_TOKEN: PARTNER_TOKEN,
+      ADMIN_TOKEN,
+      REDIS_URL: redis.server.url.replace('redis://', `redis://:${REDIS_PASSWORD}@`),
+      GATEWAY_SECRET: TEST_GATEWAY_SECRET,
+      CONFIG_FILE: join(dir, 'config.yaml'),
+      LOG_LEVEL: 'info',
+    }
+    const gw = await gateways.build(loadConfig({ env }), { redis: null })
+    const res = await as(gw, 'GET', '/admin/config')
+    expect(res.statusCode).toBe(200)
+    const settings = new Map(res.json<{ settings: Setting[] }>().settings.map((s) => [s.setting, s]))
+    expect(settings.get('platform.baseUrl')).toEqual({ setting: 'platform.baseUrl', value: sandbox.url, source: 'environment', from: 'PLATFORM_BASE_URL' })
+    expect(settings.get('cache.ttl.recent')).toEqual({ setting: 'cache.ttl.recent', value: '2m', source: 'file', from: 'CONFIG_FILE' })
+    expect(settings.get('cache.ttl.settled')).toMatchObject({ source: 'default', from: 'config/default.yaml' })
+    expect(settings.get('logLevel')).toMatchObject({ value: 'info', source: 'environment', from: 'LOG_LEVEL' })
+    expect(settings.get('platform.password')).toEqual({ setting: 'platform.password', value: null, fingerprint: fingerprint(password), source: 'environment', from: 'PLATFORM_PASSWORD_FILE' })
+    expect(settings.get('platform.clientSecret')).toMatchObject({ value: null, fingerprint: fingerprint(clientSecret), from: 'PLATFORM_CLIENT_SECRET' })
+    expect(settings.get('admin.token')).toMatchObject({ value: null, fingerprint: fingerprint(ADMIN_TOKEN) })
+    expect(settings.get('gatewaySecret')).toMatchObject({ value: null, fingerprint: fingerprint(TEST_GATEWAY_SECRET) })
+    expect(settings.get('credentials.partner.token')).toEqual({ setting: 'credentials.partner.token', value: null, fingerprint: fingerprint(PARTNER_TOKEN), source: 'environment', from: 'CREDENTIAL_PARTNER_TOKEN' })
+    expect(settings.get('redis.url')?.value).toBe(`redis://***@${redis.server.url.slice('redis://'.length)}`)
+    expect([...settings.keys()].filter((k) => k === 'teams' || k.startsWith('teams.'))).toEqual([])
+    for (const secret of [password, clientSecret, ADMIN_TOKEN, TEST_GATEWAY_SECRET, PARTNER_TOKEN, REDIS_PASSWORD, CREDENTIAL_KEYS.partner]) expect(res.body).not.toContain(secret)
+  })
+})
+
+describe('PUT /admin/log-level', () => {
+  const level = async (gw: TestGateway) => (await as(gw, 'GET', '/admin/cluster')).json<{ replicas: { logLevel: string }[] }>().replicas[0]!.logLevel
+  const idOf = async (gw: TestGateway) => (await as(gw, 'GET', '/admin/cluster')).json<{ replicas: { id: string }[] }>().replicas[0]!.id
+  const requestLines = (gw: TestGateway) => gw.logs.records().filter((r) => r.msg === 'request').length
+  const report = (gw: TestGateway) => gw.proxy.inject({ method: 'GET', url: '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-02', headers: { 'x-api-key': CREDENTIAL_KEYS.partner } })
+
+  it('sets the level on every replica, audited on each, and says so in the configuration and the cluster view', async () => {
+    const a = await replica()
+    const b = await replica()
+    const res = await as(a, 'PUT', '/admin/log-level', { level: 'warn' })
+    expect(res.json()).toEqual({ level: 'warn', previous: 'info', replicas: 'all', applied: true })
+    await waitFor('the other replica to take the level', async () => b.ctx.log.level === 'warn', 5000, 20)
+    expect(await level(a)).toBe('warn')
+    // A request line is an info line: none is written now.
+    const before = requestLines(a)
+    await report(a)
+    expect(requestLines(a)).toBe(before)
+    const audit = (gw: TestGateway) => gw.logs.records().filter((r) => r.action === 'log-level').map((r) => [r.level, r.previous, r.trigger, r.actor, r.target])
+    expect(audit(a)).toEqual([['warn', 'info', 'admin', 'admin', 'all']])
+    expect(audit(b)).toEqual([['warn', 'info', 'replica', 'admin', 'all']])
+    expect((await as(a, 'GET', '/admin/config')).json<{ settings: Setting[] }>().settings.find((s) => s.setting === 'logLevel')).toMatchObject({ value: 'warn', source: 'runtime', from: expect.stringMatching(/^PUT \/admin\/log-level by admin at /) })
+    // The audit line of a change is written whatever the level.
+    await as(a, 'PUT', '/admin/log-level', { level: 'silent' })
+    expect(audit(a).at(-1)).toEqual(['silent', 'warn', 'admin', 'admin', 'all'])
+    await as(a, 'PUT', '/admin/log-level', { level: 'info' })
+    await report(a)
+    expect(requestLines(a)).toBe(before + 1)
+  })
+
+  it('sets it on one named replica only, and refuses one that is not live', async () => {
+    const a = await replica()
+    const b = await replica()
+    const idB = await idOf(b)
+    const res = await as(a, 'PUT', '/admin/log-level', { level: 'debug', replica: idB })
+    expect(res.json()).toEqual({ level: 'debug', previous: 'info', replicas: idB, applied: false })
+    await waitFor('replica b to take the level', async () => b.ctx.log.level === 'debug', 5000, 20)
+    expect(a.ctx.log.level).toBe('info')
+    const gone = await as(a, 'PUT', '/admin/log-level', { level: 'debug', replica: 'no-such-replica-000000' })
+    expect(gone.statusCode).toBe(404)
+    expect(gone.json().message).toMatch(/^no live replica named no-such-replica-000000/)
+    for (const body of [{ level: 'verbose' }, { level: 'info', all: true }, {}]) expect((await as(a, 'PUT', '/admin/log-level', body)).statusCode, JSON.stringify(body)).toBe(400)
+  })
+
+  it('ignores a change published on the bus by anyone but a replica (no seal)', async () => {
+    const gw = await replica()
+    const other = await replica()
+    await redis.client.publish('rgw:bus:log-level', JSON.stringify({ level: 'trace', replica: null, actor: 'mallory', from: 'mallory' }))
+    // Redis delivers messages in the order it took them: once the replica's own change
+    // (published after) has arrived, the forged one has been heard and dropped.
+    await as(other, 'PUT', '/admin/log-level', { level: 'debug' })
+    await waitFor('the sealed change to arrive', async () => gw.ctx.log.level === 'debug', 5000, 20)
+    expect(gw.logs.records().filter((r) => r.action === 'log-level').map((r) => r.actor)).toEqual(['admin'])
+    expect((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/^gateway_redis_unverified_total\{what="message"\} [1-9]/m)
+  })
+
+  it('without Redis sets this replica only, and refuses to reach another', async () => {
+    const gw = await replica(false)
+    expect((await as(gw, 'PUT', '/admin/log-level', { level: 'debug' })).json()).toEqual({ level: 'debug', previous: 'info', replicas: 'this replica only', applied: true })
+    const other = await as(gw, 'PUT', '/admin/log-level', { level: 'info', replica: 'another-replica-000000' })
+    expect(other.statusCode).toBe(503)
+    expect(other.json().code).toBe('GW_REDIS_UNAVAILABLE')
+    expect(gw.ctx.log.level).toBe('debug')
+  })
+})

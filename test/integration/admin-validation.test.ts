@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS, REPORT_PATH, WEEK_BY_DATE, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+
+// Every admin call checks what it is sent against its route's schema (contract, "Admin
+// listener"): a parameter it does not take, a malformed one, or a body where it takes
+// none is 400 GW_BAD_REQUEST naming it, and nothing is changed. A typo in a purge's
+// parameter used to be a purge of everything. A purge asked as a dry run drops nothing.
+
+const ADMIN_TOKEN = 'admin-validation-admin-token-0123456789'
+const REPORT = `${REPORT_PATH}?${WEEK_BY_DATE}`
+
+const sandbox = useSandbox()
+const redis = useRedis()
+const gateways = useGateways()
+
+async function gateway(withRedis: boolean): Promise<TestGateway> {
+  return gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, ...(withRedis ? { REDIS_URL: redis.server.url } : {}) }))
+}
+
+const admin = (gw: TestGateway, method: 'GET' | 'PUT' | 'POST' | 'DELETE', url: string, extra: { payload?: string | object; headers?: Record<string, string> } = {}) =>
+  gw.admin.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...extra.headers }, ...(extra.payload === undefined ? {} : { payload: extra.payload }) })
+
+async function read(gw: TestGateway): Promise<string> {
+  const res = await gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': KEYS.all } })
+  expect(res.statusCode).toBe(200)
+  return res.headers['x-cache'] as string
+}
+
+describe.each([
+  ['with Redis', true],
+  ['without Redis', false],
+])('admin calls %s', (_name, withRedis) => {
+  it('refuses a purge whose parameter is misspelt, naming it, and drops nothing', async () => {
+    const gw = await gateway(withRedis)
+    expect(await read(gw)).toBe('MISS')
+    for (const url of ['/admin/cache?advertiserID=101', '/admin/cache?advertiser=101', '/admin/cache?advertiserId=101&all=1']) {
+      const res = await admin(gw, 'DELETE', url)
+      expect(res.statusCode, url).toBe(400)
+      const bad = [...new URL(url, 'http://x').searchParams.keys()].find((k) => k !== 'advertiserId') as string
+      expect(res.json(), url).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining(`${bad}: not a parameter of this call (it takes advertiserId, dryRun)`) })
+    }
+    expect(await read(gw)).toBe('HIT')
+    expect(gw.logs.records().filter((r) => r.action === 'purge')).toEqual([])
+  })
+
+  it('refuses a malformed advertiser, and a body sent to a purge that takes none', async () => {
+    const gw = await gateway(withRedis)
+    await read(gw)
+    for (const id of ['x', '0', '-1', '1.5', '1e3', '1234567890123456']) {
+      const res = await admin(gw, 'DELETE', `/admin/cache?advertiserId=${id}`)
+      expect(res.statusCode, id).toBe(400)
+      expect(res.json().message, id).toMatch(/^advertiserId: must be a positive integer, digits only/)
+    }
+    const form = await admin(gw, 'DELETE', '/admin/cache', { payload: 'advertiserId=101', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    expect(form.statusCode).toBe(400)
+    expect(form.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'body: DELETE /admin/cache takes no body; nothing was changed' })
+    const json = await admin(gw, 'DELETE', '/admin/cache', { payload: { advertiserId: 101 } })
+    expect(json.statusCode).toBe(400)
+    expect(await read(gw)).toBe('HIT')
+  })
+
+  it('answers a dry run with what the purge would drop, and drops nothing; the purge then drops that', async () => {
+    const gw = await gateway(withRedis)
+    await read(gw)
+    const dry = await admin(gw, 'DELETE', '/admin/cache?advertiserId=101&dryRun=1')
+    expect(dry.json()).toEqual({ purged: 'advertiser', advertiserId: 101, dryRun: true, wouldDrop: 1 })
+    expect((await admin(gw, 'DELETE', '/admin/cache?advertiserId=102&dryRun=true')).json()).toEqual({ purged: 'advertiser', advertiserId: 102, dryRun: true, wouldDrop: 0 })
+    expect((await admin(gw, 'DELETE', '/admin/cache?dryRun=1')).json()).toEqual({ purged: 'all', dryRun: true, wouldDrop: 1 })
+    expect(await read(gw)).toBe('HIT')
+    expect(gw.logs.records().filter((r) => r.action === 'purge').map((r) => [r.outcome, r.scope, r.actor])).toEqual([
+      ['dry-run', 'advertiser', 'admin'],
+      ['dry-run', 'advertiser', 'admin'],
+      ['dry-run', 'all', 'admin'],
+    ])
+    expect((await admin(gw, 'DELETE', '/admin/cache?advertiserId=101&dryRun=0')).json()).toEqual({ purged: 'advertiser', advertiserId: 101, dryRun: false, dropped: 1 })
+    expect(await read(gw)).toBe('MISS')
+  })
+})
+
+describe('every admin call', () => {
+  it('refuses a parameter it does not take with 400 naming it, whatever the route', async () => {
+    const gw = await gateway(true)
+    const doc = (await admin(gw, 'GET', '/admin/openapi.json')).json<{ paths: Record<string, Record<string, unknown>> }>()
+    const calls = Object.entries(doc.paths)
+      .filter(([path]) => path.startsWith('/admin/'))
+      .flatMap(([path, item]) => Object.keys(item).map((method) => [method.toUpperCase() as 'GET' | 'PUT' | 'POST' | 'DELETE', path.replace('{name}', 'default')] as const))
+      // A report's entry needs its URL: given, so that the parameter is what is wrong.
+      .map(([method, path]) => [method, path === '/admin/cache/entry' ? `${path}?url=${encodeURIComponent(REPORT)}&` : `${path}?`] as const)
+    expect(calls.length).toBeGreaterThanOrEqual(13)
+    for (const [method, path] of calls) {
+      // A PUT's body is checked first: a good one, so that the parameter is what is wrong.
+      const body = path === '/admin/log-level?' ? { level: 'info' } : { token: sandbox.issueToken() }
+      const res = await admin(gw, method, `${path}tema=growth`, method === 'PUT' ? { payload: body } : {})
+      expect(res.statusCode, `${method} ${path}`).toBe(400)
+      expect(res.json().message, `${method} ${path}`).toMatch(/^tema: not a parameter of this call/)
+    }
+    // The usage call's own parameters still answer: a typo is not a quiet team.
+    expect((await admin(gw, 'GET', '/admin/usage?team=growth')).statusCode).toBe(200)
+    expect((await admin(gw, 'GET', '/admin/usage?format=xml')).json().message).toMatch(/^format: must be/)
+  })
+
+  it('refuses a token body with a field it does not take, and keeps the token', async () => {
+    const gw = await gateway(false)
+    const before = gw.ctx.tokens.get('default').current()?.fingerprint
+    const res = await admin(gw, 'PUT', '/admin/token', { payload: { token: sandbox.issueToken(), force: true } })
+    expect(res.statusCode).toBe(400)
+    expect(res.json().message).toBe('force: not a field of the body of this call (it takes token)')
+    expect(gw.ctx.tokens.get('default').current()?.fingerprint).toBe(before)
+  })
+
+  it('checks the admin token before the parameters: no token is 401, not 400', async () => {
+    const gw = await gateway(false)
+    const res = await gw.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserID=101' })
+    expect(res.statusCode).toBe(401)
+  })
+})
