@@ -124,8 +124,8 @@ export function recoveryAfter(buckets, endS, untilS, share, windowS) {
 }
 
 /**
- * Whether what Redis holds for the credential's permits and learned limit equals what the
- * replicas say: `redis` { live (ZCOUNT of unexpired permits, read before), liveAfter
+ * Whether what Redis holds for the credential's seats and learned limit equals what the
+ * replicas say: `redis` { live (the leases of the replicas' unexpired records, read before), liveAfter
  * (read again after the replicas answered), limit (the hash's plain `limit` field, or
  * null) }; `replicas`: each one's governor of the credential from /admin/status ({
  * permitsHeld, limit }), or null when it did not answer. Null when they agree, else what

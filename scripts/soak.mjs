@@ -657,15 +657,17 @@ async function main() {
     }
   }
 
-  /** What Redis holds for the permits and the learned limit against what the replicas say, until they agree or a lease and a second have passed. */
+  /** What Redis holds for the seats and the learned limit against what the replicas say, until they agree or a lease and a second have passed. */
   const checkAgreement = async (w, endS) => {
     let last = 'not read'
     while (runSeconds() - endS <= PERMIT_LEASE_S + 1) {
       try {
+        // The seats leased in Redis: the leases of the replicas' records that have not lapsed.
         const read = async () => {
           const [sec, usec] = await redisClient.time()
           const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000)
-          return Number(await redisClient.zcount(`${KEY_PREFIX}permits:{${CREDENTIAL}}`, `(${now}`, '+inf'))
+          const records = Object.values(await redisClient.hgetall(`${KEY_PREFIX}seats:{${CREDENTIAL}}`))
+          return records.map((r) => r.split('|')).filter(([exp]) => Number(exp) > now).reduce((sum, [, lease]) => sum + Number(lease), 0)
         }
         const live = await read()
         const states = await Promise.all(replicas.map(governorOf))

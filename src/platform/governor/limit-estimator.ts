@@ -90,12 +90,14 @@ export const OVERLOAD_FACTOR = 0.5
 export const OVERLOAD_MIN_SHARE = 0.05
 /** the limit is cut for the credential when this many teams draw it at once; */
 export const OVERLOAD_MIN_TEAMS = 2
-/** a team drawing it alone is braked when its overload answers are this many at least. */
+/** a team drawing it alone is braked when its overload answers are this many at least, */
 export const OVERLOAD_MIN_ANSWERS = 2
+/** and this share of its calls: a platform's scattered errors brake nobody, a team whose reports fail is held back. */
+export const BRAKE_MIN_SHARE = 0.25
 /** A team's answers a window needs for the delay it saw to count: with two such teams, the window is judged by the delay every team saw. */
 export const MIN_TEAM_SAMPLES = 3
-/** A braked team's calls in flight: halved on overload, grown by this factor a window without. */
-export const BRAKE_GROWTH = 1.5
+/** A braked team's calls in flight: halved on overload, doubled each window without (as the limit grows back after a fault). */
+export const BRAKE_GROWTH = 2
 /** A window used the limit when a call waited for a seat or this share of the limit was in flight at once. */
 export const USED_FRACTION = 0.5
 /** A class's floor is kept per bucket of this length... */
@@ -400,15 +402,22 @@ export class LimitEstimator {
     return out
   }
 
-  /** A team drawing overload alone (OVERLOAD_MIN_ANSWERS at least) is held to half its calls in flight; a braked team without grows back, let go at the limit. */
+  /**
+   * A team drawing overload alone (OVERLOAD_MIN_ANSWERS and BRAKE_MIN_SHARE of its calls
+   * at least) is held to half its calls in flight; a braked team without doubles back, let
+   * go at the limit.
+   */
   #brake(overloaded: readonly string[]): void {
-    for (const team of overloaded) {
-      if ((this.#teams.get(team)?.overloads ?? 0) < OVERLOAD_MIN_ANSWERS) continue
+    const braking = overloaded.filter((team) => {
+      const w = this.#teams.get(team)
+      return w !== undefined && w.overloads >= Math.max(OVERLOAD_MIN_ANSWERS, BRAKE_MIN_SHARE * w.calls)
+    })
+    for (const team of braking) {
       const peak = this.#teams.get(team)?.peak ?? 1
       this.#brakes.set(team, Math.max(1, Math.floor(Math.min(this.#brakes.get(team) ?? Infinity, peak) * OVERLOAD_FACTOR)))
     }
     for (const [team, cap] of this.#brakes) {
-      if (overloaded.includes(team)) continue
+      if (braking.includes(team)) continue
       const next = Math.max(cap + 1, cap * BRAKE_GROWTH)
       if (next >= this.limit) this.#brakes.delete(team)
       else this.#brakes.set(team, next)
