@@ -24,15 +24,26 @@ import { FailureLog } from '../observe/failure-log.js'
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
 /**
+ * Why a read went on to the platform (RFC 9211's `fwd`): it found no copy, a copy too old
+ * to serve, or the caller asked for a fresh one; `collapsed`: it waited for another
+ * read's call (joined a fill under way here, or another replica's).
+ */
+export interface Forward {
+  reason: 'uri-miss' | 'stale' | 'request'
+  collapsed: boolean
+}
+
+/**
  * What a report read answers: an entry, or the platform's answer passed through uncached;
  * `upstreamMs`: how long the platform call it waited for took (the access log), absent
- * when none was made for it.
+ * when none was made for it; `forward`: why it went to the platform, absent when a copy
+ * answered it without (a hit, fresh or stale).
  */
 export type CacheResult = (
   | { kind: 'entry'; entry: CacheEntry; status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH' }
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
   | { kind: 'stream'; headers: Record<string, string>; stream: Readable; gzipped: boolean }
-) & { upstreamMs?: number }
+) & { upstreamMs?: number; forward?: Forward }
 type Tier = StoreTier | 'platform'
 
 export type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number }
@@ -190,9 +201,12 @@ export class ReportCache {
         stale = found
       }
     }
+    // A read arriving while a fill of its key is under way waits for that fill: collapsed.
+    const joining = opts.joined !== undefined || this.#flights.has(key)
     // A refresh must not be answered with the copy it asked to bypass.
     const result = await (opts.joined ?? this.#fill(key, report, provider, opts, opts.refresh ? this.#clock.now() : 0, stale === null && !opts.refresh))
-    const upstream = result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }
+    const forward: Forward = { reason: opts.refresh ? 'request' : stale ? 'stale' : 'uri-miss', collapsed: joining || result.fromPeer === true }
+    const upstream = result.upstreamMs === undefined ? { forward } : { upstreamMs: result.upstreamMs, forward }
     switch (result.kind) {
       case 'entry':
         this.#asked(key, result.entry, report, provider, opts.team, this.#clock.now())
@@ -201,7 +215,7 @@ export class ReportCache {
         this.#count('BYPASS', 'platform')
         return { kind: 'pass', status: result.status, headers: result.headers, body: result.body, ...upstream }
       case 'oversize':
-        return this.#oversize(result, report, key, provider, opts)
+        return { ...(await this.#oversize(result, report, key, provider, opts)), forward }
       case 'failed': {
         // This read joined a refresh ahead that found no idle slot: it makes its own call.
         if (result.error.cause instanceof NoIdleSlotError) return this.read(report, key, provider, opts)

@@ -6,7 +6,7 @@ import type { CacheEntry } from '../../cache/cache-entry.js'
 import type { GatewayContext } from '../context.js'
 import { hangUpSignal } from '../../platform/governor/caller-group.js'
 import { handOverJoinedFill } from './joined-fills.js'
-import type { FillResult } from '../../reports/report-cache.js'
+import type { FillResult, Forward } from '../../reports/report-cache.js'
 import { formFor, type KnownReport, type ReportForms } from './report-route.js'
 import { acceptsGzip, answerRendered, entryResponse, wantsRefresh } from './report-reply.js'
 import { assertAccounts } from '../../access/scope.js'
@@ -16,6 +16,9 @@ import { pushAnswerFields } from '../answer-fields.js'
 import type { Identity } from '../../access/team-auth.js'
 import type { Admission } from '../../access/admission.js'
 import { bytesSent, requestIdOf, type ObserveRequest } from '../hooks/request-log.js'
+
+/** A caller that joined a cold fill went to the platform for want of a copy, with another read. */
+const JOINED: Forward = { reason: 'uri-miss', collapsed: true }
 
 /** What Fastify does with a request: the fast path hands it anything it does not serve. */
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
@@ -44,8 +47,9 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     const own = { reqId, rate: rateLimitHeaders(team, how.rate) }
     const ifNoneMatch = headers['if-none-match']
     let status = 200
-    if (!answerRendered(res, entry, how.status, how.now, gzip, ifNoneMatch, own)) {
-      const reply = entryResponse(entry, how.status, how.now, gzip, ifNoneMatch)
+    const forward = how.status === 'MISS' ? JOINED : undefined
+    if (!answerRendered(res, entry, how.status, forward, how.now, gzip, ifNoneMatch, own)) {
+      const reply = entryResponse(entry, how.status, forward, how.now, gzip, ifNoneMatch)
       const out = reply.headers
       if (reply.body) out.push('content-length', String(reply.body.length))
       pushAnswerFields(out, own)
