@@ -1192,7 +1192,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1221,7 +1223,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
         responses: {
             400: components["responses"]["platform-400"];
             401: components["responses"]["platform-401"];
@@ -1242,7 +1251,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1271,7 +1282,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
         responses: {
             400: components["responses"]["platform-400"];
             401: components["responses"]["platform-401"];
@@ -1292,7 +1310,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1321,7 +1341,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
         responses: {
             400: components["responses"]["platform-400"];
             401: components["responses"]["platform-401"];
@@ -1342,7 +1369,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1392,7 +1421,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1442,7 +1473,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1471,7 +1504,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
         responses: {
             400: components["responses"]["platform-400"];
             401: components["responses"]["platform-401"];
@@ -1492,7 +1532,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1521,7 +1563,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
         responses: {
             400: components["responses"]["platform-400"];
             401: components["responses"]["platform-401"];
@@ -1542,7 +1591,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {

@@ -69,6 +69,15 @@ const HEADERS: Json = {
 
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` })
 
+/** What a platform call may send: JSON or a form, checked and re-serialized by the gateway (contract, "Calling the proxy listener"). */
+const PLATFORM_BODY = {
+  required: false,
+  content: {
+    'application/json': { schema: { description: 'Any JSON the platform call takes, e.g. `{"userId": 101}`.' } },
+    'application/x-www-form-urlencoded': { schema: { type: 'object', additionalProperties: { type: 'string' } } },
+  },
+}
+
 const PASSED_THROUGH = {
   description: 'The platform\'s own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway\'s own 4xx answers are listed by status.',
   headers: { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS },
@@ -97,6 +106,7 @@ function platformResponses(): Json {
     '2XX': {
       description: 'The platform\'s answer, passed back as it is (without its cookies and hop-by-hop headers).',
       headers: { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS },
+      content: { 'application/json': { schema: { description: 'The platform\'s JSON, whatever the call answers.' } } },
     },
     ...errorResponses('platform'),
     '4XX': PASSED_THROUGH,
@@ -120,6 +130,7 @@ export function completeDocument(doc: Json): Json {
       else if (tags.includes('platform')) {
         op.operationId = `${method}Platform`
         op.responses = platformResponses()
+        if (method !== 'get' && method !== 'head' && method !== 'options') op.requestBody = structuredClone(PLATFORM_BODY)
       } else op.security = []
       if (path === '/readyz') op.responses = structuredClone(READYZ)
       if (!tags.includes('reports') && !tags.includes('platform')) {
