@@ -17,6 +17,7 @@ import { teamParts } from './compose/team-parts.js'
 import { platformParts } from './compose/platform-parts.js'
 import { cacheParts } from './compose/cache-parts.js'
 import { listeners } from './compose/listeners.js'
+import { startTracing } from './observe/tracing.js'
 
 export interface GatewayDeps {
   /** Where log lines go (tests capture them); default stdout. */
@@ -55,6 +56,11 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   keepTickShape()
   const clock = deps.clock ?? systemClock
   const { secrets, audit, log, metrics, build, failures, history } = observeParts(config, { clock, logger: deps.logger, logStream: deps.logStream })
+  // Off without an OTLP endpoint: then nothing of OpenTelemetry is even loaded.
+  const tracing = await startTracing(config.tracing, {
+    version: build.version,
+    warn: (message) => failures.note('OTEL_EXPORT', () => log.warn({ code: 'OTEL_EXPORT', reason: message }, 'OpenTelemetry: spans could not be exported')),
+  })
   const shared = redisParts(config, { redis: deps.redis, log, metrics, clock })
   const { redis, breaker, bus, seal, unverified } = shared
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, metrics, clock, configSource: deps.configSource })
@@ -68,7 +74,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const ctx: GatewayContext = {
     config, log, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, rateLimiter, redis, breaker, bus, reports,
     lifecycle: { phase: 'starting' },
-    build, clock, governors, answers,
+    build, clock, governors, answers, tracing,
     campaignOwners: new CampaignOwners({ config, client, redis, breaker, now: () => clock.now() }),
   }
   const tokenStore = new TokenStore(ctx)
@@ -116,6 +122,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       closed = true
       ctx.lifecycle.phase = 'stopping'
       await Promise.all([proxy.close(), admin.close()])
+      // The spans of the last requests are sent before the process goes.
+      await tracing?.close()
       await rateLimiter.close()
       reports.close()
       failures.close()

@@ -18,6 +18,7 @@ import type { TeamUsage } from '../observe/usage.js'
 import type { History } from '../observe/history.js'
 import type { AdminAuth } from '../access/admin-auth.js'
 import type { Clock } from '../clock.js'
+import type { Tracing } from '../observe/tracing.js'
 
 /** What the routes of both listeners share; built once by createGateway. */
 export interface GatewayContext {
@@ -48,4 +49,6 @@ export interface GatewayContext {
   build: BuildInfo & { startedAt: number }
   /** The gateway's time and timers (tests pass a fake clock). */
   clock: Clock
+  /** OpenTelemetry traces of the proxy listener's requests; null when off (no OTLP endpoint). */
+  tracing: Tracing | null
 }

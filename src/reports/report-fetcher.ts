@@ -1,4 +1,5 @@
 import { promisify } from 'node:util'
+import type { Trace } from '../observe/tracing.js'
 import { gunzipSync, gzip, gzipSync } from 'node:zlib'
 import type { FastifyError } from 'fastify'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
@@ -53,7 +54,7 @@ export async function fetchReport(
   client: PlatformClient,
   provider: TokenProvider,
   report: CanonicalReport,
-  origin: { requestId: string; team: string; hangUp?: AbortSignal; queue?: QueueTeam; urgency?: () => number },
+  origin: { requestId: string; team: string; hangUp?: AbortSignal; queue?: QueueTeam; urgency?: () => number; trace?: Trace },
   deps: FetcherDeps,
 ): Promise<FetchResult> {
   let res: PlatformResponse
@@ -73,6 +74,7 @@ export async function fetchReport(
       ...(origin.queue ? { queue: origin.queue } : {}),
       read: true,
       ...(origin.urgency ? { urgency: origin.urgency } : {}),
+      ...(origin.trace ? { trace: origin.trace } : {}),
       ...(deps.timeoutMs === undefined ? {} : { timeoutMs: deps.timeoutMs }),
     })
   } catch (err) {
