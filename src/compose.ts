@@ -56,9 +56,12 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   keepTickShape()
   const clock = deps.clock ?? systemClock
   const { secrets, audit, log, metrics, build, failures, history } = observeParts(config, { clock, logger: deps.logger, logStream: deps.logStream })
+  // This replica's id: in GET /admin/cluster, and `service.instance.id` of its spans.
+  const replicaId = newReplicaId()
   // Off without an OTLP endpoint: then nothing of OpenTelemetry is even loaded.
   const tracing = await startTracing(config.tracing, {
     version: build.version,
+    instanceId: replicaId,
     warn: (message) => failures.note('OTEL_EXPORT', () => log.warn({ code: 'OTEL_EXPORT', reason: message }, 'OpenTelemetry: spans could not be exported')),
   })
   const shared = redisParts(config, { redis: deps.redis, log, metrics, clock })
@@ -80,7 +83,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const tokenStore = new TokenStore(ctx)
   // Each replica announces itself and its last hour in Redis: GET /admin/cluster lists them.
   const replicas: Replicas = new Replicas({
-    id: newReplicaId(),
+    id: replicaId,
     redis,
     breaker,
     seal,

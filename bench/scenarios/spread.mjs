@@ -1,6 +1,6 @@
 // How far one gateway process's hit throughput is its own (issue 17 item 3): several
 // gateway processes of one build, started the same way, next to a bare node:http server
-// and one sending the ten headers of a gateway hit. Each server gets 1 s of wrk in turn,
+// and one sending the eleven headers of a gateway hit. Each server gets 1 s of wrk in turn,
 // round after round, so that the machine's drift falls on all of them alike; each round's
 // figure is divided by the bare server's in that round, and the medians are reported.
 // Set-up as in `targets`: `node dist/main.js`, LOG_LEVEL=warn, one team with

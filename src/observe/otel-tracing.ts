@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http'
+import { hostname } from 'node:os'
 import { defaultTextMapGetter, diag, DiagLogLevel, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type SpanContext, type Tracer } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources'
@@ -130,7 +131,10 @@ async function exporterOf(config: TracingConfig): Promise<SpanExporter> {
 export async function otelTracing(config: TracingConfig, about: TracingOptions): Promise<RequestTracer> {
   // The SDK reports an export that failed through its diagnostic logger, which is global.
   diag.setLogger({ error: about.warn, warn: about.warn, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.WARN)
-  const resource = defaultResource().merge(resourceFromAttributes({ ...config.resourceAttributes, [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: about.version }))
+  // The pod's name is the host's in Kubernetes: which replica served a request.
+  const resource = defaultResource().merge(
+    resourceFromAttributes({ 'host.name': hostname(), 'service.instance.id': about.instanceId, ...config.resourceAttributes, [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: about.version }),
+  )
   const provider = new BasicTracerProvider({
     resource,
     sampler: samplerOf(config),

@@ -36,6 +36,8 @@ export interface RequestTracer {
 export interface TracingOptions {
   /** The gateway's version: `service.version`. */
   version: string
+  /** This replica's id (as GET /admin/cluster lists it): `service.instance.id`. */
+  instanceId: string
   /** Where OpenTelemetry's own warnings go (an export that failed, say). */
   warn: (message: string) => void
 }

@@ -108,7 +108,7 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
       'gateway.team': 'all',
       'gateway.cache.status': 'MISS',
     })
-    expect(server.resource).toMatchObject({ 'service.name': 'report-gateway-test', 'service.version': VERSION, 'deployment.environment.name': 'test' })
+    expect(server.resource).toMatchObject({ 'service.name': 'report-gateway-test', 'service.version': VERSION, 'deployment.environment.name': 'test', 'service.instance.id': expect.any(String), 'host.name': expect.any(String) })
 
     const [admission] = named('admission')
     const [lookup] = named('cache.lookup')
