@@ -56,7 +56,35 @@ function traceparentOf(span: SpanContext): string {
   return `00-${span.traceId}-${span.spanId}-${(span.traceFlags & 0xff).toString(16).padStart(2, '0')}`
 }
 
+/**
+ * A request the sampler left out: no span is made for its steps, and each platform call is
+ * sent the request's traceparent (not sampled), so that the trace still joins up downstream.
+ */
+class UnrecordedTrace implements Trace {
+  readonly recording = false
+  readonly traceId: string
+  readonly #traceparent: string
+
+  constructor(span: SpanContext) {
+    this.traceId = span.traceId
+    this.#traceparent = traceparentOf(span)
+  }
+
+  step(): Trace {
+    return this
+  }
+
+  call(): { span: Trace; traceparent: string } {
+    return { span: this, traceparent: this.#traceparent }
+  }
+
+  set(): void {}
+
+  end(): void {}
+}
+
 class OtelTrace implements Trace {
+  readonly recording = true
   readonly #tracer: Tracer
   readonly #span: Span
   readonly #context: Context
@@ -152,6 +180,9 @@ export async function otelTracing(config: TracingConfig, about: TracingOptions):
       const route = httpRoute(method, path)
       const traceparent = req.headers.traceparent
       const parent = typeof traceparent === 'string' ? propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter) : ROOT_CONTEXT
+      // The samplers the gateway offers decide by the trace alone: attributes only for a span kept.
+      const span = tracer.startSpan(route === null ? method : `${method} ${route}`, { kind: SpanKind.SERVER }, parent)
+      if (!span.isRecording()) return new UnrecordedTrace(span.spanContext())
       const attributes: SpanAttributes = {
         [ATTR_HTTP_REQUEST_METHOD]: method,
         [ATTR_URL_PATH]: path,
@@ -165,7 +196,7 @@ export async function otelTracing(config: TracingConfig, about: TracingOptions):
       if (localPort) attributes[ATTR_SERVER_PORT] = localPort
       const agent = req.headers['user-agent']
       if (agent) attributes[ATTR_USER_AGENT_ORIGINAL] = agent
-      const span = tracer.startSpan(route === null ? method : `${method} ${route}`, { kind: SpanKind.SERVER, attributes }, parent)
+      span.setAttributes(attributes)
       return new OtelTrace(tracer, span, parent)
     },
     async close(): Promise<void> {

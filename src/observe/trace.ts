@@ -12,6 +12,8 @@ export type SpanAttributes = Record<string, string | number | boolean>
 export interface Trace {
   /** The trace's id (32 hex digits): the access log line carries it. */
   readonly traceId: string
+  /** Whether its spans are recorded (sampled); a trace not recorded makes no span and takes no attribute. */
+  readonly recording: boolean
   /** A child span (INTERNAL), started now. */
   step(name: string, attributes?: SpanAttributes): Trace
   /** A child span of a platform call (CLIENT), started now, and the `traceparent` that names it to the platform. */

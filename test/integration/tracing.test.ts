@@ -9,8 +9,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readFileSync } from 'node:fs'
-import { KEYS, TEAMS_YAML, TEST_GATEWAY_SECRET } from '../helpers/build-gateway.js'
-import { useSandbox, useSandboxGateway } from '../helpers/fixtures.js'
+import { KEYS, listen, TEAMS_YAML, TEST_GATEWAY_SECRET, testConfig } from '../helpers/build-gateway.js'
+import { useGateways, useSandbox, useSandboxGateway } from '../helpers/fixtures.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js'
 import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
@@ -240,6 +240,29 @@ describe('traces exported over OTLP/HTTP (protobuf, the default)', () => {
     expect(exported.path).toBe('/v1/traces')
     expect(exported.body.includes(Buffer.from('report-gateway'))).toBe(true)
     expect(exported.body.includes(Buffer.from('/api/v1/report/{split}/get'))).toBe(true)
+  })
+})
+
+describe('a request the sampler leaves out', () => {
+  const gateways = useGateways()
+
+  it('makes no span, yet sends the platform the request\'s traceparent (not sampled) and logs its trace id', async () => {
+    const receiver = await startOtlpReceiver()
+    try {
+      const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_TRACES_SAMPLER: 'always_off' }, TEAMS_YAML)
+      const gw = await listen(await gateways.build(config))
+      const res = await fetch(`${gw.url}${REPORT}?advertiserId=101&dateFrom=2026-07-01&dateTo=2026-07-02`, { headers: { 'x-api-key': KEYS.all, 'x-request-id': 'unsampled-1', traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` } })
+      expect(res.status).toBe(200)
+      const sent = sandbox.requests.find((r) => r.path === REPORT)!
+      expect(sent.headers.traceparent).toMatch(new RegExp(`^00-${CALLER_TRACE}-[0-9a-f]{16}-00$`))
+      expect(sent.headers.traceparent).not.toContain(CALLER_SPAN)
+      expect(gw.logs.records().find((r) => r.reqId === 'unsampled-1')).toMatchObject({ traceId: CALLER_TRACE })
+      // Closing sends every span still held: none was made.
+      await gw.close()
+      expect(receiver.exports).toEqual([])
+    } finally {
+      await receiver.close()
+    }
   })
 })
 

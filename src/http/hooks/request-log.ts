@@ -87,7 +87,7 @@ export function requestObserver(ctx: GatewayContext): ObserveRequest {
     if (facts.team !== null) ctx.usage.request(facts.team, status, facts.hit, facts.bytes ?? 0, facts.at)
     ctx.history.request(status, facts.team, route === 'report' && facts.cache !== null, facts.hit, facts.at)
     const trace = facts.trace
-    if (trace !== undefined) endRequestSpan(trace, facts)
+    if (trace !== undefined && trace.recording) endRequestSpan(trace, facts)
     if (!logRequests) return
     const q = facts.url.indexOf('?')
     const line: Record<string, unknown> = {
