@@ -3,9 +3,13 @@
  * tarball installed in an empty directory outside the workspace (its declared dependencies
  * from the registry, nothing of the workspace), type-checked there, and run there against a
  * gateway in front of the platform sandbox on Node 20 (the system's), 22 (the `node@22`
- * package of the npm registry) and 24 (the `node` devDependency the suite runs on).
+ * package of the npm registry) and 24 (the `node` devDependency the suite runs on), and in
+ * Chromium: a page that imports the installed files as they are (an import map, no bundler),
+ * served from the origin that also routes /api/v1/ to the gateway, as an ingress would.
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process'
+import { createServer, request, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { promisify } from 'node:util'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -14,7 +18,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { useSandboxGateway } from '../helpers/fixtures.js'
 import { KEYS } from '../helpers/sandbox-gateway.js'
-import { needTool } from '../helpers/missing-tools.js'
+import { needTool, TOOLS } from '../helpers/missing-tools.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CLIENT = join(ROOT, 'packages/client')
@@ -101,6 +105,31 @@ export function codeOf(err: unknown): ErrorCode | null {
 }
 `
 
+// A dashboard page of an app: the client from the app's node_modules, by an import map.
+const PAGE = `<!doctype html>
+<script type="importmap">{"imports": {"@report-gateway/client": "/node_modules/@report-gateway/client/dist/index.js", "openapi-fetch": "/node_modules/openapi-fetch/dist/index.mjs"}}</script>
+<script type="module">
+import { createGatewayClient, GatewayError } from '@report-gateway/client'
+const key = new URLSearchParams(location.search).get('key')
+const gateway = createGatewayClient({ baseUrl: location.origin, apiKey: key })
+const query = { advertiserId: 102, dateFrom: '2026-03-02', dateTo: '2026-03-04', byDate: true }
+try {
+  const first = await gateway.report('campaigns', query)
+  const second = await gateway.report('campaigns', query)
+  const listed = await gateway.call('POST', '/api/v1/campaign/get', { body: { userId: 102 } })
+  const refused = await createGatewayClient({ baseUrl: location.origin, apiKey: 'rgw_not_a_key_of_any_team_000000000000000' }).report('campaigns', query).catch((err) => ({ gatewayError: err instanceof GatewayError, code: err.code, status: err.status }))
+  window.results = { rows: first.rows.length, caches: [first.cache, second.cache, second.revalidated], campaigns: listed.body.data.length, refused }
+} catch (err) {
+  window.results = { error: String(err) }
+}
+</script>`
+
+/** The command that finds Debian's chromium, or null (noted as a missing tool). */
+function chromiumPath(): string | null {
+  const found = spawnSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).stdout.trim()
+  return needTool(TOOLS.chromium, found !== '', 'the client package in a browser') ? found : null
+}
+
 describe('the client package, installed from its tarball in an empty directory', () => {
   let work = ''
   let app = ''
@@ -159,6 +188,44 @@ describe('the client package, installed from its tarball in an empty directory',
     ['22', node22],
     ['24', () => (process.version.startsWith('v24.') ? process.execPath : null)],
   ]
+  it('runs in a browser as it is installed: a page of the gateway\'s origin reads a report, its 304, a platform call and a refusal', async (ctx) => {
+    const chromium = chromiumPath()
+    if (chromium === null) return ctx.skip()
+    const gatewayUrl = new URL(env.url)
+    // The app's origin: the page and its node_modules, and /api/v1/ routed to the gateway.
+    const origin: Server = createServer((req, res) => {
+      const path = (req.url ?? '/').split('?')[0] as string
+      if (path.startsWith('/api/v1/')) {
+        const upstream = request({ host: gatewayUrl.hostname, port: gatewayUrl.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers)
+          answer.pipe(res)
+        })
+        req.pipe(upstream)
+        return
+      }
+      if (path === '/') return void res.writeHead(200, { 'content-type': 'text/html' }).end(PAGE)
+      const file = join(app, path)
+      if (path.startsWith('/node_modules/') && !path.includes('..') && existsSync(file)) return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(readFileSync(file))
+      res.writeHead(404).end()
+    })
+    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve))
+    const { launch } = await import('puppeteer-core')
+    const browser = await launch({ executablePath: chromium, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] })
+    try {
+      const page = await browser.newPage()
+      const failures: string[] = []
+      page.on('pageerror', (err) => failures.push(String(err)))
+      await page.goto(`http://127.0.0.1:${(origin.address() as AddressInfo).port}/?key=${KEYS.all}`)
+      await page.waitForFunction('window.results !== undefined', { timeout: 30_000 })
+      const results = await page.evaluate('window.results')
+      expect(failures).toEqual([])
+      expect(results).toEqual({ rows: 3, caches: [expect.stringMatching(/^(MISS|HIT)$/), 'HIT', true], campaigns: expect.any(Number), refused: { gatewayError: true, code: 'GW_UNAUTHORIZED', status: 401 } })
+    } finally {
+      await browser.close()
+      await new Promise((resolve) => origin.close(resolve).closeAllConnections())
+    }
+  }, 120_000)
+
   for (const [major, find] of runtimes) {
     it(`calls a gateway on Node ${major}: a report and its 304, a platform call by its path, a refusal and no listener as GatewayError`, async (ctx) => {
       const node = find()

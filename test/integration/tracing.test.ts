@@ -10,7 +10,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readFileSync } from 'node:fs'
 import { KEYS, listen, TEAMS_YAML, TEST_GATEWAY_SECRET, testConfig } from '../helpers/build-gateway.js'
-import { useGateways, useSandbox, useSandboxGateway } from '../helpers/fixtures.js'
+import { useGateways, useRedis, useSandbox, useSandboxGateway } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js'
 import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
@@ -240,6 +241,39 @@ describe('traces exported over OTLP/HTTP (protobuf, the default)', () => {
     expect(exported.path).toBe('/v1/traces')
     expect(exported.body.includes(Buffer.from('report-gateway'))).toBe(true)
     expect(exported.body.includes(Buffer.from('/api/v1/report/{split}/get'))).toBe(true)
+  })
+})
+
+describe.skipIf(!redisAvailability('the traces of a fill across replicas').available)('two replicas on one Redis', () => {
+  const redis = useRedis()
+  const gateways = useGateways()
+
+  it('traces the wait for another replica\'s fill: its cache.fill says so, and it made no platform call', async () => {
+    const receiver = await startOtlpReceiver()
+    try {
+      const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.server.url, GATEWAY_SECRET: TEST_GATEWAY_SECRET, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }
+      const [a, b] = [await listen(await gateways.build(testConfig(env, TEAMS_YAML))), await listen(await gateways.build(testConfig(env, TEAMS_YAML)))]
+      const url = `${REPORT}?advertiserId=101&dateFrom=2026-08-01&dateTo=2026-08-03`
+      sandbox.setLatency(600)
+      const leader = fetch(`${a.url}${url}`, { headers: { 'x-api-key': KEYS.all, 'x-request-id': 'fill-leader' } })
+      await waitFor('the leader\'s platform call', () => sandbox.requests.some((r) => r.path === REPORT))
+      const waiter = await fetch(`${b.url}${url}`, { headers: { 'x-api-key': KEYS.all, 'x-request-id': 'fill-waiter' } })
+      expect([(await leader).status, waiter.status]).toEqual([200, 200])
+      expect(waiter.headers.get('cache-status')).toMatch(/^report-gateway; fwd=uri-miss; collapsed; stored; ttl=\d+$/)
+      // Closing sends every span still held.
+      await a.close()
+      await b.close()
+      const spans = receiver.spans()
+      const server = (reqId: string) => spans.find((s) => s.kind === SERVER && s.attributes['gateway.request_id'] === reqId)!
+      const within = (reqId: string) => spans.filter((s) => s.traceId === server(reqId).traceId)
+      expect(within('fill-leader').find((s) => s.name === 'cache.fill')?.attributes['gateway.fill.source']).toBe('own')
+      expect(within('fill-waiter').find((s) => s.name === 'cache.fill')?.attributes['gateway.fill.source']).toBe('replica')
+      expect(within('fill-waiter').filter((s) => s.kind === CLIENT)).toEqual([])
+      expect(within('fill-leader').filter((s) => s.kind === CLIENT)).toHaveLength(1)
+      expect(sandbox.requests.filter((r) => r.path === REPORT)).toHaveLength(1)
+    } finally {
+      await receiver.close()
+    }
   })
 })
 

@@ -64,6 +64,15 @@ describe('the typed client: requests', () => {
     await clientWith(s.fetch).report('campaigns', WEEK)
     expect(s.requests[0]!.redirect).toBe('error')
   })
+
+  it('sends every call in fetch\'s no-cache mode: a browser\'s HTTP cache never answers for the gateway', async () => {
+    const s = scripted(report(), report(), () => Response.json({}))
+    const client = clientWith(s.fetch)
+    await client.report('campaigns', WEEK)
+    await client.reportByBody('campaigns', { dateFrom: '2026-02-01', dateTo: '2026-02-07', campaignIds: [1] })
+    await client.api.GET('/healthz')
+    expect(s.requests.map((r) => r.cache)).toEqual(['no-cache', 'no-cache', 'no-cache'])
+  })
 })
 
 describe('the typed client: platform calls by their real path', () => {

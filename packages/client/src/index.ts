@@ -206,7 +206,12 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     const timer = new AbortController()
     const timeout = setTimeout(() => timer.abort(new GatewayError('CLIENT_TIMEOUT', `${request.method} ${request.url}: no answer within ${timeoutMs} ms`)), timeoutMs)
     const signal = AbortSignal.any([request.signal, timer.signal])
-    const first = new Request(etag === undefined ? request : revalidation(request, etag), { signal })
+    // fetch's `no-cache` mode: no HTTP cache of a browser answers for the gateway (its
+    // answers say `private, max-age`, and a stored copy would be reused under another key,
+    // or a revoked one); the request goes out, conditional on what that cache holds, with
+    // `cache-control: max-age=0`, which the gateway answers from its own cache (the
+    // default mode's `no-cache` would ask it for a fresh copy from the platform).
+    const first = new Request(etag === undefined ? request : revalidation(request, etag), { signal, cache: 'no-cache' })
     const read = isRead(first)
     try {
       for (let attempt = 0; ; attempt++) {
@@ -341,18 +346,11 @@ function flag(name: 'byDate' | 'byCampaign', value: boolean | Flag | undefined):
   return { [name]: typeof value === 'boolean' ? (value ? '1' : '0') : value }
 }
 
-/**
- * The request with `if-none-match`. In the default cache mode, fetch adds `cache-control:
- * no-cache` and `pragma: no-cache` to a conditional request, which ask the gateway for a
- * fresh copy from the platform (REFRESH); in `no-cache` mode it sends `max-age=0`, and the
- * gateway answers from its cache.
- */
+/** The request with `if-none-match`: the kept ETag. */
 function revalidation(request: Request, etag: string): Request {
   const headers = new Headers(request.headers)
   headers.set('if-none-match', etag)
-  // Node's RequestInit type leaves `cache` out; its fetch honours it.
-  const init = { headers, cache: 'no-cache' as const }
-  return new Request(request, init)
+  return new Request(request, { headers })
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

@@ -163,7 +163,10 @@ function answerLines(entry: CacheEntry, fields: EntryFields, status: EntryStatus
  * valid header value: that answer goes through writeHead, which refuses it as it must.
  */
 export function entryHead(entry: CacheEntry, status: EntryStatus, gzip: boolean): string | null {
-  const fields = fieldsOf(entry)
+  return headOf(entry, fieldsOf(entry), status, gzip)
+}
+
+function headOf(entry: CacheEntry, fields: EntryFields, status: EntryStatus, gzip: boolean): string | null {
   const variant = STATUS_SLOT[status] + (gzip ? 1 : 0)
   let head = fields.heads[variant]
   if (head === undefined) {
@@ -193,10 +196,12 @@ export function entryHead(entry: CacheEntry, status: EntryStatus, gzip: boolean)
  */
 export function answerRendered(res: ServerResponse, entry: CacheEntry, status: EntryStatus, forward: Forward | undefined, now: number, gzip: boolean, ifNoneMatch: string | string[] | undefined, own: AnswerFields, before?: () => void): boolean {
   if (ifNoneMatch !== undefined) return false
-  const head = entryHead(entry, status, gzip)
+  // One lookup of the entry's fields serves its head and this answer's lines.
+  const fields = fieldsOf(entry)
+  const head = headOf(entry, fields, status, gzip)
   if (head === null || !takesRenderedHead(res)) return false
   before?.()
-  writeRenderedHead(res, `${head}${answerLines(entry, fieldsOf(entry), status, forward, now)}${answerFieldLines(own)}`, (gzip ? entry.gzip : entry.identity) as Buffer)
+  writeRenderedHead(res, `${head}${answerLines(entry, fields, status, forward, now)}${answerFieldLines(own)}`, (gzip ? entry.gzip : entry.identity) as Buffer)
   return true
 }
 
