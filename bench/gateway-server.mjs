@@ -22,7 +22,7 @@ import { setInterval } from 'node:timers'
 // BENCH_DIST: another build of the gateway to compare (a directory like ../dist).
 const dist = new URL(`${process.env.BENCH_DIST ?? '../dist'}/`, import.meta.url)
 const { loadConfig } = await import(new URL('config.js', dist).href)
-const { createGateway } = await import(new URL('app.js', dist).href)
+const { createGateway } = await import(new URL('compose.js', dist).href)
 
 const VIRTUAL_CONFIG = 'bench:gateway-config.yaml'
 
