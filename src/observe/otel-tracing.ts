@@ -62,12 +62,14 @@ function traceparentOf(span: SpanContext): string {
  */
 class UnrecordedTrace implements Trace {
   readonly recording = false
-  readonly traceId: string
-  readonly #traceparent: string
+  readonly #span: SpanContext
 
   constructor(span: SpanContext) {
-    this.traceId = span.traceId
-    this.#traceparent = traceparentOf(span)
+    this.#span = span
+  }
+
+  get traceId(): string {
+    return this.#span.traceId
   }
 
   step(): Trace {
@@ -75,7 +77,7 @@ class UnrecordedTrace implements Trace {
   }
 
   call(): { span: Trace; traceparent: string } {
-    return { span: this, traceparent: this.#traceparent }
+    return { span: this, traceparent: traceparentOf(this.#span) }
   }
 
   set(): void {}

@@ -19,11 +19,14 @@ export interface Tracing {
   close(): Promise<void>
 }
 
-const traces = new WeakMap<IncomingMessage, Trace>()
+// A request's span is kept on the request, under a symbol: with tracing on every request
+// gets it (one shape for all), which a WeakMap would cost in each collection; off, none does.
+const TRACE = Symbol('trace')
+type Traced = IncomingMessage & { [TRACE]?: Trace }
 
 /** The span of a request `Tracing.begin` started; undefined when tracing is off or the request is not traced. */
 export function traceOf(req: IncomingMessage): Trace | undefined {
-  return traces.get(req)
+  return (req as Traced)[TRACE]
 }
 
 /** Health probes of the proxy listener are not traced: a probe every few seconds is no request of a caller. */
@@ -86,7 +89,7 @@ export async function startTracing(config: TracingConfig | null, about: TracingO
   const tracer = await otelTracing(config, about)
   return {
     begin(req) {
-      if (isTraced(req.url)) traces.set(req, tracer.start(req))
+      if (isTraced(req.url)) (req as Traced)[TRACE] = tracer.start(req)
     },
     close: () => tracer.close(),
   }
