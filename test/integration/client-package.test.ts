@@ -137,7 +137,10 @@ describe('the client package, installed from its tarball in an empty directory',
 
   beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), 'rgw-client-package-'))
-    const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', work], CLIENT)) as { filename: string; files: { path: string }[] }[]
+    // The package's dist/ is built by the suite's build (npm test's pretest), which runs its
+    // prepack's script: packing without scripts leaves it alone while other test files import it.
+    if (!existsSync(join(CLIENT, 'dist/index.js'))) npm(['run', 'build'], CLIENT)
+    const packed = JSON.parse(npm(['pack', '--ignore-scripts', '--json', '--pack-destination', work], CLIENT)) as { filename: string; files: { path: string }[] }[]
     tarball = join(work, packed[0]!.filename)
     app = join(work, 'app')
     mkdirSync(app)
@@ -161,6 +164,8 @@ describe('the client package, installed from its tarball in an empty directory',
     expect(installed.version).toBe(root.version)
     expect(installed.private).toBeUndefined()
     expect(installed.exports['.']).toEqual({ types: './dist/index.d.ts', default: './dist/index.js' })
+    // What `npm pack` and `npm publish` run first: the build of what the tarball holds.
+    expect((JSON.parse(readFileSync(join(CLIENT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.prepack).toBe('npm run build')
     const files = readdirSync(join(app, 'node_modules/@report-gateway/client'), { recursive: true }).map(String).sort()
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([])
     expect(files).toEqual(expect.arrayContaining(['README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/errors.js', 'dist/schema.d.ts']))
