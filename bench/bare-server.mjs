@@ -10,7 +10,7 @@
 // With BENCH_HEADERS=plain it sends the body as it is with content-type and
 // content-length only: the `targets` scenario's bare server (identity JSON) and, with a
 // latency, its platform stand-in. With BENCH_HEADERS=hit-plain it sends the body as it is
-// with the ten headers of a gateway L1 hit without accept-encoding, a fresh request id
+// with the eleven headers of a gateway L1 hit without accept-encoding, a fresh request id
 // each time: what the contract's headers alone cost (the `spread` scenario).
 //
 // Input (environment): BENCH_BODY_FILE (the body), BENCH_LATENCY_MS (default 0),
@@ -42,6 +42,7 @@ const hitHeaders = {
 const plainHeaders = { 'content-type': 'application/json', 'content-length': String(body.length) }
 const hitPlainHeaders = () => ({
   'x-cache': 'HIT',
+  'cache-status': 'report-gateway; hit; ttl=86400',
   etag: '"0000000000000000000000"',
   vary: 'accept-encoding',
   'cache-control': 'private, max-age=86400',

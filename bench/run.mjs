@@ -14,6 +14,7 @@
 //
 // Flags: --quick (shorter runs, written to .bench/results-quick.md)
 //        --only=<id>[,<id>] (those scenarios, written to bench/results-<id>.md)
+//        --baseline=<dir> (targets: L1 hits of the gateway built in <dir> too, side by side)
 //        --profile[=l1|l2|miss] (no table: that case once with node --cpu-prof on the
 //        gateway, summarized; the profile is kept in .bench/)
 // Servers under test are pinned to core 1 (`taskset -c 1`, as issue 17 measures), the
@@ -46,6 +47,7 @@ const args = process.argv.slice(2)
 const quick = args.includes('--quick')
 const profile = args.find((f) => f === '--profile' || f.startsWith('--profile='))?.split('=')[1] ?? (args.includes('--profile') ? 'l1' : null)
 const only = args.find((f) => f.startsWith('--only='))?.slice('--only='.length).split(',') ?? null
+const baseline = args.find((f) => f.startsWith('--baseline='))?.slice('--baseline='.length) ?? null
 for (const id of only ?? []) {
   if (!SCENARIOS.some((s) => s.id === id)) throw new Error(`--only=${id}: the scenarios are ${SCENARIOS.map((s) => s.id).join(', ')}`)
 }
@@ -75,7 +77,7 @@ async function main() {
   for (const scenario of SCENARIOS.filter((s) => !only || only.includes(s.id))) {
     log(`scenario ${scenario.id}`)
     const loadBefore = loadAverage()
-    const section = await scenario.run({ fixture, quick, notes })
+    const section = await scenario.run({ fixture, quick, notes, baseline })
     sections.push(`### ${scenario.title}\n\n${section}\nLoad average (1/5/15 min) before this scenario ${loadBefore}, after it ${loadAverage()}.\n`)
   }
 

@@ -19,6 +19,7 @@ import { teamParts } from './compose/team-parts.js'
 import { platformParts } from './compose/platform-parts.js'
 import { cacheParts } from './compose/cache-parts.js'
 import { listeners } from './compose/listeners.js'
+import { startTracing } from './observe/tracing.js'
 
 export interface GatewayDeps {
   /** Where log lines go (tests capture them); default stdout. */
@@ -57,10 +58,16 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   keepTickShape()
   const clock = deps.clock ?? systemClock
   const { secrets, audit, log, metrics, build, failures, history } = observeParts(config, { clock, logger: deps.logger, logStream: deps.logStream })
+  // This replica's id: in GET /admin/cluster, the key use it records, and `service.instance.id` of its spans.
+  const replicaId = newReplicaId()
+  // Off without an OTLP endpoint: then nothing of OpenTelemetry is even loaded.
+  const tracing = await startTracing(config.tracing, {
+    version: build.version,
+    instanceId: replicaId,
+    warn: (message) => failures.note('OTEL_EXPORT', () => log.warn({ code: 'OTEL_EXPORT', reason: message }, 'OpenTelemetry: spans could not be exported')),
+  })
   const shared = redisParts(config, { redis: deps.redis, log, metrics, clock })
   const { redis, breaker, bus, seal, unverified } = shared
-  // This replica's name in the cluster view and in the key use it records.
-  const replicaId = newReplicaId()
   const keyUse = new KeyUse({ replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, onUnverified: (where) => unverified('key-use', where), clock })
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, metrics, clock, configSource: deps.configSource })
   const platform = platformParts(config, { dispatcher: deps.dispatcher, log, secrets, metrics, clock, redis, breaker, bus, seal, teams, usage, history })
@@ -74,7 +81,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     config, log, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, redis, breaker, bus, reports,
     logLevel: new LogLevel({ log, bus, replica: replicaId, clock }),
     lifecycle: { phase: 'starting' },
-    build, clock, governors, answers,
+    build, clock, governors, answers, tracing,
     campaignOwners: new CampaignOwners({ config, client, redis, breaker, now: () => clock.now() }),
   }
   const tokenStore = new TokenStore(ctx)
@@ -124,6 +131,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       closed = true
       ctx.lifecycle.phase = 'stopping'
       await Promise.all([proxy.close(), admin.close()])
+      // The spans of the last requests are sent before the process goes.
+      await tracing?.close()
       await rateLimiter.close()
       reports.close()
       failures.close()

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { stringify as toYaml } from 'yaml'
 import { freePort } from '../../scripts/free-port.mjs'
 import { http } from './http.mjs'
-import { LOAD_CORE, SERVER_CORE, launch, log, pin, stopProcess, tmp } from './processes.mjs'
+import { LOAD_CORE, ROOT, SERVER_CORE, launch, log, pin, stopProcess, tmp } from './processes.mjs'
 
 // The report: 36 days by date for one advertiser, ~4 KB of JSON.
 export const REPORT_PATH = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2025-01-01&dateTo=2025-02-05&byDate=1'
@@ -124,7 +124,7 @@ export async function setUp(notes) {
  * once the admin listener (opened after the proxy's) answers /readyz 200, with Redis
  * connected when there is one. `env`: more variables (GATEWAY_SECRET, ADMIN_TOKEN).
  */
-export async function startMainGateway(name, { platformUrl, platformToken, config, redisUrl = null, logLevel = 'warn', timeoutMs = 20_000, env: extraEnv = {} }) {
+export async function startMainGateway(name, { platformUrl, platformToken, config, redisUrl = null, logLevel = 'warn', timeoutMs = 20_000, env: extraEnv = {}, root = ROOT }) {
   const { ENV_KEYS } = await import('../../dist/config/sources.js')
   const [port, adminPort] = [await freePort(), await freePort()]
   const configFile = join(tmp, `${name}.yaml`)
@@ -134,6 +134,8 @@ export async function startMainGateway(name, { platformUrl, platformToken, confi
     env[k.env] = undefined
     env[`${k.env}_FILE`] = undefined
   }
+  // OpenTelemetry's variables too: a shell's endpoint would turn tracing on.
+  for (const k of Object.keys(process.env)) if (k.startsWith('OTEL_')) env[k] = undefined
   Object.assign(env, {
     HOST: '127.0.0.1',
     PORT: String(port),
@@ -147,7 +149,8 @@ export async function startMainGateway(name, { platformUrl, platformToken, confi
     ...(redisUrl ? { REDIS_URL: redisUrl, GATEWAY_SECRET: 'bench-gateway-secret-0123456789abcdef' } : {}),
     ...extraEnv,
   })
-  const [cmd, args] = pin(SERVER_CORE, process.execPath, ['dist/main.js'])
+  // `root`: another build of the gateway (a baseline to compare with), run from its own folder.
+  const [cmd, args] = pin(SERVER_CORE, process.execPath, [join(root, 'dist/main.js')])
   const p = await launch(name, cmd, args, { env })
   const gw = { ...p, pid: p.child.pid, url: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, port, adminPort, configFile }
   let exited = false

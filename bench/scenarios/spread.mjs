@@ -1,11 +1,13 @@
 // How far one gateway process's hit throughput is its own (issue 17 item 3): several
 // gateway processes of one build, started the same way, next to a bare node:http server
-// and one sending the ten headers of a gateway hit. Each server gets 1 s of wrk in turn,
+// and one sending the eleven headers of a gateway hit. Each server gets 1 s of wrk in turn,
 // round after round, so that the machine's drift falls on all of them alike; each round's
 // figure is divided by the bare server's in that round, and the medians are reported.
 // Set-up as in `targets`: `node dist/main.js`, LOG_LEVEL=warn, one team with
 // advertisers ["*"] and a rate limit of 10^9 a minute, servers on core 1, wrk -t1 -c50
 // (no accept-encoding) on core 0, L1 hits of the sandbox's 4 KB report.
+// With --baseline=<dir>, as many processes of the gateway built in <dir> join the turns:
+// this build against another, judged against the spread of each with itself.
 
 import { randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
@@ -24,7 +26,7 @@ const CONNECTIONS = 50
 const GATEWAYS = 4
 
 /** Runs the scenario; resolves with its Markdown section. */
-export async function run({ fixture, quick }) {
+export async function run({ fixture, quick, baseline = null }) {
   const ROUNDS = quick ? 3 : 12
   const own = []
   const keep = (p) => (own.push(p), p)
@@ -42,14 +44,17 @@ export async function run({ fixture, quick }) {
     const { hashApiKey } = await import('../../dist/access/api-keys.js')
     const key = `rgw_${randomBytes(32).toString('base64url')}`
     const config = { teams: { bench: { keys: [hashApiKey(key)], advertisers: ['*'], rateLimit: { max: 1_000_000_000, window: '1m' } } } }
-    const servers = [await bare('bare node:http (2 headers)', 'plain'), await bare("bare node:http with a hit's 10 headers", 'hit-plain')]
+    const servers = [await bare('bare node:http (2 headers)', 'plain'), await bare("bare node:http with a hit's 11 headers", 'hit-plain')]
+    const builds = [{ label: 'gateway process', root: undefined }, ...(baseline ? [{ label: `baseline (${baseline}) process`, root: baseline }] : [])]
     for (let i = 1; i <= GATEWAYS; i += 1) {
-      const gw = keep(await startMainGateway(`spread-gw${i}`, { platformUrl: fixture.sandbox.url, platformToken: fixture.sandbox.token, config }))
-      const url = `${gw.url}${REPORT_PATH}`
-      for (let ask = 0; ask < 2; ask += 1) await http('GET', url, { headers: { 'x-api-key': key } })
-      const hit = await http('GET', url, { headers: { 'x-api-key': key } })
-      if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT' || !hit.body.equals(body)) throw new Error(`gateway ${i}: no HIT with the platform's bytes (${hit.status} ${hit.headers['x-cache']})`)
-      servers.push({ name: `gateway process ${i}`, url })
+      for (const build of builds) {
+        const gw = keep(await startMainGateway(`spread-gw${i}${build.root ? '-baseline' : ''}`, { platformUrl: fixture.sandbox.url, platformToken: fixture.sandbox.token, config, ...(build.root ? { root: build.root } : {}) }))
+        const url = `${gw.url}${REPORT_PATH}`
+        for (let ask = 0; ask < 2; ask += 1) await http('GET', url, { headers: { 'x-api-key': key } })
+        const hit = await http('GET', url, { headers: { 'x-api-key': key } })
+        if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT' || !hit.body.equals(body)) throw new Error(`${build.label} ${i}: no HIT with the platform's bytes (${hit.status} ${hit.headers['x-cache']})`)
+        servers.push({ name: `${build.label} ${i}`, url, baseline: Boolean(build.root) })
+      }
     }
     for (const s of servers) await wrk(s.url, { seconds: quick ? 1 : 3, connections: CONNECTIONS, key, gzip: false })
     const loads = []
@@ -64,7 +69,18 @@ export async function run({ fixture, quick }) {
     const bareRps = servers[0].rps
     const rows = servers.map((s) => [s.name, fmtInt(median(s.rps)), fmtX(median(s.rps.map((rps, i) => rps / bareRps[i])))])
     log(`spread: ${rows.map((r) => `${r[0]} ${r[2]}`).join(', ')}`)
+    // This build against the baseline: each round's mean of its processes over theirs.
+    const meanOf = (group, i) => group.reduce((sum, s) => sum + s.rps[i], 0) / group.length
+    const ours = servers.filter((s) => s.name.startsWith('gateway process'))
+    const theirs = servers.filter((s) => s.baseline)
+    const against = theirs.length
+      ? (() => {
+          const ratios = bareRps.map((_, i) => meanOf(ours, i) / meanOf(theirs, i))
+          return [`This build against the baseline, the mean of its ${ours.length} processes over theirs, round by round: median ${fmtX(median(ratios))} (rounds: ${ratios.map(fmtX).join(', ')}).`, '']
+        })()
+      : []
     return [
+      ...against,
       `${ROUNDS} rounds of 1 s per server in turn, after a warm-up; load average (1/5/15 min) at the first round ${loads[0]}, at the last ${loads.at(-1)}.`,
       '',
       markdownTable(['server', 'req/s (median)', '× bare (median of each round)'], rows),

@@ -12,6 +12,11 @@
 //     written on all of them at once, each timed to its full answer; exactly one
 //     platform call per round.
 // Targets: L1 ≥ 0.85× bare, L2-only ≥ 0.5× bare, stampede p50 ≤ platform latency + 10 ms.
+// Besides the targets, in the same rotation: L1 hits with OpenTelemetry tracing on (every
+// request sampled, and 1 % of them), exporting OTLP/HTTP protobuf to a sink on core 0
+// (bench/otlp-sink.mjs): the price of tracing; and with --baseline=<dir>, L1 hits of the
+// gateway built in <dir> (e.g. an export of another commit, after its `npm ci`): the same
+// case before and after a change.
 
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -89,7 +94,7 @@ function buildInfo() {
 }
 
 /** Runs the scenario; resolves with its Markdown section. */
-export async function run({ fixture, quick }) {
+export async function run({ fixture, quick, baseline = null }) {
   const WARMUP_S = quick ? 1 : 3
   const DURATION_S = quick ? 3 : 10
   const ROUNDS = quick ? 1 : 3
@@ -128,6 +133,15 @@ export async function run({ fixture, quick }) {
     const gwL1 = await gateway('targets-l1', { config: teamConfig })
     const gwL2 = redisUrl ? await gateway('targets-l2', { config: { ...teamConfig, cache: { l1MaxBytes: 0 } }, redisUrl }) : null
     if (!gwL2) notes.push('L2-only row not run: redis-server is not installed.')
+    // Tracing on: the standard variables, spans to a sink that takes them and keeps counts.
+    const [sinkCmd, sinkArgs] = pin(LOAD_CORE, process.execPath, ['bench/otlp-sink.mjs'])
+    const sinkProcess = keep(await launch('targets-otlp-sink', sinkCmd, sinkArgs, { ready: /^READY / }))
+    const sink = `http://127.0.0.1:${JSON.parse(sinkProcess.line.slice('READY '.length)).port}`
+    const sinkCount = async () => (await http('GET', `${sink}/__count`)).json()
+    const traced = (sampler, ratio) => ({ config: teamConfig, env: { OTEL_EXPORTER_OTLP_ENDPOINT: sink, OTEL_TRACES_SAMPLER: sampler, ...(ratio ? { OTEL_TRACES_SAMPLER_ARG: ratio } : {}) } })
+    const gwTraced = await gateway('targets-traced', traced('parentbased_always_on'))
+    const gwSampled = await gateway('targets-traced-1pct', traced('parentbased_traceidratio', '0.01'))
+    const gwBase = baseline ? await gateway('targets-baseline', { config: teamConfig, root: baseline }) : null
     const metricsOf = async (gw) => (await http('GET', `${gw.admin}/metrics`)).body.toString('utf8')
 
     /** One GET as wrk sends it (the key, no accept-encoding): 200, x-cache `want`, the platform's bytes as they are. */
@@ -167,6 +181,11 @@ export async function run({ fixture, quick }) {
     await expect('bare', `${bare.url}${REPORT_PATH}`, null)
     await fill('gateway L1', gwL1)
     await expect('gateway L1', `${gwL1.url}${REPORT_PATH}`, 'HIT')
+    for (const [name, gw] of [['gateway L1 traced', gwTraced], ['gateway L1 traced 1 %', gwSampled], ['gateway L1 baseline', gwBase]]) {
+      if (!gw) continue
+      await fill(name, gw)
+      await expect(name, `${gw.url}${REPORT_PATH}`, 'HIT')
+    }
     if (gwL2) {
       await fill('gateway L2-only', gwL2)
       const m0 = metricValue(await metricsOf(gwL2), CACHE_METRIC, { result: 'HIT', tier: 'l2' })
@@ -181,6 +200,9 @@ export async function run({ fixture, quick }) {
       { id: 'bare', label: 'bare node:http, same 4 KB body', url: `${bare.url}${REPORT_PATH}`, pid: bare.pid },
       { id: 'l1', label: 'gateway L1 hits', gw: gwL1, tier: 'l1', target: TARGET_L1 },
       gwL2 && { id: 'l2', label: 'gateway L2-only hits (Redis, l1MaxBytes 0)', gw: gwL2, tier: 'l2', target: TARGET_L2 },
+      { id: 'traced', label: 'gateway L1 hits, tracing on (every request sampled, OTLP/HTTP protobuf)', gw: gwTraced, tier: 'l1', spans: true },
+      { id: 'traced-1pct', label: 'gateway L1 hits, tracing on (1 % sampled: parentbased_traceidratio 0.01)', gw: gwSampled, tier: 'l1', spans: true },
+      gwBase && { id: 'baseline', label: `gateway L1 hits, baseline build (${baseline})`, gw: gwBase, tier: 'l1' },
     ]
       .filter(Boolean)
       .map((c) => (c.gw ? { ...c, url: `${c.gw.url}${REPORT_PATH}`, pid: c.gw.pid } : c))
@@ -190,6 +212,7 @@ export async function run({ fixture, quick }) {
       await wrk(c.url, { seconds: WARMUP_S, connections: CONNECTIONS, key, gzip: false })
       await quietMoment()
       const m0 = c.gw ? await metricsOf(c.gw) : null
+      const s0 = c.spans ? await sinkCount() : null
       await clearPlatformCalls()
       const load = loadAverage()
       const before = cpuSnapshot(c.pid)
@@ -204,6 +227,12 @@ export async function run({ fixture, quick }) {
       r.serverBusy = r.cpuUs === null ? null : (r.cpuUs * r.rps) / 1e6
       r.foreignHere = pinning() ? foreignOnCore(before, after, SERVER_CORE) : null
       r.calls = await platformCalls()
+      if (s0) {
+        // What reached the collector during the run (the batches of the spans made in it, give or take one).
+        const s1 = await sinkCount()
+        r.exportKBs = (s1.bytes - s0.bytes) / 1024 / DURATION_S
+        r.exports = s1.exports - s0.exports
+      }
       if (c.gw) {
         // The gateway's own count: every request of the run a HIT of the tier under test.
         const m1 = await metricsOf(c.gw)
@@ -320,12 +349,24 @@ export async function run({ fixture, quick }) {
       `- Machine load with these figures: load average (1/5/15 min) ${loads[0]} at the first measured run, ${loads.at(-1)} at the last; other processes used a median ${median(foreign).toFixed(2)} cores (max ${Math.max(...foreign).toFixed(2)}) during the throughput runs${foreignHere.length ? `, ${median(foreignHere).toFixed(2)} (max ${Math.max(...foreignHere).toFixed(2)}) of them on the servers' core ${SERVER_CORE}` : ''}.`,
     )
 
-    const logged = [gwL1, gwL2].filter(Boolean).map(gatewayLog).filter(Boolean)
+    const logged = [gwL1, gwL2, gwTraced, gwSampled, gwBase].filter(Boolean).map(gatewayLog).filter(Boolean)
+    // The price of tracing, and of this build against the baseline: L1 hits side by side.
+    const l1 = agg('l1')
+    const priced = cases.filter((c) => c.spans || c.id === 'baseline')
+    if (priced.length) {
+      const lines = priced.map((c) => {
+        const a = agg(c.id)
+        const exported = c.spans ? ` Exported to the sink: ${a.rs.map((r) => `${fmtInt(r.exports)} exports, ${fmtInt(r.exportKBs)} KB/s`).join(' / ')}.` : ''
+        return `- ${c.label}: ${fmtInt(a.rps)} req/s, ${fmtX(a.rps / l1.rps)} the L1 row's (${fmtX(a.rps / bareA.rps)} bare); server CPU ${a.cpuUs.toFixed(1)} µs/req against ${l1.cpuUs.toFixed(1)} (${a.cpuUs >= l1.cpuUs ? '+' : ''}${(((a.cpuUs - l1.cpuUs) / l1.cpuUs) * 100).toFixed(1)} %). Round by round against L1: ${a.rs.map((r, i) => fmtX(r.rps / runs.l1[i].rps)).join(', ')}.${exported}`
+      })
+      targetLines.push('', 'Against the L1 row (not targets):', '', ...lines)
+    }
     const perRun = (cid) =>
       runs[cid].map((r) => `${fmtInt(r.rps)} (${r.cpuUs?.toFixed(1) ?? '?'} µs, ${r.serverBusy?.toFixed(2) ?? '?'}, ${r.foreignHere?.toFixed(2) ?? '?'}, ${r.load.split(' ')[0]})`).join(' / ')
     notes.push(
       `Build: dist/ from ${build}. The report: \`GET ${REPORT_PATH}\`, ${fmtInt(body.length)} bytes of JSON (the sandbox's answer for it), sent as it is (identity) by the bare server and by the platform stand-in; wrk sends \`x-api-key\` and no accept-encoding, and every answer was checked to be those bytes without content-encoding.`,
       `Gateways: \`node dist/main.js\` (what \`npm start\` runs) with HOST/PORT/ADMIN_HOST/ADMIN_PORT on 127.0.0.1, LOG_LEVEL=warn, PLATFORM_BASE_URL (the stand-in), PLATFORM_TOKEN (any: the stand-in accepts all), CONFIG_FILE: one team \`bench\`, \`advertisers: ["*"]\`, \`rateLimit: { max: 1000000000, window: 1m }\`, one key; the gateway's other variables inherited from the shell removed. L2-only: the same plus REDIS_URL (redis-server on 127.0.0.1, core ${LOAD_CORE}) and \`cache: { l1MaxBytes: 0 }\`. Every other setting is the default.`,
+      `Traced gateways: the same as L1 plus OTEL_EXPORTER_OTLP_ENDPOINT (bench/otlp-sink.mjs on core ${LOAD_CORE}, answering each export at once and keeping counts), the default protocol (http/protobuf) and batching (BatchSpanProcessor: a queue of 2,048 spans, batches of 512, spans past a full queue dropped, as in production), OTEL_TRACES_SAMPLER parentbased_always_on (each hit three spans: the request, admission, the L1 lookup) or parentbased_traceidratio with OTEL_TRACES_SAMPLER_ARG 0.01.${baseline ? ` Baseline: the same as L1, run from ${baseline}/dist/main.js.` : ''}`,
       `Bare server and platform stand-in: bench/bare-server.mjs with BENCH_HEADERS=plain (node:http, content-type and content-length only, the body from memory); the stand-in answers every call after ${PLATFORM_LATENCY_MS} ms and counts calls to /api/v1/report/.`,
       `Pinning: ${pinning() ? `gateways and bare server \`taskset -c ${SERVER_CORE}\` (affinity read back: gateway ${affinity(gwL1.pid)}, bare ${affinity(bare.pid)}); wrk, this script (stampede callers), the platform stand-in and Redis on core ${LOAD_CORE}` : 'NONE (taskset or a second core missing): not the hidden benchmark set-up'}.`,
       `Throughput: per run a ${WARMUP_S} s wrk warm-up, a wait (up to ${GATE_MAX_WAIT_MS / 1000} s, within the run's budget) for other processes to use < ${GATE_FOREIGN_CORES} cores, then wrk -t1 -c${CONNECTIONS} for ${DURATION_S} s; ${ROUNDS} round(s) of bare / L1 / L2 in rotating order; each column is the median of the runs. × bare (req/s) is the ratio of the medians, which the targets use; × bare (CPU/req) is the bare server's CPU time per request over the gateway's (process user + system time over wrk's completed requests), steadier on a shared machine. Per run, req/s (server CPU µs/req, cores the server used, other load on core ${SERVER_CORE} in cores, 1-min load average): ${cases.map((c) => `${c.id} ${perRun(c.id)}`).join('; ')}.`,

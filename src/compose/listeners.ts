@@ -41,7 +41,7 @@ export async function listeners(
   const admission = new Admission(ctx, knownUrls)
   const forms = new ReportForms(ctx, knownUrls)
   const observe = requestObserver(ctx)
-  const proxy = buildServer(config, log, failures, config.cache.enabled ? fastReads(ctx, admission, forms, observe) : null, callerRate(admission))
+  const proxy = buildServer(config, log, failures, config.cache.enabled ? fastReads(ctx, admission, forms, observe) : null, callerRate(admission), ctx.tracing)
   // No body is parsed on the proxy listener before its handler admits the caller:
   // /api/v1 handlers read it through Admission.readBody; any other path is a 404
   // without reading a byte of it.

@@ -1,4 +1,5 @@
 import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE, type RawConfig, type RawCredential } from './schema.js'
+import { tracingConfig } from './tracing.js'
 import { maskUrlPassword } from './schema-errors.js'
 import { hasControlCharacters, MALFORMED_SECRET, readEnv, type Env } from './sources.js'
 import { parseDuration, parseSize } from './units.js'
@@ -34,6 +35,7 @@ export type { TeamConfig, TeamKey } from './teams.js'
 export type { AdminRole, AdminToken } from './admin-tokens.js'
 
 export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => string, problems: string[]) {
+  const tracing = tracingConfig(env, problems)
   const p = raw.platform
   const baseUrl = checkUrl(p.baseUrl, envName('platform.baseUrl', 'PLATFORM_BASE_URL'), problems)
   const credentials: Record<string, CredentialConfig> = {
@@ -191,7 +193,9 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     teams,
     teamsReload: { pollMs: parseDuration(raw.teamsReload.poll) },
     usage: { flushMs: parseDuration(raw.usage.flush), retentionDays: raw.usage.retentionDays },
-    secrets,
+    // OpenTelemetry traces (OTEL_* variables), null when off; its exporter's headers are secrets too.
+    tracing,
+    secrets: tracing ? [...secrets, ...Object.values(tracing.headers)] : secrets,
   }
 }
 

@@ -20,6 +20,7 @@ import type { KeyUse } from '../observe/key-use.js'
 import type { LogLevel } from '../observe/log-level.js'
 import type { AdminAuth } from '../access/admin-auth.js'
 import type { Clock } from '../clock.js'
+import type { Tracing } from '../observe/tracing.js'
 
 /** What the routes of both listeners share; built once by createGateway. */
 export interface GatewayContext {
@@ -54,4 +55,6 @@ export interface GatewayContext {
   build: BuildInfo & { startedAt: number }
   /** The gateway's time and timers (tests pass a fake clock). */
   clock: Clock
+  /** OpenTelemetry traces of the proxy listener's requests; null when off (no OTLP endpoint). */
+  tracing: Tracing | null
 }

@@ -9,6 +9,7 @@ import { hangUpSignal } from '../platform/governor/caller-group.js'
 import type { Admission } from '../access/admission.js'
 import { targetUrl } from '../access/request-target.js'
 import { withRetryAfter } from '../platform/retry-after.js'
+import { traceOf } from '../observe/tracing.js'
 
 // What the platform may see of a caller's request headers: an allowlist, so
 // that forwarding, method-override, cookie or proxy headers never reach it. The
@@ -29,9 +30,13 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-en
 export function proxyHandler(ctx: GatewayContext, admission: Admission, client: PlatformClient) {
   const limit = ctx.config.bodyLimit
   return async (request: FastifyRequest, reply: FastifyReply) => {
+    const trace = ctx.tracing === null ? undefined : traceOf(request.raw)
+    // A refusal thrown here leaves the step open: the request's span ends it, failed.
+    const admitting = trace?.step('admission')
     const caller = admission.admit(request)
     await admission.readBody(request, caller, limit)
     await admission.checkScope(request.method, caller)
+    admitting?.end()
     admission.remember(request.method, request.url, caller)
     caller.advertisers = admission.named(request.method, caller, admission.known(request.url)).accounts
     const headers: Record<string, string> = {}
@@ -63,6 +68,7 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
       read,
       team: caller.team.name,
       hangUp: hangUpSignal(reply.raw),
+      ...(trace ? { trace } : {}),
     })
     caller.upstreamMs = performance.now() - started
     if (!read && res.status < 300) admission.written(caller)

@@ -13,6 +13,7 @@ import { isValidationFailure, validationMessage } from './hooks/validation-messa
 import { bodyDeadline } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
 import { setAnswerFields } from './answer-fields.js'
+import type { Tracing } from '../observe/tracing.js'
 
 // Node checks requests' deadlines this often (connectionsCheckingInterval).
 const CONNECTIONS_CHECK_MS = 1000
@@ -44,10 +45,11 @@ export type FastPath = ((req: IncomingMessage, res: ServerResponse, next: Reques
 
 /**
  * One listener (the proxy's or the admin's): Fastify with the gateway's server, its
- * deadlines, its refusal while closing, its error answers in the contract's terms, and
- * `fastPath` (if any) in front of the router.
+ * deadlines, its refusal while closing, its error answers in the contract's terms,
+ * `fastPath` (if any) in front of the router, and with `tracing` a span begun for each
+ * request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, rateOf: RateOf = () => null): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, rateOf: RateOf = () => null, tracing: Tracing | null = null): FastifyInstance {
   // Set once the server closes: every request then takes the route, whose onRequest hook
   // refuses it (GW_SHUTTING_DOWN, connection: close), hits included.
   let closing = false
@@ -78,9 +80,15 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         // asks the same two headers.
         optimizeEmptyRequests: true,
       }
+      const entrance = fastPath ? (req: IncomingMessage, res: ServerResponse) => (closing ? handler(req, res) : fastPath(req, res, handler)) : handler
       const server = createServer(
         options,
-        fastPath ? (req, res) => (closing ? handler(req, res) : fastPath(req, res, handler)) : handler,
+        tracing
+          ? (req, res) => {
+              tracing.begin(req)
+              entrance(req, res)
+            }
+          : entrance,
       )
       server.keepAliveTimeout = config.server.keepAliveTimeoutMs
       closeSilentConnections(server, config.server.connectionTimeoutMs)

@@ -20,19 +20,31 @@ import { entryBytes } from '../perf/kept-bytes.js'
 import { steppedTimers } from '../perf/stepped-timers.js'
 import { systemClock, type Clock, type Timers } from '../clock.js'
 import { FailureLog } from '../observe/failure-log.js'
+import type { Trace } from '../observe/tracing.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
 /**
+ * Why a read went on to the platform (RFC 9211's `fwd`): it found no copy, a copy too old
+ * to serve, or the caller asked for a fresh one; `collapsed`: it waited for another
+ * read's call (joined a fill under way here, or another replica's).
+ */
+export interface Forward {
+  reason: 'uri-miss' | 'stale' | 'request'
+  collapsed: boolean
+}
+
+/**
  * What a report read answers: an entry, or the platform's answer passed through uncached;
  * `upstreamMs`: how long the platform call it waited for took (the access log), absent
- * when none was made for it.
+ * when none was made for it; `forward`: why it went to the platform, absent when a copy
+ * answered it without (a hit, fresh or stale).
  */
 export type CacheResult = (
   | { kind: 'entry'; entry: CacheEntry; status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH' }
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
   | { kind: 'stream'; headers: Record<string, string>; stream: Readable; gzipped: boolean }
-) & { upstreamMs?: number }
+) & { upstreamMs?: number; forward?: Forward }
 type Tier = StoreTier | 'platform'
 
 export type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number }
@@ -58,16 +70,18 @@ export interface ReadOptions {
   joined?: Promise<FillResult>
   /** 'warm': a warm-up's read, whose platform call waits behind every other (default 'caller'). */
   priority?: Priority
+  /** The request's span (tracing on): the lookup and the wait for a fill are spans within it. */
+  trace?: Trace
 }
 
 /** Who a platform call is made for; `hangUp`: when all who wait for it have gone; `queue`: whose queue it waits in. */
-type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally'> & { hangUp?: AbortSignal; queue?: QueueTeam; background?: boolean; urgency?: () => number }
+type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'trace'> & { hangUp?: AbortSignal; queue?: QueueTeam; background?: boolean; urgency?: () => number }
 /**
  * Who asks for a fill: a caller's read, or a background refresh (no hang-up), at its
  * priority. A refresh ahead wants a copy newer than `newerThan`, and waits for a slot
  * by its `urgency` among the other refreshes ahead.
  */
-type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp' | 'priority'> & { ahead?: { newerThan: number; urgency: () => number } }
+type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp' | 'priority' | 'trace'> & { ahead?: { newerThan: number; urgency: () => number } }
 
 /** How often the copy of one key fetched at `fetchedAt` was asked for, and its refresh ahead. */
 interface Watch {
@@ -177,7 +191,9 @@ export class ReportCache {
   async read(report: CanonicalReport, key: string, provider: TokenProvider, opts: ReadOptions): Promise<CacheResult> {
     let stale: { entry: CacheEntry; tier: Tier } | null = null
     if (!opts.refresh) {
+      const looking = opts.trace?.step('cache.lookup')
       const found = await this.#d.store.lookup(key)
+      if (looking) endLookup(looking, found, this.#clock.now())
       if (found) {
         const now = this.#clock.now()
         if (now < found.entry.freshUntil) {
@@ -194,9 +210,18 @@ export class ReportCache {
         stale = found
       }
     }
+    // A read arriving while a fill of its key is under way waits for that fill: collapsed.
+    const joining = opts.joined !== undefined || this.#flights.has(key)
+    // The wait for the copy: this read's own platform call, another read's here, or another replica's.
+    const waiting = opts.trace?.step('cache.fill')
     // A refresh must not be answered with the copy it asked to bypass.
-    const result = await (opts.joined ?? this.#fill(key, report, provider, opts, opts.refresh ? this.#clock.now() : 0, stale === null && !opts.refresh))
-    const upstream = result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }
+    const result = await (opts.joined ?? this.#fill(key, report, provider, waiting ? { ...opts, trace: waiting } : opts, opts.refresh ? this.#clock.now() : 0, stale === null && !opts.refresh))
+    const forward: Forward = { reason: opts.refresh ? 'request' : stale ? 'stale' : 'uri-miss', collapsed: joining || result.fromPeer === true }
+    if (waiting) {
+      waiting.set({ 'gateway.fill.source': result.fromPeer ? 'replica' : joining ? 'joined' : 'own', 'gateway.fill.result': result.kind })
+      waiting.end(result.kind === 'failed' ? result.error.code : undefined)
+    }
+    const upstream = result.upstreamMs === undefined ? { forward } : { upstreamMs: result.upstreamMs, forward }
     switch (result.kind) {
       case 'entry':
         this.#asked(key, result.entry, report, provider, opts.team, this.#clock.now())
@@ -205,7 +230,7 @@ export class ReportCache {
         this.#count('BYPASS', 'platform')
         return { kind: 'pass', status: result.status, headers: result.headers, body: result.body, ...upstream }
       case 'oversize':
-        return this.#oversize(result, report, key, provider, opts)
+        return { ...(await this.#oversize(result, report, key, provider, opts)), forward }
       case 'failed': {
         // This read joined a refresh ahead that found no idle slot: it makes its own call.
         if (result.error.cause instanceof NoIdleSlotError) return this.read(report, key, provider, opts)
@@ -378,7 +403,7 @@ export class ReportCache {
     }
     // A background refresh (no hang-up) keeps the call; a caller's read may drop it.
     callers.join(from.hangUp?.(), from.team, from.priority ?? 'caller')
-    const origin: Origin = { requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal, queue: callers, ...(from.ahead ? { background: true, urgency: from.ahead.urgency } : {}) }
+    const origin: Origin = { requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal, queue: callers, ...(from.ahead ? { background: true, urgency: from.ahead.urgency } : {}), ...(from.trace ? { trace: from.trace } : {}) }
     const group = callers
     return this.#flights.run(key, async () => {
       const lock = this.#d.lock
@@ -536,6 +561,13 @@ function fillFailure(failure: FillFailure): Extract<FetchResult, { kind: 'failed
     : new UpstreamError(failure.response ? `status ${failure.response.status}` : 'the fill on another replica failed')
   const r = failure.response
   return r ? { kind: 'failed', error, response: { status: r.status, headers: r.headers, body: Buffer.from(r.body, 'base64') } } : { kind: 'failed', error }
+}
+
+/** Ends the span of a cache lookup, saying where the copy was found and whether it was fresh. */
+function endLookup(span: Trace, found: { entry: CacheEntry; tier: StoreTier } | null, now: number): void {
+  const result = found === null ? 'miss' : now < found.entry.freshUntil ? 'hit' : now < found.entry.staleUntil ? 'stale' : 'expired'
+  span.set({ 'gateway.cache.tier': found?.tier ?? 'none', 'gateway.cache.result': result })
+  span.end()
 }
 
 function droppedInQueue(error: Error): boolean {

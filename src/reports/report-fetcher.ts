@@ -1,4 +1,5 @@
 import { promisify } from 'node:util'
+import type { Trace } from '../observe/tracing.js'
 import { gunzipSync, gzip, gzipSync } from 'node:zlib'
 import type { FastifyError } from 'fastify'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
@@ -54,7 +55,7 @@ export async function fetchReport(
   client: PlatformClient,
   provider: TokenProvider,
   report: CanonicalReport,
-  origin: { requestId: string; team: string; hangUp?: AbortSignal; queue?: QueueTeam; urgency?: () => number },
+  origin: { requestId: string; team: string; hangUp?: AbortSignal; queue?: QueueTeam; urgency?: () => number; trace?: Trace },
   deps: FetcherDeps,
 ): Promise<FetchResult> {
   let res: PlatformResponse
@@ -75,6 +76,7 @@ export async function fetchReport(
       ...(origin.queue ? { queue: origin.queue } : {}),
       read: true,
       ...(origin.urgency ? { urgency: origin.urgency } : {}),
+      ...(origin.trace ? { trace: origin.trace } : {}),
       ...(deps.timeoutMs === undefined ? {} : { timeoutMs: deps.timeoutMs }),
     })
   } catch (err) {

@@ -91,7 +91,7 @@ describe('the concurrency cap', () => {
   it('refuses with 503 GW_OVERLOADED and retry-after once the queue is full', async () => {
     const gw = await gateway('platform: { maxConcurrent: 2, adaptive: false, queue: 3 }', {}, {}, WHOLE_SHARE_TEAMS_YAML)
     // The gateway's own token probe at start holds a seat while it runs: done before the burst.
-    await waitFor('the start probe done', () => gw.ctx.governors.of('default').inFlight === 0)
+    await waitFor('the start probe done', () => sandbox.countRequests((r) => r.path === '/api/v1/campaign/get') > 0 && gw.ctx.governors.of('default').inFlight === 0)
     sandbox.setLatency(300)
     const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => proxyGet(gw, distinctReport(i))))
     const refused = answers.filter((a) => a.statusCode === 503)

@@ -192,11 +192,12 @@ describe("a hit's head rendered ahead", () => {
     const answers = text.split(/(?=HTTP\/1\.1 )/)
     expect(answers).toHaveLength(2)
     const heads = answers.map((a) => a.slice(0, a.indexOf('\r\n\r\n')))
-    const expected = ['age', 'cache-control', 'connection', 'content-length', 'content-type', 'date', 'etag', 'keep-alive', 'ratelimit', 'ratelimit-policy', 'vary', 'x-cache', 'x-request-id']
+    const expected = ['age', 'cache-control', 'cache-status', 'connection', 'content-length', 'content-type', 'date', 'etag', 'keep-alive', 'ratelimit', 'ratelimit-policy', 'vary', 'x-cache', 'x-request-id']
     expect(names(heads[0] as string)).toEqual(expected)
     expect(names(heads[1] as string)).toEqual([...expected, 'content-encoding'].sort())
     expect(heads[0]).toMatch(/^HTTP\/1\.1 200 OK\r\n/)
     expect(heads[0]).toContain('\r\nx-cache: HIT\r\n')
+    expect(heads[0]).toMatch(/\r\ncache-status: report-gateway; hit; ttl=\d+\r\n/)
     expect(heads[0]).toContain('\r\nx-request-id: wire-1\r\n')
     expect(heads[1]).toContain('\r\ncontent-encoding: gzip\r\n')
     const lines = env.gw.logs.records().filter((r) => r.msg === 'request').slice(before)
@@ -215,11 +216,12 @@ describe("a hit's head rendered ahead", () => {
     const before = env.gw.logs.records().filter((r) => r.msg === 'request').length
     const miss = await onTheWire(ask('x-request-id: route-1\r\n'), 1)
     const refresh = await onTheWire(ask('x-request-id: route-2\r\ncache-control: no-cache\r\n'), 1)
-    const expected = ['cache-control', 'connection', 'content-length', 'content-type', 'date', 'etag', 'keep-alive', 'ratelimit', 'ratelimit-policy', 'vary', 'x-cache', 'x-request-id']
+    const expected = ['cache-control', 'cache-status', 'connection', 'content-length', 'content-type', 'date', 'etag', 'keep-alive', 'ratelimit', 'ratelimit-policy', 'vary', 'x-cache', 'x-request-id']
     for (const [answer, cache, id] of [[miss.text, 'MISS', 'route-1'], [refresh.text, 'REFRESH', 'route-2']] as const) {
       const head = answer.slice(0, answer.indexOf('\r\n\r\n'))
       expect(names(head)).toEqual(expected)
       expect(head).toContain(`\r\nx-cache: ${cache}\r\n`)
+      expect(head).toMatch(new RegExp(`\r\ncache-status: report-gateway; fwd=${cache === 'MISS' ? 'uri-miss' : 'request'}; stored; ttl=\\d+\r\n`))
       expect(head).toContain(`\r\nx-request-id: ${id}\r\n`)
       expect(head).toMatch(/\r\nratelimit: "default";r=\d+;t=\d+\r\n/)
     }
@@ -253,7 +255,7 @@ describe("a hit's head rendered ahead", () => {
     expect(head).toMatch(/^HTTP\/1\.1 200 OK\r\n/)
     expect(head).toContain('\r\nx-cache: HIT\r\n')
     expect(head).toContain('\r\nConnection: close')
-    expect(names(head)).toEqual(['age', 'cache-control', 'connection', 'content-length', 'content-type', 'date', 'etag', 'ratelimit', 'ratelimit-policy', 'vary', 'x-cache', 'x-request-id'])
+    expect(names(head)).toEqual(['age', 'cache-control', 'cache-status', 'connection', 'content-length', 'content-type', 'date', 'etag', 'ratelimit', 'ratelimit-policy', 'vary', 'x-cache', 'x-request-id'])
   })
 })
 
@@ -301,6 +303,9 @@ describe('a stampede joins the fill before the router', () => {
     expect(joined).toBe(20)
     expect(answers.map((a) => `${a.status} ${String(a.headers['x-cache'])}`)).toEqual(Array(21).fill('200 MISS'))
     for (const a of answers) expect(a.body.equals(answers[0]?.body as Buffer)).toBe(true)
+    // The first caller's read made the call; the joiners' waited for it (RFC 9211 `collapsed`).
+    expect(answers[0]?.headers['cache-status']).toMatch(/^report-gateway; fwd=uri-miss; stored; ttl=\d+$/)
+    for (const a of answers.slice(1)) expect(a.headers['cache-status']).toMatch(/^report-gateway; fwd=uri-miss; collapsed; stored; ttl=\d+$/)
     expect(answers[1]?.headers).toMatchObject({ 'x-request-id': 'joiner-0', vary: 'accept-encoding', etag: answers[0]?.headers.etag })
     const lines = env.gw.logs.records().filter((r) => r.msg === 'request').slice(before)
     expect(lines.filter((l) => String(l.reqId).startsWith('joiner-'))).toHaveLength(20)

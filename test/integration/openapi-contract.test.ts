@@ -46,7 +46,7 @@ function mismatches(doc: Json, ajv: Ajv2020, path: string, method: string, answe
     const typed = schema.type === 'integer' ? Number(value) : value
     if (!ajv.validate(schema, typed)) problems.push(`header ${name}: ${value}: ${ajv.errorsText()}`)
   }
-  for (const name of ['x-request-id', 'ratelimit', 'ratelimit-policy']) {
+  for (const name of ['x-request-id', 'ratelimit', 'ratelimit-policy', 'x-cache', 'cache-status']) {
     if (answer.headers.get(name) !== null && !(name in declared)) problems.push(`header ${name} is sent but not declared for ${key}`)
   }
   const content = response.content as Record<string, Json> | undefined

@@ -18,6 +18,7 @@ const FIELDS = [
   'content-type', 'application/json',
   'content-length', String(BODY.length),
   'age', '3',
+  'cache-status', 'report-gateway; hit; ttl=86397',
   'x-request-id', 'req-1',
   'ratelimit-policy', '"default";q=600;w=60',
   'ratelimit', '"default";r=599;t=42',

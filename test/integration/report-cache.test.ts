@@ -84,6 +84,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(first.headers['x-cache']).toBe('MISS')
     expect(first.headers.age).toBeUndefined()
     expect(first.headers['cache-control']).toBe(`private, max-age=${FRESH_S}`)
+    expect(first.headers['cache-status']).toBe(`report-gateway; fwd=uri-miss; stored; ttl=${FRESH_S}`)
     expect(reportCalls()).toBe(1)
     // The platform got the canonical query and the gateway's token, not the caller's key.
     const sent = sandbox.requests.find((r) => r.path === PATH)
@@ -98,6 +99,8 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(second.headers.age).toBe('12')
     // max-age is the entry's whole freshness, age how much of it has passed (RFC 9111).
     expect(second.headers['cache-control']).toBe(`private, max-age=${FRESH_S}`)
+    // RFC 9211: the freshness left, max-age - age.
+    expect(second.headers['cache-status']).toBe(`report-gateway; hit; ttl=${FRESH_S - 12}`)
     expect(second.headers['content-type']).toBe('application/json')
     expect(reportCalls()).toBe(1)
     const platform = await direct(CANONICAL)
@@ -140,6 +143,10 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     const answers = await Promise.all(Array.from({ length: 200 }, () => get(CANONICAL)))
     expect(reportCalls()).toBe(1)
     expectMissesOf(answers, await direct(CANONICAL))
+    // One read made the call; the others waited for it: collapsed (RFC 9211).
+    const statuses = answers.map((a) => a.headers['cache-status'])
+    expect(statuses.filter((v) => v === `report-gateway; fwd=uri-miss; stored; ttl=${FRESH_S}`)).toHaveLength(1)
+    expect(statuses.filter((v) => v === `report-gateway; fwd=uri-miss; collapsed; stored; ttl=${FRESH_S}`)).toHaveLength(199)
   })
 
   it('answers cache-control: no-cache with REFRESH, coalesced like a miss, and stores the new copy', async () => {
@@ -149,6 +156,9 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     const refreshes = await Promise.all(Array.from({ length: 10 }, () => get(CANONICAL, { 'cache-control': 'no-cache' })))
     expect(refreshes.map((r) => r.headers['x-cache'])).toEqual(Array(10).fill('REFRESH'))
     expect(refreshes.every((r) => r.headers['cache-control'] === `private, max-age=${FRESH_S}`)).toBe(true)
+    const refreshed = refreshes.map((r) => r.headers['cache-status'])
+    expect(refreshed.filter((v) => v === `report-gateway; fwd=request; stored; ttl=${FRESH_S}`)).toHaveLength(1)
+    expect(refreshed.filter((v) => v === `report-gateway; fwd=request; collapsed; stored; ttl=${FRESH_S}`)).toHaveLength(9)
     expect(reportCalls()).toBe(2)
     clock.advance(1_000)
     const after = await get(CANONICAL)
@@ -173,6 +183,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     const b = await get(invalid)
     expect(a.statusCode).toBe(422)
     expect(a.headers['x-cache']).toBe('BYPASS')
+    expect(a.headers['cache-status']).toBe('report-gateway; fwd=uri-miss; fwd-status=422')
     expect(b.statusCode).toBe(422)
     expect(a.json()).toEqual(b.json())
     expect(reportCalls()).toBe(4)
@@ -188,6 +199,8 @@ function defineSuite(mode: 'memory' | 'redis'): void {
       expect(s.statusCode).toBe(200)
       expect(s.headers['x-cache']).toBe('STALE')
       expect(s.headers.age).toBe(String(FRESH_S + 10))
+      // A stale hit: served from the copy, its freshness negative (RFC 9211).
+      expect(s.headers['cache-status']).toBe('report-gateway; hit; ttl=-10')
       expect(s.headers['cache-control']).toBe(`private, max-age=${FRESH_S}`)
       expect(s.rawPayload.equals(first.rawPayload)).toBe(true)
     }
@@ -218,6 +231,8 @@ function defineSuite(mode: 'memory' | 'redis'): void {
       expect(res.statusCode, failure.kind).toBe(200)
       expect(res.headers['x-cache']).toBe('STALE')
       expect(res.headers.age).toBe(String(FRESH_S + SWR_S + 5))
+      // Sent on for a copy too old to serve; the platform failed, the copy is served.
+      expect(res.headers['cache-status']).toBe(`report-gateway; fwd=stale; ttl=-${SWR_S + 5}`)
       expect(res.rawPayload.equals(first.rawPayload)).toBe(true)
     }
     expect(reportCalls()).toBe(1 + failures.reduce((n, f) => n + f.times, 0))
@@ -225,12 +240,14 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(gw.ctx.governors.paused('default', PATH)).toBe(true)
     const paused = await get(CANONICAL)
     expect(paused.headers['x-cache']).toBe('STALE')
+    expect(paused.headers['cache-status']).toBe(`report-gateway; hit; ttl=-${SWR_S + 5}`)
     expect(reportCalls()).toBe(1 + failures.reduce((n, f) => n + f.times, 0))
     await waitFor('the pause to end', () => !gw.ctx.governors.paused('default', PATH), 3000)
     // A caller's no-cache does not lose the stale copy either.
     sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
     const refresh = await get(CANONICAL, { 'cache-control': 'no-cache' })
     expect(refresh.headers['x-cache']).toBe('STALE')
+    expect(refresh.headers['cache-status']).toBe(`report-gateway; fwd=request; ttl=-${SWR_S + 5}`)
 
     // Past stale-if-error: the platform's failure shows.
     clock.advance(SIE_S * 1000)
@@ -246,6 +263,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     const limited = await get(CANONICAL)
     expect(limited.statusCode).toBe(429)
     expect(limited.headers['retry-after']).toBe('1')
+    expect(limited.headers['cache-status']).toMatch(/^report-gateway; fwd=(stale|uri-miss); fwd-status=429$/)
     // Paused for 1 s, longer than the call's 800 ms: refused at once, without a platform call.
     const calls = reportCalls()
     const overloaded = await get(CANONICAL)
@@ -322,7 +340,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
       const hit = await get(CANONICAL, { 'if-none-match': inm, 'accept-encoding': accept })
       expect(hit.statusCode).toBe(304)
       expect(hit.rawPayload.length).toBe(0)
-      expect(hit.headers).toMatchObject({ 'x-cache': 'HIT', etag: accept === 'gzip' ? zipTag : tag, age: '5', 'cache-control': `private, max-age=${FRESH_S}` })
+      expect(hit.headers).toMatchObject({ 'x-cache': 'HIT', 'cache-status': `report-gateway; hit; ttl=${FRESH_S - 5}`, etag: accept === 'gzip' ? zipTag : tag, age: '5', 'cache-control': `private, max-age=${FRESH_S}` })
       expect(hit.headers['content-encoding']).toBeUndefined()
     }
     const changed = await get(CANONICAL, { 'if-none-match': '"not-this-one"' })

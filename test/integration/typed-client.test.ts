@@ -2,10 +2,14 @@
  * The typed client (packages/client) against a gateway listening on loopback in front of
  * the platform sandbox: a typed report read, an ETag round trip answered 304, a 429
  * waited out when its retry-after is within the client's bound and thrown when it is
- * not, and GW_* answers thrown as GatewayError.
+ * not, GW_* answers thrown as GatewayError, platform calls by their real path; and, against
+ * small loopback servers, what is not the gateway's answer: no listener, a proxy's HTML
+ * 502, a server that never answers, a 200 that is not a report.
  */
-import { createGatewayClient, GatewayError, PlatformAnswerError, type GatewayClientOptions, type ReportAnswer, type ReportRow } from '@report-gateway/client'
-import { describe, expect, expectTypeOf, it } from 'vitest'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { createGatewayClient, GatewayError, type GatewayClientOptions, type ReportAnswer, type ReportRow } from '@report-gateway/client'
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { useSandboxGateway } from '../helpers/fixtures.js'
 import { KEYS, TEAMS_YAML } from '../helpers/sandbox-gateway.js'
@@ -158,7 +162,95 @@ describe('the typed client against a gateway', () => {
     expect(await rejection(client.report('campaigns', { advertiserId: 103, dateFrom: DAYS[0]!, dateTo: DAYS[1]! }))).toMatchObject({ code: 'GW_FORBIDDEN', status: 403 })
     expect(await rejection(client.report('campaigns', { advertiserId: 101, dateFrom: '2026-02-30', dateTo: DAYS[1]! }))).toMatchObject({ code: 'GW_BAD_QUERY', status: 400 })
     const platform = await rejection(client.report('nosuchsplit', { advertiserId: 101, dateFrom: DAYS[0]!, dateTo: DAYS[1]! }))
-    expect(platform).toBeInstanceOf(PlatformAnswerError)
-    expect(platform).toMatchObject({ status: 404 })
+    expect(platform).toBeInstanceOf(GatewayError)
+    expect(platform).toMatchObject({ code: 'PLATFORM_ANSWER', status: 404 })
+  })
+
+  it('says how the cache answered: x-cache and RFC 9211 cache-status', async () => {
+    const { client } = recordingClient(KEYS.all)
+    const query = { advertiserId: 103, dateFrom: DAYS[0]!, dateTo: DAYS[2]! }
+    const miss = await client.report('campaigns', query, { headers: { 'cache-control': 'no-cache' } })
+    expect(miss).toMatchObject({ cache: 'REFRESH', cacheStatus: expect.stringMatching(/^report-gateway; fwd=request; stored; ttl=\d+$/) })
+    const hit = await client.report('campaigns', query)
+    expect(hit).toMatchObject({ cache: 'HIT', revalidated: true, cacheStatus: expect.stringMatching(/^report-gateway; hit; ttl=\d+$/) })
+  })
+
+  it('makes platform calls by their real path: call() and the openapi-fetch client alike', async () => {
+    const { client, exchanges } = recordingClient(KEYS.all)
+    const listed = await client.call<{ data: { id: number; userId: number }[] }>('POST', '/api/v1/campaign/get', { query: { per_page: 200 }, body: { userId: 101 } })
+    expect(listed.status).toBe(200)
+    expect(listed.body.data.length).toBeGreaterThan(0)
+    expect(listed.body.data.every((c) => c.userId === 101)).toBe(true)
+    const { data, response } = await client.api.POST('/api/v1/campaign/get', { body: { userId: 102 } })
+    expect(response.status).toBe(200)
+    expectTypeOf(data).toEqualTypeOf<unknown>()
+    expect((data as { data: { userId: number }[] }).data.every((c) => c.userId === 102)).toBe(true)
+    expect(exchanges.map((e) => `${e.method} ${new URL(e.url).pathname}`)).toEqual(['POST /api/v1/campaign/get', 'POST /api/v1/campaign/get'])
+    expect(env.callerRequests().filter((r) => r.path === '/api/v1/campaign/get')).toHaveLength(2)
+    // A read-only team's write is the gateway's refusal, thrown with its code.
+    const refused = await rejection(recordingClient(KEYS.growth).client.call('DELETE', '/api/v1/campaign/banner/delete/101001'))
+    expect(refused).toMatchObject({ name: 'GatewayError', code: 'GW_FORBIDDEN', status: 403 })
+  })
+})
+
+describe('the typed client against what is not the gateway', () => {
+  const servers: Server[] = []
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve).closeAllConnections())))
+  })
+
+  async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
+    const server = createServer(handler)
+    servers.push(server)
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  }
+
+  const WEEK = { advertiserId: 101, dateFrom: DAYS[0]!, dateTo: DAYS[6]! }
+
+  it('throws CLIENT_NETWORK when nothing listens, with the cause', async () => {
+    // A port that was just free: a listener opened and closed.
+    const url = await serve(() => undefined)
+    await new Promise((resolve) => servers.pop()!.close(resolve))
+    const err = await rejection(createGatewayClient({ baseUrl: url, apiKey: KEYS.all }).report('campaigns', WEEK))
+    expect(err).toBeInstanceOf(GatewayError)
+    expect(err).toMatchObject({ code: 'CLIENT_NETWORK', status: null })
+    expect((err as Error).message).toContain('ECONNREFUSED')
+  })
+
+  it('throws a proxy\'s HTML 502 in front of the gateway as CLIENT_NOT_JSON, not as a gateway code', async () => {
+    const page = '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n'
+    const url = await serve((_req, res) => res.writeHead(502, { 'content-type': 'text/html' }).end(page))
+    const client = createGatewayClient({ baseUrl: url, apiKey: KEYS.all, retries: 2 })
+    const err = await rejection(client.report('campaigns', WEEK))
+    expect(err).toMatchObject({ name: 'GatewayError', code: 'CLIENT_NOT_JSON', status: 502, body: page })
+    expect(await rejection(client.call('POST', '/api/v1/campaign/get', { body: { userId: 101 } }))).toMatchObject({ code: 'CLIENT_NOT_JSON', status: 502 })
+  })
+
+  it('throws CLIENT_TIMEOUT for a server that takes the request and never answers, within its timeout', async () => {
+    let arrived = 0
+    const url = await serve(() => {
+      arrived += 1
+    })
+    const started = performance.now()
+    const err = await rejection(createGatewayClient({ baseUrl: url, apiKey: KEYS.all, timeoutMs: 300 }).report('campaigns', WEEK))
+    expect(err).toMatchObject({ name: 'GatewayError', code: 'CLIENT_TIMEOUT', status: null })
+    expect(arrived).toBe(1)
+    expect(performance.now() - started).toBeGreaterThanOrEqual(299)
+  })
+
+  it('throws CLIENT_TIMEOUT for an answer whose body stops half-way', async () => {
+    const url = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' })
+      res.write('{"data": [')
+    })
+    const err = await rejection(createGatewayClient({ baseUrl: url, apiKey: KEYS.all, timeoutMs: 300 }).report('campaigns', WEEK))
+    expect(err).toMatchObject({ code: 'CLIENT_TIMEOUT' })
+  })
+
+  it('throws a 200 whose body is not a report as CLIENT_NOT_A_REPORT', async () => {
+    const url = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'odd-1' }).end('{"status":"ok"}'))
+    const err = await rejection(createGatewayClient({ baseUrl: url, apiKey: KEYS.all }).report('campaigns', WEEK))
+    expect(err).toMatchObject({ name: 'GatewayError', code: 'CLIENT_NOT_A_REPORT', status: 200, requestId: 'odd-1', body: { status: 'ok' } })
   })
 })

@@ -9,8 +9,13 @@ import { describe, expect, it } from 'vitest'
 import { DOCUMENT, renderSchema, SCHEMA } from '../../packages/client/scripts/generate.js'
 
 const CONTRACT = new URL('../../docs/contract.md', import.meta.url)
+const version = (file: string) => (JSON.parse(readFileSync(new URL(file, import.meta.url), 'utf8')) as { version: string }).version
 
 describe('the typed client package', () => {
+  it('is versioned with the gateway: the version of the root package.json', () => {
+    expect(version('../../packages/client/package.json')).toBe(version('../../package.json'))
+  })
+
   it('has src/schema.d.ts generated from docs/openapi.json (run `npm run generate -w @report-gateway/client` after `npm run openapi`)', async () => {
     const rendered = await renderSchema(readFileSync(DOCUMENT, 'utf8'))
     expect(readFileSync(SCHEMA, 'utf8')).toBe(rendered)

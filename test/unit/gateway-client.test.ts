@@ -3,8 +3,8 @@
  * sends a read again and when it does not, the ETags it keeps, and the errors it throws.
  * test/integration/typed-client.test.ts runs it against a real gateway.
  */
-import { answerError, createGatewayClient, GatewayError, PlatformAnswerError, retryAfterSeconds, type GatewayClientOptions, type ReportRow } from '@report-gateway/client'
-import { describe, expect, it } from 'vitest'
+import { answerError, createGatewayClient, GatewayError, retryAfterSeconds, type GatewayClientOptions, type ReportRow } from '@report-gateway/client'
+import { describe, expect, expectTypeOf, it } from 'vitest'
 
 const BASE = 'http://127.0.0.1:1'
 const KEY = 'rgw_test_client_key_000000000000000000000'
@@ -64,6 +64,53 @@ describe('the typed client: requests', () => {
     await clientWith(s.fetch).report('campaigns', WEEK)
     expect(s.requests[0]!.redirect).toBe('error')
   })
+
+  it('sends every call in fetch\'s no-cache mode: a browser\'s HTTP cache never answers for the gateway', async () => {
+    const s = scripted(report(), report(), () => Response.json({}))
+    const client = clientWith(s.fetch)
+    await client.report('campaigns', WEEK)
+    await client.reportByBody('campaigns', { dateFrom: '2026-02-01', dateTo: '2026-02-07', campaignIds: [1] })
+    await client.api.GET('/healthz')
+    expect(s.requests.map((r) => r.cache)).toEqual(['no-cache', 'no-cache', 'no-cache'])
+  })
+})
+
+describe('the typed client: platform calls by their real path', () => {
+  it('sends call() to the path as written, with its query and JSON body, and returns the JSON answer', async () => {
+    const s = scripted(() => Response.json({ data: [{ id: 101001 }] }, { headers: { 'x-request-id': 'req-list' } }))
+    const answer = await clientWith(s.fetch).call<{ data: { id: number }[] }>('POST', '/api/v1/campaign/get', { query: { per_page: 200, page: undefined }, body: { userId: 101 } })
+    const request = s.requests[0]!
+    expect(request.method).toBe('POST')
+    expect(request.url).toBe(`${BASE}/api/v1/campaign/get?per_page=200`)
+    expect(request.headers.get('x-api-key')).toBe(KEY)
+    expect(request.headers.get('content-type')).toBe('application/json')
+    expect(await request.json()).toEqual({ userId: 101 })
+    expect(answer).toMatchObject({ status: 200, body: { data: [{ id: 101001 }] }, requestId: 'req-list' })
+    expectTypeOf(answer.body).toEqualTypeOf<{ data: { id: number }[] }>()
+  })
+
+  it('sends the openapi-fetch client\'s platform calls to their real path, by the template and by the literal path', async () => {
+    const s = scripted(() => Response.json({ data: [] }), () => Response.json({ id: 5 }), () => new Response(null, { status: 204 }))
+    const client = clientWith(s.fetch)
+    await client.api.POST('/api/v1/{path}', { params: { path: { path: 'campaign/get' } }, body: { userId: 101 } })
+    const created = await client.api.POST('/api/v1/campaign/banner/create', { body: { userId: 101, name: 'x' } })
+    await client.api.DELETE('/api/v1/campaign/banner/delete/101001')
+    expect(s.requests.map((r) => `${r.method} ${new URL(r.url).pathname}`)).toEqual([
+      'POST /api/v1/campaign/get',
+      'POST /api/v1/campaign/banner/create',
+      'DELETE /api/v1/campaign/banner/delete/101001',
+    ])
+    expect(created.response.status).toBe(200)
+    expect(created.data).toEqual({ id: 5 })
+  })
+
+  it('refuses a path outside /api/v1/ or with a query of its own, before sending', async () => {
+    const s = scripted()
+    const client = clientWith(s.fetch)
+    await expect(client.call('GET', '/api/v1/campaign/get?per_page=1')).rejects.toThrow(TypeError)
+    await expect(client.call('GET', '/admin/token' as never)).rejects.toThrow(TypeError)
+    expect(s.requests).toHaveLength(0)
+  })
 })
 
 describe('the typed client: retry-after', () => {
@@ -108,6 +155,7 @@ describe('the typed client: retry-after', () => {
     const { error, response } = await clientWith(t.fetch).api.DELETE('/api/v1/{path}', { params: { path: { path: 'campaign/banner/delete/101001' } } })
     expect(t.requests).toHaveLength(1)
     expect(answerError(error, response)).toMatchObject({ code: 'GW_RATE_LIMITED', status: 429 })
+    await expect(clientWith(scripted(gw(429, 'GW_RATE_LIMITED', { 'retry-after': '0' })).fetch).call('DELETE', '/api/v1/campaign/banner/delete/101001')).rejects.toMatchObject({ code: 'GW_RATE_LIMITED' })
   })
 
   it('ends a wait when the call is aborted', async () => {
@@ -173,19 +221,67 @@ describe('the typed client: ETags', () => {
 })
 
 describe('the typed client: errors', () => {
-  it('throws GW_* answers as GatewayError and the platform\'s own answers as PlatformAnswerError', async () => {
+  it('throws GW_* answers as GatewayError with their code, and the platform\'s own answers with PLATFORM_ANSWER', async () => {
     const s = scripted(gw(401, 'GW_UNAUTHORIZED'), () => Response.json({ message: 'Not Found' }, { status: 404, headers: { 'x-request-id': 'req-404' } }))
     const client = clientWith(s.fetch)
     const unauthorized = await rejection(client.report('campaigns', WEEK))
     expect(unauthorized).toBeInstanceOf(GatewayError)
     expect(unauthorized).toMatchObject({ code: 'GW_UNAUTHORIZED', status: 401, requestId: 'req-GW_UNAUTHORIZED', retryAfterSeconds: null, message: 'GW_UNAUTHORIZED (401): GW_UNAUTHORIZED says why' })
+    expect((unauthorized as GatewayError).isGatewayAnswer()).toBe(true)
     const notFound = await rejection(client.report('nosuchsplit', WEEK))
-    expect(notFound).toBeInstanceOf(PlatformAnswerError)
-    expect(notFound).toMatchObject({ status: 404, requestId: 'req-404', body: { message: 'Not Found' }, message: '404: Not Found' })
+    expect(notFound).toBeInstanceOf(GatewayError)
+    expect(notFound).toMatchObject({ code: 'PLATFORM_ANSWER', status: 404, requestId: 'req-404', body: { message: 'Not Found' }, message: '404: Not Found' })
+    expect((notFound as GatewayError).isGatewayAnswer()).toBe(false)
   })
 
-  it('does not take a code outside the contract for a GW_* answer', () => {
-    const err = answerError({ statusCode: 400, code: 'GW_SOMETHING_NEW', message: 'x' }, new Response(null, { status: 400 }))
-    expect(err).toBeInstanceOf(PlatformAnswerError)
+  it('gives a GW_* code outside the contract, and a 5xx without one, a code of their own', () => {
+    const newer = answerError({ statusCode: 400, code: 'GW_SOMETHING_NEW', message: 'x' }, new Response(null, { status: 400 }))
+    expect(newer).toMatchObject({ name: 'GatewayError', code: 'CLIENT_UNKNOWN_CODE', status: 400, body: { code: 'GW_SOMETHING_NEW' } })
+    expect(newer.message).toContain('GW_SOMETHING_NEW')
+    const bare = answerError({ message: 'oops' }, new Response(null, { status: 503 }))
+    expect(bare).toMatchObject({ code: 'CLIENT_UNKNOWN_CODE', status: 503 })
+  })
+
+  it('throws a body that is not JSON as CLIENT_NOT_JSON, on a failure and on a 200, keeping the start of its text', async () => {
+    const page = '<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>'
+    const html = (status: number) => () => new Response(page, { status, headers: { 'content-type': 'text/html' } })
+    const s = scripted(html(502), html(200), html(502))
+    const client = clientWith(s.fetch)
+    const proxy = await rejection(client.report('campaigns', WEEK))
+    expect(proxy).toBeInstanceOf(GatewayError)
+    expect(proxy).toMatchObject({ code: 'CLIENT_NOT_JSON', status: 502, body: page, requestId: null })
+    expect((proxy as Error).message).toContain('text/html')
+    expect(await rejection(client.report('campaigns', WEEK))).toMatchObject({ code: 'CLIENT_NOT_JSON', status: 200 })
+    expect(await rejection(client.call('POST', '/api/v1/campaign/get', { body: { userId: 101 } }))).toMatchObject({ code: 'CLIENT_NOT_JSON', status: 502 })
+  })
+
+  it('throws a 200 whose body is not a report as CLIENT_NOT_A_REPORT, never rows of undefined', async () => {
+    const s = scripted(() => Response.json({ rows: [] }, { headers: { 'x-request-id': 'req-odd' } }), () => Response.json([1, 2]))
+    const client = clientWith(s.fetch)
+    expect(await rejection(client.report('campaigns', WEEK))).toMatchObject({ name: 'GatewayError', code: 'CLIENT_NOT_A_REPORT', status: 200, requestId: 'req-odd', body: { rows: [] } })
+    expect(await rejection(client.reportByBody('campaigns', { dateFrom: '2026-02-01', dateTo: '2026-02-07', campaignIds: [1] }))).toMatchObject({ code: 'CLIENT_NOT_A_REPORT' })
+  })
+
+  it('throws a failed fetch as CLIENT_NETWORK with its cause, and no answer within the timeout as CLIENT_TIMEOUT', async () => {
+    const refused = Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }) })
+    const network = await rejection(clientWith(async () => Promise.reject(refused)).report('campaigns', WEEK))
+    expect(network).toBeInstanceOf(GatewayError)
+    expect(network).toMatchObject({ code: 'CLIENT_NETWORK', status: null, cause: refused })
+    expect((network as Error).message).toContain('ECONNREFUSED')
+
+    // A fetch that never answers but honours its signal, as fetch does.
+    const hangs = (request: Request) => new Promise<Response>((_resolve, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason)))
+    const started = performance.now()
+    const slow = await rejection(clientWith(hangs, { timeoutMs: 50 }).call('GET', '/api/v1/campaign/list'))
+    expect(slow).toMatchObject({ name: 'GatewayError', code: 'CLIENT_TIMEOUT', status: null })
+    expect(performance.now() - started).toBeGreaterThanOrEqual(49)
+    expect(await rejection(clientWith(hangs).report('campaigns', WEEK, { timeoutMs: 20 }))).toMatchObject({ code: 'CLIENT_TIMEOUT' })
+  })
+
+  it('does not wait out a retry-after that would end past its timeout: the 429 is the answer', async () => {
+    const s = scripted(gw(429, 'GW_RATE_LIMITED', { 'retry-after': '2' }))
+    const err = await rejection(clientWith(s.fetch, { timeoutMs: 1000 }).report('campaigns', WEEK))
+    expect(err).toMatchObject({ code: 'GW_RATE_LIMITED', retryAfterSeconds: 2 })
+    expect(s.requests).toHaveLength(1)
   })
 })

@@ -43,6 +43,14 @@ const CONTRACT_ENV = new Set([
   'CONFIG_FILE',
   'TEAMS_FILE',
   'LOG_LEVEL',
+  // OpenTelemetry's standard variables (contract, "Configuration": traces).
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_SERVICE_NAME',
+  'OTEL_RESOURCE_ATTRIBUTES',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
 ])
 
 /** The image every install names: the chart has none of its own (image.repository is required). */
@@ -284,6 +292,11 @@ describe('values.yaml and values.schema.json', () => {
     ['an admin namespace label key with a space', { networkPolicy: { ingress: { adminNamespaceLabel: { key: 'team name' } } } }],
     ['a platform CIDR that is no CIDR', { networkPolicy: { egress: { platform: { cidrs: ['dsp-api.example.com'] } } } }],
     ['no platform port', { networkPolicy: { egress: { platform: { ports: [] } } } }],
+    ['a tracing endpoint without a scheme', { tracing: { endpoint: 'otel-collector:4318' } }],
+    ['a gRPC tracing protocol', { tracing: { protocol: 'grpc' } }],
+    ['a sampler ratio over 1', { tracing: { samplerRatio: '2' } }],
+    ['a resource attribute with a comma', { tracing: { resourceAttributes: { team: 'a,b' } } }],
+    ['a collector token in values (only from a Secret)', { tracing: { headers: 'authorization=Bearer x' } }],
     ['a cache warm without advertisers', { cacheWarm: { enabled: true, apiKeySecret: { name: 'warm-key' } } }],
     ['a cache warm without its key Secret', { cacheWarm: { enabled: true, advertisers: [101] } }],
     ['a cache warm schedule of four fields', { cacheWarm: { schedule: '0 5 * *' } }],
@@ -794,6 +807,44 @@ describe('rendered with other choices', () => {
     for (const m of long.manifests) expect(m.metadata.name.length, `${m.kind} ${m.metadata.name}`).toBeLessThanOrEqual(m.kind === 'Pod' ? 253 : 63)
   })
 
+  it('traces only when tracing.endpoint is set: the standard OTEL_* variables, the collector\'s headers from a Secret, loaded by the real config loader', () => {
+    expect([...envOf(install()).keys()].filter((name) => name.startsWith('OTEL_'))).toEqual([])
+    const traced = install({
+      values: {
+        tracing: {
+          endpoint: 'http://otel-collector.observability:4318',
+          protocol: 'http/json',
+          sampler: 'parentbased_traceidratio',
+          samplerRatio: '0.1',
+          resourceAttributes: { 'deployment.environment.name': 'production', 'cloud.region': 'eu-west-1' },
+          headersSecret: { name: 'otlp-collector', key: 'headers' },
+        },
+      },
+    })
+    const env = envOf(traced)
+    expect(Object.fromEntries([...env].filter(([name]) => name.startsWith('OTEL_')).map(([name, e]) => [name, e.value ?? e.valueFrom]))).toEqual({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'report-gateway',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.1',
+      OTEL_RESOURCE_ATTRIBUTES: 'cloud.region=eu-west-1,deployment.environment.name=production',
+      OTEL_EXPORTER_OTLP_HEADERS: { secretKeyRef: { name: 'otlp-collector', key: 'headers' } },
+    })
+    const secrets = { 'rgw-report-gateway': { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret }, 'otlp-collector': { headers: 'authorization=Bearer%20collector-token-77' } }
+    const config = gatewayConfigFrom(traced, secrets)
+    expect(config.tracing).toMatchObject({
+      url: 'http://otel-collector.observability:4318/v1/traces',
+      protocol: 'http/json',
+      headers: { authorization: 'Bearer collector-token-77' },
+      serviceName: 'report-gateway',
+      resourceAttributes: { 'cloud.region': 'eu-west-1', 'deployment.environment.name': 'production' },
+      sampler: 'parentbased_traceidratio',
+      samplerRatio: 0.1,
+    })
+    expect(config.secrets).toContain('Bearer collector-token-77')
+  })
+
   it('leaves out the PDB, the admin Service and the ServiceAccount when switched off', () => {
     const chart = install({ values: { podDisruptionBudget: { enabled: false }, adminService: { enabled: false }, serviceAccount: { create: false } } })
     expect(all(chart, 'PodDisruptionBudget')).toEqual([])
@@ -1197,6 +1248,22 @@ describe('NetworkPolicy (networkPolicy)', () => {
           { port: 6379, protocol: 'TCP' },
           { port: 26379, protocol: 'TCP' },
         ],
+      },
+    ])
+  })
+
+  it('lets the gateway reach the OpenTelemetry collector only when tracing is on, by its pods or anywhere on its ports', () => {
+    expect(egressTo(chart, 4318)).toEqual([])
+    const tracing = { endpoint: 'http://otel-collector.observability:4318' }
+    expect(egressTo(render({ tracing }), 4318)).toEqual([{ ports: [{ port: 4318, protocol: 'TCP' }] }])
+    const bySelector = render({
+      tracing,
+      networkPolicy: { egress: { collector: { podLabels: { 'app.kubernetes.io/name': 'opentelemetry-collector' }, namespaceLabels: { 'kubernetes.io/metadata.name': 'observability' } } } },
+    })
+    expect(egressTo(bySelector, 4318)).toEqual([
+      {
+        ports: [{ port: 4318, protocol: 'TCP' }],
+        to: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'opentelemetry-collector' } }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }],
       },
     ])
   })

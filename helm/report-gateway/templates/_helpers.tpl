@@ -148,3 +148,16 @@ namespace and the job the ServiceMonitor gives (the admin Service's name).
 {{- $k := .Values.secrets.keys }}
 {{- if or $k.platformToken $k.adminToken $k.adminTokens $k.gatewaySecret $k.platformUsername $k.platformPassword $k.platformClientId $k.platformClientSecret }}true{{ end }}
 {{- end }}
+
+{{/*
+A map as OTEL_RESOURCE_ATTRIBUTES writes it: key=value,key=value, in key order (the schema
+keeps ',' and '=' out of both).
+*/}}
+{{- define "report-gateway.keyValues" -}}
+{{- $first := true -}}
+{{- range $key, $value := . -}}
+{{- if not $first }},{{ end -}}
+{{- $key }}={{ $value -}}
+{{- $first = false -}}
+{{- end -}}
+{{- end -}}

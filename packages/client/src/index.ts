@@ -1,16 +1,30 @@
-import createClient, { type Client } from 'openapi-fetch'
+import createClient, { defaultPathSerializer, type Client } from 'openapi-fetch'
 import type { components, operations, paths } from './schema.js'
+import { answerError, GatewayError, isObject, parsedBody, retryAfterSeconds } from './errors.js'
 
-// A typed client for callers of the report gateway (docs/contract.md, "Calling the proxy
-// listener"). It sends the team key, waits out a 429 or 503 that says when to come back
-// (within a bound, reads only, as the gateway retries only reads), keeps each report's
-// ETag and body by URL and sends `if-none-match`, so that a 304 is answered with the kept
-// body, and turns GW_* answers into GatewayError. The types come from the gateway's
-// OpenAPI document (schema.d.ts, generated from docs/openapi.json).
-//
-// One file of plain, erasable TypeScript, so that Node runs it as it is.
+// A typed client for callers of the report gateway (the gateway's docs/contract.md,
+// "Calling the proxy listener"). It sends the team key, waits out a 429 or 503 that says
+// when to come back (within a bound, reads only, as the gateway retries only reads), keeps
+// each report's ETag and body by URL and sends `if-none-match`, so that a 304 is answered
+// with the kept body, bounds each call by a timeout, and throws every failure as a
+// GatewayError with a code. The types come from the gateway's OpenAPI document
+// (schema.d.ts, generated from docs/openapi.json). It uses fetch alone: Node 20+ and browsers.
 
 export type { components, operations, paths }
+export {
+  answerError,
+  CLIENT_ERROR_CODES,
+  GATEWAY_ERROR_CODES,
+  GatewayError,
+  isGatewayErrorBody,
+  retryAfterSeconds,
+  type ClientErrorCode,
+  type ErrorCode,
+  type GatewayErrorBody,
+  type GatewayErrorCode,
+  type GatewayErrorDetails,
+  type PlatformErrorBody,
+} from './errors.js'
 
 type Schemas = components['schemas']
 
@@ -18,12 +32,6 @@ type Schemas = components['schemas']
 export type Report = Schemas['Report']
 /** One row of a report: its labels (by the split and `byDate`, `byCampaign`) and its figures. */
 export type ReportRow = Schemas['ReportRow']
-/** The platform's own 4xx body, passed through by the gateway (no GW_* code). */
-export type PlatformErrorBody = Schemas['PlatformError']
-/** Every GW_* code the gateway answers with (contract, "Errors"). */
-export type GatewayErrorCode = Extract<keyof Schemas, `GW_${string}`>
-/** The JSON body of a GW_* answer. */
-export type GatewayErrorBody = Schemas[GatewayErrorCode]
 /** The `x-cache` header of a report answer. */
 export type CacheStatus = components['headers']['x-cache']
 
@@ -37,92 +45,19 @@ export type ReportQuery = Omit<GetReportQuery, 'byDate' | 'byCampaign'> & { byDa
 /** The JSON body of the older form, `POST /api/v1/report/{split}/get`. */
 export type ReportBody = operations['postReport']['requestBody']['content']['application/json']
 
-/** The GW_* codes at run time, to tell a gateway's answer from the platform's. */
-export const GATEWAY_ERROR_CODES = [
-  'GW_BAD_QUERY',
-  'GW_BAD_REQUEST',
-  'GW_UNAUTHORIZED',
-  'GW_FORBIDDEN',
-  'GW_NOT_FOUND',
-  'GW_REQUEST_TIMEOUT',
-  'GW_PAYLOAD_TOO_LARGE',
-  'GW_TOKEN_REJECTED',
-  'GW_RATE_LIMITED',
-  'GW_INTERNAL',
-  'GW_PLATFORM_AUTH',
-  'GW_PLATFORM_REFUSED',
-  'GW_UPSTREAM',
-  'GW_RELOAD_UNAVAILABLE',
-  'GW_CONFIG_INVALID',
-  'GW_OVERLOADED',
-  'GW_SHUTTING_DOWN',
-  'GW_ADMIN_DISABLED',
-  'GW_REDIS_UNAVAILABLE',
-  'GW_UPSTREAM_TIMEOUT',
-] as const satisfies readonly GatewayErrorCode[]
+/** A platform call's path as it is sent, e.g. `/api/v1/campaign/get` (the query apart). */
+export type PlatformPath = `/api/v1/${string}`
+/** The methods of platform calls: GET and POST to a path ending in `/get` are reads, the rest writes. */
+export type PlatformMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
-// The type check keeps the list whole: `satisfies` above refuses a code the document does
-// not have, and this refuses a document code missing from the list.
-type Holds<T extends true> = T
-type _EveryCodeListed = Holds<[Exclude<GatewayErrorCode, (typeof GATEWAY_ERROR_CODES)[number]>] extends [never] ? true : false>
-
-const CODES: ReadonlySet<string> = new Set(GATEWAY_ERROR_CODES)
-
-/** A GW_* answer of the gateway: its code, status, request id and, on 429 and 503, when to come back. */
-export class GatewayError extends Error {
-  override readonly name = 'GatewayError'
-  readonly code: GatewayErrorCode
-  readonly status: number
-  /** The answer's `x-request-id`: the gateway's log lines of this call carry it. */
-  readonly requestId: string | null
-  /** The answer's `retry-after` in seconds, when it has one. */
-  readonly retryAfterSeconds: number | null
-  readonly body: GatewayErrorBody
-
-  constructor(body: GatewayErrorBody, response: Response) {
-    super(`${body.code} (${response.status}): ${body.message}`)
-    this.code = body.code
-    this.status = response.status
-    this.requestId = response.headers.get('x-request-id')
-    this.retryAfterSeconds = retryAfterSeconds(response.headers.get('retry-after'))
-    this.body = body
-  }
-}
-
-/** Any other answer that is not a success: the platform's own 4xx passed through (`PlatformErrorBody`), or a body without a GW_* code. */
-export class PlatformAnswerError extends Error {
-  override readonly name = 'PlatformAnswerError'
-  readonly status: number
-  readonly requestId: string | null
-  /** The parsed JSON body, else its text. */
-  readonly body: unknown
-
-  constructor(body: unknown, response: Response) {
-    const message = isObject(body) && typeof body.message === 'string' ? body.message : response.statusText
-    super(`${response.status}: ${message}`)
-    this.status = response.status
-    this.requestId = response.headers.get('x-request-id')
-    this.body = body
-  }
-}
-
-/** The error a failed answer stands for: GatewayError for a GW_* body, else PlatformAnswerError. */
-export function answerError(body: unknown, response: Response): GatewayError | PlatformAnswerError {
-  return isGatewayErrorBody(body) ? new GatewayError(body, response) : new PlatformAnswerError(body, response)
-}
-
-export function isGatewayErrorBody(body: unknown): body is GatewayErrorBody {
-  return isObject(body) && typeof body.code === 'string' && CODES.has(body.code) && typeof body.message === 'string'
-}
-
-/** `retry-after` in seconds: delta-seconds or an HTTP date; null when absent or unreadable. */
-export function retryAfterSeconds(value: string | null, now: number = Date.now()): number | null {
-  if (value === null) return null
-  const text = value.trim()
-  if (/^\d+$/.test(text)) return Number(text)
-  const date = Date.parse(text)
-  return Number.isNaN(date) ? null : Math.max(0, Math.ceil((date - now) / 1000))
-}
+type PlatformItem = paths['/api/v1/{path}']
+/** An operation of a platform call by its real path: the `{path}` parameter is the path itself. */
+type ByRealPath<Op> = Op extends { parameters: infer P } ? Omit<Op, 'parameters'> & { parameters: Omit<P, 'path'> & { path?: never } } : Op
+/**
+ * The document's paths for openapi-fetch, with every platform call also by its real path:
+ * `api.POST('/api/v1/campaign/get', …)` type-checks and is sent as written.
+ */
+export type GatewayPaths = paths & { [P in PlatformPath]: { [M in keyof PlatformItem]: ByRealPath<PlatformItem[M]> } }
 
 export interface GatewayClientOptions {
   /** The proxy listener's origin, e.g. `http://127.0.0.1:8080`. */
@@ -135,6 +70,11 @@ export interface GatewayClientOptions {
   maxRetryAfterSeconds?: number
   /** How many URLs' ETag and body are kept for `if-none-match` (default 100, least recently used dropped first; 0 keeps none). */
   keptAnswers?: number
+  /**
+   * The longest a call may take, waits before a retry included, in ms (default 35,000: the
+   * gateway's own platform.timeout, 30 s, and a margin, so that its 504 comes first); then CLIENT_TIMEOUT.
+   */
+  timeoutMs?: number
   /** The fetch to send with (default the global one). */
   fetch?: (request: Request) => Promise<Response>
 }
@@ -142,8 +82,17 @@ export interface GatewayClientOptions {
 export interface CallOptions {
   /** Extra request headers: `x-request-id`, or `cache-control: no-cache` for a fresh copy. */
   headers?: Record<string, string>
-  /** Ends the call, a wait before a retry included. */
+  /** Ends the call, a wait before a retry included: the call rejects with the signal's reason. */
   signal?: AbortSignal
+  /** This call's timeout in ms, instead of the client's. */
+  timeoutMs?: number
+}
+
+export interface PlatformCallOptions extends CallOptions {
+  /** The query, sent as `?name=value&…` (undefined values left out; arrays as repeated names). */
+  query?: Record<string, string | number | boolean | readonly (string | number)[] | undefined>
+  /** A JSON body (`content-type: application/json`). */
+  body?: unknown
 }
 
 /** A report read: its body and rows, and what the gateway said of it. */
@@ -152,19 +101,38 @@ export interface ReportAnswer {
   rows: ReportRow[]
   /** `x-cache` of the answer (of the 304 when revalidated). */
   cache: CacheStatus | null
+  /** `cache-status` (RFC 9211) of the answer, e.g. `report-gateway; hit; ttl=48`. */
+  cacheStatus: string | null
   etag: string | null
   requestId: string | null
   /** The gateway answered 304 and the body is the one kept from an earlier read. */
   revalidated: boolean
 }
 
+/** A platform call's answer: its status and parsed JSON body (null when it has none). */
+export interface PlatformAnswer<T> {
+  status: number
+  body: T
+  requestId: string | null
+  headers: Headers
+}
+
 export interface GatewayClient {
-  /** `GET /api/v1/report/{split}/get`; throws GatewayError or PlatformAnswerError for anything but a report. */
+  /** `GET /api/v1/report/{split}/get`; throws GatewayError for anything but a report. */
   report(split: ReportSplit, query: ReportQuery, options?: CallOptions): Promise<ReportAnswer>
   /** `POST /api/v1/report/{split}/get` with a JSON body (the older form); not kept for ETags, as it has a body. */
   reportByBody(split: ReportSplit, body: ReportBody, options?: CallOptions): Promise<ReportAnswer>
-  /** The openapi-fetch client of every documented call, with the same key, retries and ETags; it returns `{ data, error, response }` (see `answerError`). */
-  api: Client<paths>
+  /**
+   * Any other platform call by its real path, e.g. `call('POST', '/api/v1/campaign/get', { query: { per_page: 200 }, body: { userId: 101 } })`:
+   * its 2xx answer's JSON body as `T`; anything else thrown as GatewayError.
+   */
+  call<T = unknown>(method: PlatformMethod, path: PlatformPath, options?: PlatformCallOptions): Promise<PlatformAnswer<T>>
+  /**
+   * The openapi-fetch client of every documented call, with the same key, timeout, retries
+   * and ETags: it returns `{ data, error, response }` (`answerError(error, response)` gives
+   * the GatewayError) and throws CLIENT_NETWORK and CLIENT_TIMEOUT as GatewayError.
+   */
+  api: Client<GatewayPaths>
 }
 
 interface Kept {
@@ -176,10 +144,17 @@ interface Kept {
 /** Headers of an answer that describe its bytes on the wire, not the kept body. */
 const WIRE_HEADERS = new Set(['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive'])
 
+/** The gateway's platform.timeout (30 s) and a margin: its own 504 comes before the client gives up. */
+const DEFAULT_TIMEOUT_MS = 35_000
+
+const PLATFORM_PATH = '/api/v1/{path}'
+
 export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
+  const baseUrl = options.baseUrl.replace(/\/+$/, '')
   const retries = Math.max(0, options.retries ?? 2)
   const maxWait = options.maxRetryAfterSeconds ?? 10
   const keptMax = Math.max(0, options.keptAnswers ?? 100)
+  const clientTimeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
   const send = options.fetch ?? ((request: Request) => globalThis.fetch(request))
   const kept = new Map<string, Kept>()
   const revalidated = new WeakSet<Response>()
@@ -220,55 +195,144 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     return response
   }
 
-  async function fetchWithPolicy(request: Request): Promise<Response> {
+  /**
+   * Every call goes through here: the kept ETag, one deadline for the whole call, the
+   * retries of reads, and no answer but a whole one (read within the deadline), so that a
+   * network failure or the timeout is a GatewayError whenever it happens.
+   */
+  async function fetchWithPolicy(request: Request, timeoutMs = clientTimeout): Promise<Response> {
     const etag = request.method === 'GET' && !request.headers.has('if-none-match') ? kept.get(request.url)?.etag : undefined
-    const first = etag === undefined ? request : revalidation(request, etag)
+    const deadline = Date.now() + timeoutMs
+    const timer = new AbortController()
+    const timeout = setTimeout(() => timer.abort(new GatewayError('CLIENT_TIMEOUT', `${request.method} ${request.url}: no answer within ${timeoutMs} ms`)), timeoutMs)
+    const signal = AbortSignal.any([request.signal, timer.signal])
+    // fetch's `no-cache` mode: no HTTP cache of a browser answers for the gateway (its
+    // answers say `private, max-age`, and a stored copy would be reused under another key,
+    // or a revoked one); the request goes out, conditional on what that cache holds, with
+    // `cache-control: max-age=0`, which the gateway answers from its own cache (the
+    // default mode's `no-cache` would ask it for a fresh copy from the platform).
+    const first = new Request(etag === undefined ? request : revalidation(request, etag), { signal, cache: 'no-cache' })
     const read = isRead(first)
-    for (let attempt = 0; ; attempt++) {
-      const response = await send(first.clone())
-      const wait = read && attempt < retries ? await retryWait(response) : null
-      if (wait === null) return settle(first, response)
-      await response.body?.cancel()
-      await pause(wait * 1000, first.signal)
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const response = await whole(send(first.clone()), first, request.signal, timer.signal)
+        const wait = read && attempt < retries ? await retryWait(response) : null
+        // A wait that would end past the deadline is not waited: the answer is the error.
+        if (wait === null || Date.now() + wait * 1000 >= deadline) return await settle(first, response)
+        await pause(wait * 1000, signal)
+      }
+    } catch (err) {
+      throw request.signal.aborted ? request.signal.reason : timer.signal.aborted ? timer.signal.reason : err
+    } finally {
+      clearTimeout(timeout)
     }
   }
 
-  const api = createClient<paths>({ baseUrl: options.baseUrl, headers: { 'x-api-key': options.apiKey }, fetch: fetchWithPolicy, redirect: 'error' })
+  const api = createClient<GatewayPaths>({
+    baseUrl,
+    headers: { 'x-api-key': options.apiKey },
+    fetch: (request: Request) => fetchWithPolicy(request),
+    redirect: 'error',
+    pathSerializer: platformPathSerializer,
+  })
 
-  function answerOf(data: Report | undefined, error: unknown, response: Response): ReportAnswer {
-    if (data === undefined) throw answerError(error, response)
+  async function reportOf(request: Request, timeoutMs: number | undefined): Promise<ReportAnswer> {
+    const response = await fetchWithPolicy(request, timeoutMs)
+    const body = await jsonOf(response)
+    if (!response.ok) throw answerError(body, response)
+    const report = body as Report
+    if (!isObject(report) || !Array.isArray(report.data)) {
+      throw new GatewayError('CLIENT_NOT_A_REPORT', `${request.method} ${new URL(request.url).pathname}: a 200 whose body is not a report ({"data": [...]})`, {
+        status: response.status,
+        requestId: response.headers.get('x-request-id'),
+        body,
+      })
+    }
     return {
-      report: data,
-      rows: data.data,
+      report,
+      rows: report.data,
       cache: (response.headers.get('x-cache') as CacheStatus | null) ?? null,
+      cacheStatus: response.headers.get('cache-status'),
       etag: response.headers.get('etag'),
       requestId: response.headers.get('x-request-id'),
       revalidated: revalidated.has(response),
     }
   }
 
+  function requestOf(method: string, path: string, query: PlatformCallOptions['query'], call: CallOptions, body?: unknown): Request {
+    const url = new URL(`${baseUrl}${path}`)
+    for (const [name, value] of Object.entries(query ?? {})) {
+      if (value === undefined) continue
+      for (const one of Array.isArray(value) ? value : [value]) url.searchParams.append(name, String(one))
+    }
+    const headers = new Headers(call.headers)
+    headers.set('x-api-key', options.apiKey)
+    if (body !== undefined) headers.set('content-type', 'application/json')
+    return new Request(url, {
+      method,
+      headers,
+      redirect: 'error',
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(call.signal ? { signal: call.signal } : {}),
+    })
+  }
+
   return {
     api,
-    async report(split, query, call = {}) {
+    report(split, query, call = {}) {
       const { byDate, byCampaign, ...rest } = query
       const flags = { ...flag('byDate', byDate), ...flag('byCampaign', byCampaign) }
-      const { data, error, response } = await api.GET('/api/v1/report/{split}/get', {
-        params: { path: { split }, query: { ...rest, ...flags } },
-        headers: call.headers,
-        signal: call.signal,
-      })
-      return answerOf(data, error, response)
+      return reportOf(requestOf('GET', `/api/v1/report/${encodeURIComponent(split)}/get`, { ...rest, ...flags }, call), call.timeoutMs)
     },
-    async reportByBody(split, body, call = {}) {
-      const { data, error, response } = await api.POST('/api/v1/report/{split}/get', {
-        params: { path: { split } },
-        body,
-        headers: call.headers,
-        signal: call.signal,
-      })
-      return answerOf(data, error, response)
+    reportByBody(split, body, call = {}) {
+      return reportOf(requestOf('POST', `/api/v1/report/${encodeURIComponent(split)}/get`, undefined, call, body), call.timeoutMs)
+    },
+    async call<T>(method: PlatformMethod, path: PlatformPath, call: PlatformCallOptions = {}): Promise<PlatformAnswer<T>> {
+      if (!path.startsWith('/api/v1/') || /[?#]/.test(path)) throw new TypeError(`a platform path starts with /api/v1/ and has no query (pass it as \`query\`): ${path}`)
+      const response = await fetchWithPolicy(requestOf(method, path, call.query, call, call.body), call.timeoutMs)
+      const body = await jsonOf(response)
+      if (!response.ok && response.status !== 304) throw answerError(body, response)
+      return { status: response.status, body: (body ?? null) as T, requestId: response.headers.get('x-request-id'), headers: response.headers }
     },
   }
+}
+
+/**
+ * The JSON body of an answer (undefined when it has none). A body that is not JSON is
+ * CLIENT_NOT_JSON for a success; for a failure answerError says what it stands for.
+ */
+async function jsonOf(response: Response): Promise<unknown> {
+  const text = await response.text()
+  const body = parsedBody(text)
+  if (typeof body === 'string' && response.ok) throw answerError(body, response)
+  return body
+}
+
+/**
+ * `{path}` of a platform call with its slashes as they are (each segment escaped), so that
+ * `/api/v1/{path}` with `campaign/get` is sent as `/api/v1/campaign/get`.
+ */
+function platformPathSerializer(url: string, params: Record<string, unknown>): string {
+  // openapi-fetch hands over the base URL and the path template together.
+  if (!url.endsWith(PLATFORM_PATH) || typeof params.path !== 'string') return defaultPathSerializer(url, params)
+  return `${url.slice(0, -'{path}'.length)}${params.path.split('/').map(encodeURIComponent).join('/')}`
+}
+
+/** The answer with its whole body read, within the call's signals: a failure on the way is a GatewayError. */
+async function whole(sent: Promise<Response>, request: Request, caller: AbortSignal, timer: AbortSignal): Promise<Response> {
+  try {
+    const response = await sent
+    const body = nullBody(response.status) ? null : await response.arrayBuffer()
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
+  } catch (err) {
+    if (caller.aborted || timer.aborted) throw err
+    const why = err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err)
+    throw new GatewayError('CLIENT_NETWORK', `${request.method} ${request.url}: no answer (${why})`, { cause: err })
+  }
+}
+
+function nullBody(status: number): boolean {
+  return status === 101 || status === 204 || status === 205 || status === 304
 }
 
 /** A read as the gateway counts one: GET, HEAD, and POST to a path ending in `/get`. */
@@ -282,18 +346,11 @@ function flag(name: 'byDate' | 'byCampaign', value: boolean | Flag | undefined):
   return { [name]: typeof value === 'boolean' ? (value ? '1' : '0') : value }
 }
 
-/**
- * The request with `if-none-match`. In the default cache mode, fetch adds `cache-control:
- * no-cache` and `pragma: no-cache` to a conditional request, which ask the gateway for a
- * fresh copy from the platform (REFRESH); in `no-cache` mode it sends `max-age=0`, and the
- * gateway answers from its cache.
- */
+/** The request with `if-none-match`: the kept ETag. */
 function revalidation(request: Request, etag: string): Request {
   const headers = new Headers(request.headers)
   headers.set('if-none-match', etag)
-  // Node's RequestInit type leaves `cache` out; its fetch honours it.
-  const init = { headers, cache: 'no-cache' as const }
-  return new Request(request, init)
+  return new Request(request, { headers })
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
@@ -310,8 +367,4 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
     const timer = setTimeout(done, ms)
     signal.addEventListener('abort', abort, { once: true })
   })
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null
 }

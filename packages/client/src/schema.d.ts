@@ -587,6 +587,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache"];
+                "cache-status": components["headers"]["cache-status"];
                 [name: string]: unknown;
             };
             content: {
@@ -611,6 +613,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache"];
+                "cache-status": components["headers"]["cache-status"];
                 [name: string]: unknown;
             };
             content: {
@@ -623,6 +627,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache"];
+                "cache-status": components["headers"]["cache-status"];
                 [name: string]: unknown;
             };
             content: {
@@ -635,6 +641,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache"];
+                "cache-status": components["headers"]["cache-status"];
                 [name: string]: unknown;
             };
             content: {
@@ -647,6 +655,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache"];
+                "cache-status": components["headers"]["cache-status"];
                 [name: string]: unknown;
             };
             content: {
@@ -660,6 +670,8 @@ export interface components {
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache"];
+                "cache-status": components["headers"]["cache-status"];
                 [name: string]: unknown;
             };
             content: {
@@ -857,6 +869,8 @@ export interface components {
         "x-request-id": string;
         /** @description `HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (the caller sent `cache-control: no-cache`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`). */
         "x-cache": "HIT" | "MISS" | "STALE" | "REFRESH" | "BYPASS";
+        /** @description RFC 9211: what the gateway's cache did with this read, one member named `report-gateway`. Served from a copy: `hit; ttl=<freshness left in seconds>` (negative for a stale copy). Sent on to the platform: `fwd=uri-miss` (no copy), `fwd=stale` (a copy too old to serve) or `fwd=request` (the caller sent `cache-control: no-cache`), then `collapsed` when the read waited for another read's platform call, and `stored; ttl=<seconds>` for the copy it stored, or `fwd-status=<status>` for an answer passed on uncached (`BYPASS`); a `STALE` copy served because the platform failed has `fwd=…; ttl=<negative>`. */
+        "cache-status": string;
         /** @description Seconds since the entry was fetched from the platform; on `HIT` and `STALE`. */
         age: number;
         /** @description `private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`. */
@@ -977,6 +991,7 @@ export interface operations {
             200: {
                 headers: {
                     "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
                     age: components["headers"]["age"];
                     "cache-control": components["headers"]["cache-control"];
                     etag: components["headers"]["etag"];
@@ -995,6 +1010,7 @@ export interface operations {
             304: {
                 headers: {
                     "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
                     age: components["headers"]["age"];
                     "cache-control": components["headers"]["cache-control"];
                     etag: components["headers"]["etag"];
@@ -1021,6 +1037,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1084,6 +1102,7 @@ export interface operations {
             200: {
                 headers: {
                     "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
                     age: components["headers"]["age"];
                     "cache-control": components["headers"]["cache-control"];
                     etag: components["headers"]["etag"];
@@ -1102,6 +1121,7 @@ export interface operations {
             304: {
                 headers: {
                     "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
                     age: components["headers"]["age"];
                     "cache-control": components["headers"]["cache-control"];
                     etag: components["headers"]["etag"];
@@ -1128,6 +1148,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1170,7 +1192,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1199,7 +1223,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
         responses: {
             400: components["responses"]["platform-400"];
             401: components["responses"]["platform-401"];
@@ -1220,7 +1251,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1249,7 +1282,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
         responses: {
             400: components["responses"]["platform-400"];
             401: components["responses"]["platform-401"];
@@ -1270,7 +1310,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1299,7 +1341,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
         responses: {
             400: components["responses"]["platform-400"];
             401: components["responses"]["platform-401"];
@@ -1320,7 +1369,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1370,7 +1421,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1420,7 +1473,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1449,7 +1504,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
         responses: {
             400: components["responses"]["platform-400"];
             401: components["responses"]["platform-401"];
@@ -1470,7 +1532,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
@@ -1499,7 +1563,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
         responses: {
             400: components["responses"]["platform-400"];
             401: components["responses"]["platform-401"];
@@ -1520,7 +1591,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                };
             };
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {

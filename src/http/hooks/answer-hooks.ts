@@ -4,6 +4,7 @@ import type { Admission } from '../../access/admission.js'
 import { answeredByCache } from '../../observe/usage.js'
 import { bytesSent, routeKind, type ObserveRequest } from './request-log.js'
 import { auditWrite } from './write-audit.js'
+import { traceOf } from '../../observe/tracing.js'
 
 /** The rate-limit fields of an answer the router writes: its admitted caller's team's standing. */
 export function callerRate(admission: Admission): (request: FastifyRequest) => [policy: string, state: string] | null {
@@ -30,6 +31,7 @@ export function answerHooks(proxy: FastifyInstance, { ctx, admission, observe }:
       bytes: bytesSent(request.raw.socket),
       upstreamMs: request.caller?.upstreamMs ?? null,
       userAgent: request.headers['user-agent'] ?? null,
+      trace: ctx.tracing === null ? undefined : traceOf(request.raw),
     })
     auditWrite(ctx, admission, request, reply.statusCode)
     done()

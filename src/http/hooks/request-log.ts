@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import type { GatewayContext } from '../context.js'
 import type { CountChild, ObserveChild } from '../../perf/metric-tally.js'
 import { isOwnRequestId, newRequestId } from '../../observe/request-id.js'
+import type { Trace } from '../../observe/tracing.js'
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
@@ -36,6 +37,8 @@ export interface RequestFacts {
   userAgent: string | null
   /** The clock reading (epoch ms) the answer was made at, where the caller took one. */
   at?: number
+  /** The request's span, with tracing on: ended here, and its trace id logged. */
+  trace?: Trace | undefined
 }
 
 // Bytes a socket had written when its last response ended: requests on one keep-alive
@@ -83,29 +86,43 @@ export function requestObserver(ctx: GatewayContext): ObserveRequest {
     if (facts.team !== null) ctx.usage.request(facts.team, status, facts.hit, facts.bytes ?? 0, facts.at)
     if (facts.keyId !== null) ctx.keyUse.note(facts.keyId, facts.at ?? ctx.clock.now())
     ctx.history.request(status, facts.team, route === 'report' && facts.cache !== null, facts.hit, facts.at)
+    const trace = facts.trace
+    if (trace !== undefined && trace.recording) endRequestSpan(trace, facts)
     // Read per request: an operator may change the level at run time.
     if (!ctx.log.isLevelEnabled('info')) return
     const q = facts.url.indexOf('?')
-    ctx.log.info(
-      {
-        reqId: facts.reqId,
-        client: facts.client,
-        team: facts.team,
-        keyId: facts.keyId,
-        method: facts.method,
-        path: q === -1 ? facts.url : facts.url.slice(0, q),
-        advertiser: advertiserField(facts.advertisers),
-        route,
-        status,
-        durationMs: tenths(facts.durationMs),
-        upstreamMs: facts.upstreamMs === null ? null : tenths(facts.upstreamMs),
-        cache: facts.cache,
-        bytes: facts.bytes,
-        userAgent: facts.userAgent,
-      },
-      'request',
-    )
+    const line: Record<string, unknown> = {
+      reqId: facts.reqId,
+      client: facts.client,
+      team: facts.team,
+      keyId: facts.keyId,
+      method: facts.method,
+      path: q === -1 ? facts.url : facts.url.slice(0, q),
+      advertiser: advertiserField(facts.advertisers),
+      route,
+      status,
+      durationMs: tenths(facts.durationMs),
+      upstreamMs: facts.upstreamMs === null ? null : tenths(facts.upstreamMs),
+      cache: facts.cache,
+      bytes: facts.bytes,
+      userAgent: facts.userAgent,
+    }
+    // With tracing on, the line names the request's trace (the span's own id is in the trace).
+    if (trace !== undefined) line.traceId = trace.traceId
+    ctx.log.info(line, 'request')
   }
+}
+
+/**
+ * Ends a request's SERVER span with its answer (HTTP semantic conventions: a 5xx is an
+ * error, a 4xx is not, but a step the refusal skipped ends failed with its status).
+ */
+function endRequestSpan(trace: Trace, facts: RequestFacts): void {
+  const status = facts.status
+  trace.set({ 'http.response.status_code': status, 'gateway.request_id': facts.reqId })
+  if (facts.team !== null) trace.set({ 'gateway.team': facts.team })
+  if (facts.cache !== null) trace.set({ 'gateway.cache.status': facts.cache })
+  trace.end(status >= 500 ? String(status) : undefined, status >= 400 ? String(status) : undefined)
 }
 
 function tenths(ms: number): number {

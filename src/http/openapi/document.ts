@@ -50,6 +50,10 @@ const HEADERS: Json = {
     '`HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (the caller sent `cache-control: no-cache`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`).',
     { type: 'string', enum: ['HIT', 'MISS', 'STALE', 'REFRESH', 'BYPASS'] },
   ),
+  'cache-status': header(
+    'RFC 9211: what the gateway\'s cache did with this read, one member named `report-gateway`. Served from a copy: `hit; ttl=<freshness left in seconds>` (negative for a stale copy). Sent on to the platform: `fwd=uri-miss` (no copy), `fwd=stale` (a copy too old to serve) or `fwd=request` (the caller sent `cache-control: no-cache`), then `collapsed` when the read waited for another read\'s platform call, and `stored; ttl=<seconds>` for the copy it stored, or `fwd-status=<status>` for an answer passed on uncached (`BYPASS`); a `STALE` copy served because the platform failed has `fwd=…; ttl=<negative>`.',
+    { type: 'string', pattern: '^report-gateway; (hit; ttl=-?\\d+|fwd=(uri-miss|stale|request)(; collapsed)?(; stored)?(; ttl=-?\\d+|; fwd-status=\\d{3}))$' },
+  ),
   age: header('Seconds since the entry was fetched from the platform; on `HIT` and `STALE`.', { type: 'integer', minimum: 0 }),
   'cache-control': header('`private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`.'),
   etag: header('Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed.'),
@@ -65,6 +69,15 @@ const HEADERS: Json = {
 
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` })
 
+/** What a platform call may send: JSON or a form, checked and re-serialized by the gateway (contract, "Calling the proxy listener"). */
+const PLATFORM_BODY = {
+  required: false,
+  content: {
+    'application/json': { schema: { description: 'Any JSON the platform call takes, e.g. `{"userId": 101}`.' } },
+    'application/x-www-form-urlencoded': { schema: { type: 'object', additionalProperties: { type: 'string' } } },
+  },
+}
+
 const PASSED_THROUGH = {
   description: 'The platform\'s own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway\'s own 4xx answers are listed by status.',
   headers: { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS },
@@ -75,15 +88,16 @@ function reportResponses(): Json {
   return {
     '200': {
       description: 'The platform\'s report, byte for byte (from the cache, or fetched now).',
-      headers: { ...Object.fromEntries(['x-cache', 'age', 'cache-control', 'etag', 'vary', 'content-encoding', 'x-request-id'].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
+      headers: { ...Object.fromEntries(['x-cache', 'cache-status', 'age', 'cache-control', 'etag', 'vary', 'content-encoding', 'x-request-id'].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Report' } } },
     },
     '304': {
       description: '`if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body.',
-      headers: Object.fromEntries(['x-cache', 'age', 'cache-control', 'etag', 'vary', 'x-request-id'].map((h) => [h, ref(h)])),
+      headers: Object.fromEntries(['x-cache', 'cache-status', 'age', 'cache-control', 'etag', 'vary', 'x-request-id'].map((h) => [h, ref(h)])),
     },
     ...errorResponses('report'),
-    '4XX': PASSED_THROUGH,
+    // A report's platform 4xx is passed on uncached: `x-cache: BYPASS` and its cache-status say so.
+    '4XX': { ...PASSED_THROUGH, headers: { ...PASSED_THROUGH.headers, 'x-cache': ref('x-cache'), 'cache-status': ref('cache-status') } },
   }
 }
 
@@ -92,6 +106,7 @@ function platformResponses(): Json {
     '2XX': {
       description: 'The platform\'s answer, passed back as it is (without its cookies and hop-by-hop headers).',
       headers: { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS },
+      content: { 'application/json': { schema: { description: 'The platform\'s JSON, whatever the call answers.' } } },
     },
     ...errorResponses('platform'),
     '4XX': PASSED_THROUGH,
@@ -115,6 +130,7 @@ export function completeDocument(doc: Json): Json {
       else if (tags.includes('platform')) {
         op.operationId = `${method}Platform`
         op.responses = platformResponses()
+        if (method !== 'get' && method !== 'head' && method !== 'options') op.requestBody = structuredClone(PLATFORM_BODY)
       } else op.security = []
       if (path === '/readyz') op.responses = structuredClone(READYZ)
       if (!tags.includes('reports') && !tags.includes('platform')) {

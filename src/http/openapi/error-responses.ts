@@ -119,6 +119,8 @@ export function errorResponseComponents(): Json {
           'x-request-id': { $ref: '#/components/headers/x-request-id' },
           ...(status === 429 || status === 503 ? { 'retry-after': { $ref: '#/components/headers/retry-after' } } : {}),
           ...RATE_LIMIT_HEADERS,
+          // A report's platform answer passed on uncached says so: `x-cache: BYPASS`, its cache-status.
+          ...(platform && kind === 'report' ? { 'x-cache': { $ref: '#/components/headers/x-cache' }, 'cache-status': { $ref: '#/components/headers/cache-status' } } : {}),
         },
         content: { 'application/json': { schema: refs.length === 1 ? refs[0] : { anyOf: refs } } },
       }

@@ -6,7 +6,7 @@ import type { CacheEntry } from '../../cache/cache-entry.js'
 import type { GatewayContext } from '../context.js'
 import { hangUpSignal } from '../../platform/governor/caller-group.js'
 import { handOverJoinedFill } from './joined-fills.js'
-import type { FillResult } from '../../reports/report-cache.js'
+import type { FillResult, Forward } from '../../reports/report-cache.js'
 import { formFor, type KnownReport, type ReportForms } from './report-route.js'
 import { acceptsGzip, answerRendered, entryResponse, wantsRefresh } from './report-reply.js'
 import { assertAccounts } from '../../access/scope.js'
@@ -16,6 +16,23 @@ import { pushAnswerFields } from '../answer-fields.js'
 import type { Identity } from '../../access/team-auth.js'
 import type { Admission } from '../../access/admission.js'
 import { bytesSent, requestIdOf, type ObserveRequest } from '../hooks/request-log.js'
+import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
+
+/** A caller that joined a cold fill went to the platform for want of a copy, with another read. */
+const JOINED: Forward = { reason: 'uri-miss', collapsed: true }
+
+// Attributes of the fast path's steps, made once: a traced hit adds no object of its own.
+const L1_HIT: SpanAttributes = { 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' }
+const L1_MISS: SpanAttributes = { 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'miss' }
+const JOINED_FILL: SpanAttributes = { 'gateway.fill.source': 'joined' }
+const TO_ROUTER: SpanAttributes = { 'gateway.handed_over': true }
+
+/** A step of the fast path ended, with what it found. */
+function ended(step: Trace | undefined, attributes: SpanAttributes): void {
+  if (step === undefined) return
+  step.set(attributes)
+  step.end()
+}
 
 /** What Fastify does with a request: the fast path hands it anything it does not serve. */
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
@@ -33,7 +50,13 @@ export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
  */
 export function fastReads(ctx: GatewayContext, admission: Admission, forms: ReportForms, observe: ObserveRequest) {
   const prefix = '/api/v1/report/'
-  const { reports, rateLimiter } = ctx
+  const { reports, rateLimiter, tracing } = ctx
+
+  /** Hands a request to the router; a step begun here ends, saying so (the router's own steps follow). */
+  const handOver = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, step: Trace | undefined): void => {
+    ended(step, TO_ROUTER)
+    next(req, res)
+  }
 
   // The answer of an entry, as the route's sendReport writes it, and its access line.
   const answer = (req: IncomingMessage, res: ServerResponse, who: Identity, form: KnownReport, entry: CacheEntry, how: { status: 'HIT' | 'MISS'; rate: RateDecision; started: number; now: number; upstreamMs: number | null }): void => {
@@ -44,8 +67,9 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     const own = { reqId, rate: rateLimitHeaders(team, how.rate) }
     const ifNoneMatch = headers['if-none-match']
     let status = 200
-    if (!answerRendered(res, entry, how.status, how.now, gzip, ifNoneMatch, own)) {
-      const reply = entryResponse(entry, how.status, how.now, gzip, ifNoneMatch)
+    const forward = how.status === 'MISS' ? JOINED : undefined
+    if (!answerRendered(res, entry, how.status, forward, how.now, gzip, ifNoneMatch, own)) {
+      const reply = entryResponse(entry, how.status, forward, how.now, gzip, ifNoneMatch)
       const out = reply.headers
       if (reply.body) out.push('content-length', String(reply.body.length))
       pushAnswerFields(out, own)
@@ -71,25 +95,28 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
       upstreamMs: how.upstreamMs,
       userAgent: headers['user-agent'] ?? null,
       at: how.now,
+      trace: tracing === null ? undefined : traceOf(req),
     })
   }
 
-  const join = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, who: Identity, form: KnownReport, flight: Promise<FillResult>, started: number, now: number): void => {
+  const join = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, who: Identity, form: KnownReport, flight: Promise<FillResult>, started: number, now: number, trace: Trace | undefined): void => {
     const { team } = who
     const rate = rateLimiter.hit(team, now)
     if (!rate.allowed) return next(req, res)
     reports.joinCold(form.key, team.name, hangUpSignal(res))
-    const handOver = () => {
+    const waiting = trace?.step('cache.fill', JOINED_FILL)
+    const handOverFill = () => {
       handOverJoinedFill(req, { flight, rate })
-      next(req, res)
+      handOver(req, res, next, waiting)
     }
     flight
       .then((result) => {
-        if (result.kind !== 'entry') return handOver()
+        if (result.kind !== 'entry') return handOverFill()
+        waiting?.end()
         const at = ctx.clock.now()
         reports.countJoined(form.key, result, form.report, team.credential, team.name, at)
         answer(req, res, who, form, result.entry, { status: 'MISS', rate, started, now: at, upstreamMs: result.upstreamMs ?? null })
-      }, handOver)
+      }, handOverFill)
       .catch((err: unknown) => {
         // Nothing above is expected to throw; should it, this caller is cut off, not the process.
         ctx.log.error({ err }, 'answering a joined report fill failed')
@@ -106,6 +133,8 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     // One lookup by the URL: its checked target and its forms (http/reads/report-route.ts).
     const seen = forms.seen(url)
     if (!seen) return next(req, res)
+    const trace = tracing === null ? undefined : traceOf(req)
+    const admitting = trace?.step('admission')
     let who
     try {
       who = admission.authorizeKnown('GET', seen.known, headers)
@@ -113,22 +142,26 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
       if (team.advertisers !== null) {
         const named = seen.known.bodyless
         // A call naming campaigns needs the ownership lookup, an async step: Fastify's.
-        if (!named || !named.placed || named.campaigns.length > 0) return next(req, res)
+        if (!named || !named.placed || named.campaigns.length > 0) return handOver(req, res, next, admitting)
         assertAccounts(team, named.accounts)
       }
     } catch {
-      return next(req, res)
+      return handOver(req, res, next, admitting)
     }
     const form = formFor(seen, who.team.credential)
-    if (!form) return next(req, res)
+    if (!form) return handOver(req, res, next, admitting)
+    admitting?.end()
     // One clock reading serves the whole hit: on some machines a reading costs as much as
     // a cache lookup.
     const now = ctx.clock.now()
+    const looking = trace?.step('cache.lookup')
     const entry = reports.freshInMemory(form.key, now)
     if (!entry) {
+      ended(looking, L1_MISS)
       const flight = reports.coldFlight(form.key)
-      return flight ? join(req, res, next, who, form, flight, started, now) : next(req, res)
+      return flight ? join(req, res, next, who, form, flight, started, now, trace) : next(req, res)
     }
+    ended(looking, L1_HIT)
     const rate = rateLimiter.hit(who.team, now)
     if (!rate.allowed) return next(req, res)
     reports.countHit(form.key, entry, form.report, who.team.credential, who.team.name, now)

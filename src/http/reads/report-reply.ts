@@ -5,7 +5,8 @@ import type { FastifyReply } from 'fastify'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import { STATUS_200, renderHeaderLines, takesRenderedHead, writeRenderedHead } from '../../perf/rendered-head.js'
 import { answerFieldLines, type AnswerFields } from '../answer-fields.js'
-import type { CacheResult } from '../../reports/report-cache.js'
+import type { CacheResult, Forward } from '../../reports/report-cache.js'
+import { CACHE_STATUS, entryCacheStatus, passedCacheStatus } from './cache-status.js'
 
 type Headers = Record<string, string | string[] | undefined>
 
@@ -63,6 +64,11 @@ interface EntryFields {
   etag: string
   etagGzip: string
   cacheControl: string
+  /** The entry's whole freshness in seconds: `max-age`. */
+  maxAge: number
+  /** The `age` and `cache-status` lines of a hit in the second its age last was (`hitAge`): hits within a second share them. */
+  hitAge: number
+  hitLines: string
   /** The rendered heads of its 200 answers (entryHead) by status and encoding, made at their first use. */
   heads: (string | null | undefined)[]
 }
@@ -74,10 +80,14 @@ const entryFields = new WeakMap<CacheEntry, EntryFields>()
 function fieldsOf(entry: CacheEntry): EntryFields {
   let fields = entryFields.get(entry)
   if (fields === undefined) {
+    const maxAge = Math.max(0, Math.floor((entry.freshUntil - entry.fetchedAt) / 1000))
     fields = {
       etag: `"${entry.etag}"`,
       etagGzip: `"${entry.etag}-gzip"`,
-      cacheControl: `private, max-age=${Math.max(0, Math.floor((entry.freshUntil - entry.fetchedAt) / 1000))}`,
+      cacheControl: `private, max-age=${maxAge}`,
+      maxAge,
+      hitAge: -1,
+      hitLines: '',
       heads: [],
     }
     entryFields.set(entry, fields)
@@ -88,19 +98,22 @@ function fieldsOf(entry: CacheEntry): EntryFields {
 /**
  * The headers and body of a cached entry for one caller. `max-age` is the entry's whole
  * freshness and `age` how much of it has passed (RFC 9111), so any cache downstream
- * keeps it fresh exactly as long as the gateway does. Each representation has its own
+ * keeps it fresh exactly as long as the gateway does; `cache-status` says the same, and
+ * why the read went to the platform (`forward`, absent for a hit). Each representation has its own
  * strong ETag; If-None-Match is compared weakly (RFC 9110), so either answers 304.
  */
 export function entryResponse(
   entry: CacheEntry,
   status: EntryStatus,
+  forward: Forward | undefined,
   now: number,
   gzip: boolean,
   ifNoneMatch?: string | string[],
 ): EntryAnswer {
   const fields = fieldsOf(entry)
-  const headers = ['x-cache', status, 'etag', gzip ? fields.etagGzip : fields.etag, 'vary', 'accept-encoding', 'cache-control', fields.cacheControl]
-  if (carriesAge(status)) headers.push('age', ageOf(entry, now))
+  const age = ageOf(entry, now)
+  const headers = ['x-cache', status, CACHE_STATUS, entryCacheStatus(status, fields.maxAge - age, forward), 'etag', gzip ? fields.etagGzip : fields.etag, 'vary', 'accept-encoding', 'cache-control', fields.cacheControl]
+  if (carriesAge(status)) headers.push('age', String(age))
   if (ifNoneMatch !== undefined && matches(ifNoneMatch, entry.etag)) return { code: 304, headers, body: null }
   headers.push('content-type', entry.contentType)
   if (gzip) {
@@ -122,8 +135,24 @@ function carriesAge(status: EntryStatus): boolean {
 }
 
 /** The `age` of an entry at `now`: whole seconds since it was fetched. */
-function ageOf(entry: CacheEntry, now: number): string {
-  return String(Math.max(0, Math.floor((now - entry.fetchedAt) / 1000)))
+function ageOf(entry: CacheEntry, now: number): number {
+  return Math.max(0, Math.floor((now - entry.fetchedAt) / 1000))
+}
+
+/**
+ * The lines of one answer of an entry after its rendered head: `age` (HIT, STALE) and
+ * `cache-status`. A hit's are made once a second per entry, not once per hit.
+ */
+function answerLines(entry: CacheEntry, fields: EntryFields, status: EntryStatus, forward: Forward | undefined, now: number): string {
+  const age = ageOf(entry, now)
+  if (status === 'HIT' && forward === undefined) {
+    if (fields.hitAge !== age) {
+      fields.hitLines = `age: ${age}\r\n${CACHE_STATUS}: ${entryCacheStatus(status, fields.maxAge - age, undefined)}\r\n`
+      fields.hitAge = age
+    }
+    return fields.hitLines
+  }
+  return `${carriesAge(status) ? `age: ${age}\r\n` : ''}${CACHE_STATUS}: ${entryCacheStatus(status, fields.maxAge - age, forward)}\r\n`
 }
 
 /**
@@ -134,7 +163,10 @@ function ageOf(entry: CacheEntry, now: number): string {
  * valid header value: that answer goes through writeHead, which refuses it as it must.
  */
 export function entryHead(entry: CacheEntry, status: EntryStatus, gzip: boolean): string | null {
-  const fields = fieldsOf(entry)
+  return headOf(entry, fieldsOf(entry), status, gzip)
+}
+
+function headOf(entry: CacheEntry, fields: EntryFields, status: EntryStatus, gzip: boolean): string | null {
   const variant = STATUS_SLOT[status] + (gzip ? 1 : 0)
   let head = fields.heads[variant]
   if (head === undefined) {
@@ -158,16 +190,18 @@ export function entryHead(entry: CacheEntry, status: EntryStatus, gzip: boolean)
 
 /**
  * Writes the 200 answer of `entry` to `res` from the entry's rendered head, with the
- * lines of this answer: `age` (HIT, STALE) and its answer fields. False, having written nothing, when the answer is not a plain 200 (the caller
+ * lines of this answer: `age` (HIT, STALE), `cache-status` and its answer fields. False, having written nothing, when the answer is not a plain 200 (the caller
  * sent If-None-Match), the entry has no rendered head, or `res` takes none; `before`
  * runs just before the answer is written.
  */
-export function answerRendered(res: ServerResponse, entry: CacheEntry, status: EntryStatus, now: number, gzip: boolean, ifNoneMatch: string | string[] | undefined, own: AnswerFields, before?: () => void): boolean {
+export function answerRendered(res: ServerResponse, entry: CacheEntry, status: EntryStatus, forward: Forward | undefined, now: number, gzip: boolean, ifNoneMatch: string | string[] | undefined, own: AnswerFields, before?: () => void): boolean {
   if (ifNoneMatch !== undefined) return false
-  const head = entryHead(entry, status, gzip)
+  // One lookup of the entry's fields serves its head and this answer's lines.
+  const fields = fieldsOf(entry)
+  const head = headOf(entry, fields, status, gzip)
   if (head === null || !takesRenderedHead(res)) return false
   before?.()
-  writeRenderedHead(res, `${head}${carriesAge(status) ? `age: ${ageOf(entry, now)}\r\n` : ''}${answerFieldLines(own)}`, (gzip ? entry.gzip : entry.identity) as Buffer)
+  writeRenderedHead(res, `${head}${answerLines(entry, fields, status, forward, now)}${answerFieldLines(own)}`, (gzip ? entry.gzip : entry.identity) as Buffer)
   return true
 }
 
@@ -199,17 +233,17 @@ export function sendReport(reply: FastifyReply, result: CacheResult, requestHead
         reply.hijack()
         reply.header('x-cache', result.status)
       }
-      if (answerRendered(reply.raw, result.entry, result.status, now, gzip, requestHeaders['if-none-match'], own(), hijack)) return reply
-      const { code, headers, body } = entryResponse(result.entry, result.status, now, gzip, requestHeaders['if-none-match'])
+      if (answerRendered(reply.raw, result.entry, result.status, result.forward, now, gzip, requestHeaders['if-none-match'], own(), hijack)) return reply
+      const { code, headers, body } = entryResponse(result.entry, result.status, result.forward, now, gzip, requestHeaders['if-none-match'])
       for (let i = 0; i < headers.length; i += 2) reply.header(headers[i] as string, headers[i + 1])
       // A 304 is sent with no payload at all: Fastify would write a null one as JSON,
       // with a content-type and a content-length the 200 would not have.
       return body === null ? reply.code(code).send() : reply.code(code).send(body)
     }
     case 'pass':
-      return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').send(result.body)
+      return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, result.status)).send(result.body)
     case 'stream':
-      reply.code(200).header('content-type', result.headers['content-type'] ?? 'application/json').header('x-cache', 'BYPASS')
+      reply.code(200).header('content-type', result.headers['content-type'] ?? 'application/json').header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, 200))
       // pipeline, not pipe: a cut-off caller or platform ends both streams.
       if (result.gzipped && !gzip) return reply.send(pipeline(result.stream, createGunzip(), () => undefined))
       if (result.gzipped) reply.header('content-encoding', 'gzip')

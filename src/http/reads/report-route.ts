@@ -9,6 +9,7 @@ import { isWarmUp, sendReport, wantsRefresh } from './report-reply.js'
 import { hangUpSignal } from '../../platform/governor/caller-group.js'
 import { takeJoinedFill } from './joined-fills.js'
 import type { FillResult, ReadOptions } from '../../reports/report-cache.js'
+import { traceOf, type Trace } from '../../observe/tracing.js'
 
 /** A GET report's canonical form and cache key, worked out once per URL and credential. */
 export interface KnownReport {
@@ -73,28 +74,35 @@ export async function reportReads(
   app.get('/api/v1/report/*', { schema: reportGetSchema(limits) }, async (request: FastifyRequest, reply: FastifyReply) => {
     // A caller whose joined fill ended in no entry (http/reads/fast-path.ts) was counted already.
     const joined = takeJoinedFill(request.raw)
+    const trace = ctx.tracing === null ? undefined : traceOf(request.raw)
+    // A refusal thrown here leaves the step open: the request's span ends it, failed.
+    const admitting = trace?.step('admission')
     const caller = admission.admit(request, joined?.rate)
     const form = forms.get(caller, request.url)
     const { report, key } = form
     await admission.checkScope(request.method, caller, admission.known(request.url))
+    admitting?.end()
     admission.remember(request.method, request.url, caller)
     forms.remember(caller, request.url, form)
     caller.advertisers = report.advertiserIds
-    const result = await ctx.reports.read(report, key, caller.provider, readOptions(request, reply, caller, joined?.flight))
+    const result = await ctx.reports.read(report, key, caller.provider, readOptions(request, reply, caller, trace, joined?.flight))
     caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, ctx.clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   })
 
   const postReport = async (request: FastifyRequest, reply: FastifyReply) => {
+    const trace = ctx.tracing === null ? undefined : traceOf(request.raw)
+    const admitting = trace?.step('admission')
     const caller = admission.admit(request)
     await admission.readBody(request, caller, ctx.config.limits.reportBodyBytes)
     if (caller.body?.kind !== 'json') throw new BadQueryError('body: must be a JSON object')
     const report = canonicalPostReport(caller.target.path, caller.target.search, caller.body.value, { maxRangeDays: ctx.config.cache.maxRangeDays })
     await admission.checkScope(request.method, caller)
+    admitting?.end()
     const key = ctx.reports.keyFor(caller.provider.name, report)
     const indexed = indexedUnderOwners(report, caller)
     caller.advertisers = indexed.advertiserIds
-    const result = await ctx.reports.read(indexed, key, caller.provider, readOptions(request, reply, caller))
+    const result = await ctx.reports.read(indexed, key, caller.provider, readOptions(request, reply, caller, trace))
     caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, ctx.clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   }
@@ -103,7 +111,7 @@ export async function reportReads(
   app.post('/api/v1/report/:split/get/', { schema: { ...reportPostSchema(limits), hide: true } }, postReport)
 }
 
-function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Caller, joined?: Promise<FillResult>): ReadOptions {
+function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Caller, trace: Trace | undefined, joined?: Promise<FillResult>): ReadOptions {
   return {
     refresh: wantsRefresh(request.headers),
     requestId: request.id,
@@ -113,6 +121,7 @@ function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Calle
     hangUp: () => hangUpSignal(reply.raw),
     ...(isWarmUp(request.headers) ? { priority: 'warm' as const } : {}),
     ...(joined ? { joined } : {}),
+    ...(trace ? { trace } : {}),
   }
 }
 

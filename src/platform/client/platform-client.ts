@@ -17,6 +17,7 @@ import { routeTemplate } from '../route-template.js'
 import { slotFollowing, type QueueTeam } from '../governor/caller-group.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
 import { systemClock, type Clock } from '../../clock.js'
+import { traced, tracedCall, type Trace } from '../../observe/tracing.js'
 
 export interface PlatformCall {
   method: string
@@ -49,6 +50,8 @@ export interface PlatformCall {
   priority?: Priority
   /** A refresh ahead's urgency now (larger goes first among refreshes ahead). */
   urgency?: () => number
+  /** The span the call is a step of (tracing on): its wait in the governor's queue and each try at the platform are spans within it. */
+  trace?: Trace
 }
 
 export interface PlatformResponse {
@@ -270,9 +273,11 @@ export class PlatformClient {
       const urgency = call.urgency ? { urgency: call.urgency } : {}
       const slot = call.trial
         ? { release: () => undefined, inFlight: governor.inFlight + 1 }
-        : call.queue
-          ? await slotFollowing(call.team, call.queue, waitSignal, (team, signal, priority) => governor.acquire(team, signal, deadline, { priority, ...urgency }))
-          : await governor.acquire(call.team, waitSignal, deadline, { priority: call.priority ?? 'caller', ...urgency })
+        : await traced(call.trace, 'governor.queue', () => ({ 'gateway.credential': credential, 'gateway.team': call.team, 'gateway.priority': call.priority ?? 'caller' }), () =>
+            call.queue
+              ? slotFollowing(call.team, call.queue, waitSignal, (team, signal, priority) => governor.acquire(team, signal, deadline, { priority, ...urgency }))
+              : governor.acquire(call.team, waitSignal, deadline, { priority: call.priority ?? 'caller', ...urgency }),
+          )
       const { release, inFlight } = slot
       const timing = (latencyMs: number) => ({ latencyMs, inFlight, ...('teamInFlight' in slot && slot.teamInFlight !== undefined ? { teamInFlight: slot.teamInFlight } : {}) })
       const started = this.#clock.now()
@@ -280,13 +285,16 @@ export class PlatformClient {
       const sent = performance.now()
       let delay: number | null
       try {
-        const res = await request(`${baseUrl}${call.url}`, {
-          method: call.method as Dispatcher.HttpMethod,
-          dispatcher: this.#dispatcher,
-          headers: { ...call.headers, authorization: `Bearer ${token}`, 'x-request-id': call.requestId },
-          body: call.body ?? undefined,
-          signal: call.signal,
-        })
+        // With tracing on, the platform is sent the gateway's own traceparent (the span of this try), never a caller's.
+        const res = await tracedCall(call.trace, () => platformCallSpan(baseUrl, call, retries), (tracing) =>
+          request(`${baseUrl}${call.url}`, {
+            method: call.method as Dispatcher.HttpMethod,
+            dispatcher: this.#dispatcher,
+            headers: { ...call.headers, ...tracing, authorization: `Bearer ${token}`, 'x-request-id': call.requestId },
+            body: call.body ?? undefined,
+            signal: call.signal,
+          }),
+        )
         for (const end of ['end', 'error', 'close']) res.body.once(end, release)
         const retryAfter = res.headers['retry-after']
         const latencyMs = performance.now() - sent
@@ -328,6 +336,27 @@ const REFUSAL_REASONS: Record<Exclude<Verdict, 'confirmed'>, string> = {
 
 function refusedCall(verdict: Exclude<Verdict, 'confirmed'>): FastifyError {
   return new PlatformRefusedError(REFUSAL_REASONS[verdict])
+}
+
+/**
+ * The span of a try at the platform, by the HTTP semantic conventions: its method, the
+ * route template (numeric segments as `{id}`) and the platform's address, never the query
+ * nor a header (the token is in one).
+ */
+function platformCallSpan(baseUrl: string, call: PlatformCall, retries: number): { name: string; attributes: Record<string, string | number> } {
+  const url = new URL(baseUrl)
+  const path = call.url.split('?', 1)[0] as string
+  const template = routeTemplate(path)
+  const attributes: Record<string, string | number> = {
+    'http.request.method': call.method,
+    'server.address': url.hostname,
+    'server.port': Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+    'url.full': `${url.origin}${path}`,
+    'url.template': template,
+    'gateway.team': call.team,
+  }
+  if (retries > 0) attributes['http.request.resend_count'] = retries
+  return { name: `${call.method} ${template}`, attributes }
 }
 
 function isReplayable(body: PlatformCall['body']): boolean {

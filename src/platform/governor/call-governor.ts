@@ -3,6 +3,7 @@ import { OverloadedError } from '../../errors.js'
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
 import { seatShares, type TeamDemand } from './seat-shares.js'
 import { LocalSeats, type SeatLease } from './seat-lease.js'
+import { GATEWAY_TEAM } from './gateway-team.js'
 import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clock.js'
 
 /** Gives a seat back; calling it again does nothing. */
@@ -436,7 +437,8 @@ export class CallGovernor {
       seats.tag += (held - call.charged) / weight
       seats.estimateMs += ESTIMATE_GAIN * (held - seats.estimateMs)
       seats.started.delete(call)
-      if (this.#queue.count(team) === 0) {
+      // A team's caller comes back for its next call; the gateway's own calls and background work do not.
+      if (waiter.priority === 'caller' && team !== GATEWAY_TEAM && this.#queue.count(team) === 0) {
         const now = this.#clock.now()
         seats.returning = (now < seats.returnBy ? seats.returning : 0) + 1
         seats.returnBy = now + RETURN_GRACE_MS

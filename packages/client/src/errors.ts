@@ -1,0 +1,158 @@
+import type { components } from './schema.js'
+
+// Every way a call can fail, as one class: GatewayError. A GW_* answer of the gateway
+// keeps its code; what the gateway's contract does not cover (no answer, a timeout, a code
+// this client does not know, a body that is not JSON, a 200 that is not a report, the
+// platform's own 4xx passed through) has a code of its own, so a caller can tell them
+// apart with one `switch (err.code)`.
+
+type Schemas = components['schemas']
+
+/** Every GW_* code the gateway answers with (contract, "Errors"). */
+export type GatewayErrorCode = Extract<keyof Schemas, `GW_${string}`>
+/** The JSON body of a GW_* answer. */
+export type GatewayErrorBody = Schemas[GatewayErrorCode]
+/** The platform's own 4xx body, passed through by the gateway (no GW_* code). */
+export type PlatformErrorBody = Schemas['PlatformError']
+
+/** The GW_* codes at run time, to tell a gateway's answer from the platform's. */
+export const GATEWAY_ERROR_CODES = [
+  'GW_BAD_QUERY',
+  'GW_BAD_REQUEST',
+  'GW_UNAUTHORIZED',
+  'GW_FORBIDDEN',
+  'GW_NOT_FOUND',
+  'GW_REQUEST_TIMEOUT',
+  'GW_PAYLOAD_TOO_LARGE',
+  'GW_TOKEN_REJECTED',
+  'GW_RATE_LIMITED',
+  'GW_INTERNAL',
+  'GW_PLATFORM_AUTH',
+  'GW_PLATFORM_REFUSED',
+  'GW_UPSTREAM',
+  'GW_RELOAD_UNAVAILABLE',
+  'GW_CONFIG_INVALID',
+  'GW_OVERLOADED',
+  'GW_SHUTTING_DOWN',
+  'GW_ADMIN_DISABLED',
+  'GW_REDIS_UNAVAILABLE',
+  'GW_UPSTREAM_TIMEOUT',
+] as const satisfies readonly GatewayErrorCode[]
+
+// The type check keeps the list whole: `satisfies` above refuses a code the document does
+// not have, and this refuses a document code missing from the list.
+type Holds<T extends true> = T
+type _EveryCodeListed = Holds<[Exclude<GatewayErrorCode, (typeof GATEWAY_ERROR_CODES)[number]>] extends [never] ? true : false>
+
+/**
+ * The codes of failures the gateway's contract does not name:
+ * - `CLIENT_NETWORK`: no answer at all (refused, reset, DNS, TLS, a redirect, which the client never follows);
+ * - `CLIENT_TIMEOUT`: no whole answer within `timeoutMs`;
+ * - `CLIENT_UNKNOWN_CODE`: an error answer whose code this client does not know (a newer
+ *   gateway's GW_* code), or a 5xx without one, which the gateway never sends;
+ * - `CLIENT_NOT_JSON`: a body that is not JSON where JSON is due (an HTML 502 of a proxy in between);
+ * - `CLIENT_NOT_A_REPORT`: a 200 to a report read whose body is not a report (`{"data": [...]}`);
+ * - `PLATFORM_ANSWER`: the platform's own 4xx, passed through by the gateway (`body` is the platform's, e.g. `{"message": …}`).
+ */
+export const CLIENT_ERROR_CODES = ['CLIENT_NETWORK', 'CLIENT_TIMEOUT', 'CLIENT_UNKNOWN_CODE', 'CLIENT_NOT_JSON', 'CLIENT_NOT_A_REPORT', 'PLATFORM_ANSWER'] as const
+export type ClientErrorCode = (typeof CLIENT_ERROR_CODES)[number]
+
+/** The code of any failed call. */
+export type ErrorCode = GatewayErrorCode | ClientErrorCode
+
+const CODES: ReadonlySet<string> = new Set(GATEWAY_ERROR_CODES)
+
+// What an error keeps of a body that is not JSON: enough to recognise a proxy's page.
+const KEPT_TEXT = 2048
+
+export interface GatewayErrorDetails {
+  /** The answer's status; null when none came (CLIENT_NETWORK, CLIENT_TIMEOUT). */
+  status?: number | null
+  requestId?: string | null
+  retryAfterSeconds?: number | null
+  body?: unknown
+  cause?: unknown
+}
+
+/** A failed call: a GW_* answer of the gateway, or a failure with a code of the client's (ClientErrorCode). */
+export class GatewayError extends Error {
+  override readonly name = 'GatewayError'
+  readonly code: ErrorCode
+  /** The answer's status; null when no answer came. */
+  readonly status: number | null
+  /** The answer's `x-request-id`: the gateway's log lines of this call carry it. */
+  readonly requestId: string | null
+  /** The answer's `retry-after` in seconds, when it has one. */
+  readonly retryAfterSeconds: number | null
+  /** The answer's body: a GatewayErrorBody for a GW_* code, the platform's for PLATFORM_ANSWER, the start of the text for CLIENT_NOT_JSON. */
+  readonly body: unknown
+
+  constructor(code: ErrorCode, message: string, details: GatewayErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause })
+    this.code = code
+    this.status = details.status ?? null
+    this.requestId = details.requestId ?? null
+    this.retryAfterSeconds = details.retryAfterSeconds ?? null
+    this.body = details.body
+  }
+
+  /** Whether this is the gateway's answer with a GW_* code (`body` is then its GatewayErrorBody). */
+  isGatewayAnswer(): this is GatewayError & { code: GatewayErrorCode; body: GatewayErrorBody; status: number } {
+    return CODES.has(this.code)
+  }
+}
+
+export function isGatewayErrorBody(body: unknown): body is GatewayErrorBody {
+  return isObject(body) && typeof body.code === 'string' && CODES.has(body.code) && typeof body.message === 'string'
+}
+
+/**
+ * The error an answer that is not a success stands for, from its parsed body (openapi-fetch's
+ * `error`: the parsed JSON, or the text when it is not JSON; undefined when empty).
+ */
+export function answerError(body: unknown, response: Response): GatewayError {
+  const status = response.status
+  const details = { status, requestId: response.headers.get('x-request-id'), retryAfterSeconds: retryAfterSeconds(response.headers.get('retry-after')), body }
+  if (isGatewayErrorBody(body)) return new GatewayError(body.code, `${body.code} (${status}): ${body.message}`, details)
+  if (typeof body === 'string' && body !== '') {
+    return new GatewayError('CLIENT_NOT_JSON', `${status}: an answer that is not JSON (${contentType(response)}): ${oneLine(body)}`, { ...details, body: body.slice(0, KEPT_TEXT) })
+  }
+  const code = isObject(body) && typeof body.code === 'string' ? body.code : null
+  if (code === null && status >= 400 && status < 500) {
+    const message = isObject(body) && typeof body.message === 'string' ? body.message : response.statusText
+    return new GatewayError('PLATFORM_ANSWER', `${status}: ${message}`, details)
+  }
+  return new GatewayError('CLIENT_UNKNOWN_CODE', code === null ? `${status}: an answer without a GW_* code` : `${code} (${status}): a code this client does not know`, details)
+}
+
+/** An answer's text as openapi-fetch reads an error: the parsed JSON, else the text; undefined when empty. */
+export function parsedBody(text: string): unknown {
+  if (text === '') return undefined
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return text
+  }
+}
+
+/** `retry-after` in seconds: delta-seconds or an HTTP date; null when absent or unreadable. */
+export function retryAfterSeconds(value: string | null, now: number = Date.now()): number | null {
+  if (value === null) return null
+  const text = value.trim()
+  if (/^\d+$/.test(text)) return Number(text)
+  const date = Date.parse(text)
+  return Number.isNaN(date) ? null : Math.max(0, Math.ceil((date - now) / 1000))
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null
+}
+
+function contentType(response: Response): string {
+  return response.headers.get('content-type') ?? 'no content-type'
+}
+
+function oneLine(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim()
+  return line.length > 120 ? `${line.slice(0, 120)}…` : line
+}

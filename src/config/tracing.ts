@@ -1,0 +1,85 @@
+import type { Env } from './sources.js'
+import { maskUrlPassword } from './schema-errors.js'
+
+// OpenTelemetry traces are configured by the standard OTEL_* variables, read here with the
+// rest of the configuration so that a value the gateway cannot honour stops the start (exit
+// 78) rather than leaving an operator without traces. Without an OTLP endpoint, tracing is
+// off and nothing of OpenTelemetry is loaded (observe/tracing.ts).
+
+/** The OTLP/HTTP encodings the gateway exports with; `grpc` is not one. */
+export type OtlpProtocol = 'http/protobuf' | 'http/json'
+
+/** Samplers of OTEL_TRACES_SAMPLER, as the OpenTelemetry specification names them. */
+export const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const
+export type SamplerName = (typeof SAMPLERS)[number]
+
+export interface TracingConfig {
+  /** Where spans are sent: the traces endpoint itself (OTEL_EXPORTER_OTLP_ENDPOINT plus `/v1/traces`). */
+  url: string
+  protocol: OtlpProtocol
+  /** OTEL_EXPORTER_OTLP_(TRACES_)HEADERS, e.g. a collector's token: sent with every export, never logged. */
+  headers: Record<string, string>
+  /** OTEL_SERVICE_NAME, else `service.name` of OTEL_RESOURCE_ATTRIBUTES, else `report-gateway`. */
+  serviceName: string
+  /** OTEL_RESOURCE_ATTRIBUTES, e.g. `deployment.environment.name=production`. */
+  resourceAttributes: Record<string, string>
+  sampler: SamplerName
+  /** OTEL_TRACES_SAMPLER_ARG of the ratio samplers (default 1). */
+  samplerRatio: number
+}
+
+export const DEFAULT_SERVICE_NAME = 'report-gateway'
+
+/** The tracing OTEL_* variables ask for, or null: off (no endpoint, OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER=none). */
+export function tracingConfig(env: Env, problems: string[]): TracingConfig | null {
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim()
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()
+  if (!traces && !base) return null
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return null
+  const exporter = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() || 'otlp'
+  if (exporter === 'none') return null
+  if (exporter !== 'otlp') problems.push(`OTEL_TRACES_EXPORTER: ${exporter} is not supported; the gateway exports traces with otlp (or none: off)`)
+  const name = traces ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT'
+  // The signal's own endpoint is used as it is; the base one gets the traces path (OTLP/HTTP).
+  const url = traces ? traces : `${(base as string).replace(/\/+$/, '')}/v1/traces`
+  if (!/^https?:\/\/[^/?#\s]+/.test(url)) problems.push(`${name}: ${maskUrlPassword(traces ?? base ?? '')} is not an http(s) URL of an OTLP/HTTP receiver (e.g. http://otel-collector:4318)`)
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL)?.trim() || 'http/protobuf'
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
+    problems.push(`OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf (the default) or http/json`)
+  }
+  const sampler = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() || 'parentbased_always_on'
+  if (!(SAMPLERS as readonly string[]).includes(sampler)) problems.push(`OTEL_TRACES_SAMPLER: ${sampler} is not one of ${SAMPLERS.join(', ')}`)
+  const arg = env.OTEL_TRACES_SAMPLER_ARG?.trim()
+  const samplerRatio = arg ? Number(arg) : 1
+  if (!(samplerRatio >= 0 && samplerRatio <= 1)) problems.push(`OTEL_TRACES_SAMPLER_ARG: ${arg} is not a ratio from 0 to 1`)
+  const resourceAttributes = keyValues(env.OTEL_RESOURCE_ATTRIBUTES, 'OTEL_RESOURCE_ATTRIBUTES', problems, false)
+  return {
+    url,
+    protocol: protocol as OtlpProtocol,
+    headers: keyValues(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS, 'OTEL_EXPORTER_OTLP_HEADERS', problems, true),
+    serviceName: env.OTEL_SERVICE_NAME?.trim() || resourceAttributes['service.name'] || DEFAULT_SERVICE_NAME,
+    resourceAttributes,
+    sampler: sampler as SamplerName,
+    samplerRatio,
+  }
+}
+
+/** `key=value,key2=value2` (W3C Baggage's form, values percent-decoded), as the OTEL_* lists are written. */
+function keyValues(text: string | undefined, name: string, problems: string[], secret: boolean): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const part of (text ?? '').split(',')) {
+    if (part.trim() === '') continue
+    const eq = part.indexOf('=')
+    const key = eq > 0 ? part.slice(0, eq).trim() : ''
+    let value: string | null = null
+    try {
+      value = eq > 0 ? decodeURIComponent(part.slice(eq + 1).trim()) : null
+    } catch {
+      value = null
+    }
+    // A header's value may be a collector's token: the problem names the key alone.
+    if (!key || value === null) problems.push(`${name}: ${secret ? `an entry near ${JSON.stringify(key || '?')}` : JSON.stringify(part.trim())} is not key=value (percent-encoded)`)
+    else out[key] = value
+  }
+  return out
+}

@@ -1,0 +1,45 @@
+import type { IncomingMessage } from 'node:http'
+
+// What a traced request's steps see of OpenTelemetry (observe/tracing.ts says when and
+// how): a span to add to and end, and the parent of the steps within it. Types alone, so
+// that the SDK's module (otel-tracing.ts) and the rest of the gateway share them without
+// either loading the other.
+
+/** Attribute values as OpenTelemetry takes them (semantic-convention names). */
+export type SpanAttributes = Record<string, string | number | boolean>
+
+/** A span being timed: one step of a request, and the parent of the steps within it. */
+export interface Trace {
+  /** The trace's id (32 hex digits): the access log line carries it. */
+  readonly traceId: string
+  /** Whether its spans are recorded (sampled); a trace not recorded makes no span and takes no attribute. */
+  readonly recording: boolean
+  /** A child span (INTERNAL), started now. */
+  step(name: string, attributes?: SpanAttributes): Trace
+  /** A child span of a platform call (CLIENT), started now, and the `traceparent` that names it to the platform. */
+  call(name: string, attributes: SpanAttributes): { span: Trace; traceparent: string }
+  set(attributes: SpanAttributes): void
+  /**
+   * Ends the span: `error` (a GW_* code, an error's name, a status) marks it failed
+   * (`error.type`); a step within it still open (a refusal thrown mid-way skipped its end)
+   * ends with it, failed with `stepError` (default `error`).
+   */
+  end(error?: string, stepError?: string): void
+}
+
+/** What the SDK's module provides: the SERVER span of a request, and the end of it all. */
+export interface RequestTracer {
+  /** The span of a request on the proxy listener, started now, the caller's `traceparent` honoured. */
+  start(req: IncomingMessage): Trace
+  /** Sends the spans still held and stops. */
+  close(): Promise<void>
+}
+
+export interface TracingOptions {
+  /** The gateway's version: `service.version`. */
+  version: string
+  /** This replica's id (as GET /admin/cluster lists it): `service.instance.id`. */
+  instanceId: string
+  /** Where OpenTelemetry's own warnings go (an export that failed, say). */
+  warn: (message: string) => void
+}

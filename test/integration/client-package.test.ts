@@ -1,0 +1,253 @@
+/**
+ * The typed client as an app developer installs it: `npm pack` of packages/client, the
+ * tarball installed in an empty directory outside the workspace (its declared dependencies
+ * from the registry, nothing of the workspace), type-checked there, and run there against a
+ * gateway in front of the platform sandbox on Node 20 (the system's), 22 (the `node@22`
+ * package of the npm registry) and 24 (the `node` devDependency the suite runs on), and in
+ * Chromium: a page that imports the installed files as they are (an import map, no bundler),
+ * served from the origin that also routes /api/v1/ to the gateway, as an ingress would.
+ */
+import { execFile, execFileSync, spawnSync } from 'node:child_process'
+import { createServer, request, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { promisify } from 'node:util'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { useSandboxGateway } from '../helpers/fixtures.js'
+import { KEYS } from '../helpers/sandbox-gateway.js'
+import { needTool, TOOLS } from '../helpers/missing-tools.js'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const CLIENT = join(ROOT, 'packages/client')
+const TSC = join(ROOT, 'node_modules/.bin/tsc')
+
+/** The Node 22 binary of the registry's `node@22`, installed once per machine beside other runs' (a fresh folder renamed into place). */
+const NODE_22_HOME = join(tmpdir(), 'report-gateway-test-node-22')
+
+const env = useSandboxGateway()
+
+/** npm with none of the `npm_*` settings of the run that started this one (npm test's own). */
+function npm(args: string[], cwd: string): string {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('npm_')))
+  return execFileSync('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, env: clean, encoding: 'utf8', timeout: 180_000, stdio: ['ignore', 'pipe', 'pipe'] })
+}
+
+/** `node --version` of a binary, or null when it does not run. */
+function versionOf(node: string): string | null {
+  const run = spawnSync(node, ['--version'], { encoding: 'utf8' })
+  return run.status === 0 ? run.stdout.trim() : null
+}
+
+/** The system's Node 20, if the machine has one outside node_modules. */
+function node20(): string | null {
+  for (const candidate of ['/usr/bin/node', '/usr/local/bin/node']) if (versionOf(candidate)?.startsWith('v20.')) return candidate
+  return null
+}
+
+/** Node 22 from the registry (`node@22`, whose install script fetches the binary package of this platform), installed once. */
+function node22(): string | null {
+  const binary = join(NODE_22_HOME, 'node_modules/node/bin/node')
+  if (versionOf(binary)?.startsWith('v22.')) return binary
+  const fresh = `${NODE_22_HOME}.${process.pid}`
+  try {
+    mkdirSync(fresh, { recursive: true })
+    writeFileSync(join(fresh, 'package.json'), '{"private": true}\n')
+    npm(['install', '--no-save', 'node@22'], fresh)
+    rmSync(NODE_22_HOME, { recursive: true, force: true })
+    renameSync(fresh, NODE_22_HOME)
+  } catch {
+    rmSync(fresh, { recursive: true, force: true })
+  }
+  return versionOf(binary)?.startsWith('v22.') ? binary : null
+}
+
+// An app of its own: a report, its revalidation, a platform call by its path, a refusal and no listener at all.
+const APP = `import { createGatewayClient, GatewayError } from '@report-gateway/client'
+
+const [baseUrl, apiKey] = process.argv.slice(2)
+const client = createGatewayClient({ baseUrl, apiKey })
+const query = { advertiserId: 101, dateFrom: '2026-03-02', dateTo: '2026-03-08', byDate: true }
+const first = await client.report('campaigns', query)
+const second = await client.report('campaigns', query)
+const listed = await client.call('POST', '/api/v1/campaign/get', { query: { per_page: 50 }, body: { userId: 101 } })
+const failure = async (call) => call.then(() => null, (err) => ({ gatewayError: err instanceof GatewayError, code: err.code, status: err.status }))
+console.log(JSON.stringify({
+  node: process.version,
+  rows: first.rows.map((row) => row.date),
+  caches: [first.cache, second.cache, second.revalidated],
+  cacheStatus: second.cacheStatus,
+  campaigns: listed.body.data.map((c) => c.userId),
+  refused: await failure(createGatewayClient({ baseUrl, apiKey: 'rgw_not_a_key_of_any_team_000000000000000' }).report('campaigns', query)),
+  network: await failure(createGatewayClient({ baseUrl: 'http://127.0.0.1:1', apiKey }).report('campaigns', query)),
+}))
+`
+
+// The same calls as a TypeScript app sees them: the declarations of the tarball, not of the workspace.
+const TYPED_APP = `import { createGatewayClient, GatewayError, type ReportAnswer, type ReportRow, type PlatformAnswer, type ErrorCode } from '@report-gateway/client'
+
+const client = createGatewayClient({ baseUrl: 'http://127.0.0.1:8080', apiKey: 'k' })
+export async function read(): Promise<number> {
+  const answer: ReportAnswer = await client.report('campaigns', { advertiserId: 101, dateFrom: '2026-03-02', dateTo: '2026-03-08', byDate: true })
+  const row: ReportRow | undefined = answer.rows[0]
+  const listed: PlatformAnswer<{ data: unknown[] }> = await client.call('POST', '/api/v1/campaign/get', { body: { userId: 101 } })
+  const { response } = await client.api.POST('/api/v1/campaign/get', { body: { userId: 101 } })
+  // @ts-expect-error a platform path starts with /api/v1/
+  await client.call('GET', '/admin/token')
+  // @ts-expect-error advertiserId is a number
+  await client.report('campaigns', { advertiserId: 'x', dateFrom: '2026-03-02', dateTo: '2026-03-08' })
+  return (row?.impressions ?? 0) + listed.body.data.length + response.status
+}
+export function codeOf(err: unknown): ErrorCode | null {
+  return err instanceof GatewayError ? err.code : null
+}
+`
+
+// A dashboard page of an app: the client from the app's node_modules, by an import map.
+const PAGE = `<!doctype html>
+<script type="importmap">{"imports": {"@report-gateway/client": "/node_modules/@report-gateway/client/dist/index.js", "openapi-fetch": "/node_modules/openapi-fetch/dist/index.mjs"}}</script>
+<script type="module">
+import { createGatewayClient, GatewayError } from '@report-gateway/client'
+const key = new URLSearchParams(location.search).get('key')
+const gateway = createGatewayClient({ baseUrl: location.origin, apiKey: key })
+const query = { advertiserId: 102, dateFrom: '2026-03-02', dateTo: '2026-03-04', byDate: true }
+try {
+  const first = await gateway.report('campaigns', query)
+  const second = await gateway.report('campaigns', query)
+  const listed = await gateway.call('POST', '/api/v1/campaign/get', { body: { userId: 102 } })
+  const refused = await createGatewayClient({ baseUrl: location.origin, apiKey: 'rgw_not_a_key_of_any_team_000000000000000' }).report('campaigns', query).catch((err) => ({ gatewayError: err instanceof GatewayError, code: err.code, status: err.status }))
+  window.results = { rows: first.rows.length, caches: [first.cache, second.cache, second.revalidated], campaigns: listed.body.data.length, refused }
+} catch (err) {
+  window.results = { error: String(err) }
+}
+</script>`
+
+/** The command that finds Debian's chromium, or null (noted as a missing tool). */
+function chromiumPath(): string | null {
+  const found = spawnSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).stdout.trim()
+  return needTool(TOOLS.chromium, found !== '', 'the client package in a browser') ? found : null
+}
+
+describe('the client package, installed from its tarball in an empty directory', () => {
+  let work = ''
+  let app = ''
+  let tarball = ''
+
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'rgw-client-package-'))
+    // The package's dist/ is built by the suite's build (npm test's pretest), which runs its
+    // prepack's script: packing without scripts leaves it alone while other test files import it.
+    if (!existsSync(join(CLIENT, 'dist/index.js'))) npm(['run', 'build'], CLIENT)
+    const packed = JSON.parse(npm(['pack', '--ignore-scripts', '--json', '--pack-destination', work], CLIENT)) as { filename: string; files: { path: string }[] }[]
+    tarball = join(work, packed[0]!.filename)
+    app = join(work, 'app')
+    mkdirSync(app)
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'an-app', private: true, type: 'module' }))
+    npm(['install', tarball], app)
+    writeFileSync(join(app, 'app.mjs'), APP)
+  }, 240_000)
+
+  afterAll(() => {
+    if (work) rmSync(work, { recursive: true, force: true })
+  })
+
+  it('is a public package of built JavaScript and declarations, versioned with the gateway, with only its declared dependencies', () => {
+    const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
+    const installed = JSON.parse(readFileSync(join(app, 'node_modules/@report-gateway/client/package.json'), 'utf8')) as {
+      version: string
+      private?: boolean
+      exports: Record<string, Record<string, string>>
+      dependencies: Record<string, string>
+    }
+    expect(installed.version).toBe(root.version)
+    expect(installed.private).toBeUndefined()
+    expect(installed.exports['.']).toEqual({ types: './dist/index.d.ts', default: './dist/index.js' })
+    // What `npm pack` and `npm publish` run first: the build of what the tarball holds.
+    expect((JSON.parse(readFileSync(join(CLIENT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.prepack).toBe('npm run build')
+    const files = readdirSync(join(app, 'node_modules/@report-gateway/client'), { recursive: true }).map(String).sort()
+    expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([])
+    expect(files).toEqual(expect.arrayContaining(['README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/errors.js', 'dist/schema.d.ts']))
+    // The app's tree: the client and what its declared dependencies bring, nothing of the workspace.
+    const tree = JSON.parse(npm(['ls', '--all', '--json'], app)) as { dependencies: Record<string, { version: string; resolved?: string; dependencies?: Record<string, unknown> }> }
+    expect(Object.keys(tree.dependencies)).toEqual(['@report-gateway/client'])
+    expect(Object.keys(tree.dependencies['@report-gateway/client']!.dependencies ?? {})).toEqual(Object.keys(installed.dependencies))
+    expect(existsSync(join(app, 'node_modules/.package-lock.json'))).toBe(true)
+    expect(readFileSync(join(app, 'node_modules/.package-lock.json'), 'utf8')).not.toContain(ROOT)
+  })
+
+  it('type-checks an app against the declarations it ships (NodeNext, no Node types: browsers too)', () => {
+    writeFileSync(join(app, 'app.ts'), TYPED_APP)
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: [], strict: true, noEmit: true }, include: ['app.ts'] }),
+    )
+    const run = spawnSync(TSC, ['-p', 'tsconfig.json'], { cwd: app, encoding: 'utf8' })
+    expect(run.stdout + run.stderr).toBe('')
+    expect(run.status).toBe(0)
+  })
+
+  const runtimes: [string, () => string | null][] = [
+    ['20', node20],
+    ['22', node22],
+    ['24', () => (process.version.startsWith('v24.') ? process.execPath : null)],
+  ]
+  it('runs in a browser as it is installed: a page of the gateway\'s origin reads a report, its 304, a platform call and a refusal', async (ctx) => {
+    const chromium = chromiumPath()
+    if (chromium === null) return ctx.skip()
+    const gatewayUrl = new URL(env.url)
+    // The app's origin: the page and its node_modules, and /api/v1/ routed to the gateway.
+    const origin: Server = createServer((req, res) => {
+      const path = (req.url ?? '/').split('?')[0] as string
+      if (path.startsWith('/api/v1/')) {
+        const upstream = request({ host: gatewayUrl.hostname, port: gatewayUrl.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers)
+          answer.pipe(res)
+        })
+        req.pipe(upstream)
+        return
+      }
+      if (path === '/') return void res.writeHead(200, { 'content-type': 'text/html' }).end(PAGE)
+      const file = join(app, path)
+      if (path.startsWith('/node_modules/') && !path.includes('..') && existsSync(file)) return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(readFileSync(file))
+      res.writeHead(404).end()
+    })
+    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve))
+    const { launch } = await import('puppeteer-core')
+    const browser = await launch({ executablePath: chromium, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] })
+    try {
+      const page = await browser.newPage()
+      const failures: string[] = []
+      page.on('pageerror', (err) => failures.push(String(err)))
+      await page.goto(`http://127.0.0.1:${(origin.address() as AddressInfo).port}/?key=${KEYS.all}`)
+      await page.waitForFunction('window.results !== undefined', { timeout: 30_000 })
+      const results = await page.evaluate('window.results')
+      expect(failures).toEqual([])
+      expect(results).toEqual({ rows: 3, caches: [expect.stringMatching(/^(MISS|HIT)$/), 'HIT', true], campaigns: expect.any(Number), refused: { gatewayError: true, code: 'GW_UNAUTHORIZED', status: 401 } })
+    } finally {
+      await browser.close()
+      await new Promise((resolve) => origin.close(resolve).closeAllConnections())
+    }
+  }, 120_000)
+
+  for (const [major, find] of runtimes) {
+    it(`calls a gateway on Node ${major}: a report and its 304, a platform call by its path, a refusal and no listener as GatewayError`, async (ctx) => {
+      const node = find()
+      if (!needTool({ name: `Node ${major}`, install: major === '22' ? 'the npm registry (npm install node@22)' : `Node ${major} on PATH` }, node !== null, 'the client package on its Node')) return ctx.skip()
+      // Not spawnSync: the gateway answering the app runs in this process.
+      const run = await promisify(execFile)(node as string, ['app.mjs', env.url, KEYS.all], { cwd: app, encoding: 'utf8', timeout: 60_000 })
+      expect(run.stderr).toBe('')
+      const out = JSON.parse(run.stdout) as Record<string, unknown>
+      expect(out.node).toMatch(new RegExp(`^v${major}\\.`))
+      expect(out.rows).toEqual(['2026-03-02', '2026-03-03', '2026-03-04', '2026-03-05', '2026-03-06', '2026-03-07', '2026-03-08'])
+      // The first read of a run may find the report cached by an earlier runtime's: MISS or HIT, then the 304 of the kept ETag.
+      expect(out.caches).toEqual([expect.stringMatching(/^(MISS|HIT)$/), 'HIT', true])
+      expect(out.cacheStatus).toMatch(/^report-gateway; hit; ttl=\d+$/)
+      expect((out.campaigns as number[]).length).toBeGreaterThan(0)
+      expect(new Set(out.campaigns as number[])).toEqual(new Set([101]))
+      expect(out.refused).toEqual({ gatewayError: true, code: 'GW_UNAUTHORIZED', status: 401 })
+      expect(out.network).toEqual({ gatewayError: true, code: 'CLIENT_NETWORK', status: null })
+    }, 120_000)
+  }
+})

@@ -1,0 +1,325 @@
+/**
+ * OpenTelemetry traces, against a real OTLP/HTTP receiver on loopback: a gateway process
+ * (dist/main.js, as production runs it) with the standard OTEL_* variables exports a SERVER
+ * span per request with a child span per step (admission, the cache lookup, the wait for a
+ * fill, the governor's queue, the platform call), honours the caller's traceparent, sends
+ * the platform its own (and nothing else of the caller's tracing headers), logs the trace id,
+ * and puts no key, token or secret in any attribute. Off (no endpoint), the platform gets no
+ * traceparent at all.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { readFileSync } from 'node:fs'
+import { KEYS, listen, TEAMS_YAML, TEST_GATEWAY_SECRET, testConfig } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox, useSandboxGateway } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js'
+import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
+import { waitFor } from '../helpers/wait.js'
+
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+const REPORT = '/api/v1/report/campaigns/get'
+const COLLECTOR_TOKEN = 'collector-token-4f1d2a9b7c3e'
+const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
+const CALLER_SPAN = '00f067aa0ba902b7'
+const SERVER = 2
+const CLIENT = 3
+
+const sandbox = useSandbox()
+
+/** A gateway process exporting to `receiver` with `otel` variables on top of the test's. */
+async function tracedGateway(receiver: OtlpReceiver, otel: Record<string, string>): Promise<GatewayProcess> {
+  return spawnGateway({
+    env: {
+      PLATFORM_BASE_URL: sandbox.url,
+      PLATFORM_TOKEN: sandbox.issueToken(),
+      LOG_LEVEL: 'info',
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      // A batch every 50 ms instead of 5 s: the spans come while the test waits.
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+      ...otel,
+    },
+    yaml: TEAMS_YAML,
+  })
+}
+
+async function get(gw: GatewayProcess, path: string, headers: Record<string, string>) {
+  const res = await fetch(`${gw.url}${path}`, { headers })
+  return { status: res.status, headers: res.headers, body: await res.text() }
+}
+
+/** The access log line of a request id. */
+function logLine(gw: GatewayProcess, reqId: string): Record<string, unknown> | undefined {
+  return gw
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .find((l) => l.msg === 'request' && l.reqId === reqId)
+}
+
+/** One millisecond in nanoseconds: how far the clocks of two spans may differ. */
+const MS = 1_000_000n
+
+describe('traces exported over OTLP/HTTP (JSON)', () => {
+  let receiver: OtlpReceiver
+  let gw: GatewayProcess
+
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver()
+    gw = await tracedGateway(receiver, {
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'report-gateway-test',
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test',
+      OTEL_EXPORTER_OTLP_HEADERS: `authorization=Bearer%20${COLLECTOR_TOKEN}`,
+    })
+  }, 120_000)
+
+  afterAll(async () => {
+    await gw?.close()
+    await receiver?.close()
+  })
+
+  /** The exported spans of the request whose server span carries `reqId`, once that span has come. */
+  async function spansOf(reqId: string): Promise<{ server: ReceivedSpan; all: ReceivedSpan[]; named: (name: string) => ReceivedSpan[] }> {
+    let server: ReceivedSpan | undefined
+    await waitFor(`the server span of ${reqId}`, () => (server = receiver.spans().find((s) => s.kind === SERVER && s.attributes['gateway.request_id'] === reqId)) !== undefined, 15_000)
+    const all = receiver.spans().filter((s) => s.traceId === server!.traceId)
+    return { server: server!, all, named: (name) => all.filter((s) => s.name === name) }
+  }
+
+  it('traces a miss end to end: the caller\'s trace, a span per step, the gateway\'s own traceparent to the platform', async () => {
+    const res = await get(gw, `${REPORT}?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-07`, {
+      'x-api-key': KEYS.all,
+      'x-request-id': 'trace-miss-1',
+      traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`,
+      tracestate: 'caller=secret-state',
+      baggage: 'user=alice',
+    })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-cache')).toBe('MISS')
+    const { server, all, named } = await spansOf('trace-miss-1')
+
+    expect(server).toMatchObject({ traceId: CALLER_TRACE, parentSpanId: CALLER_SPAN, name: 'GET /api/v1/report/{split}/get', status: 0, scope: 'report-gateway' })
+    expect(server.attributes).toMatchObject({
+      'http.request.method': 'GET',
+      'http.route': '/api/v1/report/{split}/get',
+      'url.path': REPORT,
+      'url.scheme': 'http',
+      'http.response.status_code': 200,
+      'client.address': '127.0.0.1',
+      'network.protocol.version': '1.1',
+      'gateway.team': 'all',
+      'gateway.cache.status': 'MISS',
+    })
+    expect(server.resource).toMatchObject({ 'service.name': 'report-gateway-test', 'service.version': VERSION, 'deployment.environment.name': 'test', 'service.instance.id': expect.any(String), 'host.name': expect.any(String) })
+
+    const [admission] = named('admission')
+    const [lookup] = named('cache.lookup')
+    const [fill] = named('cache.fill')
+    const [queue] = named('governor.queue')
+    const [call] = named('GET /api/v1/report/campaigns/get')
+    for (const [span, parent] of [[admission, server], [lookup, server], [fill, server], [queue, fill], [call, fill]] as const) {
+      expect(span, `${span?.name} under ${parent?.name}`).toBeDefined()
+      expect(span!.parentSpanId).toBe(parent!.spanId)
+      // Each span's clock is anchored to the wall clock (whole milliseconds) when it starts: spans compare within 1 ms.
+      expect(span!.startNs + MS >= parent!.startNs && span!.endNs <= parent!.endNs + MS).toBe(true)
+    }
+    expect(lookup!.attributes).toMatchObject({ 'gateway.cache.tier': 'none', 'gateway.cache.result': 'miss' })
+    expect(fill!.attributes).toMatchObject({ 'gateway.fill.source': 'own', 'gateway.fill.result': 'entry' })
+    expect(queue!.attributes).toMatchObject({ 'gateway.credential': 'default', 'gateway.team': 'all', 'gateway.priority': 'caller' })
+    expect(queue!.endNs <= call!.startNs + MS).toBe(true)
+    expect(call!.kind).toBe(CLIENT)
+    const platform = new URL(sandbox.url)
+    expect(call!.attributes).toMatchObject({
+      'http.request.method': 'GET',
+      'server.address': platform.hostname,
+      'server.port': Number(platform.port),
+      'url.full': `${platform.origin}${REPORT}`,
+      'url.template': REPORT,
+      'http.response.status_code': 200,
+    })
+    expect(all).toHaveLength(6)
+
+    // The platform was sent the gateway's traceparent, naming the call's span; nothing else of the caller's.
+    const sent = sandbox.requests.filter((r) => r.path === REPORT)
+    expect(sent).toHaveLength(1)
+    expect(sent[0]!.headers.traceparent).toBe(`00-${CALLER_TRACE}-${call!.spanId}-01`)
+    expect(sent[0]!.headers.tracestate).toBeUndefined()
+    expect(sent[0]!.headers.baggage).toBeUndefined()
+
+    expect(logLine(gw, 'trace-miss-1')).toMatchObject({ status: 200, cache: 'MISS', traceId: CALLER_TRACE })
+  })
+
+  it('traces a hit answered before the router: admission and an L1 lookup, no platform; a new trace without a caller\'s', async () => {
+    const url = `${REPORT}?advertiserId=101&dateFrom=2026-04-08&dateTo=2026-04-09`
+    expect((await get(gw, url, { 'x-api-key': KEYS.all })).status).toBe(200)
+    const hit = await get(gw, url, { 'x-api-key': KEYS.all, 'x-request-id': 'trace-hit-1' })
+    expect(hit.headers.get('x-cache')).toBe('HIT')
+    const { server, all, named } = await spansOf('trace-hit-1')
+    expect(server.parentSpanId).toBe('')
+    expect(server.traceId).toMatch(/^[0-9a-f]{32}$/)
+    expect(server.traceId).not.toBe(CALLER_TRACE)
+    expect(server.attributes).toMatchObject({ 'http.response.status_code': 200, 'gateway.cache.status': 'HIT', 'http.route': '/api/v1/report/{split}/get' })
+    expect(named('cache.lookup')[0]?.attributes).toMatchObject({ 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' })
+    expect(all.map((s) => s.name).sort()).toEqual(['GET /api/v1/report/{split}/get', 'admission', 'cache.lookup'])
+    expect(logLine(gw, 'trace-hit-1')).toMatchObject({ cache: 'HIT', traceId: server.traceId })
+  })
+
+  it('traces a platform call the gateway proxies, with its traceparent, and a refusal as a failed admission', async () => {
+    const res = await fetch(`${gw.url}/api/v1/campaign/get?per_page=5`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json', 'x-request-id': 'trace-proxy-1' },
+      body: JSON.stringify({ userId: 101 }),
+    })
+    expect(res.status).toBe(200)
+    const { server, named } = await spansOf('trace-proxy-1')
+    expect(server).toMatchObject({ name: 'POST /api/v1/{path}' })
+    expect(server.attributes).toMatchObject({ 'http.route': '/api/v1/{path}', 'http.response.status_code': 200 })
+    const [call] = named('POST /api/v1/campaign/get')
+    expect(call?.parentSpanId).toBe(server.spanId)
+    expect(named('governor.queue')[0]?.parentSpanId).toBe(server.spanId)
+    expect(sandbox.requests.find((r) => r.path === '/api/v1/campaign/get')?.headers.traceparent).toBe(`00-${server.traceId}-${call!.spanId}-01`)
+
+    const refused = await get(gw, `${REPORT}?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-07`, { 'x-api-key': 'rgw_not_a_key_0000000000000000000000', 'x-request-id': 'trace-refused-1' })
+    expect(refused.status).toBe(401)
+    const denied = await spansOf('trace-refused-1')
+    // HTTP semantic conventions: a 4xx leaves a server span's status unset; the step that refused is the error.
+    expect(denied.server.status).toBe(0)
+    expect(denied.server.attributes['http.response.status_code']).toBe(401)
+    // The fast path handed the unknown key to the router, whose admission refused it.
+    expect(denied.named('admission').sort((a, b) => (a.startNs < b.startNs ? -1 : 1)).map((s) => [s.status, s.attributes['gateway.handed_over'] ?? null, s.attributes['error.type'] ?? null])).toEqual([
+      [0, true, null],
+      [2, null, '401'],
+    ])
+  })
+
+  it('starts a trace of its own for a malformed traceparent, and still sends the platform only its own', async () => {
+    const forged = `00-${CALLER_TRACE}-${CALLER_SPAN}-01, 00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01`
+    for (const [i, traceparent] of [forged, '00-zz-yy-01', `ff-${CALLER_TRACE}-${CALLER_SPAN}-01;x=<script>`].entries()) {
+      const res = await get(gw, `${REPORT}?advertiserId=102&dateFrom=2026-04-0${i + 1}&dateTo=2026-04-0${i + 1}`, { 'x-api-key': KEYS.all, 'x-request-id': `trace-forged-${i}`, traceparent })
+      expect(res.status).toBe(200)
+      const { server, named } = await spansOf(`trace-forged-${i}`)
+      expect(server.parentSpanId).toBe('')
+      expect(server.traceId).not.toBe(CALLER_TRACE)
+      const call = named('GET /api/v1/report/campaigns/get')[0]!
+      const sent = sandbox.requests.filter((r) => r.path === REPORT).at(-1)!
+      expect(sent.headers.traceparent).toBe(`00-${server.traceId}-${call.spanId}-01`)
+    }
+  })
+
+  it('puts no key, token or secret in any span, and sends the collector its headers without logging them', async () => {
+    // Calls with every kind of secret a caller holds in a header: keys both ways, a cookie.
+    await get(gw, `${REPORT}?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-07`, { authorization: `Bearer ${KEYS.growth}`, cookie: `session=${KEYS.writer}`, 'x-request-id': 'trace-secrets-1' })
+    await spansOf('trace-secrets-1')
+    const exported = receiver.exports.map((e) => e.body.toString('utf8')).join('\n')
+    expect(exported.length).toBeGreaterThan(0)
+    expect(leakedSecrets(exported, runSecrets(sandbox, [TEST_GATEWAY_SECRET, COLLECTOR_TOKEN]))).toEqual([])
+    expect(exported).not.toMatch(/authorization|x-api-key|cookie|bearer/i)
+    expect(receiver.exports.every((e) => e.path === '/v1/traces' && e.headers.authorization === `Bearer ${COLLECTOR_TOKEN}`)).toBe(true)
+    expect(gw.output()).not.toContain(COLLECTOR_TOKEN)
+  })
+})
+
+describe('traces exported over OTLP/HTTP (protobuf, the default)', () => {
+  let receiver: OtlpReceiver
+  let gw: GatewayProcess
+
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver()
+    gw = await tracedGateway(receiver, {})
+  }, 120_000)
+
+  afterAll(async () => {
+    await gw?.close()
+    await receiver?.close()
+  })
+
+  it('sends protobuf holding the caller\'s trace id and the gateway\'s name', async () => {
+    const res = await get(gw, `${REPORT}?advertiserId=101&dateFrom=2026-05-01&dateTo=2026-05-02`, { 'x-api-key': KEYS.all, traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` })
+    expect(res.status).toBe(200)
+    const id = Buffer.from(CALLER_TRACE, 'hex')
+    await waitFor('a protobuf export with the trace', () => receiver.exports.some((e) => e.body.includes(id)), 15_000)
+    const exported = receiver.exports.find((e) => e.body.includes(id))!
+    expect(exported.contentType).toBe('application/x-protobuf')
+    expect(exported.path).toBe('/v1/traces')
+    expect(exported.body.includes(Buffer.from('report-gateway'))).toBe(true)
+    expect(exported.body.includes(Buffer.from('/api/v1/report/{split}/get'))).toBe(true)
+  })
+})
+
+describe.skipIf(!redisAvailability('the traces of a fill across replicas').available)('two replicas on one Redis', () => {
+  const redis = useRedis()
+  const gateways = useGateways()
+
+  it('traces the wait for another replica\'s fill: its cache.fill says so, and it made no platform call', async () => {
+    const receiver = await startOtlpReceiver()
+    try {
+      const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.server.url, GATEWAY_SECRET: TEST_GATEWAY_SECRET, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }
+      const [a, b] = [await listen(await gateways.build(testConfig(env, TEAMS_YAML))), await listen(await gateways.build(testConfig(env, TEAMS_YAML)))]
+      const url = `${REPORT}?advertiserId=101&dateFrom=2026-08-01&dateTo=2026-08-03`
+      sandbox.setLatency(600)
+      const leader = fetch(`${a.url}${url}`, { headers: { 'x-api-key': KEYS.all, 'x-request-id': 'fill-leader' } })
+      await waitFor('the leader\'s platform call', () => sandbox.requests.some((r) => r.path === REPORT))
+      const waiter = await fetch(`${b.url}${url}`, { headers: { 'x-api-key': KEYS.all, 'x-request-id': 'fill-waiter' } })
+      expect([(await leader).status, waiter.status]).toEqual([200, 200])
+      expect(waiter.headers.get('cache-status')).toMatch(/^report-gateway; fwd=uri-miss; collapsed; stored; ttl=\d+$/)
+      // Closing sends every span still held.
+      await a.close()
+      await b.close()
+      const spans = receiver.spans()
+      const server = (reqId: string) => spans.find((s) => s.kind === SERVER && s.attributes['gateway.request_id'] === reqId)!
+      const within = (reqId: string) => spans.filter((s) => s.traceId === server(reqId).traceId)
+      expect(within('fill-leader').find((s) => s.name === 'cache.fill')?.attributes['gateway.fill.source']).toBe('own')
+      expect(within('fill-waiter').find((s) => s.name === 'cache.fill')?.attributes['gateway.fill.source']).toBe('replica')
+      expect(within('fill-waiter').filter((s) => s.kind === CLIENT)).toEqual([])
+      expect(within('fill-leader').filter((s) => s.kind === CLIENT)).toHaveLength(1)
+      expect(sandbox.requests.filter((r) => r.path === REPORT)).toHaveLength(1)
+    } finally {
+      await receiver.close()
+    }
+  })
+})
+
+describe('a request the sampler leaves out', () => {
+  const gateways = useGateways()
+
+  it('makes no span, yet sends the platform the request\'s traceparent (not sampled) and logs its trace id', async () => {
+    const receiver = await startOtlpReceiver()
+    try {
+      const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_TRACES_SAMPLER: 'always_off' }, TEAMS_YAML)
+      const gw = await listen(await gateways.build(config))
+      const res = await fetch(`${gw.url}${REPORT}?advertiserId=101&dateFrom=2026-07-01&dateTo=2026-07-02`, { headers: { 'x-api-key': KEYS.all, 'x-request-id': 'unsampled-1', traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` } })
+      expect(res.status).toBe(200)
+      const sent = sandbox.requests.find((r) => r.path === REPORT)!
+      expect(sent.headers.traceparent).toMatch(new RegExp(`^00-${CALLER_TRACE}-[0-9a-f]{16}-00$`))
+      expect(sent.headers.traceparent).not.toContain(CALLER_SPAN)
+      expect(gw.logs.records().find((r) => r.reqId === 'unsampled-1')).toMatchObject({ traceId: CALLER_TRACE })
+      // Closing sends every span still held: none was made.
+      await gw.close()
+      expect(receiver.exports).toEqual([])
+    } finally {
+      await receiver.close()
+    }
+  })
+})
+
+describe('tracing off (no OTLP endpoint)', () => {
+  const env = useSandboxGateway()
+
+  it('sends the platform no traceparent, tracestate or baggage, whatever the caller sends', async () => {
+    const headers = { 'x-api-key': KEYS.all, traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`, tracestate: 'caller=1', baggage: 'user=alice' }
+    expect((await fetch(`${env.url}${REPORT}?advertiserId=101&dateFrom=2026-06-01&dateTo=2026-06-02`, { headers })).status).toBe(200)
+    const proxied = await fetch(`${env.url}/api/v1/campaign/get`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{"userId":101}' })
+    expect(proxied.status).toBe(200)
+    const sent = env.callerRequests()
+    expect(sent.map((r) => r.path).sort()).toEqual(['/api/v1/campaign/get', REPORT])
+    for (const r of sent) {
+      expect(r.headers.traceparent).toBeUndefined()
+      expect(r.headers.tracestate).toBeUndefined()
+      expect(r.headers.baggage).toBeUndefined()
+    }
+    expect(env.gw.ctx.tracing).toBeNull()
+    expect(env.gw.logs.records().filter((r) => r.msg === 'request').every((r) => !('traceId' in r))).toBe(true)
+  })
+})

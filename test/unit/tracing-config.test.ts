@@ -1,0 +1,79 @@
+/**
+ * The OTEL_* variables the gateway honours (config/tracing.ts): off without an endpoint,
+ * with OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none; the traces URL, protocol, headers,
+ * service name, resource attributes and sampler as the OpenTelemetry specification names
+ * them; and a value it cannot honour refused, naming the variable (never a header's value).
+ */
+import { describe, expect, it } from 'vitest'
+import { tracingConfig } from '../../src/config/tracing.js'
+import { ConfigError, loadConfig } from '../../src/config.js'
+
+function read(env: Record<string, string>) {
+  const problems: string[] = []
+  return { config: tracingConfig(env, problems), problems }
+}
+
+describe('tracing configuration from OTEL_* variables', () => {
+  it('is off without an OTLP endpoint, with OTEL_SDK_DISABLED=true and with OTEL_TRACES_EXPORTER=none', () => {
+    expect(read({})).toEqual({ config: null, problems: [] })
+    expect(read({ OTEL_SERVICE_NAME: 'x', OTEL_TRACES_SAMPLER: 'always_on' })).toEqual({ config: null, problems: [] })
+    expect(read({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }).config).toBeNull()
+    expect(read({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'none' }).config).toBeNull()
+  })
+
+  it('sends to <endpoint>/v1/traces, or to the traces endpoint as it is, in protobuf unless told JSON', () => {
+    expect(read({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' })).toEqual({
+      config: { url: 'http://collector:4318/v1/traces', protocol: 'http/protobuf', headers: {}, serviceName: 'report-gateway', resourceAttributes: {}, sampler: 'parentbased_always_on', samplerRatio: 1 },
+      problems: [],
+    })
+    const own = read({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://b/otlp/traces', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }).config
+    expect(own).toMatchObject({ url: 'https://b/otlp/traces', protocol: 'http/json' })
+  })
+
+  it('reads headers, service name, resource attributes and the sampler', () => {
+    const { config, problems } = read({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20abc123456,x-tenant=reports',
+      OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-attributes,deployment.environment.name=prod',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+    })
+    expect(problems).toEqual([])
+    expect(config).toMatchObject({
+      headers: { authorization: 'Bearer abc123456', 'x-tenant': 'reports' },
+      serviceName: 'from-attributes',
+      resourceAttributes: { 'deployment.environment.name': 'prod' },
+      sampler: 'parentbased_traceidratio',
+      samplerRatio: 0.25,
+    })
+    expect(read({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SERVICE_NAME: 'gw-eu', OTEL_RESOURCE_ATTRIBUTES: 'service.name=x' }).config?.serviceName).toBe('gw-eu')
+  })
+
+  it('refuses what it cannot honour, naming the variable and never a header\'s value', () => {
+    const { problems } = read({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      OTEL_TRACES_EXPORTER: 'zipkin',
+      OTEL_TRACES_SAMPLER: 'sometimes',
+      OTEL_TRACES_SAMPLER_ARG: '2',
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%ZZsecret-value-1,broken',
+    })
+    expect(problems.map((p) => p.split(':')[0])).toEqual([
+      'OTEL_TRACES_EXPORTER',
+      'OTEL_EXPORTER_OTLP_ENDPOINT',
+      'OTEL_EXPORTER_OTLP_PROTOCOL',
+      'OTEL_TRACES_SAMPLER',
+      'OTEL_TRACES_SAMPLER_ARG',
+      'OTEL_EXPORTER_OTLP_HEADERS',
+      'OTEL_EXPORTER_OTLP_HEADERS',
+    ])
+    expect(problems.join('\n')).not.toContain('secret-value-1')
+  })
+
+  it('stops the start (a configuration error) and keeps the exporter\'s headers among the secrets redacted from the log', () => {
+    expect(() => loadConfig({ env: { DEMO: '1', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' } })).toThrow(ConfigError)
+    const config = loadConfig({ env: { DEMO: '1', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'api-key=collector-secret-0042' } })
+    expect(config.tracing).toMatchObject({ url: 'http://c:4318/v1/traces' })
+    expect(config.secrets).toContain('collector-secret-0042')
+  })
+})
