@@ -5,8 +5,8 @@ import {
   DEFAULT_WINDOW_MS,
   LimitEstimator,
   type LimitUpdate,
-  nextFloor,
 } from '../../src/platform/governor/limit-estimator.js'
+import { nextFloor } from '../../src/platform/governor/latency-floors.js'
 import { seededRandom } from '../../scripts/soak-targets.mjs'
 
 // A closed-loop simulation of callers, the governor's queue and a platform whose

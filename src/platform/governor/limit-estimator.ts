@@ -71,6 +71,8 @@
  */
 
 /** How often the limit is recomputed. */
+import { FLOOR_PERCENTILE, LatencyFloors } from './latency-floors.js'
+
 export const DEFAULT_WINDOW_MS = 1000
 /** The window's latency may exceed the floor by 25 % before the limit shrinks (Envoy's buffer). */
 export const LATENCY_BUFFER = 1.25
@@ -100,18 +102,6 @@ export const MIN_TEAM_SAMPLES = 3
 export const BRAKE_GROWTH = 2
 /** A window used the limit when a call waited for a seat or this share of the limit was in flight at once. */
 export const USED_FRACTION = 0.5
-/** A class's floor is kept per bucket of this length... */
-export const FLOOR_BUCKET_MS = 30_000
-/** ...over this many buckets (a sliding window of three minutes). */
-export const FLOOR_BUCKETS = 6
-/** The percentile of a bucket's answers taken as its floor. */
-export const FLOOR_PERCENTILE = 0.5
-/** A bucket sets a floor only with this many answers (a percentile of fewer is noise)... */
-export const FLOOR_MIN_ANSWERS = 5
-/** ...and at least this share of the answers of its class's busiest live bucket: a burst is not the platform's floor. */
-export const FLOOR_MIN_SHARE = 0.25
-/** Latency classes held; past this many the least recently seen is forgotten. */
-export const MAX_CLASSES = 512
 /** Answers kept per window for its latency ratio; past this many the rest only count. */
 export const MAX_WINDOW_SAMPLES = 10_000
 /** For how many windows at the floor below it the highest limit carried there is remembered: growth back to it is fast. */
@@ -122,9 +112,6 @@ export const MAX_WINDOW_SPAN = 5
 export const DEFAULT_MIN_LIMIT = 2
 export const DEFAULT_MAX_LIMIT = 64
 
-// Latencies are binned on a log scale, 16 bins per doubling (4.4 % wide), so a bucket's
-// percentile costs a few map entries whatever the number of answers.
-const BINS_PER_OCTAVE = 16
 
 /**
  * Room to grow while latency stays near its floor: without it the limit would stay
@@ -186,30 +173,6 @@ export interface LimitEstimatorOptions {
   windowMs?: number
 }
 
-interface Bucket {
-  index: number
-  count: number
-  /** Calls in flight when an answer's call started → its latency bin → answers. */
-  cells: Map<number, Map<number, number>>
-  /** The summary below holds for this many answers. */
-  summarized: number
-  floorMs: number
-  inFlight: number
-}
-
-export interface Floor {
-  ms: number
-  /** The calls in flight it was measured at: the median over the answers at or under it. */
-  inFlight: number
-}
-
-interface LatencyClass {
-  buckets: Bucket[]
-  floor: Floor | null
-  /** Answers in its buckets. */
-  count: number
-}
-
 interface Observation {
   klass: string
   team: string
@@ -236,8 +199,7 @@ export class LimitEstimator {
   readonly #max: number
   readonly #windowMs: number
   #estimate: number
-  readonly #classes = new Map<string, LatencyClass>()
-  #floorMs: number | null = null
+  readonly #floors: LatencyFloors
 
   #windowStart: number | null = null
   /** When the limit last changed: calls started before measure the old one. */
@@ -269,6 +231,7 @@ export class LimitEstimator {
     this.#max = max
     this.#windowMs = windowMs
     this.#estimate = this.#clamp(initial)
+    this.#floors = new LatencyFloors(min, max)
   }
 
   /** The limit in force: an integer in [min, max]. */
@@ -278,7 +241,7 @@ export class LimitEstimator {
 
   /** The latency floor of the busiest latency class (ms), as of the last window; null before any answer. */
   get floorMs(): number | null {
-    return this.#floorMs
+    return this.#floors.busiestMs
   }
 
   /** Teams drawing overload on their own, and the calls in flight each is held to (whole, at least 1). */
@@ -301,7 +264,7 @@ export class LimitEstimator {
     }
     if (sample.outcome !== 'ok') return
     // Overload answers come fast (429) or at a deadline (timeout): neither is the platform's latency.
-    this.#learnFloor(sample)
+    this.#floors.learn(sample)
     if (start >= this.#changedAt && this.#observations.length < MAX_WINDOW_SAMPLES) {
       this.#observations.push({ klass: sample.klass, team: sample.team, route: sample.route, latencyMs: sample.latencyMs })
     }
@@ -325,7 +288,7 @@ export class LimitEstimator {
     }
     if (now - this.#windowStart < this.#windowMs) return null
     const before = this.limit
-    this.#refreshFloors(now)
+    this.#floors.refresh(now)
     const overloaded = this.#overloadedTeams()
     const update = this.#decide(now, before, this.#overloadedTeams(true))
     // Too few answers to judge (a low limit, a quiet hour): the window stays open and
@@ -372,8 +335,8 @@ export class LimitEstimator {
   #isOverload(sample: CallSample): 'load' | 'team' | 'no' {
     if (sample.outcome === 'ok' || sample.outcome === 'throttled') return 'no'
     if (sample.outcome === 'failed') return 'load'
-    const floor = this.#classes.get(sample.klass)?.floor?.ms
-    if (floor === undefined) return 'team'
+    const floor = this.#floors.of(sample.klass)
+    if (floor === null) return 'team'
     return sample.latencyMs >= floor ? 'load' : 'no'
   }
 
@@ -441,7 +404,7 @@ export class LimitEstimator {
     const used = this.#starved || this.#peak >= USED_FRACTION * before
     if (reason === 'growth' && !used) return { limit: before, changed: false, reason: 'app-limited' }
     // A window is evidence of what the platform carries only when most of its answers had a floor to be judged by.
-    const judged = this.#observations.filter((o) => this.#classes.get(o.klass)?.floor).length >= this.#observations.length / 2
+    const judged = this.#observations.filter((o) => this.#floors.of(o.klass) !== null).length >= this.#observations.length / 2
     if (atFloor && judged) {
       this.#remember(before)
       this.#lastGood = before
@@ -542,146 +505,12 @@ export class LimitEstimator {
 
   /** The floor an answer is judged by: its class's, or its own latency while the class has none (a ratio of 1). */
   #floorOf(o: Observation): number {
-    return this.#classes.get(o.klass)?.floor?.ms ?? o.latencyMs
+    return this.#floors.of(o.klass) ?? o.latencyMs
   }
 
   #ratio(o: Observation): number {
     return o.latencyMs / this.#floorOf(o)
   }
-
-  #learnFloor(sample: CallSample): void {
-    let klass = this.#classes.get(sample.klass)
-    if (klass) {
-      // Least recently seen first: re-inserting keeps the map in that order.
-      this.#classes.delete(sample.klass)
-    } else {
-      if (this.#classes.size >= MAX_CLASSES) {
-        const oldest = this.#classes.keys().next().value
-        if (oldest !== undefined) this.#classes.delete(oldest)
-      }
-      klass = { buckets: [], floor: null, count: 0 }
-    }
-    this.#classes.set(sample.klass, klass)
-    const index = Math.floor(sample.at / FLOOR_BUCKET_MS)
-    let bucket = klass.buckets.find((b) => b.index === index)
-    if (!bucket) {
-      // An answer older than the live buckets says nothing about the floor now.
-      const newest = klass.buckets.at(-1)
-      if (newest && index < newest.index - FLOOR_BUCKETS + 1) return
-      bucket = { index, count: 0, cells: new Map(), summarized: 0, floorMs: 0, inFlight: 0 }
-      klass.buckets.push(bucket)
-      klass.buckets.sort((a, b) => a.index - b.index)
-    }
-    const bin = Math.floor(Math.log2(Math.max(sample.latencyMs, 0.01)) * BINS_PER_OCTAVE)
-    const load = Math.max(1, Math.min(this.#max, Math.round(sample.inFlight)))
-    let bins = bucket.cells.get(load)
-    if (!bins) bucket.cells.set(load, (bins = new Map()))
-    bins.set(bin, (bins.get(bin) ?? 0) + 1)
-    bucket.count++
-    klass.count++
-  }
-
-  /** Drops expired buckets, moves each class's floor, and picks the busiest class's for `floorMs`. */
-  #refreshFloors(now: number): void {
-    const oldestLive = Math.floor(now / FLOOR_BUCKET_MS) - FLOOR_BUCKETS + 1
-    let busiest = 0
-    this.#floorMs = null
-    for (const [name, klass] of this.#classes) {
-      while (klass.buckets.length > 0 && (klass.buckets[0] as Bucket).index < oldestLive) {
-        klass.count -= (klass.buckets.shift() as Bucket).count
-      }
-      if (klass.buckets.length === 0) {
-        // Unseen for a whole floor window: what it was then says little of now.
-        this.#classes.delete(name)
-        continue
-      }
-      let lowest: Floor | null = null
-      const most = Math.max(...klass.buckets.map((b) => b.count))
-      for (const bucket of klass.buckets) {
-        // A burst (a bucket of few answers beside the class's usual traffic) is not the platform's floor.
-        if (bucket.count < Math.max(FLOOR_MIN_ANSWERS, FLOOR_MIN_SHARE * most)) continue
-        summarize(bucket)
-        if (lowest === null || bucket.floorMs < lowest.ms) lowest = { ms: bucket.floorMs, inFlight: bucket.inFlight }
-      }
-      if (lowest === null) continue
-      const current = klass.floor
-      const rise = current !== null && lowest.ms > current.ms ? floorAtLoad(klass.buckets, Math.max(current.inFlight, this.#min)) : null
-      klass.floor = nextFloor(current, lowest, rise)
-      if (klass.count > busiest) {
-        busiest = klass.count
-        this.#floorMs = klass.floor.ms
-      }
-    }
-  }
-}
-
-/**
- * A class's floor given its current one, the lowest of its live buckets, and the floor
- * of its live answers that started at no more calls in flight than the current floor was
- * measured at (or at the minimum limit; null: too few of them): a lower floor at once; a
- * higher one only from those answers, since answers slowed by our own load must not raise
- * the floor they are judged against.
- */
-export function nextFloor(current: Floor | null, lowest: Floor, atSameLoad: Floor | null): Floor {
-  if (current === null || lowest.ms <= current.ms) return lowest
-  return atSameLoad !== null && atSameLoad.ms > current.ms ? { ms: atSameLoad.ms, inFlight: current.inFlight } : current
-}
-
-/** The FLOOR_PERCENTILE of the answers in `buckets` that started at `maxLoad` calls in flight or fewer; null with fewer than MIN_WINDOW_SAMPLES. */
-function floorAtLoad(buckets: Bucket[], maxLoad: number): Floor | null {
-  const bins = new Map<number, number>()
-  let count = 0
-  for (const bucket of buckets) {
-    for (const [load, cell] of bucket.cells) {
-      if (load > maxLoad) continue
-      for (const [bin, n] of cell) {
-        bins.set(bin, (bins.get(bin) ?? 0) + n)
-        count += n
-      }
-    }
-  }
-  if (count < MIN_WINDOW_SAMPLES) return null
-  return { ms: binMs(percentileKey(bins, count)), inFlight: maxLoad }
-}
-
-/**
- * A bucket's floor: the FLOOR_PERCENTILE of its latencies, and the median of the calls in
- * flight that its answers at or under that latency started at (the load the floor was
- * measured at, from the same answers).
- */
-function summarize(bucket: Bucket): void {
-  if (bucket.summarized === bucket.count) return
-  const bins = new Map<number, number>()
-  for (const cell of bucket.cells.values()) for (const [bin, n] of cell) bins.set(bin, (bins.get(bin) ?? 0) + n)
-  const floorBin = percentileKey(bins, bucket.count)
-  const loads = new Map<number, number>()
-  let under = 0
-  for (const [load, cell] of bucket.cells) {
-    for (const [bin, n] of cell) {
-      if (bin > floorBin) continue
-      loads.set(load, (loads.get(load) ?? 0) + n)
-      under += n
-    }
-  }
-  bucket.floorMs = binMs(floorBin)
-  bucket.inFlight = percentileKey(loads, under, 0.5)
-  bucket.summarized = bucket.count
-}
-
-/** The latency (ms) in the middle of a bin. */
-function binMs(bin: number): number {
-  return 2 ** ((bin + 0.5) / BINS_PER_OCTAVE)
-}
-
-function percentileKey(counts: Map<number, number>, total: number, percentile = FLOOR_PERCENTILE): number {
-  const rank = Math.max(1, Math.ceil(percentile * total))
-  const keys = [...counts.keys()].sort((a, b) => a - b)
-  let seen = 0
-  for (const key of keys) {
-    seen += counts.get(key) as number
-    if (seen >= rank) return key
-  }
-  return keys.at(-1) as number
 }
 
 /** The value at `p` of `values` (nearest rank). */
