@@ -164,6 +164,35 @@ describe.skipIf(!available)('seats leased across replicas', () => {
     await waitFor('the lost seats counted', () => lost.length > 0, 5000)
   })
 
+  it('gives every replica a seat in turn when there are more replicas than seats, handing seats over once a turn rather than once a call', async () => {
+    const replicas = await Promise.all(Array.from({ length: 5 }, () => replica(2)))
+    for (const r of replicas) r.calls('a', 2)
+    const served = new Set<number>()
+    let calls = 0
+    let handovers = 0
+    let peak = 0
+    let holding = replicas.map(() => false)
+    // Each replica's calls end as soon as they start and another comes: it always waits for a seat.
+    await waitFor('every replica served', () => {
+      peak = Math.max(peak, replicas.reduce((sum, r) => sum + r.governor.inFlight, 0))
+      const now = replicas.map((r) => r.governor.inFlight > 0)
+      handovers += now.filter((h, i) => holding[i] && !h).length
+      holding = now
+      replicas.forEach((r, i) => {
+        if (r.held.length > 0) served.add(i)
+        for (const release of r.held.splice(0)) {
+          release()
+          calls += 1
+          r.calls('a', 1)
+        }
+      })
+      return served.size === replicas.length
+    }, 20_000, 5)
+    expect(peak).toBeLessThanOrEqual(2)
+    // A seat per call would change hands with every call; a turn holds it for many.
+    expect(handovers).toBeLessThan(calls / 3)
+  })
+
   it('keeps to its lease as last granted while Redis stalls, then to an even share of the limit: never the whole limit', async () => {
     const [one, two] = [await replica(8), await replica(8)]
     one.calls('a', 3)

@@ -373,13 +373,30 @@ describe('LimitEstimator windows', () => {
     for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 100 + i, inFlight: 20 }))
     expect(est.tick(at0 + 1000)?.reason).toBe('growth')
     est.adopt(40)
+    // The adopted limit opens a new window.
+    expect(est.tick(at0 + 2000)).toBeNull()
     // Seven answers ten times slower at twice the load (the floor stays): too few to judge.
     for (let i = 0; i < 7; i++) est.record(sample({ at: at0 + 2100 + i, latencyMs: 1000, inFlight: 40 }))
-    expect(est.tick(at0 + 2500)).toEqual({ limit: 40, changed: false, reason: 'few-samples' })
+    expect(est.tick(at0 + 3000)).toEqual({ limit: 40, changed: false, reason: 'few-samples' })
     // Twenty: the gradient 1.25 / 10 is clamped to 0.5, and past the buffer no headroom is
     // added; the limit moves 30 % of the way to 0.5 × 40.
     for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 3600 + i, latencyMs: 1000, inFlight: 40 }))
     expect(est.tick(at0 + 3700)).toEqual({ limit: Math.floor(40 + 0.3 * (20 - 40)), changed: true, reason: 'latency' })
+  })
+
+  it('judges a limit adopted from another replica by the answers given at it: those gathered before are set aside', () => {
+    const est = estimator(40)
+    est.tick(at0)
+    // Answers at the floor with every call in use: evidence to grow 40...
+    for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 100 + i, inFlight: 40 }))
+    // ...but another replica's limit of 30 comes first: they say nothing of 30.
+    est.adopt(30)
+    expect(est.tick(at0 + 1000)).toBeNull()
+    expect(est.tick(at0 + 2000)).toEqual({ limit: 30, changed: false, reason: 'few-samples' })
+    // Adopting the limit in force again changes nothing: the window goes on.
+    for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 2100 + i, inFlight: 30 }))
+    est.adopt(30)
+    expect(est.tick(at0 + 2500)).toMatchObject({ changed: true, reason: 'growth' })
   })
 
   it('sets aside the latency of calls that started before the limit last changed', () => {

@@ -26,15 +26,20 @@ export interface CallSample {
 
 /**
  * Writes this replica's limit for window `epoch` when it asks to (ARGV[4]) and no record
- * of that window or a later one is stored, or whatever is stored when told to (ARGV[6]: the
- * stored one did not verify, was too old, or did not match its own epoch); with no record
- * stored (a Redis restart, a lapse), any replica's limit is written. Answers 'written', or
- * the stored sealed record and the epoch stored beside it. KEYS: the limit's hash.
- * ARGV: epoch, limit, its sealed record, 1 to write, the record's lifetime (ms), 1 to force.
+ * of that window or a later one is stored, or one of that window with a higher limit (of
+ * the replicas' changes in one window, the lowest stands: each judged the platform from
+ * its own few answers, and the most cautious is kept); or whatever is stored when told to
+ * (ARGV[6]: the stored one did not verify, was too old, or did not match its own epoch);
+ * with no record stored (a Redis restart, a lapse), any replica's limit is written.
+ * Answers 'written', or the stored sealed record and the epoch stored beside it.
+ * KEYS: the limit's hash. ARGV: epoch, limit, its sealed record, 1 to write, the record's
+ * lifetime (ms), 1 to force.
  */
 const SYNC = redisScript<string | [string, string]>('gatewayLimitSync', `
 local stored = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '-1')
-if ARGV[6] == '1' or ((ARGV[4] == '1' or stored < 0) and tonumber(ARGV[1]) > stored) then
+local epoch = tonumber(ARGV[1])
+local newer = epoch > stored or (epoch == stored and tonumber(ARGV[2]) < tonumber(redis.call('HGET', KEYS[1], 'limit') or '0'))
+if ARGV[6] == '1' or ((ARGV[4] == '1' or stored < 0) and newer) then
   redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'limit', ARGV[2], 'sealed', ARGV[3])
   redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[5]))
   return 'written'
@@ -53,8 +58,8 @@ export const REWRITE_WINDOWS = 60
 export const RECORD_MAX_AGE_WINDOWS = 300
 /** One shared record moves this replica's limit by at most this factor. */
 export const ADOPT_MAX_FACTOR = 4
-/** An idle replica (no call in the window) reads the shared limit at most this often; the bus tells it of changes sooner. */
-export const IDLE_READ_MS = 10_000
+/** A replica reads the shared limit at most this often when it has nothing to write; the bus tells it of changes sooner. */
+export const READ_EVERY_MS = 10_000
 
 export interface LearnedLimitOptions {
   credential: string
@@ -76,10 +81,14 @@ interface SharedRecord {
 
 /**
  * The limit in force of one credential, learned from the platform's answers
- * (limit-estimator.ts) and, with Redis, shared by every replica: the first replica whose
- * estimate changes in a window writes it for that window (SYNC) and tells the others on
- * the bus; every replica adopts what is stored, so the replicas move one limit together
- * rather than each its own. The record is sealed (GATEWAY_SECRET) with its window: one
+ * (limit-estimator.ts) and, with Redis, shared by every replica: a replica whose
+ * estimate changes in a window writes it for that window (SYNC) unless a lower one of
+ * that window is stored, and tells the others on the bus; every replica adopts what is
+ * stored, so the replicas move one limit together rather than each its own, and the
+ * most cautious of a window's changes stands. A replica that heard a window's record no
+ * higher than its own change takes it without asking Redis, and reads the record only every
+ * READ_EVERY_MS otherwise: the commands grow with the windows, not with the replicas
+ * (a write a window, a read per replica every READ_EVERY_MS). The record is sealed (GATEWAY_SECRET) with its window: one
  * that does not verify, whose window differs from the one stored beside it, that is
  * older than RECORD_MAX_AGE_WINDOWS or dated ahead, is written over rather than adopted,
  * and one record moves a replica's limit by ADOPT_MAX_FACTOR at most. Redis
@@ -100,6 +109,8 @@ export class LearnedLimit {
   #forgedSeen = false
   #lastRead = -Infinity
   #active = false
+  // The shared record of the newest window this replica wrote or adopted.
+  #shared: SharedRecord | null = null
 
   constructor(opts: LearnedLimitOptions) {
     this.#o = opts
@@ -163,8 +174,16 @@ export class LearnedLimit {
     governor.setBrakes(estimator.brakes)
     const epoch = this.#epochNow()
     const due = this.#epoch >= 0 && epoch - this.#epoch >= REWRITE_WINDOWS && this.#active
-    const read = this.#active || this.#clock.now() - this.#lastRead >= IDLE_READ_MS
+    const read = this.#clock.now() - this.#lastRead >= READ_EVERY_MS
     if (step.reason !== 'few-samples') this.#active = false
+    // Another replica wrote this window's limit already (the bus brought it), no higher
+    // than this one's: Redis would keep that one and answer it, so it is taken without
+    // asking.
+    const shared = this.#shared
+    if (step.changed && !this.#unshared && !this.#overwrite && shared !== null && shared.epoch === epoch && estimator.limit >= shared.limit) {
+      this.#adopt(shared.limit)
+      return
+    }
     if (step.changed || this.#unshared || this.#overwrite || due || read) await this.#sync(step.changed || this.#unshared || due)
   }
 
@@ -202,6 +221,7 @@ export class LearnedLimit {
       if (answer === 'written') {
         this.#overwrite = false
         this.#epoch = epoch
+        this.#shared = { limit, epoch }
         // The bus carries the record itself: the other replicas adopt it without a read.
         bus?.publish(CHANNEL, sealed).catch(() => undefined)
         return
@@ -240,12 +260,17 @@ export class LearnedLimit {
     }
     // A record as new as this replica's last, or newer, is the shared limit; an older one
     // was replaced here since (and this replica's own change is written when it comes).
-    const own = this.#o.estimator.limit
     if (record.epoch < this.#epoch) return
     this.#epoch = record.epoch
-    if (record.limit === own) return
-    // One record moves this replica at most ADOPT_MAX_FACTOR: a replayed one cannot swing it, a genuine one is reached within windows.
-    this.#o.estimator.adopt(Math.min(own * ADOPT_MAX_FACTOR, Math.max(own / ADOPT_MAX_FACTOR, record.limit)))
+    this.#shared = record
+    this.#adopt(record.limit)
+  }
+
+  /** The shared limit, in force here: one record moves this replica at most ADOPT_MAX_FACTOR (a replayed one cannot swing it, a genuine one is reached within windows). */
+  #adopt(limit: number): void {
+    const own = this.#o.estimator.limit
+    if (limit === own) return
+    this.#o.estimator.adopt(Math.min(own * ADOPT_MAX_FACTOR, Math.max(own / ADOPT_MAX_FACTOR, limit)))
     this.#apply(own, 'adopted')
   }
 

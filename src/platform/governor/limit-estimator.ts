@@ -304,9 +304,20 @@ export class LimitEstimator {
     return update
   }
 
-  /** Takes a limit learned elsewhere (another replica), clamped to [min, max]. */
+  /**
+   * Takes a limit learned elsewhere (another replica), clamped to [min, max]. A new limit
+   * opens a new window: the answers gathered so far were given at the old one, and say
+   * nothing of the new (many replicas, each with a few answers a second, would otherwise
+   * judge the limit in force by answers seconds old).
+   */
   adopt(limit: number): number {
-    if (Number.isFinite(limit)) this.#estimate = this.#clamp(limit)
+    if (!Number.isFinite(limit)) return this.limit
+    const before = this.limit
+    this.#estimate = this.#clamp(limit)
+    if (this.limit !== before) {
+      this.#observations = []
+      this.#windowStart = null
+    }
     return this.limit
   }
 

@@ -9,8 +9,11 @@ import { systemClock, type Clock, type Timer } from '../../clock.js'
 
 /**
  * One replica's lease of seats, in one script on Redis' clock (TIME), over one hash per
- * credential (a field per replica run: `<expiry>|<lease>|<in flight>|<need>|<ask>|<teams>`,
- * teams as `<team>,<weight>,<cap>,<demand>,<in flight>;…`, cap 0 for none):
+ * credential (a field per replica run:
+ * `<expiry>|<lease>|<in flight>|<need>|<ask>|<waiting since>|<turn since>|<teams>`, teams
+ * as `<team>,<weight>,<cap>,<demand>,<in flight>;…`, cap 0 for none; waiting since 0 when
+ * the replica has every seat its target rounds to, turn since 0 when it holds no seat
+ * beyond the whole seats of its target):
  *
  * 1. drops the records of replicas that stopped renewing (lapsed);
  * 2. shares the limit between the teams of every replica by weight over what each uses
@@ -20,21 +23,31 @@ import { systemClock, type Clock, type Timer } from '../../clock.js'
  *    leases add up to the limit), within a capped team's part of its ceiling, and within
  *    its target while another replica needs more seats than it holds (borrowing ends when
  *    someone waits); after a Redis restart (no record of it), no more than it held;
- * 4. names one replica to tell: the one that needs most when this one holds or uses
- *    fewer seats than Redis had recorded (it gave some back, or its calls ended), the one
- *    furthest over its target when this one needs more than it got.
+ * 4. takes turns for the seat a fraction of a target rounds to: while others wait, a
+ *    replica has the whole seats of its target, and a seat beyond them for a turn of
+ *    TURN_MS (ARGV) from when it took it, taken only if free seats remain once each
+ *    replica that has waited longer for one has its seat (more replicas than seats: every
+ *    replica gets one in turn, none is passed over, and seats change hands once a turn,
+ *    not once a call);
+ * 5. names one replica to tell: the one that has waited longest when this one took seats
+ *    and more are left free for those in line before it (each told replica tells the next
+ *    as it takes its seat), or when this one holds or uses fewer seats than Redis had recorded (it gave
+ *    some back, or its calls ended: else the one that needs most); the one furthest over
+ *    its target when this one needs more than it got.
  *
- * KEYS: the hash. ARGV: replica run, lease ms, limit, in flight, held, need, ask, teams.
+ * KEYS: the hash. ARGV: replica run, lease ms, limit, in flight, held, need, ask, teams,
+ * turn ms.
  * Returns { granted, this replica's team targets
  * (`<team>=<share>;…`), seats free after the grant, calls in flight on the others,
  * replica to tell or '', 1 when Redis had a record of this replica, 1 when another
- * replica needs more seats than it holds, the replicas holding a record }.
+ * replica needs more seats than it holds, the replicas holding a record, the replicas
+ * that have waited longer than this one for a seat, ms left of its turn (0: none) }.
  */
 const LEASE = redisScript<Answer>('gatewaySeatLease', `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local me, ttl, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local inflight, held, need, ask, mine = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+local inflight, held, need, ask, mine, turnMs = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9])
 local function teamsOf(text)
   local out = {}
   for name, w, cap, d, h in string.gmatch(text, '([^,;]+),([%d%.]+),(%d+),(%d+),(%d+)') do
@@ -42,20 +55,24 @@ local function teamsOf(text)
   end
   return out
 end
-local others, known, before = {}, 0, held
+local others, known, before, since, turn = {}, 0, held, 0, 0
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local r, v = all[i], all[i + 1]
-  local exp, l, f, n, a, ts = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(.*)$')
+  local exp, l, f, n, a, w, tn, ts = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(.*)$')
   if exp == nil or tonumber(exp) < now then
     redis.call('HDEL', KEYS[1], r)
   elseif r == me then
     known = 1
     before = math.max(tonumber(l), tonumber(f))
+    since = tonumber(w)
+    turn = tonumber(tn)
   else
-    others[#others + 1] = { id = r, lease = tonumber(l), inflight = tonumber(f), need = tonumber(n), teams = teamsOf(ts) }
+    others[#others + 1] = { id = r, lease = tonumber(l), inflight = tonumber(f), need = tonumber(n), since = tonumber(w), teams = teamsOf(ts) }
   end
 end
+-- This replica's place in the line for a seat: since when it has waited (now if it starts to).
+if since == 0 then since = now end
 local myTeams = teamsOf(mine)
 local demand, weight, cap = {}, {}, {}
 local function add(list)
@@ -122,29 +139,63 @@ local ceiling = 0
 for _, e in ipairs(myTeams) do
   if cap[e.name] and demand[e.name] > 0 then ceiling = ceiling + math.floor(partOf(e, true) + 0.5) else ceiling = ceiling + e.d end
 end
-local occupied, elsewhere, starving, gap, over, excess = 0, 0, '', 0, '', 0
+local occupied, elsewhere, starving, gap, over, excess, first, ahead = 0, 0, '', 0, '', 0, '', 0
+local firstSince = math.huge
 for _, o in ipairs(others) do
   occupied = occupied + math.max(o.lease, o.inflight)
   elsewhere = elsewhere + o.inflight
   if o.need - o.lease > gap then starving, gap = o.id, o.need - o.lease end
+  if o.since > 0 and o.need > o.lease then
+    if o.since < since then ahead = ahead + 1 end
+    if o.since < firstSince then first, firstSince = o.id, o.since end
+  end
   local theirs = targetOf(o.teams, false)
   if math.max(o.lease, o.inflight) - theirs > excess then over, excess = o.id, math.max(o.lease, o.inflight) - theirs end
 end
 local free = limit - occupied
 local grant = math.min(ask, free, ceiling)
-if starving ~= '' then grant = math.min(grant, math.max(math.floor(target + 0.5), 1)) end
+local due = math.max(math.floor(target + 0.5), 1)
+if starving ~= '' then
+  grant = math.min(grant, due)
+  -- Past the whole seats of its target, a seat is kept for the rest of a turn, or waits
+  -- for those in line before this replica.
+  local whole = math.floor(target + 1e-9)
+  if grant > whole then
+    if turn > 0 and now - turn < turnMs and before > whole then
+      grant = math.min(grant, before)
+    else
+      grant = math.max(whole, math.min(grant, free - ahead))
+      turn = 0
+    end
+  end
+  if grant > whole then
+    if turn == 0 then turn = now end
+  else
+    turn = 0
+  end
+else
+  turn = 0
+end
 if known == 0 and held > 0 then grant = math.min(grant, held) end
 if grant < 0 then grant = 0 end
+if grant >= math.min(need, due, ceiling) then since = 0 end
 local tell = ''
-if starving ~= '' and math.max(grant, inflight) < before then tell = starving elseif grant < need and over ~= '' and excess >= 1 then tell = over end
+if first ~= '' and grant > before and (since == 0 or firstSince < since) and free - math.max(grant, inflight) > 0 then
+  -- Seats are left for those in line: the first is told, and tells the next as it takes its own.
+  tell = first
+elseif starving ~= '' and math.max(grant, inflight) < before then
+  tell = first ~= '' and first or starving
+elseif grant < need and over ~= '' and excess >= 1 then
+  tell = over
+end
 if grant == 0 and inflight == 0 and need == 0 then
   -- Idle: nothing of it is kept.
   redis.call('HDEL', KEYS[1], me)
 else
-  redis.call('HSET', KEYS[1], me, string.format('%d|%d|%d|%d|%d|%s', now + ttl, grant, inflight, need, ask, mine))
+  redis.call('HSET', KEYS[1], me, string.format('%d|%d|%d|%d|%d|%d|%d|%s', now + ttl, grant, inflight, need, ask, since, turn, mine))
   redis.call('PEXPIRE', KEYS[1], ttl * 2)
 end
-return { grant, targets, free - math.max(grant, inflight), elsewhere, tell, known, starving ~= '' and 1 or 0, #others + 1 }
+return { grant, targets, free - math.max(grant, inflight), elsewhere, tell, known, starving ~= '' and 1 or 0, #others + 1, ahead, turn > 0 and math.max(0, turn + turnMs - now) or 0 }
 `, 1)
 
 /** Gives the seats of this run back (a clean stop). KEYS: the hash. ARGV: replica run. */
@@ -156,8 +207,15 @@ const GIVE_BACK = redisScript<number>('gatewaySeatGiveBack', `return redis.call(
 // calls is one renewal).
 const MIN_RENEW_MS = 20
 // A replica that got fewer seats than it needs, none being free, asks again this often
-// unless told sooner (a peer gave seats back): a bounded poll, one command.
+// unless told sooner (a peer gave seats back): a bounded poll, one command. One with
+// others before it in line for a seat asks less often (the one before it is told first),
+// up to STARVED_RETRY_STEPS times this.
 export const STARVED_RETRY_MS = 250
+const STARVED_RETRY_STEPS = 4
+// While replicas wait for seats, one held beyond the whole seats of a replica's target
+// (more replicas than seats) is kept this long, then handed to the next in line: seats
+// change hands once a turn, not once a call.
+export const TURN_MS = 1000
 // Seats unused this long, nobody else wanting them, go back.
 const TRIM_AFTER_MS = 1000
 // While Redis cannot be reached, a renewal is tried again this often.
@@ -189,7 +247,7 @@ export interface RedisSeatsOptions {
   clock?: Clock
 }
 
-type Answer = [number, string, number, number, string, number, number, number]
+type Answer = [number, string, number, number, string, number, number, number, number, number]
 
 const DOWN = Symbol('redis down')
 
@@ -230,6 +288,10 @@ export class RedisSeats implements SeatLease {
   #again = false
   #lastAnswer = -Infinity
   #starvedAt = -Infinity
+  // Replicas before this one in line for a seat, as of the last answer.
+  #ahead = 0
+  // When the turn of the seat held beyond its target's whole seats ends (0: none held).
+  #turnEnds = 0
   // When Redis stopped answering (null while it answers).
   #downSince: number | null = null
   // Replicas with a lease as of the last answer, this one included.
@@ -276,7 +338,9 @@ export class RedisSeats implements SeatLease {
   }
 
   saturated(): boolean {
-    return this.#free <= 0
+    // While Redis cannot be reached no one knows: calls held by the lease as last granted
+    // say nothing of the limit, which is not to grow on them.
+    return this.#downSince === null && this.#free <= 0
   }
 
   onGrown(fn: () => void): void {
@@ -311,15 +375,16 @@ export class RedisSeats implements SeatLease {
       this.#schedule(DOWN_RETRY_MS)
       return
     }
-    // Seats another replica waits for: what this one no longer uses goes back as its calls end.
+    // Seats another replica waits for: what this one no longer uses goes back as its calls
+    // end; a seat past its target at the end of its turn.
     if (this.#contended && (Math.max(this.#lease, demand.inFlight) < this.#recorded || this.#overTarget())) {
-      this.#schedule(0)
+      this.#schedule(Math.max(0, this.#turnEnds - now))
       return
     }
     if (need > this.#lease) {
       this.#unusedSince = null
       // None free: wait to be told, or for the bounded retry.
-      const wait = this.#free <= 0 && now - this.#starvedAt < STARVED_RETRY_MS ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0
+      const wait = this.#free <= 0 && now - this.#starvedAt < this.#retryMs() ? this.#retryMs() - (now - this.#starvedAt) : 0
       this.#schedule(wait)
       return
     }
@@ -332,6 +397,11 @@ export class RedisSeats implements SeatLease {
 
   // Another replica needs more seats than it holds (the last answer's word).
   #contended = false
+
+  /** How long a replica short of seats waits before it asks again, unless told: longer the further back in line it is. */
+  #retryMs(): number {
+    return STARVED_RETRY_MS * Math.min(STARVED_RETRY_STEPS, 1 + this.#ahead)
+  }
 
   /** Whether this replica holds more seats than its target (and than it uses). */
   #overTarget(): boolean {
@@ -369,7 +439,7 @@ export class RedisSeats implements SeatLease {
       const need = d.inFlight + d.waiting
       const ask = need === 0 ? 0 : Math.min(d.limit, Math.max(need + 1, Math.ceil(need * ASK_HEADROOM)))
       const teams = d.teams.map((t) => `${t.team},${t.weight},${t.cap ?? 0},${t.demand},${t.held ?? 0}`).join(';')
-      const answer = await breaker.run(() => LEASE(redis, key, this.#me, this.#o.leaseMs, d.limit, d.inFlight, this.#lease, need, ask, teams), DOWN)
+      const answer = await breaker.run(() => LEASE(redis, key, this.#me, this.#o.leaseMs, d.limit, d.inFlight, this.#lease, need, ask, teams, TURN_MS), DOWN)
       this.#lastAnswer = this.#clock.now()
       if (answer === DOWN) {
         // Kept as last granted while leases live: the other replicas keep theirs, and none is anyone's twice.
@@ -383,7 +453,7 @@ export class RedisSeats implements SeatLease {
       }
       this.#downSince = null
       this.#downTimers.forEach((t) => this.#clock.clearTimeout(t))
-      const [granted, targets, free, elsewhere, tell, known, othersNeed, replicas] = answer
+      const [granted, targets, free, elsewhere, tell, known, othersNeed, replicas, ahead, turnLeft] = answer
       if (known === 0 && this.#granted && this.#lease > 0) {
         this.#o.log.warn({ credential: this.#o.credential, seats: this.#lease }, 'redis had lost the platform seats this replica leased: asked for again')
         this.#o.onLost(this.#lease)
@@ -397,6 +467,8 @@ export class RedisSeats implements SeatLease {
       this.#replicas = Math.max(1, Number(replicas))
       this.#targets = parseTargets(String(targets))
       this.#contended = othersNeed === 1
+      this.#ahead = Number(ahead)
+      this.#turnEnds = Number(turnLeft) > 0 ? this.#lastAnswer + Number(turnLeft) : 0
       if (need > this.#lease && this.#free <= 0) this.#starvedAt = this.#lastAnswer
       if (this.#lease >= need) this.#unusedSince = this.#lease > need ? (this.#unusedSince ?? this.#lastAnswer) : null
       if (tell) this.#o.bus?.publish(this.#channelOf(String(tell)), '1').catch(() => undefined)
@@ -406,7 +478,7 @@ export class RedisSeats implements SeatLease {
       const short = this.#demand.inFlight + this.#demand.waiting > this.size(this.#demand.limit)
       if (this.#again) this.demand(this.#demand)
       // Still short of seats (none free, or Redis out): asked again after the bounded wait, unless told sooner.
-      else if (short) this.#schedule(this.#downSince !== null ? DOWN_RETRY_MS : STARVED_RETRY_MS)
+      else if (short) this.#schedule(this.#downSince !== null ? DOWN_RETRY_MS : this.#retryMs())
     }
   }
 
