@@ -11,7 +11,7 @@ import { ensureBuilt } from '../helpers/dist.js'
 import { needTool, TOOLS } from '../helpers/missing-tools.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const SCRIPTS = `${ROOT}dist/http/console/`
+const SCRIPTS = `${ROOT}dist/console/`
 /** Where the screenshots go (gitignored; CI keeps them as artifacts). */
 const ARTIFACTS = `${ROOT}test-artifacts/`
 

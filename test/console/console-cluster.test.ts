@@ -22,7 +22,7 @@ import { TEST_GATEWAY_SECRET } from '../helpers/build-gateway.js'
 // health banner once Redis stops.
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const SCRIPTS = `${ROOT}dist/http/console/`
+const SCRIPTS = `${ROOT}dist/console/`
 const ARTIFACTS = `${ROOT}test-artifacts/`
 
 function chromiumPath(): string | null {
