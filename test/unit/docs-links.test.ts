@@ -99,6 +99,12 @@ describe('documentation links', () => {
     expect(lines).toBeLessThanOrEqual(README_MAX_LINES)
   })
 
+  it('keeps dated run logs out of the README: the figures and the runs that measured them are in docs/benchmarks.md', () => {
+    const prose = proseLines(readFileSync(join(ROOT, 'README.md'), 'utf8')).map((line) => line.replace(/(`+)[\s\S]*?\1/g, ''))
+    expect(prose.join('\n').match(/\b20\d\d-\d\d-\d\d\b/g) ?? []).toEqual([])
+    expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain('](docs/benchmarks.md')
+  })
+
   it.each(DOCUMENTS)('every relative link of %s names a file of the repository and, with an anchor, one of its headings', (document) => {
     const file = join(ROOT, document)
     expect(linkProblems(file, readFileSync(file, 'utf8'))).toEqual([])
