@@ -856,7 +856,7 @@ describe('rendered with other choices', () => {
 
 // ---------------------------------------------------------------- optional objects
 
-/** The alerts of the PrometheusRule; docs/operations.md has a section #alert-<name in lower case> for each. */
+/** The alerts of the PrometheusRule; docs/operations/alerts.md has a section #alert-<name in lower case> for each. */
 const ALERTS = [
   'GatewayTokenRefused',
   'GatewayTokenExpiringSoon',
@@ -874,8 +874,8 @@ const ALERTS = [
   'GatewayPlatformCallsRefused',
   'GatewayPlatformQueueHigh',
 ]
-/** Where an installation publishes docs/operations.md (monitoring.runbookUrl). */
-const RUNBOOK = 'https://git.ads.internal/platform/report-gateway/blob/main/docs/operations.md'
+/** Where an installation publishes docs/operations/alerts.md (monitoring.runbookUrl). */
+const RUNBOOK = 'https://git.ads.internal/platform/report-gateway/blob/main/docs/operations/alerts.md'
 const REDIS_ALERTS = ['GatewayRedisDown', 'GatewayRedisReadOnly', 'GatewayRedisUnverified']
 
 interface AlertRule {
@@ -974,7 +974,7 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(rulesOf(chart).map((r) => r.alert)).toEqual(ALERTS)
   })
 
-  it('gives every alert a severity, a summary, a description and a runbook_url to docs/operations.md#alert-<name>', () => {
+  it('gives every alert a severity, a summary, a description and a runbook_url to docs/operations/alerts.md#alert-<name>', () => {
     for (const rule of rulesOf(chart)) {
       expect(Object.keys(rule.annotations).sort(), rule.alert).toEqual(['description', 'runbook_url', 'summary'])
       expect(rule.annotations.runbook_url, rule.alert).toBe(`${RUNBOOK}#alert-${rule.alert.toLowerCase()}`)
@@ -1423,7 +1423,7 @@ describe('terminationGracePeriodSeconds (derived)', () => {
 
 describe('values-production.yaml', () => {
   const production = parse(read('values-production.yaml')) as Values
-  // What the example leaves to each installation (docs/operations.md, "Deploy").
+  // What the example leaves to each installation (docs/operations/deploy.md).
   const yours = { image: { repository: IMAGE }, platform: { baseUrl: 'https://dsp-api.example.com' } }
   const chart = renderChart(CHART, { values: merge(production, yours) })
 
