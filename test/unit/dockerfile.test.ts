@@ -218,7 +218,7 @@ describe('Dockerfile', () => {
     expect(user).toMatch(/^\d+$/)
     const env = only(runtime, 'ENV').map((i) => i.args).join(' ')
     expect(env).toMatch(/\bNODE_ENV=production\b/)
-    // The young generation's bound, which scripts/soak.mjs reads from this line too.
+    // The young generation's bound, which the soak reads from this line too (scripts/soak-options.mjs).
     expect(env).toMatch(/(?:^|\s)NODE_OPTIONS=--max-semi-space-size=16(?:\s|$)/)
   })
 
