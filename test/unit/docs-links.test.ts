@@ -111,6 +111,13 @@ describe('documentation links', () => {
     expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain('](docs/benchmarks.md')
   })
 
+  it('links every decision record from design.md', () => {
+    const design = linksOf(readFileSync(join(ROOT, 'docs/design.md'), 'utf8'))
+    const records = readdirSync(join(ROOT, 'docs/decisions')).filter((name) => name.endsWith('.md'))
+    expect(records.length).toBeGreaterThanOrEqual(8)
+    for (const record of records) expect(design, record).toContain(`decisions/${record}`)
+  })
+
   it.each(DOCUMENTS)('every relative link of %s names a file of the repository and, with an anchor, one of its headings', (document) => {
     const file = join(ROOT, document)
     expect(linkProblems(file, readFileSync(file, 'utf8'))).toEqual([])
