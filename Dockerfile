@@ -26,7 +26,7 @@ COPY package.json package-lock.json ./
 # the build runs explicitly below, after the sources are copied.
 RUN --mount=type=cache,target=/root/.npm \
     npm ci --ignore-scripts
-COPY tsconfig.json tsconfig.build.json tsconfig.console.json ./
+COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build
 

@@ -47,311 +47,32 @@
  * run at most N + 2 minutes (+ 3 with --chaos). Every process it starts is stopped at the
  * end, on error and on SIGINT/SIGTERM; --keep-logs copies their logs to DIR first.
  * Needs `npm run build` (the npm script does it) and redis-server (7+ for --chaos) on PATH.
+ *
+ * This file is the run itself; its parts are modules beside it: soak-options.mjs (the
+ * options and targets), soak-load.mjs (what is sent), soak-processes.mjs (the processes
+ * and the run's clock), soak-measure.mjs, soak-faults.mjs, soak-targets.mjs (the pure
+ * judgements) and soak-verdict.mjs (the chaos run's report).
  */
-import { spawn, spawnSync } from 'node:child_process'
-import { cpSync, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { cpus, loadavg, tmpdir, totalmem } from 'node:os'
-import { join, resolve } from 'node:path'
+import { spawnSync } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { cpus, loadavg, totalmem } from 'node:os'
+import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { clearInterval, setInterval } from 'node:timers'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath, pathToFileURL } from 'node:url'
-import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
 import { Agent, request } from 'undici'
 import { DEMO_CREDENTIALS } from '../dist/sandbox/accounts.js'
 import { DEFAULT_SANDBOX_SEED, startSandbox } from '../dist/sandbox/sandbox.js'
 import { hashApiKey } from '../dist/access/api-keys.js'
 import { freePort } from './free-port.mjs'
-import { FAULTS, PLATFORM_LATENCY, PLATFORM_WEATHER } from './soak-faults.mjs'
-import { baselineShare, classify, disagreement, recoveryAfter, rssWithin, seededRandom, shuffled } from './soak-targets.mjs'
-
-const ROOT = fileURLToPath(new URL('../', import.meta.url))
-const PROBE = pathToFileURL(join(ROOT, 'scripts/soak-probe.mjs')).href
-// The replicas run with the image's node options (the Dockerfile's ENV NODE_OPTIONS): the
-// young generation's size decides much of a replica's RSS.
-const IMAGE_NODE_OPTIONS = /^ENV NODE_OPTIONS=(\S+)\s*$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))?.[1]
-if (IMAGE_NODE_OPTIONS === undefined) throw new Error('the Dockerfile has no ENV NODE_OPTIONS=<options> line for the replicas to run with')
-
-const { values: args } = parseArgs({
-  options: {
-    minutes: { type: 'string', default: '1' },
-    rate: { type: 'string' },
-    sample: { type: 'string' },
-    chaos: { type: 'boolean', default: false },
-    seed: { type: 'string' },
-    'keep-logs': { type: 'string' },
-    faults: { type: 'string' },
-  },
-})
-const CHAOS = args.chaos
-const MINUTES = Number(args.minutes)
-const RATE = Number(args.rate ?? (CHAOS ? 60 : 30))
-const SEED = args.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(args.seed)
-if (!(MINUTES > 0 && MINUTES <= 24 * 60) || !(RATE > 0 && RATE <= 2000) || !Number.isSafeInteger(SEED)) {
-  console.error('usage: npm run soak -- --minutes N [--rate R] [--sample S] [--chaos] [--seed K] [--faults a,b] [--keep-logs DIR]   (0 < N <= 1440, 0 < R <= 2000, K an integer)')
-  process.exit(2)
-}
-// --faults a,b: only the faults whose names hold one of these words (to look into one).
-const CHOSEN_FAULTS = args.faults ? FAULTS.filter((f) => args.faults.split(',').some((word) => f.name.includes(word.trim()))) : FAULTS
-if (CHOSEN_FAULTS.length === 0) {
-  console.error(`--faults ${args.faults}: no fault's name holds any of these (${FAULTS.map((f) => f.name).join('; ')})`)
-  process.exit(2)
-}
-const SAMPLE_S = Number(args.sample ?? Math.min(60, Math.max(5, Math.round((MINUTES * 60) / 20))))
-const TOTAL = Math.floor(MINUTES * 60 * RATE)
-const MAX_IN_FLIGHT = CHAOS ? 256 : 64
-const REQUEST_TIMEOUT_MS = 10_000
-const HARD_LIMIT_MS = (MINUTES + (CHAOS ? 5 : 2)) * 60_000
-const PLATFORM_LATENCY_MS = 20
-
-// The chaos targets (see the top of this file).
-const RECOVERY_TARGET_S = 5
-// Errors are compared with the baseline over windows this long: a second of 503s from a
-// pause the platform's random 429s bring about is the baseline, not a fault lasting.
-const RECOVERY_WINDOW_S = 5
-const PERMIT_LEASE_S = 5
-const RSS_GROWTH = 0.2
-const RSS_AFTER_S = 60
-// Calm stretches, which set the baseline error rate: from BASELINE_FROM_S to the first
-// fault, and from CALM_AFTER_S after each fault's end to the next.
-const BASELINE_FROM_S = 5
-const CALM_AFTER_S = 15
-const LONG_RUN_S = 600
-
-const KEYS = {
-  reader: 'rgw_soak_reader_key_000000000000000000000000',
-  writer: 'rgw_soak_writer_key_111111111111111111111111',
-  limited: 'rgw_soak_limited_key_22222222222222222222222',
-}
-const LIMIT = { max: 20, window: '10s' }
-const ADMIN_TOKEN = 'soak-admin-token-0123456789abcdef'
-const GATEWAY_SECRET = 'soak-gateway-secret-0123456789abcdef'
-const KEY_PREFIX = 'rgw:'
-const CREDENTIAL = 'default'
-const REPORT = '/api/v1/report/campaigns/get'
-const HOT = Array.from({ length: 12 }, (_, i) => `${REPORT}?advertiserId=${101 + (i % 3)}&byDate=1&dateFrom=2026-01-${String(1 + i).padStart(2, '0')}&dateTo=2026-01-${String(8 + i).padStart(2, '0')}`)
-const HOT_PATHS = new Set(HOT)
-// The writer creates campaigns of account 100, whose reports nobody reads: the reports of
-// 101-103 stay what a pristine sandbox of the same seed answers.
-const WRITER_ACCOUNT = 100
-/** The n-th campaign the writer team creates: a month of its own, a budget that grows. */
-const campaign = (n) => {
-  const month = `2027-${String(1 + (n % 12)).padStart(2, '0')}`
-  return { userId: WRITER_ACCOUNT, name: `Soak ${n}`, adDomain: 'example.com', clickUrl: `https://example.com/soak/${n}`, dates: { from: `${month}-01`, to: `${month}-28` }, country: 'US', bid: 0.5, budget: { daily: 10, total: 100 + n }, creativeSetIds: [1] }
-}
-
-// One cycle of 20 requests: 9 hits, 3 misses, 4 from the rate-limited team, 2 bad, 1 write, 1 proxied read.
-const CYCLE = ['hit', 'hit', 'miss', 'hit', 'limited', 'bad', 'hit', 'write', 'hit', 'limited', 'miss', 'hit', 'read', 'limited', 'hit', 'bad', 'hit', 'miss', 'limited', 'hit']
-const BAD = [
-  { what: 'bad date', path: `${REPORT}?advertiserId=101&byDate=1&dateFrom=2026-13-01&dateTo=2026-01-08`, key: KEYS.reader, expect: [400] },
-  { what: 'no key', path: HOT[0], key: null, expect: [401] },
-  { what: 'unknown key', path: HOT[0], key: 'rgw_soak_unknown_key_9999999999999999999999', expect: [401] },
-  { what: 'advertiser out of scope', path: HOT[1], key: KEYS.writer, expect: [403] },
-]
-let misses = 0
-
-/** The i-th request of the run: what it is, the statuses it may be answered with, and whether its 200 is checked against the pristine sandbox. */
-function requestFor(i) {
-  const kind = CYCLE[i % CYCLE.length]
-  const round = Math.floor(i / CYCLE.length)
-  switch (kind) {
-    case 'hit':
-      return { kind, method: 'GET', path: HOT[i % HOT.length], key: KEYS.reader, expect: [200], checked: true }
-    case 'miss': {
-      // A week never asked before: advertiser by advertiser, day by day back from 2025-12-31.
-      const n = misses++
-      const from = new Date(Date.UTC(2025, 11, 31) - Math.floor(n / 3) * 86_400_000 - 7 * 86_400_000)
-      const to = new Date(from.getTime() + 6 * 86_400_000)
-      const day = (d) => d.toISOString().slice(0, 10)
-      return { kind, method: 'GET', path: `${REPORT}?advertiserId=${101 + (n % 3)}&byCampaign=1&dateFrom=${day(from)}&dateTo=${day(to)}`, key: KEYS.reader, expect: [200], checked: true }
-    }
-    case 'limited':
-      return { kind, method: 'GET', path: HOT[i % HOT.length], key: KEYS.limited, expect: [200, 429], checked: true }
-    case 'bad': {
-      const bad = BAD[round % BAD.length]
-      return { kind: `bad (${bad.what})`, method: 'GET', path: bad.path, key: bad.key, expect: bad.expect }
-    }
-    case 'write':
-      return { kind, method: 'POST', path: '/api/v1/campaign/banner/create', key: KEYS.writer, body: campaign(round), expect: [201] }
-    default:
-      return { kind: 'read', method: 'POST', path: '/api/v1/campaign/get', key: KEYS.reader, body: { userId: 101 }, expect: [200], checked: true }
-  }
-}
-
-// ---------------------------------------------------------------- processes
-
-const tmp = mkdtempSync(join(tmpdir(), 'rgw-soak-'))
-const children = new Set()
-const started = performance.now()
-let runStart = started
-const runSeconds = () => (performance.now() - runStart) / 1000
-const log = (line) => process.stderr.write(`[soak ${((performance.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`)
-
-/** The environment of the parent, less anything that would point a child elsewhere. */
-const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(PLATFORM_|CREDENTIAL_|REDIS_|ADMIN_|GATEWAY_SECRET|CONFIG_FILE|TEAMS_FILE|DEMO|PORT|HOST)/.test(k)))
-
-function launch(name, cmd, argv, env = {}) {
-  // Appended: a process started again after a fault writes after its predecessor.
-  const out = createWriteStream(join(tmp, `${name}.log`), { flags: 'a' })
-  const child = spawn(cmd, argv, { cwd: ROOT, env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  const proc = { name, child, memory: [], onMemory: null, startedAt: performance.now(), told: null, exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code))) }
-  children.add(proc)
-  void proc.exited.then(() => children.delete(proc))
-  child.stdout.pipe(out)
-  let partial = ''
-  child.stderr.on('data', (chunk) => {
-    out.write(chunk)
-    const lines = (partial + chunk.toString('utf8')).split('\n')
-    partial = lines.pop() ?? ''
-    for (const line of lines) if (line.startsWith('SOAK-MEM ')) proc.onMemory?.(JSON.parse(line.slice(9)))
-  })
-  return proc
-}
-
-const alive = (proc) => proc.child.exitCode === null && proc.child.signalCode === null
-
-function tail(proc) {
-  try {
-    return readFileSync(join(tmp, `${proc.name}.log`), 'utf8').slice(-3000)
-  } catch {
-    return ''
-  }
-}
-
-async function until(what, proc, check, ms = 60_000) {
-  const deadline = Date.now() + ms
-  while (Date.now() < deadline) {
-    if (!alive(proc)) throw new Error(`${proc.name} exited at start:\n${tail(proc)}`)
-    if (await check().catch(() => false)) return
-    await sleep(100)
-  }
-  throw new Error(`${what} not ready within ${ms} ms:\n${tail(proc)}`)
-}
-
-async function stopAll() {
-  await Promise.all(
-    [...children].map(async (proc) => {
-      proc.told ??= 'SIGTERM'
-      proc.child.kill('SIGCONT')
-      proc.child.kill('SIGTERM')
-      const done = await Promise.race([proc.exited.then(() => true), sleep(5000).then(() => false)])
-      if (!done) proc.child.kill('SIGKILL')
-    }),
-  )
-}
-
-function keepLogs() {
-  if (!args['keep-logs']) return
-  const dir = resolve(args['keep-logs'])
-  mkdirSync(dir, { recursive: true })
-  cpSync(tmp, dir, { recursive: true, filter: (src) => src === tmp || src.endsWith('.log') })
-  log(`logs of every process kept in ${dir}`)
-}
-
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, () => {
-    log(`${signal}: stopping every process the soak started`)
-    void stopAll().finally(() => process.exit(130))
-  })
-}
-process.on('exit', () => {
-  for (const proc of children) proc.child.kill('SIGKILL')
-  rmSync(tmp, { recursive: true, force: true })
-})
-
-// ---------------------------------------------------------------- measuring
-
-const percentile = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN)
-const ms = (v) => (Number.isNaN(v) ? '—' : v < 10 ? `${v.toFixed(1)} ms` : `${Math.round(v)} ms`)
-const mb = (bytes) => `${(bytes / 1048576).toFixed(1)}`
-const secs = (s) => `${s.toFixed(1)} s`
-
-class Tally {
-  statuses = new Map()
-  latencies = []
-  add(status, latency) {
-    this.statuses.set(status, (this.statuses.get(status) ?? 0) + 1)
-    if (latency !== null) this.latencies.push(latency)
-  }
-  count(filter = () => true) {
-    let n = 0
-    for (const [status, c] of this.statuses) if (filter(status)) n += c
-    return n
-  }
-  sorted() {
-    return Float64Array.from(this.latencies).sort()
-  }
-}
-
-async function memoryOf(proc) {
-  if (!alive(proc)) return null
-  const reading = new Promise((resolve) => {
-    proc.onMemory = resolve
-    setTimeout(() => resolve(null), 5000)
-  })
-  proc.child.kill('SIGUSR2')
-  const m = await reading
-  proc.onMemory = null
-  if (!m) return null
-  const sample = { ...m, at: runSeconds(), age: (performance.now() - proc.startedAt) / 1000 }
-  proc.memory.push(sample)
-  return sample
-}
-
-/**
- * The chaos run's record: answers by the second they were sent (the error rate), and by
- * the fault window they were sent in (window 0 is before the first fault; window k runs
- * from fault k's start to the next's). The error rate leaves out two kinds of errors,
- * counted apart: 503 GW_OVERLOADED refusals while the platform has paused a route or the
- * credential (its own 429s, honoured for their retry-after as documented: the random ones
- * of the platform's weather come in bursts), and answers that came after the next fault
- * had begun (queued calls a platform killed then failed, which says nothing of the fault
- * they were sent in).
- */
-class Ledger {
-  buckets = []
-  windows = [{ n: 0, name: 'before the first fault', startS: 0, endS: 0, detail: '' }]
-  // Hot reports answered 200 so far: from then on, each is answered from the cache.
-  answered = new Set()
-
-  get current() {
-    return this.windows[this.windows.length - 1]
-  }
-
-  open(name, startS) {
-    this.windows.push({ n: this.windows.length, name, startS, endS: startS, detail: '' })
-  }
-
-  /** `w`: the window the request was sent in. */
-  record(r, sentS, outcome, w) {
-    const { error, undocumented } = classify(r.expect, outcome)
-    const overtaken = w !== this.current
-    const paused = error && outcome.paused === true
-    w.answers = (w.answers ?? 0) + 1
-    if (error) w.errors = (w.errors ?? 0) + 1
-    if (paused) w.paused = (w.paused ?? 0) + 1
-    if (overtaken && error) w.overtaken = (w.overtaken ?? 0) + 1
-    if (!overtaken) {
-      const bucket = (this.buckets[Math.floor(sentS)] ??= { n: 0, errors: 0, codes: {} })
-      bucket.n += 1
-      if (error && !paused) {
-        bucket.errors += 1
-        const what = outcome.status === null ? `lost (${outcome.lost})` : `${outcome.status} ${outcome.code ?? ''}`.trim()
-        bucket.codes[what] = (bucket.codes[what] ?? 0) + 1
-      }
-    }
-    const where = `${sentS.toFixed(1)} s ${r.kind} on ${outcome.replica}${outcome.retried ? ' (retried)' : ''}: ${r.method} ${r.path}`
-    if (undocumented) (w.undocumented ??= []).push(`${where} -> ${undocumented}`)
-    if (outcome.wrongBody) (w.wrong ??= []).push(`${where} -> ${outcome.wrongBody}`)
-    if (r.checked && HOT_PATHS.has(r.path)) {
-      const fromCache = outcome.status === 200 || (outcome.status === 429 && outcome.code === 'GW_RATE_LIMITED')
-      if (!fromCache && this.answered.has(r.path)) (w.refused ??= []).push(`${where} -> ${outcome.status ?? 'lost'} ${outcome.code ?? outcome.lost ?? ''}`.trim())
-      if (outcome.status === 200) this.answered.add(r.path)
-      if (outcome.xCache) w.xCache = { ...w.xCache, [outcome.xCache]: (w.xCache?.[outcome.xCache] ?? 0) + 1 }
-    }
-  }
-}
+import { PLATFORM_LATENCY, PLATFORM_WEATHER } from './soak-faults.mjs'
+import { disagreement, seededRandom, shuffled } from './soak-targets.mjs'
+import { CHAOS, CHOSEN_FAULTS, HARD_LIMIT_MS, IMAGE_NODE_OPTIONS, LONG_RUN_S, MAX_IN_FLIGHT, MINUTES, PERMIT_LEASE_S, PLATFORM_LATENCY_MS, PROBE, RATE, RECOVERY_TARGET_S, REQUEST_TIMEOUT_MS, SAMPLE_S, SEED, TOTAL } from './soak-options.mjs'
+import { ADMIN_TOKEN, CREDENTIAL, GATEWAY_SECRET, KEY_PREFIX, KEYS, LIMIT, requestFor, WRITER_ACCOUNT } from './soak-load.mjs'
+import { keepLogs, launch, log, runSeconds, runStart, startRun, started, stopAll, tail, tmp, until } from './soak-processes.mjs'
+import { Ledger, mb, memoryOf, ms, percentile, secs, Tally } from './soak-measure.mjs'
+import { chaosVerdict, logSummary } from './soak-verdict.mjs'
 
 // ---------------------------------------------------------------- run
 
@@ -716,7 +437,7 @@ async function main() {
     }
   }
 
-  runStart = performance.now()
+  startRun()
   let sampling = Promise.resolve()
   const sampler = setInterval(() => {
     sampling = sampling.then(() => report())
@@ -799,114 +520,6 @@ async function main() {
   }
   console.log('\nOK: every request answered as expected; no 5xx, none lost')
   return 0
-}
-
-/** Prints the chaos run's faults and targets; true when a target was missed. */
-function chaosVerdict({ ledger, loadEndS, replicas, unexpectedExits, sigtermExits }) {
-  const windows = ledger.windows
-  const faults = windows.slice(1)
-  const calm = [[BASELINE_FROM_S, faults[0]?.startS ?? loadEndS]]
-  faults.forEach((w, k) => calm.push([w.endS + CALM_AFTER_S, faults[k + 1]?.startS ?? loadEndS]))
-  const baseline = baselineShare(ledger.buckets, calm.filter(([from, to]) => to > from))
-  const pct = (x) => `${(x * 100).toFixed(2)} %`
-  for (const [k, w] of faults.entries()) {
-    w.recoveredS = recoveryAfter(ledger.buckets, w.endS, faults[k + 1]?.startS ?? loadEndS, baseline.upper, RECOVERY_WINDOW_S)
-  }
-  const count = (list) => list?.length ?? 0
-  console.log('')
-  console.log(`## Faults (seed ${SEED}; baseline error rate ${pct(baseline.share)}, judged at most ${pct(baseline.upper)}: ${baseline.errors} errors in ${baseline.n} answers of the calm stretches)`)
-  console.log('')
-  console.log('| # | at | fault | lasted | answers | errors (in a platform pause; answered after the next fault began) | back to baseline | wrong bodies | undocumented | cached copy refused | Redis = replicas | hot x-cache |')
-  console.log('|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|')
-  for (const w of windows) {
-    const fault = w.n === 0 ? '(before the first fault)' : w.name + (w.failed ? ' (FAILED to run)' : '')
-    const recovered = w.n === 0 ? '' : `${w.recoveredS} s${w.recoveredS > RECOVERY_TARGET_S ? ' MISSED' : ''}`
-    const agreed = w.n === 0 ? '' : w.disagreement ? `MISSED: ${w.disagreement}` : `after ${w.agreedAfterS?.toFixed(1)} s`
-    const xc = Object.entries(w.xCache ?? {}).sort().map(([k, c]) => `${k} ${c}`).join(', ')
-    console.log(
-      `| ${w.n} | ${w.n === 0 ? '0 s' : secs(w.startS)} | ${fault} | ${w.n === 0 ? '' : secs(w.endS - w.startS)} | ${w.answers ?? 0} | ${w.errors ?? 0} (${w.paused ?? 0}; ${w.overtaken ?? 0}) | ${recovered} | ${count(w.wrong)} | ${count(w.undocumented)} | ${count(w.refused)} | ${agreed} | ${xc} |`,
-    )
-  }
-  for (const w of faults) {
-    console.log(`  fault ${w.n}: ${w.detail}`)
-    if (w.recoveredS === 0) continue
-    // What the errors after the end were, second by second: what an operator would look into.
-    const from = Math.floor(w.endS)
-    const seconds = ledger.buckets.slice(from, from + w.recoveredS)
-    const codes = {}
-    for (const b of seconds) for (const [what, c] of Object.entries(b?.codes ?? {})) codes[what] = (codes[what] ?? 0) + c
-    console.log(`    errors in the ${w.recoveredS} s after its end, by second: ${seconds.map((b) => `${b?.errors ?? 0}/${b?.n ?? 0}`).join(' ')}; ${Object.entries(codes).sort((a, b) => b[1] - a[1]).map(([k, c]) => `${k} ${c}`).join(', ')}`)
-    if (w.recoveredS > RECOVERY_TARGET_S) for (const line of w.governors ?? []) console.log(`    governors ${line}`)
-  }
-
-  const sum = (key) => windows.reduce((n, w) => n + count(w[key]), 0)
-  const firstOf = (key) => windows.flatMap((w) => w[key] ?? []).slice(0, 5)
-  const slow = faults.filter((w) => w.recoveredS > RECOVERY_TARGET_S)
-  const apart = faults.filter((w) => w.disagreement)
-  const rss = replicas.map((gw) => {
-    const m = gw.proc.memory
-    // After the first minute of the run, and 20 s into the life of a replica started again.
-    const first = m.find((x) => x.at >= RSS_AFTER_S && x.age >= 20)
-    const last = m[m.length - 1]
-    if (!first || !last || first === last) return { name: gw.name, ok: true, text: `${gw.name} n/a (no sample after its first minute)` }
-    return { name: gw.name, ok: rssWithin(first.rss, last.rss, RSS_GROWTH), text: `${gw.name} ${mb(first.rss)} -> ${mb(last.rss)} MB (V8 heap reserved ${mb(first.heapTotal ?? 0)} -> ${mb(last.heapTotal ?? 0)} MB)` }
-  })
-  const targets = [
-    [sum('wrong') === 0, `0 wrong bodies: ${sum('wrong')}`, firstOf('wrong')],
-    [sum('undocumented') === 0, `0 answers outside the documented statuses and codes: ${sum('undocumented')}`, firstOf('undocumented')],
-    [
-      slow.length === 0,
-      `errors back to the baseline rate within ${RECOVERY_TARGET_S} s of each fault's end: ${slow.length} of ${faults.length} missed${slow.length ? ` (${slow.map((w) => `#${w.n} ${w.name}: ${w.recoveredS} s`).join('; ')})` : ''}`,
-      [],
-    ],
-    [sum('refused') === 0, `reports answered 200 before answered from the cache during and after each fault: ${sum('refused')} refused`, firstOf('refused')],
-    [
-      apart.length === 0,
-      `Redis's permits and learned limit equal to the replicas' within ${PERMIT_LEASE_S} s of each fault's end: ${apart.length} of ${faults.length} missed${apart.length ? ` (${apart.map((w) => `#${w.n}: ${w.disagreement}`).join('; ')})` : ''}`,
-      [],
-    ],
-    [unexpectedExits.length === 0 && sigtermExits.every((e) => e.endsWith(': 0')), `no replica exited untold: ${unexpectedExits.length}; SIGTERM exits: ${sigtermExits.join(', ') || 'none during the run'}`, unexpectedExits],
-    [rss.every((r) => r.ok), `RSS after the last fault within ${RSS_GROWTH * 100} % of after the first minute: ${rss.map((r) => r.text).join(', ')}`, []],
-  ]
-  console.log('')
-  console.log(`## Targets (${faults.length} faults, ${windows.reduce((n, w) => n + (w.answers ?? 0), 0)} answers)`)
-  for (const [ok, text, examples] of targets) {
-    console.log(`${ok ? 'met   ' : 'MISSED'} ${text}`)
-    for (const e of examples) console.log(`         ${e}`)
-  }
-  return targets.some(([ok]) => !ok)
-}
-
-/** The replicas' warn and error lines, by message: what an operator paged at night would read. */
-function logSummary(replicas) {
-  console.log('')
-  console.log('## Log lines at warn and above (all instances of each replica)')
-  for (const gw of replicas) {
-    const counts = new Map()
-    let text = ''
-    try {
-      text = readFileSync(join(tmp, `${gw.name}.log`), 'utf8')
-    } catch {
-      // no log
-    }
-    let total = 0
-    for (const line of text.split('\n')) {
-      if (!line.startsWith('{')) continue
-      let entry
-      try {
-        entry = JSON.parse(line)
-      } catch {
-        continue
-      }
-      if (!(entry.level >= 40)) continue
-      total += 1
-      // Counts in a message (a flood's summary line) are one kind of line.
-      const key = `${entry.level >= 50 ? 'error' : 'warn '} ${String(entry.msg).replace(/\d+/g, 'N')}${entry.code && !String(entry.msg).includes(entry.code) ? ` [${entry.code}]` : ''}${entry.err?.stack ? ' (with a stack)' : ''}`
-      counts.set(key, (counts.get(key) ?? 0) + 1)
-    }
-    console.log(`  ${gw.name}: ${total} lines`)
-    for (const [key, c] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`    ${String(c).padStart(6)}  ${key}`)
-  }
 }
 
 main().then(

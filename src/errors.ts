@@ -44,6 +44,9 @@ export const allErrors = {
   OverloadedError: createError<[string]>('GW_OVERLOADED', 'too many calls waiting for the platform: %s', 503),
 }
 
+/** An error of the catalogue above: its GW_* code, the status it is answered with, its message and cause. */
+export type GatewayError = InstanceType<(typeof allErrors)[keyof typeof allErrors]>
+
 export const {
   BadQueryError,
   UnauthorizedError,

@@ -17,7 +17,7 @@ import { requestObserver } from '../http/hooks/request-log.js'
 import { answerHooks, callerRate } from '../http/hooks/answer-hooks.js'
 import { adminRoutes } from '../http/admin/admin.js'
 import { metricsRoute } from '../http/admin/metrics-route.js'
-import { consoleRoutes } from '../http/console/console-routes.js'
+import { consoleRoutes } from '../http/admin/console-route.js'
 import { describeProxy, docsUi } from '../http/openapi/document.js'
 import { describeAdmin } from '../http/openapi/admin-document.js'
 

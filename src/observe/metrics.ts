@@ -22,6 +22,9 @@ export function createMetrics() {
   const cacheRequests = new CounterTallies<'result' | 'tier'>()
   // The running keys, read at every scrape: keys a teams reload adds or removes show at the next one.
   let keyLifetimes: () => Iterable<KeyLifetime> = () => []
+  // A metric of this registry with no collect step of its own: its name, help and labels.
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Counter<L>({ name, help, labelNames, registers: [registry] })
+  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Gauge<L>({ name, help, labelNames, registers: [registry] })
   return {
     registry,
     /** Children of gateway_requests_total. */
@@ -60,138 +63,28 @@ export function createMetrics() {
         cacheRequests.flush(this)
       },
     }),
-    buildInfo: new Gauge({
-      name: 'gateway_build_info',
-      help: 'Always 1: the version and commit of the running gateway and the Node running it, as labels',
-      labelNames: ['version', 'commit', 'node'] as const,
-      registers: [registry],
-    }),
-    refreshAhead: new Counter({
-      name: 'gateway_cache_refresh_ahead_total',
-      help: 'Background refreshes of popular report entries before they expire, by outcome: started, completed, failed, skipped (no idle platform slot, or another replica refreshed it)',
-      labelNames: ['outcome'] as const,
-      registers: [registry],
-    }),
-    platformCalls: new Counter({
-      name: 'gateway_platform_calls_total',
-      help: 'Report calls sent to the platform, by outcome',
-      labelNames: ['outcome'] as const,
-      registers: [registry],
-    }),
-    rateLimited: new Counter({
-      name: 'gateway_rate_limited_total',
-      help: 'Requests refused by a team rate limit',
-      labelNames: ['team'] as const,
-      registers: [registry],
-    }),
-    tokenSecondsLeft: new Gauge({
-      name: 'gateway_platform_token_seconds_left',
-      help: 'Seconds until the platform token of each credential expires',
-      labelNames: ['credential'] as const,
-      registers: [registry],
-    }),
-    tokenUsable: new Gauge({
-      name: 'gateway_platform_token_usable',
-      help: '1 while the credential holds a token the platform has not refused',
-      labelNames: ['credential'] as const,
-      registers: [registry],
-    }),
-    tokenChanges: new Counter({
-      name: 'gateway_platform_token_changes_total',
-      help: 'Platform token changes by credential and reason',
-      labelNames: ['credential', 'reason'] as const,
-      registers: [registry],
-    }),
-    platformQueued: new Gauge({
-      name: 'gateway_platform_queued_calls',
-      help: 'Platform calls waiting for a slot of their credential on this replica',
-      labelNames: ['credential'] as const,
-      registers: [registry],
-    }),
-    platformInFlight: new Gauge({
-      name: 'gateway_platform_in_flight_calls',
-      help: 'Platform calls in flight on this replica, by credential (at most platform.maxConcurrent)',
-      labelNames: ['credential'] as const,
-      registers: [registry],
-    }),
-    platformRefused: new Counter({
-      name: 'gateway_platform_refused_total',
-      help: 'Calls refused with GW_OVERLOADED before reaching the platform, by credential and reason (queue_full, team_queue_full: a team ceiling, displaced: pushed out of a full queue by a team with fewer calls waiting, queue_timeout, paused)',
-      labelNames: ['credential', 'reason'] as const,
-      registers: [registry],
-    }),
-    platformPermitsHeld: new Gauge({
-      name: 'gateway_platform_permits_held',
-      help: 'Platform call permits this replica holds, by credential (leased in Redis across replicas, or its own while Redis is out)',
-      labelNames: ['credential'] as const,
-      registers: [registry],
-    }),
-    platformWaiting: new Gauge({
-      name: 'gateway_platform_waiting_calls',
-      help: 'Platform calls waiting for a permit on this replica, by credential and team',
-      labelNames: ['credential', 'team'] as const,
-      registers: [registry],
-    }),
-    platformPermitsLost: new Counter({
-      name: 'gateway_platform_permits_lost_total',
-      help: 'Permit leases of calls still running that Redis had lost (a restart, a lapse while it could not be reached): written back',
-      labelNames: ['credential'] as const,
-      registers: [registry],
-    }),
-    platformLimit: new Gauge({
-      name: 'gateway_platform_concurrency_limit',
-      help: 'The limit in force of platform calls in flight at once, by credential: learned from the platform (platform.adaptive), or platform.maxConcurrent',
-      labelNames: ['credential'] as const,
-      registers: [registry],
-    }),
-    platformLatencyFloor: new Gauge({
-      name: 'gateway_platform_latency_floor_seconds',
-      help: 'The platform latency floor the learned limit compares answers with (the most common kind of call), by credential',
-      labelNames: ['credential'] as const,
-      registers: [registry],
-    }),
-    platformLimitChanges: new Counter({
-      name: 'gateway_platform_concurrency_limit_changes_total',
-      help: 'Changes of the learned limit made on this replica, by credential and direction (up, down, cut: halved on errors from several routes)',
-      labelNames: ['credential', 'direction'] as const,
-      registers: [registry],
-    }),
-    platformPauses: new Counter({
-      name: 'gateway_platform_pauses_total',
-      help: 'Pauses of a credential after a platform 429 that began on this replica (its own 429 or another replica telling it)',
-      labelNames: ['credential'] as const,
-      registers: [registry],
-    }),
-    platformRetries: new Counter({
-      name: 'gateway_platform_retries_total',
-      help: 'Read calls sent to the platform again after a 502, 503, 504 or a reset connection',
-      labelNames: ['credential'] as const,
-      registers: [registry],
-    }),
-    platformUnauthorized: new Counter({
-      name: 'gateway_platform_unauthorized_total',
-      help: 'Platform 401 answers to calls, by credential and what the probe call said of the token (confirmed: refused; unconfirmed: accepted, the call alone was refused; probe_failed; no_probe)',
-      labelNames: ['credential', 'verdict'] as const,
-      registers: [registry],
-    }),
-    platformSlowReaders: new Counter({
-      name: 'gateway_platform_slow_readers_total',
-      help: 'Answers cut off because their caller took none of them for platform.readIdleTimeout, freeing the platform slot or the memory they held',
-      labelNames: ['credential'] as const,
-      registers: [registry],
-    }),
-    teamRequests: new Counter({
-      name: 'gateway_team_requests_total',
-      help: 'Requests answered per team, by result (hit: answered by the cache; ok; rate_limited; refused: other 4xx; error: 5xx)',
-      labelNames: ['team', 'result'] as const,
-      registers: [registry],
-    }),
-    teamPlatformCalls: new Counter({
-      name: 'gateway_team_platform_calls_total',
-      help: 'Platform calls made for each team (report fills, whose coalesced waiters count for the leader, and proxied calls)',
-      labelNames: ['team'] as const,
-      registers: [registry],
-    }),
+    buildInfo: gauge('gateway_build_info', 'Always 1: the version and commit of the running gateway and the Node running it, as labels', ['version', 'commit', 'node']),
+    refreshAhead: counter('gateway_cache_refresh_ahead_total', 'Background refreshes of popular report entries before they expire, by outcome: started, completed, failed, skipped (no idle platform slot, or another replica refreshed it)', ['outcome']),
+    platformCalls: counter('gateway_platform_calls_total', 'Report calls sent to the platform, by outcome', ['outcome']),
+    rateLimited: counter('gateway_rate_limited_total', 'Requests refused by a team rate limit', ['team']),
+    tokenSecondsLeft: gauge('gateway_platform_token_seconds_left', 'Seconds until the platform token of each credential expires', ['credential']),
+    tokenUsable: gauge('gateway_platform_token_usable', '1 while the credential holds a token the platform has not refused', ['credential']),
+    tokenChanges: counter('gateway_platform_token_changes_total', 'Platform token changes by credential and reason', ['credential', 'reason']),
+    platformQueued: gauge('gateway_platform_queued_calls', 'Platform calls waiting for a slot of their credential on this replica', ['credential']),
+    platformInFlight: gauge('gateway_platform_in_flight_calls', 'Platform calls in flight on this replica, by credential (at most platform.maxConcurrent)', ['credential']),
+    platformRefused: counter('gateway_platform_refused_total', 'Calls refused with GW_OVERLOADED before reaching the platform, by credential and reason (queue_full, team_queue_full: a team ceiling, displaced: pushed out of a full queue by a team with fewer calls waiting, queue_timeout, paused)', ['credential', 'reason']),
+    platformPermitsHeld: gauge('gateway_platform_permits_held', 'Platform call permits this replica holds, by credential (leased in Redis across replicas, or its own while Redis is out)', ['credential']),
+    platformWaiting: gauge('gateway_platform_waiting_calls', 'Platform calls waiting for a permit on this replica, by credential and team', ['credential', 'team']),
+    platformPermitsLost: counter('gateway_platform_permits_lost_total', 'Permit leases of calls still running that Redis had lost (a restart, a lapse while it could not be reached): written back', ['credential']),
+    platformLimit: gauge('gateway_platform_concurrency_limit', 'The limit in force of platform calls in flight at once, by credential: learned from the platform (platform.adaptive), or platform.maxConcurrent', ['credential']),
+    platformLatencyFloor: gauge('gateway_platform_latency_floor_seconds', 'The platform latency floor the learned limit compares answers with (the most common kind of call), by credential', ['credential']),
+    platformLimitChanges: counter('gateway_platform_concurrency_limit_changes_total', 'Changes of the learned limit made on this replica, by credential and direction (up, down, cut: halved on errors from several routes)', ['credential', 'direction']),
+    platformPauses: counter('gateway_platform_pauses_total', 'Pauses of a credential after a platform 429 that began on this replica (its own 429 or another replica telling it)', ['credential']),
+    platformRetries: counter('gateway_platform_retries_total', 'Read calls sent to the platform again after a 502, 503, 504 or a reset connection', ['credential']),
+    platformUnauthorized: counter('gateway_platform_unauthorized_total', 'Platform 401 answers to calls, by credential and what the probe call said of the token (confirmed: refused; unconfirmed: accepted, the call alone was refused; probe_failed; no_probe)', ['credential', 'verdict']),
+    platformSlowReaders: counter('gateway_platform_slow_readers_total', 'Answers cut off because their caller took none of them for platform.readIdleTimeout, freeing the platform slot or the memory they held', ['credential']),
+    teamRequests: counter('gateway_team_requests_total', 'Requests answered per team, by result (hit: answered by the cache; ok; rate_limited; refused: other 4xx; error: 5xx)', ['team', 'result']),
+    teamPlatformCalls: counter('gateway_team_platform_calls_total', 'Platform calls made for each team (report fills, whose coalesced waiters count for the leader, and proxied calls)', ['team']),
     apiKeyExpiry: new Gauge({
       name: 'gateway_api_key_expiry_seconds',
       help: 'Seconds until each API key with an expiresAt expires, by team and key id; negative once it has expired (the key is refused, and listed until it is removed from the teams); keys without expiresAt are not listed',
@@ -206,49 +99,14 @@ export function createMetrics() {
     watchKeyLifetimes(source: () => Iterable<KeyLifetime>): void {
       keyLifetimes = source
     },
-    configReloads: new Counter({
-      name: 'gateway_config_reloads_total',
-      help: 'Reloads of the teams from CONFIG_FILE or TEAMS_FILE, by result (applied, unchanged, refused)',
-      labelNames: ['result'] as const,
-      registers: [registry],
-    }),
-    configProblems: new Counter({
-      name: 'gateway_config_reload_problems_total',
-      help: 'Problems found in refused reloads of the teams (one log line each)',
-      registers: [registry],
-    }),
-    configReloadOk: new Gauge({
-      name: 'gateway_config_last_reload_successful',
-      help: '0 while the reload of the files the teams come from (CONFIG_FILE, TEAMS_FILE, ADMIN_TOKENS_FILE, token files) is refused: the running teams and admin tokens are not the files\' (retried every teamsReload.poll)',
-      registers: [registry],
-    }),
-    redisUp: new Gauge({
-      name: 'gateway_redis_up',
-      help: '1 while Redis is used, 0 while the circuit breaker keeps it out, absent without Redis',
-      registers: [registry],
-    }),
-    redisUnverified: new Counter({
-      name: 'gateway_redis_unverified_total',
-      help: 'Values read from Redis that do not carry this gateway\'s seal (GATEWAY_SECRET), or that are more than the gateway stores, ignored: by what (entry: a report entry, read as a miss; message: a bus message, also one heard before; pause: a stored pause; purge: a field of the purge record; replica: a replica\'s announcement, left out of GET /admin/cluster)',
-      labelNames: ['what'] as const,
-      registers: [registry],
-    }),
-    redisWritable: new Gauge({
-      name: 'gateway_redis_writable',
-      help: '0 while Redis answers reads but refuses writes (OOM, READONLY, MISCONF): entries are read, none written; 1 otherwise; absent without Redis',
-      registers: [registry],
-    }),
-    redisSkippedWrites: new Counter({
-      name: 'gateway_redis_skipped_writes_total',
-      help: 'Writes to Redis not sent because Redis refuses writes (cache entries, fill locks)',
-      registers: [registry],
-    }),
-    platformUnusable: new Counter({
-      name: 'gateway_platform_unusable_answers_total',
-      help: 'Platform 200 answers to report reads that are not a JSON report, neither stored nor served (502 GW_UPSTREAM or a stale copy), by what their body is (html, empty, truncated-json, mislabelled-json, other)',
-      labelNames: ['kind'] as const,
-      registers: [registry],
-    }),
+    configReloads: counter('gateway_config_reloads_total', 'Reloads of the teams from CONFIG_FILE or TEAMS_FILE, by result (applied, unchanged, refused)', ['result']),
+    configProblems: counter('gateway_config_reload_problems_total', 'Problems found in refused reloads of the teams (one log line each)'),
+    configReloadOk: gauge('gateway_config_last_reload_successful', '0 while the reload of the files the teams come from (CONFIG_FILE, TEAMS_FILE, ADMIN_TOKENS_FILE, token files) is refused: the running teams and admin tokens are not the files\' (retried every teamsReload.poll)'),
+    redisUp: gauge('gateway_redis_up', '1 while Redis is used, 0 while the circuit breaker keeps it out, absent without Redis'),
+    redisUnverified: counter('gateway_redis_unverified_total', 'Values read from Redis that do not carry this gateway\'s seal (GATEWAY_SECRET), or that are more than the gateway stores, ignored: by what (entry: a report entry, read as a miss; message: a bus message, also one heard before; pause: a stored pause; purge: a field of the purge record; replica: a replica\'s announcement, left out of GET /admin/cluster)', ['what']),
+    redisWritable: gauge('gateway_redis_writable', '0 while Redis answers reads but refuses writes (OOM, READONLY, MISCONF): entries are read, none written; 1 otherwise; absent without Redis'),
+    redisSkippedWrites: counter('gateway_redis_skipped_writes_total', 'Writes to Redis not sent because Redis refuses writes (cache entries, fill locks)'),
+    platformUnusable: counter('gateway_platform_unusable_answers_total', 'Platform 200 answers to report reads that are not a JSON report, neither stored nor served (502 GW_UPSTREAM or a stale copy), by what their body is (html, empty, truncated-json, mislabelled-json, other)', ['kind']),
   }
 }
 

@@ -1,9 +1,8 @@
 import { promisify } from 'node:util'
 import type { Trace } from '../observe/tracing.js'
 import { gunzipSync, gzip, gzipSync } from 'node:zlib'
-import type { FastifyError } from 'fastify'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
-import { UpstreamError } from '../errors.js'
+import { UpstreamError, type GatewayError } from '../errors.js'
 import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/client/platform-client.js'
 import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
 import { withRetryAfter } from '../platform/retry-after.js'
@@ -27,7 +26,7 @@ export type FetchResult =
    * The platform failed (5xx, 429, timeout, connection error, refused token, a 200 that
    * is no JSON report: `unusable` says what it was): stale-if-error applies.
    */
-  | { kind: 'failed'; error: FastifyError; response?: { status: number; headers: Record<string, string>; body: Buffer }; unusable?: { bodyKind: BodyKind; contentType: string | null; bytes: number } }
+  | { kind: 'failed'; error: GatewayError; response?: { status: number; headers: Record<string, string>; body: Buffer }; unusable?: { bodyKind: BodyKind; contentType: string | null; bytes: number } }
 
 export interface FetcherDeps {
   /** The call's budget when shorter than platform.timeout. */

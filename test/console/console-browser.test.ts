@@ -1,30 +1,12 @@
-import { spawnSync } from 'node:child_process'
-import { mkdirSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'puppeteer-core'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { buildGateway, listen, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { ensureBuilt } from '../helpers/dist.js'
-import { needTool, TOOLS } from '../helpers/missing-tools.js'
+import { ARTIFACTS, chromiumPath, CONSOLE_SCRIPTS as SCRIPTS, openConsoleBrowser } from '../helpers/console-browser.js'
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const SCRIPTS = `${ROOT}dist/http/console/`
-/** Where the screenshots go (gitignored; CI keeps them as artifacts). */
-const ARTIFACTS = `${ROOT}test-artifacts/`
-
-/**
- * The contract, as for redis-server: Debian's `chromium` from PATH (.ci/run installs
- * it); without it the test is skipped and the run's last line says so
- * (helpers/missing-tools.ts), which with CI=true fails the run.
- */
-function chromiumPath(): string | null {
-  const found = spawnSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).stdout.trim()
-  return needTool(TOOLS.chromium, found !== '', 'the console browser test') ? found : null
-}
-const CHROMIUM = chromiumPath()
+const CHROMIUM = chromiumPath('the console browser test')
 
 const ADMIN_TOKEN = 'console-admin-token-0123456789abcdef'
 const VIEWER_TOKEN = 'console-viewer-token-0123456789abcdef'
@@ -56,18 +38,12 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
   const requested: string[] = []
 
   beforeAll(async () => {
-    ensureBuilt(`${SCRIPTS}console-page.js`)
-    mkdirSync(ARTIFACTS, { recursive: true })
     sandbox = await startSandbox()
     const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, ADMIN_VIEWER_TOKEN: VIEWER_TOKEN }, YAML)
     gw = await listen(await buildGateway(config, { consoleScriptsDir: SCRIPTS }))
     await gw.admin.listen({ host: '127.0.0.1', port: 0 })
     adminUrl = `http://127.0.0.1:${(gw.admin.server.address() as AddressInfo).port}`
-    const { launch } = await import('puppeteer-core')
-    browser = await launch({ executablePath: CHROMIUM as string, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] })
-    page = await browser.newPage()
-    page.on('request', (request) => void requested.push(request.url()))
-    await page.setViewport({ width: 1280, height: 900 })
+    ;({ browser, page } = await openConsoleBrowser(CHROMIUM as string, requested))
   }, 60_000)
 
   afterAll(async () => {

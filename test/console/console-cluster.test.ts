@@ -1,13 +1,9 @@
-import { spawnSync } from 'node:child_process'
-import { mkdirSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'puppeteer-core'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { buildGateway, KEYS, listen, REPORT_PATH, sandboxLoginEnv, teamsYamlWith, testConfig, WEEK_BY_CAMPAIGN, WEEK_BY_DATE, type TestGateway } from '../helpers/build-gateway.js'
-import { ensureBuilt } from '../helpers/dist.js'
-import { needTool, TOOLS } from '../helpers/missing-tools.js'
+import { ARTIFACTS, chromiumPath, CONSOLE_SCRIPTS as SCRIPTS, openConsoleBrowser } from '../helpers/console-browser.js'
 import { redisAvailability, startRedis, type RedisServer } from '../helpers/start-redis.js'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
@@ -21,15 +17,7 @@ import { TEST_GATEWAY_SECRET } from '../helpers/build-gateway.js'
 // redis-server, the charts of the last hour (uPlot, served by the gateway), and the
 // health banner once Redis stops.
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const SCRIPTS = `${ROOT}dist/http/console/`
-const ARTIFACTS = `${ROOT}test-artifacts/`
-
-function chromiumPath(): string | null {
-  const found = spawnSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).stdout.trim()
-  return needTool(TOOLS.chromium, found !== '', 'the console cluster browser test') ? found : null
-}
-const CHROMIUM = chromiumPath()
+const CHROMIUM = chromiumPath('the console cluster browser test')
 const { available: REDIS } = redisAvailability('the console cluster browser test')
 
 const ADMIN_TOKEN = 'console-cluster-admin-token-0123456789'
@@ -50,8 +38,6 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
   const refusedByPolicy: string[] = []
 
   beforeAll(async () => {
-    ensureBuilt(`${SCRIPTS}console-page.js`)
-    mkdirSync(ARTIFACTS, { recursive: true })
     sandbox = await startSandbox()
     redis = await startRedis()
     const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, REDIS_URL: redis.url }, YAML)
@@ -59,14 +45,10 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
     b = await listen(await buildGateway(config(), { consoleScriptsDir: SCRIPTS }))
     await a.admin.listen({ host: '127.0.0.1', port: 0 })
     adminUrl = `http://127.0.0.1:${(a.admin.server.address() as AddressInfo).port}`
-    const { launch } = await import('puppeteer-core')
-    browser = await launch({ executablePath: CHROMIUM as string, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] })
-    page = await browser.newPage()
-    page.on('request', (request) => void requested.push(request.url()))
+    ;({ browser, page } = await openConsoleBrowser(CHROMIUM as string, requested))
     page.on('console', (message) => {
       if (/Content[ -]Security[ -]Policy/i.test(message.text())) refusedByPolicy.push(message.text())
     })
-    await page.setViewport({ width: 1280, height: 900 })
   }, 60_000)
 
   afterAll(async () => {

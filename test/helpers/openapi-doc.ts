@@ -1,4 +1,9 @@
 // Reading an OpenAPI document and Fastify's route table in the tests that check one against the other.
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import SwaggerParser from '@apidevtools/swagger-parser'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import { expect, it } from 'vitest'
 
 export type Json = Record<string, unknown>
 
@@ -30,3 +35,34 @@ export function resolveRef(doc: Json, node: unknown): Json {
 
 /** A JSON pointer (`#/a/b`) to `parts`, escaped. */
 export const pointer = (...parts: string[]) => `#/${parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`
+
+/**
+ * What every OpenAPI document of the gateway is, as tests: OpenAPI 3.1 to two independent
+ * validators, and the committed file, byte for byte, as `npm run openapi` renders it and
+ * as its listener serves it (`served`, read once the tests run).
+ */
+export function itIsValidAndCommitted(committed: URL, render: () => Promise<string>, served: () => Json): void {
+  it('validates as OpenAPI 3.1 with @seriousme/openapi-schema-validator and @apidevtools/swagger-parser', async () => {
+    const doc = served()
+    expect(doc.openapi).toBe('3.1.0')
+    const validator = new Validator()
+    const result = await validator.validate(doc as never)
+    expect(result.errors).toBeUndefined()
+    expect(result.valid).toBe(true)
+    expect(validator.version).toBe('3.1')
+    const api = (await SwaggerParser.validate(structuredClone(doc) as never)) as unknown as Json
+    expect(api.openapi).toBe('3.1.0')
+  })
+
+  const file = fileURLToPath(committed).split('/').slice(-2).join('/')
+  it(`is the committed ${file} (run \`npm run openapi\` after changing a route)`, async () => {
+    const rendered = await render()
+    expect(readFileSync(committed, 'utf8')).toBe(rendered)
+    expect(JSON.parse(rendered)).toEqual(served())
+  })
+}
+
+/** `METHOD path` of every operation the document describes. */
+export function documentedOperations(doc: { paths: Record<string, object> }): Set<string> {
+  return new Set(Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`)))
+}

@@ -108,6 +108,6 @@ describe('GET /console', () => {
     expect(uplot.body).toMatch(/^\/\*! https:\/\/github\.com\/leeoniya\/uPlot \(v1\.6\.\d+\) \*\/\nvar uPlot=function/)
     expect((await get(gw, '/console/uPlot.min.css', null)).headers['content-type']).toMatch(/^text\/css/)
     expect(page.body).toMatch(/<script src="\/console\/uPlot\.iife\.min\.js"><\/script>/)
-    for (const url of ['/console/console-routes.js', '/console/..%2Fapp.js', '/console/console-page.ts', '/console/uPlot.esm.js']) expect((await get(gw, url, null)).statusCode).toBe(404)
+    for (const url of ['/console/console-assets.js', '/console/console-route.js', '/console/..%2Fapp.js', '/console/console-page.ts', '/console/uPlot.esm.js']) expect((await get(gw, url, null)).statusCode).toBe(404)
   })
 })

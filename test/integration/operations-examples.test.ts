@@ -4,18 +4,30 @@ import { hashApiKey } from '../../src/access/api-keys.js'
 import { sandboxLoginEnv, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 
-// docs/operations.md as the software answers: its example of GET /admin/status has the
-// shape of a real answer, and it names every refusal reason the governor counts in
-// gateway_platform_refused_total wherever it lists them (so does the dashboard).
+// The operations guide as the software answers: its example of GET /admin/status (on the
+// console's page) has the shape of a real answer, and it names every refusal reason the
+// governor counts in gateway_platform_refused_total wherever it lists them (the metrics,
+// the alert, the dashboard's page and panel).
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8')
-const guide = read('docs/operations.md')
+const consolePage = read('docs/operations/console.md')
+const monitoring = read('docs/operations/monitoring.md')
+const alerts = read('docs/operations/alerts.md')
 
 /** The JSON block after `<!-- example: NAME -->`. */
 function example(name: string): unknown {
-  const found = new RegExp(`<!-- example: ${name} -->\\n\`\`\`json\\n([\\s\\S]*?)\`\`\``).exec(guide)
+  const found = new RegExp(`<!-- example: ${name} -->\\n\`\`\`json\\n([\\s\\S]*?)\`\`\``).exec(consolePage)
   expect(found, name).not.toBeNull()
   return JSON.parse(found![1]!)
+}
+
+/** The text of `page` from `start` up to `end`; each must be there. */
+function between(page: string, start: string, end: string): string {
+  const from = page.indexOf(start)
+  const to = page.indexOf(end, from)
+  expect(from, start).toBeGreaterThanOrEqual(0)
+  expect(to, end).toBeGreaterThan(from)
+  return page.slice(from, to)
 }
 
 // Objects whose keys are values (results, reasons), not fields.
@@ -32,7 +44,7 @@ const sandbox = useSandbox()
 const redis = useRedis()
 const gateways = useGateways()
 
-describe('docs/operations.md', () => {
+describe('docs/operations/', () => {
   it('shows GET /admin/status as a real answer is: every field, and none it lacks', async () => {
     const key = 'rgw_operations_example_key_000000000000000'
     const yaml = `teams:\n  growth:\n    keys:\n      - { hash: "${hashApiKey(key)}", id: growth-2026, expiresAt: 2099-01-10 }\n    advertisers: [101, 102]\n    rateLimit: { max: 100, window: 1m }\n    maxConcurrent: 4\n    queue: 100\n`
@@ -47,9 +59,9 @@ describe('docs/operations.md', () => {
     const reasons = [...union.matchAll(/'(\w+)'/g)].map((m) => m[1]!)
     expect(reasons).toEqual(['queue_full', 'team_queue_full', 'displaced', 'queue_timeout', 'paused'])
     const places = {
-      metrics: guide.slice(guide.indexOf('`gateway_platform_refused_total{credential,reason}`'), guide.indexOf('`gateway_platform_permits_held{credential}`')),
-      alert: guide.slice(guide.indexOf('### Alert: GatewayPlatformCallsRefused'), guide.indexOf('### Alert: GatewayPlatformQueueHigh')),
-      dashboard: guide.slice(guide.indexOf('*Refused calls (503 GW_OVERLOADED) by reason*'), guide.indexOf('*Queued and in-flight platform calls*')),
+      metrics: between(monitoring, '`gateway_platform_refused_total{credential,reason}`', '`gateway_platform_permits_held{credential}`'),
+      alert: between(alerts, '## Alert: GatewayPlatformCallsRefused', '## Alert: GatewayPlatformQueueHigh'),
+      dashboard: between(monitoring, '*Refused calls (503 GW_OVERLOADED) by reason*', '*Queued and in-flight platform calls*'),
       'dashboard panel': read('helm/report-gateway/dashboards/report-gateway.json').split('\n').find((l) => l.includes('Calls the governor answered 503 GW_OVERLOADED')) ?? '',
     }
     for (const [where, text] of Object.entries(places)) for (const reason of reasons) expect(text, `${where}: ${reason}`).toContain(reason)

@@ -1,5 +1,5 @@
 /**
- * The tested runbook of docs/operations.md. Each `<!-- runbook: NAME -->`
+ * The tested runbook of the operations guide (docs/operations/runbook.md). Each `<!-- runbook: NAME -->`
  * sh block is run as it is written, in order, in one folder, by `sh -e`, against a
  * gateway process (dist/main.js) with Redis in front of the platform sandbox; only
  * `npm run --silent <script> --` is spelled as the script it runs. Each block's output is
@@ -21,7 +21,7 @@ const ADMIN_TOKEN = 'runbook-admin-token-0123456789'
 
 /** The runbook's blocks by name, in the guide's order. */
 function runbook(): Map<string, string> {
-  const guide = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8')
+  const guide = readFileSync(join(ROOT, 'docs/operations/runbook.md'), 'utf8')
   return new Map([...guide.matchAll(/<!-- runbook: ([\w-]+) -->\n```sh\n([\s\S]*?)```/g)].map((m) => [m[1]!, m[2]!]))
 }
 
@@ -72,7 +72,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-describe('docs/operations.md, tested runbook', () => {
+describe('docs/operations/runbook.md, tested runbook', () => {
   it('has the blocks the guide promises', () => {
     expect([...runbook().keys()]).toEqual(['add-team', 'rotate-key', 'rotate-token', 'warm', 'purge', 'usage', 'keys', 'read-alert'])
   })

@@ -112,12 +112,23 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(a.logs.text()).not.toContain(first)
   })
 
-  it('a replica that starts later (same PLATFORM_TOKEN) picks up the rotated token', async () => {
+  /**
+   * Replica A started with `first`, then `next` put on it and stored in Redis before
+   * anything else starts (building a replica blocks this process, A's replica too, for
+   * longer than a Redis command may take on a busy machine: A's write must not be in
+   * flight then).
+   */
+  async function rotatedReplica(): Promise<{ first: string; a: TestGateway; next: string }> {
     const first = sandbox.issueToken()
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
     const next = sandbox.issueToken()
     expect((await put(a, next)).statusCode).toBe(200)
     expect(await storedOnce(fingerprint(next))).toMatchObject({ fingerprint: fingerprint(next) })
+    return { first, a, next }
+  }
+
+  it('a replica that starts later (same PLATFORM_TOKEN) picks up the rotated token', async () => {
+    const { first, a, next } = await rotatedReplica()
 
     const late = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
     expect(tokenOf(late)).toBe(next)
@@ -130,14 +141,8 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
   })
 
   it('a replica started with a different PLATFORM_TOKEN (a new one rolled out) publishes its own', async () => {
-    const first = sandbox.issueToken()
-    const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
-    const rotated = sandbox.issueToken()
-    expect((await put(a, rotated)).statusCode).toBe(200)
     // A's rotation is stored before C starts: it is what C's rolled-out token replaces.
-    // (Building C blocks this process, A's replica too, for longer than a Redis command
-    // may take on a busy machine: A's write must not be in flight then.)
-    expect(await storedOnce(fingerprint(rotated))).toMatchObject({ fingerprint: fingerprint(rotated) })
+    const { a } = await rotatedReplica()
     const rolledOut = sandbox.issueToken()
 
     const c = await replica({ PLATFORM_TOKEN: rolledOut, GATEWAY_SECRET })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { chartData, healthLine, lastBuckets, lastSum, percentSeries, sumSeries, WINDOWS, type HealthStatus, type HistoryView, type Series } from '../../src/http/console/console-cluster.js'
+import { chartData, healthLine, lastBuckets, lastSum, percentSeries, sumSeries, WINDOWS, type HealthStatus, type HistoryView, type Series } from '../../src/console/console-cluster.js'
 
 // The console's view of the whole cluster: the replicas' histories on one time axis,
 // and the health banner's line.

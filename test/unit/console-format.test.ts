@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { addSample, ago, bytes, expiryAt, expiryIn, pauseLeft, plural, ratio, SOON_DAYS, windowRatio } from '../../src/http/console/console-format.js'
+import { addSample, ago, bytes, expiryAt, expiryIn, pauseLeft, plural, ratio, SOON_DAYS, windowRatio } from '../../src/console/console-format.js'
 
 const DAY = 86_400
 const NOW = Date.parse('2026-11-23T12:00:00Z')

@@ -4,7 +4,7 @@
  * build context) and what the image promises (non-root, Node 24, ports, command).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, posix } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, it, expect } from 'vitest'
 import { parse } from 'yaml'
@@ -160,15 +160,19 @@ describe('Dockerfile', () => {
     expect(ci).toBeGreaterThanOrEqual(0)
     expect(ci).toBeLessThan(run)
     const copiedBefore = copiesOf({ ...build!, body: body.slice(0, run) }).flatMap((c) => c.sources)
-    // The build's tsconfig and everything it extends must be in the stage.
-    const needed = ['package.json', 'package-lock.json', 'src']
-    for (let config: string | undefined = 'tsconfig.build.json'; config; ) {
-      needed.push(config)
-      const parsed = JSON.parse(text(config)) as { extends?: string }
-      config = parsed.extends?.replace(/^\.\//, '')
+    for (const path of ['package.json', 'package-lock.json', 'src']) expect(copiedBefore, `${path} is copied before the build`).toContain(path)
+    // Every tsconfig the build names (the server's, the console's) and everything each
+    // extends must be in the stage: copied itself, or under a copied folder.
+    const inStage = (path: string) => copiedBefore.some((source) => path === source || path.startsWith(`${source}/`))
+    const named = [...(pkg.scripts.build ?? '').matchAll(/tsc -p (\S+)/g)].map((m) => m[1]!)
+    expect(named).toEqual(['tsconfig.build.json', 'src/console'])
+    for (const project of named) {
+      for (let config: string | undefined = project.endsWith('.json') ? project : `${project}/tsconfig.json`; config; ) {
+        expect(inStage(config), `${config} is copied before the build`).toBe(true)
+        const parsed = JSON.parse(text(config)) as { extends?: string }
+        config = parsed.extends === undefined ? undefined : posix.join(posix.dirname(config), parsed.extends)
+      }
     }
-    for (const path of needed) expect(copiedBefore, `${path} is copied before the build`).toContain(path)
-    expect(pkg.scripts.build).toMatch(/tsc -p tsconfig\.build\.json/)
   })
 
   it('ships production dependencies only, and the built dist/', () => {
@@ -214,7 +218,7 @@ describe('Dockerfile', () => {
     expect(user).toMatch(/^\d+$/)
     const env = only(runtime, 'ENV').map((i) => i.args).join(' ')
     expect(env).toMatch(/\bNODE_ENV=production\b/)
-    // The young generation's bound, which scripts/soak.mjs reads from this line too.
+    // The young generation's bound, which the soak reads from this line too (scripts/soak-options.mjs).
     expect(env).toMatch(/(?:^|\s)NODE_OPTIONS=--max-semi-space-size=16(?:\s|$)/)
   })
 

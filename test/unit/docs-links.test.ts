@@ -1,5 +1,6 @@
 /**
- * The README and docs/*.md link to each other and to files of the repository: every
+ * The README, docs/ (the operations guide's pages and the decision records with the rest)
+ * and the other READMEs link to each other and to files of the repository: every
  * relative link names a file that exists inside the repository and, with an anchor, a
  * heading of that file (GitHub's anchors: lower case, punctuation dropped, spaces as
  * hyphens, a repeated heading suffixed -1, -2, …). The README stays a short entry point.
@@ -12,7 +13,12 @@ import { describe, expect, it } from 'vitest'
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const README_MAX_LINES = 400
 
-const DOCUMENTS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]
+const DOCUMENTS = [
+  'README.md',
+  'src/perf/README.md',
+  'packages/client/README.md',
+  ...(readdirSync(join(ROOT, 'docs'), { recursive: true }) as string[]).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`),
+]
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
 function anchorOf(heading: string): string {
@@ -99,6 +105,19 @@ describe('documentation links', () => {
     expect(lines).toBeLessThanOrEqual(README_MAX_LINES)
   })
 
+  it('keeps dated run logs out of the README: the figures and the runs that measured them are in docs/benchmarks.md', () => {
+    const prose = proseLines(readFileSync(join(ROOT, 'README.md'), 'utf8')).map((line) => line.replace(/(`+)[\s\S]*?\1/g, ''))
+    expect(prose.join('\n').match(/\b20\d\d-\d\d-\d\d\b/g) ?? []).toEqual([])
+    expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain('](docs/benchmarks.md')
+  })
+
+  it('links every decision record from design.md', () => {
+    const design = linksOf(readFileSync(join(ROOT, 'docs/design.md'), 'utf8'))
+    const records = readdirSync(join(ROOT, 'docs/decisions')).filter((name) => name.endsWith('.md'))
+    expect(records.length).toBeGreaterThanOrEqual(8)
+    for (const record of records) expect(design, record).toContain(`decisions/${record}`)
+  })
+
   it.each(DOCUMENTS)('every relative link of %s names a file of the repository and, with an anchor, one of its headings', (document) => {
     const file = join(ROOT, document)
     expect(linkProblems(file, readFileSync(file, 'utf8'))).toEqual([])
@@ -107,7 +126,7 @@ describe('documentation links', () => {
   it('reads the links of the README, and anchors into the other documents', () => {
     const readme = linksOf(readFileSync(join(ROOT, 'README.md'), 'utf8'))
     expect(readme).toContain('docs/operations.md')
-    expect(readme.filter((link) => /^docs\/\w+\.md#/.test(link)).length).toBeGreaterThan(10)
+    expect(readme.filter((link) => /^docs\/[\w/-]+\.md#/.test(link)).length).toBeGreaterThan(10)
   })
 
   it('finds a missing file, a missing heading, an anchor into a folder and a link out of the repository', () => {
@@ -117,7 +136,7 @@ describe('documentation links', () => {
       '## Platform calls: the governor',
       '## Platform calls: the governor',
       'Good: [here](#platform-calls-the-governor), [again](#platform-calls-the-governor-1),',
-      '[guide](operations.md#alert-gatewaytokenrefused), [readme](../README.md), ![shot](console.png),',
+      '[guide](operations/alerts.md#alert-gatewaytokenrefused), [readme](../README.md), ![shot](console.png),',
       '[site](https://example.com/nowhere.md), `[code span](missing.md)`.',
       'Broken: [gone](no-such-file.md), [heading](operations.md#no-such-heading),',
       '[folder](decisions/#top), [out](../../outside.md), [self](#nowhere).',

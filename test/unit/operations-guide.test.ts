@@ -1,18 +1,24 @@
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 
-// docs/operations.md is where each alert's runbook_url points
+// The operations guide: docs/operations.md, its index, and one page a task in
+// docs/operations/. docs/operations/alerts.md is where each alert's runbook_url points
 // (helm/report-gateway/templates/prometheusrule.yaml: <runbookUrl>#alert-<name in lower case>).
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8')
-const guide = read('docs/operations.md')
+const index = read('docs/operations.md')
+const pages = readdirSync(new URL('../../docs/operations/', import.meta.url))
+  .filter((name) => name.endsWith('.md'))
+  .map((name) => ({ name, text: read(`docs/operations/${name}`) }))
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
 const anchor = (heading: string) => heading.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-')
-const anchors = new Set([...guide.matchAll(/^#{1,6} (.+)$/gm)].map((m) => anchor(m[1]!)))
+const anchorsOf = (text: string) => new Set([...text.matchAll(/^#{1,6} (.+)$/gm)].map((m) => anchor(m[1]!)))
+const shellBlocks = (text: string) => [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!)
 
 describe('operations guide', () => {
   it("has a section for every alert of the chart's PrometheusRule, at the anchor its runbook_url names", () => {
+    const anchors = anchorsOf(read('docs/operations/alerts.md'))
     const rules = read('helm/report-gateway/templates/prometheusrule.yaml')
     const alerts = [...rules.matchAll(/- alert: (\w+)/g)].map((m) => m[1]!)
     expect(alerts.length).toBeGreaterThanOrEqual(8)
@@ -23,7 +29,7 @@ describe('operations guide', () => {
   })
 
   it('never substitutes a variable that may be empty into a sed expression: each is checked with ${VAR:?} first', () => {
-    const blocks = [...read('README.md').matchAll(/```sh\n([\s\S]*?)```/g), ...guide.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!)
+    const blocks = [read('README.md'), ...pages.map((p) => p.text)].flatMap(shellBlocks)
     const seds = blocks.flatMap((block) => [...block.matchAll(/sed -i "([^"]*)"/g)].map((m) => ({ block, vars: [...m[1]!.matchAll(/\$(\w+)/g)].map((v) => v[1]!) })))
     expect(seds.length).toBeGreaterThan(0)
     for (const { block, vars } of seds) {
@@ -34,13 +40,19 @@ describe('operations guide', () => {
 
   it('keeps the files that hold keys in clear out of git', () => {
     const ignored = read('.gitignore').split('\n')
-    const written = [...read('README.md').matchAll(/tee ([\w.-]+)/g), ...guide.matchAll(/tee ([\w.-]+)/g)].map((m) => m[1]!)
+    const written = [read('README.md'), ...pages.map((p) => p.text)].flatMap((text) => [...text.matchAll(/tee ([\w.-]+)/g)].map((m) => m[1]!))
     expect(written.length).toBeGreaterThan(0)
     for (const file of written) expect(ignored.some((p) => p === file || (p.startsWith('*') && file.endsWith(p.slice(1)))), file).toBe(true)
   })
 
-  it('links only to its own sections, and the README links it', () => {
-    for (const [, target] of guide.matchAll(/\]\(#([^)]+)\)/g)) expect(anchors, target).toContain(target)
+  it('is one page a task, each listed by the index; a page links its own sections by anchor alone, and the README links the index', () => {
+    expect(pages.length).toBeGreaterThanOrEqual(8)
+    for (const { name, text } of pages) {
+      expect(index, name).toContain(`](operations/${name})`)
+      expect(text, name).toMatch(/^# .+\n\nPart of the \[operations guide\]\(\.\.\/operations\.md\)/)
+      const anchors = anchorsOf(text)
+      for (const [, target] of text.matchAll(/\]\(#([^)]+)\)/g)) expect(anchors, `${name}#${target}`).toContain(target)
+    }
     expect(read('README.md')).toContain('](docs/operations.md)')
   })
 })

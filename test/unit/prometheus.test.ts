@@ -36,8 +36,8 @@ interface Group {
   rules: AlertRule[]
 }
 
-/** Where an installation publishes docs/operations.md (monitoring.runbookUrl). */
-const RUNBOOK = 'https://git.ads.internal/platform/report-gateway/blob/main/docs/operations.md'
+/** Where an installation publishes docs/operations/alerts.md (monitoring.runbookUrl). */
+const RUNBOOK = 'https://git.ads.internal/platform/report-gateway/blob/main/docs/operations/alerts.md'
 
 function ruleGroups(values: Values = {}): Group[] {
   // With Redis: the Redis alerts are only rendered for a gateway that uses Redis.

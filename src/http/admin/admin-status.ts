@@ -9,6 +9,11 @@ import { adminSchema, answer } from './admin-schemas.js'
 const nullable = (type: string) => ({ type: [type, 'null'] })
 const counts = { type: 'object', additionalProperties: { type: 'number' } } as const
 
+/** Properties of plain JSON types, each named by its type; `?` after it allows null too. */
+function scalars(types: Record<string, 'string' | 'number' | 'boolean' | 'string?' | 'number?'>): Record<string, { type: string | string[] }> {
+  return Object.fromEntries(Object.entries(types).map(([name, type]) => [name, type.endsWith('?') ? nullable(type.slice(0, -1)) : { type }]))
+}
+
 export const statusSchema = {
   type: 'object',
   required: ['at', 'phase', 'build', 'credentials', 'redis', 'cache', 'teams', 'governors'],
@@ -50,10 +55,7 @@ export const statusSchema = {
       items: {
         type: 'object',
         properties: {
-          name: { type: 'string' },
-          credential: { type: 'string' },
-          advertisers: { type: 'string' },
-          write: { type: 'boolean' },
+          ...scalars({ name: 'string', credential: 'string', advertisers: 'string', write: 'boolean' }),
           keys: { type: 'array', items: { type: 'object', properties: { id: { type: 'string' }, expiresAt: nullable('string') } } },
           rateLimit: {
             type: ['object', 'null'],
@@ -67,16 +69,8 @@ export const statusSchema = {
       items: {
         type: 'object',
         properties: {
-          credential: { type: 'string' },
-          maxConcurrent: { type: 'number' },
-          adaptive: { type: 'boolean' },
-          limit: { type: 'number' },
-          latencyFloorMs: nullable('number'),
-          queueLimit: { type: 'number' },
-          inFlight: { type: 'number' },
-          queued: { type: 'number' },
-          permitsHeld: { type: 'number' },
-          pausedUntil: nullable('string'),
+          ...scalars({ credential: 'string', maxConcurrent: 'number', adaptive: 'boolean', limit: 'number', latencyFloorMs: 'number?', queueLimit: 'number' }),
+          ...scalars({ inFlight: 'number', queued: 'number', permitsHeld: 'number', pausedUntil: 'string?' }),
           pauses: {
             type: 'array',
             items: { type: 'object', properties: { scope: { type: 'string' }, team: nullable('string'), route: nullable('string'), until: { type: 'string' } } },
@@ -85,15 +79,7 @@ export const statusSchema = {
             type: 'array',
             items: {
               type: 'object',
-              properties: {
-                team: { type: 'string' },
-                inFlight: { type: 'number' },
-                waiting: { type: 'number' },
-                maxConcurrent: nullable('number'),
-                queue: nullable('number'),
-                brake: nullable('number'),
-                seatSeconds: { type: 'number' },
-              },
+              properties: scalars({ team: 'string', inFlight: 'number', waiting: 'number', maxConcurrent: 'number?', queue: 'number?', brake: 'number?', seatSeconds: 'number' }),
             },
           },
           refusals: counts,

@@ -63,27 +63,11 @@ class LazyChild {
 
   silent(): void {}
 
-  fatal(...args: unknown[]): void {
-    this.#log('fatal', args)
-  }
-
-  error(...args: unknown[]): void {
-    this.#log('error', args)
-  }
-
-  warn(...args: unknown[]): void {
-    this.#log('warn', args)
-  }
-
-  info(...args: unknown[]): void {
-    this.#log('info', args)
-  }
-
-  debug(...args: unknown[]): void {
-    this.#log('debug', args)
-  }
-
-  trace(...args: unknown[]): void {
-    this.#log('trace', args)
-  }
+  // pino's levels, each a method of the class (no closure per request).
+  fatal(...args: unknown[]): void { this.#log('fatal', args) }
+  error(...args: unknown[]): void { this.#log('error', args) }
+  warn(...args: unknown[]): void { this.#log('warn', args) }
+  info(...args: unknown[]): void { this.#log('info', args) }
+  debug(...args: unknown[]): void { this.#log('debug', args) }
+  trace(...args: unknown[]): void { this.#log('trace', args) }
 }

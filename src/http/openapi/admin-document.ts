@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildInfo } from '../../observe/build-info.js'
 import { healthSchema, readySchema } from '../admin/admin-schemas.js'
 import { errorCodes, errorSchemas } from './error-responses.js'
+import { listenerServers } from './document.js'
 
 // The OpenAPI 3.1 document of the admin listener, served at GET /admin/openapi.json and
 // written to docs/admin-openapi.json by `npm run openapi`. @fastify/swagger makes it from
@@ -166,14 +167,7 @@ export const adminSwaggerOptions: FastifyDynamicSwaggerOptions = {
         'Every `/admin/*` call validates its query, path and body against the schemas below: a parameter it does not take is 400 `GW_BAD_REQUEST` naming it, and nothing is changed. ' +
         'Errors are JSON `{statusCode, code, error, message}` with a `GW_*` code.',
     },
-    servers: [
-      { url: '/', description: 'The admin listener this document was read from.' },
-      {
-        url: '{scheme}://{host}:{port}',
-        description: 'A replica\'s admin listener by address (`ADMIN_HOST`, `ADMIN_PORT`).',
-        variables: { scheme: { enum: ['http', 'https'], default: 'http' }, host: { default: '127.0.0.1' }, port: { default: '8081' } },
-      },
-    ],
+    servers: listenerServers('admin', 'A replica\'s admin listener by address (`ADMIN_HOST`, `ADMIN_PORT`).', 8081),
     security: [{ adminToken: [] }],
     tags: [
       { name: 'token', description: 'The platform tokens of the credentials.' },

@@ -148,6 +148,21 @@ export function completeDocument(doc: Json): Json {
   return doc
 }
 
+/**
+ * The servers a document names: first, relative, the listener that served it; second, for
+ * a generated client, a listener by address.
+ */
+export function listenerServers(listener: 'proxy' | 'admin', byAddress: string, port: number) {
+  return [
+    { url: '/', description: `The ${listener} listener this document was read from.` },
+    {
+      url: '{scheme}://{host}:{port}',
+      description: byAddress,
+      variables: { scheme: { enum: ['http', 'https'], default: 'http' }, host: { default: '127.0.0.1' }, port: { default: String(port) } },
+    },
+  ]
+}
+
 export const swaggerOptions: FastifyDynamicSwaggerOptions = {
   openapi: {
     openapi: '3.1.0',
@@ -158,15 +173,7 @@ export const swaggerOptions: FastifyDynamicSwaggerOptions = {
         'One in-house URL in front of the advertising platform\'s API: the platform token stays server-side, reports are cached, and every team calls with its own API key. ' +
         'Errors are JSON `{statusCode, code, error, message}` with a `GW_*` code; the platform\'s own 4xx answers pass through as they are.',
     },
-    // Relative: the listener that served the document; the second for a generated client.
-    servers: [
-      { url: '/', description: 'The proxy listener this document was read from.' },
-      {
-        url: '{scheme}://{host}:{port}',
-        description: 'A gateway by address (`PORT`, default 8080).',
-        variables: { scheme: { enum: ['http', 'https'], default: 'http' }, host: { default: '127.0.0.1' }, port: { default: '8080' } },
-      },
-    ],
+    servers: listenerServers('proxy', 'A gateway by address (`PORT`, default 8080).', 8080),
     security: [{ teamKey: [] }, { teamBearer: [] }],
     components: {
       securitySchemes: {

@@ -3,8 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request, type Dispatcher } from 'undici'
-import type { FastifyError } from 'fastify'
-import { PlatformAuthError, PlatformRefusedError, ShuttingDownError, UpstreamError, UpstreamTimeoutError } from '../../errors.js'
+import { PlatformAuthError, PlatformRefusedError, ShuttingDownError, UpstreamError, UpstreamTimeoutError, type GatewayError } from '../../errors.js'
 import type { TokenProvider, TokenState } from '../tokens/token-provider.js'
 import type { PlatformGovernors } from '../governor/platform-governors.js'
 import type { Priority } from '../governor/fair-queue.js'
@@ -334,7 +333,7 @@ const REFUSAL_REASONS: Record<Exclude<Verdict, 'confirmed'>, string> = {
   no_probe: 'no token check call is configured (platform.probe), so one 401 does not condemn the token',
 }
 
-function refusedCall(verdict: Exclude<Verdict, 'confirmed'>): FastifyError {
+function refusedCall(verdict: Exclude<Verdict, 'confirmed'>): GatewayError {
   return new PlatformRefusedError(REFUSAL_REASONS[verdict])
 }
 
@@ -395,8 +394,8 @@ async function readText(body: AsyncIterable<Buffer> & { destroy(): void }, limit
   return Buffer.concat(chunks).toString('utf8')
 }
 
-export function upstreamError(err: unknown): FastifyError {
-  if ((err as { code?: string }).code?.startsWith('GW_')) return err as FastifyError
+export function upstreamError(err: unknown): GatewayError {
+  if ((err as { code?: string }).code?.startsWith('GW_')) return err as GatewayError
   const code = (err as { code?: string }).code ?? ''
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || (err as Error).name === 'TimeoutError') {
     return new UpstreamTimeoutError({ cause: err })

@@ -1,5 +1,23 @@
-// The console's page and style, served as they are by console-routes.ts. Kept as strings
-// so that `npm run build` alone puts them in dist/ (the image copies dist/ only).
+// The console's page, style and scripts, as the admin listener serves them
+// (src/http/admin/console-route.ts). The page and style are kept as strings so that
+// `npm run build` alone puts them in dist/ (the image copies dist/ only); the scripts are
+// this folder's modules, compiled by its own tsconfig.json into dist/console/.
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+
+/** Where the console's compiled scripts are: next to this module once built (dist/console). */
+export const CONSOLE_SCRIPTS_DIR = fileURLToPath(new URL('.', import.meta.url))
+
+/** The scripts the page loads, and only these: no path of a request reaches the file system. */
+export const CONSOLE_SCRIPTS: ReadonlySet<string> = new Set(['console-page.js', 'console-format.js', 'console-cluster.js', 'console-charts.js', 'console-dom.js', 'console-sections.js'])
+
+// The chart library's minified script and style, from the `uplot` package (a dependency,
+// so in the image's node_modules): served by the gateway itself, no other origin.
+const require = createRequire(import.meta.url)
+export const CONSOLE_LIBRARY = {
+  'uPlot.iife.min.js': { path: require.resolve('uplot/dist/uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' },
+  'uPlot.min.css': { path: require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' },
+} as const
 
 export const CONSOLE_HTML = `<!doctype html>
 <html lang="en">

@@ -1,24 +1,8 @@
 import { readFile } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { NotFoundError } from '../../errors.js'
-import { CONSOLE_CSS, CONSOLE_HTML } from './console-assets.js'
-
-/** Where the console's compiled scripts are: next to this module once built (dist/http/console). */
-export const CONSOLE_SCRIPTS_DIR = fileURLToPath(new URL('.', import.meta.url))
-
-// The scripts the page loads, and only these: no path of the request reaches the file system.
-const SCRIPTS = new Set(['console-page.js', 'console-format.js', 'console-cluster.js', 'console-charts.js', 'console-dom.js', 'console-sections.js'])
-
-// The chart library's minified script and style, from the `uplot` package (a dependency,
-// so in the image's node_modules): served by the gateway itself, no other origin.
-const require = createRequire(import.meta.url)
-const UPLOT = {
-  'uPlot.iife.min.js': { path: require.resolve('uplot/dist/uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' },
-  'uPlot.min.css': { path: require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' },
-} as const
+import { CONSOLE_CSS, CONSOLE_HTML, CONSOLE_LIBRARY, CONSOLE_SCRIPTS, CONSOLE_SCRIPTS_DIR } from '../../console/console-assets.js'
 
 /**
  * What the browser may do with the console: its own scripts and style only, calls to
@@ -40,13 +24,13 @@ function secured(reply: FastifyReply, type: string): FastifyReply {
 export async function consoleRoutes(app: FastifyInstance, { scriptsDir = CONSOLE_SCRIPTS_DIR }: { scriptsDir?: string }): Promise<void> {
   app.get('/console', async (_request, reply) => secured(reply, 'text/html; charset=utf-8').send(CONSOLE_HTML))
   app.get('/console/console.css', async (_request, reply) => secured(reply, 'text/css; charset=utf-8').send(CONSOLE_CSS))
-  for (const [file, { path, type }] of Object.entries(UPLOT)) {
+  for (const [file, { path, type }] of Object.entries(CONSOLE_LIBRARY)) {
     const body = await readFile(path, 'utf8')
     app.get(`/console/${file}`, async (_request, reply) => secured(reply, type).send(body))
   }
   app.get<{ Params: { file: string } }>('/console/:file', async (request, reply) => {
     const { file } = request.params
-    if (!SCRIPTS.has(file)) throw new NotFoundError()
+    if (!CONSOLE_SCRIPTS.has(file)) throw new NotFoundError()
     const script = await readFile(join(scriptsDir, file), 'utf8').catch(() => null)
     if (script === null) throw new NotFoundError()
     return secured(reply, 'text/javascript; charset=utf-8').send(script)

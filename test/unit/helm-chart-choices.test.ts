@@ -1,0 +1,394 @@
+/**
+ * The Helm chart rendered with values other than the defaults: a Secret from values,
+ * Redis, autoscaling and a ServiceMonitor; the other choices an install makes; the
+ * optional objects; the termination grace the chart derives; values-production.yaml.
+ * How the chart is rendered without helm: helm-chart.test.ts.
+ */
+import { describe, it, expect } from 'vitest'
+import { parse } from 'yaml'
+import { mergeValues as merge, renderChart, validateValues, type Manifest, type Values } from '../helpers/render-chart.js'
+import { CHART, chartFile, CONTRACT_ENV, IMAGE, install, SECRETS, TEAMS, FULL, type Deployment, type Service, all, one, gateway, envOf, services, decode, podFiles, gatewayConfigFrom, type NetworkPolicy } from '../helpers/chart-manifests.js'
+
+describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMonitor', () => {
+  const chart = install({ values: FULL })
+
+  it('adds the Secret, the HPA and the ServiceMonitor', () => {
+    expect(chart.manifests.map((m) => m.kind).sort()).toEqual(
+      ['ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'Pod', 'PodDisruptionBudget', 'Secret', 'Secret', 'Service', 'Service', 'ServiceAccount', 'ServiceMonitor'].sort(),
+    )
+  })
+
+  it('leaves the replica count to the HPA, which scales the Deployment', () => {
+    expect(one<Deployment>(chart, 'Deployment').spec.replicas).toBeUndefined()
+    expect(one(chart, 'HorizontalPodAutoscaler').spec).toMatchObject({
+      scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'rgw-report-gateway' },
+      minReplicas: 3,
+      maxReplicas: 12,
+    })
+  })
+
+  it('holds the secret values in the Secret under the keys the *_FILE variables name', () => {
+    const secret = one(chart, 'Secret', 'rgw-report-gateway')
+    const data = decode(secret)
+    expect(data).toEqual({ 'platform-token': SECRETS.platformToken, 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret })
+    const dir = '/var/run/secrets/report-gateway'
+    const env = envOf(chart)
+    for (const name of ['PLATFORM_TOKEN_FILE', 'ADMIN_TOKEN_FILE', 'GATEWAY_SECRET_FILE']) {
+      const path = env.get(name)?.value ?? ''
+      expect(path.startsWith(`${dir}/`), name).toBe(true)
+      expect(Object.keys(data), name).toContain(path.slice(dir.length + 1))
+    }
+    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.name === 'secrets')?.secret?.secretName).toBe(secret.metadata.name)
+  })
+
+  it('puts no secret value in the Deployment, only file paths and Secret references', () => {
+    const text = JSON.stringify(one(chart, 'Deployment'))
+    for (const value of Object.values(SECRETS)) {
+      expect(text).not.toContain(value)
+      expect(text).not.toContain(Buffer.from(value).toString('base64'))
+    }
+    for (const e of gateway(chart).env) {
+      if (/TOKEN|SECRET|PASSWORD|USERNAME|CLIENT_ID/.test(e.name)) expect(e.name, 'a secret variable carries a path').toMatch(/_FILE$/)
+      if (e.name === 'REDIS_URL') expect(e).toEqual({ name: 'REDIS_URL', valueFrom: { secretKeyRef: { name: 'redis-credentials', key: 'url' } } })
+    }
+  })
+
+  it('sets only contract variables, now with the platform and Redis', () => {
+    const names = gateway(chart).env.map((e) => e.name)
+    for (const name of names) expect(CONTRACT_ENV, name).toContain(name)
+    expect(names).toContain('PLATFORM_BASE_URL')
+    expect(names).toContain('REDIS_URL')
+    expect(envOf(chart).get('PLATFORM_BASE_URL')?.value).toBe('https://dsp-api.example.com')
+  })
+
+  it('scrapes /metrics on the admin Service only', () => {
+    const monitor = one(chart, 'ServiceMonitor') as Manifest & {
+      spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string; path: string }[]; namespaceSelector: { matchNames: string[] } }
+    }
+    expect(monitor.apiVersion).toBe('monitoring.coreos.com/v1')
+    expect(monitor.metadata.labels).toMatchObject({ release: 'kube-prometheus-stack' })
+    expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ port: 'admin', path: '/metrics' })])
+    expect(monitor.spec.namespaceSelector.matchNames).toEqual(['reports'])
+    const { proxy, admin } = services(chart)
+    const matches = (svc: Service) => Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => svc.metadata.labels?.[k] === v)
+    expect(matches(admin)).toBe(true)
+    expect(matches(proxy)).toBe(false)
+    expect(admin.spec.ports.map((p) => p.name)).toContain('admin')
+  })
+
+  it('writes values `config` to the config file, with shutdownGrace from shutdownGraceSeconds', () => {
+    const files = podFiles(chart)
+    expect(parse(files.get('/etc/report-gateway/config.yaml')!)).toEqual({ ...(FULL.config as Values), shutdownGrace: '10s' })
+  })
+
+  it('puts the teams in a Secret of their own, mounted whole at TEAMS_FILE, and not in the settings ConfigMap', () => {
+    const secret = one(chart, 'Secret', 'rgw-report-gateway-teams')
+    expect(secret.metadata.labels).toMatchObject({ 'app.kubernetes.io/instance': 'rgw' })
+    expect(Object.keys(decode(secret))).toEqual(['teams.yaml'])
+    expect(parse(decode(secret)['teams.yaml']!)).toEqual({ teams: TEAMS })
+    expect(envOf(chart).get('TEAMS_FILE')?.value).toBe('/etc/report-gateway-teams/teams.yaml')
+    const volume = one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.secret?.secretName === secret.metadata.name)
+    // items would pin the keys; subPath would freeze the file at pod start (no reload).
+    expect(volume?.secret?.items).toBeUndefined()
+    const mount = gateway(chart).volumeMounts.find((m) => m.name === volume?.name)
+    expect(mount).toMatchObject({ mountPath: '/etc/report-gateway-teams', readOnly: true })
+    expect(mount?.subPath).toBeUndefined()
+    // Neither the settings ConfigMap nor the pod template holds a team or a key hash.
+    const configMap = JSON.stringify(one(chart, 'ConfigMap'))
+    expect(configMap).not.toContain('growth')
+    expect(configMap).not.toContain('a'.repeat(64))
+    expect(JSON.stringify(one(chart, 'Deployment'))).not.toContain('a'.repeat(64))
+  })
+
+  it('starts a gateway with the platform, Redis, the team and every secret from the Secret', () => {
+    const config = gatewayConfigFrom(chart, { 'redis-credentials': { url: 'redis://:pw@redis-master:6379/0' } })
+    expect(config.demo).toBe(false)
+    expect(config.platform.baseUrl).toBe('https://dsp-api.example.com')
+    expect(config.redis.url).toBe('redis://:pw@redis-master:6379/0')
+    expect(config.admin.token).toBe(SECRETS.adminToken)
+    expect(config.gatewaySecret).toBe(SECRETS.gatewaySecret)
+    expect(config.credentials.default).toMatchObject({ tokenFile: '/var/run/secrets/report-gateway/platform-token' })
+    expect(config.teams.map((t) => t.name)).toEqual(['growth'])
+    expect(config.cache.ttl.recentMs).toBe(2 * 60_000)
+  })
+
+  it('fails to render when a Secret key in use has no value', () => {
+    expect(() => install({ values: { secrets: { create: true, values: { ...SECRETS, adminToken: '' } } } })).toThrow(/secrets\.values\.adminToken is required/)
+  })
+})
+
+describe('rendered with other choices', () => {
+  it('rolls the pods when the settings change (checksum/config), not when the teams or a secret value change', () => {
+    const template = (values: Values) => one<Deployment>(install({ values }), 'Deployment').spec.template
+    const checksum = (values: Values) => template(values).metadata.annotations['checksum/config']
+    const base = checksum(FULL)
+    expect(base).toMatch(/^[a-f0-9]{64}$/)
+    expect(checksum(merge(FULL, { config: { cache: { ttl: { recent: '3m' } } } }))).not.toBe(base)
+    expect(checksum(merge(FULL, { shutdownGraceSeconds: 40 }))).not.toBe(base)
+    // A key added or revoked reaches the pods through the mounted teams Secret, which the
+    // gateway re-reads; a restart would defeat the no-restart reload. The pod template
+    // (its annotations included) is the same whatever the teams are.
+    const late = { late: { keys: [`sha256:${'c'.repeat(64)}`], advertisers: ['*'] } }
+    for (const teams of [{ ...TEAMS, ...late }, late, {}]) {
+      const changed = { ...FULL, teams }
+      expect(one(install({ values: changed }), 'Secret', 'rgw-report-gateway-teams')).not.toEqual(one(install({ values: FULL }), 'Secret', 'rgw-report-gateway-teams'))
+      expect(template(changed)).toEqual(template(FULL))
+    }
+    // Rotation: a new token in the Secret is read from the file; the pods stay.
+    const rotated = merge(FULL, { secrets: { values: { platformToken: 'plat-token-rotated' } } })
+    expect(one(install({ values: rotated }), 'Deployment')).toEqual(one(install({ values: FULL }), 'Deployment'))
+  })
+
+  it('refuses teams under `config` (they would land in the settings), saying where they go', () => {
+    expect(() => install({ values: { config: { teams: TEAMS } } })).toThrow(
+      'config.teams: the teams are no longer part of the config file; move them to the top-level value `teams` (TEAMS_FILE, a Secret of their own that the pods re-read without a restart)',
+    )
+    // An empty mapping is no team: dropped from the settings rather than refused.
+    expect(parse(podFiles(install({ values: { config: { teams: {} } } })).get('/etc/report-gateway/config.yaml')!)).toEqual({ shutdownGrace: '10s' })
+  })
+
+  it('mounts an existing teams Secret by name (made outside Helm) and renders none', () => {
+    const chart = install({ values: { teamsSecret: { existingSecret: 'gateway-teams', key: 'teams' } } })
+    expect(all(chart, 'Secret')).toEqual([])
+    const volume = one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.secret?.secretName === 'gateway-teams')
+    expect(volume).toBeDefined()
+    expect(gateway(chart).volumeMounts.find((m) => m.name === volume?.name)?.mountPath).toBe('/etc/report-gateway-teams')
+    expect(envOf(chart).get('TEAMS_FILE')?.value).toBe('/etc/report-gateway-teams/teams')
+    expect(chart.notes).toContain('kubectl -n reports create secret generic gateway-teams --from-file=teams=./teams.yaml')
+    const teams = `teams:\n  growth:\n    keys: ["sha256:${'a'.repeat(64)}"]\n    advertisers: [101]\n`
+    const config = gatewayConfigFrom(install({ values: { platform: { baseUrl: 'https://dsp-api.example.com' }, teamsSecret: { existingSecret: 'gateway-teams', key: 'teams' } } }), {
+      'rgw-report-gateway': { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret },
+      'gateway-teams': { teams },
+    })
+    expect(config.teams.map((t) => t.name)).toEqual(['growth'])
+  })
+
+  it('wires ADMIN_TOKENS_FILE from the Secret when secrets.keys.adminTokens is set, and refuses a plaintext token there', () => {
+    const lines = `alice:sha256:${'b'.repeat(64)}\n# bob left\n`
+    const values = merge(FULL, { secrets: { keys: { adminTokens: 'admin-tokens' }, values: { adminTokens: lines } } })
+    const chart = install({ values })
+    expect(envOf(chart).get('ADMIN_TOKENS_FILE')?.value).toBe('/var/run/secrets/report-gateway/admin-tokens')
+    const secret = one<Manifest & { data: Record<string, string> }>(chart, 'Secret', 'rgw-report-gateway')
+    expect(Buffer.from(secret.data['admin-tokens']!, 'base64').toString('utf8')).toBe(lines)
+    expect(envOf(install({ values: FULL })).has('ADMIN_TOKENS_FILE')).toBe(false)
+    expect(() => install({ values: merge(values, { secrets: { values: { adminTokens: 'alice:correct-horse-battery' } } }) })).toThrow(/adminTokens/)
+  })
+
+  it('gives a token a role: ADMIN_VIEWER_TOKEN_FILE from secrets.keys.adminViewerToken, :viewer lines in adminTokens; a line without one stays an operator', () => {
+    const lines = `alice:sha256:${'b'.repeat(64)}\ncarol:sha256:${'c'.repeat(64)}:viewer\ndave:sha256:${'d'.repeat(64)}:operator\n`
+    const viewer = 'viewer-token-6b1d0c44e2a9'
+    const values = merge(FULL, { secrets: { keys: { adminTokens: 'admin-tokens', adminViewerToken: 'admin-viewer-token' }, values: { adminTokens: lines, adminViewerToken: viewer } } })
+    const chart = install({ values })
+    expect(envOf(chart).get('ADMIN_VIEWER_TOKEN_FILE')?.value).toBe('/var/run/secrets/report-gateway/admin-viewer-token')
+    const secret = one<Manifest & { data: Record<string, string> }>(chart, 'Secret', 'rgw-report-gateway')
+    expect(Buffer.from(secret.data['admin-viewer-token']!, 'base64').toString('utf8')).toBe(viewer)
+    const roles = gatewayConfigFrom(chart).admin.tokens.map((t) => `${t.name}:${t.role}`)
+    expect(roles).toEqual(['admin:operator', 'viewer:viewer', 'alice:operator', 'carol:viewer', 'dave:operator'])
+    expect(envOf(install({ values: FULL })).has('ADMIN_VIEWER_TOKEN_FILE')).toBe(false)
+    expect(() => install({ values: merge(values, { secrets: { values: { adminTokens: `carol:sha256:${'c'.repeat(64)}:admin` } } }) })).toThrow(/adminTokens/)
+    expect(() => install({ values: merge(values, { secrets: { values: { adminViewerToken: 'short' } } }) })).toThrow(/adminViewerToken/)
+  })
+
+  it('uses an existing Secret by name and drops the variables of unused keys', () => {
+    const chart = install({ values: { secrets: { existingSecret: 'gateway-secrets', keys: { gatewaySecret: '' } } } })
+    expect(all(chart, 'Secret').map((s) => s.metadata.name)).toEqual(['rgw-report-gateway-teams'])
+    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.volumes.find((v) => v.name === 'secrets')?.secret?.secretName).toBe('gateway-secrets')
+    const names = [...envOf(chart).keys()]
+    expect(names).toContain('PLATFORM_TOKEN_FILE')
+    expect(names).not.toContain('GATEWAY_SECRET_FILE')
+  })
+
+  it('configures a password login through the four *_FILE variables', () => {
+    const keys = { platformToken: '', platformUsername: 'username', platformPassword: 'password', platformClientId: 'client-id', platformClientSecret: 'client-secret' }
+    const chart = install({
+      values: {
+        platform: { baseUrl: 'https://dsp-api.example.com', tokenUrl: '/oauth/token', grantType: 'platform_dsp' },
+        secrets: { create: true, keys, values: { ...SECRETS, platformUsername: 'reports@example.com', platformPassword: 'pw', platformClientId: '42', platformClientSecret: 'cs' } },
+      },
+    })
+    const names = [...envOf(chart).keys()]
+    expect(names).not.toContain('PLATFORM_TOKEN_FILE')
+    for (const n of ['PLATFORM_USERNAME_FILE', 'PLATFORM_PASSWORD_FILE', 'PLATFORM_CLIENT_ID_FILE', 'PLATFORM_CLIENT_SECRET_FILE', 'PLATFORM_TOKEN_URL', 'PLATFORM_GRANT_TYPE']) {
+      expect(names).toContain(n)
+    }
+    const config = gatewayConfigFrom(chart)
+    expect(config.credentials.default?.login).toMatchObject({ username: 'reports@example.com', password: 'pw', clientId: 42, clientSecret: 'cs' })
+  })
+
+  it('refuses to render Redis without a GATEWAY_SECRET key, saying how to make one', () => {
+    const message = /secrets\.keys\.gatewaySecret: required with Redis .*openssl rand -base64 32/
+    expect(() => install({ values: { redis: { url: 'redis://redis-master:6379/0' }, secrets: { keys: { gatewaySecret: '' } } } })).toThrow(message)
+    expect(() => install({ values: { redis: { existingSecret: { name: 'redis-credentials', key: 'url' } }, secrets: { keys: { gatewaySecret: '' } } } })).toThrow(message)
+    expect(() => install({ values: { config: { redis: { cluster: [{ host: 'c1', port: 7000 }] } }, secrets: { keys: { gatewaySecret: '' } } } })).toThrow(message)
+    expect(() => install({ values: { redis: { url: 'redis://redis-master:6379/0' } } })).not.toThrow()
+    expect(() => install({ values: { redis: { url: 'redis://redis-master:6379/0' }, secrets: { create: true, values: { ...SECRETS, gatewaySecret: '' } } } })).toThrow(/secrets\.values\.gatewaySecret is required/)
+  })
+
+  it('passes a plain Redis URL as a value', () => {
+    const env = envOf(install({ values: { redis: { url: 'redis://redis-master:6379/0' } } }))
+    expect(env.get('REDIS_URL')).toEqual({ name: 'REDIS_URL', value: 'redis://redis-master:6379/0' })
+  })
+
+  it('moves the listeners together with their Services and probes', () => {
+    const chart = install({ values: { ports: { http: 9080, admin: 9081 } } })
+    const env = envOf(chart)
+    expect(env.get('PORT')?.value).toBe('9080')
+    expect(env.get('ADMIN_PORT')?.value).toBe('9081')
+    expect(Object.fromEntries(gateway(chart).ports.map((p) => [p.name, p.containerPort]))).toEqual({ http: 9080, admin: 9081 })
+    expect(gateway(chart).readinessProbe.httpGet.port).toBe('admin')
+  })
+
+  it('pins the image by digest when one is given', () => {
+    const digest = `sha256:${'0'.repeat(64)}`
+    expect(gateway(install({ values: { image: { digest } } })).image).toBe(`${IMAGE}@${digest}`)
+    expect(gateway(install({ values: { image: { tag: '0.2.0' } } })).image).toBe(`${IMAGE}:0.2.0`)
+  })
+
+  it('names resources after the release, without repeating the chart name, within 63 characters', () => {
+    expect(one(install({ releaseName: 'report-gateway' }), 'Deployment').metadata.name).toBe('report-gateway')
+    expect(one(install({ values: { fullnameOverride: 'rgw' } }), 'Deployment').metadata.name).toBe('rgw')
+    const long = install({ releaseName: 'a-very-long-release-name-that-goes-on-and-on-and-on-x' })
+    // Services and the rest are DNS labels (63); the helm test Pod's name may be longer (253).
+    for (const m of long.manifests) expect(m.metadata.name.length, `${m.kind} ${m.metadata.name}`).toBeLessThanOrEqual(m.kind === 'Pod' ? 253 : 63)
+  })
+
+  it('traces only when tracing.endpoint is set: the standard OTEL_* variables, the collector\'s headers from a Secret, loaded by the real config loader', () => {
+    expect([...envOf(install()).keys()].filter((name) => name.startsWith('OTEL_'))).toEqual([])
+    const traced = install({
+      values: {
+        tracing: {
+          endpoint: 'http://otel-collector.observability:4318',
+          protocol: 'http/json',
+          sampler: 'parentbased_traceidratio',
+          samplerRatio: '0.1',
+          resourceAttributes: { 'deployment.environment.name': 'production', 'cloud.region': 'eu-west-1' },
+          headersSecret: { name: 'otlp-collector', key: 'headers' },
+        },
+      },
+    })
+    const env = envOf(traced)
+    expect(Object.fromEntries([...env].filter(([name]) => name.startsWith('OTEL_')).map(([name, e]) => [name, e.value ?? e.valueFrom]))).toEqual({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'report-gateway',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.1',
+      OTEL_RESOURCE_ATTRIBUTES: 'cloud.region=eu-west-1,deployment.environment.name=production',
+      OTEL_EXPORTER_OTLP_HEADERS: { secretKeyRef: { name: 'otlp-collector', key: 'headers' } },
+    })
+    const secrets = { 'rgw-report-gateway': { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret }, 'otlp-collector': { headers: 'authorization=Bearer%20collector-token-77' } }
+    const config = gatewayConfigFrom(traced, secrets)
+    expect(config.tracing).toMatchObject({
+      url: 'http://otel-collector.observability:4318/v1/traces',
+      protocol: 'http/json',
+      headers: { authorization: 'Bearer collector-token-77' },
+      serviceName: 'report-gateway',
+      resourceAttributes: { 'cloud.region': 'eu-west-1', 'deployment.environment.name': 'production' },
+      sampler: 'parentbased_traceidratio',
+      samplerRatio: 0.1,
+    })
+    expect(config.secrets).toContain('Bearer collector-token-77')
+  })
+
+  it('leaves out the PDB, the admin Service and the ServiceAccount when switched off', () => {
+    const chart = install({ values: { podDisruptionBudget: { enabled: false }, adminService: { enabled: false }, serviceAccount: { create: false } } })
+    expect(all(chart, 'PodDisruptionBudget')).toEqual([])
+    expect(all(chart, 'ServiceAccount')).toEqual([])
+    expect(all(chart, 'Service')).toHaveLength(1)
+    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.serviceAccountName).toBe('default')
+  })
+})
+
+describe('optional objects', () => {
+  it('are all off by default: no PrometheusRule, dashboard, NetworkPolicy or CronJob', () => {
+    const defaults = parse(chartFile('values.yaml')) as Values & {
+      monitoring: { prometheusRule: { enabled: boolean }; dashboard: { enabled: boolean } }
+      networkPolicy: { enabled: boolean }
+      cacheWarm: { enabled: boolean }
+    }
+    expect([defaults.monitoring.prometheusRule.enabled, defaults.monitoring.dashboard.enabled, defaults.networkPolicy.enabled, defaults.cacheWarm.enabled]).toEqual([false, false, false, false])
+    const kinds = install().manifests.map((m) => m.kind)
+    for (const kind of ['PrometheusRule', 'NetworkPolicy', 'CronJob', 'ServiceMonitor']) expect(kinds, kind).not.toContain(kind)
+    expect(kinds.filter((k) => k === 'ConfigMap'), 'only the config file').toHaveLength(1)
+  })
+
+  it('are named, namespaced and labelled the standard way when switched on', () => {
+    const chart = install({
+      values: {
+        monitoring: { prometheusRule: { enabled: true }, dashboard: { enabled: true } },
+        networkPolicy: { enabled: true },
+        cacheWarm: { enabled: true, advertisers: [101], apiKeySecret: { name: 'warm-key' } },
+      },
+    })
+    const added = chart.manifests.filter((m) => ['PrometheusRule', 'NetworkPolicy', 'CronJob'].includes(m.kind) || m.metadata.name.endsWith('-dashboard'))
+    expect(added.map((m) => `${m.kind} ${m.metadata.name}`).sort()).toEqual(
+      ['ConfigMap rgw-report-gateway-dashboard', 'CronJob rgw-report-gateway-cache-warm', 'NetworkPolicy rgw-report-gateway', 'PrometheusRule rgw-report-gateway'].sort(),
+    )
+    for (const m of added) {
+      expect(m.metadata.namespace, m.kind).toBe('reports')
+      expect(m.metadata.labels, m.kind).toMatchObject({ 'app.kubernetes.io/name': 'report-gateway', 'app.kubernetes.io/instance': 'rgw', 'helm.sh/chart': 'report-gateway-0.2.0' })
+    }
+  })
+})
+
+describe('terminationGracePeriodSeconds (derived)', () => {
+  const grace = (values: Values) => {
+    const chart = install({ values })
+    const config = parse(podFiles(chart).get('/etc/report-gateway/config.yaml')!) as { shutdownGrace: string }
+    return { period: one<Deployment>(chart, 'Deployment').spec.template.spec.terminationGracePeriodSeconds, shutdownGrace: config.shutdownGrace, preStop: gateway(chart).lifecycle?.preStop }
+  }
+
+  it('is preStopSleepSeconds + shutdownGraceSeconds + terminationGraceMarginSeconds', () => {
+    expect(grace({})).toMatchObject({ period: 20, shutdownGrace: '10s' })
+    expect(grace({ preStopSleepSeconds: 10, shutdownGraceSeconds: 30, terminationGraceMarginSeconds: 7 })).toMatchObject({ period: 47, shutdownGrace: '30s' })
+    expect(grace({ shutdownGraceSeconds: 45 })).toMatchObject({ period: 55, shutdownGrace: '45s' })
+  })
+
+  it('has no preStop hook without a sleep, and then is the grace plus the margin', () => {
+    const g = grace({ preStopSleepSeconds: 0 })
+    expect(g.preStop).toBeUndefined()
+    expect(g.period).toBe(15)
+  })
+
+  it("is what the gateway's loader reads as its shutdownGrace", () => {
+    const chart = install({ values: merge(FULL, { shutdownGraceSeconds: 25 }) })
+    const config = gatewayConfigFrom(chart, { 'redis-credentials': { url: 'redis://redis:6379' } })
+    expect(config.shutdownGraceMs).toBe(25_000)
+    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.terminationGracePeriodSeconds).toBe(5 + 25 + 5)
+  })
+})
+
+describe('values-production.yaml', () => {
+  const production = parse(chartFile('values-production.yaml')) as Values
+  // What the example leaves to each installation (docs/operations/deploy.md).
+  const yours = { image: { repository: IMAGE }, platform: { baseUrl: 'https://dsp-api.example.com' } }
+  const chart = renderChart(CHART, { values: merge(production, yours) })
+
+  it('meets the schema and turns on the NetworkPolicy, the alerts, the dashboard and the ServiceMonitor', () => {
+    expect(validateValues(CHART, merge(parse(chartFile('values.yaml')) as Values, production))).toEqual([])
+    const kinds = chart.manifests.map((m) => m.kind)
+    for (const kind of ['NetworkPolicy', 'PrometheusRule', 'ServiceMonitor', 'HorizontalPodAutoscaler']) expect(kinds, kind).toContain(kind)
+    expect(all(chart, 'ConfigMap').map((m) => m.metadata.name).sort()).toEqual(['rgw-report-gateway-dashboard', 'rgw-report-gateway-settings'])
+  })
+
+  it('leaves the image and the platform address to each installation: as it is, it does not render', () => {
+    expect(() => renderChart(CHART, { values: production })).toThrow(/^image\.repository is required/)
+    expect(() => renderChart(CHART, { values: merge(production, { image: yours.image }) })).toThrow(/^platform\.baseUrl is required/)
+  })
+
+  it('lets the gateway reach its Redis, by selector, and the ingress controller reach the proxy', () => {
+    const np = one<NetworkPolicy>(chart, 'NetworkPolicy')
+    const redis = np.spec.egress.find((r) => r.ports.some((p) => p.port === 6379))
+    expect(redis?.to).toEqual([{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'redis' } }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'redis' } } }])
+    expect(np.spec.ingress[0]?.from).toContainEqual({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } })
+  })
+
+  it('comments every value', () => {
+    const lines = chartFile('values-production.yaml').split('\n')
+    const bare = lines
+      .map((line, i) => ({ line, i }))
+      .filter(({ line, i }) => /^\s*[\w.-]+:\s*\S/.test(line) && !line.includes('#') && !/^\s*#/.test(lines[i - 1] ?? ''))
+      .map(({ line, i }) => `${i + 1}: ${line.trim()}`)
+    expect(bare).toEqual([])
+  })
+})

@@ -1,0 +1,62 @@
+/**
+ * The chart tests' renderer (test/helpers/render-chart.ts and go-template/): the subset of
+ * Go templates and Sprig the chart uses, as helm runs it, and a failure on anything else.
+ */
+import { describe, it, expect } from 'vitest'
+import { renderString, TemplateError } from '../helpers/render-chart.js'
+import { install } from '../helpers/chart-manifests.js'
+
+describe('the test renderer (subset of Go templates)', () => {
+  it('trims whitespace at {{- and -}} like Go', () => {
+    expect(renderString('a  \n  {{- "b" -}}  \n  c', {})).toBe('abc')
+    expect(renderString('a {{/* comment */}} b', {})).toBe('a  b')
+  })
+
+  it('evaluates if / else if / else, with and range (maps in key order)', () => {
+    const src = '{{ if .a }}A{{ else if .b }}B{{ else }}C{{ end }}'
+    expect(renderString(src, { a: 1 })).toBe('A')
+    expect(renderString(src, { b: 'x' })).toBe('B')
+    expect(renderString(src, { a: 0, b: '' })).toBe('C')
+    expect(renderString('{{ with .m }}{{ .x }}{{ end }}', { m: { x: 'y' } })).toBe('y')
+    expect(renderString('{{ range $k, $v := .m }}{{ $k }}={{ $v }};{{ end }}', { m: { b: 2, a: 1 } })).toBe('a=1;b=2;')
+    expect(renderString('{{ range .l }}[{{ . }}]{{ else }}none{{ end }}', { l: [] })).toBe('none')
+  })
+
+  it('includes defines and pipes through the functions the chart uses', () => {
+    const helpers = '{{- define "n" -}}{{ .name | default "dflt" | trunc 3 }}{{- end }}'
+    expect(renderString('{{ include "n" . | quote }}', {}, helpers)).toBe('"dfl"')
+    expect(renderString('x:{{ toYaml .v | nindent 2 }}', { v: { b: 1, a: [1] } })).toBe('x:\n  a:\n    - 1\n  b: 1')
+    expect(renderString('{{ printf "%s-%v" .a .b }}', { a: 'x', b: 8080 })).toBe('x-8080')
+  })
+
+  it('prints values as helm does', () => {
+    expect(renderString('{{ .n }}', { n: 1000000 })).toBe('1e+06')
+    expect(renderString('[{{ .missing }}]', {})).toBe('[]')
+    expect(renderString('{{ printf "%s" .n }}', { n: 1 })).toBe('%!s(float64=1)')
+  })
+
+  it('reads chart files with .Files.Get, as helm does (not templates, "" for none)', () => {
+    const files = install({ values: { monitoring: { dashboard: { enabled: true } } } })
+    expect(files.files['dashboard-configmap.yaml']).toContain('"uid": "report-gateway"')
+    const data = { Files: { Get: (name: unknown) => (name === 'a.txt' ? 'A' : '') } }
+    expect(renderString('[{{ .Files.Get "a.txt" }}][{{ .Files.Get "b.txt" }}]', data)).toBe('[A][]')
+    expect(renderString('{{ "a.txt" | .Files.Get | quote }}', data)).toBe('"A"')
+  })
+
+  it('runs add, join, deepCopy and set like Sprig', () => {
+    expect(renderString('{{ add 5 10 .n }}', { n: 5 })).toBe('20')
+    expect(renderString('{{ join "," .l }}', { l: [101, 102] })).toBe('101,102')
+    const data = { m: { a: 1 } }
+    expect(renderString('{{ $c := deepCopy .m }}{{ $_ := set $c "b" "x" }}{{ toYaml $c }}|{{ toYaml .m }}', data)).toBe('a: 1\nb: x|a: 1')
+    expect(data.m).toEqual({ a: 1 })
+  })
+
+  it('fails on what helm fails on, and on anything outside the subset', () => {
+    expect(() => renderString('{{ .a.b }}', {})).toThrow(/nil pointer/)
+    expect(() => renderString('{{ required "need x" .x }}', {})).toThrow(TemplateError)
+    expect(() => renderString('{{ if .x }}{{ fail "no x here" }}{{ end }}', { x: 1 })).toThrow('no x here')
+    expect(renderString('{{ if .x }}{{ fail "no x here" }}{{ end }}ok', {})).toBe('ok')
+    expect(() => renderString('{{ lookup "v1" "Secret" "ns" "n" }}', {})).toThrow(/not supported/)
+    expect(() => renderString('{{ if .a }}', {})).toThrow(/without end/)
+  })
+})
