@@ -34,7 +34,7 @@ export interface GatewayDeps {
   timers?: Timers
   /** Where the teams are reloaded from; default the process environment. null: never. */
   configSource?: LoadOptions | null
-  /** Where the console's compiled scripts are (tests running the sources point it at dist/http/console). */
+  /** Where the console's compiled scripts are (tests running the sources point it at dist/console). */
   consoleScriptsDir?: string
 }
 
