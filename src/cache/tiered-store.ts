@@ -30,7 +30,6 @@ const SHARE_BATCH = 100
 const PURGE_CHANNEL = 'purge'
 // A report's cache key is its prefix, its version and a 43-character digest: a longer one in a message is not a key.
 const MAX_KEY_CHARS = 512
-const REFRESHED_CHANNEL = 'refreshed'
 
 /**
  * The report cache's two tiers as one store (docs/design.md): L1 in memory in front of L2 in
@@ -82,7 +81,6 @@ export class TieredStore implements CacheStore {
 
   async start(): Promise<void> {
     await this.#bus?.subscribe(PURGE_CHANNEL, (message) => void this.#purgeLocal(message))
-    await this.#bus?.subscribe(REFRESHED_CHANNEL, (key) => void this.#takeRefreshed(key))
     // After subscribing: a purge made meanwhile is heard on the bus or read here.
     await this.#purges.load()
   }
@@ -151,22 +149,13 @@ export class TieredStore implements CacheStore {
   }
 
   /**
-   * A refreshed copy: stored in both tiers, and every replica holding the
-   * key in its L1 replaces its copy with it, rather than serving the older one until it
-   * expires.
+   * A copy of `key` fetched at `fetchedAt` was stored in L2 (by any replica): an older
+   * copy held here is replaced with it, rather than served until it expires. A replica
+   * without a copy, or with one as new, reads nothing.
    */
-  async replace(key: string, entry: CacheEntry): Promise<void> {
-    await this.set(key, entry)
-    try {
-      await this.#bus?.publish(REFRESHED_CHANNEL, key)
-    } catch (err) {
-      this.#log.warn({ err }, 'announcing a refreshed report failed; other replicas keep their copy until it expires')
-    }
-  }
-
-  async #takeRefreshed(key: string): Promise<void> {
-    const local = this.#l1.getSync(key)
-    if (!local) return
+  async takeNewer(key: string, fetchedAt: number): Promise<void> {
+    const local = this.#l1.peek(key)
+    if (!local || local.fetchedAt >= fetchedAt) return
     const shared = await this.getShared(key)
     if (shared && shared.fetchedAt > local.fetchedAt) await this.keepLocally(key, shared)
   }

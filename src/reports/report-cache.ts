@@ -436,13 +436,15 @@ export class ReportCache {
     let result: FillResult | null = null
     try {
       result = await this.#callPlatform(report, provider, origin)
-      if (result.kind === 'entry') await (origin.background ? this.#d.store.replace(key, result.entry) : this.#d.store.set(key, result.entry))
+      if (result.kind === 'entry') await this.#d.store.set(key, result.entry)
     } finally {
-      // Callers are answered while the lock is released and waiters are woken. A call
-      // aborted by this replica's shutdown, or dropped in the queue because its callers all
-      // hung up, is no failure of the platform: another replica takes the fill over.
+      // Callers are answered while the lock is released and waiters are woken, and every
+      // replica holding an older copy takes the new one. A call aborted by this replica's
+      // shutdown, or dropped in the queue because its callers all hung up, is no failure of
+      // the platform: another replica takes the fill over.
       const shutDown = result?.kind === 'failed' && (result.error.code === 'GW_SHUTTING_DOWN' || droppedInQueue(result.error) || result.error.cause instanceof NoIdleSlotError)
-      void (shutDown ? lease.abandon() : lease.release(result?.kind === 'failed' ? failureOf(result) : undefined)).catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
+      const released = shutDown ? lease.abandon() : result?.kind === 'entry' ? lease.stored(result.entry.fetchedAt) : lease.release(result?.kind === 'failed' ? failureOf(result) : undefined)
+      void released.catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
     }
     return result
   }
