@@ -3,7 +3,7 @@ import type { DestinationStream, Logger } from 'pino'
 import type { Dispatcher } from 'undici'
 import type { Config, LoadOptions } from './config.js'
 import type { GatewayContext } from './http/context.js'
-import { replicaState } from './http/admin/cluster-route.js'
+import { replicaHistory, replicaState } from './http/admin/cluster-route.js'
 import type { TeamReloader } from './access/team-reload.js'
 import { CampaignOwners } from './access/campaign-owners.js'
 import { TokenStore } from './platform/tokens/token-store.js'
@@ -78,7 +78,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     campaignOwners: new CampaignOwners({ config, client, redis, breaker, now: () => clock.now() }),
   }
   const tokenStore = new TokenStore(ctx)
-  // Each replica announces itself and its last hour in Redis: GET /admin/cluster lists them.
+  // Each replica announces itself in Redis, and writes its last hour there when a cluster view asks: GET /admin/cluster lists them.
   const replicas: Replicas = new Replicas({
     id: replicaId,
     redis,
@@ -86,7 +86,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     seal,
     prefix: config.redis.keyPrefix,
     log,
-    state: () => replicaState(ctx, replicas.id, history),
+    state: () => replicaState(ctx, replicas.id),
+    history: () => replicaHistory(history, clock.now()),
+    bus,
     onUnverified: (key) => unverified('replica', key),
     clock,
   })
@@ -113,7 +115,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
       await platform.probeTokens()
       ctx.lifecycle.phase = 'serving'
-      replicas.start()
+      await replicas.start()
       keyUse.start()
     },
     abortPlatformCalls() {
