@@ -11,6 +11,8 @@
 //   two-teams        a dashboard team beside a team of year-long, unread, failing or throttled reports
 //   targets          issue 17 item 3's targets, set up as the hidden benchmark measures them
 //   spread           L1 hits of several identical gateway processes and a bare server with a hit's headers
+//   redis-traffic    Redis commands per idle replica and per request kind (INFO commandstats)
+//   pubsub           the bus on a 3-master Cluster: PUBLISH against sharded SPUBLISH
 //
 // Flags: --quick (shorter runs, written to .bench/results-quick.md)
 //        --only=<id>[,<id>] (those scenarios, written to bench/results-<id>.md)
@@ -35,11 +37,13 @@ import * as fairness from './scenarios/fairness.mjs'
 import * as hits from './scenarios/hits.mjs'
 import * as noisyNeighbour from './scenarios/noisy-neighbour.mjs'
 import * as spread from './scenarios/spread.mjs'
+import * as redisTraffic from './scenarios/redis-traffic.mjs'
+import * as pubsub from './scenarios/pubsub.mjs'
 import * as twoTeams from './scenarios/two-teams.mjs'
 import * as targets from './scenarios/targets.mjs'
 import { profileGateway } from './scenarios/profile.mjs'
 
-const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, capacity, twoTeams, targets, spread]
+const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, capacity, twoTeams, targets, spread, redisTraffic, pubsub]
 const TIME_LIMIT_MS = 35 * 60_000
 
 const args = process.argv.slice(2)
