@@ -125,9 +125,12 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       if (closed) return
       closed = true
       ctx.lifecycle.phase = 'stopping'
+      // The listeners answer what comes on the connections they have until these end
+      // (server.ts); the fills under way end before Redis and the platform pool close.
       await Promise.all([proxy.close(), admin.close()])
-      await rateLimiter.close()
       reports.close()
+      await reports.settled()
+      await rateLimiter.close()
       failures.close()
       reloader.close()
       await usage.close()

@@ -26,6 +26,11 @@ export class SingleFlight<T> {
   running(key: string): Promise<T> | undefined {
     return this.#inFlight.get(key)
   }
+
+  /** Resolves once no run is under way: those under way now, and any they start meanwhile, have ended. */
+  async settled(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight.values()])
+  }
 }
 
 const FILLED_CHANNEL = 'filled'

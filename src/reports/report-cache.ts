@@ -163,6 +163,15 @@ export class ReportCache {
     this.#watches.clear()
   }
 
+  /**
+   * Resolves once every fill under way has ended: stored and announced, or, aborted at the
+   * end of the shutdown's grace, its lock let go for a waiter on another replica to take
+   * over. A background refresh has no caller to keep the listener open for it.
+   */
+  settled(): Promise<void> {
+    return this.#flights.settled()
+  }
+
   /** The cache key of a report read with a credential's token. */
   keyFor(credential: string, report: CanonicalReport): string {
     const { config } = this.#d
