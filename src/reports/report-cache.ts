@@ -37,6 +37,9 @@ type Tier = StoreTier | 'platform'
 
 export type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number }
 
+/** A copy found by a lookup, and the tier it came from. */
+export type Lookup = { entry: CacheEntry; tier: StoreTier }
+
 /** Whom a read's platform calls count for (usage per team). */
 export interface CallTally {
   team: { name: string }
@@ -56,6 +59,8 @@ export interface ReadOptions {
   log: Pick<Logger, 'warn'>
   /** The fill this caller already joined (`joinCold`), which ended in no entry: read it rather than fill. */
   joined?: Promise<FillResult>
+  /** The copy already looked up for this caller (`lookup`), not fresh; null: none anywhere. */
+  found?: Lookup | null
   /** 'warm': a warm-up's read, whose platform call waits behind every other (default 'caller'). */
   priority?: Priority
 }
@@ -186,7 +191,7 @@ export class ReportCache {
   async read(report: CanonicalReport, key: string, provider: TokenProvider, opts: ReadOptions): Promise<CacheResult> {
     let stale: { entry: CacheEntry; tier: Tier } | null = null
     if (!opts.refresh) {
-      const found = await this.#d.store.lookup(key)
+      const found = opts.found !== undefined ? opts.found : await this.#d.store.lookup(key)
       if (found) {
         const now = this.#clock.now()
         if (now < found.entry.freshUntil) {
@@ -240,6 +245,11 @@ export class ReportCache {
     return this.#d.store.freshInMemory(key, now)
   }
 
+  /** The best copy of `key` and its tier (the store's lookup): the fast path's read of L2. */
+  lookup(key: string): Promise<Lookup | null> {
+    return this.#d.store.lookup(key)
+  }
+
   purgeAll(): Promise<number> {
     return this.#d.store.purgeAll()
   }
@@ -288,9 +298,10 @@ export class ReportCache {
     if (this.#d.config.cache.refreshAhead > 0) this.#asked(key, result.entry, report, credential, team, now)
   }
 
-  /** Counts a hit served outside `read` (the fast path) at `now`, and the ask for refresh ahead. */
-  countHit(key: string, entry: CacheEntry, report: CanonicalReport, credential: string, team: string, now: number): void {
-    this.#hitL1.inc()
+  /** Counts a hit served outside `read` (the fast path) at `now`, from `tier`, and the ask for refresh ahead. */
+  countHit(key: string, entry: CacheEntry, report: CanonicalReport, credential: string, team: string, now: number, tier: StoreTier = 'l1'): void {
+    if (tier === 'l1') this.#hitL1.inc()
+    else this.#count('HIT', tier)
     if (this.#d.config.cache.refreshAhead > 0) this.#asked(key, entry, report, credential, team, now)
   }
 

@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import type { GatewayContext } from '../context.js'
 import { hangUpSignal } from '../../platform/governor/caller-group.js'
-import { handOverJoinedFill } from './joined-fills.js'
+import { handOver } from './handed-over.js'
 import type { FillResult } from '../../reports/report-cache.js'
 import { formFor, type KnownReport, type ReportForms } from './report-route.js'
 import { acceptsGzip, answerRendered, entryResponse, wantsRefresh } from './report-reply.js'
@@ -27,6 +27,8 @@ export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
  * - A caller arriving while a cold miss of the same report is filled in this process
  *   joins that fill, as the route would once it found no copy, and is answered from it
  *   (MISS): the callers of a stampede cost no more than hits.
+ * - Otherwise the copy is looked up in Redis (L2), as the route would, and a fresh one is
+ *   answered (HIT); one that is not, or none, goes on to Fastify with what was found.
  * It decides through the same Admission and access checks as the routes; anything else
  * (an error to answer, a refresh, a miss of its own, a spent rate limit, a call naming
  * campaigns, a joined fill that ended in no entry) goes on to Fastify.
@@ -79,20 +81,48 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     const rate = rateLimiter.hit(team, now)
     if (!rate.allowed) return next(req, res)
     reports.joinCold(form.key, team.name, hangUpSignal(res))
-    const handOver = () => {
-      handOverJoinedFill(req, { flight, rate })
+    const handOverFill = () => {
+      handOver(req, { flight, rate })
       next(req, res)
     }
     flight
       .then((result) => {
-        if (result.kind !== 'entry') return handOver()
+        if (result.kind !== 'entry') return handOverFill()
         const at = ctx.clock.now()
         reports.countJoined(form.key, result, form.report, team.credential, team.name, at)
         answer(req, res, who, form, result.entry, { status: 'MISS', rate, started, now: at, upstreamMs: result.upstreamMs ?? null })
-      }, handOver)
+      }, handOverFill)
       .catch((err: unknown) => {
         // Nothing above is expected to throw; should it, this caller is cut off, not the process.
         ctx.log.error({ err }, 'answering a joined report fill failed')
+        res.destroy()
+      })
+  }
+
+  // No fresh copy in memory and no fill to join: the copy in Redis, read as the route would.
+  const shared = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, who: Identity, form: KnownReport, started: number, now: number): void => {
+    const { team } = who
+    const rate = rateLimiter.hit(team, now)
+    if (!rate.allowed) return next(req, res)
+    reports
+      .lookup(form.key)
+      .then(
+        (found) => {
+          const at = ctx.clock.now()
+          if (found === null || at >= found.entry.freshUntil) {
+            handOver(req, { rate, found })
+            return next(req, res)
+          }
+          reports.countHit(form.key, found.entry, form.report, team.credential, team.name, at, found.tier)
+          answer(req, res, who, form, found.entry, { status: 'HIT', rate, started, now: at, upstreamMs: null })
+        },
+        () => {
+          handOver(req, { rate })
+          next(req, res)
+        },
+      )
+      .catch((err: unknown) => {
+        ctx.log.error({ err }, 'answering a report from redis failed')
         res.destroy()
       })
   }
@@ -127,7 +157,7 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     const entry = reports.freshInMemory(form.key, now)
     if (!entry) {
       const flight = reports.coldFlight(form.key)
-      return flight ? join(req, res, next, who, form, flight, started, now) : next(req, res)
+      return flight ? join(req, res, next, who, form, flight, started, now) : shared(req, res, next, who, form, started, now)
     }
     const rate = rateLimiter.hit(who.team, now)
     if (!rate.allowed) return next(req, res)
