@@ -5,6 +5,7 @@ import { Agent, request } from 'undici'
 import { KEYS, buildGateway, listen, testConfig } from '../helpers/build-gateway.js'
 import { useSandbox } from '../helpers/fixtures.js'
 import { waitUntil } from '../helpers/wait.js'
+import { connectionRefused } from '../helpers/sandbox-gateway.js'
 
 // A replica told to stop answers what comes on the connections it has, with
 // `connection: close` (it refused GW_SHUTTING_DOWN, a report it held included), and
@@ -15,17 +16,6 @@ import { waitUntil } from '../helpers/wait.js'
 
 const sandbox = useSandbox()
 
-/** Whether a new connection to `port` is refused. */
-function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = connect(port, '127.0.0.1')
-    probe.once('connect', () => {
-      probe.destroy()
-      resolve(false)
-    })
-    probe.once('error', () => resolve(true))
-  })
-}
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-06-01&dateTo=2026-06-07'
 
 describe('closing with answers in flight on kept-alive connections', () => {
@@ -75,7 +65,7 @@ describe('closing with kept-alive connections idle', () => {
       let closed = false
       const closing = gw.close().then(() => (closed = true))
       // Closing: the listener takes no new connection (after the preClose hooks ran).
-      await waitUntil(5000, () => refused(gw.port))
+      await waitUntil(5000, () => connectionRefused(gw.port))
       asking.socket.write(`GET ${REPORT} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\n\r\n`)
       await asking.closed
       const answers = asking.received.split(/(?=HTTP\/1\.1 )/)

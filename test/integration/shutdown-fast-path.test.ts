@@ -1,7 +1,7 @@
 import { connect } from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { request } from 'undici'
-import { startSandboxGateway, KEYS, type SandboxGateway } from '../helpers/sandbox-gateway.js'
+import { connectionRefused, startSandboxGateway, KEYS, type SandboxGateway } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
 
 // A hit of a URL seen before is answered before Fastify's router; while the gateway
@@ -14,17 +14,6 @@ const THIRD = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01
 // REPORT spelled anew: the same cache entry, a URL the fast path has not seen.
 const SPELLED_ANEW = '/api/v1/report/campaigns/get?byDate=1&dateTo=2026-01-07&dateFrom=2026-01-01&advertiserId=101'
 
-/** Whether a new connection to `port` is refused. */
-function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = connect(port, '127.0.0.1')
-    probe.once('connect', () => {
-      probe.destroy()
-      resolve(false)
-    })
-    probe.once('error', () => resolve(true))
-  })
-}
 
 describe('a hit while the gateway closes', () => {
   let env: SandboxGateway | undefined
@@ -60,7 +49,7 @@ describe('a hit while the gateway closes', () => {
     const closing = env.close()
     env = undefined
     // Closing: the listener takes no new connection (after the preClose hooks ran).
-    await waitFor('the listener closed', () => refused(port), 5000, 10)
+    await waitFor('the listener closed', () => connectionRefused(port), 5000, 10)
     hit.socket.write(`GET ${REPORT} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\nx-request-id: hit-while-closing\r\n\r\n`)
     routed.socket.write(`GET ${SPELLED_ANEW} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\nx-request-id: route-while-closing\r\n\r\n`)
     await Promise.all([hit.closed, routed.closed])
