@@ -17,7 +17,8 @@ const SCAN_COUNT = 500
 // bytes under the same key again, the header and the gzip body are not worked on twice,
 // and the entry, being the same object, keeps its rendered heads (reports/report-reply.ts).
 // With L1 off every hit is such a read: the seal's HMAC, the decoding and the
-// decompression were half of one (profiled).
+// decompression were half of one (profiled). With L1 on, a copy read is kept there, and
+// this keeps none.
 export const READ_ENTRIES_BYTES = 8 * 1024 * 1024
 
 interface ReadEntry {
@@ -44,10 +45,7 @@ export class RedisStore implements CacheStore {
   readonly #onRefused: (key: string, why: string) => void
   readonly #limits: EntryLimits
   readonly #maxStoredBytes: number
-  readonly #read = new LRUCache<string, ReadEntry>({
-    maxSize: READ_ENTRIES_BYTES,
-    sizeCalculation: (r, key) => LRU_ENTRY_BYTES + keptBytes(key) + ENTRY_OVERHEAD_BYTES + r.raw.length + (r.entry.identity?.length ?? 0),
-  })
+  readonly #read: LRUCache<string, ReadEntry> | null
 
   constructor(opts: {
     redis: RedisClient
@@ -62,6 +60,8 @@ export class RedisStore implements CacheStore {
     limits: EntryLimits
     /** A value refused for its size or its fill time, read as a miss. */
     onRefused?: (key: string, why: string) => void
+    /** Keep the entry last read for each key, up to READ_ENTRIES_BYTES (L1 is off). */
+    keepReads?: boolean
   }) {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
@@ -72,6 +72,12 @@ export class RedisStore implements CacheStore {
     this.#onRefused = opts.onRefused ?? (() => undefined)
     this.#limits = opts.limits
     this.#maxStoredBytes = storedBytesLimit(opts.limits)
+    this.#read = opts.keepReads
+      ? new LRUCache<string, ReadEntry>({
+          maxSize: READ_ENTRIES_BYTES,
+          sizeCalculation: (r, key) => LRU_ENTRY_BYTES + keptBytes(key) + ENTRY_OVERHEAD_BYTES + r.raw.length + (r.entry.identity?.length ?? 0),
+        })
+      : null
   }
 
   async get(key: string): Promise<CacheEntry | null> {
@@ -83,7 +89,7 @@ export class RedisStore implements CacheStore {
       this.#onRefused(key, `larger than an entry of cache.maxEntryBytes (${this.#limits.maxEntryBytes} bytes) can be`)
       return null
     }
-    const known = this.#read.get(key)
+    const known = this.#read?.get(key)
     const decoded = known?.raw.equals(buf) ? known.entry : this.#decoded(key, buf)
     if (!decoded) return null
     const now = this.#now()
@@ -113,7 +119,7 @@ export class RedisStore implements CacheStore {
     }
     // Own bytes: zlib's output may be a view of a larger buffer.
     entry.identity = ownBytes(identity)
-    this.#read.set(key, { raw, entry })
+    this.#read?.set(key, { raw, entry })
     return entry
   }
 

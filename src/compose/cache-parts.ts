@@ -66,7 +66,9 @@ export function cacheParts(
     metrics.redisUnverified.inc({ what: 'entry' })
     log.warn({ what: 'entry', where, why }, 'ignoring a report entry read from redis')
   }
-  const l2 = redis && breaker ? new RedisStore({ redis, breaker, prefix, seal, onUnverified: (key) => unverified('entry', key), limits: entryLimits, onRefused: refusedEntry, now }) : null
+  // With L1 off, the store keeps the entry last read for each key (redis-store.ts).
+  const keepReads = config.cache.l1MaxBytes === 0
+  const l2 = redis && breaker ? new RedisStore({ redis, breaker, prefix, seal, onUnverified: (key) => unverified('entry', key), limits: entryLimits, onRefused: refusedEntry, now, keepReads }) : null
   const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, now })
   const store = new TieredStore({
     l1,

@@ -265,10 +265,10 @@ export class TeamUsage {
   async #readDay(day: string, team: string | null): Promise<DayCounts> {
     const { redis, prefix } = this.#o
     if (!redis) return new Map()
-    const shared = redis.hgetall(redisKey.usageDayShared(prefix, day))
-    const names = team !== null ? [team] : (await redis.smembers(redisKey.usageTeams(prefix, day))).filter((name) => name.length <= MAX_TEAM_CHARS)
+    const [shared, named] = await Promise.all([redis.hgetall(redisKey.usageDayShared(prefix, day)), team !== null ? [team] : redis.smembers(redisKey.usageTeams(prefix, day))])
+    const names = named.filter((name) => name.length <= MAX_TEAM_CHARS)
     const hashes = await Promise.all(names.map((name) => redis.hgetall(redisKey.usage(prefix, name, day))))
-    const teams = parseDay(await shared)
+    const teams = parseDay(shared)
     names.forEach((name, i) => {
       const hash = hashes[i] ?? {}
       if (Object.keys(hash).length > 0) add(teamTotals(teams, name), parseCounts(hash))
