@@ -602,7 +602,8 @@ async function main() {
     const sorted = t.sorted()
     const memories = await Promise.all(
       replicas.map(async (gw) => {
-        if (gw.out) return null
+        // A replica restarting may not have its probe yet: SIGUSR2 would end it.
+        if (gw.out || gw.restarting) return null
         const m = await memoryOf(gw.proc)
         if (m) m.newReports = gw.newReports
         return m
@@ -743,16 +744,24 @@ async function main() {
   }, SAMPLE_S * 1000)
   const restartSlot = async (slot) => {
     const proc = slot.proc
-    proc.told = 'SIGTERM'
-    const t0 = performance.now()
-    proc.child.kill('SIGTERM')
-    const code = await Promise.race([proc.exited, sleep(15_000).then(() => 'no exit within 15 s')])
-    sigtermExits.push(`${slot.name}: ${code}`)
-    const exitS = (performance.now() - t0) / 1000
-    if (code === 'no exit within 15 s') proc.child.kill('SIGKILL')
-    await proc.exited
-    const ready = await startReplica(slot)
-    return `exited ${code} ${exitS.toFixed(1)} s after SIGTERM; started again, ready after ${ready.toFixed(1)} s`
+    slot.restarting = true
+    try {
+      proc.told = 'SIGTERM'
+      const t0 = performance.now()
+      proc.child.kill('SIGTERM')
+      const code = await Promise.race([proc.exited, sleep(15_000).then(() => 'no exit within 15 s')])
+      sigtermExits.push(`${slot.name}: ${code}`)
+      const exitS = (performance.now() - t0) / 1000
+      if (code === 'no exit within 15 s') proc.child.kill('SIGKILL')
+      await proc.exited
+      const ready = await startReplica(slot)
+      return `exited ${code} ${exitS.toFixed(1)} s after SIGTERM; started again, ready after ${ready.toFixed(1)} s`
+    } catch (err) {
+      unexpectedExits.push(`${runSeconds().toFixed(1)} s: ${slot.name} did not start again: ${err.message}`)
+      return `did not start again: ${err.message.split('\n')[0]}`
+    } finally {
+      slot.restarting = false
+    }
   }
   const rollingEnv = {
     replicas,
