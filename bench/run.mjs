@@ -12,6 +12,8 @@
 //   targets          issue 17 item 3's targets, set up as the hidden benchmark measures them
 //   spread           L1 hits of several identical gateway processes and a bare server with a hit's headers
 //   scale            1 and 50 replicas on one Redis and on a Cluster: Redis commands and CPU per platform call, a 5 s stall
+//   redis-traffic    Redis commands per idle replica and per request kind (INFO commandstats)
+//   pubsub           the bus on a 3-master Cluster: PUBLISH against sharded SPUBLISH
 //
 // Flags: --quick (shorter runs, written to .bench/results-quick.md)
 //        --only=<id>[,<id>] (those scenarios, written to bench/results-<id>.md)
@@ -38,12 +40,14 @@ import * as hits from './scenarios/hits.mjs'
 import * as noisyNeighbour from './scenarios/noisy-neighbour.mjs'
 import * as scale from './scenarios/scale.mjs'
 import * as spread from './scenarios/spread.mjs'
+import * as redisTraffic from './scenarios/redis-traffic.mjs'
+import * as pubsub from './scenarios/pubsub.mjs'
 import * as twoTeams from './scenarios/two-teams.mjs'
 import * as targets from './scenarios/targets.mjs'
 import { profileGateway } from './scenarios/profile.mjs'
 
-const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, capacity, twoTeams, targets, spread, scale]
-const TIME_LIMIT_MS = 35 * 60_000
+const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, capacity, twoTeams, targets, spread, scale, redisTraffic, pubsub]
+const TIME_LIMIT_MS = 45 * 60_000
 
 const args = process.argv.slice(2)
 const quick = args.includes('--quick')

@@ -1,5 +1,5 @@
 /**
- * The soak's options (scripts/soak.mjs: --minutes, --rate, --sample, --chaos, --seed,
+ * The soak's options (scripts/soak.mjs: --minutes, --rate, --sample, --chaos, --rolling, --seed,
  * --faults, --keep-logs), what follows from them (the request count, the bounds), and the
  * chaos run's targets. A bad option stops the run here, before anything is started.
  */
@@ -22,17 +22,19 @@ export const { values: args } = parseArgs({
     rate: { type: 'string' },
     sample: { type: 'string' },
     chaos: { type: 'boolean', default: false },
+    rolling: { type: 'boolean', default: false },
     seed: { type: 'string' },
     'keep-logs': { type: 'string' },
     faults: { type: 'string' },
   },
 })
 export const CHAOS = args.chaos
+export const ROLLING = args.rolling
 export const MINUTES = Number(args.minutes)
-export const RATE = Number(args.rate ?? (CHAOS ? 60 : 30))
+export const RATE = Number(args.rate ?? (CHAOS ? 60 : ROLLING ? 100 : 30))
 export const SEED = args.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(args.seed)
-if (!(MINUTES > 0 && MINUTES <= 24 * 60) || !(RATE > 0 && RATE <= 2000) || !Number.isSafeInteger(SEED)) {
-  console.error('usage: npm run soak -- --minutes N [--rate R] [--sample S] [--chaos] [--seed K] [--faults a,b] [--keep-logs DIR]   (0 < N <= 1440, 0 < R <= 2000, K an integer)')
+if (!(MINUTES > 0 && MINUTES <= 24 * 60) || !(RATE > 0 && RATE <= 2000) || !Number.isSafeInteger(SEED) || (CHAOS && ROLLING)) {
+  console.error('usage: npm run soak -- --minutes N [--rate R] [--sample S] [--chaos | --rolling] [--seed K] [--faults a,b] [--keep-logs DIR]   (0 < N <= 1440, 0 < R <= 2000, K an integer)')
   process.exit(2)
 }
 // --faults a,b: only the faults whose names hold one of these words (to look into one).

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run soak -- --minutes N [--rate R] [--sample S] [--chaos] [--seed K] [--faults a,b] [--keep-logs DIR]`:
+ * `npm run soak -- --minutes N [--rate R] [--sample S] [--chaos | --rolling] [--seed K] [--faults a,b] [--keep-logs DIR]`:
  * the gateway under a steady mixed load for N minutes (default 1), to find what only time
  * shows: leaks, slow drift, errors that come once in thousands of requests.
  *
@@ -43,6 +43,14 @@
  *   - no replica exits unless told to, and each told to stop with SIGTERM exits 0;
  *   - RSS after the last fault within 20 % of RSS after the first minute, per replica.
  *
+ * With --rolling (default 100 requests/s): three replicas, restarted one after the other
+ * with SIGTERM, round after round, under the load (scripts/soak-rolling.mjs: the load
+ * balancer learns a replica is not ready by asking its /readyz every second, and sends a
+ * request whose connection failed before an answer once to another replica). Exits 1 on
+ * any answer outside the expected statuses, any request lost, or a replica that does not
+ * exit 0: a rolling restart is to cost no answer. Prints what the stopping replicas
+ * answered meanwhile.
+ *
  * Bounded: at most N x 60 x R requests, at most 64 in flight (256 with --chaos), the whole
  * run at most N + 2 minutes (+ 3 with --chaos). Every process it starts is stopped at the
  * end, on error and on SIGINT/SIGTERM; --keep-logs copies their logs to DIR first.
@@ -68,11 +76,12 @@ import { hashApiKey } from '../dist/access/api-keys.js'
 import { freePort } from './free-port.mjs'
 import { PLATFORM_LATENCY, PLATFORM_WEATHER } from './soak-faults.mjs'
 import { disagreement, seededRandom, shuffled } from './soak-targets.mjs'
-import { CHAOS, CHOSEN_FAULTS, HARD_LIMIT_MS, IMAGE_NODE_OPTIONS, LONG_RUN_S, MAX_IN_FLIGHT, MINUTES, PERMIT_LEASE_S, PLATFORM_LATENCY_MS, PROBE, RATE, RECOVERY_TARGET_S, REQUEST_TIMEOUT_MS, SAMPLE_S, SEED, TOTAL } from './soak-options.mjs'
+import { CHAOS, CHOSEN_FAULTS, ROLLING, HARD_LIMIT_MS, IMAGE_NODE_OPTIONS, LONG_RUN_S, MAX_IN_FLIGHT, MINUTES, PERMIT_LEASE_S, PLATFORM_LATENCY_MS, PROBE, RATE, RECOVERY_TARGET_S, REQUEST_TIMEOUT_MS, SAMPLE_S, SEED, TOTAL } from './soak-options.mjs'
 import { ADMIN_TOKEN, CREDENTIAL, GATEWAY_SECRET, KEY_PREFIX, KEYS, LIMIT, requestFor, WRITER_ACCOUNT } from './soak-load.mjs'
 import { keepLogs, launch, log, runSeconds, runStart, startRun, started, stopAll, tail, tmp, until } from './soak-processes.mjs'
 import { Ledger, mb, memoryOf, ms, percentile, secs, Tally } from './soak-measure.mjs'
 import { chaosVerdict, logSummary } from './soak-verdict.mjs'
+import { READINESS_MS, rollingRestarts, watchReadiness } from './soak-rolling.mjs'
 
 // ---------------------------------------------------------------- run
 
@@ -191,7 +200,7 @@ async function main() {
     return (performance.now() - t0) / 1000
   }
   let stopping = false
-  for (const name of ['replica-a', 'replica-b']) {
+  for (const name of ROLLING ? ['replica-a', 'replica-b', 'replica-c'] : ['replica-a', 'replica-b']) {
     const [port, adminPort] = [await freePort(), await freePort()]
     const slot = { name, port, adminPort, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${adminPort}`, proc: null, out: false, newReports: 0 }
     await startReplica(slot)
@@ -199,7 +208,7 @@ async function main() {
   }
 
   const cpu = cpus()
-  console.log(`# Soak: npm run soak -- --minutes ${MINUTES} --rate ${RATE}${CHAOS ? ` --chaos --seed ${SEED}` : ''}`)
+  console.log(`# Soak: npm run soak -- --minutes ${MINUTES} --rate ${RATE}${CHAOS ? ` --chaos --seed ${SEED}` : ''}${ROLLING ? ' --rolling' : ''}`)
   console.log(
     `machine: ${cpu.length} x ${cpu[0]?.model.trim() ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, load ${loadavg()[0]?.toFixed(1)}; Node ${process.versions.node}; ${redisVersion.split(' ').slice(0, 3).join(' ')}`,
   )
@@ -207,11 +216,11 @@ async function main() {
     ? `the sandbox at ${PLATFORM_LATENCY.ms}-${PLATFORM_LATENCY.maxMs} ms, ${PLATFORM_WEATHER.serverErrors * 100} % 5xx, ${PLATFORM_WEATHER.throttles * 100} % 429, ${PLATFORM_WEATHER.hangs * 100} % hangs, ${PLATFORM_WEATHER.cuts * 100} % bodies cut`
     : `the sandbox at ${PLATFORM_LATENCY_MS} ms`
   console.log(
-    `load: ${TOTAL} requests at ${RATE}/s over 2 replicas (one Redis, ${platformLine}); per 20: 9 report hits, 3 misses, 4 from a team limited to ${LIMIT.max}/${LIMIT.window}, 2 bad, 1 write, 1 proxied read`,
+    `load: ${TOTAL} requests at ${RATE}/s over ${replicas.length} replicas (one Redis, ${platformLine}); per 20: 9 report hits, 3 misses, 4 from a team limited to ${LIMIT.max}/${LIMIT.window}, 2 bad, 1 write, 1 proxied read${ROLLING ? `; the replicas restarted one after the other with SIGTERM, round after round, the balancer asking their /readyz every ${READINESS_MS / 1000} s` : ''}`,
   )
   console.log('')
-  console.log('| time | requests | 2xx | 400/401/403 | 429 | 5xx | lost | p50 | p99 | A rss / heap MB | B rss / heap MB | redis MB | load 1m |')
-  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+  console.log(`| time | requests | 2xx | 400/401/403 | 429 | 5xx | lost | p50 | p99 | ${replicas.map((r) => `${r.name.slice(-1).toUpperCase()} rss / heap MB | `).join('')}redis MB | load 1m |`)
+  console.log(`|---:|---:|---:|---:|---:|---:|---:|---:|---:|${replicas.map(() => '---:|').join('')}---:|---:|`)
 
   const agent = new Agent({ connections: CHAOS ? 128 : 32, keepAliveTimeout: 30_000, headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS })
   const overall = new Tally()
@@ -260,13 +269,19 @@ async function main() {
   }
 
   // The load balancer's part: a replica out of rotation gets nothing new; a request a
-  // replica refused because it is down or stopping goes once to the other.
+  // replica refused because it is down or stopping goes once to another.
   const pick = (i) => {
-    const preferred = replicas[i % 2]
-    return preferred.out ? replicas[(i + 1) % 2] : preferred
+    const preferred = replicas[i % replicas.length]
+    const ready = replicas.filter((r) => !r.out)
+    return preferred.out && ready.length > 0 ? ready[i % ready.length] : preferred
   }
+  const other = (gw) => replicas.find((r) => r !== gw && !r.out) ?? replicas[(replicas.indexOf(gw) + 1) % replicas.length]
   const idempotent = (r) => r.method === 'GET' || r.path.endsWith('/get')
-  const retriable = (o, r) => (o.status === null && (o.refused || idempotent(r))) || (o.status === 503 && o.code === 'GW_SHUTTING_DOWN')
+  // Without an answer: a connection refused, or cut before an answer to a request that may be sent twice.
+  const unanswered = (o, r) => o.status === null && (o.refused || idempotent(r))
+  const retriable = (o, r) => unanswered(o, r) || (o.status === 503 && o.code === 'GW_SHUTTING_DOWN')
+  // What the replicas told to stop answered, by status (--rolling).
+  const whileStopping = new Map()
 
   const send = async (i) => {
     const r = requestFor(i)
@@ -274,9 +289,14 @@ async function main() {
     const window = ledger.current
     const t0 = performance.now()
     const sentS = (t0 - runStart) / 1000
+    const toldToStop = gw.proc.told === 'SIGTERM'
     let outcome = await attempt(gw, r)
-    if (CHAOS && retriable(outcome, r)) {
-      gw = replicas[(replicas.indexOf(gw) + 1) % 2]
+    if (toldToStop) {
+      const what = outcome.status ?? `lost (${outcome.lost})`
+      whileStopping.set(what, (whileStopping.get(what) ?? 0) + 1)
+    }
+    if ((CHAOS && retriable(outcome, r)) || (ROLLING && unanswered(outcome, r))) {
+      gw = other(gw)
       outcome = { ...(await attempt(gw, r)), retried: true }
     }
     const status = outcome.status ?? `lost (${outcome.lost})`
@@ -299,9 +319,10 @@ async function main() {
     const t = interval
     interval = new Tally()
     const sorted = t.sorted()
-    const [a, b] = await Promise.all(
+    const memories = await Promise.all(
       replicas.map(async (gw) => {
-        if (gw.out) return null
+        // A replica restarting may not have its probe yet: SIGUSR2 would end it.
+        if (gw.out || gw.restarting) return null
         const m = await memoryOf(gw.proc)
         if (m) m.newReports = gw.newReports
         return m
@@ -310,7 +331,7 @@ async function main() {
     const redisMemory = Number(/used_memory:(\d+)/.exec(await redisClient.info('memory').catch(() => ''))?.[1] ?? NaN)
     const mem = (m) => (m ? `${mb(m.rss)} / ${mb(m.heapUsed)}` : '—')
     console.log(
-      `| ${final ? 'end' : `${Math.round(runSeconds())} s`} | ${t.count()} | ${t.count((s) => s >= 200 && s < 300)} | ${t.count((s) => s >= 400 && s < 429)} | ${t.count((s) => s === 429)} | ${t.count((s) => s >= 500)} | ${t.count((s) => typeof s === 'string')} | ${ms(percentile(sorted, 50))} | ${ms(percentile(sorted, 99))} | ${mem(a)} | ${mem(b)} | ${mb(redisMemory)} | ${loadavg()[0]?.toFixed(1)} |`,
+      `| ${final ? 'end' : `${Math.round(runSeconds())} s`} | ${t.count()} | ${t.count((s) => s >= 200 && s < 300)} | ${t.count((s) => s >= 400 && s < 429)} | ${t.count((s) => s === 429)} | ${t.count((s) => s >= 500)} | ${t.count((s) => typeof s === 'string')} | ${ms(percentile(sorted, 50))} | ${ms(percentile(sorted, 99))} | ${memories.map((m) => `${mem(m)} | `).join('')}${mb(redisMemory)} | ${loadavg()[0]?.toFixed(1)} |`,
     )
   }
 
@@ -442,6 +463,38 @@ async function main() {
   const sampler = setInterval(() => {
     sampling = sampling.then(() => report())
   }, SAMPLE_S * 1000)
+  const restartSlot = async (slot) => {
+    const proc = slot.proc
+    slot.restarting = true
+    try {
+      proc.told = 'SIGTERM'
+      const t0 = performance.now()
+      proc.child.kill('SIGTERM')
+      const code = await Promise.race([proc.exited, sleep(15_000).then(() => 'no exit within 15 s')])
+      sigtermExits.push(`${slot.name}: ${code}`)
+      const exitS = (performance.now() - t0) / 1000
+      if (code === 'no exit within 15 s') proc.child.kill('SIGKILL')
+      await proc.exited
+      const ready = await startReplica(slot)
+      return `exited ${code} ${exitS.toFixed(1)} s after SIGTERM; started again, ready after ${ready.toFixed(1)} s`
+    } catch (err) {
+      unexpectedExits.push(`${runSeconds().toFixed(1)} s: ${slot.name} did not start again: ${err.message}`)
+      return `did not start again: ${err.message.split('\n')[0]}`
+    } finally {
+      slot.restarting = false
+    }
+  }
+  const rollingEnv = {
+    replicas,
+    restart: restartSlot,
+    ready: async (slot) => (await request(`${slot.adminUrl}/readyz`, { headersTimeout: 1000, bodyTimeout: 1000 }).then(async (res) => (await res.body.dump(), res.statusCode))) === 200,
+    sleep: (msToWait) => sleep(msToWait),
+    stopping: () => stopping,
+    leftMs: () => (TOTAL / RATE - runSeconds()) * 1000,
+    now: () => runSeconds(),
+    log: (line) => console.log(`[${secs(runSeconds())}] ${line}`),
+  }
+  const rolling = ROLLING ? Promise.all([rollingRestarts(rollingEnv), watchReadiness(rollingEnv)]).then(([rounds]) => rounds) : Promise.resolve([])
   const faults = CHAOS ? chaos() : Promise.resolve()
   for (let i = 0; i < TOTAL && performance.now() - started < HARD_LIMIT_MS; i++) {
     const wait = runStart + (i * 1000) / RATE - performance.now()
@@ -455,6 +508,7 @@ async function main() {
   while (inFlight > 0) await sleep(20)
   stopping = true
   await faults
+  const rounds = await rolling
   clearInterval(sampler)
   await sampling
   if (interval.count() > 0) await report(true)
@@ -471,6 +525,10 @@ async function main() {
     console.log(`  ${kind.padEnd(30)} ${statuses}   p50 ${ms(percentile(t.sorted(), 50))}, p99 ${ms(percentile(t.sorted(), 99))}`)
   }
   console.log(`  x-cache: ${[...xCache].sort().map(([k, c]) => `${k} ${c}`).join(', ')}`)
+  if (ROLLING) {
+    const restarts = rounds.flat().length
+    console.log(`  rolling restarts: ${rounds.length} rounds, ${restarts} replicas restarted with SIGTERM (exits ${sigtermExits.map((e) => e.split(': ')[1]).join(', ') || 'none'}); answered by a replica told to stop: ${[...whileStopping].sort().map(([k, c]) => `${k}: ${c}`).join(', ') || 'none'}; answers lost or 5xx in the whole run: ${lost + fiveXX}`)
+  }
   for (const gw of replicas) {
     const m = gw.proc.memory
     if (m.length < 2) continue
@@ -513,6 +571,8 @@ async function main() {
     console.log('\nOK: every chaos target met')
     return 0
   }
+  for (const e of sigtermExits) if (!e.endsWith(': 0')) unexpected.push(`${e}: no exit 0 after SIGTERM`)
+  for (const e of unexpectedExits) unexpected.push(e)
   if (unexpected.length > 0 || lost > 0 || fiveXX > 0) {
     console.log(`\nFAILED: ${overall.count((s) => typeof s === 'string' || s >= 500)} lost or 5xx; unexpected answers (first ${unexpected.length}):`)
     for (const u of unexpected) console.log(`  ${u}`)

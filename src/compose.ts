@@ -3,7 +3,7 @@ import type { DestinationStream, Logger } from 'pino'
 import type { Dispatcher } from 'undici'
 import type { Config, LoadOptions } from './config.js'
 import type { GatewayContext } from './http/context.js'
-import { replicaState } from './http/admin/cluster-route.js'
+import { replicaHistory, replicaState } from './http/admin/cluster-route.js'
 import type { TeamReloader } from './access/team-reload.js'
 import { CampaignOwners } from './access/campaign-owners.js'
 import { TokenStore } from './platform/tokens/token-store.js'
@@ -85,7 +85,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     campaignOwners: new CampaignOwners({ config, client, redis, breaker, now: () => clock.now() }),
   }
   const tokenStore = new TokenStore(ctx)
-  // Each replica announces itself and its last hour in Redis: GET /admin/cluster lists them.
+  // Each replica announces itself in Redis, and writes its last hour there when a cluster view asks: GET /admin/cluster lists them.
   const replicas: Replicas = new Replicas({
     id: replicaId,
     redis,
@@ -93,7 +93,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     seal,
     prefix: config.redis.keyPrefix,
     log,
-    state: () => replicaState(ctx, replicas.id, history),
+    state: () => replicaState(ctx, replicas.id),
+    history: () => replicaHistory(history, clock.now()),
+    bus,
     onUnverified: (key) => unverified('replica', key),
     clock,
   })
@@ -120,7 +122,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
       await platform.probeTokens()
       ctx.lifecycle.phase = 'serving'
-      replicas.start()
+      await replicas.start()
       keyUse.start()
     },
     abortPlatformCalls() {
@@ -130,11 +132,14 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       if (closed) return
       closed = true
       ctx.lifecycle.phase = 'stopping'
+      // The listeners answer what comes on the connections they have until these end
+      // (server.ts); the fills under way end before Redis and the platform pool close.
       await Promise.all([proxy.close(), admin.close()])
-      // The spans of the last requests are sent before the process goes.
+      reports.close()
+      await reports.settled()
+      // The spans of the last requests and fills are sent before the process goes.
       await tracing?.close()
       await rateLimiter.close()
-      reports.close()
       failures.close()
       reloader.close()
       await usage.close()

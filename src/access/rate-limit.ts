@@ -3,6 +3,7 @@ import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisClient } from '../redis/client.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
 import { redisKey } from '../redis/keys.js'
+import { redisScript } from '../redis/script.js'
 
 export interface RateDecision {
   allowed: boolean
@@ -18,6 +19,13 @@ const UNLIMITED: RateDecision = { allowed: true, retryAfterSec: 0, remaining: Nu
 /** Default sync interval of the team counters with Redis. */
 export const DEFAULT_RATE_SYNC_MS = 500
 
+// Adds a replica's hits to a team's window and reads the total back; the window's key
+// lives a second past its end, set when the first hits create it.
+const ADD_HITS = redisScript<number>('gatewayRateAdd', `
+local total = redis.call('INCRBY', KEYS[1], ARGV[1])
+if total == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return total`, 1)
+
 interface Window {
   team: TeamConfig
   /** Fixed-window number: floor(now / windowMs). */
@@ -26,6 +34,8 @@ interface Window {
   shared: number
   /** This replica's hits since the last sync. */
   pending: number
+  /** When `shared` was last read from Redis (0: never). */
+  syncedAt: number
 }
 
 export interface RateLimiterOptions {
@@ -40,25 +50,33 @@ export interface RateLimiterOptions {
  * Fixed windows per team, shared across replicas without a Redis round trip per request:
  * each replica counts locally and adds its count to the team's Redis counter
  * every `syncMs`, reading back everyone's total (as Kong's `sync_rate` and APISIX's
- * delayed sync do). A team can exceed its limit by at most what all replicas admit in
- * one sync interval, since each replica learns the others' hits only at its next sync.
- * Without Redis, or while it is down, each replica counts on its own.
+ * delayed sync do). Only the teams with hits since the last sync are synced, one command
+ * each, on the team's own key (its own hash slot on a Cluster): an idle replica, or a
+ * team that stopped calling, costs Redis nothing. A team's first hit after a sync
+ * interval without one syncs at once rather than at the next tick, so a replica that was
+ * quiet does not go on for an interval on what it learned before. A team can exceed its
+ * limit by at most what all replicas admit in one sync interval, since each replica
+ * learns the others' hits only at its next sync. Without Redis, or while it is down, each
+ * replica counts on its own.
  */
 export class RateLimiter {
   readonly #windows = new Map<string, Window>()
   readonly #o: RateLimiterOptions
   readonly #clock: Clock
+  readonly #syncMs: number
   #timer: Timer | null = null
   #syncing: Promise<void> | null = null
+  #again: Promise<void> | null = null
 
   constructor(opts: RateLimiterOptions) {
     this.#o = opts
     this.#clock = opts.clock ?? systemClock
+    this.#syncMs = opts.syncMs ?? DEFAULT_RATE_SYNC_MS
   }
 
   start(): void {
     if (!this.#o.redis || this.#timer) return
-    this.#timer = this.#clock.setInterval(() => void this.sync(), this.#o.syncMs ?? DEFAULT_RATE_SYNC_MS)
+    this.#timer = this.#clock.setInterval(() => void this.sync(), this.#syncMs)
     this.#timer.unref()
   }
 
@@ -85,7 +103,7 @@ export class RateLimiter {
     const window = Math.floor(now / limit.windowMs)
     let state = this.#windows.get(team.name)
     if (!state || state.window !== window) {
-      state = { team, window, shared: 0, pending: 0 }
+      state = { team, window, shared: 0, pending: 0, syncedAt: 0 }
       this.#windows.set(team.name, state)
     }
     // A reload may have changed the team: syncs follow its current window length.
@@ -94,17 +112,35 @@ export class RateLimiter {
     const allowed = used < limit.max
     // Refused calls are not counted: a team hammering past its limit does not push its
     // next window's start further away.
-    if (allowed && count) state.pending += 1
+    if (allowed && count) {
+      // The first hit after a quiet interval: what this replica knows of the others is old.
+      const stale = state.pending === 0 && now - state.syncedAt >= this.#syncMs
+      state.pending += 1
+      if (stale && this.#timer !== null) void this.sync()
+    }
     const resetSec = Math.ceil(((window + 1) * limit.windowMs - now) / 1000)
     return { allowed, retryAfterSec: Math.max(1, resetSec), remaining: Math.max(0, limit.max - used - (allowed && count ? 1 : 0)), resetSec }
   }
 
-  /** Adds every team's pending hits to Redis in one round trip and reads the totals back. */
+  /**
+   * Adds each team's hits since the last sync to Redis and reads its total back. One sync
+   * at a time: asked while one runs, it runs once more after it (for the hits since).
+   */
   sync(): Promise<void> {
-    this.#syncing ??= this.#sync().finally(() => {
-      this.#syncing = null
+    if (this.#syncing === null) return this.#run()
+    this.#again ??= this.#syncing.then(() => {
+      this.#again = null
+      return this.#run()
     })
-    return this.#syncing
+    return this.#again
+  }
+
+  #run(): Promise<void> {
+    const running: Promise<void> = this.#sync().finally(() => {
+      if (this.#syncing === running) this.#syncing = null
+    })
+    this.#syncing = running
+    return running
   }
 
   async #sync(): Promise<void> {
@@ -114,24 +150,19 @@ export class RateLimiter {
     const active = [...this.#windows.values()].filter((w) => {
       const current = w.team.rateLimit && Math.floor(now / w.team.rateLimit.windowMs) === w.window
       if (!current) this.#windows.delete(w.team.name)
-      return current
+      return current && w.pending > 0
     })
     if (active.length === 0) return
-    const sent = active.map((w) => w.pending)
-    const results = await breaker.run(async () => {
-      const batch = redis.multi()
-      for (const [i, w] of active.entries()) {
+    await Promise.all(
+      active.map(async (w) => {
+        const sent = w.pending
         const key = redisKey.rateLimit(prefix, w.team.name, w.window)
-        batch.incrby(key, sent[i] as number).pexpire(key, (w.team.rateLimit?.windowMs ?? 0) + 1000)
-      }
-      return (await batch.exec()) ?? null
-    }, null)
-    if (!results) return
-    for (const [i, w] of active.entries()) {
-      const [err, total] = results[i * 2] as [Error | null, number]
-      if (err) continue
-      w.pending -= sent[i] as number
-      w.shared = total
-    }
+        const total = await breaker.run(() => ADD_HITS(redis, key, sent, (w.team.rateLimit?.windowMs ?? 0) + 1000), null)
+        if (total === null) return
+        w.pending -= sent
+        w.shared = total
+        w.syncedAt = now
+      }),
+    )
   }
 }

@@ -1,13 +1,30 @@
 import { Cluster } from 'ioredis'
+import { LRUCache } from 'lru-cache'
 import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisClient } from '../redis/client.js'
-import { decodeEntry, encodeEntry, storedBytesLimit, withinLimits, type CacheEntry, type EntryLimits } from './cache-entry.js'
+import { decodeEntry, encodeEntry, ENTRY_OVERHEAD_BYTES, inflate, ownBytes, storedBytesLimit, withinLimits, type CacheEntry, type EntryLimits } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
 import type { RedisSeal } from '../redis/seal.js'
+import { LRU_ENTRY_BYTES, keptBytes } from '../perf/kept-bytes.js'
 import { systemClock } from '../clock.js'
 import { redisKey } from '../redis/keys.js'
 
 const SCAN_COUNT = 500
+
+// The entry last read for each key, kept with the exact bytes it was read from. A read
+// that brings the same bytes back (compared in full, so a value written into Redis can
+// only ever find its own entry) takes it as it is: the seal, which would verify the same
+// bytes under the same key again, the header and the gzip body are not worked on twice,
+// and the entry, being the same object, keeps its rendered heads (reports/report-reply.ts).
+// With L1 off every hit is such a read: the seal's HMAC, the decoding and the
+// decompression were half of one (profiled). With L1 on, a copy read is kept there, and
+// this keeps none.
+export const READ_ENTRIES_BYTES = 8 * 1024 * 1024
+
+interface ReadEntry {
+  raw: Buffer
+  entry: CacheEntry
+}
 
 /**
  * L2: shared by every replica. Each entry expires in Redis at its `errorUntil`; an
@@ -28,6 +45,7 @@ export class RedisStore implements CacheStore {
   readonly #onRefused: (key: string, why: string) => void
   readonly #limits: EntryLimits
   readonly #maxStoredBytes: number
+  readonly #read: LRUCache<string, ReadEntry> | null
 
   constructor(opts: {
     redis: RedisClient
@@ -42,6 +60,8 @@ export class RedisStore implements CacheStore {
     limits: EntryLimits
     /** A value refused for its size or its fill time, read as a miss. */
     onRefused?: (key: string, why: string) => void
+    /** Keep the entry last read for each key, up to READ_ENTRIES_BYTES (L1 is off). */
+    keepReads?: boolean
   }) {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
@@ -52,6 +72,12 @@ export class RedisStore implements CacheStore {
     this.#onRefused = opts.onRefused ?? (() => undefined)
     this.#limits = opts.limits
     this.#maxStoredBytes = storedBytesLimit(opts.limits)
+    this.#read = opts.keepReads
+      ? new LRUCache<string, ReadEntry>({
+          maxSize: READ_ENTRIES_BYTES,
+          sizeCalculation: (r, key) => LRU_ENTRY_BYTES + keptBytes(key) + ENTRY_OVERHEAD_BYTES + r.raw.length + (r.entry.identity?.length ?? 0),
+        })
+      : null
   }
 
   async get(key: string): Promise<CacheEntry | null> {
@@ -63,7 +89,8 @@ export class RedisStore implements CacheStore {
       this.#onRefused(key, `larger than an entry of cache.maxEntryBytes (${this.#limits.maxEntryBytes} bytes) can be`)
       return null
     }
-    const decoded = this.#seal ? this.#opened(key, buf) : withOwnContentType(decodeEntry(buf))
+    const known = this.#read?.get(key)
+    const decoded = known?.raw.equals(buf) ? known.entry : this.#decoded(key, buf)
     if (!decoded) return null
     const now = this.#now()
     const entry = withinLimits(decoded, this.#limits, now)
@@ -73,6 +100,27 @@ export class RedisStore implements CacheStore {
     }
     // PX runs on Redis's clock; on ours the entry may already be past its end.
     return entry.errorUntil > now ? entry : null
+  }
+
+  /**
+   * The entry of bytes read from Redis, its plain body decompressed (never past
+   * cache.maxEntryBytes: a gzip bomb stops at the limit and is a miss), kept as the last
+   * read of its key; null when it is not one of this gateway's.
+   */
+  #decoded(key: string, read: Buffer): CacheEntry | null {
+    // Own bytes: a reply of Redis is often a view of a larger buffer it would keep alive.
+    const raw = ownBytes(read)
+    const entry = this.#seal ? this.#opened(key, raw) : withOwnContentType(decodeEntry(raw))
+    if (!entry) return null
+    const identity = inflate(entry.gzip, this.#limits.maxEntryBytes)
+    if (identity === null) {
+      this.#onRefused(key, `its body is no gzip, or longer than cache.maxEntryBytes (${this.#limits.maxEntryBytes} bytes)`)
+      return null
+    }
+    // Own bytes: zlib's output may be a view of a larger buffer.
+    entry.identity = ownBytes(identity)
+    this.#read?.set(key, { raw, entry })
+    return entry
   }
 
   #opened(key: string, buf: Buffer): CacheEntry | null {

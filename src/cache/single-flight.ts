@@ -26,6 +26,11 @@ export class SingleFlight<T> {
   running(key: string): Promise<T> | undefined {
     return this.#inFlight.get(key)
   }
+
+  /** Resolves once no run is under way: those under way now, and any they start meanwhile, have ended. */
+  async settled(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight.values()])
+  }
 }
 
 const FILLED_CHANNEL = 'filled'
@@ -42,6 +47,11 @@ export interface FillFailure {
 export interface FillLease {
   /** `failure`: the waiters answer it (or their stale copy) instead of calling the platform. */
   release(failure?: FillFailure): Promise<void>
+  /**
+   * Releases the lock of a fill that stored a copy fetched at `fetchedAt` in L2: its
+   * waiters take it, and so does every replica holding an older copy of the key (onStored).
+   */
+  stored(fetchedAt: number): Promise<void>
   /** Drops the lock unannounced (this replica is shutting down): a waiter takes the fill over. */
   abandon(): Promise<void>
 }
@@ -66,12 +76,19 @@ export type LockOutcome =
 
 type News = { failure?: FillFailure }
 
+/** Heard of on every replica, its own included: a copy of `key` fetched at `fetchedAt` is in L2. */
+export type OnStored = (key: string, fetchedAt: number) => void
+
 /**
  * One fill across replicas: the first replica takes a
  * lock with SET NX PX and fills; the others wait until it announces the fill (or its
  * failure) on pub/sub, or until polling finds the entry. The lock lives `lockTtlMs` and
  * the leader renews it while it works, so a leader that dies leaves it for about one
- * TTL: a waiter that finds it gone takes it and fills for everyone.
+ * TTL: a waiter that finds it gone takes it and fills for everyone. The announcement of
+ * a stored copy says when it was fetched, and reaches every replica (`onStored`): one that
+ * holds an older copy of the key takes the new one, whatever the fill was (a miss, a
+ * caller's refresh, a stale-while-revalidate refresh, a refresh ahead), in the one
+ * message that wakes the waiters.
  */
 export class ReplicaLock {
   readonly #redis: RedisClient
@@ -82,9 +99,10 @@ export class ReplicaLock {
   readonly #pollMs: number
   readonly #clock: Clock
   readonly #waiters = new Map<string, Set<(news: News) => void>>()
+  readonly #onStored: OnStored
   #subscribed: Promise<void> | null = null
 
-  constructor(opts: { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus; prefix: string; lockTtlMs: number; pollMs?: number; clock?: Clock }) {
+  constructor(opts: { redis: RedisClient; breaker: RedisBreaker; bus: RedisBus; prefix: string; lockTtlMs: number; pollMs?: number; clock?: Clock; onStored?: OnStored }) {
     this.#redis = opts.redis
     this.#breaker = opts.breaker
     this.#bus = opts.bus
@@ -92,11 +110,16 @@ export class ReplicaLock {
     this.#lockTtlMs = opts.lockTtlMs
     this.#pollMs = opts.pollMs ?? Math.min(250, Math.ceil(opts.lockTtlMs / 4))
     this.#clock = opts.clock ?? systemClock
+    this.#onStored = opts.onStored ?? (() => undefined)
   }
 
   async start(): Promise<void> {
     this.#subscribed ??= Promise.all([
-      this.#bus.subscribe(FILLED_CHANNEL, (key) => this.#wake(key, {})),
+      this.#bus.subscribe(FILLED_CHANNEL, (message) => {
+        const { key, fetchedAt } = parseFilled(message)
+        this.#wake(key, {})
+        if (fetchedAt !== null) this.#onStored(key, fetchedAt)
+      }),
       this.#bus.subscribe(FAILED_CHANNEL, (message) => {
         const parsed = parseFailure(message)
         if (parsed) this.#wake(parsed.key, { failure: parsed.failure })
@@ -126,21 +149,20 @@ export class ReplicaLock {
       })
     }, Math.max(Math.floor(this.#lockTtlMs / 3), 10))
     heartbeat.unref()
+    // The entry is in L2 before the announcement. It goes out on the same connection
+    // before the lock is deleted, so a waiter hears of a failure before it could find the
+    // lock gone and take it over.
+    const announce = async (channel: string, message: string): Promise<void> => {
+      this.#clock.clearInterval(heartbeat)
+      await this.#breaker.run(() => Promise.all([this.#bus.publish(channel, message), lock.releaseCommand()]), undefined)
+    }
     return {
       abandon: async () => {
         this.#clock.clearInterval(heartbeat)
         await lock.release()
       },
-      release: async (failure) => {
-        this.#clock.clearInterval(heartbeat)
-        // The entry is in L2 before release() is called. The announcement goes out on the
-        // same connection before the lock is deleted, so a waiter hears of a failure before
-        // it could find the lock gone and take it over.
-        await this.#breaker.run(() => {
-          const announce = failure ? this.#bus.publish(FAILED_CHANNEL, JSON.stringify({ key, ...failure })) : this.#bus.publish(FILLED_CHANNEL, key)
-          return Promise.all([announce, lock.releaseCommand()])
-        }, undefined)
-      },
+      release: (failure) => (failure ? announce(FAILED_CHANNEL, JSON.stringify({ key, ...failure })) : announce(FILLED_CHANNEL, key)),
+      stored: (fetchedAt) => announce(FILLED_CHANNEL, JSON.stringify({ key, fetchedAt })),
     }
   }
 
@@ -225,6 +247,22 @@ export class ReplicaLock {
     if (!set) return
     for (const listener of [...set]) listener(news)
   }
+}
+
+/**
+ * A `filled` message: the key alone (the fill stored nothing, or a replica of an earlier
+ * version announced it), or `{key, fetchedAt}` of the copy stored.
+ */
+function parseFilled(message: string): { key: string; fetchedAt: number | null } {
+  if (message.startsWith('{')) {
+    try {
+      const { key, fetchedAt } = JSON.parse(message) as { key?: unknown; fetchedAt?: unknown }
+      if (typeof key === 'string' && typeof fetchedAt === 'number' && Number.isFinite(fetchedAt)) return { key, fetchedAt }
+    } catch {
+      // not JSON: a key that starts with a brace
+    }
+  }
+  return { key: message, fetchedAt: null }
 }
 
 function parseFailure(message: string): { key: string; failure: FillFailure } | null {

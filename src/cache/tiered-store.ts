@@ -1,28 +1,14 @@
-import { LRUCache } from 'lru-cache'
 import type { Logger } from 'pino'
 import { PurgeIncompleteError } from '../errors.js'
 import type { RedisBus } from '../redis/bus.js'
-import { inflate, ownBytes, type CacheEntry } from './cache-entry.js'
+import { inflate, type CacheEntry } from './cache-entry.js'
 import type { CacheStore } from './cache-store.js'
 import type { MemoryStore } from './memory-store.js'
 import { SingleFlight } from './single-flight.js'
 import { PurgeLedger, type Purge } from './purge-ledger.js'
-import { LRU_ENTRY_BYTES, keptBytes } from '../perf/kept-bytes.js'
 import { systemClock } from '../clock.js'
 
 export type Tier = 'l1' | 'l2'
-
-// With L1 off every hit reads its entry anew from Redis, compressed, and decompressing it
-// for a caller without gzip costs a third of such a hit (zlib makes a stream for
-// each call). The body last decompressed for each key is kept with the exact compressed
-// bytes it came from; a read whose bytes are the same (compared in full, so a value
-// written into Redis can only ever find its own decompression) takes it from here.
-export const DECODED_BODIES_BYTES = 8 * 1024 * 1024
-
-interface Decoded {
-  gzip: Buffer
-  identity: Buffer
-}
 
 // Keys checked in Redis at once when copies kept here are shared again (shareKept).
 const SHARE_BATCH = 100
@@ -30,7 +16,6 @@ const SHARE_BATCH = 100
 const PURGE_CHANNEL = 'purge'
 // A report's cache key is its prefix, its version and a 43-character digest: a longer one in a message is not a key.
 const MAX_KEY_CHARS = 512
-const REFRESHED_CHANNEL = 'refreshed'
 
 /**
  * The report cache's two tiers as one store (docs/design.md): L1 in memory in front of L2 in
@@ -48,10 +33,6 @@ export class TieredStore implements CacheStore {
   readonly #purges: PurgeLedger
   // A burst of callers for one key makes one L2 read per process, not one each.
   readonly #l2Reads = new SingleFlight<CacheEntry | null>()
-  readonly #bodies = new LRUCache<string, Decoded>({
-    maxSize: DECODED_BODIES_BYTES,
-    sizeCalculation: (d, key) => LRU_ENTRY_BYTES + keptBytes(key) + d.gzip.length + d.identity.length,
-  })
 
   readonly #maxEntryBytes: number
   #sharing = false
@@ -82,7 +63,6 @@ export class TieredStore implements CacheStore {
 
   async start(): Promise<void> {
     await this.#bus?.subscribe(PURGE_CHANNEL, (message) => void this.#purgeLocal(message))
-    await this.#bus?.subscribe(REFRESHED_CHANNEL, (key) => void this.#takeRefreshed(key))
     // After subscribing: a purge made meanwhile is heard on the bus or read here.
     await this.#purges.load()
   }
@@ -123,17 +103,11 @@ export class TieredStore implements CacheStore {
     return null
   }
 
-  // Every entry this store hands out holds its plain body. One read from Redis is
-  // decompressed here, never past cache.maxEntryBytes: a gzip bomb stops at the limit and
-  // is a miss. With L1 off, the body last decompressed for the key is reused when the
-  // compressed bytes are the same.
+  // Every entry this store hands out holds its plain body: L2's come decompressed
+  // (redis-store.ts, never past cache.maxEntryBytes), a fill's has it; one without is
+  // decompressed here, within the same limit.
   #decoded(key: string, entry: CacheEntry | null): CacheEntry | null {
     if (entry === null || entry.identity !== null) return entry
-    const known = this.#bodies.get(key)
-    if (known?.gzip.equals(entry.gzip)) {
-      entry.identity = known.identity
-      return entry
-    }
     const identity = inflate(entry.gzip, this.#maxEntryBytes)
     if (identity === null) {
       this.#onRefused(key, `its body is no gzip, or longer than cache.maxEntryBytes (${this.#maxEntryBytes} bytes)`)
@@ -151,22 +125,13 @@ export class TieredStore implements CacheStore {
   }
 
   /**
-   * A refreshed copy: stored in both tiers, and every replica holding the
-   * key in its L1 replaces its copy with it, rather than serving the older one until it
-   * expires.
+   * A copy of `key` fetched at `fetchedAt` was stored in L2 (by any replica): an older
+   * copy held here is replaced with it, rather than served until it expires. A replica
+   * without a copy, or with one as new, reads nothing.
    */
-  async replace(key: string, entry: CacheEntry): Promise<void> {
-    await this.set(key, entry)
-    try {
-      await this.#bus?.publish(REFRESHED_CHANNEL, key)
-    } catch (err) {
-      this.#log.warn({ err }, 'announcing a refreshed report failed; other replicas keep their copy until it expires')
-    }
-  }
-
-  async #takeRefreshed(key: string): Promise<void> {
-    const local = this.#l1.getSync(key)
-    if (!local) return
+  async takeNewer(key: string, fetchedAt: number): Promise<void> {
+    const local = this.#l1.peek(key)
+    if (!local || local.fetchedAt >= fetchedAt) return
     const shared = await this.getShared(key)
     if (shared && shared.fetchedAt > local.fetchedAt) await this.keepLocally(key, shared)
   }
@@ -176,14 +141,7 @@ export class TieredStore implements CacheStore {
     if (this.#purges.refuses(entry, key)) return
     // Decompressed once (getShared, or the fill), so that no hit from L1 ever (de)compresses.
     const decoded = this.#decoded(key, entry)
-    if (decoded === null || decoded.identity === null) return
-    if (this.#l1.enabled) {
-      await this.#l1.set(key, decoded)
-      return
-    }
-    const known = this.#bodies.get(key)
-    // Own bytes: a value read from Redis, or zlib's output, is often a view of a larger buffer it would keep alive.
-    if (known?.identity !== decoded.identity) this.#bodies.set(key, { gzip: ownBytes(decoded.gzip), identity: (decoded.identity = ownBytes(decoded.identity)) })
+    if (decoded !== null && this.#l1.enabled) await this.#l1.set(key, decoded)
   }
 
   /**

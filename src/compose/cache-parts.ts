@@ -66,8 +66,9 @@ export function cacheParts(
     metrics.redisUnverified.inc({ what: 'entry' })
     log.warn({ what: 'entry', where, why }, 'ignoring a report entry read from redis')
   }
-  const l2 = redis && breaker ? new RedisStore({ redis, breaker, prefix, seal, onUnverified: (key) => unverified('entry', key), limits: entryLimits, onRefused: refusedEntry, now }) : null
-  const lock = redis && breaker && bus ? new ReplicaLock({ redis, breaker, bus, prefix, lockTtlMs: config.cache.lockTtlMs, clock }) : null
+  // With L1 off, the store keeps the entry last read for each key (redis-store.ts).
+  const keepReads = config.cache.l1MaxBytes === 0
+  const l2 = redis && breaker ? new RedisStore({ redis, breaker, prefix, seal, onUnverified: (key) => unverified('entry', key), limits: entryLimits, onRefused: refusedEntry, now, keepReads }) : null
   const l1 = new MemoryStore({ maxBytes: config.cache.l1MaxBytes, now })
   const store = new TieredStore({
     l1,
@@ -86,6 +87,9 @@ export function cacheParts(
     }),
     now,
   })
+  // A copy stored by any replica's fill replaces an older one this replica holds.
+  const onStored = (key: string, fetchedAt: number): void => void store.takeNewer(key, fetchedAt)
+  const lock = redis && breaker && bus ? new ReplicaLock({ redis, breaker, bus, prefix, lockTtlMs: config.cache.lockTtlMs, clock, onStored }) : null
   const reports = new ReportCache({ replica: o.replica, failures: o.failures, config, store, lock, metrics, log, client: o.client, answers: o.answers, usage: o.usage, tokens: o.tokens, clock, timers: o.timers })
   return { l1, store, reports }
 }

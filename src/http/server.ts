@@ -1,9 +1,10 @@
-import { createServer, STATUS_CODES, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http'
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
-import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError, ShuttingDownError } from '../errors.js'
+import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError } from '../errors.js'
 import { handledFailure, type FailureLog } from '../observe/failure-log.js'
 import { VALIDATOR_CODE } from '../perf/validator-code.js'
 import { closeSilentConnections } from './hooks/silent-connections.js'
@@ -19,6 +20,62 @@ import type { Tracing } from '../observe/tracing.js'
 const CONNECTIONS_CHECK_MS = 1000
 // How long a kept-alive connection may stay idle once the listener is closing.
 const CLOSING_KEEP_ALIVE_MS = 500
+
+/** The fields of Node's sockets and responses a closing listener reads (lib/_http_server.js). */
+type HttpSocket = Socket & { _httpMessage?: ServerResponse | null }
+
+/**
+ * A listener that closes without refusing what it can answer. Once closing: it takes no
+ * new connection; the answers under way, and every request that still comes on a
+ * connection it has, are answered as ever with `connection: close`, so the caller goes
+ * elsewhere for its next one (an answer under way whose connection already carries the
+ * caller's next request keeps it open for that one); a kept-alive connection idle at that
+ * moment, or that goes idle, is closed once idle for CLOSING_KEEP_ALIVE_MS (not at once,
+ * as Node closes idle connections, which cuts a request already on its way).
+ */
+function closeGently(server: Server): { begin: () => void; take: (req: IncomingMessage, res: ServerResponse) => void } {
+  const open = new Set<HttpSocket>()
+  const marked = new WeakSet<ServerResponse>()
+  let closing = false
+  server.on('connection', (socket: HttpSocket) => {
+    open.add(socket)
+    socket.once('close', () => open.delete(socket))
+  })
+  const closeWhenIdle = (socket: HttpSocket): void => {
+    const moved = socket.bytesRead
+    // Looked at after the loop's next read of the connections (setImmediate runs after
+    // the poll phase): a request that came while this process stalled is read, not cut.
+    const look = (): void => {
+      if (socket.destroyed) return
+      if (socket._httpMessage || socket.bytesRead !== moved) closeWhenIdle(socket)
+      else socket.destroy()
+    }
+    setTimeout(() => setImmediate(look), CLOSING_KEEP_ALIVE_MS).unref()
+  }
+  const closeAfter = (res: ServerResponse): void => {
+    if (res.headersSent || !res.shouldKeepAlive) return
+    res.shouldKeepAlive = false
+    marked.add(res)
+  }
+  // Node's close() (and Fastify's, with forceCloseConnections: 'idle') closes the idle
+  // connections at once: here they get their moment.
+  server.closeIdleConnections = () => {
+    for (const socket of open) closeWhenIdle(socket)
+  }
+  return {
+    begin: () => {
+      closing = true
+      for (const socket of open) if (socket._httpMessage) closeAfter(socket._httpMessage)
+    },
+    take: (req, res) => {
+      if (!closing) return
+      // A request behind the answer under way on its connection: that answer leaves the connection open for it.
+      const ahead = (req.socket as HttpSocket)._httpMessage
+      if (ahead && ahead !== res && marked.has(ahead) && !ahead.headersSent) ahead.shouldKeepAlive = true
+      closeAfter(res)
+    },
+  }
+}
 
 // Replaces Fastify's default, which logs the error with its `rawPacket`: the caller's
 // bytes, API key and admin token included. Nothing of the request is logged.
@@ -45,14 +102,12 @@ export type FastPath = ((req: IncomingMessage, res: ServerResponse, next: Reques
 
 /**
  * One listener (the proxy's or the admin's): Fastify with the gateway's server, its
- * deadlines, its refusal while closing, its error answers in the contract's terms,
+ * deadlines, its gentle close, its error answers in the contract's terms,
  * `fastPath` (if any) in front of the router, and with `tracing` a span begun for each
  * request before either (none of it when tracing is off).
  */
 export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, rateOf: RateOf = () => null, tracing: Tracing | null = null): FastifyInstance {
-  // Set once the server closes: every request then takes the route, whose onRequest hook
-  // refuses it (GW_SHUTTING_DOWN, connection: close), hits included.
-  let closing = false
+  let gentle: ReturnType<typeof closeGently> | null = null
   const app = Fastify({
     loggerInstance: log,
     // One line per request is logged by observeRequests instead.
@@ -80,16 +135,15 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         // asks the same two headers.
         optimizeEmptyRequests: true,
       }
-      const entrance = fastPath ? (req: IncomingMessage, res: ServerResponse) => (closing ? handler(req, res) : fastPath(req, res, handler)) : handler
-      const server = createServer(
-        options,
-        tracing
-          ? (req, res) => {
-              tracing.begin(req)
-              entrance(req, res)
-            }
-          : entrance,
-      )
+      const server = createServer(options, (req, res) => {
+        tracing?.begin(req)
+        // Closing: answered as ever, and the connection closed after it (closeGently).
+        current.take(req, res)
+        if (fastPath) fastPath(req, res, handler)
+        else handler(req, res)
+      })
+      const current = closeGently(server)
+      gentle = current
       server.keepAliveTimeout = config.server.keepAliveTimeoutMs
       closeSilentConnections(server, config.server.connectionTimeoutMs)
       return server
@@ -101,21 +155,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     ajv: { customOptions: { verbose: true, code: VALIDATOR_CODE, removeAdditional: false } },
   })
   app.addHook('preClose', (done) => {
-    closing = true
-    // A connection answering now stays open after its answer for CLOSING_KEEP_ALIVE_MS
-    // (a request on it then is refused GW_SHUTTING_DOWN, below), no longer: a caller that
-    // sends nothing more (a load balancer that took the replica out) kept it open until
-    // keepAliveTimeout, and the close waited for it to the end of the grace.
-    app.server.keepAliveTimeout = Math.min(app.server.keepAliveTimeout, CLOSING_KEEP_ALIVE_MS)
-    done()
-  })
-  app.addHook('onRequest', (request, reply, done) => {
-    // A request on a kept-alive connection while closing: the caller retries elsewhere.
-    if (closing) {
-      reply.header('connection', 'close')
-      done(new ShuttingDownError())
-      return
-    }
+    gentle?.begin()
     done()
   })
   app.addHook('onRequest', bodyDeadline(config.limits.bodyTimeoutMs))
@@ -129,8 +169,8 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
   })
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
     const status = error.statusCode ?? 500
-    // A refusal while shutting down is the plan, not a fault: main.ts logs the shutdown once.
-    // A failure answered as documented (the platform failed, the queue is full) is a warn
+    // A call aborted at the end of the shutdown's grace is the plan, not a fault: main.ts
+    // logs the shutdown once. A failure answered as documented (the platform failed, the queue is full) is a warn
     // line with its code, a flood of it one line per interval; a fault of the gateway is
     // an error with its stack.
     if (error.code === 'GW_SHUTTING_DOWN') {

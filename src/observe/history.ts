@@ -303,6 +303,25 @@ export class History {
   }
 }
 
+/** An hour nothing is known of, as seen at `now`: every series null (a replica that vanished before its hour was ever written). */
+export function emptyHistory(now: number, bucketMs = BUCKET_MS, buckets = BUCKETS): HistoryView {
+  const none = (): null[] => new Array<null>(buckets).fill(null)
+  const newest = Math.floor(now / bucketMs)
+  return {
+    bucketSeconds: bucketMs / 1000,
+    start: (newest - buckets + 1) * bucketMs,
+    requests: none(),
+    statuses: { '2xx': none(), '3xx': none(), '4xx': none(), '5xx': none() },
+    reportReads: none(),
+    hits: none(),
+    platformCalls: none(),
+    latencyP50Ms: none(),
+    latencyP99Ms: none(),
+    credentials: [],
+    teams: [],
+  }
+}
+
 /** The histogram bin of a latency: the first whose bound is at least `ms`. */
 export function binOf(ms: number): number {
   if (!(ms > 1)) return 0

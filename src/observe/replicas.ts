@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { Logger } from 'pino'
 import type { RedisBreaker } from '../redis/breaker.js'
+import type { RedisBus } from '../redis/bus.js'
 import type { RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { redisKey } from '../redis/keys.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
-import type { HistoryView } from './history.js'
+import { emptyHistory, type HistoryView } from './history.js'
 
 /** How often a replica announces itself. */
 export const ANNOUNCE_MS = 5000
@@ -16,12 +17,21 @@ export const ANNOUNCE_TTL_MS = 15_000
 export const GONE_KEEP_MS = 3_600_000
 /** The most replicas a cluster view lists (the newest announcements). */
 export const MAX_REPLICAS = 64
-/** An announcement larger than this is not one of this gateway's (an hour of history is some tens of KiB): it is read no further. */
-const MAX_ANNOUNCEMENT_BYTES = 1024 * 1024
+/** An announcement larger than this is not one of this gateway's (some hundreds of bytes): it is read no further. */
+const MAX_ANNOUNCEMENT_BYTES = 64 * 1024
+/** A history larger than this is not one of this gateway's (an hour is some tens of KiB): it is read no further. */
+const MAX_HISTORY_BYTES = 1024 * 1024
+/** How long a cluster view waits for the live replicas to write their hour; one that has not by then is listed with the hour it wrote last. */
+export const HISTORY_WAIT_MS = 1000
+/** A replica asked again for its hour within this writes it no more: a few consoles open at once cost one write. */
+const HISTORY_REWRITE_MS = 1000
+// The bus channel of the requests for the replicas' hour, and the start of each asker's own channel of answers.
+const HISTORY_ASKED = 'history-asked'
+const HISTORY_WRITTEN = 'history-written:'
 /** A replica id longer than this is not one (newReplicaId's are at most 70 characters). */
 const MAX_ID_CHARS = 128
 
-/** What a replica announces: what runs, whether it serves, its calls, and its last hour. */
+/** What a replica announces and its last hour: what runs, whether it serves, its calls. */
 export interface ReplicaState {
   id: string
   version: string
@@ -45,6 +55,9 @@ export interface ReplicaState {
   /** Set in a replica's last announcement, as it stops cleanly. */
   stoppedAt?: string
 }
+
+/** What a replica announces every ANNOUNCE_MS: its state without its hour (fetched when a cluster view asks). */
+export type Announcement = Omit<ReplicaState, 'history'>
 
 /** How a listed replica left: it stopped cleanly, or it stopped announcing itself without a clean stop (crashed, killed, cut off from Redis). */
 export interface Gone {
@@ -77,7 +90,11 @@ export interface ReplicasOptions {
   prefix: string
   log: Logger
   /** This replica's state now. */
-  state: () => ReplicaState
+  state: () => Announcement
+  /** This replica's last hour now. */
+  history: () => HistoryView
+  /** Carries a cluster view's request for the live replicas' hour, and their answers; null: each is listed with the hour it wrote last. */
+  bus?: RedisBus | null
   /** An announcement in Redis without this gateway's seal, ignored. */
   onUnverified?: (key: string) => void
   clock?: Clock
@@ -89,13 +106,18 @@ export interface ReplicasOptions {
 
 /**
  * The replicas of one deployment, as they announce themselves: each writes its state
- * (sealed when GATEWAY_SECRET is set) under a key of its own every ANNOUNCE_MS, and its
- * id in a sorted set by time; the cluster view reads the newest MAX_REPLICAS back. Every
- * command goes through the breaker: with Redis down, nothing is announced and the view is
- * this replica's alone, saying so. An announcement is kept GONE_KEEP_MS: a replica that
- * closes writes a last one saying it stopped, one that stops announcing without a clean
- * stop is gone once its last is ANNOUNCE_TTL_MS old; either stays listed for the hour,
- * with its history, so that the cluster's past does not change when a replica leaves.
+ * (sealed when GATEWAY_SECRET is set), some hundreds of bytes, under a key of its own
+ * every ANNOUNCE_MS, and its id in a sorted set by time; the cluster view reads the newest
+ * MAX_REPLICAS back. A replica's last hour (some tens of KiB) is written only when a
+ * cluster view asks for it (over the bus: each live replica writes its hour and says so
+ * to the asker, which reads them all) and as it stops: Redis carries the charts only while
+ * someone looks at them. Every command goes through the breaker: with Redis down, nothing
+ * is announced and the view is this replica's alone, saying so. An announcement and an
+ * hour are kept GONE_KEEP_MS: a replica that closes writes a last announcement saying it
+ * stopped, with its hour; one that stops announcing without a clean stop is gone once its
+ * last is ANNOUNCE_TTL_MS old, with the hour it wrote last (when a view last asked). Either
+ * stays listed for the hour, so that the cluster's past does not change when a replica
+ * leaves.
  */
 export class Replicas {
   readonly id: string
@@ -105,9 +127,14 @@ export class Replicas {
   readonly #ttlMs: number
   readonly #keepMs: number
   readonly #key: string
+  readonly #historyKey: string
   readonly #index: string
   #timer: Timer | null = null
   #announcing: Promise<boolean> | null = null
+  #announced = 0
+  /** The requests for the others' hour this replica waits on, by nonce: each answer names its replica. */
+  readonly #asks = new Map<string, (id: string) => void>()
+  #historyWrittenAt = Number.NEGATIVE_INFINITY
 
   constructor(opts: ReplicasOptions) {
     this.id = opts.id
@@ -117,14 +144,24 @@ export class Replicas {
     this.#ttlMs = opts.ttlMs ?? ANNOUNCE_TTL_MS
     this.#keepMs = opts.keepMs ?? GONE_KEEP_MS
     this.#key = redisKey.replica(opts.prefix, opts.id)
+    this.#historyKey = redisKey.replicaHistory(opts.prefix, opts.id)
     this.#index = redisKey.replicas(opts.prefix)
   }
 
-  /** Announces now and every interval, until close(). */
-  start(): void {
+  /** Announces now and every interval, until close(); answers the cluster views' requests for this replica's hour once subscribed. */
+  async start(): Promise<void> {
     if (this.#timer || !this.#o.redis) return
     void this.announce()
     this.#timer = this.#clock.setInterval(() => void this.announce(), this.#intervalMs).unref()
+    const bus = this.#o.bus
+    if (!bus) return
+    await Promise.all([
+      bus.subscribe(HISTORY_ASKED, (message) => void this.#asked(message)),
+      bus.subscribe(HISTORY_WRITTEN + this.id, (message) => {
+        const [id, nonce] = message.split(' ')
+        if (id !== undefined && nonce !== undefined) this.#asks.get(nonce)?.(id)
+      }),
+    ])
   }
 
   /** Writes this replica's state; false when Redis did not take it (not configured, down, refusing writes). */
@@ -137,76 +174,140 @@ export class Replicas {
   }
 
   async #announce(last = false): Promise<boolean> {
-    const { redis, breaker, seal } = this.#o
+    const { redis, breaker } = this.#o
     if (!redis || !breaker) return false
     const state = this.#o.state()
-    const text = JSON.stringify(last ? { ...state, stoppedAt: state.at } : state)
-    const value = seal ? seal.sealText(this.#key, text) : text
+    const value = this.#sealed(this.#key, JSON.stringify(last ? { ...state, stoppedAt: state.at } : state))
     const now = this.#clock.now()
+    // The index's trim and lifetime once a minute: ids whose announcement is long gone
+    // (a replica whose clock runs behind is not dropped early).
+    const trim = this.#announced++ % Math.max(1, Math.round(60_000 / this.#intervalMs)) === 0
+    const history = last ? this.#sealed(this.#historyKey, JSON.stringify(this.#o.history())) : null
     return breaker.write(async () => {
-      const results = await redis
-        .multi()
-        .set(this.#key, value, 'PX', this.#keepMs)
-        .zadd(this.#index, now, this.id)
-        // Ids whose announcement is long gone; a replica whose clock runs behind is not dropped early.
-        .zremrangebyscore(this.#index, '-inf', now - this.#keepMs - 4 * this.#ttlMs)
-        .pexpire(this.#index, this.#keepMs + 4 * this.#ttlMs)
-        .exec()
+      const batch = redis.multi().set(this.#key, value, 'PX', this.#keepMs).zadd(this.#index, now, this.id)
+      if (trim) batch.zremrangebyscore(this.#index, '-inf', now - this.#keepMs - 4 * this.#ttlMs).pexpire(this.#index, this.#keepMs + 4 * this.#ttlMs)
+      if (history !== null) batch.set(this.#historyKey, history, 'PX', this.#keepMs)
+      const results = await batch.exec()
       return results !== null && results.every(([err]) => !err)
     }, false)
   }
 
-  /** Every replica of the last GONE_KEEP_MS with its state (this one's taken now), or this replica's alone when Redis cannot say. */
-  async cluster(): Promise<ClusterView> {
-    const self = { ...this.#o.state(), self: true, gone: null }
+  #sealed(key: string, text: string): string {
+    return this.#o.seal ? this.#o.seal.sealText(key, text) : text
+  }
+
+  /** A cluster view asked (`<asker> <nonce>`): this replica writes its hour (once a second at most) and tells the asker. */
+  async #asked(message: string): Promise<void> {
+    const [asker, nonce] = message.split(' ')
+    const { redis, breaker, bus } = this.#o
+    if (asker === undefined || nonce === undefined || asker === this.id || !redis || !breaker || !bus) return
+    const now = this.#clock.now()
+    if (now - this.#historyWrittenAt >= HISTORY_REWRITE_MS) {
+      const value = this.#sealed(this.#historyKey, JSON.stringify(this.#o.history()))
+      const written = await breaker.write(async () => (await redis.set(this.#historyKey, value, 'PX', this.#keepMs)) === 'OK', false)
+      if (!written) return
+      this.#historyWrittenAt = now
+    }
+    await bus.publish(HISTORY_WRITTEN + asker, `${this.id} ${nonce}`).catch(() => undefined)
+  }
+
+  /** Asks the replicas `ids` to write their hour, and waits until each said it did, or HISTORY_WAIT_MS. */
+  async #askHistories(ids: string[]): Promise<void> {
+    const bus = this.#o.bus
+    if (!bus || ids.length === 0) return
+    const nonce = randomBytes(6).toString('hex')
+    const waiting = new Set(ids)
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        this.#clock.clearTimeout(timer)
+        this.#asks.delete(nonce)
+        resolve()
+      }
+      const timer = this.#clock.setTimeout(done, HISTORY_WAIT_MS)
+      this.#asks.set(nonce, (id) => {
+        waiting.delete(id)
+        if (waiting.size === 0) done()
+      })
+      bus.publish(HISTORY_ASKED, `${this.id} ${nonce}`).catch(done)
+    })
+  }
+
+  /**
+   * Every replica of the last GONE_KEEP_MS with its state (this one's taken now), or this
+   * replica's alone when Redis cannot say; with `history` (the default), each with its
+   * last hour: the live ones write theirs first.
+   */
+  async cluster({ history = true }: { history?: boolean } = {}): Promise<ClusterView> {
+    const self = { ...this.#o.state(), history: history ? this.#o.history() : emptyHistory(this.#clock.now()), self: true, gone: null }
     const { redis, breaker } = this.#o
     if (!redis || !breaker) return { redis: 'not configured', complete: false, replicas: [self] }
     const found = await breaker.run(async () => {
       const ids = (await redis.zrevrange(this.#index, 0, MAX_REPLICAS - 1)).filter((id) => id !== this.id && id.length <= MAX_ID_CHARS)
-      if (ids.length === 0) return []
-      // Read no more of each than an announcement can be (every key in one hash slot: one pipeline on a Cluster too).
-      const batch = redis.pipeline()
-      for (const id of ids) batch.getrange(redisKey.replica(this.#o.prefix, id), 0, MAX_ANNOUNCEMENT_BYTES)
-      const results = (await batch.exec()) ?? []
-      return ids.map((id, i) => {
-        const [err, value] = results[i] ?? [null, null]
-        return [id, err || typeof value !== 'string' || value === '' ? null : value] as const
-      })
+      return ids.length === 0 ? [] : this.#read(ids, (id) => redisKey.replica(this.#o.prefix, id), MAX_ANNOUNCEMENT_BYTES)
     }, null)
     if (found === null) return { redis: 'down', complete: false, replicas: [self] }
     const now = this.#clock.now()
-    const live: ClusterView['replicas'] = []
-    const gone: ClusterView['replicas'] = []
+    const listed: { state: Announcement; gone: Gone | null }[] = []
     for (const [id, value] of found) {
       const state = this.#opened(id, value)
-      if (!state) continue
-      const left = goneOf(state, now, this.#ttlMs)
-      if (left) gone.push({ ...state, ready: false, self: false, gone: left })
-      else live.push({ ...state, self: false, gone: null })
+      if (state) listed.push({ state, gone: goneOf(state, now, this.#ttlMs) })
     }
+    if (history) await this.#askHistories(listed.filter((r) => r.gone === null).map((r) => r.state.id))
+    const hours = history ? await breaker.run(() => this.#read(listed.map((r) => r.state.id), (id) => redisKey.replicaHistory(this.#o.prefix, id), MAX_HISTORY_BYTES), null) : null
+    const live: ClusterView['replicas'] = []
+    const gone: ClusterView['replicas'] = []
+    listed.forEach(({ state, gone: left }, i) => {
+      const [id, value] = hours?.[i] ?? [state.id, null]
+      const hour = this.#openedHistory(id, value) ?? emptyHistory(now)
+      if (left) gone.push({ ...state, history: hour, ready: false, self: false, gone: left })
+      else live.push({ ...state, history: hour, self: false, gone: null })
+    })
     live.sort((a, b) => a.id.localeCompare(b.id))
     gone.sort((a, b) => (b.gone?.lastSeen ?? '').localeCompare(a.gone?.lastSeen ?? ''))
     return { redis: 'ok', complete: true, replicas: [self, ...live, ...gone] }
   }
 
-  /** An announcement read back, or null: expired, not sealed by this gateway, or not one. */
-  #opened(id: string, value: string | null): ReplicaState | null {
-    if (value === null || Buffer.byteLength(value) > MAX_ANNOUNCEMENT_BYTES) return null
-    const key = redisKey.replica(this.#o.prefix, id)
+  /** The values of the keys of `ids` (`keyOf`), no more than `maxBytes` of each (every key in one hash slot: one pipeline on a Cluster too). */
+  async #read(ids: string[], keyOf: (id: string) => string, maxBytes: number): Promise<(readonly [string, string | null])[]> {
+    const redis = this.#o.redis
+    if (!redis || ids.length === 0) return []
+    const batch = redis.pipeline()
+    for (const id of ids) batch.getrange(keyOf(id), 0, maxBytes)
+    const results = (await batch.exec()) ?? []
+    return ids.map((id, i) => {
+      const [err, value] = results[i] ?? [null, null]
+      return [id, err || typeof value !== 'string' || value === '' ? null : value] as const
+    })
+  }
+
+  /** A sealed value of `key` read back, parsed, or null: expired, larger than `maxBytes`, not sealed by this gateway, or not JSON. */
+  #openedJson(key: string, value: string | null, maxBytes: number): unknown {
+    if (value === null || Buffer.byteLength(value) > maxBytes) return null
     const text = this.#o.seal ? this.#o.seal.openText(key, value) : value
     if (text === null) {
       this.#o.onUnverified?.(key)
       return null
     }
     try {
-      const state = JSON.parse(text) as unknown
-      return isReplicaState(state, id) ? state : null
+      return JSON.parse(text) as unknown
     } catch {
-      return null // not JSON: not an announcement
+      return null // not JSON: not the gateway's
     }
   }
 
-  /** Stops announcing, with a last announcement saying that this replica stopped (listed as gone for GONE_KEEP_MS). */
+  /** An announcement read back, or null: expired, not sealed by this gateway, or not one. */
+  #opened(id: string, value: string | null): Announcement | null {
+    const state = this.#openedJson(redisKey.replica(this.#o.prefix, id), value, MAX_ANNOUNCEMENT_BYTES)
+    return isAnnouncement(state, id) ? state : null
+  }
+
+  /** A replica's hour read back, or null: none written, not sealed by this gateway, or not one. */
+  #openedHistory(id: string, value: string | null): HistoryView | null {
+    const history = this.#openedJson(redisKey.replicaHistory(this.#o.prefix, id), value, MAX_HISTORY_BYTES)
+    return isHistory(history) ? history : null
+  }
+
+  /** Stops announcing, with a last announcement saying that this replica stopped, and its hour (listed as gone for GONE_KEEP_MS). */
   async close(): Promise<void> {
     this.#clock.clearInterval(this.#timer)
     this.#timer = null
@@ -223,20 +324,14 @@ export function goneOf(state: Pick<ReplicaState, 'at' | 'stoppedAt'>, now: numbe
   return Number.isFinite(at) && now - at <= ttlMs ? null : { how: 'vanished', lastSeen: state.at }
 }
 
-function isReplicaState(value: unknown, id: string): value is ReplicaState {
+function isAnnouncement(value: unknown, id: string): value is Announcement {
   if (typeof value !== 'object' || value === null) return false
   const v = value as Record<string, unknown>
-  const history = v.history as Record<string, unknown> | null | undefined
-  return (
-    v.id === id &&
-    typeof v.version === 'string' &&
-    typeof v.ready === 'boolean' &&
-    typeof v.inFlight === 'number' &&
-    typeof v.uptimeSeconds === 'number' &&
-    Array.isArray(v.degraded) &&
-    typeof history === 'object' &&
-    history !== null &&
-    typeof history.start === 'number' &&
-    Array.isArray(history.requests)
-  )
+  return v.id === id && typeof v.version === 'string' && typeof v.ready === 'boolean' && typeof v.inFlight === 'number' && typeof v.uptimeSeconds === 'number' && Array.isArray(v.degraded)
+}
+
+function isHistory(value: unknown): value is HistoryView {
+  if (typeof value !== 'object' || value === null) return false
+  const v = value as Record<string, unknown>
+  return typeof v.start === 'number' && Array.isArray(v.requests)
 }

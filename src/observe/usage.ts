@@ -3,6 +3,7 @@ import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisClient } from '../redis/client.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
 import { redisKey } from '../redis/keys.js'
+import { redisScript } from '../redis/script.js'
 
 /** One team's totals of one UTC day. */
 export interface UsageTotals {
@@ -26,6 +27,14 @@ export interface UsageRow extends UsageTotals {
 
 const FIELDS = ['requests', 'cacheHits', 'platformCalls', 'bytes', 'rateLimited', 'errors'] as const
 const DAY_MS = 86_400_000
+// A team name longer than this in a day's set of teams is none of the gateway's.
+const MAX_TEAM_CHARS = 128
+
+// Adds one team's counts of one day (ARGV: the key's lifetime in seconds, then field and
+// count pairs) and keeps the key for the retention.
+const ADD_COUNTS = redisScript<number>('gatewayUsageAdd', `
+for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return redis.call('EXPIRE', KEYS[1], ARGV[1])`, 1)
 
 /** The request counter's `result` label of an answer. */
 export type UsageResult = 'hit' | 'ok' | 'rate_limited' | 'refused' | 'error'
@@ -73,10 +82,13 @@ interface Tally {
 }
 
 /**
- * Daily totals per team. Requests are counted in this process and added to
- * Redis every `flushMs` in one MULTI, as the rate limiter does: the hit path never
- * waits on Redis. A failed flush keeps its counts for the next one. Without Redis each
- * replica keeps its own totals in memory, for `retentionDays`.
+ * Daily totals per team. Requests are counted in this process and added to Redis every
+ * `flushMs`, as the rate limiter does: the hit path never waits on Redis. A flush sends
+ * one command per team that had traffic since the last one, to that team's key of the
+ * day (its own hash slot on a Cluster), and names the team once a day in the day's set of
+ * teams, which a query reads: an idle replica costs Redis nothing. A team's counts that
+ * were not written go back, for the next flush. Without Redis each replica keeps its own
+ * totals in memory, for `retentionDays`.
  */
 export class TeamUsage {
   readonly #o: TeamUsageOptions
@@ -87,6 +99,8 @@ export class TeamUsage {
   readonly #kept = new Map<string, DayCounts>()
   #timer: Timer | null = null
   #flushing: Promise<void> | null = null
+  /** `<day> <team>` this replica named in the day's set of teams. */
+  readonly #named = new Set<string>()
   // The current day and its pending counts, so a request costs one map lookup.
   #day = { start: 0, end: 0, teams: new Map() as DayCounts }
   readonly #tallies = new Map<string, Tally>()
@@ -189,18 +203,33 @@ export class TeamUsage {
       for (const day of this.#kept.keys()) if (day < oldest) this.#kept.delete(day)
       return
     }
-    const done = await breaker.run(async () => {
-      const batch = redis.multi()
-      for (const [day, teams] of pending) {
-        const key = redisKey.usageDay(prefix, day)
-        for (const [team, counts] of teams) for (const field of FIELDS) if (counts[field] > 0) batch.hincrby(key, `${team}:${field}`, counts[field])
-        batch.expire(key, retentionDays * 86_400)
-      }
-      const results = await batch.exec()
-      return results !== null && results.every(([err]) => !err)
-    }, false)
-    // Not written: the counts go back, to be added by the next flush.
-    if (!done) for (const [day, teams] of pending) for (const [team, counts] of teams) add(totalsOf(this.#pending, day, team), counts)
+    const ttl = retentionDays * 86_400
+    await Promise.all(
+      [...pending].flatMap(([day, teams]) =>
+        [...teams].map(async ([team, counts]) => {
+          const args = FIELDS.filter((field) => counts[field] > 0).flatMap((field) => [field, counts[field]])
+          const done = await breaker.run(async () => {
+            await this.#name(redis, day, team, ttl)
+            await ADD_COUNTS(redis, redisKey.usage(prefix, team, day), ttl, ...args)
+            return true
+          }, false)
+          // Not written: the counts go back, to be added by the next flush.
+          if (!done) add(totalsOf(this.#pending, day, team), counts)
+        }),
+      ),
+    )
+    const oldest = utcDay(this.#clock.now() - DAY_MS)
+    for (const named of this.#named) if (named.slice(0, 10) < oldest) this.#named.delete(named)
+  }
+
+  /** Names `team` in the set of the day's teams, once a day per replica. */
+  async #name(redis: RedisClient, day: string, team: string, ttl: number): Promise<void> {
+    const named = `${day} ${team}`
+    if (this.#named.has(named)) return
+    const key = redisKey.usageTeams(this.#o.prefix, day)
+    const results = await redis.multi().sadd(key, team).expire(key, ttl).exec()
+    if (!results || results.some(([err]) => err)) throw new Error(`naming ${team} in the teams of ${day} failed`)
+    this.#named.add(named)
   }
 
   /**
@@ -211,20 +240,14 @@ export class TeamUsage {
     await this.flush()
     const days: string[] = []
     for (let ms = Date.parse(`${from}T00:00:00Z`); ms <= Date.parse(`${to}T00:00:00Z`); ms += DAY_MS) days.push(utcDay(ms))
-    const { redis, breaker, prefix } = this.#o
+    const { redis, breaker } = this.#o
     let byDay: [string, DayCounts | undefined][]
     if (!redis || !breaker) {
       byDay = days.map((day) => [day, this.#kept.get(day)])
     } else {
-      const hashes = await breaker.run(async () => {
-        const batch = redis.pipeline()
-        for (const day of days) batch.hgetall(redisKey.usageDay(prefix, day))
-        const results = await batch.exec()
-        if (!results || results.some(([err]) => err)) return null
-        return results.map(([, value]) => value as Record<string, string>)
-      }, null)
-      if (!hashes) return null
-      byDay = days.map((day, i) => [day, parseDay(hashes[i] ?? {})])
+      const read = await breaker.run(() => Promise.all(days.map((day) => this.#readDay(day, team))), null)
+      if (!read) return null
+      byDay = days.map((day, i) => [day, read[i]])
     }
     const rows: UsageRow[] = []
     for (const [day, teams] of byDay) {
@@ -234,9 +257,35 @@ export class TeamUsage {
     }
     return rows
   }
+
+  /**
+   * One day's totals in Redis, of one team or of every team named in the day's set,
+   * with what versions before per-team keys wrote in the day's shared hash added.
+   */
+  async #readDay(day: string, team: string | null): Promise<DayCounts> {
+    const { redis, prefix } = this.#o
+    if (!redis) return new Map()
+    const [shared, named] = await Promise.all([redis.hgetall(redisKey.usageDayShared(prefix, day)), team !== null ? [team] : redis.smembers(redisKey.usageTeams(prefix, day))])
+    const names = named.filter((name) => name.length <= MAX_TEAM_CHARS)
+    const hashes = await Promise.all(names.map((name) => redis.hgetall(redisKey.usage(prefix, name, day))))
+    const teams = parseDay(shared)
+    names.forEach((name, i) => {
+      const hash = hashes[i] ?? {}
+      if (Object.keys(hash).length > 0) add(teamTotals(teams, name), parseCounts(hash))
+    })
+    return teams
+  }
 }
 
 
+/** One team's hash of a day: a field per count. */
+function parseCounts(hash: Record<string, string>): UsageTotals {
+  const counts = { requests: 0, cacheHits: 0, platformCalls: 0, bytes: 0, rateLimited: 0, errors: 0 }
+  for (const field of FIELDS) counts[field] = Number(hash[field] ?? 0) || 0
+  return counts
+}
+
+/** The day's shared hash of earlier versions: a field per team and count (`growth:requests`). */
 function parseDay(hash: Record<string, string>): DayCounts {
   const teams: DayCounts = new Map()
   for (const [field, value] of Object.entries(hash)) {

@@ -33,14 +33,20 @@ export const redisKey = {
   advertiserIndex: (prefix: string, advertiserId: number) => `${prefix}adv:${advertiserId}`,
   /** What SCAN matches to find every advertiser's set. */
   advertiserIndexPattern: (prefix: string) => `${prefix}adv:*`,
-  /** One day's usage hash, a field per team and count (`growth:requests`, `growth:rateLimited`): every day in one hash slot, so a MULTI carries them on a Cluster. */
-  usageDay: (prefix: string, day: string) => `${prefix}{usage}:${day}`,
-  /** One team's request count in one rate-limit window: every window in one slot. */
-  rateLimit: (prefix: string, team: string, window: number | string) => `${prefix}{rl}:${team}:${window}`,
+  /** One team's usage of one day: a field per count (`requests`, `rateLimited`, …); each team's days in a hash slot of its own. */
+  usage: (prefix: string, team: string, day: string) => `${prefix}usage:{${team}}:${day}`,
+  /** The teams with usage on one day (a set of their names). */
+  usageTeams: (prefix: string, day: string) => `${prefix}usage-teams:${day}`,
+  /** One day's usage as versions before per-team keys wrote it, a field per team and count (`growth:requests`): read and added until it expires. */
+  usageDayShared: (prefix: string, day: string) => `${prefix}{usage}:${day}`,
+  /** One team's request count in one rate-limit window: each team's windows in a hash slot of its own. */
+  rateLimit: (prefix: string, team: string, window: number | string) => `${prefix}rl:{${team}}:${window}`,
   /** The replicas' announcements by last announcement (a sorted set of their ids): one hash slot with the announcements, so one MULTI writes both. */
   replicas: (prefix: string) => `${prefix}{replicas}:index`,
   /** One replica's announcement (sealed), which lives for its TTL unless announced again. */
   replica: (prefix: string, id: string) => `${prefix}{replicas}:replica:${id}`,
+  /** One replica's last hour (sealed), written when a cluster view asks and as it stops: one hash slot with the announcements, so one pipeline reads them all. */
+  replicaHistory: (prefix: string, id: string) => `${prefix}{replicas}:history:${id}`,
   /** The replicas whose key use is kept, by their last write (a sorted set of their ids): one hash slot with the records, so one MULTI writes both. */
   keyUseIndex: (prefix: string) => `${prefix}{keyuse}:index`,
   /** One replica's key use: a field per key id (sealed), kept for a while after its last write. */

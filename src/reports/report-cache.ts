@@ -49,6 +49,9 @@ type Tier = StoreTier | 'platform'
 
 export type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number }
 
+/** A copy found by a lookup, and the tier it came from. */
+export type Lookup = { entry: CacheEntry; tier: StoreTier }
+
 /** Whom a read's platform calls count for (usage per team). */
 export interface CallTally {
   team: { name: string }
@@ -68,6 +71,8 @@ export interface ReadOptions {
   log: Pick<Logger, 'warn'>
   /** The fill this caller already joined (`joinCold`), which ended in no entry: read it rather than fill. */
   joined?: Promise<FillResult>
+  /** The copy already looked up for this caller (`lookup`), not fresh; null: none anywhere. */
+  found?: Lookup | null
   /** 'warm': a warm-up's read, whose platform call waits behind every other (default 'caller'). */
   priority?: Priority
   /** The request's span (tracing on): the lookup and the wait for a fill are spans within it. */
@@ -177,6 +182,15 @@ export class ReportCache {
     this.#watches.clear()
   }
 
+  /**
+   * Resolves once every fill under way has ended: stored and announced, or, aborted at the
+   * end of the shutdown's grace, its lock let go for a waiter on another replica to take
+   * over. A background refresh has no caller to keep the listener open for it.
+   */
+  settled(): Promise<void> {
+    return this.#flights.settled()
+  }
+
   /** The cache key of a report read with a credential's token. */
   keyFor(credential: string, report: CanonicalReport): string {
     const { config } = this.#d
@@ -191,9 +205,12 @@ export class ReportCache {
   async read(report: CanonicalReport, key: string, provider: TokenProvider, opts: ReadOptions): Promise<CacheResult> {
     let stale: { entry: CacheEntry; tier: Tier } | null = null
     if (!opts.refresh) {
-      const looking = opts.trace?.step('cache.lookup')
-      const found = await this.#d.store.lookup(key)
-      if (looking) endLookup(looking, found, this.#clock.now())
+      let found = opts.found
+      if (found === undefined) {
+        const looking = opts.trace?.step('cache.lookup')
+        found = await this.#d.store.lookup(key)
+        if (looking) endLookup(looking, found, this.#clock.now())
+      }
       if (found) {
         const now = this.#clock.now()
         if (now < found.entry.freshUntil) {
@@ -256,6 +273,11 @@ export class ReportCache {
     return this.#d.store.freshInMemory(key, now)
   }
 
+  /** The best copy of `key` and its tier (the store's lookup): the fast path's read of L2. */
+  lookup(key: string): Promise<Lookup | null> {
+    return this.#d.store.lookup(key)
+  }
+
   purgeAll(): Promise<number> {
     return this.#d.store.purgeAll()
   }
@@ -304,9 +326,10 @@ export class ReportCache {
     if (this.#d.config.cache.refreshAhead > 0) this.#asked(key, result.entry, report, credential, team, now)
   }
 
-  /** Counts a hit served outside `read` (the fast path) at `now`, and the ask for refresh ahead. */
-  countHit(key: string, entry: CacheEntry, report: CanonicalReport, credential: string, team: string, now: number): void {
-    this.#hitL1.inc()
+  /** Counts a hit served outside `read` (the fast path) at `now`, from `tier`, and the ask for refresh ahead. */
+  countHit(key: string, entry: CacheEntry, report: CanonicalReport, credential: string, team: string, now: number, tier: StoreTier = 'l1'): void {
+    if (tier === 'l1') this.#hitL1.inc()
+    else this.#count('HIT', tier)
     if (this.#d.config.cache.refreshAhead > 0) this.#asked(key, entry, report, credential, team, now)
   }
 
@@ -461,13 +484,15 @@ export class ReportCache {
     let result: FillResult | null = null
     try {
       result = await this.#callPlatform(report, provider, origin)
-      if (result.kind === 'entry') await (origin.background ? this.#d.store.replace(key, result.entry) : this.#d.store.set(key, result.entry))
+      if (result.kind === 'entry') await this.#d.store.set(key, result.entry)
     } finally {
-      // Callers are answered while the lock is released and waiters are woken. A call
-      // aborted by this replica's shutdown, or dropped in the queue because its callers all
-      // hung up, is no failure of the platform: another replica takes the fill over.
+      // Callers are answered while the lock is released and waiters are woken, and every
+      // replica holding an older copy takes the new one. A call aborted by this replica's
+      // shutdown, or dropped in the queue because its callers all hung up, is no failure of
+      // the platform: another replica takes the fill over.
       const shutDown = result?.kind === 'failed' && (result.error.code === 'GW_SHUTTING_DOWN' || droppedInQueue(result.error) || result.error.cause instanceof NoIdleSlotError)
-      void (shutDown ? lease.abandon() : lease.release(result?.kind === 'failed' ? failureOf(result) : undefined)).catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
+      const released = shutDown ? lease.abandon() : result?.kind === 'entry' ? lease.stored(result.entry.fetchedAt) : lease.release(result?.kind === 'failed' ? failureOf(result) : undefined)
+      void released.catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
     }
     return result
   }

@@ -126,21 +126,26 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
     const hourSummary = async () => Number(/Last hour: (\d+) request/.exec(await text('#chart-requests-summary'))?.[1])
     await until("/^Last hour: [1-9]/.test(document.getElementById('chart-requests-summary').textContent)")
     const before = await hourSummary()
-    // A replica that served A's traffic, announced itself 20 s ago and then died: no clean stop.
+    // A replica that served A's traffic, announced itself 20 s ago and then died: no clean
+    // stop. Its hour is the one it wrote when a view last asked for it.
     const own = (await a.admin.inject({ method: 'GET', url: '/admin/cluster', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<{ replicas: ReplicaState[] }>().replicas[0]!
     const served = own.history.requests.reduce<number>((x, y) => x + (y ?? 0), 0)
     const clock = fakeClock(Date.now() - 20_000)
     const client = new Redis(redis.url, { maxRetriesPerRequest: 1 })
+    const seal = new RedisSeal(TEST_GATEWAY_SECRET)
     try {
+      const historyKey = 'rgw:{replicas}:history:crashed-replica-1'
+      await client.set(historyKey, seal.sealText(historyKey, JSON.stringify(own.history)), 'PX', 3_600_000)
       const crashed = new Replicas({
         id: 'crashed-replica-1',
         redis: client,
         breaker: new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) }),
-        seal: new RedisSeal(TEST_GATEWAY_SECRET),
+        seal,
         prefix: 'rgw:',
         log: pino({ level: 'silent' }),
         clock,
         state: () => ({ ...own, id: 'crashed-replica-1', at: new Date(clock.now()).toISOString() }),
+        history: () => own.history,
       })
       expect(await crashed.announce()).toBe(true)
     } finally {
@@ -167,7 +172,7 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
     await b.close()
     await until("document.querySelector('#replicas tr[data-gone=\"stopped\"]') !== null")
     const cleanup = new Redis(redis.url, { maxRetriesPerRequest: 1 })
-    await cleanup.del('rgw:{replicas}:replica:crashed-replica-1')
+    await cleanup.del('rgw:{replicas}:replica:crashed-replica-1', 'rgw:{replicas}:history:crashed-replica-1')
     cleanup.disconnect()
     await until("document.getElementById('health').classList.contains('ok')")
     expect(await text('#health')).toMatch(/^All is well: 1 replica ready \(1 stopped cleanly in the last hour\)/)

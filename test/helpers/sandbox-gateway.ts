@@ -71,6 +71,18 @@ export interface RawResponse {
   text: string
 }
 
+/** Whether a new connection to `port` is refused (a listener that closed). */
+export function connectionRefused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = connect(port, '127.0.0.1')
+    probe.once('connect', () => {
+      probe.destroy()
+      resolve(false)
+    })
+    probe.once('error', () => resolve(true))
+  })
+}
+
 /**
  * Sends bytes as they are over a socket: no client-side normalization of the target
  * (fragments, control characters), and any header or body spelling. The request must

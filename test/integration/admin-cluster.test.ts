@@ -5,10 +5,12 @@ import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 import { redisKey } from '../../src/redis/keys.js'
 import { BUCKETS } from '../../src/observe/history.js'
-import { Replicas, type ReplicaState } from '../../src/observe/replicas.js'
+import { Replicas, type Announcement } from '../../src/observe/replicas.js'
+import type { HistoryView } from '../../src/observe/history.js'
+import { RedisBus } from '../../src/redis/bus.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
 import { RedisSeal } from '../../src/redis/seal.js'
-import { fakeClock } from '../helpers/clock.js'
+import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { TEST_GATEWAY_SECRET } from '../helpers/build-gateway.js'
 import { pino } from 'pino'
 
@@ -85,7 +87,7 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
     expect(fromA.replicas.map((r) => r.id)).toEqual([fromB.replicas[1]?.id, fromB.replicas[0]?.id])
     expect(new Set(fromA.replicas.map((r) => r.id)).size).toBe(2)
     for (const r of fromA.replicas) expect(r).toMatchObject({ ready: true, version: expect.any(String), degraded: [] })
-    // A's request is in A's history, as B reads it from Redis (A announces every 5 s).
+    // A's request is in A's history, as B reads it from Redis (A writes its hour when B's view asks).
     await waitFor('A\'s request announced', async () => sum((await liveOf(b)).find((r) => !r.self)?.history.requests ?? []) === 1, 10_000, 100)
     expect(sum(fromB.replicas[0]?.history.requests ?? [])).toBe(0)
   }, 20_000)
@@ -119,25 +121,50 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
     expect(sum(gone.history.requests)).toBe(1)
   })
 
-  it('a replica that stops announcing itself without a clean stop is listed as vanished after 15 s, for the hour', async () => {
+  it('a replica that stops announcing itself without a clean stop is listed as vanished after 15 s, for the hour, with the hour it wrote last', async () => {
     const clock = fakeClock()
-    const breaker = new RedisBreaker({ cooldownMs: 1000, log: pino({ level: 'silent' }) })
+    // The crashed replica's clock: it announces once, then never again (it died).
+    const frozen = fakeClock(clock.now())
+    const silent = pino({ level: 'silent' })
+    const breaker = new RedisBreaker({ cooldownMs: 1000, log: silent })
     const seal = new RedisSeal(TEST_GATEWAY_SECRET)
-    const history = { bucketSeconds: 10, start: clock.now(), requests: [3], statuses: {}, reportReads: [], hits: [], platformCalls: [], latencyP50Ms: [], latencyP99Ms: [], credentials: [], teams: [] }
-    const state = (id: string) => (): ReplicaState => ({ id, version: '1', commit: 'unknown', node: 'v24', startedAt: new Date(clock.now()).toISOString(), uptimeSeconds: 1, phase: 'serving', ready: true, logLevel: 'info', inFlight: 0, waiting: 0, degraded: [], at: new Date(clock.now()).toISOString(), history: history as never })
-    const options = { redis, breaker, seal, prefix: 'rgw:', log: pino({ level: 'silent' }), clock }
-    const crashed = new Replicas({ ...options, id: 'crashed-1', state: state('crashed-1') })
-    const reader = new Replicas({ ...options, id: 'reader-1', state: state('reader-1') })
-    expect(await crashed.announce()).toBe(true)
-    // No close(): the process died.
-    clock.advance(14_000)
-    expect((await reader.cluster()).replicas.find((r) => r.id === 'crashed-1')?.gone).toBeNull()
-    clock.advance(2_000)
-    const seen = (await reader.cluster()).replicas.find((r) => r.id === 'crashed-1')
-    expect(seen).toMatchObject({ ready: false, gone: { how: 'vanished', lastSeen: new Date(clock.now() - 16_000).toISOString() } })
-    expect(seen?.history.requests).toEqual([3])
-    // Kept for the hour, then gone from the list.
-    expect(await redis.pttl(redisKey.replica('rgw:', 'crashed-1'))).toBeGreaterThan(3_500_000)
+    const history = { bucketSeconds: 10, start: clock.now(), requests: [3], statuses: {}, reportReads: [], hits: [], platformCalls: [], latencyP50Ms: [], latencyP99Ms: [], credentials: [], teams: [] } as unknown as HistoryView
+    const state = (id: string, on: FakeClock) => (): Announcement => ({ id, version: '1', commit: 'unknown', node: 'v24', startedAt: new Date(on.now()).toISOString(), uptimeSeconds: 1, phase: 'serving', ready: true, logLevel: 'info', inFlight: 0, waiting: 0, degraded: [], at: new Date(on.now()).toISOString() })
+    const buses = [new RedisBus(redis, 'rgw:bus:', silent, { seal }), new RedisBus(redis, 'rgw:bus:', silent, { seal })]
+    try {
+      const options = { redis, breaker, seal, prefix: 'rgw:', log: silent, history: () => history }
+      const crashed = new Replicas({ ...options, clock: frozen, id: 'crashed-1', state: state('crashed-1', frozen), bus: buses[0] })
+      const reader = new Replicas({ ...options, clock, id: 'reader-1', state: state('reader-1', clock), bus: buses[1] })
+      await Promise.all([crashed.start(), reader.start()])
+      expect(await crashed.announce()).toBe(true)
+      // Nothing of its hour in Redis until a view asks for it.
+      expect(await redis.exists(redisKey.replicaHistory('rgw:', 'crashed-1'))).toBe(0)
+      clock.advance(14_000)
+      const live = (await reader.cluster()).replicas.find((r) => r.id === 'crashed-1')
+      expect(live).toMatchObject({ gone: null, history: { requests: [3] } })
+      // No close(): the process died.
+      clock.advance(2_000)
+      const seen = (await reader.cluster()).replicas.find((r) => r.id === 'crashed-1')
+      expect(seen).toMatchObject({ ready: false, gone: { how: 'vanished', lastSeen: new Date(clock.now() - 16_000).toISOString() } })
+      expect(seen?.history.requests).toEqual([3])
+      // Kept for the hour, then gone from the list.
+      expect(await redis.pttl(redisKey.replica('rgw:', 'crashed-1'))).toBeGreaterThan(3_500_000)
+      expect(await redis.pttl(redisKey.replicaHistory('rgw:', 'crashed-1'))).toBeGreaterThan(3_500_000)
+    } finally {
+      await Promise.all(buses.map((b) => b.close()))
+    }
+  })
+
+  it('announces some hundreds of bytes every 5 s; its hour only when a view asks', async () => {
+    const [a, b] = [await replica(), await replica()]
+    await waitFor('both replicas listed', async () => (await liveOf(a)).length === 2)
+    const [self, other] = (await clusterOf(a)).replicas as [Replica, Replica]
+    expect(await redis.strlen(redisKey.replica('rgw:', self.id))).toBeLessThan(1024)
+    // A's views asked B for its hour; nobody asked A for its own.
+    expect(await redis.exists(redisKey.replicaHistory('rgw:', self.id))).toBe(0)
+    expect(await redis.strlen(redisKey.replicaHistory('rgw:', other.id))).toBeGreaterThan(10_000)
+    await clusterOf(b)
+    expect(await redis.strlen(redisKey.replicaHistory('rgw:', self.id))).toBeGreaterThan(10_000)
   })
 
   it('with Redis down, lists this replica only and says so', async () => {

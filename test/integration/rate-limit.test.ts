@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import type { TeamConfig } from '../../src/config.js'
+import type { Clock } from '../../src/clock.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
 import { RateLimiter } from '../../src/access/rate-limit.js'
 import { useRedis } from '../helpers/fixtures.js'
@@ -68,11 +69,16 @@ describe.skipIf(!available)('RateLimiter shared through Redis', () => {
     await b.sync()
     // b synced last and knows both replicas' hits; a learns b's at its next sync.
     expect(admitted(b, t, 5)).toBe(0)
+    // a had no hit since its sync: nothing of a's to add, it sends nothing and learns b's
+    // hits at its next sync after a hit of its own.
+    await a.sync()
+    expect(admitted(a, t, 1)).toBe(1)
     await a.sync()
     expect(admitted(a, t, 5)).toBe(0)
     const key = (await clients[0]!.keys('share:*'))[0] as string
-    expect(key).toMatch(/^share:\{rl\}:growth:\d+$/)
-    expect(await clients[0]!.get(key)).toBe('12')
+    expect(key).toMatch(/^share:rl:\{growth\}:\d+$/)
+    expect(await clients[0]!.get(key)).toBe('13')
+    expect(await clients[0]!.pttl(key)).toBeGreaterThan(60_000)
     await a.close()
     await b.close()
   })
@@ -87,6 +93,42 @@ describe.skipIf(!available)('RateLimiter shared through Redis', () => {
     await a.sync()
     expect(await clients.at(-1)!.get((await clients.at(-1)!.keys('flight:*'))[0] as string)).toBe('5')
     await a.close()
+  })
+
+  it('syncs only the teams with hits since the last sync, and a team quiet for an interval at its next hit', async () => {
+    const redis = new Redis(server.url)
+    clients.push(redis)
+    let now = 1_000_000
+    const clock = { ...onRealTimers(() => now), setInterval: () => ({ unref() { return this } }), clearInterval: () => undefined } as unknown as Clock
+    const make = () => new RateLimiter({ redis, breaker: new RedisBreaker({ cooldownMs: 60_000, log: silent }), prefix: 'quiet:', syncMs: 500, clock })
+    const [a, b] = [make(), make()]
+    a.start()
+    b.start()
+    const [busy, quiet] = [team('busy', 100), team('quiet', 10)]
+    const counted = async (fn: () => Promise<void>): Promise<number> => {
+      await redis.config('RESETSTAT')
+      await fn()
+      const stats = await redis.info('commandstats')
+      return Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0)
+    }
+    admitted(a, busy, 1)
+    admitted(a, quiet, 1)
+    await a.sync()
+    // Nothing since: nothing sent, however many teams have a window open.
+    expect(await counted(() => a.sync())).toBe(0)
+    expect(await counted(async () => {
+      admitted(a, busy, 3)
+      await a.sync()
+    })).toBe(1)
+    // b uses up the quiet team's budget; a, quiet for an interval, syncs at its next hit.
+    expect(admitted(b, quiet, 9)).toBe(9)
+    await b.sync()
+    now += 500
+    expect(admitted(a, quiet, 1)).toBe(1)
+    await a.sync()
+    expect(admitted(a, quiet, 5)).toBe(0)
+    await a.close()
+    await b.close()
   })
 
   it('counts locally while Redis is unreachable', async () => {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import type { TeamConfig } from '../../src/config.js'
 import { fingerprint } from '../../src/observe/fingerprint.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
@@ -30,7 +31,7 @@ const Q101 = query(101)
 const Q101B = query(101, 0, 'byCampaign')
 const Q102 = query(102)
 
-// A second limited team: one sync carries both teams' counters in one MULTI.
+// A second limited team: its counter sits in a hash slot of its own.
 const OTHER_LIMITED_KEY = 'rgw_test_limited2_key_4444444444444444444444'
 const yamlFor = (topology: RedisTopology) => `${TEAMS_YAML}
   limited2:
@@ -144,7 +145,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     expect(all.json()).toEqual({ purged: 'all', dryRun: false, dropped: 3 })
     // Nothing of the cache is left but the purge's record (which a replica that starts
     // later reads); the day's usage totals, the replicas' announcements, the keys' use, the shared token and the learned platform limit are not the cache's.
-    const notUsage = (await topology.keys('rgw:*')).filter((k) => !k.startsWith('rgw:{usage}:'))
+    const notUsage = (await topology.keys('rgw:*')).filter((k) => !k.startsWith('rgw:usage'))
     expect(notUsage.filter((k) => !k.startsWith('rgw:{replicas}:') && !k.startsWith('rgw:{keyuse}:') && !k.startsWith('rgw:seats:')).sort()).toEqual(['rgw:limit:{default}', 'rgw:purges', 'rgw:token:default'])
     // Both replicas announce themselves, in one hash slot (one MULTI, a Cluster too);
     // those of earlier tests stay listed for the hour as stopped.
@@ -172,26 +173,31 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     if (left < 8_000) await sleep(left + 50)
     const [a, b] = await twoReplicas()
     const counter = async (team = 'limited') => {
-      const [key] = await topology.keys(`rgw:{rl}:${team}:*`)
+      const [key] = await topology.keys(`rgw:rl:{${team}}:*`)
       return key ? Number(await topology.client.get(key)) : 0
     }
     for (let i = 0; i < 2; i++) expect((await get(a, Q101, KEYS.limited)).statusCode).toBe(200)
     expect((await get(a, Q101, OTHER_LIMITED_KEY)).statusCode).toBe(200)
     await waitFor('A to share its counts', async () => (await counter()) === 2 && (await counter('limited2')) === 1)
+    // Each team's counter in a hash slot of its own (on a Cluster, spread over the masters).
+    const slots = await Promise.all(['limited', 'limited2'].map(async (team) => topology.client.call('CLUSTER', 'KEYSLOT', (await topology.keys(`rgw:rl:{${team}}:*`))[0] as string).catch(() => team)))
+    expect(new Set(slots).size).toBe(2)
     expect((await get(b, Q101, KEYS.limited)).statusCode).toBe(200)
     await waitFor('B to share its count', async () => (await counter()) === 3)
-    // Each replica reads the total back at its next sync (every 50 ms): wait for both to
-    // know it, rather than for a time a stalled process may overrun.
-    for (const gw of [a, b]) {
-      const limited = gw.ctx.config.teams.find((t) => t.name === 'limited')
-      await waitFor('the replica to read the shared count back', () => limited !== undefined && !gw.ctx.rateLimiter.peek(limited).allowed, 5000)
-    }
+    const limited = (gw: TestGateway) => gw.ctx.config.teams.find((t) => t.name === 'limited') as TeamConfig
+    // B read the total back with its own hit's sync (every 50 ms): it refuses.
+    await waitFor('B to read the shared count back', () => !b.ctx.rateLimiter.peek(limited(b)).allowed, 5000)
+    expect((await get(b, Q101, KEYS.limited)).json()).toMatchObject({ code: 'GW_RATE_LIMITED' })
+    // A sent nothing since (an idle team costs Redis nothing): it learns of B's hit with
+    // its next one, which it admits on what it knew (the bound of one sync interval) and
+    // syncs at once.
+    expect((await get(a, Q101, KEYS.limited)).statusCode).toBe(200)
+    await waitFor('A to add its hit', async () => (await counter()) === 4)
     for (const gw of [a, b]) {
       const refused = await get(gw, Q101, KEYS.limited)
       expect(refused.statusCode).toBe(429)
       expect(refused.json()).toMatchObject({ code: 'GW_RATE_LIMITED' })
     }
-    expect(await counter()).toBe(3)
   })
 
   /**

@@ -313,6 +313,61 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     expect(reportCalls()).toBe(2)
   })
 
+  /** B's answers to `query` until it serves a copy `age` seconds old: the ages it answered, in order (the last one `age`). */
+  const agesUntil = async (gw: TestGateway, query: string, age: string): Promise<string[]> => {
+    const ages: string[] = []
+    await waitFor(() => `a copy of age ${age}; answered ${ages.length} times, the last ones ${ages.slice(-5).join(', ')}`, async () => {
+      ages.push(String((await get(gw, query)).headers.age))
+      return ages.at(-1) === age
+    }, 5000)
+    return ages
+  }
+
+  it("serves the copy a caller's refresh on another replica stored, never the old one after it", async () => {
+    expect((await get(a, Q101)).headers['x-cache']).toBe('MISS')
+    expect((await get(b, Q101)).headers['x-cache']).toBe('HIT')
+    clock.advance(10_000)
+    // B holds the copy in its L1, fresh for 50 s more.
+    expect((await get(b, Q101)).headers.age).toBe('10')
+    expect((await get(a, Q101, { 'cache-control': 'no-cache' })).headers['x-cache']).toBe('REFRESH')
+    // Once the new copy is stored, B takes it (the announcement, then one L2 read): before,
+    // B served the old copy for the rest of its freshness (up to 24 h for a settled report).
+    const ages = await agesUntil(b, Q101, '0')
+    expect(ages.filter((age) => age !== '10' && age !== '0')).toEqual([])
+    for (let i = 0; i < 20; i++) expect((await get(b, Q101)).headers.age).toBe('0')
+    expect(await metric(b, 'gateway_cache_requests_total{result="HIT",tier="l1"}')).toBeGreaterThanOrEqual(20)
+    expect(reportCalls()).toBe(2)
+  })
+
+  it('serves the copy a stale-while-revalidate refresh on another replica stored, never the old one after it', async () => {
+    // B's clock runs 20 s behind A's (replicas' clocks agree within seconds, not exactly):
+    // when the copy both hold is stale on A, it is still fresh on B.
+    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN, REDIS_URL: redisServer.url, GATEWAY_SECRET: 'replicas-gateway-secret-000000000000' }, YAML)
+    const [c, d] = [await gateways.build(config(), { clock: onRealTimers(clock.now) }), await gateways.build(config(), { clock: onRealTimers(() => clock.now() - 20_000) })]
+    expect((await get(c, Q101)).headers['x-cache']).toBe('MISS')
+    expect((await get(d, Q101)).headers['x-cache']).toBe('HIT')
+    clock.advance(65_000)
+    expect((await get(d, Q101)).headers.age).toBe('45')
+    // Stale on C: answered STALE, refreshed in the background.
+    expect((await get(c, Q101)).headers['x-cache']).toBe('STALE')
+    await waitFor('the refresh stored', async () => (await get(c, Q101)).headers.age === '0', 5000)
+    const ages = await agesUntil(d, Q101, '0')
+    expect(ages.filter((age) => age !== '45' && age !== '0')).toEqual([])
+    for (let i = 0; i < 20; i++) expect((await get(d, Q101)).headers.age).toBe('0')
+    expect(reportCalls()).toBe(2)
+  })
+
+  it('serves the copy a miss on another replica stored after L2 lost the one it holds', async () => {
+    expect((await get(a, Q101)).headers['x-cache']).toBe('MISS')
+    expect((await get(b, Q101)).headers['x-cache']).toBe('HIT')
+    await admin.del(...(await admin.keys('rgw:report:*')))
+    clock.advance(20_000)
+    expect((await get(a, Q101, { 'cache-control': 'no-cache' })).headers['x-cache']).toBe('REFRESH')
+    const ages = await agesUntil(b, Q101, '0')
+    expect(ages.filter((age) => age !== '20' && age !== '0')).toEqual([])
+    expect(reportCalls()).toBe(2)
+  })
+
   it('refreshes through one replica for both: a REFRESH on A is seen as a HIT on B once B holds no copy', async () => {
     await get(a, Q101)
     clock.advance(10_000)

@@ -122,9 +122,12 @@ describe('usage per team', () => {
       { day: today, team: 'writer', requests: 1, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: bytes.writer, rateLimited: 0, errors: 0 },
     ])
     expect(usage.reduce((n, row) => n + (row.platformCalls as number), 0)).toBe(platformCalls + 1)
-    // Kept in Redis, one hash per day.
-    expect(await redis.client.hget(`rgw:{usage}:${today}`, 'all:requests')).toBe('7')
-    expect(await redis.client.hmget(`rgw:{usage}:${today}`, 'limited:rateLimited', 'growth:errors')).toEqual(['1', '1'])
+    // Kept in Redis, one hash per team and day (each team's in a hash slot of its own), and the day's set of teams.
+    expect(await redis.client.hget(`rgw:usage:{all}:${today}`, 'requests')).toBe('7')
+    expect(await redis.client.hget(`rgw:usage:{limited}:${today}`, 'rateLimited')).toBe('1')
+    expect(await redis.client.hget(`rgw:usage:{growth}:${today}`, 'errors')).toBe('1')
+    expect((await redis.client.smembers(`rgw:usage-teams:${today}`)).sort()).toEqual(['(gateway)', 'all', 'growth', 'limited', 'writer'])
+    expect(await redis.client.ttl(`rgw:usage:{all}:${today}`)).toBeGreaterThan(0)
 
     const one = await gw.admin.inject({ method: 'GET', url: `/admin/usage?team=writer&from=2026-01-01&to=${today}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect((one.json() as { usage: unknown[] }).usage).toEqual([expect.objectContaining({ team: 'writer', requests: 1 })])
@@ -171,6 +174,20 @@ describe('usage per team', () => {
     const quiet = await gw.admin.inject({ method: 'GET', url: '/admin/usage?team=growth&from=2026-01-01&to=2026-01-02', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect(quiet.statusCode).toBe(200)
     expect(quiet.json()).toEqual({ from: '2026-01-01', to: '2026-01-02', usage: [] })
+  })
+
+  it('GET /admin/usage adds what a replica of an earlier version wrote in the day\'s shared hash (a rolling upgrade, or days before it)', async () => {
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    await redis.client.hset('rgw:{usage}:2026-01-05', 'writer:requests', '3', 'writer:platformCalls', '1', 'gone:requests', '2')
+    await redis.client.hset('rgw:usage:{writer}:2026-01-05', 'requests', '4')
+    await redis.client.sadd('rgw:usage-teams:2026-01-05', 'writer')
+    const day = (await gw.admin.inject({ method: 'GET', url: '/admin/usage?from=2026-01-05&to=2026-01-05', headers: auth })).json() as { usage: Record<string, unknown>[] }
+    expect(day.usage).toEqual([
+      expect.objectContaining({ team: 'gone', requests: 2 }),
+      expect.objectContaining({ team: 'writer', requests: 7, platformCalls: 1 }),
+    ])
+    const one = (await gw.admin.inject({ method: 'GET', url: '/admin/usage?team=writer&from=2026-01-05&to=2026-01-05', headers: auth })).json() as { usage: Record<string, unknown>[] }
+    expect(one.usage).toEqual([expect.objectContaining({ team: 'writer', requests: 7 })])
   })
 
   it('Prometheus counts requests by team and result, and platform calls by team', async () => {

@@ -93,7 +93,7 @@ export async function adminConfigRoutes(app: FastifyInstance, { ctx, replicas }:
     const { level, replica } = request.body as { level: LogLevelName; replica?: string }
     const self = replica === undefined || replica === replicas.id
     if (!self) {
-      const live = await replicas.cluster()
+      const live = await replicas.cluster({ history: false })
       if (live.redis !== 'ok') throw new RedisUnavailableError(`replica ${replica} is reached through Redis (${live.redis}); nothing was changed`)
       if (!live.replicas.some((r) => r.id === replica)) throw new NoReplicaError(replica)
     }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from '../context.js'
-import type { History } from '../../observe/history.js'
-import type { Replicas, ReplicaState } from '../../observe/replicas.js'
+import type { History, HistoryView } from '../../observe/history.js'
+import type { Announcement, Replicas } from '../../observe/replicas.js'
 import { adminSchema, answer } from './admin-schemas.js'
 
 const series = (type: 'number' | 'integer') => ({ type: 'array', items: { type: [type, 'null'] } }) as const
@@ -76,7 +76,7 @@ export const clusterSchema = {
 } as const
 
 /** This replica's state as it announces it (observe/replicas.ts). */
-export function replicaState(ctx: GatewayContext, id: string, history: History): ReplicaState {
+export function replicaState(ctx: GatewayContext, id: string): Announcement {
   const now = ctx.clock.now()
   let inFlight = 0
   let waiting = 0
@@ -103,12 +103,11 @@ export function replicaState(ctx: GatewayContext, id: string, history: History):
     waiting,
     degraded: [...redis, ...tokens, ...paused],
     at: new Date(now).toISOString(),
-    history: viewNow(history, now),
   }
 }
 
-/** The history with the gauges read now: the newest bucket has them even when the bucket began a moment ago. */
-function viewNow(history: History, now: number): ReplicaState['history'] {
+/** This replica's last hour with the gauges read now: the newest bucket has them even when the bucket began a moment ago. */
+export function replicaHistory(history: History, now: number): HistoryView {
   history.sampleNow()
   return history.view(now)
 }

@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import type { GatewayContext } from '../context.js'
 import { hangUpSignal } from '../../platform/governor/caller-group.js'
-import { handOverJoinedFill } from './joined-fills.js'
+import { handOver } from './handed-over.js'
 import type { FillResult, Forward } from '../../reports/report-cache.js'
 import { formFor, type KnownReport, type ReportForms } from './report-route.js'
 import { acceptsGzip, answerRendered, entryResponse, wantsRefresh } from './report-reply.js'
@@ -24,6 +24,8 @@ const JOINED: Forward = { reason: 'uri-miss', collapsed: true }
 // Attributes of the fast path's steps, made once: a traced hit adds no object of its own.
 const L1_HIT: SpanAttributes = { 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' }
 const L1_MISS: SpanAttributes = { 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'miss' }
+const L2_HIT: SpanAttributes = { 'gateway.cache.tier': 'l2', 'gateway.cache.result': 'hit' }
+const L2_NOT_FRESH: SpanAttributes = { 'gateway.cache.tier': 'l2', 'gateway.cache.result': 'miss' }
 const JOINED_FILL: SpanAttributes = { 'gateway.fill.source': 'joined' }
 const TO_ROUTER: SpanAttributes = { 'gateway.handed_over': true }
 
@@ -44,6 +46,8 @@ export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
  * - A caller arriving while a cold miss of the same report is filled in this process
  *   joins that fill, as the route would once it found no copy, and is answered from it
  *   (MISS): the callers of a stampede cost no more than hits.
+ * - Otherwise the copy is looked up in Redis (L2), as the route would, and a fresh one is
+ *   answered (HIT); one that is not, or none, goes on to Fastify with what was found.
  * It decides through the same Admission and access checks as the routes; anything else
  * (an error to answer, a refresh, a miss of its own, a spent rate limit, a call naming
  * campaigns, a joined fill that ended in no entry) goes on to Fastify.
@@ -53,7 +57,7 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
   const { reports, rateLimiter, tracing } = ctx
 
   /** Hands a request to the router; a step begun here ends, saying so (the router's own steps follow). */
-  const handOver = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, step: Trace | undefined): void => {
+  const toRouter = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, step: Trace | undefined): void => {
     ended(step, TO_ROUTER)
     next(req, res)
   }
@@ -106,8 +110,8 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     reports.joinCold(form.key, team.name, hangUpSignal(res))
     const waiting = trace?.step('cache.fill', JOINED_FILL)
     const handOverFill = () => {
-      handOverJoinedFill(req, { flight, rate })
-      handOver(req, res, next, waiting)
+      handOver(req, { flight, rate })
+      toRouter(req, res, next, waiting)
     }
     flight
       .then((result) => {
@@ -120,6 +124,37 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
       .catch((err: unknown) => {
         // Nothing above is expected to throw; should it, this caller is cut off, not the process.
         ctx.log.error({ err }, 'answering a joined report fill failed')
+        res.destroy()
+      })
+  }
+
+  // No fresh copy in memory and no fill to join: the copy in Redis, read as the route would.
+  const shared = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, who: Identity, form: KnownReport, started: number, now: number, trace: Trace | undefined): void => {
+    const { team } = who
+    const rate = rateLimiter.hit(team, now)
+    if (!rate.allowed) return next(req, res)
+    const looking = trace?.step('cache.lookup')
+    reports
+      .lookup(form.key)
+      .then(
+        (found) => {
+          const at = ctx.clock.now()
+          if (found === null || at >= found.entry.freshUntil) {
+            handOver(req, { rate, found })
+            looking?.set(L2_NOT_FRESH)
+            return toRouter(req, res, next, looking)
+          }
+          ended(looking, L2_HIT)
+          reports.countHit(form.key, found.entry, form.report, team.credential, team.name, at, found.tier)
+          answer(req, res, who, form, found.entry, { status: 'HIT', rate, started, now: at, upstreamMs: null })
+        },
+        () => {
+          handOver(req, { rate })
+          toRouter(req, res, next, looking)
+        },
+      )
+      .catch((err: unknown) => {
+        ctx.log.error({ err }, 'answering a report from redis failed')
         res.destroy()
       })
   }
@@ -142,14 +177,14 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
       if (team.advertisers !== null) {
         const named = seen.known.bodyless
         // A call naming campaigns needs the ownership lookup, an async step: Fastify's.
-        if (!named || !named.placed || named.campaigns.length > 0) return handOver(req, res, next, admitting)
+        if (!named || !named.placed || named.campaigns.length > 0) return toRouter(req, res, next, admitting)
         assertAccounts(team, named.accounts)
       }
     } catch {
-      return handOver(req, res, next, admitting)
+      return toRouter(req, res, next, admitting)
     }
     const form = formFor(seen, who.team.credential)
-    if (!form) return handOver(req, res, next, admitting)
+    if (!form) return toRouter(req, res, next, admitting)
     admitting?.end()
     // One clock reading serves the whole hit: on some machines a reading costs as much as
     // a cache lookup.
@@ -159,7 +194,7 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     if (!entry) {
       ended(looking, L1_MISS)
       const flight = reports.coldFlight(form.key)
-      return flight ? join(req, res, next, who, form, flight, started, now, trace) : next(req, res)
+      return flight ? join(req, res, next, who, form, flight, started, now, trace) : shared(req, res, next, who, form, started, now, trace)
     }
     ended(looking, L1_HIT)
     const rate = rateLimiter.hit(who.team, now)

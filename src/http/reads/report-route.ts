@@ -7,8 +7,8 @@ import { reportGetSchema, reportPostSchema } from '../openapi/route-schemas.js'
 import { canonicalGetReport, canonicalPostReport, type CanonicalReport } from '../../reports/report-query.js'
 import { isWarmUp, sendReport, wantsRefresh } from './report-reply.js'
 import { hangUpSignal } from '../../platform/governor/caller-group.js'
-import { takeJoinedFill } from './joined-fills.js'
-import type { FillResult, ReadOptions } from '../../reports/report-cache.js'
+import { takeHandedOver, type HandedOver } from './handed-over.js'
+import type { ReadOptions } from '../../reports/report-cache.js'
 import { traceOf, type Trace } from '../../observe/tracing.js'
 
 /** A GET report's canonical form and cache key, worked out once per URL and credential. */
@@ -72,12 +72,12 @@ export async function reportReads(
 
   const limits = { maxRangeDays: ctx.config.cache.maxRangeDays, reportBodyBytes: ctx.config.limits.reportBodyBytes }
   app.get('/api/v1/report/*', { schema: reportGetSchema(limits) }, async (request: FastifyRequest, reply: FastifyReply) => {
-    // A caller whose joined fill ended in no entry (http/reads/fast-path.ts) was counted already.
-    const joined = takeJoinedFill(request.raw)
+    // A caller the fast path handed over (http/reads/fast-path.ts) was counted already.
+    const handed = takeHandedOver(request.raw)
     const trace = ctx.tracing === null ? undefined : traceOf(request.raw)
     // A refusal thrown here leaves the step open: the request's span ends it, failed.
     const admitting = trace?.step('admission')
-    const caller = admission.admit(request, joined?.rate)
+    const caller = admission.admit(request, handed?.rate)
     const form = forms.get(caller, request.url)
     const { report, key } = form
     await admission.checkScope(request.method, caller, admission.known(request.url))
@@ -85,7 +85,7 @@ export async function reportReads(
     admission.remember(request.method, request.url, caller)
     forms.remember(caller, request.url, form)
     caller.advertisers = report.advertiserIds
-    const result = await ctx.reports.read(report, key, caller.provider, readOptions(request, reply, caller, trace, joined?.flight))
+    const result = await ctx.reports.read(report, key, caller.provider, readOptions(request, reply, caller, trace, handed))
     caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, ctx.clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   })
@@ -111,7 +111,7 @@ export async function reportReads(
   app.post('/api/v1/report/:split/get/', { schema: { ...reportPostSchema(limits), hide: true } }, postReport)
 }
 
-function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Caller, trace: Trace | undefined, joined?: Promise<FillResult>): ReadOptions {
+function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Caller, trace: Trace | undefined, handed?: HandedOver): ReadOptions {
   return {
     refresh: wantsRefresh(request.headers),
     requestId: request.id,
@@ -120,7 +120,8 @@ function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Calle
     tally: caller,
     hangUp: () => hangUpSignal(reply.raw),
     ...(isWarmUp(request.headers) ? { priority: 'warm' as const } : {}),
-    ...(joined ? { joined } : {}),
+    ...(handed?.flight ? { joined: handed.flight } : {}),
+    ...(handed?.found !== undefined ? { found: handed.found } : {}),
     ...(trace ? { trace } : {}),
   }
 }
