@@ -40,6 +40,8 @@ export class RedisBus {
   readonly #onUnverified: (channel: string) => void
   readonly #nonces = new SeenNonces({ maxAgeMs: BUS_MESSAGE_MAX_AGE_MS, maxEntries: BUS_NONCES_MAX })
   readonly #nonceSource = new NonceSource()
+  // The subscriber failed to connect, and has not connected since.
+  #unreachable = false
 
   constructor(client: RedisClient, prefix: string, log: Logger, opts: RedisBusOptions = {}) {
     this.#pub = client
@@ -54,7 +56,10 @@ export class RedisBus {
     // subscriber handles its own.)
     this.#sub =
       client instanceof Cluster ? client.duplicate(undefined, { enableOfflineQueue: true }) : client.duplicate({ enableOfflineQueue: true, autoResubscribe: false })
-    this.#sub.on('error', (err: Error) => log.debug({ err: { message: err.message } }, 'redis subscriber error'))
+    this.#sub.on('error', (err: Error) => {
+      this.#unreachable = true
+      log.debug({ err: { message: err.message } }, 'redis subscriber error')
+    })
     this.#sub.on('message', (channel: string, wire: string) => {
       const handlers = this.#handlers.get(channel)
       if (!handlers) return
@@ -69,6 +74,7 @@ export class RedisBus {
     // down or slow at start). SUBSCRIBE is idempotent; a failed one is made again on
     // the next connection.
     this.#sub.on('ready', () => {
+      this.#unreachable = false
       if (this.#handlers.size === 0) return
       this.#sub.subscribe(...this.#handlers.keys()).catch((err: Error) => {
         log.debug({ err: { message: err.message } }, 'redis resubscription failed; retried when the subscriber reconnects')
@@ -83,9 +89,12 @@ export class RedisBus {
       set = new Set()
       this.#handlers.set(full, set)
       // Redis being out must not stop the gateway from starting: it serves without it.
-      await this.#sub.subscribe(full).catch((err: Error) => {
+      // Once the subscriber failed to connect, the channel waits for the next connection
+      // (every channel is subscribed on 'ready') rather than for this SUBSCRIBE to fail.
+      const subscribing = this.#sub.subscribe(full).catch((err: Error) => {
         this.#log.warn({ err: { message: err.message }, channel: full }, 'redis subscription deferred until redis is reachable')
       })
+      if (!this.#unreachable) await subscribing
     }
     set.add(handler)
   }
