@@ -1,7 +1,7 @@
 import { pino } from 'pino'
 import { afterEach, describe, expect, it } from 'vitest'
 import { CallGovernor } from '../../src/platform/governor/call-governor.js'
-import { LearnedLimit, READ_EVERY_MS } from '../../src/platform/governor/learned-limit.js'
+import { LearnedLimit } from '../../src/platform/governor/learned-limit.js'
 import { LimitEstimator } from '../../src/platform/governor/limit-estimator.js'
 import { redisKey } from '../../src/redis/keys.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
@@ -19,6 +19,8 @@ if (notice) console.warn(notice)
 
 const log = pino({ level: 'silent' })
 const WINDOW_MS = 100
+// A replica with nothing to write reads the record this often (READ_EVERY_MS in production, 10 s).
+const READ_EVERY_MS = 1000
 const KEY = redisKey.limit('test:', 'default')
 
 describe.skipIf(!available)('the learned limit across replicas', () => {
@@ -44,6 +46,7 @@ describe.skipIf(!available)('the learned limit across replicas', () => {
       log,
       onLimit: () => undefined,
       onChange: () => undefined,
+      readEveryMs: READ_EVERY_MS,
     })
     await learned.start()
     started.push(learned)

@@ -71,6 +71,8 @@ export interface LearnedLimitOptions {
   log: Pick<Logger, 'info' | 'warn'>
   onLimit: (limit: number, floorMs: number | null) => void
   onChange: (direction: 'up' | 'down' | 'cut') => void
+  /** How often a replica with nothing to write reads the shared limit (ms); default READ_EVERY_MS. */
+  readEveryMs?: number
   clock?: Clock
 }
 
@@ -174,7 +176,7 @@ export class LearnedLimit {
     governor.setBrakes(estimator.brakes)
     const epoch = this.#epochNow()
     const due = this.#epoch >= 0 && epoch - this.#epoch >= REWRITE_WINDOWS && this.#active
-    const read = this.#clock.now() - this.#lastRead >= READ_EVERY_MS
+    const read = this.#clock.now() - this.#lastRead >= (this.#o.readEveryMs ?? READ_EVERY_MS)
     if (step.reason !== 'few-samples') this.#active = false
     // Another replica wrote this window's limit already (the bus brought it), no higher
     // than this one's: Redis would keep that one and answer it, so it is taken without
