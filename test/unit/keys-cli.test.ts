@@ -6,25 +6,39 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
+import { keysCommand } from '../../src/cli/keys-command.js'
 import { ensureBuilt } from '../helpers/dist.js'
 
 // Contract, "Teams": the key command prints the key once and the sha256: line to put
-// in the config. Run as operators run it: the built CLI in a child process.
+// in the config. The command runs here on captured output and a given environment; the
+// last tests run it as operators do, the built CLI in a child process.
 
 const CLI = fileURLToPath(new URL('../../dist/cli/keys.js', import.meta.url))
 
-function run(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+interface Ran {
+  status: number | null
+  stdout: string
+  stderr: string
+}
+
+function run(...args: string[]): Ran {
   return runIn({}, ...args)
 }
 
-function runIn(env: Record<string, string>, ...args: string[]): { status: number | null; stdout: string; stderr: string } {
+function runIn(env: Record<string, string>, ...args: string[]): Ran {
+  let stdout = ''
+  let stderr = ''
+  const status = keysCommand(args, { out: (text) => (stdout += text), err: (text) => (stderr += text), env })
+  return { status, stdout, stderr }
+}
+
+/** The built CLI in a child process, as `npm run keys -- …` runs it. */
+function spawnCli(env: Record<string, string>, ...args: string[]): Ran {
   const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 10_000, env: { PATH: process.env.PATH ?? '', ...env } })
   return { status: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 
 const sha256 = (s: string) => `sha256:${createHash('sha256').update(s, 'utf8').digest('hex')}`
-
-beforeAll(() => ensureBuilt(CLI), 130_000)
 
 function withFile(text: string, test: (path: string) => void): void {
   const dir = mkdtempSync(join(tmpdir(), 'rgw-keys-list-'))
@@ -347,5 +361,32 @@ describe('keys list', () => {
     const both = run('list', '--teams', 'a.yaml', '--config', 'b.yaml')
     expect(both.status).toBe(2)
     expect(both.stderr).toBe('keys: list: give --teams FILE or --config FILE, not both (npm run keys -- --help)\n')
+  })
+})
+
+describe('the built CLI, as operators run it', () => {
+  beforeAll(() => ensureBuilt(CLI), 130_000)
+
+  it('prints a new key and its config lines, exit 0', () => {
+    const { status, stdout, stderr } = spawnCli({}, 'new', '--team', 'growth')
+    expect(status).toBe(0)
+    expect(stderr).toBe('')
+    const key = (stdout.match(/rgw_[A-Za-z0-9_-]{43}/g) ?? [])[0] as string
+    expect(stdout).toContain(sha256(key))
+  })
+
+  it('answers a usage mistake in one line with exit code 2, and --help with exit 0', () => {
+    const wrong = spawnCli({}, 'hash')
+    expect(wrong.status).toBe(2)
+    expect(wrong.stderr.trim().split('\n')).toHaveLength(1)
+    expect(spawnCli({}, '--help').status).toBe(0)
+  })
+
+  it('lists the teams of CONFIG_FILE from its environment', () => {
+    withFile('teams:\n  growth:\n    keys: []\n    advertisers: [101]\n', (path) => {
+      const r = spawnCli({ CONFIG_FILE: path }, 'list')
+      expect(r.status).toBe(0)
+      expect(r.stdout.split('\n')[1]).toMatch(/^growth\s+-\s+-\s+no keys$/)
+    })
   })
 })
