@@ -115,7 +115,7 @@ Redis.prototype.sendCommand = function count(command, ...rest) {
 /** The commands sent since `before`, a script named by the name the gateway defined it with. */
 const sentSince = (before) => {
   const names = new Map()
-  for (const gw of gateways) for (const [name, script] of Object.entries(gw.ctx.redis?.scriptsSet ?? {})) names.set(`evalsha ${script.sha}`, `evalsha ${name}`)
+  for (const gw of gateways) for (const [name, script] of Object.entries(gw.redis.client?.scriptsSet ?? {})) names.set(`evalsha ${script.sha}`, `evalsha ${name}`)
   const out = {}
   for (const [name, n] of Object.entries(sent.byName)) if (n > (before[name] ?? 0)) out[names.get(name) ?? name] = n - (before[name] ?? 0)
   return out
@@ -151,13 +151,13 @@ async function main() {
     }
   })
 
-  const governors = () => gateways.map((gw) => gw.ctx.governors.of(CREDENTIAL))
+  const governors = () => gateways.map((gw) => gw.governors.of(CREDENTIAL))
   /** One second's sample: the stand-in's calls in flight (peak, mean), the limits in force and the replicas' own counts. */
   async function sample(t) {
     const load = await standIn('/__load')
     const gs = governors()
     const limits = gs.map((g) => g.limit)
-    const floors = gateways.map((gw) => gw.ctx.governors.latencyFloorMs(CREDENTIAL)).filter((f) => f !== null)
+    const floors = gateways.map((gw) => gw.governors.latencyFloorMs(CREDENTIAL)).filter((f) => f !== null)
     return {
       t,
       peak: load.peak,

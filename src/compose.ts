@@ -11,6 +11,12 @@ import { newReplicaId, Replicas } from './observe/replicas.js'
 import { KeyUse } from './observe/key-use.js'
 import { LogLevel } from './observe/log-level.js'
 import type { RedisClient } from './redis/client.js'
+import type { RedisBreaker } from './redis/breaker.js'
+import type { TokenRegistry } from './platform/tokens/token-registry.js'
+import type { PlatformGovernors } from './platform/governor/platform-governors.js'
+import type { PlatformAnswers } from './platform/client/answer-buffer.js'
+import type { ReportCache } from './reports/report-cache.js'
+import type { RateLimiter } from './access/rate-limit.js'
 import { keepTickShape } from './perf/tick-shape.js'
 import { systemClock, type Clock, type Timers } from './clock.js'
 import { observeParts } from './compose/observe-parts.js'
@@ -41,7 +47,24 @@ export interface GatewayDeps {
 export interface Gateway {
   proxy: FastifyInstance
   admin: FastifyInstance
-  ctx: GatewayContext
+  /** What the gateway runs with (in demo mode: the sandbox's platform and the demo team). */
+  config: Config
+  /** The gateway's logger: the level PUT /admin/log-level sets is its level. */
+  log: Logger
+  /** Each credential's platform token: the one in use, replaced or refreshed. */
+  tokens: TokenRegistry
+  /** Each credential's platform calls: slots, queue, 429 pause, learned limit. */
+  governors: PlatformGovernors
+  /** Platform answers held for their callers, within the byte budget they share. */
+  answers: PlatformAnswers
+  /** The report cache: its copies in this replica's memory and in Redis. */
+  reports: ReportCache
+  /** Each team's rate limit, its count shared through Redis. */
+  rateLimiter: RateLimiter
+  /** When each API key was last used; flush() writes this replica's uses to Redis now. */
+  keyUse: KeyUse
+  /** The Redis connection and its circuit breaker, shared by every part; both null without Redis. */
+  redis: { client: RedisClient | null; breaker: RedisBreaker | null }
   /** Reloads the teams from CONFIG_FILE (SIGHUP). */
   reloader: TeamReloader
   /** Bytes kept by the memos of URLs callers sent (bounded whatever they send). */
@@ -105,7 +128,15 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   return {
     proxy,
     admin,
-    ctx,
+    config,
+    log,
+    tokens,
+    governors,
+    answers,
+    reports,
+    rateLimiter,
+    keyUse,
+    redis: { client: redis, breaker },
     reloader,
     memoBytes,
     async start() {

@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   }
 
   const gateway = await createGateway(config)
-  const log = gateway.ctx.log
+  const log = gateway.log
   await gateway.start()
   await listenOrExit(gateway.proxy, config.host, config.port, 'HOST, PORT')
   await listenOrExit(gateway.admin, config.admin.host, config.admin.port, 'ADMIN_HOST, ADMIN_PORT')
@@ -120,9 +120,9 @@ async function listenOrExit(app: FastifyInstance, host: string, port: number, se
 }
 
 function redisState(gateway: Gateway): string {
-  const { redis, breaker, config } = gateway.ctx
-  if (!redis || !breaker) return 'off (in-memory cache only)'
-  return `${breaker.state === 'closed' ? 'up' : 'down'} (${redisAddress(config.redis)})`
+  const { client, breaker } = gateway.redis
+  if (!client || !breaker) return 'off (in-memory cache only)'
+  return `${breaker.state === 'closed' ? 'up' : 'down'} (${redisAddress(gateway.config.redis)})`
 }
 
 main().catch((err: unknown) => {

@@ -47,7 +47,7 @@ export function itLoggedNoSecret(sg: SandboxGateway, extra: readonly string[] = 
     await new Promise((resolve) => setTimeout(resolve, 50))
     const text = sg.gw.logs.text()
     // Trace level is on: the scan reads a log that holds every line the gateway wrote.
-    expect(sg.gw.ctx.log.isLevelEnabled('trace')).toBe(true)
+    expect(sg.gw.log.isLevelEnabled('trace')).toBe(true)
     expect(leakedSecrets(text, new Set([...seen, ...runSecrets(sg.sandbox), ADMIN_TOKEN, ...extra]))).toEqual([])
     expect(text).not.toContain('rawPacket')
   })

@@ -57,9 +57,9 @@ describe('a report path in any spelling', () => {
       const b = await get(`${REPORT}/?advertiserId=102&byCampaign=1&${REPORT_DATES}`, KEYS.growth)
       // The platform's 429 passes through; the second spelling meets the route's pause.
       expect([a.status, b.status]).toEqual([429, 503])
-      expect(sg.gw.ctx.governors.paused('default', REPORT)).toBe(true)
+      expect(sg.gw.governors.paused('default', REPORT)).toBe(true)
       // Another team on another route is served: the credential is not paused.
-      expect(sg.gw.ctx.governors.paused('default')).toBe(false)
+      expect(sg.gw.governors.paused('default')).toBe(false)
       const other = await get(`/api/v1/report/adPlacementPositions/get?advertiserId=101&${REPORT_DATES}`)
       expect(other.status).toBe(200)
       // The throttled route went to the platform once: its second spelling met the pause.

@@ -41,8 +41,8 @@ describe('the probe call on the gateway\'s terms', () => {
     expect(res.statusCode).toBe(502)
     expect(res.json()).toMatchObject({ code: 'GW_PLATFORM_REFUSED' })
     expect(sandbox.countRequests(isProbe)).toBe(1)
-    expect(gw.ctx.governors.paused('default')).toBe(false)
-    expect(gw.ctx.governors.paused('default', PROBE)).toBe(true)
+    expect(gw.governors.paused('default')).toBe(false)
+    expect(gw.governors.paused('default', PROBE)).toBe(true)
     expect((await gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': KEYS.all } })).statusCode).toBe(200)
   })
 
@@ -56,7 +56,7 @@ describe('the probe call on the gateway\'s terms', () => {
       clock.advance(6_000)
     }
     expect(sandbox.countRequests(isProbe)).toBe(1)
-    expect(gw.ctx.governors.paused('default')).toBe(false)
+    expect(gw.governors.paused('default')).toBe(false)
   })
 
   it('remembers a route that answers 401 to a good token: its further 401s cost no probe', async () => {

@@ -132,6 +132,6 @@ describe.skipIf(!available)('what is read from Redis is bounded before it is dec
     const res = await get(b)
     const maxAge = Number(/max-age=(\d+)/.exec(String(res.headers['cache-control']))?.[1])
     expect(maxAge).toBeLessThanOrEqual(TTL_S)
-    expect(b.ctx.reports.freshInMemory(key, Date.now() + (TTL_S + 1) * 1000)).toBeNull()
+    expect(b.reports.freshInMemory(key, Date.now() + (TTL_S + 1) * 1000)).toBeNull()
   })
 })

@@ -94,7 +94,7 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
   })
 
   it('with the admin token: the credential fingerprint, both teams, the key about to expire', async () => {
-    const fingerprint = gw.ctx.tokens.get('default').current()?.fingerprint as string
+    const fingerprint = gw.tokens.get('default').current()?.fingerprint as string
     await page.type('#token', ADMIN_TOKEN)
     await page.keyboard.press('Enter')
     await shows('credentials', fingerprint)
@@ -186,19 +186,19 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     expect(await text('#confirm-text')).toMatch(/Set the log level to debug on every replica/)
     await page.click('#confirm-yes')
     await shows('action-result', 'Log level debug set on every replica (this replica had info)')
-    expect(gw.ctx.log.level).toBe('debug')
+    expect(gw.log.level).toBe('debug')
     await shows('config', 'PUT /admin/log-level by admin')
-    gw.ctx.log.level = 'info'
+    gw.log.level = 'info'
   })
 
   it('logs in again for the password credential after a confirmation naming it', async () => {
-    const before = gw.ctx.tokens.get('default').current()?.fingerprint as string
+    const before = gw.tokens.get('default').current()?.fingerprint as string
     await page.click('button[data-relogin="default"]')
     await page.waitForSelector('#confirm[open]')
     expect(await text('#confirm-text')).toMatch(/Log in to the platform again for credential default/)
     await page.click('#confirm-yes')
     await shows('action-result', 'Logged in again for default')
-    const after = gw.ctx.tokens.get('default').current()?.fingerprint as string
+    const after = gw.tokens.get('default').current()?.fingerprint as string
     expect(after).not.toBe(before)
     expect(await text('#action-result')).toContain(after)
     await shows('credentials', after)
@@ -222,7 +222,7 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     expect(requested.length).toBeGreaterThan(5)
     expect(requested.filter((url) => !url.startsWith(`${adminUrl}/`))).toEqual([])
     const html = await page.content()
-    for (const secret of [ADMIN_TOKEN, gw.ctx.tokens.get('default').current()?.token as string, sandbox.credentials.password, sandbox.credentials.clientSecret]) expect(html).not.toContain(secret)
+    for (const secret of [ADMIN_TOKEN, gw.tokens.get('default').current()?.token as string, sandbox.credentials.password, sandbox.credentials.clientSecret]) expect(html).not.toContain(secret)
   })
 
   it('shows a viewer everything but no action: no purge, reload or log-in button', async () => {

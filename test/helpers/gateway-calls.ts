@@ -32,7 +32,7 @@ export function expectMissesOf(answers: { statusCode: number; headers: Record<st
 
 /** The platform token the gateway holds now for a credential. */
 export function tokenOf(gw: TestGateway, credential = 'default'): string | undefined {
-  return gw.ctx.tokens.get(credential).current()?.token
+  return gw.tokens.get(credential).current()?.token
 }
 
 /** The platform token a request the sandbox received carried. */

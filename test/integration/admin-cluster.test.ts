@@ -94,7 +94,7 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
 
   it('announcements are sealed: one without the seal is left out and counted; one too large is not read whole', async () => {
     const gw = await replica()
-    const prefix = gw.ctx.config.redis.keyPrefix
+    const prefix = gw.config.redis.keyPrefix
     const forged = { id: 'forged-1', version: '9.9.9', ready: true, inFlight: 0, uptimeSeconds: 1, degraded: [], history: { start: 0, requests: [] } }
     await redis.set(redisKey.replica(prefix, 'forged-1'), JSON.stringify(forged), 'PX', 15_000)
     await redis.zadd(redisKey.replicas(prefix), Date.now(), 'forged-1')

@@ -82,7 +82,7 @@ describe('PUT /admin/log-level', () => {
     const b = await replica()
     const res = await as(a, 'PUT', '/admin/log-level', { level: 'warn' })
     expect(res.json()).toEqual({ level: 'warn', previous: 'info', replicas: 'all', applied: true })
-    await waitFor('the other replica to take the level', async () => b.ctx.log.level === 'warn', 5000, 20)
+    await waitFor('the other replica to take the level', async () => b.log.level === 'warn', 5000, 20)
     expect(await level(a)).toBe('warn')
     // A request line is an info line: none is written now.
     const before = requestLines(a)
@@ -106,8 +106,8 @@ describe('PUT /admin/log-level', () => {
     const idB = await idOf(b)
     const res = await as(a, 'PUT', '/admin/log-level', { level: 'debug', replica: idB })
     expect(res.json()).toEqual({ level: 'debug', previous: 'info', replicas: idB, applied: false })
-    await waitFor('replica b to take the level', async () => b.ctx.log.level === 'debug', 5000, 20)
-    expect(a.ctx.log.level).toBe('info')
+    await waitFor('replica b to take the level', async () => b.log.level === 'debug', 5000, 20)
+    expect(a.log.level).toBe('info')
     const gone = await as(a, 'PUT', '/admin/log-level', { level: 'debug', replica: 'no-such-replica-000000' })
     expect(gone.statusCode).toBe(404)
     expect(gone.json().message).toMatch(/^no live replica named no-such-replica-000000/)
@@ -121,7 +121,7 @@ describe('PUT /admin/log-level', () => {
     // Redis delivers messages in the order it took them: once the replica's own change
     // (published after) has arrived, the forged one has been heard and dropped.
     await as(other, 'PUT', '/admin/log-level', { level: 'debug' })
-    await waitFor('the sealed change to arrive', async () => gw.ctx.log.level === 'debug', 5000, 20)
+    await waitFor('the sealed change to arrive', async () => gw.log.level === 'debug', 5000, 20)
     expect(gw.logs.records().filter((r) => r.action === 'log-level').map((r) => r.actor)).toEqual(['admin'])
     expect((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/^gateway_redis_unverified_total\{what="message"\} [1-9]/m)
   })
@@ -132,6 +132,6 @@ describe('PUT /admin/log-level', () => {
     const other = await as(gw, 'PUT', '/admin/log-level', { level: 'info', replica: 'another-replica-000000' })
     expect(other.statusCode).toBe(503)
     expect(other.json().code).toBe('GW_REDIS_UNAVAILABLE')
-    expect(gw.ctx.log.level).toBe('debug')
+    expect(gw.log.level).toBe('debug')
   })
 })

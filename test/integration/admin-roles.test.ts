@@ -66,7 +66,7 @@ describe('admin roles', () => {
 
   it('refuses a viewer every change with 403 GW_FORBIDDEN, audited, and changes nothing', async () => {
     expect(await read()).toBe('MISS')
-    const before = gw.ctx.tokens.get('default').current()?.fingerprint
+    const before = gw.tokens.get('default').current()?.fingerprint
     const changes = [
       ['DELETE', '/admin/cache'],
       ['DELETE', '/admin/cache?advertiserId=101&dryRun=1'],
@@ -81,7 +81,7 @@ describe('admin roles', () => {
       expect(res.json(), `${method} ${url}`).toMatchObject({ code: 'GW_FORBIDDEN', message: expect.stringMatching(/^the admin token of carol is a viewer's: it may read, not change/) })
     }
     expect(await read()).toBe('HIT')
-    expect(gw.ctx.tokens.get('default').current()?.fingerprint).toBe(before)
+    expect(gw.tokens.get('default').current()?.fingerprint).toBe(before)
     const refused = gw.logs.records().filter((r) => r.kind === 'audit' && r.outcome === 'forbidden')
     expect(refused.map((r) => [r.actor, r.role, r.method, r.path])).toEqual(changes.map(([method, url]) => ['carol', 'viewer', method, url.split('?')[0]]))
     expect((await as(VIEWER, 'DELETE', '/admin/cache')).statusCode).toBe(403)

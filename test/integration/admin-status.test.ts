@@ -41,7 +41,7 @@ describe('GET /admin/status and /admin/audit', () => {
 
   it('shows the credential, Redis without its password, the cache, the teams and the governor; never a secret', async () => {
     const { gw, port } = await gateway()
-    const key = gw.ctx.tokens.get('default').current()
+    const key = gw.tokens.get('default').current()
     expect((await gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': KEYS.all } })).headers['x-cache']).toBe('MISS')
     expect((await gw.proxy.inject({ method: 'GET', url: REPORT, headers: { 'x-api-key': KEYS.limited } })).headers['x-cache']).toBe('HIT')
 

@@ -89,7 +89,7 @@ describe('admin authentication', () => {
     expect(get.json()).toMatchObject({ code: 'GW_UNAUTHORIZED' })
     const put = await admin(gw, 'PUT', '/admin/token', { token: sandbox.issueToken() }, auth)
     expect(put.statusCode).toBe(401)
-    expect(gw.ctx.tokens.get('default').current()?.token).toBe(token)
+    expect(gw.tokens.get('default').current()?.token).toBe(token)
     expect(sandbox.countRequests()).toBe(0)
     expectNoSecrets(gw, [token, ADMIN_TOKEN])
   })
@@ -158,7 +158,7 @@ describe('PUT /admin/token', () => {
     const res = await admin(gw, 'PUT', '/admin/token', { token: bogus })
     expect(res.statusCode).toBe(422)
     expect(res.json()).toMatchObject({ statusCode: 422, code: 'GW_TOKEN_REJECTED' })
-    expect(gw.ctx.tokens.get('default').current()?.token).toBe(old)
+    expect(gw.tokens.get('default').current()?.token).toBe(old)
     expect((await admin(gw, 'GET', '/admin/token')).json()).toMatchObject({ source: 'static', fingerprint: fingerprint(old) })
     expect((await call(gw, KEYS.all)).statusCode).toBe(200)
     expect(bearerOf(sandbox.requests.at(-1))).toBe(old)
@@ -212,7 +212,7 @@ describe('PUT /admin/token', () => {
     // The contract's code and what the field must be, never Fastify's FST_* code.
     expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: expected })
     expect(res.body).not.toContain('FST_')
-    expect(gw.ctx.tokens.get('default').current()?.token).toBe(token)
+    expect(gw.tokens.get('default').current()?.token).toBe(token)
     expect(sandbox.countRequests()).toBe(0)
     const offered = (payload as { token?: unknown }).token
     if (typeof offered === 'string' && offered.trim().length >= 8) expect(res.body).not.toContain(offered)
@@ -222,12 +222,12 @@ describe('PUT /admin/token', () => {
 describe('POST /admin/token/refresh', () => {
   it('runs the password login again, switches, and audits it with the operator name', async () => {
     const gw = await gateway({ ...loginEnv('PLATFORM_'), ADMIN_TOKEN })
-    const old = gw.ctx.tokens.get('default').current()?.token as string
+    const old = gw.tokens.get('default').current()?.token as string
     sandbox.clearRequests()
 
     const res = await admin(gw, 'POST', '/admin/token/refresh')
     expect(res.statusCode).toBe(200)
-    const next = gw.ctx.tokens.get('default').current()?.token as string
+    const next = gw.tokens.get('default').current()?.token as string
     expect(next).not.toBe(old)
     expect(res.json()).toMatchObject({ source: 'login', fingerprint: fingerprint(next) })
     expect(sandbox.requests.map((r) => r.path)).toEqual(['/oauth/token'])
@@ -244,19 +244,19 @@ describe('POST /admin/token/refresh', () => {
     expect(res.statusCode).toBe(400)
     expect(res.json().message).toMatch(/no password login/)
     expect(sandbox.countRequests()).toBe(0)
-    expect(gw.ctx.tokens.get('default').current()?.token).toBe(token)
+    expect(gw.tokens.get('default').current()?.token).toBe(token)
   })
 
   it('a failed refresh keeps the current token and is audited', async () => {
     const gw = await gateway({ ...loginEnv('PLATFORM_'), ADMIN_TOKEN })
-    const old = gw.ctx.tokens.get('default').current()?.token as string
+    const old = gw.tokens.get('default').current()?.token as string
     // The token endpoint itself is fine, the network to it is not: a closed port.
     const broken = await gateway({ ...loginEnv('PLATFORM_'), ADMIN_TOKEN, PLATFORM_TOKEN_URL: 'http://127.0.0.1:1/oauth/token' })
     const res = await admin(broken, 'POST', '/admin/token/refresh')
     expect(res.statusCode).toBe(502)
     expect(res.json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
     expect(audits(broken).filter((r) => r.action === 'refresh' && r.outcome === 'refused')).toHaveLength(1)
-    expect(gw.ctx.tokens.get('default').current()?.token).toBe(old)
+    expect(gw.tokens.get('default').current()?.token).toBe(old)
     expectNoSecrets(broken, [ADMIN_TOKEN, sandbox.credentials.password, sandbox.credentials.clientSecret])
   })
 })
@@ -266,7 +266,7 @@ describe('several credentials', () => {
     const defaultToken = sandbox.issueToken()
     const partnerToken = sandbox.issueToken()
     const gw = await gateway({ PLATFORM_TOKEN: defaultToken, CREDENTIAL_PARTNER_TOKEN: partnerToken, ...loginEnv('CREDENTIAL_AGENCY_'), ADMIN_TOKEN }, CREDENTIALS_YAML)
-    const agencyToken = gw.ctx.tokens.get('agency').current()?.token as string
+    const agencyToken = gw.tokens.get('agency').current()?.token as string
     sandbox.clearRequests()
     return { gw, defaultToken, partnerToken, agencyToken }
   }
@@ -305,13 +305,13 @@ describe('several credentials', () => {
     const put = await admin(gw, 'PUT', '/admin/credentials/partner/token', { token: next })
     expect(put.statusCode).toBe(200)
     expect(put.json()).toMatchObject({ source: 'admin', fingerprint: fingerprint(next) })
-    expect(gw.ctx.tokens.get('partner').current()?.token).toBe(next)
-    expect(gw.ctx.tokens.get('default').current()?.token).toBe(defaultToken)
-    expect(gw.ctx.tokens.get('agency').current()?.token).toBe(agencyToken)
+    expect(gw.tokens.get('partner').current()?.token).toBe(next)
+    expect(gw.tokens.get('default').current()?.token).toBe(defaultToken)
+    expect(gw.tokens.get('agency').current()?.token).toBe(agencyToken)
 
     const refresh = await admin(gw, 'POST', '/admin/credentials/agency/token/refresh')
     expect(refresh.statusCode).toBe(200)
-    const agencyNext = gw.ctx.tokens.get('agency').current()?.token as string
+    const agencyNext = gw.tokens.get('agency').current()?.token as string
     expect(agencyNext).not.toBe(agencyToken)
     expect((await admin(gw, 'POST', '/admin/credentials/partner/token/refresh')).statusCode).toBe(400)
 

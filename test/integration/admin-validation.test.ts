@@ -102,11 +102,11 @@ describe('every admin call', () => {
 
   it('refuses a token body with a field it does not take, and keeps the token', async () => {
     const gw = await gateway(false)
-    const before = gw.ctx.tokens.get('default').current()?.fingerprint
+    const before = gw.tokens.get('default').current()?.fingerprint
     const res = await admin(gw, 'PUT', '/admin/token', { payload: { token: sandbox.issueToken(), force: true } })
     expect(res.statusCode).toBe(400)
     expect(res.json().message).toBe('force: not a field of the body of this call (it takes token)')
-    expect(gw.ctx.tokens.get('default').current()?.fingerprint).toBe(before)
+    expect(gw.tokens.get('default').current()?.fingerprint).toBe(before)
   })
 
   it('checks the admin token before the parameters: no token is 401, not 400', async () => {

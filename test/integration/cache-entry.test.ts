@@ -99,7 +99,7 @@ describe('DELETE /admin/cache/entry', () => {
     expect((await read(b)).headers['x-cache']).toBe('HIT')
 
     expect((await admin(a, 'DELETE', SPELLINGS[2]!)).json()).toEqual({ purged: 'report', report: CANONICAL, dryRun: false, dropped: 1 })
-    await waitFor('the purge to reach the other replica', async () => (await b.ctx.reports.inspect(key)).l1 === null, 5000, 20)
+    await waitFor('the purge to reach the other replica', async () => (await b.reports.inspect(key)).l1 === null, 5000, 20)
     expect((await read(b, OTHER)).headers['x-cache']).toBe('HIT')
     // Its old copy put back into Redis (someone who may write there) is never served again.
     await redis.client.set(key, stored!)

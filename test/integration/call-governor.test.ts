@@ -45,7 +45,7 @@ describe('the concurrency cap', () => {
   it('raises the learned limit while a team alone keeps it busy at the platform\'s floor: the platform does not sit idle', async () => {
     const gw = await gateway('platform: { maxConcurrent: 32 }')
     sandbox.setLatency(100)
-    const governor = gw.ctx.governors.of('default')
+    const governor = gw.governors.of('default')
     expect(governor.limit).toBe(8)
     const burst = Promise.all(Array.from({ length: 200 }, (_, i) => proxyGet(gw, distinctReport(i))))
     await waitFor('the limit raised past its start', () => governor.limit > 8, 15_000)
@@ -72,7 +72,7 @@ describe('the concurrency cap', () => {
         }),
       ),
     )
-    await waitFor('the burst to fill the queue', () => gw.ctx.governors.of('default').queued >= 80)
+    await waitFor('the burst to fill the queue', () => gw.governors.of('default').queued >= 80)
     const started = performance.now()
     const second = await proxyGet(gw, distinctReport(200, 102), KEYS.growth)
     const took = performance.now() - started
@@ -91,7 +91,7 @@ describe('the concurrency cap', () => {
   it('refuses with 503 GW_OVERLOADED and retry-after once the queue is full', async () => {
     const gw = await gateway('platform: { maxConcurrent: 2, adaptive: false, queue: 3 }', {}, {}, WHOLE_SHARE_TEAMS_YAML)
     // The gateway's own token probe at start holds a seat while it runs: done before the burst.
-    await waitFor('the start probe done', () => sandbox.countRequests((r) => r.path === '/api/v1/campaign/get') > 0 && gw.ctx.governors.of('default').inFlight === 0)
+    await waitFor('the start probe done', () => sandbox.countRequests((r) => r.path === '/api/v1/campaign/get') > 0 && gw.governors.of('default').inFlight === 0)
     sandbox.setLatency(300)
     const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => proxyGet(gw, distinctReport(i))))
     const refused = answers.filter((a) => a.statusCode === 503)
@@ -113,7 +113,7 @@ describe('fair shares that never idle the platform', () => {
     const gw = await gateway('platform: { maxConcurrent: 8, adaptive: false }')
     sandbox.setLatency(latency)
     const burst = Promise.all(Array.from({ length: 215 }, (_, i) => proxyGet(gw, distinctReport(i))))
-    const governor = gw.ctx.governors.of('default')
+    const governor = gw.governors.of('default')
     // A team alone: every slot and the whole queue.
     await waitFor('the burst to fill every slot and the queue', () => governor.running('all') === 8 && governor.queued === 200)
     const started = performance.now()
@@ -147,7 +147,7 @@ describe('callers that hang up', () => {
   it('drops their queued calls without a platform call; a fill another caller still waits on stays', async () => {
     const gw = await listen(await gateway('platform: { maxConcurrent: 4, adaptive: false }'))
     sandbox.setLatency(400)
-    const governor = gw.ctx.governors.of('default')
+    const governor = gw.governors.of('default')
     const hangUp = new AbortController()
     const sent = sender(gw)
     // 12 distinct misses of team `all`: 4 at the platform (the limit), 8 queued.
@@ -174,7 +174,7 @@ describe('callers that hang up', () => {
     const gw = await listen(await gateway('platform: { timeout: 6s, maxConcurrent: 8, adaptive: false }', {}, {}, ceiling))
     sandbox.setLatency(latency)
     sandbox.setRouteFailure(CREATIVES, { kind: 'hang' })
-    const governor = gw.ctx.governors.of('default')
+    const governor = gw.governors.of('default')
     const hangUp = new AbortController()
     const sent = sender(gw)
     // Team A (`all`): 24 distinct misses, 4 at the platform (its ceiling), 20 queued; then report R, queued behind them.
@@ -185,7 +185,7 @@ describe('callers that hang up', () => {
     await waitFor('A\'s read of R queued behind its burst', () => governor.queued === 21)
     // Team B (`limited`) asks for the same R: it joins A's queued fill.
     const joined = sent(shared, KEYS.limited)
-    await waitFor('B admitted', () => gw.ctx.rateLimiter.peek(gw.ctx.config.teams.find((t) => t.name === 'limited')!).remaining === 2)
+    await waitFor('B admitted', () => gw.rateLimiter.peek(gw.config.teams.find((t) => t.name === 'limited')!).remaining === 2)
     await new Promise((resolve) => setTimeout(resolve, 100))
     const started = performance.now()
     hangUp.abort()
@@ -224,13 +224,13 @@ describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas o
     const limited = await proxyGet(a, distinctReport(1))
     expect(limited.statusCode).toBe(429)
     const pausedAt = Date.now()
-    await waitFor('the pause to reach the other replica', () => b.ctx.governors.paused('default', REPORT, 'all'), 1500)
+    await waitFor('the pause to reach the other replica', () => b.governors.paused('default', REPORT, 'all'), 1500)
     // Another team keeps the same route and the others, on both replicas.
     for (const [i, gw] of [a, b].entries()) {
       expect((await proxyGet(gw, distinctReport(10 + i, 102), KEYS.growth)).statusCode).toBe(200)
       expect((await proxyGet(gw, creatives(i, 102), KEYS.growth)).statusCode).toBe(200)
     }
-    expect(a.ctx.governors.of('default').pausedUntil).toBe(0)
+    expect(a.governors.of('default').pausedUntil).toBe(0)
 
     // The paused team on that route: refused at once with retry-after ≤ 60 s, or its stale copy.
     const callsAtPause = reportCalls()
@@ -247,8 +247,8 @@ describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas o
     expect(reportCalls()).toBe(callsAtPause)
     // A replica that starts during the pause finds it in Redis.
     const late = await gateway(yaml, { REDIS_URL: redis.server.url }, { clock: onRealTimers(clock.now) })
-    expect(late.ctx.governors.paused('default', REPORT, 'all')).toBe(true)
-    expect(late.ctx.governors.paused('default', REPORT, 'growth')).toBe(false)
+    expect(late.governors.paused('default', REPORT, 'all')).toBe(true)
+    expect(late.governors.paused('default', REPORT, 'growth')).toBe(false)
 
     // The first call after the probe interval (on the gateways' clock) is the trial: the platform answers, the pause ends.
     let answer = await proxyGet(a, distinctReport(3))
@@ -259,7 +259,7 @@ describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas o
     }
     expect(answer.statusCode).toBe(200)
     expect(Date.now() - pausedAt).toBeLessThan(8000)
-    await waitFor('the resume to reach the other replica', () => !b.ctx.governors.paused('default', REPORT, 'all'), 1500)
+    await waitFor('the resume to reach the other replica', () => !b.governors.paused('default', REPORT, 'all'), 1500)
     expect((await proxyGet(b, distinctReport(4))).statusCode).toBe(200)
 
     const fields = { credential: 'default', scope: 'team-route', route: REPORT, team: 'all' }
@@ -279,18 +279,18 @@ describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas o
     sandbox.setRouteFailure(CREATIVES, THROTTLE)
     const pausedAt = Date.now()
     expect((await proxyGet(a, creatives(0, 102), KEYS.growth)).statusCode).toBe(429)
-    await waitFor('the credential pause on both replicas', () => a.ctx.governors.of('default').pausedUntil > 0 && b.ctx.governors.of('default').pausedUntil > 0, 1500)
+    await waitFor('the credential pause on both replicas', () => a.governors.of('default').pausedUntil > 0 && b.governors.of('default').pausedUntil > 0, 1500)
     // platform.maxPause (60 s), not the 900 s asked for.
-    expect(a.ctx.governors.of('default').pausedUntil - pausedAt).toBeLessThanOrEqual(61_000)
+    expect(a.governors.of('default').pausedUntil - pausedAt).toBeLessThanOrEqual(61_000)
     const paused = a.logs.records().filter((r) => r.msg === PAUSED)
     expect(paused).toMatchObject([{ credential: 'default', scope: 'credential', team: 'growth', source: 'platform' }])
     // A replica that starts during the pause finds it in Redis.
     const late = await gateway('', { REDIS_URL: redis.server.url })
-    expect(late.ctx.governors.of('default').pausedUntil).toBeGreaterThan(0)
+    expect(late.governors.of('default').pausedUntil).toBeGreaterThan(0)
 
     // The probe call answers (it is not throttled): the pause ends within about one probe interval, on both.
     sandbox.clearRouteFailures()
-    await waitFor('the probe to end the pause', () => a.ctx.governors.of('default').pausedUntil === 0 && b.ctx.governors.of('default').pausedUntil === 0, 8000)
+    await waitFor('the probe to end the pause', () => a.governors.of('default').pausedUntil === 0 && b.governors.of('default').pausedUntil === 0, 8000)
     expect(Date.now() - pausedAt).toBeLessThan(8000)
     expect(sandbox.countRequests((r) => r.path === '/api/v1/campaign/get')).toBeGreaterThan(0)
     for (const gw of [a, b]) {

@@ -269,7 +269,7 @@ describe('a stampede joins the fill before the router', () => {
    * fast path joined to the fill.
    */
   async function stampede(url: string, key: string, joiners: number, others: string[] = []) {
-    const reports = env.gw.ctx.reports
+    const reports = env.gw.reports
     const join = reports.joinCold.bind(reports)
     let joined = 0
     reports.joinCold = (...args) => {

@@ -71,7 +71,7 @@ describe('the gateway\'s own calls in usage', () => {
 describe('the gateway\'s own calls in the governor', () => {
   it('takes a slot under (gateway) for an ownership lookup and for the probe call', async () => {
     const gw = await gateway()
-    const governor = gw.ctx.governors.of('default')
+    const governor = gw.governors.of('default')
     sandbox.setLatency(800)
     const lookedUp = get(gw, CAMPAIGN, KEYS.growth)
     await waitFor('the ownership lookups at the platform', () => governor.running(GATEWAY) > 0)

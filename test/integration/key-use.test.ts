@@ -51,7 +51,7 @@ describe('GET /admin/keys', () => {
     const a = await replica()
     const b = await replica()
     for (const [gw, key] of [[a, OLD], [a, OLD], [b, OLD], [b, NEW]] as const) expect((await call(gw, key)).statusCode).toBe(200)
-    await b.ctx.keyUse.flush()
+    await b.keyUse.flush()
     const res = await keys(a)
     expect(res.statusCode).toBe(200)
     const body = res.json<{ redis: string; complete: boolean; keys: KeyRow[] }>()

@@ -83,9 +83,9 @@ describe.skipIf(!available)('the limit across replicas', () => {
         }),
       ),
     )
-    const running = () => a.ctx.governors.of('default').running('all') + b.ctx.governors.of('default').running('all')
+    const running = () => a.governors.of('default').running('all') + b.governors.of('default').running('all')
     // A team alone takes every slot of the credential, across replicas.
-    await waitFor('the burst holding every slot', () => running() === 4 && a.ctx.governors.of('default').queued > 0 && b.ctx.governors.of('default').queued > 0)
+    await waitFor('the burst holding every slot', () => running() === 4 && a.governors.of('default').queued > 0 && b.governors.of('default').queued > 0)
     const other = await proxyGet(b, distinctReport(100, 102), KEYS.growth)
     expect(other.statusCode).toBe(200)
     expect(other.headers['x-cache']).toBe('MISS')

@@ -103,7 +103,7 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
     await redisServer.restart()
     const probe = new Redis(redisServer.url, { maxRetriesPerRequest: 1 })
     try {
-      await waitFor('both replicas to reconnect', () => a.ctx.redis?.status === 'ready' && b.ctx.redis?.status === 'ready', 8000)
+      await waitFor('both replicas to reconnect', () => a.redis.client?.status === 'ready' && b.redis.client?.status === 'ready', 8000)
       // Both subscribers are back too (purges and lock wake-ups).
       await waitFor('the subscribers to resubscribe', async () => {
         const [, n] = (await probe.pubsub('NUMSUB', 'rgw:bus:purge')) as [string, number]
@@ -151,7 +151,7 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
 
   it('does not keep a waiter waiting for an announcement once Redis is gone', async () => {
     // Redis is up again after the test above; A fills slowly, B waits on A's lock.
-    await waitFor('both replicas to use Redis', () => a.ctx.breaker?.state === 'closed' && b.ctx.breaker?.state === 'closed', 5000)
+    await waitFor('both replicas to use Redis', () => a.redis.breaker?.state === 'closed' && b.redis.breaker?.state === 'closed', 5000)
     sandbox.setLatency(600)
     const calls = reportCalls()
     const onA = timed(a, query(25))
@@ -197,7 +197,7 @@ describe.skipIf(!available)('report cache when Redis fails', () => {
       } finally {
         probe.disconnect()
       }
-      await waitFor('the replicas to reconnect', () => a.ctx.redis?.status === 'ready' && c.ctx.redis?.status === 'ready', 8000)
+      await waitFor('the replicas to reconnect', () => a.redis.client?.status === 'ready' && c.redis.client?.status === 'ready', 8000)
       // Found back by the periodic ping, without a request.
       await waitFor('the ping to find Redis back', async () => (await redisUp(c)) === '1', 5000)
       expect(lines(c, UP)).toEqual([expect.objectContaining({ redis: `127.0.0.1:${redisServer.port}` })])

@@ -237,12 +237,12 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     }
     expect(reportCalls()).toBe(1 + failures.reduce((n, f) => n + f.times, 0))
     // The 429 paused the report's route (1 s without retry-after): the stale copy is served without a call.
-    expect(gw.ctx.governors.paused('default', PATH)).toBe(true)
+    expect(gw.governors.paused('default', PATH)).toBe(true)
     const paused = await get(CANONICAL)
     expect(paused.headers['x-cache']).toBe('STALE')
     expect(paused.headers['cache-status']).toBe(`report-gateway; hit; ttl=-${SWR_S + 5}`)
     expect(reportCalls()).toBe(1 + failures.reduce((n, f) => n + f.times, 0))
-    await waitFor('the pause to end', () => !gw.ctx.governors.paused('default', PATH), 3000)
+    await waitFor('the pause to end', () => !gw.governors.paused('default', PATH), 3000)
     // A caller's no-cache does not lose the stale copy either.
     sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
     const refresh = await get(CANONICAL, { 'cache-control': 'no-cache' })
@@ -271,7 +271,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(overloaded.json()).toMatchObject({ code: 'GW_OVERLOADED' })
     expect(overloaded.headers['retry-after']).toBe('1')
     expect(reportCalls()).toBe(calls)
-    await waitFor('the pause to end', () => !gw.ctx.governors.paused('default', PATH), 3000)
+    await waitFor('the pause to end', () => !gw.governors.paused('default', PATH), 3000)
     const back = await get(CANONICAL)
     expect(back.headers['x-cache'], `${back.statusCode} ${back.body}`).toBe('MISS')
   })
@@ -413,7 +413,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect((await ask()).headers['x-cache']).toBe('HIT')
     // A caller's miss holds the credential's only slot when the refresh falls due.
     sandbox.setLatency(400)
-    const governor = ahead.ctx.governors.of('default')
+    const governor = ahead.governors.of('default')
     const busy = ask('advertiserId=102&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07')
     await waitFor('the caller\'s call at the platform', () => governor.inFlight === 1 && sandbox.concurrency().inFlight === 1)
     // The refresh's own call is answered at once: it waits only for the slot.

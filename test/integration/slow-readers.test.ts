@@ -62,7 +62,7 @@ describe('callers that never read', () => {
     const gw = await gateway('platform: { readIdleTimeout: 4s, queueTimeout: 60s, timeout: 60s }')
     sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 12 * MB, times: 8 })
     for (let i = 0; i < 8; i++) stalled(stalledCampaignCall(gw.port))
-    await waitFor('8 large answers at the platform', () => sandbox.concurrency().inFlight === 8 && gw.ctx.governors.of('default').inFlight === 8, 4000)
+    await waitFor('8 large answers at the platform', () => sandbox.concurrency().inFlight === 8 && gw.governors.of('default').inFlight === 8, 4000)
 
     const victim = await victimCall(gw)
     expect(victim.status).toBe(200)
@@ -70,7 +70,7 @@ describe('callers that never read', () => {
     expect(victim.ms).toBeLessThan(15_000)
 
     // The stalled callers were cut off: their slots and platform connections are free.
-    await waitFor('the platform calls to end', () => sandbox.concurrency().inFlight === 0 && gw.ctx.governors.of('default').inFlight === 0, 15_000)
+    await waitFor('the platform calls to end', () => sandbox.concurrency().inFlight === 0 && gw.governors.of('default').inFlight === 0, 15_000)
     await waitFor('8 slow readers counted', async () => (await metrics(gw)).includes('gateway_platform_slow_readers_total{credential="default"} 8'))
     const lines = slowReaderLines(gw)
     expect(lines).toHaveLength(8)
@@ -84,20 +84,20 @@ describe('callers that never read', () => {
     sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 10 * MB, times: answers })
     for (let i = 0; i < answers; i++) stalled(stalledCampaignCall(gw.port))
     await waitFor('the answers to reach the gateway', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === answers)
-    await waitFor('every slot and platform connection free', () => sandbox.concurrency().inFlight === 0 && gw.ctx.governors.of('default').inFlight === 0)
+    await waitFor('every slot and platform connection free', () => sandbox.concurrency().inFlight === 0 && gw.governors.of('default').inFlight === 0)
     expect(sandbox.concurrency().peak).toBe(answers)
     // Still unread: the answers are held in memory, within the budget, for their callers.
-    expect(gw.ctx.answers.budget.used).toBeGreaterThan(0)
+    expect(gw.answers.budget.used).toBeGreaterThan(0)
     expect(slowReaderLines(gw)).toHaveLength(0)
     // Memory of an answer is released once it is sent, or its caller is gone.
     for (const fn of cleanups.splice(0)) await fn()
-    await waitFor('the buffers released', () => gw.ctx.answers.budget.used === 0)
+    await waitFor('the buffers released', () => gw.answers.budget.used === 0)
   })
 
   it('falls back to streaming, watched, past platform.bufferTotalBytes: the memory held never exceeds it', async () => {
     const gw = await gateway('platform: { bufferBytes: 8MiB, bufferTotalBytes: 16MiB, readIdleTimeout: 5s }')
-    const { budget } = gw.ctx.answers
-    const governor = gw.ctx.governors.of('default')
+    const { budget } = gw.answers
+    const governor = gw.governors.of('default')
     let most = 0
     const watch = setInterval(() => (most = Math.max(most, budget.used)), 2)
     cleanups.push(() => clearInterval(watch))
@@ -119,7 +119,7 @@ describe('callers that never read', () => {
     sandbox.setRouteFailure(REPORT, { kind: 'large', bytes: 12 * MB, times: 1 })
     stalled(stalledCaller(gw.port, `GET ${REPORT}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=2025-03-07 HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\n\r\n`))
     await waitFor('the report at the platform', () => sandbox.concurrency().inFlight === 1)
-    await waitFor('the report call to end', () => sandbox.concurrency().inFlight === 0 && gw.ctx.governors.of('default').inFlight === 0, 4000)
+    await waitFor('the report call to end', () => sandbox.concurrency().inFlight === 0 && gw.governors.of('default').inFlight === 0, 4000)
     expect(slowReaderLines(gw)).toMatchObject([{ team: 'all', path: REPORT, credential: 'default' }])
   })
 })

@@ -115,7 +115,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     const third = token()
     expect((await put(a, third)).statusCode).toBe(200)
     expect(await within(1000, () => tokenOf(b) === third), 'replica B never got the rotation made after the forgery').toBe(true)
-    expect(await storedOnce(fingerprint(third))).toMatchObject({ version: a.ctx.tokens.get('default').current()?.version })
+    expect(await storedOnce(fingerprint(third))).toMatchObject({ version: a.tokens.get('default').current()?.version })
   })
 
   it('a late replica ignores a record whose fingerprint was rewritten, keeps its own token and stores it', async () => {
@@ -129,7 +129,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     const late = await replica({ PLATFORM_TOKEN: first })
     expect(tokenOf(late)).toBe(first)
     expect(rejectedLines(late)).toHaveLength(1)
-    expect(await storedOnce(fingerprint(first))).toMatchObject({ version: late.ctx.tokens.get('default').current()?.version })
+    expect(await storedOnce(fingerprint(first))).toMatchObject({ version: late.tokens.get('default').current()?.version })
   })
 
   it('a record whose base was rewritten to match a newly rolled-out token does not replace that token', async () => {
@@ -186,9 +186,9 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
       await forge(garbage)
       const next = token()
       expect((await put(a, next)).statusCode).toBe(200)
-      expect(await storedOnce(fingerprint(next))).toMatchObject({ version: a.ctx.tokens.get('default').current()?.version })
+      expect(await storedOnce(fingerprint(next))).toMatchObject({ version: a.tokens.get('default').current()?.version })
     }
-    expect(a.ctx.breaker?.state).toBe('closed')
+    expect(a.redis.breaker?.state).toBe('closed')
   })
 
   it('a record of the previous format (no associated data) is treated as absent: the replica uses and stores its own token', async () => {
@@ -218,6 +218,6 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     const gw = await replica({ PLATFORM_TOKEN: own })
     expect(tokenOf(gw)).toBe(own)
     expect(rejectedLines(gw)).toEqual([])
-    expect(await storedOnce(fingerprint(own))).toMatchObject({ v: 2, version: gw.ctx.tokens.get('default').current()?.version })
+    expect(await storedOnce(fingerprint(own))).toMatchObject({ v: 2, version: gw.tokens.get('default').current()?.version })
   })
 })

@@ -40,7 +40,7 @@ const isProbe = (r: SandboxRequestRecord) => String(r.headers['x-request-id']).s
 const onPath = (path: string) => (r: SandboxRequestRecord) => r.path === path && !isProbe(r)
 
 function tokenOf(gw: TestGateway): string {
-  const token = gw.ctx.tokens.get('default').current()?.token
+  const token = gw.tokens.get('default').current()?.token
   if (!token) throw new Error('the gateway holds no token')
   return token
 }
@@ -196,7 +196,7 @@ describe('password login: 401 → one re-login → one retry', () => {
     expect(loudLines(gw).length).toBeGreaterThan(0)
 
     failing = false
-    expect(await waitUntil(2000, () => gw.ctx.tokens.get('default').usable()), 'the login was not retried').toBe(true)
+    expect(await waitUntil(2000, () => gw.tokens.get('default').usable()), 'the login was not retried').toBe(true)
     expect((await ready(gw)).statusCode).toBe(200)
     expect((await campaignList(gw)).statusCode).toBe(200)
   })
@@ -252,7 +252,7 @@ describe('static or file token: 401 makes the credential unusable until a new to
   it('a 401 to an older token after the token changed does not mark the new one refused', async () => {
     const token = sandbox.issueToken()
     const gw = await gateway({ PLATFORM_TOKEN: token })
-    const provider = gw.ctx.tokens.get('default')
+    const provider = gw.tokens.get('default')
     const next = sandbox.issueToken()
     provider.replace(next)
     expect(await provider.recover(token, true)).toMatchObject({ token: next })
@@ -283,7 +283,7 @@ describe('a refused token degrades, it does not empty the Service', () => {
     sandbox.revokeToken(token)
     // The refusal is found by a platform call: the credential is now unusable.
     expect((await campaignList(gw)).json()).toMatchObject({ code: 'GW_PLATFORM_AUTH' })
-    expect(gw.ctx.tokens.get('default').usable()).toBe(false)
+    expect(gw.tokens.get('default').usable()).toBe(false)
 
     const hit = await report(gw)
     expect(hit.statusCode).toBe(200)

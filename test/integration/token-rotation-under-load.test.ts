@@ -84,9 +84,9 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
   async function switchedThenRevoke(pair: TestGateway[], token: () => string | undefined, old: string): Promise<void> {
     await within(2000, () => {
       const t = token()
-      return !!t && t !== old && pair.every((gw) => gw.ctx.tokens.get('default').current()?.token === t)
+      return !!t && t !== old && pair.every((gw) => gw.tokens.get('default').current()?.token === t)
     })
-    expect(pair.map((gw) => gw.ctx.tokens.get('default').current()?.token)).not.toContain(old)
+    expect(pair.map((gw) => gw.tokens.get('default').current()?.token)).not.toContain(old)
     sandbox.revokeToken(old)
   }
 
@@ -131,13 +131,13 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
 
   it('by re-login (POST /admin/token/refresh) with a password login: no request fails', async () => {
     const pair = await replicas(sandboxLoginEnv(sandbox))
-    const before = pair[1].ctx.tokens.get('default').current()?.token as string
+    const before = pair[1].tokens.get('default').current()?.token as string
     const load = stream(pair)
     await load.served(PHASE_REQUESTS)
 
     const refreshed = await pair[0].admin.inject({ method: 'POST', url: '/admin/token/refresh', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
     expect(refreshed.statusCode).toBe(200)
-    const fresh = () => pair[0].ctx.tokens.get('default').current()?.token
+    const fresh = () => pair[0].tokens.get('default').current()?.token
     await switchedThenRevoke(pair, fresh, before)
     await load.served(PHASE_REQUESTS)
 

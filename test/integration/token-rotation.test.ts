@@ -306,8 +306,8 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const fromB = sandbox.issueToken()
 
     // Both change at the same moment, neither having heard of the other's change.
-    const stateA = a.ctx.tokens.get('default').replace(fromA)
-    const stateB = b.ctx.tokens.get('default').replace(fromB)
+    const stateA = a.tokens.get('default').replace(fromA)
+    const stateB = b.tokens.get('default').replace(fromB)
     expect(stateB.version).toBeLessThan(stateA.version)
 
     expect(await within(1000, () => tokenOf(a) === fromA && tokenOf(b) === fromA), 'the replicas did not settle on the newer write').not.toBeNull()
@@ -327,8 +327,8 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const b = await replica({ PLATFORM_TOKEN: tokenOf(a) as string, GATEWAY_SECRET }, () => at)
     const [x, y] = [sandbox.issueToken(), sandbox.issueToken()]
 
-    const stateA = a.ctx.tokens.get('default').replace(x)
-    const stateB = b.ctx.tokens.get('default').replace(y)
+    const stateA = a.tokens.get('default').replace(x)
+    const stateB = b.tokens.get('default').replace(y)
     expect(stateB.version).toBe(stateA.version)
 
     expect(await within(1000, () => tokenOf(a) === tokenOf(b)), 'the replicas disagree').not.toBeNull()

@@ -225,7 +225,7 @@ describe('password login', () => {
     const gw = await gateway({ ...loginEnv(), PLATFORM_TOKEN_URL: `${other.url}/oauth/token`, PLATFORM_GRANT_TYPE: 'acme_dsp' })
     expect(other.countRequests(isTokenRequest)).toBe(1)
     expect(sandbox.countRequests(isTokenRequest)).toBe(0)
-    expect(gw.ctx.tokens.get('default').current()?.source).toBe('login')
+    expect(gw.tokens.get('default').current()?.source).toBe('login')
   })
 
   it.each<{ label: string; env: Record<string, string>; status: number; code: string }>([
@@ -308,7 +308,7 @@ describe('expiry', () => {
     const url = await opaqueTokenServer(() => ({ token_type: 'Bearer', access_token: 'opaque-access-token-0001', expires_in: 5000 }))
     const before = Date.now()
     const gw = await gateway(loginEnv(url))
-    const state = gw.ctx.tokens.get('default').current()
+    const state = gw.tokens.get('default').current()
     expect(state?.token).toBe('opaque-access-token-0001')
     expect((state?.expiresAt ?? 0) - (state?.obtainedAt ?? 0)).toBe(5_000_000)
     expect(state?.obtainedAt).toBeGreaterThanOrEqual(before)
@@ -319,7 +319,7 @@ describe('expiry', () => {
   it('is one year after it was obtained for an opaque token without expires_in', async () => {
     const url = await opaqueTokenServer(() => ({ access_token: 'opaque-access-token-0002' }))
     const gw = await gateway(loginEnv(url))
-    const state = gw.ctx.tokens.get('default').current()
+    const state = gw.tokens.get('default').current()
     expect((state?.expiresAt ?? 0) - (state?.obtainedAt ?? 0)).toBe(DEFAULT_TOKEN_LIFETIME_MS)
 
     // The same for a pasted opaque static token.
@@ -359,7 +359,7 @@ describe('expiry', () => {
       clock.now,
     )
     const first = currentToken(gw)
-    const expiresAt = gw.ctx.tokens.get('default').current()?.expiresAt as number
+    const expiresAt = gw.tokens.get('default').current()?.expiresAt as number
 
     clock.offset = expiresAt - Date.now() - 8 * DAY // 8 days left: not yet
     await new Promise((r) => setTimeout(r, 200))
@@ -397,7 +397,7 @@ describe('expiry', () => {
       clock.now,
     )
     const first = currentToken(gw)
-    const expiresAt = gw.ctx.tokens.get('default').current()?.expiresAt as number
+    const expiresAt = gw.tokens.get('default').current()?.expiresAt as number
     clock.offset = expiresAt - Date.now() - 29 * DAY
     expect(await within(1000, () => currentToken(gw) !== first), 'no re-login 30 days before expiry').not.toBeNull()
   })

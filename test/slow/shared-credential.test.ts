@@ -59,7 +59,7 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
   it('a team of year-long reports keeps to its share of the seats once another team waits: the other holds its own', async () => {
     sandbox.setCapacity({ workers: 8, perDayMs: 2 })
     const gw = await gateway('platform: { adaptive: false, maxConcurrent: 8 }')
-    const governor = gw.ctx.governors.of('default')
+    const governor = gw.governors.of('default')
     // Team `all`: 32 callers of year-long reports (about 0.7 s each), every seat taken.
     const years = callers(gw, KEYS.all, 32, (i) => report(i * 400, 365))
     const weeks = { stop: async () => undefined, statuses: [] as number[] }
@@ -87,7 +87,7 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
     sandbox.setRouteFailure('/api/v1/campaign/get', { kind: 'large', bytes: 24_000_000, times: 4 })
     const sockets = Array.from({ length: 4 }, () => stalledCampaignCall(gw.port, KEYS.all))
     try {
-      await waitFor('4 unread answers holding every seat', () => gw.ctx.governors.of('default').running('all') === 4, 10_000)
+      await waitFor('4 unread answers holding every seat', () => gw.governors.of('default').running('all') === 4, 10_000)
       // Another team's miss: answered (not refused at queueTimeout, 30 s).
       const answer = await get(gw, report(1, 7), KEYS.growth)
       expect(answer).toMatchObject({ status: 200, cache: 'MISS' })
@@ -100,7 +100,7 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
   it('a team whose reports the platform fails (500 after the work, on two routes) is braked; the limit and the other team are not', async () => {
     sandbox.setCapacity({ workers: 16, perDayMs: 1 })
     const gw = await gateway('platform: { initialConcurrent: 16, minConcurrent: 2 }')
-    const governor = gw.ctx.governors.of('default')
+    const governor = gw.governors.of('default')
     for (const path of [CREATIVES, PLACEMENTS]) sandbox.setRouteFailure(path, { kind: 'status', status: 500 })
     const failing = callers(gw, KEYS.all, 12, (i) => report(i * 40, 30, i % 2 ? CREATIVES : PLACEMENTS))
     const fine = callers(gw, KEYS.growth, 4, (i) => report(i * 10, 7))
@@ -122,9 +122,9 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
     for (const path of [CREATIVES, PLACEMENTS]) sandbox.setRouteFailure(path, { kind: 'status', status: 429, headers: { 'retry-after': '30' } })
     expect((await get(gw, report(1, 7, CREATIVES), KEYS.all)).status).toBe(429)
     expect((await get(gw, report(1, 7, PLACEMENTS), KEYS.all)).status).toBe(429)
-    const pauses = gw.ctx.governors.pausesOf('default')
+    const pauses = gw.governors.pausesOf('default')
     expect(pauses.map((p) => p.scope)).toContainEqual({ kind: 'team', team: 'all' })
-    expect(gw.ctx.governors.of('default').pausedUntil).toBe(0)
+    expect(gw.governors.of('default').pausedUntil).toBe(0)
     // The paused team is refused on any route; the other team is not, on a route of its own.
     expect((await get(gw, report(2, 7), KEYS.all)).status).toBe(503)
     expect(await get(gw, report(3, 7), KEYS.growth)).toMatchObject({ status: 200, cache: 'MISS' })
@@ -147,7 +147,7 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
   it('a light load across replicas does not grow the limit: calls that waited for Redis, not for a seat, did not use it', async () => {
     sandbox.setLatency(30)
     const gw = await gateway('platform: { initialConcurrent: 8 }', { REDIS_URL: redis.server.url })
-    const governor = gw.ctx.governors.of('default')
+    const governor = gw.governors.of('default')
     const light = callers(gw, KEYS.growth, 3, (i) => report(i * 10, 7))
     try {
       await new Promise((resolve) => setTimeout(resolve, 8000))
