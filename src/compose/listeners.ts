@@ -48,14 +48,15 @@ export async function listeners(
   proxy.removeAllContentTypeParsers()
   proxy.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
   await describeProxy(proxy)
-  await proxy.register(healthRoutes, { ctx })
+  const health = { tokens: ctx.tokens, redis: ctx.redis, breaker: ctx.breaker, lifecycle: ctx.lifecycle }
+  await proxy.register(healthRoutes, health)
   await proxy.register(apiRoutes, { ctx, admission, client, forms })
   answerHooks(proxy, { ctx, admission, observe })
 
   const admin = buildServer(config, log, failures, null)
   // First: its document is made from every route registered after it.
   await describeAdmin(admin)
-  await admin.register(healthRoutes, { ctx })
+  await admin.register(healthRoutes, health)
   metricsRoute(admin, { metrics: ctx.metrics, tokens: ctx.tokens, governors: ctx.governors, usage: ctx.usage })
   await admin.register(adminRoutes, { ctx, client, reloader: o.reloader, l1: o.l1, audit: o.audit, replicas: o.replicas })
   await admin.register(consoleRoutes, o.consoleScriptsDir ? { scriptsDir: o.consoleScriptsDir } : {})

@@ -27,10 +27,14 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-en
  * the platform client, send the platform's answer on (its 5xx as our 502) once it has
  * been received, or as it streams when it is too large to hold.
  */
-export function proxyHandler(ctx: GatewayContext, admission: Admission, client: PlatformClient) {
-  const limit = ctx.config.bodyLimit
+export function proxyHandler(
+  { config, tracing, usage, clock, answers }: Pick<GatewayContext, 'config' | 'tracing' | 'usage' | 'clock' | 'answers'>,
+  admission: Admission,
+  client: PlatformClient,
+) {
+  const limit = config.bodyLimit
   return async (request: FastifyRequest, reply: FastifyReply) => {
-    const trace = ctx.tracing === null ? undefined : traceOf(request.raw)
+    const trace = tracing === null ? undefined : traceOf(request.raw)
     // A refusal thrown here leaves the step open: the request's span ends it, failed.
     const admitting = trace?.step('admission')
     const caller = admission.admit(request)
@@ -56,7 +60,7 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
       body = caller.stream
     }
     caller.platformCalls += 1
-    ctx.usage.platformCall(caller.team.name)
+    usage.platformCall(caller.team.name)
     const started = performance.now()
     const read = isRead(request.method, caller.target.path)
     const res = await client.send(caller.provider, {
@@ -75,10 +79,10 @@ export function proxyHandler(ctx: GatewayContext, admission: Admission, client: 
     // Contract, "Errors": only the platform's 4xx bodies pass through; its 5xx is our 502.
     if (res.status >= 500) {
       res.body.resume()
-      throw withRetryAfter(new UpstreamError(`status ${res.status}`), res.headers, ctx.clock.now())
+      throw withRetryAfter(new UpstreamError(`status ${res.status}`), res.headers, clock.now())
     }
     // Received at the platform's speed, so that the slot is not held while the caller reads.
-    const answer = await ctx.answers.receive(res.body, contentLength(res.headers), { credential: caller.provider.name, team: caller.team.name, path: caller.target.path, log: request.log })
+    const answer = await answers.receive(res.body, contentLength(res.headers), { credential: caller.provider.name, team: caller.team.name, path: caller.target.path, log: request.log })
     reply.code(res.status).headers(callerHeaders(res.headers))
     if (answer.length !== null && request.method !== 'HEAD') reply.header('content-length', answer.length)
     return reply.send(answer.body)

@@ -35,23 +35,23 @@ const whoamiSchema = {
  * the listener; GET /admin/whoami says which token the caller holds (the console hides
  * a viewer's actions).
  */
-export function adminAccess(app: FastifyInstance, ctx: GatewayContext): void {
+export function adminAccess(app: FastifyInstance, { adminAuth, log, clock }: Pick<GatewayContext, 'adminAuth' | 'log' | 'clock'>): void {
   app.decorateRequest('adminActor', null)
   app.decorateRequest('adminRole', null)
 
   // A refused login is one line, not one per call it makes (the console asks several
   // things at once): refusals from one address for one reason within an interval are
   // counted, and the interval ends with one line giving their number.
-  const refusals = new FailureLog({ log: ctx.log, clock: ctx.clock })
+  const refusals = new FailureLog({ log, clock })
   app.addHook('onClose', async () => refusals.close())
   app.addHook('onRequest', async (request) => {
-    if (!ctx.adminAuth.enabled) throw new AdminUnavailableError()
+    if (!adminAuth.enabled) throw new AdminUnavailableError()
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')
-    const actor = match ? ctx.adminAuth.verify(match[1] as string) : null
+    const actor = match ? adminAuth.verify(match[1] as string) : null
     if (actor === null) {
       const reason = match ? 'unknown token' : 'no bearer token'
       refusals.note('GW_UNAUTHORIZED', () =>
-        ctx.log.warn(
+        log.warn(
           { kind: 'audit', action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: pathOf(request), reqId: request.id, reason },
           'admin call refused: missing or wrong admin token',
         ), `admin call from ${request.ip}: ${reason}`)
@@ -60,7 +60,7 @@ export function adminAccess(app: FastifyInstance, ctx: GatewayContext): void {
     request.adminActor = actor.name
     request.adminRole = actor.role
     if (actor.role === 'viewer' && !READS.has(request.method)) {
-      ctx.log.warn(
+      log.warn(
         { kind: 'audit', action: 'admin-auth', outcome: 'forbidden', actor: actor.name, role: actor.role, source: request.ip, method: request.method, path: pathOf(request), reqId: request.id },
         'admin call refused: a viewer\'s token may not change anything',
       )

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import { NoReplicaError, RedisUnavailableError } from '../../errors.js'
-import { LOG_LEVELS, type LogLevelName } from '../../observe/log-level.js'
+import { LOG_LEVELS, type LogLevel, type LogLevelName } from '../../observe/log-level.js'
 import type { Replicas } from '../../observe/replicas.js'
 import type { Setting } from '../../config.js'
 import { fingerprint } from '../../observe/fingerprint.js'
@@ -74,19 +74,24 @@ const logLevelRoute = adminSchema({
 
 /**
  * The configuration in force (GET /admin/config) and the log level changed at run time
- * (PUT /admin/log-level). Registered inside adminRoutes, behind its token check.
+ * (PUT /admin/log-level). Registered inside adminRoutes, behind its token check. The
+ * log level comes as `runtimeLevel`: Fastify reads a plugin's `logLevel` option as the
+ * level of the plugin's own logger.
  */
-export async function adminConfigRoutes(app: FastifyInstance, { ctx, replicas }: { ctx: GatewayContext; replicas: Replicas }): Promise<void> {
+export async function adminConfigRoutes(
+  app: FastifyInstance,
+  { config, runtimeLevel, bus, clock, replicas }: Pick<GatewayContext, 'config' | 'bus' | 'clock'> & { runtimeLevel: LogLevel; replicas: Replicas },
+): Promise<void> {
   app.get('/admin/config', { schema: configRoute }, async () => {
-    const changed = ctx.logLevel.changed
-    const settings = ctx.config.settings.map((s): Setting | (Omit<Setting, 'secret'> & { fingerprint?: string }) => {
-      if (s.setting === 'logLevel' && changed) return { setting: s.setting, value: ctx.logLevel.level, source: 'runtime', from: `PUT /admin/log-level by ${changed.by ?? 'an operator'} at ${new Date(changed.at).toISOString()}` }
+    const changed = runtimeLevel.changed
+    const settings = config.settings.map((s): Setting | (Omit<Setting, 'secret'> & { fingerprint?: string }) => {
+      if (s.setting === 'logLevel' && changed) return { setting: s.setting, value: runtimeLevel.level, source: 'runtime', from: `PUT /admin/log-level by ${changed.by ?? 'an operator'} at ${new Date(changed.at).toISOString()}` }
       if (!s.secret) return s
       // A secret leaves the gateway as its fingerprint only, as the token view and the logs name it.
       const { secret: _secret, value, ...rest } = s
       return value == null ? { ...rest, value: null } : { ...rest, value: null, fingerprint: fingerprint(String(value)) }
     })
-    return { at: new Date(ctx.clock.now()).toISOString(), settings }
+    return { at: new Date(clock.now()).toISOString(), settings }
   })
 
   app.put('/admin/log-level', { schema: logLevelRoute }, async (request) => {
@@ -99,11 +104,11 @@ export async function adminConfigRoutes(app: FastifyInstance, { ctx, replicas }:
     }
     let previous: string
     try {
-      previous = await ctx.logLevel.change(level, replica ?? null, request.adminActor)
+      previous = await runtimeLevel.change(level, replica ?? null, request.adminActor)
     } catch (err) {
       throw new RedisUnavailableError(`${(err as Error).message}; only this replica's level was changed`, { cause: err })
     }
-    const reached = replica ?? (ctx.bus ? 'all' : 'this replica only')
+    const reached = replica ?? (bus ? 'all' : 'this replica only')
     return { level, previous, replicas: reached, applied: self }
   })
 }

@@ -56,14 +56,14 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
  * GET /admin/keys: the life of every API key of the running teams. Registered inside
  * adminRoutes, behind its token check.
  */
-export async function adminKeysRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayContext }): Promise<void> {
+export async function adminKeysRoutes(app: FastifyInstance, { teams, keyUse, clock }: Pick<GatewayContext, 'teams' | 'keyUse' | 'clock'>): Promise<void> {
   app.get('/admin/keys', { schema: keysRoute }, async (request) => {
     const { team } = request.query as { team?: string }
-    const teams = ctx.teams.teams.filter((t) => team === undefined || t.name === team)
-    if (team !== undefined && teams.length === 0) throw new NoRunningTeamError(team)
-    const use = await ctx.keyUse.gather()
-    const now = ctx.clock.now()
-    const keys = teams.flatMap((t) =>
+    const listed = teams.teams.filter((t) => team === undefined || t.name === team)
+    if (team !== undefined && listed.length === 0) throw new NoRunningTeamError(team)
+    const use = await keyUse.gather()
+    const now = clock.now()
+    const keys = listed.flatMap((t) =>
       t.keys.map((k) => {
         const uses = use.byKey.get(k.id) ?? []
         return {

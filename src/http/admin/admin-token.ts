@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Logger } from 'pino'
 import type { GatewayContext } from '../context.js'
 import { BadRequestError, TokenRejectedError, UpstreamError } from '../../errors.js'
 import { fingerprint } from '../../observe/fingerprint.js'
 import type { PlatformClient } from '../../platform/client/platform-client.js'
 import { probeStatus } from '../../platform/client/token-probe.js'
 import type { TokenProvider } from '../../platform/tokens/token-provider.js'
-import { DEFAULT_CREDENTIAL } from '../../config.js'
+import { DEFAULT_CREDENTIAL, type Config } from '../../config.js'
 import { adminSchema, answer, credentialsSchema, tokenBody, tokenChangeSchema, tokenViewSchema } from './admin-schemas.js'
 
 const CREDENTIAL = { name: { type: 'string', minLength: 1, maxLength: 64, description: 'A credential: `default`, or a name under `credentials:`.' } }
@@ -41,23 +42,26 @@ const TOKEN_VIEW = { 200: answer(tokenViewSchema, 'The token\'s view.') }
  * The platform tokens of the credentials: read, replace (after the probe call), log in
  * again. Registered inside adminRoutes, behind its token check.
  */
-export async function adminTokenRoutes(app: FastifyInstance, { ctx, client }: { ctx: GatewayContext; client: PlatformClient }): Promise<void> {
-  const providerOf = (request: FastifyRequest) => ctx.tokens.get((request.params as { name?: string }).name ?? DEFAULT_CREDENTIAL)
+export async function adminTokenRoutes(
+  app: FastifyInstance,
+  { tokens, secrets, log, config, client }: Pick<GatewayContext, 'tokens' | 'secrets' | 'log' | 'config'> & { client: PlatformClient },
+): Promise<void> {
+  const providerOf = (request: FastifyRequest) => tokens.get((request.params as { name?: string }).name ?? DEFAULT_CREDENTIAL)
 
   const getToken = async (request: FastifyRequest) => tokenView(providerOf(request))
   const putToken = async (request: FastifyRequest) => {
     const provider = providerOf(request)
     const token = (request.body as { token: string }).token.trim()
-    ctx.secrets.add(token)
+    secrets.add(token)
     const current = provider.current()
     if (current?.token === token) {
-      ctx.log.info({ kind: 'audit', action: 'replace', outcome: 'unchanged', credential: provider.name, fingerprint: current.fingerprint, actor: request.adminActor }, 'admin token replace: the offered token is the one in use; nothing changed')
+      log.info({ kind: 'audit', action: 'replace', outcome: 'unchanged', credential: provider.name, fingerprint: current.fingerprint, actor: request.adminActor }, 'admin token replace: the offered token is the one in use; nothing changed')
       return { ...tokenView(provider), changed: false }
     }
     try {
-      await probe(ctx, client, provider, token)
+      await probe(client, config.platform.probe, provider, token)
     } catch (err) {
-      auditFailure(ctx, request, provider, 'replace', err, fingerprint(token))
+      auditFailure(log, request, provider, 'replace', err, fingerprint(token))
       throw err
     }
     provider.replace(token, request.adminActor ?? undefined)
@@ -69,7 +73,7 @@ export async function adminTokenRoutes(app: FastifyInstance, { ctx, client }: { 
     try {
       await provider.refresh(request.adminActor ?? undefined)
     } catch (err) {
-      auditFailure(ctx, request, provider, 'refresh', err, null)
+      auditFailure(log, request, provider, 'refresh', err, null)
       throw err
     }
     return tokenView(provider)
@@ -82,7 +86,7 @@ export async function adminTokenRoutes(app: FastifyInstance, { ctx, client }: { 
   app.get(
     '/admin/credentials',
     { schema: adminSchema({ ...token, operationId: 'getCredentials', summary: 'Every credential\'s platform token, without the tokens', response: { 200: answer(credentialsSchema, 'One view per credential, `default` first.') } }) },
-    async () => ({ credentials: ctx.tokens.all().map((p) => ({ name: p.name, ...tokenView(p) })) }),
+    async () => ({ credentials: tokens.all().map((p) => ({ name: p.name, ...tokenView(p) })) }),
   )
   app.get(
     '/admin/credentials/:name/token',
@@ -103,8 +107,8 @@ export async function adminTokenRoutes(app: FastifyInstance, { ctx, client }: { 
 
 // A successful change is audited by the provider's 'change' event (compose/platform-parts.ts);
 // a refused or failed admin attempt is audited here, with the offered token's fingerprint only.
-function auditFailure(ctx: GatewayContext, request: FastifyRequest, provider: TokenProvider, action: 'replace' | 'refresh', err: unknown, offered: string | null): void {
-  ctx.log.warn(
+function auditFailure(log: Logger, request: FastifyRequest, provider: TokenProvider, action: 'replace' | 'refresh', err: unknown, offered: string | null): void {
+  log.warn(
     { kind: 'audit', action, outcome: 'refused', credential: provider.name, currentFingerprint: provider.current()?.fingerprint ?? null, offeredFingerprint: offered, actor: request.adminActor, reason: (err as Error).message },
     `admin token ${action} failed; the token was not changed`,
   )
@@ -117,10 +121,10 @@ function tokenView(provider: TokenProvider) {
 
 // A token the platform refuses is never switched to: the configured probe
 // call must not answer 401 or 403 to it.
-async function probe(ctx: GatewayContext, client: PlatformClient, provider: TokenProvider, token: string): Promise<void> {
+async function probe(client: PlatformClient, call: Config['platform']['probe'], provider: TokenProvider, token: string): Promise<void> {
   let status: number | null
   try {
-    status = await probeStatus(client, ctx.config.platform.probe, provider, token)
+    status = await probeStatus(client, call, provider, token)
   } catch (err) {
     throw new UpstreamError(`the token check call failed (${(err as { cause?: { code?: string } }).cause?.code ?? 'error'}); the token was not changed`, { cause: err })
   }

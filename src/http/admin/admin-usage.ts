@@ -87,11 +87,11 @@ const usageRoute = adminSchema({
  * GET /admin/usage: daily totals per team, as JSON or as CSV for a spreadsheet.
  * Registered inside adminRoutes, behind its token check.
  */
-export async function adminUsageRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayContext }): Promise<void> {
+export async function adminUsageRoutes(app: FastifyInstance, { clock, usage, teams }: Pick<GatewayContext, 'clock' | 'usage' | 'teams'>): Promise<void> {
   app.get('/admin/usage', { schema: usageRoute }, async (request, reply) => {
     const q = request.query as { team?: string; from?: string; to?: string; format?: string }
     const format = q.format ?? 'json'
-    const to = q.to ?? utcDay(ctx.clock.now())
+    const to = q.to ?? utcDay(clock.now())
     const from = q.from ?? to
     for (const [name, value] of [['from', from], ['to', to]] as const) {
       if (!isDay(value)) throw new BadRequestError(`${name}: must be a date YYYY-MM-DD (UTC days)`)
@@ -99,10 +99,10 @@ export async function adminUsageRoutes(app: FastifyInstance, { ctx }: { ctx: Gat
     const days = (Date.parse(to) - Date.parse(from)) / 86_400_000 + 1
     if (days < 1 || days > MAX_USAGE_DAYS) throw new BadRequestError(`from, to: from must not be after to, and the range at most ${MAX_USAGE_DAYS} days`)
     if (q.team !== undefined && q.team !== GATEWAY_TEAM && (typeof q.team !== 'string' || !isTeamName(q.team))) throw new BadRequestError(`team: not a team name (nor ${GATEWAY_TEAM})`)
-    const rows = await ctx.usage.query(from, to, q.team ?? null)
+    const rows = await usage.query(from, to, q.team ?? null)
     if (!rows) throw new UsageUnavailableError('Redis could not be read; try again')
     // A typo must not pass for a quiet team; a removed team's past usage still answers.
-    if (q.team !== undefined && rows.length === 0 && !ctx.teams.teams.some((t) => t.name === q.team)) throw new UnknownTeamError(q.team)
+    if (q.team !== undefined && rows.length === 0 && !teams.teams.some((t) => t.name === q.team)) throw new UnknownTeamError(q.team)
     if (format === 'json') return { from, to, usage: rows }
     return reply
       .type('text/csv; charset=utf-8')

@@ -21,7 +21,7 @@ export async function adminRoutes(
   app: FastifyInstance,
   { ctx, client, reloader, l1, audit, replicas }: { ctx: GatewayContext; client: PlatformClient; reloader: TeamReloader; l1: MemoryStore; audit: AuditTrail; replicas: Replicas },
 ): Promise<void> {
-  adminAccess(app, ctx)
+  adminAccess(app, { adminAuth: ctx.adminAuth, log: ctx.log, clock: ctx.clock })
 
   // Admin answers name tokens' fingerprints, teams and keys: no cache keeps them, no page frames them.
   app.addHook('onSend', async (_request, reply, payload) => {
@@ -51,12 +51,14 @@ export async function adminRoutes(
   })
   app.get('/admin/openapi.json', { schema: document }, async () => app.swagger())
 
-  await app.register(adminTokenRoutes, { ctx, client })
-  await app.register(adminCacheRoutes, { ctx })
-  await app.register(cacheEntryRoutes, { ctx })
+  // Each route module gets the parts it uses; the status and cluster views read most of the context.
+  const { config, log, clock, tokens, reports, breaker, teams } = ctx
+  await app.register(adminTokenRoutes, { tokens, secrets: ctx.secrets, log, config, client })
+  await app.register(adminCacheRoutes, { reports, log })
+  await app.register(cacheEntryRoutes, { config, tokens, reports, breaker, clock, log })
   await app.register(adminStatusRoutes, { ctx, l1, audit })
-  await app.register(adminUsageRoutes, { ctx })
-  await app.register(adminKeysRoutes, { ctx })
+  await app.register(adminUsageRoutes, { clock, usage: ctx.usage, teams })
+  await app.register(adminKeysRoutes, { teams, keyUse: ctx.keyUse, clock })
   await app.register(clusterRoutes, { ctx, replicas })
-  await app.register(adminConfigRoutes, { ctx, replicas })
+  await app.register(adminConfigRoutes, { config, runtimeLevel: ctx.logLevel, bus: ctx.bus, clock, replicas })
 }

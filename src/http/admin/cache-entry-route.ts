@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import { BadRequestError, NotCachedError, NotFoundError } from '../../errors.js'
+import type { Config } from '../../config.js'
 import { checkTarget } from '../../access/request-target.js'
 import { canonicalGetReport, type CanonicalReport } from '../../reports/report-query.js'
 import { inflate, type CacheEntry } from '../../cache/cache-entry.js'
@@ -86,13 +87,13 @@ const drop = adminSchema({
 })
 
 /** The report a URL reads, as the report route reads it (access/request-target.ts, reports/report-query.ts); 400 naming what is wrong. */
-export function reportOf(url: string, ctx: GatewayContext): CanonicalReport {
+export function reportOf(url: string, config: Config): CanonicalReport {
   // An absolute URL's origin is the operator's way to it, not part of the report.
   const target = url.replace(/^https?:\/\/[^/?#]*/i, '')
   try {
-    const checked = checkTarget(target, ctx.config.limits.params)
+    const checked = checkTarget(target, config.limits.params)
     if (!checked.path.startsWith(REPORT_PREFIX)) throw new NotFoundError()
-    return canonicalGetReport(checked.path, checked.search, { maxRangeDays: ctx.config.cache.maxRangeDays })
+    return canonicalGetReport(checked.path, checked.search, { maxRangeDays: config.cache.maxRangeDays })
   } catch (err) {
     const { code, message } = err as { code?: string; message: string }
     if (code === 'GW_NOT_FOUND') throw new BadRequestError(`url: not a report read (GET ${REPORT_PREFIX}…) the gateway serves`)
@@ -130,23 +131,26 @@ function describe(credential: string, key: string, copies: { tier: 'l1' | 'l2'; 
  * One cached report, found by its URL: looked at, or dropped on every replica.
  * Registered inside adminRoutes, behind its token check.
  */
-export async function cacheEntryRoutes(app: FastifyInstance, { ctx }: { ctx: GatewayContext }): Promise<void> {
+export async function cacheEntryRoutes(
+  app: FastifyInstance,
+  { config, tokens, reports, breaker, clock, log }: Pick<GatewayContext, 'config' | 'tokens' | 'reports' | 'breaker' | 'clock' | 'log'>,
+): Promise<void> {
   const keysOf = (url: string) => {
-    const report = reportOf(url, ctx)
-    return { report: report.query ? `${report.path}?${report.query}` : report.path, keys: ctx.tokens.all().map((p) => ({ credential: p.name, key: ctx.reports.keyFor(p.name, report) })) }
+    const report = reportOf(url, config)
+    return { report: report.query ? `${report.path}?${report.query}` : report.path, keys: tokens.all().map((p) => ({ credential: p.name, key: reports.keyFor(p.name, report) })) }
   }
 
   app.get('/admin/cache/entry', { schema: lookup }, async (request) => {
     const { report, keys } = keysOf((request.query as { url: string }).url)
-    const now = ctx.clock.now()
+    const now = clock.now()
     const entries = []
     for (const { credential, key } of keys) {
-      const { l1, l2 } = await ctx.reports.inspect(key)
+      const { l1, l2 } = await reports.inspect(key)
       const copies = [...(l1 ? [{ tier: 'l1' as const, entry: l1 }] : []), ...(l2 ? [{ tier: 'l2' as const, entry: l2 }] : [])]
-      if (copies.length > 0) entries.push(describe(credential, key, copies, now, ctx.config.cache.maxEntryBytes))
+      if (copies.length > 0) entries.push(describe(credential, key, copies, now, config.cache.maxEntryBytes))
     }
     if (entries.length === 0) throw new NotCachedError(report)
-    return { report, redis: ctx.breaker === null ? 'not configured' : ctx.breaker.state === 'closed' ? 'ok' : 'down', entries }
+    return { report, redis: breaker === null ? 'not configured' : breaker.state === 'closed' ? 'ok' : 'down', entries }
   })
 
   app.delete('/admin/cache/entry', { schema: drop }, async (request) => {
@@ -155,13 +159,13 @@ export async function cacheEntryRoutes(app: FastifyInstance, { ctx }: { ctx: Gat
     const scope = { purged: 'report' as const, report }
     if (flagOn(q.dryRun)) {
       let wouldDrop = 0
-      for (const { key } of keys) wouldDrop += await counted(ctx.reports.wouldPurgeKey(key))
-      ctx.log.info({ kind: 'audit', action: 'purge', outcome: 'dry-run', scope: 'report', report, wouldDrop, actor: request.adminActor }, 'report cache purge, dry run: nothing dropped')
+      for (const { key } of keys) wouldDrop += await counted(reports.wouldPurgeKey(key))
+      log.info({ kind: 'audit', action: 'purge', outcome: 'dry-run', scope: 'report', report, wouldDrop, actor: request.adminActor }, 'report cache purge, dry run: nothing dropped')
       return { ...scope, dryRun: true, wouldDrop }
     }
     let dropped = 0
-    for (const { key } of keys) dropped += await ctx.reports.purgeKey(key)
-    ctx.log.info({ kind: 'audit', action: 'purge', scope: 'report', report, dropped, actor: request.adminActor }, 'report cache purged')
+    for (const { key } of keys) dropped += await reports.purgeKey(key)
+    log.info({ kind: 'audit', action: 'purge', scope: 'report', report, dropped, actor: request.adminActor }, 'report cache purged')
     return { ...scope, dryRun: false, dropped }
   })
 }
