@@ -59,6 +59,6 @@ export async function adminRoutes(
   await app.register(adminStatusRoutes, { ctx, l1, audit })
   await app.register(adminUsageRoutes, { clock, usage: ctx.usage, teams })
   await app.register(adminKeysRoutes, { teams, keyUse: ctx.keyUse, clock })
-  await app.register(clusterRoutes, { ctx, replicas })
+  await app.register(clusterRoutes, { clock, replicas })
   await app.register(adminConfigRoutes, { config, runtimeLevel: ctx.logLevel, bus: ctx.bus, clock, replicas })
 }

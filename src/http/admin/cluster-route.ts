@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import type { History, HistoryView } from '../../observe/history.js'
 import type { Announcement, Replicas } from '../../observe/replicas.js'
+import type { Clock } from '../../clock.js'
 import { adminSchema, answer } from './admin-schemas.js'
 
 const series = (type: 'number' | 'integer') => ({ type: 'array', items: { type: [type, 'null'] } }) as const
@@ -76,7 +77,7 @@ export const clusterSchema = {
 } as const
 
 /** This replica's state as it announces it (observe/replicas.ts). */
-export function replicaState(ctx: GatewayContext, id: string): Announcement {
+export function replicaState(ctx: Pick<GatewayContext, 'clock' | 'governors' | 'breaker' | 'tokens' | 'lifecycle' | 'build' | 'log'>, id: string): Announcement {
   const now = ctx.clock.now()
   let inFlight = 0
   let waiting = 0
@@ -121,11 +122,11 @@ const NOTES = {
  * GET /admin/cluster: every replica of the last hour (their announcements in Redis),
  * live or gone, with its last hour, this replica's taken as it answers. Registered inside adminRoutes, behind its token check.
  */
-export async function clusterRoutes(app: FastifyInstance, { ctx, replicas }: { ctx: GatewayContext; replicas: Replicas }): Promise<void> {
+export async function clusterRoutes(app: FastifyInstance, { clock, replicas }: { clock: Clock; replicas: Replicas }): Promise<void> {
   const replicasNow = answer(clusterSchema, 'The replicas that announced themselves in Redis in the last hour, live or gone (this one only without Redis).')
   const schema = adminSchema({ tag: 'state', operationId: 'getCluster', summary: 'Every replica of the last hour, live or gone, and its last hour', response: { 200: replicasNow } })
   app.get('/admin/cluster', { schema }, async () => {
     const view = await replicas.cluster()
-    return { at: new Date(ctx.clock.now()).toISOString(), ...view, note: view.redis === 'ok' ? null : NOTES[view.redis] }
+    return { at: new Date(clock.now()).toISOString(), ...view, note: view.redis === 'ok' ? null : NOTES[view.redis] }
   })
 }

@@ -61,7 +61,7 @@ export type ObserveRequest = (facts: RequestFacts) => void
  * entrances of the proxy listener. Metric children are looked up once per route and
  * status, without building a key on every request.
  */
-export function requestObserver(ctx: GatewayContext): ObserveRequest {
+export function requestObserver({ metrics, usage, keyUse, clock, history, log }: Pick<GatewayContext, 'metrics' | 'usage' | 'keyUse' | 'clock' | 'history' | 'log'>): ObserveRequest {
   const counters = new Map<string, Map<number, CountChild>>()
   const timers = new Map<string, ObserveChild>()
   return (facts) => {
@@ -73,23 +73,23 @@ export function requestObserver(ctx: GatewayContext): ObserveRequest {
     }
     let counter = byStatus.get(status)
     if (!counter) {
-      counter = ctx.metrics.requests.child({ route, status: String(status) })
+      counter = metrics.requests.child({ route, status: String(status) })
       byStatus.set(status, counter)
     }
     counter.inc()
     let timer = timers.get(route)
     if (!timer) {
-      timer = ctx.metrics.requestDuration.labels({ route })
+      timer = metrics.requestDuration.labels({ route })
       timers.set(route, timer)
     }
     timer.observe(facts.durationMs / 1000)
-    if (facts.team !== null) ctx.usage.request(facts.team, status, facts.hit, facts.bytes ?? 0, facts.at)
-    if (facts.keyId !== null) ctx.keyUse.note(facts.keyId, facts.at ?? ctx.clock.now())
-    ctx.history.request(status, facts.team, route === 'report' && facts.cache !== null, facts.hit, facts.at)
+    if (facts.team !== null) usage.request(facts.team, status, facts.hit, facts.bytes ?? 0, facts.at)
+    if (facts.keyId !== null) keyUse.note(facts.keyId, facts.at ?? clock.now())
+    history.request(status, facts.team, route === 'report' && facts.cache !== null, facts.hit, facts.at)
     const trace = facts.trace
     if (trace !== undefined && trace.recording) endRequestSpan(trace, facts)
     // Read per request: an operator may change the level at run time.
-    if (!ctx.log.isLevelEnabled('info')) return
+    if (!log.isLevelEnabled('info')) return
     const q = facts.url.indexOf('?')
     const line: Record<string, unknown> = {
       reqId: facts.reqId,
@@ -109,7 +109,7 @@ export function requestObserver(ctx: GatewayContext): ObserveRequest {
     }
     // With tracing on, the line names the request's trace (the span's own id is in the trace).
     if (trace !== undefined) line.traceId = trace.traceId
-    ctx.log.info(line, 'request')
+    log.info(line, 'request')
   }
 }
 
