@@ -21,7 +21,9 @@ export async function adminRoutes(
   app: FastifyInstance,
   { ctx, client, reloader, l1, audit, replicas }: { ctx: GatewayContext; client: PlatformClient; reloader: TeamReloader; l1: MemoryStore; audit: AuditTrail; replicas: Replicas },
 ): Promise<void> {
-  adminAccess(app, { adminAuth: ctx.adminAuth, log: ctx.log, clock: ctx.clock })
+  // Each part below gets the parts of the context it reads; the status view reads most of it.
+  const { config, log, clock, tokens, reports, breaker, teams } = ctx
+  adminAccess(app, { adminAuth: ctx.adminAuth, log, clock })
 
   // Admin answers name tokens' fingerprints, teams and keys: no cache keeps them, no page frames them.
   app.addHook('onSend', async (_request, reply, payload) => {
@@ -51,8 +53,6 @@ export async function adminRoutes(
   })
   app.get('/admin/openapi.json', { schema: document }, async () => app.swagger())
 
-  // Each route module gets the parts it uses; the status and cluster views read most of the context.
-  const { config, log, clock, tokens, reports, breaker, teams } = ctx
   await app.register(adminTokenRoutes, { tokens, secrets: ctx.secrets, log, config, client })
   await app.register(adminCacheRoutes, { reports, log })
   await app.register(cacheEntryRoutes, { config, tokens, reports, breaker, clock, log })
