@@ -114,6 +114,19 @@ describe('PUT /admin/log-level', () => {
     for (const body of [{ level: 'verbose' }, { level: 'info', all: true }, {}]) expect((await as(a, 'PUT', '/admin/log-level', body)).statusCode, JSON.stringify(body)).toBe(400)
   })
 
+  it('refuses a replica that stopped: listed as gone in the cluster for the hour, it is no longer live', async () => {
+    const a = await replica()
+    const b = await replica()
+    const idB = await idOf(b)
+    await b.close()
+    const listed = (await as(a, 'GET', '/admin/cluster')).json<{ replicas: { id: string; gone: { how: string } | null }[] }>().replicas
+    expect(listed.find((r) => r.id === idB)?.gone).toMatchObject({ how: 'stopped' })
+    const res = await as(a, 'PUT', '/admin/log-level', { level: 'debug', replica: idB })
+    expect(res.statusCode).toBe(404)
+    expect(res.json()).toMatchObject({ code: 'GW_NOT_FOUND', message: expect.stringMatching(new RegExp(`^no live replica named ${idB}`)) })
+    expect(a.log.level).toBe('info')
+  })
+
   it('ignores a change published on the bus by anyone but a replica (no seal)', async () => {
     const gw = await replica()
     const other = await replica()

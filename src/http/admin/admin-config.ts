@@ -100,7 +100,7 @@ export async function adminConfigRoutes(
     if (!self) {
       const live = await replicas.cluster({ history: false })
       if (live.redis !== 'ok') throw new RedisUnavailableError(`replica ${replica} is reached through Redis (${live.redis}); nothing was changed`)
-      if (!live.replicas.some((r) => r.id === replica)) throw new NoReplicaError(replica)
+      if (!live.replicas.some((r) => r.id === replica && r.gone === null)) throw new NoReplicaError(replica)
     }
     let previous: string
     try {
