@@ -4,6 +4,7 @@ import {
   type CallSample,
   DEFAULT_WINDOW_MS,
   LimitEstimator,
+  PROBE_HOLD_WINDOWS,
   type LimitUpdate,
 } from '../../src/platform/governor/limit-estimator.js'
 import { nextFloor } from '../../src/platform/governor/latency-floors.js'
@@ -175,6 +176,15 @@ describe('LimitEstimator on synthetic platforms (closed-loop simulation)', () =>
     expect(low).toBeGreaterThanOrEqual(least)
     expect(high).toBeLessThanOrEqual(most)
     expect(run.throttled / run.calls).toBeLessThan(0.01)
+  })
+
+  it('after a knee, probes past the highest limit carried at the floor once in PROBE_HOLD_WINDOWS windows: the limit spends at most a twentieth of its time past it', () => {
+    // Every window past the knee queues calls at the platform; a call that started then may
+    // hold its place there for long (a year-long report), so probes are rare once a knee is known.
+    const run = simulate({ estimator: estimator(8, 64), callers: callers(120), platform: capacity({ knee: 12, throttleAbove: 20 }), durationMs: 180_000 })
+    const settled = limitsFrom(run, 30_000)
+    expect(settled.filter((limit) => limit > 13).length / settled.length).toBeLessThanOrEqual(0.05)
+    expect(Math.min(...settled)).toBeGreaterThanOrEqual(10)
   })
 
   it('grows by its whole headroom each window while no knee is known: from 8 to 48 within 10 s on a flat platform', () => {
@@ -488,12 +498,20 @@ describe('LimitEstimator after a fault', () => {
     expect(seen.at(-1)).toBeGreaterThanOrEqual(before)
   })
 
-  it('climbs back within a few windows after the platform was ten times slower for a while', () => {
+  it('climbs back within a few windows after the platform was ten times slower for a while: to the limit last carried at the floor, past it once probing resumes', () => {
     const { e, start } = warmedUp()
+    // The last window at the floor carried `carried` and grew the limit to `before`; the
+    // slowdown that follows could be the knee between them, so growth stops at `carried`
+    // for PROBE_HOLD_WINDOWS and then probes past it.
+    const carried = e.limit
+    let t = windows(e, start, 1, 100, () => 40)
     const before = e.limit
-    const t = windows(e, start, 6, 1000, () => 10)
-    expect(e.limit).toBeLessThan(before)
-    windows(e, t, 5, 100, (limit) => limit * 5)
+    expect(before).toBeGreaterThan(carried)
+    t = windows(e, t, 6, 1000, () => 10)
+    expect(e.limit).toBeLessThan(carried)
+    t = windows(e, t, 5, 100, (limit) => limit * 5)
+    expect(e.limit).toBeGreaterThanOrEqual(carried)
+    windows(e, t, PROBE_HOLD_WINDOWS, 100, (limit) => limit * 5)
     expect(e.limit).toBeGreaterThanOrEqual(before)
   })
 

@@ -106,6 +106,8 @@ export const USED_FRACTION = 0.5
 export const MAX_WINDOW_SAMPLES = 10_000
 /** For how many windows at the floor below it the highest limit carried there is remembered: growth back to it is fast. */
 export const CUT_MEMORY_WINDOWS = 30
+/** For how many windows after a knee the limit grows no further than the highest carried at the floor. */
+export const PROBE_HOLD_WINDOWS = 15
 /** A window with fewer than MIN_WINDOW_SAMPLES answers stays open at most this many windows. */
 export const MAX_WINDOW_SPAN = 5
 /** Suggested bounds for the governor's settings. */
@@ -213,6 +215,8 @@ export class LimitEstimator {
   #lastGood = 0
   /** When latency was last past the buffer: a knee is known for CUT_MEMORY_WINDOWS windows (a cut for overload answers says nothing of one). */
   #kneeAt = -Infinity
+  /** Until when growth stops at the highest limit carried at the floor (a knee was found: PROBE_HOLD_WINDOWS). */
+  #probeHeldUntil = -Infinity
   #observations: Observation[] = []
   readonly #teams = new Map<string, TeamWindow>()
   #peak = 0
@@ -427,6 +431,7 @@ export class LimitEstimator {
       if (before > this.#lastGood && this.#lastGood > 0) {
         this.#goodHigh = Math.min(this.#goodHigh, this.#lastGood)
         this.#goodAge = 0
+        this.#probeHeldUntil = now + PROBE_HOLD_WINDOWS * this.#windowMs
       }
     }
     // Back towards the highest limit the platform carried at its floor (it recovered from
@@ -441,7 +446,15 @@ export class LimitEstimator {
     const smoothed = this.#estimate + (fast ? 1 : SMOOTHING) * (target - this.#estimate)
     // Growth adds one whole call at least, so a low limit (2, 3) is not held by rounding down.
     const step = reason === 'growth' && target >= this.#estimate + 1 ? Math.max(smoothed, Math.floor(this.#estimate) + 1) : smoothed
-    this.#estimate = this.#clamp(recovering ? Math.max(step, Math.min(2 * this.#estimate, this.#goodHigh)) : step)
+    const next = this.#clamp(recovering ? Math.max(step, Math.min(2 * this.#estimate, this.#goodHigh)) : step)
+    // Within PROBE_HOLD_WINDOWS of a knee (not of a fault), growth stops at the highest limit carried at the
+    // floor: a probe past it queues calls at the platform, and a long call started then holds
+    // its worker for its whole length while short calls queue behind it (another team's
+    // year-long report against a dashboard's week), so the knee is probed once in that
+    // many windows, not every few; growth past it is SMOOTHING's, as fast growth waits for
+    // CUT_MEMORY_WINDOWS without a knee.
+    const held = reason === 'growth' && now < this.#probeHeldUntil
+    this.#estimate = held ? Math.min(next, Math.max(this.#goodHigh, this.#estimate)) : next
     const limit = this.limit
     if (limit !== before) this.#changedAt = now
     return { limit, changed: limit !== before, reason }
