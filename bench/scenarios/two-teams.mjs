@@ -15,7 +15,7 @@ import { connect } from 'node:net'
 import { closedLoop } from '../lib/load.mjs'
 import { http } from '../lib/http.mjs'
 import { log, stopProcess } from '../lib/processes.mjs'
-import { fmtInt, fmtMs, markdownTable, metricValue, percentile } from '../lib/stats.mjs'
+import { fmtInt, fmtMs, markdownTable, percentile } from '../lib/stats.mjs'
 
 export const id = 'two-teams'
 export const title = 'Two teams on one credential: a dashboard team beside a team of year-long reports, of unread answers, of failing reports, of throttled routes'
