@@ -132,14 +132,21 @@ export class Admission {
   }
 
   /**
-   * Counts the call against its team's limit at `now` (the limiter's clock when absent);
-   * 429 when it is spent. `counted`: the decision of this call, counted already (and its
-   * refusal already in the metrics).
+   * Counts the call against its team's limit at `now` (the limiter's clock when absent)
+   * and returns the decision, allowed or spent; a spent one is counted in the metrics.
+   * `counted`: the decision of this call, counted already (its refusal in the metrics too).
    */
+  count(team: TeamConfig, now?: number, counted?: RateDecision): RateDecision {
+    if (counted) return counted
+    const decision = this.#ctx.rateLimiter.hit(team, now)
+    if (!decision.allowed) this.#ctx.metrics.rateLimited.inc({ team: team.name })
+    return decision
+  }
+
+  /** Counts the call as `count` does; 429 when the limit is spent. */
   limit(team: TeamConfig, now?: number, counted?: RateDecision): RateDecision {
-    const decision = counted ?? this.#ctx.rateLimiter.hit(team, now)
+    const decision = this.count(team, now, counted)
     if (decision.allowed) return decision
-    if (!counted) this.#ctx.metrics.rateLimited.inc({ team: team.name })
     throw Object.assign(new RateLimitedError(decision.retryAfterSec), { retryAfterSec: decision.retryAfterSec })
   }
 

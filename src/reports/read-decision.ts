@@ -92,8 +92,10 @@ export class ReadDecisions {
       const team = identity.team
       const caller = how.into ? (how.into.caller = admission.caller(identity, known)) : null
       assertMayCall(team, method, known.target.path)
-      rate = admission.limit(team, now, rate)
+      // Counted first, refused after: a spent decision goes on with the refusal, counted.
+      rate = admission.count(team, now, rate)
       if (caller) caller.rate = rate
+      admission.limit(team, now, rate)
       const credential = team.credential
       const kept = seen && formFor(seen, credential)
       const form = kept ?? this.#formOf(known, credential)
