@@ -10,24 +10,13 @@ import { createMetrics } from '../../src/observe/metrics.js'
 import type { TokenRegistry } from '../../src/platform/tokens/token-registry.js'
 import type { FillResult, ReportCache } from '../../src/reports/report-cache.js'
 import { ReadDecisions, type GoOn, type ReadDecision } from '../../src/reports/read-decision.js'
-import { KEYS, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 
 // The one decision of a GET report read (reports/read-decision.ts), with a real Admission,
 // memo and rate limiter; the report cache is a stand-in holding what L1 holds.
 
 const SCOPED = 'rgw_test_scoped_key_5555555555555555555555555'
-const YAML = `
-teams:
-  all:
-    keys: ["${hashApiKey(KEYS.all)}"]
-    advertisers: ["*"]
-  growth:
-    keys: ["${hashApiKey(KEYS.growth)}"]
-    advertisers: [101, 102]
-  limited:
-    keys: ["${hashApiKey(KEYS.limited)}"]
-    advertisers: ["*"]
-    rateLimit: { max: 2, window: 1m }
+const YAML = `${TEAMS_YAML.trimEnd()}
   scoped:
     keys: ["${hashApiKey(SCOPED)}"]
     advertisers: [103]
@@ -89,7 +78,7 @@ describe('the decision of a report read', () => {
     const { decide, memo, rateLimiter, config } = setUp()
     expect(decide(URL_101, KEYS.limited, { refresh: false, seenOnly: true })).toEqual({ goOn: {} })
     expect(memo.get(URL_101)).toBeUndefined()
-    expect(rateLimiter.peek(config.teams.find((t) => t.name === 'limited')!).remaining).toBe(2)
+    expect(rateLimiter.peek(config.teams.find((t) => t.name === 'limited')!).remaining).toBe(3)
   })
 
   it('admits a first read, keeps its target and form once it passed every check, and goes on to read it', () => {
@@ -139,8 +128,8 @@ describe('the decision of a report read', () => {
 
   it('counts a read once: a spent limit is a 429 with its decision, and a decision handed over is not counted again', async () => {
     const { decide, metrics } = setUp()
-    const rates = [decide(URL_101, KEYS.limited), decide(URL_101, KEYS.limited)].map((d) => goOn(d).rate)
-    expect(rates.map((r) => r?.remaining)).toEqual([1, 0])
+    const rates = [1, 2, 3].map(() => goOn(decide(URL_101, KEYS.limited)).rate)
+    expect(rates.map((r) => r?.remaining)).toEqual([2, 1, 0])
     const spent = goOn(decide(URL_101, KEYS.limited))
     expect(statusOf(spent.refused)).toBe(429)
     expect(spent.rate?.allowed).toBe(false)
