@@ -1,6 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
-import type { FastifyRequest } from 'fastify'
 import type { Config, TeamConfig } from '../config.js'
 import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, RateLimitedError } from '../errors.js'
 import type { Metrics } from '../observe/metrics.js'
@@ -8,20 +7,13 @@ import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import type { TokenRegistry } from '../platform/tokens/token-registry.js'
 import { assertAccounts, campaignPathPatterns, namedInCall, type NamedInCall } from './scope.js'
 import { assertMayCall, type Identity, type TeamDirectory } from './team-auth.js'
-import type { KnownTarget, TargetMemo } from './known-urls.js'
+import type { KnownTarget, KnownUrl, KnownUrls } from './known-urls.js'
 import type { RateDecision, RateLimiter } from './rate-limit.js'
 import type { CampaignOwners } from './campaign-owners.js'
 import { rateLimitHeaders } from './rate-limit-headers.js'
 import { isTokenPath, tokenPaths } from './path-safety.js'
 import { assertPlainBodyType, FORM_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, type CheckedBody } from './request-body.js'
 import { checkTarget, type RequestTarget } from './request-target.js'
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The admitted caller of an /api/v1 call; set by its handler (http/api.ts). */
-    caller: Caller | null
-  }
-}
 
 /** An admitted caller and the call as the gateway checked it. */
 export interface Caller {
@@ -48,6 +40,21 @@ export interface Caller {
   accounts: number[]
 }
 
+/** A call as admission reads it (a Fastify request is one): its admitted caller is set on it once its key is known. */
+export interface CallIn {
+  method: string
+  url: string
+  headers: IncomingHttpHeaders
+  caller: Caller | null
+}
+
+/** A call's body as the entrance left it: unread (http/api.ts). */
+export interface BodyIn {
+  method: string
+  headers: IncomingHttpHeaders
+  body: unknown
+}
+
 /** What admission reads of the gateway; the composition root hands it these. */
 export interface AdmissionParts {
   config: Config
@@ -70,9 +77,9 @@ export class Admission {
   readonly #ctx: AdmissionParts
   readonly #blockedPaths: Set<string>
   readonly #campaignPaths: RegExp[]
-  readonly #known: TargetMemo
+  readonly #known: KnownUrls<unknown>
 
-  constructor(ctx: AdmissionParts, known: TargetMemo) {
+  constructor(ctx: AdmissionParts, known: KnownUrls<unknown>) {
     this.#known = known
     const { config } = ctx
     this.#ctx = ctx
@@ -83,20 +90,22 @@ export class Admission {
     this.#campaignPaths = campaignPathPatterns(config.ownership.campaignPaths)
   }
 
-  /** The key and the read/write rule for a target checked before (the fast path of hits). */
-  authorizeKnown(method: string, known: KnownTarget, headers: IncomingHttpHeaders): Identity {
-    const identity = this.#ctx.teams.authenticate(headers)
-    assertMayCall(identity.team, method, known.target.path)
-    return identity
-  }
-
-  // The target (400/404) and the key (401).
-  #identify(url: string, headers: IncomingHttpHeaders): Identity & { known: KnownTarget } {
-    const known = this.#known.get(url)?.known
-    if (known) return { ...this.#ctx.teams.authenticate(headers), known }
+  /** The checked target of `url` (400/404); `seen`: what the memo keeps of it, looked up already. */
+  target(url: string, seen: KnownUrl<unknown> | undefined = this.#known.get(url)): KnownTarget {
+    if (seen) return seen.known
     const target = checkTarget(url, this.#ctx.config.limits.params)
     if (isTokenPath(target.path, this.#blockedPaths)) throw new NotFoundError()
-    return { ...this.#ctx.teams.authenticate(headers), known: { target } }
+    return { target }
+  }
+
+  /** Who the call's key names (401). */
+  key(headers: IncomingHttpHeaders): Identity {
+    return this.#ctx.teams.authenticate(headers)
+  }
+
+  /** What the memo keeps of a URL an admitted caller sent before: its checked target and the forms worked out from it. */
+  seen(url: string): KnownUrl<unknown> | undefined {
+    return this.#known.get(url)
   }
 
   /** The checked target of a URL an admitted caller sent before. */
@@ -104,21 +113,40 @@ export class Admission {
     return this.#known.get(url)?.known
   }
 
-  /** Keeps the target of a call that passed the scope check, for the next call to the same URL; returns what is kept. */
-  remember(method: string, url: string, caller: Caller): KnownTarget {
-    return this.#known.keepTarget(url, () => {
-      const known: KnownTarget = { target: caller.target }
-      // Worked out now, so that the size counted is the size kept.
-      if (BODYLESS.has(method)) known.bodyless = namedInCall('GET', known.target, null, this.#campaignPaths)
-      return known
-    })
+  /**
+   * Keeps the target of a call that passed its scope check, for the next call to the same
+   * URL, and the form `credential` worked out from it (`form`); returns the target kept.
+   * The one writer of the memo of URLs.
+   */
+  remember(method: string, url: string, target: RequestTarget, form?: { credential: string; form: unknown }): KnownTarget {
+    return this.#known.keep(
+      url,
+      () => {
+        const known: KnownTarget = { target }
+        // Worked out now, so that the size counted is the size kept.
+        if (BODYLESS.has(method)) known.bodyless = namedInCall('GET', known.target, null, this.#campaignPaths)
+        return known
+      },
+      form,
+    )
   }
 
-  /** Counts the call against its team's limit; 429 when it is spent. */
-  limit(team: TeamConfig): RateDecision {
-    const decision = this.#ctx.rateLimiter.hit(team)
+  /**
+   * Counts the call against its team's limit at `now` (the limiter's clock when absent)
+   * and returns the decision, allowed or spent; a spent one is counted in the metrics.
+   * `counted`: the decision of this call, counted already (its refusal in the metrics too).
+   */
+  count(team: TeamConfig, now?: number, counted?: RateDecision): RateDecision {
+    if (counted) return counted
+    const decision = this.#ctx.rateLimiter.hit(team, now)
+    if (!decision.allowed) this.#ctx.metrics.rateLimited.inc({ team: team.name })
+    return decision
+  }
+
+  /** Counts the call as `count` does; 429 when the limit is spent. */
+  limit(team: TeamConfig, now?: number, counted?: RateDecision): RateDecision {
+    const decision = this.count(team, now, counted)
     if (decision.allowed) return decision
-    this.#ctx.metrics.rateLimited.inc({ team: team.name })
     throw Object.assign(new RateLimitedError(decision.retryAfterSec), { retryAfterSec: decision.retryAfterSec })
   }
 
@@ -127,10 +155,10 @@ export class Admission {
     return rateLimitHeaders(caller.team, caller.rate ?? this.#ctx.rateLimiter.peek(caller.team))
   }
 
-  /** Everything before the body: the caller of a Fastify route; `counted`: its call was counted already. */
-  admit(request: FastifyRequest, counted?: RateDecision): Caller {
-    const { team, key, known } = this.#identify(request.url, request.headers)
-    const caller: Caller = {
+  /** The record of a caller identified by its key, before the rules below admit it. */
+  caller(identity: Identity, known: KnownTarget): Caller {
+    const { team, key } = identity
+    return {
       team,
       keyId: key.id,
       rate: null,
@@ -144,10 +172,16 @@ export class Admission {
       upstreamMs: null,
       accounts: [],
     }
+  }
+
+  /** Everything before the body: the caller of `call`, set on it; `counted`: its call was counted already. */
+  admit(call: CallIn, counted?: RateDecision): Caller {
+    const known = this.target(call.url)
+    const caller = this.caller(this.key(call.headers), known)
     // Set before the rules below, so that the request's log line names the team they refused.
-    request.caller = caller
-    assertMayCall(team, request.method, known.target.path)
-    caller.rate = counted ?? this.limit(team)
+    call.caller = caller
+    assertMayCall(caller.team, call.method, caller.target.path)
+    caller.rate = this.limit(caller.team, undefined, counted)
     return caller
   }
 
@@ -156,7 +190,7 @@ export class Admission {
    * forms are parsed, checked and kept for re-serialization; only unrestricted writers
    * may send anything else, which is forwarded as it comes.
    */
-  async readBody(request: FastifyRequest, caller: Caller, limit: number): Promise<void> {
+  async readBody(request: BodyIn, caller: Caller, limit: number): Promise<void> {
     if (!hasBody(request.headers)) return
     const { team } = caller
     if (team.advertisers !== null && BODYLESS.has(request.method)) {
@@ -185,12 +219,7 @@ export class Admission {
     const { team } = caller
     if (team.advertisers === null) return
     const named = this.named(method, caller, known)
-    caller.accounts = assertAccounts(team, named.accounts)
-    // The platform falls back to the parent account when a call names none where it
-    // reads it (`{}` or no body on campaign/get): a scoped team must name its account.
-    if (!named.placed) {
-      throw new ForbiddenError(`team ${team.name} is limited to some advertisers: name advertiserId or userId ${BODYLESS.has(method) ? 'in the query' : 'in the body'}`)
-    }
+    caller.accounts = this.checkAccounts(method, team, named)
     if (named.campaigns.length === 0) return
     const ids = [...new Set(named.campaigns)]
     // The lookups are the gateway's own calls (GATEWAY_TEAM): one list serves every team,
@@ -202,18 +231,34 @@ export class Admission {
     if (foreign !== undefined) throw new ForbiddenError(`team ${team.name} may not use campaign ${foreign}`)
   }
 
+  /**
+   * The part of a scoped team's scope known without a lookup: the accounts `named` names
+   * (returned), each its own, and one named where the platform reads it. 403 otherwise.
+   * Its campaigns, if it names any, are checked by checkScope.
+   */
+  checkAccounts(method: string, team: TeamConfig, named: NamedInCall): number[] {
+    const accounts = assertAccounts(team, named.accounts)
+    // The platform falls back to the parent account when a call names none where it
+    // reads it (`{}` or no body on campaign/get): a scoped team must name its account.
+    if (!named.placed) {
+      throw new ForbiddenError(`team ${team.name} is limited to some advertisers: name advertiserId or userId ${BODYLESS.has(method) ? 'in the query' : 'in the body'}`)
+    }
+    return accounts
+  }
+
   /** A scoped team's write went through: the campaign lists of its accounts may have changed. */
   written(caller: Caller): void {
     for (const account of caller.accounts) this.#ctx.campaignOwners.written(caller.provider, account)
   }
 
   /** What the call names; for a body-less call worked out once per target. */
-  named(method: string, caller: Caller, known?: KnownTarget): NamedInCall {
-    if (caller.body === null && known && BODYLESS.has(method)) {
+  named(method: string, call: { body?: CheckedBody | null; target: RequestTarget }, known?: KnownTarget): NamedInCall {
+    const body = call.body ?? null
+    if (body === null && known && BODYLESS.has(method)) {
       known.bodyless ??= namedInCall('GET', known.target, null, this.#campaignPaths)
       return known.bodyless
     }
-    return namedInCall(method, caller.target, caller.body, this.#campaignPaths)
+    return namedInCall(method, call.target, body, this.#campaignPaths)
   }
 }
 

@@ -16,12 +16,6 @@ export interface KnownUrl<F> {
   forms: readonly { credential: string; form: F }[]
 }
 
-/** What Admission reads and keeps of the memo: targets only. */
-export interface TargetMemo {
-  get(url: string): { known: KnownTarget } | undefined
-  keepTarget(url: string, make: () => KnownTarget): KnownTarget
-}
-
 // Dashboards ask the same URLs again and again: a URL's checked target and its report's
 // canonical form and key are kept, which keeps that work off the hit path. Filled only once
 // a call passed its scope check (a refused call, 401, 403 or 400, leaves nothing), and
@@ -29,8 +23,8 @@ export interface TargetMemo {
 // canonical query): a URL can be 16 KB and its canonical query three times that.
 export const KNOWN_URL_BYTES = 16 * 1024 * 1024
 
-/** The one memo by URL, which every entrance reads: Admission keeps targets in it, report reads their forms. */
-export class KnownUrls<F> implements TargetMemo {
+/** The one memo by URL, which every entrance reads; Admission keeps what it holds (targets, and report reads' forms). */
+export class KnownUrls<F> {
   readonly #memo = new LRUCache<string, KnownUrl<F>>({ maxSize: KNOWN_URL_BYTES, sizeCalculation: entryBytes })
 
   /** What is kept for `url`, if anything (counted as a use). */
@@ -38,21 +32,18 @@ export class KnownUrls<F> implements TargetMemo {
     return this.#memo.get(url)
   }
 
-  /** Keeps the checked target of a URL whose call passed every check (made by `make` when none is kept yet); returns what is kept. */
-  keepTarget(url: string, make: () => KnownTarget): KnownTarget {
+  /**
+   * Keeps the checked target of a URL whose call passed every check (made by `make` when
+   * none is kept yet) and, if given, the form one credential worked out from it; returns
+   * the target kept. Admission.remember is its one caller: the memo has one writer.
+   */
+  keep(url: string, make: () => KnownTarget, form?: { credential: string; form: F }): KnownTarget {
     const kept = this.#memo.peek(url)
-    if (kept) return kept.known
-    const known = make()
-    this.#memo.set(url, { known, forms: [] })
-    return known
-  }
-
-  /** Adds `credential`'s form to a URL whose target is kept. */
-  keepForm(url: string, credential: string, form: F): void {
-    const kept = this.#memo.peek(url)
-    if (!kept || kept.forms.some((f) => f.credential === credential)) return
+    if (kept && (!form || kept.forms.some((f) => f.credential === form.credential))) return kept.known
+    const known = kept?.known ?? make()
     // A new entry rather than a changed one: lru-cache counts an entry's size when it is set.
-    this.#memo.set(url, { known: kept.known, forms: [...kept.forms, { credential, form }] })
+    this.#memo.set(url, { known, forms: form ? [...(kept?.forms ?? []), form] : [] })
+    return known
   }
 
   /** Bytes kept, as counted against KNOWN_URL_BYTES. */

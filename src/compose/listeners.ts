@@ -12,7 +12,7 @@ import { buildServer } from '../http/server.js'
 import { apiRoutes } from '../http/api.js'
 import { healthRoutes } from '../http/health.js'
 import { fastReads } from '../http/reads/fast-path.js'
-import { ReportForms, type KnownReport } from '../http/reads/report-route.js'
+import { ReadDecisions } from '../reports/read-decision.js'
 import { requestObserver } from '../http/hooks/request-log.js'
 import { answerHooks, callerRate } from '../http/hooks/answer-hooks.js'
 import { adminRoutes } from '../http/admin/admin.js'
@@ -37,11 +37,11 @@ export async function listeners(
 ): Promise<Listeners> {
   const { config, log } = ctx
   const { failures, client } = o
-  const knownUrls = new KnownUrls<KnownReport>()
+  const knownUrls = new KnownUrls()
   const admission = new Admission(ctx, knownUrls)
-  const forms = new ReportForms(ctx, knownUrls)
+  const decisions = new ReadDecisions(admission, ctx.reports, config.cache.maxRangeDays)
   const observe = requestObserver(ctx)
-  const proxy = buildServer(config, log, failures, config.cache.enabled ? fastReads(ctx, admission, forms, observe) : null, callerRate(admission), ctx.tracing)
+  const proxy = buildServer(config, log, failures, config.cache.enabled ? fastReads(ctx, decisions, observe) : null, callerRate(admission), ctx.tracing)
   // No body is parsed on the proxy listener before its handler admits the caller:
   // /api/v1 handlers read it through Admission.readBody; any other path is a 404
   // without reading a byte of it.
@@ -50,7 +50,7 @@ export async function listeners(
   await describeProxy(proxy)
   const health = { tokens: ctx.tokens, redis: ctx.redis, breaker: ctx.breaker, lifecycle: ctx.lifecycle }
   await proxy.register(healthRoutes, health)
-  await proxy.register(apiRoutes, { ctx, admission, client, forms })
+  await proxy.register(apiRoutes, { ctx, admission, client, decisions })
   answerHooks(proxy, { ctx, admission, observe })
 
   const admin = buildServer(config, log, failures, null)

@@ -1,10 +1,18 @@
 import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from './context.js'
 import type { PlatformClient } from '../platform/client/platform-client.js'
-import { reportReads, type ReportForms } from './reads/report-route.js'
-import type { Admission } from '../access/admission.js'
+import { reportReads } from './reads/report-route.js'
+import type { Admission, Caller } from '../access/admission.js'
+import type { ReadDecisions } from '../reports/read-decision.js'
 import { describeOnly, proxySchema } from './openapi/route-schemas.js'
 import { proxyHandler } from './proxy.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The admitted caller of an /api/v1 call; set by its handler through Admission. */
+    caller: Caller | null
+  }
+}
 
 /**
  * Everything under /api/v1/: report reads (cached) and every other call (proxied).
@@ -12,7 +20,7 @@ import { proxyHandler } from './proxy.js'
  */
 export async function apiRoutes(
   app: FastifyInstance,
-  opts: { ctx: GatewayContext; admission: Admission; client: PlatformClient; forms: ReportForms },
+  opts: { ctx: GatewayContext; admission: Admission; client: PlatformClient; decisions: ReadDecisions },
 ): Promise<void> {
   app.decorateRequest('caller', null)
   // Bodies reach the handlers unread (compose/listeners.ts): a handler admits the caller (key, rate
@@ -21,6 +29,6 @@ export async function apiRoutes(
   app.setValidatorCompiler(describeOnly)
 
   const proxy = proxyHandler(opts.ctx, opts.admission, opts.client)
-  await app.register(reportReads, { ctx: opts.ctx, admission: opts.admission, forms: opts.forms })
+  await app.register(reportReads, { ctx: opts.ctx, admission: opts.admission, decisions: opts.decisions })
   app.all('/api/v1/*', { schema: proxySchema({ bodyLimit: opts.ctx.config.bodyLimit }) }, proxy)
 }

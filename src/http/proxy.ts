@@ -41,7 +41,7 @@ export function proxyHandler(
     await admission.readBody(request, caller, limit)
     await admission.checkScope(request.method, caller)
     admitting?.end()
-    admission.remember(request.method, request.url, caller)
+    admission.remember(request.method, request.url, caller.target)
     caller.advertisers = admission.named(request.method, caller, admission.known(request.url)).accounts
     const headers: Record<string, string> = {}
     for (const name of FORWARDED_HEADERS) {

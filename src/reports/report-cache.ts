@@ -45,7 +45,7 @@ export type CacheResult = (
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
   | { kind: 'stream'; headers: Record<string, string>; stream: Readable; gzipped: boolean }
 ) & { upstreamMs?: number; forward?: Forward }
-type Tier = StoreTier | 'platform'
+export type Tier = StoreTier | 'platform'
 
 export type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number }
 
@@ -208,7 +208,7 @@ export class ReportCache {
       let found = opts.found
       if (found === undefined) {
         const looking = opts.trace?.step('cache.lookup')
-        found = await this.#d.store.lookup(key)
+        found = await this.lookup(key)
         if (looking) endLookup(looking, found, this.#clock.now())
       }
       if (found) {
@@ -268,12 +268,12 @@ export class ReportCache {
     }
   }
 
-  /** A fresh L1 entry, without a promise: what the fast path of hits serves. */
+  /** A fresh L1 entry, without a promise: what a read's decision answers at once. */
   freshInMemory(key: string, now: number): CacheEntry | null {
     return this.#d.store.freshInMemory(key, now)
   }
 
-  /** The best copy of `key` and its tier (the store's lookup): the fast path's read of L2. */
+  /** The best copy of `key` and its tier (the store's lookup): `read`'s first step, and the entrance before the router's. */
   lookup(key: string): Promise<Lookup | null> {
     return this.#d.store.lookup(key)
   }
@@ -316,20 +316,18 @@ export class ReportCache {
    * Counts a caller among those waiting for the cold fill of `key` (`coldFlight`), as a
    * read that found no copy joins it: the platform call waits for it (hang-ups, whose queue).
    */
-  joinCold(key: string, team: string, hangUp: AbortSignal): void {
-    this.#callers.get(key)?.join(hangUp, team)
+  joinCold(key: string, team: string, hangUp: AbortSignal, priority: Priority = 'caller'): void {
+    this.#callers.get(key)?.join(hangUp, team, priority)
   }
 
-  /** Counts a joined cold fill's entry answered outside `read` (a coalesced MISS), and the ask for refresh ahead. */
-  countJoined(key: string, result: FillResult & { kind: 'entry' }, report: CanonicalReport, credential: string, team: string, now: number): void {
-    this.#count('MISS', result.fromPeer ? 'l2' : 'platform')
-    if (this.#d.config.cache.refreshAhead > 0) this.#asked(key, result.entry, report, credential, team, now)
-  }
-
-  /** Counts a hit served outside `read` (the fast path) at `now`, from `tier`, and the ask for refresh ahead. */
-  countHit(key: string, entry: CacheEntry, report: CanonicalReport, credential: string, team: string, now: number, tier: StoreTier = 'l1'): void {
-    if (tier === 'l1') this.#hitL1.inc()
-    else this.#count('HIT', tier)
+  /**
+   * Counts an entry answered outside `read` (a read's decision, access/read-decision.ts,
+   * and the entrance before the router): a hit from `tier`, or a joined cold fill's MISS
+   * (`tier` l2 when another replica filled it), at `now`; and the ask for refresh ahead.
+   */
+  countServed(key: string, entry: CacheEntry, status: 'HIT' | 'MISS', tier: Tier, report: CanonicalReport, credential: string, team: string, now: number): void {
+    if (status === 'HIT' && tier === 'l1') this.#hitL1.inc()
+    else this.#count(status, tier)
     if (this.#d.config.cache.refreshAhead > 0) this.#asked(key, entry, report, credential, team, now)
   }
 

@@ -10,6 +10,7 @@ import { waitFor } from '../helpers/wait.js'
 // admission and access checks, with every contract behaviour of a hit.
 
 const WIRE_KEY = 'rgw_test_wire_key_444444444444444444444444444'
+const SCOPED_KEY = 'rgw_test_scoped_key_5555555555555555555555555'
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07&byDate=1'
 const env = useSandboxGateway({
   yaml: `teams:
@@ -31,6 +32,10 @@ const env = useSandboxGateway({
     keys: ["${hashApiKey(WIRE_KEY)}"]
     advertisers: ["*"]
     rateLimit: { max: 1000, window: 1m }
+  scoped:
+    keys: ["${hashApiKey(SCOPED_KEY)}"]
+    advertisers: [103]
+    rateLimit: { max: 2, window: 1m }
 `,
 })
 
@@ -99,6 +104,17 @@ describe('hits before the router', () => {
     }
     expect(statuses).toEqual([200, 200, 200, 429])
     expect(Number(retryAfter)).toBeGreaterThan(0)
+  })
+
+  it('counts a call refused after the rate limit once: decided before the router, answered by the route', async () => {
+    expect((await get(REPORT, { 'x-api-key': KEYS.growth })).status).toBe(200)
+    // The scope (403) comes after the rate limit in the contract's order: each refusal
+    // costs the team one call of its two, counted where it was decided and not again.
+    const statuses: number[] = []
+    for (let i = 0; i < 3; i++) statuses.push((await get(REPORT, { 'x-api-key': SCOPED_KEY })).status)
+    expect(statuses).toEqual([403, 403, 429])
+    const lines = env.gw.logs.records().filter((r) => r.msg === 'request' && r.team === 'scoped')
+    expect(lines.map((r) => r.status)).toEqual([403, 403, 429])
   })
 
   it('leaves a refresh to the route (REFRESH, a new platform call)', async () => {

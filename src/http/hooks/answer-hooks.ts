@@ -2,9 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import type { Admission } from '../../access/admission.js'
 import { answeredByCache } from '../../observe/usage.js'
-import { bytesSent, routeKind, type ObserveRequest } from './request-log.js'
+import { accessFacts, routeKind, type Answered, type ObserveRequest } from './request-log.js'
 import { auditWrite } from './write-audit.js'
-import { traceOf } from '../../observe/tracing.js'
 
 /** The rate-limit fields of an answer the router writes: its admitted caller's team's standing. */
 export function callerRate(admission: Admission): (request: FastifyRequest) => [policy: string, state: string] | null {
@@ -15,24 +14,19 @@ export function callerRate(admission: Admission): (request: FastifyRequest) => [
 export function answerHooks(proxy: FastifyInstance, { ctx, admission, observe }: { ctx: GatewayContext; admission: Admission; observe: ObserveRequest }): void {
   proxy.addHook('onResponse', (request, reply, done) => {
     const cache = (reply.getHeader('x-cache') as string | undefined) ?? null
-    observe({
+    // Undefined outside the /api/v1 routes (an unmatched path): their plugin decorates it.
+    const caller = request.caller ?? null
+    const status = reply.statusCode
+    const answered: Answered = {
       reqId: request.id,
-      team: request.caller?.team.name ?? null,
-      keyId: request.caller?.keyId ?? null,
-      hit: request.caller ? answeredByCache(reply.statusCode, cache, request.caller.platformCalls) : false,
-      method: request.method,
-      url: request.url,
       route: routeKind(request.routeOptions.url ?? 'unmatched'),
-      status: reply.statusCode,
+      status,
       durationMs: reply.elapsedTime,
       cache,
       client: request.ip ?? null,
-      advertisers: request.caller?.advertisers ?? null,
-      bytes: bytesSent(request.raw.socket),
-      upstreamMs: request.caller?.upstreamMs ?? null,
-      userAgent: request.headers['user-agent'] ?? null,
-      trace: ctx.tracing === null ? undefined : traceOf(request.raw),
-    })
+      hit: caller ? answeredByCache(status, cache, caller.platformCalls) : false,
+    }
+    observe(accessFacts(request.raw, caller, answered, ctx.tracing !== null))
     auditWrite(ctx, admission, request, reply.statusCode)
     done()
   })

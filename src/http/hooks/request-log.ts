@@ -1,9 +1,9 @@
-import type { IncomingHttpHeaders } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import type { GatewayContext } from '../context.js'
 import type { CountChild, ObserveChild } from '../../perf/metric-tally.js'
 import { isOwnRequestId, newRequestId } from '../../observe/request-id.js'
-import type { Trace } from '../../observe/tracing.js'
+import { traceOf, type Trace } from '../../observe/tracing.js'
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
@@ -36,7 +36,7 @@ export interface RequestFacts {
   upstreamMs: number | null
   userAgent: string | null
   /** The clock reading (epoch ms) the answer was made at, where the caller took one. */
-  at?: number
+  at?: number | undefined
   /** The request's span, with tracing on: ended here, and its trace id logged. */
   trace?: Trace | undefined
 }
@@ -52,6 +52,56 @@ export function bytesSent(socket: Socket | null | undefined): number | null {
   const before = written.get(socket) ?? 0
   written.set(socket, total)
   return total - before
+}
+
+/** What the access line says of the caller an answer went to, where its key named one. */
+export interface AnsweredCaller {
+  team: { name: string }
+  keyId: string
+  advertisers: readonly unknown[] | null
+  upstreamMs: number | null
+}
+
+/** What an entrance knows of an answer it wrote; the rest of its facts the request says. */
+export interface Answered {
+  reqId: string
+  /** The metrics' route label (routeKind). */
+  route: string
+  status: number
+  durationMs: number
+  cache: string | null
+  client: string | null
+  /** Answered by the cache: a platform call saved (observe/usage.ts). */
+  hit: boolean
+  /** The clock reading the answer was made at, where the entrance took one. */
+  at?: number | undefined
+}
+
+/**
+ * The facts of one answered request (its access line, metrics, usage and span), built in
+ * this one place for both entrances: the one before the router and the router's
+ * onResponse hook. `traced`: tracing is on, so the request has a span to end.
+ */
+export function accessFacts(req: IncomingMessage, caller: AnsweredCaller | null, answered: Answered, traced: boolean): RequestFacts {
+  return {
+    reqId: answered.reqId,
+    team: caller === null ? null : caller.team.name,
+    keyId: caller === null ? null : caller.keyId,
+    hit: answered.hit,
+    method: req.method as string,
+    url: req.url as string,
+    route: answered.route,
+    status: answered.status,
+    durationMs: answered.durationMs,
+    cache: answered.cache,
+    client: answered.client,
+    advertisers: caller === null ? null : caller.advertisers,
+    bytes: bytesSent(req.socket),
+    upstreamMs: caller === null ? null : caller.upstreamMs,
+    userAgent: req.headers['user-agent'] ?? null,
+    at: answered.at,
+    trace: traced ? traceOf(req) : undefined,
+  }
 }
 
 export type ObserveRequest = (facts: RequestFacts) => void

@@ -5,17 +5,12 @@ import { performance } from 'node:perf_hooks'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import type { GatewayContext } from '../context.js'
 import { hangUpSignal } from '../../platform/governor/caller-group.js'
-import { handOver } from './handed-over.js'
+import { handOver, type HandedOver } from './handed-over.js'
 import type { FillResult, Forward } from '../../reports/report-cache.js'
-import { formFor, type KnownReport, type ReportForms } from './report-route.js'
-import { acceptsGzip, answerRendered, entryResponse, wantsRefresh } from './report-reply.js'
-import { assertAccounts } from '../../access/scope.js'
-import type { RateDecision } from '../../access/rate-limit.js'
+import type { AdmittedRead, DecideHow, ReadDecisions } from '../../reports/read-decision.js'
+import { wantsRefresh, writeEntry } from './report-reply.js'
 import { rateLimitHeaders } from '../../access/rate-limit-headers.js'
-import { pushAnswerFields } from '../answer-fields.js'
-import type { Identity } from '../../access/team-auth.js'
-import type { Admission } from '../../access/admission.js'
-import { bytesSent, requestIdOf, type ObserveRequest } from '../hooks/request-log.js'
+import { accessFacts, requestIdOf, type ObserveRequest } from '../hooks/request-log.js'
 import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
 
 /** A caller that joined a cold fill went to the platform for want of a copy, with another read. */
@@ -39,87 +34,59 @@ function ended(step: Trace | undefined, attributes: SpanAttributes): void {
 /** What Fastify does with a request: the fast path hands it anything it does not serve. */
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 
+// How the entrance decides: only URLs seen before (a first call goes to the router whole).
+const BEFORE_ROUTER: DecideHow = { refresh: false, seenOnly: true }
+
 /**
  * Serves report reads before Fastify's router: at this rate the lifecycle
  * itself (routing, hooks, reply objects, a child logger) is most of an answer's cost.
- * - A fresh in-memory copy is answered at once (HIT).
- * - A caller arriving while a cold miss of the same report is filled in this process
- *   joins that fill, as the route would once it found no copy, and is answered from it
- *   (MISS): the callers of a stampede cost no more than hits.
- * - Otherwise the copy is looked up in Redis (L2), as the route would, and a fresh one is
- *   answered (HIT); one that is not, or none, goes on to Fastify with what was found.
- * It decides through the same Admission and access checks as the routes; anything else
- * (an error to answer, a refresh, a miss of its own, a spent rate limit, a call naming
- * campaigns, a joined fill that ended in no entry) goes on to Fastify.
+ * Each read of a URL seen before is decided by the one decision of report reads
+ * (reports/read-decision.ts), as the route decides it:
+ * - a fresh in-memory copy is answered at once (HIT);
+ * - a caller arriving while a cold miss of the same report is filled in this process
+ *   joins that fill and is answered from it (MISS): the callers of a stampede cost no
+ *   more than hits;
+ * - otherwise the copy is looked up in Redis (L2), as the route would, and a fresh one is
+ *   answered (HIT).
+ * Anything else (a refusal to answer, a refresh, a miss of its own, a call naming
+ * campaigns, a joined fill that ended in no entry) goes on to Fastify with what was
+ * learned (handed-over.ts), which the route does not learn again.
  */
-export function fastReads(ctx: GatewayContext, admission: Admission, forms: ReportForms, observe: ObserveRequest) {
+export function fastReads(ctx: GatewayContext, decisions: ReadDecisions, observe: ObserveRequest) {
   const prefix = '/api/v1/report/'
-  const { reports, rateLimiter, tracing } = ctx
+  const { reports, tracing } = ctx
+  const traced = tracing !== null
 
-  /** Hands a request to the router; a step begun here ends, saying so (the router's own steps follow). */
-  const toRouter = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, step: Trace | undefined): void => {
+  /** Hands a request to the router with what was learned; a step begun here ends, saying so (the router's own steps follow). */
+  const toRouter = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, step: Trace | undefined, learned?: HandedOver): void => {
+    if (learned !== undefined) handOver(req, learned)
     ended(step, TO_ROUTER)
     next(req, res)
   }
 
-  // The answer of an entry, as the route's sendReport writes it, and its access line.
-  const answer = (req: IncomingMessage, res: ServerResponse, who: Identity, form: KnownReport, entry: CacheEntry, how: { status: 'HIT' | 'MISS'; rate: RateDecision; started: number; now: number; upstreamMs: number | null }): void => {
-    const { team, key } = who
+  // The answer of an entry, written as the route writes it, and its access line.
+  const answer = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, entry: CacheEntry, status: 'HIT' | 'MISS', started: number, now: number, upstreamMs: number | null): void => {
     const headers = req.headers
     const reqId = requestIdOf(headers)
-    const gzip = acceptsGzip(headers['accept-encoding'])
-    const own = { reqId, rate: rateLimitHeaders(team, how.rate) }
-    const ifNoneMatch = headers['if-none-match']
-    let status = 200
-    const forward = how.status === 'MISS' ? JOINED : undefined
-    if (!answerRendered(res, entry, how.status, forward, how.now, gzip, ifNoneMatch, own)) {
-      const reply = entryResponse(entry, how.status, forward, how.now, gzip, ifNoneMatch)
-      const out = reply.headers
-      if (reply.body) out.push('content-length', String(reply.body.length))
-      pushAnswerFields(out, own)
-      res.writeHead(reply.code, out)
-      res.end(reply.body)
-      status = reply.code
-    }
-    observe({
-      reqId,
-      team: team.name,
-      keyId: key.id,
-      // A coalesced MISS made no platform call of its own: answered by the cache (usage).
-      hit: true,
-      method: 'GET',
-      url: req.url as string,
-      route: 'report',
-      status,
-      durationMs: performance.now() - how.started,
-      cache: how.status,
-      client: req.socket.remoteAddress ?? null,
-      advertisers: form.report.advertiserIds,
-      bytes: bytesSent(req.socket),
-      upstreamMs: how.upstreamMs,
-      userAgent: headers['user-agent'] ?? null,
-      at: how.now,
-      trace: tracing === null ? undefined : traceOf(req),
-    })
+    const { team, key } = read.identity
+    const code = writeEntry(res, entry, status, status === 'MISS' ? JOINED : undefined, now, headers, { reqId, rate: rateLimitHeaders(team, read.rate) })
+    const caller = { team, keyId: key.id, advertisers: read.form.report.advertiserIds, upstreamMs }
+    // A coalesced MISS made no platform call of its own: answered by the cache (usage).
+    observe(accessFacts(req, caller, { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client: req.socket.remoteAddress ?? null, hit: true, at: now }, traced))
   }
 
-  const join = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, who: Identity, form: KnownReport, flight: Promise<FillResult>, started: number, now: number, trace: Trace | undefined): void => {
-    const { team } = who
-    const rate = rateLimiter.hit(team, now)
-    if (!rate.allowed) return next(req, res)
-    reports.joinCold(form.key, team.name, hangUpSignal(res))
+  const join = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, read: AdmittedRead, flight: Promise<FillResult>, started: number, trace: Trace | undefined): void => {
+    const { team } = read.identity
+    reports.joinCold(read.form.key, team.name, hangUpSignal(res))
     const waiting = trace?.step('cache.fill', JOINED_FILL)
-    const handOverFill = () => {
-      handOver(req, { flight, rate })
-      toRouter(req, res, next, waiting)
-    }
+    const handOverFill = () => toRouter(req, res, next, waiting, { rate: read.rate, flight })
     flight
       .then((result) => {
         if (result.kind !== 'entry') return handOverFill()
         waiting?.end()
         const at = ctx.clock.now()
-        reports.countJoined(form.key, result, form.report, team.credential, team.name, at)
-        answer(req, res, who, form, result.entry, { status: 'MISS', rate, started, now: at, upstreamMs: result.upstreamMs ?? null })
+        reports.countServed(read.form.key, result.entry, 'MISS', result.fromPeer ? 'l2' : 'platform', read.form.report, team.credential, team.name, at)
+        answer(req, res, read, result.entry, 'MISS', started, at, result.upstreamMs ?? null)
       }, handOverFill)
       .catch((err: unknown) => {
         // Nothing above is expected to throw; should it, this caller is cut off, not the process.
@@ -129,29 +96,24 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
   }
 
   // No fresh copy in memory and no fill to join: the copy in Redis, read as the route would.
-  const shared = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, who: Identity, form: KnownReport, started: number, now: number, trace: Trace | undefined): void => {
-    const { team } = who
-    const rate = rateLimiter.hit(team, now)
-    if (!rate.allowed) return next(req, res)
+  const shared = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, read: AdmittedRead, started: number, trace: Trace | undefined): void => {
+    const { team } = read.identity
+    const rate = read.rate
     const looking = trace?.step('cache.lookup')
     reports
-      .lookup(form.key)
+      .lookup(read.form.key)
       .then(
         (found) => {
           const at = ctx.clock.now()
           if (found === null || at >= found.entry.freshUntil) {
-            handOver(req, { rate, found })
             looking?.set(L2_NOT_FRESH)
-            return toRouter(req, res, next, looking)
+            return toRouter(req, res, next, looking, { rate, found })
           }
           ended(looking, L2_HIT)
-          reports.countHit(form.key, found.entry, form.report, team.credential, team.name, at, found.tier)
-          answer(req, res, who, form, found.entry, { status: 'HIT', rate, started, now: at, upstreamMs: null })
+          reports.countServed(read.form.key, found.entry, 'HIT', found.tier, read.form.report, team.credential, team.name, at)
+          answer(req, res, read, found.entry, 'HIT', started, at, null)
         },
-        () => {
-          handOver(req, { rate })
-          toRouter(req, res, next, looking)
-        },
+        () => toRouter(req, res, next, looking, { rate }),
       )
       .catch((err: unknown) => {
         ctx.log.error({ err }, 'answering a report from redis failed')
@@ -164,43 +126,24 @@ export function fastReads(ctx: GatewayContext, admission: Admission, forms: Repo
     if (req.method !== 'GET' || url === undefined || !url.startsWith(prefix)) return next(req, res)
     const started = performance.now()
     const headers = req.headers
+    // A refresh is the route's whole: it reads past every copy.
     if (wantsRefresh(headers)) return next(req, res)
-    // One lookup by the URL: its checked target and its forms (http/reads/report-route.ts).
-    const seen = forms.seen(url)
-    if (!seen) return next(req, res)
-    const trace = tracing === null ? undefined : traceOf(req)
-    const admitting = trace?.step('admission')
-    let who
-    try {
-      who = admission.authorizeKnown('GET', seen.known, headers)
-      const team = who.team
-      if (team.advertisers !== null) {
-        const named = seen.known.bodyless
-        // A call naming campaigns needs the ownership lookup, an async step: Fastify's.
-        if (!named || !named.placed || named.campaigns.length > 0) return toRouter(req, res, next, admitting)
-        assertAccounts(team, named.accounts)
-      }
-    } catch {
-      return toRouter(req, res, next, admitting)
-    }
-    const form = formFor(seen, who.team.credential)
-    if (!form) return toRouter(req, res, next, admitting)
-    admitting?.end()
+    const trace = traced ? traceOf(req) : undefined
     // One clock reading serves the whole hit: on some machines a reading costs as much as
     // a cache lookup.
     const now = ctx.clock.now()
-    const looking = trace?.step('cache.lookup')
-    const entry = reports.freshInMemory(form.key, now)
-    if (!entry) {
-      ended(looking, L1_MISS)
-      const flight = reports.coldFlight(form.key)
-      return flight ? join(req, res, next, who, form, flight, started, now, trace) : shared(req, res, next, who, form, started, now, trace)
+    const decided = decisions.decide('GET', url, headers, now, BEFORE_ROUTER, trace)
+    if ('answer' in decided) {
+      decided.admitting?.end()
+      ended(trace?.step('cache.lookup'), L1_HIT)
+      return answer(req, res, decided, decided.answer, 'HIT', started, now, null)
     }
-    ended(looking, L1_HIT)
-    const rate = rateLimiter.hit(who.team, now)
-    if (!rate.allowed) return next(req, res)
-    reports.countHit(form.key, entry, form.report, who.team.credential, who.team.name, now)
-    answer(req, res, who, form, entry, { status: 'HIT', rate, started, now, upstreamMs: null })
+    const { admitted, rate, flight, admitting } = decided.goOn
+    // A URL not seen before, a refusal, a call naming campaigns: the route's, with what was learned.
+    if (admitted === undefined || admitted.scopePending) return toRouter(req, res, next, admitting, rate === undefined ? undefined : { rate })
+    admitting?.end()
+    ended(trace?.step('cache.lookup'), L1_MISS)
+    if (flight !== undefined) return join(req, res, next, admitted, flight, started, trace)
+    shared(req, res, next, admitted, started, trace)
   }
 }
-

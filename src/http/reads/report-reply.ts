@@ -4,7 +4,7 @@ import { createGunzip } from 'node:zlib'
 import type { FastifyReply } from 'fastify'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import { STATUS_200, renderHeaderLines, takesRenderedHead, writeRenderedHead } from '../../perf/rendered-head.js'
-import { answerFieldLines, type AnswerFields } from '../answer-fields.js'
+import { answerFieldLines, pushAnswerFields, type AnswerFields } from '../answer-fields.js'
 import type { CacheResult, Forward } from '../../reports/report-cache.js'
 import { CACHE_STATUS, entryCacheStatus, passedCacheStatus } from './cache-status.js'
 
@@ -52,7 +52,7 @@ function parseAcceptsGzip(header: string): boolean {
  * Node's writeHead reads with one indexed loop: an object would be walked key by key
  * through an inline cache that sees every shape the answers take.
  */
-export interface EntryAnswer {
+interface EntryAnswer {
   code: 200 | 304
   headers: string[]
   body: Buffer | null
@@ -102,7 +102,7 @@ function fieldsOf(entry: CacheEntry): EntryFields {
  * why the read went to the platform (`forward`, absent for a hit). Each representation has its own
  * strong ETag; If-None-Match is compared weakly (RFC 9110), so either answers 304.
  */
-export function entryResponse(
+function entryResponse(
   entry: CacheEntry,
   status: EntryStatus,
   forward: Forward | undefined,
@@ -189,20 +189,32 @@ function headOf(entry: CacheEntry, fields: EntryFields, status: EntryStatus, gzi
 }
 
 /**
- * Writes the 200 answer of `entry` to `res` from the entry's rendered head, with the
- * lines of this answer: `age` (HIT, STALE), `cache-status` and its answer fields. False, having written nothing, when the answer is not a plain 200 (the caller
- * sent If-None-Match), the entry has no rendered head, or `res` takes none; `before`
- * runs just before the answer is written.
+ * Writes the answer of `entry` with `status` to `res`, for a caller that sent
+ * `requestHeaders`, with its answer fields (`own`); returns the status code written (200,
+ * or 304 to a matching If-None-Match). The one writer of an entry's answer, for both
+ * entrances: a plain 200 is written from the entry's rendered head with this answer's
+ * lines (`age` for HIT and STALE, `cache-status`, the fields) where `res` takes one;
+ * any other through writeHead, which checks every value.
  */
-export function answerRendered(res: ServerResponse, entry: CacheEntry, status: EntryStatus, forward: Forward | undefined, now: number, gzip: boolean, ifNoneMatch: string | string[] | undefined, own: AnswerFields, before?: () => void): boolean {
-  if (ifNoneMatch !== undefined) return false
-  // One lookup of the entry's fields serves its head and this answer's lines.
-  const fields = fieldsOf(entry)
-  const head = headOf(entry, fields, status, gzip)
-  if (head === null || !takesRenderedHead(res)) return false
-  before?.()
-  writeRenderedHead(res, `${head}${answerLines(entry, fields, status, forward, now)}${answerFieldLines(own)}`, (gzip ? entry.gzip : entry.identity) as Buffer)
-  return true
+export function writeEntry(res: ServerResponse, entry: CacheEntry, status: EntryStatus, forward: Forward | undefined, now: number, requestHeaders: Headers, own: AnswerFields): 200 | 304 {
+  const gzip = acceptsGzip(requestHeaders['accept-encoding'])
+  const ifNoneMatch = requestHeaders['if-none-match']
+  if (ifNoneMatch === undefined) {
+    // One lookup of the entry's fields serves its head and this answer's lines.
+    const fields = fieldsOf(entry)
+    const head = headOf(entry, fields, status, gzip)
+    if (head !== null && takesRenderedHead(res)) {
+      writeRenderedHead(res, `${head}${answerLines(entry, fields, status, forward, now)}${answerFieldLines(own)}`, (gzip ? entry.gzip : entry.identity) as Buffer)
+      return 200
+    }
+  }
+  const answer = entryResponse(entry, status, forward, now, gzip, ifNoneMatch)
+  const out = answer.headers
+  if (answer.body) out.push('content-length', String(answer.body.length))
+  pushAnswerFields(out, own)
+  res.writeHead(answer.code, out)
+  res.end(answer.body)
+  return answer.code
 }
 
 /** Whether an If-None-Match list names the entry (either representation), or is `*`. */
@@ -219,34 +231,27 @@ function matches(header: string | string[], tag: string): boolean {
 }
 
 /**
- * Writes a report read's result to a Fastify reply. A plain 200 of an entry is written
- * from its rendered head (answerRendered), the reply hijacked: `own` gives what
- * Fastify's hooks would have added (the request id, the rate-limit fields), asked only
- * for an entry, and the reply keeps its `x-cache` for the access line (onResponse
- * still runs).
+ * Writes a report read's result to a Fastify reply. An entry's answer is written by
+ * writeEntry, the reply hijacked: `own` gives what Fastify's hooks would have added (the
+ * request id, the rate-limit fields), asked only for an entry, and the reply keeps its
+ * `x-cache` for the access line (onResponse still runs).
  */
 export function sendReport(reply: FastifyReply, result: CacheResult, requestHeaders: Headers, now: number, own: () => AnswerFields): FastifyReply {
-  const gzip = acceptsGzip(requestHeaders['accept-encoding'])
   switch (result.kind) {
-    case 'entry': {
-      const hijack = () => {
-        reply.hijack()
-        reply.header('x-cache', result.status)
-      }
-      if (answerRendered(reply.raw, result.entry, result.status, result.forward, now, gzip, requestHeaders['if-none-match'], own(), hijack)) return reply
-      const { code, headers, body } = entryResponse(result.entry, result.status, result.forward, now, gzip, requestHeaders['if-none-match'])
-      for (let i = 0; i < headers.length; i += 2) reply.header(headers[i] as string, headers[i + 1])
-      // A 304 is sent with no payload at all: Fastify would write a null one as JSON,
-      // with a content-type and a content-length the 200 would not have.
-      return body === null ? reply.code(code).send() : reply.code(code).send(body)
-    }
+    case 'entry':
+      reply.hijack()
+      reply.header('x-cache', result.status)
+      writeEntry(reply.raw, result.entry, result.status, result.forward, now, requestHeaders, own())
+      return reply
     case 'pass':
       return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, result.status)).send(result.body)
-    case 'stream':
+    case 'stream': {
+      const gzip = acceptsGzip(requestHeaders['accept-encoding'])
       reply.code(200).header('content-type', result.headers['content-type'] ?? 'application/json').header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, 200))
       // pipeline, not pipe: a cut-off caller or platform ends both streams.
       if (result.gzipped && !gzip) return reply.send(pipeline(result.stream, createGunzip(), () => undefined))
       if (result.gzipped) reply.header('content-encoding', 'gzip')
       return reply.send(result.stream)
+    }
   }
 }

@@ -2,71 +2,26 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import { BadQueryError } from '../../errors.js'
 import type { Admission, Caller } from '../../access/admission.js'
-import type { KnownUrl, KnownUrls } from '../../access/known-urls.js'
 import { reportGetSchema, reportPostSchema } from '../openapi/route-schemas.js'
-import { canonicalGetReport, canonicalPostReport, type CanonicalReport } from '../../reports/report-query.js'
+import { canonicalPostReport, type CanonicalReport } from '../../reports/report-query.js'
+import type { ReadDecisions } from '../../reports/read-decision.js'
 import { isWarmUp, sendReport, wantsRefresh } from './report-reply.js'
 import { hangUpSignal } from '../../platform/governor/caller-group.js'
 import { takeHandedOver, type HandedOver } from './handed-over.js'
 import type { ReadOptions } from '../../reports/report-cache.js'
-import { traceOf, type Trace } from '../../observe/tracing.js'
+import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
 
-/** A GET report's canonical form and cache key, worked out once per URL and credential. */
-export interface KnownReport {
-  report: CanonicalReport
-  key: string
-}
-
-/** A report URL seen before: its checked target and its form for each credential that asked it. */
-export type SeenReport = KnownUrl<KnownReport>
-
-/** The form `seen` keeps for `credential`, if any. */
-export function formFor(seen: SeenReport, credential: string): KnownReport | undefined {
-  for (const kept of seen.forms) if (kept.credential === credential) return kept.form
-  return undefined
-}
-
-/**
- * The canonical forms and cache keys of GET reports, kept in the one memo by URL
- * (access/known-urls.ts) beside their checked targets: one lookup by the URL gives the
- * fast path of hits all it needs, with no key built per hit.
- */
-export class ReportForms {
-  readonly #ctx: GatewayContext
-  readonly #memo: KnownUrls<KnownReport>
-
-  constructor(ctx: GatewayContext, memo: KnownUrls<KnownReport>) {
-    this.#ctx = ctx
-    this.#memo = memo
-  }
-
-  /** The canonical form of an admitted caller's GET report; 400 when a parameter is invalid. */
-  get(caller: Caller, url: string): KnownReport {
-    const seen = this.#memo.get(url)
-    const known = seen && formFor(seen, caller.provider.name)
-    if (known) return known
-    const report = canonicalGetReport(caller.target.path, caller.target.search, { maxRangeDays: this.#ctx.config.cache.maxRangeDays })
-    return { report, key: this.#ctx.reports.keyFor(caller.provider.name, report) }
-  }
-
-  /** Keeps the form of a call that passed its scope check (its target is kept by Admission.remember). */
-  remember(caller: Caller, url: string, form: KnownReport): void {
-    this.#memo.keepForm(url, caller.provider.name, form)
-  }
-
-  /** Looked up only: what the fast path of hits may serve. */
-  seen(url: string): SeenReport | undefined {
-    return this.#memo.get(url)
-  }
-}
+const L1_HIT: SpanAttributes = { 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' }
 
 /**
  * Report reads (contract, "Report requests"), each top to bottom: admit the caller (key,
- * rate limit), canonicalize (400), check its scope (403), read the cache, send.
+ * rate limit), canonicalize (400), check its scope (403), read the cache, send. A GET is
+ * decided by the one decision of report reads (reports/read-decision.ts), as the
+ * entrance before the router decides it, which hands over what it learned.
  */
 export async function reportReads(
   app: FastifyInstance,
-  { ctx, admission, forms }: { ctx: GatewayContext; admission: Admission; forms: ReportForms },
+  { ctx, admission, decisions }: { ctx: GatewayContext; admission: Admission; decisions: ReadDecisions },
 ): Promise<void> {
   if (!ctx.config.cache.enabled) return
 
@@ -75,17 +30,31 @@ export async function reportReads(
     // A caller the fast path handed over (http/reads/fast-path.ts) was counted already.
     const handed = takeHandedOver(request.raw)
     const trace = ctx.tracing === null ? undefined : traceOf(request.raw)
+    const now = ctx.clock.now()
+    const refresh = wantsRefresh(request.headers)
+    const decided = decisions.decide(request.method, request.url, request.headers, now, { refresh, counted: handed?.rate, into: request }, trace)
+    // Set by the decision once the key named it.
+    const caller = request.caller as Caller
+    if ('answer' in decided) {
+      decided.admitting?.end()
+      trace?.step('cache.lookup', L1_HIT).end()
+      caller.advertisers = decided.form.report.advertiserIds
+      return sendReport(reply, { kind: 'entry', entry: decided.answer, status: 'HIT' }, request.headers, now, () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
+    }
+    const { admitted, refused, admitting } = decided.goOn
     // A refusal thrown here leaves the step open: the request's span ends it, failed.
-    const admitting = trace?.step('admission')
-    const caller = admission.admit(request, handed?.rate)
-    const form = forms.get(caller, request.url)
-    const { report, key } = form
-    await admission.checkScope(request.method, caller, admission.known(request.url))
+    if (admitted === undefined) throw refused
+    const { report, key } = admitted.form
+    if (admitted.scopePending) {
+      await admission.checkScope(request.method, caller, admitted.known)
+      decisions.remember(request.method, request.url, admitted)
+    }
     admitting?.end()
-    admission.remember(request.method, request.url, caller)
-    forms.remember(caller, request.url, form)
     caller.advertisers = report.advertiserIds
-    const result = await ctx.reports.read(report, key, caller.provider, readOptions(request, reply, caller, trace, handed))
+    // A cold fill under way here is joined, as the entrance before the router joins it.
+    const flight = handed?.flight ?? decided.goOn.flight
+    if (flight !== undefined && handed?.flight === undefined) ctx.reports.joinCold(key, caller.team.name, hangUpSignal(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller')
+    const result = await ctx.reports.read(report, key, caller.provider, readOptions(request, reply, caller, trace, { ...handed, ...(flight ? { flight } : {}) }))
     caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, ctx.clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   })
@@ -111,7 +80,7 @@ export async function reportReads(
   app.post('/api/v1/report/:split/get/', { schema: { ...reportPostSchema(limits), hide: true } }, postReport)
 }
 
-function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Caller, trace: Trace | undefined, handed?: HandedOver): ReadOptions {
+function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Caller, trace: Trace | undefined, handed?: Pick<HandedOver, 'flight' | 'found'>): ReadOptions {
   return {
     refresh: wantsRefresh(request.headers),
     requestId: request.id,

@@ -1,0 +1,140 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Admission, Caller } from '../access/admission.js'
+import type { KnownTarget, KnownUrl } from '../access/known-urls.js'
+import type { RateDecision } from '../access/rate-limit.js'
+import { assertMayCall, type Identity } from '../access/team-auth.js'
+import type { CacheEntry } from '../cache/cache-entry.js'
+import type { FillResult, ReportCache } from './report-cache.js'
+import { canonicalGetReport, type CanonicalReport } from './report-query.js'
+import type { Trace } from '../observe/tracing.js'
+
+/** A GET report's canonical form and cache key, worked out once per URL and credential. */
+export interface KnownReport {
+  report: CanonicalReport
+  key: string
+}
+
+/** A read that passed every check its decision makes, counted against its team's limit. */
+export interface AdmittedRead {
+  identity: Identity
+  known: KnownTarget
+  form: KnownReport
+  rate: RateDecision
+  /** A scoped team's call naming campaigns: their owners are looked up (Admission.checkScope) before it is read. */
+  scopePending: boolean
+}
+
+/** What a decision learned of a read it does not answer: whoever goes on with it does none of it again. */
+export interface GoOn {
+  /** It passed every check: its copy is read from Redis, or the platform. */
+  admitted?: AdmittedRead
+  /** The cold fill of its report under way in this process, for it to join. */
+  flight?: Promise<FillResult>
+  /** Its team's rate-limit decision, counted already (spent: `refused` is the 429). */
+  rate?: RateDecision
+  /** The refusal to answer (a GW_* error), where a check refused it. */
+  refused?: unknown
+  /** The admission step of a traced read, left open: its entrance ends it, or a refusal's answer does, failed. */
+  admitting?: Trace | undefined
+}
+
+/** A fresh copy in memory to answer at once (`answer`, counted as a hit), or what was learned on the way to none. */
+export type ReadDecision = (AdmittedRead & { answer: CacheEntry; admitting: Trace | undefined }) | { goOn: GoOn }
+
+/** How a read is decided. */
+export interface DecideHow {
+  /** The caller asked for a fresh copy: no copy in memory answers it. */
+  refresh: boolean
+  /** Decides only a URL the memo keeps (an admitted caller sent it before); any other goes on with nothing learned. */
+  seenOnly?: boolean
+  /** The call's rate-limit decision, counted already. */
+  counted?: RateDecision | undefined
+  /** Given a call record, its Caller is set on it once its key names it (as Admission.admit does). */
+  into?: { caller: Caller | null }
+}
+
+const NOTHING_LEARNED: ReadDecision = { goOn: {} }
+
+/**
+ * The one decision of a GET report read, synchronous, made by both entrances (the one
+ * before the router, http/reads/fast-path.ts, and the route): the target (400/404), the
+ * key (401), the read rule (403), the rate limit (429), the canonical form (400) and the
+ * scope (403) in the contract's order, through Admission; then the copy in memory. It
+ * answers a fresh copy, or says what it learned for the entrance to go on with: an
+ * entrance never checks a read again. A call naming a scoped team's campaigns waits for
+ * their owners' lookup (async): its decision goes on with `scopePending`.
+ */
+export class ReadDecisions {
+  readonly #admission: Admission
+  readonly #reports: ReportCache
+  readonly #maxRangeDays: number
+
+  constructor(admission: Admission, reports: ReportCache, maxRangeDays: number) {
+    this.#admission = admission
+    this.#reports = reports
+    this.#maxRangeDays = maxRangeDays
+  }
+
+  /**
+   * The decision of a read of `url` by `method` (GET or HEAD) at `now`; `trace`: the
+   * request's span, in which its checks are the step `admission`, returned open.
+   */
+  decide(method: string, url: string, headers: IncomingHttpHeaders, now: number, how: DecideHow, trace?: Trace): ReadDecision {
+    const admission = this.#admission
+    // One lookup by the URL: its checked target and its forms.
+    const seen = admission.seen(url)
+    if (seen === undefined && how.seenOnly === true) return NOTHING_LEARNED
+    const admitting = trace?.step('admission')
+    let rate = how.counted
+    try {
+      const known = admission.target(url, seen)
+      const identity = admission.key(headers)
+      const team = identity.team
+      const caller = how.into ? (how.into.caller = admission.caller(identity, known)) : null
+      assertMayCall(team, method, known.target.path)
+      // Counted first, refused after: a spent decision goes on with the refusal, counted.
+      rate = admission.count(team, now, rate)
+      if (caller) caller.rate = rate
+      admission.limit(team, now, rate)
+      const credential = team.credential
+      const kept = seen && formFor(seen, credential)
+      const form = kept ?? this.#formOf(known, credential)
+      let scopePending = false
+      if (team.advertisers !== null) {
+        const named = admission.named(method, known, known)
+        const accounts = admission.checkAccounts(method, team, named)
+        if (caller) caller.accounts = accounts
+        scopePending = named.campaigns.length > 0
+      }
+      if (scopePending) return { goOn: { admitted: { identity, known, form, rate, scopePending }, rate, admitting } }
+      if (kept === undefined) admission.remember(method, url, known.target, { credential, form })
+      if (how.refresh) return { goOn: { admitted: { identity, known, form, rate, scopePending }, rate, admitting } }
+      const entry = this.#reports.freshInMemory(form.key, now)
+      if (entry !== null) {
+        this.#reports.countServed(form.key, entry, 'HIT', 'l1', form.report, credential, team.name, now)
+        return { answer: entry, identity, known, form, rate, scopePending, admitting }
+      }
+      const admitted: AdmittedRead = { identity, known, form, rate, scopePending }
+      const flight = this.#reports.coldFlight(form.key)
+      return { goOn: flight === null ? { admitted, rate, admitting } : { admitted, rate, flight, admitting } }
+    } catch (refused) {
+      return { goOn: rate === undefined ? { refused, admitting } : { refused, rate, admitting } }
+    }
+  }
+
+  /** Keeps the form of a read whose scope was looked up (`scopePending`) and passed. */
+  remember(method: string, url: string, admitted: AdmittedRead): void {
+    this.#admission.remember(method, url, admitted.known.target, { credential: admitted.identity.team.credential, form: admitted.form })
+  }
+
+  #formOf(known: KnownTarget, credential: string): KnownReport {
+    const report = canonicalGetReport(known.target.path, known.target.search, { maxRangeDays: this.#maxRangeDays })
+    return { report, key: this.#reports.keyFor(credential, report) }
+  }
+}
+
+/** The form `seen` keeps for `credential`, if any: what this decision kept (Admission keeps forms for it, unread). */
+function formFor(seen: KnownUrl<unknown>, credential: string): KnownReport | undefined {
+  for (const kept of seen.forms) if (kept.credential === credential) return kept.form as KnownReport
+  return undefined
+}
