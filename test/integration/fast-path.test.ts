@@ -55,7 +55,7 @@ describe('hits before the router', () => {
     expect(hit.headers).toMatchObject({
       'x-cache': 'HIT',
       'content-encoding': 'gzip',
-      vary: 'accept-encoding',
+      vary: 'accept-encoding, authorization, x-api-key',
       'x-request-id': 'fast-1',
       'content-type': miss.headers['content-type'],
     })
@@ -79,7 +79,7 @@ describe('hits before the router', () => {
     const hit = await get(REPORT, { 'x-api-key': KEYS.growth, 'accept-encoding': 'gzip', 'if-none-match': tag, 'x-request-id': 'fast-304' })
     expect(hit.status).toBe(304)
     expect(hit.body.length).toBe(0)
-    expect(hit.headers).toMatchObject({ 'x-cache': 'HIT', etag: tag, 'x-request-id': 'fast-304', vary: 'accept-encoding' })
+    expect(hit.headers).toMatchObject({ 'x-cache': 'HIT', etag: tag, 'x-request-id': 'fast-304', vary: 'accept-encoding, authorization, x-api-key' })
     expect(hit.headers['content-length']).toBeUndefined()
     const lines = env.gw.logs.records().filter((r) => r.msg === 'request').slice(before)
     expect(lines[0]).toMatchObject({ reqId: 'fast-304', status: 304, cache: 'HIT' })
@@ -322,7 +322,7 @@ describe('a stampede joins the fill before the router', () => {
     // The first caller's read made the call; the joiners' waited for it (RFC 9211 `collapsed`).
     expect(answers[0]?.headers['cache-status']).toMatch(/^report-gateway; fwd=uri-miss; stored; ttl=\d+$/)
     for (const a of answers.slice(1)) expect(a.headers['cache-status']).toMatch(/^report-gateway; fwd=uri-miss; collapsed; stored; ttl=\d+$/)
-    expect(answers[1]?.headers).toMatchObject({ 'x-request-id': 'joiner-0', vary: 'accept-encoding', etag: answers[0]?.headers.etag })
+    expect(answers[1]?.headers).toMatchObject({ 'x-request-id': 'joiner-0', vary: 'accept-encoding, authorization, x-api-key', etag: answers[0]?.headers.etag })
     const lines = env.gw.logs.records().filter((r) => r.msg === 'request').slice(before)
     expect(lines.filter((l) => String(l.reqId).startsWith('joiner-'))).toHaveLength(20)
     const answered = lines.filter((l) => l.status === 200)

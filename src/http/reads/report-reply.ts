@@ -8,6 +8,14 @@ import { answerFieldLines, pushAnswerFields, type AnswerFields } from '../answer
 import type { CacheResult, Forward } from '../../reports/report-cache.js'
 import { CACHE_STATUS, entryCacheStatus, passedCacheStatus } from './cache-status.js'
 
+/**
+ * What an entry's answer varies on: its encoding, and the two headers that carry a key. A
+ * browser keeps a `private` answer and serves it again to a request whose URL and named
+ * headers match: without the key's headers here, it would serve one team's copy to a
+ * request with another team's key, without asking the gateway.
+ */
+const VARY = 'accept-encoding, authorization, x-api-key'
+
 type Headers = Record<string, string | string[] | undefined>
 
 // Report response headers (contract, "Report requests"), written in one place for both
@@ -112,7 +120,7 @@ function entryResponse(
 ): EntryAnswer {
   const fields = fieldsOf(entry)
   const age = ageOf(entry, now)
-  const headers = ['x-cache', status, CACHE_STATUS, entryCacheStatus(status, fields.maxAge - age, forward), 'etag', gzip ? fields.etagGzip : fields.etag, 'vary', 'accept-encoding', 'cache-control', fields.cacheControl]
+  const headers = ['x-cache', status, CACHE_STATUS, entryCacheStatus(status, fields.maxAge - age, forward), 'etag', gzip ? fields.etagGzip : fields.etag, 'vary', VARY, 'cache-control', fields.cacheControl]
   if (carriesAge(status)) headers.push('age', String(age))
   if (ifNoneMatch !== undefined && matches(ifNoneMatch, entry.etag)) return { code: 304, headers, body: null }
   headers.push('content-type', entry.contentType)
@@ -176,7 +184,7 @@ function headOf(entry: CacheEntry, fields: EntryFields, status: EntryStatus, gzi
       renderHeaderLines([
         'x-cache', status,
         'etag', gzip ? fields.etagGzip : fields.etag,
-        'vary', 'accept-encoding',
+        'vary', VARY,
         'cache-control', fields.cacheControl,
         'content-type', entry.contentType,
         ...(gzip ? ['content-encoding', 'gzip'] : []),
