@@ -135,6 +135,19 @@ describe.skipIf(!available)('seats leased across replicas', () => {
     expect(most).toBeLessThanOrEqual(3)
   })
 
+
+  it('holds a team braked on one replica there alone: its calls on another replica get their seats', async () => {
+    // One replica's learned limit braked the team on what it saw there (a platform that
+    // hung with only this team's calls on it); the other replica did not.
+    const [one, two] = [await replica(8), await replica(8)]
+    one.governor.setBrakes(new Map([['reader', 1]]))
+    one.calls('reader', 20)
+    await waitFor('the braked replica at its brake', () => one.governor.inFlight === 1)
+    two.calls('reader', 6)
+    await waitFor('the other replica running the team\'s calls', () => two.governor.inFlight === 6, 5000)
+    expect(one.governor.inFlight).toBe(1)
+    expect(await leased()).toBeLessThanOrEqual(8)
+  })
   it('lets a dead replica\'s lease lapse within permitLease: another replica gets its seats', async () => {
     const dying = await replica(4)
     dying.calls('a', 4)

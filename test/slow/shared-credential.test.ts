@@ -117,6 +117,32 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
     expect(fine.statuses.every((s) => s === 200)).toBe(true)
   }, 30_000)
 
+  it('a team whose calls wait for a seat until little of their deadline is left is not braked for their timeouts', async () => {
+    sandbox.setLatency(300)
+    const gw = await gateway('platform: { initialConcurrent: 2, minConcurrent: 2, maxConcurrent: 2, timeout: 1s }')
+    const governor = gw.governors.of('default')
+    // The class's floor first (300 ms): two callers, who never wait.
+    const two = callers(gw, KEYS.all, 2, (i) => report(i * 10, 7))
+    try {
+      await waitFor('the floor learned', () => gw.governors.latencyFloorMs('default') !== null, 15_000)
+    } finally {
+      await two.stop()
+    }
+    // Eight callers for two seats: a call waits about 900 ms of its 1 s and is cut at the
+    // platform after the little that is left, far short of the time its class takes.
+    const eight = callers(gw, KEYS.all, 8, (i) => report(1000 + i * 10, 7))
+    let braked = false
+    try {
+      await waitFor('20 calls cut by their deadlines', () => {
+        braked ||= governor.brakeOf('all') !== null
+        return eight.statuses.filter((s) => s === 504).length >= 20
+      }, 20_000, 20)
+    } finally {
+      await eight.stop()
+    }
+    expect(braked).toBe(false)
+  }, 45_000)
+
   it('a team throttled on two routes is paused itself: another team on a third route is served, the credential is not paused', async () => {
     const gw = await gateway('')
     for (const path of [CREATIVES, PLACEMENTS]) sandbox.setRouteFailure(path, { kind: 'status', status: 429, headers: { 'retry-after': '30' } })

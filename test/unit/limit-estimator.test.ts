@@ -377,6 +377,56 @@ describe('LimitEstimator windows', () => {
     expect(caps.at(-1)).toBeUndefined()
   })
 
+  it('takes a timeout for load only when the call had the time its class takes: one started near its deadline brakes nobody', () => {
+    const run = (latencyMs: number): Map<string, number> => {
+      const est = estimator(32)
+      est.tick(at0)
+      // A floor of 100 ms for team a's class, then its calls cut by their deadlines after `latencyMs`.
+      for (let w = 0; w < 3; w++) {
+        for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + w * 1000 + 100 + i, team: 'a', inFlight: 4, teamInFlight: 4 }))
+        est.tick(at0 + (w + 1) * 1000)
+      }
+      for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 3100 + i, team: 'a', outcome: 'timeout', latencyMs, teamInFlight: 4 }))
+      est.tick(at0 + 4000)
+      return new Map(est.brakes)
+    }
+    // Queued until 40 or 150 ms were left of their deadlines: less than twice the class's
+    // floor, no evidence the platform was slow.
+    expect(run(40)).toEqual(new Map())
+    expect(run(150)).toEqual(new Map())
+    // Two seconds at the platform without an answer, twenty times the class's floor: load.
+    expect(run(2000)).toEqual(new Map([['a', 2]]))
+  })
+
+  it('lets a braked team go a step each window, while its few answers leave the latency window open and other replicas change the limit every window', () => {
+    // After a platform-wide hang seen by one team alone on this replica: braked to 1, the
+    // limit adopted from the other replicas as it grows back, two answers a window.
+    const brakes = (adopting: boolean): (number | undefined)[] => {
+      const est = estimator(32)
+      est.tick(at0)
+      for (let i = 0; i < 20; i++) est.record(sample({ at: at0 + 100 + i, team: 'a', outcome: 'failed', teamInFlight: 2 }))
+      est.tick(at0 + 1000)
+      const caps = [est.brakes.get('a')]
+      for (let w = 1; w <= 5; w++) {
+        const start = at0 + w * 1000
+        if (adopting) est.adopt(w % 2 === 0 ? 16 : 24)
+        for (let q = 1; q <= 4; q++) {
+          est.record(sample({ at: start + q * 250 - 10, team: 'a', inFlight: 1, teamInFlight: 1 }))
+          est.tick(start + q * 250)
+        }
+        caps.push(est.brakes.get('a'))
+      }
+      return caps
+    }
+    for (const adopting of [false, true]) {
+      const caps = brakes(adopting)
+      expect(caps[0]).toBe(1)
+      // Doubled each window (1, 2, 4, 8), let go at the limit.
+      expect(caps.slice(0, 4)).toEqual([1, 2, 4, 8])
+      expect(caps.at(-1)).toBeUndefined()
+    }
+  })
+
   it('judges latency only on 8 answers or more, and one window at most halves the target (clamped gradient)', () => {
     const est = estimator(40)
     est.tick(at0)

@@ -305,10 +305,11 @@ export class PlatformClient {
       } catch (err) {
         release()
         // The call's own end (its callers gone, the shutdown) says nothing of the platform.
-        const platformsFault = !call.signal?.aborted || call.signal.reason instanceof UpstreamTimeoutError
+        const timedOut = call.signal?.aborted === true && call.signal.reason instanceof UpstreamTimeoutError
+        const platformsFault = !call.signal?.aborted || timedOut
         const latencyMs = performance.now() - sent
         this.#history?.platformCall(platformsFault ? latencyMs : null)
-        if (platformsFault) this.#governors.failed(credential, call, timing(latencyMs))
+        if (platformsFault) this.#governors.failed(credential, call, timing(latencyMs), timedOut)
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { error: err } }, started, deadline)
         if (delay === null) throw upstreamError(err)
       }

@@ -188,9 +188,13 @@ export class CallGovernor {
    * flight (on top of its own ceiling); a team absent from `brakes` has none.
    */
   setBrakes(brakes: ReadonlyMap<string, number>): void {
-    const loosened = [...this.#brakes].some(([team, cap]) => (brakes.get(team) ?? Infinity) > cap)
+    const next = new Map([...brakes].map(([team, cap]) => [team, Math.max(1, Math.floor(cap))]))
+    const loosened = [...this.#brakes].some(([team, cap]) => (next.get(team) ?? Infinity) > cap)
+    const changed = loosened || next.size !== this.#brakes.size || [...next].some(([team, cap]) => this.#brakes.get(team) !== cap)
     this.#brakes.clear()
-    for (const [team, cap] of brakes) this.#brakes.set(team, Math.max(1, Math.floor(cap)))
+    for (const [team, cap] of next) this.#brakes.set(team, cap)
+    // What a braked team asks of the lease follows its brake.
+    if (changed) this.#demandChanged()
     if (loosened) this.wake()
   }
 
@@ -355,19 +359,19 @@ export class CallGovernor {
     return this.#teams.get(team)?.inFlight ?? 0
   }
 
-  /** The ceiling of `team` on the credential: its own (teams[].maxConcurrent) and its brake, the lower; null: none. */
-  #ceilingOf(team: string): number | null {
-    const own = this.limitsOf(team).maxConcurrent
-    const brake = this.#brakes.get(team) ?? null
-    if (own === null) return brake
-    return brake === null ? own : Math.min(own, brake)
-  }
-
-  /** The most calls of `team` in flight here: its ceiling, or, across replicas, its part of it as the lease says. */
+  /**
+   * The most calls of `team` in flight here: its own ceiling (teams[].maxConcurrent, on the
+   * credential: across replicas its part of it as the lease says) and its brake, the
+   * lower; null: none. A brake is this replica's (its learned limit saw the team's
+   * failures here) and holds the team's calls here only.
+   */
   #capOf(team: string): number | null {
-    const ceiling = this.#ceilingOf(team)
-    const part = ceiling === null ? undefined : this.#seats.targets()?.get(team)
-    return part === undefined || ceiling === null ? ceiling : Math.min(ceiling, Math.round(part))
+    const own = this.limitsOf(team).maxConcurrent
+    const part = own === null ? undefined : this.#seats.targets()?.get(team)
+    const ceiling = own === null || part === undefined ? own : Math.min(own, Math.round(part))
+    const brake = this.#brakes.get(team) ?? null
+    if (ceiling === null) return brake
+    return brake === null ? ceiling : Math.min(ceiling, brake)
   }
 
   #atCeiling(team: string): boolean {
@@ -380,9 +384,12 @@ export class CallGovernor {
     const waiting = this.#queue.countByTeam()
     const teams: TeamDemand[] = []
     for (const team of new Set([...waiting.keys(), ...this.#teams.keys()])) {
-      const demand = this.#held(team) + (waiting.get(team) ?? 0) + this.#returning(team)
+      const held = this.#held(team)
+      const brake = this.#brakes.get(team) ?? Infinity
+      // A braked team wants no more seats here than its brake lets it fill.
+      const demand = Math.min(held + (waiting.get(team) ?? 0) + this.#returning(team), Math.max(held, brake))
       if (demand === 0) continue
-      teams.push({ team, weight: this.#weight(team), demand, cap: this.#ceilingOf(team), held: this.#held(team) })
+      teams.push({ team, weight: this.#weight(team), demand, cap: this.limitsOf(team).maxConcurrent, held })
     }
     return teams
   }

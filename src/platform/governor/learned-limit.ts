@@ -171,9 +171,10 @@ export class LearnedLimit {
     const before = estimator.limit
     estimator.note({ at: this.#clock.now(), inFlight: governor.inFlight, starved: governor.takeStarved() })
     const step = estimator.tick(this.#clock.now())
+    // Brakes move on the teams' window, which closes whether or not the limit's does.
+    governor.setBrakes(estimator.brakes)
     if (step === null) return
     this.#apply(before, step.reason === 'overload' ? 'cut' : 'learned')
-    governor.setBrakes(estimator.brakes)
     const epoch = this.#epochNow()
     const due = this.#epoch >= 0 && epoch - this.#epoch >= REWRITE_WINDOWS && this.#active
     const read = this.#clock.now() - this.#lastRead >= (this.#o.readEveryMs ?? READ_EVERY_MS)

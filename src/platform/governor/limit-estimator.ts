@@ -56,11 +56,13 @@
  *   floors) over the smallest of their floors, so one team's slow reports, or reports it
  *   made slow on purpose, do not lower the limit for the others, while a platform queued
  *   by one team's year-long reports is seen in the other team's short ones. Overload
- *   answers (502/503/504, timeouts, and a 500 no faster than its class's floor) cut the
- *   limit only when they come from two teams or more; otherwise the team drawing them is
- *   braked (its calls in flight halved, then let go step by step as its answers come
- *   back clean), and the others keep the platform. A fast 500 is the report's own
- *   failure, not load. A 429 is answered by a pause of whoever drew it (pauses.ts); the
+ *   answers (502/503/504, connection errors, timeouts after twice their class's floor, and a
+ *   500 no faster than its floor) cut the limit only when they come from two teams or
+ *   more, counted over each window whatever the latency window does; otherwise the team
+ *   drawing them is braked on this replica (its calls in flight here halved, then doubled
+ *   each window its answers come back clean), and the others keep the platform. A fast
+ *   500 is the report's own failure, not load, and a timeout sooner says nothing (the
+ *   call waited for a seat until little of its deadline was left). A 429 is answered by a pause of whoever drew it (pauses.ts); the
  *   platform pausing the credential cuts the limit (`overload()`).
  * - Whether a window used the limit comes from `record` (calls in flight when each call
  *   started) and from `note` (a call waited for a free seat): a call waiting for anything
@@ -98,6 +100,13 @@ export const OVERLOAD_MIN_ANSWERS = 2
 export const BRAKE_MIN_SHARE = 0.25
 /** A team's answers a window needs for the delay it saw to count: with two such teams, the window is judged by the delay every team saw. */
 export const MIN_TEAM_SAMPLES = 3
+/**
+ * A call cut by its deadline is evidence of load when it had at least this many times its
+ * class's floor at the platform: one that waited for a seat until little of its deadline
+ * was left says nothing of the platform (a queue drained after an outage would otherwise
+ * keep braking the team whose calls waited longest).
+ */
+export const TIMEOUT_MIN_FLOORS = 2
 /** A braked team's calls in flight: halved on overload, doubled each window without (as the limit grows back after a fault). */
 export const BRAKE_GROWTH = 2
 /** A window used the limit when a call waited for a seat or this share of the limit was in flight at once. */
@@ -124,10 +133,12 @@ export function headroom(limit: number): number {
 }
 
 /**
- * 'throttled': a 429; 'failed': a 502, 503 or 504, a timeout or a connection error;
- * 'error': another 5xx, overload only when it is no faster than its class's floor.
+ * 'throttled': a 429; 'failed': a 502, 503 or 504 or a connection error; 'timeout': the
+ * call's deadline passed before an answer, overload only when the call ran at least
+ * TIMEOUT_MIN_FLOORS times its class's floor; 'error': another 5xx, overload only when it
+ * is no faster than its class's floor.
  */
-export type CallOutcome = 'ok' | 'throttled' | 'failed' | 'error'
+export type CallOutcome = 'ok' | 'throttled' | 'failed' | 'timeout' | 'error'
 
 export interface CallSample {
   /** Epoch ms when the answer came (the call started at `at - latencyMs`). */
@@ -204,6 +215,12 @@ export class LimitEstimator {
   readonly #floors: LatencyFloors
 
   #windowStart: number | null = null
+  /**
+   * When the teams' window opened: overload answers are counted per team over windowMs,
+   * whatever the latency window does (open for more answers, opened again by an adopted
+   * limit), so that a brake is set and let go a step each window.
+   */
+  #teamsStart: number | null = null
   /** When the limit last changed: calls started before measure the old one. */
   #changedAt = -Infinity
   /** When the limit was last cut: overload answers of calls started before are already answered for. */
@@ -286,26 +303,51 @@ export class LimitEstimator {
 
   /** Closes the window once `windowMs` has passed since it opened; null while it is open. */
   tick(now: number): LimitUpdate | null {
+    const cut = this.#closeTeams(now)
+    if (cut !== null) {
+      this.#openWindow(now)
+      return cut
+    }
     if (this.#windowStart === null) {
       this.#windowStart = now
       return null
     }
     if (now - this.#windowStart < this.#windowMs) return null
-    const before = this.limit
     this.#floors.refresh(now)
-    const overloaded = this.#overloadedTeams()
-    const update = this.#decide(now, before, this.#overloadedTeams(true))
+    const update = this.#decide(now, this.limit)
     // Too few answers to judge (a low limit, a quiet hour): the window stays open and
     // gathers more, up to MAX_WINDOW_SPAN windows, rather than judging nothing each time.
-    // A team drawing overload is braked at once all the same.
-    if (update.reason === 'few-samples' && overloaded.length === 0 && now - this.#windowStart < MAX_WINDOW_SPAN * this.#windowMs) return update
-    if (update.reason !== 'overload') this.#brake(overloaded.length < OVERLOAD_MIN_TEAMS ? overloaded : [])
+    if (update.reason === 'few-samples' && now - this.#windowStart < MAX_WINDOW_SPAN * this.#windowMs) return update
+    this.#openWindow(now)
+    return update
+  }
+
+  #openWindow(now: number): void {
     this.#windowStart = now
     this.#observations = []
-    this.#teams.clear()
     this.#peak = 0
     this.#starved = false
-    return update
+  }
+
+  /**
+   * Closes the teams' window once windowMs has passed: overload answers of two teams or
+   * more cut the limit (at most once a window; the cut is returned), a team drawing them
+   * alone is braked, and a braked team without them is let go a step.
+   */
+  #closeTeams(now: number): LimitUpdate | null {
+    if (this.#teamsStart === null) {
+      this.#teamsStart = now
+      return null
+    }
+    if (now - this.#teamsStart < this.#windowMs) return null
+    this.#teamsStart = now
+    const before = this.limit
+    const overloaded = this.#overloadedTeams()
+    const cut = this.#overloadedTeams(true).length >= OVERLOAD_MIN_TEAMS && now - this.#cutAt >= this.#windowMs
+    if (cut) this.#cut(now)
+    else this.#brake(overloaded.length < OVERLOAD_MIN_TEAMS ? overloaded : [])
+    this.#teams.clear()
+    return cut ? { limit: this.limit, changed: this.limit !== before, reason: 'overload' } : null
   }
 
   /**
@@ -341,16 +383,19 @@ export class LimitEstimator {
 
   /**
    * Whether an answer is overload, and whether it says the platform is loaded: a 502/503/
-   * 504, a timeout or a connection error is ('load'); another 5xx that took at least its
-   * class's floor is too, one of a class without a floor (it never answers otherwise) is
-   * its team's trouble alone ('team'), and a faster one is the report's own failure, not
-   * load ('no'). A 429 is the platform's word on whoever drew it: pauses.ts answers it,
-   * scoped, and a credential pause cuts the limit (`overload()`).
+   * 504 or a connection error is ('load'), and so is a timeout after TIMEOUT_MIN_FLOORS
+   * times its class's floor (or of a class without one); a timeout sooner is not ('no');
+   * another 5xx that took at least its class's floor is load, one of a class without a
+   * floor (it never answers otherwise) is its team's trouble alone ('team'), and a faster
+   * one is the report's own failure, not load ('no'). A 429 is the platform's word on
+   * whoever drew it: pauses.ts answers it, scoped, and a credential pause cuts the limit
+   * (`overload()`).
    */
   #isOverload(sample: CallSample): 'load' | 'team' | 'no' {
     if (sample.outcome === 'ok' || sample.outcome === 'throttled') return 'no'
     if (sample.outcome === 'failed') return 'load'
     const floor = this.#floors.of(sample.klass)
+    if (sample.outcome === 'timeout') return floor === null || sample.latencyMs >= TIMEOUT_MIN_FLOORS * floor ? 'load' : 'no'
     if (floor === null) return 'team'
     return sample.latencyMs >= floor ? 'load' : 'no'
   }
@@ -402,11 +447,7 @@ export class LimitEstimator {
     }
   }
 
-  #decide(now: number, before: number, overloaded: readonly string[]): LimitUpdate {
-    if (overloaded.length >= OVERLOAD_MIN_TEAMS && now - this.#cutAt >= this.#windowMs) {
-      this.#cut(now)
-      return { limit: this.limit, changed: this.limit !== before, reason: 'overload' }
-    }
+  #decide(now: number, before: number): LimitUpdate {
     // A low limit gives few answers a window: it is judged on two per call slot (at least 4),
     // so a limit cut to 2 by a fault is not held there waiting for answers it cannot get.
     if (this.#observations.length < Math.min(MIN_WINDOW_SAMPLES, Math.max(4, 2 * before))) return { limit: before, changed: false, reason: 'few-samples' }

@@ -264,9 +264,9 @@ export class PlatformGovernors {
     if (pause !== null) void this.#sharing.share(credential, pause)
   }
 
-  /** `call` got no answer: a timeout or a connection error. */
-  failed(credential: string, call: ObservedCall, timing: CallTiming): void {
-    this.#learn(credential, call, timing, 'failed')
+  /** `call` got no answer: its deadline passed (`timedOut`), or a connection error. */
+  failed(credential: string, call: ObservedCall, timing: CallTiming, timedOut: boolean): void {
+    this.#learn(credential, call, timing, timedOut ? 'timeout' : 'failed')
   }
 
   #learn(credential: string, call: ObservedCall, timing: CallTiming, outcome: CallOutcome): void {
