@@ -7,6 +7,7 @@ import { redisKey } from '../../src/redis/keys.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
 import { RedisBus } from '../../src/redis/bus.js'
 import { RedisSeal } from '../../src/redis/seal.js'
+import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -32,10 +33,22 @@ describe.skipIf(!available)('the learned limit across replicas', () => {
     for (const bus of buses.splice(0)) await bus.close()
   })
 
-  async function replica(secret = 'a-gateway-secret-of-32-characters!') {
+  /** Messages of the limit's channel each replica's bus handed on, and those published: the bus is quiet when every replica heard every one. */
+  const heard = { published: 0, delivered: 0 }
+
+  async function replica(secret = 'a-gateway-secret-of-32-characters!', clock?: FakeClock) {
     const governor = new CallGovernor({ credential: 'default', maxConcurrent: 64, queueLimit: 10, queueTimeoutMs: 1000, log })
     const seal = new RedisSeal(secret)
     const bus = new RedisBus(redis.client, 'test:bus:', log as never, { seal })
+    const [subscribe, publish] = [bus.subscribe.bind(bus), bus.publish.bind(bus)]
+    bus.subscribe = (channel, handler) => subscribe(channel, (message) => {
+      heard.delivered++
+      handler(message)
+    })
+    bus.publish = (channel, message) => {
+      heard.published++
+      return publish(channel, message)
+    }
     buses.push(bus)
     const learned = new LearnedLimit({
       credential: 'default',
@@ -47,6 +60,7 @@ describe.skipIf(!available)('the learned limit across replicas', () => {
       onLimit: () => undefined,
       onChange: () => undefined,
       readEveryMs: READ_EVERY_MS,
+      ...(clock ? { clock } : {}),
     })
     await learned.start()
     started.push(learned)
@@ -76,15 +90,34 @@ describe.skipIf(!available)('the learned limit across replicas', () => {
   })
 
   it('asks Redis about the limit once a window or so whatever the replicas, not once a window per replica', async () => {
-    const replicas = await Promise.all(Array.from({ length: 8 }, () => replica()))
+    // The replicas' windows move on one clock the test steps by STEP_MS, each step once every
+    // reply and message of the one before arrived: Redis answers within a step, as it answers
+    // within a fraction of a window in production, whatever the machine's load. Replicas
+    // start STEP_MS apart, as replicas start at their own instants.
+    const STEP_MS = 3
+    const clock = fakeClock()
+    const quiet = async (): Promise<void> => {
+      // Commands on one connection are answered in order: three round trips past a step's
+      // syncs, each has been answered and its record published.
+      for (let i = 0; i < 3; i++) await redis.client.ping()
+      await waitFor('every replica heard every record published', () => heard.delivered === heard.published * replicas.length, 5000, 1)
+    }
+    const replicas: Awaited<ReturnType<typeof replica>>[] = []
+    for (let i = 0; i < 8; i++) {
+      replicas.push(await replica(undefined, clock))
+      clock.advance(STEP_MS)
+    }
+    // The first replica's record was published before the others listened.
+    for (let i = 0; i < 3; i++) await redis.client.ping()
+    Object.assign(heard, { published: 0, delivered: 0 })
     await redis.client.config('RESETSTAT')
-    const from = Math.floor(Date.now() / WINDOW_MS)
     // Every replica busy at the floor for 30 windows: each changes its limit every window it closes.
-    await waitFor('30 windows of busy replicas', () => {
-      for (const r of replicas) busyAnswers(r.learned, r.governor)
-      return Math.floor(Date.now() / WINDOW_MS) - from >= 30
-    }, 20_000, 10)
-    const windows = Math.floor(Date.now() / WINDOW_MS) - from
+    const windows = 30
+    for (let t = 0; t < windows * WINDOW_MS; t += STEP_MS) {
+      if (t % 24 === 0) for (const r of replicas) busyAnswers(r.learned, r.governor)
+      clock.advance(STEP_MS)
+      await quiet()
+    }
     const info = await redis.client.info('commandstats')
     const syncs = Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0)
     expect(replicas.every((r) => r.governor.limit > 4)).toBe(true)
