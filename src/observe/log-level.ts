@@ -89,7 +89,8 @@ export class LogLevel {
   #apply(level: LogLevelName, actor: string | null, trigger: 'admin' | 'replica', target: string): void {
     const previous = this.#log.level
     this.#log.level = level
-    this.#auditLog.info({ action: 'log-level', level, previous, target, trigger, actor }, `log level set to ${level} (was ${previous})`)
+    // `logLevel`, not `level`: pino's `level` is the line's own (info).
+    this.#auditLog.info({ action: 'log-level', logLevel: level, previous, target, trigger, actor }, `log level set to ${level} (was ${previous})`)
     this.#changed = { by: actor, at: this.#clock.now() }
   }
 }

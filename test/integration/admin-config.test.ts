@@ -89,9 +89,12 @@ describe('PUT /admin/log-level', () => {
     const before = requestLines(a)
     await report(a)
     expect(requestLines(a)).toBe(before)
-    const audit = (gw: TestGateway) => gw.logs.records().filter((r) => r.action === 'log-level').map((r) => [r.level, r.previous, r.trigger, r.actor, r.target])
+    const audit = (gw: TestGateway) => gw.logs.records().filter((r) => r.action === 'log-level').map((r) => [r.logLevel, r.previous, r.trigger, r.actor, r.target])
     expect(audit(a)).toEqual([['warn', 'info', 'admin', 'admin', 'all']])
     expect(audit(b)).toEqual([['warn', 'info', 'replica', 'admin', 'all']])
+    // pino's `level` is the line's own, once: an info line, whatever level it sets.
+    const line = a.logs.lines.find((l) => l.includes('"action":"log-level"')) as string
+    expect([line.match(/"level":/g)?.length, JSON.parse(line).level]).toEqual([1, 30])
     expect((await as(a, 'GET', '/admin/config')).json<{ settings: Setting[] }>().settings.find((s) => s.setting === 'logLevel')).toMatchObject({ value: 'warn', source: 'runtime', from: expect.stringMatching(/^PUT \/admin\/log-level by admin at /) })
     // The audit line of a change is written whatever the level.
     await as(a, 'PUT', '/admin/log-level', { level: 'silent' })
