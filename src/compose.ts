@@ -80,7 +80,7 @@ export interface Gateway {
 export async function createGateway(config: Config, deps: GatewayDeps = {}): Promise<Gateway> {
   keepTickShape()
   const clock = deps.clock ?? systemClock
-  const { secrets, audit, log, metrics, build, failures, history } = observeParts(config, { clock, logger: deps.logger, logStream: deps.logStream })
+  const { secrets, audit, log, auditLog, metrics, build, failures, history } = observeParts(config, { clock, logger: deps.logger, logStream: deps.logStream })
   // This replica's id: in GET /admin/cluster, the key use it records, and `service.instance.id` of its spans.
   const replicaId = newReplicaId()
   // Off without an OTLP endpoint: then nothing of OpenTelemetry is even loaded.
@@ -92,8 +92,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const shared = redisParts(config, { redis: deps.redis, log, metrics, clock })
   const { redis, breaker, bus, seal, unverified } = shared
   const keyUse = new KeyUse({ replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, onUnverified: (where) => unverified('key-use', where), clock })
-  const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, metrics, clock, configSource: deps.configSource })
-  const platform = platformParts(config, { dispatcher: deps.dispatcher, log, secrets, metrics, clock, redis, breaker, bus, seal, teams, usage, history })
+  const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, clock, configSource: deps.configSource })
+  const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, redis, breaker, bus, seal, teams, usage, history })
   const { dispatcher, tokens, governors, client, answers } = platform
   const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId })
   // Redis answering again (the circuit closed, a new connection): the report copies this
@@ -101,8 +101,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   shared.whenBack(() => void store.shareKept())
 
   const ctx: GatewayContext = {
-    config, log, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, redis, breaker, bus, reports,
-    logLevel: new LogLevel({ log, bus, replica: replicaId, clock }),
+    config, log, auditLog, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, redis, breaker, bus, reports,
+    logLevel: new LogLevel({ log, auditLog, bus, replica: replicaId, clock }),
     lifecycle: { phase: 'starting' },
     build, clock, governors, answers, tracing,
     campaignOwners: new CampaignOwners({ config, client, redis, breaker, now: () => clock.now() }),

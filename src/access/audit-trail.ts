@@ -1,7 +1,20 @@
-import { pino, type DestinationStream } from 'pino'
+import { pino, type DestinationStream, type Logger } from 'pino'
 
 /** How many audit lines a replica keeps for the console. */
 export const AUDIT_LINES = 50
+
+/**
+ * The audit log: `log` with `"kind":"audit"` on every line, held at info whatever level
+ * `log` is set to (LOG_LEVEL, PUT /admin/log-level; `error` and `silent` too), so that no
+ * level silences the record of who changed what. A child of `log`, it writes to its
+ * destination through its redaction and its secret scrubbing.
+ */
+export function auditLog(log: Logger): Logger {
+  const audit = log.child({ kind: 'audit' })
+  // Set on the child itself: a child whose level was never set follows its parent's.
+  audit.level = 'info'
+  return audit
+}
 
 /**
  * The last audit lines (`"kind":"audit"`) this replica logged, newest first, for the

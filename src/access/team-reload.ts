@@ -25,6 +25,8 @@ export interface TeamReloaderDeps {
   teams: TeamDirectory
   adminAuth: AdminAuth
   log: Logger
+  /** The audit lines' log: a reload an admin asked for, and every reload applied. */
+  auditLog: Logger
   metrics: Metrics
   bus: RedisBus | null
   /** Where the config is read from; null: nothing to reload (demo mode, or neither CONFIG_FILE nor TEAMS_FILE). */
@@ -117,7 +119,7 @@ export class TeamReloader {
   }
 
   #reload(trigger: ReloadTrigger, actor: string | null, { quietIfUnchanged }: { quietIfUnchanged: boolean }): ReloadOutcome {
-    const { log, metrics } = this.#d
+    const { log, auditLog, metrics } = this.#d
     if (!this.#d.source || !this.enabled) {
       log.warn({ trigger }, 'teams reload asked for, but there is no CONFIG_FILE or TEAMS_FILE to reload (or the gateway runs in demo mode)')
       throw new ReloadUnavailableError('neither CONFIG_FILE nor TEAMS_FILE is set (or the gateway runs in demo mode)')
@@ -138,7 +140,7 @@ export class TeamReloader {
         metrics.configReloads.inc({ result: 'refused' })
       }
       // An admin's reload is audited whatever its outcome, with who asked.
-      if (trigger === 'admin') log.warn({ kind: 'audit', action: 'teams-reload', outcome: 'refused', trigger, actor, ...this.#files, problems: problems.length }, `admin reload refused: ${this.#named} did not validate`)
+      if (trigger === 'admin') auditLog.warn({ action: 'teams-reload', outcome: 'refused', trigger, actor, ...this.#files, problems: problems.length }, `admin reload refused: ${this.#named} did not validate`)
       this.#refused = this.#read.digest
       metrics.configReloadOk.set(0)
       throw new ConfigRefusedError(`${this.#named}: ${problems.join('; ')}`)
@@ -152,15 +154,18 @@ export class TeamReloader {
     if (outcome.result === 'unchanged' && sameAdmins) {
       if (quietIfUnchanged) return outcome
       metrics.configReloads.inc({ result: 'unchanged' })
-      log.info({ ...(trigger === 'admin' ? { kind: 'audit', action: 'teams-reload', outcome: 'unchanged', actor } : {}), trigger, teams: outcome.teams.length }, `${this.#named} reloaded: the teams are unchanged`)
+      const unchanged = { trigger, teams: outcome.teams.length }
+      const message = `${this.#named} reloaded: the teams are unchanged`
+      if (trigger === 'admin') auditLog.info({ action: 'teams-reload', outcome: 'unchanged', actor, ...unchanged }, message)
+      else log.info(unchanged, message)
       return outcome
     }
     this.#d.teams.replace(next.teams)
     this.#d.adminAuth.replace(next.admin.tokens)
     this.#admins = admins
     metrics.configReloads.inc({ result: 'applied' })
-    log.info(
-      { kind: 'audit', action: 'teams-reload', trigger, actor, teams: outcome.teams, keys: outcome.keys, addedKeys: outcome.addedKeys, removedKeys: outcome.removedKeys, adminTokens: next.admin.tokens.map((t) => t.name) },
+    auditLog.info(
+      { action: 'teams-reload', trigger, actor, teams: outcome.teams, keys: outcome.keys, addedKeys: outcome.addedKeys, removedKeys: outcome.removedKeys, adminTokens: next.admin.tokens.map((t) => t.name) },
       `${this.#named} reloaded: new teams in use`,
     )
     if (restartOnly(next) !== restartOnly(this.#d.config)) {

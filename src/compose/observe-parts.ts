@@ -6,7 +6,7 @@ import { createMetrics, type Metrics } from '../observe/metrics.js'
 import { buildInfo, type BuildInfo } from '../observe/build-info.js'
 import { FailureLog } from '../observe/failure-log.js'
 import { History } from '../observe/history.js'
-import { AuditTrail } from '../access/audit-trail.js'
+import { AuditTrail, auditLog } from '../access/audit-trail.js'
 
 /** What the gateway says of itself: its log, its metrics, its failures and its last hour. */
 export interface ObserveParts {
@@ -15,6 +15,8 @@ export interface ObserveParts {
   /** The last audit lines of the log, for the console. */
   audit: AuditTrail
   log: Logger
+  /** `log` for the audit lines: written whatever the log level. */
+  auditLog: Logger
   metrics: Metrics
   /** What runs, and since when. */
   build: BuildInfo & { startedAt: number }
@@ -34,6 +36,7 @@ export function observeParts(config: Config, o: { clock: Clock; logger?: Logger;
     secrets,
     audit,
     log,
+    auditLog: auditLog(log),
     metrics,
     build,
     // Failures answered as documented: one warn line each, a flood summed up (no stacks).

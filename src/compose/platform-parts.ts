@@ -40,6 +40,7 @@ export function platformParts(
     /** The platform's connection pool; default one made from config.platform. */
     dispatcher?: Dispatcher
     log: Logger
+    auditLog: Logger
     secrets: SecretSet
     metrics: Metrics
     clock: Clock
@@ -52,7 +53,7 @@ export function platformParts(
     history: History
   },
 ): PlatformParts {
-  const { log, metrics, clock, redis, breaker, teams } = o
+  const { log, auditLog, metrics, clock, redis, breaker, teams } = o
   // For the parts that only read the time.
   const now = (): number => clock.now()
   const dispatcher = o.dispatcher ?? createPlatformPool(config.platform)
@@ -84,8 +85,8 @@ export function platformParts(
       // A replica adopting the token it already read itself (a file rotation seen by all) changed nothing.
       if (previous?.fingerprint === state.fingerprint) return
       metrics.tokenChanges.inc({ credential: provider.name, reason })
-      log.info(
-        { kind: 'audit', credential: provider.name, reason, source: state.source, oldFingerprint: previous?.fingerprint ?? null, newFingerprint: state.fingerprint, actor: actor ?? null, version: state.version },
+      auditLog.info(
+        { credential: provider.name, reason, source: state.source, oldFingerprint: previous?.fingerprint ?? null, newFingerprint: state.fingerprint, actor: actor ?? null, version: state.version },
         'platform token changed',
       )
     })

@@ -27,6 +27,7 @@ export function teamParts(
     breaker: RedisBreaker | null
     bus: RedisBus | null
     log: Logger
+    auditLog: Logger
     metrics: Metrics
     clock: Clock
     /** Where the teams are reloaded from; default the process environment. null: never. */
@@ -41,7 +42,7 @@ export function teamParts(
   const source = o.configSource === undefined ? { env: process.env } : o.configSource
   return {
     teams,
-    reloader: new TeamReloader({ config, teams, adminAuth, log: o.log, metrics, bus: o.bus, source: config.demo ? null : source, pollMs: config.teamsReload.pollMs, clock }),
+    reloader: new TeamReloader({ config, teams, adminAuth, log: o.log, auditLog: o.auditLog, metrics, bus: o.bus, source: config.demo ? null : source, pollMs: config.teamsReload.pollMs, clock }),
     adminAuth,
     rateLimiter: new RateLimiter({ redis, breaker, prefix, syncMs: config.redis.rateLimitSyncMs, clock }),
     usage: new TeamUsage({ redis, breaker, prefix, metrics, flushMs: config.usage.flushMs, retentionDays: config.usage.retentionDays, clock }),

@@ -26,6 +26,8 @@ import type { Tracing } from '../observe/tracing.js'
 export interface GatewayContext {
   config: Config
   log: Logger
+  /** The audit lines' log (`"kind":"audit"`): written whatever the log level. */
+  auditLog: Logger
   secrets: SecretSet
   metrics: Metrics
   dispatcher: Dispatcher

@@ -31,19 +31,21 @@ function isChange(value: unknown): value is Change {
 /**
  * The log level, changed at run time by an operator: on this replica, and on every
  * replica or one named replica through the bus (sealed like every bus message). Each
- * replica that changes its level writes one audit line, at info whatever the old and the
- * new level are (`error`, `silent`): nothing else runs between the two level changes.
+ * replica that changes its level writes one audit line, through the audit log, which no
+ * level silences (`error`, `silent`).
  */
 export class LogLevel {
   readonly #log: Logger
+  readonly #auditLog: Logger
   readonly #bus: RedisBus | null
   readonly #replica: string
   readonly #clock: Clock
   /** When, and by whom, it was last changed at run time; null: still LOG_LEVEL's. */
   #changed: { by: string | null; at: number } | null = null
 
-  constructor(opts: { log: Logger; bus: RedisBus | null; replica: string; clock: Clock }) {
+  constructor(opts: { log: Logger; auditLog: Logger; bus: RedisBus | null; replica: string; clock: Clock }) {
     this.#log = opts.log
+    this.#auditLog = opts.auditLog
     this.#bus = opts.bus
     this.#replica = opts.replica
     this.#clock = opts.clock
@@ -86,9 +88,9 @@ export class LogLevel {
 
   #apply(level: LogLevelName, actor: string | null, trigger: 'admin' | 'replica', target: string): void {
     const previous = this.#log.level
-    this.#log.level = 'info'
-    this.#log.info({ kind: 'audit', action: 'log-level', level, previous, target, trigger, actor }, `log level set to ${level} (was ${previous})`)
     this.#log.level = level
+    // `logLevel`, not `level`: pino's `level` is the line's own (info).
+    this.#auditLog.info({ action: 'log-level', logLevel: level, previous, target, trigger, actor }, `log level set to ${level} (was ${previous})`)
     this.#changed = { by: actor, at: this.#clock.now() }
   }
 }

@@ -4,15 +4,16 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { fingerprint } from '../../src/observe/fingerprint.js'
-import { CREDENTIAL_KEYS, TEAMS_YAML, TEST_GATEWAY_SECRET, credentialTeams, type TestGateway } from '../helpers/build-gateway.js'
+import { CREDENTIAL_KEYS, KEYS, TEAMS_YAML, TEST_GATEWAY_SECRET, credentialTeams, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 
 // The configuration in force and where each setting came from (GET /admin/config), and
 // the log level changed at run time on one replica or all (PUT /admin/log-level), over
-// the Redis bus, sealed like every bus message, audited on each replica.
+// the Redis bus, sealed like every bus message, audited on each replica; no level
+// silences the audit.
 
-const [ADMIN_TOKEN, PARTNER_TOKEN, REDIS_PASSWORD] = ['admin-config-admin-token-0123456789', 'admin-config-partner-platform-token-0001', 'admin-config-redis-password-00']
+const [ADMIN_TOKEN, VIEWER_TOKEN, PARTNER_TOKEN, REDIS_PASSWORD] = ['admin-config-admin-token-0123456789', 'admin-config-viewer-token-0123456789', 'admin-config-partner-platform-token-0001', 'admin-config-redis-password-00']
 
 const [sandbox, redis, gateways] = [useSandbox(), useRedis(), useGateways()]
 let dir: string
@@ -22,11 +23,11 @@ beforeAll(() => {
 })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-const as = (gw: TestGateway, method: 'GET' | 'PUT', url: string, payload?: object) =>
-  gw.admin.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload ? { payload } : {}) })
+const as = (gw: TestGateway, method: 'GET' | 'PUT' | 'DELETE', url: string, payload?: object, token = ADMIN_TOKEN) =>
+  gw.admin.inject({ method, url, headers: { authorization: `Bearer ${token}` }, ...(payload ? { payload } : {}) })
 
 async function replica(withRedis = true): Promise<TestGateway> {
-  const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, LOG_LEVEL: 'info', ...(withRedis ? { REDIS_URL: redis.server.url, GATEWAY_SECRET: TEST_GATEWAY_SECRET } : {}) }
+  const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, ADMIN_VIEWER_TOKEN: VIEWER_TOKEN, LOG_LEVEL: 'info', ...(withRedis ? { REDIS_URL: redis.server.url, GATEWAY_SECRET: TEST_GATEWAY_SECRET } : {}) }
   writeFileSync(join(dir, 'teams.yaml'), TEAMS_YAML)
   return gateways.build(loadConfig({ env: { ...env, TEAMS_FILE: join(dir, 'teams.yaml') } }))
 }
@@ -88,9 +89,12 @@ describe('PUT /admin/log-level', () => {
     const before = requestLines(a)
     await report(a)
     expect(requestLines(a)).toBe(before)
-    const audit = (gw: TestGateway) => gw.logs.records().filter((r) => r.action === 'log-level').map((r) => [r.level, r.previous, r.trigger, r.actor, r.target])
+    const audit = (gw: TestGateway) => gw.logs.records().filter((r) => r.action === 'log-level').map((r) => [r.logLevel, r.previous, r.trigger, r.actor, r.target])
     expect(audit(a)).toEqual([['warn', 'info', 'admin', 'admin', 'all']])
     expect(audit(b)).toEqual([['warn', 'info', 'replica', 'admin', 'all']])
+    // pino's `level` is the line's own, once: an info line, whatever level it sets.
+    const line = a.logs.lines.find((l) => l.includes('"action":"log-level"')) as string
+    expect([line.match(/"level":/g)?.length, JSON.parse(line).level]).toEqual([1, 30])
     expect((await as(a, 'GET', '/admin/config')).json<{ settings: Setting[] }>().settings.find((s) => s.setting === 'logLevel')).toMatchObject({ value: 'warn', source: 'runtime', from: expect.stringMatching(/^PUT \/admin\/log-level by admin at /) })
     // The audit line of a change is written whatever the level.
     await as(a, 'PUT', '/admin/log-level', { level: 'silent' })
@@ -98,6 +102,45 @@ describe('PUT /admin/log-level', () => {
     await as(a, 'PUT', '/admin/log-level', { level: 'info' })
     await report(a)
     expect(requestLines(a)).toBe(before + 1)
+  })
+
+  it('leaves the audit written whatever the level, silent included: in the log and in GET /admin/audit', async () => {
+    const gw = await replica(false)
+    for (const level of ['error', 'silent'] as const) {
+      expect((await as(gw, 'PUT', '/admin/log-level', { level })).statusCode).toBe(200)
+      const from = gw.logs.lines.length
+      const token = sandbox.issueToken()
+      expect((await as(gw, 'DELETE', '/admin/cache')).statusCode).toBe(200)
+      expect((await as(gw, 'DELETE', '/admin/cache', undefined, VIEWER_TOKEN)).statusCode).toBe(403)
+      expect((await as(gw, 'PUT', '/admin/token', { token })).json()).toMatchObject({ changed: true })
+      await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/banner/create', headers: { 'x-api-key': KEYS.writer }, payload: { userId: 101 } })
+      await report(gw)
+      // The audit lines, and no other: the request lines (info) stay unwritten.
+      const written = gw.logs.records().slice(from)
+      const expected = [
+        ['report cache purged', 'admin'],
+        ['admin call refused: a viewer\'s token may not change anything', 'viewer'],
+        ['platform token changed', 'admin'],
+        ['write call', undefined],
+      ]
+      expect(written.map((r) => [r.kind, r.msg, r.actor]), level).toEqual(expected.map(([msg, actor]) => ['audit', msg, actor]))
+      const trail = (await as(gw, 'GET', '/admin/audit')).json<{ lines: Record<string, unknown>[] }>().lines
+      expect(trail.slice(0, expected.length).reverse(), level).toEqual(written)
+      expect(gw.logs.text()).not.toContain(token)
+    }
+  })
+
+  it('counts refused admin authentications in audit lines whatever the level', async () => {
+    const gw = await replica(false)
+    await as(gw, 'PUT', '/admin/log-level', { level: 'silent' })
+    const from = gw.logs.lines.length
+    for (let i = 0; i < 3; i++) expect((await as(gw, 'GET', '/admin/status', undefined, 'a-wrong-admin-token-000000')).statusCode).toBe(401)
+    // Closing ends the interval the refusals are counted in: its count is written then.
+    await gw.close()
+    expect(gw.logs.records().slice(from).map((r) => [r.kind, r.action ?? r.code, r.count])).toEqual([
+      ['audit', 'admin-auth', undefined],
+      ['audit', 'GW_UNAUTHORIZED', 2],
+    ])
   })
 
   it('sets it on one named replica only, and refuses one that is not live', async () => {

@@ -151,7 +151,7 @@ describe('the typed client against a gateway', () => {
     expect(exchanges.filter((e) => e.status === 429)).toHaveLength(1)
   })
 
-  it('throws GW_* answers as GatewayError with their code, and the platform\'s as PlatformAnswerError', async () => {
+  it('throws every failure as a GatewayError: GW_* answers with their code, the platform\'s own 4xx with PLATFORM_ANSWER', async () => {
     const wrongKey = recordingClient('rgw_not_a_key_of_any_team_0000000000000000')
     const unauthorized = await rejection(wrongKey.client.report('campaigns', { advertiserId: 101, dateFrom: DAYS[0]!, dateTo: DAYS[1]! }))
     expect(unauthorized).toBeInstanceOf(GatewayError)

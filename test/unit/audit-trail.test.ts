@@ -1,17 +1,23 @@
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
-import { AuditTrail } from '../../src/access/audit-trail.js'
+import { AuditTrail, auditLog } from '../../src/access/audit-trail.js'
+import { SecretSet, loggerOptions } from '../../src/observe/logger.js'
+
+function capture(): { written: string[]; dest: Writable } {
+  const written: string[] = []
+  const dest = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      written.push(chunk.toString())
+      done()
+    },
+  })
+  return { written, dest }
+}
 
 describe('AuditTrail', () => {
   it('keeps the last audit lines, newest first, and passes every line on', () => {
-    const written: string[] = []
-    const dest = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        written.push(chunk.toString())
-        done()
-      },
-    })
+    const { written, dest } = capture()
     const trail = new AuditTrail(2)
     const log = pino({ base: null }, trail.tee(dest))
     log.info({ kind: 'audit', action: 'purge', n: 1 }, 'one')
@@ -20,5 +26,23 @@ describe('AuditTrail', () => {
     log.warn({ kind: 'audit', action: 'admin-auth', n: 3 }, 'three')
     expect(written).toHaveLength(4)
     expect(trail.lines().map((l) => l.n)).toEqual([3, 2])
+  })
+})
+
+describe('auditLog', () => {
+  it('writes its lines at info whatever level the log is set to, through the log\'s redaction and scrubbing', () => {
+    const { written, dest } = capture()
+    const secrets = new SecretSet()
+    secrets.add('a-configured-secret-0001')
+    const log = pino(loggerOptions('info', secrets), dest)
+    const audit = auditLog(log)
+    for (const level of ['error', 'silent', 'debug', 'info'] as const) {
+      log.level = level
+      audit.info({ action: 'purge', token: 'a-token-0001', reason: 'a-configured-secret-0001 seen' }, level)
+      audit.debug('never: the audit log is held at info')
+    }
+    const lines = written.map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(lines.map((l) => [l.level, l.kind, l.msg])).toEqual(['error', 'silent', 'debug', 'info'].map((msg) => [30, 'audit', msg]))
+    expect(lines.map((l) => [l.token, l.reason])).toEqual(Array(4).fill(['[REDACTED]', '[REDACTED] seen']))
   })
 })

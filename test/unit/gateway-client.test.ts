@@ -174,8 +174,23 @@ describe('the typed client: retry-after', () => {
     expect(retryAfterSeconds('7', now)).toBe(7)
     expect(retryAfterSeconds('Sun, 01 Feb 2026 10:00:30 GMT', now)).toBe(30)
     expect(retryAfterSeconds('Sun, 01 Feb 2026 09:00:00 GMT', now)).toBe(0)
-    expect(retryAfterSeconds('soon', now)).toBeNull()
-    expect(retryAfterSeconds(null, now)).toBeNull()
+    for (const value of ['soon', '1.5', '-1', null]) expect(retryAfterSeconds(value, now), String(value)).toBeNull()
+  })
+
+  it('reads every HTTP date as GMT whatever the zone the caller runs in, asctime\'s too', () => {
+    const now = Date.parse('2026-02-01T10:00:00Z')
+    const zone = process.env.TZ
+    try {
+      process.env.TZ = 'America/New_York'
+      // Node reads TZ afresh: local time is now five hours behind UTC.
+      expect(new Date(now).getHours()).not.toBe(new Date(now).getUTCHours())
+      expect(retryAfterSeconds('Sun Feb  1 10:00:05 2026', now)).toBe(5)
+      expect(retryAfterSeconds('Sunday, 01-Feb-26 10:01:00 GMT', now)).toBe(60)
+      expect(retryAfterSeconds('Sun, 01 Feb 2026 10:00:30 GMT', now)).toBe(30)
+    } finally {
+      if (zone === undefined) delete process.env.TZ
+      else process.env.TZ = zone
+    }
   })
 })
 

@@ -135,12 +135,19 @@ export function parsedBody(text: string): unknown {
   }
 }
 
-/** `retry-after` in seconds: delta-seconds or an HTTP date; null when absent or unreadable. */
+/**
+ * `retry-after` in seconds (RFC 9110, 10.2.3): delay-seconds or an HTTP date, which is GMT
+ * whatever the zone of the machine reading it; null when absent or unreadable.
+ */
 export function retryAfterSeconds(value: string | null, now: number = Date.now()): number | null {
   if (value === null) return null
   const text = value.trim()
   if (/^\d+$/.test(text)) return Number(text)
-  const date = Date.parse(text)
+  // Only the date forms HTTP allows (IMF-fixdate, and the obsolete RFC 850 and asctime
+  // ones) name a weekday or month; Date.parse alone would also take "1.5".
+  if (!/[A-Za-z]{3}/.test(text)) return null
+  // asctime's form does not say GMT, and Date.parse would read it in the local zone.
+  const date = Date.parse(/\bGMT\b/.test(text) ? text : `${text} GMT`)
   return Number.isNaN(date) ? null : Math.max(0, Math.ceil((date - now) / 1000))
 }
 

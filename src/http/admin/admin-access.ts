@@ -35,14 +35,14 @@ const whoamiSchema = {
  * the listener; GET /admin/whoami says which token the caller holds (the console hides
  * a viewer's actions).
  */
-export function adminAccess(app: FastifyInstance, { adminAuth, log, clock }: Pick<GatewayContext, 'adminAuth' | 'log' | 'clock'>): void {
+export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }: Pick<GatewayContext, 'adminAuth' | 'auditLog' | 'clock'>): void {
   app.decorateRequest('adminActor', null)
   app.decorateRequest('adminRole', null)
 
   // A refused login is one line, not one per call it makes (the console asks several
   // things at once): refusals from one address for one reason within an interval are
-  // counted, and the interval ends with one line giving their number.
-  const refusals = new FailureLog({ log, clock })
+  // counted, and the interval ends with one audit line giving their number.
+  const refusals = new FailureLog({ log: auditLog, clock })
   app.addHook('onClose', async () => refusals.close())
   app.addHook('onRequest', async (request) => {
     if (!adminAuth.enabled) throw new AdminUnavailableError()
@@ -51,8 +51,8 @@ export function adminAccess(app: FastifyInstance, { adminAuth, log, clock }: Pic
     if (actor === null) {
       const reason = match ? 'unknown token' : 'no bearer token'
       refusals.note('GW_UNAUTHORIZED', () =>
-        log.warn(
-          { kind: 'audit', action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: pathOf(request), reqId: request.id, reason },
+        auditLog.warn(
+          { action: 'admin-auth', outcome: 'refused', source: request.ip, method: request.method, path: pathOf(request), reqId: request.id, reason },
           'admin call refused: missing or wrong admin token',
         ), `admin call from ${request.ip}: ${reason}`)
       throw new AdminUnauthorizedError()
@@ -60,8 +60,8 @@ export function adminAccess(app: FastifyInstance, { adminAuth, log, clock }: Pic
     request.adminActor = actor.name
     request.adminRole = actor.role
     if (actor.role === 'viewer' && !READS.has(request.method)) {
-      log.warn(
-        { kind: 'audit', action: 'admin-auth', outcome: 'forbidden', actor: actor.name, role: actor.role, source: request.ip, method: request.method, path: pathOf(request), reqId: request.id },
+      auditLog.warn(
+        { action: 'admin-auth', outcome: 'forbidden', actor: actor.name, role: actor.role, source: request.ip, method: request.method, path: pathOf(request), reqId: request.id },
         'admin call refused: a viewer\'s token may not change anything',
       )
       throw new AdminForbiddenError(actor.name, `${request.method} ${pathOf(request)}`)

@@ -19,7 +19,7 @@ export async function counted(count: Promise<number>): Promise<number> {
  * a dry run they drop nothing and answer what they would drop. Registered inside
  * adminRoutes, behind its token check.
  */
-export async function adminCacheRoutes(app: FastifyInstance, { reports, log }: Pick<GatewayContext, 'reports' | 'log'>): Promise<void> {
+export async function adminCacheRoutes(app: FastifyInstance, { reports, auditLog }: Pick<GatewayContext, 'reports' | 'auditLog'>): Promise<void> {
   const schema = adminSchema({
     tag: 'cache',
     operationId: 'purgeCache',
@@ -43,11 +43,11 @@ export async function adminCacheRoutes(app: FastifyInstance, { reports, log }: P
     const scope = advertiserId === undefined ? { purged: 'all' as const } : { purged: 'advertiser' as const, advertiserId }
     if (flagOn(q.dryRun)) {
       const wouldDrop = await counted(reports.wouldPurge(advertiserId))
-      log.info({ kind: 'audit', action: 'purge', outcome: 'dry-run', scope: scope.purged, advertiserId, wouldDrop, actor: request.adminActor }, 'report cache purge, dry run: nothing dropped')
+      auditLog.info({ action: 'purge', outcome: 'dry-run', scope: scope.purged, advertiserId, wouldDrop, actor: request.adminActor }, 'report cache purge, dry run: nothing dropped')
       return { ...scope, dryRun: true, wouldDrop }
     }
     const dropped = advertiserId === undefined ? await reports.purgeAll() : await reports.purgeAdvertiser(advertiserId)
-    log.info({ kind: 'audit', action: 'purge', scope: scope.purged, advertiserId, dropped, actor: request.adminActor }, 'report cache purged')
+    auditLog.info({ action: 'purge', scope: scope.purged, advertiserId, dropped, actor: request.adminActor }, 'report cache purged')
     return { ...scope, dryRun: false, dropped }
   })
 }

@@ -44,7 +44,7 @@ const TOKEN_VIEW = { 200: answer(tokenViewSchema, 'The token\'s view.') }
  */
 export async function adminTokenRoutes(
   app: FastifyInstance,
-  { tokens, secrets, log, config, client }: Pick<GatewayContext, 'tokens' | 'secrets' | 'log' | 'config'> & { client: PlatformClient },
+  { tokens, secrets, auditLog, config, client }: Pick<GatewayContext, 'tokens' | 'secrets' | 'auditLog' | 'config'> & { client: PlatformClient },
 ): Promise<void> {
   const providerOf = (request: FastifyRequest) => tokens.get((request.params as { name?: string }).name ?? DEFAULT_CREDENTIAL)
 
@@ -55,13 +55,13 @@ export async function adminTokenRoutes(
     secrets.add(token)
     const current = provider.current()
     if (current?.token === token) {
-      log.info({ kind: 'audit', action: 'replace', outcome: 'unchanged', credential: provider.name, fingerprint: current.fingerprint, actor: request.adminActor }, 'admin token replace: the offered token is the one in use; nothing changed')
+      auditLog.info({ action: 'replace', outcome: 'unchanged', credential: provider.name, fingerprint: current.fingerprint, actor: request.adminActor }, 'admin token replace: the offered token is the one in use; nothing changed')
       return { ...tokenView(provider), changed: false }
     }
     try {
       await probe(client, config.platform.probe, provider, token)
     } catch (err) {
-      auditFailure(log, request, provider, 'replace', err, fingerprint(token))
+      auditFailure(auditLog, request, provider, 'replace', err, fingerprint(token))
       throw err
     }
     provider.replace(token, request.adminActor ?? undefined)
@@ -73,7 +73,7 @@ export async function adminTokenRoutes(
     try {
       await provider.refresh(request.adminActor ?? undefined)
     } catch (err) {
-      auditFailure(log, request, provider, 'refresh', err, null)
+      auditFailure(auditLog, request, provider, 'refresh', err, null)
       throw err
     }
     return tokenView(provider)
@@ -107,9 +107,9 @@ export async function adminTokenRoutes(
 
 // A successful change is audited by the provider's 'change' event (compose/platform-parts.ts);
 // a refused or failed admin attempt is audited here, with the offered token's fingerprint only.
-function auditFailure(log: Logger, request: FastifyRequest, provider: TokenProvider, action: 'replace' | 'refresh', err: unknown, offered: string | null): void {
-  log.warn(
-    { kind: 'audit', action, outcome: 'refused', credential: provider.name, currentFingerprint: provider.current()?.fingerprint ?? null, offeredFingerprint: offered, actor: request.adminActor, reason: (err as Error).message },
+function auditFailure(auditLog: Logger, request: FastifyRequest, provider: TokenProvider, action: 'replace' | 'refresh', err: unknown, offered: string | null): void {
+  auditLog.warn(
+    { action, outcome: 'refused', credential: provider.name, currentFingerprint: provider.current()?.fingerprint ?? null, offeredFingerprint: offered, actor: request.adminActor, reason: (err as Error).message },
     `admin token ${action} failed; the token was not changed`,
   )
 }

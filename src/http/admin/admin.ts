@@ -22,8 +22,8 @@ export async function adminRoutes(
   { ctx, client, reloader, l1, audit, replicas }: { ctx: GatewayContext; client: PlatformClient; reloader: TeamReloader; l1: MemoryStore; audit: AuditTrail; replicas: Replicas },
 ): Promise<void> {
   // Each part below gets the parts of the context it reads; the status view reads most of it.
-  const { config, log, clock, tokens, reports, breaker, teams } = ctx
-  adminAccess(app, { adminAuth: ctx.adminAuth, log, clock })
+  const { config, auditLog, clock, tokens, reports, breaker, teams } = ctx
+  adminAccess(app, { adminAuth: ctx.adminAuth, auditLog, clock })
 
   // Admin answers name tokens' fingerprints, teams and keys: no cache keeps them, no page frames them.
   app.addHook('onSend', async (_request, reply, payload) => {
@@ -53,9 +53,9 @@ export async function adminRoutes(
   })
   app.get('/admin/openapi.json', { schema: document }, async () => app.swagger())
 
-  await app.register(adminTokenRoutes, { tokens, secrets: ctx.secrets, log, config, client })
-  await app.register(adminCacheRoutes, { reports, log })
-  await app.register(cacheEntryRoutes, { config, tokens, reports, breaker, clock, log })
+  await app.register(adminTokenRoutes, { tokens, secrets: ctx.secrets, auditLog, config, client })
+  await app.register(adminCacheRoutes, { reports, auditLog })
+  await app.register(cacheEntryRoutes, { config, tokens, reports, breaker, clock, auditLog })
   await app.register(adminStatusRoutes, { ctx, l1, audit })
   await app.register(adminUsageRoutes, { clock, usage: ctx.usage, teams })
   await app.register(adminKeysRoutes, { teams, keyUse: ctx.keyUse, clock })

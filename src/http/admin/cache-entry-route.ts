@@ -133,7 +133,7 @@ function describe(credential: string, key: string, copies: { tier: 'l1' | 'l2'; 
  */
 export async function cacheEntryRoutes(
   app: FastifyInstance,
-  { config, tokens, reports, breaker, clock, log }: Pick<GatewayContext, 'config' | 'tokens' | 'reports' | 'breaker' | 'clock' | 'log'>,
+  { config, tokens, reports, breaker, clock, auditLog }: Pick<GatewayContext, 'config' | 'tokens' | 'reports' | 'breaker' | 'clock' | 'auditLog'>,
 ): Promise<void> {
   const keysOf = (url: string) => {
     const report = reportOf(url, config)
@@ -160,12 +160,12 @@ export async function cacheEntryRoutes(
     if (flagOn(q.dryRun)) {
       let wouldDrop = 0
       for (const { key } of keys) wouldDrop += await counted(reports.wouldPurgeKey(key))
-      log.info({ kind: 'audit', action: 'purge', outcome: 'dry-run', scope: 'report', report, wouldDrop, actor: request.adminActor }, 'report cache purge, dry run: nothing dropped')
+      auditLog.info({ action: 'purge', outcome: 'dry-run', scope: 'report', report, wouldDrop, actor: request.adminActor }, 'report cache purge, dry run: nothing dropped')
       return { ...scope, dryRun: true, wouldDrop }
     }
     let dropped = 0
     for (const { key } of keys) dropped += await reports.purgeKey(key)
-    log.info({ kind: 'audit', action: 'purge', scope: 'report', report, dropped, actor: request.adminActor }, 'report cache purged')
+    auditLog.info({ action: 'purge', scope: 'report', report, dropped, actor: request.adminActor }, 'report cache purged')
     return { ...scope, dryRun: false, dropped }
   })
 }

@@ -25,8 +25,8 @@ export function auditWrite(ctx: GatewayContext, admission: Admission, request: F
     // A call the scope rules cannot read (a bad campaign id, an unlisted id path) was
     // refused for it, or sent by a team they do not apply to: it names no known account.
   }
-  ctx.log.info(
-    { kind: 'audit', action: 'write', team: caller.team.name, keyId: caller.keyId, method: request.method, path: caller.target.path, accounts, status, reqId: request.id },
+  ctx.auditLog.info(
+    { action: 'write', team: caller.team.name, keyId: caller.keyId, method: request.method, path: caller.target.path, accounts, status, reqId: request.id },
     'write call',
   )
 }
