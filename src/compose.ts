@@ -122,7 +122,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     onUnverified: (key) => unverified('replica', key),
     clock,
   })
-  const { proxy, admin, memoBytes } = await listeners(ctx, { failures, client, reloader, l1, audit, replicas, consoleScriptsDir: deps.consoleScriptsDir })
+  const { proxy, admin, memoBytes } = await listeners({ ...ctx, failures, client, reloader, l1, audit, replicas, consoleScriptsDir: deps.consoleScriptsDir })
 
   let closed = false
   return {

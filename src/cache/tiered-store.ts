@@ -17,6 +17,21 @@ const PURGE_CHANNEL = 'purge'
 // A report's cache key is its prefix, its version and a 43-character digest: a longer one in a message is not a key.
 const MAX_KEY_CHARS = 512
 
+/** What a TieredStore is built from; it keeps the object as given. */
+interface TieredStoreOptions {
+  l1: MemoryStore
+  l2: CacheStore | null
+  bus: RedisBus | null
+  log: Logger
+  now?: () => number
+  /** cache.maxEntryBytes: no body is decompressed past it. */
+  maxEntryBytes: number
+  /** An entry of L2 refused (its body does not decompress within maxEntryBytes, or it was filled before a purge), read as a miss. */
+  onRefused?: (key: string, why: string) => void
+  /** The purges heard of; default: this replica's own, kept in memory. */
+  purges?: PurgeLedger
+}
+
 /**
  * The report cache's two tiers as one store (docs/design.md): L1 in memory in front of L2 in
  * Redis, and purges that reach every replica's L1 through the bus. Without Redis it is
@@ -24,52 +39,32 @@ const MAX_KEY_CHARS = 512
  * served again, whatever L2 holds.
  */
 export class TieredStore implements CacheStore {
-  readonly #l1: MemoryStore
-  readonly #l2: CacheStore | null
-  readonly #bus: RedisBus | null
-  readonly #log: Logger
+  readonly #o: TieredStoreOptions
   readonly #now: () => number
   readonly #onRefused: (key: string, why: string) => void
   readonly #purges: PurgeLedger
   // A burst of callers for one key makes one L2 read per process, not one each.
   readonly #l2Reads = new SingleFlight<CacheEntry | null>()
 
-  readonly #maxEntryBytes: number
   #sharing = false
   #shareAgain = false
 
-  constructor(opts: {
-    l1: MemoryStore
-    l2: CacheStore | null
-    bus: RedisBus | null
-    log: Logger
-    now?: () => number
-    /** cache.maxEntryBytes: no body is decompressed past it. */
-    maxEntryBytes: number
-    /** An entry of L2 refused (its body does not decompress within maxEntryBytes, or it was filled before a purge), read as a miss. */
-    onRefused?: (key: string, why: string) => void
-    /** The purges heard of; default: this replica's own, kept in memory. */
-    purges?: PurgeLedger
-  }) {
-    this.#l1 = opts.l1
-    this.#l2 = opts.l2
-    this.#bus = opts.bus
-    this.#log = opts.log
+  constructor(opts: TieredStoreOptions) {
+    this.#o = opts
     this.#now = opts.now ?? systemClock.now
-    this.#maxEntryBytes = opts.maxEntryBytes
     this.#onRefused = opts.onRefused ?? (() => undefined)
     this.#purges = opts.purges ?? new PurgeLedger({ keepMs: Number.POSITIVE_INFINITY, now: this.#now })
   }
 
   async start(): Promise<void> {
-    await this.#bus?.subscribe(PURGE_CHANNEL, (message) => void this.#purgeLocal(message))
+    await this.#o.bus?.subscribe(PURGE_CHANNEL, (message) => void this.#purgeLocal(message))
     // After subscribing: a purge made meanwhile is heard on the bus or read here.
     await this.#purges.load()
   }
 
   /** A fresh L1 entry, without a promise (the fast path of hits), as of `now`. */
   freshInMemory(key: string, now: number): CacheEntry | null {
-    const entry = this.#l1.getSync(key, now)
+    const entry = this.#o.l1.getSync(key, now)
     return entry && now < entry.freshUntil ? entry : null
   }
 
@@ -79,7 +74,7 @@ export class TieredStore implements CacheStore {
 
   /** The best copy and where it came from: a fresh L1 one, else L2's if newer, else L1's. */
   async lookup(key: string): Promise<{ entry: CacheEntry; tier: Tier } | null> {
-    const local = this.#l1.getSync(key)
+    const local = this.#o.l1.getSync(key)
     if (local && this.#now() < local.freshUntil) return { entry: local, tier: 'l1' }
     // A stale L1 copy may have been refreshed by another replica: take theirs before
     // serving stale and calling the platform again.
@@ -93,7 +88,7 @@ export class TieredStore implements CacheStore {
 
   /** L2's copy only (what a waiter on another replica's fill looks for), its plain body decompressed. */
   async getShared(key: string): Promise<CacheEntry | null> {
-    const l2 = this.#l2
+    const l2 = this.#o.l2
     return l2 ? this.#l2Reads.run(key, async () => this.#decoded(key, this.#unpurged(key, await l2.get(key)))) : null
   }
 
@@ -108,9 +103,9 @@ export class TieredStore implements CacheStore {
   // decompressed here, within the same limit.
   #decoded(key: string, entry: CacheEntry | null): CacheEntry | null {
     if (entry === null || entry.identity !== null) return entry
-    const identity = inflate(entry.gzip, this.#maxEntryBytes)
+    const identity = inflate(entry.gzip, this.#o.maxEntryBytes)
     if (identity === null) {
-      this.#onRefused(key, `its body is no gzip, or longer than cache.maxEntryBytes (${this.#maxEntryBytes} bytes)`)
+      this.#onRefused(key, `its body is no gzip, or longer than cache.maxEntryBytes (${this.#o.maxEntryBytes} bytes)`)
       return null
     }
     entry.identity = identity
@@ -121,7 +116,7 @@ export class TieredStore implements CacheStore {
     // A fill answered before a purge that ended meanwhile holds what the purge dropped.
     if (this.#purges.refuses(entry, key)) return
     await this.keepLocally(key, entry)
-    await this.#l2?.set(key, entry)
+    await this.#o.l2?.set(key, entry)
   }
 
   /**
@@ -130,7 +125,7 @@ export class TieredStore implements CacheStore {
    * without a copy, or with one as new, reads nothing.
    */
   async takeNewer(key: string, fetchedAt: number): Promise<void> {
-    const local = this.#l1.peek(key)
+    const local = this.#o.l1.peek(key)
     if (!local || local.fetchedAt >= fetchedAt) return
     const shared = await this.getShared(key)
     if (shared && shared.fetchedAt > local.fetchedAt) await this.keepLocally(key, shared)
@@ -141,7 +136,7 @@ export class TieredStore implements CacheStore {
     if (this.#purges.refuses(entry, key)) return
     // Decompressed once (getShared, or the fill), so that no hit from L1 ever (de)compresses.
     const decoded = this.#decoded(key, entry)
-    if (decoded !== null && this.#l1.enabled) await this.#l1.set(key, decoded)
+    if (decoded !== null && this.#o.l1.enabled) await this.#o.l1.set(key, decoded)
   }
 
   /**
@@ -152,8 +147,8 @@ export class TieredStore implements CacheStore {
    * more. Resolves to how many copies it stored.
    */
   async shareKept(): Promise<number> {
-    const l2 = this.#l2
-    if (!l2?.missing || !this.#l1.enabled) return 0
+    const l2 = this.#o.l2
+    if (!l2?.missing || !this.#o.l1.enabled) return 0
     if (this.#sharing) {
       this.#shareAgain = true
       return 0
@@ -164,7 +159,7 @@ export class TieredStore implements CacheStore {
       do {
         this.#shareAgain = false
         const now = this.#now()
-        const kept = [...this.#l1.entries()].filter(([key, entry]) => now < entry.errorUntil && !this.#purges.refuses(entry, key))
+        const kept = [...this.#o.l1.entries()].filter(([key, entry]) => now < entry.errorUntil && !this.#purges.refuses(entry, key))
         for (let i = 0; i < kept.length; i += SHARE_BATCH) {
           const batch = kept.slice(i, i + SHARE_BATCH)
           const missing = await l2.missing(batch.map(([key]) => key))
@@ -180,25 +175,25 @@ export class TieredStore implements CacheStore {
     } finally {
       this.#sharing = false
     }
-    if (shared > 0) this.#log.info({ shared }, 'report copies kept by this replica stored in redis again')
+    if (shared > 0) this.#o.log.info({ shared }, 'report copies kept by this replica stored in redis again')
     return shared
   }
 
   async delete(key: string): Promise<void> {
-    await Promise.all([this.#l1.delete(key), this.#l2?.delete(key)])
+    await Promise.all([this.#o.l1.delete(key), this.#o.l2?.delete(key)])
   }
 
   async purgeAll(): Promise<number> {
     const purge: Purge = { at: this.#now() }
     this.#purges.note(purge)
-    const local = await this.#l1.purgeAll()
+    const local = await this.#o.l1.purgeAll()
     return this.#purgeShared(local, (l2) => l2.purgeAll(), purge)
   }
 
   async purgeAdvertiser(advertiserId: number): Promise<number> {
     const purge: Purge = { at: this.#now(), advertiserId }
     this.#purges.note(purge)
-    const local = await this.#l1.purgeAdvertiser(advertiserId)
+    const local = await this.#o.l1.purgeAdvertiser(advertiserId)
     return this.#purgeShared(local, (l2) => l2.purgeAdvertiser(advertiserId), purge)
   }
 
@@ -206,13 +201,13 @@ export class TieredStore implements CacheStore {
   async purgeKey(key: string): Promise<number> {
     const purge: Purge = { at: this.#now(), report: key }
     this.#purges.note(purge)
-    const local = await this.#l1.purgeKey(key)
+    const local = await this.#o.l1.purgeKey(key)
     return this.#purgeShared(local, (l2) => l2.purgeKey(key), purge)
   }
 
   /** What purgeKey would drop now, counted as countAll counts. */
   countKey(key: string): Promise<number> {
-    return (this.#l2 ?? this.#l1).countKey(key)
+    return (this.#o.l2 ?? this.#o.l1).countKey(key)
   }
 
   /**
@@ -221,17 +216,17 @@ export class TieredStore implements CacheStore {
    */
   async inspect(key: string): Promise<{ l1: CacheEntry | null; l2: CacheEntry | null }> {
     const kept = (entry: CacheEntry | null) => (entry === null || this.#purges.refuses(entry, key) ? null : entry)
-    return { l1: kept(this.#l1.peek(key)), l2: kept((await this.#l2?.get(key)) ?? null) }
+    return { l1: kept(this.#o.l1.peek(key)), l2: kept((await this.#o.l2?.get(key)) ?? null) }
   }
 
   /** What purgeAll would drop now (a dry run): L2's entries, or L1's without Redis. Throws when Redis cannot be read. */
   countAll(): Promise<number> {
-    return (this.#l2 ?? this.#l1).countAll()
+    return (this.#o.l2 ?? this.#o.l1).countAll()
   }
 
   /** What purgeAdvertiser would drop now, counted as countAll counts. */
   countAdvertiser(advertiserId: number): Promise<number> {
-    return (this.#l2 ?? this.#l1).countAdvertiser(advertiserId)
+    return (this.#o.l2 ?? this.#o.l1).countAdvertiser(advertiserId)
   }
 
   // A purge that cannot reach Redis says so (503) rather than pretending every replica
@@ -240,7 +235,7 @@ export class TieredStore implements CacheStore {
   // record Redis refuses (out of memory: deletes still go through) leaves the rest to do,
   // then says the purge is incomplete.
   async #purgeShared(local: number, purgeL2: (l2: CacheStore) => Promise<number>, purge: Purge): Promise<number> {
-    const l2 = this.#l2
+    const l2 = this.#o.l2
     if (!l2) return local
     try {
       const recorded = await this.#purges.share(purge).then(
@@ -249,7 +244,7 @@ export class TieredStore implements CacheStore {
       )
       const dropped = await purgeL2(l2)
       const message = purge.advertiserId !== undefined ? { advertiserId: purge.advertiserId, at: purge.at } : purge.report !== undefined ? { report: purge.report, at: purge.at } : { all: true, at: purge.at }
-      await this.#bus?.publish(PURGE_CHANNEL, JSON.stringify(message))
+      await this.#o.bus?.publish(PURGE_CHANNEL, JSON.stringify(message))
       if (recorded !== null) throw recorded
       return dropped
     } catch (err) {
@@ -264,16 +259,16 @@ export class TieredStore implements CacheStore {
       const at = typeof m.at === 'number' && Number.isFinite(m.at) ? m.at : this.#now()
       if (m.all) {
         this.#purges.note({ at })
-        await this.#l1.purgeAll()
+        await this.#o.l1.purgeAll()
       } else if (typeof m.advertiserId === 'number') {
         this.#purges.note({ at, advertiserId: m.advertiserId })
-        await this.#l1.purgeAdvertiser(m.advertiserId)
+        await this.#o.l1.purgeAdvertiser(m.advertiserId)
       } else if (typeof m.report === 'string' && m.report.length <= MAX_KEY_CHARS) {
         this.#purges.note({ at, report: m.report })
-        await this.#l1.purgeKey(m.report)
+        await this.#o.l1.purgeKey(m.report)
       }
     } catch (err) {
-      this.#log.warn({ err }, 'ignoring a malformed purge message')
+      this.#o.log.warn({ err }, 'ignoring a malformed purge message')
     }
   }
 }

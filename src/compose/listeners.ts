@@ -31,35 +31,55 @@ export interface Listeners {
   memoBytes(): number
 }
 
-export async function listeners(
-  ctx: GatewayContext,
-  o: { failures: FailureLog; client: PlatformClient; reloader: TeamReloader; l1: MemoryStore; audit: AuditTrail; replicas: Replicas; consoleScriptsDir?: string | undefined },
-): Promise<Listeners> {
-  const { config, log } = ctx
-  const { failures, client } = o
+/** What the listeners are built from: the context their routes share, and the parts a few of them read besides. */
+export interface ListenerParts extends GatewayContext {
+  /** Handled failures, summed up: each listener's error writer notes the answers it writes. */
+  failures: FailureLog
+  /** The one place that calls the platform: proxied calls and the token probe of PUT /admin/token. */
+  client: PlatformClient
+  /** The teams' reload (POST /admin/reload). */
+  reloader: TeamReloader
+  /** The report cache's tier in memory (the status view's figures). */
+  l1: MemoryStore
+  /** The last audit lines (GET /admin/audit). */
+  audit: AuditTrail
+  /** The replicas of the deployment (GET /admin/cluster, PUT /admin/log-level of another). */
+  replicas: Replicas
+  /** Where the console's compiled scripts are; default: dist/console, beside the built gateway. */
+  consoleScriptsDir?: string | undefined
+}
+
+/** Both listeners, each route module handed the parts it reads. */
+export async function listeners(parts: ListenerParts): Promise<Listeners> {
+  const { config, log, auditLog, clock, tracing, metrics, tokens, governors, usage, keyUse, history, answers, reports, redis, breaker, lifecycle, failures, client } = parts
   const knownUrls = new KnownUrls()
-  const admission = new Admission(ctx, knownUrls)
-  const decisions = new ReadDecisions(admission, ctx.reports, config.cache.maxRangeDays)
-  const observe = requestObserver(ctx)
-  const proxy = buildServer(config, log, failures, config.cache.enabled ? fastReads(ctx, decisions, observe) : null, callerRate(admission), ctx.tracing)
+  const admission = new Admission(parts, knownUrls)
+  const decisions = new ReadDecisions(admission, reports, config.cache.maxRangeDays)
+  const observe = requestObserver({ metrics, usage, keyUse, clock, history, log })
+  const fast = config.cache.enabled ? fastReads({ reports, tracing, clock, log, decisions, observe }) : null
+  const proxy = buildServer(config, log, failures, fast, callerRate(admission), tracing)
   // No body is parsed on the proxy listener before its handler admits the caller:
   // /api/v1 handlers read it through Admission.readBody; any other path is a 404
   // without reading a byte of it.
   proxy.removeAllContentTypeParsers()
   proxy.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
   await describeProxy(proxy)
-  const health = { tokens: ctx.tokens, redis: ctx.redis, breaker: ctx.breaker, lifecycle: ctx.lifecycle }
+  const health = { tokens, redis, breaker, lifecycle }
   await proxy.register(healthRoutes, health)
-  await proxy.register(apiRoutes, { ctx, admission, client, decisions })
-  answerHooks(proxy, { ctx, admission, observe })
+  await proxy.register(apiRoutes, { config, reports, clock, tracing, usage, answers, admission, client, decisions })
+  answerHooks(proxy, { tracing, auditLog, admission, observe })
 
   const admin = buildServer(config, log, failures, null)
   // First: its document is made from every route registered after it.
   await describeAdmin(admin)
   await admin.register(healthRoutes, health)
-  metricsRoute(admin, { metrics: ctx.metrics, tokens: ctx.tokens, governors: ctx.governors, usage: ctx.usage })
-  await admin.register(adminRoutes, { ctx, client, reloader: o.reloader, l1: o.l1, audit: o.audit, replicas: o.replicas })
-  await admin.register(consoleRoutes, o.consoleScriptsDir ? { scriptsDir: o.consoleScriptsDir } : {})
+  metricsRoute(admin, { metrics, tokens, governors, usage })
+  const { secrets, adminAuth, bus, teams, build, rateLimiter, logLevel, reloader, l1, audit, replicas, consoleScriptsDir } = parts
+  await admin.register(adminRoutes, {
+    config, auditLog, clock, secrets, adminAuth, tokens, reports, redis, breaker, bus, teams, usage, keyUse, metrics, lifecycle, build, governors, rateLimiter,
+    runtimeLevel: logLevel, client, reloader, l1, audit, replicas,
+  })
+  await admin.register(consoleRoutes, consoleScriptsDir ? { scriptsDir: consoleScriptsDir } : {})
   await docsUi(admin, proxy)
   return { proxy, admin, memoBytes: () => knownUrls.bytes }
 }

@@ -94,30 +94,37 @@ export const auditSchema = {
   properties: { lines: { type: 'array', items: { type: 'object', additionalProperties: true } } },
 } as const
 
+/** What the status view reads: this replica's phase and build, its credentials, Redis, cache, teams and governors, and the audit trail. */
+export type AdminStatusParts = Pick<GatewayContext, 'config' | 'clock' | 'metrics' | 'lifecycle' | 'build' | 'tokens' | 'governors' | 'redis' | 'breaker' | 'teams' | 'rateLimiter'> & {
+  l1: MemoryStore
+  audit: AuditTrail
+}
+
 /**
  * The read-only calls of the operations console: this replica's state in one
  * answer, and its last audit lines. Registered inside adminRoutes, behind its token check.
  */
-export async function adminStatusRoutes(app: FastifyInstance, { ctx, l1, audit }: { ctx: GatewayContext; l1: MemoryStore; audit: AuditTrail }): Promise<void> {
+export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatusParts): Promise<void> {
+  const { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, l1, audit } = parts
   const description = 'Build, credentials, Redis, cache, teams and governors, as the operations console shows them; never a token or a password.'
   const status = adminSchema({ tag: 'state', operationId: 'getStatus', summary: 'This replica\'s state in one answer', description, response: { 200: answer(statusSchema, 'This replica\'s state.') } })
   app.get('/admin/status', { schema: status }, async () => {
-    const now = ctx.clock.now()
-    const refused = await ctx.metrics.platformRefused.get()
-    const lookups = await ctx.metrics.cacheRequestsCounter.get()
+    const now = clock.now()
+    const refused = await metrics.platformRefused.get()
+    const lookups = await metrics.cacheRequestsCounter.get()
     return {
       at: new Date(now).toISOString(),
-      phase: ctx.lifecycle.phase,
+      phase: lifecycle.phase,
       build: {
-        version: ctx.build.version,
-        commit: ctx.build.commit,
-        node: ctx.build.node,
-        startedAt: new Date(ctx.build.startedAt).toISOString(),
-        uptimeSeconds: Math.max(0, Math.round((now - ctx.build.startedAt) / 1000)),
+        version: build.version,
+        commit: build.commit,
+        node: build.node,
+        startedAt: new Date(build.startedAt).toISOString(),
+        uptimeSeconds: Math.max(0, Math.round((now - build.startedAt) / 1000)),
       },
-      credentials: ctx.tokens.all().map((p) => {
+      credentials: tokens.all().map((p) => {
         const { source, fingerprint, obtainedAt, expiresAt, secondsLeft, usable } = p.info()
-        const until = ctx.governors.of(p.name).pausedUntil
+        const until = governors.of(p.name).pausedUntil
         return {
           name: p.name,
           state: fingerprint === null ? 'missing' : usable ? 'ok' : 'rejected',
@@ -131,17 +138,17 @@ export async function adminStatusRoutes(app: FastifyInstance, { ctx, l1, audit }
         }
       }),
       redis: {
-        state: ctx.redis === null ? 'not configured' : ctx.breaker?.state === 'closed' ? 'ok' : 'down',
-        address: redisAddress(ctx.config.redis),
-        topology: topologyOf(ctx.config.redis),
+        state: redis === null ? 'not configured' : breaker?.state === 'closed' ? 'ok' : 'down',
+        address: redisAddress(config.redis),
+        topology: topologyOf(config.redis),
       },
       cache: {
-        enabled: ctx.config.cache.enabled,
+        enabled: config.cache.enabled,
         lookups: sumBy(lookups.values, 'result', () => true),
-        l1: { entries: l1.size, bytes: l1.bytes, maxBytes: ctx.config.cache.l1MaxBytes },
+        l1: { entries: l1.size, bytes: l1.bytes, maxBytes: config.cache.l1MaxBytes },
       },
-      teams: ctx.teams.teams.map((t) => {
-        const rate = t.rateLimit ? ctx.rateLimiter.peek(t) : null
+      teams: teams.teams.map((t) => {
+        const rate = t.rateLimit ? rateLimiter.peek(t) : null
         return {
           name: t.name,
           credential: t.credential,
@@ -151,26 +158,26 @@ export async function adminStatusRoutes(app: FastifyInstance, { ctx, l1, audit }
           rateLimit: t.rateLimit && rate ? { max: t.rateLimit.max, windowSec: t.rateLimit.windowMs / 1000, remaining: rate.remaining, resetSec: rate.resetSec } : null,
         }
       }),
-      governors: ctx.governors.all().map((g) => {
+      governors: governors.all().map((g) => {
         const waiting = g.waiting()
         return {
           credential: g.credential,
-          maxConcurrent: ctx.config.platform.maxConcurrent,
-          adaptive: ctx.governors.adaptive,
+          maxConcurrent: config.platform.maxConcurrent,
+          adaptive: governors.adaptive,
           limit: g.limit,
-          latencyFloorMs: roundOrNull(ctx.governors.latencyFloorMs(g.credential)),
-          queueLimit: ctx.config.platform.queue,
+          latencyFloorMs: roundOrNull(governors.latencyFloorMs(g.credential)),
+          queueLimit: config.platform.queue,
           inFlight: g.inFlight,
           queued: g.queued,
           permitsHeld: g.permitsHeld,
           pausedUntil: g.pausedUntil > 0 ? new Date(g.pausedUntil).toISOString() : null,
-          pauses: ctx.governors.pausesOf(g.credential).map((p) => ({
+          pauses: governors.pausesOf(g.credential).map((p) => ({
             scope: p.scope.kind,
             team: 'team' in p.scope ? p.scope.team : null,
             route: 'route' in p.scope ? p.scope.route : null,
             until: new Date(p.until).toISOString(),
           })),
-          teams: ctx.teams.teams
+          teams: teams.teams
             .filter((t) => t.credential === g.credential)
             .map((t) => ({
               team: t.name,

@@ -2,11 +2,10 @@ import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import type { TeamReloader } from '../../access/team-reload.js'
 import type { PlatformClient } from '../../platform/client/platform-client.js'
-import type { MemoryStore } from '../../cache/memory-store.js'
-import type { AuditTrail } from '../../access/audit-trail.js'
 import type { Replicas } from '../../observe/replicas.js'
+import type { LogLevel } from '../../observe/log-level.js'
 import { adminAccess } from './admin-access.js'
-import { adminStatusRoutes } from './admin-status.js'
+import { adminStatusRoutes, type AdminStatusParts } from './admin-status.js'
 import { adminUsageRoutes } from './admin-usage.js'
 import { adminTokenRoutes } from './admin-token.js'
 import { adminCacheRoutes } from './admin-cache.js'
@@ -16,14 +15,24 @@ import { adminConfigRoutes } from './admin-config.js'
 import { adminSchema, answer, reloadSchema } from './admin-schemas.js'
 import { clusterRoutes } from './cluster-route.js'
 
+/**
+ * What the /admin/* calls read: what the status view reads, and the parts the other calls
+ * read besides. The log level comes as `runtimeLevel`: Fastify reads a plugin's `logLevel`
+ * option as the level of the plugin's own logger.
+ */
+export type AdminParts = AdminStatusParts &
+  Pick<GatewayContext, 'auditLog' | 'secrets' | 'adminAuth' | 'reports' | 'bus' | 'usage' | 'keyUse'> & {
+    runtimeLevel: LogLevel
+    client: PlatformClient
+    reloader: TeamReloader
+    replicas: Replicas
+  }
+
 /** The admin listener's /admin/* calls (contract, "Admin listener"). */
-export async function adminRoutes(
-  app: FastifyInstance,
-  { ctx, client, reloader, l1, audit, replicas }: { ctx: GatewayContext; client: PlatformClient; reloader: TeamReloader; l1: MemoryStore; audit: AuditTrail; replicas: Replicas },
-): Promise<void> {
-  // Each part below gets the parts of the context it reads; the status view reads most of it.
-  const { config, auditLog, clock, tokens, reports, breaker, teams } = ctx
-  adminAccess(app, { adminAuth: ctx.adminAuth, auditLog, clock })
+export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Promise<void> {
+  // Each part below gets the parts it reads.
+  const { config, auditLog, clock, secrets, adminAuth, tokens, reports, breaker, bus, teams, usage, keyUse, runtimeLevel, client, reloader, replicas } = parts
+  adminAccess(app, { adminAuth, auditLog, clock })
 
   // Admin answers name tokens' fingerprints, teams and keys: no cache keeps them, no page frames them.
   app.addHook('onSend', async (_request, reply, payload) => {
@@ -53,12 +62,14 @@ export async function adminRoutes(
   })
   app.get('/admin/openapi.json', { schema: document }, async () => app.swagger())
 
-  await app.register(adminTokenRoutes, { tokens, secrets: ctx.secrets, auditLog, config, client })
+  await app.register(adminTokenRoutes, { tokens, secrets, auditLog, config, client })
   await app.register(adminCacheRoutes, { reports, auditLog })
   await app.register(cacheEntryRoutes, { config, tokens, reports, breaker, clock, auditLog })
-  await app.register(adminStatusRoutes, { ctx, l1, audit })
-  await app.register(adminUsageRoutes, { clock, usage: ctx.usage, teams })
-  await app.register(adminKeysRoutes, { teams, keyUse: ctx.keyUse, clock })
+  // What only the status view reads.
+  const { metrics, lifecycle, build, redis, governors, rateLimiter, l1, audit } = parts
+  await app.register(adminStatusRoutes, { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, l1, audit })
+  await app.register(adminUsageRoutes, { clock, usage, teams })
+  await app.register(adminKeysRoutes, { teams, keyUse, clock })
   await app.register(clusterRoutes, { clock, replicas })
-  await app.register(adminConfigRoutes, { config, runtimeLevel: ctx.logLevel, bus: ctx.bus, clock, replicas })
+  await app.register(adminConfigRoutes, { config, runtimeLevel, bus, clock, replicas })
 }

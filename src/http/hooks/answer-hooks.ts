@@ -3,15 +3,19 @@ import type { GatewayContext } from '../context.js'
 import type { Admission } from '../../access/admission.js'
 import { answeredByCache } from '../../observe/usage.js'
 import { accessFacts, routeKind, type Answered, type ObserveRequest } from './request-log.js'
-import { auditWrite } from './write-audit.js'
+import { auditWrite, type WriteAuditParts } from './write-audit.js'
 
 /** The rate-limit fields of an answer the router writes: its admitted caller's team's standing. */
 export function callerRate(admission: Admission): (request: FastifyRequest) => [policy: string, state: string] | null {
   return (request) => (request.caller ? admission.rateFields(request.caller) : null)
 }
 
+/** What the answer hooks read: whether traces are on, where the access line goes (`observe`), and what the audit line reads. */
+export type AnswerHookParts = Pick<GatewayContext, 'tracing'> & WriteAuditParts & { observe: ObserveRequest }
+
 /** What every answer of the proxy's router leaves behind: its access line and usage (`observe`) and, for a write, its audit line. */
-export function answerHooks(proxy: FastifyInstance, { ctx, admission, observe }: { ctx: GatewayContext; admission: Admission; observe: ObserveRequest }): void {
+export function answerHooks(proxy: FastifyInstance, parts: AnswerHookParts): void {
+  const { tracing, observe } = parts
   proxy.addHook('onResponse', (request, reply, done) => {
     const cache = (reply.getHeader('x-cache') as string | undefined) ?? null
     // Undefined outside the /api/v1 routes (an unmatched path): their plugin decorates it.
@@ -26,8 +30,8 @@ export function answerHooks(proxy: FastifyInstance, { ctx, admission, observe }:
       client: request.ip ?? null,
       hit: caller ? answeredByCache(status, cache, caller.platformCalls) : false,
     }
-    observe(accessFacts(request.raw, caller, answered, ctx.tracing !== null))
-    auditWrite(ctx, admission, request, reply.statusCode)
+    observe(accessFacts(request.raw, caller, answered, tracing !== null))
+    auditWrite(parts, request, reply.statusCode)
     done()
   })
 }

@@ -7,12 +7,15 @@ import type { Admission } from '../../access/admission.js'
 const MAX_ACCOUNTS = 20
 const MAX_ACCOUNT_CHARS = 32
 
+/** What the audit line of a write reads: the log it goes to, and the admission that read the call's accounts. */
+export type WriteAuditParts = Pick<GatewayContext, 'auditLog'> & { admission: Admission }
+
 /**
  * One `kind: "audit"` line per write call an admitted team sent: who (team,
  * key id), what (method, path, the accounts it named), how it ended (status) and the
  * request id to find the rest. Never the query, the body or the key.
  */
-export function auditWrite(ctx: GatewayContext, admission: Admission, request: FastifyRequest, status: number): void {
+export function auditWrite({ auditLog, admission }: WriteAuditParts, request: FastifyRequest, status: number): void {
   const caller = request.caller
   if (!caller || isRead(request.method, caller.target.path)) return
   let accounts: string[] = []
@@ -25,7 +28,7 @@ export function auditWrite(ctx: GatewayContext, admission: Admission, request: F
     // A call the scope rules cannot read (a bad campaign id, an unlisted id path) was
     // refused for it, or sent by a team they do not apply to: it names no known account.
   }
-  ctx.auditLog.info(
+  auditLog.info(
     { action: 'write', team: caller.team.name, keyId: caller.keyId, method: request.method, path: caller.target.path, accounts, status, reqId: request.id },
     'write call',
   )

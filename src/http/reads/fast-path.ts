@@ -37,6 +37,9 @@ export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 // How the entrance decides: only URLs seen before (a first call goes to the router whole).
 const BEFORE_ROUTER: DecideHow = { refresh: false, seenOnly: true }
 
+/** What the fast path reads: the report cache, the clock, traces and the log, the one decision of report reads, where access lines go. */
+export type FastReadParts = Pick<GatewayContext, 'reports' | 'tracing' | 'clock' | 'log'> & { decisions: ReadDecisions; observe: ObserveRequest }
+
 /**
  * Serves report reads before Fastify's router: at this rate the lifecycle
  * itself (routing, hooks, reply objects, a child logger) is most of an answer's cost.
@@ -52,9 +55,8 @@ const BEFORE_ROUTER: DecideHow = { refresh: false, seenOnly: true }
  * campaigns, a joined fill that ended in no entry) goes on to Fastify with what was
  * learned (handed-over.ts), which the route does not learn again.
  */
-export function fastReads(ctx: GatewayContext, decisions: ReadDecisions, observe: ObserveRequest) {
+export function fastReads({ reports, tracing, clock, log, decisions, observe }: FastReadParts) {
   const prefix = '/api/v1/report/'
-  const { reports, tracing } = ctx
   const traced = tracing !== null
 
   /** Hands a request to the router with what was learned; a step begun here ends, saying so (the router's own steps follow). */
@@ -84,13 +86,13 @@ export function fastReads(ctx: GatewayContext, decisions: ReadDecisions, observe
       .then((result) => {
         if (result.kind !== 'entry') return handOverFill()
         waiting?.end()
-        const at = ctx.clock.now()
+        const at = clock.now()
         reports.countServed(read.form.key, result.entry, 'MISS', result.fromPeer ? 'l2' : 'platform', read.form.report, team.credential, team.name, at)
         answer(req, res, read, result.entry, 'MISS', started, at, result.upstreamMs ?? null)
       }, handOverFill)
       .catch((err: unknown) => {
         // Nothing above is expected to throw; should it, this caller is cut off, not the process.
-        ctx.log.error({ err }, 'answering a joined report fill failed')
+        log.error({ err }, 'answering a joined report fill failed')
         res.destroy()
       })
   }
@@ -104,7 +106,7 @@ export function fastReads(ctx: GatewayContext, decisions: ReadDecisions, observe
       .lookup(read.form.key)
       .then(
         (found) => {
-          const at = ctx.clock.now()
+          const at = clock.now()
           if (found === null || at >= found.entry.freshUntil) {
             looking?.set(L2_NOT_FRESH)
             return toRouter(req, res, next, looking, { rate, found })
@@ -116,7 +118,7 @@ export function fastReads(ctx: GatewayContext, decisions: ReadDecisions, observe
         () => toRouter(req, res, next, looking, { rate }),
       )
       .catch((err: unknown) => {
-        ctx.log.error({ err }, 'answering a report from redis failed')
+        log.error({ err }, 'answering a report from redis failed')
         res.destroy()
       })
   }
@@ -131,7 +133,7 @@ export function fastReads(ctx: GatewayContext, decisions: ReadDecisions, observe
     const trace = traced ? traceOf(req) : undefined
     // One clock reading serves the whole hit: on some machines a reading costs as much as
     // a cache lookup.
-    const now = ctx.clock.now()
+    const now = clock.now()
     const decided = decisions.decide('GET', url, headers, now, BEFORE_ROUTER, trace)
     if ('answer' in decided) {
       decided.admitting?.end()

@@ -13,24 +13,24 @@ import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.
 
 const L1_HIT: SpanAttributes = { 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' }
 
+/** What the report routes read: the configuration, the report cache, the clock and traces, the admission of callers and the one decision of report reads. */
+export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions }
+
 /**
  * Report reads (contract, "Report requests"), each top to bottom: admit the caller (key,
  * rate limit), canonicalize (400), check its scope (403), read the cache, send. A GET is
  * decided by the one decision of report reads (reports/read-decision.ts), as the
  * entrance before the router decides it, which hands over what it learned.
  */
-export async function reportReads(
-  app: FastifyInstance,
-  { ctx, admission, decisions }: { ctx: GatewayContext; admission: Admission; decisions: ReadDecisions },
-): Promise<void> {
-  if (!ctx.config.cache.enabled) return
+export async function reportReads(app: FastifyInstance, { config, reports, clock, tracing, admission, decisions }: ReportReadParts): Promise<void> {
+  if (!config.cache.enabled) return
 
-  const limits = { maxRangeDays: ctx.config.cache.maxRangeDays, reportBodyBytes: ctx.config.limits.reportBodyBytes }
+  const limits = { maxRangeDays: config.cache.maxRangeDays, reportBodyBytes: config.limits.reportBodyBytes }
   app.get('/api/v1/report/*', { schema: reportGetSchema(limits) }, async (request: FastifyRequest, reply: FastifyReply) => {
     // A caller the fast path handed over (http/reads/fast-path.ts) was counted already.
     const handed = takeHandedOver(request.raw)
-    const trace = ctx.tracing === null ? undefined : traceOf(request.raw)
-    const now = ctx.clock.now()
+    const trace = tracing === null ? undefined : traceOf(request.raw)
+    const now = clock.now()
     const refresh = wantsRefresh(request.headers)
     const decided = decisions.decide(request.method, request.url, request.headers, now, { refresh, counted: handed?.rate, into: request }, trace)
     // Set by the decision once the key named it.
@@ -53,27 +53,27 @@ export async function reportReads(
     caller.advertisers = report.advertiserIds
     // A cold fill under way here is joined, as the entrance before the router joins it.
     const flight = handed?.flight ?? decided.goOn.flight
-    if (flight !== undefined && handed?.flight === undefined) ctx.reports.joinCold(key, caller.team.name, hangUpSignal(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller')
-    const result = await ctx.reports.read(report, key, caller.provider, readOptions(request, reply, caller, trace, { ...handed, ...(flight ? { flight } : {}) }))
+    if (flight !== undefined && handed?.flight === undefined) reports.joinCold(key, caller.team.name, hangUpSignal(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller')
+    const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, trace, { ...handed, ...(flight ? { flight } : {}) }))
     caller.upstreamMs = result.upstreamMs ?? null
-    return sendReport(reply, result, request.headers, ctx.clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
+    return sendReport(reply, result, request.headers, clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   })
 
   const postReport = async (request: FastifyRequest, reply: FastifyReply) => {
-    const trace = ctx.tracing === null ? undefined : traceOf(request.raw)
+    const trace = tracing === null ? undefined : traceOf(request.raw)
     const admitting = trace?.step('admission')
     const caller = admission.admit(request)
-    await admission.readBody(request, caller, ctx.config.limits.reportBodyBytes)
+    await admission.readBody(request, caller, config.limits.reportBodyBytes)
     if (caller.body?.kind !== 'json') throw new BadQueryError('body: must be a JSON object')
-    const report = canonicalPostReport(caller.target.path, caller.target.search, caller.body.value, { maxRangeDays: ctx.config.cache.maxRangeDays })
+    const report = canonicalPostReport(caller.target.path, caller.target.search, caller.body.value, { maxRangeDays: config.cache.maxRangeDays })
     await admission.checkScope(request.method, caller)
     admitting?.end()
-    const key = ctx.reports.keyFor(caller.provider.name, report)
+    const key = reports.keyFor(caller.provider.name, report)
     const indexed = indexedUnderOwners(report, caller)
     caller.advertisers = indexed.advertiserIds
-    const result = await ctx.reports.read(indexed, key, caller.provider, readOptions(request, reply, caller, trace))
+    const result = await reports.read(indexed, key, caller.provider, readOptions(request, reply, caller, trace))
     caller.upstreamMs = result.upstreamMs ?? null
-    return sendReport(reply, result, request.headers, ctx.clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
+    return sendReport(reply, result, request.headers, clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   }
   app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits) }, postReport)
   // The same report with a trailing slash (canonical-path.ts): one cache entry, one call.
