@@ -19,6 +19,10 @@ export function allowedErrors(n: number, baselineShare: number, alpha?: number):
 export function baselineShare(buckets: readonly (Bucket | undefined)[], ranges: readonly [number, number][]): { n: number; errors: number; share: number; upper: number }
 export function recoveryAfter(buckets: readonly (Bucket | undefined)[], endS: number, untilS: number, share: number, windowS: number): number
 export function disagreement(redis: { live: number; liveAfter: number; limit: number | null }, replicas: readonly (Governor | null)[]): string | null
-export function rssWithin(firstBytes: number, lastBytes: number, share?: number): boolean
+export interface MemorySample {
+  rss: number
+  newSpace?: number
+}
+export function rssWithin(first: MemorySample, last: MemorySample, share?: number): boolean
 export function seededRandom(seed: number): () => number
 export function shuffled<T>(items: readonly T[], random: () => number): T[]
