@@ -186,6 +186,11 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
       // Then it dies: no close(), nothing more from it; its last bucket has a request it never wrote.
       served.request(200, 'growth', true, false)
       expect(await redis.exists(redisKey.replicaHistory('rgw:', 'killed-1'))).toBe(0)
+      // Still live for 15 s: a view that cannot ask it (no bus) lists it with the hour its buckets make.
+      const unasked = new Replicas({ ...options, clock, id: 'reader-3', state: state('reader-3', clock), history: () => emptyHistory(clock.now()), bucket: () => null })
+      const live = (await unasked.cluster()).replicas.find((r) => r.id === 'killed-1')
+      expect(live).toMatchObject({ gone: null })
+      expect(live?.history.requests.filter((n) => n !== null)).toEqual([4, 4, 4])
       clock.advance(16_000)
       const seen = (await reader.cluster()).replicas.find((r) => r.id === 'killed-1')
       expect(seen).toMatchObject({ ready: false, gone: { how: 'vanished' } })
@@ -198,6 +203,37 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
     } finally {
       await bus.close()
     }
+  })
+
+  it('a bucket without the seal is left out and counted, one too large is not read; a hash of more buckets than the hour is not read', async () => {
+    const clock = fakeClock()
+    const silent = pino({ level: 'silent' })
+    const seal = new RedisSeal(TEST_GATEWAY_SECRET)
+    const unverified: string[] = []
+    const state = (id: string) => (): Announcement => ({ id, version: '1', commit: 'unknown', node: 'v24', startedAt: new Date(clock.now()).toISOString(), uptimeSeconds: 1, phase: 'serving', ready: true, logLevel: 'info', inFlight: 0, waiting: 0, degraded: [], at: new Date(clock.now()).toISOString() })
+    const options = { redis, breaker: new RedisBreaker({ cooldownMs: 1000, log: silent }), seal, prefix: 'rgw:', log: silent, clock, history: () => emptyHistory(clock.now()), bucket: () => null, onUnverified: (key: string) => unverified.push(key) }
+    const n = Math.floor(clock.now() / BUCKET_MS) - 1
+    const one = (requests: number): HistoryView => ({ ...emptyHistory(0, BUCKET_MS, 1), start: n * BUCKET_MS, requests: [requests] })
+    const field = String(n % BUCKETS)
+    const sealedAt = (key: string, f: string, view: HistoryView) => seal.sealText(`${key}#${f}`, JSON.stringify(view))
+    for (const id of ['kept-2', 'forged-2', 'huge-2', 'many-2']) expect(await new Replicas({ ...options, id, state: state(id) }).announce()).toBe(true)
+    const kept = redisKey.replicaBuckets('rgw:', 'kept-2')
+    await redis.hset(kept, field, sealedAt(kept, field, one(9)))
+    const forged = redisKey.replicaBuckets('rgw:', 'forged-2')
+    await redis.hset(forged, field, JSON.stringify(one(9)))
+    const huge = redisKey.replicaBuckets('rgw:', 'huge-2')
+    await redis.hset(huge, field, sealedAt(huge, field, { ...one(9), teams: [{ team: 'x'.repeat(9000), tooManyRequests: [1], errors: [0] }] }))
+    const many = redisKey.replicaBuckets('rgw:', 'many-2')
+    await redis.hset(many, field, sealedAt(many, field, one(9)), ...Array.from({ length: BUCKETS }, (_, i) => [`x${i}`, '1']).flat())
+    clock.advance(16_000)
+    const view = await new Replicas({ ...options, id: 'reader-4', state: state('reader-4') }).cluster()
+    expect(view.replicas.find((x) => x.id === 'kept-2')?.history.requests.filter((v) => v !== null)).toEqual([9])
+    for (const id of ['forged-2', 'huge-2', 'many-2']) {
+      const r = view.replicas.find((x) => x.id === id)
+      expect(r).toMatchObject({ gone: { how: 'vanished' } })
+      expect(r?.history.requests.every((v) => v === null)).toBe(true)
+    }
+    expect(unverified).toEqual([`${forged}#${field}`])
   })
 
   it('announces some hundreds of bytes every 5 s; its hour only when a view asks', async () => {
