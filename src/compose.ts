@@ -108,7 +108,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     campaignOwners: new CampaignOwners({ config, client, redis, breaker, now: () => clock.now() }),
   }
   const tokenStore = new TokenStore(ctx)
-  // Each replica announces itself in Redis, and writes its last hour there when a cluster view asks: GET /admin/cluster lists them.
+  // Each replica announces itself in Redis with each bucket of its hour as it closes, and writes its whole hour there when a cluster view asks: GET /admin/cluster lists them.
   const replicas: Replicas = new Replicas({
     id: replicaId,
     redis,
@@ -118,6 +118,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     log,
     state: () => replicaState(ctx, replicas.id),
     history: () => replicaHistory(history, clock.now()),
+    bucket: (n) => history.bucket(n),
     bus,
     onUnverified: (key) => unverified('replica', key),
     clock,

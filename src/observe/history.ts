@@ -197,12 +197,28 @@ export class History {
       const slot = b % this.#size
       slots.push(this.#stamps[slot] === b ? slot : -1)
     }
+    return this.#viewOf(oldest, slots, (t) => newest - t.last < this.#size)
+  }
+
+  /**
+   * Bucket number `bucket` (epoch ms / bucketMs) alone, as a view of one bucket: what a
+   * replica writes to Redis as each bucket closes (hourOf builds an hour of them), with
+   * only the teams that have a count in it; null when the ring does not hold it.
+   */
+  bucket(bucket: number): HistoryView | null {
+    const slot = bucket % this.#size
+    if (bucket < 0 || this.#stamps[slot] !== bucket) return null
+    return this.#viewOf(bucket, [slot], (t) => t.tooMany[slot]! + t.errors[slot]! > 0)
+  }
+
+  /** The buckets `slots` (-1: none) from bucket number `first` on, with the teams `kept` chooses. */
+  #viewOf(first: number, slots: number[], kept: (t: TeamCounts) => boolean): HistoryView {
     const count = (values: Uint32Array) => slots.map((s) => (s < 0 ? null : values[s]!))
     const gauge = (values: Float64Array) => slots.map((s) => (s < 0 || Number.isNaN(values[s]) ? null : values[s]!))
     const [s2, s3, s4, s5] = this.#statuses as [Uint32Array, Uint32Array, Uint32Array, Uint32Array]
     return {
       bucketSeconds: this.#bucketMs / 1000,
-      start: oldest * this.#bucketMs,
+      start: first * this.#bucketMs,
       requests: count(this.#requests),
       statuses: { '2xx': count(s2), '3xx': count(s3), '4xx': count(s4), '5xx': count(s5) },
       reportReads: count(this.#reportReads),
@@ -218,7 +234,7 @@ export class History {
         latencyFloorMs: gauge(g.floorMs).map((v) => (v === null ? null : round(v))),
       })),
       teams: [...this.#teams]
-        .filter(([, t]) => newest - t.last < this.#size)
+        .filter(([, t]) => kept(t))
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([team, t]) => ({ team, tooManyRequests: count(t.tooMany), errors: count(t.errors) })),
     }
@@ -320,6 +336,64 @@ export function emptyHistory(now: number, bucketMs = BUCKET_MS, buckets = BUCKET
     credentials: [],
     teams: [],
   }
+}
+
+/**
+ * An hour as seen at `now` built from views of one bucket each (History.bucket), as a
+ * replica wrote them to Redis: each in its place, null where none was written (before the
+ * replica started, after it died, or a bucket older than the hour). A team or credential
+ * is 0 or null where a bucket was written without it: a team there had no count, a
+ * credential no reading.
+ */
+export function hourOf(buckets: readonly HistoryView[], now: number, bucketMs = BUCKET_MS, size = BUCKETS): HistoryView {
+  const hour = emptyHistory(now, bucketMs, size)
+  const placed: [number, HistoryView][] = []
+  for (const b of buckets) {
+    const i = (b.start - hour.start) / bucketMs
+    if (Number.isInteger(i) && i >= 0 && i < size) placed.push([i, b])
+  }
+  const copy = (into: (number | null)[], from: readonly (number | null)[] | undefined, i: number): void => {
+    const v = from?.[0]
+    if (typeof v === 'number') into[i] = v
+  }
+  const teams = new Map<string, TeamSeries>()
+  const credentials = new Map<string, CredentialSeries>()
+  const none = (): null[] => new Array<null>(size).fill(null)
+  for (const [i, b] of placed) {
+    copy(hour.requests, b.requests, i)
+    for (const status of ['2xx', '3xx', '4xx', '5xx'] as const) copy(hour.statuses[status], b.statuses?.[status], i)
+    copy(hour.reportReads, b.reportReads, i)
+    copy(hour.hits, b.hits, i)
+    copy(hour.platformCalls, b.platformCalls, i)
+    copy(hour.latencyP50Ms, b.latencyP50Ms, i)
+    copy(hour.latencyP99Ms, b.latencyP99Ms, i)
+    for (const c of Array.isArray(b.credentials) ? b.credentials : []) {
+      if (typeof c?.credential !== 'string') continue
+      let series = credentials.get(c.credential)
+      if (!series) credentials.set(c.credential, (series = { credential: c.credential, inFlight: none(), waiting: none(), limit: none(), latencyFloorMs: none() }))
+      copy(series.inFlight, c.inFlight, i)
+      copy(series.waiting, c.waiting, i)
+      copy(series.limit, c.limit, i)
+      copy(series.latencyFloorMs, c.latencyFloorMs, i)
+    }
+    for (const t of Array.isArray(b.teams) ? b.teams : []) {
+      if (typeof t?.team !== 'string') continue
+      let series = teams.get(t.team)
+      if (!series) teams.set(t.team, (series = { team: t.team, tooManyRequests: none(), errors: none() }))
+      copy(series.tooManyRequests, t.tooManyRequests, i)
+      copy(series.errors, t.errors, i)
+    }
+  }
+  // A team without a count in a bucket that was written had none there: 0, not unknown.
+  for (const series of teams.values()) {
+    for (const [i] of placed) {
+      series.tooManyRequests[i] ??= 0
+      series.errors[i] ??= 0
+    }
+  }
+  hour.credentials = [...credentials.values()]
+  hour.teams = [...teams.values()].sort((a, b) => a.team.localeCompare(b.team))
+  return hour
 }
 
 /** The histogram bin of a latency: the first whose bound is at least `ms`. */

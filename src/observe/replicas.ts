@@ -5,9 +5,10 @@ import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisBus } from '../redis/bus.js'
 import type { RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
+import { readBoundedHashes } from '../redis/bounded-hash.js'
 import { redisKey } from '../redis/keys.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
-import { emptyHistory, type HistoryView } from './history.js'
+import { BUCKET_MS, BUCKETS, emptyHistory, hourOf, type HistoryView } from './history.js'
 
 /** How often a replica announces itself. */
 export const ANNOUNCE_MS = 5000
@@ -21,7 +22,11 @@ export const MAX_REPLICAS = 64
 const MAX_ANNOUNCEMENT_BYTES = 64 * 1024
 /** A history larger than this is not one of this gateway's (an hour is some tens of KiB): it is read no further. */
 const MAX_HISTORY_BYTES = 1024 * 1024
-/** How long a cluster view waits for the live replicas to write their hour; one that has not by then is listed with the hour it wrote last. */
+/** A bucket's record larger than this is not one of this gateway's (some hundreds of bytes; a bucket in which some 80 teams drew 429s or errors still fits): it is not read. */
+const MAX_BUCKET_BYTES = 8 * 1024
+/** How long the hour a live replica writes when a cluster view asks is kept: the view reads it at once, and the next asks again. */
+const HISTORY_KEEP_MS = 60_000
+/** How long a cluster view waits for the live replicas to write their hour; one that has not by then is listed with the hour it wrote last (within HISTORY_KEEP_MS), else the one its buckets make. */
 export const HISTORY_WAIT_MS = 1000
 /** A replica asked again for its hour within this writes it no more: a few consoles open at once cost one write. */
 const HISTORY_REWRITE_MS = 1000
@@ -30,6 +35,8 @@ const HISTORY_ASKED = 'history-asked'
 const HISTORY_WRITTEN = 'history-written:'
 /** A replica id longer than this is not one (newReplicaId's are at most 70 characters). */
 const MAX_ID_CHARS = 128
+/** A replica's hash of buckets as this gateway writes it: a field per place in the ring (`0`…`359`). */
+const BUCKET_BOUNDS = { maxFields: BUCKETS, maxFieldBytes: String(BUCKETS - 1).length, maxValueBytes: MAX_BUCKET_BYTES }
 
 /** What a replica announces and its last hour: what runs, whether it serves, its calls. */
 export interface ReplicaState {
@@ -93,7 +100,9 @@ export interface ReplicasOptions {
   state: () => Announcement
   /** This replica's last hour now. */
   history: () => HistoryView
-  /** Carries a cluster view's request for the live replicas' hour, and their answers; null: each is listed with the hour it wrote last. */
+  /** This replica's bucket number `n` (epoch ms / BUCKET_MS) alone (History.bucket), or null when it saw none. */
+  bucket: (n: number) => HistoryView | null
+  /** Carries a cluster view's request for the live replicas' hour, and their answers; null: each is listed with the hour its buckets make. */
   bus?: RedisBus | null
   /** An announcement in Redis without this gateway's seal, ignored. */
   onUnverified?: (key: string) => void
@@ -108,16 +117,21 @@ export interface ReplicasOptions {
  * The replicas of one deployment, as they announce themselves: each writes its state
  * (sealed when GATEWAY_SECRET is set), some hundreds of bytes, under a key of its own
  * every ANNOUNCE_MS, and its id in a sorted set by time; the cluster view reads the newest
- * MAX_REPLICAS back. A replica's last hour (some tens of KiB) is written only when a
- * cluster view asks for it (over the bus: each live replica writes its hour and says so
- * to the asker, which reads them all) and as it stops: Redis carries the charts only while
- * someone looks at them. Every command goes through the breaker: with Redis down, nothing
- * is announced and the view is this replica's alone, saying so. An announcement and an
- * hour are kept GONE_KEEP_MS: a replica that closes writes a last announcement saying it
- * stopped, with its hour; one that stops announcing without a clean stop is gone once its
- * last is ANNOUNCE_TTL_MS old, with the hour it wrote last (when a view last asked). Either
- * stays listed for the hour, so that the cluster's past does not change when a replica
- * leaves.
+ * MAX_REPLICAS back. With the announcement that follows a bucket's close, the same MULTI
+ * writes that bucket (History.bucket, a few hundred bytes, sealed) into the replica's hash
+ * of buckets, a field per place in the ring of BUCKETS: Redis holds each replica's hour
+ * at a constant cost, two commands every BUCKET_MS. A live replica's exact hour, its
+ * current bucket included (some tens of KiB), is written only when a cluster view asks for
+ * it (over the bus: each live replica writes its hour and says so to the asker, which
+ * reads them all). Every command goes through the breaker: with Redis down, nothing is
+ * announced and the view is this replica's alone, saying so; the buckets not written then
+ * go with the next announcement Redis takes. An announcement and the buckets are kept
+ * GONE_KEEP_MS: a replica that closes writes a last announcement saying it stopped, with
+ * its buckets up to its current one; one that stops announcing without a clean stop is
+ * gone once its last is ANNOUNCE_TTL_MS old, with its buckets up to the last that closed
+ * before it died. Either stays listed for the hour with the hour its buckets make (so does
+ * a live replica that does not answer the view's ask), so that the cluster's past does not
+ * change when a replica leaves.
  */
 export class Replicas {
   readonly id: string
@@ -128,7 +142,10 @@ export class Replicas {
   readonly #keepMs: number
   readonly #key: string
   readonly #historyKey: string
+  readonly #bucketsKey: string
   readonly #index: string
+  /** The newest bucket written to the hash of buckets. */
+  #bucketWritten = Number.NEGATIVE_INFINITY
   #timer: Timer | null = null
   #announcing: Promise<boolean> | null = null
   #announced = 0
@@ -145,6 +162,7 @@ export class Replicas {
     this.#keepMs = opts.keepMs ?? GONE_KEEP_MS
     this.#key = redisKey.replica(opts.prefix, opts.id)
     this.#historyKey = redisKey.replicaHistory(opts.prefix, opts.id)
+    this.#bucketsKey = redisKey.replicaBuckets(opts.prefix, opts.id)
     this.#index = redisKey.replicas(opts.prefix)
   }
 
@@ -182,14 +200,23 @@ export class Replicas {
     // The index's trim and lifetime once a minute: ids whose announcement is long gone
     // (a replica whose clock runs behind is not dropped early).
     const trim = this.#announced++ % Math.max(1, Math.round(60_000 / this.#intervalMs)) === 0
-    const history = last ? this.#sealed(this.#historyKey, JSON.stringify(this.#o.history())) : null
-    return breaker.write(async () => {
+    // The buckets closed since the last written (the current one too as it stops), within the ring.
+    const newest = Math.floor(now / BUCKET_MS) - (last ? 0 : 1)
+    const buckets: string[] = []
+    for (let n = Math.max(this.#bucketWritten + 1, newest - BUCKETS + 1); n <= newest; n++) {
+      const bucket = this.#o.bucket(n)
+      const field = String(n % BUCKETS)
+      if (bucket) buckets.push(field, this.#sealed(`${this.#bucketsKey}#${field}`, JSON.stringify(bucket)))
+    }
+    const written = await breaker.write(async () => {
       const batch = redis.multi().set(this.#key, value, 'PX', this.#keepMs).zadd(this.#index, now, this.id)
       if (trim) batch.zremrangebyscore(this.#index, '-inf', now - this.#keepMs - 4 * this.#ttlMs).pexpire(this.#index, this.#keepMs + 4 * this.#ttlMs)
-      if (history !== null) batch.set(this.#historyKey, history, 'PX', this.#keepMs)
+      if (buckets.length > 0) batch.hset(this.#bucketsKey, ...buckets).pexpire(this.#bucketsKey, this.#keepMs)
       const results = await batch.exec()
       return results !== null && results.every(([err]) => !err)
     }, false)
+    if (written) this.#bucketWritten = Math.max(this.#bucketWritten, newest)
+    return written
   }
 
   #sealed(key: string, text: string): string {
@@ -204,7 +231,7 @@ export class Replicas {
     const now = this.#clock.now()
     if (now - this.#historyWrittenAt >= HISTORY_REWRITE_MS) {
       const value = this.#sealed(this.#historyKey, JSON.stringify(this.#o.history()))
-      const written = await breaker.write(async () => (await redis.set(this.#historyKey, value, 'PX', this.#keepMs)) === 'OK', false)
+      const written = await breaker.write(async () => (await redis.set(this.#historyKey, value, 'PX', HISTORY_KEEP_MS)) === 'OK', false)
       if (!written) return
       this.#historyWrittenAt = now
     }
@@ -235,7 +262,8 @@ export class Replicas {
   /**
    * Every replica of the last GONE_KEEP_MS with its state (this one's taken now), or this
    * replica's alone when Redis cannot say; with `history` (the default), each with its
-   * last hour: the live ones write theirs first.
+   * last hour: the live ones write theirs first; a gone one, and a live one that did not,
+   * has the hour its buckets make.
    */
   async cluster({ history = true }: { history?: boolean } = {}): Promise<ClusterView> {
     const self = { ...this.#o.state(), history: history ? this.#o.history() : emptyHistory(this.#clock.now()), self: true, gone: null }
@@ -253,18 +281,41 @@ export class Replicas {
       if (state) listed.push({ state, gone: goneOf(state, now, this.#ttlMs) })
     }
     if (history) await this.#askHistories(listed.filter((r) => r.gone === null).map((r) => r.state.id))
-    const hours = history ? await breaker.run(() => this.#read(listed.map((r) => r.state.id), (id) => redisKey.replicaHistory(this.#o.prefix, id), MAX_HISTORY_BYTES), null) : null
+    const hours = history ? await this.#hours(listed, now) : new Map<string, HistoryView>()
     const live: ClusterView['replicas'] = []
     const gone: ClusterView['replicas'] = []
-    listed.forEach(({ state, gone: left }, i) => {
-      const [id, value] = hours?.[i] ?? [state.id, null]
-      const hour = this.#openedHistory(id, value) ?? emptyHistory(now)
+    listed.forEach(({ state, gone: left }) => {
+      const hour = hours.get(state.id) ?? emptyHistory(now)
       if (left) gone.push({ ...state, history: hour, ready: false, self: false, gone: left })
       else live.push({ ...state, history: hour, self: false, gone: null })
     })
     live.sort((a, b) => a.id.localeCompare(b.id))
     gone.sort((a, b) => (b.gone?.lastSeen ?? '').localeCompare(a.gone?.lastSeen ?? ''))
     return { redis: 'ok', complete: true, replicas: [self, ...live, ...gone] }
+  }
+
+  /** The hour of each of `listed` by id: the one a live replica wrote when asked, else the one its buckets make (none when Redis fails). */
+  async #hours(listed: { state: Announcement; gone: Gone | null }[], now: number): Promise<Map<string, HistoryView>> {
+    const hours = new Map<string, HistoryView>()
+    const breaker = this.#o.breaker
+    if (!breaker) return hours
+    const live = listed.filter((r) => r.gone === null).map((r) => r.state.id)
+    const written = await breaker.run(() => this.#read(live, (id) => redisKey.replicaHistory(this.#o.prefix, id), MAX_HISTORY_BYTES), null)
+    for (const [id, value] of written ?? []) {
+      const hour = this.#openedHistory(id, value)
+      if (hour) hours.set(id, hour)
+    }
+    const rest = listed.map((r) => r.state.id).filter((id) => !hours.has(id))
+    const keys = rest.map((id) => redisKey.replicaBuckets(this.#o.prefix, id))
+    const redis = this.#o.redis
+    // Every key in one hash slot: one pipeline on a Cluster too.
+    const read = redis && keys.length > 0 ? await breaker.run(() => readBoundedHashes(redis, keys, BUCKET_BOUNDS), null) : null
+    rest.forEach((id, i) => {
+      const key = keys[i]!
+      const buckets = (read?.[i] ?? []).map(([field, value]) => this.#openedJson(`${key}#${field}`, value, MAX_BUCKET_BYTES)).filter(isHistory)
+      hours.set(id, hourOf(buckets, now))
+    })
+    return hours
   }
 
   /** The values of the keys of `ids` (`keyOf`), no more than `maxBytes` of each (every key in one hash slot: one pipeline on a Cluster too). */
@@ -307,7 +358,7 @@ export class Replicas {
     return isHistory(history) ? history : null
   }
 
-  /** Stops announcing, with a last announcement saying that this replica stopped, and its hour (listed as gone for GONE_KEEP_MS). */
+  /** Stops announcing, with a last announcement saying that this replica stopped, and its buckets up to its current one (listed as gone for GONE_KEEP_MS). */
   async close(): Promise<void> {
     this.#clock.clearInterval(this.#timer)
     this.#timer = null

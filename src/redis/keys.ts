@@ -45,8 +45,10 @@ export const redisKey = {
   replicas: (prefix: string) => `${prefix}{replicas}:index`,
   /** One replica's announcement (sealed), which lives for its TTL unless announced again. */
   replica: (prefix: string, id: string) => `${prefix}{replicas}:replica:${id}`,
-  /** One replica's last hour (sealed), written when a cluster view asks and as it stops: one hash slot with the announcements, so one pipeline reads them all. */
+  /** One replica's last hour (sealed), written when a cluster view asks: one hash slot with the announcements, so one pipeline reads them all. */
   replicaHistory: (prefix: string, id: string) => `${prefix}{replicas}:history:${id}`,
+  /** One replica's buckets of its last hour: a field per place in the ring (sealed), each written as its bucket closes; one hash slot with the announcements, so the announcement's MULTI writes it. */
+  replicaBuckets: (prefix: string, id: string) => `${prefix}{replicas}:buckets:${id}`,
   /** The replicas whose key use is kept, by their last write (a sorted set of their ids): one hash slot with the records, so one MULTI writes both. */
   keyUseIndex: (prefix: string) => `${prefix}{keyuse}:index`,
   /** One replica's key use: a field per key id (sealed), kept for a while after its last write. */

@@ -4,7 +4,7 @@ import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 import { redisKey } from '../../src/redis/keys.js'
-import { BUCKETS } from '../../src/observe/history.js'
+import { BUCKET_MS, BUCKETS, emptyHistory, History } from '../../src/observe/history.js'
 import { Replicas, type Announcement } from '../../src/observe/replicas.js'
 import type { HistoryView } from '../../src/observe/history.js'
 import { RedisBus } from '../../src/redis/bus.js'
@@ -121,7 +121,7 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
     expect(sum(gone.history.requests)).toBe(1)
   })
 
-  it('a replica that stops announcing itself without a clean stop is listed as vanished after 15 s, for the hour, with the hour it wrote last', async () => {
+  it('a replica that stops announcing itself without a clean stop is listed as vanished after 15 s, for the hour, with the hour its buckets make', async () => {
     const clock = fakeClock()
     // The crashed replica's clock: it announces once, then never again (it died).
     const frozen = fakeClock(clock.now())
@@ -129,10 +129,13 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
     const breaker = new RedisBreaker({ cooldownMs: 1000, log: silent })
     const seal = new RedisSeal(TEST_GATEWAY_SECRET)
     const history = { bucketSeconds: 10, start: clock.now(), requests: [3], statuses: {}, reportReads: [], hits: [], platformCalls: [], latencyP50Ms: [], latencyP99Ms: [], credentials: [], teams: [] } as unknown as HistoryView
+    // Its one bucket before its last announcement, with 5 requests.
+    const closed = Math.floor(frozen.now() / BUCKET_MS) - 1
+    const bucket = (n: number): HistoryView | null => (n === closed ? { ...emptyHistory(0, BUCKET_MS, 1), start: n * BUCKET_MS, requests: [5] } : null)
     const state = (id: string, on: FakeClock) => (): Announcement => ({ id, version: '1', commit: 'unknown', node: 'v24', startedAt: new Date(on.now()).toISOString(), uptimeSeconds: 1, phase: 'serving', ready: true, logLevel: 'info', inFlight: 0, waiting: 0, degraded: [], at: new Date(on.now()).toISOString() })
     const buses = [new RedisBus(redis, 'rgw:bus:', silent, { seal }), new RedisBus(redis, 'rgw:bus:', silent, { seal })]
     try {
-      const options = { redis, breaker, seal, prefix: 'rgw:', log: silent, history: () => history }
+      const options = { redis, breaker, seal, prefix: 'rgw:', log: silent, history: () => history, bucket }
       const crashed = new Replicas({ ...options, clock: frozen, id: 'crashed-1', state: state('crashed-1', frozen), bus: buses[0] })
       const reader = new Replicas({ ...options, clock, id: 'reader-1', state: state('reader-1', clock), bus: buses[1] })
       await Promise.all([crashed.start(), reader.start()])
@@ -146,13 +149,91 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
       clock.advance(2_000)
       const seen = (await reader.cluster()).replicas.find((r) => r.id === 'crashed-1')
       expect(seen).toMatchObject({ ready: false, gone: { how: 'vanished', lastSeen: new Date(clock.now() - 16_000).toISOString() } })
-      expect(seen?.history.requests).toEqual([3])
-      // Kept for the hour, then gone from the list.
+      // Gone, its hour is the one its buckets make, not the one it wrote when asked.
+      expect(seen?.history.requests).toHaveLength(BUCKETS)
+      expect(seen?.history.requests.filter((n) => n !== null)).toEqual([5])
+      // Kept for the hour, then gone from the list; the hour written when asked only a minute.
       expect(await redis.pttl(redisKey.replica('rgw:', 'crashed-1'))).toBeGreaterThan(3_500_000)
-      expect(await redis.pttl(redisKey.replicaHistory('rgw:', 'crashed-1'))).toBeGreaterThan(3_500_000)
+      expect(await redis.pttl(redisKey.replicaBuckets('rgw:', 'crashed-1'))).toBeGreaterThan(3_500_000)
+      expect(await redis.pttl(redisKey.replicaHistory('rgw:', 'crashed-1'))).toBeLessThanOrEqual(60_000)
     } finally {
       await Promise.all(buses.map((b) => b.close()))
     }
+  })
+
+  it('a replica killed while no view looked is listed as vanished with its hour, up to its last closed bucket', async () => {
+    const clock = fakeClock(Math.floor(Date.now() / BUCKET_MS) * BUCKET_MS)
+    const frozen = fakeClock(clock.now())
+    const silent = pino({ level: 'silent' })
+    const breaker = new RedisBreaker({ cooldownMs: 1000, log: silent })
+    const seal = new RedisSeal(TEST_GATEWAY_SECRET)
+    const state = (id: string, on: FakeClock) => (): Announcement => ({ id, version: '1', commit: 'unknown', node: 'v24', startedAt: new Date(on.now()).toISOString(), uptimeSeconds: 1, phase: 'serving', ready: true, logLevel: 'info', inFlight: 0, waiting: 0, degraded: [], at: new Date(on.now()).toISOString() })
+    const bus = new RedisBus(redis, 'rgw:bus:', silent, { seal })
+    const served = new History({ clock: frozen })
+    const options = { redis, breaker, seal, prefix: 'rgw:', log: silent }
+    const killed = new Replicas({ ...options, clock: frozen, id: 'killed-1', state: state('killed-1', frozen), history: () => served.view(), bucket: (n) => served.bucket(n) })
+    const reader = new Replicas({ ...options, clock, id: 'reader-2', state: state('reader-2', clock), history: () => emptyHistory(clock.now()), bucket: () => null, bus })
+    try {
+      await Promise.all([killed.start(), reader.start()])
+      // It serves for three buckets, announcing itself every 5 s; no view asks meanwhile.
+      for (let i = 0; i < 6; i++) {
+        served.request(200, 'growth', true, i % 2 === 0)
+        served.request(503, 'growth', true, false)
+        frozen.advance(5_000)
+        clock.advance(5_000)
+        expect(await killed.announce()).toBe(true)
+      }
+      // Then it dies: no close(), nothing more from it; its last bucket has a request it never wrote.
+      served.request(200, 'growth', true, false)
+      expect(await redis.exists(redisKey.replicaHistory('rgw:', 'killed-1'))).toBe(0)
+      // Still live for 15 s: a view that cannot ask it (no bus) lists it with the hour its buckets make.
+      const unasked = new Replicas({ ...options, clock, id: 'reader-3', state: state('reader-3', clock), history: () => emptyHistory(clock.now()), bucket: () => null })
+      const live = (await unasked.cluster()).replicas.find((r) => r.id === 'killed-1')
+      expect(live).toMatchObject({ gone: null })
+      expect(live?.history.requests.filter((n) => n !== null)).toEqual([4, 4, 4])
+      clock.advance(16_000)
+      const seen = (await reader.cluster()).replicas.find((r) => r.id === 'killed-1')
+      expect(seen).toMatchObject({ ready: false, gone: { how: 'vanished' } })
+      // The hour carries the three buckets it closed before its end (2 requests each), then nothing.
+      expect(seen?.history.requests.filter((n) => n !== null)).toEqual([4, 4, 4])
+      expect(sum(seen?.history.statuses['5xx'] ?? [])).toBe(6)
+      expect(seen?.history.teams).toEqual([{ team: 'growth', tooManyRequests: expect.any(Array), errors: expect.any(Array) }])
+      expect(sum(seen?.history.teams[0]?.errors ?? [])).toBe(6)
+      expect(seen?.history.requests.at(-1)).toBeNull()
+    } finally {
+      await bus.close()
+    }
+  })
+
+  it('a bucket without the seal is left out and counted, one too large is not read; a hash of more buckets than the hour is not read', async () => {
+    const clock = fakeClock()
+    const silent = pino({ level: 'silent' })
+    const seal = new RedisSeal(TEST_GATEWAY_SECRET)
+    const unverified: string[] = []
+    const state = (id: string) => (): Announcement => ({ id, version: '1', commit: 'unknown', node: 'v24', startedAt: new Date(clock.now()).toISOString(), uptimeSeconds: 1, phase: 'serving', ready: true, logLevel: 'info', inFlight: 0, waiting: 0, degraded: [], at: new Date(clock.now()).toISOString() })
+    const options = { redis, breaker: new RedisBreaker({ cooldownMs: 1000, log: silent }), seal, prefix: 'rgw:', log: silent, clock, history: () => emptyHistory(clock.now()), bucket: () => null, onUnverified: (key: string) => unverified.push(key) }
+    const n = Math.floor(clock.now() / BUCKET_MS) - 1
+    const one = (requests: number): HistoryView => ({ ...emptyHistory(0, BUCKET_MS, 1), start: n * BUCKET_MS, requests: [requests] })
+    const field = String(n % BUCKETS)
+    const sealedAt = (key: string, f: string, view: HistoryView) => seal.sealText(`${key}#${f}`, JSON.stringify(view))
+    for (const id of ['kept-2', 'forged-2', 'huge-2', 'many-2']) expect(await new Replicas({ ...options, id, state: state(id) }).announce()).toBe(true)
+    const kept = redisKey.replicaBuckets('rgw:', 'kept-2')
+    await redis.hset(kept, field, sealedAt(kept, field, one(9)))
+    const forged = redisKey.replicaBuckets('rgw:', 'forged-2')
+    await redis.hset(forged, field, JSON.stringify(one(9)))
+    const huge = redisKey.replicaBuckets('rgw:', 'huge-2')
+    await redis.hset(huge, field, sealedAt(huge, field, { ...one(9), teams: [{ team: 'x'.repeat(9000), tooManyRequests: [1], errors: [0] }] }))
+    const many = redisKey.replicaBuckets('rgw:', 'many-2')
+    await redis.hset(many, field, sealedAt(many, field, one(9)), ...Array.from({ length: BUCKETS }, (_, i) => [`x${i}`, '1']).flat())
+    clock.advance(16_000)
+    const view = await new Replicas({ ...options, id: 'reader-4', state: state('reader-4') }).cluster()
+    expect(view.replicas.find((x) => x.id === 'kept-2')?.history.requests.filter((v) => v !== null)).toEqual([9])
+    for (const id of ['forged-2', 'huge-2', 'many-2']) {
+      const r = view.replicas.find((x) => x.id === id)
+      expect(r).toMatchObject({ gone: { how: 'vanished' } })
+      expect(r?.history.requests.every((v) => v === null)).toBe(true)
+    }
+    expect(unverified).toEqual([`${forged}#${field}`])
   })
 
   it('announces some hundreds of bytes every 5 s; its hour only when a view asks', async () => {

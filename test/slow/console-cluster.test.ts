@@ -8,6 +8,7 @@ import { redisAvailability, startRedis, type RedisServer } from '../helpers/star
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { Replicas, type ReplicaState } from '../../src/observe/replicas.js'
+import { BUCKET_MS, emptyHistory, type HistoryView } from '../../src/observe/history.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { fakeClock } from '../helpers/clock.js'
@@ -126,16 +127,18 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
     const hourSummary = async () => Number(/Last hour: (\d+) request/.exec(await text('#chart-requests-summary'))?.[1])
     await until("/^Last hour: [1-9]/.test(document.getElementById('chart-requests-summary').textContent)")
     const before = await hourSummary()
-    // A replica that served A's traffic, announced itself 20 s ago and then died: no clean
-    // stop. Its hour is the one it wrote when a view last asked for it.
+    // A replica that served A's traffic 30 s earlier, announced itself 20 s ago and then
+    // died: no clean stop. Its hour is the one its buckets make, each written as it closed.
     const own = (await a.admin.inject({ method: 'GET', url: '/admin/cluster', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<{ replicas: ReplicaState[] }>().replicas[0]!
     const served = own.history.requests.reduce<number>((x, y) => x + (y ?? 0), 0)
     const clock = fakeClock(Date.now() - 20_000)
     const client = new Redis(redis.url, { maxRetriesPerRequest: 1 })
     const seal = new RedisSeal(TEST_GATEWAY_SECRET)
     try {
-      const historyKey = 'rgw:{replicas}:history:crashed-replica-1'
-      await client.set(historyKey, seal.sealText(historyKey, JSON.stringify(own.history)), 'PX', 3_600_000)
+      const bucket = (n: number): HistoryView | null => {
+        const requests = own.history.requests[n + 3 - own.history.start / BUCKET_MS]
+        return requests === undefined || requests === null ? null : { ...emptyHistory(0, BUCKET_MS, 1), start: n * BUCKET_MS, requests: [requests] }
+      }
       const crashed = new Replicas({
         id: 'crashed-replica-1',
         redis: client,
@@ -146,6 +149,7 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
         clock,
         state: () => ({ ...own, id: 'crashed-replica-1', at: new Date(clock.now()).toISOString() }),
         history: () => own.history,
+        bucket,
       })
       expect(await crashed.announce()).toBe(true)
     } finally {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { BUCKET_MS, BUCKETS, binBound, binOf, History, LATENCY_BINS, MAX_TEAMS, OTHER_TEAMS } from '../../src/observe/history.js'
+import { BUCKET_MS, BUCKETS, binBound, binOf, emptyHistory, History, hourOf, LATENCY_BINS, MAX_TEAMS, OTHER_TEAMS, type HistoryView } from '../../src/observe/history.js'
 import { fakeClock } from '../helpers/clock.js'
 
 // A replica's last hour in 10-second buckets: a ring of fixed size.
@@ -137,5 +137,61 @@ describe('History', () => {
     h.sample([{ credential: 'default', inFlight: 0, waiting: 0, limit: 64, floorMs: null }])
     expect(h.view().credentials[0]?.latencyFloorMs.at(-1)).toBeNull()
     expect(h.view().credentials[0]?.limit.at(-1)).toBe(64)
+  })
+
+  it('gives one bucket alone, as the hour has it, with only the teams that have a count in it', () => {
+    const { clock, h } = history()
+    h.sample([{ credential: 'default', inFlight: 2, waiting: 0, limit: 8, floorMs: null }])
+    h.request(429, 'growth', true, false)
+    h.request(200, 'search', true, true)
+    h.platformCall(42)
+    const first = Math.floor(T0 / BUCKET_MS)
+    clock.advance(BUCKET_MS)
+    h.request(503, 'search', false, false)
+    const one = h.bucket(first)
+    expect(one).toMatchObject({ bucketSeconds: 10, start: first * BUCKET_MS, requests: [2], reportReads: [1], hits: [1], platformCalls: [1], latencyP50Ms: [42] })
+    expect(one?.statuses).toEqual({ '2xx': [1], '3xx': [0], '4xx': [1], '5xx': [0] })
+    expect(one?.credentials).toEqual([{ credential: 'default', inFlight: [2], waiting: [0], limit: [8], latencyFloorMs: [null] }])
+    expect(one?.teams).toEqual([{ team: 'growth', tooManyRequests: [1], errors: [0] }])
+    expect(h.bucket(first + 1)?.teams).toEqual([{ team: 'search', tooManyRequests: [0], errors: [1] }])
+    // Before the replica saw anything, and once its slot holds a bucket an hour later: none.
+    expect(h.bucket(first - 1)).toBeNull()
+    clock.advance((BUCKETS - 1) * BUCKET_MS)
+    h.request(200, null, false, false)
+    expect(h.bucket(first)).toBeNull()
+    expect(h.bucket(first + BUCKETS)?.requests).toEqual([1])
+  })
+})
+
+describe('hourOf', () => {
+  it('builds the hour from one-bucket views: each in its place, the hour as History.view has it', () => {
+    const { clock, h } = history()
+    const first = Math.floor(T0 / BUCKET_MS)
+    for (let i = 0; i < 4; i++) {
+      h.sample([{ credential: 'default', inFlight: i, waiting: 0, limit: 8, floorMs: 40 }])
+      if (i !== 1) h.request(200, null, true, i === 2)
+      if (i === 2) h.request(429, 'growth', false, false)
+      h.platformCall(10 * (i + 1))
+      clock.advance(BUCKET_MS)
+    }
+    const buckets = [0, 1, 2, 3].map((i) => h.bucket(first + i)) as HistoryView[]
+    // The buckets in any order: the same hour History.view gives at the same moment.
+    expect(hourOf([...buckets].reverse(), clock.now())).toEqual(h.view(clock.now()))
+    // A bucket not written is null in every series; a team is 0 in one written without it.
+    const hour = hourOf([buckets[0]!, buckets[2]!], clock.now())
+    expect(hour.requests.slice(-5)).toEqual([1, null, 2, null, null])
+    expect(hour.teams).toEqual([{ team: 'growth', tooManyRequests: expect.any(Array), errors: expect.any(Array) }])
+    expect(hour.teams[0]?.tooManyRequests.slice(-5)).toEqual([0, null, 1, null, null])
+    expect(hour.credentials[0]?.inFlight.slice(-5)).toEqual([0, null, 2, null, null])
+  })
+
+  it('leaves out a bucket older than the hour, or not on a bucket\'s start', () => {
+    const now = T0
+    const at = (start: number): HistoryView => ({ ...emptyHistory(0, BUCKET_MS, 1), start, requests: [7] })
+    const oldest = emptyHistory(now).start
+    const hour = hourOf([at(oldest - BUCKET_MS), at(oldest + 1), at(oldest)], now)
+    expect(hour.requests.filter((n) => n !== null)).toEqual([7])
+    expect(hour.requests[0]).toBe(7)
+    expect(hourOf([], now)).toEqual(emptyHistory(now))
   })
 })
