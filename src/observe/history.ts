@@ -338,6 +338,10 @@ export function emptyHistory(now: number, bucketMs = BUCKET_MS, buckets = BUCKET
   }
 }
 
+/** The series of a replica's hour, and of each credential in it, that hourOf copies bucket by bucket. */
+const HOUR_SERIES = ['requests', 'reportReads', 'hits', 'platformCalls', 'latencyP50Ms', 'latencyP99Ms'] as const
+const CREDENTIAL_SERIES = ['inFlight', 'waiting', 'limit', 'latencyFloorMs'] as const
+
 /**
  * An hour as seen at `now` built from views of one bucket each (History.bucket), as a
  * replica wrote them to Redis: each in its place, null where none was written (before the
@@ -360,21 +364,13 @@ export function hourOf(buckets: readonly HistoryView[], now: number, bucketMs = 
   const credentials = new Map<string, CredentialSeries>()
   const none = (): null[] => new Array<null>(size).fill(null)
   for (const [i, b] of placed) {
-    copy(hour.requests, b.requests, i)
+    for (const series of HOUR_SERIES) copy(hour[series], b[series], i)
     for (const status of ['2xx', '3xx', '4xx', '5xx'] as const) copy(hour.statuses[status], b.statuses?.[status], i)
-    copy(hour.reportReads, b.reportReads, i)
-    copy(hour.hits, b.hits, i)
-    copy(hour.platformCalls, b.platformCalls, i)
-    copy(hour.latencyP50Ms, b.latencyP50Ms, i)
-    copy(hour.latencyP99Ms, b.latencyP99Ms, i)
     for (const c of Array.isArray(b.credentials) ? b.credentials : []) {
       if (typeof c?.credential !== 'string') continue
       let series = credentials.get(c.credential)
       if (!series) credentials.set(c.credential, (series = { credential: c.credential, inFlight: none(), waiting: none(), limit: none(), latencyFloorMs: none() }))
-      copy(series.inFlight, c.inFlight, i)
-      copy(series.waiting, c.waiting, i)
-      copy(series.limit, c.limit, i)
-      copy(series.latencyFloorMs, c.latencyFloorMs, i)
+      for (const reading of CREDENTIAL_SERIES) copy(series[reading], c[reading], i)
     }
     for (const t of Array.isArray(b.teams) ? b.teams : []) {
       if (typeof t?.team !== 'string') continue
