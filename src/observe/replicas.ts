@@ -18,6 +18,13 @@ export const ANNOUNCE_TTL_MS = 15_000
 export const GONE_KEEP_MS = 3_600_000
 /** The most replicas a cluster view lists (the newest announcements). */
 export const MAX_REPLICAS = 64
+/**
+ * An index entry dated further ahead of the reader's clock than this is no replica's
+ * announcement: skipped by the view and trimmed, so entries dated in the future (a Redis
+ * writer's, or a replica's whose clock runs far ahead) cannot fill the newest
+ * MAX_REPLICAS and push the real replicas out.
+ */
+export const CLOCK_SKEW_MS = 60_000
 /** An announcement larger than this is not one of this gateway's (some hundreds of bytes): it is read no further. */
 const MAX_ANNOUNCEMENT_BYTES = 64 * 1024
 /** A history larger than this is not one of this gateway's (an hour is some tens of KiB): it is read no further. */
@@ -210,7 +217,10 @@ export class Replicas {
     }
     const written = await breaker.write(async () => {
       const batch = redis.multi().set(this.#key, value, 'PX', this.#keepMs).zadd(this.#index, now, this.id)
-      if (trim) batch.zremrangebyscore(this.#index, '-inf', now - this.#keepMs - 4 * this.#ttlMs).pexpire(this.#index, this.#keepMs + 4 * this.#ttlMs)
+      if (trim) {
+        batch.zremrangebyscore(this.#index, '-inf', now - this.#keepMs - 4 * this.#ttlMs).zremrangebyscore(this.#index, `(${now + CLOCK_SKEW_MS}`, '+inf')
+        batch.pexpire(this.#index, this.#keepMs + 4 * this.#ttlMs)
+      }
       if (buckets.length > 0) batch.hset(this.#bucketsKey, ...buckets).pexpire(this.#bucketsKey, this.#keepMs)
       const results = await batch.exec()
       return results !== null && results.every(([err]) => !err)
@@ -270,7 +280,8 @@ export class Replicas {
     const { redis, breaker } = this.#o
     if (!redis || !breaker) return { redis: 'not configured', complete: false, replicas: [self] }
     const found = await breaker.run(async () => {
-      const ids = (await redis.zrevrange(this.#index, 0, MAX_REPLICAS - 1)).filter((id) => id !== this.id && id.length <= MAX_ID_CHARS)
+      const newest = await redis.zrevrangebyscore(this.#index, this.#clock.now() + CLOCK_SKEW_MS, '-inf', 'LIMIT', 0, MAX_REPLICAS)
+      const ids = newest.filter((id) => id !== this.id && id.length <= MAX_ID_CHARS)
       return ids.length === 0 ? [] : this.#read(ids, (id) => redisKey.replica(this.#o.prefix, id), MAX_ANNOUNCEMENT_BYTES)
     }, null)
     if (found === null) return { redis: 'down', complete: false, replicas: [self] }

@@ -107,6 +107,18 @@ describe.skipIf(!available)('GET /admin/cluster with two replicas on one Redis',
     expect(metrics).toMatch(/gateway_redis_unverified_total\{what="replica"\} [1-9]/)
   })
 
+  it('an index entry dated ahead of now is no replica\'s: phantoms dated in the future push no real replica out of the newest 64', async () => {
+    const [a, b] = [await replica(), await replica()]
+    await waitFor('both replicas listed', async () => (await liveOf(a)).length === 2)
+    // A Redis writer's ids dated a year ahead, more than the view reads.
+    const ahead = Date.now() + 365 * 24 * 3600_000
+    const phantoms = Array.from({ length: 200 }, (_, i) => [ahead, `phantom-${i}`] as const).flat()
+    await redis.zadd(redisKey.replicas(a.config.redis.keyPrefix), ...phantoms)
+    const view = await clusterOf(a)
+    expect(view).toMatchObject({ redis: 'ok', complete: true })
+    expect(view.replicas.map((r) => r.id)).toContain((await liveOf(b)).find((r) => r.self)?.id)
+  })
+
   it('a replica that closes is listed as stopped, not ready, with its last hour, and no longer live', async () => {
     const [a, b] = [await replica(), await replica()]
     await waitFor('both replicas listed', async () => (await liveOf(a)).length === 2)
