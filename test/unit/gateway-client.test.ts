@@ -5,6 +5,7 @@
  */
 import { answerError, createGatewayClient, GatewayError, retryAfterSeconds, type GatewayClientOptions, type ReportRow } from '@report-gateway/client'
 import { describe, expect, expectTypeOf, it } from 'vitest'
+import { inTimeZone } from '../helpers/time-zone.js'
 
 const BASE = 'http://127.0.0.1:1'
 const KEY = 'rgw_test_client_key_000000000000000000000'
@@ -179,18 +180,13 @@ describe('the typed client: retry-after', () => {
 
   it('reads every HTTP date as GMT whatever the zone the caller runs in, asctime\'s too', () => {
     const now = Date.parse('2026-02-01T10:00:00Z')
-    const zone = process.env.TZ
-    try {
-      process.env.TZ = 'America/New_York'
-      // Node reads TZ afresh: local time is now five hours behind UTC.
+    inTimeZone('America/New_York', () => {
+      // Local time is now five hours behind UTC.
       expect(new Date(now).getHours()).not.toBe(new Date(now).getUTCHours())
       expect(retryAfterSeconds('Sun Feb  1 10:00:05 2026', now)).toBe(5)
       expect(retryAfterSeconds('Sunday, 01-Feb-26 10:01:00 GMT', now)).toBe(60)
       expect(retryAfterSeconds('Sun, 01 Feb 2026 10:00:30 GMT', now)).toBe(30)
-    } finally {
-      if (zone === undefined) delete process.env.TZ
-      else process.env.TZ = zone
-    }
+    })
   })
 })
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { retryAfterMs, retryAfterSeconds } from '../../src/platform/retry-after.js'
+import { inTimeZone } from '../helpers/time-zone.js'
 
 const NOW = Date.parse('2026-03-10T12:00:00Z')
 
@@ -46,16 +47,11 @@ describe('retryAfterMs: the one reader for pauses and callers', () => {
   })
 
   it('reads an asctime date as GMT whatever the zone the gateway runs in', () => {
-    const zone = process.env.TZ
-    try {
-      process.env.TZ = 'America/New_York'
-      // Node reads TZ afresh: local time is now five hours behind UTC.
+    inTimeZone('America/New_York', () => {
+      // Local time is now five hours behind UTC.
       expect(new Date(NOW).getHours()).not.toBe(new Date(NOW).getUTCHours())
       expect(retryAfterMs('Tue Mar 10 12:00:05 2026', NOW)).toBe(5000)
       expect(retryAfterSeconds('Tue Mar 10 12:00:05 2026', NOW)).toBe(5)
-    } finally {
-      if (zone === undefined) delete process.env.TZ
-      else process.env.TZ = zone
-    }
+    })
   })
 })
