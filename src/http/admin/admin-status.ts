@@ -69,7 +69,7 @@ export const statusSchema = {
       items: {
         type: 'object',
         properties: {
-          ...scalars({ credential: 'string', maxConcurrent: 'number', adaptive: 'boolean', limit: 'number', latencyFloorMs: 'number?', queueLimit: 'number' }),
+          ...scalars({ credential: 'string', maxConcurrent: 'number', adaptive: 'boolean', limit: 'number', longCallLimit: 'number?', latencyFloorMs: 'number?', queueLimit: 'number' }),
           ...scalars({ inFlight: 'number', queued: 'number', permitsHeld: 'number', pausedUntil: 'string?' }),
           pauses: {
             type: 'array',
@@ -165,6 +165,7 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
           maxConcurrent: config.platform.maxConcurrent,
           adaptive: governors.adaptive,
           limit: g.limit,
+          longCallLimit: Number.isFinite(g.longCallLimit) ? g.longCallLimit : null,
           latencyFloorMs: roundOrNull(governors.latencyFloorMs(g.credential)),
           queueLimit: config.platform.queue,
           inFlight: g.inFlight,

@@ -4,6 +4,7 @@ import { FairQueue, type Priority, type Queued } from './fair-queue.js'
 import { seatShares, type TeamDemand } from './seat-shares.js'
 import { LocalSeats, type SeatLease } from './seat-lease.js'
 import { GATEWAY_TEAM } from './gateway-team.js'
+import type { LongCallLimits } from './long-calls.js'
 import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clock.js'
 
 /** Gives a seat back; calling it again does nothing. */
@@ -47,12 +48,10 @@ export interface GovernorOptions {
   onRefused?: (reason: RefusalReason) => void
   /** The seats this replica may fill: the limit in force alone, or its share leased across replicas. */
   seats?: SeatLease
-  /**
-   * A team waits for a seat that none is free for, below its share: a seat held by a
-   * caller that stopped reading (answer-buffer.ts) may be taken back from a team over its
-   * share (`overShare`). Returns whether one was.
-   */
+  /** A team below its share waits with no seat free: a seat held by a caller that stopped reading (answer-buffer.ts) may be taken back from a team over its share. Returns whether one was. */
   reclaim?: (waiting: string, overShare: (team: string) => boolean) => boolean
+  /** A team whose calls hold a seat longer than this (ms) makes long calls (long-calls.ts); default: none does. */
+  longCallMs?: number
 }
 
 /** How a call waits: its priority, and for a refresh ahead how urgent it is now. */
@@ -61,10 +60,7 @@ export interface CallClass {
   urgency?: () => number
 }
 
-/**
- * A background call (a refresh, a warm-up) got no seat before its time was up, was
- * displaced by a caller's call, or met a pause: it is dropped, no caller waited for it.
- */
+/** A background call (a refresh, a warm-up) got no seat in time, was displaced by a caller's, or met a pause: dropped, no caller waited for it. */
 export class NoIdleSlotError extends Error {
   constructor(credential: string) {
     super(`no platform slot of credential ${credential} for a background call in time`)
@@ -109,24 +105,20 @@ const MIN_CHARGE_MS = 1
 const ESTIMATE_GAIN = 0.2
 
 /**
- * The platform calls of one credential on one replica. A call holds a seat for as long
- * as it runs; at most the seats this replica may fill (the limit in force, or its share of
- * it across replicas: seat-lease.ts) are in flight, and the others wait in a fair queue.
- *
- * Who gets a seat that frees: of the waiting teams below their share of the seats (max-min
- * by weight over what each team uses and waits for: seat-shares.ts), the one that was
- * charged the least seat-time for its weight, its most pressing call (fair-queue.ts).
- * Seat-time is charged as in Kubernetes API Priority and Fairness: a call is charged its
- * team's usual seat-time when it starts (start-time fair queueing's tag: Goyal, Vin and
- * Cheng, SIGCOMM 1996) and the charge is corrected to what it held when it ends; a team
- * that starts waiting again saved no credit while it did not. A team alone takes every seat;
- * once another team waits, the team past its share starts nothing new, and the seats it
- * borrowed come back as its calls end. Since seats are held for as long as calls run,
- * teams keep equal seat-time by weight whatever the length of their reports. A team's
- * ceiling (teams[].maxConcurrent, or a brake on a team drawing the platform's errors)
- * counts every call of the team: callers', refreshes and warm-ups. While the platform
- * pauses the credential, nothing starts, and a call whose wait could not end in time is
- * refused at once.
+ * The platform calls of one credential on one replica. A call holds a seat for as long as
+ * it runs; at most the seats this replica may fill (the limit in force, or its share of it
+ * across replicas: seat-lease.ts) are in flight, and the others wait in a fair queue. A
+ * seat that frees goes to the waiting team below its share (max-min by weight over what
+ * each uses and waits for: seat-shares.ts) charged the least seat-time for its weight, to
+ * its most pressing call (fair-queue.ts). Seat-time is charged as in Kubernetes API
+ * Priority and Fairness: a call is charged its team's usual seat-time when it starts
+ * (start-time fair queueing's tag: Goyal, Vin and Cheng, SIGCOMM 1996), corrected to what
+ * it held when it ends; a team that starts waiting again saved no credit meanwhile. A team
+ * alone takes every seat; once another waits, the team past its share starts nothing new,
+ * and the seats it borrowed come back as its calls end. A team's ceiling (maxConcurrent,
+ * or a brake) counts every call of the team; a team of long calls starts one only within
+ * the long calls' limit (long-calls.ts). While the platform pauses the credential, nothing
+ * starts, and a call whose wait could not end in time is refused at once.
  */
 export class CallGovernor {
   readonly credential: string
@@ -149,6 +141,8 @@ export class CallGovernor {
   #beforeCut = 0
   // Whether a call waited for a seat (not for anything else) since the last look: the limit was used.
   #starved = false
+  // The calls in flight a long call may start at (long-calls.ts): none held back until the learned limit says.
+  #long: LongCallLimits = { beside: Infinity, alone: Infinity }
 
   constructor(opts: GovernorOptions) {
     this.credential = opts.credential
@@ -196,6 +190,18 @@ export class CallGovernor {
     // What a braked team asks of the lease follows its brake.
     if (changed) this.#demandChanged()
     if (loosened) this.wake()
+  }
+
+  /** The calls in flight (on every replica) a long call may start at, beside short calls and alone; a higher one starts queued calls. */
+  setLongCallLimits(limits: LongCallLimits): void {
+    const raised = limits.beside > this.#long.beside || limits.alone > this.#long.alone
+    this.#long = { ...limits }
+    if (raised) this.wake()
+  }
+
+  /** The calls in flight a long call may start at now: beside short calls while any hold, wait for or come back for a seat here. */
+  get longCallLimit(): number {
+    return this.#shortCalls() === null ? this.#long.alone : this.#long.beside
   }
 
   /** The brake on `team`, or null. */
@@ -374,9 +380,26 @@ export class CallGovernor {
     return brake === null ? ceiling : Math.min(ceiling, brake)
   }
 
+  /** At its ceiling or brake; or its calls are long and the credential's calls in flight, with seats kept for short callers on their way back, are at the long calls' limit. */
   #atCeiling(team: string): boolean {
     const cap = this.#capOf(team)
-    return cap !== null && this.#held(team) >= cap
+    if (cap !== null && this.#held(team) >= cap) return true
+    if (!this.#isLong(team)) return false
+    const short = this.#shortCalls()
+    return this.#inFlight + this.#seats.elsewhere() + (short ?? 0) >= (short === null ? this.#long.alone : this.#long.beside)
+  }
+
+  /** Whether `team`'s calls hold a seat longer than longCallMs, as its seat-time so far says. */
+  #isLong(team: string): boolean {
+    const seats = this.#teams.get(team)
+    return seats !== undefined && this.#o.longCallMs !== undefined && seats.estimateMs > this.#o.longCallMs
+  }
+
+  /** The seats kept for short calls on their way back, when short calls hold, wait for or come back for seats here; null when none do. */
+  #shortCalls(): number | null {
+    const short = [...new Set([...this.#teams.keys(), ...this.#queue.waitingTeams()])].filter((team) => !this.#isLong(team))
+    const back = short.reduce((sum, team) => sum + this.#returning(team), 0)
+    return short.some((team) => this.#held(team) > 0 || this.#queue.count(team) > 0) || back > 0 ? back : null
   }
 
   /** What each team holds and waits for on this replica (and the seats it is about to come back for), within its ceiling. */
@@ -427,6 +450,8 @@ export class CallGovernor {
     this.#inFlight += 1
     const seats = this.#seatsOf(team)
     seats.inFlight += 1
+    // A caller on its way back takes the seat kept for it.
+    if (seats.returning > 0) seats.returning -= 1
     // Charged its team's usual seat-time now; what it really held when it ends.
     const start = Math.max(seats.tag, this.#virtual)
     seats.tag = start + seats.estimateMs / weight
@@ -494,21 +519,14 @@ export class CallGovernor {
   /** The next call to start: null when every waiting team is at its ceiling. */
   #next(): Waiter | null {
     const waiting = [...this.#queue.waitingTeams()].filter((team) => !this.#atCeiling(team))
-    if (waiting.length === 0) return null
+    // Long calls held for short calls on their way back start once those seats are let go.
+    if (waiting.length === 0) return this.#wakeAt(Math.max(0, ...[...this.#teams].map(([team, seats]) => (this.#returning(team) > 0 ? seats.returnBy : 0))))
     const shares = this.#sharesNow()
     const below = waiting.filter((team) => this.#held(team) < (shares.get(team) ?? 0))
     if (below.length === 0) {
       // A team below its share whose callers are on their way back keeps its seat a moment.
       const back = Math.max(0, ...[...this.#teams].map(([team, seats]) => (this.#returning(team) > 0 && this.#held(team) < (shares.get(team) ?? 0) ? seats.returnBy : 0)))
-      if (back > 0) {
-        if (this.#returnTimer === null) {
-          this.#returnTimer = this.#timer(() => {
-            this.#returnTimer = null
-            this.wake()
-          }, back - this.#clock.now())
-        }
-        return null
-      }
+      if (back > 0) return this.#wakeAt(back)
     }
     const pool = below.length > 0 ? below : waiting
     let best: string | null = null
@@ -520,6 +538,17 @@ export class CallGovernor {
       if (tag < bestTag || (tag === bestTag && seq < bestSeq)) [best, bestTag, bestSeq] = [team, tag, seq]
     }
     return best === null ? null : this.#queue.pressing(best)
+  }
+
+  /** Null, and the queue woken at `at` (epoch ms; 0: not), when seats kept for returning callers are let go. */
+  #wakeAt(at: number): null {
+    if (at > 0 && this.#returnTimer === null) {
+      this.#returnTimer = this.#timer(() => {
+        this.#returnTimer = null
+        this.wake()
+      }, at - this.#clock.now())
+    }
+    return null
   }
 
   /**

@@ -118,6 +118,7 @@ export class LearnedLimit {
     this.#o = opts
     this.#clock = opts.clock ?? systemClock
     opts.governor.setLimit(opts.estimator.limit)
+    opts.governor.setLongCallLimits(opts.estimator.longCallLimits)
     opts.onLimit(opts.estimator.limit, opts.estimator.floorMs)
   }
 
@@ -155,6 +156,8 @@ export class LearnedLimit {
       outcome: sample.outcome,
     })
     estimator.note({ at, inFlight: governor.inFlight, starved: false })
+    // A window judged as its last answer comes moves the limits before that call's seat is free.
+    if (estimator.ready(at)) void this.#tick()
   }
 
   /** The platform paused the whole credential: a hard cut. */
@@ -195,6 +198,7 @@ export class LearnedLimit {
     const { estimator, governor, onLimit, onChange } = this.#o
     const limit = estimator.limit
     governor.setLimit(limit)
+    governor.setLongCallLimits(estimator.longCallLimits)
     onLimit(limit, estimator.floorMs)
     if (limit !== before && how !== 'adopted') onChange(how === 'cut' ? 'cut' : limit > before ? 'up' : 'down')
   }

@@ -15,36 +15,21 @@
  * timeouts, slow 5xx) on OVERLOAD_MIN_SHARE of their calls, limit × OVERLOAD_FACTOR.
  *
  * - The gradient, the 25 % buffer over the floor and the √limit headroom are Envoy's
- *   (docs "Adaptive Concurrency", gradient_controller.cc; envoyproxy/envoy#9038: without
- *   the buffer the controller overreacts to normal variance, a p50 of 25 ms over a 20 ms
- *   floor must not cut the limit by 20 %).
+ *   (gradient_controller.cc; envoyproxy/envoy#9038: the buffer absorbs normal variance).
  * - The clamp to [0.5, 1] (growth comes from the headroom alone), the smoothing and the
  *   rule that a window that did not use the limit does not grow it (in flight below half
  *   the limit, "app limited") are Gradient2Limit.java's (Netflix/concurrency-limits); a
  *   gateway idle at night does not ratchet the limit to the ceiling.
- * - Headroom only while latency is within the buffer: past it the platform queues our
- *   calls already, and headroom added there would hold the limit past the knee (at a
- *   platform 40 % slower per call beyond its knee, Envoy's always-on headroom settles two
- *   calls past it).
- * - Evidence from calls that started before the limit last changed is set aside: it
- *   measures the old limit (envoyproxy/envoy#11579 fixed the same skew in its minRTT).
+ * - Headroom only within the buffer: past it the platform queues our calls already.
+ *   Calls started before the limit last changed measure the old one (envoyproxy/envoy#11579).
  *
  * Where it differs from both, and why:
  * - The floor is learned passively from live answers, never by pinning concurrency
  *   (Envoy pins 1-3 calls while it re-measures and its docs warn of 503s then;
- *   envoyproxy/envoy#9007, #8337). A class's floor is a percentile (FLOOR_PERCENTILE) of
- *   its answers per FLOOR_BUCKET_MS bucket, the lowest over the last FLOOR_BUCKETS
- *   buckets: one lucky answer does not set it (Netflix/concurrency-limits#37), and a
- *   platform that got faster lowers it at once. A bucket of fewer than FLOOR_MIN_ANSWERS,
- *   or of fewer than FLOOR_MIN_SHARE of the answers of its class's busiest bucket, sets no
- *   floor: a burst of cheap answers beside the class's usual traffic is no floor for
- *   minutes, and a class without one compares its answers with nothing (ratio 1).
- *   A floor rises only on the answers of calls that started at no more calls in flight
- *   (on the credential, every replica's) than the floor it replaces was measured at (or
- *   at the minimum limit): answers slowed by our own load never raise it, so it does not
- *   creep up under sustained load (the creep of envoyproxy/envoy#11579). A platform that
- *   got slower for good drives the limit down until the floor is re-measured at the load
- *   it was measured at, then regrows.
+ *   envoyproxy/envoy#9007, #8337): latency-floors.ts keeps a percentile of each class's
+ *   answers per bucket, the lowest over the last buckets, raised only by answers of calls
+ *   started at no more calls in flight than it was measured at (no creep under load, as
+ *   in envoyproxy/envoy#11579); a class without one compares its answers with nothing.
  * - Latency is compared like with like, and each team with its own: an answer is divided
  *   by the floor of its latency class, which its caller names (`klass`: the team, and the
  *   work the platform does: the report's route, range and splits, reports/work-class.ts),
@@ -53,9 +38,9 @@
  * - Reactions are charged to whoever caused them. A platform that queues our calls delays
  *   every team's by the same wait: with two teams or more answering, the window is judged
  *   by the delay every one of them saw (the smallest of their median delays past their
- *   floors) over the smallest of their floors, so one team's slow reports, or reports it
- *   made slow on purpose, do not lower the limit for the others, while a platform queued
- *   by one team's year-long reports is seen in the other team's short ones. Overload
+ *   floors) over the smallest of their floors, so one team's slow reports do not lower
+ *   the limit for the others; teams whose calls answer within a window vote, when any
+ *   answer, as a long call that found a worker says nothing of calls queued since. Overload
  *   answers (502/503/504, connection errors, timeouts after twice their class's floor, and a
  *   500 no faster than its floor) cut the limit only when they come from two teams or
  *   more, counted over each window whatever the latency window does; otherwise the team
@@ -72,9 +57,10 @@
  *   limit doubles back to it within seconds.
  */
 
-/** How often the limit is recomputed. */
 import { FLOOR_PERCENTILE, LatencyFloors } from './latency-floors.js'
+import { ProvenLevel, type LongCallLimits } from './long-calls.js'
 
+/** How often the limit is recomputed. */
 export const DEFAULT_WINDOW_MS = 1000
 /** The window's latency may exceed the floor by 25 % before the limit shrinks (Envoy's buffer). */
 export const LATENCY_BUFFER = 1.25
@@ -122,7 +108,6 @@ export const MAX_WINDOW_SPAN = 5
 /** Suggested bounds for the governor's settings. */
 export const DEFAULT_MIN_LIMIT = 2
 export const DEFAULT_MAX_LIMIT = 64
-
 
 /**
  * Room to grow while latency stays near its floor: without it the limit would stay
@@ -240,6 +225,8 @@ export class LimitEstimator {
   #starved = false
   /** Teams drawing overload alone, and the calls in flight each is held to. */
   readonly #brakes = new Map<string, number>()
+  /** The calls in flight the platform carried at its floor: how far long calls follow the limit (long-calls.ts). */
+  readonly #proven: ProvenLevel
 
   constructor(opts: LimitEstimatorOptions) {
     const { initial, min, max } = opts
@@ -253,6 +240,7 @@ export class LimitEstimator {
     this.#windowMs = windowMs
     this.#estimate = this.#clamp(initial)
     this.#floors = new LatencyFloors(min, max)
+    this.#proven = new ProvenLevel(this.limit)
   }
 
   /** The limit in force: an integer in [min, max]. */
@@ -263,6 +251,11 @@ export class LimitEstimator {
   /** The latency floor of the busiest latency class (ms), as of the last window; null before any answer. */
   get floorMs(): number | null {
     return this.#floors.busiestMs
+  }
+
+  /** The calls in flight a long call may start at, beside short calls and alone (long-calls.ts). */
+  get longCallLimits(): LongCallLimits {
+    return this.#proven.limits(this.limit)
   }
 
   /** Teams drawing overload on their own, and the calls in flight each is held to (whole, at least 1). */
@@ -299,6 +292,16 @@ export class LimitEstimator {
   note(peak: LoadPeak): void {
     this.#peak = Math.max(this.#peak, peak.inFlight)
     this.#starved ||= peak.starved
+  }
+
+  /** Whether the window has run `windowMs` and has the answers to be judged: `tick` would close it now. */
+  ready(now: number): boolean {
+    return this.#windowStart !== null && now - this.#windowStart >= this.#windowMs && this.#enough(this.limit)
+  }
+
+  /** A low limit gives few answers a window: it is judged on two per call slot (at least 4), so a limit cut to 2 by a fault is not held there waiting for answers it cannot get. */
+  #enough(limit: number): boolean {
+    return this.#observations.length >= Math.min(MIN_WINDOW_SAMPLES, Math.max(4, 2 * limit))
   }
 
   /** Closes the window once `windowMs` has passed since it opened; null while it is open. */
@@ -448,9 +451,7 @@ export class LimitEstimator {
   }
 
   #decide(now: number, before: number): LimitUpdate {
-    // A low limit gives few answers a window: it is judged on two per call slot (at least 4),
-    // so a limit cut to 2 by a fault is not held there waiting for answers it cannot get.
-    if (this.#observations.length < Math.min(MIN_WINDOW_SAMPLES, Math.max(4, 2 * before))) return { limit: before, changed: false, reason: 'few-samples' }
+    if (!this.#enough(before)) return { limit: before, changed: false, reason: 'few-samples' }
     const ratio = this.#windowRatio()
     const atFloor = ratio <= LATENCY_BUFFER
     const gradient = Math.max(MIN_GRADIENT, Math.min(MAX_GRADIENT, LATENCY_BUFFER / ratio))
@@ -464,8 +465,10 @@ export class LimitEstimator {
     if (atFloor && judged) {
       this.#remember(before)
       this.#lastGood = before
+      this.#proven.atFloor(this.#peak, now < this.#probeHeldUntil)
     } else if (!atFloor) {
       this.#kneeAt = now
+      if (this.#proven.pastBuffer(this.#peak, this.#min)) this.#probeHeldUntil = now + PROBE_HOLD_WINDOWS * this.#windowMs
       // The limit grew past the last one carried at the floor and latency left the buffer:
       // the knee lies between them, and growth back goes no further than the one carried.
       // (A fault slows the platform at a limit it carried a window before: no knee then.)
@@ -480,11 +483,13 @@ export class LimitEstimator {
     // start does up to its threshold: a fault costs seconds, not a slow climb.
     const recovering = reason === 'growth' && atFloor && this.#estimate < this.#goodHigh
     // While no knee is known (latency has not left the buffer lately) and the window held
-    // every call the limit allows, growth takes the whole headroom, as TCP's slow start
-    // grows until its first loss; otherwise SMOOTHING of it, so the limit probes past a
-    // knee by a call or two at most.
+    // every call the limit allows, growth takes the whole headroom of each window the
+    // window spans (held open for long calls' answers), up to doubling, as TCP's slow start
+    // grows until its first loss (long calls follow only to the level proven: long-calls.ts);
+    // otherwise SMOOTHING of it, so the limit probes past a knee by a call or two at most.
     const fast = reason === 'growth' && now - this.#kneeAt > CUT_MEMORY_WINDOWS * this.#windowMs && (this.#starved || this.#peak >= before)
-    const smoothed = this.#estimate + (fast ? 1 : SMOOTHING) * (target - this.#estimate)
+    const span = Math.max(1, (now - (this.#windowStart ?? now)) / this.#windowMs)
+    const smoothed = fast ? Math.min(2 * this.#estimate, this.#estimate + span * (target - this.#estimate)) : this.#estimate + SMOOTHING * (target - this.#estimate)
     // Growth adds one whole call at least, so a low limit (2, 3) is not held by rounding down.
     const step = reason === 'growth' && target >= this.#estimate + 1 ? Math.max(smoothed, Math.floor(this.#estimate) + 1) : smoothed
     const next = this.#clamp(recovering ? Math.max(step, Math.min(2 * this.#estimate, this.#goodHigh)) : step)
@@ -554,7 +559,11 @@ export class LimitEstimator {
       if (own) own.push(o)
       else byTeam.set(o.team, [o])
     }
-    const teams = [...byTeam.values()].filter((own) => own.length >= MIN_TEAM_SAMPLES)
+    const answering = [...byTeam.values()].filter((own) => own.length >= MIN_TEAM_SAMPLES)
+    // Teams whose calls answer within a window speak for the platform now: a long call
+    // that found a worker when it started says nothing of the calls queued since.
+    const prompt = answering.filter((own) => median(own.map((o) => this.#floorOf(o))) <= this.#windowMs)
+    const teams = prompt.length > 0 ? prompt : answering
     if (teams.length >= 2) {
       let delay = Infinity
       let floor = Infinity
@@ -565,7 +574,7 @@ export class LimitEstimator {
       }
       if (floor > 0) return Math.max(0, floor + delay) / floor
     }
-    return percentile(observations.map((o) => this.#ratio(o)), FLOOR_PERCENTILE)
+    return percentile((prompt.length > 0 ? prompt.flat() : observations).map((o) => this.#ratio(o)), FLOOR_PERCENTILE)
   }
 
   /** The floor an answer is judged by: its class's, or its own latency while the class has none (a ratio of 1). */

@@ -116,6 +116,8 @@ export class PlatformGovernors {
         clock,
         onRefused: (reason) => refused.inc({ credential, reason }),
         reclaim: (waiting, overShare) => this.#reclaim?.(credential, waiting, overShare) ?? false,
+        // A call longer than a window of the learned limit answers too late to say it queued.
+        ...(platform.adaptive ? { longCallMs: DEFAULT_WINDOW_MS } : {}),
       })
       this.#governors.set(credential, governor)
       if (platform.adaptive) this.#learned.set(credential, this.#learnedLimit(credential, governor))

@@ -1,0 +1,63 @@
+/**
+ * The calls in flight a long call may start at: one whose team's calls hold a seat longer
+ * than a window of the learned limit, so that its answer comes too late to say it queued.
+ * A platform that takes calls in order gives a worker freed by a short call to a long one
+ * queued before it, and holds it for the long call's whole length: a long call started past
+ * the platform's workers costs the short calls behind it a worker for seconds, where a
+ * short call started there costs a fraction of a second and says so in its answer. So the
+ * limit probes with short calls (it doubles while no knee is known), and long calls follow
+ * only to the level the platform carried at its floor: one call past it while short calls
+ * hold or wait for seats (a call queued at the platform keeps every worker busy while a
+ * short one is on its way back), its headroom √level past it while long calls are alone
+ * (they probe for themselves as fast as the limit grew before it doubled).
+ * Pure logic: the estimator feeds it each judged window (limit-estimator.ts).
+ * Decision record: docs/decisions/long-calls.md.
+ */
+
+/** The calls in flight a long call may start at: beside short calls, and alone. */
+export interface LongCallLimits {
+  beside: number
+  alone: number
+}
+
+export class ProvenLevel {
+  /** The most calls in flight at once in a window judged at the floor, since the knee was last found. */
+  #level: number
+  /** The peak of the last window judged at the floor: a window past the buffer at a higher one found the knee. */
+  #lastGoodPeak = Infinity
+
+  constructor(initial: number) {
+    this.#level = initial
+  }
+
+  get level(): number {
+    return this.#level
+  }
+
+  /** A window at the floor with at most `peak` calls in flight: the platform carried them (not counted while a knee's hold runs). */
+  atFloor(peak: number, held: boolean): void {
+    this.#lastGoodPeak = peak
+    if (!held && peak > this.#level) this.#level = peak
+  }
+
+  /**
+   * A window past the buffer with at most `peak` calls in flight. Past the last window at
+   * the floor, the probe found the knee: it lies at `peak` or one below, so the level goes
+   * two below (the long calls' probe of one then stays at or before the knee). Returns
+   * whether it was the knee; at or below the peak the platform carried, it is a fault,
+   * which the limit answers.
+   */
+  pastBuffer(peak: number, min: number): boolean {
+    if (peak <= this.#lastGoodPeak) return false
+    this.#level = Math.max(min, Math.min(this.#level, peak - 2))
+    return true
+  }
+
+  /** The calls in flight a long call may start at, under the limit in force. */
+  limits(limit: number): LongCallLimits {
+    return {
+      beside: Math.min(limit, this.#level + 1),
+      alone: Math.min(limit, Math.max(this.#level + 1, Math.floor(this.#level + Math.sqrt(this.#level)))),
+    }
+  }
+}

@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest'
+import { LimitEstimator } from '../../src/platform/governor/limit-estimator.js'
+
+// The learned limit beside long calls: slow start, windows judged by the calls that answer
+// within one, and the level long calls follow (long-calls.ts).
+
+const T0 = 1_750_000_000_000
+
+/** Feeds `n` ok answers of `team` (class `klass`) that came at `at`, each `latencyMs` long, started at `inFlight` calls in flight. */
+function answers(e: LimitEstimator, n: number, at: number, latencyMs: number, team: string, inFlight: number): void {
+  for (let i = 0; i < n; i++) e.record({ at: at + i, latencyMs, klass: `${team}\nreport`, route: '/api/v1/report/campaigns/get', team, inFlight, outcome: 'ok' })
+}
+
+/** Second `second` of the run: 16 week-long answers of `latencyMs` started at `inFlight`, a call waiting for a seat, and the window judged. */
+function week(e: LimitEstimator, second: number, latencyMs: number, inFlight: number): void {
+  const at = T0 + second * 1000
+  answers(e, 16, at + 500, latencyMs, 'week', inFlight)
+  e.note({ at: at + 900, inFlight, starved: true })
+  e.tick(at + 1000)
+}
+
+function estimator(initial = 8): LimitEstimator {
+  const e = new LimitEstimator({ initial, min: 2, max: 64 })
+  e.tick(T0)
+  return e
+}
+
+describe('LimitEstimator beside long calls', () => {
+  it('grows while no knee is known by its headroom for each window a window held open for long answers spans, up to doubling', () => {
+    const short = estimator(8)
+    answers(short, 16, T0 + 500, 100, 'a', 8)
+    short.note({ at: T0 + 900, inFlight: 8, starved: true })
+    expect(short.tick(T0 + 1000)).toMatchObject({ limit: 10, reason: 'growth' })
+    // Year-long calls: the window waits 4.4 s for its answers, and grows as 4.4 windows would.
+    const long = estimator(8)
+    long.note({ at: T0 + 500, inFlight: 8, starved: true })
+    expect(long.tick(T0 + 1000)).toMatchObject({ reason: 'few-samples' })
+    answers(long, 8, T0 + 4400, 4400, 'a', 8)
+    expect(long.tick(T0 + 4500)).toMatchObject({ limit: 16, reason: 'growth' })
+  })
+
+  it('is ready to be judged as the answer that completes a window comes, not at the next look', () => {
+    const e = estimator(8)
+    answers(e, 7, T0 + 1100, 100, 'a', 8)
+    expect(e.ready(T0 + 1200)).toBe(false)
+    answers(e, 1, T0 + 1200, 100, 'a', 8)
+    expect(e.ready(T0 + 1200)).toBe(true)
+    expect(e.ready(T0 + 900)).toBe(false)
+  })
+
+  it('judges a window by the team whose calls answer within it: another team\'s year-long answers that found a worker do not hide the queue', () => {
+    const e = estimator(32)
+    // Both teams' floors, unloaded: a week 124 ms, a year 4.4 s.
+    answers(e, 12, T0 + 600, 124, 'week', 10)
+    answers(e, 6, T0 + 700, 4400, 'year', 10)
+    e.note({ at: T0 + 900, inFlight: 10, starved: false })
+    e.tick(T0 + 1000)
+    const before = e.limit
+    // The platform queues: the week's answers take 1.6 times their floor; the year's,
+    // started before the queue formed, took their floor.
+    answers(e, 12, T0 + 1600, 200, 'week', 20)
+    answers(e, 6, T0 + 1700, 4400, 'year', 20)
+    e.note({ at: T0 + 1900, inFlight: 20, starved: true })
+    expect(e.tick(T0 + 2000)).toMatchObject({ reason: 'latency' })
+    expect(e.limit).toBeLessThan(before)
+  })
+
+  it('lets long calls follow to the level carried at the floor: one past it after the knee a probe found, not the doubled limit', () => {
+    const e = estimator(8)
+    week(e, 0, 100, 16)
+    expect(e.limit).toBe(10)
+    expect(e.longCallLimits).toEqual({ beside: 10, alone: 10 })
+    // A window at 16 in flight (short calls past the limit's old value), at the floor: the level is 16.
+    week(e, 1, 100, 16)
+    expect(e.limit).toBe(14)
+    week(e, 2, 100, 14)
+    expect(e.limit).toBe(17)
+    expect(e.longCallLimits).toEqual({ beside: 17, alone: 17 })
+    // At 18 in flight the answers leave the buffer: the knee is at 17 or 18.
+    week(e, 3, 100 * 1.4, 18)
+    expect(e.longCallLimits.beside).toBe(17)
+  })
+})

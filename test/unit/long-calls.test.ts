@@ -1,0 +1,119 @@
+import { pino } from 'pino'
+import { describe, expect, it } from 'vitest'
+import { CallGovernor, type Release } from '../../src/platform/governor/call-governor.js'
+import { ProvenLevel } from '../../src/platform/governor/long-calls.js'
+import { fakeClock, type FakeClock } from '../helpers/clock.js'
+
+// Long calls follow the learned limit only to the level the platform carried: a long call
+// started past the platform's workers holds a worker the short calls behind it queue for.
+
+describe('ProvenLevel', () => {
+  it('rises to the most calls in flight of a window at the floor, not while a knee is held', () => {
+    const level = new ProvenLevel(8)
+    level.atFloor(12, false)
+    expect(level.level).toBe(12)
+    level.atFloor(15, true)
+    expect(level.level).toBe(12)
+    level.atFloor(10, false)
+    expect(level.level).toBe(12)
+  })
+
+  it('goes two below the peak that left the buffer past the last one at the floor; a fault at a carried peak leaves it', () => {
+    const level = new ProvenLevel(8)
+    level.atFloor(16, false)
+    expect(level.pastBuffer(18, 2)).toBe(true)
+    expect(level.level).toBe(16)
+    level.atFloor(17, false)
+    expect(level.level).toBe(17)
+    expect(level.pastBuffer(18, 2)).toBe(true)
+    expect(level.level).toBe(16)
+    // The platform slowed at a peak it carried: the limit answers that, not the level.
+    level.atFloor(17, true)
+    expect(level.pastBuffer(17, 2)).toBe(false)
+    expect(level.level).toBe(16)
+    expect(new ProvenLevel(3).pastBuffer(40, 2)).toBe(false)
+  })
+
+  it('lets long calls one call past the level beside short ones and its headroom alone, never past the limit', () => {
+    const level = new ProvenLevel(16)
+    expect(level.limits(64)).toEqual({ beside: 17, alone: 20 })
+    expect(level.limits(18)).toEqual({ beside: 17, alone: 18 })
+    expect(new ProvenLevel(1).limits(64)).toEqual({ beside: 2, alone: 2 })
+  })
+})
+
+/** A governor of `limit` seats whose teams' calls are long past 1 s of seat-time. */
+function longAware(clock: FakeClock, limit: number): CallGovernor {
+  return new CallGovernor({ credential: 'default', maxConcurrent: limit, queueLimit: 100, queueTimeoutMs: 60_000, log: pino({ level: 'silent' }), clock, longCallMs: 1000 })
+}
+
+/** Starts `n` calls of `team` now and keeps their releases, in the order they start. */
+function calls(g: CallGovernor, team: string, n: number): Release[] {
+  const held: Release[] = []
+  for (let i = 0; i < n; i++) void g.acquire(team).then(({ release }) => held.push(release))
+  return held
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve))
+
+/** Makes `team` a team of long calls: one call of `ms` run and ended, twice. */
+async function teachLong(g: CallGovernor, clock: FakeClock, team: string, ms: number): Promise<void> {
+  for (let i = 0; i < 2; i++) {
+    const { release } = await g.acquire(team)
+    clock.advance(ms)
+    release()
+  }
+}
+
+describe('CallGovernor: long calls beside short ones', () => {
+  it('holds a team of long calls to the long calls\' limit while short calls hold seats, and to the alone one without them', async () => {
+    const clock = fakeClock()
+    const g = longAware(clock, 32)
+    g.setLongCallLimits({ beside: 17, alone: 20 })
+    await teachLong(g, clock, 'year', 4400)
+    const year = calls(g, 'year', 40)
+    await settle()
+    // Alone, the long team takes the alone limit, not the whole of the learned one.
+    expect(g.running('year')).toBe(20)
+    expect(g.longCallLimit).toBe(20)
+    clock.advance(4400)
+    const week = calls(g, 'week', 8)
+    await settle()
+    // Short calls take the seats the limit has past the long calls.
+    expect(g.running('week')).toBe(8)
+    for (const release of year.splice(0, 11)) release()
+    await settle()
+    // Beside short calls, long ones start only while fewer than 17 are in flight.
+    expect(g.longCallLimit).toBe(17)
+    expect(g.running('year')).toBe(9)
+    expect(g.inFlight).toBe(17)
+    for (const release of week) release()
+    await settle()
+    // A short caller's seat is kept for it a moment: no long call takes it meanwhile.
+    expect(g.running('year')).toBe(9)
+    // Once no short caller comes back, the long team takes the alone limit again.
+    clock.advance(60)
+    await settle()
+    expect(g.running('year')).toBe(20)
+  })
+
+  it('takes a short caller back into the seat kept for it: seats kept do not pile up as its callers come and go', async () => {
+    const clock = fakeClock()
+    const g = longAware(clock, 32)
+    g.setLongCallLimits({ beside: 6, alone: 6 })
+    await teachLong(g, clock, 'year', 4400)
+    // Two short callers, each asking again as soon as it has its answer, 50 times.
+    for (let i = 0; i < 50; i++) {
+      const slots = await Promise.all([g.acquire('week'), g.acquire('week')])
+      clock.advance(10)
+      for (const slot of slots) slot.release()
+    }
+    void g.acquire('week')
+    void g.acquire('week')
+    calls(g, 'year', 10)
+    await settle()
+    // Two short calls in flight: four long ones fit under six.
+    expect(g.running('week')).toBe(2)
+    expect(g.running('year')).toBe(4)
+  })
+})
