@@ -60,7 +60,7 @@ describe('GET /admin/status and /admin/audit', () => {
     expect(limited.rateLimit).toMatchObject({ max: 3, windowSec: 60, remaining: 2 })
     expect(limited.keys).toEqual([{ id: expect.any(String), expiresAt: null }])
     expect(status.governors).toEqual([
-      expect.objectContaining({ credential: 'default', adaptive: true, limit: 8, maxConcurrent: 64, inFlight: 0, queued: 0, permitsHeld: 0, pausedUntil: null, pauses: [], refusals: {} }),
+      expect.objectContaining({ credential: 'default', adaptive: true, limit: 8, longCallLimit: 8, maxConcurrent: 64, inFlight: 0, queued: 0, permitsHeld: 0, pausedUntil: null, pauses: [], refusals: {} }),
     ])
     // No ceiling of its own: the team may use every idle slot.
     expect(status.governors[0].teams).toContainEqual({ team: 'growth', inFlight: 0, waiting: 0, maxConcurrent: null, queue: null, brake: null, seatSeconds: 0 })
