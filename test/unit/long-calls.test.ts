@@ -2,6 +2,8 @@ import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
 import { CallGovernor, type Release } from '../../src/platform/governor/call-governor.js'
 import { ProvenLevel } from '../../src/platform/governor/long-calls.js'
+import { LearnedLimit } from '../../src/platform/governor/learned-limit.js'
+import { LimitEstimator } from '../../src/platform/governor/limit-estimator.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 
 // Long calls follow the learned limit only to the level the platform carried: a long call
@@ -115,5 +117,31 @@ describe('CallGovernor: long calls beside short ones', () => {
     // Two short calls in flight: four long ones fit under six.
     expect(g.running('week')).toBe(2)
     expect(g.running('year')).toBe(4)
+  })
+})
+
+describe('LearnedLimit: a window judged as its last answer comes', () => {
+  it('moves the long calls\' limit before the answering calls\' seats are handed on, not at the next look', async () => {
+    const clock = fakeClock()
+    const g = longAware(clock, 64)
+    const estimator = new LimitEstimator({ initial: 8, min: 2, max: 64 })
+    const learned = new LearnedLimit({ credential: 'default', governor: g, estimator, windowMs: 1000, shared: null, log: pino({ level: 'silent' }), onLimit: () => undefined, onChange: () => undefined, clock })
+    await learned.start()
+    await teachLong(g, clock, 'year', 4400)
+    clock.advance(60)
+    const week = calls(g, 'week', 16)
+    await settle()
+    expect(g.inFlight).toBe(8)
+    // The window's first answers: the floor of a week's report, with the limit full.
+    clock.advance(900)
+    for (let i = 0; i < 7; i++) learned.record({ url: '/api/v1/report/campaigns/get', team: 'week', latencyMs: 100, inFlight: 8, outcome: 'ok' })
+    clock.advance(200)
+    const before = g.longCallLimit
+    // The answer that makes the window's eighth comes between two looks (every 250 ms).
+    learned.record({ url: '/api/v1/report/campaigns/get', team: 'week', latencyMs: 100, inFlight: 8, outcome: 'ok' })
+    expect(g.limit).toBeGreaterThan(8)
+    expect(g.longCallLimit).toBeGreaterThan(before)
+    for (const release of week) release()
+    learned.stop()
   })
 })
