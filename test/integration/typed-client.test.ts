@@ -8,6 +8,8 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { createGatewayClient, GatewayError, type GatewayClientOptions, type ReportAnswer, type ReportRow } from '@report-gateway/client'
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
@@ -237,6 +239,19 @@ describe('the typed client against what is not the gateway', () => {
     expect(err).toMatchObject({ name: 'GatewayError', code: 'CLIENT_TIMEOUT', status: null })
     expect(arrived).toBe(1)
     expect(performance.now() - started).toBeGreaterThanOrEqual(299)
+  })
+
+  it('throws CLIENT_TIMEOUT within its timeout while the garbage collector runs: the deadline does not hang on a chain of abort signals', async () => {
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc') as () => void
+    const url = await serve(() => undefined)
+    const collecting = setInterval(gc, 5)
+    try {
+      const client = createGatewayClient({ baseUrl: url, apiKey: KEYS.all, timeoutMs: 300 })
+      for (let i = 0; i < 3; i++) expect(await rejection(client.report('campaigns', WEEK))).toMatchObject({ code: 'CLIENT_TIMEOUT' })
+    } finally {
+      clearInterval(collecting)
+    }
   })
 
   it('throws CLIENT_TIMEOUT for an answer whose body stops half-way', async () => {

@@ -318,17 +318,43 @@ function platformPathSerializer(url: string, params: Record<string, unknown>): s
   return `${url.slice(0, -'{path}'.length)}${params.path.split('/').map(encodeURIComponent).join('/')}`
 }
 
-/** The answer with its whole body read, within the call's signals: a failure on the way is a GatewayError. */
+/**
+ * The answer with its whole body read, within the call's signals: a failure on the way is a
+ * GatewayError. The call ends when either signal aborts whether or not fetch follows it: a
+ * request's signal reaches fetch through signals that follow others, and Node's fetch
+ * loses one the garbage collector took (a server that never answered held the call for
+ * good while collections ran).
+ */
 async function whole(sent: Promise<Response>, request: Request, caller: AbortSignal, timer: AbortSignal): Promise<Response> {
+  const ended = endOf([caller, timer])
   try {
-    const response = await sent
-    const body = nullBody(response.status) ? null : await response.arrayBuffer()
+    const response = await Promise.race([sent, ended.promise])
+    const body = nullBody(response.status) ? null : await Promise.race([response.arrayBuffer(), ended.promise])
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
   } catch (err) {
     if (caller.aborted || timer.aborted) throw err
     const why = err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err)
     throw new GatewayError('CLIENT_NETWORK', `${request.method} ${request.url}: no answer (${why})`, { cause: err })
+  } finally {
+    ended.release()
   }
+}
+
+/** A promise that rejects with the reason of the first of `signals` to abort; `release` stops listening. */
+function endOf(signals: AbortSignal[]): { promise: Promise<never>; release: () => void } {
+  let release = () => undefined as void
+  const promise = new Promise<never>((_resolve, reject) => {
+    const aborted = signals.find((signal) => signal.aborted)
+    if (aborted) return reject(aborted.reason as Error)
+    const abort = (event: Event) => reject((event.target as AbortSignal).reason as Error)
+    for (const signal of signals) signal.addEventListener('abort', abort, { once: true })
+    release = () => {
+      for (const signal of signals) signal.removeEventListener('abort', abort)
+    }
+  })
+  // A call that ended otherwise leaves this one unheard: no unhandled rejection.
+  promise.catch(() => undefined)
+  return { promise, release }
 }
 
 function nullBody(status: number): boolean {
