@@ -177,10 +177,7 @@ export class CallGovernor {
     if (raised) this.wake()
   }
 
-  /**
-   * Per-team brakes: a team drawing the platform's errors is held to this many calls in
-   * flight (on top of its own ceiling); a team absent from `brakes` has none.
-   */
+  /** Per-team brakes: a team drawing the platform's errors is held to this many calls in flight (on top of its own ceiling); one absent has none. */
   setBrakes(brakes: ReadonlyMap<string, number>): void {
     const next = new Map([...brakes].map(([team, cap]) => [team, Math.max(1, Math.floor(cap))]))
     const loosened = [...this.#brakes].some(([team, cap]) => (next.get(team) ?? Infinity) > cap)
@@ -240,10 +237,7 @@ export class CallGovernor {
     return starved
   }
 
-  /**
-   * Seat-seconds `team` has held on this replica, its calls still running included: what
-   * fairness is measured in.
-   */
+  /** Seat-seconds `team` has held on this replica, its calls still running included: what fairness is measured in. */
   seatSeconds(team: string): number {
     const seats = this.#teams.get(team)
     if (!seats) return 0
@@ -254,10 +248,9 @@ export class CallGovernor {
   }
 
   /**
-   * A seat for one call of `team`. Waits no longer than queueTimeout nor past
-   * `deadline` (epoch ms): GW_OVERLOADED then (NoIdleSlotError for background work), as
-   * when the queue is full. Rejects with the signal's reason when it aborts, and the call
-   * leaves the queue.
+   * A seat for one call of `team`. Waits no longer than queueTimeout nor past `deadline`
+   * (epoch ms): GW_OVERLOADED then (NoIdleSlotError for background work), as when the queue
+   * is full. Rejects with the signal's reason when it aborts, and the call leaves the queue.
    */
   acquire(team: string, signal?: AbortSignal, deadline = Infinity, how: CallClass = {}): Promise<Slot> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
@@ -520,12 +513,12 @@ export class CallGovernor {
   #next(): Waiter | null {
     const waiting = [...this.#queue.waitingTeams()].filter((team) => !this.#atCeiling(team))
     // Long calls held for short calls on their way back start once those seats are let go.
-    if (waiting.length === 0) return this.#wakeAt(Math.max(0, ...[...this.#teams].map(([team, seats]) => (this.#returning(team) > 0 ? seats.returnBy : 0))))
+    if (waiting.length === 0) return this.#wakeAt(this.#backBy(() => true))
     const shares = this.#sharesNow()
     const below = waiting.filter((team) => this.#held(team) < (shares.get(team) ?? 0))
     if (below.length === 0) {
       // A team below its share whose callers are on their way back keeps its seat a moment.
-      const back = Math.max(0, ...[...this.#teams].map(([team, seats]) => (this.#returning(team) > 0 && this.#held(team) < (shares.get(team) ?? 0) ? seats.returnBy : 0)))
+      const back = this.#backBy((team) => this.#held(team) < (shares.get(team) ?? 0))
       if (back > 0) return this.#wakeAt(back)
     }
     const pool = below.length > 0 ? below : waiting
@@ -538,6 +531,11 @@ export class CallGovernor {
       if (tag < bestTag || (tag === bestTag && seq < bestSeq)) [best, bestTag, bestSeq] = [team, tag, seq]
     }
     return best === null ? null : this.#queue.pressing(best)
+  }
+
+  /** When the last seat kept for a returning caller of a team that `which` picks is let go (epoch ms); 0: none is kept. */
+  #backBy(which: (team: string) => boolean): number {
+    return Math.max(0, ...[...this.#teams].map(([team, seats]) => (this.#returning(team) > 0 && which(team) ? seats.returnBy : 0)))
   }
 
   /** Null, and the queue woken at `at` (epoch ms; 0: not), when seats kept for returning callers are let go. */
