@@ -80,4 +80,22 @@ describe('LimitEstimator beside long calls', () => {
     week(e, 3, 100 * 1.4, 18)
     expect(e.longCallLimits.beside).toBe(17)
   })
+
+  it('cuts no lower than the last window at the floor carried while more calls are in flight: the long calls past it keep the latency up until they end; at or below it, slow answers are a fault and cut on', () => {
+    const e = estimator(16)
+    // The dashboard's week-long calls carried 17 in flight at the floor (and learned it).
+    for (let second = 0; second < 3; second++) week(e, second, 100, 17)
+    const carried = 17
+    expect(e.limit).toBeGreaterThan(carried)
+    // Year-long calls took the seats past it: 21 in flight, the week's answers queue behind them at the platform for seconds.
+    const cuts: number[] = []
+    for (let second = 3; second < 8; second++) {
+      week(e, second, 300, 21)
+      cuts.push(e.limit)
+    }
+    expect(Math.min(...cuts)).toBe(carried)
+    // The platform slows at what it carried: a fault, answered by cutting below it.
+    for (let second = 8; second < 11; second++) week(e, second, 300, carried)
+    expect(e.limit).toBeLessThan(carried)
+  })
 })

@@ -57,6 +57,7 @@
  *   limit doubles back to it within seconds.
  */
 
+import { median, percentile } from './order-statistics.js'
 import { FLOOR_PERCENTILE, LatencyFloors } from './latency-floors.js'
 import { ProvenLevel, type LongCallLimits } from './long-calls.js'
 
@@ -492,7 +493,12 @@ export class LimitEstimator {
     const smoothed = fast ? Math.min(2 * this.#estimate, this.#estimate + span * (target - this.#estimate)) : this.#estimate + SMOOTHING * (target - this.#estimate)
     // Growth adds one whole call at least, so a low limit (2, 3) is not held by rounding down.
     const step = reason === 'growth' && target >= this.#estimate + 1 ? Math.max(smoothed, Math.floor(this.#estimate) + 1) : smoothed
-    const next = this.#clamp(recovering ? Math.max(step, Math.min(2 * this.#estimate, this.#goodHigh)) : step)
+    // Past the buffer with more calls in flight than the last window at the floor carried,
+    // those calls queue at the platform: the cut stops at what was carried (long calls past it
+    // keep latency up until they end; a deeper cut idles workers then). Below it, a fault.
+    const carried = this.#proven.carried
+    const queued = !atFloor && this.#peak > carried ? Math.min(before, carried) : 0
+    const next = this.#clamp(Math.max(queued, recovering ? Math.max(step, Math.min(2 * this.#estimate, this.#goodHigh)) : step))
     // Within PROBE_HOLD_WINDOWS of a knee (not of a fault), growth stops at the highest limit carried at the
     // floor: a probe past it queues calls at the platform, and a long call started then holds
     // its worker for its whole length while short calls queue behind it (another team's
@@ -585,16 +591,4 @@ export class LimitEstimator {
   #ratio(o: Observation): number {
     return o.latencyMs / this.#floorOf(o)
   }
-}
-
-/** The value at `p` of `values` (nearest rank). */
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] as number
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
 }

@@ -34,6 +34,11 @@ export class ProvenLevel {
     return this.#level
   }
 
+  /** The calls in flight of the last window judged at the floor (at most the level); 0 before one. */
+  get carried(): number {
+    return Number.isFinite(this.#lastGoodPeak) ? Math.min(this.#level, this.#lastGoodPeak) : 0
+  }
+
   /** A window at the floor with at most `peak` calls in flight: the platform carried them (not counted while a knee's hold runs). */
   atFloor(peak: number, held: boolean): void {
     this.#lastGoodPeak = peak
