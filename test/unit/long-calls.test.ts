@@ -118,15 +118,44 @@ describe('CallGovernor: long calls beside short ones', () => {
     expect(g.running('week')).toBe(2)
     expect(g.running('year')).toBe(4)
   })
+
+  it('counts a call long by the floor of its own kind when one is known, not by its team\'s mean: year-long reports between cheap ones follow the level, a week queued at the platform does not', async () => {
+    const clock = fakeClock()
+    const g = longAware(clock, 32)
+    g.setLongCallLimits({ beside: 17, alone: 20 })
+    // The dashboard's week-long calls waited behind year-long ones at the platform: its seat-time says long.
+    await teachLong(g, clock, 'week', 1500)
+    // The mixed team's cheap calls make its mean short.
+    for (let i = 0; i < 20; i++) (await g.acquire('mixed')).release()
+    const week: Release[] = []
+    for (let i = 0; i < 8; i++) void g.acquire('week', undefined, Infinity, { expectedMs: 124 }).then(({ release }) => week.push(release))
+    await settle()
+    expect(g.running('week')).toBe(8)
+    for (let i = 0; i < 20; i++) void g.acquire('mixed', undefined, Infinity, { expectedMs: 4400 })
+    await settle()
+    // Beside the week's short calls, the year-long ones start only while fewer than 17 are in flight.
+    expect(g.running('mixed')).toBe(9)
+    // Its cheap calls are short, and start past the long ones' limit while the limit has seats.
+    for (let i = 0; i < 3; i++) void g.acquire('cheap', undefined, Infinity, { expectedMs: 5 })
+    await settle()
+    expect(g.running('cheap')).toBe(3)
+    for (const release of week) release()
+  })
 })
+
+/** A governor of 64 seats whose limit a LearnedLimit learns (windows of 1 s), started. */
+async function learning(): Promise<{ clock: FakeClock; g: CallGovernor; learned: LearnedLimit }> {
+  const clock = fakeClock()
+  const g = longAware(clock, 64)
+  const estimator = new LimitEstimator({ initial: 8, min: 2, max: 64 })
+  const learned = new LearnedLimit({ credential: 'default', governor: g, estimator, windowMs: 1000, shared: null, log: pino({ level: 'silent' }), onLimit: () => undefined, onChange: () => undefined, clock })
+  await learned.start()
+  return { clock, g, learned }
+}
 
 describe('LearnedLimit: a window judged as its last answer comes', () => {
   it('moves the long calls\' limit before the answering calls\' seats are handed on, not at the next look', async () => {
-    const clock = fakeClock()
-    const g = longAware(clock, 64)
-    const estimator = new LimitEstimator({ initial: 8, min: 2, max: 64 })
-    const learned = new LearnedLimit({ credential: 'default', governor: g, estimator, windowMs: 1000, shared: null, log: pino({ level: 'silent' }), onLimit: () => undefined, onChange: () => undefined, clock })
-    await learned.start()
+    const { clock, g, learned } = await learning()
     await teachLong(g, clock, 'year', 4400)
     clock.advance(60)
     const week = calls(g, 'week', 16)
@@ -142,6 +171,22 @@ describe('LearnedLimit: a window judged as its last answer comes', () => {
     expect(g.limit).toBeGreaterThan(8)
     expect(g.longCallLimit).toBeGreaterThan(before)
     for (const release of week) release()
+    learned.stop()
+  })
+
+  it('knows how long a kind of call takes from its team\'s own answers: the floor a call is counted long or short by', async () => {
+    const { clock, learned } = await learning()
+    const year = { url: '/api/v1/report/campaigns/get?dateFrom=2025-01-01', team: 'mixed', workClass: 'report|r9' }
+    expect(learned.expectedMs(year)).toBeNull()
+    clock.advance(100)
+    for (let i = 0; i < 8; i++) learned.record({ ...year, latencyMs: 4400, inFlight: 8, outcome: 'ok' })
+    // The window closes (looked at every 250 ms) and the floors move with it.
+    clock.advance(2000)
+    await settle()
+    expect(learned.expectedMs(year)).toBeCloseTo(4400, -2)
+    // Another team's answers set no floor of its: the same work asked by a team never seen is unknown.
+    expect(learned.expectedMs({ ...year, team: 'new' })).toBeNull()
+    expect(learned.expectedMs({ ...year, workClass: 'report|r3' })).toBeNull()
     learned.stop()
   })
 })

@@ -269,13 +269,15 @@ export class PlatformClient {
       const trial = call.trial ? null : this.#governors.admit(credential, call)
       const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
       const governor = this.#governors.of(credential)
-      const urgency = call.urgency ? { urgency: call.urgency } : {}
+      // How long the call holds its seat, by its kind's floor: a long one follows the level the platform carried (long-calls.ts).
+      const expectedMs = this.#governors.expectedMs(credential, call)
+      const how = { ...(call.urgency ? { urgency: call.urgency } : {}), ...(expectedMs === null ? {} : { expectedMs }) }
       const slot = call.trial
         ? { release: () => undefined, inFlight: governor.inFlight + 1 }
         : await traced(call.trace, 'governor.queue', () => ({ 'gateway.credential': credential, 'gateway.team': call.team, 'gateway.priority': call.priority ?? 'caller' }), () =>
             call.queue
-              ? slotFollowing(call.team, call.queue, waitSignal, (team, signal, priority) => governor.acquire(team, signal, deadline, { priority, ...urgency }))
-              : governor.acquire(call.team, waitSignal, deadline, { priority: call.priority ?? 'caller', ...urgency }),
+              ? slotFollowing(call.team, call.queue, waitSignal, (team, signal, priority) => governor.acquire(team, signal, deadline, { priority, ...how }))
+              : governor.acquire(call.team, waitSignal, deadline, { priority: call.priority ?? 'caller', ...how }),
           )
       const { release, inFlight } = slot
       const timing = (latencyMs: number) => ({ latencyMs, inFlight, ...('teamInFlight' in slot && slot.teamInFlight !== undefined ? { teamInFlight: slot.teamInFlight } : {}) })

@@ -1,10 +1,10 @@
-import type { Logger } from 'pino'
 import { OverloadedError } from '../../errors.js'
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
 import { seatShares, type TeamDemand } from './seat-shares.js'
 import { LocalSeats, type SeatLease } from './seat-lease.js'
 import { GATEWAY_TEAM } from './gateway-team.js'
 import type { LongCallLimits } from './long-calls.js'
+import type { CallClass, GovernorOptions, RefusalReason, TeamLimits } from './governor-options.js'
 import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clock.js'
 
 /** Gives a seat back; calling it again does nothing. */
@@ -17,48 +17,7 @@ export interface Slot {
   teamInFlight?: number
 }
 export type { Priority } from './fair-queue.js'
-
-export type RefusalReason = 'queue_full' | 'team_queue_full' | 'displaced' | 'queue_timeout' | 'paused'
-
-/** A team's own ceilings on its credential (teams[].maxConcurrent, queue); null: none. */
-export interface TeamLimits {
-  maxConcurrent: number | null
-  queue: number | null
-}
-
-export interface GovernorOptions {
-  credential: string
-  /** The ceiling of the limit in force (platform.maxConcurrent). */
-  maxConcurrent: number
-  /** The limit in force at start; the learned limit moves it (setLimit). Default maxConcurrent. */
-  limit?: number
-  /** Calls waiting for a seat; one more displaces a call with less claim to its place, or is refused. */
-  queueLimit: number
-  /** Longest wait for a seat. */
-  queueTimeoutMs: number
-  /** A team's share of the seats, relative to the others' (default 1). */
-  weightOf?: (team: string) => number
-  /** A team's own ceilings, as an operator set them; none by default. */
-  limitsOf?: (team: string) => { maxConcurrent?: number | null; queue?: number | null } | undefined
-  /** Until when (epoch ms) the platform pauses the whole credential; 0: it does not. Default: never. */
-  pausedUntil?: () => number
-  log: Pick<Logger, 'info' | 'warn'>
-  clock?: Clock
-  /** A call refused with GW_OVERLOADED. */
-  onRefused?: (reason: RefusalReason) => void
-  /** The seats this replica may fill: the limit in force alone, or its share leased across replicas. */
-  seats?: SeatLease
-  /** A team below its share waits with no seat free: a seat held by a caller that stopped reading (answer-buffer.ts) may be taken back from a team over its share. Returns whether one was. */
-  reclaim?: (waiting: string, overShare: (team: string) => boolean) => boolean
-  /** A team whose calls hold a seat longer than this (ms) makes long calls (long-calls.ts); default: none does. */
-  longCallMs?: number
-}
-
-/** How a call waits: its priority, and for a refresh ahead how urgent it is now. */
-export interface CallClass {
-  priority?: Priority
-  urgency?: () => number
-}
+export type { CallClass, GovernorOptions, RefusalReason, TeamLimits } from './governor-options.js'
 
 /** A background call (a refresh, a warm-up) got no seat in time, was displaced by a caller's, or met a pause: dropped, no caller waited for it. */
 export class NoIdleSlotError extends Error {
@@ -68,6 +27,7 @@ export class NoIdleSlotError extends Error {
 }
 
 interface Waiter extends Queued {
+  expectedMs?: number
   expiresAt: number
   timer: Timer | null
   resolve(slot: Slot): void
@@ -80,8 +40,10 @@ interface TeamSeats {
   inFlight: number
   /** Seat-milliseconds of its calls that ended. */
   seatMs: number
-  /** Its calls in flight: when each started, and the seat-time it was charged then. */
-  started: Set<{ at: number; charged: number }>
+  /** Its calls in flight: when each started, the seat-time it was charged then, whether it is long. */
+  started: Set<{ at: number; charged: number; long: boolean }>
+  /** Whether its last call to end was long: what its callers on their way back ask next. */
+  lastLong?: boolean
   /** Its virtual finish tag: the seat-time it was charged, over its weight. */
   tag: number
   /** How long its calls hold a seat, smoothed (ms): what a call is charged when it starts. */
@@ -279,6 +241,7 @@ export class CallGovernor {
         priority,
         seq: this.#seq++,
         ...(how.urgency ? { urgency: how.urgency } : {}),
+        ...(how.expectedMs === undefined ? {} : { expectedMs: how.expectedMs }),
         expiresAt,
         // A signal that aborts at the deadline ends the wait itself, with its own reason
         // (the call's timeout): a timer of ours for the same instant would race it.
@@ -382,17 +345,22 @@ export class CallGovernor {
     return this.#inFlight + this.#seats.elsewhere() + (short ?? 0) >= (short === null ? this.#long.alone : this.#long.beside)
   }
 
-  /** Whether `team`'s calls hold a seat longer than longCallMs, as its seat-time so far says. */
+  /** Whether `team`'s next call holds a seat longer than longCallMs: by its kind's floor when known, else its team's seat-time; with none waiting, its last call. */
   #isLong(team: string): boolean {
     const seats = this.#teams.get(team)
-    return seats !== undefined && this.#o.longCallMs !== undefined && seats.estimateMs > this.#o.longCallMs
+    const head = this.#queue.pressing(team)
+    return head === null && seats?.lastLong !== undefined ? seats.lastLong : this.#lengthy(head?.expectedMs ?? seats?.estimateMs)
+  }
+
+  #lengthy(ms: number | undefined): boolean {
+    return ms !== undefined && this.#o.longCallMs !== undefined && ms > this.#o.longCallMs
   }
 
   /** The seats kept for short calls on their way back, when short calls hold, wait for or come back for seats here; null when none do. */
   #shortCalls(): number | null {
-    const short = [...new Set([...this.#teams.keys(), ...this.#queue.waitingTeams()])].filter((team) => !this.#isLong(team))
-    const back = short.reduce((sum, team) => sum + this.#returning(team), 0)
-    return short.some((team) => this.#held(team) > 0 || this.#queue.count(team) > 0) || back > 0 ? back : null
+    const back = [...this.#teams.keys()].reduce((sum, team) => sum + (this.#isLong(team) ? 0 : this.#returning(team)), 0)
+    const holding = [...this.#teams.values()].some((seats) => [...seats.started].some((call) => !call.long))
+    return holding || back > 0 || [...this.#queue.waitingTeams()].some((team) => !this.#isLong(team)) ? back : null
   }
 
   /** What each team holds and waits for on this replica (and the seats it is about to come back for), within its ceiling. */
@@ -437,7 +405,7 @@ export class CallGovernor {
     return seats
   }
 
-  #start(waiter: Pick<Waiter, 'team' | 'priority'>): Slot {
+  #start(waiter: Pick<Waiter, 'team' | 'priority' | 'expectedMs'>): Slot {
     const { team } = waiter
     const weight = this.#weight(team)
     this.#inFlight += 1
@@ -449,7 +417,7 @@ export class CallGovernor {
     const start = Math.max(seats.tag, this.#virtual)
     seats.tag = start + seats.estimateMs / weight
     this.#virtual = start
-    const call = { at: this.#clock.now(), charged: seats.estimateMs }
+    const call = { at: this.#clock.now(), charged: seats.estimateMs, long: this.#lengthy(waiter.expectedMs ?? seats.estimateMs) }
     seats.started.add(call)
     let released = false
     const release = () => {
@@ -462,6 +430,7 @@ export class CallGovernor {
       seats.tag += (held - call.charged) / weight
       seats.estimateMs += ESTIMATE_GAIN * (held - seats.estimateMs)
       seats.started.delete(call)
+      seats.lastLong = call.long
       // A team's caller comes back for its next call; the gateway's own calls and background work do not.
       if (waiter.priority === 'caller' && team !== GATEWAY_TEAM && this.#queue.count(team) === 0) {
         const now = this.#clock.now()

@@ -139,6 +139,11 @@ export class LearnedLimit {
     return this.#o.estimator.floorMs
   }
 
+  /** How long a call of `call`'s kind takes unloaded (ms): its latency class's floor; null while it has none. */
+  expectedMs(call: Pick<CallSample, 'url' | 'team' | 'workClass'>): number | null {
+    return this.#o.estimator.floorOf(latencyClass(call, routeTemplate(call.url)))
+  }
+
   record(sample: CallSample): void {
     const { governor, estimator } = this.#o
     const at = this.#clock.now()
@@ -147,8 +152,7 @@ export class LearnedLimit {
     estimator.record({
       at,
       latencyMs: sample.latencyMs,
-      // Each team is judged against floors of its own answers: no team sets another's.
-      klass: `${sample.team}\n${sample.workClass ?? route}`,
+      klass: latencyClass(sample, route),
       route,
       team: sample.team,
       inFlight: sample.inFlight,
@@ -286,6 +290,11 @@ export class LearnedLimit {
     if (!shared) return null
     return parseRecord(shared.seal ? shared.seal.openText(shared.key, sealed) : sealed)
   }
+}
+
+/** A call's latency class: its team, then the work it asks (its route by default). Each team is judged against floors of its own answers: no team sets another's. */
+function latencyClass(call: Pick<CallSample, 'team' | 'workClass'>, route: string): string {
+  return `${call.team}\n${call.workClass ?? route}`
 }
 
 function parseRecord(text: string | null): SharedRecord | null {

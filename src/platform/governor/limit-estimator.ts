@@ -254,6 +254,11 @@ export class LimitEstimator {
     return this.#floors.busiestMs
   }
 
+  /** The latency floor of class `klass` (ms): how long its calls take unloaded; null while it has none. */
+  floorOf(klass: string): number | null {
+    return this.#floors.of(klass)
+  }
+
   /** The calls in flight a long call may start at, beside short calls and alone (long-calls.ts). */
   get longCallLimits(): LongCallLimits {
     return this.#proven.limits(this.limit)

@@ -178,6 +178,11 @@ export class PlatformGovernors {
     return this.#learned.get(credential)?.floorMs ?? null
   }
 
+  /** How long a call like `call` of `credential` takes unloaded (ms), as its learned limit knows; null when unknown. */
+  expectedMs(credential: string, call: ObservedCall): number | null {
+    return this.#learned.get(credential)?.expectedMs(call) ?? null
+  }
+
   /** Whether the limit of `credential` is learned (platform.adaptive). */
   get adaptive(): boolean {
     return this.#d.config.platform.adaptive
