@@ -3,6 +3,7 @@ import { KEYS, REPORT_PATH as PATH, teamsYamlWith, testConfig, type TestGateway 
 import { useGateway, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
+import { redisKey } from '../../src/redis/keys.js'
 
 // A fault costs seconds, never minutes: once Redis answers again (restarted, or thawed
 // after a stall), each replica says so on /readyz and fills across replicas with one
@@ -104,6 +105,13 @@ describe.skipIf(!available)('copies a replica kept, shared with Redis once it is
     await redis.restart()
     await waitFor('the copy kept by the replica back in Redis', async () => (await reportKeys()) >= 1, BACK_WITHIN_MS, 50)
     expect(await freshReplicaReads(query(10))).toEqual([200, 'HIT'])
+  })
+
+  it('writes its learned limit back within seconds after Redis restarted empty, not at its next read of it', async () => {
+    const limitKey = redisKey.limit('rgw:', 'default')
+    await redis.stop(true)
+    await redis.restart()
+    await waitFor('the shared limit written back', async () => (await client.exists(limitKey)) === 1, BACK_WITHIN_MS, 50)
   })
 
   it('answers a report filled while Redis was out from the cache on a fresh replica, while the platform fails', async () => {

@@ -164,6 +164,11 @@ export class LearnedLimit {
     if (estimator.ready(at)) void this.#tick()
   }
 
+  /** Redis answers again (it may have restarted empty): the record is read now, and written back if it is gone, not at the next read. */
+  redisBack(): void {
+    void this.#sync(false)
+  }
+
   /** The platform paused the whole credential: a hard cut. */
   overload(): void {
     const before = this.#o.estimator.limit

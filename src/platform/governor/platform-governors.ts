@@ -183,6 +183,11 @@ export class PlatformGovernors {
     return this.#learned.get(credential)?.expectedMs(call) ?? null
   }
 
+  /** Redis answers again: each learned limit's shared record goes back to it if it was lost (learned-limit.ts). */
+  redisBack(): void {
+    for (const learned of this.#learned.values()) learned.redisBack()
+  }
+
   /** Whether the limit of `credential` is learned (platform.adaptive). */
   get adaptive(): boolean {
     return this.#d.config.platform.adaptive
