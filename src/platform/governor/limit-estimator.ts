@@ -57,8 +57,8 @@
  *   limit doubles back to it within seconds.
  */
 
-import { median, percentile } from './order-statistics.js'
-import { FLOOR_PERCENTILE, LatencyFloors } from './latency-floors.js'
+import { LatencyFloors } from './latency-floors.js'
+import { windowRatio, type Observation } from './window-ratio.js'
 import { ProvenLevel, type LongCallLimits } from './long-calls.js'
 
 /** How often the limit is recomputed. */
@@ -85,8 +85,6 @@ export const OVERLOAD_MIN_TEAMS = 2
 export const OVERLOAD_MIN_ANSWERS = 2
 /** and this share of its calls: a platform's scattered errors brake nobody, a team whose reports fail is held back. */
 export const BRAKE_MIN_SHARE = 0.25
-/** A team's answers a window needs for the delay it saw to count: with two such teams, the window is judged by the delay every team saw. */
-export const MIN_TEAM_SAMPLES = 3
 /**
  * A call cut by its deadline is evidence of load when it had at least this many times its
  * class's floor at the platform: one that waited for a seat until little of its deadline
@@ -170,13 +168,6 @@ export interface LimitEstimatorOptions {
   min: number
   max: number
   windowMs?: number
-}
-
-interface Observation {
-  klass: string
-  team: string
-  route: string
-  latencyMs: number
 }
 
 /** One team's calls in a window: how many, how many drew overload (and of those, how many are evidence of load), its most in flight at once. */
@@ -458,7 +449,7 @@ export class LimitEstimator {
 
   #decide(now: number, before: number): LimitUpdate {
     if (!this.#enough(before)) return { limit: before, changed: false, reason: 'few-samples' }
-    const ratio = this.#windowRatio()
+    const ratio = windowRatio(this.#observations, (o) => this.#floors.of(o.klass) ?? o.latencyMs, this.#windowMs, MIN_WINDOW_SAMPLES)
     const atFloor = ratio <= LATENCY_BUFFER
     const gradient = Math.max(MIN_GRADIENT, Math.min(MAX_GRADIENT, LATENCY_BUFFER / ratio))
     // Headroom is room to grow near the floor; past the buffer the platform queues our calls already.
@@ -525,75 +516,5 @@ export class LimitEstimator {
 
   #clamp(value: number): number {
     return Math.max(this.#min, Math.min(this.#max, value))
-  }
-
-  /**
-   * The window's latency over floor: the lower of its answers' and the same without the
-   * slowest route's (when MIN_WINDOW_SAMPLES of the others are there: one route's
-   * slowness is about its own calls).
-   */
-  #windowRatio(): number {
-    const all = this.#observations
-    let ratio = this.#ratioOf(all)
-    const byRoute = new Map<string, number[]>()
-    for (const o of all) {
-      const group = byRoute.get(o.route)
-      if (group) group.push(this.#ratio(o))
-      else byRoute.set(o.route, [this.#ratio(o)])
-    }
-    if (byRoute.size < 2) return ratio
-    let worst: string | null = null
-    let worstMedian = -Infinity
-    for (const [name, values] of byRoute) {
-      const m = median(values)
-      if (m > worstMedian) [worst, worstMedian] = [name, m]
-    }
-    const rest = all.filter((o) => o.route !== worst)
-    if (rest.length >= MIN_WINDOW_SAMPLES) ratio = Math.min(ratio, this.#ratioOf(rest))
-    return ratio
-  }
-
-  /**
-   * The latency over floor of `observations`. With two teams or more answering
-   * (MIN_TEAM_SAMPLES each), the delay every one of them saw: the smallest of their
-   * median delays past their floors, over the smallest of their median floors. A platform
-   * that queues our calls delays every team's by the same wait, which the shortest calls
-   * show the most; a team whose own answers are slow (its reports, or answers it made
-   * slow on purpose) delays only its own, and another team's say so. With one team, the
-   * FLOOR_PERCENTILE of its answers' ratios (the floor's own percentile: like with like,
-   * so a platform whose answers spread widely sits at 1 when unloaded).
-   */
-  #ratioOf(observations: readonly Observation[]): number {
-    const byTeam = new Map<string, Observation[]>()
-    for (const o of observations) {
-      const own = byTeam.get(o.team)
-      if (own) own.push(o)
-      else byTeam.set(o.team, [o])
-    }
-    const answering = [...byTeam.values()].filter((own) => own.length >= MIN_TEAM_SAMPLES)
-    // Teams whose calls answer within a window speak for the platform now: a long call
-    // that found a worker when it started says nothing of the calls queued since.
-    const prompt = answering.filter((own) => median(own.map((o) => this.#floorOf(o))) <= this.#windowMs)
-    const teams = prompt.length > 0 ? prompt : answering
-    if (teams.length >= 2) {
-      let delay = Infinity
-      let floor = Infinity
-      for (const own of teams) {
-        delay = Math.min(delay, median(own.map((o) => o.latencyMs - this.#floorOf(o))))
-        const floors = own.map((o) => this.#floorOf(o))
-        floor = Math.min(floor, median(floors))
-      }
-      if (floor > 0) return Math.max(0, floor + delay) / floor
-    }
-    return percentile((prompt.length > 0 ? prompt.flat() : observations).map((o) => this.#ratio(o)), FLOOR_PERCENTILE)
-  }
-
-  /** The floor an answer is judged by: its class's, or its own latency while the class has none (a ratio of 1). */
-  #floorOf(o: Observation): number {
-    return this.#floors.of(o.klass) ?? o.latencyMs
-  }
-
-  #ratio(o: Observation): number {
-    return o.latencyMs / this.#floorOf(o)
   }
 }
