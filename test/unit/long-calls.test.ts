@@ -1,7 +1,7 @@
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
-import { CallGovernor, type Release } from '../../src/platform/governor/call-governor.js'
-import { ProvenLevel } from '../../src/platform/governor/long-calls.js'
+import { CallGovernor, type CallClass, type Release } from '../../src/platform/governor/call-governor.js'
+import { ProvenLevel, type LongCallLimits } from '../../src/platform/governor/long-calls.js'
 import { LearnedLimit } from '../../src/platform/governor/learned-limit.js'
 import { LimitEstimator } from '../../src/platform/governor/limit-estimator.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
@@ -49,10 +49,10 @@ function longAware(clock: FakeClock, limit: number): CallGovernor {
   return new CallGovernor({ credential: 'default', maxConcurrent: limit, queueLimit: 100, queueTimeoutMs: 60_000, log: pino({ level: 'silent' }), clock, longCallMs: 1000 })
 }
 
-/** Starts `n` calls of `team` now and keeps their releases, in the order they start. */
-function calls(g: CallGovernor, team: string, n: number): Release[] {
+/** Starts `n` calls of `team` (each waiting as `how` says) now and keeps their releases, in the order they start. */
+function calls(g: CallGovernor, team: string, n: number, how: CallClass = {}): Release[] {
   const held: Release[] = []
-  for (let i = 0; i < n; i++) void g.acquire(team).then(({ release }) => held.push(release))
+  for (let i = 0; i < n; i++) void g.acquire(team, undefined, Infinity, how).then(({ release }) => held.push(release))
   return held
 }
 
@@ -67,12 +67,18 @@ async function teachLong(g: CallGovernor, clock: FakeClock, team: string, ms: nu
   }
 }
 
+/** A governor of 32 seats with the long calls' `limits`, whose team `team` held seats `ms` a call. */
+async function withLongTeam(limits: LongCallLimits, team: string, ms: number): Promise<{ clock: FakeClock; g: CallGovernor }> {
+  const clock = fakeClock()
+  const g = longAware(clock, 32)
+  g.setLongCallLimits(limits)
+  await teachLong(g, clock, team, ms)
+  return { clock, g }
+}
+
 describe('CallGovernor: long calls beside short ones', () => {
   it('holds a team of long calls to the long calls\' limit while short calls hold seats, and to the alone one without them', async () => {
-    const clock = fakeClock()
-    const g = longAware(clock, 32)
-    g.setLongCallLimits({ beside: 17, alone: 20 })
-    await teachLong(g, clock, 'year', 4400)
+    const { clock, g } = await withLongTeam({ beside: 17, alone: 20 }, 'year', 4400)
     const year = calls(g, 'year', 40)
     await settle()
     // Alone, the long team takes the alone limit, not the whole of the learned one.
@@ -100,10 +106,7 @@ describe('CallGovernor: long calls beside short ones', () => {
   })
 
   it('takes a short caller back into the seat kept for it: seats kept do not pile up as its callers come and go', async () => {
-    const clock = fakeClock()
-    const g = longAware(clock, 32)
-    g.setLongCallLimits({ beside: 6, alone: 6 })
-    await teachLong(g, clock, 'year', 4400)
+    const { clock, g } = await withLongTeam({ beside: 6, alone: 6 }, 'year', 4400)
     // Two short callers, each asking again as soon as it has its answer, 50 times.
     for (let i = 0; i < 50; i++) {
       const slots = await Promise.all([g.acquire('week'), g.acquire('week')])
@@ -120,23 +123,19 @@ describe('CallGovernor: long calls beside short ones', () => {
   })
 
   it('counts a call long by the floor of its own kind when one is known, not by its team\'s mean: year-long reports between cheap ones follow the level, a week queued at the platform does not', async () => {
-    const clock = fakeClock()
-    const g = longAware(clock, 32)
-    g.setLongCallLimits({ beside: 17, alone: 20 })
     // The dashboard's week-long calls waited behind year-long ones at the platform: its seat-time says long.
-    await teachLong(g, clock, 'week', 1500)
+    const { g } = await withLongTeam({ beside: 17, alone: 20 }, 'week', 1500)
     // The mixed team's cheap calls make its mean short.
     for (let i = 0; i < 20; i++) (await g.acquire('mixed')).release()
-    const week: Release[] = []
-    for (let i = 0; i < 8; i++) void g.acquire('week', undefined, Infinity, { expectedMs: 124 }).then(({ release }) => week.push(release))
+    const week = calls(g, 'week', 8, { expectedMs: 124 })
     await settle()
     expect(g.running('week')).toBe(8)
-    for (let i = 0; i < 20; i++) void g.acquire('mixed', undefined, Infinity, { expectedMs: 4400 })
+    calls(g, 'mixed', 20, { expectedMs: 4400 })
     await settle()
     // Beside the week's short calls, the year-long ones start only while fewer than 17 are in flight.
     expect(g.running('mixed')).toBe(9)
     // Its cheap calls are short, and start past the long ones' limit while the limit has seats.
-    for (let i = 0; i < 3; i++) void g.acquire('cheap', undefined, Infinity, { expectedMs: 5 })
+    calls(g, 'cheap', 3, { expectedMs: 5 })
     await settle()
     expect(g.running('cheap')).toBe(3)
     for (const release of week) release()
