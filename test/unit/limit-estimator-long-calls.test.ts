@@ -11,11 +11,12 @@ function answers(e: LimitEstimator, n: number, at: number, latencyMs: number, te
   for (let i = 0; i < n; i++) e.record({ at: at + i, latencyMs, klass: `${team}\nreport`, route: '/api/v1/report/campaigns/get', team, inFlight, outcome: 'ok' })
 }
 
-/** Second `second` of the run: 16 week-long answers of `latencyMs` started at `inFlight`, a call waiting for a seat, and the window judged. */
-function week(e: LimitEstimator, second: number, latencyMs: number, inFlight: number): void {
+/** Second `second` of the run: 16 week-long answers of `latencyMs` started at `inFlight`, a call waiting for a seat, `atEnd` calls in flight as the window is judged. */
+function week(e: LimitEstimator, second: number, latencyMs: number, inFlight: number, atEnd = inFlight): void {
   const at = T0 + second * 1000
   answers(e, 16, at + 500, latencyMs, 'week', inFlight)
   e.note({ at: at + 900, inFlight, starved: true })
+  e.note({ at: at + 950, inFlight: atEnd, starved: true })
   e.tick(at + 1000)
 }
 
@@ -90,12 +91,78 @@ describe('LimitEstimator beside long calls', () => {
     // Year-long calls took the seats past it: 21 in flight, the week's answers queue behind them at the platform for seconds.
     const cuts: number[] = []
     for (let second = 3; second < 8; second++) {
-      week(e, second, 300, 21)
+      week(e, second, 300, 21, carried)
       cuts.push(e.limit)
     }
     expect(Math.min(...cuts)).toBe(carried)
     // The platform slows at what it carried: a fault, answered by cutting below it.
     for (let second = 8; second < 11; second++) week(e, second, 300, carried)
     expect(e.limit).toBeLessThan(carried)
+  })
+
+  it('at a fresh start, judges a window as soon as a round trip of answers at the limit comes while calls wait for a seat: the limit grows each round trip, not each second', () => {
+    const e = estimator(8)
+    e.note({ at: T0 + 10, inFlight: 8, starved: true })
+    answers(e, 8, T0 + 130, 120, 'week', 8)
+    expect(e.ready(T0 + 140)).toBe(true)
+    expect(e.tick(T0 + 140)).toMatchObject({ limit: 10, reason: 'growth' })
+    // The next round trip: calls started at the new limit.
+    e.note({ at: T0 + 150, inFlight: 10, starved: true })
+    answers(e, 8, T0 + 270, 120, 'week', 10)
+    expect(e.tick(T0 + 280)).toMatchObject({ limit: 14, reason: 'growth' })
+    // The level long calls follow moves only on whole windows: round trips of short calls do not ratchet it.
+    expect(e.longCallLimits).toEqual({ beside: 9, alone: 10 })
+  })
+
+  it('ends the start-up at the first window judged with no call waiting for a seat: a gateway in service grows once a window', () => {
+    const e = estimator(8)
+    answers(e, 16, T0 + 500, 120, 'week', 8)
+    e.note({ at: T0 + 900, inFlight: 8, starved: false })
+    expect(e.tick(T0 + 1000)).toMatchObject({ limit: 10, reason: 'growth' })
+    // Another team arrives, calls wait for seats, a round trip of answers comes: the window stays open its second.
+    e.note({ at: T0 + 1010, inFlight: 10, starved: true })
+    answers(e, 8, T0 + 1130, 120, 'week', 10)
+    expect(e.ready(T0 + 1140)).toBe(false)
+    expect(e.tick(T0 + 1140)).toBeNull()
+  })
+
+  it('ends the start-up at a window past the buffer, at an answer that says the platform is loaded, and at a limit adopted from another replica', () => {
+    const knee = estimator(8)
+    knee.note({ at: T0 + 10, inFlight: 8, starved: true })
+    answers(knee, 8, T0 + 130, 120, 'week', 8)
+    knee.tick(T0 + 140)
+    knee.note({ at: T0 + 150, inFlight: 10, starved: true })
+    answers(knee, 8, T0 + 400, 240, 'week', 10)
+    expect(knee.tick(T0 + 410)).toMatchObject({ reason: 'latency' })
+    knee.note({ at: T0 + 420, inFlight: 10, starved: true })
+    answers(knee, 8, T0 + 540, 120, 'week', 10)
+    expect(knee.tick(T0 + 550)).toBeNull()
+    const adopted = estimator(8)
+    adopted.adopt(12)
+    adopted.note({ at: T0 + 10, inFlight: 12, starved: true })
+    answers(adopted, 8, T0 + 130, 120, 'week', 12)
+    expect(adopted.tick(T0 + 140)).toBeNull()
+    const loaded = estimator(8)
+    loaded.record({ at: T0 + 60, latencyMs: 50, klass: 'week\nreport', route: '/api/v1/report/campaigns/get', team: 'week', inFlight: 8, outcome: 'failed' })
+    loaded.note({ at: T0 + 70, inFlight: 8, starved: true })
+    answers(loaded, 8, T0 + 130, 120, 'week', 8)
+    expect(loaded.tick(T0 + 140)).toBeNull()
+  })
+
+  it('after a cut, holds the limit while calls started under the one before are in flight past it: its answers queued behind them, and cut on once they end', () => {
+    const e = estimator(16)
+    for (let second = 0; second < 3; second++) week(e, second, 100, 17)
+    const before = e.limit
+    week(e, 3, 300, before)
+    const cut = e.limit
+    expect(cut).toBeLessThan(before)
+    // Year-long calls started under the old limit hold it in flight: the week's answers still queue behind them.
+    for (let second = 4; second < 8; second++) {
+      week(e, second, 300, before)
+      expect(e.limit).toBe(cut)
+    }
+    // They ended: what latency says now is of the limit in force.
+    week(e, 8, 300, before, cut)
+    expect(e.limit).toBeLessThan(cut)
   })
 })

@@ -159,7 +159,8 @@ export class LearnedLimit {
       ...(sample.teamInFlight === undefined ? {} : { teamInFlight: sample.teamInFlight }),
       outcome: sample.outcome,
     })
-    estimator.note({ at, inFlight: governor.inFlight, starved: false })
+    // Whether calls wait for a seat now: at a fresh start, a round trip's last answer judges the window.
+    estimator.note({ at, inFlight: governor.inFlight, starved: governor.takeStarved() })
     // A window judged as its last answer comes moves the limits before that call's seat is free.
     if (estimator.ready(at)) void this.#tick()
   }

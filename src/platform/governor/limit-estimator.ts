@@ -55,6 +55,16 @@
  * - The highest limit the platform carried at its floor is remembered over a fault of
  *   any length: it ages only in windows at the floor, so after a slowdown or an outage the
  *   limit doubles back to it within seconds.
+ * - A fresh start grows each round trip, not each window (TCP's slow start is clocked by
+ *   acknowledgements): while calls wait for a seat, a window is judged as soon as it has
+ *   the answers of calls started at the limit in force. The start-up ends at the first
+ *   window judged with no call waiting for a seat, past the buffer, at an answer that says
+ *   the platform is loaded, at a cut or at a limit adopted from another replica; a gateway
+ *   in service grows once a window. Round trips move the limit short calls probe with,
+ *   never the level long calls follow.
+ * - After the limit fell, it does not fall again for latency while more calls are in
+ *   flight than the limit in force: those started under the one before (a long call holds
+ *   its worker for seconds), and answers queued behind them say nothing of the new one.
  */
 
 import { LatencyFloors } from './latency-floors.js'
@@ -214,11 +224,17 @@ export class LimitEstimator {
   #observations: Observation[] = []
   readonly #teams = new Map<string, TeamWindow>()
   #peak = 0
+  /** The governor's calls in flight at its last look (`note`). */
+  #inFlight = 0
+  /** The last window lowered the limit: calls past it were started under the one before. */
+  #lowered = false
   #starved = false
   /** Teams drawing overload alone, and the calls in flight each is held to. */
   readonly #brakes = new Map<string, number>()
   /** The calls in flight the platform carried at its floor: how far long calls follow the limit (long-calls.ts). */
   readonly #proven: ProvenLevel
+  /** A fresh start: windows are judged each round trip while calls wait for a seat (ends for good, see the header). */
+  #startup = true
 
   constructor(opts: LimitEstimatorOptions) {
     const { initial, min, max } = opts
@@ -265,6 +281,8 @@ export class LimitEstimator {
     const start = sample.at - sample.latencyMs
     this.#peak = Math.max(this.#peak, sample.inFlight)
     const overload = this.#isOverload(sample)
+    // An answer that says the platform is loaded ends the start-up, as a loss ends TCP's slow start.
+    if (overload === 'load') this.#startup = false
     if (start >= this.#cutAt) {
       let team = this.#teams.get(sample.team)
       if (!team) this.#teams.set(sample.team, (team = { calls: 0, overloads: 0, loaded: 0, peak: 0 }))
@@ -288,12 +306,18 @@ export class LimitEstimator {
    */
   note(peak: LoadPeak): void {
     this.#peak = Math.max(this.#peak, peak.inFlight)
+    this.#inFlight = peak.inFlight
     this.#starved ||= peak.starved
   }
 
-  /** Whether the window has run `windowMs` and has the answers to be judged: `tick` would close it now. */
+  /** Whether the window has run `windowMs` (or is a round trip at a fresh start) and has the answers to be judged: `tick` would close it now. */
   ready(now: number): boolean {
-    return this.#windowStart !== null && now - this.#windowStart >= this.#windowMs && this.#enough(this.limit)
+    return this.#windowStart !== null && (now - this.#windowStart >= this.#windowMs || this.#roundTrip()) && this.#enough(this.limit)
+  }
+
+  /** At a fresh start, a window is judged as its round trip's answers come while calls wait for a seat. */
+  #roundTrip(): boolean {
+    return this.#startup && this.#starved
   }
 
   /** A low limit gives few answers a window: it is judged on two per call slot (at least 4), so a limit cut to 2 by a fault is not held there waiting for answers it cannot get. */
@@ -301,7 +325,7 @@ export class LimitEstimator {
     return this.#observations.length >= Math.min(MIN_WINDOW_SAMPLES, Math.max(4, 2 * limit))
   }
 
-  /** Closes the window once `windowMs` has passed since it opened; null while it is open. */
+  /** Closes the window once `windowMs` has passed since it opened (at a fresh start, once its round trip's answers came); null while it is open. */
   tick(now: number): LimitUpdate | null {
     const cut = this.#closeTeams(now)
     if (cut !== null) {
@@ -312,9 +336,10 @@ export class LimitEstimator {
       this.#windowStart = now
       return null
     }
-    if (now - this.#windowStart < this.#windowMs) return null
+    const early = now - this.#windowStart < this.#windowMs
+    if (early && !(this.#roundTrip() && this.#enough(this.limit))) return null
     this.#floors.refresh(now)
-    const update = this.#decide(now, this.limit)
+    const update = this.#decide(now, this.limit, early)
     // Too few answers to judge (a low limit, a quiet hour): the window stays open and
     // gathers more, up to MAX_WINDOW_SPAN windows, rather than judging nothing each time.
     if (update.reason === 'few-samples' && now - this.#windowStart < MAX_WINDOW_SPAN * this.#windowMs) return update
@@ -363,6 +388,7 @@ export class LimitEstimator {
     if (this.limit !== before) {
       this.#observations = []
       this.#windowStart = null
+      this.#startup = false
     }
     return this.limit
   }
@@ -447,7 +473,8 @@ export class LimitEstimator {
     }
   }
 
-  #decide(now: number, before: number): LimitUpdate {
+  /** `early`: a round trip at a fresh start, judged before the window's time ran. */
+  #decide(now: number, before: number, early: boolean): LimitUpdate {
     if (!this.#enough(before)) return { limit: before, changed: false, reason: 'few-samples' }
     const ratio = windowRatio(this.#observations, (o) => this.#floors.of(o.klass) ?? o.latencyMs, this.#windowMs, MIN_WINDOW_SAMPLES)
     const atFloor = ratio <= LATENCY_BUFFER
@@ -456,13 +483,14 @@ export class LimitEstimator {
     const target = gradient * this.#estimate + (atFloor ? headroom(this.#estimate) : 0)
     const reason: LimitReason = target >= this.#estimate ? 'growth' : 'latency'
     const used = this.#starved || this.#peak >= USED_FRACTION * before
+    if (reason !== 'growth' || !this.#starved) this.#startup = false
     if (reason === 'growth' && !used) return { limit: before, changed: false, reason: 'app-limited' }
     // A window is evidence of what the platform carries only when most of its answers had a floor to be judged by.
     const judged = this.#observations.filter((o) => this.#floors.of(o.klass) !== null).length >= this.#observations.length / 2
     if (atFloor && judged) {
       this.#remember(before)
       this.#lastGood = before
-      this.#proven.atFloor(this.#peak, now < this.#probeHeldUntil)
+      this.#proven.atFloor(this.#peak, early || now < this.#probeHeldUntil)
     } else if (!atFloor) {
       this.#kneeAt = now
       if (this.#proven.pastBuffer(this.#peak, this.#min)) this.#probeHeldUntil = now + PROBE_HOLD_WINDOWS * this.#windowMs
@@ -493,7 +521,10 @@ export class LimitEstimator {
     // those calls queue at the platform: the cut stops at what was carried (long calls past it
     // keep latency up until they end; a deeper cut idles workers then). Below it, a fault.
     const carried = this.#proven.carried
-    const queued = !atFloor && this.#peak > carried ? Math.min(before, carried) : 0
+    // After a cut, more calls in flight than the limit in force were started under the one
+    // before and have not ended (a long call holds its worker for seconds): the window's
+    // answers queued behind them, and a cut now would answer those calls twice. It waits.
+    const queued = !atFloor && this.#lowered && this.#inFlight > before ? before : !atFloor && this.#peak > carried ? Math.min(before, carried) : 0
     const next = this.#clamp(Math.max(queued, recovering ? Math.max(step, Math.min(2 * this.#estimate, this.#goodHigh)) : step))
     // Within PROBE_HOLD_WINDOWS of a knee (not of a fault), growth stops at the highest limit carried at the
     // floor: a probe past it queues calls at the platform, and a long call started then holds
@@ -505,11 +536,13 @@ export class LimitEstimator {
     this.#estimate = held ? Math.min(next, Math.max(this.#goodHigh, this.#estimate)) : next
     const limit = this.limit
     if (limit !== before) this.#changedAt = now
+    this.#lowered = limit < before || (this.#lowered && limit === before)
     return { limit, changed: limit !== before, reason }
   }
 
   #cut(now: number): void {
     this.#estimate = this.#clamp(this.limit * OVERLOAD_FACTOR)
+    this.#startup = false
     this.#cutAt = now
     this.#changedAt = now
   }
