@@ -65,6 +65,8 @@
  * - After the limit fell, it does not fall again for latency while more calls are in
  *   flight than the limit in force: those started under the one before (a long call holds
  *   its worker for seconds), and answers queued behind them say nothing of the new one.
+ *   The calls counted are the replica's own (`note`): with several replicas, each holding
+ *   a share, the wait seldom holds and the limit falls as before.
  */
 
 import { LatencyFloors } from './latency-floors.js'
