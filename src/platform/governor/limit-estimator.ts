@@ -523,11 +523,12 @@ export class LimitEstimator {
     // those calls queue at the platform: the cut stops at what was carried (long calls past it
     // keep latency up until they end; a deeper cut idles workers then). Below it, a fault.
     const carried = this.#proven.carried
+    const queued = !atFloor && this.#peak > carried ? Math.min(before, carried) : 0
     // After a cut, more calls in flight than the limit in force were started under the one
     // before and have not ended (a long call holds its worker for seconds): the window's
     // answers queued behind them, and a cut now would answer those calls twice. It waits.
-    const queued = !atFloor && this.#lowered && this.#inFlight > before ? before : !atFloor && this.#peak > carried ? Math.min(before, carried) : 0
-    const next = this.#clamp(Math.max(queued, recovering ? Math.max(step, Math.min(2 * this.#estimate, this.#goodHigh)) : step))
+    const cutRunning = !atFloor && this.#lowered && this.#inFlight > before ? before : 0
+    const next = this.#clamp(Math.max(cutRunning, queued, recovering ? Math.max(step, Math.min(2 * this.#estimate, this.#goodHigh)) : step))
     // Within PROBE_HOLD_WINDOWS of a knee (not of a fault), growth stops at the highest limit carried at the
     // floor: a probe past it queues calls at the platform, and a long call started then holds
     // its worker for its whole length while short calls queue behind it (another team's
