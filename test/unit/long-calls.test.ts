@@ -122,6 +122,33 @@ describe('CallGovernor: long calls beside short ones', () => {
     expect(g.running('year')).toBe(4)
   })
 
+  it('lets a team whose calls\' length is unknown (none has ended, their kind has no floor) probe with the limit in force when it came: seats the limit grows meanwhile wait for its first call to end and say how long they hold', async () => {
+    const clock = fakeClock()
+    const g = longAware(clock, 64)
+    g.setLimit(17)
+    g.setLongCallLimits({ beside: 18, alone: 21 })
+    calls(g, 'week', 8, { expectedMs: 124 })
+    await settle()
+    // A new team's year-long reports: nothing says yet that they are long.
+    const year = calls(g, 'year', 24)
+    await settle()
+    expect(g.running('year')).toBe(9)
+    // The limit grows while they run: its new seats are not theirs to take.
+    g.setLimit(21)
+    await settle()
+    expect(g.running('year')).toBe(9)
+    // Calls whose length is known take them.
+    calls(g, 'week', 2, { expectedMs: 124 })
+    await settle()
+    expect(g.running('week')).toBe(10)
+    // Its first call ends after 4.4 s: its calls are long from that one answer, and follow the long calls' limit.
+    clock.advance(4400)
+    ;(year[0] as Release)()
+    await settle()
+    expect(g.running('year')).toBe(8)
+    expect(g.inFlight).toBe(18)
+  })
+
   it('counts a call long by the floor of its own kind when one is known, not by its team\'s mean: year-long reports between cheap ones follow the level, a week queued at the platform does not', async () => {
     // The dashboard's week-long calls waited behind year-long ones at the platform: its seat-time says long.
     const { g } = await withLongTeam({ beside: 17, alone: 20 }, 'week', 1500)

@@ -51,6 +51,8 @@ interface TeamSeats {
   /** Seats it gave back with nothing waiting, kept for it until `returnBy` (epoch ms). */
   returning: number
   returnBy: number
+  /** The limit in force when it came: while none of its calls has ended, its calls of a kind without a floor start only below it. */
+  probeCap: number
 }
 
 /**
@@ -336,13 +338,30 @@ export class CallGovernor {
     return brake === null ? ceiling : Math.min(ceiling, brake)
   }
 
-  /** At its ceiling or brake; or its calls are long and the credential's calls in flight, with seats kept for short callers on their way back, are at the long calls' limit. */
+  /**
+   * At its ceiling or brake; or the credential's calls in flight, with seats kept for short
+   * callers on their way back, are at the limit in force when it came while how long its
+   * calls hold a seat is unknown, or at the long calls' limit while its calls are long.
+   */
   #atCeiling(team: string): boolean {
     const cap = this.#capOf(team)
     if (cap !== null && this.#held(team) >= cap) return true
-    if (!this.#isLong(team)) return false
+    const unknown = this.#unknownLength(team)
+    if (!unknown && !this.#isLong(team)) return false
     const short = this.#shortCalls()
-    return this.#inFlight + this.#seats.elsewhere() + (short ?? 0) >= (short === null ? this.#long.alone : this.#long.beside)
+    const held = this.#inFlight + this.#seats.elsewhere() + (short ?? 0)
+    if (unknown) return held >= this.#seatsOf(team).probeCap
+    return held >= (short === null ? this.#long.alone : this.#long.beside)
+  }
+
+  /**
+   * None of `team`'s calls has ended and its next one is of a kind without a floor: how long
+   * it holds a seat is unknown. It probes with the seats the limit had when the team came;
+   * seats the limit grows meanwhile go to calls whose length is known (a year-long report
+   * started in one holds it for the report's length), until its first call ends.
+   */
+  #unknownLength(team: string): boolean {
+    return this.#o.longCallMs !== undefined && (this.#teams.get(team)?.seatMs ?? 0) === 0 && this.#queue.pressing(team)?.expectedMs === undefined
   }
 
   /** Whether `team`'s next call holds a seat longer than longCallMs: by its kind's floor when known, else its team's seat-time; with none waiting, its last call. */
@@ -401,7 +420,7 @@ export class CallGovernor {
 
   #seatsOf(team: string): TeamSeats {
     let seats = this.#teams.get(team)
-    if (!seats) this.#teams.set(team, (seats = { inFlight: 0, seatMs: 0, started: new Set(), tag: this.#virtual, estimateMs: MIN_CHARGE_MS, returning: 0, returnBy: 0 }))
+    if (!seats) this.#teams.set(team, (seats = { inFlight: 0, seatMs: 0, started: new Set(), tag: this.#virtual, estimateMs: MIN_CHARGE_MS, returning: 0, returnBy: 0, probeCap: this.#limit }))
     return seats
   }
 
@@ -426,9 +445,10 @@ export class CallGovernor {
       this.#inFlight -= 1
       const held = Math.max(MIN_CHARGE_MS, this.#clock.now() - call.at)
       seats.inFlight -= 1
+      // A team's first call to end says how long its calls hold a seat; later ones move that.
+      seats.estimateMs = seats.seatMs === 0 ? held : seats.estimateMs + ESTIMATE_GAIN * (held - seats.estimateMs)
       seats.seatMs += held
       seats.tag += (held - call.charged) / weight
-      seats.estimateMs += ESTIMATE_GAIN * (held - seats.estimateMs)
       seats.started.delete(call)
       seats.lastLong = call.long
       // A team's caller comes back for its next call; the gateway's own calls and background work do not.
