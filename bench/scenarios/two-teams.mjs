@@ -10,7 +10,9 @@
 // error it did not cause; the platform is never idle while either team waits (samples
 // every 250 ms of the teams' calls waiting at the gateway, the platform's busy workers and
 // the gateway's calls in flight; a team held back on purpose, braked or paused, counted
-// apart).
+// apart). On a fresh gateway the dashboard's first second is reported and not judged: the
+// limit starts at platform.initialConcurrent, and no answer has yet said the platform has
+// room (docs/decisions/long-calls.md, "A fresh gateway's first second").
 
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -30,6 +32,12 @@ const DASHBOARD_CALLERS = 8
 const TARGET_SHARE = 0.7
 /** In the 'warm' order, how long the dashboard works alone before the other team starts. */
 const WARM_SECONDS = 10
+/**
+ * In the 'cold' order, the dashboard's first window of the learned limit (DEFAULT_WINDOW_MS):
+ * its samples are reported, not judged, as a gateway that has not yet had an answer of the
+ * dashboard's cannot know the platform has room for it.
+ */
+const FIRST_WINDOW_MS = 1000
 const CAMPAIGNS = '/api/v1/report/campaigns/get'
 const CREATIVES = '/api/v1/report/creatives/get'
 const PLACEMENTS = '/api/v1/report/adPlacementPositions/get'
@@ -104,7 +112,7 @@ function sampler(gw, sandbox, adminToken) {
         const paused = new Set(governor.pauses.map((p) => p.team).filter((team) => team !== null))
         const held = (t) => t.brake !== null || paused.has(t.team)
         const waiting = (teams) => teams.reduce((sum, t) => sum + t.waiting, 0)
-        samples.push({ waiting: waiting(governor.teams.filter((t) => !held(t))), held: waiting(governor.teams.filter(held)), busy: load.inFlight, sent: governor.inFlight })
+        samples.push({ at: performance.now(), waiting: waiting(governor.teams.filter((t) => !held(t))), held: waiting(governor.teams.filter(held)), busy: load.inFlight, sent: governor.inFlight })
       } catch {
         // a sample missed
       }
@@ -154,15 +162,17 @@ async function phase({ fixture, gw, seconds, attack, order }) {
   // A call on its way to the platform, or its answer on its way back, is in flight at the
   // gateway and not yet (or no longer) at a worker: the gateway left a worker idle only
   // with fewer calls in flight than the platform has workers.
-  const idleWhileWaiting = idle.filter((s) => s.sent < WORKERS).length
+  const idleWhileWaiting = idle.filter((s) => s.sent < WORKERS)
+  const firstWindow = order === 'cold' ? idleWhileWaiting.filter((s) => s.at - started < FIRST_WINDOW_MS).length : 0
   const heldBack = samples.filter((s) => s.held > 0).length
   return {
     rate: ok.length / ((ended - started) / 1000),
     p95: percentile(sorted, 95),
     errors: answers.length - ok.length,
     busy: samples.length ? samples.reduce((sum, s) => sum + s.busy, 0) / samples.length : 0,
-    idleWhileWaiting,
-    idleInTransit: idle.length - idleWhileWaiting,
+    idleWhileWaiting: idleWhileWaiting.length,
+    firstWindow,
+    idleInTransit: idle.length - idleWhileWaiting.length,
     heldBack,
     samples: samples.length,
   }
@@ -184,7 +194,7 @@ export async function run({ fixture, quick }) {
           const r = await phase({ fixture, gw, seconds, attack, order })
           alone ??= r
           const share = r.rate / alone.rate
-          const met = !attack || (share >= TARGET_SHARE && r.errors === 0 && r.idleWhileWaiting === 0)
+          const met = !attack || (share >= TARGET_SHARE && r.errors === 0 && r.idleWhileWaiting - r.firstWindow === 0)
           rows[order].push([
             attack ? attack.label : 'nothing: the dashboard team alone',
             fmtInt(r.rate),
@@ -193,11 +203,12 @@ export async function run({ fixture, quick }) {
             String(r.errors),
             r.busy.toFixed(1),
             `${r.idleWhileWaiting} of ${r.samples}`,
+            order === 'cold' ? String(r.firstWindow) : '–',
             `${r.idleInTransit} of ${r.samples}`,
             `${r.heldBack} of ${r.samples}`,
             attack ? (met ? 'met' : 'MISSED') : '',
           ])
-          log(`two-teams ${order} ${attack?.id ?? 'alone'}: dashboard ${fmtInt(r.rate)}/s (${Math.round(share * 100)} %), p95 ${fmtMs(r.p95)}, ${r.errors} errors, platform ${r.busy.toFixed(1)} of ${WORKERS} busy, idle while waiting ${r.idleWhileWaiting}/${r.samples}`)
+          log(`two-teams ${order} ${attack?.id ?? 'alone'}: dashboard ${fmtInt(r.rate)}/s (${Math.round(share * 100)} %), p95 ${fmtMs(r.p95)}, ${r.errors} errors, platform ${r.busy.toFixed(1)} of ${WORKERS} busy, idle while waiting ${r.idleWhileWaiting}/${r.samples} (${r.firstWindow} in the first second)`)
         } finally {
           await stopProcess(gw)
         }
@@ -207,17 +218,17 @@ export async function run({ fixture, quick }) {
     await sandbox.control('POST', '/capacity', {})
     await sandbox.setLatency(0)
   }
-  const header = ['what the other team does', 'dashboard answers/s', 'of alone', 'dashboard p95', 'dashboard errors', 'platform workers busy (mean)', 'samples with calls waiting, a worker idle and fewer calls in flight than workers', 'samples with calls waiting and a worker idle, a call in transit (as many in flight as workers)', 'samples with a team held back (braked, paused)', 'target']
+  const header = ['what the other team does', 'dashboard answers/s', 'of alone', 'dashboard p95', 'dashboard errors', 'platform workers busy (mean)', 'samples with calls waiting, a worker idle and fewer calls in flight than workers', "of those, in the dashboard's first second on a fresh gateway (not judged)", 'samples with calls waiting and a worker idle, a call in transit (as many in flight as workers)', 'samples with a team held back (braked, paused)', 'target']
   return [
     `The dashboard in service (it works alone ${WARM_SECONDS} s, then the other team starts; judged from that moment):`,
     '',
     markdownTable(header, rows.warm),
     '',
-    'On a fresh gateway (the other team starts first; the dashboard arrives 5 s later and is judged from its arrival):',
+    `On a fresh gateway (the other team starts first; the dashboard arrives 5 s later and is judged from its arrival; its first ${FIRST_WINDOW_MS / 1000} s of samples reported, not judged):`,
     '',
     markdownTable(header, rows.cold),
     '',
-    `The platform: the sandbox with ${WORKERS} workers (a call waits for a free one), ${LATENCY_MS} ms plus ${PER_DAY_MS} ms per day of a report's range (a week: about ${LATENCY_MS + 7 * PER_DAY_MS} ms, a year: about ${((LATENCY_MS + 365 * PER_DAY_MS) / 1000).toFixed(1)} s). The dashboard team: ${DASHBOARD_CALLERS} callers in a closed loop, each asking a week-long report never asked before; ${seconds} s judged per row. The other team: one read-only key with a rate limit of 600 a minute. One gateway replica per row, every governor setting at its default. Targets: the dashboard keeps >= ${TARGET_SHARE * 100} % of its answers/s alone and no error; the samples (every 250 ms, from \`GET /admin/status\`) say whether calls waited at the gateway while a worker of the platform was free and the gateway had fewer calls in flight than the platform has workers (with as many in flight, a call is on its way to a worker or its answer on its way back: counted in a column of their own), the calls of a team held back on purpose (braked for the errors it draws, or paused for its 429s) apart: those are counted in a column of their own.`,
+    `The platform: the sandbox with ${WORKERS} workers (a call waits for a free one), ${LATENCY_MS} ms plus ${PER_DAY_MS} ms per day of a report's range (a week: about ${LATENCY_MS + 7 * PER_DAY_MS} ms, a year: about ${((LATENCY_MS + 365 * PER_DAY_MS) / 1000).toFixed(1)} s). The dashboard team: ${DASHBOARD_CALLERS} callers in a closed loop, each asking a week-long report never asked before; ${seconds} s judged per row. The other team: one read-only key with a rate limit of 600 a minute. One gateway replica per row, every governor setting at its default. Targets: the dashboard keeps >= ${TARGET_SHARE * 100} % of its answers/s alone and no error; the samples (every 250 ms, from \`GET /admin/status\`) say whether calls waited at the gateway while a worker of the platform was free and the gateway had fewer calls in flight than the platform has workers (with as many in flight, a call is on its way to a worker or its answer on its way back: counted in a column of their own), the calls of a team held back on purpose (braked for the errors it draws, or paused for its 429s) apart: those are counted in a column of their own. On a fresh gateway, the samples of the dashboard's first ${FIRST_WINDOW_MS / 1000} s (a window of the learned limit) are counted and not judged: the limit starts at \`platform.initialConcurrent\` (8), and until an answer of the dashboard's comes back at its floor nothing says the platform has room for more; an operator who knows the platform's workers sets that start, and with Redis a replica adopts the limit the others learned.`,
     '',
   ].join('\n')
 }
