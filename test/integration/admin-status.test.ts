@@ -63,7 +63,7 @@ describe('GET /admin/status and /admin/audit', () => {
       expect.objectContaining({ credential: 'default', adaptive: true, limit: 8, longCallLimit: 8, maxConcurrent: 64, inFlight: 0, queued: 0, permitsHeld: 0, pausedUntil: null, pauses: [], refusals: {} }),
     ])
     // No ceiling of its own: the team may use every idle slot.
-    expect(status.governors[0].teams).toContainEqual({ team: 'growth', inFlight: 0, waiting: 0, maxConcurrent: null, queue: null, brake: null, seatSeconds: 0 })
+    expect(status.governors[0].teams).toContainEqual({ team: 'growth', inFlight: 0, waiting: 0, seatsKept: 0, maxConcurrent: null, queue: null, brake: null, seatSeconds: 0 })
     const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
     expect(status.build).toEqual({ version, commit: expect.stringMatching(/^([0-9a-f]{7,40}|unknown)$/), node: process.version, startedAt: expect.any(String), uptimeSeconds: expect.any(Number) })
     const metrics = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body

@@ -6,9 +6,9 @@ import { LimitEstimator } from '../../src/platform/governor/limit-estimator.js'
 
 const T0 = 1_750_000_000_000
 
-/** Feeds `n` ok answers of `team` (class `klass`) that came at `at`, each `latencyMs` long, started at `inFlight` calls in flight. */
-function answers(e: LimitEstimator, n: number, at: number, latencyMs: number, team: string, inFlight: number): void {
-  for (let i = 0; i < n; i++) e.record({ at: at + i, latencyMs, klass: `${team}\nreport`, route: '/api/v1/report/campaigns/get', team, inFlight, outcome: 'ok' })
+/** Feeds `n` ok answers of `team` (class `klass`) that came at `at`, each `latencyMs` long, started at `inFlight` calls in flight (`teamInFlight` of its team's). */
+function answers(e: LimitEstimator, n: number, at: number, latencyMs: number, team: string, inFlight: number, teamInFlight?: number): void {
+  for (let i = 0; i < n; i++) e.record({ at: at + i, latencyMs, klass: `${team}\nreport`, route: '/api/v1/report/campaigns/get', team, inFlight, ...(teamInFlight === undefined ? {} : { teamInFlight }), outcome: 'ok' })
 }
 
 /** Second `second` of the run: 16 week-long answers of `latencyMs` started at `inFlight`, a call waiting for a seat, `atEnd` calls in flight as the window is judged. */
@@ -80,6 +80,32 @@ describe('LimitEstimator beside long calls', () => {
     // At 18 in flight the answers leave the buffer: the knee is at 17 or 18.
     week(e, 3, 100 * 1.4, 18)
     expect(e.longCallLimits.beside).toBe(17)
+  })
+
+  it('holds long calls to what the platform served while calls queued there, which a window within the buffer hides: two calls queued behind eight short callers', () => {
+    const e = estimator(8)
+    week(e, 0, 100, 16)
+    week(e, 1, 100, 16)
+    week(e, 2, 100, 14)
+    week(e, 3, 100, 17)
+    expect(e.longCallLimits.beside).toBe(18)
+    // 18 in flight on 16 workers: two long calls past them, and the dashboard's 8 callers
+    // share 6 workers. Most of its answers take 1.2 times their floor, some wait longer: a
+    // median inside the buffer, a mean of 1.34 times the floor, two calls queued on average.
+    const at = T0 + 4000
+    answers(e, 12, at + 500, 120, 'week', 18, 8)
+    answers(e, 4, at + 600, 175, 'week', 18, 8)
+    e.note({ at: at + 900, inFlight: 18, starved: true })
+    expect(e.tick(at + 1000)).toMatchObject({ reason: 'growth' })
+    // The platform served 16: long calls start beside short ones while fewer than 17 are in flight.
+    expect(e.longCallLimits.beside).toBe(17)
+    // One call queued now (eight callers on seven workers): the level waits before it probes again.
+    for (let second = 5; second < 10; second++) {
+      answers(e, 16, T0 + second * 1000 + 500, 114, 'week', 17, 8)
+      e.note({ at: T0 + second * 1000 + 900, inFlight: 17, starved: true })
+      e.tick(T0 + second * 1000 + 1000)
+      expect(e.longCallLimits.beside).toBe(17)
+    }
   })
 
   it('cuts no lower than the last window at the floor carried while more calls are in flight: the long calls past it keep the latency up until they end; at or below it, slow answers are a fault and cut on', () => {

@@ -1,7 +1,7 @@
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
 import { CallGovernor, type CallClass, type Release } from '../../src/platform/governor/call-governor.js'
-import { ProvenLevel, type LongCallLimits } from '../../src/platform/governor/long-calls.js'
+import { ProvenLevel, platformLoad, type LongCallLimits, type ShortAnswer } from '../../src/platform/governor/long-calls.js'
 import { LearnedLimit } from '../../src/platform/governor/learned-limit.js'
 import { LimitEstimator } from '../../src/platform/governor/limit-estimator.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
@@ -36,11 +36,43 @@ describe('ProvenLevel', () => {
     expect(new ProvenLevel(3).pastBuffer(40, 2)).toBe(false)
   })
 
+  it('falls to what the platform served while a call or more queued there on average, never below the minimum, and never rises so', () => {
+    const level = new ProvenLevel(8)
+    level.atFloor(17, false)
+    expect(level.served({ queued: 0.9, served: 16.1 }, 2)).toBe(false)
+    expect(level.level).toBe(17)
+    expect(level.served({ queued: 1.9, served: 16.4 }, 2)).toBe(true)
+    expect(level.level).toBe(16)
+    expect(level.served({ queued: 3, served: 19 }, 2)).toBe(false)
+    expect(level.level).toBe(16)
+    expect(level.served({ queued: 3, served: 0.2 }, 2)).toBe(true)
+    expect(level.level).toBe(2)
+  })
+
   it('lets long calls one call past the level beside short ones and its headroom alone, never past the limit', () => {
     const level = new ProvenLevel(16)
     expect(level.limits(64)).toEqual({ beside: 17, alone: 20 })
     expect(level.limits(18)).toEqual({ beside: 17, alone: 18 })
     expect(new ProvenLevel(1).limits(64)).toEqual({ beside: 2, alone: 2 })
+  })
+})
+
+describe('platformLoad', () => {
+  const answer = (team: string, latencyMs: number, teamInFlight: number, inFlight = 18): ShortAnswer => ({ team, latencyMs, floorMs: 100, inFlight, teamInFlight })
+
+  it('counts the calls queued at the platform by Little\'s law over the short answers, and the calls it served', () => {
+    // Eight callers on six workers: each answer takes 8/6 of its floor; two calls queue.
+    const load = platformLoad(Array.from({ length: 12 }, () => answer('week', 400 / 3, 8)), 8)
+    expect(load?.queued).toBeCloseTo(2)
+    expect(load?.served).toBeCloseTo(16)
+    // At their floors nothing queues, and every call in flight is served.
+    expect(platformLoad(Array.from({ length: 12 }, () => answer('week', 100, 8, 12)), 8)).toEqual({ queued: 0, served: 12 })
+  })
+
+  it('adds each team\'s queue, by its own calls in flight, and says nothing from fewer answers than asked', () => {
+    const answers = [...Array.from({ length: 6 }, () => answer('a', 125, 4)), ...Array.from({ length: 6 }, () => answer('b', 200, 2))]
+    expect(platformLoad(answers, 8)?.queued).toBeCloseTo(4 * 0.2 + 2 * 0.5)
+    expect(platformLoad(answers.slice(0, 7), 8)).toBeNull()
   })
 })
 
@@ -147,6 +179,38 @@ describe('CallGovernor: long calls beside short ones', () => {
     await settle()
     expect(g.running('year')).toBe(8)
     expect(g.inFlight).toBe(18)
+  })
+
+  it('keeps the seats of short callers on their way back while one of them waits, and counts short calls waiting within their share: long calls and calls of unknown length take neither', async () => {
+    const clock = fakeClock()
+    const g = longAware(clock, 64)
+    g.setLimit(17)
+    g.setLongCallLimits({ beside: 18, alone: 21 })
+    const week = calls(g, 'week', 8, { expectedMs: 124 })
+    await settle()
+    calls(g, 'year', 24)
+    await settle()
+    expect(g.running('year')).toBe(9)
+    // Six week-long answers come back; their callers ask again one after another.
+    for (const release of week.splice(0, 6)) release()
+    await settle()
+    calls(g, 'week', 1, { expectedMs: 124 })
+    await settle()
+    // One of them waits for nothing (a seat is free): the five still on their way keep theirs.
+    expect(g.running('week')).toBe(3)
+    expect(g.seatsKept('week')).toBe(5)
+    expect(g.running('year')).toBe(9)
+    // A cut leaves no seat free as the other five come back; they wait for the seats they gave back.
+    g.setLimit(12)
+    calls(g, 'week', 5, { expectedMs: 124 })
+    await settle()
+    expect(g.running('week')).toBe(3)
+    // The limit grows: the short calls waiting within their share take it first.
+    g.setLimit(21)
+    await settle()
+    expect(g.running('week')).toBe(8)
+    expect(g.running('year')).toBe(9)
+    expect(g.inFlight).toBe(17)
   })
 
   it('counts a call long by the floor of its own kind when one is known, not by its team\'s mean: year-long reports between cheap ones follow the level, a week queued at the platform does not', async () => {

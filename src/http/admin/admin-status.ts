@@ -79,7 +79,7 @@ export const statusSchema = {
             type: 'array',
             items: {
               type: 'object',
-              properties: scalars({ team: 'string', inFlight: 'number', waiting: 'number', maxConcurrent: 'number?', queue: 'number?', brake: 'number?', seatSeconds: 'number' }),
+              properties: scalars({ team: 'string', inFlight: 'number', waiting: 'number', seatsKept: 'number', maxConcurrent: 'number?', queue: 'number?', brake: 'number?', seatSeconds: 'number' }),
             },
           },
           refusals: counts,
@@ -184,6 +184,7 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
               team: t.name,
               inFlight: g.running(t.name),
               waiting: waiting.get(t.name) ?? 0,
+              seatsKept: g.seatsKept(t.name),
               ...g.limitsOf(t.name),
               brake: g.brakeOf(t.name),
               seatSeconds: Math.round(g.seatSeconds(t.name) * 10) / 10,

@@ -314,6 +314,11 @@ export class CallGovernor {
     }
   }
 
+  /** Seats kept for `team`'s callers on their way back (RETURN_GRACE_MS after a call ended), on this replica. */
+  seatsKept(team: string): number {
+    return this.#returning(team)
+  }
+
   /** Calls of `team` in flight on this replica, every priority. */
   running(team: string): number {
     return this.#held(team)
@@ -375,11 +380,21 @@ export class CallGovernor {
     return ms !== undefined && this.#o.longCallMs !== undefined && ms > this.#o.longCallMs
   }
 
-  /** The seats kept for short calls on their way back, when short calls hold, wait for or come back for seats here; null when none do. */
+  /**
+   * The seats kept for short calls: those of short callers on their way back, and those
+   * short calls wait for within their teams' shares (they start first, whatever a long
+   * team's turn); null when no short call holds, waits for or comes back for a seat here.
+   */
   #shortCalls(): number | null {
     const back = [...this.#teams.keys()].reduce((sum, team) => sum + (this.#isLong(team) ? 0 : this.#returning(team)), 0)
     const holding = [...this.#teams.values()].some((seats) => [...seats.started].some((call) => !call.long))
-    return holding || back > 0 || [...this.#queue.waitingTeams()].some((team) => !this.#isLong(team)) ? back : null
+    const waiting = [...this.#queue.waitingTeams()].filter((team) => !this.#isLong(team))
+    if (!holding && back === 0 && waiting.length === 0) return null
+    // A team whose calls' length is unknown probes with seats of its own (#atCeiling): none are kept for it.
+    const known = waiting.filter((team) => !this.#unknownLength(team))
+    if (known.length === 0) return back
+    const shares = this.#sharesNow()
+    return back + known.reduce((sum, team) => sum + Math.min(this.#queue.count(team), Math.max(0, Math.ceil(shares.get(team) ?? 0) - this.#held(team))), 0)
   }
 
   /** What each team holds and waits for on this replica (and the seats it is about to come back for), within its ceiling. */
@@ -397,11 +412,15 @@ export class CallGovernor {
     return teams
   }
 
-  /** Seats `team` gave back with nothing waiting within RETURN_GRACE_MS: its callers are on their way back. */
+  /**
+   * Seats `team` gave back with nothing waiting within RETURN_GRACE_MS: its callers are on
+   * their way back. Those of them already waiting count as waiting, the others still as
+   * on their way (one caller back first does not give the others' seats away).
+   */
   #returning(team: string): number {
     const seats = this.#teams.get(team)
-    if (!seats || this.#queue.count(team) > 0) return 0
-    return this.#clock.now() < seats.returnBy ? seats.returning : 0
+    if (!seats || this.#clock.now() >= seats.returnBy) return 0
+    return Math.max(0, seats.returning - this.#queue.count(team))
   }
 
   /** Each team's share of this replica's seats now, by what it holds and waits for. */

@@ -71,7 +71,7 @@
 
 import { LatencyFloors } from './latency-floors.js'
 import { windowRatio, type Observation } from './window-ratio.js'
-import { ProvenLevel, type LongCallLimits } from './long-calls.js'
+import { ProvenLevel, platformLoad, type LongCallLimits, type ShortAnswer } from './long-calls.js'
 
 /** How often the limit is recomputed. */
 export const DEFAULT_WINDOW_MS = 1000
@@ -191,6 +191,12 @@ interface TeamWindow {
   peak: number
 }
 
+/** An answer of a window, with the calls in flight when its call started (for the platform's queue: long-calls.ts). */
+interface Answer extends Observation {
+  inFlight: number
+  teamInFlight: number
+}
+
 /**
  * The learned limit of one credential on one replica. Feed it every answer
  * (`record`), the governor's load (`note`), and call `tick` often (every 100 ms or so):
@@ -223,7 +229,9 @@ export class LimitEstimator {
   #kneeAt = -Infinity
   /** Until when growth stops at the highest limit carried at the floor (a knee was found: PROBE_HOLD_WINDOWS). */
   #probeHeldUntil = -Infinity
-  #observations: Observation[] = []
+  /** Until when the long calls' level does not rise: it fell to what the platform served with calls queued (PROBE_HOLD_WINDOWS). */
+  #levelHeldUntil = -Infinity
+  #observations: Answer[] = []
   readonly #teams = new Map<string, TeamWindow>()
   #peak = 0
   /** The governor's calls in flight at its last look (`note`). */
@@ -297,7 +305,7 @@ export class LimitEstimator {
     // Overload answers come fast (429) or at a deadline (timeout): neither is the platform's latency.
     this.#floors.learn(sample)
     if (start >= this.#changedAt && this.#observations.length < MAX_WINDOW_SAMPLES) {
-      this.#observations.push({ klass: sample.klass, team: sample.team, route: sample.route, latencyMs: sample.latencyMs })
+      this.#observations.push({ klass: sample.klass, team: sample.team, route: sample.route, latencyMs: sample.latencyMs, inFlight: sample.inFlight, teamInFlight: sample.teamInFlight ?? 1 })
     }
   }
 
@@ -492,7 +500,7 @@ export class LimitEstimator {
     if (atFloor && judged) {
       this.#remember(before)
       this.#lastGood = before
-      this.#proven.atFloor(this.#peak, early || now < this.#probeHeldUntil)
+      this.#proven.atFloor(this.#peak, early || now < this.#probeHeldUntil || now < this.#levelHeldUntil)
     } else if (!atFloor) {
       this.#kneeAt = now
       if (this.#proven.pastBuffer(this.#peak, this.#min)) this.#probeHeldUntil = now + PROBE_HOLD_WINDOWS * this.#windowMs
@@ -505,6 +513,10 @@ export class LimitEstimator {
         this.#probeHeldUntil = now + PROBE_HOLD_WINDOWS * this.#windowMs
       }
     }
+    // The short answers say how many calls queued at the platform and how many it served:
+    // long calls follow no more than it served, and their level waits before it probes again.
+    const load = platformLoad(this.#shortAnswers(), MIN_WINDOW_SAMPLES)
+    if (load !== null && this.#proven.served(load, this.#min)) this.#levelHeldUntil = now + PROBE_HOLD_WINDOWS * this.#windowMs
     // Back towards the highest limit the platform carried at its floor (it recovered from
     // a fault: latency is back at its floor), the limit doubles each window, as TCP's slow
     // start does up to its threshold: a fault costs seconds, not a slow climb.
@@ -541,6 +553,16 @@ export class LimitEstimator {
     if (limit !== before) this.#changedAt = now
     this.#lowered = limit < before || (this.#lowered && limit === before)
     return { limit, changed: limit !== before, reason }
+  }
+
+  /** The window's answers of classes with a floor shorter than a window: those that say how long calls queue now. */
+  #shortAnswers(): ShortAnswer[] {
+    const out: ShortAnswer[] = []
+    for (const o of this.#observations) {
+      const floorMs = this.#floors.of(o.klass)
+      if (floorMs !== null && floorMs <= this.#windowMs) out.push({ team: o.team, latencyMs: o.latencyMs, floorMs, inFlight: o.inFlight, teamInFlight: o.teamInFlight })
+    }
+    return out
   }
 
   #cut(now: number): void {

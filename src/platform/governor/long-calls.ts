@@ -10,9 +10,57 @@
  * hold or wait for seats (a call queued at the platform keeps every worker busy while a
  * short one is on its way back), its headroom √level past it while long calls are alone
  * (they probe for themselves as fast as the limit grew before it doubled).
+ * A latency buffer cannot hold long calls to the platform's workers: two calls queued
+ * behind six workers of short answers delay each by a fifth, inside it. The short
+ * answers say more by Little's law: the delay past their floors, over their calls in
+ * flight, is the calls queued at the platform; the calls in flight less those, the calls
+ * it serves. While a call or more queues on average, the platform serves all it has
+ * workers for, and the level goes no higher than that (`served`).
  * Pure logic: the estimator feeds it each judged window (limit-estimator.ts).
  * Decision record: docs/decisions/long-calls.md.
  */
+
+/** The platform serves all it has workers for while at least this many calls queue there on average. */
+export const QUEUED_CALLS = 1
+
+/** A short answer of a window: its latency and its class's floor (ms), and the calls in flight when it started, on the credential and of its team. */
+export interface ShortAnswer {
+  team: string
+  latencyMs: number
+  floorMs: number
+  inFlight: number
+  teamInFlight: number
+}
+
+/** What the platform did with a window's calls, on average: how many queued, how many it served. */
+export interface PlatformLoad {
+  queued: number
+  served: number
+}
+
+/**
+ * The calls queued at the platform and those it served over a window, from its short
+ * answers (those of classes whose floor is shorter than a window; `min` at least):
+ * each team's calls in flight wait the share of their latency past their floors, and the
+ * credential's calls in flight less the queued are served. Null with fewer answers.
+ */
+export function platformLoad(answers: readonly ShortAnswer[], min: number): PlatformLoad | null {
+  if (answers.length < Math.max(1, min)) return null
+  const byTeam = new Map<string, { n: number; inFlight: number; latency: number; floor: number }>()
+  let inFlight = 0
+  for (const a of answers) {
+    inFlight += a.inFlight
+    const t = byTeam.get(a.team) ?? { n: 0, inFlight: 0, latency: 0, floor: 0 }
+    t.n += 1
+    t.inFlight += a.teamInFlight
+    t.latency += a.latencyMs
+    t.floor += a.floorMs
+    byTeam.set(a.team, t)
+  }
+  let queued = 0
+  for (const t of byTeam.values()) if (t.latency > 0) queued += (t.inFlight / t.n) * Math.max(0, 1 - t.floor / t.latency)
+  return { queued, served: inFlight / answers.length - queued }
+}
 
 /** The calls in flight a long call may start at: beside short calls, and alone. */
 export interface LongCallLimits {
@@ -55,6 +103,18 @@ export class ProvenLevel {
   pastBuffer(peak: number, min: number): boolean {
     if (peak <= this.#lastGoodPeak) return false
     this.#level = Math.max(min, Math.min(this.#level, peak - 2))
+    return true
+  }
+
+  /**
+   * The platform queued QUEUED_CALLS or more on average while serving `load.served`: it
+   * has no more workers than that, and the level goes no higher. Returns whether it fell.
+   */
+  served(load: PlatformLoad, min: number): boolean {
+    if (load.queued < QUEUED_CALLS) return false
+    const most = Math.max(min, Math.round(load.served))
+    if (most >= this.#level) return false
+    this.#level = most
     return true
   }
 
