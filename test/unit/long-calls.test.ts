@@ -69,9 +69,18 @@ describe('platformLoad', () => {
     expect(platformLoad(Array.from({ length: 12 }, () => answer('week', 100, 8, 12)), 8)).toEqual({ queued: 0, served: 12 })
   })
 
-  it('adds each team\'s queue, by its own calls in flight, and says nothing from fewer answers than asked', () => {
+  it('takes the wait every team saw: one team\'s own slow answers are no queue at the platform for the others', () => {
+    const slowOwn = Array.from({ length: 6 }, () => answer('slow', 200, 4))
+    const prompt = Array.from({ length: 6 }, () => answer('b', 100, 4))
+    expect(platformLoad([...slowOwn, ...prompt], 8)).toEqual({ queued: 0, served: 18 })
+    // A queue delays both teams' calls: counted over both teams' calls in flight.
+    const queued = platformLoad([...Array.from({ length: 6 }, () => answer('a', 250, 4)), ...Array.from({ length: 6 }, () => answer('b', 125, 4))], 8)
+    expect(queued?.queued).toBeCloseTo(8 * 0.2)
+  })
+
+  it('counts the wait over every team\'s calls in flight, and says nothing from fewer answers than asked', () => {
     const answers = [...Array.from({ length: 6 }, () => answer('a', 125, 4)), ...Array.from({ length: 6 }, () => answer('b', 200, 2))]
-    expect(platformLoad(answers, 8)?.queued).toBeCloseTo(4 * 0.2 + 2 * 0.5)
+    expect(platformLoad(answers, 8)?.queued).toBeCloseTo((4 + 2) * 0.2)
     expect(platformLoad(answers.slice(0, 7), 8)).toBeNull()
   })
 })

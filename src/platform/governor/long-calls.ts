@@ -20,6 +20,8 @@
  * Decision record: docs/decisions/long-calls.md.
  */
 
+import { MIN_TEAM_SAMPLES } from './window-ratio.js'
+
 /** The platform serves all it has workers for while at least this many calls queue there on average. */
 export const QUEUED_CALLS = 1
 
@@ -40,9 +42,11 @@ export interface PlatformLoad {
 
 /**
  * The calls queued at the platform and those it served over a window, from its short
- * answers (those of classes whose floor is shorter than a window; `min` at least):
- * each team's calls in flight wait the share of their latency past their floors, and the
- * credential's calls in flight less the queued are served. Null with fewer answers.
+ * answers (those of classes whose floor is shorter than a window; `min` at least): the
+ * short calls in flight wait the share of their latency past their floors that every
+ * team saw (the smallest over teams of MIN_TEAM_SAMPLES answers: a queue delays every
+ * team's calls, a team's own slow reports only its own), and the credential's calls in
+ * flight less the queued are served. Null with fewer answers.
  */
 export function platformLoad(answers: readonly ShortAnswer[], min: number): PlatformLoad | null {
   if (answers.length < Math.max(1, min)) return null
@@ -57,8 +61,10 @@ export function platformLoad(answers: readonly ShortAnswer[], min: number): Plat
     t.floor += a.floorMs
     byTeam.set(a.team, t)
   }
-  let queued = 0
-  for (const t of byTeam.values()) if (t.latency > 0) queued += (t.inFlight / t.n) * Math.max(0, 1 - t.floor / t.latency)
+  const teams = [...byTeam.values()]
+  const voting = teams.filter((t) => t.n >= MIN_TEAM_SAMPLES && t.latency > 0)
+  const waited = Math.min(...(voting.length > 0 ? voting : teams).map((t) => (t.latency > 0 ? Math.max(0, 1 - t.floor / t.latency) : 0)))
+  const queued = teams.reduce((sum, t) => sum + t.inFlight / t.n, 0) * waited
   return { queued, served: inFlight / answers.length - queued }
 }
 
