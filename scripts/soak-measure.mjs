@@ -46,7 +46,7 @@ export async function memoryOf(proc) {
 }
 
 /**
- * The chaos run's record: answers by the second they were sent (the error rate), and by
+ * The chaos run's record: each answer with when it was sent (the error rate), and by
  * the fault window they were sent in (window 0 is before the first fault; window k runs
  * from fault k's start to the next's). The error rate leaves out two kinds of errors,
  * counted apart: 503 GW_OVERLOADED refusals while the platform has paused a route or the
@@ -56,7 +56,8 @@ export async function memoryOf(proc) {
  * they were sent in).
  */
 export class Ledger {
-  buckets = []
+  // Each answer not overtaken by the next fault: when it was sent and what error it counts as (null: none).
+  answers = []
   windows = [{ n: 0, name: 'before the first fault', startS: 0, endS: 0, detail: '' }]
   // Hot reports answered 200 so far: from then on, each is answered from the cache.
   answered = new Set()
@@ -79,13 +80,8 @@ export class Ledger {
     if (paused) w.paused = (w.paused ?? 0) + 1
     if (overtaken && error) w.overtaken = (w.overtaken ?? 0) + 1
     if (!overtaken) {
-      const bucket = (this.buckets[Math.floor(sentS)] ??= { n: 0, errors: 0, codes: {} })
-      bucket.n += 1
-      if (error && !paused) {
-        bucket.errors += 1
-        const what = outcome.status === null ? `lost (${outcome.lost})` : `${outcome.status} ${outcome.code ?? ''}`.trim()
-        bucket.codes[what] = (bucket.codes[what] ?? 0) + 1
-      }
+      const what = !error || paused ? null : outcome.status === null ? `lost (${outcome.lost})` : `${outcome.status} ${outcome.code ?? ''}`.trim()
+      this.answers.push({ s: sentS, error: what })
     }
     const where = `${sentS.toFixed(1)} s ${r.kind} on ${outcome.replica}${outcome.retried ? ' (retried)' : ''}: ${r.method} ${r.path}`
     if (undocumented) (w.undocumented ??= []).push(`${where} -> ${undocumented}`)

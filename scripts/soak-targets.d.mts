@@ -16,8 +16,13 @@ export const DOCUMENTED_CODES: Record<number, string[]>
 export function classify(expect: readonly number[], answer: Answer): { error: boolean; undocumented: string | null }
 export const RECOVERY_ALPHA: number
 export function allowedErrors(n: number, baselineShare: number, alpha?: number): number
-export function baselineShare(buckets: readonly (Bucket | undefined)[], ranges: readonly [number, number][]): { n: number; errors: number; share: number; upper: number }
-export function recoveryAfter(buckets: readonly (Bucket | undefined)[], endS: number, untilS: number, share: number, windowS: number): number
+export interface SentAnswer {
+  s: number
+  error: string | null
+}
+export function baselineShare(answers: readonly SentAnswer[], ranges: readonly [number, number][]): { n: number; errors: number; share: number; upper: number }
+export function secondsAfter(answers: readonly SentAnswer[], endS: number, untilS: number): (Bucket & { codes: Record<string, number> })[]
+export function recoveryAfter(answers: readonly SentAnswer[], endS: number, untilS: number, share: number, windowS: number): number
 export function disagreement(redis: { live: number; liveAfter: number; limit: number | null }, replicas: readonly (Governor | null)[]): string | null
 export interface MemorySample {
   rss: number

@@ -75,47 +75,67 @@ export function allowedErrors(n, baselineShare, alpha = RECOVERY_ALPHA) {
 }
 
 /**
- * The error share over whole seconds `ranges` ([from, to) pairs) of per-second `buckets`
- * ({ n, errors }), and `upper`, a bound it stays under with about 99 % confidence
+ * The error share of the `answers` ({ s, error }: secondsAfter) sent within `ranges`
+ * ([from, to) pairs of seconds into the run), and `upper`, a bound it stays under with about 99 % confidence
  * (errors + 3√errors + 3, over n, for a Poisson count): a few calm minutes measure a rate
  * of errors of 0.5 % no better than within a factor of two, and a fault's recovery is
  * judged against what the calm stretches could have been, not their one draw.
  */
-export function baselineShare(buckets, ranges) {
+export function baselineShare(answers, ranges) {
   let n = 0
   let errors = 0
-  for (const [from, to] of ranges) {
-    for (let s = Math.max(0, Math.floor(from)); s < Math.min(buckets.length, Math.floor(to)); s++) {
-      n += buckets[s]?.n ?? 0
-      errors += buckets[s]?.errors ?? 0
-    }
+  for (const { s, error } of answers) {
+    if (!ranges.some(([from, to]) => s >= from && s < to)) continue
+    n += 1
+    if (error !== null) errors += 1
   }
   return { n, errors, share: n > 0 ? errors / n : 0, upper: n > 0 ? Math.min(1, (errors + 3 * Math.sqrt(errors) + 3) / n) : 0 }
 }
 
 /**
- * Seconds after a fault's end (`endS`) until errors were back at the baseline: windows of
- * `windowS` seconds, by the second each request was sent, from the end up to `untilS`
- * (the next fault, or the end of the load); the answer is the end of the last second
- * with errors in the last window holding more than allowedErrors, 0 when none does.
- * Whole seconds.
+ * The answers sent from a fault's end (`endS`) up to `untilS`, by whole seconds counted
+ * from the end: second k holds those sent in [endS + k, endS + k + 1), each { n, errors,
+ * codes }. `answers`: { s (when it was sent, seconds into the run), error (what it counts
+ * as, e.g. "502 GW_UPSTREAM", or null) }. A fault ends mid-second: the answers sent before
+ * its end in that second are the fault's own, not its aftermath.
  */
-export function recoveryAfter(buckets, endS, untilS, share, windowS) {
-  const first = Math.floor(endS)
-  const last = Math.min(Math.floor(untilS), buckets.length)
+export function secondsAfter(answers, endS, untilS) {
+  const seconds = []
+  for (const { s, error } of answers) {
+    if (s < endS || s >= untilS) continue
+    const second = (seconds[Math.floor(s - endS)] ??= { n: 0, errors: 0, codes: {} })
+    second.n += 1
+    if (error !== null) {
+      second.errors += 1
+      second.codes[error] = (second.codes[error] ?? 0) + 1
+    }
+  }
+  return Array.from(seconds, (second) => second ?? { n: 0, errors: 0, codes: {} })
+}
+
+/**
+ * Seconds after a fault's end (`endS`) until errors were back at the baseline: windows of
+ * `windowS` seconds over the seconds counted from the end (secondsAfter) up to `untilS`
+ * (the next fault, or the end of the load), the last second cut short left out; the answer
+ * is the end of the last second with errors in the last window holding more than
+ * allowedErrors, 0 when none does. Whole seconds.
+ */
+export function recoveryAfter(answers, endS, untilS, share, windowS) {
+  const seconds = secondsAfter(answers, endS, untilS)
+  const last = Math.min(Math.floor(untilS - endS), seconds.length)
   let recovered = 0
-  for (let s = first; s + 1 <= last; s++) {
+  for (let s = 0; s + 1 <= last; s++) {
     let n = 0
     let errors = 0
     for (let t = s; t < Math.min(s + windowS, last); t++) {
-      n += buckets[t]?.n ?? 0
-      errors += buckets[t]?.errors ?? 0
+      n += seconds[t].n
+      errors += seconds[t].errors
     }
     if (errors <= allowedErrors(n, share)) continue
     // Errors stopped after the last second of this window that has any.
     for (let t = Math.min(s + windowS, last) - 1; t >= s; t--) {
-      if ((buckets[t]?.errors ?? 0) > 0) {
-        recovered = Math.max(recovered, t + 1 - first)
+      if (seconds[t].errors > 0) {
+        recovered = Math.max(recovered, t + 1)
         break
       }
     }

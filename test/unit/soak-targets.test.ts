@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { allowedErrors, baselineShare, classify, disagreement, recoveryAfter, rssWithin, seededRandom, shuffled } from '../../scripts/soak-targets.mjs'
+import { allowedErrors, baselineShare, classify, disagreement, recoveryAfter, rssWithin, secondsAfter, seededRandom, shuffled } from '../../scripts/soak-targets.mjs'
 
 // The chaos soak's verdicts (npm run soak -- --chaos): a soak that judged wrongly would
 // pass a gateway that loses answers, or fail CI on noise.
+
+// Per-second counts as answers sent evenly through each second, the errors first.
+const answers = (seconds: { n: number; errors: number }[]) =>
+  seconds.flatMap(({ n, errors }, i) => Array.from({ length: n }, (_, j) => ({ s: i + j / n, error: j < errors ? '502 GW_UPSTREAM' : null })))
 
 describe('classify: what an answer counts as', () => {
   const READ = [200]
@@ -43,8 +47,8 @@ describe('allowedErrors and baselineShare', () => {
       { n: 10, errors: 10 },
       { n: 10, errors: 1 },
     ]
-    expect(baselineShare(buckets, [[0, 2], [3, 4]])).toEqual({ n: 30, errors: 2, share: 2 / 30, upper: (2 + 3 * Math.sqrt(2) + 3) / 30 })
-    expect(baselineShare(buckets, []).share).toBe(0)
+    expect(baselineShare(answers(buckets), [[0, 2], [3, 4]])).toEqual({ n: 30, errors: 2, share: 2 / 30, upper: (2 + 3 * Math.sqrt(2) + 3) / 30 })
+    expect(baselineShare(answers(buckets), []).share).toBe(0)
   })
 })
 
@@ -54,17 +58,42 @@ describe('recoveryAfter: seconds after a fault until errors are back at the base
   it.each([
     ['no error after the end', [calm(), calm(), calm(), calm(), calm(), calm()], 0, 6, 0],
     ['errors for the 3 s after the end', [bad(30), bad(30), bad(30), calm(), calm(), calm(), calm(), calm()], 0, 8, 3],
-    ['a fault ending mid-second: counted from its second', [calm(), bad(30), bad(30), calm(), calm(), calm()], 1.6, 6, 2],
+    ['a fault ending mid-second: seconds counted from its end, the errors before it in that second its own', [calm(), bad(30), bad(30), calm(), calm(), calm()], 1.6, 6, 1],
     ['one stray error is calm', [calm(), calm(), bad(1), calm(), calm(), calm()], 0, 6, 0],
     ['errors that come back later count to their end', [bad(20), calm(), calm(), calm(), calm(), calm(), bad(20), calm(), calm(), calm()], 0, 10, 7],
     ['errors until the observation ends', [bad(20), bad(20), bad(20), bad(20)], 0, 4, 4],
-  ])('%s', (_what, buckets, endS, untilS, seconds) => {
-    expect(recoveryAfter(buckets, endS, untilS, 0.001, 2)).toBe(seconds)
+  ])('%s', (_what, seconds, endS, untilS, recovered) => {
+    expect(recoveryAfter(answers(seconds), endS, untilS, 0.001, 2)).toBe(recovered)
+  })
+
+  it('leaves out the errors sent before the end in the second the fault ended in (the platform back 0.95 s into it)', () => {
+    // Every answer failed until the end at 10.95 s; the platform's own weather failed one
+    // 4.1 s and two 5.1 s after it: calm at the baseline, counted from the end.
+    const sent = Array.from({ length: 19 * 60 }, (_, i) => i / 60).map((s) => ({ s, error: s < 10.95 || [15, 16, 16.05].some((e) => Math.abs(s - e) < 1e-9) ? '502 GW_UPSTREAM' : null }))
+    expect(recoveryAfter(sent, 10.95, 19, 0.01, 5)).toBe(0)
   })
 
   it("reads the platform's own failures at the baseline rate as calm (a replica's restart in a chaos soak, seconds after its end)", () => {
     const seconds = [0, 0, 1, 0, 0, 1, 0, 1, 1, 1, 4, 1].map((errors) => bad(errors))
-    expect(recoveryAfter(seconds, 0, seconds.length, 0.0062, 5)).toBe(0)
+    expect(recoveryAfter(answers(seconds), 0, seconds.length, 0.0062, 5)).toBe(0)
+  })
+})
+
+describe('secondsAfter: the answers of the seconds after a fault, counted from its end', () => {
+  it('puts an answer sent k to k+1 s after the end in second k, and none sent before the end or from the next fault on', () => {
+    const sent = [
+      { s: 9.9, error: '502 GW_UPSTREAM' },
+      { s: 10.2, error: '502 GW_UPSTREAM' },
+      { s: 10.6, error: null },
+      { s: 11.2, error: '504 GW_UPSTREAM_TIMEOUT' },
+      { s: 11.7, error: '504 GW_UPSTREAM_TIMEOUT' },
+      { s: 12.0, error: null },
+      { s: 12.5, error: '502 GW_UPSTREAM' },
+    ]
+    expect(secondsAfter(sent, 10.5, 12.5)).toEqual([
+      { n: 2, errors: 1, codes: { '504 GW_UPSTREAM_TIMEOUT': 1 } },
+      { n: 2, errors: 1, codes: { '504 GW_UPSTREAM_TIMEOUT': 1 } },
+    ])
   })
 })
 
