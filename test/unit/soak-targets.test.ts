@@ -68,7 +68,7 @@ describe('recoveryAfter: seconds after a fault until errors are back at the base
 
   it('leaves out the errors sent before the end in the second the fault ended in (the platform back 0.95 s into it)', () => {
     // Every answer failed until the end at 10.95 s; the platform's own weather failed one
-    // 4.1 s and two 5.1 s after it: calm at the baseline, counted from the end.
+    // 4 s and two 5 s after it: calm at the baseline, counted from the end.
     const sent = Array.from({ length: 19 * 60 }, (_, i) => i / 60).map((s) => ({ s, error: s < 10.95 || [15, 16, 16.05].some((e) => Math.abs(s - e) < 1e-9) ? '502 GW_UPSTREAM' : null }))
     expect(recoveryAfter(sent, 10.95, 19, 0.01, 5)).toBe(0)
   })
