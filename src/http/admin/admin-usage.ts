@@ -3,7 +3,7 @@ import type { GatewayContext } from '../context.js'
 import { BadRequestError, UnknownTeamError, UsageUnavailableError } from '../../errors.js'
 import { isTeamName } from '../../config.js'
 import { utcDay, type UsageRow } from '../../observe/usage.js'
-import { GATEWAY_TEAM } from '../../platform/governor/gateway-team.js'
+import { GATEWAY_TEAM } from '../../platform/gateway-team.js'
 import { adminSchema } from './admin-schemas.js'
 
 /** The longest range of days one usage call reads. */

@@ -69,6 +69,11 @@ export class FairQueue<W extends Queued> {
     return new Set(this.#byTeam.keys())
   }
 
+  /** Waiting calls of `team`, every priority. */
+  waitingOf(team: string): number {
+    return this.#byTeam.get(team)?.length ?? 0
+  }
+
   /** Waiting calls of `team` at priority `priority`. */
   count(team: string, priority: Priority = 'caller'): number {
     return this.#byTeam.get(team)?.filter((w) => w.priority === priority).length ?? 0

@@ -15,7 +15,7 @@ import { DEFAULT_WINDOW_MS, LimitEstimator, type CallOutcome } from './limit-est
 import { PAUSE_PROBE_INTERVAL_MS, Pauses, type Pause } from './pauses.js'
 import { PauseSharing, type PeerPause } from './pause-sharing.js'
 import { routeTemplate } from '../route-template.js'
-import { GATEWAY_TEAM } from './gateway-team.js'
+import { GATEWAY_TEAM } from '../gateway-team.js'
 import { retryAfterMs } from '../retry-after.js'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
 import { redisKey } from '../../redis/keys.js'

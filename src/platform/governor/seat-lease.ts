@@ -1,33 +1,42 @@
 /**
- * The seats one replica may fill with calls of a credential. Alone (no Redis, or
- * platform.maxConcurrentPerReplica as its own cap), they are the limit in force counted
- * here (LocalSeats). Across replicas sharing a Redis, a replica leases its share of the
- * limit, sized by what its teams use and wait for, and renews it as that changes
- * (redis-seats.ts): starting a call costs no Redis command, and the leases of every
- * replica add up to the limit.
+ * The seats one replica may fill with calls of a credential. Alone (no Redis), they are
+ * the limit in force (LocalSeats). Across replicas sharing a Redis, each replica leases
+ * its part of the limit, sized by what its teams hold, wait for and linger on, and renews
+ * it as that changes (redis-lease.ts): starting a call costs no Redis command, and the
+ * leases of every replica add up to the limit. docs/governor.md, "Across replicas".
  */
-import type { TeamDemand } from './seat-shares.js'
+import type { TeamLoad } from './shares.js'
 
-/** What this replica's calls of a credential use and wait for. */
+/** A team on this replica: what it holds and waits for, and whether it asked within the linger. */
+export interface LocalTeam extends TeamLoad {
+  lingering: boolean
+}
+
+/** What this replica's calls of a credential hold and wait for. */
 export interface ReplicaDemand {
   /** The limit in force. */
   limit: number
   inFlight: number
   waiting: number
-  /** Per team: seats used and waited for, weight and ceiling. */
-  teams: TeamDemand[]
+  teams: LocalTeam[]
+}
+
+/** This replica's part of the teams' shares: each local team's target here, and the seats of its lease owed to teams on other replicas. */
+export interface LeaseShares {
+  targets: ReadonlyMap<string, number>
+  lent: number
 }
 
 export interface SeatLease {
   /** Seats this replica may fill now, given the limit in force. */
   size(limit: number): number
-  /** Each team's share of this replica's seats as the replicas' lease says; null: worked out here. */
-  targets(): ReadonlyMap<string, number> | null
+  /** The local teams' targets across replicas, as the last renewal says; null: worked out here alone. */
+  shares(): LeaseShares | null
   /** The credential's calls in flight on the other replicas, as last heard. */
   elsewhere(): number
-  /** Whether the credential's seats are all leased or in use: a wait for one is a wait for the limit. */
+  /** Whether every seat of the credential is leased or in use: a wait for one is a wait for the limit. */
   saturated(): boolean
-  /** What this replica uses and wants now (after every start, end and wait). */
+  /** What this replica holds and wants now (after every start, end and wait). */
   demand(demand: ReplicaDemand): void
   /** `fn` runs when more seats become this replica's. */
   onGrown(fn: () => void): void
@@ -50,7 +59,7 @@ export class LocalSeats implements SeatLease {
     return Math.min(limit, this.#cap)
   }
 
-  targets(): null {
+  shares(): null {
     return null
   }
 

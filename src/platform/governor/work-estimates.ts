@@ -1,0 +1,86 @@
+/**
+ * How long a call holds its seat, by its kind: the work estimator (Kubernetes API
+ * Priority and Fairness estimates a request's seats × seconds the same way). A kind is
+ * its team and the work the platform does (the report's route, range and splits:
+ * reports/work-class.ts); each team's own answers set its estimates, so no team makes
+ * another's calls look short. A kind a team has not yet had answered takes what the
+ * same work took for the other teams, else it is unknown (counted long). A call cut by
+ * its deadline says its kind takes longer than that: for a while the kind is taken to
+ * take half as long again. Pure: times are passed in. docs/governor.md, "The work
+ * estimator".
+ */
+
+/** How much of each answer moves its kind's estimate. */
+export const ESTIMATE_GAIN = 0.2
+/** A call cut by its deadline ran at least that long: its kind is taken to take this much longer (the platform works on)... */
+export const CUT_GROWTH = 1.5
+/** ...for this long; then its answers' estimate holds again, and a call of the kind is sent to see. */
+export const CUT_MEMORY_MS = 5 * 60_000
+/** Kinds held; past this many the least recently seen is forgotten. */
+export const MAX_KINDS = 512
+
+interface Estimate {
+  ms: number | null
+  /** At least this long until `until` (epoch ms): a cut said so. */
+  cutMs: number
+  until: number
+}
+
+export class WorkEstimates {
+  // team \n work, and work alone (any team's), in least recently seen order.
+  readonly #own = new Map<string, Estimate>()
+  readonly #shared = new Map<string, Estimate>()
+
+  /** The seat-time (ms) a call of `work` by `team` is expected to take at `now`: its team's answers' estimate, else any team's, and at least what a recent cut said; null when unknown. */
+  expectedMs(team: string, work: string, now: number): number | null {
+    const own = this.#own.get(key(team, work))
+    const shared = this.#shared.get(work)
+    const ms = own?.ms ?? shared?.ms ?? null
+    const cut = Math.max(cutOf(own, now), cutOf(shared, now))
+    return ms === null ? (cut > 0 ? cut : null) : Math.max(ms, cut)
+  }
+
+  /** Whether a call of `work` by `team` is expected to end within `horizonMs` (unknown: it is not). */
+  within(team: string, work: string, horizonMs: number, now: number): boolean {
+    const ms = this.expectedMs(team, work, now)
+    return ms !== null && ms <= horizonMs
+  }
+
+  /** A call answered after `ms` at the platform. */
+  answered(team: string, work: string, ms: number): void {
+    for (const [map, k] of this.#keys(team, work)) {
+      const e = take(map, k)
+      e.ms = e.ms === null ? ms : e.ms + ESTIMATE_GAIN * (ms - e.ms)
+    }
+  }
+
+  /** A call cut by its deadline after `ms` at `now`: its kind takes at least CUT_GROWTH times that, for CUT_MEMORY_MS. */
+  cut(team: string, work: string, ms: number, now: number): void {
+    for (const [map, k] of this.#keys(team, work)) {
+      const e = take(map, k)
+      e.cutMs = Math.max(now < e.until ? e.cutMs : 0, CUT_GROWTH * ms)
+      e.until = now + CUT_MEMORY_MS
+    }
+  }
+
+  #keys(team: string, work: string): [Map<string, Estimate>, string][] {
+    return [[this.#own, key(team, work)], [this.#shared, work]]
+  }
+}
+
+function cutOf(e: Estimate | undefined, now: number): number {
+  return e !== undefined && now < e.until ? e.cutMs : 0
+}
+
+/** The estimate of `k`, made most recently seen (created unknown), the least recently seen forgotten past MAX_KINDS. */
+function take(map: Map<string, Estimate>, k: string): Estimate {
+  const e = map.get(k) ?? { ms: null, cutMs: 0, until: 0 }
+  map.delete(k)
+  if (map.size >= MAX_KINDS) map.delete(map.keys().next().value as string)
+  map.set(k, e)
+  return e
+}
+
+function key(team: string, work: string): string {
+  return `${team}\n${work}`
+}

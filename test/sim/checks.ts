@@ -1,0 +1,218 @@
+import type { Trace } from './simulate.js'
+import type { Behaviour } from './teams.js'
+import { LENDING_HORIZON_MS } from '../../src/platform/governor/seats.js'
+
+/**
+ * The guarantees of docs/governor.md, checked on a simulated run. Each phase of a run is
+ * judged by what it is: a steady phase (nothing changes: no team comes or goes, the
+ * platform keeps its pace and has no fault) from SETTLE_MS and SETTLE_CALLS of its
+ * longest calls after it began (the limit learns from answers: a platform whose calls
+ * take seconds is known no sooner than a few of them); a slowdown, 30 s after it began;
+ * a fault, 10 s after it ended.
+ */
+
+export interface Verdict {
+  guarantee: string
+  ok: boolean
+  detail: string
+}
+
+export const SETTLE_MS = 10_000
+export const SETTLE_CALLS = 10
+/** Calls in flight past the platform's workers: at most max(2, W/10). */
+export function inFlightBound(workers: number): number {
+  return workers + Math.max(2, Math.floor(workers / 10))
+}
+
+interface Interval {
+  from: number
+  to: number
+}
+
+/** When something changes (ms from the start), and the spans during which the platform is not itself (a slowdown under way, a fault). */
+function changes(trace: Trace): { events: number[]; disturbed: Interval[] } {
+  const s = trace.scenario
+  const events = [0, s.durationMs]
+  const disturbed: Interval[] = []
+  for (const t of s.teams) events.push(t.from, t.until)
+  if (s.slowness.length > 0) {
+    const from = (s.slowness[0] as [number, number])[0]
+    const to = (s.slowness.at(-1) as [number, number])[0]
+    events.push(from, to)
+    disturbed.push({ from, to })
+  }
+  for (const f of [...s.stalls, ...s.outages, ...s.shedding]) {
+    events.push(f.from, f.to)
+    disturbed.push({ from: f.from, to: f.to })
+  }
+  return { events: [...new Set(events)].sort((a, b) => a - b), disturbed }
+}
+
+/** The longest base cost of the reports a team of the run asks. */
+function longestCall(trace: Trace): number {
+  return Math.max(...trace.scenario.teams.flatMap((t) => t.behaviour.reports.map((r) => r.costMs)))
+}
+
+/** The steady phases of a run, each from SETTLE_MS (and two of its longest calls) after its start. */
+export function steadyPhases(trace: Trace): Interval[] {
+  const { events, disturbed } = changes(trace)
+  const settle = SETTLE_MS + SETTLE_CALLS * longestCall(trace) * slowest(trace)
+  const out: Interval[] = []
+  for (let i = 0; i + 1 < events.length; i++) {
+    const from = (events[i] as number) + settle
+    const to = events[i + 1] as number
+    if (to - from < 5_000) continue
+    if (disturbed.some((d) => d.from < to && d.to > events[i]!)) continue
+    out.push({ from, to })
+  }
+  return out
+}
+
+function slowest(trace: Trace): number {
+  return Math.max(1, ...trace.scenario.slowness.map(([, k]) => k))
+}
+
+function samplesIn(trace: Trace, i: Interval) {
+  return trace.samples.filter((s) => s.at - trace.start >= i.from && s.at - trace.start < i.to)
+}
+
+function quantile(values: number[], p: number): number {
+  if (values.length === 0) return 0
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] as number
+}
+
+/** The most calls a team has in flight at once by its behaviour; null: no bound (bursts). */
+function mostAtOnce(b: Behaviour): number | null {
+  if (b.kind === 'dashboard') return b.users * b.fanOut
+  if (b.kind === 'callers') return b.callers
+  return null
+}
+
+export function checkGuarantees(trace: Trace): Verdict[] {
+  const s = trace.scenario
+  const W = s.workers
+  const out: Verdict[] = []
+  const steady = steadyPhases(trace)
+  const rel = (at: number) => at - trace.start
+
+  // At capacity, no standing queue.
+  {
+    const bound = inFlightBound(W)
+    const bad: string[] = []
+    for (const i of steady) {
+      const samples = samplesIn(trace, i)
+      if (samples.length === 0) continue
+      const p99 = quantile(samples.map((x) => x.busy + x.queued), 0.99)
+      const atCapacity = samples.filter((x) => x.waiting > 0)
+      const medianQueue = quantile(atCapacity.map((x) => x.queued), 0.5)
+      if (p99 > bound || medianQueue > 1) bad.push(`${span(i)}: in flight p99 ${p99} (bound ${bound}), queue median ${medianQueue} at capacity`)
+    }
+    out.push({ guarantee: 'no standing queue', ok: bad.length === 0, detail: bad.join('; ') })
+  }
+
+  // Work-conserving.
+  {
+    const bad: string[] = []
+    for (const i of steady) {
+      const samples = samplesIn(trace, i)
+      const idle = samples.filter((x) => x.busy < W && x.waiting > 0 && !x.idleAllowed)
+      if (samples.length > 0 && idle.length / samples.length > 0.02) bad.push(`${span(i)}: a worker idle while calls waited in ${pct(idle.length / samples.length)} of samples`)
+    }
+    out.push({ guarantee: 'work-conserving', ok: bad.length === 0, detail: bad.join('; ') })
+  }
+
+  // Slower is not fuller.
+  if (s.slowness.length > 0) {
+    const from = (s.slowness[0] as [number, number])[0] + 30_000
+    const next = changes(trace).events.find((e) => e > (s.slowness.at(-1) as [number, number])[0]) ?? s.durationMs
+    // Of the workers the calls at the platform and waiting for a seat could keep busy.
+    const samples = samplesIn(trace, { from, to: next }).filter((x) => x.waiting > 0 && !x.idleAllowed)
+    const could = samples.reduce((sum, x) => sum + Math.min(W, x.busy + x.queued + x.waiting), 0)
+    const used = could === 0 ? 1 : samples.reduce((sum, x) => sum + x.busy, 0) / could
+    out.push({ guarantee: 'slower is not fuller', ok: samples.length < 20 || used >= 0.9, detail: `workers busy while calls waited, from 30 s into the slowdown: ${pct(used)} of those the calls could keep busy, over ${samples.length} samples` })
+  }
+
+  // Recovery: at capacity before the fault, as busy 10 s after its end.
+  for (const f of [...s.stalls, ...s.outages, ...s.shedding]) {
+    const quietBefore = !changes(trace).events.some((e) => e > f.from - 10_000 - SETTLE_MS && e < f.from)
+    const quietAfter = !changes(trace).events.some((e) => e > f.to && e < f.to + 15_000)
+    const atCapacity = samplesIn(trace, { from: f.from - 10_000, to: f.from }).filter((x) => x.waiting > 0).length >= 0.9 * (10_000 / 100)
+    if (!quietBefore || !quietAfter || !atCapacity) continue
+    const busy = (i: Interval) => {
+      const xs = samplesIn(trace, i)
+      return xs.length === 0 ? 0 : xs.reduce((sum, x) => sum + x.busy, 0) / xs.length
+    }
+    const before = busy({ from: f.from - 10_000, to: f.from })
+    const after = busy({ from: f.to + 10_000, to: f.to + 15_000 })
+    out.push({ guarantee: 'recovery', ok: after >= 0.9 * before, detail: `workers busy ${before.toFixed(1)} before the fault at ${(f.from / 1000).toFixed(0)} s, ${after.toFixed(1)} from 10 s after its end` })
+  }
+
+  // Nothing uncharged.
+  {
+    const bad: string[] = []
+    for (const t of s.teams) {
+      const work = (trace.workMs.get(t.name) ?? 0) / 1000
+      const charged = trace.seatSeconds.get(t.name) ?? 0
+      if (work > 1.05 * charged + 1) bad.push(`${t.name}: ${work.toFixed(1)} worker-s at the platform, charged ${charged.toFixed(1)} seat-s`)
+    }
+    out.push({ guarantee: 'nothing uncharged', ok: bad.length === 0, detail: bad.join('; ') })
+  }
+
+  // Isolation: a team that asks no more than its nominal share waits at most the lending horizon (p99).
+  // A caller that does not read holds its seat past its call, so its team asks more than its callers.
+  {
+    const bad: string[] = []
+    for (const t of s.teams) {
+      const most = mostAtOnce(t.behaviour)
+      if (most === null || (t.behaviour.kind === 'callers' && t.behaviour.holdMs !== undefined)) continue
+      for (const i of steady) {
+        const samples = samplesIn(trace, i)
+        if (samples.length === 0) continue
+        const limit = quantile(samples.map((x) => x.limit), 0.5)
+        const active = s.teams.filter((o) => o.from <= i.from && o.until >= i.to)
+        if (!active.includes(t)) continue
+        const nominal = (limit * t.weight) / active.reduce((sum, o) => sum + o.weight, 0)
+        if (most > Math.floor(nominal)) continue
+        // A call refused because it cannot end before its deadline is answered at once, as it should be.
+        const calls = trace.records.filter((c) => c.team === t.name && rel(c.asked) >= i.from && rel(c.asked) < i.to && c.result !== 'gone' && c.refusal !== 'GW_UPSTREAM_TIMEOUT' && !(c.result === 'timeout' && c.seated === null))
+        if (calls.length < 20) continue
+        const waits = calls.map((c) => (c.seated === null ? Infinity : c.seated - c.asked))
+        const p99 = quantile(waits, 0.99)
+        if (p99 > LENDING_HORIZON_MS + 50) bad.push(`${t.name} (at most ${most} at once, nominal share ${nominal.toFixed(1)}) in ${span(i)}: p99 wait for a seat ${Number.isFinite(p99) ? `${Math.round(p99)} ms` : 'refused'}`)
+      }
+    }
+    out.push({ guarantee: 'isolation', ok: bad.length === 0, detail: bad.join('; ') })
+  }
+
+  // Fair by time among busy teams.
+  {
+    const bad: string[] = []
+    for (const i of steady) {
+      for (let from = i.from; from + 30_000 <= i.to; from += 30_000) {
+        const samples = samplesIn(trace, { from, to: from + 30_000 })
+        const busy = s.teams.filter((t) => t.behaviour.kind !== 'callers' || t.behaviour.holdMs === undefined).filter((t) => samples.filter((x) => x.waitingTeams.includes(t.name)).length >= 0.95 * samples.length)
+        if (busy.length < 2) continue
+        const perWeight = busy.map((t) => {
+          const seconds = trace.workBySecond.get(t.name) ?? []
+          let ms = 0
+          for (let k = Math.floor(from / 1000); k < Math.floor(from / 1000) + 30; k++) ms += seconds[k] ?? 0
+          return { team: t.name, share: ms / t.weight }
+        })
+        const most = Math.max(...perWeight.map((p) => p.share))
+        const least = Math.min(...perWeight.map((p) => p.share))
+        if (least <= 0 || most / least > 1.1) bad.push(`${span({ from, to: from + 30_000 })}: worker-seconds per weight ${perWeight.map((p) => `${p.team} ${(p.share / 1000).toFixed(1)}`).join(', ')}`)
+      }
+    }
+    out.push({ guarantee: 'fair by time', ok: bad.length === 0, detail: bad.join('; ') })
+  }
+  return out
+}
+
+function span(i: Interval): string {
+  return `${(i.from / 1000).toFixed(0)}–${(i.to / 1000).toFixed(0)} s`
+}
+
+function pct(x: number): string {
+  return `${(100 * x).toFixed(1)} %`
+}

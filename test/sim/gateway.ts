@@ -1,0 +1,171 @@
+import type { FailMode, SimPlatform } from './platform.js'
+import type { SimClock } from './sim-clock.js'
+
+/** What a call tells the governor when it ends: the platform's answer, or none (its deadline, a connection error). */
+export type SimOutcome = { status: number; latencyMs: number; retryAfter?: string } | { status: null; latencyMs: number; timedOut: boolean }
+
+export interface SimSeat {
+  /** The call's outcome; `readMs`: its caller reads the answer this long after it came (one that stopped reading). */
+  end(outcome: SimOutcome, readMs?: number): void
+}
+
+export type SimPriority = 'caller' | 'ahead' | 'swr' | 'warm'
+
+export interface SeatAsk {
+  team: string
+  /** The report's kind: what the governor estimates its cost by. */
+  workClass: string
+  priority: SimPriority
+  /** Epoch ms: the call's whole budget ends then. */
+  deadline: number
+  /** Aborts when the caller hangs up (while the call waits for a seat). */
+  signal: AbortSignal
+}
+
+/** One replica's governor of the credential, as the simulator drives it. */
+export interface GovernorUnderTest {
+  seat(ask: SeatAsk): Promise<SimSeat>
+  /** The limit in force. */
+  readonly limit: number
+  /** Calls waiting for a seat here. */
+  readonly waiting: number
+  /** Calls waiting for a seat here, per team. */
+  waitingByTeam(): ReadonlyMap<string, number>
+  /** Seat-seconds charged to `team` here, calls in flight included. */
+  seatSeconds(team: string): number
+  /** What the model holds back here: the seats owed to other active teams, and whether every waiting call is held back by that alone (each longer than the lending horizon), or by a ceiling or a pause. */
+  heldBack(): { owed: number; longOnly: boolean }
+  stop(): void
+}
+
+export interface GovernorContext {
+  clock: SimClock
+  replica: string
+}
+
+export type GovernorFactory = (ctx: GovernorContext) => GovernorUnderTest
+
+export interface CallRecord {
+  team: string
+  replica: number
+  workClass: string
+  priority: SimPriority
+  asked: number
+  /** When it had its seat (null: refused, or its caller left first). */
+  seated: number | null
+  ended: number
+  /** 'ok' (any status the platform answered), 'refused' (the governor said no), 'timeout' (its deadline), 'gone' (its caller hung up while it waited), 'failed' (no connection). */
+  result: 'ok' | 'refused' | 'timeout' | 'gone' | 'failed'
+  status: number | null
+  refusal?: string
+}
+
+export interface CallOptions {
+  team: string
+  workClass: string
+  costMs: number
+  fail: FailMode
+  priority?: SimPriority
+  /** The call's whole budget (platform.timeout: 30 s). */
+  deadlineMs?: number
+  /** The caller hangs up this long after asking (a call already sent goes on, as a report fill does). */
+  hangUpMs?: number
+  /** The caller reads its answer this long after it came (a caller that stopped reading): the seat is held until then unless the governor wants it. */
+  holdMs?: number
+}
+
+export const DEFAULT_DEADLINE_MS = 30_000
+
+/**
+ * The gateway's side of a call, as the platform client makes it: a seat, the call, the
+ * outcome to the governor, the seat back. A call cut by its deadline leaves the platform
+ * working on it.
+ */
+export class SimGateway {
+  readonly #clock: SimClock
+  readonly #platform: SimPlatform
+  readonly replicas: GovernorUnderTest[]
+  readonly records: CallRecord[] = []
+
+  constructor(clock: SimClock, platform: SimPlatform, factory: GovernorFactory, replicas: number) {
+    this.#clock = clock
+    this.#platform = platform
+    this.replicas = Array.from({ length: replicas }, (_, i) => factory({ clock, replica: `r${i}` }))
+  }
+
+  get waiting(): number {
+    return this.replicas.reduce((sum, r) => sum + r.waiting, 0)
+  }
+
+  /**
+   * Whether `idle` workers while calls wait are the model's: every waiting call is long,
+   * and the idle workers are seats owed to teams that asked within the linger.
+   */
+  idleAllowed(idle: number): boolean {
+    let allowed = 0
+    for (const r of this.replicas) {
+      if (r.waiting === 0) continue
+      const held = r.heldBack()
+      if (held.longOnly) allowed += held.owed
+    }
+    return idle <= allowed + 1e-9
+  }
+
+  waitingByTeam(): Map<string, number> {
+    const out = new Map<string, number>()
+    for (const r of this.replicas) for (const [team, n] of r.waitingByTeam()) out.set(team, (out.get(team) ?? 0) + n)
+    return out
+  }
+
+  seatSeconds(team: string): number {
+    return this.replicas.reduce((sum, r) => sum + r.seatSeconds(team), 0)
+  }
+
+  async call(replica: number, opts: CallOptions): Promise<CallRecord> {
+    const clock = this.#clock
+    const asked = clock.now()
+    const deadline = asked + (opts.deadlineMs ?? DEFAULT_DEADLINE_MS)
+    const record: CallRecord = { team: opts.team, replica, workClass: opts.workClass, priority: opts.priority ?? 'caller', asked, seated: null, ended: asked, result: 'ok', status: null }
+    this.records.push(record)
+    const waitEnds = new AbortController()
+    const timers = [clock.setTimeout(() => waitEnds.abort(new Error('timeout')), deadline - asked)]
+    if (opts.hangUpMs !== undefined) timers.push(clock.setTimeout(() => waitEnds.abort(new Error('gone')), opts.hangUpMs))
+    const governor = this.replicas[replica] as GovernorUnderTest
+    let seat: SimSeat
+    try {
+      seat = await governor.seat({ team: opts.team, workClass: opts.workClass, priority: record.priority, deadline, signal: waitEnds.signal })
+    } catch (err) {
+      timers.forEach((t) => clock.clearTimeout(t))
+      record.ended = clock.now()
+      const message = (err as Error).message
+      record.result = waitEnds.signal.aborted ? (message === 'gone' ? 'gone' : 'timeout') : 'refused'
+      if (record.result === 'refused') record.refusal = (err as { code?: string }).code ?? message
+      return record
+    }
+    timers.forEach((t) => clock.clearTimeout(t))
+    record.seated = clock.now()
+    const sent = clock.now()
+    const answer = this.#platform.send({ team: opts.team, costMs: opts.costMs, fail: opts.fail })
+    const cut = new Promise<null>((resolve) => clock.setTimeout(() => resolve(null), deadline - clock.now()))
+    const got = await Promise.race([answer, cut])
+    record.ended = clock.now()
+    const latencyMs = clock.now() - sent
+    if (got === null) {
+      record.result = 'timeout'
+      seat.end({ status: null, latencyMs, timedOut: true })
+      return record
+    }
+    if (got.status === 0) {
+      record.result = 'failed'
+      seat.end({ status: null, latencyMs, timedOut: false })
+      return record
+    }
+    record.status = got.status
+    seat.end({ status: got.status, latencyMs, ...(got.retryAfter === undefined ? {} : { retryAfter: got.retryAfter }) }, opts.holdMs)
+    return record
+  }
+
+  stop(): void {
+    for (const r of this.replicas) r.stop()
+  }
+}

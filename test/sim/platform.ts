@@ -1,0 +1,186 @@
+import type { Random } from './random.js'
+import type { SimClock } from './sim-clock.js'
+
+/** A span of simulated time (epoch ms), [from, to). */
+export interface Span {
+  from: number
+  to: number
+}
+
+/**
+ * What the simulated platform is: workers with a FIFO queue behind them (a PHP-FPM pool),
+ * each call costing its report's base cost times the platform's slowness at the time it
+ * reaches a worker times a log-normal spread; and its faults.
+ */
+export interface PlatformShape {
+  workers: number
+  /** Log-spread of one call's cost around its report's (0: every call of a report costs the same). */
+  spread: number
+  /** How much slower than its base the platform is at `t` (1: as measured; 3: three times slower). */
+  slowness: (t: number) => number
+  /** Nothing starts and nothing ends (SIGSTOP): calls in service finish that much later. */
+  stalls: Span[]
+  /** The platform is down: calls in service and queued fail, new ones are refused at once. */
+  outages: Span[]
+  /** A front that sheds load: a call arriving then is answered 503 at once with probability `p`, without a worker. */
+  shedding: (Span & { p: number })[]
+}
+
+/** How a team's call fails at the platform, whatever the load: its report answers 500 after its work, or its route 429 at once. */
+export type FailMode = 'none' | 'error' | 'throttled'
+
+export interface SentCall {
+  team: string
+  /** The report's base cost (ms). */
+  costMs: number
+  fail: FailMode
+}
+
+/** What the gateway sees of a call: its status (0: no connection) when the answer comes. */
+export interface PlatformAnswer {
+  status: number
+  retryAfter?: string
+}
+
+interface Job {
+  call: SentCall
+  arrived: number
+  started: number | null
+  endsAt: number
+  timer: ReturnType<SimClock['setTimeout']> | null
+  resolve: (a: PlatformAnswer) => void
+}
+
+/** One sample of the platform every SAMPLE_MS. */
+export interface PlatformSample {
+  at: number
+  busy: number
+  queued: number
+}
+
+export const SAMPLE_MS = 100
+
+/**
+ * The platform stand-in of the simulation. A call that reached it runs to its end whatever
+ * the gateway does (a PHP worker does not notice that its caller left): `send` returns the
+ * answer the gateway may stop waiting for, and the worker stays busy.
+ */
+export class SimPlatform {
+  readonly #clock: SimClock
+  readonly #shape: PlatformShape
+  readonly #random: Random
+  readonly #queue: Job[] = []
+  readonly #busy = new Set<Job>()
+  #stalledUntil = 0
+  /** Worker-milliseconds each team's calls used. */
+  readonly workMs = new Map<string, number>()
+  readonly samples: PlatformSample[] = []
+  /** Calls that reached a worker, per team. */
+  readonly served = new Map<string, number>()
+  /** Worker-milliseconds per team per second of the run (by when the work was done). */
+  readonly workBySecond = new Map<string, number[]>()
+
+  readonly #start: number
+
+  constructor(clock: SimClock, shape: PlatformShape, random: Random) {
+    this.#clock = clock
+    this.#start = clock.now()
+    this.#shape = shape
+    this.#random = random
+    for (const stall of shape.stalls) clock.setTimeout(() => this.#stall(stall), stall.from - clock.now())
+    for (const outage of shape.outages) clock.setTimeout(() => this.#down(), outage.from - clock.now())
+    clock.setInterval(() => this.samples.push({ at: clock.now(), busy: this.#busy.size, queued: this.#queue.length }), SAMPLE_MS)
+  }
+
+  get workers(): number {
+    return this.#shape.workers
+  }
+
+  /** Calls at the platform now: in service and queued. */
+  get inFlight(): number {
+    return this.#busy.size + this.#queue.length
+  }
+
+  send(call: SentCall): Promise<PlatformAnswer> {
+    const now = this.#clock.now()
+    if (within(this.#shape.outages, now)) return this.#after(1, { status: 0 })
+    const shed = this.#shape.shedding.find((s) => s.from <= now && now < s.to)
+    if (shed && this.#random.chance(shed.p)) return this.#after(5, { status: 503 })
+    if (call.fail === 'throttled') return this.#after(5, { status: 429, retryAfter: '1' })
+    return new Promise((resolve) => {
+      this.#queue.push({ call, arrived: now, started: null, endsAt: 0, timer: null, resolve })
+      this.#startNext()
+    })
+  }
+
+  #after(ms: number, answer: PlatformAnswer): Promise<PlatformAnswer> {
+    return new Promise((resolve) => this.#clock.setTimeout(() => resolve(answer), ms))
+  }
+
+  #startNext(): void {
+    const now = this.#clock.now()
+    if (now < this.#stalledUntil) return
+    while (this.#queue.length > 0 && this.#busy.size < this.#shape.workers) {
+      const job = this.#queue.shift() as Job
+      job.started = now
+      const cost = job.call.costMs * this.#shape.slowness(now) * this.#random.spread(this.#shape.spread)
+      this.#busy.add(job)
+      this.#finishAt(job, now + Math.max(1, cost))
+      this.served.set(job.call.team, (this.served.get(job.call.team) ?? 0) + 1)
+    }
+  }
+
+  #finishAt(job: Job, at: number): void {
+    job.endsAt = at
+    job.timer = this.#clock.setTimeout(() => this.#finish(job), at - this.#clock.now())
+  }
+
+  #finish(job: Job): void {
+    this.#busy.delete(job)
+    this.#charge(job)
+    job.resolve({ status: job.call.fail === 'error' ? 500 : 200 })
+    this.#startNext()
+  }
+
+  #charge(job: Job): void {
+    if (job.started === null) return
+    const now = this.#clock.now()
+    const team = job.call.team
+    this.workMs.set(team, (this.workMs.get(team) ?? 0) + now - job.started)
+    let seconds = this.workBySecond.get(team)
+    if (!seconds) this.workBySecond.set(team, (seconds = []))
+    // Spread over the seconds it ran in (a stall included: the worker was held).
+    for (let t = job.started; t < now; ) {
+      const second = Math.floor((t - this.#start) / 1000)
+      const end = Math.min(now, this.#start + (second + 1) * 1000)
+      seconds[second] = (seconds[second] ?? 0) + end - t
+      t = end
+    }
+  }
+
+  /** Every call in service ends the stall's length later; nothing starts until it ends. */
+  #stall(stall: Span): void {
+    const length = stall.to - stall.from
+    this.#stalledUntil = stall.to
+    for (const job of this.#busy) {
+      this.#clock.clearTimeout(job.timer)
+      this.#finishAt(job, job.endsAt + length)
+    }
+    this.#clock.setTimeout(() => this.#startNext(), length)
+  }
+
+  /** The platform goes down: every call it holds fails. */
+  #down(): void {
+    for (const job of [...this.#busy, ...this.#queue]) {
+      this.#clock.clearTimeout(job.timer)
+      this.#busy.delete(job)
+      this.#charge(job)
+      job.resolve({ status: 0 })
+    }
+    this.#queue.length = 0
+  }
+}
+
+export function within(spans: readonly Span[], t: number): boolean {
+  return spans.some((s) => s.from <= t && t < s.to)
+}

@@ -1,0 +1,122 @@
+import { Random } from './random.js'
+import type { Scenario, Slowness } from './simulate.js'
+import type { Behaviour, Report, TeamPlan } from './teams.js'
+
+/**
+ * A random scenario from one seed: a platform of 4 to 64 workers whose reports cost
+ * from tens of milliseconds to seconds (two orders of magnitude between the cheapest
+ * and the dearest), a platform event or none (a slow drift, a step, a stall, an outage,
+ * a front that sheds load), and one to four teams drawn from the behaviours real teams
+ * have: dashboards that wait for all their answers, callers that think, long reports,
+ * bursts, callers that hang up, deadlines shorter than the work, reports that fail,
+ * answers left unread. No shape is the benchmark's: every number is drawn.
+ */
+export function randomScenario(seed: number, opts: { replicas?: number } = {}): Scenario {
+  const r = new Random(seed)
+  const workers = Math.round(r.logUniform(4, 64))
+  const cheapest = r.logUniform(20, 300)
+  const kinds = r.int(2, 4)
+  const reports: Report[] = Array.from({ length: kinds }, (_, i) => ({
+    name: `k${i}`,
+    costMs: Math.round(Math.min(8_000, i === 0 ? cheapest : i === kinds - 1 ? cheapest * r.uniform(30, 100) : cheapest * r.logUniform(1, 30))),
+  }))
+  reports.sort((a, b) => a.costMs - b.costMs)
+  const short = reports.filter((k) => k.costMs <= 500)
+  const durationMs = 90_000
+  const scenario: Scenario = {
+    seed,
+    durationMs,
+    workers,
+    spread: r.uniform(0.05, 0.3),
+    slowness: [],
+    stalls: [],
+    outages: [],
+    shedding: [],
+    replicas: opts.replicas ?? 1,
+    teams: [],
+  }
+  const at = r.uniform(30_000, 50_000)
+  switch (r.pick(['none', 'none', 'drift', 'step', 'stall', 'outage', 'shedding'] as const)) {
+    case 'drift':
+      scenario.slowness = [[at, 1], [at + r.uniform(20_000, 40_000), r.uniform(1.5, 4)]] satisfies Slowness
+      break
+    case 'step':
+      scenario.slowness = [[at, 1], [at + 1, r.uniform(1.5, 4)]]
+      break
+    case 'stall':
+      scenario.stalls = [{ from: at, to: at + r.uniform(3_000, 15_000) }]
+      break
+    case 'outage':
+      scenario.outages = [{ from: at, to: at + r.uniform(3_000, 15_000) }]
+      break
+    case 'shedding':
+      scenario.shedding = [{ from: at, to: at + r.uniform(5_000, 15_000), p: r.uniform(0.3, 0.9) }]
+      break
+    case 'none':
+      break
+  }
+  const teams = r.int(1, 4)
+  for (let i = 0; i < teams; i++) {
+    const behaviour = randomBehaviour(r, workers, reports, short.length > 0 ? short : [reports[0] as Report])
+    const late = i > 0 && r.chance(0.3)
+    scenario.teams.push({
+      name: `t${i}`,
+      weight: r.pick([1, 1, 1, 2, 3]),
+      behaviour,
+      replicas: Array.from({ length: scenario.replicas }, (_, k) => k).filter((k) => scenario.replicas === 1 || k === i % scenario.replicas || r.chance(0.5)),
+      from: late ? r.uniform(10_000, 40_000) : 0,
+      until: r.chance(0.2) ? r.uniform(60_000, durationMs) : durationMs,
+    } satisfies TeamPlan)
+  }
+  return scenario
+}
+
+function randomBehaviour(r: Random, workers: number, all: Report[], short: Report[]): Behaviour {
+  const some = (from: Report[]) => from.filter(() => r.chance(0.6)).concat(r.pick(from))
+  switch (r.pick(['dashboard', 'dashboard', 'callers', 'callers', 'long', 'bursts', 'hangups', 'deadlines', 'failing', 'unread'] as const)) {
+    case 'dashboard':
+      return { kind: 'dashboard', users: r.int(1, 3), fanOut: r.int(1, Math.max(1, Math.min(12, Math.floor(workers / 2)))), reports: some(short), thinkMs: [0, r.uniform(0, 2000)] }
+    case 'callers':
+      return { kind: 'callers', callers: r.int(2, 2 * workers), reports: some(all), thinkMs: [0, r.uniform(0, 500)] }
+    case 'long':
+      return { kind: 'callers', callers: r.int(2, workers), reports: [all.at(-1) as Report], thinkMs: [0, 0] }
+    case 'bursts':
+      return { kind: 'bursts', everyMs: r.uniform(2_000, 10_000), size: r.int(Math.ceil(workers / 2), 2 * workers), reports: some(all) }
+    case 'hangups':
+      return { kind: 'callers', callers: r.int(2, 2 * workers), reports: some(all), thinkMs: [0, 200], hangUpMs: r.uniform(100, 3_000) }
+    case 'deadlines': {
+      const dear = all.at(-1) as Report
+      return { kind: 'callers', callers: r.int(2, workers), reports: some(all), thinkMs: [0, 200], deadlineMs: Math.round(dear.costMs * r.uniform(0.3, 0.9)) }
+    }
+    case 'failing':
+      return { kind: 'callers', callers: r.int(2, workers), reports: some(all), thinkMs: [0, 200], fail: 'error' }
+    case 'unread':
+      return { kind: 'callers', callers: r.int(1, Math.max(1, Math.floor(workers / 2))), reports: some(short), thinkMs: [0, 500], holdMs: 10_000 }
+  }
+}
+
+/** One line that says what a scenario is. */
+export function describeScenario(s: Scenario): string {
+  const events = [
+    s.slowness.length ? `slowness ${s.slowness.map(([t, k]) => `${(t / 1000).toFixed(0)}s×${k.toFixed(2)}`).join('→')}` : '',
+    ...s.stalls.map((x) => `stall ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
+    ...s.outages.map((x) => `outage ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
+    ...s.shedding.map((x) => `503s p=${x.p.toFixed(2)} ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
+  ].filter(Boolean)
+  const teams = s.teams.map((t) => `${t.name}(w${t.weight}${t.from ? ` from ${(t.from / 1000).toFixed(0)}s` : ''}${t.until < s.durationMs ? ` until ${(t.until / 1000).toFixed(0)}s` : ''}${s.replicas > 1 ? ` on r${t.replicas.join(',r')}` : ''}: ${describeBehaviour(t.behaviour)})`)
+  return `seed ${s.seed}: ${s.workers} workers, spread ${s.spread.toFixed(2)}, ${s.replicas} replica(s)${events.length ? `, ${events.join(', ')}` : ''}; ${teams.join('; ')}`
+}
+
+function describeBehaviour(b: Behaviour): string {
+  const reports = b.reports.map((k) => `${k.name}=${k.costMs}ms`).join(',')
+  switch (b.kind) {
+    case 'dashboard':
+      return `dashboard ${b.users}×${b.fanOut} of ${reports}, think ≤${Math.round(b.thinkMs[1])}ms`
+    case 'bursts':
+      return `bursts of ${b.size} every ${Math.round(b.everyMs)}ms of ${reports}`
+    case 'callers': {
+      const extra = [b.hangUpMs !== undefined ? `hang up at ${Math.round(b.hangUpMs)}ms` : '', b.deadlineMs !== undefined ? `deadline ${b.deadlineMs}ms` : '', b.fail && b.fail !== 'none' ? `fail ${b.fail}` : '', b.holdMs !== undefined ? `unread ${b.holdMs}ms` : ''].filter(Boolean)
+      return `${b.callers} callers of ${reports}${extra.length ? ` (${extra.join(', ')})` : ''}`
+    }
+  }
+}

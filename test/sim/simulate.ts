@@ -1,0 +1,94 @@
+import { SimClock } from './sim-clock.js'
+import { Random } from './random.js'
+import { SimPlatform, SAMPLE_MS, type PlatformSample, type PlatformShape, type Span } from './platform.js'
+import { SimGateway, type CallRecord, type GovernorFactory } from './gateway.js'
+import { runTeam, type TeamPlan } from './teams.js'
+
+/** How the platform's slowness moves: through these points (ms from the start, factor), flat before the first and after the last. */
+export type Slowness = [number, number][]
+
+/** A whole simulated run: the platform, the replicas, the teams; times in ms from the start. */
+export interface Scenario {
+  seed: number
+  durationMs: number
+  workers: number
+  spread: number
+  slowness: Slowness
+  stalls: Span[]
+  outages: Span[]
+  shedding: (Span & { p: number })[]
+  replicas: number
+  teams: TeamPlan[]
+}
+
+/** One sample of the gateway and the platform, every SAMPLE_MS. */
+export interface Sample extends PlatformSample {
+  /** Calls waiting for a seat on every replica. */
+  waiting: number
+  /** The model lets those calls wait beside a free worker. */
+  idleAllowed: boolean
+  limit: number
+  /** Teams with calls waiting. */
+  waitingTeams: string[]
+}
+
+export interface Trace {
+  scenario: Scenario
+  start: number
+  samples: Sample[]
+  records: CallRecord[]
+  /** Worker-ms per team at the platform, and seat-seconds charged per team by the governors. */
+  workMs: Map<string, number>
+  /** Worker-ms per team per second of the run. */
+  workBySecond: Map<string, number[]>
+  seatSeconds: Map<string, number>
+}
+
+export const START = 1_800_000_000_000
+
+/** Interpolates the slowness points at `t` ms from the start. */
+export function slownessAt(points: Slowness, t: number): number {
+  if (points.length === 0) return 1
+  const first = points[0] as [number, number]
+  if (t <= first[0]) return first[1]
+  for (let i = 1; i < points.length; i++) {
+    const [t1, k1] = points[i] as [number, number]
+    const [t0, k0] = points[i - 1] as [number, number]
+    if (t <= t1) return k0 + ((k1 - k0) * (t - t0)) / (t1 - t0)
+  }
+  return (points.at(-1) as [number, number])[1]
+}
+
+/** Runs `scenario` against the governor `factory` makes, on a simulated clock. */
+export async function simulate(scenario: Scenario, factory: GovernorFactory): Promise<Trace> {
+  const clock = new SimClock(START)
+  const random = new Random(scenario.seed)
+  const shift = (s: Span) => ({ from: START + s.from, to: START + s.to })
+  const shape: PlatformShape = {
+    workers: scenario.workers,
+    spread: scenario.spread,
+    slowness: (t) => slownessAt(scenario.slowness, t - START),
+    stalls: scenario.stalls.map(shift),
+    outages: scenario.outages.map(shift),
+    shedding: scenario.shedding.map((s) => ({ ...shift(s), p: s.p })),
+  }
+  const platform = new SimPlatform(clock, shape, random.fork())
+  const gateway = new SimGateway(clock, platform, factory, scenario.replicas)
+  const samples: Sample[] = []
+  // Sampled beside the platform's own samples, after them at the same instant.
+  clock.setInterval(() => {
+    const p = platform.samples.at(-1)
+    samples.push({ at: clock.now(), busy: p?.busy ?? 0, queued: p?.queued ?? 0, waiting: gateway.waiting, idleAllowed: gateway.idleAllowed(scenario.workers - (p?.busy ?? 0)), limit: gateway.replicas[0]?.limit ?? 0, waitingTeams: [...gateway.waitingByTeam().keys()] })
+  }, SAMPLE_MS)
+  let running = scenario.teams.length
+  const teams = scenario.teams.map((plan) => runTeam({ ...plan, from: START + plan.from, until: START + plan.until }, gateway, clock, random.fork()).finally(() => (running -= 1)))
+  await clock.run(START + scenario.durationMs)
+  // Calls still under way end (their deadlines at the latest); nothing new starts.
+  await clock.run(START + scenario.durationMs + 60_000)
+  // Every call ends: answered, refused or cut by its deadline. One still waiting is a lost call.
+  if (running > 0) throw new Error(`${running} team(s) still have a call that never ended, 60 s after the run`)
+  await Promise.all(teams)
+  gateway.stop()
+  const seatSeconds = new Map(scenario.teams.map((t) => [t.name, gateway.seatSeconds(t.name)]))
+  return { scenario, start: START, samples: samples.filter((s) => s.at <= START + scenario.durationMs), records: gateway.records, workMs: platform.workMs, workBySecond: platform.workBySecond, seatSeconds }
+}
