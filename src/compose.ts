@@ -97,12 +97,9 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const { dispatcher, tokens, governors, client, answers } = platform
   const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId })
   // Redis answering again (the circuit closed, a new connection): the report copies this
-  // replica kept meanwhile, or that a Redis restarted empty lost, go back to it, and so
-  // does each learned limit's shared record.
-  shared.whenBack(() => {
-    void store.shareKept()
-    governors.redisBack()
-  })
+  // replica kept meanwhile, or that a Redis restarted empty lost, go back to it (the
+  // learned limit's shared record goes back with the learner's next lease renewal).
+  shared.whenBack(() => void store.shareKept())
 
   const ctx: GatewayContext = {
     config, log, auditLog, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, redis, breaker, bus, reports,

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { RawConfig } from './config/schema.js'
 import { validateSchema } from './config/schema-errors.js'
-import { FILE_FORBIDDEN, applyEnv, deepMerge, getPath, readYamlObject, type Env } from './config/sources.js'
+import { FILE_FORBIDDEN, applyEnv, deepMerge, getPath, readYamlObject, setPath, type Env } from './config/sources.js'
 import { normalize, type Config } from './config/normalize.js'
 import { decideDemo } from './config/demo-mode.js'
 import { redisWithoutSecret } from './config/redis-secret.js'
@@ -58,6 +58,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
       raw.teams = teams
     }
   }
+  const warnings = renamed(raw)
   const envSources = applyEnv(raw, env, readFile, problems)
   if (problems.length > 0) throw new ConfigError(problems)
   validateSchema(raw, envSources, problems)
@@ -71,5 +72,21 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
   // The demo's sandbox and printed key are for this machine only, unless HOST says otherwise.
   const host = mode.demo && !env.HOST && !fileSetsHost ? '127.0.0.1' : config.host
   const settings = settingsInForce({ raw, file, envSources, env, credentials: config.credentials })
-  return { ...config, host, demo: mode.demo, settings: host === config.host ? settings : settings.map((s) => (s.setting === 'host' ? { ...s, value: host, source: 'demo', from: 'demo mode' } : s)) }
+  return { ...config, host, demo: mode.demo, warnings, settings: host === config.host ? settings : settings.map((s) => (s.setting === 'host' ? { ...s, value: host, source: 'demo', from: 'demo mode' } : s)) }
+}
+
+/** Settings renamed this release, old name → new: the old name is still taken, with a warning, until the next. */
+export const RENAMED_SETTINGS: ReadonlyArray<[string[], string[]]> = [[['platform', 'permitLease'], ['platform', 'seatLease']]]
+
+/** Moves each renamed setting that `raw` sets under its old name to its new one; returns a warning for each. */
+function renamed(raw: Record<string, unknown>): string[] {
+  const warnings: string[] = []
+  for (const [from, to] of RENAMED_SETTINGS) {
+    const value = getPath(raw, from)
+    if (value == null) continue
+    setPath(raw, to, value)
+    setPath(raw, from, null)
+    warnings.push(`${from.join('.')} is renamed ${to.join('.')}: the old name is taken until the next release; set ${to.join('.')} instead`)
+  }
+  return warnings
 }

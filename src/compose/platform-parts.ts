@@ -16,7 +16,7 @@ import { PlatformClient } from '../platform/client/platform-client.js'
 import { PlatformAnswers } from '../platform/client/answer-buffer.js'
 import { probeStatus, probeTokens } from '../platform/client/token-probe.js'
 import { PlatformGovernors } from '../platform/governor/platform-governors.js'
-import { RefusalLog } from '../platform/governor/refusal-log.js'
+import { RefusalLog } from '../platform/client/refusal-log.js'
 import { TokenRegistry } from '../platform/tokens/token-registry.js'
 import { LoginGate } from '../platform/tokens/login-gate.js'
 import { TokenVerdicts } from '../platform/tokens/token-verdict.js'
@@ -104,6 +104,7 @@ export function platformParts(
     refusals: new RefusalLog({ log, metrics, now }),
     usage: o.usage,
     history: o.history,
+    onRetried: (credential) => metrics.platformRetries.inc({ credential }),
     clock,
   })
   // A credential pause is tested with the probe call and the token in use.
@@ -118,16 +119,13 @@ export function platformParts(
     readIdleMs: config.platform.readIdleTimeoutMs,
     onSlowReader: (credential) => metrics.platformSlowReaders.inc({ credential }),
   })
-  // A caller that stopped reading gives back the seat or room another team waits for.
-  answers.contendedBy((credential, team) => governors.of(credential).othersWaitFor(team))
-  governors.reclaimWith((credential, waiting, overShare) => answers.reclaim(credential, waiting, overShare))
   return {
     dispatcher,
     tokens,
     governors,
     client,
     answers,
-    gauges: () => governors.all().map((g) => ({ credential: g.credential, inFlight: g.inFlight, waiting: g.queued, limit: g.limit, floorMs: governors.latencyFloorMs(g.credential) })),
+    gauges: () => governors.views().map((g) => ({ credential: g.credential, inFlight: g.inFlight, waiting: g.queued, limit: g.limit, floorMs: g.floorMs })),
     probeTokens: () => probeTokens(tokens, client, config.platform.probe, log, probePaused),
   }
 }

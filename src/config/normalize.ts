@@ -95,7 +95,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   }
   // Shorter would cut off callers whose connection merely hiccups.
   // Renewed every third of it: shorter would be renewals all the time.
-  if (parseDuration(p.permitLease) < 300) problems.push(`platform.permitLease: must be at least 300ms (got ${String(p.permitLease)})`)
+  if (parseDuration(p.seatLease) < 300) problems.push(`platform.seatLease: must be at least 300ms (got ${String(p.seatLease)})`)
   if (parseDuration(p.readIdleTimeout) < 100) problems.push(`platform.readIdleTimeout: must be at least 100ms (got ${String(p.readIdleTimeout)})`)
 
   const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret]
@@ -151,7 +151,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       initialConcurrent: Math.min(p.initialConcurrent, p.maxConcurrent),
       minConcurrent: Math.min(p.minConcurrent, p.maxConcurrent),
       maxConcurrentPerReplica: p.maxConcurrentPerReplica,
-      permitLeaseMs: parseDuration(p.permitLease),
+      seatLeaseMs: parseDuration(p.seatLease),
       queue: p.queue,
       queueTimeoutMs: parseDuration(p.queueTimeout),
       maxPauseMs: parseDuration(p.maxPause),
@@ -200,7 +200,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
 }
 
 /** `demo`: decided by loadConfig from everything that was set (config/demo-mode.ts); `settings`: each setting in force and where it came from (config/provenance.ts). */
-export type Config = ReturnType<typeof normalize> & { demo: boolean; settings: Setting[] }
+/** The configuration in force; `warnings`: what a start logs of it (a renamed setting set under its old name). */
+export type Config = ReturnType<typeof normalize> & { demo: boolean; settings: Setting[]; warnings: string[] }
 
 function envName(path: string, env: string): string {
   return `${env} (${path})`

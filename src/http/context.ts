@@ -47,9 +47,9 @@ export interface GatewayContext {
   bus: RedisBus | null
   reports: ReportCache
   campaignOwners: CampaignOwners
-  /** The platform calls of each credential: slots, queue, 429 pause. */
+  /** The platform calls of each credential: seats, queue, 429 pauses. */
   governors: PlatformGovernors
-  /** Platform answers held for their callers: what their slots do not wait for. */
+  /** Platform answers held for their callers: what their seats do not wait for. */
   answers: PlatformAnswers
   /** Where this replica is in its life: readiness is 503 unless `serving`. */
   lifecycle: { phase: 'starting' | 'serving' | 'stopping' }

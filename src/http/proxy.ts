@@ -5,7 +5,7 @@ import type { GatewayContext } from './context.js'
 import { UpstreamError } from '../errors.js'
 import type { PlatformClient } from '../platform/client/platform-client.js'
 import { isRead } from '../access/team-auth.js'
-import { hangUpSignal } from '../platform/governor/caller-group.js'
+import { hangUpSignal } from '../platform/client/caller-group.js'
 import type { Admission } from '../access/admission.js'
 import { targetUrl } from '../access/request-target.js'
 import { withRetryAfter } from '../platform/retry-after.js'
@@ -81,7 +81,7 @@ export function proxyHandler(
       res.body.resume()
       throw withRetryAfter(new UpstreamError(`status ${res.status}`), res.headers, clock.now())
     }
-    // Received at the platform's speed, so that the slot is not held while the caller reads.
+    // Received at the platform's speed, as the seat ended with its headers.
     const answer = await answers.receive(res.body, contentLength(res.headers), { credential: caller.provider.name, team: caller.team.name, path: caller.target.path, log: request.log })
     reply.code(res.status).headers(callerHeaders(res.headers))
     if (answer.length !== null && request.method !== 'HEAD') reply.header('content-length', answer.length)

@@ -10,12 +10,12 @@ import { SingleFlight, type FillFailure, type FillLease, type ReplicaLock } from
 import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
 import { fetchReport, type FetchResult } from './report-fetcher.js'
-import { CallerGroup, CallersGoneError, type QueueTeam } from '../platform/governor/caller-group.js'
+import { CallerGroup, CallersGoneError, type QueueTeam } from '../platform/client/caller-group.js'
 import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../observe/usage.js'
 import { PlatformAuthError, PlatformRefusedError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import { LRUCache } from 'lru-cache'
-import { NoIdleSlotError, type Priority } from '../platform/governor/call-governor.js'
+import { NoIdleSeatError, type Priority } from '../platform/governor/seats.js'
 import { entryBytes } from '../perf/kept-bytes.js'
 import { steppedTimers } from '../perf/stepped-timers.js'
 import { systemClock, type Clock, type Timers } from '../clock.js'
@@ -83,7 +83,7 @@ export interface ReadOptions {
 type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'trace'> & { hangUp?: AbortSignal; queue?: QueueTeam; background?: boolean; urgency?: () => number }
 /**
  * Who asks for a fill: a caller's read, or a background refresh (no hang-up), at its
- * priority. A refresh ahead wants a copy newer than `newerThan`, and waits for a slot
+ * priority. A refresh ahead wants a copy newer than `newerThan`, and waits for a seat
  * by its `urgency` among the other refreshes ahead.
  */
 type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp' | 'priority' | 'trace'> & { ahead?: { newerThan: number; urgency: () => number } }
@@ -249,8 +249,8 @@ export class ReportCache {
       case 'oversize':
         return { ...(await this.#oversize(result, report, key, provider, opts)), forward }
       case 'failed': {
-        // This read joined a refresh ahead that found no idle slot: it makes its own call.
-        if (result.error.cause instanceof NoIdleSlotError) return this.read(report, key, provider, opts)
+        // This read joined a refresh ahead that found no idle seat: it makes its own call.
+        if (result.error.cause instanceof NoIdleSeatError) return this.read(report, key, provider, opts)
         stale ??= opts.refresh ? await this.#d.store.lookup(key) : null
         if (stale && this.#clock.now() < stale.entry.errorUntil) {
           const { code, message } = result.error
@@ -366,7 +366,7 @@ export class ReportCache {
     this.#fill(key, watch.report, watch.provider, { requestId: `refresh-ahead-${watch.fetchedAt}`, team: watch.team, tally, priority: 'ahead', ahead }, 0).then(
       (result) => {
         if (result.kind === 'entry') outcomes.inc({ outcome: result.fromPeer ? 'skipped' : 'completed' })
-        else if (result.kind === 'failed' && result.error.cause instanceof NoIdleSlotError) {
+        else if (result.kind === 'failed' && result.error.cause instanceof NoIdleSeatError) {
           outcomes.inc({ outcome: 'skipped' })
           // Displaced or out of time in the queue: the next hit past the fraction tries again.
           watch.running = false
@@ -488,7 +488,7 @@ export class ReportCache {
       // replica holding an older copy takes the new one. A call aborted by this replica's
       // shutdown, or dropped in the queue because its callers all hung up, is no failure of
       // the platform: another replica takes the fill over.
-      const shutDown = result?.kind === 'failed' && (result.error.code === 'GW_SHUTTING_DOWN' || droppedInQueue(result.error) || result.error.cause instanceof NoIdleSlotError)
+      const shutDown = result?.kind === 'failed' && (result.error.code === 'GW_SHUTTING_DOWN' || droppedInQueue(result.error) || result.error.cause instanceof NoIdleSeatError)
       const released = shutDown ? lease.abandon() : result?.kind === 'entry' ? lease.stored(result.entry.fetchedAt) : lease.release(result?.kind === 'failed' ? failureOf(result) : undefined)
       void released.catch((err: unknown) => this.#d.log.warn({ err }, 'releasing a cache fill lock failed'))
     }
@@ -505,8 +505,8 @@ export class ReportCache {
       ttl: { ...config.cache.ttl, ...config.cache },
       now: () => this.#clock.now(),
     })
-    // A background refresh that got no slot made no call.
-    if (result.kind === 'failed' && result.error.cause instanceof NoIdleSlotError) return result
+    // A background refresh that got no seat made no call.
+    if (result.kind === 'failed' && result.error.cause instanceof NoIdleSeatError) return result
     origin.tally.platformCalls += 1
     this.#d.usage.platformCall(origin.tally.team.name)
     if (result.kind === 'entry') result.entry.filledBy = this.#filler(origin.team)
@@ -550,7 +550,7 @@ export class ReportCache {
     result.taken = true
     const { headers, head, rest } = own as Extract<FillResult, { kind: 'oversize' }>
     this.#count('BYPASS', 'platform')
-    // The rest is read at the caller's pace, its slot held meanwhile: a caller that stops reading is cut off.
+    // The rest is read at the caller's pace, its seat given back with its headers: a caller that stops reading is cut off.
     const stream = this.#d.answers.stream(head, rest, { credential: provider.name, team: opts.team, path: report.path, log: opts.log })
     return { kind: 'stream', headers, stream, gzipped: headers['content-encoding'] === 'gzip', ...(own.upstreamMs === undefined ? {} : { upstreamMs: own.upstreamMs }) }
   }

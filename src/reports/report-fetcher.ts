@@ -7,7 +7,7 @@ import { upstreamError, type PlatformClient, type PlatformResponse } from '../pl
 import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
 import { withRetryAfter } from '../platform/retry-after.js'
 import type { AnswerRest } from '../platform/client/answer-buffer.js'
-import type { QueueTeam } from '../platform/governor/caller-group.js'
+import type { QueueTeam } from '../platform/client/caller-group.js'
 import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy.js'
 import type { CanonicalReport } from './report-query.js'
 import { reportBodyKind, type BodyKind } from './report-body.js'

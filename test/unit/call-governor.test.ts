@@ -1,7 +1,7 @@
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
-import { CallGovernor, NoIdleSlotError, type GovernorOptions, type Priority, type Release } from '../../src/platform/governor/call-governor.js'
-import { CallerGroup, CallersGoneError, slotFollowing } from '../../src/platform/governor/caller-group.js'
+import { CallGovernor, NoIdleSeatError, type GovernorOptions, type Priority, type Release } from '../../src/platform/governor/call-governor.js'
+import { CallerGroup, CallersGoneError, slotFollowing } from '../../src/platform/client/caller-group.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 
 // The governor's scheduling, on a clock that moves only when told.
@@ -388,7 +388,7 @@ describe('priorities: a caller before a refresh ahead, before a stale-while-reva
     expect(order).toEqual(['a', 'hot'])
     clock.advance(1000)
     await settle()
-    expect(cold.error).toBeInstanceOf(NoIdleSlotError)
+    expect(cold.error).toBeInstanceOf(NoIdleSeatError)
     expect(refused).toEqual(['queue_timeout'])
   })
 
@@ -400,13 +400,13 @@ describe('priorities: a caller before a refresh ahead, before a stale-while-reva
     const queued = backgroundCall(g, 'swr', order, 'swr')
     const caller = call(g, 'b', order)
     await settle()
-    expect(queued.error).toBeInstanceOf(NoIdleSlotError)
+    expect(queued.error).toBeInstanceOf(NoIdleSeatError)
     expect(caller.error).toBeNull()
     expect(refused).toEqual(['displaced'])
     // A background call finds no room behind a caller's.
     const late = backgroundCall(g, 'ahead', order, 'ahead')
     await late.done
-    expect(late.error).toBeInstanceOf(NoIdleSlotError)
+    expect(late.error).toBeInstanceOf(NoIdleSeatError)
   })
 
   it('starts nothing while the credential is paused', async () => {

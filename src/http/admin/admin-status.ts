@@ -69,8 +69,8 @@ export const statusSchema = {
       items: {
         type: 'object',
         properties: {
-          ...scalars({ credential: 'string', maxConcurrent: 'number', adaptive: 'boolean', limit: 'number', longCallLimit: 'number?', latencyFloorMs: 'number?', queueLimit: 'number' }),
-          ...scalars({ inFlight: 'number', queued: 'number', permitsHeld: 'number', pausedUntil: 'string?' }),
+          ...scalars({ credential: 'string', maxConcurrent: 'number', adaptive: 'boolean', limit: 'number', knee: 'number?', phase: 'string?', learner: 'boolean', latencyFloorMs: 'number?', queueLimit: 'number' }),
+          ...scalars({ inFlight: 'number', queued: 'number', seatsHeld: 'number', permitsHeld: 'number', pausedUntil: 'string?' }),
           pauses: {
             type: 'array',
             items: { type: 'object', properties: { scope: { type: 'string' }, team: nullable('string'), route: nullable('string'), until: { type: 'string' } } },
@@ -79,7 +79,7 @@ export const statusSchema = {
             type: 'array',
             items: {
               type: 'object',
-              properties: scalars({ team: 'string', inFlight: 'number', waiting: 'number', seatsKept: 'number', maxConcurrent: 'number?', queue: 'number?', brake: 'number?', seatSeconds: 'number' }),
+              properties: scalars({ team: 'string', inFlight: 'number', waiting: 'number', share: 'number', maxConcurrent: 'number?', queue: 'number?', seatSeconds: 'number' }),
             },
           },
           refusals: counts,
@@ -124,7 +124,7 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
       },
       credentials: tokens.all().map((p) => {
         const { source, fingerprint, obtainedAt, expiresAt, secondsLeft, usable } = p.info()
-        const until = governors.of(p.name).pausedUntil
+        const until = governors.views().find((g) => g.credential === p.name)?.pausedUntil ?? 0
         return {
           name: p.name,
           state: fingerprint === null ? 'missing' : usable ? 'ok' : 'rejected',
@@ -158,19 +158,22 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
           rateLimit: t.rateLimit && rate ? { max: t.rateLimit.max, windowSec: t.rateLimit.windowMs / 1000, remaining: rate.remaining, resetSec: rate.resetSec } : null,
         }
       }),
-      governors: governors.all().map((g) => {
-        const waiting = g.waiting()
+      governors: governors.views().map((g) => {
+        const waiting = g.seats.waiting()
         return {
           credential: g.credential,
           maxConcurrent: config.platform.maxConcurrent,
-          adaptive: governors.adaptive,
+          adaptive: g.adaptive,
           limit: g.limit,
-          longCallLimit: Number.isFinite(g.longCallLimit) ? g.longCallLimit : null,
-          latencyFloorMs: roundOrNull(governors.latencyFloorMs(g.credential)),
+          knee: g.knee,
+          phase: g.phase,
+          learner: g.learner,
+          latencyFloorMs: roundOrNull(g.floorMs),
           queueLimit: config.platform.queue,
           inFlight: g.inFlight,
           queued: g.queued,
-          permitsHeld: g.permitsHeld,
+          seatsHeld: g.seatsHeld,
+          permitsHeld: g.seatsHeld,
           pausedUntil: g.pausedUntil > 0 ? new Date(g.pausedUntil).toISOString() : null,
           pauses: governors.pausesOf(g.credential).map((p) => ({
             scope: p.scope.kind,
@@ -182,12 +185,11 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
             .filter((t) => t.credential === g.credential)
             .map((t) => ({
               team: t.name,
-              inFlight: g.running(t.name),
+              inFlight: g.seats.running(t.name),
               waiting: waiting.get(t.name) ?? 0,
-              seatsKept: g.seatsKept(t.name),
-              ...g.limitsOf(t.name),
-              brake: g.brakeOf(t.name),
-              seatSeconds: Math.round(g.seatSeconds(t.name) * 10) / 10,
+              share: Math.round(g.seats.shareOf(t.name) * 10) / 10,
+              ...g.seats.limitsOf(t.name),
+              seatSeconds: Math.round(g.seats.seatSeconds(t.name) * 10) / 10,
             })),
           refusals: sumBy(refused.values, 'reason', (labels) => labels.credential === g.credential),
         }

@@ -82,7 +82,7 @@ export function replicaState(ctx: Pick<GatewayContext, 'clock' | 'governors' | '
   let inFlight = 0
   let waiting = 0
   const paused: string[] = []
-  for (const g of ctx.governors.all()) {
+  for (const g of ctx.governors.views()) {
     inFlight += g.inFlight
     waiting += g.queued
     if (g.pausedUntil > 0) paused.push(`paused:${g.credential}`)

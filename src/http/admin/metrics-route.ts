@@ -12,14 +12,15 @@ export function metricsRoute(admin: FastifyInstance, { metrics, tokens, governor
       if (info.secondsLeft !== null) metrics.tokenSecondsLeft.set({ credential: p.name }, info.secondsLeft)
       metrics.tokenUsable.set({ credential: p.name }, info.usable ? 1 : 0)
     }
-    for (const g of governors.all()) {
-      metrics.platformQueued.set({ credential: g.credential }, g.queued)
-      metrics.platformInFlight.set({ credential: g.credential }, g.inFlight)
-      metrics.platformPermitsHeld.set({ credential: g.credential }, g.permitsHeld)
-    }
     // A team that no longer waits shows no line rather than a stale one.
     metrics.platformWaiting.reset()
-    for (const g of governors.all()) for (const [team, n] of g.waiting()) metrics.platformWaiting.set({ credential: g.credential, team }, n)
+    for (const g of governors.views()) {
+      metrics.platformQueued.set({ credential: g.credential }, g.queued)
+      metrics.platformInFlight.set({ credential: g.credential }, g.inFlight)
+      metrics.platformSeatsHeld.set({ credential: g.credential }, g.seatsHeld)
+      metrics.platformPermitsHeld.set({ credential: g.credential }, g.seatsHeld)
+      for (const [team, n] of g.seats.waiting()) metrics.platformWaiting.set({ credential: g.credential, team }, n)
+    }
     usage.publishMetrics()
     return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics())
   })

@@ -38,14 +38,11 @@ export interface AnswerLimits {
 }
 
 /**
- * How long a caller may take nothing of its answer while another team waits for what the
- * answer holds (a seat, or room in the buffer): then it is cut off at once rather than at
- * readIdleTimeout. A caller reading at any pace takes something far more often.
+ * How long a caller may take nothing of its answer while another team's answer needs the
+ * buffer room it holds: then it is cut off at once rather than at readIdleTimeout. A
+ * caller reading at any pace takes something far more often.
  */
 export const CONTENDED_STALL_MS = 1000
-
-/** Whether another team waits for a seat that `team`'s answers on `credential` hold past its share. */
-export type Contention = (credential: string, team: string) => boolean
 
 /** Whose answer it is: named in the warning when its caller stops reading. */
 export interface AnswerReader {
@@ -65,27 +62,26 @@ export interface AnswerRest {
 
 /** A platform answer as its caller gets it. */
 export interface HeldAnswer {
-  /** Its length when it was received whole (its slot is free already); null while its rest streams from the platform. */
+  /** Its length when it was received whole; null while its rest streams from the platform. */
   length: number | null
   body: Readable
 }
 
 /**
- * A platform slot covers the platform's work, not the caller's reading.
- * An answer within platform.bufferBytes, and within what all held answers may take, is
- * received whole at the platform's speed, which ends its body and so frees its slot; a
- * larger one streams, its slot held while the caller reads. Either way a caller that
- * takes nothing for platform.readIdleTimeout is cut off, which frees the slot, or the
- * memory, it held; and a caller that takes nothing for CONTENDED_STALL_MS while another
- * team waits for that seat (its team past its share) or that room is cut off then.
+ * What a caller reads of a platform answer. The governor's seat ends with the answer's
+ * headers (the platform's work is done: docs/governor.md); an answer within
+ * platform.bufferBytes, and within what all held answers may take, is received whole at
+ * the platform's speed, a larger one streams as its caller reads. Either way a caller that
+ * takes nothing for platform.readIdleTimeout is cut off, which frees the connection and
+ * the memory it held; and one that takes nothing for CONTENDED_STALL_MS while another
+ * team's answer needs the room it holds is cut off then.
  */
 export class PlatformAnswers {
   readonly budget: ByteBudget
   readonly #limits: AnswerLimits
   readonly #onSlowReader: (credential: string) => void
-  // The answers whose callers are reading them: what a team waiting for a seat or room may take back.
+  // The answers whose callers are reading them: what a team waiting for room may take back.
   readonly #open = new Set<WatchedAnswer>()
-  #contention: Contention = () => false
 
   constructor(limits: AnswerLimits & { totalBytes: number; onSlowReader: (credential: string) => void }) {
     this.#limits = limits
@@ -93,30 +89,13 @@ export class PlatformAnswers {
     this.#onSlowReader = limits.onSlowReader
   }
 
-  /** Who tells whether another team waits for a seat an answer holds (the governors). */
-  contendedBy(contention: Contention): void {
-    this.#contention = contention
-  }
-
-  /**
-   * A team waits on `credential` for a seat none is free for: the seat of a streamed
-   * answer whose caller has taken nothing for CONTENDED_STALL_MS, of a team `overShare`
-   * says holds more than its share, is taken back (the answer cut off). True when one was.
-   */
-  reclaim(credential: string, waiting: string, overShare: (team: string) => boolean): boolean {
-    const stalled = this.#longestStalled((a) => a.holdsSeat && a.reader.credential === credential && a.reader.team !== waiting && overShare(a.reader.team))
-    if (stalled === null) return false
-    stalled.cut('seat')
-    return true
-  }
-
   /** Room for `bytes` of `team`'s answer: held answers of other teams whose callers stalled are cut off until it fits. */
   #roomFor(bytes: number, team: string): boolean {
     for (;;) {
       if (this.budget.reserve(bytes)) return true
-      const stalled = this.#longestStalled((a) => !a.holdsSeat && a.held > 0 && a.reader.team !== team)
+      const stalled = this.#longestStalled((a) => a.held > 0 && a.reader.team !== team)
       if (stalled === null) return false
-      stalled.cut('room')
+      stalled.cut()
     }
   }
 
@@ -171,14 +150,12 @@ export class PlatformAnswers {
 
   #watched(head: Buffer[], rest: AnswerRest | null, held: number, reader: AnswerReader): Readable {
     const answer: WatchedAnswer = new WatchedAnswer(head, rest, held, reader, this.#limits.readIdleMs, {
-      idle: (wanted) => {
+      idle: (contended) => {
         this.#onSlowReader(reader.credential)
         const fields = { credential: reader.credential, team: reader.team, path: reader.path }
-        if (wanted === null) reader.log.warn({ ...fields, readIdleMs: this.#limits.readIdleMs }, 'caller stopped reading: answer cut off')
-        else reader.log.warn({ ...fields, stalledMs: CONTENDED_STALL_MS, wanted }, 'caller stopped reading while another team waited for its seat or room: answer cut off')
+        if (contended) reader.log.warn({ ...fields, stalledMs: CONTENDED_STALL_MS, wanted: 'room' }, 'caller stopped reading while another team waited for its room: answer cut off')
+        else reader.log.warn({ ...fields, readIdleMs: this.#limits.readIdleMs }, 'caller stopped reading: answer cut off')
       },
-      // A stall of CONTENDED_STALL_MS on a seat another team waits for is the end of it.
-      stalled: () => answer.holdsSeat && this.#contention(reader.credential, reader.team),
       closed: () => {
         this.#open.delete(answer)
         this.budget.free(held)
@@ -189,10 +166,9 @@ export class PlatformAnswers {
   }
 }
 
-/** What a watched answer tells its owner: cut off (`wanted`: what another team waited for; null: readIdleTimeout), stalled (cut it?), closed. */
+/** What a watched answer tells its owner: cut off (`contended`: another team waited for its room; else readIdleTimeout), closed. */
 interface AnswerEvents {
-  idle: (wanted: 'seat' | 'room' | null) => void
-  stalled: () => boolean
+  idle: (contended: boolean) => void
   closed: () => void
 }
 
@@ -211,7 +187,6 @@ class WatchedAnswer extends Readable {
   readonly #idleMs: number
   readonly #on: AnswerEvents
   #timer: NodeJS.Timeout | null = null
-  #stallTimer: NodeJS.Timeout | null = null
 
   constructor(head: Buffer[], rest: AnswerRest | null, held: number, reader: AnswerReader, idleMs: number, on: AnswerEvents) {
     super()
@@ -223,15 +198,10 @@ class WatchedAnswer extends Readable {
     this.#on = on
   }
 
-  /** Whether it holds a platform seat: its rest still streams from the platform. */
-  get holdsSeat(): boolean {
-    return this.#rest !== null && !this.#rest.body.destroyed
-  }
-
-  /** Cuts the answer off: its caller took nothing while another team wanted what it holds (`wanted`). */
-  cut(wanted: 'seat' | 'room'): void {
+  /** Cuts the answer off: its caller took nothing while another team's answer needed the room it holds. */
+  cut(): void {
     if (this.destroyed) return
-    this.#on.idle(wanted)
+    this.#on.idle(true)
     // Without an error: the reply sees a premature close and cuts the caller's connection.
     this.destroy()
   }
@@ -258,7 +228,7 @@ class WatchedAnswer extends Readable {
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
     this.#stopClock()
-    // Ends the platform body, if it is still open: its slot is given back.
+    // Ends the platform body, if it is still open: its connection is free again.
     this.#rest?.body.destroy()
     this.#on.closed()
     callback(err)
@@ -267,21 +237,16 @@ class WatchedAnswer extends Readable {
   #startClock(): void {
     this.stalledSince = performance.now()
     this.#timer = setTimeout(() => {
-      this.#on.idle(null)
+      this.#on.idle(false)
       // Without an error: the reply sees a premature close and cuts the caller's connection.
       this.destroy()
     }, this.#idleMs)
     this.#timer.unref()
-    this.#stallTimer = setTimeout(() => {
-      if (this.#on.stalled()) this.cut('seat')
-    }, CONTENDED_STALL_MS)
-    this.#stallTimer.unref()
   }
 
   #stopClock(): void {
     this.stalledSince = null
     if (this.#timer) clearTimeout(this.#timer)
-    if (this.#stallTimer) clearTimeout(this.#stallTimer)
-    this.#timer = this.#stallTimer = null
+    this.#timer = null
   }
 }

@@ -6,14 +6,14 @@ import { request, type Dispatcher } from 'undici'
 import { PlatformAuthError, PlatformRefusedError, ShuttingDownError, UpstreamError, UpstreamTimeoutError, type GatewayError } from '../../errors.js'
 import type { TokenProvider, TokenState } from '../tokens/token-provider.js'
 import type { PlatformGovernors } from '../governor/platform-governors.js'
-import type { Priority } from '../governor/fair-queue.js'
+import type { Priority } from '../governor/seats.js'
 import type { TokenVerdicts, Verdict } from '../tokens/token-verdict.js'
-import type { RefusalLog } from '../governor/refusal-log.js'
+import type { RefusalLog } from './refusal-log.js'
 import type { TeamUsage } from '../../observe/usage.js'
 import type { History } from '../../observe/history.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { routeTemplate } from '../route-template.js'
-import { slotFollowing, type QueueTeam } from '../governor/caller-group.js'
+import { seatFollowing, type QueueTeam } from './caller-group.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
 import { systemClock, type Clock } from '../../clock.js'
 import { traced, tracedCall, type Trace } from '../../observe/tracing.js'
@@ -35,13 +35,13 @@ export interface PlatformCall {
   workClass?: string
   /** The whole call's budget when shorter than platform.timeout (a report waiter's remaining time). */
   timeoutMs?: number
-  /** The probe call testing a credential pause: it goes through the pause, without a slot (one call per probe interval). */
+  /** The probe call testing a credential pause: it goes through the pause, without a seat (one call per probe interval). */
   trial?: boolean
   /** The probe call (`platform.probe`, team GATEWAY_TEAM): its 429 pauses the whole credential. */
   probe?: boolean
   /** Set by send(): aborts the call at its deadline or at shutdown; the governor's queue honours it too. */
   signal?: AbortSignal
-  /** Ends the call's wait for a slot once its callers have all hung up; a call already sent goes on. */
+  /** Ends the call's wait for a seat once its callers have all hung up; a call already sent goes on. */
   hangUp?: AbortSignal
   /** The callers of a shared call (a report fill): it waits in the queue of the earliest one still there, not always `team`'s. */
   queue?: QueueTeam
@@ -77,7 +77,7 @@ const MAX_JSON_REPLY_BYTES = 16 * 1024 * 1024
 
 /**
  * The one place that calls the platform: the proxy, the report fill, the ownership
- * lookups and the admin probe. It injects the credential's token, waits for a slot of
+ * lookups and the admin probe. It injects the credential's token, waits for a seat of
  * the credential's governor, bounds the whole call by one deadline, does the shared
  * re-login plus one retry for reads on a 401 that the probe call confirms, the bounded
  * read retries, and maps failures to GW_* errors.
@@ -91,6 +91,7 @@ export class PlatformClient {
   readonly #refusals: RefusalLog
   readonly #usage: Pick<TeamUsage, 'platformCall'>
   readonly #history: Pick<History, 'platformCall'> | null
+  readonly #onRetried: (credential: string) => void
   readonly #clock: Clock
   // Every call in flight listens on it: no listener limit (Node warns past 10).
   readonly #shutdown = maxListenersOff(new AbortController())
@@ -106,6 +107,8 @@ export class PlatformClient {
     usage: Pick<TeamUsage, 'platformCall'>
     /** Counts every call sent, with its latency, in this replica's last hour. */
     history?: Pick<History, 'platformCall'>
+    /** A read is sent again after a 502/503/504 or a reset (the retries' counter). */
+    onRetried?: (credential: string) => void
     /** The deadlines' time and timers; the governors' clock. Default systemClock. */
     clock?: Clock
   }) {
@@ -117,6 +120,7 @@ export class PlatformClient {
     this.#refusals = opts.refusals
     this.#usage = opts.usage
     this.#history = opts.history ?? null
+    this.#onRetried = opts.onRetried ?? (() => undefined)
     this.#clock = opts.clock ?? systemClock
   }
 
@@ -258,31 +262,32 @@ export class PlatformClient {
   }
 
   /**
-   * One call through the credential's governor: it waits for a slot, which is held until
-   * the response body has been read or destroyed; a read is sent again (with a slot of
-   * its own) after a 502/503/504 or a reset while the deadline allows.
+   * One call through the credential's governor: it waits for a seat, and the seat goes
+   * back with the call's outcome as its answer's headers come (or with none: its deadline,
+   * a broken connection, the gateway's own stop); a read is sent again (with a seat of its
+   * own) after a 502/503/504 or a reset while the deadline allows.
    */
   async #once(credential: string, baseUrl: string, call: PlatformCall, token: string, deadline: number): Promise<PlatformResponse> {
     const replayable = isReplayable(call.body)
     for (let retries = 0; ; retries++) {
-      // A call a pause covers is refused here, before it queues, unless it is that pause's trial.
-      const trial = call.trial ? null : this.#governors.admit(credential, call)
       const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
-      const governor = this.#governors.of(credential)
-      // How long the call holds its seat, by its kind's floor: a long one follows the level the platform carried (long-calls.ts).
-      const expectedMs = this.#governors.expectedMs(credential, call)
-      const how = { ...(call.urgency ? { urgency: call.urgency } : {}), ...(expectedMs === null ? {} : { expectedMs }) }
-      const slot = call.trial
-        ? { release: () => undefined, inFlight: governor.inFlight + 1 }
-        : await traced(call.trace, 'governor.queue', () => ({ 'gateway.credential': credential, 'gateway.team': call.team, 'gateway.priority': call.priority ?? 'caller' }), () =>
-            call.queue
-              ? slotFollowing(call.team, call.queue, waitSignal, (team, signal, priority) => governor.acquire(team, signal, deadline, { priority, ...how }))
-              : governor.acquire(call.team, waitSignal, deadline, { priority: call.priority ?? 'caller', ...how }),
-          )
-      const { release, inFlight } = slot
-      const timing = (latencyMs: number) => ({ latencyMs, inFlight, ...('teamInFlight' in slot && slot.teamInFlight !== undefined ? { teamInFlight: slot.teamInFlight } : {}) })
+      const ask = (team: string, signal: AbortSignal | undefined, priority: Priority) =>
+        this.#governors.seat(credential, {
+          team,
+          url: call.url,
+          ...(call.workClass === undefined ? {} : { workClass: call.workClass }),
+          priority,
+          deadline,
+          ...(signal ? { signal } : {}),
+          ...(call.urgency ? { urgency: call.urgency } : {}),
+          ...(call.probe ? { probe: true } : {}),
+          ...(call.trial ? { trial: true } : {}),
+        })
+      const seat = await traced(call.trace, 'governor.queue', () => ({ 'gateway.credential': credential, 'gateway.team': call.team, 'gateway.priority': call.priority ?? 'caller' }), () =>
+        call.queue ? seatFollowing(call.team, call.queue, waitSignal, ask) : ask(call.team, waitSignal, call.priority ?? 'caller'),
+      )
       const started = this.#clock.now()
-      // The call's latency, for the learned limit: a duration, measured on the monotonic clock.
+      // The call's latency, for the governor: a duration, measured on the monotonic clock.
       const sent = performance.now()
       let delay: number | null
       try {
@@ -296,22 +301,20 @@ export class PlatformClient {
             signal: call.signal,
           }),
         )
-        for (const end of ['end', 'error', 'close']) res.body.once(end, release)
         const retryAfter = res.headers['retry-after']
         const latencyMs = performance.now() - sent
         this.#history?.platformCall(latencyMs)
-        this.#governors.observe(credential, call, res.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined, timing(latencyMs), trial)
+        seat.end({ kind: 'answer', status: res.statusCode, latencyMs, ...(typeof retryAfter === 'string' ? { retryAfter } : {}) })
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
         if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
         res.body.resume()
       } catch (err) {
-        release()
         // The call's own end (its callers gone, the shutdown) says nothing of the platform.
         const timedOut = call.signal?.aborted === true && call.signal.reason instanceof UpstreamTimeoutError
         const platformsFault = !call.signal?.aborted || timedOut
         const latencyMs = performance.now() - sent
         this.#history?.platformCall(platformsFault ? latencyMs : null)
-        if (platformsFault) this.#governors.failed(credential, call, timing(latencyMs), timedOut)
+        seat.end(platformsFault ? { kind: 'none', latencyMs, timedOut } : { kind: 'dropped' })
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { error: err } }, started, deadline)
         if (delay === null) throw upstreamError(err)
       }
@@ -325,7 +328,7 @@ export class PlatformClient {
     const now = this.#clock.now()
     const delay = backoffMs(attempt.retries)
     if (!fitsBudget(now, delay, now - started, deadline)) return null
-    this.#governors.retried(credential)
+    this.#onRetried(credential)
     return delay
   }
 }

@@ -103,6 +103,8 @@ interface Floor {
   ms: number
   /** The variance of its own estimate (ms²): of a window's mean, as the moving average carries it. */
   variance: number
+  /** Answers it was learned from. */
+  answers: number
 }
 
 interface Latencies {
@@ -205,6 +207,13 @@ export class KneeEstimator {
     return this.#phase
   }
 
+  /** The floor of the kind learned from the most answers (ms): the platform's latency with a free worker, for the operators; null before any. */
+  get floorMs(): number | null {
+    let best: Floor | null = null
+    for (const f of this.#floors.values()) if (best === null || f.answers > best.answers) best = f
+    return best?.ms ?? null
+  }
+
   /** The floor of `kind` (ms): its latency with a free worker; null while unknown. */
   floorOf(kind: string): number | null {
     return this.#floors.get(kind)?.ms ?? null
@@ -248,16 +257,16 @@ export class KneeEstimator {
     if (floor !== undefined) add(w.delays, a.kind, ms - floor.ms)
   }
 
-  /** Another replica's limit and knee (the shared record): taken as they are, a new window opens. */
+  /** Another replica's limit and knee (the shared record): taken as they are; a new window opens (what this one gathered was another limit's). */
   adopt(limit: number, knee: number, now: number): Step | null {
     const l = this.#clamp(limit)
     const k = this.#clamp(knee)
+    this.#open(now)
     if (l === this.#limit && k === this.#knee) return null
     this.#limit = l
     this.#knee = k
     this.#phase = l < k ? 'fault' : 'cruise'
     this.#startup = false
-    this.#open(now)
     return { limit: l, knee: k, move: 'adopted' }
   }
 
@@ -533,12 +542,12 @@ export class KneeEstimator {
       const { mean, variance } = meanOf(k)
       const f = this.#floors.get(kind)
       if (f === undefined || first) {
-        this.#setFloor(kind, { ms: mean, variance })
+        this.#setFloor(kind, { ms: mean, variance, answers: k.n })
         continue
       }
       const prior = f.variance + (FLOOR_DRIFT * f.ms) ** 2
       const gain = prior / (prior + variance)
-      this.#setFloor(kind, { ms: f.ms + gain * (mean - f.ms), variance: (1 - gain) * prior })
+      this.#setFloor(kind, { ms: f.ms + gain * (mean - f.ms), variance: (1 - gain) * prior, answers: f.answers + k.n })
     }
   }
 
@@ -546,7 +555,8 @@ export class KneeEstimator {
   #rebaseFloors(w: Window): void {
     for (const [kind, k] of w.kinds) {
       const f = this.#floors.get(kind)
-      this.#setFloor(kind, meanOf(k, f?.variance))
+      const { ms, variance } = meanOf(k, f?.variance)
+      this.#setFloor(kind, { ms, variance, answers: (f?.answers ?? 0) + k.n })
     }
   }
 

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto'
+import { hostname } from 'node:os'
 import type { Logger } from 'pino'
 import type { Config } from '../../config.js'
 import { OverloadedError } from '../../errors.js'
@@ -6,28 +8,55 @@ import type { RedisBreaker } from '../../redis/breaker.js'
 import type { RedisBus } from '../../redis/bus.js'
 import type { RedisClient } from '../../redis/client.js'
 import type { RedisSeal } from '../../redis/seal.js'
-import { CallGovernor } from './call-governor.js'
-import { LocalSeats, type SeatLease } from './seat-lease.js'
-import { RedisSeats, replicaIdentity } from './redis-seats.js'
-import { hostname } from 'node:os'
-import { LearnedLimit } from './learned-limit.js'
-import { DEFAULT_WINDOW_MS, LimitEstimator, type CallOutcome } from './limit-estimator.js'
+import { redisKey } from '../../redis/keys.js'
+import { systemClock, type Clock, type Timer } from '../../clock.js'
+import { routeTemplate } from '../route-template.js'
+import { retryAfterMs } from '../retry-after.js'
+import { GATEWAY_TEAM } from '../gateway-team.js'
+import type { CredentialSeats, Priority, Seat, SeatOutcome } from './seats.js'
+import { credentialGovernor, type CredentialGovernor } from './credential-governor.js'
+import { RedisLeaseStore } from './redis-lease-store.js'
 import { PAUSE_PROBE_INTERVAL_MS, Pauses, type Pause } from './pauses.js'
 import { PauseSharing, type PeerPause } from './pause-sharing.js'
-import { routeTemplate } from '../route-template.js'
-import { GATEWAY_TEAM } from '../gateway-team.js'
-import { retryAfterMs } from '../retry-after.js'
-import { systemClock, type Clock, type Timer } from '../../clock.js'
-import { redisKey } from '../../redis/keys.js'
 
-/** What a platform call tells the governors: whose it was, on which route, and what work it asked for. */
-export interface ObservedCall {
-  url: string
+/** A call asking for a seat: whose it is, on which route, what work, and how it waits. */
+export interface SeatCall {
   team: string
+  /** Path and query: its route is what a 429 pauses. */
+  url: string
   /** The work it asks of the platform (reports/work-class.ts); default its route. */
   workClass?: string
-  /** The probe call (its team is GATEWAY_TEAM): its 429 pauses its route (a credential pause it tests goes on), its answer ends a credential pause. */
+  priority?: Priority
+  /** Epoch ms: the call is not sent when it cannot end before. */
+  deadline: number
+  /** Ends the wait (the call's deadline, its callers gone, the shutdown). */
+  signal?: AbortSignal
+  /** A refresh ahead's urgency now (larger first). */
+  urgency?: () => number
+  /** The probe call (team GATEWAY_TEAM): its 429 pauses only its route, its answer ends a credential pause. */
   probe?: boolean
+  /** The probe call testing a credential pause: through the pause, without a seat (one call every PAUSE_PROBE_INTERVAL_MS). */
+  trial?: boolean
+}
+
+/** One credential's governor, as the status view and the metrics read it. */
+export interface GovernorView {
+  credential: string
+  /** Whether the limit is learned (platform.adaptive). */
+  adaptive: boolean
+  limit: number
+  /** The learned knee, the limit rule's phase, and the floor of the kind answered most (ms); null when the limit is not learned. */
+  knee: number | null
+  phase: string | null
+  floorMs: number | null
+  /** Whether this replica learns the limit for the others (with Redis), else takes theirs. */
+  learner: boolean
+  inFlight: number
+  queued: number
+  seatsHeld: number
+  /** Until when (epoch ms) the credential is paused; 0: it is not. */
+  pausedUntil: number
+  seats: CredentialSeats
 }
 
 export interface PlatformGovernorsDeps {
@@ -37,49 +66,34 @@ export interface PlatformGovernorsDeps {
   redis: RedisClient | null
   breaker: RedisBreaker | null
   bus: RedisBus | null
-  /** Seals the pauses and the shared limit written to Redis (GATEWAY_SECRET): read there, they are obeyed only with their seal. */
+  /** Seals the pauses and the shared limit written to Redis (GATEWAY_SECRET). */
   seal?: RedisSeal | null
-  /** A team's weight as the running teams say (they reload); default 1. */
   weightOf?: (team: string) => number | undefined
-  /** A team's own ceilings as the running teams say (null: none). */
   limitsOf?: (team: string) => { maxConcurrent: number | null; queue: number | null } | undefined
-  /** The time and timers of the governors, their seats, learned limits and pauses; default systemClock. */
   clock?: Clock
 }
 
-/** How long a call took, how busy the credential and its team were when it started. */
-export interface CallTiming {
-  latencyMs: number
-  inFlight: number
-  teamInFlight?: number
+interface Governor extends CredentialGovernor {
+  pauses: Pauses
 }
 
-/** A platform call's place in the pauses: open, or the trial of the pause of `scope`. */
-export type PauseTrial = string | null
-
 /**
- * The governors of every credential: one CallGovernor each (the seats: leased across
- * replicas with Redis, redis-seats.ts), its learned limit, and its pauses (pauses.ts,
- * one home for every scope a 429 pauses), shared by the replicas (pause-sharing.ts).
- * A credential pause is tested by the probe call every PAUSE_PROBE_INTERVAL_MS, unless
- * the probe's own route is paused.
+ * The governors of every credential (docs/governor.md): each credential's seats (its
+ * dispatch), its learned limit, its lease across replicas, and its pauses after a 429
+ * (pauses.ts, shared by pause-sharing.ts). One entry point for the rest of the gateway:
+ * `seat()` gives a call its seat, and the seat takes back the call's outcome (`end`).
  */
 export class PlatformGovernors {
   readonly #d: PlatformGovernorsDeps
-  readonly #governors = new Map<string, CallGovernor>()
-  readonly #pauses = new Map<string, Pauses>()
+  readonly #clock: Clock
+  readonly #governors = new Map<string, Governor>()
+  readonly #sharing: PauseSharing
   readonly #probing = new Map<string, Timer>()
   #prober: ((credential: string) => Promise<unknown>) | null = null
-  readonly #seats: SeatLease[] = []
-  readonly #learned = new Map<string, LearnedLimit>()
-  readonly #sharing: PauseSharing
-  readonly #clock: Clock
-  #reclaim: ((credential: string, waiting: string, overShare: (team: string) => boolean) => boolean) | null = null
 
   constructor(deps: PlatformGovernorsDeps) {
     this.#d = deps
-    const clock = deps.clock ?? systemClock
-    this.#clock = clock
+    this.#clock = deps.clock ?? systemClock
     const { platform } = deps.config
     this.#sharing = new PauseSharing({
       redis: deps.redis,
@@ -90,127 +104,81 @@ export class PlatformGovernors {
       maxPauseMs: platform.maxPauseMs,
       log: deps.log,
       onUnverified: () => deps.metrics.redisUnverified.inc({ what: 'pause' }),
-      clock,
-    })
-    for (const credential of Object.keys(deps.config.credentials)) {
-      const refused = deps.metrics.platformRefused
-      const pauses = new Pauses({
-        clock,
-        maxPauseMs: platform.maxPauseMs,
-        onBegan: (pause, source) => this.#began(credential, pause, source),
-        onEnded: (pause, source) => this.#ended(credential, pause, source),
-      })
-      this.#pauses.set(credential, pauses)
-      const seats = this.#seatsOf(credential)
-      const governor: CallGovernor = new CallGovernor({
-        credential,
-        maxConcurrent: platform.maxConcurrent,
-        limit: platform.adaptive ? platform.initialConcurrent : platform.maxConcurrent,
-        queueLimit: platform.queue,
-        queueTimeoutMs: platform.queueTimeoutMs,
-        weightOf: (team) => deps.weightOf?.(team) ?? 1,
-        limitsOf: (team) => deps.limitsOf?.(team),
-        pausedUntil: () => pauses.credentialUntil,
-        seats,
-        log: deps.log,
-        clock,
-        onRefused: (reason) => refused.inc({ credential, reason }),
-        reclaim: (waiting, overShare) => this.#reclaim?.(credential, waiting, overShare) ?? false,
-        // A call longer than a window of the learned limit answers too late to say it queued.
-        ...(platform.adaptive ? { longCallMs: DEFAULT_WINDOW_MS } : {}),
-      })
-      this.#governors.set(credential, governor)
-      if (platform.adaptive) this.#learned.set(credential, this.#learnedLimit(credential, governor))
-      else deps.metrics.platformLimit.set({ credential }, governor.limit)
-    }
-  }
-
-  /** What takes back a seat held for a caller that stopped reading (answer-buffer.ts), when a team waits for one. */
-  reclaimWith(reclaim: (credential: string, waiting: string, overShare: (team: string) => boolean) => boolean): void {
-    this.#reclaim = reclaim
-  }
-
-  /** The seats of `credential` on this replica: leased in Redis across replicas, else counted here. */
-  #seatsOf(credential: string): SeatLease {
-    const { config, redis, breaker, bus, log, metrics } = this.#d
-    const { platform } = config
-    if (!redis || !breaker) return new LocalSeats(platform.maxConcurrentPerReplica ?? Infinity)
-    const seats = new RedisSeats({
-      redis,
-      breaker,
-      bus,
-      key: redisKey.seats(config.redis.keyPrefix, credential),
-      credential,
-      replica: replicaIdentity(hostname(), config.port),
-      perReplica: platform.maxConcurrentPerReplica,
-      unseen: platform.minConcurrent,
-      leaseMs: platform.permitLeaseMs,
-      log,
-      onLost: (count) => metrics.platformPermitsLost.inc({ credential }, count),
       clock: this.#clock,
     })
-    this.#seats.push(seats)
-    return seats
+    for (const credential of Object.keys(deps.config.credentials)) this.#governors.set(credential, this.#governor(credential))
   }
 
-  /** The limit in force of `credential`, learned from its calls and, with Redis, shared by the replicas. */
-  #learnedLimit(credential: string, governor: CallGovernor): LearnedLimit {
-    const { config, redis, breaker, bus, seal, log, metrics } = this.#d
-    const { platform } = config
-    return new LearnedLimit({
+  #governor(credential: string): Governor {
+    const { config, log, metrics, redis, breaker, bus, seal } = this.#d
+    const pauses: Pauses = new Pauses({
+      clock: this.#clock,
+      maxPauseMs: config.platform.maxPauseMs,
+      onBegan: (pause, source) => this.#began(credential, pause, source),
+      onEnded: (pause, source) => this.#ended(credential, pause, source),
+    })
+    const key = redisKey.seats(config.redis.keyPrefix, credential)
+    const g = credentialGovernor({
       credential,
-      governor,
-      estimator: new LimitEstimator({ initial: platform.initialConcurrent, min: platform.minConcurrent, max: platform.maxConcurrent, windowMs: DEFAULT_WINDOW_MS }),
-      windowMs: DEFAULT_WINDOW_MS,
-      shared: redis && breaker ? { redis, breaker, bus, key: redisKey.limit(config.redis.keyPrefix, credential), seal: seal ?? null } : null,
+      settings: config.platform,
+      store: redis && breaker ? new RedisLeaseStore({ redis, breaker, bus, key, credential }) : null,
+      replica: replicaIdentity(hostname(), config.port),
+      seal: seal ?? null,
+      key,
       log,
-      onLimit: (limit, floorMs) => {
+      weightOf: (team) => this.#d.weightOf?.(team) ?? 1,
+      limitsOf: (team) => this.#d.limitsOf?.(team),
+      pausedUntil: () => pauses.credentialUntil,
+      onRefused: (reason) => metrics.platformRefused.inc({ credential, reason }),
+      onLost: (count) => {
+        metrics.platformSeatsLost.inc({ credential }, count)
+        metrics.platformPermitsLost.inc({ credential }, count)
+      },
+      onLimit: (limit, knee, floorMs) => {
         metrics.platformLimit.set({ credential }, limit)
+        metrics.platformKnee.set({ credential }, knee)
         if (floorMs !== null) metrics.platformLatencyFloor.set({ credential }, floorMs / 1000)
       },
-      onChange: (direction) => metrics.platformLimitChanges.inc({ credential, direction }),
+      onMove: (move, from, to) => {
+        if (to !== from) metrics.platformLimitChanges.inc({ credential, direction: move === 'fault' ? 'cut' : to > from ? 'up' : 'down' })
+      },
       clock: this.#clock,
     })
-  }
-
-  /** The latency floor the learned limit of `credential` compares answers with (ms), or null. */
-  latencyFloorMs(credential: string): number | null {
-    return this.#learned.get(credential)?.floorMs ?? null
-  }
-
-  /** How long a call like `call` of `credential` takes unloaded (ms), as its learned limit knows; null when unknown. */
-  expectedMs(credential: string, call: ObservedCall): number | null {
-    return this.#learned.get(credential)?.expectedMs(call) ?? null
-  }
-
-  /** Redis answers again: each learned limit's shared record goes back to it if it was lost (learned-limit.ts). */
-  redisBack(): void {
-    for (const learned of this.#learned.values()) learned.redisBack()
-  }
-
-  /** Whether the limit of `credential` is learned (platform.adaptive). */
-  get adaptive(): boolean {
-    return this.#d.config.platform.adaptive
-  }
-
-  all(): CallGovernor[] {
-    return [...this.#governors.values()]
-  }
-
-  of(credential: string): CallGovernor {
-    const governor = this.#governors.get(credential)
-    if (!governor) throw new Error(`no governor for credential ${credential}`)
-    return governor
-  }
-
-  /** The pauses under way of `credential`. */
-  pausesOf(credential: string): Pause[] {
-    return this.#pausesOf(credential).all()
+    if (!g.estimator) metrics.platformLimit.set({ credential }, g.seats.limit)
+    return { ...g, pauses }
   }
 
   /** The call that tests a credential pause: the probe call with the credential's token, through the pause. */
   probeWith(prober: (credential: string) => Promise<unknown>): void {
     this.#prober = prober
+  }
+
+  /** Whether the limit is learned (platform.adaptive). */
+  get adaptive(): boolean {
+    return this.#d.config.platform.adaptive
+  }
+
+  /** Every credential's governor, as the status view and the metrics read it. */
+  views(): GovernorView[] {
+    return [...this.#governors].map(([credential, g]) => ({
+      credential,
+      adaptive: g.estimator !== null,
+      limit: g.seats.limit,
+      knee: g.estimator?.knee ?? null,
+      phase: g.estimator?.phase ?? null,
+      floorMs: g.estimator?.floorMs ?? null,
+      learner: g.leased?.learner ?? true,
+      inFlight: g.seats.inFlight,
+      queued: g.seats.queued,
+      seatsHeld: g.seats.seatsHeld,
+      pausedUntil: g.seats.pausedUntil,
+      seats: g.seats,
+    }))
+  }
+
+  /** The pauses under way of `credential`. */
+  pausesOf(credential: string): Pause[] {
+    return this.#of(credential).pauses.all()
   }
 
   /**
@@ -219,7 +187,7 @@ export class PlatformGovernors {
    * copy is better than a wait.
    */
   paused(credential: string, url?: string, team?: string): boolean {
-    const pauses = this.#pausesOf(credential)
+    const { pauses } = this.#of(credential)
     if (pauses.credentialUntil > 0) return true
     if (url === undefined) return false
     const route = routeTemplate(url)
@@ -228,109 +196,121 @@ export class PlatformGovernors {
   }
 
   /**
-   * Whether `call` may go to the platform now: a call a pause covers is refused with
-   * GW_OVERLOADED (reason paused), except that pause's trial. A credential pause is the
-   * governor's (acquire). Returns the scope the call is the trial of, or null.
+   * A seat for `call` of `credential`: refused at once with GW_OVERLOADED (reason paused)
+   * when a pause covers it (but for that pause's trial), else the seats' (seats.ts). The
+   * call testing a credential pause goes without a seat. The seat's `end` tells the limit,
+   * the work estimates and the pauses what came of the call.
    */
-  admit(credential: string, call: ObservedCall): PauseTrial {
+  async seat(credential: string, call: SeatCall): Promise<Seat> {
+    const g = this.#of(credential)
     const route = routeTemplate(call.url)
-    const admission = this.#pausesOf(credential).admit(call.team, route)
-    if (admission.kind === 'open') return null
-    if (admission.kind === 'trial') {
-      this.#d.log.info({ credential, ...fieldsOf(admission.pause), team: call.team, route }, 'platform pause: a trial call goes through')
-      return admission.scope
+    const how = { trial: null as string | null, probe: call.probe === true }
+    if (call.trial) return { team: call.team, load: g.seats.inFlight, end: (outcome) => this.#ended429(g, credential, call, route, how, outcome) }
+    const admission = g.pauses.admit(call.team, route)
+    if (admission.kind === 'paused') {
+      this.#d.metrics.platformRefused.inc({ credential, reason: 'paused' })
+      const retryAfterSec = Math.max(1, Math.ceil(admission.waitMs / 1000))
+      throw Object.assign(new OverloadedError(`${describe(admission.pause)} of credential ${credential} is paused by the platform for ${retryAfterSec} s`), { retryAfterSec })
     }
-    this.#d.metrics.platformRefused.inc({ credential, reason: 'paused' })
-    const retryAfterSec = Math.max(1, Math.ceil(admission.waitMs / 1000))
-    throw Object.assign(new OverloadedError(`${describe(admission.pause)} of credential ${credential} is paused by the platform for ${retryAfterSec} s`), { retryAfterSec })
+    if (admission.kind === 'trial') {
+      how.trial = admission.scope
+      this.#d.log.info({ credential, ...fieldsOf(admission.pause), team: call.team, route }, 'platform pause: a trial call goes through')
+    }
+    const seat = await g.seats.ask({
+      team: call.team,
+      workClass: call.workClass ?? route,
+      ...(call.priority ? { priority: call.priority } : {}),
+      deadline: call.deadline,
+      ...(call.signal ? { signal: call.signal } : {}),
+      ...(call.urgency ? { urgency: call.urgency } : {}),
+    })
+    return {
+      team: seat.team,
+      load: seat.load,
+      end: (outcome) => {
+        seat.end(outcome)
+        this.#ended429(g, credential, call, route, how, outcome)
+      },
+    }
   }
 
-  /** Leases seats, reads the shared limit, follows the other replicas' pauses and any pause under way. */
-  async start(): Promise<void> {
-    for (const seats of this.#seats) await seats.start()
-    for (const learned of this.#learned.values()) await learned.start()
-    await this.#sharing.start([...this.#governors.keys()], (word) => this.#fromPeer(word))
-  }
-
-  /** Ends the probe timers, the pause timers and the leases (shutdown). */
-  stop(): void {
-    for (const learned of this.#learned.values()) learned.stop()
-    for (const seats of this.#seats) seats.stop()
-    for (const timer of this.#probing.values()) this.#clock.clearInterval(timer)
-    this.#probing.clear()
-    for (const pauses of this.#pauses.values()) pauses.clear()
-  }
-
-  /** The platform answered `call` of `credential` with `status` (its headers came after `timing`); `trial`: what admit() said of it. */
-  observe(credential: string, call: ObservedCall, status: number, retryAfter: string | undefined, timing?: CallTiming, trial: PauseTrial = null): void {
-    // Only answers of the platform's own making teach the limit: a 4xx other than 429 is the call's fault, and often fast.
-    if (timing && (status < 400 || status === 429 || status >= 500)) this.#learn(credential, call, timing, outcomeOf(status))
-    const pauses = this.#pausesOf(credential)
-    const route = routeTemplate(call.url)
-    const how = { trial, probe: call.probe === true }
-    if (status !== 429) {
-      pauses.answered(call.team, route, how)
+  /** What a call's outcome tells the pauses: a 429 pauses whoever drew it, another answer ends the pause it tests. */
+  #ended429(g: Governor, credential: string, call: SeatCall, route: string, how: { trial: string | null; probe: boolean }, outcome: SeatOutcome): void {
+    if (outcome.kind !== 'answer') return
+    if (outcome.status !== 429) {
+      g.pauses.answered(call.team, route, how)
       return
     }
-    const pause = pauses.throttled(call.team, route, retryAfterMs(retryAfter, this.#clock.now()), how)
+    const pause = g.pauses.throttled(call.team, route, retryAfterMs(outcome.retryAfter, this.#clock.now()), how)
     if (pause !== null) void this.#sharing.share(credential, pause)
   }
 
-  /** `call` got no answer: its deadline passed (`timedOut`), or a connection error. */
-  failed(credential: string, call: ObservedCall, timing: CallTiming, timedOut: boolean): void {
-    this.#learn(credential, call, timing, timedOut ? 'timeout' : 'failed')
+  /** Leases seats, follows the other replicas' pauses and any pause under way, and starts learning. */
+  async start(): Promise<void> {
+    for (const g of this.#governors.values()) {
+      await g.lease.start()
+      g.learned?.start()
+    }
+    await this.#sharing.start([...this.#governors.keys()], (word) => this.#fromPeer(word))
   }
 
-  #learn(credential: string, call: ObservedCall, timing: CallTiming, outcome: CallOutcome): void {
-    // The probe is the gateway's own call, sent through pauses: it says nothing of load.
-    if (call.probe === true) return
-    this.#learned.get(credential)?.record({ url: call.url, team: call.team, ...(call.workClass === undefined ? {} : { workClass: call.workClass }), latencyMs: timing.latencyMs, inFlight: timing.inFlight, ...(timing.teamInFlight === undefined ? {} : { teamInFlight: timing.teamInFlight }), outcome })
+  /** Ends the limit rules, the probe timers, the pause timers and the leases (shutdown). */
+  stop(): void {
+    for (const g of this.#governors.values()) {
+      g.learned?.stop()
+      g.lease.stop()
+      g.pauses.clear()
+    }
+    for (const timer of this.#probing.values()) this.#clock.clearInterval(timer)
+    this.#probing.clear()
   }
 
-  /** A read was sent again after a 502/503/504 or a reset. */
-  retried(credential: string): void {
-    this.#d.metrics.platformRetries.inc({ credential })
+  #of(credential: string): Governor {
+    const g = this.#governors.get(credential)
+    if (!g) throw new Error(`no governor for credential ${credential}`)
+    return g
   }
 
   #fromPeer(word: PeerPause): void {
-    const pauses = this.#pauses.get(word.credential)
-    if (!pauses) return
-    if ('ended' in word) pauses.endFromPeer(word.ended)
-    else pauses.adopt(word.pause)
+    const g = this.#governors.get(word.credential)
+    if (!g) return
+    if ('ended' in word) g.pauses.endFromPeer(word.ended)
+    else g.pauses.adopt(word.pause)
   }
 
   #began(credential: string, pause: Pause, source: 'platform' | 'peer'): void {
     const now = this.#clock.now()
     this.#d.log.warn({ credential, ...fieldsOf(pause), source, pauseMs: pause.until - now, until: new Date(pause.until).toISOString() }, `platform ${NAMES[pause.scope.kind]} paused: the platform answered 429`)
     if (pause.scope.kind !== 'credential') return
-    const governor = this.of(credential)
-    governor.paused()
+    const g = this.#of(credential)
+    g.seats.paused()
     this.#d.metrics.platformPauses.inc({ credential })
-    // The platform throttles the credential itself: the limit is cut on every replica.
-    if (source === 'platform') this.#learned.get(credential)?.overload()
+    // The platform throttles the credential itself: a fault of the limit rule (the replica that learns cuts for all).
+    g.learned?.paused()
     this.#probe(credential)
   }
 
   #ended(credential: string, pause: Pause, source: 'platform' | 'peer' | 'expired'): void {
-    this.#d.log.info({ credential, ...fieldsOf(pause), source, queued: this.of(credential).queued }, `platform ${NAMES[pause.scope.kind]} resumed`)
+    const g = this.#of(credential)
+    this.#d.log.info({ credential, ...fieldsOf(pause), source, queued: g.seats.queued }, `platform ${NAMES[pause.scope.kind]} resumed`)
     if (source === 'platform') void this.#sharing.shareEnd(credential, pause)
     if (pause.scope.kind !== 'credential') return
     this.#stopProbe(credential)
-    this.of(credential).wake()
+    g.seats.wake()
   }
 
-  /** Sends the probe call every PAUSE_PROBE_INTERVAL_MS while the credential is paused. */
+  /** Sends the probe call every PAUSE_PROBE_INTERVAL_MS while the credential is paused, unless the probe's own route is paused. */
   #probe(credential: string): void {
     if (this.#probing.has(credential)) return
     const timer = this.#clock.setInterval(() => {
-      if (this.#pausesOf(credential).credentialUntil === 0) {
+      const { pauses } = this.#of(credential)
+      if (pauses.credentialUntil === 0) {
         this.#stopProbe(credential)
         return
       }
-      // Not while the probe's own route is paused: that pause ends first.
       const probe = this.#d.config.platform.probe
-      if (probe && this.#pausesOf(credential).covering(GATEWAY_TEAM, routeTemplate(probe.path), false) !== null) return
-      // Its answer reaches observe() like any call's; a failed probe decides nothing.
+      if (probe && pauses.covering(GATEWAY_TEAM, routeTemplate(probe.path), false) !== null) return
+      // Its answer reaches the pauses like any call's; a failed probe decides nothing.
       this.#prober?.(credential).catch((err: Error) => this.#d.log.debug({ err: { message: err.message }, credential }, 'the pause probe call failed'))
     }, PAUSE_PROBE_INTERVAL_MS).unref()
     this.#probing.set(credential, timer)
@@ -340,19 +320,15 @@ export class PlatformGovernors {
     this.#clock.clearInterval(this.#probing.get(credential))
     this.#probing.delete(credential)
   }
-
-  #pausesOf(credential: string): Pauses {
-    const pauses = this.#pauses.get(credential)
-    if (!pauses) throw new Error(`no governor for credential ${credential}`)
-    return pauses
-  }
 }
 
-/** What a status tells the learned limit: a 429, an overload of the platform's front, another server error, or an answer. */
-function outcomeOf(status: number): CallOutcome {
-  if (status === 429) return 'throttled'
-  if (status === 502 || status === 503 || status === 504) return 'failed'
-  return status >= 500 ? 'error' : 'ok'
+/**
+ * A replica's name: its host name (a pod's name) and proxy port, hashed to the characters
+ * a lease field may hold; each run adds a random id, so that two processes never share a
+ * lease whatever their names.
+ */
+export function replicaIdentity(host: string, port: number): string {
+  return createHash('sha256').update(`${host}\n${port}`).digest('base64url').slice(0, 12)
 }
 
 /** A scope's kind in log lines: `platform <name> paused`, `platform <name> resumed`. */

@@ -14,8 +14,9 @@ export interface LocalTeam extends TeamLoad {
 
 /** What this replica's calls of a credential hold and wait for. */
 export interface ReplicaDemand {
-  /** The limit in force. */
+  /** The limit in force, and the seats of it the teams' shares are of (the knee). */
   limit: number
+  shared: number
   inFlight: number
   waiting: number
   teams: LocalTeam[]
@@ -40,6 +41,9 @@ export interface SeatLease {
   demand(demand: ReplicaDemand): void
   /** `fn` runs when more seats become this replica's. */
   onGrown(fn: () => void): void
+  /** A call was answered here; calls waited here at the limit (the replica that learns the limit hears of both). */
+  answered(): void
+  waited(): void
   /** Seats leased across replicas; null when counted here alone. */
   readonly held: number | null
   start(): Promise<void>
@@ -74,6 +78,10 @@ export class LocalSeats implements SeatLease {
   demand(): void {}
 
   onGrown(): void {}
+
+  answered(): void {}
+
+  waited(): void {}
 
   async start(): Promise<void> {}
 

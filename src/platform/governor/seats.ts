@@ -21,8 +21,8 @@ export const OVERDUE = 3
 export type RefusalReason = 'queue_full' | 'team_queue_full' | 'displaced' | 'queue_timeout' | 'paused' | 'deadline'
 export type { Priority } from './fair-queue.js'
 
-/** What ended a call: the platform's answer (its status, after `latencyMs` to its headers), none (a deadline, a connection error), or the gateway's own stop. */
-export type SeatOutcome = { kind: 'answer'; status: number; latencyMs: number } | { kind: 'none'; latencyMs: number; timedOut: boolean } | { kind: 'dropped' }
+/** What ended a call: the platform's answer (its status and retry-after, after `latencyMs` to its headers), none (a deadline, a connection error), or the gateway's own stop. */
+export type SeatOutcome = { kind: 'answer'; status: number; latencyMs: number; retryAfter?: string } | { kind: 'none'; latencyMs: number; timedOut: boolean } | { kind: 'dropped' }
 
 /**
  * A call's seat: the platform's time. It goes back with the call's outcome (`end`): at
@@ -50,7 +50,7 @@ export interface SeatRequest {
 }
 
 /** A background call (a refresh, a warm-up) got no seat in time, was displaced, or met a pause: dropped, no caller waited for it. */
-export class NoIdleSlotError extends Error {
+export class NoIdleSeatError extends Error {
   constructor(credential: string) {
     super(`no platform seat of credential ${credential} for a background call in time`)
   }
@@ -204,6 +204,11 @@ export class CredentialSeats {
     return this.#queue.waitingByTeam()
   }
 
+  /** `team`'s nominal share of this replica's seats now (0 while it is not active). */
+  shareOf(team: string): number {
+    return this.#shares().targets.get(team) ?? 0
+  }
+
   running(team: string): number {
     return this.#teams.get(team)?.held ?? 0
   }
@@ -236,7 +241,7 @@ export class CredentialSeats {
    * A seat for one call. Refused at once (GW_UPSTREAM_TIMEOUT) when it cannot end before
    * its deadline, else it waits at most queueTimeout, and no longer than its deadline
    * leaves for its expected time (GW_OVERLOADED or GW_UPSTREAM_TIMEOUT then;
-   * NoIdleSlotError for background work). Rejects with the signal's reason on abort.
+   * NoIdleSeatError for background work). Rejects with the signal's reason on abort.
    */
   ask(req: SeatRequest): Promise<Seat> {
     const { team, signal } = req
@@ -292,7 +297,10 @@ export class CredentialSeats {
       this.#notePeak(team)
       this.#dispatch()
       if (this.#queue.has(waiter)) {
-        if (this.waitingAtLimit()) this.#o.onWaited?.()
+        if (this.waitingAtLimit()) {
+          this.#o.onWaited?.()
+          this.#lease.waited()
+        }
         this.#demandChanged()
       }
     })
@@ -334,7 +342,7 @@ export class CredentialSeats {
 
   #refuse(reason: RefusalReason, text: string, priority: Priority): Error {
     this.#o.onRefused?.(reason)
-    if (priority !== 'caller') return new NoIdleSlotError(this.credential)
+    if (priority !== 'caller') return new NoIdleSeatError(this.credential)
     if (reason === 'deadline') return new DeadlineError(text)
     return Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, Math.ceil((this.pausedUntil - this.#clock.now()) / 1000)) })
   }
@@ -387,7 +395,7 @@ export class CredentialSeats {
   }
 
   #demandChanged(): void {
-    this.#lease.demand({ limit: this.#limit, inFlight: this.#inFlight, waiting: this.#queue.size, teams: this.#localTeams() })
+    this.#lease.demand({ limit: this.#limit, shared: this.#shared, inFlight: this.#inFlight, waiting: this.#queue.size, teams: this.#localTeams() })
   }
 
   /** Starts waiting calls while seats are free and the credential is not paused. */
@@ -491,6 +499,7 @@ export class CredentialSeats {
         call.dueAt = Infinity
         const now = this.#clock.now()
         const at = outcome.kind === 'dropped' ? now : startedAt + outcome.latencyMs
+        if (outcome.kind === 'answer') this.#lease.answered()
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: this.#learn(team, workClass, expected, outcome) })
         // A call that got no answer (its deadline, the gateway's own stop) goes on at the
         // platform: its seat is held until its expected end there. An answer frees it.

@@ -1,4 +1,4 @@
-import { PRIORITIES, type Priority } from './fair-queue.js'
+import { PRIORITIES, type Priority } from '../governor/fair-queue.js'
 
 /**
  * Nobody waits for the call any more: every caller that joined it has hung up. Status
@@ -26,10 +26,10 @@ interface Asker {
 }
 
 /**
- * The callers waiting on one platform call: a call still queued for a slot is dropped,
+ * The callers waiting on one platform call: a call still queued for a seat is dropped,
  * without reaching the platform, once all of them have hung up. An asker without a
  * hang-up signal (a background refresh) keeps the call whatever the others do. While the
- * call waits for a slot it waits at the priority of its most pressing asker (a caller who
+ * call waits for a seat it waits at the priority of its most pressing asker (a caller who
  * joins a refresh makes it a caller's call) and in the queue of the team of the earliest
  * of those (`team`): when that caller hangs up, the call moves to the next one's team,
  * not to the back of the first team's burst.
@@ -97,12 +97,12 @@ export class CallerGroup implements QueueTeam {
 }
 
 /**
- * A slot of `acquire` for a call waited for under `queue`'s team and priority (else
+ * A seat of `acquire` for a call waited for under `queue`'s team and priority (else
  * `team`'s, as a caller's call): when they change while the call is queued, its place is
  * given up and taken again in the new team's queue or at the new priority, with the same
  * signal and deadline.
  */
-export async function slotFollowing<T>(
+export async function seatFollowing<T>(
   team: string,
   queue: QueueTeam | undefined,
   signal: AbortSignal | undefined,

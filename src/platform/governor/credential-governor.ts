@@ -1,0 +1,122 @@
+import type { Logger } from 'pino'
+import type { Config } from '../../config.js'
+import type { RedisSeal } from '../../redis/seal.js'
+import { systemClock, type Clock } from '../../clock.js'
+import { CredentialSeats, type RefusalReason } from './seats.js'
+import { KneeEstimator, type Move } from './knee-estimator.js'
+import { LearnedLimit } from './learned-limit.js'
+import { LeasedSeats } from './leased-seats.js'
+import type { LeaseStore } from './lease-store.js'
+import { LocalSeats, type SeatLease } from './seat-lease.js'
+import { WorkEstimates } from './work-estimates.js'
+
+/** The settings one credential's governor follows (config.platform). */
+export type GovernorSettings = Pick<
+  Config['platform'],
+  'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs'
+>
+
+export interface CredentialGovernorOptions {
+  credential: string
+  settings: GovernorSettings
+  /** Where the replicas' leases live (Redis); null: this replica alone. */
+  store: LeaseStore | null
+  /** This replica's name in the store (replicaIdentity), and a fixed run id (the simulator's; default a random one). */
+  replica: string
+  run?: string
+  /** Seals the shared limit record, bound to `key`. */
+  seal: RedisSeal | null
+  key: string
+  log: Pick<Logger, 'info' | 'warn'>
+  weightOf?: (team: string) => number
+  limitsOf?: (team: string) => { maxConcurrent: number | null; queue: number | null } | undefined
+  /** Until when (epoch ms) the platform paused the credential; 0: it did not. */
+  pausedUntil?: () => number
+  onRefused?: (reason: RefusalReason) => void
+  /** Seats the store had lost and that were asked for again. */
+  onLost?: (count: number) => void
+  /** The limit and knee in force after every move, and the floor of the kind answered most (ms). */
+  onLimit?: (limit: number, knee: number, floorMs: number | null) => void
+  onMove?: (move: Move, from: number, to: number) => void
+  clock?: Clock
+}
+
+/** One credential's governor: its seats, the rule that learns its limit, and its lease across replicas. */
+export interface CredentialGovernor {
+  seats: CredentialSeats
+  /** Null when the limit is not learned (platform.adaptive false). */
+  estimator: KneeEstimator | null
+  learned: LearnedLimit | null
+  lease: SeatLease
+  /** The lease across replicas, or null without a store. */
+  leased: LeasedSeats | null
+}
+
+/**
+ * Puts one credential's governor together (docs/governor.md): the seats that dispatch its
+ * calls, the knee estimator that learns its limit on the clock, and, with a store, the
+ * lease of its seats across replicas and the shared limit record. The gateway composes it
+ * over Redis; the simulator over a store in memory, on a simulated clock: the same code.
+ */
+export function credentialGovernor(o: CredentialGovernorOptions): CredentialGovernor {
+  const { settings, credential } = o
+  const clock = o.clock ?? systemClock
+  let learned: LearnedLimit | null = null
+  const leased =
+    o.store === null
+      ? null
+      : new LeasedSeats({
+          store: o.store,
+          credential,
+          replica: o.replica,
+          ...(o.run ? { run: o.run } : {}),
+          perReplica: settings.maxConcurrentPerReplica,
+          unseen: settings.minConcurrent,
+          leaseMs: settings.seatLeaseMs,
+          log: o.log,
+          onLost: (count) => o.onLost?.(count),
+          onRenewed: (answer, plan) => learned?.renewed(answer, plan),
+          clock,
+        })
+  const lease = leased ?? new LocalSeats(settings.maxConcurrentPerReplica ?? Infinity)
+  const estimator = settings.adaptive ? new KneeEstimator({ initial: settings.initialConcurrent, min: settings.minConcurrent, max: settings.maxConcurrent }) : null
+  const seats = new CredentialSeats({
+    credential,
+    maxConcurrent: settings.maxConcurrent,
+    limit: estimator?.limit ?? settings.maxConcurrent,
+    queueLimit: settings.queue,
+    queueTimeoutMs: settings.queueTimeoutMs,
+    work: new WorkEstimates(),
+    weightOf: (team) => o.weightOf?.(team) ?? 1,
+    limitsOf: (team) => o.limitsOf?.(team),
+    pausedUntil: () => o.pausedUntil?.() ?? 0,
+    seats: lease,
+    clock,
+    onRefused: (reason) => o.onRefused?.(reason),
+    ...(estimator
+      ? {
+          onStarted: (kind: string, load: number) => estimator.started(kind, load),
+          onEnded: (answer: Parameters<KneeEstimator['ended']>[0]) => {
+            estimator.ended(answer)
+            learned?.tick()
+          },
+          onWaited: () => estimator.waited(),
+        }
+      : {}),
+  })
+  if (estimator) {
+    learned = new LearnedLimit({
+      credential,
+      estimator,
+      seats,
+      lease: leased,
+      seal: o.seal,
+      key: o.key,
+      log: o.log,
+      onLimit: (limit, knee) => o.onLimit?.(limit, knee, estimator.floorMs),
+      onMove: (move, from, to) => o.onMove?.(move, from, to),
+      clock,
+    })
+  }
+  return { seats, estimator, learned, lease, leased }
+}

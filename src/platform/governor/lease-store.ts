@@ -1,0 +1,119 @@
+/**
+ * Where the replicas' lease records live: one map per credential, a field per replica run
+ * and one for the shared limit. A store only stores and grants, atomically: it drops the
+ * records of runs that stopped renewing, grants what a run asks within the seats no other
+ * run holds or uses, writes the run's record, and answers every live record (lease-plan.ts
+ * works out the rest). Redis in production (redis-lease-store.ts); MemoryLeaseStore, the
+ * same rule in memory, for replicas of one process (the simulator).
+ */
+import type { Clock } from '../../clock.js'
+import { decodeRecord, type ReplicaRecord } from './lease-plan.js'
+
+export interface LeaseAsk {
+  run: string
+  /** The run's record without its lease (encodeRecord's text past the first `|`). */
+  record: string
+  inFlight: number
+  need: number
+  /** Seats it asks for. */
+  ask: number
+  /** The limit in force, as this run knows it. */
+  limit: number
+  /** Seats it held: after a store restart (no record of it), it is granted no more. */
+  held: number
+  leaseMs: number
+  /** The shared limit record to write (the learner's), or null. */
+  limitRecord: string | null
+}
+
+export interface LeaseAnswer {
+  granted: number
+  /** Seats left free after the grant. */
+  free: number
+  /** Whether the store had a record of this run (else it lost the seats it leased). */
+  known: boolean
+  others: ReplicaRecord[]
+  /** The shared limit record as stored, or null. */
+  limitRecord: string | null
+}
+
+export interface LeaseStore {
+  renew(ask: LeaseAsk): Promise<LeaseAnswer>
+  /** A clean stop: the run's record goes. */
+  giveBack(run: string): Promise<void>
+  /** `fn` runs when another run tells this one that seats came free. */
+  listen(run: string, fn: () => void): Promise<void>
+  tell(run: string): Promise<void>
+}
+
+/** One grant, on the store's clock: the rule both stores follow. */
+export function grant(stored: Map<string, { expiry: number; lease: number; inFlight: number; text: string }>, ask: LeaseAsk, now: number): { granted: number; free: number; known: boolean } {
+  let occupied = 0
+  let known = false
+  for (const [run, r] of stored) {
+    if (r.expiry < now) stored.delete(run)
+    else if (run === ask.run) known = true
+    else occupied += Math.max(r.lease, r.inFlight)
+  }
+  const free = ask.limit - occupied
+  let granted = Math.max(0, Math.min(ask.ask, free))
+  if (!known && ask.held > 0) granted = Math.min(granted, ask.held)
+  if (granted === 0 && ask.inFlight === 0 && ask.need === 0) stored.delete(ask.run)
+  else stored.set(ask.run, { expiry: now + ask.leaseMs, lease: granted, inFlight: ask.inFlight, text: `${granted}|${ask.record}` })
+  return { granted, free: free - Math.max(granted, ask.inFlight), known }
+}
+
+/**
+ * The lease store in this process's memory, for replicas that share one process (the
+ * simulator's): each call answers after `latencyMs` on `clock`, and `stall` holds every
+ * answer back until it ends, as a stalled Redis does.
+ */
+export class MemoryLeaseStore implements LeaseStore {
+  readonly #clock: Clock
+  readonly #latencyMs: number
+  readonly #records = new Map<string, { expiry: number; lease: number; inFlight: number; text: string }>()
+  readonly #listeners = new Map<string, () => void>()
+  #limitRecord: string | null = null
+  #stalledUntil = 0
+
+  constructor(clock: Clock, latencyMs = 1) {
+    this.#clock = clock
+    this.#latencyMs = latencyMs
+  }
+
+  /** Nothing answers until `until` (epoch ms). */
+  stall(until: number): void {
+    this.#stalledUntil = until
+  }
+
+  async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
+    await this.#delay()
+    const { granted, free, known } = grant(this.#records, ask, this.#clock.now())
+    if (ask.limitRecord !== null) this.#limitRecord = ask.limitRecord
+    const others: ReplicaRecord[] = []
+    for (const [run, r] of this.#records) {
+      const record = run === ask.run ? null : decodeRecord(run, r.text)
+      if (record) others.push(record)
+    }
+    return { granted, free, known, others, limitRecord: this.#limitRecord }
+  }
+
+  async giveBack(run: string): Promise<void> {
+    await this.#delay()
+    this.#records.delete(run)
+  }
+
+  async listen(run: string, fn: () => void): Promise<void> {
+    this.#listeners.set(run, fn)
+  }
+
+  async tell(run: string): Promise<void> {
+    await this.#delay()
+    this.#listeners.get(run)?.()
+  }
+
+  #delay(): Promise<void> {
+    const wait = Math.max(this.#latencyMs, this.#stalledUntil - this.#clock.now())
+    return new Promise((resolve) => this.#clock.setTimeout(resolve, wait))
+  }
+}

@@ -1,0 +1,291 @@
+import { randomBytes } from 'node:crypto'
+import type { Logger } from 'pino'
+import { systemClock, type Clock, type Timer } from '../../clock.js'
+import { encodeRecord, leasePlan, type LeasePlan } from './lease-plan.js'
+import type { LeaseAnswer, LeaseStore } from './lease-store.js'
+import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
+
+// A lease is renewed no sooner than this after the last answer, whatever asks: a burst of
+// calls is one renewal.
+const MIN_RENEW_MS = 20
+/** A replica short of seats, none being free, asks again this often unless told sooner: a bounded poll. */
+export const STARVED_RETRY_MS = 250
+// Seats unused this long, nobody else wanting them, go back.
+const TRIM_AFTER_MS = 1000
+// While the store cannot be reached, a renewal is tried again this often.
+const DOWN_RETRY_MS = 100
+/** The store out this long is an outage, not a connection still being made: a replica with its own cap keeps to it from then on. */
+export const DOWN_GRACE_MS = 1000
+/** A lease asks for room to grow past its need: a quarter more, one seat at least. */
+export const SEAT_HEADROOM = 0.25
+// How fast a replica's answers per second follow its answers.
+const ANSWERED_GAIN = 0.3
+
+export interface LeasedSeatsOptions {
+  store: LeaseStore
+  credential: string
+  /** Who this replica is (its host and port, hashed): with a random run id, its field in the store. */
+  replica: string
+  /** This replica's own cap while the store cannot be reached (platform.maxConcurrentPerReplica); null: its share. */
+  perReplica: number | null
+  /** Seats of a replica that never reached the store, and so never saw the others (platform.minConcurrent). */
+  unseen: number
+  /** How long a lease lives unless renewed (platform.seatLease): renewed every third of it while it holds seats. */
+  leaseMs: number
+  log: Pick<Logger, 'warn'>
+  /** Seats the store had lost (a restart, a flush) and that were asked for again. */
+  onLost: (count: number) => void
+  /** Every answer of the store: the shared limit record it holds, and whether this replica learns the limit. */
+  onRenewed?: (answer: LeaseAnswer, plan: LeasePlan) => void
+  clock?: Clock
+  /** A fixed run id (the simulator's); default a random one. */
+  run?: string
+}
+
+/**
+ * This replica's lease of a credential's seats (docs/governor.md, "Across replicas"):
+ * starting and ending a call costs no store command; the lease is renewed when what the
+ * replica needs outgrows it, when seats it holds past its target are wanted elsewhere
+ * (then given back as its calls end), when they sit unused, and every third of its life
+ * while it holds any. While others wait, it asks for its target; the fraction the target
+ * rounds to is taken in turns (a replica that held fewer seats than its target over time
+ * asks one more). While the store cannot be reached it keeps its lease as last granted for
+ * as long as a lease lives, then an even share of the limit between the replicas it last
+ * saw (or its own cap, platform.maxConcurrentPerReplica, from DOWN_GRACE_MS on).
+ */
+export class LeasedSeats implements SeatLease {
+  readonly #o: LeasedSeatsOptions
+  readonly #clock: Clock
+  readonly #run: string
+  #lease = 0
+  #granted = false
+  #plan: LeasePlan | null = null
+  #free = Infinity
+  #demand: ReplicaDemand = { limit: 0, shared: 0, inFlight: 0, waiting: 0, teams: [] }
+  #renewing = false
+  #again = false
+  #lastAnswer = -Infinity
+  #starvedAt = -Infinity
+  #downSince: number | null = null
+  #replicas = 1
+  #downTimers: Timer[] = []
+  #timer: Timer | null = null
+  #timerAt = Infinity
+  #keepAlive: Timer | null = null
+  #unusedSince: number | null = null
+  // Seat-time held past the target (negative: short of it) while contended: whose turn the rounding is.
+  #credit = 0
+  #creditAt = 0
+  // Answers per second, smoothed, and the answers since the last renewal.
+  #answered = 0
+  #answers = 0
+  #waited = false
+  #limitRecord: string | null = null
+  readonly #grown: (() => void)[] = []
+
+  constructor(opts: LeasedSeatsOptions) {
+    this.#o = opts
+    this.#clock = opts.clock ?? systemClock
+    // `<replica>~<run>`: no ',', ';' or '|', which the records split on.
+    this.#run = opts.run ?? `${opts.replica}~${randomBytes(6).toString('base64url')}`
+  }
+
+  get run(): string {
+    return this.#run
+  }
+
+  get held(): number {
+    return this.#lease
+  }
+
+  /** Replicas holding a lease of the credential, this one included, as of the last answer. */
+  get replicas(): number {
+    return this.#replicas
+  }
+
+  /** Whether this replica learns the limit (the one whose calls answered most); true before it heard the others. */
+  get learner(): boolean {
+    return this.#plan?.learner ?? true
+  }
+
+  size(limit: number): number {
+    const out = this.#downSince === null ? 0 : this.#clock.now() - this.#downSince
+    if (out < DOWN_GRACE_MS) return Math.min(limit, this.#lease)
+    if (this.#o.perReplica !== null) return Math.min(limit, this.#o.perReplica)
+    if (!this.#granted) return Math.min(limit, this.#o.unseen)
+    if (out < this.#o.leaseMs) return Math.min(limit, this.#lease)
+    return Math.max(1, Math.floor(limit / this.#replicas))
+  }
+
+  shares(): LeaseShares | null {
+    const plan = this.#plan
+    if (plan === null || this.#downSince !== null) return null
+    return { targets: plan.targets, lent: Math.min(Math.max(0, this.#lease - plan.target), plan.owedElsewhere) }
+  }
+
+  elsewhere(): number {
+    return this.#plan?.elsewhere ?? 0
+  }
+
+  saturated(): boolean {
+    // While the store cannot be reached no one knows: calls held by the lease as last
+    // granted say nothing of the limit.
+    return this.#downSince === null && this.#free <= 0
+  }
+
+  /** Whether calls waited at the limit on another replica, as of the last answer. */
+  waitedElsewhere(): boolean {
+    return this.#plan?.waitedElsewhere ?? false
+  }
+
+  onGrown(fn: () => void): void {
+    this.#grown.push(fn)
+  }
+
+  /** A call of this replica was answered (its rate decides which replica learns the limit). */
+  answered(): void {
+    this.#answers += 1
+  }
+
+  /** Calls waited here at the limit: the learner hears of it. */
+  waited(): void {
+    this.#waited = true
+  }
+
+  /** The shared limit record to write with the next renewal (this replica learns it). */
+  writeLimit(record: string): void {
+    this.#limitRecord = record
+    this.#schedule(0)
+  }
+
+  async start(): Promise<void> {
+    await this.#o.store.listen(this.#run, () => {
+      this.#starvedAt = -Infinity
+      this.#schedule(0)
+    })
+    this.#keepAlive = this.#clock.setInterval(() => {
+      if (this.#lease > 0 || this.#demand.inFlight > 0 || this.#answers > 0) this.#schedule(0)
+    }, Math.max(1, Math.floor(this.#o.leaseMs / 3))).unref()
+  }
+
+  stop(): void {
+    this.#downTimers.forEach((t) => this.#clock.clearTimeout(t))
+    if (this.#keepAlive) this.#clock.clearInterval(this.#keepAlive)
+    if (this.#timer) this.#clock.clearTimeout(this.#timer)
+    this.#keepAlive = this.#timer = null
+    this.#o.store.giveBack(this.#run).catch(() => undefined)
+  }
+
+  demand(demand: ReplicaDemand): void {
+    this.#demand = demand
+    const need = demand.inFlight + demand.waiting
+    const now = this.#clock.now()
+    if (this.#downSince !== null) {
+      this.#schedule(DOWN_RETRY_MS)
+      return
+    }
+    // Another replica waits: seats held past the due ones go back as calls end.
+    if (this.#plan?.contended && this.#lease > Math.max(this.#due(), demand.inFlight)) {
+      this.#schedule(0)
+      return
+    }
+    if (need > this.#lease) {
+      this.#unusedSince = null
+      // None free: wait to be told, or for the bounded retry.
+      const wait = this.#free <= 0 && now - this.#starvedAt < STARVED_RETRY_MS ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0
+      this.#schedule(wait)
+      return
+    }
+    if (need < this.#lease) {
+      this.#unusedSince ??= now
+      this.#schedule(Math.max(0, TRIM_AFTER_MS - (now - this.#unusedSince)))
+    }
+  }
+
+  /** The seats this replica is due while others wait: its target's whole seats, and the one its fraction rounds to in its turn. */
+  #due(): number {
+    const target = this.#plan?.target ?? 0
+    const whole = Math.floor(target + 1e-9)
+    return whole + (target - whole > 1e-9 && this.#credit < 0 ? 1 : 0)
+  }
+
+  #schedule(ms: number): void {
+    if (this.#renewing) {
+      this.#again = true
+      return
+    }
+    const now = this.#clock.now()
+    const at = now + Math.max(ms, MIN_RENEW_MS - (now - this.#lastAnswer), 0)
+    if (this.#timer) {
+      if (this.#timerAt <= at) return
+      this.#clock.clearTimeout(this.#timer)
+    }
+    this.#timerAt = at
+    this.#timer = this.#clock.setTimeout(() => {
+      this.#timer = null
+      void this.#renew()
+    }, at - now)
+    this.#timer.unref()
+  }
+
+  async #renew(): Promise<void> {
+    this.#renewing = true
+    this.#again = false
+    const d = this.#demand
+    const need = d.inFlight + d.waiting
+    const now = this.#clock.now()
+    // The turn of the rounding: seat-time held past the target since the last answer.
+    if (this.#plan?.contended) this.#credit += ((this.#lease - this.#plan.target) * (now - this.#creditAt)) / 1000
+    else this.#credit = 0
+    this.#creditAt = now
+    const since = Math.max(1, now - this.#lastAnswer)
+    if (Number.isFinite(this.#lastAnswer)) this.#answered += ANSWERED_GAIN * ((this.#answers * 1000) / since - this.#answered)
+    const ask = need === 0 ? 0 : this.#plan?.contended ? Math.min(need, this.#due()) : Math.min(d.limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
+    const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams })
+    const limitRecord = this.#limitRecord
+    try {
+      const answer = await this.#o.store.renew({ run: this.#run, record: record.slice(record.indexOf('|') + 1), inFlight: d.inFlight, need, ask, limit: d.limit, held: this.#lease, leaseMs: this.#o.leaseMs, limitRecord })
+      this.#answers = 0
+      this.#waited = false
+      if (this.#limitRecord === limitRecord) this.#limitRecord = null
+      this.#taken(answer, need)
+    } catch {
+      this.#lastAnswer = this.#clock.now()
+      // Kept as last granted while leases live: the other replicas keep theirs, and none is anyone's twice.
+      if (this.#downSince === null) {
+        this.#downSince = this.#lastAnswer
+        const wake = () => this.#grown.forEach((fn) => fn())
+        this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs].map((ms) => this.#clock.setTimeout(wake, ms + 1).unref())
+      }
+    } finally {
+      this.#renewing = false
+      const short = this.#demand.inFlight + this.#demand.waiting > this.size(this.#demand.limit)
+      if (this.#again) this.demand(this.#demand)
+      else if (short) this.#schedule(this.#downSince !== null ? DOWN_RETRY_MS : STARVED_RETRY_MS)
+    }
+  }
+
+  #taken(answer: LeaseAnswer, need: number): void {
+    this.#lastAnswer = this.#clock.now()
+    this.#downSince = null
+    this.#downTimers.forEach((t) => this.#clock.clearTimeout(t))
+    if (!answer.known && this.#granted && this.#lease > 0) {
+      this.#o.log.warn({ credential: this.#o.credential, seats: this.#lease }, 'the store had lost the platform seats this replica leased: asked for again')
+      this.#o.onLost(this.#lease)
+    }
+    const before = this.#lease
+    this.#lease = answer.granted
+    this.#granted = true
+    this.#free = answer.free
+    this.#replicas = answer.others.length + 1
+    const d = this.#demand
+    const mine = { run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }
+    this.#plan = leasePlan(mine, answer.others, d.shared)
+    if (need > this.#lease && this.#free <= 0) this.#starvedAt = this.#lastAnswer
+    if (this.#lease >= need) this.#unusedSince = this.#lease > need ? (this.#unusedSince ?? this.#lastAnswer) : null
+    // Seats given back: the replica that needs most is told.
+    if (this.#lease < before && this.#plan.needsMost !== null) this.#o.store.tell(this.#plan.needsMost).catch(() => undefined)
+    this.#o.onRenewed?.(answer, this.#plan)
+    if (this.#lease > before) for (const fn of this.#grown) fn()
+  }
+}

@@ -1,0 +1,109 @@
+import type { RedisBreaker } from '../../redis/breaker.js'
+import type { RedisBus } from '../../redis/bus.js'
+import type { RedisClient } from '../../redis/client.js'
+import { redisScript } from '../../redis/script.js'
+import { decodeRecord, type ReplicaRecord } from './lease-plan.js'
+import type { LeaseAnswer, LeaseAsk, LeaseStore } from './lease-store.js'
+
+/**
+ * The lease store in Redis: one hash per credential (keys.ts), a field per replica run
+ * (`<expiry>|<lease>|<record>`) and the field `limit` (the shared limit, sealed by its
+ * writer). One script, on Redis' clock (TIME), does what `grant` (lease-store.ts) does,
+ * and nothing else: it drops the records that lapsed, grants what the run asks within the
+ * seats no other run holds or uses (after a Redis restart, no more than it held), writes
+ * the run's record and the limit it brings, and answers every live record.
+ *
+ * KEYS: the hash. ARGV: run, record (past its lease), in flight, need, ask, limit, held,
+ * lease ms, limit record ('' for none).
+ * Returns { granted, free after the grant, 1 when Redis had a record of this run, the
+ * limit record or '', then the other runs' fields and values }.
+ */
+const LEASE = redisScript<[number, number, number, string, ...string[]]>('gatewaySeatLease2', `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local run, record = ARGV[1], ARGV[2]
+local inflight, need, ask, limit, held, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local occupied, known, others = 0, 0, {}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local field, value = all[i], all[i + 1]
+  if field ~= 'limit' then
+    local exp, lease, f, rest = string.match(value, '^(%d+)|(%d+)|(%d+)|(.*)$')
+    if exp == nil or tonumber(exp) < now then
+      redis.call('HDEL', KEYS[1], field)
+    elseif field == run then
+      known = 1
+    else
+      occupied = occupied + math.max(tonumber(lease), tonumber(f))
+      others[#others + 1] = field
+      others[#others + 1] = lease .. '|' .. f .. '|' .. rest
+    end
+  end
+end
+local free = limit - occupied
+local granted = math.max(0, math.min(ask, free))
+if known == 0 and held > 0 then granted = math.min(granted, held) end
+if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'limit', ARGV[9]) end
+if granted == 0 and inflight == 0 and need == 0 then
+  redis.call('HDEL', KEYS[1], run)
+else
+  redis.call('HSET', KEYS[1], run, (now + ttl) .. '|' .. granted .. '|' .. record)
+end
+redis.call('PEXPIRE', KEYS[1], math.max(ttl * 2, 3600000))
+local out = { granted, free - math.max(granted, inflight), known, redis.call('HGET', KEYS[1], 'limit') or '' }
+for i = 1, #others do out[#out + 1] = others[i] end
+return out
+`, 1)
+
+/** Gives the seats of a run back (a clean stop). KEYS: the hash. ARGV: run. */
+const GIVE_BACK = redisScript<number>('gatewaySeatGiveBack', `return redis.call('HDEL', KEYS[1], ARGV[1])`, 1)
+
+const DOWN = Symbol('redis down')
+
+export interface RedisLeaseStoreOptions {
+  redis: RedisClient
+  breaker: RedisBreaker
+  bus: RedisBus | null
+  /** The credential's hash (keys.ts). */
+  key: string
+  credential: string
+}
+
+/** The lease store in Redis, through the breaker; a run is told of seats given back on a bus channel of its own. */
+export class RedisLeaseStore implements LeaseStore {
+  readonly #o: RedisLeaseStoreOptions
+
+  constructor(opts: RedisLeaseStoreOptions) {
+    this.#o = opts
+  }
+
+  async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
+    const { breaker, redis, key } = this.#o
+    const answer = await breaker.run(() => LEASE(redis, key, ask.run, ask.record, ask.inFlight, ask.need, ask.ask, ask.limit, ask.held, ask.leaseMs, ask.limitRecord ?? ''), DOWN)
+    if (answer === DOWN) throw new Error('redis cannot be reached')
+    const [granted, free, known, limitRecord, ...fields] = answer
+    const others: ReplicaRecord[] = []
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      const record = decodeRecord(String(fields[i]), String(fields[i + 1]))
+      if (record) others.push(record)
+    }
+    return { granted: Number(granted), free: Number(free), known: Number(known) === 1, others, limitRecord: limitRecord ? String(limitRecord) : null }
+  }
+
+  async giveBack(run: string): Promise<void> {
+    const { breaker, redis, key } = this.#o
+    await breaker.run(() => GIVE_BACK(redis, key, run), 0)
+  }
+
+  async listen(run: string, fn: () => void): Promise<void> {
+    await this.#o.bus?.subscribe(this.#channel(run), fn)
+  }
+
+  async tell(run: string): Promise<void> {
+    await this.#o.bus?.publish(this.#channel(run), '1')
+  }
+
+  #channel(run: string): string {
+    return `platform-seats:${this.#o.credential}:${run}`
+  }
+}
