@@ -41,7 +41,7 @@ function changes(trace: Trace): { events: number[]; disturbed: Interval[] } {
     events.push(from, to)
     disturbed.push({ from, to })
   }
-  for (const f of [...s.stalls, ...s.outages, ...s.shedding]) {
+  for (const f of [...s.stalls, ...s.outages, ...s.shedding, ...s.storeStalls]) {
     events.push(f.from, f.to)
     disturbed.push({ from: f.from, to: f.to })
   }
@@ -206,7 +206,41 @@ export function checkGuarantees(trace: Trace): Verdict[] {
     }
     out.push({ guarantee: 'fair by time', ok: bad.length === 0, detail: bad.join('; ') })
   }
+  if (s.replicas > 1) out.push(checkReplicas(trace, steady))
   return out
+}
+
+/**
+ * Replicas: no seat taken while the seats held on every replica reach the limit + R (the
+ * highest limit in force on any replica), nor the limit while the lease store stalls; and
+ * a team spread over the replicas gets the worker-seconds of an equal team on one (±5 %).
+ */
+function checkReplicas(trace: Trace, steady: Interval[]): Verdict {
+  const s = trace.scenario
+  const bad: string[] = []
+  let over = 0
+  let first = ''
+  for (const c of trace.records) {
+    if (c.seated === null || c.heldAtSeat === undefined || c.limitAtSeat === undefined) continue
+    const t = c.seated - trace.start
+    const stalled = s.storeStalls.some((st) => t >= st.from && t < st.to)
+    const bound = c.limitAtSeat + (stalled ? 0 : s.replicas)
+    if (c.heldAtSeat > bound) {
+      over += 1
+      first ||= `${c.heldAtSeat} seats held at ${(t / 1000).toFixed(1)} s, bound ${bound}${stalled ? ' (lease store stalled)' : ''}`
+    }
+  }
+  if (over > 0) bad.push(`${over} seats taken past the bound, first ${first}`)
+  const twins = ['spread', 'single'].map((name) => {
+    const seconds = trace.workBySecond.get(name) ?? []
+    let ms = 0
+    for (const i of steady) for (let k = Math.ceil(i.from / 1000); k < Math.floor(i.to / 1000); k++) ms += seconds[k] ?? 0
+    return ms
+  })
+  const [spread, single] = twins as [number, number]
+  const measured = steady.reduce((sum, i) => sum + (i.to - i.from), 0) >= 10_000
+  if (s.teams.some((t) => t.name === 'spread') && measured && (single <= 0 || Math.abs(spread / single - 1) > 0.05)) bad.push(`team spread over ${s.replicas} replicas ${(spread / 1000).toFixed(1)} worker-s, the same team on one ${(single / 1000).toFixed(1)} in the steady phases`)
+  return { guarantee: 'replicas', ok: bad.length === 0, detail: bad.join('; ') }
 }
 
 function span(i: Interval): string {

@@ -1,3 +1,4 @@
+import { MemoryLeaseStore } from '../../src/platform/governor/lease-store.js'
 import type { FailMode, SimPlatform } from './platform.js'
 import type { SimClock } from './sim-clock.js'
 
@@ -27,6 +28,8 @@ export interface GovernorUnderTest {
   seat(ask: SeatAsk): Promise<SimSeat>
   /** The limit in force. */
   readonly limit: number
+  /** Seats held here (calls in flight, and calls cut by their deadline until their expected end). */
+  readonly inFlight: number
   /** Calls waiting for a seat here. */
   readonly waiting: number
   /** Calls waiting for a seat here, per team. */
@@ -41,6 +44,10 @@ export interface GovernorUnderTest {
 export interface GovernorContext {
   clock: SimClock
   replica: string
+  /** The lease store every replica shares (null: one replica alone). */
+  store: MemoryLeaseStore | null
+  /** Each team's weight (teams[].weight). */
+  weights: ReadonlyMap<string, number>
 }
 
 export type GovernorFactory = (ctx: GovernorContext) => GovernorUnderTest
@@ -58,6 +65,9 @@ export interface CallRecord {
   result: 'ok' | 'refused' | 'timeout' | 'gone' | 'failed'
   status: number | null
   refusal?: string
+  /** Seats held on every replica as it took its own (itself included), and the highest limit in force then. */
+  heldAtSeat?: number
+  limitAtSeat?: number
 }
 
 export interface CallOptions {
@@ -85,12 +95,25 @@ export class SimGateway {
   readonly #clock: SimClock
   readonly #platform: SimPlatform
   readonly replicas: GovernorUnderTest[]
+  readonly store: MemoryLeaseStore | null
   readonly records: CallRecord[] = []
 
-  constructor(clock: SimClock, platform: SimPlatform, factory: GovernorFactory, replicas: number) {
+  constructor(clock: SimClock, platform: SimPlatform, factory: GovernorFactory, replicas: number, weights: ReadonlyMap<string, number>) {
     this.#clock = clock
     this.#platform = platform
-    this.replicas = Array.from({ length: replicas }, (_, i) => factory({ clock, replica: `r${i}` }))
+    // Redis an instant away (a millisecond per command), as in one data centre.
+    this.store = replicas > 1 ? new MemoryLeaseStore(clock, 1) : null
+    this.replicas = Array.from({ length: replicas }, (_, i) => factory({ clock, replica: `r${i}`, store: this.store, weights }))
+  }
+
+  /** Seats held on every replica. */
+  get inFlight(): number {
+    return this.replicas.reduce((sum, r) => sum + r.inFlight, 0)
+  }
+
+  /** The highest limit in force on any replica. */
+  get limit(): number {
+    return Math.max(...this.replicas.map((r) => r.limit))
   }
 
   get waiting(): number {
@@ -144,6 +167,8 @@ export class SimGateway {
     }
     timers.forEach((t) => clock.clearTimeout(t))
     record.seated = clock.now()
+    record.heldAtSeat = this.inFlight
+    record.limitAtSeat = this.limit
     const sent = clock.now()
     const answer = this.#platform.send({ team: opts.team, costMs: opts.costMs, fail: opts.fail })
     const cut = new Promise<null>((resolve) => clock.setTimeout(() => resolve(null), deadline - clock.now()))

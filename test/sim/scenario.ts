@@ -11,7 +11,7 @@ import type { Behaviour, Report, TeamPlan } from './teams.js'
  * bursts, callers that hang up, deadlines shorter than the work, reports that fail,
  * answers left unread. No shape is the benchmark's: every number is drawn.
  */
-export function randomScenario(seed: number, opts: { replicas?: number } = {}): Scenario {
+export function randomScenario(seed: number): Scenario {
   const r = new Random(seed)
   const workers = Math.round(r.logUniform(4, 64))
   const cheapest = r.logUniform(20, 300)
@@ -32,7 +32,8 @@ export function randomScenario(seed: number, opts: { replicas?: number } = {}): 
     stalls: [],
     outages: [],
     shedding: [],
-    replicas: opts.replicas ?? 1,
+    replicas: r.chance(0.3) ? r.int(2, 4) : 1,
+    storeStalls: [],
     teams: [],
   }
   const at = r.uniform(30_000, 50_000)
@@ -68,11 +69,28 @@ export function randomScenario(seed: number, opts: { replicas?: number } = {}): 
       until: r.chance(0.2) ? r.uniform(60_000, durationMs) : durationMs,
     } satisfies TeamPlan)
   }
+  if (scenario.replicas > 1) {
+    if (r.chance(0.3)) {
+      const from = r.uniform(20_000, 60_000)
+      scenario.storeStalls = [{ from, to: from + r.uniform(1_000, 15_000) }]
+    }
+    // Twins: two equal busy teams, one spread over every replica, one on a single replica.
+    if (r.chance(0.5)) {
+      const behaviour: Behaviour = { kind: 'callers', callers: r.int(workers, 2 * workers), reports: someOf(r, reports), thinkMs: [0, 0] }
+      const all = Array.from({ length: scenario.replicas }, (_, k) => k)
+      scenario.teams.push({ name: 'spread', weight: 1, behaviour, replicas: all, from: 0, until: durationMs }, { name: 'single', weight: 1, behaviour, replicas: [r.int(0, scenario.replicas - 1)], from: 0, until: durationMs })
+    }
+  }
   return scenario
 }
 
+/** Some of `from`, one at least. */
+function someOf(r: Random, from: Report[]): Report[] {
+  return from.filter(() => r.chance(0.6)).concat(r.pick(from))
+}
+
 function randomBehaviour(r: Random, workers: number, all: Report[], short: Report[]): Behaviour {
-  const some = (from: Report[]) => from.filter(() => r.chance(0.6)).concat(r.pick(from))
+  const some = (from: Report[]) => someOf(r, from)
   switch (r.pick(['dashboard', 'dashboard', 'callers', 'callers', 'long', 'bursts', 'hangups', 'deadlines', 'failing', 'unread'] as const)) {
     case 'dashboard':
       return { kind: 'dashboard', users: r.int(1, 3), fanOut: r.int(1, Math.max(1, Math.min(12, Math.floor(workers / 2)))), reports: some(short), thinkMs: [0, r.uniform(0, 2000)] }
@@ -102,6 +120,7 @@ export function describeScenario(s: Scenario): string {
     ...s.stalls.map((x) => `stall ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
     ...s.outages.map((x) => `outage ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
     ...s.shedding.map((x) => `503s p=${x.p.toFixed(2)} ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
+    ...s.storeStalls.map((x) => `lease store stalled ${(x.from / 1000).toFixed(1)}–${(x.to / 1000).toFixed(1)}s`),
   ].filter(Boolean)
   const teams = s.teams.map((t) => `${t.name}(w${t.weight}${t.from ? ` from ${(t.from / 1000).toFixed(0)}s` : ''}${t.until < s.durationMs ? ` until ${(t.until / 1000).toFixed(0)}s` : ''}${s.replicas > 1 ? ` on r${t.replicas.join(',r')}` : ''}: ${describeBehaviour(t.behaviour)})`)
   return `seed ${s.seed}: ${s.workers} workers, spread ${s.spread.toFixed(2)}, ${s.replicas} replica(s)${events.length ? `, ${events.join(', ')}` : ''}; ${teams.join('; ')}`

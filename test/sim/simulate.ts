@@ -18,6 +18,8 @@ export interface Scenario {
   outages: Span[]
   shedding: (Span & { p: number })[]
   replicas: number
+  /** Spans during which the replicas' lease store answers nothing (a stalled Redis). */
+  storeStalls: Span[]
   teams: TeamPlan[]
 }
 
@@ -27,7 +29,9 @@ export interface Sample extends PlatformSample {
   waiting: number
   /** The model lets those calls wait beside a free worker. */
   idleAllowed: boolean
+  /** The highest limit in force on any replica, and the seats held on all of them. */
   limit: number
+  inFlight: number
   /** Teams with calls waiting. */
   waitingTeams: string[]
 }
@@ -73,12 +77,13 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
     shedding: scenario.shedding.map((s) => ({ ...shift(s), p: s.p })),
   }
   const platform = new SimPlatform(clock, shape, random.fork())
-  const gateway = new SimGateway(clock, platform, factory, scenario.replicas)
+  const gateway = new SimGateway(clock, platform, factory, scenario.replicas, new Map(scenario.teams.map((t) => [t.name, t.weight])))
+  for (const stall of scenario.storeStalls) clock.setTimeout(() => gateway.store?.stall(START + stall.to), stall.from)
   const samples: Sample[] = []
   // Sampled beside the platform's own samples, after them at the same instant.
   clock.setInterval(() => {
     const p = platform.samples.at(-1)
-    samples.push({ at: clock.now(), busy: p?.busy ?? 0, queued: p?.queued ?? 0, waiting: gateway.waiting, idleAllowed: gateway.idleAllowed(scenario.workers - (p?.busy ?? 0)), limit: gateway.replicas[0]?.limit ?? 0, waitingTeams: [...gateway.waitingByTeam().keys()] })
+    samples.push({ at: clock.now(), busy: p?.busy ?? 0, queued: p?.queued ?? 0, waiting: gateway.waiting, idleAllowed: gateway.idleAllowed(scenario.workers - (p?.busy ?? 0)), limit: gateway.limit, inFlight: gateway.inFlight, waitingTeams: [...gateway.waitingByTeam().keys()] })
   }, SAMPLE_MS)
   let running = scenario.teams.length
   const teams = scenario.teams.map((plan) => runTeam({ ...plan, from: START + plan.from, until: START + plan.until }, gateway, clock, random.fork()).finally(() => (running -= 1)))

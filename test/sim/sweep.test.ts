@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { simulate } from './simulate.js'
 import { describeScenario, randomScenario } from './scenario.js'
 import { checkGuarantees } from './checks.js'
-import { governorUnderTest } from './governor-under-test.js'
+import { newGovernor } from './new-governor.js'
 
 // The governor's guarantees (docs/governor.md) on seeded random platforms and teams: the
 // real governor on a simulated clock. SIM_RUNS sets how many seeds (from SIM_FIRST);
@@ -20,7 +20,7 @@ describe('the governor on random platforms', () => {
       const scenario = randomScenario(seed)
       let lines: string[]
       try {
-        const verdicts = checkGuarantees(await simulate(scenario, governorUnderTest))
+        const verdicts = checkGuarantees(await simulate(scenario, newGovernor))
         if (only !== null) console.log(describeScenario(scenario) + '\n' + verdicts.map((v) => `${v.ok ? 'ok  ' : 'FAIL'} ${v.guarantee}${v.detail ? `: ${v.detail}` : ''}`).join('\n'))
         lines = verdicts.filter((v) => !v.ok).map((v) => `${v.guarantee}: ${v.detail}`)
       } catch (err) {

@@ -110,11 +110,11 @@ export class LearnedLimit {
     if (lease === null) return
     const text = JSON.stringify({ limit: step.limit, knee: step.knee, at: this.#clock.now() } satisfies SharedRecord)
     this.#written = seal ? seal.sealText(key, text) : text
-    lease.writeLimit(this.#written)
+    lease.writeLimit(this.#written, step.limit < from)
   }
 
   #apply(step: Step): void {
-    this.#o.seats.setLimit(step.limit, step.knee)
+    this.#o.seats.setLimit(step.limit)
     this.#o.onLimit(step.limit, step.knee)
   }
 

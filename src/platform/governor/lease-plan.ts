@@ -5,7 +5,7 @@
  * replica holds; the shares, the targets, the lent seats and the learner are worked out
  * here, the same way on every replica, from the records the last renewal returned.
  */
-import { nominalShares, owedSeats, type TeamLoad } from './shares.js'
+import { fairShares, owedSeats, type TeamLoad } from './shares.js'
 
 /** A team on one replica, as its record carries it. */
 export interface TeamRecord extends TeamLoad {
@@ -31,16 +31,22 @@ export interface ReplicaRecord {
 
 /** This replica's part of the shares, and what it knows of the others. */
 export interface LeasePlan {
-  /** Each of its teams' part of its nominal share, across replicas. */
+  /** Each of its teams' part of its share, across replicas. */
   targets: Map<string, number>
-  /** The sum of those: the seats it is due while others need theirs. */
+  /** The sum of those. */
   target: number
+  /** The seats it is due while others need theirs: its target, and its part of the seats no team's share holds (split by need past target). */
+  due: number
   /** Seats owed to the teams of other replicas that wait for nothing (lent only to short calls). */
   owedElsewhere: number
+  /** Each team's calls in flight on the other replicas, and its share across them all. */
+  heldElsewhere: Map<string, number>
+  shares: Map<string, number>
   /** Another replica needs more seats than it holds. */
   contended: boolean
-  /** Calls in flight on the other replicas. */
+  /** Calls in flight on the other replicas, and the seats they hold or use (leased or in flight). */
   elsewhere: number
+  occupiedElsewhere: number
   /** Calls waited at the limit on another replica. */
   waitedElsewhere: boolean
   /** Whether this replica learns the limit. */
@@ -50,13 +56,13 @@ export interface LeasePlan {
 }
 
 /**
- * The plan of replica `mine` among `others`, with `shared` seats to share (the knee: the
- * seats past it are a probe's, owed to no team). Each team's nominal share is computed
- * over every replica's teams, and split between the replicas by their demand for it
- * (calls in flight and waiting); a team that only lingers, between the replicas it
- * lingers on.
+ * The plan of replica `mine` among `others`, with the `limit` in force to share. Each team's share is
+ * computed over every replica's teams, and split between the replicas by their demand
+ * for it (calls in flight and waiting); a team that only lingers, between the replicas it
+ * lingers on. The seats of the limit no share holds go to the replicas that need more
+ * than their targets, in proportion to that need: every seat of the limit is someone's due.
  */
-export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], shared: number): LeasePlan {
+export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], limit: number): LeasePlan {
   const all = [mine, ...others]
   const teams = new Map<string, TeamLoad & { replicas: number; lingerers: number }>()
   for (const r of all) {
@@ -72,7 +78,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
       teams.set(t.team, g)
     }
   }
-  const shares = nominalShares(shared, [...teams.values()])
+  const shares = fairShares(limit, [...teams.values()])
   const partOf = (t: TeamRecord): number => {
     const g = teams.get(t.team) as TeamLoad & { lingerers: number }
     const share = shares.get(t.team) ?? 0
@@ -81,10 +87,20 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     return g.lingerers > 0 ? share / g.lingerers : 0
   }
   const targets = new Map(mine.teams.map((t) => [t.team, partOf(t)]))
-  let target = 0
-  for (const part of targets.values()) target += part
+  const targetOf = (r: ReplicaRecord) => r.teams.reduce((sum, t) => sum + partOf(t), 0)
+  const target = targetOf(mine)
+  let unheld = limit
+  let wanting = 0
+  for (const r of all) {
+    const own = r === mine ? target : targetOf(r)
+    unheld -= own
+    wanting += Math.max(0, r.need - own)
+  }
+  const due = target + (unheld > 0 && wanting > 0 ? (unheld * Math.max(0, mine.need - target)) / wanting : 0)
   let owedElsewhere = 0
   for (const r of others) owedElsewhere += owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams)
+  const heldElsewhere = new Map<string, number>()
+  for (const r of others) for (const t of r.teams) heldElsewhere.set(t.team, (heldElsewhere.get(t.team) ?? 0) + t.held)
   let needsMost: string | null = null
   let gap = 0
   for (const r of others) {
@@ -97,9 +113,13 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   return {
     targets,
     target,
+    due,
     owedElsewhere,
+    heldElsewhere,
+    shares,
     contended: needsMost !== null,
     elsewhere: others.reduce((sum, r) => sum + r.inFlight, 0),
+    occupiedElsewhere: others.reduce((sum, r) => sum + Math.max(r.lease, r.inFlight), 0),
     waitedElsewhere: others.some((r) => r.waited),
     learner,
     needsMost,

@@ -1,9 +1,10 @@
 /**
  * Where the replicas' lease records live: one map per credential, a field per replica run
- * and one for the shared limit. A store only stores and grants, atomically: it drops the
- * records of runs that stopped renewing, grants what a run asks within the seats no other
- * run holds or uses, writes the run's record, and answers every live record (lease-plan.ts
- * works out the rest). Redis in production (redis-lease-store.ts); MemoryLeaseStore, the
+ * and one for the shared limit. A store only stores and grants, atomically: it grants what
+ * a run asks within the seats no other run holds or uses, writes the run's record, and
+ * answers every live record (lease-plan.ts works out the rest). A run that stopped
+ * renewing loses its lease when its record lapses; its calls in flight count for one
+ * lease more (they run on at the platform), then its record goes. Redis in production (redis-lease-store.ts); MemoryLeaseStore, the
  * same rule in memory, for replicas of one process (the simulator).
  */
 import type { Clock } from '../../clock.js'
@@ -19,7 +20,7 @@ export interface LeaseAsk {
   ask: number
   /** The limit in force, as this run knows it. */
   limit: number
-  /** Seats it held: after a store restart (no record of it), it is granted no more. */
+  /** Seats it held or uses: when the store has no record of it (a restart, a lapse), it is granted no more. */
   held: number
   leaseMs: number
   /** The shared limit record to write (the learner's), or null. */
@@ -51,7 +52,8 @@ export function grant(stored: Map<string, { expiry: number; lease: number; inFli
   let occupied = 0
   let known = false
   for (const [run, r] of stored) {
-    if (r.expiry < now) stored.delete(run)
+    if (r.expiry + ask.leaseMs < now) stored.delete(run)
+    else if (r.expiry < now) occupied += run === ask.run ? 0 : r.inFlight
     else if (run === ask.run) known = true
     else occupied += Math.max(r.lease, r.inFlight)
   }
@@ -65,20 +67,22 @@ export function grant(stored: Map<string, { expiry: number; lease: number; inFli
 
 /**
  * The lease store in this process's memory, for replicas that share one process (the
- * simulator's): each call answers after `latencyMs` on `clock`, and `stall` holds every
- * answer back until it ends, as a stalled Redis does.
+ * simulator's): each call answers after `latencyMs` on `clock`; while `stall` lasts, a
+ * call fails after `timeoutMs`, as a command to a stalled Redis times out.
  */
 export class MemoryLeaseStore implements LeaseStore {
   readonly #clock: Clock
   readonly #latencyMs: number
+  readonly #timeoutMs: number
   readonly #records = new Map<string, { expiry: number; lease: number; inFlight: number; text: string }>()
   readonly #listeners = new Map<string, () => void>()
   #limitRecord: string | null = null
   #stalledUntil = 0
 
-  constructor(clock: Clock, latencyMs = 1) {
+  constructor(clock: Clock, latencyMs = 1, timeoutMs = 250) {
     this.#clock = clock
     this.#latencyMs = latencyMs
+    this.#timeoutMs = timeoutMs
   }
 
   /** Nothing answers until `until` (epoch ms). */
@@ -91,8 +95,9 @@ export class MemoryLeaseStore implements LeaseStore {
     const { granted, free, known } = grant(this.#records, ask, this.#clock.now())
     if (ask.limitRecord !== null) this.#limitRecord = ask.limitRecord
     const others: ReplicaRecord[] = []
+    const now = this.#clock.now()
     for (const [run, r] of this.#records) {
-      const record = run === ask.run ? null : decodeRecord(run, r.text)
+      const record = run === ask.run || r.expiry < now ? null : decodeRecord(run, r.text)
       if (record) others.push(record)
     }
     return { granted, free, known, others, limitRecord: this.#limitRecord }
@@ -113,7 +118,8 @@ export class MemoryLeaseStore implements LeaseStore {
   }
 
   #delay(): Promise<void> {
-    const wait = Math.max(this.#latencyMs, this.#stalledUntil - this.#clock.now())
-    return new Promise((resolve) => this.#clock.setTimeout(resolve, wait))
+    const stalled = this.#stalledUntil - this.#clock.now()
+    if (stalled > this.#timeoutMs) return new Promise((_, reject) => this.#clock.setTimeout(() => reject(new Error('the lease store timed out')), this.#timeoutMs))
+    return new Promise((resolve) => this.#clock.setTimeout(resolve, Math.max(this.#latencyMs, stalled)))
   }
 }

@@ -32,6 +32,8 @@ export interface LeasedSeatsOptions {
   unseen: number
   /** How long a lease lives unless renewed (platform.seatLease): renewed every third of it while it holds seats. */
   leaseMs: number
+  /** A call's whole budget (platform.timeout): no call outlives it. */
+  callBudgetMs: number
   log: Pick<Logger, 'warn'>
   /** Seats the store had lost (a restart, a flush) and that were asked for again. */
   onLost: (count: number) => void
@@ -50,24 +52,27 @@ export interface LeasedSeatsOptions {
  * while it holds any. While others wait, it asks for its target; the fraction the target
  * rounds to is taken in turns (a replica that held fewer seats than its target over time
  * asks one more). While the store cannot be reached it keeps its lease as last granted for
- * as long as a lease lives, then an even share of the limit between the replicas it last
- * saw (or its own cap, platform.maxConcurrentPerReplica, from DOWN_GRACE_MS on).
+ * as long as a lease lives, then no more than its part of an even split of the limit
+ * between the replicas it last saw, and that part once the others' calls have ended (or
+ * its own cap, platform.maxConcurrentPerReplica, from DOWN_GRACE_MS on).
  */
 export class LeasedSeats implements SeatLease {
   readonly #o: LeasedSeatsOptions
   readonly #clock: Clock
   readonly #run: string
   #lease = 0
+  #grantedUnder = Infinity
   #granted = false
   #plan: LeasePlan | null = null
   #free = Infinity
-  #demand: ReplicaDemand = { limit: 0, shared: 0, inFlight: 0, waiting: 0, teams: [] }
+  #demand: ReplicaDemand = { limit: 0, inFlight: 0, waiting: 0, teams: [] }
   #renewing = false
   #again = false
   #lastAnswer = -Infinity
   #starvedAt = -Infinity
   #downSince: number | null = null
   #replicas = 1
+  #rank = 0
   #downTimers: Timer[] = []
   #timer: Timer | null = null
   #timerAt = Infinity
@@ -81,6 +86,7 @@ export class LeasedSeats implements SeatLease {
   #answers = 0
   #waited = false
   #limitRecord: string | null = null
+  #tellLowered = false
   readonly #grown: (() => void)[] = []
 
   constructor(opts: LeasedSeatsOptions) {
@@ -110,17 +116,32 @@ export class LeasedSeats implements SeatLease {
 
   size(limit: number): number {
     const out = this.#downSince === null ? 0 : this.#clock.now() - this.#downSince
-    if (out < DOWN_GRACE_MS) return Math.min(limit, this.#lease)
+    if (out < DOWN_GRACE_MS) return Math.min(limit, this.#leaseUnder(limit))
     if (this.#o.perReplica !== null) return Math.min(limit, this.#o.perReplica)
     if (!this.#granted) return Math.min(limit, this.#o.unseen)
-    if (out < this.#o.leaseMs) return Math.min(limit, this.#lease)
-    return Math.max(1, Math.floor(limit / this.#replicas))
+    const lease = Math.min(limit, this.#leaseUnder(limit))
+    if (out < this.#o.leaseMs) return lease
+    // Its part of an even split between the replicas it last saw, the odd seats to the
+    // first in order: they add up to the limit. Past its lease only once every call the
+    // others had in flight has ended (a call's whole budget later).
+    const split = Math.floor(limit / this.#replicas) + (this.#rank < limit % this.#replicas ? 1 : 0)
+    return out < this.#o.leaseMs + this.#o.callBudgetMs ? Math.min(split, lease) : split
+  }
+
+  /**
+   * The seats of the lease this replica fills: the lease is a part of the limit it was
+   * granted under (a lower limit shrinks it in proportion until the next renewal); while
+   * another replica waits, no more than its due (the rest goes back as calls end).
+   */
+  #leaseUnder(limit: number): number {
+    const lease = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
+    return this.#plan?.contended && this.#free <= 0 ? Math.min(lease, this.#due()) : lease
   }
 
   shares(): LeaseShares | null {
     const plan = this.#plan
     if (plan === null || this.#downSince !== null) return null
-    return { targets: plan.targets, lent: Math.min(Math.max(0, this.#lease - plan.target), plan.owedElsewhere) }
+    return { targets: plan.targets, lent: Math.min(Math.max(0, this.#lease - plan.target), plan.owedElsewhere), shares: plan.shares, heldElsewhere: plan.heldElsewhere }
   }
 
   elsewhere(): number {
@@ -130,7 +151,7 @@ export class LeasedSeats implements SeatLease {
   saturated(): boolean {
     // While the store cannot be reached no one knows: calls held by the lease as last
     // granted say nothing of the limit.
-    return this.#downSince === null && this.#free <= 0
+    return this.#downSince === null && (this.#free <= 0 || this.#plan?.contended === true)
   }
 
   /** Whether calls waited at the limit on another replica, as of the last answer. */
@@ -152,9 +173,13 @@ export class LeasedSeats implements SeatLease {
     this.#waited = true
   }
 
-  /** The shared limit record to write with the next renewal (this replica learns it). */
-  writeLimit(record: string): void {
+  /**
+   * The shared limit record to write with the next renewal (this replica learns it); a
+   * lower limit is told to every other replica once written, so that they renew at once.
+   */
+  writeLimit(record: string, lowered = false): void {
     this.#limitRecord = record
+    this.#tellLowered ||= lowered
     this.#schedule(0)
   }
 
@@ -184,7 +209,12 @@ export class LeasedSeats implements SeatLease {
       this.#schedule(DOWN_RETRY_MS)
       return
     }
-    // Another replica waits: seats held past the due ones go back as calls end.
+    // The limit fell below the seats leased: the lease shrinks at once. Another replica
+    // waits: seats held past the due ones go back as calls end.
+    if (this.#plan && this.#lease > 0 && this.#lease + this.#plan.occupiedElsewhere > demand.limit) {
+      this.#schedule(0)
+      return
+    }
     if (this.#plan?.contended && this.#lease > Math.max(this.#due(), demand.inFlight)) {
       this.#schedule(0)
       return
@@ -204,7 +234,7 @@ export class LeasedSeats implements SeatLease {
 
   /** The seats this replica is due while others wait: its target's whole seats, and the one its fraction rounds to in its turn. */
   #due(): number {
-    const target = this.#plan?.target ?? 0
+    const target = this.#plan?.due ?? 0
     const whole = Math.floor(target + 1e-9)
     return whole + (target - whole > 1e-9 && this.#credit < 0 ? 1 : 0)
   }
@@ -235,27 +265,34 @@ export class LeasedSeats implements SeatLease {
     const need = d.inFlight + d.waiting
     const now = this.#clock.now()
     // The turn of the rounding: seat-time held past the target since the last answer.
-    if (this.#plan?.contended) this.#credit += ((this.#lease - this.#plan.target) * (now - this.#creditAt)) / 1000
+    if (this.#plan?.contended) this.#credit += ((this.#lease - this.#plan.due) * (now - this.#creditAt)) / 1000
     else this.#credit = 0
     this.#creditAt = now
     const since = Math.max(1, now - this.#lastAnswer)
     if (Number.isFinite(this.#lastAnswer)) this.#answered += ANSWERED_GAIN * ((this.#answers * 1000) / since - this.#answered)
-    const ask = need === 0 ? 0 : this.#plan?.contended ? Math.min(need, this.#due()) : Math.min(d.limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
+    const held = Math.max(this.#lease, d.inFlight)
+    // While another replica waits: its due, and any seat no one took.
+    const wanted = need === 0 ? 0 : this.#plan?.contended ? Math.min(need, this.#due() + Math.max(0, this.#free)) : Math.min(d.limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
+    // Back from an outage, a replica asks first for no more than it holds: every replica's calls are counted before any grows.
+    const ask = this.#downSince === null ? wanted : Math.min(wanted, held)
     const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams })
     const limitRecord = this.#limitRecord
     try {
-      const answer = await this.#o.store.renew({ run: this.#run, record: record.slice(record.indexOf('|') + 1), inFlight: d.inFlight, need, ask, limit: d.limit, held: this.#lease, leaseMs: this.#o.leaseMs, limitRecord })
+      const answer = await this.#o.store.renew({ run: this.#run, record: record.slice(record.indexOf('|') + 1), inFlight: d.inFlight, need, ask, limit: d.limit, held, leaseMs: this.#o.leaseMs, limitRecord })
       this.#answers = 0
       this.#waited = false
+      const tell = limitRecord !== null && this.#tellLowered
       if (this.#limitRecord === limitRecord) this.#limitRecord = null
-      this.#taken(answer, need)
+      if (tell) this.#tellLowered = false
+      this.#taken(answer, need, d.limit)
+      if (tell) for (const other of answer.others) this.#o.store.tell(other.run).catch(() => undefined)
     } catch {
       this.#lastAnswer = this.#clock.now()
       // Kept as last granted while leases live: the other replicas keep theirs, and none is anyone's twice.
       if (this.#downSince === null) {
         this.#downSince = this.#lastAnswer
         const wake = () => this.#grown.forEach((fn) => fn())
-        this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs].map((ms) => this.#clock.setTimeout(wake, ms + 1).unref())
+        this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs, this.#o.leaseMs + this.#o.callBudgetMs].map((ms) => this.#clock.setTimeout(wake, ms + 1).unref())
       }
     } finally {
       this.#renewing = false
@@ -265,7 +302,7 @@ export class LeasedSeats implements SeatLease {
     }
   }
 
-  #taken(answer: LeaseAnswer, need: number): void {
+  #taken(answer: LeaseAnswer, need: number, limit: number): void {
     this.#lastAnswer = this.#clock.now()
     this.#downSince = null
     this.#downTimers.forEach((t) => this.#clock.clearTimeout(t))
@@ -275,12 +312,14 @@ export class LeasedSeats implements SeatLease {
     }
     const before = this.#lease
     this.#lease = answer.granted
+    this.#grantedUnder = limit
     this.#granted = true
     this.#free = answer.free
     this.#replicas = answer.others.length + 1
+    this.#rank = answer.others.filter((r) => r.run < this.#run).length
     const d = this.#demand
     const mine = { run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }
-    this.#plan = leasePlan(mine, answer.others, d.shared)
+    this.#plan = leasePlan(mine, answer.others, d.limit)
     if (need > this.#lease && this.#free <= 0) this.#starvedAt = this.#lastAnswer
     if (this.#lease >= need) this.#unusedSince = this.#lease > need ? (this.#unusedSince ?? this.#lastAnswer) : null
     // Seats given back: the replica that needs most is told.

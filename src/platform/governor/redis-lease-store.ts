@@ -9,16 +9,17 @@ import type { LeaseAnswer, LeaseAsk, LeaseStore } from './lease-store.js'
  * The lease store in Redis: one hash per credential (keys.ts), a field per replica run
  * (`<expiry>|<lease>|<record>`) and the field `limit` (the shared limit, sealed by its
  * writer). One script, on Redis' clock (TIME), does what `grant` (lease-store.ts) does,
- * and nothing else: it drops the records that lapsed, grants what the run asks within the
- * seats no other run holds or uses (after a Redis restart, no more than it held), writes
- * the run's record and the limit it brings, and answers every live record.
+ * and nothing else: it grants what the run asks within the seats no other run holds or
+ * uses (a lapsed record's calls in flight for one lease more; after a Redis restart, no
+ * more than it held), writes the run's record and the limit it brings, and answers every
+ * live record.
  *
  * KEYS: the hash. ARGV: run, record (past its lease), in flight, need, ask, limit, held,
  * lease ms, limit record ('' for none).
  * Returns { granted, free after the grant, 1 when Redis had a record of this run, the
  * limit record or '', then the other runs' fields and values }.
  */
-const LEASE = redisScript<[number, number, number, string, ...string[]]>('gatewaySeatLease2', `
+const LEASE = redisScript<[number, number, number, string, ...string[]]>('gatewaySeatLease3', `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local run, record = ARGV[1], ARGV[2]
@@ -29,8 +30,10 @@ for i = 1, #all, 2 do
   local field, value = all[i], all[i + 1]
   if field ~= 'limit' then
     local exp, lease, f, rest = string.match(value, '^(%d+)|(%d+)|(%d+)|(.*)$')
-    if exp == nil or tonumber(exp) < now then
+    if exp == nil or tonumber(exp) + ttl < now then
       redis.call('HDEL', KEYS[1], field)
+    elseif tonumber(exp) < now then
+      if field ~= run then occupied = occupied + tonumber(f) end
     elseif field == run then
       known = 1
     else

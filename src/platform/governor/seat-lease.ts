@@ -14,18 +14,19 @@ export interface LocalTeam extends TeamLoad {
 
 /** What this replica's calls of a credential hold and wait for. */
 export interface ReplicaDemand {
-  /** The limit in force, and the seats of it the teams' shares are of (the knee). */
+  /** The limit in force: the teams' shares are of it. */
   limit: number
-  shared: number
   inFlight: number
   waiting: number
   teams: LocalTeam[]
 }
 
-/** This replica's part of the teams' shares: each local team's target here, and the seats of its lease owed to teams on other replicas. */
+/** The teams' shares as this replica sees them: each local team's target here, the seats of its lease owed to teams on other replicas, and each team's share across every replica and what it holds on the others. */
 export interface LeaseShares {
   targets: ReadonlyMap<string, number>
   lent: number
+  shares: ReadonlyMap<string, number>
+  heldElsewhere: ReadonlyMap<string, number>
 }
 
 export interface SeatLease {

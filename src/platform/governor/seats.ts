@@ -1,7 +1,7 @@
 import { DeadlineError, OverloadedError } from '../../errors.js'
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
-import { nominalShares, owedSeats } from './shares.js'
-import { LocalSeats, type LocalTeam, type SeatLease } from './seat-lease.js'
+import { fairShares, owedSeats } from './shares.js'
+import { LocalSeats, type LeaseShares, type LocalTeam, type SeatLease } from './seat-lease.js'
 import type { WorkEstimates } from './work-estimates.js'
 import type { Answer } from './knee-estimator.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
@@ -17,6 +17,7 @@ const MIN_CHARGE_MS = 1
 export const OVERLOAD_TIMEOUTS = 2
 /** A call running this many times its expected time (a second at least) is overdue: with no answer since, the platform is silent. */
 export const OVERDUE = 3
+const NONE: ReadonlyMap<string, number> = new Map()
 
 export type RefusalReason = 'queue_full' | 'team_queue_full' | 'displaced' | 'queue_timeout' | 'paused' | 'deadline'
 export type { Priority } from './fair-queue.js'
@@ -110,10 +111,11 @@ interface TeamSeats {
  * The seats of one credential on one replica: the dispatch rule of docs/governor.md. A
  * call holds a seat from its start to its answer (a call cut by its deadline, to its
  * expected end: the platform works on). When a seat is free, the waiting team below its
- * nominal share with the least seat-time for its weight goes first (start-time fair
+ * share (shares.ts) with the least seat-time for its weight goes first (start-time fair
  * queueing over seat × time, as Kubernetes API Priority and Fairness charges); past its
- * share a team borrows a free seat only if its call is expected to end within the
- * lending horizon, or if no other active team is owed that seat. Within a team, a
+ * share, the team holding the fewest seats for its weight on every replica borrows a free
+ * seat if its call is expected to end within the lending horizon, or if no other active
+ * team is owed that seat. Within a team, a
  * caller's call goes first, then refreshes ahead, stale refreshes, warm-ups.
  */
 export class CredentialSeats {
@@ -122,7 +124,6 @@ export class CredentialSeats {
   readonly #clock: Clock
   readonly #lease: SeatLease
   #limit: number
-  #shared: number
   #inFlight = 0
   readonly #teams = new Map<string, TeamSeats>()
   readonly #queue = new FairQueue<Waiter>()
@@ -136,7 +137,6 @@ export class CredentialSeats {
     this.#clock = opts.clock ?? systemClock
     this.#lease = opts.seats ?? new LocalSeats(Infinity)
     this.#limit = clamp(opts.limit, opts.maxConcurrent)
-    this.#shared = this.#limit
     this.#lease.onGrown(() => this.wake())
   }
 
@@ -167,15 +167,11 @@ export class CredentialSeats {
     return until > this.#clock.now() ? until : 0
   }
 
-  /**
-   * The limit in force, and the seats of it the teams' shares are of (the knee: seats past
-   * it are a probe's, owed to no team, lent to any call); a higher one starts queued calls.
-   */
-  setLimit(limit: number, shared = limit): void {
+  /** The limit in force (the teams' shares are of it); a higher one starts queued calls. */
+  setLimit(limit: number): void {
     const next = clamp(limit, this.#o.maxConcurrent)
     const raised = next > this.#limit
     this.#limit = next
-    this.#shared = Math.min(next, Math.max(1, Math.floor(shared)))
     this.#demandChanged()
     if (raised) this.wake()
   }
@@ -204,7 +200,7 @@ export class CredentialSeats {
     return this.#queue.waitingByTeam()
   }
 
-  /** `team`'s nominal share of this replica's seats now (0 while it is not active). */
+  /** `team`'s share of this replica's seats now (0 while it is not active). */
   shareOf(team: string): number {
     return this.#shares().targets.get(team) ?? 0
   }
@@ -324,16 +320,24 @@ export class CredentialSeats {
    * longer than the horizon) or by its team's ceiling or a pause.
    */
   heldBack(): { owed: number; longOnly: boolean } {
-    const { targets, lent, teams } = this.#shares()
-    const owed = owedSeats(targets, teams) + lent
+    const view = this.#shares()
+    const owed = owedSeats(view.targets, view.teams) + view.lent
     if (this.pausedUntil > 0) return { owed, longOnly: true }
     const now = this.#clock.now()
     const longOnly = [...this.#queue.waitingTeams()].every((team) => {
       if (this.#atCeiling(team)) return true
-      const head = this.#queue.pressing(team)
-      return head !== null && this.running(team) >= (targets.get(team) ?? 0) && !this.#o.work.within(team, head.workClass, LENDING_HORIZON_MS, now)
+      const standing = this.#standing(team, view, now)
+      return standing.head !== null && !standing.within && !standing.short
     })
     return { owed, longOnly }
+  }
+
+  /** A waiting team's most pressing call, whether the team is below its share (on every replica), and whether that call is short. */
+  #standing(team: string, view: LeaseShares, now: number): { head: Waiter | null; within: boolean; short: boolean; everywhere: number } {
+    const head = this.#queue.pressing(team)
+    const everywhere = this.running(team) + (view.heldElsewhere.get(team) ?? 0)
+    const within = everywhere < (view.shares.get(team) ?? 0)
+    return { head, within, everywhere, short: head !== null && this.#o.work.within(team, head.workClass, LENDING_HORIZON_MS, now) }
   }
 
   #pauseText(): string {
@@ -369,11 +373,12 @@ export class CredentialSeats {
   }
 
   /** Each local team's target here, the seats of this replica owed to teams elsewhere, and the local teams. */
-  #shares(): { targets: ReadonlyMap<string, number>; lent: number; teams: LocalTeam[] } {
+  #shares(): LeaseShares & { teams: LocalTeam[] } {
     const teams = this.#localTeams()
     const across = this.#lease.shares()
     if (across) return { ...across, teams }
-    return { targets: nominalShares(Math.min(this.capacity, this.#shared), teams), lent: 0, teams }
+    const targets = fairShares(this.capacity, teams)
+    return { targets, lent: 0, shares: targets, heldElsewhere: NONE, teams }
   }
 
   #atCeiling(team: string): boolean {
@@ -395,7 +400,7 @@ export class CredentialSeats {
   }
 
   #demandChanged(): void {
-    this.#lease.demand({ limit: this.#limit, shared: this.#shared, inFlight: this.#inFlight, waiting: this.#queue.size, teams: this.#localTeams() })
+    this.#lease.demand({ limit: this.#limit, inFlight: this.#inFlight, waiting: this.#queue.size, teams: this.#localTeams() })
   }
 
   /** Starts waiting calls while seats are free and the credential is not paused. */
@@ -414,30 +419,28 @@ export class CredentialSeats {
 
   /**
    * The next call to start on `free` seats: the most pressing call of the team below its
-   * share with the least seat-time for its weight; else of a team past its share whose
-   * call ends within the lending horizon, or for which a seat is free that no other active
-   * team is owed. With no seat free after the limit fell, a team below its share still
-   * starts one while the other teams hold as many seats past their shares (started under
-   * the limit before): a cut is taken from the teams that borrowed, as their calls end.
-   * Null when none may start (a timer wakes the queue when a linger ends).
+   * share with the least seat-time for its weight; else of a team past its share, holding
+   * the fewest seats for its weight on every replica, whose call ends within the lending
+   * horizon, or for which a seat is free that no other active team is owed. After the
+   * limit fell, the seats that come free go first to the teams below their shares: a cut
+   * is taken from the teams that borrowed, as their calls end. Null when none may start
+   * (a timer wakes the queue when a linger ends).
    */
   #next(free: number): Waiter | null {
-    const { targets, lent, teams } = this.#shares()
-    const owed = owedSeats(targets, teams) + lent
-    let past = 0
-    if (free <= 0) for (const t of teams) past += Math.max(0, t.held - Math.ceil(targets.get(t.team) ?? 0))
-    if (free + past <= 0) return null
+    if (free <= 0) return null
+    const view = this.#shares()
+    const owed = owedSeats(view.targets, view.teams) + view.lent
     const now = this.#clock.now()
     let best: Waiter | null = null
     let bestRank = Infinity
     let bestTag = Infinity
     for (const team of this.#queue.waitingTeams()) {
       if (this.#atCeiling(team)) continue
-      const head = this.#queue.pressing(team)
+      const { head, within, short, everywhere } = this.#standing(team, view, now)
       if (head === null) continue
-      const within = this.running(team) < (targets.get(team) ?? 0)
-      if (!within && (free <= 0 || (!this.#o.work.within(team, head.workClass, LENDING_HORIZON_MS, now) && free - owed < 1))) continue
-      const rank = within ? 0 : 1
+      if (!within && !short && free - owed < 1) continue
+      // Within its share: by seat-time; past it, by the seats it holds everywhere.
+      const rank = within ? 0 : 1 + everywhere / this.#weight(team)
       const tag = Math.max(this.#teamOf(team).tag, this.#virtual)
       if (rank < bestRank || (rank === bestRank && (tag < bestTag || (tag === bestTag && head.seq < (best?.seq ?? Infinity))))) {
         best = head

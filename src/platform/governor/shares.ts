@@ -20,12 +20,14 @@ export interface TeamLoad {
 }
 
 /**
- * Each active team's nominal share of `seats`: the seats times its weight over the
- * weights of the active teams (those holding, waiting or lingering), within its ceiling;
- * what a ceiling leaves is shared among the others by weight.
+ * Each active team's share of `seats` (those holding, waiting or lingering): max-min fair
+ * by weight over what each wants (the seats it holds and waits for, or its peak within
+ * the linger, within its ceiling). A team that wants no more than its nominal share (the
+ * seats times its weight over the active teams' weights) gets what it wants; what it
+ * leaves goes to the others by weight.
  */
-export function nominalShares(seats: number, teams: readonly TeamLoad[]): Map<string, number> {
-  return waterFill(seats, teams.map((t) => ({ team: t.team, weight: t.weight, want: t.cap ?? Infinity })))
+export function fairShares(seats: number, teams: readonly TeamLoad[]): Map<string, number> {
+  return waterFill(seats, teams.map((t) => ({ team: t.team, weight: t.weight, want: Math.min(t.cap ?? Infinity, Math.max(t.held + t.waiting, t.peak)) })))
 }
 
 /**
@@ -57,7 +59,7 @@ export function waterFill(seats: number, teams: readonly { team: string; weight:
  * Seats owed to the active teams that do not wait now: of each one's share, as many as it
  * held and waited for at once within the linger, less what it holds. They are lent only
  * to calls expected to end within the lending horizon, so that a team that comes back
- * within the linger finds what it asked before; the rest of its share is lent to any call.
+ * within the linger finds what it asked before.
  */
 export function owedSeats(shares: ReadonlyMap<string, number>, teams: readonly TeamLoad[]): number {
   let owed = 0
