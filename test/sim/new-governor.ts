@@ -13,7 +13,7 @@ const silent = pino({ level: 'silent' })
  * shared by every replica of the run.
  */
 export const newGovernor: GovernorFactory = ({ clock, replica, store, weights }) => {
-  const g = credentialGovernor({ credential: 'default', settings, store, replica, run: replica, seal: null, key: 'sim', log: silent, weightOf: (team) => weights.get(team) ?? 1, clock })
+  const g = credentialGovernor({ credential: 'default', settings, store, replica, run: replica, seal: null, key: 'sim', log: silent, weightOf: (team) => weights.get(team) ?? 1, clock, ...(process.env.DEBUG_KNEE ? { onMove: (move: string, from: number, to: number) => console.log(replica, ((clock.now() - 1_800_000_000_000) / 1000).toFixed(1), move, from, '→', to, 'knee', g.estimator?.knee, g.estimator?.phase) } : {}) })
   void g.lease.start()
   g.learned?.start()
   if (process.env.DEBUG_LEASE) clock.setInterval(() => { const t = ((clock.now() - 1_800_000_000_000) / 1000); if (process.env.DEBUG_FROM ? t >= Number(process.env.DEBUG_FROM) && t <= Number(process.env.DEBUG_TO) : Math.abs(t % 2) < 0.05) console.log(replica, t.toFixed(1), 'limit', g.seats.limit, 'cap', g.seats.capacity, 'held', g.leased?.held, 'inFlight', g.seats.inFlight, 'queued', g.seats.queued, 'learner', g.leased?.learner, JSON.stringify(g.seats.heldBack()), JSON.stringify([...g.seats.waiting()]), JSON.stringify(g.leased?.shares() && [...g.leased.shares()!.targets])) }, 100)

@@ -1,61 +1,63 @@
 /**
  * The limit rule (docs/governor.md, "The limit rule"): the seats in force follow the
- * platform's knee, the most calls it serves at once, learned by Little's law. A window
- * takes the calls started in it and waits for their ends; then
+ * platform's knee, the most calls it serves at once. The platform takes calls in order:
+ * a call started with more calls in flight than it has workers waits for a worker, and
+ * that wait is the same for every kind of call; a platform that gets slower stretches
+ * every kind in proportion, and neighbouring windows share its pace. So the rule never
+ * learns a latency of its own: it compares **windows** at two limits next to each other.
  *
- *   queued = calls in flight × the delay past their floors every team saw / latency
- *   knee   = the workers W at which the loads the calls started at queue that many
+ *   wait   = the latency a window's calls had past those of the window it is compared
+ *            with, kind by kind (each kind against itself, weighed by its precision)
+ *   queued = calls in flight × wait / latency            (Little's law)
  *
- * A queue delays every team's calls by the same wait (the platform takes them in
- * order); a team's own slow reports delay only its own. Latency alone cannot tell a
- * slower platform from a queue; the response to a change of load can. So:
+ * - start: from `min`, the limit goes to `initial`, then doubles each window that shows
+ *   no queue against the one before, until one does: the knee is what that window served;
+ * - probe: at the knee, while calls wait for a seat, a window a step past it between two
+ *   at it: no wait against both, the knee takes the step (and the next step doubles);
+ * - test: now and then a window a step below the knee between two at it: the knee's
+ *   windows waited against both, the knee falls to what they served;
+ * - a comparison that cannot tell takes longer windows; one that finds nothing to change
+ *   comes back later and later (QUIET_MAX_MS at most): a probe's queue costs little;
+ * - fault: overload answers from every answering team or from two teams in a second, the
+ *   platform's silence, a credential pause: the limit halves, the knee stays, and a
+ *   second without a fault, once a call sent at the cut limit answered, restores it.
  *
- * - a probe: while calls wait for a seat, the limit goes a step past the knee for a
- *   window (at a fresh start it doubles until the first queue): room shows as no queue,
- *   a queue shows the knee;
- * - a test: a window at the knee whose queue is sure cuts the limit to the knee it
- *   shows; if the delay goes with the cut, it was a queue, and the knee is what was
- *   served; if it stays, the platform is slower: the floors move up to the latency now,
- *   and the knee is as it was;
- * - a fault (overload answers from every answering team or from two teams, the
- *   platform's silence, a credential pause): the limit in force halves, the knee stays,
- *   and the first window without one brings the limit back to the knee.
- *
- * The floors (each kind's latency with a free worker) are measured first at the
- * minimum limit and then in every window without a queue. Pure logic: time is passed in.
+ * Pure logic: time is passed in.
  */
 
 /** A window takes the calls started over this long at least... */
 export const WINDOW_MS = 1000
-/** ...and this many at least; */
+/** ...and this many at least; it is judged once they all ended (or after MAX_WAIT_MS, with those that did). */
 export const MIN_CALLS = 8
-/** it is judged once its calls ended and its queue is known within this many calls (one standard error), */
-export const QUEUE_PRECISION = 0.5
-/** or after this long with FEW_CALLS. */
-export const MAX_SPAN_MS = 10_000
-export const FEW_CALLS = 4
-/** A queue counts when it is this many calls at least and SURE standard errors (a cut costs workers); none, when it is below by ROOM standard errors (a step too far shows as a queue at the knee). */
-export const QUEUE_MIN = 1
+export const MAX_WAIT_MS = 60_000
+/** At a fresh start, a doubling that cannot tell takes up to this many windows, then goes by what they show. */
+export const START_WINDOWS = 3
+/** A wait counts when it is this many calls queued at least (Little's law) and SURE standard errors; none, when below it by ROOM standard errors. */
+export const QUEUE_CALLS = 0.5
 export const SURE = 3
 export const ROOM = 2
-/** Between probes in service: windows judged at the knee while calls wait for a seat. */
-export const PROBE_EVERY = 2
-/** How far past the knee a probe in service goes first: this share of it, one call at least. */
-export const PROBE_SHARE = 1 / 16
-/** How far a floor may drift unseen between two windows, as a share of it: its uncertainty grows by this each window (a Kalman filter's process noise), so answers of long ago weigh less than new ones. */
-export const FLOOR_DRIFT = 0.005
-/** The first window, at the minimum limit, runs until each kind's floor is known within this share of it (one standard error), or MAX_SPAN_MS. */
-export const FLOOR_PRECISION = 0.05
-/** The most calls in flight a window saw without a queue, and the fewest it saw a queue at, bound the knee for this long. */
-export const BOUNDS_MS = 60_000
+/**
+ * A probe that changed nothing comes back after twice as long as before, from QUIET_MIN_MS
+ * to PROBE_QUIET_MAX_MS (a probe queues a step for a window); a test, from TEST_QUIET_MIN_MS
+ * to TEST_QUIET_MAX_MS (a test leaves a step idle for a window).
+ */
+export const QUIET_MIN_MS = 2_000
+export const PROBE_QUIET_MAX_MS = 30_000
+export const TEST_QUIET_MIN_MS = 10_000
+export const TEST_QUIET_MAX_MS = 60_000
+/** The probes (or tests) at one level add up over this long at most: a platform that drifts makes older windows unlike newer ones. */
+export const EVIDENCE_MS = 30_000
+/** A step past or below the knee: this share of it, one call at least. */
+export const STEP_SHARE = 1 / 16
+export const MAX_STEP_SHARE = 1 / 10
 /** A team draws overload when this share of its answers in a second, one at least, say the platform is overloaded. */
 export const OVERLOAD_SHARE = 0.05
 /** A call overdue (seats.ts) and no answer for this many times the usual gap between answers (a second at least): the platform is silent, a fault. */
 export const SILENCE_GAPS = 10
 /** How much each gap between answers moves the usual gap. */
 export const GAP_GAIN = 0.1
-/** Kinds whose floors are kept; past this many the least recently seen goes. */
-export const MAX_FLOORS = 512
+/** The spread of a call's latency within its kind (a share of its mean) assumed before a window measured one. */
+const PRIOR_SPREAD = 0.3
 
 /** What the estimator learns from one call's end. */
 export interface Answer {
@@ -63,7 +65,7 @@ export interface Answer {
   startedAt: number
   at: number
   team: string
-  /** The call's kind: its team and its work; each has a floor of its own. */
+  /** The call's kind: its team and its work. */
   kind: string
   /** Calls of the credential in flight when it started, itself included, on every replica. */
   load: number
@@ -73,38 +75,15 @@ export interface Answer {
   outcome: 'ok' | 'overload' | 'other'
 }
 
-export type Phase = 'floors' | 'probe' | 'cruise' | 'test' | 'fault'
+export type Phase = 'start' | 'cruise' | 'probe' | 'test' | 'fault'
 
 /** Why the limit moved. */
-export type Move = 'probe' | 'grew' | 'knee' | 'test' | 'slower' | 'queue' | 'fault' | 'restored' | 'adopted'
+export type Move = 'probe' | 'grew' | 'knee' | 'test' | 'queue' | 'fault' | 'restored' | 'adopted'
 
 export interface Step {
   limit: number
   knee: number
   move: Move
-}
-
-/** What a judged window measured. */
-export interface Measured {
-  /** Calls in flight when its calls started (mean). */
-  load: number
-  /** Their mean latency (ms). */
-  latency: number
-  /** The delay past their floors every team saw (ms). */
-  delay: number
-  /** Calls queued at the platform on average, and that figure's standard error (the floors' own included). */
-  queued: number
-  se: number
-  /** The workers that make that queue from the loads its calls started at: the knee the window shows. */
-  served: number
-}
-
-interface Floor {
-  ms: number
-  /** The variance of its own estimate (ms²): of a window's mean, as the moving average carries it. */
-  variance: number
-  /** Answers it was learned from. */
-  answers: number
 }
 
 interface Latencies {
@@ -113,41 +92,45 @@ interface Latencies {
   sum2: number
 }
 
-
-interface Window {
-  serial: number
-  start: number
-  /** When it stopped taking calls (null: it takes them), and when it may stop next. */
-  closedAt: number | null
-  closeAt: number
+/** Calls of one or more windows at one limit, as a comparison weighs them. */
+interface Pool {
+  limit: number
+  /** How long its calls were started over (ms), how many, how many answered, and their latency in all and per kind. */
+  spanMs: number
   started: number
-  ended: number
   ok: number
+  ms: number
+  kinds: Map<string, Latencies>
   /** Calls in flight when its calls started: summed, the most, and how many started at each. */
   load: number
   peak: number
   loads: Map<number, number>
-  /** The most calls in flight when one of its answered calls started. */
-  answeredPeak: number
-  /** The floors of its calls that have one, summed, and how many (their service time), and the longest. */
-  service: number
-  floored: number
-  longest: number
-  /** Its answers' latency, summed. */
-  ms: number
-  /** Its answers' latency, and their delay past their floors, per kind. */
-  kinds: Map<string, Latencies>
-  delays: Map<string, Latencies>
+}
+
+interface Window extends Pool {
+  serial: number
+  role: 'knee' | 'probe' | 'test' | 'start'
+  start: number
+  closeAt: number
+  /** When it stopped taking calls; null while it takes them. */
+  closedAt: number | null
+  ended: number
   waited: boolean
 }
 
-/** What the window before a test measured, and what the limit was doing. */
-interface Tested extends Measured {
-  loads: Map<number, number>
-  limit: number
-  probing: boolean
-  startup: boolean
+/** What the probes (or the tests) at one level have shown since `since`: the windows at the knee beside them, and theirs. */
+interface Evidence {
+  role: 'probe' | 'test'
+  knee: number
+  level: number
+  since: number
+  atKnee: Pool
+  tried: Pool
+  /** The last window at the knee counted in. */
+  last: number
 }
+
+type Verdict = 'queued' | 'none' | 'unknown'
 
 export interface KneeOptions {
   initial: number
@@ -161,26 +144,31 @@ export class KneeEstimator {
   readonly #initial: number
   #knee: number
   #limit: number
-  #phase: Phase = 'floors'
-  #startup = true
-  #step = 1
-  #sinceProbe = 0
-  #before: Tested | null = null
-  #lastCut = -Infinity
-  #lastAnswer = -Infinity
-  // The usual time between two answers (ms), smoothed.
-  #gapMs = WINDOW_MS
-  // Each team's answers and overload answers over the second under way.
-  #second: { start: number; teams: Map<string, { answers: number; overloads: number }> } = { start: -Infinity, teams: new Map() }
-  readonly #floors = new Map<string, Floor>()
+  #phase: Phase = 'start'
+  // Steps a probe goes at once (doubling while probes find room), and the standard error of the last comparison (calls).
+  #grow = 1
+  #se = 0
   #window: Window | null = null
+  // The judged windows the next comparison needs: the one at the knee before a probe or test, and the probe or test.
+  #before: Window | null = null
+  // At a fresh start: the windows at the limit below.
+  #below: Pool | null = null
+  #tried: Window | null = null
+  #evidence: Evidence | null = null
+  #startPool: (Pool & { windows: number }) | null = null
+  // A fault cut the start short: the doubling goes on after it.
+  #starting = false
   #serial = 0
-  // The most calls in flight a recent window saw without a queue, and the fewest one saw a queue at.
-  #room = { load: 0, at: -Infinity }
-  #now = -Infinity
-  #queueAt = { load: Infinity, at: -Infinity }
-  /** What the last judged window measured, and in which phase. */
-  measured: (Measured & { phase: Phase; waited: boolean }) | null = null
+  #probeAt = 0
+  #testAt = 0
+  #probeQuiet = QUIET_MIN_MS
+  #testQuiet = TEST_QUIET_MIN_MS
+  #lastCut = -Infinity
+  #answeredSinceCut = false
+  #lastAnswer = -Infinity
+  #gapMs = WINDOW_MS
+  #second: { start: number; teams: Map<string, { answers: number; overloads: number }> } = { start: -Infinity, teams: new Map() }
+  #latencyMs: number | null = null
 
   constructor(opts: KneeOptions) {
     const { initial, min, max } = opts
@@ -198,7 +186,7 @@ export class KneeEstimator {
     return this.#limit
   }
 
-  /** The platform's knee as learned: the most calls it serves at once. The seats past it are a probe's: the teams' shares are of the knee. */
+  /** The platform's knee as learned: the most calls it serves at once. */
   get knee(): number {
     return this.#knee
   }
@@ -207,43 +195,31 @@ export class KneeEstimator {
     return this.#phase
   }
 
-  /** The floor of the kind learned from the most answers (ms): the platform's latency with a free worker, for the operators; null before any. */
+  /** The mean latency of the kind answered most in the last window at the knee (ms), for the operators; null before one. */
   get floorMs(): number | null {
-    let best: Floor | null = null
-    for (const f of this.#floors.values()) if (best === null || f.answers > best.answers) best = f
-    return best?.ms ?? null
-  }
-
-  /** The floor of `kind` (ms): its latency with a free worker; null while unknown. */
-  floorOf(kind: string): number | null {
-    return this.#floors.get(kind)?.ms ?? null
+    return this.#latencyMs
   }
 
   /** A call of `kind` started with `load` calls in flight, itself included, on every replica; returns the window its end belongs to (0: none). */
-  started(kind: string, load: number): number {
+  started(_kind: string, load: number): number {
     const w = this.#window
     if (w === null || w.closedAt !== null) return 0
     w.started++
     w.load += load
     w.peak = Math.max(w.peak, load)
     w.loads.set(load, (w.loads.get(load) ?? 0) + 1)
-    const floor = this.#floors.get(kind)
-    if (floor !== undefined) {
-      w.service += floor.ms
-      w.floored++
-      w.longest = Math.max(w.longest, floor.ms)
-    }
     return w.serial
   }
 
-  /** A call waited with every seat of the limit taken or owed: the window used the limit. */
+  /** Calls waited with every seat of the limit taken or owed: the window used the limit. */
   waited(): void {
-    if (this.#window) this.#window.waited = true
+    if (this.#window && this.#window.closedAt === null) this.#window.waited = true
   }
 
   ended(a: Answer): void {
     this.#countSecond(a)
     if (a.outcome !== 'overload') this.#seen(a.at)
+    if (a.outcome === 'ok' && a.startedAt >= this.#lastCut) this.#answeredSinceCut = true
     const w = this.#window
     if (w === null || a.window !== w.serial) return
     w.ended++
@@ -251,22 +227,23 @@ export class KneeEstimator {
     const ms = a.at - a.startedAt
     w.ok++
     w.ms += ms
-    w.answeredPeak = Math.max(w.answeredPeak, a.load)
-    add(w.kinds, a.kind, ms)
-    const floor = this.#floors.get(a.kind)
-    if (floor !== undefined) add(w.delays, a.kind, ms - floor.ms)
+    const l = w.kinds.get(a.kind) ?? { n: 0, sum: 0, sum2: 0 }
+    l.n++
+    l.sum += ms
+    l.sum2 += ms * ms
+    w.kinds.set(a.kind, l)
   }
 
-  /** Another replica's limit and knee (the shared record): taken as they are; a new window opens (what this one gathered was another limit's). */
+  /** Another replica's limit and knee (the shared record): taken as they are, and what this replica measured is another limit's. */
   adopt(limit: number, knee: number, now: number): Step | null {
     const l = this.#clamp(limit)
     const k = this.#clamp(knee)
-    this.#open(now)
+    this.#before = this.#tried = null
+    this.#open(now, 'knee', l)
     if (l === this.#limit && k === this.#knee) return null
     this.#limit = l
     this.#knee = k
     this.#phase = l < k ? 'fault' : 'cruise'
-    this.#startup = false
     return { limit: l, knee: k, move: 'adopted' }
   }
 
@@ -276,214 +253,223 @@ export class KneeEstimator {
   }
 
   /**
-   * Watches for faults, closes and judges the window when it is ready; null while nothing
-   * moves. `overdueSince`: since when a call in flight has been overdue (running past
-   * OVERDUE times its expected time: seats.ts), or null; with no answer for SILENCE_GAPS
-   * usual gaps between answers, the platform is silent (stalled), a fault. A queue delays
-   * calls but keeps the answers coming.
+   * Watches for faults, and judges the window once its calls ended; null while nothing
+   * moves. `overdueSince`: since when a call in flight has been overdue (seats.ts), or
+   * null; with no answer for SILENCE_GAPS usual gaps between answers besides, the
+   * platform is silent (stalled): a fault. A queue delays calls but keeps answers coming.
    */
   tick(now: number, overdueSince: number | null): Step | null {
-    this.#now = now
-    if (this.#window === null) {
-      this.#open(now)
-      return null
-    }
     if (now - this.#second.start >= WINDOW_MS) {
       const overloaded = this.#overloaded()
       this.#second = { start: now, teams: new Map() }
-      if (overloaded) {
-        if (process.env.DEBUG_KNEE) console.log('fault: overload', [...this.#second.teams])
-        return this.#fault(now)
-      }
+      if (overloaded) return this.#fault(now)
     }
-    if (overdueSince !== null && now - this.#lastAnswer > Math.max(WINDOW_MS, SILENCE_GAPS * this.#gapMs) && now - this.#lastCut >= WINDOW_MS) {
-      if (process.env.DEBUG_KNEE) console.log('fault: silence since', overdueSince, 'last answer', this.#lastAnswer)
-      return this.#fault(now)
+    // A cut starts the silence over; fewer calls in flight answer less often.
+    const gap = this.#gapMs * Math.max(1, this.#knee / this.#limit)
+    if (overdueSince !== null && now - Math.max(this.#lastAnswer, this.#lastCut) > Math.max(WINDOW_MS, SILENCE_GAPS * gap)) return this.#fault(now)
+    if (this.#phase === 'fault') {
+      if (now - this.#lastCut < WINDOW_MS || !this.#answeredSinceCut) return null
+      return this.#restore(now)
     }
     const w = this.#window
-    const span = now - w.start
-    // A window waits for its calls' ends, up to MAX_SPAN_MS or three of its longest calls:
-    // the calls a queue delays most answer last, and a window judged on its first answers
-    // would not see them.
-    const late = span >= Math.max(MAX_SPAN_MS, 3 * w.longest)
-    // A window takes calls for WINDOW_MS (the first, at the minimum limit, for FEW_CALLS):
-    // a burst's calls are in one window, not its first few.
-    const least = this.#phase === 'floors' ? FEW_CALLS : Math.min(MIN_CALLS, Math.max(FEW_CALLS, 2 * this.#limit))
-    if (w.closedAt === null) {
-      if ((w.started >= least && (this.#phase === 'floors' || now >= w.closeAt)) || (late && w.started >= FEW_CALLS)) w.closedAt = now
-      else return null
-    }
-    const done = w.ended >= w.started
-    if (!done && !late) return null
-    if (this.#phase === 'floors' ? w.ok === 0 || [...w.kinds.values()].some((k) => !precise(k)) : w.ok < least) {
-      // Too few answers yet: the window takes more calls (the floors' until MAX_SPAN_MS; a
-      // window of few calls starts again).
-      if (late) this.#open(now)
-      else this.#reopen(w, now)
-      if (!late || this.#phase !== 'floors' || w.ok === 0) return null
-    }
-    const q = this.#queue(w)
-    // A queue, or its absence, must be known: else the window takes more calls.
-    if (this.#phase !== 'floors' && verdictOf(q) === 'unknown' && !late) {
-      this.#reopen(w, now)
+    if (w === null) {
+      this.#open(now, 'start', this.#limit)
       return null
     }
-    const phase = this.#phase
-    // At a fresh start, a window that ran its longest without a sure queue counts as none:
-    // its floors, from the few answers at the minimum limit, may be all that keeps it
-    // unsure, and a queue of less than a call shows at the next probe.
-    const sure = verdictOf(q)
-    const verdict = sure === 'unknown' && late && this.#startup && q.queued < QUEUE_MIN ? 'none' : sure
-    this.#bounds(w, verdict, now)
-    const step = this.#judge(w, q, verdict)
-    this.measured = { ...q, phase, waited: w.waited }
-    this.#open(now)
-    return step
-  }
-
-  #judge(w: Window, q: Measured, verdict: 'queued' | 'none' | 'unknown'): Step | null {
-    const before = this.#limit
-    switch (this.#phase) {
-      case 'floors':
-        this.#learnFloors(w, true)
-        this.#phase = 'probe'
-        this.#limit = this.#initial
-        return this.#moved(before, 'probe')
-      case 'fault':
-        this.#phase = 'cruise'
-        this.#limit = this.#knee
-        return this.#moved(before, 'restored')
-      case 'probe':
-        if (verdict === 'none') this.#learnFloors(w, false)
-        if (verdict === 'queued') return this.#test(w, q, before)
-        if (verdict === 'none' && w.waited) {
-          // Calls waited, and none queued: the platform has room for the most its answered calls met.
-          this.#knee = this.#bounded(Math.max(this.#knee, w.answeredPeak))
-          // At a fresh start the limit doubles; in service it goes on a step at a time while
-          // the calls fill it (room shown only through owed seats is not probed further).
-          const onward = this.#startup || w.peak >= this.#limit
-          if (onward && this.#limit < this.#max) {
-            if (this.#startup) this.#step = this.#knee
-            this.#limit = this.#clamp(this.#knee + this.#step)
-            return this.#moved(before, 'grew')
-          }
-        } else {
-          // The calls did not use the limit, or the window could not tell: the probe goes on
-          // at the same limit, its next window adding to what this one saw.
-          return null
-        }
-        this.#settle()
-        return { limit: this.#limit, knee: this.#knee, move: 'knee' }
-      case 'cruise':
-        if (verdict === 'queued') {
-          // A sure queue at the knee: the bound below it that said otherwise is gone.
-          if (this.#bounded(q.served) >= this.#limit) this.#room = { load: 0, at: -Infinity }
-          return this.#test(w, q, before)
-        }
-        // At the knee, a window without a sure queue refines the floors (a queue of less than
-        // a call may so enter them, never more: the limit grows only on a probe's proof).
-        this.#learnFloors(w, false)
-        if (w.waited && ++this.#sinceProbe >= PROBE_EVERY && this.#knee < this.#max) {
-          this.#sinceProbe = 0
-          this.#phase = 'probe'
-          this.#limit = this.#clamp(this.#knee + this.#step)
-          return this.#moved(before, 'probe')
-        }
-        return null
-      case 'test': {
-        const a = this.#before as Tested
-        // By Little's law, the calls queued before the cut are those whose wait went with it.
-        const gone = a.queued > 0 ? (a.queued * Math.max(0, a.delay - q.delay)) / a.delay : 0
-        // A delay that mostly stayed at fewer calls in flight is the platform's own
-        // slowness: the floors move up to it, the knee is as it was, and a probe goes on.
-        if (q.delay > a.delay / 2) {
-          this.#rebaseFloors(w)
-          if (a.probing) {
-            this.#phase = 'probe'
-            this.#startup = a.startup
-            this.#limit = a.limit
-          } else this.#settle()
-          return { limit: this.#limit, knee: this.#knee, move: 'slower' }
-        }
-        this.#knee = this.#bounded(workersFor(a.loads, gone))
-        this.#settle()
-        return { limit: this.#limit, knee: this.#knee, move: 'queue' }
-      }
+    if (w.closedAt === null) {
+      if (now < w.closeAt || (w.started < MIN_CALLS && now - w.start < MAX_WAIT_MS)) return null
+      w.closedAt = now
+      w.spanMs = Math.max(1, now - w.start)
+      // Between windows the limit is the knee's (the next one opens when this one is judged).
+      if (this.#phase !== 'start' && this.#limit !== this.#knee) return this.#set(this.#knee, this.#phase === 'probe' ? 'knee' : 'restored')
     }
+    if (w.ended < w.started && now - w.start < MAX_WAIT_MS) return null
+    return this.#judge(w, now)
   }
 
-  /**
-   * A window bounds the knee: from below by the most calls in flight its answered calls
-   * met when nothing queued, from above by the most its calls met when a queue surely formed.
-   */
-  #bounds(w: Window, verdict: 'queued' | 'none' | 'unknown', now: number): void {
-    if (this.#phase === 'floors' || verdict === 'unknown') return
-    if (verdict === 'none' && (now - this.#room.at > BOUNDS_MS || w.answeredPeak >= this.#room.load)) this.#room = { load: w.answeredPeak, at: now }
-    if (verdict === 'queued' && (now - this.#queueAt.at > BOUNDS_MS || w.peak <= this.#queueAt.load)) this.#queueAt = { load: w.peak, at: now }
-    // Bounds that cross (the platform changed, or one was noise): the newer stands.
-    if (this.#room.load >= this.#queueAt.load) {
-      if (this.#room.at >= this.#queueAt.at) this.#queueAt = { load: Infinity, at: -Infinity }
-      else this.#room = { load: 0, at: -Infinity }
+  #judge(w: Window, now: number): Step | null {
+    if (w.role === 'start') return this.#startStep(w, now)
+    if (w.role !== 'knee') {
+      this.#tried = w
+      this.#open(now, 'knee', this.#knee)
+      return null
     }
+    if (w.kinds.size > 0) this.#latencyMs = mostAnswered(w.kinds)
+    const tried = this.#tried
+    const before = this.#before
+    this.#before = w
+    this.#tried = null
+    if (tried !== null && before !== null) return this.#compare(before, tried, w, now)
+    return this.#next(w, now)
   }
 
-  /** `n` rounded and within the recent bounds of the knee and the limit's. */
-  #bounded(n: number): number {
-    const room = this.#now - this.#room.at <= BOUNDS_MS ? this.#room.load : 0
-    const queue = this.#now - this.#queueAt.at <= BOUNDS_MS ? this.#queueAt.load : Infinity
-    return this.#clamp(Math.min(Math.max(n, room), queue - 1))
-  }
-
-  /**
-   * A sure queue: the limit falls to the knee the window shows, and the next window tells
-   * a queue (its delay goes with the cut) from a slower platform (it stays).
-   */
-  #test(w: Window, q: Measured, before: number): Step | null {
-    const served = this.#bounded(q.served)
-    if (served >= this.#limit) {
-      this.#settle()
-      return this.#moved(before, 'knee')
+  /** At a fresh start: the limit doubles each window that shows no queue against the one below. */
+  #startStep(w: Window, now: number): Step | null {
+    const below = this.#below
+    if (below === null) {
+      this.#below = w
+      return this.#openAt(now, 'start', Math.max(this.#initial, 2 * w.limit), 'grew')
     }
-    this.#before = { ...q, loads: w.loads, limit: this.#limit, probing: this.#phase === 'probe', startup: this.#startup }
-    this.#phase = 'test'
-    this.#limit = served
-    return this.#moved(before, 'test')
-  }
-
-  /** The knee is found: the limit is it, and probes go a step past it now and then. */
-  #settle(): void {
-    this.#startup = false
-    this.#step = probeStep(this.#knee)
+    const pool = this.#startPool?.limit === w.limit ? this.#startPool : (this.#startPool = { ...emptyPool(w.limit), windows: 0 })
+    pour(pool, w)
+    pool.windows++
+    const judged = judge(below, pool)
+    // Not known yet: another window at this limit, START_WINDOWS at most; then what they show decides.
+    if (judged.verdict === 'unknown' && pool.windows < START_WINDOWS) return this.#openAt(now, 'start', w.limit, 'grew')
+    const queued = judged.verdict === 'queued'
+    this.#startPool = null
+    if (!queued && pool.peak >= w.limit && w.limit < this.#max) {
+      this.#knee = w.limit
+      this.#below = pool
+      return this.#openAt(now, 'start', w.limit * 2, 'grew')
+    }
+    // A queue: the knee is what the windows served; none, below a limit the calls did not fill: the most they met.
+    this.#knee = this.#clamp(Math.max(below.limit, queued ? judged.served : pool.peak))
     this.#phase = 'cruise'
-    this.#sinceProbe = 0
-    this.#limit = this.#knee
-  }
-
-  #moved(before: number, move: Move): Step | null {
-    return this.#limit === before ? null : { limit: this.#limit, knee: this.#knee, move }
+    this.#below = null
+    this.#se = judged.se
+    return this.#openAt(now, 'knee', this.#knee, 'knee')
   }
 
   /**
-   * The limit in force halves, at most once a window; the knee stays, and the limit
-   * comes back to it after the fault (at a fresh start, to the limit then in force: no
-   * knee is known yet).
+   * A probe or test window between two at the knee, with the probes (or tests) at its
+   * level since EVIDENCE_MS and the windows at the knee beside them (on both sides: a
+   * drift of the platform's pace weighs on both alike). Between two limits the queue
+   * grows by nothing below the workers and by a call a call above them: the queue the
+   * higher limit added is near 0 (room) or near the step (none). Once its standard error
+   * is within half the step (or the evidence is EVIDENCE_MS old) the nearer one decides.
    */
-  #fault(now: number): Step | null {
-    this.#open(now)
-    if (now - this.#lastCut < WINDOW_MS || this.#phase === 'floors') return null
-    this.#lastCut = now
-    const inForce = this.#startup ? this.#limit : Math.min(this.#limit, this.#knee)
-    if (this.#startup) this.#knee = Math.max(this.#knee, this.#limit)
-    this.#settle()
-    this.#limit = Math.max(this.#min, Math.floor(inForce / 2))
-    this.#phase = 'fault'
-    return { limit: this.#limit, knee: this.#knee, move: 'fault' }
+  #compare(before: Window, tried: Window, after: Window, now: number): Step | null {
+    const probe = tried.role === 'probe'
+    const role = probe ? 'probe' : 'test'
+    let ev = this.#evidence
+    if (ev === null || ev.role !== role || ev.knee !== this.#knee || ev.level !== tried.limit || now - ev.since > EVIDENCE_MS) {
+      ev = this.#evidence = { role, knee: this.#knee, level: tried.limit, since: now, atKnee: emptyPool(this.#knee), tried: emptyPool(tried.limit), last: 0 }
+    }
+    for (const w of [before, after]) if (w.serial > ev.last) pour(ev.atKnee, w)
+    ev.last = after.serial
+    pour(ev.tried, tried)
+    const [low, high] = probe ? [ev.atKnee, ev.tried] : [ev.tried, ev.atKnee]
+    const { queued, se, served } = judge(low, high)
+    const step = Math.abs(tried.limit - this.#knee)
+    this.#phase = 'cruise'
+    if (Number.isFinite(se)) this.#se = se
+    if (se > step / 2 && now - ev.since < EVIDENCE_MS) {
+      // Not known yet: the same probe (or test) again soon, its evidence adding up.
+      if (probe) this.#probeAt = now
+      else this.#testAt = now
+      return this.#next(after, now)
+    }
+    this.#evidence = null
+    // Nothing to compare (no kind answered at both limits): nothing learned.
+    if (!Number.isFinite(se)) return this.#next(after, now)
+    const added = queued >= step / 2
+    if (probe) {
+      if (!added && ev.tried.peak >= tried.limit) {
+        this.#knee = this.#clamp(tried.limit)
+        this.#probeQuiet = QUIET_MIN_MS
+        this.#probeAt = now
+        this.#grow *= 2
+        return this.#openAt(now, 'knee', this.#knee, 'knee')
+      }
+      this.#grow = 1
+      this.#probeQuiet = Math.min(PROBE_QUIET_MAX_MS, 2 * this.#probeQuiet)
+      this.#probeAt = now + this.#probeQuiet
+      // The probe queued more than its step: the knee itself may queue, which a test tells.
+      if (served < this.#knee - 0.5) this.#testAt = now
+      return this.#next(after, now)
+    }
+    if (added) {
+      this.#testQuiet = TEST_QUIET_MIN_MS
+      this.#testAt = now + this.#testQuiet
+      return this.#cut(Math.max(tried.limit, served), now)
+    }
+    this.#testQuiet = Math.min(TEST_QUIET_MAX_MS, 2 * this.#testQuiet)
+    this.#testAt = now + this.#testQuiet
+    return this.#next(after, now)
   }
 
+  /** After a window at the knee: a probe if calls waited for a seat and it is time, else a test if the calls fill the knee and it is time, else another window at the knee. */
+  #next(w: Window, now: number): Step | null {
+    this.#phase = 'cruise'
+    if (w.waited && now >= this.#probeAt && this.#knee < this.#max) {
+      this.#phase = 'probe'
+      return this.#openAt(now, 'probe', this.#knee + this.#stepFor(this.#grow), 'probe')
+    }
+    if (now >= this.#testAt && this.#knee > this.#min && w.peak >= this.#knee) {
+      this.#phase = 'test'
+      return this.#openAt(now, 'test', this.#knee - this.#stepFor(1), 'test')
+    }
+    return this.#openAt(now, 'knee', this.#knee, 'knee')
+  }
+
+  /**
+   * How far past or below the knee a probe or test goes: STEP_SHARE of it, or as far as
+   * the last comparison's standard error needs to tell a step's queue from none (within
+   * MAX_STEP_SHARE of it, two calls at least: calls in flight past the workers by no more);
+   * a probe that keeps finding room goes `grow` steps at once.
+   */
+  #stepFor(grow: number): number {
+    const base = Math.max(stepOf(this.#knee), Math.ceil(2 * this.#se))
+    return Math.max(1, Math.min(base, Math.max(2, Math.round(this.#knee * MAX_STEP_SHARE))) * grow)
+  }
+
+  /** The knee queued: it falls to what its windows served, and a probe follows soon (a cut may go too far). */
+  #cut(served: number, now: number): Step | null {
+    this.#knee = this.#clamp(served)
+    this.#before = null
+    this.#probeQuiet = QUIET_MIN_MS
+    this.#probeAt = now
+    return this.#openAt(now, 'knee', this.#knee, 'queue')
+  }
+
+  #openAt(now: number, role: Window['role'], limit: number, move: Move): Step | null {
+    const l = this.#clamp(limit)
+    this.#open(now, role, l)
+    return this.#set(l, move)
+  }
+
+  #set(limit: number, move: Move): Step | null {
+    if (limit === this.#limit) return null
+    this.#limit = limit
+    return { limit, knee: this.#knee, move }
+  }
+
+  #open(now: number, role: Window['role'], limit: number): void {
+    this.#window = { serial: ++this.#serial, limit, role, start: now, closeAt: now + WINDOW_MS, closedAt: null, spanMs: 0, started: 0, ended: 0, load: 0, peak: 0, loads: new Map(), waited: false, kinds: new Map(), ok: 0, ms: 0 }
+  }
+
+  /** The fault is over: the limit is the knee again, and a probe may follow soon (the fault may have hidden a change); at a fresh start, the doubling goes on from the knee. */
+  #restore(now: number): Step | null {
+    this.#before = this.#tried = null
+    if (this.#starting) {
+      this.#phase = 'start'
+      this.#below = null
+      return this.#openAt(now, 'start', this.#knee, 'restored')
+    }
+    this.#phase = 'cruise'
+    this.#probeAt = now
+    this.#testAt = now + this.#testQuiet
+    return this.#openAt(now, 'knee', this.#knee, 'restored')
+  }
+
+  /** The limit in force (at most the knee) halves, at most once a second; the knee stays. */
+  #fault(now: number): Step | null {
+    if (now - this.#lastCut < WINDOW_MS) return null
+    this.#lastCut = now
+    this.#answeredSinceCut = false
+    this.#before = this.#tried = null
+    this.#window = null
+    this.#starting = this.#phase === 'start' || (this.#phase === 'fault' && this.#starting)
+    this.#phase = 'fault'
+    return this.#set(Math.max(this.#min, Math.floor(Math.min(this.#limit, this.#knee) / 2)), 'fault')
+  }
+
+  /** Counts `a` in the second under way; an overload answer to a call sent before the last cut is the old limit's, already halved for. */
   #countSecond(a: Answer): void {
     const t = this.#second.teams.get(a.team) ?? { answers: 0, overloads: 0 }
     t.answers++
-    if (a.outcome === 'overload') t.overloads++
+    if (a.outcome === 'overload' && a.startedAt >= this.#lastCut) t.overloads++
     this.#second.teams.set(a.team, t)
   }
 
@@ -494,91 +480,9 @@ export class KneeEstimator {
     return drawing >= 2 || (drawing >= 1 && drawing === this.#second.teams.size)
   }
 
-  /**
-   * The window's queue by Little's law: of the calls in flight, the share of their time
-   * spent waiting: the delay past their floors over the mean service time (the floors of
-   * the calls started) and that delay. The delay weighs each kind's by its precision (its
-   * spread, and the uncertainty of its floor): a cheap kind shows a wait as well as a
-   * dear one (the platform takes calls in order), and far more surely.
-   */
-  #queue(w: Window): Measured {
-    const load = w.started > 0 ? w.load / w.started : 0
-    const latency = w.ok > 0 ? w.ms / w.ok : 0
-    const service = w.floored > 0 ? w.service / w.floored : latency
-    const best = w.delays.size > 0 ? this.#delayOf(w.delays) : null
-    const time = service + Math.max(0, best?.delay ?? 0)
-    if (best === null || time <= 0) return { load, latency, delay: 0, queued: 0, se: 0, served: workersFor(w.loads, 0) }
-    const queued = (load * best.delay) / time
-    return { load, latency, delay: best.delay, queued, se: (load * best.se) / time, served: workersFor(w.loads, queued) }
-  }
-
-  /** The delay past the floors of `delays`, each kind weighed by its precision, and that delay's standard error. */
-  #delayOf(delays: Map<string, Latencies>): { delay: number; se: number } {
-    let weights = 0
-    let sum = 0
-    for (const [kind, k] of delays) {
-      const mean = k.sum / k.n
-      const spread = k.n > 1 ? Math.max(0, (k.sum2 - k.n * mean * mean) / (k.n - 1)) : mean * mean
-      const f = this.#floors.get(kind) as Floor
-      // At a fresh start the floors are being set from the first windows: their own
-      // uncertainty, there, would hold every window unsure; a bias of it shows later.
-      const variance = Math.max(spread / k.n + (this.#startup ? 0 : f.variance), 1e-6)
-      weights += 1 / variance
-      sum += mean / variance
-    }
-    return { delay: sum / weights, se: Math.sqrt(1 / weights) }
-  }
-
-  /**
-   * Each kind's floor takes the window's latency in, weighed against its own by their
-   * uncertainties (a Kalman filter: a floor known from thousands of answers moves little
-   * on a few, one of a few answers moves to many), after its uncertainty grew by
-   * FLOOR_DRIFT; a kind without one, and every kind at the first window, takes it whole.
-   * Called for windows without a sure queue: a queue of less than a call may so enter the
-   * floors, never more; the next probe's queue shows over them.
-   */
-  #learnFloors(w: Window, first: boolean): void {
-    for (const [kind, k] of w.kinds) {
-      const { mean, variance } = meanOf(k)
-      const f = this.#floors.get(kind)
-      if (f === undefined || first) {
-        this.#setFloor(kind, { ms: mean, variance, answers: k.n })
-        continue
-      }
-      const prior = f.variance + (FLOOR_DRIFT * f.ms) ** 2
-      const gain = prior / (prior + variance)
-      this.#setFloor(kind, { ms: f.ms + gain * (mean - f.ms), variance: (1 - gain) * prior, answers: f.answers + k.n })
-    }
-  }
-
-  /** The platform is slower: each kind answered in the window takes its latency now as its floor. */
-  #rebaseFloors(w: Window): void {
-    for (const [kind, k] of w.kinds) {
-      const f = this.#floors.get(kind)
-      const { ms, variance } = meanOf(k, f?.variance)
-      this.#setFloor(kind, { ms, variance, answers: (f?.answers ?? 0) + k.n })
-    }
-  }
-
-  #setFloor(kind: string, floor: Floor): void {
-    this.#floors.delete(kind)
-    if (this.#floors.size >= MAX_FLOORS) this.#floors.delete(this.#floors.keys().next().value as string)
-    this.#floors.set(kind, floor)
-  }
-
   #seen(at: number): void {
     if (Number.isFinite(this.#lastAnswer) && at > this.#lastAnswer) this.#gapMs += GAP_GAIN * (at - this.#lastAnswer - this.#gapMs)
     this.#lastAnswer = Math.max(this.#lastAnswer, at)
-  }
-
-  /** The window takes calls for another WINDOW_MS. */
-  #reopen(w: Window, now: number): void {
-    w.closedAt = null
-    w.closeAt = now + WINDOW_MS
-  }
-
-  #open(now: number): void {
-    this.#window = { serial: ++this.#serial, start: now, closedAt: null, closeAt: now + WINDOW_MS, started: 0, ended: 0, ok: 0, load: 0, peak: 0, loads: new Map(), answeredPeak: 0, service: 0, floored: 0, longest: 0, ms: 0, kinds: new Map(), delays: new Map(), waited: false }
   }
 
   #clamp(n: number): number {
@@ -586,50 +490,49 @@ export class KneeEstimator {
   }
 }
 
-/** The mean of `l` and that mean's variance (ms²); one answer alone: `single`, else its own square (as uncertain as it is long). */
-function meanOf(l: Latencies, single?: number): { ms: number; mean: number; variance: number } {
-  const mean = l.sum / l.n
-  const variance = l.n > 1 ? Math.max(0, (l.sum2 - l.n * mean * mean) / (l.n - 1)) / l.n : (single ?? mean * mean)
-  return { ms: mean, mean, variance }
-}
-
-/** Whether a kind's answers give its floor within FLOOR_PRECISION. */
-function precise(l: Latencies): boolean {
-  const { mean, variance } = meanOf(l)
-  return l.n > 1 && Math.sqrt(variance) <= FLOOR_PRECISION * mean
-}
-
-function add(map: Map<string, Latencies>, key: string, ms: number): void {
-  const l = map.get(key) ?? { n: 0, sum: 0, sum2: 0 }
-  l.n++
-  l.sum += ms
-  l.sum2 += ms * ms
-  map.set(key, l)
-}
-
 /**
- * What a window says of the platform's queue: a queue (QUEUE_MIN calls at least, and SURE
- * standard errors), none (below QUEUE_MIN by ROOM standard errors), or not known.
+ * Window `high` (at the higher limit) against `low`: the calls queued in `high` by
+ * Little's law (calls started per second × the wait a call had), the wait being the
+ * latency past `low`'s of each kind, weighed by its precision (the platform makes every
+ * call wait alike, and a cheap kind shows it far more surely than a dear one). The
+ * verdict: queued when that is QUEUE_CALLS at least and SURE standard errors, none when
+ * below QUEUE_CALLS by ROOM standard errors; and the workers that queue shows.
  */
-export function verdictOf(q: Pick<Measured, 'queued' | 'se'>): 'queued' | 'none' | 'unknown' {
-  if (q.queued >= QUEUE_MIN && q.queued > SURE * q.se) return 'queued'
-  if (q.queued + ROOM * q.se < QUEUE_MIN) return 'none'
-  return 'unknown'
+export function judge(low: Pool, high: Pool): { verdict: Verdict; queued: number; se: number; served: number } {
+  const spread2 = spreadOf(low.kinds, high.kinds)
+  let weights = 0
+  let weighed = 0
+  for (const [kind, h] of high.kinds) {
+    const l = low.kinds.get(kind)
+    if (l === undefined) continue
+    const pooled = (l.sum + h.sum) / (l.n + h.n)
+    const v = Math.max(spread2 * pooled * pooled * (1 / l.n + 1 / h.n), 1e-6)
+    weights += 1 / v
+    weighed += (h.sum / h.n - l.sum / l.n) / v
+  }
+  if (weights === 0 || high.ok === 0) return { verdict: 'unknown', queued: 0, se: Infinity, served: high.limit }
+  const perMs = high.started / high.spanMs
+  const queued = (perMs * weighed) / weights
+  const se = perMs / Math.sqrt(weights)
+  const served = workersFor(high.loads, Math.max(0, queued))
+  if (process.env.DEBUG_JUDGE) console.log('judge', low.limit, high.limit, 'queued', queued.toFixed(2), 'se', se.toFixed(2), 'served', served.toFixed(1), 'perMs', perMs.toFixed(4), [...high.kinds].map(([k, h]) => { const l = low.kinds.get(k); return `${k.replace('\n', '/')}:${h.n}/${l?.n ?? 0} ${(h.sum / h.n).toFixed(0)}-${l ? (l.sum / l.n).toFixed(0) : '?'}` }).join(' '))
+  if (queued >= QUEUE_CALLS && queued > SURE * se) return { verdict: 'queued', queued, se, served }
+  if (queued + ROOM * se < QUEUE_CALLS) return { verdict: 'none', queued, se, served }
+  return { verdict: 'unknown', queued, se, served }
 }
 
 /**
- * The workers W at which calls that started at the loads in `loads` (calls in flight,
- * each counted once per call) would queue `queued` on average on a platform that takes
- * them in order: the mean of max(0, load − W) equals `queued`. With loads all alike it
- * is load − queued; with loads that come in bursts it is found in their upper tail, where
- * the queue forms. The highest load seen when nothing queued.
+ * The workers W at which calls started at the loads in `loads` (calls in flight, each
+ * counted once per call) would queue `queued` on average on a platform that takes them
+ * in order: the mean of max(0, load − W) is `queued`. With loads all alike it is load −
+ * queued; with loads that come in bursts it is found in their upper tail, where the queue
+ * forms. No queue: the highest load.
  */
 export function workersFor(loads: ReadonlyMap<number, number>, queued: number): number {
   const points = [...loads].sort((a, b) => b[0] - a[0])
   const total = points.reduce((sum, [, n]) => sum + n, 0)
   if (total === 0) return 0
   if (queued <= 0) return (points[0] as [number, number])[0]
-  // Going down from the highest load, the mean excess grows by (calls at or above) / total per unit.
   let above = 0
   let excess = 0
   for (let i = 0; i < points.length; i++) {
@@ -643,7 +546,54 @@ export function workersFor(loads: ReadonlyMap<number, number>, queued: number): 
   return 0
 }
 
-/** How far past the knee a probe in service goes first. */
-export function probeStep(knee: number): number {
-  return Math.max(1, Math.round(knee * PROBE_SHARE))
+/** The spread of every kind's latencies around their own means, as a share of them (squared); PRIOR_SPREAD before two answers of a kind. */
+function spreadOf(...windows: ReadonlyMap<string, Latencies>[]): number {
+  let ss = 0
+  let dof = 0
+  for (const m of windows) {
+    for (const l of m.values()) {
+      const mu = l.sum / l.n
+      if (l.n < 2 || mu <= 0) continue
+      ss += Math.max(0, l.sum2 - l.n * mu * mu) / (mu * mu)
+      dof += l.n - 1
+    }
+  }
+  return dof >= 2 ? ss / dof : PRIOR_SPREAD ** 2
+}
+
+function emptyPool(limit: number): Pool {
+  return { limit, spanMs: 0, started: 0, ok: 0, ms: 0, kinds: new Map(), load: 0, peak: 0, loads: new Map() }
+}
+
+/** Adds the calls of `from` to `into`. */
+function pour(into: Pool, from: Pool): void {
+  into.spanMs += from.spanMs
+  into.started += from.started
+  into.ok += from.ok
+  into.ms += from.ms
+  into.load += from.load
+  into.peak = Math.max(into.peak, from.peak)
+  for (const [load, n] of from.loads) into.loads.set(load, (into.loads.get(load) ?? 0) + n)
+  for (const [kind, l] of from.kinds) {
+    const t = into.kinds.get(kind) ?? { n: 0, sum: 0, sum2: 0 }
+    t.n += l.n
+    t.sum += l.sum
+    t.sum2 += l.sum2
+    into.kinds.set(kind, t)
+  }
+}
+
+function mostAnswered(kinds: ReadonlyMap<string, Latencies>): number {
+  let best: Latencies | null = null
+  for (const l of kinds.values()) if (best === null || l.n > best.n) best = l
+  return best === null ? 0 : best.sum / best.n
+}
+
+function mean(sum: number, n: number): number {
+  return n > 0 ? sum / n : 0
+}
+
+/** A step past or below the knee. */
+export function stepOf(knee: number): number {
+  return Math.max(1, Math.round(knee * STEP_SHARE))
 }

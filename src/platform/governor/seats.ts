@@ -518,7 +518,9 @@ export class CredentialSeats {
     if (outcome.kind === 'dropped') return 'other'
     if (outcome.kind === 'none') {
       if (outcome.timedOut) this.#o.work.cut(team, work, outcome.latencyMs, this.#clock.now())
-      return !outcome.timedOut || expected === null || outcome.latencyMs >= OVERLOAD_TIMEOUTS * expected ? 'overload' : 'other'
+      // A connection error is overload; a deadline passed says so only past OVERLOAD_TIMEOUTS times the kind's expected time (a kind not yet known: nothing).
+      if (!outcome.timedOut) return 'overload'
+      return expected !== null && outcome.latencyMs >= OVERLOAD_TIMEOUTS * expected ? 'overload' : 'other'
     }
     const { status, latencyMs } = outcome
     if (status === 502 || status === 503 || status === 504) return 'overload'

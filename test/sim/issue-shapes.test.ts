@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest'
+import { simulate, type Scenario, type Trace } from './simulate.js'
+import { checkGuarantees } from './checks.js'
+import { newGovernor } from './new-governor.js'
+import type { Behaviour, Report, TeamPlan } from './teams.js'
+
+// The shapes of issue 51, each measured on the governor of 4c03196 as teams sharing one
+// credential would act (docs/decisions/governor-model.md says what that governor did on
+// each): a platform of 16 workers with a FIFO queue, a 7-day report of about 130 ms and a
+// year by date and campaign of 4.5 s, default settings; team B a dashboard that asks 8
+// distinct 7-day reports at once and waits for all of them before its next view.
+
+const WEEK: Report = { name: 'week', costMs: 130 }
+const YEAR: Report = { name: 'year', costMs: 4_500 }
+const DURATION_MS = 90_000
+/** B's throughput is judged from here on: the limit has learned the platform by then. */
+const JUDGED_FROM_MS = 30_000
+
+const dashboard: Behaviour = { kind: 'dashboard', users: 1, fanOut: 8, reports: [WEEK], thinkMs: [0, 0] }
+
+function team(name: string, behaviour: Behaviour, replicas = [0]): TeamPlan {
+  return { name, weight: 1, behaviour, replicas, from: 0, until: DURATION_MS }
+}
+
+function scenario(teams: TeamPlan[], more: Partial<Scenario> = {}): Scenario {
+  return { seed: 51, durationMs: DURATION_MS, workers: 16, spread: 0.1, slowness: [], stalls: [], outages: [], shedding: [], replicas: 1, storeStalls: [], teams, ...more }
+}
+
+/** Answers per second `team` had from JUDGED_FROM_MS to the end. */
+function answersPerSecond(trace: Trace, name: string): number {
+  const from = trace.start + JUDGED_FROM_MS
+  const answered = trace.records.filter((c) => c.team === name && c.result === 'ok' && c.ended >= from && c.ended < trace.start + DURATION_MS)
+  return answered.length / ((DURATION_MS - JUDGED_FROM_MS) / 1000)
+}
+
+function failed(trace: Trace): string[] {
+  return checkGuarantees(trace)
+    .filter((v) => !v.ok)
+    .map((v) => `${v.guarantee}: ${v.detail}`)
+}
+
+describe('the shapes of issue 51', () => {
+  const neighbours: [string, Behaviour][] = [
+    ['16 callers of year-long reports', { kind: 'callers', callers: 16, reports: [YEAR], thinkMs: [0, 0] }],
+    ['16 callers whose reports fail', { kind: 'callers', callers: 16, reports: [WEEK, YEAR], thinkMs: [0, 0], fail: 'error' }],
+    ['16 callers that stop reading their answers', { kind: 'callers', callers: 16, reports: [WEEK, YEAR], thinkMs: [0, 0], holdMs: 10_000 }],
+  ]
+  for (const [what, behaviour] of neighbours) {
+    it(`a dashboard that waits for all its answers keeps 80 % of its throughput alone beside ${what}`, async () => {
+      const alone = answersPerSecond(await simulate(scenario([team('B', dashboard)]), newGovernor), 'B')
+      const trace = await simulate(scenario([team('B', dashboard), team('A', behaviour)]), newGovernor)
+      const beside = answersPerSecond(trace, 'B')
+      expect(beside / alone, `B: ${beside.toFixed(1)} answers/s beside them, ${alone.toFixed(1)} alone`).toBeGreaterThanOrEqual(0.8)
+      expect(failed(trace)).toEqual([])
+    })
+  }
+
+  it('a platform that gets 3× slower over a minute keeps its workers busy', async () => {
+    const slower = scenario([team('B', dashboard), team('C', { kind: 'callers', callers: 32, reports: [WEEK], thinkMs: [0, 0] })], { slowness: [[20_000, 1], [80_000, 3]] })
+    const trace = await simulate(slower, newGovernor)
+    expect(failed(trace)).toEqual([])
+    // The limit never sits at its minimum with the workers idle.
+    const late = trace.samples.filter((s) => s.at - trace.start >= 50_000)
+    const busy = late.reduce((sum, s) => sum + s.busy, 0) / late.length
+    expect(busy, `workers busy on average from 50 s: ${busy.toFixed(1)} of 16`).toBeGreaterThanOrEqual(0.9 * 16)
+  })
+
+  it('reports that run past their deadline are charged the platform time they take', async () => {
+    const cut: Behaviour = { kind: 'callers', callers: 16, reports: [YEAR], thinkMs: [0, 0], deadlineMs: 3_000 }
+    const trace = await simulate(scenario([team('B', dashboard), team('A', cut)]), newGovernor)
+    expect(failed(trace)).toEqual([])
+    const work = (trace.workMs.get('A') ?? 0) / 1000
+    const charged = trace.seatSeconds.get('A') ?? 0
+    expect(work, `A: ${work.toFixed(1)} worker-s at the platform, charged ${charged.toFixed(1)} seat-s`).toBeLessThanOrEqual(1.05 * charged)
+  })
+
+  it('a team spread over 3 replicas gets the worker-seconds of an equal team on one', async () => {
+    const busy: Behaviour = { kind: 'callers', callers: 16, reports: [WEEK, YEAR], thinkMs: [0, 0] }
+    const trace = await simulate(scenario([team('spread', busy, [0, 1, 2]), team('single', busy, [0])], { replicas: 3 }), newGovernor)
+    expect(failed(trace)).toEqual([])
+  })
+})
