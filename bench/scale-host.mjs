@@ -151,13 +151,14 @@ async function main() {
     }
   })
 
-  const governors = () => gateways.map((gw) => gw.governors.of(CREDENTIAL))
+  /** Each replica's governor of the credential, as its status view reads it (none before its first call). */
+  const governors = () => gateways.flatMap((gw) => gw.governors.views().filter((g) => g.credential === CREDENTIAL))
   /** One second's sample: the stand-in's calls in flight (peak, mean), the limits in force and the replicas' own counts. */
   async function sample(t) {
     const load = await standIn('/__load')
     const gs = governors()
     const limits = gs.map((g) => g.limit)
-    const floors = gateways.map((gw) => gw.governors.latencyFloorMs(CREDENTIAL)).filter((f) => f !== null)
+    const floors = gs.map((g) => g.floorMs).filter((f) => f !== null)
     return {
       t,
       peak: load.peak,
@@ -167,7 +168,7 @@ async function main() {
       floorMin: floors.length ? Math.min(...floors) : null,
       floorMax: floors.length ? Math.max(...floors) : null,
       inFlight: gs.reduce((x, g) => x + g.inFlight, 0),
-      held: gs.reduce((x, g) => x + g.permitsHeld, 0),
+      held: gs.reduce((x, g) => x + g.seatsHeld, 0),
     }
   }
   async function phase(seconds, t0) {

@@ -55,7 +55,7 @@ export const RECOVERY_TARGET_S = 5
 // Errors are compared with the baseline over windows this long: a second of 503s from a
 // pause the platform's random 429s bring about is the baseline, not a fault lasting.
 export const RECOVERY_WINDOW_S = 5
-export const PERMIT_LEASE_S = 5
+export const SEAT_LEASE_S = 5
 export const RSS_GROWTH = 0.2
 export const RSS_AFTER_S = 60
 // Calm stretches, which set the baseline error rate: from BASELINE_FROM_S to the first

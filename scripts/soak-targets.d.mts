@@ -9,7 +9,7 @@ export interface Answer {
   code: string | null
 }
 export interface Governor {
-  permitsHeld?: number
+  seatsHeld?: number
   limit?: number | null
 }
 export const DOCUMENTED_CODES: Record<number, string[]>
@@ -23,6 +23,8 @@ export interface SentAnswer {
 export function baselineShare(answers: readonly SentAnswer[], ranges: readonly [number, number][]): { n: number; errors: number; share: number; upper: number }
 export function secondsAfter(answers: readonly SentAnswer[], endS: number, untilS: number): (Bucket & { codes: Record<string, number> })[]
 export function recoveryAfter(answers: readonly SentAnswer[], endS: number, untilS: number, share: number, windowS: number): number
+export function liveLeases(hash: Record<string, string>, now: number): number
+export function sharedLimit(value: string | null | undefined): number | null
 export function disagreement(redis: { live: number; liveAfter: number; limit: number | null }, replicas: readonly (Governor | null)[]): string | null
 export interface MemorySample {
   rss: number

@@ -2,7 +2,7 @@
  * The targets of the chaos soak (`npm run soak -- --chaos`) as plain functions: what an
  * answer counts as, how many errors a stretch of answers may hold at the baseline rate,
  * how long after a fault errors stayed above it, whether Redis and the replicas agree on
- * the permits and the learned limit, and whether memory grew. The soak (scripts/soak.mjs)
+ * the seats and the learned limit, and whether memory grew. The soak (scripts/soak.mjs)
  * does the I/O; test/unit/soak-targets.test.ts pins these.
  */
 
@@ -144,20 +144,50 @@ export function recoveryAfter(answers, endS, untilS, share, windowS) {
 }
 
 /**
+ * The seats leased in a credential's seats hash (`<prefix>seats:{<credential>}`, as HGETALL
+ * gives it): the leases of the replicas' records that have not lapsed by `now` (epoch ms,
+ * Redis' clock). A replica's field is `<expiry>|<lease>|<in flight>|…`; the field `limit`
+ * is the shared limit (sharedLimit).
+ */
+export function liveLeases(hash, now) {
+  let seats = 0
+  for (const [field, value] of Object.entries(hash)) {
+    if (field === 'limit') continue
+    const [expiry, lease] = value.split('|')
+    if (Number(expiry) > now) seats += Number(lease)
+  }
+  return seats
+}
+
+/**
+ * The limit in the `limit` field of a credential's seats hash, or null without one: the
+ * learner's record `{ limit, knee, at }`, sealed with GATEWAY_SECRET as `<tag>.<json>`
+ * (read, not checked: the replicas check the seal).
+ */
+export function sharedLimit(value) {
+  if (value === null || value === undefined) return null
+  try {
+    const record = JSON.parse(value.slice(value.indexOf('.') + 1))
+    return typeof record?.limit === 'number' ? record.limit : null
+  } catch {
+    return null
+  }
+}
+
+/**
  * Whether what Redis holds for the credential's seats and learned limit equals what the
- * replicas say: `redis` { live (the leases of the replicas' unexpired records, read before), liveAfter
- * (read again after the replicas answered), limit (the hash's plain `limit` field, or
- * null) }; `replicas`: each one's governor of the credential from /admin/status ({
- * permitsHeld, limit }), or null when it did not answer. Null when they agree, else what
- * differs.
+ * replicas say: `redis` { live (liveLeases, read before), liveAfter (read again after the
+ * replicas answered), limit (sharedLimit, or null) }; `replicas`: each one's governor of
+ * the credential from /admin/status ({ seatsHeld, limit }), or null when it did not
+ * answer. Null when they agree, else what differs.
  */
 export function disagreement(redis, replicas) {
   if (replicas.some((r) => r === null)) return 'a replica gave no status'
-  if (replicas.some((r) => typeof r.permitsHeld !== 'number')) return 'a replica names no permitsHeld in /admin/status'
-  if (redis.live !== redis.liveAfter) return `permits changed while read (${redis.live} then ${redis.liveAfter})`
-  const held = replicas.reduce((sum, r) => sum + r.permitsHeld, 0)
+  if (replicas.some((r) => typeof r.seatsHeld !== 'number')) return 'a replica names no seatsHeld in /admin/status'
+  if (redis.live !== redis.liveAfter) return `seats changed while read (${redis.live} then ${redis.liveAfter})`
+  const held = replicas.reduce((sum, r) => sum + r.seatsHeld, 0)
   const problems = []
-  if (held !== redis.live) problems.push(`permits: Redis ${redis.live}, replicas ${replicas.map((r) => r.permitsHeld).join(' + ')}`)
+  if (held !== redis.live) problems.push(`seats: Redis ${redis.live}, replicas ${replicas.map((r) => r.seatsHeld).join(' + ')}`)
   const limits = replicas.map((r) => r.limit)
   if (redis.limit === null || limits.some((l) => l !== redis.limit)) problems.push(`limit: Redis ${redis.limit ?? 'none'}, replicas ${limits.map((l) => l ?? 'none').join(' / ')}`)
   return problems.length > 0 ? problems.join('; ') : null

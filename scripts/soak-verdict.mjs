@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { BASELINE_FROM_S, CALM_AFTER_S, PERMIT_LEASE_S, RECOVERY_TARGET_S, RECOVERY_WINDOW_S, RSS_AFTER_S, RSS_GROWTH, SEED } from './soak-options.mjs'
+import { BASELINE_FROM_S, CALM_AFTER_S, SEAT_LEASE_S, RECOVERY_TARGET_S, RECOVERY_WINDOW_S, RSS_AFTER_S, RSS_GROWTH, SEED } from './soak-options.mjs'
 import { mb, secs } from './soak-measure.mjs'
 import { tmp } from './soak-processes.mjs'
 import { baselineShare, recoveryAfter, rssWithin, secondsAfter } from './soak-targets.mjs'
@@ -73,7 +73,7 @@ export function chaosVerdict({ ledger, loadEndS, replicas, unexpectedExits, sigt
     [sum('refused') === 0, `reports answered 200 before answered from the cache during and after each fault: ${sum('refused')} refused`, firstOf('refused')],
     [
       apart.length === 0,
-      `Redis's permits and learned limit equal to the replicas' within ${PERMIT_LEASE_S} s of each fault's end: ${apart.length} of ${faults.length} missed${apart.length ? ` (${apart.map((w) => `#${w.n}: ${w.disagreement}`).join('; ')})` : ''}`,
+      `Redis's seats and learned limit equal to the replicas' within ${SEAT_LEASE_S} s of each fault's end: ${apart.length} of ${faults.length} missed${apart.length ? ` (${apart.map((w) => `#${w.n}: ${w.disagreement}`).join('; ')})` : ''}`,
       [],
     ],
     [unexpectedExits.length === 0 && sigtermExits.every((e) => e.endsWith(': 0')), `no replica exited untold: ${unexpectedExits.length}; SIGTERM exits: ${sigtermExits.join(', ') || 'none during the run'}`, unexpectedExits],

@@ -38,8 +38,8 @@
  *     fault began are counted apart;
  *   - a report answered 200 before is answered 200 during and after every fault (its copy
  *     is within its staleIfError window, 24 h);
- *   - what Redis holds for the permits and the learned limit equals what the replicas say
- *     (GET /admin/status) within one permitLease (5 s) after each fault;
+ *   - what Redis holds for the seats and the learned limit equals what the replicas say
+ *     (GET /admin/status) within one seatLease (5 s) after each fault;
  *   - no replica exits unless told to, and each told to stop with SIGTERM exits 0;
  *   - RSS after the last fault within 20 % of RSS after the first minute, per replica.
  *
@@ -75,8 +75,8 @@ import { DEFAULT_SANDBOX_SEED, startSandbox } from '../dist/sandbox/sandbox.js'
 import { hashApiKey } from '../dist/access/api-keys.js'
 import { freePort } from './free-port.mjs'
 import { PLATFORM_LATENCY, PLATFORM_WEATHER } from './soak-faults.mjs'
-import { disagreement, seededRandom, shuffled } from './soak-targets.mjs'
-import { CHAOS, CHOSEN_FAULTS, ROLLING, HARD_LIMIT_MS, IMAGE_NODE_OPTIONS, LONG_RUN_S, MAX_IN_FLIGHT, MINUTES, PERMIT_LEASE_S, PLATFORM_LATENCY_MS, PROBE, RATE, RECOVERY_TARGET_S, REQUEST_TIMEOUT_MS, SAMPLE_S, SEED, TOTAL } from './soak-options.mjs'
+import { disagreement, liveLeases, seededRandom, sharedLimit, shuffled } from './soak-targets.mjs'
+import { CHAOS, CHOSEN_FAULTS, ROLLING, HARD_LIMIT_MS, IMAGE_NODE_OPTIONS, LONG_RUN_S, MAX_IN_FLIGHT, MINUTES, SEAT_LEASE_S, PLATFORM_LATENCY_MS, PROBE, RATE, RECOVERY_TARGET_S, REQUEST_TIMEOUT_MS, SAMPLE_S, SEED, TOTAL } from './soak-options.mjs'
 import { ADMIN_TOKEN, CREDENTIAL, GATEWAY_SECRET, KEY_PREFIX, KEYS, LIMIT, requestFor, WRITER_ACCOUNT } from './soak-load.mjs'
 import { keepLogs, launch, log, runSeconds, runStart, startRun, started, stopAll, tail, tmp, until } from './soak-processes.mjs'
 import { Ledger, mb, memoryOf, ms, percentile, secs, Tally } from './soak-measure.mjs'
@@ -393,7 +393,7 @@ async function main() {
     w.governors = []
     for (let k = 0; k < seconds && !stopping; k++) {
       const states = await Promise.all(replicas.map(governorOf))
-      const one = (g) => (g ? `limit ${g.limit ?? '?'} in flight ${g.inFlight} queued ${g.queued} permits ${g.permitsHeld ?? '?'}` : 'no answer')
+      const one = (g) => (g ? `limit ${g.limit ?? '?'} knee ${g.knee ?? '?'} (${g.phase ?? '?'}${g.learner ? ', learner' : ''}) in flight ${g.inFlight} queued ${g.queued} seats ${g.seatsHeld ?? '?'}` : 'no answer')
       w.governors.push(`+${Math.round(runSeconds() - endS)} s: ${states.map((g, i) => `${replicas[i].name.slice(-1).toUpperCase()} ${one(g)}`).join(' | ')}`)
       await sleep(1000)
     }
@@ -402,20 +402,19 @@ async function main() {
   /** What Redis holds for the seats and the learned limit against what the replicas say, until they agree or a lease and a second have passed. */
   const checkAgreement = async (w, endS) => {
     let last = 'not read'
-    while (runSeconds() - endS <= PERMIT_LEASE_S + 1) {
+    while (runSeconds() - endS <= SEAT_LEASE_S + 1) {
       try {
-        // The seats leased in Redis: the leases of the replicas' records that have not lapsed.
+        // The credential's seats hash: the replicas' leases (those not lapsed) and the shared limit.
+        const key = `${KEY_PREFIX}seats:{${CREDENTIAL}}`
         const read = async () => {
           const [sec, usec] = await redisClient.time()
           const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000)
-          const records = Object.values(await redisClient.hgetall(`${KEY_PREFIX}seats:{${CREDENTIAL}}`))
-          return records.map((r) => r.split('|')).filter(([exp]) => Number(exp) > now).reduce((sum, [, lease]) => sum + Number(lease), 0)
+          return liveLeases(await redisClient.hgetall(key), now)
         }
         const live = await read()
         const states = await Promise.all(replicas.map(governorOf))
         const liveAfter = await read()
-        const limitText = await redisClient.hget(`${KEY_PREFIX}limit:{${CREDENTIAL}}`, 'limit')
-        last = disagreement({ live, liveAfter, limit: limitText === null ? null : Number(limitText) }, states)
+        last = disagreement({ live, liveAfter, limit: sharedLimit(await redisClient.hget(key, 'limit')) }, states)
         if (last === null) {
           w.agreedAfterS = Math.max(0, runSeconds() - endS)
           return
@@ -437,7 +436,7 @@ async function main() {
       if (order.length === 0) order = shuffled(CHOSEN_FAULTS, random)
       const fault = order[0]
       const startS = runSeconds()
-      if (startS + fault.expectS + RECOVERY_TARGET_S + PERMIT_LEASE_S > loadS) break
+      if (startS + fault.expectS + RECOVERY_TARGET_S + SEAT_LEASE_S > loadS) break
       order.shift()
       ledger.open(fault.name, startS)
       const w = ledger.current

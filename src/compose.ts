@@ -53,7 +53,7 @@ export interface Gateway {
   log: Logger
   /** Each credential's platform token: the one in use, replaced or refreshed. */
   tokens: TokenRegistry
-  /** Each credential's platform calls: slots, queue, 429 pause, learned limit. */
+  /** Each credential's platform calls: seats, queue, 429 pauses, learned limit. */
   governors: PlatformGovernors
   /** Platform answers held for their callers, within the byte budget they share. */
   answers: PlatformAnswers

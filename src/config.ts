@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { RawConfig } from './config/schema.js'
 import { validateSchema } from './config/schema-errors.js'
-import { FILE_FORBIDDEN, applyEnv, deepMerge, getPath, readYamlObject, setPath, type Env } from './config/sources.js'
+import { FILE_FORBIDDEN, applyEnv, deepMerge, getPath, isPlainObject, readYamlObject, setPath, type Env } from './config/sources.js'
 import { normalize, type Config } from './config/normalize.js'
 import { decideDemo } from './config/demo-mode.js'
 import { redisWithoutSecret } from './config/redis-secret.js'
@@ -34,6 +34,7 @@ export interface LoadOptions {
 
 export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p, 'utf8') }: LoadOptions = {}): Config {
   const problems: string[] = []
+  const warnings: string[] = []
   const raw = readYamlObject(DEFAULT_CONFIG_PATH, readFile, problems, 'config/default.yaml')
   let fileSetsHost = false
   let fileDeclaresTeams = false
@@ -47,6 +48,8 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
     }
     fileSetsHost = file.host != null
     fileDeclaresTeams = file.teams != null
+    // Renamed in the file itself: the setting in force shows CONFIG_FILE as its source.
+    warnings.push(...renamed(file))
     deepMerge(raw, file)
   }
   if (env.TEAMS_FILE) {
@@ -58,7 +61,6 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
       raw.teams = teams
     }
   }
-  const warnings = renamed(raw)
   const envSources = applyEnv(raw, env, readFile, problems)
   if (problems.length > 0) throw new ConfigError(problems)
   validateSchema(raw, envSources, problems)
@@ -78,15 +80,26 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
 /** Settings renamed this release, old name → new: the old name is still taken, with a warning, until the next. */
 export const RENAMED_SETTINGS: ReadonlyArray<[string[], string[]]> = [[['platform', 'permitLease'], ['platform', 'seatLease']]]
 
-/** Moves each renamed setting that `raw` sets under its old name to its new one; returns a warning for each. */
-function renamed(raw: Record<string, unknown>): string[] {
+/**
+ * Moves each renamed setting that `file` sets under its old name to its new one; returns a
+ * warning for each. A file that sets both keeps the new name's value.
+ */
+function renamed(file: Record<string, unknown>): string[] {
   const warnings: string[] = []
   for (const [from, to] of RENAMED_SETTINGS) {
-    const value = getPath(raw, from)
-    if (value == null) continue
-    setPath(raw, to, value)
-    setPath(raw, from, null)
-    warnings.push(`${from.join('.')} is renamed ${to.join('.')}: the old name is taken until the next release; set ${to.join('.')} instead`)
+    const parent = getPath(file, from.slice(0, -1))
+    const key = from[from.length - 1] as string
+    if (!isPlainObject(parent) || !(key in parent)) continue
+    const value = parent[key]
+    delete parent[key]
+    if (value === null) continue
+    const [old, now] = [from.join('.'), to.join('.')]
+    if (getPath(file, to) !== undefined) {
+      warnings.push(`${old} is renamed ${now}, which is set too: ${old} is ignored; remove it`)
+      continue
+    }
+    setPath(file, to, value)
+    warnings.push(`${old} is renamed ${now}: the old name is taken until the next release; set ${now} instead`)
   }
   return warnings
 }

@@ -34,6 +34,8 @@ async function main(): Promise<void> {
 
   const gateway = await createGateway(config)
   const log = gateway.log
+  // A setting set under a name of the last release, say: taken, and said at every start.
+  for (const warning of config.warnings) log.warn(warning)
   await gateway.start()
   await listenOrExit(gateway.proxy, config.host, config.port, 'HOST, PORT')
   await listenOrExit(gateway.admin, config.admin.host, config.admin.port, 'ADMIN_HOST, ADMIN_PORT')

@@ -3,7 +3,7 @@
 // (retry-after: 1) to a call that finds 20 in flight. 120 callers of one team ask reports
 // never asked before (closed loop), on one gateway replica alone and on three replicas
 // sharing one Redis, every setting at its default. Every second: the limit in force on
-// each replica (its /metrics), the latency floor it measured, and the calls in flight at
+// each replica (its /metrics), the knee and latency floor it learned, and the calls in flight at
 // the stand-in. Targets: the limit, and the calls in flight at the stand-in, settle within
 // 20 % of the knee within 30 s; fewer than 1 % of platform calls answered 429.
 
@@ -39,19 +39,20 @@ const settledAt = (values) => {
   return from === null ? null : from + 1
 }
 
-/** One sample of every replica: limit in force, latency floor (ms), calls in flight and permits held (null: not exposed). */
+/** One sample of every replica: limit in force, the knee it learned, latency floor (ms), calls in flight and seats held (null: not exposed). */
 async function sampleReplica(gw) {
   try {
     const text = (await http('GET', `${gw.admin}/metrics`)).body.toString('utf8')
     const floor = metricValue(text, 'gateway_platform_latency_floor_seconds', CREDENTIAL, null)
     return {
       limit: metricValue(text, 'gateway_platform_concurrency_limit', CREDENTIAL, null),
+      knee: metricValue(text, 'gateway_platform_knee', CREDENTIAL, null),
       floorMs: floor === null ? null : floor * 1000,
       inFlight: metricValue(text, 'gateway_platform_in_flight_calls', CREDENTIAL, null),
-      permits: metricValue(text, 'gateway_platform_permits_held', CREDENTIAL, null),
+      seats: metricValue(text, 'gateway_platform_seats_held', CREDENTIAL, null),
     }
   } catch {
-    return { limit: null, floorMs: null, inFlight: null, permits: null }
+    return { limit: null, knee: null, floorMs: null, inFlight: null, seats: null }
   }
 }
 
@@ -81,6 +82,7 @@ async function measure({ fixture, standIn, replicas, seconds }) {
         t: s,
         limits: perReplica.map((r) => r.limit),
         limit: limits.length ? median(limits) : null,
+        knees: perReplica.map((r) => r.knee),
         floorMs: perReplica.map((r) => r.floorMs),
         gatewayInFlight: perReplica.reduce((x, r) => x + (r.inFlight ?? 0), 0),
         meanInFlight: load.meanInFlight,
@@ -157,8 +159,8 @@ export async function run({ fixture, quick }) {
     `#### ${m.label}: every second`,
     '',
     markdownTable(
-      ['t', 'limit in force', 'latency floor', 'in flight at the platform (mean, peak)', 'in flight on the gateways', 'platform calls', 'answered 429', 'callers answered 200'],
-      m.samples.map((x) => [`${x.t} s`, x.limits.map(fmt1).join(' / '), x.floorMs.map((f) => (f === null ? '—' : `${f.toFixed(0)} ms`)).join(' / '), `${fmt1(x.meanInFlight)}, ${x.peak}`, String(x.gatewayInFlight), String(x.calls), String(x.refused), String(x.served)]),
+      ['t', 'limit in force', 'knee learned', 'latency floor', 'in flight at the platform (mean, peak)', 'in flight on the gateways', 'platform calls', 'answered 429', 'callers answered 200'],
+      m.samples.map((x) => [`${x.t} s`, x.limits.map(fmt1).join(' / '), x.knees.map(fmt1).join(' / '), x.floorMs.map((f) => (f === null ? '—' : `${f.toFixed(0)} ms`)).join(' / '), `${fmt1(x.meanInFlight)}, ${x.peak}`, String(x.gatewayInFlight), String(x.calls), String(x.refused), String(x.served)]),
     ),
     '',
   ])
@@ -168,7 +170,7 @@ export async function run({ fixture, quick }) {
     ...verdictLines(results.flatMap((m) => checks(m, deadline))),
     ...(fixture.redisUrl ? [] : ['- Three replicas not run: no redis-server.']),
     '',
-    `The platform stand-in answers a report call in ${LATENCY_MS} ms while at most ${KNEE} calls are in flight (so at most ${(KNEE * 1000) / LATENCY_MS} calls a second), ${SLOPE_MS} ms slower for each call in flight beyond ${KNEE} (a call's latency is fixed as it arrives), and 429 with \`retry-after: 1\` at once to a call that finds ${REFUSE_ABOVE} in flight. ${CALLERS} callers of one team, in a closed loop for ${seconds} s, each ask a report never asked before as soon as their last is answered (after a 429/503, its retry-after, 1 to 5 s), spread over the replicas in turn. One replica runs without Redis; three share one redis-server (GATEWAY_SECRET set); every gateway setting at its default. Each second: the limit in force (\`gateway_platform_concurrency_limit\`) and latency floor (\`gateway_platform_latency_floor_seconds\`) of each replica from its /metrics (the median of the replicas is judged), and the stand-in's calls in flight, their time-weighted mean over that second. In the band: within ${BAND * 100} % of the knee (${(KNEE * (1 - BAND)).toFixed(1)} to ${(KNEE * (1 + BAND)).toFixed(1)}) at every second from then to the end${quick ? `; a quick run judges the settling at ${deadline} s instead of ${SETTLE_S} s` : ''}.`,
+    `The platform stand-in answers a report call in ${LATENCY_MS} ms while at most ${KNEE} calls are in flight (so at most ${(KNEE * 1000) / LATENCY_MS} calls a second), ${SLOPE_MS} ms slower for each call in flight beyond ${KNEE} (a call's latency is fixed as it arrives), and 429 with \`retry-after: 1\` at once to a call that finds ${REFUSE_ABOVE} in flight. ${CALLERS} callers of one team, in a closed loop for ${seconds} s, each ask a report never asked before as soon as their last is answered (after a 429/503, its retry-after, 1 to 5 s), spread over the replicas in turn. One replica runs without Redis; three share one redis-server (GATEWAY_SECRET set); every gateway setting at its default. Each second: the limit in force (\`gateway_platform_concurrency_limit\`), the knee learned (\`gateway_platform_knee\`: the limit goes a step past it to probe) and latency floor (\`gateway_platform_latency_floor_seconds\`) of each replica from its /metrics (the median of the replicas is judged), and the stand-in's calls in flight, their time-weighted mean over that second. In the band: within ${BAND * 100} % of the knee (${(KNEE * (1 - BAND)).toFixed(1)} to ${(KNEE * (1 + BAND)).toFixed(1)}) at every second from then to the end${quick ? `; a quick run judges the settling at ${deadline} s instead of ${SETTLE_S} s` : ''}.`,
     '',
     ...timelines,
   ].join('\n')

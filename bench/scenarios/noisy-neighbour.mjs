@@ -22,7 +22,7 @@ const PLATFORM_LATENCY_MS = 100
 const ATTACKED_ROUTE = '/api/v1/report/creatives/get'
 const MAX_CONCURRENT = 8
 const QUEUE = 200
-// Per replica: each replica's queue (200) and slots (8) are what the attack fills when
+// Per replica: each replica's queue (200) and seats (8) are what the attack fills when
 // the cap and the queue are per replica.
 const BURST_PER_REPLICA = 215
 const SLOW_READERS_PER_REPLICA = 8

@@ -9,8 +9,9 @@
 // Targets: the dashboard team keeps >= 70 % of the answers/s it gets alone, and gets no
 // error it did not cause; the platform is never idle while either team waits (samples
 // every 250 ms of the teams' calls waiting at the gateway, the platform's busy workers and
-// the gateway's calls in flight and seats kept for callers on their way back; a team held
-// back on purpose, braked or paused, counted apart). On a fresh gateway the dashboard's
+// the gateway's calls in flight and seats owed to a team that waits for nothing (kept for
+// it while it asked within the linger, docs/governor.md); a team held back on purpose,
+// paused for its 429s, counted apart). On a fresh gateway the dashboard's
 // first second is reported and not judged: the limit starts at platform.initialConcurrent,
 // and no answer has yet said the platform has room (docs/decisions/long-calls.md, "A
 // fresh gateway's first second").
@@ -100,8 +101,10 @@ const ATTACKS = [
 
 /**
  * Every 250 ms: the calls waiting at the gateway (those of a team it holds back on purpose,
- * braked or paused for the errors or 429s it draws, apart), the platform's busy workers,
- * and the gateway's calls in flight with the seats it keeps for callers on their way back.
+ * paused for the 429s it draws, apart), the platform's busy workers, and the gateway's
+ * calls in flight with the seats it owes a team that waits for nothing. The status gives
+ * each team's share, not the most it asked within the linger: the seats owed are taken as
+ * each such team's share less what it holds, at most what the governor owes it.
  */
 function sampler(gw, sandbox, adminToken) {
   const samples = []
@@ -112,10 +115,10 @@ function sampler(gw, sandbox, adminToken) {
         const [status, load] = await Promise.all([http('GET', `${gw.admin}/admin/status`, { headers: { authorization: `Bearer ${adminToken}` } }), sandbox.concurrency()])
         const governor = status.json().governors.find((g) => g.credential === 'default')
         const paused = new Set(governor.pauses.map((p) => p.team).filter((team) => team !== null))
-        const held = (t) => t.brake !== null || paused.has(t.team)
+        const held = (t) => paused.has(t.team)
         const waiting = (teams) => teams.reduce((sum, t) => sum + t.waiting, 0)
-        const kept = governor.teams.reduce((sum, t) => sum + t.seatsKept, 0)
-        samples.push({ at: performance.now(), waiting: waiting(governor.teams.filter((t) => !held(t))), held: waiting(governor.teams.filter(held)), busy: load.inFlight, sent: governor.inFlight + kept })
+        const owed = governor.teams.filter((t) => t.waiting === 0).reduce((sum, t) => sum + Math.max(0, t.share - t.inFlight), 0)
+        samples.push({ at: performance.now(), waiting: waiting(governor.teams.filter((t) => !held(t))), held: waiting(governor.teams.filter(held)), busy: load.inFlight, sent: governor.inFlight + owed })
       } catch {
         // a sample missed
       }
@@ -163,9 +166,9 @@ async function phase({ fixture, gw, seconds, attack, order }) {
   const sorted = ok.map((a) => a.ms).sort((x, y) => x - y)
   const idle = samples.filter((s) => s.waiting > 0 && s.busy < WORKERS)
   // A call on its way to the platform, or its answer on its way back, is in flight at the
-  // gateway and not yet (or no longer) at a worker, and a seat kept 50 ms for a caller on
-  // its way back is its next call's: the gateway left a worker idle only with fewer calls
-  // in flight and seats kept than the platform has workers.
+  // gateway and not yet (or no longer) at a worker, and a seat owed to a team that asked
+  // within the linger is lent to short calls only: the gateway left a worker idle only with
+  // fewer calls in flight and seats owed than the platform has workers.
   const idleWhileWaiting = idle.filter((s) => s.sent < WORKERS)
   const firstWindow = order === 'cold' ? idleWhileWaiting.filter((s) => s.at - started < FIRST_WINDOW_MS).length : 0
   const heldBack = samples.filter((s) => s.held > 0).length
@@ -224,7 +227,7 @@ export async function run({ fixture, quick }) {
     await sandbox.control('POST', '/capacity', {})
     await sandbox.setLatency(0)
   }
-  const header = ['what the other team does', 'dashboard answers/s', 'of alone', 'dashboard p95', 'dashboard errors', "the other team's answers/s (200)", 'platform workers busy (mean)', 'samples with calls waiting, a worker idle and fewer calls in flight (seats kept for callers on their way back counted) than workers', "of those, in the dashboard's first second on a fresh gateway (not judged)", 'samples with calls waiting and a worker idle, a call in transit (as many in flight or kept as workers)', 'samples with a team held back (braked, paused)', 'target']
+  const header = ['what the other team does', 'dashboard answers/s', 'of alone', 'dashboard p95', 'dashboard errors', "the other team's answers/s (200)", 'platform workers busy (mean)', 'samples with calls waiting, a worker idle and fewer calls in flight (seats owed to a team that waits for nothing counted) than workers', "of those, in the dashboard's first second on a fresh gateway (not judged)", 'samples with calls waiting and a worker idle, a call in transit or a seat owed (as many in flight or owed as workers)', 'samples with a team held back (paused)', 'target']
   return [
     `The dashboard in service (it works alone ${WARM_SECONDS} s, then the other team starts; judged from that moment):`,
     '',
@@ -234,7 +237,7 @@ export async function run({ fixture, quick }) {
     '',
     markdownTable(header, rows.cold),
     '',
-    `The platform: the sandbox with ${WORKERS} workers (a call waits for a free one), ${LATENCY_MS} ms plus ${PER_DAY_MS} ms per day of a report's range (a week: about ${LATENCY_MS + 7 * PER_DAY_MS} ms, a year: about ${((LATENCY_MS + 365 * PER_DAY_MS) / 1000).toFixed(1)} s). The dashboard team: ${DASHBOARD_CALLERS} callers in a closed loop, each asking a week-long report never asked before; ${seconds} s judged per row. The other team: one read-only key with a rate limit of 600 a minute. One gateway replica per row, every governor setting at its default. Targets: the dashboard keeps >= ${TARGET_SHARE * 100} % of its answers/s alone and no error; the samples (every 250 ms, from \`GET /admin/status\`) say whether calls waited at the gateway while a worker of the platform was free and the gateway had fewer calls in flight, seats kept 50 ms for callers on their way back counted, than the platform has workers (with as many, a call is on its way to a worker, its answer on its way back, or its caller's next call on its way: counted in a column of their own), the calls of a team held back on purpose (braked for the errors it draws, or paused for its 429s) apart: those are counted in a column of their own. On a fresh gateway, the samples of the dashboard's first ${FIRST_WINDOW_MS / 1000} s (a window of the learned limit) are counted and not judged: the limit starts at \`platform.initialConcurrent\` (8), and until an answer of the dashboard's comes back at its floor nothing says the platform has room for more; an operator who knows the platform's workers sets that start, and with Redis a replica adopts the limit the others learned.`,
+    `The platform: the sandbox with ${WORKERS} workers (a call waits for a free one), ${LATENCY_MS} ms plus ${PER_DAY_MS} ms per day of a report's range (a week: about ${LATENCY_MS + 7 * PER_DAY_MS} ms, a year: about ${((LATENCY_MS + 365 * PER_DAY_MS) / 1000).toFixed(1)} s). The dashboard team: ${DASHBOARD_CALLERS} callers in a closed loop, each asking a week-long report never asked before; ${seconds} s judged per row. The other team: one read-only key with a rate limit of 600 a minute. One gateway replica per row, every governor setting at its default. Targets: the dashboard keeps >= ${TARGET_SHARE * 100} % of its answers/s alone and no error; the samples (every 250 ms, from \`GET /admin/status\`) say whether calls waited at the gateway while a worker of the platform was free and the gateway had fewer calls in flight, seats owed to a team that waits for nothing counted (each such team's \`share\` less its \`inFlight\`: the status gives no peak, so at most what the governor owes it), than the platform has workers (with as many, a call is on its way to a worker, its answer on its way back, or a seat is kept for a team that asked within the linger, lent to short calls only: counted in a column of their own), the calls of a team held back on purpose (paused for its 429s) apart: those are counted in a column of their own. On a fresh gateway, the samples of the dashboard's first ${FIRST_WINDOW_MS / 1000} s (a window of the learned limit) are counted and not judged: the limit starts at \`platform.initialConcurrent\` (8), and until an answer of the dashboard's comes back at its floor nothing says the platform has room for more; an operator who knows the platform's workers sets that start, and with Redis a replica adopts the limit the others learned.`,
     '',
   ].join('\n')
 }

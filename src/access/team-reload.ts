@@ -268,7 +268,8 @@ function signature(value: unknown): string {
   return JSON.stringify(value)
 }
 
-// The settings that need a restart: everything but the teams and the admin tokens.
+// The settings that need a restart: everything but the teams and the admin tokens. A
+// renamed setting moved to its new name changes its warning, not a value in force.
 function restartOnly(config: Config): string {
-  return signature({ ...config, teams: null, admin: { ...config.admin, tokens: null }, secrets: null, settings: null })
+  return signature({ ...config, teams: null, admin: { ...config.admin, tokens: null }, secrets: null, settings: null, warnings: null })
 }

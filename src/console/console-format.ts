@@ -106,3 +106,29 @@ export function ago(iso: string | null, now: number): string {
   if (s < DAY_S) return `${Math.floor(s / 3600)} h ago`
   return `${plural(Math.floor(s / DAY_S), 'day')} ago`
 }
+
+/** What the limit rule does now (docs/governor.md, "The limit rule"), by its phase in GET /admin/status. */
+const PHASES: Record<string, string> = {
+  floors: 'measuring how long each kind of call takes',
+  probe: 'probing past the knee',
+  cruise: 'at the knee',
+  test: 'testing whether the delay was a queue',
+  fault: 'halved while the platform fails',
+}
+
+/** A count of seats that may be fractional (a share, a knee), to a tenth: `4`, `2.5`. */
+export function seats(n: number): string {
+  return String(Math.round(n * 10) / 10)
+}
+
+/**
+ * A credential's limit in force in words: fixed, or learned within its ceiling, with the
+ * knee learned and what the limit rule does; a replica that takes the limit another one
+ * learns says so instead.
+ */
+export function limitInForce(g: { limit: number; maxConcurrent: number; adaptive: boolean; knee: number | null; phase: string | null; learner: boolean }): string {
+  if (!g.adaptive) return `${g.limit}, fixed`
+  const knee = g.knee === null ? '' : `; knee ${seats(g.knee)}`
+  const doing = !g.learner ? ', taken from the replica that learns it' : g.phase === null ? '' : `, ${PHASES[g.phase] ?? g.phase}`
+  return `${g.limit}, learned (ceiling ${g.maxConcurrent})${knee}${doing}`
+}

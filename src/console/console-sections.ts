@@ -1,7 +1,7 @@
 // The console's sections of one replica's state (GET /admin/status, /admin/usage,
 // /admin/keys, /admin/audit, /admin/config, /admin/cache/entry), each drawn from its
 // answer: no call is made here, the page hands the answers in.
-import { addSample, ago, bytes, expiryAt, expiryIn, pauseLeft, plural, ratio, windowRatio, type CacheSample } from './console-format.js'
+import { addSample, ago, bytes, expiryAt, expiryIn, limitInForce, pauseLeft, plural, ratio, seats, windowRatio, type CacheSample } from './console-format.js'
 import { $, el, facts, mark, table, type Child } from './console-dom.js'
 
 /** The span of the cache's hit ratio. */
@@ -29,12 +29,19 @@ export interface Governor {
   maxConcurrent: number
   adaptive: boolean
   limit: number
+  /** The knee learned and the limit rule's phase; null when the limit is not learned. */
+  knee: number | null
+  phase: string | null
+  /** Whether this replica learns the limit (with Redis), else takes it from the one that does. */
+  learner: boolean
   latencyFloorMs: number | null
   queueLimit: number
   inFlight: number
   queued: number
+  seatsHeld: number
   pausedUntil: string | null
-  teams: { team: string; inFlight: number; waiting: number; maxConcurrent: number | null; queue: number | null }[]
+  /** `share`: the team's share of the seats now (of the knee, by weight over the active teams). */
+  teams: { team: string; inFlight: number; waiting: number; share: number; maxConcurrent: number | null; queue: number | null }[]
   refusals: Record<string, number>
 }
 export interface Status {
@@ -139,8 +146,9 @@ export function renderGovernors(governors: Governor[]): void {
       'tr',
       {},
       el('th', { scope: 'row' }, g.credential),
-      el('td', {}, `${g.inFlight} of ${g.limit}`),
-      el('td', {}, g.adaptive ? `${g.limit}, learned (ceiling ${g.maxConcurrent})` : `${g.limit}, fixed`),
+      // With Redis, the seats this replica leased of the limit (calls in flight without it).
+      el('td', {}, g.seatsHeld === g.inFlight ? `${g.inFlight} of ${g.limit}` : `${g.inFlight} of ${g.limit}, ${plural(g.seatsHeld, 'seat')} leased here`),
+      el('td', {}, limitInForce(g)),
       el('td', {}, g.latencyFloorMs === null ? '–' : `${g.latencyFloorMs} ms`),
       el('td', {}, `${g.queued} of ${g.queueLimit}`),
       el('td', {}, el('ul', { class: 'plain' }, ...g.teams.map((t) => el('li', {}, teamLine(t))))),
@@ -151,10 +159,10 @@ export function renderGovernors(governors: Governor[]): void {
   $('governors').replaceChildren(table('Platform calls per credential (this replica)', ['Credential', 'In flight', 'Limit in force', 'Latency floor', 'Waiting', 'Per team', 'Refusals', 'Paused'], rows))
 }
 
-/** A team's calls on a credential, with the ceilings an operator set (none by default). */
+/** A team's calls on a credential and its share of the seats, with the ceilings an operator set (none by default). */
 function teamLine(t: Governor['teams'][number]): string {
   const ceiling = (n: number | null) => (n === null ? '' : ` (at most ${n})`)
-  return `${t.team}: ${t.inFlight} in flight${ceiling(t.maxConcurrent)}, ${t.waiting} waiting${ceiling(t.queue)}`
+  return `${t.team}: ${t.inFlight} in flight${ceiling(t.maxConcurrent)}, share ${seats(t.share)}, ${t.waiting} waiting${ceiling(t.queue)}`
 }
 
 /** A key's life in words: when it was made, when it was last used, its requests in the last hour. */

@@ -46,7 +46,7 @@ const connectionErrors = new WeakMap<RedisClient, string>()
 
 // A lost connection is made again after 100, 200, 400 ms, then every RECONNECT_MAX_MS: a
 // Redis back after an outage is used again within about that (readiness, single-flight
-// across replicas, permits), and a refused connection costs Redis nothing.
+// across replicas, seats), and a refused connection costs Redis nothing.
 export const RECONNECT_MAX_MS = 500
 
 /** The wait before the `times`-th attempt to connect again. */

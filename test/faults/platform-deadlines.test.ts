@@ -25,7 +25,7 @@ describe('platform deadlines (gateway process, sandbox faults)', () => {
   }, 120_000)
 
   beforeEach(async () => {
-    // A call of the test before that got its slot just before its deadline may still be
+    // A call of the test before that got its seat just before its deadline may still be
     // on its way: the next test's failure mode is for its own calls only.
     await waitFor('the sandbox to be idle', () => sandbox.concurrency().inFlight === 0, 10_000)
     sandbox.setFailure({ kind: 'none' })

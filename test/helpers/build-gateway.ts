@@ -78,7 +78,7 @@ export const WEEK_BY_DATE = 'advertiserId=101&byDate=1&dateFrom=2026-02-01&dateT
 export const WEEK_BY_CAMPAIGN = 'advertiserId=101&byCampaign=1&dateFrom=2026-02-01&dateTo=2026-02-07'
 
 /**
- * TEAMS_YAML with team `all` allowed every slot and the whole queue of its credential
+ * TEAMS_YAML with team `all` allowed every seat and the whole queue of its credential
  * (a team's bulkhead is bounded by the credential's): for tests of credential-wide
  * mechanics that one team drives alone.
  */

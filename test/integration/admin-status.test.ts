@@ -60,10 +60,12 @@ describe('GET /admin/status and /admin/audit', () => {
     expect(limited.rateLimit).toMatchObject({ max: 3, windowSec: 60, remaining: 2 })
     expect(limited.keys).toEqual([{ id: expect.any(String), expiresAt: null }])
     expect(status.governors).toEqual([
-      expect.objectContaining({ credential: 'default', adaptive: true, limit: 8, longCallLimit: 8, maxConcurrent: 64, inFlight: 0, queued: 0, permitsHeld: 0, pausedUntil: null, pauses: [], refusals: {} }),
+      // The first answers measure the floors at platform.minConcurrent (docs/governor.md); permitsHeld: seatsHeld's deprecated alias.
+      expect.objectContaining({ credential: 'default', adaptive: true, limit: 2, knee: 2, phase: 'floors', learner: true, maxConcurrent: 64, inFlight: 0, queued: 0, seatsHeld: 0, permitsHeld: 0, pausedUntil: null, pauses: [], refusals: {} }),
     ])
-    // No ceiling of its own: the team may use every idle slot.
-    expect(status.governors[0].teams).toContainEqual({ team: 'growth', inFlight: 0, waiting: 0, seatsKept: 0, maxConcurrent: null, queue: null, brake: null, seatSeconds: 0 })
+    // No ceiling of its own: the team may use every idle seat. A team that asked within the linger holds its share of the knee.
+    expect(status.governors[0].teams).toContainEqual({ team: 'growth', inFlight: 0, waiting: 0, share: 0, maxConcurrent: null, queue: null, seatSeconds: 0 })
+    expect(status.governors[0].teams).toContainEqual(expect.objectContaining({ team: 'all', inFlight: 0, waiting: 0, share: 2 }))
     const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
     expect(status.build).toEqual({ version, commit: expect.stringMatching(/^([0-9a-f]{7,40}|unknown)$/), node: process.version, startedAt: expect.any(String), uptimeSeconds: expect.any(Number) })
     const metrics = (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body

@@ -55,14 +55,14 @@ describe('docs/operations/', () => {
   })
 
   it('names every refusal reason of gateway_platform_refused_total wherever it lists them, as the dashboard does', () => {
-    const union = /export type RefusalReason = ([^\n]+)/.exec(read('src/platform/governor/governor-options.ts'))![1]!
+    const union = /export type RefusalReason = ([^\n]+)/.exec(read('src/platform/governor/seats.ts'))![1]!
     const reasons = [...union.matchAll(/'(\w+)'/g)].map((m) => m[1]!)
-    expect(reasons).toEqual(['queue_full', 'team_queue_full', 'displaced', 'queue_timeout', 'paused'])
+    expect(reasons).toEqual(['queue_full', 'team_queue_full', 'displaced', 'queue_timeout', 'paused', 'deadline'])
     const places = {
-      metrics: between(monitoring, '`gateway_platform_refused_total{credential,reason}`', '`gateway_platform_permits_held{credential}`'),
+      metrics: between(monitoring, '`gateway_platform_refused_total{credential,reason}`', '`gateway_platform_seats_held{credential}`'),
       alert: between(alerts, '## Alert: GatewayPlatformCallsRefused', '## Alert: GatewayPlatformQueueHigh'),
-      dashboard: between(monitoring, '*Refused calls (503 GW_OVERLOADED) by reason*', '*Queued and in-flight platform calls*'),
-      'dashboard panel': read('helm/report-gateway/dashboards/report-gateway.json').split('\n').find((l) => l.includes('Calls the governor answered 503 GW_OVERLOADED')) ?? '',
+      dashboard: between(monitoring, '*Calls refused before the platform by reason*', '*Queued and in-flight platform calls*'),
+      'dashboard panel': read('helm/report-gateway/dashboards/report-gateway.json').split('\n').find((l) => l.includes('Calls the governor did not send')) ?? '',
     }
     for (const [where, text] of Object.entries(places)) for (const reason of reasons) expect(text, `${where}: ${reason}`).toContain(reason)
   })

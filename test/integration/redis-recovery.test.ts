@@ -108,10 +108,11 @@ describe.skipIf(!available)('copies a replica kept, shared with Redis once it is
   })
 
   it('writes its learned limit back within seconds after Redis restarted empty, not at its next read of it', async () => {
-    const limitKey = redisKey.limit('rgw:', 'default')
+    // The shared limit is the field `limit` of the credential's seats hash (docs/governor.md).
+    const seatsKey = redisKey.seats('rgw:', 'default')
     await redis.stop(true)
     await redis.restart()
-    await waitFor('the shared limit written back', async () => (await client.exists(limitKey)) === 1, BACK_WITHIN_MS, 50)
+    await waitFor('the shared limit written back', async () => (await client.hexists(seatsKey, 'limit')) === 1, BACK_WITHIN_MS, 50)
   })
 
   it('answers a report filled while Redis was out from the cache on a fresh replica, while the platform fails', async () => {

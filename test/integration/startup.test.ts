@@ -171,6 +171,29 @@ describe('a start that works says what it found', () => {
     expect(run.output()).not.toContain('demo-admin-token-0123456789abcdef')
   })
 
+  it('a setting under its name of the last release (platform.permitLease): started with it in force, one warning naming the new name', async () => {
+    const adminToken = 'startup-admin-token-0123456789abcdef'
+    const run = start({
+      PLATFORM_BASE_URL: sandbox.url,
+      PLATFORM_TOKEN: sandbox.issueToken(),
+      CONFIG_FILE: file('renamed.yaml', `${TEAMS}platform:\n  permitLease: 2s\n`),
+      ADMIN_TOKEN: adminToken,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      ADMIN_PORT: '0',
+    })
+    const listening = JSON.parse(await waitForLine(run, /report gateway listening/)) as { admin: string }
+    const renamed = run.output().split('\n').filter((l) => l.includes('platform.permitLease'))
+    expect(renamed).toHaveLength(1)
+    expect(JSON.parse(renamed[0] as string)).toMatchObject({
+      level: 40,
+      msg: 'platform.permitLease is renamed platform.seatLease: the old name is taken until the next release; set platform.seatLease instead',
+    })
+    const res = await fetch(`http://${listening.admin}/admin/config`, { headers: { authorization: `Bearer ${adminToken}` } })
+    const { settings } = (await res.json()) as { settings: { setting: string; value: unknown; source: string; from: string }[] }
+    expect(settings.find((s) => s.setting === 'platform.seatLease')).toEqual({ setting: 'platform.seatLease', value: '2s', source: 'file', from: 'CONFIG_FILE' })
+  })
+
   it('Redis at a closed port: the start line says down, one warning names host:port and the cause, never the password', async () => {
     const port = await freePort()
     const run = start({

@@ -168,6 +168,19 @@ describe('keys without restarts', () => {
     expect(again.json()).toMatchObject({ result: 'unchanged' })
   })
 
+  it('a renamed setting moved to its new name with its value is no change for the next restart; a new value is', async () => {
+    const dir = configMap(yaml([plain(OLD)], '1h', 'platform: { permitLease: 2s }\n'))
+    const gw = await replica(dir, false)
+    const reload = async () => (await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<{ result: string }>().result
+    const restartNeeded = () => gw.logs.records().filter((r) => r.msg === 'CONFIG_FILE also changed settings other than teams and admin tokens; those take effect at the next restart')
+    dir.update(yaml([plain(NEW)], '1h', 'platform: { seatLease: 2s }\n'))
+    expect(await reload()).toBe('applied')
+    expect(restartNeeded()).toEqual([])
+    dir.update(yaml([plain(OLD)], '1h', 'platform: { seatLease: 3s }\n'))
+    expect(await reload()).toBe('applied')
+    expect(restartNeeded()).toHaveLength(1)
+  })
+
   it('answers 409 to POST /admin/reload without a CONFIG_FILE', async () => {
     const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }
     const gw = await gateways.build(loadConfig({ env }), { configSource: { env } })

@@ -66,7 +66,7 @@ describe('PlatformAnswers.receive', () => {
     const a = answers({ callBytes: 64 * KiB, totalBytes: 1024 * KiB })
     const source = body(4, 10 * KiB)
     const answer = await a.receive(source, String(40 * KiB), reader())
-    // The platform body has ended: its slot is free before the caller reads a byte.
+    // The platform body has ended: its connection is free before the caller reads a byte.
     expect(source.readableEnded).toBe(true)
     expect(answer.length).toBe(40 * KiB)
     expect(a.budget.used).toBe(40 * KiB)

@@ -395,6 +395,34 @@ describe('invalid configuration names the key', () => {
   })
 })
 
+describe('a renamed setting: the old name taken for one release, with a warning', () => {
+  const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+  const warning = 'platform.permitLease is renamed platform.seatLease: the old name is taken until the next release; set platform.seatLease instead'
+
+  it('takes platform.seatLease (5 s by default) and refuses one under 300ms; no warning', () => {
+    expect(load({}).platform.seatLeaseMs).toBe(5000)
+    const config = load(platform, 'platform: { seatLease: 2s }')
+    expect([config.platform.seatLeaseMs, config.warnings]).toEqual([2000, []])
+    expect(problem(platform, 'platform: { seatLease: 100ms }').problems).toEqual(['platform.seatLease: must be at least 300ms (got 100ms)'])
+  })
+
+  it('takes platform.permitLease as platform.seatLease, from CONFIG_FILE, and says so', () => {
+    const config = load(platform, 'platform: { permitLease: 2s }')
+    expect(config.platform.seatLeaseMs).toBe(2000)
+    expect(config.warnings).toEqual([warning])
+    // GET /admin/config: the setting in force under its new name, from the file; the old name is no setting.
+    expect(config.settings.find((s) => s.setting === 'platform.seatLease')).toEqual({ setting: 'platform.seatLease', value: '2s', source: 'file', from: 'CONFIG_FILE' })
+    expect(config.settings.filter((s) => s.setting === 'platform.permitLease')).toEqual([])
+    expect(problem(platform, 'platform: { permitLease: 100ms }').problems).toEqual(['platform.seatLease: must be at least 300ms (got 100ms)'])
+  })
+
+  it('keeps platform.seatLease when both are set, and says the old one is ignored', () => {
+    const config = load(platform, 'platform: { seatLease: 3s, permitLease: 1s }')
+    expect(config.platform.seatLeaseMs).toBe(3000)
+    expect(config.warnings).toEqual(['platform.permitLease is renamed platform.seatLease, which is set too: platform.permitLease is ignored; remove it'])
+  })
+})
+
 describe('secrets never come from CONFIG_FILE and are never echoed', () => {
   const secretsInFile: [string, string][] = [
     ['admin.token', 'admin:\n  token: file-admin-token-0123456789'],

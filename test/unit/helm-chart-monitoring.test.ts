@@ -194,6 +194,10 @@ describe('Grafana dashboard (monitoring.dashboard)', () => {
     expect(exprs('Platform token seconds left')).toContain('gateway_platform_token_seconds_left')
     expect(exprs('Redis up by pod')).toContain('gateway_redis_up')
     expect(exprs('Rate-limited requests by team')).toContain('sum by (team) (rate(gateway_rate_limited_total{')
+    // The governor on its own words (docs/governor.md): the seats, not the permits of the last release.
+    expect(exprs('Limit in force, knee and seats held')).toMatch(/gateway_platform_concurrency_limit\{[\s\S]*gateway_platform_knee\{[\s\S]*gateway_platform_seats_held\{/)
+    expect(exprs('Seats lost by credential')).toContain('gateway_platform_seats_lost_total{')
+    expect(file).not.toMatch(/permit|slot/i)
     // Every query is limited to the chosen namespace and job.
     for (const p of panels) for (const t of p.targets ?? []) expect(t.expr, p.title).toContain('namespace="$namespace",job=~"$job"')
   })

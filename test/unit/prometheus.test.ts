@@ -359,15 +359,16 @@ const TESTS: TestGroup[] = [
     alert_rule_test: [firing('10m', 'GatewayPlatformPaused'), firing('40m', 'GatewayPlatformPaused', { severity: 'warning', ...TARGET, credential: 'default' })],
   },
   {
-    name: 'GatewayPlatformCallsRefused: queue_full 0.5/s on default, paused 0.01/s',
+    name: 'GatewayPlatformCallsRefused: queue_full 0.5/s and deadline 0.2/s on default, paused 0.01/s',
     interval: '1m',
     input_series: [
       { series: `gateway_platform_refused_total{${SEL},pod="a",credential="default",reason="queue_full"}`, values: '0+30x60' },
+      { series: `gateway_platform_refused_total{${SEL},pod="a",credential="default",reason="deadline"}`, values: '0+12x60' },
       { series: `gateway_platform_refused_total{${SEL},pod="a",credential="default",reason="paused"}`, values: '0+0.6x60' },
     ],
     alert_rule_test: [
       firing('5m', 'GatewayPlatformCallsRefused'),
-      firing('40m', 'GatewayPlatformCallsRefused', { severity: 'warning', ...TARGET, credential: 'default', reason: 'queue_full' }),
+      firing('40m', 'GatewayPlatformCallsRefused', { severity: 'warning', ...TARGET, credential: 'default', reason: 'deadline' }, { severity: 'warning', ...TARGET, credential: 'default', reason: 'queue_full' }),
     ],
   },
   {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { allowedErrors, baselineShare, classify, disagreement, recoveryAfter, rssWithin, secondsAfter, seededRandom, shuffled } from '../../scripts/soak-targets.mjs'
+import { allowedErrors, baselineShare, classify, disagreement, liveLeases, recoveryAfter, rssWithin, secondsAfter, seededRandom, sharedLimit, shuffled } from '../../scripts/soak-targets.mjs'
+import { encodeRecord } from '../../src/platform/governor/lease-plan.js'
+import { RedisSeal } from '../../src/redis/seal.js'
 
 // The chaos soak's verdicts (npm run soak -- --chaos): a soak that judged wrongly would
 // pass a gateway that loses answers, or fail CI on noise.
@@ -100,15 +102,36 @@ describe('secondsAfter: the answers of the seconds after a fault, counted from i
 describe('disagreement: Redis against what the replicas say', () => {
   const redis = { live: 3, liveAfter: 3, limit: 8 }
   it.each([
-    ['the same permits and limit', redis, [{ permitsHeld: 2, limit: 8 }, { permitsHeld: 1, limit: 8 }], null],
-    ['a permit Redis holds that no replica does (a leak)', { ...redis, live: 4, liveAfter: 4 }, [{ permitsHeld: 2, limit: 8 }, { permitsHeld: 1, limit: 8 }], 'permits: Redis 4, replicas 2 + 1'],
-    ['another limit on one replica', redis, [{ permitsHeld: 2, limit: 8 }, { permitsHeld: 1, limit: 6 }], 'limit: Redis 8, replicas 8 / 6'],
-    ['no limit in Redis', { ...redis, limit: null }, [{ permitsHeld: 2, limit: 8 }, { permitsHeld: 1, limit: 8 }], 'limit: Redis none, replicas 8 / 8'],
-    ['permits that changed while read', { ...redis, liveAfter: 2 }, [{ permitsHeld: 2, limit: 8 }, { permitsHeld: 1, limit: 8 }], 'permits changed while read (3 then 2)'],
-    ['a replica without permitsHeld', redis, [{ limit: 8 }, { permitsHeld: 1, limit: 8 }], 'a replica names no permitsHeld in /admin/status'],
-    ['a replica that did not answer', redis, [null, { permitsHeld: 1, limit: 8 }], 'a replica gave no status'],
+    ['the same seats and limit', redis, [{ seatsHeld: 2, limit: 8 }, { seatsHeld: 1, limit: 8 }], null],
+    ['a seat Redis holds that no replica does (a leak)', { ...redis, live: 4, liveAfter: 4 }, [{ seatsHeld: 2, limit: 8 }, { seatsHeld: 1, limit: 8 }], 'seats: Redis 4, replicas 2 + 1'],
+    ['another limit on one replica', redis, [{ seatsHeld: 2, limit: 8 }, { seatsHeld: 1, limit: 6 }], 'limit: Redis 8, replicas 8 / 6'],
+    ['no limit in Redis', { ...redis, limit: null }, [{ seatsHeld: 2, limit: 8 }, { seatsHeld: 1, limit: 8 }], 'limit: Redis none, replicas 8 / 8'],
+    ['seats that changed while read', { ...redis, liveAfter: 2 }, [{ seatsHeld: 2, limit: 8 }, { seatsHeld: 1, limit: 8 }], 'seats changed while read (3 then 2)'],
+    ['a replica without seatsHeld (only the deprecated permitsHeld)', redis, [{ permitsHeld: 2, limit: 8 }, { seatsHeld: 1, limit: 8 }], 'a replica names no seatsHeld in /admin/status'],
+    ['a replica that did not answer', redis, [null, { seatsHeld: 1, limit: 8 }], 'a replica gave no status'],
   ])('%s', (_what, r, replicas, expected) => {
     expect(disagreement(r, replicas)).toBe(expected)
+  })
+})
+
+describe("what Redis holds: a credential's seats hash (redis-lease-store.ts)", () => {
+  const record = (lease: number, inFlight: number) => encodeRecord({ lease, inFlight, need: inFlight, answered: 12.5, waited: false, teams: [{ team: 'growth', weight: 1, cap: null, held: inFlight, waiting: 0, lingering: true, peak: inFlight }] })
+  const now = 1_800_000_000_000
+
+  it('liveLeases: the leases of the records that have not lapsed, the limit field aside', () => {
+    // As the lease script writes a run's field: its expiry, then the record with its grant.
+    const hash = { 'a~1': `${now + 1000}|${record(3, 2)}`, 'b~2': `${now + 5}|${record(2, 2)}`, 'c~3': `${now - 1}|${record(4, 4)}`, limit: `tag.${JSON.stringify({ limit: 8, knee: 7, at: now })}` }
+    expect(liveLeases(hash, now)).toBe(5)
+    expect(liveLeases({}, now)).toBe(0)
+  })
+
+  it('sharedLimit: the limit of the learner\'s sealed record, null without one or when it is no record', () => {
+    const sealed = new RedisSeal('soak-targets-test-secret-0000000000').sealText('rgw:seats:{default}', JSON.stringify({ limit: 12, knee: 11, at: now }))
+    expect(sharedLimit(sealed)).toBe(12)
+    expect(sharedLimit(JSON.stringify({ limit: 6, knee: 6, at: now }))).toBe(6)
+    expect(sharedLimit(null)).toBeNull()
+    expect(sharedLimit('tag.not json')).toBeNull()
+    expect(sharedLimit('tag.{"knee":3}')).toBeNull()
   })
 })
 

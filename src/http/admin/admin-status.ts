@@ -70,7 +70,8 @@ export const statusSchema = {
         type: 'object',
         properties: {
           ...scalars({ credential: 'string', maxConcurrent: 'number', adaptive: 'boolean', limit: 'number', knee: 'number?', phase: 'string?', learner: 'boolean', latencyFloorMs: 'number?', queueLimit: 'number' }),
-          ...scalars({ inFlight: 'number', queued: 'number', seatsHeld: 'number', permitsHeld: 'number', pausedUntil: 'string?' }),
+          ...scalars({ inFlight: 'number', queued: 'number', seatsHeld: 'number', pausedUntil: 'string?' }),
+          permitsHeld: { type: 'number', deprecated: true, description: 'Deprecated: the same as `seatsHeld`, its name of the last release; removed in the next one.' },
           pauses: {
             type: 'array',
             items: { type: 'object', properties: { scope: { type: 'string' }, team: nullable('string'), route: nullable('string'), until: { type: 'string' } } },
