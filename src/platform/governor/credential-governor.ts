@@ -13,7 +13,7 @@ import { WorkEstimates } from './work-estimates.js'
 /** The settings one credential's governor follows (config.platform). */
 export type GovernorSettings = Pick<
   Config['platform'],
-  'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'
+  'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs'
 >
 
 export interface CredentialGovernorOptions {
@@ -73,7 +73,6 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
           perReplica: settings.maxConcurrentPerReplica,
           unseen: settings.minConcurrent,
           leaseMs: settings.seatLeaseMs,
-          callBudgetMs: settings.timeoutMs,
           log: o.log,
           onLost: (count) => o.onLost?.(count),
           onRenewed: (answer, plan) => learned?.renewed(answer, plan),

@@ -7,6 +7,9 @@
  */
 import { fairShares, owedSeats, type TeamLoad } from './shares.js'
 
+/** Another replica takes over learning the limit once its calls answer this many times as often as the learner's. */
+export const LEARNER_MARGIN = 1.5
+
 /** A team on one replica, as its record carries it. */
 export interface TeamRecord extends TeamLoad {
   lingering: boolean
@@ -49,8 +52,9 @@ export interface LeasePlan {
   occupiedElsewhere: number
   /** Calls waited at the limit on another replica. */
   waitedElsewhere: boolean
-  /** Whether this replica learns the limit. */
+  /** Whether this replica learns the limit, and which run does. */
   learner: boolean
+  learnerRun: string
   /** The replica to tell of seats given back (the one that needs most), or null. */
   needsMost: string | null
 }
@@ -62,7 +66,7 @@ export interface LeasePlan {
  * lingers on. The seats of the limit no share holds go to the replicas that need more
  * than their targets, in proportion to that need: every seat of the limit is someone's due.
  */
-export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], limit: number): LeasePlan {
+export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], limit: number, learnerBefore: string | null = null): LeasePlan {
   const all = [mine, ...others]
   const teams = new Map<string, TeamLoad & { replicas: number; lingerers: number }>()
   for (const r of all) {
@@ -109,7 +113,10 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
       needsMost = r.run
     }
   }
-  const learner = all.reduce((best, r) => (r.answered > best.answered || (r.answered === best.answered && r.run < best.run) ? r : best), mine).run === mine.run
+  // The replica whose calls answered most learns; the one that learned goes on while it answers at least 1/LEARNER_MARGIN of that.
+  const most = all.reduce((best, r) => (r.answered > best.answered || (r.answered === best.answered && r.run < best.run) ? r : best), mine)
+  const before = all.find((r) => r.run === learnerBefore)
+  const learnerRun = before !== undefined && before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
   return {
     targets,
     target,
@@ -121,7 +128,8 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     elsewhere: others.reduce((sum, r) => sum + r.inFlight, 0),
     occupiedElsewhere: others.reduce((sum, r) => sum + Math.max(r.lease, r.inFlight), 0),
     waitedElsewhere: others.some((r) => r.waited),
-    learner,
+    learner: learnerRun === mine.run,
+    learnerRun,
     needsMost,
   }
 }

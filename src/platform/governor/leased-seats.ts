@@ -18,8 +18,6 @@ const DOWN_RETRY_MS = 100
 export const DOWN_GRACE_MS = 1000
 /** A lease asks for room to grow past its need: a quarter more, one seat at least. */
 export const SEAT_HEADROOM = 0.25
-// How fast a replica's answers per second follow its answers.
-const ANSWERED_GAIN = 0.3
 
 export interface LeasedSeatsOptions {
   store: LeaseStore
@@ -32,8 +30,6 @@ export interface LeasedSeatsOptions {
   unseen: number
   /** How long a lease lives unless renewed (platform.seatLease): renewed every third of it while it holds seats. */
   leaseMs: number
-  /** A call's whole budget (platform.timeout): no call outlives it. */
-  callBudgetMs: number
   log: Pick<Logger, 'warn'>
   /** Seats the store had lost (a restart, a flush) and that were asked for again. */
   onLost: (count: number) => void
@@ -52,9 +48,9 @@ export interface LeasedSeatsOptions {
  * while it holds any. While others wait, it asks for its target; the fraction the target
  * rounds to is taken in turns (a replica that held fewer seats than its target over time
  * asks one more). While the store cannot be reached it keeps its lease as last granted for
- * as long as a lease lives, then no more than its part of an even split of the limit
- * between the replicas it last saw, and that part once the others' calls have ended (or
- * its own cap, platform.maxConcurrentPerReplica, from DOWN_GRACE_MS on).
+ * and its part of the seats no replica held, for as long as a lease lives, then its part
+ * of an even split of the limit between the replicas it last saw (or its own cap,
+ * platform.maxConcurrentPerReplica, from DOWN_GRACE_MS on).
  */
 export class LeasedSeats implements SeatLease {
   readonly #o: LeasedSeatsOptions
@@ -115,17 +111,16 @@ export class LeasedSeats implements SeatLease {
   }
 
   size(limit: number): number {
-    const out = this.#downSince === null ? 0 : this.#clock.now() - this.#downSince
-    if (out < DOWN_GRACE_MS) return Math.min(limit, this.#leaseUnder(limit))
-    if (this.#o.perReplica !== null) return Math.min(limit, this.#o.perReplica)
-    if (!this.#granted) return Math.min(limit, this.#o.unseen)
     const lease = Math.min(limit, this.#leaseUnder(limit))
-    if (out < this.#o.leaseMs) return lease
-    // Its part of an even split between the replicas it last saw, the odd seats to the
-    // first in order: they add up to the limit. Past its lease only once every call the
-    // others had in flight has ended (a call's whole budget later).
-    const split = Math.floor(limit / this.#replicas) + (this.#rank < limit % this.#replicas ? 1 : 0)
-    return out < this.#o.leaseMs + this.#o.callBudgetMs ? Math.min(split, lease) : split
+    if (this.#downSince === null) return lease
+    const out = this.#clock.now() - this.#downSince
+    if (this.#o.perReplica !== null && out >= DOWN_GRACE_MS) return Math.min(limit, this.#o.perReplica)
+    if (!this.#granted) return Math.min(limit, this.#o.unseen)
+    // Its part of seats shared between the replicas it last saw, the odd ones to the first in order.
+    const part = (seats: number) => Math.floor(seats / this.#replicas) + (this.#rank < seats % this.#replicas ? 1 : 0)
+    // While leases live: its own, and its part of the seats no replica held at the last answer.
+    if (out < this.#o.leaseMs) return Math.min(limit, lease + part(Math.max(0, this.#free)))
+    return part(limit)
   }
 
   /**
@@ -269,7 +264,8 @@ export class LeasedSeats implements SeatLease {
     else this.#credit = 0
     this.#creditAt = now
     const since = Math.max(1, now - this.#lastAnswer)
-    if (Number.isFinite(this.#lastAnswer)) this.#answered += ANSWERED_GAIN * ((this.#answers * 1000) / since - this.#answered)
+    // Answers per second, smoothed over about a lease's life (renewals come at any pace).
+    if (Number.isFinite(this.#lastAnswer)) this.#answered += (1 - Math.exp(-since / this.#o.leaseMs)) * ((this.#answers * 1000) / since - this.#answered)
     const held = Math.max(this.#lease, d.inFlight)
     // While another replica waits: its due, and any seat no one took.
     const wanted = need === 0 ? 0 : this.#plan?.contended ? Math.min(need, this.#due() + Math.max(0, this.#free)) : Math.min(d.limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
@@ -288,11 +284,13 @@ export class LeasedSeats implements SeatLease {
       if (tell) for (const other of answer.others) this.#o.store.tell(other.run).catch(() => undefined)
     } catch {
       this.#lastAnswer = this.#clock.now()
-      // Kept as last granted while leases live: the other replicas keep theirs, and none is anyone's twice.
+      // Kept as last granted while leases live, with this replica's part of the seats no one
+      // held: the other replicas keep theirs, and none is anyone's twice.
       if (this.#downSince === null) {
         this.#downSince = this.#lastAnswer
         const wake = () => this.#grown.forEach((fn) => fn())
-        this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs, this.#o.leaseMs + this.#o.callBudgetMs].map((ms) => this.#clock.setTimeout(wake, ms + 1).unref())
+        this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs].map((ms) => this.#clock.setTimeout(wake, ms + 1).unref())
+        wake()
       }
     } finally {
       this.#renewing = false
@@ -319,7 +317,7 @@ export class LeasedSeats implements SeatLease {
     this.#rank = answer.others.filter((r) => r.run < this.#run).length
     const d = this.#demand
     const mine = { run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }
-    this.#plan = leasePlan(mine, answer.others, d.limit)
+    this.#plan = leasePlan(mine, answer.others, d.limit, this.#plan?.learnerRun ?? null)
     if (need > this.#lease && this.#free <= 0) this.#starvedAt = this.#lastAnswer
     if (this.#lease >= need) this.#unusedSince = this.#lease > need ? (this.#unusedSince ?? this.#lastAnswer) : null
     // Seats given back: the replica that needs most is told.

@@ -245,7 +245,7 @@ export class CredentialSeats {
     const priority = req.priority ?? 'caller'
     const now = this.#clock.now()
     this.#teamOf(team).lastAsked = now
-    const expected = this.#o.work.expectedMs(team, req.workClass, now)
+    const expected = this.#o.work.neededMs(team, req.workClass, now)
     const sendBy = req.deadline - (expected ?? 0)
     if (sendBy <= now) return Promise.reject(this.#refuse('deadline', tooLate(expected, req.deadline - now), priority))
     const expiresAt = Math.min(now + this.#o.queueTimeoutMs, sendBy)
@@ -504,9 +504,9 @@ export class CredentialSeats {
         const at = outcome.kind === 'dropped' ? now : startedAt + outcome.latencyMs
         if (outcome.kind === 'answer') this.#lease.answered()
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: this.#learn(team, workClass, expected, outcome) })
-        // A call that got no answer (its deadline, the gateway's own stop) goes on at the
-        // platform: its seat is held until its expected end there. An answer frees it.
-        const until = outcome.kind === 'answer' ? 0 : startedAt + (this.#o.work.expectedMs(team, workClass, now) ?? 0)
+        // A call cut by its deadline goes on at the platform: its seat is held until its
+        // expected end there. An answer, a broken connection or a stop frees it.
+        const until = outcome.kind === 'none' && outcome.timedOut ? startedAt + (this.#o.work.expectedMs(team, workClass, now) ?? 0) : 0
         if (until > now) this.#timer(free, until - now)
         else free()
       },

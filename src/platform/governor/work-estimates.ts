@@ -6,24 +6,28 @@
  * another's calls look short. A kind a team has not yet had answered takes what the
  * same work took for the other teams, else it is unknown (counted long). A call cut by
  * its deadline says its kind takes longer than that: for a while the kind is taken to
- * take half as long again. Pure: times are passed in. docs/governor.md, "The work
+ * take half as long again (and again at each cut); a kind never answered but cut is
+ * sent no more, but for a call now and then to see. Pure: times are passed in. docs/governor.md, "The work
  * estimator".
  */
 
 /** How much of each answer moves its kind's estimate. */
 export const ESTIMATE_GAIN = 0.2
-/** A call cut by its deadline ran at least that long: its kind is taken to take this much longer (the platform works on)... */
+/** A call cut by its deadline ran at least that long: its kind is taken to take this much longer (the platform works on), and this much longer again at each cut within... */
 export const CUT_GROWTH = 1.5
-/** ...for this long; then its answers' estimate holds again, and a call of the kind is sent to see. */
+/** ...this long, or until a call of the kind is answered sooner; */
 export const CUT_MEMORY_MS = 5 * 60_000
+/** a kind never answered but cut is not sent, but for one call this often, to see. */
+export const CUT_TRIAL_MS = 30_000
 /** Kinds held; past this many the least recently seen is forgotten. */
 export const MAX_KINDS = 512
 
 interface Estimate {
   ms: number | null
-  /** At least this long until `until` (epoch ms): a cut said so. */
+  /** At least this long until `until` (epoch ms): a cut said so; a call sent to see from `trialAt`. */
   cutMs: number
   until: number
+  trialAt: number
 }
 
 export class WorkEstimates {
@@ -40,26 +44,43 @@ export class WorkEstimates {
     return ms === null ? (cut > 0 ? cut : null) : Math.max(ms, cut)
   }
 
+  /**
+   * The time a call of `work` by `team` needs at `now` (ms), to be sent at all: what its
+   * kind's answers took; a kind never answered but cut, what the cuts say, but for one
+   * call each CUT_TRIAL_MS, sent to see (0: that one); null when unknown.
+   */
+  neededMs(team: string, work: string, now: number): number | null {
+    const answered = this.#own.get(key(team, work))?.ms ?? this.#shared.get(work)?.ms ?? null
+    if (answered !== null) return answered
+    const e = this.#own.get(key(team, work))
+    if (e === undefined || now >= e.until) return null
+    if (now < e.trialAt) return e.cutMs
+    e.trialAt = now + CUT_TRIAL_MS
+    return 0
+  }
+
   /** Whether a call of `work` by `team` is expected to end within `horizonMs` (unknown: it is not). */
   within(team: string, work: string, horizonMs: number, now: number): boolean {
     const ms = this.expectedMs(team, work, now)
     return ms !== null && ms <= horizonMs
   }
 
-  /** A call answered after `ms` at the platform. */
+  /** A call answered after `ms` at the platform: a cut that said its kind takes longer no longer stands. */
   answered(team: string, work: string, ms: number): void {
     for (const [map, k] of this.#keys(team, work)) {
       const e = take(map, k)
       e.ms = e.ms === null ? ms : e.ms + ESTIMATE_GAIN * (ms - e.ms)
+      if (ms < e.cutMs) e.until = 0
     }
   }
 
-  /** A call cut by its deadline after `ms` at `now`: its kind takes at least CUT_GROWTH times that, for CUT_MEMORY_MS. */
+  /** A call cut by its deadline after `ms` at `now`: its kind takes at least CUT_GROWTH times that (or than the last cut said), for CUT_MEMORY_MS. */
   cut(team: string, work: string, ms: number, now: number): void {
     for (const [map, k] of this.#keys(team, work)) {
       const e = take(map, k)
-      e.cutMs = Math.max(now < e.until ? e.cutMs : 0, CUT_GROWTH * ms)
+      e.cutMs = CUT_GROWTH * Math.max(now < e.until ? e.cutMs : 0, ms)
       e.until = now + CUT_MEMORY_MS
+      e.trialAt = now + CUT_TRIAL_MS
     }
   }
 
@@ -74,7 +95,7 @@ function cutOf(e: Estimate | undefined, now: number): number {
 
 /** The estimate of `k`, made most recently seen (created unknown), the least recently seen forgotten past MAX_KINDS. */
 function take(map: Map<string, Estimate>, k: string): Estimate {
-  const e = map.get(k) ?? { ms: null, cutMs: 0, until: 0 }
+  const e = map.get(k) ?? { ms: null, cutMs: 0, until: 0, trialAt: 0 }
   map.delete(k)
   if (map.size >= MAX_KINDS) map.delete(map.keys().next().value as string)
   map.set(k, e)
