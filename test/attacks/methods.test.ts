@@ -1,3 +1,4 @@
+import { gunzipSync } from 'node:zlib'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { buildGateway, KEYS, listen, testConfig, type TestGateway } from '../helpers/build-gateway.js'
@@ -8,11 +9,12 @@ import { leakedSecrets } from '../helpers/secret-scan.js'
 import { itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // Methods. A platform that reflects TRACE, as RFC 9110 says it should, hands back the
-// request it got, the gateway's `authorization: Bearer <platform token>` in it. Here the
-// platform reflects every request it gets, and every method goes to the gateway in every
-// path spelling, with a writer's key and a reader's: only GET, HEAD, POST, PUT, PATCH and
-// DELETE reach the platform; TRACE, CONNECT and OPTIONS never do. Then, against the
-// sandbox, HEAD of a report is its GET without the body.
+// request it got, the gateway's `authorization: Bearer <platform token>` in it; so does
+// a debug page or an echo route for any method. Here the platform reflects every request
+// it gets, and every method goes to the gateway in every path spelling, with a writer's
+// key and a reader's: no answer carries the platform token, and only GET, HEAD, POST,
+// PUT, PATCH and DELETE reach the platform. Then, against the sandbox, HEAD of a report
+// is its GET without the body.
 
 const PLATFORM_TOKEN = 'reflected-platform-token-0123456789abcdef'
 const WRITER = KEYS.writer
@@ -39,6 +41,23 @@ const API_PATHS = ['/api/v1/campaign/get', '/api/v1//campaign/get', '/api/v1/cam
 const PATHS = [...API_PATHS, '/API/v1/campaign/get']
 const BODY = JSON.stringify({ userId: 101, dateFrom: '2026-01-01', dateTo: '2026-01-07' })
 const WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'QUERY'])
+/** What callers accept: nothing said, gzip (which the platform then sends), codings the gateway does not read. */
+const ENCODINGS = [null, 'gzip, deflate, br', 'zstd, *']
+
+/** An answer's whole text as its caller reads it: a gzipped body decoded. */
+function readable(res: RawResponse): string {
+  if (res.headers['content-encoding'] !== 'gzip') return res.text
+  try {
+    return `${res.text}\n${gunzipSync(Buffer.from(res.body, 'latin1')).toString('utf8')}`
+  } catch {
+    return res.text
+  }
+}
+
+/** Each answer that carries the platform token, named by what was sent. */
+function leaks(answers: [string, RawResponse][]): string[] {
+  return answers.filter(([, res]) => leakedSecrets(readable(res), [PLATFORM_TOKEN]).length > 0).map(([what, res]) => `${what}: ${res.status}`)
+}
 
 describe('a platform that reflects every request', () => {
   let platform: ReflectingPlatform | undefined
@@ -48,7 +67,9 @@ describe('a platform that reflects every request', () => {
     gateway = await listen(await buildGateway(testConfig({ PLATFORM_BASE_URL: platform.url, PLATFORM_TOKEN, LOG_LEVEL: 'trace' }, YAML)))
   })
   afterEach(() => {
-    if (platform) platform.requests.length = 0
+    if (!platform) return
+    platform.requests.length = 0
+    platform.echoHeaders = true
   })
   afterAll(async () => {
     await gateway?.close()
@@ -69,13 +90,34 @@ describe('a platform that reflects every request', () => {
     expect(await res.text()).toContain(PLATFORM_TOKEN)
   })
 
-  it('forwards GET, HEAD, POST, PUT, PATCH and DELETE alone: any method, path spelling or key', async () => {
-    for (const key of [WRITER, READER]) {
-      for (const method of METHODS) for (const path of PATHS) await send(method, path, key)
+  it.each([
+    ['in its headers and body', true],
+    ['in its body alone', false],
+  ])('gets the platform token back to no caller, reflected %s: any method, path spelling, key or accepted coding', async (_where, echoHeaders) => {
+    reflecting.echoHeaders = echoHeaders
+    const answers: [string, RawResponse][] = []
+    for (const [who, key] of [['writer', WRITER], ['reader', READER]] as const) {
+      for (const method of METHODS) {
+        for (const path of PATHS) {
+          for (const encoding of ENCODINGS) {
+            const res = await send(method, path, key, encoding === null ? {} : { 'accept-encoding': encoding })
+            answers.push([`${who} ${method} ${path} (accept-encoding: ${encoding})`, res])
+          }
+        }
+      }
       // CONNECT in its own form: a tunnel to the platform's address.
-      await send('CONNECT', new URL(reflecting.url).host, key)
+      answers.push([`${who} CONNECT ${new URL(reflecting.url).host}`, await send('CONNECT', new URL(reflecting.url).host, key)])
     }
+    expect(leaks(answers)).toEqual([])
+    // Every forwarded method did reach the platform, and fails there: its answer carried the token.
     expect(new Set(reflecting.requests.map((r) => r.method))).toEqual(new Set(FORWARDED))
+    const forwarded = answers.filter(([what]) => /^writer GET \/api\/v1\/campaign\/get /.test(what))
+    for (const [what, res] of forwarded) {
+      expect(res.status, what).toBe(502)
+      expect(JSON.parse(res.body), what).toMatchObject({ code: 'GW_UPSTREAM', message: expect.stringContaining('carried the gateway\'s token back') })
+    }
+    // The platform never offered a coding the gateway does not read.
+    expect(reflecting.requests.map((r) => r.headers['accept-encoding'] ?? null).filter((e) => e !== null && e !== 'gzip' && e !== 'gzip, deflate, br')).toEqual([])
   })
 
   it('forwards none of TRACE, CONNECT, OPTIONS, whatever the key: OPTIONS is 204 with allow, any other method 405 with allow', async () => {
@@ -109,12 +151,15 @@ describe('a platform that reflects every request', () => {
   })
 
   it('lets no method override name another method to the platform: the header is dropped, a `_method` field refused', async () => {
+    const answers: [string, RawResponse][] = []
     for (const key of [WRITER, READER]) {
-      await send('POST', '/api/v1/campaign/get', key, { 'x-http-method-override': 'TRACE' })
+      answers.push(['X-HTTP-Method-Override: TRACE', await send('POST', '/api/v1/campaign/get', key, { 'x-http-method-override': 'TRACE' })])
       const form = await send('POST', '/api/v1/campaign/get', key, { 'content-type': 'application/x-www-form-urlencoded' }, 'userId=101&_method=TRACE')
       expect(form.status).toBe(400)
       expect(JSON.parse(form.body)).toMatchObject({ code: 'GW_BAD_REQUEST' })
+      answers.push(['_method=TRACE', form])
     }
+    expect(leaks(answers)).toEqual([])
     expect(reflecting.requests.map((r) => [r.method, r.headers['x-http-method-override']])).toEqual([
       ['POST', undefined],
       ['POST', undefined],

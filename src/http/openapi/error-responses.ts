@@ -48,7 +48,7 @@ const WHEN: Record<string, string> = {
   GW_RATE_LIMITED: 'The team\'s rate limit is spent; `retry-after` says when to try again.',
   GW_PLATFORM_AUTH: 'The platform refused the gateway\'s token and no new one could be had. Cached reports are still served.',
   GW_PLATFORM_REFUSED: 'The platform answered 401 to this call although it accepts the gateway\'s token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried.',
-  GW_UPSTREAM: 'The platform failed (a 5xx or a broken connection) and no stale copy exists.',
+  GW_UPSTREAM: 'The platform failed (a 5xx, a broken connection, or an answer that carried the gateway\'s token back) and no stale copy exists.',
   GW_UPSTREAM_TIMEOUT: 'The platform did not answer within `platform.timeout` and no stale copy exists.',
   GW_OVERLOADED: 'The credential\'s queue of platform calls is full, or the wait timed out; `retry-after` says when to try again.',
   GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the response\'s `x-request-id`.',
