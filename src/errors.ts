@@ -12,6 +12,7 @@ export const allErrors = {
   ReloadUnavailableError: createError<[string]>('GW_RELOAD_UNAVAILABLE', 'teams cannot be reloaded: %s', 409),
   ForbiddenError: createError<[string, { cause?: unknown }?]>('GW_FORBIDDEN', '%s', 403),
   NotFoundError: createError('GW_NOT_FOUND', 'not found', 404),
+  MethodNotAllowedError: createError<[string, string]>('GW_METHOD_NOT_ALLOWED', '%s is never sent to the platform; under /api/v1/ the gateway takes %s', 405),
   RateLimitedError: createError<[number]>('GW_RATE_LIMITED', 'rate limit reached; retry in %d s', 429),
   PlatformAuthError: createError<[string, { cause?: unknown }?]>('GW_PLATFORM_AUTH', 'the platform refused the gateway token: %s', 502),
   // A 401 the probe call does not confirm: the platform refused this one call (a route behind
@@ -56,6 +57,7 @@ export const {
   ReloadUnavailableError,
   ForbiddenError,
   NotFoundError,
+  MethodNotAllowedError,
   RateLimitedError,
   PlatformAuthError,
   PlatformRefusedError,

@@ -5,6 +5,7 @@ import { reportReads, type ReportReadParts } from './reads/report-route.js'
 import type { Caller } from '../access/admission.js'
 import { describeOnly, proxySchema } from './openapi/route-schemas.js'
 import { proxyHandler } from './proxy.js'
+import { FORWARDED_METHODS, methodRoutes } from './methods.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -17,7 +18,8 @@ declare module 'fastify' {
 export type ApiParts = ReportReadParts & Pick<GatewayContext, 'usage' | 'answers'> & { client: PlatformClient }
 
 /**
- * Everything under /api/v1/: report reads (cached) and every other call (proxied).
+ * Everything under /api/v1/: report reads (cached), every other call of a forwarded method
+ * (proxied), and the gateway's own answers to the other methods (methods.ts).
  * Each handler reads top to bottom through `Admission`, which decides for every entrance.
  */
 export async function apiRoutes(app: FastifyInstance, { config, reports, clock, tracing, usage, answers, admission, client, decisions }: ApiParts): Promise<void> {
@@ -29,5 +31,6 @@ export async function apiRoutes(app: FastifyInstance, { config, reports, clock, 
 
   const proxy = proxyHandler({ config, tracing, usage, clock, answers }, admission, client)
   await app.register(reportReads, { config, reports, clock, tracing, admission, decisions })
-  app.all('/api/v1/*', { schema: proxySchema({ bodyLimit: config.bodyLimit }) }, proxy)
+  app.route({ method: FORWARDED_METHODS, url: '/api/v1/*', schema: proxySchema({ bodyLimit: config.bodyLimit }), handler: proxy })
+  methodRoutes(app)
 }

@@ -10,12 +10,14 @@ import type { Admission } from '../access/admission.js'
 import { targetUrl } from '../access/request-target.js'
 import { withRetryAfter } from '../platform/retry-after.js'
 import { traceOf } from '../observe/tracing.js'
+import { forwardedEncodings } from '../platform/client/token-echo.js'
 
 // What the platform may see of a caller's request headers: an allowlist, so
 // that forwarding, method-override, cookie or proxy headers never reach it. The
 // authorization and x-request-id headers are the gateway's; content-type is the
-// gateway's own for the bodies it re-serializes.
-const FORWARDED_HEADERS = ['accept', 'accept-encoding', 'accept-language', 'user-agent'] as const
+// gateway's own for the bodies it re-serializes; accept-encoding offers only the codings
+// whose bodies the gateway reads for its token (token-echo.ts).
+const FORWARDED_HEADERS = ['accept', 'accept-language', 'user-agent'] as const
 
 // Hop-by-hop headers (RFC 9110, 7.6.1) describe the platform's connection to us, not
 // ours to the caller; its session cookie is not the caller's either.
@@ -48,6 +50,8 @@ export function proxyHandler(
       const value = request.headers[name]
       if (typeof value === 'string') headers[name] = value
     }
+    const encodings = typeof request.headers['accept-encoding'] === 'string' ? forwardedEncodings(request.headers['accept-encoding']) : undefined
+    if (encodings !== undefined) headers['accept-encoding'] = encodings
     let body: string | Readable | null = null
     if (caller.body) {
       headers['content-type'] = caller.body.contentType

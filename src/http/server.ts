@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream'
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
-import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError } from '../errors.js'
+import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError, type GatewayError } from '../errors.js'
 import { handledFailure, type FailureLog } from '../observe/failure-log.js'
 import { VALIDATOR_CODE } from '../perf/validator-code.js'
 import { closeSilentConnections } from './hooks/silent-connections.js'
@@ -84,10 +84,20 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
     socket.destroy()
     return
   }
-  const error = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new RequestTimeoutError() : new BadRequestError('malformed HTTP request')
-  const body = JSON.stringify({ statusCode: error.statusCode, code: error.code, error: STATUS_CODES[error.statusCode ?? 400], message: error.message })
-  // Then closed, not half-closed: a caller that keeps its side open would keep the socket.
-  socket.end(`HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode ?? 400]}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => socket.destroy())
+  endWithError(socket, err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new RequestTimeoutError() : new BadRequestError('malformed HTTP request'))
+}
+
+/**
+ * Answers `error` in the contract's JSON shape, with `headers`, on a connection the
+ * router never sees (a malformed request, a CONNECT), and closes it: closed, not
+ * half-closed, as a caller that keeps its side open would keep the socket.
+ */
+export function endWithError(socket: Duplex, error: GatewayError, headers: Record<string, string> = {}): void {
+  const status = error.statusCode ?? 500
+  const reason = STATUS_CODES[status] ?? ''
+  const body = JSON.stringify({ statusCode: status, code: error.code, error: reason, message: error.message })
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${lines}\r\n${body}`, () => socket.destroy())
 }
 
 function bodyLimitOf(request: FastifyRequest, config: Config): number {

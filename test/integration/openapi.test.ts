@@ -5,7 +5,8 @@ import { buildGateway, KEYS, testConfig, type TestGateway } from '../helpers/bui
 import { documentedOperations, itIsValidAndCommitted, routeTable } from '../helpers/openapi-doc.js'
 
 const COMMITTED = new URL('../../docs/openapi.json', import.meta.url)
-const OPERATIONS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+// The methods forwarded to the platform; OPTIONS and the refused methods are the gateway's own answers.
+const OPERATIONS = ['get', 'put', 'post', 'delete', 'head', 'patch']
 
 type Doc = {
   openapi: string
@@ -42,7 +43,7 @@ describe('OpenAPI document of the proxy listener', () => {
     }
     expect(documented).toContain('GET /api/v1/report/{split}/get')
     expect(documented).toContain('POST /api/v1/report/{split}/get')
-    for (const method of OPERATIONS) expect(documented).toContain(`${method.toUpperCase()} /api/v1/{path}`)
+    expect(Object.keys(doc.paths['/api/v1/{path}']!).sort()).toEqual([...OPERATIONS].sort())
     // Each documented operation is one Fastify answers.
     const fastifyUrl = (path: string) => path.replace('{split}', 'campaigns').replace('{path}', 'campaign/get')
     for (const entry of documented) {

@@ -28,7 +28,7 @@ const gw = useGateway(
 // The start's token probe is the gateway's own call: what callers send starts here.
 beforeAll(() => sandbox.clearRequests())
 
-type Method = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH' | 'HEAD' | 'OPTIONS'
+type Method = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH' | 'HEAD' | 'OPTIONS' | 'TRACE'
 
 function call(method: Method, url: string, opts: { key?: string | null; headers?: Record<string, string>; json?: unknown; form?: string } = {}) {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) }
@@ -214,11 +214,23 @@ describe('write permission', () => {
     ['PATCH', '/api/v1/campaign/1'],
     ['POST', '/api/v1/campaign/banner/create?then=/get'],
     ['POST', '/api/v1/campaign/getter'],
-    ['OPTIONS', '/api/v1/campaign/get'],
   ] as [Method, string][])('treats %s %s as a write', async (method, url) => {
     const res = await call(method, url, { key: KEYS.all })
     expect(res.statusCode).toBe(403)
     expect(res.json().code).toBe('GW_FORBIDDEN')
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('answers OPTIONS itself and refuses TRACE, for the writer team too: nothing sent', async () => {
+    for (const key of [KEYS.all, KEYS.writer]) {
+      const options = await call('OPTIONS', '/api/v1/campaign/get', { key })
+      expect(options.statusCode).toBe(204)
+      expect(options.headers.allow).toBe('GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS')
+      const trace = await call('TRACE', '/api/v1/campaign/get?userId=101', { key })
+      expect(trace.statusCode).toBe(405)
+      expect(trace.headers.allow).toBe('GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS')
+      expect(trace.json()).toMatchObject({ statusCode: 405, code: 'GW_METHOD_NOT_ALLOWED', error: 'Method Not Allowed' })
+    }
     expect(sandbox.requests).toHaveLength(0)
   })
 

@@ -91,44 +91,36 @@ export interface paths {
         };
         /**
          * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Reads are GET and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`. Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
         get: operations["getPlatform"];
         /**
          * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Reads are GET and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`. Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
         put: operations["putPlatform"];
         /**
          * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Reads are GET and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`. Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
         post: operations["postPlatform"];
         /**
          * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Reads are GET and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`. Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
         delete: operations["deletePlatform"];
+        options?: never;
         /**
          * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Reads are GET and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`. Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
-         */
-        options: operations["optionsPlatform"];
-        /**
-         * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Reads are GET and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`. Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
         head: operations["headPlatform"];
         /**
          * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Reads are GET and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`. Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
         patch: operations["patchPlatform"];
-        /**
-         * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Reads are GET and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`. Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
-         */
-        trace: operations["tracePlatform"];
+        trace?: never;
     };
 }
 export type webhooks = Record<string, never>;
@@ -243,6 +235,25 @@ export interface components {
             statusCode: 500;
             /** @constant */
             code: "GW_INTERNAL";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
+         * @description A method the gateway does not forward, under `/api/v1/` (TRACE, CONNECT, QUERY, …), whatever the key: never sent to the platform; `allow` lists the methods taken (GET, HEAD, POST, PUT, PATCH, DELETE, and OPTIONS, which the gateway answers 204).
+         * @example {
+         *       "statusCode": 405,
+         *       "code": "GW_METHOD_NOT_ALLOWED",
+         *       "error": "Method Not Allowed",
+         *       "message": "…"
+         *     }
+         */
+        GW_METHOD_NOT_ALLOWED: {
+            /** @constant */
+            statusCode: 405;
+            /** @constant */
+            code: "GW_METHOD_NOT_ALLOWED";
             /** @description The HTTP reason phrase, e.g. `Bad Request`. */
             error: string;
             /** @description What was wrong and, where it helps, what to do. */
@@ -477,7 +488,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description The platform failed (a 5xx or a broken connection) and no stale copy exists.
+         * @description The platform failed (a 5xx, a broken connection, or an answer that carried the gateway's token back) and no stale copy exists.
          * @example {
          *       "statusCode": 502,
          *       "code": "GW_UPSTREAM",
@@ -690,7 +701,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_INTERNAL"];
             };
         };
-        /** @description `GW_PLATFORM_AUTH`: The platform refused the gateway's token and no new one could be had. Cached reports are still served. `GW_PLATFORM_REFUSED`: The platform answered 401 to this call although it accepts the gateway's token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried. `GW_UPSTREAM`: The platform failed (a 5xx or a broken connection) and no stale copy exists. */
+        /** @description `GW_PLATFORM_AUTH`: The platform refused the gateway's token and no new one could be had. Cached reports are still served. `GW_PLATFORM_REFUSED`: The platform answered 401 to this call although it accepts the gateway's token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried. `GW_UPSTREAM`: The platform failed (a 5xx, a broken connection, or an answer that carried the gateway's token back) and no stale copy exists. */
         "report-502": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -824,7 +835,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_INTERNAL"];
             };
         };
-        /** @description `GW_PLATFORM_AUTH`: The platform refused the gateway's token and no new one could be had. Cached reports are still served. `GW_PLATFORM_REFUSED`: The platform answered 401 to this call although it accepts the gateway's token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried. `GW_UPSTREAM`: The platform failed (a 5xx or a broken connection) and no stale copy exists. */
+        /** @description `GW_PLATFORM_AUTH`: The platform refused the gateway's token and no new one could be had. Cached reports are still served. `GW_PLATFORM_REFUSED`: The platform answered 401 to this call although it accepts the gateway's token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried. `GW_UPSTREAM`: The platform failed (a 5xx, a broken connection, or an answer that carried the gateway's token back) and no stale copy exists. */
         "platform-502": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1387,58 +1398,6 @@ export interface operations {
             };
         };
     };
-    optionsPlatform: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
-                "x-request-id"?: string;
-            };
-            path: {
-                /** @description The platform path after `/api/v1/`, slashes included and sent as they are (for example `campaign/get`); an encoded slash (`%2F`), `..` or `//` is 404. */
-                path: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            400: components["responses"]["platform-400"];
-            401: components["responses"]["platform-401"];
-            403: components["responses"]["platform-403"];
-            404: components["responses"]["platform-404"];
-            408: components["responses"]["platform-408"];
-            413: components["responses"]["platform-413"];
-            429: components["responses"]["platform-429"];
-            500: components["responses"]["platform-500"];
-            502: components["responses"]["platform-502"];
-            503: components["responses"]["platform-503"];
-            504: components["responses"]["platform-504"];
-            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
-            "2XX": {
-                headers: {
-                    "x-request-id": components["headers"]["x-request-id"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": unknown;
-                };
-            };
-            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
-            "4XX": {
-                headers: {
-                    "x-request-id": components["headers"]["x-request-id"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PlatformError"];
-                };
-            };
-        };
-    };
     headPlatform: {
         parameters: {
             query?: never;
@@ -1492,65 +1451,6 @@ export interface operations {
         };
     };
     patchPlatform: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
-                "x-request-id"?: string;
-            };
-            path: {
-                /** @description The platform path after `/api/v1/`, slashes included and sent as they are (for example `campaign/get`); an encoded slash (`%2F`), `..` or `//` is 404. */
-                path: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": unknown;
-                "application/x-www-form-urlencoded": {
-                    [key: string]: string;
-                };
-            };
-        };
-        responses: {
-            400: components["responses"]["platform-400"];
-            401: components["responses"]["platform-401"];
-            403: components["responses"]["platform-403"];
-            404: components["responses"]["platform-404"];
-            408: components["responses"]["platform-408"];
-            413: components["responses"]["platform-413"];
-            429: components["responses"]["platform-429"];
-            500: components["responses"]["platform-500"];
-            502: components["responses"]["platform-502"];
-            503: components["responses"]["platform-503"];
-            504: components["responses"]["platform-504"];
-            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
-            "2XX": {
-                headers: {
-                    "x-request-id": components["headers"]["x-request-id"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": unknown;
-                };
-            };
-            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
-            "4XX": {
-                headers: {
-                    "x-request-id": components["headers"]["x-request-id"];
-                    ratelimit: components["headers"]["ratelimit"];
-                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PlatformError"];
-                };
-            };
-        };
-    };
-    tracePlatform: {
         parameters: {
             query?: never;
             header?: {

@@ -21,10 +21,6 @@ const DOCUMENTED_PATHS: Record<string, string> = {
   '/api/v1/*': '/api/v1/{path}',
 }
 
-// OpenAPI 3.1 names these operations of a path item; `all` routes also carry QUERY,
-// which only 3.2 can describe.
-const OPERATIONS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
-
 /** Routes without a schema of their own (health, this document): what the document says of them. */
 const PLAIN_ROUTES: Record<string, Json> = {
   '/healthz': { tags: ['health'], operationId: 'healthz', summary: 'Liveness: the process answers' },
@@ -118,10 +114,6 @@ export function completeDocument(doc: Json): Json {
   const paths = doc.paths as Record<string, Record<string, Json>>
   for (const [path, item] of Object.entries(paths)) {
     for (const [method, shared] of Object.entries(item)) {
-      if (!OPERATIONS.has(method)) {
-        delete item[method]
-        continue
-      }
       // The methods of one route share one operation object.
       const op = structuredClone(shared)
       item[method] = op
@@ -130,7 +122,7 @@ export function completeDocument(doc: Json): Json {
       else if (tags.includes('platform')) {
         op.operationId = `${method}Platform`
         op.responses = platformResponses()
-        if (method !== 'get' && method !== 'head' && method !== 'options') op.requestBody = structuredClone(PLATFORM_BODY)
+        if (method !== 'get' && method !== 'head') op.requestBody = structuredClone(PLATFORM_BODY)
       } else op.security = []
       if (path === '/readyz') op.responses = structuredClone(READYZ)
       if (!tags.includes('reports') && !tags.includes('platform')) {

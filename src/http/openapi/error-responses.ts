@@ -9,8 +9,11 @@ type Json = Record<string, unknown>
 /** GW_INTERNAL is no class: http/server.ts's error handler writes it for an unexpected fault. */
 const INTERNAL = { code: 'GW_INTERNAL', statusCode: 500 }
 
-/** Codes only the admin listener answers with; the document describes the proxy listener. */
-const ADMIN_ONLY = new Set(['GW_ADMIN_DISABLED', 'GW_TOKEN_REJECTED', 'GW_REDIS_UNAVAILABLE', 'GW_RELOAD_UNAVAILABLE', 'GW_CONFIG_INVALID'])
+/**
+ * Codes no operation of the document answers with: the admin listener's (the document
+ * describes the proxy listener), and the 405 of a method no operation has.
+ */
+const NO_OPERATION = new Set(['GW_ADMIN_DISABLED', 'GW_TOKEN_REJECTED', 'GW_REDIS_UNAVAILABLE', 'GW_RELOAD_UNAVAILABLE', 'GW_CONFIG_INVALID', 'GW_METHOD_NOT_ALLOWED'])
 
 /**
  * 4xx statuses the platform's own answer may also carry, passed through: any but 401,
@@ -39,12 +42,13 @@ const WHEN: Record<string, string> = {
   GW_UNAUTHORIZED: 'No key, or an unknown, expired or revoked one.',
   GW_FORBIDDEN: 'The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it.',
   GW_NOT_FOUND: 'A path outside `/api/v1/`, the platform\'s token request path, or a path that would leave `/api/v1/` once decoded.',
+  GW_METHOD_NOT_ALLOWED: 'A method the gateway does not forward, under `/api/v1/` (TRACE, CONNECT, QUERY, …), whatever the key: never sent to the platform; `allow` lists the methods taken (GET, HEAD, POST, PUT, PATCH, DELETE, and OPTIONS, which the gateway answers 204).',
   GW_REQUEST_TIMEOUT: 'The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed.',
   GW_PAYLOAD_TOO_LARGE: 'The body is over `bodyLimit` (a POST report body: over `limits.reportBody`).',
   GW_RATE_LIMITED: 'The team\'s rate limit is spent; `retry-after` says when to try again.',
   GW_PLATFORM_AUTH: 'The platform refused the gateway\'s token and no new one could be had. Cached reports are still served.',
   GW_PLATFORM_REFUSED: 'The platform answered 401 to this call although it accepts the gateway\'s token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried.',
-  GW_UPSTREAM: 'The platform failed (a 5xx or a broken connection) and no stale copy exists.',
+  GW_UPSTREAM: 'The platform failed (a 5xx, a broken connection, or an answer that carried the gateway\'s token back) and no stale copy exists.',
   GW_UPSTREAM_TIMEOUT: 'The platform did not answer within `platform.timeout` and no stale copy exists.',
   GW_OVERLOADED: 'The credential\'s queue of platform calls is full, or the wait timed out; `retry-after` says when to try again.',
   GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the response\'s `x-request-id`.',
@@ -97,7 +101,7 @@ export const RATE_LIMIT_HEADERS = { ratelimit: { $ref: '#/components/headers/rat
 function codesByStatus(kind: Kind): [number, string[]][] {
   const byStatus = new Map<number, string[]>()
   for (const [code, statuses] of errorCodes()) {
-    if (ADMIN_ONLY.has(code) || (kind !== 'report' && REPORT_ONLY.has(code))) continue
+    if (NO_OPERATION.has(code) || (kind !== 'report' && REPORT_ONLY.has(code))) continue
     for (const status of statuses) byStatus.set(status, [...(byStatus.get(status) ?? []), code].sort())
   }
   return [...byStatus].sort(([a], [b]) => a - b)

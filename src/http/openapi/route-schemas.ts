@@ -131,16 +131,19 @@ export function reportPostSchema(opts: { maxRangeDays: number; reportBodyBytes: 
   }
 }
 
-/** `/api/v1/*`: every other call, forwarded to the platform with its token. */
+/** `/api/v1/*`: every other call of a forwarded method, sent to the platform with its token. */
 export function proxySchema(opts: { bodyLimit: number }): FastifySchema {
   return {
     tags: ['platform'],
     summary: 'Any other platform call (forwarded)',
     description:
       'Forwarded to the platform with the gateway\'s token, after the target, the key (401), the read/write rule (403) and the rate limit (429), ' +
-      'then the body and the advertiser and campaign scope (403). Reads are GET and POST calls whose path ends in `/get`; anything else is a write ' +
+      'then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway ' +
+      '(204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. ' +
+      'Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write ' +
       'and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); ' +
-      `bodies over ${opts.bodyLimit} bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 \`GW_UPSTREAM\`. ` +
+      `bodies over ${opts.bodyLimit} bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 \`GW_UPSTREAM\`, ` +
+      'and so is an answer that carries the gateway\'s token back (in a header, or in its body, decoded from gzip, deflate or br). ' +
       'Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.',
     params: {
       type: 'object',

@@ -17,6 +17,7 @@ import { seatFollowing, type QueueTeam } from './caller-group.js'
 import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy.js'
 import { systemClock, type Clock } from '../../clock.js'
 import { traced, tracedCall, type Trace } from '../../observe/tracing.js'
+import { withoutToken } from './token-echo.js'
 
 export interface PlatformCall {
   method: string
@@ -56,7 +57,7 @@ export interface PlatformCall {
 export interface PlatformResponse {
   status: number
   headers: IncomingHttpHeaders
-  body: Dispatcher.ResponseData['body']
+  body: Readable
 }
 
 export interface PlatformJson {
@@ -77,10 +78,11 @@ const MAX_JSON_REPLY_BYTES = 16 * 1024 * 1024
 
 /**
  * The one place that calls the platform: the proxy, the report fill, the ownership
- * lookups and the admin probe. It injects the credential's token, waits for a seat of
- * the credential's governor, bounds the whole call by one deadline, does the shared
- * re-login plus one retry for reads on a 401 that the probe call confirms, the bounded
- * read retries, and maps failures to GW_* errors.
+ * lookups and the admin probe. It injects the credential's token and passes on no answer
+ * that carries it back (token-echo.ts), waits for a seat of the credential's governor,
+ * bounds the whole call by one deadline, does the shared re-login plus one retry for
+ * reads on a 401 that the probe call confirms, the bounded read retries, and maps
+ * failures to GW_* errors.
  */
 export class PlatformClient {
   readonly #dispatcher: Dispatcher
@@ -131,7 +133,8 @@ export class PlatformClient {
 
   /**
    * One call with the provider's current token. Any status but 401 is the caller's to
-   * read (its body must be consumed or destroyed). A 401 the probe call does not confirm
+   * read (its body must be consumed or destroyed), and fails GW_UPSTREAM where it carries
+   * that token back (token-echo.ts). A 401 the probe call does not confirm
    * is GW_PLATFORM_REFUSED; a confirmed one on a write, or again after the re-login, is
    * GW_PLATFORM_AUTH.
    */
@@ -182,7 +185,7 @@ export class PlatformClient {
     const base = provider.credential.baseUrl ?? this.#defaultBase
     let token = first.token
     let res = await this.#once(provider.name, base, call, token, deadline)
-    if (res.status !== 401) return res
+    if (res.status !== 401) return withoutEcho(res, token)
     res.body.resume()
     // The token was replaced while the call was out (a login here or on another replica,
     // an operator's PUT): its 401 says nothing of the token in use now. A read goes
@@ -191,7 +194,7 @@ export class PlatformClient {
     if (current && current.token !== token && call.read && isReplayable(call.body)) {
       token = current.token
       res = await this.#once(provider.name, base, call, token, deadline)
-      if (res.status !== 401) return res
+      if (res.status !== 401) return withoutEcho(res, token)
       res.body.resume()
     }
     const { renewed, verdict } = await abortable(this.#renewal(provider, call, token), call.signal)
@@ -199,7 +202,7 @@ export class PlatformClient {
       throw verdict === 'confirmed' ? new PlatformAuthError('the platform refused the token (a write is not retried)') : refusedCall(verdict)
     }
     const again = await this.#once(provider.name, base, call, renewed.token, deadline)
-    if (again.status !== 401) return again
+    if (again.status !== 401) return withoutEcho(again, renewed.token)
     again.body.resume()
     const retried = await abortable(this.#verdict(provider, renewed.token, call), call.signal)
     if (retried !== 'confirmed') throw refusedCall(retried)
@@ -362,6 +365,11 @@ function platformCallSpan(baseUrl: string, call: PlatformCall, retries: number):
   }
   if (retries > 0) attributes['http.request.resend_count'] = retries
   return { name: `${call.method} ${template}`, attributes }
+}
+
+/** `res` as a caller may read it: it fails where it carries `token` back (token-echo.ts). */
+function withoutEcho(res: PlatformResponse, token: string): PlatformResponse {
+  return { ...res, body: withoutToken(res.headers, res.body, token) }
 }
 
 function isReplayable(body: PlatformCall['body']): boolean {

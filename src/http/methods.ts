@@ -1,0 +1,52 @@
+import { METHODS, type IncomingMessage } from 'node:http'
+import type { Duplex } from 'node:stream'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { MethodNotAllowedError } from '../errors.js'
+import { requestIdOf } from './hooks/request-log.js'
+import { endWithError } from './server.js'
+
+// Which methods reach the platform (contract, "Calling the proxy listener"): those its
+// calls are made of. TRACE would have the platform hand the request back, the gateway's
+// token in it (RFC 9110 says a server SHOULD reflect it); CONNECT asks for a tunnel;
+// OPTIONS asks what a path takes, which the gateway answers itself; the other methods
+// Node reads (QUERY, WebDAV's, ...) are no call of the platform's.
+
+/** The methods forwarded to the platform, in the order `allow` lists them. */
+export const FORWARDED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
+
+/** `allow` under /api/v1/: the methods forwarded, and OPTIONS, which the gateway answers. */
+const ALLOW = [...FORWARDED_METHODS, 'OPTIONS'].join(', ')
+
+// Every other method Node reads, but CONNECT, which never reaches the router (refuseConnect).
+const REFUSED = METHODS.filter((m) => m !== 'CONNECT' && m !== 'OPTIONS' && !FORWARDED_METHODS.includes(m))
+
+function refuse(request: FastifyRequest, reply: FastifyReply): never {
+  reply.header('allow', ALLOW)
+  throw new MethodNotAllowedError(request.method, ALLOW)
+}
+
+/**
+ * CONNECT never reaches the router: Node hands it to the server's 'connect' listeners,
+ * and without one destroys its socket unanswered. Here it is refused as the router refuses
+ * the other methods, whatever its target, and its connection closed.
+ */
+function refuseConnect(req: IncomingMessage, socket: Duplex): void {
+  // The socket is no longer Node's HTTP server's: its error listener went with it.
+  socket.on('error', () => socket.destroy())
+  endWithError(socket, new MethodNotAllowedError('CONNECT', ALLOW), { allow: ALLOW, 'x-request-id': requestIdOf(req.headers) })
+}
+
+/**
+ * The answers to the methods that are not forwarded, for every path under /api/v1/, before
+ * its key, target or body is read: OPTIONS 204 with `allow`; any other method 405
+ * GW_METHOD_NOT_ALLOWED with `allow`. `api` holds the /api/v1 routes (api.ts).
+ */
+export function methodRoutes(api: FastifyInstance): void {
+  // Fastify routes some methods only once told of them. All the refused ones are bodyless to
+  // it (QUERY too, whose missing content-type would be a 400 first): nothing of a body is
+  // read before the 405.
+  for (const method of REFUSED) api.addHttpMethod(method, { hasBody: false, overrideExisting: true })
+  api.route({ method: REFUSED, url: '/api/v1/*', schema: { hide: true }, handler: refuse })
+  api.options('/api/v1/*', { schema: { hide: true } }, (_request, reply) => reply.code(204).header('allow', ALLOW).send())
+  api.server.on('connect', refuseConnect)
+}

@@ -1,0 +1,215 @@
+import { gunzipSync } from 'node:zlib'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { hashApiKey } from '../../src/access/api-keys.js'
+import { buildGateway, KEYS, listen, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { late } from '../helpers/fixtures.js'
+import { startReflectingPlatform, type ReflectingPlatform } from '../helpers/reflecting-platform.js'
+import { rawHttp, rawRequest, type RawResponse } from '../helpers/sandbox-gateway.js'
+import { leakedSecrets } from '../helpers/secret-scan.js'
+import { itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
+
+// Methods. A platform that reflects TRACE, as RFC 9110 says it should, hands back the
+// request it got, the gateway's `authorization: Bearer <platform token>` in it; so does
+// a debug page or an echo route for any method. Here the platform reflects every request
+// it gets, and every method goes to the gateway in every path spelling, with a writer's
+// key and a reader's: no answer carries the platform token, and only GET, HEAD, POST,
+// PUT, PATCH and DELETE reach the platform. Then, against the sandbox, HEAD of a report
+// is its GET without the body.
+
+const PLATFORM_TOKEN = 'reflected-platform-token-0123456789abcdef'
+const WRITER = KEYS.writer
+const READER = KEYS.all
+
+// Both teams may use every account: as much as any key can send reaches the platform.
+const YAML = `
+teams:
+  writers:
+    keys: ["${hashApiKey(WRITER)}"]
+    advertisers: ["*"]
+    write: true
+  readers:
+    keys: ["${hashApiKey(READER)}"]
+    advertisers: ["*"]
+`
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT', 'QUERY', 'PROPFIND', 'FOO']
+const FORWARDED = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
+const ALLOW = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS'
+const REPORT = `/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}`
+/** Spellings of one path that the router takes as under /api/v1/ (`//` is then 404 to a forwarded method). */
+const API_PATHS = ['/api/v1/campaign/get', '/api/v1//campaign/get', '/api/v1/campaign/get/', '/api/v1/%63ampaign/get', REPORT]
+const PATHS = [...API_PATHS, '/API/v1/campaign/get']
+const BODY = JSON.stringify({ userId: 101, dateFrom: '2026-01-01', dateTo: '2026-01-07' })
+const WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'QUERY'])
+/** What callers accept: nothing said, gzip (which the platform then sends), codings the gateway does not read. */
+const ENCODINGS = [null, 'gzip, deflate, br', 'zstd, *']
+
+/** An answer's whole text as its caller reads it: a gzipped body decoded. */
+function readable(res: RawResponse): string {
+  if (res.headers['content-encoding'] !== 'gzip') return res.text
+  try {
+    return `${res.text}\n${gunzipSync(Buffer.from(res.body, 'latin1')).toString('utf8')}`
+  } catch {
+    return res.text
+  }
+}
+
+/** Each answer that carries the platform token, named by what was sent. */
+function leaks(answers: [string, RawResponse][]): string[] {
+  return answers.filter(([, res]) => leakedSecrets(readable(res), [PLATFORM_TOKEN]).length > 0).map(([what, res]) => `${what}: ${res.status}`)
+}
+
+describe('a platform that reflects every request', () => {
+  let platform: ReflectingPlatform | undefined
+  let gateway: (TestGateway & { port: number }) | undefined
+  beforeAll(async () => {
+    platform = await startReflectingPlatform()
+    gateway = await listen(await buildGateway(testConfig({ PLATFORM_BASE_URL: platform.url, PLATFORM_TOKEN, LOG_LEVEL: 'trace' }, YAML)))
+  })
+  afterEach(() => {
+    if (!platform) return
+    platform.requests.length = 0
+    platform.echoHeaders = true
+  })
+  afterAll(async () => {
+    await gateway?.close()
+    await platform?.close()
+  })
+  const reflecting = late('the reflecting platform', () => platform)
+  const gw = late('the gateway', () => gateway)
+
+  // A method that takes a body is sent BODY as JSON unless `body` is given (with its own content-type in `headers`).
+  const send = (method: string, target: string, key: string, headers: Record<string, string> = {}, body?: string): Promise<RawResponse> => {
+    if (body === undefined && WITH_BODY.has(method)) return send(method, target, key, { 'content-type': 'application/json', ...headers }, BODY)
+    return rawRequest(gw.port, rawHttp(method, target, { key, headers, ...(body === undefined ? {} : { body }) }))
+  }
+
+  it('reflects the token it is sent: the stand-in is as bad as it says', async () => {
+    const res = await fetch(`${reflecting.url}/api/v1/campaign/get`, { method: 'POST', headers: { authorization: `Bearer ${PLATFORM_TOKEN}` } })
+    expect(res.headers.get('authorization')).toBe(`Bearer ${PLATFORM_TOKEN}`)
+    expect(await res.text()).toContain(PLATFORM_TOKEN)
+  })
+
+  it.each([
+    ['in its headers and body', true],
+    ['in its body alone', false],
+  ])('gets the platform token back to no caller, reflected %s: any method, path spelling, key or accepted coding', async (_where, echoHeaders) => {
+    reflecting.echoHeaders = echoHeaders
+    const answers: [string, RawResponse][] = []
+    for (const [who, key] of [['writer', WRITER], ['reader', READER]] as const) {
+      for (const method of METHODS) {
+        for (const path of PATHS) {
+          for (const encoding of ENCODINGS) {
+            const res = await send(method, path, key, encoding === null ? {} : { 'accept-encoding': encoding })
+            answers.push([`${who} ${method} ${path} (accept-encoding: ${encoding})`, res])
+          }
+        }
+      }
+      // CONNECT in its own form: a tunnel to the platform's address.
+      answers.push([`${who} CONNECT ${new URL(reflecting.url).host}`, await send('CONNECT', new URL(reflecting.url).host, key)])
+    }
+    expect(leaks(answers)).toEqual([])
+    // Every forwarded method did reach the platform, and fails there: its answer carried the token.
+    expect(new Set(reflecting.requests.map((r) => r.method))).toEqual(new Set(FORWARDED))
+    const forwarded = answers.filter(([what]) => /^writer GET \/api\/v1\/campaign\/get /.test(what))
+    for (const [what, res] of forwarded) {
+      expect(res.status, what).toBe(502)
+      expect(JSON.parse(res.body), what).toMatchObject({ code: 'GW_UPSTREAM', message: expect.stringContaining('carried the gateway\'s token back') })
+    }
+    // The platform never offered a coding the gateway does not read.
+    expect(reflecting.requests.map((r) => r.headers['accept-encoding'] ?? null).filter((e) => e !== null && e !== 'gzip' && e !== 'gzip, deflate, br')).toEqual([])
+  })
+
+  it('forwards none of TRACE, CONNECT, OPTIONS, whatever the key: OPTIONS is 204 with allow, any other method 405 with allow', async () => {
+    for (const key of [WRITER, READER, 'rgw_unknown_key_00000000000000000000000']) {
+      for (const path of API_PATHS) {
+        for (const method of ['TRACE', 'CONNECT', 'QUERY', 'PROPFIND']) {
+          const res = await send(method, path, key)
+          expect(res.status, `${method} ${path}`).toBe(405)
+          expect(res.headers.allow, `${method} ${path}`).toBe(ALLOW)
+          expect(res.headers['x-request-id'], `${method} ${path}`).toBeDefined()
+          expect(JSON.parse(res.body), `${method} ${path}`).toMatchObject({ statusCode: 405, code: 'GW_METHOD_NOT_ALLOWED', error: 'Method Not Allowed', message: expect.stringContaining(method) })
+        }
+        const options = await send('OPTIONS', path, key)
+        expect(options.status, `OPTIONS ${path}`).toBe(204)
+        expect(options.headers.allow, `OPTIONS ${path}`).toBe(ALLOW)
+        expect(options.body, `OPTIONS ${path}`).toBe('')
+      }
+      // Outside /api/v1/ nothing is: 404, whatever the method.
+      expect((await send('TRACE', '/API/v1/campaign/get', key)).status).toBe(404)
+    }
+    expect(reflecting.requests).toEqual([])
+  })
+
+  it('answers CONNECT to the platform\'s address 405 too, and closes the connection', async () => {
+    const res = await send('CONNECT', new URL(reflecting.url).host, WRITER)
+    expect(res.status).toBe(405)
+    expect(res.headers.allow).toBe(ALLOW)
+    expect(res.headers.connection).toBe('close')
+    expect(JSON.parse(res.body)).toMatchObject({ statusCode: 405, code: 'GW_METHOD_NOT_ALLOWED', error: 'Method Not Allowed' })
+    expect(reflecting.requests).toEqual([])
+  })
+
+  it('lets no method override name another method to the platform: the header is dropped, a `_method` field refused', async () => {
+    const answers: [string, RawResponse][] = []
+    for (const key of [WRITER, READER]) {
+      answers.push(['X-HTTP-Method-Override: TRACE', await send('POST', '/api/v1/campaign/get', key, { 'x-http-method-override': 'TRACE' })])
+      const form = await send('POST', '/api/v1/campaign/get', key, { 'content-type': 'application/x-www-form-urlencoded' }, 'userId=101&_method=TRACE')
+      expect(form.status).toBe(400)
+      expect(JSON.parse(form.body)).toMatchObject({ code: 'GW_BAD_REQUEST' })
+      answers.push(['_method=TRACE', form])
+    }
+    expect(leaks(answers)).toEqual([])
+    expect(reflecting.requests.map((r) => [r.method, r.headers['x-http-method-override']])).toEqual([
+      ['POST', undefined],
+      ['POST', undefined],
+    ])
+  })
+
+  it('logged no platform token or key, at trace level', async () => {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(gw.log.isLevelEnabled('trace')).toBe(true)
+    expect(leakedSecrets(gw.logs.text(), [PLATFORM_TOKEN, WRITER, READER])).toEqual([])
+  })
+})
+
+describe('HEAD of a report', () => {
+  const sg = useAttackGateway()
+  const fill = `/api/v1/report/campaigns/get?advertiserId=101&byDate=1&${REPORT_DATES}`
+  // The answer's own headers, less those of the moment it was made.
+  const own = (headers: Headers) => Object.fromEntries([...headers].filter(([name]) => !['date', 'x-request-id', 'age', 'cache-status', 'keep-alive', 'connection'].includes(name)))
+
+  it('is its GET without the body, cold or cached, on a kept-alive connection', async () => {
+    const cold = await fetch(`${sg.url}${fill}`, { method: 'HEAD', headers: { 'x-api-key': KEYS.all } })
+    expect(cold.status).toBe(200)
+    expect(cold.headers.get('x-cache')).toBe('MISS')
+    expect(await cold.text()).toBe('')
+    const get = await fetch(`${sg.url}${fill}`, { headers: { 'x-api-key': KEYS.all } })
+    expect(await get.text()).toContain('"data"')
+    expect(get.headers.get('x-cache')).toBe('HIT')
+    const head = await fetch(`${sg.url}${fill}`, { method: 'HEAD', headers: { 'x-api-key': KEYS.all } })
+    expect(await head.text()).toBe('')
+    // The same headers, content-length (of the gzipped body fetch asked for) included.
+    expect(own(head.headers)).toEqual(own(get.headers))
+    expect(head.headers.get('content-length')).toMatch(/^[1-9]\d*$/)
+    expect(own(cold.headers)).toEqual({ ...own(get.headers), 'x-cache': 'MISS' })
+    // The fill asked the platform for the report with GET: HEAD is the gateway's to answer.
+    expect(sg.callerRequests().map((r) => r.method)).toEqual(['GET'])
+    // A 304 to a HEAD naming the entry, as to its GET.
+    const etag = get.headers.get('etag') as string
+    const unchanged = await fetch(`${sg.url}${fill}`, { method: 'HEAD', headers: { 'x-api-key': KEYS.all, 'if-none-match': etag } })
+    expect(unchanged.status).toBe(304)
+  })
+
+  it('sends no body over a raw socket either', async () => {
+    const get = await rawRequest(sg.port, rawHttp('GET', fill))
+    const head = await rawRequest(sg.port, rawHttp('HEAD', fill))
+    expect(head.status).toBe(200)
+    expect(head.text.endsWith('\r\n\r\n')).toBe(true)
+    expect(head.body).toBe('')
+    expect(head.headers['content-length']).toBe(get.headers['content-length'])
+    expect(head.headers.etag).toBe(get.headers.etag)
+  })
+
+  itLoggedNoSecret(sg)
+})

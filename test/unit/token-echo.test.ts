@@ -1,0 +1,108 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import { Readable } from 'node:stream'
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib'
+import { describe, expect, it } from 'vitest'
+import { forwardedEncodings, withoutToken } from '../../src/platform/client/token-echo.js'
+
+// A platform answer that carries the gateway's token back fails the call wherever the
+// token shows: a header, the body in any chunking, the body a coding decodes to; and no
+// byte of the token reaches the caller first.
+
+const TOKEN = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJnYXRld2F5In0.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg'
+
+/** A platform body of `chunks`, each its own read. */
+function body(chunks: Buffer[]): Readable {
+  return Readable.from(chunks, { objectMode: false })
+}
+
+/** `text` cut into chunks of `size` bytes. */
+function cut(bytes: Buffer, size: number): Buffer[] {
+  const chunks: Buffer[] = []
+  for (let at = 0; at < bytes.length; at += size) chunks.push(bytes.subarray(at, at + size))
+  return chunks
+}
+
+/** What a caller reads of the answer: its bytes until it ends or fails, and the failure. */
+async function read(headers: IncomingHttpHeaders, chunks: Buffer[]): Promise<{ bytes: Buffer; error: Error | null }> {
+  const answer = withoutToken(headers, body(chunks), TOKEN)
+  const got: Buffer[] = []
+  try {
+    for await (const chunk of answer) got.push(chunk as Buffer)
+    return { bytes: Buffer.concat(got), error: null }
+  } catch (err) {
+    return { bytes: Buffer.concat(got), error: err as Error }
+  }
+}
+
+const REFLECTED = Buffer.from(`{"padding":"${'x'.repeat(40_000)}","headers":{"authorization":"Bearer ${TOKEN}"},"after":"${'y'.repeat(40_000)}"}`)
+const CLEAN = Buffer.from(`{"data":[${Array.from({ length: 2000 }, (_, i) => `{"id":${i},"name":"eyJhbGciOiJIUzI1NiJ9 campaign ${i}"}`).join(',')}]}`)
+
+describe('a body that carries the token back', () => {
+  it.each([1, 7, TOKEN.length - 1, TOKEN.length, 4096, REFLECTED.length])('fails the answer in chunks of %i bytes, with no byte of the token passed on first', async (size) => {
+    const { bytes, error } = await read({ 'content-type': 'application/json' }, cut(REFLECTED, size))
+    expect(error).toMatchObject({ code: 'GW_UPSTREAM', message: expect.stringContaining('carried the gateway\'s token back in its body') })
+    // What was passed on before the failure ends before the token begins.
+    expect(bytes.length).toBeLessThanOrEqual(REFLECTED.indexOf(TOKEN))
+    expect(REFLECTED.subarray(0, bytes.length).equals(bytes)).toBe(true)
+  })
+
+  it.each([
+    ['gzip', gzipSync],
+    ['x-gzip', gzipSync],
+    ['deflate', deflateSync],
+    ['br', brotliCompressSync],
+  ] as const)('fails the answer in %s, whatever its chunks', async (coding, encode) => {
+    for (const size of [1, 64, 100_000]) {
+      const { error } = await read({ 'content-encoding': coding }, cut(encode(REFLECTED), size))
+      expect(error, `${coding} in chunks of ${size}`).toMatchObject({ code: 'GW_UPSTREAM' })
+    }
+  })
+
+  it('passes a body without the token on byte for byte, in any chunking and coding', async () => {
+    for (const size of [1, 13, 65_536]) {
+      const plain = await read({}, cut(CLEAN, size))
+      expect(plain.error).toBeNull()
+      expect(plain.bytes.equals(CLEAN)).toBe(true)
+      const gzipped = gzipSync(CLEAN)
+      const encoded = await read({ 'content-encoding': 'gzip' }, cut(gzipped, size))
+      expect(encoded.error).toBeNull()
+      expect(encoded.bytes.equals(gzipped)).toBe(true)
+    }
+  })
+
+  it('passes a gzipped body the decoder cannot read on as it is: no caller\'s decoder reads it either', async () => {
+    const truncated = gzipSync(CLEAN).subarray(0, 100)
+    const { bytes, error } = await read({ 'content-encoding': 'gzip' }, [truncated])
+    expect(error).toBeNull()
+    expect(bytes.equals(truncated)).toBe(true)
+  })
+})
+
+describe('headers, and codings the gateway does not read', () => {
+  it.each([
+    [{ authorization: `Bearer ${TOKEN}` }],
+    [{ 'x-debug': ['a', `Bearer ${TOKEN}`] }],
+    [{ [`x-${TOKEN.toLowerCase()}`]: '1' }],
+  ] as IncomingHttpHeaders[][])('throws at once for a header that carries the token, and drops the body: %o', (headers) => {
+    const platform = body([CLEAN])
+    expect(() => withoutToken(headers, platform, TOKEN)).toThrow(/carried the gateway's token back in its headers/)
+    expect(platform.destroyed).toBe(true)
+  })
+
+  it.each(['zstd', 'compress', 'gzip, br'])('throws for a body in %s, which it cannot read for the token', (coding) => {
+    const platform = body([CLEAN])
+    expect(() => withoutToken({ 'content-encoding': coding }, platform, TOKEN)).toThrow(/content coding the gateway does not read/)
+    expect(platform.destroyed).toBe(true)
+  })
+
+  it.each([
+    ['gzip, deflate, br, zstd', 'gzip, deflate, br'],
+    ['br;q=1.0, gzip;q=0.8, *;q=0.1', 'br;q=1.0, gzip;q=0.8'],
+    ['GZIP', 'GZIP'],
+    ['identity', 'identity'],
+    ['zstd', undefined],
+    ['*', undefined],
+  ])('offers the platform the codings it reads: %s is %s', (accepted, offered) => {
+    expect(forwardedEncodings(accepted)).toBe(offered)
+  })
+})
