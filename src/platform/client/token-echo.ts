@@ -64,7 +64,7 @@ export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token
     }
   }
   const scan = decoder === null ? new PlainScan(needle) : new EncodedScan(needle, decoder())
-  // The scan's end or failure ends the platform's body (its seat is given back), and the platform's failure is the scan's.
+  // The scan's end or failure ends the platform's body (its connection goes back to the pool), and the platform's failure is the scan's.
   pipeline(body, scan, () => undefined)
   return scan
 }
