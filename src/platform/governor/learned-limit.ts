@@ -110,7 +110,7 @@ export class LearnedLimit {
     if (lease === null) return
     const text = JSON.stringify({ limit: step.limit, knee: step.knee, at: this.#clock.now() } satisfies SharedRecord)
     this.#written = seal ? seal.sealText(key, text) : text
-    lease.writeLimit(this.#written, step.limit < from)
+    lease.writeLimit(this.#written)
   }
 
   #apply(step: Step): void {

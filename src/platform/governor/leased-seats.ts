@@ -82,7 +82,6 @@ export class LeasedSeats implements SeatLease {
   #answers = 0
   #waited = false
   #limitRecord: string | null = null
-  #tellLowered = false
   readonly #grown: (() => void)[] = []
 
   constructor(opts: LeasedSeatsOptions) {
@@ -169,12 +168,12 @@ export class LeasedSeats implements SeatLease {
   }
 
   /**
-   * The shared limit record to write with the next renewal (this replica learns it); a
-   * lower limit is told to every other replica once written, so that they renew at once.
+   * The shared limit record to write with the next renewal (this replica learns it); once
+   * written, every other replica is told, so that it renews and takes it at once (a
+   * probe's window at a limit the others do not yet keep shows nothing).
    */
-  writeLimit(record: string, lowered = false): void {
+  writeLimit(record: string): void {
     this.#limitRecord = record
-    this.#tellLowered ||= lowered
     this.#schedule(0)
   }
 
@@ -277,11 +276,9 @@ export class LeasedSeats implements SeatLease {
       const answer = await this.#o.store.renew({ run: this.#run, record: record.slice(record.indexOf('|') + 1), inFlight: d.inFlight, need, ask, limit: d.limit, held, leaseMs: this.#o.leaseMs, limitRecord })
       this.#answers = 0
       this.#waited = false
-      const tell = limitRecord !== null && this.#tellLowered
       if (this.#limitRecord === limitRecord) this.#limitRecord = null
-      if (tell) this.#tellLowered = false
       this.#taken(answer, need, d.limit)
-      if (tell) for (const other of answer.others) this.#o.store.tell(other.run).catch(() => undefined)
+      if (limitRecord !== null) for (const other of answer.others) this.#o.store.tell(other.run).catch(() => undefined)
     } catch {
       this.#lastAnswer = this.#clock.now()
       // Kept as last granted while leases live, with this replica's part of the seats no one
