@@ -150,6 +150,7 @@ export function decodeRecord(run: string, text: string): ReplicaRecord | null {
     const f = part.split(',')
     if (f.length !== 7) return null
     const [team, weight, cap, held, waiting, lingering, peak] = f as [string, string, string, string, string, string, string]
+    if (team === '' || ![weight, cap, held, waiting, peak].every((n) => /^\d+$/.test(n)) || !/^[01]$/.test(lingering)) return null
     teams.push({ team, weight: Math.max(1, Number(weight)), cap: Number(cap) > 0 ? Number(cap) : null, held: Number(held), waiting: Number(waiting), lingering: lingering === '1', peak: Number(peak) })
   }
   return { run, lease: Number(m[1]), inFlight: Number(m[2]), need: Number(m[3]), answered: Number(m[4]), waited: m[5] === '1', teams }

@@ -213,6 +213,11 @@ export class LeasedSeats implements SeatLease {
       this.#schedule(0)
       return
     }
+    // A team new here has no target until a renewal says it.
+    if (this.#plan !== null && demand.teams.some((t) => !this.#plan?.targets.has(t.team))) {
+      this.#schedule(0)
+      return
+    }
     if (need > this.#lease) {
       this.#unusedSince = null
       // None free: wait to be told, or for the bounded retry.
@@ -320,6 +325,7 @@ export class LeasedSeats implements SeatLease {
     // Seats given back: the replica that needs most is told.
     if (this.#lease < before && this.#plan.needsMost !== null) this.#o.store.tell(this.#plan.needsMost).catch(() => undefined)
     this.#o.onRenewed?.(answer, this.#plan)
-    if (this.#lease > before) for (const fn of this.#grown) fn()
+    // Targets moved with every renewal: the queue looks again.
+    for (const fn of this.#grown) fn()
   }
 }

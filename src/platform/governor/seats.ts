@@ -503,7 +503,8 @@ export class CredentialSeats {
         const now = this.#clock.now()
         const at = outcome.kind === 'dropped' ? now : startedAt + outcome.latencyMs
         if (outcome.kind === 'answer') this.#lease.answered()
-        this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: this.#learn(team, workClass, expected, outcome) })
+        const learned = this.#learn(team, workClass, expected, outcome)
+        this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned })
         // A call cut by its deadline goes on at the platform: its seat is held until its
         // expected end there. An answer, a broken connection or a stop frees it.
         const until = outcome.kind === 'none' && outcome.timedOut ? startedAt + (this.#o.work.expectedMs(team, workClass, now) ?? 0) : 0
