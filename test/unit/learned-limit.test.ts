@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest'
 import { ADOPT_MAX_FACTOR, LearnedLimit, RECORD_MAX_AGE_MS, TICK_MS } from '../../src/platform/governor/learned-limit.js'
-import type { KneeEstimator, Step } from '../../src/platform/governor/knee-estimator.js'
 import type { LeasedSeats } from '../../src/platform/governor/leased-seats.js'
 import type { LeaseAnswer } from '../../src/platform/governor/lease-store.js'
 import type { LeasePlan } from '../../src/platform/governor/lease-plan.js'
@@ -8,6 +7,7 @@ import { CredentialSeats } from '../../src/platform/governor/seats.js'
 import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import { LimitRuleStandIn } from '../helpers/limit-rule.js'
 
 // The limit in force of one credential and the shared limit record (learned-limit.ts): the
 // replica that learns writes it sealed; the others take it from their renewals, within bounds.
@@ -16,41 +16,8 @@ import { fakeClock, type FakeClock } from '../helpers/clock.js'
 const SECRET = 'a-gateway-secret-of-32-characters!'
 const KEY = 'rgw:seats:{default}'
 
-/** The limit rule as LearnedLimit drives it: its limit and knee, what it was told, and the step its next tick takes. */
-class StandIn {
-  limit = 8
-  knee = 8
-  next: Step | null = null
-  ticks = 0
-  waits = 0
-  pauses = 0
-
-  adopt(limit: number, knee: number): Step | null {
-    if (limit === this.limit && knee === this.knee) return null
-    Object.assign(this, { limit, knee })
-    return { limit, knee, move: 'adopted' }
-  }
-
-  tick(): Step | null {
-    this.ticks += 1
-    const step = this.next
-    this.next = null
-    if (step) Object.assign(this, { limit: step.limit, knee: step.knee })
-    return step
-  }
-
-  waited(): void {
-    this.waits += 1
-  }
-
-  pause(): Step | null {
-    this.pauses += 1
-    return null
-  }
-}
-
 function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?: boolean } = {}) {
-  const estimator = new StandIn()
+  const estimator = new LimitRuleStandIn()
   const seats = new CredentialSeats({ credential: 'default', maxConcurrent: 64, limit: 2, queueLimit: 10, queueTimeoutMs: 1000, work: new WorkEstimates(), clock })
   const written: string[] = []
   const lease = { waitedElsewhere: () => lease.waiting, waiting: false, writeLimit: (record: string) => written.push(record) }
@@ -59,7 +26,7 @@ function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?:
   const moves: [string, number, number][] = []
   const learned = new LearnedLimit({
     credential: 'default',
-    estimator: estimator as unknown as KneeEstimator,
+    estimator: estimator.estimator,
     seats,
     lease: opts.lease === false ? null : (lease as unknown as LeasedSeats),
     seal: opts.seal === undefined ? new RedisSeal(SECRET) : opts.seal,
