@@ -55,9 +55,9 @@ describe('docs/operations/', () => {
   })
 
   it('names every refusal reason of gateway_platform_refused_total wherever it lists them, as the dashboard does', () => {
-    const union = /export type RefusalReason = ([^\n]+)/.exec(read('src/platform/governor/governor-options.ts'))![1]!
+    const union = /export type RefusalReason = ([^\n]+)/.exec(read('src/platform/governor/seats.ts'))![1]!
     const reasons = [...union.matchAll(/'(\w+)'/g)].map((m) => m[1]!)
-    expect(reasons).toEqual(['queue_full', 'team_queue_full', 'displaced', 'queue_timeout', 'paused'])
+    expect(reasons).toEqual(['queue_full', 'team_queue_full', 'displaced', 'queue_timeout', 'paused', 'deadline'])
     const places = {
       metrics: between(monitoring, '`gateway_platform_refused_total{credential,reason}`', '`gateway_platform_permits_held{credential}`'),
       alert: between(alerts, '## Alert: GatewayPlatformCallsRefused', '## Alert: GatewayPlatformQueueHigh'),

@@ -234,11 +234,11 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     const all = await purge(a)
     expect(all.json()).toEqual({ purged: 'all', dryRun: false, dropped: 3 })
     await heard()
-    // The shared platform token (GATEWAY_SECRET), the learned platform limit, the replicas'
-    // announcements and their seats are no cache entries: a purge leaves them, and the
-    // purge's record, which replicas that start later read.
+    // The shared platform token (GATEWAY_SECRET), the replicas' announcements and their
+    // seats (the learned platform limit with them) are no cache entries: a purge leaves
+    // them, and the purge's record, which replicas that start later read.
     const left = (await admin.keys('rgw:*')).filter((k) => !k.startsWith('rgw:{replicas}:') && !k.startsWith('rgw:seats:'))
-    expect(left.sort()).toEqual(['rgw:limit:{default}', 'rgw:purges', 'rgw:token:default'])
+    expect(left.sort()).toEqual(['rgw:purges', 'rgw:token:default'])
     // B's L1 was dropped through pub/sub; B's fill then serves A from L2.
     expect((await get(b, Q101)).headers['x-cache']).toBe('MISS')
     expect((await get(a, Q101)).headers['x-cache']).toBe('HIT')
