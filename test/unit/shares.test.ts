@@ -82,7 +82,7 @@ describe('nominalShares', () => {
 
 describe('owedSeats', () => {
   it('owes an active team that waits for nothing as much of its share as it held and waited for within the linger, less what it holds', () => {
-    const teams = [team('back', { peak: 3, held: 1 }), team('busy', { held: 4, waiting: 6, peak: 10 })]
+    const teams = [team('back', { peak: 3, held: 1 }), team('busy', { held: 1, waiting: 6, peak: 7 })]
     const shares = new Map([['back', 4], ['busy', 4]])
     // back: min(4, 3) - 1 = 2; busy waits: it is owed nothing (it takes what is free).
     expect(owedSeats(shares, teams)).toBe(2)
