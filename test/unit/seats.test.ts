@@ -535,6 +535,23 @@ describe('priorities within a team: a caller before a refresh ahead, before a st
     expect(order.slice(3)).toEqual(['ahead-1'])
   })
 
+  it('gives a team\'s refreshes ahead its share while another team floods the queue with misses', async () => {
+    const { s, order } = seats(fakeClock(), { limit: 1, queueLimit: 100 })
+    const calls = Array.from({ length: 21 }, () => call(s, order, 'flood'))
+    calls.push(background(s, order, 'ahead', 'refresh', 'dashboard'), background(s, order, 'ahead', 'refresh', 'dashboard'))
+    // One seat: each call ends once it has it, and the next takes its place.
+    const ended = new Set<Call>()
+    for (let i = 0; i < 5; i++) {
+      await settle()
+      const holder = calls.find((c) => c.seat !== null && !ended.has(c))
+      if (holder) ended.add(holder)
+      answer(holder)
+    }
+    await settle()
+    // The flood's callers do not go before the dashboard team's refreshes: the seat alternates.
+    expect(order.slice(0, 5)).toEqual(['flood', 'refresh', 'flood', 'refresh', 'flood'])
+  })
+
   it('runs the most urgent refresh ahead first', async () => {
     const { s, order } = seats(fakeClock(), { limit: 1 })
     const holder = call(s, order, 'a')
