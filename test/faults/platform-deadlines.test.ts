@@ -26,8 +26,11 @@ describe('platform deadlines (gateway process, sandbox faults)', () => {
 
   beforeEach(async () => {
     // A call of the test before that got its seat just before its deadline may still be
-    // on its way: the next test's failure mode is for its own calls only.
+    // on its way: the next test's failure mode is for its own calls only. A call cut by its
+    // deadline holds its seat until its expected end at the platform (docs/governor.md): the
+    // next test's calls start with every seat free.
     await waitFor('the sandbox to be idle', () => sandbox.concurrency().inFlight === 0, 10_000)
+    await waitFor('every seat free', async () => /^gateway_platform_in_flight_calls\{credential="default"\} 0$/m.test(await (await fetch(`${gw.adminUrl}/metrics`)).text()), 15_000, 50)
     sandbox.setFailure({ kind: 'none' })
     sandbox.clearRouteFailures()
     sandbox.setLatency(0)
@@ -105,7 +108,10 @@ describe('platform deadlines (gateway process, sandbox faults)', () => {
     for (const [i, [mode, status, calls]] of cases.entries()) {
       sandbox.clearRequests()
       sandbox.setFailure(mode)
-      const res = await report(`advertiserId=101&byDate=1&dateFrom=2025-07-01&dateTo=2025-07-0${i + 1}`)
+      // Reports by campaign: a kind of work of its own. The hanging platform above cut calls of
+      // the by-date kinds at their deadline, and a kind cut without an answer yet is taken to
+      // take longer than its deadline for a while: not sent (docs/governor.md, deadline first).
+      const res = await report(`advertiserId=101&byCampaign=1&dateFrom=2025-07-01&dateTo=2025-07-0${i + 1}`)
       expect(res.status, JSON.stringify(mode)).toBe(status)
       expect(res.ms).toBeLessThan(MARGIN_MS)
       expect(reportCalls(), JSON.stringify(mode)).toBe(calls)

@@ -68,7 +68,7 @@ describe('GET /admin/cluster without Redis', () => {
     // The report's fill, the token login's probe, …: at least one call.
     expect(sum(self.history.platformCalls)).toBeGreaterThanOrEqual(1)
     expect(self.history.credentials[0]).toMatchObject({ credential: 'default' })
-    // At start the limit is platform.minConcurrent while the first answers measure the floors (docs/governor.md).
+    // The limit in force: the first window runs at platform.minConcurrent (2) to measure the floors.
     expect(self.history.credentials[0]?.limit.at(-1)).toBe(2)
   })
 })

@@ -2,10 +2,11 @@ import { describe, expect, it } from 'vitest'
 import { KEYS, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
+import { seatsOf } from '../helpers/governors.js'
 import type { SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
 
 // The calls the gateway makes on its own behalf (ownership lookups, the
-// token probe) count under the team `(gateway)`, in usage and in the governor's slots,
+// token probe) count under the team `(gateway)`, in usage and in the governor's seats,
 // never under the team whose call caused them.
 
 const ADMIN_TOKEN = 'gateway-calls-admin-token-000000'
@@ -69,15 +70,15 @@ describe('the gateway\'s own calls in usage', () => {
 })
 
 describe('the gateway\'s own calls in the governor', () => {
-  it('takes a slot under (gateway) for an ownership lookup and for the probe call', async () => {
+  it('takes a seat under (gateway) for an ownership lookup and for the probe call', async () => {
     const gw = await gateway()
-    const governor = gw.governors.of('default')
+    const governor = seatsOf(gw)
     sandbox.setLatency(800)
     const lookedUp = get(gw, CAMPAIGN, KEYS.growth)
     await waitFor('the ownership lookups at the platform', () => governor.running(GATEWAY) > 0)
     expect(governor.running('growth')).toBe(0)
     await lookedUp
-    await waitFor('the slots free', () => governor.inFlight === 0)
+    await waitFor('the seats free', () => governor.inFlight === 0)
 
     sandbox.setRouteFailure(GUARDED, { kind: 'status', status: 401 })
     const refused = get(gw, `${GUARDED}?advertiserId=101`, KEYS.all)

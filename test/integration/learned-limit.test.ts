@@ -1,175 +1,155 @@
 import { pino } from 'pino'
+import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
-import { CallGovernor } from '../../src/platform/governor/call-governor.js'
-import { LearnedLimit } from '../../src/platform/governor/learned-limit.js'
-import { LimitEstimator } from '../../src/platform/governor/limit-estimator.js'
-import { redisKey } from '../../src/redis/keys.js'
+import { LearnedLimit, RECORD_MAX_AGE_MS } from '../../src/platform/governor/learned-limit.js'
+import { LeasedSeats } from '../../src/platform/governor/leased-seats.js'
+import { RedisLeaseStore } from '../../src/platform/governor/redis-lease-store.js'
+import { CredentialSeats, type Seat } from '../../src/platform/governor/seats.js'
+import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
 import { RedisBus } from '../../src/redis/bus.js'
+import { redisKey } from '../../src/redis/keys.js'
 import { RedisSeal } from '../../src/redis/seal.js'
-import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { useRedis } from '../helpers/fixtures.js'
+import { LimitRuleStandIn } from '../helpers/limit-rule.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
-// The learned limit shared by replicas through Redis: one limit for all, sealed, and the
-// same again after Redis's connections are killed.
+// The learned limit shared by replicas through Redis (docs/governor.md, "the learner"):
+// the replica whose calls answered most writes the limit and knee, sealed and dated, with
+// its lease renewals into the credential's seats hash; the others take them from theirs.
+// The limit rule is stood in for (its own tests are its own): what is shared is the point.
 
 const { available, notice } = redisAvailability()
 if (notice) console.warn(notice)
 
 const log = pino({ level: 'silent' })
-const WINDOW_MS = 100
-// A replica with nothing to write reads the record this often (READ_EVERY_MS in production, 10 s).
-const READ_EVERY_MS = 1000
-const KEY = redisKey.limit('test:', 'default')
+const SECRET = 'a-gateway-secret-of-32-characters!'
+const KEY = redisKey.seats('test:', 'default')
 
 describe.skipIf(!available)('the learned limit across replicas', () => {
   const redis = useRedis()
-  const started: LearnedLimit[] = []
-  const buses: RedisBus[] = []
+  const stops: (() => Promise<void>)[] = []
   afterEach(async () => {
-    started.splice(0).forEach((l) => l.stop())
-    for (const bus of buses.splice(0)) await bus.close()
+    for (const stop of stops.splice(0)) await stop()
   })
 
-  /** Messages of the limit's channel each replica's bus handed on, and those published: the bus is quiet when every replica heard every one. */
-  const heard = { published: 0, delivered: 0 }
-
-  async function replica(secret = 'a-gateway-secret-of-32-characters!', clock?: FakeClock) {
-    const governor = new CallGovernor({ credential: 'default', maxConcurrent: 64, queueLimit: 10, queueTimeoutMs: 1000, log })
-    const seal = new RedisSeal(secret)
-    const bus = new RedisBus(redis.client, 'test:bus:', log as never, { seal })
-    const [subscribe, publish] = [bus.subscribe.bind(bus), bus.publish.bind(bus)]
-    bus.subscribe = (channel, handler) => subscribe(channel, (message) => {
-      heard.delivered++
-      handler(message)
-    })
-    bus.publish = (channel, message) => {
-      heard.published++
-      return publish(channel, message)
-    }
-    buses.push(bus)
-    const learned = new LearnedLimit({
+  /** A replica of run id `run` (the learner is the one that answered most, then the smallest id), its limit rule stood in for, holding one call in flight so that it renews every third of its lease. */
+  async function replica(run: string, secret = SECRET) {
+    const client = new Redis(redis.server.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: true })
+    client.on('error', () => undefined)
+    await client.connect()
+    const bus = new RedisBus(client, 'test:bus:', log)
+    const store = new RedisLeaseStore({ redis: client, breaker: new RedisBreaker({ cooldownMs: 200, log }), bus, key: KEY, credential: 'default' })
+    const rule = new LimitRuleStandIn(8)
+    let learned: LearnedLimit | null = null
+    // Renewals answered: each brings the others' records and the shared limit.
+    const renewals = { count: 0 }
+    const lease = new LeasedSeats({
+      store,
       credential: 'default',
-      governor,
-      estimator: new LimitEstimator({ initial: 4, min: 2, max: 64, windowMs: WINDOW_MS }),
-      windowMs: WINDOW_MS,
-      shared: { redis: redis.client, breaker: new RedisBreaker({ cooldownMs: 200, log }), bus, key: KEY, seal },
+      replica: 'r',
+      run,
+      perReplica: null,
+      unseen: 1,
+      leaseMs: 600,
       log,
-      onLimit: () => undefined,
-      onChange: () => undefined,
-      readEveryMs: READ_EVERY_MS,
-      ...(clock ? { clock } : {}),
+      onLost: () => undefined,
+      onRenewed: (answer, plan) => {
+        renewals.count += 1
+        learned?.renewed(answer, plan)
+      },
     })
-    await learned.start()
-    started.push(learned)
-    return { governor, learned }
+    const seats = new CredentialSeats({ credential: 'default', maxConcurrent: 64, limit: rule.limit, queueLimit: 10, queueTimeoutMs: 10_000, work: new WorkEstimates(), seats: lease })
+    learned = new LearnedLimit({ credential: 'default', estimator: rule.estimator, seats, lease, seal: new RedisSeal(secret), key: KEY, log, onLimit: () => undefined, onMove: () => undefined })
+    await lease.start()
+    learned.start()
+    const held: Seat = await seats.ask({ team: 'a', workClass: 'w', deadline: Infinity })
+    const stop = async () => {
+      learned?.stop()
+      held.end({ kind: 'dropped' })
+      lease.stop()
+      await bus.close()
+      client.disconnect()
+    }
+    stops.push(stop)
+    return { run, rule, seats, lease, learned, renewals, stop }
   }
 
-  /** Answers at the floor from a replica whose limit is used: evidence to raise it. */
-  function busyAnswers(learned: LearnedLimit, governor: CallGovernor) {
-    for (let i = 0; i < 20; i++) learned.record({ url: `/api/v1/report/campaigns/get?dateFrom=2026-01-01&dateTo=2026-01-07&n=${i}`, team: 'a', latencyMs: 50, inFlight: governor.limit, outcome: 'ok' })
+  /** The shared record in Redis, opened with the gateway's seal. */
+  const stored = async (): Promise<{ limit: number; knee: number; at: number } | null> => {
+    const sealed = await redis.client.hget(KEY, 'limit')
+    const text = sealed === null ? null : new RedisSeal(SECRET).openText(KEY, sealed)
+    return text === null ? null : (JSON.parse(text) as { limit: number; knee: number; at: number })
   }
 
-  const stored = async () => Number(await redis.client.hget(KEY, 'limit'))
+  /** The learner's limit rule moves to `limit` (knee `knee`). */
+  const move = (r: Awaited<ReturnType<typeof replica>>, limit: number, knee = limit) => {
+    r.rule.next = { limit, knee, move: 'grew' }
+    r.learned.tick()
+  }
 
-  it('moves every replica to the limit one of them learned, and keeps Redis and the replicas in agreement after its connections are killed', async () => {
-    const a = await replica()
-    const b = await replica()
-    expect([a.governor.limit, b.governor.limit]).toEqual([4, 4])
-    await waitFor('a raised limit, shared', async () => {
-      busyAnswers(a.learned, a.governor)
-      return a.governor.limit > 4 && b.governor.limit === a.governor.limit && (await stored()) === a.governor.limit
-    }, 10_000, 20)
+  it('moves every replica to the limit the learner learned, sealed in the seats hash, and again after Redis\'s connections are killed', async () => {
+    const [a, b] = [await replica('r1'), await replica('r2')]
+    await waitFor('each replica seeing the other, r1 learning', () => a.lease.replicas === 2 && b.lease.replicas === 2 && a.lease.learner && !b.lease.learner, 5000)
+    move(a, 12, 10)
+    await waitFor('the limit shared', async () => b.seats.limit === 12 && (await stored())?.limit === 12, 5000)
+    expect(await stored()).toMatchObject({ limit: 12, knee: 10 })
+    // The replica that does not learn runs no limit rule of its own.
+    const ticks = b.rule.ticks
+    await waitFor('a few ticks of the learner', () => a.rule.ticks > 5)
+    expect(b.rule.ticks).toBe(ticks)
+
     await redis.client.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
-    await waitFor('the replicas and Redis in agreement again, on a limit raised further', async () => {
-      busyAnswers(b.learned, b.governor)
-      return b.governor.limit > 8 && a.governor.limit === b.governor.limit && (await stored()) === b.governor.limit
-    }, 10_000, 20)
-  })
-
-  it('asks Redis about the limit once a window or so whatever the replicas, not once a window per replica', async () => {
-    // The replicas' windows move on one clock the test steps by STEP_MS, each step once every
-    // reply and message of the one before arrived: Redis answers within a step, as it answers
-    // within a fraction of a window in production, whatever the machine's load. Replicas
-    // start STEP_MS apart, as replicas start at their own instants.
-    const STEP_MS = 3
-    const clock = fakeClock()
-    const quiet = async (): Promise<void> => {
-      // Commands on one connection are answered in order: three round trips past a step's
-      // syncs, each has been answered and its record published.
-      for (let i = 0; i < 3; i++) await redis.client.ping()
-      await waitFor('every replica heard every record published', () => heard.delivered === heard.published * replicas.length, 5000, 1)
-    }
-    const replicas: Awaited<ReturnType<typeof replica>>[] = []
-    for (let i = 0; i < 8; i++) {
-      replicas.push(await replica(undefined, clock))
-      clock.advance(STEP_MS)
-    }
-    // The first replica's record was published before the others listened.
-    for (let i = 0; i < 3; i++) await redis.client.ping()
-    Object.assign(heard, { published: 0, delivered: 0 })
-    await redis.client.config('RESETSTAT')
-    // Every replica busy at the floor for 30 windows: each changes its limit every window it closes.
-    const windows = 30
-    for (let t = 0; t < windows * WINDOW_MS; t += STEP_MS) {
-      if (t % 24 === 0) for (const r of replicas) busyAnswers(r.learned, r.governor)
-      clock.advance(STEP_MS)
-      await quiet()
-    }
-    const info = await redis.client.info('commandstats')
-    const syncs = Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0)
-    expect(replicas.every((r) => r.governor.limit > 4)).toBe(true)
-    // Eight replicas syncing each window they close would send eight a window.
-    expect(syncs).toBeLessThan(3 * windows)
+    move(a, 16, 14)
+    await waitFor('the replicas and Redis in agreement again', async () => b.seats.limit === 16 && (await stored())?.limit === 16, 5000)
   })
 
   it('writes the limit in force again when Redis lost its record (a restart, a flush)', async () => {
-    const a = await replica()
-    const b = await replica()
-    await waitFor('a raised limit, shared', async () => {
-      busyAnswers(a.learned, a.governor)
-      return a.governor.limit > 4 && b.governor.limit === a.governor.limit && (await stored()) === a.governor.limit
-    }, 10_000, 20)
-    await redis.client.del(KEY)
-    // Idle replicas read the record every READ_EVERY_MS: the first to find it gone writes it back.
-    await waitFor('the record written back', async () => (await stored()) === a.governor.limit && b.governor.limit === a.governor.limit, READ_EVERY_MS + 5000, 20)
+    const [a, b] = [await replica('r1'), await replica('r2')]
+    await waitFor('r1 learning', () => a.lease.replicas === 2 && b.lease.replicas === 2 && a.lease.learner, 5000)
+    move(a, 12)
+    await waitFor('the limit shared', async () => (await stored())?.limit === 12, 5000)
+    await redis.client.hdel(KEY, 'limit')
+    await waitFor('the record written back', async () => (await stored())?.limit === 12, 5000)
+    expect(b.seats.limit).toBe(12)
   })
 
-  it('ignores a shared limit that does not carry this gateway\'s seal, and writes its own over it', async () => {
-    await redis.client.hset(KEY, 'epoch', String(Number.MAX_SAFE_INTEGER), 'limit', '2', 'sealed', JSON.stringify({ limit: 2, epoch: Number.MAX_SAFE_INTEGER }))
-    const forged = await replica()
-    expect(forged.governor.limit).toBe(4)
-    await waitFor('its own limit written over the forgery', async () => (await stored()) === 4 && Number(await redis.client.hget(KEY, 'epoch')) < Number.MAX_SAFE_INTEGER, 5000, 20)
+  it('ignores a shared limit that does not carry this gateway\'s seal, or is a genuine one of long ago, and takes the next one the learner writes', async () => {
+    const [a, b] = [await replica('r1'), await replica('r2')]
+    await waitFor('r1 learning', () => a.lease.replicas === 2 && b.lease.replicas === 2 && a.lease.learner, 5000)
+    move(a, 12)
+    await waitFor('the limit shared', () => b.seats.limit === 12, 5000)
+    // A Redis writer's record, and a genuine record replayed from long ago.
+    const forged = new RedisSeal('another-secret-of-32-characters!!!').sealText(KEY, JSON.stringify({ limit: 2, knee: 2, at: Date.now() }))
+    const replayed = new RedisSeal(SECRET).sealText(KEY, JSON.stringify({ limit: 2, knee: 2, at: Date.now() - RECORD_MAX_AGE_MS - 60_000 }))
+    for (const record of [forged, replayed]) {
+      await redis.client.hset(KEY, 'limit', record)
+      // Renewals carry it to the replica that follows: it keeps its own.
+      const since = b.renewals.count
+      await waitFor('two renewals since', () => b.renewals.count >= since + 2, 5000)
+      expect(b.seats.limit).toBe(12)
+    }
+    // A replica that starts meanwhile keeps its own too.
+    const c = await replica('r3')
+    await waitFor('r3 seeing the others', () => c.lease.replicas === 3, 5000)
+    expect(c.seats.limit).toBe(8)
+    // The learner's next move is written over it, and taken.
+    move(a, 20)
+    await waitFor('the next limit shared', () => b.seats.limit === 20 && c.seats.limit === 20, 5000)
   })
 
-  it('does not pin the replicas to a genuine record written back with its epoch far ahead, nor to one long past', async () => {
-    const a = await replica()
-    await waitFor('a raised limit, shared', async () => {
-      busyAnswers(a.learned, a.governor)
-      return a.governor.limit > 4 && (await stored()) === a.governor.limit
-    }, 10_000, 20)
-    // A Redis writer keeps an old genuine record (limit 4 would do) and writes it back with
-    // its unsealed epoch far ahead: no replica could write after it, and all would adopt it.
-    const old = await redis.client.hget(KEY, 'sealed')
-    await redis.client.hset(KEY, 'epoch', String(Number.MAX_SAFE_INTEGER), 'limit', '2', 'sealed', old as string)
-    const b = await replica()
-    await waitFor('the replicas writing their own over it', async () => Number(await redis.client.hget(KEY, 'epoch')) < Number.MAX_SAFE_INTEGER, 5000, 20)
-    expect(b.governor.limit).toBeGreaterThanOrEqual(4)
-    expect(a.governor.limit).toBeGreaterThanOrEqual(4)
-    // Not pinned: what a replica learns next is written and shared again.
-    const before = Math.max(a.governor.limit, b.governor.limit)
-    await waitFor('a limit raised past it, shared', async () => {
-      busyAnswers(a.learned, a.governor)
-      return a.governor.limit > before && b.governor.limit === a.governor.limit && (await stored()) === a.governor.limit
-    }, 10_000, 20)
-    // A record of long ago, its epoch intact: older than a replica writes, it is written over.
-    const stale = new RedisSeal('a-gateway-secret-of-32-characters!').sealText(KEY, JSON.stringify({ limit: 2, epoch: Math.floor(Date.now() / WINDOW_MS) - 10_000 }))
-    await redis.client.hset(KEY, 'epoch', String(Math.floor(Date.now() / WINDOW_MS) - 10_000), 'limit', '2', 'sealed', stale)
-    const c = await replica()
-    expect(c.governor.limit).not.toBe(2)
-    await waitFor('the stale record written over', async () => (await redis.client.hget(KEY, 'sealed')) !== stale, 5000, 20)
-    expect(c.governor.limit).not.toBe(2)
+  it('hands the learning to another replica when the learner stops: it starts from the shared limit and writes its own moves', async () => {
+    const [a, b] = [await replica('r1'), await replica('r2')]
+    await waitFor('r1 learning', () => a.lease.replicas === 2 && b.lease.replicas === 2 && a.lease.learner, 5000)
+    move(a, 12)
+    await waitFor('the limit shared', () => b.seats.limit === 12, 5000)
+    await a.stop()
+    await waitFor('r2 learning', () => b.lease.learner && b.lease.replicas === 1, 5000)
+    const ticks = b.rule.ticks
+    await waitFor('r2\'s limit rule running', () => b.rule.ticks > ticks)
+    expect([b.rule.limit, b.seats.limit]).toEqual([12, 12])
+    move(b, 24)
+    await waitFor('r2\'s limit shared', async () => (await stored())?.limit === 24, 5000)
   })
 })

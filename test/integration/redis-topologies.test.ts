@@ -144,7 +144,7 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     const all = await adminCall(a, 'DELETE', '/admin/cache')
     expect(all.json()).toEqual({ purged: 'all', dryRun: false, dropped: 3 })
     // Nothing of the cache is left but the purge's record (which a replica that starts
-    // later reads); the day's usage totals, the replicas' announcements, the keys' use, the shared token and the seats (with the learned platform limit) are not the cache's.
+    // later reads); the day's usage totals, the replicas' announcements, the keys' use, the shared token and the seats (the learned platform limit with them) are not the cache's.
     const notUsage = (await topology.keys('rgw:*')).filter((k) => !k.startsWith('rgw:usage'))
     expect(notUsage.filter((k) => !k.startsWith('rgw:{replicas}:') && !k.startsWith('rgw:{keyuse}:') && !k.startsWith('rgw:seats:')).sort()).toEqual(['rgw:purges', 'rgw:token:default'])
     // Both replicas announce themselves, in one hash slot (one MULTI, a Cluster too);

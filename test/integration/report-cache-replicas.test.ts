@@ -235,8 +235,8 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     expect(all.json()).toEqual({ purged: 'all', dryRun: false, dropped: 3 })
     await heard()
     // The shared platform token (GATEWAY_SECRET), the replicas' announcements and their
-    // seats (with the learned platform limit) are no cache entries: a purge leaves them,
-    // and the purge's record, which replicas that start later read.
+    // seats (the learned platform limit with them) are no cache entries: a purge leaves
+    // them, and the purge's record, which replicas that start later read.
     const left = (await admin.keys('rgw:*')).filter((k) => !k.startsWith('rgw:{replicas}:') && !k.startsWith('rgw:seats:'))
     expect(left.sort()).toEqual(['rgw:purges', 'rgw:token:default'])
     // B's L1 was dropped through pub/sub; B's fill then serves A from L2.

@@ -9,6 +9,7 @@ import { useGateway, useGateways, useRedis, useSandbox } from '../helpers/fixtur
 import { expectMissesOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
+import { seatsOf } from '../helpers/governors.js'
 
 // The report cache on one gateway instance, against the sandbox over loopback, once with the
 // in-memory cache only and once with Redis as L2. Time moves on a fake clock.
@@ -399,7 +400,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(await refreshes('started')).toBe(3)
   })
 
-  it('queues a refresh ahead behind a caller\'s call for the only slot, and runs it as soon as the slot frees', async () => {
+  it('queues a refresh ahead behind a caller\'s call for the only seat, and runs it as soon as the seat frees', async () => {
     const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8').replace('  timeout: 800ms', '  timeout: 800ms\n  maxConcurrent: 1')
     const ahead = await gateways.build(testConfig(env(), yaml), { clock: onRealTimers(clock.now), timers: clock.timers })
     const ask = (query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all } })
@@ -411,15 +412,15 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     clock.advance(10_000)
     expect((await ask()).headers['x-cache']).toBe('HIT')
     expect((await ask()).headers['x-cache']).toBe('HIT')
-    // A caller's miss holds the credential's only slot when the refresh falls due.
+    // A caller's miss holds the credential's only seat when the refresh falls due.
     sandbox.setLatency(400)
-    const governor = ahead.governors.of('default')
+    const governor = seatsOf(ahead)
     const busy = ask('advertiserId=102&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-07')
     await waitFor('the caller\'s call at the platform', () => governor.inFlight === 1 && sandbox.concurrency().inFlight === 1)
-    // The refresh's own call is answered at once: it waits only for the slot.
+    // The refresh's own call is answered at once: it waits only for the seat.
     sandbox.setLatency(0)
     clock.advance(40_000)
-    await waitFor('the refresh to wait for the slot', () => governor.queued === 1)
+    await waitFor('the refresh to wait for the seat', () => governor.queued === 1)
     expect((await busy).statusCode).toBe(200)
     await waitFor('the refresh ahead', async () => (await refreshes('completed')) === 1)
     // The first fill, the caller's miss, then the refresh: nothing skipped.

@@ -6,11 +6,14 @@ import { KEYS, listen, WHOLE_SHARE_TEAMS_YAML, testConfig, type TestGateway } fr
 import { useCleanups, useGateways, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 import { stalledCaller, stalledCampaignCall } from '../helpers/gateway-calls.js'
+import { seatsOf } from '../helpers/governors.js'
 
-// "A slot covers the platform's work, not the caller's reading": the
-// gateway against the sandbox over loopback HTTP, with callers on raw sockets that ask
-// for large answers and never read them. Loopback absorbs about 4 MB per connection
-// before the gateway's writes back up, so the answers that must back up are larger.
+// "A seat covers the platform's work, not the caller's reading" (docs/governor.md): the
+// seat ends with the answer's headers, and an answer still being read holds buffer room
+// and its connection, which readIdleTimeout frees. The gateway against the sandbox over
+// loopback HTTP, with callers on raw sockets that ask for large answers and never read
+// them. Loopback absorbs about 4 MB per connection before the gateway's writes back up,
+// so the answers that must back up are larger.
 
 const sandbox = useSandbox()
 const gateways = useGateways()
@@ -24,7 +27,6 @@ const MB = 1_000_000
 async function gateway(yaml: string): Promise<TestGateway & { port: number; url: string }> {
   const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, `${WHOLE_SHARE_TEAMS_YAML}\n${yaml}`))
   const listening = await listen(gw)
-  // Team `all` may hold every slot: what frees them here is the watchdog, not its bulkhead.
   // The start's token probe is the gateway's own call.
   sandbox.clearRequests()
   sandbox.resetConcurrency()
@@ -53,38 +55,39 @@ async function metrics(gw: TestGateway): Promise<string> {
   return (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
 }
 
-const slowReaderLines = (gw: TestGateway) => gw.logs.records().filter((r) => r.msg === 'caller stopped reading: answer cut off' || r.msg === 'caller stopped reading while another team waited for its seat or room: answer cut off')
+const slowReaderLines = (gw: TestGateway) => gw.logs.records().filter((r) => r.msg === 'caller stopped reading: answer cut off' || r.msg === 'caller stopped reading while another team waited for its room: answer cut off')
 
 describe('callers that never read', () => {
-  it('8 of them on large answers leave another team\'s small call its slot, and the platform its connections, after readIdleTimeout', async () => {
-    // readIdleTimeout leaves a loaded machine the time to put all 8 at the platform before
-    // the first is cut off; queueTimeout is far beyond it.
-    const gw = await gateway('platform: { readIdleTimeout: 4s, queueTimeout: 60s, timeout: 60s }')
+  it('8 of them on large answers hold no seat: another team\'s small call is answered at once, and readIdleTimeout frees the platform\'s connections', async () => {
+    // The whole limit (8 at the start) of a team alone; readIdleTimeout leaves a loaded
+    // machine the time to put all 8 at the platform before the first is cut off.
+    const gw = await gateway('platform: { adaptive: false, maxConcurrent: 8, readIdleTimeout: 4s, queueTimeout: 60s, timeout: 60s }')
     sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 12 * MB, times: 8 })
     for (let i = 0; i < 8; i++) stalled(stalledCampaignCall(gw.port))
-    await waitFor('8 large answers at the platform', () => sandbox.concurrency().inFlight === 8 && gw.governors.of('default').inFlight === 8, 4000)
+    // The answers stream to the gateway, their callers read nothing: the connections stay, the seats went back with the headers.
+    await waitFor('8 large answers at the gateway, their seats free', () => sandbox.concurrency().inFlight === 8 && sandbox.countRequests((r) => r.path === CAMPAIGNS) === 8 && seatsOf(gw).inFlight === 0, 4000)
 
     const victim = await victimCall(gw)
     expect(victim.status).toBe(200)
-    // Without the watchdog it waits queueTimeout (60 s) and is refused 503 GW_OVERLOADED.
-    expect(victim.ms).toBeLessThan(15_000)
+    // Answered before any stalled caller was cut off: it did not wait for their seats.
+    expect(slowReaderLines(gw)).toHaveLength(0)
 
-    // The stalled callers were cut off: their slots and platform connections are free.
-    await waitFor('the platform calls to end', () => sandbox.concurrency().inFlight === 0 && gw.governors.of('default').inFlight === 0, 15_000)
+    // The stalled callers were cut off: their platform connections are free.
+    await waitFor('the platform calls to end', () => sandbox.concurrency().inFlight === 0 && seatsOf(gw).inFlight === 0, 15_000)
     await waitFor('8 slow readers counted', async () => (await metrics(gw)).includes('gateway_platform_slow_readers_total{credential="default"} 8'))
     const lines = slowReaderLines(gw)
     expect(lines).toHaveLength(8)
     for (const line of lines) expect(line).toMatchObject({ level: 40, team: 'all', path: CAMPAIGNS, credential: 'default' })
   })
 
-  it('frees the slot of an answer within platform.bufferBytes as soon as it is received, while its caller still reads nothing', async () => {
+  it('frees the seat and the connection of an answer within platform.bufferBytes as soon as it is received, while its caller still reads nothing', async () => {
     // Each answer is larger than what loopback absorbs, so its caller holds it unread.
-    const gw = await gateway('platform: { bufferBytes: 12MiB, bufferTotalBytes: 64MiB }')
+    const gw = await gateway('platform: { adaptive: false, maxConcurrent: 8, bufferBytes: 12MiB, bufferTotalBytes: 64MiB }')
     const answers = 4
     sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 10 * MB, times: answers })
     for (let i = 0; i < answers; i++) stalled(stalledCampaignCall(gw.port))
     await waitFor('the answers to reach the gateway', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === answers)
-    await waitFor('every slot and platform connection free', () => sandbox.concurrency().inFlight === 0 && gw.governors.of('default').inFlight === 0)
+    await waitFor('every seat and platform connection free', () => sandbox.concurrency().inFlight === 0 && seatsOf(gw).inFlight === 0)
     expect(sandbox.concurrency().peak).toBe(answers)
     // Still unread: the answers are held in memory, within the budget, for their callers.
     expect(gw.answers.budget.used).toBeGreaterThan(0)
@@ -97,7 +100,7 @@ describe('callers that never read', () => {
   it('falls back to streaming, watched, past platform.bufferTotalBytes: the memory held never exceeds it', async () => {
     const gw = await gateway('platform: { bufferBytes: 8MiB, bufferTotalBytes: 16MiB, readIdleTimeout: 5s }')
     const { budget } = gw.answers
-    const governor = gw.governors.of('default')
+    const seats = seatsOf(gw)
     let most = 0
     const watch = setInterval(() => (most = Math.max(most, budget.used)), 2)
     cleanups.push(() => clearInterval(watch))
@@ -105,21 +108,22 @@ describe('callers that never read', () => {
     sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 6 * MB, times: 8 })
     for (let i = 0; i < 8; i++) stalled(stalledCampaignCall(gw.port))
     await waitFor('8 answers at the gateway', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === 8)
-    // The buffered two gave their slots back; the streaming six hold theirs until their
-    // callers have read nothing for readIdleTimeout.
-    await waitFor('two slots free, six held', () => governor.inFlight === 6 && budget.used === 12 * MB, 4500)
+    // Every seat went back with its answer's headers; the buffered two hold 12 MB, the
+    // streaming six no memory, and all eight are cut off once their callers have read
+    // nothing for readIdleTimeout.
+    await waitFor('two answers held in memory, no seat', () => budget.used === 12 * MB && seats.inFlight === 0, 4500)
     await waitFor('every caller cut off', async () => (await metrics(gw)).includes('gateway_platform_slow_readers_total{credential="default"} 8'), 15_000)
-    await waitFor('slots and memory free', () => governor.inFlight === 0 && sandbox.concurrency().inFlight === 0 && budget.used === 0)
+    await waitFor('connections and memory free', () => sandbox.concurrency().inFlight === 0 && budget.used === 0)
     expect(most).toBeLessThanOrEqual(budget.limit)
     expect(most).toBe(12 * MB)
   })
 
-  it('frees the slot of an oversize report (past cache.maxEntryBytes) whose caller stops reading', async () => {
+  it('frees the seat of an oversize report (past cache.maxEntryBytes) at its headers, and its connection once its caller stopped reading', async () => {
     const gw = await gateway('platform: { readIdleTimeout: 1s }\ncache: { maxEntryBytes: 1MiB }')
     sandbox.setRouteFailure(REPORT, { kind: 'large', bytes: 12 * MB, times: 1 })
     stalled(stalledCaller(gw.port, `GET ${REPORT}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=2025-03-07 HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\n\r\n`))
-    await waitFor('the report at the platform', () => sandbox.concurrency().inFlight === 1)
-    await waitFor('the report call to end', () => sandbox.concurrency().inFlight === 0 && gw.governors.of('default').inFlight === 0, 4000)
+    await waitFor('the report streaming, its seat free', () => sandbox.concurrency().inFlight === 1 && sandbox.countRequests((r) => r.path === REPORT) === 1 && seatsOf(gw).inFlight === 0)
+    await waitFor('the report call to end', () => sandbox.concurrency().inFlight === 0, 4000)
     expect(slowReaderLines(gw)).toMatchObject([{ team: 'all', path: REPORT, credential: 'default' }])
   })
 })

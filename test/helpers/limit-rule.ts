@@ -1,0 +1,49 @@
+import type { KneeEstimator, Step } from '../../src/platform/governor/knee-estimator.js'
+
+/**
+ * The limit rule as LearnedLimit drives it (knee-estimator.ts, stood in for): its limit and
+ * knee, what it was told, and the step its next tick takes. Tests of what is built on the
+ * rule use it, so that they do not depend on how the rule learns.
+ */
+export class LimitRuleStandIn {
+  limit: number
+  knee: number
+  /** The step the next tick takes (then null). */
+  next: Step | null = null
+  ticks = 0
+  waits = 0
+  pauses = 0
+
+  constructor(limit = 8, knee = limit) {
+    this.limit = limit
+    this.knee = knee
+  }
+
+  /** As KneeEstimator: what LearnedLimit takes it for. */
+  get estimator(): KneeEstimator {
+    return this as unknown as KneeEstimator
+  }
+
+  adopt(limit: number, knee: number): Step | null {
+    if (limit === this.limit && knee === this.knee) return null
+    Object.assign(this, { limit, knee })
+    return { limit, knee, move: 'adopted' }
+  }
+
+  tick(): Step | null {
+    this.ticks += 1
+    const step = this.next
+    this.next = null
+    if (step) Object.assign(this, { limit: step.limit, knee: step.knee })
+    return step
+  }
+
+  waited(): void {
+    this.waits += 1
+  }
+
+  pause(): Step | null {
+    this.pauses += 1
+    return null
+  }
+}

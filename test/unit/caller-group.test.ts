@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest'
+import { CallerGroup, CallersGoneError, seatFollowing } from '../../src/platform/client/caller-group.js'
+import { CredentialSeats } from '../../src/platform/governor/seats.js'
+import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
+import { fakeClock } from '../helpers/clock.js'
+
+// The callers of one shared platform call (a report fill): who it waits for, and in whose queue.
+
+const settle = () => new Promise((resolve) => setImmediate(resolve))
+
+describe('CallerGroup', () => {
+  it('aborts once every caller that joined has hung up, unless a background refresh joined', () => {
+    const group = new CallerGroup()
+    const [a, b] = [new AbortController(), new AbortController()]
+    group.join(a.signal, 'a')
+    group.join(b.signal, 'b')
+    a.abort()
+    expect(group.signal.aborted).toBe(false)
+    b.abort()
+    expect(group.signal.reason).toBeInstanceOf(CallersGoneError)
+
+    const pinned = new CallerGroup()
+    const c = new AbortController()
+    pinned.join(c.signal, 'c')
+    pinned.join(undefined, 'd')
+    c.abort()
+    expect(pinned.signal.aborted).toBe(false)
+  })
+
+  it('aborts when its only caller had hung up before joining', () => {
+    const gone = new AbortController()
+    gone.abort()
+    const group = new CallerGroup()
+    group.join(gone.signal, 'a')
+    expect(group.signal.aborted).toBe(true)
+  })
+
+  it('names the team of its earliest caller still waiting, and says when it changes', () => {
+    const group = new CallerGroup()
+    const [a1, b, a2] = [new AbortController(), new AbortController(), new AbortController()]
+    const changes: (string | null)[] = []
+    group.onChange(() => changes.push(group.team))
+    group.join(a1.signal, 'a')
+    group.join(b.signal, 'b')
+    group.join(a2.signal, 'a')
+    expect(group.team).toBe('a')
+    a2.abort()
+    expect(changes).toEqual([])
+    a1.abort()
+    expect(group.team).toBe('b')
+    expect(changes).toEqual(['b'])
+  })
+
+  it('waits at the priority of its most pressing asker: a caller who joins a refresh makes it a caller\'s call', () => {
+    const group = new CallerGroup()
+    group.join(undefined, 'a', 'ahead')
+    expect([group.team, group.priority]).toEqual(['a', 'ahead'])
+    group.join(new AbortController().signal, 'b')
+    expect([group.team, group.priority]).toEqual(['b', 'caller'])
+  })
+})
+
+/** Seats of 2 on a fake clock, each team held to one call in flight. */
+function seats() {
+  return new CredentialSeats({ credential: 'default', maxConcurrent: 2, limit: 2, queueLimit: 10, queueTimeoutMs: 10_000, work: new WorkEstimates(), clock: fakeClock(), limitsOf: () => ({ maxConcurrent: 1 }) })
+}
+
+const ask = (s: CredentialSeats) => (team: string, signal: AbortSignal | undefined, priority: 'caller' | 'ahead' | 'swr' | 'warm') =>
+  s.ask({ team, workClass: 'w', priority, deadline: Infinity, ...(signal ? { signal } : {}) })
+
+describe('seatFollowing', () => {
+  it('waits in the queue of the earliest caller\'s team, and moves to the next team\'s queue when that caller hangs up', async () => {
+    const s = seats()
+    const heldByA = await ask(s)('a', undefined, 'caller')
+    const group = new CallerGroup()
+    const [a, b] = [new AbortController(), new AbortController()]
+    group.join(a.signal, 'a')
+    group.join(b.signal, 'b')
+    let started = false
+    const seat = seatFollowing('a', group, undefined, ask(s)).then((seat) => {
+      started = true
+      return seat
+    })
+    await settle()
+    // Team a holds its one seat: the shared call waits in a's queue although a seat is free.
+    expect([started, s.queued]).toEqual([false, 1])
+    a.abort()
+    const moved = await seat
+    expect([started, s.running('b'), s.queued]).toEqual([true, 1, 0])
+    moved.end({ kind: 'answer', status: 200, latencyMs: 1 })
+    heldByA.end({ kind: 'answer', status: 200, latencyMs: 1 })
+    expect(s.inFlight).toBe(0)
+  })
+
+  it('without callers to follow, waits under its own team, as a caller\'s call', async () => {
+    const s = seats()
+    const seat = await seatFollowing('a', undefined, undefined, ask(s))
+    expect(s.running('a')).toBe(1)
+    seat.end({ kind: 'answer', status: 200, latencyMs: 1 })
+  })
+})

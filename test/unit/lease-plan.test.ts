@@ -1,0 +1,145 @@
+import { describe, expect, it } from 'vitest'
+import { decodeRecord, encodeRecord, leasePlan, type ReplicaRecord, type TeamRecord } from '../../src/platform/governor/lease-plan.js'
+
+// What one replica makes of every replica's lease record (docs/governor.md, "Across replicas").
+
+function team(name: string, t: Partial<TeamRecord> = {}): TeamRecord {
+  return { team: name, weight: 1, held: 0, waiting: 0, cap: null, peak: 0, lingering: false, ...t }
+}
+
+function replica(run: string, teams: TeamRecord[], r: Partial<Omit<ReplicaRecord, 'run' | 'teams'>> = {}): ReplicaRecord {
+  const inFlight = teams.reduce((n, t) => n + t.held, 0)
+  return { run, lease: inFlight, inFlight, need: inFlight + teams.reduce((n, t) => n + t.waiting, 0), answered: 0, waited: false, teams, ...r }
+}
+
+describe('leasePlan: targets', () => {
+  it('gives a replica alone the nominal shares of its teams, summed', () => {
+    const mine = replica('r1', [team('a', { held: 2, waiting: 5 }), team('b', { weight: 3, held: 1, waiting: 9 })])
+    const plan = leasePlan(mine, [], 8)
+    expect(plan.targets).toEqual(new Map([['a', 2], ['b', 6]]))
+    expect(plan.target).toBe(8)
+    expect([plan.contended, plan.elsewhere, plan.owedElsewhere, plan.waitedElsewhere, plan.needsMost]).toEqual([false, 0, 0, false, null])
+  })
+
+  it('shares each team over every replica\'s teams, and splits its share between the replicas by their demand for it', () => {
+    // Team a: 6 on r1 (3 held, 3 waiting), 2 on r2; team b: 8 on r2. 8 seats: a 4, b 4.
+    const r1 = replica('r1', [team('a', { held: 3, waiting: 3 })])
+    const r2 = replica('r2', [team('a', { held: 2 }), team('b', { held: 4, waiting: 4 })])
+    const one = leasePlan(r1, [r2], 8)
+    const two = leasePlan(r2, [r1], 8)
+    expect(one.targets.get('a')).toBeCloseTo(3)
+    expect(one.target).toBeCloseTo(3)
+    expect(two.targets.get('a')).toBeCloseTo(1)
+    expect(two.targets.get('b')).toBeCloseTo(4)
+    expect(two.target).toBeCloseTo(5)
+    // Both replicas work it out alike: the targets add up to the seats shared.
+    expect(one.target + two.target).toBeCloseTo(8)
+    expect([one.elsewhere, two.elsewhere]).toEqual([6, 3])
+  })
+
+  it('splits a team that only lingers between the replicas it lingers on', () => {
+    const r1 = replica('r1', [team('idle', { lingering: true, peak: 2 }), team('busy', { held: 2, waiting: 2 })])
+    const r2 = replica('r2', [team('idle', { lingering: true, peak: 1 })])
+    const plan = leasePlan(r1, [r2], 8)
+    expect(plan.targets.get('idle')).toBeCloseTo(2)
+    expect(plan.targets.get('busy')).toBeCloseTo(4)
+    expect(leasePlan(r2, [r1], 8).target).toBeCloseTo(2)
+  })
+
+  it('holds a team to the lowest ceiling any replica carries, and weighs it by the highest weight', () => {
+    const r1 = replica('r1', [team('a', { held: 4, waiting: 4, cap: 3 }), team('b', { held: 4, waiting: 4 })])
+    const r2 = replica('r2', [team('a', { held: 1, cap: 5, weight: 3 })])
+    const plan = leasePlan(r1, [r2], 12)
+    // a: within 3 (of its weighted 9 of 12); b the rest.
+    expect(plan.targets.get('a')! + leasePlan(r2, [r1], 12).targets.get('a')!).toBeCloseTo(3)
+    expect(plan.targets.get('b')).toBeCloseTo(9)
+  })
+
+  it('shares only the seats given (the knee): a probe\'s seats past it are nobody\'s', () => {
+    const plan = leasePlan(replica('r1', [team('a', { held: 1, waiting: 9 }), team('b', { held: 1, waiting: 9 })]), [], 6)
+    expect(plan.target).toBe(6)
+  })
+})
+
+describe('leasePlan: what a replica knows of the others', () => {
+  it('counts as owed elsewhere the seats of the other replicas\' teams that wait for nothing, up to their peaks', () => {
+    const mine = replica('r1', [team('a', { held: 6, waiting: 4 })])
+    const other = replica('r2', [team('dash', { lingering: true, peak: 3 }), team('busy', { held: 1, waiting: 5, peak: 6 })])
+    const plan = leasePlan(mine, [other], 12)
+    // dash's share is 4 (12 over three teams); it came back for 3 within the linger. busy waits: owed nothing.
+    expect(plan.owedElsewhere).toBeCloseTo(3)
+    // This replica's own teams are not owed elsewhere.
+    expect(leasePlan(mine, [], 12).owedElsewhere).toBe(0)
+  })
+
+  it('is contended when another replica needs more than its lease, and names the one that needs most', () => {
+    const mine = replica('r1', [team('a', { held: 4 })])
+    const fed = replica('r2', [team('b', { held: 2 })], { lease: 2, need: 2 })
+    const short = replica('r3', [team('c', { held: 1, waiting: 1 })], { lease: 1, need: 2 })
+    const shorter = replica('r4', [team('d', { held: 1, waiting: 4 })], { lease: 1, need: 5, waited: true })
+    expect(leasePlan(mine, [fed], 8)).toMatchObject({ contended: false, needsMost: null, waitedElsewhere: false })
+    expect(leasePlan(mine, [fed, short, shorter], 8)).toMatchObject({ contended: true, needsMost: 'r4', waitedElsewhere: true, elsewhere: 4 })
+  })
+
+  it('makes the replica whose calls answered most the learner, the smallest run id on a tie, and a replica alone', () => {
+    const r1 = replica('r1', [], { answered: 3 })
+    const r2 = replica('r2', [], { answered: 7.5 })
+    const r3 = replica('r3', [], { answered: 7.5 })
+    expect(leasePlan(r1, [], 4).learner).toBe(true)
+    expect(leasePlan(r1, [r2, r3], 4).learner).toBe(false)
+    expect(leasePlan(r2, [r1, r3], 4).learner).toBe(true)
+    expect(leasePlan(r3, [r1, r2], 4).learner).toBe(false)
+    // Every replica names the same one.
+    expect([r1, r2, r3].filter((r) => leasePlan(r, [r1, r2, r3].filter((o) => o !== r), 4).learner)).toEqual([r2])
+  })
+})
+
+describe('encodeRecord and decodeRecord', () => {
+  it('give back the record encoded, teams and all', () => {
+    const record: ReplicaRecord = {
+      run: 'AbC_12-x~r4nd0m',
+      lease: 5,
+      inFlight: 3,
+      need: 9,
+      answered: 12.25,
+      waited: true,
+      teams: [team('a', { weight: 3, cap: 4, held: 2, waiting: 6, lingering: true, peak: 8 }), team('(gateway)', { held: 1, peak: 1 })],
+    }
+    const { run, ...stored } = record
+    const text = encodeRecord(stored)
+    expect(text).toBe('5|3|9|12.25|1|a,3,4,2,6,1,8;(gateway),1,0,1,0,0,1')
+    expect(decodeRecord(run, text)).toEqual(record)
+    expect(decodeRecord('r', encodeRecord({ lease: 0, inFlight: 0, need: 0, answered: 0, waited: false, teams: [] }))).toEqual({ run: 'r', lease: 0, inFlight: 0, need: 0, answered: 0, waited: false, teams: [] })
+  })
+
+  it('rounds the answers per second to hundredths', () => {
+    const text = encodeRecord({ lease: 1, inFlight: 1, need: 1, answered: 1 / 3, waited: false, teams: [] })
+    expect(decodeRecord('r', text)?.answered).toBe(0.33)
+  })
+
+  it.each([
+    ['empty', ''],
+    ['too few fields', '1|2|3|4|0'],
+    ['a lease that is no number', 'x|0|0|0|0|'],
+    ['a negative count', '-1|0|0|0|0|'],
+    ['waited neither 0 nor 1', '1|0|0|0|2|'],
+    ['a team of six fields', '1|0|0|0|0|a,1,0,1,0,0'],
+    ['a team of eight fields', '1|0|0|0|0|a,1,0,1,0,0,1,1'],
+  ])('refuses a record with %s', (_what, text) => {
+    expect(decodeRecord('r', text)).toBeNull()
+  })
+
+  // A record another writer of Redis left: its team figures must be numbers, or its NaN
+  // would spread to every replica's shares (docs: a replica reads every record).
+  it.fails.each([
+    ['a team weight that is no number', '1|0|0|0|0|a,x,0,1,0,0,1'],
+    ['a team\'s calls held that are no number', '1|0|0|0|0|a,1,0,x,0,0,1'],
+    ['a negative team peak', '1|0|0|0|0|a,1,0,1,0,0,-5'],
+  ])('refuses a record with %s (src: decodeRecord does not check team figures)', (_what, text) => {
+    expect(decodeRecord('r', text)).toBeNull()
+  })
+
+  it('takes a weight below 1 as 1 and a ceiling of 0 as none', () => {
+    expect(decodeRecord('r', '1|1|1|0|0|a,0,0,1,0,0,1')?.teams).toEqual([team('a', { held: 1, peak: 1 })])
+  })
+})

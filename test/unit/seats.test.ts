@@ -1,0 +1,645 @@
+import { describe, expect, it } from 'vitest'
+import { CredentialSeats, LENDING_HORIZON_MS, LINGER_MS, NoIdleSeatError, OVERDUE, type Priority, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions } from '../../src/platform/governor/seats.js'
+import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
+import type { Answer } from '../../src/platform/governor/knee-estimator.js'
+import { fakeClock, type FakeClock } from '../helpers/clock.js'
+
+// The dispatch rule of docs/governor.md (seats.ts), on a clock that moves only when told.
+
+type Refusal = Error & { code?: string; statusCode?: number; retryAfterSec?: number }
+
+interface Call {
+  seat: Seat | null
+  error: Refusal | null
+  done: Promise<void>
+}
+
+/** Seats of one credential on `clock` (limit 2 of 8 unless told), the reasons they refused calls, and `order` for the calls of a test to record their turns in. */
+function seats(clock: FakeClock, opts: Partial<SeatsOptions> = {}) {
+  const refused: RefusalReason[] = []
+  const work = opts.work ?? new WorkEstimates()
+  const s = new CredentialSeats({ credential: 'default', maxConcurrent: 8, limit: 2, queueLimit: 10, queueTimeoutMs: 10_000, work, clock, onRefused: (reason) => refused.push(reason), ...opts })
+  return { s, work, refused, order: [] as string[] }
+}
+
+/** Asks a seat for a call of `team` (work `w`, no deadline unless told) and records when it comes (`name` pushed on `order`), or its error. */
+function call(s: CredentialSeats, order: string[], team: string, req: Partial<SeatRequest> = {}, name = team): Call {
+  const state: Call = { seat: null, error: null, done: Promise.resolve() }
+  state.done = s.ask({ team, workClass: 'w', deadline: Infinity, ...req }).then(
+    (seat) => {
+      order.push(name)
+      state.seat = seat
+    },
+    (err: Refusal) => {
+      state.error = err
+    },
+  )
+  return state
+}
+
+function background(s: CredentialSeats, order: string[], priority: Priority, name: string, team = 'a', urgency?: () => number): Call {
+  return call(s, order, team, { priority, ...(urgency ? { urgency } : {}) }, name)
+}
+
+/** The call's answer came, after `latencyMs` at the platform (which its kind's estimate learns). */
+function answer(c: Call | undefined, latencyMs = 0): void {
+  if (!c?.seat) throw new Error('the call holds no seat')
+  c.seat.end({ kind: 'answer', status: 200, latencyMs })
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve))
+
+describe('seats and the queue', () => {
+  it('lets the limit\'s calls through and queues the rest until a seat is given back; a second end gives back nothing more', async () => {
+    const { s, order } = seats(fakeClock())
+    const calls = [call(s, order, 'a'), call(s, order, 'a'), call(s, order, 'a')]
+    await settle()
+    expect(order).toEqual(['a', 'a'])
+    expect([s.inFlight, s.queued]).toEqual([2, 1])
+    answer(calls[0])
+    answer(calls[0])
+    await settle()
+    expect(order).toHaveLength(3)
+    expect([s.inFlight, s.queued]).toEqual([2, 0])
+  })
+
+  it('refuses a call when the queue is full, with GW_OVERLOADED and a retry-after', async () => {
+    const { s, refused, order } = seats(fakeClock(), { limit: 1, queueLimit: 1 })
+    call(s, order, 'a')
+    call(s, order, 'a')
+    const third = call(s, order, 'b')
+    await third.done
+    expect(third.error).toMatchObject({ code: 'GW_OVERLOADED', statusCode: 503, retryAfterSec: 1 })
+    expect(refused).toEqual(['queue_full'])
+  })
+
+  it('lets a team alone use every seat and the whole queue', async () => {
+    const { s, refused, order } = seats(fakeClock(), { limit: 4, queueLimit: 6 })
+    const calls = Array.from({ length: 11 }, () => call(s, order, 'alone'))
+    await settle()
+    expect([s.inFlight, s.queued, s.running('alone')]).toEqual([4, 6, 4])
+    expect(calls[10]?.error).toMatchObject({ code: 'GW_OVERLOADED', statusCode: 503 })
+    expect(refused).toEqual(['queue_full'])
+  })
+
+  it('makes room in a full queue for a team with fewer calls waiting: its call displaces the fullest team\'s newest', async () => {
+    const { s, refused, order } = seats(fakeClock(), { limit: 1, queueLimit: 6 })
+    const burst = Array.from({ length: 7 }, () => call(s, order, 'burst'))
+    await settle()
+    const late = [call(s, order, 'late'), call(s, order, 'late')]
+    await settle()
+    expect([burst[6]?.error?.code, burst[5]?.error?.code, burst[4]?.error]).toEqual(['GW_OVERLOADED', 'GW_OVERLOADED', null])
+    expect(late.map((c) => c.error)).toEqual([null, null])
+    expect(refused).toEqual(['displaced', 'displaced'])
+    // While the burst holds more places than the late team would, each late call takes one;
+    // then the late team's next call is refused, and the two share the queue.
+    const third = call(s, order, 'late')
+    const fourth = call(s, order, 'late')
+    await settle()
+    expect([third.error, burst[4]?.error?.code, fourth.error?.code]).toEqual([null, 'GW_OVERLOADED', 'GW_OVERLOADED'])
+    expect(refused).toEqual(['displaced', 'displaced', 'displaced', 'queue_full'])
+    expect(s.waiting()).toEqual(new Map([['burst', 3], ['late', 3]]))
+  })
+
+  it('refuses a team\'s call past the queue ceiling an operator set (team_queue_full), and keeps a team within its ceilings, bounded by the credential\'s', async () => {
+    const limitsOf = (team: string) => (team === 'small' ? { maxConcurrent: 1, queue: 1 } : team === 'big' ? { maxConcurrent: 20, queue: 300 } : undefined)
+    const { s, refused, order } = seats(fakeClock(), { limit: 8, queueLimit: 100, limitsOf })
+    expect(s.limitsOf('big')).toEqual({ maxConcurrent: 8, queue: 100 })
+    expect(s.limitsOf('other')).toEqual({ maxConcurrent: null, queue: null })
+    const small = [call(s, order, 'small'), call(s, order, 'small'), call(s, order, 'small')]
+    await settle()
+    expect([s.running('small'), s.queued]).toEqual([1, 1])
+    expect(small[2]?.error).toMatchObject({ code: 'GW_OVERLOADED', statusCode: 503 })
+    expect(refused).toEqual(['team_queue_full'])
+    // Its waiting call does not hold up another team's.
+    call(s, order, 'other')
+    await settle()
+    expect(order).toEqual(['small', 'other'])
+  })
+
+  it('counts every call of a team against its ceiling, callers and background alike, and gives what the ceiling leaves to the others', async () => {
+    const { s, order } = seats(fakeClock(), { limit: 8, queueLimit: 100, limitsOf: (team) => (team === 'capped' ? { maxConcurrent: 2 } : undefined) })
+    for (let i = 0; i < 10; i++) background(s, order, i % 2 ? 'swr' : 'ahead', 'refresh', 'capped')
+    background(s, order, 'warm', 'warm', 'capped')
+    call(s, order, 'capped')
+    await settle()
+    expect(s.running('capped')).toBe(2)
+    const other = Array.from({ length: 6 }, () => call(s, order, 'other'))
+    await settle()
+    expect(other.every((c) => c.seat !== null)).toBe(true)
+    expect(s.inFlight).toBe(8)
+  })
+
+  it('takes a call out of the queue when its signal aborts, with the signal\'s reason', async () => {
+    const { s, order } = seats(fakeClock(), { limit: 1 })
+    const running = call(s, order, 'a')
+    const abort = new AbortController()
+    const aborted = call(s, order, 'b', { signal: abort.signal })
+    const next = call(s, order, 'c')
+    await settle()
+    abort.abort(new Error('caller gone'))
+    await settle()
+    expect(aborted.error?.message).toBe('caller gone')
+    expect(s.queued).toBe(1)
+    answer(running)
+    await settle()
+    expect(order).toEqual(['a', 'c'])
+    expect(next.seat).not.toBeNull()
+  })
+
+  it('refuses a queued call after queueTimeout with GW_OVERLOADED, and a background one quietly', async () => {
+    const clock = fakeClock()
+    const { s, refused, order } = seats(clock, { limit: 1, queueTimeoutMs: 1000 })
+    call(s, order, 'a')
+    const waiting = call(s, order, 'b')
+    const refresh = background(s, order, 'ahead', 'refresh', 'c')
+    clock.advance(999)
+    await settle()
+    expect([waiting.error, refresh.error]).toEqual([null, null])
+    clock.advance(1)
+    await settle()
+    expect(waiting.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 1 })
+    expect(refresh.error).toBeInstanceOf(NoIdleSeatError)
+    expect(refused).toEqual(['queue_timeout', 'queue_timeout'])
+    expect(s.queued).toBe(0)
+  })
+})
+
+describe('deadline first', () => {
+  it('refuses at once, with GW_UPSTREAM_TIMEOUT, a call that cannot end before its deadline; sends one that can', async () => {
+    const clock = fakeClock()
+    const { s, work, refused, order } = seats(clock)
+    work.answered('a', 'year', 1000)
+    const late = call(s, order, 'a', { workClass: 'year', deadline: clock.now() + 999 })
+    await settle()
+    expect(late.error).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT', statusCode: 504 })
+    expect(late.error?.message).toMatch(/about 1 s at the platform and its deadline leaves 1 s/)
+    expect(refused).toEqual(['deadline'])
+    expect(s.inFlight).toBe(0)
+    const inTime = call(s, order, 'a', { workClass: 'year', deadline: clock.now() + 1001 })
+    // A kind not yet known is sent: nothing says it cannot end in time.
+    const unknown = call(s, order, 'a', { workClass: 'new', deadline: clock.now() + 1 })
+    await settle()
+    expect([inTime.error, unknown.error]).toEqual([null, null])
+    expect(order).toEqual(['a', 'a'])
+  })
+
+  it('drops a background call that cannot end before its deadline quietly', async () => {
+    const clock = fakeClock()
+    const { s, work, refused, order } = seats(clock)
+    work.answered('a', 'year', 1000)
+    const refresh = call(s, order, 'a', { workClass: 'year', priority: 'ahead', deadline: clock.now() + 500 })
+    await settle()
+    expect(refresh.error).toBeInstanceOf(NoIdleSeatError)
+    expect(refused).toEqual(['deadline'])
+  })
+
+  it('lets a call wait for a seat no longer than its deadline leaves for its expected time: refused then as \'deadline\', not at queueTimeout', async () => {
+    const clock = fakeClock()
+    const { s, work, refused, order } = seats(clock, { limit: 1, queueTimeoutMs: 10_000 })
+    work.answered('b', 'year', 1000)
+    call(s, order, 'a')
+    const waiting = call(s, order, 'b', { workClass: 'year', deadline: clock.now() + 3000 })
+    clock.advance(1999)
+    await settle()
+    expect(waiting.error).toBeNull()
+    clock.advance(1)
+    await settle()
+    expect(waiting.error).toMatchObject({ code: 'GW_UPSTREAM_TIMEOUT', statusCode: 504 })
+    expect(refused).toEqual(['deadline'])
+  })
+})
+
+describe('a seat\'s end', () => {
+  it('frees the seat at once at an answer, whatever the call was expected to take', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 1 })
+    work.answered('a', 'year', 5000)
+    const first = call(s, order, 'a', { workClass: 'year' })
+    const next = call(s, order, 'b')
+    await settle()
+    clock.advance(10)
+    first.seat?.end({ kind: 'answer', status: 500, latencyMs: 10 })
+    await settle()
+    expect(next.seat).not.toBeNull()
+  })
+
+  it('holds the seat of a call cut by its deadline until its start plus its kind\'s estimate, raised to CUT_GROWTH times what it ran', async () => {
+    const clock = fakeClock()
+    // (A limit rule listens: the estimates learn what the seats tell it. Without one, see below.)
+    const { s, work, order } = seats(clock, { limit: 1, onEnded: () => undefined })
+    work.answered('a', 'month', 200)
+    const cut = call(s, order, 'a', { workClass: 'month' })
+    const next = call(s, order, 'b')
+    await settle()
+    clock.advance(400)
+    cut.seat?.end({ kind: 'none', latencyMs: 400, timedOut: true })
+    // The platform works on: its estimate is now 1.5 × 400 = 600 ms from its start.
+    expect(work.expectedMs('a', 'month', clock.now())).toBe(600)
+    clock.advance(199)
+    await settle()
+    expect([s.inFlight, next.seat]).toEqual([1, null])
+    clock.advance(1)
+    await settle()
+    expect(next.seat).not.toBeNull()
+  })
+
+  it('holds the seat of a call the gateway dropped, or whose connection broke, until its expected end: the platform does not notice', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 1 })
+    work.answered('a', 'year', 1000)
+    for (const outcome of [{ kind: 'dropped' }, { kind: 'none', latencyMs: 100, timedOut: false }] as const) {
+      const started = clock.now()
+      const gone = call(s, order, 'a', { workClass: 'year' })
+      const next = call(s, order, 'b')
+      await settle()
+      clock.advance(100)
+      gone.seat?.end(outcome)
+      clock.advance(started + 999 - clock.now())
+      await settle()
+      expect(next.seat).toBeNull()
+      clock.advance(1)
+      await settle()
+      expect(next.seat).not.toBeNull()
+      answer(next)
+    }
+  })
+
+  it('frees at once the seat of a call of an unknown kind that got no answer: there is no expected end to hold it to', async () => {
+    const { s, order } = seats(fakeClock(), { limit: 1 })
+    const gone = call(s, order, 'a', { workClass: 'new' })
+    const next = call(s, order, 'b')
+    await settle()
+    gone.seat?.end({ kind: 'dropped' })
+    await settle()
+    expect(next.seat).not.toBeNull()
+  })
+
+  // src bug: end() calls `this.#o.onEnded?.({ ..., outcome: this.#learn(...) })`, and an
+  // optional call does not evaluate its arguments when there is no listener: without a limit
+  // rule (platform.adaptive false) the estimates learn nothing, and no deadline, lending
+  // horizon or cut applies.
+  it.fails('teaches the work estimates from answers and cuts without a limit rule listening (src: #learn skipped with onEnded unset)', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock)
+    const answered = call(s, order, 'a', { workClass: 'week' })
+    const cut = call(s, order, 'a', { workClass: 'year' })
+    await settle()
+    answer(answered, 120)
+    cut.seat?.end({ kind: 'none', latencyMs: 1000, timedOut: true })
+    expect([work.expectedMs('a', 'week', clock.now()), work.expectedMs('a', 'year', clock.now())]).toEqual([120, 1500])
+  })
+
+  it('tells the limit rule what each outcome says of the platform, and teaches the work estimates from its answers alone', async () => {
+    const clock = fakeClock()
+    const answers: Answer[] = []
+    const { s, work, order } = seats(clock, { limit: 8, onStarted: () => 7, onEnded: (a) => answers.push(a) })
+    work.answered('a', 'w', 100)
+    const outcomes = [
+      { kind: 'answer', status: 200, latencyMs: 100 },
+      { kind: 'answer', status: 500, latencyMs: 100 },
+      { kind: 'answer', status: 503, latencyMs: 100 },
+      { kind: 'answer', status: 429, latencyMs: 100 },
+      { kind: 'answer', status: 404, latencyMs: 100 },
+      { kind: 'none', latencyMs: 100, timedOut: false },
+      { kind: 'none', latencyMs: 150, timedOut: true },
+      { kind: 'none', latencyMs: 250, timedOut: true },
+      { kind: 'dropped' },
+    ] as const
+    const calls = outcomes.map(() => call(s, order, 'a'))
+    await settle()
+    expect(calls.slice(0, 8).every((c) => c.seat?.load !== undefined)).toBe(true)
+    outcomes.slice(0, 8).forEach((o, i) => calls[i]?.seat?.end(o))
+    await settle()
+    calls[8]?.seat?.end(outcomes[8])
+    expect(answers.map((a) => a.outcome)).toEqual(['ok', 'ok', 'overload', 'other', 'other', 'overload', 'other', 'overload', 'other'])
+    expect(answers.every((a) => a.kind === 'a\nw' && a.team === 'a' && a.window === 7)).toBe(true)
+    expect(answers[0]?.load).toBe(1)
+  })
+})
+
+describe('who gets a free seat', () => {
+  // src bug: #next lets a team below its share start past the seats in force whenever another
+  // team holds seats past its share, not only after the limit fell (rule 3): a team alone
+  // that borrowed every seat lets a newcomer overshoot the limit by up to its share.
+  it.fails('starts no call past the limit in force when it did not fall: a team below its share waits for a seat to free (src: rule 3 applied without a cut)', async () => {
+    const { s, order } = seats(fakeClock(), { limit: 4, queueLimit: 100 })
+    const burst = Array.from({ length: 10 }, () => call(s, order, 'burst'))
+    await settle()
+    const late = [call(s, order, 'late'), call(s, order, 'late')]
+    await settle()
+    expect([s.inFlight, late.map((c) => c.seat)]).toEqual([4, [null, null]])
+    answer(burst[0])
+    await settle()
+    expect([s.inFlight, s.running('late')]).toEqual([4, 1])
+  })
+
+  it('gives a freed seat to a team below its share first: a late team does not wait for the busy one\'s backlog', async () => {
+    const { s, order } = seats(fakeClock(), { limit: 4, queueLimit: 100 })
+    const burst = Array.from({ length: 10 }, () => call(s, order, 'burst'))
+    await settle()
+    call(s, order, 'late')
+    call(s, order, 'late')
+    await settle()
+    expect(s.shareOf('late')).toBe(2)
+    answer(burst[0])
+    await settle()
+    answer(burst[1])
+    await settle()
+    // The burst borrowed every seat while alone: past its share (2 of 4) now that another
+    // team waits, it starts nothing until the late team holds its own share.
+    expect(order.slice(4)).toEqual(['late', 'late'])
+    answer(burst[2])
+    await settle()
+    expect(order.slice(4)).toEqual(['late', 'late', 'burst'])
+  })
+
+  it('lends the seats owed to a team that asked within the linger to short calls only; a long or unknown call waits for the linger\'s end', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 4, queueLimit: 100 })
+    work.answered('b', 'year', 4000)
+    work.answered('b', 'week', LENDING_HORIZON_MS)
+    // A dashboard asks for two, gets them, and renders: it comes back within the linger.
+    const dash = [call(s, order, 'dash'), call(s, order, 'dash')]
+    await settle()
+    dash.forEach((c) => answer(c, 100))
+    // Team b: its share (2 of 4) of year-long calls...
+    const years = [call(s, order, 'b', { workClass: 'year' }), call(s, order, 'b', { workClass: 'year' })]
+    await settle()
+    expect(s.running('b')).toBe(2)
+    // ...then a short call, lent an owed seat...
+    call(s, order, 'b', { workClass: 'week' })
+    await settle()
+    expect(s.running('b')).toBe(3)
+    // ...but not a long one, nor one of a kind not yet known.
+    const unknown = call(s, order, 'b', { workClass: 'new' })
+    const long = call(s, order, 'b', { workClass: 'year' })
+    await settle()
+    expect([s.running('b'), s.queued]).toEqual([3, 2])
+    expect(s.heldBack()).toEqual({ owed: 2, longOnly: true })
+    // The dashboard comes back within the linger: a free seat at once.
+    const back = call(s, order, 'dash')
+    await settle()
+    expect(back.seat).not.toBeNull()
+    answer(back, 100)
+    // Its linger over, its seats go to the calls that waited.
+    clock.advance(LINGER_MS - 1)
+    await settle()
+    expect(unknown.seat).toBeNull()
+    clock.advance(1)
+    await settle()
+    expect([unknown.seat !== null, long.seat]).toEqual([true, null])
+    expect([s.running('b'), s.shareOf('b'), s.shareOf('dash')]).toEqual([4, 4, 0])
+    expect(years.every((c) => c.seat !== null)).toBe(true)
+  })
+
+  it('starts a long call past its team\'s share only on a seat no active team is owed: free seats − owed seats ≥ 1', async () => {
+    const { s, work, order } = seats(fakeClock(), { limit: 6, queueLimit: 100 })
+    work.answered('b', 'year', 4000)
+    const dash = [call(s, order, 'dash'), call(s, order, 'dash')]
+    await settle()
+    dash.forEach((c) => answer(c, 100))
+    // Shares 3 and 3; the dashboard is owed its peak, 2. Team b: 3 within its share, then
+    // one more (6 − 3 free, 2 owed: one seat nobody is owed), then none (2 free, 2 owed).
+    Array.from({ length: 6 }, () => call(s, order, 'b', { workClass: 'year' }))
+    await settle()
+    expect([s.running('b'), s.queued]).toEqual([4, 2])
+  })
+
+  it('gives a team seats in proportion to its weight while both wait for one seat', async () => {
+    const clock = fakeClock()
+    const { s, order } = seats(clock, { limit: 1, queueLimit: 100, weightOf: (team) => (team === 'heavy' ? 3 : 1) })
+    const running: Call[] = []
+    const submit = (team: string) => running.push(call(s, order, team))
+    for (let i = 0; i < 3; i++) {
+      submit('heavy')
+      submit('light')
+    }
+    // Each call holds the seat 100 ms; its team asks again as it ends.
+    for (let i = 0; i < 80; i++) {
+      await settle()
+      const holder = running.find((c) => c.seat !== null)
+      if (!holder) throw new Error('no call holds the seat')
+      running.splice(running.indexOf(holder), 1)
+      clock.advance(100)
+      answer(holder, 100)
+      submit(holder.seat?.team as string)
+    }
+    const counts = (team: string) => order.slice(20).filter((t) => t === team).length
+    expect(counts('heavy') / counts('light')).toBeGreaterThan(2.5)
+    expect(counts('heavy') / counts('light')).toBeLessThan(3.5)
+  })
+
+  it('gives a team of long calls and a team of short ones equal seat-time, not equal turns', async () => {
+    const clock = fakeClock()
+    const { s } = seats(clock, { limit: 8, queueLimit: 200 })
+    const ms: Record<string, number> = { long: 2000, short: 100 }
+    const open: Record<string, number> = { long: 0, short: 0 }
+    const submit = (team: string): void => {
+      open[team]! += 1
+      void s.ask({ team, workClass: team, deadline: Infinity }).then((seat) => {
+        clock.setTimeout(() => {
+          seat.end({ kind: 'answer', status: 200, latencyMs: ms[team]! })
+          open[team]! -= 1
+        }, ms[team]!)
+      })
+    }
+    let start: Record<string, number> = {}
+    for (let t = 0; t < 40_000; t += 20) {
+      if (t === 10_000) start = { long: s.seatSeconds('long'), short: s.seatSeconds('short') }
+      for (const team of ['long', 'short']) while (open[team]! < 16) submit(team)
+      await settle()
+      clock.advance(20)
+    }
+    const long = s.seatSeconds('long') - start.long!
+    const short = s.seatSeconds('short') - start.short!
+    expect(short / long).toBeGreaterThan(0.9)
+    expect(short / long).toBeLessThan(1.1)
+    // Work-conserving: every seat busy.
+    expect(long + short).toBeGreaterThan(0.95 * 8 * 30)
+  })
+})
+
+describe('the limit', () => {
+  it('starts queued calls as soon as a higher limit is in force, none past a lower one, and keeps within 1 and maxConcurrent', async () => {
+    const { s, order } = seats(fakeClock(), { limit: 2 })
+    const calls = Array.from({ length: 5 }, () => call(s, order, 'a'))
+    await settle()
+    expect([s.limit, s.inFlight, s.queued]).toEqual([2, 2, 3])
+    s.setLimit(4)
+    await settle()
+    expect([s.inFlight, s.queued]).toEqual([4, 1])
+    s.setLimit(1)
+    answer(calls[0])
+    answer(calls[1])
+    await settle()
+    expect([s.inFlight, s.queued]).toEqual([2, 1])
+    s.setLimit(100)
+    expect(s.limit).toBe(8)
+    s.setLimit(0)
+    expect(s.limit).toBe(1)
+  })
+
+  it('shares only the knee: the seats of a probe past it are owed to no team', async () => {
+    const { s, order } = seats(fakeClock(), { limit: 8 })
+    s.setLimit(8, 6)
+    call(s, order, 'a')
+    call(s, order, 'b')
+    await settle()
+    expect([s.shareOf('a'), s.shareOf('b')]).toEqual([3, 3])
+  })
+
+  it('after the limit fell, lets a team below its share keep its seats as its calls end, while the borrower\'s calls run down', async () => {
+    const { s, order } = seats(fakeClock(), { limit: 8, queueLimit: 100 })
+    // The long team holds 6 of 8 (it borrowed while alone), the short team 2.
+    const long = Array.from({ length: 6 }, () => call(s, order, 'long', { workClass: 'long' }))
+    await settle()
+    let short = Array.from({ length: 2 }, () => call(s, order, 'short', { workClass: 'short' }))
+    Array.from({ length: 4 }, () => call(s, order, 'long', { workClass: 'long' }))
+    await settle()
+    expect([s.running('long'), s.running('short')]).toEqual([6, 2])
+    // The limit falls to 6 (shares 3 and 3): the short team's calls end and come back; they
+    // get their seats again rather than waiting for the long team's calls to end.
+    s.setLimit(6)
+    for (let i = 0; i < 3; i++) {
+      short.forEach((c) => answer(c))
+      short = Array.from({ length: 2 }, () => call(s, order, 'short', { workClass: 'short' }))
+      await settle()
+      expect(s.running('short')).toBe(2)
+    }
+    // Nothing starts past the seats in force before the cut, and the long team starts nothing.
+    expect(s.inFlight).toBe(8)
+    expect(s.running('long')).toBe(6)
+    long.forEach((c) => answer(c))
+    await settle()
+    expect(s.inFlight).toBeLessThanOrEqual(6)
+  })
+})
+
+describe('priorities within a team: a caller before a refresh ahead, before a stale-while-revalidate refresh, before a warm-up', () => {
+  it('lets background work use every idle seat, and gives each freed seat to a waiting caller first', async () => {
+    const { s, order } = seats(fakeClock())
+    const running = [background(s, order, 'swr', 'swr-1'), background(s, order, 'warm', 'warm-1')]
+    await settle()
+    expect(s.inFlight).toBe(2)
+    background(s, order, 'warm', 'warm-2')
+    background(s, order, 'swr', 'swr-2')
+    background(s, order, 'ahead', 'ahead-1')
+    call(s, order, 'a')
+    await settle()
+    answer(running[0])
+    await settle()
+    expect(order.slice(2)).toEqual(['a'])
+    answer(running[1])
+    await settle()
+    expect(order.slice(3)).toEqual(['ahead-1'])
+  })
+
+  it('gives a team\'s refreshes ahead its share while another team floods the queue with misses', async () => {
+    const { s, order } = seats(fakeClock(), { limit: 1, queueLimit: 100 })
+    const calls = Array.from({ length: 21 }, () => call(s, order, 'flood'))
+    calls.push(background(s, order, 'ahead', 'refresh', 'dashboard'), background(s, order, 'ahead', 'refresh', 'dashboard'))
+    // One seat: each call ends once it has it, and the next takes its place.
+    const ended = new Set<Call>()
+    for (let i = 0; i < 5; i++) {
+      await settle()
+      const holder = calls.find((c) => c.seat !== null && !ended.has(c))
+      if (holder) ended.add(holder)
+      answer(holder)
+    }
+    await settle()
+    // The flood's callers do not go before the dashboard team's refreshes: the seat alternates.
+    expect(order.slice(0, 5)).toEqual(['flood', 'refresh', 'flood', 'refresh', 'flood'])
+  })
+
+  it('runs the most urgent refresh ahead first', async () => {
+    const { s, order } = seats(fakeClock(), { limit: 1 })
+    const holder = call(s, order, 'a')
+    await settle()
+    background(s, order, 'ahead', 'cold', 'a', () => 0.1)
+    background(s, order, 'ahead', 'hot', 'a', () => 5)
+    await settle()
+    answer(holder)
+    await settle()
+    expect(order).toEqual(['a', 'hot'])
+  })
+
+  it('lets a caller displace background work from a full queue; a background call finds no room behind a caller\'s', async () => {
+    const { s, refused, order } = seats(fakeClock(), { limit: 1, queueLimit: 1 })
+    call(s, order, 'a')
+    await settle()
+    const queued = background(s, order, 'swr', 'swr')
+    const caller = call(s, order, 'b')
+    await settle()
+    expect(queued.error).toBeInstanceOf(NoIdleSeatError)
+    expect(caller.error).toBeNull()
+    const late = background(s, order, 'ahead', 'ahead')
+    await late.done
+    expect(late.error).toBeInstanceOf(NoIdleSeatError)
+    expect(refused).toEqual(['displaced', 'queue_full'])
+  })
+})
+
+describe('pauses', () => {
+  it('starts nothing while the credential is paused, and starts the queued calls once woken after it', async () => {
+    const clock = fakeClock()
+    const pause = { until: clock.now() + 3000 }
+    const { s, order } = seats(clock, { pausedUntil: () => pause.until })
+    const waiting = call(s, order, 'a')
+    background(s, order, 'ahead', 'ahead')
+    clock.advance(2999)
+    await settle()
+    expect([order, s.queued]).toEqual([[], 2])
+    clock.advance(1)
+    s.wake()
+    await settle()
+    expect(order).toEqual(['a', 'ahead'])
+    expect(waiting.error).toBeNull()
+  })
+
+  it('refuses at once a call whose wait would outlast queueTimeout while paused, and those already queued, with the pause\'s retry-after', async () => {
+    const clock = fakeClock()
+    const pause = { until: 0 }
+    const { s, refused, order } = seats(clock, { limit: 1, queueTimeoutMs: 5000, pausedUntil: () => pause.until })
+    call(s, order, 'a')
+    const queued = call(s, order, 'b')
+    await settle()
+    pause.until = clock.now() + 30_000
+    s.paused()
+    const late = call(s, order, 'c')
+    await settle()
+    expect(queued.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 30 })
+    expect(late.error).toMatchObject({ code: 'GW_OVERLOADED', retryAfterSec: 30 })
+    expect(refused).toEqual(['paused', 'paused'])
+    expect(s.pausedUntil).toBe(pause.until)
+  })
+})
+
+describe('what the seats tell the limit rule', () => {
+  it('says since when a call has run OVERDUE times its expected time (a second at least); a call of an unknown kind is never overdue', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock)
+    work.answered('a', 'year', 1000)
+    const started = clock.now()
+    const year = call(s, order, 'a', { workClass: 'year' })
+    call(s, order, 'a', { workClass: 'new' })
+    await settle()
+    expect(s.overdueSince(started + OVERDUE * 1000 - 1)).toBeNull()
+    expect(s.overdueSince(started + OVERDUE * 1000)).toBe(started + OVERDUE * 1000)
+    clock.advance(10)
+    answer(year, 10)
+    expect(s.overdueSince(started + 1_000_000)).toBeNull()
+  })
+
+  it('says calls wait at the limit only while every seat is taken or owed, not while a team\'s own ceiling holds them', async () => {
+    const { s, order } = seats(fakeClock(), { limit: 2, limitsOf: (team) => (team === 'capped' ? { maxConcurrent: 1 } : undefined) })
+    call(s, order, 'capped')
+    call(s, order, 'capped')
+    await settle()
+    expect([s.inFlight, s.queued, s.waitingAtLimit()]).toEqual([1, 1, false])
+    call(s, order, 'a')
+    call(s, order, 'a')
+    await settle()
+    expect([s.inFlight, s.waitingAtLimit()]).toEqual([2, true])
+  })
+})

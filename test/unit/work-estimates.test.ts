@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest'
+import { CUT_GROWTH, CUT_MEMORY_MS, ESTIMATE_GAIN, MAX_KINDS, WorkEstimates } from '../../src/platform/governor/work-estimates.js'
+
+// How long a call holds its seat, by its kind (docs/governor.md, "expected seat-time").
+
+const NOW = 1_800_000_000_000
+
+describe('WorkEstimates', () => {
+  it('knows nothing of a kind no team has had answered: unknown, and not within any horizon', () => {
+    const w = new WorkEstimates()
+    expect(w.expectedMs('a', 'year', NOW)).toBeNull()
+    expect(w.within('a', 'year', 500, NOW)).toBe(false)
+  })
+
+  it('takes the first answer, then moves by ESTIMATE_GAIN of each answer\'s difference', () => {
+    const w = new WorkEstimates()
+    w.answered('a', 'week', 100)
+    expect(w.expectedMs('a', 'week', NOW)).toBe(100)
+    w.answered('a', 'week', 200)
+    expect(w.expectedMs('a', 'week', NOW)).toBeCloseTo(100 + ESTIMATE_GAIN * 100)
+    expect(w.within('a', 'week', 500, NOW)).toBe(true)
+    expect(w.within('a', 'week', 100, NOW)).toBe(false)
+  })
+
+  it('takes a team\'s own answers first, else what the same work took for the other teams: no team makes another\'s calls look short', () => {
+    const w = new WorkEstimates()
+    w.answered('a', 'year', 4000)
+    // b never had it answered: it takes a's.
+    expect(w.expectedMs('b', 'year', NOW)).toBe(4000)
+    // b's own answers are its own; a keeps its own.
+    w.answered('b', 'year', 100)
+    expect(w.expectedMs('b', 'year', NOW)).toBe(100)
+    expect(w.expectedMs('a', 'year', NOW)).toBe(4000)
+    // A third team takes the work's estimate over every team's answers.
+    expect(w.expectedMs('c', 'year', NOW)).toBeCloseTo(4000 + ESTIMATE_GAIN * (100 - 4000))
+    // Other work is its own kind.
+    expect(w.expectedMs('a', 'week', NOW)).toBeNull()
+  })
+
+  it('takes a kind cut by its deadline to take CUT_GROWTH times what it ran, for CUT_MEMORY_MS, then its answers\' estimate again', () => {
+    const w = new WorkEstimates()
+    w.answered('a', 'year', 1000)
+    w.cut('a', 'year', 2000, NOW)
+    expect(w.expectedMs('a', 'year', NOW)).toBe(CUT_GROWTH * 2000)
+    expect(w.expectedMs('a', 'year', NOW + CUT_MEMORY_MS - 1)).toBe(CUT_GROWTH * 2000)
+    expect(w.expectedMs('a', 'year', NOW + CUT_MEMORY_MS)).toBe(1000)
+  })
+
+  it('keeps the longer of a cut and the answers, and of two cuts within the memory; a cut of an unknown kind is all that is known of it', () => {
+    const w = new WorkEstimates()
+    w.answered('a', 'year', 5000)
+    w.cut('a', 'year', 1000, NOW)
+    expect(w.expectedMs('a', 'year', NOW)).toBe(5000)
+    w.cut('a', 'month', 1000, NOW)
+    w.cut('a', 'month', 400, NOW + 10)
+    expect(w.expectedMs('a', 'month', NOW + 10)).toBe(CUT_GROWTH * 1000)
+    // Once the first cut is forgotten, a new one is taken as it is.
+    w.cut('a', 'month', 400, NOW + CUT_MEMORY_MS + 20)
+    expect(w.expectedMs('a', 'month', NOW + CUT_MEMORY_MS + 20)).toBe(CUT_GROWTH * 400)
+    expect(w.within('a', 'month', 500, NOW + CUT_MEMORY_MS + 20)).toBe(false)
+  })
+
+  it('forgets the least recently seen kind past MAX_KINDS', () => {
+    const w = new WorkEstimates()
+    for (let i = 0; i < MAX_KINDS; i++) w.answered('a', `w${i}`, 10)
+    // Seen again: w1 is now the least recently seen.
+    w.answered('a', 'w0', 10)
+    w.answered('a', 'new', 10)
+    expect(w.expectedMs('a', 'w0', NOW)).toBe(10)
+    expect(w.expectedMs('a', 'w1', NOW)).toBeNull()
+    expect(w.expectedMs('a', 'new', NOW)).toBe(10)
+  })
+})
