@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { nominalShares, owedSeats, waterFill, type TeamLoad } from '../../src/platform/governor/shares.js'
+import { fairShares, owedSeats, waterFill, type TeamLoad } from '../../src/platform/governor/shares.js'
 
-// The teams' shares of a credential's seats (docs/governor.md, "Words": nominal share, owed seats).
+// The teams' shares of a credential's seats (docs/governor.md, "Words": share, nominal share, owed seats).
 
 /** A team as the shares see it: weight 1, no ceiling, nothing held or waited for unless said. */
 function team(name: string, t: Partial<TeamLoad> = {}): TeamLoad {
@@ -62,21 +62,28 @@ describe('waterFill', () => {
   })
 })
 
-describe('nominalShares', () => {
+describe('fairShares', () => {
   it('shares the seats among the active teams by weight, each within its ceiling, what a ceiling leaves going to the others', () => {
-    const shares = nominalShares(12, [team('a'), team('b', { weight: 2 }), team('capped', { weight: 3, cap: 2 })])
+    const busy = { waiting: 20 }
+    const shares = fairShares(12, [team('a', busy), team('b', { weight: 2, ...busy }), team('capped', { weight: 3, cap: 2, ...busy })])
     expect(shares.get('capped')).toBe(2)
     expect(shares.get('a')).toBeCloseTo(10 / 3)
     expect(shares.get('b')).toBeCloseTo(20 / 3)
   })
 
-  it('gives a team its share whether it holds, waits or only lingers: what it uses does not change it', () => {
-    const busy = nominalShares(8, [team('a', { held: 8, waiting: 20 }), team('b')])
+  it('gives a team that wants less than its nominal share what it wants (what it holds and waits for, or its peak within the linger), and the rest to the others', () => {
+    const shares = fairShares(12, [team('small', { held: 1, peak: 3 }), team('big', { held: 6, waiting: 20 })])
+    expect(shares).toEqual(new Map([['small', 3], ['big', 9]]))
+  })
+
+  it('gives a team at least its nominal share when it wants that much, whatever the others use', () => {
+    const busy = fairShares(8, [team('a', { held: 8, waiting: 20 }), team('b', { peak: 6 })])
     expect(busy).toEqual(new Map([['a', 4], ['b', 4]]))
   })
 
-  it('gives a team alone every seat', () => {
-    expect(nominalShares(5, [team('alone', { held: 1 })])).toEqual(new Map([['alone', 5]]))
+  it('gives a team alone every seat it wants, and nothing to a team that wants none', () => {
+    expect(fairShares(5, [team('alone', { held: 1, waiting: 9 })])).toEqual(new Map([['alone', 5]]))
+    expect(fairShares(5, [team('idle')])).toEqual(new Map([['idle', 0]]))
   })
 })
 
@@ -95,7 +102,8 @@ describe('owedSeats', () => {
   })
 
   it('owes the seats of every lingering team, summed', () => {
-    const teams = [team('x', { peak: 1 }), team('y', { peak: 2 }), team('z', { peak: 5, weight: 2 })]
-    expect(owedSeats(nominalShares(8, teams), teams)).toBe(1 + 2 + 4)
+    const teams = [team('x', { peak: 1 }), team('y', { peak: 2 }), team('z', { peak: 6, weight: 2 })]
+    // Shares of 8 over what each wants: 1, 2, and the 5 left to z.
+    expect(owedSeats(fairShares(8, teams), teams)).toBe(1 + 2 + 5)
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { CUT_GROWTH, CUT_MEMORY_MS, ESTIMATE_GAIN, MAX_KINDS, WorkEstimates } from '../../src/platform/governor/work-estimates.js'
+import { CUT_GROWTH, CUT_MEMORY_MS, CUT_TRIAL_MS, ESTIMATE_GAIN, MAX_KINDS, WorkEstimates } from '../../src/platform/governor/work-estimates.js'
 
 // How long a call holds its seat, by its kind (docs/governor.md, "expected seat-time").
 
@@ -46,18 +46,38 @@ describe('WorkEstimates', () => {
     expect(w.expectedMs('a', 'year', NOW + CUT_MEMORY_MS)).toBe(1000)
   })
 
-  it('keeps the longer of a cut and the answers, and of two cuts within the memory; a cut of an unknown kind is all that is known of it', () => {
+  it('keeps the longer of a cut and the answers; a cut within the memory of another grows it again; a cut of an unknown kind is all that is known of it', () => {
     const w = new WorkEstimates()
     w.answered('a', 'year', 5000)
     w.cut('a', 'year', 1000, NOW)
     expect(w.expectedMs('a', 'year', NOW)).toBe(5000)
     w.cut('a', 'month', 1000, NOW)
     w.cut('a', 'month', 400, NOW + 10)
-    expect(w.expectedMs('a', 'month', NOW + 10)).toBe(CUT_GROWTH * 1000)
+    expect(w.expectedMs('a', 'month', NOW + 10)).toBe(CUT_GROWTH * CUT_GROWTH * 1000)
     // Once the first cut is forgotten, a new one is taken as it is.
     w.cut('a', 'month', 400, NOW + CUT_MEMORY_MS + 20)
     expect(w.expectedMs('a', 'month', NOW + CUT_MEMORY_MS + 20)).toBe(CUT_GROWTH * 400)
     expect(w.within('a', 'month', 500, NOW + CUT_MEMORY_MS + 20)).toBe(false)
+  })
+
+  it('forgets a cut once a call of its kind is answered sooner than it said', () => {
+    const w = new WorkEstimates()
+    w.cut('a', 'month', 1000, NOW)
+    w.answered('a', 'month', 300)
+    expect(w.expectedMs('a', 'month', NOW + 1)).toBe(300)
+  })
+
+  it('needs for a call what its kind\'s answers took; a kind never answered but cut, what the cut says, but for one call each CUT_TRIAL_MS sent to see', () => {
+    const w = new WorkEstimates()
+    expect(w.neededMs('a', 'new', NOW)).toBeNull()
+    w.answered('a', 'week', 130)
+    w.cut('a', 'week', 30_000, NOW)
+    // A hang of a kind that answers says nothing of the next call's need.
+    expect(w.neededMs('a', 'week', NOW)).toBe(130)
+    w.cut('a', 'year', 30_000, NOW)
+    expect(w.neededMs('a', 'year', NOW + 1)).toBe(CUT_GROWTH * 30_000)
+    expect(w.neededMs('a', 'year', NOW + CUT_TRIAL_MS)).toBe(0)
+    expect(w.neededMs('a', 'year', NOW + CUT_TRIAL_MS + 1)).toBe(CUT_GROWTH * 30_000)
   })
 
   it('forgets the least recently seen kind past MAX_KINDS', () => {

@@ -57,6 +57,8 @@ export class LeasedSeats implements SeatLease {
   readonly #clock: Clock
   readonly #run: string
   #lease = 0
+  // The seats the store counts this replica as holding or using (its lease, or its calls in flight if more).
+  #occupied = 0
   #grantedUnder = Infinity
   #granted = false
   #plan: LeasePlan | null = null
@@ -204,12 +206,12 @@ export class LeasedSeats implements SeatLease {
       return
     }
     // The limit fell below the seats leased: the lease shrinks at once. Another replica
-    // waits: seats held past the due ones go back as calls end.
+    // waits: seats held past the due ones, and seats of calls ended, go back as calls end.
     if (this.#plan && this.#lease > 0 && this.#lease + this.#plan.occupiedElsewhere > demand.limit) {
       this.#schedule(0)
       return
     }
-    if (this.#plan?.contended && this.#lease > Math.max(this.#due(), demand.inFlight)) {
+    if (this.#plan?.contended && (this.#lease > Math.max(this.#due(), demand.inFlight) || Math.max(this.#lease, demand.inFlight) < this.#occupied)) {
       this.#schedule(0)
       return
     }
@@ -312,6 +314,7 @@ export class LeasedSeats implements SeatLease {
     }
     const before = this.#lease
     this.#lease = answer.granted
+    this.#occupied = Math.max(answer.granted, this.#demand.inFlight)
     this.#grantedUnder = limit
     this.#granted = true
     this.#free = answer.free

@@ -363,7 +363,8 @@ export class CredentialSeats {
     const waiting = this.#queue.countByTeam()
     const out: LocalTeam[] = []
     for (const [team, seats] of this.#teams) {
-      const lingering = now - seats.lastAsked < LINGER_MS
+      // The gateway's own calls (the probe, ownership look-ups) are few: no seat waits for them.
+      const lingering = team !== GATEWAY_TEAM && now - seats.lastAsked < LINGER_MS
       const w = waiting.get(team) ?? 0
       if (seats.held === 0 && w === 0 && !lingering) continue
       const peak = now - seats.peakAt <= LINGER_MS ? Math.max(seats.peak, seats.held + w) : seats.held + w
@@ -505,9 +506,10 @@ export class CredentialSeats {
         if (outcome.kind === 'answer') this.#lease.answered()
         const learned = this.#learn(team, workClass, expected, outcome)
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned })
-        // A call cut by its deadline goes on at the platform: its seat is held until its
-        // expected end there. An answer, a broken connection or a stop frees it.
-        const until = outcome.kind === 'none' && outcome.timedOut ? startedAt + (this.#o.work.expectedMs(team, workClass, now) ?? 0) : 0
+        // A call cut by its deadline, or whose callers left, goes on at the platform: its
+        // seat is held until its expected end there. An answer or a broken connection frees it.
+        const goesOn = outcome.kind === 'dropped' || (outcome.kind === 'none' && outcome.timedOut)
+        const until = goesOn ? startedAt + (this.#o.work.expectedMs(team, workClass, now) ?? 0) : 0
         if (until > now) this.#timer(free, until - now)
         else free()
       },
