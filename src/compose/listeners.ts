@@ -8,7 +8,7 @@ import type { AuditTrail } from '../access/audit-trail.js'
 import type { TeamReloader } from '../access/team-reload.js'
 import { KnownUrls } from '../access/known-urls.js'
 import { Admission } from '../access/admission.js'
-import { buildServer } from '../http/server.js'
+import { ADMIN_CHALLENGE, buildServer, PROXY_CHALLENGE } from '../http/server.js'
 import { apiRoutes } from '../http/api.js'
 import { healthRoutes } from '../http/health.js'
 import { fastReads } from '../http/reads/fast-path.js'
@@ -57,19 +57,19 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   const decisions = new ReadDecisions(admission, reports, config.cache.maxRangeDays)
   const observe = requestObserver({ metrics, usage, keyUse, clock, history, log })
   const fast = config.cache.enabled ? fastReads({ reports, tracing, clock, log, decisions, observe }) : null
-  const proxy = buildServer(config, log, failures, fast, callerRate(admission), tracing)
+  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, rateOf: callerRate(admission), tracing })
   // No body is parsed on the proxy listener before its handler admits the caller:
   // /api/v1 handlers read it through Admission.readBody; any other path is a 404
   // without reading a byte of it.
   proxy.removeAllContentTypeParsers()
   proxy.addContentTypeParser('*', (_request, payload, done) => done(null, payload))
-  await describeProxy(proxy)
+  await describeProxy(proxy, config.ownership)
   const health = { tokens, redis, breaker, lifecycle }
   await proxy.register(healthRoutes, health)
   await proxy.register(apiRoutes, { config, reports, clock, tracing, usage, answers, admission, client, decisions })
   answerHooks(proxy, { tracing, auditLog, admission, observe })
 
-  const admin = buildServer(config, log, failures, null)
+  const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE })
   // First: its document is made from every route registered after it.
   await describeAdmin(admin)
   await admin.register(healthRoutes, health)

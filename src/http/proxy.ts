@@ -8,7 +8,7 @@ import { isRead } from '../access/team-auth.js'
 import { hangUpSignal } from '../platform/client/caller-group.js'
 import type { Admission } from '../access/admission.js'
 import { targetUrl } from '../access/request-target.js'
-import { withRetryAfter } from '../platform/retry-after.js'
+import { withPassedRetryAfter, withRetryAfter } from '../platform/retry-after.js'
 import { traceOf } from '../observe/tracing.js'
 import { forwardedEncodings } from '../platform/client/token-echo.js'
 
@@ -87,7 +87,7 @@ export function proxyHandler(
     }
     // Received at the platform's speed, as the seat ended with its headers.
     const answer = await answers.receive(res.body, contentLength(res.headers), { credential: caller.provider.name, team: caller.team.name, path: caller.target.path, log: request.log })
-    reply.code(res.status).headers(callerHeaders(res.headers))
+    reply.code(res.status).headers(withPassedRetryAfter(res.status, callerHeaders(res.headers)))
     if (answer.length !== null && request.method !== 'HEAD') reply.header('content-length', answer.length)
     return reply.send(answer.body)
   }

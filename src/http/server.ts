@@ -84,7 +84,8 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
     socket.destroy()
     return
   }
-  endWithError(socket, err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new RequestTimeoutError() : new BadRequestError('malformed HTTP request'))
+  // Its headers are not read (they may be what is malformed): the request id is a new one.
+  endWithError(socket, err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new RequestTimeoutError() : new BadRequestError('malformed HTTP request'), { 'x-request-id': requestIdOf({}) })
 }
 
 /**
@@ -110,13 +111,30 @@ export type RateOf = (request: FastifyRequest) => [policy: string, state: string
 /** The entrance before the router: it answers a request, or hands it to Fastify (`next`). */
 export type FastPath = ((req: IncomingMessage, res: ServerResponse, next: RequestHandler) => void) | null
 
+/** What tells one listener from the other. */
+export interface ListenerOptions {
+  /**
+   * The challenge of its 401 answers (`www-authenticate`, RFC 9110 §11.6.1, which a 401
+   * MUST carry): how a caller authenticates to this listener.
+   */
+  challenge: string
+  /** The rate-limit fields of each answer (the proxy's callers). */
+  rateOf?: RateOf
+  tracing?: Tracing | null
+}
+
+/** The proxy listener's challenge: the team key (`x-api-key`, or `authorization: Bearer`). */
+export const PROXY_CHALLENGE = 'ApiKey realm="report-gateway"'
+/** The admin listener's challenge: `authorization: Bearer <admin token>`. */
+export const ADMIN_CHALLENGE = 'Bearer realm="report-gateway admin"'
+
 /**
  * One listener (the proxy's or the admin's): Fastify with the gateway's server, its
- * deadlines, its gentle close, its error answers in the contract's terms,
- * `fastPath` (if any) in front of the router, and with `tracing` a span begun for each
- * request before either (none of it when tracing is off).
+ * deadlines, its gentle close, its error answers in the contract's terms (a 401 with the
+ * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
+ * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, rateOf: RateOf = () => null, tracing: Tracing | null = null): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, rateOf = () => null, tracing = null }: ListenerOptions): FastifyInstance {
   let gentle: ReturnType<typeof closeGently> | null = null
   const app = Fastify({
     loggerInstance: log,
@@ -191,6 +209,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     } else if (status >= 500) request.log.error({ err: error }, 'request failed')
     const retryAfter = (error as { retryAfterSec?: number }).retryAfterSec
     if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter))
+    if (status === 401) reply.header('www-authenticate', challenge)
     // Fastify's own 4xx (a body too large, a malformed body or header, a schema
     // violation) in the contract's terms: a GW_* code and what was wrong.
     if (status < 500 && error.code?.startsWith('FST_')) {

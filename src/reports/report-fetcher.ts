@@ -5,7 +5,7 @@ import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { UpstreamError, type GatewayError } from '../errors.js'
 import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/client/platform-client.js'
 import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
-import { withRetryAfter } from '../platform/retry-after.js'
+import { withPassedRetryAfter, withRetryAfter } from '../platform/retry-after.js'
 import type { AnswerRest } from '../platform/client/answer-buffer.js'
 import type { QueueTeam } from '../platform/client/caller-group.js'
 import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy.js'
@@ -92,7 +92,7 @@ export async function fetchReport(
       return { kind: 'failed', error: upstreamError(err) }
     }
     if (gzipped) body = safeGunzip(body, deps.maxEntryBytes) ?? Buffer.alloc(0)
-    const response = { status: res.status, headers, body }
+    const response = { status: res.status, headers: withPassedRetryAfter(res.status, headers), body }
     if (res.status >= 500 || res.status === 429) {
       return { kind: 'failed', error: withRetryAfter(new UpstreamError(`status ${res.status}`), res.headers, now()), response }
     }

@@ -74,7 +74,7 @@ describe('the OpenAPI document against an independent validator and real answers
       expect(responses, code).not.toContain(`schemas/${code}"`)
     }
     expect(text).not.toMatch(/"(409|422)"/)
-    const post = (doc.paths as Record<string, Record<string, Json>>)['/api/v1/{path}']!.post!
+    const post = (doc.paths as Record<string, Record<string, Json>>)['/api/v1/campaign/get']!.post!
     const notFound = resolveRef(doc, (post.responses as Json)['404'])
     expect(JSON.stringify(notFound)).toContain('#/components/schemas/PlatformError')
     expect(resolveRef(doc, (post.responses as Json)['4XX']).content).toEqual({ 'application/json': { schema: { $ref: '#/components/schemas/PlatformError' } } })
@@ -94,9 +94,9 @@ describe('the OpenAPI document against an independent validator and real answers
       { what: 'no key', path: REPORT, method: 'get', url: report, key: null, status: 401 },
       { what: 'advertiser of another team', path: REPORT, method: 'get', url: report.replace('101', '103'), key: KEYS.growth, status: 403 },
       { what: 'unknown split: the platform\'s 404', path: REPORT, method: 'get', url: report.replace('campaigns', 'nosuchsplit'), status: 404 },
-      { what: 'outside /api/v1', path: '/api/v1/{path}', method: 'get', url: '/api/v1/../../nope', status: 404 },
-      { what: 'platform call', path: '/api/v1/{path}', method: 'post', url: '/api/v1/campaign/get', init: { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"userId":101}' }, status: 200 },
-      { what: 'platform 422 passed through', path: '/api/v1/{path}', method: 'post', url: '/api/v1/campaign/get', init: { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"userId":"not-a-number"}' }, status: 422 },
+      { what: 'outside /api/v1', path: '/api/v1/campaign/{id}', method: 'get', url: '/api/v1/../../nope', status: 404 },
+      { what: 'platform call', path: '/api/v1/campaign/get', method: 'post', url: '/api/v1/campaign/get', init: { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"userId":101}' }, status: 200 },
+      { what: 'platform 422 passed through', path: '/api/v1/campaign/get', method: 'post', url: '/api/v1/campaign/get', init: { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"userId":"not-a-number"}' }, status: 422 },
       { what: 'healthz', path: '/healthz', method: 'get', url: '/healthz', status: 200 },
       { what: 'readyz', path: '/readyz', method: 'get', url: '/readyz', status: 200 },
     ]

@@ -117,6 +117,20 @@ describe('the typed client against a gateway', () => {
     expect(env.callerRequests().filter((r) => r.path.endsWith('/report/campaigns/get') && r.query.includes('advertiserId=102'))).toHaveLength(1)
   })
 
+  it('answers a read with the caller\'s own if-none-match by the gateway\'s 304, as it is', async () => {
+    const { client, exchanges } = recordingClient(KEYS.all)
+    const query = { advertiserId: 101, dateFrom: DAYS[1]!, dateTo: DAYS[3]!, byCampaign: true }
+    const first = await client.report('campaigns', query)
+    const mine = await client.report('campaigns', query, { headers: { 'if-none-match': first.etag! } })
+    expect(exchanges.map((e) => [e.status, e.ifNoneMatch])).toEqual([
+      [200, null],
+      [304, first.etag],
+    ])
+    expect(mine).toMatchObject({ status: 304, notModified: true, report: null, rows: null, etag: first.etag, cache: 'HIT', revalidated: false })
+    expect(mine.cacheStatus).toMatch(/^report-gateway; hit; ttl=\d+$/)
+    if (!mine.notModified) expect.unreachable('the report has not changed')
+  })
+
   it('waits out a 429 whose retry-after is within its bound, then reads', async () => {
     const { client, exchanges } = recordingClient(BURST_KEY, { retries: 2, maxRetryAfterSeconds: 5 })
     const query = { advertiserId: 101, dateFrom: DAYS[0]!, dateTo: DAYS[1]! }
@@ -185,8 +199,9 @@ describe('the typed client against a gateway', () => {
     expect(listed.body.data.every((c) => c.userId === 101)).toBe(true)
     const { data, response } = await client.api.POST('/api/v1/campaign/get', { body: { userId: 102 } })
     expect(response.status).toBe(200)
-    expectTypeOf(data).toEqualTypeOf<unknown>()
-    expect((data as { data: { userId: number }[] }).data.every((c) => c.userId === 102)).toBe(true)
+    // Typed by the document: the campaign list's answer, where the gateway reads it.
+    expectTypeOf(data!.data[0]!.userId).toEqualTypeOf<number>()
+    expect(data!.data.every((c) => c.userId === 102)).toBe(true)
     expect(exchanges.map((e) => `${e.method} ${new URL(e.url).pathname}`)).toEqual(['POST /api/v1/campaign/get', 'POST /api/v1/campaign/get'])
     expect(env.callerRequests().filter((r) => r.path === '/api/v1/campaign/get')).toHaveLength(2)
     // A read-only team's write is the gateway's refusal, thrown with its code.

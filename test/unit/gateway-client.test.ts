@@ -3,7 +3,7 @@
  * sends a read again and when it does not, the ETags it keeps, and the errors it throws.
  * test/integration/typed-client.test.ts runs it against a real gateway.
  */
-import { answerError, createGatewayClient, GatewayError, retryAfterSeconds, type GatewayClientOptions, type ReportRow } from '@report-gateway/client'
+import { answerError, createGatewayClient, GatewayError, retryAfterSeconds, type GatewayClientOptions, type NotModifiedAnswer, type ReportAnswer, type ReportRow } from '@report-gateway/client'
 import { describe, expect, expectTypeOf, it } from 'vitest'
 import { inTimeZone } from '../helpers/time-zone.js'
 
@@ -90,26 +90,54 @@ describe('the typed client: platform calls by their real path', () => {
     expectTypeOf(answer.body).toEqualTypeOf<{ data: { id: number }[] }>()
   })
 
-  it('sends the openapi-fetch client\'s platform calls to their real path, by the template and by the literal path', async () => {
-    const s = scripted(() => Response.json({ data: [] }), () => Response.json({ id: 5 }), () => new Response(null, { status: 204 }))
+  const CAMPAIGN = { id: 101005, userId: 101 }
+  const NEW_CAMPAIGN = { userId: 101, name: 'x', adDomain: 'example.com', clickUrl: 'https://example.com/', dates: { from: '2026-02-01', to: '2026-02-28' }, country: 'KE', bid: 1, budget: { daily: 5, total: 50 }, creativeSetIds: [1] }
+
+  it('sends the openapi-fetch client\'s platform calls to their real path, each typed as the document types it', async () => {
+    const s = scripted(() => Response.json({ data: [CAMPAIGN], meta: { last_page: 1 } }), () => Response.json({ data: CAMPAIGN }, { status: 201 }), () => Response.json({ message: 'Deleted' }))
     const client = clientWith(s.fetch)
-    await client.api.POST('/api/v1/{path}', { params: { path: { path: 'campaign/get' } }, body: { userId: 101 } })
-    const created = await client.api.POST('/api/v1/campaign/banner/create', { body: { userId: 101, name: 'x' } })
-    await client.api.DELETE('/api/v1/campaign/banner/delete/101001')
-    expect(s.requests.map((r) => `${r.method} ${new URL(r.url).pathname}`)).toEqual([
-      'POST /api/v1/campaign/get',
+    const listed = await client.api.POST('/api/v1/campaign/get', { params: { query: { per_page: 50 } }, body: { userId: 101 } })
+    const created = await client.api.POST('/api/v1/campaign/banner/create', { body: NEW_CAMPAIGN })
+    await client.api.DELETE('/api/v1/campaign/banner/delete/{id}', { params: { path: { id: 101005 }, query: { userId: 101 } } })
+    expect(s.requests.map((r) => `${r.method} ${new URL(r.url).pathname}${new URL(r.url).search}`)).toEqual([
+      'POST /api/v1/campaign/get?per_page=50',
       'POST /api/v1/campaign/banner/create',
-      'DELETE /api/v1/campaign/banner/delete/101001',
+      'DELETE /api/v1/campaign/banner/delete/101005?userId=101',
     ])
-    expect(created.response.status).toBe(200)
-    expect(created.data).toEqual({ id: 5 })
+    expect(created.response.status).toBe(201)
+    expect(created.data?.data.id).toBe(101005)
+    expectTypeOf(listed.data!.data[0]!.userId).toEqualTypeOf<number>()
+    // Checked by the type check alone, never sent.
+    const typedAsThePlatformValidates = () => [
+      // @ts-expect-error a campaign is created with every field the platform requires
+      client.api.POST('/api/v1/campaign/banner/create', { body: { userId: 101, name: 'x' } }),
+      // @ts-expect-error a POST report form names its campaigns: the platform answers 422 without them
+      client.reportByBody('campaigns', { advertiserId: 101, dateFrom: '2026-02-01', dateTo: '2026-02-07' }),
+    ]
+    expect(typedAsThePlatformValidates).toBeTypeOf('function')
   })
 
-  it('refuses a path outside /api/v1/ or with a query of its own, before sending', async () => {
+  it('refuses a path outside /api/v1/ or with a query of its own, before sending, as GatewayError CLIENT_REFUSED', async () => {
     const s = scripted()
     const client = clientWith(s.fetch)
-    await expect(client.call('GET', '/api/v1/campaign/get?per_page=1')).rejects.toThrow(TypeError)
-    await expect(client.call('GET', '/admin/token' as never)).rejects.toThrow(TypeError)
+    await expect(client.call('GET', '/api/v1/campaign/get?per_page=1')).rejects.toMatchObject({ name: 'GatewayError', code: 'CLIENT_REFUSED', status: null })
+    await expect(client.call('GET', '/admin/token' as never)).rejects.toMatchObject({ name: 'GatewayError', code: 'CLIENT_REFUSED' })
+    expect(s.requests).toHaveLength(0)
+  })
+
+  it('refuses a method the gateway never forwards (TRACE, CONNECT), and a request fetch cannot make, as GatewayError CLIENT_REFUSED', async () => {
+    const s = scripted()
+    const client = clientWith(s.fetch)
+    const trace = await rejection((client.api as unknown as { TRACE: (path: string) => Promise<unknown> }).TRACE('/api/v1/campaign/get'))
+    expect(trace).toBeInstanceOf(GatewayError)
+    expect(trace).toMatchObject({ code: 'CLIENT_REFUSED', status: null })
+    expect((trace as Error).message).toContain('TRACE')
+    for (const method of ['TRACE', 'CONNECT', 'OPTIONS']) {
+      expect(await rejection(client.call(method as never, '/api/v1/campaign/get')), method).toMatchObject({ name: 'GatewayError', code: 'CLIENT_REFUSED' })
+    }
+    // A header value fetch refuses to send: a TypeError inside openapi-fetch.
+    const badHeader = await rejection(client.api.GET('/healthz', { headers: { 'x-request-id': 'two\nlines' } }))
+    expect(badHeader).toMatchObject({ name: 'GatewayError', code: 'CLIENT_REFUSED' })
     expect(s.requests).toHaveLength(0)
   })
 })
@@ -153,7 +181,7 @@ describe('the typed client: retry-after', () => {
     expect(await s.requests[1]!.json()).toEqual(body)
 
     const t = scripted(gw(429, 'GW_RATE_LIMITED', { 'retry-after': '0' }))
-    const { error, response } = await clientWith(t.fetch).api.DELETE('/api/v1/{path}', { params: { path: { path: 'campaign/banner/delete/101001' } } })
+    const { error, response } = await clientWith(t.fetch).api.DELETE('/api/v1/campaign/banner/delete/{id}', { params: { path: { id: 101001 } } })
     expect(t.requests).toHaveLength(1)
     expect(answerError(error, response)).toMatchObject({ code: 'GW_RATE_LIMITED', status: 429 })
     await expect(clientWith(scripted(gw(429, 'GW_RATE_LIMITED', { 'retry-after': '0' })).fetch).call('DELETE', '/api/v1/campaign/banner/delete/101001')).rejects.toMatchObject({ code: 'GW_RATE_LIMITED' })
@@ -215,6 +243,21 @@ describe('the typed client: ETags', () => {
     await client.report('campaigns', other)
     await client.report('campaigns', other)
     expect(s.requests.map((r) => r.headers.get('if-none-match'))).toEqual([null, null, '"b"', null, '"b2"', null])
+  })
+
+  it('answers report() with the caller\'s own if-none-match by the 304 as it is: not modified, no body, no error', async () => {
+    const s = scripted(report({ etag: '"kept"' }), notModified({ etag: '"mine"', 'x-request-id': 'req-304' }), notModified({ etag: '"kept"' }))
+    const client = clientWith(s.fetch)
+    await client.report('campaigns', WEEK)
+    const mine = await client.report('campaigns', WEEK, { headers: { 'if-none-match': '"mine"' } })
+    expect(s.requests[1]!.headers.get('if-none-match')).toBe('"mine"')
+    expect(mine).toEqual({ status: 304, notModified: true, report: null, rows: null, cache: 'HIT', cacheStatus: null, etag: '"mine"', requestId: 'req-304', revalidated: false })
+    expectTypeOf(mine).toEqualTypeOf<ReportAnswer | NotModifiedAnswer>()
+    // The caller's own validator, even the kept one's, is the caller's: its 304 as it is.
+    const same = await client.report('campaigns', WEEK, { headers: { 'If-None-Match': '"kept"' } })
+    expect(same).toMatchObject({ status: 304, notModified: true, report: null })
+    // Without one, report() answers a report, typed so.
+    expectTypeOf<Awaited<ReturnType<typeof client.report>>>().toEqualTypeOf<ReportAnswer>()
   })
 
   it('passes a 304 to the caller\'s own if-none-match through as it is', async () => {

@@ -1,4 +1,4 @@
-import createClient, { defaultPathSerializer, type Client } from 'openapi-fetch'
+import createClient, { type Client } from 'openapi-fetch'
 import type { components, operations, paths } from './schema.js'
 import { answerError, GatewayError, isObject, parsedBody, retryAfterSeconds } from './errors.js'
 
@@ -50,14 +50,12 @@ export type PlatformPath = `/api/v1/${string}`
 /** The methods of platform calls: GET and POST to a path ending in `/get` are reads, the rest writes. */
 export type PlatformMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
-type PlatformItem = paths['/api/v1/{path}']
-/** An operation of a platform call by its real path: the `{path}` parameter is the path itself. */
-type ByRealPath<Op> = Op extends { parameters: infer P } ? Omit<Op, 'parameters'> & { parameters: Omit<P, 'path'> & { path?: never } } : Op
 /**
- * The document's paths for openapi-fetch, with every platform call also by its real path:
- * `api.POST('/api/v1/campaign/get', …)` type-checks and is sent as written.
+ * The document's paths for openapi-fetch: every platform path the gateway knows is a path
+ * of its own (`api.POST('/api/v1/campaign/get', …)`, `api.DELETE('/api/v1/campaign/banner/delete/{id}', …)`),
+ * typed as the platform validates it. Any other platform path: `call()`.
  */
-export type GatewayPaths = paths & { [P in PlatformPath]: { [M in keyof PlatformItem]: ByRealPath<PlatformItem[M]> } }
+export type GatewayPaths = paths
 
 export interface GatewayClientOptions {
   /** The proxy listener's origin, e.g. `http://127.0.0.1:8080`. */
@@ -88,6 +86,16 @@ export interface CallOptions {
   timeoutMs?: number
 }
 
+/** The options of a report read without a validator of the caller's own: its answer is a report. */
+export interface ReportCallOptions extends CallOptions {
+  headers?: Record<string, string> & { 'if-none-match'?: never; 'If-None-Match'?: never }
+}
+
+/** The options of a report read with the caller's own `if-none-match`: its answer may be a 304 ({@link NotModifiedAnswer}). */
+export interface ConditionalReportOptions extends CallOptions {
+  headers: Record<string, string> & ({ 'if-none-match': string } | { 'If-None-Match': string })
+}
+
 export interface PlatformCallOptions extends CallOptions {
   /** The query, sent as `?name=value&…` (undefined values left out; arrays as repeated names). */
   query?: Record<string, string | number | boolean | readonly (string | number)[] | undefined>
@@ -97,6 +105,9 @@ export interface PlatformCallOptions extends CallOptions {
 
 /** A report read: its body and rows, and what the gateway said of it. */
 export interface ReportAnswer {
+  /** 200, or 304 when `revalidated`. */
+  status: 200 | 304
+  notModified: false
   report: Report
   rows: ReportRow[]
   /** `x-cache` of the answer (of the 304 when revalidated). */
@@ -109,6 +120,23 @@ export interface ReportAnswer {
   revalidated: boolean
 }
 
+/**
+ * The gateway's 304 to a report read with the caller's own `if-none-match`: the report has
+ * not changed since the ETag the caller named, and the caller keeps the body it has.
+ */
+export interface NotModifiedAnswer {
+  status: 304
+  notModified: true
+  report: null
+  rows: null
+  cache: CacheStatus | null
+  cacheStatus: string | null
+  /** The ETag of the report as the gateway holds it (the one the caller named). */
+  etag: string | null
+  requestId: string | null
+  revalidated: false
+}
+
 /** A platform call's answer: its status and parsed JSON body (null when it has none). */
 export interface PlatformAnswer<T> {
   status: number
@@ -118,8 +146,12 @@ export interface PlatformAnswer<T> {
 }
 
 export interface GatewayClient {
-  /** `GET /api/v1/report/{split}/get`; throws GatewayError for anything but a report. */
-  report(split: ReportSplit, query: ReportQuery, options?: CallOptions): Promise<ReportAnswer>
+  /**
+   * `GET /api/v1/report/{split}/get`; throws GatewayError for anything but a report, or,
+   * with the caller's own `if-none-match` in `headers`, the gateway's 304 (NotModifiedAnswer).
+   */
+  report(split: ReportSplit, query: ReportQuery, options: ConditionalReportOptions): Promise<ReportAnswer | NotModifiedAnswer>
+  report(split: ReportSplit, query: ReportQuery, options?: ReportCallOptions): Promise<ReportAnswer>
   /** `POST /api/v1/report/{split}/get` with a JSON body (the older form); not kept for ETags, as it has a body. */
   reportByBody(split: ReportSplit, body: ReportBody, options?: CallOptions): Promise<ReportAnswer>
   /**
@@ -130,7 +162,8 @@ export interface GatewayClient {
   /**
    * The openapi-fetch client of every documented call, with the same key, timeout, retries
    * and ETags: it returns `{ data, error, response }` (`answerError(error, response)` gives
-   * the GatewayError) and throws CLIENT_NETWORK and CLIENT_TIMEOUT as GatewayError.
+   * the GatewayError) and throws CLIENT_NETWORK, CLIENT_TIMEOUT and CLIENT_REFUSED (TRACE,
+   * a request fetch cannot make) as GatewayError.
    */
   api: Client<GatewayPaths>
 }
@@ -147,7 +180,8 @@ const WIRE_HEADERS = new Set(['content-length', 'content-encoding', 'transfer-en
 /** The gateway's platform.timeout (30 s) and a margin: its own 504 comes before the client gives up. */
 const DEFAULT_TIMEOUT_MS = 35_000
 
-const PLATFORM_PATH = '/api/v1/{path}'
+/** The methods a platform call may have: the gateway forwards these, and answers or refuses any other itself. */
+const FORWARDED = new Set<string>(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'])
 
 export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '')
@@ -169,11 +203,11 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     return isObject(body) && body.code === 'GW_SHUTTING_DOWN' ? 0 : null
   }
 
-  async function settle(request: Request, response: Response): Promise<Response> {
+  async function settle(request: Request, response: Response, sentKept: string | undefined): Promise<Response> {
     if (request.method !== 'GET') return response
     const entry = kept.get(request.url)
-    // A 304 to the kept ETag; a caller's own `if-none-match` gets its 304 as it is.
-    if (response.status === 304 && entry !== undefined && request.headers.get('if-none-match') === entry.etag) {
+    // A 304 to the kept ETag this client sent; a caller's own `if-none-match` gets its 304 as it is.
+    if (response.status === 304 && entry !== undefined && sentKept === entry.etag) {
       kept.delete(request.url)
       kept.set(request.url, entry)
       const headers = new Headers(entry.headers)
@@ -218,7 +252,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         const response = await whole(send(first.clone()), first, request.signal, timer.signal)
         const wait = read && attempt < retries ? await retryWait(response) : null
         // A wait that would end past the deadline is not waited: the answer is the error.
-        if (wait === null || Date.now() + wait * 1000 >= deadline) return await settle(first, response)
+        if (wait === null || Date.now() + wait * 1000 >= deadline) return await settle(first, response, etag)
         await pause(wait * 1000, signal)
       }
     } catch (err) {
@@ -228,16 +262,31 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     }
   }
 
-  const api = createClient<GatewayPaths>({
-    baseUrl,
-    headers: { 'x-api-key': options.apiKey },
-    fetch: (request: Request) => fetchWithPolicy(request),
-    redirect: 'error',
-    pathSerializer: platformPathSerializer,
-  })
+  const api = refusing(
+    createClient<GatewayPaths>({
+      baseUrl,
+      headers: { 'x-api-key': options.apiKey },
+      fetch: (request: Request) => fetchWithPolicy(request),
+      redirect: 'error',
+    }),
+  )
 
-  async function reportOf(request: Request, timeoutMs: number | undefined): Promise<ReportAnswer> {
+  async function reportOf(request: Request, timeoutMs: number | undefined): Promise<ReportAnswer | NotModifiedAnswer> {
     const response = await fetchWithPolicy(request, timeoutMs)
+    // The gateway's 304 to the caller's own validator (the client's own became a 200 with the kept body).
+    if (response.status === 304 && request.headers.has('if-none-match')) {
+      return {
+        status: 304,
+        notModified: true,
+        report: null,
+        rows: null,
+        cache: (response.headers.get('x-cache') as CacheStatus | null) ?? null,
+        cacheStatus: response.headers.get('cache-status'),
+        etag: response.headers.get('etag'),
+        requestId: response.headers.get('x-request-id'),
+        revalidated: false,
+      }
+    }
     const body = await jsonOf(response)
     if (!response.ok) throw answerError(body, response)
     const report = body as Report
@@ -249,6 +298,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       })
     }
     return {
+      status: revalidated.has(response) ? 304 : 200,
+      notModified: false,
       report,
       rows: report.data,
       cache: (response.headers.get('x-cache') as CacheStatus | null) ?? null,
@@ -277,19 +328,32 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     })
   }
 
+  /** The request, or the GatewayError CLIENT_REFUSED for one fetch cannot make (a header value with a line break, say). */
+  function madeOrRefused(make: () => Request): Request {
+    try {
+      return make()
+    } catch (err) {
+      throw refusal(err instanceof Error ? err.message : String(err), err)
+    }
+  }
+
+  function report(split: ReportSplit, query: ReportQuery, call: CallOptions = {}): Promise<ReportAnswer | NotModifiedAnswer> {
+    const { byDate, byCampaign, ...rest } = query
+    const flags = { ...flag('byDate', byDate), ...flag('byCampaign', byCampaign) }
+    return reportOf(madeOrRefused(() => requestOf('GET', `/api/v1/report/${encodeURIComponent(split)}/get`, { ...rest, ...flags }, call)), call.timeoutMs)
+  }
+
   return {
     api,
-    report(split, query, call = {}) {
-      const { byDate, byCampaign, ...rest } = query
-      const flags = { ...flag('byDate', byDate), ...flag('byCampaign', byCampaign) }
-      return reportOf(requestOf('GET', `/api/v1/report/${encodeURIComponent(split)}/get`, { ...rest, ...flags }, call), call.timeoutMs)
-    },
-    reportByBody(split, body, call = {}) {
-      return reportOf(requestOf('POST', `/api/v1/report/${encodeURIComponent(split)}/get`, undefined, call, body), call.timeoutMs)
+    report: report as GatewayClient['report'],
+    async reportByBody(split, body, call = {}) {
+      // A POST is never conditional: its answer is a report.
+      return (await reportOf(madeOrRefused(() => requestOf('POST', `/api/v1/report/${encodeURIComponent(split)}/get`, undefined, call, body)), call.timeoutMs)) as ReportAnswer
     },
     async call<T>(method: PlatformMethod, path: PlatformPath, call: PlatformCallOptions = {}): Promise<PlatformAnswer<T>> {
-      if (!path.startsWith('/api/v1/') || /[?#]/.test(path)) throw new TypeError(`a platform path starts with /api/v1/ and has no query (pass it as \`query\`): ${path}`)
-      const response = await fetchWithPolicy(requestOf(method, path, call.query, call, call.body), call.timeoutMs)
+      if (!FORWARDED.has(method)) throw refusal(`${String(method)} is never sent: the gateway forwards only ${[...FORWARDED].join(', ')}`)
+      if (typeof path !== 'string' || !path.startsWith('/api/v1/') || /[?#]/.test(path)) throw refusal(`a platform path starts with /api/v1/ and has no query (pass it as \`query\`): ${String(path)}`)
+      const response = await fetchWithPolicy(madeOrRefused(() => requestOf(method, path, call.query, call, call.body)), call.timeoutMs)
       const body = await jsonOf(response)
       if (!response.ok && response.status !== 304) throw answerError(body, response)
       return { status: response.status, body: (body ?? null) as T, requestId: response.headers.get('x-request-id'), headers: response.headers }
@@ -308,14 +372,33 @@ async function jsonOf(response: Response): Promise<unknown> {
   return body
 }
 
+/** A call the client does not send, as the GatewayError every failure is. */
+function refusal(why: string, cause?: unknown): GatewayError {
+  return new GatewayError('CLIENT_REFUSED', `not sent: ${why}`, cause === undefined ? {} : { cause })
+}
+
 /**
- * `{path}` of a platform call with its slashes as they are (each segment escaped), so that
- * `/api/v1/{path}` with `campaign/get` is sent as `/api/v1/campaign/get`.
+ * The openapi-fetch client, refusing what it must not send as GatewayError CLIENT_REFUSED:
+ * TRACE (the gateway answers it 405, and fetch refuses to make it), and any request
+ * openapi-fetch or fetch fails to build (their TypeError). What the call itself throws (a
+ * GatewayError, the caller's abort reason) passes as it is.
  */
-function platformPathSerializer(url: string, params: Record<string, unknown>): string {
-  // openapi-fetch hands over the base URL and the path template together.
-  if (!url.endsWith(PLATFORM_PATH) || typeof params.path !== 'string') return defaultPathSerializer(url, params)
-  return `${url.slice(0, -'{path}'.length)}${params.path.split('/').map(encodeURIComponent).join('/')}`
+function refusing<C extends Client<GatewayPaths>>(client: C): C {
+  const wrap = (method: string, send: (...args: never[]) => Promise<unknown>) =>
+    async (...args: never[]): Promise<unknown> => {
+      if (!FORWARDED.has(method)) throw refusal(`${method} is never sent: the gateway forwards only ${[...FORWARDED].join(', ')}`)
+      const init = args[1] as { signal?: AbortSignal } | undefined
+      try {
+        return await send(...args)
+      } catch (err) {
+        if (err instanceof GatewayError || (init?.signal?.aborted && err === init.signal.reason)) throw err
+        throw refusal(err instanceof Error ? err.message : String(err), err)
+      }
+    }
+  const methods = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'] as const
+  const wrapped: Record<string, unknown> = { ...(client as object) }
+  for (const method of methods) wrapped[method] = wrap(method, (client[method] as (...args: never[]) => Promise<unknown>).bind(client))
+  return wrapped as unknown as C
 }
 
 /**

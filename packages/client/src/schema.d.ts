@@ -73,7 +73,7 @@ export interface paths {
         put?: never;
         /**
          * Read a report, older POST form (cached)
-         * @description Validated before anything goes upstream: an invalid value is 400 `GW_BAD_QUERY` whose message names the parameter, and a known parameter given twice is 400. The same report in different spellings (parameter order, `true` or `1`, a switched-off flag or none, `007` or `7`) is one cache entry and one platform call; the platform receives the canonical form. Every distinct query is its own entry: a report is never built out of others. The body is normalized (sorted keys, flags as booleans, `campaignIds` sorted and de-duplicated) and is part of the cache key; other keys are passed on. A body over 65536 bytes is 413 `GW_PAYLOAD_TOO_LARGE`. A team limited to some advertisers names its account through `advertiserId` or only campaigns of its own (`campaignIds`).
+         * @description Validated before anything goes upstream: an invalid value is 400 `GW_BAD_QUERY` whose message names the parameter, and a known parameter given twice is 400. The same report in different spellings (parameter order, `true` or `1`, a switched-off flag or none, `007` or `7`) is one cache entry and one platform call; the platform receives the canonical form. Every distinct query is its own entry: a report is never built out of others. The body is normalized (sorted keys, flags as booleans, `campaignIds` sorted and de-duplicated) and is part of the cache key; other keys are passed on. A body over 65536 bytes is 413 `GW_PAYLOAD_TOO_LARGE`. The platform reports on the campaigns the body names (`campaignIds`, required: without them it answers 422 "The campaign ids field is required."), and never reads `advertiserId`; a team limited to some advertisers may name only campaigns of its own.
          */
         post: operations["postReport"];
         delete?: never;
@@ -82,7 +82,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/{path}": {
+    "/api/v1/campaign/banner/delete/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a banner campaign (a write)
+         * @description Needs a team with `write: true`; a team limited to some advertisers may delete only its own campaigns (403 otherwise). The platform answers 404 for an id it does not have. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        delete: operations["deleteCampaign"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/campaign/banner/update/{id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -90,36 +110,144 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
-        get: operations["getPlatform"];
+        get: operations["getCampaignBannerUpdateById"];
         /**
-         * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
-        put: operations["putPlatform"];
+        put: operations["putCampaignBannerUpdateById"];
         /**
-         * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
-        post: operations["postPlatform"];
+        post: operations["postCampaignBannerUpdateById"];
         /**
-         * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
-        delete: operations["deletePlatform"];
+        delete: operations["deleteCampaignBannerUpdateById"];
         options?: never;
+        head?: never;
         /**
-         * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
-        head: operations["headPlatform"];
+        patch: operations["patchCampaignBannerUpdateById"];
+        trace?: never;
+    };
+    "/api/v1/campaign/banner/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
         /**
-         * Any other platform call (forwarded)
-         * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
-        patch: operations["patchPlatform"];
+        get: operations["getCampaignBannerById"];
+        /**
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        put: operations["putCampaignBannerById"];
+        /**
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        post: operations["postCampaignBannerById"];
+        /**
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        delete: operations["deleteCampaignBannerById"];
+        options?: never;
+        head?: never;
+        /**
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        patch: operations["patchCampaignBannerById"];
+        trace?: never;
+    };
+    "/api/v1/campaign/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        get: operations["getCampaignById"];
+        /**
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        put: operations["putCampaignById"];
+        /**
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        post: operations["postCampaignById"];
+        /**
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        delete: operations["deleteCampaignById"];
+        options?: never;
+        head?: never;
+        /**
+         * A platform call on a campaign (forwarded)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        patch: operations["patchCampaignById"];
+        trace?: never;
+    };
+    "/api/v1/campaign/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List an account's campaigns (a read, despite the POST)
+         * @description The account is `userId` in the body, where the platform reads it: without it the platform lists the token owner's (the parent's), so a team limited to some advertisers must name one of its own (else 403). The gateway reads its owners from this call too (`ownership.listPath`). Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        post: operations["listCampaigns"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/campaign/banner/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a banner campaign (a write)
+         * @description Needs a team with `write: true`, and `userId` an account the team may use. The platform checks every field (422 naming each one wrong). Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        post: operations["createCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
 }
@@ -598,8 +726,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                "x-cache": components["headers"]["x-cache"];
-                "cache-status": components["headers"]["cache-status"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -610,8 +738,7 @@ export interface components {
         "report-401": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
-                ratelimit: components["headers"]["ratelimit"];
-                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "www-authenticate": components["headers"]["www-authenticate"];
                 [name: string]: unknown;
             };
             content: {
@@ -624,8 +751,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                "x-cache": components["headers"]["x-cache"];
-                "cache-status": components["headers"]["cache-status"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -638,8 +765,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                "x-cache": components["headers"]["x-cache"];
-                "cache-status": components["headers"]["cache-status"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -652,8 +779,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                "x-cache": components["headers"]["x-cache"];
-                "cache-status": components["headers"]["cache-status"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -666,8 +793,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                "x-cache": components["headers"]["x-cache"];
-                "cache-status": components["headers"]["cache-status"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -681,8 +808,8 @@ export interface components {
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
-                "x-cache": components["headers"]["x-cache"];
-                "cache-status": components["headers"]["cache-status"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -754,8 +881,7 @@ export interface components {
         "platform-401": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
-                ratelimit: components["headers"]["ratelimit"];
-                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "www-authenticate": components["headers"]["www-authenticate"];
                 [name: string]: unknown;
             };
             content: {
@@ -876,12 +1002,18 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
-        /** @description The caller's `x-request-id` when it is a plain token outside the gateway's own prefixes (`ownership-`, `token-probe-`), else a new one; also sent to the platform. */
+        /** @description The caller's `x-request-id` when it is a plain token outside the gateway's own prefixes (`ownership-`, `token-probe-`), else a new one; also sent to the platform. On every answer. */
         "x-request-id": string;
         /** @description `HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (the caller sent `cache-control: no-cache`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`). */
         "x-cache": "HIT" | "MISS" | "STALE" | "REFRESH" | "BYPASS";
         /** @description RFC 9211: what the gateway's cache did with this read, one member named `report-gateway`. Served from a copy: `hit; ttl=<freshness left in seconds>` (negative for a stale copy). Sent on to the platform: `fwd=uri-miss` (no copy), `fwd=stale` (a copy too old to serve) or `fwd=request` (the caller sent `cache-control: no-cache`), then `collapsed` when the read waited for another read's platform call, and `stored; ttl=<seconds>` for the copy it stored, or `fwd-status=<status>` for an answer passed on uncached (`BYPASS`); a `STALE` copy served because the platform failed has `fwd=…; ttl=<negative>`. */
         "cache-status": string;
+        /** @description `HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (the caller sent `cache-control: no-cache`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`). On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
+        "x-cache-if-passed": "HIT" | "MISS" | "STALE" | "REFRESH" | "BYPASS";
+        /** @description RFC 9211: what the gateway's cache did with this read, one member named `report-gateway`. Served from a copy: `hit; ttl=<freshness left in seconds>` (negative for a stale copy). Sent on to the platform: `fwd=uri-miss` (no copy), `fwd=stale` (a copy too old to serve) or `fwd=request` (the caller sent `cache-control: no-cache`), then `collapsed` when the read waited for another read's platform call, and `stored; ttl=<seconds>` for the copy it stored, or `fwd-status=<status>` for an answer passed on uncached (`BYPASS`); a `STALE` copy served because the platform failed has `fwd=…; ttl=<negative>`. On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
+        "cache-status-if-passed": string;
+        /** @description The challenge of every 401 (RFC 9110, 11.6.1): the team key, as `x-api-key` or `authorization: Bearer`. */
+        "www-authenticate": "ApiKey realm=\"report-gateway\"";
         /** @description Seconds since the entry was fetched from the platform; on `HIT` and `STALE`. */
         age: number;
         /** @description `private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`. */
@@ -892,14 +1024,371 @@ export interface components {
         vary: string;
         /** @description `gzip` when the caller accepts gzip: the stored bytes as they are. */
         "content-encoding": string;
-        /** @description Seconds to wait before trying again. */
+        /** @description Seconds to wait before trying again; on every 429 and 503 (the platform's own 429 passed on without one gets the pause it drew, 1 s; `0` from a replica shutting down: another replica answers a retry now). */
         "retry-after": number;
         /** @description For a team with a rate limit: what is left of it and when its window ends, e.g. `"default";r=599;t=42` (draft-ietf-httpapi-ratelimit-headers). */
         ratelimit: string;
         /** @description For a team with a rate limit: its quota and window in seconds, e.g. `"default";q=600;w=60`. */
         "ratelimit-policy": string;
     };
-    pathItems: never;
+    pathItems: {
+        PlatformCall: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /**
+             * Any other platform call, by its real path (forwarded)
+             * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+             */
+            get: {
+                parameters: {
+                    query?: never;
+                    header?: {
+                        /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                        "x-request-id"?: string;
+                    };
+                    path?: never;
+                    cookie?: never;
+                };
+                requestBody?: never;
+                responses: {
+                    400: components["responses"]["platform-400"];
+                    401: components["responses"]["platform-401"];
+                    403: components["responses"]["platform-403"];
+                    404: components["responses"]["platform-404"];
+                    408: components["responses"]["platform-408"];
+                    413: components["responses"]["platform-413"];
+                    429: components["responses"]["platform-429"];
+                    500: components["responses"]["platform-500"];
+                    502: components["responses"]["platform-502"];
+                    503: components["responses"]["platform-503"];
+                    504: components["responses"]["platform-504"];
+                    /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+                    "2XX": {
+                        headers: {
+                            "x-request-id": components["headers"]["x-request-id"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content: {
+                            "application/json": unknown;
+                        };
+                    };
+                    /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+                    "4XX": {
+                        headers: {
+                            "x-request-id": components["headers"]["x-request-id"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content: {
+                            "application/json": components["schemas"]["PlatformError"];
+                        };
+                    };
+                };
+            };
+            /**
+             * Any other platform call, by its real path (forwarded)
+             * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+             */
+            put: {
+                parameters: {
+                    query?: never;
+                    header?: {
+                        /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                        "x-request-id"?: string;
+                    };
+                    path?: never;
+                    cookie?: never;
+                };
+                requestBody?: {
+                    content: {
+                        "application/json": unknown;
+                        "application/x-www-form-urlencoded": {
+                            [key: string]: string;
+                        };
+                    };
+                };
+                responses: {
+                    400: components["responses"]["platform-400"];
+                    401: components["responses"]["platform-401"];
+                    403: components["responses"]["platform-403"];
+                    404: components["responses"]["platform-404"];
+                    408: components["responses"]["platform-408"];
+                    413: components["responses"]["platform-413"];
+                    429: components["responses"]["platform-429"];
+                    500: components["responses"]["platform-500"];
+                    502: components["responses"]["platform-502"];
+                    503: components["responses"]["platform-503"];
+                    504: components["responses"]["platform-504"];
+                    /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+                    "2XX": {
+                        headers: {
+                            "x-request-id": components["headers"]["x-request-id"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content: {
+                            "application/json": unknown;
+                        };
+                    };
+                    /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+                    "4XX": {
+                        headers: {
+                            "x-request-id": components["headers"]["x-request-id"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content: {
+                            "application/json": components["schemas"]["PlatformError"];
+                        };
+                    };
+                };
+            };
+            /**
+             * Any other platform call, by its real path (forwarded)
+             * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+             */
+            post: {
+                parameters: {
+                    query?: never;
+                    header?: {
+                        /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                        "x-request-id"?: string;
+                    };
+                    path?: never;
+                    cookie?: never;
+                };
+                requestBody?: {
+                    content: {
+                        "application/json": unknown;
+                        "application/x-www-form-urlencoded": {
+                            [key: string]: string;
+                        };
+                    };
+                };
+                responses: {
+                    400: components["responses"]["platform-400"];
+                    401: components["responses"]["platform-401"];
+                    403: components["responses"]["platform-403"];
+                    404: components["responses"]["platform-404"];
+                    408: components["responses"]["platform-408"];
+                    413: components["responses"]["platform-413"];
+                    429: components["responses"]["platform-429"];
+                    500: components["responses"]["platform-500"];
+                    502: components["responses"]["platform-502"];
+                    503: components["responses"]["platform-503"];
+                    504: components["responses"]["platform-504"];
+                    /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+                    "2XX": {
+                        headers: {
+                            "x-request-id": components["headers"]["x-request-id"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content: {
+                            "application/json": unknown;
+                        };
+                    };
+                    /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+                    "4XX": {
+                        headers: {
+                            "x-request-id": components["headers"]["x-request-id"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content: {
+                            "application/json": components["schemas"]["PlatformError"];
+                        };
+                    };
+                };
+            };
+            /**
+             * Any other platform call, by its real path (forwarded)
+             * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+             */
+            delete: {
+                parameters: {
+                    query?: never;
+                    header?: {
+                        /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                        "x-request-id"?: string;
+                    };
+                    path?: never;
+                    cookie?: never;
+                };
+                requestBody?: {
+                    content: {
+                        "application/json": unknown;
+                        "application/x-www-form-urlencoded": {
+                            [key: string]: string;
+                        };
+                    };
+                };
+                responses: {
+                    400: components["responses"]["platform-400"];
+                    401: components["responses"]["platform-401"];
+                    403: components["responses"]["platform-403"];
+                    404: components["responses"]["platform-404"];
+                    408: components["responses"]["platform-408"];
+                    413: components["responses"]["platform-413"];
+                    429: components["responses"]["platform-429"];
+                    500: components["responses"]["platform-500"];
+                    502: components["responses"]["platform-502"];
+                    503: components["responses"]["platform-503"];
+                    504: components["responses"]["platform-504"];
+                    /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+                    "2XX": {
+                        headers: {
+                            "x-request-id": components["headers"]["x-request-id"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content: {
+                            "application/json": unknown;
+                        };
+                    };
+                    /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+                    "4XX": {
+                        headers: {
+                            "x-request-id": components["headers"]["x-request-id"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content: {
+                            "application/json": components["schemas"]["PlatformError"];
+                        };
+                    };
+                };
+            };
+            options?: never;
+            /**
+             * Any other platform call, by its real path (forwarded)
+             * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+             */
+            head: {
+                parameters: {
+                    query?: never;
+                    header?: {
+                        /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                        "x-request-id"?: string;
+                    };
+                    path?: never;
+                    cookie?: never;
+                };
+                requestBody?: never;
+                responses: {
+                    400: components["responses"]["platform-400"];
+                    401: components["responses"]["platform-401"];
+                    403: components["responses"]["platform-403"];
+                    404: components["responses"]["platform-404"];
+                    408: components["responses"]["platform-408"];
+                    413: components["responses"]["platform-413"];
+                    429: components["responses"]["platform-429"];
+                    500: components["responses"]["platform-500"];
+                    502: components["responses"]["platform-502"];
+                    503: components["responses"]["platform-503"];
+                    504: components["responses"]["platform-504"];
+                    /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+                    "2XX": {
+                        headers: {
+                            "x-request-id": components["headers"]["x-request-id"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content: {
+                            "application/json": unknown;
+                        };
+                    };
+                    /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+                    "4XX": {
+                        headers: {
+                            "x-request-id": components["headers"]["x-request-id"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content: {
+                            "application/json": components["schemas"]["PlatformError"];
+                        };
+                    };
+                };
+            };
+            /**
+             * Any other platform call, by its real path (forwarded)
+             * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+             */
+            patch: {
+                parameters: {
+                    query?: never;
+                    header?: {
+                        /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                        "x-request-id"?: string;
+                    };
+                    path?: never;
+                    cookie?: never;
+                };
+                requestBody?: {
+                    content: {
+                        "application/json": unknown;
+                        "application/x-www-form-urlencoded": {
+                            [key: string]: string;
+                        };
+                    };
+                };
+                responses: {
+                    400: components["responses"]["platform-400"];
+                    401: components["responses"]["platform-401"];
+                    403: components["responses"]["platform-403"];
+                    404: components["responses"]["platform-404"];
+                    408: components["responses"]["platform-408"];
+                    413: components["responses"]["platform-413"];
+                    429: components["responses"]["platform-429"];
+                    500: components["responses"]["platform-500"];
+                    502: components["responses"]["platform-502"];
+                    503: components["responses"]["platform-503"];
+                    504: components["responses"]["platform-504"];
+                    /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+                    "2XX": {
+                        headers: {
+                            "x-request-id": components["headers"]["x-request-id"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content: {
+                            "application/json": unknown;
+                        };
+                    };
+                    /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+                    "4XX": {
+                        headers: {
+                            "x-request-id": components["headers"]["x-request-id"];
+                            ratelimit: components["headers"]["ratelimit"];
+                            "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                            [name: string]: unknown;
+                        };
+                        content: {
+                            "application/json": components["schemas"]["PlatformError"];
+                        };
+                    };
+                };
+            };
+            trace?: never;
+        };
+    };
 }
 export type $defs = Record<string, never>;
 export interface operations {
@@ -1079,10 +1568,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The account whose campaigns are reported: a positive integer, one the team may read. */
+                    /** @description The account the campaigns belong to, for the gateway's scope check: a positive integer, one the team may read. The platform does not read it. */
                     advertiserId?: number | string;
-                    /** @description Campaigns to report on: positive integers (numbers or digit strings), sorted and de-duplicated by the gateway. */
-                    campaignIds?: (number | string)[];
+                    /** @description Campaigns to report on, each one the platform has (else its 422): positive integers (numbers or digit strings), sorted and de-duplicated by the gateway. */
+                    campaignIds: (number | string)[];
                     /**
                      * Format: date
                      * @description First day, a real calendar date `YYYY-MM-DD` (`2026-02-30` is 400). Must not be after `dateTo`; the range spans at most 400 days.
@@ -1169,16 +1658,76 @@ export interface operations {
             };
         };
     };
-    getPlatform: {
+    deleteCampaign: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The account the call acts for. A team limited to some advertisers names it here on a call without a body (DELETE, GET): else 403. */
+                userId?: number;
+            };
             header?: {
                 /** @description Passed on to the platform and returned; one is made when absent or malformed. */
                 "x-request-id"?: string;
             };
             path: {
-                /** @description The platform path after `/api/v1/`, slashes included and sent as they are (for example `campaign/get`); an encoded slash (`%2F`), `..` or `//` is 404. */
-                path: string;
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. The platform's answer, passed back as it is. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                    };
+                };
+            };
+            400: components["responses"]["platform-400"];
+            401: components["responses"]["platform-401"];
+            403: components["responses"]["platform-403"];
+            404: components["responses"]["platform-404"];
+            408: components["responses"]["platform-408"];
+            413: components["responses"]["platform-413"];
+            429: components["responses"]["platform-429"];
+            500: components["responses"]["platform-500"];
+            502: components["responses"]["platform-502"];
+            503: components["responses"]["platform-503"];
+            504: components["responses"]["platform-504"];
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+        };
+    };
+    getCampaignBannerUpdateById: {
+        parameters: {
+            query?: {
+                /** @description The account the call acts for. A team limited to some advertisers names it here on a call without a body (DELETE, GET): else 403. */
+                userId?: number;
+            };
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
             };
             cookie?: never;
         };
@@ -1221,7 +1770,7 @@ export interface operations {
             };
         };
     };
-    putPlatform: {
+    putCampaignBannerUpdateById: {
         parameters: {
             query?: never;
             header?: {
@@ -1229,8 +1778,8 @@ export interface operations {
                 "x-request-id"?: string;
             };
             path: {
-                /** @description The platform path after `/api/v1/`, slashes included and sent as they are (for example `campaign/get`); an encoded slash (`%2F`), `..` or `//` is 404. */
-                path: string;
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
             };
             cookie?: never;
         };
@@ -1280,7 +1829,7 @@ export interface operations {
             };
         };
     };
-    postPlatform: {
+    postCampaignBannerUpdateById: {
         parameters: {
             query?: never;
             header?: {
@@ -1288,8 +1837,8 @@ export interface operations {
                 "x-request-id"?: string;
             };
             path: {
-                /** @description The platform path after `/api/v1/`, slashes included and sent as they are (for example `campaign/get`); an encoded slash (`%2F`), `..` or `//` is 404. */
-                path: string;
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
             };
             cookie?: never;
         };
@@ -1339,16 +1888,19 @@ export interface operations {
             };
         };
     };
-    deletePlatform: {
+    deleteCampaignBannerUpdateById: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The account the call acts for. A team limited to some advertisers names it here on a call without a body (DELETE, GET): else 403. */
+                userId?: number;
+            };
             header?: {
                 /** @description Passed on to the platform and returned; one is made when absent or malformed. */
                 "x-request-id"?: string;
             };
             path: {
-                /** @description The platform path after `/api/v1/`, slashes included and sent as they are (for example `campaign/get`); an encoded slash (`%2F`), `..` or `//` is 404. */
-                path: string;
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
             };
             cookie?: never;
         };
@@ -1398,7 +1950,7 @@ export interface operations {
             };
         };
     };
-    headPlatform: {
+    patchCampaignBannerUpdateById: {
         parameters: {
             query?: never;
             header?: {
@@ -1406,8 +1958,70 @@ export interface operations {
                 "x-request-id"?: string;
             };
             path: {
-                /** @description The platform path after `/api/v1/`, slashes included and sent as they are (for example `campaign/get`); an encoded slash (`%2F`), `..` or `//` is 404. */
-                path: string;
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            400: components["responses"]["platform-400"];
+            401: components["responses"]["platform-401"];
+            403: components["responses"]["platform-403"];
+            404: components["responses"]["platform-404"];
+            408: components["responses"]["platform-408"];
+            413: components["responses"]["platform-413"];
+            429: components["responses"]["platform-429"];
+            500: components["responses"]["platform-500"];
+            502: components["responses"]["platform-502"];
+            503: components["responses"]["platform-503"];
+            504: components["responses"]["platform-504"];
+            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+            "2XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+        };
+    };
+    getCampaignBannerById: {
+        parameters: {
+            query?: {
+                /** @description The account the call acts for. A team limited to some advertisers names it here on a call without a body (DELETE, GET): else 403. */
+                userId?: number;
+            };
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
             };
             cookie?: never;
         };
@@ -1450,7 +2064,7 @@ export interface operations {
             };
         };
     };
-    patchPlatform: {
+    putCampaignBannerById: {
         parameters: {
             query?: never;
             header?: {
@@ -1458,8 +2072,8 @@ export interface operations {
                 "x-request-id"?: string;
             };
             path: {
-                /** @description The platform path after `/api/v1/`, slashes included and sent as they are (for example `campaign/get`); an encoded slash (`%2F`), `..` or `//` is 404. */
-                path: string;
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
             };
             cookie?: never;
         };
@@ -1495,6 +2109,686 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+        };
+    };
+    postCampaignBannerById: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            400: components["responses"]["platform-400"];
+            401: components["responses"]["platform-401"];
+            403: components["responses"]["platform-403"];
+            404: components["responses"]["platform-404"];
+            408: components["responses"]["platform-408"];
+            413: components["responses"]["platform-413"];
+            429: components["responses"]["platform-429"];
+            500: components["responses"]["platform-500"];
+            502: components["responses"]["platform-502"];
+            503: components["responses"]["platform-503"];
+            504: components["responses"]["platform-504"];
+            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+            "2XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+        };
+    };
+    deleteCampaignBannerById: {
+        parameters: {
+            query?: {
+                /** @description The account the call acts for. A team limited to some advertisers names it here on a call without a body (DELETE, GET): else 403. */
+                userId?: number;
+            };
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            400: components["responses"]["platform-400"];
+            401: components["responses"]["platform-401"];
+            403: components["responses"]["platform-403"];
+            404: components["responses"]["platform-404"];
+            408: components["responses"]["platform-408"];
+            413: components["responses"]["platform-413"];
+            429: components["responses"]["platform-429"];
+            500: components["responses"]["platform-500"];
+            502: components["responses"]["platform-502"];
+            503: components["responses"]["platform-503"];
+            504: components["responses"]["platform-504"];
+            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+            "2XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+        };
+    };
+    patchCampaignBannerById: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            400: components["responses"]["platform-400"];
+            401: components["responses"]["platform-401"];
+            403: components["responses"]["platform-403"];
+            404: components["responses"]["platform-404"];
+            408: components["responses"]["platform-408"];
+            413: components["responses"]["platform-413"];
+            429: components["responses"]["platform-429"];
+            500: components["responses"]["platform-500"];
+            502: components["responses"]["platform-502"];
+            503: components["responses"]["platform-503"];
+            504: components["responses"]["platform-504"];
+            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+            "2XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+        };
+    };
+    getCampaignById: {
+        parameters: {
+            query?: {
+                /** @description The account the call acts for. A team limited to some advertisers names it here on a call without a body (DELETE, GET): else 403. */
+                userId?: number;
+            };
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            400: components["responses"]["platform-400"];
+            401: components["responses"]["platform-401"];
+            403: components["responses"]["platform-403"];
+            404: components["responses"]["platform-404"];
+            408: components["responses"]["platform-408"];
+            413: components["responses"]["platform-413"];
+            429: components["responses"]["platform-429"];
+            500: components["responses"]["platform-500"];
+            502: components["responses"]["platform-502"];
+            503: components["responses"]["platform-503"];
+            504: components["responses"]["platform-504"];
+            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+            "2XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+        };
+    };
+    putCampaignById: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            400: components["responses"]["platform-400"];
+            401: components["responses"]["platform-401"];
+            403: components["responses"]["platform-403"];
+            404: components["responses"]["platform-404"];
+            408: components["responses"]["platform-408"];
+            413: components["responses"]["platform-413"];
+            429: components["responses"]["platform-429"];
+            500: components["responses"]["platform-500"];
+            502: components["responses"]["platform-502"];
+            503: components["responses"]["platform-503"];
+            504: components["responses"]["platform-504"];
+            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+            "2XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+        };
+    };
+    postCampaignById: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            400: components["responses"]["platform-400"];
+            401: components["responses"]["platform-401"];
+            403: components["responses"]["platform-403"];
+            404: components["responses"]["platform-404"];
+            408: components["responses"]["platform-408"];
+            413: components["responses"]["platform-413"];
+            429: components["responses"]["platform-429"];
+            500: components["responses"]["platform-500"];
+            502: components["responses"]["platform-502"];
+            503: components["responses"]["platform-503"];
+            504: components["responses"]["platform-504"];
+            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+            "2XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+        };
+    };
+    deleteCampaignById: {
+        parameters: {
+            query?: {
+                /** @description The account the call acts for. A team limited to some advertisers names it here on a call without a body (DELETE, GET): else 403. */
+                userId?: number;
+            };
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            400: components["responses"]["platform-400"];
+            401: components["responses"]["platform-401"];
+            403: components["responses"]["platform-403"];
+            404: components["responses"]["platform-404"];
+            408: components["responses"]["platform-408"];
+            413: components["responses"]["platform-413"];
+            429: components["responses"]["platform-429"];
+            500: components["responses"]["platform-500"];
+            502: components["responses"]["platform-502"];
+            503: components["responses"]["platform-503"];
+            504: components["responses"]["platform-504"];
+            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+            "2XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+        };
+    };
+    patchCampaignById: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            400: components["responses"]["platform-400"];
+            401: components["responses"]["platform-401"];
+            403: components["responses"]["platform-403"];
+            404: components["responses"]["platform-404"];
+            408: components["responses"]["platform-408"];
+            413: components["responses"]["platform-413"];
+            429: components["responses"]["platform-429"];
+            500: components["responses"]["platform-500"];
+            502: components["responses"]["platform-502"];
+            503: components["responses"]["platform-503"];
+            504: components["responses"]["platform-504"];
+            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+            "2XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+        };
+    };
+    listCampaigns: {
+        parameters: {
+            query?: {
+                /** @description Campaigns per page. */
+                per_page?: number;
+                /** @description The page, from 1. */
+                page?: number;
+            };
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The account whose campaigns are listed. */
+                    userId?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description One page of the account's campaigns. The platform's answer, passed back as it is. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: number;
+                            userId: number;
+                            name?: string;
+                            /**
+                             * @example active
+                             * @example paused
+                             */
+                            status?: string;
+                            adDomain?: string;
+                            clickUrl?: string;
+                            autoStart?: boolean;
+                            dates?: {
+                                /** Format: date */
+                                from?: string;
+                                /** Format: date */
+                                to?: string;
+                            };
+                            country?: string;
+                            bid?: number;
+                            budget?: {
+                                daily?: number;
+                                total?: number;
+                            };
+                            creativeSetIds?: number[];
+                        }[];
+                    } & {
+                        meta: {
+                            last_page: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["platform-400"];
+            401: components["responses"]["platform-401"];
+            403: components["responses"]["platform-403"];
+            404: components["responses"]["platform-404"];
+            408: components["responses"]["platform-408"];
+            413: components["responses"]["platform-413"];
+            429: components["responses"]["platform-429"];
+            500: components["responses"]["platform-500"];
+            502: components["responses"]["platform-502"];
+            503: components["responses"]["platform-503"];
+            504: components["responses"]["platform-504"];
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+        };
+    };
+    createCampaign: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The account the campaign is made for: one the team may use. */
+                    userId: number;
+                    name: string;
+                    adDomain: string;
+                    /** @description An http(s) URL. */
+                    clickUrl: string;
+                    /**
+                     * @description Start at once (`active`); off: `paused`.
+                     * @enum {boolean|integer|string}
+                     */
+                    autoStart?: true | false | 1 | 0 | "1" | "0" | "true" | "false";
+                    dates: {
+                        /** Format: date */
+                        from: string;
+                        /**
+                         * Format: date
+                         * @description Not before `from`.
+                         */
+                        to: string;
+                    };
+                    /** @description ISO 3166 alpha-2. */
+                    country: string;
+                    /** @description The bid, in the account's currency. */
+                    bid: number;
+                    budget: {
+                        /** @description Daily budget. */
+                        daily: number;
+                        /** @description Total budget. */
+                        total: number;
+                    };
+                    creativeSetIds: number[];
+                };
+            };
+        };
+        responses: {
+            /** @description The new campaign. The platform's answer, passed back as it is. */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description A campaign as the platform answers it. The gateway reads `id` and `userId` (whose campaign it is) and passes the rest on. */
+                        data: {
+                            id: number;
+                            /** @description The account the campaign belongs to. */
+                            userId: number;
+                            name?: string;
+                            /**
+                             * @example active
+                             * @example paused
+                             */
+                            status?: string;
+                            adDomain?: string;
+                            clickUrl?: string;
+                            autoStart?: boolean;
+                            dates?: {
+                                /** Format: date */
+                                from?: string;
+                                /** Format: date */
+                                to?: string;
+                            };
+                            country?: string;
+                            bid?: number;
+                            budget?: {
+                                daily?: number;
+                                total?: number;
+                            };
+                            creativeSetIds?: number[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["platform-400"];
+            401: components["responses"]["platform-401"];
+            403: components["responses"]["platform-403"];
+            404: components["responses"]["platform-404"];
+            408: components["responses"]["platform-408"];
+            413: components["responses"]["platform-413"];
+            429: components["responses"]["platform-429"];
+            500: components["responses"]["platform-500"];
+            502: components["responses"]["platform-502"];
+            503: components["responses"]["platform-503"];
+            504: components["responses"]["platform-504"];
             /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
             "4XX": {
                 headers: {

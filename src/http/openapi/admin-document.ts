@@ -1,6 +1,7 @@
 import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 import { buildInfo } from '../../observe/build-info.js'
+import { ADMIN_CHALLENGE } from '../server.js'
 import { healthSchema, readySchema } from '../admin/admin-schemas.js'
 import { errorCodes, errorSchemas } from './error-responses.js'
 import { listenerServers } from './document.js'
@@ -116,10 +117,11 @@ function completeOperation(path: string, method: string, op: Json, used: Set<str
     } else responses[String(status)] = { description, content: { 'application/json': { schema: refs.length === 1 ? refs[0] : { anyOf: refs } } } }
   }
   delete op['x-errors']
-  for (const response of Object.values(responses)) {
+  for (const [status, response] of Object.entries(responses)) {
     response.headers = {
       'x-request-id': { $ref: '#/components/headers/x-request-id' },
       ...(admin ? { 'cache-control': { $ref: '#/components/headers/cache-control' } } : {}),
+      ...(status === '401' ? { 'www-authenticate': { $ref: '#/components/headers/www-authenticate' } } : {}),
       ...(response.headers as Json | undefined),
     }
   }
@@ -147,9 +149,15 @@ export function completeAdminDocument(doc: Json): Json {
   doc.components = {
     ...components,
     schemas: { ...(components.schemas as Json | undefined), ...errors },
+    // `required`: the gateway always sends them on the answers that name them.
     headers: {
-      'x-request-id': { description: 'The caller\'s `x-request-id` when it is a plain token, else a new one; log lines of the call carry it.', schema: { type: 'string' } },
-      'cache-control': { description: '`no-store`: no cache keeps an admin answer.', schema: { const: 'no-store' } },
+      'x-request-id': { description: 'The caller\'s `x-request-id` when it is a plain token, else a new one; log lines of the call carry it. On every answer.', required: true, schema: { type: 'string' } },
+      'cache-control': { description: '`no-store`: no cache keeps an admin answer. On every `/admin/*` answer, refusals included.', required: true, schema: { const: 'no-store' } },
+      'www-authenticate': {
+        description: 'The challenge of every 401 (RFC 9110, 11.6.1): `authorization: Bearer <admin token>`.',
+        required: true,
+        schema: { const: ADMIN_CHALLENGE },
+      },
     },
   }
   return doc

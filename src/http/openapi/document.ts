@@ -2,23 +2,34 @@ import { readFileSync } from 'node:fs'
 import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
+import { PROXY_CHALLENGE } from '../server.js'
 import { errorResponseComponents, errorResponses, errorSchemas, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
+import { knownPlatformPaths, plainParameters, type KnownOperation, type PlatformPathSettings } from './platform-paths.js'
 import { REPORT_ROW_SCHEMA, REPORT_SCHEMA } from './report-rows.js'
 
 // The OpenAPI 3.1 document of the proxy listener, made by @fastify/swagger from
 // the routes and their schemas (openapi/route-schemas.ts). What the route schemas cannot
-// say is added here: the routes' documented paths, the responses with their headers and
-// the GW_* error shapes (from errors.ts), the report body (openapi/report-rows.ts), and the
-// team key as a security scheme.
+// say is added here: the routes' documented paths, the platform paths the gateway knows,
+// each under its own path (openapi/platform-paths.ts), the responses with their headers
+// (`required` where the gateway always sends one) and the GW_* error shapes (from
+// errors.ts), the report body (openapi/report-rows.ts), and the team key as a security
+// scheme.
 
 type Json = Record<string, unknown>
 
+/** Where @fastify/swagger puts the operations of `/api/v1/*`, before completeDocument spreads them over the platform paths. */
+const PLATFORM_CALL = '/api/v1/{path}'
+
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 
-/** Wildcard routes as callers write them (a Fastify `*` is no OpenAPI path). */
+/**
+ * Wildcard routes as callers write them (a Fastify `*` is no OpenAPI path). `/api/v1/*`
+ * is no path of the document: its operations describe each known platform path, and the
+ * plain platform call of any other (completeDocument).
+ */
 const DOCUMENTED_PATHS: Record<string, string> = {
   '/api/v1/report/*': '/api/v1/report/{split}/get',
-  '/api/v1/*': '/api/v1/{path}',
+  '/api/v1/*': PLATFORM_CALL,
 }
 
 /** Routes without a schema of their own (health, this document): what the document says of them. */
@@ -39,23 +50,30 @@ const READYZ = {
 }
 
 const header = (description: string, schema: Json = { type: 'string' }) => ({ description, schema })
+/** A header the gateway always sends on the answers that name it: `required`, so that a validator holds an answer without it to be wrong. */
+const always = (description: string, schema: Json = { type: 'string' }) => ({ description, required: true, schema })
+
+const X_CACHE = '`HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (the caller sent `cache-control: no-cache`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`).'
+const X_CACHE_SCHEMA = { type: 'string', enum: ['HIT', 'MISS', 'STALE', 'REFRESH', 'BYPASS'] }
+const CACHE_STATUS =
+  'RFC 9211: what the gateway\'s cache did with this read, one member named `report-gateway`. Served from a copy: `hit; ttl=<freshness left in seconds>` (negative for a stale copy). Sent on to the platform: `fwd=uri-miss` (no copy), `fwd=stale` (a copy too old to serve) or `fwd=request` (the caller sent `cache-control: no-cache`), then `collapsed` when the read waited for another read\'s platform call, and `stored; ttl=<seconds>` for the copy it stored, or `fwd-status=<status>` for an answer passed on uncached (`BYPASS`); a `STALE` copy served because the platform failed has `fwd=…; ttl=<negative>`.'
+const CACHE_STATUS_SCHEMA = { type: 'string', pattern: '^report-gateway; (hit; ttl=-?\\d+|fwd=(uri-miss|stale|request)(; collapsed)?(; stored)?(; ttl=-?\\d+|; fwd-status=\\d{3}))$' }
+const PASSED_ONLY = ' On the platform\'s own answer passed on (`BYPASS`), not on the gateway\'s own error.'
 
 const HEADERS: Json = {
-  'x-request-id': header('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`), else a new one; also sent to the platform.'),
-  'x-cache': header(
-    '`HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (the caller sent `cache-control: no-cache`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`).',
-    { type: 'string', enum: ['HIT', 'MISS', 'STALE', 'REFRESH', 'BYPASS'] },
-  ),
-  'cache-status': header(
-    'RFC 9211: what the gateway\'s cache did with this read, one member named `report-gateway`. Served from a copy: `hit; ttl=<freshness left in seconds>` (negative for a stale copy). Sent on to the platform: `fwd=uri-miss` (no copy), `fwd=stale` (a copy too old to serve) or `fwd=request` (the caller sent `cache-control: no-cache`), then `collapsed` when the read waited for another read\'s platform call, and `stored; ttl=<seconds>` for the copy it stored, or `fwd-status=<status>` for an answer passed on uncached (`BYPASS`); a `STALE` copy served because the platform failed has `fwd=…; ttl=<negative>`.',
-    { type: 'string', pattern: '^report-gateway; (hit; ttl=-?\\d+|fwd=(uri-miss|stale|request)(; collapsed)?(; stored)?(; ttl=-?\\d+|; fwd-status=\\d{3}))$' },
-  ),
+  'x-request-id': always('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`), else a new one; also sent to the platform. On every answer.'),
+  'x-cache': always(X_CACHE, X_CACHE_SCHEMA),
+  'cache-status': always(CACHE_STATUS, CACHE_STATUS_SCHEMA),
+  // The same two on an answer that is either the gateway's error or the platform's answer passed on.
+  'x-cache-if-passed': header(`${X_CACHE}${PASSED_ONLY}`, X_CACHE_SCHEMA),
+  'cache-status-if-passed': header(`${CACHE_STATUS}${PASSED_ONLY}`, CACHE_STATUS_SCHEMA),
+  'www-authenticate': always(`The challenge of every 401 (RFC 9110, 11.6.1): the team key, as \`x-api-key\` or \`authorization: Bearer\`.`, { const: PROXY_CHALLENGE }),
   age: header('Seconds since the entry was fetched from the platform; on `HIT` and `STALE`.', { type: 'integer', minimum: 0 }),
   'cache-control': header('`private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`.'),
   etag: header('Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed.'),
   vary: header('`accept-encoding, authorization, x-api-key`: a browser keeps a copy for one key, not for another.'),
   'content-encoding': header('`gzip` when the caller accepts gzip: the stored bytes as they are.'),
-  'retry-after': header('Seconds to wait before trying again.', { type: 'integer', minimum: 0 }),
+  'retry-after': always('Seconds to wait before trying again; on every 429 and 503 (the platform\'s own 429 passed on without one gets the pause it drew, 1 s; `0` from a replica shutting down: another replica answers a retry now).', { type: 'integer', minimum: 0 }),
   ratelimit: header('For a team with a rate limit: what is left of it and when its window ends, e.g. `"default";r=599;t=42` (draft-ietf-httpapi-ratelimit-headers).', {
     type: 'string',
     pattern: '^"default";r=\\d+;t=\\d+$',
@@ -80,6 +98,21 @@ const PASSED_THROUGH = {
   content: { 'application/json': { schema: { $ref: '#/components/schemas/PlatformError' } } },
 }
 
+/** A platform call's success: a known operation's, else any 2xx. */
+function platformSuccess(known: KnownOperation | null): Json {
+  const headers = { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS }
+  if (known === null) {
+    return {
+      '2XX': {
+        description: 'The platform\'s answer, passed back as it is (without its cookies and hop-by-hop headers).',
+        headers,
+        content: { 'application/json': { schema: { description: 'The platform\'s JSON, whatever the call answers.' } } },
+      },
+    }
+  }
+  return { [known.success.status]: { description: `${known.success.description} The platform's answer, passed back as it is.`, headers, content: { 'application/json': { schema: known.success.schema } } } }
+}
+
 function reportResponses(): Json {
   return {
     '200': {
@@ -97,21 +130,74 @@ function reportResponses(): Json {
   }
 }
 
-function platformResponses(): Json {
-  return {
-    '2XX': {
-      description: 'The platform\'s answer, passed back as it is (without its cookies and hop-by-hop headers).',
-      headers: { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS },
-      content: { 'application/json': { schema: { description: 'The platform\'s JSON, whatever the call answers.' } } },
-    },
-    ...errorResponses('platform'),
-    '4XX': PASSED_THROUGH,
+function platformResponses(known: KnownOperation | null): Json {
+  return { ...platformSuccess(known), ...errorResponses('platform'), '4XX': PASSED_THROUGH }
+}
+
+/**
+ * The operations of `/api/v1/*`, as @fastify/swagger made them under PLATFORM_CALL, spread
+ * over the platform paths the gateway knows; and the plain platform call, of any other
+ * path, as `components.pathItems.PlatformCall` (a path item no path uses: what a call by a
+ * path of one's own is, for a client that types one, as the typed client does).
+ */
+function platformPaths(generic: Record<string, Json>, settings: PlatformPathSettings): { paths: Record<string, Record<string, Json>>; call: Record<string, Json> } {
+  const base = (method: string): Json => {
+    const op = structuredClone(generic[method] as Json)
+    // `{path}` is the platform path itself, which no path parameter can hold: each path names its own.
+    op.parameters = ((op.parameters as Json[] | undefined) ?? []).filter((p) => p.in !== 'path')
+    delete op.operationId
+    return op
   }
+  const call: Record<string, Json> = {}
+  for (const method of Object.keys(generic)) {
+    const op = base(method)
+    op.summary = 'Any other platform call, by its real path (forwarded)'
+    op.responses = platformResponses(null)
+    if (method !== 'get' && method !== 'head') op.requestBody = structuredClone(PLATFORM_BODY)
+    call[method] = op
+  }
+  const paths: Record<string, Record<string, Json>> = {}
+  for (const [path, methods] of Object.entries(knownPlatformPaths(settings))) {
+    const item: Record<string, Json> = {}
+    for (const [method, known] of Object.entries(methods)) {
+      const op = base(method)
+      const parameters = op.parameters as Json[]
+      if (known === 'plain') {
+        op.operationId = `${method}${operationName(path)}`
+        op.summary = 'A platform call on a campaign (forwarded)'
+        op.description = `A path whose \`{id}\` names a campaign (\`ownership.campaignPaths\`); what the platform takes on it is the platform's. ${op.description as string}`
+        op.parameters = [...plainParameters(path, method), ...parameters]
+        op.responses = platformResponses(null)
+        if (method !== 'get') op.requestBody = structuredClone(PLATFORM_BODY)
+      } else {
+        op.operationId = known.operationId
+        op.summary = known.summary
+        op.description = `${known.description} ${op.description as string}`
+        op.parameters = [...(known.parameters ?? []), ...parameters]
+        op.responses = platformResponses(known)
+        if (known.body) op.requestBody = { required: true, content: { 'application/json': { schema: known.body } } }
+      }
+      item[method] = op
+    }
+    paths[path] = item
+  }
+  return { paths, call }
+}
+
+/** `/api/v1/campaign/banner/{id}` → `CampaignBannerById`: an operationId's part of a path. */
+function operationName(path: string): string {
+  return path
+    .replace(/^\/api\/v1\//, '')
+    .split('/')
+    .map((part) => (part === '{id}' ? 'ById' : part.replace(/(^|[^A-Za-z0-9])([a-z])/g, (_m, _sep: string, c: string) => c.toUpperCase()).replace(/[^A-Za-z0-9]/g, '')))
+    .join('')
 }
 
 /** Fills in what route schemas cannot hold; see the top of this file. */
-export function completeDocument(doc: Json): Json {
+export function completeDocument(doc: Json, settings: PlatformPathSettings): Json {
   const paths = doc.paths as Record<string, Record<string, Json>>
+  const generic = paths[PLATFORM_CALL]
+  delete paths[PLATFORM_CALL]
   for (const [path, item] of Object.entries(paths)) {
     for (const [method, shared] of Object.entries(item)) {
       // The methods of one route share one operation object.
@@ -119,23 +205,22 @@ export function completeDocument(doc: Json): Json {
       item[method] = op
       const tags = (op.tags as string[] | undefined) ?? []
       if (tags.includes('reports')) op.responses = reportResponses()
-      else if (tags.includes('platform')) {
-        op.operationId = `${method}Platform`
-        op.responses = platformResponses()
-        if (method !== 'get' && method !== 'head') op.requestBody = structuredClone(PLATFORM_BODY)
-      } else op.security = []
+      else op.security = []
       if (path === '/readyz') op.responses = structuredClone(READYZ)
-      if (!tags.includes('reports') && !tags.includes('platform')) {
+      if (!tags.includes('reports')) {
         for (const response of Object.values(op.responses as Record<string, Json>)) response.headers = { 'x-request-id': ref('x-request-id') }
       }
     }
   }
+  const platform = generic ? platformPaths(generic, settings) : { paths: {}, call: {} }
+  Object.assign(paths, platform.paths)
   const components = (doc.components ?? {}) as Json
   doc.components = {
     ...components,
     schemas: { ...(components.schemas as Json | undefined), ...errorSchemas(), PlatformError: PLATFORM_ERROR_SCHEMA, Report: REPORT_SCHEMA, ReportRow: REPORT_ROW_SCHEMA },
     headers: HEADERS,
     responses: errorResponseComponents(),
+    pathItems: { PlatformCall: platform.call },
   }
   return doc
 }
@@ -155,7 +240,8 @@ export function listenerServers(listener: 'proxy' | 'admin', byAddress: string, 
   ]
 }
 
-export const swaggerOptions: FastifyDynamicSwaggerOptions = {
+/** @fastify/swagger's options for the proxy listener; `settings` name the platform paths the gateway knows. */
+export const swaggerOptions = (settings: PlatformPathSettings): FastifyDynamicSwaggerOptions => ({
   openapi: {
     openapi: '3.1.0',
     info: {
@@ -175,7 +261,11 @@ export const swaggerOptions: FastifyDynamicSwaggerOptions = {
     },
     tags: [
       { name: 'reports', description: 'Report reads, validated, normalized and cached.' },
-      { name: 'platform', description: 'Every other call under `/api/v1/`, forwarded to the platform.' },
+      {
+        name: 'platform',
+        description:
+          'Every other call under `/api/v1/`, forwarded to the platform. The platform paths the gateway knows have operations of their own; a call of any other path under `/api/v1/` is forwarded the same way (`components.pathItems.PlatformCall` describes it), by its real path.',
+      },
       { name: 'health', description: 'Liveness and readiness (also on the admin listener).' },
       { name: 'description', description: 'This document.' },
     ],
@@ -184,15 +274,15 @@ export const swaggerOptions: FastifyDynamicSwaggerOptions = {
     schema: { ...(schema as Json | undefined), ...PLAIN_ROUTES[url] } as never,
     url: DOCUMENTED_PATHS[url] ?? url,
   }),
-  transformObject: (documents) => completeDocument((documents as { openapiObject: Json }).openapiObject) as never,
-}
+  transformObject: (documents) => completeDocument((documents as { openapiObject: Json }).openapiObject, settings) as never,
+})
 
 /**
  * Collects the proxy's routes from here on, and serves the document at
  * `GET /openapi.json` with no key: it describes the API, never a secret.
  */
-export async function describeProxy(proxy: FastifyInstance): Promise<void> {
-  await proxy.register(fastifySwagger, swaggerOptions)
+export async function describeProxy(proxy: FastifyInstance, settings: PlatformPathSettings): Promise<void> {
+  await proxy.register(fastifySwagger, swaggerOptions(settings))
   proxy.get('/openapi.json', async () => proxy.swagger())
 }
 

@@ -107,7 +107,7 @@ function codesByStatus(kind: Kind): [number, string[]][] {
   return [...byStatus].sort(([a], [b]) => a - b)
 }
 
-/** `components.responses`: the gateway's error answers by operation kind and status; `retry-after` with 429 and 503. */
+/** `components.responses`: the gateway's error answers by operation kind and status; `retry-after` with 429 and 503, `www-authenticate` with 401. */
 export function errorResponseComponents(): Json {
   const responses: Json = {}
   for (const kind of ['report', 'platform'] as const) {
@@ -122,9 +122,10 @@ export function errorResponseComponents(): Json {
         headers: {
           'x-request-id': { $ref: '#/components/headers/x-request-id' },
           ...(status === 429 || status === 503 ? { 'retry-after': { $ref: '#/components/headers/retry-after' } } : {}),
-          ...RATE_LIMIT_HEADERS,
-          // A report's platform answer passed on uncached says so: `x-cache: BYPASS`, its cache-status.
-          ...(platform && kind === 'report' ? { 'x-cache': { $ref: '#/components/headers/x-cache' }, 'cache-status': { $ref: '#/components/headers/cache-status' } } : {}),
+          // A 401 names how to authenticate; it comes before the key is known, so with no rate-limit standing.
+          ...(status === 401 ? { 'www-authenticate': { $ref: '#/components/headers/www-authenticate' } } : RATE_LIMIT_HEADERS),
+          // A report's platform answer passed on uncached says so: `x-cache: BYPASS`, its cache-status (not the gateway's own error).
+          ...(platform && kind === 'report' ? { 'x-cache': { $ref: '#/components/headers/x-cache-if-passed' }, 'cache-status': { $ref: '#/components/headers/cache-status-if-passed' } } : {}),
         },
         content: { 'application/json': { schema: refs.length === 1 ? refs[0] : { anyOf: refs } } },
       }

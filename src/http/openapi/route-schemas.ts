@@ -106,7 +106,8 @@ export function reportPostSchema(opts: { maxRangeDays: number; reportBodyBytes: 
     description:
       `${NORMALIZED} The body is normalized (sorted keys, flags as booleans, \`campaignIds\` sorted and de-duplicated) ` +
       `and is part of the cache key; other keys are passed on. A body over ${opts.reportBodyBytes} bytes is 413 \`GW_PAYLOAD_TOO_LARGE\`. ` +
-      'A team limited to some advertisers names its account through `advertiserId` or only campaigns of its own (`campaignIds`).',
+      'The platform reports on the campaigns the body names (`campaignIds`, required: without them it answers 422 "The campaign ids field is required."), and never reads `advertiserId`; ' +
+      'a team limited to some advertisers may name only campaigns of its own.',
     params: SPLIT,
     querystring: {
       type: 'object',
@@ -118,10 +119,15 @@ export function reportPostSchema(opts: { maxRangeDays: number; reportBodyBytes: 
     headers: REPORT_HEADERS,
     body: {
       type: 'object',
-      required: ['dateFrom', 'dateTo'],
+      required: ['campaignIds', 'dateFrom', 'dateTo'],
       properties: {
-        advertiserId: { ...id, description: 'The account whose campaigns are reported: a positive integer, one the team may read.' },
-        campaignIds: { type: 'array', minItems: 1, items: id, description: 'Campaigns to report on: positive integers (numbers or digit strings), sorted and de-duplicated by the gateway.' },
+        advertiserId: { ...id, description: 'The account the campaigns belong to, for the gateway\'s scope check: a positive integer, one the team may read. The platform does not read it.' },
+        campaignIds: {
+          type: 'array',
+          minItems: 1,
+          items: id,
+          description: 'Campaigns to report on, each one the platform has (else its 422): positive integers (numbers or digit strings), sorted and de-duplicated by the gateway.',
+        },
         ...dateRange(opts.maxRangeDays),
         byDate: { ...BODY_FLAG, description: `One row per day. ${BODY_FLAG.description}` },
         byCampaign: { ...BODY_FLAG, description: `One row per campaign. ${BODY_FLAG.description}` },

@@ -152,9 +152,12 @@ export class PlatformClient {
     }
   }
 
-  /** Aborts every call still at the platform (the end of the shutdown grace). */
+  /**
+   * Aborts every call still at the platform (the end of the shutdown grace): their callers
+   * get 503 GW_SHUTTING_DOWN with `retry-after: 0`, as another replica answers a retry now.
+   */
   abortAll(): void {
-    this.#shutdown.abort(new ShuttingDownError())
+    this.#shutdown.abort(Object.assign(new ShuttingDownError(), { retryAfterSec: 0 }))
   }
 
   // One deadline per caller: queue wait, connect, headers, a re-login, the

@@ -1,0 +1,411 @@
+/**
+ * The OpenAPI documents with the tools callers really run, against a gateway in front of
+ * the platform sandbox:
+ * - a client generated from docs/openapi.json by openapi-typescript, run with openapi-fetch
+ *   (each from npm, as an app developer installs them), type-checked with tsc and run on
+ *   Node: it calls every platform path the document names by that path, never an escaped
+ *   `/api/v1/campaign%2Fget`;
+ * - Prism (@stoplight/prism-http), the validating proxy: its router routes each of those
+ *   calls to its operation, its proxy forwards them to the gateway without a violation,
+ *   and its response validator holds real answers of every status the contract lists
+ *   (status, required headers, body) to the documents of both listeners.
+ */
+import { execFile, spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import type { IHttpOperation } from '@stoplight/types'
+import openapiTS, { astToString, COMMENT_HEADER, type OpenAPI3 } from 'openapi-typescript'
+import pino from 'pino'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { hashApiKey } from '../../src/access/api-keys.js'
+import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { useGateways, useSandboxGateway } from '../helpers/fixtures.js'
+import { newCampaign, rawRequest } from '../helpers/sandbox-gateway.js'
+import type { Json } from '../helpers/openapi-doc.js'
+import { waitFor } from '../helpers/wait.js'
+
+// Prism's packages are CommonJS: required as they are.
+const require = createRequire(import.meta.url)
+const { getHttpOperationsFromSpec } = require('@stoplight/prism-http') as typeof import('@stoplight/prism-http')
+const { createClientFromOperations } = require('@stoplight/prism-http/dist/client.js') as typeof import('@stoplight/prism-http/dist/client.js')
+const { default: route } = require('@stoplight/prism-http/dist/router/index.js') as typeof import('@stoplight/prism-http/dist/router/index.js')
+const { validateOutput } = require('@stoplight/prism-http/dist/validator/index.js') as typeof import('@stoplight/prism-http/dist/validator/index.js')
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const TSC = join(ROOT, 'node_modules/.bin/tsc')
+const ADMIN_TOKEN = 'openapi-tools-admin-token-0123456789'
+const VIEWER_TOKEN = 'openapi-tools-viewer-token-0123456789'
+// A team of its own for the platform's 429 (and the pause it draws): the others are not paused.
+const THROTTLED_KEY = 'rgw_test_throttled_key_666666666666666666666666'
+const YAML = `${TEAMS_YAML.trimEnd()}
+  throttled:
+    keys: ["${hashApiKey(THROTTLED_KEY)}"]
+    advertisers: ["*"]
+    write: true
+limits:
+  bodyTimeout: 400ms
+platform:
+  timeout: 2s
+`
+
+const env = useSandboxGateway({ yaml: YAML, env: { ADMIN_TOKEN, ADMIN_VIEWER_TOKEN: VIEWER_TOKEN } })
+const gateways = useGateways()
+
+const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-03'
+const REPORT_PATH = '/api/v1/report/{split}/get'
+const json = (body: unknown) => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+
+let proxyDoc: Json
+let adminDoc: Json
+let proxyOps: IHttpOperation[]
+let adminOps: IHttpOperation[]
+
+beforeAll(async () => {
+  proxyDoc = (await (await fetch(`${env.url}/openapi.json`)).json()) as Json
+  const admin = await env.gw.admin.inject({ method: 'GET', url: '/admin/openapi.json', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+  adminDoc = admin.json<Json>()
+  proxyOps = await getHttpOperationsFromSpec(structuredClone(proxyDoc))
+  adminOps = await getHttpOperationsFromSpec(structuredClone(adminDoc))
+})
+
+/** An answer as the wire gave it. */
+interface Answer {
+  status: number
+  headers: Record<string, string>
+  body: string
+}
+
+async function send(path: string, init: { method?: string; key?: string | null; headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
+  const key = init.key === undefined ? KEYS.all : init.key
+  const res = await fetch(`${env.url}${path}`, {
+    method: init.method ?? 'GET',
+    headers: { ...(key ? { 'x-api-key': key } : {}), ...init.headers },
+    ...(init.body === undefined ? {} : { body: init.body }),
+  })
+  return { status: res.status, headers: Object.fromEntries(res.headers), body: await res.text() }
+}
+
+/** The operation of `ops` that Prism's router picks for a request, as `METHOD /path`, or its refusal. */
+function routed(ops: IHttpOperation[], method: string, url: string): string {
+  const [path, query = ''] = url.split('?') as [string, string?]
+  const input = { method: method.toLowerCase() as 'get', url: { path, query: Object.fromEntries([...new URLSearchParams(query)].map(([k, v]) => [k, [v]])) }, headers: {} }
+  const found = route({ resources: ops, input })
+  return found._tag === 'Right' ? `${found.right.method.toUpperCase()} ${found.right.path}` : `not routed: ${found.left.message}`
+}
+
+/** What Prism's response validator finds wrong with an answer of an operation (`METHOD /path`), as lines. */
+function violations(ops: IHttpOperation[], operation: string, answer: Answer): string[] {
+  const [method, path] = operation.split(' ') as [string, string]
+  const resource = ops.find((op) => op.method === method.toLowerCase() && op.path === path)
+  if (!resource) return [`${operation} is not an operation of the document`]
+  const type = answer.headers['content-type'] ?? ''
+  const body = type.includes('json') && answer.body !== '' ? (JSON.parse(answer.body) as unknown) : answer.body === '' ? undefined : answer.body
+  const result = validateOutput({ resource, element: { statusCode: answer.status, headers: answer.headers, body } })
+  return result._tag === 'Right' ? [] : result.left.map((d) => `${d.path?.join('.') ?? ''}: ${d.message}`)
+}
+
+/** A platform answer for one call of `path` (the sandbox's route failure), for as many calls as `times`. */
+function failNext(path: string, mode: Record<string, unknown>): void {
+  env.sandbox.setRouteFailure(path, mode as never)
+}
+
+describe('a client generated from docs/openapi.json with openapi-typescript, run with openapi-fetch', () => {
+  let dir = ''
+  afterAll(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('names every platform path the gateway knows as a path of its own: no parameter that would hold a slash', () => {
+    const paths = Object.keys(proxyDoc.paths as Json)
+    expect(paths).toEqual(expect.arrayContaining([REPORT_PATH, '/api/v1/campaign/get', '/api/v1/campaign/banner/create', '/api/v1/campaign/banner/delete/{id}']))
+    expect(paths).not.toContain('/api/v1/{path}')
+    // Each platform route of the sandbox, the platform's stand-in, with its methods.
+    const operations = new Set(Object.entries(proxyDoc.paths as Record<string, Json>).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`)))
+    for (const op of ['GET /api/v1/report/{split}/get', 'POST /api/v1/report/{split}/get', 'POST /api/v1/campaign/get', 'POST /api/v1/campaign/banner/create', 'DELETE /api/v1/campaign/banner/delete/{id}']) expect(operations).toContain(op)
+    // The campaign paths of the configuration (ownership.campaignPaths) too.
+    for (const path of ['/api/v1/campaign/banner/update/{id}', '/api/v1/campaign/banner/{id}', '/api/v1/campaign/{id}']) expect(paths).toContain(path)
+  })
+
+  it('type-checks and calls each platform path by its real path, typed as the platform validates its forms', async () => {
+    // Outside the repository (Node strips no types under node_modules), its packages the repository's.
+    dir = mkdtempSync(join(tmpdir(), 'rgw-generated-client-'))
+    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
+    const ast = await openapiTS(structuredClone(proxyDoc) as unknown as OpenAPI3, { silent: true })
+    writeFileSync(join(dir, 'schema.d.ts'), `${COMMENT_HEADER}${astToString(ast)}`)
+    writeFileSync(join(dir, 'package.json'), '{"type": "module", "private": true}\n')
+    writeFileSync(join(dir, 'app.ts'), GENERATED_APP)
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: ['node'], strict: true, noEmit: true, allowImportingTsExtensions: true }, include: ['app.ts', 'schema.d.ts'] }),
+    )
+    const checked = spawnSync(TSC, ['-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8' })
+    expect(checked.stdout + checked.stderr).toBe('')
+    expect(checked.status).toBe(0)
+    // Node 24 runs the TypeScript as it is (its types stripped); the gateway answering runs in this process.
+    const run = await promisify(execFile)(process.execPath, ['--no-warnings', 'app.ts', env.url, KEYS.all, KEYS.writer], { cwd: dir, encoding: 'utf8', timeout: 60_000 })
+    const out = JSON.parse(run.stdout) as Record<string, unknown>
+    expect(out.sent).toEqual([
+      'GET /api/v1/report/campaigns/get',
+      'POST /api/v1/report/campaigns/get',
+      'POST /api/v1/campaign/get',
+      'POST /api/v1/campaign/banner/create',
+      expect.stringMatching(/^DELETE \/api\/v1\/campaign\/banner\/delete\/101\d{3}$/),
+      'GET /api/v1/report/campaigns/get',
+    ])
+    expect(out.statuses).toEqual([200, 200, 200, 201, 200, 401])
+    expect(out.rows).toBe(3)
+    expect(out.listed).toEqual([101])
+    expect(out.challenge).toBe('ApiKey realm="report-gateway"')
+  }, 90_000)
+})
+
+describe('Prism, the validating proxy', () => {
+  it('routes each platform call to its own operation', () => {
+    const calls: [string, string, string][] = [
+      ['GET', REPORT, 'GET /api/v1/report/{split}/get'],
+      ['POST', '/api/v1/report/creatives/get', 'POST /api/v1/report/{split}/get'],
+      ['POST', '/api/v1/campaign/get?per_page=200', 'POST /api/v1/campaign/get'],
+      ['POST', '/api/v1/campaign/banner/create', 'POST /api/v1/campaign/banner/create'],
+      ['DELETE', '/api/v1/campaign/banner/delete/101001', 'DELETE /api/v1/campaign/banner/delete/{id}'],
+    ]
+    expect(calls.map(([method, url]) => routed(proxyOps, method, url))).toEqual(calls.map(([, , op]) => op))
+  })
+
+  it('forwards platform calls to the gateway and finds nothing wrong with the calls or their answers', async () => {
+    const client = createClientFromOperations(proxyOps, {
+      mock: false,
+      upstream: new URL(env.url),
+      upstreamProxy: undefined,
+      isProxy: true,
+      validateRequest: true,
+      validateResponse: true,
+      checkSecurity: true,
+      errors: false,
+      logger: pino({ level: 'silent' }) as never,
+    } as never)
+    const headers = { 'x-api-key': KEYS.all, 'content-type': 'application/json' }
+    const writer = { ...headers, 'x-api-key': KEYS.writer }
+    const results = [
+      await client.request(REPORT, { method: 'get', headers }),
+      await client.request('/api/v1/report/campaigns/get', { method: 'post', headers, body: { campaignIds: [101001, 101002], dateFrom: '2026-04-01', dateTo: '2026-04-02' } }),
+      await client.request('/api/v1/campaign/get?per_page=20', { method: 'post', headers, body: { userId: 101 } }),
+    ]
+    const created = await client.request('/api/v1/campaign/banner/create', { method: 'post', headers: writer, body: newCampaign(101) })
+    results.push(created, await client.request(`/api/v1/campaign/banner/delete/${(created.data as { data: { id: number } }).data.id}?userId=101`, { method: 'delete', headers: writer }))
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 201, 200])
+    expect(results.map((r) => r.violations)).toEqual(results.map(() => ({ input: [], output: [] })))
+  })
+})
+
+describe('Prism\'s response validator against real answers of every status the contract lists', () => {
+  it('finds what the document requires missing: the validator is not lenient', async () => {
+    const answer = await send(REPORT)
+    expect(violations(proxyOps, 'GET /api/v1/report/{split}/get', answer)).toEqual([])
+    for (const name of ['x-request-id', 'x-cache', 'cache-status']) {
+      const { [name]: _, ...rest } = answer.headers
+      expect(violations(proxyOps, 'GET /api/v1/report/{split}/get', { ...answer, headers: rest }).join('\n'), name).toContain(name)
+    }
+    const limited = await send('/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-04-01&dateTo=2026-04-01&byDate=x', { key: KEYS.limited })
+    expect(limited.status).toBe(400)
+    expect(violations(proxyOps, 'GET /api/v1/report/{split}/get', { ...limited, status: 429 }).join('\n')).toContain('retry-after')
+  })
+
+  it('holds the proxy listener\'s answers, 200 to 504, to docs/openapi.json', async () => {
+    const problems: string[] = []
+    const check = (what: string, operation: string, answer: Answer, status: number): void => {
+      if (answer.status !== status) problems.push(`${what}: status ${answer.status}, expected ${status}: ${answer.body.slice(0, 200)}`)
+      for (const v of violations(proxyOps, operation, answer)) problems.push(`${what} (${answer.status}): ${v}`)
+    }
+    const GET_REPORT = 'GET /api/v1/report/{split}/get'
+    const POST_REPORT = 'POST /api/v1/report/{split}/get'
+    const LIST = 'POST /api/v1/campaign/get'
+    const CREATE = 'POST /api/v1/campaign/banner/create'
+    const DELETE = 'DELETE /api/v1/campaign/banner/delete/{id}'
+
+    const miss = await send(REPORT)
+    check('a report, MISS', GET_REPORT, miss, 200)
+    check('a report, HIT', GET_REPORT, await send(REPORT), 200)
+    check('a report, its ETag: 304', GET_REPORT, await send(REPORT, { headers: { 'if-none-match': miss.headers.etag! } }), 304)
+    check('a report of a team with a rate limit', GET_REPORT, await send(REPORT, { key: KEYS.limited }), 200)
+    check('a report, the POST form', POST_REPORT, await send('/api/v1/report/campaigns/get', { method: 'POST', ...json({ campaignIds: [101001], dateFrom: '2026-04-01', dateTo: '2026-04-03' }) }), 200)
+    check('a POST report naming no campaign: the platform\'s 422', POST_REPORT, await send('/api/v1/report/campaigns/get', { method: 'POST', ...json({ advertiserId: 101, dateFrom: '2026-04-01', dateTo: '2026-04-03' }) }), 422)
+    check('a bad query: 400 GW_BAD_QUERY', GET_REPORT, await send(REPORT.replace('2026-04-01', '2026-02-30')), 400)
+    check('a body that is no JSON: 400 GW_BAD_REQUEST', LIST, await send('/api/v1/campaign/get', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"userId":' }), 400)
+    check('no key: 401', GET_REPORT, await send(REPORT, { key: null }), 401)
+    check('an unknown key: 401', LIST, await send('/api/v1/campaign/get', { method: 'POST', key: 'rgw_not_a_key_of_any_team_000000000000000', ...json({ userId: 101 }) }), 401)
+    check('another team\'s advertiser: 403', GET_REPORT, await send(REPORT.replace('101', '103'), { key: KEYS.growth }), 403)
+    check('a write of a reader: 403', DELETE, await send('/api/v1/campaign/banner/delete/101001', { method: 'DELETE', key: KEYS.growth }), 403)
+    check('an escaped slash: 404 GW_NOT_FOUND', GET_REPORT, await send(REPORT.replace('campaigns/get', 'campaigns%2Fget')), 404)
+    check('a split the platform lacks: its 404', GET_REPORT, await send(REPORT.replace('campaigns', 'nosuchsplit')), 404)
+    check('a body over bodyLimit: 413', LIST, await send('/api/v1/campaign/get', { method: 'POST', ...json({ userId: 101, pad: 'x'.repeat(1_100_000) }) }), 413)
+    check('the platform lists campaigns', LIST, await send('/api/v1/campaign/get?per_page=2', { method: 'POST', ...json({ userId: 102 }) }), 200)
+    check('the platform\'s 422 passed through', LIST, await send('/api/v1/campaign/get', { method: 'POST', ...json({ userId: 'not-a-number' }) }), 422)
+    const created = await send('/api/v1/campaign/banner/create', { method: 'POST', key: KEYS.writer, ...json(newCampaign(101)) })
+    check('a campaign created', CREATE, created, 201)
+    check('a campaign deleted', DELETE, await send(`/api/v1/campaign/banner/delete/${(JSON.parse(created.body) as { data: { id: number } }).data.id}?userId=101`, { method: 'DELETE', key: KEYS.writer }), 200)
+    check('a campaign that is not there: the platform\'s 404', DELETE, await send('/api/v1/campaign/banner/delete/101999', { method: 'DELETE', key: THROTTLED_KEY }), 404)
+
+    // 408: headers that announce a body which never comes, within limits.bodyTimeout.
+    const raw = await rawRequest(env.port, `POST /api/v1/campaign/get HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\ncontent-type: application/json\r\ncontent-length: 40\r\n\r\n{"userId":`)
+    check('a body that stops half-way: 408', LIST, { status: raw.status, headers: raw.headers, body: raw.body }, 408)
+
+    // 429: the team's rate limit (3 a minute), then the platform's own 429, passed on with a retry-after.
+    let limited: Answer | undefined
+    await waitFor('the limited team refused', async () => (limited = await send(REPORT, { key: KEYS.limited })).status === 429, 10_000)
+    check('the team\'s rate limit: 429', GET_REPORT, limited!, 429)
+    failNext('/api/v1/campaign/get', { kind: 'status', status: 429, body: { message: 'Too Many Attempts.' }, times: 1 })
+    const throttled = await send('/api/v1/campaign/get', { method: 'POST', key: THROTTLED_KEY, ...json({ userId: 101 }) })
+    check('the platform\'s 429, passed on', LIST, throttled, 429)
+    // 503: that 429 paused the team on that route.
+    check('a call the pause covers: 503 GW_OVERLOADED', LIST, await send('/api/v1/campaign/get', { method: 'POST', key: THROTTLED_KEY, ...json({ userId: 101 }) }), 503)
+    env.sandbox.clearRouteFailures()
+
+    // 502 and 504: the platform fails, or hangs past platform.timeout (a write: never retried).
+    failNext('/api/v1/campaign/banner/create', { kind: 'status', status: 500, times: 1 })
+    check('the platform fails: 502 GW_UPSTREAM', CREATE, await send('/api/v1/campaign/banner/create', { method: 'POST', key: KEYS.writer, ...json(newCampaign(101)) }), 502)
+    failNext('/api/v1/campaign/banner/create', { kind: 'hang', times: 1 })
+    check('the platform hangs: 504 GW_UPSTREAM_TIMEOUT', CREATE, await send('/api/v1/campaign/banner/create', { method: 'POST', key: KEYS.writer, ...json(newCampaign(101)) }), 504)
+    env.sandbox.clearRouteFailures()
+
+    for (const [path, status] of [['/healthz', 200], ['/readyz', 200], ['/openapi.json', 200]] as const) check(path, `GET ${path}`, await send(path, { key: null }), status)
+    expect(problems).toEqual([])
+  }, 60_000)
+
+  it('holds a 503 GW_SHUTTING_DOWN, and a 405 to its schema', async () => {
+    const gw = await gateways.build(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }))
+    env.sandbox.setRouteFailure('/api/v1/campaign/banner/create', { kind: 'hang', times: 1 })
+    env.sandbox.clearRequests()
+    const pending = gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/banner/create', headers: { 'x-api-key': KEYS.writer, 'content-type': 'application/json' }, payload: newCampaign(101) })
+    await waitFor('the call at the platform', () => env.sandbox.requests.some((r) => r.path === '/api/v1/campaign/banner/create'), 5000)
+    gw.abortPlatformCalls()
+    const res = await pending
+    env.sandbox.clearRouteFailures()
+    const answer = { status: res.statusCode, headers: res.headers as Record<string, string>, body: res.body }
+    expect(res.json()).toMatchObject({ code: 'GW_SHUTTING_DOWN' })
+    expect(violations(proxyOps, 'POST /api/v1/campaign/banner/create', answer)).toEqual([])
+
+    // TRACE is no operation of the document: its answer's body is the GW_METHOD_NOT_ALLOWED shape.
+    const trace = await rawRequest(env.port, `TRACE /api/v1/campaign/get HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n`)
+    expect(trace.status).toBe(405)
+    const schemas = (proxyDoc.components as { schemas: Record<string, Json> }).schemas
+    const shape = schemas.GW_METHOD_NOT_ALLOWED!
+    expect(Object.keys(JSON.parse(trace.body) as Json).sort()).toEqual([...(shape.required as string[])].sort())
+    expect(trace.headers['x-request-id']).toBeTruthy()
+  })
+
+  it('holds the admin listener\'s answers, 200 to 503, to docs/admin-openapi.json, WWW-Authenticate on its 401', async () => {
+    const problems: string[] = []
+    const admin = async (what: string, operation: string, method: string, url: string, status: number, token: string | null = ADMIN_TOKEN, payload?: unknown) => {
+      const res = await env.gw.admin.inject({
+        method: method as 'GET',
+        url,
+        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
+      })
+      const answer = { status: res.statusCode, headers: res.headers as Record<string, string>, body: res.body }
+      if (answer.status !== status) problems.push(`${what}: status ${answer.status}, expected ${status}: ${answer.body.slice(0, 200)}`)
+      for (const v of violations(adminOps, operation, answer)) problems.push(`${what} (${answer.status}): ${v}`)
+      return answer
+    }
+    await admin('status', 'GET /admin/status', 'GET', '/admin/status', 200)
+    await admin('a parameter it does not take: 400', 'DELETE /admin/cache', 'DELETE', '/admin/cache?advertiserID=101', 400)
+    const refused = await admin('no admin token: 401', 'GET /admin/status', 'GET', '/admin/status', 401, null)
+    expect(refused.headers['www-authenticate']).toBe('Bearer realm="report-gateway admin"')
+    await admin('a wrong admin token: 401', 'DELETE /admin/cache', 'DELETE', '/admin/cache', 401, 'not-the-admin-token-0123456789')
+    await admin('a viewer\'s change: 403', 'DELETE /admin/cache', 'DELETE', '/admin/cache', 403, VIEWER_TOKEN)
+    await admin('no such credential: 404', 'GET /admin/credentials/{name}/token', 'GET', '/admin/credentials/nope/token', 404)
+    await admin('no teams file to reload: 409', 'POST /admin/reload', 'POST', '/admin/reload', 409)
+    const revoked = env.sandbox.issueToken()
+    env.sandbox.revokeToken(revoked)
+    await admin('a token the platform refuses: 422', 'PUT /admin/token', 'PUT', '/admin/token', 422, ADMIN_TOKEN, { token: revoked })
+    const bare = await gateways.build(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }))
+    const disabled = await bare.admin.inject({ method: 'GET', url: '/admin/status', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(disabled.statusCode).toBe(503)
+    for (const v of violations(adminOps, 'GET /admin/status', { status: 503, headers: disabled.headers as Record<string, string>, body: disabled.body })) problems.push(`admin disabled (503): ${v}`)
+    expect(problems).toEqual([])
+  })
+
+  it('says in both documents that a 401 carries WWW-Authenticate, and marks the headers always sent as required', () => {
+    const headersOf = (doc: Json, response: unknown): Record<string, Json> => {
+      let r = response as Json
+      while (typeof r.$ref === 'string') r = (r.$ref as string).slice(2).split('/').reduce<Json>((at, p) => at[p] as Json, doc)
+      return Object.fromEntries(Object.entries((r.headers ?? {}) as Record<string, Json>).map(([name, h]) => {
+        let header = h
+        while (typeof header.$ref === 'string') header = (header.$ref as string).slice(2).split('/').reduce<Json>((at, p) => at[p] as Json, doc)
+        return [name, header]
+      }))
+    }
+    for (const [doc, challenge] of [[proxyDoc, 'ApiKey realm="report-gateway"'], [adminDoc, 'Bearer realm="report-gateway admin"']] as const) {
+      let unauthorized = 0
+      for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
+        for (const [method, op] of Object.entries(item)) {
+          for (const [status, response] of Object.entries(op.responses as Json)) {
+            const headers = headersOf(doc, response)
+            const where = `${method.toUpperCase()} ${path} ${status}`
+            expect(headers['x-request-id']?.required, where).toBe(true)
+            if (status === '401') {
+              unauthorized += 1
+              expect(headers['www-authenticate'], where).toMatchObject({ required: true, schema: { const: challenge } })
+              expect(Object.keys(headers).filter((h) => h.startsWith('ratelimit')), where).toEqual([])
+            }
+            // Every 429 and 503 of a call says when to come back (readiness's 503 is the orchestrator's, not a caller's).
+            if (doc === proxyDoc && path !== '/readyz' && (status === '429' || status === '503')) expect(headers['retry-after']?.required, where).toBe(true)
+            if (doc === proxyDoc && path === REPORT_PATH && (status === '200' || status === '304')) {
+              for (const h of ['x-cache', 'cache-status']) expect(headers[h]?.required, `${where} ${h}`).toBe(true)
+            }
+          }
+        }
+      }
+      expect(unauthorized).toBeGreaterThan(3)
+    }
+  })
+})
+
+// The app a developer writes on the generated types: each call by its real path.
+const GENERATED_APP = `import createClient from 'openapi-fetch'
+import type { paths } from './schema.d.ts'
+
+const [baseUrl, key, writerKey] = process.argv.slice(2) as [string, string, string]
+const sent: string[] = []
+const statuses: number[] = []
+const fetchAndNote = async (request: Request): Promise<Response> => {
+  sent.push(\`\${request.method} \${new URL(request.url).pathname}\`)
+  const response = await fetch(request)
+  statuses.push(response.status)
+  return response
+}
+const api = createClient<paths>({ baseUrl, headers: { 'x-api-key': key }, fetch: fetchAndNote })
+const writer = createClient<paths>({ baseUrl, headers: { 'x-api-key': writerKey }, fetch: fetchAndNote })
+
+const report = await api.GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: { advertiserId: 101, dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: '1' } } })
+const rows: number = report.data?.data.length ?? -1
+await api.POST('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' } }, body: { campaignIds: [101001], dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: true } })
+const listed = await api.POST('/api/v1/campaign/get', { params: { query: { per_page: 50 } }, body: { userId: 101 } })
+const created = await writer.POST('/api/v1/campaign/banner/create', {
+  body: { userId: 101, name: 'Generated', adDomain: 'example.com', clickUrl: 'https://example.com/', autoStart: false, dates: { from: '2026-05-01', to: '2026-05-31' }, country: 'KE', bid: 1.5, budget: { daily: 10, total: 100 }, creativeSetIds: [1010011] },
+})
+const id: number = created.data?.data.id ?? 0
+await writer.DELETE('/api/v1/campaign/banner/delete/{id}', { params: { path: { id }, query: { userId: 101 } } })
+const refused = await createClient<paths>({ baseUrl, fetch: fetchAndNote }).GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: { advertiserId: 101, dateFrom: '2026-05-01', dateTo: '2026-05-03' } } })
+
+export function typedAsThePlatformValidates(): void {
+  // @ts-expect-error a POST report form names its campaigns: the platform answers 422 without them
+  void api.POST('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' } }, body: { dateFrom: '2026-05-01', dateTo: '2026-05-03' } })
+  // @ts-expect-error a campaign is created with a name
+  void writer.POST('/api/v1/campaign/banner/create', { body: { userId: 101, adDomain: 'example.com', clickUrl: 'https://example.com/', dates: { from: '2026-05-01', to: '2026-05-31' }, country: 'KE', bid: 1.5, budget: { daily: 10, total: 100 }, creativeSetIds: [1] } })
+  // @ts-expect-error no operation takes a whole platform path as one parameter
+  void api.GET('/api/v1/{path}', { params: { path: { path: 'campaign/get' } } })
+}
+
+console.log(JSON.stringify({
+  sent,
+  statuses,
+  rows,
+  listed: [...new Set((listed.data?.data ?? []).map((campaign) => campaign.userId))],
+  challenge: refused.response.headers.get('www-authenticate'),
+}))
+`
