@@ -57,6 +57,9 @@ async function gatewayOn(yaml: string, clock: FakeClock): Promise<{ gw: TestGate
 /** Report calls the platform received. */
 const reportCalls = () => sandbox.countRequests((r) => r.path === PATH)
 
+/** fetch's options with its cache mode, which Node's fetch takes (the Fetch standard's RequestInit) and @types/node 20 does not name. */
+type FetchInit = RequestInit & { cache?: 'default' | 'no-store' | 'reload' | 'no-cache' | 'force-cache' | 'only-if-cached' }
+
 interface Answer {
   status: number
   cache: string | null
@@ -81,7 +84,7 @@ describe("a dashboard polling with Node's fetch", () => {
     ;({ gw, received } = await gatewayOn(`${TEAMS}${CACHE}`, clock))
   })
 
-  const poll = async (headers: Record<string, string> = {}, init: RequestInit = {}) =>
+  const poll = async (headers: Record<string, string> = {}, init: FetchInit = {}) =>
     answerOf(await fetch(`${gw.url}${PATH}?${QUERY}`, { ...init, headers: { 'x-api-key': DASHBOARD_KEY, ...headers } }))
 
   it("answers its If-None-Match polls, sent with the no-cache fetch adds, 304 from the copy without a platform call", async () => {
@@ -147,7 +150,7 @@ describe('a forced refresh: a capability a team is given, bounded and coalesced'
     ;({ gw } = await gatewayOn(WITH_REFRESH, clock))
   })
 
-  const ask = async (key: string, headers: Record<string, string> = {}, init: RequestInit = {}) =>
+  const ask = async (key: string, headers: Record<string, string> = {}, init: FetchInit = {}) =>
     answerOf(await fetch(`${gw.url}${PATH}?${QUERY}`, { ...init, headers: { 'x-api-key': key, ...headers } }))
 
   it('refreshes for a team given refresh: true, at most once per cache.refreshMinAge of the report', async () => {
