@@ -348,7 +348,7 @@ describe('invalid configuration names the key', () => {
     { name: 'an upper-case hex team key', env: {}, yaml: `teams:\n  growth: { keys: ["${HASH.toUpperCase().replace('SHA256', 'sha256')}"], advertisers: [101] }`, expected: /teams\.growth\.keys\.0: must be sha256:<hex> of an API key \(64 lower-case hex digits/ },
     { name: 'a key listed for two teams', env: {}, yaml: `teams:\n  a: { keys: ["${HASH}"], advertisers: [101] }\n  b: { keys: ["${HASH}"], advertisers: [102] }`, expected: /teams\.b\.keys: a key is also listed for team a/ },
     { name: 'an advertiser that is not a positive integer', env: {}, yaml: 'teams:\n  growth: { keys: [], advertisers: [0] }', expected: /teams\.growth\.advertisers\.0: / },
-    { name: 'a team refresh that is not a boolean', env: {}, yaml: 'teams:\n  growth: { keys: [], advertisers: [101], refresh: "yes" }', expected: /teams\.growth\.refresh: must be boolean/ },
+    { name: 'a team refresh that is not a boolean', env: {}, yaml: 'teams:\n  growth: { keys: [], advertisers: [101], refresh: "yes" }', expected: /teams\.growth\.refresh: must be true or false \(true: the team may force a fresh copy/ },
     { name: 'a team without advertisers', env: {}, yaml: 'teams:\n  growth: { keys: [] }', expected: /teams\.growth\.advertisers: required/ },
     { name: 'a team naming an unknown credential', env: {}, yaml: 'teams:\n  growth: { keys: [], advertisers: [101], credential: partner }', expected: /teams\.growth\.credential: no credential named partner/ },
     { name: 'PLATFORM_BASE_URL without any token source', env: { PLATFORM_BASE_URL: BASE }, expected: /PLATFORM_TOKEN: credential default has no token source; set PLATFORM_TOKEN, PLATFORM_TOKEN_FILE, or PLATFORM_USERNAME/ },
