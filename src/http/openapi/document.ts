@@ -43,11 +43,11 @@ const header = (description: string, schema: Json = { type: 'string' }) => ({ de
 const HEADERS: Json = {
   'x-request-id': header('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`), else a new one; also sent to the platform.'),
   'x-cache': header(
-    '`HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (the caller sent `cache-control: no-cache`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`).',
+    '`HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (a team given `refresh: true` sent `cache-control: no-cache` without a validator, and the copy was older than `cache.refreshMinAge`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`).',
     { type: 'string', enum: ['HIT', 'MISS', 'STALE', 'REFRESH', 'BYPASS'] },
   ),
   'cache-status': header(
-    'RFC 9211: what the gateway\'s cache did with this read, one member named `report-gateway`. Served from a copy: `hit; ttl=<freshness left in seconds>` (negative for a stale copy). Sent on to the platform: `fwd=uri-miss` (no copy), `fwd=stale` (a copy too old to serve) or `fwd=request` (the caller sent `cache-control: no-cache`), then `collapsed` when the read waited for another read\'s platform call, and `stored; ttl=<seconds>` for the copy it stored, or `fwd-status=<status>` for an answer passed on uncached (`BYPASS`); a `STALE` copy served because the platform failed has `fwd=…; ttl=<negative>`.',
+    'RFC 9211: what the gateway\'s cache did with this read, one member named `report-gateway`. Served from a copy: `hit; ttl=<freshness left in seconds>` (negative for a stale copy). Sent on to the platform: `fwd=uri-miss` (no copy), `fwd=stale` (a copy too old to serve) or `fwd=request` (a forced refresh: `REFRESH`), then `collapsed` when the read waited for another read\'s platform call, and `stored; ttl=<seconds>` for the copy it stored, or `fwd-status=<status>` for an answer passed on uncached (`BYPASS`); a `STALE` copy served because the platform failed has `fwd=…; ttl=<negative>`.',
     { type: 'string', pattern: '^report-gateway; (hit; ttl=-?\\d+|fwd=(uri-miss|stale|request)(; collapsed)?(; stored)?(; ttl=-?\\d+|; fwd-status=\\d{3}))$' },
   ),
   age: header('Seconds since the entry was fetched from the platform; on `HIT` and `STALE`.', { type: 'integer', minimum: 0 }),
