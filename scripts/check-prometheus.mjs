@@ -4,7 +4,7 @@
  *
  * Starts the built gateway (dist/main.js) in demo mode on free loopback ports, with one
  * extra team whose rate limit is 1 request a minute, sends it a little traffic so the
- * labelled series exist (report MISS, HIT and REFRESH, a proxied call, 400, 401, 404,
+ * labelled series exist (report MISS and HIT, a proxied call, 400, 401, 404,
  * 429), fetches /metrics from the admin listener and pipes it to `promtool check metrics`.
  * It also checks that every gateway_* series the chart's alerts and dashboard name
  * (helm/report-gateway/templates/prometheusrule.yaml, dashboards/report-gateway.json) is

@@ -23,6 +23,7 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
     keys: [{ hash: hashApiKey(key), id: 'demo', expiresAt: null, createdAt: systemClock.now() }],
     advertisers: null,
     write: true,
+    refresh: true,
     credential: DEFAULT_CREDENTIAL,
     rateLimit: null,
     weight: 1,

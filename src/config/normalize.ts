@@ -188,6 +188,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       staleIfErrorMs: parseDuration(cache.staleIfError),
       lockTtlMs: parseDuration(cache.lockTtl),
       refreshAhead: cache.refreshAhead,
+      refreshMinAgeMs: parseDuration(cache.refreshMinAge),
       maxRangeDays: cache.maxRangeDays,
     },
     teams,

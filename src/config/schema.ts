@@ -63,6 +63,7 @@ export const TeamSchema = Type.Object(
     ),
     advertisers: Type.Array(Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('*')])),
     write: Type.Boolean({ default: false }),
+    refresh: Type.Boolean({ default: false, description: 'true or false (true: the team may force a fresh copy of a report from the platform with cache-control: no-cache, at most once per cache.refreshMinAge of the report)' }),
     credential: Type.String({ minLength: 1, default: 'default' }),
     rateLimit: Type.Optional(
       Nullable(Type.Object({ max: Type.Integer({ minimum: 1 }), window: Duration }, { additionalProperties: false })),
@@ -189,6 +190,8 @@ export const ConfigSchema = Type.Object(
         lockTtl: Duration,
         // Refresh ahead: the fraction of freshness after which a popular entry is refreshed; 0 off.
         refreshAhead: Type.Number({ minimum: 0, exclusiveMaximum: 1 }),
+        // A forced refresh (a team's refresh: true) of a copy younger than this is answered with that copy; 0: none is.
+        refreshMinAge: Duration,
         maxRangeDays: Type.Integer({ minimum: 1 }),
       },
       { additionalProperties: false },

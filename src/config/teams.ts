@@ -20,6 +20,8 @@ export interface TeamConfig {
   /** null: every account ("*"). */
   advertisers: ReadonlySet<number> | null
   write: boolean
+  /** May force a fresh copy of a report from the platform (reports/forced-refresh.ts). */
+  refresh: boolean
   credential: string
   rateLimit: { max: number; windowMs: number } | null
   /** Calls per round-robin turn when the credential's calls queue. */
@@ -84,6 +86,7 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
       keys,
       advertisers: t.advertisers.includes('*') ? null : new Set(t.advertisers as number[]),
       write: t.write,
+      refresh: t.refresh,
       credential: t.credential,
       rateLimit: t.rateLimit ? { max: t.rateLimit.max, windowMs: parseDuration(t.rateLimit.window) } : null,
       weight: t.weight,

@@ -5,6 +5,7 @@ import type { RateDecision } from '../access/rate-limit.js'
 import { assertMayCall, type Identity } from '../access/team-auth.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { FillResult, ReportCache } from './report-cache.js'
+import { forcesRefresh } from './forced-refresh.js'
 import { canonicalGetReport, type CanonicalReport } from './report-query.js'
 import type { Trace } from '../observe/tracing.js'
 
@@ -22,6 +23,8 @@ export interface AdmittedRead {
   rate: RateDecision
   /** A scoped team's call naming campaigns: their owners are looked up (Admission.checkScope) before it is read. */
   scopePending: boolean
+  /** It forces a fresh copy from the platform (forced-refresh.ts): no copy in memory answers it. */
+  refresh: boolean
 }
 
 /** What a decision learned of a read it does not answer: whoever goes on with it does none of it again. */
@@ -43,8 +46,6 @@ export type ReadDecision = (AdmittedRead & { answer: CacheEntry; admitting: Trac
 
 /** How a read is decided. */
 export interface DecideHow {
-  /** The caller asked for a fresh copy: no copy in memory answers it. */
-  refresh: boolean
   /** Decides only a URL the memo keeps (an admitted caller sent it before); any other goes on with nothing learned. */
   seenOnly?: boolean
   /** The call's rate-limit decision, counted already. */
@@ -59,10 +60,11 @@ const NOTHING_LEARNED: ReadDecision = { goOn: {} }
  * The one decision of a GET report read, synchronous, made by both entrances (the one
  * before the router, http/reads/fast-path.ts, and the route): the target (400/404), the
  * key (401), the read rule (403), the rate limit (429), the canonical form (400) and the
- * scope (403) in the contract's order, through Admission; then the copy in memory. It
- * answers a fresh copy, or says what it learned for the entrance to go on with: an
- * entrance never checks a read again. A call naming a scoped team's campaigns waits for
- * their owners' lookup (async): its decision goes on with `scopePending`.
+ * scope (403) in the contract's order, through Admission; then the copy in memory, unless
+ * the read forces a refresh (forced-refresh.ts). It answers a fresh copy, or says what it
+ * learned for the entrance to go on with: an entrance never checks a read again. A call
+ * naming a scoped team's campaigns waits for their owners' lookup (async): its decision
+ * goes on with `scopePending`.
  */
 export class ReadDecisions {
   readonly #admission: Admission
@@ -106,15 +108,16 @@ export class ReadDecisions {
         if (caller) caller.accounts = accounts
         scopePending = named.campaigns.length > 0
       }
-      if (scopePending) return { goOn: { admitted: { identity, known, form, rate, scopePending }, rate, admitting } }
+      const refresh = forcesRefresh(headers, team)
+      if (scopePending) return { goOn: { admitted: { identity, known, form, rate, scopePending, refresh }, rate, admitting } }
       if (kept === undefined) admission.remember(method, url, known.target, { credential, form })
-      if (how.refresh) return { goOn: { admitted: { identity, known, form, rate, scopePending }, rate, admitting } }
+      if (refresh) return { goOn: { admitted: { identity, known, form, rate, scopePending, refresh }, rate, admitting } }
       const entry = this.#reports.freshInMemory(form.key, now)
       if (entry !== null) {
         this.#reports.countServed(form.key, entry, 'HIT', 'l1', form.report, credential, team.name, now)
-        return { answer: entry, identity, known, form, rate, scopePending, admitting }
+        return { answer: entry, identity, known, form, rate, scopePending, refresh, admitting }
       }
-      const admitted: AdmittedRead = { identity, known, form, rate, scopePending }
+      const admitted: AdmittedRead = { identity, known, form, rate, scopePending, refresh }
       const flight = this.#reports.coldFlight(form.key)
       return { goOn: flight === null ? { admitted, rate, admitting } : { admitted, rate, flight, admitting } }
     } catch (refused) {

@@ -84,9 +84,10 @@ type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'trace'> & { ha
 /**
  * Who asks for a fill: a caller's read, or a background refresh (no hang-up), at its
  * priority. A refresh ahead wants a copy newer than `newerThan`, and waits for a seat
- * by its `urgency` among the other refreshes ahead.
+ * by its `urgency` among the other refreshes ahead; a caller's forced refresh (`refresh`)
+ * wants one younger than cache.refreshMinAge.
  */
-type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp' | 'priority' | 'trace'> & { ahead?: { newerThan: number; urgency: () => number } }
+type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp' | 'priority' | 'trace'> & Partial<Pick<ReadOptions, 'refresh'>> & { ahead?: { newerThan: number; urgency: () => number } }
 
 /** How often the copy of one key fetched at `fetchedAt` was asked for, and its refresh ahead. */
 interface Watch {
@@ -204,15 +205,21 @@ export class ReportCache {
    */
   async read(report: CanonicalReport, key: string, provider: TokenProvider, opts: ReadOptions): Promise<CacheResult> {
     let stale: { entry: CacheEntry; tier: Tier } | null = null
-    if (!opts.refresh) {
-      let found = opts.found
-      if (found === undefined) {
-        const looking = opts.trace?.step('cache.lookup')
-        found = await this.lookup(key)
-        if (looking) endLookup(looking, found, this.#clock.now())
-      }
-      if (found) {
-        const now = this.#clock.now()
+    let found = opts.found
+    if (found === undefined) {
+      const looking = opts.trace?.step('cache.lookup')
+      found = await this.lookup(key)
+      if (looking) endLookup(looking, found, this.#clock.now())
+    }
+    if (found) {
+      const now = this.#clock.now()
+      if (opts.refresh) {
+        // A forced refresh of a copy younger than cache.refreshMinAge is answered with that copy.
+        if (this.#young(found.entry, now)) {
+          this.#asked(key, found.entry, report, provider, opts.team, now)
+          return this.#served(found.entry, 'HIT', found.tier)
+        }
+      } else {
         if (now < found.entry.freshUntil) {
           this.#asked(key, found.entry, report, provider, opts.team, now)
           return this.#served(found.entry, 'HIT', found.tier)
@@ -224,8 +231,8 @@ export class ReportCache {
         }
         // The platform has paused the credential or the report's route (a 429): its copy now rather than after a wait in the queue.
         if (paused && now < found.entry.errorUntil) return this.#served(found.entry, 'STALE', found.tier)
-        stale = found
       }
+      stale = found
     }
     // A read arriving while a fill of its key is under way waits for that fill: collapsed.
     const joining = opts.joined !== undefined || this.#flights.has(key)
@@ -436,9 +443,9 @@ export class ReportCache {
         return result
       }
       if (outcome.role === 'leader') {
-        // Another replica's refresh ahead may have landed already: one refresh across replicas.
-        const newer = from.ahead ? await this.#d.store.getShared(key) : null
-        if (newer && from.ahead && newer.fetchedAt > from.ahead.newerThan && this.#clock.now() < newer.freshUntil) {
+        // Another replica's refresh may have landed already: one refresh across replicas.
+        const newer = from.ahead || from.refresh ? await this.#d.store.getShared(key) : null
+        if (newer && this.#landed(newer, from, this.#clock.now())) {
           await outcome.lease.release()
           await this.#d.store.keepLocally(key, newer)
           return { kind: 'entry', entry: newer, fromPeer: true }
@@ -476,6 +483,21 @@ export class ReportCache {
     }).finally(() => {
       if (this.#callers.get(key) === group) this.#callers.delete(key)
     })
+  }
+
+  /**
+   * Whether a forced refresh at `now` is answered with `entry` rather than a platform call:
+   * a fresh copy younger than cache.refreshMinAge. So a report is refreshed at most once
+   * per that age, whoever asks and on whichever replica.
+   */
+  #young(entry: CacheEntry, now: number): boolean {
+    return now < entry.freshUntil && now - entry.fetchedAt < this.#d.config.cache.refreshMinAgeMs
+  }
+
+  /** Whether `entry`, found in Redis by the leader of a refresh, is the copy that refresh wants: another replica's refresh landed. */
+  #landed(entry: CacheEntry, from: Asker, now: number): boolean {
+    if (from.ahead) return entry.fetchedAt > from.ahead.newerThan && now < entry.freshUntil
+    return from.refresh === true && this.#young(entry, now)
   }
 
   async #lead(key: string, lease: FillLease, report: CanonicalReport, provider: TokenProvider, origin: Origin): Promise<FillResult> {

@@ -34,11 +34,13 @@ export const KEYS = {
   limited: 'rgw_test_limited_key_33333333333333333333333',
 }
 
+/** The test teams: `all` (every advertiser, may force refreshes), `growth` (101, 102), `writer` (101, writes), `limited` (3 calls a minute). */
 export const TEAMS_YAML = `
 teams:
   all:
     keys: ["${hashApiKey(KEYS.all)}"]
     advertisers: ["*"]
+    refresh: true
   growth:
     keys: ["${hashApiKey(KEYS.growth)}"]
     advertisers: [101, 102]
@@ -82,7 +84,7 @@ export const WEEK_BY_CAMPAIGN = 'advertiserId=101&byCampaign=1&dateFrom=2026-02-
  * (a team's bulkhead is bounded by the credential's): for tests of credential-wide
  * mechanics that one team drives alone.
  */
-export const WHOLE_SHARE_TEAMS_YAML = TEAMS_YAML.replace('    advertisers: ["*"]\n  growth:', '    advertisers: ["*"]\n    maxConcurrent: 1000\n    queue: 1000000\n  growth:')
+export const WHOLE_SHARE_TEAMS_YAML = TEAMS_YAML.replace('    refresh: true\n  growth:', '    refresh: true\n    maxConcurrent: 1000\n    queue: 1000000\n  growth:')
 
 /** Keys of the teams on named credentials that credentialTeams() adds. */
 export const CREDENTIAL_KEYS = {

@@ -1,5 +1,5 @@
-// What the console's browser tests share: the built scripts, where screenshots go, Debian's
-// chromium, and a headless page to open the console in.
+// What the browser tests share: Debian's chromium, headless; for the console's, the built
+// scripts, where screenshots go, and a page to open the console in.
 import { spawnSync } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -23,6 +23,12 @@ export function chromiumPath(what: string): string | null {
   return needTool(TOOLS.chromium, found !== '', what) ? found : null
 }
 
+/** A headless Chromium (`chromiumPath`'s) driven by puppeteer-core, with its HTTP cache on. */
+export async function launchChromium(executablePath: string): Promise<Browser> {
+  const { launch } = await import('puppeteer-core')
+  return launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] })
+}
+
 /**
  * A headless Chromium with one page of 1280 × 900 whose every request's URL is pushed to
  * `requested`; the console's scripts built and the screenshots' folder made first.
@@ -30,8 +36,7 @@ export function chromiumPath(what: string): string | null {
 export async function openConsoleBrowser(executablePath: string, requested: string[]): Promise<{ browser: Browser; page: Page }> {
   ensureBuilt(`${CONSOLE_SCRIPTS}console-page.js`)
   mkdirSync(ARTIFACTS, { recursive: true })
-  const { launch } = await import('puppeteer-core')
-  const browser = await launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] })
+  const browser = await launchChromium(executablePath)
   const page = await browser.newPage()
   page.on('request', (request) => void requested.push(request.url()))
   await page.setViewport({ width: 1280, height: 900 })

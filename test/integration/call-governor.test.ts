@@ -174,7 +174,7 @@ describe('callers that hang up', () => {
     const latency = 200
     // Team A, held to 4 calls by its ceiling, has its burst hang at the platform until
     // platform.timeout: a fill left in A's queue would wait that long for one of A's seats.
-    const ceiling = TEAMS_YAML.replace('    advertisers: ["*"]\n  growth:', '    advertisers: ["*"]\n    maxConcurrent: 4\n  growth:')
+    const ceiling = TEAMS_YAML.replace('    refresh: true\n  growth:', '    refresh: true\n    maxConcurrent: 4\n  growth:')
     const gw = await listen(await gateway('platform: { timeout: 6s, maxConcurrent: 8, adaptive: false }', {}, {}, ceiling))
     sandbox.setLatency(latency)
     sandbox.setRouteFailure(CREATIVES, { kind: 'hang' })

@@ -17,6 +17,7 @@ const env = useSandboxGateway({
   growth:
     keys: ["${hashApiKey(KEYS.growth)}"]
     advertisers: [101, 102]
+    refresh: true
   other:
     keys: ["${hashApiKey(KEYS.writer)}"]
     advertisers: [103]
@@ -32,10 +33,14 @@ const env = useSandboxGateway({
     keys: ["${hashApiKey(WIRE_KEY)}"]
     advertisers: ["*"]
     rateLimit: { max: 1000, window: 1m }
+    refresh: true
   scoped:
     keys: ["${hashApiKey(SCOPED_KEY)}"]
     advertisers: [103]
     rateLimit: { max: 2, window: 1m }
+# The refreshes here follow their copies at once.
+cache:
+  refreshMinAge: 0
 `,
 })
 

@@ -368,6 +368,20 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     expect(reportCalls()).toBe(2)
   })
 
+  it("answers a forced refresh on B with A's refresh younger than cache.refreshMinAge: one platform call for both", async () => {
+    await get(a, Q101)
+    // B holds the copy in its L1 too.
+    await get(b, Q101)
+    clock.advance(20_000)
+    expect((await get(a, Q101, { 'cache-control': 'no-cache' })).headers['x-cache']).toBe('REFRESH')
+    clock.advance(1_000)
+    // B has taken A's copy (the announcement), or finds it in Redis before it calls.
+    const onB = await get(b, Q101, { 'cache-control': 'no-cache' })
+    expect(onB.statusCode).toBe(200)
+    expect(onB.headers['cache-status']).toMatch(/^report-gateway; (hit|fwd=request; collapsed; stored); ttl=59$/)
+    expect(reportCalls()).toBe(2)
+  })
+
   it('refreshes through one replica for both: a REFRESH on A is seen as a HIT on B once B holds no copy', async () => {
     await get(a, Q101)
     clock.advance(10_000)

@@ -152,7 +152,8 @@ function defineSuite(mode: 'memory' | 'redis'): void {
 
   it('answers cache-control: no-cache with REFRESH, coalesced like a miss, and stores the new copy', async () => {
     await get(CANONICAL)
-    clock.advance(5_000)
+    // A copy younger than cache.refreshMinAge (10 s) would answer them.
+    clock.advance(10_000)
     sandbox.setLatency(100)
     const refreshes = await Promise.all(Array.from({ length: 10 }, () => get(CANONICAL, { 'cache-control': 'no-cache' })))
     expect(refreshes.map((r) => r.headers['x-cache'])).toEqual(Array(10).fill('REFRESH'))

@@ -12,6 +12,8 @@ const PATH = '/api/v1/report/campaigns/get'
 const YAML = `${TEAMS_YAML}
 cache:
   ttl: { recent: 1s, settled: 1s }
+  # Team all's no-cache reaches the platform whatever the copy's age.
+  refreshMinAge: 0
 `
 
 describe('a platform 200 that is not a JSON report', () => {

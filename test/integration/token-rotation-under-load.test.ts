@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { KEYS, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { KEYS, sandboxLoginEnv, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor, within } from '../helpers/wait.js'
@@ -38,7 +38,8 @@ describe.skipIf(!redisCheck.available)('rotation under a steady stream of reques
   })
 
   async function replicas(env: Record<string, string>): Promise<[TestGateway, TestGateway]> {
-    const make = () => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, GATEWAY_SECRET, REDIS_URL: redis.url, ...env }))
+    // Team all's no-cache reaches the platform whatever the copy's age.
+    const make = () => gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, GATEWAY_SECRET, REDIS_URL: redis.url, ...env }, teamsYamlWith({ cache: { refreshMinAge: 0 } })))
     return [await make(), await make()]
   }
 

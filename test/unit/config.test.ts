@@ -101,12 +101,13 @@ teams:
     keys: []
     advertisers: ["*"]
     write: true
+    refresh: true
     weight: 3
 `,
     )
     expect(config.teams).toEqual([
-      { name: 'growth', keys: [{ hash: HASH, id: HASH.slice(7, 19), expiresAt: null, createdAt: null }], advertisers: new Set([101, 102]), write: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null },
-      { name: 'ops', keys: [], advertisers: null, write: true, credential: 'default', rateLimit: null, weight: 3, maxConcurrent: null, queue: null },
+      { name: 'growth', keys: [{ hash: HASH, id: HASH.slice(7, 19), expiresAt: null, createdAt: null }], advertisers: new Set([101, 102]), write: false, refresh: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null },
+      { name: 'ops', keys: [], advertisers: null, write: true, refresh: true, credential: 'default', rateLimit: null, weight: 3, maxConcurrent: null, queue: null },
     ])
   })
 
@@ -347,6 +348,7 @@ describe('invalid configuration names the key', () => {
     { name: 'an upper-case hex team key', env: {}, yaml: `teams:\n  growth: { keys: ["${HASH.toUpperCase().replace('SHA256', 'sha256')}"], advertisers: [101] }`, expected: /teams\.growth\.keys\.0: must be sha256:<hex> of an API key \(64 lower-case hex digits/ },
     { name: 'a key listed for two teams', env: {}, yaml: `teams:\n  a: { keys: ["${HASH}"], advertisers: [101] }\n  b: { keys: ["${HASH}"], advertisers: [102] }`, expected: /teams\.b\.keys: a key is also listed for team a/ },
     { name: 'an advertiser that is not a positive integer', env: {}, yaml: 'teams:\n  growth: { keys: [], advertisers: [0] }', expected: /teams\.growth\.advertisers\.0: / },
+    { name: 'a team refresh that is not a boolean', env: {}, yaml: 'teams:\n  growth: { keys: [], advertisers: [101], refresh: "yes" }', expected: /teams\.growth\.refresh: must be true or false \(true: the team may force a fresh copy/ },
     { name: 'a team without advertisers', env: {}, yaml: 'teams:\n  growth: { keys: [] }', expected: /teams\.growth\.advertisers: required/ },
     { name: 'a team naming an unknown credential', env: {}, yaml: 'teams:\n  growth: { keys: [], advertisers: [101], credential: partner }', expected: /teams\.growth\.credential: no credential named partner/ },
     { name: 'PLATFORM_BASE_URL without any token source', env: { PLATFORM_BASE_URL: BASE }, expected: /PLATFORM_TOKEN: credential default has no token source; set PLATFORM_TOKEN, PLATFORM_TOKEN_FILE, or PLATFORM_USERNAME/ },
@@ -380,6 +382,13 @@ describe('invalid configuration names the key', () => {
     expect(problem(platform, 'cache: { lockTtl: 50ms }').problems).toEqual(['cache.lockTtl: must be at least 100ms (got 50ms)'])
     // The setting it replaces is refused by name, not silently ignored.
     expect(problem(platform, 'cache: { lockTimeout: 10s }').problems).toEqual([expect.stringMatching(/^cache\.lockTimeout: /)])
+  })
+
+  it('takes cache.refreshMinAge (10 s by default), 0 included', () => {
+    expect(load({}).cache.refreshMinAgeMs).toBe(10_000)
+    const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+    expect(load(platform, 'cache: { refreshMinAge: 1m }').cache.refreshMinAgeMs).toBe(60_000)
+    expect(load(platform, 'cache: { refreshMinAge: 0 }').cache.refreshMinAgeMs).toBe(0)
   })
 
   it('takes the answer buffer settings (4MiB, 64MiB, 10 s by default) and refuses a readIdleTimeout under 100ms', () => {

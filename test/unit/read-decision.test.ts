@@ -59,8 +59,8 @@ function setUp() {
     coldFlight: (key: string) => flights.get(key) ?? null,
   } as unknown as ReportCache
   const decisions = new ReadDecisions(admission, reports, config.cache.maxRangeDays)
-  const decide = (url: string, key: string | null, how: Parameters<ReadDecisions['decide']>[4] = { refresh: false }) =>
-    decisions.decide('GET', url, key === null ? {} : { 'x-api-key': key }, NOW, how)
+  const decide = (url: string, key: string | null, how: Parameters<ReadDecisions['decide']>[4] = {}, headers: Record<string, string> = {}) =>
+    decisions.decide('GET', url, key === null ? headers : { 'x-api-key': key, ...headers }, NOW, how)
   return { decide, memo, rateLimiter, metrics, inMemory, flights, served, config }
 }
 
@@ -76,7 +76,7 @@ function statusOf(refused: unknown): number | undefined {
 describe('the decision of a report read', () => {
   it('leaves a URL not seen before alone when asked to decide only those seen (the entrance before the router): nothing counted, nothing kept', () => {
     const { decide, memo, rateLimiter, config } = setUp()
-    expect(decide(URL_101, KEYS.limited, { refresh: false, seenOnly: true })).toEqual({ goOn: {} })
+    expect(decide(URL_101, KEYS.limited, { seenOnly: true })).toEqual({ goOn: {} })
     expect(memo.get(URL_101)).toBeUndefined()
     expect(rateLimiter.peek(config.teams.find((t) => t.name === 'limited')!).remaining).toBe(3)
   })
@@ -91,21 +91,28 @@ describe('the decision of a report read', () => {
     expect(first.rate?.allowed).toBe(true)
     expect(memo.get(URL_101)?.forms.map((f) => f.form)).toEqual([first.admitted?.form])
     // Now seen: the entrance before the router decides it, from the memo.
-    const again = goOn(decide(URL_101, KEYS.growth, { refresh: false, seenOnly: true }))
+    const again = goOn(decide(URL_101, KEYS.growth, { seenOnly: true }))
     expect(again.admitted?.form).toBe(first.admitted?.form)
     expect(served).toEqual([])
   })
 
-  it('answers a fresh copy in memory at once, counted as an L1 hit; a refresh goes on past it', () => {
+  it('answers a fresh copy in memory at once, counted as an L1 hit; a forced refresh goes on past it', () => {
     const { decide, inMemory, served } = setUp()
     const key = goOn(decide(URL_101, KEYS.all)).admitted!.form.key
     inMemory.set(key, entryFor(key))
-    const hit = decide(URL_101, KEYS.all, { refresh: false, seenOnly: true })
+    const hit = decide(URL_101, KEYS.all, { seenOnly: true })
     expect('answer' in hit && hit.answer).toBe(inMemory.get(key))
     expect(served).toEqual([`HIT l1 ${key}`])
-    const refresh = goOn(decide(URL_101, KEYS.all, { refresh: true }))
-    expect(refresh.admitted?.form.key).toBe(key)
+    // Team `all` is given refresh: its no-cache forces a refresh, unless it carries a validator.
+    const refresh = goOn(decide(URL_101, KEYS.all, { seenOnly: true }, { 'cache-control': 'no-cache' }))
+    expect([refresh.admitted?.form.key, refresh.admitted?.refresh]).toEqual([key, true])
     expect(served).toHaveLength(1)
+    const poll = decide(URL_101, KEYS.all, { seenOnly: true }, { 'cache-control': 'no-cache', 'if-none-match': '"a"' })
+    expect('answer' in poll && poll.answer).toBe(inMemory.get(key))
+    // Team `growth` is not: its no-cache is a read like any other.
+    const read = decide(URL_101, KEYS.growth, { seenOnly: true }, { 'cache-control': 'no-cache' })
+    expect('answer' in read && read.answer).toBe(inMemory.get(key))
+    expect(served).toHaveLength(3)
   })
 
   it('goes on with the cold fill of its report under way, to join it', () => {
@@ -134,7 +141,7 @@ describe('the decision of a report read', () => {
     expect(statusOf(spent.refused)).toBe(429)
     expect(spent.rate?.allowed).toBe(false)
     // The route, deciding with the refusal handed over, refuses it again without a second count.
-    expect(statusOf(goOn(decide(URL_101, KEYS.limited, { refresh: false, counted: spent.rate })).refused)).toBe(429)
+    expect(statusOf(goOn(decide(URL_101, KEYS.limited, { counted: spent.rate })).refused)).toBe(429)
     expect(await metrics.rateLimited.get()).toMatchObject({ values: [expect.objectContaining({ value: 1, labels: { team: 'limited' } })] })
   })
 

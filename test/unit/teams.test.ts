@@ -17,6 +17,7 @@ function team(name: string, keys: { key: string; id?: string; expiresAt?: number
     keys: keys.map((k) => ({ hash: hashApiKey(k.key), id: k.id ?? name, expiresAt: k.expiresAt ?? null, createdAt: null })),
     advertisers: null,
     write: false,
+    refresh: false,
     credential: 'default',
     rateLimit,
     weight: 1,

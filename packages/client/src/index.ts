@@ -78,7 +78,7 @@ export interface GatewayClientOptions {
 }
 
 export interface CallOptions {
-  /** Extra request headers: `x-request-id`, or `cache-control: no-cache` for a fresh copy. */
+  /** Extra request headers: `x-request-id`, or `cache-control: no-cache` for a fresh copy (a team given `refresh: true`). */
   headers?: Record<string, string>
   /** Ends the call, a wait before a retry included: the call rejects with the signal's reason. */
   signal?: AbortSignal
@@ -243,8 +243,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     // fetch's `no-cache` mode: no HTTP cache of a browser answers for the gateway (its
     // answers say `private, max-age`, and a stored copy would be reused under another key,
     // or a revoked one); the request goes out, conditional on what that cache holds, with
-    // `cache-control: max-age=0`, which the gateway answers from its own cache (the
-    // default mode's `no-cache` would ask it for a fresh copy from the platform).
+    // `cache-control: max-age=0`, which the gateway answers from its own cache (as it
+    // answers the default mode's `no-cache` beside a validator).
     const first = new Request(etag === undefined ? request : revalidation(request, etag), { signal, cache: 'no-cache' })
     const read = isRead(first)
     try {

@@ -1004,13 +1004,13 @@ export interface components {
     headers: {
         /** @description The caller's `x-request-id` when it is a plain token outside the gateway's own prefixes (`ownership-`, `token-probe-`), else a new one; also sent to the platform. On every answer. */
         "x-request-id": string;
-        /** @description `HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (the caller sent `cache-control: no-cache`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`). */
+        /** @description `HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (a team given `refresh: true` sent `cache-control: no-cache` without a validator, and the copy was older than `cache.refreshMinAge`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`). */
         "x-cache": "HIT" | "MISS" | "STALE" | "REFRESH" | "BYPASS";
-        /** @description RFC 9211: what the gateway's cache did with this read, one member named `report-gateway`. Served from a copy: `hit; ttl=<freshness left in seconds>` (negative for a stale copy). Sent on to the platform: `fwd=uri-miss` (no copy), `fwd=stale` (a copy too old to serve) or `fwd=request` (the caller sent `cache-control: no-cache`), then `collapsed` when the read waited for another read's platform call, and `stored; ttl=<seconds>` for the copy it stored, or `fwd-status=<status>` for an answer passed on uncached (`BYPASS`); a `STALE` copy served because the platform failed has `fwd=…; ttl=<negative>`. */
+        /** @description RFC 9211: what the gateway's cache did with this read, one member named `report-gateway`. Served from a copy: `hit; ttl=<freshness left in seconds>` (negative for a stale copy). Sent on to the platform: `fwd=uri-miss` (no copy), `fwd=stale` (a copy too old to serve) or `fwd=request` (a forced refresh: `REFRESH`), then `collapsed` when the read waited for another read's platform call, and `stored; ttl=<seconds>` for the copy it stored, or `fwd-status=<status>` for an answer passed on uncached (`BYPASS`); a `STALE` copy served because the platform failed has `fwd=…; ttl=<negative>`. */
         "cache-status": string;
-        /** @description `HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (the caller sent `cache-control: no-cache`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`). On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
+        /** @description `HIT`, `MISS`, `STALE` (an expired entry, served while one background refresh runs or because the platform failed), `REFRESH` (a team given `refresh: true` sent `cache-control: no-cache` without a validator, and the copy was older than `cache.refreshMinAge`), `BYPASS` (not cacheable: a platform error passed through, a `no-store` answer, or a body over `cache.maxEntryBytes`). On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
         "x-cache-if-passed": "HIT" | "MISS" | "STALE" | "REFRESH" | "BYPASS";
-        /** @description RFC 9211: what the gateway's cache did with this read, one member named `report-gateway`. Served from a copy: `hit; ttl=<freshness left in seconds>` (negative for a stale copy). Sent on to the platform: `fwd=uri-miss` (no copy), `fwd=stale` (a copy too old to serve) or `fwd=request` (the caller sent `cache-control: no-cache`), then `collapsed` when the read waited for another read's platform call, and `stored; ttl=<seconds>` for the copy it stored, or `fwd-status=<status>` for an answer passed on uncached (`BYPASS`); a `STALE` copy served because the platform failed has `fwd=…; ttl=<negative>`. On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
+        /** @description RFC 9211: what the gateway's cache did with this read, one member named `report-gateway`. Served from a copy: `hit; ttl=<freshness left in seconds>` (negative for a stale copy). Sent on to the platform: `fwd=uri-miss` (no copy), `fwd=stale` (a copy too old to serve) or `fwd=request` (a forced refresh: `REFRESH`), then `collapsed` when the read waited for another read's platform call, and `stored; ttl=<seconds>` for the copy it stored, or `fwd-status=<status>` for an answer passed on uncached (`BYPASS`); a `STALE` copy served because the platform failed has `fwd=…; ttl=<negative>`. On the platform's own answer passed on (`BYPASS`), not on the gateway's own error. */
         "cache-status-if-passed": string;
         /** @description The challenge of every 401 (RFC 9110, 11.6.1): the team key, as `x-api-key` or `authorization: Bearer`. */
         "www-authenticate": "ApiKey realm=\"report-gateway\"";
@@ -1474,8 +1474,14 @@ export interface operations {
                 spentBased?: string;
             };
             header?: {
-                /** @description `no-cache` asks for a fresh copy from the platform (answered with `x-cache: REFRESH`); `pragma: no-cache` does the same. */
+                /** @description `no-cache` without a validator (`if-none-match`, `if-modified-since`), from a team given `refresh: true`, forces a fresh copy from the platform (`x-cache: REFRESH`; concurrent ones share one platform call), unless the copy is younger than `cache.refreshMinAge`: then that copy answers it (`HIT`). With a validator (fetch() adds `no-cache` to a request that carries one), or from another team, it is a read like any other. */
                 "cache-control"?: string;
+                /** @description `no-cache`: as `cache-control: no-cache`. */
+                pragma?: string;
+                /** @description The `etag` the caller holds (either form, or `*`): `304` with no body while the report has not changed. A read that carries it is answered from the gateway's copy, whatever its `cache-control` says. */
+                "if-none-match"?: string;
+                /** @description Not compared (answers carry no `last-modified`): a read that carries it is answered `200` from the gateway's copy, whatever its `cache-control` says. */
+                "if-modified-since"?: string;
                 /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`). */
                 "x-request-id"?: string;
             };
@@ -1554,8 +1560,14 @@ export interface operations {
                 advertiserId?: number;
             };
             header?: {
-                /** @description `no-cache` asks for a fresh copy from the platform (answered with `x-cache: REFRESH`); `pragma: no-cache` does the same. */
+                /** @description `no-cache` without a validator (`if-none-match`, `if-modified-since`), from a team given `refresh: true`, forces a fresh copy from the platform (`x-cache: REFRESH`; concurrent ones share one platform call), unless the copy is younger than `cache.refreshMinAge`: then that copy answers it (`HIT`). With a validator (fetch() adds `no-cache` to a request that carries one), or from another team, it is a read like any other. */
                 "cache-control"?: string;
+                /** @description `no-cache`: as `cache-control: no-cache`. */
+                pragma?: string;
+                /** @description The `etag` the caller holds (either form, or `*`): `304` with no body while the report has not changed. A read that carries it is answered from the gateway's copy, whatever its `cache-control` says. */
+                "if-none-match"?: string;
+                /** @description Not compared (answers carry no `last-modified`): a read that carries it is answered `200` from the gateway's copy, whatever its `cache-control` says. */
+                "if-modified-since"?: string;
                 /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`). */
                 "x-request-id"?: string;
             };

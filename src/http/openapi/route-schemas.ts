@@ -45,7 +45,19 @@ const REPORT_HEADERS = {
   properties: {
     'cache-control': {
       type: 'string',
-      description: '`no-cache` asks for a fresh copy from the platform (answered with `x-cache: REFRESH`); `pragma: no-cache` does the same.',
+      description: '`no-cache` without a validator (`if-none-match`, `if-modified-since`), from a team given `refresh: true`, forces a fresh copy from the platform (`x-cache: REFRESH`; concurrent ones share one platform call), unless the copy is younger than `cache.refreshMinAge`: then that copy answers it (`HIT`). With a validator (fetch() adds `no-cache` to a request that carries one), or from another team, it is a read like any other.',
+    },
+    pragma: {
+      type: 'string',
+      description: '`no-cache`: as `cache-control: no-cache`.',
+    },
+    'if-none-match': {
+      type: 'string',
+      description: 'The `etag` the caller holds (either form, or `*`): `304` with no body while the report has not changed. A read that carries it is answered from the gateway\'s copy, whatever its `cache-control` says.',
+    },
+    'if-modified-since': {
+      type: 'string',
+      description: 'Not compared (answers carry no `last-modified`): a read that carries it is answered `200` from the gateway\'s copy, whatever its `cache-control` says.',
     },
     'x-request-id': {
       type: 'string',

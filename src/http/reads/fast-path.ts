@@ -8,7 +8,7 @@ import { hangUpSignal } from '../../platform/client/caller-group.js'
 import { handOver, type HandedOver } from './handed-over.js'
 import type { FillResult, Forward } from '../../reports/report-cache.js'
 import type { AdmittedRead, DecideHow, ReadDecisions } from '../../reports/read-decision.js'
-import { wantsRefresh, writeEntry } from './report-reply.js'
+import { writeEntry } from './report-reply.js'
 import { rateLimitHeaders } from '../../access/rate-limit-headers.js'
 import { accessFacts, requestIdOf, type ObserveRequest } from '../hooks/request-log.js'
 import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
@@ -35,7 +35,7 @@ function ended(step: Trace | undefined, attributes: SpanAttributes): void {
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 
 // How the entrance decides: only URLs seen before (a first call goes to the router whole).
-const BEFORE_ROUTER: DecideHow = { refresh: false, seenOnly: true }
+const BEFORE_ROUTER: DecideHow = { seenOnly: true }
 
 /** What the fast path reads: the report cache, the clock, traces and the log, the one decision of report reads, where access lines go. */
 export type FastReadParts = Pick<GatewayContext, 'reports' | 'tracing' | 'clock' | 'log'> & { decisions: ReadDecisions; observe: ObserveRequest }
@@ -51,7 +51,7 @@ export type FastReadParts = Pick<GatewayContext, 'reports' | 'tracing' | 'clock'
  *   more than hits;
  * - otherwise the copy is looked up in Redis (L2), as the route would, and a fresh one is
  *   answered (HIT).
- * Anything else (a refusal to answer, a refresh, a miss of its own, a call naming
+ * Anything else (a refusal to answer, a forced refresh, a miss of its own, a call naming
  * campaigns, a joined fill that ended in no entry) goes on to Fastify with what was
  * learned (handed-over.ts), which the route does not learn again.
  */
@@ -128,8 +128,6 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe }: 
     if (req.method !== 'GET' || url === undefined || !url.startsWith(prefix)) return next(req, res)
     const started = performance.now()
     const headers = req.headers
-    // A refresh is the route's whole: it reads past every copy.
-    if (wantsRefresh(headers)) return next(req, res)
     const trace = traced ? traceOf(req) : undefined
     // One clock reading serves the whole hit: on some machines a reading costs as much as
     // a cache lookup.
@@ -141,8 +139,8 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe }: 
       return answer(req, res, decided, decided.answer, 'HIT', started, now, null)
     }
     const { admitted, rate, flight, admitting } = decided.goOn
-    // A URL not seen before, a refusal, a call naming campaigns: the route's, with what was learned.
-    if (admitted === undefined || admitted.scopePending) return toRouter(req, res, next, admitting, rate === undefined ? undefined : { rate })
+    // A URL not seen before, a refusal, a call naming campaigns, a forced refresh: the route's, with what was learned.
+    if (admitted === undefined || admitted.scopePending || admitted.refresh) return toRouter(req, res, next, admitting, rate === undefined ? undefined : { rate })
     admitting?.end()
     ended(trace?.step('cache.lookup'), L1_MISS)
     if (flight !== undefined) return join(req, res, next, admitted, flight, started, trace)

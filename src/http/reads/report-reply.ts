@@ -21,12 +21,6 @@ type Headers = Record<string, string | string[] | undefined>
 // Report response headers (contract, "Report requests"), written in one place for both
 // entrances: the Fastify route and the fast path of hits.
 
-/** `cache-control: no-cache` (or `pragma: no-cache`) asks for a fresh copy: REFRESH. */
-export function wantsRefresh(headers: Headers): boolean {
-  const cc = headers['cache-control']
-  return (typeof cc === 'string' && /(^|,)\s*no-cache\s*(,|$)/i.test(cc)) || headers.pragma === 'no-cache'
-}
-
 /** The read is a cache warm-up (`x-cache-warm: 1`, as `npm run warm` sends): its platform call waits behind every other. */
 export function isWarmUp(headers: Headers): boolean {
   return headers['x-cache-warm'] === '1'

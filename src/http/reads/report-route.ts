@@ -5,7 +5,8 @@ import type { Admission, Caller } from '../../access/admission.js'
 import { reportGetSchema, reportPostSchema } from '../openapi/route-schemas.js'
 import { canonicalPostReport, type CanonicalReport } from '../../reports/report-query.js'
 import type { ReadDecisions } from '../../reports/read-decision.js'
-import { isWarmUp, sendReport, wantsRefresh } from './report-reply.js'
+import { isWarmUp, sendReport } from './report-reply.js'
+import { forcesRefresh } from '../../reports/forced-refresh.js'
 import { hangUpSignal } from '../../platform/client/caller-group.js'
 import { takeHandedOver, type HandedOver } from './handed-over.js'
 import type { ReadOptions } from '../../reports/report-cache.js'
@@ -31,8 +32,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, clock
     const handed = takeHandedOver(request.raw)
     const trace = tracing === null ? undefined : traceOf(request.raw)
     const now = clock.now()
-    const refresh = wantsRefresh(request.headers)
-    const decided = decisions.decide(request.method, request.url, request.headers, now, { refresh, counted: handed?.rate, into: request }, trace)
+    const decided = decisions.decide(request.method, request.url, request.headers, now, { counted: handed?.rate, into: request }, trace)
     // Set by the decision once the key named it.
     const caller = request.caller as Caller
     if ('answer' in decided) {
@@ -54,7 +54,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, clock
     // A cold fill under way here is joined, as the entrance before the router joins it.
     const flight = handed?.flight ?? decided.goOn.flight
     if (flight !== undefined && handed?.flight === undefined) reports.joinCold(key, caller.team.name, hangUpSignal(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller')
-    const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, trace, { ...handed, ...(flight ? { flight } : {}) }))
+    const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, admitted.refresh, trace, { ...handed, ...(flight ? { flight } : {}) }))
     caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   })
@@ -71,7 +71,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, clock
     const key = reports.keyFor(caller.provider.name, report)
     const indexed = indexedUnderOwners(report, caller)
     caller.advertisers = indexed.advertiserIds
-    const result = await reports.read(indexed, key, caller.provider, readOptions(request, reply, caller, trace))
+    const result = await reports.read(indexed, key, caller.provider, readOptions(request, reply, caller, forcesRefresh(request.headers, caller.team), trace))
     caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   }
@@ -80,9 +80,9 @@ export async function reportReads(app: FastifyInstance, { config, reports, clock
   app.post('/api/v1/report/:split/get/', { schema: { ...reportPostSchema(limits), hide: true } }, postReport)
 }
 
-function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Caller, trace: Trace | undefined, handed?: Pick<HandedOver, 'flight' | 'found'>): ReadOptions {
+function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Caller, refresh: boolean, trace: Trace | undefined, handed?: Pick<HandedOver, 'flight' | 'found'>): ReadOptions {
   return {
-    refresh: wantsRefresh(request.headers),
+    refresh,
     requestId: request.id,
     team: caller.team.name,
     log: request.log,
