@@ -47,6 +47,12 @@ export interface LeasePlan {
   shares: Map<string, number>
   /** Another replica needs more seats than it holds. */
   contended: boolean
+  /**
+   * Another replica that needs more seats than it holds holds fewer than its due: a seat
+   * free in the store is its to take (one that a call here just gave back, before it asked
+   * again), not a seat no one took.
+   */
+  shortElsewhere: boolean
   /** Calls in flight on the other replicas, and the seats they hold or use (leased or in flight). */
   elsewhere: number
   occupiedElsewhere: number
@@ -100,7 +106,9 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     unheld -= own
     wanting += Math.max(0, r.need - own)
   }
-  const due = target + (unheld > 0 && wanting > 0 ? (unheld * Math.max(0, mine.need - target)) / wanting : 0)
+  const dueOf = (r: ReplicaRecord, own: number) => own + (unheld > 0 && wanting > 0 ? (unheld * Math.max(0, r.need - own)) / wanting : 0)
+  const due = dueOf(mine, target)
+  const shortElsewhere = others.some((r) => Math.max(r.lease, r.inFlight) < Math.min(r.need, Math.floor(dueOf(r, targetOf(r)) + 1e-9)))
   let owedElsewhere = 0
   for (const r of others) owedElsewhere += owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams)
   const heldElsewhere = new Map<string, number>()
@@ -125,6 +133,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     heldElsewhere,
     shares,
     contended: needsMost !== null,
+    shortElsewhere,
     elsewhere: others.reduce((sum, r) => sum + r.inFlight, 0),
     occupiedElsewhere: others.reduce((sum, r) => sum + Math.max(r.lease, r.inFlight), 0),
     waitedElsewhere: others.some((r) => r.waited),

@@ -115,12 +115,15 @@ export class LeasedSeats implements SeatLease {
     const lease = Math.min(limit, this.#leaseUnder(limit))
     if (this.#downSince === null) return lease
     const out = this.#clock.now() - this.#downSince
-    if (this.#o.perReplica !== null && out >= DOWN_GRACE_MS) return Math.min(limit, this.#o.perReplica)
+    const cap = this.#o.perReplica
+    if (cap !== null && out >= DOWN_GRACE_MS) return Math.min(limit, cap)
     if (!this.#granted) return Math.min(limit, this.#o.unseen)
     // Its part of seats shared between the replicas it last saw, the odd ones to the first in order.
     const part = (seats: number) => Math.floor(seats / this.#replicas) + (this.#rank < seats % this.#replicas ? 1 : 0)
-    // While leases live: its own, and its part of the seats no replica held at the last answer.
-    if (out < this.#o.leaseMs) return Math.min(limit, lease + part(Math.max(0, this.#free)))
+    // While leases live: its own, and its part of the seats no replica held at the last
+    // answer; those it takes without the store, so a replica with its own cap grows into
+    // them no further than that cap.
+    if (out < this.#o.leaseMs) return Math.min(limit, lease + Math.min(part(Math.max(0, this.#free)), cap === null ? Infinity : Math.max(0, cap - lease)))
     return part(limit)
   }
 
@@ -131,7 +134,16 @@ export class LeasedSeats implements SeatLease {
    */
   #leaseUnder(limit: number): number {
     const lease = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
-    return this.#plan?.contended && this.#free <= 0 ? Math.min(lease, this.#due()) : lease
+    return this.#plan?.contended && this.#spare() <= 0 ? Math.min(lease, this.#due()) : lease
+  }
+
+  /**
+   * The seats free in the store, as of the last answer, that this replica may take: none
+   * while another replica that waits holds fewer than its due (they are its: a seat a call
+   * here just gave back is free until that replica asks again).
+   */
+  #spare(): number {
+    return this.#plan?.contended && this.#plan.shortElsewhere ? 0 : Math.max(0, this.#free)
   }
 
   shares(): LeaseShares | null {
@@ -222,8 +234,8 @@ export class LeasedSeats implements SeatLease {
     }
     if (need > this.#lease) {
       this.#unusedSince = null
-      // None free: wait to be told, or for the bounded retry.
-      const wait = this.#free <= 0 && now - this.#starvedAt < STARVED_RETRY_MS ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0
+      // None free (or none that is not another replica's due): wait to be told, or for the bounded retry.
+      const wait = this.#spare() <= 0 && now - this.#starvedAt < STARVED_RETRY_MS ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0
       this.#schedule(wait)
       return
     }
@@ -273,8 +285,8 @@ export class LeasedSeats implements SeatLease {
     // Answers per second, smoothed over about a lease's life (renewals come at any pace).
     if (Number.isFinite(this.#lastAnswer)) this.#answered += (1 - Math.exp(-since / this.#o.leaseMs)) * ((this.#answers * 1000) / since - this.#answered)
     const held = Math.max(this.#lease, d.inFlight)
-    // While another replica waits: its due, and any seat no one took.
-    const wanted = need === 0 ? 0 : this.#plan?.contended ? Math.min(need, this.#due() + Math.max(0, this.#free)) : Math.min(d.limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
+    // While another replica waits: its due, and any seat no one took (none while a replica that waits is short of its due).
+    const wanted = need === 0 ? 0 : this.#plan?.contended ? Math.min(need, this.#due() + this.#spare()) : Math.min(d.limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
     // Back from an outage, a replica asks first for no more than it holds: every replica's calls are counted before any grows.
     const ask = this.#downSince === null ? wanted : Math.min(wanted, held)
     const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams })
@@ -313,6 +325,7 @@ export class LeasedSeats implements SeatLease {
       this.#o.onLost(this.#lease)
     }
     const before = this.#lease
+    const occupiedBefore = this.#occupied
     this.#lease = answer.granted
     this.#occupied = Math.max(answer.granted, this.#demand.inFlight)
     this.#grantedUnder = limit
@@ -323,10 +336,10 @@ export class LeasedSeats implements SeatLease {
     const d = this.#demand
     const mine = { run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }
     this.#plan = leasePlan(mine, answer.others, d.limit, this.#plan?.learnerRun ?? null)
-    if (need > this.#lease && this.#free <= 0) this.#starvedAt = this.#lastAnswer
+    if (need > this.#lease && this.#spare() <= 0) this.#starvedAt = this.#lastAnswer
     if (this.#lease >= need) this.#unusedSince = this.#lease > need ? (this.#unusedSince ?? this.#lastAnswer) : null
-    // Seats given back: the replica that needs most is told.
-    if (this.#lease < before && this.#plan.needsMost !== null) this.#o.store.tell(this.#plan.needsMost).catch(() => undefined)
+    // Seats given back (a lease cut, or calls past it ended): the replica that needs most is told.
+    if ((this.#lease < before || this.#occupied < occupiedBefore) && this.#plan.needsMost !== null) this.#o.store.tell(this.#plan.needsMost).catch(() => undefined)
     this.#o.onRenewed?.(answer, this.#plan)
     // Targets moved with every renewal: the queue looks again.
     for (const fn of this.#grown) fn()
