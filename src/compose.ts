@@ -93,7 +93,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const { redis, breaker, bus, seal, unverified } = shared
   const keyUse = new KeyUse({ replica: replicaId, redis, breaker, seal, prefix: config.redis.keyPrefix, onUnverified: (where) => unverified('key-use', where), clock })
   const { teams, reloader, adminAuth, rateLimiter, usage } = teamParts(config, { redis, breaker, bus, log, auditLog, metrics, clock, configSource: deps.configSource })
-  const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, redis, breaker, bus, seal, teams, usage, history })
+  const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
   const { dispatcher, tokens, governors, client, answers } = platform
   const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId })
   // Redis answering again (the circuit closed, a new connection): the report copies this
@@ -108,7 +108,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     build, clock, governors, answers, tracing,
     campaignOwners: new CampaignOwners({ config, client, redis, breaker, now: () => clock.now() }),
   }
-  const tokenStore = new TokenStore(ctx)
+  const tokenStore = new TokenStore({ ...ctx, replica: replicaId })
   // Each replica announces itself in Redis with each bucket of its hour as it closes, and writes its whole hour there when a cluster view asks: GET /admin/cluster lists them.
   const replicas: Replicas = new Replicas({
     id: replicaId,
@@ -143,7 +143,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     memoBytes,
     async start() {
       await shared.start()
-      await tokens.start()
+      // A password login takes the token stored in Redis when there is a usable one, instead of logging in.
+      await tokens.start(await tokenStore.storedAtStart())
       history.watch(platform.gauges)
       rateLimiter.start()
       usage.start()

@@ -51,6 +51,8 @@ export function platformParts(
     teams: TeamDirectory
     usage: TeamUsage
     history: History
+    /** This replica's id: the origin its token changes name. */
+    replica?: string
   },
 ): PlatformParts {
   const { log, auditLog, metrics, clock, redis, breaker, teams } = o
@@ -79,14 +81,27 @@ export function platformParts(
     maintenanceMs: config.platform.maintenanceMs,
     logins,
     clock,
+    ...(o.replica === undefined ? {} : { replica: o.replica }),
   })
   for (const provider of tokens.all()) {
     provider.on('change', ({ state, previous, reason, actor }) => {
       // A replica adopting the token it already read itself (a file rotation seen by all) changed nothing.
       if (previous?.fingerprint === state.fingerprint) return
       metrics.tokenChanges.inc({ credential: provider.name, reason })
+      // On every replica the line names who made the change: the operator (`actor`, null
+      // when none did), the reason where it was made (`origin`) and that replica.
       auditLog.info(
-        { credential: provider.name, reason, source: state.source, oldFingerprint: previous?.fingerprint ?? null, newFingerprint: state.fingerprint, actor: actor ?? null, version: state.version },
+        {
+          credential: provider.name,
+          reason,
+          source: state.source,
+          oldFingerprint: previous?.fingerprint ?? null,
+          newFingerprint: state.fingerprint,
+          actor: actor ?? state.origin.actor,
+          origin: state.origin.reason,
+          originReplica: state.origin.replica,
+          version: state.version,
+        },
         'platform token changed',
       )
     })

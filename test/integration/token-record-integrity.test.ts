@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { fingerprint } from '../../src/observe/fingerprint.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { NonceSource } from '../../src/redis/seen-nonces.js'
-import { TEAMS_YAML, credentialTeams, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { TEAMS_YAML, credentialTeams, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
@@ -218,6 +218,38 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     const gw = await replica({ PLATFORM_TOKEN: own })
     expect(tokenOf(gw)).toBe(own)
     expect(rejectedLines(gw)).toEqual([])
-    expect(await storedOnce(fingerprint(own))).toMatchObject({ v: 2, version: gw.tokens.get('default').current()?.version })
+    expect(await storedOnce(fingerprint(own))).toMatchObject({ v: 3, version: gw.tokens.get('default').current()?.version })
+  })
+
+  it('a record whose rank or origin was rewritten (a basis raised, an operator named) is ignored, and the next rotation is still shared', async () => {
+    const { a, b, next, current } = await rotatedOnTwoReplicas()
+    expect(current).toMatchObject({ v: 3, basis: current.version, origin: { reason: 'admin', actor: 'admin', replica: expect.any(String) } })
+
+    await forge({ ...current, basis: current.version + 1_000_000 })
+    await forge({ ...current, origin: { ...(current.origin as object), actor: 'someone-else' } })
+    expect([tokenOf(a), tokenOf(b)]).toEqual([next, next])
+    expect(rejectedLines(b).length).toBeGreaterThanOrEqual(1)
+
+    const third = token()
+    expect((await put(a, third)).statusCode).toBe(200)
+    expect(await within(1000, () => tokenOf(b) === third), 'replica B never got the rotation made after the forgery').toBe(true)
+  })
+
+  it('a record of format 2 (written before origins were kept) is still read: a password-login replica started on it takes the rotation and makes no login', async () => {
+    const rotated = token()
+    const key = createHash('sha256').update(`report-gateway token store\0${GATEWAY_SECRET}`).digest()
+    const iv = randomBytes(12)
+    const now = Date.now()
+    const fields = { v: 2, version: now, base: 'login', fingerprint: fingerprint(rotated), obtainedAt: now, expiresAt: now + 30 * 86_400_000 }
+    const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: 16 })
+    cipher.setAAD(Buffer.from(JSON.stringify([2, DEFAULT_KEY, fields.version, fields.base, fields.fingerprint, fields.obtainedAt, fields.expiresAt]), 'utf8'))
+    const data = Buffer.concat([cipher.update(rotated, 'utf8'), cipher.final()])
+    await client.set(DEFAULT_KEY, JSON.stringify({ ...fields, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') }))
+    sandbox.clearRequests()
+
+    const gw = await replica(sandboxLoginEnv(sandbox))
+    expect(tokenOf(gw)).toBe(rotated)
+    expect(rejectedLines(gw)).toEqual([])
+    expect(sandbox.countRequests((r) => r.path === '/oauth/token')).toBe(0)
   })
 })

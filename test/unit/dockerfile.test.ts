@@ -8,118 +8,62 @@ import { join, posix } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, it, expect } from 'vitest'
 import { parse } from 'yaml'
+import { contextFiles, copiesOf, dockerignoreMatcher, execForm, parseDockerfile, readDockerignore, runCommandOf, stagesOf, type Stage } from '../helpers/dockerfile.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const text = (path: string) => readFileSync(join(ROOT, path), 'utf8')
 
-interface Instruction {
-  cmd: string
-  args: string
-  line: number
-}
-interface Stage {
-  name: string | null
-  base: string
-  body: Instruction[]
+const instructions = parseDockerfile(text('Dockerfile'))
+const stages = stagesOf(instructions)
+const runtime = stages[stages.length - 1]!
+const dockerignore = readDockerignore(text('.dockerignore'))
+const ignoredByDockerignore = (path: string, patterns: string[]) => dockerignoreMatcher(patterns)(path)
+const pkg = JSON.parse(text('package.json')) as { main: string; scripts: Record<string, string>; engines: { node: string }; dependencies: Record<string, string> }
+const only = (stage: Stage, cmd: string) => stage.body.filter((i) => i.cmd === cmd)
+
+/** The root package's npm scripts a command runs (`npm run X`, `npm run-script X`, `npm start`, `npm test`), workspace runs left out. */
+function npmRunsOf(command: string): string[] {
+  const names: string[] = []
+  for (const m of command.matchAll(/\bnpm\s+(?:run|run-script)((?:\s+-{1,2}[\w-]+(?:=\S+)?)*)\s+([\w:.-]+)([^&|;]*)/g)) {
+    if (!/(?:^|\s)(?:-w|--workspace)\b/.test(`${m[1]} ${m[3]}`)) names.push(m[2]!)
+  }
+  for (const m of command.matchAll(/\bnpm\s+(start|test)\b/g)) names.push(m[1]!)
+  return names
 }
 
-/** Instructions with continuation lines joined; comments and parser directives left out. */
-function parseDockerfile(source: string): Instruction[] {
-  const out: Instruction[] = []
-  let current: { parts: string[]; line: number } | null = null
-  for (const [i, raw] of source.split('\n').entries()) {
-    const line = raw.trimEnd()
-    if (/^\s*#/.test(line)) continue // comments, also inside continuations (as Docker does)
-    if (current === null && line.trim() === '') continue
-    const continued = line.endsWith('\\')
-    const part = continued ? line.slice(0, -1) : line
-    if (current === null) current = { parts: [part.trim()], line: i + 1 }
-    else current.parts.push(part.trim())
-    if (!continued) {
-      const joined = current.parts.filter(Boolean).join(' ')
-      const m = /^(\S+)\s*(.*)$/.exec(joined)!
-      out.push({ cmd: m[1]!.toUpperCase(), args: m[2]!, line: current.line })
-      current = null
+/** A root npm script's commands (split at `&&`, `||`, `;`), and those of the root scripts it runs in turn, with its pre- and post-scripts. */
+function scriptCommands(name: string, seen = new Set<string>()): string[] {
+  if (seen.has(name)) return []
+  seen.add(name)
+  const out: string[] = []
+  for (const hook of [`pre${name}`, name, `post${name}`]) {
+    const script = pkg.scripts[hook]
+    if (script === undefined) {
+      if (hook === name) throw new Error(`npm script ${name} does not exist`)
+      continue
+    }
+    for (const step of script.split(/&&|\|\||;/).map((s) => s.trim())) {
+      out.push(step)
+      for (const inner of npmRunsOf(step)) out.push(...scriptCommands(inner, seen))
     }
   }
   return out
 }
 
-/** Stages, with ARG defaults declared before the first FROM substituted into FROM. */
-function stagesOf(instructions: Instruction[]): Stage[] {
-  const globalArgs = new Map<string, string>()
-  const stages: Stage[] = []
-  for (const ins of instructions) {
-    if (ins.cmd === 'ARG' && stages.length === 0) {
-      const [name, value = ''] = ins.args.split('=', 2) as [string, string?]
-      globalArgs.set(name.trim(), value.trim())
-    } else if (ins.cmd === 'FROM') {
-      const m = /^(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(ins.args)
-      expect(m, `FROM at line ${ins.line}`).not.toBeNull()
-      const base = m![1]!.replace(/\$\{(\w+)\}|\$(\w+)/g, (_all, a?: string, b?: string) => globalArgs.get((a ?? b)!) ?? '')
-      stages.push({ name: m![2] ?? null, base, body: [] })
-    } else {
-      expect(stages.length, `${ins.cmd} at line ${ins.line} comes after a FROM`).toBeGreaterThan(0)
-      stages[stages.length - 1]!.body.push(ins)
-    }
-  }
-  return stages
-}
-
-interface Copy {
-  from: string | null
-  sources: string[]
-  dest: string
-}
-function copiesOf(stage: Stage): Copy[] {
-  return stage.body
-    .filter((i) => i.cmd === 'COPY' || i.cmd === 'ADD')
-    .map((i) => {
-      const words = i.args.split(/\s+/)
-      const flags = words.filter((w) => w.startsWith('--'))
-      const paths = words.filter((w) => !w.startsWith('--'))
-      const from = flags.find((f) => f.startsWith('--from='))?.slice('--from='.length) ?? null
-      return { from, sources: paths.slice(0, -1), dest: paths[paths.length - 1]! }
-    })
-}
-
-/** Exec-form JSON of CMD/ENTRYPOINT/HEALTHCHECK CMD. */
-function execForm(args: string): string[] {
-  const json = args.slice(args.indexOf('['))
-  return JSON.parse(json) as string[]
-}
-
 /**
- * Docker's .dockerignore rule: the last pattern that matches a path or one of its parent
- * directories decides; `!` re-includes. Supports `*`, `?` and `**`, which is all ours uses.
+ * What would let a failing step pass unseen, or print nothing of why: npm told to be
+ * silent (its error lines go too, and "No workspaces found" says nothing then), a
+ * status thrown away (`|| true`, `|| :`), errors sent to /dev/null, a pipe whose first
+ * command's status is lost (no `set -o pipefail`).
  */
-function ignoredByDockerignore(path: string, patterns: string[]): boolean {
-  const segments = path.split('/')
-  const prefixes = segments.map((_s, i) => segments.slice(0, i + 1).join('/'))
-  let ignored = false
-  for (const raw of patterns) {
-    const negate = raw.startsWith('!')
-    const pattern = (negate ? raw.slice(1) : raw).replace(/^\/+|\/+$/g, '')
-    const regex = new RegExp(
-      `^${pattern
-        .split('**')
-        .map((part) => part.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]'))
-        .join('.*')}$`,
-    )
-    if (prefixes.some((p) => regex.test(p))) ignored = !negate
-  }
-  return ignored
+function hidingProblems(command: string): string[] {
+  const problems: string[] = []
+  if (/\bnpm\b[^&|;]*\s(?:--silent|-s|--loglevel[= ]silent|--quiet|-q)\b/.test(command)) problems.push('npm is silenced: its error lines are hidden')
+  if (/\|\|\s*(?:true|:)(?:\s|$)|;\s*true\s*$/.test(command)) problems.push('the exit status is thrown away')
+  if (/2>\s*\/dev\/null|&>\s*\/dev\/null/.test(command)) problems.push('error output is thrown away')
+  if (/(?<!\|)\|(?!\|)/.test(command) && !/set -o pipefail|set -[a-z]*o pipefail/.test(command)) problems.push('a pipe without set -o pipefail')
+  return problems
 }
-
-const instructions = parseDockerfile(text('Dockerfile'))
-const stages = stagesOf(instructions)
-const runtime = stages[stages.length - 1]!
-const dockerignore = text('.dockerignore')
-  .split('\n')
-  .map((l) => l.trim())
-  .filter((l) => l && !l.startsWith('#'))
-const pkg = JSON.parse(text('package.json')) as { main: string; scripts: Record<string, string>; engines: { node: string }; dependencies: Record<string, string> }
-const only = (stage: Stage, cmd: string) => stage.body.filter((i) => i.cmd === cmd)
 
 describe('Dockerfile', () => {
   it('builds in several stages and ships only the last one', () => {
@@ -161,16 +105,53 @@ describe('Dockerfile', () => {
     expect(ci).toBeLessThan(run)
     const copiedBefore = copiesOf({ ...build!, body: body.slice(0, run) }).flatMap((c) => c.sources)
     for (const path of ['package.json', 'package-lock.json', 'src']) expect(copiedBefore, `${path} is copied before the build`).toContain(path)
-    // Every tsconfig the build names (the server's, the console's) and everything each
-    // extends must be in the stage: copied itself, or under a copied folder.
+    // Every tsconfig the build step names (the server's, the console's), through the npm
+    // scripts it runs, and everything each extends must be in the stage: copied itself,
+    // or under a copied folder.
     const inStage = (path: string) => copiedBefore.some((source) => path === source || path.startsWith(`${source}/`))
-    const named = [...(pkg.scripts.build ?? '').matchAll(/tsc -p (\S+)/g)].map((m) => m[1]!)
+    const named = npmRunsOf(body[run]!.args).flatMap((script) => scriptCommands(script)).flatMap((c) => [...c.matchAll(/tsc -p (\S+)/g)].map((m) => m[1]!))
     expect(named).toEqual(['tsconfig.build.json', 'src/console'])
     for (const project of named) {
       for (let config: string | undefined = project.endsWith('.json') ? project : `${project}/tsconfig.json`; config; ) {
         expect(inStage(config), `${config} is copied before the build`).toBe(true)
         const parsed = JSON.parse(text(config)) as { extends?: string }
         config = parsed.extends === undefined ? undefined : posix.join(posix.dirname(config), parsed.extends)
+      }
+    }
+  })
+
+  it('no build step hides its failure: no silenced npm, no `|| true`, no pipe without pipefail, in the RUN lines and the npm scripts they run', () => {
+    for (const stage of stages) {
+      for (const ins of only(stage, 'RUN')) {
+        const { shell, exec } = runCommandOf(ins)
+        const command = shell ?? exec!.join(' ')
+        for (const problem of hidingProblems(command)) expect.soft(problem, `RUN at line ${ins.line} of stage ${stage.name}: ${command}`).toBeNull()
+        for (const script of npmRunsOf(command)) {
+          for (const step of scriptCommands(script)) for (const problem of hidingProblems(step)) expect.soft(problem, `npm script ${script}, run by line ${ins.line}: ${step}`).toBeNull()
+        }
+      }
+    }
+  })
+
+  it('every workspace a build step names is in its stage (a missing one is "No workspaces found", exit 1)', () => {
+    const workspaces = new Map<string, string>()
+    for (const dir of readdirSync(join(ROOT, 'packages'))) {
+      const manifest = join('packages', dir, 'package.json')
+      if (existsSync(join(ROOT, manifest))) workspaces.set((JSON.parse(text(manifest)) as { name: string }).name, `packages/${dir}`)
+    }
+    for (const stage of stages) {
+      for (const [index, ins] of stage.body.entries()) {
+        if (ins.cmd !== 'RUN') continue
+        const copied = copiesOf({ ...stage, body: stage.body.slice(0, index) }).filter((c) => c.from === null).flatMap((c) => c.sources)
+        const steps = [ins.args, ...npmRunsOf(ins.args).flatMap((script) => scriptCommands(script))]
+        for (const step of steps) {
+          for (const m of step.matchAll(/(?:^|\s)(?:-w|--workspace)(?:=|\s+)(\S+)/g)) {
+            const folder = workspaces.get(m[1]!) ?? m[1]!
+            expect(copied.some((source) => folder === source || folder.startsWith(`${source}/`)), `${step} (line ${ins.line}) needs ${folder} in stage ${stage.name}`).toBe(true)
+            expect(ignoredByDockerignore(`${folder}/package.json`, dockerignore), `${folder} is in the build context`).toBe(false)
+          }
+          if (/(?:^|\s)(?:--workspaces|-ws)\b/.test(step)) throw new Error(`${step}: every workspace, name each one instead`)
+        }
       }
     }
   })
@@ -280,5 +261,52 @@ describe('Dockerfile', () => {
     }
     expect(imported).toContain('cli-progress')
     for (const name of imported) expect(Object.keys(pkg.dependencies), `${name} is a production dependency`).toContain(name)
+  })
+})
+
+describe('.dockerignore as Docker reads it (the replay of the build in test/slow/image-build.test.ts relies on it)', () => {
+  const ignored = (lines: string, path: string) => dockerignoreMatcher(readDockerignore(lines))(path)
+
+  it("reads comments, blanks, `!`, leading and trailing slashes and `./` as Docker's ignore file reader does", () => {
+    expect(readDockerignore('# a comment\n\n  *.log  \n! keep.log\n/abs/path/\n./here/..//there\n #not-a-comment\n')).toEqual(['*.log', '!keep.log', 'abs/path', 'there', '#not-a-comment'])
+  })
+
+  it("matches Docker's documented examples", () => {
+    const docs = '*/temp*\n*/*/temp*\ntemp?\n'
+    expect(ignored(docs, 'somedir/temporary.txt')).toBe(true)
+    expect(ignored(docs, 'somedir/temp/file')).toBe(true)
+    expect(ignored(docs, 'somedir/subdir/temporary.txt')).toBe(true)
+    expect(ignored(docs, 'tempa')).toBe(true)
+    expect(ignored(docs, 'temporary.txt')).toBe(false)
+    expect(ignored(docs, 'temp')).toBe(false)
+    expect(ignored('**/*.go', 'main.go')).toBe(true)
+    expect(ignored('**/*.go', 'a/b/c.go')).toBe(true)
+    expect(ignored('**/*.go', 'a/b/c.gox')).toBe(false)
+    // The last pattern that matches decides.
+    const md = '*.md\n!README*.md\nREADME-secret.md\n'
+    expect(ignored(md, 'CHANGES.md')).toBe(true)
+    expect(ignored(md, 'README.md')).toBe(false)
+    expect(ignored(md, 'README-secret.md')).toBe(true)
+  })
+
+  it('a pattern matching a parent folder takes its files along, and `!folder/` brings them back', () => {
+    expect(ignored('node_modules', 'node_modules/x/index.js')).toBe(true)
+    expect(ignored('*\n!src/', 'src/a/b.ts')).toBe(false)
+    expect(ignored('*\n!src/', 'srcx/b.ts')).toBe(true)
+    expect(ignored('*\n!src/\nsrc/**/*.test.ts', 'src/a/b.test.ts')).toBe(true)
+    expect(ignored('dist/**', 'dist/main.js')).toBe(true)
+    expect(ignored('/foo/bar', 'foo/bar/baz')).toBe(true)
+    expect(ignored('**/secret', 'secret')).toBe(true)
+    expect(ignored('a.b', 'axb')).toBe(false)
+    expect(ignored('file[0-9].txt', 'file7.txt')).toBe(true)
+  })
+
+  it("the repository's build context holds what the stages copy and nothing of the repository's local state", () => {
+    const context = contextFiles(ROOT, dockerignore)
+    for (const path of ['package.json', 'package-lock.json', 'src/main.ts', 'config/default.yaml']) expect(context).toContain(path)
+    for (const prefix of ['node_modules/', 'dist/', 'test/', '.git', 'helm/', 'docs/', '.env']) expect(context.filter((f) => f.startsWith(prefix)), prefix).toEqual([])
+    // Every file of the context is used: it is under a path some COPY takes from the context.
+    const sources = stages.flatMap(copiesOf).filter((c) => c.from === null).flatMap((c) => c.sources)
+    for (const file of context) expect(sources.some((s) => file === s || file.startsWith(`${s}/`)), `${file} is copied by some stage`).toBe(true)
   })
 })

@@ -11,6 +11,7 @@ import { TokenLoginError } from '../../errors.js'
 import { passwordLogin } from './password-login.js'
 import type { LoginGate } from './login-gate.js'
 import { crossedWarnings, refreshAt, tokenExpiry } from './token-expiry.js'
+import { compareRank, loginBasis } from './token-order.js'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
 
 /** Where the token in use came from. `shared`: another replica, through Redis. */
@@ -22,8 +23,32 @@ export interface TokenState {
   fingerprint: string
   obtainedAt: number
   expiresAt: number
-  /** Grows with every change; across replicas the highest version wins. */
+  /** Grows with every change: when it was made (ms), past the version it replaced. */
   version: number
+  /**
+   * With `version`, the token's rank across replicas (token-order.ts): its version for a
+   * change someone made, the replaced token's version for a login the gateway made itself.
+   */
+  basis: number
+  /** Who set the token, carried with it through Redis: every replica's audit line names them. */
+  origin: TokenOrigin
+}
+
+/** What set a token: the reason on the replica that set it, the operator, that replica. */
+export interface TokenOrigin {
+  /** The change's reason where it was made; null for a record written before origins were kept. */
+  reason: Exclude<ChangeEvent['reason'], 'shared'> | null
+  /** The operator whose admin token made the change; null when none did (a login of the gateway's own, a file read, the configured token). */
+  actor: string | null
+  /** The id of the replica that made the change (GET /admin/cluster); null when unknown. */
+  replica: string | null
+}
+
+/** A token another replica or an operator shared through Redis, with the configuration it was made on. */
+export interface SharedToken {
+  state: TokenState
+  /** The configuration it was made on (TokenProvider.configuredBase of the replica that stored it). */
+  base: string
 }
 
 export interface TokenInfo {
@@ -49,6 +74,8 @@ export interface TokenProviderDeps {
   maintenanceMs: number
   /** Every password login passes it: one at a time across replicas, at most one per loginMinInterval. */
   logins: LoginGate
+  /** This replica's id, named as the origin of the changes it makes. */
+  replica?: string
 }
 
 export interface ChangeEvent {
@@ -114,7 +141,15 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     }
   }
 
-  async start(): Promise<void> {
+  /**
+   * Sets the configured token, or logs in. `shared`: the token stored in Redis when the
+   * replica starts (null without one, or without Redis). With a password login, a shared
+   * token made on the same login is taken as it is, and the replica logs in only when it
+   * is refused or due for renewal (`platform.refreshBefore`): a restart never replaces
+   * an operator's rotation. A static or file token is compared with the stored one by
+   * the shared store afterwards (token-store.ts).
+   */
+  async start(shared: SharedToken | null = null): Promise<void> {
     const c = this.credential
     if (c.token) {
       this.#set(c.token, 'static', undefined, 'start')
@@ -122,12 +157,18 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       await this.#readTokenFile('start')
       this.#watchTokenFile(c.tokenFile)
     } else if (c.login) {
-      try {
-        // No token yet: exempt from loginMinInterval, not from the lock.
-        await this.#login('start', true)
-      } catch (err) {
-        // Not fatal: readiness stays false and the maintenance tick tries again.
-        this.#deps.log.error({ err, credential: this.name }, 'platform login failed at start; retrying every maintenance tick')
+      const sameLogin = shared !== null && sameLoginBase(shared.base, this.configuredBase)
+      if (shared && sameLogin) this.adopt(shared.state, true)
+      if (!this.#state || this.#loginDue(this.#clock.now())) {
+        try {
+          // No usable token yet: exempt from loginMinInterval, not from the lock. A stored
+          // token made on another login (other account, other platform) is a configuration
+          // rolled out: this login replaces it as a change of its own.
+          await this.#login('start', true, null, undefined, shared !== null && !sameLogin)
+        } catch (err) {
+          // Not fatal: readiness stays false (or the shared token stays) and the maintenance tick tries again.
+          this.#deps.log.error({ err, credential: this.name }, 'platform login failed at start; retrying every maintenance tick')
+        }
       }
     }
     const tick = this.#clock.setInterval(() => void this.#maintain(), this.#deps.maintenanceMs)
@@ -189,43 +230,61 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
   }
 
   /**
-   * A token from the shared store. Only a newer version replaces the current one, except
-   * at start (`force`), where a rotation made on top of the same configuration wins over
-   * the configured token.
+   * A token from the shared store. Only one that ranks higher (token-order.ts) replaces
+   * the current one, except with `force`: at start, where a rotation made on top of the
+   * same configuration wins over the configured token, and at a tie, where the stored
+   * token wins.
    */
   adopt(state: TokenState, force = false): boolean {
     const current = this.#state
-    if (current && current.token === state.token && current.version >= state.version) return false
-    if (current && !force && state.version <= current.version) return false
+    if (current && current.token === state.token && compareRank(current, state) >= 0) return false
+    if (current && !force && compareRank(state, current) <= 0) return false
     this.#deps.secrets.add(state.token)
     this.#state = { ...state, source: 'shared' }
     this.#rejected = false
     this.#lastLeftMs = null
-    this.emit('change', { state: this.#state, previous: current, reason: 'shared' })
+    const event: ChangeEvent = { state: this.#state, previous: current, reason: 'shared' }
+    if (state.origin.actor !== null) event.actor = state.origin.actor
+    this.emit('change', event)
     return true
   }
 
   /**
    * What the configuration gives (the static token, the token file's current content, or
-   * `login`), by fingerprint: a rotation stored in Redis applies to replicas configured alike.
+   * the password login's account), by fingerprint: a rotation stored in Redis applies to
+   * replicas configured alike.
    */
   get configuredBase(): string {
-    if (this.credential.login) return 'login'
+    const login = this.credential.login
+    if (login) return `login:${fingerprint(JSON.stringify([this.credential.baseUrl, login.tokenUrl, login.grantType, login.username, String(login.clientId)]))}`
     if (this.credential.token) return `static:${fingerprint(this.credential.token)}`
     return `file:${this.#fileContent === null ? 'unread' : fingerprint(this.#fileContent)}`
   }
 
-  #set(token: string, source: TokenSource, expiresIn: unknown, reason: ChangeEvent['reason'], actor?: string): TokenState {
+  /** A password login is due: the token was refused, or expires within `platform.refreshBefore`. */
+  #loginDue(now: number): boolean {
+    const s = this.#state
+    return s === null || this.#rejected || now >= refreshAt(s.expiresAt, this.#deps.refreshBeforeMs, s.obtainedAt)
+  }
+
+  /**
+   * `basis`: the rank's basis of a login the gateway makes itself (the replaced token's
+   * version, token-order.ts); undefined for a change someone made, whose basis is its version.
+   */
+  #set(token: string, source: TokenSource, expiresIn: unknown, reason: Exclude<ChangeEvent['reason'], 'shared'>, actor?: string, basis?: number): TokenState {
     this.#deps.secrets.add(token)
     const now = this.#clock.now()
     const previous = this.#state
+    const version = Math.max(now, (previous?.version ?? 0) + 1)
     const state: TokenState = {
       token,
       source,
       fingerprint: fingerprint(token),
       obtainedAt: now,
       expiresAt: tokenExpiry(token, now, expiresIn),
-      version: Math.max(now, (previous?.version ?? 0) + 1),
+      version,
+      basis: basis ?? version,
+      origin: { reason, actor: actor ?? null, replica: this.#deps.replica ?? null },
     }
     this.#state = state
     this.#lastLeftMs = null
@@ -239,10 +298,19 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
    * A password login through the login gate: the new token, another replica's that arrived
    * meanwhile, or null when the gate made none (see LoginGate.run). `refused`: the token
    * whose 401 asked for it.
+   *
+   * A login the gateway makes itself replaces the token in use when it was asked for
+   * (refused, about to expire, or none), and ranks just above it (token-order.ts). When
+   * another token arrived while it ran (an operator's rotation, another replica's login),
+   * that one stays and the login's token is dropped. An operator's refresh (`refresh`)
+   * and a login on a configuration rolled out (`rollout`) are changes of their own: the
+   * newest wins.
    */
-  async #login(reason: ChangeEvent['reason'], exempt: boolean, refused: TokenState | null = null, actor?: string): Promise<TokenState | null> {
+  async #login(reason: Exclude<ChangeEvent['reason'], 'shared'>, exempt: boolean, refused: TokenState | null = null, actor?: string, rollout = false): Promise<TokenState | null> {
     const { login, baseUrl } = this.credential
     if (!login || !baseUrl) throw new TokenLoginError(`credential ${this.name} has no password login`)
+    const own = reason !== 'refresh' && !rollout
+    const replacing = this.#state
     return this.#deps.logins.run({
       credential: this.name,
       refused,
@@ -251,7 +319,13 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       changed: (ms) => this.#changed(ms),
       login: async () => {
         const result = await passwordLogin(baseUrl, login, this.#deps.dispatcher, this.#deps.timeoutMs)
-        return this.#set(result.token, 'login', result.expiresIn, reason, actor)
+        // Redacted from every line like any token the gateway held, even one it drops.
+        this.#deps.secrets.add(result.token)
+        if (own && this.#state !== replacing && this.#state !== null) {
+          this.#deps.log.info({ credential: this.name, fingerprint: this.#state.fingerprint }, 'platform login result dropped: another token arrived while it ran (an operator\'s or another replica\'s), and stays')
+          return this.#state
+        }
+        return this.#set(result.token, 'login', result.expiresIn, reason, actor, own ? loginBasis(replacing) : undefined)
       },
     })
   }
@@ -373,8 +447,16 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       )
     }
     this.#lastLeftMs = leftMs
-    if (this.credential.login && now >= refreshAt(this.#state.expiresAt, this.#deps.refreshBeforeMs, this.#state.obtainedAt)) {
+    if (this.credential.login && this.#loginDue(now)) {
       await this.#login('login', false).catch((err: unknown) => this.#deps.log.error({ err, credential: this.name }, 'scheduled platform re-login failed; the current token is kept'))
     }
   }
+}
+
+/**
+ * Whether a stored token was made on this login: the same account, or a record written
+ * before the login's account was part of its base (`login` alone), taken as the same.
+ */
+function sameLoginBase(stored: string, configured: string): boolean {
+  return stored === configured || stored === 'login'
 }

@@ -1,5 +1,5 @@
 import type { Config } from '../../config.js'
-import type { TokenProvider, TokenProviderDeps } from './token-provider.js'
+import type { SharedToken, TokenProvider, TokenProviderDeps } from './token-provider.js'
 import { TokenProvider as Provider } from './token-provider.js'
 import { UnknownCredentialError } from '../../errors.js'
 
@@ -23,8 +23,9 @@ export class TokenRegistry {
     return [...this.#providers.values()]
   }
 
-  async start(): Promise<void> {
-    await Promise.all(this.all().map((p) => p.start()))
+  /** Starts every provider; `shared`: the tokens stored in Redis at start, by credential (TokenStore.storedAtStart). */
+  async start(shared: Map<string, SharedToken> = new Map()): Promise<void> {
+    await Promise.all(this.all().map((p) => p.start(shared.get(p.name) ?? null)))
   }
 
   async close(): Promise<void> {

@@ -4,8 +4,9 @@ import type { Config } from '../../config.js'
 import type { RedisBreaker } from '../../redis/breaker.js'
 import type { RedisBus } from '../../redis/bus.js'
 import type { RedisClient } from '../../redis/client.js'
-import type { TokenProvider, TokenState } from './token-provider.js'
+import type { SharedToken, TokenOrigin, TokenProvider, TokenState } from './token-provider.js'
 import type { TokenRegistry } from './token-registry.js'
+import { compareRank } from './token-order.js'
 import type { Clock, Timer } from '../../clock.js'
 import { redisKey } from '../../redis/keys.js'
 import { redisScript } from '../../redis/script.js'
@@ -21,32 +22,37 @@ export interface TokenStoreParts {
   bus: RedisBus | null
   tokens: TokenRegistry
   clock: Clock
+  /** This replica's id: the origin of the changes it stores. */
+  replica: string
 }
 
 /**
- * The record format. Format 2 authenticates every field beside the ciphertext (see
- * associatedData); a record of any other format, such as format 1 whose version and
- * fingerprint anyone with Redis access could rewrite, is treated as absent and written over.
+ * The record format. Format 3 adds the rank's basis and the origin (who set the token:
+ * the reason, the operator, the replica) to format 2; both authenticate every field
+ * beside the ciphertext (see associatedData). A format-2 record is still read (its basis
+ * is its version, its origin unknown), so a rotation stored before an upgrade stays; a
+ * record of any other format, such as format 1 whose version and fingerprint anyone with
+ * Redis access could rewrite, is treated as absent and written over.
  */
-const FORMAT = 2
+const FORMAT = 3
+const PREVIOUS_FORMAT = 2
 /** The full GCM tag: a shorter one given in a record would weaken its authentication. */
 const TAG_BYTES = 16
 
 interface StoredToken {
-  v: typeof FORMAT
+  v: typeof FORMAT | typeof PREVIOUS_FORMAT
   iv: string
   tag: string
   data: string
   version: number
+  /** Format 3 only. */
+  basis?: number | undefined
   base: string
   fingerprint: string
   obtainedAt: number
   expiresAt: number
-}
-
-interface SharedToken {
-  state: TokenState
-  base: string
+  /** Format 3 only. */
+  origin?: TokenOrigin | undefined
 }
 
 /** A stored record; `shared` is null when it fails authentication. */
@@ -56,19 +62,27 @@ interface StoredRead {
   shared: SharedToken | null
 }
 
-// Writes only when the stored version is older: the last writer by version wins, so
-// two replicas never undo each other's rotation. The stored version is not authenticated
-// here (Lua cannot check the GCM tag): a record that a replica found unauthentic is
-// passed back as ARGV[3] and written over if unchanged, so a forged high version cannot
-// keep rotations out. Anything that is not a format-2 record with a numeric version
-// (garbage, an older format) does not count either, and never makes the script fail.
-const WRITE_IF_NEWER = redisScript<number>('gatewayTokenWrite', `
+// Writes only when the record ranks above the stored one (token-order.ts: the basis,
+// then the version; a tie keeps the stored one), so replicas never undo each other's
+// rotation and a login never undoes a change it was not made to replace. The stored
+// rank is not authenticated here (Lua cannot check the GCM tag): a record that a replica
+// found unauthentic is passed back as ARGV[3] and written over if unchanged, so a forged
+// high rank cannot keep rotations out. Anything that is not a format-2 or format-3
+// record with a numeric version (garbage, an older format) does not count either, and
+// never makes the script fail. ARGV: the record, its version, the unauthentic record to
+// write over, its basis.
+const WRITE_IF_HIGHER = redisScript<number>('gatewayTokenWriteRanked', `
 local cur = redis.call('get', KEYS[1])
 if cur and cur ~= ARGV[3] then
   local ok, decoded = pcall(cjson.decode, cur)
-  if ok and type(decoded) == 'table' and decoded.v == ${FORMAT} then
+  if ok and type(decoded) == 'table' and (decoded.v == ${FORMAT} or decoded.v == ${PREVIOUS_FORMAT}) then
     local version = tonumber(decoded.version)
-    if version and version >= tonumber(ARGV[2]) then return 0 end
+    if version then
+      local basis = version
+      if decoded.v == ${FORMAT} then basis = tonumber(decoded.basis) or version end
+      local newBasis = tonumber(ARGV[4])
+      if basis > newBasis or (basis == newBasis and version >= tonumber(ARGV[2])) then return 0 end
+    end
   end
 end
 redis.call('set', KEYS[1], ARGV[1])
@@ -91,6 +105,22 @@ export class TokenStore {
 
   get enabled(): boolean {
     return this.#key !== null && this.#ctx.redis !== null && this.#ctx.bus !== null
+  }
+
+  /**
+   * The token stored for each credential with a password login, read before the
+   * providers start: a replica that finds a usable one takes it instead of logging in
+   * (TokenProvider.start). Empty without Redis or GATEWAY_SECRET.
+   */
+  async storedAtStart(): Promise<Map<string, SharedToken>> {
+    const stored = new Map<string, SharedToken>()
+    if (!this.enabled) return stored
+    for (const provider of this.#ctx.tokens.all()) {
+      if (!provider.hasLogin) continue
+      const shared = (await this.#read(provider.name))?.shared
+      if (shared) stored.set(provider.name, shared)
+    }
+    return stored
   }
 
   async start(): Promise<void> {
@@ -119,17 +149,24 @@ export class TokenStore {
 
   // A replica that starts later takes a rotation made on top of the same configuration
   // (the same static token or token file content), and any stored token when it has none
-  // of its own; a changed configuration (a new PLATFORM_TOKEN rolled out) or a fresh
-  // password login replaces the stored token.
+  // of its own; a changed configuration (a new PLATFORM_TOKEN rolled out) replaces the
+  // stored token. A password login took the stored token at start, or logged in to
+  // replace it (refused or due) or for lack of one: what it holds is stored by rank,
+  // so a login at start never replaces a token set after the one it replaced.
   async #reconcile(provider: TokenProvider): Promise<void> {
     const stored = (await this.#read(provider.name))?.shared
     const current = provider.current()
-    const sameBase = stored?.base === provider.configuredBase && provider.configuredBase !== 'login'
-    if (stored && (!current || sameBase)) {
+    if (stored && !current) {
       provider.adopt(stored.state, true)
       return
     }
-    if (current) await this.#publish(provider, current)
+    if (!current) return
+    if (stored && stored.state.token === current.token && compareRank(stored.state, current) === 0) return
+    if (stored && !provider.hasLogin && stored.base === provider.configuredBase) {
+      provider.adopt(stored.state, true)
+      return
+    }
+    await this.#publish(provider, current)
   }
 
   async #publish(provider: TokenProvider, state: TokenState): Promise<void> {
@@ -140,10 +177,12 @@ export class TokenStore {
     const fields = {
       v: FORMAT,
       version: state.version,
+      basis: state.basis,
       base: provider.configuredBase,
       fingerprint: state.fingerprint,
       obtainedAt: state.obtainedAt,
       expiresAt: state.expiresAt,
+      origin: { ...state.origin, replica: state.origin.replica ?? this.#ctx.replica },
     } as const
     const cipher = createCipheriv('aes-256-gcm', this.#key, iv, { authTagLength: TAG_BYTES })
     cipher.setAAD(associatedData(key, fields))
@@ -154,7 +193,7 @@ export class TokenStore {
     let unauthentic = ''
     // A second attempt only after an unauthentic record refused the first write.
     for (let attempt = 1; ; attempt++) {
-      const written = await breaker.run(() => WRITE_IF_NEWER(redis, key, record, String(state.version), unauthentic), null)
+      const written = await breaker.run(() => WRITE_IF_HIGHER(redis, key, record, String(state.version), unauthentic, String(state.basis)), null)
       if (written === null) {
         log.error({ credential: provider.name }, 'the new platform token could not be shared through Redis; other replicas keep theirs')
         return
@@ -162,7 +201,8 @@ export class TokenStore {
       if (written === 1) break
       const newer = await this.#read(provider.name)
       if (newer?.shared) {
-        // Someone rotated more recently, or in the same millisecond: theirs is the current token.
+        // A change that ranks higher (made more recently, or after the token this login
+        // replaced), or the same rank: theirs is the current token.
         takeStored(provider, newer.shared.state)
         return
       }
@@ -184,15 +224,15 @@ export class TokenStore {
   }
 
   /**
-   * Takes the stored token when its version is newer than the one in use. An older one
-   * (a replay of a past record) is written over with this replica's, so that a replica
+   * Takes the stored token when it ranks above the one in use. One that ranks below (a
+   * replay of a past record) is written over with this replica's, so that a replica
    * starting now does not take it.
    */
   async #adoptStored(provider: TokenProvider): Promise<void> {
     const shared = (await this.#read(provider.name))?.shared
     if (!shared) return
     const current = provider.current()
-    if (current && shared.state.version < current.version) await this.#publish(provider, current)
+    if (current && compareRank(shared.state, current) < 0) await this.#publish(provider, current)
     else takeStored(provider, shared.state)
   }
 
@@ -217,7 +257,16 @@ export class TokenStore {
       raw,
       shared: {
         base: record.base,
-        state: { token, source: 'shared', fingerprint: record.fingerprint, obtainedAt: record.obtainedAt, expiresAt: record.expiresAt, version: record.version },
+        state: {
+          token,
+          source: 'shared',
+          fingerprint: record.fingerprint,
+          obtainedAt: record.obtainedAt,
+          expiresAt: record.expiresAt,
+          version: record.version,
+          basis: record.basis ?? record.version,
+          origin: record.origin ?? { reason: null, actor: null, replica: null },
+        },
       },
     }
   }
@@ -228,18 +277,23 @@ export class TokenStore {
 }
 
 // Versions are milliseconds: two replicas changing the token in the same one give both
-// changes the same version, and each would keep its own (a provider adopts only a newer
-// version). Redis holds the one written first (an equal version is refused), so at a
-// tie the stored token wins and every replica settles on it.
+// changes the same rank, and each would keep its own (a provider adopts only a higher
+// rank). Redis holds the one written first (an equal rank is refused), so at a tie the
+// stored token wins and every replica settles on it.
 function takeStored(provider: TokenProvider, stored: TokenState): void {
-  provider.adopt(stored, stored.version === provider.current()?.version)
+  const current = provider.current()
+  provider.adopt(stored, current !== null && compareRank(stored, current) === 0)
 }
 
-// Every field that decides whether a record is taken (version, base), what it claims
-// (fingerprint, times), and the key it belongs to (deployment prefix and credential): a
-// record with any of them altered, or copied to another key, fails to decrypt.
+// Every field that decides whether a record is taken (version, basis, base), what it
+// claims (fingerprint, times, origin), and the key it belongs to (deployment prefix and
+// credential): a record with any of them altered, or copied to another key, fails to decrypt.
 function associatedData(key: string, s: Omit<StoredToken, 'iv' | 'tag' | 'data'>): Buffer {
-  return Buffer.from(JSON.stringify([s.v, key, s.version, s.base, s.fingerprint, s.obtainedAt, s.expiresAt]), 'utf8')
+  const fields: unknown[] =
+    s.v === PREVIOUS_FORMAT
+      ? [s.v, key, s.version, s.base, s.fingerprint, s.obtainedAt, s.expiresAt]
+      : [s.v, key, s.version, s.basis, s.base, s.fingerprint, s.obtainedAt, s.expiresAt, s.origin?.reason, s.origin?.actor, s.origin?.replica]
+  return Buffer.from(JSON.stringify(fields), 'utf8')
 }
 
 /** The token, or null when the record fails authentication. */
@@ -254,7 +308,7 @@ function decrypt(cipherKey: Buffer, key: string, s: StoredToken): string | null 
   }
 }
 
-/** A format-2 record; `other-format` for a record of another format; null for anything else. */
+/** A format-3 or format-2 record; `other-format` for a record of another format; null for anything else. */
 function parseRecord(raw: string): StoredToken | 'other-format' | null {
   let parsed: unknown
   try {
@@ -265,8 +319,14 @@ function parseRecord(raw: string): StoredToken | 'other-format' | null {
   if (typeof parsed !== 'object' || parsed === null) return null
   const r = parsed as Record<string, unknown>
   if (typeof r.v !== 'number') return null
-  if (r.v !== FORMAT) return 'other-format'
+  if (r.v !== FORMAT && r.v !== PREVIOUS_FORMAT) return 'other-format'
   const strings = ['iv', 'tag', 'data', 'base', 'fingerprint'].every((k) => typeof r[k] === 'string')
-  const numbers = ['version', 'obtainedAt', 'expiresAt'].every((k) => Number.isFinite(r[k]))
-  return strings && numbers ? (r as unknown as StoredToken) : null
+  const numbers = ['version', 'obtainedAt', 'expiresAt', ...(r.v === FORMAT ? ['basis'] : [])].every((k) => Number.isFinite(r[k]))
+  if (!strings || !numbers) return null
+  // A format-2 record's basis is its version, its origin unknown; fields it did not have are not read.
+  if (r.v === PREVIOUS_FORMAT) return { ...(r as unknown as StoredToken), basis: undefined, origin: undefined }
+  const origin = r.origin as Record<string, unknown> | null | undefined
+  const stringOrNull = (v: unknown) => v === null || typeof v === 'string'
+  if (typeof origin !== 'object' || origin === null || !stringOrNull(origin.reason) || !stringOrNull(origin.actor) || !stringOrNull(origin.replica)) return null
+  return { ...(r as unknown as StoredToken), origin: { reason: origin.reason as TokenOrigin['reason'], actor: origin.actor as string | null, replica: origin.replica as string | null } }
 }
