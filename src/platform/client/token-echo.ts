@@ -50,7 +50,7 @@ export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token
     if (value === undefined) continue
     const values = Array.isArray(value) ? value : [value]
     if (name.includes(named) || values.some((v) => v.includes(token))) {
-      body.destroy()
+      drop(body)
       throw echoed('headers')
     }
   }
@@ -59,7 +59,7 @@ export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token
   if (coding !== undefined && coding !== '' && coding !== 'identity') {
     decoder = DECODERS[coding] ?? null
     if (decoder === null) {
-      body.destroy()
+      drop(body)
       throw new UpstreamError(`the platform answered in a content coding the gateway does not read for its token (${coding}): not passed on`)
     }
   }
@@ -175,4 +175,10 @@ class EncodedScan extends Transform {
     this.#decoder.destroy()
     done(err)
   }
+}
+
+/** The platform's body, dropped unread: its end as aborted is expected, not an error. */
+function drop(body: Readable): void {
+  body.on('error', () => undefined)
+  body.destroy()
 }
