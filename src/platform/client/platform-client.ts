@@ -6,7 +6,7 @@ import { request, type Dispatcher } from 'undici'
 import { PlatformAuthError, PlatformRefusedError, ShuttingDownError, UpstreamError, UpstreamTimeoutError, type GatewayError } from '../../errors.js'
 import type { TokenProvider, TokenState } from '../tokens/token-provider.js'
 import type { PlatformGovernors } from '../governor/platform-governors.js'
-import type { Priority } from '../governor/seats.js'
+import type { Priority, Seat } from '../governor/seats.js'
 import type { TokenVerdicts, Verdict } from '../tokens/token-verdict.js'
 import type { RefusalLog } from './refusal-log.js'
 import type { TeamUsage } from '../../observe/usage.js'
@@ -296,17 +296,26 @@ export class PlatformClient {
       // The call's latency, for the governor: a duration, measured on the monotonic clock.
       const sent = performance.now()
       let delay: number | null
+      // The request's own end: the shutdown, or a watch past the caller's deadline (below).
+      const upstream = new AbortController()
+      const stop = () => upstream.abort(this.#shutdown.signal.reason)
+      this.#shutdown.signal.addEventListener('abort', stop, { once: true })
+      const release = () => this.#shutdown.signal.removeEventListener('abort', stop)
+      // With tracing on, the platform is sent the gateway's own traceparent (the span of this try), never a caller's.
+      const response = tracedCall(call.trace, () => platformCallSpan(baseUrl, call, retries), (tracing) =>
+        request(`${baseUrl}${call.url}`, {
+          method: call.method as Dispatcher.HttpMethod,
+          dispatcher: this.#dispatcher,
+          headers: { ...call.headers, ...tracing, authorization: `Bearer ${token}`, 'x-request-id': call.requestId },
+          body: call.body ?? undefined,
+          signal: upstream.signal,
+        }),
+      )
       try {
-        // With tracing on, the platform is sent the gateway's own traceparent (the span of this try), never a caller's.
-        const res = await tracedCall(call.trace, () => platformCallSpan(baseUrl, call, retries), (tracing) =>
-          request(`${baseUrl}${call.url}`, {
-            method: call.method as Dispatcher.HttpMethod,
-            dispatcher: this.#dispatcher,
-            headers: { ...call.headers, ...tracing, authorization: `Bearer ${token}`, 'x-request-id': call.requestId },
-            body: call.body ?? undefined,
-            signal: call.signal,
-          }),
-        )
+        const res = await abortable(response, call.signal)
+        release()
+        // A body still coming at the deadline is cut there.
+        call.signal?.addEventListener('abort', () => upstream.abort(call.signal?.reason), { once: true })
         const retryAfter = res.headers['retry-after']
         const latencyMs = performance.now() - sent
         this.#history?.platformCall(latencyMs)
@@ -315,17 +324,48 @@ export class PlatformClient {
         if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
         res.body.resume()
       } catch (err) {
-        // The call's own end (its callers gone, the shutdown) says nothing of the platform.
         const timedOut = call.signal?.aborted === true && call.signal.reason instanceof UpstreamTimeoutError
-        const platformsFault = !call.signal?.aborted || timedOut
         const latencyMs = performance.now() - sent
-        this.#history?.platformCall(platformsFault ? latencyMs : null)
-        seat.end(platformsFault ? { kind: 'none', latencyMs, timedOut } : { kind: 'dropped' })
+        if (timedOut) {
+          // The caller is answered at its deadline; the platform works on, and its answer is
+          // still awaited, for as long again as a call's budget: the seat goes back when the
+          // platform's work ends, and the work estimates learn what such a call takes.
+          this.#history?.platformCall(latencyMs)
+          this.#watch(response, upstream, release, seat, sent)
+        } else {
+          upstream.abort(err)
+          release()
+          // The gateway's own stop says nothing of the platform.
+          const platformsFault = !call.signal?.aborted
+          this.#history?.platformCall(platformsFault ? latencyMs : null)
+          seat.end(platformsFault ? { kind: 'none', latencyMs, timedOut: false } : { kind: 'dropped' })
+        }
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { error: err } }, started, deadline)
         if (delay === null) throw upstreamError(err)
       }
       await abortable(sleep(delay, undefined, { ref: false }), call.signal)
     }
+  }
+
+  /**
+   * A call past its caller's deadline: its answer's headers end its seat (the body is
+   * dropped), or, none within another `platform.timeout`, the request is cut and the seat
+   * held to the call's expected end.
+   */
+  #watch(response: Promise<Dispatcher.ResponseData>, upstream: AbortController, release: () => void, seat: Seat, sent: number): void {
+    const timer = this.#clock.setTimeout(() => upstream.abort(new UpstreamTimeoutError()), this.#timeoutMs)
+    timer.unref()
+    response.then(
+      (res) => {
+        seat.end({ kind: 'answer', status: res.statusCode, latencyMs: performance.now() - sent })
+        res.body.on('error', () => undefined)
+        res.body.destroy()
+      },
+      () => seat.end({ kind: 'none', latencyMs: performance.now() - sent, timedOut: true }),
+    ).finally(() => {
+      this.#clock.clearTimeout(timer)
+      release()
+    })
   }
 
   /** How long to wait before sending the call again; null: it is not sent again. */

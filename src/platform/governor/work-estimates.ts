@@ -5,19 +5,20 @@
  * reports/work-class.ts); each team's own answers set its estimates, so no team makes
  * another's calls look short. A kind a team has not yet had answered takes what the
  * same work took for the other teams, else it is unknown (counted long). A call cut by
- * its deadline says its kind takes longer than that: for a while the kind is taken to
- * take half as long again (and again at each cut); a kind never answered but cut is
- * sent no more, but for a call now and then to see. Pure: times are passed in. docs/governor.md, "The work
+ * its deadline is still awaited (platform-client.ts), and its answer teaches its
+ * kind's estimate; one that got none even then says its kind takes longer than that: for
+ * a while the kind is taken to take half as long again. A kind that needs more than a
+ * call's budget is sent no more, but for a call now and then to see. Pure: times are passed in. docs/governor.md, "The work
  * estimator".
  */
 
 /** How much of each answer moves its kind's estimate. */
 export const ESTIMATE_GAIN = 0.2
-/** A call cut by its deadline ran at least that long: its kind is taken to take this much longer (the platform works on), and this much longer again at each cut within... */
+/** A call that got no answer in time ran at least that long: its kind is taken to take this much longer (the platform works on)... */
 export const CUT_GROWTH = 1.5
-/** ...this long, or until a call of the kind is answered sooner; */
+/** ...for this long, or until a call of the kind is answered sooner. */
 export const CUT_MEMORY_MS = 5 * 60_000
-/** a kind never answered but cut is not sent, but for one call this often, to see. */
+/** A kind that needs more than a call's budget is not sent, but for one call this often, to see. */
 export const CUT_TRIAL_MS = 30_000
 /** Kinds held; past this many the least recently seen is forgotten. */
 export const MAX_KINDS = 512
@@ -44,19 +45,18 @@ export class WorkEstimates {
     return ms === null ? (cut > 0 ? cut : null) : Math.max(ms, cut)
   }
 
-  /**
-   * The time a call of `work` by `team` needs at `now` (ms), to be sent at all: what its
-   * kind's answers took; a kind never answered but cut, what the cuts say, but for one
-   * call each CUT_TRIAL_MS, sent to see (0: that one); null when unknown.
-   */
+  /** The time a call of `work` by `team` needs (ms), to be sent at all: what its kind's answers took, else what a cut said; null when unknown. */
   neededMs(team: string, work: string, now: number): number | null {
-    const answered = this.#own.get(key(team, work))?.ms ?? this.#shared.get(work)?.ms ?? null
-    if (answered !== null) return answered
     const e = this.#own.get(key(team, work))
-    if (e === undefined || now >= e.until) return null
-    if (now < e.trialAt) return e.cutMs
+    return e?.ms ?? this.#shared.get(work)?.ms ?? (e !== undefined && now < e.until ? e.cutMs : null)
+  }
+
+  /** Whether a call of a kind that needs more than its budget is sent all the same, to see whether it still does: one each CUT_TRIAL_MS. */
+  trial(team: string, work: string, now: number): boolean {
+    const e = take(this.#own, key(team, work))
+    if (now < e.trialAt) return false
     e.trialAt = now + CUT_TRIAL_MS
-    return 0
+    return true
   }
 
   /** Whether a call of `work` by `team` is expected to end within `horizonMs` (unknown: it is not). */
@@ -74,13 +74,12 @@ export class WorkEstimates {
     }
   }
 
-  /** A call cut by its deadline after `ms` at `now`: its kind takes at least CUT_GROWTH times that (or than the last cut said), for CUT_MEMORY_MS. */
+  /** A call that got no answer after `ms` at `now`: its kind takes at least CUT_GROWTH times that, for CUT_MEMORY_MS. */
   cut(team: string, work: string, ms: number, now: number): void {
     for (const [map, k] of this.#keys(team, work)) {
       const e = take(map, k)
-      e.cutMs = CUT_GROWTH * Math.max(now < e.until ? e.cutMs : 0, ms)
+      e.cutMs = Math.max(now < e.until ? e.cutMs : 0, CUT_GROWTH * ms)
       e.until = now + CUT_MEMORY_MS
-      e.trialAt = now + CUT_TRIAL_MS
     }
   }
 
