@@ -53,6 +53,7 @@ describe.skipIf(!available)('the learned limit across replicas', () => {
       perReplica: null,
       unseen: 1,
       leaseMs: 600,
+      callsEndMs: 2000,
       log,
       onLost: () => undefined,
       onRenewed: (answer, plan) => {

@@ -55,7 +55,7 @@ describe.skipIf(!available)('seats leased across replicas (LeasedSeats over Redi
     const bus = new RedisBus(client, 'test:bus:', log)
     const g = credentialGovernor({
       credential: 'default',
-      settings: { adaptive: false, initialConcurrent: limit, minConcurrent: 1, maxConcurrent: limit, maxConcurrentPerReplica: opts.perReplica ?? null, seatLeaseMs: 600, queue: 100, queueTimeoutMs: 20_000 },
+      settings: { adaptive: false, initialConcurrent: limit, minConcurrent: 1, maxConcurrent: limit, maxConcurrentPerReplica: opts.perReplica ?? null, seatLeaseMs: 600, queue: 100, queueTimeoutMs: 20_000, timeoutMs: 1000 },
       store: new RedisLeaseStore({ redis: client, breaker: new RedisBreaker({ cooldownMs: 200, log }), bus, key: KEY, credential: 'default' }),
       replica: 'r',
       seal: null,
@@ -233,8 +233,12 @@ describe.skipIf(!available)('seats leased across replicas (LeasedSeats over Redi
       await waitFor('the calls within the leases as last granted and the seats no one held', () => one.seats.inFlight + two.seats.inFlight === 8, 2000)
       expect(one.seats.inFlight).toBeGreaterThanOrEqual(granted[0] as number)
       expect(two.seats.inFlight).toBeGreaterThanOrEqual(granted[1] as number)
-      // ...then half the limit each: the two replicas it saw.
-      await waitFor('an even share each', () => one.seats.inFlight === 4 && two.seats.inFlight === 4, 5000)
+      // ...then no more than half the limit each (the two replicas it saw), and half each once
+      // the calls started before have ended (twice the call's budget): never past the limit.
+      await waitFor('an even share each', () => {
+        expect(one.seats.capacity + two.seats.capacity).toBeLessThanOrEqual(8)
+        return one.seats.capacity === 4 && two.seats.capacity === 4
+      }, 5000)
     } finally {
       await redis.server.restart()
     }

@@ -13,7 +13,7 @@ import { WorkEstimates } from './work-estimates.js'
 /** The settings one credential's governor follows (config.platform). */
 export type GovernorSettings = Pick<
   Config['platform'],
-  'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs'
+  'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'
 >
 
 export interface CredentialGovernorOptions {
@@ -73,6 +73,7 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
           perReplica: settings.maxConcurrentPerReplica,
           unseen: settings.minConcurrent,
           leaseMs: settings.seatLeaseMs,
+          callsEndMs: 2 * settings.timeoutMs,
           log: o.log,
           onLost: (count) => o.onLost?.(count),
           onRenewed: (answer, plan) => learned?.renewed(answer, plan),

@@ -30,6 +30,8 @@ export interface LeasedSeatsOptions {
   unseen: number
   /** How long a lease lives unless renewed (platform.seatLease): renewed every third of it while it holds seats. */
   leaseMs: number
+  /** How long a call may hold its seat at most: its budget and the watch past it (twice platform.timeout). */
+  callsEndMs: number
   log: Pick<Logger, 'warn'>
   /** Seats the store had lost (a restart, a flush) and that were asked for again. */
   onLost: (count: number) => void
@@ -123,8 +125,12 @@ export class LeasedSeats implements SeatLease {
     // While leases live: its own, and its part of the seats no replica held at the last
     // answer; those it takes without the store, so a replica with its own cap grows into
     // them no further than that cap.
-    if (out < this.#o.leaseMs) return Math.min(limit, lease + Math.min(part(Math.max(0, this.#free)), cap === null ? Infinity : Math.max(0, cap - lease)))
-    return part(limit)
+    const kept = Math.min(limit, lease + Math.min(part(Math.max(0, this.#free)), cap === null ? Infinity : Math.max(0, cap - lease)))
+    if (out < this.#o.leaseMs) return kept
+    // Past a lease's life, its part of an even split of the limit; more than it kept only
+    // once the calls every replica started before have ended (a call's budget, and the
+    // watch past it, later): the total never passes the limit.
+    return out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
   }
 
   /**
@@ -305,7 +311,7 @@ export class LeasedSeats implements SeatLease {
       if (this.#downSince === null) {
         this.#downSince = this.#lastAnswer
         const wake = () => this.#grown.forEach((fn) => fn())
-        this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs].map((ms) => this.#clock.setTimeout(wake, ms + 1).unref())
+        this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs, this.#o.leaseMs + this.#o.callsEndMs].map((ms) => this.#clock.setTimeout(wake, ms + 1).unref())
         wake()
       }
     } finally {
