@@ -109,10 +109,8 @@ export function ago(iso: string | null, now: number): string {
 
 /** What the limit rule does now (docs/governor.md, "The limit rule"), by its phase in GET /admin/status. */
 const PHASES: Record<string, string> = {
-  floors: 'measuring how long each kind of call takes',
-  probe: 'probing past the knee',
+  start: 'doubling while no queue shows',
   cruise: 'at the knee',
-  test: 'testing whether the delay was a queue',
   fault: 'halved while the platform fails',
 }
 

@@ -15,8 +15,6 @@ export const redisKey = {
   pauses: (prefix: string, credential: string) => `${prefix}pauses:{${credential}}`,
   /** A credential's seats leased by the replicas: a field per replica run. */
   seats: (prefix: string, credential: string) => `${prefix}seats:{${credential}}`,
-  /** A credential's learned limit shared by the replicas. */
-  limit: (prefix: string, credential: string) => `${prefix}limit:{${credential}}`,
   /** The lock one replica holds while it logs a credential in. */
   loginLock: (prefix: string, credential: string) => `${prefix}login-lock:${credential}`,
   /** When a credential last logged in. */

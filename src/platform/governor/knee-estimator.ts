@@ -78,9 +78,10 @@ export interface Answer {
   outcome: 'ok' | 'overload' | 'other'
 }
 
-export type Phase = 'start' | 'cruise' | 'probe' | 'test' | 'fault'
+/** start: doubling from initialConcurrent; cruise: at the knee (and its probe seat); fault: halved while the platform fails. */
+export type Phase = 'start' | 'cruise' | 'fault'
 /** Why the limit moved. */
-export type Move = 'probe' | 'grew' | 'knee' | 'test' | 'queue' | 'fault' | 'restored' | 'adopted'
+export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'fault' | 'restored' | 'adopted'
 
 export interface Step { limit: number; knee: number; move: Move }
 export interface KneeOptions { initial: number; min: number; max: number }
