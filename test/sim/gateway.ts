@@ -178,9 +178,9 @@ export class SimGateway {
     if (got === null) {
       record.result = 'timeout'
       // The caller has its timeout; the platform works on, and its answer is still awaited
-      // for as long again as the call's budget (platform-client.ts): the seat ends when the
+      // for another platform.timeout (platform-client.ts): the seat ends when the
       // platform's work does.
-      void Promise.race([answer, new Promise<null>((resolve) => clock.setTimeout(() => resolve(null), deadline - asked))]).then((late) => {
+      void Promise.race([answer, new Promise<null>((resolve) => clock.setTimeout(() => resolve(null), DEFAULT_DEADLINE_MS))]).then((late) => {
         const lateMs = clock.now() - sent
         if (late === null || late.status === 0) seat.end({ status: null, latencyMs: lateMs, timedOut: true })
         else seat.end({ status: late.status, latencyMs: lateMs })
