@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { MAX_SCOPES, pauseLength, Pauses, scopeKey, scopeOfKey, throttleScope, type Pause, type PauseScope, type Throttle } from '../../src/platform/governor/pauses.js'
+import { MAX_SCOPES, pauseLength, Pauses, scopeKey, scopeOfKey, throttleScope, type Pause, type PauseScope, type Throttle } from '../../src/platform/pauses/pauses.js'
 import { routeTemplate } from '../../src/platform/route-template.js'
 import { fakeClock } from '../helpers/clock.js'
 

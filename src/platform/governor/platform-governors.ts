@@ -2,22 +2,19 @@ import { createHash } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { Logger } from 'pino'
 import type { Config } from '../../config.js'
-import { OverloadedError } from '../../errors.js'
 import type { Metrics } from '../../observe/metrics.js'
 import type { RedisBreaker } from '../../redis/breaker.js'
 import type { RedisBus } from '../../redis/bus.js'
 import type { RedisClient } from '../../redis/client.js'
 import type { RedisSeal } from '../../redis/seal.js'
 import { redisKey } from '../../redis/keys.js'
-import { systemClock, type Clock, type Timer } from '../../clock.js'
+import { systemClock, type Clock } from '../../clock.js'
 import { routeTemplate } from '../route-template.js'
-import { retryAfterMs } from '../retry-after.js'
-import { GATEWAY_TEAM } from '../gateway-team.js'
-import type { CredentialSeats, Priority, Seat, SeatOutcome } from './seats.js'
+import { PlatformPauses } from '../pauses/platform-pauses.js'
+import type { Pause } from '../pauses/pauses.js'
+import type { CredentialSeats, Priority, Seat } from './seats.js'
 import { credentialGovernor, type CredentialGovernor } from './credential-governor.js'
 import { RedisLeaseStore } from './redis-lease-store.js'
-import { PAUSE_PROBE_INTERVAL_MS, Pauses, type Pause } from './pauses.js'
-import { PauseSharing, type PeerPause } from './pause-sharing.js'
 
 /** A call asking for a seat: whose it is, on which route, what work, and how it waits. */
 export interface SeatCall {
@@ -73,50 +70,44 @@ export interface PlatformGovernorsDeps {
   clock?: Clock
 }
 
-interface Governor extends CredentialGovernor {
-  pauses: Pauses
-}
-
 /**
  * The governors of every credential (docs/governor.md): each credential's seats (its
- * dispatch), its learned limit, its lease across replicas, and its pauses after a 429
- * (pauses.ts, shared by pause-sharing.ts). One entry point for the rest of the gateway:
- * `seat()` gives a call its seat, and the seat takes back the call's outcome (`end`).
+ * dispatch), its learned limit and its lease across replicas (credential-governor.ts),
+ * behind the platform's pauses after a 429 (pauses/platform-pauses.ts). One entry point
+ * for the rest of the gateway: `seat()` gives a call its seat, and the seat takes back
+ * the call's outcome (`end`).
  */
 export class PlatformGovernors {
   readonly #d: PlatformGovernorsDeps
   readonly #clock: Clock
-  readonly #governors = new Map<string, Governor>()
-  readonly #sharing: PauseSharing
-  readonly #probing = new Map<string, Timer>()
-  #prober: ((credential: string) => Promise<unknown>) | null = null
+  readonly #governors = new Map<string, CredentialGovernor>()
+  readonly #pauses: PlatformPauses
 
   constructor(deps: PlatformGovernorsDeps) {
     this.#d = deps
     this.#clock = deps.clock ?? systemClock
-    const { platform } = deps.config
-    this.#sharing = new PauseSharing({
+    this.#pauses = new PlatformPauses({
+      config: deps.config,
+      log: deps.log,
+      metrics: deps.metrics,
       redis: deps.redis,
       breaker: deps.breaker,
       bus: deps.bus,
       seal: deps.seal ?? null,
-      keyPrefix: deps.config.redis.keyPrefix,
-      maxPauseMs: platform.maxPauseMs,
-      log: deps.log,
-      onUnverified: () => deps.metrics.redisUnverified.inc({ what: 'pause' }),
       clock: this.#clock,
+      onCredentialPaused: (credential) => {
+        const g = this.#of(credential)
+        g.seats.paused()
+        // The platform throttles the credential itself: a fault of the limit rule (the replica that learns cuts for all).
+        g.learned?.paused()
+      },
+      onCredentialResumed: (credential) => this.#of(credential).seats.wake(),
     })
     for (const credential of Object.keys(deps.config.credentials)) this.#governors.set(credential, this.#governor(credential))
   }
 
-  #governor(credential: string): Governor {
+  #governor(credential: string): CredentialGovernor {
     const { config, log, metrics, redis, breaker, bus, seal } = this.#d
-    const pauses: Pauses = new Pauses({
-      clock: this.#clock,
-      maxPauseMs: config.platform.maxPauseMs,
-      onBegan: (pause, source) => this.#began(credential, pause, source),
-      onEnded: (pause, source) => this.#ended(credential, pause, source),
-    })
     const key = redisKey.seats(config.redis.keyPrefix, credential)
     const g = credentialGovernor({
       credential,
@@ -128,7 +119,7 @@ export class PlatformGovernors {
       log,
       weightOf: (team) => this.#d.weightOf?.(team) ?? 1,
       limitsOf: (team) => this.#d.limitsOf?.(team),
-      pausedUntil: () => pauses.credentialUntil,
+      pausedUntil: () => this.#pauses.credentialUntil(credential),
       onRefused: (reason) => metrics.platformRefused.inc({ credential, reason }),
       onLost: (count) => {
         metrics.platformSeatsLost.inc({ credential }, count)
@@ -145,12 +136,12 @@ export class PlatformGovernors {
       clock: this.#clock,
     })
     if (!g.estimator) metrics.platformLimit.set({ credential }, g.seats.limit)
-    return { ...g, pauses }
+    return g
   }
 
   /** The call that tests a credential pause: the probe call with the credential's token, through the pause. */
   probeWith(prober: (credential: string) => Promise<unknown>): void {
-    this.#prober = prober
+    this.#pauses.probeWith(prober)
   }
 
   /** Whether the limit is learned (platform.adaptive). */
@@ -178,21 +169,12 @@ export class PlatformGovernors {
 
   /** The pauses under way of `credential`. */
   pausesOf(credential: string): Pause[] {
-    return this.#of(credential).pauses.all()
+    return this.#pauses.all(credential)
   }
 
-  /**
-   * Whether the platform has paused the credential, or (with `url`) a pause covers a call
-   * of `team` on the route of `url` (without `team`: any pause of the route): a cached
-   * copy is better than a wait.
-   */
+  /** Whether the platform has paused the credential, or a call of `team` (any team's) on the route of `url`: a cached copy is better than a wait. */
   paused(credential: string, url?: string, team?: string): boolean {
-    const { pauses } = this.#of(credential)
-    if (pauses.credentialUntil > 0) return true
-    if (url === undefined) return false
-    const route = routeTemplate(url)
-    if (team !== undefined) return pauses.covering(team, route) !== null
-    return pauses.all().some((p) => (p.scope.kind === 'route' || p.scope.kind === 'team-route') && p.scope.route === route)
+    return this.#pauses.paused(credential, url, team)
   }
 
   /**
@@ -203,22 +185,11 @@ export class PlatformGovernors {
    */
   async seat(credential: string, call: SeatCall): Promise<Seat> {
     const g = this.#of(credential)
-    const route = routeTemplate(call.url)
-    const how = { trial: null as string | null, probe: call.probe === true }
-    if (call.trial) return { team: call.team, load: g.seats.inFlight, end: (outcome) => this.#ended429(g, credential, call, route, how, outcome) }
-    const admission = g.pauses.admit(call.team, route)
-    if (admission.kind === 'paused') {
-      this.#d.metrics.platformRefused.inc({ credential, reason: 'paused' })
-      const retryAfterSec = Math.max(1, Math.ceil(admission.waitMs / 1000))
-      throw Object.assign(new OverloadedError(`${describe(admission.pause)} of credential ${credential} is paused by the platform for ${retryAfterSec} s`), { retryAfterSec })
-    }
-    if (admission.kind === 'trial') {
-      how.trial = admission.scope
-      this.#d.log.info({ credential, ...fieldsOf(admission.pause), team: call.team, route }, 'platform pause: a trial call goes through')
-    }
+    const passage = this.#pauses.enter(credential, call)
+    if (call.trial) return { team: call.team, load: g.seats.inFlight, end: (outcome) => this.#pauses.left(credential, call, passage, outcome) }
     const seat = await g.seats.ask({
       team: call.team,
-      workClass: call.workClass ?? route,
+      workClass: call.workClass ?? routeTemplate(call.url),
       ...(call.priority ? { priority: call.priority } : {}),
       deadline: call.deadline,
       ...(call.signal ? { signal: call.signal } : {}),
@@ -229,20 +200,9 @@ export class PlatformGovernors {
       load: seat.load,
       end: (outcome) => {
         seat.end(outcome)
-        this.#ended429(g, credential, call, route, how, outcome)
+        this.#pauses.left(credential, call, passage, outcome)
       },
     }
-  }
-
-  /** What a call's outcome tells the pauses: a 429 pauses whoever drew it, another answer ends the pause it tests. */
-  #ended429(g: Governor, credential: string, call: SeatCall, route: string, how: { trial: string | null; probe: boolean }, outcome: SeatOutcome): void {
-    if (outcome.kind !== 'answer') return
-    if (outcome.status !== 429) {
-      g.pauses.answered(call.team, route, how)
-      return
-    }
-    const pause = g.pauses.throttled(call.team, route, retryAfterMs(outcome.retryAfter, this.#clock.now()), how)
-    if (pause !== null) void this.#sharing.share(credential, pause)
   }
 
   /** Leases seats, follows the other replicas' pauses and any pause under way, and starts learning. */
@@ -251,74 +211,22 @@ export class PlatformGovernors {
       await g.lease.start()
       g.learned?.start()
     }
-    await this.#sharing.start([...this.#governors.keys()], (word) => this.#fromPeer(word))
+    await this.#pauses.start()
   }
 
-  /** Ends the limit rules, the probe timers, the pause timers and the leases (shutdown). */
+  /** Ends the limit rules, the leases and the pauses' timers (shutdown). */
   stop(): void {
     for (const g of this.#governors.values()) {
       g.learned?.stop()
       g.lease.stop()
-      g.pauses.clear()
     }
-    for (const timer of this.#probing.values()) this.#clock.clearInterval(timer)
-    this.#probing.clear()
+    this.#pauses.stop()
   }
 
-  #of(credential: string): Governor {
+  #of(credential: string): CredentialGovernor {
     const g = this.#governors.get(credential)
     if (!g) throw new Error(`no governor for credential ${credential}`)
     return g
-  }
-
-  #fromPeer(word: PeerPause): void {
-    const g = this.#governors.get(word.credential)
-    if (!g) return
-    if ('ended' in word) g.pauses.endFromPeer(word.ended)
-    else g.pauses.adopt(word.pause)
-  }
-
-  #began(credential: string, pause: Pause, source: 'platform' | 'peer'): void {
-    const now = this.#clock.now()
-    this.#d.log.warn({ credential, ...fieldsOf(pause), source, pauseMs: pause.until - now, until: new Date(pause.until).toISOString() }, `platform ${NAMES[pause.scope.kind]} paused: the platform answered 429`)
-    if (pause.scope.kind !== 'credential') return
-    const g = this.#of(credential)
-    g.seats.paused()
-    this.#d.metrics.platformPauses.inc({ credential })
-    // The platform throttles the credential itself: a fault of the limit rule (the replica that learns cuts for all).
-    g.learned?.paused()
-    this.#probe(credential)
-  }
-
-  #ended(credential: string, pause: Pause, source: 'platform' | 'peer' | 'expired'): void {
-    const g = this.#of(credential)
-    this.#d.log.info({ credential, ...fieldsOf(pause), source, queued: g.seats.queued }, `platform ${NAMES[pause.scope.kind]} resumed`)
-    if (source === 'platform') void this.#sharing.shareEnd(credential, pause)
-    if (pause.scope.kind !== 'credential') return
-    this.#stopProbe(credential)
-    g.seats.wake()
-  }
-
-  /** Sends the probe call every PAUSE_PROBE_INTERVAL_MS while the credential is paused, unless the probe's own route is paused. */
-  #probe(credential: string): void {
-    if (this.#probing.has(credential)) return
-    const timer = this.#clock.setInterval(() => {
-      const { pauses } = this.#of(credential)
-      if (pauses.credentialUntil === 0) {
-        this.#stopProbe(credential)
-        return
-      }
-      const probe = this.#d.config.platform.probe
-      if (probe && pauses.covering(GATEWAY_TEAM, routeTemplate(probe.path), false) !== null) return
-      // Its answer reaches the pauses like any call's; a failed probe decides nothing.
-      this.#prober?.(credential).catch((err: Error) => this.#d.log.debug({ err: { message: err.message }, credential }, 'the pause probe call failed'))
-    }, PAUSE_PROBE_INTERVAL_MS).unref()
-    this.#probing.set(credential, timer)
-  }
-
-  #stopProbe(credential: string): void {
-    this.#clock.clearInterval(this.#probing.get(credential))
-    this.#probing.delete(credential)
   }
 }
 
@@ -329,26 +237,4 @@ export class PlatformGovernors {
  */
 export function replicaIdentity(host: string, port: number): string {
   return createHash('sha256').update(`${host}\n${port}`).digest('base64url').slice(0, 12)
-}
-
-/** A scope's kind in log lines: `platform <name> paused`, `platform <name> resumed`. */
-const NAMES = { credential: 'credential', team: 'team', route: 'route', 'team-route': 'team route' } as const
-
-/** A pause's fields in log lines: its scope's kind, the team whose call began it (a team's own pause: that team), the route. */
-function fieldsOf(pause: Pause): { scope: Pause['scope']['kind']; team: string; route: string } {
-  return { scope: pause.scope.kind, team: 'team' in pause.scope ? pause.scope.team : pause.team, route: 'route' in pause.scope ? pause.scope.route : pause.route }
-}
-
-/** A pause's scope in words, for messages. */
-function describe(pause: Pause): string {
-  switch (pause.scope.kind) {
-    case 'credential':
-      return 'platform credential'
-    case 'team':
-      return `team ${pause.scope.team}`
-    case 'route':
-      return `route ${pause.scope.route}`
-    case 'team-route':
-      return `route ${pause.scope.route} for team ${pause.scope.team}`
-  }
 }
