@@ -16,7 +16,7 @@ const TIMEOUT_MS = 3000
 const LOCK_TTL_MS = 1000
 const LATENCY_MS = 2000
 const MARGIN_MS = 2500
-// A fixed limit: the learned one starts at minConcurrent (2) to measure the floors, all of
+// A fixed limit (the learned one moves as it learns): all of
 // which the killed replica's lease would hold until it lapses (seatLease).
 const YAML = teamsYamlWith({
   platform: { timeout: `${TIMEOUT_MS}ms`, adaptive: false },

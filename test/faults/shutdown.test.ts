@@ -15,7 +15,7 @@ const GRACE_MS = 2000
 // main.ts: up to 2 s after the grace to answer aborted calls and exit; then a margin.
 const AFTER_GRACE_MS = 2000
 const MARGIN_MS = 1500
-// A fixed limit: the learned one starts at minConcurrent (2) to measure the floors, fewer than the calls below.
+// A fixed limit (the learned one moves as it learns), below the calls started here.
 const YAML = teamsYamlWith({ shutdownGrace: `${GRACE_MS}ms`, platform: { timeout: '20s', adaptive: false }, server: { connectionTimeout: '30s' } })
 
 describe('shutdown within shutdownGrace (gateway process)', () => {

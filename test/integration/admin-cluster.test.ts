@@ -68,8 +68,8 @@ describe('GET /admin/cluster without Redis', () => {
     // The report's fill, the token login's probe, …: at least one call.
     expect(sum(self.history.platformCalls)).toBeGreaterThanOrEqual(1)
     expect(self.history.credentials[0]).toMatchObject({ credential: 'default' })
-    // The limit in force: the first window runs at platform.minConcurrent (2) to measure the floors.
-    expect(self.history.credentials[0]?.limit.at(-1)).toBe(2)
+    // The limit in force: it starts at platform.initialConcurrent (8).
+    expect(self.history.credentials[0]?.limit.at(-1)).toBe(8)
   })
 })
 

@@ -59,9 +59,9 @@ describe('GET /admin/status and /admin/audit', () => {
     const limited = status.teams.find((t: { name: string }) => t.name === 'limited')
     expect(limited.rateLimit).toMatchObject({ max: 3, windowSec: 60, remaining: 2 })
     expect(limited.keys).toEqual([{ id: expect.any(String), expiresAt: null }])
-    // The first window measures each kind's floor at platform.minConcurrent (2): the limit and knee until then.
+    // The limit rule starts at platform.initialConcurrent (8), doubling while calls wait and no queue shows.
     expect(status.governors).toEqual([
-      expect.objectContaining({ credential: 'default', adaptive: true, limit: 2, knee: 2, phase: 'floors', learner: true, maxConcurrent: 64, queueLimit: 200, inFlight: 0, queued: 0, seatsHeld: 0, permitsHeld: 0, pausedUntil: null, pauses: [], refusals: {} }),
+      expect.objectContaining({ credential: 'default', adaptive: true, limit: 8, knee: 8, phase: 'start', learner: true, maxConcurrent: 64, queueLimit: 200, inFlight: 0, queued: 0, seatsHeld: 0, permitsHeld: 0, pausedUntil: null, pauses: [], refusals: {} }),
     ])
     // No ceiling of its own; no share while it is not active (it asked nothing).
     expect(status.governors[0].teams).toContainEqual({ team: 'growth', inFlight: 0, waiting: 0, share: 0, maxConcurrent: null, queue: null, seatSeconds: 0 })

@@ -47,8 +47,8 @@ describe('the concurrency cap', () => {
     const gw = await gateway('platform: { maxConcurrent: 32 }')
     sandbox.setLatency(100)
     const governor = seatsOf(gw)
-    // The first window measures the floors at platform.minConcurrent; then initialConcurrent, and more while calls wait.
-    expect([governor.limit, governorView(gw).phase]).toEqual([2, 'floors'])
+    // The limit starts at platform.initialConcurrent, and doubles while calls wait and no queue shows.
+    expect([governor.limit, governorView(gw).phase]).toEqual([8, 'start'])
     const burst = Promise.all(Array.from({ length: 200 }, (_, i) => proxyGet(gw, distinctReport(i))))
     await waitFor('the limit raised past initialConcurrent', () => governor.limit > 8, 15_000)
     const answers = await burst

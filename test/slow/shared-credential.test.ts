@@ -114,8 +114,8 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
     const failing = callers(gw, KEYS.all, 12, (i) => report(i * 40, 30, i % 2 ? CREATIVES : PLACEMENTS))
     const fine = callers(gw, KEYS.growth, 4, (i) => report(i * 10, 7))
     try {
-      // Past the first window (the floors): the limit rule judges the answers from then on.
-      await waitFor('the floors measured', () => governorView(gw).phase !== 'floors', 15_000)
+      // Past the start (the doubling): the limit rule judges the answers from then on.
+      await waitFor('the start over', () => governorView(gw).phase !== 'start', 15_000)
       await waitFor('200 failing reports answered', () => failing.statuses.filter((s) => s === 502).length >= 200, 20_000)
     } finally {
       await Promise.all([failing.stop(), fine.stop()])
@@ -130,10 +130,10 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
   it('calls cut by their deadlines after waiting for a seat do not cut the limit: a deadline passed sooner than twice the expected time says nothing of load', async () => {
     sandbox.setLatency(300)
     const gw = await gateway('platform: { initialConcurrent: 2, minConcurrent: 1, maxConcurrent: 2, timeout: 1s }')
-    // The kind's floor first (300 ms): two callers, who never wait.
+    // The kind's pace first (300 ms): two callers, who never wait.
     const two = callers(gw, KEYS.all, 2, (i) => report(i * 10, 7))
     try {
-      await waitFor('the floors measured', () => governorView(gw).phase !== 'floors' && governorView(gw).floorMs !== null, 15_000)
+      await waitFor('the pace measured', () => governorView(gw).floorMs !== null, 15_000)
     } finally {
       await two.stop()
     }

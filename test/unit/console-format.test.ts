@@ -111,21 +111,19 @@ describe('plural and ago', () => {
 })
 
 describe('the limit in force (GET /admin/status governors)', () => {
-  const learned = { limit: 13, maxConcurrent: 64, adaptive: true, knee: 12, phase: 'probe', learner: true }
+  const learned = { limit: 13, maxConcurrent: 64, adaptive: true, knee: 12, phase: 'cruise', learner: true }
 
   it('says fixed, or learned within its ceiling with the knee and what the limit rule does', () => {
     expect(limitInForce({ ...learned, adaptive: false, knee: null, phase: null })).toBe('13, fixed')
-    expect(limitInForce(learned)).toBe('13, learned (ceiling 64); knee 12, probing past the knee')
-    expect(limitInForce({ ...learned, limit: 2, knee: 2, phase: 'floors' })).toBe('2, learned (ceiling 64); knee 2, measuring how long each kind of call takes')
+    expect(limitInForce(learned)).toBe('13, learned (ceiling 64); knee 12, at the knee')
+    expect(limitInForce({ ...learned, limit: 8, knee: 8, phase: 'start' })).toBe('8, learned (ceiling 64); knee 8, doubling while no queue shows')
     expect(limitInForce({ ...learned, limit: 6, phase: 'fault' })).toBe('6, learned (ceiling 64); knee 12, halved while the platform fails')
-    expect(limitInForce({ ...learned, phase: 'cruise' })).toBe('13, learned (ceiling 64); knee 12, at the knee')
-    expect(limitInForce({ ...learned, phase: 'test' })).toBe('13, learned (ceiling 64); knee 12, testing whether the delay was a queue')
     // A phase this console does not know is shown as it came.
     expect(limitInForce({ ...learned, phase: 'later' })).toBe('13, learned (ceiling 64); knee 12, later')
   })
 
   it('says a replica that takes the limit another one learns, not a phase its rule is not in', () => {
-    expect(limitInForce({ ...learned, phase: 'floors', learner: false })).toBe('13, learned (ceiling 64); knee 12, taken from the replica that learns it')
+    expect(limitInForce({ ...learned, phase: 'start', learner: false })).toBe('13, learned (ceiling 64); knee 12, taken from the replica that learns it')
   })
 
   it('gives seats to a tenth: a share or a knee may be fractional', () => {
