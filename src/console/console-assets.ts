@@ -51,13 +51,14 @@ export const CONSOLE_HTML = `<!doctype html>
   <section aria-labelledby="h-replicas"><h2 id="h-replicas">Replicas</h2><p id="cluster-note" class="muted"></p><div id="replicas"></div></section>
   <section aria-labelledby="h-history"><h2 id="h-history">Charts <span class="muted">(10-second buckets)</span></h2>
     <div class="row"><label for="chart-scope">Charts of</label><select id="chart-scope"></select>
-      <label for="chart-window">over the last</label><select id="chart-window"><option value="5m">5 minutes</option><option value="15m">15 minutes</option><option value="1h" selected>hour</option></select></div>
+      <label for="chart-window">over</label><select id="chart-window"><option value="fit" selected>since the data starts</option><option value="5m">the last 5 minutes</option><option value="15m">the last 15 minutes</option><option value="1h">the last hour</option></select>
+      <p class="muted">Times in UTC; hover one for this browser's own.</p></div>
     <div class="charts">
-      <figure><figcaption>Requests and errors (per 10 s)</figcaption><div id="chart-requests" class="chart"></div><p id="chart-requests-summary" class="muted"></p></figure>
+      <figure><figcaption>Requests (per 10 s)</figcaption><div id="chart-requests" class="chart"></div><p id="chart-requests-summary" class="muted"></p></figure>
+      <figure><figcaption>Error answers: 4xx, 5xx and 429 (per 10 s)</figcaption><div id="chart-errors" class="chart"></div><p id="chart-errors-summary" class="muted"></p></figure>
       <figure><figcaption>Hit ratio of report reads (%)</figcaption><div id="chart-hits" class="chart"></div><p id="chart-hits-summary" class="muted"></p></figure>
-      <figure><figcaption>Platform calls (per 10 s) and latency p50, p99 (ms)</figcaption><div id="chart-platform" class="chart"></div><p id="chart-platform-summary" class="muted"></p></figure>
-      <figure><figcaption>Platform calls in flight and waiting</figcaption><div id="chart-inflight" class="chart"></div><p id="chart-inflight-summary" class="muted"></p></figure>
-      <figure><figcaption>Limit in force and latency floor (ms)</figcaption><div id="chart-limit" class="chart"></div><p id="chart-limit-summary" class="muted"></p></figure>
+      <figure><figcaption>Platform calls (per 10 s) and their latency: p50, p99 and the floor (ms)</figcaption><div id="chart-platform" class="chart"></div><p id="chart-platform-summary" class="muted"></p></figure>
+      <figure><figcaption>Platform calls in flight and waiting, and the limit in force</figcaption><div id="chart-inflight" class="chart"></div><p id="chart-inflight-summary" class="muted"></p></figure>
     </div>
   </section>
   <section aria-labelledby="h-team-errors"><h2 id="h-team-errors">429s and errors per team</h2><div id="team-errors"></div></section>
@@ -161,6 +162,8 @@ ul.plain { list-style: none; margin: 0; padding: 0; }
 .soon { color: var(--warn); }
 .expired, .rejected, .missing { color: var(--bad); font-weight: 600; }
 .none { color: var(--muted); }
+.left { font-size: .9rem; }
+time { text-decoration: underline dotted; text-underline-offset: 2px; cursor: help; }
 ol.audit { margin: 0; padding-left: 1.2rem; }
 ol.audit li { padding: .2rem 0; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
 dialog { max-width: min(36rem, 92vw); border: 2px solid var(--line); border-radius: 6px; color: var(--fg); background: var(--bg); }

@@ -4,23 +4,28 @@
 // page's style-src 'self' allows.
 import type uPlot from 'uplot'
 import { lastSum, type Charted, type Series } from './console-cluster.js'
-import { plural } from './console-format.js'
+import { localInstant, onHover, plural, timeTicks, utcInstant } from './console-format.js'
 
-const HEIGHT = 210
+const HEIGHT = 230
 const MIN_WIDTH = 200
 
 /** Series colours that read on a light and a dark background alike. */
 const COLORS = ['#2f81f7', '#d29922', '#cf222e', '#8250df', '#1a7f37', '#bf3989', '#0a7ea4', '#9a6700']
 
+/**
+ * The scales a chart draws on: counts (of requests, answers or calls: whole numbers,
+ * from 0), latencies in ms (a log scale: a floor of tens of ms, a p99 of seconds, each
+ * readable), a percentage.
+ */
+type Scale = 'count' | 'ms' | 'percent'
+
 interface Line {
   label: string
   values: Series
   /** The scale it is drawn on: counts (left axis) unless said. */
-  scale?: 'count' | 'ms' | 'percent'
+  scale?: Scale
   dash?: number[]
 }
-
-type Scale = 'count' | 'ms' | 'percent'
 
 interface Chart {
   id: string
@@ -31,8 +36,9 @@ interface Chart {
   summary: string
 }
 
-/** The time axis's label: the times are this browser's. */
-const TIME_AXIS = 'Time (this browser\'s clock)'
+/** The time axis's label: one time zone on the page, UTC (the browser's own is on the cursor's legend). */
+const TIME_AXIS = 'Time (UTC)'
+const FONT = '12px system-ui, sans-serif'
 
 type Plot = uPlot
 const drawn = new Map<string, { plot: Plot; signature: string }>()
@@ -67,30 +73,80 @@ const fewValues: uPlot.Series.Points.Show = (u, seriesIdx) => {
   return n < FEW
 }
 
-const fromZero: uPlot.Range.Function = (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1]
+/** Whole steps for the count axes: 1, 2, 5, 10, 20, 50, … (a count has no fractional tick). */
+const WHOLE_STEPS = Array.from({ length: 27 }, (_, i) => ([1, 2, 5][i % 3] as number) * 10 ** Math.floor(i / 3))
+/** The time axis's steps: whole minutes (its labels say hours and minutes). */
+const TIME_STEPS = [60, 120, 300, 600, 900, 1200, 1800, 3600, 7200]
 
-function options(chart: Chart, width: number): uPlot.Options {
+/**
+ * A count scale from 0 with a tenth of headroom, up to a whole step (of WHOLE_STEPS, a fifth
+ * of it at least): the highest value is drawn below the top border, and the top is labelled.
+ */
+const counts: uPlot.Range.Function = (_u, _min, max) => {
+  const top = Math.max(1, Math.ceil((max ?? 0) * 1.1))
+  const step = WHOLE_STEPS.find((s) => s >= top / 5) ?? 1
+  return [0, Math.ceil(top / step) * step]
+}
+
+/** The bucket's time under the cursor: UTC, and the browser's own when it is another zone. */
+function cursorTime(seconds: number): string {
+  const utc = utcInstant(seconds * 1000)
+  const local = localInstant(seconds * 1000)
+  return utc.startsWith(local) ? utc : `${utc} (${onHover(seconds * 1000)})`
+}
+
+function valueText(scale: Scale, v: number | null): string {
+  if (v === null) return '–'
+  return scale === 'percent' ? `${v} %` : scale === 'ms' ? `${v} ms` : String(v)
+}
+
+function options(chart: Chart, width: number, UPlot: typeof uPlot): uPlot.Options {
   const fg = css('--fg', '#1b1f24')
   const grid = css('--line', '#d0d7de')
+  const scales = scalesOf(chart)
   const axis = (scale: Scale, side?: 1): uPlot.Axis => ({
     scale,
     stroke: fg,
+    font: FONT,
     grid: { stroke: grid, width: 1, show: side === undefined },
     ticks: { stroke: grid, width: 1 },
-    size: 48,
+    size: 52,
+    space: 24,
     label: chart.axes[scale] ?? '',
     labelSize: 20,
-    labelFont: '12px system-ui, sans-serif',
+    labelFont: FONT,
+    ...(scale === 'count' ? { incrs: WHOLE_STEPS } : {}),
+    // Every value a whole number: counts by their steps, ms on whole decades, percentages by 25.
+    values: (_u, splits) => splits.map((v) => (v === null || v === undefined ? null : String(Math.round(v)))),
     ...(side ? { side } : {}),
   })
-  const axes: uPlot.Axis[] = [{ stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, label: TIME_AXIS, labelSize: 20, labelFont: '12px system-ui, sans-serif' }]
-  for (const [i, scale] of scalesOf(chart).entries()) axes.push(axis(scale, i === 0 ? undefined : 1))
+  const time: uPlot.Axis = {
+    stroke: fg,
+    font: FONT,
+    grid: { stroke: grid, width: 1 },
+    ticks: { stroke: grid, width: 1 },
+    // Two lines (the time, and the date under the first and each new day's): far enough apart for the dates.
+    size: 58,
+    space: 96,
+    incrs: TIME_STEPS,
+    values: (_u, splits) => timeTicks(splits),
+    label: TIME_AXIS,
+    labelSize: 20,
+    labelFont: FONT,
+  }
   return {
     width,
     height: HEIGHT,
-    scales: { x: { time: true }, count: { range: fromZero }, ms: { range: fromZero }, percent: { range: [0, 100] } },
+    // Ticks fall on whole minutes of UTC, whatever the browser's zone.
+    tzDate: (ts) => UPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+    scales: {
+      x: { time: true },
+      count: { range: counts },
+      ms: { distr: 3, log: 10, range: (_u, min, max) => UPlot.rangeLog(Math.max(1, min ?? 1), Math.max(10, max ?? 10), 10, true) },
+      percent: { range: [0, 100] },
+    },
     series: [
-      {},
+      { label: 'Time', value: (_u: Plot, v: number | null) => (v === null ? '–' : cursorTime(v)) },
       ...chart.lines.map((l, i) => ({
         label: l.label,
         scale: l.scale ?? 'count',
@@ -98,10 +154,10 @@ function options(chart: Chart, width: number): uPlot.Options {
         width: 1.5,
         points: { show: fewValues, size: 5 },
         ...(l.dash ? { dash: l.dash } : {}),
-        value: (_u: Plot, v: number | null) => (v === null ? '–' : l.scale === 'percent' ? `${v} %` : l.scale === 'ms' ? `${v} ms` : String(v)),
+        value: (_u: Plot, v: number | null) => valueText(l.scale ?? 'count', v),
       })),
     ],
-    axes,
+    axes: [time, ...scales.map((scale, i) => axis(scale, i === 0 ? undefined : 1))],
     legend: { live: true },
   }
 }
@@ -134,7 +190,7 @@ function draw(chart: Chart, times: number[]): void {
   }
   const width = Math.max(MIN_WIDTH, Math.floor(box.clientWidth))
   const data: uPlot.AlignedData = [times, ...chart.lines.map((l) => l.values)]
-  const signature = chart.lines.map((l) => l.label).join('\n')
+  const signature = chart.lines.map((l) => `${l.label}:${l.scale ?? 'count'}`).join('\n')
   let entry = drawn.get(chart.id)
   if (entry && entry.signature !== signature) {
     entry.plot.destroy()
@@ -142,7 +198,7 @@ function draw(chart: Chart, times: number[]): void {
   }
   if (!entry) {
     box.replaceChildren()
-    drawn.set(chart.id, { plot: new UPlot(options(chart, width), data, box), signature })
+    drawn.set(chart.id, { plot: new UPlot(options(chart, width, UPlot), data, box), signature })
     follow(box)
     return
   }
@@ -157,20 +213,29 @@ const newest = (series: Series): number | null => {
 }
 const say = (v: number | null, unit = '') => (v === null ? '–' : `${v}${unit}`)
 
+/** Per credential, or the credential's own words when there is only one. */
+const named = (label: string, credential: string, several: boolean) => (several ? `${label} (${credential})` : label)
+
 /** Draws (or updates) every chart from `d`, the buckets of the window `span` names (`5 min`). */
 export function drawCharts(d: Charted, span: string): void {
-  const reads = n(d.requests)
+  const several = d.credentials.length > 1
   const charts: Chart[] = [
     {
       id: 'chart-requests',
+      lines: [{ label: 'Requests', values: d.requests }],
+      axes: { count: 'Requests per 10 s' },
+      summary: `Last ${span}: ${plural(n(d.requests), 'request')}, of which ${n(d.clientErrors)} 4xx and ${n(d.serverErrors)} 5xx.`,
+    },
+    {
+      // The error answers on an axis of their own: on the requests' they would lie on its bottom border.
+      id: 'chart-errors',
       lines: [
-        { label: 'Requests', values: d.requests },
         { label: '4xx', values: d.clientErrors },
         { label: '5xx', values: d.serverErrors },
         { label: '429', values: d.tooManyRequests, dash: [4, 3] },
       ],
-      axes: { count: 'Requests per 10 s' },
-      summary: `Last ${span}: ${plural(reads, 'request')}, ${n(d.clientErrors)} 4xx (${n(d.tooManyRequests)} of them 429), ${n(d.serverErrors)} 5xx.`,
+      axes: { count: 'Answers per 10 s' },
+      summary: `Last ${span}: ${n(d.clientErrors)} 4xx (${n(d.tooManyRequests)} of them 429), ${n(d.serverErrors)} 5xx.`,
     },
     {
       id: 'chart-hits',
@@ -179,32 +244,27 @@ export function drawCharts(d: Charted, span: string): void {
       summary: `Newest bucket with report reads: ${say(newest(d.hitRatio), ' %')} of them answered by the cache.`,
     },
     {
+      // The latency floor (the latency of the kind answered most, with a free worker) beside the latencies it is the floor of.
       id: 'chart-platform',
       lines: [
         { label: 'Platform calls', values: d.platformCalls },
         { label: 'p50 latency', values: d.latencyP50Ms, scale: 'ms' },
         { label: 'p99 latency', values: d.latencyP99Ms, scale: 'ms', dash: [4, 3] },
+        ...d.credentials.map((c) => ({ label: named('Latency floor', c.credential, several), values: c.latencyFloorMs, scale: 'ms' as const, dash: [1, 3] })),
       ],
-      axes: { count: 'Calls per 10 s', ms: 'Latency (ms)' },
-      summary: `Last ${span}: ${plural(n(d.platformCalls), 'platform call')}; newest latency p50 ${say(newest(d.latencyP50Ms), ' ms')}, p99 ${say(newest(d.latencyP99Ms), ' ms')}.`,
+      axes: { count: 'Calls per 10 s', ms: 'Latency (ms, log)' },
+      summary: `Last ${span}: ${plural(n(d.platformCalls), 'platform call')}; newest latency p50 ${say(newest(d.latencyP50Ms), ' ms')}, p99 ${say(newest(d.latencyP99Ms), ' ms')}, floor ${d.credentials.map((c) => `${say(newest(c.latencyFloorMs), ' ms')}${several ? ` (${c.credential})` : ''}`).join(', ') || '–'}.`,
     },
     {
+      // The limit in force with the calls it limits, on their axis.
       id: 'chart-inflight',
-      lines: [
-        { label: 'In flight', values: d.inFlight },
-        { label: 'Waiting', values: d.waiting },
-      ],
-      axes: { count: 'Platform calls' },
-      summary: `Now: ${newest(d.inFlight) === null ? '–' : plural(newest(d.inFlight) as number, 'platform call')} in flight, ${say(newest(d.waiting))} waiting.`,
-    },
-    {
-      id: 'chart-limit',
-      lines: d.limits.flatMap((c) => [
-        { label: `Limit (${c.credential})`, values: c.limit },
-        { label: `Floor (${c.credential})`, values: c.latencyFloorMs, scale: 'ms' as const, dash: [4, 3] },
+      lines: d.credentials.flatMap((c) => [
+        { label: named('In flight', c.credential, several), values: c.inFlight },
+        { label: named('Waiting', c.credential, several), values: c.waiting },
+        { label: named('Limit in force', c.credential, several), values: c.limit, dash: [4, 3] },
       ]),
-      axes: { count: 'Limit (calls in flight)', ms: 'Latency floor (ms)' },
-      summary: d.limits.map((c) => `${c.credential}: limit ${say(newest(c.limit))}, floor ${say(newest(c.latencyFloorMs), ' ms')}`).join('; ') || 'No credential.',
+      axes: { count: 'Platform calls' },
+      summary: d.credentials.length === 0 ? 'No credential.' : `${several ? 'Now, ' : 'Now: '}${d.credentials.map((c) => `${several ? `${c.credential}: ` : ''}${say(newest(c.inFlight))} in flight of a limit of ${say(newest(c.limit))}, ${say(newest(c.waiting))} waiting`).join('; ')}.`,
     },
   ]
   for (const chart of charts) draw(chart, d.times)

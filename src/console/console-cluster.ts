@@ -1,6 +1,7 @@
 // What the console shows of the whole cluster, worked out from GET /admin/cluster and
 // GET /admin/status: plain functions, no DOM (tested like any other module, loaded by
 // the page as they are). The shapes are those of src/observe/history.ts and replicas.ts.
+import { utcInstant } from './console-format.js'
 
 export type Series = (number | null)[]
 
@@ -25,6 +26,8 @@ export interface Replica {
   version: string
   commit: string
   uptimeSeconds: number
+  /** When it started (absent in an older replica's announcement). */
+  startedAt?: string
   phase: string
   ready: boolean
   /** The log level in force (absent in an older replica's announcement). */
@@ -61,8 +64,11 @@ export interface Charted {
   latencyP99Ms: Series
   inFlight: Series
   waiting: Series
-  /** Per credential: the limit in force and the latency floor (the replicas share both; the highest is shown). */
-  limits: { credential: string; limit: Series; latencyFloorMs: Series }[]
+  /**
+   * Per credential: its calls in flight and waiting (summed over the replicas), the limit
+   * in force and the latency floor (the replicas share both; the highest is shown).
+   */
+  credentials: { credential: string; inFlight: Series; waiting: Series; limit: Series; latencyFloorMs: Series }[]
   teams: { team: string; tooManyRequests: Series; errors: Series }[]
 }
 
@@ -139,8 +145,10 @@ export function chartData(replicas: readonly Pick<Replica, 'history'>[]): Charte
     latencyP99Ms: combine(histories.map((h) => on(h, h.latencyP99Ms)), length, highest),
     inFlight: sumSeries(credentials.flatMap((c) => ofCredential(c, (s) => s.inFlight)), length),
     waiting: sumSeries(credentials.flatMap((c) => ofCredential(c, (s) => s.waiting)), length),
-    limits: credentials.map((credential) => ({
+    credentials: credentials.map((credential) => ({
       credential,
+      inFlight: sumSeries(ofCredential(credential, (s) => s.inFlight), length),
+      waiting: sumSeries(ofCredential(credential, (s) => s.waiting), length),
       limit: combine(ofCredential(credential, (s) => s.limit), length, highest),
       latencyFloorMs: combine(ofCredential(credential, (s) => s.latencyFloorMs), length, highest),
     })),
@@ -185,9 +193,34 @@ export function lastBuckets(d: Charted, buckets: number): Charted {
     latencyP99Ms: cut(d.latencyP99Ms),
     inFlight: cut(d.inFlight),
     waiting: cut(d.waiting),
-    limits: d.limits.map((l) => ({ credential: l.credential, limit: cut(l.limit), latencyFloorMs: cut(l.latencyFloorMs) })),
+    credentials: d.credentials.map((c) => ({ credential: c.credential, inFlight: cut(c.inFlight), waiting: cut(c.waiting), limit: cut(c.limit), latencyFloorMs: cut(c.latencyFloorMs) })),
     teams: d.teams.map((t) => ({ team: t.team, tooManyRequests: cut(t.tooManyRequests), errors: cut(t.errors) })),
   }
+}
+
+/** The buckets from the oldest one any replica saw (a request count, 0 included) to the newest: the data's age in buckets. */
+export function dataBuckets(d: Pick<Charted, 'requests'>): number {
+  const first = d.requests.findIndex((v) => v !== null && v !== undefined)
+  return first === -1 ? 0 : d.requests.length - first
+}
+
+/** The default window: the data's age (5 minutes at least, the hour at most), what the choice says and what the summaries call it. */
+export interface FittedWindow {
+  buckets: number
+  /** The choice's words: `since the data starts (25 min)`. */
+  label: string
+  /** The window in the summaries' words (`Last 25 min: …`). */
+  span: string
+}
+
+export function fitWindow(d: Pick<Charted, 'requests' | 'times'>): FittedWindow {
+  const bucketSeconds = d.times.length > 1 ? (d.times[1] as number) - (d.times[0] as number) : 10
+  const data = dataBuckets(d)
+  const buckets = Math.min(d.times.length, Math.max(WINDOWS['5m'], data))
+  const minutes = (n: number) => Math.round((n * bucketSeconds) / 60)
+  const whole = data >= WINDOWS['1h']
+  const age = whole ? 'the hour' : minutes(data) === 0 ? 'under a minute' : `${minutes(data)} min`
+  return { buckets, label: `since the data starts (${age})`, span: buckets >= WINDOWS['1h'] ? 'hour' : `${minutes(buckets)} min` }
 }
 
 /** The sum of the last `buckets` values of a series (nulls count 0). */
@@ -198,9 +231,34 @@ export function lastSum(series: Series, buckets: number): number {
 /** How long a gone replica stays listed (observe/replicas.ts, GONE_KEEP_MS). */
 const GONE_LISTED_MS = 3_600_000
 
-/** `iso` (plus `later` ms) as a clock time in UTC, `14:02:05 UTC`. */
-function clockTime(iso: string, later = 0): string {
-  return `${new Date(Date.parse(iso) + later).toISOString().slice(11, 19)} UTC`
+/** `iso` (plus `later` ms) in UTC with its date, `2026-11-23 14:02:05 UTC`. */
+function instant(iso: string, later = 0): string {
+  return utcInstant(Date.parse(iso) + later)
+}
+
+type Listed = Pick<Replica, 'id' | 'self' | 'ready' | 'phase' | 'degraded' | 'gone' | 'startedAt'>
+
+/**
+ * The replicas that replace those that stopped announcing themselves without a clean stop:
+ * a live, ready replica that started after a crashed one's last announcement replaces it
+ * (a Deployment's new pod, a restarted container), each replacing one, the earliest crash
+ * first and by the earliest start. Crashed replica id → its replacement's id.
+ */
+export function replacements(replicas: readonly Listed[]): Map<string, string> {
+  const crashed = replicas.filter((r) => r.gone?.how === 'vanished').sort((a, b) => Date.parse(a.gone?.lastSeen ?? '') - Date.parse(b.gone?.lastSeen ?? ''))
+  const fresh = replicas
+    .filter((r) => !r.gone && r.ready && r.startedAt !== undefined && Number.isFinite(Date.parse(r.startedAt)))
+    .sort((a, b) => Date.parse(a.startedAt as string) - Date.parse(b.startedAt as string))
+  const taken = new Set<string>()
+  const out = new Map<string, string>()
+  for (const c of crashed) {
+    const lastSeen = Date.parse(c.gone?.lastSeen ?? '')
+    const by = fresh.find((r) => !taken.has(r.id) && Date.parse(r.startedAt as string) >= lastSeen)
+    if (!by) continue
+    taken.add(by.id)
+    out.set(c.id, by.id)
+  }
+  return out
 }
 
 /** What the status call says that the banner reads. */
@@ -219,7 +277,7 @@ export interface Health {
  * The health banner: in one line, what is wrong (the worst first), or that all is well.
  * `cluster` is null when it could not be read.
  */
-export function healthLine(status: HealthStatus, cluster: { replicas: Pick<Replica, 'id' | 'self' | 'ready' | 'phase' | 'degraded' | 'gone'>[] } | null): Health {
+export function healthLine(status: HealthStatus, cluster: { replicas: Listed[] } | null): Health {
   const bad: string[] = []
   const warn: string[] = []
   if (status.redis.state === 'down') bad.push(`Redis (${status.redis.address}) is down: each replica serves on its own and only this replica is listed`)
@@ -228,10 +286,12 @@ export function healthLine(status: HealthStatus, cluster: { replicas: Pick<Repli
     if (c.state === 'missing') bad.push(`credential ${c.name} has no token`)
   }
   const listed = cluster?.replicas ?? []
+  const replaced = replacements(listed)
   for (const r of listed) {
     if (r.gone) {
-      // A replica that crashed, was killed or lost Redis: the others serve, but someone should know why.
-      if (r.gone.how === 'vanished') warn.push(`replica ${r.id} stopped announcing itself at ${clockTime(r.gone.lastSeen)} without a clean stop (crashed, killed or cut off from Redis); listed as gone until ${clockTime(r.gone.lastSeen, GONE_LISTED_MS)}`)
+      // A replica that crashed, was killed or lost Redis, and none replaced it: the others serve, but someone should know why.
+      if (r.gone.how === 'vanished' && !replaced.has(r.id))
+        warn.push(`replica ${r.id} stopped announcing itself at ${instant(r.gone.lastSeen)} without a clean stop (crashed, killed or cut off from Redis), and no replica has started since to replace it; listed as gone until ${instant(r.gone.lastSeen, GONE_LISTED_MS)}`)
       continue
     }
     if (!r.ready) bad.push(`replica ${r.id}${r.self ? ' (this one)' : ''} is not ready (${r.phase})`)
@@ -245,6 +305,10 @@ export function healthLine(status: HealthStatus, cluster: { replicas: Pick<Repli
   const replicas = cluster ? listed.filter((r) => !r.gone).length : 1
   const stopped = listed.filter((r) => r.gone?.how === 'stopped').length
   const scope = status.redis.state === 'not configured' ? 'this replica (no Redis: the others are not seen)' : `${replicas} ${replicas === 1 ? 'replica' : 'replicas'}`
-  const left = stopped === 0 ? '' : ` (${stopped} stopped cleanly in the last hour)`
+  const gone = [
+    ...listed.flatMap((r) => (r.gone && replaced.has(r.id) ? [`replica ${r.id} crashed (no clean stop, last seen ${instant(r.gone.lastSeen)}) and was replaced by ${replaced.get(r.id) as string}`] : [])),
+    ...(stopped === 0 ? [] : [`${stopped} stopped cleanly in the last hour`]),
+  ]
+  const left = gone.length === 0 ? '' : ` (${gone.join('; ')})`
   return { level: 'ok', text: `All is well: ${scope} ready${left}, Redis ${status.redis.state}, every platform token usable, no pause.` }
 }

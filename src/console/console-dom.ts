@@ -1,7 +1,7 @@
 // The console's DOM helpers: elements built with their attributes and children (every
 // text set as a text node, never as markup), tables with a caption for screen readers,
-// term lists, and the marks of an expiry.
-import type { Expiry } from './console-format.js'
+// term lists, the marks of an expiry, and instants (UTC, the browser's own time on hover).
+import { instantsIn, onHover, utcInstant, type Expiry } from './console-format.js'
 
 /** The page's element of that id; a missing one is the page's fault, said at once. */
 export const $ = <T extends HTMLElement>(id: string): T => {
@@ -40,4 +40,18 @@ export function facts(pairs: [string, Child][]): HTMLElement {
   const list = el('dl')
   for (const [term, value] of pairs) list.append(el('div', {}, el('dt', {}, term), el('dd', {}, value)))
   return list
+}
+
+/**
+ * An instant as the page shows it, in UTC with its date (`2026-11-24 00:12:05 UTC`, or
+ * `text` when given, a date alone say); hovering it gives the browser's own time.
+ */
+export function when(at: string | number, precision: 'seconds' | 'minutes' = 'seconds', text?: string): HTMLElement {
+  const iso = new Date(typeof at === 'number' ? at : Date.parse(at)).toISOString()
+  return el('time', { datetime: iso, title: onHover(iso) }, text ?? utcInstant(iso, precision))
+}
+
+/** A text whose instants (`2026-11-24 00:12:05 UTC`) are each an instant of `when`, for the hover. */
+export function withInstants(text: string): (Node | string)[] {
+  return instantsIn(text).map((part) => (part.at === null ? part.text : when(part.at, 'seconds', part.text)))
 }

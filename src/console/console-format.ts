@@ -107,11 +107,92 @@ export function ago(iso: string | null, now: number): string {
   return `${plural(Math.floor(s / DAY_S), 'day')} ago`
 }
 
-/** What the limit rule does now (docs/governor.md, "The limit rule"), by its phase in GET /admin/status. */
+/** A span of time in its two largest units: `45 s`, `12 min`, `3 h 5 min`, `2 d 4 h` (hours up to 48). */
+export function span(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds))
+  if (s < 60) return `${s} s`
+  const minutes = Math.floor(s / 60)
+  if (minutes < 60) return `${minutes} min`
+  const hours = Math.floor(minutes / 60)
+  if (hours < 48) return `${hours} h ${minutes % 60} min`
+  return `${Math.floor(hours / 24)} d ${hours % 24} h`
+}
+
+// One time zone on the page: every instant in UTC with its date, 24-hour
+// (`2026-11-24 00:12:05 UTC`); the browser's own time of it on hover.
+
+/** An instant (ISO text or epoch ms) in UTC with its date: `2026-11-24 00:12:05 UTC` (`minutes`: `2026-11-24 00:12 UTC`). */
+export function utcInstant(at: string | number, precision: 'seconds' | 'minutes' = 'seconds'): string {
+  const iso = new Date(typeof at === 'number' ? at : Date.parse(at)).toISOString()
+  return `${iso.slice(0, 10)} ${iso.slice(11, precision === 'seconds' ? 19 : 16)} UTC`
+}
+
+/** The instant in the time zone `zone` (the browser's when not given), 24-hour with its date: `2026-11-23 19:12:05`. */
+export function localInstant(at: string | number, zone?: string): string {
+  const format = new Intl.DateTimeFormat('en-GB', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' })
+  const parts = Object.fromEntries(format.formatToParts(new Date(typeof at === 'number' ? at : Date.parse(at))).map((p) => [p.type, p.value]))
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second}`
+}
+
+/** The browser's time zone (`America/New_York`). */
+export function browserZone(): string {
+  return new Intl.DateTimeFormat().resolvedOptions().timeZone
+}
+
+/** What hovering an instant says: the same instant in the browser's time zone (`zone`), named. */
+export function onHover(at: string | number, zone: string = browserZone()): string {
+  return `${localInstant(at, zone)} in this browser's time zone (${zone})`
+}
+
+/** An instant as this page writes it (utcInstant's), anywhere in a text. */
+const UTC_INSTANT = /(\d{4}-\d\d-\d\d) (\d\d:\d\d(?::\d\d)?) UTC/g
+
+/** A text cut into its plain parts and the instants it holds (`at`: the instant's ISO time, null for a plain part). */
+export function instantsIn(text: string): { text: string; at: string | null }[] {
+  const parts: { text: string; at: string | null }[] = []
+  let from = 0
+  for (const m of text.matchAll(UTC_INSTANT)) {
+    if (m.index > from) parts.push({ text: text.slice(from, m.index), at: null })
+    const time = (m[2] as string).length === 5 ? `${m[2] as string}:00` : (m[2] as string)
+    parts.push({ text: m[0], at: new Date(`${m[1] as string}T${time}.000Z`).toISOString() })
+    from = m.index + m[0].length
+  }
+  if (from < text.length || parts.length === 0) parts.push({ text: text.slice(from), at: null })
+  return parts
+}
+
+/**
+ * The time axis's labels of `splits` (epoch seconds): the UTC time of day, 24-hour, with
+ * the date under the first label and under the first of each new day.
+ */
+export function timeTicks(splits: readonly number[]): string[] {
+  let day = ''
+  return splits.map((s) => {
+    const iso = new Date(s * 1000).toISOString()
+    const time = iso.slice(11, 16)
+    if (iso.slice(0, 10) === day) return time
+    day = iso.slice(0, 10)
+    return `${time}\n${day}`
+  })
+}
+
+/** What the limit rule does now (docs/governor.md, "The limit rule"), by its phase in GET /admin/status; `floors`, `probe` and `test` are a replica's of the last release. */
 const PHASES: Record<string, string> = {
-  start: 'doubling while no queue shows',
+  start: 'starting: doubling while calls wait and no queue shows',
+  floors: 'measuring how long each kind of call takes',
+  probe: 'probing past the knee',
   cruise: 'at the knee',
+  test: 'testing whether the delay was a queue',
   fault: 'halved while the platform fails',
+}
+
+/** What a pause after a platform 429 holds back (GET /admin/status, a governor's `pauses`), in words. */
+export function pauseScope(p: { scope: string; team: string | null; route: string | null }): string {
+  if (p.scope === 'credential') return 'every call of the credential'
+  if (p.scope === 'team') return `team ${p.team ?? '?'}`
+  if (p.scope === 'route') return `route ${p.route ?? '?'}`
+  if (p.scope === 'team-route') return `team ${p.team ?? '?'} on route ${p.route ?? '?'}`
+  return p.scope
 }
 
 /** A count of seats that may be fractional (a share, a knee), to a tenth: `4`, `2.5`. */

@@ -1,10 +1,10 @@
 // The operations console's script, run by the browser. It holds no data of its
 // own: everything comes from the admin calls, sent with the admin token this tab keeps in
 // sessionStorage (never a cookie, never the URL). Every text is set with textContent.
-import { plural } from './console-format.js'
-import { chartData, healthLine, lastBuckets, lastSum, WINDOWS, type Charted, type ChartWindow, type Cluster } from './console-cluster.js'
+import { plural, span } from './console-format.js'
+import { chartData, fitWindow, healthLine, lastBuckets, lastSum, replacements, WINDOWS, type Charted, type ChartWindow, type Cluster } from './console-cluster.js'
 import { clearCharts, drawCharts } from './console-charts.js'
-import { $, el, table } from './console-dom.js'
+import { $, el, table, when, withInstants } from './console-dom.js'
 import { forgetSamples, renderAudit, renderCache, renderCredentials, renderGovernors, renderLookup, renderRedis, renderSettings, renderTeams, type CachedEntry, type KeyLife, type Setting, type Status, type UsageRow } from './console-sections.js'
 
 const TOKEN_KEY = 'report-gateway-admin-token'
@@ -30,6 +30,8 @@ let who: { name: string; role: 'viewer' | 'operator' } | null = null
 const CLUSTER_SCOPE = 'cluster'
 /** What each window of the charts is called in their summaries. */
 const WINDOW_SPANS: Record<ChartWindow, string> = { '5m': '5 min', '15m': '15 min', '1h': 'hour' }
+/** The charts' default window: fitted to the data's age (console-cluster.ts, fitWindow). */
+const FIT = 'fit'
 
 function token(): string | null {
   return sessionStorage.getItem(TOKEN_KEY)
@@ -104,7 +106,11 @@ async function refresh(): Promise<void> {
     showError(null)
     $('data').hidden = false
     const { version, commit, node, uptimeSeconds } = status.build
-    $('updated').textContent = `Signed in as ${whoami.name} (${whoami.role === 'viewer' ? 'viewer: read only' : 'operator'}). Gateway ${version} (${commit === 'unknown' ? 'commit unknown' : commit.slice(0, 12)}, Node ${node}), up ${uptime(uptimeSeconds)}. Updated ${new Date(status.at).toLocaleTimeString()} (every ${REFRESH_MS / 1000} s)`
+    $('updated').replaceChildren(
+      `Signed in as ${whoami.name} (${whoami.role === 'viewer' ? 'viewer: read only' : 'operator'}). Gateway ${version} (${commit === 'unknown' ? 'commit unknown' : commit.slice(0, 12)}, Node ${node}), up ${span(uptimeSeconds)}. Updated `,
+      when(status.at),
+      ` (every ${REFRESH_MS / 1000} s)`,
+    )
   } catch (err) {
     if (!refused(err)) showError(`The gateway could not be read: ${(err as Error).message}. Retrying every ${REFRESH_MS / 1000} s.`)
   }
@@ -114,16 +120,6 @@ async function refresh(): Promise<void> {
 function unlessRefused(err: unknown): null {
   if (err instanceof CallError && err.status === 401) throw err
   return null
-}
-
-/** A replica's uptime in its largest units: 45 s, 12 min, 3 h 5 min, 2 d 4 h. */
-function uptime(seconds: number): string {
-  if (seconds < 60) return `${seconds} s`
-  const minutes = Math.floor(seconds / 60)
-  if (minutes < 60) return `${minutes} min`
-  const hours = Math.floor(minutes / 60)
-  if (hours < 48) return `${hours} h ${minutes % 60} min`
-  return `${Math.floor(hours / 24)} d ${hours % 24} h`
 }
 
 function render(status: Status, usage: UsageRow[] | null, audit: Record<string, unknown>[], keys: KeyLife[] | null): void {
@@ -143,7 +139,7 @@ function renderCluster(status: Status, cluster: Cluster | null): void {
   const health = healthLine(status, cluster)
   const banner = $('health')
   banner.className = `health ${health.level}`
-  banner.textContent = health.text
+  banner.replaceChildren(...withInstants(health.text))
   banner.hidden = false
   lastCluster = cluster
   if (!cluster) {
@@ -160,14 +156,15 @@ function renderCluster(status: Status, cluster: Cluster | null): void {
 }
 
 function renderReplicas(cluster: Cluster): void {
+  const replaced = replacements(cluster.replicas)
   const rows = cluster.replicas.map((r) =>
     el(
       'tr',
       r.self ? { class: 'self' } : r.gone ? { class: 'gone', 'data-gone': r.gone.how } : {},
       el('th', { scope: 'row' }, el('code', {}, r.id), r.self ? el('span', { class: 'mark ok' }, 'this replica') : null),
       el('td', {}, `${r.version}${r.commit === 'unknown' ? '' : ` (${r.commit.slice(0, 12)})`}`),
-      el('td', {}, uptime(r.uptimeSeconds)),
-      el('td', {}, readiness(r)),
+      el('td', {}, span(r.uptimeSeconds)),
+      el('td', {}, readiness(r, replaced.get(r.id))),
       el('td', {}, r.logLevel ?? '–'),
       el('td', {}, String(r.inFlight)),
       el('td', {}, String(r.waiting)),
@@ -178,11 +175,15 @@ function renderReplicas(cluster: Cluster): void {
   $('replicas').replaceChildren(table('Replicas', ['Replica', 'Version', 'Up', 'Ready', 'Log level', 'Calls in flight', 'Waiting', 'Requests (5 min)', 'Degraded'], rows))
 }
 
-/** A replica's readiness, or how it left: a clean stop, or gone without one, and when it was last seen. */
-function readiness(r: Cluster['replicas'][number]): HTMLElement {
+/**
+ * A replica's readiness, or how it left and when: a clean stop, or gone without one
+ * (in grey once `replacedBy` replaced it, else amber, as the banner says).
+ */
+function readiness(r: Cluster['replicas'][number], replacedBy: string | undefined): HTMLElement {
   if (r.gone) {
-    const at = `${r.gone.lastSeen.slice(11, 19)} UTC`
-    return r.gone.how === 'stopped' ? el('span', { class: 'state none' }, `stopped at ${at}`) : el('span', { class: 'state rejected' }, `gone: no clean stop, last seen ${at}`)
+    if (r.gone.how === 'stopped') return el('span', { class: 'left none' }, 'stopped at ', when(r.gone.lastSeen))
+    if (replacedBy) return el('span', { class: 'left none' }, 'gone: no clean stop, last seen ', when(r.gone.lastSeen), `; replaced by ${replacedBy}`)
+    return el('span', { class: 'left soon' }, 'gone: no clean stop, last seen ', when(r.gone.lastSeen))
   }
   return el('span', { class: `state ${r.ready ? 'ok' : 'rejected'}` }, r.ready ? 'ready' : r.phase)
 }
@@ -202,8 +203,13 @@ function renderHistory(): void {
   const replicas = scope === CLUSTER_SCOPE ? lastCluster.replicas : lastCluster.replicas.filter((r) => r.id === scope)
   if (replicas.length === 0) return
   const data = chartData(replicas)
-  const span = $<HTMLSelectElement>('chart-window').value as ChartWindow
-  drawCharts(lastBuckets(data, WINDOWS[span] ?? WINDOWS['1h']), WINDOW_SPANS[span] ?? 'hour')
+  // The default window is the data's age (5 minutes at least): a replica of 3 minutes is not drawn in a corner of the hour.
+  const fit = fitWindow(data)
+  const fitted = $<HTMLSelectElement>('chart-window').querySelector<HTMLOptionElement>(`option[value="${FIT}"]`)
+  if (fitted) fitted.textContent = fit.label
+  const chosen = $<HTMLSelectElement>('chart-window').value
+  if (chosen === FIT) drawCharts(lastBuckets(data, fit.buckets), fit.span)
+  else drawCharts(lastBuckets(data, WINDOWS[chosen as ChartWindow] ?? WINDOWS['1h']), WINDOW_SPANS[chosen as ChartWindow] ?? 'hour')
   renderTeamErrors(data)
 }
 

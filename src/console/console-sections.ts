@@ -1,8 +1,8 @@
 // The console's sections of one replica's state (GET /admin/status, /admin/usage,
 // /admin/keys, /admin/audit, /admin/config, /admin/cache/entry), each drawn from its
 // answer: no call is made here, the page hands the answers in.
-import { addSample, ago, bytes, expiryAt, expiryIn, limitInForce, pauseLeft, plural, ratio, seats, windowRatio, type CacheSample } from './console-format.js'
-import { $, el, facts, mark, table, type Child } from './console-dom.js'
+import { addSample, ago, bytes, expiryAt, expiryIn, limitInForce, pauseLeft, pauseScope, plural, ratio, seats, span, windowRatio, type CacheSample } from './console-format.js'
+import { $, el, facts, mark, table, when, type Child } from './console-dom.js'
 
 /** The span of the cache's hit ratio. */
 const RATIO_WINDOW_MS = 5 * 60_000
@@ -40,8 +40,13 @@ export interface Governor {
   queued: number
   seatsHeld: number
   pausedUntil: string | null
-  /** `share`: the team's share of the seats now (of the knee, by weight over the active teams). */
-  teams: { team: string; inFlight: number; waiting: number; share: number; maxConcurrent: number | null; queue: number | null }[]
+  /** The pauses under way after platform 429s (absent in an older replica's answer). */
+  pauses?: { scope: string; team: string | null; route: string | null; until: string }[]
+  /**
+   * `share`: the team's share of the seats now (of the knee, by weight over the active
+   * teams); `seatSeconds`: the seat-time its calls held on this replica since it started.
+   */
+  teams: { team: string; inFlight: number; waiting: number; share: number; maxConcurrent: number | null; queue: number | null; seatSeconds?: number }[]
   refusals: Record<string, number>
 }
 export interface Status {
@@ -77,6 +82,7 @@ export interface CachedEntry {
   state: string
   fetchedAt: string
   ageSeconds: number
+  freshUntil: string
   ttlSeconds: number
   staleUntil: string
   errorUntil: string
@@ -109,7 +115,7 @@ export function renderCredentials(credentials: Credential[], now: number, mayCha
       el('th', { scope: 'row' }, c.name),
       el('td', {}, el('code', { class: 'fingerprint' }, c.fingerprint ?? '–')),
       el('td', {}, c.source ?? '–'),
-      el('td', {}, c.expiresAt ? `${c.expiresAt.slice(0, 16).replace('T', ' ')} UTC ` : '', mark(c.fingerprint === null ? { text: 'no token', level: 'expired' } : expiryIn(c.secondsLeft))),
+      el('td', {}, c.expiresAt ? when(c.expiresAt, 'minutes') : '', c.expiresAt ? ' ' : '', mark(c.fingerprint === null ? { text: 'no token', level: 'expired' } : expiryIn(c.secondsLeft))),
       el('td', {}, el('span', { class: `state ${c.state}` }, c.state)),
       el('td', {}, c.pause ? el('span', { class: 'mark soon' }, `${c.pause.scope} paused, ${pauseLeft(c.pause.until, now)}`) : 'none'),
       el('td', {}, action),
@@ -153,23 +159,31 @@ export function renderGovernors(governors: Governor[]): void {
       el('td', {}, `${g.queued} of ${g.queueLimit}`),
       el('td', {}, el('ul', { class: 'plain' }, ...g.teams.map((t) => el('li', {}, teamLine(t))))),
       el('td', {}, refusals.length === 0 ? 'none' : refusals.map(([reason, count]) => `${reason} ${count}`).join(', ')),
-      el('td', {}, g.pausedUntil ? el('span', { class: 'mark soon' }, `until ${g.pausedUntil.slice(11, 19)} UTC`) : 'no'),
+      el('td', {}, paused(g)),
     )
   })
   $('governors').replaceChildren(table('Platform calls per credential (this replica)', ['Credential', 'In flight', 'Limit in force', 'Latency floor', 'Waiting', 'Per team', 'Refusals', 'Paused'], rows))
 }
 
-/** A team's calls on a credential and its share of the seats, with the ceilings an operator set (none by default). */
+/** A team's calls on a credential and its share of the seats, with the ceilings an operator set (none by default), and the seat-time its calls held. */
 function teamLine(t: Governor['teams'][number]): string {
   const ceiling = (n: number | null) => (n === null ? '' : ` (at most ${n})`)
-  return `${t.team}: ${t.inFlight} in flight${ceiling(t.maxConcurrent)}, share ${seats(t.share)}, ${t.waiting} waiting${ceiling(t.queue)}`
+  const held = t.seatSeconds === undefined ? '' : `, ${span(t.seatSeconds)} of seat-time`
+  return `${t.team}: ${t.inFlight} in flight${ceiling(t.maxConcurrent)}, share ${seats(t.share)}, ${t.waiting} waiting${ceiling(t.queue)}${held}`
 }
 
-/** A key's life in words: when it was made, when it was last used, its requests in the last hour. */
-function keyLife(life: KeyLife | undefined, now: number): string {
-  if (!life) return ''
-  const made = life.createdAt === null ? '' : `made ${life.createdAt.slice(0, 10)} · `
-  return `${made}last used ${ago(life.lastUsedAt, now)} · ${plural(life.requestsLastHour, 'request')} in the last hour`
+/** The pauses under way after platform 429s: what each holds back, and until when. */
+function paused(g: Governor): HTMLElement | string {
+  const pauses = g.pauses ?? (g.pausedUntil ? [{ scope: 'credential', team: null, route: null, until: g.pausedUntil }] : [])
+  if (pauses.length === 0) return 'no'
+  return el('ul', { class: 'plain' }, ...pauses.map((p) => el('li', {}, el('span', { class: 'mark soon' }, `${pauseScope(p)} until `, when(p.until)))))
+}
+
+/** A key's life in words: when it was made (its date in UTC), when it was last used, its requests in the last hour. */
+function keyLife(life: KeyLife | undefined, now: number): Child[] {
+  if (!life) return []
+  const made = life.createdAt === null ? [] : ['made ', when(life.createdAt, 'seconds', life.createdAt.slice(0, 10)), ' · ']
+  return [...made, `last used ${ago(life.lastUsedAt, now)} · ${plural(life.requestsLastHour, 'request')} in the last hour`]
 }
 
 export function renderTeams(teams: Team[], usage: UsageRow[] | null, keys: KeyLife[] | null, now: number): void {
@@ -189,7 +203,7 @@ export function renderTeams(teams: Team[], usage: UsageRow[] | null, keys: KeyLi
         {},
         t.keys.length === 0
           ? mark({ text: 'none: the team cannot call', level: 'expired' })
-          : el('ul', { class: 'plain' }, ...t.keys.map((k) => el('li', { 'data-key': k.id }, el('code', {}, k.id), ' ', mark(expiryAt(k.expiresAt, now)), el('div', { class: 'muted' }, keyLife(lives.get(k.id), now))))),
+          : el('ul', { class: 'plain' }, ...t.keys.map((k) => el('li', { 'data-key': k.id }, el('code', {}, k.id), ' ', mark(expiryAt(k.expiresAt, now)), el('div', { class: 'muted' }, ...keyLife(lives.get(k.id), now))))),
       ),
       el('td', {}, t.rateLimit ? `${t.rateLimit.remaining} of ${t.rateLimit.max} left (per ${t.rateLimit.windowSec} s)` : 'none'),
       el('td', {}, count(used?.requests)),
@@ -209,12 +223,12 @@ export function renderAudit(lines: Record<string, unknown>[]): void {
     return
   }
   const items = lines.map((line) => {
-    const when = typeof line.time === 'number' ? new Date(line.time).toISOString().slice(0, 19).replace('T', ' ') : ''
+    const at = typeof line.time === 'number' ? when(line.time) : ''
     const rest = Object.entries(line)
       .filter(([k, v]) => !AUDIT_SHOWN.has(k) && v !== null && v !== undefined)
       .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`)
       .join(' ')
-    return el('li', {}, el('time', {}, when), ' ', el('strong', {}, String(line.msg ?? line.action ?? '')), line.actor ? ` by ${String(line.actor)}` : '', el('div', { class: 'muted' }, rest))
+    return el('li', {}, at, ' ', el('strong', {}, String(line.msg ?? line.action ?? '')), line.actor ? ` by ${String(line.actor)}` : '', el('div', { class: 'muted' }, rest))
   })
   $('audit').replaceChildren(el('ol', { class: 'audit' }, ...items))
 }
@@ -234,8 +248,21 @@ export function renderLookup(report: string, entries: CachedEntry[], now: number
       ['Key', el('code', {}, e.key)],
       ['Held in', e.tiers.map((t) => (t.tier === 'l1' ? 'this replica\'s memory (L1)' : 'Redis (L2)')).join(', ')],
       ['State', el('span', { class: `state ${e.state === 'fresh' ? 'ok' : 'none'}` }, e.state)],
-      ['Filled', `${ago(e.fetchedAt, now)} (${e.fetchedAt.slice(0, 19).replace('T', ' ')} UTC)${e.filledBy ? ` for team ${e.filledBy.team} by replica ${e.filledBy.replica}` : ''}`],
-      ['Fresh for', `${e.ttlSeconds} s more; then stale until ${e.staleUntil.slice(11, 19)}, served on platform errors until ${e.errorUntil.slice(11, 19)} UTC`],
+      ['Filled', el('span', {}, `${ago(e.fetchedAt, now)} (`, when(e.fetchedAt), `)${e.filledBy ? ` for team ${e.filledBy.team} by replica ${e.filledBy.replica}` : ''}`)],
+      // Each window with its date: a fresh copy of a day ends tomorrow, not at a time of today.
+      [
+        'Fresh until',
+        el(
+          'span',
+          {},
+          when(e.freshUntil),
+          e.ttlSeconds > 0 ? ` (${span(e.ttlSeconds)} more)` : ' (past)',
+          '; then stale until ',
+          when(e.staleUntil),
+          ', served on platform errors until ',
+          when(e.errorUntil),
+        ),
+      ],
       ['Size', `${bytes(e.gzipBytes)} stored${e.bodyBytes === null ? '' : `, ${bytes(e.bodyBytes)} as sent`}`],
       ['ETag', el('code', {}, e.etag)],
     ]),

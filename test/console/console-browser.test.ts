@@ -108,9 +108,9 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     // A team whose keys were all revoked says so, rather than an empty cell.
     expect(teams).toMatch(/retired[\s\S]*none: the team cannot call/)
     expect(await text('#redis')).toContain('not configured')
-    // The limit in force, learned, with its ceiling (platform.minConcurrent, 2, while the first
-    // window measures the floors); teams without ceilings show none.
-    expect(await text('#governors')).toMatch(/2, learned \(ceiling 64\)/)
+    // The limit in force, learned, with its ceiling, the knee and what the limit rule does in
+    // words (at a fresh start: doubling while calls wait); teams without ceilings show none.
+    expect(await text('#governors')).toMatch(/\d+, learned \(ceiling 64\); knee \d+, (starting|measuring|probing|at the knee|testing|halved)/)
     expect(await text('#governors')).not.toContain('null')
     // The token is in this tab's sessionStorage only: no cookie, not in the URL.
     expect(await page.evaluate('Object.values(sessionStorage)')).toEqual([ADMIN_TOKEN])

@@ -13,6 +13,7 @@ import { RedisBreaker } from '../../src/redis/breaker.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { fakeClock } from '../helpers/clock.js'
 import { TEST_GATEWAY_SECRET } from '../helpers/build-gateway.js'
+import { waitFor } from '../helpers/wait.js'
 
 // The console's view of the whole cluster in a headless browser: two replicas on one
 // redis-server, the charts of the last hour (uPlot, served by the gateway), and the
@@ -32,6 +33,7 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
   let redis: RedisServer
   let a: TestGateway & { url: string }
   let b: TestGateway & { url: string }
+  let c: (TestGateway & { url: string }) | undefined
   let adminUrl: string
   let browser: Browser
   let page: Page
@@ -54,6 +56,7 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
 
   afterAll(async () => {
     await browser?.close()
+    await c?.close()
     await b?.close()
     await a?.close()
     await redis?.close()
@@ -95,12 +98,16 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
   it('draws the last hour with uPlot once there is load, for the cluster and for one replica', async () => {
     await load()
     await until(`${points('chart-requests')} > 0 && ${points('chart-platform')} > 0 && ${points('chart-hits')} > 0`)
-    for (const id of ['chart-requests', 'chart-hits', 'chart-platform', 'chart-inflight', 'chart-limit']) {
+    for (const id of ['chart-requests', 'chart-errors', 'chart-hits', 'chart-platform', 'chart-inflight']) {
       expect(await page.$(`#${id} canvas`)).not.toBeNull()
     }
-    // The limit in force is drawn from the first bucket this replica saw.
-    expect(await page.evaluate(points('chart-limit'))).toBeGreaterThan(0)
-    expect(await text('#chart-requests-summary')).toMatch(/Last hour: [1-9]\d* requests/)
+    // The limit in force is drawn (with the calls in flight) from the first bucket this replica saw.
+    expect(await page.evaluate(points('chart-inflight'))).toBeGreaterThan(0)
+    // The default window is the data's age: these replicas started seconds ago, so 5 minutes.
+    expect(await text('#chart-requests-summary')).toMatch(/^Last 5 min: [1-9]\d* requests/)
+    expect(await text('#chart-window option:checked')).toMatch(/^since the data starts \((under a minute|\d min)\)$/)
+    await page.select('#chart-window', '1h')
+    await until("/^Last hour: [1-9]/.test(document.getElementById('chart-requests-summary').textContent)")
     // The rate-limited team's 429s, summed over both replicas.
     await until("document.getElementById('team-errors')?.textContent?.includes('limited')")
     expect(await text('#team-errors')).toMatch(/limited\s+2\s+2/)
@@ -116,7 +123,7 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
     await page.setViewport({ width: 420, height: 900, isMobile: true })
     // Each chart follows its box's width: the whole width of the phone, less the page's margins.
     const fits = (id: string) => `Math.abs(document.querySelector('#${id} canvas')?.getBoundingClientRect().width - document.getElementById('${id}').clientWidth) <= 2`
-    await until(`document.getElementById('chart-requests').clientWidth > 300 && ${fits('chart-requests')} && ${fits('chart-limit')}`)
+    await until(`document.getElementById('chart-requests').clientWidth > 300 && ${fits('chart-requests')} && ${fits('chart-inflight')}`)
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(420)
     expect(await page.evaluate("getComputedStyle(document.querySelector('#replicas .scroll')).overflowX")).toBe('auto')
     await page.screenshot({ path: `${ARTIFACTS}console-cluster-phone.png`, fullPage: true })
@@ -125,12 +132,18 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
 
   it('keeps a replica that vanished listed as gone, with its past; the banner says so; charts over 5 min, 15 min, the hour, with labelled axes', async () => {
     const hourSummary = async () => Number(/Last hour: (\d+) request/.exec(await text('#chart-requests-summary'))?.[1])
+    // (Turning the page into a phone's and back reloaded it: the window is the default again.)
+    await until("document.querySelector('#chart-window option[value=\"1h\"]') !== null")
+    await page.select('#chart-window', '1h')
     await until("/^Last hour: [1-9]/.test(document.getElementById('chart-requests-summary').textContent)")
     const before = await hourSummary()
     // A replica that served A's traffic 30 s earlier, announced itself 20 s ago and then
     // died: no clean stop. Its hour is the one its buckets make, each written as it closed.
     const own = (await a.admin.inject({ method: 'GET', url: '/admin/cluster', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<{ replicas: ReplicaState[] }>().replicas[0]!
     const served = own.history.requests.reduce<number>((x, y) => x + (y ?? 0), 0)
+    // It died 20 s ago, after both replicas started: neither is its replacement.
+    const startedAt = await Promise.all([a, b].map(async (gw) => Date.parse((await gw.admin.inject({ method: 'GET', url: '/admin/cluster', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<{ replicas: ReplicaState[] }>().replicas[0]!.startedAt)))
+    await waitFor('both replicas to have run 25 s', () => Date.now() - Math.max(...startedAt) > 25_000, 30_000, 100)
     const clock = fakeClock(Date.now() - 20_000)
     const client = new Redis(redis.url, { maxRetriesPerRequest: 1 })
     const seal = new RedisSeal(TEST_GATEWAY_SECRET)
@@ -156,9 +169,10 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
       client.disconnect()
     }
     await until("document.querySelector('#replicas tr[data-gone=\"vanished\"]') !== null")
-    expect(await text('#replicas tr[data-gone="vanished"]')).toMatch(/crashed-replica-1[\s\S]*gone: no clean stop, last seen \d\d:\d\d:\d\d UTC/)
+    expect(await text('#replicas tr[data-gone="vanished"]')).toMatch(/crashed-replica-1[\s\S]*gone: no clean stop, last seen \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/)
+    // No replica started since it died: amber, saying so.
     await until("document.getElementById('health').classList.contains('warn')")
-    expect(await text('#health')).toMatch(/replica crashed-replica-1 stopped announcing itself at \d\d:\d\d:\d\d UTC without a clean stop .*listed as gone until/)
+    expect(await text('#health')).toMatch(/replica crashed-replica-1 stopped announcing itself at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC without a clean stop .*no replica has started since to replace it; listed as gone until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/)
     // Its past stays in the cluster's: the hour counts what it served.
     await until(`Number(/Last hour: (\\d+)/.exec(document.getElementById('chart-requests-summary').textContent)?.[1]) >= ${before + served}`)
     for (const [window, buckets, span] of [['5m', 30, '5 min'], ['15m', 90, '15 min'], ['1h', 360, 'hour']] as const) {
@@ -167,20 +181,26 @@ describe.skipIf(CHROMIUM === null || !REDIS)('the console shows the whole cluste
       expect(await text('#chart-requests-summary')).toMatch(new RegExp(`^Last ${span}: `))
     }
     const axes = (id: string) => page.$eval(`#${id}`, (node) => (node as unknown as { dataset: { axes: string } }).dataset.axes)
-    expect(await axes('chart-limit')).toBe("Time (this browser's clock) | Limit (calls in flight) | Latency floor (ms)")
-    expect(await axes('chart-platform')).toBe("Time (this browser's clock) | Calls per 10 s | Latency (ms)")
-    expect(await axes('chart-requests')).toBe("Time (this browser's clock) | Requests per 10 s")
+    expect(await axes('chart-inflight')).toBe('Time (UTC) | Platform calls')
+    expect(await axes('chart-platform')).toBe('Time (UTC) | Calls per 10 s | Latency (ms, log)')
+    expect(await axes('chart-requests')).toBe('Time (UTC) | Requests per 10 s')
     await page.screenshot({ path: `${ARTIFACTS}console-cluster-gone.png`, fullPage: true })
-    await (await page.$('#chart-limit'))?.screenshot({ path: `${ARTIFACTS}console-chart-limit.png` })
+    await (await page.$('#chart-inflight'))?.screenshot({ path: `${ARTIFACTS}console-chart-inflight.png` })
+    // Its replacement starts (a Deployment's new pod): once ready, the crash reads as replaced, green, the gone replica in grey.
+    c = await listen(await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, REDIS_URL: redis.url }, YAML), { consoleScriptsDir: SCRIPTS }))
+    const idOfC = (await c.admin.inject({ method: 'GET', url: '/admin/cluster', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json().replicas[0].id as string
+    await until("document.getElementById('health').classList.contains('ok')")
+    expect(await text('#health')).toMatch(new RegExp(`^All is well: 3 replicas ready \\(replica crashed-replica-1 crashed \\(no clean stop, last seen \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC\\) and was replaced by ${idOfC}\\)`))
+    expect(await text('#replicas tr[data-gone="vanished"]')).toContain(`; replaced by ${idOfC}`)
+    await page.screenshot({ path: `${ARTIFACTS}console-cluster-replaced.png`, fullPage: true })
     // A clean stop is listed as such, and is no warning.
     await b.close()
     await until("document.querySelector('#replicas tr[data-gone=\"stopped\"]') !== null")
     const cleanup = new Redis(redis.url, { maxRetriesPerRequest: 1 })
     await cleanup.del('rgw:{replicas}:replica:crashed-replica-1', 'rgw:{replicas}:history:crashed-replica-1')
     cleanup.disconnect()
-    await until("document.getElementById('health').classList.contains('ok')")
-    expect(await text('#health')).toMatch(/^All is well: 1 replica ready \(1 stopped cleanly in the last hour\)/)
-  })
+    await until("/^All is well: 2 replicas ready \\(1 stopped cleanly in the last hour\\)/.test(document.getElementById('health').textContent)")
+  }, 120_000)
 
   it('turns the banner red when Redis stops, and lists this replica only, saying so', async () => {
     await redis.stop()

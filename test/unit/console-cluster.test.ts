@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { chartData, healthLine, lastBuckets, lastSum, percentSeries, sumSeries, WINDOWS, type HealthStatus, type HistoryView, type Series } from '../../src/console/console-cluster.js'
+import { chartData, dataBuckets, fitWindow, healthLine, lastBuckets, lastSum, percentSeries, replacements, sumSeries, WINDOWS, type HealthStatus, type HistoryView, type Series } from '../../src/console/console-cluster.js'
 
 // The console's view of the whole cluster: the replicas' histories on one time axis,
 // and the health banner's line.
@@ -45,7 +45,7 @@ describe('chartData', () => {
     expect(d.hitRatio).toEqual([100, 75, 50, null])
     expect(d.inFlight).toEqual([3, 3, 3, null])
     // The replicas share the limit: the highest, not the sum.
-    expect(d.limits).toEqual([{ credential: 'default', limit: [8, 8, 9, null], latencyFloorMs: [null, null, null, null] }])
+    expect(d.credentials).toEqual([{ credential: 'default', inFlight: [3, 3, 3, null], waiting: [null, null, null, null], limit: [8, 8, 9, null], latencyFloorMs: [null, null, null, null] }])
     expect(d.teams).toEqual([{ team: 'growth', tooManyRequests: [12, 23, 34, null], errors: [null, null, null, null] }])
     expect(d.tooManyRequests).toEqual([12, 23, 34, null])
   })
@@ -72,9 +72,29 @@ describe('chartData', () => {
     const d = lastBuckets(chartData([{ history: a }]), 2)
     expect(d.times).toEqual([START + 2 * BUCKET_MS, START + 3 * BUCKET_MS].map((t) => t / 1000))
     expect(d.requests).toEqual([3, 4])
-    expect(d.limits[0]?.limit).toEqual([9, 9])
+    expect(d.credentials[0]?.limit).toEqual([9, 9])
+    expect(d.credentials[0]?.inFlight).toEqual([null, null])
     expect(d.teams[0]?.tooManyRequests).toEqual([3, 4])
     expect(lastBuckets(chartData([{ history: a }]), 360).requests).toEqual([1, 2, 3, 4])
+  })
+
+  it('fits the default window to the data\'s age: from its oldest bucket to the newest, 5 minutes at least', () => {
+    const length = 360
+    const from = (first: number) => history(START, { requests: Array.from({ length }, (_, i) => (i < first ? null : 1)) }, length)
+    // 25 minutes of data (151 buckets, the newest included): the last 25 minutes.
+    const d = chartData([{ history: from(length - 151) }])
+    expect(dataBuckets(d)).toBe(151)
+    expect(fitWindow(d)).toEqual({ buckets: 151, label: 'since the data starts (25 min)', span: '25 min' })
+    // Two minutes of data: 5 minutes at least.
+    expect(fitWindow(chartData([{ history: from(length - 12) }]))).toEqual({ buckets: 30, label: 'since the data starts (2 min)', span: '5 min' })
+    // A replica that just started: under a minute.
+    expect(fitWindow(chartData([{ history: from(length - 1) }]))).toEqual({ buckets: 30, label: 'since the data starts (under a minute)', span: '5 min' })
+    // The whole hour.
+    expect(fitWindow(chartData([{ history: from(0) }]))).toEqual({ buckets: 360, label: 'since the data starts (the hour)', span: 'hour' })
+    // No data at all: 5 minutes.
+    expect(fitWindow(chartData([{ history: history(START, {}, length) }])).buckets).toBe(30)
+    // A gone replica's past counts: the oldest bucket of any replica.
+    expect(dataBuckets(chartData([{ history: from(length - 10) }, { history: from(length - 100) }]))).toBe(100)
   })
 
   it('one replica: its own series', () => {
@@ -91,7 +111,7 @@ describe('healthLine', () => {
     credentials: [{ name: 'default', state: 'ok', pause: null }],
     governors: [{ credential: 'default', pausedUntil: null }],
   }
-  const replica = (id: string, more: Partial<{ self: boolean; ready: boolean; phase: string; degraded: string[]; gone: { how: 'stopped' | 'vanished'; lastSeen: string } | null }> = {}) => ({ id, self: false, ready: true, phase: 'serving', degraded: [], gone: null, ...more })
+  const replica = (id: string, more: Partial<{ self: boolean; ready: boolean; phase: string; startedAt: string; degraded: string[]; gone: { how: 'stopped' | 'vanished'; lastSeen: string } | null }> = {}) => ({ id, self: false, ready: true, phase: 'serving', degraded: [], gone: null, ...more })
 
   it('says all is well in one line when nothing is wrong', () => {
     expect(healthLine(fine, { replicas: [replica('a', { self: true }), replica('b')] })).toEqual({ level: 'ok', text: 'All is well: 2 replicas ready, Redis ok, every platform token usable, no pause.' })
@@ -117,13 +137,50 @@ describe('healthLine', () => {
     expect(other.text).toMatch(/replica b cannot use the platform token \(platformToken:default\)/)
   })
 
-  it('says a replica went without a clean stop, and when it leaves the list; a clean stop is no warning', () => {
+  it('says a replica went without a clean stop and none replaced it, and when it leaves the list; a clean stop is no warning', () => {
     const vanished = healthLine(fine, { replicas: [replica('a', { self: true }), replica('b', { ready: false, gone: { how: 'vanished', lastSeen: '2026-11-23T14:02:05.000Z' } })] })
     expect(vanished).toEqual({
       level: 'warn',
-      text: 'Degraded: replica b stopped announcing itself at 14:02:05 UTC without a clean stop (crashed, killed or cut off from Redis); listed as gone until 15:02:05 UTC.',
+      text: 'Degraded: replica b stopped announcing itself at 2026-11-23 14:02:05 UTC without a clean stop (crashed, killed or cut off from Redis), and no replica has started since to replace it; listed as gone until 2026-11-23 15:02:05 UTC.',
     })
     const stopped = healthLine(fine, { replicas: [replica('a', { self: true }), replica('c', { ready: false, gone: { how: 'stopped', lastSeen: '2026-11-23T14:02:05.000Z' } })] })
     expect(stopped).toEqual({ level: 'ok', text: 'All is well: 1 replica ready (1 stopped cleanly in the last hour), Redis ok, every platform token usable, no pause.' })
+  })
+
+  const crashed = (id: string, lastSeen: string) => replica(id, { ready: false, startedAt: '2026-11-23T13:00:00.000Z', gone: { how: 'vanished', lastSeen } })
+
+  it('reads a crashed replica as replaced once a replica that started after it is ready: all is well, saying so', () => {
+    const replaced = healthLine(fine, {
+      replicas: [replica('a', { self: true, startedAt: '2026-11-23T13:00:00.000Z' }), replica('c', { startedAt: '2026-11-23T14:02:30.000Z' }), crashed('b', '2026-11-23T14:02:05.000Z')],
+    })
+    expect(replaced).toEqual({
+      level: 'ok',
+      text: 'All is well: 2 replicas ready (replica b crashed (no clean stop, last seen 2026-11-23 14:02:05 UTC) and was replaced by c), Redis ok, every platform token usable, no pause.',
+    })
+  })
+
+  it('a replica that started before the crash, or is not ready yet, replaces nothing', () => {
+    const before = healthLine(fine, { replicas: [replica('a', { self: true, startedAt: '2026-11-23T13:00:00.000Z' }), replica('c', { startedAt: '2026-11-23T14:01:00.000Z' }), crashed('b', '2026-11-23T14:02:05.000Z')] })
+    expect(before.level).toBe('warn')
+    expect(before.text).toMatch(/no replica has started since to replace it/)
+    const starting = healthLine(fine, { replicas: [replica('a', { self: true, startedAt: '2026-11-23T13:00:00.000Z' }), replica('c', { ready: false, phase: 'starting', startedAt: '2026-11-23T14:02:30.000Z' }), crashed('b', '2026-11-23T14:02:05.000Z')] })
+    expect(starting.level).toBe('bad')
+    expect(starting.text).toMatch(/replica c is not ready \(starting\); replica b stopped announcing itself/)
+  })
+
+  it('each replacement stands for one crashed replica, the earliest crash first', () => {
+    const listed = [
+      replica('a', { self: true, startedAt: '2026-11-23T13:00:00.000Z' }),
+      replica('d', { startedAt: '2026-11-23T14:03:00.000Z' }),
+      crashed('b', '2026-11-23T14:02:05.000Z'),
+      crashed('c', '2026-11-23T14:02:50.000Z'),
+    ]
+    expect(replacements(listed)).toEqual(new Map([['b', 'd']]))
+    const h = healthLine(fine, { replicas: listed })
+    expect(h.level).toBe('warn')
+    expect(h.text).toMatch(/^Degraded: replica c stopped announcing itself at 2026-11-23 14:02:50 UTC/)
+    expect(h.text).not.toMatch(/replica b stopped/)
+    // A second new replica replaces the second crash too.
+    expect(replacements([...listed, replica('e', { startedAt: '2026-11-23T14:03:10.000Z' })])).toEqual(new Map([['b', 'd'], ['c', 'e']]))
   })
 })

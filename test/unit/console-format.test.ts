@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { addSample, ago, bytes, expiryAt, expiryIn, limitInForce, pauseLeft, plural, ratio, seats, SOON_DAYS, windowRatio } from '../../src/console/console-format.js'
+import { addSample, ago, bytes, expiryAt, expiryIn, instantsIn, limitInForce, localInstant, onHover, pauseLeft, pauseScope, plural, ratio, seats, SOON_DAYS, span, timeTicks, utcInstant, windowRatio } from '../../src/console/console-format.js'
 
 const DAY = 86_400
 const NOW = Date.parse('2026-11-23T12:00:00Z')
@@ -116,8 +116,11 @@ describe('the limit in force (GET /admin/status governors)', () => {
   it('says fixed, or learned within its ceiling with the knee and what the limit rule does', () => {
     expect(limitInForce({ ...learned, adaptive: false, knee: null, phase: null })).toBe('13, fixed')
     expect(limitInForce(learned)).toBe('13, learned (ceiling 64); knee 12, at the knee')
-    expect(limitInForce({ ...learned, limit: 8, knee: 8, phase: 'start' })).toBe('8, learned (ceiling 64); knee 8, doubling while no queue shows')
     expect(limitInForce({ ...learned, limit: 6, phase: 'fault' })).toBe('6, learned (ceiling 64); knee 12, halved while the platform fails')
+    expect(limitInForce({ ...learned, phase: 'cruise' })).toBe('13, learned (ceiling 64); knee 12, at the knee')
+    expect(limitInForce({ ...learned, phase: 'test' })).toBe('13, learned (ceiling 64); knee 12, testing whether the delay was a queue')
+    // The limit rule's phase at a fresh start (knee-estimator.ts): the limit doubles while calls wait and no queue shows.
+    expect(limitInForce({ ...learned, limit: 8, knee: 8, phase: 'start' })).toBe('8, learned (ceiling 64); knee 8, starting: doubling while calls wait and no queue shows')
     // A phase this console does not know is shown as it came.
     expect(limitInForce({ ...learned, phase: 'later' })).toBe('13, learned (ceiling 64); knee 12, later')
   })
@@ -126,7 +129,56 @@ describe('the limit in force (GET /admin/status governors)', () => {
     expect(limitInForce({ ...learned, phase: 'start', learner: false })).toBe('13, learned (ceiling 64); knee 12, taken from the replica that learns it')
   })
 
+  it('names what a pause after a platform 429 holds back: the credential, a team, a route, a team on a route', () => {
+    expect(pauseScope({ scope: 'credential', team: null, route: null })).toBe('every call of the credential')
+    expect(pauseScope({ scope: 'team', team: 'growth', route: null })).toBe('team growth')
+    expect(pauseScope({ scope: 'route', team: null, route: 'GET /api/v1/report/campaigns/get' })).toBe('route GET /api/v1/report/campaigns/get')
+    expect(pauseScope({ scope: 'team-route', team: 'growth', route: 'GET /api/v1/campaign/get' })).toBe('team growth on route GET /api/v1/campaign/get')
+    expect(pauseScope({ scope: 'later', team: null, route: null })).toBe('later')
+  })
+
   it('gives seats to a tenth: a share or a knee may be fractional', () => {
     expect([seats(4), seats(2.5), seats(10 / 3), seats(0)]).toEqual(['4', '2.5', '3.3', '0'])
+  })
+})
+
+describe('instants: one time zone on the page (UTC), the browser\'s own on hover', () => {
+  const AT = '2026-11-24T00:12:05.900Z'
+
+  it('writes an instant in UTC with its date, 24-hour', () => {
+    expect(utcInstant(AT)).toBe('2026-11-24 00:12:05 UTC')
+    expect(utcInstant(Date.parse(AT))).toBe('2026-11-24 00:12:05 UTC')
+    expect(utcInstant(AT, 'minutes')).toBe('2026-11-24 00:12 UTC')
+    expect(utcInstant('2026-11-24T15:04:00Z')).toBe('2026-11-24 15:04:00 UTC')
+  })
+
+  it('writes the same instant in a browser\'s time zone for the hover, 24-hour, with its date', () => {
+    expect(localInstant(AT, 'America/New_York')).toBe('2026-11-23 19:12:05')
+    expect(localInstant('2026-07-01T12:00:00Z', 'America/New_York')).toBe('2026-07-01 08:00:00')
+    expect(localInstant(AT, 'UTC')).toBe('2026-11-24 00:12:05')
+    expect(localInstant('2026-11-24T23:30:00Z', 'Asia/Kolkata')).toBe('2026-11-25 05:00:00')
+    expect(onHover(AT, 'America/New_York')).toBe("2026-11-23 19:12:05 in this browser's time zone (America/New_York)")
+  })
+
+  it('finds the instants a text holds, to mark each for the hover', () => {
+    expect(instantsIn('replica b crashed at 2026-11-23 14:02:05 UTC; listed until 2026-11-23 15:02 UTC.')).toEqual([
+      { text: 'replica b crashed at ', at: null },
+      { text: '2026-11-23 14:02:05 UTC', at: '2026-11-23T14:02:05.000Z' },
+      { text: '; listed until ', at: null },
+      { text: '2026-11-23 15:02 UTC', at: '2026-11-23T15:02:00.000Z' },
+      { text: '.', at: null },
+    ])
+    expect(instantsIn('no instant')).toEqual([{ text: 'no instant', at: null }])
+  })
+
+  it('labels the time axis in UTC, 24-hour, the date under the first label and under each new day', () => {
+    const at = (h: number, m: number, day = 23) => Date.UTC(2026, 10, day, h, m) / 1000
+    expect(timeTicks([at(23, 50), at(23, 55), at(0, 0, 24), at(0, 5, 24)])).toEqual(['23:50\n2026-11-23', '23:55', '00:00\n2026-11-24', '00:05'])
+    expect(timeTicks([at(9, 0), at(13, 0)])).toEqual(['09:00\n2026-11-23', '13:00'])
+    expect(timeTicks([])).toEqual([])
+  })
+
+  it('says a span of time in its two largest units', () => {
+    expect([span(45), span(12 * 60 + 5), span(3 * 3600 + 5 * 60), span(86_396), span(2 * 86_400 + 4 * 3600)]).toEqual(['45 s', '12 min', '3 h 5 min', '23 h 59 min', '2 d 4 h'])
   })
 })
