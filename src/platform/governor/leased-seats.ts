@@ -71,6 +71,8 @@ export class LeasedSeats implements SeatLease {
   #lastAnswer = -Infinity
   #starvedAt = -Infinity
   #downSince: number | null = null
+  // Back from an outage: until then it asks for no more than it holds (every replica's calls are counted first).
+  #countedAt = -Infinity
   #replicas = 1
   #rank = 0
   #downTimers: Timer[] = []
@@ -293,8 +295,10 @@ export class LeasedSeats implements SeatLease {
     const held = Math.max(this.#lease, d.inFlight)
     // While another replica waits: its due, and any seat no one took (none while a replica that waits is short of its due).
     const wanted = need === 0 ? 0 : this.#plan?.contended ? Math.min(need, this.#due() + this.#spare()) : Math.min(d.limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
-    // Back from an outage, a replica asks first for no more than it holds: every replica's calls are counted before any grows.
-    const ask = this.#downSince === null ? wanted : Math.min(wanted, held)
+    // Back from an outage, a replica asks for no more than it holds until every replica has
+    // renewed (a replica that holds seats renews every third of a lease): every replica's
+    // calls are counted before any grows.
+    const ask = this.#downSince === null && now >= this.#countedAt ? wanted : Math.min(wanted, held)
     const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams })
     const limitRecord = this.#limitRecord
     try {
@@ -324,6 +328,7 @@ export class LeasedSeats implements SeatLease {
 
   #taken(answer: LeaseAnswer, need: number, limit: number): void {
     this.#lastAnswer = this.#clock.now()
+    if (this.#downSince !== null) this.#countedAt = this.#lastAnswer + this.#o.leaseMs / 3 + DOWN_RETRY_MS
     this.#downSince = null
     this.#downTimers.forEach((t) => this.#clock.clearTimeout(t))
     if (!answer.known && this.#granted && this.#lease > 0) {
