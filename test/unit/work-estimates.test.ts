@@ -46,14 +46,14 @@ describe('WorkEstimates', () => {
     expect(w.expectedMs('a', 'year', NOW + CUT_MEMORY_MS)).toBe(1000)
   })
 
-  it('keeps the longer of a cut and the answers; a cut within the memory of another grows it again; a cut of an unknown kind is all that is known of it', () => {
+  it('keeps the longer of a cut and the answers, and of two cuts within the memory; a cut of an unknown kind is all that is known of it', () => {
     const w = new WorkEstimates()
     w.answered('a', 'year', 5000)
     w.cut('a', 'year', 1000, NOW)
     expect(w.expectedMs('a', 'year', NOW)).toBe(5000)
     w.cut('a', 'month', 1000, NOW)
     w.cut('a', 'month', 400, NOW + 10)
-    expect(w.expectedMs('a', 'month', NOW + 10)).toBe(CUT_GROWTH * CUT_GROWTH * 1000)
+    expect(w.expectedMs('a', 'month', NOW + 10)).toBe(CUT_GROWTH * 1000)
     // Once the first cut is forgotten, a new one is taken as it is.
     w.cut('a', 'month', 400, NOW + CUT_MEMORY_MS + 20)
     expect(w.expectedMs('a', 'month', NOW + CUT_MEMORY_MS + 20)).toBe(CUT_GROWTH * 400)
@@ -67,7 +67,7 @@ describe('WorkEstimates', () => {
     expect(w.expectedMs('a', 'month', NOW + 1)).toBe(300)
   })
 
-  it('needs for a call what its kind\'s answers took; a kind never answered but cut, what the cut says, but for one call each CUT_TRIAL_MS sent to see', () => {
+  it('needs for a call what its kind\'s answers took; a kind never answered but cut, what the cut says', () => {
     const w = new WorkEstimates()
     expect(w.neededMs('a', 'new', NOW)).toBeNull()
     w.answered('a', 'week', 130)
@@ -76,8 +76,15 @@ describe('WorkEstimates', () => {
     expect(w.neededMs('a', 'week', NOW)).toBe(130)
     w.cut('a', 'year', 30_000, NOW)
     expect(w.neededMs('a', 'year', NOW + 1)).toBe(CUT_GROWTH * 30_000)
-    expect(w.neededMs('a', 'year', NOW + CUT_TRIAL_MS)).toBe(0)
-    expect(w.neededMs('a', 'year', NOW + CUT_TRIAL_MS + 1)).toBe(CUT_GROWTH * 30_000)
+  })
+
+  it('sends a kind that needs more than its budget once each CUT_TRIAL_MS, from the first call found too long', () => {
+    const w = new WorkEstimates()
+    expect(w.trial('a', 'year', NOW)).toBe(false)
+    expect(w.trial('a', 'year', NOW + CUT_TRIAL_MS - 1)).toBe(false)
+    expect(w.trial('a', 'year', NOW + CUT_TRIAL_MS)).toBe(true)
+    expect(w.trial('a', 'year', NOW + CUT_TRIAL_MS + 1)).toBe(false)
+    expect(w.trial('a', 'year', NOW + 2 * CUT_TRIAL_MS)).toBe(true)
   })
 
   it('forgets the least recently seen kind past MAX_KINDS', () => {

@@ -54,9 +54,10 @@ export class WorkEstimates {
   /** Whether a call of a kind that needs more than its budget is sent all the same, to see whether it still does: one each CUT_TRIAL_MS. */
   trial(team: string, work: string, now: number): boolean {
     const e = take(this.#own, key(team, work))
-    if (now < e.trialAt) return false
-    e.trialAt = now + CUT_TRIAL_MS
-    return true
+    // The first call found too long starts the wait for a trial; one each CUT_TRIAL_MS after it.
+    const due = e.trialAt > 0 && now >= e.trialAt
+    if (due || e.trialAt === 0) e.trialAt = now + CUT_TRIAL_MS
+    return due
   }
 
   /** Whether a call of `work` by `team` is expected to end within `horizonMs` (unknown: it is not). */
