@@ -122,16 +122,17 @@ export class SimGateway {
 
   /**
    * Whether `idle` workers while calls wait are the model's: every waiting call is long,
-   * and the idle workers are seats owed to teams that asked within the linger.
+   * and the idle workers are seats owed to teams that asked within the linger, on
+   * whichever replica holds them.
    */
   idleAllowed(idle: number): boolean {
-    let allowed = 0
+    let owed = 0
     for (const r of this.replicas) {
-      if (r.waiting === 0) continue
       const held = r.heldBack()
-      if (held.longOnly) allowed += held.owed
+      // A replica whose waiting calls include a short one lends its owed seats to it.
+      if (r.waiting === 0 || held.longOnly) owed += held.owed
     }
-    return idle <= allowed + 1e-9
+    return idle <= owed + 1e-9
   }
 
   waitingByTeam(): Map<string, number> {
