@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, type AdminToken, type Config, type LoadOptions
 import { ConfigRefusedError, ReloadUnavailableError } from '../errors.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { SecretSet } from '../observe/logger.js'
+import type { RemovedKey } from '../observe/key-use.js'
 import type { RedisBus } from '../redis/bus.js'
 import type { AdminAuth } from './admin-auth.js'
 import type { TeamDirectory } from './team-auth.js'
@@ -32,6 +33,8 @@ export interface TeamReloaderDeps {
   /** The secrets scrubbed from every log line: an admin token read anew joins them. */
   secrets?: SecretSet
   bus: RedisBus | null
+  /** A reload applied: the keys it removed (listed with their use for 30 days), and the ids it added. */
+  onKeysChanged?: (change: { removed: RemovedKey[]; added: string[] }) => void
   /** Where the config is read from; null: nothing to reload (demo mode, or neither CONFIG_FILE nor TEAMS_FILE). */
   source: LoadOptions | null
   pollMs: number
@@ -164,7 +167,9 @@ export class TeamReloader {
       return outcome
     }
     const adminTokenChanges = adminChanges(this.#d.config.admin.tokens, next.admin.tokens)
+    const keysChanged = keyChanges(this.#d.teams.teams, next.teams)
     this.#d.teams.replace(next.teams)
+    if (keysChanged.removed.length > 0 || keysChanged.added.length > 0) this.#d.onKeysChanged?.(keysChanged)
     this.#d.adminAuth.replace(next.admin.tokens)
     this.#admins = admins
     this.#adoptAdminTokens(next)
@@ -292,6 +297,18 @@ function diff(before: readonly TeamConfig[], after: TeamConfig[]): ReloadOutcome
     addedKeys: [...now].filter(([k]) => !old.has(k)).map(([, name]) => name),
     removedKeys: [...old].filter(([k]) => !now.has(k)).map(([, name]) => name),
   }
+}
+
+/** The keys (by id) a reload removes, as they were, and the ids it adds: a hash swapped under a kept id is neither. */
+export function keyChanges(before: readonly TeamConfig[], after: readonly TeamConfig[]): { removed: RemovedKey[]; added: string[] } {
+  const ids = (teams: readonly TeamConfig[]) => new Set(teams.flatMap((t) => t.keys.map((k) => k.id)))
+  const [was, now] = [ids(before), ids(after)]
+  const removed = before.flatMap((t) =>
+    t.keys
+      .filter((k) => !now.has(k.id))
+      .map((k): RemovedKey => ({ team: t.name, id: k.id, lineage: k.lineage, replaces: k.replaces, successor: k.successor, graceUntil: k.graceUntil, createdAt: k.createdAt, expiresAt: k.expiresAt })),
+  )
+  return { removed, added: [...now].filter((id) => !was.has(id)) }
 }
 
 function teamShape(t: TeamConfig): unknown {
