@@ -52,8 +52,8 @@ export function decodeKeyUse(text: string): KeyUseRecord | null {
   if (typeof v !== 'object' || v === null || !Number.isSafeInteger(v.at) || !Array.isArray(v.m) || v.m.length > HOUR_MINUTES) return null
   const minutes = v.m as unknown[]
   if (!minutes.every((p) => Array.isArray(p) && p.length === 2 && Number.isSafeInteger(p[0]) && Number.isSafeInteger(p[1]) && (p[1] as number) >= 0)) return null
-  if (v.t !== undefined && !isTeamName(v.t)) return null
-  return v.t === undefined ? { at: v.at as number, minutes: minutes as [number, number][] } : { at: v.at as number, minutes: minutes as [number, number][], team: v.t as string }
+  // A team the record cannot name (none, from the previous release) leaves the use without one.
+  return isTeamName(v.t) ? { at: v.at as number, minutes: minutes as [number, number][], team: v.t } : { at: v.at as number, minutes: minutes as [number, number][] }
 }
 
 const isTeamName = (v: unknown): v is string => typeof v === 'string' && v.length <= MAX_TEAM_NAME_CHARS && TEAM_NAME.test(v)
@@ -203,7 +203,8 @@ export class KeyUse {
       this.#tallies.set(id, tally)
     }
     tally.note(at)
-    if (team !== undefined) tally.team = team
+    // A team name longer than a record holds is left out: the key's use is still counted.
+    if (team !== undefined && team.length <= MAX_TEAM_NAME_CHARS) tally.team = team
     this.#dirty.add(id)
   }
 
