@@ -43,7 +43,9 @@ export class KeysFile {
   /** The text with the `index`-th entry of `team` replaced by the entries `entries` (one-line flow maps), in its place. */
   replaced(team: string, index: number, entries: string[]): string {
     const { seq, item } = this.#locate(team, index)
-    const [start, end] = item.range as [number, number, number]
+    const start = (item.range as [number, number, number])[0]
+    // A block entry's range runs on over the line break after it (a mapping's, to the next line).
+    const end = trimmedEnd(this.text, (item.range as [number, number, number])[1])
     if (seq.flow || entries.length <= 1) return splice(this.text, start, end, entries.join(', '))
     // A block sequence: each further entry on a line of its own, written as the first one is (`      - `).
     const lineStart = this.text.lastIndexOf('\n', start - 1) + 1

@@ -452,6 +452,24 @@ teams:
     })
   })
 
+  it('rotates and removes an entry written as a block mapping over several lines, the lines after it untouched', () => {
+    const yaml = `teams:\n  growth:\n    keys:\n      - hash: "${growth1}"\n        id: growth-1\n      - "${ops}"\n    advertisers: [101]\n`
+    withFile(yaml, (path) => {
+      expect(run('rotate', '--teams', path, '--key', 'growth-1', '--grace', '1d', '--write').status).toBe(0)
+      expect(keysOf(path, 'growth').map((k) => [k.id, k.successor, k.replaces])).toEqual([
+        ['growth-1', 'growth-2', null],
+        ['growth-2', null, 'growth-1'],
+        [ops.slice(7, 19), null, null],
+      ])
+      expect(readFileSync(path, 'utf8')).toMatch(new RegExp(`^ {6}- \\{ hash: .*growth-1.*\\}\\n {6}- \\{ hash: .*growth-2.*\\}\\n {6}- "${ops}"\\n {4}advertisers: \\[101\\]\\n$`, 'm'))
+      expect(run('remove', '--teams', path, '--key', 'growth-2', '--write').status).toBe(0)
+      expect(run('remove', '--teams', path, '--key', ops.slice(7, 19), '--write').status).toBe(0)
+      expect(run('remove', '--teams', path, '--key', 'growth-1', '--write').status).toBe(0)
+      expect(readFileSync(path, 'utf8')).toBe('teams:\n  growth:\n    keys:\n      []\n    advertisers: [101]\n')
+      expect(keysOf(path, 'growth')).toEqual([])
+    })
+  })
+
   it('without --write prints the key once and the two entries that take the old entry\'s place, which validate as they are', () => {
     withFile(YAML, (path) => {
       const r = run('rotate', '--teams', path, '--key', 'growth-1', '--grace', '12h')
