@@ -1,0 +1,1 @@
+export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<number, readonly string[]>([])
