@@ -127,7 +127,8 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
       answers.push(answer)
       return answer
     })
-    const stopped: { gw: GatewayProcess; from: number }[] = []
+    // from: the first request sent after the signal; draining: the first sent once the replica answered readiness 503.
+    const stopped: { gw: GatewayProcess; from: number; draining: number }[] = []
     const exits: Promise<number | null>[] = []
     try {
       for (let i = 0; i < REPLICAS; i++) {
@@ -141,7 +142,9 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
         await waitFor(() => `a poll of ${name(old)}`, () => balancer.rounds > rounds, BOUND_MS)
         const from = load.sent()
         old.kill('SIGTERM')
-        stopped.push({ gw: old, from })
+        // A request sent just after the signal may be read before the process handles it: these are counted from its 503.
+        await waitFor(() => `${name(old)} to answer readiness 503`, async () => (await freshRequest(`${old.adminUrl}/readyz`)).status === 503, BOUND_MS, 10)
+        stopped.push({ gw: old, from, draining: load.sent() })
         exits.push(
           old.exited.then((e) => {
             balancer.remove(name(old))
@@ -160,8 +163,10 @@ describe('a rolling restart of 3 replicas at 100 requests a second', () => {
     expect(lostOf(answers), `answers lost of ${answers.length}`).toEqual({})
     // Readiness said 503 before the replica stopped accepting: the balancer saw it.
     expect(stopped.map(({ gw }) => balancer.polls(name(gw)).includes(503) || 'no poll saw 503')).toEqual(stopped.map(() => true))
-    // Every answer of a stopping replica closed its connection: the balancer's next request went elsewhere.
-    expect(fromStopping.filter((a) => a.headers.connection !== 'close').length, 'answers of stopping replicas without connection: close').toBe(0)
+    // Every answer of a draining replica closed its connection: the balancer's next request went elsewhere.
+    const fromDraining = stopped.flatMap(({ gw, draining }) => answers.filter((a) => a.sent >= draining && a.backend === name(gw)))
+    expect(fromDraining.length, 'answers from replicas answering readiness 503').toBeGreaterThan(0)
+    expect(fromDraining.filter((a) => a.headers.connection !== 'close').length, 'answers of draining replicas without connection: close').toBe(0)
     expect(fromStopping.length, 'answers from replicas told to stop').toBeGreaterThan(0)
     expect(answers.length).toBeGreaterThan(PER_SECOND)
   }, 180_000)
