@@ -25,6 +25,7 @@ import { teamParts } from './compose/team-parts.js'
 import { platformParts } from './compose/platform-parts.js'
 import { cacheParts } from './compose/cache-parts.js'
 import { listeners } from './compose/listeners.js'
+import { drainListener } from './http/server.js'
 import { startTracing } from './observe/tracing.js'
 
 export interface GatewayDeps {
@@ -71,6 +72,12 @@ export interface Gateway {
   memoBytes(): number
   /** Starts token sources and subscriptions; call before serving. */
   start(): Promise<void>
+  /**
+   * The drain before close(): readiness answers 503 ("stopping") from now on, and every
+   * answer of either listener carries `connection: close`; both go on accepting
+   * connections and answering as ever until close().
+   */
+  drain(): void
   /** Aborts the calls still at the platform: their callers get GW_SHUTTING_DOWN (or a stale copy). */
   abortPlatformCalls(): void
   close(): Promise<void>
@@ -158,6 +165,11 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       ctx.lifecycle.phase = 'serving'
       await replicas.start()
       keyUse.start()
+    },
+    drain() {
+      ctx.lifecycle.phase = 'stopping'
+      drainListener(proxy)
+      drainListener(admin)
     },
     abortPlatformCalls() {
       client.abortAll()

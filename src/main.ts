@@ -65,13 +65,34 @@ async function main(): Promise<void> {
   }
 
   let stopping = false
+  // Ends the drain early: a second signal while it runs.
+  let endDrain: (() => void) | null = null
   const stop = async (signal: string) => {
-    if (stopping) return
+    if (stopping) {
+      endDrain?.()
+      return
+    }
     stopping = true
+    // SIGTERM (Kubernetes, docker stop, systemd) drains: readiness 503 at once, both
+    // listeners still taking connections and answering, with `connection: close`, until
+    // every balancer has taken this replica out. SIGINT (Ctrl-C) stops without it.
+    const drainMs = signal === 'SIGTERM' ? config.shutdownDrainMs : 0
+    gateway.drain()
+    if (drainMs > 0) {
+      log.info({ signal, drainMs, graceMs: config.shutdownGraceMs }, 'draining: readiness 503, still answering (with connection: close) until the drain ends')
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, drainMs)
+        endDrain = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      endDrain = null
+    }
     log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: no new connections, waiting for requests in flight')
     // At the end of the grace, calls still at the platform are aborted: their callers are
     // answered (GW_SHUTTING_DOWN or a stale copy) and the connections still open are then
-    // cut, so the process exits within the grace plus a moment, before Kubernetes' SIGKILL.
+    // cut, so the process exits within the drain, the grace and a moment, before Kubernetes' SIGKILL.
     const force = setTimeout(() => {
       log.warn('grace period over: aborting platform calls and closing remaining connections')
       gateway.abortPlatformCalls()

@@ -115,6 +115,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     },
     logLevel: raw.logLevel,
     bodyLimit: parseSize(raw.bodyLimit),
+    shutdownDrainMs: parseDuration(raw.shutdownDrain),
     shutdownGraceMs: parseDuration(raw.shutdownGrace),
     server: {
       requestTimeoutMs: parseDuration(raw.server.requestTimeout),

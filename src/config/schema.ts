@@ -99,6 +99,7 @@ export const ConfigSchema = Type.Object(
     ),
     logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
     bodyLimit: Size,
+    shutdownDrain: Duration,
     shutdownGrace: Duration,
     server: Type.Object({ requestTimeout: Duration, headersTimeout: Duration, keepAliveTimeout: Duration, connectionTimeout: Duration }, { additionalProperties: false }),
     limits: Type.Object(

@@ -25,13 +25,14 @@ const CLOSING_KEEP_ALIVE_MS = 500
 type HttpSocket = Socket & { _httpMessage?: ServerResponse | null }
 
 /**
- * A listener that closes without refusing what it can answer. Once closing: it takes no
- * new connection; the answers under way, and every request that still comes on a
- * connection it has, are answered as ever with `connection: close`, so the caller goes
+ * A listener that closes without refusing what it can answer. Once closing (from the
+ * drain on, see drainListener): the answers under way, and every request that comes on
+ * any connection, are answered as ever with `connection: close`, so the caller goes
  * elsewhere for its next one (an answer under way whose connection already carries the
- * caller's next request keeps it open for that one); a kept-alive connection idle at that
- * moment, or that goes idle, is closed once idle for CLOSING_KEEP_ALIVE_MS (not at once,
- * as Node closes idle connections, which cuts a request already on its way).
+ * caller's next request keeps it open for that one). Once closed (close()): it takes no
+ * new connection, and a kept-alive connection idle at that moment, or that goes idle, is
+ * closed once idle for CLOSING_KEEP_ALIVE_MS (not at once, as Node closes idle
+ * connections, which cuts a request already on its way).
  */
 function closeGently(server: Server): { begin: () => void; take: (req: IncomingMessage, res: ServerResponse) => void } {
   const open = new Set<HttpSocket>()
@@ -128,6 +129,18 @@ export const PROXY_CHALLENGE = 'ApiKey realm="report-gateway"'
 /** The admin listener's challenge: `authorization: Bearer <admin token>`. */
 export const ADMIN_CHALLENGE = 'Bearer realm="report-gateway admin"'
 
+// The gentle close of each listener buildServer made, for drainListener.
+const closers = new WeakMap<FastifyInstance, () => void>()
+
+/**
+ * The drain before a listener closes: from now on every answer it writes, on the
+ * connections it has and on those it still takes, carries `connection: close`. It goes on
+ * accepting connections until it is closed (app.close()).
+ */
+export function drainListener(app: FastifyInstance): void {
+  closers.get(app)?.()
+}
+
 /**
  * One listener (the proxy's or the admin's): Fastify with the gateway's server, its
  * deadlines, its gentle close, its error answers in the contract's terms (a 401 with the
@@ -186,6 +199,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     gentle?.begin()
     done()
   })
+  closers.set(app as unknown as FastifyInstance, () => gentle?.begin())
   app.addHook('onRequest', bodyDeadline(config.limits.bodyTimeoutMs))
   // Every answer the router writes, refusals included, carries its answer fields.
   app.addHook('onSend', (request, reply, payload, done) => {

@@ -1,27 +1,30 @@
-import { connect } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { KEYS, teamsYamlWith } from '../helpers/build-gateway.js'
+import { freshRequest } from '../helpers/balancers.js'
 import { useSandboxGatewayProcess } from '../helpers/fixtures.js'
 import { timedRequest } from '../helpers/gateway-process.js'
+import { connectionRefused } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
 
 // SIGTERM while calls hang at the platform, with a
 // platform.timeout far longer than shutdownGrace. The process must answer them and exit 0
-// within the grace plus a moment (in Kubernetes, what comes later is a SIGKILL), and a
-// request arriving on a kept-alive connection meanwhile is answered, with
-// connection: close.
+// within the drain, the grace that follows it and a moment (in Kubernetes, what comes
+// later is a SIGKILL), and a request arriving on a kept-alive connection meanwhile is
+// answered, with connection: close.
 
+const FIRST_DRAIN_MS = 1000
 const GRACE_MS = 2000
 // main.ts: up to 2 s after the grace to answer aborted calls and exit; then a margin.
 const AFTER_GRACE_MS = 2000
 const MARGIN_MS = 1500
 // A fixed limit (the learned one moves as it learns), below the calls started here.
-const YAML = teamsYamlWith({ shutdownGrace: `${GRACE_MS}ms`, platform: { timeout: '20s', adaptive: false }, server: { connectionTimeout: '30s' } })
+const YAML = teamsYamlWith({ shutdownDrain: `${FIRST_DRAIN_MS}ms`, shutdownGrace: `${GRACE_MS}ms`, platform: { timeout: '20s', adaptive: false }, server: { connectionTimeout: '30s' } })
 
-describe('shutdown within shutdownGrace (gateway process)', () => {
+describe('shutdown within shutdownDrain and shutdownGrace (gateway process)', () => {
   const { sandbox, gw } = useSandboxGatewayProcess(YAML)
 
-  it('aborts the calls still at the platform at the end of the grace, answers them GW_SHUTTING_DOWN and exits 0', async () => {
+  it('aborts the calls still at the platform at the end of the grace after the drain, answers them GW_SHUTTING_DOWN and exits 0', async () => {
     // Counted from here: the gateway's start probe is not one of the calls below.
     sandbox.clearRequests()
     sandbox.setLatency(1000)
@@ -53,12 +56,12 @@ describe('shutdown within shutdownGrace (gateway process)', () => {
     socket.destroy()
 
     expect(exit).toMatchObject({ code: 0, signal: null })
-    expect(exit.at - termAt).toBeLessThan(GRACE_MS + AFTER_GRACE_MS + MARGIN_MS)
+    expect(exit.at - termAt).toBeLessThan(FIRST_DRAIN_MS + GRACE_MS + AFTER_GRACE_MS + MARGIN_MS)
     for (const res of answers) {
       expect(res.status).toBe(503)
       expect(JSON.parse(res.body)).toEqual({ statusCode: 503, code: 'GW_SHUTTING_DOWN', error: 'Service Unavailable', message: expect.any(String) })
-      expect(res.at - termAt).toBeGreaterThanOrEqual(GRACE_MS - 100)
-      expect(res.at - termAt).toBeLessThan(GRACE_MS + MARGIN_MS)
+      expect(res.at - termAt).toBeGreaterThanOrEqual(FIRST_DRAIN_MS + GRACE_MS - 100)
+      expect(res.at - termAt).toBeLessThan(FIRST_DRAIN_MS + GRACE_MS + MARGIN_MS)
     }
     // The call in flight finished; the request after it was answered, and the connection closed after it.
     const statuses = [...received.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))
@@ -67,4 +70,66 @@ describe('shutdown within shutdownGrace (gateway process)', () => {
     expect(last.toLowerCase()).toContain('connection: close')
     expect(last).toContain('"status":"ok"')
   })
+})
+
+// SIGTERM: the drain (shutdownDrain) before the listeners close. Readiness answers 503
+// at once; both listeners go on accepting connections and answering every request as
+// ever, each answer with `connection: close`; at the end of the drain they take no new
+// connection, and the grace follows (above).
+
+const DRAIN_MS = 4000
+const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&byDate=1&dateFrom=2026-04-01&dateTo=2026-04-07'
+
+/** A kept-alive connection: each request written on it, and what came back. */
+function keptAlive(port: number): { socket: Socket; received: () => string; closed: Promise<void>; send: (path: string) => void } {
+  const socket = connect(port, '127.0.0.1')
+  let received = ''
+  socket.setEncoding('latin1').on('data', (chunk: string) => (received += chunk))
+  socket.on('error', () => undefined)
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+  return { socket, received: () => received, closed, send: (path) => socket.write(`GET ${path} HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.all}\r\n\r\n`) }
+}
+
+describe('the drain on SIGTERM (gateway process)', () => {
+  const { gw } = useSandboxGatewayProcess(teamsYamlWith({ shutdownDrain: `${DRAIN_MS}ms`, shutdownGrace: '2s' }))
+
+  it('answers readiness 503 at once, takes and answers new connections with connection: close for the drain, then refuses them and exits 0', async () => {
+    // A copy in memory, and a connection kept alive after one answer (as a balancer keeps them).
+    expect((await freshRequest(`${gw.url}${REPORT}`, { 'x-api-key': KEYS.all })).status).toBe(200)
+    const kept = keptAlive(gw.port)
+    kept.send(REPORT)
+    await waitFor('the first answer on the kept-alive connection', () => /"data"/.test(kept.received()), 10_000)
+
+    gw.kill('SIGTERM')
+    // Readiness first, on both listeners; the process still answers it.
+    await waitFor('readiness 503 on the admin listener', async () => (await freshRequest(`${gw.adminUrl}/readyz`)).status === 503, 10_000)
+    const ready = await Promise.all([freshRequest(`${gw.url}/readyz`), freshRequest(`${gw.adminUrl}/readyz`)])
+    expect(ready.map((r) => r.status)).toEqual([503, 503])
+
+    // New connections are taken and answered as ever (a hit, health, the admin listener's health), each closed after its answer.
+    const fresh = await Promise.all([
+      freshRequest(`${gw.url}${REPORT}`, { 'x-api-key': KEYS.all }),
+      freshRequest(`${gw.url}/healthz`),
+      freshRequest(`${gw.adminUrl}/healthz`),
+    ])
+    expect(fresh.map((r) => [r.status, r.headers.connection])).toEqual([
+      [200, 'close'],
+      [200, 'close'],
+      [200, 'close'],
+    ])
+    expect(fresh[0]?.headers['x-cache']).toBe('HIT')
+
+    // The kept-alive connection's next request is answered, and the connection closed after it.
+    kept.send(REPORT)
+    await kept.closed
+    const answers = kept.received().split(/(?=HTTP\/1\.1 )/)
+    expect(answers.map((a) => a.slice(0, 12))).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200'])
+    expect(answers[1]?.toLowerCase()).toContain('connection: close')
+    expect(gw.child.exitCode).toBeNull()
+
+    // At the end of the drain: no new connection on either listener, and the process exits 0.
+    await waitFor('the listeners to refuse connections', async () => (await connectionRefused(gw.port)) && (await connectionRefused(Number(new URL(gw.adminUrl).port))), DRAIN_MS + 10_000, 50)
+    expect(await gw.exited).toMatchObject({ code: 0, signal: null })
+    expect(gw.output()).not.toMatch(/GW_SHUTTING_DOWN/)
+  }, 30_000)
 })

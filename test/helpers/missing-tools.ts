@@ -18,6 +18,7 @@ export const TOOLS = {
   promtool: { name: 'promtool', install: 'apt-get install -y --no-install-recommends prometheus' },
   curl: { name: 'curl', install: 'apt-get install -y curl' },
   gnuDate: { name: 'GNU date', install: 'apt-get install -y coreutils' },
+  nginx: { name: 'nginx', install: 'apt-get install -y nginx' },
 } satisfies Record<string, Tool>
 
 /** The variable naming the folder where skips are noted (set by the run's global set-up). */

@@ -8,7 +8,8 @@ import { freePort } from '../helpers/start-redis.js'
 import { waitFor as poll } from '../helpers/wait.js'
 
 // Contract, "Running": `npm start` without a platform is demo mode and prints a ready
-// curl line; main.ts stops on SIGTERM by refusing new connections, letting requests in
+// curl line; main.ts stops on SIGTERM by draining (readiness 503, still answering; a
+// second SIGTERM ends the drain), then refusing new connections, letting requests in
 // flight finish, and exiting 0. Run as production runs it: the built dist/main.js.
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -95,7 +96,7 @@ describe('demo mode and graceful shutdown', () => {
     expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200)
   })
 
-  it('finishes a request in flight on SIGTERM, refuses new connections, and exits 0', async () => {
+  it('answers readiness 503 on SIGTERM, and at the end of the drain finishes a request in flight, refuses new connections, and exits 0', async () => {
     const sandboxUrl = (/runs at (http:\/\/127\.0\.0\.1:\d+)/.exec(output) ?? [])[1]
     expect(sandboxUrl).toBeDefined()
     const key = (/x-api-key: (rgw_[A-Za-z0-9_-]+)/.exec(output) ?? [])[1] as string
@@ -110,6 +111,14 @@ describe('demo mode and graceful shutdown', () => {
     })
     // Let it reach the platform (which now holds it for 1.5 s), then stop.
     await new Promise((r) => setTimeout(r, 400))
+    expect(child.kill('SIGTERM')).toBe(true)
+    // The drain (shutdownDrain, 5 s by default): readiness 503 at once, the listeners still open.
+    await waitFor(/draining/)
+    const ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`)
+    expect(ready.status).toBe(503)
+    expect(((await ready.json()) as { status: string }).status).toBe('stopping')
+    expect(ready.headers.get('connection')).toBe('close')
+    // A second SIGTERM ends the drain: the listeners close, the request in flight is still answered.
     expect(child.kill('SIGTERM')).toBe(true)
     await waitFor(/shutting down/)
     await new Promise((r) => setTimeout(r, 100))

@@ -45,6 +45,7 @@ describe('defaults (config/default.yaml)', () => {
     expect(config.redis.url).toBeNull()
     expect(config.bodyLimit).toBe(1024 * 1024)
     expect(config.shutdownGraceMs).toBe(10_000)
+    expect(config.shutdownDrainMs).toBe(5000)
     expect(config.cache.ttl).toEqual({ recentMs: 300_000, settledMs: 86_400_000 })
     expect(config.teams).toEqual([])
     expect(config.secrets).toEqual([])

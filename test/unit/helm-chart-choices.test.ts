@@ -76,9 +76,9 @@ describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMo
     expect(admin.spec.ports.map((p) => p.name)).toContain('admin')
   })
 
-  it('writes values `config` to the config file, with shutdownGrace from shutdownGraceSeconds', () => {
+  it('writes values `config` to the config file, with shutdownDrain and shutdownGrace from shutdownDrainSeconds and shutdownGraceSeconds', () => {
     const files = podFiles(chart)
-    expect(parse(files.get('/etc/report-gateway/config.yaml')!)).toEqual({ ...(FULL.config as Values), shutdownGrace: '10s' })
+    expect(parse(files.get('/etc/report-gateway/config.yaml')!)).toEqual({ ...(FULL.config as Values), shutdownDrain: '5s', shutdownGrace: '10s' })
   })
 
   it('puts the teams in a Secret of their own, mounted whole at TEAMS_FILE, and not in the settings ConfigMap', () => {
@@ -125,6 +125,7 @@ describe('rendered with other choices', () => {
     expect(base).toMatch(/^[a-f0-9]{64}$/)
     expect(checksum(merge(FULL, { config: { cache: { ttl: { recent: '3m' } } } }))).not.toBe(base)
     expect(checksum(merge(FULL, { shutdownGraceSeconds: 40 }))).not.toBe(base)
+    expect(checksum(merge(FULL, { shutdownDrainSeconds: 15 }))).not.toBe(base)
     // A key added or revoked reaches the pods through the mounted teams Secret, which the
     // gateway re-reads; a restart would defeat the no-restart reload. The pod template
     // (its annotations included) is the same whatever the teams are.
@@ -144,7 +145,7 @@ describe('rendered with other choices', () => {
       'config.teams: the teams are no longer part of the config file; move them to the top-level value `teams` (TEAMS_FILE, a Secret of their own that the pods re-read without a restart)',
     )
     // An empty mapping is no team: dropped from the settings rather than refused.
-    expect(parse(podFiles(install({ values: { config: { teams: {} } } })).get('/etc/report-gateway/config.yaml')!)).toEqual({ shutdownGrace: '10s' })
+    expect(parse(podFiles(install({ values: { config: { teams: {} } } })).get('/etc/report-gateway/config.yaml')!)).toEqual({ shutdownDrain: '5s', shutdownGrace: '10s' })
   })
 
   it('mounts an existing teams Secret by name (made outside Helm) and renders none', () => {
@@ -334,27 +335,30 @@ describe('optional objects', () => {
 describe('terminationGracePeriodSeconds (derived)', () => {
   const grace = (values: Values) => {
     const chart = install({ values })
-    const config = parse(podFiles(chart).get('/etc/report-gateway/config.yaml')!) as { shutdownGrace: string }
-    return { period: one<Deployment>(chart, 'Deployment').spec.template.spec.terminationGracePeriodSeconds, shutdownGrace: config.shutdownGrace, preStop: gateway(chart).lifecycle?.preStop }
+    const config = parse(podFiles(chart).get('/etc/report-gateway/config.yaml')!) as { shutdownDrain: string; shutdownGrace: string }
+    return { period: one<Deployment>(chart, 'Deployment').spec.template.spec.terminationGracePeriodSeconds, shutdownDrain: config.shutdownDrain, shutdownGrace: config.shutdownGrace, preStop: gateway(chart).lifecycle?.preStop }
   }
 
-  it('is preStopSleepSeconds + shutdownGraceSeconds + terminationGraceMarginSeconds', () => {
-    expect(grace({})).toMatchObject({ period: 20, shutdownGrace: '10s' })
-    expect(grace({ preStopSleepSeconds: 10, shutdownGraceSeconds: 30, terminationGraceMarginSeconds: 7 })).toMatchObject({ period: 47, shutdownGrace: '30s' })
+  it('is preStopSleepSeconds + shutdownDrainSeconds + shutdownGraceSeconds + terminationGraceMarginSeconds', () => {
+    expect(grace({})).toMatchObject({ period: 20, shutdownDrain: '5s', shutdownGrace: '10s' })
+    expect(grace({ preStopSleepSeconds: 10, shutdownDrainSeconds: 15, shutdownGraceSeconds: 30, terminationGraceMarginSeconds: 7 })).toMatchObject({ period: 62, shutdownDrain: '15s', shutdownGrace: '30s' })
     expect(grace({ shutdownGraceSeconds: 45 })).toMatchObject({ period: 55, shutdownGrace: '45s' })
+    expect(grace({ shutdownDrainSeconds: 0 })).toMatchObject({ period: 15, shutdownDrain: '0s' })
   })
 
-  it('has no preStop hook without a sleep, and then is the grace plus the margin', () => {
-    const g = grace({ preStopSleepSeconds: 0 })
-    expect(g.preStop).toBeUndefined()
-    expect(g.period).toBe(15)
+  it('has no preStop hook by default (the drain answers instead), and a sleep when one is asked for', () => {
+    expect(grace({}).preStop).toBeUndefined()
+    const g = grace({ preStopSleepSeconds: 3 })
+    expect(g.preStop).toEqual({ exec: { command: ['sleep', '3'] } })
+    expect(g.period).toBe(3 + 5 + 10 + 5)
   })
 
-  it("is what the gateway's loader reads as its shutdownGrace", () => {
-    const chart = install({ values: merge(FULL, { shutdownGraceSeconds: 25 }) })
+  it("is what the gateway's loader reads as its shutdownDrain and shutdownGrace", () => {
+    const chart = install({ values: merge(FULL, { shutdownDrainSeconds: 8, shutdownGraceSeconds: 25 }) })
     const config = gatewayConfigFrom(chart, { 'redis-credentials': { url: 'redis://redis:6379' } })
+    expect(config.shutdownDrainMs).toBe(8000)
     expect(config.shutdownGraceMs).toBe(25_000)
-    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.terminationGracePeriodSeconds).toBe(5 + 25 + 5)
+    expect(one<Deployment>(chart, 'Deployment').spec.template.spec.terminationGracePeriodSeconds).toBe(8 + 25 + 5)
   })
 })
 

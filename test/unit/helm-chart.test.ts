@@ -81,6 +81,8 @@ describe('values.yaml and values.schema.json', () => {
     ['no margin between the grace period and SIGKILL', { terminationGraceMarginSeconds: 0 }],
     ['a margin shorter than the 2 s the gateway takes to exit after its grace', { terminationGraceMarginSeconds: 2 }],
     ['shutdownGrace in the config file (it comes from shutdownGraceSeconds)', { config: { shutdownGrace: '20s' } }],
+    ['shutdownDrain in the config file (it comes from shutdownDrainSeconds)', { config: { shutdownDrain: '20s' } }],
+    ['a negative drain', { shutdownDrainSeconds: -1 }],
     ['an admin host with a space', { adminHost: '0.0.0.0 ' }],
     ['a PrometheusRule alert without severity', { monitoring: { prometheusRule: { alerts: { redisDown: { severity: null } } } } }],
     ['an unknown alert', { monitoring: { prometheusRule: { alerts: { diskFull: { enabled: true, for: '5m', severity: 'warning' } } } } }],
@@ -286,8 +288,8 @@ describe('rendered with the defaults', () => {
     const configFile = envOf(chart).get('CONFIG_FILE')?.value
     expect(configFile).toBe('/etc/report-gateway/config.yaml')
     const files = podFiles(chart)
-    // Nothing but the shutdownGrace the pod's grace period is derived from.
-    expect(parse(files.get(configFile!)!)).toEqual({ shutdownGrace: '10s' })
+    // Nothing but the shutdownDrain and shutdownGrace the pod's grace period is derived from.
+    expect(parse(files.get(configFile!)!)).toEqual({ shutdownDrain: '5s', shutdownGrace: '10s' })
   })
 
   it('runs as a non-root user with a read-only root filesystem and no capabilities', () => {
@@ -305,20 +307,20 @@ describe('rendered with the defaults', () => {
     expect(spec.volumes.find((v) => v.name === tmp?.name)?.emptyDir).toBeDefined()
   })
 
-  it("gives the pod longer to stop than the preStop sleep plus the gateway's shutdownGrace", () => {
+  it("gives the pod longer to stop than the gateway's shutdownDrain plus its shutdownGrace, with no preStop sleep (the drain answers instead)", () => {
     const spec = one<Deployment>(chart, 'Deployment').spec.template.spec
-    const command = gateway(chart).lifecycle?.preStop?.exec?.command
-    expect(command?.[0]).toBe('sleep')
-    const sleep = Number(command?.[1])
-    expect(sleep).toBe(5)
-    // The grace the gateway itself uses: what its loader reads from the rendered config file.
+    // SIGTERM at once: the gateway's drain (readiness 503, still answering) does what a preStop sleep did, and more.
+    expect(gateway(chart).lifecycle?.preStop).toBeUndefined()
+    // The drain and grace the gateway itself uses: what its loader reads from the rendered config file.
     const config = gatewayConfigFrom(chart, { 'rgw-report-gateway': { 'platform-token': 'tok', 'admin-token': SECRETS.adminToken, 'gateway-secret': SECRETS.gatewaySecret } })
+    expect(config.shutdownDrainMs).toBe(5000)
     expect(config.shutdownGraceMs).toBe(10_000)
-    const defaults = parse(readFileSync(join(ROOT, 'config/default.yaml'), 'utf8')) as { shutdownGrace: string }
+    const defaults = parse(readFileSync(join(ROOT, 'config/default.yaml'), 'utf8')) as { shutdownDrain: string; shutdownGrace: string }
+    expect(config.shutdownDrainMs / 1000, "the chart's default is the gateway's").toBe(durationSeconds(defaults.shutdownDrain))
     expect(config.shutdownGraceMs / 1000, "the chart's default is the gateway's").toBe(durationSeconds(defaults.shutdownGrace))
-    // 5 (preStop) + 10 (shutdownGrace) + 5 (margin)
+    // 5 (shutdownDrain) + 10 (shutdownGrace) + 5 (margin)
     expect(spec.terminationGracePeriodSeconds).toBe(20)
-    expect(spec.terminationGracePeriodSeconds).toBeGreaterThan(sleep + config.shutdownGraceMs / 1000)
+    expect(spec.terminationGracePeriodSeconds).toBeGreaterThan((config.shutdownDrainMs + config.shutdownGraceMs) / 1000)
   })
 
   it('mounts the teams (none yet) from their own Secret at TEAMS_FILE', () => {

@@ -40,7 +40,7 @@ describe('operations guide', () => {
 
   it('keeps the files that hold keys in clear out of git', () => {
     const ignored = read('.gitignore').split('\n')
-    const written = [read('README.md'), ...pages.map((p) => p.text)].flatMap((text) => [...text.matchAll(/tee ([\w.-]+)/g)].map((m) => m[1]!))
+    const written = [read('README.md'), ...pages.map((p) => p.text)].flatMap((text) => [...text.matchAll(/\btee ([\w.-]+)/g)].map((m) => m[1]!))
     expect(written.length).toBeGreaterThan(0)
     for (const file of written) expect(ignored.some((p) => p === file || (p.startsWith('*') && file.endsWith(p.slice(1)))), file).toBe(true)
   })

@@ -89,7 +89,8 @@ refuses teams declared in both files.
 {{- end }}
 {{- $config := deepCopy .Values.config }}
 {{- $_ := unset $config "teams" }}
-{{- /* shutdownGrace comes from values.shutdownGraceSeconds, which terminationGracePeriodSeconds is derived from. */ -}}
+{{- /* shutdownDrain and shutdownGrace come from values.shutdownDrainSeconds and values.shutdownGraceSeconds, which terminationGracePeriodSeconds is derived from. */ -}}
+{{- $_ := set $config "shutdownDrain" (printf "%ds" (int .Values.shutdownDrainSeconds)) }}
 {{- $_ := set $config "shutdownGrace" (printf "%ds" (int .Values.shutdownGraceSeconds)) }}
 {{- toYaml $config }}
 {{- end }}
@@ -110,12 +111,12 @@ ConfigMap Helm deletes stays mounted as it was, so they keep their teams to the 
 {{- end }}
 
 {{/*
-The pod's terminationGracePeriodSeconds: the preStop sleep, then the gateway's
-shutdownGrace after SIGTERM, then a margin for closing pools. Derived rather than set,
+The pod's terminationGracePeriodSeconds: the preStop sleep (if any), then the gateway's
+shutdownDrain after SIGTERM and its shutdownGrace, then a margin for closing pools. Derived rather than set,
 so raising one of them can never leave SIGKILL cutting requests still allowed to finish.
 */}}
 {{- define "report-gateway.terminationGracePeriodSeconds" -}}
-{{- add .Values.preStopSleepSeconds .Values.shutdownGraceSeconds .Values.terminationGraceMarginSeconds }}
+{{- add .Values.preStopSleepSeconds .Values.shutdownDrainSeconds .Values.shutdownGraceSeconds .Values.terminationGraceMarginSeconds }}
 {{- end }}
 
 {{/*

@@ -1,0 +1,173 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { KEYS, TEAMS_YAML } from '../helpers/build-gateway.js'
+import { freshRequest, openLoad, RoundRobinBalancer, type Answer, type BalancedAnswer } from '../helpers/balancers.js'
+import { spawnGateway, spawnGateways, type GatewayProcess } from '../helpers/gateway-process.js'
+import { needTool, TOOLS } from '../helpers/missing-tools.js'
+import { hasNginx, startNginx, type Nginx } from '../helpers/nginx.js'
+import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
+import { waitFor } from '../helpers/wait.js'
+
+// A rolling restart of 3 replicas at 100 requests a second loses no answer behind a
+// balancer that retries nothing (contract, "Readiness" and "Stopping"): a replica told to
+// stop (SIGTERM) answers readiness 503 at once and goes on accepting and answering, with
+// `connection: close`, for its drain (shutdownDrain, 5 s by default: these replicas run
+// with the defaults), then stops.
+//   - Behind nginx with `proxy_next_upstream off`: as an ingress does, nginx learns of the
+//     change only after the replica was told to stop (here: once it has sent it at least
+//     one request since), then reloads its configuration without it.
+//   - Behind a round-robin balancer that polls each replica's /readyz every second: the
+//     replica is told to stop just after a poll found it ready, so requests go on
+//     reaching it until the next poll.
+// What is asserted are counts: answers lost (anything but a 200, a failed connection
+// included), answers from stopping replicas and their `connection: close`, readiness
+// polls that saw 503, exit codes.
+
+const REPLICAS = 3
+const PER_SECOND = 100
+const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&byDate=1&dateFrom=2026-03-01&dateTo=2026-03-07'
+const HEADERS = { 'x-api-key': KEYS.all }
+// Bounds of waits for conditions: only a run that goes wrong waits this long.
+const BOUND_MS = 30_000
+
+const nginxFound = needTool(TOOLS.nginx, hasNginx(), 'the rolling restart behind nginx')
+
+let sandbox: Sandbox | undefined
+const opened: { close(): Promise<void> }[] = []
+
+beforeAll(async () => {
+  sandbox = await startSandbox()
+})
+afterEach(async () => {
+  for (const o of opened.splice(0).reverse()) await o.close()
+})
+afterAll(async () => {
+  await sandbox?.close()
+})
+
+function replicaOptions() {
+  const s = sandbox as Sandbox
+  return { env: { PLATFORM_BASE_URL: s.url, PLATFORM_TOKEN: s.issueToken() }, yaml: TEAMS_YAML }
+}
+
+async function replica(): Promise<GatewayProcess> {
+  const gw = await spawnGateway(replicaOptions())
+  opened.push(gw)
+  return gw
+}
+
+/** An answer, and the order its request was sent in (0 for the first). */
+type Sent<T> = T & { sent: number }
+
+/** The answers lost (anything but a 200), counted by what they were. */
+function lostOf(answers: Answer[]): Record<string, number> {
+  const lost: Record<string, number> = {}
+  for (const a of answers) {
+    if (a.status === 200) continue
+    const what = `${a.status}${a.error ? ` ${a.error}` : ''}${a.headers['x-upstream'] ? ` from ${String(a.headers['x-upstream'])}` : ''}`
+    lost[what] = (lost[what] ?? 0) + 1
+  }
+  return lost
+}
+
+describe('a rolling restart of 3 replicas at 100 requests a second', () => {
+  it.skipIf(!nginxFound)('loses no answer behind nginx with proxy_next_upstream off', async () => {
+    const live = await spawnGateways(REPLICAS, replicaOptions())
+    opened.push(...live)
+    const nginx: Nginx = await startNginx(live.map((g) => g.port))
+    opened.push(nginx)
+    const answers: Sent<Answer>[] = []
+    const load = openLoad(PER_SECOND, async (sent) => {
+      const answer = { ...(await freshRequest(`${nginx.url}${REPORT}`, HEADERS)), sent }
+      answers.push(answer)
+      return answer
+    })
+    const upstreamOf = (gw: GatewayProcess) => `127.0.0.1:${gw.port}`
+    const stopped: { gw: GatewayProcess; from: number }[] = []
+    try {
+      await waitFor('answers through nginx from every replica', () => live.every((gw) => answers.some((a) => a.headers['x-upstream'] === upstreamOf(gw))), BOUND_MS)
+      for (let i = 0; i < REPLICAS; i++) {
+        const fresh = await replica()
+        const old = live[i] as GatewayProcess
+        live[i] = fresh
+        const from = load.sent()
+        old.kill('SIGTERM')
+        stopped.push({ gw: old, from })
+        // nginx hears of it late, as an ingress does: once it has sent the stopping replica a request.
+        await waitFor(() => `nginx to send a request to the stopping replica ${upstreamOf(old)}`, () => answers.some((a) => a.sent >= from && a.headers['x-upstream'] === upstreamOf(old)), BOUND_MS)
+        const reloaded = load.sent()
+        nginx.setUpstreams(live.map((g) => g.port))
+        await waitFor(() => `nginx to send a request to the new replica ${upstreamOf(fresh)}:\n${nginx.errors()}`, () => answers.some((a) => a.sent >= reloaded && a.headers['x-upstream'] === upstreamOf(fresh)), BOUND_MS)
+      }
+      // The load goes on until every stopped replica has exited: its end of drain is under load too.
+      const exits = await Promise.all(stopped.map(({ gw }) => gw.exited))
+      expect(exits.map((e) => e.code)).toEqual(stopped.map(() => 0))
+    } finally {
+      await load.stop()
+    }
+    // Requests sent after a replica was told to stop that it answered (it went on accepting).
+    const fromStopping = stopped.flatMap(({ gw, from }) => answers.filter((a) => a.sent >= from && a.headers['x-upstream'] === upstreamOf(gw)))
+    console.log(`rolling restart behind nginx: ${answers.length} requests, lost ${JSON.stringify(lostOf(answers))}, ${fromStopping.length} answered by replicas after their SIGTERM`)
+    expect(lostOf(answers), `answers lost of ${answers.length}`).toEqual({})
+    expect(fromStopping.length, 'answers from replicas told to stop').toBeGreaterThanOrEqual(REPLICAS)
+    expect(answers.length).toBeGreaterThan(PER_SECOND)
+  }, 180_000)
+
+  it('loses no answer behind a round-robin balancer that polls readiness each second', async () => {
+    const balancer = new RoundRobinBalancer(1000)
+    opened.push(balancer)
+    const live = await spawnGateways(REPLICAS, replicaOptions())
+    opened.push(...live)
+    const name = (gw: GatewayProcess) => `127.0.0.1:${gw.port}`
+    for (const gw of live) balancer.add(name(gw), gw.port)
+    balancer.start()
+    await waitFor('the balancer to find every replica ready', () => live.every((gw) => balancer.isReady(name(gw))), BOUND_MS)
+    const answers: Sent<BalancedAnswer>[] = []
+    const load = openLoad(PER_SECOND, async (sent) => {
+      const answer = { ...(await balancer.send(REPORT, HEADERS)), sent }
+      answers.push(answer)
+      return answer
+    })
+    // from: the first request sent after the signal; draining: the first sent once the replica answered readiness 503.
+    const stopped: { gw: GatewayProcess; from: number; draining: number }[] = []
+    const exits: Promise<number | null>[] = []
+    try {
+      for (let i = 0; i < REPLICAS; i++) {
+        const fresh = await replica()
+        balancer.add(name(fresh), fresh.port)
+        await waitFor(() => `the balancer to find ${name(fresh)} ready`, () => balancer.isReady(name(fresh)), BOUND_MS)
+        const old = live[i] as GatewayProcess
+        live[i] = fresh
+        // Told to stop just after a poll found it ready: the balancer sends it requests until its next poll.
+        const rounds = balancer.rounds
+        await waitFor(() => `a poll of ${name(old)}`, () => balancer.rounds > rounds, BOUND_MS)
+        const from = load.sent()
+        old.kill('SIGTERM')
+        // A request sent just after the signal may be read before the process handles it: these are counted from its 503.
+        await waitFor(() => `${name(old)} to answer readiness 503`, async () => (await freshRequest(`${old.adminUrl}/readyz`)).status === 503, BOUND_MS, 10)
+        stopped.push({ gw: old, from, draining: load.sent() })
+        exits.push(
+          old.exited.then((e) => {
+            balancer.remove(name(old))
+            return e.code
+          }),
+        )
+        await waitFor(() => `the balancer to take ${name(old)} out`, () => !balancer.isReady(name(old)), BOUND_MS)
+      }
+      expect(await Promise.all(exits)).toEqual(stopped.map(() => 0))
+    } finally {
+      await load.stop()
+    }
+    // Requests sent after a replica was told to stop that it answered.
+    const fromStopping = stopped.flatMap(({ gw, from }) => answers.filter((a) => a.sent >= from && a.backend === name(gw)))
+    console.log(`rolling restart behind a readiness-polling balancer: ${answers.length} requests, lost ${JSON.stringify(lostOf(answers))}, ${fromStopping.length} answered by replicas after their SIGTERM`)
+    expect(lostOf(answers), `answers lost of ${answers.length}`).toEqual({})
+    // Readiness said 503 before the replica stopped accepting: the balancer saw it.
+    expect(stopped.map(({ gw }) => balancer.polls(name(gw)).includes(503) || 'no poll saw 503')).toEqual(stopped.map(() => true))
+    // Every answer of a draining replica closed its connection: the balancer's next request went elsewhere.
+    const fromDraining = stopped.flatMap(({ gw, draining }) => answers.filter((a) => a.sent >= draining && a.backend === name(gw)))
+    expect(fromDraining.length, 'answers from replicas answering readiness 503').toBeGreaterThan(0)
+    expect(fromDraining.filter((a) => a.headers.connection !== 'close').length, 'answers of draining replicas without connection: close').toBe(0)
+    expect(fromStopping.length, 'answers from replicas told to stop').toBeGreaterThan(0)
+    expect(answers.length).toBeGreaterThan(PER_SECOND)
+  }, 180_000)
+})
