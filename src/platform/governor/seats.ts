@@ -97,8 +97,8 @@ interface Waiter extends Queued {
 interface TeamSeats {
   held: number
   seatMs: number
-  /** Its calls in flight: when each started, and when it is overdue (Infinity once answered: its seat is held for its reader). */
-  running: Set<{ at: number; dueAt: number }>
+  /** Its calls in flight: when each started, when it is overdue (Infinity once answered: its seat is held for its reader), and whether it was short. */
+  running: Set<{ at: number; dueAt: number; short: boolean }>
   /** Its virtual finish tag: seat-time charged over its weight. */
   tag: number
   lastAsked: number
@@ -325,7 +325,7 @@ export class CredentialSeats {
    */
   heldBack(): { owed: number; longOnly: boolean } {
     const view = this.#shares()
-    const owed = view.owed + view.lent
+    const owed = Math.max(0, view.owed - this.#covered(view)) + view.lent
     if (this.pausedUntil > 0) return { owed, longOnly: true }
     const now = this.#clock.now()
     const longOnly = [...this.#queue.waitingTeams()].every((team) => {
@@ -452,7 +452,7 @@ export class CredentialSeats {
   #next(free: number): Waiter | null {
     if (free <= 0) return null
     const view = this.#shares()
-    const owed = view.owed + view.lent
+    const owed = Math.max(0, view.owed - this.#covered(view)) + view.lent
     const now = this.#clock.now()
     let best: Waiter | null = null
     let bestRank = Infinity
@@ -475,6 +475,21 @@ export class CredentialSeats {
     }
     if (best === null && free > 0) this.#wakeAtLingerEnd()
     return best
+  }
+
+  /**
+   * The owed seats the short calls of the waiting teams past their shares keep (one
+   * replica): their seats come free within the lending horizon and go first to a team
+   * below its share, so a long call may take a free seat while they keep what is owed.
+   */
+  #covered(view: { teams: LocalTeam[]; shares: ReadonlyMap<string, number>; one: boolean }): number {
+    if (!view.one) return 0
+    let n = 0
+    for (const t of view.teams) {
+      if (t.waiting === 0 || t.held + 1 <= (view.shares.get(t.team) ?? 0) + 1e-9) continue
+      for (const call of this.#teams.get(t.team)?.running ?? []) if (call.short) n += 1
+    }
+    return n
   }
 
   /** Seats owed to lingering teams are let go when their linger ends: the queue is woken then. */
@@ -507,7 +522,7 @@ export class CredentialSeats {
     let least = start
     if (this.#lease.shares() === null) for (const other of this.#queue.waitingTeams()) if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teamOf(other).tag)
     this.#virtual = Math.max(this.#virtual, least)
-    const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + Math.max(1000, OVERDUE * expected) }
+    const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + Math.max(1000, OVERDUE * expected), short: expected !== null && expected <= LENDING_HORIZON_MS }
     seats.running.add(call)
     const load = this.#inFlight + this.#lease.elsewhere()
     const kind = `${team}\n${workClass}`
