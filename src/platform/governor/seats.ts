@@ -111,12 +111,14 @@ interface TeamSeats {
  * The seats of one credential on one replica: the dispatch rule of docs/governor.md. A
  * call holds a seat from its start to its answer (a call cut by its deadline, to its
  * expected end: the platform works on). When a seat is free, the waiting team below its
- * share (shares.ts) with the least seat-time for its weight goes first (start-time fair
- * queueing over seat × time, as Kubernetes API Priority and Fairness charges); past its
- * share, the team holding the fewest seats for its weight on every replica borrows a free
- * seat if its call is expected to end within the lending horizon, or if no other active
- * team is owed that seat. Within a team, a
- * caller's call goes first, then refreshes ahead, stale refreshes, warm-ups.
+ * share (shares.ts; alone, by a whole seat: a share's fraction is an odd seat) with the
+ * least seat-time for its weight goes first (start-time fair queueing over seat × time,
+ * as Kubernetes API Priority and Fairness charges); past its share, the team charged
+ * least (alone) or holding the fewest seats for its weight on every replica (across
+ * replicas) borrows a free seat if its call is expected to end within the lending
+ * horizon, or if no other active team is owed that seat (alone, owed seats held by
+ * borrowers' short calls are kept). Within a team, a caller's call goes first, then
+ * refreshes ahead, stale refreshes, warm-ups.
  */
 export class CredentialSeats {
   readonly credential: string
