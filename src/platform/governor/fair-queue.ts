@@ -115,14 +115,15 @@ export class FairQueue<W extends Queued> {
   }
 
   /**
-   * `team`'s most pressing call, or null: the highest priority, then the most urgent
-   * refresh ahead, then the earliest.
+   * `team`'s most pressing call (of those `may` allows), or null: the highest priority,
+   * then the most urgent refresh ahead, then the earliest.
    */
-  pressing(team: string): W | null {
+  pressing(team: string, may?: (w: W) => boolean): W | null {
     let best: W | null = null
     let bestRank = Infinity
     let bestUrgency = -Infinity
     for (const w of this.#byTeam.get(team) ?? []) {
+      if (may && !may(w)) continue
       const rank = PRIORITIES.indexOf(w.priority)
       const urgency = w.priority === 'ahead' ? (w.urgency?.() ?? 0) : 0
       if (rank < bestRank || (rank === bestRank && (urgency > bestUrgency || (urgency === bestUrgency && best !== null && w.seq < best.seq)))) {

@@ -97,8 +97,8 @@ interface Waiter extends Queued {
 interface TeamSeats {
   held: number
   seatMs: number
-  /** Its calls in flight: when each started, and when it is overdue (Infinity once answered: its seat is held for its reader). */
-  running: Set<{ at: number; dueAt: number }>
+  /** Its calls in flight: when each started, when it is overdue (Infinity once answered: its seat is held for its reader), and whether it was short. */
+  running: Set<{ at: number; dueAt: number; short: boolean }>
   /** Its virtual finish tag: seat-time charged over its weight. */
   tag: number
   lastAsked: number
@@ -111,12 +111,14 @@ interface TeamSeats {
  * The seats of one credential on one replica: the dispatch rule of docs/governor.md. A
  * call holds a seat from its start to its answer (a call cut by its deadline, to its
  * expected end: the platform works on). When a seat is free, the waiting team below its
- * share (shares.ts) with the least seat-time for its weight goes first (start-time fair
- * queueing over seat × time, as Kubernetes API Priority and Fairness charges); past its
- * share, the team holding the fewest seats for its weight on every replica borrows a free
- * seat if its call is expected to end within the lending horizon, or if no other active
- * team is owed that seat. Within a team, a
- * caller's call goes first, then refreshes ahead, stale refreshes, warm-ups.
+ * share (shares.ts; alone, by a whole seat: a share's fraction is an odd seat) with the
+ * least seat-time for its weight goes first (start-time fair queueing over seat × time,
+ * as Kubernetes API Priority and Fairness charges); past its share, the team charged
+ * least (alone) or holding the fewest seats for its weight on every replica (across
+ * replicas) borrows a free seat if its call is expected to end within the lending
+ * horizon, or if no other active team is owed that seat (alone, owed seats held by
+ * borrowers' short calls are kept). Within a team, a caller's call goes first, then
+ * refreshes ahead, stale refreshes, warm-ups.
  */
 export class CredentialSeats {
   readonly credential: string
@@ -184,8 +186,8 @@ export class CredentialSeats {
   waitingAtLimit(): boolean {
     if (this.#queue.size === 0 || this.pausedUntil > 0 || !this.#lease.saturated()) return false
     if (![...this.#queue.waitingTeams()].some((team) => !this.#atCeiling(team))) return false
-    const { targets, lent, teams } = this.#shares()
-    return this.#inFlight + owedSeats(targets, teams) + lent >= this.capacity - 1e-9
+    const { owed, lent } = this.#shares()
+    return this.#inFlight + owed + lent >= this.capacity - 1e-9
   }
 
   /** Since when a call in flight here has been overdue (OVERDUE times its expected time), or null. */
@@ -325,7 +327,7 @@ export class CredentialSeats {
    */
   heldBack(): { owed: number; longOnly: boolean } {
     const view = this.#shares()
-    const owed = owedSeats(view.targets, view.teams) + view.lent
+    const owed = Math.max(0, view.owed - this.#covered(view)) + view.lent
     if (this.pausedUntil > 0) return { owed, longOnly: true }
     const now = this.#clock.now()
     const longOnly = [...this.#queue.waitingTeams()].every((team) => {
@@ -336,12 +338,22 @@ export class CredentialSeats {
     return { owed, longOnly }
   }
 
-  /** A waiting team's most pressing call, whether the team is below its share (on every replica), and whether that call is short. */
-  #standing(team: string, view: LeaseShares, now: number): { head: Waiter | null; within: boolean; short: boolean; everywhere: number } {
-    const head = this.#queue.pressing(team)
+  /**
+   * A waiting team's call to consider, whether the team is below its share (on every
+   * replica; on one, by a whole seat at least: a share's fraction is an odd seat), and
+   * whether that call is short: its most pressing call; on one replica, past its share, its
+   * most pressing short call if it has one (a long call that may not take an owed seat
+   * holds up none of its team's short calls).
+   */
+  #standing(team: string, view: LeaseShares & { one: boolean }, now: number): { head: Waiter | null; within: boolean; short: boolean; everywhere: number } {
     const everywhere = this.running(team) + (view.heldElsewhere.get(team) ?? 0)
-    const within = everywhere < (view.shares.get(team) ?? 0)
-    return { head, within, everywhere, short: head !== null && this.#o.work.within(team, head.workClass, LENDING_HORIZON_MS, now) }
+    const share = view.shares.get(team) ?? 0
+    const within = view.one ? everywhere + 1 <= share + 1e-9 : everywhere < share
+    const isShort = (w: Waiter) => this.#o.work.within(team, w.workClass, LENDING_HORIZON_MS, now)
+    const head = this.#queue.pressing(team)
+    if (!view.one || within || head === null || isShort(head)) return { head, within, everywhere, short: head !== null && isShort(head) }
+    const short = this.#queue.pressing(team, isShort)
+    return short === null ? { head, within, everywhere, short: false } : { head: short, within, everywhere, short: true }
   }
 
   #pauseText(): string {
@@ -377,13 +389,19 @@ export class CredentialSeats {
     return out
   }
 
-  /** Each local team's target here, the seats of this replica owed to teams elsewhere, and the local teams. */
-  #shares(): LeaseShares & { teams: LocalTeam[] } {
+  /**
+   * Each local team's target here, the seats of this replica owed to teams elsewhere, the
+   * local teams, the seats owed to those that wait for nothing, and whether the shares are
+   * worked out on this replica alone (`one`).
+   */
+  #shares(): LeaseShares & { teams: LocalTeam[]; owed: number; one: boolean } {
     const teams = this.#localTeams()
     const across = this.#lease.shares()
-    if (across) return { ...across, teams }
+    if (across) return { ...across, teams, owed: owedSeats(across.targets, teams), one: false }
     const targets = fairShares(this.capacity, teams)
-    return { targets, lent: 0, shares: targets, heldElsewhere: NONE, teams }
+    // A share's whole seats are owed; its fraction is an odd seat, owed to no one: it goes by seat-time.
+    const whole = new Map([...targets].map(([team, n]) => [team, Math.floor(n + 1e-9)]))
+    return { targets, lent: 0, shares: targets, heldElsewhere: NONE, teams, owed: owedSeats(whole, teams), one: true }
   }
 
   #atCeiling(team: string): boolean {
@@ -424,9 +442,11 @@ export class CredentialSeats {
 
   /**
    * The next call to start on `free` seats: the most pressing call of the team below its
-   * share with the least seat-time for its weight; else of a team past its share, holding
-   * the fewest seats for its weight on every replica, whose call ends within the lending
-   * horizon, or for which a seat is free that no other active team is owed. After the
+   * share with the least seat-time for its weight; else of a team past its share (on one
+   * replica, with the least seat-time for its weight: the odd seats go by time; across
+   * replicas, holding the fewest seats for its weight on every replica) whose call ends
+   * within the lending horizon, or for which a seat is free that no other active team is
+   * owed. After the
    * limit fell, the seats that come free go first to the teams below their shares: a cut
    * is taken from the teams that borrowed, as their calls end. Null when none may start
    * (a timer wakes the queue when a linger ends).
@@ -434,7 +454,7 @@ export class CredentialSeats {
   #next(free: number): Waiter | null {
     if (free <= 0) return null
     const view = this.#shares()
-    const owed = owedSeats(view.targets, view.teams) + view.lent
+    const owed = Math.max(0, view.owed - this.#covered(view)) + view.lent
     const now = this.#clock.now()
     let best: Waiter | null = null
     let bestRank = Infinity
@@ -444,8 +464,10 @@ export class CredentialSeats {
       const { head, within, short, everywhere } = this.#standing(team, view, now)
       if (head === null) continue
       if (!within && !short && free - owed < 1) continue
-      // Within its share: by seat-time; past it, by the seats it holds everywhere.
-      const rank = within ? 0 : 1 + everywhere / this.#weight(team)
+      // A whole seat left in its share: by seat-time. Past that, the odd seats and the ones
+      // lent: by seat-time on one replica; across replicas, where a team's charges are
+      // spread, by the seats it holds everywhere.
+      const rank = within ? 0 : view.one ? 1 : 1 + everywhere / this.#weight(team)
       const tag = Math.max(this.#teamOf(team).tag, this.#virtual)
       if (rank < bestRank || (rank === bestRank && (tag < bestTag || (tag === bestTag && head.seq < (best?.seq ?? Infinity))))) {
         best = head
@@ -455,6 +477,21 @@ export class CredentialSeats {
     }
     if (best === null && free > 0) this.#wakeAtLingerEnd()
     return best
+  }
+
+  /**
+   * The owed seats the short calls of the waiting teams past their shares keep (one
+   * replica): their seats come free within the lending horizon and go first to a team
+   * below its share, so a long call may take a free seat while they keep what is owed.
+   */
+  #covered(view: { teams: LocalTeam[]; shares: ReadonlyMap<string, number>; one: boolean }): number {
+    if (!view.one) return 0
+    let n = 0
+    for (const t of view.teams) {
+      if (t.waiting === 0 || t.held + 1 <= (view.shares.get(t.team) ?? 0) + 1e-9) continue
+      for (const call of this.#teams.get(t.team)?.running ?? []) if (call.short) n += 1
+    }
+    return n
   }
 
   /** Seats owed to lingering teams are let go when their linger ends: the queue is woken then. */
@@ -481,8 +518,13 @@ export class CredentialSeats {
     const charged = Math.max(MIN_CHARGE_MS, expected ?? MIN_CHARGE_MS)
     const start = Math.max(seats.tag, this.#virtual)
     seats.tag = start + charged / weight
-    this.#virtual = start
-    const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + Math.max(1000, OVERDUE * expected) }
+    // The virtual time is the least start tag of the teams waiting: a call started out of
+    // tag order (a whole seat of its share, a seat others may not take) does not move it
+    // past theirs, nor take the credit of a team that waits.
+    let least = start
+    if (this.#lease.shares() === null) for (const other of this.#queue.waitingTeams()) if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teamOf(other).tag)
+    this.#virtual = Math.max(this.#virtual, least)
+    const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + Math.max(1000, OVERDUE * expected), short: expected !== null && expected <= LENDING_HORIZON_MS }
     seats.running.add(call)
     const load = this.#inFlight + this.#lease.elsewhere()
     const kind = `${team}\n${workClass}`
