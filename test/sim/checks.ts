@@ -1,6 +1,6 @@
 import type { Trace } from './simulate.js'
 import type { Behaviour } from './teams.js'
-import { LENDING_HORIZON_MS } from '../../src/platform/governor/seats.js'
+import { LENDING_HORIZON_MS } from '../../src/platform/governor/dispatch-order.js'
 
 /**
  * The guarantees of docs/governor.md, checked on a simulated run. Each phase of a run is

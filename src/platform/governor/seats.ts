@@ -1,89 +1,18 @@
-import { DeadlineError, OverloadedError } from '../../errors.js'
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
-import { fairShares, owedSeats } from './shares.js'
-import { LocalSeats, type LeaseShares, type LocalTeam, type SeatLease } from './seat-lease.js'
-import type { WorkEstimates } from './work-estimates.js'
-import type { Answer } from './knee-estimator.js'
+import { LENDING_HORIZON_MS, heldBack, nextCall, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
+import { learnFrom } from './outcome-lessons.js'
+import { pauseText, refusal, tooLate } from './refusals.js'
+import { type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
+import { LocalSeats, type LocalTeam, type SeatLease } from './seat-lease.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
+import { TeamAccounts, type TeamAccount } from './team-accounts.js'
 import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clock.js'
 
-/** A team that asked within this long is active: its share is owed to it while it does not use it. */
-export const LINGER_MS = 5_000
-/** A seat owed to another team is lent only to a call expected to end within this long. */
-export const LENDING_HORIZON_MS = 500
 /** A call is charged at least this (ms): calls that end at once still take turns by weight. */
 const MIN_CHARGE_MS = 1
-/** A deadline passed at this many times the call's expected time says the platform is overloaded; sooner, it says nothing. */
-export const OVERLOAD_TIMEOUTS = 2
 /** A call running this many times its expected time (a second at least) is overdue: with no answer since, the platform is silent. */
 export const OVERDUE = 3
-const NONE: ReadonlyMap<string, number> = new Map()
 
-export type RefusalReason = 'queue_full' | 'team_queue_full' | 'displaced' | 'queue_timeout' | 'paused' | 'deadline'
-export type { Priority } from './fair-queue.js'
-
-/** What ended a call: the platform's answer (its status and retry-after, after `latencyMs` to its headers), none (a deadline, a connection error), or the gateway's own stop. */
-export type SeatOutcome = { kind: 'answer'; status: number; latencyMs: number; retryAfter?: string } | { kind: 'none'; latencyMs: number; timedOut: boolean } | { kind: 'dropped' }
-
-/**
- * A call's seat: the platform's time. It goes back with the call's outcome (`end`): at
- * the answer, the platform is done with the call (an answer still being read holds
- * buffer room, not a seat); with no answer, the platform works on, and the seat is held
- * until the call's expected end there.
- */
-export interface Seat {
-  readonly team: string
-  /** Calls of the credential in flight once it had its seat, itself included, on every replica. */
-  readonly load: number
-  end(outcome: SeatOutcome): void
-}
-
-export interface SeatRequest {
-  team: string
-  /** The work the call asks (reports/work-class.ts): how long it holds its seat is estimated by it. */
-  workClass: string
-  priority?: Priority
-  /** Epoch ms: the call is not sent when it cannot end before. */
-  deadline: number
-  signal?: AbortSignal
-  /** A refresh ahead's urgency now (larger first). */
-  urgency?: () => number
-}
-
-/** A background call (a refresh, a warm-up) got no seat in time, was displaced, or met a pause: dropped, no caller waited for it. */
-export class NoIdleSeatError extends Error {
-  constructor(credential: string) {
-    super(`no platform seat of credential ${credential} for a background call in time`)
-  }
-}
-
-export interface SeatsOptions {
-  credential: string
-  /** The ceiling of the limit in force (platform.maxConcurrent). */
-  maxConcurrent: number
-  /** The limit in force at start. */
-  limit: number
-  queueLimit: number
-  queueTimeoutMs: number
-  work: WorkEstimates
-  weightOf?: (team: string) => number
-  limitsOf?: (team: string) => { maxConcurrent?: number | null; queue?: number | null } | undefined
-  /** Until when (epoch ms) the platform pauses the whole credential; 0: it does not. */
-  pausedUntil?: () => number
-  seats?: SeatLease
-  clock?: Clock
-  onRefused?: (reason: RefusalReason) => void
-  /** Every call's start and end, for the limit rule. */
-  onStarted?: (kind: string, load: number) => number
-  onEnded?: (answer: Answer) => void
-  /** A call waited because every seat of the limit was taken. */
-  onWaited?: () => void
-}
-
-export interface TeamLimits {
-  maxConcurrent: number | null
-  queue: number | null
-}
 
 interface Waiter extends Queued {
   workClass: string
@@ -94,31 +23,13 @@ interface Waiter extends Queued {
   detach(): void
 }
 
-interface TeamSeats {
-  held: number
-  seatMs: number
-  /** Its calls in flight: when each started, when it is overdue (Infinity once answered: its seat is held for its reader), and whether it was short. */
-  running: Set<{ at: number; dueAt: number; short: boolean }>
-  /** Its virtual finish tag: seat-time charged over its weight. */
-  tag: number
-  lastAsked: number
-  /** The most it held and waited for at once since `peakAt`, a linger ago at most. */
-  peak: number
-  peakAt: number
-}
 
 /**
- * The seats of one credential on one replica: the dispatch rule of docs/governor.md. A
- * call holds a seat from its start to its answer (a call cut by its deadline, to its
- * expected end: the platform works on). When a seat is free, the waiting team below its
- * share (shares.ts; alone, by a whole seat: a share's fraction is an odd seat) with the
- * least seat-time for its weight goes first (start-time fair queueing over seat × time,
- * as Kubernetes API Priority and Fairness charges); past its share, the team charged
- * least (alone) or holding the fewest seats for its weight on every replica (across
- * replicas) borrows a free seat if its call is expected to end within the lending
- * horizon, or if no other active team is owed that seat (alone, owed seats held by
- * borrowers' short calls are kept). Within a team, a caller's call goes first, then
- * refreshes ahead, stale refreshes, warm-ups.
+ * The seats of one credential on one replica: a call holds a seat from its start to its
+ * answer (a call cut by its deadline, or whose callers left, to its expected end: the
+ * platform works on); which waiting call a free seat goes to is the dispatch rule
+ * (dispatch-order.ts, docs/governor.md). Refusals: the deadline rule, the queue's bounds,
+ * a pause.
  */
 export class CredentialSeats {
   readonly credential: string
@@ -127,7 +38,7 @@ export class CredentialSeats {
   readonly #lease: SeatLease
   #limit: number
   #inFlight = 0
-  readonly #teams = new Map<string, TeamSeats>()
+  readonly #teams = new TeamAccounts()
   readonly #queue = new FairQueue<Waiter>()
   #seq = 0
   #virtual = 0
@@ -192,9 +103,7 @@ export class CredentialSeats {
 
   /** Since when a call in flight here has been overdue (OVERDUE times its expected time), or null. */
   overdueSince(now = this.#clock.now()): number | null {
-    let due = Infinity
-    for (const seats of this.#teams.values()) for (const call of seats.running) due = Math.min(due, call.dueAt)
-    return due <= now ? due : null
+    return this.#teams.overdueSince(now)
   }
 
   /** Callers' calls waiting per team. */
@@ -208,18 +117,14 @@ export class CredentialSeats {
   }
 
   running(team: string): number {
-    return this.#teams.get(team)?.held ?? 0
+    return this.#teams.held(team)
   }
 
   /** Seat-seconds charged to `team` on this replica, its calls still running included. */
   seatSeconds(team: string): number {
-    const seats = this.#teams.get(team)
-    if (!seats) return 0
-    const now = this.#clock.now()
-    let running = 0
-    for (const call of seats.running) running += now - call.at
-    return (seats.seatMs + running) / 1000
+    return this.#teams.seatSeconds(team, this.#clock.now())
   }
+
 
   /** The team's own ceilings (null: none), within the credential's. */
   limitsOf(team: string): TeamLimits {
@@ -296,7 +201,7 @@ export class CredentialSeats {
         seats.tag = Math.max(seats.tag, this.#virtual)
       }
       this.#queue.push(waiter)
-      this.#notePeak(team)
+      this.#teams.notePeak(team, this.#queue.waitingOf(team), this.#clock.now(), this.#virtual)
       this.#dispatch()
       if (this.#queue.has(waiter)) {
         if (this.waitingAtLimit()) {
@@ -319,74 +224,41 @@ export class CredentialSeats {
     }
   }
 
-  /**
-   * What the model holds back from the calls waiting here: the seats owed to other
-   * active teams (lent only to calls that end within the lending horizon), and whether
-   * every waiting call is held back by that alone (its team past its share, its call
-   * longer than the horizon) or by its team's ceiling or a pause.
-   */
+  /** What the dispatch rule holds back from the calls waiting here (dispatch-order.ts). */
   heldBack(): { owed: number; longOnly: boolean } {
-    const view = this.#shares()
-    const owed = Math.max(0, view.owed - this.#covered(view)) + view.lent
-    if (this.pausedUntil > 0) return { owed, longOnly: true }
-    const now = this.#clock.now()
-    const longOnly = [...this.#queue.waitingTeams()].every((team) => {
-      if (this.#atCeiling(team)) return true
-      const standing = this.#standing(team, view, now)
-      return standing.head !== null && !standing.within && !standing.short
-    })
-    return { owed, longOnly }
+    return heldBack(this.#dispatchState(), this.pausedUntil > 0)
   }
 
-  /**
-   * A waiting team's call to consider, whether the team is below its share (on every
-   * replica; on one, by a whole seat at least: a share's fraction is an odd seat), and
-   * whether that call is short: its most pressing call; on one replica, past its share, its
-   * most pressing short call if it has one (a long call that may not take an owed seat
-   * holds up none of its team's short calls).
-   */
-  #standing(team: string, view: LeaseShares & { one: boolean }, now: number): { head: Waiter | null; within: boolean; short: boolean; everywhere: number } {
-    const everywhere = this.running(team) + (view.heldElsewhere.get(team) ?? 0)
-    const share = view.shares.get(team) ?? 0
-    const within = view.one ? everywhere + 1 <= share + 1e-9 : everywhere < share
-    const isShort = (w: Waiter) => this.#o.work.within(team, w.workClass, LENDING_HORIZON_MS, now)
-    const head = this.#queue.pressing(team)
-    if (!view.one || within || head === null || isShort(head)) return { head, within, everywhere, short: head !== null && isShort(head) }
-    const short = this.#queue.pressing(team, isShort)
-    return short === null ? { head, within, everywhere, short: false } : { head: short, within, everywhere, short: true }
+  #dispatchState(): DispatchState<Waiter> {
+    const now = this.#clock.now()
+    return {
+      queue: this.#queue,
+      view: this.#shares(),
+      virtual: this.#virtual,
+      tagOf: (team) => this.#teamOf(team).tag,
+      held: (team) => this.running(team),
+      shortRunning: (team) => this.#teams.shortRunning(team),
+      atCeiling: (team) => this.#atCeiling(team),
+      weight: (team) => this.#weight(team),
+      isShort: (team, workClass) => this.#o.work.within(team, workClass, LENDING_HORIZON_MS, now),
+    }
   }
 
   #pauseText(): string {
-    return `credential ${this.credential} is paused by the platform for ${Math.ceil((this.pausedUntil - this.#clock.now()) / 1000)} s`
+    return pauseText(this.credential, this.pausedUntil - this.#clock.now())
   }
 
   #refuse(reason: RefusalReason, text: string, priority: Priority): Error {
     this.#o.onRefused?.(reason)
-    if (priority !== 'caller') return new NoIdleSeatError(this.credential)
-    if (reason === 'deadline') return new DeadlineError(text)
-    return Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, Math.ceil((this.pausedUntil - this.#clock.now()) / 1000)) })
+    return refusal(this.credential, reason, text, priority, this.pausedUntil - this.#clock.now())
   }
 
-  #teamOf(team: string): TeamSeats {
-    let seats = this.#teams.get(team)
-    if (!seats) this.#teams.set(team, (seats = { held: 0, seatMs: 0, running: new Set(), tag: this.#virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity }))
-    return seats
+  #teamOf(team: string): TeamAccount {
+    return this.#teams.of(team, this.#virtual)
   }
 
-  /** The active teams here: holding, waiting, or asked within LINGER_MS. */
   #localTeams(): LocalTeam[] {
-    const now = this.#clock.now()
-    const waiting = this.#queue.countByTeam()
-    const out: LocalTeam[] = []
-    for (const [team, seats] of this.#teams) {
-      // The gateway's own calls (the probe, ownership look-ups) are few: no seat waits for them.
-      const lingering = team !== GATEWAY_TEAM && now - seats.lastAsked < LINGER_MS
-      const w = waiting.get(team) ?? 0
-      if (seats.held === 0 && w === 0 && !lingering) continue
-      const peak = now - seats.peakAt <= LINGER_MS ? Math.max(seats.peak, seats.held + w) : seats.held + w
-      out.push({ team, weight: this.#weight(team), held: seats.held, waiting: w, cap: this.limitsOf(team).maxConcurrent, lingering, peak })
-    }
-    return out
+    return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent)
   }
 
   /**
@@ -394,32 +266,16 @@ export class CredentialSeats {
    * local teams, the seats owed to those that wait for nothing, and whether the shares are
    * worked out on this replica alone (`one`).
    */
-  #shares(): LeaseShares & { teams: LocalTeam[]; owed: number; one: boolean } {
-    const teams = this.#localTeams()
-    const across = this.#lease.shares()
-    if (across) return { ...across, teams, owed: owedSeats(across.targets, teams), one: false }
-    const targets = fairShares(this.capacity, teams)
-    // A share's whole seats are owed; its fraction is an odd seat, owed to no one: it goes by seat-time.
-    const whole = new Map([...targets].map(([team, n]) => [team, Math.floor(n + 1e-9)]))
-    return { targets, lent: 0, shares: targets, heldElsewhere: NONE, teams, owed: owedSeats(whole, teams), one: true }
+  #shares(): SharesView {
+    return sharesView(this.#lease.shares(), this.capacity, this.#localTeams())
   }
+
 
   #atCeiling(team: string): boolean {
     const cap = this.limitsOf(team).maxConcurrent
     if (cap === null) return false
     const part = this.#lease.shares()?.targets.get(team)
     return this.running(team) >= (part === undefined ? cap : Math.min(cap, Math.max(1, Math.round(part))))
-  }
-
-  /** A team's demand (held and waiting) grew: its peak over the linger follows. */
-  #notePeak(team: string): void {
-    const seats = this.#teamOf(team)
-    const now = this.#clock.now()
-    const demand = seats.held + this.#queue.waitingOf(team)
-    if (demand >= seats.peak || now - seats.peakAt > LINGER_MS) {
-      seats.peak = demand
-      seats.peakAt = now
-    }
   }
 
   #demandChanged(): void {
@@ -440,66 +296,19 @@ export class CredentialSeats {
     if (started) this.#demandChanged()
   }
 
-  /**
-   * The next call to start on `free` seats: the most pressing call of the team below its
-   * share with the least seat-time for its weight; else of a team past its share (on one
-   * replica, with the least seat-time for its weight: the odd seats go by time; across
-   * replicas, holding the fewest seats for its weight on every replica) whose call ends
-   * within the lending horizon, or for which a seat is free that no other active team is
-   * owed. After the
-   * limit fell, the seats that come free go first to the teams below their shares: a cut
-   * is taken from the teams that borrowed, as their calls end. Null when none may start
-   * (a timer wakes the queue when a linger ends).
-   */
+  /** The next call to start on `free` seats (dispatch-order.ts); when none may, a timer wakes the queue as a linger ends. */
   #next(free: number): Waiter | null {
     if (free <= 0) return null
-    const view = this.#shares()
-    const owed = Math.max(0, view.owed - this.#covered(view)) + view.lent
-    const now = this.#clock.now()
-    let best: Waiter | null = null
-    let bestRank = Infinity
-    let bestTag = Infinity
-    for (const team of this.#queue.waitingTeams()) {
-      if (this.#atCeiling(team)) continue
-      const { head, within, short, everywhere } = this.#standing(team, view, now)
-      if (head === null) continue
-      if (!within && !short && free - owed < 1) continue
-      // A whole seat left in its share: by seat-time. Past that, the odd seats and the ones
-      // lent: by seat-time on one replica; across replicas, where a team's charges are
-      // spread, by the seats it holds everywhere.
-      const rank = within ? 0 : view.one ? 1 : 1 + everywhere / this.#weight(team)
-      const tag = Math.max(this.#teamOf(team).tag, this.#virtual)
-      if (rank < bestRank || (rank === bestRank && (tag < bestTag || (tag === bestTag && head.seq < (best?.seq ?? Infinity))))) {
-        best = head
-        bestRank = rank
-        bestTag = tag
-      }
-    }
-    if (best === null && free > 0) this.#wakeAtLingerEnd()
+    const best = nextCall(this.#dispatchState(), free)
+    if (best === null) this.#wakeAtLingerEnd()
     return best
-  }
-
-  /**
-   * The owed seats the short calls of the waiting teams past their shares keep (one
-   * replica): their seats come free within the lending horizon and go first to a team
-   * below its share, so a long call may take a free seat while they keep what is owed.
-   */
-  #covered(view: { teams: LocalTeam[]; shares: ReadonlyMap<string, number>; one: boolean }): number {
-    if (!view.one) return 0
-    let n = 0
-    for (const t of view.teams) {
-      if (t.waiting === 0 || t.held + 1 <= (view.shares.get(t.team) ?? 0) + 1e-9) continue
-      for (const call of this.#teams.get(t.team)?.running ?? []) if (call.short) n += 1
-    }
-    return n
   }
 
   /** Seats owed to lingering teams are let go when their linger ends: the queue is woken then. */
   #wakeAtLingerEnd(): void {
     if (this.#lingerTimer !== null) return
     const now = this.#clock.now()
-    let at = Infinity
-    for (const seats of this.#teams.values()) if (seats.held === 0 && now - seats.lastAsked < LINGER_MS) at = Math.min(at, seats.lastAsked + LINGER_MS)
+    const at = this.#teams.lingerEnd(now)
     if (!Number.isFinite(at)) return
     this.#lingerTimer = this.#timer(() => {
       this.#lingerTimer = null
@@ -550,7 +359,7 @@ export class CredentialSeats {
         const now = this.#clock.now()
         const at = outcome.kind === 'dropped' ? now : startedAt + outcome.latencyMs
         if (outcome.kind === 'answer') this.#lease.answered()
-        const learned = this.#learn(team, workClass, expected, outcome)
+        const learned = learnFrom(this.#o.work, team, workClass, expected, outcome, now)
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned })
         // A call cut by its deadline, or whose callers left, goes on at the platform: its
         // seat is held until its expected end there. An answer or a broken connection frees it.
@@ -562,22 +371,6 @@ export class CredentialSeats {
     }
   }
 
-  /** What an outcome teaches the work estimates, and what it tells the limit. */
-  #learn(team: string, work: string, expected: number | null, outcome: SeatOutcome): Answer['outcome'] {
-    if (outcome.kind === 'dropped') return 'other'
-    if (outcome.kind === 'none') {
-      if (outcome.timedOut) this.#o.work.cut(team, work, outcome.latencyMs, this.#clock.now())
-      // A connection error is overload; a deadline passed says so only past OVERLOAD_TIMEOUTS times the kind's expected time (a kind not yet known: nothing).
-      if (!outcome.timedOut) return 'overload'
-      return expected !== null && outcome.latencyMs >= OVERLOAD_TIMEOUTS * expected ? 'overload' : 'other'
-    }
-    const { status, latencyMs } = outcome
-    if (status === 502 || status === 503 || status === 504) return 'overload'
-    if (status === 429 || (status >= 400 && status < 500)) return 'other'
-    // An answer, or a report that failed after its work (another 5xx): the platform's time.
-    this.#o.work.answered(team, work, latencyMs)
-    return 'ok'
-  }
 
   #remove(waiter: Waiter): void {
     waiter.detach()
@@ -595,8 +388,4 @@ export class CredentialSeats {
 
 function clamp(limit: number, ceiling: number): number {
   return Math.max(1, Math.min(ceiling, Math.floor(limit)))
-}
-
-function tooLate(expected: number | null, leftMs: number): string {
-  return `calls of its kind take about ${Math.round((expected ?? 0) / 100) / 10} s at the platform and its deadline leaves ${Math.max(0, Math.round(leftMs / 100) / 10)} s`
 }

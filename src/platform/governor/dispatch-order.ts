@@ -1,0 +1,131 @@
+import type { FairQueue, Queued } from './fair-queue.js'
+import type { LeaseShares, LocalTeam } from './seat-lease.js'
+import { fairShares, owedSeats } from './shares.js'
+
+/** A seat owed to another team is lent only to a call expected to end within this long. */
+export const LENDING_HORIZON_MS = 500
+
+/** The shares as the dispatch rule reads them: worked out here alone (`one`) or across replicas. */
+export type SharesView = LeaseShares & { teams: LocalTeam[]; owed: number; one: boolean }
+
+const NONE: ReadonlyMap<string, number> = new Map()
+
+/**
+ * The shares the rule reads: the lease's across replicas, or worked out on this replica
+ * alone over its `capacity`, where a share's whole seats are owed and its fraction is an
+ * odd seat, owed to no one: it goes by seat-time.
+ */
+export function sharesView(across: LeaseShares | null, capacity: number, teams: LocalTeam[]): SharesView {
+  if (across) return { ...across, teams, owed: owedSeats(across.targets, teams), one: false }
+  const targets = fairShares(capacity, teams)
+  const whole = new Map([...targets].map(([team, n]) => [team, Math.floor(n + 1e-9)]))
+  return { targets, lent: 0, shares: targets, heldElsewhere: NONE, teams, owed: owedSeats(whole, teams), one: true }
+}
+
+/** What the dispatch rule reads of one credential's seats on this replica, at one instant. */
+export interface DispatchState<W extends Queued & { workClass: string }> {
+  queue: FairQueue<W>
+  view: SharesView
+  /** The least start tag a team may take (start-time fair queueing's virtual time). */
+  virtual: number
+  tagOf(team: string): number
+  /** Seats the team holds here. */
+  held(team: string): number
+  /** Its calls here that were expected to end within the lending horizon. */
+  shortRunning(team: string): number
+  atCeiling(team: string): boolean
+  weight(team: string): number
+  /** Whether a call of this kind is expected to end within the lending horizon. */
+  isShort(team: string, workClass: string): boolean
+}
+
+/**
+ * A waiting team's call to consider, whether the team is below its share (on every
+ * replica; on one, by a whole seat at least: a share's fraction is an odd seat), and
+ * whether that call is short: its most pressing call; on one replica, past its share, its
+ * most pressing short call if it has one (a long call that may not take an owed seat
+ * holds up none of its team's short calls).
+ */
+function standing<W extends Queued & { workClass: string }>(s: DispatchState<W>, team: string): { head: W | null; within: boolean; short: boolean; everywhere: number } {
+  const { view } = s
+  const everywhere = s.held(team) + (view.heldElsewhere.get(team) ?? 0)
+  const share = view.shares.get(team) ?? 0
+  const within = view.one ? everywhere + 1 <= share + 1e-9 : everywhere < share
+  const isShort = (w: W) => s.isShort(team, w.workClass)
+  const head = s.queue.pressing(team)
+  if (!view.one || within || head === null || isShort(head)) return { head, within, everywhere, short: head !== null && isShort(head) }
+  const short = s.queue.pressing(team, isShort)
+  return short === null ? { head, within, everywhere, short: false } : { head: short, within, everywhere, short: true }
+}
+
+/**
+ * The owed seats the short calls of the waiting teams past their shares keep (one
+ * replica): their seats come free within the lending horizon and go first to a team
+ * below its share, so a long call may take a free seat while they keep what is owed.
+ */
+function covered<W extends Queued & { workClass: string }>(s: DispatchState<W>): number {
+  if (!s.view.one) return 0
+  let n = 0
+  for (const t of s.view.teams) {
+    if (t.waiting === 0 || t.held + 1 <= (s.view.shares.get(t.team) ?? 0) + 1e-9) continue
+    n += s.shortRunning(t.team)
+  }
+  return n
+}
+
+/** Seats held back from calls longer than the lending horizon: owed to active teams, or lent here by other replicas' due. */
+function owedNow<W extends Queued & { workClass: string }>(s: DispatchState<W>): number {
+  return Math.max(0, s.view.owed - covered(s)) + s.view.lent
+}
+
+/**
+ * The next call to start on `free` seats: the most pressing call of the team below its
+ * share with the least seat-time for its weight; else of a team past its share (on one
+ * replica, with the least seat-time for its weight: the odd seats go by time; across
+ * replicas, holding the fewest seats for its weight on every replica) whose call ends
+ * within the lending horizon, or for which a seat is free that no other active team is
+ * owed. After the limit fell, the seats that come free go first to the teams below their
+ * shares: a cut is taken from the teams that borrowed, as their calls end. Null when none
+ * may start.
+ */
+export function nextCall<W extends Queued & { workClass: string }>(s: DispatchState<W>, free: number): W | null {
+  if (free <= 0) return null
+  const owed = owedNow(s)
+  let best: W | null = null
+  let bestRank = Infinity
+  let bestTag = Infinity
+  for (const team of s.queue.waitingTeams()) {
+    if (s.atCeiling(team)) continue
+    const { head, within, short, everywhere } = standing(s, team)
+    if (head === null) continue
+    if (!within && !short && free - owed < 1) continue
+    // A whole seat left in its share: by seat-time. Past that, the odd seats and the ones
+    // lent: by seat-time on one replica; across replicas, where a team's charges are
+    // spread, by the seats it holds everywhere.
+    const rank = within ? 0 : s.view.one ? 1 : 1 + everywhere / s.weight(team)
+    const tag = Math.max(s.tagOf(team), s.virtual)
+    if (rank < bestRank || (rank === bestRank && (tag < bestTag || (tag === bestTag && head.seq < (best?.seq ?? Infinity))))) {
+      best = head
+      bestRank = rank
+      bestTag = tag
+    }
+  }
+  return best
+}
+
+/**
+ * What the rule holds back from the calls waiting: the seats owed to other active teams
+ * (lent only to calls that end within the lending horizon), and whether every waiting
+ * call is held back by that alone (its team past its share, its call longer than the
+ * horizon) or by its team's ceiling or a pause.
+ */
+export function heldBack<W extends Queued & { workClass: string }>(s: DispatchState<W>, paused: boolean): { owed: number; longOnly: boolean } {
+  const owed = owedNow(s)
+  if (paused) return { owed, longOnly: true }
+  const longOnly = [...s.queue.waitingTeams()].every((team) => {
+    if (s.atCeiling(team)) return true
+    const st = standing(s, team)
+    return st.head !== null && !st.within && !st.short
+  })
+  return { owed, longOnly }
+}

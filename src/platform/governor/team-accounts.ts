@@ -1,0 +1,97 @@
+import { GATEWAY_TEAM } from '../gateway-team.js'
+import type { LocalTeam } from './seat-lease.js'
+
+/** A team that asked within this long is active: its share is owed to it while it does not use it. */
+export const LINGER_MS = 5_000
+
+/** A call in flight: when it started, when it is overdue (Infinity once answered), and whether it was expected short. */
+export interface RunningCall {
+  at: number
+  dueAt: number
+  short: boolean
+}
+
+/** One team's seats on one replica. */
+export interface TeamAccount {
+  held: number
+  seatMs: number
+  running: Set<RunningCall>
+  /** Its virtual finish tag: seat-time charged over its weight. */
+  tag: number
+  lastAsked: number
+  /** The most it held and waited for at once since `peakAt`, a linger ago at most. */
+  peak: number
+  peakAt: number
+}
+
+/**
+ * The teams' accounts of one credential on one replica: what each holds, was charged and
+ * asked, and which of them are active (holding, waiting, or asked within the linger).
+ */
+export class TeamAccounts {
+  readonly #teams = new Map<string, TeamAccount>()
+
+  /** `team`'s account, opened at the virtual time `virtual`. */
+  of(team: string, virtual: number): TeamAccount {
+    let seats = this.#teams.get(team)
+    if (!seats) this.#teams.set(team, (seats = { held: 0, seatMs: 0, running: new Set(), tag: virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity }))
+    return seats
+  }
+
+  held(team: string): number {
+    return this.#teams.get(team)?.held ?? 0
+  }
+
+  shortRunning(team: string): number {
+    let n = 0
+    for (const call of this.#teams.get(team)?.running ?? []) if (call.short) n += 1
+    return n
+  }
+
+  /** Seat-seconds charged to `team`, its calls still running included. */
+  seatSeconds(team: string, now: number): number {
+    const seats = this.#teams.get(team)
+    if (!seats) return 0
+    let running = 0
+    for (const call of seats.running) running += now - call.at
+    return (seats.seatMs + running) / 1000
+  }
+
+  /** Since when a call in flight has been overdue, or null. */
+  overdueSince(now: number): number | null {
+    let due = Infinity
+    for (const seats of this.#teams.values()) for (const call of seats.running) due = Math.min(due, call.dueAt)
+    return due <= now ? due : null
+  }
+
+  /** A team's demand (held and `waiting`) grew: its peak over the linger follows. */
+  notePeak(team: string, waiting: number, now: number, virtual: number): void {
+    const seats = this.of(team, virtual)
+    const demand = seats.held + waiting
+    if (demand >= seats.peak || now - seats.peakAt > LINGER_MS) {
+      seats.peak = demand
+      seats.peakAt = now
+    }
+  }
+
+  /** The active teams: holding, waiting, or asked within LINGER_MS. */
+  active(now: number, waiting: ReadonlyMap<string, number>, weight: (team: string) => number, cap: (team: string) => number | null): LocalTeam[] {
+    const out: LocalTeam[] = []
+    for (const [team, seats] of this.#teams) {
+      // The gateway's own calls (the probe, ownership look-ups) are few: no seat waits for them.
+      const lingering = team !== GATEWAY_TEAM && now - seats.lastAsked < LINGER_MS
+      const w = waiting.get(team) ?? 0
+      if (seats.held === 0 && w === 0 && !lingering) continue
+      const peak = now - seats.peakAt <= LINGER_MS ? Math.max(seats.peak, seats.held + w) : seats.held + w
+      out.push({ team, weight: weight(team), held: seats.held, waiting: w, cap: cap(team), lingering, peak })
+    }
+    return out
+  }
+
+  /** When the first linger of a team holding no seat ends (Infinity: none lingers). */
+  lingerEnd(now: number): number {
+    let at = Infinity
+    for (const seats of this.#teams.values()) if (seats.held === 0 && now - seats.lastAsked < LINGER_MS) at = Math.min(at, seats.lastAsked + LINGER_MS)
+    return at
+  }
+}
