@@ -90,6 +90,8 @@ export class LeasedSeats implements SeatLease {
   #answers = 0
   #waited = false
   #limitRecord: string | null = null
+  // The run that wrote the shared limit record: the learner every replica goes on with.
+  #learnerRun: string | null = null
   readonly #grown: (() => void)[] = []
 
   constructor(opts: LeasedSeatsOptions) {
@@ -175,6 +177,11 @@ export class LeasedSeats implements SeatLease {
   /** Whether calls waited at the limit on another replica, as of the last answer. */
   waitedElsewhere(): boolean {
     return this.#plan?.waitedElsewhere ?? false
+  }
+
+  /** The shared limit record was written by `run`: every replica goes on with that learner (lease-plan.ts). */
+  learnedBy(run: string): void {
+    this.#learnerRun = run
   }
 
   onGrown(fn: () => void): void {
@@ -264,7 +271,7 @@ export class LeasedSeats implements SeatLease {
 
   #planFor(need: number, d: ReplicaDemand): LeasePlan {
     const mine = { run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }
-    return leasePlan(mine, this.#others, d.limit, this.#plan?.learnerRun ?? null)
+    return leasePlan(mine, this.#others, d.limit, this.#learnerRun ?? this.#plan?.learnerRun ?? null)
   }
 
   /** The seats to ask for: while another replica waits, its due and any seat no one took (none while a replica that waits is short of its due); else its need and headroom. */
