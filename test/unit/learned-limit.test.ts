@@ -20,7 +20,8 @@ function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?:
   const estimator = new LimitRuleStandIn()
   const seats = new CredentialSeats({ credential: 'default', maxConcurrent: 64, limit: 2, queueLimit: 10, queueTimeoutMs: 1000, work: new WorkEstimates(), clock })
   const written: string[] = []
-  const lease = { waitedElsewhere: () => lease.waiting, waiting: false, writeLimit: (record: string) => written.push(record) }
+  const writers: string[] = []
+  const lease = { run: 'r1', waitedElsewhere: () => lease.waiting, waiting: false, writeLimit: (record: string) => written.push(record), learnedBy: (run: string) => writers.push(run) }
   const warnings: string[] = []
   const limits: [number, number][] = []
   const moves: [string, number, number][] = []
@@ -38,16 +39,25 @@ function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?:
   })
   /** A lease renewal's answer: the shared record it carries, and whether this replica learns. */
   const renewed = (limitRecord: string | null, learner: boolean) => learned.renewed({ granted: 1, free: 0, known: true, others: [], limitRecord } satisfies LeaseAnswer, { learner } as LeasePlan)
-  return { estimator, seats, lease, written, warnings, limits, moves, learned, renewed }
+  return { estimator, seats, lease, written, writers, warnings, limits, moves, learned, renewed }
 }
 
 /** A shared record as a learner writes it: `{ limit, knee, at }`, sealed for KEY unless told. */
-function record(r: { limit: unknown; knee: unknown; at: unknown }, seal: RedisSeal | null = new RedisSeal(SECRET), key = KEY): string {
+function record(r: { limit: unknown; knee: unknown; at: unknown; run?: string }, seal: RedisSeal | null = new RedisSeal(SECRET), key = KEY): string {
   const text = JSON.stringify(r)
   return seal ? seal.sealText(key, text) : text
 }
 
 describe('LearnedLimit', () => {
+  it('names the run that wrote the shared record to the lease (one learner for every replica), and signs what it writes on starting to learn', () => {
+    const clock = fakeClock()
+    const { writers, written, renewed } = learnedLimit(clock, { seal: null })
+    renewed(record({ limit: 12, knee: 10, at: clock.now(), run: 'r2' }, null), false)
+    expect(writers).toEqual(['r2'])
+    renewed(record({ limit: 12, knee: 10, at: clock.now(), run: 'r2' }, null), true)
+    expect(JSON.parse(written.at(-1) as string)).toMatchObject({ limit: 12, run: 'r1' })
+  })
+
   it('puts the limit rule\'s limit and knee in force at once', () => {
     const { seats, limits } = learnedLimit(fakeClock())
     expect(seats.limit).toBe(8)
@@ -138,7 +148,7 @@ describe('LearnedLimit', () => {
     expect(seats.limit).toBe(10)
     expect(moves).toEqual([['grew', 8, 10]])
     expect(written).toHaveLength(1)
-    expect(JSON.parse(new RedisSeal(SECRET).openText(KEY, written[0] as string) as string)).toEqual({ limit: 10, knee: 9, at: clock.now() })
+    expect(JSON.parse(new RedisSeal(SECRET).openText(KEY, written[0] as string) as string)).toEqual({ limit: 10, knee: 9, at: clock.now(), run: 'r1' })
     // Another replica takes it from its renewal.
     const other = learnedLimit(clock)
     other.renewed(written[0] as string, false)

@@ -36,6 +36,8 @@ interface SharedRecord {
   knee: number
   /** When it was written (epoch ms). */
   at: number
+  /** The run that wrote it: the learner every replica goes on with (lease-plan.ts). */
+  run?: string
 }
 
 /**
@@ -92,11 +94,14 @@ export class LearnedLimit {
     const wasLearning = this.#learning
     this.#learning = plan.learner
     const record = answer.limitRecord === null ? null : this.#open(answer.limitRecord)
+    // Its writer is the learner every replica goes on with: one learner, not one per replica.
+    if (record?.run !== undefined) this.#o.lease?.learnedBy(record.run)
     if (this.#learning) {
       // Redis lost the record (a restart, a flush): the learner writes it again.
       if (answer.limitRecord === null && this.#written !== null) this.#o.lease?.writeLimit(this.#written)
-      // A replica that starts learning starts from the shared limit.
+      // A replica that starts learning starts from the shared limit, and says it learns.
       if (!wasLearning && record !== null) this.#adopt(record)
+      if (!wasLearning && record?.run !== this.#o.lease?.run) this.#write(this.#o.estimator.limit, this.#o.estimator.knee)
       return
     }
     if (record !== null) this.#adopt(record)
@@ -106,9 +111,14 @@ export class LearnedLimit {
     const from = this.#o.seats.limit
     this.#apply(step)
     this.#o.onMove(step.move, from, step.limit)
+    this.#write(step.limit, step.knee)
+  }
+
+  /** The shared record, with this replica's run as its writer. */
+  #write(limit: number, knee: number): void {
     const { lease, seal, key } = this.#o
     if (lease === null) return
-    const text = JSON.stringify({ limit: step.limit, knee: step.knee, at: this.#clock.now() } satisfies SharedRecord)
+    const text = JSON.stringify({ limit, knee, at: this.#clock.now(), run: lease.run } satisfies SharedRecord)
     this.#written = seal ? seal.sealText(key, text) : text
     lease.writeLimit(this.#written)
   }
@@ -143,8 +153,9 @@ export class LearnedLimit {
 function parseRecord(text: string | null): SharedRecord | null {
   if (text === null) return null
   try {
-    const { limit, knee, at } = JSON.parse(text) as Partial<SharedRecord>
-    return Number.isInteger(limit) && (limit as number) > 0 && Number.isInteger(knee) && (knee as number) > 0 && Number.isFinite(at) ? { limit: limit as number, knee: knee as number, at: at as number } : null
+    const { limit, knee, at, run } = JSON.parse(text) as Partial<SharedRecord>
+    if (!(Number.isInteger(limit) && (limit as number) > 0 && Number.isInteger(knee) && (knee as number) > 0 && Number.isFinite(at))) return null
+    return { limit: limit as number, knee: knee as number, at: at as number, ...(typeof run === 'string' ? { run } : {}) }
   } catch {
     return null
   }

@@ -51,7 +51,7 @@ export interface LeasedSeatsOptions {
  * rounds to is taken in turns (a replica that held fewer seats than its target over time
  * asks one more). While the store cannot be reached it keeps its lease as last granted for
  * and its part of the seats no replica held, for as long as a lease lives, then its part
- * of an even split of the limit between the replicas it last saw (or its own cap,
+ * of an even split of the limit between the replicas it saw of late (or its own cap,
  * platform.maxConcurrentPerReplica, from DOWN_GRACE_MS on).
  */
 export class LeasedSeats implements SeatLease {
@@ -77,6 +77,8 @@ export class LeasedSeats implements SeatLease {
   #countedAt = -Infinity
   #replicas = 1
   #rank = 0
+  // The other runs seen in an answer, and when last: an idle replica's record goes, its calls may come back.
+  readonly #seen = new Map<string, number>()
   #downTimers: Timer[] = []
   #timer: Timer | null = null
   #timerAt = Infinity
@@ -90,6 +92,8 @@ export class LeasedSeats implements SeatLease {
   #answers = 0
   #waited = false
   #limitRecord: string | null = null
+  // The run that wrote the shared limit record: the learner every replica goes on with.
+  #learnerRun: string | null = null
   readonly #grown: (() => void)[] = []
 
   constructor(opts: LeasedSeatsOptions) {
@@ -107,7 +111,7 @@ export class LeasedSeats implements SeatLease {
     return this.#lease
   }
 
-  /** Replicas holding a lease of the credential, this one included, as of the last answer. */
+  /** Replicas seen holding a lease of the credential within the time calls take to end, this one included. */
   get replicas(): number {
     return this.#replicas
   }
@@ -175,6 +179,11 @@ export class LeasedSeats implements SeatLease {
   /** Whether calls waited at the limit on another replica, as of the last answer. */
   waitedElsewhere(): boolean {
     return this.#plan?.waitedElsewhere ?? false
+  }
+
+  /** The shared limit record was written by `run`: every replica goes on with that learner (lease-plan.ts). */
+  learnedBy(run: string): void {
+    this.#learnerRun = run
   }
 
   onGrown(fn: () => void): void {
@@ -264,7 +273,7 @@ export class LeasedSeats implements SeatLease {
 
   #planFor(need: number, d: ReplicaDemand): LeasePlan {
     const mine = { run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }
-    return leasePlan(mine, this.#others, d.limit, this.#plan?.learnerRun ?? null)
+    return leasePlan(mine, this.#others, d.limit, this.#learnerRun ?? this.#plan?.learnerRun ?? null)
   }
 
   /** The seats to ask for: while another replica waits, its due and any seat no one took (none while a replica that waits is short of its due); else its need and headroom. */
@@ -358,8 +367,12 @@ export class LeasedSeats implements SeatLease {
     this.#grantedUnder = limit
     this.#granted = true
     this.#free = answer.free
-    this.#replicas = answer.others.length + 1
-    this.#rank = answer.others.filter((r) => r.run < this.#run).length
+    // The replicas it saw within the time calls take to end (an idle one keeps no record): an
+    // outage splits the seats between all of them, not only those that held seats just then.
+    for (const r of answer.others) this.#seen.set(r.run, this.#lastAnswer)
+    for (const [run, at] of this.#seen) if (this.#lastAnswer - at > this.#o.callsEndMs) this.#seen.delete(run)
+    this.#replicas = this.#seen.size + 1
+    this.#rank = [...this.#seen.keys()].filter((run) => run < this.#run).length
     this.#others = answer.others
     this.#plan = this.#planFor(need, this.#demand)
     // Short of seats with none free that it may take: it waits to be told, or for the bounded retry.
