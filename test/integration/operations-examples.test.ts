@@ -55,7 +55,7 @@ describe('docs/operations/', () => {
   })
 
   it('names every refusal reason of gateway_platform_refused_total wherever it lists them, as the dashboard does', () => {
-    const union = /export type RefusalReason = ([^\n]+)/.exec(read('src/platform/governor/seats.ts'))![1]!
+    const union = /export type RefusalReason = ([^\n]+)/.exec(read('src/platform/governor/seat.ts'))![1]!
     const reasons = [...union.matchAll(/'(\w+)'/g)].map((m) => m[1]!)
     expect(reasons).toEqual(['queue_full', 'team_queue_full', 'displaced', 'queue_timeout', 'paused', 'deadline'])
     const places = {
