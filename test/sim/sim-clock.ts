@@ -1,11 +1,19 @@
 import type { Clock, Timer } from '../../src/clock.js'
 
-interface Entry {
-  at: number
-  seq: number
-  fn: () => void
-  every: number | null
-  live: boolean
+/** A timer set on the clock: it is its own handle. */
+class Entry implements Timer {
+  constructor(
+    public at: number,
+    public seq: number,
+    readonly fn: () => void,
+    readonly every: number | null,
+  ) {}
+
+  live = true
+
+  unref(): Timer {
+    return this
+  }
 }
 
 /**
@@ -18,7 +26,6 @@ export class SimClock implements Clock {
   #t: number
   #seq = 0
   readonly #heap: Entry[] = []
-  readonly #entries = new WeakMap<Timer, Entry>()
 
   constructor(start = 1_800_000_000_000) {
     this.#t = start
@@ -63,17 +70,13 @@ export class SimClock implements Clock {
   }
 
   #arm(fn: () => void, ms: number, every: number | null): Timer {
-    const entry: Entry = { at: this.#t + Math.max(0, ms), seq: this.#seq++, fn, every, live: true }
-    const timer: Timer = { unref: () => timer }
-    this.#entries.set(timer, entry)
+    const entry = new Entry(this.#t + Math.max(0, ms), this.#seq++, fn, every)
     this.#push(entry)
-    return timer
+    return entry
   }
 
   #clear(timer: Timer | null | undefined): void {
-    if (!timer) return
-    const entry = this.#entries.get(timer)
-    if (entry) entry.live = false
+    if (timer instanceof Entry) timer.live = false
   }
 
   #push(entry: Entry): void {
