@@ -20,7 +20,7 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
   const adminToken = config.admin.tokens.length === 0 ? randomBytes(32).toString('base64url') : null
   const team: TeamConfig = {
     name: DEMO_TEAM,
-    keys: [{ hash: hashApiKey(key), id: 'demo', expiresAt: null, createdAt: systemClock.now() }],
+    keys: [{ hash: hashApiKey(key), id: 'demo', lineage: 'demo', replaces: null, successor: null, graceUntil: null, expiresAt: null, createdAt: systemClock.now() }],
     advertisers: null,
     write: true,
     refresh: true,

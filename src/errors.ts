@@ -8,6 +8,8 @@ export const allErrors = {
   BadQueryError: createError<[string, { cause?: unknown }?]>('GW_BAD_QUERY', '%s', 400),
   UnauthorizedError: createError<[string?]>('GW_UNAUTHORIZED', 'missing, unknown or revoked API key', 401),
   KeyExpiredError: createError<[string, string]>('GW_UNAUTHORIZED', 'API key %s expired at %s; ask for a new key', 401),
+  // A rotated key past its grace: the id of the key that replaced it, never a key.
+  KeyReplacedError: createError<[string, string, string, string]>('GW_UNAUTHORIZED', 'API key %s was replaced by %s: its grace ended at %s; use the key %s (your team was given it)', 401),
   ConfigRefusedError: createError<[string]>('GW_CONFIG_INVALID', 'the new configuration was refused, the running teams stay: %s', 422),
   ReloadUnavailableError: createError<[string]>('GW_RELOAD_UNAVAILABLE', 'teams cannot be reloaded: %s', 409),
   ForbiddenError: createError<[string, { cause?: unknown }?]>('GW_FORBIDDEN', '%s', 403),
@@ -53,6 +55,7 @@ export const {
   BadQueryError,
   UnauthorizedError,
   KeyExpiredError,
+  KeyReplacedError,
   ConfigRefusedError,
   ReloadUnavailableError,
   ForbiddenError,

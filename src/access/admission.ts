@@ -219,6 +219,8 @@ export class Admission {
     const { team } = caller
     if (team.advertisers === null) return
     const named = this.named(method, caller, known)
+    // Set before the check, so that a refusal's access line names the account asked.
+    caller.advertisers = named.accounts
     caller.accounts = this.checkAccounts(method, team, named)
     if (named.campaigns.length === 0) return
     const ids = [...new Set(named.campaigns)]

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { TeamConfig, TeamKey } from '../config.js'
-import { ForbiddenError, KeyExpiredError, UnauthorizedError } from '../errors.js'
+import { ForbiddenError, KeyExpiredError, KeyReplacedError, UnauthorizedError } from '../errors.js'
 import type { KeyLifetime } from '../observe/metrics.js'
 import { hashApiKey, presentedKey } from './api-keys.js'
 import { systemClock } from '../clock.js'
@@ -45,10 +45,14 @@ export class TeamDirectory {
     return this.#byName.get(name)
   }
 
-  /** Each running key that has an end: seconds until it, negative once it has passed. */
+  /**
+   * Each running key that has an end: seconds until it, negative once it has passed. A
+   * rotated key (one with a successor) is left out: it is on its way out on purpose, and
+   * its successor carries on, so no alert on its end asks for a new key.
+   */
   keyLifetimes(): KeyLifetime[] {
     const now = this.#now()
-    return this.#teams.flatMap((team) => team.keys.flatMap((key) => (key.expiresAt === null ? [] : [{ team: team.name, key: key.id, secondsLeft: (key.expiresAt - now) / 1000 }])))
+    return this.#teams.flatMap((team) => team.keys.flatMap((key) => (key.expiresAt === null || key.successor !== null ? [] : [{ team: team.name, key: key.id, secondsLeft: (key.expiresAt - now) / 1000 }])))
   }
 
   replace(teams: TeamConfig[]): void {
@@ -71,10 +75,20 @@ export class TeamDirectory {
       if (this.#byKey.size >= KNOWN_KEYS_MAX) this.#byKey.clear()
       this.#byKey.set(key, found)
     }
-    const { expiresAt } = found.key
-    if (expiresAt !== null && this.#now() >= expiresAt) throw new KeyExpiredError(found.key.id, new Date(expiresAt).toISOString())
+    const end = keyEnd(found.key)
+    if (end !== null && this.#now() >= end) {
+      const { id, successor } = found.key
+      const at = new Date(end).toISOString()
+      throw successor === null ? new KeyExpiredError(id, at) : new KeyReplacedError(id, successor, at, successor)
+    }
     return found
   }
+}
+
+/** From when a key is refused: its expiry, or the end of its grace when it has a successor, whichever comes first; null: never. */
+export function keyEnd(key: TeamKey): number | null {
+  const ends = [key.expiresAt, key.successor === null ? null : key.graceUntil].filter((t): t is number => t !== null)
+  return ends.length === 0 ? null : Math.min(...ends)
 }
 
 // Contract, "Calling it": reads are GET calls and POST calls whose path ends in /get.

@@ -1,9 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import type { Logger } from 'pino'
-import { ConfigError, loadConfig, type Config, type LoadOptions, type TeamConfig } from '../config.js'
+import { ConfigError, loadConfig, type AdminToken, type Config, type LoadOptions, type TeamConfig } from '../config.js'
 import { ConfigRefusedError, ReloadUnavailableError } from '../errors.js'
 import type { Metrics } from '../observe/metrics.js'
+import type { SecretSet } from '../observe/logger.js'
+import type { RemovedKey } from '../observe/key-use.js'
 import type { RedisBus } from '../redis/bus.js'
 import type { AdminAuth } from './admin-auth.js'
 import type { TeamDirectory } from './team-auth.js'
@@ -28,7 +30,11 @@ export interface TeamReloaderDeps {
   /** The audit lines' log: a reload an admin asked for, and every reload applied. */
   auditLog: Logger
   metrics: Metrics
+  /** The secrets scrubbed from every log line: an admin token read anew joins them. */
+  secrets?: SecretSet
   bus: RedisBus | null
+  /** A reload applied: the keys it removed (listed with their use for 30 days), and the ids it added. */
+  onKeysChanged?: (change: { removed: RemovedKey[]; added: string[] }) => void
   /** Where the config is read from; null: nothing to reload (demo mode, or neither CONFIG_FILE nor TEAMS_FILE). */
   source: LoadOptions | null
   pollMs: number
@@ -160,18 +166,51 @@ export class TeamReloader {
       else log.info(unchanged, message)
       return outcome
     }
+    const adminTokenChanges = adminChanges(this.#d.config.admin.tokens, next.admin.tokens)
+    const keysChanged = keyChanges(this.#d.teams.teams, next.teams)
     this.#d.teams.replace(next.teams)
+    if (keysChanged.removed.length > 0 || keysChanged.added.length > 0) this.#d.onKeysChanged?.(keysChanged)
     this.#d.adminAuth.replace(next.admin.tokens)
     this.#admins = admins
+    this.#adoptAdminTokens(next)
     metrics.configReloads.inc({ result: 'applied' })
+    const what = outcome.result === 'applied' ? (sameAdmins ? 'teams' : 'teams and admin tokens') : 'admin tokens'
     auditLog.info(
-      { action: 'teams-reload', trigger, actor, teams: outcome.teams, keys: outcome.keys, addedKeys: outcome.addedKeys, removedKeys: outcome.removedKeys, adminTokens: next.admin.tokens.map((t) => t.name) },
-      `${this.#named} reloaded: new teams in use`,
+      {
+        action: 'teams-reload',
+        trigger,
+        actor,
+        teams: outcome.teams,
+        keys: outcome.keys,
+        addedKeys: outcome.addedKeys,
+        removedKeys: outcome.removedKeys,
+        adminTokens: next.admin.tokens.map((t) => t.name),
+        adminTokenChanges,
+      },
+      `${this.#named} reloaded: new ${what} in use`,
     )
-    if (restartOnly(next) !== restartOnly(this.#d.config)) {
-      log.warn({ ...this.#files }, 'CONFIG_FILE also changed settings other than teams and admin tokens; those take effect at the next restart')
+    const waiting = restartOnlyChanges(this.#d.config, next)
+    if (waiting.length > 0) {
+      log.warn({ ...this.#files, settings: waiting }, `${this.#named} reload: settings other than the teams and the admin tokens changed (${waiting.join(', ')}); they take effect at the next restart`)
     }
     return { ...outcome, result: 'applied' }
+  }
+
+  // The admin tokens in force from now on, in the running configuration too: GET
+  // /admin/config gives the new ones' fingerprints, the next reload compares with them,
+  // and the log scrubs the new secrets as it scrubbed the old.
+  #adoptAdminTokens(next: Config): void {
+    const running = this.#d.config
+    running.admin.token = next.admin.token
+    running.admin.viewerToken = next.admin.viewerToken
+    running.admin.tokens = next.admin.tokens
+    for (const path of ADMIN_TOKEN_SETTINGS) {
+      const now = next.settings.find((s) => s.setting === path)
+      const at = running.settings.findIndex((s) => s.setting === path)
+      if (now !== undefined && at !== -1) running.settings[at] = now
+    }
+    this.#d.secrets?.add(next.admin.token)
+    this.#d.secrets?.add(next.admin.viewerToken)
   }
 
   // What a running gateway cannot take on: a team of a credential it has no token for.
@@ -260,6 +299,18 @@ function diff(before: readonly TeamConfig[], after: TeamConfig[]): ReloadOutcome
   }
 }
 
+/** The keys (by id) a reload removes, as they were, and the ids it adds: a hash swapped under a kept id is neither. */
+export function keyChanges(before: readonly TeamConfig[], after: readonly TeamConfig[]): { removed: RemovedKey[]; added: string[] } {
+  const ids = (teams: readonly TeamConfig[]) => new Set(teams.flatMap((t) => t.keys.map((k) => k.id)))
+  const [was, now] = [ids(before), ids(after)]
+  const removed = before.flatMap((t) =>
+    t.keys
+      .filter((k) => !now.has(k.id))
+      .map((k): RemovedKey => ({ team: t.name, id: k.id, lineage: k.lineage, replaces: k.replaces, successor: k.successor, graceUntil: k.graceUntil, createdAt: k.createdAt, expiresAt: k.expiresAt })),
+  )
+  return { removed, added: [...now].filter((id) => !was.has(id)) }
+}
+
 function teamShape(t: TeamConfig): unknown {
   return { ...t, advertisers: t.advertisers === null ? null : [...t.advertisers].sort((a, b) => a - b) }
 }
@@ -268,8 +319,68 @@ function signature(value: unknown): string {
   return JSON.stringify(value)
 }
 
-// The settings that need a restart: everything but the teams and the admin tokens. A
-// renamed setting moved to its new name changes its warning, not a value in force.
-function restartOnly(config: Config): string {
-  return signature({ ...config, teams: null, admin: { ...config.admin, tokens: null }, secrets: null, settings: null, warnings: null })
+/** The settings of the admin tokens that a reload takes on (their files are re-read): GET /admin/config's names. */
+const ADMIN_TOKEN_SETTINGS = ['admin.token', 'admin.viewerToken']
+
+/** One admin token changed by a reload: by name, with the fingerprints before and after (null: none). */
+export interface AdminTokenChange {
+  name: string
+  role: AdminToken['role']
+  before: string | null
+  after: string | null
+  /** Its role before, when the reload changed it. */
+  roleBefore?: AdminToken['role']
+}
+
+// An admin token's fingerprint: its hash's first 12 hex digits, which is what
+// fingerprint() gives of the token itself (GET /admin/config, the token view, logs).
+const tokenFingerprint = (t: AdminToken) => t.hash.slice('sha256:'.length, 'sha256:'.length + 12)
+
+/** The admin tokens a reload changed, added or removed, in the order of the new list, then the removed. */
+export function adminChanges(before: readonly AdminToken[], after: readonly AdminToken[]): AdminTokenChange[] {
+  const old = new Map(before.map((t) => [t.name, t]))
+  const changes: AdminTokenChange[] = []
+  for (const t of after) {
+    const was = old.get(t.name)
+    if (was && was.hash === t.hash && was.role === t.role) continue
+    const change: AdminTokenChange = { name: t.name, role: t.role, before: was ? tokenFingerprint(was) : null, after: tokenFingerprint(t) }
+    if (was && was.role !== t.role) change.roleBefore = was.role
+    changes.push(change)
+  }
+  const kept = new Set(after.map((t) => t.name))
+  for (const t of before) if (!kept.has(t.name)) changes.push({ name: t.name, role: t.role, before: tokenFingerprint(t), after: null })
+  return changes
+}
+
+// The settings that need a restart: everything but the teams and the admin tokens (which
+// a reload takes on). A renamed setting moved to its new name changes its warning, not a
+// value in force.
+function restartOnly(config: Config): Record<string, unknown> {
+  return { ...config, teams: null, admin: { ...config.admin, token: null, viewerToken: null, tokens: null }, secrets: null, settings: null, warnings: null }
+}
+
+/**
+ * The settings that differ and wait for a restart, by their names in the config file
+ * (GET /admin/config's), else by their paths in the running configuration; never their
+ * values.
+ */
+export function restartOnlyChanges(running: Config, next: Config): string[] {
+  const value = (config: Config) => new Map(config.settings.filter((s) => !ADMIN_TOKEN_SETTINGS.includes(s.setting)).map((s) => [s.setting, signature(s.value ?? null)]))
+  const [was, now] = [value(running), value(next)]
+  const named = [...new Set([...was.keys(), ...now.keys()])].filter((setting) => was.get(setting) !== now.get(setting))
+  if (named.length > 0) return named
+  const changed: string[] = []
+  const walk = (a: unknown, b: unknown, path: string) => {
+    if (signature(a) === signature(b)) return
+    const plain = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v)
+    if (!plain(a) || !plain(b)) {
+      changed.push(path)
+      return
+    }
+    const x = a as Record<string, unknown>
+    const y = b as Record<string, unknown>
+    for (const key of new Set([...Object.keys(x), ...Object.keys(y)])) walk(x[key], y[key], path === '' ? key : `${path}.${key}`)
+  }
+  walk(restartOnly(running), restartOnly(next), '')
+  return changed
 }

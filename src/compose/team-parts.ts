@@ -2,6 +2,8 @@ import type { Logger } from 'pino'
 import type { Config, LoadOptions } from '../config.js'
 import type { Clock } from '../clock.js'
 import type { Metrics } from '../observe/metrics.js'
+import type { SecretSet } from '../observe/logger.js'
+import type { KeyUse } from '../observe/key-use.js'
 import type { RedisBreaker } from '../redis/breaker.js'
 import type { RedisBus } from '../redis/bus.js'
 import type { RedisClient } from '../redis/client.js'
@@ -29,6 +31,10 @@ export function teamParts(
     log: Logger
     auditLog: Logger
     metrics: Metrics
+    /** The secrets scrubbed from the log: admin tokens a reload reads join them. */
+    secrets?: SecretSet
+    /** Where the keys a reload removes are kept, to be listed with their use for 30 days. */
+    keyUse?: KeyUse
     clock: Clock
     /** Where the teams are reloaded from; default the process environment. null: never. */
     configSource?: LoadOptions | null
@@ -42,7 +48,7 @@ export function teamParts(
   const source = o.configSource === undefined ? { env: process.env } : o.configSource
   return {
     teams,
-    reloader: new TeamReloader({ config, teams, adminAuth, log: o.log, auditLog: o.auditLog, metrics, bus: o.bus, source: config.demo ? null : source, pollMs: config.teamsReload.pollMs, clock }),
+    reloader: new TeamReloader({ config, teams, adminAuth, log: o.log, auditLog: o.auditLog, metrics, secrets: o.secrets, bus: o.bus, onKeysChanged: (change) => void o.keyUse?.keysChanged(change), source: config.demo ? null : source, pollMs: config.teamsReload.pollMs, clock }),
     adminAuth,
     rateLimiter: new RateLimiter({ redis, breaker, prefix, syncMs: config.redis.rateLimitSyncMs, clock }),
     usage: new TeamUsage({ redis, breaker, prefix, metrics, flushMs: config.usage.flushMs, retentionDays: config.usage.retentionDays, clock }),

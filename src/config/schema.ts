@@ -50,6 +50,12 @@ const KeyEntry = Type.Object(
     id: Type.Optional(Type.String({ pattern: KEY_ID_PATTERN, description: `a key id of ${KEY_ID_RULE}` })),
     createdAt: Type.Optional(Type.String({ pattern: EXPIRES_AT_PATTERN, description: 'when the key was made: a date (2026-01-01, midnight UTC) or an ISO date-time' })),
     expiresAt: Type.Optional(Type.String({ pattern: EXPIRES_AT_PATTERN, description: 'a date (2027-01-01, midnight UTC) or an ISO date-time' })),
+    // A rotation (`npm run keys -- rotate`): the old key names its successor and until
+    // when it still works; the successor keeps the line's first id and names the key it replaces.
+    successor: Type.Optional(Type.String({ pattern: KEY_ID_PATTERN, description: `a key id of ${KEY_ID_RULE}: the key that replaces this one` })),
+    graceUntil: Type.Optional(Type.String({ pattern: EXPIRES_AT_PATTERN, description: 'a date (2027-01-01, midnight UTC) or an ISO date-time: until when a key with a successor still works' })),
+    lineage: Type.Optional(Type.String({ pattern: KEY_ID_PATTERN, description: `a key id of ${KEY_ID_RULE}: the first key of the line of keys this one continues` })),
+    replaces: Type.Optional(Type.String({ pattern: KEY_ID_PATTERN, description: `a key id of ${KEY_ID_RULE}: the key this one replaces` })),
   },
   { additionalProperties: false },
 )
@@ -58,8 +64,8 @@ export const TeamSchema = Type.Object(
   {
     // The description sits on the item: a bad item is what the message names.
     keys: Type.Array(
-      Type.Union([KeyHash, KeyEntry], { description: 'sha256:<hex> of an API key (64 lower-case hex digits, from `npm run keys`), or {hash: "sha256:<hex>", id, createdAt, expiresAt}; plaintext keys are never stored' }),
-      { description: 'a list of sha256:<hex> API key hashes or {hash, id, createdAt, expiresAt} entries' },
+      Type.Union([KeyHash, KeyEntry], { description: 'sha256:<hex> of an API key (64 lower-case hex digits, from `npm run keys`), or {hash: "sha256:<hex>", id, createdAt, expiresAt, successor, graceUntil, lineage, replaces}; plaintext keys are never stored' }),
+      { description: 'a list of sha256:<hex> API key hashes or {hash, id, createdAt, expiresAt, successor, graceUntil, lineage, replaces} entries' },
     ),
     advertisers: Type.Array(Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('*')])),
     write: Type.Boolean({ default: false }),

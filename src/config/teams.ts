@@ -12,6 +12,14 @@ export interface TeamKey {
   expiresAt: number | null
   /** Epoch ms the key was made (`npm run keys -- new` writes it); null: not said. */
   createdAt: number | null
+  /** The id of the first key of the line this key continues (its own id unless a rotation made it). */
+  lineage: string
+  /** The id of the key this one replaces (a rotation); null: none. */
+  replaces: string | null
+  /** The id of the key that replaces this one (a rotation); null: none. */
+  successor: string | null
+  /** With a successor: epoch ms from which the key is refused, naming its successor; null: not before its expiry. */
+  graceUntil: number | null
 }
 
 export interface TeamConfig {
@@ -62,11 +70,12 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
     if (credentials && !credentials.has(t.credential)) problems.push(`teams.${name}.credential: no credential named ${t.credential}`)
     const keys: TeamKey[] = []
     for (const [i, entry] of t.keys.entries()) {
-      const { hash, id, createdAt, expiresAt } = typeof entry === 'string' ? { hash: entry, id: undefined, createdAt: undefined, expiresAt: undefined } : entry
+      const { hash, id, createdAt, expiresAt, successor, graceUntil, lineage, replaces } = typeof entry === 'string' ? { hash: entry } : entry
       const owner = keyOwners.get(hash)
       if (owner) problems.push(`teams.${name}.keys: a key is also listed for team ${owner}`)
       keyOwners.set(hash, name)
-      const key: TeamKey = { hash, id: id ?? defaultKeyId(hash), expiresAt: null, createdAt: null }
+      const keyId = id ?? defaultKeyId(hash)
+      const key: TeamKey = { hash, id: keyId, lineage: lineage ?? keyId, replaces: replaces ?? null, successor: successor ?? null, graceUntil: null, expiresAt: null, createdAt: null }
       // Usage and logs name a key by its id alone, so an id means one key.
       const idOwner = ids.get(key.id)
       if (idOwner) problems.push(`teams.${name}.keys.${i}.id: ${key.id} is also the id of a key of team ${idOwner}`)
@@ -78,6 +87,12 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
       if (createdAt !== undefined) {
         key.createdAt = parseExpiry(createdAt)
         if (Number.isNaN(key.createdAt)) problems.push(`teams.${name}.keys.${i}.createdAt: not a valid date (got ${JSON.stringify(createdAt)})`)
+      }
+      if (key.successor === key.id) problems.push(`teams.${name}.keys.${i}.successor: ${key.id} is this key itself; name the key that replaces it`)
+      if (graceUntil !== undefined) {
+        if (key.successor === null) problems.push(`teams.${name}.keys.${i}.graceUntil: only a key with a successor has a grace (set successor, or use expiresAt for the key's end)`)
+        key.graceUntil = parseExpiry(graceUntil)
+        if (Number.isNaN(key.graceUntil)) problems.push(`teams.${name}.keys.${i}.graceUntil: not a valid date (got ${JSON.stringify(graceUntil)})`)
       }
       keys.push(key)
     }

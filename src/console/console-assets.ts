@@ -157,6 +157,7 @@ dt { flex: 0 0 12rem; color: var(--muted); }
 dd { margin: 0; flex: 1 1 12rem; overflow-wrap: anywhere; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .9em; overflow-wrap: anywhere; }
 ul.plain { list-style: none; margin: 0; padding: 0; }
+li.removed, li.removed code { color: var(--muted); }
 .mark, .state { display: inline-block; padding: 0 .4rem; border-radius: 3px; border: 1px solid currentColor; font-size: .85rem; white-space: nowrap; }
 .ok { color: var(--ok); }
 .soon { color: var(--warn); }

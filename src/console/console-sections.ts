@@ -69,7 +69,13 @@ export interface Setting {
 }
 /** A key's life (GET /admin/keys). */
 export interface KeyLife {
+  team: string
   id: string
+  /** `active`, `grace` (replaced, still working), `ended` (refused, still in the file), `removed`. */
+  state: string
+  successor: string | null
+  graceUntil: string | null
+  removedAt: string | null
   createdAt: string | null
   lastUsedAt: string | null
   requestsLastHour: number
@@ -186,8 +192,23 @@ function keyLife(life: KeyLife | undefined, now: number): Child[] {
   return [...made, `last used ${ago(life.lastUsedAt, now)} · ${plural(life.requestsLastHour, 'request')} in the last hour`]
 }
 
+/** A rotated key's mark: its successor, and until when it works (or since when it is refused). */
+function rotation(life: KeyLife | undefined): Child {
+  if (!life || life.successor === null || (life.state !== 'grace' && life.state !== 'ended')) return ''
+  const at = life.graceUntil === null ? '' : ` ${life.graceUntil.slice(0, 16).replace('T', ' ')} UTC`
+  if (life.state === 'ended') return mark({ text: `replaced by ${life.successor}, refused${at ? ` since${at}` : ''}`, level: 'expired' })
+  return mark({ text: `replaced by ${life.successor}${at ? `, works until${at}` : ''}`, level: 'soon' })
+}
+
+/** A key removed from the teams (GET /admin/keys, `state: removed`): greyed, with when and its last use. */
+function removedKey(life: KeyLife, now: number): HTMLElement {
+  const when = life.removedAt === null ? 'removed' : `removed ${ago(life.removedAt, now)}`
+  return el('li', { class: 'removed', 'data-key': life.id }, el('code', {}, life.id), ' ', mark({ text: when, level: 'none' }), el('div', { class: 'muted' }, ...keyLife(life, now)))
+}
+
 export function renderTeams(teams: Team[], usage: UsageRow[] | null, keys: KeyLife[] | null, now: number): void {
-  const lives = new Map((keys ?? []).map((k) => [k.id, k]))
+  const lives = new Map((keys ?? []).filter((k) => k.state !== 'removed').map((k) => [k.id, k]))
+  const removed = (team: string) => (keys ?? []).filter((k) => k.state === 'removed' && k.team === team).map((k) => removedKey(k, now))
   const rows = teams.map((t) => {
     const used = usage?.find((u) => u.team === t.name)
     const count = (n: number | undefined) => (usage === null ? 'unavailable' : String(n ?? 0))
@@ -201,9 +222,20 @@ export function renderTeams(teams: Team[], usage: UsageRow[] | null, keys: KeyLi
       el(
         'td',
         {},
-        t.keys.length === 0
-          ? mark({ text: 'none: the team cannot call', level: 'expired' })
-          : el('ul', { class: 'plain' }, ...t.keys.map((k) => el('li', { 'data-key': k.id }, el('code', {}, k.id), ' ', mark(expiryAt(k.expiresAt, now)), el('div', { class: 'muted' }, ...keyLife(lives.get(k.id), now))))),
+        t.keys.length === 0 ? mark({ text: 'none: the team cannot call', level: 'expired' }) : '',
+        t.keys.length === 0 && removed(t.name).length === 0
+          ? ''
+          : el(
+              'ul',
+              { class: 'plain' },
+              ...t.keys.map((k) => {
+                const life = lives.get(k.id)
+                // A rotated key without an end of its own is marked by its rotation alone.
+                const expiry = k.expiresAt === null && life?.successor ? '' : mark(expiryAt(k.expiresAt, now))
+                return el('li', { 'data-key': k.id }, el('code', {}, k.id), ' ', expiry, ' ', rotation(life), el('div', { class: 'muted' }, ...keyLife(life, now)))
+              }),
+              ...removed(t.name),
+            ),
       ),
       el('td', {}, t.rateLimit ? `${t.rateLimit.remaining} of ${t.rateLimit.max} left (per ${t.rateLimit.windowSec} s)` : 'none'),
       el('td', {}, count(used?.requests)),
@@ -211,7 +243,12 @@ export function renderTeams(teams: Team[], usage: UsageRow[] | null, keys: KeyLi
       el('td', {}, count(used?.platformCalls)),
     )
   })
-  $('teams').replaceChildren(table('Teams and their usage today (UTC)', ['Team', 'Credential', 'Advertisers', 'Keys', 'Rate limit', 'Requests', 'Hits', 'Platform calls'], rows))
+  // Teams removed whole, while their keys are listed (30 days): greyed rows of their removed keys.
+  const running = new Set(teams.map((t) => t.name))
+  const gone = [...new Set((keys ?? []).filter((k) => k.state === 'removed' && !running.has(k.team)).map((k) => k.team))].map((team) =>
+    el('tr', { class: 'gone' }, el('th', { scope: 'row' }, `${team} (removed)`), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, el('ul', { class: 'plain' }, ...removed(team))), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, '–')),
+  )
+  $('teams').replaceChildren(table('Teams and their usage today (UTC)', ['Team', 'Credential', 'Advertisers', 'Keys', 'Rate limit', 'Requests', 'Hits', 'Platform calls'], [...rows, ...gone]))
 }
 
 // Fields every audit line has, shown in their own place; the rest follow as name=value.

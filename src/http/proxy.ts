@@ -8,7 +8,7 @@ import { isRead } from '../access/team-auth.js'
 import { hangUpSignal } from '../platform/client/caller-group.js'
 import type { Admission } from '../access/admission.js'
 import { targetUrl } from '../access/request-target.js'
-import { withPassedRetryAfter, withRetryAfter } from '../platform/retry-after.js'
+import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-after.js'
 import { traceOf } from '../observe/tracing.js'
 import { forwardedEncodings } from '../platform/client/token-echo.js'
 

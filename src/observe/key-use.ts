@@ -4,6 +4,7 @@ import type { RedisSeal } from '../redis/seal.js'
 import { redisKey } from '../redis/keys.js'
 import { readBoundedHashes, type HashBounds } from '../redis/bounded-hash.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
+import { KEY_ID_PATTERN, TEAM_NAME_PATTERN } from '../config/schema.js'
 
 /** How often a replica writes the use of the keys that had traffic since its last write. */
 export const KEY_USE_FLUSH_MS = 30_000
@@ -19,17 +20,24 @@ const HOUR_MINUTES = 60
 // gateway's, and is not read; nor is a replica id longer than the gateway makes them.
 const RECORD_BOUNDS: HashBounds = { maxFields: 10_000, maxFieldBytes: 64, maxValueBytes: 2048 }
 const MAX_REPLICA_ID_CHARS = 128
+// The keys removed in the last 30 days: a field per key id, a value of a team, ids and times.
+const REMOVED_BOUNDS: HashBounds = { maxFields: 10_000, maxFieldBytes: 64, maxValueBytes: 1024 }
+const TEAM_NAME = new RegExp(TEAM_NAME_PATTERN)
+const KEY_ID = new RegExp(KEY_ID_PATTERN)
+const MAX_TEAM_NAME_CHARS = 128
 
 /** One key's use on one replica: when it was last used (epoch ms), and its requests in each minute of the last hour that had some. */
 export interface KeyUseRecord {
   at: number
   /** `[minute since the epoch, requests]`, oldest first. */
   minutes: [number, number][]
+  /** The key's team when it was used (records of the previous release have none). */
+  team?: string
 }
 
 /** A record as it is stored: short, so that a write of every key a replica served stays small. */
 export function encodeKeyUse(record: KeyUseRecord): string {
-  return JSON.stringify({ at: record.at, m: record.minutes })
+  return JSON.stringify(record.team === undefined ? { at: record.at, m: record.minutes } : { at: record.at, m: record.minutes, t: record.team })
 }
 
 /** A stored record, or null when it is not one of the gateway's. */
@@ -40,11 +48,48 @@ export function decodeKeyUse(text: string): KeyUseRecord | null {
   } catch {
     return null
   }
-  const v = value as { at?: unknown; m?: unknown } | null
+  const v = value as { at?: unknown; m?: unknown; t?: unknown } | null
   if (typeof v !== 'object' || v === null || !Number.isSafeInteger(v.at) || !Array.isArray(v.m) || v.m.length > HOUR_MINUTES) return null
   const minutes = v.m as unknown[]
   if (!minutes.every((p) => Array.isArray(p) && p.length === 2 && Number.isSafeInteger(p[0]) && Number.isSafeInteger(p[1]) && (p[1] as number) >= 0)) return null
-  return { at: v.at as number, minutes: minutes as [number, number][] }
+  // A team the record cannot name (none, from the previous release) leaves the use without one.
+  return isTeamName(v.t) ? { at: v.at as number, minutes: minutes as [number, number][], team: v.t } : { at: v.at as number, minutes: minutes as [number, number][] }
+}
+
+const isTeamName = (v: unknown): v is string => typeof v === 'string' && v.length <= MAX_TEAM_NAME_CHARS && TEAM_NAME.test(v)
+const isKeyId = (v: unknown): v is string => typeof v === 'string' && KEY_ID.test(v)
+const isInstant = (v: unknown): v is number | null => v === null || Number.isSafeInteger(v)
+
+/** A key a reload removed: what the key was (never its hash), to list it with its use for 30 days after. */
+export interface RemovedKey {
+  team: string
+  id: string
+  lineage: string
+  replaces: string | null
+  successor: string | null
+  graceUntil: number | null
+  createdAt: number | null
+  expiresAt: number | null
+}
+
+/** A removed key and when it was removed (epoch ms; the first replica's reload to remove it). */
+export interface RemovedKeyRecord extends RemovedKey {
+  removedAt: number
+}
+
+/** A removal as it is stored (JSON), or null when the text is not one of the gateway's. */
+export function decodeRemovedKey(text: string): RemovedKeyRecord | null {
+  let v: Record<string, unknown>
+  try {
+    v = JSON.parse(text) as Record<string, unknown>
+  } catch {
+    return null
+  }
+  if (typeof v !== 'object' || v === null || !isTeamName(v.team) || !isKeyId(v.id) || !isKeyId(v.lineage) || !Number.isSafeInteger(v.removedAt)) return null
+  if (!(v.replaces === null || isKeyId(v.replaces)) || !(v.successor === null || isKeyId(v.successor))) return null
+  if (!isInstant(v.graceUntil) || !isInstant(v.createdAt) || !isInstant(v.expiresAt)) return null
+  const { team, id, lineage, replaces, successor, graceUntil, createdAt, expiresAt, removedAt } = v as unknown as RemovedKeyRecord
+  return { team, id, lineage, replaces, successor, graceUntil, createdAt, expiresAt, removedAt }
 }
 
 /** Requests in the hour before `now`, summed over the records (of one key, each of one replica). */
@@ -58,6 +103,7 @@ export function requestsInLastHour(records: readonly KeyUseRecord[], now: number
 /** One key's requests on this replica: its last use, and a ring of the last hour's minutes. */
 class Tally {
   at = 0
+  team: string | undefined = undefined
   readonly #counts = new Uint32Array(HOUR_MINUTES)
   readonly #minutes = new Float64Array(HOUR_MINUTES).fill(-1)
 
@@ -80,7 +126,8 @@ class Tally {
       const count = this.#counts[slot] as number
       if (minute >= first && count > 0) minutes.push([minute, count])
     }
-    return { at: this.at, minutes: minutes.sort((a, b) => a[0] - b[0]) }
+    minutes.sort((a, b) => a[0] - b[0])
+    return this.team === undefined ? { at: this.at, minutes } : { at: this.at, minutes, team: this.team }
   }
 }
 
@@ -95,6 +142,11 @@ export interface KeyUseView {
   redis: 'ok' | 'down' | 'not configured'
   /** Per key id, each replica's record (this replica's taken now), newest use first. */
   byKey: Map<string, ReplicaKeyUse[]>
+  /**
+   * Per key id, the keys a reload removed in the last 30 days: every replica's (the first
+   * removal of a key kept) with Redis; without it, those this replica removed.
+   */
+  removed: Map<string, RemovedKeyRecord>
 }
 
 export interface KeyUseOptions {
@@ -128,6 +180,11 @@ export class KeyUse {
   readonly #dirty = new Set<string>()
   readonly #hash: string
   readonly #index: string
+  readonly #removedHash: string
+  /** The keys this replica's reloads removed, its own account of them (read without Redis). */
+  readonly #removed = new Map<string, RemovedKeyRecord>()
+  /** Removals and returns not yet written to Redis (it was down): written with the next flush. */
+  readonly #unwritten = { removed: new Map<string, RemovedKeyRecord>(), added: new Set<string>() }
   #timer: Timer | null = null
 
   constructor(opts: KeyUseOptions) {
@@ -135,17 +192,90 @@ export class KeyUse {
     this.#clock = opts.clock ?? systemClock
     this.#hash = redisKey.keyUse(opts.prefix, opts.replica)
     this.#index = redisKey.keyUseIndex(opts.prefix)
+    this.#removedHash = redisKey.keyUseRemoved(opts.prefix)
   }
 
-  /** A request of key `id` at `at`. */
-  note(id: string, at: number): void {
+  /** A request of key `id` (of `team`) at `at`. */
+  note(id: string, at: number, team?: string): void {
     let tally = this.#tallies.get(id)
     if (tally === undefined) {
       tally = new Tally()
       this.#tallies.set(id, tally)
     }
     tally.note(at)
+    // A team name longer than a record holds is left out: the key's use is still counted.
+    if (team !== undefined && team.length <= MAX_TEAM_NAME_CHARS) tally.team = team
     this.#dirty.add(id)
+  }
+
+  /**
+   * A reload applied: the keys it `removed` are listed (with their use) for
+   * KEY_USE_KEEP_MS after, on every replica through Redis, where the first replica to
+   * remove a key gives its removal time; a key `added` again (by id) is no longer removed.
+   * False when Redis did not take the change (it is written with the next flush).
+   */
+  async keysChanged(change: { removed: readonly RemovedKey[]; added: readonly string[] }): Promise<boolean> {
+    const now = this.#clock.now()
+    for (const id of change.added) {
+      this.#removed.delete(id)
+      this.#unwritten.removed.delete(id)
+      this.#unwritten.added.add(id)
+    }
+    for (const key of change.removed) {
+      const record = this.#removed.get(key.id) ?? { ...key, removedAt: now }
+      this.#removed.set(key.id, record)
+      this.#unwritten.added.delete(key.id)
+      this.#unwritten.removed.set(key.id, record)
+    }
+    return this.#writeRemovals(now)
+  }
+
+  // Writes the removals and returns not yet in Redis: first drops the removals older than
+  // KEY_USE_KEEP_MS (a hash field has no expiry of its own), then adds each new one unless
+  // another replica's removal of the key is there already.
+  async #writeRemovals(now: number): Promise<boolean> {
+    const { redis, breaker, seal } = this.#o
+    if (!redis || !breaker) {
+      this.#unwritten.removed.clear()
+      this.#unwritten.added.clear()
+      return true
+    }
+    if (this.#unwritten.removed.size === 0 && this.#unwritten.added.size === 0) return true
+    const removed = [...this.#unwritten.removed.values()]
+    const added = [...this.#unwritten.added]
+    this.#unwritten.removed.clear()
+    this.#unwritten.added.clear()
+    const written = await breaker.write(async () => {
+      const stale = (await this.#readRemovals()).filter(([, record]) => record === null || record.removedAt <= now - KEY_USE_KEEP_MS).map(([id]) => id)
+      const batch = redis.multi()
+      const dropped = [...new Set([...stale, ...added])]
+      if (dropped.length > 0) batch.hdel(this.#removedHash, ...dropped)
+      for (const record of removed) {
+        const text = JSON.stringify(record)
+        batch.hsetnx(this.#removedHash, record.id, seal ? seal.sealText(`${this.#removedHash}#${record.id}`, text) : text)
+      }
+      batch.pexpire(this.#removedHash, KEY_USE_KEEP_MS)
+      const replies = await batch.exec()
+      return replies !== null && replies.every(([err]) => !err)
+    }, false)
+    if (!written) {
+      for (const record of removed) if (!this.#unwritten.added.has(record.id)) this.#unwritten.removed.set(record.id, record)
+      for (const id of added) if (!this.#unwritten.removed.has(id)) this.#unwritten.added.add(id)
+    }
+    return written
+  }
+
+  /** The removals in Redis, each opened (null: without the seal, or not one of the gateway's). Throws when Redis fails. */
+  async #readRemovals(): Promise<[string, RemovedKeyRecord | null][]> {
+    const { redis, seal } = this.#o
+    if (!redis) return []
+    const fields = (await readBoundedHashes(redis, [this.#removedHash], REMOVED_BOUNDS))[0] ?? []
+    return fields.map(([id, value]) => {
+      const text = seal ? seal.openText(`${this.#removedHash}#${id}`, value) : value
+      if (text === null) this.#o.onUnverified?.(`${this.#removedHash}#${id}`)
+      const record = text === null ? null : decodeRemovedKey(text)
+      return [id, record !== null && record.id === id ? record : null]
+    })
   }
 
   /** Writes every KEY_USE_FLUSH_MS, until close(). */
@@ -160,8 +290,10 @@ export class KeyUse {
    */
   async flush(): Promise<boolean> {
     const { redis, breaker, seal } = this.#o
-    if (!redis || !breaker || this.#dirty.size === 0) return true
+    if (!redis || !breaker) return true
     const now = this.#clock.now()
+    const removals = await this.#writeRemovals(now)
+    if (this.#dirty.size === 0) return removals
     const ids = [...this.#dirty]
     this.#dirty.clear()
     const fields: string[] = []
@@ -193,26 +325,34 @@ export class KeyUse {
     for (const [id, tally] of this.#tallies) if (!this.#dirty.has(id) && tally.at < now - HOUR_MINUTES * MINUTE_MS) this.#tallies.delete(id)
   }
 
-  /** Every replica's use of every key it recorded, this replica's taken now. */
+  /** Every replica's use of every key it recorded, this replica's taken now; and the keys removed in the last 30 days. */
   async gather(): Promise<KeyUseView> {
     const now = this.#clock.now()
     const byKey = new Map<string, ReplicaKeyUse[]>()
     const add = (id: string, use: ReplicaKeyUse) => byKey.set(id, [...(byKey.get(id) ?? []), use])
     for (const [id, tally] of this.#tallies) add(id, { replica: this.#o.replica, record: tally.record(now) })
+    for (const [id, record] of this.#removed) if (record.removedAt <= now - KEY_USE_KEEP_MS) this.#removed.delete(id)
     const { redis, breaker } = this.#o
-    const view = (state: KeyUseView['redis']): KeyUseView => {
+    const view = (state: KeyUseView['redis'], removed: Iterable<RemovedKeyRecord>): KeyUseView => {
       for (const uses of byKey.values()) uses.sort((a, b) => b.record.at - a.record.at)
-      return { redis: state, byKey }
+      const kept = new Map<string, RemovedKeyRecord>()
+      for (const record of removed) {
+        const known = kept.get(record.id)
+        if (record.removedAt > now - KEY_USE_KEEP_MS && (known === undefined || record.removedAt < known.removedAt)) kept.set(record.id, record)
+      }
+      return { redis: state, byKey, removed: kept }
     }
-    if (!redis || !breaker) return view('not configured')
+    if (!redis || !breaker) return view('not configured', this.#removed.values())
     const found = await breaker.run(async () => {
       const replicas = (await redis.zrevrange(this.#index, 0, MAX_KEY_USE_REPLICAS - 1)).filter((r) => r !== this.#o.replica && r.length <= MAX_REPLICA_ID_CHARS)
       const hashes = replicas.map((r) => redisKey.keyUse(this.#o.prefix, r))
       const read = await readBoundedHashes(redis, hashes, RECORD_BOUNDS)
-      return replicas.map((replica, i) => ({ replica, hash: hashes[i] as string, fields: read[i] ?? [] }))
+      const removed = (await this.#readRemovals()).flatMap(([, record]) => (record === null ? [] : [record]))
+      return { removed, replicas: replicas.map((replica, i) => ({ replica, hash: hashes[i] as string, fields: read[i] ?? [] })) }
     }, null)
-    if (found === null) return view('down')
-    for (const { replica, hash, fields } of found) {
+    // Without Redis, this replica's own account; with it, Redis's, and what this replica could not write there yet.
+    if (found === null) return view('down', this.#removed.values())
+    for (const { replica, hash, fields } of found.replicas) {
       for (const [id, value] of fields) {
         const text = this.#o.seal ? this.#o.seal.openText(`${hash}#${id}`, value) : value
         if (text === null) {
@@ -223,7 +363,7 @@ export class KeyUse {
         if (record && record.at > now - KEY_USE_KEEP_MS) add(id, { replica, record })
       }
     }
-    return view('ok')
+    return view('ok', [...found.removed, ...this.#unwritten.removed.values()])
   }
 
   /** Writes what is left, then stops. */

@@ -51,6 +51,8 @@ export const redisKey = {
   keyUseIndex: (prefix: string) => `${prefix}{keyuse}:index`,
   /** One replica's key use: a field per key id (sealed), kept for a while after its last write. */
   keyUse: (prefix: string, replica: string) => `${prefix}{keyuse}:replica:${replica}`,
+  /** The keys a reload removed: a field per key id (sealed), each kept 30 days after its removal; one hash slot with the key use. */
+  keyUseRemoved: (prefix: string) => `${prefix}{keyuse}:removed`,
   /** A campaign's owning advertiser, `campaign` being the owner cache's key. */
   owner: (prefix: string, campaign: string) => `${prefix}owners:${campaign}`,
 } as const

@@ -104,6 +104,8 @@ export class ReadDecisions {
       let scopePending = false
       if (team.advertisers !== null) {
         const named = admission.named(method, known, known)
+        // Set before the check, so that a refusal's access line names the account asked.
+        if (caller) caller.advertisers = named.accounts
         const accounts = admission.checkAccounts(method, team, named)
         if (caller) caller.accounts = accounts
         scopePending = named.campaigns.length > 0

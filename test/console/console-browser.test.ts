@@ -13,6 +13,9 @@ const VIEWER_TOKEN = 'console-viewer-token-0123456789abcdef'
 const GROWTH_KEY = 'rgw_test_console_growth_key_00000000000000000'
 const ANALYTICS_KEY = 'rgw_test_console_analytics_key_000000000000000'
 const SOON = new Date(Date.now() + 5 * 86_400_000).toISOString()
+const ANALYTICS_OLD_KEY = 'rgw_test_console_analytics_old_key_00000000000'
+// A rotation under way: analytics-2025 works until GRACE, then analytics-2026 alone.
+const GRACE = new Date(Date.now() + 3 * 86_400_000).toISOString()
 const YAML = `
 teams:
   growth:
@@ -21,7 +24,8 @@ teams:
     rateLimit: { max: 100, window: 1m }
   analytics:
     keys:
-      - { hash: "${hashApiKey(ANALYTICS_KEY)}", id: analytics-2026, expiresAt: "${SOON}" }
+      - { hash: "${hashApiKey(ANALYTICS_OLD_KEY)}", id: analytics-2025, successor: analytics-2026, graceUntil: "${GRACE}" }
+      - { hash: "${hashApiKey(ANALYTICS_KEY)}", id: analytics-2026, expiresAt: "${SOON}", lineage: analytics-2025, replaces: analytics-2025 }
     advertisers: ["*"]
   retired:
     keys: []
@@ -41,6 +45,9 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     sandbox = await startSandbox()
     const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, ADMIN_VIEWER_TOKEN: VIEWER_TOKEN }, YAML)
     gw = await listen(await buildGateway(config, { consoleScriptsDir: SCRIPTS }))
+    // Keys a reload removed: one of a running team, one of a team removed whole.
+    const removed = { lineage: 'growth-2025', replaces: null, successor: null, graceUntil: null, createdAt: null, expiresAt: null }
+    await gw.keyUse.keysChanged({ removed: [{ ...removed, team: 'growth', id: 'growth-2025' }, { ...removed, team: 'legacy', id: 'legacy-1', lineage: 'legacy-1' }], added: [] })
     await gw.admin.listen({ host: '127.0.0.1', port: 0 })
     adminUrl = `http://127.0.0.1:${(gw.admin.server.address() as AddressInfo).port}`
     ;({ browser, page } = await openConsoleBrowser(CHROMIUM as string, requested))
@@ -104,7 +111,7 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     expect(teams).toContain('growth')
     expect(teams).toContain('analytics')
     expect(teams).toMatch(/analytics-2026\s+[45] days left/)
-    expect(await page.$eval('#teams .mark.soon', (n) => n.textContent)).toMatch(/days left/)
+    expect(await page.$eval('#teams li[data-key="analytics-2026"] .mark.soon', (n) => n.textContent)).toMatch(/days left/)
     // A team whose keys were all revoked says so, rather than an empty cell.
     expect(teams).toMatch(/retired[\s\S]*none: the team cannot call/)
     expect(await text('#redis')).toContain('not configured')
@@ -147,6 +154,17 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     const growthKey = hashApiKey(GROWTH_KEY).slice(7, 19)
     await until(`/last used just now · [1-9]\\d* requests? in the last hour/.test(document.querySelector('#teams li[data-key="${growthKey}"]')?.textContent ?? '')`)
     expect(await text(`#teams li[data-key="analytics-2026"]`)).toMatch(/last used never · 0 requests in the last hour/)
+  })
+
+  it('marks a key in its grace with its successor and the end of its grace, and lists removed keys with their use, a removed team\'s too', async () => {
+    const rotated = await text('#teams li[data-key="analytics-2025"]')
+    expect(rotated).toContain(`replaced by analytics-2026, works until ${GRACE.slice(0, 16).replace('T', ' ')} UTC`)
+    expect(await page.$eval('#teams li[data-key="analytics-2025"] .mark.soon', (n) => n.textContent)).toMatch(/^replaced by analytics-2026/)
+    expect(await text('#teams li[data-key="analytics-2026"]')).not.toContain('replaced')
+    const removed = await text('#teams li.removed[data-key="growth-2025"]')
+    expect(removed).toMatch(/removed just now/)
+    expect(removed).toMatch(/last used never · 0 requests in the last hour/)
+    expect(await text('#teams')).toMatch(/legacy \(removed\)[\s\S]*legacy-1[\s\S]*removed just now/)
   })
 
   it('looks a report up by any spelling of its URL, and purges that one report after a confirmation', async () => {

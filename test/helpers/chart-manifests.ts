@@ -241,6 +241,9 @@ interface PolicyRule {
   to?: PolicyPeer[]
   ports: { port: number; protocol: string }[]
 }
+export interface PodDisruptionBudget extends Manifest {
+  spec: { maxUnavailable?: number; selector: { matchLabels: Record<string, string> } }
+}
 export interface NetworkPolicy extends Manifest {
   spec: { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress: PolicyRule[]; egress: PolicyRule[] }
 }

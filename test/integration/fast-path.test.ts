@@ -391,6 +391,25 @@ describe('the access log line', () => {
     expect(line.upstreamMs).toEqual(expect.any(Number))
     expect(line.bytes).toBeGreaterThan(body.length)
   })
+
+  it('names the advertiser a refused cross-team call asked for (403), on a report read, a report form and a proxied call', async () => {
+    // growth reads 101 and 102; 103 is another team's.
+    const asked = [
+      { method: 'GET' as const, path: '/api/v1/report/campaigns/get?advertiserId=103&dateFrom=2026-01-01&dateTo=2026-01-07', body: undefined },
+      { method: 'POST' as const, path: '/api/v1/report/campaigns/get', body: { advertiserId: 103, campaignIds: [1], dateFrom: '2026-01-01', dateTo: '2026-01-07' } },
+      { method: 'POST' as const, path: '/api/v1/campaign/get', body: { userId: 103 } },
+    ]
+    for (const { method, path, body } of asked) {
+      const res = await request(`${env.url}${path}`, {
+        method,
+        headers: { 'x-api-key': KEYS.growth, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      })
+      await res.body.arrayBuffer()
+      expect(res.statusCode, `${method} ${path}`).toBe(403)
+      expect(lastRequestLine(), `${method} ${path}`).toMatchObject({ team: 'growth', status: 403, advertiser: 103 })
+    }
+  })
 })
 
 // A report answer is `cache-control: private, max-age=N`: a browser keeps it. A browser

@@ -149,6 +149,9 @@ describe('KeyUse', () => {
 
   it('reads back only what it writes', () => {
     expect(decodeKeyUse(encodeKeyUse({ at, minutes: [[1, 2]] }))).toEqual({ at, minutes: [[1, 2]] })
+    // With the key's team (a removed key is listed under it); a team it cannot name is left out, the use kept.
+    expect(decodeKeyUse(encodeKeyUse({ at, minutes: [[1, 2]], team: 'growth' }))).toEqual({ at, minutes: [[1, 2]], team: 'growth' })
+    expect(decodeKeyUse(JSON.stringify({ at, m: [[1, 2]], t: '<b>' }))).toEqual({ at, minutes: [[1, 2]] })
     for (const bad of ['', 'null', '{"at":"x","m":[]}', '{"at":1,"m":[[1]]}', '{"at":1,"m":[[1,-1]]}', `{"at":1,"m":${JSON.stringify(Array.from({ length: 61 }, (_, i) => [i, 1]))}}`]) expect(decodeKeyUse(bad), bad).toBeNull()
   })
 })

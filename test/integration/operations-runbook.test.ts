@@ -74,7 +74,7 @@ afterAll(async () => {
 
 describe('docs/operations/runbook.md, tested runbook', () => {
   it('has the blocks the guide promises', () => {
-    expect([...runbook().keys()]).toEqual(['add-team', 'rotate-key', 'rotate-token', 'warm', 'purge', 'usage', 'keys', 'read-alert'])
+    expect([...runbook().keys()]).toEqual(['add-team', 'rotate-key', 'watch-rotation', 'retire-key', 'rotate-token', 'warm', 'purge', 'usage', 'keys', 'read-alert'])
   })
 
   it('adds a team: the reload names it and its key reads reports', async () => {
@@ -84,19 +84,46 @@ describe('docs/operations/runbook.md, tested runbook', () => {
     expect((await report(key())).status).toBe(200)
   })
 
-  it('adds a key and revokes the old one: the old key is refused at once, the new one works', async () => {
+  it('rotates a key with overlap: both keys work during the grace, the old one names its successor, and is 401 naming it once the grace has ended', async () => {
     const old = key()
-    const out = (await run('rotate-key'))
+    const out = await run('rotate-key')
     const outcome = JSON.parse(out.slice(out.lastIndexOf('{"result"'))) as { result: string; addedKeys: string[]; removedKeys: string[] }
     // The file poll may have applied it first: then the call finds nothing left to change.
-    if (outcome.result === 'applied') expect([outcome.addedKeys, outcome.removedKeys]).toEqual([['growth/growth-2'], ['growth/growth-1']])
+    if (outcome.result === 'applied') expect([outcome.addedKeys, outcome.removedKeys]).toEqual([['growth/growth-2'], []])
     else expect(outcome.result).toBe('unchanged')
-    expect((await report(old)).status).toBe(401)
-    expect((await report(key())).status).toBe(200)
-    // The new key has its own id and end, not the old key's: the old entry is gone whole.
+    const next = key()
+    expect(next).not.toBe(old)
+    expect((await report(old)).status).toBe(200)
+    expect((await report(next)).status).toBe(200)
+    type Row = { id: string; state: string; lineage: string; replaces: string | null; successor: string | null; graceUntil: string | null; requestsLastHour: number }
+    const watched = async () => (JSON.parse(await run('watch-rotation')) as { keys: Row[] }).keys
+    const during = await watched()
+    expect(during.map((k) => [k.id, k.state, k.lineage, k.replaces, k.successor])).toEqual([
+      ['growth-1', 'grace', 'growth-1', null, 'growth-2'],
+      ['growth-2', 'active', 'growth-1', 'growth-1', null],
+    ])
+    expect(Date.parse(during[0]!.graceUntil!) - Date.now()).toBeGreaterThan(6 * 86_400_000)
+    expect(during[0]!.requestsLastHour).toBeGreaterThan(0)
+
+    // A week later, as far as the file knows: its grace is over.
+    writeFileSync(teamsFile, readFileSync(teamsFile, 'utf8').replace(/graceUntil: "[^"]+"/, 'graceUntil: "2026-01-01T00:00:00Z"'))
+    await fetch(`${gw.adminUrl}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    const refused = await report(old)
+    expect(refused.status).toBe(401)
+    expect(((await refused.json()) as { message: string }).message).toBe('API key growth-1 was replaced by growth-2: its grace ended at 2026-01-01T00:00:00.000Z; use the key growth-2 (your team was given it)')
+    expect((await report(next)).status).toBe(200)
+    expect((await watched()).map((k) => k.state)).toEqual(['ended', 'active'])
+  })
+
+  it('removes the old key: the reload names it, and the new key keeps its lineage', async () => {
+    const out = await run('retire-key')
+    const outcome = JSON.parse(out.slice(out.lastIndexOf('{"result"'))) as { result: string; addedKeys: string[]; removedKeys: string[] }
+    if (outcome.result === 'applied') expect([outcome.addedKeys, outcome.removedKeys]).toEqual([[], ['growth/growth-1']])
+    else expect(outcome.result).toBe('unchanged')
     const file = readFileSync(teamsFile, 'utf8')
-    expect(file).not.toContain('growth-1')
-    expect(file.match(/id: "growth-2", createdAt: "[^"]+", expiresAt: "[^"]+"/g)).toHaveLength(1)
+    expect(file).not.toContain('id: "growth-1"')
+    expect(file.match(/id: "growth-2", createdAt: "[^"]+", expiresAt: "[^"]+", lineage: "growth-1", replaces: "growth-1"/g)).toHaveLength(1)
+    expect((await report(key())).status).toBe(200)
   })
 
   it('rotates the platform token: the new one is in use', async () => {
@@ -113,10 +140,13 @@ describe('docs/operations/runbook.md, tested runbook', () => {
     expect(JSON.parse((await run('purge')))).toMatchObject({ purged: 'advertiser', advertiserId: 101 })
     await waitFor('usage of team growth in Redis', async () => (JSON.parse((await run('usage'))) as { usage: unknown[] }).usage.length > 0, 20_000, 200)
     expect((JSON.parse((await run('usage'))) as { usage: { team: string; requests: number }[] }).usage[0]).toMatchObject({ team: 'growth', requests: expect.any(Number) })
-    const life = JSON.parse(await run('keys')) as { keys: { id: string; createdAt: string; expiresAt: string; lastUsedAt: string | null; requestsLastHour: number }[] }
-    expect(life.keys.map((k) => k.id)).toEqual(['growth-2'])
+    const life = JSON.parse(await run('keys')) as { keys: { id: string; state: string; removedAt: string | null; createdAt: string; expiresAt: string; lastUsedAt: string | null; requestsLastHour: number }[] }
+    expect(life.keys.map((k) => [k.id, k.state])).toEqual([['growth-2', 'active'], ['growth-1', 'removed']])
     expect(life.keys[0]).toMatchObject({ createdAt: expect.any(String), expiresAt: expect.any(String), lastUsedAt: expect.any(String) })
     expect(life.keys[0]!.requestsLastHour).toBeGreaterThan(0)
+    // The removed key keeps its last use and counts.
+    expect(life.keys[1]).toMatchObject({ removedAt: expect.any(String), lastUsedAt: expect.any(String) })
+    expect(life.keys[1]!.requestsLastHour).toBeGreaterThan(0)
     const alert = (await run('read-alert'))
     expect(alert).toMatch(/^gateway_platform_token_usable\{credential="default"\} 1$/m)
     expect(alert).toMatch(/^gateway_config_last_reload_successful 1$/m)

@@ -172,13 +172,20 @@ describe('keys without restarts', () => {
     const dir = configMap(yaml([plain(OLD)], '1h', 'platform: { permitLease: 2s }\n'))
     const gw = await replica(dir, false)
     const reload = async () => (await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json<{ result: string }>().result
-    const restartNeeded = () => gw.logs.records().filter((r) => r.msg === 'CONFIG_FILE also changed settings other than teams and admin tokens; those take effect at the next restart')
+    const restartNeeded = () => gw.logs.records().filter((r) => String(r.msg).endsWith('they take effect at the next restart'))
     dir.update(yaml([plain(NEW)], '1h', 'platform: { seatLease: 2s }\n'))
     expect(await reload()).toBe('applied')
     expect(restartNeeded()).toEqual([])
     dir.update(yaml([plain(OLD)], '1h', 'platform: { seatLease: 3s }\n'))
     expect(await reload()).toBe('applied')
-    expect(restartNeeded()).toHaveLength(1)
+    expect(restartNeeded()).toEqual([
+      expect.objectContaining({
+        level: 40,
+        file: dir.path,
+        settings: ['platform.seatLease'],
+        msg: 'CONFIG_FILE reload: settings other than the teams and the admin tokens changed (platform.seatLease); they take effect at the next restart',
+      }),
+    ])
   })
 
   it('answers 409 to POST /admin/reload without a CONFIG_FILE', async () => {
@@ -361,6 +368,58 @@ describe('teams in TEAMS_FILE', () => {
     await waitFor('the key removed from TEAMS_FILE to be refused', async () => (await status(gw, OLD)) === 401, 10_000, 20)
     expect(await status(gw, NEW)).toBe(200)
     expect(await metric(gw, 'gateway_config_last_reload_successful')).toBe(1)
+  })
+})
+
+// The admin tokens of ADMIN_TOKEN_FILE, ADMIN_VIEWER_TOKEN_FILE and ADMIN_TOKENS_FILE
+// (the chart mounts them from its Secret) are re-read with the teams: a new token is in
+// use within the poll and a reload, audited with the fingerprints that changed, and no
+// setting waits for a restart.
+describe('admin tokens in their files', () => {
+  const FIRST = 'admin-token-file-first-000000000000'
+  const SECOND = 'admin-token-file-second-11111111111'
+  const CAROL = 'admin-tokens-file-carol-2222222222'
+  const CAROL_NEW = 'admin-tokens-file-carol-3333333333'
+  const fp = (token: string) => createHash('sha256').update(token).digest('hex').slice(0, 12)
+  const named = (name: string, token: string) => `${name}:sha256:${createHash('sha256').update(token).digest('hex')}:viewer\n`
+  const whoami = async (gw: TestGateway, token: string) => (await gw.admin.inject({ method: 'GET', url: '/admin/whoami', headers: { authorization: `Bearer ${token}` } })).statusCode
+
+  it('takes a new ADMIN_TOKEN_FILE within 3 s, audits the fingerprints that changed, and warns of no restart nor of a CONFIG_FILE that is not set', async () => {
+    const teams = configMap(`teams:\n  growth:\n    keys: [${plain(OLD)}]\n    advertisers: ["*"]\n`, 'teams.yaml')
+    const tokenFile = join(teams.dir, 'admin-token')
+    const tokensFile = join(teams.dir, 'admin-tokens')
+    writeFileSync(tokenFile, FIRST)
+    writeFileSync(tokensFile, named('carol', CAROL))
+    const env = { TEAMS_FILE: teams.path, ADMIN_TOKEN_FILE: tokenFile, ADMIN_TOKENS_FILE: tokensFile, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), LOG_LEVEL: 'info' }
+    const gw = await gateways.build(loadConfig({ env }), { configSource: { env } })
+    expect(await whoami(gw, FIRST)).toBe(200)
+    const before = gw.logs.records().length
+
+    writeFileSync(tokenFile, SECOND)
+    const started = Date.now()
+    await waitFor('the new admin token in use, the old one refused', async () => (await whoami(gw, SECOND)) === 200 && (await whoami(gw, FIRST)) === 401, 10_000, 50)
+    expect(Date.now() - started).toBeLessThan(3000)
+    const audits = () => gw.logs.records().slice(before).filter((r) => r.action === 'teams-reload')
+    expect(audits()).toEqual([
+      expect.objectContaining({ kind: 'audit', trigger: 'file', msg: 'TEAMS_FILE reloaded: new admin tokens in use', adminTokenChanges: [{ name: 'admin', role: 'operator', before: fp(FIRST), after: fp(SECOND) }] }),
+    ])
+    // The teams did not change, and no setting waits for a restart: no warning but the refusals of the old token.
+    const warnings = () => gw.logs.records().slice(before).filter((r) => (r.level as number) >= 40 && r.action !== 'admin-auth')
+    expect(warnings()).toEqual([])
+    // The configuration in force names the token now in use.
+    const config = (await gw.admin.inject({ method: 'GET', url: '/admin/config', headers: { authorization: `Bearer ${SECOND}` } })).json<{ settings: { setting: string; fingerprint?: string }[] }>()
+    expect(config.settings.find((s) => s.setting === 'admin.token')?.fingerprint).toBe(fp(SECOND))
+
+    // A named token replaced and one added in ADMIN_TOKENS_FILE: each named with its fingerprints.
+    writeFileSync(tokensFile, named('carol', CAROL_NEW) + named('dave', CAROL))
+    await waitFor('the named tokens reloaded', async () => (await whoami(gw, CAROL_NEW)) === 200, 10_000, 50)
+    expect(audits()[1]).toMatchObject({
+      adminTokenChanges: [
+        { name: 'carol', role: 'viewer', before: fp(CAROL), after: fp(CAROL_NEW) },
+        { name: 'dave', role: 'viewer', before: null, after: fp(CAROL) },
+      ],
+    })
+    expect(warnings()).toEqual([])
   })
 })
 

@@ -106,7 +106,7 @@ teams:
 `,
     )
     expect(config.teams).toEqual([
-      { name: 'growth', keys: [{ hash: HASH, id: HASH.slice(7, 19), expiresAt: null, createdAt: null }], advertisers: new Set([101, 102]), write: false, refresh: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null },
+      { name: 'growth', keys: [{ hash: HASH, id: HASH.slice(7, 19), lineage: HASH.slice(7, 19), replaces: null, successor: null, graceUntil: null, expiresAt: null, createdAt: null }], advertisers: new Set([101, 102]), write: false, refresh: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null },
       { name: 'ops', keys: [], advertisers: null, write: true, refresh: true, credential: 'default', rateLimit: null, weight: 3, maxConcurrent: null, queue: null },
     ])
   })
@@ -131,12 +131,35 @@ teams:
 `,
     )
     expect(config.teams[0]?.keys).toEqual([
-      { hash: HASH, id: 'growth-2026', createdAt: Date.parse('2026-01-01T09:15:00Z'), expiresAt: Date.parse('2027-01-01T00:00:00Z') },
-      { hash: other, id: other.slice(7, 19), createdAt: null, expiresAt: Date.parse('2026-12-01T12:30:00Z') },
+      { hash: HASH, id: 'growth-2026', lineage: 'growth-2026', replaces: null, successor: null, graceUntil: null, createdAt: Date.parse('2026-01-01T09:15:00Z'), expiresAt: Date.parse('2027-01-01T00:00:00Z') },
+      { hash: other, id: other.slice(7, 19), lineage: other.slice(7, 19), replaces: null, successor: null, graceUntil: null, createdAt: null, expiresAt: Date.parse('2026-12-01T12:30:00Z') },
+    ])
+  })
+
+  it('reads a rotated key: the old entry names its successor and its grace, the successor its lineage and the key it replaces', () => {
+    const next = hashApiKey('rgw_config_test_key_next')
+    const config = load(
+      { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN },
+      `
+teams:
+  growth:
+    keys:
+      - { hash: "${HASH}", id: growth-1, successor: growth-2, graceUntil: 2026-03-08T12:00:00Z }
+      - { hash: "${next}", id: growth-2, lineage: growth-1, replaces: growth-1, createdAt: 2026-03-01T12:00:00Z }
+    advertisers: ["*"]
+`,
+    )
+    expect(config.teams[0]?.keys).toEqual([
+      { hash: HASH, id: 'growth-1', lineage: 'growth-1', replaces: null, successor: 'growth-2', graceUntil: Date.parse('2026-03-08T12:00:00Z'), createdAt: null, expiresAt: null },
+      { hash: next, id: 'growth-2', lineage: 'growth-1', replaces: 'growth-1', successor: null, graceUntil: null, createdAt: Date.parse('2026-03-01T12:00:00Z'), expiresAt: null },
     ])
   })
 
   it.each([
+    ['a grace without a successor', `{ hash: "${HASH}", id: growth-1, graceUntil: 2027-01-01 }`, /teams\.growth\.keys\.0\.graceUntil: only a key with a successor has a grace/],
+    ['itself as its successor', `{ hash: "${HASH}", id: growth-1, successor: growth-1 }`, /teams\.growth\.keys\.0\.successor: growth-1 is this key itself/],
+    ['an impossible grace', `{ hash: "${HASH}", successor: growth-2, graceUntil: 2027-02-30 }`, /teams\.growth\.keys\.0\.graceUntil: not a valid date/],
+    ['a successor that is no key id', `{ hash: "${HASH}", successor: "a b" }`, /teams\.growth\.keys\.0\.successor: must be a key id/],
     ['an impossible date', `{ hash: "${HASH}", expiresAt: 2027-02-30 }`, /teams\.growth\.keys\.0\.expiresAt: not a valid date/],
     ['a date that is no date', `{ hash: "${HASH}", expiresAt: soon }`, /teams\.growth\.keys\.0\.expiresAt: must be a date/],
     ['a bad key id', `{ hash: "${HASH}", id: "a b" }`, /teams\.growth\.keys\.0\.id: must be a key id/],

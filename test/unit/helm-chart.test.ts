@@ -15,7 +15,7 @@ import { describe, it, expect } from 'vitest'
 import { parse, parseAllDocuments } from 'yaml'
 import { Ajv } from 'ajv'
 import { mergeValues as merge, renderChart, validateValues, type Values } from '../helpers/render-chart.js'
-import { ROOT, CHART, chartFile, CONTRACT_ENV, IMAGE, PLATFORM, install, SECRETS, TEAMS, FULL, type Deployment, one, gateway, envOf, services, durationSeconds, podFiles, POD_IP, gatewayConfigFrom } from '../helpers/chart-manifests.js'
+import { ROOT, CHART, chartFile, CONTRACT_ENV, IMAGE, PLATFORM, install, SECRETS, TEAMS, FULL, type Deployment, one, gateway, envOf, services, durationSeconds, podFiles, POD_IP, gatewayConfigFrom, selects, type NetworkPolicy, type PodDisruptionBudget } from '../helpers/chart-manifests.js'
 
 describe('Chart.yaml', () => {
   const chart = parse(chartFile('Chart.yaml')) as Record<string, unknown>
@@ -176,12 +176,14 @@ describe('rendered with the defaults', () => {
       expect(m.metadata.name.length, m.kind).toBeLessThanOrEqual(63)
       expect(m.metadata.namespace, m.kind).toBe('reports')
       expect(m.metadata.labels, m.kind).toMatchObject({
-        'app.kubernetes.io/name': 'report-gateway',
         'app.kubernetes.io/instance': 'rgw',
         'app.kubernetes.io/version': '0.1.0',
         'app.kubernetes.io/managed-by': 'Helm',
+        'app.kubernetes.io/part-of': 'report-gateway',
         'helm.sh/chart': 'report-gateway-0.2.0',
       })
+      // The helm test pod is no pod of the gateway's: it goes without the name its selectors read.
+      if (m.kind !== 'Pod') expect(m.metadata.labels?.['app.kubernetes.io/name'], m.kind).toBe('report-gateway')
     }
   })
 
@@ -344,6 +346,18 @@ describe('rendered with the defaults', () => {
     expect(pod.metadata.annotations?.['helm.sh/hook']).toBe('test')
     const { proxy } = services(chart)
     expect(JSON.stringify(pod.spec)).toContain(`http://${proxy.metadata.name}:${proxy.spec.ports[0]!.port}/healthz`)
+  })
+
+  it("keeps the helm test pod out of the Services', the PodDisruptionBudget's and the NetworkPolicy's selectors: a failed test leaves a pod nothing counts", () => {
+    const labels = one(chart, 'Pod').metadata.labels
+    expect(labels?.['app.kubernetes.io/component']).toBe('test')
+    const { proxy, admin } = services(chart)
+    expect(selects(proxy.spec.selector, labels), 'proxy Service').toBe(false)
+    expect(selects(admin.spec.selector, labels), 'admin Service').toBe(false)
+    expect(selects(one<PodDisruptionBudget>(chart, 'PodDisruptionBudget').spec.selector.matchLabels, labels), 'PodDisruptionBudget').toBe(false)
+    expect(selects(one<Deployment>(chart, 'Deployment').spec.selector.matchLabels, labels), 'Deployment').toBe(false)
+    const np = one<NetworkPolicy>(install({ values: { networkPolicy: { enabled: true } } }), 'NetworkPolicy')
+    expect(selects(np.spec.podSelector.matchLabels, labels), 'NetworkPolicy').toBe(false)
   })
 
   it('starts a gateway: the rendered env, ConfigMap and Secret load with the real config loader', () => {

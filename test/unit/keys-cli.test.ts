@@ -1,12 +1,13 @@
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
 import { keysCommand } from '../../src/cli/keys-command.js'
+import { teamsOfFile } from '../../src/config/teams-file.js'
 import { ensureBuilt } from '../helpers/dist.js'
 
 // Contract, "Teams": the key command prints the key once and the sha256: line to put
@@ -361,6 +362,171 @@ describe('keys list', () => {
     const both = run('list', '--teams', 'a.yaml', '--config', 'b.yaml')
     expect(both.status).toBe(2)
     expect(both.stderr).toBe('keys: list: give --teams FILE or --config FILE, not both (npm run keys -- --help)\n')
+  })
+})
+
+// A rotation: the old key keeps working until the grace the operator sets, its successor
+// keeps the line's first id (lineage) and names the key it replaces; the old entry names
+// its successor, which its 401 names once the grace has ended.
+describe('keys rotate --key ID --grace WHEN', () => {
+  const growth1 = sha256('rgw_rotate_growth_1')
+  const ops = sha256('rgw_rotate_ops')
+  const DAY = 86_400_000
+  const YAML = `# the teams of the report gateway
+teams:
+  growth:
+    keys:
+      # growth's first key
+      - { hash: "${growth1}", id: growth-1, createdAt: "2098-10-03T00:00:00Z", expiresAt: "2099-01-01T00:00:00Z" }
+    advertisers: [101]
+  ops:
+    keys: ["${ops}"]
+    advertisers: ["*"]
+`
+  const keysOf = (path: string, team: string) => {
+    const { teams, problems } = teamsOfFile(path, { teamsFile: true })
+    expect(problems).toEqual([])
+    return teams.find((t) => t.name === team)!.keys
+  }
+  const newKey = (stdout: string) => (stdout.match(/rgw_[A-Za-z0-9_-]{43}/g) ?? []) as string[]
+
+  it('writes the rotation into the file: the old key names its successor and its grace, the successor keeps the lineage; the rest of the file stays as it was', () => {
+    withFile(YAML, (path) => {
+      const before = Date.now()
+      const r = run('rotate', '--teams', path, '--key', 'growth-1', '--grace', '7d', '--write')
+      expect(r.stderr).toBe('')
+      expect(r.status).toBe(0)
+      const [key, ...more] = newKey(r.stdout)
+      expect(more).toEqual([])
+      expect(r.stdout).toContain(`growth-1 keeps working until`)
+      const [old, next] = keysOf(path, 'growth')
+      expect(old).toMatchObject({ hash: growth1, id: 'growth-1', successor: 'growth-2', lineage: 'growth-1', expiresAt: Date.parse('2099-01-01T00:00:00Z') })
+      expect(old!.graceUntil! - before).toBeGreaterThanOrEqual(7 * DAY - 1000)
+      expect(old!.graceUntil! - Date.now()).toBeLessThanOrEqual(7 * DAY + 1000)
+      expect(next).toMatchObject({ hash: sha256(key!), id: 'growth-2', lineage: 'growth-1', replaces: 'growth-1', successor: null, graceUntil: null })
+      // The successor lives as long as the key it replaces did (90 days), from now.
+      expect(next!.expiresAt! - next!.createdAt!).toBe(90 * DAY)
+      expect(Math.abs(next!.createdAt! - Date.now())).toBeLessThan(5000)
+      const text = readFileSync(path, 'utf8')
+      expect(text).toContain("# the teams of the report gateway\n")
+      expect(text).toContain("      # growth's first key\n")
+      expect(text).toContain(`  ops:\n    keys: ["${ops}"]\n    advertisers: ["*"]\n`)
+      expect(text).not.toContain(key)
+      // One line per entry, as `keys new` prints them.
+      expect(text.split('\n').filter((l) => l.includes('hash:'))).toHaveLength(2)
+      // keys list says which key replaced which, and until when the old one works.
+      const listed = run('list', '--teams', path).stdout.split('\n').map((l) => l.split(/\s{2,}/))
+      expect(listed[1]).toEqual(['growth', 'growth-1', growth1.slice(7, 19), `2099-01-01T00:00:00.000Z; replaced by growth-2, works until ${new Date(old!.graceUntil!).toISOString()}`])
+      expect(listed[2]![1]).toBe('growth-2')
+    })
+  })
+
+  it('refuses to rotate a key twice, and rotates its successor into the same line', () => {
+    withFile(YAML, (path) => {
+      expect(run('rotate', '--teams', path, '--key', 'growth-1', '--grace', '2d', '--write').status).toBe(0)
+      const again = run('rotate', '--teams', path, '--key', 'growth-1', '--grace', '2d', '--write')
+      expect(again.status).toBe(2)
+      expect(again.stderr).toBe('keys: rotate: key growth-1 was replaced by growth-2 already; rotate growth-2 instead (npm run keys -- --help)\n')
+      expect(run('rotate', '--teams', path, '--key', 'growth-2', '--grace', '1d', '--id', 'growth-2027', '--expires', 'never', '--write').status).toBe(0)
+      const keys = keysOf(path, 'growth')
+      expect(keys.map((k) => [k.id, k.lineage, k.replaces, k.successor])).toEqual([
+        ['growth-1', 'growth-1', null, 'growth-2'],
+        ['growth-2', 'growth-1', 'growth-1', 'growth-2027'],
+        ['growth-2027', 'growth-1', 'growth-2', null],
+      ])
+      expect(keys[2]!.expiresAt).toBeNull()
+    })
+  })
+
+  it('rotates a key written as a bare hash (its id its fingerprint), and reads a Helm values file by its teams', () => {
+    withFile(`image: { repository: registry.internal/report-gateway }\n${YAML}`, (path) => {
+      const r = run('rotate', '--config', path, '--key', ops.slice(7, 19), '--grace', '2099-12-31', '--write')
+      expect(r.stderr).toBe('')
+      expect(r.status).toBe(0)
+      const keys = teamsOfFile(path).teams.find((t) => t.name === 'ops')!.keys
+      expect(keys.map((k) => [k.id, k.lineage, k.replaces, k.successor, k.graceUntil])).toEqual([
+        [ops.slice(7, 19), ops.slice(7, 19), null, `${ops.slice(7, 19)}-2`, Date.parse('2099-12-31T00:00:00Z')],
+        [`${ops.slice(7, 19)}-2`, ops.slice(7, 19), ops.slice(7, 19), null, null],
+      ])
+      expect(readFileSync(path, 'utf8')).toMatch(/^image: \{ repository: registry\.internal\/report-gateway \}\n/)
+    })
+  })
+
+  it('rotates and removes an entry written as a block mapping over several lines, the lines after it untouched', () => {
+    const yaml = `teams:\n  growth:\n    keys:\n      - hash: "${growth1}"\n        id: growth-1\n      - "${ops}"\n    advertisers: [101]\n`
+    withFile(yaml, (path) => {
+      expect(run('rotate', '--teams', path, '--key', 'growth-1', '--grace', '1d', '--write').status).toBe(0)
+      expect(keysOf(path, 'growth').map((k) => [k.id, k.successor, k.replaces])).toEqual([
+        ['growth-1', 'growth-2', null],
+        ['growth-2', null, 'growth-1'],
+        [ops.slice(7, 19), null, null],
+      ])
+      expect(readFileSync(path, 'utf8')).toMatch(new RegExp(`^ {6}- \\{ hash: .*growth-1.*\\}\\n {6}- \\{ hash: .*growth-2.*\\}\\n {6}- "${ops}"\\n {4}advertisers: \\[101\\]\\n$`, 'm'))
+      expect(run('remove', '--teams', path, '--key', 'growth-2', '--write').status).toBe(0)
+      expect(run('remove', '--teams', path, '--key', ops.slice(7, 19), '--write').status).toBe(0)
+      expect(run('remove', '--teams', path, '--key', 'growth-1', '--write').status).toBe(0)
+      expect(readFileSync(path, 'utf8')).toBe('teams:\n  growth:\n    keys:\n      []\n    advertisers: [101]\n')
+      expect(keysOf(path, 'growth')).toEqual([])
+    })
+  })
+
+  it('without --write prints the key once and the two entries that take the old entry\'s place, which validate as they are', () => {
+    withFile(YAML, (path) => {
+      const r = run('rotate', '--teams', path, '--key', 'growth-1', '--grace', '12h')
+      expect(r.status).toBe(0)
+      expect(readFileSync(path, 'utf8')).toBe(YAML)
+      const entries = r.stdout.split('\n').filter((l) => l.trim().startsWith('- { hash:'))
+      expect(entries).toHaveLength(2)
+      const pasted = YAML.replace(/^ {6}- \{ hash: .*growth-1.*$/m, entries.join('\n'))
+      writeFileSync(path, pasted)
+      expect(keysOf(path, 'growth').map((k) => [k.id, k.successor, k.replaces])).toEqual([
+        ['growth-1', 'growth-2', null],
+        ['growth-2', null, 'growth-1'],
+      ])
+      expect(newKey(r.stdout)).toHaveLength(1)
+    })
+  })
+
+  it('refuses what it cannot do in one line, exit 2, naming the value', () => {
+    withFile(YAML, (path) => {
+      const cases: [string[], string][] = [
+        [['--key', 'growth-1', '--write'], 'rotate: --grace WHEN is required: how long the old key keeps working (7d, 24h, or a date)'],
+        [['--grace', '7d'], 'rotate: --key ID is required: the id of the key to replace (npm run keys -- list shows them)'],
+        [['--key', 'growth-9', '--grace', '7d'], `rotate: no key growth-9 in ${path} (its keys: growth-1, ${ops.slice(7, 19)})`],
+        [['--key', 'growth-1', '--grace', '7d', '--id', ops.slice(7, 19)], `rotate: --id ${ops.slice(7, 19)} is the id of a key already`],
+        [['--key', 'growth-1', '--grace', '2020-01-01'], 'rotate: --grace "2020-01-01" is not in the future (2020-01-01T00:00:00Z)'],
+      ]
+      for (const [args, message] of cases) {
+        const r = run('rotate', '--teams', path, ...args)
+        expect(r.stderr, args.join(' ')).toBe(`keys: ${message} (npm run keys -- --help)\n`)
+        expect(r.status).toBe(2)
+        expect(r.stdout).toBe('')
+      }
+      expect(readFileSync(path, 'utf8')).toBe(YAML)
+    })
+  })
+})
+
+describe('keys remove --key ID', () => {
+  it('removes a key\'s entry from the file (--write), or says which line to remove', () => {
+    const a = sha256('rgw_remove_a')
+    const b = sha256('rgw_remove_b')
+    const yaml = `teams:\n  growth:\n    keys:\n      - { hash: "${a}", id: growth-1, successor: growth-2, graceUntil: "2026-01-01T00:00:00Z" }\n      - { hash: "${b}", id: growth-2, lineage: growth-1, replaces: growth-1 }\n    advertisers: [101]\n`
+    withFile(yaml, (path) => {
+      const shown = run('remove', '--teams', path, '--key', 'growth-1')
+      expect(shown.status).toBe(0)
+      expect(shown.stdout).toContain(`line 4 of ${path}`)
+      expect(readFileSync(path, 'utf8')).toBe(yaml)
+      const r = run('remove', '--teams', path, '--key', 'growth-1', '--write')
+      expect(r.status).toBe(0)
+      expect(r.stdout).toContain('removed key growth-1 of team growth')
+      const { teams, problems } = teamsOfFile(path, { teamsFile: true })
+      expect(problems).toEqual([])
+      expect(teams[0]!.keys.map((k) => [k.id, k.lineage, k.replaces])).toEqual([['growth-2', 'growth-1', 'growth-1']])
+      const missing = run('remove', '--teams', path, '--key', 'growth-1', '--write')
+      expect(missing.status).toBe(2)
+      expect(missing.stderr).toBe(`keys: remove: no key growth-1 in ${path} (its keys: growth-2) (npm run keys -- --help)\n`)
+    })
   })
 })
 

@@ -31,7 +31,7 @@ describe('operations guide', () => {
   it('never substitutes a variable that may be empty into a sed expression: each is checked with ${VAR:?} first', () => {
     const blocks = [read('README.md'), ...pages.map((p) => p.text)].flatMap(shellBlocks)
     const seds = blocks.flatMap((block) => [...block.matchAll(/sed -i "([^"]*)"/g)].map((m) => ({ block, vars: [...m[1]!.matchAll(/\$(\w+)/g)].map((v) => v[1]!) })))
-    expect(seds.length).toBeGreaterThan(0)
+    // The guides edit key entries with `npm run keys -- rotate` and `remove` now: there may be no sed at all.
     for (const { block, vars } of seds) {
       expect(vars.length).toBeGreaterThan(0)
       for (const v of vars) expect(block, v).toContain(`\${${v}:?`)

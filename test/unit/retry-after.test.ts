@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { retryAfterMs, retryAfterSeconds } from '../../src/platform/retry-after.js'
+import { retryAfterMs, retryAfterSeconds } from '../../src/platform/pauses/retry-after.js'
 import { inTimeZone } from '../helpers/time-zone.js'
 
 const NOW = Date.parse('2026-03-10T12:00:00Z')

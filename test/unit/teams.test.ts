@@ -11,10 +11,19 @@ import { onRealTimers } from '../helpers/clock.js'
 const KEY = 'rgw_directory_test_key_000000000000000000000'
 const OTHER = 'rgw_directory_test_key_111111111111111111111'
 
-function team(name: string, keys: { key: string; id?: string; expiresAt?: number }[], rateLimit: TeamConfig['rateLimit'] = null): TeamConfig {
+function team(name: string, keys: { key: string; id?: string; expiresAt?: number; successor?: string; graceUntil?: number }[], rateLimit: TeamConfig['rateLimit'] = null): TeamConfig {
   return {
     name,
-    keys: keys.map((k) => ({ hash: hashApiKey(k.key), id: k.id ?? name, expiresAt: k.expiresAt ?? null, createdAt: null })),
+    keys: keys.map((k) => ({
+      hash: hashApiKey(k.key),
+      id: k.id ?? name,
+      lineage: k.id ?? name,
+      replaces: null,
+      successor: k.successor ?? null,
+      graceUntil: k.graceUntil ?? null,
+      expiresAt: k.expiresAt ?? null,
+      createdAt: null,
+    })),
     advertisers: null,
     write: false,
     refresh: false,
@@ -56,6 +65,42 @@ describe('TeamDirectory', () => {
     expect(error).toMatchObject({ code: 'GW_UNAUTHORIZED', statusCode: 401 })
     expect(error?.message).toBe('API key growth-2026 expired at 2027-01-01T00:00:00.000Z; ask for a new key')
     expect(error?.message).not.toContain(KEY)
+  })
+})
+
+describe('a rotated key', () => {
+  const refusal = (dir: TeamDirectory, key: string) => {
+    try {
+      dir.authenticate({ 'x-api-key': key })
+    } catch (err) {
+      return err as Error & { code?: string; statusCode?: number }
+    }
+    return null
+  }
+
+  it('works until its grace ends, then is refused with 401 naming its successor, remembered or not; the successor works throughout', () => {
+    const grace = Date.parse('2026-03-08T12:00:00Z')
+    let now = grace - 1000
+    const dir = new TeamDirectory([team('growth', [{ key: KEY, id: 'growth-1', successor: 'growth-2', graceUntil: grace }, { key: OTHER, id: 'growth-2' }])], () => now)
+    expect(dir.authenticate({ 'x-api-key': KEY }).key.id).toBe('growth-1')
+    now = grace
+    const error = refusal(dir, KEY)
+    expect(error).toMatchObject({ code: 'GW_UNAUTHORIZED', statusCode: 401 })
+    expect(error?.message).toBe('API key growth-1 was replaced by growth-2: its grace ended at 2026-03-08T12:00:00.000Z; use the key growth-2 (your team was given it)')
+    expect(error?.message).not.toContain(KEY)
+    expect(dir.authenticate({ 'x-api-key': OTHER }).key.id).toBe('growth-2')
+  })
+
+  it('names its successor also when its own end comes first', () => {
+    const end = Date.parse('2026-03-05T00:00:00Z')
+    const dir = new TeamDirectory([team('growth', [{ key: KEY, id: 'growth-1', expiresAt: end, successor: 'growth-2', graceUntil: end + 86_400_000 }])], () => end)
+    expect(refusal(dir, KEY)?.message).toBe('API key growth-1 was replaced by growth-2: its grace ended at 2026-03-05T00:00:00.000Z; use the key growth-2 (your team was given it)')
+  })
+
+  it('is no key about to expire in gateway_api_key_expiry_seconds: its successor carries on', async () => {
+    const now = Date.parse('2026-03-01T00:00:00Z')
+    const dir = new TeamDirectory([team('growth', [{ key: KEY, id: 'growth-1', expiresAt: now + 86_400_000, successor: 'growth-2', graceUntil: now + 3600_000 }, { key: OTHER, id: 'growth-2', expiresAt: now + 90 * 86_400_000 }])], () => now)
+    expect(dir.keyLifetimes()).toEqual([{ team: 'growth', key: 'growth-2', secondsLeft: 90 * 86_400 }])
   })
 })
 

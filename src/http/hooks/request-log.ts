@@ -134,7 +134,7 @@ export function requestObserver({ metrics, usage, keyUse, clock, history, log }:
     }
     timer.observe(facts.durationMs / 1000)
     if (facts.team !== null) usage.request(facts.team, status, facts.hit, facts.bytes ?? 0, facts.at)
-    if (facts.keyId !== null) keyUse.note(facts.keyId, facts.at ?? clock.now())
+    if (facts.keyId !== null) keyUse.note(facts.keyId, facts.at ?? clock.now(), facts.team ?? undefined)
     history.request(status, facts.team, route === 'report' && facts.cache !== null, facts.hit, facts.at)
     const trace = facts.trace
     if (trace !== undefined && trace.recording) endRequestSpan(trace, facts)

@@ -82,7 +82,6 @@ export interface Answer {
 export type Phase = 'start' | 'cruise' | 'fault'
 /** Why the limit moved. */
 export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'fault' | 'restored' | 'adopted'
-
 export interface Step { limit: number; knee: number; move: Move }
 export interface KneeOptions { initial: number; min: number; max: number }
 

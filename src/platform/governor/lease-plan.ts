@@ -53,6 +53,8 @@ export interface LeasePlan {
    * again), not a seat no one took.
    */
   shortElsewhere: boolean
+  /** The other replicas that need more seats than they hold and hold fewer than their due, most short first: seats free in the store are theirs. */
+  short: string[]
   /** Calls in flight on the other replicas, and the seats they hold or use (leased or in flight). */
   elsewhere: number
   occupiedElsewhere: number
@@ -108,7 +110,9 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   }
   const dueOf = (r: ReplicaRecord, own: number) => own + (unheld > 0 && wanting > 0 ? (unheld * Math.max(0, r.need - own)) / wanting : 0)
   const due = dueOf(mine, target)
-  const shortElsewhere = others.some((r) => Math.max(r.lease, r.inFlight) < Math.min(r.need, Math.floor(dueOf(r, targetOf(r)) + 1e-9)))
+  const shortOf = (r: ReplicaRecord) => Math.min(r.need, Math.floor(dueOf(r, targetOf(r)) + 1e-9)) - Math.max(r.lease, r.inFlight)
+  const short = others.filter((r) => shortOf(r) > 0).sort((a, b) => shortOf(b) - shortOf(a)).map((r) => r.run)
+  const shortElsewhere = short.length > 0
   let owedElsewhere = 0
   for (const r of others) owedElsewhere += owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams)
   const heldElsewhere = new Map<string, number>()
@@ -134,6 +138,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     shares,
     contended: needsMost !== null,
     shortElsewhere,
+    short,
     elsewhere: others.reduce((sum, r) => sum + r.inFlight, 0),
     occupiedElsewhere: others.reduce((sum, r) => sum + Math.max(r.lease, r.inFlight), 0),
     waitedElsewhere: others.some((r) => r.waited),

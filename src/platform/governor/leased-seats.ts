@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
-import { encodeRecord, leasePlan, type LeasePlan } from './lease-plan.js'
+import { encodeRecord, leasePlan, type LeasePlan, type ReplicaRecord } from './lease-plan.js'
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
 
@@ -64,6 +64,8 @@ export class LeasedSeats implements SeatLease {
   #grantedUnder = Infinity
   #granted = false
   #plan: LeasePlan | null = null
+  // The other replicas' records as of the last answer.
+  #others: ReplicaRecord[] = []
   #free = Infinity
   #demand: ReplicaDemand = { limit: 0, inFlight: 0, waiting: 0, teams: [] }
   #renewing = false
@@ -260,6 +262,17 @@ export class LeasedSeats implements SeatLease {
     return whole + (target - whole > 1e-9 && this.#credit < 0 ? 1 : 0)
   }
 
+  #planFor(need: number, d: ReplicaDemand): LeasePlan {
+    const mine = { run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }
+    return leasePlan(mine, this.#others, d.limit, this.#plan?.learnerRun ?? null)
+  }
+
+  /** The seats to ask for: while another replica waits, its due and any seat no one took (none while a replica that waits is short of its due); else its need and headroom. */
+  #wanted(need: number, limit: number): number {
+    if (need === 0) return 0
+    return this.#plan?.contended ? Math.min(need, this.#due() + this.#spare()) : Math.min(limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
+  }
+
   #schedule(ms: number): void {
     if (this.#renewing) {
       this.#again = true
@@ -293,8 +306,10 @@ export class LeasedSeats implements SeatLease {
     // Answers per second, smoothed over about a lease's life (renewals come at any pace).
     if (Number.isFinite(this.#lastAnswer)) this.#answered += (1 - Math.exp(-since / this.#o.leaseMs)) * ((this.#answers * 1000) / since - this.#answered)
     const held = Math.max(this.#lease, d.inFlight)
+    // Its due as its demand now and the others' last records make it.
+    if (this.#plan !== null) this.#plan = this.#planFor(need, d)
     // While another replica waits: its due, and any seat no one took (none while a replica that waits is short of its due).
-    const wanted = need === 0 ? 0 : this.#plan?.contended ? Math.min(need, this.#due() + this.#spare()) : Math.min(d.limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
+    const wanted = this.#wanted(need, d.limit)
     // Back from an outage, a replica asks for no more than it holds until every replica has
     // renewed (a replica that holds seats renews every third of a lease): every replica's
     // calls are counted before any grows.
@@ -322,7 +337,8 @@ export class LeasedSeats implements SeatLease {
       this.#renewing = false
       const short = this.#demand.inFlight + this.#demand.waiting > this.size(this.#demand.limit)
       if (this.#again) this.demand(this.#demand)
-      else if (short) this.#schedule(this.#downSince !== null ? DOWN_RETRY_MS : STARVED_RETRY_MS)
+      // Short: at once when the answer left seats free it may now take (its plan moved), else after the bounded retry.
+      else if (short) this.#schedule(this.#downSince !== null ? DOWN_RETRY_MS : this.#starvedAt === this.#lastAnswer ? STARVED_RETRY_MS : 0)
     }
   }
 
@@ -344,13 +360,17 @@ export class LeasedSeats implements SeatLease {
     this.#free = answer.free
     this.#replicas = answer.others.length + 1
     this.#rank = answer.others.filter((r) => r.run < this.#run).length
-    const d = this.#demand
-    const mine = { run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }
-    this.#plan = leasePlan(mine, answer.others, d.limit, this.#plan?.learnerRun ?? null)
-    if (need > this.#lease && this.#spare() <= 0) this.#starvedAt = this.#lastAnswer
+    this.#others = answer.others
+    this.#plan = this.#planFor(need, this.#demand)
+    // Short of seats with none free that it may take: it waits to be told, or for the bounded retry.
+    if (need > this.#lease && !(this.#free > 0 && this.#wanted(need, limit) > this.#lease)) this.#starvedAt = this.#lastAnswer
     if (this.#lease >= need) this.#unusedSince = this.#lease > need ? (this.#unusedSince ?? this.#lastAnswer) : null
     // Seats given back (a lease cut, or calls past it ended): the replica that needs most is told.
-    if ((this.#lease < before || this.#occupied < occupiedBefore) && this.#plan.needsMost !== null) this.#o.store.tell(this.#plan.needsMost).catch(() => undefined)
+    // Seats left free, or given back (a lease cut, calls past it ended): the replicas short of
+    // their due are told, else the one that needs most (each may wait for its bounded retry).
+    const freed = answer.free > 0 || this.#lease < before || this.#occupied < occupiedBefore
+    const tell = !freed ? [] : this.#plan.short.length > 0 ? this.#plan.short : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
+    for (const run of tell) this.#o.store.tell(run).catch(() => undefined)
     this.#o.onRenewed?.(answer, this.#plan)
     // Targets moved with every renewal: the queue looks again.
     for (const fn of this.#grown) fn()

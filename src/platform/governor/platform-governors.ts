@@ -1,16 +1,10 @@
 import { createHash } from 'node:crypto'
 import { hostname } from 'node:os'
-import type { Logger } from 'pino'
-import type { Config } from '../../config.js'
-import type { Metrics } from '../../observe/metrics.js'
-import type { RedisBreaker } from '../../redis/breaker.js'
-import type { RedisBus } from '../../redis/bus.js'
-import type { RedisClient } from '../../redis/client.js'
 import type { RedisSeal } from '../../redis/seal.js'
 import { redisKey } from '../../redis/keys.js'
 import { systemClock, type Clock } from '../../clock.js'
 import { routeTemplate } from '../route-template.js'
-import { PlatformPauses } from '../pauses/platform-pauses.js'
+import { PlatformPauses, type PlatformPausesDeps } from '../pauses/platform-pauses.js'
 import type { Pause } from '../pauses/pauses.js'
 import type { CredentialSeats, Priority, Seat } from './seats.js'
 import { credentialGovernor, type CredentialGovernor } from './credential-governor.js'
@@ -56,13 +50,7 @@ export interface GovernorView {
   seats: CredentialSeats
 }
 
-export interface PlatformGovernorsDeps {
-  config: Config
-  log: Logger
-  metrics: Metrics
-  redis: RedisClient | null
-  breaker: RedisBreaker | null
-  bus: RedisBus | null
+export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config' | 'log' | 'metrics' | 'redis' | 'breaker' | 'bus'> {
   /** Seals the pauses and the shared limit written to Redis (GATEWAY_SECRET). */
   seal?: RedisSeal | null
   weightOf?: (team: string) => number | undefined

@@ -1,4 +1,4 @@
-import { FIRST_PAUSE_MS } from './pauses/pauses.js'
+import { FIRST_PAUSE_MS } from './pauses.js'
 
 /**
  * The one reader of `retry-after` (RFC 9110, 10.2.3): delay-seconds or an HTTP date.
@@ -39,7 +39,7 @@ export function withRetryAfter<E extends Error>(err: E, headers: Record<string, 
 
 /**
  * The headers of a platform 429 passed on to a caller, with a `retry-after` whatever the
- * platform said: its own, else the pause a 429 without one draws (pauses/pauses.ts),
+ * platform said: its own, else the pause a 429 without one draws (pauses.ts),
  * as every 429 and 503 of the gateway says when to come back.
  */
 export function withPassedRetryAfter<H extends Record<string, unknown>>(status: number, headers: H): H {
