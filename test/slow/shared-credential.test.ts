@@ -117,8 +117,8 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
     const fine = callers(gw, KEYS.growth, 4, (i) => report(i * 10, 7))
     try {
       // Past the start (the doubling): the limit rule judges the answers from then on.
-      await waitFor('the start over', () => governorView(gw).phase !== 'start', 15_000)
-      await waitFor('200 failing reports answered', () => failing.statuses.filter((s) => s === 502).length >= 200, 20_000)
+      await waitFor('the start over', () => governorView(gw).phase !== 'start', 30_000)
+      await waitFor('200 failing reports answered', () => failing.statuses.filter((s) => s === 502).length >= 200, 30_000)
     } finally {
       await Promise.all([failing.stop(), fine.stop()])
     }
@@ -127,7 +127,7 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
     expect(await metric(gw, 'gateway_platform_concurrency_limit_changes_total{credential="default",direction="cut"}')).toBe(0)
     expect(fine.statuses.length).toBeGreaterThan(0)
     expect(fine.statuses.every((s) => s === 200)).toBe(true)
-  }, 45_000)
+  }, 75_000)
 
   it('calls cut by their deadlines after waiting for a seat do not cut the limit: a deadline passed sooner than twice the expected time says nothing of load', async () => {
     sandbox.setLatency(300)
