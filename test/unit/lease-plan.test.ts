@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { decodeRecord, encodeRecord, leasePlan, type ReplicaRecord, type TeamRecord } from '../../src/platform/governor/lease-plan.js'
+import { ElsewhereCharges, decodeRecord, encodeRecord, leasePlan, type ReplicaRecord, type TeamRecord } from '../../src/platform/governor/lease-plan.js'
 
 // What one replica makes of every replica's lease record (docs/governor.md, "Across replicas").
 
@@ -125,7 +125,8 @@ describe('encodeRecord and decodeRecord', () => {
     ['a negative count', '-1|0|0|0|0|'],
     ['waited neither 0 nor 1', '1|0|0|0|2|'],
     ['a team of six fields', '1|0|0|0|0|a,1,0,1,0,0'],
-    ['a team of eight fields', '1|0|0|0|0|a,1,0,1,0,0,1,1'],
+    ['a team of nine fields', '1|0|0|0|0|a,1,0,1,0,0,1,1,1'],
+    ['a team seat-time that is no number', '1|0|0|0|0|a,1,0,1,0,0,1,x'],
   ])('refuses a record with %s', (_what, text) => {
     expect(decodeRecord('r', text)).toBeNull()
   })
@@ -140,7 +141,25 @@ describe('encodeRecord and decodeRecord', () => {
     expect(decodeRecord('r', text)).toBeNull()
   })
 
+  it('reads the seat-time of a team when the record has it (an older replica\'s has not)', () => {
+    const text = encodeRecord({ lease: 0, inFlight: 1, need: 1, answered: 0, waited: false, teams: [team('a', { held: 1, peak: 1, seatMs: 1234 })] })
+    expect(text).toBe('0|1|1|0.00|0|a,1,0,1,0,0,1,1234')
+    expect(decodeRecord('r', text)?.teams).toEqual([team('a', { held: 1, peak: 1, seatMs: 1234 })])
+  })
+
   it('takes a weight below 1 as 1 and a ceiling of 0 as none', () => {
     expect(decodeRecord('r', '1|1|1|0|0|a,0,0,1,0,0,1')?.teams).toEqual([team('a', { held: 1, peak: 1 })])
+  })
+})
+
+describe('ElsewhereCharges', () => {
+  it('adds up what each run\'s counter of seat-time grew by since it was first seen', () => {
+    const charges = new ElsewhereCharges()
+    charges.seen([replica('r2', [team('a', { seatMs: 5_000 }), team('b')])])
+    expect(charges.totals.get('a')).toBe(0)
+    charges.seen([replica('r2', [team('a', { seatMs: 5_600 })]), replica('r3', [team('a', { seatMs: 900 })])])
+    charges.seen([replica('r2', [team('a', { seatMs: 6_000 })]), replica('r3', [team('a', { seatMs: 1_000 })])])
+    expect(charges.totals.get('a')).toBe(1_100)
+    expect(charges.totals.has('b')).toBe(false)
   })
 })

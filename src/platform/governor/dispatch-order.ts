@@ -19,7 +19,7 @@ export function sharesView(across: LeaseShares | null, capacity: number, teams: 
   if (across) return { ...across, teams, owed: owedSeats(across.targets, teams), one: false }
   const targets = fairShares(capacity, teams)
   const whole = new Map([...targets].map(([team, n]) => [team, Math.floor(n + 1e-9)]))
-  return { targets, lent: 0, shares: targets, heldElsewhere: NONE, teams, owed: owedSeats(whole, teams), one: true }
+  return { targets, lent: 0, shares: targets, heldElsewhere: NONE, charged: NONE, teams, owed: owedSeats(whole, teams), one: true }
 }
 
 /** What the dispatch rule reads of one credential's seats on this replica, at one instant. */

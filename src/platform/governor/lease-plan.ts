@@ -13,6 +13,8 @@ export const LEARNER_MARGIN = 1.5
 /** A team on one replica, as its record carries it. */
 export interface TeamRecord extends TeamLoad {
   lingering: boolean
+  /** The seat-time its calls on that replica held (ms): it only grows (none in a record of an older replica). */
+  seatMs?: number
 }
 
 /** One replica's record in the lease store. */
@@ -55,6 +57,8 @@ export interface LeasePlan {
   shortElsewhere: boolean
   /** The other replicas that need more seats than they hold and hold fewer than their due, most short first: seats free in the store are theirs. */
   short: string[]
+  /** The other replicas that hold seats they neither use nor are due: told when this one is short of seats with none free, they give them back. */
+  over: string[]
   /** Calls in flight on the other replicas, and the seats they hold or use (leased or in flight). */
   elsewhere: number
   occupiedElsewhere: number
@@ -113,6 +117,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const shortOf = (r: ReplicaRecord) => Math.min(r.need, Math.floor(dueOf(r, targetOf(r)) + 1e-9)) - Math.max(r.lease, r.inFlight)
   const short = others.filter((r) => shortOf(r) > 0).sort((a, b) => shortOf(b) - shortOf(a)).map((r) => r.run)
   const shortElsewhere = short.length > 0
+  const over = others.filter((r) => r.lease > Math.max(r.inFlight, Math.min(r.need, Math.ceil(dueOf(r, targetOf(r)) - 1e-9)))).map((r) => r.run)
   let owedElsewhere = 0
   for (const r of others) owedElsewhere += owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams)
   const heldElsewhere = new Map<string, number>()
@@ -139,6 +144,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     contended: needsMost !== null,
     shortElsewhere,
     short,
+    over,
     elsewhere: others.reduce((sum, r) => sum + r.inFlight, 0),
     occupiedElsewhere: others.reduce((sum, r) => sum + Math.max(r.lease, r.inFlight), 0),
     waitedElsewhere: others.some((r) => r.waited),
@@ -148,9 +154,9 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   }
 }
 
-/** A record as the store keeps it: `<lease>|<in flight>|<need>|<answered>|<waited>|<teams>`, each team `<name>,<weight>,<cap>,<held>,<waiting>,<lingering>,<peak>` (cap 0: none). */
+/** A record as the store keeps it: `<lease>|<in flight>|<need>|<answered>|<waited>|<teams>`, each team `<name>,<weight>,<cap>,<held>,<waiting>,<lingering>,<peak>[,<seat ms>]` (cap 0: none). */
 export function encodeRecord(r: Omit<ReplicaRecord, 'run'>): string {
-  const teams = r.teams.map((t) => `${t.team},${t.weight},${t.cap ?? 0},${t.held},${t.waiting},${t.lingering ? 1 : 0},${t.peak}`).join(';')
+  const teams = r.teams.map((t) => `${t.team},${t.weight},${t.cap ?? 0},${t.held},${t.waiting},${t.lingering ? 1 : 0},${t.peak}${t.seatMs === undefined ? '' : `,${t.seatMs}`}`).join(';')
   return `${r.lease}|${r.inFlight}|${r.need}|${r.answered.toFixed(2)}|${r.waited ? 1 : 0}|${teams}`
 }
 
@@ -162,10 +168,37 @@ export function decodeRecord(run: string, text: string): ReplicaRecord | null {
   for (const part of (m[6] as string).split(';')) {
     if (part === '') continue
     const f = part.split(',')
-    if (f.length !== 7) return null
-    const [team, weight, cap, held, waiting, lingering, peak] = f as [string, string, string, string, string, string, string]
-    if (team === '' || ![weight, cap, held, waiting, peak].every((n) => /^\d+$/.test(n)) || !/^[01]$/.test(lingering)) return null
-    teams.push({ team, weight: Math.max(1, Number(weight)), cap: Number(cap) > 0 ? Number(cap) : null, held: Number(held), waiting: Number(waiting), lingering: lingering === '1', peak: Number(peak) })
+    if (f.length !== 7 && f.length !== 8) return null
+    const [team, weight, cap, held, waiting, lingering, peak, seatMs] = f as [string, string, string, string, string, string, string, string | undefined]
+    if (team === '' || ![weight, cap, held, waiting, peak, seatMs ?? '0'].every((n) => /^\d+$/.test(n)) || !/^[01]$/.test(lingering)) return null
+    teams.push({ team, weight: Math.max(1, Number(weight)), cap: Number(cap) > 0 ? Number(cap) : null, held: Number(held), waiting: Number(waiting), lingering: lingering === '1', peak: Number(peak), ...(seatMs === undefined ? {} : { seatMs: Number(seatMs) }) })
   }
   return { run, lease: Number(m[1]), inFlight: Number(m[2]), need: Number(m[3]), answered: Number(m[4]), waited: m[5] === '1', teams }
+}
+
+/**
+ * The seat-time each team's calls held on the other replicas, as their records say: the
+ * growth of each run's counter since this replica first saw it (a run's counter only grows).
+ */
+export class ElsewhereCharges {
+  readonly totals = new Map<string, number>()
+  #last = new Map<string, Map<string, number>>()
+
+  /** The other replicas' records of an answer. */
+  seen(others: readonly ReplicaRecord[]): void {
+    const next = new Map<string, Map<string, number>>()
+    for (const r of others) {
+      const before = this.#last.get(r.run)
+      const now = new Map(before)
+      for (const t of r.teams) {
+        if (t.seatMs === undefined) continue
+        const was = before?.get(t.team)
+        if (was !== undefined && t.seatMs > was) this.totals.set(t.team, (this.totals.get(t.team) ?? 0) + t.seatMs - was)
+        else if (!this.totals.has(t.team)) this.totals.set(t.team, 0)
+        now.set(t.team, Math.max(t.seatMs, was ?? 0))
+      }
+      next.set(r.run, now)
+    }
+    this.#last = next
+  }
 }

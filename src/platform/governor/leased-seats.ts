@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
-import { encodeRecord, leasePlan, type LeasePlan, type ReplicaRecord } from './lease-plan.js'
+import { ElsewhereCharges, encodeRecord, leasePlan, type LeasePlan, type ReplicaRecord } from './lease-plan.js'
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
 
@@ -64,8 +64,9 @@ export class LeasedSeats implements SeatLease {
   #grantedUnder = Infinity
   #granted = false
   #plan: LeasePlan | null = null
-  // The other replicas' records as of the last answer.
+  // The other replicas' records as of the last answer, and the seat-time they say each team held there.
   #others: ReplicaRecord[] = []
+  readonly #charges = new ElsewhereCharges()
   #free = Infinity
   #demand: ReplicaDemand = { limit: 0, inFlight: 0, waiting: 0, teams: [] }
   #renewing = false
@@ -163,7 +164,7 @@ export class LeasedSeats implements SeatLease {
   shares(): LeaseShares | null {
     const plan = this.#plan
     if (plan === null || this.#downSince !== null) return null
-    return { targets: plan.targets, lent: Math.min(Math.max(0, this.#lease - plan.target), plan.owedElsewhere), shares: plan.shares, heldElsewhere: plan.heldElsewhere }
+    return { targets: plan.targets, lent: Math.min(Math.max(0, this.#lease - plan.target), plan.owedElsewhere), shares: plan.shares, heldElsewhere: plan.heldElsewhere, charged: this.#charges.totals }
   }
 
   elsewhere(): number {
@@ -374,9 +375,14 @@ export class LeasedSeats implements SeatLease {
     this.#replicas = this.#seen.size + 1
     this.#rank = [...this.#seen.keys()].filter((run) => run < this.#run).length
     this.#others = answer.others
+    this.#charges.seen(answer.others)
     this.#plan = this.#planFor(need, this.#demand)
-    // Short of seats with none free that it may take: it waits to be told, or for the bounded retry.
-    if (need > this.#lease && !(this.#free > 0 && this.#wanted(need, limit) > this.#lease)) this.#starvedAt = this.#lastAnswer
+    // Short of seats with none free that it may take: it waits to be told, or for the bounded
+    // retry, and tells the replicas that hold seats they neither use nor are due to give them back.
+    if (need > this.#lease && !(this.#free > 0 && this.#wanted(need, limit) > this.#lease)) {
+      this.#starvedAt = this.#lastAnswer
+      for (const run of this.#plan.over) this.#o.store.tell(run).catch(() => undefined)
+    }
     if (this.#lease >= need) this.#unusedSince = this.#lease > need ? (this.#unusedSince ?? this.#lastAnswer) : null
     // Seats given back (a lease cut, or calls past it ended): the replica that needs most is told.
     // Seats left free, or given back (a lease cut, calls past it ended): the replicas short of

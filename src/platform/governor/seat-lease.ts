@@ -10,6 +10,8 @@ import type { TeamLoad } from './shares.js'
 /** A team on this replica: what it holds and waits for, and whether it asked within the linger. */
 export interface LocalTeam extends TeamLoad {
   lingering: boolean
+  /** The seat-time its calls here held (ms), its calls in flight included: the other replicas charge it too. */
+  seatMs: number
 }
 
 /** What this replica's calls of a credential hold and wait for. */
@@ -27,6 +29,8 @@ export interface LeaseShares {
   lent: number
   shares: ReadonlyMap<string, number>
   heldElsewhere: ReadonlyMap<string, number>
+  /** The seat-time (ms) each team's calls held on the other replicas since this one first saw them: it only grows. */
+  charged: ReadonlyMap<string, number>
 }
 
 export interface SeatLease {

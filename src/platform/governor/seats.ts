@@ -195,6 +195,7 @@ export class CredentialSeats {
         },
       }
       signal?.addEventListener('abort', onAbort, { once: true })
+      this.#chargeElsewhere()
       // A team that starts waiting again saved no credit while it did not.
       if (this.#queue.count(team) === 0 && !this.#queue.waitingTeams().has(team)) {
         const seats = this.#teamOf(team)
@@ -271,6 +272,12 @@ export class CredentialSeats {
   }
 
 
+  /** Each team's tag is charged with the seat-time its calls held on the other replicas. */
+  #chargeElsewhere(): void {
+    const charged = this.#lease.shares()?.charged
+    if (charged) this.#teams.chargeElsewhere(charged, (t) => this.#weight(t))
+  }
+
   #atCeiling(team: string): boolean {
     const cap = this.limitsOf(team).maxConcurrent
     if (cap === null) return false
@@ -284,6 +291,7 @@ export class CredentialSeats {
 
   /** Starts waiting calls while seats are free and the credential is not paused. */
   #dispatch(): void {
+    this.#chargeElsewhere()
     let started = false
     while (this.#queue.size > 0 && this.pausedUntil === 0) {
       const waiter = this.#next(this.capacity - this.#inFlight)
@@ -331,7 +339,7 @@ export class CredentialSeats {
     // tag order (a whole seat of its share, a seat others may not take) does not move it
     // past theirs, nor take the credit of a team that waits.
     let least = start
-    if (this.#lease.shares() === null) for (const other of this.#queue.waitingTeams()) if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teamOf(other).tag)
+    for (const other of this.#queue.waitingTeams()) if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teamOf(other).tag)
     this.#virtual = Math.max(this.#virtual, least)
     const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + Math.max(1000, OVERDUE * expected), short: expected !== null && expected <= LENDING_HORIZON_MS }
     seats.running.add(call)

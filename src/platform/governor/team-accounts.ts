@@ -30,12 +30,27 @@ export interface TeamAccount {
  */
 export class TeamAccounts {
   readonly #teams = new Map<string, TeamAccount>()
+  // The seat-time held on the other replicas already charged to each team's tag.
+  readonly #chargedElsewhere = new Map<string, number>()
 
   /** `team`'s account, opened at the virtual time `virtual`. */
   of(team: string, virtual: number): TeamAccount {
     let seats = this.#teams.get(team)
     if (!seats) this.#teams.set(team, (seats = { held: 0, seatMs: 0, running: new Set(), tag: virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity }))
     return seats
+  }
+
+  /**
+   * Charges each team's tag with the seat-time its calls held on the other replicas since
+   * the last charge (`charged`: what they held there, in all): across replicas a team's
+   * tag is its seat-time on every replica for its weight.
+   */
+  chargeElsewhere(charged: ReadonlyMap<string, number>, weight: (team: string) => number): void {
+    for (const [team, ms] of charged) {
+      const seats = this.#teams.get(team)
+      if (seats) seats.tag += (ms - (this.#chargedElsewhere.get(team) ?? ms)) / weight(team)
+      this.#chargedElsewhere.set(team, ms)
+    }
   }
 
   held(team: string): number {
@@ -83,7 +98,9 @@ export class TeamAccounts {
       const w = waiting.get(team) ?? 0
       if (seats.held === 0 && w === 0 && !lingering) continue
       const peak = now - seats.peakAt <= LINGER_MS ? Math.max(seats.peak, seats.held + w) : seats.held + w
-      out.push({ team, weight: weight(team), held: seats.held, waiting: w, cap: cap(team), lingering, peak })
+      let seatMs = seats.seatMs
+      for (const call of seats.running) seatMs += now - call.at
+      out.push({ team, weight: weight(team), held: seats.held, waiting: w, cap: cap(team), lingering, peak, seatMs: Math.round(seatMs) })
     }
     return out
   }
