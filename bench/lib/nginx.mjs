@@ -1,9 +1,9 @@
 // nginx proxy_cache in front of an origin, the reference the gateway is compared with.
 
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { userInfo } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from '../../scripts/free-port.mjs'
+import { nginxMain, nginxTempPaths } from './nginx-conf.mjs'
 import { waitForHttp } from './http.mjs'
 import { SERVER_CORE, launch, pin, stopProcess, tmp } from './processes.mjs'
 
@@ -17,18 +17,12 @@ export async function startNginx({ origin, platformToken, name = 'nginx', valid 
   const dir = join(tmp, name)
   for (const sub of ['', 'cache', 'tmp', 'logs']) mkdirSync(join(dir, sub), { recursive: true })
   const port = await freePort()
-  const user = process.getuid?.() === 0 ? `user ${userInfo().username};\n` : ''
-  const conf = `${user}worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
+  const conf = `${nginxMain(dir)}
+worker_processes 1;
 events { worker_connections 4096; }
 http {
   access_log off;
-  client_body_temp_path ${dir}/tmp/body;
-  proxy_temp_path ${dir}/tmp/proxy;
-  fastcgi_temp_path ${dir}/tmp/fastcgi;
-  uwsgi_temp_path ${dir}/tmp/uwsgi;
-  scgi_temp_path ${dir}/tmp/scgi;
+${nginxTempPaths(dir)}
   keepalive_requests 10000000;
   keepalive_timeout 65s;
   proxy_cache_path ${dir}/cache levels=1:2 keys_zone=reports:10m max_size=256m inactive=10m use_temp_path=off;

@@ -1,10 +1,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir, userInfo } from 'node:os'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './start-redis.js'
 import { freshRequest } from './balancers.js'
 import { waitFor } from './wait.js'
+import { nginxMain, nginxTempPaths } from '../../bench/lib/nginx-conf.mjs'
 
 /** Whether an nginx binary is on PATH. */
 export function hasNginx(): boolean {
@@ -27,20 +28,13 @@ export interface Nginx {
 }
 
 function conf(dir: string, port: number, upstreams: number[]): string {
-  // As root the workers would run as nobody, who cannot read the test's folder.
-  const user = process.getuid?.() === 0 ? `user ${userInfo().username};\n` : ''
-  return `${user}daemon off;
+  return `${nginxMain(dir)}
+daemon off;
 worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
 events { worker_connections 1024; }
 http {
   access_log off;
-  client_body_temp_path ${dir}/tmp/body;
-  proxy_temp_path ${dir}/tmp/proxy;
-  fastcgi_temp_path ${dir}/tmp/fastcgi;
-  uwsgi_temp_path ${dir}/tmp/uwsgi;
-  scgi_temp_path ${dir}/tmp/scgi;
+${nginxTempPaths(dir)}
   upstream gateways {
 ${upstreams.map((p) => `    server 127.0.0.1:${p};`).join('\n')}
     keepalive 16;
