@@ -19,6 +19,7 @@ import {
   ATTR_HTTP_REQUEST_METHOD_ORIGINAL,
   ATTR_HTTP_ROUTE,
   ATTR_NETWORK_PROTOCOL_VERSION,
+  ATTR_SERVER_ADDRESS,
   ATTR_SERVER_PORT,
   ATTR_SERVICE_NAME,
   ATTR_SERVICE_VERSION,
@@ -196,6 +197,8 @@ export async function otelTracing(config: TracingConfig, about: TracingOptions):
       const { remoteAddress, localPort } = req.socket
       if (remoteAddress) attributes[ATTR_CLIENT_ADDRESS] = remoteAddress
       if (localPort) attributes[ATTR_SERVER_PORT] = localPort
+      const host = hostName(req.headers.host)
+      if (host) attributes[ATTR_SERVER_ADDRESS] = host
       const agent = req.headers['user-agent']
       if (agent) attributes[ATTR_USER_AGENT_ORIGINAL] = agent
       span.setAttributes(attributes)
@@ -206,4 +209,20 @@ export async function otelTracing(config: TracingConfig, about: TracingOptions):
       diag.disable()
     },
   }
+}
+
+/**
+ * The host a request was sent to, as `server.address` takes it (the HTTP semantic
+ * conventions: the Host header without its port; an IPv6 address without its brackets),
+ * or null when the header names none.
+ */
+export function hostName(header: string | undefined): string | null {
+  if (!header) return null
+  if (header.startsWith('[')) {
+    const end = header.indexOf(']')
+    return end > 1 ? header.slice(1, end) : null
+  }
+  const colon = header.lastIndexOf(':')
+  const host = colon !== -1 && /^\d*$/.test(header.slice(colon + 1)) ? header.slice(0, colon) : header
+  return host === '' ? null : host
 }

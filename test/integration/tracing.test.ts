@@ -108,6 +108,7 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
       'url.scheme': 'http',
       'http.response.status_code': 200,
       'client.address': '127.0.0.1',
+      'server.address': '127.0.0.1',
       'network.protocol.version': '1.1',
       'gateway.team': 'all',
       'gateway.cache.status': 'MISS',
