@@ -39,6 +39,8 @@ export interface CredentialGovernorOptions {
   /** The limit and knee in force after every move, and the floor of the kind answered most (ms). */
   onLimit?: (limit: number, knee: number, floorMs: number | null) => void
   onMove?: (move: Move, from: number, to: number) => void
+  /** Whether the answer handled now is timed apart from the one before (answer-timing.ts); default: every one is. */
+  answerTimed?: () => boolean
   clock?: Clock
 }
 
@@ -99,7 +101,7 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
       ? {
           onStarted: (kind: string, load: number) => estimator.started(kind, load),
           onEnded: (answer: Parameters<KneeEstimator['ended']>[0]) => {
-            estimator.ended(answer)
+            estimator.ended(o.answerTimed ? { ...answer, timed: o.answerTimed() } : answer)
             learned?.tick()
           },
           onWaited: () => estimator.waited(),

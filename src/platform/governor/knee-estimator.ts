@@ -32,7 +32,8 @@
  * end at their share of the ends of the calls in service under w (min(n − 1, w), each at
  * the mean own time of late), an end sooner than k ends is as unlikely as theirs coming
  * that soon (Poisson), and an answer weighs as much as the share of the calls ahead of it
- * whose ends were seen here. Pure logic: time is passed in.
+ * whose ends were seen here. An answer the gateway handled back to back with the one before
+ * is an end but not evidence: its time is the gateway's. Pure logic: time is passed in.
  */
 
 /** The knee moves at most once a DECIDE_MS, after MIN_CALLS new answers: a decision weighs a burst whole. */
@@ -76,6 +77,8 @@ export interface Answer {
   window: number
   /** ok: the platform worked on it and answered; overload: 502/503/504, no connection, or a deadline passed at twice its expected time; other: anything that says nothing of load. */
   outcome: 'ok' | 'overload' | 'other'
+  /** False: handled back to back with the answer before (see above). */
+  timed?: boolean
 }
 
 /** start: doubling from initialConcurrent; cruise: at the knee (and its probe seat); fault: halved while the platform fails. */
@@ -84,12 +87,10 @@ export type Phase = 'start' | 'cruise' | 'fault'
 export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'fault' | 'restored' | 'adopted'
 export interface Step { limit: number; knee: number; move: Move }
 export interface KneeOptions { initial: number; min: number; max: number }
-
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, and how many ends came before. */
 type Call = { load: number; local: number; endsBefore: number }
 /** Per kind: answers seen, the last, and per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it. */
 type KindStats = { seen: number; lastAt: number; m: Float64Array; ss: Float64Array }
-
 export class KneeEstimator {
   readonly #min: number
   readonly #max: number
@@ -137,9 +138,8 @@ export class KneeEstimator {
     this.#impossible = new Float64Array(max)
     this.#ownMs = new Float64Array(max).fill(FAULT_MS)
   }
-  /** The seats in force. */
+  /** The seats in force, and the platform's knee as learned: the most calls it serves at once. */
   get limit(): number { return this.#limit }
-  /** The platform's knee as learned: the most calls it serves at once. */
   get knee(): number { return this.#knee }
   get phase(): Phase { return this.#phase }
   /** The pace of the kind answered most, at the knee (ms), for the operators; null before one. */
@@ -165,7 +165,7 @@ export class KneeEstimator {
     if (call === undefined) return
     this.#calls.delete(a.window)
     this.#localInFlight = Math.max(0, this.#localInFlight - 1)
-    if (a.outcome === 'ok' && !this.#faults.some((f) => a.startedAt < f.to && a.at > f.from)) this.#learn(a, call)
+    if (a.outcome === 'ok' && a.timed !== false && !this.#faults.some((f) => a.startedAt < f.to && a.at > f.from)) this.#learn(a, call)
     this.#endAt.push(a.at)
     this.#endSerial.push(a.window)
   }

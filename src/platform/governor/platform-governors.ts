@@ -8,6 +8,7 @@ import { PlatformPauses, type PlatformPausesDeps } from '../pauses/platform-paus
 import type { Pause } from '../pauses/pauses.js'
 import type { CredentialSeats } from './seats.js'
 import type { Priority, Seat } from './seat.js'
+import { answerTiming } from './answer-timing.js'
 import { credentialGovernor, type CredentialGovernor } from './credential-governor.js'
 import { RedisLeaseStore } from './redis-lease-store.js'
 
@@ -122,6 +123,7 @@ export class PlatformGovernors {
       onMove: (move, from, to) => {
         if (to !== from) metrics.platformLimitChanges.inc({ credential, direction: move === 'fault' ? 'cut' : to > from ? 'up' : 'down' })
       },
+      answerTimed: answerTiming(),
       clock: this.#clock,
     })
     if (!g.estimator) metrics.platformLimit.set({ credential }, g.seats.limit)

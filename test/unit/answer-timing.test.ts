@@ -1,0 +1,42 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { describe, expect, it } from 'vitest'
+import { answerTiming } from '../../src/platform/governor/answer-timing.js'
+import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
+
+/**
+ * Rounds of 8 calls sent together to a platform of 8 workers or more, each answered 300 ms
+ * later; the gateway handles the 8 answers one after another, 2 ms apart. Returns the
+ * limit the rule sets, with the later answers of a round marked as `timed` says.
+ */
+function bunchedRounds(timed: (i: number) => boolean | undefined): number {
+  const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+  for (let round = 0; round < 6; round++) {
+    const t0 = 1_000_000 + round * 1_000
+    const calls = Array.from({ length: 8 }, (_, i) => ({ i, window: rule.started('team\nweek', i + 1) }))
+    for (const { i, window } of calls) {
+      const flag = timed(i)
+      rule.ended({ startedAt: t0, at: t0 + 300 + 2 * i, team: 'team', kind: 'team\nweek', load: i + 1, window, outcome: 'ok', ...(flag === undefined ? {} : { timed: flag }) })
+    }
+    rule.tick(t0 + 320, null)
+  }
+  return rule.limit
+}
+
+describe('answers the gateway handled back to back', () => {
+  it('read as ends 2 ms apart, they make the rule take 8 calls together for one worker', () => {
+    expect(bunchedRounds(() => undefined)).toBeLessThan(8)
+  })
+
+  it('are ends but not evidence: the rule does not cut the limit on them', () => {
+    expect(bunchedRounds((i) => i === 0)).toBeGreaterThanOrEqual(8)
+  })
+
+  it('are told apart by the event loop idling between two answers', async () => {
+    const timed = answerTiming()
+    await sleep(5)
+    expect(timed()).toBe(true)
+    expect(timed()).toBe(false)
+    await sleep(5)
+    expect(timed()).toBe(true)
+  })
+})
