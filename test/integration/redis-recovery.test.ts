@@ -112,9 +112,10 @@ describe.skipIf(!available)('copies a replica kept, shared with Redis once it is
     const seatsKey = redisKey.seats('rgw:', 'default')
     const shared = async () => (await client.hexists(seatsKey, 'limit')) === 1
     let day = 0
-    // Calls until the limit rule has moved once and the learner wrote it.
+    // Calls until the limit rule has moved once and the learner wrote it: 12 at once for
+    // the 8 seats of the start, so that calls wait at the limit and it doubles.
     await waitFor('the shared limit in Redis', async () => {
-      await Promise.all(Array.from({ length: 4 }, () => read(a, `${query(1)}&n=${day++}`)))
+      await Promise.all(Array.from({ length: 12 }, () => read(a, `${query(1)}&n=${day++}`)))
       return shared()
     }, 20_000, 50)
     await redis.stop(true)

@@ -165,7 +165,7 @@ export class KneeEstimator {
     if (call === undefined) return
     this.#calls.delete(a.window)
     this.#localInFlight = Math.max(0, this.#localInFlight - 1)
-    if (a.outcome === 'ok' && a.timed !== false && !this.#faults.some((f) => a.startedAt < f.to && a.at > f.from)) this.#learn(a, call)
+    if (a.outcome === 'ok' && !this.#faults.some((f) => a.startedAt < f.to && a.at > f.from)) this.#learn(a, call)
     this.#endAt.push(a.at)
     this.#endSerial.push(a.window)
   }
@@ -179,8 +179,7 @@ export class KneeEstimator {
     else if (!wasFault) this.#faults.push({ from: now - FAULT_MS, to: Infinity })
     return this.#set(l, 'adopted') ?? { limit: l, knee: k, move: 'adopted' }
   }
-  /** The platform paused the whole credential: a fault. */
-  pause(now: number): Step | null { return this.#fault(now) }
+  pause(now: number): Step | null { return this.#fault(now) } // the platform paused the whole credential: a fault
   /** Watches for faults and moves the knee as the evidence says; null while nothing moves. `overdueSince` (seats.ts) and no answer for SILENCE_GAPS usual gaps: silent (stalled), a fault; a queue keeps answers coming. */
   tick(now: number, overdueSince: number | null): Step | null {
     if (now - this.#second.start >= FAULT_MS) {
@@ -250,8 +249,9 @@ export class KneeEstimator {
     for (let i = 0; i < this.#max; i++) ll[i] = -this.#logs[i]! - (n / 2) * Math.log((ss[i]! + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)) - IMPOSSIBLE_LL * this.#impossible[i]!
     return ll
   }
-  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late, or how unlikely w makes so soon an end. */
+  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late, or how unlikely w makes so soon an end; an untimed one, nothing (a new call all the same). */
   #learn(a: Answer, call: Call): void {
+    if (a.timed === false) return void this.#newCalls++
     this.#fade(a.at)
     const latency = Math.max(1, a.at - a.startedAt)
     const load = Math.max(1, call.load)
