@@ -1,4 +1,5 @@
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { afterEach } from 'vitest'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -39,5 +40,18 @@ export class ConfigMapDir {
 
   remove(): void {
     rmSync(this.dir, { recursive: true, force: true })
+  }
+}
+
+/** Makes ConfigMapDirs for a test file's tests, each removed after its test. */
+export function useConfigMaps(): (yaml: string, name?: string) => ConfigMapDir {
+  const dirs: ConfigMapDir[] = []
+  afterEach(() => {
+    for (const d of dirs.splice(0)) d.remove()
+  })
+  return (yaml, name) => {
+    const dir = new ConfigMapDir(yaml, name)
+    dirs.push(dir)
+    return dir
   }
 }

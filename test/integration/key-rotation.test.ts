@@ -1,11 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { pino } from 'pino'
 import { loadConfig } from '../../src/config.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { KeyUse } from '../../src/observe/key-use.js'
 import { RedisBreaker } from '../../src/redis/breaker.js'
 import { RedisSeal } from '../../src/redis/seal.js'
-import { ConfigMapDir } from '../helpers/config-map.js'
+import { type ConfigMapDir, useConfigMaps } from '../helpers/config-map.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 import { TEST_GATEWAY_SECRET, type TestGateway } from '../helpers/build-gateway.js'
@@ -48,16 +48,8 @@ interface KeyRow {
 const sandbox = useSandbox()
 const redis = useRedis()
 const gateways = useGateways()
-const dirs: ConfigMapDir[] = []
-afterEach(() => {
-  for (const d of dirs.splice(0)) d.remove()
-})
-
-function teamsFile(text: string): ConfigMapDir {
-  const dir = new ConfigMapDir(text, 'teams.yaml')
-  dirs.push(dir)
-  return dir
-}
+const configMaps = useConfigMaps()
+const teamsFile = (text: string) => configMaps(text, 'teams.yaml')
 
 async function replica(dir: ConfigMapDir, withRedis = true): Promise<TestGateway> {
   const env = {

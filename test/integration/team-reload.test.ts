@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
-import { ConfigMapDir } from '../helpers/config-map.js'
+import { type ConfigMapDir, useConfigMaps } from '../helpers/config-map.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
@@ -27,16 +27,7 @@ const plain = (key: string) => `"${hashApiKey(key)}"`
 const sandbox = useSandbox()
 const redis = useRedis()
 const gateways = useGateways()
-const dirs: ConfigMapDir[] = []
-afterEach(() => {
-  for (const d of dirs.splice(0)) d.remove()
-})
-
-function configMap(text: string, name?: string): ConfigMapDir {
-  const dir = new ConfigMapDir(text, name)
-  dirs.push(dir)
-  return dir
-}
+const configMap = useConfigMaps()
 
 async function replica(dir: ConfigMapDir, withRedis = true): Promise<TestGateway> {
   const env = {
