@@ -111,7 +111,8 @@ describe.skipIf(!available)('the learned limit across replicas', () => {
     const [a, b] = [await replica('r1'), await replica('r2')]
     await waitFor('r1 learning', () => a.lease.replicas === 2 && b.lease.replicas === 2 && a.lease.learner, 5000)
     move(a, 12)
-    await waitFor('the limit shared', async () => (await stored())?.limit === 12, 5000)
+    // Stored, and taken by r2 with its renewal: only then is there a limit in force to keep.
+    await waitFor('the limit shared', async () => b.seats.limit === 12 && (await stored())?.limit === 12, 5000)
     await redis.client.hdel(KEY, 'limit')
     await waitFor('the record written back', async () => (await stored())?.limit === 12, 5000)
     expect(b.seats.limit).toBe(12)
