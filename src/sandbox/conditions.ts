@@ -29,6 +29,7 @@ export class Conditions {
   #perDayMs = 0
   #busy = 0
   readonly #queue: (() => void)[] = []
+  readonly #waitingRelease: (() => void)[] = []
 
   constructor(latencyMs: number) {
     this.#latencyMs = checkedLatency(latencyMs)
@@ -185,6 +186,15 @@ export class Conditions {
     socket.end('0\r\n\r\n')
   }
 
+  /** Resolves once releaseHeld() is called (or the sandbox closes). */
+  held(): Promise<void> {
+    return new Promise((resolve) => this.#waitingRelease.push(resolve))
+  }
+
+  releaseHeld(): void {
+    for (const resolve of this.#waitingRelease.splice(0)) resolve()
+  }
+
   hold(socket: Socket): void {
     this.#held.add(socket)
     socket.once('close', () => this.#held.delete(socket))
@@ -194,6 +204,7 @@ export class Conditions {
   shutDown(): void {
     this.#closing.abort()
     for (const resolve of this.#queue.splice(0)) resolve()
+    this.releaseHeld()
     for (const socket of this.#held) socket.destroy()
     this.#held.clear()
   }
@@ -211,6 +222,7 @@ export function parseFailureMode(value: unknown): FailureMode | string {
     case 'hang':
     case 'reset':
     case 'cut':
+    case 'held':
       return { kind, ...limit }
     case 'status':
       if (!(Number.isInteger(status) && (status as number) >= 200 && (status as number) <= 599)) return '"status" must be an HTTP status (200-599)'
@@ -228,7 +240,7 @@ export function parseFailureMode(value: unknown): FailureMode | string {
       if (gzip !== undefined && typeof gzip !== 'boolean') return '"gzip" must be true or false'
       return { kind, body: body as GarbledBody, ...(gzip === undefined ? {} : { gzip }), ...limit }
     default:
-      return '"kind" must be one of none, status, hang, reset, trickle, large, garbled, cut'
+      return '"kind" must be one of none, status, hang, reset, trickle, large, garbled, cut, held'
   }
 }
 

@@ -10,7 +10,7 @@ import { asRecord } from './validation.js'
 
 export type SandboxControls = Pick<
   Sandbox,
-  'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setCapacity' | 'setWeather' | 'setFailure' | 'setRouteFailure' | 'clearRouteFailures' | 'countRequests' | 'clearRequests' | 'concurrency' | 'resetConcurrency'
+  'issueToken' | 'revokeAllTokens' | 'setLatency' | 'setCapacity' | 'setWeather' | 'setFailure' | 'setRouteFailure' | 'clearRouteFailures' | 'releaseHeld' | 'countRequests' | 'clearRequests' | 'concurrency' | 'resetConcurrency'
 >
 
 export function controlRoutes(controls: SandboxControls): FastifyPluginCallback {
@@ -67,6 +67,11 @@ export function controlRoutes(controls: SandboxControls): FastifyPluginCallback 
 
     app.delete('/route-failure', (_request, reply) => {
       controls.clearRouteFailures()
+      reply.code(204).send()
+    })
+
+    app.post('/release', (_request, reply) => {
+      controls.releaseHeld()
       reply.code(204).send()
     })
 

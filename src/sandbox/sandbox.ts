@@ -107,6 +107,7 @@ function createControls(state: SandboxState): SandboxControls {
     setFailure: (mode) => state.conditions.setFailure(mode),
     setRouteFailure: (path, mode) => state.conditions.setRouteFailure(path, mode),
     clearRouteFailures: () => state.conditions.clearRouteFailures(),
+    releaseHeld: () => state.conditions.releaseHeld(),
     // Emptied in place: callers may hold on to `sandbox.requests`.
     clearRequests: () => {
       state.requests.length = 0
@@ -197,6 +198,9 @@ async function simulateConditions(state: SandboxState, request: FastifyRequest, 
       return undefined
     case 'cut':
       cutAnswers.add(request)
+      return undefined
+    case 'held':
+      await conditions.held()
       return undefined
     case 'status':
       sendFailure(reply, failure.status, failure.body, failure.headers)

@@ -34,6 +34,8 @@ export type FailureMode =
   | { kind: 'garbled'; body: GarbledBody; gzip?: boolean; times?: number }
   /** The route's own answer with its body cut halfway: its content-length is the whole's, and the connection closes after half of it. */
   | { kind: 'cut'; times?: number }
+  /** The route's own answer, once releaseHeld() is called (a call kept at the platform for as long as a test needs it there). */
+  | { kind: 'held'; times?: number }
 
 /**
  * Failures drawn at random, each a share (0 to 1) of the /api/v1 requests that no set
@@ -97,6 +99,8 @@ export interface Sandbox {
    */
   setRouteFailure(path: string, mode: FailureMode): void
   clearRouteFailures(): void
+  /** Lets every call the `held` failure keeps go on to its answer. */
+  releaseHeld(): void
   /** Every request except the /__sandbox controls, token requests included. */
   requests: SandboxRequestRecord[]
   clearRequests(): void

@@ -4,6 +4,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import type { ReportRow as Row } from '../../src/sandbox/report-data.js'
 import { useSandbox } from '../helpers/fixtures.js'
 import { newCampaign } from '../helpers/sandbox-gateway.js'
+import { waitFor } from '../helpers/wait.js'
 
 // The sandbox stands in for the platform in every other suite, so this one pins
 // the platform behaviour it reproduces, over real HTTP on loopback.
@@ -367,6 +368,18 @@ describe('failure modes and latency', () => {
     }
   })
 
+  it('holds the next `times` requests at the platform until released, then answers them as the route does', async () => {
+    sandbox.setFailure({ kind: 'held', times: 2 })
+    let answered = 0
+    const held = [call(REPORT), call(REPORT)].map((p) => p.then((r) => ((answered += 1), r)))
+    await waitFor('both calls at the platform', () => sandbox.concurrency().inFlight === 2, 5_000)
+    // The next call is not held: it is answered while the two wait.
+    expect((await call(REPORT)).status).toBe(200)
+    expect(answered).toBe(0)
+    sandbox.releaseHeld()
+    expect((await Promise.all(held)).map((r) => r.status)).toEqual([200, 200])
+  })
+
   it('leaves the token request alone', async () => {
     sandbox.setFailure({ kind: 'status', status: 500 })
     expect((await grant()).status).toBe(200)
@@ -537,6 +550,13 @@ describe('HTTP controls', () => {
     expect(await count.json()).toEqual({ count: 3 })
     expect((await control('DELETE', '/requests')).status).toBe(204)
     expect(await (await control('GET', '/requests/count')).json()).toEqual({ count: 0 })
+
+    expect((await control('POST', '/latency', { ms: 0 })).status).toBe(200)
+    expect((await control('POST', '/failure', { kind: 'held', times: 1 })).status).toBe(200)
+    const held = call(REPORT)
+    await waitFor('the held call at the platform', async () => ((await (await control('GET', '/concurrency')).json()) as { inFlight: number }).inFlight === 1, 5_000)
+    expect((await control('POST', '/release')).status).toBe(204)
+    expect((await held).status).toBe(200)
   })
 
   it('reports the most /api/v1 requests answered at once, hung and reset ones included, until reset', async () => {
