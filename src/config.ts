@@ -49,7 +49,7 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
     fileSetsHost = file.host != null
     fileDeclaresTeams = file.teams != null
     // Renamed in the file itself: the setting in force shows CONFIG_FILE as its source.
-    warnings.push(...renamed(file))
+    warnings.push(...renamed(file), ...retired(file))
     deepMerge(raw, file)
   }
   if (env.TEAMS_FILE) {
@@ -80,6 +80,16 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
 /** Settings renamed this release, old name → new: the old name is still taken, with a warning, until the next. */
 export const RENAMED_SETTINGS: ReadonlyArray<[string[], string[]]> = [[['platform', 'permitLease'], ['platform', 'seatLease']]]
 
+/** Settings retired this release, with what a file that still sets one is told: taken and ignored until the next. */
+export const RETIRED_SETTINGS: ReadonlyArray<[string[], string]> = [
+  [['platform', 'bufferBytes'], 'every answer is received whole within platform.bufferTotalBytes, the one budget of the answers on their way to callers'],
+]
+
+/** A warning for each retired setting `file` sets; the setting is dropped. */
+function retired(file: Record<string, unknown>): string[] {
+  return RETIRED_SETTINGS.filter(([path]) => takeOut(file, path).found).map(([path, why]) => `${path.join('.')} no longer has an effect (${why}); remove it`)
+}
+
 /**
  * Moves each renamed setting that `file` sets under its old name to its new one; returns a
  * warning for each. A file that sets both keeps the new name's value.
@@ -87,12 +97,8 @@ export const RENAMED_SETTINGS: ReadonlyArray<[string[], string[]]> = [[['platfor
 function renamed(file: Record<string, unknown>): string[] {
   const warnings: string[] = []
   for (const [from, to] of RENAMED_SETTINGS) {
-    const parent = getPath(file, from.slice(0, -1))
-    const key = from[from.length - 1] as string
-    if (!isPlainObject(parent) || !(key in parent)) continue
-    const value = parent[key]
-    delete parent[key]
-    if (value === null) continue
+    const { found, value } = takeOut(file, from)
+    if (!found || value === null) continue
     const [old, now] = [from.join('.'), to.join('.')]
     if (getPath(file, to) !== undefined) {
       warnings.push(`${old} is renamed ${now}, which is set too: ${old} is ignored; remove it`)
@@ -102,4 +108,14 @@ function renamed(file: Record<string, unknown>): string[] {
     warnings.push(`${old} is renamed ${now}: the old name is taken until the next release; set ${now} instead`)
   }
   return warnings
+}
+
+/** Removes the setting at `path` from `file`: whether it was set, and its value. */
+function takeOut(file: Record<string, unknown>, path: string[]): { found: boolean; value?: unknown } {
+  const parent = getPath(file, path.slice(0, -1))
+  const key = path[path.length - 1] as string
+  if (!isPlainObject(parent) || !(key in parent)) return { found: false }
+  const value = parent[key]
+  delete parent[key]
+  return { found: true, value }
 }

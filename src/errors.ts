@@ -46,6 +46,7 @@ export const allErrors = {
   ShuttingDownError: createError('GW_SHUTTING_DOWN', 'this replica is shutting down; retry on another', 503),
   PayloadTooLargeError: createError<[number]>('GW_PAYLOAD_TOO_LARGE', 'the request body is larger than the limit of %d bytes', 413),
   OverloadedError: createError<[string]>('GW_OVERLOADED', 'too many calls waiting for the platform: %s', 503),
+  AnswerBudgetError: createError<[string]>('GW_ANSWER_BUDGET', 'no room for the platform\'s answer: %s', 503),
 }
 
 /** An error of the catalogue above: its GW_* code, the status it is answered with, its message and cause. */
@@ -85,4 +86,5 @@ export const {
   ShuttingDownError,
   PayloadTooLargeError,
   OverloadedError,
+  AnswerBudgetError,
 } = allErrors

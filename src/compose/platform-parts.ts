@@ -129,7 +129,6 @@ export function platformParts(
     if (state) await probeStatus(client, config.platform.probe, provider, state.token, true)
   })
   const answers = new PlatformAnswers({
-    callBytes: config.platform.bufferBytes,
     totalBytes: config.platform.bufferTotalBytes,
     readIdleMs: config.platform.readIdleTimeoutMs,
     onSlowReader: (credential) => metrics.platformSlowReaders.inc({ credential }),

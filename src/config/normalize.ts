@@ -162,7 +162,6 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       maintenanceMs: parseDuration(p.maintenanceInterval),
       probe: p.probe,
       loginMinIntervalMs: parseDuration(p.loginMinInterval),
-      bufferBytes: parseSize(p.bufferBytes),
       bufferTotalBytes: parseSize(p.bufferTotalBytes),
       readIdleTimeoutMs: parseDuration(p.readIdleTimeout),
     },

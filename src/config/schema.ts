@@ -163,7 +163,8 @@ export const ConfigSchema = Type.Object(
           ),
         ),
         loginMinInterval: Duration,
-        bufferBytes: Size,
+        // Retired: every answer is held whole within bufferTotalBytes. Taken, with a warning, until the next release.
+        bufferBytes: Type.Optional(Size),
         bufferTotalBytes: Size,
         readIdleTimeout: Duration,
       },

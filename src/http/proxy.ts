@@ -27,7 +27,7 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-en
  * Any other /api/v1 call, top to bottom: admit the caller (key, read/write, rate
  * limit), read and check its body, check its scope, forward what was checked through
  * the platform client, send the platform's answer on (its 5xx as our 502) once it has
- * been received, or as it streams when it is too large to hold.
+ * been received whole, within the answers' memory budget.
  */
 export function proxyHandler(
   { config, tracing, usage, clock, answers }: Pick<GatewayContext, 'config' | 'tracing' | 'usage' | 'clock' | 'answers'>,
@@ -85,11 +85,11 @@ export function proxyHandler(
       res.body.resume()
       throw withRetryAfter(new UpstreamError(`status ${res.status}`), res.headers, clock.now())
     }
-    // Received at the platform's speed, as the seat ended with its headers.
+    // Received whole at the platform's pace, within the answers' budget: the platform's work ends when it has sent it.
     const answer = await answers.receive(res.body, contentLength(res.headers), { credential: caller.provider.name, team: caller.team.name, path: caller.target.path, log: request.log })
     reply.code(res.status).headers(withPassedRetryAfter(res.status, callerHeaders(res.headers)))
-    if (answer.length !== null && request.method !== 'HEAD') reply.header('content-length', answer.length)
-    return reply.send(answer.body)
+    if (request.method !== 'HEAD') reply.header('content-length', answer.length)
+    return reply.send(answer.stream())
   }
 }
 

@@ -382,7 +382,7 @@ export class ReportCache {
           if (result.kind === 'failed') this.#d.log.warn({ err: result.error }, 'refresh ahead of a report failed')
           if (result.kind === 'oversize' && !result.taken) {
             result.taken = true
-            result.rest.body.destroy()
+            result.answer.release()
           }
         }
       },
@@ -408,10 +408,10 @@ export class ReportCache {
     if (this.#flights.has(key)) return
     this.#fill(key, report, provider, { requestId: origin.requestId, team: origin.team, tally: origin.tally, priority: 'swr' }, 0).then(
       (result) => {
-        // Nobody reads this answer: an unread oversize body would hold its connection open.
+        // Nobody reads this answer: its bytes go back to the answers' budget.
         if (result.kind === 'oversize' && !result.taken) {
           result.taken = true
-          result.rest.body.destroy()
+          result.answer.release()
         }
       },
       (err: unknown) => this.#d.log.warn({ err }, 'background refresh of a report failed'),
@@ -524,6 +524,8 @@ export class ReportCache {
     const result: FillResult = await fetchReport(this.#d.client, provider, report, origin, {
       ...(timeoutMs === undefined ? {} : { timeoutMs }),
       maxEntryBytes: config.cache.maxEntryBytes,
+      answers: this.#d.answers,
+      log: this.#d.log,
       ttl: { ...config.cache.ttl, ...config.cache },
       now: () => this.#clock.now(),
     })
@@ -570,10 +572,10 @@ export class ReportCache {
       if (own.kind !== 'oversize') return this.read(report, key, provider, opts)
     }
     result.taken = true
-    const { headers, head, rest } = own as Extract<FillResult, { kind: 'oversize' }>
+    const { headers, answer } = own as Extract<FillResult, { kind: 'oversize' }>
     this.#count('BYPASS', 'platform')
-    // The rest is read at the caller's pace, its seat given back with its headers: a caller that stops reading is cut off.
-    const stream = this.#d.answers.stream(head, rest, { credential: provider.name, team: opts.team, path: report.path, log: opts.log })
+    // Held whole in the answers' budget and sent from there at the caller's pace: a caller that stops reading is cut off.
+    const stream = answer.stream()
     return { kind: 'stream', headers, stream, gzipped: headers['content-encoding'] === 'gzip', ...(own.upstreamMs === undefined ? {} : { upstreamMs: own.upstreamMs }) }
   }
 

@@ -6,7 +6,8 @@ import { UpstreamError, type GatewayError } from '../errors.js'
 import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/client/platform-client.js'
 import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
 import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-after.js'
-import type { AnswerRest } from '../platform/client/answer-buffer.js'
+import type { HeldAnswer, PlatformAnswers } from '../platform/client/answer-buffer.js'
+import type { Logger } from 'pino'
 import type { QueueTeam } from '../platform/client/caller-group.js'
 import { cacheControlAllowsStore, lifetimes, type TtlPolicy } from './ttl-policy.js'
 import type { CanonicalReport } from './report-query.js'
@@ -20,8 +21,8 @@ export type FetchResult =
   | { kind: 'entry'; entry: CacheEntry }
   /** An answer to pass on as it is and not to cache (the platform's 4xx, a no-store 200). */
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
-  /** A 200 larger than the entry limit: streams through; only the caller that made the call can read it. */
-  | { kind: 'oversize'; status: number; headers: Record<string, string>; head: Buffer[]; rest: AnswerRest }
+  /** A 200 larger than the entry limit, held in the answers' budget: sent on uncached; only the caller that made the call reads it. */
+  | { kind: 'oversize'; status: number; headers: Record<string, string>; answer: HeldAnswer }
   /**
    * The platform failed (5xx, 429, timeout, connection error, refused token, a 200 that
    * is no JSON report: `unusable` says what it was): stale-if-error applies.
@@ -32,6 +33,9 @@ export interface FetcherDeps {
   /** The call's budget when shorter than platform.timeout. */
   timeoutMs?: number
   maxEntryBytes: number
+  /** Where the answer is held on its way to the caller, and whose log names a caller cut off. */
+  answers: PlatformAnswers
+  log: Pick<Logger, 'warn'>
   ttl: TtlPolicy
   now?: () => number
 }
@@ -84,43 +88,47 @@ export async function fetchReport(
   const now = deps.now ?? systemClock.now
   const headers = pickHeaders(res.headers)
   const gzipped = res.headers['content-encoding'] === 'gzip'
-  if (res.status !== 200) {
-    let body: Buffer
-    try {
-      body = await readAll(res.body, deps.maxEntryBytes)
-    } catch (err) {
-      return { kind: 'failed', error: upstreamError(err) }
-    }
-    if (gzipped) body = safeGunzip(body, deps.maxEntryBytes) ?? Buffer.alloc(0)
-    const response = { status: res.status, headers: withPassedRetryAfter(res.status, headers), body }
-    if (res.status >= 500 || res.status === 429) {
-      return { kind: 'failed', error: withRetryAfter(new UpstreamError(`status ${res.status}`), res.headers, now()), response }
-    }
-    return { kind: 'pass', ...response }
-  }
-
-  const head: Buffer[] = []
-  let size = 0
-  // The iterator is driven by hand: leaving a for-await loop early destroys the body,
-  // and an oversize answer still has its rest to stream.
-  const chunks = (res.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]()
+  // Received whole at the platform's pace, within the answers' budget, whatever its size.
+  let held: HeldAnswer
   try {
-    for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
-      head.push(next.value)
-      size += next.value.length
-      if (size > deps.maxEntryBytes) {
-        // Too big to cache: the caller gets what was read and the rest as it streams.
-        if (gzipped) headers['content-encoding'] = 'gzip'
-        return { kind: 'oversize', status: 200, headers, head, rest: { chunks, body: res.body } }
-      }
-    }
+    held = await deps.answers.receive(res.body, contentLength(res.headers), { credential: provider.name, team: origin.team, path: report.path, log: deps.log })
   } catch (err) {
     return { kind: 'failed', error: upstreamError(err) }
   }
-  const raw = Buffer.concat(head, size)
-  const identity = gzipped ? safeGunzip(raw, deps.maxEntryBytes) : raw
+  if (res.status === 200 && held.length > deps.maxEntryBytes) {
+    // Too big to cache: sent on to the caller from memory, its bytes freed as it reads.
+    if (gzipped) headers['content-encoding'] = 'gzip'
+    return { kind: 'oversize', status: 200, headers, answer: held }
+  }
+  try {
+    return await fromBody(res.status, res.headers, headers, held.bytes(), report, { ...deps, now })
+  } finally {
+    // The body is copied into what the read returns (an entry: in the L1 cache's bound from then on).
+    held.release()
+  }
+}
+
+/** What a received platform answer within cache.maxEntryBytes gives. */
+async function fromBody(
+  status: number,
+  raw: PlatformResponse['headers'],
+  headers: Record<string, string>,
+  received: Buffer,
+  report: CanonicalReport,
+  deps: FetcherDeps & { now: () => number },
+): Promise<FetchResult> {
+  const gzipped = raw['content-encoding'] === 'gzip'
+  if (status !== 200) {
+    const body = gzipped ? (safeGunzip(received, deps.maxEntryBytes) ?? Buffer.alloc(0)) : received.length > deps.maxEntryBytes ? Buffer.from(received.subarray(0, deps.maxEntryBytes)) : received
+    const response = { status, headers: withPassedRetryAfter(status, headers), body }
+    if (status >= 500 || status === 429) {
+      return { kind: 'failed', error: withRetryAfter(new UpstreamError(`status ${status}`), raw, deps.now()), response }
+    }
+    return { kind: 'pass', ...response }
+  }
+  const identity = gzipped ? safeGunzip(received, deps.maxEntryBytes) : received
   if (identity === null) return { kind: 'failed', error: new UpstreamError('unreadable gzip body') }
-  if (!cacheControlAllowsStore(res.headers['cache-control'] as string | undefined)) {
+  if (!cacheControlAllowsStore(raw['cache-control'] as string | undefined)) {
     return { kind: 'pass', status: 200, headers, body: identity }
   }
   // A maintenance page or a cut-off body would be served as HIT to every replica for a day.
@@ -132,12 +140,12 @@ export async function fetchReport(
       unusable: { bodyKind, contentType: headers['content-type'] ?? null, bytes: identity.length },
     }
   }
-  const fetchedAt = now()
+  const fetchedAt = deps.now()
   return {
     kind: 'entry',
     entry: {
       contentType: headers['content-type'] ?? 'application/json',
-      gzip: gzipped ? raw : await compress(identity),
+      gzip: gzipped ? received : await compress(identity),
       identity,
       fetchedAt,
       ...lifetimes(report.dateTo, fetchedAt, deps.ttl),
@@ -147,6 +155,10 @@ export async function fetchReport(
   }
 }
 
+function contentLength(headers: PlatformResponse['headers']): string | undefined {
+  return typeof headers['content-length'] === 'string' ? headers['content-length'] : undefined
+}
+
 function pickHeaders(raw: Record<string, string | string[] | undefined>): Record<string, string> {
   const out: Record<string, string> = {}
   for (const name of PASSED_HEADERS) {
@@ -154,16 +166,6 @@ function pickHeaders(raw: Record<string, string | string[] | undefined>): Record
     if (typeof v === 'string') out[name] = v
   }
   return out
-}
-
-async function readAll(body: AsyncIterable<Buffer>, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of body) {
-    size += chunk.length
-    if (size <= limit) chunks.push(chunk)
-  }
-  return Buffer.concat(chunks)
 }
 
 function safeGunzip(buf: Buffer, limit: number): Buffer | null {

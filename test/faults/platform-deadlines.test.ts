@@ -74,7 +74,7 @@ describe('platform deadlines (gateway process, sandbox faults)', () => {
   it('answers 504 GW_UPSTREAM_TIMEOUT to a proxied answer trickling in past the timeout', async () => {
     sandbox.setFailure({ kind: 'trickle', intervalMs: 1000, chunks: 8, times: 1 })
     const res = await timedRequest(`${gw.url}/api/v1/campaign/get`, { method: 'POST', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, body: '{"userId":101}' })
-    // A small answer is received whole before anything is sent (platform.bufferBytes):
+    // An answer is received whole before anything is sent (platform.bufferTotalBytes):
     // nothing went out before the body stalled, so the caller gets the error, on time.
     expect(res.ms).toBeLessThan(TIMEOUT_MS + MARGIN_MS)
     expect(res.status).toBe(504)

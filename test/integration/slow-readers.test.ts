@@ -8,12 +8,14 @@ import { waitFor } from '../helpers/wait.js'
 import { stalledCaller, stalledCampaignCall } from '../helpers/gateway-calls.js'
 import { seatsOf } from '../helpers/governors.js'
 
-// "A seat covers the platform's work, not the caller's reading" (docs/governor.md): the
-// seat ends with the answer's headers, and an answer still being read holds buffer room
-// and its connection, which readIdleTimeout frees. The gateway against the sandbox over
-// loopback HTTP, with callers on raw sockets that ask for large answers and never read
-// them. Loopback absorbs about 4 MB per connection before the gateway's writes back up,
-// so the answers that must back up are larger.
+// "A seat covers the platform's work, not the caller's reading" (docs/governor.md): an
+// answer is received whole at the platform's pace, within the answers' budget
+// (platform.bufferTotalBytes), so that its seat and the platform's worker are free
+// whatever its caller's pace; the caller's pace holds budget room, which readIdleTimeout
+// and the room rules free. The gateway against the sandbox over loopback HTTP, with
+// callers on raw sockets that ask for large answers and never read them, or read them
+// slowly. Loopback absorbs about 4 MB per connection before the gateway's writes back
+// up, so the answers that must back up are larger.
 
 const sandbox = useSandbox()
 const gateways = useGateways()
@@ -55,82 +57,94 @@ async function metrics(gw: TestGateway): Promise<string> {
   return (await gw.admin.inject({ method: 'GET', url: '/metrics' })).body
 }
 
-const slowReaderLines = (gw: TestGateway) => gw.logs.records().filter((r) => r.msg === 'caller stopped reading: answer cut off' || r.msg === 'caller stopped reading while another team waited for its room: answer cut off')
+const CUT_LINES = ['caller stopped reading: answer cut off', 'caller stopped reading while another team waited for its room: answer cut off', 'caller read too slowly while another team waited for its room: answer cut off']
+const slowReaderLines = (gw: TestGateway) => gw.logs.records().filter((r) => CUT_LINES.includes(r.msg as string))
+
+/** A caller reading its answer at about `bytesPerSecond`, in sips every 100 ms; `got` counts what it read. */
+function slowReader(port: number, head: string, bytesPerSecond: number): { got: () => number } {
+  const socket = stalled(stalledCaller(port, head))
+  let got = 0
+  const sip = setInterval(() => {
+    let taken = 0
+    for (let chunk = socket.read() as Buffer | null; chunk !== null; chunk = taken < bytesPerSecond / 10 ? (socket.read() as Buffer | null) : null) taken += chunk.length
+    got += taken
+  }, 100)
+  cleanups.push(() => clearInterval(sip))
+  return { got: () => got }
+}
+
+const campaignHead = (key: string) => `POST ${CAMPAIGNS} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ncontent-length: ${CAMPAIGNS_BODY.length}\r\n\r\n${CAMPAIGNS_BODY}`
 
 describe('callers that never read', () => {
-  it('8 of them on large answers hold no seat: another team\'s small call is answered at once, and readIdleTimeout frees the platform\'s connections', async () => {
+  it('8 of them on large answers hold neither a seat nor the platform: the answers are in, another team\'s small call is answered at once, and readIdleTimeout frees their memory', async () => {
     // The whole limit (8 at the start) of a team alone; readIdleTimeout leaves a loaded
     // machine the time to put all 8 at the platform before the first is cut off.
     const gw = await gateway('platform: { adaptive: false, maxConcurrent: 8, readIdleTimeout: 4s, queueTimeout: 60s, timeout: 60s }')
     sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 12 * MB, times: 8 })
     for (let i = 0; i < 8; i++) stalled(stalledCampaignCall(gw.port))
-    // The answers stream to the gateway, their callers read nothing: the connections stay, the seats went back with the headers.
-    await waitFor('8 large answers at the gateway, their seats free', () => sandbox.concurrency().inFlight === 8 && sandbox.countRequests((r) => r.path === CAMPAIGNS) === 8 && seatsOf(gw).inFlight === 0, 4000)
+    // The answers are received whole, their callers read nothing: the platform's connections and the seats are free.
+    await waitFor('8 large answers in, their seats and platform connections free', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === 8 && sandbox.concurrency().inFlight === 0 && seatsOf(gw).inFlight === 0, 4000)
+    expect(gw.answers.budget.used).toBeGreaterThan(0)
 
     const victim = await victimCall(gw)
     expect(victim.status).toBe(200)
-    // Answered before any stalled caller was cut off: it did not wait for their seats.
+    // Answered before any stalled caller was cut off: it took none of their room.
     expect(slowReaderLines(gw)).toHaveLength(0)
 
-    // The stalled callers were cut off: their platform connections are free.
-    await waitFor('the platform calls to end', () => sandbox.concurrency().inFlight === 0 && seatsOf(gw).inFlight === 0, 15_000)
-    await waitFor('8 slow readers counted', async () => (await metrics(gw)).includes('gateway_platform_slow_readers_total{credential="default"} 8'))
+    // The stalled callers were cut off: the memory they held is free.
+    await waitFor('8 slow readers counted', async () => (await metrics(gw)).includes('gateway_platform_slow_readers_total{credential="default"} 8'), 15_000)
+    await waitFor('the memory freed', () => gw.answers.budget.used === 0)
     const lines = slowReaderLines(gw)
     expect(lines).toHaveLength(8)
-    for (const line of lines) expect(line).toMatchObject({ level: 40, team: 'all', path: CAMPAIGNS, credential: 'default' })
+    for (const line of lines) expect(line).toMatchObject({ level: 40, team: 'all', path: CAMPAIGNS, credential: 'default', msg: CUT_LINES[0] })
   })
 
-  it('frees the seat and the connection of an answer within platform.bufferBytes as soon as it is received, while its caller still reads nothing', async () => {
-    // Each answer is larger than what loopback absorbs, so its caller holds it unread.
-    const gw = await gateway('platform: { adaptive: false, maxConcurrent: 8, bufferBytes: 12MiB, bufferTotalBytes: 64MiB }')
-    const answers = 4
-    sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 10 * MB, times: answers })
-    for (let i = 0; i < answers; i++) stalled(stalledCampaignCall(gw.port))
-    await waitFor('the answers to reach the gateway', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === answers)
-    await waitFor('every seat and platform connection free', () => sandbox.concurrency().inFlight === 0 && seatsOf(gw).inFlight === 0)
-    expect(sandbox.concurrency().peak).toBe(answers)
-    // Still unread: the answers are held in memory, within the budget, for their callers.
-    expect(gw.answers.budget.used).toBeGreaterThan(0)
-    expect(slowReaderLines(gw)).toHaveLength(0)
-    // Memory of an answer is released once it is sent, or its caller is gone.
-    for (const fn of cleanups.splice(0)) await fn()
-    await waitFor('the buffers released', () => gw.answers.budget.used === 0)
-  })
-
-  it('falls back to streaming, watched, past platform.bufferTotalBytes: the memory held never exceeds it', async () => {
-    const gw = await gateway('platform: { bufferBytes: 8MiB, bufferTotalBytes: 16MiB, readIdleTimeout: 5s }')
-    const { budget } = gw.answers
-    const seats = seatsOf(gw)
-    let most = 0
-    const watch = setInterval(() => (most = Math.max(most, budget.used)), 2)
-    cleanups.push(() => clearInterval(watch))
-    // 8 answers of 6 MB: two fit in 16 MiB, the other six stream.
-    sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 6 * MB, times: 8 })
-    for (let i = 0; i < 8; i++) stalled(stalledCampaignCall(gw.port))
-    await waitFor('8 answers at the gateway', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === 8)
-    // Every seat went back with its answer's headers; the buffered two hold 12 MB, the
-    // streaming six no memory, and all eight are cut off once their callers have read
-    // nothing for readIdleTimeout.
-    await waitFor('two answers held in memory, no seat', () => budget.used === 12 * MB && seats.inFlight === 0, 4500)
-    await waitFor('every caller cut off', async () => (await metrics(gw)).includes('gateway_platform_slow_readers_total{credential="default"} 8'), 15_000)
-    await waitFor('connections and memory free', () => sandbox.concurrency().inFlight === 0 && budget.used === 0)
-    expect(most).toBeLessThanOrEqual(budget.limit)
-    expect(most).toBe(12 * MB)
-  })
-
-  it('frees the seat of an oversize report (past cache.maxEntryBytes) at its headers, and its connection once its caller stopped reading', async () => {
+  it('frees the seat and the platform connection of an oversize report (past cache.maxEntryBytes) once it is in, and its memory once its caller stopped reading', async () => {
     const gw = await gateway('platform: { readIdleTimeout: 1s }\ncache: { maxEntryBytes: 1MiB }')
     sandbox.setRouteFailure(REPORT, { kind: 'large', bytes: 12 * MB, times: 1 })
     stalled(stalledCaller(gw.port, `GET ${REPORT}?advertiserId=101&byDate=1&dateFrom=2025-03-01&dateTo=2025-03-07 HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\n\r\n`))
-    await waitFor('the report streaming, its seat free', () => sandbox.concurrency().inFlight === 1 && sandbox.countRequests((r) => r.path === REPORT) === 1 && seatsOf(gw).inFlight === 0)
-    await waitFor('the report call to end', () => sandbox.concurrency().inFlight === 0, 4000)
+    await waitFor('the report in, its seat and connection free', () => sandbox.countRequests((r) => r.path === REPORT) === 1 && sandbox.concurrency().inFlight === 0 && seatsOf(gw).inFlight === 0)
+    expect(gw.answers.budget.used).toBeGreaterThan(0)
+    await waitFor('the caller cut off and the memory freed', () => slowReaderLines(gw).length === 1 && gw.answers.budget.used === 0, 4000)
     expect(slowReaderLines(gw)).toMatchObject([{ team: 'all', path: REPORT, credential: 'default' }])
   })
 })
 
+describe('the answers\' budget (platform.bufferTotalBytes)', () => {
+  it('refuses the same team\'s next large answer 503 GW_ANSWER_BUDGET with retry-after while a slow reader holds the room, and cuts that reader off for another team\'s', async () => {
+    const gw = await gateway('platform: { bufferTotalBytes: 40MiB, readIdleTimeout: 2s }')
+    const { budget } = gw.answers
+    let most = 0
+    const watch = setInterval(() => (most = Math.max(most, budget.used)), 2)
+    cleanups.push(() => clearInterval(watch))
+    sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 30 * MB, times: 3 })
+    // 1 MB/s: it reads all along, never stopping for a second, and would need half a
+    // minute; its pace is judged once it has read for more than a second.
+    const reader = slowReader(gw.port, campaignHead(KEYS.all), 1_000_000)
+    await waitFor('its answer in, held for it', () => sandbox.concurrency().inFlight === 0 && sandbox.countRequests((r) => r.path === CAMPAIGNS) === 1 && budget.used > 20 * MB && reader.got() > 1_500_000)
+
+    const same = await request(`${gw.url}${CAMPAIGNS}`, { method: 'POST', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, body: CAMPAIGNS_BODY })
+    expect(same.statusCode).toBe(503)
+    expect(Number(same.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    expect(await same.body.json()).toMatchObject({ code: 'GW_ANSWER_BUDGET' })
+    // The platform answered it; the gateway dropped it rather than hold past the budget.
+    expect(sandbox.countRequests((r) => r.path === CAMPAIGNS)).toBe(2)
+    expect(slowReaderLines(gw)).toHaveLength(0)
+
+    const other = await request(`${gw.url}${CAMPAIGNS}`, { method: 'POST', headers: { 'x-api-key': KEYS.growth, 'content-type': 'application/json' }, body: CAMPAIGNS_BODY })
+    expect(other.statusCode).toBe(200)
+    expect((await other.body.arrayBuffer()).byteLength).toBe(30 * MB)
+    // Read slowly, or, the socket buffers between it and the gateway filled, not at all for a second.
+    expect(slowReaderLines(gw)).toMatchObject([{ team: 'all', path: CAMPAIGNS }])
+    expect(CUT_LINES.slice(1)).toContain(slowReaderLines(gw)[0]?.msg)
+    expect(most).toBeLessThanOrEqual(budget.limit)
+    await waitFor('the memory freed', () => budget.used === 0)
+  })
+})
+
 describe('a caller that reads slowly but steadily', () => {
-  it('gets the whole answer, byte for byte, though it streams past platform.bufferBytes', async () => {
-    const gw = await gateway('platform: { bufferBytes: 256KiB, readIdleTimeout: 1s }')
+  it('gets the whole answer, byte for byte', async () => {
+    const gw = await gateway('platform: { readIdleTimeout: 1s }')
     const bytes = 8 * MB
     sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes, times: 1 })
     const res = await request(`${gw.url}${CAMPAIGNS}`, {

@@ -2,17 +2,23 @@ import { Readable, Writable } from 'node:stream'
 import { finished } from 'node:stream/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
-import { ByteBudget, PlatformAnswers, type AnswerReader } from '../../src/platform/client/answer-buffer.js'
+import { ByteBudget, CONTENDED_STALL_MS, PlatformAnswers, type AnswerReader } from '../../src/platform/client/answer-buffer.js'
+import { MAX_ROOM_RETRY_AFTER_S } from '../../src/platform/client/answer-budget.js'
 import { waitFor } from '../helpers/wait.js'
 
 const KiB = 1024
 
-function reader(): AnswerReader & { warnings: unknown[] } {
+function reader(team = 'growth'): AnswerReader & { warnings: unknown[]; lines: string[] } {
   const warnings: unknown[] = []
-  return { credential: 'default', team: 'growth', path: '/api/v1/campaign/get', log: { warn: (obj: unknown) => void warnings.push(obj) }, warnings }
+  const lines: string[] = []
+  const warn = (obj: unknown, line?: string) => {
+    warnings.push(obj)
+    lines.push(line ?? "")
+  }
+  return { credential: 'default', team, path: '/api/v1/campaign/get', log: { warn }, warnings, lines }
 }
 
-function answers(opts: { callBytes: number; totalBytes: number; readIdleMs?: number }) {
+function answers(opts: { totalBytes: number; readIdleMs?: number }) {
   const slow: string[] = []
   const a = new PlatformAnswers({ readIdleMs: 1000, ...opts, onSlowReader: (credential) => void slow.push(credential) })
   return Object.assign(a, { slow })
@@ -59,130 +65,149 @@ describe('ByteBudget', () => {
     expect(budget.used).toBe(40)
     expect(budget.reserve(0)).toBe(true)
   })
+
+  it('tells a refusal to come back when the room it lacks has come free at the pace room came free of late', async () => {
+    const budget = new ByteBudget(100)
+    budget.reserve(100)
+    // Nothing freed yet: the longest wait.
+    expect(budget.retryAfterSec(50)).toBe(MAX_ROOM_RETRY_AFTER_S)
+    budget.free(40)
+    // A pace is measured over a whole window (2 s).
+    await waitFor('a window of pace', () => budget.retryAfterSec(90) < MAX_ROOM_RETRY_AFTER_S, 5000, 50)
+    // 40 bytes over about 2 s: 30 more bytes take about 1.5 s, told as whole seconds, at least 1.
+    const told = budget.retryAfterSec(90)
+    expect(told).toBeGreaterThanOrEqual(1)
+    expect(told).toBeLessThanOrEqual(3)
+    expect(budget.retryAfterSec(10)).toBe(1)
+  })
 })
 
 describe('PlatformAnswers.receive', () => {
-  it('holds an answer within bufferBytes whole, its bytes counted until it has been read', async () => {
-    const a = answers({ callBytes: 64 * KiB, totalBytes: 1024 * KiB })
-    const source = body(4, 10 * KiB)
-    const answer = await a.receive(source, String(40 * KiB), reader())
-    // The platform body has ended: its connection is free before the caller reads a byte.
+  it('receives an answer whole before its caller reads a byte, and frees its bytes chunk by chunk as the caller takes them', async () => {
+    const a = answers({ totalBytes: 1024 * KiB })
+    const source = body(10, 64 * KiB)
+    const answer = await a.receive(source, String(640 * KiB), reader())
+    // The platform body has ended: the platform's work is done whatever the caller's pace.
     expect(source.readableEnded).toBe(true)
-    expect(answer.length).toBe(40 * KiB)
-    expect(a.budget.used).toBe(40 * KiB)
-    expect((await readAll(answer.body)).equals(expected(4, 10 * KiB))).toBe(true)
+    expect(answer.length).toBe(640 * KiB)
+    expect(a.budget.used).toBe(640 * KiB)
+    const stream = answer.stream()
+    const first = stream.read(64 * KiB) as Buffer | null
+    expect(first).not.toBeNull()
+    expect(a.budget.used).toBeLessThan(640 * KiB)
+    expect(Buffer.concat([first as Buffer, await readAll(stream)]).equals(expected(10, 64 * KiB))).toBe(true)
     expect(a.budget.used).toBe(0)
   })
 
-  it('reserves an answer without a declared length as it arrives', async () => {
-    const a = answers({ callBytes: 64 * KiB, totalBytes: 1024 * KiB })
+  it('reserves an answer without a declared length as it arrives, and frees it when dropped', async () => {
+    const a = answers({ totalBytes: 1024 * KiB })
     const answer = await a.receive(body(3, 10 * KiB), undefined, reader())
     expect(answer.length).toBe(30 * KiB)
     expect(a.budget.used).toBe(30 * KiB)
-    answer.body.destroy()
+    const stream = answer.stream()
+    stream.destroy()
     await waitFor('the answer dropped', () => a.budget.used === 0)
   })
 
-  it('streams an answer declared larger than bufferBytes without holding any of it', async () => {
-    const a = answers({ callBytes: 16 * KiB, totalBytes: 1024 * KiB })
-    const source = body(4, 10 * KiB)
-    const answer = await a.receive(source, String(40 * KiB), reader())
-    expect(answer.length).toBeNull()
+  it('gives an answer the gateway reads itself in a buffer of its own, counted until it is released', async () => {
+    const a = answers({ totalBytes: 1024 * KiB })
+    const answer = await a.receive(body(3, 10 * KiB), undefined, reader())
+    expect(answer.bytes().equals(expected(3, 10 * KiB))).toBe(true)
+    expect(a.budget.used).toBe(30 * KiB)
+    answer.release()
+    answer.release()
     expect(a.budget.used).toBe(0)
-    expect(source.readableEnded).toBe(false)
-    expect((await readAll(answer.body)).equals(expected(4, 10 * KiB))).toBe(true)
   })
 
-  it('streams an answer the total budget cannot take, and holds the next one once memory is free again', async () => {
-    const a = answers({ callBytes: 64 * KiB, totalBytes: 50 * KiB })
+  it('refuses an answer the budget has no room for, 503 GW_ANSWER_BUDGET with retry-after, dropping its platform body and holding nothing of it', async () => {
+    const a = answers({ totalBytes: 50 * KiB })
     const first = await a.receive(body(4, 10 * KiB), String(40 * KiB), reader())
-    const second = await a.receive(body(4, 10 * KiB), String(40 * KiB), reader())
-    expect([first.length, second.length]).toEqual([40 * KiB, null])
+    const source = body(4, 10 * KiB)
+    await expect(a.receive(source, String(40 * KiB), reader('other'))).rejects.toMatchObject({ code: 'GW_ANSWER_BUDGET', statusCode: 503, retryAfterSec: MAX_ROOM_RETRY_AFTER_S })
+    expect(source.destroyed).toBe(true)
+    // Undeclared, it is refused once it outgrows the room left.
+    await expect(a.receive(body(4, 10 * KiB), undefined, reader('other'))).rejects.toMatchObject({ code: 'GW_ANSWER_BUDGET' })
     expect(a.budget.used).toBe(40 * KiB)
-    await readAll(first.body)
-    expect((await readAll(second.body)).equals(expected(4, 10 * KiB))).toBe(true)
+    await readAll(first.stream())
     expect(a.budget.used).toBe(0)
     expect((await a.receive(body(4, 10 * KiB), String(40 * KiB), reader())).length).toBe(40 * KiB)
   })
 
-  it('streams the rest of an undeclared answer that outgrows bufferBytes, its head counted until the answer is done', async () => {
-    const a = answers({ callBytes: 25 * KiB, totalBytes: 1024 * KiB })
-    const answer = await a.receive(body(6, 10 * KiB), undefined, reader())
-    expect(answer.length).toBeNull()
-    // The two chunks within bufferBytes; the third went over it and was not counted.
-    expect(a.budget.used).toBe(20 * KiB)
-    expect((await readAll(answer.body)).equals(expected(6, 10 * KiB))).toBe(true)
+  it('refuses an answer larger than the whole budget as the platform\'s failure, 502 GW_UPSTREAM', async () => {
+    const a = answers({ totalBytes: 30 * KiB })
+    await expect(a.receive(body(4, 10 * KiB), String(40 * KiB), reader())).rejects.toMatchObject({ code: 'GW_UPSTREAM', statusCode: 502 })
+    await expect(a.receive(body(4, 10 * KiB), undefined, reader())).rejects.toMatchObject({ code: 'GW_UPSTREAM' })
     expect(a.budget.used).toBe(0)
   })
 
   it('gives back what a body shorter than declared did not use', async () => {
-    const a = answers({ callBytes: 64 * KiB, totalBytes: 1024 * KiB })
+    const a = answers({ totalBytes: 1024 * KiB })
     const answer = await a.receive(body(2, 10 * KiB), String(40 * KiB), reader())
     expect(answer.length).toBe(20 * KiB)
     expect(a.budget.used).toBe(20 * KiB)
   })
 
   it('is the call\'s GW_UPSTREAM error when the body fails while it is received, and holds nothing', async () => {
-    const a = answers({ callBytes: 64 * KiB, totalBytes: 1024 * KiB })
+    const a = answers({ totalBytes: 1024 * KiB })
     await expect(a.receive(body(4, 10 * KiB, { failAt: 2 }), String(40 * KiB), reader())).rejects.toMatchObject({ code: 'GW_UPSTREAM' })
     expect(a.budget.used).toBe(0)
   })
 })
 
-describe('the read-idle watchdog', () => {
-  it('cuts off a caller that stops reading a streamed answer, ends the platform body, and says so once', async () => {
-    const a = answers({ callBytes: 16 * KiB, totalBytes: 1024 * KiB, readIdleMs: 100 })
-    const source = body(1000, 64 * KiB)
+describe('room for an answer', () => {
+  it('is made by cutting off another team\'s caller that took nothing for CONTENDED_STALL_MS, never the same team\'s', async () => {
+    const a = answers({ totalBytes: 1024 * KiB, readIdleMs: 60_000 })
     const who = reader()
-    const answer = await a.receive(source, undefined, who)
-    answer.body.pipe(stalled())
-    await expect(finished(answer.body)).rejects.toMatchObject({ code: 'ERR_STREAM_PREMATURE_CLOSE' })
-    await waitFor('the platform body ended', () => source.destroyed)
+    const held = (await a.receive(body(10, 64 * KiB), undefined, who)).stream()
+    held.pipe(stalled())
+    await sleep(CONTENDED_STALL_MS + 50)
+    await expect(a.receive(body(10, 64 * KiB), undefined, reader())).rejects.toMatchObject({ code: 'GW_ANSWER_BUDGET' })
+    expect(held.destroyed).toBe(false)
+    const answer = await a.receive(body(10, 64 * KiB), undefined, reader('other'))
+    expect(answer.length).toBe(640 * KiB)
+    expect(held.destroyed).toBe(true)
+    expect(a.slow).toEqual(['default'])
+    expect(who.lines).toEqual(['caller stopped reading while another team waited for its room: answer cut off'])
+  })
+
+  it('is made by cutting off another team\'s caller too slow to read what it holds within readIdleTimeout, never the same team\'s', async () => {
+    const a = answers({ totalBytes: 2048 * KiB, readIdleMs: 500 })
+    const slowTeam = reader('slow')
+    const held = (await a.receive(body(24, 64 * KiB), undefined, slowTeam)).stream()
+    // 32 KiB every 100 ms (320 KiB/s): what it holds would take it over 3 s, and it never
+    // stalls for readIdleMs; its pace is judged once it has read for CONTENDED_STALL_MS.
+    const tick = setInterval(() => held.read(32 * KiB), 100)
+    try {
+      await sleep(CONTENDED_STALL_MS + 200)
+      // Its own team's next answer does not cut it off: refused.
+      await expect(a.receive(body(15, 64 * KiB), undefined, reader('slow'))).rejects.toMatchObject({ code: 'GW_ANSWER_BUDGET' })
+      expect(held.destroyed).toBe(false)
+      const answer = await a.receive(body(15, 64 * KiB), undefined, reader('other'))
+      expect(answer.length).toBe(960 * KiB)
+      expect(held.destroyed).toBe(true)
+      expect(slowTeam.lines).toEqual(['caller read too slowly while another team waited for its room: answer cut off'])
+    } finally {
+      clearInterval(tick)
+    }
+  })
+})
+
+describe('the read-idle watchdog', () => {
+  it('cuts off a caller that stops reading, frees what it held, and says so once', async () => {
+    const a = answers({ totalBytes: 1024 * KiB, readIdleMs: 100 })
+    const who = reader()
+    const answer = (await a.receive(body(10, 64 * KiB), String(640 * KiB), who)).stream()
+    expect(a.budget.used).toBe(640 * KiB)
+    answer.pipe(stalled())
+    await expect(finished(answer)).rejects.toMatchObject({ code: 'ERR_STREAM_PREMATURE_CLOSE' })
     expect(a.slow).toEqual(['default'])
     expect(who.warnings).toEqual([{ credential: 'default', team: 'growth', path: '/api/v1/campaign/get', readIdleMs: 100 }])
     expect(a.budget.used).toBe(0)
   })
 
-  it('cuts off a caller that stops reading a held answer, and frees its memory', async () => {
-    const a = answers({ callBytes: 1024 * KiB, totalBytes: 1024 * KiB, readIdleMs: 100 })
-    const answer = await a.receive(body(10, 64 * KiB), String(640 * KiB), reader())
-    expect(a.budget.used).toBe(640 * KiB)
-    answer.body.pipe(stalled())
-    await waitFor('the answer cut off', () => answer.body.destroyed)
-    expect(a.slow).toEqual(['default'])
-    expect(a.budget.used).toBe(0)
-  })
-
-  it('ends the platform body at once when the caller goes away while a chunk is awaited', async () => {
-    const a = answers({ callBytes: 1, totalBytes: 1024 * KiB })
-    // One chunk, then a platform that sends nothing more within the test.
-    const source = Readable.from(
-      (async function* () {
-        yield Buffer.alloc(10 * KiB)
-        await sleep(5000)
-        yield Buffer.alloc(10 * KiB)
-      })(),
-      { objectMode: false },
-    )
-    const answer = await a.receive(source, undefined, reader())
-    answer.body.resume()
-    await sleep(20)
-    answer.body.destroy()
-    await waitFor('the platform body ended', () => source.destroyed, 100)
-    expect(a.slow).toEqual([])
-  })
-
-  it('does not count the platform\'s slowness against a caller that reads at once', async () => {
-    const a = answers({ callBytes: 1, totalBytes: 1024 * KiB, readIdleMs: 50 })
-    // Chunks 120 ms apart: longer than readIdleMs each time.
-    const answer = await a.receive(body(4, 10 * KiB, { everyMs: 120 }), undefined, reader())
-    expect((await readAll(answer.body)).equals(expected(4, 10 * KiB))).toBe(true)
-    expect(a.slow).toEqual([])
-  })
-
   it('does not cut off a caller that reads slowly but steadily', async () => {
-    const a = answers({ callBytes: 1, totalBytes: 1024 * KiB, readIdleMs: 150 })
-    const answer = await a.receive(body(40, 64 * KiB), undefined, reader())
+    const a = answers({ totalBytes: 4096 * KiB, readIdleMs: 150 })
+    const answer = (await a.receive(body(40, 64 * KiB), undefined, reader())).stream()
     const got: Buffer[] = []
     // A chunk every 30 ms: the answer backs up between reads, never for readIdleMs.
     const steady = new Writable({
@@ -192,9 +217,10 @@ describe('the read-idle watchdog', () => {
         setTimeout(done, 30)
       },
     })
-    answer.body.pipe(steady)
+    answer.pipe(steady)
     await finished(steady)
     expect(Buffer.concat(got).equals(expected(40, 64 * KiB))).toBe(true)
     expect(a.slow).toEqual([])
+    expect(a.budget.used).toBe(0)
   })
 })

@@ -415,11 +415,20 @@ describe('invalid configuration names the key', () => {
     expect(load(platform, 'cache: { refreshMinAge: 0 }').cache.refreshMinAgeMs).toBe(0)
   })
 
-  it('takes the answer buffer settings (4MiB, 64MiB, 10 s by default) and refuses a readIdleTimeout under 100ms', () => {
-    expect(load({}).platform).toMatchObject({ bufferBytes: 4 * 1024 * 1024, bufferTotalBytes: 64 * 1024 * 1024, readIdleTimeoutMs: 10_000 })
+  it('takes the answers\' budget (128MiB, 10 s by default) and refuses a readIdleTimeout under 100ms', () => {
+    expect(load({}).platform).toMatchObject({ bufferTotalBytes: 128 * 1024 * 1024, readIdleTimeoutMs: 10_000 })
     const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
-    expect(load(platform, 'platform: { bufferBytes: 512KiB, bufferTotalBytes: 8MiB, readIdleTimeout: 2s }').platform).toMatchObject({ bufferBytes: 512 * 1024, bufferTotalBytes: 8 * 1024 * 1024, readIdleTimeoutMs: 2000 })
+    expect(load(platform, 'platform: { bufferTotalBytes: 8MiB, readIdleTimeout: 2s }').platform).toMatchObject({ bufferTotalBytes: 8 * 1024 * 1024, readIdleTimeoutMs: 2000 })
     expect(problem(platform, 'platform: { readIdleTimeout: 0s }').problems).toEqual(['platform.readIdleTimeout: must be at least 100ms (got 0s)'])
+  })
+
+  it('takes a config that still sets the retired platform.bufferBytes, ignores it, and says so', () => {
+    const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+    const config = load(platform, 'platform: { bufferBytes: 512KiB, bufferTotalBytes: 8MiB }')
+    expect(config.platform).toMatchObject({ bufferTotalBytes: 8 * 1024 * 1024 })
+    expect(config.platform).not.toHaveProperty('bufferBytes')
+    expect(config.warnings).toEqual(['platform.bufferBytes no longer has an effect (every answer is received whole within platform.bufferTotalBytes, the one budget of the answers on their way to callers); remove it'])
+    expect(config.settings.filter((s) => s.setting === 'platform.bufferBytes')).toEqual([])
   })
 
   it('reports a bad duration once, not once per union branch', () => {

@@ -274,6 +274,25 @@ export interface components {
             message: string;
         };
         /**
+         * @description The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room.
+         * @example {
+         *       "statusCode": 503,
+         *       "code": "GW_ANSWER_BUDGET",
+         *       "error": "Service Unavailable",
+         *       "message": "…"
+         *     }
+         */
+        GW_ANSWER_BUDGET: {
+            /** @constant */
+            statusCode: 503;
+            /** @constant */
+            code: "GW_ANSWER_BUDGET";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
          * @description A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`.
          * @example {
          *       "statusCode": 400,
@@ -840,7 +859,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: GW_SHUTTING_DOWN */
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: GW_SHUTTING_DOWN */
         "report-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -850,7 +869,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
+                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
             };
         };
         /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
@@ -973,7 +992,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: GW_SHUTTING_DOWN */
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: GW_SHUTTING_DOWN */
         "platform-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -983,7 +1002,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
+                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
             };
         };
         /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */

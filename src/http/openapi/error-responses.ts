@@ -51,6 +51,7 @@ const WHEN: Record<string, string> = {
   GW_UPSTREAM: 'The platform failed (a 5xx, a broken connection, or an answer that carried the gateway\'s token back) and no stale copy exists.',
   GW_UPSTREAM_TIMEOUT: 'The platform did not answer within `platform.timeout` and no stale copy exists.',
   GW_OVERLOADED: 'The credential\'s queue of platform calls is full, or the wait timed out; `retry-after` says when to try again.',
+  GW_ANSWER_BUDGET: 'The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers\' pace frees the room.',
   GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the response\'s `x-request-id`.',
   GW_ADMIN_DISABLED: '(admin listener) No admin token is configured.',
   GW_TOKEN_REJECTED: '(admin listener) The platform refused the new token; the old one stays.',

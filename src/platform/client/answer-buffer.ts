@@ -1,50 +1,26 @@
 import { Readable } from 'node:stream'
 import type { Logger } from 'pino'
+import { AnswerBudgetError, UpstreamError } from '../../errors.js'
 import { upstreamError } from './platform-client.js'
+import { ByteBudget } from './answer-budget.js'
 
-/**
- * Bytes of platform answers held in memory at once on this replica (platform.bufferTotalBytes):
- * reserved before an answer is held, freed once it has been sent or dropped.
- */
-export class ByteBudget {
-  readonly limit: number
-  #used = 0
-
-  constructor(limit: number) {
-    this.limit = limit
-  }
-
-  get used(): number {
-    return this.#used
-  }
-
-  /** Takes `bytes` if they fit; false leaves the budget as it was. */
-  reserve(bytes: number): boolean {
-    if (this.#used + bytes > this.limit) return false
-    this.#used += bytes
-    return true
-  }
-
-  free(bytes: number): void {
-    this.#used -= bytes
-  }
-}
+export { ByteBudget } from './answer-budget.js'
 
 export interface AnswerLimits {
-  /** Most bytes of one answer held (platform.bufferBytes). */
-  callBytes: number
+  /** Every byte of answers on their way to callers at once on this replica (platform.bufferTotalBytes). */
+  totalBytes: number
   /** How long a caller may take nothing before its answer is cut off (platform.readIdleTimeout). */
   readIdleMs: number
 }
 
 /**
  * How long a caller may take nothing of its answer while another team's answer needs the
- * buffer room it holds: then it is cut off at once rather than at readIdleTimeout. A
- * caller reading at any pace takes something far more often.
+ * room it holds: then it is cut off at once rather than at readIdleTimeout. A caller
+ * reading at any pace takes something far more often.
  */
 export const CONTENDED_STALL_MS = 1000
 
-/** Whose answer it is: named in the warning when its caller stops reading. */
+/** Whose answer it is: named in the warning when its caller is cut off. */
 export interface AnswerReader {
   credential: string
   team: string
@@ -53,191 +29,260 @@ export interface AnswerReader {
   log: Pick<Logger, 'warn'>
 }
 
-/** What is still to come of a platform answer: its chunks, and the body they are read from. */
-export interface AnswerRest {
-  chunks: AsyncIterator<Buffer>
-  /** Destroyed to end the platform call at once, even while a chunk is awaited. */
-  body: Readable
-}
+/** Why a caller's answer was cut off: it took nothing for readIdleTimeout, or, while another team needed its room, nothing for CONTENDED_STALL_MS, or too little to give its room back within readIdleTimeout. */
+type Cut = 'idle' | 'stalled' | 'slow'
 
-/** A platform answer as its caller gets it. */
-export interface HeldAnswer {
-  /** Its length when it was received whole; null while its rest streams from the platform. */
-  length: number | null
-  body: Readable
+const CUT_LINES: Record<Cut, string> = {
+  idle: 'caller stopped reading: answer cut off',
+  stalled: 'caller stopped reading while another team waited for its room: answer cut off',
+  slow: 'caller read too slowly while another team waited for its room: answer cut off',
 }
 
 /**
- * What a caller reads of a platform answer. The governor's seat ends with the answer's
- * headers (the platform's work is done: docs/governor.md); an answer within
- * platform.bufferBytes, and within what all held answers may take, is received whole at
- * the platform's speed, a larger one streams as its caller reads. Either way a caller that
- * takes nothing for platform.readIdleTimeout is cut off, which frees the connection and
- * the memory it held; and one that takes nothing for CONTENDED_STALL_MS while another
- * team's answer needs the room it holds is cut off then.
+ * Every answer on its way from the platform to a caller, within one memory budget
+ * (platform.bufferTotalBytes). An answer is received whole at the platform's pace, each
+ * byte counted as it arrives, so that the platform's work on it ends when it has sent it,
+ * whatever its caller's pace (docs/governor.md: a seat covers the platform's work); its
+ * bytes are freed as its caller takes them. An answer that finds no room makes some from
+ * other teams' answers (a team's callers take no room from each other): those whose
+ * callers stopped taking anything for CONTENDED_STALL_MS are cut off, then those whose
+ * callers read too slowly to give their room back within platform.readIdleTimeout, the
+ * slowest first; with still no room it is refused, 503
+ * GW_ANSWER_BUDGET with the `retry-after` the readers' pace gives, and one larger than the
+ * whole budget 502 GW_UPSTREAM. A caller that takes nothing for platform.readIdleTimeout
+ * is cut off.
  */
 export class PlatformAnswers {
   readonly budget: ByteBudget
-  readonly #limits: AnswerLimits
+  readonly #readIdleMs: number
   readonly #onSlowReader: (credential: string) => void
-  // The answers whose callers are reading them: what a team waiting for room may take back.
+  // The answers being sent to their callers: what an answer that needs room may take back.
   readonly #open = new Set<WatchedAnswer>()
 
-  constructor(limits: AnswerLimits & { totalBytes: number; onSlowReader: (credential: string) => void }) {
-    this.#limits = limits
+  constructor(limits: AnswerLimits & { onSlowReader: (credential: string) => void }) {
     this.budget = new ByteBudget(limits.totalBytes)
+    this.#readIdleMs = limits.readIdleMs
     this.#onSlowReader = limits.onSlowReader
   }
 
-  /** Room for `bytes` of `team`'s answer: held answers of other teams whose callers stalled are cut off until it fits. */
-  #roomFor(bytes: number, team: string): boolean {
-    for (;;) {
-      if (this.budget.reserve(bytes)) return true
-      const stalled = this.#longestStalled((a) => a.held > 0 && a.reader.team !== team)
-      if (stalled === null) return false
-      stalled.cut()
-    }
-  }
-
-  #longestStalled(which: (a: WatchedAnswer) => boolean): WatchedAnswer | null {
-    const now = performance.now()
-    let found: WatchedAnswer | null = null
-    for (const a of this.#open) {
-      if (a.stalledSince === null || now - a.stalledSince < CONTENDED_STALL_MS || !which(a)) continue
-      if (found === null || (a.stalledSince as number) < (found.stalledSince as number)) found = a
-    }
-    return found
-  }
-
   /**
-   * Receives a platform answer body whole when it fits, else as much as fits and the
-   * rest as it streams. A body that fails while it is received is the call's GW_* error.
+   * Receives a platform answer body whole at the platform's pace, within the budget. A body
+   * that fails while it is received is the call's GW_* error; one that finds no room is
+   * refused (its platform body dropped).
    */
   async receive(body: Readable, contentLength: string | undefined, reader: AnswerReader): Promise<HeldAnswer> {
-    const rest: AnswerRest = { chunks: body[Symbol.asyncIterator](), body }
     let held = 0
-    // A declared length is reserved at once: answers arriving together do not each take
-    // a part of the budget and then all stream.
-    const declared = contentLength === undefined ? NaN : Number(contentLength)
-    if (Number.isSafeInteger(declared)) {
-      if (declared > this.#limits.callBytes || !this.#roomFor(declared, reader.team)) return { length: null, body: this.#watched([], rest, 0, reader) }
-      held = declared
-    }
-    const head: Buffer[] = []
+    const chunks: Buffer[] = []
     let size = 0
     try {
-      // Driven by hand: leaving a for-await loop early would destroy the body, whose rest is still to stream.
-      for (let next = await rest.chunks.next(); !next.done; next = await rest.chunks.next()) {
-        head.push(next.value)
-        size += next.value.length
+      // A declared length is reserved at once: answers arriving together do not each take a part of the budget and then all fail.
+      const declared = contentLength === undefined ? NaN : Number(contentLength)
+      if (Number.isSafeInteger(declared) && declared > 0) {
+        this.#room(declared, declared, reader.team)
+        held = declared
+      }
+      for await (const chunk of body as AsyncIterable<Buffer>) {
+        chunks.push(chunk)
+        size += chunk.length
         if (size <= held) continue
-        if (size > this.#limits.callBytes || !this.#roomFor(size - held, reader.team)) return { length: null, body: this.#watched(head, rest, held, reader) }
+        this.#room(size - held, size, reader.team)
         held = size
       }
     } catch (err) {
       this.budget.free(held)
+      body.destroy()
       throw upstreamError(err)
     }
     // A body shorter than declared gives back what it did not use.
     this.budget.free(held - size)
-    return { length: size, body: this.#watched(head, null, size, reader) }
+    return new HeldAnswer(chunks, size, this.budget, (held) => this.#watched(held, reader))
   }
 
-  /** An answer's `head`, already read, then its `rest` from the platform, watched for a caller that stops reading. */
-  stream(head: Buffer[], rest: AnswerRest, reader: AnswerReader): Readable {
-    return this.#watched(head, rest, 0, reader)
+  /** Takes `bytes` more of the budget for `team`'s answer of `total` bytes so far, making room; else throws the refusal. */
+  #room(bytes: number, total: number, team: string): void {
+    if (total > this.budget.limit) throw new UpstreamError(`an answer larger than platform.bufferTotalBytes (${this.budget.limit} bytes)`)
+    for (;;) {
+      if (this.budget.reserve(bytes)) return
+      const cut = this.#stalled(team) ?? this.#slowest(team)
+      if (cut === null) break
+      cut.answer.cut(cut.why)
+    }
+    const retryAfterSec = this.budget.retryAfterSec(bytes)
+    throw Object.assign(new AnswerBudgetError(`the answers on their way to callers hold platform.bufferTotalBytes (${this.budget.limit} bytes); retry in ${retryAfterSec} s`), { retryAfterSec })
   }
 
-  #watched(head: Buffer[], rest: AnswerRest | null, held: number, reader: AnswerReader): Readable {
-    const answer: WatchedAnswer = new WatchedAnswer(head, rest, held, reader, this.#limits.readIdleMs, {
-      idle: (contended) => {
+  /** The answer of a team other than `team` whose caller has taken nothing for longest, past CONTENDED_STALL_MS. */
+  #stalled(team: string): { answer: WatchedAnswer; why: Cut } | null {
+    const now = performance.now()
+    let found: WatchedAnswer | null = null
+    for (const a of this.#open) {
+      if (a.reader.team === team || a.stalledSince === null || now - a.stalledSince < CONTENDED_STALL_MS || a.unsent === 0) continue
+      if (found === null || a.stalledSince < (found.stalledSince as number)) found = a
+    }
+    return found && { answer: found, why: 'stalled' }
+  }
+
+  /** The answer of a team other than `team` that would take its caller longest to read, past readIdleTimeout at its pace. */
+  #slowest(team: string): { answer: WatchedAnswer; why: Cut } | null {
+    const now = performance.now()
+    let found: WatchedAnswer | null = null
+    let longest = this.#readIdleMs
+    for (const a of this.#open) {
+      if (a.reader.team === team || a.unsent === 0) continue
+      const ms = a.drainMs(now)
+      if (ms > longest) {
+        found = a
+        longest = ms
+      }
+    }
+    return found && { answer: found, why: 'slow' }
+  }
+
+  #watched(chunks: Buffer[], reader: AnswerReader): Readable {
+    const answer: WatchedAnswer = new WatchedAnswer(chunks, this.budget, reader, this.#readIdleMs, {
+      cut: (why) => {
         this.#onSlowReader(reader.credential)
         const fields = { credential: reader.credential, team: reader.team, path: reader.path }
-        if (contended) reader.log.warn({ ...fields, stalledMs: CONTENDED_STALL_MS, wanted: 'room' }, 'caller stopped reading while another team waited for its room: answer cut off')
-        else reader.log.warn({ ...fields, readIdleMs: this.#limits.readIdleMs }, 'caller stopped reading: answer cut off')
+        const detail = why === 'idle' ? { readIdleMs: this.#readIdleMs } : { wanted: 'room', ...(why === 'stalled' ? { stalledMs: CONTENDED_STALL_MS } : { readIdleMs: this.#readIdleMs }) }
+        reader.log.warn({ ...fields, ...detail }, CUT_LINES[why])
       },
-      closed: () => {
-        this.#open.delete(answer)
-        this.budget.free(held)
-      },
+      closed: () => this.#open.delete(answer),
     })
     this.#open.add(answer)
     return answer
   }
 }
 
-/** What a watched answer tells its owner: cut off (`contended`: another team waited for its room; else readIdleTimeout), closed. */
+/**
+ * A platform answer received whole, its bytes counted in the budget: sent to one caller
+ * (stream), or read by the gateway itself (bytes) and given back (release).
+ */
+export class HeldAnswer {
+  /** Its length in bytes. */
+  readonly length: number
+  readonly #chunks: Buffer[]
+  readonly #budget: ByteBudget
+  readonly #watch: (chunks: Buffer[]) => Readable
+  #gone = false
+
+  constructor(chunks: Buffer[], length: number, budget: ByteBudget, watch: (chunks: Buffer[]) => Readable) {
+    this.#chunks = chunks
+    this.length = length
+    this.#budget = budget
+    this.#watch = watch
+  }
+
+  /**
+   * Its body in a buffer of its own (never a view of a larger one the platform's chunks
+   * came in, which a cache entry would keep whole); its bytes stay counted until release().
+   */
+  bytes(): Buffer {
+    return Buffer.concat(this.#chunks, this.length)
+  }
+
+  /** The body as its caller reads it, each chunk's bytes freed as it is taken; once. */
+  stream(): Readable {
+    if (this.#gone) throw new Error('a held answer is sent or released once')
+    this.#gone = true
+    return this.#watch(this.#chunks)
+  }
+
+  /** Frees its bytes: nobody reads it. Nothing after a stream(). */
+  release(): void {
+    if (this.#gone) return
+    this.#gone = true
+    this.#budget.free(this.length)
+    this.#chunks.length = 0
+  }
+}
+
+/** What a watched answer tells its owner: cut off (why), closed. */
 interface AnswerEvents {
-  idle: (contended: boolean) => void
+  cut: (why: Cut) => void
   closed: () => void
 }
 
 /**
- * The caller's side of an answer. Its clock runs only while the caller holds it up: from
- * a push the consumer has no room for to the consumer's next read. A platform that is
- * slow to send leaves the buffer below its mark, and the clock stopped.
+ * The caller's side of a held answer. Its bytes are freed chunk by chunk as its caller
+ * takes them, the rest when it closes. Its clock runs only while the caller holds it up:
+ * from a push the consumer has no room for to the consumer's next read.
  */
 class WatchedAnswer extends Readable {
-  readonly held: number
   readonly reader: AnswerReader
   /** When its caller last held it up (monotonic ms), or null while it reads. */
   stalledSince: number | null = null
-  readonly #head: Buffer[]
-  readonly #rest: AnswerRest | null
+  /** Bytes still to be taken by its caller, counted in the budget. */
+  unsent: number
+  readonly #chunks: Buffer[]
+  readonly #budget: ByteBudget
   readonly #idleMs: number
   readonly #on: AnswerEvents
+  #sent = 0
+  // When its caller first had no room for a push, and what it had taken by then.
+  #backedUp: { at: number; sent: number } | null = null
   #timer: NodeJS.Timeout | null = null
 
-  constructor(head: Buffer[], rest: AnswerRest | null, held: number, reader: AnswerReader, idleMs: number, on: AnswerEvents) {
+  constructor(chunks: Buffer[], budget: ByteBudget, reader: AnswerReader, idleMs: number, on: AnswerEvents) {
     super()
-    this.#head = head
-    this.#rest = rest
-    this.held = held
+    this.#chunks = chunks
+    this.#budget = budget
+    this.unsent = chunks.reduce((sum, c) => sum + c.length, 0)
     this.reader = reader
     this.#idleMs = idleMs
     this.#on = on
   }
 
-  /** Cuts the answer off: its caller took nothing while another team's answer needed the room it holds. */
-  cut(): void {
+  /**
+   * How long its caller would take to read what it still holds, at the pace it has read
+   * since its answer first backed up (before that it took all it was given); 0 while that
+   * pace is under CONTENDED_STALL_MS old, too soon to tell.
+   */
+  drainMs(now: number): number {
+    if (this.#backedUp === null) return 0
+    const elapsed = now - this.#backedUp.at
+    if (elapsed < CONTENDED_STALL_MS) return 0
+    const taken = this.#sent - this.#backedUp.sent
+    return taken === 0 ? Infinity : (this.unsent * elapsed) / taken
+  }
+
+  /** Cuts the answer off: another team's answer needs the room it holds. */
+  cut(why: Cut): void {
     if (this.destroyed) return
-    this.#on.idle(true)
+    this.#on.cut(why)
     // Without an error: the reply sees a premature close and cuts the caller's connection.
     this.destroy()
   }
 
   override _read(): void {
     this.#stopClock()
-    while (this.#head.length > 0) {
-      if (!this.push(this.#head.shift())) return this.#startClock()
+    while (this.#chunks.length > 0) {
+      const chunk = this.#chunks.shift() as Buffer
+      this.#taken(chunk.length)
+      if (!this.push(chunk)) return this.#startClock()
     }
-    if (this.#rest) void this.#pull(this.#rest)
-    else this.push(null)
+    this.push(null)
   }
 
-  async #pull(rest: AnswerRest): Promise<void> {
-    try {
-      const next = await rest.chunks.next()
-      if (this.destroyed) return
-      if (next.done) this.push(null)
-      else if (!this.push(next.value)) this.#startClock()
-    } catch (err) {
-      this.destroy(err as Error)
-    }
+  #taken(bytes: number): void {
+    this.unsent -= bytes
+    this.#sent += bytes
+    this.#budget.free(bytes)
   }
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
     this.#stopClock()
-    // Ends the platform body, if it is still open: its connection is free again.
-    this.#rest?.body.destroy()
+    this.#chunks.length = 0
+    this.#budget.free(this.unsent)
+    this.unsent = 0
     this.#on.closed()
     callback(err)
   }
 
   #startClock(): void {
     this.stalledSince = performance.now()
+    this.#backedUp ??= { at: this.stalledSince, sent: this.#sent }
     this.#timer = setTimeout(() => {
-      this.#on.idle(false)
+      this.#on.cut('idle')
       // Without an error: the reply sees a premature close and cuts the caller's connection.
       this.destroy()
     }, this.#idleMs)

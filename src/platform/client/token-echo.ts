@@ -130,10 +130,9 @@ class PlainScan extends Transform {
 
 /**
  * A body in a content coding: passed on as it comes, and decoded beside for the scan; it
- * ends only once the decoder has read it whole. An answer the gateway holds before
- * sending (a call's within platform.bufferBytes, a report within cache.maxEntryBytes)
- * is failed before a byte of it leaves; one that streams to its caller is cut off where
- * the token shows.
+ * ends only once the decoder has read it whole. Every answer is held whole before it is
+ * sent (within platform.bufferTotalBytes), so one that carries the token back is failed
+ * before a byte of it leaves.
  * What the decoder cannot read (a truncated or broken body) no caller's decoder reads
  * either: the scan stops there and the bytes pass on as they are.
  */
