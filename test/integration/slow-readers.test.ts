@@ -1,4 +1,5 @@
-import type { Socket } from 'node:net'
+import { createServer } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
 import { describe, expect, it } from 'vitest'
@@ -139,6 +140,60 @@ describe('the answers\' budget (platform.bufferTotalBytes)', () => {
     expect(CUT_LINES.slice(1)).toContain(slowReaderLines(gw)[0]?.msg)
     expect(most).toBeLessThanOrEqual(budget.limit)
     await waitFor('the memory freed', () => budget.used === 0)
+  })
+})
+
+describe('a seat ends when the platform\'s answer is in, not when its caller has read it (docs/governor.md)', () => {
+  it('holds the seat while the platform is still sending the body, and frees it once the body is in', async () => {
+    // A platform that sends its answer's headers and first 256 KiB at once, and the rest when told.
+    let finish = () => undefined as void
+    const platform = createServer((req, res) => {
+      res.on('close', () => (finish = () => undefined))
+      req.resume()
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.write(`{"data":"${'x'.repeat(256 * 1024)}`)
+      finish = () => void res.end('"}')
+    })
+    await new Promise<void>((resolve) => platform.listen(0, '127.0.0.1', resolve))
+    cleanups.push(() => {
+      platform.closeAllConnections()
+      return new Promise<void>((resolve) => platform.close(() => resolve()))
+    })
+    const base = `http://127.0.0.1:${(platform.address() as AddressInfo).port}`
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: base, PLATFORM_TOKEN: 'platform-token-of-the-test' }, `${WHOLE_SHARE_TEAMS_YAML}\nplatform: { adaptive: false, maxConcurrent: 8, probe: null }`)))
+    const call = victimCall(gw)
+    await waitFor('the answer\'s headers and first part in, its rest still coming', () => gw.answers.budget.used > 0)
+    expect(seatsOf(gw).inFlight).toBe(1)
+    finish()
+    expect((await call).status).toBe(200)
+    expect(seatsOf(gw).inFlight).toBe(0)
+  })
+
+  it('20 slow but reading callers and 10 that read nothing, of one team, hold no seat and no worker of the platform: another team\'s miss is answered as if alone', async () => {
+    // A platform of 8 workers, each busy until its answer is out, reached over 8 connections;
+    // the governor's limit is 8. Each answer is more than loopback absorbs: were it streamed
+    // at its caller's pace, it would hold its connection, and the platform's worker behind it.
+    const gw = await gateway('platform: { adaptive: false, maxConcurrent: 8, connections: 8, bufferTotalBytes: 512MiB, readIdleTimeout: 60s, queueTimeout: 60s, timeout: 60s }')
+    sandbox.setCapacity({ workers: 8 })
+    sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 12 * MB, times: 30 })
+    const readers = Array.from({ length: 20 }, () => slowReader(gw.port, campaignHead(KEYS.all), 16_000))
+    for (let i = 0; i < 10; i++) stalled(stalledCampaignCall(gw.port))
+    // Every answer is in, received at the platform's pace: the platform's workers and the seats are free, the callers still at it.
+    await waitFor('30 answers in, no seat or platform worker held', () => sandbox.countRequests((r) => r.path === CAMPAIGNS) === 30 && sandbox.concurrency().inFlight === 0 && seatsOf(gw).inFlight === 0, 15_000)
+    expect(gw.answers.budget.used).toBeGreaterThan(0)
+    const read = readers.map((r) => r.got())
+    await waitFor('the slow callers still reading', () => readers.every((r, i) => r.got() > (read[i] as number)))
+    expect(slowReaderLines(gw)).toHaveLength(0)
+
+    sandbox.resetConcurrency()
+    const miss = await request(`${gw.url}${REPORT}?advertiserId=102&byDate=1&dateFrom=2025-03-01&dateTo=2025-03-07`, { headers: { 'x-api-key': KEYS.growth } })
+    expect(miss.statusCode).toBe(200)
+    expect(miss.headers['x-cache']).toBe('MISS')
+    await miss.body.dump()
+    // Alone at the platform: no call ahead of it there, nor in the governor's queue.
+    expect(sandbox.concurrency().peak).toBe(1)
+    expect(seatsOf(gw).queued).toBe(0)
+    expect(slowReaderLines(gw)).toHaveLength(0)
   })
 })
 

@@ -269,9 +269,9 @@ export class PlatformClient {
 
   /**
    * One call through the credential's governor: it waits for a seat, and the seat goes
-   * back with the call's outcome as its answer's headers come (or with none: its deadline,
-   * a broken connection, the gateway's own stop); a read is sent again (with a seat of its
-   * own) after a 502/503/504 or a reset while the deadline allows.
+   * back with the call's outcome once its answer is in, its body received whole (or with
+   * none: its deadline, a broken connection, the gateway's own stop); a read is sent again
+   * (with a seat of its own) after a 502/503/504 or a reset while the deadline allows.
    */
   async #once(credential: string, baseUrl: string, call: PlatformCall, token: string, deadline: number): Promise<PlatformResponse> {
     const replayable = isReplayable(call.body)
@@ -317,9 +317,8 @@ export class PlatformClient {
         // A body still coming at the deadline is cut there.
         call.signal?.addEventListener('abort', () => upstream.abort(call.signal?.reason), { once: true })
         const retryAfter = res.headers['retry-after']
-        const latencyMs = performance.now() - sent
-        this.#history?.platformCall(latencyMs)
-        seat.end({ kind: 'answer', status: res.statusCode, latencyMs, ...(typeof retryAfter === 'string' ? { retryAfter } : {}) })
+        this.#history?.platformCall(performance.now() - sent)
+        endWithAnswer(seat, res, sent, typeof retryAfter === 'string' ? { retryAfter } : {})
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
         if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
         res.body.resume()
@@ -408,6 +407,22 @@ function platformCallSpan(baseUrl: string, call: PlatformCall, retries: number):
   }
   if (retries > 0) attributes['http.request.resend_count'] = retries
   return { name: `${call.method} ${template}`, attributes }
+}
+
+/**
+ * Ends `seat` once the platform's answer is in: its body received whole, or ended by the
+ * gateway (a deadline, a refusal for want of room). The platform works on a call until
+ * it has sent its answer; every answer is received at the platform's pace
+ * (answer-buffer.ts), so a caller's pace never holds a seat. The call's latency is to
+ * that moment.
+ */
+function endWithAnswer(seat: Seat, res: Dispatcher.ResponseData, sent: number, extra: { retryAfter?: string }): void {
+  const end = () => seat.end({ kind: 'answer', status: res.statusCode, latencyMs: performance.now() - sent, ...extra })
+  if (res.body.closed || res.body.readableEnded) end()
+  else {
+    res.body.once('end', end)
+    res.body.once('close', end)
+  }
 }
 
 /** `res` as a caller may read it: it fails where it carries `token` back (token-echo.ts). */

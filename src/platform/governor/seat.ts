@@ -10,14 +10,15 @@ import type { Clock } from '../../clock.js'
 export type RefusalReason = 'queue_full' | 'team_queue_full' | 'displaced' | 'queue_timeout' | 'paused' | 'deadline'
 export type { Priority } from './fair-queue.js'
 
-/** What ended a call: the platform's answer (its status and retry-after, after `latencyMs` to its headers), none (a deadline, a connection error), or the gateway's own stop. */
+/** What ended a call: the platform's answer (its status and retry-after, after `latencyMs` to the answer in whole, or to its headers when the body was dropped past the caller's deadline), none (a deadline, a connection error), or the gateway's own stop. */
 export type SeatOutcome = { kind: 'answer'; status: number; latencyMs: number; retryAfter?: string } | { kind: 'none'; latencyMs: number; timedOut: boolean } | { kind: 'dropped' }
 
 /**
- * A call's seat: the platform's time. It goes back with the call's outcome (`end`): at
- * the answer, the platform is done with the call (an answer still being read holds
- * buffer room, not a seat); with no answer, the platform works on, and the seat is held
- * until the call's expected end there.
+ * A call's seat: the platform's time. It goes back with the call's outcome (`end`): once
+ * the answer is in, the platform is done with the call (an answer is received at the
+ * platform's pace; one still being read by its caller holds room in the answers' budget,
+ * not a seat); with no answer, the platform works on, and the seat is held until the
+ * call's expected end there.
  */
 export interface Seat {
   readonly team: string
