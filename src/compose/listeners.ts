@@ -73,7 +73,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   // First: its document is made from every route registered after it.
   await describeAdmin(admin)
   await admin.register(healthRoutes, health)
-  metricsRoute(admin, { metrics, tokens, governors, usage })
+  metricsRoute(admin, { metrics, tokens, governors, answers, usage })
   const { secrets, adminAuth, bus, teams, build, rateLimiter, logLevel, reloader, l1, audit, replicas, consoleScriptsDir } = parts
   await admin.register(adminRoutes, {
     config, auditLog, clock, secrets, adminAuth, tokens, reports, redis, breaker, bus, teams, usage, keyUse, metrics, lifecycle, build, governors, rateLimiter,

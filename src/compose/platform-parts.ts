@@ -132,6 +132,7 @@ export function platformParts(
     totalBytes: config.platform.bufferTotalBytes,
     readIdleMs: config.platform.readIdleTimeoutMs,
     onSlowReader: (credential) => metrics.platformSlowReaders.inc({ credential }),
+    onRefused: (credential) => metrics.answerRefusals.inc({ credential }),
   })
   return {
     dispatcher,

@@ -85,7 +85,9 @@ export function createMetrics() {
     platformPauses: counter('gateway_platform_pauses_total', 'Pauses of a credential after a platform 429 that began on this replica (its own 429 or another replica telling it)', ['credential']),
     platformRetries: counter('gateway_platform_retries_total', 'Read calls sent to the platform again after a 502, 503, 504 or a reset connection', ['credential']),
     platformUnauthorized: counter('gateway_platform_unauthorized_total', 'Platform 401 answers to calls, by credential and what the probe call said of the token (confirmed: refused; unconfirmed: accepted, the call alone was refused; probe_failed; no_probe)', ['credential', 'verdict']),
-    platformSlowReaders: counter('gateway_platform_slow_readers_total', 'Answers cut off because their caller took none of them for platform.readIdleTimeout, freeing the memory and the connection they held', ['credential']),
+    platformSlowReaders: counter('gateway_platform_slow_readers_total', 'Answers cut off because their caller took none of them for platform.readIdleTimeout, or, while another team needed the room, nothing for a second or too little to give it back within platform.readIdleTimeout: the memory they held is free', ['credential']),
+    answerBytes: gauge('gateway_answer_bytes', 'Bytes of the answers on their way to callers held on this replica (at most platform.bufferTotalBytes)'),
+    answerRefusals: counter('gateway_answer_budget_refusals_total', 'Platform answers refused 503 GW_ANSWER_BUDGET: platform.bufferTotalBytes held by answers on their way to callers, none of which could be cut off', ['credential']),
     teamRequests: counter('gateway_team_requests_total', 'Requests answered per team, by result (hit: answered by the cache; ok; rate_limited; refused: other 4xx; error: 5xx)', ['team', 'result']),
     teamPlatformCalls: counter('gateway_team_platform_calls_total', 'Platform calls made for each team (report fills, whose coalesced waiters count for the leader, and proxied calls)', ['team']),
     apiKeyExpiry: new Gauge({

@@ -173,7 +173,7 @@ describe('room for an answer', () => {
   it('is made by cutting off another team\'s caller too slow to read what it holds within readIdleTimeout, never the same team\'s', async () => {
     const a = answers({ totalBytes: 2048 * KiB, readIdleMs: 500 })
     const slowTeam = reader('slow')
-    const held = (await a.receive(body(24, 64 * KiB), undefined, slowTeam)).stream()
+    const held = (await a.receive(body(28, 64 * KiB), undefined, slowTeam)).stream()
     // 32 KiB every 100 ms (320 KiB/s): what it holds would take it over 3 s, and it never
     // stalls for readIdleMs; its pace is judged once it has read for CONTENDED_STALL_MS.
     const tick = setInterval(() => held.read(32 * KiB), 100)

@@ -3,9 +3,13 @@ import type { Metrics } from '../../observe/metrics.js'
 import type { TeamUsage } from '../../observe/usage.js'
 import type { TokenRegistry } from '../../platform/tokens/token-registry.js'
 import type { PlatformGovernors } from '../../platform/governor/platform-governors.js'
+import type { PlatformAnswers } from '../../platform/client/answer-buffer.js'
 
-/** GET /metrics: the gauges read from the tokens, the governors and usage at each scrape, then the registry. */
-export function metricsRoute(admin: FastifyInstance, { metrics, tokens, governors, usage }: { metrics: Metrics; tokens: TokenRegistry; governors: PlatformGovernors; usage: TeamUsage }): void {
+/** GET /metrics: the gauges read from the tokens, the governors, the answers in flight and usage at each scrape, then the registry. */
+export function metricsRoute(
+  admin: FastifyInstance,
+  { metrics, tokens, governors, answers, usage }: { metrics: Metrics; tokens: TokenRegistry; governors: PlatformGovernors; answers: PlatformAnswers; usage: TeamUsage },
+): void {
   admin.get('/metrics', async (_request, reply) => {
     for (const p of tokens.all()) {
       const info = p.info()
@@ -21,6 +25,7 @@ export function metricsRoute(admin: FastifyInstance, { metrics, tokens, governor
       metrics.platformPermitsHeld.set({ credential: g.credential }, g.seatsHeld)
       for (const [team, n] of g.seats.waiting()) metrics.platformWaiting.set({ credential: g.credential, team }, n)
     }
+    metrics.answerBytes.set(answers.budget.used)
     usage.publishMetrics()
     return reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics())
   })

@@ -56,13 +56,15 @@ export class PlatformAnswers {
   readonly budget: ByteBudget
   readonly #readIdleMs: number
   readonly #onSlowReader: (credential: string) => void
+  readonly #onRefused: (credential: string) => void
   // The answers being sent to their callers: what an answer that needs room may take back.
   readonly #open = new Set<WatchedAnswer>()
 
-  constructor(limits: AnswerLimits & { onSlowReader: (credential: string) => void }) {
+  constructor(limits: AnswerLimits & { onSlowReader: (credential: string) => void; onRefused?: (credential: string) => void }) {
     this.budget = new ByteBudget(limits.totalBytes)
     this.#readIdleMs = limits.readIdleMs
     this.#onSlowReader = limits.onSlowReader
+    this.#onRefused = limits.onRefused ?? (() => undefined)
   }
 
   /**
@@ -78,14 +80,14 @@ export class PlatformAnswers {
       // A declared length is reserved at once: answers arriving together do not each take a part of the budget and then all fail.
       const declared = contentLength === undefined ? NaN : Number(contentLength)
       if (Number.isSafeInteger(declared) && declared > 0) {
-        this.#room(declared, declared, reader.team)
+        this.#room(declared, declared, reader)
         held = declared
       }
       for await (const chunk of body as AsyncIterable<Buffer>) {
         chunks.push(chunk)
         size += chunk.length
         if (size <= held) continue
-        this.#room(size - held, size, reader.team)
+        this.#room(size - held, size, reader)
         held = size
       }
     } catch (err) {
@@ -98,16 +100,17 @@ export class PlatformAnswers {
     return new HeldAnswer(chunks, size, this.budget, (held) => this.#watched(held, reader))
   }
 
-  /** Takes `bytes` more of the budget for `team`'s answer of `total` bytes so far, making room; else throws the refusal. */
-  #room(bytes: number, total: number, team: string): void {
+  /** Takes `bytes` more of the budget for `reader`'s answer of `total` bytes so far, making room; else throws the refusal. */
+  #room(bytes: number, total: number, reader: AnswerReader): void {
     if (total > this.budget.limit) throw new UpstreamError(`an answer larger than platform.bufferTotalBytes (${this.budget.limit} bytes)`)
     for (;;) {
       if (this.budget.reserve(bytes)) return
-      const cut = this.#stalled(team) ?? this.#slowest(team)
+      const cut = this.#stalled(reader.team) ?? this.#slowest(reader.team)
       if (cut === null) break
       cut.answer.cut(cut.why)
     }
     const retryAfterSec = this.budget.retryAfterSec(bytes)
+    this.#onRefused(reader.credential)
     throw Object.assign(new AnswerBudgetError(`the answers on their way to callers hold platform.bufferTotalBytes (${this.budget.limit} bytes); retry in ${retryAfterSec} s`), { retryAfterSec })
   }
 

@@ -1,0 +1,152 @@
+import { readFileSync } from 'node:fs'
+import { connect, type Socket } from 'node:net'
+import { request } from 'undici'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
+import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
+import { spawnProbedGateway, type ProbedGateway } from '../helpers/gateway-memory.js'
+import { waitFor } from '../helpers/wait.js'
+
+// Memory with the chart's defaults (helm/report-gateway: `config: {}`, the image's
+// NODE_OPTIONS, a 512Mi memory limit): the built gateway in a process of its own, its
+// in-process cache full, then 100 callers each reading a 50 MiB report at 16 KB/s. Every
+// byte of an answer on its way to a caller counts in platform.bufferTotalBytes; past it a
+// new answer is refused 503 GW_ANSWER_BUDGET. The process's peak resident size (VmHWM)
+// stays under the chart's limit. Counts and bytes are asserted, never a time.
+
+const MiB = 1024 * 1024
+const MB = 1_000_000
+/** The chart's memory limit (values.yaml, resources.limits.memory). */
+const CHART_LIMIT = 512 * MiB
+/** The image's young generation (Dockerfile, NODE_OPTIONS). */
+const NODE_OPTIONS = '--max-semi-space-size=16'
+const READERS = 100
+const REPORT_BYTES = 50 * MiB
+const READ_BYTES_PER_S = 16_000
+/** Reports of 3 MB that fill the in-process cache (cache.l1MaxBytes 64MiB) twice over. */
+const FILLS = 45
+const FILL_BYTES = 3 * MB
+
+const reportUrl = (i: number, days = 1) => `${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-0${1 + (i % 9)}-01&dateTo=2025-0${1 + (i % 9)}-${String(days + Math.floor(i / 9)).padStart(2, '0')}`
+
+/** A caller reading its answer at about READ_BYTES_PER_S, in sips every 100 ms: its status, the GW_* code of a refusal, and the bytes it read. */
+interface SlowCaller {
+  socket: Socket
+  status: () => number | null
+  code: () => string | null
+  got: () => number
+}
+
+function slowCaller(port: number, path: string): SlowCaller {
+  const socket = connect(port, '127.0.0.1')
+  socket.pause()
+  socket.on('error', () => undefined)
+  socket.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\n\r\n`)
+  let head = ''
+  let got = 0
+  const sip = setInterval(() => {
+    let taken = 0
+    for (let chunk = socket.read() as Buffer | null; chunk !== null; chunk = taken < READ_BYTES_PER_S / 10 ? (socket.read() as Buffer | null) : null) {
+      if (head.length < 1024) head += chunk.subarray(0, 1024).toString('latin1')
+      taken += chunk.length
+    }
+    got += taken
+  }, 100)
+  socket.once('close', () => clearInterval(sip))
+  return { socket, status: () => (head.length >= 12 ? Number(head.slice(9, 12)) : null), code: () => /"code":"(GW_[A-Z_]+)"/.exec(head)?.[1] ?? null, got: () => got }
+}
+
+/** The process's peak resident size so far (Linux: VmHWM), in bytes. */
+function peakRss(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM:')) as string
+  return Number(line.replace(/\D+/g, '')) * 1024
+}
+
+const metric = (text: string, name: string): number => Number(text.split('\n').find((l) => l.startsWith(name))?.split(' ').at(-1) ?? NaN)
+
+describe.runIf(process.platform === 'linux')('memory with the chart\'s defaults, the cache full and 100 slow readers of 50 MiB reports', () => {
+  let sandbox: Sandbox
+  let gw: ProbedGateway
+  const callers: SlowCaller[] = []
+  let mostHeld = 0
+  const filled: string[] = []
+  let evicted = ''
+  let peak = 0
+  let metrics = ''
+
+  beforeAll(async () => {
+    sandbox = await startSandbox()
+    gw = await spawnProbedGateway({ env: { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), NODE_OPTIONS }, yaml: TEAMS_YAML })
+    const pid = gw.child.pid as number
+    const start = await gw.memory()
+    const scrape = async () => (await request(`${gw.adminUrl}/metrics`)).body.text()
+
+    // The cache filled twice over with reports of 3 MB: the first ones are out again.
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'large', bytes: FILL_BYTES, times: FILLS })
+    for (let i = 0; i < FILLS; i++) {
+      const res = await request(`${gw.url}${reportUrl(i)}`, { headers: { 'x-api-key': KEYS.all } })
+      await res.body.dump()
+      filled.push(`${res.statusCode} ${String(res.headers['x-cache'])}`)
+    }
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'large', bytes: FILL_BYTES, times: 1 })
+    const again = await request(`${gw.url}${reportUrl(0)}`, { headers: { 'x-api-key': KEYS.all } })
+    await again.body.dump()
+    evicted = String(again.headers['x-cache'])
+
+    // 100 callers of distinct 50 MiB reports, each reading at 16 KB/s.
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'large', bytes: REPORT_BYTES, times: READERS })
+    for (let i = 0; i < READERS; i++) callers.push(slowCaller(gw.port, reportUrl(i, 10)))
+    const watch = setInterval(() => void scrape().then((text) => (mostHeld = Math.max(mostHeld, metric(text, 'gateway_answer_bytes'))), () => undefined), 250)
+    try {
+      await waitFor('every caller answered', () => callers.every((c) => c.status() !== null), 240_000, 200)
+      // The readers answered 200 go on reading: their answers are held as they read.
+      const served = callers.filter((c) => c.status() === 200)
+      const read = served.map((c) => c.got())
+      await waitFor('the served callers reading on', () => served.every((c, i) => c.got() > (read[i] as number) + 4 * READ_BYTES_PER_S), 60_000, 200)
+      metrics = await scrape()
+      peak = peakRss(pid)
+    } finally {
+      clearInterval(watch)
+    }
+    const statuses = new Map<string, number>()
+    for (const c of callers) statuses.set(`${c.status()} ${c.code() ?? ''}`.trim(), (statuses.get(`${c.status()} ${c.code() ?? ''}`.trim()) ?? 0) + 1)
+    console.log(
+      [
+        `answer memory: ${READERS} callers of ${REPORT_BYTES / MiB} MiB reports at ${READ_BYTES_PER_S / 1000} KB/s, the cache filled with ${FILLS} reports of ${FILL_BYTES / MB} MB`,
+        `  statuses: ${[...statuses].map(([s, n]) => `${n} × ${s}`).join(', ')}`,
+        `  peak RSS (VmHWM) ${(peak / MiB).toFixed(0)} MiB (the chart's limit ${CHART_LIMIT / MiB} MiB); RSS after a full collection at start ${(start.rss / MiB).toFixed(0)} MiB`,
+        `  answers held: at most ${(mostHeld / MiB).toFixed(1)} MiB seen (platform.bufferTotalBytes 128 MiB); refused: ${metric(metrics, 'gateway_answer_budget_refusals_total')}`,
+      ].join('\n'),
+    )
+  }, 420_000)
+
+  afterAll(async () => {
+    for (const c of callers) c.socket.destroy()
+    await gw?.close()
+    await sandbox?.close()
+  })
+
+  it('fills its cache: every fill a MISS, and the first report out of it again', () => {
+    expect(filled).toEqual(Array(FILLS).fill('200 MISS'))
+    expect(evicted).toBe('MISS')
+  })
+
+  it('answers every caller 200 or 503, serving as many as the budget holds and refusing the rest GW_ANSWER_BUDGET (or GW_OVERLOADED: their wait for a seat ran out)', () => {
+    const answers = callers.map((c) => `${c.status()} ${c.code() ?? ''}`.trim())
+    expect(answers.filter((a) => !['200', '503 GW_ANSWER_BUDGET', '503 GW_OVERLOADED'].includes(a))).toEqual([])
+    expect(answers.filter((a) => a === '200').length).toBeGreaterThanOrEqual(1)
+    const refused = answers.filter((a) => a === '503 GW_ANSWER_BUDGET').length
+    expect(refused).toBeGreaterThanOrEqual(1)
+    expect(metric(metrics, 'gateway_answer_budget_refusals_total{credential="default"}')).toBe(refused)
+  })
+
+  it('holds no more than platform.bufferTotalBytes of answers at once', () => {
+    expect(mostHeld).toBeGreaterThan(0)
+    expect(mostHeld).toBeLessThanOrEqual(128 * MiB)
+  })
+
+  it('keeps its peak resident size under the chart\'s memory limit', () => {
+    expect(peak).toBeGreaterThan(0)
+    expect(peak).toBeLessThan(CHART_LIMIT)
+  })
+})
