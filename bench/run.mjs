@@ -15,10 +15,11 @@
 //   scale            1 and 50 replicas on one Redis and on a Cluster: Redis commands and CPU per platform call, a 5 s stall
 //   redis-traffic    Redis commands per idle replica and per request kind (INFO commandstats)
 //   pubsub           the bus on a 3-master Cluster: PUBLISH against sharded SPUBLISH
+//   answers          proxied answers of 1 MB to 50 MiB: held whole against straight from the platform
 //
 // Flags: --quick (shorter runs, written to .bench/results-quick.md)
 //        --only=<id>[,<id>] (those scenarios, written to bench/results-<id>.md)
-//        --baseline=<dir> (targets: L1 hits of the gateway built in <dir> too, side by side)
+//        --baseline=<dir> (targets, spread, answers: the gateway built in <dir> too, side by side)
 //        --profile[=l1|l2|miss] (no table: that case once with node --cpu-prof on the
 //        gateway, summarized; the profile is kept in .bench/)
 // Servers under test are pinned to core 1 (`taskset -c 1`, as issue 17 measures), the
@@ -43,11 +44,12 @@ import * as scale from './scenarios/scale.mjs'
 import * as spread from './scenarios/spread.mjs'
 import * as redisTraffic from './scenarios/redis-traffic.mjs'
 import * as pubsub from './scenarios/pubsub.mjs'
+import * as answers from './scenarios/answers.mjs'
 import * as twoTeams from './scenarios/two-teams.mjs'
 import * as targets from './scenarios/targets.mjs'
 import { profileGateway } from './scenarios/profile.mjs'
 
-const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, capacity, twoTeams, targets, spread, scale, redisTraffic, pubsub]
+const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, capacity, twoTeams, targets, spread, scale, redisTraffic, pubsub, answers]
 const TIME_LIMIT_MS = 45 * 60_000
 
 const args = process.argv.slice(2)

@@ -113,16 +113,16 @@ describe('callers that never read', () => {
 
 describe('the answers\' budget (platform.bufferTotalBytes)', () => {
   it('refuses the same team\'s next large answer 503 GW_ANSWER_BUDGET with retry-after while a slow reader holds the room, and cuts that reader off for another team\'s', async () => {
-    const gw = await gateway('platform: { bufferTotalBytes: 40MiB, readIdleTimeout: 2s }')
+    const gw = await gateway('platform: { bufferTotalBytes: 40MiB, readIdleTimeout: 4s }')
     const { budget } = gw.answers
     let most = 0
     const watch = setInterval(() => (most = Math.max(most, budget.used)), 2)
     cleanups.push(() => clearInterval(watch))
     sandbox.setRouteFailure(CAMPAIGNS, { kind: 'large', bytes: 30 * MB, times: 3 })
-    // 1 MB/s: it reads all along, never stopping for a second, and would need half a
-    // minute; its pace is judged once it has read for more than a second.
-    const reader = slowReader(gw.port, campaignHead(KEYS.all), 1_000_000)
-    await waitFor('its answer in, held for it', () => sandbox.concurrency().inFlight === 0 && sandbox.countRequests((r) => r.path === CAMPAIGNS) === 1 && budget.used > 20 * MB && reader.got() > 1_500_000)
+    // 500 KB/s: it reads all along, never stopping for a second, and would need a minute;
+    // its pace is judged once it has read for more than a second.
+    const reader = slowReader(gw.port, campaignHead(KEYS.all), 500_000)
+    await waitFor('its answer in, held for it', () => sandbox.concurrency().inFlight === 0 && sandbox.countRequests((r) => r.path === CAMPAIGNS) === 1 && budget.used > 20 * MB && reader.got() > 750_000)
 
     const same = await request(`${gw.url}${CAMPAIGNS}`, { method: 'POST', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, body: CAMPAIGNS_BODY })
     expect(same.statusCode).toBe(503)
