@@ -4,8 +4,6 @@ import { AnswerBudgetError, UpstreamError } from '../../errors.js'
 import { upstreamError } from './platform-client.js'
 import { ByteBudget } from './answer-budget.js'
 
-export { ByteBudget } from './answer-budget.js'
-
 export interface AnswerLimits {
   /** Every byte of answers on their way to callers at once on this replica (platform.bufferTotalBytes). */
   totalBytes: number
@@ -47,10 +45,9 @@ const CUT_LINES: Record<Cut, string> = {
  * other teams' answers (a team's callers take no room from each other): those whose
  * callers stopped taking anything for CONTENDED_STALL_MS are cut off, then those whose
  * callers read too slowly to give their room back within platform.readIdleTimeout, the
- * slowest first; with still no room it is refused, 503
- * GW_ANSWER_BUDGET with the `retry-after` the readers' pace gives, and one larger than the
- * whole budget 502 GW_UPSTREAM. A caller that takes nothing for platform.readIdleTimeout
- * is cut off.
+ * slowest first; with still no room it is refused, 503 GW_ANSWER_BUDGET with the
+ * `retry-after` the readers' pace gives, and one larger than the whole budget 502
+ * GW_UPSTREAM. A caller that takes nothing for platform.readIdleTimeout is cut off.
  */
 export class PlatformAnswers {
   readonly budget: ByteBudget
