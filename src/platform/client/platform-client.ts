@@ -6,7 +6,7 @@ import { request, type Dispatcher } from 'undici'
 import { PlatformAuthError, PlatformRefusedError, ShuttingDownError, UpstreamError, UpstreamTimeoutError, type GatewayError } from '../../errors.js'
 import type { TokenProvider, TokenState } from '../tokens/token-provider.js'
 import type { PlatformGovernors } from '../governor/platform-governors.js'
-import type { Priority, Seat } from '../governor/seat.js'
+import type { Priority, Seat, SeatOutcome } from '../governor/seat.js'
 import type { TokenVerdicts, Verdict } from '../tokens/token-verdict.js'
 import type { RefusalLog } from './refusal-log.js'
 import type { TeamUsage } from '../../observe/usage.js'
@@ -317,8 +317,9 @@ export class PlatformClient {
         // A body still coming at the deadline is cut there.
         call.signal?.addEventListener('abort', () => upstream.abort(call.signal?.reason), { once: true })
         const retryAfter = res.headers['retry-after']
-        this.#history?.platformCall(performance.now() - sent)
-        endWithAnswer(seat, res, sent, typeof retryAfter === 'string' ? { retryAfter } : {})
+        const latencyMs = performance.now() - sent
+        this.#history?.platformCall(latencyMs)
+        endWithAnswer(seat, res, { kind: 'answer', status: res.statusCode, latencyMs, ...(typeof retryAfter === 'string' ? { retryAfter } : {}) })
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
         if (delay === null) return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body }
         res.body.resume()
@@ -410,14 +411,15 @@ function platformCallSpan(baseUrl: string, call: PlatformCall, retries: number):
 }
 
 /**
- * Ends `seat` once the platform's answer is in: its body received whole, or ended by the
- * gateway (a deadline, a refusal for want of room). The platform works on a call until
- * it has sent its answer; every answer is received at the platform's pace
- * (answer-buffer.ts), so a caller's pace never holds a seat. The call's latency is to
- * that moment.
+ * Ends `seat` with `outcome` once the platform's answer is in: its body received whole, or
+ * ended by the gateway (a deadline, a refusal for want of room). The platform works on a
+ * call until it has sent its answer, and every answer is received at the platform's pace
+ * (answer-buffer.ts): the seat is held, and charged, that long, never for a caller's pace.
+ * The latency the limit rule and the work estimates learn from stays the headers' (a body
+ * cut off at the gateway's deadline says nothing of the platform's work).
  */
-function endWithAnswer(seat: Seat, res: Dispatcher.ResponseData, sent: number, extra: { retryAfter?: string }): void {
-  const end = () => seat.end({ kind: 'answer', status: res.statusCode, latencyMs: performance.now() - sent, ...extra })
+function endWithAnswer(seat: Seat, res: Dispatcher.ResponseData, outcome: SeatOutcome): void {
+  const end = () => seat.end(outcome)
   if (res.body.closed || res.body.readableEnded) end()
   else {
     res.body.once('end', end)

@@ -10,7 +10,7 @@ import type { Clock } from '../../clock.js'
 export type RefusalReason = 'queue_full' | 'team_queue_full' | 'displaced' | 'queue_timeout' | 'paused' | 'deadline'
 export type { Priority } from './fair-queue.js'
 
-/** What ended a call: the platform's answer (its status and retry-after, after `latencyMs` to the answer in whole, or to its headers when the body was dropped past the caller's deadline), none (a deadline, a connection error), or the gateway's own stop. */
+/** What ended a call: the platform's answer (its status and retry-after, after `latencyMs` to its headers), none (a deadline, a connection error), or the gateway's own stop. */
 export type SeatOutcome = { kind: 'answer'; status: number; latencyMs: number; retryAfter?: string } | { kind: 'none'; latencyMs: number; timedOut: boolean } | { kind: 'dropped' }
 
 /**
