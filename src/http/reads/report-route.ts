@@ -11,11 +11,14 @@ import { hangUpSignal } from '../../platform/client/caller-group.js'
 import { takeHandedOver, type HandedOver } from './handed-over.js'
 import type { ReadOptions } from '../../reports/report-cache.js'
 import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
+import type { Lookup } from '../../reports/report-cache.js'
+import { prefersAsync } from './prefer.js'
+import { acceptJob } from './job-routes.js'
 
 const L1_HIT: SpanAttributes = { 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' }
 
 /** What the report routes read: the configuration, the report cache, the clock and traces, the admission of callers and the one decision of report reads. */
-export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions }
+export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'jobs' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions }
 
 /**
  * Report reads (contract, "Report requests"), each top to bottom: admit the caller (key,
@@ -23,8 +26,20 @@ export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'clock
  * decided by the one decision of report reads (reports/read-decision.ts), as the
  * entrance before the router decides it, which hands over what it learned.
  */
-export async function reportReads(app: FastifyInstance, { config, reports, clock, tracing, admission, decisions }: ReportReadParts): Promise<void> {
+export async function reportReads(app: FastifyInstance, { config, reports, jobs, clock, tracing, admission, decisions }: ReportReadParts): Promise<void> {
   if (!config.cache.enabled) return
+
+  /**
+   * A read that prefers `respond-async` (and forces no refresh): the copy that answers it
+   * now (fresh, or stale within its stale-while-revalidate, as `read` answers at once), to
+   * read; else its job is asked and answered 202 (null).
+   */
+  const copyOrJob = async (reply: FastifyReply, caller: Caller, report: CanonicalReport, key: string, found?: Lookup | null): Promise<{ found: Lookup } | null> => {
+    const copy = found !== undefined ? found : await reports.lookup(key)
+    if (copy !== null && clock.now() < copy.entry.staleUntil) return { found: copy }
+    await acceptJob(reply, jobs, { team: caller.team.name, credential: caller.provider.name, report, key })
+    return null
+  }
 
   const limits = { maxRangeDays: config.cache.maxRangeDays, reportBodyBytes: config.limits.reportBodyBytes }
   app.get('/api/v1/report/*', { schema: reportGetSchema(limits) }, async (request: FastifyRequest, reply: FastifyReply) => {
@@ -52,6 +67,12 @@ export async function reportReads(app: FastifyInstance, { config, reports, clock
     admitting?.end()
     caller.advertisers = report.advertiserIds
     // A cold fill under way here is joined, as the entrance before the router joins it.
+    if (prefersAsync(request.headers.prefer) && !admitted.refresh) {
+      const now = await copyOrJob(reply, caller, report, key, handed?.found)
+      if (now === null) return reply
+      const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, false, trace, now))
+      return sendReport(reply, result, request.headers, clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
+    }
     const flight = handed?.flight ?? decided.goOn.flight
     if (flight !== undefined && handed?.flight === undefined) reports.joinCold(key, caller.team.name, hangUpSignal(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller')
     const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, admitted.refresh, trace, { ...handed, ...(flight ? { flight } : {}) }))
@@ -71,7 +92,10 @@ export async function reportReads(app: FastifyInstance, { config, reports, clock
     const key = reports.keyFor(caller.provider.name, report)
     const indexed = indexedUnderOwners(report, caller)
     caller.advertisers = indexed.advertiserIds
-    const result = await reports.read(indexed, key, caller.provider, readOptions(request, reply, caller, forcesRefresh(request.headers, caller.team), trace))
+    const refresh = forcesRefresh(request.headers, caller.team)
+    const now = prefersAsync(request.headers.prefer) && !refresh ? await copyOrJob(reply, caller, indexed, key) : {}
+    if (now === null) return reply
+    const result = await reports.read(indexed, key, caller.provider, readOptions(request, reply, caller, refresh, trace, now))
     caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   }

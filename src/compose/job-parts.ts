@@ -1,0 +1,52 @@
+import type { Logger } from 'pino'
+import type { Config } from '../config.js'
+import type { Clock } from '../clock.js'
+import type { RedisClient } from '../redis/client.js'
+import type { RedisSeal } from '../redis/seal.js'
+import type { ReportCache } from '../reports/report-cache.js'
+import type { TokenRegistry } from '../platform/tokens/token-registry.js'
+import type { PlatformGovernors } from '../platform/governor/platform-governors.js'
+import { workClass } from '../reports/work-class.js'
+import { MemoryJobStore, type JobStore } from '../jobs/job-store.js'
+import { RedisJobStore } from '../jobs/redis-job-store.js'
+import { JobRunner } from '../jobs/job-runner.js'
+import { Jobs } from '../jobs/jobs.js'
+import type { Unverified } from './redis-parts.js'
+
+/** Report jobs: where they live, the runner of this replica, and the jobs as callers see them. */
+export interface JobParts {
+  jobs: Jobs
+  runner: JobRunner
+}
+
+export function jobParts(
+  config: Config,
+  o: { redis: RedisClient | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; replica: string },
+): JobParts {
+  const { redis, seal, clock, log, governors } = o
+  // Shared through Redis only sealed: without GATEWAY_SECRET a replica keeps its jobs to itself.
+  const store: JobStore =
+    redis && seal ? new RedisJobStore({ redis, seal, prefix: config.redis.keyPrefix, maxEntryBytes: config.cache.maxEntryBytes, onUnverified: (key) => o.unverified('job', key) }) : new MemoryJobStore()
+  if (redis && !seal) log.warn('GATEWAY_SECRET is not set: report jobs are kept in this replica\'s memory, not shared through Redis')
+  const runner = new JobRunner({
+    store,
+    reads: o.reports,
+    provider: (credential) => o.tokens.get(credential),
+    settings: config.jobs,
+    clock,
+    log,
+    runner: o.replica,
+    maxEntryBytes: config.cache.maxEntryBytes,
+  })
+  const jobs = new Jobs({
+    store,
+    runner,
+    settings: config.jobs,
+    clock,
+    expectedSeconds: (credential, team, report) => {
+      const ms = governors.expectedMs(credential, team, workClass(report), clock.now())
+      return ms === null ? null : Math.round(ms) / 1000
+    },
+  })
+  return { jobs, runner }
+}
