@@ -16,7 +16,7 @@ export interface JobStore {
   swap(current: Job, next: Job, now: number): Promise<boolean>
   /** Removes `current` (a cancel) if the job stored is still `current`. */
   remove(current: Job): Promise<boolean>
-  /** The open jobs (queued, running) of every team, the earliest asked first, at most `limit`. */
+  /** The open jobs (queued, running) of every team, the earliest asked first (then by id), at most `limit`. */
   open(limit: number): Promise<Job[]>
   /** A team's jobs still kept: open, ended, expired not yet dropped. */
   ofTeam(team: string, now: number): Promise<Job[]>
@@ -69,7 +69,7 @@ export class MemoryJobStore implements JobStore {
   }
 
   async open(limit: number): Promise<Job[]> {
-    return [...this.#all()].filter((j) => !ended(j)).sort((a, b) => a.askedAt - b.askedAt).slice(0, limit)
+    return [...this.#all()].filter((j) => !ended(j)).sort((a, b) => a.askedAt - b.askedAt || (a.id < b.id ? -1 : 1)).slice(0, limit)
   }
 
   async ofTeam(team: string, now: number): Promise<Job[]> {
