@@ -124,6 +124,19 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect((await status(gw, twin.id)).tookSeconds).toBe(0)
   })
 
+  it('a job identical to a caller\'s fill under way joins its platform call', async () => {
+    const gw = await start()
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const caller = fetch(`${gw.url}${REPORT_PATH}?${YEAR}`, { headers: { 'x-api-key': KEYS.growth } })
+    await waitFor('the caller\'s fill at the platform', () => reportCalls() === 1, 10_000)
+    const { id } = (await (await ask(gw)).json()) as Status
+    expect((await status(gw, id)).state).toBe('running')
+    sandbox.releaseHeld()
+    expect((await caller).status).toBe(200)
+    await done(gw, id)
+    expect(reportCalls()).toBe(1)
+  })
+
   it('a job\'s result expires at its expiresAt: status expired, result 410', async () => {
     const gw = await start({ keep: '10m' })
     const { id } = (await (await ask(gw)).json()) as Status
