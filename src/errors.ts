@@ -51,6 +51,7 @@ export const allErrors = {
   JobNotDoneError: createError<[string, string]>('GW_JOB_NOT_DONE', 'job %s is %s: its result is not there yet (GET its status, with ?wait=N to wait)', 409),
   JobRunningError: createError<[string]>('GW_JOB_RUNNING', 'job %s is running already: only a queued job is cancelled', 409),
   JobExpiredError: createError<[string]>('GW_JOB_EXPIRED', 'the result of job %s expired: ask the report again', 410),
+  JobsUnavailableError: createError<[string, { cause?: unknown }?]>('GW_JOBS_UNAVAILABLE', 'report jobs are kept in Redis, which cannot be read now: %s', 503),
 }
 
 /** An error of the catalogue above: its GW_* code, the status it is answered with, its message and cause. */
@@ -95,4 +96,5 @@ export const {
   JobNotDoneError,
   JobRunningError,
   JobExpiredError,
+  JobsUnavailableError,
 } = allErrors

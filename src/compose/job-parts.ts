@@ -12,6 +12,7 @@ import { RedisJobStore } from '../jobs/redis-job-store.js'
 import { JobRunner } from '../jobs/job-runner.js'
 import { Jobs } from '../jobs/jobs.js'
 import type { Unverified } from './redis-parts.js'
+import type { FailureLog } from '../observe/failure-log.js'
 
 /** Report jobs: where they live, the runner of this replica, and the jobs as callers see them. */
 export interface JobParts {
@@ -21,7 +22,7 @@ export interface JobParts {
 
 export function jobParts(
   config: Config,
-  o: { redis: RedisClient | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; replica: string },
+  o: { redis: RedisClient | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; replica: string },
 ): JobParts {
   const { redis, seal, clock, log, governors } = o
   // Shared through Redis only sealed: without GATEWAY_SECRET a replica keeps its jobs to itself.
@@ -37,6 +38,7 @@ export function jobParts(
     log,
     runner: o.replica,
     maxEntryBytes: config.cache.maxEntryBytes,
+    failures: o.failures,
   })
   const jobs = new Jobs({
     store,

@@ -66,7 +66,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   await describeProxy(proxy, config.ownership)
   const health = { tokens, redis, breaker, lifecycle }
   await proxy.register(healthRoutes, health)
-  await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions })
+  await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures })
   answerHooks(proxy, { tracing, auditLog, admission, observe })
 
   const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE })

@@ -43,6 +43,8 @@ export interface JobRunnerDeps {
   runner: string
   /** cache.maxEntryBytes: a report larger than this is not kept as a result. */
   maxEntryBytes: number
+  /** Where a failure to reach the store is noted: a Redis outage is one line per interval, not one per poll. */
+  failures: { note(code: string, first: () => void, how?: string): void }
 }
 
 /** How a run ends: an entry to keep, a failure, or given back to the queue (not before `notBefore`). */
@@ -95,7 +97,7 @@ export class JobRunner {
     }
     this.#polling = true
     this.#poll()
-      .catch((err: unknown) => this.#d.log.warn({ err }, 'looking for report jobs to run failed'))
+      .catch((err: unknown) => this.#d.failures.note('GW_JOBS_UNAVAILABLE', () => this.#d.log.warn({ err }, 'looking for report jobs to run failed'), 'runner'))
       .finally(() => {
         this.#polling = false
         if (this.#again) {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CanonicalReport } from '../reports/report-query.js'
-import { JobExpiredError, JobNotDoneError, JobRunningError, JobsFullError, NotFoundError } from '../errors.js'
+import { JobExpiredError, JobNotDoneError, JobRunningError, JobsFullError, JobsUnavailableError, NotFoundError } from '../errors.js'
 import { cancellable, jobStatus, newJob, placeInQueue, stateAt, type Job, type JobStatus } from './job.js'
 import type { JobStore } from './job-store.js'
 import type { JobRunner, JobSettings } from './job-runner.js'
@@ -45,7 +45,26 @@ export class Jobs {
   }
 
   /** A new queued job; 429 when the team has jobs.maxOpenPerTeam open already. */
-  async ask(ask: JobAsk): Promise<JobStatus> {
+  ask(ask: JobAsk): Promise<JobStatus> {
+    return shared(() => this.#ask(ask))
+  }
+
+  /** The status of the team's job `id`; with `waitMs`, once its state changed or that time passed. */
+  status(id: string, team: string, waitMs = 0): Promise<JobStatus> {
+    return shared(() => this.#statusOf(id, team, waitMs))
+  }
+
+  /** Cancels the team's job `id` while it is queued (409 once running). */
+  cancel(id: string, team: string): Promise<void> {
+    return shared(() => this.#cancel(id, team))
+  }
+
+  /** The report the team's job `id` ended with; its failure, or why there is none yet. */
+  result(id: string, team: string): Promise<CacheEntry> {
+    return shared(() => this.#result(id, team))
+  }
+
+  async #ask(ask: JobAsk): Promise<JobStatus> {
     const { store, clock, settings, runner } = this.#d
     const now = clock.now()
     const job = newJob({ id: this.#newId(now), ...ask, expectedSeconds: this.#d.expectedSeconds(ask.credential, ask.team, ask.report) }, now)
@@ -54,8 +73,7 @@ export class Jobs {
     return this.#status(job, now)
   }
 
-  /** The status of the team's job `id`; with `waitMs`, once its state changed or that time passed. */
-  async status(id: string, team: string, waitMs = 0): Promise<JobStatus> {
+  async #statusOf(id: string, team: string, waitMs: number): Promise<JobStatus> {
     const { clock } = this.#d
     const first = await this.#own(id, team)
     const until = clock.now() + Math.min(waitMs, MAX_WAIT_SECONDS * 1000)
@@ -68,8 +86,7 @@ export class Jobs {
     return this.#status(job, clock.now())
   }
 
-  /** Cancels the team's job `id` while it is queued (409 once running). */
-  async cancel(id: string, team: string): Promise<void> {
+  async #cancel(id: string, team: string): Promise<void> {
     // A queued job changes only when a runner starts it: a failed removal reads it again.
     for (;;) {
       const job = await this.#own(id, team)
@@ -78,8 +95,7 @@ export class Jobs {
     }
   }
 
-  /** The report the team's job `id` ended with; its failure, or why there is none yet. */
-  async result(id: string, team: string): Promise<CacheEntry> {
+  async #result(id: string, team: string): Promise<CacheEntry> {
     const { store, clock } = this.#d
     const job = await this.#own(id, team)
     const now = clock.now()
@@ -115,5 +131,15 @@ export class Jobs {
 
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => this.#d.clock.setTimeout(resolve, Math.max(1, ms)))
+  }
+}
+
+/** `fn` on the store: a failure of Redis (anything but the gateway's own answers) is 503 GW_JOBS_UNAVAILABLE. */
+async function shared<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    if (typeof (err as { code?: unknown }).code === 'string' && (err as { code: string }).code.startsWith('GW_')) throw err
+    throw Object.assign(new JobsUnavailableError((err as Error).message, { cause: err }), { retryAfterSec: 1 })
   }
 }

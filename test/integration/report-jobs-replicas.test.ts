@@ -52,4 +52,24 @@ describe.skipIf(!available)('report jobs across replicas (one Redis)', () => {
     expect(await twinResult.text()).toBe(await result.text())
     expect(sandbox.countRequests((r) => r.path === REPORT_PATH)).toBe(1)
   })
+
+  it('Redis out of reach: a job call is 503 GW_JOBS_UNAVAILABLE, and a read preferring respond-async is answered now', async () => {
+    const [one] = await replicas()
+    const asked = await get(one, `${REPORT_PATH}?advertiserId=102&dateFrom=2025-01-01&dateTo=2025-03-31`, { prefer: 'respond-async' })
+    expect(asked.status).toBe(202)
+    const location = asked.headers.get('location') as string
+    await redis.stop()
+    try {
+      const status = await get(one, location)
+      expect(status.status).toBe(503)
+      expect(((await status.json()) as { code: string }).code).toBe('GW_JOBS_UNAVAILABLE')
+      expect(status.headers.get('retry-after')).toBe('1')
+      const now = await get(one, `${REPORT_PATH}?advertiserId=102&dateFrom=2024-01-01&dateTo=2024-03-31`, { prefer: 'respond-async' })
+      expect(now.status).toBe(200)
+      expect(now.headers.get('preference-applied')).toBeNull()
+      await now.arrayBuffer()
+    } finally {
+      await redis.restart()
+    }
+  })
 })

@@ -42,7 +42,7 @@ function entry(now: number): CacheEntry {
 }
 
 function runner(store: MemoryJobStore, reads: JobReads, clock: FakeClock, name: string): JobRunner {
-  return new JobRunner({ store, reads, provider: () => ({ name: 'default' }) as TokenProvider, settings: SETTINGS, clock, log: silent, runner: name, maxEntryBytes: 1024 * 1024 })
+  return new JobRunner({ store, reads, provider: () => ({ name: 'default' }) as TokenProvider, settings: SETTINGS, clock, log: silent, runner: name, maxEntryBytes: 1024 * 1024, failures: { note: () => undefined } })
 }
 
 async function asked(store: MemoryJobStore, clock: FakeClock, id = 'j1'): Promise<void> {

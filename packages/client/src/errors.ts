@@ -43,6 +43,7 @@ export const GATEWAY_ERROR_CODES = [
   'GW_JOB_NOT_DONE',
   'GW_JOB_RUNNING',
   'GW_JOB_EXPIRED',
+  'GW_JOBS_UNAVAILABLE',
 ] as const satisfies readonly GatewayErrorCode[]
 
 // The type check keeps the list whole: `satisfies` above refuses a code the document does

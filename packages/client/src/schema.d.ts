@@ -508,6 +508,25 @@ export interface components {
             message: string;
         };
         /**
+         * @description Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.)
+         * @example {
+         *       "statusCode": 503,
+         *       "code": "GW_JOBS_UNAVAILABLE",
+         *       "error": "Service Unavailable",
+         *       "message": "…"
+         *     }
+         */
+        GW_JOBS_UNAVAILABLE: {
+            /** @constant */
+            statusCode: 503;
+            /** @constant */
+            code: "GW_JOBS_UNAVAILABLE";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
          * @description A method the gateway does not forward, under `/api/v1/` (TRACE, CONNECT, QUERY, …), whatever the key: never sent to the platform; `allow` lists the methods taken (GET, HEAD, POST, PUT, PATCH, DELETE, and OPTIONS, which the gateway answers 204).
          * @example {
          *       "statusCode": 405,
@@ -1300,7 +1319,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: GW_SHUTTING_DOWN */
+        /** @description `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: GW_SHUTTING_DOWN */
         "job-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1310,7 +1329,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
+                "application/json": components["schemas"]["GW_JOBS_UNAVAILABLE"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
             };
         };
         /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */

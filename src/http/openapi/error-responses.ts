@@ -37,7 +37,7 @@ export const PLATFORM_ERROR_SCHEMA = {
 const REPORT_ONLY = new Set(['GW_BAD_QUERY', 'GW_JOBS_FULL'])
 
 /** Codes only the job operations answer with. */
-const JOB_ONLY = new Set(['GW_JOB_RESULT_TOO_LARGE', 'GW_JOB_NOT_DONE', 'GW_JOB_RUNNING', 'GW_JOB_EXPIRED'])
+const JOB_ONLY = new Set(['GW_JOB_RESULT_TOO_LARGE', 'GW_JOB_NOT_DONE', 'GW_JOB_RUNNING', 'GW_JOB_EXPIRED', 'GW_JOBS_UNAVAILABLE'])
 
 const WHEN: Record<string, string> = {
   GW_BAD_QUERY: 'A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`.',
@@ -59,6 +59,7 @@ const WHEN: Record<string, string> = {
   GW_JOB_NOT_DONE: 'The result of a job still queued or running was asked: GET its status (with `?wait=N`) first.',
   GW_JOB_RUNNING: 'DELETE of a job already running: only a queued job is cancelled.',
   GW_JOB_EXPIRED: 'The result of a job past its `expiresAt` was asked: ask the report again.',
+  GW_JOBS_UNAVAILABLE: 'Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.)',
   GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the response\'s `x-request-id`.',
   GW_ADMIN_DISABLED: '(admin listener) No admin token is configured.',
   GW_TOKEN_REJECTED: '(admin listener) The platform refused the new token; the old one stays.',
