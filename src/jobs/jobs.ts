@@ -49,7 +49,7 @@ export class Jobs {
     return shared(() => this.#ask(ask))
   }
 
-  /** The status of the team's job `id`; with `waitMs`, once its state changed or that time passed. */
+  /** The status of the team's job `id`; with `waitMs`, once its state changed or that time passed (at once when it has ended). */
   status(id: string, team: string, waitMs = 0): Promise<JobStatus> {
     return shared(() => this.#statusOf(id, team, waitMs))
   }
@@ -79,7 +79,8 @@ export class Jobs {
     const until = clock.now() + Math.min(waitMs, MAX_WAIT_SECONDS * 1000)
     const state = stateAt(first, clock.now())
     let job = first
-    while (state !== 'expired' && clock.now() < until && stateAt(job, clock.now()) === state) {
+    // An ended job's state changes only to expired: the caller waits for its end, not that.
+    while ((state === 'queued' || state === 'running') && clock.now() < until && stateAt(job, clock.now()) === state) {
       await this.#sleep(Math.min(WAIT_POLL_MS, until - clock.now()))
       job = (await this.#d.store.get(id)) ?? job
     }
