@@ -54,7 +54,8 @@ type RunEnd = { kind: 'done'; entry: CacheEntry; tookSeconds: number } | { kind:
  * Runs the jobs on one replica: every `pollMs` (and at once when a job is asked here) it
  * starts the open jobs it may, up to `perReplica`, each by a swap in the store that only
  * one replica wins. A job runs as a report read of its team at priority `job` (after its
- * callers, before its refreshes and warm-ups, within its share and ceiling): identical
+ * callers, before its refreshes and warm-ups, within its share and ceiling; a warm-up
+ * asked as a job at priority `warm`, behind every other): identical
  * jobs, and a job and a caller's fill, join one platform call, here by the read's single
  * flight and across replicas by the fill lock. While it runs, its lease is renewed every
  * third of `leaseMs`; a replica that stops renewing (stopped, crashed) loses the job to the
@@ -150,7 +151,7 @@ export class JobRunner {
     const tally: CallTally = { team: { name: job.team }, platformCalls: 0 }
     const took = (ms: number | undefined): number => (tally.platformCalls > 0 ? Math.round(ms ?? 0) / 1000 : 0)
     try {
-      const result = await reads.read(job.report, job.key, this.#d.provider(job.credential), { refresh: false, tally, requestId: `job-${job.id}`, team: job.team, log, priority: 'job' })
+      const result = await reads.read(job.report, job.key, this.#d.provider(job.credential), { refresh: false, tally, requestId: `job-${job.id}`, team: job.team, log, priority: job.priority })
       switch (result.kind) {
         case 'entry':
           return { kind: 'done', entry: result.entry, tookSeconds: took(result.upstreamMs) }

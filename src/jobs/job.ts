@@ -35,6 +35,8 @@ export interface Job {
   /** The report's cache key: identical jobs, and a job and a fill, share one platform call by it. */
   key: string
   report: CanonicalReport
+  /** Its platform call's place in its team's queue: `job`, or `warm` for a warm-up asked as a job (`x-cache-warm: 1`). */
+  priority: 'job' | 'warm'
   state: StoredState
   askedAt: number
   startedAt: number | null
@@ -69,8 +71,8 @@ export type Outcome = { kind: 'done'; resultBytes: number; tookSeconds: number }
 /** An expired job's record stays this long after its result expired, so that its status says `expired` rather than 404. */
 export const EXPIRED_KEPT_MS = 60 * 60_000
 
-export function newJob(fields: Pick<Job, 'id' | 'team' | 'credential' | 'key' | 'report' | 'expectedSeconds'>, now: number): Job {
-  return { ...fields, state: 'queued', askedAt: now, startedAt: null, endedAt: null, tookSeconds: null, error: null, expiresAt: null, runner: null, leaseUntil: 0, runs: 0, notBefore: now, resultBytes: 0 }
+export function newJob(fields: Pick<Job, 'id' | 'team' | 'credential' | 'key' | 'report' | 'expectedSeconds'> & Partial<Pick<Job, 'priority'>>, now: number): Job {
+  return { ...fields, priority: fields.priority ?? 'job', state: 'queued', askedAt: now, startedAt: null, endedAt: null, tookSeconds: null, error: null, expiresAt: null, runner: null, leaseUntil: 0, runs: 0, notBefore: now, resultBytes: 0 }
 }
 
 /** Whether a runner may start `job` at `now`: it is queued and due, or its last run's lease ran out. */

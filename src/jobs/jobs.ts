@@ -26,6 +26,8 @@ export interface JobsDeps {
 /** What a job is asked for: the caller's team and credential, and its report and cache key. */
 export interface JobAsk {
   team: string
+  /** A warm-up (`x-cache-warm: 1`): its call waits behind every other, as a synchronous warm-up's. */
+  warm: boolean
   credential: string
   report: CanonicalReport
   key: string
@@ -67,7 +69,8 @@ export class Jobs {
   async #ask(ask: JobAsk): Promise<JobStatus> {
     const { store, clock, settings, runner } = this.#d
     const now = clock.now()
-    const job = newJob({ id: this.#newId(now), ...ask, expectedSeconds: this.#d.expectedSeconds(ask.credential, ask.team, ask.report) }, now)
+    const { warm, ...asked } = ask
+    const job = newJob({ id: this.#newId(now), ...asked, priority: warm ? 'warm' : 'job', expectedSeconds: this.#d.expectedSeconds(ask.credential, ask.team, ask.report) }, now)
     if (!(await store.add(job, settings.maxOpenPerTeam, now))) throw Object.assign(new JobsFullError(ask.team, settings.maxOpenPerTeam), { retryAfterSec: 1 })
     runner.poke()
     return this.#status(job, now)

@@ -1,5 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest'
-import { createGatewayClient, GatewayError } from '../../packages/client/src/index.js'
+import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { createGatewayClient, GatewayError } from '../../packages/client/dist/index.js'
 import { KEYS, listen, REPORT_PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
@@ -9,6 +12,12 @@ import { waitFor } from '../helpers/wait.js'
 // a report a copy answers at once; a queued job cancelled; a failed job's GW_* code thrown.
 
 const YEAR = { advertiserId: 101, dateFrom: '2025-01-01', dateTo: '2025-12-31', byDate: true }
+
+// This worktree's package, built (`npm test` builds it first; a lone run of this file may not have).
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+beforeAll(() => {
+  if (!existsSync(`${ROOT}packages/client/dist/jobs.js`)) execFileSync('npm', ['run', 'build', '-w', '@report-gateway/client'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
+}, 130_000)
 
 describe('the client\'s report jobs', () => {
   const sandbox = useSandbox()

@@ -80,6 +80,20 @@ describe('the job runner on a fake clock', () => {
     r.stop()
   })
 
+  it('a warm-up asked as a job reads at priority warm, behind every other call', async () => {
+    const clock = fakeClock()
+    const store = new MemoryJobStore()
+    const reads = heldReads()
+    await store.add(newJob({ id: 'w', team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null, priority: 'warm' }, clock.now()), 10, clock.now())
+    const r = runner(store, reads, clock, 'r1')
+    r.start()
+    await waitFor('the warm-up running', () => reads.asks.length === 1)
+    expect(reads.asks[0]?.priority).toBe('warm')
+    reads.answer({ kind: 'entry', entry: entry(clock.now()), status: 'MISS' })
+    await waitFor('the warm-up done', async () => (await stored(store, 'w')).state === 'done')
+    r.stop()
+  })
+
   it('a runner that stopped renewing loses its job once the lease ran out: another starts it, and the first one\'s end is refused', async () => {
     const clockA = fakeClock(Date.UTC(2026, 10, 1))
     const clockB = fakeClock(Date.UTC(2026, 10, 1))

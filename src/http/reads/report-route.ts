@@ -40,7 +40,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     const copy = found !== undefined ? found : await reports.lookup(key)
     if (copy !== null && clock.now() < copy.entry.staleUntil) return { found: copy }
     try {
-      await acceptJob(reply, jobs, { team: caller.team.name, credential: caller.provider.name, report, key })
+      await acceptJob(reply, jobs, { team: caller.team.name, credential: caller.provider.name, report, key, warm: isWarmUp(reply.request.headers) })
       return null
     } catch (err) {
       // A preference (RFC 7240) may go unheeded: without Redis to keep the job, the read is answered now.
