@@ -112,8 +112,8 @@ export class JobRunner {
     const { store, settings, clock, runner } = this.#d
     const room = settings.perReplica - this.#running.size
     if (room <= 0) return
-    // More than room: some of the earliest may be running elsewhere or not due yet.
-    for (const job of await store.open(settings.perReplica * 4 + this.#running.size)) {
+    // Its own among them when a renewal is late: more than room.
+    for (const job of await store.due(clock.now(), room + this.#running.size)) {
       if (this.#stopped || this.#running.size >= settings.perReplica) return
       const now = clock.now()
       if (this.#running.has(job.id) || !startable(job, now)) continue

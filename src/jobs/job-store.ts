@@ -1,5 +1,5 @@
 import type { CacheEntry } from '../cache/cache-entry.js'
-import { dropAt, ended, type Job } from './job.js'
+import { dropAt, dueAt, ended, type Job } from './job.js'
 
 /**
  * Where jobs live: in Redis, shared by the replicas (redis-job-store.ts), or in this
@@ -16,10 +16,16 @@ export interface JobStore {
   swap(current: Job, next: Job, now: number): Promise<boolean>
   /** Removes `current` (a cancel) if the job stored is still `current`. */
   remove(current: Job): Promise<boolean>
-  /** The open jobs (queued, running) of every team, the earliest asked first (then by id), at most `limit`. */
-  open(limit: number): Promise<Job[]>
+  /**
+   * The jobs a runner may start at `now` (queued and due, or running with their lease run
+   * out), the earliest due first (then by id), at most `limit`: jobs running under a live
+   * lease are not read at all.
+   */
+  due(now: number, limit: number): Promise<Job[]>
   /** A team's jobs still kept: open, ended, expired not yet dropped. */
   ofTeam(team: string, now: number): Promise<Job[]>
+  /** A team's open jobs (queued, running): at most jobs.maxOpenPerTeam. */
+  openOfTeam(team: string): Promise<Job[]>
   /** Keeps the report a job ended with until `until` (epoch ms). */
   keepResult(id: string, entry: CacheEntry, until: number, now: number): Promise<void>
   /** The report job `id` ended with, while it is kept. */
@@ -68,8 +74,13 @@ export class MemoryJobStore implements JobStore {
     return true
   }
 
-  async open(limit: number): Promise<Job[]> {
-    return [...this.#all()].filter((j) => !ended(j)).sort((a, b) => a.askedAt - b.askedAt || (a.id < b.id ? -1 : 1)).slice(0, limit)
+  async due(now: number, limit: number): Promise<Job[]> {
+    const due = [...this.#all()].filter((j) => (dueAt(j) ?? Infinity) <= now)
+    return due.sort((a, b) => (dueAt(a) as number) - (dueAt(b) as number) || (a.id < b.id ? -1 : 1)).slice(0, limit)
+  }
+
+  async openOfTeam(team: string): Promise<Job[]> {
+    return [...this.#all()].filter((j) => j.team === team && !ended(j))
   }
 
   async ofTeam(team: string, now: number): Promise<Job[]> {

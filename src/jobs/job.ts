@@ -81,6 +81,12 @@ export function startable(job: Job, now: number): boolean {
   return job.state === 'running' && now >= job.leaseUntil
 }
 
+/** From when a runner may start `job`: a queued job's `notBefore`, a running one's lease end; null once ended. */
+export function dueAt(job: Job): number | null {
+  if (job.state === 'queued') return job.notBefore
+  return job.state === 'running' ? job.leaseUntil : null
+}
+
 /** `job` started by `runner` at `now`, its lease held for `leaseMs`. */
 export function startJob(job: Job, runner: string, now: number, leaseMs: number): Job | null {
   if (!startable(job, now)) return null

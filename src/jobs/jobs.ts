@@ -119,7 +119,7 @@ export class Jobs {
   }
 
   async #status(job: Job, now: number): Promise<JobStatus> {
-    const place = job.state === 'queued' ? placeInQueue(job, await this.#d.store.ofTeam(job.team, now)) : null
+    const place = job.state === 'queued' ? placeInQueue(job, await this.#d.store.openOfTeam(job.team)) : null
     return jobStatus(job, place, now)
   }
 

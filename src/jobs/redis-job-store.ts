@@ -4,7 +4,7 @@ import type { RedisClient } from '../redis/client.js'
 import { redisKey } from '../redis/keys.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { redisScript } from '../redis/script.js'
-import { dropAt, ended, type Job } from './job.js'
+import { dropAt, dueAt, type Job } from './job.js'
 import { recordMs, type JobStore } from './job-store.js'
 
 // A job's record holds its canonical report, as big as the URL or form it came from
@@ -16,7 +16,8 @@ const MAX_RECORD_BYTES = 1024 * 1024
 const OPEN = 9e15
 
 // Every key of the jobs shares the hash tag {jobs}: one slot, so that one script changes
-// a job, the set of open jobs and its team's set together, on a Cluster too.
+// a job, the set of due jobs (scored by when a runner may start each: job.ts, dueAt) and
+// its team's set together, on a Cluster too.
 const ADD = redisScript<number>(
   'gatewayJobAdd',
   `redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[5])
@@ -61,7 +62,7 @@ export interface RedisJobStoreOptions {
 /**
  * The jobs shared by the replicas: each job a sealed record bound to its key (the seal
  * says a replica of this gateway wrote it there), the open ones in one sorted set by
- * when they were asked, each team's in one of its own; results sealed beside them.
+ * when a runner may start each, each team's in one of its own; results sealed beside them.
  * A swap compares the sealed text it read with the one stored, in one script: two
  * replicas racing to start a job, one wins.
  */
@@ -75,7 +76,7 @@ export class RedisJobStore implements JobStore {
   async add(job: Job, maxOpen: number, now: number): Promise<boolean> {
     const { redis, prefix } = this.#o
     const key = redisKey.job(prefix, job.id)
-    const done = await ADD(redis, key, redisKey.openJobs(prefix), redisKey.teamJobs(prefix, job.team), this.#sealed(job), job.id, job.askedAt, maxOpen, now, OPEN, recordMs(job, now))
+    const done = await ADD(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, job.team), this.#sealed(job), job.id, dueAt(job) ?? job.askedAt, maxOpen, now, OPEN, recordMs(job, now))
     return done === 1
   }
 
@@ -87,22 +88,26 @@ export class RedisJobStore implements JobStore {
   async swap(current: Job, next: Job, now: number): Promise<boolean> {
     const { redis, prefix } = this.#o
     const key = redisKey.job(prefix, current.id)
-    const openScore = ended(next) ? '' : next.askedAt
     const teamScore = dropAt(next) ?? OPEN
-    const done = await SWAP(redis, key, redisKey.openJobs(prefix), redisKey.teamJobs(prefix, current.team), this.#sealed(current), this.#sealed(next), current.id, recordMs(next, now), openScore, teamScore)
+    const done = await SWAP(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, current.team), this.#sealed(current), this.#sealed(next), current.id, recordMs(next, now), dueAt(next) ?? '', teamScore)
     return done === 1
   }
 
   async remove(current: Job): Promise<boolean> {
     const { redis, prefix } = this.#o
     const key = redisKey.job(prefix, current.id)
-    return (await REMOVE(redis, key, redisKey.openJobs(prefix), redisKey.teamJobs(prefix, current.team), this.#sealed(current), current.id)) === 1
+    return (await REMOVE(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, current.team), this.#sealed(current), current.id)) === 1
   }
 
-  async open(limit: number): Promise<Job[]> {
+  async due(now: number, limit: number): Promise<Job[]> {
     const { redis, prefix } = this.#o
-    const ids = await redis.zrange(redisKey.openJobs(prefix), 0, limit - 1)
+    const ids = await redis.zrangebyscore(redisKey.dueJobs(prefix), '-inf', now, 'LIMIT', 0, limit)
     return this.#many(ids)
+  }
+
+  async openOfTeam(team: string): Promise<Job[]> {
+    const { redis, prefix } = this.#o
+    return this.#many(await redis.zrangebyscore(redisKey.teamJobs(prefix, team), OPEN, OPEN))
   }
 
   async ofTeam(team: string, now: number): Promise<Job[]> {

@@ -55,8 +55,8 @@ export const redisKey = {
   keyUseRemoved: (prefix: string) => `${prefix}{keyuse}:removed`,
   /** A report job (sealed); every key of the jobs shares the hash tag {jobs}, so that one script changes several. */
   job: (prefix: string, id: string) => `${prefix}{jobs}:job:${id}`,
-  /** The open jobs (queued, running) by when they were asked: a sorted set of their ids. */
-  openJobs: (prefix: string) => `${prefix}{jobs}:open`,
+  /** The open jobs (queued, running) by when a runner may start each (a queued one's time, a running one's lease end): a sorted set of their ids. */
+  dueJobs: (prefix: string) => `${prefix}{jobs}:due`,
   /** One team's jobs: a sorted set of their ids, an open job's score above any time, an ended one's its drop time. */
   teamJobs: (prefix: string, team: string) => `${prefix}{jobs}:team:${team}`,
   /** The report a job ended with (sealed), kept until its expiry. */

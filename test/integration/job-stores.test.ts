@@ -50,17 +50,21 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       expect(wins.filter(Boolean)).toHaveLength(1)
       const running = (await store.get('a')) as Job
       expect(running.runs).toBe(1)
-      expect(await store.open(10)).toEqual([running])
-
-      // Its lease runs out: another runner takes it, and the first run's end is refused by the store too.
+      // Running under a live lease: due to no runner; once it ran out, due again.
+      expect(await store.due(clock.now(), 10)).toEqual([])
+      expect(await store.openOfTeam('growth')).toEqual([running])
       clock.advance(LEASE)
+      expect(await store.due(clock.now(), 10)).toEqual([running])
+
+      // Another runner takes it, and the first run's end is refused by the store too.
       const taken = startJob(running, 'r3', clock.now(), LEASE) as Job
       expect(await store.swap(running, taken, clock.now())).toBe(true)
       const late = endJob(running, { runner: running.runner as string, runs: 1 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0 }, KEEP) as Job
       expect(await store.swap(running, late, clock.now())).toBe(false)
       const done = endJob(taken, { runner: 'r3', runs: 2 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0 }, KEEP) as Job
       expect(await store.swap(taken, done, clock.now())).toBe(true)
-      expect(await store.open(10)).toEqual([])
+      expect(await store.due(clock.now() + LEASE, 10)).toEqual([])
+      expect(await store.openOfTeam('growth')).toEqual([])
       expect(await store.ofTeam('growth', clock.now())).toEqual([done])
     })
 
@@ -73,8 +77,10 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       expect(await store.add(job('b'), 2, clock.now())).toBe(true)
       expect(await store.add(job('c'), 2, clock.now())).toBe(false)
       expect(await store.add(job('x', 'other'), 2, clock.now())).toBe(true)
-      // By when they were asked, then by id.
-      expect((await store.open(10)).map((j) => j.id)).toEqual(['a', 'b', 'x'])
+      // By when they are due (asked), then by id; none before it is due.
+      expect((await store.due(clock.now(), 10)).map((j) => j.id)).toEqual(['a', 'b', 'x'])
+      expect((await store.due(clock.now(), 2)).map((j) => j.id)).toEqual(['a', 'b'])
+      expect((await store.due(clock.now() - 1, 10)).map((j) => j.id)).toEqual(['a'])
       const a = (await store.get('a')) as Job
       const started = startJob(a, 'r1', clock.now(), LEASE) as Job
       await store.swap(a, started, clock.now())
