@@ -108,7 +108,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   // replica kept meanwhile, or that a Redis restarted empty lost, go back to it (the
   // learned limit's shared record goes back with the learner's next lease renewal).
   shared.whenBack(() => void store.shareKept())
-  const { jobs, runner } = jobParts(config, { redis, seal, unverified, reports, tokens, governors, clock, log, failures, replica: replicaId })
+  const { jobs, runner } = jobParts(config, { redis, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, replica: replicaId })
 
   const ctx: GatewayContext = {
     config, log, auditLog, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, redis, breaker, bus, reports, jobs,

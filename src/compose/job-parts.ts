@@ -13,6 +13,7 @@ import { JobRunner } from '../jobs/job-runner.js'
 import { Jobs } from '../jobs/jobs.js'
 import type { Unverified } from './redis-parts.js'
 import type { FailureLog } from '../observe/failure-log.js'
+import type { Metrics } from '../observe/metrics.js'
 
 /** Report jobs: where they live, the runner of this replica, and the jobs as callers see them. */
 export interface JobParts {
@@ -22,7 +23,7 @@ export interface JobParts {
 
 export function jobParts(
   config: Config,
-  o: { redis: RedisClient | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; replica: string },
+  o: { redis: RedisClient | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; replica: string },
 ): JobParts {
   const { redis, seal, clock, log, governors } = o
   // Shared through Redis only sealed: without GATEWAY_SECRET a replica keeps its jobs to itself.
@@ -39,6 +40,7 @@ export function jobParts(
     runner: o.replica,
     maxEntryBytes: config.cache.maxEntryBytes,
     failures: o.failures,
+    onRun: (outcome) => o.metrics.reportJobs.inc({ outcome }),
   })
   const jobs = new Jobs({
     store,

@@ -45,7 +45,12 @@ export interface JobRunnerDeps {
   maxEntryBytes: number
   /** Where a failure to reach the store is noted: a Redis outage is one line per interval, not one per poll. */
   failures: { note(code: string, first: () => void, how?: string): void }
+  /** Each run's start and end (gateway_report_jobs_total). */
+  onRun?: (outcome: RunOutcome) => void
 }
+
+/** What became of a run: started, then done, failed, requeued, or lost to another runner. */
+export type RunOutcome = 'started' | 'done' | 'failed' | 'requeued' | 'lost'
 
 /** How a run ends: an entry to keep, a failure, or given back to the queue (not before `notBefore`). */
 type RunEnd = { kind: 'done'; entry: CacheEntry; tookSeconds: number } | { kind: 'failed'; error: JobError; tookSeconds: number } | { kind: 'requeue'; notBefore: number }
@@ -126,6 +131,7 @@ export class JobRunner {
     const { clock, settings, log } = this.#d
     const run: Run = { runner: this.#d.runner, runs: job.runs }
     this.#running.add(job.id)
+    this.#d.onRun?.('started')
     const renewal = clock.setInterval(() => void this.#renew(job.id, run).catch((err: unknown) => log.warn({ err, job: job.id }, 'renewing a report job\'s lease failed')), Math.max(1, Math.floor(settings.leaseMs / 3)))
     this.#execute(job)
       .then((end) => this.#end(job.id, run, end))
@@ -174,26 +180,31 @@ export class JobRunner {
   }
 
   async #end(id: string, run: Run, end: RunEnd): Promise<void> {
+    const outcome = await this.#ended(id, run, end)
+    this.#d.onRun?.(outcome)
+  }
+
+  /** Stores how the run ended; `lost` when the job is no longer this run's. */
+  async #ended(id: string, run: Run, end: RunEnd): Promise<RunOutcome> {
     const { store, clock, settings } = this.#d
     const current = await store.get(id)
-    if (current === null) return
+    if (current === null) return 'lost'
     const now = clock.now()
     if (end.kind === 'requeue') {
       const next = requeueJob(current, run, end.notBefore)
-      if (next) await store.swap(current, next, now)
-      return
+      return next && (await store.swap(current, next, now)) ? 'requeued' : 'lost'
     }
-    let outcome: Outcome = end.kind === 'failed' ? end : { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds }
+    let result: Outcome = end.kind === 'failed' ? end : { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds }
     if (end.kind === 'done') {
       const held = heldResultBytes(await store.ofTeam(current.team, now), now)
       if (held + end.entry.gzip.length > settings.resultBytesPerTeam) {
         const message = `the team's job results would take ${held + end.entry.gzip.length} bytes, more than jobs.resultBytesPerTeam (${settings.resultBytesPerTeam}): fetch the results it holds, or let them expire, and ask again`
-        outcome = { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message }, tookSeconds: end.tookSeconds }
-      } else if (endJob(current, run, now, outcome, settings.keepMs) !== null) {
+        result = { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message }, tookSeconds: end.tookSeconds }
+      } else if (endJob(current, run, now, result, settings.keepMs) !== null) {
         await store.keepResult(id, end.entry, now + settings.keepMs, now)
       }
     }
-    const next = endJob(current, run, now, outcome, settings.keepMs)
-    if (next) await store.swap(current, next, now)
+    const next = endJob(current, run, now, result, settings.keepMs)
+    return next && (await store.swap(current, next, now)) ? result.kind : 'lost'
   }
 }

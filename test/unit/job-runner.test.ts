@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
-import { JobRunner, type JobReads, type JobSettings } from '../../src/jobs/job-runner.js'
+import { JobRunner, type JobReads, type JobSettings, type RunOutcome } from '../../src/jobs/job-runner.js'
 import { MemoryJobStore } from '../../src/jobs/job-store.js'
 import { newJob, type Job } from '../../src/jobs/job.js'
 import { NoIdleSeatError } from '../../src/platform/governor/seat.js'
@@ -41,8 +41,13 @@ function entry(now: number): CacheEntry {
   return { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 120_000, errorUntil: now + 180_000, advertiserIds: [101], etag: etagOf(identity) }
 }
 
+/** Each runner's runs, as gateway_report_jobs_total counts them. */
+const outcomes = new Map<string, RunOutcome[]>()
+
 function runner(store: MemoryJobStore, reads: JobReads, clock: FakeClock, name: string): JobRunner {
-  return new JobRunner({ store, reads, provider: () => ({ name: 'default' }) as TokenProvider, settings: SETTINGS, clock, log: silent, runner: name, maxEntryBytes: 1024 * 1024, failures: { note: () => undefined } })
+  outcomes.set(name, [])
+  const onRun = (outcome: RunOutcome) => outcomes.get(name)?.push(outcome)
+  return new JobRunner({ store, reads, provider: () => ({ name: 'default' }) as TokenProvider, settings: SETTINGS, clock, log: silent, runner: name, maxEntryBytes: 1024 * 1024, failures: { note: () => undefined }, onRun })
 }
 
 async function asked(store: MemoryJobStore, clock: FakeClock, id = 'j1'): Promise<void> {
@@ -121,6 +126,9 @@ describe('the job runner on a fake clock', () => {
     expect(await stored(store)).toMatchObject({ state: 'running', runner: 'rB' })
     readsB.answer({ kind: 'entry', entry: entry(clockB.now()), status: 'MISS' })
     await waitFor('the job done by B', async () => (await stored(store)).state === 'done')
+    expect(outcomes.get('rA')).toEqual(['started', 'lost'])
+    await waitFor('B counted its run', () => outcomes.get('rB')?.length === 2)
+    expect(outcomes.get('rB')).toEqual(['started', 'done'])
     a.stop()
     b.stop()
   })
@@ -139,6 +147,8 @@ describe('the job runner on a fake clock', () => {
     reads.fail(new UpstreamTimeoutError())
     await waitFor('the job failed', async () => (await stored(store)).state === 'failed')
     expect((await stored(store)).error).toEqual({ code: 'GW_UPSTREAM_TIMEOUT', statusCode: 504, message: 'the platform did not answer in time' })
+    await waitFor('the failure counted', () => outcomes.get('r1')?.length === 4)
+    expect(outcomes.get('r1')).toEqual(['started', 'requeued', 'started', 'failed'])
     r.stop()
   })
 })
