@@ -94,6 +94,9 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect((await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.growth } })).status).toBe(404)
     expect((await fetch(`${gw.url}/api/v1/jobs/${id}`, { method: 'DELETE', headers: { 'x-api-key': KEYS.growth } })).status).toBe(404)
     expect((await fetch(`${gw.url}/api/v1/jobs/${id}`)).status).toBe(401)
+    // An id the gateway never makes: none, as an unknown one.
+    expect((await fetch(`${gw.url}/api/v1/jobs/not.an.id`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(404)
+    expect((await fetch(`${gw.url}/api/v1/jobs/${id}?wait=31`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(400)
   })
 
   it('identical jobs join one platform call; a queued job is cancelled, a running one is not; ?wait holds the status until it changes', async () => {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Admission, Caller } from '../../access/admission.js'
 import type { Clock } from '../../clock.js'
-import { BadRequestError } from '../../errors.js'
+import { BadRequestError, NotFoundError } from '../../errors.js'
 import { MAX_WAIT_SECONDS, type JobAsk, type Jobs } from '../../jobs/jobs.js'
 import { jobCancelSchema, jobResultSchema, jobStatusSchema } from '../openapi/job-schemas.js'
 import { sendReport } from './report-reply.js'
@@ -33,7 +33,12 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock }
     caller.rate = admission.limit(caller.team)
     return caller
   }
-  const own = (request: FastifyRequest) => (request.params as { id: string }).id
+  // An id this gateway could have made, else none (404) without a Redis read.
+  const own = (request: FastifyRequest): string => {
+    const { id } = request.params as { id: string }
+    if (!JOB_ID.test(id)) throw new NotFoundError()
+    return id
+  }
 
   app.get('/api/v1/jobs/:id', { schema: jobStatusSchema() }, async (request) => {
     const caller = admit(request)
@@ -53,6 +58,9 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock }
     return reply.code(204).send()
   })
 }
+
+/** The ids jobs.ts makes, and the route's documented pattern. */
+const JOB_ID = /^[A-Za-z0-9_-]{1,64}$/
 
 /** `?wait=N`: whole seconds, 0 to MAX_WAIT_SECONDS (400 otherwise). */
 function waitOf(query: Record<string, unknown>): number {
