@@ -108,7 +108,8 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   // replica kept meanwhile, or that a Redis restarted empty lost, go back to it (the
   // learned limit's shared record goes back with the learner's next lease renewal).
   shared.whenBack(() => void store.shareKept())
-  const { jobs, runner } = jobParts(config, { redis, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, replica: replicaId })
+  const jobsPart = jobParts(config, { redis, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, bus, replica: replicaId })
+  const { jobs, runner } = jobsPart
 
   const ctx: GatewayContext = {
     config, log, auditLog, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, redis, breaker, bus, reports, jobs,
@@ -162,7 +163,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await tokenStore.start()
       await reports.start()
       await governors.start()
-      if (config.cache.enabled) runner.start()
+      if (config.cache.enabled) await jobsPart.start()
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
       await platform.probeTokens()
       ctx.lifecycle.phase = 'serving'

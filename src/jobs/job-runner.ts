@@ -47,6 +47,8 @@ export interface JobRunnerDeps {
   failures: { note(code: string, first: () => void, how?: string): void }
   /** Each run's start and end (gateway_report_jobs_total). */
   onRun?: (outcome: RunOutcome) => void
+  /** Tells every replica's runner that a job is due (the bus): one handed back by a shutdown. */
+  announce?: () => void
 }
 
 /** What became of a run: started, then done, failed, requeued, or lost to another runner. */
@@ -79,19 +81,23 @@ export class JobRunner {
   }
 
   start(): void {
-    this.#timer = this.#d.clock.setInterval(() => this.poke(), this.#d.settings.pollMs).unref()
     this.poke()
   }
 
   /** Starts no job after this; jobs running end as their reads end (a shutdown's abort requeues them). */
   stop(): void {
     this.#stopped = true
-    this.#d.clock.clearInterval(this.#timer)
+    this.#d.clock.clearTimeout(this.#timer)
   }
 
   /** Jobs this replica runs now. */
   get running(): number {
     return this.#running.size
+  }
+
+  /** Whether it is looking for jobs now. */
+  get looking(): boolean {
+    return this.#polling
   }
 
   /** Looks for jobs to start now. */
@@ -102,29 +108,43 @@ export class JobRunner {
       return
     }
     this.#polling = true
+    this.#d.clock.clearTimeout(this.#timer)
+    const { settings, clock } = this.#d
+    let busy = true
     this.#poll()
+      .then((leftDue) => (busy = leftDue))
       .catch((err: unknown) => this.#d.failures.note('GW_JOBS_UNAVAILABLE', () => this.#d.log.warn({ err }, 'looking for report jobs to run failed'), 'runner'))
       .finally(() => {
         this.#polling = false
+        if (this.#stopped) return
         if (this.#again) {
           this.#again = false
           this.poke()
+          return
         }
+        // Jobs left due (no room here, or Redis failed): looked at again every jobs.poll.
+        // Else every jobs.lease, which finds a stopped runner's job once its lease ran
+        // out; a job asked anywhere wakes every runner at once (`wake`).
+        this.#timer = clock.setTimeout(() => this.poke(), busy ? settings.pollMs : settings.leaseMs).unref()
       })
   }
 
-  async #poll(): Promise<void> {
+  /** Starts the jobs due that this replica has room for; whether jobs are left due. */
+  async #poll(): Promise<boolean> {
     const { store, settings, clock, runner } = this.#d
     const room = settings.perReplica - this.#running.size
-    if (room <= 0) return
+    // Full: a run's end looks again.
+    if (room <= 0) return false
     // Its own among them when a renewal is late: more than room.
-    for (const job of await store.due(clock.now(), room + this.#running.size)) {
-      if (this.#stopped || this.#running.size >= settings.perReplica) return
+    const due = await store.due(clock.now(), room + this.#running.size)
+    for (const job of due) {
+      if (this.#stopped || this.#running.size >= settings.perReplica) break
       const now = clock.now()
       if (this.#running.has(job.id) || !startable(job, now)) continue
       const started = startJob(job, runner, now, settings.leaseMs)
       if (started && (await store.swap(job, started, now))) this.#run(started)
     }
+    return due.some((job) => !this.#running.has(job.id))
   }
 
   #run(job: Job): void {
@@ -192,7 +212,12 @@ export class JobRunner {
     const now = clock.now()
     if (end.kind === 'requeue') {
       const next = requeueJob(current, run, end.notBefore)
-      return next && (await store.swap(current, next, now)) ? 'requeued' : 'lost'
+      if (!next || !(await store.swap(current, next, now))) return 'lost'
+      // Due again at its retry time: looked for then, not a lease later; due now (a
+      // shutdown), by the other replicas at once.
+      if (end.notBefore > now) clock.setTimeout(() => this.poke(), end.notBefore - now).unref()
+      else this.#d.announce?.()
+      return 'requeued'
     }
     let result: Outcome = end.kind === 'failed' ? end : { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds }
     if (end.kind === 'done') {

@@ -19,6 +19,8 @@ export interface JobsDeps {
   runner: JobRunner
   settings: Pick<JobSettings, 'maxOpenPerTeam'>
   clock: Clock
+  /** Tells every replica's runner that a job was asked (the bus); the runner here is poked directly. */
+  announce?: () => void
   /** Platform-seconds a call of this report is expected to take for the team; null: not known yet. */
   expectedSeconds(credential: string, team: string, report: CanonicalReport): number | null
 }
@@ -73,6 +75,7 @@ export class Jobs {
     const job = newJob({ id: this.#newId(now), ...asked, priority: warm ? 'warm' : 'job', expectedSeconds: this.#d.expectedSeconds(ask.credential, ask.team, ask.report) }, now)
     if (!(await store.add(job, settings.maxOpenPerTeam, now))) throw Object.assign(new JobsFullError(ask.team, settings.maxOpenPerTeam), { retryAfterSec: 1 })
     runner.poke()
+    this.#d.announce?.()
     return this.#status(job, now)
   }
 

@@ -112,6 +112,8 @@ describe('the job runner on a fake clock', () => {
     await waitFor('A running the job', async () => (await stored(store)).runner === 'rA')
     const b = runner(store, readsB, clockB, 'rB')
     b.start()
+    // Nothing due to B (A's lease holds): it looks again a lease later.
+    await waitFor('B\'s first look done', () => !b.looking)
     clockB.advance(SETTINGS.leaseMs - SETTINGS.pollMs)
     await new Promise((resolve) => setImmediate(resolve))
     expect((await stored(store)).runner).toBe('rA')
