@@ -99,6 +99,30 @@ describe('the job runner on a fake clock', () => {
     r.stop()
   })
 
+  it('an idle runner asks its store for due jobs once a lease, not once a poll; a poke looks at once', async () => {
+    const clock = fakeClock()
+    const store = new MemoryJobStore()
+    let looks = 0
+    const due = store.due.bind(store)
+    store.due = (now, limit) => {
+      looks += 1
+      return due(now, limit)
+    }
+    const r = runner(store, heldReads(), clock, 'idle')
+    r.start()
+    await waitFor('the first look done', () => looks === 1 && !r.looking)
+    // A minute idle, a second at a time.
+    for (let second = 1; second <= 60; second++) {
+      clock.advance(SETTINGS.pollMs)
+      await waitFor(`second ${second} looked at`, () => !r.looking)
+    }
+    // Five looks in all (the start's, then one a lease), where one a poll would be sixty.
+    expect(looks).toBe(5)
+    r.poke()
+    await waitFor('the poke\'s look', () => looks === 6)
+    r.stop()
+  })
+
   it('a runner that stopped renewing loses its job once the lease ran out: another starts it, and the first one\'s end is refused', async () => {
     const clockA = fakeClock(Date.UTC(2026, 10, 1))
     const clockB = fakeClock(Date.UTC(2026, 10, 1))
