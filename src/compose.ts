@@ -24,6 +24,7 @@ import { redisParts } from './compose/redis-parts.js'
 import { teamParts } from './compose/team-parts.js'
 import { platformParts } from './compose/platform-parts.js'
 import { cacheParts } from './compose/cache-parts.js'
+import { jobParts } from './compose/job-parts.js'
 import { listeners } from './compose/listeners.js'
 import { drainListener } from './http/server.js'
 import { startTracing } from './observe/tracing.js'
@@ -107,9 +108,11 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   // replica kept meanwhile, or that a Redis restarted empty lost, go back to it (the
   // learned limit's shared record goes back with the learner's next lease renewal).
   shared.whenBack(() => void store.shareKept())
+  const jobsPart = jobParts(config, { redis, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, bus, replica: replicaId })
+  const { jobs, runner } = jobsPart
 
   const ctx: GatewayContext = {
-    config, log, auditLog, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, redis, breaker, bus, reports,
+    config, log, auditLog, secrets, metrics, dispatcher, tokens, teams, adminAuth, usage, history, keyUse, rateLimiter, redis, breaker, bus, reports, jobs,
     logLevel: new LogLevel({ log, auditLog, bus, replica: replicaId, clock }),
     lifecycle: { phase: 'starting' },
     build, clock, governors, answers, tracing,
@@ -160,6 +163,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       await tokenStore.start()
       await reports.start()
       await governors.start()
+      if (config.cache.enabled) await jobsPart.start()
       if (!config.gatewaySecret && redis) log.warn('GATEWAY_SECRET is not set: central token rotation through Redis is off; tokens are never written to Redis')
       await platform.probeTokens()
       ctx.lifecycle.phase = 'serving'
@@ -181,6 +185,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       // The listeners answer what comes on the connections they have until these end
       // (server.ts); the fills under way end before Redis and the platform pool close.
       await Promise.all([proxy.close(), admin.close()])
+      runner.stop()
       reports.close()
       await reports.settled()
       // The spans of the last requests and fills are sent before the process goes.

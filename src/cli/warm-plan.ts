@@ -13,6 +13,8 @@ export const USAGE = `usage: npm run warm -- --advertisers 101,102 --from YYYY-M
   --url URL            the gateway's proxy listener (default: $WARM_URL)
   --concurrency N      reports asked at once (default: 4, at most 32)
   --timeout SECONDS    longest wait for one report (default: 120)
+  --jobs               ask each report as a job of the team (prefer: respond-async), then
+                       wait for the jobs, each at most --timeout once asked, showing how many are open
 environment: WARM_API_KEY (required): the team key the reports are asked with; WARM_URL.
 exit code: 0 when every report was read, 1 when any failed, 2 for a usage error.`
 
@@ -27,6 +29,8 @@ export interface WarmOptions {
   byCampaign: boolean
   concurrency: number
   timeoutMs: number
+  /** Ask each report as a job (`prefer: respond-async`) and wait for the jobs. */
+  jobs: boolean
 }
 
 export interface WarmRequest {
@@ -41,6 +45,8 @@ export type Outcome = 'warmed' | 'fresh' | 'stale' | 'uncacheable' | 'failed'
 export interface Answer {
   status: number
   xCache: string | null
+  /** A 202's `location`: the job the report was asked as. */
+  location?: string | null
   /** The `code` and `message` of a JSON error body, where there is one. */
   error?: { code?: string; message?: string } | null
 }
@@ -87,6 +93,7 @@ export function warmOptions(argv: string[], env: Record<string, string | undefin
         url: { type: 'string' },
         concurrency: { type: 'string' },
         timeout: { type: 'string' },
+        jobs: { type: 'boolean', default: false },
       },
     }))
   } catch (err) {
@@ -125,6 +132,7 @@ export function warmOptions(argv: string[], env: Record<string, string | undefin
     byCampaign: values['by-campaign'],
     concurrency: wholeNumber('concurrency', values.concurrency, 4, MAX_CONCURRENCY),
     timeoutMs: wholeNumber('timeout', values.timeout, 120, 3600) * 1000,
+    jobs: values.jobs,
   }
 }
 

@@ -25,7 +25,7 @@ async function main(argv: string[]): Promise<number> {
   const requests = planWarm(opts)
   process.stdout.write(
     `warm: ${requests.length} reports (advertisers ${opts.advertisers.join(',')}; splits ${opts.splits.join(',')}; ${opts.from} to ${opts.to}) ` +
-      `through ${String(maskUrlPassword(opts.baseUrl))}, ${opts.concurrency} at a time\n`,
+      `through ${String(maskUrlPassword(opts.baseUrl))}, ${opts.concurrency} at a time${opts.jobs ? ', as jobs' : ''}\n`,
   )
   const started = performance.now()
   const progress = showProgress(requests.length)
@@ -47,18 +47,23 @@ async function main(argv: string[]): Promise<number> {
 // A bar on a terminal; in a job's log, a plain line every few seconds instead.
 function showProgress(total: number): { update: (p: WarmProgress) => void; stop: () => void } {
   if (process.stderr.isTTY) {
-    const bar = new SingleBar({ stream: process.stderr, format: 'warm [{bar}] {value}/{total} | warmed {warmed}, fresh {fresh}, failed {failed}', hideCursor: true })
-    bar.start(total, 0, { warmed: 0, fresh: 0, failed: 0 })
-    return { update: (p) => bar.update(p.done, { ...p.tally }), stop: () => bar.stop() }
+    const bar = new SingleBar({ stream: process.stderr, format: 'warm [{bar}] {value}/{total} | warmed {warmed}, fresh {fresh}, failed {failed}{jobs}', hideCursor: true })
+    bar.start(total, 0, { warmed: 0, fresh: 0, failed: 0, jobs: '' })
+    return { update: (p) => bar.update(p.done, { ...p.tally, jobs: openJobs(p) }), stop: () => bar.stop() }
   }
   let last: WarmProgress = { done: 0, total, tally: { warmed: 0, fresh: 0, stale: 0, uncacheable: 0, failed: 0 } }
-  const timer = setInterval(() => process.stdout.write(`warm: ${last.done}/${last.total}: ${describeTally(last.tally)}\n`), PLAIN_PROGRESS_MS)
+  const timer = setInterval(() => process.stdout.write(`warm: ${last.done}/${last.total}: ${describeTally(last.tally)}${openJobs(last)}\n`), PLAIN_PROGRESS_MS)
   return {
     update: (p) => {
       last = p
     },
     stop: () => clearInterval(timer),
   }
+}
+
+/** `--jobs`: how many of the reports asked as jobs are still queued or running. */
+function openJobs(p: WarmProgress): string {
+  return p.open === undefined ? '' : `; ${p.open} jobs queued or running`
 }
 
 process.exitCode = await main(process.argv.slice(2))

@@ -51,7 +51,7 @@ export interface ListenerParts extends GatewayContext {
 
 /** Both listeners, each route module handed the parts it reads. */
 export async function listeners(parts: ListenerParts): Promise<Listeners> {
-  const { config, log, auditLog, clock, tracing, metrics, tokens, governors, usage, keyUse, history, answers, reports, redis, breaker, lifecycle, failures, client } = parts
+  const { config, log, auditLog, clock, tracing, metrics, tokens, governors, usage, keyUse, history, answers, reports, jobs, redis, breaker, lifecycle, failures, client } = parts
   const knownUrls = new KnownUrls()
   const admission = new Admission(parts, knownUrls)
   const decisions = new ReadDecisions(admission, reports, config.cache.maxRangeDays)
@@ -66,7 +66,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   await describeProxy(proxy, config.ownership)
   const health = { tokens, redis, breaker, lifecycle }
   await proxy.register(healthRoutes, health)
-  await proxy.register(apiRoutes, { config, reports, clock, tracing, usage, answers, admission, client, decisions })
+  await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures })
   answerHooks(proxy, { tracing, auditLog, admission, observe })
 
   const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE })

@@ -194,6 +194,15 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     teams,
     teamsReload: { pollMs: parseDuration(raw.teamsReload.poll) },
     usage: { flushMs: parseDuration(raw.usage.flush), retentionDays: raw.usage.retentionDays },
+    jobs: {
+      maxOpenPerTeam: raw.jobs.maxOpenPerTeam,
+      resultBytesPerTeam: parseSize(raw.jobs.resultBytesPerTeam),
+      keepMs: parseDuration(raw.jobs.keep),
+      leaseMs: parseDuration(raw.jobs.lease),
+      pollMs: Math.max(1, parseDuration(raw.jobs.poll)),
+      perReplica: raw.jobs.perReplica,
+      retryMs: parseDuration(raw.jobs.retry),
+    },
     // OpenTelemetry traces (OTEL_* variables), null when off; its exporter's headers are secrets too.
     tracing,
     secrets: tracing ? [...secrets, ...Object.values(tracing.headers)] : secrets,

@@ -207,6 +207,18 @@ export const ConfigSchema = Type.Object(
     teams: Type.Record(Type.String({ pattern: TEAM_NAME_PATTERN }), TeamSchema),
     teamsReload: Type.Object({ poll: Duration }, { additionalProperties: false }),
     usage: Type.Object({ flush: Duration, retentionDays: Type.Integer({ minimum: 1, maximum: 3660 }) }, { additionalProperties: false }),
+    jobs: Type.Object(
+      {
+        maxOpenPerTeam: Type.Integer({ minimum: 1, description: 'report jobs a team may have queued or running at once (more: 429 GW_JOBS_FULL)' }),
+        resultBytesPerTeam: Size,
+        keep: Duration,
+        lease: Duration,
+        poll: Duration,
+        perReplica: Type.Integer({ minimum: 1, description: 'report jobs one replica runs at once (each waits for a platform seat like any call)' }),
+        retry: Duration,
+      },
+      { additionalProperties: false },
+    ),
   },
   { additionalProperties: false },
 )

@@ -21,6 +21,7 @@ import type { LogLevel } from '../observe/log-level.js'
 import type { AdminAuth } from '../access/admin-auth.js'
 import type { Clock } from '../clock.js'
 import type { Tracing } from '../observe/tracing.js'
+import type { Jobs } from '../jobs/jobs.js'
 
 /** What the routes of both listeners share; built once by createGateway. */
 export interface GatewayContext {
@@ -46,6 +47,8 @@ export interface GatewayContext {
   breaker: RedisBreaker | null
   bus: RedisBus | null
   reports: ReportCache
+  /** Report jobs (reads asked with `Prefer: respond-async`): in Redis, or this replica's memory without it. */
+  jobs: Jobs
   campaignOwners: CampaignOwners
   /** The platform calls of each credential: seats, queue, 429 pauses. */
   governors: PlatformGovernors

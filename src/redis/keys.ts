@@ -53,6 +53,14 @@ export const redisKey = {
   keyUse: (prefix: string, replica: string) => `${prefix}{keyuse}:replica:${replica}`,
   /** The keys a reload removed: a field per key id (sealed), each kept 30 days after its removal; one hash slot with the key use. */
   keyUseRemoved: (prefix: string) => `${prefix}{keyuse}:removed`,
+  /** A report job (sealed); every key of the jobs shares the hash tag {jobs}, so that one script changes several. */
+  job: (prefix: string, id: string) => `${prefix}{jobs}:job:${id}`,
+  /** The open jobs (queued, running) by when a runner may start each (a queued one's time, a running one's lease end): a sorted set of their ids. */
+  dueJobs: (prefix: string) => `${prefix}{jobs}:due`,
+  /** One team's jobs: a sorted set of their ids, an open job's score above any time, an ended one's its drop time. */
+  teamJobs: (prefix: string, team: string) => `${prefix}{jobs}:team:${team}`,
+  /** The report a job ended with (sealed), kept until its expiry. */
+  jobResult: (prefix: string, id: string) => `${prefix}{jobs}:result:${id}`,
   /** A campaign's owning advertiser, `campaign` being the owner cache's key. */
   owner: (prefix: string, campaign: string) => `${prefix}owners:${campaign}`,
 } as const

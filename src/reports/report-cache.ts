@@ -73,7 +73,7 @@ export interface ReadOptions {
   joined?: Promise<FillResult>
   /** The copy already looked up for this caller (`lookup`), not fresh; null: none anywhere. */
   found?: Lookup | null
-  /** 'warm': a warm-up's read, whose platform call waits behind every other (default 'caller'). */
+  /** 'warm': a warm-up's read, whose platform call waits behind every other; 'job': a report job's, after its team's callers (default 'caller'). */
   priority?: Priority
   /** The request's span (tracing on): the lookup and the wait for a fill are spans within it. */
   trace?: Trace
@@ -257,7 +257,8 @@ export class ReportCache {
         return { ...(await this.#oversize(result, report, key, provider, opts)), forward }
       case 'failed': {
         // This read joined a refresh ahead that found no idle seat: it makes its own call.
-        if (result.error.cause instanceof NoIdleSeatError) return this.read(report, key, provider, opts)
+        // A job's own read that found none goes back to its queue (jobs/job-runner.ts).
+        if (result.error.cause instanceof NoIdleSeatError && opts.priority !== 'job') return this.read(report, key, provider, opts)
         stale ??= opts.refresh ? await this.#d.store.lookup(key) : null
         if (stale && this.#clock.now() < stale.entry.errorUntil) {
           const { code, message } = result.error

@@ -63,6 +63,30 @@ describe('npm run warm', () => {
     expect(reports(env)).toHaveLength(2)
   })
 
+  it('--jobs: asks each report as a job, waits for the jobs, saying how many are open; the fresh ones are answered at once', async () => {
+    env.sandbox.clearRequests()
+    // Longer than the 5 s between progress lines: one comes while the jobs run.
+    env.sandbox.setLatency(5500)
+    const jobRange = ['--from', '2026-08-01', '--to', '2026-08-31']
+    const run = await warm(['--advertisers', '101,102,103', ...jobRange, '--url', env.url, '--concurrency', '1', '--jobs'], { WARM_API_KEY: KEYS.all })
+    env.sandbox.setLatency(0)
+    expect(run.stderr).toBe('')
+    expect(run.code).toBe(0)
+    const lines = run.stdout.trim().split('\n')
+    expect(lines[0]).toMatch(/^warm: 3 reports .*, 1 at a time, as jobs$/)
+    // Asked at once, then waited for: the progress says how many jobs are open.
+    expect(lines.slice(1, -1).some((line) => /; [1-3] jobs queued or running$/.test(line))).toBe(true)
+    expect(lines.at(-1)).toMatch(/: 3 warmed, 0 already fresh, 0 stale, 0 not cacheable, 0 failed$/)
+    expect(reports(env)).toHaveLength(3)
+    // Each was a job: its calls carry the job's request id.
+    for (const r of reports(env)) expect(String(r.headers['x-request-id'])).toMatch(/^job-/)
+
+    const again = await warm(['--advertisers', '101,102,103', ...jobRange, '--url', env.url, '--jobs'], { WARM_API_KEY: KEYS.all })
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain('0 warmed, 3 already fresh')
+    expect(reports(env)).toHaveLength(3)
+  })
+
   it('exits 1 and names each report that failed: an advertiser the team may not read, a failing platform', async () => {
     env.sandbox.clearRequests()
     env.sandbox.setFailure({ kind: 'status', status: 500 })

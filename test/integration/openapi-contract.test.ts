@@ -68,7 +68,8 @@ describe('the OpenAPI document against an independent validator and real answers
 
   it('lists the admin-only codes on no /api/v1 operation; platform 4xx answers are typed as the platform\'s', async () => {
     const doc = await documentOf()
-    const text = JSON.stringify(doc.paths)
+    // 409 is a job's own answer (a cancel of a running job, a result not there yet), on no other path.
+    const text = JSON.stringify(Object.entries(doc.paths as Json).filter(([path]) => !path.startsWith('/api/v1/jobs/')))
     const responses = JSON.stringify((doc.components as Json).responses)
     for (const code of ['GW_RELOAD_UNAVAILABLE', 'GW_CONFIG_INVALID', 'GW_TOKEN_REJECTED', 'GW_ADMIN_DISABLED', 'GW_REDIS_UNAVAILABLE']) {
       expect(responses, code).not.toContain(`schemas/${code}"`)

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { CallerGroup, CallersGoneError, seatFollowing } from '../../src/platform/client/caller-group.js'
 import { CredentialSeats } from '../../src/platform/governor/seats.js'
+import type { Priority } from '../../src/platform/governor/fair-queue.js'
 import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
 import { fakeClock } from '../helpers/clock.js'
 
@@ -65,7 +66,7 @@ function seats() {
   return new CredentialSeats({ credential: 'default', maxConcurrent: 2, limit: 2, queueLimit: 10, queueTimeoutMs: 10_000, work: new WorkEstimates(), clock: fakeClock(), limitsOf: () => ({ maxConcurrent: 1 }) })
 }
 
-const ask = (s: CredentialSeats) => (team: string, signal: AbortSignal | undefined, priority: 'caller' | 'ahead' | 'swr' | 'warm') =>
+const ask = (s: CredentialSeats) => (team: string, signal: AbortSignal | undefined, priority: Priority) =>
   s.ask({ team, workClass: 'w', priority, deadline: Infinity, ...(signal ? { signal } : {}) })
 
 describe('seatFollowing', () => {

@@ -18,9 +18,10 @@ describe('warmOptions', () => {
       byCampaign: false,
       concurrency: 4,
       timeoutMs: 120_000,
+      jobs: false,
     })
-    const all = warmOptions([...ARGS, '--splits', 'campaigns,creatives', '--by-date', '--by-campaign', '--url', 'https://x', '--concurrency', '2', '--timeout', '30'], ENV)
-    expect(all).toMatchObject({ baseUrl: 'https://x', splits: ['campaigns', 'creatives'], byDate: true, byCampaign: true, concurrency: 2, timeoutMs: 30_000 })
+    const all = warmOptions([...ARGS, '--splits', 'campaigns,creatives', '--by-date', '--by-campaign', '--url', 'https://x', '--concurrency', '2', '--timeout', '30', '--jobs'], ENV)
+    expect(all).toMatchObject({ baseUrl: 'https://x', splits: ['campaigns', 'creatives'], byDate: true, byCampaign: true, concurrency: 2, timeoutMs: 30_000, jobs: true })
   })
 
   it.each([

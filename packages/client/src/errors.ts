@@ -39,6 +39,12 @@ export const GATEWAY_ERROR_CODES = [
   'GW_ADMIN_DISABLED',
   'GW_REDIS_UNAVAILABLE',
   'GW_UPSTREAM_TIMEOUT',
+  'GW_JOBS_FULL',
+  'GW_JOB_RESULT_TOO_LARGE',
+  'GW_JOB_NOT_DONE',
+  'GW_JOB_RUNNING',
+  'GW_JOB_EXPIRED',
+  'GW_JOBS_UNAVAILABLE',
 ] as const satisfies readonly GatewayErrorCode[]
 
 // The type check keeps the list whole: `satisfies` above refuses a code the document does

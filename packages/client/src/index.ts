@@ -1,6 +1,7 @@
 import createClient, { type Client } from 'openapi-fetch'
 import type { components, operations, paths } from './schema.js'
 import { answerError, GatewayError, isObject, parsedBody, retryAfterSeconds } from './errors.js'
+import { reportJob, type JobCalls, type JobStatus, type ReportJob } from './jobs.js'
 
 // A typed client for callers of the report gateway (the gateway's docs/contract.md,
 // "Calling the proxy listener"). It sends the team key, waits out a 429 or 503 that says
@@ -25,6 +26,7 @@ export {
   type GatewayErrorDetails,
   type PlatformErrorBody,
 } from './errors.js'
+export { MAX_WAIT_SECONDS, type JobCallOptions, type JobResultOptions, type JobState, type JobStatus, type ReportJob } from './jobs.js'
 
 type Schemas = components['schemas']
 
@@ -152,6 +154,12 @@ export interface GatewayClient {
    */
   report(split: ReportSplit, query: ReportQuery, options: ConditionalReportOptions): Promise<ReportAnswer | NotModifiedAnswer>
   report(split: ReportSplit, query: ReportQuery, options?: ReportCallOptions): Promise<ReportAnswer>
+  /**
+   * `GET /api/v1/report/{split}/get` with `prefer: respond-async`: the report asked as a job
+   * of the team (the gateway's docs/jobs.md), with `status()`, `result()` (waiting with the
+   * server's `wait`) and `cancel()`; or answered at once when a copy answers it now (`id` null).
+   */
+  reportJob(split: ReportSplit, query: ReportQuery, options?: ReportCallOptions): Promise<ReportJob<ReportAnswer>>
   /** `POST /api/v1/report/{split}/get` with a JSON body (the older form); not kept for ETags, as it has a body. */
   reportByBody(split: ReportSplit, body: ReportBody, options?: CallOptions): Promise<ReportAnswer>
   /**
@@ -272,7 +280,11 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   )
 
   async function reportOf(request: Request, timeoutMs: number | undefined): Promise<ReportAnswer | NotModifiedAnswer> {
-    const response = await fetchWithPolicy(request, timeoutMs)
+    return answerOf(request, await fetchWithPolicy(request, timeoutMs))
+  }
+
+  /** A report read's answer: the report, or the gateway's 304 to the caller's own validator; anything else thrown. */
+  async function answerOf(request: Request, response: Response): Promise<ReportAnswer | NotModifiedAnswer> {
     // The gateway's 304 to the caller's own validator (the client's own became a 200 with the kept body).
     if (response.status === 304 && request.headers.has('if-none-match')) {
       return {
@@ -337,15 +349,38 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     }
   }
 
-  function report(split: ReportSplit, query: ReportQuery, call: CallOptions = {}): Promise<ReportAnswer | NotModifiedAnswer> {
+  function reportRequest(split: ReportSplit, query: ReportQuery, call: CallOptions): Request {
     const { byDate, byCampaign, ...rest } = query
     const flags = { ...flag('byDate', byDate), ...flag('byCampaign', byCampaign) }
-    return reportOf(madeOrRefused(() => requestOf('GET', `/api/v1/report/${encodeURIComponent(split)}/get`, { ...rest, ...flags }, call)), call.timeoutMs)
+    return madeOrRefused(() => requestOf('GET', `/api/v1/report/${encodeURIComponent(split)}/get`, { ...rest, ...flags }, call))
+  }
+
+  function report(split: ReportSplit, query: ReportQuery, call: CallOptions = {}): Promise<ReportAnswer | NotModifiedAnswer> {
+    return reportOf(reportRequest(split, query, call), call.timeoutMs)
+  }
+
+  // A held status call (`?wait=N`) may take N seconds more than the client's timeout.
+  const jobCalls: JobCalls<ReportAnswer> = {
+    get: (path, call) => fetchWithPolicy(madeOrRefused(() => requestOf('GET', path, undefined, call)), clientTimeout + (call.extraMs ?? 0)),
+    delete: (path, call) => fetchWithPolicy(madeOrRefused(() => requestOf('DELETE', path, undefined, call))),
+    async json(response) {
+      const body = await jsonOf(response)
+      if (!response.ok) throw answerError(body, response)
+      return body
+    },
+    report: async (path, call) => (await reportOf(madeOrRefused(() => requestOf('GET', path, undefined, call)), undefined)) as ReportAnswer,
   }
 
   return {
     api,
     report: report as GatewayClient['report'],
+    async reportJob(split, query, call = {}) {
+      const headers: Record<string, string> = { ...(call.headers as Record<string, string> | undefined), prefer: 'respond-async' }
+      const request = reportRequest(split, query, { ...call, headers })
+      const response = await fetchWithPolicy(request, call.timeoutMs)
+      if (response.status === 202) return reportJob(jobCalls, (await jobCalls.json(response)) as JobStatus, null)
+      return reportJob(jobCalls, null, (await answerOf(request, response)) as ReportAnswer)
+    },
     async reportByBody(split, body, call = {}) {
       // A POST is never conditional: its answer is a report.
       return (await reportOf(madeOrRefused(() => requestOf('POST', `/api/v1/report/${encodeURIComponent(split)}/get`, undefined, call, body)), call.timeoutMs)) as ReportAnswer

@@ -4,6 +4,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import { PROXY_CHALLENGE } from '../server.js'
 import { errorResponseComponents, errorResponses, errorSchemas, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
+import { JOB_STATUS_SCHEMA, jobSuccess } from './job-schemas.js'
 import { knownPlatformPaths, plainParameters, type KnownOperation, type PlatformPathSettings } from './platform-paths.js'
 import { REPORT_ROW_SCHEMA, REPORT_SCHEMA } from './report-rows.js'
 
@@ -205,9 +206,10 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
       item[method] = op
       const tags = (op.tags as string[] | undefined) ?? []
       if (tags.includes('reports')) op.responses = reportResponses()
+      else if (tags.includes('jobs')) op.responses = { ...jobSuccess(op.operationId as string, { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS }, reportResponses()), ...errorResponses('job') }
       else op.security = []
       if (path === '/readyz') op.responses = structuredClone(READYZ)
-      if (!tags.includes('reports')) {
+      if (!tags.includes('reports') && !tags.includes('jobs')) {
         for (const response of Object.values(op.responses as Record<string, Json>)) response.headers = { 'x-request-id': ref('x-request-id') }
       }
     }
@@ -217,7 +219,7 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
   const components = (doc.components ?? {}) as Json
   doc.components = {
     ...components,
-    schemas: { ...(components.schemas as Json | undefined), ...errorSchemas(), PlatformError: PLATFORM_ERROR_SCHEMA, Report: REPORT_SCHEMA, ReportRow: REPORT_ROW_SCHEMA },
+    schemas: { ...(components.schemas as Json | undefined), ...errorSchemas(), PlatformError: PLATFORM_ERROR_SCHEMA, JobStatus: JOB_STATUS_SCHEMA, Report: REPORT_SCHEMA, ReportRow: REPORT_ROW_SCHEMA },
     headers: HEADERS,
     responses: errorResponseComponents(),
     pathItems: { PlatformCall: platform.call },

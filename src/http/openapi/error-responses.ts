@@ -33,8 +33,11 @@ export const PLATFORM_ERROR_SCHEMA = {
   examples: [{ message: 'Not Found' }, { message: 'The given data was invalid.', errors: { dateFrom: ['The date from field is required.'] } }],
 }
 
-/** Codes only report reads answer with. */
-const REPORT_ONLY = new Set(['GW_BAD_QUERY'])
+/** Codes only report reads (and a job's result, which is a report's answer) answer with. */
+const REPORT_ONLY = new Set(['GW_BAD_QUERY', 'GW_JOBS_FULL'])
+
+/** Codes only the job operations answer with. */
+const JOB_ONLY = new Set(['GW_JOB_RESULT_TOO_LARGE', 'GW_JOB_NOT_DONE', 'GW_JOB_RUNNING', 'GW_JOB_EXPIRED', 'GW_JOBS_UNAVAILABLE'])
 
 const WHEN: Record<string, string> = {
   GW_BAD_QUERY: 'A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`.',
@@ -52,6 +55,12 @@ const WHEN: Record<string, string> = {
   GW_UPSTREAM_TIMEOUT: 'The platform did not answer within `platform.timeout` and no stale copy exists.',
   GW_OVERLOADED: 'The credential\'s queue of platform calls is full, or the wait timed out; `retry-after` says when to try again.',
   GW_ANSWER_BUDGET: 'The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers\' pace frees the room.',
+  GW_JOBS_FULL: 'A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends.',
+  GW_JOB_RESULT_TOO_LARGE: 'A job\'s report is larger than `cache.maxEntryBytes`, or would take the team\'s kept job results over `jobs.resultBytesPerTeam`: the job failed with it.',
+  GW_JOB_NOT_DONE: 'The result of a job still queued or running was asked: GET its status (with `?wait=N`) first.',
+  GW_JOB_RUNNING: 'DELETE of a job already running: only a queued job is cancelled.',
+  GW_JOB_EXPIRED: 'The result of a job past its `expiresAt` was asked: ask the report again.',
+  GW_JOBS_UNAVAILABLE: 'Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.)',
   GW_INTERNAL: 'An unexpected fault of the gateway; details only in its log, under the response\'s `x-request-id`.',
   GW_ADMIN_DISABLED: '(admin listener) No admin token is configured.',
   GW_TOKEN_REJECTED: '(admin listener) The platform refused the new token; the old one stays.',
@@ -93,7 +102,7 @@ export function errorSchemas(): Json {
   return schemas
 }
 
-type Kind = 'report' | 'platform'
+type Kind = 'report' | 'platform' | 'job'
 
 /** A limited team's answers after its key was read carry both (contract, "Rate limits"). */
 export const RATE_LIMIT_HEADERS = { ratelimit: { $ref: '#/components/headers/ratelimit' }, 'ratelimit-policy': { $ref: '#/components/headers/ratelimit-policy' } }
@@ -102,7 +111,7 @@ export const RATE_LIMIT_HEADERS = { ratelimit: { $ref: '#/components/headers/rat
 function codesByStatus(kind: Kind): [number, string[]][] {
   const byStatus = new Map<number, string[]>()
   for (const [code, statuses] of errorCodes()) {
-    if (NO_OPERATION.has(code) || (kind !== 'report' && REPORT_ONLY.has(code))) continue
+    if (NO_OPERATION.has(code) || (kind === 'platform' && REPORT_ONLY.has(code)) || (kind !== 'job' && JOB_ONLY.has(code))) continue
     for (const status of statuses) byStatus.set(status, [...(byStatus.get(status) ?? []), code].sort())
   }
   return [...byStatus].sort(([a], [b]) => a - b)
@@ -111,7 +120,7 @@ function codesByStatus(kind: Kind): [number, string[]][] {
 /** `components.responses`: the gateway's error answers by operation kind and status; `retry-after` with 429 and 503, `www-authenticate` with 401. */
 export function errorResponseComponents(): Json {
   const responses: Json = {}
-  for (const kind of ['report', 'platform'] as const) {
+  for (const kind of ['report', 'platform', 'job'] as const) {
     for (const [status, codes] of codesByStatus(kind)) {
       const refs = codes.map((code) => ({ $ref: `#/components/schemas/${code}` }))
       const platform = passesThrough(status)

@@ -52,7 +52,7 @@ export type FastReadParts = Pick<GatewayContext, 'reports' | 'tracing' | 'clock'
  * - otherwise the copy is looked up in Redis (L2), as the route would, and a fresh one is
  *   answered (HIT).
  * Anything else (a refusal to answer, a forced refresh, a miss of its own, a call naming
- * campaigns, a joined fill that ended in no entry) goes on to Fastify with what was
+ * campaigns, a joined fill that ended in no entry, a read with a `Prefer` header) goes on to Fastify with what was
  * learned (handed-over.ts), which the route does not learn again.
  */
 export function fastReads({ reports, tracing, clock, log, decisions, observe }: FastReadParts) {
@@ -125,7 +125,8 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe }: 
 
   return (req: IncomingMessage, res: ServerResponse, next: RequestHandler): void => {
     const url = req.url
-    if (req.method !== 'GET' || url === undefined || !url.startsWith(prefix)) return next(req, res)
+    // A read with a preference (`Prefer: respond-async`) is the route's: it may be answered with a job.
+    if (req.method !== 'GET' || url === undefined || !url.startsWith(prefix) || req.headers.prefer !== undefined) return next(req, res)
     const started = performance.now()
     const headers = req.headers
     const trace = traced ? traceOf(req) : undefined

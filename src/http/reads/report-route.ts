@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
-import { BadQueryError } from '../../errors.js'
+import { BadQueryError, JobsUnavailableError } from '../../errors.js'
 import type { Admission, Caller } from '../../access/admission.js'
 import { reportGetSchema, reportPostSchema } from '../openapi/route-schemas.js'
 import { canonicalPostReport, type CanonicalReport } from '../../reports/report-query.js'
@@ -11,11 +11,15 @@ import { hangUpSignal } from '../../platform/client/caller-group.js'
 import { takeHandedOver, type HandedOver } from './handed-over.js'
 import type { ReadOptions } from '../../reports/report-cache.js'
 import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
+import type { Lookup } from '../../reports/report-cache.js'
+import { prefersAsync } from './prefer.js'
+import type { FailureLog } from '../../observe/failure-log.js'
+import { acceptJob } from './job-routes.js'
 
 const L1_HIT: SpanAttributes = { 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' }
 
 /** What the report routes read: the configuration, the report cache, the clock and traces, the admission of callers and the one decision of report reads. */
-export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions }
+export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'jobs' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions; failures: Pick<FailureLog, 'note'> }
 
 /**
  * Report reads (contract, "Report requests"), each top to bottom: admit the caller (key,
@@ -23,8 +27,28 @@ export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'clock
  * decided by the one decision of report reads (reports/read-decision.ts), as the
  * entrance before the router decides it, which hands over what it learned.
  */
-export async function reportReads(app: FastifyInstance, { config, reports, clock, tracing, admission, decisions }: ReportReadParts): Promise<void> {
+export async function reportReads(app: FastifyInstance, { config, reports, jobs, clock, tracing, admission, decisions, failures }: ReportReadParts): Promise<void> {
   if (!config.cache.enabled) return
+
+  /**
+   * A read that prefers `respond-async` (and forces no refresh): the copy that answers it
+   * now (fresh, or stale within its stale-while-revalidate, as `read` answers at once), to
+   * read; else its job is asked and answered 202 (null). A job that cannot be kept (Redis
+   * cannot be reached) leaves the read to go on as if it preferred nothing.
+   */
+  const copyOrJob = async (reply: FastifyReply, caller: Caller, report: CanonicalReport, key: string, found?: Lookup | null): Promise<{ found: Lookup | null } | null> => {
+    const copy = found !== undefined ? found : await reports.lookup(key)
+    if (copy !== null && clock.now() < copy.entry.staleUntil) return { found: copy }
+    try {
+      await acceptJob(reply, jobs, { team: caller.team.name, credential: caller.provider.name, report, key, warm: isWarmUp(reply.request.headers) })
+      return null
+    } catch (err) {
+      // A preference (RFC 7240) may go unheeded: without Redis to keep the job, the read is answered now.
+      if (!(err instanceof JobsUnavailableError)) throw err
+      failures.note(err.code, () => reply.log.warn({ err }, 'a report job could not be kept: the read is answered now'), 'read answered now')
+      return { found: copy }
+    }
+  }
 
   const limits = { maxRangeDays: config.cache.maxRangeDays, reportBodyBytes: config.limits.reportBodyBytes }
   app.get('/api/v1/report/*', { schema: reportGetSchema(limits) }, async (request: FastifyRequest, reply: FastifyReply) => {
@@ -52,6 +76,12 @@ export async function reportReads(app: FastifyInstance, { config, reports, clock
     admitting?.end()
     caller.advertisers = report.advertiserIds
     // A cold fill under way here is joined, as the entrance before the router joins it.
+    if (prefersAsync(request.headers.prefer) && !admitted.refresh) {
+      const now = await copyOrJob(reply, caller, report, key, handed?.found)
+      if (now === null) return reply
+      const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, false, trace, now))
+      return sendReport(reply, result, request.headers, clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
+    }
     const flight = handed?.flight ?? decided.goOn.flight
     if (flight !== undefined && handed?.flight === undefined) reports.joinCold(key, caller.team.name, hangUpSignal(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller')
     const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, admitted.refresh, trace, { ...handed, ...(flight ? { flight } : {}) }))
@@ -71,7 +101,10 @@ export async function reportReads(app: FastifyInstance, { config, reports, clock
     const key = reports.keyFor(caller.provider.name, report)
     const indexed = indexedUnderOwners(report, caller)
     caller.advertisers = indexed.advertiserIds
-    const result = await reports.read(indexed, key, caller.provider, readOptions(request, reply, caller, forcesRefresh(request.headers, caller.team), trace))
+    const refresh = forcesRefresh(request.headers, caller.team)
+    const now = prefersAsync(request.headers.prefer) && !refresh ? await copyOrJob(reply, caller, indexed, key) : {}
+    if (now === null) return reply
+    const result = await reports.read(indexed, key, caller.provider, readOptions(request, reply, caller, refresh, trace, now))
     caller.upstreamMs = result.upstreamMs ?? null
     return sendReport(reply, result, request.headers, clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
   }

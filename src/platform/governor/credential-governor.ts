@@ -53,6 +53,8 @@ export interface CredentialGovernor {
   lease: SeatLease
   /** The lease across replicas, or null without a store. */
   leased: LeasedSeats | null
+  /** How long each team's calls of each kind hold their seats, as the seats learn it. */
+  work: WorkEstimates
 }
 
 /**
@@ -84,13 +86,14 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
         })
   const lease = leased ?? new LocalSeats(settings.maxConcurrentPerReplica ?? Infinity)
   const estimator = settings.adaptive ? new KneeEstimator({ initial: settings.initialConcurrent, min: settings.minConcurrent, max: settings.maxConcurrent }) : null
+  const work = new WorkEstimates()
   const seats = new CredentialSeats({
     credential,
     maxConcurrent: settings.maxConcurrent,
     limit: estimator?.limit ?? settings.maxConcurrent,
     queueLimit: settings.queue,
     queueTimeoutMs: settings.queueTimeoutMs,
-    work: new WorkEstimates(),
+    work,
     weightOf: (team) => o.weightOf?.(team) ?? 1,
     limitsOf: (team) => o.limitsOf?.(team),
     pausedUntil: () => o.pausedUntil?.() ?? 0,
@@ -122,5 +125,5 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
       clock,
     })
   }
-  return { seats, estimator, learned, lease, leased }
+  return { seats, estimator, learned, lease, leased, work }
 }

@@ -4,8 +4,8 @@
  * team's call goes next is the governor's (by seats: call-governor.ts); this queue says
  * which of a team's calls is its most pressing, and who gives up a place when it is full.
  *
- * - **Priorities within a team.** A team's caller's call goes before its refreshes
- *   ahead, before its stale-while-revalidate refreshes, before its warm-ups: background
+ * - **Priorities within a team.** A team's caller's call goes before its report jobs
+ *   (asked to run later: jobs/), before its refreshes ahead, before its stale-while-revalidate refreshes, before its warm-ups: background
  *   work of a team uses what its share leaves idle, and holds up its own callers for at
  *   most one platform call. A refresh belongs to the team whose reads made the copy
  *   popular, so another team's flood of misses cannot starve it: it takes its team's share.
@@ -18,10 +18,10 @@
  *   room.
  */
 
-export type Priority = 'caller' | 'ahead' | 'swr' | 'warm'
+export type Priority = 'caller' | 'job' | 'ahead' | 'swr' | 'warm'
 
 /** Highest first. */
-export const PRIORITIES: readonly Priority[] = ['caller', 'ahead', 'swr', 'warm']
+export const PRIORITIES: readonly Priority[] = ['caller', 'job', 'ahead', 'swr', 'warm']
 
 export interface Queued {
   readonly team: string

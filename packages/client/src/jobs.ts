@@ -1,0 +1,91 @@
+import type { components } from './schema.js'
+import { GatewayError } from './errors.js'
+
+// Report jobs (the gateway's docs/jobs.md): a report asked with `prefer: respond-async`,
+// answered 202 with where its job is, read and waited for with the server's `?wait`,
+// fetched as a report, cancelled while queued.
+
+/** What `GET /api/v1/jobs/{id}` answers. */
+export type JobStatus = components['schemas']['JobStatus']
+export type JobState = JobStatus['state']
+
+/** The longest the gateway holds a status call (`?wait`), in seconds. */
+export const MAX_WAIT_SECONDS = 30
+
+export interface JobCallOptions {
+  /** Ends the call (a wait included): it rejects with the signal's reason. */
+  signal?: AbortSignal
+}
+
+export interface JobResultOptions extends JobCallOptions {
+  /** Gives up waiting for the job after this many ms, as CLIENT_TIMEOUT (default: waits as long as the job takes). */
+  timeoutMs?: number
+}
+
+/**
+ * A report asked as a job. `id` is null when the gateway answered the report at once (a
+ * copy answered it now): `result()` gives that answer, and there is no job to read or cancel.
+ */
+export interface ReportJob<A> {
+  readonly id: string | null
+  /** The status the gateway last gave (the 202's at first); null when answered at once. */
+  readonly last: JobStatus | null
+  /** Its status now; `wait` (seconds, at most 30): once its state changed, or that long passed. */
+  status(options?: JobCallOptions & { wait?: number }): Promise<JobStatus>
+  /**
+   * Its report once done, waiting for it with the server's `wait`; a failed job throws its
+   * GW_* error as GatewayError, an expired one GW_JOB_EXPIRED.
+   */
+  result(options?: JobResultOptions): Promise<A>
+  /** Cancels it while queued (GW_JOB_RUNNING once running); nothing when answered at once. */
+  cancel(options?: JobCallOptions): Promise<void>
+}
+
+/** What a job needs of the client: its calls, sent with the key, the timeout and the retries of reads. */
+export interface JobCalls<A> {
+  /** `GET` of a job path; `timeoutMs` past the client's own for a held status call. */
+  get(path: string, options: JobCallOptions & { extraMs?: number }): Promise<Response>
+  delete(path: string, options: JobCallOptions): Promise<Response>
+  /** The JSON body of an answer, thrown as GatewayError when it is not a success. */
+  json(response: Response): Promise<unknown>
+  /** The report at a path, as the client's report reads answer it. */
+  report(path: string, options: JobCallOptions): Promise<A>
+}
+
+/** The job of a report asked with `prefer: respond-async`, from the gateway's answer to it: a 202, or the report now (`answered`). */
+export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, answered: A | null): ReportJob<A> {
+  let last = accepted
+  const path = accepted === null ? null : `/api/v1/jobs/${encodeURIComponent(accepted.id)}`
+  const status = async (options: JobCallOptions & { wait?: number } = {}): Promise<JobStatus> => {
+    if (path === null) throw new GatewayError('CLIENT_REFUSED', 'not sent: the report was answered at once, there is no job')
+    const wait = Math.max(0, Math.min(MAX_WAIT_SECONDS, Math.floor(options.wait ?? 0)))
+    const response = await calls.get(wait > 0 ? `${path}?wait=${wait}` : path, { ...options, extraMs: wait * 1000 })
+    last = (await calls.json(response)) as JobStatus
+    return last
+  }
+  return {
+    id: accepted?.id ?? null,
+    get last() {
+      return last
+    },
+    status,
+    async result(options: JobResultOptions = {}): Promise<A> {
+      if (path === null) return answered as A
+      const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs
+      let seen = last ?? (await status(options))
+      while (seen.state === 'queued' || seen.state === 'running') {
+        const left = deadline - Date.now()
+        if (left <= 0) throw new GatewayError('CLIENT_TIMEOUT', `job ${seen.id}: still ${seen.state} after ${options.timeoutMs} ms`)
+        seen = await status({ ...options, wait: Math.min(MAX_WAIT_SECONDS, Math.ceil(left / 1000)) })
+      }
+      if (seen.state === 'failed' && seen.error) throw new GatewayError(seen.error.code as GatewayError['code'], `${seen.error.code}: ${seen.error.message}`, { body: seen.error })
+      if (seen.state === 'expired') throw new GatewayError('GW_JOB_EXPIRED', `GW_JOB_EXPIRED: the result of job ${seen.id} expired at ${seen.expiresAt}`)
+      return calls.report(`${path}/result`, options)
+    },
+    async cancel(options: JobCallOptions = {}): Promise<void> {
+      if (path === null) return
+      const response = await calls.delete(path, options)
+      if (response.status !== 204) await calls.json(response)
+    },
+  }
+}

@@ -1,0 +1,74 @@
+import type { Logger } from 'pino'
+import type { Config } from '../config.js'
+import type { Clock } from '../clock.js'
+import type { RedisClient } from '../redis/client.js'
+import type { RedisSeal } from '../redis/seal.js'
+import type { RedisBus } from '../redis/bus.js'
+import type { ReportCache } from '../reports/report-cache.js'
+import type { TokenRegistry } from '../platform/tokens/token-registry.js'
+import type { PlatformGovernors } from '../platform/governor/platform-governors.js'
+import { workClass } from '../reports/work-class.js'
+import { MemoryJobStore, type JobStore } from '../jobs/job-store.js'
+import { RedisJobStore } from '../jobs/redis-job-store.js'
+import { JobRunner } from '../jobs/job-runner.js'
+import { Jobs } from '../jobs/jobs.js'
+import type { Unverified } from './redis-parts.js'
+import type { FailureLog } from '../observe/failure-log.js'
+import type { Metrics } from '../observe/metrics.js'
+
+/** Report jobs: where they live, the runner of this replica, and the jobs as callers see them. */
+export interface JobParts {
+  jobs: Jobs
+  runner: JobRunner
+  /** Listens for jobs asked on other replicas, then starts this replica's runner. */
+  start(): Promise<void>
+}
+
+/** The bus channel on which a replica says that a job is due (asked, or handed back): every runner looks at once. */
+const JOBS_ASKED = 'jobs-asked'
+
+export function jobParts(
+  config: Config,
+  o: { redis: RedisClient | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string },
+): JobParts {
+  const { redis, seal, clock, log, governors } = o
+  // Shared through Redis only sealed: without GATEWAY_SECRET a replica keeps its jobs to itself.
+  const store: JobStore =
+    redis && seal ? new RedisJobStore({ redis, seal, prefix: config.redis.keyPrefix, maxEntryBytes: config.cache.maxEntryBytes, onUnverified: (key) => o.unverified('job', key) }) : new MemoryJobStore()
+  if (redis && !seal) log.warn('GATEWAY_SECRET is not set: report jobs are kept in this replica\'s memory, not shared through Redis')
+  // Only with the shared store: jobs in memory are this replica's alone.
+  const bus = redis && seal ? o.bus : null
+  const announce = bus ? () => void bus.publish(JOBS_ASKED, '1').catch((err: unknown) => log.debug({ err }, 'announcing a report job failed: the other runners find it at their next look')) : undefined
+  const runner = new JobRunner({
+    store,
+    reads: o.reports,
+    provider: (credential) => o.tokens.get(credential),
+    settings: config.jobs,
+    clock,
+    log,
+    runner: o.replica,
+    maxEntryBytes: config.cache.maxEntryBytes,
+    failures: o.failures,
+    onRun: (outcome) => o.metrics.reportJobs.inc({ outcome }),
+    ...(announce ? { announce } : {}),
+  })
+  const jobs = new Jobs({
+    store,
+    runner,
+    ...(announce ? { announce } : {}),
+    settings: config.jobs,
+    clock,
+    expectedSeconds: (credential, team, report) => {
+      const ms = governors.expectedMs(credential, team, workClass(report), clock.now())
+      return ms === null ? null : Math.round(ms) / 1000
+    },
+  })
+  return {
+    jobs,
+    runner,
+    async start() {
+      await bus?.subscribe(JOBS_ASKED, () => runner.poke())
+      runner.start()
+    },
+  }
+}

@@ -1,0 +1,77 @@
+import type { FastifySchema } from 'fastify'
+import { MAX_WAIT_SECONDS } from '../../jobs/jobs.js'
+
+// The job routes' descriptions (http/reads/job-routes.ts); the answers are filled in by
+// document.ts (jobResponses), as for the report routes.
+
+const JOB_ID = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'The job\'s id, from the `location` of its 202.' } },
+} as const
+
+export function jobStatusSchema(): FastifySchema {
+  return {
+    tags: ['jobs'],
+    operationId: 'getJob',
+    summary: 'A report job\'s status',
+    description: 'Its state (`queued`, `running`, `done`, `failed`, `expired`), when it was asked, started and ended, its place in its team\'s queue, the platform-seconds it is expected to take and took, its failure\'s `GW_*` code and message, and when its result expires. A job of another team is 404.',
+    params: JOB_ID,
+    querystring: {
+      type: 'object',
+      properties: { wait: { type: 'integer', minimum: 0, maximum: MAX_WAIT_SECONDS, description: `Holds the answer until the job's state changes, at most this many seconds (0-${MAX_WAIT_SECONDS}).` } },
+    },
+  }
+}
+
+export function jobResultSchema(): FastifySchema {
+  return {
+    tags: ['jobs'],
+    operationId: 'getJobResult',
+    summary: 'A done report job\'s report',
+    description: 'The report, answered as a report read answers it (`etag`, `cache-status`, `304` to a matching `if-none-match`). A failed job answers its failure; one not done yet 409 `GW_JOB_NOT_DONE`; an expired one 410 `GW_JOB_EXPIRED`.',
+    params: JOB_ID,
+  }
+}
+
+export function jobCancelSchema(): FastifySchema {
+  return {
+    tags: ['jobs'],
+    operationId: 'cancelJob',
+    summary: 'Cancel a queued report job',
+    description: 'Removes a job still queued (204); a running one is 409 `GW_JOB_RUNNING`.',
+    params: JOB_ID,
+  }
+}
+
+type Json = Record<string, unknown>
+
+const TIME = { type: ['string', 'null'], format: 'date-time' }
+
+/** `components.schemas.JobStatus`: what GET /api/v1/jobs/{id} answers (jobs/job.ts, jobStatus). */
+export const JOB_STATUS_SCHEMA: Json = {
+  type: 'object',
+  required: ['id', 'state', 'askedAt', 'startedAt', 'endedAt', 'placeInQueue', 'expectedSeconds', 'tookSeconds', 'error', 'expiresAt', 'result'],
+  properties: {
+    id: { type: 'string' },
+    state: { type: 'string', enum: ['queued', 'running', 'done', 'failed', 'expired'] },
+    askedAt: { type: 'string', format: 'date-time' },
+    startedAt: { ...TIME, description: 'When its current run started; null while queued.' },
+    endedAt: TIME,
+    placeInQueue: { type: ['integer', 'null'], minimum: 1, description: 'Among its team\'s queued jobs (1: next); null unless queued.' },
+    expectedSeconds: { type: ['number', 'null'], description: 'Platform-seconds a call of its kind takes for the team, as the governor expects; null: not known yet.' },
+    tookSeconds: { type: ['number', 'null'], description: 'Platform-seconds its own call took; 0 when a copy or another call answered it.' },
+    error: { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
+    expiresAt: { ...TIME, description: 'When its result (or failure) expires; its state is `expired` from then.' },
+    result: { type: ['string', 'null'], description: 'Where its report is, once done.' },
+  },
+}
+
+const STATUS_CONTENT = { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } }
+
+/** The answers of a job operation: its own success, and the gateway's errors of `errors`. */
+export function jobSuccess(operationId: string, headers: Json, report: Json): Json {
+  if (operationId === 'getJobResult') return { '200': report['200'], '304': report['304'] }
+  if (operationId === 'cancelJob') return { '204': { description: 'Cancelled: the job is gone.', headers } }
+  return { '200': { description: 'The job\'s status.', headers, content: STATUS_CONTENT } }
+}

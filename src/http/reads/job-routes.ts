@@ -1,0 +1,71 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Admission, Caller } from '../../access/admission.js'
+import type { Clock } from '../../clock.js'
+import { BadRequestError, NotFoundError } from '../../errors.js'
+import { MAX_WAIT_SECONDS, type JobAsk, type Jobs } from '../../jobs/jobs.js'
+import { jobCancelSchema, jobResultSchema, jobStatusSchema } from '../openapi/job-schemas.js'
+import { sendReport } from './report-reply.js'
+
+/** What the job routes read: the jobs, the admission of callers, the clock. */
+export interface JobRouteParts {
+  jobs: Jobs
+  admission: Admission
+  clock: Clock
+}
+
+/** The answer to a report read that preferred `respond-async` and found no copy to answer now: 202 and where its job is. */
+export async function acceptJob(reply: FastifyReply, jobs: Jobs, ask: JobAsk): Promise<FastifyReply> {
+  const status = await jobs.ask(ask)
+  return reply.code(202).header('location', `/api/v1/jobs/${status.id}`).header('preference-applied', 'respond-async').send(status)
+}
+
+/**
+ * The jobs of report reads asked with `Prefer: respond-async` (contract, "Report jobs"):
+ * their status (waiting up to `?wait=N` seconds for a change), their result as the report
+ * answer it is (the same writer as every report answer: its ETag, Cache-Status, 304), and
+ * their cancel while queued. The caller is admitted by its key and counted against its
+ * team's rate limit, as any call; a job of another team is 404.
+ */
+export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock }: JobRouteParts): Promise<void> {
+  const admit = (request: FastifyRequest): Caller => {
+    const caller = admission.caller(admission.key(request.headers), admission.target(request.url))
+    request.caller = caller
+    caller.rate = admission.limit(caller.team)
+    return caller
+  }
+  // An id this gateway could have made, else none (404) without a Redis read.
+  const own = (request: FastifyRequest): string => {
+    const { id } = request.params as { id: string }
+    if (!JOB_ID.test(id)) throw new NotFoundError()
+    return id
+  }
+
+  app.get('/api/v1/jobs/:id', { schema: jobStatusSchema() }, async (request) => {
+    const caller = admit(request)
+    return jobs.status(own(request), caller.team.name, waitOf(request.query as Record<string, unknown>) * 1000)
+  })
+
+  app.get('/api/v1/jobs/:id/result', { schema: jobResultSchema() }, async (request, reply) => {
+    const caller = admit(request)
+    const entry = await jobs.result(own(request), caller.team.name)
+    const now = clock.now()
+    return sendReport(reply, { kind: 'entry', entry, status: now < entry.freshUntil ? 'HIT' : 'STALE' }, request.headers, now, () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
+  })
+
+  app.delete('/api/v1/jobs/:id', { schema: jobCancelSchema() }, async (request, reply) => {
+    const caller = admit(request)
+    await jobs.cancel(own(request), caller.team.name)
+    return reply.code(204).send()
+  })
+}
+
+/** The ids jobs.ts makes, and the route's documented pattern. */
+const JOB_ID = /^[A-Za-z0-9_-]{1,64}$/
+
+/** `?wait=N`: whole seconds, 0 to MAX_WAIT_SECONDS (400 otherwise). */
+function waitOf(query: Record<string, unknown>): number {
+  const wait = query.wait
+  if (wait === undefined) return 0
+  if (typeof wait !== 'string' || !/^\d{1,2}$/.test(wait) || Number(wait) > MAX_WAIT_SECONDS) throw new BadRequestError(`wait: whole seconds from 0 to ${MAX_WAIT_SECONDS}`)
+  return Number(wait)
+}

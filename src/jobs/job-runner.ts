@@ -1,0 +1,235 @@
+import type { Logger } from 'pino'
+import type { Clock, Timer } from '../clock.js'
+import type { CacheEntry } from '../cache/cache-entry.js'
+import type { CallTally, CacheResult, ReadOptions } from '../reports/report-cache.js'
+import type { CanonicalReport } from '../reports/report-query.js'
+import type { TokenProvider } from '../platform/tokens/token-provider.js'
+import { NoIdleSeatError } from '../platform/governor/seat.js'
+import { endJob, heldResultBytes, renewJob, requeueJob, startable, startJob, type Job, type JobError, type Outcome, type Run } from './job.js'
+import type { JobStore } from './job-store.js'
+
+/** The jobs' settings (config `jobs`), in milliseconds and bytes. */
+export interface JobSettings {
+  /** Jobs a team may have queued or running at once. */
+  maxOpenPerTeam: number
+  /** Bytes of results a team's done jobs may keep at once. */
+  resultBytesPerTeam: number
+  /** How long a job's result (or failure) is kept once it ended. */
+  keepMs: number
+  /** How long a runner's claim on a running job holds unless renewed: a crashed replica's jobs are taken over after it. */
+  leaseMs: number
+  /** How often each replica looks for jobs to run. */
+  pollMs: number
+  /** Jobs one replica runs at once (each waits for a governor seat like any call). */
+  perReplica: number
+  /** How long a job that found no seat in time (or met the platform's 429) waits before it is started again. */
+  retryMs: number
+}
+
+/** What a job's run reads: the report cache's read (its fills, their single flight, the governor behind them). */
+export interface JobReads {
+  read(report: CanonicalReport, key: string, provider: TokenProvider, opts: ReadOptions): Promise<CacheResult>
+}
+
+export interface JobRunnerDeps {
+  store: JobStore
+  reads: JobReads
+  /** The token provider of a credential. */
+  provider(credential: string): TokenProvider
+  settings: JobSettings
+  clock: Clock
+  log: Pick<Logger, 'warn' | 'info'>
+  /** This replica's id: the runner named in the jobs it starts. */
+  runner: string
+  /** cache.maxEntryBytes: a report larger than this is not kept as a result. */
+  maxEntryBytes: number
+  /** Where a failure to reach the store is noted: a Redis outage is one line per interval, not one per poll. */
+  failures: { note(code: string, first: () => void, how?: string): void }
+  /** Each run's start and end (gateway_report_jobs_total). */
+  onRun?: (outcome: RunOutcome) => void
+  /** Tells every replica's runner that a job is due (the bus): one handed back by a shutdown. */
+  announce?: () => void
+}
+
+/** What became of a run: started, then done, failed, requeued, or lost to another runner. */
+export type RunOutcome = 'started' | 'done' | 'failed' | 'requeued' | 'lost'
+
+/** How a run ends: an entry to keep, a failure, or given back to the queue (not before `notBefore`). */
+type RunEnd = { kind: 'done'; entry: CacheEntry; tookSeconds: number } | { kind: 'failed'; error: JobError; tookSeconds: number } | { kind: 'requeue'; notBefore: number }
+
+/**
+ * Runs the jobs on one replica: every `pollMs` (and at once when a job is asked here) it
+ * starts the open jobs it may, up to `perReplica`, each by a swap in the store that only
+ * one replica wins. A job runs as a report read of its team at priority `job` (after its
+ * callers, before its refreshes and warm-ups, within its share and ceiling; a warm-up
+ * asked as a job at priority `warm`, behind every other): identical
+ * jobs, and a job and a caller's fill, join one platform call, here by the read's single
+ * flight and across replicas by the fill lock. While it runs, its lease is renewed every
+ * third of `leaseMs`; a replica that stops renewing (stopped, crashed) loses the job to the
+ * first runner that finds the lease run out, and its own end is then refused by the store.
+ */
+export class JobRunner {
+  readonly #d: JobRunnerDeps
+  readonly #running = new Set<string>()
+  #timer: Timer | null = null
+  #polling = false
+  #again = false
+  #stopped = false
+
+  constructor(deps: JobRunnerDeps) {
+    this.#d = deps
+  }
+
+  start(): void {
+    this.poke()
+  }
+
+  /** Starts no job after this; jobs running end as their reads end (a shutdown's abort requeues them). */
+  stop(): void {
+    this.#stopped = true
+    this.#d.clock.clearTimeout(this.#timer)
+  }
+
+  /** Jobs this replica runs now. */
+  get running(): number {
+    return this.#running.size
+  }
+
+  /** Whether it is looking for jobs now. */
+  get looking(): boolean {
+    return this.#polling
+  }
+
+  /** Looks for jobs to start now. */
+  poke(): void {
+    if (this.#stopped) return
+    if (this.#polling) {
+      this.#again = true
+      return
+    }
+    this.#polling = true
+    this.#d.clock.clearTimeout(this.#timer)
+    const { settings, clock } = this.#d
+    let busy = true
+    this.#poll()
+      .then((leftDue) => (busy = leftDue))
+      .catch((err: unknown) => this.#d.failures.note('GW_JOBS_UNAVAILABLE', () => this.#d.log.warn({ err }, 'looking for report jobs to run failed'), 'runner'))
+      .finally(() => {
+        this.#polling = false
+        if (this.#stopped) return
+        if (this.#again) {
+          this.#again = false
+          this.poke()
+          return
+        }
+        // Jobs left due (no room here, or Redis failed): looked at again every jobs.poll.
+        // Else every jobs.lease, which finds a stopped runner's job once its lease ran
+        // out; a job asked anywhere wakes every runner at once (`wake`).
+        this.#timer = clock.setTimeout(() => this.poke(), busy ? settings.pollMs : settings.leaseMs).unref()
+      })
+  }
+
+  /** Starts the jobs due that this replica has room for; whether jobs are left due. */
+  async #poll(): Promise<boolean> {
+    const { store, settings, clock, runner } = this.#d
+    const room = settings.perReplica - this.#running.size
+    // Full: a run's end looks again.
+    if (room <= 0) return false
+    // Its own among them when a renewal is late: more than room.
+    const due = await store.due(clock.now(), room + this.#running.size)
+    for (const job of due) {
+      if (this.#stopped || this.#running.size >= settings.perReplica) break
+      const now = clock.now()
+      if (this.#running.has(job.id) || !startable(job, now)) continue
+      const started = startJob(job, runner, now, settings.leaseMs)
+      if (started && (await store.swap(job, started, now))) this.#run(started)
+    }
+    return due.some((job) => !this.#running.has(job.id))
+  }
+
+  #run(job: Job): void {
+    const { clock, settings, log } = this.#d
+    const run: Run = { runner: this.#d.runner, runs: job.runs }
+    this.#running.add(job.id)
+    this.#d.onRun?.('started')
+    const renewal = clock.setInterval(() => void this.#renew(job.id, run).catch((err: unknown) => log.warn({ err, job: job.id }, 'renewing a report job\'s lease failed')), Math.max(1, Math.floor(settings.leaseMs / 3)))
+    this.#execute(job)
+      .then((end) => this.#end(job.id, run, end))
+      .catch((err: unknown) => log.warn({ err, job: job.id }, 'ending a report job failed: another replica takes it over once its lease runs out'))
+      .finally(() => {
+        clock.clearInterval(renewal)
+        this.#running.delete(job.id)
+        this.poke()
+      })
+  }
+
+  async #renew(id: string, run: Run): Promise<void> {
+    const { store, clock, settings } = this.#d
+    const current = await store.get(id)
+    const now = clock.now()
+    const renewed = current && renewJob(current, run, now, settings.leaseMs)
+    if (renewed) await store.swap(current, renewed, now)
+  }
+
+  /** The job's read, and how it ends. */
+  async #execute(job: Job): Promise<RunEnd> {
+    const { reads, clock, settings, log } = this.#d
+    const tally: CallTally = { team: { name: job.team }, platformCalls: 0 }
+    const took = (ms: number | undefined): number => (tally.platformCalls > 0 ? Math.round(ms ?? 0) / 1000 : 0)
+    try {
+      const result = await reads.read(job.report, job.key, this.#d.provider(job.credential), { refresh: false, tally, requestId: `job-${job.id}`, team: job.team, log, priority: job.priority })
+      switch (result.kind) {
+        case 'entry':
+          return { kind: 'done', entry: result.entry, tookSeconds: took(result.upstreamMs) }
+        case 'pass':
+          // The platform's 429: the job waits and tries again, as no caller waits for it.
+          if (result.status === 429) return { kind: 'requeue', notBefore: clock.now() + settings.retryMs }
+          return { kind: 'failed', error: { code: 'GW_UPSTREAM', statusCode: 502, message: `the platform answered ${result.status} to the report` }, tookSeconds: took(result.upstreamMs) }
+        case 'stream':
+          result.stream.destroy()
+          return { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message: `the report is larger than cache.maxEntryBytes (${this.#d.maxEntryBytes} bytes): ask it without Prefer: respond-async` }, tookSeconds: took(result.upstreamMs) }
+      }
+    } catch (err) {
+      const e = err as Error & { code?: string; statusCode?: number }
+      // No seat in time (background work waits behind callers), or this replica shutting down: the job goes back to the queue.
+      if (e.cause instanceof NoIdleSeatError || e instanceof NoIdleSeatError) return { kind: 'requeue', notBefore: clock.now() + settings.retryMs }
+      if (e.code === 'GW_SHUTTING_DOWN') return { kind: 'requeue', notBefore: clock.now() }
+      const gateway = typeof e.code === 'string' && e.code.startsWith('GW_')
+      return { kind: 'failed', error: { code: gateway ? (e.code as string) : 'GW_UPSTREAM', statusCode: e.statusCode ?? 502, message: gateway ? e.message : 'the platform failed' }, tookSeconds: took(undefined) }
+    }
+  }
+
+  async #end(id: string, run: Run, end: RunEnd): Promise<void> {
+    const outcome = await this.#ended(id, run, end)
+    this.#d.onRun?.(outcome)
+  }
+
+  /** Stores how the run ended; `lost` when the job is no longer this run's. */
+  async #ended(id: string, run: Run, end: RunEnd): Promise<RunOutcome> {
+    const { store, clock, settings } = this.#d
+    const current = await store.get(id)
+    if (current === null) return 'lost'
+    const now = clock.now()
+    if (end.kind === 'requeue') {
+      const next = requeueJob(current, run, end.notBefore)
+      if (!next || !(await store.swap(current, next, now))) return 'lost'
+      // Due again at its retry time: looked for then, not a lease later; due now (a
+      // shutdown), by the other replicas at once.
+      if (end.notBefore > now) clock.setTimeout(() => this.poke(), end.notBefore - now).unref()
+      else this.#d.announce?.()
+      return 'requeued'
+    }
+    let result: Outcome = end.kind === 'failed' ? end : { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds }
+    if (end.kind === 'done') {
+      const held = heldResultBytes(await store.ofTeam(current.team, now), now)
+      if (held + end.entry.gzip.length > settings.resultBytesPerTeam) {
+        const message = `the team's job results would take ${held + end.entry.gzip.length} bytes, more than jobs.resultBytesPerTeam (${settings.resultBytesPerTeam}): fetch the results it holds, or let them expire, and ask again`
+        result = { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message }, tookSeconds: end.tookSeconds }
+      } else if (endJob(current, run, now, result, settings.keepMs) !== null) {
+        await store.keepResult(id, end.entry, now + settings.keepMs, now)
+      }
+    }
+    const next = endJob(current, run, now, result, settings.keepMs)
+    return next && (await store.swap(current, next, now)) ? result.kind : 'lost'
+  }
+}

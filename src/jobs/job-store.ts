@@ -1,0 +1,109 @@
+import type { CacheEntry } from '../cache/cache-entry.js'
+import { dropAt, dueAt, ended, type Job } from './job.js'
+
+/**
+ * Where jobs live: in Redis, shared by the replicas (redis-job-store.ts), or in this
+ * process's memory in demo mode without Redis (MemoryJobStore below). Both keep the same
+ * promises, proved by one shared test suite: a job changes only by `swap`, which replaces
+ * it only if it is still as its caller read it, so two replicas never both start, end or
+ * cancel one job.
+ */
+export interface JobStore {
+  /** Adds a new job unless its team has `maxOpen` jobs open (queued or running) already: false then. */
+  add(job: Job, maxOpen: number, now: number): Promise<boolean>
+  get(id: string): Promise<Job | null>
+  /** Replaces `current` by `next` if the job stored is still `current`; false when it changed (or went) meanwhile. */
+  swap(current: Job, next: Job, now: number): Promise<boolean>
+  /** Removes `current` (a cancel) if the job stored is still `current`. */
+  remove(current: Job): Promise<boolean>
+  /**
+   * The jobs a runner may start at `now` (queued and due, or running with their lease run
+   * out), the earliest due first (then by id), at most `limit`: jobs running under a live
+   * lease are not read at all.
+   */
+  due(now: number, limit: number): Promise<Job[]>
+  /** A team's jobs still kept: open, ended, expired not yet dropped. */
+  ofTeam(team: string, now: number): Promise<Job[]>
+  /** A team's open jobs (queued, running): at most jobs.maxOpenPerTeam. */
+  openOfTeam(team: string): Promise<Job[]>
+  /** Keeps the report a job ended with until `until` (epoch ms). */
+  keepResult(id: string, entry: CacheEntry, until: number, now: number): Promise<void>
+  /** The report job `id` ended with, while it is kept. */
+  result(id: string, now: number): Promise<CacheEntry | null>
+}
+
+/** An open job's record lives at most this long: jobs nobody ran in a week (every replica down) are dropped. */
+export const OPEN_RECORD_MS = 7 * 24 * 60 * 60_000
+
+/** How long a job's record is kept from `now`: until its drop time once ended, else OPEN_RECORD_MS. */
+export function recordMs(job: Job, now: number): number {
+  const drop = dropAt(job)
+  return Math.max(1, drop === null ? OPEN_RECORD_MS : drop - now)
+}
+
+/** The jobs of demo mode: one replica, its memory; the same promises as Redis's. */
+export class MemoryJobStore implements JobStore {
+  // Each job as its text: a swap compares the text it was read as.
+  readonly #jobs = new Map<string, { text: string; until: number }>()
+  readonly #results = new Map<string, { entry: CacheEntry; until: number }>()
+
+  async add(job: Job, maxOpen: number, now: number): Promise<boolean> {
+    this.#prune(now)
+    const open = [...this.#all()].filter((j) => j.team === job.team && !ended(j)).length
+    if (open >= maxOpen) return false
+    this.#jobs.set(job.id, { text: JSON.stringify(job), until: now + recordMs(job, now) })
+    return true
+  }
+
+  async get(id: string): Promise<Job | null> {
+    const kept = this.#jobs.get(id)
+    return kept ? (JSON.parse(kept.text) as Job) : null
+  }
+
+  async swap(current: Job, next: Job, now: number): Promise<boolean> {
+    const kept = this.#jobs.get(current.id)
+    if (!kept || kept.text !== JSON.stringify(current)) return false
+    this.#jobs.set(current.id, { text: JSON.stringify(next), until: now + recordMs(next, now) })
+    return true
+  }
+
+  async remove(current: Job): Promise<boolean> {
+    const kept = this.#jobs.get(current.id)
+    if (!kept || kept.text !== JSON.stringify(current)) return false
+    this.#jobs.delete(current.id)
+    return true
+  }
+
+  async due(now: number, limit: number): Promise<Job[]> {
+    const due = [...this.#all()].filter((j) => (dueAt(j) ?? Infinity) <= now)
+    return due.sort((a, b) => (dueAt(a) as number) - (dueAt(b) as number) || (a.id < b.id ? -1 : 1)).slice(0, limit)
+  }
+
+  async openOfTeam(team: string): Promise<Job[]> {
+    return [...this.#all()].filter((j) => j.team === team && !ended(j))
+  }
+
+  async ofTeam(team: string, now: number): Promise<Job[]> {
+    this.#prune(now)
+    return [...this.#all()].filter((j) => j.team === team)
+  }
+
+  async keepResult(id: string, entry: CacheEntry, until: number, now: number): Promise<void> {
+    this.#prune(now)
+    this.#results.set(id, { entry, until })
+  }
+
+  async result(id: string, now: number): Promise<CacheEntry | null> {
+    const kept = this.#results.get(id)
+    return kept && now < kept.until ? kept.entry : null
+  }
+
+  *#all(): Iterable<Job> {
+    for (const { text } of this.#jobs.values()) yield JSON.parse(text) as Job
+  }
+
+  #prune(now: number): void {
+    for (const [id, kept] of this.#jobs) if (now >= kept.until) this.#jobs.delete(id)
+    for (const [id, kept] of this.#results) if (now >= kept.until) this.#results.delete(id)
+  }
+}

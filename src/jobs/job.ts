@@ -1,0 +1,186 @@
+import type { CanonicalReport } from '../reports/report-query.js'
+
+/**
+ * A report job (docs/jobs.md): a report read asked with `Prefer: respond-async`, run
+ * later as background work of its team. Pure: every transition is a plain function of a
+ * job and the time, each returning the next job or null when the transition is not
+ * allowed from where the job is; the stores (memory, Redis) keep jobs and swap one for
+ * its next only if nobody changed it meanwhile.
+ *
+ *   queued ──start──► running ──end──► done | failed ──(expiresAt)──► expired ──► dropped
+ *     ▲  └─cancel─► (removed)  │
+ *     └───────requeue──────────┘   (no seat in time, the platform's 429, a shutdown)
+ *
+ * A running job's runner holds a lease it renews; once the lease has run out (its
+ * replica stopped or crashed) any runner may start the job again: `runs` counts the
+ * starts, and only the run that started it last may renew, end or requeue it.
+ */
+
+/** What a job's status says it is: the stored states, and `expired` once its result's time has passed. */
+export type JobState = 'queued' | 'running' | 'done' | 'failed' | 'expired'
+type StoredState = Exclude<JobState, 'expired'>
+
+/** Why a job failed: the GW_* error a synchronous read would have answered. */
+export interface JobError {
+  code: string
+  message: string
+  statusCode: number
+}
+
+export interface Job {
+  id: string
+  team: string
+  /** The credential its platform call is made with (the team's). */
+  credential: string
+  /** The report's cache key: identical jobs, and a job and a fill, share one platform call by it. */
+  key: string
+  report: CanonicalReport
+  /** Its platform call's place in its team's queue: `job`, or `warm` for a warm-up asked as a job (`x-cache-warm: 1`). */
+  priority: 'job' | 'warm'
+  state: StoredState
+  askedAt: number
+  startedAt: number | null
+  endedAt: number | null
+  /** Platform-seconds a call of its kind takes, as the governor expects when the job was asked; null: not yet known. */
+  expectedSeconds: number | null
+  /** Platform-seconds its own call took: 0 when a copy or another call answered it. */
+  tookSeconds: number | null
+  error: JobError | null
+  /** When its result (or failure) expires: set when it ends. */
+  expiresAt: number | null
+  /** The runner of its last start, and until when that run's lease holds. */
+  runner: string | null
+  leaseUntil: number
+  /** How many times it was started: a run is named by its runner and this count. */
+  runs: number
+  /** A requeued job is not started again before this (epoch ms). */
+  notBefore: number
+  /** The bytes of its result, kept until `expiresAt`. */
+  resultBytes: number
+}
+
+/** A run of a job: the runner that started it and the start's count. */
+export interface Run {
+  runner: string
+  runs: number
+}
+
+/** How a run ended: the report kept (its bytes), or a failure. */
+export type Outcome = { kind: 'done'; resultBytes: number; tookSeconds: number } | { kind: 'failed'; error: JobError; tookSeconds: number }
+
+/** An expired job's record stays this long after its result expired, so that its status says `expired` rather than 404. */
+export const EXPIRED_KEPT_MS = 60 * 60_000
+
+export function newJob(fields: Pick<Job, 'id' | 'team' | 'credential' | 'key' | 'report' | 'expectedSeconds'> & Partial<Pick<Job, 'priority'>>, now: number): Job {
+  return { ...fields, priority: fields.priority ?? 'job', state: 'queued', askedAt: now, startedAt: null, endedAt: null, tookSeconds: null, error: null, expiresAt: null, runner: null, leaseUntil: 0, runs: 0, notBefore: now, resultBytes: 0 }
+}
+
+/** Whether a runner may start `job` at `now`: it is queued and due, or its last run's lease ran out. */
+export function startable(job: Job, now: number): boolean {
+  if (job.state === 'queued') return now >= job.notBefore
+  return job.state === 'running' && now >= job.leaseUntil
+}
+
+/** From when a runner may start `job`: a queued job's `notBefore`, a running one's lease end; null once ended. */
+export function dueAt(job: Job): number | null {
+  if (job.state === 'queued') return job.notBefore
+  return job.state === 'running' ? job.leaseUntil : null
+}
+
+/** `job` started by `runner` at `now`, its lease held for `leaseMs`. */
+export function startJob(job: Job, runner: string, now: number, leaseMs: number): Job | null {
+  if (!startable(job, now)) return null
+  return { ...job, state: 'running', startedAt: now, runner, leaseUntil: now + leaseMs, runs: job.runs + 1 }
+}
+
+/** Whether `run` is the job's current run, still running. */
+export function isRun(job: Job, run: Run): boolean {
+  return job.state === 'running' && job.runner === run.runner && job.runs === run.runs
+}
+
+/** The lease of `run` renewed at `now`; null when the run is no longer the job's (another runner took it). */
+export function renewJob(job: Job, run: Run, now: number, leaseMs: number): Job | null {
+  return isRun(job, run) ? { ...job, leaseUntil: now + leaseMs } : null
+}
+
+/** `run` ended at `now` with `outcome`, its result (or failure) kept `keepMs`. */
+export function endJob(job: Job, run: Run, now: number, outcome: Outcome, keepMs: number): Job | null {
+  if (!isRun(job, run)) return null
+  const ended = { ...job, endedAt: now, expiresAt: now + keepMs, runner: null, leaseUntil: 0, tookSeconds: outcome.tookSeconds }
+  return outcome.kind === 'done' ? { ...ended, state: 'done', resultBytes: outcome.resultBytes } : { ...ended, state: 'failed', error: outcome.error }
+}
+
+/** `run` given back unfinished, not to start again before `notBefore`. */
+export function requeueJob(job: Job, run: Run, notBefore: number): Job | null {
+  if (!isRun(job, run)) return null
+  return { ...job, state: 'queued', startedAt: null, runner: null, leaseUntil: 0, notBefore }
+}
+
+/** A job may be cancelled while it waits: once running, its platform call may be shared by others. */
+export function cancellable(job: Job): boolean {
+  return job.state === 'queued'
+}
+
+/** Whether `job` has ended (done or failed, expired or not). */
+export function ended(job: Job): boolean {
+  return job.state === 'done' || job.state === 'failed'
+}
+
+/** What its status says at `now`. */
+export function stateAt(job: Job, now: number): JobState {
+  return ended(job) && job.expiresAt !== null && now >= job.expiresAt ? 'expired' : job.state
+}
+
+/** When its record goes: an hour after its result expired; never while it is open. */
+export function dropAt(job: Job): number | null {
+  return job.expiresAt === null ? null : job.expiresAt + EXPIRED_KEPT_MS
+}
+
+/** The result bytes `jobs` hold at `now`: those of done jobs not yet expired. */
+export function heldResultBytes(jobs: Iterable<Job>, now: number): number {
+  let bytes = 0
+  for (const j of jobs) if (stateAt(j, now) === 'done') bytes += j.resultBytes
+  return bytes
+}
+
+/** The place of `job` in its team's queue (1: next), among the team's `jobs`; null when it is not queued. */
+export function placeInQueue(job: Job, jobs: Iterable<Job>): number | null {
+  if (job.state !== 'queued') return null
+  let ahead = 0
+  for (const j of jobs) if (j.id !== job.id && j.state === 'queued' && (j.askedAt < job.askedAt || (j.askedAt === job.askedAt && j.id < job.id))) ahead += 1
+  return ahead + 1
+}
+
+/** The status a caller reads (GET /api/v1/jobs/{id}). */
+export interface JobStatus {
+  id: string
+  state: JobState
+  askedAt: string
+  startedAt: string | null
+  endedAt: string | null
+  placeInQueue: number | null
+  expectedSeconds: number | null
+  tookSeconds: number | null
+  error: { code: string; message: string } | null
+  expiresAt: string | null
+  result: string | null
+}
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString())
+
+export function jobStatus(job: Job, place: number | null, now: number): JobStatus {
+  const state = stateAt(job, now)
+  return {
+    id: job.id,
+    state,
+    askedAt: iso(job.askedAt) as string,
+    startedAt: iso(job.startedAt),
+    endedAt: iso(job.endedAt),
+    placeInQueue: place,
+    expectedSeconds: job.expectedSeconds,
+    tookSeconds: job.tookSeconds,
+    error: job.error && { code: job.error.code, message: job.error.message },
+    expiresAt: iso(job.expiresAt),
+    result: state === 'done' ? `/api/v1/jobs/${job.id}/result` : null,
+  }
+}

@@ -1,0 +1,152 @@
+import { randomBytes } from 'node:crypto'
+import type { Clock } from '../clock.js'
+import type { CacheEntry } from '../cache/cache-entry.js'
+import type { CanonicalReport } from '../reports/report-query.js'
+import { JobExpiredError, JobNotDoneError, JobRunningError, JobsFullError, JobsUnavailableError, NotFoundError } from '../errors.js'
+import { cancellable, jobStatus, newJob, placeInQueue, stateAt, type Job, type JobStatus } from './job.js'
+import type { JobStore } from './job-store.js'
+import type { JobRunner, JobSettings } from './job-runner.js'
+
+/** The longest a status call may wait for its job to change (`?wait=N`). */
+export const MAX_WAIT_SECONDS = 30
+
+// How often a waiting status call reads its job again: a change on another replica is
+// seen within this.
+const WAIT_POLL_MS = 250
+
+export interface JobsDeps {
+  store: JobStore
+  runner: JobRunner
+  settings: Pick<JobSettings, 'maxOpenPerTeam'>
+  clock: Clock
+  /** Tells every replica's runner that a job was asked (the bus); the runner here is poked directly. */
+  announce?: () => void
+  /** Platform-seconds a call of this report is expected to take for the team; null: not known yet. */
+  expectedSeconds(credential: string, team: string, report: CanonicalReport): number | null
+}
+
+/** What a job is asked for: the caller's team and credential, and its report and cache key. */
+export interface JobAsk {
+  team: string
+  /** A warm-up (`x-cache-warm: 1`): its call waits behind every other, as a synchronous warm-up's. */
+  warm: boolean
+  credential: string
+  report: CanonicalReport
+  key: string
+}
+
+/**
+ * Report jobs as callers see them (contract, "Report jobs"): asked, read (waiting for a
+ * change), cancelled, their result. A job is its team's: another team's id reads as
+ * none (404), as an unknown one does.
+ */
+export class Jobs {
+  readonly #d: JobsDeps
+  #asks = 0
+
+  constructor(deps: JobsDeps) {
+    this.#d = deps
+  }
+
+  /** A new queued job; 429 when the team has jobs.maxOpenPerTeam open already. */
+  ask(ask: JobAsk): Promise<JobStatus> {
+    return shared(() => this.#ask(ask))
+  }
+
+  /** The status of the team's job `id`; with `waitMs`, once its state changed or that time passed (at once when it has ended). */
+  status(id: string, team: string, waitMs = 0): Promise<JobStatus> {
+    return shared(() => this.#statusOf(id, team, waitMs))
+  }
+
+  /** Cancels the team's job `id` while it is queued (409 once running). */
+  cancel(id: string, team: string): Promise<void> {
+    return shared(() => this.#cancel(id, team))
+  }
+
+  /** The report the team's job `id` ended with; its failure, or why there is none yet. */
+  result(id: string, team: string): Promise<CacheEntry> {
+    return shared(() => this.#result(id, team))
+  }
+
+  async #ask(ask: JobAsk): Promise<JobStatus> {
+    const { store, clock, settings, runner } = this.#d
+    const now = clock.now()
+    const { warm, ...asked } = ask
+    const job = newJob({ id: this.#newId(now), ...asked, priority: warm ? 'warm' : 'job', expectedSeconds: this.#d.expectedSeconds(ask.credential, ask.team, ask.report) }, now)
+    if (!(await store.add(job, settings.maxOpenPerTeam, now))) throw Object.assign(new JobsFullError(ask.team, settings.maxOpenPerTeam), { retryAfterSec: 1 })
+    runner.poke()
+    this.#d.announce?.()
+    return this.#status(job, now)
+  }
+
+  async #statusOf(id: string, team: string, waitMs: number): Promise<JobStatus> {
+    const { clock } = this.#d
+    const first = await this.#own(id, team)
+    const until = clock.now() + Math.min(waitMs, MAX_WAIT_SECONDS * 1000)
+    const state = stateAt(first, clock.now())
+    let job = first
+    // An ended job's state changes only to expired: the caller waits for its end, not that.
+    while ((state === 'queued' || state === 'running') && clock.now() < until && stateAt(job, clock.now()) === state) {
+      await this.#sleep(Math.min(WAIT_POLL_MS, until - clock.now()))
+      job = (await this.#d.store.get(id)) ?? job
+    }
+    return this.#status(job, clock.now())
+  }
+
+  async #cancel(id: string, team: string): Promise<void> {
+    // A queued job changes only when a runner starts it: a failed removal reads it again.
+    for (;;) {
+      const job = await this.#own(id, team)
+      if (!cancellable(job)) throw new JobRunningError(id)
+      if (await this.#d.store.remove(job)) return
+    }
+  }
+
+  async #result(id: string, team: string): Promise<CacheEntry> {
+    const { store, clock } = this.#d
+    const job = await this.#own(id, team)
+    const now = clock.now()
+    const state = stateAt(job, now)
+    if (state === 'expired') throw new JobExpiredError(id)
+    if (state === 'failed' && job.error) throw Object.assign(new Error(job.error.message), { code: job.error.code, statusCode: job.error.statusCode })
+    if (state !== 'done') throw new JobNotDoneError(id, state)
+    const entry = await store.result(id, now)
+    if (entry === null) throw new JobExpiredError(id)
+    return entry
+  }
+
+  async #own(id: string, team: string): Promise<Job> {
+    const job = await this.#d.store.get(id)
+    if (job === null || job.team !== team) throw new NotFoundError()
+    return job
+  }
+
+  async #status(job: Job, now: number): Promise<JobStatus> {
+    const place = job.state === 'queued' ? placeInQueue(job, await this.#d.store.openOfTeam(job.team)) : null
+    return jobStatus(job, place, now)
+  }
+
+  /**
+   * A job's id: when it was asked and its order among this replica's asks, so that ids
+   * sort as the asks came (its place in the queue, asks within one millisecond), then
+   * 96 random bits: an id is not guessed, and another team's reads as none anyway.
+   */
+  #newId(now: number): string {
+    this.#asks = (this.#asks + 1) % 36 ** 4
+    return `${now.toString(36).padStart(9, '0')}${this.#asks.toString(36).padStart(4, '0')}${randomBytes(12).toString('base64url')}`
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => this.#d.clock.setTimeout(resolve, Math.max(1, ms)))
+  }
+}
+
+/** `fn` on the store: a failure of Redis (anything but the gateway's own answers) is 503 GW_JOBS_UNAVAILABLE. */
+async function shared<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    if (typeof (err as { code?: unknown }).code === 'string' && (err as { code: string }).code.startsWith('GW_')) throw err
+    throw Object.assign(new JobsUnavailableError((err as Error).message, { cause: err }), { retryAfterSec: 1 })
+  }
+}

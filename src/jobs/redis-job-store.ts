@@ -1,0 +1,174 @@
+import type { CacheEntry } from '../cache/cache-entry.js'
+import { decodeEntry, encodeEntry, inflate, storedBytesLimit } from '../cache/cache-entry.js'
+import type { RedisClient } from '../redis/client.js'
+import { redisKey } from '../redis/keys.js'
+import type { RedisSeal } from '../redis/seal.js'
+import { redisScript } from '../redis/script.js'
+import { dropAt, dueAt, type Job } from './job.js'
+import { recordMs, type JobStore } from './job-store.js'
+
+// A job's record holds its canonical report, as big as the URL or form it came from
+// (limits.reportBody at most): anything longer in Redis is not this gateway's, and is not opened.
+const MAX_RECORD_BYTES = 1024 * 1024
+
+// The score of an open job in its team's set; an ended job's is its drop time, so that
+// one ZREMRANGEBYSCORE drops the records gone and one ZCOUNT counts the open ones.
+const OPEN = 9e15
+
+// Every key of the jobs shares the hash tag {jobs}: one slot, so that one script changes
+// a job, the set of due jobs (scored by when a runner may start each: job.ts, dueAt) and
+// its team's set together, on a Cluster too.
+const ADD = redisScript<number>(
+  'gatewayJobAdd',
+  `redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[5])
+if redis.call('ZCOUNT', KEYS[3], ARGV[6], ARGV[6]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[7])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[6], ARGV[2])
+return 1`,
+  3,
+)
+
+const SWAP = redisScript<number>(
+  'gatewayJobSwap',
+  `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[4])
+if ARGV[5] == '' then redis.call('ZREM', KEYS[2], ARGV[3]) else redis.call('ZADD', KEYS[2], ARGV[5], ARGV[3]) end
+redis.call('ZADD', KEYS[3], ARGV[6], ARGV[3])
+return 1`,
+  3,
+)
+
+const REMOVE = redisScript<number>(
+  'gatewayJobRemove',
+  `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[2])
+redis.call('ZREM', KEYS[3], ARGV[2])
+return 1`,
+  3,
+)
+
+export interface RedisJobStoreOptions {
+  redis: RedisClient
+  seal: RedisSeal
+  prefix: string
+  /** cache.maxEntryBytes: a kept result is no larger than a cached report. */
+  maxEntryBytes: number
+  /** A value without this gateway's seal, or larger than it writes: read as absent, and said. */
+  onUnverified: (key: string) => void
+}
+
+/**
+ * The jobs shared by the replicas: each job a sealed record bound to its key (the seal
+ * says a replica of this gateway wrote it there), the open ones in one sorted set by
+ * when a runner may start each, each team's in one of its own; results sealed beside them.
+ * A swap compares the sealed text it read with the one stored, in one script: two
+ * replicas racing to start a job, one wins.
+ */
+export class RedisJobStore implements JobStore {
+  readonly #o: RedisJobStoreOptions
+
+  constructor(o: RedisJobStoreOptions) {
+    this.#o = o
+  }
+
+  async add(job: Job, maxOpen: number, now: number): Promise<boolean> {
+    const { redis, prefix } = this.#o
+    const key = redisKey.job(prefix, job.id)
+    const done = await ADD(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, job.team), this.#sealed(job), job.id, dueAt(job) ?? job.askedAt, maxOpen, now, OPEN, recordMs(job, now))
+    return done === 1
+  }
+
+  async get(id: string): Promise<Job | null> {
+    const key = redisKey.job(this.#o.prefix, id)
+    return this.#open(key, await this.#o.redis.get(key))
+  }
+
+  async swap(current: Job, next: Job, now: number): Promise<boolean> {
+    const { redis, prefix } = this.#o
+    const key = redisKey.job(prefix, current.id)
+    const teamScore = dropAt(next) ?? OPEN
+    const done = await SWAP(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, current.team), this.#sealed(current), this.#sealed(next), current.id, recordMs(next, now), dueAt(next) ?? '', teamScore)
+    return done === 1
+  }
+
+  async remove(current: Job): Promise<boolean> {
+    const { redis, prefix } = this.#o
+    const key = redisKey.job(prefix, current.id)
+    return (await REMOVE(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, current.team), this.#sealed(current), current.id)) === 1
+  }
+
+  async due(now: number, limit: number): Promise<Job[]> {
+    const { redis, prefix } = this.#o
+    const ids = await redis.zrangebyscore(redisKey.dueJobs(prefix), '-inf', now, 'LIMIT', 0, limit)
+    return this.#many(ids)
+  }
+
+  async openOfTeam(team: string): Promise<Job[]> {
+    const { redis, prefix } = this.#o
+    return this.#many(await redis.zrangebyscore(redisKey.teamJobs(prefix, team), OPEN, OPEN))
+  }
+
+  async ofTeam(team: string, now: number): Promise<Job[]> {
+    const { redis, prefix } = this.#o
+    const ids = await redis.zrangebyscore(redisKey.teamJobs(prefix, team), now, '+inf')
+    return this.#many(ids)
+  }
+
+  async keepResult(id: string, entry: CacheEntry, until: number, now: number): Promise<void> {
+    const key = redisKey.jobResult(this.#o.prefix, id)
+    await this.#o.redis.set(key, this.#o.seal.seal(key, encodeEntry(entry)), 'PX', Math.max(1, until - now))
+  }
+
+  async result(id: string, _now: number): Promise<CacheEntry | null> {
+    const { redis, prefix, seal, maxEntryBytes } = this.#o
+    const key = redisKey.jobResult(prefix, id)
+    const value = await redis.getBuffer(key)
+    if (value === null) return null
+    const data = value.length <= storedBytesLimit({ maxEntryBytes }) ? seal.open(key, value) : null
+    const entry = data && decodeEntry(data)
+    const identity = entry && inflate(entry.gzip, maxEntryBytes)
+    if (!entry || !identity) {
+      this.#o.onUnverified(key)
+      return null
+    }
+    return { ...entry, identity }
+  }
+
+  async #many(ids: string[]): Promise<Job[]> {
+    if (ids.length === 0) return []
+    const keys = ids.map((id) => redisKey.job(this.#o.prefix, id))
+    const values = await this.#o.redis.mget(...keys)
+    const jobs: Job[] = []
+    values.forEach((v, i) => {
+      const job = v === null ? null : this.#open(keys[i] as string, v)
+      if (job) jobs.push(job)
+    })
+    return jobs
+  }
+
+  #sealed(job: Job): string {
+    const key = redisKey.job(this.#o.prefix, job.id)
+    return this.#o.seal.sealText(key, JSON.stringify(job))
+  }
+
+  #open(key: string, value: string | null): Job | null {
+    if (value === null) return null
+    const text = value.length <= MAX_RECORD_BYTES ? this.#o.seal.openText(key, value) : null
+    const job = text === null ? null : parseJob(text)
+    if (job === null) this.#o.onUnverified(key)
+    return job
+  }
+}
+
+// Sealed by this gateway, so its shape is the gateway's; a record of another version that
+// lacks what this one reads is read as absent.
+function parseJob(text: string): Job | null {
+  try {
+    const job = JSON.parse(text) as Job
+    return typeof job.id === 'string' && typeof job.team === 'string' && typeof job.state === 'string' && typeof job.runs === 'number' ? job : null
+  } catch {
+    return null
+  }
+}

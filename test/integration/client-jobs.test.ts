@@ -1,0 +1,73 @@
+import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { createGatewayClient, GatewayError } from '../../packages/client/dist/index.js'
+import { KEYS, listen, REPORT_PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { waitFor } from '../helpers/wait.js'
+
+// The typed client's report jobs (packages/client/src/jobs.ts) against a gateway in front
+// of the sandbox: a job asked, waited for with the server's `wait` and fetched as a report;
+// a report a copy answers at once; a queued job cancelled; a failed job's GW_* code thrown.
+
+const YEAR = { advertiserId: 101, dateFrom: '2025-01-01', dateTo: '2025-12-31', byDate: true }
+
+// This worktree's package, built (`npm test` builds it first; a lone run of this file may not have).
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+beforeAll(() => {
+  if (!existsSync(`${ROOT}packages/client/dist/jobs.js`)) execFileSync('npm', ['run', 'build', '-w', '@report-gateway/client'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
+}, 130_000)
+
+describe('the client\'s report jobs', () => {
+  const sandbox = useSandbox()
+  const gateways = useGateways()
+  afterEach(() => sandbox.releaseHeld())
+
+  async function start(): Promise<TestGateway & { url: string }> {
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, teamsYamlWith({ jobs: { perReplica: 1 } }))))
+    sandbox.clearRequests()
+    return gw
+  }
+
+  it('asks a report as a job and waits for its report; the same report again is answered at once', async () => {
+    const gw = await start()
+    const client = createGatewayClient({ baseUrl: gw.url, apiKey: KEYS.all })
+    const job = await client.reportJob('campaigns', YEAR)
+    expect(job.id).toMatch(/^[\w-]+$/)
+    expect(['queued', 'running']).toContain(job.last?.state)
+    const answer = await job.result()
+    expect(answer.rows.length).toBeGreaterThan(0)
+    expect(answer.etag).toMatch(/^"/)
+    expect((await job.status()).state).toBe('done')
+    const again = await client.reportJob('campaigns', YEAR)
+    expect(again.id).toBeNull()
+    expect((await again.result()).cache).toBe('HIT')
+    expect(sandbox.countRequests((r) => r.path === REPORT_PATH)).toBe(1)
+  })
+
+  it('cancels a queued job; a failed job\'s result throws its GW_* code', async () => {
+    const gw = await start()
+    const client = createGatewayClient({ baseUrl: gw.url, apiKey: KEYS.all })
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const running = await client.reportJob('campaigns', YEAR)
+    await waitFor('the first job at the platform', () => sandbox.countRequests((r) => r.path === REPORT_PATH) === 1, 10_000)
+    const queued = await client.reportJob('campaigns', { ...YEAR, advertiserId: 102 })
+    expect((await queued.status()).state).toBe('queued')
+    await queued.cancel()
+    const gone = await queued.status().catch((err: unknown) => err)
+    expect(gone).toBeInstanceOf(GatewayError)
+    expect((gone as GatewayError).code).toBe('GW_NOT_FOUND')
+    const refused = await running.cancel().catch((err: unknown) => err)
+    expect((refused as GatewayError).code).toBe('GW_JOB_RUNNING')
+
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 500, times: 10 })
+    sandbox.releaseHeld()
+    await running.result()
+    const failing = await client.reportJob('campaigns', { ...YEAR, advertiserId: 103 })
+    const failed = await failing.result().catch((err: unknown) => err)
+    expect(failed).toBeInstanceOf(GatewayError)
+    expect((failed as GatewayError).code).toBe('GW_UPSTREAM')
+    expect((await failing.status()).state).toBe('failed')
+  })
+})

@@ -1,0 +1,133 @@
+import { describe, expect, it } from 'vitest'
+import { gzipSync } from 'node:zlib'
+import type { CacheEntry } from '../../src/cache/cache-entry.js'
+import { etagOf } from '../../src/cache/cache-entry.js'
+import { endJob, newJob, requeueJob, startJob, type Job } from '../../src/jobs/job.js'
+import { MemoryJobStore, type JobStore } from '../../src/jobs/job-store.js'
+import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
+import { redisKey } from '../../src/redis/keys.js'
+import { RedisSeal } from '../../src/redis/seal.js'
+import { canonicalGetReport } from '../../src/reports/report-query.js'
+import { fakeClock } from '../helpers/clock.js'
+import { useRedis } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+
+// The promises of a job store (jobs/job-store.ts), one suite against the memory store of
+// demo mode and the Redis store of the replicas, on a real redis-server: a job changes
+// only if it is still as it was read (two runners racing to start one, one wins), a
+// team's open jobs are bounded, ended jobs leave the open set; and Redis's records are
+// sealed: one this gateway did not write is read as absent.
+
+const { available } = redisAvailability('the job store contract')
+const PREFIX = 'test:'
+const LEASE = 15_000
+const KEEP = 60_000
+const report = canonicalGetReport('/api/v1/report/campaigns/get', 'advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-31', { maxRangeDays: 400 })
+
+function entryOf(text: string, now: number): CacheEntry {
+  const identity = Buffer.from(text)
+  return { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 120_000, errorUntil: now + 180_000, advertiserIds: [101], etag: etagOf(identity) }
+}
+
+describe.skipIf(!available)('job stores: memory and Redis keep the same promises', () => {
+  const redis = useRedis()
+  const unverified: string[] = []
+  const stores: [string, () => JobStore][] = [
+    ['memory', () => new MemoryJobStore()],
+    ['redis', () => new RedisJobStore({ redis: redis.client, seal: new RedisSeal('job-store-test-secret-0123456789'), prefix: PREFIX, maxEntryBytes: 1024 * 1024, onUnverified: (key) => unverified.push(key) })],
+  ]
+
+  describe.each(stores)('%s', (_name, make) => {
+    it('starts a job once when two runners race for it; the loser\'s stale copy changes nothing', async () => {
+      const store = make()
+      const clock = fakeClock()
+      const job = newJob({ id: 'a', team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, clock.now())
+      expect(await store.add(job, 10, clock.now())).toBe(true)
+      const [seen1, seen2] = [await store.get('a'), await store.get('a')] as [Job, Job]
+      const byR1 = startJob(seen1, 'r1', clock.now(), LEASE) as Job
+      const byR2 = startJob(seen2, 'r2', clock.now(), LEASE) as Job
+      const wins = await Promise.all([store.swap(seen1, byR1, clock.now()), store.swap(seen2, byR2, clock.now())])
+      expect(wins.filter(Boolean)).toHaveLength(1)
+      const running = (await store.get('a')) as Job
+      expect(running.runs).toBe(1)
+      // Running under a live lease: due to no runner; once it ran out, due again.
+      expect(await store.due(clock.now(), 10)).toEqual([])
+      expect(await store.openOfTeam('growth')).toEqual([running])
+      clock.advance(LEASE)
+      expect(await store.due(clock.now(), 10)).toEqual([running])
+
+      // Another runner takes it, and the first run's end is refused by the store too.
+      const taken = startJob(running, 'r3', clock.now(), LEASE) as Job
+      expect(await store.swap(running, taken, clock.now())).toBe(true)
+      const late = endJob(running, { runner: running.runner as string, runs: 1 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0 }, KEEP) as Job
+      expect(await store.swap(running, late, clock.now())).toBe(false)
+      const done = endJob(taken, { runner: 'r3', runs: 2 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0 }, KEEP) as Job
+      expect(await store.swap(taken, done, clock.now())).toBe(true)
+      expect(await store.due(clock.now() + LEASE, 10)).toEqual([])
+      expect(await store.openOfTeam('growth')).toEqual([])
+      expect(await store.ofTeam('growth', clock.now())).toEqual([done])
+    })
+
+    it('bounds a team\'s open jobs; an ended job leaves room; another team has its own', async () => {
+      const store = make()
+      const clock = fakeClock()
+      const job = (id: string, team = 'growth') => newJob({ id, team, credential: 'default', key: id, report, expectedSeconds: null }, clock.now())
+      expect(await store.add(job('a'), 2, clock.now())).toBe(true)
+      clock.advance(1)
+      expect(await store.add(job('b'), 2, clock.now())).toBe(true)
+      expect(await store.add(job('c'), 2, clock.now())).toBe(false)
+      expect(await store.add(job('x', 'other'), 2, clock.now())).toBe(true)
+      // By when they are due (asked), then by id; none before it is due.
+      expect((await store.due(clock.now(), 10)).map((j) => j.id)).toEqual(['a', 'b', 'x'])
+      expect((await store.due(clock.now(), 2)).map((j) => j.id)).toEqual(['a', 'b'])
+      expect((await store.due(clock.now() - 1, 10)).map((j) => j.id)).toEqual(['a'])
+      const a = (await store.get('a')) as Job
+      const started = startJob(a, 'r1', clock.now(), LEASE) as Job
+      await store.swap(a, started, clock.now())
+      // A requeued job is open still.
+      const requeued = requeueJob(started, { runner: 'r1', runs: 1 }, clock.now()) as Job
+      expect(await store.swap(started, requeued, clock.now())).toBe(true)
+      expect(await store.add(job('c'), 2, clock.now())).toBe(false)
+      const again = startJob(requeued, 'r1', clock.now(), LEASE) as Job
+      await store.swap(requeued, again, clock.now())
+      const failed = endJob(again, { runner: 'r1', runs: 2 }, clock.now(), { kind: 'failed', error: { code: 'GW_UPSTREAM', message: 'x', statusCode: 502 }, tookSeconds: 1 }, KEEP) as Job
+      expect(await store.swap(again, failed, clock.now())).toBe(true)
+      expect(await store.add(job('c'), 2, clock.now())).toBe(true)
+    })
+
+    it('removes a job only as it was read (a cancel loses to a start)', async () => {
+      const store = make()
+      const clock = fakeClock()
+      const job = newJob({ id: 'a', team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, clock.now())
+      await store.add(job, 10, clock.now())
+      const started = startJob(job, 'r1', clock.now(), LEASE) as Job
+      expect(await store.swap(job, started, clock.now())).toBe(true)
+      expect(await store.remove(job)).toBe(false)
+      const other = newJob({ id: 'b', team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, clock.now())
+      await store.add(other, 10, clock.now())
+      expect(await store.remove(other)).toBe(true)
+      expect(await store.get('b')).toBeNull()
+      expect((await store.ofTeam('growth', clock.now())).map((j) => j.id)).toEqual(['a'])
+    })
+
+    it('keeps a job\'s result whole: body, ETag, lifetimes', async () => {
+      const store = make()
+      const now = Date.now()
+      const entry = entryOf('{"data":[{"clicks":1}]}', now)
+      await store.keepResult('a', entry, now + KEEP, now)
+      const kept = (await store.result('a', now)) as CacheEntry
+      expect(kept.identity?.toString()).toBe('{"data":[{"clicks":1}]}')
+      expect({ ...kept, gzip: null, identity: null }).toEqual({ ...entry, gzip: null, identity: null })
+    })
+  })
+
+  it('reads a job record or result this gateway did not seal as absent, and says so', async () => {
+    const store = stores[1]![1]()
+    unverified.length = 0
+    await redis.client.set(redisKey.job(PREFIX, 'forged'), JSON.stringify({ id: 'forged', team: 'growth', state: 'done', runs: 1 }))
+    await redis.client.set(redisKey.jobResult(PREFIX, 'forged'), 'not a sealed entry')
+    expect(await store.get('forged')).toBeNull()
+    expect(await store.result('forged', Date.now())).toBeNull()
+    expect(unverified).toEqual([redisKey.job(PREFIX, 'forged'), redisKey.jobResult(PREFIX, 'forged')])
+  })
+})

@@ -1,0 +1,75 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { KEYS, listen, REPORT_PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
+
+// Report jobs shared by two replicas (in this process) on one real redis-server: a job
+// asked on one is read, waited for and fetched on the other, and identical jobs asked on
+// both join one platform call.
+
+const { available } = redisAvailability('the report jobs across replicas')
+const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
+
+describe.skipIf(!available)('report jobs across replicas (one Redis)', () => {
+  const sandbox = useSandbox()
+  const { server: redis } = useRedis()
+  const gateways = useGateways()
+  afterEach(() => sandbox.releaseHeld())
+
+  async function replicas(): Promise<[TestGateway & { url: string }, TestGateway & { url: string }]> {
+    const token = sandbox.issueToken()
+    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, REDIS_URL: redis.url }, teamsYamlWith({ jobs: { poll: '100ms' } }))
+    const one = await listen(await gateways.build(config()))
+    const two = await listen(await gateways.build(config()))
+    sandbox.clearRequests()
+    return [one, two]
+  }
+
+  const get = (gw: { url: string }, path: string, headers: Record<string, string> = {}) => fetch(`${gw.url}${path}`, { headers: { 'x-api-key': KEYS.all, ...headers } })
+
+  it('a job asked on one replica is read, waited for and fetched on the other; identical jobs on both make one platform call', async () => {
+    const [one, two] = await replicas()
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const first = await get(one, `${REPORT_PATH}?${YEAR}`, { prefer: 'respond-async' })
+    expect(first.status).toBe(202)
+    const location = first.headers.get('location') as string
+    await waitFor('the job at the platform', () => sandbox.countRequests((r) => r.path === REPORT_PATH) === 1, 10_000)
+    const twin = await get(two, `${REPORT_PATH}?${YEAR}`, { prefer: 'respond-async' })
+    expect(twin.status).toBe(202)
+    const twinLocation = twin.headers.get('location') as string
+
+    const seen = (await (await get(two, location)).json()) as { state: string }
+    expect(seen.state).toBe('running')
+    const waiting = get(two, `${location}?wait=20`)
+    sandbox.releaseHeld()
+    expect(((await (await waiting).json()) as { state: string }).state).toBe('done')
+    await waitFor('the twin done', async () => ((await (await get(one, twinLocation)).json()) as { state: string }).state === 'done', 10_000, 20)
+
+    const result = await get(two, `${location}/result`)
+    expect(result.status).toBe(200)
+    const twinResult = await get(one, `${twinLocation}/result`)
+    expect(await twinResult.text()).toBe(await result.text())
+    expect(sandbox.countRequests((r) => r.path === REPORT_PATH)).toBe(1)
+  })
+
+  it('Redis out of reach: a job call is 503 GW_JOBS_UNAVAILABLE, and a read preferring respond-async is answered now', async () => {
+    const [one] = await replicas()
+    const asked = await get(one, `${REPORT_PATH}?advertiserId=102&dateFrom=2025-01-01&dateTo=2025-03-31`, { prefer: 'respond-async' })
+    expect(asked.status).toBe(202)
+    const location = asked.headers.get('location') as string
+    await redis.stop()
+    try {
+      const status = await get(one, location)
+      expect(status.status).toBe(503)
+      expect(((await status.json()) as { code: string }).code).toBe('GW_JOBS_UNAVAILABLE')
+      expect(status.headers.get('retry-after')).toBe('1')
+      const now = await get(one, `${REPORT_PATH}?advertiserId=102&dateFrom=2024-01-01&dateTo=2024-03-31`, { prefer: 'respond-async' })
+      expect(now.status).toBe(200)
+      expect(now.headers.get('preference-applied')).toBeNull()
+      await now.arrayBuffer()
+    } finally {
+      await redis.restart()
+    }
+  })
+})

@@ -1,0 +1,188 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { KEYS, listen, REPORT_PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { fakeClock, onRealTimers, type FakeClock } from '../helpers/clock.js'
+import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { waitFor } from '../helpers/wait.js'
+
+// Report jobs in demo mode (no Redis: jobs in the replica's memory), against the sandbox
+// over real HTTP: a report read with `Prefer: respond-async` answered 202, its status,
+// its result written as any report answer, its cancel, and the team's bounds. The
+// gateway's time is a fake clock's (its timers real), moved on to pass expiries.
+
+const ASYNC = { prefer: 'respond-async' }
+const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
+
+interface Status {
+  id: string
+  state: string
+  placeInQueue: number | null
+  tookSeconds: number | null
+  expiresAt: string | null
+  error: { code: string; message: string } | null
+  result: string | null
+}
+
+describe('report jobs (demo mode, no Redis)', () => {
+  const sandbox = useSandbox()
+  const gateways = useGateways()
+  // Before the gateways close (after-hooks run last-registered first): a held call would hold their close.
+  afterEach(() => sandbox.releaseHeld())
+  let clock: FakeClock
+
+  async function start(jobs: Record<string, unknown> = {}): Promise<TestGateway & { url: string }> {
+    clock = fakeClock()
+    const yaml = teamsYamlWith({ jobs: { perReplica: 1, ...jobs } })
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, yaml), { clock: onRealTimers(clock.now) }))
+    sandbox.clearRequests()
+    return gw
+  }
+
+  const reportCalls = () => sandbox.countRequests((r) => r.path === REPORT_PATH)
+
+  async function ask(gw: { url: string }, query = YEAR, key = KEYS.all): Promise<Response> {
+    return fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': key, ...ASYNC } })
+  }
+
+  async function status(gw: { url: string }, id: string, key = KEYS.all, wait?: number): Promise<Status> {
+    const res = await fetch(`${gw.url}/api/v1/jobs/${id}${wait === undefined ? '' : `?wait=${wait}`}`, { headers: { 'x-api-key': key } })
+    expect(res.status).toBe(200)
+    return (await res.json()) as Status
+  }
+
+  const done = (gw: { url: string }, id: string) => waitFor(`job ${id} done`, async () => (await status(gw, id)).state === 'done', 10_000, 20)
+
+  it('answers a miss 202 with its job; the job runs once at the platform, its result is the report with its usual headers, 304 on a match', async () => {
+    const gw = await start()
+    const res = await ask(gw)
+    expect(res.status).toBe(202)
+    expect(res.headers.get('preference-applied')).toBe('respond-async')
+    const accepted = (await res.json()) as Status
+    expect(res.headers.get('location')).toBe(`/api/v1/jobs/${accepted.id}`)
+    expect(['queued', 'running']).toContain(accepted.state)
+    await done(gw, accepted.id)
+    const finished = await status(gw, accepted.id)
+    expect(finished).toMatchObject({ state: 'done', error: null, result: `/api/v1/jobs/${accepted.id}/result` })
+    expect(finished.tookSeconds).toBeGreaterThanOrEqual(0)
+
+    const result = await fetch(`${gw.url}/api/v1/jobs/${accepted.id}/result`, { headers: { 'x-api-key': KEYS.all } })
+    expect(result.status).toBe(200)
+    const etag = result.headers.get('etag') as string
+    expect(etag).toMatch(/^"/)
+    expect(result.headers.get('cache-status')).toContain('report-gateway')
+    expect(result.headers.get('x-request-id')).toBeTruthy()
+    const body = await result.text()
+    const direct = await fetch(`${gw.url}${REPORT_PATH}?${YEAR}`, { headers: { 'x-api-key': KEYS.all } })
+    expect(direct.headers.get('x-cache')).toBe('HIT')
+    expect(await direct.text()).toBe(body)
+    const again = await fetch(`${gw.url}/api/v1/jobs/${accepted.id}/result`, { headers: { 'x-api-key': KEYS.all, 'if-none-match': etag } })
+    expect(again.status).toBe(304)
+    expect(reportCalls()).toBe(1)
+
+    // The cache answers it now: the usual answer, no job.
+    const cached = await ask(gw)
+    expect(cached.status).toBe(200)
+    expect(cached.headers.get('preference-applied')).toBeNull()
+    expect(cached.headers.get('x-cache')).toBe('HIT')
+  })
+
+  it('a job is its team\'s: another team\'s key reads it as none', async () => {
+    const gw = await start()
+    const { id } = (await (await ask(gw)).json()) as Status
+    const other = await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.growth } })
+    expect(other.status).toBe(404)
+    expect(((await other.json()) as { code: string }).code).toBe('GW_NOT_FOUND')
+    expect((await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.growth } })).status).toBe(404)
+    expect((await fetch(`${gw.url}/api/v1/jobs/${id}`, { method: 'DELETE', headers: { 'x-api-key': KEYS.growth } })).status).toBe(404)
+    expect((await fetch(`${gw.url}/api/v1/jobs/${id}`)).status).toBe(401)
+    // An id the gateway never makes: none, as an unknown one.
+    expect((await fetch(`${gw.url}/api/v1/jobs/not.an.id`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(404)
+    expect((await fetch(`${gw.url}/api/v1/jobs/${id}?wait=31`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(400)
+  })
+
+  it('identical jobs join one platform call; a queued job is cancelled, a running one is not; ?wait holds the status until it changes', async () => {
+    const gw = await start()
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const first = (await (await ask(gw)).json()) as Status
+    await waitFor('the first job at the platform', () => reportCalls() === 1, 10_000)
+    // One job runs at a time on this replica (perReplica 1): the next wait in the queue.
+    const twin = (await (await ask(gw)).json()) as Status
+    const other = (await (await ask(gw, 'advertiserId=102&dateFrom=2025-01-01&dateTo=2025-06-30')).json()) as Status
+    expect(await status(gw, first.id)).toMatchObject({ state: 'running', placeInQueue: null })
+    expect(await status(gw, twin.id)).toMatchObject({ state: 'queued', placeInQueue: 1 })
+    expect(await status(gw, other.id)).toMatchObject({ state: 'queued', placeInQueue: 2 })
+
+    const running = await fetch(`${gw.url}/api/v1/jobs/${first.id}`, { method: 'DELETE', headers: { 'x-api-key': KEYS.all } })
+    expect(running.status).toBe(409)
+    expect(((await running.json()) as { code: string }).code).toBe('GW_JOB_RUNNING')
+    const cancel = await fetch(`${gw.url}/api/v1/jobs/${other.id}`, { method: 'DELETE', headers: { 'x-api-key': KEYS.all } })
+    expect(cancel.status).toBe(204)
+    expect((await fetch(`${gw.url}/api/v1/jobs/${other.id}`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(404)
+
+    const waiting = status(gw, first.id, KEYS.all, 20)
+    sandbox.releaseHeld()
+    expect((await waiting).state).toBe('done')
+    await done(gw, twin.id)
+    // The twin found the first one's copy: one platform call for both, none for the cancelled one.
+    expect(reportCalls()).toBe(1)
+    expect((await status(gw, twin.id)).tookSeconds).toBe(0)
+  })
+
+  it('a job identical to a caller\'s fill under way joins its platform call', async () => {
+    const gw = await start()
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const caller = fetch(`${gw.url}${REPORT_PATH}?${YEAR}`, { headers: { 'x-api-key': KEYS.growth } })
+    await waitFor('the caller\'s fill at the platform', () => reportCalls() === 1, 10_000)
+    const { id } = (await (await ask(gw)).json()) as Status
+    expect((await status(gw, id)).state).toBe('running')
+    sandbox.releaseHeld()
+    expect((await caller).status).toBe(200)
+    await done(gw, id)
+    expect(reportCalls()).toBe(1)
+  })
+
+  it('a job\'s result expires at its expiresAt: status expired, result 410', async () => {
+    const gw = await start({ keep: '10m' })
+    const { id } = (await (await ask(gw)).json()) as Status
+    await done(gw, id)
+    const { expiresAt } = await status(gw, id)
+    expect(Date.parse(expiresAt as string)).toBeGreaterThan(clock.now())
+    clock.advance(Date.parse(expiresAt as string) - clock.now() - 1)
+    expect((await status(gw, id)).state).toBe('done')
+    expect((await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(200)
+    clock.advance(1)
+    expect((await status(gw, id)).state).toBe('expired')
+    const gone = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+    expect(gone.status).toBe(410)
+    expect(((await gone.json()) as { code: string }).code).toBe('GW_JOB_EXPIRED')
+  })
+
+  it('a POST report form with respond-async is a job too', async () => {
+    const gw = await start()
+    const res = await fetch(`${gw.url}/api/v1/report/campaigns/get`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json', prefer: 'wait=5, respond-async' },
+      body: JSON.stringify({ campaignIds: [1001], dateFrom: '2025-01-01', dateTo: '2025-03-31' }),
+    })
+    expect(res.status).toBe(202)
+    const { id } = (await res.json()) as Status
+    await waitFor(`job ${id} ended`, async () => ['done', 'failed'].includes((await status(gw, id)).state), 10_000, 20)
+  })
+
+  it('bounds a team\'s open jobs (429 GW_JOBS_FULL) and its kept results (the job fails 413 GW_JOB_RESULT_TOO_LARGE)', async () => {
+    const gw = await start({ maxOpenPerTeam: 2, resultBytesPerTeam: 10 })
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const a = (await (await ask(gw)).json()) as Status
+    await ask(gw, 'advertiserId=102&dateFrom=2025-01-01&dateTo=2025-06-30')
+    const full = await ask(gw, 'advertiserId=103&dateFrom=2025-01-01&dateTo=2025-06-30')
+    expect(full.status).toBe(429)
+    expect(((await full.json()) as { code: string }).code).toBe('GW_JOBS_FULL')
+    expect(full.headers.get('retry-after')).toBe('1')
+    sandbox.releaseHeld()
+    await waitFor(`job ${a.id} ended`, async () => (await status(gw, a.id)).state === 'failed', 10_000, 20)
+    expect((await status(gw, a.id)).error?.code).toBe('GW_JOB_RESULT_TOO_LARGE')
+    const result = await fetch(`${gw.url}/api/v1/jobs/${a.id}/result`, { headers: { 'x-api-key': KEYS.all } })
+    expect(result.status).toBe(413)
+    // Room again once they ended.
+    expect((await ask(gw, 'advertiserId=103&dateFrom=2025-01-01&dateTo=2025-06-30')).status).toBe(202)
+  })
+})

@@ -1,0 +1,180 @@
+import { gzipSync } from 'node:zlib'
+import { describe, expect, it } from 'vitest'
+import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
+import { JobRunner, type JobReads, type JobSettings, type RunOutcome } from '../../src/jobs/job-runner.js'
+import { MemoryJobStore } from '../../src/jobs/job-store.js'
+import { newJob, type Job } from '../../src/jobs/job.js'
+import { NoIdleSeatError } from '../../src/platform/governor/seat.js'
+import { UpstreamError, UpstreamTimeoutError } from '../../src/errors.js'
+import type { CacheResult, ReadOptions } from '../../src/reports/report-cache.js'
+import type { TokenProvider } from '../../src/platform/tokens/token-provider.js'
+import { canonicalGetReport } from '../../src/reports/report-query.js'
+import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import { waitFor } from '../helpers/wait.js'
+
+// The runner's transitions of a job on a fake clock (jobs/job-runner.ts): started at
+// once, its lease renewed while it runs, taken over by another runner once a stopped
+// runner's lease ran out (and that runner's late end refused), requeued after a missing
+// seat until its retry time, failed with the read's GW_* error, done with its report kept.
+
+const SETTINGS: JobSettings = { maxOpenPerTeam: 10, resultBytesPerTeam: 1024 * 1024, keepMs: 60 * 60_000, leaseMs: 15_000, pollMs: 1000, perReplica: 2, retryMs: 5000 }
+const report = canonicalGetReport('/api/v1/report/campaigns/get', 'advertiserId=101&dateFrom=2026-01-01&dateTo=2026-12-31', { maxRangeDays: 400 })
+const silent = { warn: () => undefined, info: () => undefined }
+
+/** Reads that end when the test says: each read waits for `answer` or `fail`. */
+function heldReads(): JobReads & { asks: ReadOptions[]; answer(result: CacheResult): void; fail(err: Error): void } {
+  const waiting: { resolve(r: CacheResult): void; reject(e: Error): void }[] = []
+  const asks: ReadOptions[] = []
+  return {
+    asks,
+    read: (_report, _key, _provider, opts) => {
+      asks.push(opts)
+      return new Promise<CacheResult>((resolve, reject) => waiting.push({ resolve, reject }))
+    },
+    answer: (result) => waiting.shift()?.resolve(result),
+    fail: (err) => waiting.shift()?.reject(err),
+  }
+}
+
+function entry(now: number): CacheEntry {
+  const identity = Buffer.from('{"data":[]}')
+  return { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 120_000, errorUntil: now + 180_000, advertiserIds: [101], etag: etagOf(identity) }
+}
+
+/** Each runner's runs, as gateway_report_jobs_total counts them. */
+const outcomes = new Map<string, RunOutcome[]>()
+
+function runner(store: MemoryJobStore, reads: JobReads, clock: FakeClock, name: string): JobRunner {
+  outcomes.set(name, [])
+  const onRun = (outcome: RunOutcome) => outcomes.get(name)?.push(outcome)
+  return new JobRunner({ store, reads, provider: () => ({ name: 'default' }) as TokenProvider, settings: SETTINGS, clock, log: silent, runner: name, maxEntryBytes: 1024 * 1024, failures: { note: () => undefined }, onRun })
+}
+
+async function asked(store: MemoryJobStore, clock: FakeClock, id = 'j1'): Promise<void> {
+  await store.add(newJob({ id, team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, clock.now()), 10, clock.now())
+}
+
+const stored = async (store: MemoryJobStore, id = 'j1') => (await store.get(id)) as Job
+
+/** A job asked and started by runner r1 on a fake clock, its read held. */
+async function oneRunning(): Promise<{ clock: FakeClock; store: MemoryJobStore; reads: ReturnType<typeof heldReads>; r: JobRunner }> {
+  const clock = fakeClock()
+  const store = new MemoryJobStore()
+  const reads = heldReads()
+  await asked(store, clock)
+  const r = runner(store, reads, clock, 'r1')
+  r.start()
+  await waitFor('the job running', async () => (await stored(store)).state === 'running')
+  return { clock, store, reads, r }
+}
+
+describe('the job runner on a fake clock', () => {
+  it('starts a queued job at once as a read of its team at priority job, renews its lease, and ends it done with its report kept', async () => {
+    const { clock, store, reads, r } = await oneRunning()
+    expect(reads.asks[0]).toMatchObject({ team: 'growth', priority: 'job', refresh: false })
+    const started = await stored(store)
+    clock.advance(SETTINGS.leaseMs / 3)
+    await waitFor('the lease renewed', async () => (await stored(store)).leaseUntil === clock.now() + SETTINGS.leaseMs)
+    expect((await stored(store)).startedAt).toBe(started.startedAt)
+    clock.advance(1000)
+    const e = entry(clock.now())
+    reads.answer({ kind: 'entry', entry: e, status: 'MISS' })
+    await waitFor('the job done', async () => (await stored(store)).state === 'done')
+    expect(await stored(store)).toMatchObject({ endedAt: clock.now(), expiresAt: clock.now() + SETTINGS.keepMs, tookSeconds: 0, resultBytes: e.gzip.length, runner: null })
+    expect((await store.result('j1', clock.now()))?.etag).toBe(e.etag)
+    r.stop()
+  })
+
+  it('a warm-up asked as a job reads at priority warm, behind every other call', async () => {
+    const clock = fakeClock()
+    const store = new MemoryJobStore()
+    const reads = heldReads()
+    await store.add(newJob({ id: 'w', team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null, priority: 'warm' }, clock.now()), 10, clock.now())
+    const r = runner(store, reads, clock, 'r1')
+    r.start()
+    await waitFor('the warm-up running', () => reads.asks.length === 1)
+    expect(reads.asks[0]?.priority).toBe('warm')
+    reads.answer({ kind: 'entry', entry: entry(clock.now()), status: 'MISS' })
+    await waitFor('the warm-up done', async () => (await stored(store, 'w')).state === 'done')
+    r.stop()
+  })
+
+  it('an idle runner asks its store for due jobs once a lease, not once a poll; a poke looks at once', async () => {
+    const clock = fakeClock()
+    const store = new MemoryJobStore()
+    let looks = 0
+    const due = store.due.bind(store)
+    store.due = (now, limit) => {
+      looks += 1
+      return due(now, limit)
+    }
+    const r = runner(store, heldReads(), clock, 'idle')
+    r.start()
+    await waitFor('the first look done', () => looks === 1 && !r.looking)
+    // A minute idle, a second at a time.
+    for (let second = 1; second <= 60; second++) {
+      clock.advance(SETTINGS.pollMs)
+      await waitFor(`second ${second} looked at`, () => !r.looking)
+    }
+    // Five looks in all (the start's, then one a lease), where one a poll would be sixty.
+    expect(looks).toBe(5)
+    r.poke()
+    await waitFor('the poke\'s look', () => looks === 6)
+    r.stop()
+  })
+
+  it('a runner that stopped renewing loses its job once the lease ran out: another starts it, and the first one\'s end is refused', async () => {
+    const clockA = fakeClock(Date.UTC(2026, 10, 1))
+    const clockB = fakeClock(Date.UTC(2026, 10, 1))
+    const store = new MemoryJobStore()
+    const readsA = heldReads()
+    const readsB = heldReads()
+    await asked(store, clockA)
+    // A's clock never moves again: its renewals never come, as a crashed replica's.
+    const a = runner(store, readsA, clockA, 'rA')
+    a.start()
+    await waitFor('A running the job', async () => (await stored(store)).runner === 'rA')
+    const b = runner(store, readsB, clockB, 'rB')
+    b.start()
+    // Nothing due to B (A's lease holds): it looks again a lease later.
+    await waitFor('B\'s first look done', () => !b.looking)
+    clockB.advance(SETTINGS.leaseMs - SETTINGS.pollMs)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect((await stored(store)).runner).toBe('rA')
+    expect(readsB.asks).toHaveLength(0)
+    clockB.advance(SETTINGS.pollMs)
+    await waitFor('B took the job over', async () => (await stored(store)).runner === 'rB')
+    expect((await stored(store)).runs).toBe(2)
+    expect(readsB.asks).toHaveLength(1)
+    // A's read ends late: the store keeps B's run.
+    readsA.answer({ kind: 'entry', entry: entry(clockA.now()), status: 'MISS' })
+    await waitFor('A done with it', () => a.running === 0)
+    expect(await stored(store)).toMatchObject({ state: 'running', runner: 'rB' })
+    readsB.answer({ kind: 'entry', entry: entry(clockB.now()), status: 'MISS' })
+    await waitFor('the job done by B', async () => (await stored(store)).state === 'done')
+    expect(outcomes.get('rA')).toEqual(['started', 'lost'])
+    await waitFor('B counted its run', () => outcomes.get('rB')?.length === 2)
+    expect(outcomes.get('rB')).toEqual(['started', 'done'])
+    a.stop()
+    b.stop()
+  })
+
+  it('a job that got no seat goes back to the queue and starts again only after jobs.retry', async () => {
+    const { clock, store, reads, r } = await oneRunning()
+    reads.fail(new UpstreamError('no seat', { cause: new NoIdleSeatError('default') }))
+    await waitFor('the job queued again', async () => (await stored(store)).state === 'queued')
+    expect((await stored(store)).notBefore).toBe(clock.now() + SETTINGS.retryMs)
+    clock.advance(SETTINGS.retryMs - 1)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(reads.asks).toHaveLength(1)
+    clock.advance(1)
+    await waitFor('the job started again', () => reads.asks.length === 2)
+    expect((await stored(store)).runs).toBe(2)
+    reads.fail(new UpstreamTimeoutError())
+    await waitFor('the job failed', async () => (await stored(store)).state === 'failed')
+    expect((await stored(store)).error).toEqual({ code: 'GW_UPSTREAM_TIMEOUT', statusCode: 504, message: 'the platform did not answer in time' })
+    await waitFor('the failure counted', () => outcomes.get('r1')?.length === 4)
+    expect(outcomes.get('r1')).toEqual(['started', 'requeued', 'started', 'failed'])
+    r.stop()
+  })
+})

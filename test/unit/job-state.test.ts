@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest'
+import {
+  cancellable, dropAt, endJob, EXPIRED_KEPT_MS, heldResultBytes, jobStatus, newJob, placeInQueue, renewJob, requeueJob, startable, startJob, stateAt, type Job,
+} from '../../src/jobs/job.js'
+import { canonicalGetReport } from '../../src/reports/report-query.js'
+import { fakeClock } from '../helpers/clock.js'
+
+// Every transition of a report job (src/jobs/job.ts) at the times a fake clock gives.
+
+const report = canonicalGetReport('/api/v1/report/campaigns/get', 'advertiserId=101&dateFrom=2026-01-01&dateTo=2026-12-31', { maxRangeDays: 400 })
+const LEASE = 15_000
+const KEEP = 60 * 60_000
+
+function asked(clock: { now(): number }, id = 'j1', team = 'growth'): Job {
+  return newJob({ id, team, credential: 'default', key: 'k', report, expectedSeconds: 12.5 }, clock.now())
+}
+
+describe('report job states', () => {
+  it('queued → running → done → expired → dropped, each at its time', () => {
+    const clock = fakeClock(Date.UTC(2026, 10, 1))
+    const job = asked(clock)
+    expect(stateAt(job, clock.now())).toBe('queued')
+    expect(startable(job, clock.now())).toBe(true)
+    clock.advance(1000)
+    const running = startJob(job, 'r1', clock.now(), LEASE) as Job
+    expect(running).toMatchObject({ state: 'running', runner: 'r1', runs: 1, startedAt: clock.now(), leaseUntil: clock.now() + LEASE })
+    // Its lease holds: nobody else may start it.
+    expect(startJob(running, 'r2', clock.now() + LEASE - 1, LEASE)).toBeNull()
+    clock.advance(5000)
+    const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: 300, tookSeconds: 4.2 }, KEEP) as Job
+    expect(done).toMatchObject({ state: 'done', endedAt: clock.now(), expiresAt: clock.now() + KEEP, resultBytes: 300, tookSeconds: 4.2, runner: null })
+    expect(startable(done, clock.now() + LEASE)).toBe(false)
+    clock.advance(KEEP - 1)
+    expect(stateAt(done, clock.now())).toBe('done')
+    expect(heldResultBytes([done], clock.now())).toBe(300)
+    clock.advance(1)
+    expect(stateAt(done, clock.now())).toBe('expired')
+    expect(heldResultBytes([done], clock.now())).toBe(0)
+    expect(dropAt(done)).toBe(clock.now() + EXPIRED_KEPT_MS)
+  })
+
+  it('running → failed keeps the GW_* code and message', () => {
+    const clock = fakeClock()
+    const running = startJob(asked(clock), 'r1', clock.now(), LEASE) as Job
+    clock.advance(2000)
+    const error = { code: 'GW_UPSTREAM_TIMEOUT', message: 'the platform did not answer in time', statusCode: 504 }
+    const failed = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error, tookSeconds: 2 }, KEEP) as Job
+    expect(failed).toMatchObject({ state: 'failed', error, tookSeconds: 2 })
+    expect(jobStatus(failed, null, clock.now())).toMatchObject({ state: 'failed', error: { code: 'GW_UPSTREAM_TIMEOUT', message: error.message }, result: null })
+  })
+
+  it('a running job whose lease ran out is started again by another runner, and the first run may no longer renew, end or requeue it', () => {
+    const clock = fakeClock()
+    const first = startJob(asked(clock), 'r1', clock.now(), LEASE) as Job
+    const run1 = { runner: 'r1', runs: 1 }
+    clock.advance(LEASE / 3)
+    const renewed = renewJob(first, run1, clock.now(), LEASE) as Job
+    expect(renewed.leaseUntil).toBe(clock.now() + LEASE)
+    clock.advance(LEASE - 1)
+    expect(startJob(renewed, 'r2', clock.now(), LEASE)).toBeNull()
+    clock.advance(1)
+    const second = startJob(renewed, 'r2', clock.now(), LEASE) as Job
+    expect(second).toMatchObject({ state: 'running', runner: 'r2', runs: 2 })
+    expect(renewJob(second, run1, clock.now(), LEASE)).toBeNull()
+    expect(endJob(second, run1, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0 }, KEEP)).toBeNull()
+    expect(requeueJob(second, run1, clock.now())).toBeNull()
+    // The same runner restarted is another run: its count differs.
+    expect(renewJob(second, { runner: 'r2', runs: 1 }, clock.now(), LEASE)).toBeNull()
+    expect(renewJob(second, { runner: 'r2', runs: 2 }, clock.now(), LEASE)).not.toBeNull()
+  })
+
+  it('running → queued (no seat in time): not started again before its retry time', () => {
+    const clock = fakeClock()
+    const running = startJob(asked(clock), 'r1', clock.now(), LEASE) as Job
+    const queued = requeueJob(running, { runner: 'r1', runs: 1 }, clock.now() + 5000) as Job
+    expect(queued).toMatchObject({ state: 'queued', runner: null, startedAt: null, runs: 1 })
+    clock.advance(4999)
+    expect(startJob(queued, 'r2', clock.now(), LEASE)).toBeNull()
+    clock.advance(1)
+    expect(startJob(queued, 'r2', clock.now(), LEASE)).toMatchObject({ state: 'running', runs: 2 })
+  })
+
+  it('only a queued job is cancellable', () => {
+    const clock = fakeClock()
+    const job = asked(clock)
+    expect(cancellable(job)).toBe(true)
+    const running = startJob(job, 'r1', clock.now(), LEASE) as Job
+    expect(cancellable(running)).toBe(false)
+    const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0 }, KEEP) as Job
+    expect(cancellable(done)).toBe(false)
+  })
+
+  it('a queued job\'s place counts its team\'s queued jobs asked before it', () => {
+    const clock = fakeClock()
+    const a = asked(clock, 'a')
+    clock.advance(1)
+    const b = asked(clock, 'b')
+    clock.advance(1)
+    const c = asked(clock, 'c')
+    const runningA = startJob(a, 'r1', clock.now(), LEASE) as Job
+    expect(placeInQueue(c, [a, b, c])).toBe(3)
+    expect(placeInQueue(c, [runningA, b, c])).toBe(2)
+    expect(placeInQueue(runningA, [runningA, b, c])).toBeNull()
+    expect(jobStatus(c, 2, clock.now())).toMatchObject({ id: 'c', state: 'queued', placeInQueue: 2, expectedSeconds: 12.5, startedAt: null, askedAt: new Date(clock.now()).toISOString() })
+  })
+})
