@@ -1338,7 +1338,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: GW_SHUTTING_DOWN */
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: GW_SHUTTING_DOWN */
         "job-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1348,7 +1348,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_JOBS_UNAVAILABLE"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
+                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_JOBS_UNAVAILABLE"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
             };
         };
         /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
