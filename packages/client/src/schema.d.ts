@@ -483,6 +483,25 @@ export interface components {
             message: string;
         };
         /**
+         * @description The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end).
+         * @example {
+         *       "statusCode": 429,
+         *       "code": "GW_PLATFORM_TIME_SPENT",
+         *       "error": "Too Many Requests",
+         *       "message": "…"
+         *     }
+         */
+        GW_PLATFORM_TIME_SPENT: {
+            /** @constant */
+            statusCode: 429;
+            /** @constant */
+            code: "GW_PLATFORM_TIME_SPENT";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
          * @description The team's rate limit is spent; `retry-after` says when to try again.
          * @example {
          *       "statusCode": 429,
@@ -801,7 +820,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PAYLOAD_TOO_LARGE"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
         "report-429": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -813,7 +832,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_RATE_LIMITED"] | components["schemas"]["PlatformError"];
+                "application/json": components["schemas"]["GW_PLATFORM_TIME_SPENT"] | components["schemas"]["GW_RATE_LIMITED"] | components["schemas"]["PlatformError"];
             };
         };
         /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
@@ -1030,6 +1049,12 @@ export interface components {
         ratelimit: string;
         /** @description For a team with a rate limit: its quota and window in seconds, e.g. `"default";q=600;w=60`. */
         "ratelimit-policy": string;
+        /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. */
+        "platform-usage": string;
+        /** @description The last day (`YYYY-MM-DD`, the platform's calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform. */
+        "report-settled-through": string;
+        /** @description The report's days whose figures may still change, `<first>/<last>` (ISO 8601, the platform's calendar), or `none`: its days after `report-settled-through`. */
+        "report-provisional-days": string;
     };
     pathItems: {
         PlatformCall: {
@@ -1504,6 +1529,9 @@ export interface operations {
                     vary: components["headers"]["vary"];
                     "content-encoding": components["headers"]["content-encoding"];
                     "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -1522,6 +1550,9 @@ export interface operations {
                     etag: components["headers"]["etag"];
                     vary: components["headers"]["vary"];
                     "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1545,6 +1576,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1621,6 +1655,9 @@ export interface operations {
                     vary: components["headers"]["vary"];
                     "content-encoding": components["headers"]["content-encoding"];
                     "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -1639,6 +1676,9 @@ export interface operations {
                     etag: components["headers"]["etag"];
                     vary: components["headers"]["vary"];
                     "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1662,6 +1702,9 @@ export interface operations {
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     "x-cache": components["headers"]["x-cache"];
                     "cache-status": components["headers"]["cache-status"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
                     [name: string]: unknown;
                 };
                 content: {
