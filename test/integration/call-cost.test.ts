@@ -113,6 +113,29 @@ describe('what a call cost, on every report answer', () => {
   })
 })
 
+describe('a fill another replica made', () => {
+  it('says the platform-seconds of that fill: the entry carries them through Redis', async () => {
+    const clock = fakeClock(NOON)
+    const shared = { REDIS_URL: redis.server.url }
+    const a = await gatewayOn(clock, shared)
+    const b = await gatewayOn(clock, shared)
+    sandbox.setLatency(200)
+    const first = get(a, REPORT(101, '2026-03-02', '2026-03-09'))
+    await waitFor('the platform to have the first replica\'s call', () => sandbox.countRequests((r) => r.path === PATH) === 1)
+    // B finds A's fill under way (the Redis lock) and waits for its copy.
+    const [filled, waited] = await Promise.all([first, get(b, REPORT(101, '2026-03-02', '2026-03-09'))])
+    expect([filled.headers.get('x-cache'), waited.headers.get('x-cache')]).toEqual(['MISS', 'MISS'])
+    expect(waited.headers.get('cache-status')).toContain('collapsed')
+    expect(sandbox.countRequests((r) => r.path === PATH)).toBe(1)
+    const fill = usageOf(filled).fill
+    expect(fill).toBeGreaterThan(0)
+    // The fill's time to the ms, rounded up as the entry keeps it.
+    expect(Math.abs(usageOf(waited).fill - fill)).toBeLessThanOrEqual(0.001)
+    // The day is charged to the team whose read made the call, on the replica that made it.
+    expect(usageOf(waited).day).toBe(0)
+  })
+})
+
 describe('a team\'s bound of platform-seconds a day', () => {
   it('answers the cache only once it is spent: a miss is 429 GW_PLATFORM_TIME_SPENT until UTC midnight', async () => {
     const clock = fakeClock(NOON)
