@@ -26,7 +26,8 @@ export function pushAnswerFields(out: string[], own: AnswerFields): void {
 /**
  * The fields as lines of a head rendered ahead. Written without writeHead's checks: the
  * request id is a checked token (hooks/request-log.ts requestIdOf), the rest the
- * gateway's own numbers and the team's policy.
+ * gateway's own numbers, the team's policy, and calendar dates the report's canonical
+ * form checked.
  */
 export function answerFieldLines(own: AnswerFields): string {
   const id = `x-request-id: ${own.reqId}\r\n`
