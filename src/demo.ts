@@ -29,6 +29,7 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
     weight: 1,
     maxConcurrent: null,
     queue: null,
+    platformSecondsPerDay: null,
   }
   const { username, password, clientId, clientSecret } = sandbox.credentials
   return {

@@ -16,6 +16,8 @@ export const allErrors = {
   NotFoundError: createError('GW_NOT_FOUND', 'not found', 404),
   MethodNotAllowedError: createError<[string, string]>('GW_METHOD_NOT_ALLOWED', '%s is never sent to the platform; under /api/v1/ the gateway takes %s', 405),
   RateLimitedError: createError<[number]>('GW_RATE_LIMITED', 'rate limit reached; retry in %d s', 429),
+  // A team's bound of platform-seconds a UTC day (teams.<name>.platformSecondsPerDay): cached copies only until the day ends.
+  PlatformTimeSpentError: createError<[string, number]>('GW_PLATFORM_TIME_SPENT', 'team %s has spent its platform-seconds of the day (UTC); only cached copies are answered; retry in %d s', 429),
   PlatformAuthError: createError<[string, { cause?: unknown }?]>('GW_PLATFORM_AUTH', 'the platform refused the gateway token: %s', 502),
   // A 401 the probe call does not confirm: the platform refused this one call (a route behind
   // another guard, say), not the gateway's token, which stays in use. Nothing in it is the
@@ -69,6 +71,7 @@ export const {
   NotFoundError,
   MethodNotAllowedError,
   RateLimitedError,
+  PlatformTimeSpentError,
   PlatformAuthError,
   PlatformRefusedError,
   UpstreamError,

@@ -18,6 +18,8 @@ export interface CacheEntry {
   etag: string
   /** Whose read filled it, on which replica (GET /admin/cache/entry); absent in values of a gateway that did not say. */
   filledBy?: FilledBy
+  /** The platform time its fill held (the call's seat-time, ms), which a MISS answered with it says; absent in values of a gateway that did not say. */
+  fillMs?: number
 }
 
 /** The team whose read made the platform call that filled an entry, and the replica that made it. */
@@ -46,6 +48,8 @@ interface StoredMeta {
   etag?: string
   /** Absent in values of a gateway that did not say who filled them. */
   by?: FilledBy
+  /** The fill's platform time (ms); absent in values of a gateway that did not say. */
+  ms?: number
 }
 
 // Redis value: 4-byte length of a JSON header, the header, then the gzip bytes. Binary
@@ -61,6 +65,7 @@ export function encodeEntry(entry: CacheEntry): Buffer {
     advertiserIds: entry.advertiserIds,
     etag: entry.etag,
     ...(entry.filledBy ? { by: entry.filledBy } : {}),
+    ...(entry.fillMs === undefined ? {} : { ms: entry.fillMs }),
   }
   const header = Buffer.from(JSON.stringify(meta), 'utf8')
   const length = Buffer.allocUnsafe(4)
@@ -98,8 +103,12 @@ export function decodeEntry(buf: Buffer): CacheEntry | null {
     // An older replica's value: a validator of its stored bytes, as strong as one of the body.
     etag: meta.etag ?? etagOf(gzip),
     ...(meta.by ? { filledBy: { team: meta.by.team, replica: meta.by.replica } } : {}),
+    ...(meta.ms === undefined ? {} : { fillMs: meta.ms }),
   }
 }
+
+// A fill's platform time longer than a day is none of the gateway's (a call's budget is minutes).
+const MAX_FILL_MS = 86_400_000
 
 function isStoredMeta(m: unknown): m is StoredMeta {
   if (typeof m !== 'object' || m === null) return false
@@ -111,7 +120,8 @@ function isStoredMeta(m: unknown): m is StoredMeta {
     Array.isArray(o.advertiserIds) &&
     o.advertiserIds.every((a) => typeof a === 'number') &&
     (o.etag === undefined || (typeof o.etag === 'string' && /^[\w-]{1,64}$/.test(o.etag))) &&
-    (o.by === undefined || isFiller(o.by))
+    (o.by === undefined || isFiller(o.by)) &&
+    (o.ms === undefined || (typeof o.ms === 'number' && o.ms >= 0 && o.ms <= MAX_FILL_MS))
   )
 }
 

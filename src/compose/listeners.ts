@@ -12,6 +12,7 @@ import { ADMIN_CHALLENGE, buildServer, PROXY_CHALLENGE } from '../http/server.js
 import { apiRoutes } from '../http/api.js'
 import { healthRoutes } from '../http/health.js'
 import { fastReads } from '../http/reads/fast-path.js'
+import { reportAnswerFacts } from '../http/reads/report-facts.js'
 import { ReadDecisions } from '../reports/read-decision.js'
 import { requestObserver } from '../http/hooks/request-log.js'
 import { answerHooks, callerRate } from '../http/hooks/answer-hooks.js'
@@ -56,7 +57,8 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   const admission = new Admission(parts, knownUrls)
   const decisions = new ReadDecisions(admission, reports, config.cache.maxRangeDays)
   const observe = requestObserver({ metrics, usage, keyUse, clock, history, log })
-  const fast = config.cache.enabled ? fastReads({ reports, tracing, clock, log, decisions, observe }) : null
+  const facts = reportAnswerFacts(config, usage, governors, parts.teams)
+  const fast = config.cache.enabled ? fastReads({ reports, tracing, clock, log, decisions, observe, facts }) : null
   const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, rateOf: callerRate(admission), tracing })
   // No body is parsed on the proxy listener before its handler admits the caller:
   // /api/v1 handlers read it through Admission.readBody; any other path is a 404
@@ -66,7 +68,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   await describeProxy(proxy, config.ownership)
   const health = { tokens, redis, breaker, lifecycle }
   await proxy.register(healthRoutes, health)
-  await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures })
+  await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures, facts })
   answerHooks(proxy, { tracing, auditLog, admission, observe })
 
   const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE })

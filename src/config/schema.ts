@@ -77,6 +77,7 @@ export const TeamSchema = Type.Object(
     weight: Type.Integer({ minimum: 1, maximum: 100, default: 1, description: 'the team\'s share of its credential\'s platform calls when they queue, relative to the other teams (1-100)' }),
     maxConcurrent: Type.Optional(Type.Integer({ minimum: 1, description: 'a ceiling on the team\'s platform calls in flight at once on its credential; default none (the team may use every idle seat)' })),
     queue: Type.Optional(Type.Integer({ minimum: 0, description: 'a ceiling on the team\'s platform calls waiting for a seat; default none (the team may fill the queue; another team\'s calls displace its newest)' })),
+    platformSecondsPerDay: Type.Optional(Nullable(Type.Number({ exclusiveMinimum: 0, description: 'a bound on the platform-seconds (seat-time) of the team\'s calls a UTC day; past it the team is answered from the cache only, a report the cache cannot answer is 429 GW_PLATFORM_TIME_SPENT until the day ends; default none' }))),
   },
   { additionalProperties: false },
 )

@@ -37,6 +37,8 @@ export interface TeamConfig {
   /** The team's bulkhead in its credential's governor; null: half of the credential's. */
   maxConcurrent: number | null
   queue: number | null
+  /** The bound on the platform-seconds of the team's calls a UTC day; null: none. */
+  platformSecondsPerDay: number | null
 }
 
 const TEAM_NAME = new RegExp(TEAM_NAME_PATTERN)
@@ -107,6 +109,7 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
       weight: t.weight,
       maxConcurrent: t.maxConcurrent ?? null,
       queue: t.queue ?? null,
+      platformSecondsPerDay: t.platformSecondsPerDay ?? null,
     })
   }
   return teams

@@ -23,6 +23,8 @@ export interface Team {
   advertisers: string
   keys: { id: string; expiresAt: string | null }[]
   rateLimit: { max: number; windowSec: number; remaining: number; resetSec: number } | null
+  /** The team's bound of platform-seconds a UTC day; null (or absent, from a replica before it): none. */
+  platformSecondsPerDay?: number | null
 }
 export interface Governor {
   credential: string
@@ -102,6 +104,8 @@ export interface UsageRow {
   requests: number
   cacheHits: number
   platformCalls: number
+  /** The platform time the team's calls held today (seat-time), in seconds. */
+  platformSeconds: number
 }
 
 /** Readings of the cache counters, for the hit ratio of the last minutes. */
@@ -241,14 +245,20 @@ export function renderTeams(teams: Team[], usage: UsageRow[] | null, keys: KeyLi
       el('td', {}, count(used?.requests)),
       el('td', {}, count(used?.cacheHits)),
       el('td', {}, count(used?.platformCalls)),
+      el('td', { 'data-platform-seconds': t.name }, usage === null ? 'unavailable' : platformSeconds(used?.platformSeconds ?? 0, t.platformSecondsPerDay ?? null)),
     )
   })
   // Teams removed whole, while their keys are listed (30 days): greyed rows of their removed keys.
   const running = new Set(teams.map((t) => t.name))
   const gone = [...new Set((keys ?? []).filter((k) => k.state === 'removed' && !running.has(k.team)).map((k) => k.team))].map((team) =>
-    el('tr', { class: 'gone' }, el('th', { scope: 'row' }, `${team} (removed)`), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, el('ul', { class: 'plain' }, ...removed(team))), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, '–')),
+    el('tr', { class: 'gone' }, el('th', { scope: 'row' }, `${team} (removed)`), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, el('ul', { class: 'plain' }, ...removed(team))), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, '–'), el('td', {}, '–')),
   )
-  $('teams').replaceChildren(table('Teams and their usage today (UTC)', ['Team', 'Credential', 'Advertisers', 'Keys', 'Rate limit', 'Requests', 'Hits', 'Platform calls'], [...rows, ...gone]))
+  $('teams').replaceChildren(table('Teams and their usage today (UTC)', ['Team', 'Credential', 'Advertisers', 'Keys', 'Rate limit', 'Requests', 'Hits', 'Platform calls', 'Platform-seconds'], [...rows, ...gone]))
+}
+
+/** A team's platform-seconds of the day, and its bound when it has one. */
+function platformSeconds(seconds: number, bound: number | null): string {
+  return bound === null ? `${seconds.toFixed(3)} s` : `${seconds.toFixed(3)} of ${bound} s`
 }
 
 // Fields every audit line has, shown in their own place; the rest follow as name=value.

@@ -23,7 +23,7 @@ export type ApiParts = ReportReadParts & Pick<GatewayContext, 'usage' | 'answers
  * (proxied), and the gateway's own answers to the other methods (methods.ts).
  * Each handler reads top to bottom through `Admission`, which decides for every entrance.
  */
-export async function apiRoutes(app: FastifyInstance, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures }: ApiParts): Promise<void> {
+export async function apiRoutes(app: FastifyInstance, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures, facts }: ApiParts): Promise<void> {
   app.decorateRequest('caller', null)
   // Bodies reach the handlers unread (compose/listeners.ts): a handler admits the caller (key, rate
   // limit) before it reads a byte of the body, through Admission.readBody.
@@ -31,7 +31,7 @@ export async function apiRoutes(app: FastifyInstance, { config, reports, jobs, c
   app.setValidatorCompiler(describeOnly)
 
   const proxy = proxyHandler({ config, tracing, usage, clock, answers }, admission, client)
-  await app.register(reportReads, { config, reports, jobs, clock, tracing, admission, decisions, failures })
+  await app.register(reportReads, { config, reports, jobs, clock, tracing, admission, decisions, failures, facts })
   if (config.cache.enabled) await app.register(jobRoutes, { jobs, admission, clock })
   app.route({ method: FORWARDED_METHODS, url: '/api/v1/*', schema: proxySchema({ bodyLimit: config.bodyLimit }), handler: proxy })
   methodRoutes(app)

@@ -67,6 +67,7 @@ export function proxyHandler(
     usage.platformCall(caller.team.name)
     const started = performance.now()
     const read = isRead(request.method, caller.target.path)
+    const spent = { ms: 0 }
     const res = await client.send(caller.provider, {
       method: request.method,
       url: targetUrl(caller.target),
@@ -76,8 +77,9 @@ export function proxyHandler(
       read,
       team: caller.team.name,
       hangUp: hangUpSignal(reply.raw),
+      spent,
       ...(trace ? { trace } : {}),
-    })
+    }).finally(() => usage.platformSpent(caller.team.name, spent.ms))
     caller.upstreamMs = performance.now() - started
     if (!read && res.status < 300) admission.written(caller)
     // Contract, "Errors": only the platform's 4xx bodies pass through; its 5xx is our 502.

@@ -4,6 +4,7 @@ import type { RedisClient } from '../redis/client.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
 import { redisKey } from '../redis/keys.js'
 import { redisScript } from '../redis/script.js'
+import { PlatformTime } from './platform-time.js'
 
 /** One team's totals of one UTC day. */
 export interface UsageTotals {
@@ -17,24 +18,30 @@ export interface UsageTotals {
   rateLimited: number
   /** Answers with a 5xx status. */
   errors: number
+  /** The platform time the team's calls held (their seat-time), in ms. */
+  platformMs: number
 }
 
-export interface UsageRow extends UsageTotals {
+export interface UsageRow extends Omit<UsageTotals, 'platformMs'> {
   day: string
   team: string
   platformCallsSaved: number
+  /** `platformMs` in seconds, to the ms. */
+  platformSeconds: number
 }
 
-const FIELDS = ['requests', 'cacheHits', 'platformCalls', 'bytes', 'rateLimited', 'errors'] as const
+const FIELDS = ['requests', 'cacheHits', 'platformCalls', 'bytes', 'rateLimited', 'errors', 'platformMs'] as const
 const DAY_MS = 86_400_000
 // A team name longer than this in a day's set of teams is none of the gateway's.
 const MAX_TEAM_CHARS = 128
 
 // Adds one team's counts of one day (ARGV: the key's lifetime in seconds, then field and
-// count pairs) and keeps the key for the retention.
-const ADD_COUNTS = redisScript<number>('gatewayUsageAdd', `
+// count pairs), keeps the key for the retention, and answers the day's platform time of
+// every replica (PlatformTime learns it so).
+const ADD_COUNTS = redisScript<string | null>('gatewayUsageAdd', `
 for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
-return redis.call('EXPIRE', KEYS[1], ARGV[1])`, 1)
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return redis.call('HGET', KEYS[1], 'platformMs')`, 1)
 
 /** The request counter's `result` label of an answer. */
 export type UsageResult = 'hit' | 'ok' | 'rate_limited' | 'refused' | 'error'
@@ -104,10 +111,13 @@ export class TeamUsage {
   // The current day and its pending counts, so a request costs one map lookup.
   #day = { start: 0, end: 0, teams: new Map() as DayCounts }
   readonly #tallies = new Map<string, Tally>()
+  /** Each team's platform time over the last minute and the day: what its answers say and its daily bound reads. */
+  readonly platformTime: PlatformTime
 
   constructor(opts: TeamUsageOptions) {
     this.#o = opts
     this.#clock = opts.clock ?? systemClock
+    this.platformTime = new PlatformTime(this.#clock)
   }
 
   start(): void {
@@ -139,6 +149,16 @@ export class TeamUsage {
   platformCall(team: string): void {
     this.#counts(team).platformCalls += 1
     this.#tally(team).calls += 1
+  }
+
+  /** A platform call of `team` held the platform `ms` (its seat-time): the day's total and the team's minute. */
+  platformSpent(team: string, ms: number): void {
+    const now = this.#clock.now()
+    // Whole ms in Redis (HINCRBY), each call rounded up: a call that held the platform counts.
+    const whole = Math.ceil(ms)
+    if (!(whole > 0)) return
+    this.#counts(team, now).platformMs += whole
+    this.platformTime.spend(team, whole, now)
   }
 
   /**
@@ -198,7 +218,13 @@ export class TeamUsage {
     this.#day = { start: 0, end: 0, teams: new Map() }
     const { redis, breaker, prefix, retentionDays } = this.#o
     if (!redis || !breaker) {
-      for (const [day, teams] of pending) for (const [team, counts] of teams) add(totalsOf(this.#kept, day, team), counts)
+      for (const [day, teams] of pending) {
+        for (const [team, counts] of teams) {
+          const kept = totalsOf(this.#kept, day, team)
+          add(kept, counts)
+          this.platformTime.shared(team, Date.parse(`${day}T00:00:00Z`), counts.platformMs, kept.platformMs)
+        }
+      }
       const oldest = utcDay(this.#clock.now() - retentionDays * DAY_MS)
       for (const day of this.#kept.keys()) if (day < oldest) this.#kept.delete(day)
       return
@@ -208,13 +234,13 @@ export class TeamUsage {
       [...pending].flatMap(([day, teams]) =>
         [...teams].map(async ([team, counts]) => {
           const args = FIELDS.filter((field) => counts[field] > 0).flatMap((field) => [field, counts[field]])
-          const done = await breaker.run(async () => {
+          const total = await breaker.run(async () => {
             await this.#name(redis, day, team, ttl)
-            await ADD_COUNTS(redis, redisKey.usage(prefix, team, day), ttl, ...args)
-            return true
-          }, false)
+            return Number(await ADD_COUNTS(redis, redisKey.usage(prefix, team, day), ttl, ...args)) || 0
+          }, null)
           // Not written: the counts go back, to be added by the next flush.
-          if (!done) add(totalsOf(this.#pending, day, team), counts)
+          if (total === null) add(totalsOf(this.#pending, day, team), counts)
+          else this.platformTime.shared(team, Date.parse(`${day}T00:00:00Z`), counts.platformMs, total)
         }),
       ),
     )
@@ -252,7 +278,7 @@ export class TeamUsage {
     const rows: UsageRow[] = []
     for (const [day, teams] of byDay) {
       for (const [name, counts] of [...(teams ?? [])].sort(([a], [b]) => a.localeCompare(b))) {
-        if (team === null || name === team) rows.push({ day, team: name, ...counts, platformCallsSaved: counts.cacheHits })
+        if (team === null || name === team) rows.push(usageRow(day, name, counts))
       }
     }
     return rows
@@ -278,9 +304,14 @@ export class TeamUsage {
 }
 
 
+/** One team's totals of one day as `GET /admin/usage` answers them. */
+function usageRow(day: string, team: string, { platformMs, ...counts }: UsageTotals): UsageRow {
+  return { day, team, ...counts, platformCallsSaved: counts.cacheHits, platformSeconds: platformMs / 1000 }
+}
+
 /** One team's hash of a day: a field per count. */
 function parseCounts(hash: Record<string, string>): UsageTotals {
-  const counts = { requests: 0, cacheHits: 0, platformCalls: 0, bytes: 0, rateLimited: 0, errors: 0 }
+  const counts = noCounts()
   for (const field of FIELDS) counts[field] = Number(hash[field] ?? 0) || 0
   return counts
 }
@@ -309,10 +340,14 @@ function totalsOf(days: Map<string, DayCounts>, day: string, team: string): Usag
 function teamTotals(teams: DayCounts, team: string): UsageTotals {
   let counts = teams.get(team)
   if (!counts) {
-    counts = { requests: 0, cacheHits: 0, platformCalls: 0, bytes: 0, rateLimited: 0, errors: 0 }
+    counts = noCounts()
     teams.set(team, counts)
   }
   return counts
+}
+
+function noCounts(): UsageTotals {
+  return { requests: 0, cacheHits: 0, platformCalls: 0, bytes: 0, rateLimited: 0, errors: 0, platformMs: 0 }
 }
 
 function add(into: UsageTotals, counts: UsageTotals): void {

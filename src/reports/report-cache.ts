@@ -13,7 +13,7 @@ import { fetchReport, type FetchResult } from './report-fetcher.js'
 import { CallerGroup, CallersGoneError, type QueueTeam } from '../platform/client/caller-group.js'
 import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../observe/usage.js'
-import { PlatformAuthError, PlatformRefusedError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
+import { PlatformAuthError, PlatformRefusedError, PlatformTimeSpentError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
 import { LRUCache } from 'lru-cache'
 import { NoIdleSeatError, type Priority } from '../platform/governor/seat.js'
 import { entryBytes } from '../perf/kept-bytes.js'
@@ -44,10 +44,11 @@ export type CacheResult = (
   | { kind: 'entry'; entry: CacheEntry; status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH' }
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
   | { kind: 'stream'; headers: Record<string, string>; stream: Readable; gzipped: boolean }
-) & { upstreamMs?: number; forward?: Forward }
+) & { upstreamMs?: number; forward?: Forward; platformMs?: number }
 export type Tier = StoreTier | 'platform'
 
-export type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number }
+/** `platformMs`: the platform time (seat-time, ms) of the call this replica made for it, absent when it made none. */
+export type FillResult = FetchResult & { fromPeer?: boolean; taken?: boolean; upstreamMs?: number; platformMs?: number }
 
 /** A copy found by a lookup, and the tier it came from. */
 export type Lookup = { entry: CacheEntry; tier: StoreTier }
@@ -77,6 +78,12 @@ export interface ReadOptions {
   priority?: Priority
   /** The request's span (tracing on): the lookup and the wait for a fill are spans within it. */
   trace?: Trace
+  /**
+   * Seconds until the caller's team may make platform calls again (its platform-seconds of
+   * the day are spent, teams.<name>.platformSecondsPerDay); 0: it may. While it may not, a
+   * copy is answered however old (to its stale-if-error end), and nothing else.
+   */
+  spentFor?: () => number
 }
 
 /** Who a platform call is made for; `hangUp`: when all who wait for it have gone; `queue`: whose queue it waits in. */
@@ -225,15 +232,20 @@ export class ReportCache {
           return this.#served(found.entry, 'HIT', found.tier)
         }
         const paused = this.#d.client.paused(provider.name, report.path)
+        const spent = (opts.spentFor?.() ?? 0) > 0
         if (now < found.entry.staleUntil) {
-          if (!paused) this.#refreshInBackground(key, report, provider, opts)
+          if (!paused && !spent) this.#refreshInBackground(key, report, provider, opts)
           return this.#served(found.entry, 'STALE', found.tier)
         }
-        // The platform has paused the credential or the report's route (a 429): its copy now rather than after a wait in the queue.
-        if (paused && now < found.entry.errorUntil) return this.#served(found.entry, 'STALE', found.tier)
+        // The platform has paused the credential or the report's route (a 429), or the team
+        // spent its day's platform time: its copy now rather than a wait or a refusal.
+        if ((paused || spent) && now < found.entry.errorUntil) return this.#served(found.entry, 'STALE', found.tier)
       }
       stale = found
     }
+    // A read that joins no fill would make a platform call: not for a team that spent its day's.
+    const spentFor = opts.joined === undefined && !this.#flights.has(key) ? (opts.spentFor?.() ?? 0) : 0
+    if (spentFor > 0) throw Object.assign(new PlatformTimeSpentError(opts.team, spentFor), { retryAfterSec: spentFor })
     // A read arriving while a fill of its key is under way waits for that fill: collapsed.
     const joining = opts.joined !== undefined || this.#flights.has(key)
     // The wait for the copy: this read's own platform call, another read's here, or another replica's.
@@ -245,7 +257,7 @@ export class ReportCache {
       waiting.set({ 'gateway.fill.source': result.fromPeer ? 'replica' : joining ? 'joined' : 'own', 'gateway.fill.result': result.kind })
       waiting.end(result.kind === 'failed' ? result.error.code : undefined)
     }
-    const upstream = result.upstreamMs === undefined ? { forward } : { upstreamMs: result.upstreamMs, forward }
+    const upstream = { forward, ...(result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }), ...(result.platformMs === undefined ? {} : { platformMs: result.platformMs }) }
     switch (result.kind) {
       case 'entry':
         this.#asked(key, result.entry, report, provider, opts.team, this.#clock.now())
@@ -522,7 +534,8 @@ export class ReportCache {
   async #callPlatform(report: CanonicalReport, provider: TokenProvider, origin: Origin, timeoutMs?: number): Promise<FillResult> {
     const { config, metrics } = this.#d
     const end = metrics.upstreamDuration.startTimer()
-    const result: FillResult = await fetchReport(this.#d.client, provider, report, origin, {
+    const spent = { ms: 0 }
+    const result: FillResult = await fetchReport(this.#d.client, provider, report, { ...origin, spent }, {
       ...(timeoutMs === undefined ? {} : { timeoutMs }),
       maxEntryBytes: config.cache.maxEntryBytes,
       answers: this.#d.answers,
@@ -534,7 +547,12 @@ export class ReportCache {
     if (result.kind === 'failed' && result.error.cause instanceof NoIdleSeatError) return result
     origin.tally.platformCalls += 1
     this.#d.usage.platformCall(origin.tally.team.name)
-    if (result.kind === 'entry') result.entry.filledBy = this.#filler(origin.team)
+    this.#d.usage.platformSpent(origin.tally.team.name, spent.ms)
+    result.platformMs = spent.ms
+    if (result.kind === 'entry') {
+      result.entry.filledBy = this.#filler(origin.team)
+      result.entry.fillMs = Math.ceil(spent.ms)
+    }
     const outcome = result.kind === 'failed' ? result.error.code : result.kind
     result.upstreamMs = end({ status: outcome }) * 1000
     metrics.platformCalls.inc({ outcome })
@@ -577,7 +595,7 @@ export class ReportCache {
     this.#count('BYPASS', 'platform')
     // Held whole in the answers' budget and sent from there at the caller's pace: a caller that stops reading is cut off.
     const stream = answer.stream()
-    return { kind: 'stream', headers, stream, gzipped: headers['content-encoding'] === 'gzip', ...(own.upstreamMs === undefined ? {} : { upstreamMs: own.upstreamMs }) }
+    return { kind: 'stream', headers, stream, gzipped: headers['content-encoding'] === 'gzip', ...(own.upstreamMs === undefined ? {} : { upstreamMs: own.upstreamMs }), ...(own.platformMs === undefined ? {} : { platformMs: own.platformMs }) }
   }
 
   #count(result: CacheStatus, tier: Tier): void {

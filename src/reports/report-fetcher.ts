@@ -58,7 +58,7 @@ export async function fetchReport(
   client: PlatformClient,
   provider: TokenProvider,
   report: CanonicalReport,
-  origin: { requestId: string; team: string; hangUp?: AbortSignal; queue?: QueueTeam; urgency?: () => number; trace?: Trace },
+  origin: { requestId: string; team: string; hangUp?: AbortSignal; queue?: QueueTeam; urgency?: () => number; trace?: Trace; spent?: { ms: number } },
   deps: FetcherDeps,
 ): Promise<FetchResult> {
   let res: PlatformResponse
@@ -80,6 +80,7 @@ export async function fetchReport(
       read: true,
       ...(origin.urgency ? { urgency: origin.urgency } : {}),
       ...(origin.trace ? { trace: origin.trace } : {}),
+      ...(origin.spent ? { spent: origin.spent } : {}),
       ...(deps.timeoutMs === undefined ? {} : { timeoutMs: deps.timeoutMs }),
     })
   } catch (err) {

@@ -156,6 +156,14 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     expect(await text(`#teams li[data-key="analytics-2026"]`)).toMatch(/last used never · 0 requests in the last hour/)
   })
 
+  it('shows each team\'s platform-seconds of the day beside its platform calls', async () => {
+    // growth's reports above were two misses: their platform time is in its row.
+    await until(`Number.parseFloat(document.querySelector('#teams td[data-platform-seconds="growth"]')?.textContent ?? '0') > 0`)
+    expect(await text('#teams td[data-platform-seconds="growth"]')).toMatch(/^\d+\.\d{3} s$/)
+    expect(await text('#teams td[data-platform-seconds="analytics"]')).toBe('0.000 s')
+    expect(await text('#teams thead')).toContain('Platform-seconds')
+  })
+
   it('marks a key in its grace with its successor and the end of its grace, and lists removed keys with their use, a removed team\'s too', async () => {
     const rotated = await text('#teams li[data-key="analytics-2025"]')
     expect(rotated).toContain(`replaced by analytics-2026, works until ${GRACE.slice(0, 16).replace('T', ' ')} UTC`)

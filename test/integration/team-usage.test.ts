@@ -110,18 +110,21 @@ describe('usage per team', () => {
     const { from, to, usage } = res.json() as { from: string; to: string; usage: Record<string, unknown>[] }
     const today = utcDay(Date.now())
     expect([from, to]).toEqual([today, today])
+    // Each team's calls held the platform a while (their seat-time).
+    const held = { platformSeconds: expect.any(Number) as number }
     expect(usage).toEqual([
       // The start's token probe: a call of the gateway's own, which answers no request.
-      { day: today, team: '(gateway)', requests: 0, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: 0, rateLimited: 0, errors: 0 },
+      { day: today, team: '(gateway)', requests: 0, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: 0, rateLimited: 0, errors: 0, platformSeconds: 0 },
       // REPORT(102) once (a miss); REPORT(103) five times at once (one call); one proxied call.
-      { day: today, team: 'all', requests: 7, cacheHits: 4, platformCalls: 3, platformCallsSaved: 4, bytes: bytes.all, rateLimited: 0, errors: 0 },
+      { day: today, team: 'all', requests: 7, cacheHits: 4, platformCalls: 3, platformCallsSaved: 4, bytes: bytes.all, rateLimited: 0, errors: 0, ...held },
       // One proxied call, answered 502.
-      { day: today, team: 'growth', requests: 1, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: bytes.growth, rateLimited: 0, errors: 1 },
+      { day: today, team: 'growth', requests: 1, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: bytes.growth, rateLimited: 0, errors: 1, ...held },
       // A miss, two hits, a 403 and a 429.
-      { day: today, team: 'limited', requests: 5, cacheHits: 2, platformCalls: 1, platformCallsSaved: 2, bytes: bytes.limited, rateLimited: 1, errors: 0 },
-      { day: today, team: 'writer', requests: 1, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: bytes.writer, rateLimited: 0, errors: 0 },
+      { day: today, team: 'limited', requests: 5, cacheHits: 2, platformCalls: 1, platformCallsSaved: 2, bytes: bytes.limited, rateLimited: 1, errors: 0, ...held },
+      { day: today, team: 'writer', requests: 1, cacheHits: 0, platformCalls: 1, platformCallsSaved: 0, bytes: bytes.writer, rateLimited: 0, errors: 0, ...held },
     ])
     expect(usage.reduce((n, row) => n + (row.platformCalls as number), 0)).toBe(platformCalls + 1)
+    for (const row of usage.slice(1)) expect(row.platformSeconds, row.team as string).toBeGreaterThan(0)
     // Kept in Redis, one hash per team and day (each team's in a hash slot of its own), and the day's set of teams.
     expect(await redis.client.hget(`rgw:usage:{all}:${today}`, 'requests')).toBe('7')
     expect(await redis.client.hget(`rgw:usage:{limited}:${today}`, 'rateLimited')).toBe('1')
@@ -141,12 +144,13 @@ describe('usage per team', () => {
     expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8')
     expect(csv.headers['content-disposition']).toBe(`attachment; filename="usage-${today}-${today}.csv"`)
     expect(csv.headers['cache-control']).toBe('no-store')
-    const columns = ['day', 'team', 'requests', 'cacheHits', 'platformCalls', 'platformCallsSaved', 'bytes', 'rateLimited', 'errors']
+    const columns = ['day', 'team', 'requests', 'cacheHits', 'platformCalls', 'platformCallsSaved', 'bytes', 'rateLimited', 'errors', 'platformSeconds']
+    const seconds = (team: string) => usage.find((row) => row.team === team)?.platformSeconds as number
     expect(csv.body).toBe([columns.join(','), ...usage.map((row) => columns.map((c) => row[c]).join(',')), ''].join('\r\n'))
-    expect(csv.body.split('\r\n')[4]).toBe(`${today},limited,5,2,1,2,${bytes.limited},1,0`)
+    expect(csv.body.split('\r\n')[4]).toBe(`${today},limited,5,2,1,2,${bytes.limited},1,0,${seconds('limited')}`)
     const writer = await gw.admin.inject({ method: 'GET', url: `/admin/usage?format=csv&team=writer&from=2026-01-01&to=${today}`, headers: auth })
     expect(writer.headers['content-disposition']).toBe(`attachment; filename="usage-2026-01-01-${today}.csv"`)
-    expect(writer.body).toBe(`${columns.join(',')}\r\n${today},writer,1,0,1,0,${bytes.writer},0,0\r\n`)
+    expect(writer.body).toBe(`${columns.join(',')}\r\n${today},writer,1,0,1,0,${bytes.writer},0,0,${seconds('writer')}\r\n`)
     expect((await gw.admin.inject({ method: 'GET', url: '/admin/usage?format=json', headers: auth })).json()).toEqual(res.json())
   })
 
@@ -159,7 +163,7 @@ describe('usage per team', () => {
     expect((await gw.admin.inject({ method: 'GET', url: '/admin/usage?format=csv&from=2026-02-30', headers: auth })).statusCode).toBe(400)
     expect((await gw.admin.inject({ method: 'GET', url: '/admin/usage?format=csv&team=writr', headers: auth })).json()).toMatchObject({ code: 'GW_NOT_FOUND' })
     const empty = await gw.admin.inject({ method: 'GET', url: '/admin/usage?format=csv&team=growth&from=2026-01-01&to=2026-01-02', headers: auth })
-    expect(empty.body).toBe('day,team,requests,cacheHits,platformCalls,platformCallsSaved,bytes,rateLimited,errors\r\n')
+    expect(empty.body).toBe('day,team,requests,cacheHits,platformCalls,platformCallsSaved,bytes,rateLimited,errors,platformSeconds\r\n')
   })
 
   it('GET /admin/usage?team=<typo>: 404 naming the team; a running team without usage: 200, empty', async () => {

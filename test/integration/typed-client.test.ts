@@ -109,6 +109,10 @@ describe('the typed client against a gateway', () => {
     ])
     expect(first).toMatchObject({ cache: 'MISS', revalidated: false })
     expect(second).toMatchObject({ cache: 'HIT', revalidated: true, etag: first.etag })
+    // What each cost, and its finality: the miss's fill held the platform, the 304 none; March's days are settled.
+    expect(first.usage?.fill).toBeGreaterThan(0)
+    expect(second.usage).toMatchObject({ fill: 0, day: expect.any(Number) as number, reset: expect.any(Number) as number })
+    for (const answer of [first, second]) expect(answer.finality).toEqual({ settledThrough: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/) as string, provisional: null })
     expect(second.rows).toEqual(first.rows)
     expect(second.rows.length).toBeGreaterThan(0)
     expect(second.rows.every((row) => typeof row.campaignId === 'number' && typeof row.campaignName === 'string')).toBe(true)

@@ -107,8 +107,8 @@ teams:
 `,
     )
     expect(config.teams).toEqual([
-      { name: 'growth', keys: [{ hash: HASH, id: HASH.slice(7, 19), lineage: HASH.slice(7, 19), replaces: null, successor: null, graceUntil: null, expiresAt: null, createdAt: null }], advertisers: new Set([101, 102]), write: false, refresh: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null },
-      { name: 'ops', keys: [], advertisers: null, write: true, refresh: true, credential: 'default', rateLimit: null, weight: 3, maxConcurrent: null, queue: null },
+      { name: 'growth', keys: [{ hash: HASH, id: HASH.slice(7, 19), lineage: HASH.slice(7, 19), replaces: null, successor: null, graceUntil: null, expiresAt: null, createdAt: null }], advertisers: new Set([101, 102]), write: false, refresh: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null, platformSecondsPerDay: null },
+      { name: 'ops', keys: [], advertisers: null, write: true, refresh: true, credential: 'default', rateLimit: null, weight: 3, maxConcurrent: null, queue: null, platformSecondsPerDay: null },
     ])
   })
 

@@ -3,7 +3,7 @@
  * sends a read again and when it does not, the ETags it keeps, and the errors it throws.
  * test/integration/typed-client.test.ts runs it against a real gateway.
  */
-import { answerError, createGatewayClient, GatewayError, retryAfterSeconds, type GatewayClientOptions, type NotModifiedAnswer, type ReportAnswer, type ReportRow } from '@report-gateway/client'
+import { answerError, createGatewayClient, factsOf, GatewayError, platformUsageOf, retryAfterSeconds, type GatewayClientOptions, type NotModifiedAnswer, type ReportAnswer, type ReportRow } from '@report-gateway/client'
 import { describe, expect, expectTypeOf, it } from 'vitest'
 import { inTimeZone } from '../helpers/time-zone.js'
 
@@ -251,7 +251,7 @@ describe('the typed client: ETags', () => {
     await client.report('campaigns', WEEK)
     const mine = await client.report('campaigns', WEEK, { headers: { 'if-none-match': '"mine"' } })
     expect(s.requests[1]!.headers.get('if-none-match')).toBe('"mine"')
-    expect(mine).toEqual({ status: 304, notModified: true, report: null, rows: null, cache: 'HIT', cacheStatus: null, etag: '"mine"', requestId: 'req-304', revalidated: false })
+    expect(mine).toEqual({ status: 304, notModified: true, report: null, rows: null, cache: 'HIT', cacheStatus: null, etag: '"mine"', requestId: 'req-304', revalidated: false, usage: null, finality: { settledThrough: null, provisional: null } })
     expectTypeOf(mine).toEqualTypeOf<ReportAnswer | NotModifiedAnswer>()
     // The caller's own validator, even the kept one's, is the caller's: its 304 as it is.
     const same = await client.report('campaigns', WEEK, { headers: { 'If-None-Match': '"kept"' } })
@@ -337,5 +337,20 @@ describe('the typed client: errors', () => {
     const err = await rejection(clientWith(s.fetch, { timeoutMs: 1000 }).report('campaigns', WEEK))
     expect(err).toMatchObject({ code: 'GW_RATE_LIMITED', retryAfterSeconds: 2 })
     expect(s.requests).toHaveLength(1)
+  })
+})
+
+describe('the typed client: what a report cost and which of its days may change', () => {
+  it('reads platform-usage as numbers, its optional members as null, and refuses a header that is not one', () => {
+    expect(platformUsageOf('fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100')).toEqual({ fill: 0.412, minute: 3.25, share: 27, day: 812.5, dayLimit: 3600, reset: 43100 })
+    expect(platformUsageOf('fill=0, minute=0.000, day=0.000, reset=60')).toEqual({ fill: 0, minute: 0, share: null, day: 0, dayLimit: null, reset: 60 })
+    expect(platformUsageOf('fill=0, minute=x, day=1, reset=2')).toBeNull()
+    expect(platformUsageOf(null)).toBeNull()
+  })
+
+  it('reads the settled day and the provisional days, none as null', () => {
+    const headers = new Headers({ 'report-settled-through': '2026-03-06', 'report-provisional-days': '2026-03-07/2026-03-10' })
+    expect(factsOf(headers).finality).toEqual({ settledThrough: '2026-03-06', provisional: { from: '2026-03-07', to: '2026-03-10' } })
+    expect(factsOf(new Headers({ 'report-settled-through': '2026-03-06', 'report-provisional-days': 'none' })).finality).toEqual({ settledThrough: '2026-03-06', provisional: null })
   })
 })

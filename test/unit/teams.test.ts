@@ -32,6 +32,7 @@ function team(name: string, keys: { key: string; id?: string; expiresAt?: number
     weight: 1,
     maxConcurrent: null,
     queue: null,
+    platformSecondsPerDay: null,
   }
 }
 
@@ -184,6 +185,7 @@ describe('TeamUsage without Redis', () => {
     const usage = new TeamUsage({ redis: null, breaker: null, prefix: 'x:', metrics, flushMs: 60_000, retentionDays: 2, clock: onRealTimers(() => now) })
     usage.request('growth', 200, true, 100)
     usage.platformCall('growth')
+    usage.platformSpent('growth', 1234.2)
     usage.request('growth', 200, false, 50)
     await usage.flush()
     usage.request('growth', 429, false, 10)
@@ -191,9 +193,10 @@ describe('TeamUsage without Redis', () => {
     usage.request('growth', 502, false, 5)
     usage.request('ops', 200, true, 1)
     expect(await usage.query('2026-11-22', '2026-11-23', null)).toEqual([
-      { day: '2026-11-22', team: 'growth', requests: 3, cacheHits: 1, platformCalls: 1, bytes: 160, rateLimited: 1, errors: 0, platformCallsSaved: 1 },
-      { day: '2026-11-23', team: 'growth', requests: 1, cacheHits: 0, platformCalls: 0, bytes: 5, rateLimited: 0, errors: 1, platformCallsSaved: 0 },
-      { day: '2026-11-23', team: 'ops', requests: 1, cacheHits: 1, platformCalls: 0, bytes: 1, rateLimited: 0, errors: 0, platformCallsSaved: 1 },
+      // A call's platform time is counted in whole ms, rounded up.
+      { day: '2026-11-22', team: 'growth', requests: 3, cacheHits: 1, platformCalls: 1, bytes: 160, rateLimited: 1, errors: 0, platformCallsSaved: 1, platformSeconds: 1.235 },
+      { day: '2026-11-23', team: 'growth', requests: 1, cacheHits: 0, platformCalls: 0, bytes: 5, rateLimited: 0, errors: 1, platformCallsSaved: 0, platformSeconds: 0 },
+      { day: '2026-11-23', team: 'ops', requests: 1, cacheHits: 1, platformCalls: 0, bytes: 1, rateLimited: 0, errors: 0, platformCallsSaved: 1, platformSeconds: 0 },
     ])
     expect(await usage.query('2026-11-23', '2026-11-23', 'ops')).toHaveLength(1)
 

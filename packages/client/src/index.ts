@@ -105,6 +105,27 @@ export interface PlatformCallOptions extends CallOptions {
   body?: unknown
 }
 
+/**
+ * What a report answer cost (its `platform-usage` header), in platform-seconds: the time
+ * calls held the platform. `fill`: the call that filled this answer (0 from the cache);
+ * `minute`, `day`: the team's last 60 s and UTC day; `share`: the minute as a percentage of
+ * the team's share; `dayLimit`: its bound a day; `reset`: seconds until the UTC day ends.
+ */
+export interface PlatformUsage {
+  fill: number
+  minute: number
+  share: number | null
+  day: number
+  dayLimit: number | null
+  reset: number
+}
+
+/** Which of a report's figures may still change: the last settled day, and the provisional days (`report-provisional-days`), null: none. */
+export interface ReportFinality {
+  settledThrough: string | null
+  provisional: { from: string; to: string } | null
+}
+
 /** A report read: its body and rows, and what the gateway said of it. */
 export interface ReportAnswer {
   /** 200, or 304 when `revalidated`. */
@@ -120,6 +141,9 @@ export interface ReportAnswer {
   requestId: string | null
   /** The gateway answered 304 and the body is the one kept from an earlier read. */
   revalidated: boolean
+  /** What the answer cost (`platform-usage`); null from a gateway that does not say. */
+  usage: PlatformUsage | null
+  finality: ReportFinality
 }
 
 /**
@@ -137,6 +161,8 @@ export interface NotModifiedAnswer {
   etag: string | null
   requestId: string | null
   revalidated: false
+  usage: PlatformUsage | null
+  finality: ReportFinality
 }
 
 /** A platform call's answer: its status and parsed JSON body (null when it has none). */
@@ -297,6 +323,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         etag: response.headers.get('etag'),
         requestId: response.headers.get('x-request-id'),
         revalidated: false,
+        ...factsOf(response.headers),
       }
     }
     const body = await jsonOf(response)
@@ -319,6 +346,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       etag: response.headers.get('etag'),
       requestId: response.headers.get('x-request-id'),
       revalidated: revalidated.has(response),
+      ...factsOf(response.headers),
     }
   }
 
@@ -511,4 +539,30 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
     const timer = setTimeout(done, ms)
     signal.addEventListener('abort', abort, { once: true })
   })
+}
+
+/** A report answer's cost and finality, from its `platform-usage`, `report-settled-through` and `report-provisional-days` headers. */
+export function factsOf(headers: Headers): { usage: PlatformUsage | null; finality: ReportFinality } {
+  const days = /^(\d{4}-\d{2}-\d{2})\/(\d{4}-\d{2}-\d{2})$/.exec(headers.get('report-provisional-days') ?? '')
+  return {
+    usage: platformUsageOf(headers.get('platform-usage')),
+    finality: { settledThrough: headers.get('report-settled-through'), provisional: days ? { from: days[1] as string, to: days[2] as string } : null },
+  }
+}
+
+/** The `platform-usage` dictionary (`fill=0.412, minute=3.250, …`) as numbers; null when absent or not one. */
+export function platformUsageOf(header: string | null): PlatformUsage | null {
+  if (header === null) return null
+  const members = new Map<string, number>()
+  for (const member of header.split(',')) {
+    const [name, value] = member.trim().split('=')
+    const number = Number(value)
+    if (name && value !== undefined && Number.isFinite(number)) members.set(name, number)
+  }
+  const fill = members.get('fill')
+  const minute = members.get('minute')
+  const day = members.get('day')
+  const reset = members.get('reset')
+  if (fill === undefined || minute === undefined || day === undefined || reset === undefined) return null
+  return { fill, minute, share: members.get('share') ?? null, day, dayLimit: members.get('day-limit') ?? null, reset }
 }

@@ -61,6 +61,7 @@ export const statusSchema = {
             type: ['object', 'null'],
             properties: { max: { type: 'number' }, windowSec: { type: 'number' }, remaining: { type: 'number' }, resetSec: { type: 'number' } },
           },
+          platformSecondsPerDay: { type: ['number', 'null'], description: 'The team\'s bound of platform-seconds a UTC day; null: none.' },
         },
       },
     },
@@ -157,6 +158,7 @@ export async function adminStatusRoutes(app: FastifyInstance, parts: AdminStatus
           write: t.write,
           keys: t.keys.map((k) => ({ id: k.id, expiresAt: k.expiresAt === null ? null : new Date(k.expiresAt).toISOString() })),
           rateLimit: t.rateLimit && rate ? { max: t.rateLimit.max, windowSec: t.rateLimit.windowMs / 1000, remaining: rate.remaining, resetSec: rate.resetSec } : null,
+          platformSecondsPerDay: t.platformSecondsPerDay,
         }
       }),
       governors: governors.views().map((g) => {

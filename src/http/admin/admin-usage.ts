@@ -13,7 +13,7 @@ export const MAX_USAGE_DAYS = 366
 export const USAGE_FORMATS = ['json', 'csv'] as const
 
 /** The CSV form's columns, in order: the JSON rows' fields. */
-export const USAGE_COLUMNS = ['day', 'team', 'requests', 'cacheHits', 'platformCalls', 'platformCallsSaved', 'bytes', 'rateLimited', 'errors'] as const satisfies readonly (keyof UsageRow)[]
+export const USAGE_COLUMNS = ['day', 'team', 'requests', 'cacheHits', 'platformCalls', 'platformCallsSaved', 'bytes', 'rateLimited', 'errors', 'platformSeconds'] as const satisfies readonly (keyof UsageRow)[]
 
 const count = (description: string) => ({ type: 'integer', minimum: 0, description })
 
@@ -31,6 +31,7 @@ export const usageRowSchema = {
     bytes: count('Bytes written to the team\'s connections for its answers (status line, headers, body).'),
     rateLimited: count('Answers with status 429: the team\'s rate limit (`GW_RATE_LIMITED`), or the platform\'s 429 passed through.'),
     errors: count('Answers with a 5xx status (the platform failed or timed out, the queue was full, a fault of the gateway).'),
+    platformSeconds: { type: 'number', minimum: 0, description: 'The platform time the team\'s platform calls held (their seat-time: from each call\'s sending to its answer\'s headers), in seconds to the ms; what `teams.<name>.platformSecondsPerDay` bounds.' },
   },
 } as const
 
@@ -56,7 +57,7 @@ const usageRoute = adminSchema({
   operationId: 'getUsage',
   summary: 'Daily totals per team',
   description:
-    'Per UTC day and team: requests, cache hits, platform calls, bytes, 429s and 5xx answers. This replica\'s counts are flushed first; ' +
+    'Per UTC day and team: requests, cache hits, platform calls, bytes, 429s and 5xx answers, platform-seconds. This replica\'s counts are flushed first; ' +
     'other replicas\' may lag by `usage.flush`. `?format=csv` gives the same rows as a CSV file for a spreadsheet.',
   query: {
     from: { ...DAY, description: 'a UTC day `YYYY-MM-DD`, the first of the range (default: `to`)' },

@@ -7,6 +7,7 @@ import { errorResponseComponents, errorResponses, errorSchemas, PLATFORM_ERROR_S
 import { JOB_STATUS_SCHEMA, jobSuccess } from './job-schemas.js'
 import { knownPlatformPaths, plainParameters, type KnownOperation, type PlatformPathSettings } from './platform-paths.js'
 import { REPORT_ROW_SCHEMA, REPORT_SCHEMA } from './report-rows.js'
+import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from '../reads/report-facts.js'
 
 // The OpenAPI 3.1 document of the proxy listener, made by @fastify/swagger from
 // the routes and their schemas (openapi/route-schemas.ts). What the route schemas cannot
@@ -80,7 +81,16 @@ const HEADERS: Json = {
     pattern: '^"default";r=\\d+;t=\\d+$',
   }),
   'ratelimit-policy': header('For a team with a rate limit: its quota and window in seconds, e.g. `"default";q=600;w=60`.', { type: 'string', pattern: '^"default";q=\\d+;w=\\d+$' }),
+  [USAGE_HEADER]: always(
+    'What the answer cost and the team\'s use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer\'s headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team\'s platform-seconds over the last 60 s (this replica\'s calls); `share` (when known) `minute` as a percentage of the team\'s share of its credential\'s limit over a minute (its weight among the credential\'s teams), over 100 while it uses seats others leave idle; `day` the team\'s platform-seconds of the UTC day, every replica\'s (another replica\'s within two `usage.flush`); `day-limit` the team\'s `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`.',
+    { type: 'string', pattern: '^fill=\\d+(\\.\\d{1,3})?, minute=\\d+\\.\\d{3}(, share=\\d+)?, day=\\d+\\.\\d{3}(, day-limit=\\d+\\.\\d{3})?, reset=\\d+$' },
+  ),
+  [SETTLED_HEADER]: always('The last day (`YYYY-MM-DD`, the platform\'s calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform.', { type: 'string', format: 'date' }),
+  [PROVISIONAL_HEADER]: always('The report\'s days whose figures may still change, `<first>/<last>` (ISO 8601, the platform\'s calendar), or `none`: its days after `report-settled-through`.', { type: 'string', pattern: '^(none|\\d{4}-\\d{2}-\\d{2}/\\d{4}-\\d{2}-\\d{2})$' }),
 }
+
+/** Every report answer's cost and finality (http/reads/report-facts.ts). */
+const REPORT_FACTS = [USAGE_HEADER, SETTLED_HEADER, PROVISIONAL_HEADER]
 
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` })
 
@@ -118,16 +128,16 @@ function reportResponses(): Json {
   return {
     '200': {
       description: 'The platform\'s report, byte for byte (from the cache, or fetched now).',
-      headers: { ...Object.fromEntries(['x-cache', 'cache-status', 'age', 'cache-control', 'etag', 'vary', 'content-encoding', 'x-request-id'].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
+      headers: { ...Object.fromEntries(['x-cache', 'cache-status', 'age', 'cache-control', 'etag', 'vary', 'content-encoding', 'x-request-id', ...REPORT_FACTS].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Report' } } },
     },
     '304': {
       description: '`if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body.',
-      headers: Object.fromEntries(['x-cache', 'cache-status', 'age', 'cache-control', 'etag', 'vary', 'x-request-id'].map((h) => [h, ref(h)])),
+      headers: Object.fromEntries(['x-cache', 'cache-status', 'age', 'cache-control', 'etag', 'vary', 'x-request-id', ...REPORT_FACTS].map((h) => [h, ref(h)])),
     },
     ...errorResponses('report'),
     // A report's platform 4xx is passed on uncached: `x-cache: BYPASS` and its cache-status say so.
-    '4XX': { ...PASSED_THROUGH, headers: { ...PASSED_THROUGH.headers, 'x-cache': ref('x-cache'), 'cache-status': ref('cache-status') } },
+    '4XX': { ...PASSED_THROUGH, headers: { ...PASSED_THROUGH.headers, 'x-cache': ref('x-cache'), 'cache-status': ref('cache-status'), ...Object.fromEntries(REPORT_FACTS.map((h) => [h, ref(h)])) } },
   }
 }
 

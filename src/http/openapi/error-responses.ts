@@ -34,7 +34,7 @@ export const PLATFORM_ERROR_SCHEMA = {
 }
 
 /** Codes only report reads (and a job's result, which is a report's answer) answer with. */
-const REPORT_ONLY = new Set(['GW_BAD_QUERY', 'GW_JOBS_FULL'])
+const REPORT_ONLY = new Set(['GW_BAD_QUERY', 'GW_JOBS_FULL', 'GW_PLATFORM_TIME_SPENT'])
 
 /** Codes only the job operations answer with. */
 const JOB_ONLY = new Set(['GW_JOB_RESULT_TOO_LARGE', 'GW_JOB_NOT_DONE', 'GW_JOB_RUNNING', 'GW_JOB_EXPIRED', 'GW_JOBS_UNAVAILABLE'])
@@ -49,6 +49,7 @@ const WHEN: Record<string, string> = {
   GW_REQUEST_TIMEOUT: 'The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed.',
   GW_PAYLOAD_TOO_LARGE: 'The body is over `bodyLimit` (a POST report body: over `limits.reportBody`).',
   GW_RATE_LIMITED: 'The team\'s rate limit is spent; `retry-after` says when to try again.',
+  GW_PLATFORM_TIME_SPENT: 'The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end).',
   GW_PLATFORM_AUTH: 'The platform refused the gateway\'s token and no new one could be had. Cached reports are still served.',
   GW_PLATFORM_REFUSED: 'The platform answered 401 to this call although it accepts the gateway\'s token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried.',
   GW_UPSTREAM: 'The platform failed (a 5xx, a broken connection, or an answer that carried the gateway\'s token back) and no stale copy exists.',

@@ -12,6 +12,7 @@ import { writeEntry } from './report-reply.js'
 import { rateLimitHeaders } from '../../access/rate-limit-headers.js'
 import { accessFacts, requestIdOf, type ObserveRequest } from '../hooks/request-log.js'
 import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
+import type { ReportAnswerFacts } from './report-facts.js'
 
 /** A caller that joined a cold fill went to the platform for want of a copy, with another read. */
 const JOINED: Forward = { reason: 'uri-miss', collapsed: true }
@@ -37,8 +38,8 @@ export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 // How the entrance decides: only URLs seen before (a first call goes to the router whole).
 const BEFORE_ROUTER: DecideHow = { seenOnly: true }
 
-/** What the fast path reads: the report cache, the clock, traces and the log, the one decision of report reads, where access lines go. */
-export type FastReadParts = Pick<GatewayContext, 'reports' | 'tracing' | 'clock' | 'log'> & { decisions: ReadDecisions; observe: ObserveRequest }
+/** What the fast path reads: the report cache, the clock, traces and the log, the one decision of report reads, where access lines go, what an answer says of its cost and finality. */
+export type FastReadParts = Pick<GatewayContext, 'reports' | 'tracing' | 'clock' | 'log'> & { decisions: ReadDecisions; observe: ObserveRequest; facts: ReportAnswerFacts }
 
 /**
  * Serves report reads before Fastify's router: at this rate the lifecycle
@@ -55,7 +56,7 @@ export type FastReadParts = Pick<GatewayContext, 'reports' | 'tracing' | 'clock'
  * campaigns, a joined fill that ended in no entry, a read with a `Prefer` header) goes on to Fastify with what was
  * learned (handed-over.ts), which the route does not learn again.
  */
-export function fastReads({ reports, tracing, clock, log, decisions, observe }: FastReadParts) {
+export function fastReads({ reports, tracing, clock, log, decisions, observe, facts }: FastReadParts) {
   const prefix = '/api/v1/report/'
   const traced = tracing !== null
 
@@ -71,7 +72,8 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe }: 
     const headers = req.headers
     const reqId = requestIdOf(headers)
     const { team, key } = read.identity
-    const code = writeEntry(res, entry, status, status === 'MISS' ? JOINED : undefined, now, headers, { reqId, rate: rateLimitHeaders(team, read.rate) })
+    const report = facts.of(team, read.form.report, entry, status === 'MISS' ? (entry.fillMs ?? 0) : 0, now)
+    const code = writeEntry(res, entry, status, status === 'MISS' ? JOINED : undefined, now, headers, { reqId, rate: rateLimitHeaders(team, read.rate), report })
     const caller = { team, keyId: key.id, advertisers: read.form.report.advertiserIds, upstreamMs }
     // A coalesced MISS made no platform call of its own: answered by the cache (usage).
     observe(accessFacts(req, caller, { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client: req.socket.remoteAddress ?? null, hit: true, at: now }, traced))

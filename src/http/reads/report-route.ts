@@ -15,11 +15,13 @@ import type { Lookup } from '../../reports/report-cache.js'
 import { prefersAsync } from './prefer.js'
 import type { FailureLog } from '../../observe/failure-log.js'
 import { acceptJob } from './job-routes.js'
+import type { CacheEntry } from '../../cache/cache-entry.js'
+import type { ReportAnswerFacts, ReportDays } from './report-facts.js'
 
 const L1_HIT: SpanAttributes = { 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' }
 
-/** What the report routes read: the configuration, the report cache, the clock and traces, the admission of callers and the one decision of report reads. */
-export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'jobs' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions; failures: Pick<FailureLog, 'note'> }
+/** What the report routes read: the configuration, the report cache, the clock and traces, the admission of callers, the one decision of report reads and what an answer says of its cost and finality. */
+export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'jobs' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions; failures: Pick<FailureLog, 'note'>; facts: ReportAnswerFacts }
 
 /**
  * Report reads (contract, "Report requests"), each top to bottom: admit the caller (key,
@@ -27,8 +29,14 @@ export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'jobs'
  * decided by the one decision of report reads (reports/read-decision.ts), as the
  * entrance before the router decides it, which hands over what it learned.
  */
-export async function reportReads(app: FastifyInstance, { config, reports, jobs, clock, tracing, admission, decisions, failures }: ReportReadParts): Promise<void> {
+export async function reportReads(app: FastifyInstance, { config, reports, jobs, clock, tracing, admission, decisions, failures, facts }: ReportReadParts): Promise<void> {
   if (!config.cache.enabled) return
+  // An answer's cost and finality, for the caller's team and the report's days.
+  const factsFor = (caller: Caller, days: ReportDays, now: number) => (entry: CacheEntry | null, fillMs: number) => facts.of(caller.team, days, entry, fillMs, now)
+  const readOptions = (request: FastifyRequest, reply: FastifyReply, caller: Caller, refresh: boolean, trace: Trace | undefined, handed?: Pick<HandedOver, 'flight' | 'found'>): ReadOptions => ({
+    ...optionsOf(request, reply, caller, refresh, trace, handed),
+    spentFor: () => facts.spentFor(caller.team, clock.now()),
+  })
 
   /**
    * A read that prefers `respond-async` (and forces no refresh): the copy that answers it
@@ -63,7 +71,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
       decided.admitting?.end()
       trace?.step('cache.lookup', L1_HIT).end()
       caller.advertisers = decided.form.report.advertiserIds
-      return sendReport(reply, { kind: 'entry', entry: decided.answer, status: 'HIT' }, request.headers, now, () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
+      return sendReport(reply, { kind: 'entry', entry: decided.answer, status: 'HIT' }, request.headers, now, () => ({ reqId: request.id, rate: admission.rateFields(caller) }), factsFor(caller, decided.form.report, now))
     }
     const { admitted, refused, admitting } = decided.goOn
     // A refusal thrown here leaves the step open: the request's span ends it, failed.
@@ -86,7 +94,8 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     if (flight !== undefined && handed?.flight === undefined) reports.joinCold(key, caller.team.name, hangUpSignal(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller')
     const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, admitted.refresh, trace, { ...handed, ...(flight ? { flight } : {}) }))
     caller.upstreamMs = result.upstreamMs ?? null
-    return sendReport(reply, result, request.headers, clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
+    const at = clock.now()
+    return sendReport(reply, result, request.headers, at, () => ({ reqId: request.id, rate: admission.rateFields(caller) }), factsFor(caller, report, at))
   })
 
   const postReport = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -106,14 +115,15 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
     if (now === null) return reply
     const result = await reports.read(indexed, key, caller.provider, readOptions(request, reply, caller, refresh, trace, now))
     caller.upstreamMs = result.upstreamMs ?? null
-    return sendReport(reply, result, request.headers, clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
+    const at = clock.now()
+    return sendReport(reply, result, request.headers, at, () => ({ reqId: request.id, rate: admission.rateFields(caller) }), factsFor(caller, report, at))
   }
   app.post('/api/v1/report/:split/get', { schema: reportPostSchema(limits) }, postReport)
   // The same report with a trailing slash (canonical-path.ts): one cache entry, one call.
   app.post('/api/v1/report/:split/get/', { schema: { ...reportPostSchema(limits), hide: true } }, postReport)
 }
 
-function readOptions(request: FastifyRequest, reply: FastifyReply, caller: Caller, refresh: boolean, trace: Trace | undefined, handed?: Pick<HandedOver, 'flight' | 'found'>): ReadOptions {
+function optionsOf(request: FastifyRequest, reply: FastifyReply, caller: Caller, refresh: boolean, trace: Trace | undefined, handed?: Pick<HandedOver, 'flight' | 'found'>): ReadOptions {
   return {
     refresh,
     requestId: request.id,

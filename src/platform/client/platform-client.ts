@@ -52,6 +52,8 @@ export interface PlatformCall {
   urgency?: () => number
   /** The span the call is a step of (tracing on): its wait in the governor's queue and each try at the platform are spans within it. */
   trace?: Trace
+  /** Each try's seat-time at the platform (from its sending to its answer's headers, or to its failure) is added here, in ms. */
+  spent?: { ms: number }
 }
 
 export interface PlatformResponse {
@@ -318,6 +320,7 @@ export class PlatformClient {
         call.signal?.addEventListener('abort', () => upstream.abort(call.signal?.reason), { once: true })
         const retryAfter = res.headers['retry-after']
         const latencyMs = performance.now() - sent
+        if (call.spent) call.spent.ms += latencyMs
         this.#history?.platformCall(latencyMs)
         endWithAnswer(seat, res, { kind: 'answer', status: res.statusCode, latencyMs, ...(typeof retryAfter === 'string' ? { retryAfter } : {}) })
         delay = this.#retryDelay(credential, { read: call.read, replayable, retries, outcome: { status: res.statusCode, retryAfter: retryAfter !== undefined } }, started, deadline)
@@ -326,6 +329,7 @@ export class PlatformClient {
       } catch (err) {
         const timedOut = call.signal?.aborted === true && call.signal.reason instanceof UpstreamTimeoutError
         const latencyMs = performance.now() - sent
+        if (call.spent) call.spent.ms += latencyMs
         if (timedOut) {
           // The caller is answered at its deadline; the platform works on, and its answer is
           // still awaited, for as long again as a call's budget: the seat goes back when the

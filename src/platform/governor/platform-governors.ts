@@ -163,6 +163,11 @@ export class PlatformGovernors {
     }))
   }
 
+  /** The limit in force of `credential`'s calls at once (every replica's), or null: no such credential. */
+  limitOf(credential: string): number | null {
+    return this.#governors.get(credential)?.seats.limit ?? null
+  }
+
   /** The pauses under way of `credential`. */
   pausesOf(credential: string): Pause[] {
     return this.#pauses.all(credential)

@@ -1,0 +1,185 @@
+import { describe, expect, it } from 'vitest'
+import { hashApiKey } from '../../src/access/api-keys.js'
+import { listen, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { fakeClock, onRealTimers, type FakeClock } from '../helpers/clock.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { waitFor } from '../helpers/wait.js'
+
+// What a call cost and which of its figures may still change, on every report answer:
+// `platform-usage` (the fill's platform-seconds, the team's minute and UTC day),
+// `report-settled-through` and `report-provisional-days`; the platform-seconds of each
+// team and day in GET /admin/usage; a team's bound of platform-seconds a day, shared by
+// the replicas through Redis. The gateway's time is the test's (a fake clock on real timers).
+
+const ADMIN_TOKEN = 'call-cost-admin-token-000000000000'
+const KEY = 'rgw_test_call_cost_key_00000000000000000000'
+const BOUNDED_KEY = 'rgw_test_call_cost_bounded_00000000000000000'
+const NOON = Date.parse('2026-03-10T12:00:00Z')
+const PATH = '/api/v1/report/campaigns/get'
+// settledAfterDays 3, fetched on 2026-03-10 (UTC): days to 2026-03-06 are settled.
+const REPORT = (advertiser: number, from = '2026-03-01', to = '2026-03-10') => `${PATH}?advertiserId=${advertiser}&dateFrom=${from}&dateTo=${to}`
+
+const TEAMS = `
+teams:
+  dashboard:
+    keys: ["${hashApiKey(KEY)}"]
+    advertisers: ["*"]
+  bounded:
+    keys: ["${hashApiKey(BOUNDED_KEY)}"]
+    advertisers: ["*"]
+    platformSecondsPerDay: 0.001
+cache:
+  settledAfterDays: 3
+  timeZone: UTC
+  refreshAhead: 0
+`
+
+const sandbox = useSandbox()
+const redis = useRedis()
+const gateways = useGateways()
+
+async function gatewayOn(clock: FakeClock, env: Record<string, string> = {}, yaml = ''): Promise<TestGateway & { url: string }> {
+  const config = testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN, ...env }, `${TEAMS}${yaml}`)
+  return listen(await gateways.build(config, { clock: onRealTimers(clock.now) }))
+}
+
+const get = (gw: { url: string }, target: string, key = KEY) => fetch(`${gw.url}${target}`, { headers: { 'x-api-key': key } })
+
+interface Usage {
+  fill: number
+  minute: number
+  share?: number
+  day: number
+  'day-limit'?: number
+  reset: number
+}
+
+/** The `platform-usage` dictionary of an answer, its members as numbers. */
+function usageOf(res: Response): Usage {
+  const header = res.headers.get('platform-usage')
+  expect(header, 'platform-usage').toMatch(/^fill=\d+(\.\d{1,3})?, minute=\d+\.\d{3}(, share=\d+)?, day=\d+\.\d{3}(, day-limit=\d+\.\d{3})?, reset=\d+$/)
+  return Object.fromEntries((header as string).split(', ').map((member) => {
+    const [name, value] = member.split('=') as [string, string]
+    return [name, Number(value)]
+  })) as unknown as Usage
+}
+
+describe('what a call cost, on every report answer', () => {
+  it('says the platform-seconds of its fill (0 for a hit), the team\'s minute and day, and /admin/usage the day\'s', async () => {
+    const clock = fakeClock(NOON)
+    const gw = await gatewayOn(clock, { REDIS_URL: redis.server.url })
+    sandbox.setLatency(30)
+    const miss = await get(gw, REPORT(101))
+    const fast = await get(gw, REPORT(101))
+    // The same report spelled anew: a URL not seen before goes through the router.
+    const routed = await get(gw, `${PATH}?dateTo=2026-03-10&dateFrom=2026-03-01&advertiserId=101`)
+    expect([miss.headers.get('x-cache'), fast.headers.get('x-cache'), routed.headers.get('x-cache')]).toEqual(['MISS', 'HIT', 'HIT'])
+    const [missed, hit, posted] = [usageOf(miss), usageOf(fast), usageOf(routed)]
+    expect(missed.fill).toBeGreaterThan(0)
+    expect(missed.minute).toBe(missed.fill)
+    expect(missed.day).toBe(missed.fill)
+    expect(missed.reset).toBe(12 * 3600)
+    // A team alone on its credential: its share is every seat.
+    expect(missed.share).toBeGreaterThanOrEqual(0)
+    expect([hit.fill, posted.fill]).toEqual([0, 0])
+    expect([hit.day, posted.day]).toEqual([missed.day, missed.day])
+
+    const second = usageOf(await get(gw, REPORT(102)))
+    expect(second.day).toBeCloseTo(missed.fill + second.fill, 3)
+    // A minute later the minute is empty; the day is not.
+    clock.advance(61_000)
+    const later = usageOf(await get(gw, REPORT(102)))
+    expect([later.fill, later.minute, later.day]).toEqual([0, 0, second.day])
+
+    const usage = await gw.admin.inject({ method: 'GET', url: '/admin/usage?team=dashboard&from=2026-03-10&to=2026-03-10', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(usage.statusCode).toBe(200)
+    const [row] = (usage.json() as { usage: { platformSeconds: number; platformCalls: number }[] }).usage
+    expect(row?.platformCalls).toBe(2)
+    expect(row?.platformSeconds ?? -1).toBeCloseTo(second.day, 3)
+  })
+
+  it('says which of the report\'s days are settled and which provisional, from the fill\'s day', async () => {
+    const clock = fakeClock(NOON)
+    const gw = await gatewayOn(clock)
+    const recent = await get(gw, REPORT(101))
+    expect([recent.headers.get('report-settled-through'), recent.headers.get('report-provisional-days')]).toEqual(['2026-03-06', '2026-03-07/2026-03-10'])
+    const settled = await get(gw, REPORT(101, '2026-02-01', '2026-02-28'))
+    expect([settled.headers.get('report-settled-through'), settled.headers.get('report-provisional-days')]).toEqual(['2026-03-06', 'none'])
+    // A hit a day later still says what its copy's figures were when fetched.
+    clock.advance(60_000)
+    const hit = await get(gw, REPORT(101))
+    expect(hit.headers.get('x-cache')).toBe('HIT')
+    expect(hit.headers.get('report-provisional-days')).toBe('2026-03-07/2026-03-10')
+  })
+})
+
+describe('a fill another replica made', () => {
+  it('says the platform-seconds of that fill: the entry carries them through Redis', async () => {
+    const clock = fakeClock(NOON)
+    const shared = { REDIS_URL: redis.server.url }
+    const a = await gatewayOn(clock, shared)
+    const b = await gatewayOn(clock, shared)
+    sandbox.setLatency(200)
+    const first = get(a, REPORT(101, '2026-03-02', '2026-03-09'))
+    await waitFor('the platform to have the first replica\'s call', () => sandbox.countRequests((r) => r.path === PATH) === 1)
+    // B finds A's fill under way (the Redis lock) and waits for its copy.
+    const [filled, waited] = await Promise.all([first, get(b, REPORT(101, '2026-03-02', '2026-03-09'))])
+    expect([filled.headers.get('x-cache'), waited.headers.get('x-cache')]).toEqual(['MISS', 'MISS'])
+    expect(waited.headers.get('cache-status')).toContain('collapsed')
+    expect(sandbox.countRequests((r) => r.path === PATH)).toBe(1)
+    const fill = usageOf(filled).fill
+    expect(fill).toBeGreaterThan(0)
+    // The fill's time to the ms, rounded up as the entry keeps it.
+    expect(Math.abs(usageOf(waited).fill - fill)).toBeLessThanOrEqual(0.001)
+    // The day is charged to the team whose read made the call, on the replica that made it.
+    expect(usageOf(waited).day).toBe(0)
+  })
+})
+
+describe('a team\'s bound of platform-seconds a day', () => {
+  it('answers the cache only once it is spent: a miss is 429 GW_PLATFORM_TIME_SPENT until UTC midnight', async () => {
+    const clock = fakeClock(NOON)
+    const gw = await gatewayOn(clock)
+    sandbox.setLatency(5)
+    const first = await get(gw, REPORT(101), BOUNDED_KEY)
+    expect(first.status).toBe(200)
+    expect(usageOf(first)['day-limit']).toBe(0.001)
+    const refused = await get(gw, REPORT(102), BOUNDED_KEY)
+    expect(refused.status).toBe(429)
+    expect(((await refused.json()) as { code: string }).code).toBe('GW_PLATFORM_TIME_SPENT')
+    expect(refused.headers.get('retry-after')).toBe(String(12 * 3600))
+    // Cached answers still come, and another team is not held.
+    expect((await get(gw, REPORT(101), BOUNDED_KEY)).status).toBe(200)
+    expect((await get(gw, REPORT(102))).status).toBe(200)
+    const calls = sandbox.countRequests((r) => r.path === PATH)
+    // Past its freshness, the copy is answered stale without a refresh.
+    clock.advance(6 * 60_000)
+    const stale = await get(gw, REPORT(101), BOUNDED_KEY)
+    expect([stale.status, stale.headers.get('x-cache')]).toEqual([200, 'STALE'])
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(sandbox.countRequests((r) => r.path === PATH)).toBe(calls)
+    // A new UTC day: its platform-seconds start again.
+    clock.advance(12 * 3600 * 1000)
+    expect((await get(gw, REPORT(103), BOUNDED_KEY)).status).toBe(200)
+  })
+
+  it('is one bound across replicas: what one spent, the other refuses, once their usage flushes ran', async () => {
+    const clock = fakeClock(NOON)
+    const shared = { REDIS_URL: redis.server.url }
+    const flush = '\nusage: { flush: 50ms }\n'
+    const a = await gatewayOn(clock, shared, flush)
+    const b = await gatewayOn(clock, shared, flush)
+    sandbox.setLatency(5)
+    expect((await get(a, REPORT(101), BOUNDED_KEY)).status).toBe(200)
+    // B learns the day's total when its own flush of the team's answers reads it back; its
+    // answers say their figures anew each second.
+    await waitFor('replica B to see the team\'s day spent', async () => {
+      clock.advance(1_000)
+      const res = await get(b, REPORT(101), BOUNDED_KEY)
+      return res.status === 200 && usageOf(res).day >= 0.001
+    })
+    const refused = await get(b, REPORT(104), BOUNDED_KEY)
+    expect(refused.status).toBe(429)
+    expect(((await refused.json()) as { code: string }).code).toBe('GW_PLATFORM_TIME_SPENT')
+  })
+})
