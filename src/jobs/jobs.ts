@@ -40,6 +40,12 @@ export interface JobAsk {
  * change), cancelled, their result. A job is its team's: another team's id reads as
  * none (404), as an unknown one does.
  */
+/** A done job's report, and the job it ended. */
+export interface JobResult {
+  entry: CacheEntry
+  job: Job
+}
+
 export class Jobs {
   readonly #d: JobsDeps
   #asks = 0
@@ -63,8 +69,8 @@ export class Jobs {
     return shared(() => this.#cancel(id, team))
   }
 
-  /** The report the team's job `id` ended with; its failure, or why there is none yet. */
-  result(id: string, team: string): Promise<CacheEntry> {
+  /** The report the team's job `id` ended with, and the job; its failure, or why there is none yet. */
+  result(id: string, team: string): Promise<JobResult> {
     return shared(() => this.#result(id, team))
   }
 
@@ -102,7 +108,7 @@ export class Jobs {
     }
   }
 
-  async #result(id: string, team: string): Promise<CacheEntry> {
+  async #result(id: string, team: string): Promise<JobResult> {
     const { store, clock } = this.#d
     const job = await this.#own(id, team)
     const now = clock.now()
@@ -112,7 +118,7 @@ export class Jobs {
     if (state !== 'done') throw new JobNotDoneError(id, state)
     const entry = await store.result(id, now)
     if (entry === null) throw new JobExpiredError(id)
-    return entry
+    return { entry, job }
   }
 
   async #own(id: string, team: string): Promise<Job> {

@@ -82,6 +82,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A report job's status
+         * @description Its state (`queued`, `running`, `done`, `failed`, `expired`), when it was asked, started and ended, its place in its team's queue, the platform-seconds it is expected to take and took, its failure's `GW_*` code and message, and when its result expires. A job of another team is 404.
+         */
+        get: operations["getJob"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a queued report job
+         * @description Removes a job still queued (204); a running one is 409 `GW_JOB_RUNNING`.
+         */
+        delete: operations["cancelJob"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{id}/result": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A done report job's report
+         * @description The report, answered as a report read answers it (`etag`, `cache-status`, `304` to a matching `if-none-match`). A failed job answers its failure; one not done yet 409 `GW_JOB_NOT_DONE`; an expired one 410 `GW_JOB_EXPIRED`.
+         */
+        get: operations["getJobResult"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/campaign/banner/delete/{id}": {
         parameters: {
             query?: never;
@@ -274,6 +318,25 @@ export interface components {
             message: string;
         };
         /**
+         * @description The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room.
+         * @example {
+         *       "statusCode": 503,
+         *       "code": "GW_ANSWER_BUDGET",
+         *       "error": "Service Unavailable",
+         *       "message": "…"
+         *     }
+         */
+        GW_ANSWER_BUDGET: {
+            /** @constant */
+            statusCode: 503;
+            /** @constant */
+            code: "GW_ANSWER_BUDGET";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
          * @description A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`.
          * @example {
          *       "statusCode": 400,
@@ -363,6 +426,120 @@ export interface components {
             statusCode: 500;
             /** @constant */
             code: "GW_INTERNAL";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
+         * @description The result of a job past its `expiresAt` was asked: ask the report again.
+         * @example {
+         *       "statusCode": 410,
+         *       "code": "GW_JOB_EXPIRED",
+         *       "error": "Gone",
+         *       "message": "…"
+         *     }
+         */
+        GW_JOB_EXPIRED: {
+            /** @constant */
+            statusCode: 410;
+            /** @constant */
+            code: "GW_JOB_EXPIRED";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
+         * @description The result of a job still queued or running was asked: GET its status (with `?wait=N`) first.
+         * @example {
+         *       "statusCode": 409,
+         *       "code": "GW_JOB_NOT_DONE",
+         *       "error": "Conflict",
+         *       "message": "…"
+         *     }
+         */
+        GW_JOB_NOT_DONE: {
+            /** @constant */
+            statusCode: 409;
+            /** @constant */
+            code: "GW_JOB_NOT_DONE";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
+         * @description A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over `jobs.resultBytesPerTeam`: the job failed with it.
+         * @example {
+         *       "statusCode": 413,
+         *       "code": "GW_JOB_RESULT_TOO_LARGE",
+         *       "error": "Payload Too Large",
+         *       "message": "…"
+         *     }
+         */
+        GW_JOB_RESULT_TOO_LARGE: {
+            /** @constant */
+            statusCode: 413;
+            /** @constant */
+            code: "GW_JOB_RESULT_TOO_LARGE";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
+         * @description DELETE of a job already running: only a queued job is cancelled.
+         * @example {
+         *       "statusCode": 409,
+         *       "code": "GW_JOB_RUNNING",
+         *       "error": "Conflict",
+         *       "message": "…"
+         *     }
+         */
+        GW_JOB_RUNNING: {
+            /** @constant */
+            statusCode: 409;
+            /** @constant */
+            code: "GW_JOB_RUNNING";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
+         * @description A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends.
+         * @example {
+         *       "statusCode": 429,
+         *       "code": "GW_JOBS_FULL",
+         *       "error": "Too Many Requests",
+         *       "message": "…"
+         *     }
+         */
+        GW_JOBS_FULL: {
+            /** @constant */
+            statusCode: 429;
+            /** @constant */
+            code: "GW_JOBS_FULL";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
+         * @description Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.)
+         * @example {
+         *       "statusCode": 503,
+         *       "code": "GW_JOBS_UNAVAILABLE",
+         *       "error": "Service Unavailable",
+         *       "message": "…"
+         *     }
+         */
+        GW_JOBS_UNAVAILABLE: {
+            /** @constant */
+            statusCode: 503;
+            /** @constant */
+            code: "GW_JOBS_UNAVAILABLE";
             /** @description The HTTP reason phrase, e.g. `Bad Request`. */
             error: string;
             /** @description What was wrong and, where it helps, what to do. */
@@ -692,6 +869,37 @@ export interface components {
                 [key: string]: string[];
             };
         };
+        JobStatus: {
+            id: string;
+            /** @enum {string} */
+            state: "queued" | "running" | "done" | "failed" | "expired";
+            /** Format: date-time */
+            askedAt: string;
+            /**
+             * Format: date-time
+             * @description When its current run started; null while queued.
+             */
+            startedAt: string | null;
+            /** Format: date-time */
+            endedAt: string | null;
+            /** @description Among its team's queued jobs (1: next); null unless queued. */
+            placeInQueue: number | null;
+            /** @description Platform-seconds a call of its kind takes for the team, as the governor expects; null: not known yet. */
+            expectedSeconds: number | null;
+            /** @description Platform-seconds its own call took; 0 when a copy or another call answered it. */
+            tookSeconds: number | null;
+            error: {
+                code: string;
+                message: string;
+            } | null;
+            /**
+             * Format: date-time
+             * @description When its result (or failure) expires; its state is `expired` from then.
+             */
+            expiresAt: string | null;
+            /** @description Where its report is, once done. */
+            result: string | null;
+        };
         /** @description The platform's report, as the platform answered it (the gateway does not change it): its rows under `data`, in the order of date, campaign, then creative or position. */
         Report: {
             data: components["schemas"]["ReportRow"][];
@@ -820,7 +1028,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PAYLOAD_TOO_LARGE"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends. `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
         "report-429": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -832,7 +1040,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_PLATFORM_TIME_SPENT"] | components["schemas"]["GW_RATE_LIMITED"] | components["schemas"]["PlatformError"];
+                "application/json": components["schemas"]["GW_JOBS_FULL"] | components["schemas"]["GW_PLATFORM_TIME_SPENT"] | components["schemas"]["GW_RATE_LIMITED"] | components["schemas"]["PlatformError"];
             };
         };
         /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
@@ -859,7 +1067,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: GW_SHUTTING_DOWN */
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: GW_SHUTTING_DOWN */
         "report-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -869,7 +1077,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
+                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
             };
         };
         /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
@@ -992,7 +1200,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
             };
         };
-        /** @description `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: GW_SHUTTING_DOWN */
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: GW_SHUTTING_DOWN */
         "platform-503": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1002,11 +1210,168 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
+                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
             };
         };
         /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
         "platform-504": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_UPSTREAM_TIMEOUT"];
+            };
+        };
+        /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method`, a body that is not valid JSON or UTF-8, too deep or with too many keys. Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+        "job-400": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_BAD_QUERY"] | components["schemas"]["GW_BAD_REQUEST"] | components["schemas"]["PlatformError"];
+            };
+        };
+        /** @description `GW_UNAUTHORIZED`: No key, or an unknown, expired or revoked one. */
+        "job-401": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                "www-authenticate": components["headers"]["www-authenticate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_UNAUTHORIZED"];
+            };
+        };
+        /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+        "job-403": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_FORBIDDEN"] | components["schemas"]["PlatformError"];
+            };
+        };
+        /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+        "job-404": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_NOT_FOUND"] | components["schemas"]["PlatformError"];
+            };
+        };
+        /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+        "job-408": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_REQUEST_TIMEOUT"] | components["schemas"]["PlatformError"];
+            };
+        };
+        /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. `GW_JOB_RUNNING`: DELETE of a job already running: only a queued job is cancelled. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
+        "job-409": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_JOB_NOT_DONE"] | components["schemas"]["GW_JOB_RUNNING"] | components["schemas"]["PlatformError"];
+            };
+        };
+        /** @description `GW_JOB_EXPIRED`: The result of a job past its `expiresAt` was asked: ask the report again. Or the platform's own 410 answer, passed through (`PlatformError`, no `code`). */
+        "job-410": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_JOB_EXPIRED"] | components["schemas"]["PlatformError"];
+            };
+        };
+        /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over `jobs.resultBytesPerTeam`: the job failed with it. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+        "job-413": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_JOB_RESULT_TOO_LARGE"] | components["schemas"]["GW_PAYLOAD_TOO_LARGE"] | components["schemas"]["PlatformError"];
+            };
+        };
+        /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends. `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+        "job-429": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_JOBS_FULL"] | components["schemas"]["GW_PLATFORM_TIME_SPENT"] | components["schemas"]["GW_RATE_LIMITED"] | components["schemas"]["PlatformError"];
+            };
+        };
+        /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
+        "job-500": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_INTERNAL"];
+            };
+        };
+        /** @description `GW_PLATFORM_AUTH`: The platform refused the gateway's token and no new one could be had. Cached reports are still served. `GW_PLATFORM_REFUSED`: The platform answered 401 to this call although it accepts the gateway's token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried. `GW_UPSTREAM`: The platform failed (a 5xx, a broken connection, or an answer that carried the gateway's token back) and no stale copy exists. */
+        "job-502": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_PLATFORM_AUTH"] | components["schemas"]["GW_PLATFORM_REFUSED"] | components["schemas"]["GW_UPSTREAM"];
+            };
+        };
+        /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: GW_SHUTTING_DOWN */
+        "job-503": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                "retry-after": components["headers"]["retry-after"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_ANSWER_BUDGET"] | components["schemas"]["GW_JOBS_UNAVAILABLE"] | components["schemas"]["GW_OVERLOADED"] | components["schemas"]["GW_SHUTTING_DOWN"];
+            };
+        };
+        /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+        "job-504": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
@@ -1503,6 +1868,8 @@ export interface operations {
                 "cache-control"?: string;
                 /** @description `no-cache`: as `cache-control: no-cache`. */
                 pragma?: string;
+                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (a typed client asks it with its own call: the `202` is not among this operation's answers); a copy that answers now is answered as usual. A forced refresh is read as it asks. */
+                prefer?: string;
                 /** @description The `etag` the caller holds (either form, or `*`): `304` with no body while the report has not changed. A read that carries it is answered from the gateway's copy, whatever its `cache-control` says. */
                 "if-none-match"?: string;
                 /** @description Not compared (answers carry no `last-modified`): a read that carries it is answered `200` from the gateway's copy, whatever its `cache-control` says. */
@@ -1598,6 +1965,8 @@ export interface operations {
                 "cache-control"?: string;
                 /** @description `no-cache`: as `cache-control: no-cache`. */
                 pragma?: string;
+                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (a typed client asks it with its own call: the `202` is not among this operation's answers); a copy that answers now is answered as usual. A forced refresh is read as it asks. */
+                prefer?: string;
                 /** @description The `etag` the caller holds (either form, or `*`): `304` with no body while the report has not changed. A read that carries it is answered from the gateway's copy, whatever its `cache-control` says. */
                 "if-none-match"?: string;
                 /** @description Not compared (answers carry no `last-modified`): a read that carries it is answered `200` from the gateway's copy, whatever its `cache-control` says. */
@@ -1711,6 +2080,151 @@ export interface operations {
                     "application/json": components["schemas"]["PlatformError"];
                 };
             };
+        };
+    };
+    getJob: {
+        parameters: {
+            query?: {
+                /** @description Holds the answer until the job's state changes, at most this many seconds (0-30). */
+                wait?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The job's id, from the `location` of its 202. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job's status. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStatus"];
+                };
+            };
+            400: components["responses"]["job-400"];
+            401: components["responses"]["job-401"];
+            403: components["responses"]["job-403"];
+            404: components["responses"]["job-404"];
+            408: components["responses"]["job-408"];
+            409: components["responses"]["job-409"];
+            410: components["responses"]["job-410"];
+            413: components["responses"]["job-413"];
+            429: components["responses"]["job-429"];
+            500: components["responses"]["job-500"];
+            502: components["responses"]["job-502"];
+            503: components["responses"]["job-503"];
+            504: components["responses"]["job-504"];
+        };
+    };
+    cancelJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id, from the `location` of its 202. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled: the job is gone. */
+            204: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["job-400"];
+            401: components["responses"]["job-401"];
+            403: components["responses"]["job-403"];
+            404: components["responses"]["job-404"];
+            408: components["responses"]["job-408"];
+            409: components["responses"]["job-409"];
+            410: components["responses"]["job-410"];
+            413: components["responses"]["job-413"];
+            429: components["responses"]["job-429"];
+            500: components["responses"]["job-500"];
+            502: components["responses"]["job-502"];
+            503: components["responses"]["job-503"];
+            504: components["responses"]["job-504"];
+        };
+    };
+    getJobResult: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id, from the `location` of its 202. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The platform's report, byte for byte (from the cache, or fetched now). */
+            200: {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    age: components["headers"]["age"];
+                    "cache-control": components["headers"]["cache-control"];
+                    etag: components["headers"]["etag"];
+                    vary: components["headers"]["vary"];
+                    "content-encoding": components["headers"]["content-encoding"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Report"];
+                };
+            };
+            /** @description `if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body. */
+            304: {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    age: components["headers"]["age"];
+                    "cache-control": components["headers"]["cache-control"];
+                    etag: components["headers"]["etag"];
+                    vary: components["headers"]["vary"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["job-400"];
+            401: components["responses"]["job-401"];
+            403: components["responses"]["job-403"];
+            404: components["responses"]["job-404"];
+            408: components["responses"]["job-408"];
+            409: components["responses"]["job-409"];
+            410: components["responses"]["job-410"];
+            413: components["responses"]["job-413"];
+            429: components["responses"]["job-429"];
+            500: components["responses"]["job-500"];
+            502: components["responses"]["job-502"];
+            503: components["responses"]["job-503"];
+            504: components["responses"]["job-504"];
         };
     };
     deleteCampaign: {

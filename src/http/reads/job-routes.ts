@@ -5,12 +5,15 @@ import { BadRequestError, NotFoundError } from '../../errors.js'
 import { MAX_WAIT_SECONDS, type JobAsk, type Jobs } from '../../jobs/jobs.js'
 import { jobCancelSchema, jobResultSchema, jobStatusSchema } from '../openapi/job-schemas.js'
 import { sendReport } from './report-reply.js'
+import type { ReportAnswerFacts } from './report-facts.js'
+import type { CacheEntry } from '../../cache/cache-entry.js'
 
-/** What the job routes read: the jobs, the admission of callers, the clock. */
+/** What the job routes read: the jobs, the admission of callers, the clock, what a report answer says of its cost and finality. */
 export interface JobRouteParts {
   jobs: Jobs
   admission: Admission
   clock: Clock
+  facts: ReportAnswerFacts
 }
 
 /** The answer to a report read that preferred `respond-async` and found no copy to answer now: 202 and where its job is. */
@@ -26,7 +29,7 @@ export async function acceptJob(reply: FastifyReply, jobs: Jobs, ask: JobAsk): P
  * their cancel while queued. The caller is admitted by its key and counted against its
  * team's rate limit, as any call; a job of another team is 404.
  */
-export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock }: JobRouteParts): Promise<void> {
+export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, facts }: JobRouteParts): Promise<void> {
   const admit = (request: FastifyRequest): Caller => {
     const caller = admission.caller(admission.key(request.headers), admission.target(request.url))
     request.caller = caller
@@ -47,9 +50,11 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock }
 
   app.get('/api/v1/jobs/:id/result', { schema: jobResultSchema() }, async (request, reply) => {
     const caller = admit(request)
-    const entry = await jobs.result(own(request), caller.team.name)
+    const { entry, job } = await jobs.result(own(request), caller.team.name)
     const now = clock.now()
-    return sendReport(reply, { kind: 'entry', entry, status: now < entry.freshUntil ? 'HIT' : 'STALE' }, request.headers, now, () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
+    // Its fill is the job's own call: what that took, as the answer to the read it stands for would have said.
+    const cost = (copy: CacheEntry | null) => facts.of(caller.team, job.report, copy, (job.tookSeconds ?? 0) * 1000, now)
+    return sendReport(reply, { kind: 'entry', entry, status: now < entry.freshUntil ? 'HIT' : 'STALE' }, request.headers, now, () => ({ reqId: request.id, rate: admission.rateFields(caller) }), cost)
   })
 
   app.delete('/api/v1/jobs/:id', { schema: jobCancelSchema() }, async (request, reply) => {

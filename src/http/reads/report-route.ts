@@ -88,7 +88,8 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
       const now = await copyOrJob(reply, caller, report, key, handed?.found)
       if (now === null) return reply
       const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, false, trace, now))
-      return sendReport(reply, result, request.headers, clock.now(), () => ({ reqId: request.id, rate: admission.rateFields(caller) }))
+      const at = clock.now()
+      return sendReport(reply, result, request.headers, at, () => ({ reqId: request.id, rate: admission.rateFields(caller) }), factsFor(caller, report, at))
     }
     const flight = handed?.flight ?? decided.goOn.flight
     if (flight !== undefined && handed?.flight === undefined) reports.joinCold(key, caller.team.name, hangUpSignal(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller')
