@@ -70,6 +70,10 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect(etag).toMatch(/^"/)
     expect(result.headers.get('cache-status')).toContain('report-gateway')
     expect(result.headers.get('x-request-id')).toBeTruthy()
+    // What it cost (its fill: the job's own call) and which of its days are settled, as every report answer says.
+    expect(result.headers.get('platform-usage')).toMatch(new RegExp(`^fill=${(finished.tookSeconds ?? 0).toFixed(3)}, minute=`))
+    expect(result.headers.get('report-settled-through')).toMatch(/^\d{4}-\d{2}-\d{2}$/)
+    expect(result.headers.get('report-provisional-days')).toBeTruthy()
     const body = await result.text()
     const direct = await fetch(`${gw.url}${REPORT_PATH}?${YEAR}`, { headers: { 'x-api-key': KEYS.all } })
     expect(direct.headers.get('x-cache')).toBe('HIT')
