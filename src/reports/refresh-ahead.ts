@@ -65,12 +65,13 @@ export function expectedAsks(count: AskCount, untilMs: number, freshMs: number):
  * When the refresh ahead of a copy fetched at `fetchedAt`, fresh until `freshUntil`, starts
  * (epoch ms; `now` or earlier: at once), as known at `now` after its asks `count`; null: not
  * (yet) asked enough to be refreshed ahead. Asks are counted as if none came before the
- * refresh's start: a copy that qualifies now still qualifies then.
+ * refresh's start: a copy that qualifies now still qualifies then. `minAsks`: K (another
+ * only to measure the price of another K, test/sim/refresh-ahead.test.ts).
  */
-export function refreshAheadStart(copy: { fetchedAt: number; freshUntil: number }, count: AskCount, leadMs: number, now: number): number | null {
+export function refreshAheadStart(copy: { fetchedAt: number; freshUntil: number }, count: AskCount, leadMs: number, now: number, minAsks = REFRESH_AHEAD_ASKS): number | null {
   const freshMs = copy.freshUntil - copy.fetchedAt
   if (freshMs <= 0 || now >= copy.freshUntil) return null
   const start = Math.max(copy.fetchedAt, copy.freshUntil - leadMs)
-  if (expectedAsks(count, Math.max(now, start) - copy.fetchedAt, freshMs) < REFRESH_AHEAD_ASKS) return null
+  if (expectedAsks(count, Math.max(now, start) - copy.fetchedAt, freshMs) < minAsks) return null
   return start
 }
