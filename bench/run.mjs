@@ -19,7 +19,8 @@
 //
 // Flags: --quick (shorter runs, written to .bench/results-quick.md)
 //        --only=<id>[,<id>] (those scenarios, written to bench/results-<id>.md)
-//        --baseline=<dir> (targets: L1 hits of the gateway built in <dir> too, side by side)
+//        --baseline=<dir> (targets: L1 hits of the gateway built in <dir> too, side by side;
+//        dashboard-family: every trace replayed against it too)
 //        --profile[=l1|l2|miss] (no table: that case once with node --cpu-prof on the
 //        gateway, summarized; the profile is kept in .bench/)
 // Servers under test are pinned to core 1 (`taskset -c 1`, as issue 17 measures), the

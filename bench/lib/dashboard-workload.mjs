@@ -154,10 +154,11 @@ export function replaySeconds(shape, quick) {
 /**
  * Replays the trace of `shape` against the gateway and nginx, one after the other; `noise`:
  * null, or { fromS, forS } (from the replay's start) during which a second team keeps
- * NOISY_CALLERS misses outstanding. Resolves with { rows (a table's), measured: { gateway,
+ * NOISY_CALLERS misses outstanding; `baseline`: a folder with another build of the gateway,
+ * replayed too (its figures as `baseline`). Resolves with { rows (a table's), measured: { gateway,
  * nginx } figures, notes, popular: { size, reportsAsked, shareOfAsks, leastAsksPerS }, warmupS, seconds }.
  */
-export async function replayShape({ fixture, shape, quick, noise, name }) {
+export async function replayShape({ fixture, shape, quick, noise, name, baseline = null }) {
   const { sandbox, teamKey, teamBKey, teams } = fixture
   const { warmupS, seconds } = replaySeconds(shape, quick)
   const total = warmupS + seconds
@@ -169,6 +170,7 @@ export async function replayShape({ fixture, shape, quick, noise, name }) {
   const config = { teams: noise ? teams : { bench: teams.bench }, cache: { ttl: { recent: ttl, settled: ttl }, staleWhileRevalidate: ttl } }
   const servers = [
     { id: 'gateway', label: `gateway (defaults; \`cache.ttl\` and \`staleWhileRevalidate\` ${ttl})`, start: () => startMainGateway(`gw-${name}`, { platformUrl: standIn.url, platformToken: sandbox.token, config }) },
+    baseline && { id: 'baseline', label: `gateway built in ${baseline} (the same settings)`, start: () => startMainGateway(`gw-${name}-baseline`, { platformUrl: standIn.url, platformToken: sandbox.token, config, root: baseline }) },
     versionOf('nginx', ['-v']) && { id: 'nginx', label: `nginx proxy_cache, valid ${ttl}, lock + use_stale updating + background_update`, start: () => startNginx({ name: `nginx-${name}`, origin: standIn.url, platformToken: sandbox.token, valid: ttl, updating: true }) },
   ].filter(Boolean)
   const rows = []
