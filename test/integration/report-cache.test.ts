@@ -435,6 +435,25 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(await refreshes('skipped')).toBe(0)
   })
 
+  it('starts the refresh ahead of a slower class earlier: the latency of its calls before expiry', async () => {
+    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: true')), { clock: onRealTimers(clock.now), timers: clock.timers })
+    const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
+    const started = async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="started"} 1')
+    // The class's one answer took 300 ms or more: a lead of at least 300 + 4 × 150 + 20 ms.
+    sandbox.setLatency(300)
+    expect((await ask()).headers['x-cache']).toBe('MISS')
+    sandbox.setLatency(0)
+    clock.advance(10_000)
+    await ask()
+    await ask()
+    clock.advance(FRESH_S * 1000 - 10_000 - 1500)
+    expect(await started()).toBe(false)
+    // 500 ms before expiry: within that lead.
+    clock.advance(1000)
+    await waitFor('the refresh ahead', started)
+    await waitFor('its platform call', () => reportCalls() === 2)
+  })
+
   it('starts the refresh ahead at once on a third ask that finds it due', async () => {
     const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: true')), { clock: onRealTimers(clock.now), timers: clock.timers })
     const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
