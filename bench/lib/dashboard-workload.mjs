@@ -18,7 +18,8 @@ import { versionOf } from './machine.mjs'
 import { startNginx } from './nginx.mjs'
 import { log, stopProcess } from './processes.mjs'
 import { startStandIn } from './stand-in.mjs'
-import { fmtMs, fmtPct, latencyFigures, markdownTable, mostAsked, verdictLines } from './stats.mjs'
+import { fmtMs, fmtPct, latencyFigures, markdownTable, metricValue, mostAsked, verdictLines } from './stats.mjs'
+import { http } from './http.mjs'
 
 export const TTL_S = 4
 export const PLATFORM_LATENCY_MS = 400
@@ -144,6 +145,12 @@ function figuresOf(answers, popular, ttlS) {
   }
 }
 
+/** A gateway's `gateway_cache_refresh_ahead_total` by outcome, in words. */
+async function refreshOutcomes(admin) {
+  const text = (await http('GET', `${admin}/metrics`)).body.toString('utf8')
+  return ['started', 'completed', 'skipped', 'failed'].map((outcome) => `${outcome} ${metricValue(text, 'gateway_cache_refresh_ahead_total', { outcome })}`).join(', ')
+}
+
 /** How long a trace of `shape` is replayed: caches filling (not measured), then measured. */
 export function replaySeconds(shape, quick) {
   const warmupS = Math.min(20, Math.max(4, 2 * shape.ttlS))
@@ -190,6 +197,8 @@ export async function replayShape({ fixture, shape, quick, noise, name, baseline
     const answers = await replay(server.url, trace, teamKey, total)
     const calls = ((await standIn.counts()).byRoute[REPORT_ROUTE] ?? 0) - ((await callsAtWarm).byRoute[REPORT_ROUTE] ?? 0)
     const noiseAnswers = noisy ? await (await noisy)() : null
+    // A gateway's refreshes ahead, by outcome, for the notes under the table.
+    if (server.admin) notes.push(`${target.label}: refreshes ahead ${await refreshOutcomes(server.admin)}`)
     await stopProcess(server)
     const f = { ...figuresOf(answers.filter((a) => a.at >= warmupS * 1000), popular, shape.ttlS), platformCalls: calls }
     measured[target.id] = f
@@ -231,10 +240,10 @@ export const popularWords = ({ size, reportsAsked, shareOfAsks, leastAsksPerS })
  * the targets judged on the gateway's row (\`targets(gateway, nginx)\` → [{ name, got,
  * target, pass }]), and how it was measured.
  */
-export async function runDashboards({ fixture, quick, noisy, targets }) {
+export async function runDashboards({ fixture, quick, noisy, targets, baseline = null }) {
   const shape = DASHBOARD_SHAPE
   const { warmupS, seconds } = replaySeconds(shape, quick)
-  const r = await replayShape({ fixture, shape, quick, noise: noisy ? { fromS: 0, forS: warmupS + seconds + 10 } : null, name: noisy ? 'dashnoisy' : 'dash' })
+  const r = await replayShape({ fixture, shape, quick, noise: noisy ? { fromS: 0, forS: warmupS + seconds + 10 } : null, name: noisy ? 'dashnoisy' : 'dash', baseline })
   const { measured } = r
   return [
     markdownTable(tableHeader(noisy), r.rows),

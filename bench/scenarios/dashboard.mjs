@@ -19,4 +19,4 @@ export function targets(gateway, nginx) {
   return dashboardTargets({ maxStale: MAX_POPULAR_STALE, maxPopularP99Ms: MAX_POPULAR_P99_MS, maxP99Ms: MAX_P99_MS, p99Words: "the platform's latency + 50 ms", maxCallsXNginx: MAX_CALLS_X_NGINX }, gateway, nginx)
 }
 
-export const run = ({ fixture, quick }) => runDashboards({ fixture, quick, noisy: false, targets })
+export const run = ({ fixture, quick, baseline }) => runDashboards({ fixture, quick, baseline, noisy: false, targets })
