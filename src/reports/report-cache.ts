@@ -97,7 +97,7 @@ interface Watch extends AskCount {
   freshUntil: number
   /** The scheduled refresh, or null. */
   timer: unknown
-  /** A refresh of this copy is under way, or done: later hits past the fraction start none. */
+  /** A refresh of this copy is under way, or done: later asks start none. */
   running: boolean
   report: CanonicalReport
   /** The report's work class: whose latency sets when its refresh starts. */
