@@ -4,12 +4,14 @@
 //
 // Input (environment):
 //   BENCH_LATENCY_MS    how long a report call takes while at most BENCH_KNEE are in flight
+//   BENCH_SPREAD        optional: each call's latency is BENCH_LATENCY_MS × e^(σ·z), z drawn
+//                       standard normal, σ this (a log-normal spread; default 0: none)
 //   BENCH_KNEE          optional: calls in flight answered in BENCH_LATENCY_MS (default: no knee)
 //   BENCH_SLOPE_MS      optional: how much slower a call is per call in flight beyond the knee
 //   BENCH_REFUSE_ABOVE  optional: a call that finds this many in flight is answered 429 at
 //                       once, with `retry-after: 1` (default: none refused)
-// A call's latency is fixed when it arrives: BENCH_LATENCY_MS + BENCH_SLOPE_MS × (calls in
-// flight with it − BENCH_KNEE), when positive. Only report calls (/api/v1/report/…) are
+// A call's latency is fixed when it arrives: BENCH_LATENCY_MS (spread) + BENCH_SLOPE_MS ×
+// (calls in flight with it − BENCH_KNEE), when positive. Only report calls (/api/v1/report/…) are
 // counted, delayed or refused; any other call (the gateway's probe) is answered 200 `{}`.
 //
 // Control calls:
@@ -28,6 +30,10 @@ const latencyMs = numberFrom('BENCH_LATENCY_MS', 0)
 const knee = numberFrom('BENCH_KNEE', Infinity)
 const slopeMs = numberFrom('BENCH_SLOPE_MS', 0)
 const refuseAbove = numberFrom('BENCH_REFUSE_ABOVE', Infinity)
+const spread = numberFrom('BENCH_SPREAD', 0)
+
+/** A call's own latency: the median, spread log-normally (Box-Muller). */
+const drawLatency = () => (spread > 0 ? latencyMs * Math.exp(spread * Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random())) : latencyMs)
 // About 2 KB of rows, like a small report.
 const rows = Array.from({ length: 30 }, (_, i) => ({ date: `2026-01-${String((i % 28) + 1).padStart(2, '0')}`, impressions: 1000 + i, clicks: 10 + i, spend: 12.5 + i }))
 
@@ -73,7 +79,7 @@ const server = createServer((req, res) => {
   }
   setInFlight(1)
   res.once('close', () => setInFlight(-1))
-  setTimeout(() => json(res, 200, { generatedAt: Date.now(), rows }), latencyMs + slopeMs * Math.max(0, load.inFlight - knee))
+  setTimeout(() => json(res, 200, { generatedAt: Date.now(), rows }), drawLatency() + slopeMs * Math.max(0, load.inFlight - knee))
 })
 server.keepAliveTimeout = 65_000
 server.listen(0, '127.0.0.1', () => {

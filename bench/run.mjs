@@ -7,6 +7,7 @@
 //   noisy-neighbour  team A's attacks on the shared credential against team B, three replicas
 //   dashboard        one team's dashboard users (Zipf popularity) on a 4 s TTL, a 400 ms platform, and nginx
 //   dashboard-noisy  the same while a second team keeps 200 misses outstanding
+//   dashboard-family seeded dashboard traces (users, reports, popularity, freshness, platform latency), with and without a burst, and nginx
 //   capacity         a platform slower past 12 calls in flight, 429 past 20: the learned limit, 1 and 3 replicas
 //   two-teams        a dashboard team beside a team of year-long, unread, failing or throttled reports;
 //                    a dashboard that waits for all its answers; a platform 3× slower over a minute
@@ -19,7 +20,8 @@
 //
 // Flags: --quick (shorter runs, written to .bench/results-quick.md)
 //        --only=<id>[,<id>] (those scenarios, written to bench/results-<id>.md)
-//        --baseline=<dir> (targets, spread, answers: the gateway built in <dir> too, side by side)
+//        --baseline=<dir> (targets, spread, answers: the gateway built in <dir> too, side by side;
+//        dashboard-family: every trace replayed against it too)
 //        --profile[=l1|l2|miss] (no table: that case once with node --cpu-prof on the
 //        gateway, summarized; the profile is kept in .bench/)
 // Servers under test are pinned to core 1 (`taskset -c 1`, as issue 17 measures), the
@@ -37,6 +39,7 @@ import { BENCH, LOAD_CORE, ROOT, SERVER_CORE, cleanup, log, pinning, secondsSinc
 import * as capacity from './scenarios/capacity.mjs'
 import * as dashboard from './scenarios/dashboard.mjs'
 import * as dashboardNoisy from './scenarios/dashboard-noisy.mjs'
+import * as dashboardFamily from './scenarios/dashboard-family.mjs'
 import * as fairness from './scenarios/fairness.mjs'
 import * as hits from './scenarios/hits.mjs'
 import * as noisyNeighbour from './scenarios/noisy-neighbour.mjs'
@@ -49,7 +52,7 @@ import * as twoTeams from './scenarios/two-teams.mjs'
 import * as targets from './scenarios/targets.mjs'
 import { profileGateway } from './scenarios/profile.mjs'
 
-const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, capacity, twoTeams, targets, spread, scale, redisTraffic, pubsub, answers]
+const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, dashboardFamily, capacity, twoTeams, targets, spread, scale, redisTraffic, pubsub, answers]
 const TIME_LIMIT_MS = 45 * 60_000
 
 const args = process.argv.slice(2)

@@ -1,11 +1,12 @@
-// The dashboard workload of the `dashboard` and `dashboard-noisy` scenarios: one team's
-// users load dashboards of several reports each (Zipf popularity), think between loads,
-// on a short TTL and a slow platform. One seeded trace, replayed against the gateway
-// (default settings but the TTL) and nginx proxy_cache (proxy_cache_lock,
-// proxy_cache_use_stale updating, proxy_cache_background_update) in front of the same
-// platform stand-in; with `noisy`, a second team keeps its own misses outstanding during
-// the replay. What is measured: how many answers to popular reports were past their
-// freshness, the latency of popular answers and of all, and the platform calls.
+// The dashboard workload of the `dashboard`, `dashboard-noisy` and `dashboard-family`
+// scenarios: one team's users load dashboards of several reports each (Zipf popularity),
+// think between loads, on a TTL and a platform latency given by the trace's shape. One
+// seeded trace, replayed against the gateway (default settings but the TTL) and nginx
+// proxy_cache (proxy_cache_lock, proxy_cache_use_stale updating,
+// proxy_cache_background_update) in front of the same platform stand-in; with noise, a
+// second team keeps its own misses outstanding during part of the replay or all of it.
+// What is measured: how many answers to popular reports were past their freshness, the
+// latency of popular answers and of all, and the platform calls.
 
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -17,18 +18,19 @@ import { versionOf } from './machine.mjs'
 import { startNginx } from './nginx.mjs'
 import { log, stopProcess } from './processes.mjs'
 import { startStandIn } from './stand-in.mjs'
-import { fmtMs, fmtPct, latencyFigures, markdownTable, mostAsked, verdictLines } from './stats.mjs'
+import { fmtMs, fmtPct, latencyFigures, markdownTable, metricValue, mostAsked, verdictLines } from './stats.mjs'
+import { http } from './http.mjs'
 
 export const TTL_S = 4
 export const PLATFORM_LATENCY_MS = 400
-const REPORTS = 120
+/**
+ * The trace of the `dashboard` scenarios: users, reports, Zipf exponent, TTL (s), the
+ * platform's median latency (ms) and its log-normal spread (σ), the trace's seed, and
+ * optionally how long it is measured (s; halved by --quick).
+ */
+export const DASHBOARD_SHAPE = { users: 30, reports: 120, zipf: 1.1, ttlS: TTL_S, latencyMs: PLATFORM_LATENCY_MS, spread: 0, seed: 17, measureS: 40 }
 const REPORTS_PER_DASHBOARD = 3
-const USERS = 30
-const ZIPF_S = 1.1
 const THINK_MS = 2000
-// The replay's first seconds fill the caches and are not measured: the figures are those
-// of a dashboard in use, not of its first loads (every first ask of a report is a miss).
-const WARMUP_S = 2 * TTL_S
 // The second team's misses go to another report route, so the stand-in counts them apart.
 const NOISY_ROUTE = '/api/v1/report/creatives/get'
 const NOISY_CALLERS = 200
@@ -54,20 +56,20 @@ const reportPath = (i) => {
 }
 
 /**
- * The trace: per user, a list of [start offset ms, reports] loads within `seconds`; each
- * load's REPORTS_PER_DASHBOARD distinct reports drawn by Zipf popularity over REPORTS,
- * think time exponential with mean THINK_MS.
+ * The trace: per user of `shape.users`, a list of [start offset ms, reports] loads within
+ * `seconds`; each load's REPORTS_PER_DASHBOARD distinct reports drawn by Zipf popularity
+ * (`shape.zipf`) over `shape.reports`, think time exponential with mean THINK_MS.
  */
-function makeTrace(seconds) {
+function makeTrace(shape, seconds) {
   // Seeded, so every target gets the same trace.
-  const rand = seededRandom(17)
-  const pickReport = zipf(REPORTS, ZIPF_S, rand)
+  const rand = seededRandom(shape.seed)
+  const pickReport = zipf(shape.reports, shape.zipf, rand)
   const dashboard = () => {
     const set = new Set()
     while (set.size < REPORTS_PER_DASHBOARD) set.add(pickReport())
     return [...set]
   }
-  return Array.from({ length: USERS }, () => {
+  return Array.from({ length: shape.users }, () => {
     const loads = []
     for (let at = rand() * THINK_MS; at < seconds * 1000; at += -Math.log(1 - rand()) * THINK_MS) loads.push([at, dashboard()])
     return loads
@@ -98,7 +100,7 @@ function popularReports(trace, fromS, toS) {
  * `at`: its load's offset in the trace (ms).
  */
 async function replay(origin, trace, key, seconds) {
-  const agent = new Agent({ connections: USERS * REPORTS_PER_DASHBOARD, keepAliveTimeout: 60_000, headersTimeout: 30_000, bodyTimeout: 30_000 })
+  const agent = new Agent({ connections: trace.length * REPORTS_PER_DASHBOARD, keepAliveTimeout: 60_000, headersTimeout: 30_000, bodyTimeout: 30_000 })
   const answers = []
   const start = performance.now()
   await Promise.all(
@@ -128,10 +130,10 @@ async function replay(origin, trace, key, seconds) {
   return answers
 }
 
-/** Figures of one target's answers: stale shares are of the answers 200 (data older than the TTL). */
-function figuresOf(answers, popular) {
+/** Figures of one target's answers: stale shares are of the answers 200 (data older than the TTL, `ttlS`). */
+function figuresOf(answers, popular, ttlS) {
   const ok = answers.filter((a) => a.status === 200)
-  const stale = (xs) => xs.filter((a) => a.ageMs > TTL_S * 1000).length / Math.max(1, xs.length)
+  const stale = (xs) => xs.filter((a) => a.ageMs > ttlS * 1000).length / Math.max(1, xs.length)
   const okPopular = ok.filter((a) => popular.has(a.report))
   return {
     answers: answers.length,
@@ -143,25 +145,39 @@ function figuresOf(answers, popular) {
   }
 }
 
+/** A gateway's `gateway_cache_refresh_ahead_total` by outcome, in words. */
+async function refreshOutcomes(admin) {
+  const text = (await http('GET', `${admin}/metrics`)).body.toString('utf8')
+  return ['started', 'completed', 'skipped', 'failed'].map((outcome) => `${outcome} ${metricValue(text, 'gateway_cache_refresh_ahead_total', { outcome })}`).join(', ')
+}
+
+/** How long a trace of `shape` is replayed: caches filling (not measured), then measured. */
+export function replaySeconds(shape, quick) {
+  const warmupS = Math.min(20, Math.max(4, 2 * shape.ttlS))
+  if (shape.measureS) return { warmupS, seconds: quick ? shape.measureS / 2 : shape.measureS }
+  return { warmupS, seconds: quick ? Math.min(20, Math.max(10, 2 * shape.ttlS)) : Math.min(45, Math.max(20, 3 * shape.ttlS)) }
+}
+
 /**
- * Runs the workload against the gateway and nginx, one after the other, with the same
- * trace; `noisy`: while a second team keeps NOISY_CALLERS misses outstanding. Resolves
- * with the scenario's Markdown: the table, the targets judged on the gateway's row
- * (`targets(gateway, nginx)` → [{ name, got, target, pass }]), and how it was measured.
+ * Replays the trace of `shape` against the gateway and nginx, one after the other; `noise`:
+ * null, or { fromS, forS } (from the replay's start) during which a second team keeps
+ * NOISY_CALLERS misses outstanding; `baseline`: a folder with another build of the gateway,
+ * replayed too (its figures as `baseline`). Resolves with { rows (a table's), measured: { gateway,
+ * nginx } figures, notes, popular: { size, reportsAsked, shareOfAsks, leastAsksPerS }, warmupS, seconds }.
  */
-export async function runDashboards({ fixture, quick, noisy, targets }) {
+export async function replayShape({ fixture, shape, quick, noise, name, baseline = null }) {
   const { sandbox, teamKey, teamBKey, teams } = fixture
-  const seconds = quick ? 20 : 40
-  const total = WARMUP_S + seconds
-  const trace = makeTrace(total)
-  const { popular, reportsAsked, shareOfAsks, leastAsksPerS } = popularReports(trace, WARMUP_S, total)
-  const standIn = await startStandIn(noisy ? 'dashboard-noisy-origin' : 'dashboard-origin', { latencyMs: PLATFORM_LATENCY_MS })
-  const ttl = `${TTL_S}s`
+  const { warmupS, seconds } = replaySeconds(shape, quick)
+  const total = warmupS + seconds
+  const trace = makeTrace(shape, total)
+  const { popular, ...popularInfo } = popularReports(trace, warmupS, total)
+  const standIn = await startStandIn(`${name}-origin`, { latencyMs: shape.latencyMs, spread: shape.spread })
+  const ttl = `${shape.ttlS}s`
   // Alone, the dashboard team is the only team the gateway knows.
-  const config = { teams: noisy ? teams : { bench: teams.bench }, cache: { ttl: { recent: ttl, settled: ttl }, staleWhileRevalidate: ttl } }
-  const name = noisy ? 'dashnoisy' : 'dash'
+  const config = { teams: noise ? teams : { bench: teams.bench }, cache: { ttl: { recent: ttl, settled: ttl }, staleWhileRevalidate: ttl } }
   const servers = [
     { id: 'gateway', label: `gateway (defaults; \`cache.ttl\` and \`staleWhileRevalidate\` ${ttl})`, start: () => startMainGateway(`gw-${name}`, { platformUrl: standIn.url, platformToken: sandbox.token, config }) },
+    baseline && { id: 'baseline', label: `gateway built in ${baseline} (the same settings)`, start: () => startMainGateway(`gw-${name}-baseline`, { platformUrl: standIn.url, platformToken: sandbox.token, config, root: baseline }) },
     versionOf('nginx', ['-v']) && { id: 'nginx', label: `nginx proxy_cache, valid ${ttl}, lock + use_stale updating + background_update`, start: () => startNginx({ name: `nginx-${name}`, origin: standIn.url, platformToken: sandbox.token, valid: ttl, updating: true }) },
   ].filter(Boolean)
   const rows = []
@@ -176,27 +192,66 @@ export async function runDashboards({ fixture, quick, noisy, targets }) {
       log(`${target.label}: not run (${err.message})`)
       continue
     }
-    const stopNoise = noisy ? closedLoop({ origins: [server.url], key: teamBKey, callers: NOISY_CALLERS, nextPath: () => neverAsked(NOISY_ROUTE), maxSeconds: total + 10 }) : null
-    const callsAtWarm = sleep(WARMUP_S * 1000).then(() => standIn.counts())
+    const noisy = noise ? sleep(noise.fromS * 1000).then(() => closedLoop({ origins: [server.url], key: teamBKey, callers: NOISY_CALLERS, nextPath: () => neverAsked(NOISY_ROUTE), maxSeconds: noise.forS })) : null
+    const callsAtWarm = sleep(warmupS * 1000).then(() => standIn.counts())
     const answers = await replay(server.url, trace, teamKey, total)
     const calls = ((await standIn.counts()).byRoute[REPORT_ROUTE] ?? 0) - ((await callsAtWarm).byRoute[REPORT_ROUTE] ?? 0)
-    const noise = stopNoise ? await stopNoise() : null
+    const noiseAnswers = noisy ? await (await noisy)() : null
+    // A gateway's refreshes ahead, by outcome, for the notes under the table.
+    if (server.admin) notes.push(`${target.label}: refreshes ahead ${await refreshOutcomes(server.admin)}`)
     await stopProcess(server)
-    const f = { ...figuresOf(answers.filter((a) => a.at >= WARMUP_S * 1000), popular), platformCalls: calls }
+    const f = { ...figuresOf(answers.filter((a) => a.at >= warmupS * 1000), popular, shape.ttlS), platformCalls: calls }
     measured[target.id] = f
-    const noiseCell = noise ? [`${noise.filter((a) => a.status === 200).length} / ${noise.length}`] : []
+    const noiseCell = noiseAnswers ? [`${noiseAnswers.filter((a) => a.status === 200).length} / ${noiseAnswers.length}`] : []
     rows.push([target.label, String(f.answers), String(f.failed), fmtPct(f.popularStale), fmtMs(f.popularP99), fmtPct(f.allStale), fmtMs(f.all.p50), fmtMs(f.all.p99), String(f.platformCalls), ...noiseCell])
-    log(`${name} ${target.id}: ${f.answers} answers, popular past freshness ${fmtPct(f.popularStale)}, popular p99 ${fmtMs(f.popularP99)}, p99 ${fmtMs(f.all.p99)}, platform calls ${f.platformCalls}${noise ? `, team B ${noiseCell[0]} answered 200` : ''}`)
+    log(`${name} ${target.id}: ${f.answers} answers, popular past freshness ${fmtPct(f.popularStale)}, popular p99 ${fmtMs(f.popularP99)}, p99 ${fmtMs(f.all.p99)}, platform calls ${f.platformCalls}${noiseAnswers ? `, team B ${noiseCell[0]} answered 200` : ''}`)
   }
   await stopProcess(standIn)
-  const header = ['target', 'answers', 'not 200', 'popular answers past freshness', 'popular p99', 'all answers past freshness', 'p50', 'p99', 'platform calls', ...(noisy ? ['team B answered 200'] : [])]
+  return { rows, measured, notes, popular: { size: popular.size, ...popularInfo }, warmupS, seconds }
+}
+
+/**
+ * The targets of a dashboard trace, judged on the gateway's figures (and nginx's platform
+ * calls): popular answers past freshness ≤ `maxStale`, their p99 ≤ `maxPopularP99Ms`, the
+ * p99 of all ≤ `maxP99Ms` (said as `p99Words`), platform calls ≤ `maxCallsXNginx` × nginx's.
+ */
+export function dashboardTargets({ maxStale, maxPopularP99Ms, maxP99Ms, p99Words, maxCallsXNginx }, gateway, nginx) {
   return [
-    markdownTable(header, rows),
+    { name: 'popular answers past their freshness', got: fmtPct(gateway.popularStale), target: `≤ ${fmtPct(maxStale)}`, pass: gateway.popularStale <= maxStale },
+    { name: 'p99 of popular answers', got: fmtMs(gateway.popularP99), target: `≤ ${fmtMs(maxPopularP99Ms)}`, pass: gateway.popularP99 <= maxPopularP99Ms },
+    { name: 'p99 of all answers', got: fmtMs(gateway.all.p99), target: `≤ ${fmtMs(maxP99Ms)}, ${p99Words}`, pass: gateway.all.p99 <= maxP99Ms },
+    nginx
+      ? { name: "platform calls against nginx's", got: `${gateway.platformCalls} / ${nginx.platformCalls} = ${(gateway.platformCalls / Math.max(1, nginx.platformCalls)).toFixed(2)}×`, target: `≤ ${maxCallsXNginx}×`, pass: gateway.platformCalls <= maxCallsXNginx * nginx.platformCalls }
+      : { name: "platform calls against nginx's", got: 'nginx did not run', target: `≤ ${maxCallsXNginx}×`, pass: null },
+  ]
+}
+
+/** The header of `replayShape`'s rows. */
+export const tableHeader = (noisy) => ['target', 'answers', 'not 200', 'popular answers past freshness', 'popular p99', 'all answers past freshness', 'p50', 'p99', 'platform calls', ...(noisy ? ['team B answered 200'] : [])]
+
+/** What a trace's popular reports are, in words, for the text under its table. */
+export const popularWords = ({ size, reportsAsked, shareOfAsks, leastAsksPerS }) =>
+  `Popular reports: the most-asked reports that together take half of the measured asks (${size} of the ${reportsAsked} asked, ${fmtPct(shareOfAsks)} of the asks, each asked ${leastAsksPerS.toFixed(1)} times a second or more)`
+
+/**
+ * The \`dashboard\` and \`dashboard-noisy\` scenarios: DASHBOARD_SHAPE replayed against the
+ * gateway and nginx; \`noisy\`: while a second team keeps NOISY_CALLERS misses outstanding
+ * from the replay's start to its end. Resolves with the scenario's Markdown: the table,
+ * the targets judged on the gateway's row (\`targets(gateway, nginx)\` → [{ name, got,
+ * target, pass }]), and how it was measured.
+ */
+export async function runDashboards({ fixture, quick, noisy, targets, baseline = null }) {
+  const shape = DASHBOARD_SHAPE
+  const { warmupS, seconds } = replaySeconds(shape, quick)
+  const r = await replayShape({ fixture, shape, quick, noise: noisy ? { fromS: 0, forS: warmupS + seconds + 10 } : null, name: noisy ? 'dashnoisy' : 'dash', baseline })
+  const { measured } = r
+  return [
+    markdownTable(tableHeader(noisy), r.rows),
     '',
     ...(measured.gateway ? verdictLines(targets(measured.gateway, measured.nginx ?? null)) : ['The gateway did not run: no target judged.']),
     '',
-    `${USERS} users of one team for ${WARMUP_S} s not measured (the caches fill), then ${seconds} s measured, each loading a dashboard of ${REPORTS_PER_DASHBOARD} reports at once, then thinking (exponential, mean ${THINK_MS / 1000} s), distinct reports drawn by Zipf popularity (s = ${ZIPF_S}) over ${REPORTS} reports; the same seeded trace for every target (${reportsAsked} reports asked). TTL ${TTL_S} s; the platform stand-in (bench/dashboard-origin.mjs) answers after ${PLATFORM_LATENCY_MS} ms and stamps each answer with the time it made it: an answer is past its freshness when its data is more than ${TTL_S} s old as its headers arrive, the same measure behind every cache. Popular reports: the most-asked reports that together take half of the measured asks (${popular.size} reports, ${fmtPct(shareOfAsks)} of the asks, each asked ${leastAsksPerS.toFixed(1)} times a second or more). Latency: from dispatch to last byte. Platform calls: the dashboard's report calls the stand-in received in the measured time.${noisy ? ` Team B: ${NOISY_CALLERS} callers in a closed loop, each asking a report never asked before (on \`${NOISY_ROUTE}\`, not counted in the platform calls) as soon as its last is answered (after a 429/503, its retry-after), from the replay's start (warm-up included) to its end; nginx has no teams and gets the same load.` : ''}`,
-    ...notes.map((n) => `- ${n}`),
+    `${shape.users} users of one team for ${warmupS} s not measured (the caches fill), then ${seconds} s measured, each loading a dashboard of ${REPORTS_PER_DASHBOARD} reports at once, then thinking (exponential, mean ${THINK_MS / 1000} s), distinct reports drawn by Zipf popularity (s = ${shape.zipf}) over ${shape.reports} reports; the same seeded trace for every target (${r.popular.reportsAsked} reports asked). TTL ${shape.ttlS} s; the platform stand-in (bench/dashboard-origin.mjs) answers after ${shape.latencyMs} ms and stamps each answer with the time it made it: an answer is past its freshness when its data is more than ${shape.ttlS} s old as its headers arrive, the same measure behind every cache. ${popularWords(r.popular)}. Latency: from dispatch to last byte. Platform calls: the dashboard's report calls the stand-in received in the measured time.${noisy ? ` Team B: ${NOISY_CALLERS} callers in a closed loop, each asking a report never asked before (on \`${NOISY_ROUTE}\`, not counted in the platform calls) as soon as its last is answered (after a 429/503, its retry-after), from the replay's start (warm-up included) to its end; nginx has no teams and gets the same load.` : ''}`,
+    ...r.notes.map((n) => `- ${n}`),
     '',
   ].join('\n')
 }

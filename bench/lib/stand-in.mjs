@@ -4,11 +4,11 @@ import { http } from './http.mjs'
 import { LOAD_CORE, launch, pin } from './processes.mjs'
 
 /**
- * Starts a stand-in answering report calls in `latencyMs`; with `knee`, `slopeMs` and
+ * Starts a stand-in answering report calls in `latencyMs` (log-normally spread by `spread`, σ); with `knee`, `slopeMs` and
  * `refuseAbove`, a platform with a capacity (see bench/dashboard-origin.mjs).
  */
-export async function startStandIn(name, { latencyMs, knee, slopeMs, refuseAbove }) {
-  const env = { BENCH_LATENCY_MS: String(latencyMs) }
+export async function startStandIn(name, { latencyMs, spread = 0, knee, slopeMs, refuseAbove }) {
+  const env = { BENCH_LATENCY_MS: String(latencyMs), BENCH_SPREAD: String(spread) }
   if (knee !== undefined) Object.assign(env, { BENCH_KNEE: String(knee), BENCH_SLOPE_MS: String(slopeMs ?? 0) })
   if (refuseAbove !== undefined) env.BENCH_REFUSE_ABOVE = String(refuseAbove)
   const [cmd, args] = pin(LOAD_CORE, process.execPath, ['bench/dashboard-origin.mjs'])

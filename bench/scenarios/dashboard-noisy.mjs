@@ -19,4 +19,4 @@ export function targets(gateway) {
   ]
 }
 
-export const run = ({ fixture, quick }) => runDashboards({ fixture, quick, noisy: true, targets })
+export const run = ({ fixture, quick, baseline }) => runDashboards({ fixture, quick, baseline, noisy: true, targets })

@@ -187,7 +187,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       staleWhileRevalidateMs: parseDuration(cache.staleWhileRevalidate),
       staleIfErrorMs: parseDuration(cache.staleIfError),
       lockTtlMs: parseDuration(cache.lockTtl),
-      refreshAhead: cache.refreshAhead,
+      refreshAhead: cache.refreshAhead !== false && cache.refreshAhead !== 0,
       refreshMinAgeMs: parseDuration(cache.refreshMinAge),
       maxRangeDays: cache.maxRangeDays,
     },

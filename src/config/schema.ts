@@ -197,8 +197,9 @@ export const ConfigSchema = Type.Object(
         staleWhileRevalidate: Duration,
         staleIfError: Duration,
         lockTtl: Duration,
-        // Refresh ahead: the fraction of freshness after which a popular entry is refreshed; 0 off.
-        refreshAhead: Type.Number({ minimum: 0, exclusiveMaximum: 1 }),
+        // Refresh ahead of popular entries (docs/refresh-ahead.md): true or false; a number is
+        // read as before it was a switch, 0 off and any fraction on (its timing is derived).
+        refreshAhead: Type.Union([Type.Boolean(), Type.Number({ minimum: 0, exclusiveMaximum: 1 })]),
         // A forced refresh (a team's refresh: true) of a copy younger than this is answered with that copy; 0: none is.
         refreshMinAge: Duration,
         maxRangeDays: Type.Integer({ minimum: 1 }),

@@ -21,6 +21,8 @@ import { steppedTimers } from '../perf/stepped-timers.js'
 import { systemClock, type Clock, type Timers } from '../clock.js'
 import { FailureLog } from '../observe/failure-log.js'
 import type { Trace } from '../observe/tracing.js'
+import { learnLatency, refreshAheadStart, refreshLead, type AskCount, type ClassLatency } from './refresh-ahead.js'
+import { workClass } from './work-class.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
@@ -96,16 +98,17 @@ type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'trace'> & { ha
  */
 type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp' | 'priority' | 'trace'> & Partial<Pick<ReadOptions, 'refresh'>> & { ahead?: { newerThan: number; urgency: () => number } }
 
-/** How often the copy of one key fetched at `fetchedAt` was asked for, and its refresh ahead. */
-interface Watch {
+/** How often the copy of one key fetched at `fetchedAt` (and the copy before it) was asked for, and its refresh ahead. */
+interface Watch extends AskCount {
   fetchedAt: number
   freshUntil: number
-  asks: number
   /** The scheduled refresh, or null. */
   timer: unknown
-  /** A refresh of this copy is under way, or done: later hits past the fraction start none. */
+  /** A refresh of this copy is under way, or done: later asks start none. */
   running: boolean
   report: CanonicalReport
+  /** The report's work class: whose latency sets when its refresh starts. */
+  work: string
   provider: TokenProvider
   team: string
 }
@@ -117,10 +120,8 @@ interface Watch {
 // again long before it falls out.
 const WATCHED_BYTES = 16 * 1024 * 1024
 
-// A copy asked this often within its freshness is refreshed ahead: it is likely asked again
-// after it expires. One asked only twice is left to expire and refresh when asked (SWR), as
-// a shared cache would: a refresh nobody reads is a platform call for nothing.
-const REFRESH_AHEAD_MIN_ASKS = 3
+// Work classes whose latency is kept for refresh ahead (the least recently called forgotten).
+const LATENCY_CLASSES = 512
 
 export interface ReportCacheDeps {
   config: Config
@@ -161,6 +162,8 @@ export class ReportCache {
   readonly #counters = new Map<string, { inc(): void }>()
   readonly #timers: Timers
   readonly #watches: LRUCache<string, Watch>
+  // The latency of each work class's platform calls, the wait for a seat included: when a refresh ahead starts.
+  readonly #latencies = new LRUCache<string, ClassLatency>({ max: LATENCY_CLASSES })
   readonly #failures: FailureLog
   // Who filled an entry, one object per team shared by the entries it filled here.
   readonly #fillers = new Map<string, FilledBy>()
@@ -348,30 +351,36 @@ export class ReportCache {
   countServed(key: string, entry: CacheEntry, status: 'HIT' | 'MISS', tier: Tier, report: CanonicalReport, credential: string, team: string, now: number): void {
     if (status === 'HIT' && tier === 'l1') this.#hitL1.inc()
     else this.#count(status, tier)
-    if (this.#d.config.cache.refreshAhead > 0) this.#asked(key, entry, report, credential, team, now)
+    if (this.#d.config.cache.refreshAhead) this.#asked(key, entry, report, credential, team, now)
   }
 
   /**
-   * Refresh ahead: the third ask for a copy within its freshness schedules one
-   * background refresh once `cache.refreshAhead` of its freshness has passed (at once when
-   * that is now). A copy asked for less often is left to expire (refreshed when asked, stale-while-revalidate); the new copy is watched anew.
+   * Refresh ahead (docs/refresh-ahead.md, reports/refresh-ahead.ts): an ask for a fresh copy
+   * counts towards its report's rate; once the report is expected to be asked often enough
+   * in one freshness, one background refresh is scheduled to start the latency of its class
+   * before the copy expires (at once when that is now). A copy asked for less often is left
+   * to expire (refreshed when asked, stale-while-revalidate); the new copy is watched anew,
+   * its predecessor's asks kept for the rate.
    */
   #asked(key: string, entry: CacheEntry, report: CanonicalReport, provider: TokenProvider | string, team: string, now: number): void {
-    const ahead = this.#d.config.cache.refreshAhead
-    if (ahead <= 0) return
+    if (!this.#d.config.cache.refreshAhead) return
     if (now >= entry.freshUntil) return
     let watch = this.#watches.get(key)
     if (!watch || watch.fetchedAt !== entry.fetchedAt) {
       if (watch && watch.fetchedAt > entry.fetchedAt) return
-      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, timer: null, report, running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team }
+      // The copy before counts over the part of its freshness it was served in.
+      const prior = watch ? { priorAsks: watch.asks, priorMs: Math.max(0, Math.min(entry.fetchedAt, watch.freshUntil) - watch.fetchedAt) } : { priorAsks: 0, priorMs: 0 }
+      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, ...prior, timer: null, report, work: watch?.work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team }
       this.#watches.set(key, watch)
     }
     watch.asks += 1
-    if (watch.asks < REFRESH_AHEAD_MIN_ASKS || watch.timer !== null || watch.running) return
-    const due = entry.fetchedAt + ahead * (entry.freshUntil - entry.fetchedAt)
+    if (watch.timer !== null || watch.running) return
+    const lead = refreshLead(this.#latencies.get(watch.work), entry.freshUntil - entry.fetchedAt)
+    const start = refreshAheadStart(entry, watch, lead, now)
+    if (start === null) return
     const w = watch
-    if (now >= due) this.#refreshAhead(key, w)
-    else w.timer = this.#timers.set(() => this.#refreshAhead(key, w), due - now)
+    if (now >= start) this.#refreshAhead(key, w)
+    else w.timer = this.#timers.set(() => this.#refreshAhead(key, w), start - now)
   }
 
   #refreshAhead(key: string, watch: Watch): void {
@@ -388,7 +397,7 @@ export class ReportCache {
         if (result.kind === 'entry') outcomes.inc({ outcome: result.fromPeer ? 'skipped' : 'completed' })
         else if (result.kind === 'failed' && result.error.cause instanceof NoIdleSeatError) {
           outcomes.inc({ outcome: 'skipped' })
-          // Displaced or out of time in the queue: the next hit past the fraction tries again.
+          // Displaced or out of time in the queue: the next ask of the copy tries again.
           watch.running = false
         } else {
           outcomes.inc({ outcome: 'failed' })
@@ -555,6 +564,10 @@ export class ReportCache {
     }
     const outcome = result.kind === 'failed' ? result.error.code : result.kind
     result.upstreamMs = end({ status: outcome }) * 1000
+    if (result.kind === 'entry' && config.cache.refreshAhead) {
+      const work = workClass(report)
+      this.#latencies.set(work, learnLatency(this.#latencies.get(work), result.upstreamMs))
+    }
     metrics.platformCalls.inc({ outcome })
     if (result.kind === 'failed' && result.unusable) {
       metrics.platformUnusable.inc({ kind: result.unusable.bodyKind })

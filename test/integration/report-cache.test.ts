@@ -368,8 +368,8 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(reportCalls()).toBe(3)
   })
 
-  it('refreshes a report asked three times within its freshness before it expires: a HIT no older than its TTL while popular; an unpopular copy expires', async () => {
-    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8')), { clock: onRealTimers(clock.now), timers: clock.timers })
+  it('refreshes a report asked three times in one freshness just before it expires, not at a fixed fraction: a HIT no older than its TTL while popular; an unpopular copy expires', async () => {
+    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: true')), { clock: onRealTimers(clock.now), timers: clock.timers })
     const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
     const refreshes = async (outcome: string) => {
       const text = (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body
@@ -377,17 +377,22 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     }
     expect((await ask()).headers['x-cache']).toBe('MISS')
     let fetched = clock.now()
+    const advanceTo = (ms: number) => clock.advance(fetched + ms - clock.now())
     for (let round = 1; round <= 3; round++) {
-      clock.advance(10_000)
+      // The copy's third ask (the first copy's miss, or the new copy's hit at 15 s, then two).
+      advanceTo(25_000)
       expect((await ask()).headers['x-cache']).toBe('HIT')
       expect((await ask()).headers['x-cache']).toBe('HIT')
-      // Past 80 % of its freshness (48 s) the refresh runs with no request to start it.
-      clock.advance(40_000)
+      // At 80 % of its freshness nothing has started: the platform answers in milliseconds.
+      advanceTo(48_000)
+      expect(await refreshes('started')).toBe(round - 1)
+      // Its class's latency (and the margin) before it expires, the refresh runs with no request to start it.
+      advanceTo(FRESH_S * 1000 - 1)
       await waitFor(`refresh ahead ${round}`, async () => (await refreshes('completed')) === round)
       expect(reportCalls()).toBe(round + 1)
       fetched = clock.now()
-      // After the old copy's freshness: the new one, fetched 50 s after the old.
-      clock.advance(15_000)
+      // After the old copy's freshness: the new one, fetched just before the old expired.
+      advanceTo(15_000)
       const hit = await ask()
       expect(hit.headers['x-cache']).toBe('HIT')
       expect(hit.headers.age).toBe('15')
@@ -402,7 +407,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
   })
 
   it('queues a refresh ahead behind a caller\'s call for the only seat, and runs it as soon as the seat frees', async () => {
-    const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: 0.8').replace('  timeout: 800ms', '  timeout: 800ms\n  maxConcurrent: 1')
+    const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: true').replace('  timeout: 800ms', '  timeout: 800ms\n  maxConcurrent: 1')
     const ahead = await gateways.build(testConfig(env(), yaml), { clock: onRealTimers(clock.now), timers: clock.timers })
     const ask = (query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': KEYS.all } })
     const refreshes = async (outcome: string) => {
@@ -420,7 +425,8 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     await waitFor('the caller\'s call at the platform', () => governor.inFlight === 1 && sandbox.concurrency().inFlight === 1)
     // The refresh's own call is answered at once: it waits only for the seat.
     sandbox.setLatency(0)
-    clock.advance(40_000)
+    // Just before the copy expires: the refresh falls due.
+    clock.advance(FRESH_S * 1000 - 10_001)
     await waitFor('the refresh to wait for the seat', () => governor.queued === 1)
     expect((await busy).statusCode).toBe(200)
     await waitFor('the refresh ahead', async () => (await refreshes('completed')) === 1)
@@ -429,11 +435,31 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(await refreshes('skipped')).toBe(0)
   })
 
-  it('starts the refresh ahead at once on a third ask past the fraction', async () => {
-    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: 0.5')), { clock: onRealTimers(clock.now), timers: clock.timers })
+  it('starts the refresh ahead of a slower class earlier: the latency of its calls before expiry', async () => {
+    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: true')), { clock: onRealTimers(clock.now), timers: clock.timers })
+    const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
+    const started = async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="started"} 1')
+    // The class's one answer took 300 ms or more: a lead of at least 300 + 4 × 150 + 20 ms.
+    sandbox.setLatency(300)
+    expect((await ask()).headers['x-cache']).toBe('MISS')
+    sandbox.setLatency(0)
+    clock.advance(10_000)
+    await ask()
+    await ask()
+    clock.advance(FRESH_S * 1000 - 10_000 - 1500)
+    expect(await started()).toBe(false)
+    // 500 ms before expiry: within that lead.
+    clock.advance(1000)
+    await waitFor('the refresh ahead', started)
+    await waitFor('its platform call', () => reportCalls() === 2)
+  })
+
+  it('starts the refresh ahead at once on a third ask that finds it due', async () => {
+    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: true')), { clock: onRealTimers(clock.now), timers: clock.timers })
     const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
     await ask()
-    clock.advance(40_000)
+    // 10 ms before expiry, within the lead (at least LEAD_MARGIN_MS) of its class.
+    clock.advance(FRESH_S * 1000 - 10)
     expect((await ask()).headers['x-cache']).toBe('HIT')
     expect((await ask()).headers['x-cache']).toBe('HIT')
     await waitFor('the refresh ahead', async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="completed"} 1'))

@@ -415,6 +415,15 @@ describe('invalid configuration names the key', () => {
     expect(load(platform, 'cache: { refreshMinAge: 0 }').cache.refreshMinAgeMs).toBe(0)
   })
 
+  it('takes cache.refreshAhead as a switch, on by default; a number as before it was one: 0 off, a fraction on', () => {
+    expect(load({}).cache.refreshAhead).toBe(true)
+    const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+    expect(load(platform, 'cache: { refreshAhead: false }').cache.refreshAhead).toBe(false)
+    expect(load(platform, 'cache: { refreshAhead: 0 }').cache.refreshAhead).toBe(false)
+    expect(load(platform, 'cache: { refreshAhead: 0.8 }').cache.refreshAhead).toBe(true)
+    expect(problem(platform, 'cache: { refreshAhead: 1.5 }').problems).toEqual([expect.stringMatching(/^cache\.refreshAhead: /)])
+  })
+
   it('takes the answers\' budget (128MiB, 10 s by default) and refuses a readIdleTimeout under 100ms', () => {
     expect(load({}).platform).toMatchObject({ bufferTotalBytes: 128 * 1024 * 1024, readIdleTimeoutMs: 10_000 })
     const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }

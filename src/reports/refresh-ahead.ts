@@ -1,0 +1,77 @@
+/**
+ * When a copy is refreshed ahead: the model of docs/refresh-ahead.md, pure (times passed in).
+ *
+ * - **Whether**: a copy is refreshed ahead when its report is expected to be asked at least
+ *   REFRESH_AHEAD_ASKS times in one freshness. Against a stale-while-revalidate cache
+ *   (which calls once the first ask after expiry comes, serving that ask and those during
+ *   the call stale), refreshing ahead a report asked at rate λ with freshness F costs
+ *   1 / (λ·F) extra platform call per stale answer it spares, whatever the platform's
+ *   latency: at λ·F ≥ K, one extra call buys K fresh answers or more.
+ * - **When**: its call starts `lead` before the copy expires, `lead` the latency of its
+ *   class (the report's work, reports/work-class.ts) as a high bound: mean + 4 × mean
+ *   deviation (RFC 6298's retransmission timer), plus LEAD_MARGIN_MS. The new copy lands
+ *   before the old expires unless a call takes longer than that bound, and a popular
+ *   report is called once per F − (lead − latency), the least that keeps it fresh. A
+ *   copy whose class takes longer than its freshness is refreshed as soon as it is asked
+ *   enough: it cannot be kept fresh, only as fresh as the platform allows.
+ * - **Rate**: asks counted over the copy's life up to the refresh's start and over the
+ *   previous copy's, per freshness, never extrapolated from less than one freshness: a
+ *   report must be asked K times within one freshness (or at that rate over two copies)
+ *   before its first refresh ahead.
+ */
+
+/** K: the asks in one freshness that make a refresh ahead worth its call (a price, not a timing: see the module's comment). */
+export const REFRESH_AHEAD_ASKS = 3
+/** Added to the latency bound: the timer's and the dispatch's own delay. */
+export const LEAD_MARGIN_MS = 20
+/** How much of each answer moves its class's mean and deviation (RFC 6298's α; β is twice it). */
+export const LATENCY_GAIN = 1 / 8
+/** The lead, as a share of freshness, of a class not yet answered here (a copy filled by another replica). */
+export const UNKNOWN_LEAD_SHARE = 0.2
+
+/** A class's latency as its answers taught it: mean and mean deviation (ms), RFC 6298's SRTT and RTTVAR. */
+export interface ClassLatency {
+  meanMs: number
+  devMs: number
+}
+
+/** The asks of a watched report: of the copy now served, and of the previous copy over the span they were counted in. */
+export interface AskCount {
+  asks: number
+  priorAsks: number
+  priorMs: number
+}
+
+/** `latency` after one more answer taking `ms` (the first answer: its mean, half of it as deviation, as RFC 6298 starts). */
+export function learnLatency(latency: ClassLatency | undefined, ms: number): ClassLatency {
+  if (latency === undefined) return { meanMs: ms, devMs: ms / 2 }
+  const devMs = latency.devMs + 2 * LATENCY_GAIN * (Math.abs(ms - latency.meanMs) - latency.devMs)
+  return { meanMs: latency.meanMs + LATENCY_GAIN * (ms - latency.meanMs), devMs }
+}
+
+/** How long before a copy with freshness `freshMs` expires its refresh's call starts. */
+export function refreshLead(latency: ClassLatency | undefined, freshMs: number): number {
+  if (latency === undefined) return UNKNOWN_LEAD_SHARE * freshMs
+  return latency.meanMs + 4 * latency.devMs + LEAD_MARGIN_MS
+}
+
+/** The asks expected in one freshness `freshMs` from `count`, counted up to `untilMs` after the copy was fetched. */
+export function expectedAsks(count: AskCount, untilMs: number, freshMs: number): number {
+  const span = count.priorMs + Math.max(0, untilMs)
+  return ((count.asks + count.priorAsks) * freshMs) / Math.max(freshMs, span)
+}
+
+/**
+ * When the refresh ahead of a copy fetched at `fetchedAt`, fresh until `freshUntil`, starts
+ * (epoch ms; `now` or earlier: at once), as known at `now` after its asks `count`; null: not
+ * (yet) asked enough to be refreshed ahead. Asks are counted as if none came before the
+ * refresh's start: a copy that qualifies now still qualifies then. `minAsks`: K (another
+ * only to measure the price of another K, test/sim/refresh-ahead.test.ts).
+ */
+export function refreshAheadStart(copy: { fetchedAt: number; freshUntil: number }, count: AskCount, leadMs: number, now: number, minAsks = REFRESH_AHEAD_ASKS): number | null {
+  const freshMs = copy.freshUntil - copy.fetchedAt
+  if (freshMs <= 0 || now >= copy.freshUntil) return null
+  const start = Math.max(copy.fetchedAt, copy.freshUntil - leadMs)
+  if (expectedAsks(count, Math.max(now, start) - copy.fetchedAt, freshMs) < minAsks) return null
+  return start
+}

@@ -1,0 +1,228 @@
+import { REFRESH_AHEAD_ASKS, learnLatency, refreshAheadStart, refreshLead, type ClassLatency } from '../../src/reports/refresh-ahead.js'
+import { Random } from './random.js'
+
+/**
+ * Refresh ahead on a simulated clock (docs/refresh-ahead.md): seeded Poisson asks of
+ * Zipf-popular reports, a platform of log-normal latency, replayed against a cache that
+ * refreshes ahead by the model (reports/refresh-ahead.ts, the rules of ReportCache: a
+ * fresh copy's ask counts and may schedule the refresh; an expired copy is served stale
+ * while one refresh runs; no copy waits for one call) and against a stale-while-revalidate
+ * cache, nginx's `use_stale updating` + `background_update`, the same cache with refresh
+ * ahead off. Time is the event queue's: a run of minutes takes milliseconds.
+ */
+
+export interface Shape {
+  reports: number
+  /** Asks a second, over all reports. */
+  rate: number
+  zipf: number
+  freshMs: number
+  /** The platform's median latency (ms) and its log-normal spread (σ). */
+  latencyMs: number
+  spread: number
+  seed: number
+}
+
+/** A shape drawn from `seed`: the ranges of the benchmark's dashboard family. */
+export function drawShape(seed: number): Shape {
+  const r = new Random(seed)
+  return {
+    reports: r.int(50, 500),
+    // 10 to 100 users, each asking 3 reports every 2 s or so.
+    rate: r.logUniform(15, 150),
+    zipf: r.uniform(0.8, 1.3),
+    freshMs: Math.round(r.logUniform(2000, 60_000)),
+    latencyMs: Math.round(r.logUniform(50, 2000)),
+    spread: r.uniform(0.1, 0.5),
+    seed,
+  }
+}
+
+/** What one cache made of the asks after the warm-up: per report, answers and stale answers; platform calls in all. */
+export interface Tally {
+  answers: number[]
+  stale: number[]
+  calls: number
+}
+
+export interface Run {
+  shape: Shape
+  ahead: Tally
+  swr: Tally
+  /** Each report's ask rate times the freshness: the asks in one freshness it is drawn with. */
+  asksPerFresh: number[]
+  /** The latency bound (lead) the model used last, ms. */
+  leadMs: number
+}
+
+/** How many freshnesses a run lasts, and how many of them are not counted (the caches fill). */
+export const FRESHNESSES = 24
+export const WARMUP_FRESHNESSES = 4
+
+class Heap<T extends { at: number; seq: number }> {
+  readonly #items: T[] = []
+  get size(): number {
+    return this.#items.length
+  }
+  push(x: T): void {
+    const a = this.#items
+    a.push(x)
+    for (let i = a.length - 1; i > 0; ) {
+      const p = (i - 1) >> 1
+      if (!before(a[i]!, a[p]!)) break
+      ;[a[i], a[p]] = [a[p]!, a[i]!]
+      i = p
+    }
+  }
+  pop(): T {
+    const a = this.#items
+    const top = a[0]!
+    const last = a.pop()!
+    if (a.length > 0) {
+      a[0] = last
+      for (let i = 0; ; ) {
+        const [l, r] = [2 * i + 1, 2 * i + 2]
+        let m = i
+        if (l < a.length && before(a[l]!, a[m]!)) m = l
+        if (r < a.length && before(a[r]!, a[m]!)) m = r
+        if (m === i) break
+        ;[a[i], a[m]] = [a[m]!, a[i]!]
+        i = m
+      }
+    }
+    return top
+  }
+}
+const before = (x: { at: number; seq: number }, y: { at: number; seq: number }): boolean => x.at < y.at || (x.at === y.at && x.seq < y.seq)
+
+type Event = { at: number; seq: number } & ({ kind: 'ask'; report: number } | { kind: 'land'; report: number; startedAt: number } | { kind: 'due'; report: number; watch: Watch })
+
+interface Watch {
+  fetchedAt: number
+  freshUntil: number
+  asks: number
+  priorAsks: number
+  priorMs: number
+  scheduled: boolean
+  running: boolean
+}
+
+interface Copy {
+  fetchedAt: number
+  freshUntil: number
+}
+
+/** One cache's replay of `asks` (time, report), refreshing ahead or not. */
+function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boolean, latency: Random, warmupMs: number, minAsks: number): { tally: Tally; leadMs: number } {
+  const tally: Tally = { answers: new Array<number>(shape.reports).fill(0), stale: new Array<number>(shape.reports).fill(0), calls: 0 }
+  const copies: Array<Copy | null> = new Array<Copy | null>(shape.reports).fill(null)
+  const flights = new Set<number>()
+  const watches = new Map<number, Watch>()
+  const waiting = new Array<number>(shape.reports).fill(0)
+  let classLatency: ClassLatency | undefined
+  let leadMs = 0
+  let seq = 0
+  const events = new Heap<Event>()
+  const counted = (t: number) => t >= warmupMs
+  const call = (report: number, t: number) => {
+    flights.add(report)
+    if (counted(t)) tally.calls += 1
+    events.push({ at: t + shape.latencyMs * latency.spread(shape.spread), seq: seq++, kind: 'land', report, startedAt: t })
+  }
+  // ReportCache.#asked: an ask of a fresh copy counts, and may start or schedule the refresh.
+  const asked = (report: number, copy: Copy, t: number) => {
+    if (!refreshAhead || t >= copy.freshUntil) return
+    let w = watches.get(report)
+    if (!w || w.fetchedAt !== copy.fetchedAt) {
+      const prior = w ? { priorAsks: w.asks, priorMs: Math.max(0, Math.min(copy.fetchedAt, w.freshUntil) - w.fetchedAt) } : { priorAsks: 0, priorMs: 0 }
+      w = { fetchedAt: copy.fetchedAt, freshUntil: copy.freshUntil, asks: 0, ...prior, scheduled: false, running: false }
+      watches.set(report, w)
+    }
+    w.asks += 1
+    if (w.scheduled || w.running) return
+    leadMs = refreshLead(classLatency, copy.freshUntil - copy.fetchedAt)
+    const start = refreshAheadStart(copy, w, leadMs, t, minAsks)
+    if (start === null) return
+    w.scheduled = true
+    events.push({ at: Math.max(t, start), seq: seq++, kind: 'due', report, watch: w })
+  }
+  let next = 0
+  for (;;) {
+    const ask = asks[next]
+    if (ask !== undefined && (events.size === 0 || ask[0] <= peekAt(events))) {
+      next += 1
+      const [t, report] = ask
+      const copy = copies[report]
+      if (copy && t < copy.freshUntil) {
+        if (counted(t)) tally.answers[report]! += 1
+        asked(report, copy, t)
+      } else if (copy && t < copy.freshUntil + shape.freshMs) {
+        // Served stale (staleWhileRevalidate as long as the freshness), one refresh behind it.
+        if (counted(t)) {
+          tally.answers[report]! += 1
+          tally.stale[report]! += 1
+        }
+        if (!flights.has(report)) call(report, t)
+      } else {
+        waiting[report]! += 1
+        if (!flights.has(report)) call(report, t)
+      }
+      continue
+    }
+    if (events.size === 0) break
+    const e = events.pop()
+    if (e.kind === 'land') {
+      flights.delete(e.report)
+      classLatency = learnLatency(classLatency, e.at - e.startedAt)
+      const copy = { fetchedAt: e.at, freshUntil: e.at + shape.freshMs }
+      copies[e.report] = copy
+      // The callers that waited for it are answered with it, each an ask of the copy.
+      for (; waiting[e.report]! > 0; waiting[e.report]! -= 1) {
+        if (counted(e.at)) tally.answers[e.report]! += 1
+        asked(e.report, copy, e.at)
+      }
+    } else if (e.kind === 'due') {
+      e.watch.scheduled = false
+      if (watches.get(e.report) !== e.watch || flights.has(e.report)) continue
+      e.watch.running = true
+      call(e.report, e.at)
+    }
+  }
+  return { tally, leadMs }
+}
+
+function peekAt(events: Heap<Event>): number {
+  const e = events.pop()
+  events.push(e)
+  return e.at
+}
+
+/** Runs `shape`: the same asks against both caches, each with its own platform draws from the shape's seed; `minAsks`: the model's K. */
+export function simulate(shape: Shape, minAsks = REFRESH_AHEAD_ASKS): Run {
+  const r = new Random(shape.seed ^ 0x5eed)
+  const weights = Array.from({ length: shape.reports }, (_, i) => 1 / (i + 1) ** shape.zipf)
+  const total = weights.reduce((x, y) => x + y, 0)
+  const cumulative: number[] = []
+  let acc = 0
+  for (const w of weights) cumulative.push((acc += w / total))
+  const pick = (u: number): number => {
+    let [lo, hi] = [0, cumulative.length - 1]
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (cumulative[mid]! >= u) hi = mid
+      else lo = mid + 1
+    }
+    return lo
+  }
+  const endMs = FRESHNESSES * shape.freshMs
+  const asks: Array<[number, number]> = []
+  for (let t = 0; ; ) {
+    t += (-Math.log(1 - r.next()) / shape.rate) * 1000
+    if (t >= endMs) break
+    asks.push([t, pick(r.next())])
+  }
+  const warmupMs = WARMUP_FRESHNESSES * shape.freshMs
+  const ahead = replay(shape, asks, true, new Random(shape.seed ^ 0x1a7), warmupMs, minAsks)
+  const swr = replay(shape, asks, false, new Random(shape.seed ^ 0x1a7), warmupMs, minAsks)
+  return { shape, ahead: ahead.tally, swr: swr.tally, asksPerFresh: weights.map((w) => (w / total) * shape.rate * (shape.freshMs / 1000)), leadMs: ahead.leadMs }
+}

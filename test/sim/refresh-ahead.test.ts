@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest'
+import { REFRESH_AHEAD_ASKS as K } from '../../src/reports/refresh-ahead.js'
+import { drawShape, simulate, type Run } from './refresh-ahead-sim.js'
+
+// The refresh-ahead model's guarantees (docs/refresh-ahead.md) on seeded random trace
+// shapes, on the simulator's clock: the model's own functions deciding, against a
+// stale-while-revalidate cache (nginx's use_stale updating) on the same asks. SIM_RUNS sets
+// how many seeds (from SIM_FIRST); SIM_SEED replays one.
+
+const runs = Number(process.env.SIM_RUNS ?? 100)
+const first = Number(process.env.SIM_FIRST ?? 1)
+const only = process.env.SIM_SEED === undefined ? null : Number(process.env.SIM_SEED)
+const seeds = only === null ? Array.from({ length: runs }, (_, i) => first + i) : [only]
+// z of a standard normal's 99th percentile: the platform's p99 is its median × e^(σ·z).
+const Z99 = 2.326
+
+const sum = (xs: number[], keep: (i: number) => boolean): number => xs.reduce((a, x, i) => a + (keep(i) ? x : 0), 0)
+
+/** What `run` breaks of the guarantees, in words (none: []). */
+function broken(run: Run): string[] {
+  const { shape: s, ahead, swr } = run
+  const out: string[] = []
+  const p99 = s.latencyMs * Math.exp(Z99 * s.spread)
+  // Fresh: a report asked 2K times or more in one freshness, on a platform whose p99 is under a quarter of it.
+  if (p99 < s.freshMs / 4) {
+    const clear = (i: number) => run.asksPerFresh[i]! >= 2 * K
+    const stale = sum(ahead.stale, clear) / Math.max(1, sum(ahead.answers, clear))
+    if (stale > 0.01) out.push(`reports asked ${2 * K}+ times a freshness: ${(stale * 100).toFixed(2)} % of answers past freshness (> 1 %)`)
+  }
+  // The price: at most 1 + 1/K + lead/F times the calls of a stale-while-revalidate cache.
+  const bound = 1 + 1 / K + run.leadMs / s.freshMs
+  if (ahead.calls > bound * swr.calls) out.push(`${ahead.calls} platform calls against ${swr.calls} without refresh ahead: ${(ahead.calls / swr.calls).toFixed(2)}× (> ${bound.toFixed(2)}×)`)
+  // Never staler than not refreshing ahead.
+  const [a, w] = [sum(ahead.stale, () => true), sum(swr.stale, () => true)]
+  if (a > w) out.push(`${a} answers past freshness against ${w} without refresh ahead`)
+  return out
+}
+
+describe('refresh ahead on random dashboard traces', () => {
+  it(only === null ? `keeps popular reports fresh at the model's price over ${runs} seeded trace shapes` : `keeps every guarantee in trace shape ${only}`, () => {
+    const failures: string[] = []
+    for (const seed of seeds) {
+      const run = simulate(drawShape(seed))
+      const s = run.shape
+      const wrong = broken(run)
+      const words = `seed ${seed}: ${s.reports} reports, ${s.rate.toFixed(0)} asks/s, Zipf ${s.zipf.toFixed(2)}, freshness ${s.freshMs} ms, platform ${s.latencyMs} ms (σ ${s.spread.toFixed(2)}), lead ${run.leadMs.toFixed(0)} ms`
+      if (only !== null) console.log(`${words}\n  calls ${run.ahead.calls} (without refresh ahead ${run.swr.calls}), past freshness ${sum(run.ahead.stale, () => true)} (${sum(run.swr.stale, () => true)}) of ${sum(run.ahead.answers, () => true)}`)
+      for (const w of wrong) failures.push(`${words}: ${w} (replay: SIM_SEED=${seed} npx vitest run test/sim/refresh-ahead.test.ts)`)
+    }
+    expect(failures, failures.join('\n')).toEqual([])
+  }, 120_000)
+})

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest'
+import { LATENCY_GAIN, LEAD_MARGIN_MS, REFRESH_AHEAD_ASKS, UNKNOWN_LEAD_SHARE, expectedAsks, learnLatency, refreshAheadStart, refreshLead } from '../../src/reports/refresh-ahead.js'
+
+// When a copy is refreshed ahead (docs/refresh-ahead.md): whether, when, and the rate it is read from.
+
+const T0 = 1_800_000_000_000
+const copy = (freshS: number) => ({ fetchedAt: T0, freshUntil: T0 + freshS * 1000 })
+const asked = (asks: number, priorAsks = 0, priorMs = 0) => ({ asks, priorAsks, priorMs })
+
+describe('learnLatency and refreshLead', () => {
+  it('starts from the first answer with half of it as deviation, then moves by the gains of RFC 6298', () => {
+    const first = learnLatency(undefined, 400)
+    expect(first).toEqual({ meanMs: 400, devMs: 200 })
+    const second = learnLatency(first, 400)
+    expect(second.meanMs).toBe(400)
+    expect(second.devMs).toBeCloseTo(200 - 2 * LATENCY_GAIN * 200)
+    const slow = learnLatency(second, 1200)
+    expect(slow.meanMs).toBeCloseTo(400 + LATENCY_GAIN * 800)
+    expect(slow.devMs).toBeGreaterThan(second.devMs)
+  })
+
+  it('leads by the mean and four deviations plus the margin; a class never answered here by a share of the freshness', () => {
+    expect(refreshLead({ meanMs: 400, devMs: 25 }, 4000)).toBe(400 + 100 + LEAD_MARGIN_MS)
+    expect(refreshLead(undefined, 10_000)).toBe(UNKNOWN_LEAD_SHARE * 10_000)
+  })
+
+  it('leads a steady class by barely more than its latency, a spread one by more', () => {
+    let steady
+    let spread
+    for (let i = 0; i < 50; i++) {
+      steady = learnLatency(steady, 400)
+      spread = learnLatency(spread, i % 2 ? 200 : 600)
+    }
+    expect(refreshLead(steady, 4000)).toBeLessThan(400 + LEAD_MARGIN_MS + 1)
+    expect(refreshLead(spread, 4000)).toBeGreaterThan(600 + LEAD_MARGIN_MS)
+  })
+})
+
+describe('expectedAsks', () => {
+  it('is the count itself while less than one freshness has been watched: never extrapolated', () => {
+    expect(expectedAsks(asked(3), 1000, 60_000)).toBe(3)
+    expect(expectedAsks(asked(3), 60_000, 60_000)).toBe(3)
+  })
+
+  it('is a rate per freshness over the copy and the one before it', () => {
+    // 6 asks over 2 freshnesses: 3 per freshness.
+    expect(expectedAsks(asked(2, 4, 60_000), 60_000, 60_000)).toBe(3)
+    // 8 asks over 4 s of a 2 s freshness: 4.
+    expect(expectedAsks(asked(4, 4, 2000), 2000, 2000)).toBe(4)
+  })
+})
+
+describe('refreshAheadStart', () => {
+  it('is null until the report is asked K times in one freshness', () => {
+    for (let n = 1; n < REFRESH_AHEAD_ASKS; n++) expect(refreshAheadStart(copy(60), asked(n), 500, T0 + 1000)).toBeNull()
+    expect(refreshAheadStart(copy(60), asked(REFRESH_AHEAD_ASKS), 500, T0 + 1000)).toBe(T0 + 60_000 - 500)
+  })
+
+  it('starts the lead before expiry, whatever the freshness: never at a fixed fraction', () => {
+    expect(refreshAheadStart(copy(4), asked(3), 420, T0)).toBe(T0 + 4000 - 420)
+    expect(refreshAheadStart(copy(600), asked(3), 420, T0)).toBe(T0 + 600_000 - 420)
+  })
+
+  it('starts at once when the lead is the whole freshness or more (a platform slower than the TTL)', () => {
+    expect(refreshAheadStart(copy(2), asked(3), 2500, T0 + 10)).toBe(T0)
+  })
+
+  it('counts a report asked less than K times per freshness over two copies as not popular, one asked more as popular', () => {
+    // The previous copy was asked once over its whole 4 s; this one twice: 3 asks over 8 s.
+    expect(refreshAheadStart(copy(4), asked(2, 1, 4000), 420, T0 + 1000)).toBeNull()
+    // Asked 5 times over 4 s before: popular from this copy's first ask.
+    expect(refreshAheadStart(copy(4), asked(1, 5, 4000), 420, T0 + 100)).toBe(T0 + 4000 - 420)
+  })
+
+  it('is null for an expired copy or a copy without freshness', () => {
+    expect(refreshAheadStart(copy(4), asked(9), 420, T0 + 4000)).toBeNull()
+    expect(refreshAheadStart(copy(0), asked(9), 420, T0)).toBeNull()
+  })
+})
