@@ -11,11 +11,14 @@
  *   popular, so another team's flood of misses cannot starve it: it takes its team's share.
  * - **Urgency** among refreshes ahead: the one whose entry is asked most and expires
  *   soonest goes first (`urgency()`, larger first); the others in arrival order.
- * - **Push-out** when the queue is full: a call displaces the newest background call,
- *   else the newest call of the team holding the most places relative to its weight, if
- *   that team holds more than the newcomer would; otherwise the newcomer is refused. A
- *   team alone may so fill the whole queue, and a second team's first calls still find
- *   room.
+ * - **Push-out** when the queue is full, by places for weight: a call displaces its own
+ *   team's newest call of the lowest priority below its own; else a call of the team
+ *   holding the most places relative to its weight, the newest of that team's lowest
+ *   priority: one below the newcomer's if that team holds at least as many places as the
+ *   newcomer's would, one of the newcomer's own priority only if it holds more; otherwise
+ *   the newcomer is refused. A team alone may so fill the whole queue, and a second team's
+ *   first calls still find room; a team's flood of misses takes no place of another
+ *   team's refreshes once it holds more places than that team.
  */
 
 export type Priority = 'caller' | 'job' | 'ahead' | 'swr' | 'warm'
@@ -142,24 +145,38 @@ export class FairQueue<W extends Queued> {
   displaced(incoming: Pick<Queued, 'team' | 'priority'>, limit: number, shares: Pick<Shares, 'weight'>): W | 'refuse' | null {
     if (this.#size < limit) return null
     const rank = PRIORITIES.indexOf(incoming.priority)
-    // The newest call of the lowest priority below the newcomer's.
-    for (let p = PRIORITIES.length - 1; p > rank; p--) {
-      const list = this.#of(PRIORITIES[p] as Priority)
-      if (list.length > 0) return list[list.length - 1] as W
-    }
-    if (incoming.priority !== 'caller') return 'refuse'
-    let fullest: string | null = null
+    const own = this.#lowest(incoming.team)
+    if (own !== null && PRIORITIES.indexOf(own.priority) > rank) return own
+    const mine = (this.waitingOf(incoming.team) + 1) / shares.weight(incoming.team)
+    let victim: W | null = null
     let most = -1
     for (const team of this.#byTeam.keys()) {
-      const share = this.count(team) / shares.weight(team)
-      if (share > most) {
-        most = share
-        fullest = team
+      const held = this.waitingOf(team) / shares.weight(team)
+      if (team === incoming.team || held < mine || held <= most) continue
+      const newest = this.#lowest(team)
+      if (newest === null) continue
+      const below = PRIORITIES.indexOf(newest.priority) > rank
+      if (below || held > mine) {
+        victim = newest
+        most = held
       }
     }
-    const mine = (this.count(incoming.team) + 1) / shares.weight(incoming.team)
-    if (fullest === null || fullest === incoming.team || most <= mine) return 'refuse'
-    return (this.#byTeam.get(fullest) as W[]).findLast((w) => w.priority === 'caller') as W
+    return victim ?? 'refuse'
+  }
+
+  /** The team's newest waiting call of its lowest priority; null when it has none. */
+  #lowest(team: string): W | null {
+    const calls = this.#byTeam.get(team) ?? []
+    let found: W | null = null
+    let lowest = -1
+    for (const w of calls) {
+      const rank = PRIORITIES.indexOf(w.priority)
+      if (rank > lowest || (rank === lowest && found !== null && w.seq > found.seq)) {
+        found = w
+        lowest = rank
+      }
+    }
+    return found
   }
 
   /** Every waiting call (for a pause that outlasts them). */
