@@ -1,3 +1,4 @@
+import { finalityFields } from '../reports/finality.js'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import type { Clock } from '../clock.js'
@@ -54,6 +55,7 @@ export function jobParts(
   })
   const jobs = new Jobs({
     store,
+    finality: (report, at) => finalityFields(report.dateFrom, report.dateTo, at, config.cache),
     runner,
     ...(announce ? { announce } : {}),
     settings: config.jobs,

@@ -164,11 +164,19 @@ export interface JobStatus {
   error: { code: string; message: string } | null
   expiresAt: string | null
   result: string | null
+  settledThrough: string
+  provisionalDays: string
+}
+
+/** What a report answer's `report-settled-through` and `report-provisional-days` say. */
+export interface JobFinality {
+  settledThrough: string
+  provisionalDays: string
 }
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString())
 
-export function jobStatus(job: Job, place: number | null, now: number): JobStatus {
+export function jobStatus(job: Job, place: number | null, now: number, finality: JobFinality): JobStatus {
   const state = stateAt(job, now)
   return {
     id: job.id,
@@ -182,5 +190,6 @@ export function jobStatus(job: Job, place: number | null, now: number): JobStatu
     error: job.error && { code: job.error.code, message: job.error.message },
     expiresAt: iso(job.expiresAt),
     result: state === 'done' ? `/api/v1/jobs/${job.id}/result` : null,
+    ...finality,
   }
 }

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import { JobExpiredError, JobNotDoneError, JobRunningError, JobsFullError, JobsUnavailableError, NotFoundError } from '../errors.js'
-import { cancellable, jobStatus, newJob, placeInQueue, stateAt, type Job, type JobStatus } from './job.js'
+import { cancellable, jobStatus, newJob, placeInQueue, stateAt, type Job, type JobFinality, type JobStatus } from './job.js'
 import type { JobStore } from './job-store.js'
 import type { JobRunner, JobSettings } from './job-runner.js'
 
@@ -23,6 +23,8 @@ export interface JobsDeps {
   announce?: () => void
   /** Platform-seconds a call of this report is expected to take for the team; null: not known yet. */
   expectedSeconds(credential: string, team: string, report: CanonicalReport): number | null
+  /** Up to which day the report's figures are settled, and which of its days are provisional, for a copy fetched at `at`. */
+  finality(report: CanonicalReport, at: number): JobFinality
 }
 
 /** What a job is asked for: the caller's team and credential, and its report and cache key. */
@@ -35,17 +37,17 @@ export interface JobAsk {
   key: string
 }
 
-/**
- * Report jobs as callers see them (contract, "Report jobs"): asked, read (waiting for a
- * change), cancelled, their result. A job is its team's: another team's id reads as
- * none (404), as an unknown one does.
- */
 /** A done job's report, and the job it ended. */
 export interface JobResult {
   entry: CacheEntry
   job: Job
 }
 
+/**
+ * Report jobs as callers see them (contract, "Report jobs"): asked, read (waiting for a
+ * change), cancelled, their result. A job is its team's: another team's id reads as
+ * none (404), as an unknown one does.
+ */
 export class Jobs {
   readonly #d: JobsDeps
   #asks = 0
@@ -129,7 +131,8 @@ export class Jobs {
 
   async #status(job: Job, now: number): Promise<JobStatus> {
     const place = job.state === 'queued' ? placeInQueue(job, await this.#d.store.openOfTeam(job.team)) : null
-    return jobStatus(job, place, now)
+    // A job that ended says it of when it ended; an open one, of a copy fetched now.
+    return jobStatus(job, place, now, this.#d.finality(job.report, job.endedAt ?? now))
   }
 
   /**

@@ -28,6 +28,12 @@ export function finalityOf(dateFrom: string, dateTo: string, fetchedAt: number, 
   return { settledThrough: dayText(settled), provisional: to <= settled ? null : `${dayText(Math.max(from, settled + 1))}/${dateTo}` }
 }
 
+/** What a report answer's `report-settled-through` and `report-provisional-days` say (`none`: no day provisional). */
+export function finalityFields(dateFrom: string, dateTo: string, fetchedAt: number, policy: Pick<TtlPolicy, 'settledAfterDays' | 'timeZone'>): { settledThrough: string; provisionalDays: string } {
+  const f = finalityOf(dateFrom, dateTo, fetchedAt, policy)
+  return { settledThrough: f.settledThrough, provisionalDays: f.provisional ?? 'none' }
+}
+
 function dayText(day: number): string {
   const at = new Date(0)
   at.setTime(day * DAY_MS)

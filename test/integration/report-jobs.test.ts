@@ -20,6 +20,8 @@ interface Status {
   expiresAt: string | null
   error: { code: string; message: string } | null
   result: string | null
+  settledThrough: string
+  provisionalDays: string
 }
 
 describe('report jobs (demo mode, no Redis)', () => {
@@ -74,6 +76,8 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect(result.headers.get('platform-usage')).toMatch(new RegExp(`^fill=${(finished.tookSeconds ?? 0).toFixed(3)}, minute=`))
     expect(result.headers.get('report-settled-through')).toMatch(/^\d{4}-\d{2}-\d{2}$/)
     expect(result.headers.get('report-provisional-days')).toBeTruthy()
+    // Its status says the same of its figures.
+    expect([finished.settledThrough, finished.provisionalDays]).toEqual([result.headers.get('report-settled-through'), result.headers.get('report-provisional-days')])
     const body = await result.text()
     const direct = await fetch(`${gw.url}${REPORT_PATH}?${YEAR}`, { headers: { 'x-api-key': KEYS.all } })
     expect(direct.headers.get('x-cache')).toBe('HIT')

@@ -15,6 +15,8 @@ function asked(clock: { now(): number }, id = 'j1', team = 'growth'): Job {
   return newJob({ id, team, credential: 'default', key: 'k', report, expectedSeconds: 12.5 }, clock.now())
 }
 
+const FINALITY = { settledThrough: '2026-01-06', provisionalDays: '2026-01-07/2026-01-10' }
+
 describe('report job states', () => {
   it('queued → running → done → expired → dropped, each at its time', () => {
     const clock = fakeClock(Date.UTC(2026, 10, 1))
@@ -46,7 +48,7 @@ describe('report job states', () => {
     const error = { code: 'GW_UPSTREAM_TIMEOUT', message: 'the platform did not answer in time', statusCode: 504 }
     const failed = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error, tookSeconds: 2 }, KEEP) as Job
     expect(failed).toMatchObject({ state: 'failed', error, tookSeconds: 2 })
-    expect(jobStatus(failed, null, clock.now())).toMatchObject({ state: 'failed', error: { code: 'GW_UPSTREAM_TIMEOUT', message: error.message }, result: null })
+    expect(jobStatus(failed, null, clock.now(), FINALITY)).toMatchObject({ ...FINALITY, state: 'failed', error: { code: 'GW_UPSTREAM_TIMEOUT', message: error.message }, result: null })
   })
 
   it('a running job whose lease ran out is started again by another runner, and the first run may no longer renew, end or requeue it', () => {
@@ -101,6 +103,6 @@ describe('report job states', () => {
     expect(placeInQueue(c, [a, b, c])).toBe(3)
     expect(placeInQueue(c, [runningA, b, c])).toBe(2)
     expect(placeInQueue(runningA, [runningA, b, c])).toBeNull()
-    expect(jobStatus(c, 2, clock.now())).toMatchObject({ id: 'c', state: 'queued', placeInQueue: 2, expectedSeconds: 12.5, startedAt: null, askedAt: new Date(clock.now()).toISOString() })
+    expect(jobStatus(c, 2, clock.now(), FINALITY)).toMatchObject({ ...FINALITY, id: 'c', state: 'queued', placeInQueue: 2, expectedSeconds: 12.5, startedAt: null, askedAt: new Date(clock.now()).toISOString() })
   })
 })

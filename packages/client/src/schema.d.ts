@@ -899,6 +899,13 @@ export interface components {
             expiresAt: string | null;
             /** @description Where its report is, once done. */
             result: string | null;
+            /**
+             * Format: date
+             * @description The last day whose figures are settled (`cache.settledAfterDays` in `cache.timeZone`), as its report answer's `report-settled-through` says: of when the job ended, or of now while it is open.
+             */
+            settledThrough: string;
+            /** @description Its report's days whose figures may still change, `<first>/<last>` or `none`, as its answer's `report-provisional-days` says. */
+            provisionalDays: string;
         };
         /** @description The platform's report, as the platform answered it (the gateway does not change it): its rows under `data`, in the order of date, campaign, then creative or position. */
         Report: {

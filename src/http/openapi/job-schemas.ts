@@ -51,7 +51,7 @@ const TIME = { type: ['string', 'null'], format: 'date-time' }
 /** `components.schemas.JobStatus`: what GET /api/v1/jobs/{id} answers (jobs/job.ts, jobStatus). */
 export const JOB_STATUS_SCHEMA: Json = {
   type: 'object',
-  required: ['id', 'state', 'askedAt', 'startedAt', 'endedAt', 'placeInQueue', 'expectedSeconds', 'tookSeconds', 'error', 'expiresAt', 'result'],
+  required: ['id', 'state', 'askedAt', 'startedAt', 'endedAt', 'placeInQueue', 'expectedSeconds', 'tookSeconds', 'error', 'expiresAt', 'result', 'settledThrough', 'provisionalDays'],
   properties: {
     id: { type: 'string' },
     state: { type: 'string', enum: ['queued', 'running', 'done', 'failed', 'expired'] },
@@ -64,6 +64,8 @@ export const JOB_STATUS_SCHEMA: Json = {
     error: { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
     expiresAt: { ...TIME, description: 'When its result (or failure) expires; its state is `expired` from then.' },
     result: { type: ['string', 'null'], description: 'Where its report is, once done.' },
+    settledThrough: { type: 'string', format: 'date', description: 'The last day whose figures are settled (`cache.settledAfterDays` in `cache.timeZone`), as its report answer\'s `report-settled-through` says: of when the job ended, or of now while it is open.' },
+    provisionalDays: { type: 'string', description: 'Its report\'s days whose figures may still change, `<first>/<last>` or `none`, as its answer\'s `report-provisional-days` says.' },
   },
 }
 

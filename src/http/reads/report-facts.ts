@@ -1,7 +1,7 @@
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import type { TeamConfig } from '../../config.js'
 import { MINUTE_MS, secondsToNextDay, type PlatformTime } from '../../observe/platform-time.js'
-import { finalityOf } from '../../reports/finality.js'
+import { finalityFields } from '../../reports/finality.js'
 import type { TtlPolicy } from '../../reports/ttl-policy.js'
 
 // What every report answer says of what it cost and of which of its figures may still
@@ -100,8 +100,8 @@ export class ReportAnswerFacts {
   }
 
   #finalityAt(days: ReportDays, fetchedAt: number): readonly [string, string] {
-    const f = finalityOf(days.dateFrom, days.dateTo, fetchedAt, this.#p.policy)
-    return [f.settledThrough, f.provisional ?? 'none']
+    const f = finalityFields(days.dateFrom, days.dateTo, fetchedAt, this.#p.policy)
+    return [f.settledThrough, f.provisionalDays]
   }
 
   #rest(team: TeamConfig, now: number): string {
