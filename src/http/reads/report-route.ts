@@ -10,9 +10,8 @@ import { forcesRefresh } from '../../reports/forced-refresh.js'
 import { hangUpSignal } from '../../platform/client/caller-group.js'
 import { takeHandedOver, type HandedOver } from './handed-over.js'
 import type { ReadOptions } from '../../reports/report-cache.js'
-import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
-
-const L1_HIT: SpanAttributes = { 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' }
+import { traceOf, type Trace } from '../../observe/tracing.js'
+import { L1_HIT } from './step-attributes.js'
 
 /** What the report routes read: the configuration, the report cache, the clock and traces, the admission of callers and the one decision of report reads. */
 export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions }
