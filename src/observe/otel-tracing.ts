@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { hostname } from 'node:os'
-import { defaultTextMapGetter, diag, DiagLogLevel, isSpanContextValid, ROOT_CONTEXT, SamplingDecision, SpanKind, trace, TraceFlags, type Attributes, type Context, type SpanContext } from '@opentelemetry/api'
+import { defaultTextMapGetter, diag, DiagLogLevel, isSpanContextValid, ROOT_CONTEXT, SamplingDecision, SpanKind, trace, TraceFlags, type Attributes, type Context, type Link, type SpanContext } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources'
 import {
@@ -205,6 +205,11 @@ function seenOf(req: IncomingMessage): Seen {
   return (socket[SEEN] = requestSeen(req, url))
 }
 
+// What the SDK's Tracer hands the sampler for a span started without attributes or links
+// (the samplers read them, none changes them).
+const NO_ATTRIBUTES: Attributes = Object.freeze({})
+const NO_LINKS: Link[] = []
+
 export async function otelTracing(config: TracingConfig, about: TracingOptions): Promise<RequestTracer> {
   // The SDK reports an export that failed through its diagnostic logger, which is global.
   diag.setLogger({ error: about.warn, warn: about.warn, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.WARN)
@@ -224,7 +229,7 @@ export async function otelTracing(config: TracingConfig, about: TracingOptions):
       const parent = given !== undefined && isSpanContextValid(given) ? given : undefined
       const traceId = parent?.traceId ?? newTraceId()
       // As the SDK's Tracer asks: the samplers offered decide by the trace alone, before any attribute.
-      const decision = sampler.shouldSample(context, traceId, seen.name, SpanKind.SERVER, {}, [])
+      const decision = sampler.shouldSample(context, traceId, seen.name, SpanKind.SERVER, NO_ATTRIBUTES, NO_LINKS)
       const flags = decision.decision === SamplingDecision.RECORD_AND_SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE
       const traceState = decision.traceState ?? parent?.traceState
       if (decision.decision === SamplingDecision.NOT_RECORD) return new UnrecordedTrace({ traceId, spanId: newSpanId(), traceFlags: flags, traceState })

@@ -77,7 +77,10 @@ class ProtoOut {
   }
 
   tag(field: number, wire: number): void {
-    this.varint((field << 3) | wire)
+    const key = (field << 3) | wire
+    if (key >= 0x80) return this.varint(key)
+    this.room(1)
+    this.buf[this.pos++] = key
   }
 
   string(text: string): void {
@@ -112,18 +115,42 @@ class ProtoOut {
     this.pos += bytes.length
   }
 
+  // The last two ids written, and where their bytes are: a trace's spans are written one
+  // after the other (its steps end before it) and share its id, and the steps' parent is
+  // the request's span: its bytes are copied rather than decoded again.
+  #ids: [string, number, string, number] = ['', 0, '', 0]
+
   /** An id (`bytes`) given as hex. */
   hex(id: string): void {
     const n = id.length >>> 1
-    this.varint(n)
-    this.room(n)
-    this.pos += this.buf.write(id, this.pos, n, 'hex')
+    this.room(n + 1)
+    const buf = this.buf
+    buf[this.pos++] = n
+    const ids = this.#ids
+    const from = id === ids[0] ? ids[1] : id === ids[2] ? ids[3] : -1
+    if (from !== -1) {
+      for (let i = 0; i < n; i += 1) buf[this.pos + i] = buf[from + i] as number
+    } else {
+      this.buf.write(id, this.pos, n, 'hex')
+      // The trace id (32 digits) is kept in the first slot, a span id in the second.
+      if (n === 16) {
+        ids[0] = id
+        ids[1] = this.pos
+      } else {
+        ids[2] = id
+        ids[3] = this.pos
+      }
+    }
+    this.pos += n
   }
 
   fixed32(value: number): void {
     this.room(4)
-    this.buf.writeUInt32LE(value >>> 0, this.pos)
-    this.pos += 4
+    const buf = this.buf
+    buf[this.pos++] = value & 0xff
+    buf[this.pos++] = (value >>> 8) & 0xff
+    buf[this.pos++] = (value >>> 16) & 0xff
+    buf[this.pos++] = (value >>> 24) & 0xff
   }
 
   double(value: number): void {
@@ -162,6 +189,10 @@ class ProtoOut {
     this.room(size - 1)
     this.buf.copyWithin(at + size, at + 1, this.pos)
     this.pos += size - 1
+    // The ids remembered within the message moved with it.
+    const ids = this.#ids
+    if (ids[1] > at) ids[1] += size - 1
+    if (ids[3] > at) ids[3] += size - 1
     const end = this.pos
     this.pos = at
     this.varint(length)

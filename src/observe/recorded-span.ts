@@ -82,7 +82,6 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
   baseBytes: Uint8Array | null = null
   /** Attributes of this span alone, after the precomputed ones. */
   own: Attributes | null = null
-  #context: SpanContext | undefined
   // Steps within it still open: a list through their #next.
   #first: RecordedSpan | null = null
   #last: RecordedSpan | null = null
@@ -102,8 +101,9 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
     this.#startPerf = performance.now()
   }
 
+  /** The span's context: the span itself, which holds its fields (no object of its own). */
   spanContext(): SpanContext {
-    return (this.#context ??= { traceId: this.traceId, spanId: this.spanId, traceFlags: this.traceFlags, traceState: this.traceState })
+    return this
   }
 
   step(name: string, attributes?: SpanAttributes): Trace {
@@ -152,7 +152,7 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
 
   #child(name: string, kind: SpanKind, attributes: SpanAttributes | undefined): RecordedSpan {
     // Every sampler the gateway offers samples the child of a sampled span (otel-tracing.ts).
-    const child = new RecordedSpan(this.#sink, name, kind, this.traceId, this.traceFlags, this.traceState, this.spanContext())
+    const child = new RecordedSpan(this.#sink, name, kind, this.traceId, this.traceFlags, this.traceState, this)
     if (attributes !== undefined) child.set(attributes)
     if (this.#last === null) this.#first = child
     else this.#last.#next = child
