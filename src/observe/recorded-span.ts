@@ -13,9 +13,9 @@ import type { SpanAttributes, Trace } from './trace.js'
 // when the span is exported. It is the SDK's ReadableSpan for its BatchSpanProcessor
 // and its exporters (the JSON one reads the getters below, built then), and carries what
 // the protobuf encoder (otlp-protobuf.ts) reads directly. It does what the SDK's span
-// does for the gateway's spans, no more: the start from the wall clock and the end from
-// the monotonic one, string values cut to ATTRIBUTE_VALUE_LIMIT, nothing changed once
-// ended. Events, links and the SDK's count limits (128) are not used by the gateway.
+// does for the gateway's spans, no more: a request's start from the wall clock, its steps'
+// and every end from the monotonic clock, string values cut to ATTRIBUTE_VALUE_LIMIT,
+// nothing changed once ended. Events, links and the SDK's count limits (128) are not used by the gateway.
 
 /** A caller's user agent and a path are the longest attribute values: bounded. */
 export const ATTRIBUTE_VALUE_LIMIT = 1024
@@ -97,8 +97,10 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
     readonly parentSpanContext: SpanContext | undefined,
   ) {
     this.#sink = sink
-    this.startMs = sink.now()
     this.#startPerf = performance.now()
+    // A step starts from its request's wall-clock start and the monotonic time since: one
+    // reading of the wall clock a request, and its steps within it whatever the clock does.
+    this.startMs = parentSpanContext instanceof RecordedSpan ? parentSpanContext.startMs + (this.#startPerf - parentSpanContext.#startPerf) : sink.now()
   }
 
   /** The span's context: the span itself, which holds its fields (no object of its own). */

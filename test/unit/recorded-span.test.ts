@@ -107,13 +107,19 @@ describe("the gateway's recorded spans", () => {
     expect(Buffer.from(encodeExportRequest(spans as RecordedSpan[])).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
   })
 
-  it('time a span from the wall clock at its start, and change nothing once ended', () => {
-    const [admission] = recorded(sink(), undefined)
-    expect(admission!.startTime).toEqual([1_764_000_000, 123_000_000])
+  it('time a request from the wall clock at its start, its steps within it, and change nothing once ended', () => {
+    const spans = recorded(sink(), undefined)
+    const request = spans.at(-1) as RecordedSpan
+    expect(request.kind).toBe(SpanKind.SERVER)
+    expect(request.startTime).toEqual([1_764_000_000, 123_000_000])
+    for (const step of spans.slice(0, -1) as RecordedSpan[]) {
+      expect(step.startMs).toBeGreaterThanOrEqual(request.startMs)
+      expect(step.startMs + step.durationMs).toBeLessThanOrEqual(request.startMs + request.durationMs)
+    }
+    const [admission] = spans as RecordedSpan[]
     expect(admission!.ended).toBe(true)
-    const ended = admission as RecordedSpan
-    ended.set({ late: 1 })
-    expect(ended.attributes).toEqual({})
+    admission!.set({ late: 1 })
+    expect(admission!.attributes).toEqual({})
   })
 })
 
