@@ -73,6 +73,8 @@ const env = {
   PLATFORM_TOKEN: required('BENCH_PLATFORM_TOKEN'),
   CONFIG_FILE: VIRTUAL_CONFIG,
   // The gateway takes Redis only with GATEWAY_SECRET; every bench gateway shares this one.
+  // OpenTelemetry's variables, as given (--profile=l1-traced): tracing on.
+  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('OTEL_'))),
   ...(process.env.BENCH_REDIS_URL ? { REDIS_URL: process.env.BENCH_REDIS_URL, GATEWAY_SECRET: process.env.BENCH_GATEWAY_SECRET ?? 'bench-gateway-secret-0123456789abcdef' } : {}),
 }
 

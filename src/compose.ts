@@ -95,6 +95,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const tracing = await startTracing(config.tracing, {
     version: build.version,
     instanceId: replicaId,
+    now: clock.now,
     warn: (message) => failures.note('OTEL_EXPORT', () => log.warn({ code: 'OTEL_EXPORT', reason: message }, 'OpenTelemetry: spans could not be exported')),
   })
   const shared = redisParts(config, { redis: deps.redis, log, metrics, clock })

@@ -1,11 +1,13 @@
-// `--profile[=l1|l2|miss]`: one scenario with node --cpu-prof on the gateway, summarized
-// (no table); the profile is kept in .bench/ for Chrome DevTools.
+// `--profile[=l1|l1-traced|l2|miss]`: one scenario with node --cpu-prof on the gateway,
+// summarized (no table); the profile is kept in .bench/ for Chrome DevTools. `l1-traced`:
+// L1 hits with tracing on, every request sampled, exporting OTLP/HTTP protobuf to
+// bench/otlp-sink.mjs on the load's core (as the targets scenario's traced row).
 
 import { copyFileSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { REPORT_PATH } from '../lib/fixture.mjs'
 import { wrk } from '../lib/load.mjs'
-import { ROOT, log, stopProcess, tmp } from '../lib/processes.mjs'
+import { LOAD_CORE, ROOT, launch, log, pin, stopProcess, tmp } from '../lib/processes.mjs'
 import { fmtInt, fmtMs } from '../lib/stats.mjs'
 import { summarizeProfile } from '../profile-summary.mjs'
 
@@ -15,11 +17,17 @@ const WARMUP_S = 2
 
 export async function profileGateway(scenario, { fixture }) {
   const { startGateway, expectCache, redisUrl, sandbox, teamKey } = fixture
-  if (!['l1', 'l2', 'miss'].includes(scenario)) throw new Error(`--profile=${scenario}: use l1, l2 or miss`)
+  if (!['l1', 'l1-traced', 'l2', 'miss'].includes(scenario)) throw new Error(`--profile=${scenario}: use l1, l1-traced, l2 or miss`)
   if (scenario === 'l2' && !redisUrl) throw new Error('--profile=l2 needs redis-server')
   const profDir = join(tmp, 'prof')
   mkdirSync(profDir)
-  const gw = await startGateway('gw-prof', { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profDir}`], ...(scenario === 'l2' ? { redis: true, l1: false } : {}) })
+  let sink = null
+  if (scenario === 'l1-traced') {
+    const [cmd, args] = pin(LOAD_CORE, process.execPath, ['bench/otlp-sink.mjs'])
+    sink = await launch('prof-otlp-sink', cmd, args, { ready: /^READY / })
+  }
+  const tracing = sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${JSON.parse(sink.line.slice('READY '.length)).port}`, OTEL_TRACES_SAMPLER: 'parentbased_always_on' } : {}
+  const gw = await startGateway('gw-prof', { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profDir}`], extraEnv: tracing, ...(scenario === 'l2' ? { redis: true, l1: false } : {}) })
   let url = `${gw.url}${REPORT_PATH}`
   let script
   let scriptArgs = []
@@ -37,6 +45,7 @@ export async function profileGateway(scenario, { fixture }) {
   const r = await wrk(url, { ...load, seconds: 10, scriptArgs })
   log(`profiled ${scenario}: ${fmtInt(r.rps)} req/s, p50 ${fmtMs(r.p50)}, p99 ${fmtMs(r.p99)} (with the profiler on)`)
   await stopProcess(gw, 10_000)
+  if (sink) await stopProcess(sink)
   const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'))
   if (!file) throw new Error('no .cpuprofile was written')
   const keep = join(ROOT, '.bench')

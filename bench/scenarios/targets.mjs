@@ -11,24 +11,28 @@
 //   - stampede: 200 keep-alive raw TCP connections opened beforehand, one fresh query
 //     written on all of them at once, each timed to its full answer; exactly one
 //     platform call per round.
-// Targets: L1 ≥ 0.85× bare, L2-only ≥ 0.5× bare, stampede p50 ≤ platform latency + 10 ms.
+// Targets: L1 ≥ 0.85× bare, L2-only ≥ 0.5× bare, stampede p50 ≤ platform latency + 10 ms;
+// issue 54: L1 ≥ 1.0× nginx proxy_cache (one worker on the same core, in front of the same
+// stand-in, its hits of the same bytes; not run without nginx), and with tracing on, every
+// request sampled, server CPU per L1 hit ≤ 1.5× tracing off.
 // Besides the targets, in the same rotation: L1 hits with OpenTelemetry tracing on (every
 // request sampled, and 1 % of them), exporting OTLP/HTTP protobuf to a sink on core 0
 // (bench/otlp-sink.mjs): the price of tracing; and with --baseline=<dir>, L1 hits of the
 // gateway built in <dir> (e.g. an export of another commit, after its `npm ci`): the same
 // case before and after a change.
 
-import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { REPORT_PATH, startMainGateway } from '../lib/fixture.mjs'
 import { http } from '../lib/http.mjs'
 import { rawStampede, wrk } from '../lib/load.mjs'
-import { CLK_TCK, GATE_FOREIGN_CORES, GATE_MAX_WAIT_MS, cpuSnapshot, foreignCores, foreignOnCore, loadAverage, quietMoment } from '../lib/machine.mjs'
-import { LOAD_CORE, ROOT, SERVER_CORE, launch, log, pin, pinning, stopProcess, tmp } from '../lib/processes.mjs'
+import { CLK_TCK, GATE_FOREIGN_CORES, GATE_MAX_WAIT_MS, cpuSnapshot, foreignCores, foreignOnCore, loadAverage, quietMoment, versionOf } from '../lib/machine.mjs'
+import { startNginx } from '../lib/nginx.mjs'
+import { LOAD_CORE, SERVER_CORE, launch, log, pin, pinning, stopProcess, tmp } from '../lib/processes.mjs'
 import { fmtInt, fmtMs, fmtX, markdownTable, median, metricValue } from '../lib/stats.mjs'
+import { affinity, allCacheResults, buildInfo, gatewayLog } from '../lib/run-facts.mjs'
 
 export const id = 'targets'
 export const title = 'Issue 17 targets, measured as the hidden benchmark measures them'
@@ -38,60 +42,11 @@ const PLATFORM_LATENCY_MS = 20
 const STAMPEDE_CALLERS = 200
 const TARGET_L1 = 0.85
 const TARGET_L2 = 0.5
+const TARGET_NGINX = 1.0
+const TARGET_TRACED_CPU = 1.5
 const STAMPEDE_BUDGET_MS = PLATFORM_LATENCY_MS + 10
 const PLATFORM_TOKEN = 'bench-standin-token'
 const CACHE_METRIC = 'gateway_cache_requests_total'
-
-/** The cores a process may run on, as the kernel has it (a check of the pinning). */
-function affinity(pid) {
-  try {
-    return /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? '?'
-  } catch {
-    return '?'
-  }
-}
-
-/** Every sample of the cache metric, summed: all report lookups the gateway answered. */
-function allCacheResults(text) {
-  let total = 0
-  for (const line of text.split('\n')) if (line.startsWith(`${CACHE_METRIC}{`)) total += Number(line.slice(line.lastIndexOf(' ') + 1))
-  return total
-}
-
-/** A gateway's own log (LOG_LEVEL=warn: every line is news), summed up: count and first messages. */
-function gatewayLog(gw) {
-  let text = ''
-  try {
-    text = readFileSync(gw.logPath, 'utf8')
-  } catch {
-    return null
-  }
-  const lines = text.split('\n').filter((l) => l.trim())
-  if (!lines.length) return null
-  const messages = new Map()
-  for (const line of lines) {
-    let what = line.slice(0, 160)
-    try {
-      const j = JSON.parse(line)
-      what = `${j.level >= 50 ? 'error' : j.level >= 40 ? 'warn' : `level ${j.level}`}: ${j.msg ?? ''}${j.cause ? ` (${String(j.cause).slice(0, 100)})` : j.err?.message ? ` (${String(j.err.message).slice(0, 100)})` : ''}`
-    } catch {
-      // not pino JSON: the line itself
-    }
-    messages.set(what, (messages.get(what) ?? 0) + 1)
-  }
-  return `${gw.name} logged ${lines.length} line(s): ${[...messages].slice(0, 5).map(([m, n]) => `${n}× ${m}`).join('; ')}`
-}
-
-/** The commit dist/ was built from, and whether src/ had changes not committed. */
-function buildInfo() {
-  try {
-    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim()
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: ROOT, encoding: 'utf8' }).trim()
-    return `${sha}${dirty ? ' plus uncommitted changes in src/' : ''}`
-  } catch {
-    return '?'
-  }
-}
 
 /** Runs the scenario; resolves with its Markdown section. */
 export async function run({ fixture, quick, baseline = null }) {
@@ -124,6 +79,9 @@ export async function run({ fixture, quick, baseline = null }) {
     const platformCalls = async () => (await http('GET', `${standin.url}/__count`)).json().count
     const clearPlatformCalls = () => http('DELETE', `${standin.url}/__count`)
     const bare = await startPlain('targets-bare', SERVER_CORE, {})
+    // nginx proxy_cache, one worker on the servers' core, caching the stand-in's answer.
+    const nginx = versionOf('nginx', ['-v']) ? keep(await startNginx({ origin: standin.url, platformToken: PLATFORM_TOKEN, name: 'targets-nginx', valid: '1h' })) : null
+    if (!nginx) notes.push('nginx row not run: nginx is not installed (apt-get install -y nginx).')
 
     // ---- the gateways, as `npm start` runs them
     const { hashApiKey } = await import('../../dist/access/api-keys.js')
@@ -142,6 +100,7 @@ export async function run({ fixture, quick, baseline = null }) {
     const gwTraced = await gateway('targets-traced', traced('parentbased_always_on'))
     const gwSampled = await gateway('targets-traced-1pct', traced('parentbased_traceidratio', '0.01'))
     const gwBase = baseline ? await gateway('targets-baseline', { config: teamConfig, root: baseline }) : null
+    const gwBaseTraced = baseline ? await gateway('targets-baseline-traced', { ...traced('parentbased_always_on'), root: baseline }) : null
     const metricsOf = async (gw) => (await http('GET', `${gw.admin}/metrics`)).body.toString('utf8')
 
     /** One GET as wrk sends it (the key, no accept-encoding): 200, x-cache `want`, the platform's bytes as they are. */
@@ -179,9 +138,15 @@ export async function run({ fixture, quick, baseline = null }) {
       else if (calls !== 1) problems.push(`${name}: filling the cache took ${calls} platform calls, not 1`)
     }
     await expect('bare', `${bare.url}${REPORT_PATH}`, null)
+    if (nginx) {
+      await clearPlatformCalls()
+      await expect('nginx', `${nginx.url}${REPORT_PATH}`, null)
+      const again = await expect('nginx', `${nginx.url}${REPORT_PATH}`, null)
+      if (again.headers['x-cache-status'] !== 'HIT' || (await platformCalls()) !== 1) throw new Error(`nginx: its second ask was ${again.headers['x-cache-status']}, ${await platformCalls()} platform calls`)
+    }
     await fill('gateway L1', gwL1)
     await expect('gateway L1', `${gwL1.url}${REPORT_PATH}`, 'HIT')
-    for (const [name, gw] of [['gateway L1 traced', gwTraced], ['gateway L1 traced 1 %', gwSampled], ['gateway L1 baseline', gwBase]]) {
+    for (const [name, gw] of [['gateway L1 traced', gwTraced], ['gateway L1 traced 1 %', gwSampled], ['gateway L1 baseline', gwBase], ['gateway L1 baseline traced', gwBaseTraced]]) {
       if (!gw) continue
       await fill(name, gw)
       await expect(name, `${gw.url}${REPORT_PATH}`, 'HIT')
@@ -198,11 +163,13 @@ export async function run({ fixture, quick, baseline = null }) {
     // ---- throughput: bare / L1 / L2 in alternating order
     const cases = [
       { id: 'bare', label: 'bare node:http, same 4 KB body', url: `${bare.url}${REPORT_PATH}`, pid: bare.pid },
+      nginx && { id: 'nginx', label: 'nginx proxy_cache hits (1 worker, same core)', url: `${nginx.url}${REPORT_PATH}`, pid: nginx.pid },
       { id: 'l1', label: 'gateway L1 hits', gw: gwL1, tier: 'l1', target: TARGET_L1 },
       gwL2 && { id: 'l2', label: 'gateway L2-only hits (Redis, l1MaxBytes 0)', gw: gwL2, tier: 'l2', target: TARGET_L2 },
       { id: 'traced', label: 'gateway L1 hits, tracing on (every request sampled, OTLP/HTTP protobuf)', gw: gwTraced, tier: 'l1', spans: true },
       { id: 'traced-1pct', label: 'gateway L1 hits, tracing on (1 % sampled: parentbased_traceidratio 0.01)', gw: gwSampled, tier: 'l1', spans: true },
       gwBase && { id: 'baseline', label: `gateway L1 hits, baseline build (${baseline})`, gw: gwBase, tier: 'l1' },
+      gwBaseTraced && { id: 'baseline-traced', label: `gateway L1 hits, baseline build, tracing on (every request sampled)`, gw: gwBaseTraced, tier: 'l1', spans: true },
     ]
       .filter(Boolean)
       .map((c) => (c.gw ? { ...c, url: `${c.gw.url}${REPORT_PATH}`, pid: c.gw.pid } : c))
@@ -232,6 +199,7 @@ export async function run({ fixture, quick, baseline = null }) {
         const s1 = await sinkCount()
         r.exportKBs = (s1.bytes - s0.bytes) / 1024 / DURATION_S
         r.exports = s1.exports - s0.exports
+        r.spans = s1.spans - s0.spans
       }
       if (c.gw) {
         // The gateway's own count: every request of the run a HIT of the tier under test.
@@ -335,6 +303,22 @@ export async function run({ fixture, quick, baseline = null }) {
           `Round by round: ${paired.map(fmtX).join(', ')}. By server CPU per request: ${fmtX(bareA.cpuUs / a.cpuUs)} (${a.cpuUs.toFixed(1)} vs ${bareA.cpuUs.toFixed(1)} µs).`,
       )
     }
+    const verdict = (ids, ok) => (ids.some(invalid) ? `INVALID (${ok ? 'PASS' : 'MISS'} on these figures, but its runs were not all what they should be: see the problems below)` : ok ? 'PASS' : 'MISS')
+    const l1 = agg('l1')
+    if (runs.nginx) {
+      const n = agg('nginx')
+      const x = l1.rps / n.rps
+      targetLines.push(
+        `- ${verdict(['l1', 'nginx'], x >= TARGET_NGINX)} gateway L1 hits against nginx proxy_cache on the same core: ${fmtX(x)} nginx's req/s, median ${fmtInt(l1.rps)} vs ${fmtInt(n.rps)} (target ≥ ${TARGET_NGINX}×). ` +
+          `Round by round: ${runs.l1.map((r, i) => fmtX(r.rps / runs.nginx[i].rps)).join(', ')}. By server CPU per request: ${fmtX(n.cpuUs / l1.cpuUs)} (${l1.cpuUs.toFixed(1)} vs ${n.cpuUs.toFixed(1)} µs, nginx's master and worker).`,
+      )
+    }
+    const on = agg('traced')
+    const price = on.cpuUs / l1.cpuUs
+    targetLines.push(
+      `- ${verdict(['l1', 'traced'], price <= TARGET_TRACED_CPU)} tracing on, every request sampled: server CPU per L1 hit ${fmtX(price)} tracing off (${on.cpuUs.toFixed(1)} vs ${l1.cpuUs.toFixed(1)} µs, medians; target ≤ ${TARGET_TRACED_CPU}×). ` +
+        `Round by round: ${runs.traced.map((r, i) => fmtX(r.cpuUs / runs.l1[i].cpuUs)).join(', ')}. Spans the sink received per hit: ${on.rs.map((r) => (r.spans / r.requests).toFixed(2)).join(', ')} (3: the request, admission, cache.lookup).`,
+    )
     const s1 = sAgg('stampede-l1')
     const oneCall = s1.calls.every((n) => n === 1)
     const inBudget = s1.p50 <= STAMPEDE_BUDGET_MS
@@ -349,17 +333,18 @@ export async function run({ fixture, quick, baseline = null }) {
       `- Machine load with these figures: load average (1/5/15 min) ${loads[0]} at the first measured run, ${loads.at(-1)} at the last; other processes used a median ${median(foreign).toFixed(2)} cores (max ${Math.max(...foreign).toFixed(2)}) during the throughput runs${foreignHere.length ? `, ${median(foreignHere).toFixed(2)} (max ${Math.max(...foreignHere).toFixed(2)}) of them on the servers' core ${SERVER_CORE}` : ''}.`,
     )
 
-    const logged = [gwL1, gwL2, gwTraced, gwSampled, gwBase].filter(Boolean).map(gatewayLog).filter(Boolean)
+    const logged = [gwL1, gwL2, gwTraced, gwSampled, gwBase, gwBaseTraced].filter(Boolean).map(gatewayLog).filter(Boolean)
     // The price of tracing, and of this build against the baseline: L1 hits side by side.
-    const l1 = agg('l1')
-    const priced = cases.filter((c) => c.spans || c.id === 'baseline')
+    const priced = cases.filter((c) => c.spans || c.id.startsWith('baseline'))
     if (priced.length) {
       const lines = priced.map((c) => {
         const a = agg(c.id)
-        const exported = c.spans ? ` Exported to the sink: ${a.rs.map((r) => `${fmtInt(r.exports)} exports, ${fmtInt(r.exportKBs)} KB/s`).join(' / ')}.` : ''
-        return `- ${c.label}: ${fmtInt(a.rps)} req/s, ${fmtX(a.rps / l1.rps)} the L1 row's (${fmtX(a.rps / bareA.rps)} bare); server CPU ${a.cpuUs.toFixed(1)} µs/req against ${l1.cpuUs.toFixed(1)} (${a.cpuUs >= l1.cpuUs ? '+' : ''}${(((a.cpuUs - l1.cpuUs) / l1.cpuUs) * 100).toFixed(1)} %). Round by round against L1: ${a.rs.map((r, i) => fmtX(r.rps / runs.l1[i].rps)).join(', ')}.${exported}`
+        // A baseline traced is priced against the baseline's own L1 row.
+        const [ref, refId] = c.id === 'baseline-traced' ? [agg('baseline'), 'baseline'] : [l1, 'l1']
+        const exported = c.spans ? ` Exported to the sink: ${a.rs.map((r) => `${fmtInt(r.exports)} exports, ${fmtInt(r.exportKBs)} KB/s, ${(r.spans / r.requests).toFixed(2)} spans a hit`).join(' / ')}.` : ''
+        return `- ${c.label}: ${fmtInt(a.rps)} req/s, ${fmtX(a.rps / ref.rps)} the ${refId} row's (${fmtX(a.rps / bareA.rps)} bare); server CPU ${a.cpuUs.toFixed(1)} µs/req against ${ref.cpuUs.toFixed(1)} (${fmtX(a.cpuUs / ref.cpuUs)}). Round by round against ${refId}, req/s: ${a.rs.map((r, i) => fmtX(r.rps / runs[refId][i].rps)).join(', ')}; CPU: ${a.rs.map((r, i) => fmtX(r.cpuUs / runs[refId][i].cpuUs)).join(', ')}.${exported}`
       })
-      targetLines.push('', 'Against the L1 row (not targets):', '', ...lines)
+      targetLines.push('', 'Against the L1 rows (not targets):', '', ...lines)
     }
     const perRun = (cid) =>
       runs[cid].map((r) => `${fmtInt(r.rps)} (${r.cpuUs?.toFixed(1) ?? '?'} µs, ${r.serverBusy?.toFixed(2) ?? '?'}, ${r.foreignHere?.toFixed(2) ?? '?'}, ${r.load.split(' ')[0]})`).join(' / ')
@@ -367,6 +352,7 @@ export async function run({ fixture, quick, baseline = null }) {
       `Build: dist/ from ${build}. The report: \`GET ${REPORT_PATH}\`, ${fmtInt(body.length)} bytes of JSON (the sandbox's answer for it), sent as it is (identity) by the bare server and by the platform stand-in; wrk sends \`x-api-key\` and no accept-encoding, and every answer was checked to be those bytes without content-encoding.`,
       `Gateways: \`node dist/main.js\` (what \`npm start\` runs) with HOST/PORT/ADMIN_HOST/ADMIN_PORT on 127.0.0.1, LOG_LEVEL=warn, PLATFORM_BASE_URL (the stand-in), PLATFORM_TOKEN (any: the stand-in accepts all), CONFIG_FILE: one team \`bench\`, \`advertisers: ["*"]\`, \`rateLimit: { max: 1000000000, window: 1m }\`, one key; the gateway's other variables inherited from the shell removed. L2-only: the same plus REDIS_URL (redis-server on 127.0.0.1, core ${LOAD_CORE}) and \`cache: { l1MaxBytes: 0 }\`. Every other setting is the default.`,
       `Traced gateways: the same as L1 plus OTEL_EXPORTER_OTLP_ENDPOINT (bench/otlp-sink.mjs on core ${LOAD_CORE}, answering each export at once and keeping counts), the default protocol (http/protobuf) and batching (BatchSpanProcessor: a queue of 2,048 spans, batches of 512, spans past a full queue dropped, as in production), OTEL_TRACES_SAMPLER parentbased_always_on (each hit three spans: the request, admission, the L1 lookup) or parentbased_traceidratio with OTEL_TRACES_SAMPLER_ARG 0.01.${baseline ? ` Baseline: the same as L1, run from ${baseline}/dist/main.js.` : ''}`,
+      `nginx: bench/lib/nginx.mjs, one worker process \`taskset -c ${SERVER_CORE}\`, \`proxy_cache\` (valid 1 h, \`proxy_cache_lock\`) in front of the same platform stand-in, keep-alive to the callers, access log off; its hits are checked to be the platform's bytes (\`x-cache-status: HIT\`, one platform call in all); its CPU is its master's and worker's.`,
       `Bare server and platform stand-in: bench/bare-server.mjs with BENCH_HEADERS=plain (node:http, content-type and content-length only, the body from memory); the stand-in answers every call after ${PLATFORM_LATENCY_MS} ms and counts calls to /api/v1/report/.`,
       `Pinning: ${pinning() ? `gateways and bare server \`taskset -c ${SERVER_CORE}\` (affinity read back: gateway ${affinity(gwL1.pid)}, bare ${affinity(bare.pid)}); wrk, this script (stampede callers), the platform stand-in and Redis on core ${LOAD_CORE}` : 'NONE (taskset or a second core missing): not the hidden benchmark set-up'}.`,
       `Throughput: per run a ${WARMUP_S} s wrk warm-up, a wait (up to ${GATE_MAX_WAIT_MS / 1000} s, within the run's budget) for other processes to use < ${GATE_FOREIGN_CORES} cores, then wrk -t1 -c${CONNECTIONS} for ${DURATION_S} s; ${ROUNDS} round(s) of bare / L1 / L2 in rotating order; each column is the median of the runs. × bare (req/s) is the ratio of the medians, which the targets use; × bare (CPU/req) is the bare server's CPU time per request over the gateway's (process user + system time over wrk's completed requests), steadier on a shared machine. Per run, req/s (server CPU µs/req, cores the server used, other load on core ${SERVER_CORE} in cores, 1-min load average): ${cases.map((c) => `${c.id} ${perRun(c.id)}`).join('; ')}.`,

@@ -1,15 +1,15 @@
 import type { IncomingMessage } from 'node:http'
 import { hostname } from 'node:os'
-import { defaultTextMapGetter, diag, DiagLogLevel, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type SpanContext, type Tracer } from '@opentelemetry/api'
+import { defaultTextMapGetter, diag, DiagLogLevel, isSpanContextValid, ROOT_CONTEXT, SamplingDecision, SpanKind, trace, TraceFlags, type Attributes, type Context, type Link, type SpanContext } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources'
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
-  BasicTracerProvider,
   BatchSpanProcessor,
   ParentBasedSampler,
   TraceIdRatioBasedSampler,
+  type ReadableSpan,
   type Sampler,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base'
@@ -28,16 +28,18 @@ import {
   ATTR_USER_AGENT_ORIGINAL,
 } from '@opentelemetry/semantic-conventions'
 import type { TracingConfig } from '../config/tracing.js'
-import type { RequestTracer, SpanAttributes, Trace, TracingOptions } from './trace.js'
+import { encodeExportRequest } from './otlp-protobuf.js'
+import { ATTRIBUTE_VALUE_LIMIT, newSpanId, newTraceId, RecordedSpan, type SpanSink } from './recorded-span.js'
+import type { RequestTracer, Trace, TracingOptions } from './trace.js'
 
 // The one module that imports OpenTelemetry: observe/tracing.ts loads it only when an OTLP
-// endpoint is configured. Spans are made with the SDK's BasicTracerProvider, batched, and
-// sent by the OTLP/HTTP exporter (protobuf or JSON, as OTEL_EXPORTER_OTLP_PROTOCOL says);
-// each span's parent is passed by hand (no context manager, nothing global), so that
-// replicas in one process (tests) keep their traces apart.
-
-// A caller's user agent and a path are the longest attribute values: bounded.
-const ATTRIBUTE_VALUE_LIMIT = 1024
+// endpoint is configured. The SDK's samplers decide, its BatchSpanProcessor batches, and
+// its OTLP/HTTP exporter sends (protobuf or JSON, as OTEL_EXPORTER_OTLP_PROTOCOL says);
+// the spans themselves are the gateway's (recorded-span.ts: a step costs a small object,
+// the rest is built at export), and protobuf is written by otlp-protobuf.ts, byte for byte
+// the SDK's. Each span's parent is passed by hand (no context manager, nothing global), so
+// that replicas in one process (tests) keep their traces apart. Decisions and prices:
+// docs/decisions/opentelemetry.md.
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH', 'QUERY'])
 
@@ -86,56 +88,12 @@ class UnrecordedTrace implements Trace {
   end(): void {}
 }
 
-class OtelTrace implements Trace {
-  readonly recording = true
-  readonly #tracer: Tracer
-  readonly #span: Span
-  readonly #context: Context
-  #open: OtelTrace[] | null = null
-  #ended = false
-
-  constructor(tracer: Tracer, span: Span, parent: Context) {
-    this.#tracer = tracer
-    this.#span = span
-    this.#context = trace.setSpan(parent, span)
-  }
-
-  get traceId(): string {
-    return this.#span.spanContext().traceId
-  }
-
-  step(name: string, attributes?: SpanAttributes): Trace {
-    return this.#child(name, SpanKind.INTERNAL, attributes)
-  }
-
-  call(name: string, attributes: SpanAttributes): { span: Trace; traceparent: string } {
-    const span = this.#child(name, SpanKind.CLIENT, attributes)
-    return { span, traceparent: traceparentOf(span.#span.spanContext()) }
-  }
-
-  set(attributes: SpanAttributes): void {
-    this.#span.setAttributes(attributes)
-  }
-
-  end(error?: string, stepError: string | undefined = error): void {
-    if (this.#ended) return
-    this.#ended = true
-    for (const child of this.#open ?? []) child.end(stepError)
-    if (error !== undefined) {
-      this.#span.setAttribute('error.type', error)
-      this.#span.setStatus({ code: SpanStatusCode.ERROR })
-    }
-    this.#span.end()
-  }
-
-  #child(name: string, kind: SpanKind, attributes: SpanAttributes | undefined): OtelTrace {
-    const child = new OtelTrace(this.#tracer, this.#tracer.startSpan(name, { kind, ...(attributes ? { attributes } : {}) }, this.#context), this.#context)
-    ;(this.#open ??= []).push(child)
-    return child
-  }
-}
-
-function samplerOf(config: TracingConfig): Sampler {
+/**
+ * The sampler OTEL_TRACES_SAMPLER names. Each of them samples the child of a sampled span
+ * (parent-based: the local parent's decision; the ratio: the same trace id; always on),
+ * which is why a step of a sampled request is not asked again (recorded-span.ts).
+ */
+export function samplerOf(config: Pick<TracingConfig, 'sampler' | 'samplerRatio'>): Sampler {
   const ratio = () => new TraceIdRatioBasedSampler(config.samplerRatio)
   switch (config.sampler) {
     case 'always_on':
@@ -153,11 +111,104 @@ function samplerOf(config: TracingConfig): Sampler {
   }
 }
 
+/**
+ * The span exporter of the configured protocol: the SDK's OTLP/HTTP exporter for JSON; for
+ * protobuf the same transport (its retries, back-off, headers and timeouts) with the
+ * gateway's encoder. Each batch is handed on in a task of its own, so that encoding it is
+ * not part of the request whose span closed the batch.
+ */
 async function exporterOf(config: TracingConfig): Promise<SpanExporter> {
   const options = { url: config.url, headers: config.headers }
   if (config.protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter(options)
-  return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter(options)
+  const [{ OTLPExporterBase }, { createOtlpHttpExportDelegate, convertLegacyHttpOptions }, { ProtobufTraceSerializer, TraceExporterMetricsHelper }] = await Promise.all([
+    import('@opentelemetry/otlp-exporter-base'),
+    import('@opentelemetry/otlp-exporter-base/node-http'),
+    import('@opentelemetry/otlp-transformer'),
+  ])
+  const serializer = {
+    serializeRequest: (spans: ReadableSpan[]) => encodeExportRequest(spans as RecordedSpan[]),
+    deserializeResponse: (data: Uint8Array) => ProtobufTraceSerializer.deserializeResponse(data),
+  }
+  const delegate = createOtlpHttpExportDelegate(
+    convertLegacyHttpOptions(options, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' }),
+    serializer,
+    'otlp_http_span_exporter',
+    TraceExporterMetricsHelper,
+    undefined,
+  )
+  const exporter = new OTLPExporterBase<ReadableSpan[]>(delegate)
+  return {
+    export: (spans, done) => void setImmediate(() => exporter.export(spans, done)),
+    shutdown: () => exporter.shutdown(),
+    forceFlush: () => exporter.forceFlush(),
+  }
 }
+
+// What a request's SERVER span starts with, kept on its connection: the requests of a
+// kept-alive connection mostly repeat the one before, and then share its attributes
+// (frozen: encoded once, recorded-span.ts) and its span's name.
+const SEEN = Symbol('traced request')
+interface Seen {
+  url: string
+  method: string | undefined
+  version: string
+  host: string | undefined
+  agent: string | undefined
+  name: string
+  attributes: Attributes
+}
+type TracedSocket = IncomingMessage['socket'] & { [SEEN]?: Seen }
+
+function cut(value: string): string {
+  return value.length > ATTRIBUTE_VALUE_LIMIT ? value.substring(0, ATTRIBUTE_VALUE_LIMIT) : value
+}
+
+/** The SERVER span's name and first attributes (the HTTP semantic conventions), as of this request. */
+function requestSeen(req: IncomingMessage, url: string): Seen {
+  const q = url.indexOf('?')
+  const path = q === -1 ? url : url.slice(0, q)
+  const given = req.method ?? 'GET'
+  const method = METHODS.has(given) ? given : '_OTHER'
+  const route = httpRoute(method, path)
+  const attributes: Record<string, string | number> = {
+    [ATTR_HTTP_REQUEST_METHOD]: method,
+    [ATTR_URL_PATH]: cut(path),
+    [ATTR_URL_SCHEME]: 'http',
+    [ATTR_NETWORK_PROTOCOL_VERSION]: req.httpVersion,
+  }
+  if (method !== given) attributes[ATTR_HTTP_REQUEST_METHOD_ORIGINAL] = cut(given)
+  if (route !== null) attributes[ATTR_HTTP_ROUTE] = route
+  const { remoteAddress, localPort } = req.socket
+  if (remoteAddress) attributes[ATTR_CLIENT_ADDRESS] = remoteAddress
+  if (localPort) attributes[ATTR_SERVER_PORT] = localPort
+  const host = hostName(req.headers.host)
+  if (host) attributes[ATTR_SERVER_ADDRESS] = cut(host)
+  const agent = req.headers['user-agent']
+  if (agent) attributes[ATTR_USER_AGENT_ORIGINAL] = cut(agent)
+  return {
+    url,
+    method: req.method,
+    version: req.httpVersion,
+    host: req.headers.host,
+    agent,
+    name: route === null ? method : `${method} ${route}`,
+    attributes: Object.freeze(attributes),
+  }
+}
+
+function seenOf(req: IncomingMessage): Seen {
+  const url = req.url ?? '/'
+  const socket = req.socket as TracedSocket
+  const last = socket[SEEN]
+  const { headers } = req
+  if (last !== undefined && last.url === url && last.method === req.method && last.host === headers.host && last.agent === headers['user-agent'] && last.version === req.httpVersion) return last
+  return (socket[SEEN] = requestSeen(req, url))
+}
+
+// What the SDK's Tracer hands the sampler for a span started without attributes or links
+// (the samplers read them, none changes them).
+const NO_ATTRIBUTES: Attributes = Object.freeze({})
+const NO_LINKS: Link[] = []
 
 export async function otelTracing(config: TracingConfig, about: TracingOptions): Promise<RequestTracer> {
   // The SDK reports an export that failed through its diagnostic logger, which is global.
@@ -166,46 +217,29 @@ export async function otelTracing(config: TracingConfig, about: TracingOptions):
   const resource = defaultResource().merge(
     resourceFromAttributes({ 'host.name': hostname(), 'service.instance.id': about.instanceId, ...config.resourceAttributes, [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: about.version }),
   )
-  const provider = new BasicTracerProvider({
-    resource,
-    sampler: samplerOf(config),
-    spanLimits: { attributeValueLengthLimit: ATTRIBUTE_VALUE_LIMIT },
-    spanProcessors: [new BatchSpanProcessor(await exporterOf(config))],
-  })
-  const tracer = provider.getTracer('report-gateway', about.version)
+  const processor = new BatchSpanProcessor(await exporterOf(config))
+  const sink: SpanSink = { resource, scope: { name: 'report-gateway', version: about.version }, processor, now: about.now }
+  const sampler = samplerOf(config)
   return {
     start(req: IncomingMessage): Trace {
-      const url = req.url ?? '/'
-      const q = url.indexOf('?')
-      const path = q === -1 ? url : url.slice(0, q)
-      const given = req.method ?? 'GET'
-      const method = METHODS.has(given) ? given : '_OTHER'
-      const route = httpRoute(method, path)
+      const seen = seenOf(req)
       const traceparent = req.headers.traceparent
-      const parent = typeof traceparent === 'string' ? propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter) : ROOT_CONTEXT
-      // The samplers the gateway offers decide by the trace alone: attributes only for a span kept.
-      const span = tracer.startSpan(route === null ? method : `${method} ${route}`, { kind: SpanKind.SERVER }, parent)
-      if (!span.isRecording()) return new UnrecordedTrace(span.spanContext())
-      const attributes: SpanAttributes = {
-        [ATTR_HTTP_REQUEST_METHOD]: method,
-        [ATTR_URL_PATH]: path,
-        [ATTR_URL_SCHEME]: 'http',
-        [ATTR_NETWORK_PROTOCOL_VERSION]: req.httpVersion,
-      }
-      if (method !== given) attributes[ATTR_HTTP_REQUEST_METHOD_ORIGINAL] = given
-      if (route !== null) attributes[ATTR_HTTP_ROUTE] = route
-      const { remoteAddress, localPort } = req.socket
-      if (remoteAddress) attributes[ATTR_CLIENT_ADDRESS] = remoteAddress
-      if (localPort) attributes[ATTR_SERVER_PORT] = localPort
-      const host = hostName(req.headers.host)
-      if (host) attributes[ATTR_SERVER_ADDRESS] = host
-      const agent = req.headers['user-agent']
-      if (agent) attributes[ATTR_USER_AGENT_ORIGINAL] = agent
-      span.setAttributes(attributes)
-      return new OtelTrace(tracer, span, parent)
+      const context: Context = typeof traceparent === 'string' ? propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter) : ROOT_CONTEXT
+      const given = trace.getSpanContext(context)
+      const parent = given !== undefined && isSpanContextValid(given) ? given : undefined
+      const traceId = parent?.traceId ?? newTraceId()
+      // As the SDK's Tracer asks: the samplers offered decide by the trace alone, before any attribute.
+      const decision = sampler.shouldSample(context, traceId, seen.name, SpanKind.SERVER, NO_ATTRIBUTES, NO_LINKS)
+      const flags = decision.decision === SamplingDecision.RECORD_AND_SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE
+      const traceState = decision.traceState ?? parent?.traceState
+      if (decision.decision === SamplingDecision.NOT_RECORD) return new UnrecordedTrace({ traceId, spanId: newSpanId(), traceFlags: flags, traceState })
+      const span = new RecordedSpan(sink, seen.name, SpanKind.SERVER, traceId, flags, traceState, parent)
+      if (decision.attributes !== undefined) span.set(decision.attributes)
+      span.set(seen.attributes)
+      return span
     },
     async close(): Promise<void> {
-      await provider.shutdown()
+      await processor.shutdown()
       diag.disable()
     },
   }

@@ -40,6 +40,8 @@ export interface TracingOptions {
   version: string
   /** This replica's id (as GET /admin/cluster lists it): `service.instance.id`. */
   instanceId: string
+  /** The wall clock (milliseconds since the epoch): when each span starts. */
+  now: () => number
   /** Where OpenTelemetry's own warnings go (an export that failed, say). */
   warn: (message: string) => void
 }

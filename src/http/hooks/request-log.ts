@@ -3,7 +3,7 @@ import type { Socket } from 'node:net'
 import type { GatewayContext } from '../context.js'
 import type { CountChild, ObserveChild } from '../../perf/metric-tally.js'
 import { isOwnRequestId, newRequestId } from '../../observe/request-id.js'
-import { traceOf, type Trace } from '../../observe/tracing.js'
+import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
@@ -169,9 +169,10 @@ export function requestObserver({ metrics, usage, keyUse, clock, history, log }:
  */
 function endRequestSpan(trace: Trace, facts: RequestFacts): void {
   const status = facts.status
-  trace.set({ 'http.response.status_code': status, 'gateway.request_id': facts.reqId })
-  if (facts.team !== null) trace.set({ 'gateway.team': facts.team })
-  if (facts.cache !== null) trace.set({ 'gateway.cache.status': facts.cache })
+  const answered: SpanAttributes = { 'http.response.status_code': status, 'gateway.request_id': facts.reqId }
+  if (facts.team !== null) answered['gateway.team'] = facts.team
+  if (facts.cache !== null) answered['gateway.cache.status'] = facts.cache
+  trace.set(answered)
   trace.end(status >= 500 ? String(status) : undefined, status >= 400 ? String(status) : undefined)
 }
 

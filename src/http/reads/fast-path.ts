@@ -13,17 +13,10 @@ import { rateLimitHeaders } from '../../access/rate-limit-headers.js'
 import { accessFacts, requestIdOf, type ObserveRequest } from '../hooks/request-log.js'
 import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
 import type { ReportAnswerFacts } from './report-facts.js'
+import { JOINED_FILL, L1_HIT, L1_MISS, L2_HIT, L2_NOT_FRESH, TO_ROUTER } from './step-attributes.js'
 
 /** A caller that joined a cold fill went to the platform for want of a copy, with another read. */
 const JOINED: Forward = { reason: 'uri-miss', collapsed: true }
-
-// Attributes of the fast path's steps, made once: a traced hit adds no object of its own.
-const L1_HIT: SpanAttributes = { 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' }
-const L1_MISS: SpanAttributes = { 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'miss' }
-const L2_HIT: SpanAttributes = { 'gateway.cache.tier': 'l2', 'gateway.cache.result': 'hit' }
-const L2_NOT_FRESH: SpanAttributes = { 'gateway.cache.tier': 'l2', 'gateway.cache.result': 'miss' }
-const JOINED_FILL: SpanAttributes = { 'gateway.fill.source': 'joined' }
-const TO_ROUTER: SpanAttributes = { 'gateway.handed_over': true }
 
 /** A step of the fast path ended, with what it found. */
 function ended(step: Trace | undefined, attributes: SpanAttributes): void {

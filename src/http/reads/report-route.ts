@@ -10,15 +10,14 @@ import { forcesRefresh } from '../../reports/forced-refresh.js'
 import { hangUpSignal } from '../../platform/client/caller-group.js'
 import { takeHandedOver, type HandedOver } from './handed-over.js'
 import type { ReadOptions } from '../../reports/report-cache.js'
-import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
+import { traceOf, type Trace } from '../../observe/tracing.js'
+import { L1_HIT } from './step-attributes.js'
 import type { Lookup } from '../../reports/report-cache.js'
 import { prefersAsync } from './prefer.js'
 import type { FailureLog } from '../../observe/failure-log.js'
 import { acceptJob } from './job-routes.js'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import type { ReportAnswerFacts, ReportDays } from './report-facts.js'
-
-const L1_HIT: SpanAttributes = { 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' }
 
 /** What the report routes read: the configuration, the report cache, the clock and traces, the admission of callers, the one decision of report reads and what an answer says of its cost and finality. */
 export type ReportReadParts = Pick<GatewayContext, 'config' | 'reports' | 'jobs' | 'clock' | 'tracing'> & { admission: Admission; decisions: ReadDecisions; failures: Pick<FailureLog, 'note'>; facts: ReportAnswerFacts }

@@ -1,0 +1,390 @@
+import type { Attributes, AttributeValue } from '@opentelemetry/api'
+import type { InstrumentationScope } from '@opentelemetry/core'
+import type { Resource } from '@opentelemetry/resources'
+
+// The OTLP/HTTP protobuf body (ExportTraceServiceRequest) of the gateway's spans, byte for
+// byte what the SDK's ProtobufTraceSerializer writes for the same spans
+// (test/unit/otlp-protobuf.test.ts compares them), at a fraction of its cost: a span's
+// precomputed attributes are encoded once per attribute object, the resource and the scope
+// once per process, ids go from hex to bytes without a buffer of their own, and each length
+// is written once, after its message (moved by a byte when its varint is longer than one).
+// The fields and their order are those of opentelemetry/proto/trace/v1/trace.proto as the
+// SDK writes them (0.223: otlp-transformer's trace-serializer.js).
+
+/** What the encoder reads of a span: the gateway's RecordedSpan (observe/recorded-span.ts). */
+export interface EncodableSpan {
+  readonly traceId: string
+  readonly spanId: string
+  readonly traceFlags: number
+  readonly traceState: { serialize(): string } | undefined
+  readonly parentSpanContext: { spanId: string; isRemote?: boolean } | undefined
+  readonly name: string
+  /** SpanKind of the API (INTERNAL 0, SERVER 1, CLIENT 2, …). */
+  readonly kind: number
+  /** Wall-clock start, in milliseconds since the epoch (Date.now()). */
+  readonly startMs: number
+  /** Milliseconds from start to end (performance.now()). */
+  readonly durationMs: number
+  /** The span's precomputed attributes as encoded by `precomputedAttributes`, or null. */
+  readonly baseBytes: Uint8Array | null
+  /** Attributes set on the span itself, after the precomputed ones. */
+  readonly own: Attributes | null
+  readonly statusCode: number
+  readonly resource: Resource
+  readonly instrumentationScope: InstrumentationScope
+}
+
+const SPAN_ATTRIBUTES_FIELD = 9
+const INT64_MIN = -(2 ** 63)
+const INT64_END = 2 ** 63
+
+/** A growing buffer of protobuf fields. */
+class ProtoOut {
+  buf: Buffer
+  pos = 0
+
+  constructor(size: number) {
+    this.buf = Buffer.allocUnsafe(size)
+  }
+
+  room(n: number): void {
+    if (this.pos + n <= this.buf.length) return
+    let size = this.buf.length * 2
+    while (size < this.pos + n) size *= 2
+    const grown = Buffer.allocUnsafe(size)
+    this.buf.copy(grown, 0, 0, this.pos)
+    this.buf = grown
+  }
+
+  varint(value: number): void {
+    this.room(10)
+    if (value >= 0 && value <= 0xffffffff) {
+      let v = value >>> 0
+      while (v > 0x7f) {
+        this.buf[this.pos++] = (v & 0x7f) | 0x80
+        v >>>= 7
+      }
+      this.buf[this.pos++] = v
+      return
+    }
+    // A negative or wide int64: ten bytes of two's complement at most.
+    let v = BigInt.asUintN(64, BigInt(value))
+    while (v > 0x7fn) {
+      this.buf[this.pos++] = Number(v & 0x7fn) | 0x80
+      v >>= 7n
+    }
+    this.buf[this.pos++] = Number(v)
+  }
+
+  tag(field: number, wire: number): void {
+    const key = (field << 3) | wire
+    if (key >= 0x80) return this.varint(key)
+    this.room(1)
+    this.buf[this.pos++] = key
+  }
+
+  string(text: string): void {
+    // Short ASCII (names, keys, ids, most values) byte by byte: no call into C++ for it.
+    if (text.length < 0x80) {
+      this.room(text.length + 1)
+      const buf = this.buf
+      let at = this.pos + 1
+      for (let i = 0; i < text.length; i += 1) {
+        const c = text.charCodeAt(i)
+        if (c >= 0x80) {
+          at = -1
+          break
+        }
+        buf[at++] = c
+      }
+      if (at !== -1) {
+        buf[this.pos] = text.length
+        this.pos = at
+        return
+      }
+    }
+    const n = Buffer.byteLength(text, 'utf8')
+    this.varint(n)
+    this.room(n)
+    this.pos += this.buf.write(text, this.pos, n, 'utf8')
+  }
+
+  raw(bytes: Uint8Array): void {
+    this.room(bytes.length)
+    this.buf.set(bytes, this.pos)
+    this.pos += bytes.length
+  }
+
+  // The last two ids written, and where their bytes are: a trace's spans are written one
+  // after the other (its steps end before it) and share its id, and the steps' parent is
+  // the request's span: its bytes are copied rather than decoded again.
+  #ids: [string, number, string, number] = ['', 0, '', 0]
+
+  /** An id (`bytes`) given as hex. */
+  hex(id: string): void {
+    const n = id.length >>> 1
+    this.room(n + 1)
+    const buf = this.buf
+    buf[this.pos++] = n
+    const ids = this.#ids
+    const from = id === ids[0] ? ids[1] : id === ids[2] ? ids[3] : -1
+    if (from !== -1) {
+      for (let i = 0; i < n; i += 1) buf[this.pos + i] = buf[from + i] as number
+    } else {
+      this.buf.write(id, this.pos, n, 'hex')
+      // The trace id (32 digits) is kept in the first slot, a span id in the second.
+      if (n === 16) {
+        ids[0] = id
+        ids[1] = this.pos
+      } else {
+        ids[2] = id
+        ids[3] = this.pos
+      }
+    }
+    this.pos += n
+  }
+
+  fixed32(value: number): void {
+    this.room(4)
+    const buf = this.buf
+    buf[this.pos++] = value & 0xff
+    buf[this.pos++] = (value >>> 8) & 0xff
+    buf[this.pos++] = (value >>> 16) & 0xff
+    buf[this.pos++] = (value >>> 24) & 0xff
+  }
+
+  double(value: number): void {
+    this.room(8)
+    this.buf.writeDoubleLE(value, this.pos)
+    this.pos += 8
+  }
+
+  /** Nanoseconds since the epoch as fixed64, from whole seconds and nanoseconds (as the SDK's HrTime). */
+  time(seconds: number, nanos: number): void {
+    // seconds × 1e9 exceeds 2^53: split as the SDK does, each product exact.
+    const lowSeconds = seconds & 0xffff
+    const highSeconds = (seconds / 0x10000) >>> 0
+    const fromLow = lowSeconds * 1e9
+    const fromHigh = highSeconds * 1e9
+    const low = (fromLow >>> 0) + (((fromHigh & 0xffff) * 0x10000) >>> 0) + nanos
+    const high = (Math.floor(fromLow / 0x100000000) + ((fromHigh / 0x10000) >>> 0) + Math.floor(low / 0x100000000)) >>> 0
+    this.fixed32(low >>> 0)
+    this.fixed32(high)
+  }
+
+  /** Starts a length-delimited message: one byte is kept for its length. */
+  begin(): number {
+    this.room(1)
+    return this.pos++
+  }
+
+  /** Ends the message `begin` started: its length written before it, the bytes moved when it takes more than one byte. */
+  end(at: number): void {
+    const length = this.pos - at - 1
+    if (length < 0x80) {
+      this.buf[at] = length
+      return
+    }
+    const size = varintSize(length)
+    this.room(size - 1)
+    this.buf.copyWithin(at + size, at + 1, this.pos)
+    this.pos += size - 1
+    // The ids remembered within the message moved with it.
+    const ids = this.#ids
+    if (ids[1] > at) ids[1] += size - 1
+    if (ids[3] > at) ids[3] += size - 1
+    const end = this.pos
+    this.pos = at
+    this.varint(length)
+    this.pos = end
+  }
+
+  bytes(): Buffer {
+    return this.buf.subarray(0, this.pos)
+  }
+}
+
+function varintSize(value: number): number {
+  let size = 1
+  while (value >= 0x80) {
+    value = Math.floor(value / 0x80)
+    size += 1
+  }
+  return size
+}
+
+function anyValue(out: ProtoOut, value: AttributeValue | null | undefined): void {
+  if (typeof value === 'string') {
+    out.tag(1, 2)
+    out.string(value)
+  } else if (typeof value === 'boolean') {
+    out.tag(2, 0)
+    out.varint(value ? 1 : 0)
+  } else if (typeof value === 'number') {
+    if (Number.isInteger(value) && value >= INT64_MIN && value < INT64_END) {
+      out.tag(3, 0)
+      out.varint(value)
+    } else {
+      out.tag(4, 1)
+      out.double(value)
+    }
+  } else if (Array.isArray(value)) {
+    out.tag(5, 2)
+    const array = out.begin()
+    for (const item of value) {
+      out.tag(1, 2)
+      const at = out.begin()
+      anyValue(out, item)
+      out.end(at)
+    }
+    out.end(array)
+  }
+}
+
+/** Attributes as repeated KeyValue in `field`, in their own order. */
+function attributes(out: ProtoOut, attrs: Attributes, field: number): void {
+  for (const key in attrs) {
+    if (!Object.prototype.hasOwnProperty.call(attrs, key)) continue
+    out.tag(field, 2)
+    const kv = out.begin()
+    out.tag(1, 2)
+    out.string(key)
+    out.tag(2, 2)
+    const value = out.begin()
+    anyValue(out, attrs[key])
+    out.end(value)
+    out.end(kv)
+  }
+}
+
+/** A span's attributes encoded once (the span's field 9, repeated), to be copied into each span that holds them. */
+export function encodeSpanAttributes(attrs: Attributes): Uint8Array {
+  const out = new ProtoOut(256)
+  attributes(out, attrs, SPAN_ATTRIBUTES_FIELD)
+  return Uint8Array.from(out.bytes())
+}
+
+// The resource's and the scope's messages, tag included, once per object.
+const ONCE = new WeakMap<object, Uint8Array>()
+
+/** Field 1 (the resource of ResourceSpans, the scope of ScopeSpans) holding what `write` writes, encoded once per `of`. */
+function once(of: object, write: (out: ProtoOut) => void): Uint8Array {
+  let bytes = ONCE.get(of)
+  if (bytes === undefined) {
+    const out = new ProtoOut(1024)
+    out.tag(1, 2)
+    const at = out.begin()
+    write(out)
+    out.end(at)
+    bytes = Uint8Array.from(out.bytes())
+    ONCE.set(of, bytes)
+  }
+  return bytes
+}
+
+const resourceBytes = (resource: Resource): Uint8Array =>
+  once(resource, (out) => {
+    attributes(out, resource.attributes, 1)
+    out.tag(2, 0)
+    out.varint(0)
+  })
+
+const scopeBytes = (scope: InstrumentationScope): Uint8Array =>
+  once(scope, (out) => {
+    out.tag(1, 2)
+    out.string(scope.name)
+    if (scope.version) {
+      out.tag(2, 2)
+      out.string(scope.version)
+    }
+  })
+
+function span(out: ProtoOut, s: EncodableSpan): void {
+  out.tag(1, 2)
+  out.hex(s.traceId)
+  out.tag(2, 2)
+  out.hex(s.spanId)
+  const state = s.traceState?.serialize()
+  if (state) {
+    out.tag(3, 2)
+    out.string(state)
+  }
+  const parent = s.parentSpanContext
+  if (parent?.spanId) {
+    out.tag(4, 2)
+    out.hex(parent.spanId)
+  }
+  out.tag(5, 2)
+  out.string(s.name)
+  out.tag(6, 0)
+  out.varint(s.kind + 1)
+  // As the SDK times a span: its start from Date.now(), its end that plus the measured duration.
+  const startSeconds = Math.trunc(s.startMs / 1000)
+  const startNanos = Math.round((s.startMs % 1000) * 1e6)
+  let endSeconds = startSeconds + Math.trunc(s.durationMs / 1000)
+  let endNanos = startNanos + Math.round((s.durationMs % 1000) * 1e6)
+  if (endNanos >= 1e9) {
+    endNanos -= 1e9
+    endSeconds += 1
+  }
+  out.tag(7, 1)
+  out.time(startSeconds, startNanos)
+  out.tag(8, 1)
+  out.time(endSeconds, endNanos)
+  if (s.baseBytes !== null) out.raw(s.baseBytes)
+  if (s.own !== null) attributes(out, s.own, SPAN_ATTRIBUTES_FIELD)
+  // No attribute, event or link is ever dropped: fewer than the SDK's limits of 128.
+  out.tag(10, 0)
+  out.varint(0)
+  out.tag(12, 0)
+  out.varint(0)
+  out.tag(14, 0)
+  out.varint(0)
+  out.tag(15, 2)
+  const status = out.begin()
+  out.tag(3, 0)
+  out.varint(s.statusCode)
+  out.end(status)
+  out.tag(16, 5)
+  out.fixed32((s.traceFlags & 0xff) | 0x100 | (parent?.isRemote ? 0x200 : 0))
+}
+
+/** The ExportTraceServiceRequest of `spans`, grouped by resource then scope as the SDK groups them. */
+export function encodeExportRequest(spans: readonly EncodableSpan[]): Uint8Array {
+  const groups = new Map<Resource, Map<InstrumentationScope, EncodableSpan[]>>()
+  for (const s of spans) {
+    let scopes = groups.get(s.resource)
+    if (scopes === undefined) groups.set(s.resource, (scopes = new Map()))
+    let list = scopes.get(s.instrumentationScope)
+    if (list === undefined) scopes.set(s.instrumentationScope, (list = []))
+    list.push(s)
+  }
+  const out = new ProtoOut(spans.length * 320 + 1024)
+  for (const [resource, scopes] of groups) {
+    out.tag(1, 2)
+    const resourceSpans = out.begin()
+    out.raw(resourceBytes(resource))
+    for (const [scope, list] of scopes) {
+      out.tag(2, 2)
+      const scopeSpans = out.begin()
+      out.raw(scopeBytes(scope))
+      for (const s of list) {
+        out.tag(2, 2)
+        const at = out.begin()
+        span(out, s)
+        out.end(at)
+      }
+      if (scope.schemaUrl) {
+        out.tag(3, 2)
+        out.string(scope.schemaUrl)
+      }
+      out.end(scopeSpans)
+    }
+    if (resource.schemaUrl) {
+      out.tag(3, 2)
+      out.string(resource.schemaUrl)
+    }
+    out.end(resourceSpans)
+  }
+  return out.bytes()
+}

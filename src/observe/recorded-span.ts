@@ -1,0 +1,218 @@
+import { randomFillSync } from 'node:crypto'
+// Imported, not the global: Node defines the global `performance` as an accessor.
+import { performance } from 'node:perf_hooks'
+import { SpanKind, SpanStatusCode, type Attributes, type HrTime, type SpanContext, type SpanStatus, type TraceState } from '@opentelemetry/api'
+import { addHrTimes, millisToHrTime, type InstrumentationScope } from '@opentelemetry/core'
+import type { Resource } from '@opentelemetry/resources'
+import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base'
+import { encodeSpanAttributes, type EncodableSpan } from './otlp-protobuf.js'
+import type { SpanAttributes, Trace } from './trace.js'
+
+// A sampled span of the gateway, made by the gateway rather than the SDK's Tracer: what a
+// request's step costs is a small object and two clock readings, and the rest is built
+// when the span is exported. It is the SDK's ReadableSpan for its BatchSpanProcessor
+// and its exporters (the JSON one reads the getters below, built then), and carries what
+// the protobuf encoder (otlp-protobuf.ts) reads directly. It does what the SDK's span
+// does for the gateway's spans, no more: a request's start from the wall clock, its steps'
+// and every end from the monotonic clock, string values cut to ATTRIBUTE_VALUE_LIMIT,
+// nothing changed once ended. Events, links and the SDK's count limits (128) are not used by the gateway.
+
+/** A caller's user agent and a path are the longest attribute values: bounded. */
+export const ATTRIBUTE_VALUE_LIMIT = 1024
+
+/** Where the gateway's spans go, and what they all share. */
+export interface SpanSink {
+  readonly resource: Resource
+  readonly scope: InstrumentationScope
+  readonly processor: SpanProcessor
+  /** The wall clock, in milliseconds since the epoch. */
+  now(): number
+}
+
+const NONE: Attributes = Object.freeze({})
+const NO_LINKS: ReadableSpan['links'] = []
+const NO_EVENTS: ReadableSpan['events'] = []
+
+// Precomputed attributes (frozen objects a span takes as they are) and their encoding;
+// null for an object with a value past the limit, which a span copies and cuts instead.
+const PRECOMPUTED = new WeakMap<Attributes, Uint8Array | null>()
+
+function precomputedBytes(attributes: Attributes): Uint8Array | null {
+  let bytes = PRECOMPUTED.get(attributes)
+  if (bytes === undefined) {
+    const within = Object.values(attributes).every((v) => typeof v !== 'string' || v.length <= ATTRIBUTE_VALUE_LIMIT)
+    bytes = within ? encodeSpanAttributes(attributes) : null
+    PRECOMPUTED.set(attributes, bytes)
+  }
+  return bytes
+}
+
+// Ids from a pool of random hex, refilled 4 KiB at a time (W3C: 16 bytes, 8 bytes, never all zero).
+const POOL_BYTES = 4096
+let pool = ''
+let taken = POOL_BYTES * 2
+const ZERO_TRACE = '0'.repeat(32)
+const ZERO_SPAN = '0'.repeat(16)
+
+function hexId(chars: number, zero: string): string {
+  for (;;) {
+    if (taken + chars > pool.length) {
+      pool = randomFillSync(Buffer.allocUnsafe(POOL_BYTES)).toString('hex')
+      taken = 0
+    }
+    const id = pool.slice(taken, (taken += chars))
+    if (id !== zero) return id
+  }
+}
+
+export const newTraceId = (): string => hexId(32, ZERO_TRACE)
+export const newSpanId = (): string => hexId(16, ZERO_SPAN)
+
+export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
+  readonly recording = true
+  readonly spanId = newSpanId()
+  readonly startMs: number
+  readonly #startPerf: number
+  readonly #sink: SpanSink
+  /** Milliseconds from start to end; -1 while open. */
+  durationMs = -1
+  statusCode: number = SpanStatusCode.UNSET
+  /** Precomputed attributes, shared, and their encoding. */
+  base: Attributes = NONE
+  baseBytes: Uint8Array | null = null
+  /** Attributes of this span alone, after the precomputed ones. */
+  own: Attributes | null = null
+  // Steps within it still open: a list through their #next.
+  #first: RecordedSpan | null = null
+  #last: RecordedSpan | null = null
+  #next: RecordedSpan | null = null
+
+  constructor(
+    sink: SpanSink,
+    readonly name: string,
+    readonly kind: SpanKind,
+    readonly traceId: string,
+    readonly traceFlags: number,
+    readonly traceState: TraceState | undefined,
+    readonly parentSpanContext: SpanContext | undefined,
+  ) {
+    this.#sink = sink
+    this.#startPerf = performance.now()
+    // A step starts from its request's wall-clock start and the monotonic time since: one
+    // reading of the wall clock a request, and its steps within it whatever the clock does.
+    this.startMs = parentSpanContext instanceof RecordedSpan ? parentSpanContext.startMs + (this.#startPerf - parentSpanContext.#startPerf) : sink.now()
+  }
+
+  /** The span's context: the span itself, which holds its fields (no object of its own). */
+  spanContext(): SpanContext {
+    return this
+  }
+
+  step(name: string, attributes?: SpanAttributes): Trace {
+    return this.#child(name, SpanKind.INTERNAL, attributes)
+  }
+
+  call(name: string, attributes: SpanAttributes): { span: Trace; traceparent: string } {
+    const span = this.#child(name, SpanKind.CLIENT, attributes)
+    return { span, traceparent: `00-${span.traceId}-${span.spanId}-${(span.traceFlags & 0xff).toString(16).padStart(2, '0')}` }
+  }
+
+  /** Adds attributes: a frozen object on a span with none is taken as it is (precomputed), anything else copied. */
+  set(attributes: Attributes): void {
+    if (this.durationMs >= 0) return
+    if (this.base === NONE && this.own === null && Object.isFrozen(attributes)) {
+      const bytes = precomputedBytes(attributes)
+      if (bytes !== null) {
+        this.base = attributes
+        this.baseBytes = bytes
+        return
+      }
+    }
+    let own = (this.own ??= {})
+    for (const key in attributes) {
+      // A key the precomputed ones hold is changed where it stands, as the SDK would.
+      if (this.base !== NONE && key in this.base) {
+        own = this.own = { ...this.base, ...own }
+        this.base = NONE
+        this.baseBytes = null
+      }
+      const value = attributes[key]
+      own[key] = typeof value === 'string' && value.length > ATTRIBUTE_VALUE_LIMIT ? value.substring(0, ATTRIBUTE_VALUE_LIMIT) : value
+    }
+  }
+
+  end(error?: string, stepError: string | undefined = error): void {
+    if (this.durationMs >= 0) return
+    for (let child = this.#first; child !== null; child = child.#next) child.end(stepError)
+    if (error !== undefined) {
+      this.set({ 'error.type': error })
+      this.statusCode = SpanStatusCode.ERROR
+    }
+    this.durationMs = performance.now() - this.#startPerf
+    this.#sink.processor.onEnd(this)
+  }
+
+  #child(name: string, kind: SpanKind, attributes: SpanAttributes | undefined): RecordedSpan {
+    // Every sampler the gateway offers samples the child of a sampled span (otel-tracing.ts).
+    const child = new RecordedSpan(this.#sink, name, kind, this.traceId, this.traceFlags, this.traceState, this)
+    if (attributes !== undefined) child.set(attributes)
+    if (this.#last === null) this.#first = child
+    else this.#last.#next = child
+    this.#last = child
+    return child
+  }
+
+  // ReadableSpan, built when read (the JSON exporter, tests).
+
+  get attributes(): Attributes {
+    return this.own === null ? { ...this.base } : { ...this.base, ...this.own }
+  }
+
+  get startTime(): HrTime {
+    return millisToHrTime(this.startMs)
+  }
+
+  get endTime(): HrTime {
+    return addHrTimes(this.startTime, millisToHrTime(Math.max(0, this.durationMs)))
+  }
+
+  get duration(): HrTime {
+    return millisToHrTime(Math.max(0, this.durationMs))
+  }
+
+  get ended(): boolean {
+    return this.durationMs >= 0
+  }
+
+  get status(): SpanStatus {
+    return { code: this.statusCode }
+  }
+
+  get resource(): Resource {
+    return this.#sink.resource
+  }
+
+  get instrumentationScope(): InstrumentationScope {
+    return this.#sink.scope
+  }
+
+  get links(): ReadableSpan['links'] {
+    return NO_LINKS
+  }
+
+  get events(): ReadableSpan['events'] {
+    return NO_EVENTS
+  }
+
+  get droppedAttributesCount(): number {
+    return 0
+  }
+
+  get droppedEventsCount(): number {
+    return 0
+  }
+
+  get droppedLinksCount(): number {
+    return 0
+  }
+}

@@ -1,0 +1,138 @@
+import { describe, expect, it } from 'vitest'
+import { ROOT_CONTEXT, SamplingDecision, SpanKind, TraceFlags, trace, type Span, type SpanContext } from '@opentelemetry/api'
+import { TraceState } from '@opentelemetry/core'
+import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources'
+import { BasicTracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base'
+import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer'
+import { encodeExportRequest } from '../../src/observe/otlp-protobuf.js'
+import { ATTRIBUTE_VALUE_LIMIT, RecordedSpan, type SpanSink } from '../../src/observe/recorded-span.js'
+import { samplerOf } from '../../src/observe/otel-tracing.js'
+import type { SpanAttributes as Attributes } from '../../src/observe/trace.js'
+import { SAMPLERS } from '../../src/config/tracing.js'
+
+// The gateway makes its sampled spans itself (recorded-span.ts) and writes their protobuf
+// itself (otlp-protobuf.ts): what a collector receives must be what the SDK's own span and
+// serializer would have sent for the same calls.
+
+/** A processor keeping what ends, as the BatchSpanProcessor receives it. */
+function collector(): SpanProcessor & { spans: ReadableSpan[] } {
+  const spans: ReadableSpan[] = []
+  return { spans, onStart: () => undefined, onEnd: (s) => void spans.push(s), forceFlush: async () => undefined, shutdown: async () => undefined }
+}
+
+const resource = defaultResource().merge(resourceFromAttributes({ 'service.name': 'report-gateway', 'service.version': '0.1.0', 'host.name': 'pod-1', 'deployment.environment.name': 'tést' }))
+const REMOTE: SpanContext = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: TraceFlags.SAMPLED, isRemote: true, traceState: new TraceState('vendor=1') }
+const PRECOMPUTED: Attributes = Object.freeze({ 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' })
+const REQUEST: Attributes = Object.freeze({ 'http.request.method': 'GET', 'url.path': '/api/v1/report/x/get', 'server.port': 8080, 'user_agent.original': 'wrk' })
+const LONG = 'é'.repeat(ATTRIBUTE_VALUE_LIMIT + 10)
+
+/** The same calls on a span of either kind: a request with steps, a platform call failing, a refusal ending an open step. */
+function play(root: { set(a: Attributes): void }, child: (name: string, kind: SpanKind, a?: Attributes) => { set(a: Attributes): void; fail?(e: string): void; close(): void }, closeRoot: () => void): void {
+  root.set(REQUEST)
+  const admission = child('admission', SpanKind.INTERNAL)
+  admission.close()
+  const lookup = child('cache.lookup', SpanKind.INTERNAL)
+  lookup.set(PRECOMPUTED)
+  lookup.close()
+  const call = child('platform.request', SpanKind.CLIENT, { 'http.request.method': 'GET', 'server.port': 443, 'gateway.retry': 1.5 })
+  call.set({ 'http.response.status_code': 503, 'gateway.long': LONG, 'gateway.flag': false, 'gateway.negative': -7 })
+  call.fail?.('503')
+  call.close()
+  root.set({ 'http.response.status_code': 200, 'gateway.request_id': 'r-1', 'url.path': '/changed' })
+  closeRoot()
+}
+
+function recorded(sink: SpanSink, parent: SpanContext | undefined): ReadableSpan[] {
+  const root = new RecordedSpan(sink, 'GET /api/v1/report/{split}/get', SpanKind.SERVER, parent?.traceId ?? '4bf92f3577b34da6a3ce929d0e0e4736', TraceFlags.SAMPLED, parent?.traceState, parent)
+  play(
+    root,
+    (name, kind, a) => {
+      const s = kind === SpanKind.CLIENT ? (root.call(name, a ?? {}).span as RecordedSpan) : (root.step(name, a) as RecordedSpan)
+      let error: string | undefined
+      return { set: (x) => s.set(x), fail: (e) => (error = e), close: () => s.end(error) }
+    },
+    () => root.end(),
+  )
+  return (sink.processor as ReturnType<typeof collector>).spans
+}
+
+function bySdk(parent: SpanContext | undefined): ReadableSpan[] {
+  const processor = collector()
+  const tracer = new BasicTracerProvider({ resource, spanLimits: { attributeValueLengthLimit: ATTRIBUTE_VALUE_LIMIT }, spanProcessors: [processor] }).getTracer('report-gateway', '0.1.0')
+  const root = tracer.startSpan('GET /api/v1/report/{split}/get', { kind: SpanKind.SERVER }, parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT)
+  const context = trace.setSpan(ROOT_CONTEXT, root)
+  play(
+    { set: (a) => root.setAttributes(a) },
+    (name, kind, a) => {
+      const s: Span = tracer.startSpan(name, { kind, ...(a ? { attributes: a } : {}) }, context)
+      return {
+        set: (x) => s.setAttributes(x),
+        fail: (e) => {
+          s.setAttribute('error.type', e)
+          s.setStatus({ code: 2 })
+        },
+        close: () => s.end(),
+      }
+    },
+    () => root.end(),
+  )
+  return processor.spans
+}
+
+/** A JSON export without what differs by nature (ids made at random, times). */
+function comparable(spans: ReadableSpan[]): unknown {
+  const text = new TextDecoder().decode(JsonTraceSerializer.serializeRequest(spans))
+  return JSON.parse(text, (key, value: unknown) => (/^(traceId|spanId|parentSpanId|startTimeUnixNano|endTimeUnixNano)$/.test(key) ? '·' : value))
+}
+
+describe("the gateway's recorded spans", () => {
+  const sink = (): SpanSink => ({ resource, scope: { name: 'report-gateway', version: '0.1.0' }, processor: collector(), now: () => 1_764_000_000_123 })
+
+  it('record what the SDK\'s spans record for the same calls (names, kinds, attributes in order, values cut, status, parent, flags)', () => {
+    for (const parent of [undefined, REMOTE]) expect(comparable(recorded(sink(), parent))).toEqual(comparable(bySdk(parent)))
+  })
+
+  it('are written as protobuf byte for byte as the SDK\'s serializer writes them', () => {
+    for (const parent of [undefined, REMOTE]) {
+      const spans = recorded(sink(), parent)
+      expect(Buffer.from(encodeExportRequest(spans as RecordedSpan[])).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
+    }
+  })
+
+  it('are written byte for byte in a batch of hundreds, the messages past 127 and 16,383 bytes included', () => {
+    const s = sink()
+    for (let i = 0; i < 200; i += 1) recorded(s, i % 2 ? REMOTE : undefined)
+    const spans = (s.processor as ReturnType<typeof collector>).spans
+    expect(spans.length).toBe(800)
+    expect(Buffer.from(encodeExportRequest(spans as RecordedSpan[])).toString('hex')).toBe(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).toString('hex'))
+  })
+
+  it('time a request from the wall clock at its start, its steps within it, and change nothing once ended', () => {
+    const spans = recorded(sink(), undefined)
+    const request = spans.at(-1) as RecordedSpan
+    expect(request.kind).toBe(SpanKind.SERVER)
+    expect(request.startTime).toEqual([1_764_000_000, 123_000_000])
+    for (const step of spans.slice(0, -1) as RecordedSpan[]) {
+      expect(step.startMs).toBeGreaterThanOrEqual(request.startMs)
+      expect(step.startMs + step.durationMs).toBeLessThanOrEqual(request.startMs + request.durationMs)
+    }
+    const [admission] = spans as RecordedSpan[]
+    expect(admission!.ended).toBe(true)
+    admission!.set({ late: 1 })
+    expect(admission!.attributes).toEqual({})
+  })
+})
+
+describe('the samplers the gateway offers', () => {
+  it('each sample the child of a sampled span, so a step of a sampled request is not asked again', () => {
+    const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: TraceFlags.SAMPLED })
+    const traceId = '00000000000000000000000000000001'
+    for (const sampler of SAMPLERS.filter((s) => s !== 'always_off')) {
+      const child = samplerOf({ sampler, samplerRatio: 0.5 }).shouldSample(parent, traceId, 'step', SpanKind.INTERNAL, {}, [])
+      // The ratio alone decides by the trace id: the child's decision is the root's.
+      const root = samplerOf({ sampler, samplerRatio: 0.5 }).shouldSample(ROOT_CONTEXT, traceId, 'root', SpanKind.SERVER, {}, [])
+      const expected = sampler === 'traceidratio' ? root.decision : SamplingDecision.RECORD_AND_SAMPLED
+      expect([sampler, child.decision]).toEqual([sampler, expected])
+    }
+  })
+})
