@@ -11,6 +11,7 @@
 //   capacity         a platform slower past 12 calls in flight, 429 past 20: the learned limit, 1 and 3 replicas
 //   two-teams        a dashboard team beside a team of year-long, unread, failing or throttled reports;
 //                    a dashboard that waits for all its answers; a platform 3× slower over a minute
+//   report-jobs      50 year-long reports asked as jobs by one team beside two-teams' dashboard team
 //   targets          issue 17 item 3's targets, set up as the hidden benchmark measures them
 //   spread           L1 hits of several identical gateway processes and a bare server with a hit's headers
 //   scale            1 and 50 replicas on one Redis and on a Cluster: Redis commands and CPU per platform call, a 5 s stall
@@ -30,7 +31,7 @@
 // SIGINT/SIGTERM, and the whole run is bounded in time.
 
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { setUp } from './lib/fixture.mjs'
@@ -50,9 +51,10 @@ import * as pubsub from './scenarios/pubsub.mjs'
 import * as answers from './scenarios/answers.mjs'
 import * as twoTeams from './scenarios/two-teams.mjs'
 import * as targets from './scenarios/targets.mjs'
+import * as reportJobs from './scenarios/report-jobs.mjs'
 import { profileGateway } from './scenarios/profile.mjs'
 
-const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, dashboardFamily, capacity, twoTeams, targets, spread, scale, redisTraffic, pubsub, answers]
+const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, dashboardFamily, capacity, twoTeams, reportJobs, targets, spread, scale, redisTraffic, pubsub, answers]
 const TIME_LIMIT_MS = 45 * 60_000
 
 const args = process.argv.slice(2)
@@ -60,6 +62,12 @@ const quick = args.includes('--quick')
 const profile = args.find((f) => f === '--profile' || f.startsWith('--profile='))?.split('=')[1] ?? (args.includes('--profile') ? 'l1' : null)
 const only = args.find((f) => f.startsWith('--only='))?.slice('--only='.length).split(',') ?? null
 const baseline = args.find((f) => f.startsWith('--baseline='))?.slice('--baseline='.length) ?? null
+// Every scenario is listed, by its id, in the header comment above.
+const lines = readFileSync(new URL(import.meta.url), 'utf8').split('\n')
+const header = lines.slice(0, lines.findIndex((l) => !l.startsWith('//')))
+for (const s of SCENARIOS) {
+  if (!header.some((l) => l.startsWith(`//   ${s.id} `))) throw new Error(`bench/run.mjs: scenario ${s.id} is not listed in the header comment`)
+}
 for (const id of only ?? []) {
   if (!SCENARIOS.some((s) => s.id === id)) throw new Error(`--only=${id}: the scenarios are ${SCENARIOS.map((s) => s.id).join(', ')}`)
 }

@@ -43,13 +43,13 @@ import { fmtInt, fmtMs, markdownTable, percentile } from '../lib/stats.mjs'
 export const id = 'two-teams'
 export const title = 'Two teams on one credential: a dashboard team beside a team of year-long reports, of unread answers, of failing reports, of throttled routes; a dashboard that waits for all its answers, and a platform 3× slower'
 
-const WORKERS = 16
+export const WORKERS = 16
 const LATENCY_MS = 40
 const PER_DAY_MS = 12
-const DASHBOARD_CALLERS = 8
+export const DASHBOARD_CALLERS = 8
 /** A view of the dashboard that waits for all its answers: this many distinct week-long reports at once. */
 const VIEW_REPORTS = 8
-const TARGET_SHARE = 0.7
+export const TARGET_SHARE = 0.7
 /** The dashboard that waits for all its answers, against itself alone (issue 51, item 4). */
 const TARGET_VIEW_SHARE = 0.8
 /** The slowdown: the platform this many times slower, over RAMP seconds, the same workers. */
@@ -60,24 +60,32 @@ const MIN_CONCURRENT = 2
 const BUSY_WITHIN_S = 30
 const TARGET_BUSY = 0.9
 /** In the 'warm' order, how long the dashboard works alone before the other team starts. */
-const WARM_SECONDS = 10
+export const WARM_SECONDS = 10
 /**
  * In the 'cold' order, the dashboard's first second: its samples are reported, not
  * judged, as a gateway that has not yet had an answer of the dashboard's cannot know the
  * platform has room for it (the limit rule starts at platform.initialConcurrent).
  */
 const FIRST_WINDOW_MS = 1000
-const CAMPAIGNS = '/api/v1/report/campaigns/get'
-const CREATIVES = '/api/v1/report/creatives/get'
+export const CAMPAIGNS = '/api/v1/report/campaigns/get'
+export const CREATIVES = '/api/v1/report/creatives/get'
 const PLACEMENTS = '/api/v1/report/adPlacementPositions/get'
 
 let nextDay = 0
 /** A report over `days` days never asked before, on `path`. */
-function fresh(path, days) {
+export function fresh(path, days) {
   const day = (offset) => new Date(Date.UTC(1990, 0, 1 + offset)).toISOString().slice(0, 10)
   const first = nextDay
   nextDay += 1
   return `${path}?advertiserId=${100 + (first % 4)}&byDate=1&dateFrom=${day(first)}&dateTo=${day(first + days - 1)}`
+}
+
+/**
+ * The dashboard team: DASHBOARD_CALLERS callers in a closed loop, each asking a week-long
+ * report never asked before (closedLoop's `stop()` and answers).
+ */
+export function dashboardCallers({ origin, key, maxSeconds }) {
+  return closedLoop({ origins: [origin], key, callers: DASHBOARD_CALLERS, nextPath: () => fresh(CAMPAIGNS, 7), maxSeconds })
 }
 
 /** The attacks: what the other team does while the dashboard team works. */
@@ -174,7 +182,7 @@ function viewLoop({ origin, key, maxSeconds }) {
 }
 
 /** The sandbox `factor` times slower than LATENCY_MS + PER_DAY_MS a day, the same WORKERS. */
-async function setSpeed(sandbox, factor) {
+export async function setSpeed(sandbox, factor) {
   await sandbox.setLatency(LATENCY_MS * factor)
   await sandbox.control('POST', '/capacity', { workers: WORKERS, perDayMs: PER_DAY_MS * factor })
 }
@@ -190,7 +198,7 @@ async function setSpeed(sandbox, factor) {
  * it keeps 50 ms for a caller on its way back, `seatsKept`, and braked teams, `brake`:
  * read the same way, so that the rows run on it too.)
  */
-function sampler(gw, sandbox, adminToken) {
+export function sampler(gw, sandbox, adminToken) {
   const samples = []
   let stopped = false
   const loop = (async () => {
@@ -226,6 +234,19 @@ function sampler(gw, sandbox, adminToken) {
   }
 }
 
+/**
+ * The sampler's samples with calls waiting at the gateway and a worker of the platform
+ * idle (`idle`), and of those the ones with fewer calls in flight and seats owed than the
+ * platform has workers (`idleWhileWaiting`, the judged ones). A call on its way to the
+ * platform, or its answer on its way back, is in flight at the gateway and not yet (or no
+ * longer) at a worker, and a seat owed to a team that asked within the linger is lent to
+ * short calls only: the gateway left a worker idle only with fewer of those than workers.
+ */
+export function idleSamples(samples) {
+  const idle = samples.filter((s) => s.waiting > 0 && s.busy < WORKERS)
+  return { idle, idleWhileWaiting: idle.filter((s) => s.sent < WORKERS) }
+}
+
 /** The stretches of a slowdown row, in seconds from when the other team started. */
 function slowdownStretches(quick) {
   const before = quick ? 5 : 20
@@ -253,7 +274,7 @@ async function phase({ fixture, gw, seconds, row, order, quick }) {
     row.dashboard === 'views'
       ? viewLoop({ origin: gw.url, key: teamBKey, maxSeconds: judged + WARM_SECONDS + 5 })
       : (() => {
-          const stop = closedLoop({ origins: [gw.url], key: teamBKey, callers: DASHBOARD_CALLERS, nextPath: () => fresh(CAMPAIGNS, 7), maxSeconds: judged + WARM_SECONDS + 5 })
+          const stop = dashboardCallers({ origin: gw.url, key: teamBKey, maxSeconds: judged + WARM_SECONDS + 5 })
           return async () => ({ answers: await stop(), views: null })
         })()
   const startAttack = () => (attack ? attack.start({ gw, key: teamKey, sandbox }) : async () => [])
@@ -293,12 +314,7 @@ async function phase({ fixture, gw, seconds, row, order, quick }) {
   const others = otherAll.filter((a) => a.at >= from && a.at <= ended && a.status === 200)
   const ok = answers.filter((a) => a.status === 200)
   const sorted = (views ? views.filter((v) => v.at >= from && v.at <= ended) : ok).map((a) => a.ms).sort((x, y) => x - y)
-  const idle = samples.filter((s) => s.waiting > 0 && s.busy < WORKERS)
-  // A call on its way to the platform, or its answer on its way back, is in flight at the
-  // gateway and not yet (or no longer) at a worker, and a seat owed to a team that asked
-  // within the linger is lent to short calls only: the gateway left a worker idle only with
-  // fewer calls in flight and seats owed than the platform has workers.
-  const idleWhileWaiting = idle.filter((s) => s.sent < WORKERS)
+  const { idle, idleWhileWaiting } = idleSamples(samples)
   const firstWindow = order === 'cold' ? idleWhileWaiting.filter((s) => s.at - started < FIRST_WINDOW_MS).length : 0
   const heldBack = samples.filter((s) => s.held > 0).length
   const result = {
