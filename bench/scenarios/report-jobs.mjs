@@ -98,12 +98,13 @@ async function phase({ fixture, gw, jobs, seconds }) {
     errors: answers.length - ok.length,
     busy: samples.length ? samples.reduce((sum, s) => sum + s.busy, 0) / samples.length : 0,
     idleWhileWaiting: idleWhileWaiting.length,
+    idleAt: idleWhileWaiting.map((s) => `${((s.at - started) / 1000).toFixed(1)} s (${s.waiting} waiting, ${s.busy} at the platform, ${s.sent} in flight, limit ${s.limit})`),
     samples: samples.length,
     accepted: asked.filter((a) => a.id).length,
     refused: asked.filter((a) => !a.id).map((a) => a.status),
     done: outcomes.filter((o) => o.state === 'done').length,
     notDone: outcomes.filter((o) => o.state !== 'done').map((o) => o.state),
-    shared: outcomes.filter((o) => o.state === 'done' && o.tookSeconds === 0).length,
+    tookNothing: outcomes.filter((o) => o.state === 'done' && o.tookSeconds === 0).length,
     jobCalls: jobs ? await sandbox.calls(CREATIVES) : null,
   }
 }
@@ -141,10 +142,10 @@ export async function run({ fixture, quick }) {
           fmtMs(r.p95),
           fmtMs(r.p99),
           String(r.errors),
-          `${r.idleWhileWaiting} of ${r.samples}`,
+          `${r.idleWhileWaiting} of ${r.samples}${r.idleAt.length ? `: at ${r.idleAt.join('; ')}` : ''}`,
           r.busy.toFixed(1),
           jobs ? `${r.done} of ${JOBS}${r.notDone.length ? ` (others: ${r.notDone.join(', ')})` : ''}${r.refused.length ? `; refused: ${r.refused.join(', ')}` : ''}` : '–',
-          jobs ? `${r.jobCalls} for ${JOBS} reports${r.shared ? ` (${r.shared} done without a call of their own)` : ''}` : '–',
+          jobs ? `${r.jobCalls} for ${JOBS} reports${r.tookNothing ? ` (${r.tookNothing} jobs' status says \`tookSeconds\` 0)` : ''}` : '–',
           jobs ? (missed.length ? `MISSED: ${missed.join(', ')}` : 'met') : '',
         ])
       } finally {
