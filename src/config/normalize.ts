@@ -82,7 +82,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   }
 
   const teams = normalizeTeams(raw.teams, new Set(Object.keys(credentials)), problems)
-  const platformHosts = hostsOf([baseUrl, ...Object.values(credentials).map((c) => c.baseUrl)])
+  const platformHosts = [...new Set(hostsOf([baseUrl, ...Object.values(credentials).map((c) => c.baseUrl)]))]
   for (const team of teams) {
     const refusal = team.webhook && webhookRefusal(team.webhook.url, raw.jobs.webhookHosts, platformHosts)
     if (refusal) problems.push(`teams.${team.name}.webhook.url: ${refusal}`)
