@@ -6,6 +6,8 @@ import { WebhookDeliveries, type WebhookSettings } from '../../src/jobs/webhook-
 import type { JobStatus } from '../../src/jobs/job.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { waitFor } from '../helpers/wait.js'
+import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { useGateways, useSandbox } from '../helpers/fixtures.js'
 
 // Pushing an ended report job to its team's webhook (jobs/webhook-deliveries.ts), to a
 // real receiver on loopback: signed the Standard Webhooks way (checked here with the
@@ -148,5 +150,42 @@ describe('webhook deliveries', () => {
     other.deliver('another-team', STATUS)
     expect(other.list()).toEqual([])
     expect(r.got).toHaveLength(0)
+  })
+})
+
+describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTTP)', () => {
+  const sandbox = useSandbox()
+  const gateways = useGateways()
+  const ADMIN_TOKEN = 'job-webhooks-admin-token-0123456789'
+
+  it('POSTs the ended job\'s status as GET /api/v1/jobs/{id} answers it, with no token, key or secret; GET /admin/jobs lists the delivery', async () => {
+    const r = await receiver([{ status: 204 }])
+    // The sandbox is the platform at 127.0.0.1: the receiver is named `localhost`, which the operator allows.
+    const url = r.url.replace('127.0.0.1', 'localhost')
+    const yaml = `${TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${url}", secret: "${SECRET}" }\n`)}jobs:\n  webhookHosts: [localhost]\n`
+    const platformToken = sandbox.issueToken()
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN }, yaml)))
+    const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.status).toBe(202)
+    const { id } = (await asked.json()) as { id: string }
+    await waitFor('the job pushed to the receiver', () => r.got.length === 1, 10_000)
+    const [got] = r.got as [Received]
+    const status = await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json()
+    expect(JSON.parse(got.body)).toEqual(status)
+    expect(JSON.parse(got.body)).toMatchObject({ id, state: 'done' })
+    const ts = got.headers['webhook-timestamp'] as string
+    const expected = createHmac('sha256', Buffer.from(SECRET.slice('whsec_'.length), 'base64')).update(`msg_${id}.${ts}.${got.body}`).digest('base64')
+    expect(got.headers['webhook-signature']).toBe(`v1,${expected}`)
+    for (const secret of [platformToken, KEYS.all, SECRET, ADMIN_TOKEN]) expect(JSON.stringify(got)).not.toContain(secret)
+
+    const listed = await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(listed.statusCode).toBe(200)
+    await waitFor('the delivery settled', () => gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((res) => (res.json() as { deliveries: { state: string }[] }).deliveries[0]?.state === 'delivered'))
+    const answered = (await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: unknown[] }
+    expect(answered.deliveries).toEqual([expect.objectContaining({ id: `msg_${id}`, job: id, team: 'all', state: 'delivered', jobState: 'done', url, attempts: 1, lastStatus: 204 })])
+    expect(JSON.stringify(answered)).not.toContain(SECRET)
+    expect((await gw.admin.inject({ method: 'GET', url: '/admin/jobs' })).statusCode).toBe(401)
+    expect(gw.logs.text()).not.toContain(SECRET)
+    expect(gw.logs.text()).toContain('report job pushed to its team')
   })
 })
