@@ -7,7 +7,8 @@ import type { JobStatus } from '../../src/jobs/job.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { waitFor } from '../helpers/wait.js'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
-import { useGateways, useSandbox } from '../helpers/fixtures.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
 
 // Pushing an ended report job to its team's webhook (jobs/webhook-deliveries.ts), to a
 // real receiver on loopback: signed the Standard Webhooks way (checked here with the
@@ -153,16 +154,26 @@ describe('webhook deliveries', () => {
   })
 })
 
+const ADMIN_TOKEN = 'job-webhooks-admin-token-0123456789'
+
+/** TEAMS_YAML with team `all` pushing to `url` (named `localhost`: the sandbox, the platform, is at 127.0.0.1), which the operator allows. */
+function webhookYaml(url: string, jobs: Record<string, unknown> = {}): string {
+  const team = TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${url}", secret: "${SECRET}" }\n`)
+  return `${team}jobs:\n  webhookHosts: [localhost]\n${Object.entries(jobs).map(([k, v]) => `  ${k}: ${String(v)}\n`).join('')}`
+}
+
+const listDeliveries = async (gw: { admin: { inject: (o: object) => Promise<{ json(): unknown }> } }) =>
+  ((await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: { job: string; state: string }[] }).deliveries
+
 describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTTP)', () => {
   const sandbox = useSandbox()
   const gateways = useGateways()
-  const ADMIN_TOKEN = 'job-webhooks-admin-token-0123456789'
 
   it('POSTs the ended job\'s status as GET /api/v1/jobs/{id} answers it, with no token, key or secret; GET /admin/jobs lists the delivery', async () => {
     const r = await receiver([{ status: 204 }])
     // The sandbox is the platform at 127.0.0.1: the receiver is named `localhost`, which the operator allows.
     const url = r.url.replace('127.0.0.1', 'localhost')
-    const yaml = `${TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${url}", secret: "${SECRET}" }\n`)}jobs:\n  webhookHosts: [localhost]\n`
+    const yaml = webhookYaml(url)
     const platformToken = sandbox.issueToken()
     const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN }, yaml)))
     const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
@@ -187,5 +198,31 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
     expect((await gw.admin.inject({ method: 'GET', url: '/admin/jobs' })).statusCode).toBe(401)
     expect(gw.logs.text()).not.toContain(SECRET)
     expect(gw.logs.text()).toContain('report job pushed to its team')
+  })
+})
+
+const { available } = redisAvailability('job webhooks across replicas')
+
+describe.skipIf(!available)('job webhooks across replicas (one Redis)', () => {
+  const sandbox = useSandbox()
+  const { server: redis } = useRedis()
+  const gateways = useGateways()
+
+  it('each ended job is pushed once, by the replica whose run ended it, however the two replicas share the jobs', async () => {
+    const r = await receiver([{ status: 204 }])
+    const token = sandbox.issueToken()
+    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, REDIS_URL: redis.url, ADMIN_TOKEN }, webhookYaml(r.url.replace('127.0.0.1', 'localhost'), { poll: '100ms', perReplica: 1 }))
+    const one = await listen(await gateways.build(config()))
+    const two = await listen(await gateways.build(config()))
+    const ids: string[] = []
+    for (const [i, gw] of [one, two, one, two].entries()) {
+      const res = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-0${i + 1}-01&dateTo=2025-0${i + 1}-28`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+      expect(res.status).toBe(202)
+      ids.push(((await res.json()) as { id: string }).id)
+    }
+    const listed = async () => [...(await listDeliveries(one)), ...(await listDeliveries(two))]
+    await waitFor('every job pushed and its delivery settled', async () => (await listed()).filter((d) => d.state === 'delivered').length === ids.length, 15_000, 20)
+    expect((await listed()).map((d) => d.job).sort()).toEqual([...ids].sort())
+    expect(r.got.map((g) => g.headers['webhook-id']).sort()).toEqual(ids.map((id) => `msg_${id}`).sort())
   })
 })
