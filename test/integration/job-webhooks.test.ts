@@ -58,7 +58,10 @@ async function receiver(answers: { status: number; headers?: Record<string, stri
 
 const servers: Server[] = []
 afterEach(async () => {
-  for (const s of servers.splice(0)) await new Promise((resolve) => s.close(resolve))
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections()
+    await new Promise((resolve) => s.close(resolve))
+  }
 })
 
 const SETTINGS: WebhookSettings = { hosts: ['127.0.0.1'], timeoutMs: 5000, retryForMs: 60_000 }
@@ -136,6 +139,33 @@ describe('webhook deliveries', () => {
     await settled(webhooks)
     expect(webhooks.list()[0]).toMatchObject({ state: 'failed', attempts: 1, lastStatus: 307 })
     expect(r.got.map((g) => g.path)).toEqual(['/hook'])
+  })
+
+  it('is bounded: a receiver that does not answer is cut off after webhookTimeout, one that answers without end is read up to 64 KiB', async () => {
+    const clock = fakeClock()
+    const held = createServer(() => undefined)
+    const endless = createServer((_req, res) => {
+      res.writeHead(200)
+      const chunk = Buffer.alloc(16 * 1024, 'x')
+      const more = (): void => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once('drain', more)
+      }
+      more()
+    })
+    for (const s of [held, endless]) {
+      await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
+      servers.push(s)
+    }
+    const urlOf = (s: Server) => `http://127.0.0.1:${(s.address() as AddressInfo).port}/hook`
+    const silent = deliveries(urlOf(held), clock, { settings: { ...SETTINGS, timeoutMs: 200 } }).webhooks
+    silent.deliver('growth', STATUS)
+    await waitFor('the attempt cut off', () => silent.list()[0]?.lastError !== null)
+    expect(silent.list()[0]).toMatchObject({ state: 'pending', attempts: 1, lastStatus: null, lastError: 'no answer within 200ms' })
+    const flood = deliveries(urlOf(endless), clock, { settings: { ...SETTINGS, timeoutMs: 10_000 } }).webhooks
+    flood.deliver('growth', STATUS)
+    await settled(flood)
+    expect(flood.list()[0]).toMatchObject({ state: 'delivered', attempts: 1, lastStatus: 200 })
   })
 
   it('sends nothing to the platform\'s host, nor to a host not allowed, nor for a team without a webhook', async () => {
