@@ -30,6 +30,7 @@ export function demoConfig(config: Config, sandbox: Sandbox): { config: Config; 
     maxConcurrent: null,
     queue: null,
     platformSecondsPerDay: null,
+    webhook: null,
   }
   const { username, password, clientId, clientSecret } = sandbox.credentials
   return {

@@ -40,6 +40,11 @@ export class TeamDirectory {
     return this.#byName.get(name)?.weight
   }
 
+  /** A running team's webhook (its ended report jobs are pushed there); null: none. */
+  webhookOf(name: string): TeamConfig['webhook'] {
+    return this.#byName.get(name)?.webhook ?? null
+  }
+
   /** A running team's own bulkhead, where its config sets one. */
   limitsOf(name: string): { maxConcurrent: number | null; queue: number | null } | undefined {
     return this.#byName.get(name)

@@ -13,6 +13,10 @@ import { MemoryJobStore, type JobStore } from '../jobs/job-store.js'
 import { RedisJobStore } from '../jobs/redis-job-store.js'
 import { JobRunner } from '../jobs/job-runner.js'
 import { Jobs } from '../jobs/jobs.js'
+import { jobStatus, type JobFinality } from '../jobs/job.js'
+import { WebhookDeliveries } from '../jobs/webhook-deliveries.js'
+import type { CanonicalReport } from '../reports/report-query.js'
+import type { TeamDirectory } from '../access/team-auth.js'
 import type { Unverified } from './redis-parts.js'
 import type { FailureLog } from '../observe/failure-log.js'
 import type { Metrics } from '../observe/metrics.js'
@@ -21,6 +25,8 @@ import type { Metrics } from '../observe/metrics.js'
 export interface JobParts {
   jobs: Jobs
   runner: JobRunner
+  /** This replica's pushes of ended jobs to their teams' webhooks. */
+  webhooks: WebhookDeliveries
   /** Listens for jobs asked on other replicas, then starts this replica's runner. */
   start(): Promise<void>
 }
@@ -30,7 +36,7 @@ const JOBS_ASKED = 'jobs-asked'
 
 export function jobParts(
   config: Config,
-  o: { redis: RedisClient | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string },
+  o: { teams: TeamDirectory; redis: RedisClient | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string },
 ): JobParts {
   const { redis, seal, clock, log, governors } = o
   // Shared through Redis only sealed: without GATEWAY_SECRET a replica keeps its jobs to itself.
@@ -40,6 +46,8 @@ export function jobParts(
   // Only with the shared store: jobs in memory are this replica's alone.
   const bus = redis && seal ? o.bus : null
   const announce = bus ? () => void bus.publish(JOBS_ASKED, '1').catch((err: unknown) => log.debug({ err }, 'announcing a report job failed: the other runners find it at their next look')) : undefined
+  const finality = (report: CanonicalReport, at: number): JobFinality => finalityFields(report.dateFrom, report.dateTo, at, config.cache)
+  const webhooks = new WebhookDeliveries({ settings: config.webhooks, platformHosts: config.webhooks.platformHosts, target: (team) => o.teams.webhookOf(team), clock, log })
   const runner = new JobRunner({
     store,
     reads: o.reports,
@@ -51,11 +59,13 @@ export function jobParts(
     maxEntryBytes: config.cache.maxEntryBytes,
     failures: o.failures,
     onRun: (outcome) => o.metrics.reportJobs.inc({ outcome }),
+    // The body is the status GET /api/v1/jobs/{id} answers for the ended job.
+    onEnded: (job) => webhooks.deliver(job.team, jobStatus(job, null, clock.now(), finality(job.report, job.endedAt ?? clock.now()))),
     ...(announce ? { announce } : {}),
   })
   const jobs = new Jobs({
     store,
-    finality: (report, at) => finalityFields(report.dateFrom, report.dateTo, at, config.cache),
+    finality,
     runner,
     ...(announce ? { announce } : {}),
     settings: config.jobs,
@@ -68,6 +78,7 @@ export function jobParts(
   return {
     jobs,
     runner,
+    webhooks,
     async start() {
       await bus?.subscribe(JOBS_ASKED, () => runner.poke())
       runner.start()

@@ -17,6 +17,7 @@ import { ReadDecisions } from '../reports/read-decision.js'
 import { requestObserver } from '../http/hooks/request-log.js'
 import { answerHooks, callerRate } from '../http/hooks/answer-hooks.js'
 import { adminRoutes } from '../http/admin/admin.js'
+import type { WebhookDeliveries } from '../jobs/webhook-deliveries.js'
 import { metricsRoute } from '../http/admin/metrics-route.js'
 import { consoleRoutes } from '../http/admin/console-route.js'
 import { describeProxy, docsUi } from '../http/openapi/document.js'
@@ -46,6 +47,8 @@ export interface ListenerParts extends GatewayContext {
   audit: AuditTrail
   /** The replicas of the deployment (GET /admin/cluster, PUT /admin/log-level of another). */
   replicas: Replicas
+  /** This replica's pushes of ended jobs to webhooks (GET /admin/jobs). */
+  webhooks: WebhookDeliveries
   /** Where the console's compiled scripts are; default: dist/console, beside the built gateway. */
   consoleScriptsDir?: string | undefined
 }
@@ -76,10 +79,10 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   await describeAdmin(admin)
   await admin.register(healthRoutes, health)
   metricsRoute(admin, { metrics, tokens, governors, answers, usage })
-  const { secrets, adminAuth, bus, teams, build, rateLimiter, logLevel, reloader, l1, audit, replicas, consoleScriptsDir } = parts
+  const { secrets, adminAuth, bus, teams, build, rateLimiter, logLevel, reloader, l1, audit, replicas, webhooks, consoleScriptsDir } = parts
   await admin.register(adminRoutes, {
     config, auditLog, clock, secrets, adminAuth, tokens, reports, redis, breaker, bus, teams, usage, keyUse, metrics, lifecycle, build, governors, rateLimiter,
-    runtimeLevel: logLevel, client, reloader, l1, audit, replicas,
+    runtimeLevel: logLevel, client, reloader, l1, audit, replicas, webhooks,
   })
   await admin.register(consoleRoutes, consoleScriptsDir ? { scriptsDir: consoleScriptsDir } : {})
   await docsUi(admin, proxy)

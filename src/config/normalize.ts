@@ -5,6 +5,7 @@ import { hasControlCharacters, MALFORMED_SECRET, readEnv, type Env } from './sou
 import { parseDuration, parseSize } from './units.js'
 import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
+import { hostsOf, webhookRefusal } from '../jobs/webhook-target.js'
 import type { Setting } from './provenance.js'
 
 // The validated raw settings turned into what the gateway runs on: durations in ms,
@@ -81,6 +82,11 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   }
 
   const teams = normalizeTeams(raw.teams, new Set(Object.keys(credentials)), problems)
+  const platformHosts = [...new Set(hostsOf([baseUrl, ...Object.values(credentials).map((c) => c.baseUrl)]))]
+  for (const team of teams) {
+    const refusal = team.webhook && webhookRefusal(team.webhook.url, raw.jobs.webhookHosts, platformHosts)
+    if (refusal) problems.push(`teams.${team.name}.webhook.url: ${refusal}`)
+  }
 
   const cache = raw.cache
   if (!isValidTimeZone(cache.timeZone)) problems.push(`cache.timeZone: not an IANA time zone (got ${JSON.stringify(cache.timeZone)})`)
@@ -100,6 +106,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
 
   const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret]
     .concat(Object.values(credentials).flatMap((c) => [c.token, c.login?.password, c.login?.clientSecret]))
+    .concat(teams.map((t) => t.webhook?.secret))
     .filter((s): s is string => typeof s === 'string' && s.length > 0)
 
   return {
@@ -203,6 +210,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       perReplica: raw.jobs.perReplica,
       retryMs: parseDuration(raw.jobs.retry),
     },
+    webhooks: { platformHosts, hosts: raw.jobs.webhookHosts, timeoutMs: parseDuration(raw.jobs.webhookTimeout), retryForMs: parseDuration(raw.jobs.webhookRetryFor) },
     // OpenTelemetry traces (OTEL_* variables), null when off; its exporter's headers are secrets too.
     tracing,
     secrets: tracing ? [...secrets, ...Object.values(tracing.headers)] : secrets,

@@ -62,7 +62,7 @@ function describeError(error: ErrorObject, raw: Record<string, unknown>, envSour
   const dotted = segments.join('.')
   const name = envSources.get(dotted) ?? (dotted || '(root)')
   const value = getPath(raw, segments)
-  const hidden = (envSources.has(dotted) && isSecretPath(dotted)) || TEAM_KEYS.test(dotted) || HOLDS_PASSWORD.has(dotted)
+  const hidden = (envSources.has(dotted) && isSecretPath(dotted)) || TEAM_KEYS.test(dotted) || TEAM_WEBHOOK_SECRET.test(dotted) || HOLDS_PASSWORD.has(dotted)
   const shown = hidden ? '' : ` (got ${JSON.stringify(maskUrlPassword(value))})`
   if (error.keyword === 'required') {
     return `${dotted ? `${dotted}.` : ''}${(error.params as { missingProperty: string }).missingProperty}: required`
@@ -83,6 +83,8 @@ function hintFor(dotted: string, error: ErrorObject): string {
 
 // A team key list may hold a plaintext key by mistake: never repeat it.
 const TEAM_KEYS = /^teams\.[^.]+\.keys(\.\d+(\.hash)?)?$/
+// A team's webhook secret, and its webhook as a whole (a wrong shape of it holds the secret).
+const TEAM_WEBHOOK_SECRET = /^teams\.[^.]+\.webhook(\.secret)?$/
 // Settings whose value holds a password in some form (a malformed URL cannot be masked).
 const HOLDS_PASSWORD = new Set(['redis.url'])
 

@@ -77,6 +77,17 @@ export const TeamSchema = Type.Object(
     weight: Type.Integer({ minimum: 1, maximum: 100, default: 1, description: 'the team\'s share of its credential\'s platform calls when they queue, relative to the other teams (1-100)' }),
     maxConcurrent: Type.Optional(Type.Integer({ minimum: 1, description: 'a ceiling on the team\'s platform calls in flight at once on its credential; default none (the team may use every idle seat)' })),
     queue: Type.Optional(Type.Integer({ minimum: 0, description: 'a ceiling on the team\'s platform calls waiting for a seat; default none (the team may fill the queue; another team\'s calls displace its newest)' })),
+    webhook: Type.Optional(
+      Nullable(
+        Type.Object(
+          {
+            url: Type.String({ pattern: '^https?://', description: 'an http(s) URL whose host is in jobs.webhookHosts (never the platform\'s host): each ended report job of the team is POSTed there (docs/jobs.md)' }),
+            secret: Type.String({ pattern: '^whsec_[A-Za-z0-9+/]{24,}={0,2}$', description: 'whsec_ and the base64 of at least 18 random bytes: the key of the deliveries\' Standard Webhooks signature; never logged nor answered' }),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
     platformSecondsPerDay: Type.Optional(Nullable(Type.Number({ exclusiveMinimum: 0, description: 'a bound on the platform-seconds (seat-time) of the team\'s calls a UTC day; past it the team is answered from the cache only, a report the cache cannot answer is 429 GW_PLATFORM_TIME_SPENT until the day ends; default none' }))),
   },
   { additionalProperties: false },
@@ -218,6 +229,9 @@ export const ConfigSchema = Type.Object(
         poll: Duration,
         perReplica: Type.Integer({ minimum: 1, description: 'report jobs one replica runs at once (each waits for a platform seat like any call)' }),
         retry: Duration,
+        webhookHosts: Type.Array(Type.String({ minLength: 1, description: 'a host name a team\'s webhook URL may have' }), { description: 'the hosts teams\' webhooks may point at; empty: webhooks off' }),
+        webhookTimeout: Duration,
+        webhookRetryFor: Duration,
       },
       { additionalProperties: false },
     ),

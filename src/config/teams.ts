@@ -39,6 +39,8 @@ export interface TeamConfig {
   queue: number | null
   /** The bound on the platform-seconds of the team's calls a UTC day; null: none. */
   platformSecondsPerDay: number | null
+  /** Where the team's ended report jobs are pushed, and the secret that signs them; null: not pushed. */
+  webhook: { url: string; secret: string } | null
 }
 
 const TEAM_NAME = new RegExp(TEAM_NAME_PATTERN)
@@ -110,6 +112,7 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
       maxConcurrent: t.maxConcurrent ?? null,
       queue: t.queue ?? null,
       platformSecondsPerDay: t.platformSecondsPerDay ?? null,
+      webhook: t.webhook ? { url: t.webhook.url, secret: t.webhook.secret } : null,
     })
   }
   return teams

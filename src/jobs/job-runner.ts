@@ -47,6 +47,8 @@ export interface JobRunnerDeps {
   failures: { note(code: string, first: () => void, how?: string): void }
   /** Each run's start and end (gateway_report_jobs_total). */
   onRun?: (outcome: RunOutcome) => void
+  /** A job this replica's run ended (done or failed): called once, on the one replica whose end the store took (its webhook delivery). */
+  onEnded?: (job: Job) => void
   /** Tells every replica's runner that a job is due (the bus): one handed back by a shutdown. */
   announce?: () => void
 }
@@ -230,6 +232,8 @@ export class JobRunner {
       }
     }
     const next = endJob(current, run, now, result, settings.keepMs)
-    return next && (await store.swap(current, next, now)) ? result.kind : 'lost'
+    if (!next || !(await store.swap(current, next, now))) return 'lost'
+    this.#d.onEnded?.(next)
+    return result.kind
   }
 }

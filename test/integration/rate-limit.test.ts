@@ -16,7 +16,7 @@ if (notice) console.warn(notice)
 const silent = pino({ level: 'silent' })
 
 function team(name: string, max: number): TeamConfig {
-  return { name, keys: [], advertisers: null, write: false, refresh: false, credential: 'default', rateLimit: { max, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null, platformSecondsPerDay: null }
+  return { name, keys: [], advertisers: null, write: false, refresh: false, credential: 'default', rateLimit: { max, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null, platformSecondsPerDay: null, webhook: null }
 }
 
 function admitted(limiter: RateLimiter, t: TeamConfig, n: number): number {

@@ -107,8 +107,8 @@ teams:
 `,
     )
     expect(config.teams).toEqual([
-      { name: 'growth', keys: [{ hash: HASH, id: HASH.slice(7, 19), lineage: HASH.slice(7, 19), replaces: null, successor: null, graceUntil: null, expiresAt: null, createdAt: null }], advertisers: new Set([101, 102]), write: false, refresh: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null, platformSecondsPerDay: null },
-      { name: 'ops', keys: [], advertisers: null, write: true, refresh: true, credential: 'default', rateLimit: null, weight: 3, maxConcurrent: null, queue: null, platformSecondsPerDay: null },
+      { name: 'growth', keys: [{ hash: HASH, id: HASH.slice(7, 19), lineage: HASH.slice(7, 19), replaces: null, successor: null, graceUntil: null, expiresAt: null, createdAt: null }], advertisers: new Set([101, 102]), write: false, refresh: false, credential: 'default', rateLimit: { max: 600, windowMs: 60_000 }, weight: 1, maxConcurrent: null, queue: null, platformSecondsPerDay: null, webhook: null },
+      { name: 'ops', keys: [], advertisers: null, write: true, refresh: true, credential: 'default', rateLimit: null, weight: 3, maxConcurrent: null, queue: null, platformSecondsPerDay: null, webhook: null },
     ])
   })
 
@@ -573,5 +573,44 @@ describe('messages that say what to do', () => {
 
   it('one problem is one line', () => {
     expect(problem({ ADMIN_TOKEN: 'short-admin' }).message).toBe('invalid configuration: ADMIN_TOKEN: must be at least 16 characters long')
+  })
+})
+
+describe('team webhooks (docs/jobs.md, "Pushed when done")', () => {
+  const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
+  const yaml = (url: string, hosts: string[]) => `
+teams:
+  growth:
+    keys: ["${HASH}"]
+    advertisers: [101]
+    webhook: { url: "${url}", secret: "${SECRET}" }
+jobs:
+  webhookHosts: ${JSON.stringify(hosts)}
+`
+  const env = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+
+  it('takes a webhook whose host is allowed; its secret is one of the secrets scrubbed from the log, and no setting shows it', () => {
+    const config = load(env, yaml('https://hooks.example.org/jobs', ['hooks.example.org']))
+    expect(config.teams[0]?.webhook).toEqual({ url: 'https://hooks.example.org/jobs', secret: SECRET })
+    expect(config.webhooks).toMatchObject({ hosts: ['hooks.example.org'], timeoutMs: 10_000, retryForMs: 3_600_000, platformHosts: ['platform.example.com'] })
+    expect(config.secrets).toContain(SECRET)
+    expect(JSON.stringify(config.settings)).not.toContain(SECRET)
+  })
+
+  it('refuses at load a webhook whose host is not in jobs.webhookHosts, or with none allowed', () => {
+    expect(problem(env, yaml('https://evil.example.net/x', ['hooks.example.org'])).message).toMatch(/teams\.growth\.webhook\.url: evil\.example\.net is not in jobs\.webhookHosts/)
+    expect(problem(env, yaml('https://hooks.example.org/x', [])).message).toMatch(/teams\.growth\.webhook\.url: jobs\.webhookHosts is empty: webhooks are off/)
+  })
+
+  it('refuses at load a webhook at the platform\'s own host, even when allowed', () => {
+    const err = problem(env, yaml('https://platform.example.com/hook', ['platform.example.com']))
+    expect(err.message).toMatch(/teams\.growth\.webhook\.url: platform\.example\.com is the platform's own host/)
+    expect(err.message).not.toContain(SECRET)
+  })
+
+  it('refuses a secret not of the whsec_<base64> form, without repeating it', () => {
+    const err = problem(env, yaml('https://hooks.example.org/x', ['hooks.example.org']).replace(SECRET, 'plain-secret-value-123456'))
+    expect(err.message).toMatch(/teams\.growth\.webhook\.secret/)
+    expect(err.message).not.toContain('plain-secret-value-123456')
   })
 })

@@ -43,11 +43,15 @@ function entry(now: number): CacheEntry {
 
 /** Each runner's runs, as gateway_report_jobs_total counts them. */
 const outcomes = new Map<string, RunOutcome[]>()
+/** The jobs each runner ended (its onEnded: the webhook delivery), by id. */
+const endedBy = new Map<string, string[]>()
 
 function runner(store: MemoryJobStore, reads: JobReads, clock: FakeClock, name: string): JobRunner {
   outcomes.set(name, [])
+  endedBy.set(name, [])
   const onRun = (outcome: RunOutcome) => outcomes.get(name)?.push(outcome)
-  return new JobRunner({ store, reads, provider: () => ({ name: 'default' }) as TokenProvider, settings: SETTINGS, clock, log: silent, runner: name, maxEntryBytes: 1024 * 1024, failures: { note: () => undefined }, onRun })
+  const onEnded = (job: Job) => endedBy.get(name)?.push(`${job.id}:${job.state}`)
+  return new JobRunner({ store, reads, provider: () => ({ name: 'default' }) as TokenProvider, settings: SETTINGS, clock, log: silent, runner: name, maxEntryBytes: 1024 * 1024, failures: { note: () => undefined }, onRun, onEnded })
 }
 
 async function asked(store: MemoryJobStore, clock: FakeClock, id = 'j1'): Promise<void> {
@@ -123,7 +127,7 @@ describe('the job runner on a fake clock', () => {
     r.stop()
   })
 
-  it('a runner that stopped renewing loses its job once the lease ran out: another starts it, and the first one\'s end is refused', async () => {
+  it('a runner that stopped renewing loses its job once the lease ran out: another starts it, the first one\'s end is refused, and only the second tells the job ended', async () => {
     const clockA = fakeClock(Date.UTC(2026, 10, 1))
     const clockB = fakeClock(Date.UTC(2026, 10, 1))
     const store = new MemoryJobStore()
@@ -155,6 +159,9 @@ describe('the job runner on a fake clock', () => {
     expect(outcomes.get('rA')).toEqual(['started', 'lost'])
     await waitFor('B counted its run', () => outcomes.get('rB')?.length === 2)
     expect(outcomes.get('rB')).toEqual(['started', 'done'])
+    // Only the run that ended the job delivers its end: B, once.
+    expect(endedBy.get('rA')).toEqual([])
+    expect(endedBy.get('rB')).toEqual(['j1:done'])
     a.stop()
     b.stop()
   })

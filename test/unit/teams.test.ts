@@ -33,6 +33,7 @@ function team(name: string, keys: { key: string; id?: string; expiresAt?: number
     maxConcurrent: null,
     queue: null,
     platformSecondsPerDay: null,
+    webhook: null,
   }
 }
 

@@ -14,6 +14,8 @@ import { cacheEntryRoutes } from './cache-entry-route.js'
 import { adminConfigRoutes } from './admin-config.js'
 import { adminSchema, answer, reloadSchema } from './admin-schemas.js'
 import { clusterRoutes } from './cluster-route.js'
+import { adminJobsRoutes } from './admin-jobs.js'
+import type { WebhookDeliveries } from '../../jobs/webhook-deliveries.js'
 
 /**
  * What the /admin/* calls read: what the status view reads, and the parts the other calls
@@ -26,12 +28,13 @@ export type AdminParts = AdminStatusParts &
     client: PlatformClient
     reloader: TeamReloader
     replicas: Replicas
+    webhooks: WebhookDeliveries
   }
 
 /** The admin listener's /admin/* calls (contract, "Admin listener"). */
 export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Promise<void> {
   // Each part below gets the parts it reads.
-  const { config, auditLog, clock, secrets, adminAuth, tokens, reports, breaker, bus, teams, usage, keyUse, runtimeLevel, client, reloader, replicas } = parts
+  const { config, auditLog, clock, secrets, adminAuth, tokens, reports, breaker, bus, teams, usage, keyUse, runtimeLevel, client, reloader, replicas, webhooks } = parts
   adminAccess(app, { adminAuth, auditLog, clock })
 
   // Admin answers name tokens' fingerprints, teams and keys: no cache keeps them, no page frames them.
@@ -71,5 +74,6 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
   await app.register(adminUsageRoutes, { clock, usage, teams })
   await app.register(adminKeysRoutes, { teams, keyUse, clock })
   await app.register(clusterRoutes, { clock, replicas })
+  await app.register(adminJobsRoutes, { webhooks })
   await app.register(adminConfigRoutes, { config, runtimeLevel, bus, clock, replicas })
 }

@@ -1,0 +1,258 @@
+import { createHmac, randomBytes } from 'node:crypto'
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterEach, describe, expect, it } from 'vitest'
+import { WebhookDeliveries, type WebhookSettings } from '../../src/jobs/webhook-deliveries.js'
+import type { JobStatus } from '../../src/jobs/job.js'
+import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import { waitFor } from '../helpers/wait.js'
+import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+
+// Pushing an ended report job to its team's webhook (jobs/webhook-deliveries.ts), to a
+// real receiver on loopback: signed the Standard Webhooks way (checked here with the
+// secret, computed independently), tried again after 5xx on a fake clock's backoff, a
+// redirect not followed, the platform's host and a host not allowed refused, and the
+// secret never in a delivery nor a log line.
+
+const SECRET = `whsec_${randomBytes(24).toString('base64')}`
+const STATUS: JobStatus = {
+  id: 'job123',
+  state: 'done',
+  askedAt: '2026-01-01T00:00:00.000Z',
+  startedAt: '2026-01-01T00:00:01.000Z',
+  endedAt: '2026-01-01T00:00:02.000Z',
+  placeInQueue: null,
+  expectedSeconds: null,
+  tookSeconds: 1.2,
+  error: null,
+  expiresAt: '2026-01-01T01:00:02.000Z',
+  result: '/api/v1/jobs/job123/result',
+  settledThrough: '2025-12-29',
+  provisionalDays: 'none',
+}
+
+interface Received {
+  path: string
+  headers: IncomingHttpHeaders
+  body: string
+}
+
+/** A receiver on 127.0.0.1 answering each POST with the next of `answers` (the last one repeats). */
+async function receiver(answers: { status: number; headers?: Record<string, string> }[]): Promise<{ url: string; got: Received[]; server: Server }> {
+  const got: Received[] = []
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      got.push({ path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') })
+      const answer = answers[Math.min(got.length, answers.length) - 1] ?? { status: 204 }
+      res.writeHead(answer.status, answer.headers ?? {}).end()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  servers.push(server)
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, server }
+}
+
+const servers: Server[] = []
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections()
+    await new Promise((resolve) => s.close(resolve))
+  }
+})
+
+const SETTINGS: WebhookSettings = { hosts: ['127.0.0.1'], timeoutMs: 5000, retryForMs: 60_000 }
+
+function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSettings; platformHosts?: string[] } = {}): { webhooks: WebhookDeliveries; logged: string[] } {
+  const logged: string[] = []
+  const log = { info: (...args: unknown[]) => void logged.push(JSON.stringify(args)), warn: (...args: unknown[]) => void logged.push(JSON.stringify(args)) }
+  const webhooks = new WebhookDeliveries({ settings: opts.settings ?? SETTINGS, platformHosts: opts.platformHosts ?? ['platform.example.com'], target: (team) => (team === 'growth' ? { url, secret: SECRET } : null), clock, log })
+  return { webhooks, logged }
+}
+
+const settled = (w: WebhookDeliveries) => waitFor('the delivery settled', () => w.list()[0]?.state !== 'pending')
+
+describe('webhook deliveries', () => {
+  it('POSTs the job status signed with the team\'s secret, the signature verifying with it', async () => {
+    const clock = fakeClock()
+    const r = await receiver([{ status: 204 }])
+    const { webhooks, logged } = deliveries(r.url, clock)
+    webhooks.deliver('growth', STATUS)
+    await settled(webhooks)
+    expect(r.got).toHaveLength(1)
+    const [got] = r.got as [Received]
+    expect(got.headers['content-type']).toBe('application/json')
+    expect(JSON.parse(got.body)).toEqual(STATUS)
+    const id = got.headers['webhook-id'] as string
+    const ts = got.headers['webhook-timestamp'] as string
+    expect(id).toBe('msg_job123')
+    expect(Number(ts)).toBe(Math.floor(clock.now() / 1000))
+    const key = Buffer.from(SECRET.slice('whsec_'.length), 'base64')
+    const expected = createHmac('sha256', key).update(`${id}.${ts}.${got.body}`).digest('base64')
+    expect(got.headers['webhook-signature']).toBe(`v1,${expected}`)
+    // The secret, in whatever form, is in no header, body or log line.
+    const seen = JSON.stringify(got) + logged.join('\n') + JSON.stringify(webhooks.list())
+    expect(seen).not.toContain(SECRET)
+    expect(seen).not.toContain(SECRET.slice('whsec_'.length))
+    expect(got.headers.authorization).toBeUndefined()
+    expect(webhooks.list()[0]).toMatchObject({ id: 'msg_job123', job: 'job123', team: 'growth', state: 'delivered', attempts: 1, lastStatus: 204, lastError: null, nextAttemptAt: null })
+  })
+
+  it('tries again after 5xx, 1 s then 2 s later on the clock, the same id each time, until the receiver takes it', async () => {
+    const clock = fakeClock()
+    const r = await receiver([{ status: 503 }, { status: 500 }, { status: 200 }])
+    const { webhooks } = deliveries(r.url, clock)
+    webhooks.deliver('growth', STATUS)
+    await waitFor('a second attempt scheduled', () => webhooks.list()[0]?.lastStatus === 503)
+    expect(webhooks.list()[0]).toMatchObject({ state: 'pending', attempts: 1, nextAttemptAt: new Date(clock.now() + 1000).toISOString() })
+    clock.advance(999)
+    expect(r.got).toHaveLength(1)
+    clock.advance(1)
+    await waitFor('a third attempt scheduled', () => webhooks.list()[0]?.lastStatus === 500)
+    expect(webhooks.list()[0]?.nextAttemptAt).toBe(new Date(clock.now() + 2000).toISOString())
+    clock.advance(2000)
+    await settled(webhooks)
+    expect(webhooks.list()[0]).toMatchObject({ state: 'delivered', attempts: 3, lastStatus: 200 })
+    expect(new Set(r.got.map((g) => g.headers['webhook-id']))).toEqual(new Set(['msg_job123']))
+  })
+
+  it('gives up once webhookRetryFor has passed since the first attempt', async () => {
+    const clock = fakeClock()
+    const r = await receiver([{ status: 502 }])
+    const { webhooks } = deliveries(r.url, clock, { settings: { ...SETTINGS, retryForMs: 2500 } })
+    webhooks.deliver('growth', STATUS)
+    await waitFor('a retry scheduled', () => webhooks.list()[0]?.attempts === 1 && webhooks.list()[0]?.lastStatus === 502)
+    clock.advance(1000)
+    await settled(webhooks)
+    // 1 s, then 2 s more would pass the 2.5 s: given up after the second attempt.
+    expect(webhooks.list()[0]).toMatchObject({ state: 'failed', attempts: 2, lastStatus: 502, nextAttemptAt: null })
+  })
+
+  it('follows no redirect: a 3xx is a failed delivery, its location never asked', async () => {
+    const clock = fakeClock()
+    const r = await receiver([{ status: 307, headers: { location: '/elsewhere' } }])
+    const { webhooks } = deliveries(r.url, clock)
+    webhooks.deliver('growth', STATUS)
+    await settled(webhooks)
+    expect(webhooks.list()[0]).toMatchObject({ state: 'failed', attempts: 1, lastStatus: 307 })
+    expect(r.got.map((g) => g.path)).toEqual(['/hook'])
+  })
+
+  it('is bounded: a receiver that does not answer is cut off after webhookTimeout, one that answers without end is read up to 64 KiB', async () => {
+    const clock = fakeClock()
+    const held = createServer(() => undefined)
+    const endless = createServer((_req, res) => {
+      res.writeHead(200)
+      const chunk = Buffer.alloc(16 * 1024, 'x')
+      const more = (): void => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once('drain', more)
+      }
+      more()
+    })
+    for (const s of [held, endless]) {
+      await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
+      servers.push(s)
+    }
+    const urlOf = (s: Server) => `http://127.0.0.1:${(s.address() as AddressInfo).port}/hook`
+    const silent = deliveries(urlOf(held), clock, { settings: { ...SETTINGS, timeoutMs: 200 } }).webhooks
+    silent.deliver('growth', STATUS)
+    await waitFor('the attempt cut off', () => silent.list()[0]?.lastError !== null)
+    expect(silent.list()[0]).toMatchObject({ state: 'pending', attempts: 1, lastStatus: null, lastError: 'no answer within 200ms' })
+    const flood = deliveries(urlOf(endless), clock, { settings: { ...SETTINGS, timeoutMs: 10_000 } }).webhooks
+    flood.deliver('growth', STATUS)
+    await settled(flood)
+    expect(flood.list()[0]).toMatchObject({ state: 'delivered', attempts: 1, lastStatus: 200 })
+  })
+
+  it('sends nothing to the platform\'s host, nor to a host not allowed, nor for a team without a webhook', async () => {
+    const clock = fakeClock()
+    const r = await receiver([{ status: 204 }])
+    const platform = deliveries(r.url, clock, { platformHosts: ['127.0.0.1'] }).webhooks
+    platform.deliver('growth', STATUS)
+    expect(platform.list()[0]).toMatchObject({ state: 'failed', attempts: 0, lastError: 'refused: 127.0.0.1 is the platform\'s own host' })
+    const off = deliveries(r.url, clock, { settings: { ...SETTINGS, hosts: [] } }).webhooks
+    off.deliver('growth', STATUS)
+    expect(off.list()[0]).toMatchObject({ state: 'failed', attempts: 0 })
+    const other = deliveries(r.url, clock).webhooks
+    other.deliver('another-team', STATUS)
+    expect(other.list()).toEqual([])
+    expect(r.got).toHaveLength(0)
+  })
+})
+
+const ADMIN_TOKEN = 'job-webhooks-admin-token-0123456789'
+
+/** TEAMS_YAML with team `all` pushing to `url` (named `localhost`: the sandbox, the platform, is at 127.0.0.1), which the operator allows. */
+function webhookYaml(url: string, jobs: Record<string, unknown> = {}): string {
+  const team = TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${url}", secret: "${SECRET}" }\n`)
+  return `${team}jobs:\n  webhookHosts: [localhost]\n${Object.entries(jobs).map(([k, v]) => `  ${k}: ${String(v)}\n`).join('')}`
+}
+
+const listDeliveries = async (gw: { admin: { inject: (o: object) => Promise<{ json(): unknown }> } }) =>
+  ((await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: { job: string; state: string }[] }).deliveries
+
+describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTTP)', () => {
+  const sandbox = useSandbox()
+  const gateways = useGateways()
+
+  it('POSTs the ended job\'s status as GET /api/v1/jobs/{id} answers it, with no token, key or secret; GET /admin/jobs lists the delivery', async () => {
+    const r = await receiver([{ status: 204 }])
+    // The sandbox is the platform at 127.0.0.1: the receiver is named `localhost`, which the operator allows.
+    const url = r.url.replace('127.0.0.1', 'localhost')
+    const yaml = webhookYaml(url)
+    const platformToken = sandbox.issueToken()
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN }, yaml)))
+    const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.status).toBe(202)
+    const { id } = (await asked.json()) as { id: string }
+    await waitFor('the job pushed to the receiver', () => r.got.length === 1, 10_000)
+    const [got] = r.got as [Received]
+    const status = await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json()
+    expect(JSON.parse(got.body)).toEqual(status)
+    expect(JSON.parse(got.body)).toMatchObject({ id, state: 'done' })
+    const ts = got.headers['webhook-timestamp'] as string
+    const expected = createHmac('sha256', Buffer.from(SECRET.slice('whsec_'.length), 'base64')).update(`msg_${id}.${ts}.${got.body}`).digest('base64')
+    expect(got.headers['webhook-signature']).toBe(`v1,${expected}`)
+    for (const secret of [platformToken, KEYS.all, SECRET, ADMIN_TOKEN]) expect(JSON.stringify(got)).not.toContain(secret)
+
+    const listed = await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(listed.statusCode).toBe(200)
+    await waitFor('the delivery settled', () => gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((res) => (res.json() as { deliveries: { state: string }[] }).deliveries[0]?.state === 'delivered'))
+    const answered = (await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: unknown[] }
+    expect(answered.deliveries).toEqual([expect.objectContaining({ id: `msg_${id}`, job: id, team: 'all', state: 'delivered', jobState: 'done', url, attempts: 1, lastStatus: 204 })])
+    expect(JSON.stringify(answered)).not.toContain(SECRET)
+    expect((await gw.admin.inject({ method: 'GET', url: '/admin/jobs' })).statusCode).toBe(401)
+    expect(gw.logs.text()).not.toContain(SECRET)
+    expect(gw.logs.text()).toContain('report job pushed to its team')
+  })
+})
+
+const { available } = redisAvailability('job webhooks across replicas')
+
+describe.skipIf(!available)('job webhooks across replicas (one Redis)', () => {
+  const sandbox = useSandbox()
+  const { server: redis } = useRedis()
+  const gateways = useGateways()
+
+  it('each ended job is pushed once, by the replica whose run ended it, however the two replicas share the jobs', async () => {
+    const r = await receiver([{ status: 204 }])
+    const token = sandbox.issueToken()
+    const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, REDIS_URL: redis.url, ADMIN_TOKEN }, webhookYaml(r.url.replace('127.0.0.1', 'localhost'), { poll: '100ms', perReplica: 1 }))
+    const one = await listen(await gateways.build(config()))
+    const two = await listen(await gateways.build(config()))
+    const ids: string[] = []
+    for (const [i, gw] of [one, two, one, two].entries()) {
+      const res = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&byDate=1&dateFrom=2025-0${i + 1}-01&dateTo=2025-0${i + 1}-28`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+      expect(res.status).toBe(202)
+      ids.push(((await res.json()) as { id: string }).id)
+    }
+    const listed = async () => [...(await listDeliveries(one)), ...(await listDeliveries(two))]
+    await waitFor('every job pushed and its delivery settled', async () => (await listed()).filter((d) => d.state === 'delivered').length === ids.length, 15_000, 20)
+    expect((await listed()).map((d) => d.job).sort()).toEqual([...ids].sort())
+    expect(r.got.map((g) => g.headers['webhook-id']).sort()).toEqual(ids.map((id) => `msg_${id}`).sort())
+  })
+})
