@@ -163,6 +163,19 @@ describe('a team\'s bound of platform-seconds a day', () => {
     expect((await get(gw, REPORT(103), BOUNDED_KEY)).status).toBe(200)
   })
 
+  it('refuses a job as it refuses a miss once the day is spent: respond-async is no way past the bound', async () => {
+    const clock = fakeClock(NOON)
+    const gw = await gatewayOn(clock)
+    sandbox.setLatency(5)
+    expect((await get(gw, REPORT(101), BOUNDED_KEY)).status).toBe(200)
+    const calls = sandbox.countRequests((r) => r.path === PATH)
+    const asked = await fetch(`${gw.url}${REPORT(104)}`, { headers: { 'x-api-key': BOUNDED_KEY, prefer: 'respond-async' } })
+    expect(asked.status).toBe(429)
+    expect(((await asked.json()) as { code: string }).code).toBe('GW_PLATFORM_TIME_SPENT')
+    expect(asked.headers.get('retry-after')).toBe(String(12 * 3600))
+    expect(sandbox.countRequests((r) => r.path === PATH)).toBe(calls)
+  })
+
   it('is one bound across replicas: what one spent, the other refuses, once their usage flushes ran', async () => {
     const clock = fakeClock(NOON)
     const shared = { REDIS_URL: redis.server.url }

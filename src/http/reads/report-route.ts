@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
-import { BadQueryError, JobsUnavailableError } from '../../errors.js'
+import { BadQueryError, JobsUnavailableError, PlatformTimeSpentError } from '../../errors.js'
 import type { Admission, Caller } from '../../access/admission.js'
 import { reportGetSchema, reportPostSchema } from '../openapi/route-schemas.js'
 import { canonicalPostReport, type CanonicalReport } from '../../reports/report-query.js'
@@ -46,6 +46,9 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
   const copyOrJob = async (reply: FastifyReply, caller: Caller, report: CanonicalReport, key: string, found?: Lookup | null): Promise<{ found: Lookup | null } | null> => {
     const copy = found !== undefined ? found : await reports.lookup(key)
     if (copy !== null && clock.now() < copy.entry.staleUntil) return { found: copy }
+    // A job makes a platform call: not for a team that spent its day's, as a miss is not.
+    const spent = facts.spentFor(caller.team, clock.now())
+    if (spent > 0) throw Object.assign(new PlatformTimeSpentError(caller.team.name, spent), { retryAfterSec: spent })
     try {
       await acceptJob(reply, jobs, { team: caller.team.name, credential: caller.provider.name, report, key, warm: isWarmUp(reply.request.headers) })
       return null
