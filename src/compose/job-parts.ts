@@ -15,6 +15,8 @@ import { JobRunner } from '../jobs/job-runner.js'
 import { Jobs } from '../jobs/jobs.js'
 import { jobStatus, type JobFinality } from '../jobs/job.js'
 import { WebhookDeliveries } from '../jobs/webhook-deliveries.js'
+import { MemoryDeliveryStore, type DeliveryStore, type OutboxBounds } from '../jobs/delivery-store.js'
+import { RedisDeliveryStore } from '../jobs/redis-delivery-store.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import type { TeamDirectory } from '../access/team-auth.js'
 import type { Unverified } from './redis-parts.js'
@@ -25,9 +27,9 @@ import type { Metrics } from '../observe/metrics.js'
 export interface JobParts {
   jobs: Jobs
   runner: JobRunner
-  /** This replica's pushes of ended jobs to their teams' webhooks. */
+  /** The pushes of ended jobs to their teams' webhooks: the outbox, and this replica's deliverer. */
   webhooks: WebhookDeliveries
-  /** Listens for jobs asked on other replicas, then starts this replica's runner. */
+  /** Listens for jobs asked on other replicas, then starts this replica's runner and deliverer. */
   start(): Promise<void>
 }
 
@@ -47,7 +49,12 @@ export function jobParts(
   const bus = redis && seal ? o.bus : null
   const announce = bus ? () => void bus.publish(JOBS_ASKED, '1').catch((err: unknown) => log.debug({ err }, 'announcing a report job failed: the other runners find it at their next look')) : undefined
   const finality = (report: CanonicalReport, at: number): JobFinality => finalityFields(report.dateFrom, report.dateTo, at, config.cache)
-  const webhooks = new WebhookDeliveries({ settings: config.webhooks, platformHosts: config.webhooks.platformHosts, target: (team) => o.teams.webhookOf(team), clock, log })
+  // A delivery lives through its retries and its last attempt's claim, then jobs.keep.
+  const { webhooks: w } = config
+  const bounds: OutboxBounds = { keepMs: config.jobs.keepMs, lifeMs: w.retryForMs + w.timeoutMs + config.jobs.leaseMs + config.jobs.keepMs, perTeam: w.perTeam }
+  const outbox: DeliveryStore =
+    redis && seal ? new RedisDeliveryStore({ redis, seal, prefix: config.redis.keyPrefix, bounds, onUnverified: (key) => o.unverified('job', key) }) : new MemoryDeliveryStore(bounds)
+  const webhooks = new WebhookDeliveries({ store: outbox, settings: w, platformHosts: w.platformHosts, target: (team) => o.teams.webhookOf(team), clock, log, replica: o.replica, leaseMs: config.jobs.leaseMs, failures: o.failures })
   const runner = new JobRunner({
     store,
     reads: o.reports,
@@ -59,8 +66,12 @@ export function jobParts(
     maxEntryBytes: config.cache.maxEntryBytes,
     failures: o.failures,
     onRun: (outcome) => o.metrics.reportJobs.inc({ outcome }),
-    // The body is the status GET /api/v1/jobs/{id} answers for the ended job.
-    onEnded: (job) => webhooks.deliver(job.team, jobStatus(job, null, clock.now(), finality(job.report, job.endedAt ?? clock.now()))),
+    // Recorded in the outbox right after the store took the end (once per job however
+    // often told); the body is the status GET /api/v1/jobs/{id} answers for the ended job.
+    onEnded: (job) =>
+      void webhooks
+        .enqueue(job.team, jobStatus(job, null, clock.now(), finality(job.report, job.endedAt ?? clock.now())))
+        .catch((err: unknown) => log.warn({ err, job: job.id }, 'recording a report job\'s webhook delivery failed: it is not pushed')),
     ...(announce ? { announce } : {}),
   })
   const jobs = new Jobs({
@@ -82,6 +93,7 @@ export function jobParts(
     async start() {
       await bus?.subscribe(JOBS_ASKED, () => runner.poke())
       runner.start()
+      webhooks.start()
     },
   }
 }

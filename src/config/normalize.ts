@@ -210,7 +210,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       perReplica: raw.jobs.perReplica,
       retryMs: parseDuration(raw.jobs.retry),
     },
-    webhooks: { platformHosts, hosts: raw.jobs.webhookHosts, timeoutMs: parseDuration(raw.jobs.webhookTimeout), retryForMs: parseDuration(raw.jobs.webhookRetryFor) },
+    webhooks: { platformHosts, hosts: raw.jobs.webhookHosts, timeoutMs: parseDuration(raw.jobs.webhookTimeout), retryForMs: parseDuration(raw.jobs.webhookRetryFor), perTeam: raw.jobs.deliveriesPerTeam },
     // OpenTelemetry traces (OTEL_* variables), null when off; its exporter's headers are secrets too.
     tracing,
     secrets: tracing ? [...secrets, ...Object.values(tracing.headers)] : secrets,

@@ -232,6 +232,7 @@ export const ConfigSchema = Type.Object(
         webhookHosts: Type.Array(Type.String({ minLength: 1, description: 'a host name a team\'s webhook URL may have' }), { description: 'the hosts teams\' webhooks may point at; empty: webhooks off' }),
         webhookTimeout: Duration,
         webhookRetryFor: Duration,
+        deliveriesPerTeam: Type.Integer({ minimum: 1, description: 'webhook deliveries kept per team in the outbox (GET /admin/jobs); the oldest beyond are dropped, pending or not' }),
       },
       { additionalProperties: false },
     ),

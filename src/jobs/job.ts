@@ -1,4 +1,7 @@
 import type { CanonicalReport } from '../reports/report-query.js'
+import { claim, extended, holds, released, type Leased, type Run } from './lease.js'
+
+export type { Run } from './lease.js'
 
 /**
  * A report job (docs/jobs.md): a report read asked with `Prefer: respond-async`, run
@@ -11,8 +14,8 @@ import type { CanonicalReport } from '../reports/report-query.js'
  *     ▲  └─cancel─► (removed)  │
  *     └───────requeue──────────┘   (no seat in time, the platform's 429, a shutdown)
  *
- * A running job's runner holds a lease it renews; once the lease has run out (its
- * replica stopped or crashed) any runner may start the job again: `runs` counts the
+ * A running job's runner holds a lease (lease.ts) it renews; once the lease has run out
+ * (its replica stopped or crashed) any runner may start the job again: `runs` counts the
  * starts, and only the run that started it last may renew, end or requeue it.
  */
 
@@ -27,7 +30,7 @@ export interface JobError {
   statusCode: number
 }
 
-export interface Job {
+export interface Job extends Leased {
   id: string
   team: string
   /** The credential its platform call is made with (the team's). */
@@ -48,21 +51,10 @@ export interface Job {
   error: JobError | null
   /** When its result (or failure) expires: set when it ends. */
   expiresAt: number | null
-  /** The runner of its last start, and until when that run's lease holds. */
-  runner: string | null
-  leaseUntil: number
-  /** How many times it was started: a run is named by its runner and this count. */
-  runs: number
   /** A requeued job is not started again before this (epoch ms). */
   notBefore: number
   /** The bytes of its result, kept until `expiresAt`. */
   resultBytes: number
-}
-
-/** A run of a job: the runner that started it and the start's count. */
-export interface Run {
-  runner: string
-  runs: number
 }
 
 /** How a run ended: the report kept (its bytes), or a failure. */
@@ -90,30 +82,30 @@ export function dueAt(job: Job): number | null {
 /** `job` started by `runner` at `now`, its lease held for `leaseMs`. */
 export function startJob(job: Job, runner: string, now: number, leaseMs: number): Job | null {
   if (!startable(job, now)) return null
-  return { ...job, state: 'running', startedAt: now, runner, leaseUntil: now + leaseMs, runs: job.runs + 1 }
+  return { ...claim(job, runner, now, leaseMs), state: 'running', startedAt: now }
 }
 
 /** Whether `run` is the job's current run, still running. */
 export function isRun(job: Job, run: Run): boolean {
-  return job.state === 'running' && job.runner === run.runner && job.runs === run.runs
+  return job.state === 'running' && holds(job, run)
 }
 
 /** The lease of `run` renewed at `now`; null when the run is no longer the job's (another runner took it). */
 export function renewJob(job: Job, run: Run, now: number, leaseMs: number): Job | null {
-  return isRun(job, run) ? { ...job, leaseUntil: now + leaseMs } : null
+  return isRun(job, run) ? extended(job, now, leaseMs) : null
 }
 
 /** `run` ended at `now` with `outcome`, its result (or failure) kept `keepMs`. */
 export function endJob(job: Job, run: Run, now: number, outcome: Outcome, keepMs: number): Job | null {
   if (!isRun(job, run)) return null
-  const ended = { ...job, endedAt: now, expiresAt: now + keepMs, runner: null, leaseUntil: 0, tookSeconds: outcome.tookSeconds }
+  const ended = { ...released(job), endedAt: now, expiresAt: now + keepMs, tookSeconds: outcome.tookSeconds }
   return outcome.kind === 'done' ? { ...ended, state: 'done', resultBytes: outcome.resultBytes } : { ...ended, state: 'failed', error: outcome.error }
 }
 
 /** `run` given back unfinished, not to start again before `notBefore`. */
 export function requeueJob(job: Job, run: Run, notBefore: number): Job | null {
   if (!isRun(job, run)) return null
-  return { ...job, state: 'queued', startedAt: null, runner: null, leaseUntil: 0, notBefore }
+  return { ...released(job), state: 'queued', startedAt: null, notBefore }
 }
 
 /** A job may be cancelled while it waits: once running, its platform call may be shared by others. */

@@ -1,15 +1,10 @@
 import type { CacheEntry } from '../cache/cache-entry.js'
 import { decodeEntry, encodeEntry, inflate, storedBytesLimit } from '../cache/cache-entry.js'
-import type { RedisClient } from '../redis/client.js'
 import { redisKey } from '../redis/keys.js'
-import type { RedisSeal } from '../redis/seal.js'
 import { redisScript } from '../redis/script.js'
 import { dropAt, dueAt, type Job } from './job.js'
 import { recordMs, type JobStore } from './job-store.js'
-
-// A job's record holds its canonical report, as big as the URL or form it came from
-// (limits.reportBody at most): anything longer in Redis is not this gateway's, and is not opened.
-const MAX_RECORD_BYTES = 1024 * 1024
+import { SealedRecords, type SharedStoreOptions } from './sealed-records.js'
 
 // The score of an open job in its team's set; an ended job's is its drop time, so that
 // one ZREMRANGEBYSCORE drops the records gone and one ZCOUNT counts the open ones.
@@ -29,16 +24,6 @@ return 1`,
   3,
 )
 
-const SWAP = redisScript<number>(
-  'gatewayJobSwap',
-  `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[4])
-if ARGV[5] == '' then redis.call('ZREM', KEYS[2], ARGV[3]) else redis.call('ZADD', KEYS[2], ARGV[5], ARGV[3]) end
-redis.call('ZADD', KEYS[3], ARGV[6], ARGV[3])
-return 1`,
-  3,
-)
-
 const REMOVE = redisScript<number>(
   'gatewayJobRemove',
   `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
@@ -49,14 +34,9 @@ return 1`,
   3,
 )
 
-export interface RedisJobStoreOptions {
-  redis: RedisClient
-  seal: RedisSeal
-  prefix: string
+export interface RedisJobStoreOptions extends SharedStoreOptions {
   /** cache.maxEntryBytes: a kept result is no larger than a cached report. */
   maxEntryBytes: number
-  /** A value without this gateway's seal, or larger than it writes: read as absent, and said. */
-  onUnverified: (key: string) => void
 }
 
 /**
@@ -68,52 +48,50 @@ export interface RedisJobStoreOptions {
  */
 export class RedisJobStore implements JobStore {
   readonly #o: RedisJobStoreOptions
+  readonly #records: SealedRecords<Job>
 
   constructor(o: RedisJobStoreOptions) {
     this.#o = o
+    this.#records = new SealedRecords<Job>({ redis: o.redis, seal: o.seal, keyOf: (id) => redisKey.job(o.prefix, id), parse: parseJob, onUnverified: o.onUnverified })
   }
 
   async add(job: Job, maxOpen: number, now: number): Promise<boolean> {
     const { redis, prefix } = this.#o
     const key = redisKey.job(prefix, job.id)
-    const done = await ADD(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, job.team), this.#sealed(job), job.id, dueAt(job) ?? job.askedAt, maxOpen, now, OPEN, recordMs(job, now))
+    const done = await ADD(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, job.team), this.#records.sealed(job), job.id, dueAt(job) ?? job.askedAt, maxOpen, now, OPEN, recordMs(job, now))
     return done === 1
   }
 
-  async get(id: string): Promise<Job | null> {
-    const key = redisKey.job(this.#o.prefix, id)
-    return this.#open(key, await this.#o.redis.get(key))
+  get(id: string): Promise<Job | null> {
+    return this.#records.get(id)
   }
 
-  async swap(current: Job, next: Job, now: number): Promise<boolean> {
-    const { redis, prefix } = this.#o
-    const key = redisKey.job(prefix, current.id)
-    const teamScore = dropAt(next) ?? OPEN
-    const done = await SWAP(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, current.team), this.#sealed(current), this.#sealed(next), current.id, recordMs(next, now), dueAt(next) ?? '', teamScore)
-    return done === 1
+  swap(current: Job, next: Job, now: number): Promise<boolean> {
+    const { prefix } = this.#o
+    return this.#records.swap(current, next, { due: redisKey.dueJobs(prefix), dueAt: dueAt(next), index: redisKey.teamJobs(prefix, current.team), indexScore: dropAt(next) ?? OPEN, ttlMs: recordMs(next, now) })
   }
 
   async remove(current: Job): Promise<boolean> {
     const { redis, prefix } = this.#o
     const key = redisKey.job(prefix, current.id)
-    return (await REMOVE(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, current.team), this.#sealed(current), current.id)) === 1
+    return (await REMOVE(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, current.team), this.#records.sealed(current), current.id)) === 1
   }
 
   async due(now: number, limit: number): Promise<Job[]> {
     const { redis, prefix } = this.#o
     const ids = await redis.zrangebyscore(redisKey.dueJobs(prefix), '-inf', now, 'LIMIT', 0, limit)
-    return this.#many(ids)
+    return this.#records.many(ids)
   }
 
   async openOfTeam(team: string): Promise<Job[]> {
     const { redis, prefix } = this.#o
-    return this.#many(await redis.zrangebyscore(redisKey.teamJobs(prefix, team), OPEN, OPEN))
+    return this.#records.many(await redis.zrangebyscore(redisKey.teamJobs(prefix, team), OPEN, OPEN))
   }
 
   async ofTeam(team: string, now: number): Promise<Job[]> {
     const { redis, prefix } = this.#o
     const ids = await redis.zrangebyscore(redisKey.teamJobs(prefix, team), now, '+inf')
-    return this.#many(ids)
+    return this.#records.many(ids)
   }
 
   async keepResult(id: string, entry: CacheEntry, until: number, now: number): Promise<void> {
@@ -135,40 +113,11 @@ export class RedisJobStore implements JobStore {
     }
     return { ...entry, identity }
   }
-
-  async #many(ids: string[]): Promise<Job[]> {
-    if (ids.length === 0) return []
-    const keys = ids.map((id) => redisKey.job(this.#o.prefix, id))
-    const values = await this.#o.redis.mget(...keys)
-    const jobs: Job[] = []
-    values.forEach((v, i) => {
-      const job = v === null ? null : this.#open(keys[i] as string, v)
-      if (job) jobs.push(job)
-    })
-    return jobs
-  }
-
-  #sealed(job: Job): string {
-    const key = redisKey.job(this.#o.prefix, job.id)
-    return this.#o.seal.sealText(key, JSON.stringify(job))
-  }
-
-  #open(key: string, value: string | null): Job | null {
-    if (value === null) return null
-    const text = value.length <= MAX_RECORD_BYTES ? this.#o.seal.openText(key, value) : null
-    const job = text === null ? null : parseJob(text)
-    if (job === null) this.#o.onUnverified(key)
-    return job
-  }
 }
 
 // Sealed by this gateway, so its shape is the gateway's; a record of another version that
 // lacks what this one reads is read as absent.
 function parseJob(text: string): Job | null {
-  try {
-    const job = JSON.parse(text) as Job
-    return typeof job.id === 'string' && typeof job.team === 'string' && typeof job.state === 'string' && typeof job.runs === 'number' ? job : null
-  } catch {
-    return null
-  }
+  const job = JSON.parse(text) as Job
+  return typeof job.id === 'string' && typeof job.team === 'string' && typeof job.state === 'string' && typeof job.runs === 'number' ? job : null
 }

@@ -1,6 +1,9 @@
 import type { Logger } from 'pino'
-import type { Clock } from '../clock.js'
+import type { Clock, Timer } from '../clock.js'
 import type { JobStatus } from './job.js'
+import { attempted, claimDelivery, deliveryView, newDelivery, type AttemptResult, type Delivery, type DeliveryView } from './delivery.js'
+import type { DeliveryStore } from './delivery-store.js'
+import type { Run } from './lease.js'
 import { webhookSignature } from './webhook-signature.js'
 import { webhookRefusal } from './webhook-target.js'
 
@@ -20,34 +23,15 @@ export interface WebhookTarget {
   secret: string
 }
 
-/** One delivery of a job's end, as `GET /admin/jobs` lists it: never its secret, nor its body. */
-export interface Delivery {
-  /** The `webhook-id` of every attempt: the receiver's key to drop a repeated one. */
-  id: string
-  job: string
-  team: string
-  state: 'pending' | 'delivered' | 'failed'
-  /** The job's state it tells: `done` or `failed`. */
-  jobState: string
-  url: string
-  attempts: number
-  /** The receiver's last HTTP status; null: no answer (refused, a network error, the timeout). */
-  lastStatus: number | null
-  lastError: string | null
-  createdAt: string
-  /** When it is tried again; null once delivered or given up. */
-  nextAttemptAt: string | null
-}
-
 /** The bytes of a receiver's answer read at most: the rest is dropped with the connection. */
 export const WEBHOOK_ANSWER_BYTES = 64 * 1024
-/** The deliveries one replica lists (its latest). */
-const LISTED = 200
-/** The wait before the first retry, doubled each time up to MAX_BACKOFF_MS. */
-const FIRST_BACKOFF_MS = 1000
-const MAX_BACKOFF_MS = 5 * 60_000
+/** The deliveries GET /admin/jobs lists (the latest of every team). */
+export const LISTED = 200
+/** Deliveries one replica attempts at once. */
+const AT_ONCE = 8
 
 export interface WebhookDeliveriesDeps {
+  store: DeliveryStore
   settings: WebhookSettings
   /** The platform's hosts: never a receiver. */
   platformHosts: readonly string[]
@@ -55,90 +39,160 @@ export interface WebhookDeliveriesDeps {
   target(team: string): WebhookTarget | null
   clock: Clock
   log: Pick<Logger, 'info' | 'warn'>
+  /** This replica's id: the deliverer named in the claims it makes. */
+  replica: string
+  /** How long a claim holds beyond an attempt's own bound (jobs.lease): a stopped replica's claim is taken over after it. */
+  leaseMs: number
+  /** Where a failure to reach the store is noted: a Redis outage is one line per interval. */
+  failures: { note(code: string, first: () => void, how?: string): void }
 }
 
-/** What one attempt came to. */
-type Attempt = { ok: true; status: number } | { ok: false; status: number | null; error: string; retry: boolean }
-
 /**
- * Pushes a job's end to its team's webhook (docs/jobs.md, "Pushed when done"): a POST of
- * the job's status JSON, signed the Standard Webhooks way with the team's secret. Not
- * through the platform client (it adds the platform's token): a plain fetch that follows
- * no redirect, ends after `timeoutMs` and reads at most WEBHOOK_ANSWER_BYTES of the
- * answer. A network error, a timeout, 408, 429 or 5xx is tried again after 1 s, 2 s,
- * 4 s… (at most 5 min) while `retryForMs` has not passed since the first attempt; a
- * redirect or another 4xx is final. The replica whose run ended the job delivers it.
+ * Pushes ended jobs to their teams' webhooks (docs/jobs.md, "Pushed when done") through
+ * an outbox: `enqueue` records the delivery in the store (Redis: every replica's), and
+ * every replica's deliverer claims the due ones (delivery.ts, lease.ts: one claim at a
+ * time), attempts and records each attempt. A claim holds for the attempt's bound
+ * (`timeoutMs`) plus `leaseMs`: an attempt is over before its claim can be taken over,
+ * so no two replicas attempt one delivery at once; a replica stopped mid-attempt leaves
+ * it to another after the claim. At least once: an attempt whose record failed is made
+ * again, with the same `webhook-id`.
+ *
+ * An attempt is a POST of the job's status JSON, signed the Standard Webhooks way with
+ * the team's secret as the teams say now. Not through the platform client (it adds the
+ * platform's token): a plain fetch that follows no redirect, ends after `timeoutMs` and
+ * reads at most WEBHOOK_ANSWER_BYTES of the answer. A network error, a timeout, 408, 429
+ * or 5xx is tried again (delivery.ts, `attempted`); a redirect or another 4xx is final.
  */
 export class WebhookDeliveries {
   readonly #d: WebhookDeliveriesDeps
-  readonly #listed: Delivery[] = []
+  readonly #attempting = new Set<string>()
+  #timer: Timer | null = null
+  #polling = false
+  #again = false
+  #stopped = false
 
   constructor(deps: WebhookDeliveriesDeps) {
     this.#d = deps
   }
 
-  /** This replica's latest deliveries, newest first. */
-  list(): Delivery[] {
-    return [...this.#listed].reverse()
+  /** Looks for due deliveries from now on. */
+  start(): void {
+    this.poke()
   }
 
-  /** Delivers the end of a job of `team` when the team has a webhook; returns at once. */
-  deliver(team: string, status: JobStatus): void {
+  /** Claims no delivery after this; attempts under way end within their bound. */
+  stop(): void {
+    this.#stopped = true
+    this.#d.clock.clearTimeout(this.#timer)
+  }
+
+  /** The latest deliveries of every team (of every replica, with Redis), newest first. */
+  async list(limit = LISTED): Promise<DeliveryView[]> {
+    return (await this.#d.store.latest(limit, this.#d.clock.now())).map(deliveryView)
+  }
+
+  /** Records the end of a job of `team` in the outbox when the team has a webhook (once per job), and looks for due deliveries. */
+  async enqueue(team: string, status: JobStatus): Promise<void> {
     const target = this.#d.target(team)
     if (target === null) return
-    const { clock, settings, platformHosts } = this.#d
-    const now = clock.now()
-    const delivery: Delivery = { id: `msg_${status.id}`, job: status.id, team, state: 'pending', jobState: status.state, url: target.url, attempts: 0, lastStatus: null, lastError: null, createdAt: new Date(now).toISOString(), nextAttemptAt: new Date(now).toISOString() }
-    this.#listed.push(delivery)
-    if (this.#listed.length > LISTED) this.#listed.shift()
-    const refusal = webhookRefusal(target.url, settings.hosts, platformHosts)
-    if (refusal !== null) {
-      this.#settle(delivery, { ok: false, status: null, error: `refused: ${refusal}`, retry: false })
+    const now = this.#d.clock.now()
+    await this.#d.store.add(newDelivery({ job: status.id, team, jobState: status.state, url: target.url, body: JSON.stringify(status) }, now), now)
+    this.poke()
+  }
+
+  /** Looks for due deliveries now. */
+  poke(): void {
+    if (this.#stopped) return
+    if (this.#polling) {
+      this.#again = true
       return
     }
-    const body = JSON.stringify(status)
-    const until = now + settings.retryForMs
-    const attempt = (): void => {
-      void this.#attempt(target, delivery, body).then((result) => {
-        const backoff = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (delivery.attempts - 1))
-        const at = clock.now() + backoff
-        if (result.ok || !result.retry || at > until) {
-          this.#settle(delivery, result)
+    this.#polling = true
+    this.#d.clock.clearTimeout(this.#timer)
+    this.#poll()
+      .catch((err: unknown) => {
+        this.#d.failures.note('GW_JOBS_UNAVAILABLE', () => this.#d.log.warn({ err }, 'looking for webhook deliveries to make failed'), 'webhooks')
+        return this.#d.clock.now() + this.#d.leaseMs
+      })
+      .then((next) => {
+        this.#polling = false
+        if (this.#stopped) return
+        if (this.#again) {
+          this.#again = false
+          this.poke()
           return
         }
-        Object.assign(delivery, { lastStatus: result.status, lastError: result.error, nextAttemptAt: new Date(at).toISOString() })
-        clock.setTimeout(attempt, backoff).unref()
+        // Woken at the earliest due delivery of any replica's, looked at again at least every
+        // jobs.lease: another replica's retry, or a claim run out, is found then.
+        const now = this.#d.clock.now()
+        this.#timer = this.#d.clock.setTimeout(() => this.poke(), Math.max(1, Math.min(this.#d.leaseMs, (next ?? Infinity) - now))).unref()
       })
-    }
-    attempt()
   }
 
-  async #attempt(target: WebhookTarget, delivery: Delivery, body: string): Promise<Attempt> {
-    delivery.attempts += 1
-    const timestamp = Math.floor(this.#d.clock.now() / 1000)
+  /** Claims and attempts the due deliveries it has room for; when the earliest one left is due. */
+  async #poll(): Promise<number | null> {
+    const { store, clock, replica, settings, leaseMs } = this.#d
+    const room = AT_ONCE - this.#attempting.size
+    if (room > 0) {
+      for (const d of await store.due(clock.now(), room + this.#attempting.size)) {
+        if (this.#stopped || this.#attempting.size >= AT_ONCE) break
+        if (this.#attempting.has(d.id)) continue
+        const now = clock.now()
+        const claimed = claimDelivery(d, replica, now, settings.timeoutMs + leaseMs)
+        if (claimed && (await store.swap(d, claimed, now))) this.#attempt(claimed)
+      }
+    }
+    return store.nextDue()
+  }
+
+  #attempt(d: Delivery): void {
+    this.#attempting.add(d.id)
+    const run: Run = { runner: this.#d.replica, runs: d.runs }
+    this.#send(d)
+      .then((result) => this.#record(d, run, result))
+      .catch((err: unknown) => this.#d.log.warn({ err, delivery: d.id }, 'recording a webhook attempt failed: it is made again once its claim runs out'))
+      .finally(() => {
+        this.#attempting.delete(d.id)
+        this.poke()
+      })
+  }
+
+  async #record(d: Delivery, run: Run, result: AttemptResult): Promise<void> {
+    const { store, clock, settings, log } = this.#d
+    const now = clock.now()
+    const next = attempted(d, run, now, result, settings.retryForMs)
+    if (next === null || !(await store.swap(d, next, now))) return
+    const fields = { delivery: d.id, job: d.job, team: d.team, attempts: next.tries, status: result.status }
+    if (next.state === 'delivered') log.info(fields, 'report job pushed to its team\'s webhook')
+    else if (next.state === 'failed') log.warn({ ...fields, reason: result.ok ? null : result.error }, 'pushing a report job to its team\'s webhook failed: given up')
+    // Due again at its retry time: looked for then, here; any replica finds it by then too.
+    else if (next.nextAttemptAt !== null) clock.setTimeout(() => this.poke(), Math.max(1, next.nextAttemptAt - now)).unref()
+  }
+
+  /** One POST of `d` to its URL, with the team's secret as the teams say now. */
+  async #send(d: Delivery): Promise<AttemptResult> {
+    const { settings, platformHosts, clock } = this.#d
+    const target = this.#d.target(d.team)
+    if (target === null) return { ok: false, status: null, error: 'refused: the team has no webhook now', retry: false, made: false }
+    const refusal = webhookRefusal(d.url, settings.hosts, platformHosts)
+    if (refusal !== null) return { ok: false, status: null, error: `refused: ${refusal}`, retry: false, made: false }
+    const timestamp = Math.floor(clock.now() / 1000)
     const headers = {
       'content-type': 'application/json',
-      'webhook-id': delivery.id,
+      'webhook-id': d.id,
       'webhook-timestamp': String(timestamp),
-      'webhook-signature': webhookSignature(target.secret, delivery.id, timestamp, body),
+      'webhook-signature': webhookSignature(target.secret, d.id, timestamp, d.body),
     }
     try {
-      const res = await fetch(target.url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(this.#d.settings.timeoutMs) })
+      const res = await fetch(d.url, { method: 'POST', headers, body: d.body, redirect: 'manual', signal: AbortSignal.timeout(settings.timeoutMs) })
       await drain(res, WEBHOOK_ANSWER_BYTES)
       if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status }
-      if (res.status >= 300 && res.status < 400) return { ok: false, status: res.status, error: 'the receiver answered a redirect: not followed', retry: false }
-      return { ok: false, status: res.status, error: `the receiver answered ${res.status}`, retry: res.status >= 500 || res.status === 408 || res.status === 429 }
+      if (res.status >= 300 && res.status < 400) return { ok: false, status: res.status, error: 'the receiver answered a redirect: not followed', retry: false, made: true }
+      return { ok: false, status: res.status, error: `the receiver answered ${res.status}`, retry: res.status >= 500 || res.status === 408 || res.status === 429, made: true }
     } catch (err) {
       const e = err as Error
-      return { ok: false, status: null, error: e.name === 'TimeoutError' ? `no answer within ${this.#d.settings.timeoutMs}ms` : `the receiver could not be reached (${e.message})`, retry: true }
+      return { ok: false, status: null, error: e.name === 'TimeoutError' ? `no answer within ${settings.timeoutMs}ms` : `the receiver could not be reached (${e.message})`, retry: true, made: true }
     }
-  }
-
-  #settle(delivery: Delivery, result: Attempt): void {
-    Object.assign(delivery, { state: result.ok ? 'delivered' : 'failed', lastStatus: result.status, lastError: result.ok ? null : result.error, nextAttemptAt: null })
-    const fields = { delivery: delivery.id, job: delivery.job, team: delivery.team, attempts: delivery.attempts, status: result.status }
-    if (result.ok) this.#d.log.info(fields, 'report job pushed to its team\'s webhook')
-    else this.#d.log.warn({ ...fields, reason: result.error }, 'pushing a report job to its team\'s webhook failed: given up')
   }
 }
 

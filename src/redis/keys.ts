@@ -61,6 +61,14 @@ export const redisKey = {
   teamJobs: (prefix: string, team: string) => `${prefix}{jobs}:team:${team}`,
   /** The report a job ended with (sealed), kept until its expiry. */
   jobResult: (prefix: string, id: string) => `${prefix}{jobs}:result:${id}`,
+  /** A webhook delivery of an ended job (sealed), in the outbox with the jobs' hash tag. */
+  delivery: (prefix: string, id: string) => `${prefix}{jobs}:delivery:${id}`,
+  /** The pending deliveries by when a deliverer may claim each (its next attempt, or its claim's end): a sorted set of their ids. */
+  dueDeliveries: (prefix: string) => `${prefix}{jobs}:deliveries:due`,
+  /** One team's deliveries by when each was made: its bound (jobs.deliveriesPerTeam) drops the oldest. */
+  teamDeliveries: (prefix: string, team: string) => `${prefix}{jobs}:deliveries:team:${team}`,
+  /** Every team's deliveries by when each was made: GET /admin/jobs reads the newest. */
+  deliveries: (prefix: string) => `${prefix}{jobs}:deliveries`,
   /** A campaign's owning advertiser, `campaign` being the owner cache's key. */
   owner: (prefix: string, campaign: string) => `${prefix}owners:${campaign}`,
 } as const

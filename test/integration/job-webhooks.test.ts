@@ -3,6 +3,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { WebhookDeliveries, type WebhookSettings } from '../../src/jobs/webhook-deliveries.js'
+import { MemoryDeliveryStore } from '../../src/jobs/delivery-store.js'
+import type { DeliveryView } from '../../src/jobs/delivery.js'
 import type { JobStatus } from '../../src/jobs/job.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { waitFor } from '../helpers/wait.js'
@@ -10,8 +12,8 @@ import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/bu
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 
-// Pushing an ended report job to its team's webhook (jobs/webhook-deliveries.ts), to a
-// real receiver on loopback: signed the Standard Webhooks way (checked here with the
+// Pushing an ended report job to its team's webhook (jobs/webhook-deliveries.ts, through
+// the outbox in memory here), to a real receiver on loopback: signed the Standard Webhooks way (checked here with the
 // secret, computed independently), tried again after 5xx on a fake clock's backoff, a
 // redirect not followed, the platform's host and a host not allowed refused, and the
 // secret never in a delivery nor a log line.
@@ -69,18 +71,24 @@ const SETTINGS: WebhookSettings = { hosts: ['127.0.0.1'], timeoutMs: 5000, retry
 function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSettings; platformHosts?: string[] } = {}): { webhooks: WebhookDeliveries; logged: string[] } {
   const logged: string[] = []
   const log = { info: (...args: unknown[]) => void logged.push(JSON.stringify(args)), warn: (...args: unknown[]) => void logged.push(JSON.stringify(args)) }
-  const webhooks = new WebhookDeliveries({ settings: opts.settings ?? SETTINGS, platformHosts: opts.platformHosts ?? ['platform.example.com'], target: (team) => (team === 'growth' ? { url, secret: SECRET } : null), clock, log })
+  const settings = opts.settings ?? SETTINGS
+  const store = new MemoryDeliveryStore({ keepMs: 3_600_000, lifeMs: settings.retryForMs + 3_600_000, perTeam: 100 })
+  const failures = { note: (_code: string, first: () => void) => first() }
+  const webhooks = new WebhookDeliveries({ store, settings, platformHosts: opts.platformHosts ?? ['platform.example.com'], target: (team) => (team === 'growth' ? { url, secret: SECRET } : null), clock, log, replica: 'here', leaseMs: 15_000, failures })
+  webhooks.start()
   return { webhooks, logged }
 }
 
-const settled = (w: WebhookDeliveries) => waitFor('the delivery settled', () => w.list()[0]?.state !== 'pending')
+/** The latest delivery listed. */
+const latest = async (w: WebhookDeliveries): Promise<DeliveryView | undefined> => (await w.list())[0]
+const settled = (w: WebhookDeliveries) => waitFor('the delivery settled', async () => (await latest(w))?.state === 'delivered' || (await latest(w))?.state === 'failed')
 
 describe('webhook deliveries', () => {
   it('POSTs the job status signed with the team\'s secret, the signature verifying with it', async () => {
     const clock = fakeClock()
     const r = await receiver([{ status: 204 }])
     const { webhooks, logged } = deliveries(r.url, clock)
-    webhooks.deliver('growth', STATUS)
+    await webhooks.enqueue('growth', STATUS)
     await settled(webhooks)
     expect(r.got).toHaveLength(1)
     const [got] = r.got as [Received]
@@ -94,28 +102,28 @@ describe('webhook deliveries', () => {
     const expected = createHmac('sha256', key).update(`${id}.${ts}.${got.body}`).digest('base64')
     expect(got.headers['webhook-signature']).toBe(`v1,${expected}`)
     // The secret, in whatever form, is in no header, body or log line.
-    const seen = JSON.stringify(got) + logged.join('\n') + JSON.stringify(webhooks.list())
+    const seen = JSON.stringify(got) + logged.join('\n') + JSON.stringify(await webhooks.list())
     expect(seen).not.toContain(SECRET)
     expect(seen).not.toContain(SECRET.slice('whsec_'.length))
     expect(got.headers.authorization).toBeUndefined()
-    expect(webhooks.list()[0]).toMatchObject({ id: 'msg_job123', job: 'job123', team: 'growth', state: 'delivered', attempts: 1, lastStatus: 204, lastError: null, nextAttemptAt: null })
+    expect(await latest(webhooks)).toMatchObject({ id: 'msg_job123', job: 'job123', team: 'growth', state: 'delivered', attempts: 1, lastStatus: 204, lastError: null, nextAttemptAt: null })
   })
 
   it('tries again after 5xx, 1 s then 2 s later on the clock, the same id each time, until the receiver takes it', async () => {
     const clock = fakeClock()
     const r = await receiver([{ status: 503 }, { status: 500 }, { status: 200 }])
     const { webhooks } = deliveries(r.url, clock)
-    webhooks.deliver('growth', STATUS)
-    await waitFor('a second attempt scheduled', () => webhooks.list()[0]?.lastStatus === 503)
-    expect(webhooks.list()[0]).toMatchObject({ state: 'pending', attempts: 1, nextAttemptAt: new Date(clock.now() + 1000).toISOString() })
+    await webhooks.enqueue('growth', STATUS)
+    await waitFor('a second attempt scheduled', async () => (await latest(webhooks))?.lastStatus === 503)
+    expect(await latest(webhooks)).toMatchObject({ state: 'pending', attempts: 1, nextAttemptAt: new Date(clock.now() + 1000).toISOString() })
     clock.advance(999)
     expect(r.got).toHaveLength(1)
     clock.advance(1)
-    await waitFor('a third attempt scheduled', () => webhooks.list()[0]?.lastStatus === 500)
-    expect(webhooks.list()[0]?.nextAttemptAt).toBe(new Date(clock.now() + 2000).toISOString())
+    await waitFor('a third attempt scheduled', async () => (await latest(webhooks))?.lastStatus === 500)
+    expect((await latest(webhooks))?.nextAttemptAt).toBe(new Date(clock.now() + 2000).toISOString())
     clock.advance(2000)
     await settled(webhooks)
-    expect(webhooks.list()[0]).toMatchObject({ state: 'delivered', attempts: 3, lastStatus: 200 })
+    expect(await latest(webhooks)).toMatchObject({ state: 'delivered', attempts: 3, lastStatus: 200 })
     expect(new Set(r.got.map((g) => g.headers['webhook-id']))).toEqual(new Set(['msg_job123']))
   })
 
@@ -123,21 +131,21 @@ describe('webhook deliveries', () => {
     const clock = fakeClock()
     const r = await receiver([{ status: 502 }])
     const { webhooks } = deliveries(r.url, clock, { settings: { ...SETTINGS, retryForMs: 2500 } })
-    webhooks.deliver('growth', STATUS)
-    await waitFor('a retry scheduled', () => webhooks.list()[0]?.attempts === 1 && webhooks.list()[0]?.lastStatus === 502)
+    await webhooks.enqueue('growth', STATUS)
+    await waitFor('a retry scheduled', async () => (await latest(webhooks))?.attempts === 1 && (await latest(webhooks))?.lastStatus === 502)
     clock.advance(1000)
     await settled(webhooks)
     // 1 s, then 2 s more would pass the 2.5 s: given up after the second attempt.
-    expect(webhooks.list()[0]).toMatchObject({ state: 'failed', attempts: 2, lastStatus: 502, nextAttemptAt: null })
+    expect(await latest(webhooks)).toMatchObject({ state: 'failed', attempts: 2, lastStatus: 502, nextAttemptAt: null })
   })
 
   it('follows no redirect: a 3xx is a failed delivery, its location never asked', async () => {
     const clock = fakeClock()
     const r = await receiver([{ status: 307, headers: { location: '/elsewhere' } }])
     const { webhooks } = deliveries(r.url, clock)
-    webhooks.deliver('growth', STATUS)
+    await webhooks.enqueue('growth', STATUS)
     await settled(webhooks)
-    expect(webhooks.list()[0]).toMatchObject({ state: 'failed', attempts: 1, lastStatus: 307 })
+    expect(await latest(webhooks)).toMatchObject({ state: 'failed', attempts: 1, lastStatus: 307 })
     expect(r.got.map((g) => g.path)).toEqual(['/hook'])
   })
 
@@ -159,27 +167,29 @@ describe('webhook deliveries', () => {
     }
     const urlOf = (s: Server) => `http://127.0.0.1:${(s.address() as AddressInfo).port}/hook`
     const silent = deliveries(urlOf(held), clock, { settings: { ...SETTINGS, timeoutMs: 200 } }).webhooks
-    silent.deliver('growth', STATUS)
-    await waitFor('the attempt cut off', () => silent.list()[0]?.lastError !== null)
-    expect(silent.list()[0]).toMatchObject({ state: 'pending', attempts: 1, lastStatus: null, lastError: 'no answer within 200ms' })
+    await silent.enqueue('growth', STATUS)
+    await waitFor('the attempt cut off', async () => (await latest(silent))?.lastError !== null)
+    expect(await latest(silent)).toMatchObject({ state: 'pending', attempts: 1, lastStatus: null, lastError: 'no answer within 200ms' })
     const flood = deliveries(urlOf(endless), clock, { settings: { ...SETTINGS, timeoutMs: 10_000 } }).webhooks
-    flood.deliver('growth', STATUS)
+    await flood.enqueue('growth', STATUS)
     await settled(flood)
-    expect(flood.list()[0]).toMatchObject({ state: 'delivered', attempts: 1, lastStatus: 200 })
+    expect(await latest(flood)).toMatchObject({ state: 'delivered', attempts: 1, lastStatus: 200 })
   })
 
   it('sends nothing to the platform\'s host, nor to a host not allowed, nor for a team without a webhook', async () => {
     const clock = fakeClock()
     const r = await receiver([{ status: 204 }])
     const platform = deliveries(r.url, clock, { platformHosts: ['127.0.0.1'] }).webhooks
-    platform.deliver('growth', STATUS)
-    expect(platform.list()[0]).toMatchObject({ state: 'failed', attempts: 0, lastError: 'refused: 127.0.0.1 is the platform\'s own host' })
+    await platform.enqueue('growth', STATUS)
+    await settled(platform)
+    expect(await latest(platform)).toMatchObject({ state: 'failed', attempts: 0, lastError: 'refused: 127.0.0.1 is the platform\'s own host' })
     const off = deliveries(r.url, clock, { settings: { ...SETTINGS, hosts: [] } }).webhooks
-    off.deliver('growth', STATUS)
-    expect(off.list()[0]).toMatchObject({ state: 'failed', attempts: 0 })
+    await off.enqueue('growth', STATUS)
+    await settled(off)
+    expect(await latest(off)).toMatchObject({ state: 'failed', attempts: 0 })
     const other = deliveries(r.url, clock).webhooks
-    other.deliver('another-team', STATUS)
-    expect(other.list()).toEqual([])
+    await other.enqueue('another-team', STATUS)
+    expect(await other.list()).toEqual([])
     expect(r.got).toHaveLength(0)
   })
 })
@@ -238,7 +248,7 @@ describe.skipIf(!available)('job webhooks across replicas (one Redis)', () => {
   const { server: redis } = useRedis()
   const gateways = useGateways()
 
-  it('each ended job is pushed once, by the replica whose run ended it, however the two replicas share the jobs', async () => {
+  it('each ended job is pushed once, however the two replicas share the jobs; both list every delivery', async () => {
     const r = await receiver([{ status: 204 }])
     const token = sandbox.issueToken()
     const config = () => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, REDIS_URL: redis.url, ADMIN_TOKEN }, webhookYaml(r.url.replace('127.0.0.1', 'localhost'), { poll: '100ms', perReplica: 1 }))
@@ -250,9 +260,11 @@ describe.skipIf(!available)('job webhooks across replicas (one Redis)', () => {
       expect(res.status).toBe(202)
       ids.push(((await res.json()) as { id: string }).id)
     }
-    const listed = async () => [...(await listDeliveries(one)), ...(await listDeliveries(two))]
+    // One outbox: either replica lists every delivery, once.
+    const listed = () => listDeliveries(one)
     await waitFor('every job pushed and its delivery settled', async () => (await listed()).filter((d) => d.state === 'delivered').length === ids.length, 15_000, 20)
     expect((await listed()).map((d) => d.job).sort()).toEqual([...ids].sort())
+    expect(await listDeliveries(two)).toEqual(await listed())
     expect(r.got.map((g) => g.headers['webhook-id']).sort()).toEqual(ids.map((id) => `msg_${id}`).sort())
   })
 })
