@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 export const CONSOLE_SCRIPTS_DIR = fileURLToPath(new URL('.', import.meta.url))
 
 /** The scripts the page loads, and only these: no path of a request reaches the file system. */
-export const CONSOLE_SCRIPTS: ReadonlySet<string> = new Set(['console-page.js', 'console-format.js', 'console-cluster.js', 'console-charts.js', 'console-dom.js', 'console-sections.js'])
+export const CONSOLE_SCRIPTS: ReadonlySet<string> = new Set(['console-page.js', 'console-format.js', 'console-cluster.js', 'console-charts.js', 'console-dom.js', 'console-sections.js', 'console-deliveries.js'])
 
 // The chart library's minified script and style, from the `uplot` package (a dependency,
 // so in the image's node_modules): served by the gateway itself, no other origin.
@@ -78,6 +78,7 @@ export const CONSOLE_HTML = `<!doctype html>
   </section>
   <section aria-labelledby="h-governors"><h2 id="h-governors">Governor</h2><div id="governors"></div></section>
   <section aria-labelledby="h-teams"><h2 id="h-teams">Teams</h2><div id="teams"></div></section>
+  <section aria-labelledby="h-deliveries"><h2 id="h-deliveries">Webhook deliveries <span class="muted">(ended report jobs, every replica)</span></h2><div id="deliveries"></div></section>
   <section id="actions" aria-labelledby="h-actions" hidden><h2 id="h-actions">Actions</h2>
     <form id="purge-one" class="row">
       <label for="advertiser">Advertiser id</label>

@@ -211,3 +211,18 @@ export function limitInForce(g: { limit: number; maxConcurrent: number; adaptive
   const doing = !g.learner ? ', taken from the replica that learns it' : g.phase === null ? '' : `, ${PHASES[g.phase] ?? g.phase}`
   return `${g.limit}, learned (ceiling ${g.maxConcurrent})${knee}${doing}`
 }
+
+/** A webhook URL as the console shows it: its host (and port) only, never its path or query. */
+export function urlHost(url: string): string {
+  try {
+    return new URL(url).host
+  } catch {
+    return '(not a URL)'
+  }
+}
+
+/** A delivery's last answer: the receiver's status, else why there was none; `—` before any attempt. */
+export function lastAnswer(d: { lastStatus: number | null; lastError: string | null }): string {
+  if (d.lastStatus !== null) return String(d.lastStatus)
+  return d.lastError ?? '—'
+}

@@ -5,6 +5,7 @@ import { plural, span } from './console-format.js'
 import { chartData, fitWindow, healthLine, lastBuckets, lastSum, replacements, WINDOWS, type Charted, type ChartWindow, type Cluster } from './console-cluster.js'
 import { clearCharts, drawCharts } from './console-charts.js'
 import { $, el, table, when, withInstants } from './console-dom.js'
+import { renderDeliveries, type DeliveryRow } from './console-deliveries.js'
 import { forgetSamples, renderAudit, renderCache, renderCredentials, renderGovernors, renderLookup, renderRedis, renderSettings, renderTeams, type CachedEntry, type KeyLife, type Setting, type Status, type UsageRow } from './console-sections.js'
 
 const TOKEN_KEY = 'report-gateway-admin-token'
@@ -64,7 +65,7 @@ function signOut(message: string | null): void {
   lastCluster = null
   who = null
   clearCharts()
-  for (const id of ['credentials', 'redis', 'cache', 'governors', 'teams', 'audit', 'replicas', 'team-errors', 'cluster-note', 'lookup-result', 'config']) $(id).replaceChildren()
+  for (const id of ['credentials', 'redis', 'cache', 'governors', 'teams', 'audit', 'replicas', 'team-errors', 'cluster-note', 'lookup-result', 'config', 'deliveries']) $(id).replaceChildren()
   $('log-level').hidden = true
   $('purge-report').hidden = true
   $<HTMLSelectElement>('chart-scope').replaceChildren()
@@ -90,7 +91,7 @@ function refused(err: unknown): boolean {
 
 async function refresh(): Promise<void> {
   try {
-    const [whoami, status, usage, audit, cluster, keys, config] = await Promise.all([
+    const [whoami, status, usage, audit, cluster, keys, config, jobs] = await Promise.all([
       call<NonNullable<typeof who>>('GET', '/admin/whoami'),
       call<Status>('GET', '/admin/status'),
       call<{ usage: UsageRow[] }>('GET', '/admin/usage').catch(unlessRefused),
@@ -98,11 +99,13 @@ async function refresh(): Promise<void> {
       call<Cluster>('GET', '/admin/cluster').catch(unlessRefused),
       call<{ keys: KeyLife[] }>('GET', '/admin/keys').catch(unlessRefused),
       call<{ settings: Setting[] }>('GET', '/admin/config').catch(unlessRefused),
+      call<{ deliveries: DeliveryRow[] }>('GET', '/admin/jobs').catch(unlessRefused),
     ])
     who = whoami
     render(status, usage?.usage ?? null, audit.lines, keys?.keys ?? null)
     renderCluster(status, cluster)
     renderConfig(config?.settings ?? null, cluster)
+    renderDeliveries(jobs?.deliveries ?? null)
     showError(null)
     $('data').hidden = false
     const { version, commit, node, uptimeSeconds } = status.build

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { addSample, ago, bytes, expiryAt, expiryIn, instantsIn, limitInForce, localInstant, onHover, pauseLeft, pauseScope, plural, ratio, seats, SOON_DAYS, span, timeTicks, utcInstant, windowRatio } from '../../src/console/console-format.js'
+import { addSample, ago, bytes, expiryAt, expiryIn, instantsIn, lastAnswer, limitInForce, localInstant, onHover, pauseLeft, pauseScope, plural, ratio, seats, SOON_DAYS, span, timeTicks, urlHost, utcInstant, windowRatio } from '../../src/console/console-format.js'
 
 const DAY = 86_400
 const NOW = Date.parse('2026-11-23T12:00:00Z')
@@ -180,5 +180,19 @@ describe('instants: one time zone on the page (UTC), the browser\'s own on hover
 
   it('says a span of time in its two largest units', () => {
     expect([span(45), span(12 * 60 + 5), span(3 * 3600 + 5 * 60), span(86_396), span(2 * 86_400 + 4 * 3600)]).toEqual(['45 s', '12 min', '3 h 5 min', '23 h 59 min', '2 d 4 h'])
+  })
+})
+
+describe('urlHost and lastAnswer (the console\'s webhook deliveries)', () => {
+  it('shows a URL by its host and port only', () => {
+    expect(urlHost('https://hooks.example.org/jobs/secret-path?token=abc')).toBe('hooks.example.org')
+    expect(urlHost('http://localhost:8099/hook')).toBe('localhost:8099')
+    expect(urlHost('not a url')).toBe('(not a URL)')
+  })
+
+  it('says the receiver\'s last status, else why none came, else nothing yet', () => {
+    expect(lastAnswer({ lastStatus: 503, lastError: 'the receiver answered 503' })).toBe('503')
+    expect(lastAnswer({ lastStatus: null, lastError: 'no answer within 10000ms' })).toBe('no answer within 10000ms')
+    expect(lastAnswer({ lastStatus: null, lastError: null })).toBe('—')
   })
 })
