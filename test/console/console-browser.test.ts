@@ -1,10 +1,9 @@
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'puppeteer-core'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { buildGateway, listen, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { ARTIFACTS, chromiumPath, CONSOLE_SCRIPTS as SCRIPTS, openConsoleBrowser } from '../helpers/console-browser.js'
+import { ARTIFACTS, chromiumPath, CONSOLE_SCRIPTS as SCRIPTS, consoleOf } from '../helpers/console-browser.js'
 
 const CHROMIUM = chromiumPath('the console browser test')
 
@@ -48,9 +47,7 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
     // Keys a reload removed: one of a running team, one of a team removed whole.
     const removed = { lineage: 'growth-2025', replaces: null, successor: null, graceUntil: null, createdAt: null, expiresAt: null }
     await gw.keyUse.keysChanged({ removed: [{ ...removed, team: 'growth', id: 'growth-2025' }, { ...removed, team: 'legacy', id: 'legacy-1', lineage: 'legacy-1' }], added: [] })
-    await gw.admin.listen({ host: '127.0.0.1', port: 0 })
-    adminUrl = `http://127.0.0.1:${(gw.admin.server.address() as AddressInfo).port}`
-    ;({ browser, page } = await openConsoleBrowser(CHROMIUM as string, requested))
+    ;({ adminUrl, browser, page } = await consoleOf(gw, CHROMIUM as string, requested))
   }, 60_000)
 
   afterAll(async () => {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'puppeteer-core'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
 import { buildGateway, KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { ARTIFACTS, chromiumPath, CONSOLE_SCRIPTS as SCRIPTS, openConsoleBrowser } from '../helpers/console-browser.js'
+import { ARTIFACTS, chromiumPath, CONSOLE_SCRIPTS as SCRIPTS, consoleOf } from '../helpers/console-browser.js'
 import { waitFor } from '../helpers/wait.js'
 
 // The console's view of webhook deliveries (GET /admin/jobs) in a headless Chromium: a
@@ -38,9 +38,7 @@ describe.skipIf(CHROMIUM === null)('the console\'s webhook deliveries in a headl
     const url = `http://localhost:${(receiver.address() as AddressInfo).port}/hook/path-not-shown?token=receivers-own`
     const yaml = `${TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${url}", secret: "${SECRET}" }\n`)}jobs:\n  webhookHosts: [localhost]\n`
     gw = await listen(await buildGateway(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, yaml), { consoleScriptsDir: SCRIPTS }))
-    await gw.admin.listen({ host: '127.0.0.1', port: 0 })
-    adminUrl = `http://127.0.0.1:${(gw.admin.server.address() as AddressInfo).port}`
-    ;({ browser, page } = await openConsoleBrowser(CHROMIUM as string, requested))
+    ;({ adminUrl, browser, page } = await consoleOf(gw, CHROMIUM as string, requested))
   }, 60_000)
 
   afterAll(async () => {

@@ -42,3 +42,10 @@ export async function openConsoleBrowser(executablePath: string, requested: stri
   await page.setViewport({ width: 1280, height: 900 })
   return { browser, page }
 }
+
+/** The admin listener of `gw` on a free loopback port, and a browser (`openConsoleBrowser`) to open its console. */
+export async function consoleOf(gw: { admin: { listen(o: { host: string; port: number }): Promise<unknown>; server: { address(): unknown } } }, executablePath: string, requested: string[]): Promise<{ adminUrl: string; browser: Browser; page: Page }> {
+  await gw.admin.listen({ host: '127.0.0.1', port: 0 })
+  const adminUrl = `http://127.0.0.1:${(gw.admin.server.address() as { port: number }).port}`
+  return { adminUrl, ...(await openConsoleBrowser(executablePath, requested)) }
+}
