@@ -109,7 +109,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   // replica kept meanwhile, or that a Redis restarted empty lost, go back to it (the
   // learned limit's shared record goes back with the learner's next lease renewal).
   shared.whenBack(() => void store.shareKept())
-  const jobsPart = jobParts(config, { teams, redis, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, bus, replica: replicaId })
+  const jobsPart = jobParts(config, { teams, redis, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, bus, replica: replicaId, platformTime: usage.platformTime })
   const { jobs, runner } = jobsPart
 
   const ctx: GatewayContext = {

@@ -45,6 +45,11 @@ export class TeamDirectory {
     return this.#byName.get(name)?.webhook ?? null
   }
 
+  /** A running team's bound of platform-seconds a UTC day; null: none (or no such team). */
+  platformSecondsPerDayOf(name: string): number | null {
+    return this.#byName.get(name)?.platformSecondsPerDay ?? null
+  }
+
   /** A running team's own bulkhead, where its config sets one. */
   limitsOf(name: string): { maxConcurrent: number | null; queue: number | null } | undefined {
     return this.#byName.get(name)

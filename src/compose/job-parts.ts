@@ -22,6 +22,7 @@ import type { TeamDirectory } from '../access/team-auth.js'
 import type { Unverified } from './redis-parts.js'
 import type { FailureLog } from '../observe/failure-log.js'
 import type { Metrics } from '../observe/metrics.js'
+import type { PlatformTime } from '../observe/platform-time.js'
 
 /** Report jobs: where they live, the runner of this replica, and the jobs as callers see them. */
 export interface JobParts {
@@ -38,7 +39,7 @@ const JOBS_ASKED = 'jobs-asked'
 
 export function jobParts(
   config: Config,
-  o: { teams: TeamDirectory; redis: RedisClient | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string },
+  o: { teams: TeamDirectory; redis: RedisClient | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; platformTime: PlatformTime },
 ): JobParts {
   const { redis, seal, clock, log, governors } = o
   // Shared through Redis only sealed: without GATEWAY_SECRET a replica keeps its jobs to itself.
@@ -73,6 +74,7 @@ export function jobParts(
         .enqueue(job.team, jobStatus(job, null, clock.now(), finality(job.report, job.endedAt ?? clock.now())))
         .catch((err: unknown) => log.warn({ err, job: job.id }, 'recording a report job\'s webhook delivery failed: it is not pushed')),
     ...(announce ? { announce } : {}),
+    spentFor: (team, now) => o.platformTime.overBound(team, o.teams.platformSecondsPerDayOf(team), now),
   })
   const jobs = new Jobs({
     store,

@@ -51,6 +51,8 @@ export interface JobRunnerDeps {
   onEnded?: (job: Job) => void
   /** Tells every replica's runner that a job is due (the bus): one handed back by a shutdown. */
   announce?: () => void
+  /** Seconds until `team` may make platform calls again (its platform-seconds of the UTC day spent, `platformSecondsPerDay`); 0: it may. */
+  spentFor?: (team: string, now: number) => number
 }
 
 /** What became of a run: started, then done, failed, requeued, or lost to another runner. */
@@ -179,7 +181,11 @@ export class JobRunner {
     const tally: CallTally = { team: { name: job.team }, platformCalls: 0 }
     const took = (ms: number | undefined): number => (tally.platformCalls > 0 ? Math.round(ms ?? 0) / 1000 : 0)
     try {
-      const result = await reads.read(job.report, job.key, this.#d.provider(job.credential), { refresh: false, tally, requestId: `job-${job.id}`, team: job.team, log, priority: job.priority })
+      // The team's day is checked as the job runs, not only when it was asked: past its bound
+      // a copy (however old, to its stale-if-error end) or a fill under way answers it, no call.
+      const spentFor = this.#d.spentFor
+      const bound = spentFor ? { spentFor: () => spentFor(job.team, clock.now()) } : {}
+      const result = await reads.read(job.report, job.key, this.#d.provider(job.credential), { refresh: false, tally, requestId: `job-${job.id}`, team: job.team, log, priority: job.priority, ...bound })
       switch (result.kind) {
         case 'entry':
           return { kind: 'done', entry: result.entry, tookSeconds: took(result.upstreamMs) }
@@ -197,8 +203,14 @@ export class JobRunner {
       if (e.cause instanceof NoIdleSeatError || e instanceof NoIdleSeatError) return { kind: 'requeue', notBefore: clock.now() + settings.retryMs }
       if (e.code === 'GW_SHUTTING_DOWN') return { kind: 'requeue', notBefore: clock.now() }
       const gateway = typeof e.code === 'string' && e.code.startsWith('GW_')
-      return { kind: 'failed', error: { code: gateway ? (e.code as string) : 'GW_UPSTREAM', statusCode: e.statusCode ?? 502, message: gateway ? e.message : 'the platform failed' }, tookSeconds: took(undefined) }
+      return { kind: 'failed', error: { code: gateway ? (e.code as string) : 'GW_UPSTREAM', statusCode: e.statusCode ?? 502, message: gateway ? this.#told(e) : 'the platform failed' }, tookSeconds: took(undefined) }
     }
+  }
+
+  /** A gateway error's message as a job keeps it: a wait it names (`retryAfterSec`) as the instant it ends, read later. */
+  #told(e: Error & { retryAfterSec?: number }): string {
+    if (typeof e.retryAfterSec !== 'number') return e.message
+    return `${e.message} (at ${new Date(this.#d.clock.now() + e.retryAfterSec * 1000).toISOString()})`
   }
 
   async #end(id: string, run: Run, end: RunEnd): Promise<void> {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { listen, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { fakeClock, onRealTimers, type FakeClock } from '../helpers/clock.js'
@@ -173,6 +173,39 @@ describe('a team\'s bound of platform-seconds a day', () => {
     expect(asked.status).toBe(429)
     expect(((await asked.json()) as { code: string }).code).toBe('GW_PLATFORM_TIME_SPENT')
     expect(asked.headers.get('retry-after')).toBe(String(12 * 3600))
+    expect(sandbox.countRequests((r) => r.path === PATH)).toBe(calls)
+  })
+
+  it('fails a job asked before the day was spent but started after, without a platform call, unless the cache answers it then', async () => {
+    const clock = fakeClock(NOON)
+    const gw = await gatewayOn(clock, {}, 'jobs:\n  perReplica: 1\n')
+    sandbox.setLatency(5)
+    const job = (target: string, key: string) => fetch(`${gw.url}${target}`, { headers: { 'x-api-key': key, prefer: 'respond-async' } })
+    const statusOf = async (id: string) => (await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': BOUNDED_KEY } })).json()) as { state: string; tookSeconds: number | null; error: { code: string; message: string } | null }
+    // Another team's job holds the replica's one runner: its call stays at the platform.
+    sandbox.setRouteFailure(PATH, { kind: 'held', times: 1 })
+    onTestFinished(() => sandbox.releaseHeld())
+    expect((await job(REPORT(102), KEY)).status).toBe(202)
+    await waitFor('the holding job\'s call at the platform', () => sandbox.countRequests((r) => r.path === PATH) === 1)
+    // Two jobs of the bounded team, asked while its day is not spent: queued behind it.
+    const spentOne = await job(REPORT(101, '2026-02-01', '2026-02-28'), BOUNDED_KEY)
+    const cachedOne = await job(REPORT(102, '2026-02-01', '2026-02-28'), BOUNDED_KEY)
+    expect([spentOne.status, cachedOne.status]).toEqual([202, 202])
+    const [spent, cached] = [((await spentOne.json()) as { id: string }).id, ((await cachedOne.json()) as { id: string }).id]
+    // The team spends its day; another team fills the second job's report meanwhile.
+    expect((await get(gw, REPORT(101), BOUNDED_KEY)).status).toBe(200)
+    expect((await get(gw, REPORT(102, '2026-02-01', '2026-02-28'))).status).toBe(200)
+    const calls = sandbox.countRequests((r) => r.path === PATH)
+    sandbox.releaseHeld()
+    const ended = async (id: string) => ['done', 'failed'].includes((await statusOf(id)).state)
+    await waitFor('both jobs ended', async () => (await ended(spent)) && (await ended(cached)), 10_000)
+    const failed = await statusOf(spent)
+    expect(failed.error?.code).toBe('GW_PLATFORM_TIME_SPENT')
+    // When the UTC day resets, as an instant.
+    expect(failed.error?.message).toContain('2026-03-11T00:00:00.000Z')
+    expect(failed.tookSeconds).toBe(0)
+    // A cached copy is an answer, not a call.
+    expect(await statusOf(cached)).toMatchObject({ state: 'done', tookSeconds: 0 })
     expect(sandbox.countRequests((r) => r.path === PATH)).toBe(calls)
   })
 
