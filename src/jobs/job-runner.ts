@@ -2,10 +2,11 @@ import type { Logger } from 'pino'
 import type { Clock, Timer } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CallTally, CacheResult, ReadOptions } from '../reports/report-cache.js'
+import { fillMsOf } from '../reports/fill-time.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { NoIdleSeatError } from '../platform/governor/seat.js'
-import { endJob, heldResultBytes, renewJob, requeueJob, startable, startJob, type Job, type JobError, type Outcome, type Run } from './job.js'
+import { endJob, heldResultBytes, isRun, renewJob, requeueJob, startable, startJob, type Job, type JobError, type Outcome, type Run } from './job.js'
 import type { JobStore } from './job-store.js'
 
 /** The jobs' settings (config `jobs`), in milliseconds and bytes. */
@@ -158,7 +159,11 @@ export class JobRunner {
     this.#d.onRun?.('started')
     const renewal = clock.setInterval(() => void this.#renew(job.id, run).catch((err: unknown) => log.warn({ err, job: job.id }, 'renewing a report job\'s lease failed')), Math.max(1, Math.floor(settings.leaseMs / 3)))
     this.#execute(job)
-      .then((end) => this.#end(job.id, run, end))
+      .then((end) => {
+        // No renewal starts once the read ended; one under way is met by the end's retry.
+        clock.clearInterval(renewal)
+        return this.#end(job.id, run, end)
+      })
       .catch((err: unknown) => log.warn({ err, job: job.id }, 'ending a report job failed: another replica takes it over once its lease runs out'))
       .finally(() => {
         clock.clearInterval(renewal)
@@ -179,7 +184,9 @@ export class JobRunner {
   async #execute(job: Job): Promise<RunEnd> {
     const { reads, clock, settings, log } = this.#d
     const tally: CallTally = { team: { name: job.team }, platformCalls: 0 }
-    const took = (ms: number | undefined): number => (tally.platformCalls > 0 ? Math.round(ms ?? 0) / 1000 : 0)
+    // The platform-seconds of the call its result came from (its own, one it joined, here or
+    // on another replica), to the ms; 0 for a copy the cache had: as `platform-usage: fill`.
+    const took = (result: CacheResult): number => Math.round(fillMsOf(result)) / 1000
     try {
       // The team's day is checked as the job runs, not only when it was asked: past its bound
       // a copy (however old, to its stale-if-error end) or a fill under way answers it, no call.
@@ -188,14 +195,14 @@ export class JobRunner {
       const result = await reads.read(job.report, job.key, this.#d.provider(job.credential), { refresh: false, tally, requestId: `job-${job.id}`, team: job.team, log, priority: job.priority, ...bound })
       switch (result.kind) {
         case 'entry':
-          return { kind: 'done', entry: result.entry, tookSeconds: took(result.upstreamMs) }
+          return { kind: 'done', entry: result.entry, tookSeconds: took(result) }
         case 'pass':
           // The platform's 429: the job waits and tries again, as no caller waits for it.
           if (result.status === 429) return { kind: 'requeue', notBefore: clock.now() + settings.retryMs }
-          return { kind: 'failed', error: { code: 'GW_UPSTREAM', statusCode: 502, message: `the platform answered ${result.status} to the report` }, tookSeconds: took(result.upstreamMs) }
+          return { kind: 'failed', error: { code: 'GW_UPSTREAM', statusCode: 502, message: `the platform answered ${result.status} to the report` }, tookSeconds: took(result) }
         case 'stream':
           result.stream.destroy()
-          return { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message: `the report is larger than cache.maxEntryBytes (${this.#d.maxEntryBytes} bytes): ask it without Prefer: respond-async` }, tookSeconds: took(result.upstreamMs) }
+          return { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message: `the report is larger than cache.maxEntryBytes (${this.#d.maxEntryBytes} bytes): ask it without Prefer: respond-async` }, tookSeconds: took(result) }
       }
     } catch (err) {
       const e = err as Error & { code?: string; statusCode?: number }
@@ -203,7 +210,7 @@ export class JobRunner {
       if (e.cause instanceof NoIdleSeatError || e instanceof NoIdleSeatError) return { kind: 'requeue', notBefore: clock.now() + settings.retryMs }
       if (e.code === 'GW_SHUTTING_DOWN') return { kind: 'requeue', notBefore: clock.now() }
       const gateway = typeof e.code === 'string' && e.code.startsWith('GW_')
-      return { kind: 'failed', error: { code: gateway ? (e.code as string) : 'GW_UPSTREAM', statusCode: e.statusCode ?? 502, message: gateway ? this.#told(e) : 'the platform failed' }, tookSeconds: took(undefined) }
+      return { kind: 'failed', error: { code: gateway ? (e.code as string) : 'GW_UPSTREAM', statusCode: e.statusCode ?? 502, message: gateway ? this.#told(e) : 'the platform failed' }, tookSeconds: 0 }
     }
   }
 
@@ -218,34 +225,43 @@ export class JobRunner {
     this.#d.onRun?.(outcome)
   }
 
-  /** Stores how the run ended; `lost` when the job is no longer this run's. */
+  /**
+   * Stores how the run ended; `lost` when the job is no longer this run's. A swap refused
+   * while the job is still this run's (a lease renewal landed between the read and the
+   * swap) is tried again on the job as it is now: an end is never lost to its own renewal.
+   */
   async #ended(id: string, run: Run, end: RunEnd): Promise<RunOutcome> {
     const { store, clock, settings } = this.#d
-    const current = await store.get(id)
-    if (current === null) return 'lost'
-    const now = clock.now()
-    if (end.kind === 'requeue') {
-      const next = requeueJob(current, run, end.notBefore)
-      if (!next || !(await store.swap(current, next, now))) return 'lost'
-      // Due again at its retry time: looked for then, not a lease later; due now (a
-      // shutdown), by the other replicas at once.
-      if (end.notBefore > now) clock.setTimeout(() => this.poke(), end.notBefore - now).unref()
-      else this.#d.announce?.()
-      return 'requeued'
-    }
-    let result: Outcome = end.kind === 'failed' ? end : { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds }
-    if (end.kind === 'done') {
-      const held = heldResultBytes(await store.ofTeam(current.team, now), now)
-      if (held + end.entry.gzip.length > settings.resultBytesPerTeam) {
-        const message = `the team's job results would take ${held + end.entry.gzip.length} bytes, more than jobs.resultBytesPerTeam (${settings.resultBytesPerTeam}): fetch the results it holds, or let them expire, and ask again`
-        result = { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message }, tookSeconds: end.tookSeconds }
-      } else if (endJob(current, run, now, result, settings.keepMs) !== null) {
-        await store.keepResult(id, end.entry, now + settings.keepMs, now)
+    let kept = false
+    for (;;) {
+      const current = await store.get(id)
+      if (current === null || !isRun(current, run)) return 'lost'
+      const now = clock.now()
+      if (end.kind === 'requeue') {
+        const next = requeueJob(current, run, end.notBefore) as Job
+        if (!(await store.swap(current, next, now))) continue
+        // Due again at its retry time: looked for then, not a lease later; due now (a
+        // shutdown), by the other replicas at once.
+        if (end.notBefore > now) clock.setTimeout(() => this.poke(), end.notBefore - now).unref()
+        else this.#d.announce?.()
+        return 'requeued'
       }
+      let result: Outcome = end.kind === 'failed' ? end : { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds }
+      if (end.kind === 'done' && !kept) {
+        const held = heldResultBytes(await store.ofTeam(current.team, now), now)
+        if (held + end.entry.gzip.length > settings.resultBytesPerTeam) {
+          const message = `the team's job results would take ${held + end.entry.gzip.length} bytes, more than jobs.resultBytesPerTeam (${settings.resultBytesPerTeam}): fetch the results it holds, or let them expire, and ask again`
+          result = { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message }, tookSeconds: end.tookSeconds }
+          end = result
+        } else {
+          await store.keepResult(id, end.entry, now + settings.keepMs, now)
+          kept = true
+        }
+      }
+      const next = endJob(current, run, now, result, settings.keepMs) as Job
+      if (!(await store.swap(current, next, now))) continue
+      this.#d.onEnded?.(next)
+      return result.kind
     }
-    const next = endJob(current, run, now, result, settings.keepMs)
-    if (!next || !(await store.swap(current, next, now))) return 'lost'
-    this.#d.onEnded?.(next)
-    return result.kind
   }
 }

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import { JobRunner, type JobReads, type JobSettings, type RunOutcome } from '../../src/jobs/job-runner.js'
 import { MemoryJobStore } from '../../src/jobs/job-store.js'
-import { newJob, type Job } from '../../src/jobs/job.js'
+import { newJob, renewJob, type Job } from '../../src/jobs/job.js'
 import { NoIdleSeatError } from '../../src/platform/governor/seat.js'
 import { UpstreamError, UpstreamTimeoutError } from '../../src/errors.js'
 import type { CacheResult, ReadOptions } from '../../src/reports/report-cache.js'
@@ -182,6 +182,57 @@ describe('the job runner on a fake clock', () => {
     expect((await stored(store)).error).toEqual({ code: 'GW_UPSTREAM_TIMEOUT', statusCode: 504, message: 'the platform did not answer in time' })
     await waitFor('the failure counted', () => outcomes.get('r1')?.length === 4)
     expect(outcomes.get('r1')).toEqual(['started', 'requeued', 'started', 'failed'])
+    r.stop()
+  })
+
+  it('a lease renewal that lands while the run ends does not lose the end: the job ends done by its one run, never started again', async () => {
+    const clock = fakeClock()
+    const reads = heldReads()
+    // A renewal under way when the read ended (it read the job before) lands between the
+    // end's read of the job and its swap (here: while the result is kept), as under load.
+    let renewed = false
+    class RenewedWhileEnding extends MemoryJobStore {
+      override async keepResult(id: string, e: CacheEntry, until: number, now: number): Promise<void> {
+        const current = (await this.get(id)) as Job
+        // Renewed a second later than it started: the record the end read is no longer the one stored.
+        if (!renewed) renewed = await this.swap(current, renewJob(current, { runner: 'r1', runs: current.runs }, now + 1000, SETTINGS.leaseMs) as Job, now)
+        return super.keepResult(id, e, until, now)
+      }
+    }
+    const store = new RenewedWhileEnding()
+    await asked(store, clock)
+    const r = runner(store, reads, clock, 'r1')
+    r.start()
+    await waitFor('the job running', async () => (await stored(store)).state === 'running')
+    ;(reads.asks[0] as ReadOptions).tally.platformCalls += 1
+    reads.answer({ kind: 'entry', entry: { ...entry(clock.now()), fillMs: 4400 }, status: 'MISS', upstreamMs: 9000, platformMs: 4400 })
+    await waitFor('the job ended', async () => (await stored(store)).state !== 'running', 3000)
+    expect(renewed).toBe(true)
+    expect(await stored(store)).toMatchObject({ state: 'done', runs: 1 })
+    expect(outcomes.get('r1')).toEqual(['started', 'done'])
+    expect(endedBy.get('r1')).toEqual(['j1:done'])
+    r.stop()
+  })
+
+  it('tookSeconds is the platform-seconds of the call its result came from: its own, one it joined, none for a copy kept before', async () => {
+    const clock = fakeClock()
+    const store = new MemoryJobStore()
+    const reads = heldReads()
+    const ids = ['a-own', 'b-joined', 'c-copy']
+    for (const id of ids) await asked(store, clock, id)
+    const r = runner(store, reads, clock, 'r1')
+    r.start()
+    await waitFor('two running', () => reads.asks.length === 2)
+    // Its own call: 4.4 s at the platform, 9 s with its wait for a seat.
+    ;(reads.asks[0] as ReadOptions).tally.platformCalls += 1
+    reads.answer({ kind: 'entry', entry: { ...entry(clock.now()), fillMs: 4400 }, status: 'MISS', upstreamMs: 9000, platformMs: 4400 })
+    // Another read's call it joined (no call of its own): that call's seconds.
+    reads.answer({ kind: 'entry', entry: { ...entry(clock.now()), fillMs: 3100 }, status: 'MISS', upstreamMs: 3200 })
+    await waitFor('the third running', () => reads.asks.length === 3)
+    // A copy the cache kept before: no call for it.
+    reads.answer({ kind: 'entry', entry: { ...entry(clock.now()), fillMs: 2000 }, status: 'HIT' })
+    await waitFor('all done', async () => (await Promise.all(ids.map((id) => stored(store, id)))).every((j) => j.state === 'done'))
+    expect(await Promise.all(ids.map(async (id) => (await stored(store, id)).tookSeconds))).toEqual([4.4, 3.1, 0])
     r.stop()
   })
 })

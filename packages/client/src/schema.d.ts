@@ -886,7 +886,7 @@ export interface components {
             placeInQueue: number | null;
             /** @description Platform-seconds a call of its kind takes for the team, as the governor expects; null: not known yet. */
             expectedSeconds: number | null;
-            /** @description Platform-seconds its own call took; 0 when a copy or another call answered it. */
+            /** @description Platform-seconds (seat-time) of the call its result came from: its own, or the one it joined (an identical job, a caller's fill, another replica's); 0 when a copy the cache had answered it. */
             tookSeconds: number | null;
             error: {
                 code: string;

@@ -60,7 +60,7 @@ export const JOB_STATUS_SCHEMA: Json = {
     endedAt: TIME,
     placeInQueue: { type: ['integer', 'null'], minimum: 1, description: 'Among its team\'s queued jobs (1: next); null unless queued.' },
     expectedSeconds: { type: ['number', 'null'], description: 'Platform-seconds a call of its kind takes for the team, as the governor expects; null: not known yet.' },
-    tookSeconds: { type: ['number', 'null'], description: 'Platform-seconds its own call took; 0 when a copy or another call answered it.' },
+    tookSeconds: { type: ['number', 'null'], description: 'Platform-seconds (seat-time) of the call its result came from: its own, or the one it joined (an identical job, a caller\'s fill, another replica\'s); 0 when a copy the cache had answered it.' },
     error: { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
     expiresAt: { ...TIME, description: 'When its result (or failure) expires; its state is `expired` from then.' },
     result: { type: ['string', 'null'], description: 'Where its report is, once done.' },

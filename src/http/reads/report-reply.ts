@@ -7,6 +7,7 @@ import { STATUS_200, renderHeaderLines, takesRenderedHead, writeRenderedHead } f
 import { answerFieldLines, pushAnswerFields, setReportFacts, type AnswerFields } from '../answer-fields.js'
 import type { ReportFacts } from './report-facts.js'
 import type { CacheResult, Forward } from '../../reports/report-cache.js'
+import { fillMsOf } from '../../reports/fill-time.js'
 import { CACHE_STATUS, entryCacheStatus, passedCacheStatus } from './cache-status.js'
 
 /**
@@ -233,23 +234,6 @@ function matches(header: string | string[], tag: string): boolean {
   return false
 }
 
-/**
- * The platform time (ms) of the fill an answer of `result` came from: 0 for a copy the
- * cache had (HIT, STALE), the call that filled the entry for a MISS or REFRESH (this
- * read's, one it joined, another replica's), the call made for a passed-through answer.
- */
-export function fillMsOf(result: CacheResult): number {
-  if (result.kind !== 'entry') return result.platformMs ?? 0
-  return result.status === 'HIT' || result.status === 'STALE' ? 0 : (result.entry.fillMs ?? 0)
-}
-
-/**
- * Writes a report read's result to a Fastify reply. An entry's answer is written by
- * writeEntry, the reply hijacked: `own` gives what Fastify's hooks would have added (the
- * request id, the rate-limit fields), asked only for an entry, and the reply keeps its
- * `x-cache` for the access line (onResponse still runs). `facts` gives the answer's
- * cost and finality (report-facts.ts) for its entry (null: none kept) and its fill's time.
- */
 export function sendReport(reply: FastifyReply, result: CacheResult, requestHeaders: Headers, now: number, own: () => AnswerFields, facts: (entry: CacheEntry | null, fillMs: number) => ReportFacts): FastifyReply {
   switch (result.kind) {
     case 'entry':
