@@ -133,16 +133,15 @@ export class WebhookDeliveries {
   async #poll(): Promise<number | null> {
     const { store, clock, replica, settings, leaseMs } = this.#d
     const room = AT_ONCE - this.#attempting.size
-    if (room > 0) {
-      for (const d of await store.due(clock.now(), room + this.#attempting.size)) {
-        if (this.#stopped || this.#attempting.size >= AT_ONCE) break
-        if (this.#attempting.has(d.id)) continue
-        const now = clock.now()
-        const claimed = claimDelivery(d, replica, now, settings.timeoutMs + leaseMs)
-        if (claimed && (await store.swap(d, claimed, now))) this.#attempt(claimed)
-      }
+    // Full: an attempt's end looks again.
+    if (room <= 0) return null
+    for (const d of await store.due(clock.now(), room)) {
+      if (this.#stopped || this.#attempting.size >= AT_ONCE) break
+      const now = clock.now()
+      const claimed = claimDelivery(d, replica, now, settings.timeoutMs + leaseMs)
+      if (claimed && (await store.swap(d, claimed, now))) this.#attempt(claimed)
     }
-    return store.nextDue()
+    return this.#attempting.size >= AT_ONCE ? null : store.nextDue()
   }
 
   #attempt(d: Delivery): void {

@@ -68,13 +68,13 @@ afterEach(async () => {
 
 const SETTINGS: WebhookSettings = { hosts: ['127.0.0.1'], timeoutMs: 5000, retryForMs: 60_000 }
 
-function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSettings; platformHosts?: string[] } = {}): { webhooks: WebhookDeliveries; logged: string[] } {
+function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSettings; platformHosts?: string[]; store?: MemoryDeliveryStore; replica?: string } = {}): { webhooks: WebhookDeliveries; logged: string[] } {
   const logged: string[] = []
   const log = { info: (...args: unknown[]) => void logged.push(JSON.stringify(args)), warn: (...args: unknown[]) => void logged.push(JSON.stringify(args)) }
   const settings = opts.settings ?? SETTINGS
-  const store = new MemoryDeliveryStore({ keepMs: 3_600_000, lifeMs: settings.retryForMs + 3_600_000, perTeam: 100 })
+  const store = opts.store ?? new MemoryDeliveryStore({ keepMs: 3_600_000, lifeMs: settings.retryForMs + 3_600_000, perTeam: 100 })
   const failures = { note: (_code: string, first: () => void) => first() }
-  const webhooks = new WebhookDeliveries({ store, settings, platformHosts: opts.platformHosts ?? ['platform.example.com'], target: (team) => (team === 'growth' ? { url, secret: SECRET } : null), clock, log, replica: 'here', leaseMs: 15_000, failures })
+  const webhooks = new WebhookDeliveries({ store, settings, platformHosts: opts.platformHosts ?? ['platform.example.com'], target: (team) => (team === 'growth' ? { url, secret: SECRET } : null), clock, log, replica: opts.replica ?? 'here', leaseMs: 15_000, failures })
   webhooks.start()
   return { webhooks, logged }
 }
@@ -125,6 +125,28 @@ describe('webhook deliveries', () => {
     await settled(webhooks)
     expect(await latest(webhooks)).toMatchObject({ state: 'delivered', attempts: 3, lastStatus: 200 })
     expect(new Set(r.got.map((g) => g.headers['webhook-id']))).toEqual(new Set(['msg_job123']))
+  })
+
+  it('two deliverers on one outbox: a stopped one\'s retry is made by the other, the same webhook-id', async () => {
+    const clock = fakeClock()
+    const r = await receiver([{ status: 503 }, { status: 204 }])
+    const store = new MemoryDeliveryStore({ keepMs: 3_600_000, lifeMs: 7_200_000, perTeam: 100 })
+    const a = deliveries(r.url, clock, { store, replica: 'a' }).webhooks
+    const b = deliveries(r.url, clock, { store, replica: 'b' }).webhooks
+    await a.enqueue('growth', STATUS)
+    await waitFor('the first attempt answered 503', async () => (await latest(a))?.lastStatus === 503)
+    a.stop()
+    // Its retry is due 1 s later: the stopped one makes none, the other makes it (it looks
+    // at the earliest due delivery's time, at least once a lease).
+    await waitFor('the other replica delivered', async () => {
+      clock.advance(100)
+      return (await latest(b))?.state === 'delivered'
+    })
+    const [only, ...more] = await b.list()
+    expect(more).toEqual([])
+    expect(only).toMatchObject({ state: 'delivered', attempts: 2, lastStatus: 204 })
+    expect(only?.history.map((h) => [h.replica, h.status])).toEqual([['a', 503], ['b', 204]])
+    expect(r.got.map((g) => g.headers['webhook-id'])).toEqual(['msg_job123', 'msg_job123'])
   })
 
   it('gives up once webhookRetryFor has passed since the first attempt', async () => {
