@@ -73,9 +73,13 @@ function covered<W extends Queued & { workClass: string }>(s: DispatchState<W>):
   return n
 }
 
-/** Seats held back from calls longer than the lending horizon: owed to active teams, or lent here by other replicas' due. */
+/**
+ * Seats held back from calls longer than the lending horizon: owed to active teams, or lent
+ * here by other replicas' due. Whole seats: across replicas the targets are fractions, and a
+ * fraction of a seat is owed to no one (as a share's odd seat on one replica).
+ */
 function owedNow<W extends Queued & { workClass: string }>(s: DispatchState<W>): number {
-  return Math.max(0, s.view.owed - covered(s)) + s.view.lent
+  return Math.floor(Math.max(0, s.view.owed - covered(s)) + s.view.lent + 1e-9)
 }
 
 /**
