@@ -160,6 +160,8 @@ export class SimGateway {
    * whichever replica holds them.
    */
   idleAllowed(idle: number): boolean {
+    // No worker idle: nothing to allow (the seats owed are never fewer than none).
+    if (idle <= 0) return true
     let owed = 0
     for (const r of this.replicas) {
       const held = r.heldBack()

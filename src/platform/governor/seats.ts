@@ -294,6 +294,8 @@ export class CredentialSeats {
   }
 
   #demandChanged(): void {
+    // Counted here alone, the lease takes no demand: the teams are not worked out for it.
+    if (this.#lease instanceof LocalSeats) return
     this.#lease.demand({ limit: this.#limit, inFlight: this.#inFlight, waiting: this.#queue.size, teams: this.#localTeams() })
   }
 
