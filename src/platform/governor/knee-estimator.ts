@@ -263,14 +263,14 @@ export class KneeEstimator {
     if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, lastAt: a.at, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
     st.seen++
     st.lastAt = a.at
-    // Its own time under every guess at or above its load: its latency.
-    const whole = Math.log(latency)
+    // Under every guess at or above its load, its own time is its latency.
+    const latencyLog = Math.log(latency)
     for (let w = 1; w <= this.#max; w++) {
       const k = load - w
       const rate = (remoteShare * Math.min(load - 1, w)) / this.#ownMs[w - 1]!
       const at = k > 0 ? endAt(ends, rate, k) : 0
       const possible = at !== null && latency - at >= 1
-      const x = possible ? (at === 0 ? whole : Math.log(latency - at)) : first ? whole : st.m[w - 1]! // impossible: its kind's pace stands in
+      const x = possible ? (at === 0 ? latencyLog : Math.log(latency - at)) : first ? latencyLog : st.m[w - 1]! // impossible: its kind's pace stands in
       if (first) {
         st.m[w - 1] = x
         continue
