@@ -263,12 +263,14 @@ export class KneeEstimator {
     if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, lastAt: a.at, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
     st.seen++
     st.lastAt = a.at
+    // Under every guess at or above its load, its own time is its latency.
+    const latencyLog = Math.log(latency)
     for (let w = 1; w <= this.#max; w++) {
       const k = load - w
       const rate = Math.min((remoteShare * Math.min(load - 1, w)) / this.#ownMs[w - 1]!, a.remotePerMs ?? Infinity)
       const at = k > 0 ? endAt(ends, rate, k) : 0
       const possible = at !== null && latency - at >= 1
-      const x = possible ? Math.log(latency - at) : first ? Math.log(latency) : st.m[w - 1]! // impossible: its kind's pace stands in
+      const x = possible ? (at === 0 ? latencyLog : Math.log(latency - at)) : first ? latencyLog : st.m[w - 1]! // impossible: its kind's pace stands in
       if (first) {
         st.m[w - 1] = x
         continue
@@ -382,6 +384,8 @@ function highestRoom(ll: Float64Array): number {
 
 /** A(k): when k calls ahead had ended, this replica's counted and the others' at `rate` (per ms); null: not before the last end seen. */
 function endAt(ends: readonly number[], rate: number, k: number): number | null {
+  // No other replica's calls ahead: the k-th end seen here.
+  if (rate === 0) return k <= ends.length ? (ends[k - 1] as number) : null
   let seen = 0
   for (const e of ends) {
     if (seen + rate * e >= k) return (k - seen) / rate

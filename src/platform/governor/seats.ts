@@ -232,6 +232,8 @@ export class CredentialSeats {
 
   #dispatchState(): DispatchState<Waiter> {
     const now = this.#clock.now()
+    // Asked of every waiting call of a team: each kind's answer is looked up once.
+    const short = new Map<string, Map<string, boolean>>()
     return {
       queue: this.#queue,
       view: this.#shares(),
@@ -241,7 +243,13 @@ export class CredentialSeats {
       shortRunning: (team) => this.#teams.shortRunning(team),
       atCeiling: (team) => this.#atCeiling(team),
       weight: (team) => this.#weight(team),
-      isShort: (team, workClass) => this.#o.work.within(team, workClass, LENDING_HORIZON_MS, now),
+      isShort: (team, workClass) => {
+        let kinds = short.get(team)
+        if (kinds === undefined) short.set(team, (kinds = new Map()))
+        let is = kinds.get(workClass)
+        if (is === undefined) kinds.set(workClass, (is = this.#o.work.within(team, workClass, LENDING_HORIZON_MS, now)))
+        return is
+      },
     }
   }
 
@@ -286,6 +294,8 @@ export class CredentialSeats {
   }
 
   #demandChanged(): void {
+    // Counted here alone, the lease takes no demand: the teams are not worked out for it.
+    if (this.#lease instanceof LocalSeats) return
     this.#lease.demand({ limit: this.#limit, inFlight: this.#inFlight, waiting: this.#queue.size, teams: this.#localTeams() })
   }
 
