@@ -263,8 +263,7 @@ export class KneeEstimator {
     if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, lastAt: a.at, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
     st.seen++
     st.lastAt = a.at
-    // Under every guess at or above its load, its own time is its latency.
-    const latencyLog = Math.log(latency)
+    const latencyLog = Math.log(latency) // its own time under every guess at or above its load
     for (let w = 1; w <= this.#max; w++) {
       const k = load - w
       const rate = Math.min((remoteShare * Math.min(load - 1, w)) / this.#ownMs[w - 1]!, a.remotePerMs ?? Infinity)
@@ -315,8 +314,7 @@ export class KneeEstimator {
   }
   #set(limit: number, move: Move): Step | null {
     if (limit === this.#limit) return null
-    this.#limit = limit
-    return { limit, knee: this.#knee, move }
+    return { limit: (this.#limit = limit), knee: this.#knee, move }
   }
   /** The fault is over: the limit is the knee's again (and the probe seat's); at a fresh start, the doubling goes on. */
   #restore(now: number): Step | null {
@@ -327,8 +325,7 @@ export class KneeEstimator {
   }
   /** A fault under way ends: calls that met it teach nothing. */
   #endFault(now: number): void {
-    const f = this.#faults.at(-1)
-    if (f !== undefined && f.to === Infinity) f.to = now
+    if (this.#faults.at(-1)?.to === Infinity) (this.#faults.at(-1) as { to: number }).to = now
   }
   /** The limit in force (at most the knee) halves, at most once a FAULT_MS; the knee stays. */
   #fault(now: number): Step | null {
@@ -382,9 +379,8 @@ function highestRoom(ll: Float64Array): number {
   return 0
 }
 
-/** A(k): when k calls ahead had ended, this replica's counted and the others' at `rate` (per ms); null: not before the last end seen. */
+/** A(k): when k calls ahead had ended, this replica's counted and the others' at `rate` (per ms; 0: none, the k-th end seen here); null: not before the last end seen. */
 function endAt(ends: readonly number[], rate: number, k: number): number | null {
-  // No other replica's calls ahead: the k-th end seen here.
   if (rate === 0) return k <= ends.length ? (ends[k - 1] as number) : null
   let seen = 0
   for (const e of ends) {
