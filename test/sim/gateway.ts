@@ -1,6 +1,7 @@
 import { MemoryLeaseStore } from '../../src/platform/governor/lease-store.js'
 import type { FailMode, SimPlatform } from './platform.js'
 import type { SimClock } from './sim-clock.js'
+import type { Timer } from '../../src/clock.js'
 
 /** What a call tells the governor when it ends: the platform's answer, or none (its deadline, a connection error). */
 export type SimOutcome = { status: number; latencyMs: number; retryAfter?: string } | { status: null; latencyMs: number; timedOut: boolean }
@@ -87,6 +88,39 @@ export interface CallOptions {
 export const DEFAULT_DEADLINE_MS = 30_000
 
 /**
+ * A caller's signal as the governor reads it (`aborted`, `reason`, its 'abort' listeners,
+ * called at once in order, as an AbortSignal's are), without an EventTarget's cost: a run
+ * makes one per call.
+ */
+class CallerSignal {
+  aborted = false
+  reason: unknown = undefined
+  #listeners: (() => void)[] = []
+
+  addEventListener(_type: 'abort', fn: () => void): void {
+    this.#listeners.push(fn)
+  }
+
+  removeEventListener(_type: 'abort', fn: () => void): void {
+    const i = this.#listeners.indexOf(fn)
+    if (i !== -1) this.#listeners.splice(i, 1)
+  }
+
+  abort(reason: Error): void {
+    if (this.aborted) return
+    this.aborted = true
+    this.reason = reason
+    const listeners = this.#listeners
+    this.#listeners = []
+    for (const fn of listeners) fn()
+  }
+
+  asSignal(): AbortSignal {
+    return this as unknown as AbortSignal
+  }
+}
+
+/**
  * The gateway's side of a call, as the platform client makes it: a seat, the call, the
  * outcome to the governor, the seat back. A call cut by its deadline leaves the platform
  * working on it.
@@ -126,6 +160,8 @@ export class SimGateway {
    * whichever replica holds them.
    */
   idleAllowed(idle: number): boolean {
+    // No worker idle: nothing to allow (the seats owed are never fewer than none).
+    if (idle <= 0) return true
     let owed = 0
     for (const r of this.replicas) {
       const held = r.heldBack()
@@ -151,18 +187,18 @@ export class SimGateway {
     const deadline = asked + (opts.deadlineMs ?? DEFAULT_DEADLINE_MS)
     const record: CallRecord = { team: opts.team, replica, workClass: opts.workClass, priority: opts.priority ?? 'caller', asked, seated: null, ended: asked, result: 'ok', status: null }
     this.records.push(record)
-    const waitEnds = new AbortController()
+    const waitEnds = new CallerSignal()
     const timers = [clock.setTimeout(() => waitEnds.abort(new Error('timeout')), deadline - asked)]
     if (opts.hangUpMs !== undefined) timers.push(clock.setTimeout(() => waitEnds.abort(new Error('gone')), opts.hangUpMs))
     const governor = this.replicas[replica] as GovernorUnderTest
     let seat: SimSeat
     try {
-      seat = await governor.seat({ team: opts.team, workClass: opts.workClass, priority: record.priority, deadline, signal: waitEnds.signal })
+      seat = await governor.seat({ team: opts.team, workClass: opts.workClass, priority: record.priority, deadline, signal: waitEnds.asSignal() })
     } catch (err) {
       timers.forEach((t) => clock.clearTimeout(t))
       record.ended = clock.now()
       const message = (err as Error).message
-      record.result = waitEnds.signal.aborted ? (message === 'gone' ? 'gone' : 'timeout') : 'refused'
+      record.result = waitEnds.aborted ? (message === 'gone' ? 'gone' : 'timeout') : 'refused'
       if (record.result === 'refused') record.refusal = (err as { code?: string }).code ?? message
       return record
     }
@@ -172,8 +208,9 @@ export class SimGateway {
     record.limitAtSeat = this.limit
     const sent = clock.now()
     const answer = this.#platform.send({ team: opts.team, costMs: opts.costMs, fail: opts.fail })
-    const cut = new Promise<null>((resolve) => clock.setTimeout(() => resolve(null), deadline - clock.now()))
-    const got = await Promise.race([answer, cut])
+    const cut = this.#nullAfter(deadline - clock.now())
+    const got = await Promise.race([answer, cut.promise])
+    cut.clear()
     record.ended = clock.now()
     const latencyMs = clock.now() - sent
     if (got === null) {
@@ -181,7 +218,9 @@ export class SimGateway {
       // The caller has its timeout; the platform works on, and its answer is still awaited
       // for another platform.timeout (platform-client.ts): the seat ends when the
       // platform's work does.
-      void Promise.race([answer, new Promise<null>((resolve) => clock.setTimeout(() => resolve(null), DEFAULT_DEADLINE_MS))]).then((late) => {
+      const watch = this.#nullAfter(DEFAULT_DEADLINE_MS)
+      void Promise.race([answer, watch.promise]).then((late) => {
+        watch.clear()
         const lateMs = clock.now() - sent
         if (late === null || late.status === 0) seat.end({ status: null, latencyMs: lateMs, timedOut: true })
         else seat.end({ status: late.status, latencyMs: lateMs })
@@ -196,6 +235,16 @@ export class SimGateway {
     record.status = got.status
     seat.end({ status: got.status, latencyMs, ...(got.retryAfter === undefined ? {} : { retryAfter: got.retryAfter }) }, opts.holdMs)
     return record
+  }
+
+  /**
+   * A promise of null `ms` from now, and what clears its timer once the race it is in is
+   * decided: a timer that fires for nothing still costs the clock a turn.
+   */
+  #nullAfter(ms: number): { promise: Promise<null>; clear(): void } {
+    let timer: Timer | null = null
+    const promise = new Promise<null>((resolve) => (timer = this.#clock.setTimeout(() => resolve(null), ms)))
+    return { promise, clear: () => this.#clock.clearTimeout(timer) }
   }
 
   stop(): void {

@@ -1,5 +1,6 @@
 import type { Random } from './random.js'
 import type { SimClock } from './sim-clock.js'
+import type { Timer } from '../../src/clock.js'
 
 /** A span of simulated time (epoch ms), [from, to). */
 export interface Span {
@@ -81,6 +82,7 @@ export class SimPlatform {
   readonly workBySecond = new Map<string, number[]>()
 
   readonly #start: number
+  readonly #sampler: Timer
 
   constructor(clock: SimClock, shape: PlatformShape, random: Random) {
     this.#clock = clock
@@ -89,7 +91,12 @@ export class SimPlatform {
     this.#random = random
     for (const stall of shape.stalls) clock.setTimeout(() => this.#stall(stall), stall.from - clock.now())
     for (const outage of shape.outages) clock.setTimeout(() => this.#down(), outage.from - clock.now())
-    clock.setInterval(() => this.samples.push({ at: clock.now(), busy: this.#busy.size, queued: this.#queue.length }), SAMPLE_MS)
+    this.#sampler = clock.every(() => this.samples.push({ at: clock.now(), busy: this.#busy.size, queued: this.#queue.length }), SAMPLE_MS)
+  }
+
+  /** No more samples (the run's time is up: what follows is not judged). */
+  stopSampling(): void {
+    this.#clock.clearInterval(this.#sampler)
   }
 
   get workers(): number {

@@ -7,9 +7,11 @@ class Entry implements Timer {
     public seq: number,
     readonly fn: () => void,
     readonly every: number | null,
+    readonly sync = false,
   ) {}
 
-  live = true
+  /** Its place in the heap; -1 while it is not there (run, or cleared). */
+  index = -1
 
   unref(): Timer {
     return this
@@ -20,7 +22,8 @@ class Entry implements Timer {
  * The simulator's clock: timers in a heap, run in time order (ties in the order they were
  * set), with every promise settled between two of them, so that async code on this clock
  * (the governor's waits, a team's `await`) runs exactly as it would in time, and a run is
- * the same every time. Time moves only in `run`.
+ * the same every time. Time moves only in `run`. A cleared timer leaves the heap at once:
+ * most of a run's timers (a call's deadline, a wait's expiry) are cleared long before due.
  */
 export class SimClock implements Clock {
   #t: number
@@ -38,6 +41,14 @@ export class SimClock implements Clock {
   clearTimeout = (timer: Timer | null | undefined): void => this.#clear(timer)
   clearInterval = (timer: Timer | null | undefined): void => this.#clear(timer)
 
+  /**
+   * Every `ms`, `fn`, which starts no async work and settles no promise (a sampler that
+   * reads): no promise is pending after it, so the clock goes on without a settling turn.
+   */
+  every(fn: () => void, ms: number): Timer {
+    return this.#arm(fn, ms, Math.max(1, ms), true)
+  }
+
   /** A promise that settles `ms` from now on this clock. */
   sleep(ms: number): Promise<void> {
     return new Promise((resolve) => this.setTimeout(resolve, ms))
@@ -49,64 +60,85 @@ export class SimClock implements Clock {
   /** Runs every timer due up to `until` (epoch ms), settling promises after each; then sets the time to `until`. */
   async run(until: number, budget = 2_000_000): Promise<void> {
     await settle()
+    const heap = this.#heap
     for (;;) {
-      if (++this.fired > budget) throw new Error(`more than ${budget} timers ran: a loop that does not move time`)
-      const top = this.#heap[0]
+      const top = heap[0]
       if (!top || top.at > until) break
-      this.#pop()
-      if (!top.live) continue
+      if (++this.fired > budget) throw new Error(`more than ${budget} timers ran: a loop that does not move time`)
+      this.#remove(0)
       this.#t = Math.max(this.#t, top.at)
       if (top.every !== null) {
         top.at = this.#t + top.every
         top.seq = this.#seq++
         this.#push(top)
-      } else {
-        top.live = false
       }
       top.fn()
-      await settle()
+      if (!top.sync) await settle()
     }
     this.#t = Math.max(this.#t, until)
   }
 
-  #arm(fn: () => void, ms: number, every: number | null): Timer {
-    const entry = new Entry(this.#t + Math.max(0, ms), this.#seq++, fn, every)
+  #arm(fn: () => void, ms: number, every: number | null, sync = false): Timer {
+    const entry = new Entry(this.#t + Math.max(0, ms), this.#seq++, fn, every, sync)
     this.#push(entry)
     return entry
   }
 
   #clear(timer: Timer | null | undefined): void {
-    if (timer instanceof Entry) timer.live = false
+    if (timer instanceof Entry && timer.index !== -1) this.#remove(timer.index)
   }
 
   #push(entry: Entry): void {
-    const heap = this.#heap
-    heap.push(entry)
-    let i = heap.length - 1
-    while (i > 0) {
-      const parent = (i - 1) >> 1
-      if (!before(heap[i] as Entry, heap[parent] as Entry)) break
-      ;[heap[i], heap[parent]] = [heap[parent] as Entry, heap[i] as Entry]
-      i = parent
-    }
+    entry.index = this.#heap.length
+    this.#heap.push(entry)
+    this.#up(entry.index)
   }
 
-  #pop(): void {
+  /** Takes the entry at `i` out of the heap. */
+  #remove(i: number): void {
     const heap = this.#heap
+    const gone = heap[i] as Entry
     const last = heap.pop() as Entry
-    if (heap.length === 0) return
-    heap[0] = last
-    let i = 0
+    gone.index = -1
+    if (last === gone) return
+    heap[i] = last
+    last.index = i
+    this.#down(i)
+    this.#up(last.index)
+  }
+
+  #up(i: number): void {
+    const heap = this.#heap
+    const entry = heap[i] as Entry
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      const p = heap[parent] as Entry
+      if (!before(entry, p)) break
+      heap[i] = p
+      p.index = i
+      i = parent
+    }
+    heap[i] = entry
+    entry.index = i
+  }
+
+  #down(i: number): void {
+    const heap = this.#heap
+    const entry = heap[i] as Entry
+    const n = heap.length
     for (;;) {
       const l = 2 * i + 1
+      if (l >= n) break
       const r = l + 1
-      let m = i
-      if (l < heap.length && before(heap[l] as Entry, heap[m] as Entry)) m = l
-      if (r < heap.length && before(heap[r] as Entry, heap[m] as Entry)) m = r
-      if (m === i) break
-      ;[heap[i], heap[m]] = [heap[m] as Entry, heap[i] as Entry]
+      const m = r < n && before(heap[r] as Entry, heap[l] as Entry) ? r : l
+      const child = heap[m] as Entry
+      if (!before(child, entry)) break
+      heap[i] = child
+      child.index = i
       i = m
     }
+    heap[i] = entry
+    entry.index = i
   }
 }
 

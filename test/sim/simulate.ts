@@ -27,7 +27,7 @@ export interface Scenario {
 export interface Sample extends PlatformSample {
   /** Calls waiting for a seat on every replica. */
   waiting: number
-  /** The model lets those calls wait beside a free worker. */
+  /** The model lets those calls wait beside a free worker (false when none wait: nothing is judged then). */
   idleAllowed: boolean
   /** The highest limit in force on any replica, and the seats held on all of them. */
   limit: number
@@ -81,13 +81,16 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
   for (const stall of scenario.storeStalls) clock.setTimeout(() => gateway.store?.stall(START + stall.to), stall.from)
   const samples: Sample[] = []
   // Sampled beside the platform's own samples, after them at the same instant.
-  clock.setInterval(() => {
+  const sampler = clock.every(() => {
     const p = platform.samples.at(-1)
-    samples.push({ at: clock.now(), busy: p?.busy ?? 0, queued: p?.queued ?? 0, waiting: gateway.waiting, idleAllowed: gateway.idleAllowed(scenario.workers - (p?.busy ?? 0)), limit: gateway.limit, inFlight: gateway.inFlight, waitingTeams: [...gateway.waitingByTeam().keys()] })
+    const waiting = gateway.waiting
+    samples.push({ at: clock.now(), busy: p?.busy ?? 0, queued: p?.queued ?? 0, waiting, idleAllowed: waiting > 0 && gateway.idleAllowed(scenario.workers - (p?.busy ?? 0)), limit: gateway.limit, inFlight: gateway.inFlight, waitingTeams: waiting > 0 ? [...gateway.waitingByTeam().keys()] : [] })
   }, SAMPLE_MS)
   let running = scenario.teams.length
   const teams = scenario.teams.map((plan) => runTeam({ ...plan, from: START + plan.from, until: START + plan.until }, gateway, clock, random.fork()).finally(() => (running -= 1)))
   await clock.run(START + scenario.durationMs)
+  clock.clearInterval(sampler)
+  platform.stopSampling()
   // Calls still under way end (their deadlines at the latest); nothing new starts.
   await clock.run(START + scenario.durationMs + 60_000)
   // Every call ends: answered, refused or cut by its deadline. One still waiting is a lost call.
@@ -95,5 +98,5 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
   await Promise.all(teams)
   gateway.stop()
   const seatSeconds = new Map(scenario.teams.map((t) => [t.name, gateway.seatSeconds(t.name)]))
-  return { scenario, start: START, samples: samples.filter((s) => s.at <= START + scenario.durationMs), records: gateway.records, workMs: platform.workMs, workBySecond: platform.workBySecond, seatSeconds }
+  return { scenario, start: START, samples, records: gateway.records, workMs: platform.workMs, workBySecond: platform.workBySecond, seatSeconds }
 }

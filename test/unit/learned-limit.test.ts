@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ADOPT_MAX_FACTOR, LearnedLimit, RECORD_MAX_AGE_MS, TICK_MS } from '../../src/platform/governor/learned-limit.js'
+import { ADOPT_MAX_FACTOR, LearnedLimit, RECORD_MAX_AGE_MS, REWRITE_MS, TICK_MS } from '../../src/platform/governor/learned-limit.js'
 import type { LeasedSeats } from '../../src/platform/governor/leased-seats.js'
 import type { LeaseAnswer } from '../../src/platform/governor/lease-store.js'
 import type { LeasePlan } from '../../src/platform/governor/lease-plan.js'
@@ -160,6 +160,24 @@ describe('LearnedLimit', () => {
     learned.paused()
     expect([estimator.ticks, estimator.pauses]).toEqual([ticks, 0])
     learned.stop()
+  })
+
+  it('on the replica that learns, writes over a record another run wrote (one that learned for a moment), at most once a REWRITE_MS', () => {
+    const clock = fakeClock()
+    const { estimator, written, learned, renewed } = learnedLimit(clock, { seal: null })
+    estimator.next = { limit: 30, knee: 29, move: 'grew' }
+    learned.tick()
+    renewed(written[0] as string, true)
+    expect(written).toHaveLength(1)
+    // A replica that learned while a store stall ended wrote its own, lower one.
+    renewed(record({ limit: 3, knee: 29, at: clock.now(), run: 'r2' }, null), true)
+    expect(written).toHaveLength(2)
+    expect(JSON.parse(written[1] as string)).toMatchObject({ limit: 30, knee: 29, run: 'r1' })
+    renewed(record({ limit: 3, knee: 29, at: clock.now(), run: 'r2' }, null), true)
+    expect(written).toHaveLength(2)
+    clock.advance(REWRITE_MS)
+    renewed(record({ limit: 3, knee: 29, at: clock.now(), run: 'r2' }, null), true)
+    expect(written).toHaveLength(3)
   })
 
   it('writes its record again when the store lost it (a Redis restart, a flush)', () => {

@@ -6,6 +6,7 @@ import { LINGER_MS } from '../../src/platform/governor/team-accounts.js'
 import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
 import type { Answer } from '../../src/platform/governor/knee-estimator.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
+import type { SeatLease } from '../../src/platform/governor/seat-lease.js'
 
 // The dispatch rule of docs/governor.md (seats.ts), on a clock that moves only when told.
 
@@ -360,6 +361,23 @@ describe('who gets a free seat', () => {
     answer(burst[2])
     await settle()
     expect(order.slice(4)).toEqual(['late', 'late', 'burst'])
+  })
+
+  it('across replicas, holds back the whole seats owed, not the fraction: a fraction of a seat is owed to no one', async () => {
+    const clock = fakeClock()
+    // A lease of 4 seats whose shares, worked out over every replica, give the dashboard 1.5 seats here and b 2.
+    const lease: SeatLease = { held: 4, size: () => 4, shares: () => ({ targets: new Map([['dash', 1.5], ['b', 2]]), lent: 0, shares: new Map([['dash', 1.5], ['b', 2]]), heldElsewhere: new Map(), charged: new Map() }), elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined, start: async () => undefined, stop: () => undefined }
+    const { s, work, order } = seats(clock, { limit: 8, queueLimit: 100, seats: lease })
+    work.answered('b', 'year', 4000)
+    const dash = [call(s, order, 'dash'), call(s, order, 'dash')]
+    await settle()
+    dash.forEach((c) => answer(c, 100))
+    const years = [call(s, order, 'b', { workClass: 'year' }), call(s, order, 'b', { workClass: 'year' }), call(s, order, 'b', { workClass: 'year' })]
+    await settle()
+    // One seat kept for the dashboard's return; the half seat past it goes to a long call.
+    expect([s.running('b'), s.queued]).toEqual([3, 0])
+    expect(s.heldBack().owed).toBe(1)
+    years.forEach((c) => answer(c, 4000))
   })
 
   it('lends the seats owed to a team that asked within the linger to short calls only; a long or unknown call waits for the linger\'s end', async () => {

@@ -18,7 +18,9 @@ const NONE: ReadonlyMap<string, number> = new Map()
 export function sharesView(across: LeaseShares | null, capacity: number, teams: LocalTeam[]): SharesView {
   if (across) return { ...across, teams, owed: owedSeats(across.targets, teams), one: false }
   const targets = fairShares(capacity, teams)
-  const whole = new Map([...targets].map(([team, n]) => [team, Math.floor(n + 1e-9)]))
+  // The whole seats of the shares of the teams that wait for nothing: all owedSeats reads.
+  const whole = new Map<string, number>()
+  for (const t of teams) if (t.waiting === 0) whole.set(t.team, Math.floor((targets.get(t.team) ?? 0) + 1e-9))
   return { targets, lent: 0, shares: targets, heldElsewhere: NONE, charged: NONE, teams, owed: owedSeats(whole, teams), one: true }
 }
 
@@ -73,9 +75,13 @@ function covered<W extends Queued & { workClass: string }>(s: DispatchState<W>):
   return n
 }
 
-/** Seats held back from calls longer than the lending horizon: owed to active teams, or lent here by other replicas' due. */
+/**
+ * Seats held back from calls longer than the lending horizon: owed to active teams, or lent
+ * here by other replicas' due. Whole seats: across replicas the targets are fractions, and a
+ * fraction of a seat is owed to no one (as a share's odd seat on one replica).
+ */
 function owedNow<W extends Queued & { workClass: string }>(s: DispatchState<W>): number {
-  return Math.max(0, s.view.owed - covered(s)) + s.view.lent
+  return Math.floor(Math.max(0, s.view.owed - covered(s)) + s.view.lent + 1e-9)
 }
 
 /**

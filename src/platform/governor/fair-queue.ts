@@ -44,6 +44,8 @@ export class FairQueue<W extends Queued> {
   readonly #classes = new Map<Priority, W[]>(PRIORITIES.map((p) => [p, []]))
   // Every waiting call per team, for the governor's choice and push-out.
   readonly #byTeam = new Map<string, W[]>()
+  // The keys of #byTeam, in its order: asked for at every dispatch.
+  readonly #teams = new Set<string>()
   #size = 0
 
   get size(): number {
@@ -67,9 +69,9 @@ export class FairQueue<W extends Queued> {
     return out
   }
 
-  /** The teams with calls waiting. */
+  /** The teams with calls waiting (live: it changes as calls come and go). */
   waitingTeams(): ReadonlySet<string> {
-    return new Set(this.#byTeam.keys())
+    return this.#teams
   }
 
   /** Waiting calls of `team`, every priority. */
@@ -99,7 +101,10 @@ export class FairQueue<W extends Queued> {
   push(waiter: W): void {
     this.#of(waiter.priority).push(waiter)
     let list = this.#byTeam.get(waiter.team)
-    if (!list) this.#byTeam.set(waiter.team, (list = []))
+    if (!list) {
+      this.#byTeam.set(waiter.team, (list = []))
+      this.#teams.add(waiter.team)
+    }
     list.push(waiter)
     this.#size += 1
   }
@@ -112,7 +117,10 @@ export class FairQueue<W extends Queued> {
     list.splice(i, 1)
     const own = this.#byTeam.get(waiter.team) as W[]
     own.splice(own.indexOf(waiter), 1)
-    if (own.length === 0) this.#byTeam.delete(waiter.team)
+    if (own.length === 0) {
+      this.#byTeam.delete(waiter.team)
+      this.#teams.delete(waiter.team)
+    }
     this.#size -= 1
     return true
   }

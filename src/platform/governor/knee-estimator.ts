@@ -30,10 +30,11 @@
  *
  * Other replicas' calls ahead are in n but their ends are not seen here: they are taken to
  * end at their share of the ends of the calls in service under w (min(n − 1, w), each at
- * the mean own time of late), an end sooner than k ends is as unlikely as theirs coming
- * that soon (Poisson), and an answer weighs as much as the share of the calls ahead of it
- * whose ends were seen here. An answer the gateway handled back to back with the one before
- * is an end but not evidence: its time is the gateway's. Pure logic: time is passed in.
+ * the mean own time of late), no faster than the other replicas answered (their calls may
+ * cost more), an end sooner than k ends is as unlikely as theirs coming that soon (Poisson),
+ * and an answer weighs as much as the share of the calls ahead of it whose ends were seen
+ * here. An answer handled back to back with the one before is an end but not evidence: its
+ * time is the gateway's. Pure logic: time is passed in.
  */
 
 /** The knee moves at most once a DECIDE_MS, after MIN_CALLS new answers: a decision weighs a burst whole. */
@@ -50,17 +51,15 @@ export const PACE_GAIN = 0.1
 /** The spread of own times (log) assumed before answers show it, worth PRIOR_DOF answers: a few answers alike prove nothing. */
 export const PRIOR_SPREAD = 0.3
 export const PRIOR_DOF = 10
-/** At a fresh start, the limit doubles once this many calls that met it answered. */
+/** At a fresh start, the limit doubles once START_CALLS calls that met it answered. */
 export const START_CALLS = 8
 /** A team draws overload when this share of its answers in a second, one at least, say the platform is overloaded. */
 export const OVERLOAD_SHARE = 0.05
-/** A call overdue (seats.ts) and no answer for SILENCE_GAPS usual gaps (a FAULT_MS at least): the platform is silent, a fault. */
+/** A call overdue (seats.ts) and no answer for SILENCE_GAPS usual gaps (a FAULT_MS at least): the platform is silent, a fault. Each gap moves the usual gaps by GAP_GAIN. */
 export const SILENCE_GAPS = 10
-/** How much each gap between answers moves the usual gaps. */
 export const GAP_GAIN = 0.1
-/** A fault is judged over this long, and the limit halves at most once in it. */
+/** A fault is judged over FAULT_MS, and the limit halves at most once in it; ends are remembered MEMORY_MS: those ahead of a call that takes up to that. */
 export const FAULT_MS = 1000
-/** Ends are remembered this long: those ahead of a call that takes up to that. */
 export const MEMORY_MS = 120_000
 
 /** What the estimator learns from one call's end. */
@@ -79,6 +78,7 @@ export interface Answer {
   outcome: 'ok' | 'overload' | 'other'
   /** False: handled back to back with the answer before (see above). */
   timed?: boolean
+  remotePerMs?: number // the other replicas' answers per ms, as their lease records last said
 }
 
 /** start: doubling from initialConcurrent; cruise: at the knee (and its probe seat); fault: halved while the platform fails. */
@@ -263,12 +263,13 @@ export class KneeEstimator {
     if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, lastAt: a.at, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
     st.seen++
     st.lastAt = a.at
+    const latencyLog = Math.log(latency) // its own time under every guess at or above its load
     for (let w = 1; w <= this.#max; w++) {
       const k = load - w
-      const rate = (remoteShare * Math.min(load - 1, w)) / this.#ownMs[w - 1]!
+      const rate = Math.min((remoteShare * Math.min(load - 1, w)) / this.#ownMs[w - 1]!, a.remotePerMs ?? Infinity)
       const at = k > 0 ? endAt(ends, rate, k) : 0
       const possible = at !== null && latency - at >= 1
-      const x = possible ? Math.log(latency - at) : first ? Math.log(latency) : st.m[w - 1]! // impossible: its kind's pace stands in
+      const x = possible ? (at === 0 ? latencyLog : Math.log(latency - at)) : first ? latencyLog : st.m[w - 1]! // impossible: its kind's pace stands in
       if (first) {
         st.m[w - 1] = x
         continue
@@ -313,8 +314,7 @@ export class KneeEstimator {
   }
   #set(limit: number, move: Move): Step | null {
     if (limit === this.#limit) return null
-    this.#limit = limit
-    return { limit, knee: this.#knee, move }
+    return { limit: (this.#limit = limit), knee: this.#knee, move }
   }
   /** The fault is over: the limit is the knee's again (and the probe seat's); at a fresh start, the doubling goes on. */
   #restore(now: number): Step | null {
@@ -325,8 +325,7 @@ export class KneeEstimator {
   }
   /** A fault under way ends: calls that met it teach nothing. */
   #endFault(now: number): void {
-    const f = this.#faults.at(-1)
-    if (f !== undefined && f.to === Infinity) f.to = now
+    if (this.#faults.at(-1)?.to === Infinity) (this.#faults.at(-1) as { to: number }).to = now
   }
   /** The limit in force (at most the knee) halves, at most once a FAULT_MS; the knee stays. */
   #fault(now: number): Step | null {
@@ -380,8 +379,9 @@ function highestRoom(ll: Float64Array): number {
   return 0
 }
 
-/** A(k): when k calls ahead had ended, this replica's counted and the others' at `rate` (per ms); null: not before the last end seen. */
+/** A(k): when k calls ahead had ended, this replica's counted and the others' at `rate` (per ms; 0: none, the k-th end seen here); null: not before the last end seen. */
 function endAt(ends: readonly number[], rate: number, k: number): number | null {
+  if (rate === 0) return k <= ends.length ? (ends[k - 1] as number) : null
   let seen = 0
   for (const e of ends) {
     if (seen + rate * e >= k) return (k - seen) / rate

@@ -13,6 +13,8 @@ export const TICK_MS = 100
 export const RECORD_MAX_AGE_MS = 5 * 60_000
 /** One shared record moves this replica's limit by at most this factor (a forged or replayed one cannot swing it). */
 export const ADOPT_MAX_FACTOR = 4
+/** The learner writes over a shared record another run wrote at most this often: two replicas that each believe they learn for a moment do not take turns at every renewal. */
+export const REWRITE_MS = 1000
 
 export interface LearnedLimitOptions {
   credential: string
@@ -57,6 +59,7 @@ export class LearnedLimit {
   // What this replica last wrote, to write again when the store lost it (a Redis restart).
   #written: string | null = null
   #forgedSeen = false
+  #rewroteAt = -Infinity
 
   constructor(opts: LearnedLimitOptions) {
     this.#o = opts
@@ -101,7 +104,13 @@ export class LearnedLimit {
       if (answer.limitRecord === null && this.#written !== null) this.#o.lease?.writeLimit(this.#written)
       // A replica that starts learning starts from the shared limit, and says it learns.
       if (!wasLearning && record !== null) this.#adopt(record)
-      if (!wasLearning && record?.run !== this.#o.lease?.run) this.#write(this.#o.estimator.limit, this.#o.estimator.knee)
+      // The record is the learner's: one another run wrote (one that learned for a moment,
+      // as a store stall ended) is written over, at most once a REWRITE_MS.
+      const now = this.#clock.now()
+      if (!wasLearning ? record?.run !== this.#o.lease?.run : record !== null && record.run !== this.#o.lease?.run && now - this.#rewroteAt >= REWRITE_MS) {
+        this.#rewroteAt = now
+        this.#write(this.#o.estimator.limit, this.#o.estimator.knee)
+      }
       return
     }
     if (record !== null) this.#adopt(record)

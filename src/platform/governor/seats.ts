@@ -13,7 +13,6 @@ const MIN_CHARGE_MS = 1
 /** A call running this many times its expected time (a second at least) is overdue: with no answer since, the platform is silent. */
 export const OVERDUE = 3
 
-
 interface Waiter extends Queued {
   workClass: string
   expiresAt: number
@@ -22,7 +21,6 @@ interface Waiter extends Queued {
   reject(err: Error): void
   detach(): void
 }
-
 
 /**
  * The seats of one credential on one replica: a call holds a seat from its start to its
@@ -53,22 +51,14 @@ export class CredentialSeats {
     this.#lease.onGrown(() => this.wake())
   }
 
-  get limit(): number {
-    return this.#limit
-  }
-
+  get limit(): number { return this.#limit }
   /** Seats this replica may fill now: the limit, or its lease of it across replicas. */
   get capacity(): number {
     return Math.min(this.#limit, this.#lease.size(this.#limit))
   }
 
-  get inFlight(): number {
-    return this.#inFlight
-  }
-
-  get queued(): number {
-    return this.#queue.size
-  }
+  get inFlight(): number { return this.#inFlight }
+  get queued(): number { return this.#queue.size }
 
   /** Seats this replica holds across replicas (a lease), or its calls in flight. */
   get seatsHeld(): number {
@@ -116,15 +106,12 @@ export class CredentialSeats {
     return this.#shares().targets.get(team) ?? 0
   }
 
-  running(team: string): number {
-    return this.#teams.held(team)
-  }
+  running(team: string): number { return this.#teams.held(team) }
 
   /** Seat-seconds charged to `team` on this replica, its calls still running included. */
   seatSeconds(team: string): number {
     return this.#teams.seatSeconds(team, this.#clock.now())
   }
-
 
   /** The team's own ceilings (null: none), within the credential's. */
   limitsOf(team: string): TeamLimits {
@@ -232,6 +219,8 @@ export class CredentialSeats {
 
   #dispatchState(): DispatchState<Waiter> {
     const now = this.#clock.now()
+    // Asked of every waiting call of a team: each kind's answer is looked up once.
+    const short = new Map<string, boolean>()
     return {
       queue: this.#queue,
       view: this.#shares(),
@@ -241,7 +230,11 @@ export class CredentialSeats {
       shortRunning: (team) => this.#teams.shortRunning(team),
       atCeiling: (team) => this.#atCeiling(team),
       weight: (team) => this.#weight(team),
-      isShort: (team, workClass) => this.#o.work.within(team, workClass, LENDING_HORIZON_MS, now),
+      isShort: (team, workClass) => {
+        const kind = `${team}\n${workClass}`
+        if (!short.has(kind)) short.set(kind, this.#o.work.within(team, workClass, LENDING_HORIZON_MS, now))
+        return short.get(kind) as boolean
+      },
     }
   }
 
@@ -271,7 +264,6 @@ export class CredentialSeats {
     return sharesView(this.#lease.shares(), this.capacity, this.#localTeams())
   }
 
-
   /** Each team's tag is charged with the seat-time its calls held on the other replicas. */
   #chargeElsewhere(): void {
     const charged = this.#lease.shares()?.charged
@@ -286,6 +278,8 @@ export class CredentialSeats {
   }
 
   #demandChanged(): void {
+    // Counted here alone, the lease takes no demand: the teams are not worked out for it.
+    if (this.#lease instanceof LocalSeats) return
     this.#lease.demand({ limit: this.#limit, inFlight: this.#inFlight, waiting: this.#queue.size, teams: this.#localTeams() })
   }
 
@@ -378,7 +372,6 @@ export class CredentialSeats {
       },
     }
   }
-
 
   #remove(waiter: Waiter): void {
     waiter.detach()
