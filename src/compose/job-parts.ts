@@ -42,9 +42,6 @@ export function jobParts(
   o: { teams: TeamDirectory; redis: RedisClient | null; seal: RedisSeal | null; unverified: Unverified; reports: ReportCache; tokens: TokenRegistry; governors: PlatformGovernors; clock: Clock; log: Logger; failures: FailureLog; metrics: Metrics; bus: RedisBus | null; replica: string; platformTime: PlatformTime },
 ): JobParts {
   const { redis, seal, clock, log, governors } = o
-  // Shared through Redis only sealed: without GATEWAY_SECRET a replica keeps its jobs to itself.
-  const store: JobStore =
-    redis && seal ? new RedisJobStore({ redis, seal, prefix: config.redis.keyPrefix, maxEntryBytes: config.cache.maxEntryBytes, onUnverified: (key) => o.unverified('job', key) }) : new MemoryJobStore()
   if (redis && !seal) log.warn('GATEWAY_SECRET is not set: report jobs are kept in this replica\'s memory, not shared through Redis')
   // Only with the shared store: jobs in memory are this replica's alone.
   const bus = redis && seal ? o.bus : null
@@ -53,8 +50,7 @@ export function jobParts(
   // A delivery lives through its retries and its last attempt's claim, then jobs.keep.
   const { webhooks: w } = config
   const bounds: OutboxBounds = { keepMs: config.jobs.keepMs, lifeMs: w.retryForMs + w.timeoutMs + config.jobs.leaseMs + config.jobs.keepMs, perTeam: w.perTeam }
-  const outbox: DeliveryStore =
-    redis && seal ? new RedisDeliveryStore({ redis, seal, prefix: config.redis.keyPrefix, bounds, onUnverified: (key) => o.unverified('job', key) }) : new MemoryDeliveryStore(bounds)
+  const { store, outbox } = stores(config, o, bounds)
   const webhooks = new WebhookDeliveries({ store: outbox, settings: w, platformHosts: w.platformHosts, target: (team) => o.teams.webhookOf(team), clock, log, replica: o.replica, leaseMs: config.jobs.leaseMs, failures: o.failures })
   const runner = new JobRunner({
     store,
@@ -67,12 +63,10 @@ export function jobParts(
     maxEntryBytes: config.cache.maxEntryBytes,
     failures: o.failures,
     onRun: (outcome) => o.metrics.reportJobs.inc({ outcome }),
-    // Recorded in the outbox right after the store took the end (once per job however
-    // often told); the body is the status GET /api/v1/jobs/{id} answers for the ended job.
-    onEnded: (job) =>
-      void webhooks
-        .enqueue(job.team, jobStatus(job, null, clock.now(), finality(job.report, job.endedAt ?? clock.now())))
-        .catch((err: unknown) => log.warn({ err, job: job.id }, 'recording a report job\'s webhook delivery failed: it is not pushed')),
+    // Added to the outbox by the end's own step in the store (once per job however often
+    // told); the body is the status GET /api/v1/jobs/{id} answers for the ended job.
+    pushOf: (job, now) => webhooks.deliveryOf(job.team, jobStatus(job, null, now, finality(job.report, job.endedAt ?? now)), now),
+    onEnded: () => webhooks.poke(),
     ...(announce ? { announce } : {}),
     spentFor: (team, now) => o.platformTime.overBound(team, o.teams.platformSecondsPerDayOf(team), now),
   })
@@ -98,4 +92,20 @@ export function jobParts(
       webhooks.start()
     },
   }
+}
+
+/**
+ * The jobs and their webhook outbox: in Redis when it is there with GATEWAY_SECRET (shared
+ * only sealed), else in this replica's memory; the outbox beside its jobs either way, so
+ * that a job's end adds its delivery in the same step.
+ */
+function stores(config: Config, o: { redis: RedisClient | null; seal: RedisSeal | null; unverified: Unverified }, bounds: OutboxBounds): { store: JobStore; outbox: DeliveryStore } {
+  const { redis, seal } = o
+  if (!redis || !seal) {
+    const outbox = new MemoryDeliveryStore(bounds)
+    return { store: new MemoryJobStore(outbox), outbox }
+  }
+  const onUnverified = (key: string): void => o.unverified('job', key)
+  const outbox = new RedisDeliveryStore({ redis, seal, prefix: config.redis.keyPrefix, bounds, onUnverified })
+  return { store: new RedisJobStore({ redis, seal, prefix: config.redis.keyPrefix, maxEntryBytes: config.cache.maxEntryBytes, onUnverified, outbox }), outbox }
 }

@@ -50,6 +50,11 @@ export class MemoryDeliveryStore implements DeliveryStore {
   }
 
   async add(d: Delivery, now: number): Promise<boolean> {
+    return this.addNow(d, now)
+  }
+
+  /** `add` in this turn of the event loop: a memory job store's end adds its delivery in the same step (job-store.ts). */
+  addNow(d: Delivery, now: number): boolean {
     this.#prune(now)
     if (this.#kept.has(d.id)) return false
     this.#kept.set(d.id, { text: JSON.stringify(d), until: now + deliveryRecordMs(d, now, this.#b) })

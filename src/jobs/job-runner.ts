@@ -8,6 +8,7 @@ import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { NoIdleSeatError } from '../platform/governor/seat.js'
 import { endJob, heldResultBytes, isRun, renewJob, requeueJob, startable, startJob, type Job, type JobError, type Outcome, type Run } from './job.js'
 import type { JobStore } from './job-store.js'
+import type { Delivery } from './delivery.js'
 
 /** The jobs' settings (config `jobs`), in milliseconds and bytes. */
 export interface JobSettings {
@@ -48,7 +49,9 @@ export interface JobRunnerDeps {
   failures: { note(code: string, first: () => void, how?: string): void }
   /** Each run's start and end (gateway_report_jobs_total). */
   onRun?: (outcome: RunOutcome) => void
-  /** A job this replica's run ended (done or failed): called once, on the one replica whose end the store took (its webhook delivery). */
+  /** The webhook delivery of a job's end at `now` (its team's webhook), or null: the store adds it in the end's own step. */
+  pushOf?: (ended: Job, now: number) => Delivery | null
+  /** A job this replica's run ended (done or failed): called once, on the one replica whose end the store took. */
   onEnded?: (job: Job) => void
   /** Tells every replica's runner that a job is due (the bus): one handed back by a shutdown. */
   announce?: () => void
@@ -259,7 +262,7 @@ export class JobRunner {
         }
       }
       const next = endJob(current, run, now, result, settings.keepMs) as Job
-      if (!(await store.swap(current, next, now))) continue
+      if (!(await store.swap(current, next, now, this.#d.pushOf?.(next, now) ?? null))) continue
       this.#d.onEnded?.(next)
       return result.kind
     }

@@ -1,19 +1,27 @@
 import type { CacheEntry } from '../cache/cache-entry.js'
 import { dropAt, dueAt, ended, type Job } from './job.js'
+import type { Delivery } from './delivery.js'
+import type { MemoryDeliveryStore } from './delivery-store.js'
 
 /**
  * Where jobs live: in Redis, shared by the replicas (redis-job-store.ts), or in this
  * process's memory in demo mode without Redis (MemoryJobStore below). Both keep the same
  * promises, proved by one shared test suite: a job changes only by `swap`, which replaces
  * it only if it is still as its caller read it, so two replicas never both start, end or
- * cancel one job.
+ * cancel one job. A job's end and its webhook delivery are one step: the swap that ends it
+ * adds the delivery to the outbox it was given, so no replica stops between the two.
  */
 export interface JobStore {
   /** Adds a new job unless its team has `maxOpen` jobs open (queued or running) already: false then. */
   add(job: Job, maxOpen: number, now: number): Promise<boolean>
   get(id: string): Promise<Job | null>
-  /** Replaces `current` by `next` if the job stored is still `current`; false when it changed (or went) meanwhile. */
-  swap(current: Job, next: Job, now: number): Promise<boolean>
+  /**
+   * Replaces `current` by `next` if the job stored is still `current`; false when it changed
+   * (or went) meanwhile. With `push` (an end's webhook delivery), adds it to the store's
+   * outbox in the same step, unless one of its id is kept already: the end is never stored
+   * without it.
+   */
+  swap(current: Job, next: Job, now: number, push?: Delivery | null): Promise<boolean>
   /** Removes `current` (a cancel) if the job stored is still `current`. */
   remove(current: Job): Promise<boolean>
   /**
@@ -41,11 +49,20 @@ export function recordMs(job: Job, now: number): number {
   return Math.max(1, drop === null ? OPEN_RECORD_MS : drop - now)
 }
 
+/** The error of a swap given a delivery by a store given no outbox: a wiring mistake, not a state. */
+export const NO_OUTBOX = 'this job store has no outbox: it records no webhook delivery'
+
 /** The jobs of demo mode: one replica, its memory; the same promises as Redis's. */
 export class MemoryJobStore implements JobStore {
   // Each job as its text: a swap compares the text it was read as.
   readonly #jobs = new Map<string, { text: string; until: number }>()
   readonly #results = new Map<string, { entry: CacheEntry; until: number }>()
+  readonly #outbox: MemoryDeliveryStore | null
+
+  /** `outbox`: where an end's delivery is added, in the same turn of the event loop as the end. */
+  constructor(outbox: MemoryDeliveryStore | null = null) {
+    this.#outbox = outbox
+  }
 
   async add(job: Job, maxOpen: number, now: number): Promise<boolean> {
     this.#prune(now)
@@ -60,10 +77,12 @@ export class MemoryJobStore implements JobStore {
     return kept ? (JSON.parse(kept.text) as Job) : null
   }
 
-  async swap(current: Job, next: Job, now: number): Promise<boolean> {
+  async swap(current: Job, next: Job, now: number, push: Delivery | null = null): Promise<boolean> {
+    if (push && !this.#outbox) throw new Error(NO_OUTBOX)
     const kept = this.#jobs.get(current.id)
     if (!kept || kept.text !== JSON.stringify(current)) return false
     this.#jobs.set(current.id, { text: JSON.stringify(next), until: now + recordMs(next, now) })
+    if (push) this.#outbox?.addNow(push, now)
     return true
   }
 

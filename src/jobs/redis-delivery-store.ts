@@ -1,32 +1,36 @@
 import { redisKey } from '../redis/keys.js'
-import { redisScript } from '../redis/script.js'
+import { redisScript, type ScriptStep } from '../redis/script.js'
 import { deliveryDueAt, type Delivery } from './delivery.js'
 import { deliveryRecordMs, type DeliveryStore, type OutboxBounds } from './delivery-store.js'
 import { SealedRecords, type SharedStoreOptions } from './sealed-records.js'
 
-// Every key of the outbox shares the jobs' hash tag {jobs}: one slot, so that one script
-// adds a delivery, files it due, in its team's set and the list of all, and drops the
-// team's oldest beyond its bound (their keys built from ARGV[8], in the same slot).
-const ADD = redisScript<number>(
-  'gatewayDeliveryAdd',
-  `redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[7])
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[7])
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[5]) then return 0 end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
-redis.call('ZADD', KEYS[4], ARGV[4], ARGV[2])
-local over = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[6])
-if over > 0 then
-  for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, over - 1)) do
-    redis.call('DEL', ARGV[8] .. id)
-    redis.call('ZREM', KEYS[2], id)
-    redis.call('ZREM', KEYS[4], id)
+/**
+ * Adds a delivery unless one of its id is kept (SET NX), files it due, in its team's set
+ * and the list of all, and drops the team's oldest beyond its bound (their keys built from
+ * A[8]). A Lua function of 4 keys and 8 arguments (`RedisDeliveryStore.addStep`), so that
+ * a job's end adds its delivery in the same script (redis-job-store.ts). Every key of the
+ * outbox shares the jobs' hash tag {jobs}: one slot, on a Cluster too.
+ */
+export const ADD_DELIVERY_LUA = `local function addDelivery(K, A)
+  redis.call('ZREMRANGEBYSCORE', K[3], '-inf', '(' .. A[7])
+  redis.call('ZREMRANGEBYSCORE', K[4], '-inf', '(' .. A[7])
+  if not redis.call('SET', K[1], A[1], 'NX', 'PX', A[5]) then return 0 end
+  redis.call('ZADD', K[2], A[3], A[2])
+  redis.call('ZADD', K[3], A[4], A[2])
+  redis.call('ZADD', K[4], A[4], A[2])
+  local over = redis.call('ZCARD', K[3]) - tonumber(A[6])
+  if over > 0 then
+    for _, id in ipairs(redis.call('ZRANGE', K[3], 0, over - 1)) do
+      redis.call('DEL', A[8] .. id)
+      redis.call('ZREM', K[2], id)
+      redis.call('ZREM', K[4], id)
+    end
+    redis.call('ZREMRANGEBYRANK', K[3], 0, over - 1)
   end
-  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, over - 1)
-end
-return 1`,
-  4,
-)
+  return 1
+end`
+
+const ADD = redisScript<number>('gatewayDeliveryAdd', `${ADD_DELIVERY_LUA}\nreturn addDelivery(KEYS, ARGV)`, 4)
 
 export interface RedisDeliveryStoreOptions extends SharedStoreOptions {
   bounds: OutboxBounds
@@ -48,10 +52,17 @@ export class RedisDeliveryStore implements DeliveryStore {
   }
 
   async add(d: Delivery, now: number): Promise<boolean> {
-    const { redis, prefix, bounds } = this.#o
-    const keys = [redisKey.delivery(prefix, d.id), redisKey.dueDeliveries(prefix), redisKey.teamDeliveries(prefix, d.team), redisKey.deliveries(prefix)]
-    const done = await ADD(redis, ...keys, this.#records.sealed(d), d.id, deliveryDueAt(d) ?? now, d.createdAt, deliveryRecordMs(d, now, bounds), bounds.perTeam, now - bounds.lifeMs, redisKey.delivery(prefix, ''))
-    return done === 1
+    const { keys, args } = this.addStep(d, now)
+    return (await ADD(this.#o.redis, ...keys, ...args)) === 1
+  }
+
+  /** The keys and arguments of ADD_DELIVERY_LUA's `addDelivery` adding `d` at `now`. */
+  addStep(d: Delivery, now: number): ScriptStep {
+    const { prefix, bounds } = this.#o
+    return {
+      keys: [redisKey.delivery(prefix, d.id), redisKey.dueDeliveries(prefix), redisKey.teamDeliveries(prefix, d.team), redisKey.deliveries(prefix)],
+      args: [this.#records.sealed(d), d.id, deliveryDueAt(d) ?? now, d.createdAt, deliveryRecordMs(d, now, bounds), bounds.perTeam, now - bounds.lifeMs, redisKey.delivery(prefix, '')],
+    }
   }
 
   get(id: string): Promise<Delivery | null> {

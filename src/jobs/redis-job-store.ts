@@ -3,8 +3,10 @@ import { decodeEntry, encodeEntry, inflate, storedBytesLimit } from '../cache/ca
 import { redisKey } from '../redis/keys.js'
 import { redisScript } from '../redis/script.js'
 import { dropAt, dueAt, type Job } from './job.js'
-import { recordMs, type JobStore } from './job-store.js'
-import { SealedRecords, type SharedStoreOptions } from './sealed-records.js'
+import { NO_OUTBOX, recordMs, type JobStore } from './job-store.js'
+import { SealedRecords, SWAP_RECORD_LUA, type SharedStoreOptions } from './sealed-records.js'
+import type { Delivery } from './delivery.js'
+import { ADD_DELIVERY_LUA, type RedisDeliveryStore } from './redis-delivery-store.js'
 
 // The score of an open job in its team's set; an ended job's is its drop time, so that
 // one ZREMRANGEBYSCORE drops the records gone and one ZCOUNT counts the open ones.
@@ -34,9 +36,24 @@ return 1`,
   3,
 )
 
+// A job's end and its webhook delivery in one step: the job swapped (3 keys, 6 arguments)
+// and, only if that took, the delivery added (4 keys, 8 arguments) with SET NX. The
+// outbox's keys share the jobs' hash tag: one slot, so one script, on a Cluster too.
+const END = redisScript<number>(
+  'gatewayJobEnd',
+  `${SWAP_RECORD_LUA}
+${ADD_DELIVERY_LUA}
+if swapRecord({KEYS[1], KEYS[2], KEYS[3]}, {unpack(ARGV, 1, 6)}) == 0 then return 0 end
+addDelivery({KEYS[4], KEYS[5], KEYS[6], KEYS[7]}, {unpack(ARGV, 7, 14)})
+return 1`,
+  7,
+)
+
 export interface RedisJobStoreOptions extends SharedStoreOptions {
   /** cache.maxEntryBytes: a kept result is no larger than a cached report. */
   maxEntryBytes: number
+  /** The webhook outbox on the same Redis and prefix: an end's delivery is added in the end's script. */
+  outbox?: RedisDeliveryStore
 }
 
 /**
@@ -44,7 +61,8 @@ export interface RedisJobStoreOptions extends SharedStoreOptions {
  * says a replica of this gateway wrote it there), the open ones in one sorted set by
  * when a runner may start each, each team's in one of its own; results sealed beside them.
  * A swap compares the sealed text it read with the one stored, in one script: two
- * replicas racing to start a job, one wins.
+ * replicas racing to start a job, one wins; the swap of an end adds its webhook delivery
+ * to the outbox in the same script.
  */
 export class RedisJobStore implements JobStore {
   readonly #o: RedisJobStoreOptions
@@ -66,9 +84,14 @@ export class RedisJobStore implements JobStore {
     return this.#records.get(id)
   }
 
-  swap(current: Job, next: Job, now: number): Promise<boolean> {
-    const { prefix } = this.#o
-    return this.#records.swap(current, next, { due: redisKey.dueJobs(prefix), dueAt: dueAt(next), index: redisKey.teamJobs(prefix, current.team), indexScore: dropAt(next) ?? OPEN, ttlMs: recordMs(next, now) })
+  async swap(current: Job, next: Job, now: number, push: Delivery | null = null): Promise<boolean> {
+    const { prefix, outbox } = this.#o
+    const filing = { due: redisKey.dueJobs(prefix), dueAt: dueAt(next), index: redisKey.teamJobs(prefix, current.team), indexScore: dropAt(next) ?? OPEN, ttlMs: recordMs(next, now) }
+    if (push === null) return this.#records.swap(current, next, filing)
+    if (!outbox) throw new Error(NO_OUTBOX)
+    const job = this.#records.swapStep(current, next, filing)
+    const delivery = outbox.addStep(push, now)
+    return (await END(this.#o.redis, ...job.keys, ...delivery.keys, ...job.args, ...delivery.args)) === 1
   }
 
   async remove(current: Job): Promise<boolean> {

@@ -1,23 +1,27 @@
 import type { RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
-import { redisScript } from '../redis/script.js'
+import { redisScript, type ScriptStep } from '../redis/script.js'
 
 // A record (a job, a delivery) holds at most a canonical report, as big as the URL or form
 // it came from (limits.reportBody at most): anything longer in Redis is not this gateway's,
 // and is not opened.
 const MAX_RECORD_BYTES = 1024 * 1024
 
-// Replaces a record only if it is still the sealed text its caller read, and moves it in
-// the due set (ARGV[5] '': out of it) and its index (a team's set) in the same step.
-const SWAP = redisScript<number>(
-  'gatewayRecordSwap',
-  `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[4])
-if ARGV[5] == '' then redis.call('ZREM', KEYS[2], ARGV[3]) else redis.call('ZADD', KEYS[2], ARGV[5], ARGV[3]) end
-redis.call('ZADD', KEYS[3], ARGV[6], ARGV[3])
-return 1`,
-  3,
-)
+/**
+ * Replaces a record only if it is still the sealed text its caller read, and moves it in
+ * the due set (A[5] '': out of it) and its index (a team's set) in the same step. A Lua
+ * function of 3 keys and 6 arguments (`SealedRecords.swapStep`), so that one script may
+ * swap a record and do more in the same step (redis-job-store.ts: a job's end and its delivery).
+ */
+export const SWAP_RECORD_LUA = `local function swapRecord(K, A)
+  if redis.call('GET', K[1]) ~= A[1] then return 0 end
+  redis.call('SET', K[1], A[2], 'PX', A[4])
+  if A[5] == '' then redis.call('ZREM', K[2], A[3]) else redis.call('ZADD', K[2], A[5], A[3]) end
+  redis.call('ZADD', K[3], A[6], A[3])
+  return 1
+end`
+
+const SWAP = redisScript<number>('gatewayRecordSwap', `${SWAP_RECORD_LUA}\nreturn swapRecord(KEYS, ARGV)`, 3)
 
 /** What a store of sealed records in Redis is given (the jobs', the outbox's). */
 export interface SharedStoreOptions {
@@ -79,8 +83,13 @@ export class SealedRecords<T extends { id: string }> {
   }
 
   async swap(current: T, next: T, f: Filing): Promise<boolean> {
-    const done = await SWAP(this.#o.redis, this.#o.keyOf(current.id), f.due, f.index, this.sealed(current), this.sealed(next), current.id, Math.max(1, f.ttlMs), f.dueAt ?? '', f.indexScore)
-    return done === 1
+    const { keys, args } = this.swapStep(current, next, f)
+    return (await SWAP(this.#o.redis, ...keys, ...args)) === 1
+  }
+
+  /** The keys and arguments of SWAP_RECORD_LUA's `swapRecord` replacing `current` by `next`. */
+  swapStep(current: T, next: T, f: Filing): ScriptStep {
+    return { keys: [this.#o.keyOf(current.id), f.due, f.index], args: [this.sealed(current), this.sealed(next), current.id, Math.max(1, f.ttlMs), f.dueAt ?? '', f.indexScore] }
   }
 
   #open(key: string, value: string | null): T | null {

@@ -49,8 +49,8 @@ export interface WebhookDeliveriesDeps {
 
 /**
  * Pushes ended jobs to their teams' webhooks (docs/jobs.md, "Pushed when done") through
- * an outbox: `enqueue` records the delivery in the store (Redis: every replica's), and
- * every replica's deliverer claims the due ones (delivery.ts, lease.ts: one claim at a
+ * an outbox: `deliveryOf` is the delivery a job's end records, which the job store adds
+ * to the outbox in the same step as the end (job-store.ts, `swap`), and every replica's deliverer claims the due ones (delivery.ts, lease.ts: one claim at a
  * time), attempts and records each attempt. A claim holds for the attempt's bound
  * (`timeoutMs`) plus `leaseMs`: an attempt is over before its claim can be taken over,
  * so no two replicas attempt one delivery at once; a replica stopped mid-attempt leaves
@@ -91,13 +91,10 @@ export class WebhookDeliveries {
     return (await this.#d.store.latest(limit, this.#d.clock.now())).map(deliveryView)
   }
 
-  /** Records the end of a job of `team` in the outbox when the team has a webhook (once per job), and looks for due deliveries. */
-  async enqueue(team: string, status: JobStatus): Promise<void> {
+  /** The delivery of the end of a job of `team` at `now`, told by its `status`, when the team has a webhook; null when it has none. */
+  deliveryOf(team: string, status: JobStatus, now: number): Delivery | null {
     const target = this.#d.target(team)
-    if (target === null) return
-    const now = this.#d.clock.now()
-    await this.#d.store.add(newDelivery({ job: status.id, team, jobState: status.state, url: target.url, body: JSON.stringify(status) }, now), now)
-    this.poke()
+    return target === null ? null : newDelivery({ job: status.id, team, jobState: status.state, url: target.url, body: JSON.stringify(status) }, now)
   }
 
   /** Looks for due deliveries now. */

@@ -3,6 +3,12 @@ import type { RedisClient } from './client.js'
 
 type Arg = string | number
 
+/** One step of a script, as its keys and arguments: steps written as Lua functions of (KEYS, ARGV) run alone or several in one script. */
+export interface ScriptStep {
+  keys: string[]
+  args: Arg[]
+}
+
 /** A script run by SHA: on a client, or queued on a pipeline made from one. */
 export interface RedisScript<R> {
   (redis: RedisClient, ...args: Arg[]): Promise<R>

@@ -5,6 +5,9 @@ import { etagOf } from '../../src/cache/cache-entry.js'
 import { endJob, newJob, requeueJob, startJob, type Job } from '../../src/jobs/job.js'
 import { MemoryJobStore, type JobStore } from '../../src/jobs/job-store.js'
 import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
+import { MemoryDeliveryStore, type DeliveryStore } from '../../src/jobs/delivery-store.js'
+import { RedisDeliveryStore } from '../../src/jobs/redis-delivery-store.js'
+import { newDelivery, type Delivery } from '../../src/jobs/delivery.js'
 import { redisKey } from '../../src/redis/keys.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
@@ -15,8 +18,9 @@ import { redisAvailability } from '../helpers/start-redis.js'
 // The promises of a job store (jobs/job-store.ts), one suite against the memory store of
 // demo mode and the Redis store of the replicas, on a real redis-server: a job changes
 // only if it is still as it was read (two runners racing to start one, one wins), a
-// team's open jobs are bounded, ended jobs leave the open set; and Redis's records are
-// sealed: one this gateway did not write is read as absent.
+// team's open jobs are bounded, ended jobs leave the open set; a job's end and its webhook
+// delivery are one step (no end stored without it); and Redis's records are sealed: one
+// this gateway did not write is read as absent.
 
 const { available } = redisAvailability('the job store contract')
 const PREFIX = 'test:'
@@ -36,6 +40,76 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
     ['memory', () => new MemoryJobStore()],
     ['redis', () => new RedisJobStore({ redis: redis.client, seal: new RedisSeal('job-store-test-secret-0123456789'), prefix: PREFIX, maxEntryBytes: 1024 * 1024, onUnverified: (key) => unverified.push(key) })],
   ]
+
+  const seal = new RedisSeal('job-store-test-secret-0123456789')
+  const bounds = { keepMs: KEEP, lifeMs: 10 * KEEP, perTeam: 10 }
+  const withOutboxes: [string, () => { jobs: JobStore; outbox: DeliveryStore }][] = [
+    ['memory', () => {
+      const outbox = new MemoryDeliveryStore(bounds)
+      return { jobs: new MemoryJobStore(outbox), outbox }
+    }],
+    ['redis', () => {
+      const outbox = new RedisDeliveryStore({ redis: redis.client, seal, prefix: PREFIX, bounds, onUnverified: (key) => unverified.push(key) })
+      return { jobs: new RedisJobStore({ redis: redis.client, seal, prefix: PREFIX, maxEntryBytes: 1024 * 1024, onUnverified: (key) => unverified.push(key), outbox }), outbox }
+    }],
+  ]
+
+  describe.each(withOutboxes)('%s, with its outbox', (_name, make) => {
+    const push = (job: string, now: number): Delivery => newDelivery({ job, team: 'growth', jobState: 'done', url: 'https://hooks.example.org/jobs', body: `{"id":"${job}"}` }, now)
+    const outcome = { kind: 'done' as const, resultBytes: 1, tookSeconds: 0 }
+
+    it('stores a job\'s end and its delivery in one step: an end refused adds none, a delivery kept already is kept as it is', async () => {
+      const { jobs, outbox } = make()
+      const clock = fakeClock()
+      const job = newJob({ id: 'a', team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, clock.now())
+      await jobs.add(job, 10, clock.now())
+      const running = startJob(job, 'r1', clock.now(), LEASE) as Job
+      await jobs.swap(job, running, clock.now())
+      // r1 stopped; r2 took the job over: r1's late end is refused, and so is its delivery.
+      clock.advance(LEASE)
+      const taken = startJob(running, 'r2', clock.now(), LEASE) as Job
+      await jobs.swap(running, taken, clock.now())
+      const late = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), outcome, KEEP) as Job
+      expect(await jobs.swap(running, late, clock.now(), push('a', clock.now()))).toBe(false)
+      expect(await outbox.get('msg_a')).toBeNull()
+      expect(await outbox.due(clock.now(), 10)).toEqual([])
+      // r2's end is stored with its delivery, due at once.
+      const done = endJob(taken, { runner: 'r2', runs: 2 }, clock.now(), outcome, KEEP) as Job
+      const d = push('a', clock.now())
+      expect(await jobs.swap(taken, done, clock.now(), d)).toBe(true)
+      expect(await jobs.get('a')).toEqual(done)
+      expect(await outbox.get('msg_a')).toEqual(d)
+      expect(await outbox.due(clock.now(), 10)).toEqual([d])
+
+      // A job whose delivery the outbox holds already: its end is stored, the delivery kept as it was.
+      const other = newJob({ id: 'b', team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, clock.now())
+      await jobs.add(other, 10, clock.now())
+      const first = push('b', clock.now())
+      await outbox.add(first, clock.now())
+      clock.advance(5)
+      const started = startJob(other, 'r1', clock.now(), LEASE) as Job
+      await jobs.swap(other, started, clock.now())
+      const ended = endJob(started, { runner: 'r1', runs: 1 }, clock.now(), outcome, KEEP) as Job
+      expect(await jobs.swap(started, ended, clock.now(), push('b', clock.now()))).toBe(true)
+      expect(await jobs.get('b')).toEqual(ended)
+      expect(await outbox.get('msg_b')).toEqual(first)
+    })
+  })
+
+  it('a store given no outbox refuses an end with a delivery rather than drop it', async () => {
+    for (const [, make] of stores) {
+      const jobs = make()
+      const clock = fakeClock()
+      const job = newJob({ id: 'c', team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, clock.now())
+      await jobs.add(job, 10, clock.now())
+      const running = startJob(job, 'r1', clock.now(), LEASE) as Job
+      await jobs.swap(job, running, clock.now())
+      const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: 1, tookSeconds: 0 }, KEEP) as Job
+      const d = newDelivery({ job: 'c', team: 'growth', jobState: 'done', url: 'https://hooks.example.org/jobs', body: '{}' }, clock.now())
+      await expect(jobs.swap(running, done, clock.now(), d)).rejects.toThrow(/no outbox/)
+      expect(await jobs.get('c')).toEqual(running)
+    }
+  })
 
   describe.each(stores)('%s', (_name, make) => {
     it('starts a job once when two runners race for it; the loser\'s stale copy changes nothing', async () => {

@@ -3,9 +3,19 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { WebhookDeliveries, type WebhookSettings } from '../../src/jobs/webhook-deliveries.js'
-import { MemoryDeliveryStore } from '../../src/jobs/delivery-store.js'
+import { gzipSync } from 'node:zlib'
+import { Redis } from 'ioredis'
+import { MemoryDeliveryStore, type DeliveryStore, type OutboxBounds } from '../../src/jobs/delivery-store.js'
 import type { DeliveryView } from '../../src/jobs/delivery.js'
-import type { JobStatus } from '../../src/jobs/job.js'
+import { ended, jobStatus, newJob, type Job, type JobStatus } from '../../src/jobs/job.js'
+import type { JobStore } from '../../src/jobs/job-store.js'
+import { JobRunner } from '../../src/jobs/job-runner.js'
+import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
+import { RedisDeliveryStore } from '../../src/jobs/redis-delivery-store.js'
+import { RedisSeal } from '../../src/redis/seal.js'
+import { etagOf } from '../../src/cache/cache-entry.js'
+import { canonicalGetReport } from '../../src/reports/report-query.js'
+import type { TokenProvider } from '../../src/platform/tokens/token-provider.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import { waitFor } from '../helpers/wait.js'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
@@ -68,7 +78,7 @@ afterEach(async () => {
 
 const SETTINGS: WebhookSettings = { hosts: ['127.0.0.1'], timeoutMs: 5000, retryForMs: 60_000 }
 
-function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSettings; platformHosts?: string[]; store?: MemoryDeliveryStore; replica?: string } = {}): { webhooks: WebhookDeliveries; logged: string[] } {
+function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSettings; platformHosts?: string[]; store?: DeliveryStore; replica?: string } = {}): { webhooks: WebhookDeliveries; logged: string[] } {
   const logged: string[] = []
   const log = { info: (...args: unknown[]) => void logged.push(JSON.stringify(args)), warn: (...args: unknown[]) => void logged.push(JSON.stringify(args)) }
   const settings = opts.settings ?? SETTINGS
@@ -76,7 +86,18 @@ function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSet
   const failures = { note: (_code: string, first: () => void) => first() }
   const webhooks = new WebhookDeliveries({ store, settings, platformHosts: opts.platformHosts ?? ['platform.example.com'], target: (team) => (team === 'growth' ? { url, secret: SECRET } : null), clock, log, replica: opts.replica ?? 'here', leaseMs: 15_000, failures })
   webhooks.start()
+  outboxes.set(webhooks, { store, clock })
   return { webhooks, logged }
+}
+
+const outboxes = new WeakMap<WebhookDeliveries, { store: DeliveryStore; clock: FakeClock }>()
+
+/** The end of a job of `team` told by `status`, recorded in `webhooks`' outbox as a job store's end adds it; its deliverer looks at once. */
+async function enqueue(webhooks: WebhookDeliveries, team: string, status: JobStatus): Promise<void> {
+  const { store, clock } = outboxes.get(webhooks) as { store: DeliveryStore; clock: FakeClock }
+  const d = webhooks.deliveryOf(team, status, clock.now())
+  if (d) await store.add(d, clock.now())
+  webhooks.poke()
 }
 
 /** The latest delivery listed. */
@@ -88,7 +109,7 @@ describe('webhook deliveries', () => {
     const clock = fakeClock()
     const r = await receiver([{ status: 204 }])
     const { webhooks, logged } = deliveries(r.url, clock)
-    await webhooks.enqueue('growth', STATUS)
+    await enqueue(webhooks, 'growth', STATUS)
     await settled(webhooks)
     expect(r.got).toHaveLength(1)
     const [got] = r.got as [Received]
@@ -113,7 +134,7 @@ describe('webhook deliveries', () => {
     const clock = fakeClock()
     const r = await receiver([{ status: 503 }, { status: 500 }, { status: 200 }])
     const { webhooks } = deliveries(r.url, clock)
-    await webhooks.enqueue('growth', STATUS)
+    await enqueue(webhooks, 'growth', STATUS)
     await waitFor('a second attempt scheduled', async () => (await latest(webhooks))?.lastStatus === 503)
     expect(await latest(webhooks)).toMatchObject({ state: 'pending', attempts: 1, nextAttemptAt: new Date(clock.now() + 1000).toISOString() })
     clock.advance(999)
@@ -133,7 +154,7 @@ describe('webhook deliveries', () => {
     const store = new MemoryDeliveryStore({ keepMs: 3_600_000, lifeMs: 7_200_000, perTeam: 100 })
     const a = deliveries(r.url, clock, { store, replica: 'a' }).webhooks
     const b = deliveries(r.url, clock, { store, replica: 'b' }).webhooks
-    await a.enqueue('growth', STATUS)
+    await enqueue(a, 'growth', STATUS)
     await waitFor('the first attempt answered 503', async () => (await latest(a))?.lastStatus === 503)
     a.stop()
     // Its retry is due 1 s later: the stopped one makes none, the other makes it (it looks
@@ -153,7 +174,7 @@ describe('webhook deliveries', () => {
     const clock = fakeClock()
     const r = await receiver([{ status: 502 }])
     const { webhooks } = deliveries(r.url, clock, { settings: { ...SETTINGS, retryForMs: 2500 } })
-    await webhooks.enqueue('growth', STATUS)
+    await enqueue(webhooks, 'growth', STATUS)
     await waitFor('a retry scheduled', async () => (await latest(webhooks))?.attempts === 1 && (await latest(webhooks))?.lastStatus === 502)
     clock.advance(1000)
     await settled(webhooks)
@@ -165,7 +186,7 @@ describe('webhook deliveries', () => {
     const clock = fakeClock()
     const r = await receiver([{ status: 307, headers: { location: '/elsewhere' } }])
     const { webhooks } = deliveries(r.url, clock)
-    await webhooks.enqueue('growth', STATUS)
+    await enqueue(webhooks, 'growth', STATUS)
     await settled(webhooks)
     expect(await latest(webhooks)).toMatchObject({ state: 'failed', attempts: 1, lastStatus: 307 })
     expect(r.got.map((g) => g.path)).toEqual(['/hook'])
@@ -189,11 +210,11 @@ describe('webhook deliveries', () => {
     }
     const urlOf = (s: Server) => `http://127.0.0.1:${(s.address() as AddressInfo).port}/hook`
     const silent = deliveries(urlOf(held), clock, { settings: { ...SETTINGS, timeoutMs: 200 } }).webhooks
-    await silent.enqueue('growth', STATUS)
+    await enqueue(silent, 'growth', STATUS)
     await waitFor('the attempt cut off', async () => (await latest(silent))?.lastError !== null)
     expect(await latest(silent)).toMatchObject({ state: 'pending', attempts: 1, lastStatus: null, lastError: 'no answer within 200ms' })
     const flood = deliveries(urlOf(endless), clock, { settings: { ...SETTINGS, timeoutMs: 10_000 } }).webhooks
-    await flood.enqueue('growth', STATUS)
+    await enqueue(flood, 'growth', STATUS)
     await settled(flood)
     expect(await latest(flood)).toMatchObject({ state: 'delivered', attempts: 1, lastStatus: 200 })
   })
@@ -202,15 +223,15 @@ describe('webhook deliveries', () => {
     const clock = fakeClock()
     const r = await receiver([{ status: 204 }])
     const platform = deliveries(r.url, clock, { platformHosts: ['127.0.0.1'] }).webhooks
-    await platform.enqueue('growth', STATUS)
+    await enqueue(platform, 'growth', STATUS)
     await settled(platform)
     expect(await latest(platform)).toMatchObject({ state: 'failed', attempts: 0, lastError: 'refused: 127.0.0.1 is the platform\'s own host' })
     const off = deliveries(r.url, clock, { settings: { ...SETTINGS, hosts: [] } }).webhooks
-    await off.enqueue('growth', STATUS)
+    await enqueue(off, 'growth', STATUS)
     await settled(off)
     expect(await latest(off)).toMatchObject({ state: 'failed', attempts: 0 })
     const other = deliveries(r.url, clock).webhooks
-    await other.enqueue('another-team', STATUS)
+    await enqueue(other, 'another-team', STATUS)
     expect(await other.list()).toEqual([])
     expect(r.got).toHaveLength(0)
   })
@@ -288,5 +309,81 @@ describe.skipIf(!available)('job webhooks across replicas (one Redis)', () => {
     expect((await listed()).map((d) => d.job).sort()).toEqual([...ids].sort())
     expect(await listDeliveries(two)).toEqual(await listed())
     expect(r.got.map((g) => g.headers['webhook-id']).sort()).toEqual(ids.map((id) => `msg_${id}`).sort())
+  })
+})
+
+describe.skipIf(!available)('a job\'s end and its delivery on one Redis', () => {
+  const { server: redis } = useRedis()
+  const clients: Redis[] = []
+  afterEach(() => {
+    for (const c of clients.splice(0)) c.disconnect()
+  })
+
+  const PREFIX = 'outbox-gap:'
+  const LEASE = 15_000
+  const BOUNDS: OutboxBounds = { keepMs: 3_600_000, lifeMs: 7_200_000, perTeam: 100 }
+  const report = canonicalGetReport('/api/v1/report/campaigns/get', 'advertiserId=101&dateFrom=2025-01-01&dateTo=2025-12-31', { maxRangeDays: 400 })
+  const finality = { settledThrough: '2025-12-29', provisionalDays: 'none' as const }
+
+  /** One replica's jobs and outbox, on its own connection to the one Redis. */
+  async function replica(name: string, url: string, clock: FakeClock): Promise<{ client: Redis; jobs: RedisJobStore; outbox: RedisDeliveryStore; webhooks: WebhookDeliveries }> {
+    const client = new Redis(redis.url, { maxRetriesPerRequest: 1, lazyConnect: true })
+    client.on('error', () => undefined)
+    await client.connect()
+    clients.push(client)
+    const seal = new RedisSeal('outbox-gap-test-secret-0123456789')
+    const outbox = new RedisDeliveryStore({ redis: client, seal, prefix: PREFIX, bounds: BOUNDS, onUnverified: () => undefined })
+    const jobs = new RedisJobStore({ redis: client, seal, prefix: PREFIX, maxEntryBytes: 1024 * 1024, onUnverified: () => undefined, outbox })
+    const { webhooks } = deliveries(url, clock, { store: outbox, replica: name })
+    return { client, jobs, outbox, webhooks }
+  }
+
+  /** `store` of a replica that dies (its connection to Redis cut) as soon as the store took its end of a job. */
+  function dyingAtTheEnd(store: JobStore, client: Redis): JobStore {
+    const swap = async (...args: Parameters<JobStore['swap']>): Promise<boolean> => {
+      const taken = await store.swap(...args)
+      if (taken && ended(args[1])) client.disconnect()
+      return taken
+    }
+    return new Proxy(store, { get: (target, name) => (name === 'swap' ? swap : (Reflect.get(target, name) as (...a: unknown[]) => unknown).bind(target)) })
+  }
+
+  it('a replica that dies right after the store took its end of a job: another replica pushes the job once, msg_<job>', async () => {
+    const r = await receiver([{ status: 204 }])
+    const clock = fakeClock()
+    const a = await replica('a', r.url, clock)
+    const b = await replica('b', r.url, clock)
+    const job = newJob({ id: 'ended-then-died', team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, clock.now())
+    await a.jobs.add(job, 10, clock.now())
+    const identity = Buffer.from('{"data":[]}')
+    const now = clock.now()
+    const entry = { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 120_000, errorUntil: now + 180_000, advertiserIds: [101], etag: etagOf(identity) }
+    const runner = new JobRunner({
+      store: dyingAtTheEnd(a.jobs, a.client),
+      reads: { read: async () => ({ kind: 'entry', entry, status: 'MISS' }) as never },
+      provider: () => ({ name: 'default' }) as TokenProvider,
+      settings: { maxOpenPerTeam: 10, resultBytesPerTeam: 1024 * 1024, keepMs: 3_600_000, leaseMs: LEASE, pollMs: 1000, perReplica: 1, retryMs: 5000 },
+      clock,
+      log: { warn: () => undefined, info: () => undefined },
+      runner: 'a',
+      maxEntryBytes: 1024 * 1024,
+      failures: { note: () => undefined },
+      pushOf: (ended: Job, now: number) => a.webhooks.deliveryOf(ended.team, jobStatus(ended, null, now, finality), now),
+      onEnded: () => a.webhooks.poke(),
+    })
+    runner.start()
+    await waitFor('the job ended in Redis', async () => (await b.jobs.get(job.id))?.state === 'done')
+    a.webhooks.stop()
+    // Replica b looks at the outbox at least once a lease.
+    await waitFor('the job pushed by replica b', async () => {
+      clock.advance(LEASE)
+      return r.got.length > 0
+    })
+    await waitFor('its delivery settled', async () => (await b.outbox.get(`msg_${job.id}`))?.state === 'delivered')
+    clock.advance(10 * LEASE)
+    expect(r.got.map((g) => g.headers['webhook-id'])).toEqual([`msg_${job.id}`])
+    expect(JSON.parse((r.got[0] as Received).body)).toMatchObject({ id: job.id, state: 'done' })
+    expect((await b.outbox.get(`msg_${job.id}`))?.attempts.map((x) => x.replica)).toEqual(['b'])
+    b.webhooks.stop()
   })
 })

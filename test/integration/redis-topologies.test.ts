@@ -9,6 +9,12 @@ import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { startRedisCluster, startRedisSentinel, type RedisTopology, type SentinelTopology } from '../helpers/start-redis-topology.js'
 import { waitFor } from '../helpers/wait.js'
+import { RedisSeal } from '../../src/redis/seal.js'
+import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
+import { RedisDeliveryStore } from '../../src/jobs/redis-delivery-store.js'
+import { endJob, newJob, startJob, type Job } from '../../src/jobs/job.js'
+import { newDelivery } from '../../src/jobs/delivery.js'
+import { canonicalGetReport } from '../../src/reports/report-query.js'
 
 // The gateway on the Redis a production deployment runs: a 3-master Cluster (every key
 // in its own slot unless hash-tagged; pub/sub through the cluster bus) and a master +
@@ -151,6 +157,23 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     // those of earlier tests stay listed for the hour as stopped.
     const ids = await Promise.all([a, b].map(async (gw) => (await adminCall(gw, 'GET', '/admin/cluster')).json<{ replicas: { id: string }[] }>().replicas[0]!.id))
     expect(notUsage.filter((k) => k.startsWith('rgw:{replicas}:replica:'))).toEqual(expect.arrayContaining(ids.map((id) => `rgw:{replicas}:replica:${id}`)))
+  })
+
+  it('ends a report job and adds its webhook delivery in one script: every key of both in the {jobs} slot', async () => {
+    const seal = new RedisSeal(GATEWAY_SECRET)
+    const shared = { redis: topology.client, seal, prefix: 'rgw:', onUnverified: () => undefined }
+    const outbox = new RedisDeliveryStore({ ...shared, bounds: { keepMs: 60_000, lifeMs: 600_000, perTeam: 10 } })
+    const jobs = new RedisJobStore({ ...shared, maxEntryBytes: 1024 * 1024, outbox })
+    const now = Date.now()
+    const job = newJob({ id: 'j1', team: 'all', credential: 'default', key: 'k', report: canonicalGetReport(PATH, Q101, { maxRangeDays: 400 }), expectedSeconds: null }, now)
+    expect(await jobs.add(job, 10, now)).toBe(true)
+    const running = startJob(job, 'r1', now, 15_000) as Job
+    expect(await jobs.swap(job, running, now)).toBe(true)
+    const done = endJob(running, { runner: 'r1', runs: 1 }, now, { kind: 'done', resultBytes: 1, tookSeconds: 0 }, 60_000) as Job
+    const push = newDelivery({ job: 'j1', team: 'all', jobState: 'done', url: 'https://hooks.example.org/jobs', body: '{}' }, now)
+    expect(await jobs.swap(running, done, now, push)).toBe(true)
+    expect(await jobs.get('j1')).toEqual(done)
+    expect(await outbox.due(now, 10)).toEqual([push])
   })
 
   it('shares a token set on one replica with the other (GATEWAY_SECRET)', async () => {
