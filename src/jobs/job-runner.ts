@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { Clock, Timer } from '../clock.js'
+import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CallTally, CacheResult, ReadOptions } from '../reports/report-cache.js'
 import { fillMsOf } from '../reports/fill-time.js'
@@ -8,6 +8,7 @@ import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { NoIdleSeatError } from '../platform/governor/seat.js'
 import { endJob, heldResultBytes, isRun, renewJob, requeueJob, startable, startJob, type Job, type JobError, type Outcome, type Run } from './job.js'
 import type { JobStore } from './job-store.js'
+import { PollLoop } from './poll-loop.js'
 import type { Delivery } from './delivery.js'
 
 /** The jobs' settings (config `jobs`), in milliseconds and bytes. */
@@ -79,13 +80,22 @@ type RunEnd = { kind: 'done'; entry: CacheEntry; tookSeconds: number } | { kind:
 export class JobRunner {
   readonly #d: JobRunnerDeps
   readonly #running = new Set<string>()
-  #timer: Timer | null = null
-  #polling = false
-  #again = false
-  #stopped = false
+  readonly #loop: PollLoop
 
   constructor(deps: JobRunnerDeps) {
     this.#d = deps
+    const { settings, clock } = deps
+    // Jobs left due (no room here, or Redis failed): looked at again every jobs.poll. Else
+    // every jobs.lease, which finds a stopped runner's job once its lease ran out; a job
+    // asked anywhere wakes every runner at once (`wake`).
+    this.#loop = new PollLoop(clock, () =>
+      this.#poll()
+        .catch((err: unknown) => {
+          deps.failures.note('GW_JOBS_UNAVAILABLE', () => deps.log.warn({ err }, 'looking for report jobs to run failed'), 'runner')
+          return true
+        })
+        .then((leftDue) => (leftDue ? settings.pollMs : settings.leaseMs)),
+    )
   }
 
   start(): void {
@@ -94,8 +104,7 @@ export class JobRunner {
 
   /** Starts no job after this; jobs running end as their reads end (a shutdown's abort requeues them). */
   stop(): void {
-    this.#stopped = true
-    this.#d.clock.clearTimeout(this.#timer)
+    this.#loop.stop()
   }
 
   /** Jobs this replica runs now. */
@@ -105,36 +114,12 @@ export class JobRunner {
 
   /** Whether it is looking for jobs now. */
   get looking(): boolean {
-    return this.#polling
+    return this.#loop.polling
   }
 
   /** Looks for jobs to start now. */
   poke(): void {
-    if (this.#stopped) return
-    if (this.#polling) {
-      this.#again = true
-      return
-    }
-    this.#polling = true
-    this.#d.clock.clearTimeout(this.#timer)
-    const { settings, clock } = this.#d
-    let busy = true
-    this.#poll()
-      .then((leftDue) => (busy = leftDue))
-      .catch((err: unknown) => this.#d.failures.note('GW_JOBS_UNAVAILABLE', () => this.#d.log.warn({ err }, 'looking for report jobs to run failed'), 'runner'))
-      .finally(() => {
-        this.#polling = false
-        if (this.#stopped) return
-        if (this.#again) {
-          this.#again = false
-          this.poke()
-          return
-        }
-        // Jobs left due (no room here, or Redis failed): looked at again every jobs.poll.
-        // Else every jobs.lease, which finds a stopped runner's job once its lease ran
-        // out; a job asked anywhere wakes every runner at once (`wake`).
-        this.#timer = clock.setTimeout(() => this.poke(), busy ? settings.pollMs : settings.leaseMs).unref()
-      })
+    this.#loop.poke()
   }
 
   /** Starts the jobs due that this replica has room for; whether jobs are left due. */
@@ -146,7 +131,7 @@ export class JobRunner {
     // Its own among them when a renewal is late: more than room.
     const due = await store.due(clock.now(), room + this.#running.size)
     for (const job of due) {
-      if (this.#stopped || this.#running.size >= settings.perReplica) break
+      if (this.#loop.stopped || this.#running.size >= settings.perReplica) break
       const now = clock.now()
       if (this.#running.has(job.id) || !startable(job, now)) continue
       const started = startJob(job, runner, now, settings.leaseMs)

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino'
-import type { Clock, Timer } from '../clock.js'
+import type { Clock } from '../clock.js'
 import type { JobStatus } from './job.js'
 import { attempted, claimDelivery, deliveryView, newDelivery, type AttemptResult, type Delivery, type DeliveryView } from './delivery.js'
 import type { DeliveryStore } from './delivery-store.js'
+import { PollLoop } from './poll-loop.js'
 import type { Run } from './lease.js'
 import { webhookSignature } from './webhook-signature.js'
 import { webhookRefusal } from './webhook-target.js'
@@ -66,13 +67,20 @@ export interface WebhookDeliveriesDeps {
 export class WebhookDeliveries {
   readonly #d: WebhookDeliveriesDeps
   readonly #attempting = new Set<string>()
-  #timer: Timer | null = null
-  #polling = false
-  #again = false
-  #stopped = false
+  readonly #loop: PollLoop
 
   constructor(deps: WebhookDeliveriesDeps) {
     this.#d = deps
+    // Woken at the earliest due delivery of any replica's, looked at again at least every
+    // jobs.lease: another replica's retry, or a claim run out, is found then.
+    this.#loop = new PollLoop(deps.clock, () =>
+      this.#poll()
+        .catch((err: unknown) => {
+          deps.failures.note('GW_JOBS_UNAVAILABLE', () => deps.log.warn({ err }, 'looking for webhook deliveries to make failed'), 'webhooks')
+          return deps.clock.now() + deps.leaseMs
+        })
+        .then((next) => Math.min(deps.leaseMs, (next ?? Infinity) - deps.clock.now())),
+    )
   }
 
   /** Looks for due deliveries from now on. */
@@ -82,8 +90,7 @@ export class WebhookDeliveries {
 
   /** Claims no delivery after this; attempts under way end within their bound. */
   stop(): void {
-    this.#stopped = true
-    this.#d.clock.clearTimeout(this.#timer)
+    this.#loop.stop()
   }
 
   /** The latest deliveries of every team (of every replica, with Redis), newest first. */
@@ -99,31 +106,7 @@ export class WebhookDeliveries {
 
   /** Looks for due deliveries now. */
   poke(): void {
-    if (this.#stopped) return
-    if (this.#polling) {
-      this.#again = true
-      return
-    }
-    this.#polling = true
-    this.#d.clock.clearTimeout(this.#timer)
-    this.#poll()
-      .catch((err: unknown) => {
-        this.#d.failures.note('GW_JOBS_UNAVAILABLE', () => this.#d.log.warn({ err }, 'looking for webhook deliveries to make failed'), 'webhooks')
-        return this.#d.clock.now() + this.#d.leaseMs
-      })
-      .then((next) => {
-        this.#polling = false
-        if (this.#stopped) return
-        if (this.#again) {
-          this.#again = false
-          this.poke()
-          return
-        }
-        // Woken at the earliest due delivery of any replica's, looked at again at least every
-        // jobs.lease: another replica's retry, or a claim run out, is found then.
-        const now = this.#d.clock.now()
-        this.#timer = this.#d.clock.setTimeout(() => this.poke(), Math.max(1, Math.min(this.#d.leaseMs, (next ?? Infinity) - now))).unref()
-      })
+    this.#loop.poke()
   }
 
   /** Claims and attempts the due deliveries it has room for; when the earliest one left is due. */
@@ -133,7 +116,7 @@ export class WebhookDeliveries {
     // Full: an attempt's end looks again.
     if (room <= 0) return null
     for (const d of await store.due(clock.now(), room)) {
-      if (this.#stopped || this.#attempting.size >= AT_ONCE) break
+      if (this.#loop.stopped || this.#attempting.size >= AT_ONCE) break
       const now = clock.now()
       const claimed = claimDelivery(d, replica, now, settings.timeoutMs + leaseMs)
       if (claimed && (await store.swap(d, claimed, now))) this.#attempt(claimed)
