@@ -13,9 +13,13 @@ class SweepFirst extends BaseSequencer {
   }
 }
 
+const UNIT = 'test/unit/**/*.test.ts'
+// Unit files that read the process's own state (the event loop's idle time, Node's timer
+// lists), which other files leave changed in a shared worker: each in a process of its own.
+const PROCESS_STATE = ['test/unit/answer-timing.test.ts', 'test/unit/stepped-timers.test.ts']
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 20_000,
     hookTimeout: 20_000,
     // Suites start their own redis-server and sandbox; two cores run two files at once.
@@ -23,5 +27,12 @@ export default defineConfig({
     sequence: { sequencer: SweepFirst },
     // Tests skipped for a missing tool are named in the run's last line; with CI=true they fail it.
     globalSetup: ['test/helpers/missing-tools-setup.ts'],
+    projects: [
+      // Pure functions: their files share a worker's modules rather than each importing
+      // them again (test/unit in about half the time on two cores). No unit file writes
+      // module-level state, and faked timers are restored after each test.
+      { extends: true, test: { name: 'unit', include: [UNIT], exclude: PROCESS_STATE, isolate: false } },
+      { extends: true, test: { name: 'suites', include: ['test/!(unit)/**/*.test.ts', ...PROCESS_STATE] } },
+    ],
   },
 })

@@ -1,13 +1,12 @@
 import { SingleBar } from 'cli-progress'
 import { maskUrlPassword } from '../config.js'
 import { describeTally, planWarm, UsageError, USAGE, warmOptions, type WarmOptions } from './warm-plan.js'
+import { openJobs, plainProgress } from './warm-progress.js'
 import { RedirectRefused, runWarm, type WarmProgress } from './warm-run.js'
 
 // npm run warm -- --advertisers 101,102 --from 2026-11-01 --to 2026-11-21 [...]: asks the
 // gateway for the usual reports so that callers find them cached. The Helm
 // chart runs it as a CronJob (templates/cronjob-cache-warm.yaml).
-
-const PLAIN_PROGRESS_MS = 5000
 
 async function main(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -51,19 +50,7 @@ function showProgress(total: number): { update: (p: WarmProgress) => void; stop:
     bar.start(total, 0, { warmed: 0, fresh: 0, failed: 0, jobs: '' })
     return { update: (p) => bar.update(p.done, { ...p.tally, jobs: openJobs(p) }), stop: () => bar.stop() }
   }
-  let last: WarmProgress = { done: 0, total, tally: { warmed: 0, fresh: 0, stale: 0, uncacheable: 0, failed: 0 } }
-  const timer = setInterval(() => process.stdout.write(`warm: ${last.done}/${last.total}: ${describeTally(last.tally)}${openJobs(last)}\n`), PLAIN_PROGRESS_MS)
-  return {
-    update: (p) => {
-      last = p
-    },
-    stop: () => clearInterval(timer),
-  }
-}
-
-/** `--jobs`: how many of the reports asked as jobs are still queued or running. */
-function openJobs(p: WarmProgress): string {
-  return p.open === undefined ? '' : `; ${p.open} jobs queued or running`
+  return plainProgress(total, (line) => process.stdout.write(line))
 }
 
 process.exitCode = await main(process.argv.slice(2))

@@ -47,7 +47,9 @@ describe('memos under hostile traffic (inject)', () => {
     const before = sg.gw.memoBytes()
     const deadline = performance.now() + 25_000
     let sent = 0
-    for (let i = 0; i < 3000 && performance.now() < deadline; i++, sent++) {
+    // One refused URL left in a memo changes its bytes: 600 of them (660 calls) show it
+    // as surely as thousands; under load, the deadline ends the loop after no fewer than 300.
+    for (let i = 0; i < 600 && performance.now() < deadline; i++, sent++) {
       // An advertiser team growth may not read: 403.
       expect((await inject(reportUrl(i, 201), KEYS.growth)).statusCode).toBe(403)
       if (i % 10 === 0) {

@@ -1,43 +1,16 @@
-import { execFile, execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import { createServer } from 'node:net'
-import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { KEYS, startSandboxGateway, type SandboxGateway } from '../helpers/sandbox-gateway.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { useSandboxGateway } from '../helpers/fixtures.js'
+import { KEYS } from '../helpers/sandbox-gateway.js'
+import { ensureWarmBuilt, reportCalls as reports, warm } from '../helpers/warm-cli.js'
 
 // `npm run warm` as the CronJob runs it: the built CLI in a child process, against a
-// gateway and the platform sandbox on loopback.
+// gateway and the platform sandbox on loopback. Its progress lines, 5 s apart:
+// test/unit/warm-progress.test.ts (fake clock) and test/slow/warm-progress.test.ts (the CLI).
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const CLI = fileURLToPath(new URL('../../dist/cli/warm.js', import.meta.url))
-
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-// Asynchronous: the gateway answering the CLI runs in this process.
-function warm(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 30_000, env: { PATH: process.env.PATH ?? '', WARM_API_KEY: KEYS.growth, ...env } }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr })
-    })
-  })
-}
-
-const reports = (gw: SandboxGateway) => gw.callerRequests().filter((r) => r.path.includes('/report/'))
-
-let env: SandboxGateway
-beforeAll(async () => {
-  // `npm test` builds first (pretest); a lone `vitest run` of this file may not have.
-  if (!existsSync(CLI)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
-  env = await startSandboxGateway()
-}, 130_000)
-afterAll(async () => {
-  await env?.close()
-})
+beforeAll(ensureWarmBuilt, 130_000)
+const env = useSandboxGateway()
 
 describe('npm run warm', () => {
   const range = ['--from', '2026-11-01', '--to', '2026-11-21']
@@ -63,19 +36,14 @@ describe('npm run warm', () => {
     expect(reports(env)).toHaveLength(2)
   })
 
-  it('--jobs: asks each report as a job, waits for the jobs, saying how many are open; the fresh ones are answered at once', async () => {
+  it('--jobs: asks each report as a job and waits for the jobs; the fresh ones are answered at once', async () => {
     env.sandbox.clearRequests()
-    // Longer than the 5 s between progress lines: one comes while the jobs run.
-    env.sandbox.setLatency(5500)
     const jobRange = ['--from', '2026-08-01', '--to', '2026-08-31']
     const run = await warm(['--advertisers', '101,102,103', ...jobRange, '--url', env.url, '--concurrency', '1', '--jobs'], { WARM_API_KEY: KEYS.all })
-    env.sandbox.setLatency(0)
     expect(run.stderr).toBe('')
     expect(run.code).toBe(0)
     const lines = run.stdout.trim().split('\n')
     expect(lines[0]).toMatch(/^warm: 3 reports .*, 1 at a time, as jobs$/)
-    // Asked at once, then waited for: the progress says how many jobs are open.
-    expect(lines.slice(1, -1).some((line) => /; [1-3] jobs queued or running$/.test(line))).toBe(true)
     expect(lines.at(-1)).toMatch(/: 3 warmed, 0 already fresh, 0 stale, 0 not cacheable, 0 failed$/)
     expect(reports(env)).toHaveLength(3)
     // Each was a job: its calls carry the job's request id.
@@ -99,18 +67,6 @@ describe('npm run warm', () => {
       expect.stringMatching(/^warm: failed: GET \/api\/v1\/report\/campaigns\/get\?advertiserId=101&dateFrom=2026-10-01&dateTo=2026-10-02: 502 GW_UPSTREAM: /),
       expect.stringMatching(/^warm: failed: GET \/api\/v1\/report\/campaigns\/get\?advertiserId=999&dateFrom=2026-10-01&dateTo=2026-10-02: 403 GW_FORBIDDEN: /),
     ])
-  })
-
-  it('writes a progress line every 5 seconds when its output is no terminal', async () => {
-    env.sandbox.setLatency(2500)
-    const run = await warm(['--advertisers', '101,102,103', '--from', '2026-09-01', '--to', '2026-09-02', '--url', env.url, '--concurrency', '1'], { WARM_API_KEY: KEYS.all })
-    env.sandbox.setLatency(0)
-    expect(run.code).toBe(0)
-    const lines = run.stdout.trim().split('\n')
-    expect(lines[0]).toMatch(/^warm: 3 reports/)
-    expect(lines.slice(1, -1).length).toBeGreaterThanOrEqual(1)
-    for (const line of lines.slice(1, -1)) expect(line).toMatch(/^warm: [0-3]\/3: \d warmed, \d already fresh, 0 stale, 0 not cacheable, 0 failed$/)
-    expect(lines.at(-1)).toMatch(/: 3 warmed, 0 already fresh/)
   })
 
   it('refuses a redirect to another origin: the team key never leaves the gateway\'s origin', async () => {

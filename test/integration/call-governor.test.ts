@@ -262,8 +262,10 @@ describe.skipIf(!available)('a platform 429 pauses in proportion, two replicas o
 
     // The first call after the probe interval (on the gateways' clock) is the trial: the platform answers, the pause ends.
     let answer = await proxyGet(a, distinctReport(3))
+    // Steps of 250 ms of the gateways' clock, each after a short real pause for the
+    // replicas' Redis traffic: the trial comes after 5 s of their clock, not of real time.
     for (let i = 0; i < 40 && answer.statusCode === 503; i++) {
-      await new Promise((r) => setTimeout(r, 250))
+      await new Promise((r) => setTimeout(r, 25))
       clock.advance(250)
       answer = await proxyGet(a, distinctReport(3))
     }
