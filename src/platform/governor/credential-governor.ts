@@ -104,7 +104,7 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
       ? {
           onStarted: (kind: string, load: number) => estimator.started(kind, load),
           onEnded: (answer: Parameters<KneeEstimator['ended']>[0]) => {
-            estimator.ended({ ...answer, ...(o.answerTimed ? { timed: o.answerTimed() } : {}), ...(leased ? { remotePerMs: leased.answeredElsewhere() } : {}) })
+            estimator.ended({ ...answer, ...(o.answerTimed ? { timed: o.answerTimed() } : {}) })
             learned?.tick()
           },
           onWaited: () => estimator.waited(),

@@ -30,10 +30,9 @@
  *
  * Other replicas' calls ahead are in n but their ends are not seen here: they are taken to
  * end at their share of the ends of the calls in service under w (min(n − 1, w), each at
- * the mean own time of late), no faster than the other replicas answered (their calls may
- * cost more), an end sooner than k ends is as unlikely as theirs coming that soon (Poisson),
- * and an answer weighs as much as the share of the calls ahead of it whose ends were seen
- * here. An answer handled back to back with the one before is an end but not evidence: its
+ * the mean own time of late), an end sooner than k ends is as unlikely as theirs coming
+ * that soon (Poisson), and an answer weighs as much as the share of the calls ahead of it
+ * whose ends were seen here. An answer handled back to back with the one before is an end but not evidence: its
  * time is the gateway's. Pure logic: time is passed in.
  */
 
@@ -78,7 +77,6 @@ export interface Answer {
   outcome: 'ok' | 'overload' | 'other'
   /** False: handled back to back with the answer before (see above). */
   timed?: boolean
-  remotePerMs?: number // the other replicas' answers per ms, as their lease records last said
 }
 
 /** start: doubling from initialConcurrent; cruise: at the knee (and its probe seat); fault: halved while the platform fails. */
@@ -266,7 +264,7 @@ export class KneeEstimator {
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
     for (let w = 1; w <= this.#max; w++) {
       const k = load - w
-      const rate = Math.min((remoteShare * Math.min(load - 1, w)) / this.#ownMs[w - 1]!, a.remotePerMs ?? Infinity)
+      const rate = (remoteShare * Math.min(load - 1, w)) / this.#ownMs[w - 1]!
       const at = k > 0 ? endAt(ends, rate, k) : 0
       const possible = at !== null && latency - at >= 1
       const x = possible ? (at === 0 ? latencyLog : Math.log(latency - at)) : first ? latencyLog : st.m[w - 1]! // impossible: its kind's pace stands in

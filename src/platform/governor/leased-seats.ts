@@ -191,9 +191,6 @@ export class LeasedSeats implements SeatLease {
     this.#grown.push(fn)
   }
 
-  /** The other replicas' calls answered per ms, as their records said at the last answer. */
-  answeredElsewhere(): number { return this.#others.reduce((sum, r) => sum + r.answered, 0) / 1000 }
-
   /** A call of this replica was answered (its rate decides which replica learns the limit). */
   answered(): void {
     this.#answers += 1
