@@ -107,6 +107,31 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect((await fetch(`${gw.url}/api/v1/jobs/${id}?wait=31`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(400)
   })
 
+  it('every path under /api/v1/jobs is the gateway\'s: another method or spelling of a job path is 404 and never reaches the platform', async () => {
+    const gw = await start()
+    const { id } = (await (await ask(gw)).json()) as Status
+    await done(gw, id)
+    sandbox.clearRequests()
+    const tries: Array<[string, string]> = [
+      ['PUT', `/api/v1/jobs/${id}`],
+      ['POST', `/api/v1/jobs/${id}`],
+      ['PATCH', `/api/v1/jobs/${id}`],
+      ['POST', `/api/v1/jobs/${id}/result`],
+      ['DELETE', `/api/v1/jobs/${id}/result`],
+      ['GET', `/api/v1/jobs/${id}/`],
+      ['GET', `/api/v1/jobs/${id}/result/`],
+      ['GET', `/api/v1/jobs/${id}/other`],
+      ['GET', '/api/v1/jobs/'],
+    ]
+    for (const [method, path] of tries) {
+      const res = await fetch(`${gw.url}${path}`, { method, headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, ...(method === 'GET' ? {} : { body: '{}' }) })
+      expect({ method, path, status: res.status, code: ((await res.json()) as { code?: string }).code }).toEqual({ method, path, status: 404, code: 'GW_NOT_FOUND' })
+    }
+    // The key comes first, as on every /api/v1 call.
+    expect((await fetch(`${gw.url}/api/v1/jobs/${id}`, { method: 'PUT' })).status).toBe(401)
+    expect(sandbox.countRequests(() => true)).toBe(0)
+  })
+
   it('identical jobs join one platform call; a queued job is cancelled, a running one is not; ?wait holds the status until it changes', async () => {
     const gw = await start()
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })

@@ -7,6 +7,7 @@ import { jobCancelSchema, jobResultSchema, jobStatusSchema } from '../openapi/jo
 import { sendReport } from './report-reply.js'
 import type { ReportAnswerFacts } from './report-facts.js'
 import type { CacheEntry } from '../../cache/cache-entry.js'
+import { FORWARDED_METHODS } from '../methods.js'
 
 /** What the job routes read: the jobs, the admission of callers, the clock, what a report answer says of its cost and finality. */
 export interface JobRouteParts {
@@ -62,6 +63,15 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
     await jobs.cancel(own(request), caller.team.name)
     return reply.code(204).send()
   })
+
+  // Every path under /api/v1/jobs/ is the gateway's, in every method: what the routes above
+  // do not serve is 404 after the key, as an unknown job is, and never forwarded to the
+  // platform (the more specific routes above win over this one).
+  const none = (request: FastifyRequest): never => {
+    admit(request)
+    throw new NotFoundError()
+  }
+  app.route({ method: FORWARDED_METHODS, url: '/api/v1/jobs/*', schema: { hide: true }, handler: none })
 }
 
 /** The ids jobs.ts makes, and the route's documented pattern. */
