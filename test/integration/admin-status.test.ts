@@ -39,6 +39,24 @@ describe('GET /admin/status and /admin/audit', () => {
     expect((await get(gw, '/admin/usage')).headers['cache-control']).toBe('no-store')
   })
 
+  it('no call under /admin/ answers without the admin token or without the admin headers, an unknown one included', async () => {
+    const { gw } = await gateway({ redis: false })
+    const tries = [
+      { method: 'GET', url: '/admin/nope' },
+      { method: 'GET', url: '/admin/status/' },
+      { method: 'POST', url: '/admin/status' },
+      { method: 'DELETE', url: '/admin/whoami' },
+      { method: 'GET', url: '/admin/' },
+    ] as const
+    for (const { method, url } of tries) {
+      const refused = await gw.admin.inject({ method, url })
+      const known = await gw.admin.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      const seen = (res: typeof refused) => [res.statusCode, res.json().code, res.headers['cache-control'], res.headers['x-frame-options'], res.headers['x-content-type-options']]
+      expect([method, url, ...seen(refused)]).toEqual([method, url, 401, 'GW_UNAUTHORIZED', 'no-store', 'DENY', 'nosniff'])
+      expect([method, url, ...seen(known)]).toEqual([method, url, 404, 'GW_NOT_FOUND', 'no-store', 'DENY', 'nosniff'])
+    }
+  })
+
   it('shows the credential, Redis without its password, the cache, the teams and the governor; never a secret', async () => {
     const { gw, port } = await gateway()
     const key = gw.tokens.get('default').current()

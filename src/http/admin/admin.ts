@@ -16,6 +16,7 @@ import { adminSchema, answer, reloadSchema } from './admin-schemas.js'
 import { clusterRoutes } from './cluster-route.js'
 import { adminJobsRoutes } from './admin-jobs.js'
 import type { WebhookDeliveries } from '../../jobs/webhook-deliveries.js'
+import { NotFoundError } from '../../errors.js'
 
 /**
  * What the /admin/* calls read: what the status view reads, and the parts the other calls
@@ -76,4 +77,10 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
   await app.register(clusterRoutes, { clock, replicas })
   await app.register(adminJobsRoutes, { webhooks })
   await app.register(adminConfigRoutes, { config, runtimeLevel, bus, clock, replicas })
+
+  // A path under /admin/ that no call above serves, in any method, is 404 here, inside this
+  // plugin: behind the admin token and with the admin answers' headers, as every /admin/* answer.
+  app.all('/admin/*', { schema: { hide: true } }, async () => {
+    throw new NotFoundError()
+  })
 }
