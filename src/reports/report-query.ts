@@ -156,11 +156,23 @@ function splitQuery(
   const named = new Map<string, string>()
   const rest: Pair[] = []
   for (const [key, value] of new URLSearchParams(rawQuery)) {
+    const listOf = phpListName(key)
+    if (listOf !== null && names.includes(listOf)) bad(`${listOf}: one value, not a list (${show(key)})`)
     if (!names.includes(key)) rest.push([key, value])
     else if (named.has(key)) bad(`${key}: given more than once`)
     else named.set(key, value)
   }
   return { named, rest }
+}
+
+/**
+ * The name PHP reads `key` as a list of (`name[]`, `name[x]`: a `[` with a `]` after it),
+ * else null. Beside `name` the list is the last spelling and wins, so the platform would
+ * read a value other than the one checked here; alone it is a list where one value goes.
+ */
+function phpListName(key: string): string | null {
+  const open = key.indexOf('[')
+  return open > 0 && key.indexOf(']', open) > open ? key.slice(0, open) : null
 }
 
 // Sorted by key only: the sort is stable, so repeated unknown parameters keep their

@@ -198,6 +198,11 @@ describe('rejected report requests', () => {
     { name: 'GET byDate twice, same value', method: 'GET', query: `${BASE}&byDate=1&byDate=1`, message: 'byDate: given more than once' },
     { name: 'GET dateFrom twice', method: 'GET', query: `${BASE}&dateFrom=2026-01-01`, message: 'dateFrom: given more than once' },
     { name: 'GET advertiserId twice', method: 'GET', query: `${BASE}&advertiserId=8`, message: 'advertiserId: given more than once' },
+    // PHP reads `name[]`, `name[x]` as `name` (its last spelling wins, a list): the platform would read another value than the one checked.
+    { name: 'GET advertiserId[] beside advertiserId', method: 'GET', query: `${BASE}&advertiserId[]=8`, message: 'advertiserId: one value, not a list (advertiserId[])' },
+    { name: 'GET dateTo[x] beside dateTo', method: 'GET', query: `${BASE}&dateTo[x]=2027-12-31`, message: 'dateTo: one value, not a list (dateTo[x])' },
+    { name: 'GET byDate[] alone', method: 'GET', query: `${BASE}&byDate[]=1`, message: 'byDate: one value, not a list (byDate[])' },
+    { name: 'POST advertiserId[] in query', method: 'POST', query: 'advertiserId[]=5', body: post(), message: 'advertiserId: one value, not a list (advertiserId[])' },
     ...[null, [], 'x', 7, true].map((body) => ({
       name: `POST body ${JSON.stringify(body)}`,
       method: 'POST' as const,
@@ -249,6 +254,13 @@ describe('rejected report requests', () => {
   it('bounds the echoed value', () => {
     const err = failure(() => canonicalGetReport(PATH, `advertiserId=${'x'.repeat(10_000)}&${BASE.slice(15)}`, OPTS))
     expect((err as Error).message.length).toBeLessThan(120)
+  })
+
+  it('passes on names PHP reads as other names than the known parameters', () => {
+    // `advertiserId[` is `advertiserId_` to PHP, `advertiserId.` too, `advertiserIds[]` another list.
+    for (const extra of ['advertiserId[=8', 'advertiserId.=8', 'advertiserIds[]=8', 'x[advertiserId]=8']) {
+      expect(canonicalGetReport(PATH, `${BASE}&${extra}`, OPTS).advertiserId, extra).toBe(7)
+    }
   })
 })
 
