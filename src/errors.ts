@@ -52,7 +52,7 @@ export const allErrors = {
   JobsFullError: createError<[string, number]>('GW_JOBS_FULL', 'team %s has %d report jobs queued or running, the most it may (jobs.maxOpenPerTeam); ask again when one ends', 429),
   JobResultTooLargeError: createError<[string]>('GW_JOB_RESULT_TOO_LARGE', '%s', 413),
   JobNotDoneError: createError<[string, string]>('GW_JOB_NOT_DONE', 'job %s is %s: its result is not there yet (GET its status, with ?wait=N to wait)', 409),
-  JobRunningError: createError<[string]>('GW_JOB_RUNNING', 'job %s is running already: only a queued job is cancelled', 409),
+  JobRunningError: createError<[string, string]>('GW_JOB_RUNNING', 'job %s is %s: only a queued job is cancelled', 409),
   JobExpiredError: createError<[string]>('GW_JOB_EXPIRED', 'the result of job %s expired: ask the report again', 410),
   JobsUnavailableError: createError<[string, { cause?: unknown }?]>('GW_JOBS_UNAVAILABLE', 'report jobs are kept in Redis, which cannot be read now: %s', 503),
 }

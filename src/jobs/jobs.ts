@@ -105,7 +105,7 @@ export class Jobs {
     // A queued job changes only when a runner starts it: a failed removal reads it again.
     for (;;) {
       const job = await this.#own(id, team)
-      if (!cancellable(job)) throw new JobRunningError(id)
+      if (!cancellable(job)) throw new JobRunningError(id, stateAt(job, this.#d.clock.now()))
       if (await this.#d.store.remove(job)) return
     }
   }

@@ -85,6 +85,10 @@ describe('report jobs (demo mode, no Redis)', () => {
     const again = await fetch(`${gw.url}/api/v1/jobs/${accepted.id}/result`, { headers: { 'x-api-key': KEYS.all, 'if-none-match': etag } })
     expect(again.status).toBe(304)
     expect(reportCalls()).toBe(1)
+    // A job that ended is no more cancelled than a running one, and its refusal says what it is.
+    const late = await fetch(`${gw.url}/api/v1/jobs/${accepted.id}`, { method: 'DELETE', headers: { 'x-api-key': KEYS.all } })
+    expect(late.status).toBe(409)
+    expect(await late.json()).toMatchObject({ code: 'GW_JOB_RUNNING', message: `job ${accepted.id} is done: only a queued job is cancelled` })
 
     // The cache answers it now: the usual answer, no job.
     const cached = await ask(gw)
