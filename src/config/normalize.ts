@@ -229,7 +229,10 @@ function checkUrl(value: string | null | undefined, name: string, problems: stri
   if (value == null) return null
   try {
     const url = new URL(value)
-    if (url.search || url.hash || url.pathname !== '/') {
+    // A user or password in it would be sent nowhere useful and shown by GET /admin/config: an origin holds neither.
+    if (url.username || url.password) {
+      problems.push(`${name}: must be an origin only, without a user or password (the value is not shown); give the platform's credentials as PLATFORM_TOKEN or the PLATFORM_USERNAME login`)
+    } else if (url.search || url.hash || url.pathname !== '/') {
       problems.push(`${name}: must be an origin only, without path, query or fragment (got ${JSON.stringify(maskUrlPassword(value))})`)
     }
     return url.href.replace(/\/+$/, '')

@@ -361,6 +361,8 @@ describe('invalid configuration names the key', () => {
     { name: 'REDIS_URL=http://x', env: { REDIS_URL: 'http://x' }, expected: /REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL$/ },
     { name: 'PLATFORM_BASE_URL=ftp://x', env: { PLATFORM_BASE_URL: 'ftp://x', PLATFORM_TOKEN: TOKEN }, expected: /PLATFORM_BASE_URL: must be an http:\/\/ or https:\/\/ URL/ },
     { name: 'PLATFORM_BASE_URL with a path', env: { PLATFORM_BASE_URL: `${BASE}/api/v1`, PLATFORM_TOKEN: TOKEN }, expected: /PLATFORM_BASE_URL \(platform.baseUrl\): must be an origin only/ },
+    { name: 'PLATFORM_BASE_URL with a user and password', env: { PLATFORM_BASE_URL: 'https://ops:pw-in-url-123@platform.example', PLATFORM_TOKEN: TOKEN }, expected: /PLATFORM_BASE_URL \(platform.baseUrl\): must be an origin only, without a user or password/ },
+    { name: 'a credential baseUrl with a user', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, CREDENTIAL_PARTNER_TOKEN: TOKEN }, yaml: 'credentials:\n  partner: { baseUrl: "https://ops@partner.example" }', expected: /credentials\.partner\.baseUrl: must be an origin only, without a user or password/ },
     { name: 'a bad duration', env: {}, yaml: 'platform: { timeout: 5 minutes }', expected: /platform\.timeout: must be milliseconds as a number, or a string such as 500ms/ },
     { name: 'a bad rate-limit window', env: {}, yaml: `teams:\n  growth: { keys: [], advertisers: [101], rateLimit: { max: 5, window: 1 week } }`, expected: /teams\.growth\.rateLimit\.window: must be milliseconds/ },
     { name: 'a bad size', env: {}, yaml: 'bodyLimit: 1MB', expected: /bodyLimit: must be bytes as a number, or a string such as 64MiB/ },
@@ -391,6 +393,11 @@ describe('invalid configuration names the key', () => {
     expect(err.message).toMatch(/^invalid configuration:( \S|\n {2}- )/)
     expect(err.message).toMatch(expected)
     expect(err.problems.length).toBeGreaterThan(0)
+  })
+
+  it('never repeats the password of a platform URL that holds one (it would be shown by GET /admin/config)', () => {
+    const err = problem({ PLATFORM_BASE_URL: 'https://ops:pw-in-url-123@platform.example', PLATFORM_TOKEN: TOKEN })
+    expect(err.message).not.toContain('pw-in-url-123')
   })
 
   it('reports every problem at once, one line each', () => {
