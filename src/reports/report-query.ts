@@ -156,8 +156,9 @@ function splitQuery(
   const named = new Map<string, string>()
   const rest: Pair[] = []
   for (const [key, value] of new URLSearchParams(rawQuery)) {
-    const listOf = phpListName(key)
-    if (listOf !== null && names.includes(listOf)) bad(`${listOf}: one value, not a list (${show(key)})`)
+    // A known name spelled otherwise to PHP can only be its list (`name[]`, `name[x]`).
+    const variable = phpVariable(key)
+    if (variable !== key && names.includes(variable)) bad(`${variable}: one value, not a list (${show(key)})`)
     if (!names.includes(key)) rest.push([key, value])
     else if (named.has(key)) bad(`${key}: given more than once`)
     else named.set(key, value)
@@ -166,20 +167,28 @@ function splitQuery(
 }
 
 /**
- * The name PHP reads `key` as a list of (`name[]`, `name[x]`: a `[` with a `]` after it),
- * else null. Beside `name` the list is the last spelling and wins, so the platform would
- * read a value other than the one checked here; alone it is a list where one value goes.
+ * The variable PHP files the parameter `key` under: the name before a `[` that a `]`
+ * follows (`name[]`, `name[x]` are lists of `name`), its spaces, dots and a lone `[` read
+ * as `_` (`a.b`, `a b` are `a_b`). Of several parameters of one variable the platform
+ * reads the last.
  */
-function phpListName(key: string): string | null {
+function phpVariable(key: string): string {
   const open = key.indexOf('[')
-  return open > 0 && key.indexOf(']', open) > open ? key.slice(0, open) : null
+  const name = open > 0 && key.indexOf(']', open) > open ? key.slice(0, open) : key
+  return name.replace(/[ .[]/g, '_')
 }
 
-// Sorted by key only: the sort is stable, so repeated unknown parameters keep their
-// order (`ids[]=2&ids[]=1` is an ordered list to the platform; reordering could
-// change the answer, and keeping it costs at most a separate cache entry).
+// Sorted by the variable PHP files each parameter under, and only by it: the sort is
+// stable, so the parameters of one variable keep their order (`ids[]=2&ids[]=1` is an
+// ordered list to the platform, and of `a[]=1&a=2` or `a_b=1&a.b=2` it reads the last
+// one; reordering would change the answer, and keeping it costs at most a separate
+// cache entry).
 function encodeQuery(pairs: readonly Pair[]): { query: string; sorted: Pair[] } {
-  const sorted = pairs.toSorted(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  const variables = new Map(pairs.map(([key]) => [key, phpVariable(key)]))
+  const sorted = pairs.toSorted(([a], [b]) => {
+    const [x, y] = [variables.get(a) as string, variables.get(b) as string]
+    return x < y ? -1 : x > y ? 1 : 0
+  })
   const query = sorted.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')
   return { query, sorted }
 }

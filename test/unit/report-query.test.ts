@@ -256,6 +256,21 @@ describe('rejected report requests', () => {
     expect((err as Error).message.length).toBeLessThan(120)
   })
 
+  it('keeps the order of the spellings PHP reads as one variable: the last one the caller wrote is the one the platform reads', () => {
+    // PHP files `name`, `name[]`, `name[x]` under `name`, and `a.b`, `a b` under `a_b`; the last spelling wins.
+    const head = 'advertiserId=7&dateFrom=2026-01-01&dateTo=2026-01-30'
+    const spellings = [
+      ['spentBased[]=local&spentBased=USD', `${head}&spentBased%5B%5D=local&spentBased=USD`],
+      ['spentBased=USD&spentBased[]=local', `${head}&spentBased=USD&spentBased%5B%5D=local`],
+      ['spent_Based=USD&spent.Based=local', `${head}&spent_Based=USD&spent.Based=local`],
+      ['z=1&spent.Based=local&spent_Based=USD&a=2', `a=2&${head}&spent.Based=local&spent_Based=USD&z=1`],
+    ]
+    for (const [spelled, canonical] of spellings) expect(canonicalGetReport(PATH, `${BASE}&${spelled}`, OPTS).query, spelled).toBe(canonical)
+    // Two meanings, two reports.
+    const keyOf = (extra: string) => reportCacheKey({ credential: 'default', report: canonicalGetReport(PATH, `${BASE}&${extra}`, OPTS) }, { prefix: 'rgw:', version: 1 })
+    expect(keyOf('spentBased[]=local&spentBased=USD')).not.toBe(keyOf('spentBased=USD&spentBased[]=local'))
+  })
+
   it('passes on names PHP reads as other names than the known parameters', () => {
     // `advertiserId[` is `advertiserId_` to PHP, `advertiserId.` too, `advertiserIds[]` another list.
     for (const extra of ['advertiserId[=8', 'advertiserId.=8', 'advertiserIds[]=8', 'x[advertiserId]=8']) {
