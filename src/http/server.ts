@@ -1,7 +1,7 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError, type GatewayError } from '../errors.js'
@@ -190,6 +190,14 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       return server
     },
     clientErrorHandler: answerClientError,
+    // What the router refuses before a route is found (a path that is no percent-encoding,
+    // `%zz`) in the contract's terms too, a GW_* 400 with its request id: no hook of the
+    // listener runs for it.
+    frameworkErrors: (error, request, reply) => {
+      const answer = reply as FastifyReply
+      setAnswerFields(answer, { reqId: request.id, rate: null })
+      answer.send(new BadRequestError(error.code === 'FST_ERR_BAD_URL' ? 'request target: the path is not valid percent-encoding' : 'malformed request'))
+    },
     // Validation errors carry their schema, whose description says what a field must be.
     // A property a schema does not allow fails the call: Fastify's default removes it
     // unseen, which made `?advertiserID=101` a purge of everything.

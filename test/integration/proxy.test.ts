@@ -486,6 +486,23 @@ describe('path-spelling attacks never reach the platform outside /api/v1/', () =
   })
 })
 
+describe('a path that is no percent-encoding', () => {
+  it.each(['/api/v1/campaign/%zz', '/api/v1/report/campaigns/%E0%A4%A', '/api/v1/jobs/%', '/%zz'])('is 400 GW_BAD_REQUEST with a request id on the proxy listener, never a framework code: %s', async (target) => {
+    const res = await rawRequest(target)
+    expect(res.status).toBe(400)
+    expect(JSON.parse(res.body)).toEqual({ statusCode: 400, code: 'GW_BAD_REQUEST', error: 'Bad Request', message: 'request target: the path is not valid percent-encoding' })
+    expect(res.headers['x-request-id']).toBeTruthy()
+    expect(sandbox.requests).toHaveLength(0)
+  })
+
+  it('is 400 GW_BAD_REQUEST on the admin listener too', async () => {
+    const res = await gw.admin.inject({ method: 'GET', url: '/admin/%zz' })
+    expect(res.statusCode).toBe(400)
+    expect(res.json()).toMatchObject({ statusCode: 400, code: 'GW_BAD_REQUEST' })
+    expect(res.headers['x-request-id']).toBeTruthy()
+  })
+})
+
 describe('health on both listeners', () => {
   it.each(['proxy', 'admin'] as const)('%s answers /healthz and /readyz without a key', async (listener) => {
     const app = gw[listener]
