@@ -198,7 +198,9 @@ export class JobRunner {
       if (e.cause instanceof NoIdleSeatError || e instanceof NoIdleSeatError) return { kind: 'requeue', notBefore: clock.now() + settings.retryMs }
       if (e.code === 'GW_SHUTTING_DOWN') return { kind: 'requeue', notBefore: clock.now() }
       const gateway = typeof e.code === 'string' && e.code.startsWith('GW_')
-      return { kind: 'failed', error: { code: gateway ? (e.code as string) : 'GW_UPSTREAM', statusCode: e.statusCode ?? 502, message: gateway ? this.#told(e) : 'the platform failed' }, tookSeconds: 0 }
+      const error = { code: gateway ? (e.code as string) : 'GW_UPSTREAM', statusCode: e.statusCode ?? 502, message: gateway ? this.#told(e) : 'the platform failed' }
+      const wait = (e as { retryAfterSec?: unknown }).retryAfterSec
+      return { kind: 'failed', error: typeof wait === 'number' ? { ...error, retryAt: clock.now() + wait * 1000 } : error, tookSeconds: 0 }
     }
   }
 

@@ -28,6 +28,8 @@ export interface JobError {
   code: string
   message: string
   statusCode: number
+  /** When the wait it named ends (epoch ms), for a failure that says when to come back (a 429, a 503). */
+  retryAt?: number
 }
 
 export interface Job extends Leased {

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import { JobExpiredError, JobNotDoneError, JobRunningError, JobsFullError, JobsUnavailableError, NotFoundError } from '../errors.js'
-import { cancellable, jobStatus, newJob, placeInQueue, stateAt, type Job, type JobFinality, type JobStatus } from './job.js'
+import { cancellable, jobStatus, newJob, placeInQueue, stateAt, type Job, type JobError, type JobFinality, type JobStatus } from './job.js'
 import type { JobStore } from './job-store.js'
 import type { JobRunner, JobSettings } from './job-runner.js'
 
@@ -116,7 +116,7 @@ export class Jobs {
     const now = clock.now()
     const state = stateAt(job, now)
     if (state === 'expired') throw new JobExpiredError(id)
-    if (state === 'failed' && job.error) throw Object.assign(new Error(job.error.message), { code: job.error.code, statusCode: job.error.statusCode })
+    if (state === 'failed' && job.error) throw failureOf(job.error, now)
     if (state !== 'done') throw new JobNotDoneError(id, state)
     const entry = await store.result(id, now)
     if (entry === null) throw new JobExpiredError(id)
@@ -158,4 +158,16 @@ async function shared<T>(fn: () => Promise<T>): Promise<T> {
     if (typeof (err as { code?: unknown }).code === 'string' && (err as { code: string }).code.startsWith('GW_')) throw err
     throw Object.assign(new JobsUnavailableError((err as Error).message, { cause: err }), { retryAfterSec: 1 })
   }
+}
+
+/**
+ * A failed job's result: its failure as a read would have answered it; a 429 or a 503 says
+ * when to come back (`retry-after`), as every one of a call does: the seconds left of the
+ * wait it named, else 1.
+ */
+function failureOf(error: JobError, now: number): Error {
+  const told = { code: error.code, statusCode: error.statusCode }
+  if (error.statusCode !== 429 && error.statusCode !== 503) return Object.assign(new Error(error.message), told)
+  const retryAfterSec = error.retryAt === undefined ? 1 : Math.max(0, Math.ceil((error.retryAt - now) / 1000))
+  return Object.assign(new Error(error.message), told, { retryAfterSec })
 }

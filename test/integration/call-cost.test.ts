@@ -204,6 +204,10 @@ describe('a team\'s bound of platform-seconds a day', () => {
     // When the UTC day resets, as an instant.
     expect(failed.error?.message).toContain('2026-03-11T00:00:00.000Z')
     expect(failed.tookSeconds).toBe(0)
+    // Its result is that failure, and says when to come back, as every 429 does: the seconds to the day's end.
+    const result = await fetch(`${gw.url}/api/v1/jobs/${spent}/result`, { headers: { 'x-api-key': BOUNDED_KEY } })
+    expect(result.status).toBe(429)
+    expect(Number(result.headers.get('retry-after'))).toBe(Math.ceil((Date.parse('2026-03-11T00:00:00.000Z') - clock.now()) / 1000))
     // A cached copy is an answer, not a call.
     expect(await statusOf(cached)).toMatchObject({ state: 'done', tookSeconds: 0 })
     expect(sandbox.countRequests((r) => r.path === PATH)).toBe(calls)
