@@ -10,7 +10,7 @@ import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
 const MIN_RENEW_MS = 20
 /** A replica short of seats, none being free, asks again this often unless told sooner: a bounded poll. */
 export const STARVED_RETRY_MS = 250
-// Seats unused this long, nobody else wanting them, go back.
+// Seats past what fits the replica's demand this long, nobody else wanting them, go back.
 const TRIM_AFTER_MS = 1000
 // While the store cannot be reached, a renewal is tried again this often.
 const DOWN_RETRY_MS = 100
@@ -259,10 +259,10 @@ export class LeasedSeats implements SeatLease {
       this.#schedule(wait)
       return
     }
-    if (need < this.#lease) {
+    if (this.#lease > fitting(need, demand.limit)) {
       this.#unusedSince ??= now
       this.#schedule(Math.max(0, TRIM_AFTER_MS - (now - this.#unusedSince)))
-    }
+    } else this.#unusedSince = null
   }
 
   /** The seats this replica is due while others wait: its target's whole seats, and the one its fraction rounds to in its turn. */
@@ -277,10 +277,23 @@ export class LeasedSeats implements SeatLease {
     return leasePlan(mine, this.#others, d.limit, this.#learnerRun ?? this.#plan?.learnerRun ?? null)
   }
 
-  /** The seats to ask for: while another replica waits, its due and any seat no one took (none while a replica that waits is short of its due); else its need and headroom. */
-  #wanted(need: number, limit: number): number {
+  /** The seats to ask for: while another replica waits, its due and any seat no one took (none while a replica that waits is short of its due); else the seats it keeps. */
+  #wanted(d: ReplicaDemand): number {
+    const need = d.inFlight + d.waiting
     if (need === 0) return 0
-    return this.#plan?.contended ? Math.min(need, this.#due() + this.#spare()) : Math.min(limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
+    return this.#plan?.contended ? Math.min(need, this.#due() + this.#spare()) : this.#kept(d)
+  }
+
+  /**
+   * The seats it keeps while no other replica waits: what fits its demand, or its lease
+   * while the seats past that have been past it less than TRIM_AFTER_MS. A closed loop of
+   * callers dips between an answer and its next ask: a renewal that met the dip and sized
+   * the lease by it would make the next ask wait for another renewal.
+   */
+  #kept(d: ReplicaDemand): number {
+    const fit = fitting(d.inFlight + d.waiting, d.limit)
+    const trimmed = this.#unusedSince !== null && this.#clock.now() - this.#unusedSince >= TRIM_AFTER_MS
+    return trimmed ? fit : Math.max(fit, Math.min(this.#lease, d.limit))
   }
 
   #schedule(ms: number): void {
@@ -319,7 +332,7 @@ export class LeasedSeats implements SeatLease {
     // Its due as its demand now and the others' last records make it.
     if (this.#plan !== null) this.#plan = this.#planFor(need, d)
     // While another replica waits: its due, and any seat no one took (none while a replica that waits is short of its due).
-    const wanted = this.#wanted(need, d.limit)
+    const wanted = this.#wanted(d)
     // Back from an outage, a replica asks for no more than it holds until every replica has
     // renewed (a replica that holds seats renews every third of a lease): every replica's
     // calls are counted before any grows.
@@ -379,11 +392,11 @@ export class LeasedSeats implements SeatLease {
     this.#plan = this.#planFor(need, this.#demand)
     // Short of seats with none free that it may take: it waits to be told, or for the bounded
     // retry, and tells the replicas that hold seats they neither use nor are due to give them back.
-    if (need > this.#lease && !(this.#free > 0 && this.#wanted(need, limit) > this.#lease)) {
+    if (need > this.#lease && !(this.#free > 0 && this.#wanted(this.#demand) > this.#lease)) {
       this.#starvedAt = this.#lastAnswer
       for (const run of this.#plan.over) this.#o.store.tell(run).catch(() => undefined)
     }
-    if (this.#lease >= need) this.#unusedSince = this.#lease > need ? (this.#unusedSince ?? this.#lastAnswer) : null
+    this.#unusedSince = this.#lease > fitting(this.#demand.inFlight + this.#demand.waiting, this.#demand.limit) ? (this.#unusedSince ?? this.#lastAnswer) : null
     // Seats given back (a lease cut, or calls past it ended): the replica that needs most is told.
     // Seats left free, or given back (a lease cut, calls past it ended): the replicas short of
     // their due are told, else the one that needs most (each may wait for its bounded retry).
@@ -394,4 +407,9 @@ export class LeasedSeats implements SeatLease {
     // Targets moved with every renewal: the queue looks again.
     for (const fn of this.#grown) fn()
   }
+}
+
+/** The seats that fit a demand of `need` calls: room to grow past it, SEAT_HEADROOM more and one seat at least, within the limit. */
+function fitting(need: number, limit: number): number {
+  return need === 0 ? 0 : Math.min(limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
 }

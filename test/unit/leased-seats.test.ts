@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest'
+import { LeasedSeats } from '../../src/platform/governor/leased-seats.js'
+import { MemoryLeaseStore, type LeaseAnswer, type LeaseAsk } from '../../src/platform/governor/lease-store.js'
+import type { ReplicaDemand } from '../../src/platform/governor/seat-lease.js'
+import { SimClock } from '../sim/sim-clock.js'
+
+// One replica's lease on the simulator's clock, against the in-memory store (the same
+// grant rule as Redis's script): what it asks for while no other replica waits.
+
+/** The store, counting renewals. */
+class CountingStore extends MemoryLeaseStore {
+  renewals = 0
+  override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
+    this.renewals += 1
+    return super.renew(ask)
+  }
+}
+
+const LEASE_MS = 3000
+const LIMIT = 16
+
+function replica() {
+  const clock = new SimClock()
+  const store = new CountingStore(clock)
+  const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~1', perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+  const start = clock.now()
+  /** Team a's calls in flight are `inFlight` now; then the clock runs `ms`. */
+  const demand = async (inFlight: number, ms: number) => {
+    const d: ReplicaDemand = { limit: LIMIT, inFlight, waiting: 0, teams: [{ team: 'a', weight: 1, held: inFlight, waiting: 0, cap: null, peak: 8, lingering: inFlight === 0, seatMs: 0 }] }
+    lease.demand(d)
+    await clock.run(clock.now() + ms)
+  }
+  return { clock, store, lease, start, demand }
+}
+
+/** A closed loop of 8 callers for `seconds`: 8 in flight, every 300 ms 5 for 10 ms (answers on their way back to callers that ask again). */
+async function closedLoop(r: ReturnType<typeof replica>, seconds: number, sizes: number[] = []) {
+  for (let t = 0; t < seconds * 1000; t += 10) {
+    await r.demand(t % 300 === 0 ? 5 : 8, 10)
+    sizes.push(r.lease.size(LIMIT))
+  }
+  return sizes
+}
+
+describe('one replica\'s lease, no other replica waiting', () => {
+  it('keeps the seats its callers come back for: a renewal that meets a dip between an answer and the next ask shrinks nothing', async () => {
+    const r = replica()
+    await r.lease.start()
+    const sizes = await closedLoop(r, 10)
+    // Granted after the first renewals (a run the store does not know gets no more than it holds).
+    expect(Math.min(...sizes.slice(10))).toBeGreaterThanOrEqual(8)
+    r.lease.stop()
+  })
+
+  it('renews every third of its lease while its calls go on, not at each call', async () => {
+    const r = replica()
+    await r.lease.start()
+    await closedLoop(r, 10)
+    // Two at the start (the first grant is bounded by what it holds), then one each LEASE_MS / 3.
+    expect(r.store.renewals).toBeLessThanOrEqual(2 + (10 * 1000) / (LEASE_MS / 3))
+    r.lease.stop()
+  })
+
+  it('gives back the seats past its need once they have been past it a second', async () => {
+    const r = replica()
+    await r.lease.start()
+    await closedLoop(r, 2)
+    expect(r.lease.size(LIMIT)).toBe(10)
+    // 2 calls from now on: the lease stays within the second (a renewal every LEASE_MS / 3
+    // meets it), then is 3 (2 and room to grow).
+    await r.demand(2, 900)
+    expect(r.lease.size(LIMIT)).toBe(10)
+    await r.demand(2, 200)
+    expect(r.lease.size(LIMIT)).toBe(3)
+    await r.demand(0, 1100)
+    expect(r.lease.size(LIMIT)).toBe(0)
+    r.lease.stop()
+  })
+})
