@@ -94,6 +94,7 @@ export interface DeliveryView {
   team: string
   state: Delivery['state']
   jobState: string
+  /** Where it is POSTed, without the URL's user, query and fragment. */
   url: string
   /** Requests made. */
   attempts: number
@@ -107,6 +108,12 @@ export interface DeliveryView {
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString())
 
+/** A webhook URL as an operator reads it: its origin and path, never its user, query or fragment, which may carry the receiver's own token. */
+function shownUrl(url: string): string {
+  const parsed = URL.parse(url)
+  return parsed === null ? '' : `${parsed.origin}${parsed.pathname}`
+}
+
 export function deliveryView(d: Delivery): DeliveryView {
   const last = d.attempts.at(-1)
   return {
@@ -115,7 +122,7 @@ export function deliveryView(d: Delivery): DeliveryView {
     team: d.team,
     state: d.state,
     jobState: d.jobState,
-    url: d.url,
+    url: shownUrl(d.url),
     attempts: d.tries,
     lastStatus: last?.status ?? null,
     lastError: last?.error ?? null,

@@ -254,8 +254,9 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
 
   it('POSTs the ended job\'s status as GET /api/v1/jobs/{id} answers it, with no token, key or secret; GET /admin/jobs lists the delivery', async () => {
     const r = await receiver([{ status: 204 }])
-    // The sandbox is the platform at 127.0.0.1: the receiver is named `localhost`, which the operator allows.
-    const url = r.url.replace('127.0.0.1', 'localhost')
+    // The sandbox is the platform at 127.0.0.1: the receiver is named `localhost`, which the
+    // operator allows; its URL carries the receiver's own token, which a viewer never reads.
+    const url = `${r.url.replace('127.0.0.1', 'localhost')}?token=receivers-own#part`
     const yaml = webhookYaml(url)
     const platformToken = sandbox.issueToken()
     const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: platformToken, ADMIN_TOKEN }, yaml)))
@@ -264,6 +265,7 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
     const { id } = (await asked.json()) as { id: string }
     await waitFor('the job pushed to the receiver', () => r.got.length === 1, 10_000)
     const [got] = r.got as [Received]
+    expect(got.path).toBe('/hook?token=receivers-own')
     const status = await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json()
     expect(JSON.parse(got.body)).toEqual(status)
     expect(JSON.parse(got.body)).toMatchObject({ id, state: 'done' })
@@ -276,8 +278,9 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
     expect(listed.statusCode).toBe(200)
     await waitFor('the delivery settled', () => gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((res) => (res.json() as { deliveries: { state: string }[] }).deliveries[0]?.state === 'delivered'))
     const answered = (await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: unknown[] }
-    expect(answered.deliveries).toEqual([expect.objectContaining({ id: `msg_${id}`, job: id, team: 'all', state: 'delivered', jobState: 'done', url, attempts: 1, lastStatus: 204 })])
+    expect(answered.deliveries).toEqual([expect.objectContaining({ id: `msg_${id}`, job: id, team: 'all', state: 'delivered', jobState: 'done', url: r.url.replace('127.0.0.1', 'localhost'), attempts: 1, lastStatus: 204 })])
     expect(JSON.stringify(answered)).not.toContain(SECRET)
+    expect(JSON.stringify(answered)).not.toContain('receivers-own')
     expect((await gw.admin.inject({ method: 'GET', url: '/admin/jobs' })).statusCode).toBe(401)
     expect(gw.logs.text()).not.toContain(SECRET)
     expect(gw.logs.text()).toContain('report job pushed to its team')
