@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { GatewayContext } from './context.js'
 import type { PlatformClient } from '../platform/client/platform-client.js'
 import { reportReads, type ReportReadParts } from './reads/report-route.js'
-import { jobRoutes } from './reads/job-routes.js'
+import { jobPaths, jobRoutes } from './reads/job-routes.js'
 import type { Caller } from '../access/admission.js'
 import { describeOnly, proxySchema } from './openapi/route-schemas.js'
 import { proxyHandler } from './proxy.js'
@@ -33,6 +33,7 @@ export async function apiRoutes(app: FastifyInstance, { config, reports, jobs, c
   const proxy = proxyHandler({ config, tracing, usage, clock, answers }, admission, client)
   await app.register(reportReads, { config, reports, jobs, clock, tracing, admission, decisions, failures, facts })
   if (config.cache.enabled) await app.register(jobRoutes, { jobs, admission, clock, facts })
+  await app.register(jobPaths, { admission })
   app.route({ method: FORWARDED_METHODS, url: '/api/v1/*', schema: proxySchema({ bodyLimit: config.bodyLimit }), handler: proxy })
   methodRoutes(app)
 }

@@ -17,6 +17,17 @@ export const FORWARDED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE
 /** `allow` under /api/v1/: the methods forwarded, and OPTIONS, which the gateway answers. */
 const ALLOW = [...FORWARDED_METHODS, 'OPTIONS'].join(', ')
 
+/** `allow` of the gateway's own paths under /api/v1/ (a report job, its result): the methods they serve. */
+const OWN_PATHS: readonly [RegExp, string][] = [
+  [/^\/api\/v1\/jobs\/[^/?]+(\?|$)/, 'GET, HEAD, DELETE, OPTIONS'],
+  [/^\/api\/v1\/jobs\/[^/?]+\/result(\?|$)/, 'GET, HEAD, OPTIONS'],
+]
+
+/** What OPTIONS of `url` answers in `allow`. */
+function allowOf(url: string): string {
+  return OWN_PATHS.find(([path]) => path.test(url))?.[1] ?? ALLOW
+}
+
 // Every other method Node reads, but CONNECT, which never reaches the router (refuseConnect).
 const REFUSED = METHODS.filter((m) => m !== 'CONNECT' && m !== 'OPTIONS' && !FORWARDED_METHODS.includes(m))
 
@@ -47,6 +58,6 @@ export function methodRoutes(api: FastifyInstance): void {
   // read before the 405.
   for (const method of REFUSED) api.addHttpMethod(method, { hasBody: false, overrideExisting: true })
   api.route({ method: REFUSED, url: '/api/v1/*', schema: { hide: true }, handler: refuse })
-  api.options('/api/v1/*', { schema: { hide: true } }, (_request, reply) => reply.code(204).header('allow', ALLOW).send())
+  api.options('/api/v1/*', { schema: { hide: true } }, (request, reply) => reply.code(204).header('allow', allowOf(request.url)).send())
   api.server.on('connect', refuseConnect)
 }

@@ -133,6 +133,24 @@ describe('report jobs (demo mode, no Redis)', () => {
     }
     // The key comes first, as on every /api/v1 call.
     expect((await fetch(`${gw.url}/api/v1/jobs/${id}`, { method: 'PUT' })).status).toBe(401)
+    // OPTIONS names the methods each job path serves.
+    const allow = async (path: string) => {
+      const res = await fetch(`${gw.url}${path}`, { method: 'OPTIONS' })
+      return [res.status, res.headers.get('allow')]
+    }
+    expect(await allow(`/api/v1/jobs/${id}`)).toEqual([204, 'GET, HEAD, DELETE, OPTIONS'])
+    expect(await allow(`/api/v1/jobs/${id}/result`)).toEqual([204, 'GET, HEAD, OPTIONS'])
+    expect(sandbox.countRequests(() => true)).toBe(0)
+  })
+
+  it('keeps every path under /api/v1/jobs the gateway\'s with the cache off (no jobs then): 404, never forwarded', async () => {
+    clock = fakeClock()
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, teamsYamlWith({ cache: { enabled: false } }))))
+    sandbox.clearRequests()
+    for (const method of ['GET', 'DELETE', 'PUT']) {
+      const res = await fetch(`${gw.url}/api/v1/jobs/abc`, { method, headers: { 'x-api-key': KEYS.all } })
+      expect({ method, status: res.status, code: ((await res.json()) as { code?: string }).code }).toEqual({ method, status: 404, code: 'GW_NOT_FOUND' })
+    }
     expect(sandbox.countRequests(() => true)).toBe(0)
   })
 

@@ -30,13 +30,18 @@ export async function acceptJob(reply: FastifyReply, jobs: Jobs, ask: JobAsk): P
  * their cancel while queued. The caller is admitted by its key and counted against its
  * team's rate limit, as any call; a job of another team is 404.
  */
-export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, facts }: JobRouteParts): Promise<void> {
-  const admit = (request: FastifyRequest): Caller => {
+/** The caller of a job path, admitted by its key and counted against its team's rate limit, as any call. */
+function admitter(admission: Admission): (request: FastifyRequest) => Caller {
+  return (request) => {
     const caller = admission.caller(admission.key(request.headers), admission.target(request.url))
     request.caller = caller
     caller.rate = admission.limit(caller.team)
     return caller
   }
+}
+
+export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, facts }: JobRouteParts): Promise<void> {
+  const admit = admitter(admission)
   // An id this gateway could have made, else none (404) without a Redis read.
   const own = (request: FastifyRequest): string => {
     const { id } = request.params as { id: string }
@@ -63,10 +68,16 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
     await jobs.cancel(own(request), caller.team.name)
     return reply.code(204).send()
   })
+}
 
-  // Every path under /api/v1/jobs/ is the gateway's, in every method: what the routes above
-  // do not serve is 404 after the key, as an unknown job is, and never forwarded to the
-  // platform (the more specific routes above win over this one).
+/**
+ * Every path under /api/v1/jobs/ is the gateway's, in every method, with jobs on or off
+ * (the cache off): what the job routes do not serve is 404 after the key, as an unknown
+ * job is, and never forwarded to the platform (the job routes, more specific, win over
+ * this one). OPTIONS of a job path names the methods it serves (methods.ts).
+ */
+export async function jobPaths(app: FastifyInstance, { admission }: Pick<JobRouteParts, 'admission'>): Promise<void> {
+  const admit = admitter(admission)
   const none = (request: FastifyRequest): never => {
     admit(request)
     throw new NotFoundError()
