@@ -108,9 +108,9 @@ export function createMetrics() {
     configReloads: counter('gateway_config_reloads_total', 'Reloads of the teams from CONFIG_FILE or TEAMS_FILE, by result (applied, unchanged, refused)', ['result']),
     configProblems: counter('gateway_config_reload_problems_total', 'Problems found in refused reloads of the teams (one log line each)'),
     configReloadOk: gauge('gateway_config_last_reload_successful', '0 while the reload of the files the teams come from (CONFIG_FILE, TEAMS_FILE, ADMIN_TOKENS_FILE, token files) is refused: the running teams and admin tokens are not the files\' (retried every teamsReload.poll)'),
-    redisUp: gauge('gateway_redis_up', '1 while Redis is used, 0 while the circuit breaker keeps it out, absent without Redis'),
+    redisUp: gauge('gateway_redis_up', '1 while Redis is used, 0 while the circuit breaker keeps it out or without Redis (REDIS_URL unset)'),
     redisUnverified: counter('gateway_redis_unverified_total', 'Values read from Redis that do not carry this gateway\'s seal (GATEWAY_SECRET), or that are more than the gateway stores, ignored: by what (entry: a report entry, read as a miss; message: a bus message, also one heard before; pause: a stored pause; purge: a field of the purge record; replica: a replica\'s announcement, left out of GET /admin/cluster)', ['what']),
-    redisWritable: gauge('gateway_redis_writable', '0 while Redis answers reads but refuses writes (OOM, READONLY, MISCONF): entries are read, none written; 1 otherwise; absent without Redis'),
+    redisWritable: gauge('gateway_redis_writable', '0 while Redis answers reads but refuses writes (OOM, READONLY, MISCONF): entries are read, none written; 1 otherwise; 0 without Redis (REDIS_URL unset), as gateway_redis_up'),
     redisSkippedWrites: counter('gateway_redis_skipped_writes_total', 'Writes to Redis not sent because Redis refuses writes (cache entries, fill locks)'),
     platformUnusable: counter('gateway_platform_unusable_answers_total', 'Platform 200 answers to report reads that are not a JSON report, neither stored nor served (502 GW_UPSTREAM or a stale copy), by what their body is (html, empty, truncated-json, mislabelled-json, other)', ['kind']),
   }
