@@ -55,6 +55,25 @@ describe('the shapes of issue 51', () => {
     })
   }
 
+  it('a team of year-long reports that arrives at once beside a dashboard in service: the queue behind its calls is not taken for silence', async () => {
+    // The two-teams bench's shape (bench/scenarios/two-teams.mjs, views-year-long, warm):
+    // the sandbox's 40 ms and 12 ms a day, 24 callers of year-long reports arriving 10 s
+    // after the dashboard. Every worker soon holds a year's call; the calls past the knee
+    // wait seconds at the platform behind them, and no answer comes while they do.
+    const [week, year, arrives] = [{ name: 'week', costMs: 124 }, { name: 'year', costMs: 4_420 }, 10_000]
+    const views: Behaviour = { kind: 'dashboard', users: 1, fanOut: 8, reports: [week], thinkMs: [0, 0] }
+    const years: TeamPlan = { ...team('A', { kind: 'callers', callers: 24, reports: [year], thinkMs: [0, 0] }), from: arrives }
+    const alone = answersPerSecond(await simulate(scenario([team('B', views)], { spread: 0.02 }), newGovernor), 'B')
+    const trace = await simulate(scenario([team('B', views), years], { spread: 0.02 }), newGovernor)
+    const beside = answersPerSecond(trace, 'B')
+    expect(beside / alone, `B: ${beside.toFixed(1)} answers/s beside them, ${alone.toFixed(1)} alone`).toBeGreaterThanOrEqual(0.8)
+    // The platform never failed: once the limit reached its workers, no fault halves it.
+    const reached = trace.samples.findIndex((x) => x.limit >= 16)
+    const lowest = Math.min(...trace.samples.slice(reached).map((x) => x.limit))
+    expect(lowest, 'the lowest limit once it reached 16').toBeGreaterThanOrEqual(16)
+    expect(failed(trace)).toEqual([])
+  })
+
   it('a platform that gets 3× slower over a minute keeps its workers busy', async () => {
     const slower = scenario([team('B', dashboard), team('C', { kind: 'callers', callers: 32, reports: [WEEK], thinkMs: [0, 0] })], { slowness: [[20_000, 1], [80_000, 3]] })
     const trace = await simulate(slower, newGovernor)

@@ -651,6 +651,27 @@ describe('what the seats tell the limit rule', () => {
     expect(s.overdueSince(started + 1_000_000)).toBeNull()
   })
 
+  it('says a call is overdue only among the calls at a worker: one started behind `atWorkers` calls still in flight waits at the platform', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 8 })
+    work.answered('a', 'year', 4000)
+    work.answered('b', 'week', 100)
+    const years = [call(s, order, 'a', { workClass: 'year' }), call(s, order, 'a', { workClass: 'year' })]
+    await settle()
+    clock.advance(1)
+    const started = clock.now()
+    const week = call(s, order, 'b', { workClass: 'week' })
+    await settle()
+    // Overdue by its own time (a second at least), behind two calls at the two workers.
+    const due = started + Math.max(1000, OVERDUE * 100)
+    clock.advance(OVERDUE * 1000)
+    expect(s.overdueSince(clock.now(), 2)).toBeNull()
+    expect(s.overdueSince(clock.now())).toBe(due)
+    answer(years[0], 10)
+    expect(s.overdueSince(clock.now(), 2)).toBe(due)
+    answer(week, 10)
+  })
+
   it('says calls wait at the limit only while every seat is taken or owed, not while a team\'s own ceiling holds them', async () => {
     const { s, order } = seats(fakeClock(), { limit: 2, limitsOf: (team) => (team === 'capped' ? { maxConcurrent: 1 } : undefined) })
     call(s, order, 'capped')

@@ -81,7 +81,10 @@ export class LearnedLimit {
     if (!this.#learning) return
     const { estimator, seats, lease } = this.#o
     if (seats.waitingAtLimit() || lease?.waitedElsewhere()) estimator.waited()
-    const step = estimator.tick(this.#clock.now(), seats.overdueSince())
+    // Under the limit rule's model the calls past the knee wait at the platform: only the
+    // first knee of them are at a worker, and only their silence is the platform's.
+    const now = this.#clock.now()
+    const step = estimator.tick(now, seats.overdueSince(now, estimator.knee))
     if (step !== null) this.#moved(step)
   }
 

@@ -91,9 +91,9 @@ export class CredentialSeats {
     return this.#inFlight + owed + lent >= this.capacity - 1e-9
   }
 
-  /** Since when a call in flight here has been overdue (OVERDUE times its expected time), or null. */
-  overdueSince(now = this.#clock.now()): number | null {
-    return this.#teams.overdueSince(now)
+  /** Since when a call in flight here, among the `atWorkers` started first, has been overdue (OVERDUE times its expected time), or null. */
+  overdueSince(now = this.#clock.now(), atWorkers = Infinity): number | null {
+    return this.#teams.overdueSince(now, atWorkers)
   }
 
   /** Callers' calls waiting per team. */

@@ -72,10 +72,17 @@ export class TeamAccounts {
     return (seats.seatMs + running) / 1000
   }
 
-  /** Since when a call in flight has been overdue, or null. */
-  overdueSince(now: number): number | null {
+  /**
+   * Since when a call in flight at a worker has been overdue, or null. The platform takes
+   * calls in order: of the calls in flight, the `atWorkers` started first are at a worker,
+   * and a later one may wait in the platform's queue behind them, its own time not begun.
+   */
+  overdueSince(now: number, atWorkers = Infinity): number | null {
+    const running: RunningCall[] = []
+    for (const seats of this.#teams.values()) for (const call of seats.running) running.push(call)
+    if (running.length > atWorkers) running.sort((a, b) => a.at - b.at).length = atWorkers
     let due = Infinity
-    for (const seats of this.#teams.values()) for (const call of seats.running) due = Math.min(due, call.dueAt)
+    for (const call of running) due = Math.min(due, call.dueAt)
     return due <= now ? due : null
   }
 
