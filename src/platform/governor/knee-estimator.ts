@@ -18,7 +18,9 @@
  * taken for fuller, and windows at different limits are never compared.
  *
  * - start: from `initial`, the limit doubles while calls wait for a seat and no queue
- *   shows; a sure queue (W below the limit) sets K to the likeliest w;
+ *   shows; a sure queue (W below the limit) sets K to the likeliest w; only calls not
+ *   known short waiting beside short ones in flight end it at the limit (cruise): seats
+ *   doubled for long calls past W hold the short ones behind them a long call's time;
  * - cruise: room shown at the limit raises K to it (no further: room above was seen at
  *   another time), the seats past K doubling while it shows; a queue at K lowers K to the
  *   likeliest w below. One seat past K (owed to no team) stays while the evidence cannot
@@ -114,6 +116,7 @@ export class KneeEstimator {
   // At a fresh start: calls that met the limit since it was set; whether calls waited for a seat; the seats past the knee.
   #metLimit = 0
   #waited = false
+  #shortWaited = false
   #past = 1
   #starting = false
   #lastCut = -Infinity
@@ -150,8 +153,8 @@ export class KneeEstimator {
     if (load >= this.#limit) this.#metLimit++
     return serial
   }
-  /** Calls waited with every seat of the limit taken or owed: the limit is in use. */
-  waited(): void { this.#waited = true }
+  /** Calls waited with every seat of the limit taken or owed: the limit is in use. `longBesideShort`: none of them known short, and a short call in flight. */
+  waited(longBesideShort = false): void { [this.#waited, this.#shortWaited] = [true, this.#shortWaited || !longBesideShort] }
   ended(a: Answer): void {
     // An overload answer that came after its kind's own time is a call the platform was slow on, which the evidence weighs; a refusal comes sooner.
     const pace = this.#kinds.get(a.kind)?.m[this.#knee - 1]
@@ -203,10 +206,12 @@ export class KneeEstimator {
       return this.#setKnee(queueBelow ? best : this.#max, 'knee', 1)
     }
     if (!this.#waited || this.#metLimit < START_CALLS) return null
-    this.#waited = false
+    const longOnly = !this.#shortWaited
+    this.#waited = this.#shortWaited = false
     this.#metLimit = 0
     this.#knee = this.#limit
-    return this.#set(this.#clamp(2 * this.#limit), 'grew')
+    if (longOnly) this.#phase = 'cruise'
+    return longOnly ? this.#setKnee(this.#limit, 'knee', 1) : this.#set(this.#clamp(2 * this.#limit), 'grew')
   }
   /** In service: the knee rises with room shown at the limit, falls when it queues; the probe seat stays while a call there is not known to wait. */
   #cruise(): Step | null {

@@ -91,6 +91,12 @@ export class CredentialSeats {
     return this.#inFlight + owed + lent >= this.capacity - 1e-9
   }
 
+  /** No call waiting here is known short (a kind not answered yet is not) while a short call is in flight: the limit rule's start stops doubling (knee-estimator.ts). */
+  longWaitBesideShort(): boolean {
+    const [now, waiting] = [this.#clock.now(), this.#queue.all()]
+    return waiting.length > 0 && waiting.every((w) => !this.#o.work.within(w.team, w.workClass, LENDING_HORIZON_MS, now)) && this.#teams.anyShortRunning()
+  }
+
   /** Since when a call in flight here, among the `atWorkers` started first, has been overdue (OVERDUE times its expected time), or null. */
   overdueSince(now = this.#clock.now(), atWorkers = Infinity): number | null {
     return this.#teams.overdueSince(now, atWorkers)
@@ -193,7 +199,7 @@ export class CredentialSeats {
       this.#dispatch()
       if (this.#queue.has(waiter)) {
         if (this.waitingAtLimit()) {
-          this.#o.onWaited?.()
+          this.#o.onWaited?.(this.longWaitBesideShort())
           this.#lease.waited()
         }
         this.#demandChanged()
