@@ -76,6 +76,24 @@ describe('the shapes of issue 51', () => {
     expect(failed(trace)).toEqual([])
   })
 
+  it('year-long callers arriving beside a dashboard in service on 8 to 64 workers: every guarantee holds, the 30 s after they came judged', async () => {
+    // The bench's shape around its numbers: the limit grows for long calls no faster than
+    // the short ones in flight bear (docs/governor.md, "The limit rule").
+    const [week, year] = [{ name: 'week', costMs: 124 }, { name: 'year', costMs: 4_420 }]
+    const broken: string[] = []
+    for (const workers of [8, 16, 32, 48, 64]) {
+      for (const callers of [24, 64]) {
+        for (const fanOut of [4, 8]) {
+          const views: Behaviour = { kind: 'dashboard', users: 1, fanOut, reports: [week], thinkMs: [0, 0] }
+          const years: TeamPlan = { ...team('A', { kind: 'callers', callers, reports: [year], thinkMs: [0, 0] }), from: 10_000 }
+          const trace = await simulate(scenario([team('B', views), years], { workers, spread: 0.02 }), newGovernor)
+          broken.push(...failed(trace).map((f) => `${workers} workers, ${callers} callers, 1×${fanOut}: ${f}`))
+        }
+      }
+    }
+    expect(broken).toEqual([])
+  })
+
   it('a platform that gets 3× slower over a minute keeps its workers busy', async () => {
     const slower = scenario([team('B', dashboard), team('C', { kind: 'callers', callers: 32, reports: [WEEK], thinkMs: [0, 0] })], { slowness: [[20_000, 1], [80_000, 3]] })
     const trace = await simulate(slower, newGovernor)

@@ -107,7 +107,7 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
             estimator.ended({ ...answer, ...(o.answerTimed ? { timed: o.answerTimed() } : {}) })
             learned?.tick()
           },
-          onWaited: (longBesideShort: boolean) => estimator.waited(longBesideShort),
+          onWaited: (longMs: number | null) => estimator.waited(longMs),
         }
       : {}),
   })

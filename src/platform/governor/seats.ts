@@ -91,10 +91,11 @@ export class CredentialSeats {
     return this.#inFlight + owed + lent >= this.capacity - 1e-9
   }
 
-  /** No call waiting here is known short (a kind not answered yet is not) while a short call is in flight: the limit rule's start stops doubling (knee-estimator.ts). */
-  longWaitBesideShort(): boolean {
+  /** With no call waiting here known short while a short call is in flight, the longest expected seat-time of those waiting (Infinity: a kind not answered yet); else null. The limit rule grows by long calls then as the short ones bear (knee-estimator.ts). */
+  longWaitBesideShort(): number | null {
     const [now, waiting] = [this.#clock.now(), this.#queue.all()]
-    return waiting.length > 0 && waiting.every((w) => !this.#o.work.within(w.team, w.workClass, LENDING_HORIZON_MS, now)) && this.#teams.anyShortRunning()
+    const ms = waiting.map((w) => this.#o.work.expectedMs(w.team, w.workClass, now) ?? Infinity)
+    return ms.length === 0 || ms.some((m) => m <= LENDING_HORIZON_MS) || !this.#teams.anyShortRunning() ? null : ms.reduce((a, b) => Math.max(a, b))
   }
 
   /** Since when a call in flight here, among the `atWorkers` started first, has been overdue (OVERDUE times its expected time), or null. */
