@@ -206,8 +206,69 @@ export function checkGuarantees(trace: Trace): Verdict[] {
     }
     out.push({ guarantee: 'fair by time', ok: bad.length === 0, detail: bad.join('; ') })
   }
+  out.push(checkArrivals(trace))
   if (s.replicas > 1) out.push(checkReplicas(trace, steady))
   return out
+}
+
+/** How long after another team's arrival a dashboard's throughput is judged, and the least of it before that is measured. */
+export const ARRIVAL_WINDOW_MS = 30_000
+const BEFORE_MS = 10_000
+const LEAST_BEFORE_MS = 5_000
+const LEAST_VIEWS = 10
+
+/**
+ * Isolation where another team arrives: a dashboard that waits for all its answers and asks
+ * no more than its nominal share beside the newcomers keeps at least 80 % of its throughput
+ * over the ARRIVAL_WINDOW_MS after they came, against its throughput in the seconds before
+ * (the same dashboard on the same platform, with no more teams than after: at most its
+ * throughput alone, so a dashboard that keeps 80 % of that alone keeps 80 % of this). A
+ * closed loop's throughput is a view's time plus its think time; the think time is the
+ * user's (its mean by the plan), not the governor's, so only the views' times are measured
+ * and the think time's mean is added to both. Judged only where nothing else changes from
+ * BEFORE_MS before the arrival to the window's end, the view before it settled 2 s at least.
+ */
+function checkArrivals(trace: Trace): Verdict {
+  const s = trace.scenario
+  const { events, disturbed } = changes(trace)
+  const bad: string[] = []
+  const judged: number[] = []
+  for (const at of new Set(s.teams.map((t) => t.from).filter((from) => from > 0))) {
+    const to = at + ARRIVAL_WINDOW_MS
+    const previous = Math.max(0, ...events.filter((e) => e < at))
+    const from = Math.max(previous + 2_000, at - BEFORE_MS)
+    if (at - from < LEAST_BEFORE_MS || to > s.durationMs) continue
+    if (events.some((e) => e > at && e < to) || disturbed.some((d) => d.from < to && d.to > from) || s.slowness.some(([t]) => t > from - 30_000 && t < to)) continue
+    const active = s.teams.filter((t) => t.from <= at && t.until >= to)
+    const limit = quantile(samplesIn(trace, { from: at, to }).map((x) => x.limit), 0.5)
+    for (const d of active) {
+      const b = d.behaviour
+      if (b.kind !== 'dashboard' || d.from > from) continue
+      const nominal = (limit * d.weight) / active.reduce((sum, o) => sum + o.weight, 0)
+      if (b.users * b.fanOut > Math.floor(nominal)) continue
+      const before = viewTimes(trace, d.name, from, at)
+      const after = viewTimes(trace, d.name, at, to)
+      if (before.length < LEAST_VIEWS || after.length === 0) continue
+      const think = (b.thinkMs[0] + b.thinkMs[1]) / 2
+      const mean = (xs: number[]) => xs.reduce((sum, x) => sum + x, 0) / xs.length
+      const kept = (mean(before) + think) / (mean(after) + think)
+      judged.push(kept)
+      if (kept < 0.8) bad.push(`${d.name} (${b.users}×${b.fanOut} at once, nominal share ${nominal.toFixed(1)}) after ${s.teams.filter((t) => t.from === at).map((t) => t.name).join(', ')} came at ${(at / 1000).toFixed(0)} s: ${pct(kept)} of its throughput before (a view ${Math.round(mean(after))} ms against ${Math.round(mean(before))} ms, think ${Math.round(think)} ms)`)
+    }
+  }
+  const judgedText = judged.length === 0 ? '' : `${judged.length} judged, the least kept ${pct(Math.min(...judged))}`
+  return { guarantee: 'isolation on arrival', ok: bad.length === 0, detail: bad.length > 0 ? bad.join('; ') : judgedText }
+}
+
+/** The times of a dashboard's views (its calls asked at one instant, to the last one's end) asked from `from` to `to` ms. */
+function viewTimes(trace: Trace, team: string, from: number, to: number): number[] {
+  const views = new Map<number, number>()
+  for (const c of trace.records) {
+    const asked = c.asked - trace.start
+    if (c.team !== team || asked < from || asked >= to) continue
+    views.set(c.asked, Math.max(views.get(c.asked) ?? 0, c.ended - c.asked))
+  }
+  return [...views.values()]
 }
 
 /** platform.seatLease by default: while the lease store stalls, replicas keep their leases this long. */

@@ -53,4 +53,16 @@ describe('KneeEstimator', () => {
   it('learns them beside another replica whose calls it does not see end', () => {
     expect(learn(12, 4, 60_000)).toBe(12)
   })
+
+  it('ends its start with the probe seat when only calls not known short wait beside short ones in flight', () => {
+    // 8 calls at the limit, all answered together: room at 8, no queue below it.
+    for (const [longMs, limit, phase] of [[4_420, 9, 'cruise'], [null, 16, 'start']] as const) {
+      const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+      const windows = Array.from({ length: 8 }, () => rule.started('week', 8))
+      rule.waited(longMs)
+      for (const window of windows) rule.ended({ startedAt: 0, at: 100, team: 'b', kind: 'week', load: 8, window, outcome: 'ok' })
+      rule.tick(1_500, null)
+      expect([rule.limit, rule.knee, rule.phase], `longMs ${longMs}`).toEqual([limit, 8, phase])
+    }
+  })
 })

@@ -107,7 +107,7 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
             estimator.ended({ ...answer, ...(o.answerTimed ? { timed: o.answerTimed() } : {}) })
             learned?.tick()
           },
-          onWaited: () => estimator.waited(),
+          onWaited: (longMs: number | null) => estimator.waited(longMs),
         }
       : {}),
   })

@@ -18,9 +18,12 @@
  * taken for fuller, and windows at different limits are never compared.
  *
  * - start: from `initial`, the limit doubles while calls wait for a seat and no queue
- *   shows; a sure queue (W below the limit) sets K to the likeliest w;
+ *   shows; a sure queue (W below the limit) sets K to the likeliest w; only calls not
+ *   known short waiting beside short ones in flight end it at the limit (cruise): seats
+ *   doubled for long calls past W hold the short ones behind them a long call's time;
  * - cruise: room shown at the limit raises K to it (no further: room above was seen at
- *   another time), the seats past K doubling while it shows; a queue at K lowers K to the
+ *   another time), the seats past K doubling while it shows (for long calls beside short
+ *   ones, to as many as end within H); a queue at K lowers K to the
  *   likeliest w below. One seat past K (owed to no team) stays while the evidence cannot
  *   tell that a call there waits: it costs a call queued at most, a K below W a worker;
  * - fault: overload answers (sooner than the kind's own time: a refusal, not a slow call)
@@ -35,6 +38,9 @@
  * whose ends were seen here. An answer handled back to back with the one before is an end but not evidence: its
  * time is the gateway's. Pure logic: time is passed in.
  */
+
+import { LENDING_HORIZON_MS } from './dispatch-order.js'
+import { atLeast, endAt } from './calls-ahead.js'
 
 /** The knee moves at most once a DECIDE_MS, after MIN_CALLS new answers: a decision weighs a burst whole. */
 export const DECIDE_MS = 1000
@@ -114,6 +120,9 @@ export class KneeEstimator {
   // At a fresh start: calls that met the limit since it was set; whether calls waited for a seat; the seats past the knee.
   #metLimit = 0
   #waited = false
+  // Whether a call known short waited since the last decision; the longest expected of those not known short that waited.
+  #shortWaited = false
+  #longMs = 0
   #past = 1
   #starting = false
   #lastCut = -Infinity
@@ -150,8 +159,10 @@ export class KneeEstimator {
     if (load >= this.#limit) this.#metLimit++
     return serial
   }
-  /** Calls waited with every seat of the limit taken or owed: the limit is in use. */
-  waited(): void { this.#waited = true }
+  /** Calls waited with every seat of the limit taken or owed: the limit is in use. `longMs`: none of them known short beside a short call in flight, the longest expected of them (ms). */
+  waited(longMs: number | null = null): void {
+    ;[this.#waited, this.#shortWaited, this.#longMs] = [true, this.#shortWaited || longMs === null, Math.max(this.#longMs, longMs ?? 0)]
+  }
   ended(a: Answer): void {
     // An overload answer that came after its kind's own time is a call the platform was slow on, which the evidence weighs; a refusal comes sooner.
     const pace = this.#kinds.get(a.kind)?.m[this.#knee - 1]
@@ -203,18 +214,20 @@ export class KneeEstimator {
       return this.#setKnee(queueBelow ? best : this.#max, 'knee', 1)
     }
     if (!this.#waited || this.#metLimit < START_CALLS) return null
-    this.#waited = false
+    const longOnly = this.#longWaits() !== null
     this.#metLimit = 0
     this.#knee = this.#limit
-    return this.#set(this.#clamp(2 * this.#limit), 'grew')
+    if (longOnly) this.#phase = 'cruise'
+    return longOnly ? this.#setKnee(this.#limit, 'knee', 1) : this.#set(this.#clamp(2 * this.#limit), 'grew')
   }
   /** In service: the knee rises with room shown at the limit, falls when it queues; the probe seat stays while a call there is not known to wait. */
   #cruise(): Step | null {
     const ll = this.#likelihoods()
     const k = this.#knee
     const room = Math.min(highestRoom(ll), this.#limit)
+    const bears = this.#longWaits() ?? Infinity
     if (this.#limit > k && room >= this.#limit) {
-      this.#past *= 2
+      this.#past = Math.min(2 * this.#past, bears)
       return this.#setKnee(this.#limit, 'grew', this.#past)
     }
     if (this.#limit > k && room > k) return this.#setKnee(room, 'knee', this.#limit - room)
@@ -226,6 +239,12 @@ export class KneeEstimator {
     const known = verdicts(ll, k + 1, 2 * SURE).queueBelow
     if (known && this.#limit > k) return this.#set(k, 'knee')
     return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
+  }
+  /** Since the last decision, only calls not known short waited beside short ones: the seats past K long calls may take, as many as end within H at K's pace (a short call queued behind them waits H at most); else null. */
+  #longWaits(): number | null {
+    const seats = this.#waited && !this.#shortWaited ? Math.max(1, Math.floor((this.#knee * LENDING_HORIZON_MS) / this.#longMs)) : null
+    ;[this.#waited, this.#shortWaited, this.#longMs] = [false, false, 0]
+    return seats
   }
   /** The knee, and the limit `past` seats beyond it. */
   #setKnee(knee: number, move: Move, past: number): Step | null {
@@ -375,24 +394,4 @@ function highestRoom(ll: Float64Array): number {
     if (suffix - prefix[i - 1]! > SURE) return i + 1
   }
   return 0
-}
-
-/** A(k): when k calls ahead had ended, this replica's counted and the others' at `rate` (per ms; 0: none, the k-th end seen here); null: not before the last end seen. */
-function endAt(ends: readonly number[], rate: number, k: number): number | null {
-  if (rate === 0) return k <= ends.length ? (ends[k - 1] as number) : null
-  let seen = 0
-  for (const e of ends) {
-    if (seen + rate * e >= k) return (k - seen) / rate
-    if (++seen + rate * e >= k) return e
-  }
-  return rate > 0 ? (k - seen) / rate : null
-}
-
-/** The chance that `m` or more of `of` calls ended, `mean` of them expected (Poisson). */
-function atLeast(m: number, of: number, mean: number): number {
-  if (m <= 0) return 1
-  if (m > of || mean <= 0) return 0
-  let [term, below] = [Math.exp(-mean), 0]
-  for (let j = 0; j < m; j++, term *= mean / j) below += term
-  return Math.max(0, 1 - below)
 }

@@ -80,7 +80,8 @@ export class LearnedLimit {
   tick(): void {
     if (!this.#learning) return
     const { estimator, seats, lease } = this.#o
-    if (seats.waitingAtLimit() || lease?.waitedElsewhere()) estimator.waited()
+    if (lease?.waitedElsewhere()) estimator.waited()
+    else if (seats.waitingAtLimit()) estimator.waited(seats.longWaitBesideShort())
     // Under the limit rule's model the calls past the knee wait at the platform: only the
     // first knee of them are at a worker, and only their silence is the platform's.
     const now = this.#clock.now()

@@ -71,6 +71,6 @@ export interface SeatsOptions {
   /** Every call's start and end, for the limit rule. */
   onStarted?: (kind: string, load: number) => number
   onEnded?: (answer: Answer) => void
-  /** A call waited because every seat of the limit was taken. */
-  onWaited?: () => void
+  /** A call waited because every seat of the limit was taken; `longMs`: none waiting is known short beside a short call in flight, the longest expected of them (`Seats.longWaitBesideShort`). */
+  onWaited?: (longMs: number | null) => void
 }

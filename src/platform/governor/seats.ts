@@ -91,6 +91,13 @@ export class CredentialSeats {
     return this.#inFlight + owed + lent >= this.capacity - 1e-9
   }
 
+  /** With no call waiting here known short while a short call is in flight, the longest expected seat-time of those waiting (Infinity: a kind not answered yet); else null. The limit rule grows by long calls then as the short ones bear (knee-estimator.ts). */
+  longWaitBesideShort(): number | null {
+    const [now, waiting] = [this.#clock.now(), this.#queue.all()]
+    const ms = waiting.map((w) => this.#o.work.expectedMs(w.team, w.workClass, now) ?? Infinity)
+    return ms.length === 0 || ms.some((m) => m <= LENDING_HORIZON_MS) || !this.#teams.anyShortRunning() ? null : ms.reduce((a, b) => Math.max(a, b))
+  }
+
   /** Since when a call in flight here, among the `atWorkers` started first, has been overdue (OVERDUE times its expected time), or null. */
   overdueSince(now = this.#clock.now(), atWorkers = Infinity): number | null {
     return this.#teams.overdueSince(now, atWorkers)
@@ -193,7 +200,7 @@ export class CredentialSeats {
       this.#dispatch()
       if (this.#queue.has(waiter)) {
         if (this.waitingAtLimit()) {
-          this.#o.onWaited?.()
+          this.#o.onWaited?.(this.longWaitBesideShort())
           this.#lease.waited()
         }
         this.#demandChanged()

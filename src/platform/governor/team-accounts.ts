@@ -63,6 +63,12 @@ export class TeamAccounts {
     return n
   }
 
+  /** Whether any team has a call in flight that was expected short. */
+  anyShortRunning(): boolean {
+    for (const seats of this.#teams.values()) for (const call of seats.running) if (call.short) return true
+    return false
+  }
+
   /** Seat-seconds charged to `team`, its calls still running included. */
   seatSeconds(team: string, now: number): number {
     const seats = this.#teams.get(team)
