@@ -7,6 +7,14 @@
  */
 import { fairShares, owedSeats, type TeamLoad } from './shares.js'
 
+/** A lease asks for room to grow past its need: a quarter more, one seat at least. */
+export const SEAT_HEADROOM = 0.25
+
+/** The seats that fit a demand of `need` calls: room to grow past it, SEAT_HEADROOM more and one seat at least, within the limit. */
+export function fitting(need: number, limit: number): number {
+  return need === 0 ? 0 : Math.min(limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
+}
+
 /** Another replica takes over learning the limit once its calls answer this many times as often as the learner's. */
 export const LEARNER_MARGIN = 1.5
 

@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
-import { ElsewhereCharges, encodeRecord, leasePlan, type LeasePlan, type ReplicaRecord } from './lease-plan.js'
+import { ElsewhereCharges, encodeRecord, fitting, leasePlan, type LeasePlan, type ReplicaRecord } from './lease-plan.js'
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
 
-// A lease is renewed no sooner than this after the last answer, whatever asks: a burst of
-// calls is one renewal.
+// A lease is renewed no sooner than this after the last answer, whatever asks: a burst of calls is one renewal.
 const MIN_RENEW_MS = 20
 /** A replica short of seats, none being free, asks again this often unless told sooner: a bounded poll. */
 export const STARVED_RETRY_MS = 250
@@ -16,8 +15,6 @@ const TRIM_AFTER_MS = 1000
 const DOWN_RETRY_MS = 100
 /** The store out this long is an outage, not a connection still being made: a replica with its own cap keeps to it from then on. */
 export const DOWN_GRACE_MS = 1000
-/** A lease asks for room to grow past its need: a quarter more, one seat at least. */
-export const SEAT_HEADROOM = 0.25
 
 export interface LeasedSeatsOptions {
   store: LeaseStore
@@ -255,8 +252,7 @@ export class LeasedSeats implements SeatLease {
     if (need > this.#lease) {
       this.#unusedSince = null
       // None free (or none that is not another replica's due): wait to be told, or for the bounded retry.
-      const wait = this.#spare() <= 0 && now - this.#starvedAt < STARVED_RETRY_MS ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0
-      this.#schedule(wait)
+      this.#schedule(this.#spare() <= 0 && now - this.#starvedAt < STARVED_RETRY_MS ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0)
       return
     }
     if (this.#lease > fitting(need, demand.limit)) {
@@ -284,12 +280,7 @@ export class LeasedSeats implements SeatLease {
     return this.#plan?.contended ? Math.min(need, this.#due() + this.#spare()) : this.#kept(d)
   }
 
-  /**
-   * The seats it keeps while no other replica waits: what fits its demand, or its lease
-   * while the seats past that have been past it less than TRIM_AFTER_MS. A closed loop of
-   * callers dips between an answer and its next ask: a renewal that met the dip and sized
-   * the lease by it would make the next ask wait for another renewal.
-   */
+  /** The seats it keeps while no other replica waits: what fits its demand, or its lease until seats have been past that TRIM_AFTER_MS (a renewal that met a dip between an answer and the next ask keeps them). */
   #kept(d: ReplicaDemand): number {
     const fit = fitting(d.inFlight + d.waiting, d.limit)
     const trimmed = this.#unusedSince !== null && this.#clock.now() - this.#unusedSince >= TRIM_AFTER_MS
@@ -397,7 +388,6 @@ export class LeasedSeats implements SeatLease {
       for (const run of this.#plan.over) this.#o.store.tell(run).catch(() => undefined)
     }
     this.#unusedSince = this.#lease > fitting(this.#demand.inFlight + this.#demand.waiting, this.#demand.limit) ? (this.#unusedSince ?? this.#lastAnswer) : null
-    // Seats given back (a lease cut, or calls past it ended): the replica that needs most is told.
     // Seats left free, or given back (a lease cut, calls past it ended): the replicas short of
     // their due are told, else the one that needs most (each may wait for its bounded retry).
     const freed = answer.free > 0 || this.#lease < before || this.#occupied < occupiedBefore
@@ -407,9 +397,4 @@ export class LeasedSeats implements SeatLease {
     // Targets moved with every renewal: the queue looks again.
     for (const fn of this.#grown) fn()
   }
-}
-
-/** The seats that fit a demand of `need` calls: room to grow past it, SEAT_HEADROOM more and one seat at least, within the limit. */
-function fitting(need: number, limit: number): number {
-  return need === 0 ? 0 : Math.min(limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
 }
