@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { connect, type Socket } from 'node:net'
+import { Worker } from 'node:worker_threads'
 import { request } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
@@ -39,29 +39,38 @@ const reportUrl = (i: number, days = 1) => `${REPORT_PATH}?advertiserId=101&byDa
 
 /** A caller reading its answer at about READ_BYTES_PER_S, in sips every 100 ms: its status, the GW_* code of a refusal, and the bytes it read. */
 interface SlowCaller {
-  socket: Socket
   status: () => number | null
   code: () => string | null
   got: () => number
 }
 
-function slowCaller(port: number, path: string): SlowCaller {
-  const socket = connect(port, '127.0.0.1')
-  socket.pause()
-  socket.on('error', () => undefined)
-  socket.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${KEYS.all}\r\n\r\n`)
-  let head = ''
-  let got = 0
-  const sip = setInterval(() => {
-    let taken = 0
-    for (let chunk = socket.read() as Buffer | null; chunk !== null; chunk = taken < READ_BYTES_PER_S / 10 ? (socket.read() as Buffer | null) : null) {
-      if (head.length < 1024) head += chunk.subarray(0, 1024).toString('latin1')
-      taken += chunk.length
-    }
-    got += taken
-  }, 100)
-  socket.once('close', () => clearInterval(sip))
-  return { socket, status: () => (head.length >= 12 ? Number(head.slice(9, 12)) : null), code: () => /"code":"(GW_[A-Z_]+)"/.exec(head)?.[1] ?? null, got: () => got }
+/**
+ * The slow callers, in a worker thread of their own (test/helpers/slow-readers.mjs): the
+ * sandbox makes its 50 MB answers in this thread, and on a loaded machine sips on this
+ * thread's timers stalled past platform.readIdleTimeout, so that the gateway rightly cut
+ * readers off that the test takes for reading.
+ */
+class SlowCallers {
+  readonly #status = new Int32Array(new SharedArrayBuffer(4 * READERS))
+  readonly #got = new Float64Array(new SharedArrayBuffer(8 * READERS))
+  readonly #codes = new Map<number, string>()
+  readonly #worker = new Worker(new URL('../helpers/slow-readers.mjs', import.meta.url), { workerData: { status: this.#status, got: this.#got, key: KEYS.all, bytesPerSecond: READ_BYTES_PER_S } })
+  #next = 0
+
+  constructor() {
+    this.#worker.on('message', ({ id, code }: { id: number; code: string }) => this.#codes.set(id, code))
+  }
+
+  open(port: number, path: string): SlowCaller {
+    const id = this.#next++
+    this.#worker.postMessage({ id, port, path })
+    return { status: () => this.#status[id] || null, code: () => this.#codes.get(id) ?? null, got: () => this.#got[id] as number }
+  }
+
+  /** Ends the worker: its sockets close with it. */
+  async close(): Promise<void> {
+    await this.#worker.terminate()
+  }
 }
 
 /** The process's peak resident size so far (Linux: VmHWM), in bytes. */
@@ -76,6 +85,7 @@ describe.runIf(process.platform === 'linux')('memory with the chart\'s defaults,
   let sandbox: Sandbox
   let gw: ProbedGateway
   const callers: SlowCaller[] = []
+  const readers = new SlowCallers()
   let mostHeld = 0
   const filled: string[] = []
   let evicted = ''
@@ -111,7 +121,7 @@ describe.runIf(process.platform === 'linux')('memory with the chart\'s defaults,
     const watch = setInterval(() => void scrape().then((text) => (mostHeld = Math.max(mostHeld, metric(text, 'gateway_answer_bytes'))), () => undefined), 250)
     try {
       for (let i = 0; i < READERS; i++) {
-        callers.push(slowCaller(gw.port, reportUrl(i, 10)))
+        callers.push(readers.open(gw.port, reportUrl(i, 10)))
         if (callers.length % WAVE === 0) await waitFor(`callers ${callers.length - WAVE + 1}-${callers.length} answered`, () => callers.every((c) => c.status() !== null), 120_000, 100)
       }
       // The readers answered 200 go on reading: their answers are held as they read.
@@ -138,7 +148,7 @@ describe.runIf(process.platform === 'linux')('memory with the chart\'s defaults,
   }, 420_000)
 
   afterAll(async () => {
-    for (const c of callers) c.socket.destroy()
+    await readers.close()
     await gw?.close()
     await sandbox?.close()
   })
