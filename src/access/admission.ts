@@ -14,6 +14,7 @@ import { rateLimitHeaders } from './rate-limit-headers.js'
 import { isTokenPath, tokenPaths } from './path-safety.js'
 import { assertPlainBodyType, FORM_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, type CheckedBody } from './request-body.js'
 import { checkTarget, type RequestTarget } from './request-target.js'
+import { bodyUninvited, inviteBody } from '../http/hooks/expect-continue.js'
 
 /** An admitted caller and the call as the gateway checked it. */
 export interface Caller {
@@ -201,11 +202,17 @@ export class Admission {
     const type = mediaType(request.headers['content-type'])
     const parsed = type === JSON_TYPE || type === FORM_TYPE
     if (team.advertisers !== null || !team.write || (parsed && request.headers['content-encoding'] !== undefined)) assertPlainBodyType(request.headers)
+    if (Number(request.headers['content-length']) > limit) {
+      // Refused before a byte is read: a caller that waits for `100 Continue` is not invited to send it.
+      if (!bodyUninvited(payload)) payload.resume()
+      throw new PayloadTooLargeError(limit)
+    }
+    inviteBody(payload)
     if (!parsed) {
       caller.stream = payload
       return
     }
-    const bytes = await readAll(payload, request.headers['content-length'], limit)
+    const bytes = await readAll(payload, limit)
     if (bytes.length === 0) return
     const limits = this.#ctx.config.limits
     caller.body = type === JSON_TYPE ? parseJsonBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params }) : parseFormBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params })
@@ -275,13 +282,8 @@ function mediaType(contentType: string | undefined): string {
 
 // Read by hand rather than with for-await: leaving that loop early destroys the socket,
 // and a caller over the limit should get its 413 rather than a reset.
-function readAll(stream: Readable, declared: string | undefined, limit: number): Promise<Buffer> {
+function readAll(stream: Readable, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    if (declared !== undefined && Number(declared) > limit) {
-      stream.resume()
-      reject(new PayloadTooLargeError(limit))
-      return
-    }
     const chunks: Buffer[] = []
     let size = 0
     const onData = (chunk: Buffer) => {

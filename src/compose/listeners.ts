@@ -8,13 +8,14 @@ import type { AuditTrail } from '../access/audit-trail.js'
 import type { TeamReloader } from '../access/team-reload.js'
 import { KnownUrls } from '../access/known-urls.js'
 import { Admission } from '../access/admission.js'
-import { ADMIN_CHALLENGE, buildServer, PROXY_CHALLENGE } from '../http/server.js'
+import { ADMIN_CHALLENGE, buildServer, PROXY_CHALLENGE, refusalsObservedOn } from '../http/server.js'
+import { API_ALLOW } from '../http/methods.js'
 import { apiRoutes } from '../http/api.js'
 import { healthRoutes } from '../http/health.js'
 import { fastReads } from '../http/reads/fast-path.js'
 import { reportAnswerFacts } from '../http/reads/report-facts.js'
 import { ReadDecisions } from '../reports/read-decision.js'
-import { requestObserver } from '../http/hooks/request-log.js'
+import { refusalObserver, requestObserver } from '../http/hooks/request-log.js'
 import { answerHooks, callerRate } from '../http/hooks/answer-hooks.js'
 import { adminRoutes } from '../http/admin/admin.js'
 import type { WebhookDeliveries } from '../jobs/webhook-deliveries.js'
@@ -62,7 +63,9 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   const observe = requestObserver({ metrics, usage, keyUse, clock, history, log })
   const facts = reportAnswerFacts(config, usage, governors, parts.teams)
   const fast = config.cache.enabled ? fastReads({ reports, tracing, clock, log, decisions, observe, facts }) : null
-  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, rateOf: callerRate(admission), tracing })
+  // Its handlers read a body once they have admitted its caller (Admission.readBody), and invite it then.
+  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, rateOf: callerRate(admission), tracing, allow: API_ALLOW, bodyReader: 'handler' })
+  refusalsObservedOn(proxy, refusalObserver(observe, tracing !== null))
   // No body is parsed on the proxy listener before its handler admits the caller:
   // /api/v1 handlers read it through Admission.readBody; any other path is a 404
   // without reading a byte of it.

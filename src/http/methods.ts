@@ -1,8 +1,7 @@
-import { METHODS, type IncomingMessage } from 'node:http'
+import { METHODS, type IncomingMessage, type Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { MethodNotAllowedError } from '../errors.js'
-import { requestIdOf } from './hooks/request-log.js'
 import { endWithError } from './server.js'
 
 // Which methods reach the platform (contract, "Calling the proxy listener"): those its
@@ -15,7 +14,7 @@ import { endWithError } from './server.js'
 export const FORWARDED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
 
 /** `allow` under /api/v1/: the methods forwarded, and OPTIONS, which the gateway answers. */
-const ALLOW = [...FORWARDED_METHODS, 'OPTIONS'].join(', ')
+export const API_ALLOW = [...FORWARDED_METHODS, 'OPTIONS'].join(', ')
 
 /** `allow` of the gateway's own paths under /api/v1/ (a report job, its result): the methods they serve. */
 const OWN_PATHS: readonly [RegExp, string][] = [
@@ -25,15 +24,15 @@ const OWN_PATHS: readonly [RegExp, string][] = [
 
 /** What OPTIONS of `url` answers in `allow`. */
 function allowOf(url: string): string {
-  return OWN_PATHS.find(([path]) => path.test(url))?.[1] ?? ALLOW
+  return OWN_PATHS.find(([path]) => path.test(url))?.[1] ?? API_ALLOW
 }
 
 // Every other method Node reads, but CONNECT, which never reaches the router (refuseConnect).
 const REFUSED = METHODS.filter((m) => m !== 'CONNECT' && m !== 'OPTIONS' && !FORWARDED_METHODS.includes(m))
 
 function refuse(request: FastifyRequest, reply: FastifyReply): never {
-  reply.header('allow', ALLOW)
-  throw new MethodNotAllowedError(request.method, ALLOW)
+  reply.header('allow', API_ALLOW)
+  throw new MethodNotAllowedError(request.method, API_ALLOW)
 }
 
 /**
@@ -41,10 +40,10 @@ function refuse(request: FastifyRequest, reply: FastifyReply): never {
  * and without one destroys its socket unanswered. Here it is refused as the router refuses
  * the other methods, whatever its target, and its connection closed.
  */
-function refuseConnect(req: IncomingMessage, socket: Duplex): void {
+function refuseConnect(server: Server, req: IncomingMessage, socket: Duplex): void {
   // The socket is no longer Node's HTTP server's: its error listener went with it.
   socket.on('error', () => socket.destroy())
-  endWithError(socket, new MethodNotAllowedError('CONNECT', ALLOW), { allow: ALLOW, 'x-request-id': requestIdOf(req.headers) })
+  endWithError(server, socket, new MethodNotAllowedError('CONNECT', API_ALLOW), { allow: API_ALLOW }, req)
 }
 
 /**
@@ -59,5 +58,6 @@ export function methodRoutes(api: FastifyInstance): void {
   for (const method of REFUSED) api.addHttpMethod(method, { hasBody: false, overrideExisting: true })
   api.route({ method: REFUSED, url: '/api/v1/*', schema: { hide: true }, handler: refuse })
   api.options('/api/v1/*', { schema: { hide: true } }, (request, reply) => reply.code(204).header('allow', allowOf(request.url)).send())
-  api.server.on('connect', refuseConnect)
+  const server = api.server
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => refuseConnect(server, req, socket))
 }

@@ -1,15 +1,16 @@
-import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
+import { createServer, maxHeaderSize, STATUS_CODES, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
-import { BadRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError, type GatewayError } from '../errors.js'
+import { BadRequestError, MethodNotAllowedError, NotFoundError, PayloadTooLargeError, RequestTimeoutError, type GatewayError } from '../errors.js'
 import { handledFailure, type FailureLog } from '../observe/failure-log.js'
 import { VALIDATOR_CODE } from '../perf/validator-code.js'
 import { closeSilentConnections } from './hooks/silent-connections.js'
 import { lazyRequestLogger } from './hooks/request-logger.js'
-import { requestIdOf } from './hooks/request-log.js'
+import { requestIdOf, type ObserveRefusal } from './hooks/request-log.js'
+import { bodyUninvited, holdContinues, inviteBody } from './hooks/expect-continue.js'
 import { isValidationFailure, validationMessage } from './hooks/validation-message.js'
 import { bodyDeadline } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
@@ -78,28 +79,61 @@ function closeGently(server: Server): { begin: () => void; take: (req: IncomingM
   }
 }
 
-// Replaces Fastify's default, which logs the error with its `rawPacket`: the caller's
-// bytes, API key and admin token included. Nothing of the request is logged.
-function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) {
-    socket.destroy()
-    return
-  }
-  // Its headers are not read (they may be what is malformed): the request id is a new one.
-  endWithError(socket, err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new RequestTimeoutError() : new BadRequestError('malformed HTTP request'), { 'x-request-id': requestIdOf({}) })
+// A request line that Node could have read but for its method: `FOO /path HTTP/1.1`.
+const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}) [^\s]+ HTTP\/1\.[01]\r\n/
+
+/** What llhttp says of a head it refused: its own fixed words, never the caller's bytes. */
+const PARSER_REASON = /^[\w .,/'`-]{1,80}$/
+
+/** The gateway's error for a request Node's parser refused (`err`, its head `raw`); null when no answer is due. */
+function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw: Buffer | undefined, allow: string | null): { error: GatewayError; headers: Record<string, string> } {
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { error: new RequestTimeoutError(), headers: {} }
+  if (err.code === 'HPE_HEADER_OVERFLOW') return { error: new BadRequestError(`malformed HTTP request: its request line and headers are larger than ${maxHeaderSize} bytes`), headers: {} }
+  if (err.code === 'HPE_PAUSED_H2_UPGRADE') return { error: new BadRequestError('malformed HTTP request: HTTP/2 is spoken here only through TLS (ALPN); send HTTP/1.1'), headers: {} }
+  // A method HTTP's parser does not know, in a request line it could read otherwise: refused as any method not forwarded.
+  const method = err.code === 'HPE_INVALID_METHOD' && allow !== null && raw !== undefined ? REQUEST_LINE.exec(raw.subarray(0, 512).toString('latin1'))?.[1] : undefined
+  if (method !== undefined && allow !== null) return { error: new MethodNotAllowedError(method, allow), headers: { allow } }
+  const reason = typeof err.reason === 'string' && PARSER_REASON.test(err.reason) ? `: ${err.reason}` : ''
+  return { error: new BadRequestError(`malformed HTTP request${reason}`), headers: {} }
 }
 
 /**
- * Answers `error` in the contract's JSON shape, with `headers`, on a connection the
- * router never sees (a malformed request, a CONNECT), and closes it: closed, not
- * half-closed, as a caller that keeps its side open would keep the socket.
+ * Answers `error` in the contract's JSON shape, with `headers` and a request id, on a
+ * connection of `server` the router never sees (a malformed request, a CONNECT), and
+ * closes it: closed, not half-closed, as a caller that keeps its side open would keep the
+ * socket. `req` is the request where Node read its head (its `x-request-id` is then
+ * taken); its access line is written once the answer is (refusalsObservedOn).
  */
-export function endWithError(socket: Duplex, error: GatewayError, headers: Record<string, string> = {}): void {
+export function endWithError(server: Server, socket: Duplex, error: GatewayError, headers: Record<string, string>, req: IncomingMessage | null): void {
   const status = error.statusCode ?? 500
   const reason = STATUS_CODES[status] ?? ''
+  const reqId = requestIdOf(req?.headers ?? {})
   const body = JSON.stringify({ statusCode: status, code: error.code, error: reason, message: error.message })
-  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${lines}\r\n${body}`, () => socket.destroy())
+  const lines = Object.entries({ ...headers, 'x-request-id': reqId }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${lines}\r\n${body}`, () => {
+    refusalObservers.get(server)?.({ reqId, status, socket: socket as Socket, req, durationMs: 0 })
+    socket.destroy()
+  })
+}
+
+// The access line of each listener's answers written before its router, where it keeps one (the proxy's).
+const refusalObservers = new WeakMap<Server, ObserveRefusal>()
+
+/** The access line of `app`'s answers written before its router (a malformed request, a CONNECT, a path that is no percent-encoding): `observe`. */
+export function refusalsObservedOn(app: FastifyInstance, observe: ObserveRefusal): void {
+  refusalObservers.set(app.server, observe)
+}
+
+/** RFC 9112, 3.2: an HTTP/1.1 request without a Host is a 400 (Node's own, with requireHostHeader, is no answer of the contract's). */
+function hostless(req: IncomingMessage): boolean {
+  return req.headers.host === undefined && req.httpVersionMinor === 1
+}
+
+/** What a refusal of the router before a route says. */
+function frameworkMessage(code: string): string {
+  if (code === 'FST_ERR_BAD_URL') return 'request target: the path is not valid percent-encoding'
+  if (code === 'FST_ERR_MAX_PARAM_LENGTH') return 'request target: a path segment is longer than the 100 characters any path of the gateway takes'
+  return 'malformed request'
 }
 
 function bodyLimitOf(request: FastifyRequest, config: Config): number {
@@ -114,6 +148,17 @@ export type FastPath = ((req: IncomingMessage, res: ServerResponse, next: Reques
 
 /** What tells one listener from the other. */
 export interface ListenerOptions {
+  /**
+   * The methods a path takes, for a request whose method Node's parser does not know
+   * (`FOO /path HTTP/1.1`): 405 with this `allow`. Null: such a request is a 400.
+   */
+  allow?: string | null
+  /**
+   * Who reads a request's body, and so invites it (`expect: 100-continue`, hooks/expect-continue.ts):
+   * Fastify's body parsers (`parser`, the default), or the route handlers once they have
+   * admitted the caller (`handler`: the proxy's, through Admission.readBody).
+   */
+  bodyReader?: 'parser' | 'handler'
   /**
    * The challenge of its 401 answers (`www-authenticate`, RFC 9110 §11.6.1, which a 401
    * MUST carry): how a caller authenticates to this listener.
@@ -147,8 +192,9 @@ export function drainListener(app: FastifyInstance): void {
  * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
  * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, rateOf = () => null, tracing = null }: ListenerOptions): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, rateOf = () => null, tracing = null, allow = null, bodyReader = 'parser' }: ListenerOptions): FastifyInstance {
   let gentle: ReturnType<typeof closeGently> | null = null
+  let http: Server | null = null
   const app = Fastify({
     loggerInstance: log,
     // One line per request is logged by observeRequests instead.
@@ -175,28 +221,51 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         // cost. Nothing reads such a request's body: hasBody (access/admission.ts)
         // asks the same two headers.
         optimizeEmptyRequests: true,
+        // A request without a Host is refused by the router instead (hostless).
+        requireHostHeader: false,
       }
-      const server = createServer(options, (req, res) => {
+      const take = (req: IncomingMessage, res: ServerResponse): void => {
         tracing?.begin(req)
         // Closing: answered as ever, and the connection closed after it (closeGently).
         current.take(req, res)
-        if (fastPath) fastPath(req, res, handler)
+        // One without a Host goes to the router, which refuses it (hostless).
+        if (fastPath && !hostless(req)) fastPath(req, res, handler)
         else handler(req, res)
-      })
+      }
+      const server = createServer(options, take)
+      http = server
+      holdContinues(server, take)
       const current = closeGently(server)
       gentle = current
       server.keepAliveTimeout = config.server.keepAliveTimeoutMs
       closeSilentConnections(server, config.server.connectionTimeoutMs)
       return server
     },
-    clientErrorHandler: answerClientError,
+    clientErrorHandler: (clientError, socket) => {
+      const err = clientError as Error & { code?: string; reason?: string; rawPacket?: unknown }
+      // Replaces Fastify's default, which logs the error with its `rawPacket`: the caller's
+      // bytes, API key and admin token included. Nothing of the request is logged; its
+      // head is read only for a method to name.
+      // An answer already begun on this connection (its request's chunked body broke
+      // after it) cannot be followed by another: the connection is cut.
+      if (err.code === 'ECONNRESET' || !socket.writable || http === null || (socket as HttpSocket)._httpMessage?.headersSent) {
+        socket.destroy()
+        return
+      }
+      const { error, headers } = clientErrorAnswer(err, Buffer.isBuffer(err.rawPacket) ? err.rawPacket : undefined, allow)
+      endWithError(http, socket, error, headers, null)
+    },
     // What the router refuses before a route is found (a path that is no percent-encoding,
     // `%zz`) in the contract's terms too, a GW_* 400 with its request id: no hook of the
     // listener runs for it.
     frameworkErrors: (error, request, reply) => {
       const answer = reply as FastifyReply
       setAnswerFields(answer, { reqId: request.id, rate: null })
-      answer.send(new BadRequestError(error.code === 'FST_ERR_BAD_URL' ? 'request target: the path is not valid percent-encoding' : 'malformed request'))
+      if (bodyUninvited(request.raw)) answer.header('connection', 'close')
+      // No onResponse hook runs either: its access line is written here.
+      const observe = http === null ? undefined : refusalObservers.get(http)
+      if (observe !== undefined) answer.raw.once('close', () => observe({ reqId: request.id, status: answer.statusCode, socket: request.raw.socket, req: request.raw, durationMs: answer.elapsedTime }))
+      answer.send(new BadRequestError(frameworkMessage(error.code)))
     },
     // Validation errors carry their schema, whose description says what a field must be.
     // A property a schema does not allow fails the call: Fastify's default removes it
@@ -209,11 +278,23 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
   })
   closers.set(app as unknown as FastifyInstance, () => gentle?.begin())
   app.addHook('onRequest', bodyDeadline(config.limits.bodyTimeoutMs))
-  // Every answer the router writes, refusals included, carries its answer fields.
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(hostless(request.raw) ? new BadRequestError('host: an HTTP/1.1 request names the host it asks in a Host header') : undefined)
+  })
+  // Every answer the router writes, refusals included, carries its answer fields; one
+  // written before its body was invited closes the connection (hooks/expect-continue.ts).
   app.addHook('onSend', (request, reply, payload, done) => {
     setAnswerFields(reply, { reqId: request.id, rate: rateOf(request) })
+    if (bodyUninvited(request.raw)) reply.header('connection', 'close')
     done(null, payload)
   })
+  // Fastify's parsers read the body: invited unless its declared length is past the limit (then 413 at once).
+  if (bodyReader === 'parser') {
+    app.addHook('preParsing', (request, _reply, payload, done) => {
+      if (!(Number(request.headers['content-length']) > bodyLimitOf(request, config))) inviteBody(request.raw)
+      done(null, payload)
+    })
+  }
   app.setNotFoundHandler(() => {
     throw new NotFoundError()
   })

@@ -20,8 +20,9 @@ export interface RequestFacts {
   keyId: string | null
   /** Answered by the cache: a platform call saved (observe/usage.ts). */
   hit: boolean
-  method: string
-  url: string
+  /** Null for a request whose head Node could not read. */
+  method: string | null
+  url: string | null
   route: string
   status: number
   durationMs: number
@@ -106,6 +107,47 @@ export function accessFacts(req: IncomingMessage, caller: AnsweredCaller | null,
 
 export type ObserveRequest = (facts: RequestFacts) => void
 
+/** An answer written before the router found a route (refused by Node's parser, by the router, or before either): what its access line knows. */
+export interface Refused {
+  reqId: string
+  status: number
+  /** The connection it was written on. */
+  socket: Socket
+  /** The request, where Node read its head; null when the head itself was refused. */
+  req: IncomingMessage | null
+  /** Since the request reached the listener, where that is known; else 0. */
+  durationMs: number
+}
+
+export type ObserveRefusal = (refused: Refused) => void
+
+/**
+ * The access line (and metrics) of an answer written before the router: no caller is
+ * known, its key not read; the route is `unmatched`. `traced`: tracing is on, so a
+ * request that reached the listener's handler has a span to end.
+ */
+export function refusalObserver(observe: ObserveRequest, traced: boolean): ObserveRefusal {
+  return ({ reqId, status, socket, req, durationMs }) =>
+    observe({
+      reqId,
+      team: null,
+      keyId: null,
+      hit: false,
+      method: req?.method ?? null,
+      url: req?.url ?? null,
+      route: 'unmatched',
+      status,
+      durationMs,
+      cache: null,
+      client: socket.remoteAddress ?? null,
+      advertisers: null,
+      bytes: bytesSent(socket),
+      upstreamMs: null,
+      userAgent: req?.headers['user-agent'] ?? null,
+      trace: traced && req !== null ? traceOf(req) : undefined,
+    })
+}
+
 /**
  * One log line and the request metrics per request (contract, "Logs"), for both
  * entrances of the proxy listener. Metric children are looked up once per route and
@@ -140,14 +182,15 @@ export function requestObserver({ metrics, usage, keyUse, clock, history, log }:
     if (trace !== undefined && trace.recording) endRequestSpan(trace, facts)
     // Read per request: an operator may change the level at run time.
     if (!log.isLevelEnabled('info')) return
-    const q = facts.url.indexOf('?')
+    const url = facts.url ?? ''
+    const q = url.indexOf('?')
     const line: Record<string, unknown> = {
       reqId: facts.reqId,
       client: facts.client,
       team: facts.team,
       keyId: facts.keyId,
       method: facts.method,
-      path: q === -1 ? facts.url : facts.url.slice(0, q),
+      path: facts.url === null ? null : q === -1 ? url : url.slice(0, q),
       advertiser: advertiserField(facts.advertisers),
       route,
       status,

@@ -1,0 +1,125 @@
+import { connect } from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { KEYS, rawHttp, rawRequest, type RawResponse } from '../helpers/sandbox-gateway.js'
+import { waitFor } from '../helpers/wait.js'
+import { itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
+
+// What the router never sees. A request Node's parser refuses (a broken header line, a
+// head past its size, a method it does not know), one the router refuses before a route
+// (a path that is no percent-encoding), one Node answers itself (no Host, an expectation
+// it does not know), a CONNECT, and a body announced past the limit with `expect:
+// 100-continue`: each answer is the contract's error (JSON, GW_* code, x-request-id) and
+// leaves its access line, as every answer of the proxy listener does.
+
+const sg = useAttackGateway()
+const H = 'host: 127.0.0.1\r\n'
+
+/** The access lines the gateway logged with `reqId`. */
+function accessLines(reqId: string): Record<string, unknown>[] {
+  return sg.gw.logs.records().filter((r) => r.msg === 'request' && r.reqId === reqId)
+}
+
+/** The answer is the contract's error with `code`, has a request id, and that id has one access line with `status`. */
+async function expectContractError(res: RawResponse, status: number, code: string): Promise<Record<string, unknown>> {
+  expect(res.status, res.text).toBe(status)
+  expect(res.headers['content-type']).toMatch(/^application\/json/)
+  const body = JSON.parse(res.body) as Record<string, unknown>
+  expect(body).toMatchObject({ statusCode: status, code, error: expect.any(String), message: expect.any(String) })
+  const reqId = res.headers['x-request-id'] as string
+  expect(reqId).toMatch(/^[\w.:-]+$/)
+  await waitFor(`the access line of ${reqId}`, () => accessLines(reqId).length > 0)
+  const lines = accessLines(reqId)
+  expect(lines).toHaveLength(1)
+  expect(lines[0]).toMatchObject({ status, client: '127.0.0.1' })
+  return body
+}
+
+describe('requests refused before the router', () => {
+  it.each([
+    ['a broken header line', `GET /api/v1/campaign/get HTTP/1.1\r\n${H}x-api-key: ${KEYS.all}\r\nbroken header line\r\n\r\n`, /malformed/],
+    ['a head past the size Node reads', `GET /api/v1/campaign/get HTTP/1.1\r\n${H}x-api-key: ${KEYS.all}\r\nx-pad: ${'a'.repeat(20_000)}\r\n\r\n`, /larger than/],
+    ['a request target past the size Node reads', `GET /api/v1/report/campaigns/get?pad=${'a'.repeat(20_000)} HTTP/1.1\r\n${H}x-api-key: ${KEYS.all}\r\n\r\n`, /larger than/],
+    ['two content-lengths', `POST /api/v1/campaign/get HTTP/1.1\r\n${H}x-api-key: ${KEYS.all}\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\nab`, /malformed/],
+    ['transfer-encoding beside content-length', `POST /api/v1/campaign/get HTTP/1.1\r\n${H}x-api-key: ${KEYS.all}\r\ncontent-length: 3\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n`, /malformed/],
+    ['an obs-fold header', `GET /api/v1/campaign/get HTTP/1.1\r\n${H}x-api-key: ${KEYS.all}\r\nx-folded: a\r\n b\r\n\r\n`, /malformed/],
+    ['an HTTP/2 preface', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', /malformed/],
+  ])('%s: 400 GW_BAD_REQUEST with a request id and an access line, saying what was wrong', async (_what, bytes, message) => {
+    const res = await rawRequest(sg.port, bytes)
+    const body = await expectContractError(res, 400, 'GW_BAD_REQUEST')
+    expect(body.message).toMatch(message)
+    expect(res.headers.connection).toBe('close')
+  })
+
+  it('a method Node does not know: 405 GW_METHOD_NOT_ALLOWED with allow, as any method not forwarded, and an access line', async () => {
+    const res = await rawRequest(sg.port, `FOO /api/v1/campaign/get HTTP/1.1\r\n${H}x-api-key: ${KEYS.all}\r\n\r\n`)
+    await expectContractError(res, 405, 'GW_METHOD_NOT_ALLOWED')
+    expect(res.headers.allow).toBe('GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS')
+  })
+
+  it('a path that is no percent-encoding: 400 GW_BAD_REQUEST and an access line with its method and path', async () => {
+    const res = await rawRequest(sg.port, rawHttp('GET', '/api/v1/campaign/%zz?key=secret'))
+    await expectContractError(res, 400, 'GW_BAD_REQUEST')
+    expect(accessLines(res.headers['x-request-id'] as string)[0]).toMatchObject({ method: 'GET', path: '/api/v1/campaign/%zz' })
+  })
+
+  it('HTTP/1.1 without a Host: 400 GW_BAD_REQUEST (not Node\'s bare 400) and an access line', async () => {
+    const res = await rawRequest(sg.port, `GET /api/v1/campaign/get HTTP/1.1\r\nx-api-key: ${KEYS.all}\r\nconnection: close\r\n\r\n`)
+    const body = await expectContractError(res, 400, 'GW_BAD_REQUEST')
+    expect(body.message).toMatch(/host/i)
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('an expectation other than 100-continue is read as none (not Node\'s bare 417): the request is answered as without it', async () => {
+    const res = await rawRequest(sg.port, rawHttp('GET', '/nope', { headers: { expect: 'something-else' } }))
+    await expectContractError(res, 404, 'GW_NOT_FOUND')
+  })
+
+  it('CONNECT: 405 with its access line', async () => {
+    const res = await rawRequest(sg.port, `CONNECT 127.0.0.1:1 HTTP/1.1\r\n${H}x-api-key: ${KEYS.all}\r\n\r\n`)
+    await expectContractError(res, 405, 'GW_METHOD_NOT_ALLOWED')
+  })
+})
+
+/** Sends a request head with `expect: 100-continue` and no body; what came back once the socket closed, or after `ms`. */
+function expectContinue(head: string, ms = 3000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(sg.port, '127.0.0.1')
+    let text = ''
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1')
+    })
+    socket.on('error', reject)
+    socket.on('close', () => resolve(text))
+    setTimeout(() => {
+      socket.destroy()
+      resolve(text)
+    }, ms).unref()
+    socket.write(head)
+  })
+}
+
+describe('expect: 100-continue', () => {
+  it('with a content-length past the body limit: 413 GW_PAYLOAD_TOO_LARGE at once, no 100 Continue, the connection closed', async () => {
+    const answer = await expectContinue(`POST /api/v1/campaign/get HTTP/1.1\r\n${H}x-api-key: ${KEYS.all}\r\ncontent-type: application/json\r\ncontent-length: 100000000\r\nexpect: 100-continue\r\n\r\n`)
+    expect(answer).not.toContain('100 Continue')
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /)
+    expect(answer.toLowerCase()).toContain('connection: close')
+    expect(answer).toContain('"code":"GW_PAYLOAD_TOO_LARGE"')
+    expect(answer.toLowerCase()).toMatch(/x-request-id: \S+/)
+  })
+
+  it('past a report body\'s own limit (64 KiB): 413 at once, no 100 Continue', async () => {
+    const answer = await expectContinue(`POST /api/v1/report/campaigns/get HTTP/1.1\r\n${H}x-api-key: ${KEYS.all}\r\ncontent-type: application/json\r\ncontent-length: 100000\r\nexpect: 100-continue\r\n\r\n`)
+    expect(answer).not.toContain('100 Continue')
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /)
+  })
+
+  it('with an unknown key: 401 without inviting the body', async () => {
+    const answer = await expectContinue(`POST /api/v1/campaign/get HTTP/1.1\r\n${H}x-api-key: rgw_unknown_key_00000000000000000000000\r\ncontent-type: application/json\r\ncontent-length: 14\r\nexpect: 100-continue\r\n\r\n`)
+    expect(answer).not.toContain('100 Continue')
+    expect(answer).toMatch(/^HTTP\/1\.1 401 /)
+    expect(answer.toLowerCase()).toContain('connection: close')
+  })
+})
+
+itLoggedNoSecret(sg)
