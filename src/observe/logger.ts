@@ -1,8 +1,10 @@
 import type { LoggerOptions } from 'pino'
+import { escapedForms } from './secret-forms.js'
 
 // Paths that can hold a secret in anything we log: request and response headers, the
 // config, token replies. Values are also scrubbed by `secretScrubber` below, so a
-// secret that ends up somewhere unexpected (an error message, a URL) is caught too.
+// secret that ends up somewhere unexpected (an error message, a URL) is caught too, as
+// it is, escaped or percent-encoded (secret-forms.ts).
 export const REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers["x-api-key"]',
@@ -40,7 +42,8 @@ export class SecretSet {
   add(value: string | null | undefined): void {
     // Very short values would scrub ordinary words; config validation keeps secrets longer.
     if (!value || value.length < 6 || this.#values.has(value)) return
-    this.#values.add(value)
+    // Each of its spellings the gateway's own text may hold: escaped in a JSON string, as every line writes it, percent-encoded…
+    for (const form of escapedForms(value)) this.#values.add(form)
     this.#pattern = null
   }
 

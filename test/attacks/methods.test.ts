@@ -1,9 +1,8 @@
 import { gunzipSync } from 'node:zlib'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
-import { buildGateway, KEYS, listen, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { late } from '../helpers/fixtures.js'
-import { startReflectingPlatform, type ReflectingPlatform } from '../helpers/reflecting-platform.js'
+import { KEYS } from '../helpers/build-gateway.js'
+import { useReflectingGateway } from '../helpers/fixtures.js'
 import { rawHttp, rawRequest, type RawResponse } from '../helpers/sandbox-gateway.js'
 import { leakedSecrets } from '../helpers/secret-scan.js'
 import { itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
@@ -60,23 +59,7 @@ function leaks(answers: [string, RawResponse][]): string[] {
 }
 
 describe('a platform that reflects every request', () => {
-  let platform: ReflectingPlatform | undefined
-  let gateway: (TestGateway & { port: number }) | undefined
-  beforeAll(async () => {
-    platform = await startReflectingPlatform()
-    gateway = await listen(await buildGateway(testConfig({ PLATFORM_BASE_URL: platform.url, PLATFORM_TOKEN, LOG_LEVEL: 'trace' }, YAML)))
-  })
-  afterEach(() => {
-    if (!platform) return
-    platform.requests.length = 0
-    platform.echoHeaders = true
-  })
-  afterAll(async () => {
-    await gateway?.close()
-    await platform?.close()
-  })
-  const reflecting = late('the reflecting platform', () => platform)
-  const gw = late('the gateway', () => gateway)
+  const { reflecting, gw } = useReflectingGateway(PLATFORM_TOKEN, YAML)
 
   // A method that takes a body is sent BODY as JSON unless `body` is given (with its own content-type in `headers`).
   const send = (method: string, target: string, key: string, headers: Record<string, string> = {}, body?: string): Promise<RawResponse> => {

@@ -3,7 +3,8 @@ import { afterAll, afterEach, beforeAll } from 'vitest'
 import type { Config } from '../../src/config.js'
 import type { GatewayDeps } from '../../src/compose.js'
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/sandbox.js'
-import { buildGateway, listen, type TestGateway } from './build-gateway.js'
+import { buildGateway, listen, testConfig, type TestGateway } from './build-gateway.js'
+import { startReflectingPlatform, type ReflectingPlatform } from './reflecting-platform.js'
 import { spawnGateway, type GatewayProcess } from './gateway-process.js'
 import { startSandboxGateway, type SandboxGateway, type SandboxGatewayOptions } from './sandbox-gateway.js'
 import { startRedis, type RedisServer } from './start-redis.js'
@@ -20,6 +21,12 @@ export function late<T extends object>(what: string, get: () => T | undefined): 
       if (!real) throw new Error(`${what} is used before beforeAll made it`)
       const value = Reflect.get(real, prop, real) as unknown
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(real) : value
+    },
+    // A setting made through it is the real one's (`reflecting.echoHeaders = false`), not the stand-in object's.
+    set(_target, prop, value) {
+      const real = get()
+      if (!real) throw new Error(`${what} is used before beforeAll made it`)
+      return Reflect.set(real, prop, value, real)
     },
   })
 }
@@ -161,4 +168,30 @@ export function useCleanups(): (() => void | Promise<void>)[] {
     for (const fn of cleanups.splice(0)) await fn()
   })
   return cleanups
+}
+
+/**
+ * A platform that reflects every request it gets (reflecting-platform.ts) and a gateway in
+ * front of it, with `token` as its platform token and `yaml` as its teams, logging at
+ * trace level; the platform's request log and its ways of writing are reset after each test.
+ */
+export function useReflectingGateway(token: string, yaml: string): { reflecting: ReflectingPlatform; gw: TestGateway & { port: number } } {
+  let platform: ReflectingPlatform | undefined
+  let gateway: (TestGateway & { port: number }) | undefined
+  beforeAll(async () => {
+    platform = await startReflectingPlatform()
+    gateway = await listen(await buildGateway(testConfig({ PLATFORM_BASE_URL: platform.url, PLATFORM_TOKEN: token, LOG_LEVEL: 'trace' }, yaml)))
+  })
+  afterEach(() => {
+    if (!platform) return
+    platform.requests.length = 0
+    platform.echoHeaders = true
+    platform.spell = (text) => text
+    platform.chunkBytes = null
+  })
+  afterAll(async () => {
+    await gateway?.close()
+    await platform?.close()
+  })
+  return { reflecting: late('the reflecting platform', () => platform), gw: late('the gateway', () => gateway) }
 }

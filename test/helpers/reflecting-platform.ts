@@ -17,6 +17,10 @@ export interface ReflectingPlatform {
   requests: ReflectedRequest[]
   /** Whether the request headers also come back as response headers (default); false: in the body alone. */
   echoHeaders: boolean
+  /** How the reflection is written: its body's JSON text and each header value go through it (default: as they are). */
+  spell: (text: string) => string
+  /** The body is written in chunks of this many bytes, each its own write (default: one write). */
+  chunkBytes: number | null
   close(): Promise<void>
 }
 
@@ -35,11 +39,11 @@ export async function startReflectingPlatform(): Promise<ReflectingPlatform> {
     requests.push({ method, url, headers })
     const head: Record<string, string> = { 'content-type': 'application/json' }
     for (const [name, value] of Object.entries(platform.echoHeaders ? headers : {})) {
-      const text = Array.isArray(value) ? value.join(', ') : String(value)
+      const text = platform.spell(Array.isArray(value) ? value.join(', ') : String(value))
       head[`x-echo-${name}`] = text
       if (name === 'authorization') head.authorization = text
     }
-    const json = Buffer.from(JSON.stringify({ method, url, headers }))
+    const json = Buffer.from(platform.spell(JSON.stringify({ method, url, headers })))
     if (!/\bgzip\b/.test(String(headers['accept-encoding'] ?? ''))) return { head: { ...head, 'content-length': String(json.length) }, body: json }
     const body = gzipSync(json)
     return { head: { ...head, 'content-encoding': 'gzip', 'content-length': String(body.length) }, body }
@@ -49,7 +53,9 @@ export async function startReflectingPlatform(): Promise<ReflectingPlatform> {
     req.on('end', () => {
       const { head, body } = reflect(req.method ?? '', req.url ?? '', req.headers)
       res.writeHead(200, head)
-      res.end(body)
+      const size = platform.chunkBytes ?? body.length
+      for (let at = 0; at < body.length; at += size) res.write(body.subarray(at, at + size))
+      res.end()
     })
   })
   server.on('connect', (req, socket) => {
@@ -62,6 +68,8 @@ export async function startReflectingPlatform(): Promise<ReflectingPlatform> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
     echoHeaders: true,
+    spell: (text) => text,
+    chunkBytes: null,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()

@@ -2,13 +2,16 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream'
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
 import { UpstreamError, type GatewayError } from '../../errors.js'
+import { secretForms } from '../../observe/secret-forms.js'
 
 // A platform answer that carries back the token the gateway sent it is no answer: a TRACE
 // (RFC 9110 says a server SHOULD reflect it), a debug error page or an echo route hands
 // the request back, its `authorization: Bearer <token>` in it. Such an answer fails the
 // call (GW_UPSTREAM); nothing of it reaches a caller or the cache. The token is looked for
-// in the header names and values, and in the body as it streams: its own bytes, or, for
-// a body in one of the codings below, the bytes it decodes to.
+// in each of its spellings (observe/secret-forms.ts: as it is, JSON- or HTML-escaped,
+// percent-encoded, in base64) in the header names and values, and in the body as it
+// streams: its own bytes, or, for a body in one of the codings below, the bytes it
+// decodes to.
 
 /** The content codings whose bodies the gateway reads for the token; the platform is offered no other (forwardedEncodings). */
 const DECODERS: Record<string, () => Transform> = {
@@ -43,13 +46,11 @@ export function forwardedEncodings(acceptEncoding: string): string | undefined {
  * forwardedEncodings); the body is then dropped.
  */
 export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token: string): Readable {
-  const needle = Buffer.from(token)
-  // Header names come lower-cased, whatever the platform wrote.
-  const named = token.toLowerCase()
+  const { forms, named, needles } = spellingsOf(token)
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue
     const values = Array.isArray(value) ? value : [value]
-    if (name.includes(named) || values.some((v) => v.includes(token))) {
+    if (named.some((form) => name.includes(form)) || values.some((v) => forms.some((form) => v.includes(form)))) {
       drop(body)
       throw echoed('headers')
     }
@@ -63,30 +64,53 @@ export function withoutToken(headers: IncomingHttpHeaders, body: Readable, token
       throw new UpstreamError(`the platform answered in a content coding the gateway does not read for its token (${coding}): not passed on`)
     }
   }
-  const scan = decoder === null ? new PlainScan(needle) : new EncodedScan(needle, decoder())
+  const scan = decoder === null ? new PlainScan(needles) : new EncodedScan(needles, decoder())
   // The scan's end or failure ends the platform's body (its connection goes back to the pool), and the platform's failure is the scan's.
   pipeline(body, scan, () => undefined)
   return scan
 }
 
+/** The token's spellings: as text (header values), lower-cased (header names), as bytes (bodies); the last few tokens' kept, as a token is sent with many calls. */
+interface Spellings {
+  forms: string[]
+  named: string[]
+  needles: Buffer[]
+}
+
+const SPELLINGS_KEPT = 8
+const spellings = new Map<string, Spellings>()
+
+function spellingsOf(token: string): Spellings {
+  let kept = spellings.get(token)
+  if (kept === undefined) {
+    const forms = secretForms(token)
+    kept = { forms, named: forms.map((form) => form.toLowerCase()), needles: forms.map((form) => Buffer.from(form)) }
+    if (spellings.size >= SPELLINGS_KEPT) spellings.delete(spellings.keys().next().value as string)
+    spellings.set(token, kept)
+  }
+  return kept
+}
+
 /**
- * Looks for `needle` in a stream of chunks: the last `needle.length - 1` bytes of what
- * was seen are kept and looked at again with the next chunk, so that a token split
- * between two chunks is found too.
+ * Looks for any of `needles` in a stream of chunks: the last bytes of what was seen, one
+ * fewer than the longest needle's, are kept and looked at again with the next chunk, so
+ * that a token split between two chunks is found too.
  */
 class Seam {
-  readonly #needle: Buffer
+  readonly #needles: Buffer[]
+  readonly #keep: number
   #tail: Buffer = Buffer.alloc(0)
 
-  constructor(needle: Buffer) {
-    this.#needle = needle
+  constructor(needles: Buffer[]) {
+    this.#needles = needles
+    this.#keep = keptBytes(needles)
   }
 
-  /** Whether the needle shows in the tail kept joined to `chunk` (`seen`); when it does not, the new tail is kept. */
+  /** Whether a needle shows in the tail kept joined to `chunk` (`seen`); when none does, the new tail is kept. */
   look(chunk: Buffer): { found: boolean; seen: Buffer } {
     const seen = this.#tail.length === 0 ? chunk : Buffer.concat([this.#tail, chunk])
-    if (seen.includes(this.#needle)) return { found: true, seen }
-    this.#tail = seen.subarray(Math.max(0, seen.length - (this.#needle.length - 1)))
+    if (this.#needles.some((needle) => seen.includes(needle))) return { found: true, seen }
+    this.#tail = seen.subarray(Math.max(0, seen.length - this.#keep))
     return { found: false, seen }
   }
 
@@ -107,10 +131,10 @@ class PlainScan extends Transform {
   readonly #seam: Seam
   readonly #keep: number
 
-  constructor(needle: Buffer) {
+  constructor(needles: Buffer[]) {
     super()
-    this.#seam = new Seam(needle)
-    this.#keep = needle.length - 1
+    this.#seam = new Seam(needles)
+    this.#keep = keptBytes(needles)
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
@@ -140,9 +164,9 @@ class EncodedScan extends Transform {
   readonly #decoder: Transform
   readonly #ended: Promise<void>
 
-  constructor(needle: Buffer, decoder: Transform) {
+  constructor(needles: Buffer[], decoder: Transform) {
     super()
-    const seam = new Seam(needle)
+    const seam = new Seam(needles)
     this.#decoder = decoder
     this.#ended = new Promise((resolve) => {
       decoder.on('data', (chunk: Buffer) => {
@@ -174,6 +198,11 @@ class EncodedScan extends Transform {
     this.#decoder.destroy()
     done(err)
   }
+}
+
+/** The bytes a seam keeps between chunks: one fewer than the longest needle's. */
+function keptBytes(needles: Buffer[]): number {
+  return Math.max(...needles.map((needle) => needle.length)) - 1
 }
 
 /** The platform's body, dropped unread: its end as aborted is expected, not an error. */

@@ -1,0 +1,70 @@
+// The spellings in which a secret comes back inside text that someone else wrote: a
+// platform that reflects the request it got (a debug page, an echo route, an error that
+// quotes its input), or a value that passed through an encoder before reaching a log
+// line. The gateway looks for each of them (platform answers: token-echo.ts; log lines:
+// logger.ts). A secret is recognised
+// - as it is;
+// - escaped inside a JSON string, as JSON.stringify writes it and as PHP's json_encode
+//   does by default (Laravel's JSON answers: `/` as `\/`, non-ASCII as `\uXXXX`);
+// - percent-encoded, as encodeURIComponent, PHP's rawurlencode and urlencode write it,
+//   the hex digits upper- or lower-case (the lower-case forms of those three);
+// - HTML-escaped, as PHP's htmlspecialchars writes it (an error page);
+// - in base64, standard or URL-safe, at each of the three places it can start within a
+//   longer encoded value (its first and last characters then depend on the bytes around
+//   it: the characters that do not are looked for), once it is MIN_BASE64_CHARS long.
+// Not recognised: any other encoding or encryption, a secret cut in parts, or one
+// whose letters changed case.
+
+/** Secrets shorter than this are looked for in base64 no more: the encoded part left could be ordinary text. */
+export const MIN_BASE64_CHARS = 16
+
+/** Every spelling of `secret` above, each once, the secret itself first. */
+export function secretForms(secret: string): string[] {
+  return secret.length >= MIN_BASE64_CHARS ? [...new Set([...escapedForms(secret), ...base64Forms(Buffer.from(secret))])] : escapedForms(secret)
+}
+
+/**
+ * The spellings of `secret` above but base64, each once, the secret itself first: those
+ * text written by the gateway itself may hold (a log line escapes it as JSON, a URL
+ * percent-encodes it); for no base64 is ever written of a secret, and each form is one
+ * more for every line to be scrubbed of.
+ */
+export function escapedForms(secret: string): string[] {
+  const json = JSON.stringify(secret).slice(1, -1)
+  const percent = [encodeURIComponent(secret), rawUrlEncoded(secret), urlEncoded(secret)]
+  return [...new Set([secret, json, phpJson(json), ...percent, ...percent.map((form) => form.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase())), htmlEscaped(secret)])]
+}
+
+/** json_encode's default escapes beyond JSON.stringify's: `/`, and every non-ASCII character as `\uXXXX` (lower-case hex). */
+function phpJson(json: string): string {
+  return json.replace(/\//g, '\\/').replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
+/** RFC 3986 percent-encoding (PHP's rawurlencode): every byte but letters, digits and `-._~`. */
+function rawUrlEncoded(secret: string): string {
+  return encodeURIComponent(secret).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+}
+
+/** PHP's urlencode: rawurlencode's, with `~` encoded too (a secret holds no space, which it writes `+`). */
+function urlEncoded(secret: string): string {
+  return rawUrlEncoded(secret).replace(/~/g, '%7E')
+}
+
+function htmlEscaped(secret: string): string {
+  return secret.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#039;')
+}
+
+/**
+ * The characters of `bytes` in base64 (standard and URL-safe, unpadded) that do not
+ * depend on the bytes around them, for each of the three offsets modulo 3 it may start at.
+ */
+function base64Forms(bytes: Buffer): string[] {
+  const forms: string[] = []
+  for (let before = 0; before < 3; before++) {
+    const encoded = Buffer.concat([Buffer.alloc(before), bytes]).toString('base64')
+    // Character i covers bits [6i, 6i + 6): those wholly within the secret's bits are its own.
+    const core = encoded.slice(Math.ceil((8 * before) / 6), Math.floor((8 * (before + bytes.length)) / 6))
+    forms.push(core, core.replace(/\+/g, '-').replace(/\//g, '_'))
+  }
+  return forms
+}

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest'
+import { SecretSet } from '../../src/observe/logger.js'
+import { escapedForms, MIN_BASE64_CHARS, secretForms } from '../../src/observe/secret-forms.js'
+
+// The spellings of a secret the gateway recognises (its platform token in an answer, any
+// secret in a log line), each found wherever an encoder puts it, and none of them in
+// ordinary text.
+
+const PASTED = "pasted/platform+token=0123456789&<abcdef>~'!\"\\é"
+const JWT = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiI0NTYiLCJleHAiOjE4MDAwMDAwMDB9.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg'
+
+/** Whether one of `secret`'s spellings shows in `text`. */
+function found(secret: string, text: string): boolean {
+  return secretForms(secret).some((form) => text.includes(form))
+}
+
+describe('secretForms', () => {
+  it.each([PASTED, JWT])('finds %s written by each encoder, inside longer text', (secret) => {
+    const around = (inner: string): string => `{"before":"x","dump":"${inner}","after":"y"}`
+    const written = [
+      JSON.stringify({ authorization: `Bearer ${secret}` }),
+      JSON.stringify({ authorization: `Bearer ${secret}` }).replace(/\//g, '\\/').replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+      `https://platform.example/debug?token=${encodeURIComponent(secret)}&x=1`,
+      `/debug?token=${encodeURIComponent(secret).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())}`,
+      `<td>${secret.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#039;')}</td>`,
+      ...['', 'a', 'ab', 'abc'].flatMap((prefix) => [
+        around(Buffer.from(`${prefix}Bearer ${secret} and more`).toString('base64')),
+        around(Buffer.from(`${prefix}Bearer ${secret}`).toString('base64url')),
+      ]),
+    ]
+    for (const text of written) expect(found(secret, text), text).toBe(true)
+  })
+
+  it('lists the secret itself first, and each spelling once', () => {
+    const forms = secretForms(PASTED)
+    expect(forms[0]).toBe(PASTED)
+    expect(new Set(forms).size).toBe(forms.length)
+    // A JWT's characters need no escape: it is looked for as it is, and in base64.
+    expect(escapedForms(JWT)).toEqual([JWT])
+  })
+
+  it('finds none in a report that holds no token, though its rows share its characters', () => {
+    const rows = Array.from({ length: 5000 }, (_, i) => `{"campaignId":${101000 + i},"campaignName":"eyJhbGciOiJSUzI1NiJ9 ${i}","note":"${Buffer.from(`row ${i} of the report`).toString('base64')}"}`)
+    expect(found(JWT, `{"data":[${rows.join(',')}]}`)).toBe(false)
+  })
+
+  it(`looks for no base64 of a secret under ${MIN_BASE64_CHARS} characters: what is left of it could be any text`, () => {
+    expect(secretForms('short-secret')).toEqual(escapedForms('short-secret'))
+    expect(escapedForms('short-secret')).toEqual(['short-secret'])
+  })
+})
+
+describe('a log line', () => {
+  it('is scrubbed of a secret escaped as the line\'s JSON writes it, or percent-encoded', () => {
+    const secrets = new SecretSet()
+    secrets.add(PASTED)
+    const line = JSON.stringify({ msg: `login failed for ${PASTED}`, url: `/oauth/token?password=${encodeURIComponent(PASTED)}` })
+    const scrubbed = secrets.scrub(line)
+    expect(scrubbed).toBe('{"msg":"login failed for [REDACTED]","url":"/oauth/token?password=[REDACTED]"}')
+    for (const form of escapedForms(PASTED)) expect(scrubbed).not.toContain(form)
+  })
+})
