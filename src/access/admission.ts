@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import type { Readable } from 'node:stream'
+import { Readable } from 'node:stream'
 import type { Config, TeamConfig } from '../config.js'
 import { BadRequestError, ForbiddenError, NotFoundError, PayloadTooLargeError, RateLimitedError } from '../errors.js'
 import type { Metrics } from '../observe/metrics.js'
@@ -209,7 +209,9 @@ export class Admission {
     }
     inviteBody(payload)
     if (!parsed) {
-      caller.stream = payload
+      // A declared length within the limit is what Node reads; a chunked body is read whole
+      // first, so that one past the limit is refused here and reaches no platform.
+      caller.stream = request.headers['content-length'] === undefined ? Readable.from([await readAll(payload, limit)]) : payload
       return
     }
     const bytes = await readAll(payload, limit)

@@ -1,5 +1,6 @@
 import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
+import { hashApiKey } from '../../src/access/api-keys.js'
 import { KEYS, rawHttp, rawRequest, TEAMS_YAML } from '../helpers/sandbox-gateway.js'
 import { call, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
@@ -9,7 +10,11 @@ import { call, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack
 // that the trickle is cut off within the test.
 
 const REQUEST_TIMEOUT_MS = 1500
-const sg = useAttackGateway({ yaml: `${TEAMS_YAML}\nserver: { requestTimeout: ${REQUEST_TIMEOUT_MS}ms }\n` })
+// `uploader` may write any body to any account: its bodies of other types are passed on as they come.
+const UPLOADER_KEY = 'rgw_test_uploader_key_88888888888888888888888'
+const sg = useAttackGateway({
+  yaml: `${TEAMS_YAML.trimEnd()}\n  uploader:\n    keys: ["${hashApiKey(UPLOADER_KEY)}"]\n    advertisers: ["*"]\n    write: true\nserver: { requestTimeout: ${REQUEST_TIMEOUT_MS}ms }\n`,
+})
 
 const URL_BYTES = 15 * 1024
 
@@ -61,6 +66,29 @@ describe('body caps', () => {
     }))
     expect(chunked.status).toBe(413)
     expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('a body of another type past bodyLimit (1 MiB), declared or streamed, is 413 GW_PAYLOAD_TOO_LARGE and never reaches the platform', async () => {
+    const big = Buffer.alloc(1024 * 1024 + 1, 0x61)
+    const declared = await rawRequest(sg.port, rawHttp('POST', '/api/v1/campaign/banner/create', { key: UPLOADER_KEY, headers: { 'content-type': 'application/octet-stream' }, body: big }))
+    const streamed = await rawRequest(sg.port, rawHttp('POST', '/api/v1/campaign/banner/create', {
+      key: UPLOADER_KEY,
+      headers: { 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' },
+      body: Buffer.concat([Buffer.from(`${big.length.toString(16)}\r\n`), big, Buffer.from('\r\n0\r\n\r\n')]),
+    }))
+    for (const res of [declared, streamed]) {
+      expect(res.status).toBe(413)
+      expect(JSON.parse(res.body)).toMatchObject({ code: 'GW_PAYLOAD_TOO_LARGE' })
+    }
+    expect(sg.callerRequests()).toEqual([])
+    // Within the limit, streamed, it is passed on whole.
+    const small = await rawRequest(sg.port, rawHttp('POST', '/api/v1/campaign/banner/create', {
+      key: UPLOADER_KEY,
+      headers: { 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' },
+      body: '5\r\nhello\r\n0\r\n\r\n',
+    }))
+    expect(small.status).not.toBe(413)
+    expect(sg.callerRequests().map((r) => r.body)).toEqual(['hello'])
   })
 
   it('any other body over bodyLimit (1 MiB) is 413', async () => {
