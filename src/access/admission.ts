@@ -14,6 +14,7 @@ import { rateLimitHeaders } from './rate-limit-headers.js'
 import { isTokenPath, tokenPaths } from './path-safety.js'
 import { assertPlainBodyType, FORM_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, type CheckedBody } from './request-body.js'
 import { checkTarget, type RequestTarget } from './request-target.js'
+import { KEY_PREFIX } from './api-keys.js'
 import { bodyUninvited, inviteBody } from '../http/hooks/expect-continue.js'
 
 /** An admitted caller and the call as the gateway checked it. */
@@ -96,7 +97,17 @@ export class Admission {
     if (seen) return seen.known
     const target = checkTarget(url, this.#ctx.config.limits.params)
     if (isTokenPath(target.path, this.#blockedPaths)) throw new NotFoundError()
+    this.#refuseKeyIn(url, 'request target')
     return { target }
+  }
+
+  /**
+   * A team key in what would be sent to the platform (a caller that put its key in the
+   * query, or a form): refused, whoever's key it is, so that the platform, its logs and the
+   * cache's keys never hold one. The message does not repeat it.
+   */
+  #refuseKeyIn(text: string, where: 'request target' | 'body'): void {
+    if (this.#ctx.teams.holdsKey(text)) throw new BadRequestError(`${where}: holds a team key; a key is sent in x-api-key or authorization: Bearer, and never to the platform`)
   }
 
   /** Who the call's key names (401). */
@@ -216,6 +227,7 @@ export class Admission {
     }
     const bytes = await readAll(payload, limit)
     if (bytes.length === 0) return
+    if (bytes.includes(KEY_PREFIX)) this.#refuseKeyIn(bytes.toString('latin1'), 'body')
     const limits = this.#ctx.config.limits
     caller.body = type === JSON_TYPE ? parseJsonBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params }) : parseFormBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params })
   }

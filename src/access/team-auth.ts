@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { TeamConfig, TeamKey } from '../config.js'
 import { ForbiddenError, KeyExpiredError, KeyReplacedError, UnauthorizedError } from '../errors.js'
 import type { KeyLifetime } from '../observe/metrics.js'
-import { hashApiKey, presentedKey } from './api-keys.js'
+import { hashApiKey, KEY_PREFIX, presentedKey } from './api-keys.js'
 import { systemClock } from '../clock.js'
 
 /** Who a request's key names: the team, and which of its keys. */
@@ -14,6 +14,8 @@ export interface Identity {
 // Known keys are remembered so that a hit does not hash the key again; unknown keys are
 // always hashed (and never remembered), and the map is bounded.
 const KNOWN_KEYS_MAX = 10_000
+// What may be a key made by `npm run keys` inside other text: its prefix, then base64url.
+const KEY_IN_TEXT = new RegExp(`${KEY_PREFIX}[A-Za-z0-9_-]{16,}`, 'g')
 
 /**
  * The teams' keys. `replace` swaps them whole (a reload) and forgets every
@@ -72,6 +74,13 @@ export class TeamDirectory {
     this.#byName = new Map(teams.map((t) => [t.name, t]))
     this.#byHash = byHash
     this.#byKey = new Map()
+  }
+
+  /** Whether `text` holds a running team's key (one made by `npm run keys`, KEY_PREFIX first), anyone's. */
+  holdsKey(text: string): boolean {
+    if (!text.includes(KEY_PREFIX)) return false
+    for (const [candidate] of text.matchAll(KEY_IN_TEXT)) if (this.#byKey.has(candidate) || this.#byHash.has(hashApiKey(candidate))) return true
+    return false
   }
 
   /** The team and key the request headers present; throws 401 otherwise. */

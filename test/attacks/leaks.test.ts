@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { leakedSecrets } from '../helpers/secret-scan.js'
 import { testConfig } from '../helpers/build-gateway.js'
 import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
-import { ADMIN_TOKEN, call, itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
+import { ADMIN_TOKEN, call, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // Leaks. The caller's bytes in a trace log line, passwords
 // in configuration errors, caller credentials and forwarding headers on their way to the
@@ -79,6 +79,25 @@ describe('headers on the way to the platform', () => {
     expect(received?.headers.authorization).not.toContain(KEYS.growth)
     expect(received?.headers['user-agent']).toBe('attack-test')
     expect(JSON.stringify(received?.headers)).not.toContain(CALLER_COOKIE)
+  })
+
+  it('a team key in the query or the body is 400 GW_BAD_REQUEST, never sent to the platform nor kept as a report\'s key', async () => {
+    const sent: [string, Awaited<ReturnType<typeof call>>][] = [
+      ['report query', await call(sg, 'GET', `/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&api_key=${KEYS.growth}`, { key: KEYS.growth })],
+      ['another team\'s key', await call(sg, 'GET', `/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&note=${KEYS.all}`, { key: KEYS.growth })],
+      ['proxied query', await call(sg, 'POST', `/api/v1/campaign/get?x-api-key=${KEYS.growth}`, { key: KEYS.growth, json: { userId: 101 } })],
+      ['JSON body', await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, json: { userId: 101, apiKey: KEYS.growth } })],
+      ['form body', await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: `userId=101&api_key=${KEYS.growth}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } })],
+    ]
+    for (const [what, res] of sent) {
+      expect(res.status, what).toBe(400)
+      expect(res.json, what).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining('team key') })
+      expect(JSON.stringify(res.json), what).not.toContain('rgw_')
+    }
+    expect(sg.callerRequests()).toEqual([])
+    // A value that only looks like one is no key: it is passed on.
+    const lookalike = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, json: { userId: 101, note: 'rgw_not_a_key_of_any_team_000000000000000000' } })
+    expect(lookalike.status).toBe(200)
   })
 
   it('expect: 100-continue is answered by the gateway: the call goes through and the platform never sees it', async () => {
