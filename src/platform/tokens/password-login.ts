@@ -44,12 +44,23 @@ export async function passwordLogin(baseUrl: string, login: PasswordLogin, dispa
   } catch {
     // a non-JSON reply is reported by its status below
   }
-  if (res.statusCode !== 200) {
-    const code = typeof reply.error === 'string' ? reply.error : 'no error code'
-    throw new TokenLoginError(`the platform answered ${res.statusCode} (${code.slice(0, 64)})`)
-  }
+  if (res.statusCode !== 200) throw new TokenLoginError(`the platform answered ${res.statusCode} (${errorCode(reply.error, login)})`)
   if (typeof reply.access_token !== 'string' || reply.access_token === '') {
     throw new TokenLoginError('the token reply has no access_token')
   }
   return { token: reply.access_token, expiresIn: reply.expires_in }
+}
+
+// An OAuth error code (RFC 6749, 5.2: `invalid_grant`, `invalid_client`…).
+const ERROR_CODE = /^[A-Za-z_.-]{1,64}$/
+
+/**
+ * The reply's `error` as the gateway's message may name it (an admin's answer, a caller's
+ * GW_PLATFORM_AUTH, a log line): a plain code, and none that holds a value of the login,
+ * which an endpoint that quotes its input would hand back.
+ */
+function errorCode(error: unknown, login: PasswordLogin): string {
+  if (typeof error !== 'string') return 'no error code'
+  const echoes = [login.username, login.password, login.clientSecret].some((value) => value !== '' && error.includes(value))
+  return ERROR_CODE.test(error) && !echoes ? error : 'an error code not shown: not a plain code, or it holds the login'
 }
