@@ -238,6 +238,10 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       const current = closeGently(server)
       gentle = current
       server.keepAliveTimeout = config.server.keepAliveTimeoutMs
+      // Every header line is read (Node drops those past 2000 from req.headers, not from
+      // the parser's framing: a transfer-encoding there framed a body the gateway took
+      // for none); the head's size (maxHeaderSize) bounds them.
+      server.maxHeadersCount = 0
       closeSilentConnections(server, config.server.connectionTimeoutMs)
       return server
     },

@@ -80,6 +80,16 @@ describe('requests refused before the router', () => {
   })
 })
 
+describe('a head of many header lines', () => {
+  it('past Node\'s 2000 headers, its transfer-encoding is still read: the body checked is the body sent', async () => {
+    const junk = Array.from({ length: 2001 }, (_, i) => `a${i % 10}: b\r\n`).join('')
+    const body = '{"userId":101}'
+    const res = await rawRequest(sg.port, `POST /api/v1/campaign/get HTTP/1.1\r\n${H}connection: close\r\nx-api-key: ${KEYS.growth}\r\ncontent-type: application/json\r\n${junk}transfer-encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`)
+    expect(res.status, res.text.slice(0, 300)).toBe(200)
+    expect(sg.callerRequests().map((r) => r.body)).toEqual([body])
+  })
+})
+
 /** Sends a request head with `expect: 100-continue` and no body; what came back once the socket closed, or after `ms`. */
 function expectContinue(head: string, ms = 3000): Promise<string> {
   return new Promise((resolve, reject) => {
