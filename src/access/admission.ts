@@ -12,7 +12,7 @@ import type { RateDecision, RateLimiter } from './rate-limit.js'
 import type { CampaignOwners } from './campaign-owners.js'
 import { rateLimitHeaders } from './rate-limit-headers.js'
 import { isTokenPath, tokenPaths } from './path-safety.js'
-import { assertPlainBodyType, FORM_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, type CheckedBody } from './request-body.js'
+import { assertNoOverridePart, assertPlainBodyType, FORM_TYPE, MULTIPART_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, readAsJson, type CheckedBody } from './request-body.js'
 import { checkTarget, type RequestTarget } from './request-target.js'
 import { KEY_PREFIX } from './api-keys.js'
 import { bodyUninvited, inviteBody } from '../http/hooks/expect-continue.js'
@@ -198,9 +198,10 @@ export class Admission {
   }
 
   /**
-   * Reads the body the route's content parser left unread (http/api.ts): JSON and
-   * forms are parsed, checked and kept for re-serialization; only unrestricted writers
-   * may send anything else, which is forwarded as it comes.
+   * Reads the body the route's content parser left unread (http/api.ts): JSON (any type
+   * the platform reads as JSON) and forms are parsed, checked and kept for
+   * re-serialization; only unrestricted writers may send anything else, which is
+   * forwarded as it comes.
    */
   async readBody(request: BodyIn, caller: Caller, limit: number): Promise<void> {
     if (!hasBody(request.headers)) return
@@ -211,7 +212,9 @@ export class Admission {
     const payload = request.body as Readable | undefined
     if (!payload || typeof payload.pipe !== 'function') return
     const type = mediaType(request.headers['content-type'])
-    const parsed = type === JSON_TYPE || type === FORM_TYPE
+    // Read as the platform reads it: JSON for any type Laravel takes for JSON (`+json`, a `/json` parameter).
+    const json = type === JSON_TYPE || readAsJson(request.headers['content-type'])
+    const parsed = json || type === FORM_TYPE
     if (team.advertisers !== null || !team.write || (parsed && request.headers['content-encoding'] !== undefined)) assertPlainBodyType(request.headers)
     if (Number(request.headers['content-length']) > limit) {
       // Refused before a byte is read: a caller that waits for `100 Continue` is not invited to send it.
@@ -221,15 +224,23 @@ export class Admission {
     inviteBody(payload)
     if (!parsed) {
       // A declared length within the limit is what Node reads; a chunked body is read whole
-      // first, so that one past the limit is refused here and reaches no platform.
-      caller.stream = request.headers['content-length'] === undefined ? Readable.from([await readAll(payload, limit)]) : payload
+      // first, so that one past the limit is refused here and reaches no platform; so is a
+      // multipart form, which PHP reads fields of.
+      const multipart = type === MULTIPART_TYPE
+      if (request.headers['content-length'] !== undefined && !multipart) {
+        caller.stream = payload
+        return
+      }
+      const whole = await readAll(payload, limit)
+      if (multipart) assertNoOverridePart(whole)
+      caller.stream = Readable.from([whole])
       return
     }
     const bytes = await readAll(payload, limit)
     if (bytes.length === 0) return
     if (bytes.includes(KEY_PREFIX)) this.#refuseKeyIn(bytes.toString('latin1'), 'body')
     const limits = this.#ctx.config.limits
-    caller.body = type === JSON_TYPE ? parseJsonBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params }) : parseFormBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params })
+    caller.body = json ? parseJsonBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params }) : parseFormBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params })
   }
 
   /**

@@ -1,5 +1,5 @@
 import { BadRequestError } from '../errors.js'
-import { checkParams, encodeParams, METHOD_OVERRIDE_FIELD, type Pair } from './request-target.js'
+import { checkParams, encodeParams, METHOD_OVERRIDE_FIELD, phpVariable, type Pair } from './request-target.js'
 
 /**
  * A caller's body as the gateway parsed and checked it. The platform receives the
@@ -17,6 +17,7 @@ export interface BodyLimits {
 
 export const JSON_TYPE = 'application/json'
 export const FORM_TYPE = 'application/x-www-form-urlencoded'
+export const MULTIPART_TYPE = 'multipart/form-data'
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 const OPEN = new Set([0x5b, 0x7b])
@@ -54,6 +55,26 @@ export function parseJsonBody(bytes: Buffer, limits: BodyLimits): CheckedBody {
 export function parseFormBody(bytes: Buffer, limits: BodyLimits): CheckedBody {
   const params = checkParams(new URLSearchParams(decodeUtf8(bytes)), 'body', limits.params)
   return { kind: 'form', params, text: encodeParams(params), contentType: FORM_TYPE }
+}
+
+/** Whether Laravel reads a body of `contentType` as JSON: the type holds `/json` or `+json` anywhere, parameters included (Request::isJson). */
+export function readAsJson(contentType: string | undefined): boolean {
+  return contentType !== undefined && (contentType.includes('/json') || contentType.includes('+json'))
+}
+
+// A part's name in a multipart body's headers: `content-disposition: form-data; name="…"` (quoted or not).
+const PART_NAME = /^content-disposition:[^\r\n]*?;\s*name\s*=\s*(?:"([^"\r\n]*)"|([^;\s]*))/gim
+
+/**
+ * A multipart form passed on as it comes: PHP fills `$_POST` from its parts, so a part
+ * named `_method` (as PHP files names: `.method`, `_method[x]`) would turn the call into
+ * another method at the platform. 400 for such a body.
+ */
+export function assertNoOverridePart(bytes: Buffer): void {
+  for (const [, quoted, bare] of bytes.toString('latin1').matchAll(PART_NAME)) {
+    const name = quoted ?? bare ?? ''
+    if (phpVariable(name) === METHOD_OVERRIDE_FIELD) throw new BadRequestError(`body: a part named ${JSON.stringify(name.slice(0, 64))} is ${METHOD_OVERRIDE_FIELD} (method override) to a PHP platform, and not accepted`)
+  }
 }
 
 /**

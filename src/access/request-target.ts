@@ -61,7 +61,7 @@ export function checkParams(parsed: URLSearchParams, where: 'query' | 'body', ma
 }
 
 /** The variable PHP stores a plain name under: the part before `[`, with dots as `_` (`.method[x]` is `_method`). */
-function phpVariable(name: string): string {
+export function phpVariable(name: string): string {
   const open = name.indexOf('[')
   return (open === -1 ? name : name.slice(0, open)).replace(/\./g, '_')
 }

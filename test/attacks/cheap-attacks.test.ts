@@ -1,7 +1,7 @@
 import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { hashApiKey } from '../../src/access/api-keys.js'
-import { KEYS, rawHttp, rawRequest, TEAMS_YAML } from '../helpers/sandbox-gateway.js'
+import { UPLOADER_KEY, withUploader } from '../helpers/build-gateway.js'
+import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 import { call, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // Cheap attacks. Memory grown by unique URLs, event-loop time
@@ -11,10 +11,7 @@ import { call, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack
 
 const REQUEST_TIMEOUT_MS = 1500
 // `uploader` may write any body to any account: its bodies of other types are passed on as they come.
-const UPLOADER_KEY = 'rgw_test_uploader_key_88888888888888888888888'
-const sg = useAttackGateway({
-  yaml: `${TEAMS_YAML.trimEnd()}\n  uploader:\n    keys: ["${hashApiKey(UPLOADER_KEY)}"]\n    advertisers: ["*"]\n    write: true\nserver: { requestTimeout: ${REQUEST_TIMEOUT_MS}ms }\n`,
-})
+const sg = useAttackGateway({ yaml: `${withUploader()}server: { requestTimeout: ${REQUEST_TIMEOUT_MS}ms }\n` })
 
 const URL_BYTES = 15 * 1024
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { UPLOADER_KEY, withUploader } from '../helpers/build-gateway.js'
 import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 import { call, direct, itLoggedNoSecret, newCampaign, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
@@ -6,7 +7,7 @@ import { call, direct, itLoggedNoSecret, newCampaign, REPORT_DATES, useAttackGat
 // token-path rule must read the same path the router and the platform read, and no
 // method override may reach a PHP platform, which honours it on POST.
 
-const sg = useAttackGateway({ env: { PLATFORM_TOKEN_URL: '/api/v1/auth/token' } })
+const sg = useAttackGateway({ env: { PLATFORM_TOKEN_URL: '/api/v1/auth/token' }, yaml: withUploader() })
 
 const NEW_CAMPAIGN = newCampaign(101)
 
@@ -100,6 +101,30 @@ describe('method override', () => {
       expect(res.json.code).toBe('GW_BAD_REQUEST')
     }
     expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('in a body of any type Laravel reads as JSON (`+json`, `/json` in a parameter), a writer of every account\'s included: 400, and the platform sees no override', async () => {
+    const body = JSON.stringify({ userId: 101, _method: 'DELETE' })
+    for (const type of ['application/vnd.api+json', 'application/problem+json; charset=utf-8', 'text/plain; x=/json', 'application/x-www-form-urlencoded; x=/json']) {
+      const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: UPLOADER_KEY, body, headers: { 'content-type': type } })
+      expect(res.status, type).toBe(400)
+      expect(res.json, type).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining('_method') })
+    }
+    expect(sg.callerRequests()).toEqual([])
+    // PHP reads a multipart form's parts as fields: one named `_method`, however spelt, is refused; the sandbox does not read multipart.
+    const part = (name: string) => `--b\r\ncontent-disposition: form-data; name=${name}\r\n\r\nDELETE\r\n--b\r\ncontent-disposition: form-data; name="userId"\r\n\r\n101\r\n--b--\r\n`
+    for (const name of ['"_method"', '_method', '".method"', '"_method[x]"']) {
+      const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: UPLOADER_KEY, body: part(name), headers: { 'content-type': 'multipart/form-data; boundary=b' } })
+      expect(res.status, name).toBe(400)
+      expect(res.json, name).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining('_method') })
+    }
+    expect(sg.callerRequests()).toEqual([])
+    await call(sg, 'POST', '/api/v1/campaign/get', { key: UPLOADER_KEY, body: part('"note"'), headers: { 'content-type': 'multipart/form-data; boundary=b' } })
+    expect(sg.callerRequests().map((r) => r.body)).toEqual([part('"note"')])
+    sg.sandbox.clearRequests()
+    // Without the override, such a body is read as the platform reads it: JSON.
+    const read = await call(sg, 'POST', '/api/v1/campaign/get', { key: UPLOADER_KEY, body: JSON.stringify({ userId: 101 }), headers: { 'content-type': 'application/vnd.api+json' } })
+    expect(read.status).toBe(200)
   })
 })
 

@@ -72,6 +72,14 @@ export const PRYING_TEAMS_YAML = `${TEAMS_YAML.trimEnd()}
     advertisers: [101]
 `
 
+/** Key of team `uploader` that withUploader adds: every advertiser, and write, so that its bodies of any type are passed on. */
+export const UPLOADER_KEY = 'rgw_test_uploader_key_88888888888888888888888'
+
+/** `teamsYaml` (TEAMS_YAML by default, its `teams:` last) plus team `uploader` (UPLOADER_KEY). */
+export function withUploader(teamsYaml = TEAMS_YAML): string {
+  return `${teamsYaml.trimEnd()}\n  uploader:\n    keys: ["${hashApiKey(UPLOADER_KEY)}"]\n    advertisers: ["*"]\n    write: true\n`
+}
+
 /** The report route most suites read: campaign statistics, cached by the gateway. */
 export const REPORT_PATH = '/api/v1/report/campaigns/get'
 
