@@ -15,7 +15,7 @@ import { isTokenPath, tokenPaths } from './path-safety.js'
 import { assertNoOverridePart, assertPlainBodyType, FORM_TYPE, MULTIPART_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, readAsJson, type CheckedBody } from './request-body.js'
 import { checkTarget, type RequestTarget } from './request-target.js'
 import { KEY_PREFIX } from './api-keys.js'
-import { bodyUninvited, inviteBody } from '../http/hooks/expect-continue.js'
+import { inviteBody } from '../http/hooks/expect-continue.js'
 
 /** An admitted caller and the call as the gateway checked it. */
 export interface Caller {
@@ -218,7 +218,7 @@ export class Admission {
     if (team.advertisers !== null || !team.write || (parsed && request.headers['content-encoding'] !== undefined)) assertPlainBodyType(request.headers)
     if (Number(request.headers['content-length']) > limit) {
       // Refused before a byte is read: a caller that waits for `100 Continue` is not invited to send it.
-      if (!bodyUninvited(payload)) payload.resume()
+      payload.resume()
       throw new PayloadTooLargeError(limit)
     }
     inviteBody(payload)

@@ -10,7 +10,7 @@ import { VALIDATOR_CODE } from '../perf/validator-code.js'
 import { closeSilentConnections } from './hooks/silent-connections.js'
 import { lazyRequestLogger } from './hooks/request-logger.js'
 import { requestIdOf, type ObserveRefusal } from './hooks/request-log.js'
-import { bodyUninvited, holdContinues, inviteBody } from './hooks/expect-continue.js'
+import { holdContinues, inviteBody } from './hooks/expect-continue.js'
 import { isValidationFailure, validationMessage } from './hooks/validation-message.js'
 import { bodyDeadline } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
@@ -265,7 +265,6 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     frameworkErrors: (error, request, reply) => {
       const answer = reply as FastifyReply
       setAnswerFields(answer, { reqId: request.id, rate: null })
-      if (bodyUninvited(request.raw)) answer.header('connection', 'close')
       // No onResponse hook runs either: its access line is written here.
       const observe = http === null ? undefined : refusalObservers.get(http)
       if (observe !== undefined) answer.raw.once('close', () => observe({ reqId: request.id, status: answer.statusCode, socket: request.raw.socket, req: request.raw, durationMs: answer.elapsedTime }))
@@ -285,11 +284,9 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
   app.addHook('onRequest', (request, _reply, done) => {
     done(hostless(request.raw) ? new BadRequestError('host: an HTTP/1.1 request names the host it asks in a Host header') : undefined)
   })
-  // Every answer the router writes, refusals included, carries its answer fields; one
-  // written before its body was invited closes the connection (hooks/expect-continue.ts).
+  // Every answer the router writes, refusals included, carries its answer fields.
   app.addHook('onSend', (request, reply, payload, done) => {
     setAnswerFields(reply, { reqId: request.id, rate: rateOf(request) })
-    if (bodyUninvited(request.raw)) reply.header('connection', 'close')
     done(null, payload)
   })
   // Fastify's parsers read the body: invited unless its declared length is past the limit (then 413 at once).

@@ -5,8 +5,8 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 // request is checked, unless the server listens for 'checkContinue': here it does, and
 // the body is invited only when it is about to be read, once the key, the rate limit and
 // the declared length allow it. A request answered without its body invited has its
-// connection closed after the answer: a body its caller may still send could not be told
-// from its next request.
+// connection closed after the answer (Node does so: a body its caller may still send
+// could not be told from its next request).
 
 // The requests waiting for their 100 Continue, each with its answer.
 const waiting = new WeakMap<object, ServerResponse>()
@@ -31,9 +31,4 @@ export function inviteBody(req: object): void {
   if (res === undefined) return
   waiting.delete(req)
   if (!res.headersSent) res.writeContinue()
-}
-
-/** Whether `req` still waits for a 100 Continue: its answer closes the connection. */
-export function bodyUninvited(req: object): boolean {
-  return waiting.has(req)
 }
