@@ -4,6 +4,18 @@ import { createHash, randomBytes } from 'node:crypto'
 export const KEY_PREFIX = 'rgw_'
 const KEY_BYTES = 32
 
+/** What may be a key made by newApiKey inside other text: its prefix, then base64url. */
+export const KEY_IN_TEXT = new RegExp(`${KEY_PREFIX}[A-Za-z0-9_-]{16,}`, 'g')
+
+/**
+ * `text` with anything shaped like a team key replaced, for what the gateway writes down
+ * of a request (an access line's path, a span's `url.path`): a caller that put its key in
+ * a path is refused, and its key is written nowhere.
+ */
+export function withoutKeys(text: string): string {
+  return text.includes(KEY_PREFIX) ? text.replace(KEY_IN_TEXT, '[REDACTED]') : text
+}
+
 export function newApiKey(): string {
   return KEY_PREFIX + randomBytes(KEY_BYTES).toString('base64url')
 }

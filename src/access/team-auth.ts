@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { TeamConfig, TeamKey } from '../config.js'
 import { ForbiddenError, KeyExpiredError, KeyReplacedError, UnauthorizedError } from '../errors.js'
 import type { KeyLifetime } from '../observe/metrics.js'
-import { hashApiKey, KEY_PREFIX, presentedKey } from './api-keys.js'
+import { hashApiKey, KEY_IN_TEXT, KEY_PREFIX, presentedKey } from './api-keys.js'
 import { systemClock } from '../clock.js'
 
 /** Who a request's key names: the team, and which of its keys. */
@@ -14,8 +14,6 @@ export interface Identity {
 // Known keys are remembered so that a hit does not hash the key again; unknown keys are
 // always hashed (and never remembered), and the map is bounded.
 const KNOWN_KEYS_MAX = 10_000
-// What may be a key made by `npm run keys` inside other text: its prefix, then base64url.
-const KEY_IN_TEXT = new RegExp(`${KEY_PREFIX}[A-Za-z0-9_-]{16,}`, 'g')
 
 /**
  * The teams' keys. `replace` swaps them whole (a reload) and forgets every

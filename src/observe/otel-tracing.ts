@@ -31,6 +31,7 @@ import type { TracingConfig } from '../config/tracing.js'
 import { encodeExportRequest } from './otlp-protobuf.js'
 import { ATTRIBUTE_VALUE_LIMIT, newSpanId, newTraceId, RecordedSpan, type SpanSink } from './recorded-span.js'
 import type { RequestTracer, Trace, TracingOptions } from './trace.js'
+import { withoutKeys } from '../access/api-keys.js'
 
 // The one module that imports OpenTelemetry: observe/tracing.ts loads it only when an OTLP
 // endpoint is configured. The SDK's samplers decide, its BatchSpanProcessor batches, and
@@ -172,7 +173,7 @@ function requestSeen(req: IncomingMessage, url: string): Seen {
   const route = httpRoute(method, path)
   const attributes: Record<string, string | number> = {
     [ATTR_HTTP_REQUEST_METHOD]: method,
-    [ATTR_URL_PATH]: cut(path),
+    [ATTR_URL_PATH]: cut(withoutKeys(path)),
     [ATTR_URL_SCHEME]: 'http',
     [ATTR_NETWORK_PROTOCOL_VERSION]: req.httpVersion,
   }

@@ -86,6 +86,7 @@ describe('headers on the way to the platform', () => {
       ['report query', await call(sg, 'GET', `/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&api_key=${KEYS.growth}`, { key: KEYS.growth })],
       ['another team\'s key', await call(sg, 'GET', `/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&note=${KEYS.all}`, { key: KEYS.growth })],
       ['proxied query', await call(sg, 'POST', `/api/v1/campaign/get?x-api-key=${KEYS.growth}`, { key: KEYS.growth, json: { userId: 101 } })],
+      ['path', await call(sg, 'GET', `/api/v1/campaign/${KEYS.writer}/get`, { key: KEYS.growth })],
       ['JSON body', await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, json: { userId: 101, apiKey: KEYS.growth } })],
       ['form body', await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: `userId=101&api_key=${KEYS.growth}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } })],
     ]
@@ -95,6 +96,9 @@ describe('headers on the way to the platform', () => {
       expect(JSON.stringify(res.json), what).not.toContain('rgw_')
     }
     expect(sg.callerRequests()).toEqual([])
+    // Nor is it written down: the access line's path says where one was.
+    expect(sg.gw.logs.records().filter((r) => r.msg === 'request' && String(r.path).includes('/api/v1/campaign/')).map((r) => r.path)).toContain('/api/v1/campaign/[REDACTED]/get')
+    expect(sg.gw.logs.text()).not.toContain(KEYS.writer)
     // A value that only looks like one is no key: it is passed on.
     const lookalike = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, json: { userId: 101, note: 'rgw_not_a_key_of_any_team_000000000000000000' } })
     expect(lookalike.status).toBe(200)

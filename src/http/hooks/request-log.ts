@@ -4,6 +4,7 @@ import type { GatewayContext } from '../context.js'
 import type { CountChild, ObserveChild } from '../../perf/metric-tally.js'
 import { isOwnRequestId, newRequestId } from '../../observe/request-id.js'
 import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
+import { withoutKeys } from '../../access/api-keys.js'
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
@@ -190,7 +191,7 @@ export function requestObserver({ metrics, usage, keyUse, clock, history, log }:
       team: facts.team,
       keyId: facts.keyId,
       method: facts.method,
-      path: facts.url === null ? null : q === -1 ? url : url.slice(0, q),
+      path: facts.url === null ? null : withoutKeys(q === -1 ? url : url.slice(0, q)),
       advertiser: advertiserField(facts.advertisers),
       route,
       status,
