@@ -1,5 +1,6 @@
 import type { LoggerOptions } from 'pino'
 import { escapedForms } from './secret-forms.js'
+import { withoutKeys } from '../access/api-keys.js'
 
 // Paths that can hold a secret in anything we log: request and response headers, the
 // config, token replies. Values are also scrubbed by `secretScrubber` below, so a
@@ -67,7 +68,7 @@ export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions 
       req: (req: { method: string; url: string; id: string; headers: Record<string, unknown> }) => ({
         id: req.id,
         method: req.method,
-        url: req.url.split('?')[0],
+        url: withoutKeys(req.url.split('?')[0] ?? ''),
       }),
     },
   }
