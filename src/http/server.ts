@@ -129,13 +129,6 @@ function hostless(req: IncomingMessage): boolean {
   return req.headers.host === undefined && req.httpVersionMinor === 1
 }
 
-/** What a refusal of the router before a route says. */
-function frameworkMessage(code: string): string {
-  if (code === 'FST_ERR_BAD_URL') return 'request target: the path is not valid percent-encoding'
-  if (code === 'FST_ERR_MAX_PARAM_LENGTH') return 'request target: a path segment is longer than the 100 characters any path of the gateway takes'
-  return 'malformed request'
-}
-
 function bodyLimitOf(request: FastifyRequest, config: Config): number {
   return request.routeOptions.bodyLimit ?? config.bodyLimit
 }
@@ -250,8 +243,8 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       // Replaces Fastify's default, which logs the error with its `rawPacket`: the caller's
       // bytes, API key and admin token included. Nothing of the request is logged; its
       // head is read only for a method to name.
-      // An answer already begun on this connection (its request's chunked body broke
-      // after it) cannot be followed by another: the connection is cut.
+      // An answer already begun on this connection cannot be followed by another: the
+      // connection is cut (as Node's own handler does).
       if (err.code === 'ECONNRESET' || !socket.writable || http === null || (socket as HttpSocket)._httpMessage?.headersSent) {
         socket.destroy()
         return
@@ -268,7 +261,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       // No onResponse hook runs either: its access line is written here.
       const observe = http === null ? undefined : refusalObservers.get(http)
       if (observe !== undefined) answer.raw.once('close', () => observe({ reqId: request.id, status: answer.statusCode, socket: request.raw.socket, req: request.raw, durationMs: answer.elapsedTime }))
-      answer.send(new BadRequestError(frameworkMessage(error.code)))
+      answer.send(new BadRequestError(error.code === 'FST_ERR_BAD_URL' ? 'request target: the path is not valid percent-encoding' : 'malformed request'))
     },
     // Validation errors carry their schema, whose description says what a field must be.
     // A property a schema does not allow fails the call: Fastify's default removes it
