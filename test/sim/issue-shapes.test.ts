@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { simulate, type Scenario, type Trace } from './simulate.js'
-import { checkGuarantees } from './checks.js'
+import { checkGuarantees, inFlightBound } from './checks.js'
 import { newGovernor } from './new-governor.js'
 import type { Behaviour, Report, TeamPlan } from './teams.js'
 
@@ -94,6 +94,29 @@ describe('the shapes of issue 51', () => {
     expect(broken).toEqual([])
   })
 
+  // A known miss (docs/decisions/governor-model.md, "The start with long calls"): the
+  // two-teams bench's fresh order (views-year-long, cold). The year's callers start alone
+  // on a fresh gateway and the start doubles for them (no short call to hold up): 8 to 16
+  // as their first calls answer, 16 to 32 once calls that met 16 answered, 16 of them
+  // queued at the 16 workers (the same with the year's team alone). The dashboard arrives
+  // at 5 s, waits for its share as year calls end, then queues behind the 16 queued year
+  // calls at the platform: 63 % of itself alone over its first 30 s. Ending the start where
+  // a short call waits behind long ones in flight kept this shape (81 %, the calls at the platform within W + 2)
+  // but left workers idle where the same shape has W above the limit (report jobs beside a
+  // dashboard), and broke 25 more seeds of 1-2200: taken back.
+  it.fails('a fresh gateway: year-long callers first, a dashboard 5 s later: no queue of long calls at the platform, and the dashboard keeps 80 % of itself alone', async () => {
+    const [week, year, arrives, judged] = [{ name: 'week', costMs: 124 }, { name: 'year', costMs: 4_420 }, 5_000, 30_000]
+    const views: TeamPlan = { ...team('B', { kind: 'dashboard', users: 1, fanOut: 8, reports: [week], thinkMs: [0, 0] }), from: arrives }
+    const years = team('A', { kind: 'callers', callers: 24, reports: [year], thinkMs: [0, 0] })
+    const rate = (trace: Trace) => trace.records.filter((c) => c.team === 'B' && c.result === 'ok' && c.ended - trace.start >= arrives && c.ended - trace.start < arrives + judged).length / (judged / 1000)
+    const alone = rate(await simulate(scenario([views], { spread: 0.02 }), newGovernor))
+    const trace = await simulate(scenario([views, years], { spread: 0.02 }), newGovernor)
+    const atPlatform = Math.max(...trace.samples.filter((x) => x.at - trace.start >= arrives).map((x) => x.busy + x.queued))
+    expect(atPlatform, 'the most calls at the platform once the dashboard came').toBeLessThanOrEqual(inFlightBound(16))
+    expect(rate(trace) / alone, `B: ${rate(trace).toFixed(1)} answers/s over its first 30 s, ${alone.toFixed(1)} alone`).toBeGreaterThanOrEqual(0.8)
+    expect(failed(trace)).toEqual([])
+  })
+
   it('a platform that gets 3× slower over a minute keeps its workers busy', async () => {
     const slower = scenario([team('B', dashboard), team('C', { kind: 'callers', callers: 32, reports: [WEEK], thinkMs: [0, 0] })], { slowness: [[20_000, 1], [80_000, 3]] })
     const trace = await simulate(slower, newGovernor)
@@ -102,6 +125,35 @@ describe('the shapes of issue 51', () => {
     const late = trace.samples.filter((s) => s.at - trace.start >= 50_000)
     const busy = late.reduce((sum, s) => sum + s.busy, 0) / late.length
     expect(busy, `workers busy on average from 50 s: ${busy.toFixed(1)} of 16`).toBeGreaterThanOrEqual(0.9 * 16)
+  })
+
+  describe('a dashboard beside 32 callers of week-long reports, the platform 3× slower over a minute (the bench\'s views-slower, judged at 3×)', () => {
+    // The bench's row: 20 s at 1×, 60 s to 3×, 30 s at 3×, judged over those 30 s against
+    // the dashboard alone on a platform 3× slower throughout (66 % on the bench, 80 % the
+    // target). The simulator gives the same share at 3× and at 1×: the slowdown costs the
+    // dashboard nothing. What it loses is the seats it lends between its answers: each
+    // answer frees a seat owed to it, a short call of the other team takes it (dispatch
+    // 2.2), and the dashboard's next view waits for those calls to end (within H, as the
+    // isolation guarantee says, but a view is one such call's time).
+    const views: Behaviour = { kind: 'dashboard', users: 1, fanOut: 8, reports: [{ name: 'week', costMs: 124 }], thinkMs: [0, 0] }
+    const weeks = { ...team('C', { kind: 'callers', callers: 32, reports: [{ name: 'week', costMs: 124 }], thinkMs: [0, 0] }), from: 10_000 }
+    const judged = (trace: Trace) => trace.records.filter((c) => c.team === 'B' && c.result === 'ok' && c.ended - trace.start >= 80_000 && c.ended - trace.start < 110_000).length / 30
+    const share = async (slowness: Scenario['slowness'], alone: Scenario['slowness']) => {
+      const more = { durationMs: 110_000, spread: 0.02 }
+      const b = { ...team('B', views), until: 110_000 }
+      const beside = await simulate(scenario([b, { ...weeks, until: 110_000 }], { ...more, slowness }), newGovernor)
+      return { share: judged(beside) / judged(await simulate(scenario([b], { ...more, slowness: alone }), newGovernor)), trace: beside }
+    }
+    it('keeps at 3× the share of itself alone it keeps at 1×, and every guarantee holds', async () => {
+      const slower = await share([[20_000, 1], [80_000, 3]], [[0, 3]])
+      const steady = await share([], [])
+      expect(Math.abs(slower.share / steady.share - 1), `at 3×: ${(100 * slower.share).toFixed(0)} % of alone at 3×; at 1×: ${(100 * steady.share).toFixed(0)} %`).toBeLessThanOrEqual(0.1)
+      expect(failed(slower.trace)).toEqual([])
+    })
+    // The bench's target, missed at any speed: a known miss (docs/decisions/governor-model.md).
+    it.fails('keeps 80 % of itself alone at 3×', async () => {
+      expect((await share([[20_000, 1], [80_000, 3]], [[0, 3]])).share).toBeGreaterThanOrEqual(0.8)
+    })
   })
 
   it('reports that run past their deadline are charged the platform time they take', async () => {
