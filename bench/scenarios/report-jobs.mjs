@@ -41,16 +41,37 @@ async function askJobs({ gw, key, agent }) {
   )
 }
 
-/** A job followed with `?wait=` until it ends or `until` (performance.now()): its last status, and `at` when it ended. */
-async function follow({ gw, key, agent, id, until }) {
+/** `['503 X', '503 X', '429 Y']` as `2× 503 X, 1× 429 Y`; '' for none. */
+function countBy(items) {
+  const counts = new Map()
+  for (const item of items) counts.set(item, (counts.get(item) ?? 0) + 1)
+  return [...counts].map(([item, n]) => `${n}× ${item}`).join(', ')
+}
+
+function safeJson(r) {
+  try {
+    return r.json()
+  } catch {
+    return null
+  }
+}
+
+/**
+ * A job followed with `?wait=` until it ends or `until` (performance.now()): its last
+ * status, and `at` when it ended; each 429 or 503 it was told to come back after is pushed
+ * on `later`.
+ */
+async function follow({ gw, key, agent, id, until, later }) {
   let status = null
   while (performance.now() < until) {
     const r = await http('GET', `${gw.url}/api/v1/jobs/${id}?wait=${WAIT_S}`, { headers: { 'x-api-key': key }, dispatcher: agent })
-    if (r.status === 429) {
+    if (r.status === 429 || r.status === 503) {
+      // Come back when the answer says, as the contract asks of a client; counted in the row.
+      later.push(`${r.status} ${safeJson(r)?.code ?? ''}`.trim())
       await sleep(Math.min(5, Number(r.headers['retry-after']) || 1) * 1000)
       continue
     }
-    if (r.status !== 200) return { state: `HTTP ${r.status}`, at: performance.now(), tookSeconds: null }
+    if (r.status !== 200) return { state: `HTTP ${r.status} ${safeJson(r)?.code ?? ''} ${safeJson(r)?.message ?? ''}`.trim(), at: performance.now(), tookSeconds: null }
     status = r.json()
     if (ENDED.has(status.state)) return { state: status.state, at: performance.now(), tookSeconds: status.tookSeconds ?? null, error: status.error ?? null }
   }
@@ -72,12 +93,13 @@ async function phase({ fixture, gw, jobs, seconds }) {
   let ended
   let asked = []
   let outcomes = []
+  const later = []
   if (jobs) {
     const agent = new Agent({ connections: JOBS + 10, keepAliveTimeout: 60_000, headersTimeout: (WAIT_S + 30) * 1000, bodyTimeout: 60_000 })
     try {
       asked = await askJobs({ gw, key: teamKey, agent })
       const until = started + JOBS_WITHIN_S * 1000
-      outcomes = await Promise.all(asked.filter((a) => a.id).map((a) => follow({ gw, key: teamKey, agent, id: a.id, until })))
+      outcomes = await Promise.all(asked.filter((a) => a.id).map((a) => follow({ gw, key: teamKey, agent, id: a.id, until, later })))
     } finally {
       await agent.close()
     }
@@ -104,6 +126,7 @@ async function phase({ fixture, gw, jobs, seconds }) {
     refused: asked.filter((a) => !a.id).map((a) => a.status),
     done: outcomes.filter((o) => o.state === 'done').length,
     notDone: outcomes.filter((o) => o.state !== 'done').map((o) => o.state),
+    later: countBy(later),
     tookNothing: outcomes.filter((o) => o.state === 'done' && o.tookSeconds === 0).length,
     jobCalls: jobs ? await sandbox.calls(CREATIVES) : null,
   }
@@ -144,7 +167,7 @@ export async function run({ fixture, quick }) {
           String(r.errors),
           `${r.idleWhileWaiting} of ${r.samples}${r.idleAt.length ? `: at ${r.idleAt.join('; ')}` : ''}`,
           r.busy.toFixed(1),
-          jobs ? `${r.done} of ${JOBS}${r.notDone.length ? ` (others: ${r.notDone.join(', ')})` : ''}${r.refused.length ? `; refused: ${r.refused.join(', ')}` : ''}` : '–',
+          jobs ? `${r.done} of ${JOBS}${r.notDone.length ? ` (others: ${r.notDone.join(', ')})` : ''}${r.refused.length ? `; refused: ${r.refused.join(', ')}` : ''}${r.later ? `; status calls told to come back: ${r.later}` : ''}` : '–',
           jobs ? `${r.jobCalls} for ${JOBS} reports${r.tookNothing ? ` (${r.tookNothing} jobs' status says \`tookSeconds\` 0)` : ''}` : '–',
           jobs ? (missed.length ? `MISSED: ${missed.join(', ')}` : 'met') : '',
         ])
