@@ -20,7 +20,8 @@ function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?:
   const estimator = new LimitRuleStandIn()
   const seats = new CredentialSeats({ credential: 'default', maxConcurrent: 64, limit: 2, queueLimit: 10, queueTimeoutMs: 1000, work: new WorkEstimates(), clock })
   const written: string[] = []
-  const lease = { run: 'r1', waitedElsewhere: () => lease.waiting, waiting: false, writeLimit: (record: string) => written.push(record) }
+  const writers: string[] = []
+  const lease = { run: 'r1', waitedElsewhere: () => lease.waiting, waiting: false, writeLimit: (record: string) => written.push(record), learnedBy: (run: string) => writers.push(run) }
   const warnings: string[] = []
   const limits: [number, number][] = []
   const moves: [string, number, number][] = []
@@ -38,7 +39,7 @@ function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?:
   })
   /** A lease renewal's answer: the shared record it carries, and whether this replica learns. */
   const renewed = (limitRecord: string | null, learner: boolean) => learned.renewed({ granted: 1, free: 0, known: true, others: [], limitRecord } satisfies LeaseAnswer, { learner } as LeasePlan)
-  return { estimator, seats, lease, written, warnings, limits, moves, learned, renewed }
+  return { estimator, seats, lease, written, writers, warnings, limits, moves, learned, renewed }
 }
 
 /** A shared record as a learner writes it: `{ limit, knee, at }`, sealed for KEY unless told. */
@@ -48,12 +49,11 @@ function record(r: { limit: unknown; knee: unknown; at: unknown; run?: string },
 }
 
 describe('LearnedLimit', () => {
-  it('names the run that wrote a shared record it takes (one learner for every replica), and signs what it writes on starting to learn', () => {
+  it('names the run that wrote the shared record to the lease (one learner for every replica), and signs what it writes on starting to learn', () => {
     const clock = fakeClock()
-    const { learned, written, renewed } = learnedLimit(clock, { seal: null })
-    expect(learned.writerOf(record({ limit: 12, knee: 10, at: clock.now(), run: 'r2' }, null))).toBe('r2')
-    expect(learned.writerOf(record({ limit: 12, knee: 10, at: clock.now() - RECORD_MAX_AGE_MS - 1, run: 'r2' }, null))).toBeNull()
+    const { writers, written, renewed } = learnedLimit(clock, { seal: null })
     renewed(record({ limit: 12, knee: 10, at: clock.now(), run: 'r2' }, null), false)
+    expect(writers).toEqual(['r2'])
     renewed(record({ limit: 12, knee: 10, at: clock.now(), run: 'r2' }, null), true)
     expect(JSON.parse(written.at(-1) as string)).toMatchObject({ limit: 12, run: 'r1' })
   })

@@ -93,22 +93,6 @@ describe('leasePlan: what a replica knows of the others', () => {
     // Every replica names the same one.
     expect([r1, r2, r3].filter((r) => leasePlan(r, [r1, r2, r3].filter((o) => o !== r), 4).learner)).toEqual([r2])
   })
-
-  it('keeps the learner unless another answers LEARNER_MARGIN times as often and LEARNER_GAIN of all answers more; a learner with no record answers none', () => {
-    // Fifty replicas that answer about alike: the one that answers most is noise.
-    const alike = Array.from({ length: 50 }, (_, i) => replica(`r${i}`, [], { answered: i === 7 ? 1.8 : i === 3 ? 1 : 1.1 }))
-    const [learner, most] = [alike[3] as ReplicaRecord, alike[7] as ReplicaRecord]
-    expect(leasePlan(most, alike.filter((r) => r !== most), 16, 'r3').learnerRun).toBe('r3')
-    // Two replicas, one seeing most of the platform: it takes over.
-    const busy = replica('b', [], { answered: 9 })
-    expect(leasePlan(busy, [replica('l', [], { answered: 3 })], 16, 'l').learnerRun).toBe('b')
-    // The learner's record absent (none at an instant it had no call, or gone): it goes on
-    // among replicas alike, and a replica that sees a tenth of the answers more takes over.
-    expect(leasePlan(most, alike.filter((r) => r !== most && r !== learner), 16, 'r3').learnerRun).toBe('r3')
-    expect(leasePlan(busy, [replica('x', [], { answered: 3 })], 16, 'l').learnerRun).toBe('b')
-    // No learner known: the one that answers most.
-    expect(leasePlan(most, alike.filter((r) => r !== most), 16, null).learnerRun).toBe('r7')
-  })
 })
 
 describe('encodeRecord and decodeRecord', () => {

@@ -82,7 +82,6 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
           log: o.log,
           onLost: (count) => o.onLost?.(count),
           onRenewed: (answer, plan) => learned?.renewed(answer, plan),
-          writerOf: (record) => learned?.writerOf(record) ?? null,
           clock,
         })
   const lease = leased ?? new LocalSeats(settings.maxConcurrentPerReplica ?? Infinity)

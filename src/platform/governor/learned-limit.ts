@@ -60,7 +60,6 @@ export class LearnedLimit {
   #written: string | null = null
   #forgedSeen = false
   #rewroteAt = -Infinity
-  #opened: { sealed: string; at: number; record: SharedRecord | null } | null = null
 
   constructor(opts: LearnedLimitOptions) {
     this.#o = opts
@@ -102,6 +101,8 @@ export class LearnedLimit {
     const wasLearning = this.#learning
     this.#learning = plan.learner
     const record = answer.limitRecord === null ? null : this.#open(answer.limitRecord)
+    // Its writer is the learner every replica goes on with: one learner, not one per replica.
+    if (record?.run !== undefined) this.#o.lease?.learnedBy(record.run)
     if (this.#learning) {
       // Redis lost the record (a restart, a flush): the learner writes it again.
       if (answer.limitRecord === null && this.#written !== null) this.#o.lease?.writeLimit(this.#written)
@@ -117,11 +118,6 @@ export class LearnedLimit {
       return
     }
     if (record !== null) this.#adopt(record)
-  }
-
-  /** The run that wrote a shared record, as it opens here (null: none, or a record not taken): the learner every replica goes on with (lease-plan.ts). */
-  writerOf(sealed: string): string | null {
-    return this.#open(sealed)?.run ?? null
   }
 
   #moved(step: Step): void {
@@ -154,19 +150,15 @@ export class LearnedLimit {
 
   #open(sealed: string): SharedRecord | null {
     const { seal, key, log, credential } = this.#o
-    const now = this.#clock.now()
-    // An answer's record is opened for its writer, then for its limit: once.
-    if (this.#opened?.sealed === sealed && this.#opened.at === now) return this.#opened.record
     const text = seal ? seal.openText(key, sealed) : sealed
     const record = parseRecord(text)
-    this.#opened = { sealed, at: now, record: null }
+    const now = this.#clock.now()
     if (record === null || now - record.at > RECORD_MAX_AGE_MS || record.at - now > RECORD_MAX_AGE_MS / 10) {
       if (!this.#forgedSeen) log.warn({ credential, key }, 'ignoring a shared platform limit that does not carry this gateway\'s seal (GATEWAY_SECRET), or is stale or dated ahead: this replica keeps its own')
       this.#forgedSeen = true
       return null
     }
     this.#forgedSeen = false
-    this.#opened.record = record
     return record
   }
 }

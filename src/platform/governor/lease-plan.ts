@@ -15,14 +15,8 @@ export function fitting(need: number, limit: number): number {
   return need === 0 ? 0 : Math.min(limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
 }
 
-/**
- * Another replica takes over learning the limit once its calls answer this many times as
- * often as the learner's, and LEARNER_GAIN of every replica's answers more: a handover
- * costs a write told to every replica, and among replicas that answer alike the one that
- * answers most is the noise of their few answers each.
- */
+/** Another replica takes over learning the limit once its calls answer this many times as often as the learner's. */
 export const LEARNER_MARGIN = 1.5
-export const LEARNER_GAIN = 0.1
 
 /** A team on one replica, as its record carries it. */
 export interface TeamRecord extends TeamLoad {
@@ -144,13 +138,10 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
       needsMost = r.run
     }
   }
-  // The replica whose calls answered most learns; the one that learned goes on unless that one answers LEARNER_MARGIN times as often, and LEARNER_GAIN of all answers more.
+  // The replica whose calls answered most learns; the one that learned goes on while it answers at least 1/LEARNER_MARGIN of that.
   const most = all.reduce((best, r) => (r.answered > best.answered || (r.answered === best.answered && r.run < best.run) ? r : best), mine)
-  // A learner without a record here (none at an instant it had no call, or gone) answers none.
-  const before = learnerBefore === null ? null : (all.find((r) => r.run === learnerBefore) ?? { run: learnerBefore, answered: 0 })
-  const answered = all.reduce((sum, r) => sum + r.answered, 0)
-  const handover = before === null || (most.answered > before.answered * LEARNER_MARGIN && most.answered - before.answered > LEARNER_GAIN * answered)
-  const learnerRun = handover ? most.run : before.run
+  const before = all.find((r) => r.run === learnerBefore)
+  const learnerRun = before !== undefined && before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
   return {
     targets,
     target,

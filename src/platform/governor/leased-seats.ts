@@ -34,8 +34,6 @@ export interface LeasedSeatsOptions {
   onLost: (count: number) => void
   /** Every answer of the store: the shared limit record it holds, and whether this replica learns the limit. */
   onRenewed?: (answer: LeaseAnswer, plan: LeasePlan) => void
-  /** The run that wrote a shared limit record (null: none this replica can open): whether this replica learns is judged against it, in the answer that carries it. */
-  writerOf?: (limitRecord: string) => string | null
   clock?: Clock
   /** A fixed run id (the simulator's); default a random one. */
   run?: string
@@ -181,6 +179,11 @@ export class LeasedSeats implements SeatLease {
     return this.#plan?.waitedElsewhere ?? false
   }
 
+  /** The shared limit record was written by `run`: every replica goes on with that learner (lease-plan.ts). */
+  learnedBy(run: string): void {
+    this.#learnerRun = run
+  }
+
   onGrown(fn: () => void): void {
     this.#grown.push(fn)
   }
@@ -267,10 +270,7 @@ export class LeasedSeats implements SeatLease {
 
   #planFor(need: number, d: ReplicaDemand): LeasePlan {
     const mine = { run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }
-    // The learner goes on while seen within a lease's life (a run that stops gives its record back, or it lapses).
-    const learner = this.#learnerRun ?? this.#plan?.learnerRun ?? null
-    const live = learner === this.#run || this.#clock.now() - (this.#seen.get(learner ?? '') ?? -Infinity) <= this.#o.leaseMs
-    return leasePlan(mine, this.#others, d.limit, live ? learner : null)
+    return leasePlan(mine, this.#others, d.limit, this.#learnerRun ?? this.#plan?.learnerRun ?? null)
   }
 
   /** The seats to ask for: while another replica waits, its due and any seat no one took (none while a replica that waits is short of its due); else the seats it keeps. */
@@ -380,9 +380,6 @@ export class LeasedSeats implements SeatLease {
     this.#rank = [...this.#seen.keys()].filter((run) => run < this.#run).length
     this.#others = answer.others
     this.#charges.seen(answer.others)
-    // The learner is the writer of this answer's record (judged on the one before, two replicas each saw the other learn, and took turns).
-    const writer = answer.limitRecord === null ? null : (this.#o.writerOf?.(answer.limitRecord) ?? null)
-    this.#learnerRun = writer ?? this.#learnerRun
     this.#plan = this.#planFor(need, this.#demand)
     // Short of seats with none free that it may take: it waits to be told, or for the bounded
     // retry, and tells the replicas that hold seats they neither use nor are due to give them back.
