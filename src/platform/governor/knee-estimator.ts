@@ -56,6 +56,8 @@ export const PACE_GAIN = 0.1
 /** The spread of own times (log) assumed before answers show it, worth PRIOR_DOF answers: a few answers alike prove nothing. */
 export const PRIOR_SPREAD = 0.3
 export const PRIOR_DOF = 10
+/** Under this share of late answers overtaking a call started before them, calls end in the order they started: the order of ends tells no W, and the knee falls only once calls got slower. */
+export const OVERTAKEN = 0.05
 /** At a fresh start, the limit doubles once START_CALLS calls that met it answered. */
 export const START_CALLS = 8
 /** A team draws overload when this share of its answers in a second, one at least, say the platform is overloaded. */
@@ -129,6 +131,8 @@ export class KneeEstimator {
   #faults: { from: number; to: number }[] = []
   #answeredSinceCut = false
   #lastAnswer = -Infinity
+  // The share of late answers (PACE_GAIN a answer) that ended before a call started ahead of them.
+  #overtook = 1
   // The gaps between answers, faded by GAP_GAIN: their mean and the mean of their squares.
   #gapMs = FAULT_MS
   #gap2 = FAULT_MS * FAULT_MS
@@ -172,6 +176,8 @@ export class KneeEstimator {
     if (a.outcome === 'ok' && a.at > this.#lastCut) this.#answeredSinceCut = true
     const call = this.#calls.get(a.window)
     if (call === undefined) return
+    // It overtook a call: one started before it, here, is still in flight (the map keeps start order).
+    this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
     this.#calls.delete(a.window)
     this.#localInFlight = Math.max(0, this.#localInFlight - 1)
     if (a.outcome === 'ok' && !this.#faults.some((f) => a.startedAt < f.to && a.at > f.from)) this.#learn(a, call)
@@ -235,7 +241,7 @@ export class KneeEstimator {
     }
     if (this.#limit > k && room > k) return this.#setKnee(room, 'knee', this.#limit - room)
     const { queueBelow: sure, best } = verdicts(ll, k)
-    const queueBelow = sure && this.#slower()
+    const queueBelow = sure && (this.#overtook >= OVERTAKEN || this.#slower())
     if (queueBelow || (this.#limit > k + 1 && verdicts(ll, this.#limit).queueBelow)) {
       this.#past = 1
       return this.#setKnee(queueBelow ? best : k, 'queue', 1)
@@ -255,21 +261,17 @@ export class KneeEstimator {
     for (const st of this.#kinds.values()) st.room = st.m[this.#max - 1]!
   }
   /**
-   * Whether a kind's latency got slower than when room was last shown, by SURE times a pace's
-   * noise (true when no kind answered then): the knee falls only then, since at one load the
-   * order of ends fits the guesses below it as well as those at or above (docs/governor.md).
+   * Whether a kind's latency got slower than when room was last shown by SURE spreads of own
+   * times: with calls ending in the order they started, the knee falls only then, since at
+   * one load that order fits the guesses below it as well as those at or above
+   * (docs/governor.md).
    */
   #slower(): boolean {
-    const n = this.#counted
-    let [based, ss] = [false, PRIOR_DOF * PRIOR_SPREAD ** 2]
+    let ss = PRIOR_DOF * PRIOR_SPREAD ** 2
     for (const st of this.#kinds.values()) ss += st.ss[this.#max - 1]!
-    const margin = SURE * Math.sqrt((ss / (n + PRIOR_DOF)) * (PACE_GAIN / (2 - PACE_GAIN)))
-    for (const st of this.#kinds.values()) {
-      if (st.room === undefined) continue
-      based = true
-      if (st.m[this.#max - 1]! - st.room > margin) return true
-    }
-    return !based
+    const margin = SURE * Math.sqrt(ss / (this.#counted + PRIOR_DOF))
+    for (const st of this.#kinds.values()) if (st.room !== undefined && st.m[this.#max - 1]! - st.room > margin) return true
+    return false
   }
   /** The knee, and the limit `past` seats beyond it. */
   #setKnee(knee: number, move: Move, past: number): Step | null {
