@@ -214,7 +214,8 @@ export class KneeEstimator {
   }
   /** At a fresh start: a sure queue ends the doubling at the likeliest w; else the limit doubles once enough calls met it while calls waited. */
   #startStep(): Step | null {
-    const { queueBelow, best } = verdicts(this.#likelihoods(), this.#limit)
+    const { queueBelow: sure, best } = verdicts(this.#likelihoods(), this.#limit)
+    const queueBelow = sure && (this.#overtook >= OVERTAKEN || this.#slower())
     if (queueBelow || this.#limit >= this.#max) {
       this.#phase = 'cruise'
       if (!queueBelow) this.#roomShown()
