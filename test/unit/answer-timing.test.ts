@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { answerTiming } from '../../src/platform/governor/answer-timing.js'
@@ -34,9 +35,23 @@ describe('answers the gateway handled back to back', () => {
   it('are told apart by the event loop idling between two answers', async () => {
     const timed = answerTiming()
     await sleep(5)
-    expect(timed()).toBe(true)
-    expect(timed()).toBe(false)
+    expect(timed(400)).toBe(true)
+    expect(timed(400)).toBe(false)
     await sleep(5)
-    expect(timed()).toBe(true)
+    expect(timed(400)).toBe(true)
+  })
+
+  it('are not timed after the event loop worked longer than a tenth of their latency, though it idled since', async () => {
+    // A start's first requests, a collection: an answer that came meanwhile waited for the gateway.
+    const timed = answerTiming()
+    await sleep(5)
+    timed(400)
+    const until = performance.now() + 60
+    while (performance.now() < until);
+    await sleep(5)
+    expect(timed(400)).toBe(false)
+    await sleep(5)
+    expect(timed(400)).toBe(true)
+    expect(timed(1_000)).toBe(false)
   })
 })

@@ -45,7 +45,50 @@ function learn(workers: number, remote: number, ms: number): number {
   return rule.knee
 }
 
+/**
+ * The limit rule of one replica whose callers hold every seat of the limit and wait for
+ * more (a call starts as one ends), on a platform with workers to spare: every call takes
+ * 400 ms there, the first ones started one after another over 400 ms, and the gateway
+ * handles each answer up to `handlingMs` later, in the order the answers came, so that
+ * calls end in the order they started, about 6 ms apart at 64. From a fresh start at 8
+ * seats, or (`inService`) at 64, where the start leaves a platform with room up to the
+ * ceiling. Returns the lowest limit in force over `ms`, and the last.
+ */
+function heldAtTheLimit(handlingMs: number, seed: number, ms: number, inService: boolean): [number, number] {
+  const rule = new KneeEstimator({ initial: inService ? 64 : 8, min: 2, max: 64 })
+  if (inService) rule.adopt(64, 64, 0)
+  let lastEnd = 0
+  const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647
+  const start = (at: number) => {
+    lastEnd = Math.max(lastEnd + 0.1, at + 400 + handlingMs * random())
+    return { startedAt: at, load: rule.limit, window: rule.started('report', rule.limit), endsAt: lastEnd }
+  }
+  const inFlight = Array.from({ length: rule.limit }, (_, i) => start((i * 400) / rule.limit))
+  let lowest = rule.limit
+  for (let now = 0; now < ms; ) {
+    const call = inFlight.shift()!
+    now = call.endsAt
+    rule.ended({ startedAt: call.startedAt, at: now, team: 't', kind: 'report', load: call.load, window: call.window, outcome: 'ok' })
+    rule.waited()
+    rule.tick(now, null)
+    lowest = Math.min(lowest, rule.limit)
+    while (inFlight.length < rule.limit) inFlight.push(start(now))
+  }
+  return [lowest, rule.limit]
+}
+
 describe('KneeEstimator', () => {
+  it('keeps the seats of a platform with workers to spare that its callers hold at the limit, its calls of one cost ending in the order they started', () => {
+    // At one load, one worker answering each call ~6 ms after the one before fits these
+    // ends as well as 64 workers answering each 400 ms after its start: the likelihood
+    // alone drifted to one worker and cut the limit to 3, no call slower, in service and
+    // at the start alike.
+    for (const [handlingMs, seed] of [[2, 11], [20, 11], [20, 7], [40, 3]]) {
+      expect(heldAtTheLimit(handlingMs!, seed!, 60_000, true)).toEqual([64, 64])
+      expect(heldAtTheLimit(handlingMs!, seed!, 60_000, false)).toEqual([8, 64])
+    }
+  })
+
   it('learns the workers of a platform that takes calls in order, alone', () => {
     expect(learn(12, 0, 60_000)).toBe(12)
   })

@@ -39,8 +39,8 @@ export interface CredentialGovernorOptions {
   /** The limit and knee in force after every move, and the floor of the kind answered most (ms). */
   onLimit?: (limit: number, knee: number, floorMs: number | null) => void
   onMove?: (move: Move, from: number, to: number) => void
-  /** Whether the answer handled now is timed apart from the one before (answer-timing.ts); default: every one is. */
-  answerTimed?: () => boolean
+  /** Whether the answer handled now, its latency given, is timed apart from the one before (answer-timing.ts); default: every one is. */
+  answerTimed?: (latencyMs: number) => boolean
   clock?: Clock
 }
 
@@ -104,7 +104,7 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
       ? {
           onStarted: (kind: string, load: number) => estimator.started(kind, load),
           onEnded: (answer: Parameters<KneeEstimator['ended']>[0]) => {
-            estimator.ended({ ...answer, ...(o.answerTimed ? { timed: o.answerTimed() } : {}) })
+            estimator.ended({ ...answer, ...(o.answerTimed ? { timed: o.answerTimed(answer.at - answer.startedAt) } : {}) })
             learned?.tick()
           },
           onWaited: (longMs: number | null) => estimator.waited(longMs),

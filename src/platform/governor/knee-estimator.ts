@@ -23,9 +23,10 @@
  *   doubled for long calls past W hold the short ones behind them a long call's time;
  * - cruise: room shown at the limit raises K to it (no further: room above was seen at
  *   another time), the seats past K doubling while it shows (for long calls beside short
- *   ones, to as many as end within H); a queue at K lowers K to the
- *   likeliest w below. One seat past K (owed to no team) stays while the evidence cannot
- *   tell that a call there waits: it costs a call queued at most, a K below W a worker;
+ *   ones, to as many as end within H); a queue at K lowers K to the likeliest w below
+ *   once calls got slower than when room was last shown. One seat past K (owed to no
+ *   team) stays while the evidence cannot tell that a call there waits: it costs a call
+ *   queued at most, a K below W a worker;
  * - fault: overload answers (sooner than the kind's own time: a refusal, not a slow call)
  *   from every answering team or two teams in a second, the platform's silence, a pause:
  *   the limit halves, K stays, and a second without a fault, once an answer came after the
@@ -41,14 +42,13 @@
 
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
 import { atLeast, endAt } from './calls-ahead.js'
+import { SURE, highestRoom, verdicts } from './knee-verdicts.js'
 
 /** The knee moves at most once a DECIDE_MS, after MIN_CALLS new answers: a decision weighs a burst whole. */
 export const DECIDE_MS = 1000
 export const MIN_CALLS = 8
 /** The evidence fades with this time constant: a platform may change its workers. */
 export const EVIDENCE_MS = 20_000
-/** A side is taken when e^SURE times likelier than the other (≈ 20); the probe seat is dropped at twice that (a wrong drop idles a worker). */
-export const SURE = 3
 /** What a call that could not have ended so soon costs a guess (log-likelihood): all but impossible, since a count may be off by one. */
 export const IMPOSSIBLE_LL = 10
 /** How much each answer moves its kind's pace (log own time): about the mean of its last 1 / PACE_GAIN answers, so a drift moves it, not the spread. */
@@ -56,6 +56,8 @@ export const PACE_GAIN = 0.1
 /** The spread of own times (log) assumed before answers show it, worth PRIOR_DOF answers: a few answers alike prove nothing. */
 export const PRIOR_SPREAD = 0.3
 export const PRIOR_DOF = 10
+/** Under this share of late answers overtaking a call started before them, calls end in the order they started: the order of ends tells no W, and the knee falls only once calls got slower. */
+export const OVERTAKEN = 0.05
 /** At a fresh start, the limit doubles once START_CALLS calls that met it answered. */
 export const START_CALLS = 8
 /** A team draws overload when this share of its answers in a second, one at least, say the platform is overloaded. */
@@ -93,8 +95,8 @@ export interface Step { limit: number; knee: number; move: Move }
 export interface KneeOptions { initial: number; min: number; max: number }
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, and how many ends came before. */
 type Call = { load: number; local: number; endsBefore: number }
-/** Per kind: answers seen, the last, and per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it. */
-type KindStats = { seen: number; lastAt: number; m: Float64Array; ss: Float64Array }
+/** Per kind: answers seen, the last, per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
+type KindStats = { seen: number; lastAt: number; m: Float64Array; ss: Float64Array; room?: number }
 export class KneeEstimator {
   readonly #min: number
   readonly #max: number
@@ -129,6 +131,8 @@ export class KneeEstimator {
   #faults: { from: number; to: number }[] = []
   #answeredSinceCut = false
   #lastAnswer = -Infinity
+  // The share of late answers (PACE_GAIN a answer) that ended before a call started ahead of them.
+  #overtook = 1
   // The gaps between answers, faded by GAP_GAIN: their mean and the mean of their squares.
   #gapMs = FAULT_MS
   #gap2 = FAULT_MS * FAULT_MS
@@ -172,6 +176,8 @@ export class KneeEstimator {
     if (a.outcome === 'ok' && a.at > this.#lastCut) this.#answeredSinceCut = true
     const call = this.#calls.get(a.window)
     if (call === undefined) return
+    // It overtook a call: one started before it, here, is still in flight (the map keeps start order).
+    this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
     this.#calls.delete(a.window)
     this.#localInFlight = Math.max(0, this.#localInFlight - 1)
     if (a.outcome === 'ok' && !this.#faults.some((f) => a.startedAt < f.to && a.at > f.from)) this.#learn(a, call)
@@ -208,15 +214,18 @@ export class KneeEstimator {
   }
   /** At a fresh start: a sure queue ends the doubling at the likeliest w; else the limit doubles once enough calls met it while calls waited. */
   #startStep(): Step | null {
-    const { queueBelow, best } = verdicts(this.#likelihoods(), this.#limit)
+    const { queueBelow: sure, best } = verdicts(this.#likelihoods(), this.#limit)
+    const queueBelow = sure && (this.#overtook >= OVERTAKEN || this.#slower())
     if (queueBelow || this.#limit >= this.#max) {
       this.#phase = 'cruise'
+      if (!queueBelow) this.#roomShown()
       return this.#setKnee(queueBelow ? best : this.#max, 'knee', 1)
     }
     if (!this.#waited || this.#metLimit < START_CALLS) return null
     const longOnly = this.#longWaits() !== null
     this.#metLimit = 0
     this.#knee = this.#limit
+    this.#roomShown()
     if (longOnly) this.#phase = 'cruise'
     return longOnly ? this.#setKnee(this.#limit, 'knee', 1) : this.#set(this.#clamp(2 * this.#limit), 'grew')
   }
@@ -226,12 +235,14 @@ export class KneeEstimator {
     const k = this.#knee
     const room = Math.min(highestRoom(ll), this.#limit)
     const bears = this.#longWaits() ?? Infinity
+    if (this.#limit > k && room > k) this.#roomShown()
     if (this.#limit > k && room >= this.#limit) {
       this.#past = Math.min(2 * this.#past, bears)
       return this.#setKnee(this.#limit, 'grew', this.#past)
     }
     if (this.#limit > k && room > k) return this.#setKnee(room, 'knee', this.#limit - room)
-    const { queueBelow, best } = verdicts(ll, k)
+    const { queueBelow: sure, best } = verdicts(ll, k)
+    const queueBelow = sure && (this.#overtook >= OVERTAKEN || this.#slower())
     if (queueBelow || (this.#limit > k + 1 && verdicts(ll, this.#limit).queueBelow)) {
       this.#past = 1
       return this.#setKnee(queueBelow ? best : k, 'queue', 1)
@@ -245,6 +256,23 @@ export class KneeEstimator {
     const seats = this.#waited && !this.#shortWaited ? Math.max(1, Math.floor((this.#knee * LENDING_HORIZON_MS) / this.#longMs)) : null
     ;[this.#waited, this.#shortWaited, this.#longMs] = [false, false, 0]
     return seats
+  }
+  /** Room was shown: each kind's latency now is its pace with no call waiting at the platform. */
+  #roomShown(): void {
+    for (const st of this.#kinds.values()) st.room = st.m[this.#max - 1]!
+  }
+  /**
+   * Whether a kind's latency got slower than when room was last shown by SURE spreads of own
+   * times: with calls ending in the order they started, the knee falls only then, since at
+   * one load that order fits the guesses below it as well as those at or above
+   * (docs/governor.md).
+   */
+  #slower(): boolean {
+    let ss = PRIOR_DOF * PRIOR_SPREAD ** 2
+    for (const st of this.#kinds.values()) ss += st.ss[this.#max - 1]!
+    const margin = SURE * Math.sqrt(ss / (this.#counted + PRIOR_DOF))
+    for (const st of this.#kinds.values()) if (st.room !== undefined && st.m[this.#max - 1]! - st.room > margin) return true
+    return false
   }
   /** The knee, and the limit `past` seats beyond it. */
   #setKnee(knee: number, move: Move, past: number): Step | null {
@@ -373,25 +401,4 @@ export class KneeEstimator {
     this.#lastAnswer = Math.max(this.#lastAnswer, at)
   }
   #clamp(n: number): number { return Math.max(this.#min, Math.min(this.#max, Math.round(n))) }
-}
-
-/** Whether the evidence surely puts W below `level` (the likeliest w below it e^sure times likelier than any at or above it), and the likeliest w below it. */
-function verdicts(ll: Float64Array, level: number, sure = SURE): { queueBelow: boolean; best: number } {
-  let [below, best] = [-Infinity, 1]
-  for (let i = 0; i < Math.min(level - 1, ll.length); i++) if (ll[i]! > below) [below, best] = [ll[i]!, i + 1]
-  let above = -Infinity
-  for (let i = Math.max(0, level - 1); i < ll.length; i++) above = Math.max(above, ll[i]!)
-  return { queueBelow: below - above > sure, best }
-}
-
-/** The highest w such that every guess at or above it is e^SURE times likelier than any below it (0: none). */
-function highestRoom(ll: Float64Array): number {
-  const prefix = new Float64Array(ll.length)
-  for (let i = 0, m = -Infinity; i < ll.length; i++) prefix[i] = m = Math.max(m, ll[i]!)
-  let suffix = -Infinity
-  for (let i = ll.length - 1; i >= 1; i--) {
-    suffix = Math.max(suffix, ll[i]!)
-    if (suffix - prefix[i - 1]! > SURE) return i + 1
-  }
-  return 0
 }

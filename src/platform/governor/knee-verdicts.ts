@@ -1,0 +1,28 @@
+/**
+ * The limit rule's verdicts over the log-likelihood of each guess w of the platform's
+ * workers (index w − 1; knee-estimator.ts, docs/governor.md "The limit rule"). Pure.
+ */
+
+/** A side is taken when e^SURE times likelier than the other (≈ 20); the probe seat is dropped at twice that (a wrong drop idles a worker). */
+export const SURE = 3
+
+/** Whether the evidence surely puts W below `level` (the likeliest w below it e^sure times likelier than any at or above it), and the likeliest w below it. */
+export function verdicts(ll: Float64Array, level: number, sure = SURE): { queueBelow: boolean; best: number } {
+  let [below, best] = [-Infinity, 1]
+  for (let i = 0; i < Math.min(level - 1, ll.length); i++) if (ll[i]! > below) [below, best] = [ll[i]!, i + 1]
+  let above = -Infinity
+  for (let i = Math.max(0, level - 1); i < ll.length; i++) above = Math.max(above, ll[i]!)
+  return { queueBelow: below - above > sure, best }
+}
+
+/** The highest w such that every guess at or above it is e^SURE times likelier than any below it (0: none). */
+export function highestRoom(ll: Float64Array): number {
+  const prefix = new Float64Array(ll.length)
+  for (let i = 0, m = -Infinity; i < ll.length; i++) prefix[i] = m = Math.max(m, ll[i]!)
+  let suffix = -Infinity
+  for (let i = ll.length - 1; i >= 1; i--) {
+    suffix = Math.max(suffix, ll[i]!)
+    if (suffix - prefix[i - 1]! > SURE) return i + 1
+  }
+  return 0
+}
