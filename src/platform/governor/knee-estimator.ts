@@ -215,7 +215,7 @@ export class KneeEstimator {
   /** At a fresh start: a sure queue ends the doubling at the likeliest w; else the limit doubles once enough calls met it while calls waited. */
   #startStep(): Step | null {
     const { queueBelow: sure, best } = verdicts(this.#likelihoods(), this.#limit)
-    const queueBelow = sure && (this.#overtook >= OVERTAKEN || this.#slower())
+    const queueBelow = sure && this.#queueShows()
     if (queueBelow || this.#limit >= this.#max) {
       this.#phase = 'cruise'
       if (!queueBelow) this.#roomShown()
@@ -242,7 +242,7 @@ export class KneeEstimator {
     }
     if (this.#limit > k && room > k) return this.#setKnee(room, 'knee', this.#limit - room)
     const { queueBelow: sure, best } = verdicts(ll, k)
-    const queueBelow = sure && (this.#overtook >= OVERTAKEN || this.#slower())
+    const queueBelow = sure && this.#queueShows()
     if (queueBelow || (this.#limit > k + 1 && verdicts(ll, this.#limit).queueBelow)) {
       this.#past = 1
       return this.#setKnee(queueBelow ? best : k, 'queue', 1)
@@ -258,16 +258,10 @@ export class KneeEstimator {
     return seats
   }
   /** Room was shown: each kind's latency now is its pace with no call waiting at the platform. */
-  #roomShown(): void {
-    for (const st of this.#kinds.values()) st.room = st.m[this.#max - 1]!
-  }
-  /**
-   * Whether a kind's latency got slower than when room was last shown by SURE spreads of own
-   * times: with calls ending in the order they started, the knee falls only then, since at
-   * one load that order fits the guesses below it as well as those at or above
-   * (docs/governor.md).
-   */
-  #slower(): boolean {
+  #roomShown(): void { for (const st of this.#kinds.values()) st.room = st.m[this.#max - 1]! }
+  /** Whether a sure queue is believed: where calls overtake others, yes; where they end in the order they started (which fits the guesses below the level as well as those at or above), only once a kind's latency got slower than when room was last shown by SURE spreads of own times (docs/governor.md). */
+  #queueShows(): boolean {
+    if (this.#overtook >= OVERTAKEN) return true
     let ss = PRIOR_DOF * PRIOR_SPREAD ** 2
     for (const st of this.#kinds.values()) ss += st.ss[this.#max - 1]!
     const margin = SURE * Math.sqrt(ss / (this.#counted + PRIOR_DOF))
@@ -357,10 +351,7 @@ export class KneeEstimator {
     }
     this.#faults = this.#faults.filter((f) => f.to > now - MEMORY_MS)
   }
-  #set(limit: number, move: Move): Step | null {
-    if (limit === this.#limit) return null
-    return { limit: (this.#limit = limit), knee: this.#knee, move }
-  }
+  #set(limit: number, move: Move): Step | null { return limit === this.#limit ? null : { limit: (this.#limit = limit), knee: this.#knee, move } }
   /** The fault is over: the limit is the knee's again (and the probe seat's); at a fresh start, the doubling goes on. */
   #restore(now: number): Step | null {
     this.#endFault(now)
