@@ -1,0 +1,129 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { KEYS, REPORT_PATH, teamsYamlWith } from '../helpers/build-gateway.js'
+import { useRedis } from '../helpers/fixtures.js'
+import { rawHttp, rawRequest, startSandboxGateway, type SandboxGateway } from '../helpers/sandbox-gateway.js'
+import { waitFor } from '../helpers/wait.js'
+import { ADMIN_TOKEN } from './attack-gateway.js'
+
+// Report jobs attacked by a team with a scoped key (`growth`: advertisers 101 and 102) and
+// by another team (`all`), against the sandbox over real HTTP and a real Redis: another
+// team's job reads as none in every call and spelling, `?wait` takes whole seconds only,
+// a job's bounds tell the asking team of its own jobs only.
+
+const ASYNC = { prefer: 'respond-async' }
+const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
+
+describe('report jobs attacked', () => {
+  const redis = useRedis()
+  let sg: SandboxGateway
+  beforeAll(async () => {
+    sg = await startSandboxGateway({ yaml: teamsYamlWith({ jobs: { perReplica: 1, maxOpenPerTeam: 3 } }), env: { REDIS_URL: redis.server.url, ADMIN_TOKEN } })
+  })
+  afterEach(() => sg.sandbox.releaseHeld())
+  afterAll(async () => {
+    await sg.close()
+  })
+
+  const reportCalls = () => sg.callerRequests().filter((r) => r.path === REPORT_PATH).length
+  const get = (path: string, key: string, init: RequestInit = {}) => fetch(`${sg.url}${path}`, { ...init, headers: { 'x-api-key': key, ...(init.headers as Record<string, string>) } })
+  async function ask(query: string, key = KEYS.all): Promise<string> {
+    const res = await get(`${REPORT_PATH}?${query}`, key, { headers: ASYNC })
+    expect(res.status).toBe(202)
+    return ((await res.json()) as { id: string }).id
+  }
+  /** An answer as a caller compares two: its status, body and headers, less what differs on every answer. */
+  async function seen(res: Response): Promise<{ status: number; body: string; headers: Record<string, string> }> {
+    const headers = Object.fromEntries([...res.headers].filter(([name]) => !['date', 'x-request-id', 'ratelimit', 'ratelimit-remaining', 'x-ratelimit-remaining'].includes(name)))
+    return { status: res.status, body: await res.text(), headers }
+  }
+
+  it('another team\'s job is answered as a missing one in every call: same status, body and headers, no wait', async () => {
+    sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const theirs = await ask(YEAR)
+    await waitFor('the job at the platform', () => reportCalls() === 1, 10_000)
+    const missing = `${theirs.slice(0, -4)}${theirs.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`
+    for (const [method, suffix] of [['GET', ''], ['GET', '/result'], ['DELETE', ''], ['GET', '?wait=30']] as const) {
+      const foreign = await seen(await get(`/api/v1/jobs/${theirs}${suffix}`, KEYS.growth, { method }))
+      const none = await seen(await get(`/api/v1/jobs/${missing}${suffix}`, KEYS.growth, { method }))
+      expect(foreign, `${method} ${suffix}`).toEqual(none)
+      expect(foreign.status).toBe(404)
+      expect(foreign.body).not.toContain(theirs)
+    }
+    // The ?wait calls came back while the job still runs: neither waited on it.
+    expect((await (await get(`/api/v1/jobs/${theirs}`, KEYS.all)).json()) as { state: string }).toMatchObject({ state: 'running' })
+    // Still the owner's after all that: the DELETE removed nothing.
+    sg.sandbox.releaseHeld()
+    await waitFor('the job done', async () => ((await (await get(`/api/v1/jobs/${theirs}`, KEYS.all)).json()) as { state: string }).state === 'done', 10_000, 20)
+    expect((await get(`/api/v1/jobs/${theirs}/result`, KEYS.growth)).status).toBe(404)
+    expect((await get(`/api/v1/jobs/${theirs}/result`, KEYS.all)).status).toBe(200)
+  })
+
+  it('a job id in odd spellings: another case is another id, escapes and traversal reach no job of another team and nothing at the platform', async () => {
+    sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const calls = reportCalls()
+    const theirs = await ask('advertiserId=102&dateFrom=2025-02-01&dateTo=2025-02-28')
+    await waitFor('the job at the platform', () => reportCalls() === calls + 1, 10_000)
+    const before = sg.callerRequests().length
+    const escaped = [...theirs].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('')
+    const spellings = [
+      theirs.toUpperCase(), theirs.toLowerCase(), escaped, `${theirs}/`, `${theirs}%2f`, `${theirs}/..%2f..%2freport%2fcampaigns%2fget`,
+      `..%2f..%2freport%2fcampaigns%2fget%3f${encodeURIComponent(YEAR)}`, `%2e%2e/${theirs}`, `${theirs}%00`, `${theirs};x=1`,
+    ]
+    for (const spelling of spellings) {
+      for (const method of ['GET', 'DELETE']) {
+        // As sent, byte for byte: fetch would resolve `%2e%2e` itself.
+        const res = await rawRequest(sg.port, rawHttp(method, `/api/v1/jobs/${spelling}`, { key: KEYS.growth }))
+        expect([400, 404], `${method} ${spelling}`).toContain(res.status)
+        expect(res.body).not.toContain(theirs)
+      }
+    }
+    expect(sg.callerRequests().slice(before).map((r) => `${r.method} ${r.path}`)).toEqual([])
+    // The owner's job is still there, not cancelled by any spelling.
+    expect((await get(`/api/v1/jobs/${theirs}`, KEYS.all)).status).toBe(200)
+  })
+
+  it('a scoped team asking a job of an advertiser outside its scope is 403, and no job is kept', async () => {
+    const res = await get(`${REPORT_PATH}?advertiserId=103&dateFrom=2025-01-01&dateTo=2025-01-31`, KEYS.growth, { headers: ASYNC })
+    expect(res.status).toBe(403)
+    expect(res.headers.get('location')).toBeNull()
+    const post = await get(REPORT_PATH, KEYS.growth, { method: 'POST', headers: { ...ASYNC, 'content-type': 'application/json' }, body: JSON.stringify({ campaignIds: [103001], dateFrom: '2025-01-01', dateTo: '2025-01-31' }) })
+    expect(post.status).toBe(403)
+    expect(post.headers.get('location')).toBeNull()
+  })
+
+  it('?wait takes whole seconds from 0 to 30, once: anything else is 400 GW_BAD_REQUEST', async () => {
+    const id = await ask('advertiserId=101&dateFrom=2025-03-01&dateTo=2025-03-31')
+    for (const wait of ['-1', '31', '1.5', '1e1', '0x5', '%205', '5%20', '', 'abc', '1&wait=2', '99999999999999999999', '%35%35']) {
+      const res = await get(`/api/v1/jobs/${id}?wait=${wait}`, KEYS.all)
+      expect(res.status, `wait=${wait}`).toBe(400)
+      expect(((await res.json()) as { code: string }).code).toBe('GW_BAD_REQUEST')
+    }
+    expect((await get(`/api/v1/jobs/${id}?wait=0`, KEYS.all)).status).toBe(200)
+  })
+
+  it('two POST forms of one report, their keys in another order, are one job\'s platform call', async () => {
+    sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const before = reportCalls()
+    const post = (body: string) => get(REPORT_PATH, KEYS.all, { method: 'POST', headers: { ...ASYNC, 'content-type': 'application/json' }, body })
+    const a = await post('{"campaignIds":[101001],"dateFrom":"2024-05-01","dateTo":"2024-05-31","byDate":true}')
+    const b = await post('{"byDate":true,"dateTo":"2024-05-31","dateFrom":"2024-05-01","campaignIds":[101001]}')
+    expect([a.status, b.status]).toEqual([202, 202])
+    const ids = [((await a.json()) as { id: string }).id, ((await b.json()) as { id: string }).id]
+    await waitFor('the first at the platform', () => reportCalls() === before + 1, 10_000)
+    sg.sandbox.releaseHeld()
+    for (const id of ids) await waitFor(`job ${id} done`, async () => ((await (await get(`/api/v1/jobs/${id}`, KEYS.all)).json()) as { state: string }).state === 'done', 10_000, 20)
+    expect(reportCalls()).toBe(before + 1)
+  })
+
+  it('a team\'s job bound tells of its own jobs only: another team\'s full queue neither refuses nor shows in it', async () => {
+    sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    for (const month of ['06', '07', '08']) await ask(`advertiserId=101&dateFrom=2024-${month}-01&dateTo=2024-${month}-28`)
+    const full = await get(`${REPORT_PATH}?advertiserId=101&dateFrom=2024-09-01&dateTo=2024-09-28`, KEYS.all, { headers: ASYNC })
+    expect(full.status).toBe(429)
+    const body = (await full.json()) as { code: string; message: string }
+    expect(body.code).toBe('GW_JOBS_FULL')
+    expect(body.message).not.toMatch(/growth/)
+    const mine = await get(`${REPORT_PATH}?advertiserId=101&dateFrom=2024-09-01&dateTo=2024-09-28`, KEYS.growth, { headers: ASYNC })
+    expect(mine.status).toBe(202)
+  })
+})
