@@ -150,13 +150,17 @@ export class Jobs {
   }
 }
 
-/** `fn` on the store: a failure of Redis (anything but the gateway's own answers) is 503 GW_JOBS_UNAVAILABLE. */
+/**
+ * `fn` on the store: a failure of Redis (anything but the gateway's own answers) is 503
+ * GW_JOBS_UNAVAILABLE. The caller is told when to come back, not the driver's words (which
+ * may name Redis's address or topology): those are its cause, in the log line only.
+ */
 async function shared<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn()
   } catch (err) {
     if (typeof (err as { code?: unknown }).code === 'string' && (err as { code: string }).code.startsWith('GW_')) throw err
-    throw Object.assign(new JobsUnavailableError((err as Error).message, { cause: err }), { retryAfterSec: 1 })
+    throw Object.assign(new JobsUnavailableError('ask again after retry-after', { cause: err }), { retryAfterSec: 1 })
   }
 }
 

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, teamsYamlWith } from '../helpers/build-gateway.js'
 import { useRedis } from '../helpers/fixtures.js'
+import { startRedis, type RedisServer } from '../helpers/start-redis.js'
 import { rawHttp, rawRequest, startSandboxGateway, type SandboxGateway } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
 import { ADMIN_TOKEN } from './attack-gateway.js'
@@ -125,5 +126,36 @@ describe('report jobs attacked', () => {
     expect(body.message).not.toMatch(/growth/)
     const mine = await get(`${REPORT_PATH}?advertiserId=101&dateFrom=2024-09-01&dateTo=2024-09-28`, KEYS.growth, { headers: ASYNC })
     expect(mine.status).toBe(202)
+  })
+})
+
+describe('report jobs while Redis is down', () => {
+  let sg: SandboxGateway
+  let redis: RedisServer
+  beforeAll(async () => {
+    redis = await startRedis()
+    sg = await startSandboxGateway({ env: { REDIS_URL: redis.url, ADMIN_TOKEN } })
+  })
+  afterAll(async () => {
+    await sg.close()
+    await redis.close()
+  })
+
+  it('a job call says 503 GW_JOBS_UNAVAILABLE without Redis\'s address or its driver\'s words', async () => {
+    const res = await fetch(`${sg.url}${REPORT_PATH}?${YEAR}`, { headers: { 'x-api-key': KEYS.all, ...ASYNC } })
+    const { id } = (await res.json()) as { id: string }
+    await redis.stop(true)
+    const port = new URL(redis.url).port
+    for (const path of [`/api/v1/jobs/${id}`, `/api/v1/jobs/${id}/result`]) {
+      let body = { code: '', message: '' }
+      await waitFor(`${path} 503`, async () => {
+        const answer = await fetch(`${sg.url}${path}`, { headers: { 'x-api-key': KEYS.all } })
+        body = (await answer.json()) as typeof body
+        return answer.status === 503
+      }, 20_000, 50)
+      expect(body.code).toBe('GW_JOBS_UNAVAILABLE')
+      expect(body.message).not.toContain(port)
+      expect(body.message).not.toMatch(/127\.0\.0\.1|ECONN|ioredis|stream|retries|connection/i)
+    }
   })
 })
