@@ -51,7 +51,7 @@ export function jobParts(
   const { webhooks: w } = config
   const bounds: OutboxBounds = { keepMs: config.jobs.keepMs, lifeMs: w.retryForMs + w.timeoutMs + config.jobs.leaseMs + config.jobs.keepMs, perTeam: w.perTeam }
   const { store, outbox } = stores(config, o, bounds)
-  const webhooks = new WebhookDeliveries({ store: outbox, settings: w, platformHosts: w.platformHosts, target: (team) => o.teams.webhookOf(team), clock, log, replica: o.replica, leaseMs: config.jobs.leaseMs, failures: o.failures })
+  const webhooks = new WebhookDeliveries({ store: outbox, settings: w, platformUrls: w.platformUrls, target: (team) => o.teams.webhookOf(team), clock, log, replica: o.replica, leaseMs: config.jobs.leaseMs, failures: o.failures })
   const runner = new JobRunner({
     store,
     reads: o.reports,

@@ -82,7 +82,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   }
 
   const teams = normalizeTeams(raw.teams, new Set(Object.keys(credentials)), problems)
-  const platformHosts = [...new Set(hostsOf([baseUrl, ...Object.values(credentials).map((c) => c.baseUrl)]))]
+  const platformUrls = [baseUrl, ...Object.values(credentials).map((c) => c.baseUrl)].filter((u): u is string => u !== null)
+  const platformHosts = [...new Set(hostsOf(platformUrls))]
   for (const team of teams) {
     const refusal = team.webhook && webhookRefusal(team.webhook.url, raw.jobs.webhookHosts, platformHosts)
     if (refusal) problems.push(`teams.${team.name}.webhook.url: ${refusal}`)
@@ -210,7 +211,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       perReplica: raw.jobs.perReplica,
       retryMs: parseDuration(raw.jobs.retry),
     },
-    webhooks: { platformHosts, hosts: raw.jobs.webhookHosts, timeoutMs: parseDuration(raw.jobs.webhookTimeout), retryForMs: parseDuration(raw.jobs.webhookRetryFor), perTeam: raw.jobs.deliveriesPerTeam },
+    webhooks: { platformHosts, platformUrls, hosts: raw.jobs.webhookHosts, timeoutMs: parseDuration(raw.jobs.webhookTimeout), retryForMs: parseDuration(raw.jobs.webhookRetryFor), perTeam: raw.jobs.deliveriesPerTeam },
     // OpenTelemetry traces (OTEL_* variables), null when off; its exporter's headers are secrets too.
     tracing,
     secrets: tracing ? [...secrets, ...Object.values(tracing.headers)] : secrets,

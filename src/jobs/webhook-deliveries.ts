@@ -6,7 +6,8 @@ import type { DeliveryStore } from './delivery-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Run } from './lease.js'
 import { webhookSignature } from './webhook-signature.js'
-import { webhookRefusal } from './webhook-target.js'
+import { Agent, fetch as undiciFetch } from 'undici'
+import { guardedLookup, hostsOf, literalOf, PlatformAddressError, platformSockets, socketRefusal, webhookRefusal, type LookupAll } from './webhook-target.js'
 
 /** The webhooks' settings (config `jobs.webhook*`), in milliseconds and bytes. */
 export interface WebhookSettings {
@@ -34,8 +35,10 @@ const AT_ONCE = 8
 export interface WebhookDeliveriesDeps {
   store: DeliveryStore
   settings: WebhookSettings
-  /** The platform's hosts: never a receiver. */
-  platformHosts: readonly string[]
+  /** The platform's base URLs: neither their hosts nor their addresses (as resolved at each attempt) are ever a receiver. */
+  platformUrls: readonly string[]
+  /** How the platform's host names are resolved for that check (dns.lookup by default). */
+  resolve?: LookupAll
   /** The team's webhook as the running teams say now; null: none set. */
   target(team: string): WebhookTarget | null
   clock: Clock
@@ -150,11 +153,18 @@ export class WebhookDeliveries {
 
   /** One POST of `d` to its URL, with the team's secret as the teams say now. */
   async #send(d: Delivery): Promise<AttemptResult> {
-    const { settings, platformHosts, clock } = this.#d
+    const { settings, platformUrls, clock } = this.#d
     const target = this.#d.target(d.team)
-    if (target === null) return { ok: false, status: null, error: 'refused: the team has no webhook now', retry: false, made: false }
-    const refusal = webhookRefusal(d.url, settings.hosts, platformHosts)
-    if (refusal !== null) return { ok: false, status: null, error: `refused: ${refusal}`, retry: false, made: false }
+    if (target === null) return refused('the team has no webhook now')
+    const refusal = webhookRefusal(d.url, settings.hosts, hostsOf(platformUrls))
+    if (refusal !== null) return refused(refusal)
+    // Where the connection goes, not only the name: the platform's socket is never one.
+    const url = new URL(d.url)
+    const isPlatform = await platformSockets(platformUrls, this.#d.resolve)
+    const literal = literalOf(url)
+    const direct = literal === null ? null : socketRefusal(url, literal, isPlatform)
+    if (direct !== null) return refused(direct)
+    const dispatcher = new Agent({ connect: { lookup: guardedLookup(url, isPlatform) } })
     const timestamp = Math.floor(clock.now() / 1000)
     const headers = {
       'content-type': 'application/json',
@@ -163,20 +173,28 @@ export class WebhookDeliveries {
       'webhook-signature': webhookSignature(target.secret, d.id, timestamp, d.body),
     }
     try {
-      const res = await fetch(d.url, { method: 'POST', headers, body: d.body, redirect: 'manual', signal: AbortSignal.timeout(settings.timeoutMs) })
+      const res = await undiciFetch(d.url, { method: 'POST', headers, body: d.body, redirect: 'manual', signal: AbortSignal.timeout(settings.timeoutMs), dispatcher })
       await drain(res, WEBHOOK_ANSWER_BYTES)
       if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status }
       if (res.status >= 300 && res.status < 400) return { ok: false, status: res.status, error: 'the receiver answered a redirect: not followed', retry: false, made: true }
       return { ok: false, status: res.status, error: `the receiver answered ${res.status}`, retry: res.status >= 500 || res.status === 408 || res.status === 429, made: true }
     } catch (err) {
       const e = err as Error
+      if (e.cause instanceof PlatformAddressError) return refused(e.cause.message)
       return { ok: false, status: null, error: e.name === 'TimeoutError' ? `no answer within ${settings.timeoutMs}ms` : `the receiver could not be reached (${e.message})`, retry: true, made: true }
+    } finally {
+      void dispatcher.close()
     }
   }
 }
 
+/** An attempt not made: the URL may not receive deliveries; final. */
+function refused(why: string): AttemptResult {
+  return { ok: false, status: null, error: `refused: ${why}`, retry: false, made: false }
+}
+
 /** Reads at most `cap` bytes of the answer, then drops the rest (and its connection). */
-async function drain(res: Response, cap: number): Promise<void> {
+async function drain(res: Awaited<ReturnType<typeof undiciFetch>>, cap: number): Promise<void> {
   if (res.body === null) return
   const reader = res.body.getReader()
   let read = 0

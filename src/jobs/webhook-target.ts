@@ -1,3 +1,7 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
+import { lookup } from 'node:dns/promises'
+import { BlockList, isIP, type LookupFunction } from 'node:net'
+
 /**
  * Where a team's webhook may point (docs/jobs.md, "Pushed when done"): an `http(s)` URL
  * whose host is in the operator's allow-list (`jobs.webhookHosts`, empty: webhooks off),
@@ -33,4 +37,68 @@ export function hostsOf(baseUrls: readonly (string | null)[]): string[] {
       return []
     }
   })
+}
+
+/** The port a URL connects to: its own, else its scheme's. */
+function portOf(url: URL): number {
+  return url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port)
+}
+
+/** Resolves a host name to its addresses, as a connection would (dns.lookup, every family). */
+export type LookupAll = (host: string) => Promise<string[]>
+
+export const lookupAll: LookupAll = async (host) => (await lookup(host, { all: true })).map((a) => a.address)
+
+/** A URL's host as an address literal (IPv6 without its brackets), or null for a name. */
+export function literalOf(url: URL): string | null {
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
+  return isIP(host) === 0 ? null : host
+}
+
+/**
+ * The platform's sockets (each base URL's addresses, as resolved now, at its port) as a
+ * check of where a webhook's connection goes: an allowed host name may resolve to the
+ * platform's address (`localhost` beside a platform at 127.0.0.1, a name an operator
+ * did not know points there), which the host names' comparison does not see. An IPv4
+ * address matches its IPv4-mapped IPv6 spelling (`::ffff:127.0.0.1`) too.
+ */
+export async function platformSockets(baseUrls: readonly string[], resolve: LookupAll = lookupAll): Promise<(address: string, port: number) => boolean> {
+  const byPort = new Map<number, BlockList>()
+  for (const base of baseUrls) {
+    const url = URL.parse(base)
+    if (url === null) continue
+    const list = byPort.get(portOf(url)) ?? new BlockList()
+    byPort.set(portOf(url), list)
+    const literal = literalOf(url)
+    // A platform name that does not resolve now is no address a connection reaches.
+    const addresses = literal === null ? await resolve(url.hostname).catch(() => []) : [literal]
+    for (const address of addresses) list.addAddress(address, isIP(address) === 6 ? 'ipv6' : 'ipv4')
+  }
+  return (address, port) => byPort.get(port)?.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4') ?? false
+}
+
+/** Why a connection to `address` for `url` may not be made (the platform's socket); null when it may. */
+export function socketRefusal(url: URL, address: string, isPlatform: (address: string, port: number) => boolean): string | null {
+  return isPlatform(address, portOf(url)) ? `${url.hostname} resolves to the platform's address (${address}:${portOf(url)})` : null
+}
+
+/** A connection refused because its host resolved to the platform's socket. */
+export class PlatformAddressError extends Error {}
+
+/**
+ * The lookup a webhook's connection makes (net's `lookup` option): the system's, refusing
+ * an answer that holds the platform's socket, so the addresses checked are the ones the
+ * connection then uses (a name that resolves elsewhere at the check and to the platform
+ * at the connection is refused too).
+ */
+export function guardedLookup(url: URL, isPlatform: (address: string, port: number) => boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, options, (err, address, family) => {
+      if (err) return callback(err, address as string, family)
+      const all = Array.isArray(address) ? address.map((a: LookupAddress) => a.address) : [address]
+      const refused = all.map((a) => socketRefusal(url, a, isPlatform)).find((r) => r !== null)
+      if (refused) return callback(new PlatformAddressError(refused) as NodeJS.ErrnoException, '', 4)
+      callback(null, address as string, family)
+    })
+  }
 }

@@ -78,13 +78,13 @@ afterEach(async () => {
 
 const SETTINGS: WebhookSettings = { hosts: ['127.0.0.1'], timeoutMs: 5000, retryForMs: 60_000 }
 
-function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSettings; platformHosts?: string[]; store?: DeliveryStore; replica?: string } = {}): { webhooks: WebhookDeliveries; logged: string[] } {
+function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSettings; platformUrls?: string[]; store?: DeliveryStore; replica?: string } = {}): { webhooks: WebhookDeliveries; logged: string[] } {
   const logged: string[] = []
   const log = { info: (...args: unknown[]) => void logged.push(JSON.stringify(args)), warn: (...args: unknown[]) => void logged.push(JSON.stringify(args)) }
   const settings = opts.settings ?? SETTINGS
   const store = opts.store ?? new MemoryDeliveryStore({ keepMs: 3_600_000, lifeMs: settings.retryForMs + 3_600_000, perTeam: 100 })
   const failures = { note: (_code: string, first: () => void) => first() }
-  const webhooks = new WebhookDeliveries({ store, settings, platformHosts: opts.platformHosts ?? ['platform.example.com'], target: (team) => (team === 'growth' ? { url, secret: SECRET } : null), clock, log, replica: opts.replica ?? 'here', leaseMs: 15_000, failures })
+  const webhooks = new WebhookDeliveries({ store, settings, platformUrls: opts.platformUrls ?? ['https://platform.example.com'], resolve: async () => ['192.0.2.1'], target: (team) => (team === 'growth' ? { url, secret: SECRET } : null), clock, log, replica: opts.replica ?? 'here', leaseMs: 15_000, failures })
   webhooks.start()
   outboxes.set(webhooks, { store, clock })
   return { webhooks, logged }
@@ -222,7 +222,7 @@ describe('webhook deliveries', () => {
   it('sends nothing to the platform\'s host, nor to a host not allowed, nor for a team without a webhook', async () => {
     const clock = fakeClock()
     const r = await receiver([{ status: 204 }])
-    const platform = deliveries(r.url, clock, { platformHosts: ['127.0.0.1'] }).webhooks
+    const platform = deliveries(r.url, clock, { platformUrls: ['http://127.0.0.1:9'] }).webhooks
     await enqueue(platform, 'growth', STATUS)
     await settled(platform)
     expect(await latest(platform)).toMatchObject({ state: 'failed', attempts: 0, lastError: 'refused: 127.0.0.1 is the platform\'s own host' })

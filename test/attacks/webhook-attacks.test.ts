@@ -1,0 +1,57 @@
+import { randomBytes } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { waitFor } from '../helpers/wait.js'
+
+// A team's webhook aimed where no delivery may go (docs/jobs.md, "Pushed when done"): the
+// platform's own socket under another name, an address in another spelling, a user in the
+// URL, another scheme. The sandbox is the platform at 127.0.0.1; the deliveries are made
+// by a real gateway on a real Redis.
+
+const SECRET = `whsec_${randomBytes(24).toString('base64')}`
+const ADMIN_TOKEN = 'webhook-attacks-admin-token-0123456789'
+
+function webhookYaml(url: string, hosts: string[]): string {
+  const team = TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${url}", secret: "${SECRET}" }\n`)
+  return `${team}jobs:\n  webhookHosts: [${hosts.map((h) => JSON.stringify(h)).join(', ')}]\n`
+}
+
+describe('webhooks aimed at what they may not reach', () => {
+  const sandbox = useSandbox()
+  const { server: redis } = useRedis()
+  const gateways = useGateways()
+
+  it('a webhook host that resolves to the platform\'s address and port gets no delivery: refused, final, nothing reaches the platform', async () => {
+    const port = new URL(sandbox.url).port
+    // `localhost` is allowed and is not the platform's host name, but it is its address.
+    const yaml = webhookYaml(`http://localhost:${port}/api/v1/campaign/banner/create`, ['localhost'])
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url, ADMIN_TOKEN }, yaml)))
+    const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-01-01&dateTo=2025-01-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.status).toBe(202)
+    const listed = async () => ((await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: { state: string; attempts: number; lastError: string | null }[] }).deliveries
+    await waitFor('the delivery settled', async () => ['failed', 'delivered'].includes((await listed())[0]?.state ?? ''), 10_000, 20)
+    expect((await listed())[0]).toMatchObject({ state: 'failed', attempts: 0, lastError: expect.stringMatching(/^refused: localhost resolves to the platform's address/) })
+    expect(sandbox.requests.filter((r) => r.path === '/api/v1/campaign/banner/create')).toEqual([])
+  })
+
+  it('refuses at load a webhook URL with a user, another scheme, or the platform\'s host in another spelling', () => {
+    const port = new URL(sandbox.url).port
+    const refused: [string, string[]][] = [
+      [`http://user:pw@localhost:${port}/hook`, ['localhost']],
+      ['ftp://localhost/hook', ['localhost']],
+      ['file:///etc/passwd', ['localhost']],
+      [`http://2130706433:${port}/hook`, ['2130706433', '127.0.0.1']],
+      [`http://0x7f.0.0.1:${port}/hook`, ['0x7f.0.0.1', '127.0.0.1']],
+      [`http://0177.0.0.1:${port}/hook`, ['0177.0.0.1', '127.0.0.1']],
+      [`http://127.1:${port}/hook`, ['127.1', '127.0.0.1']],
+      [`http://127.0.0.1.:${port}/hook`, ['127.0.0.1.', '127.0.0.1']],
+      [`http://[::ffff:127.0.0.1]:${port}/hook`, ['[::ffff:127.0.0.1]', '::ffff:127.0.0.1']],
+      ['http://localhost./hook', ['localhost']],
+      ['http://hooks.example.org@localhost/hook', ['hooks.example.org']],
+    ]
+    for (const [url, hosts] of refused) {
+      expect(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(40) }, webhookYaml(url, hosts)), url).toThrow(/webhook\.url/)
+    }
+  })
+})

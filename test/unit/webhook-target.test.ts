@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest'
+import { literalOf, platformSockets, socketRefusal, webhookRefusal } from '../../src/jobs/webhook-target.js'
+
+// Where a webhook may point: by its host name against the allow-list and the platform's
+// names, and by its address against the platform's sockets as resolved (a fixed lookup here).
+
+const resolve = async (host: string): Promise<string[]> => ({ 'platform.internal': ['10.0.0.7', 'fd00::7'] })[host] ?? []
+
+describe('webhook targets', () => {
+  it('refuses a URL by its name: not allowed, the platform\'s, with a user, another scheme', () => {
+    expect(webhookRefusal('https://hooks.example.org/x', ['hooks.example.org'], ['platform.internal'])).toBeNull()
+    expect(webhookRefusal('https://HOOKS.example.org/x', ['hooks.example.org'], [])).toBeNull()
+    expect(webhookRefusal('https://other.example.org/x', ['hooks.example.org'], [])).toMatch(/not in jobs.webhookHosts/)
+    expect(webhookRefusal('https://platform.internal/x', ['platform.internal'], ['platform.internal'])).toMatch(/platform's own host/)
+    expect(webhookRefusal('https://u:p@hooks.example.org/x', ['hooks.example.org'], [])).toMatch(/credentials/)
+    expect(webhookRefusal('gopher://hooks.example.org/x', ['hooks.example.org'], [])).toMatch(/only http and https/)
+  })
+
+  it('knows the platform\'s sockets by address and port, an IPv4 address in its IPv6-mapped spelling too', async () => {
+    const isPlatform = await platformSockets(['https://platform.internal', 'http://127.0.0.1:8080'], resolve)
+    expect(isPlatform('10.0.0.7', 443)).toBe(true)
+    expect(isPlatform('fd00::7', 443)).toBe(true)
+    expect(isPlatform('::ffff:10.0.0.7', 443)).toBe(true)
+    expect(isPlatform('10.0.0.7', 80)).toBe(false)
+    expect(isPlatform('127.0.0.1', 8080)).toBe(true)
+    expect(isPlatform('::ffff:7f00:1', 8080)).toBe(true)
+    expect(isPlatform('127.0.0.2', 8080)).toBe(false)
+  })
+
+  it('refuses an address literal of the platform\'s socket, whatever name the platform is given', async () => {
+    const isPlatform = await platformSockets(['https://platform.internal'], resolve)
+    for (const url of ['https://10.0.0.7/hook', 'https://[::ffff:10.0.0.7]/hook', 'https://[fd00::7]:443/hook', 'https://167772167/hook']) {
+      const parsed = new URL(url)
+      const literal = literalOf(parsed)
+      expect(literal, url).not.toBeNull()
+      expect(socketRefusal(parsed, literal as string, isPlatform), url).toMatch(/resolves to the platform's address/)
+    }
+    const elsewhere = new URL('https://10.0.0.7:8443/hook')
+    expect(socketRefusal(elsewhere, literalOf(elsewhere) as string, isPlatform)).toBeNull()
+    expect(literalOf(new URL('https://hooks.example.org/'))).toBeNull()
+  })
+})
