@@ -1,0 +1,74 @@
+import { readFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+import { KEYS, REPORT_PATH } from '../helpers/build-gateway.js'
+import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
+import { ADMIN_TOKEN, useAttackGateway } from './attack-gateway.js'
+
+// The admin listener attacked by an outsider and by a team: every admin call without its
+// token, with a team's key, with a wrong token, is the same 401 (nothing said of what
+// exists); and no admin answer, the console's included, holds the platform token or a
+// team key, after the teams used the gateway.
+
+const DOC = JSON.parse(readFileSync(new URL('../../docs/admin-openapi.json', import.meta.url), 'utf8')) as { paths: Record<string, Record<string, unknown>> }
+const ADMIN_CALLS = Object.entries(DOC.paths)
+  .filter(([path]) => path.startsWith('/admin/'))
+  .flatMap(([path, ops]) => Object.keys(ops).map((method) => ({ method: method.toUpperCase(), url: path.replace('{name}', 'default') })))
+
+describe('the admin listener attacked', () => {
+  const sg = useAttackGateway()
+  const admin = (method: string, url: string, headers: Record<string, string> = {}) =>
+    sg.gw.admin.inject({ method: method as 'GET', url, headers, ...(method === 'PUT' ? { payload: { token: 'x'.repeat(40), level: 'info' } } : {}) })
+
+  it('every admin call without the admin token, with a team key or a wrong one, is the one 401 of a path that does not exist', async () => {
+    expect(ADMIN_CALLS.length).toBeGreaterThan(15)
+    const strangers: Record<string, string>[] = [
+      {},
+      { authorization: `Bearer ${KEYS.all}` },
+      { 'x-api-key': KEYS.all },
+      { authorization: `Bearer ${ADMIN_TOKEN.slice(0, -1)}` },
+      { authorization: `Bearer ${ADMIN_TOKEN} ` + 'x' },
+      { authorization: `Basic ${Buffer.from(`admin:${ADMIN_TOKEN}`).toString('base64')}` },
+      { authorization: ADMIN_TOKEN },
+      { authorization: `Bearer ${ADMIN_TOKEN.toUpperCase()}` },
+    ]
+    const reference = await admin('GET', '/admin/no-such-call')
+    const shape = (res: { statusCode: number; headers: Record<string, unknown>; body: string }) => ({
+      status: res.statusCode,
+      body: res.body,
+      challenge: res.headers['www-authenticate'],
+      cacheControl: res.headers['cache-control'],
+      frame: res.headers['x-frame-options'],
+      sniff: res.headers['x-content-type-options'],
+      type: res.headers['content-type'],
+    })
+    expect(shape(reference)).toMatchObject({ status: 401, challenge: 'Bearer realm="report-gateway admin"', cacheControl: 'no-store', frame: 'DENY', sniff: 'nosniff' })
+    expect(JSON.parse(reference.body)).toMatchObject({ statusCode: 401, code: 'GW_UNAUTHORIZED', error: 'Unauthorized' })
+    for (const { method, url } of ADMIN_CALLS) {
+      for (const headers of strangers) {
+        const res = await admin(method, url, headers)
+        expect(shape(res), `${method} ${url} ${JSON.stringify(headers)}`).toEqual(shape(reference))
+      }
+    }
+    // Nothing was changed by any of them.
+    expect((await admin('GET', '/admin/token', { authorization: `Bearer ${ADMIN_TOKEN}` })).json()).toMatchObject({ usable: true })
+  })
+
+  it('no admin answer, the console\'s included, holds the platform token or a team key once the teams used the gateway', async () => {
+    for (const key of Object.values(KEYS)) await fetch(`${sg.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-06-01&dateTo=2025-06-30`, { headers: { 'x-api-key': key, prefer: 'respond-async' } })
+    await fetch(`${sg.url}/api/v1/campaign/get`, { method: 'POST', headers: { 'x-api-key': KEYS.writer, 'content-type': 'application/json' }, body: '{"userId":101}' })
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    const reads = [
+      ...ADMIN_CALLS.filter((c) => c.method === 'GET').map((c) => c.url),
+      `/admin/cache/entry?url=${encodeURIComponent(`${REPORT_PATH}?advertiserId=101&dateFrom=2025-06-01&dateTo=2025-06-30`)}`,
+      '/admin/usage?format=csv', '/console', '/console/console-page.js', '/console/console-deliveries.js', '/metrics', '/readyz', '/healthz', '/docs', '/docs/json',
+    ]
+    const secrets = runSecrets(sg.sandbox)
+    // The gateway's platform token is among them: its call above carried it.
+    expect([...secrets].some((s) => s.startsWith('eyJ'))).toBe(true)
+    for (const url of reads) {
+      const res = await admin('GET', url, auth)
+      expect(res.statusCode, url).toBeLessThan(500)
+      expect(leakedSecrets(`${JSON.stringify(res.headers)}\n${res.body}`, secrets), url).toEqual([])
+    }
+  })
+})
