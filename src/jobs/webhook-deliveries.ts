@@ -31,6 +31,10 @@ export const WEBHOOK_ANSWER_BYTES = 64 * 1024
 export const LISTED = 200
 /** Deliveries one replica attempts at once. */
 const AT_ONCE = 8
+/** Of those, one team's at most: a receiver that never answers holds no more, the others' deliveries take the rest. */
+export const PER_TEAM_AT_ONCE = 2
+/** The earliest due deliveries a pass looks at for teams with room: one team's backlog this deep holds no other's. */
+const LOOK_AHEAD = 64
 
 export interface WebhookDeliveriesDeps {
   store: DeliveryStore
@@ -69,7 +73,8 @@ export interface WebhookDeliveriesDeps {
  */
 export class WebhookDeliveries {
   readonly #d: WebhookDeliveriesDeps
-  readonly #attempting = new Set<string>()
+  /** The deliveries under way here, by id: their teams. */
+  readonly #attempting = new Map<string, string>()
   readonly #loop: PollLoop
 
   constructor(deps: WebhookDeliveriesDeps) {
@@ -112,23 +117,38 @@ export class WebhookDeliveries {
     this.#loop.poke()
   }
 
-  /** Claims and attempts the due deliveries it has room for; when the earliest one left is due. */
+  /**
+   * Claims and attempts the due deliveries it has room for, at most PER_TEAM_AT_ONCE of a
+   * team at once; when the earliest one left is due. A due delivery left for its team's
+   * room is looked at again when an attempt ends (its poke), not in a loop.
+   */
   async #poll(): Promise<number | null> {
     const { store, clock, replica, settings, leaseMs } = this.#d
-    const room = AT_ONCE - this.#attempting.size
     // Full: an attempt's end looks again.
-    if (room <= 0) return null
-    for (const d of await store.due(clock.now(), room)) {
+    if (this.#attempting.size >= AT_ONCE) return null
+    let waiting = false
+    for (const d of await store.due(clock.now(), LOOK_AHEAD)) {
       if (this.#loop.stopped || this.#attempting.size >= AT_ONCE) break
+      if (this.#underWay(d.team) >= PER_TEAM_AT_ONCE) {
+        waiting = true
+        continue
+      }
       const now = clock.now()
       const claimed = claimDelivery(d, replica, now, settings.timeoutMs + leaseMs)
       if (claimed && (await store.swap(d, claimed, now))) this.#attempt(claimed)
     }
-    return this.#attempting.size >= AT_ONCE ? null : store.nextDue()
+    return this.#attempting.size >= AT_ONCE || waiting ? null : store.nextDue()
+  }
+
+  /** The team's attempts under way here. */
+  #underWay(team: string): number {
+    let n = 0
+    for (const t of this.#attempting.values()) if (t === team) n++
+    return n
   }
 
   #attempt(d: Delivery): void {
-    this.#attempting.add(d.id)
+    this.#attempting.set(d.id, d.team)
     const run: Run = { runner: this.#d.replica, runs: d.runs }
     this.#send(d)
       .then((result) => this.#record(d, run, result))

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import { describe, expect, it } from 'vitest'
+import { createServer, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterEach, describe, expect, it } from 'vitest'
 import { KEYS, listen, REPORT_PATH, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
@@ -53,5 +55,48 @@ describe('webhooks aimed at what they may not reach', () => {
     for (const [url, hosts] of refused) {
       expect(() => testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(40) }, webhookYaml(url, hosts)), url).toThrow(/webhook\.url/)
     }
+  })
+})
+
+describe('a slow receiver', () => {
+  const sandbox = useSandbox()
+  const gateways = useGateways()
+  const held: ServerResponse[] = []
+  const servers: Server[] = []
+  afterEach(async () => {
+    for (const res of held.splice(0)) res.destroy()
+    for (const s of servers.splice(0)) {
+      s.closeAllConnections()
+      await new Promise((resolve) => s.close(resolve))
+    }
+  })
+
+  /** A receiver on 127.0.0.1: `answer` false holds every request unanswered. */
+  async function receiver(answer: boolean): Promise<{ url: string; got: string[] }> {
+    const got: string[] = []
+    const server = createServer((req, res) => {
+      got.push(String(req.headers['webhook-id']))
+      if (answer) res.writeHead(204).end()
+      else held.push(res)
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    servers.push(server)
+    return { url: `http://localhost:${(server.address() as AddressInfo).port}/hook`, got }
+  }
+
+  it('holds none of another team\'s deliveries: a team whose receiver never answers leaves room for the others\'', async () => {
+    const slow = await receiver(false)
+    const quick = await receiver(true)
+    const yaml = `${TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${slow.url}", secret: "${SECRET}" }\n`).replace('    advertisers: [101, 102]\n', `    advertisers: [101, 102]\n    webhook: { url: "${quick.url}", secret: "${SECRET}" }\n`)}jobs:\n  webhookHosts: [localhost]\n  webhookTimeout: 1m\n  maxOpenPerTeam: 50\n`
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, yaml)))
+    const ask = async (key: string, day: number) => {
+      const res = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-07-${String(day).padStart(2, '0')}&dateTo=2025-07-28`, { headers: { 'x-api-key': key, prefer: 'respond-async' } })
+      expect(res.status).toBe(202)
+    }
+    for (let day = 1; day <= 12; day++) await ask(KEYS.all, day)
+    await waitFor('the slow receiver holding attempts', () => slow.got.length >= 2, 10_000)
+    await ask(KEYS.growth, 20)
+    // Pushed while every attempt to the slow receiver is still held (a minute each).
+    await waitFor('the quick team\'s delivery', () => quick.got.length === 1, 10_000, 20)
   })
 })
