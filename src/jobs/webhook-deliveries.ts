@@ -203,7 +203,8 @@ export class WebhookDeliveries {
       if (e.cause instanceof PlatformAddressError) return refused(e.cause.message)
       return { ok: false, status: null, error: e.name === 'TimeoutError' ? `no answer within ${settings.timeoutMs}ms` : `the receiver could not be reached (${e.message})`, retry: true, made: true }
     } finally {
-      void dispatcher.close()
+      // The answer is read (or dropped): nothing of this attempt is kept open.
+      void dispatcher.destroy()
     }
   }
 }
