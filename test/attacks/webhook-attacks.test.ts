@@ -99,4 +99,23 @@ describe('a slow receiver', () => {
     // Pushed while every attempt to the slow receiver is still held (a minute each).
     await waitFor('the quick team\'s delivery', () => quick.got.length === 1, 10_000, 20)
   })
+
+  it('ends an attempt whose receiver answers its head, then trickles its body, at webhookTimeout: no answer, tried again', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      const drip = setInterval(() => res.write('.'), 20)
+      res.on('close', () => clearInterval(drip))
+      held.push(res)
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    servers.push(server)
+    const url = `http://localhost:${(server.address() as AddressInfo).port}/hook`
+    const yaml = `${TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${url}", secret: "${SECRET}" }\n`)}jobs:\n  webhookHosts: [localhost]\n  webhookTimeout: 300ms\n`
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, yaml)))
+    const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&dateFrom=2025-08-01&dateTo=2025-08-28`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.status).toBe(202)
+    const first = async () => ((await gw.admin.inject({ method: 'GET', url: '/admin/jobs', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as { deliveries: { lastError: string | null; state: string }[] }).deliveries[0]
+    await waitFor('the first attempt cut off', async () => (await first())?.lastError !== null && (await first())?.lastError !== undefined, 10_000, 20)
+    expect(await first()).toMatchObject({ state: 'pending', lastError: 'no answer within 300ms' })
+  })
 })
