@@ -1,6 +1,10 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { KEYS, REPORT_PATH, teamsYamlWith } from '../helpers/build-gateway.js'
-import { useRedis } from '../helpers/fixtures.js'
+import { loadConfig } from '../../src/config.js'
+import { KEYS, listen, REPORT_PATH, TEAMS_YAML, teamsYamlWith } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { startRedis, type RedisServer } from '../helpers/start-redis.js'
 import { rawHttp, rawRequest, startSandboxGateway, type SandboxGateway } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
@@ -157,5 +161,34 @@ describe('report jobs while Redis is down', () => {
       expect(body.message).not.toContain(port)
       expect(body.message).not.toMatch(/127\.0\.0\.1|ECONN|ioredis|stream|retries|connection/i)
     }
+  })
+})
+
+describe('a job\'s result after its team lost the advertiser', () => {
+  const sandbox = useSandbox()
+  const gateways = useGateways()
+
+  it('is 403 once a reload took the advertiser out of the team\'s scope, as a read of the report is', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'job-scope-'))
+    const file = join(dir, 'config.yaml')
+    writeFileSync(file, TEAMS_YAML)
+    const env = { CONFIG_FILE: file, PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }
+    const gw = await listen(await gateways.build(loadConfig({ env }), { configSource: { env } }))
+    const query = 'advertiserId=102&dateFrom=2025-09-01&dateTo=2025-09-28'
+    const asked = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.growth, ...ASYNC } })
+    expect(asked.status).toBe(202)
+    const { id } = (await asked.json()) as { id: string }
+    const state = async () => ((await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.growth } })).json()) as { state: string }).state
+    await waitFor('the job done', async () => (await state()) === 'done', 10_000, 20)
+
+    writeFileSync(file, TEAMS_YAML.replace('advertisers: [101, 102]', 'advertisers: [101]'))
+    const reload = await gw.admin.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(reload.statusCode).toBe(200)
+    expect((await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.growth } })).status).toBe(403)
+    const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.growth } })
+    expect(result.status).toBe(403)
+    const body = await result.text()
+    expect(JSON.parse(body)).toMatchObject({ code: 'GW_FORBIDDEN' })
+    expect(body).not.toContain('"data"')
   })
 })

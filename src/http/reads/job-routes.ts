@@ -8,6 +8,7 @@ import { sendReport } from './report-reply.js'
 import type { ReportAnswerFacts } from './report-facts.js'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import { FORWARDED_METHODS } from '../methods.js'
+import { assertAccounts } from '../../access/scope.js'
 
 /** What the job routes read: the jobs, the admission of callers, the clock, what a report answer says of its cost and finality. */
 export interface JobRouteParts {
@@ -57,6 +58,8 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
   app.get('/api/v1/jobs/:id/result', { schema: jobResultSchema() }, async (request, reply) => {
     const caller = admit(request)
     const { entry, job } = await jobs.result(own(request), caller.team.name)
+    // The team's scope as it is now, as a read of the report is checked: a reload may have taken its advertiser away.
+    assertAccounts(caller.team, job.report.advertiserIds)
     const now = clock.now()
     // Its fill is the job's own call: what that took, as the answer to the read it stands for would have said.
     const cost = (copy: CacheEntry | null) => facts.of(caller.team, job.report, copy, (job.tookSeconds ?? 0) * 1000, now)
