@@ -179,8 +179,11 @@ export class WebhookDeliveries {
     const refusal = webhookRefusal(d.url, settings.hosts, hostsOf(platformUrls))
     if (refusal !== null) return refused(refusal)
     // Where the connection goes, not only the name: the platform's socket is never one.
+    // The attempt's bound holds from here: a lookup that hangs holds it no longer than that.
+    const signal = AbortSignal.timeout(settings.timeoutMs)
     const url = new URL(d.url)
-    const isPlatform = await platformSockets(platformUrls, this.#d.resolve)
+    const isPlatform = await until(platformSockets(platformUrls, this.#d.resolve), signal).catch(() => null)
+    if (isPlatform === null) return { ok: false, status: null, error: `the platform's addresses were not resolved within ${settings.timeoutMs}ms`, retry: true, made: false }
     const literal = literalOf(url)
     const direct = literal === null ? null : socketRefusal(url, literal, isPlatform)
     if (direct !== null) return refused(direct)
@@ -193,7 +196,7 @@ export class WebhookDeliveries {
       'webhook-signature': webhookSignature(target.secret, d.id, timestamp, d.body),
     }
     try {
-      const res = await undiciFetch(d.url, { method: 'POST', headers, body: d.body, redirect: 'manual', signal: AbortSignal.timeout(settings.timeoutMs), dispatcher })
+      const res = await undiciFetch(d.url, { method: 'POST', headers, body: d.body, redirect: 'manual', signal, dispatcher })
       await drain(res, WEBHOOK_ANSWER_BYTES)
       if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status }
       if (res.status >= 300 && res.status < 400) return { ok: false, status: res.status, error: 'the receiver answered a redirect: not followed', retry: false, made: true }
@@ -207,6 +210,16 @@ export class WebhookDeliveries {
       void dispatcher.destroy()
     }
   }
+}
+
+/** `promise`, or the signal's reason once it aborts first. */
+function until<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason as Error)
+    if (signal.aborted) return abort()
+    signal.addEventListener('abort', abort, { once: true })
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort))
+  })
 }
 
 /** An attempt not made: the URL may not receive deliveries; final. */

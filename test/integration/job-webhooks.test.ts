@@ -3,6 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { WebhookDeliveries, type WebhookSettings } from '../../src/jobs/webhook-deliveries.js'
+import type { LookupAll } from '../../src/jobs/webhook-target.js'
 import { gzipSync } from 'node:zlib'
 import { Redis } from 'ioredis'
 import { MemoryDeliveryStore, type DeliveryStore, type OutboxBounds } from '../../src/jobs/delivery-store.js'
@@ -78,13 +79,13 @@ afterEach(async () => {
 
 const SETTINGS: WebhookSettings = { hosts: ['127.0.0.1'], timeoutMs: 5000, retryForMs: 60_000 }
 
-function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSettings; platformUrls?: string[]; store?: DeliveryStore; replica?: string } = {}): { webhooks: WebhookDeliveries; logged: string[] } {
+function deliveries(url: string, clock: FakeClock, opts: { settings?: WebhookSettings; platformUrls?: string[]; resolve?: LookupAll; store?: DeliveryStore; replica?: string } = {}): { webhooks: WebhookDeliveries; logged: string[] } {
   const logged: string[] = []
   const log = { info: (...args: unknown[]) => void logged.push(JSON.stringify(args)), warn: (...args: unknown[]) => void logged.push(JSON.stringify(args)) }
   const settings = opts.settings ?? SETTINGS
   const store = opts.store ?? new MemoryDeliveryStore({ keepMs: 3_600_000, lifeMs: settings.retryForMs + 3_600_000, perTeam: 100 })
   const failures = { note: (_code: string, first: () => void) => first() }
-  const webhooks = new WebhookDeliveries({ store, settings, platformUrls: opts.platformUrls ?? ['https://platform.example.com'], resolve: async () => ['192.0.2.1'], target: (team) => (team === 'growth' ? { url, secret: SECRET } : null), clock, log, replica: opts.replica ?? 'here', leaseMs: 15_000, failures })
+  const webhooks = new WebhookDeliveries({ store, settings, platformUrls: opts.platformUrls ?? ['https://platform.example.com'], resolve: opts.resolve ?? (async () => ['192.0.2.1']), target: (team) => (team === 'growth' ? { url, secret: SECRET } : null), clock, log, replica: opts.replica ?? 'here', leaseMs: 15_000, failures })
   webhooks.start()
   outboxes.set(webhooks, { store, clock })
   return { webhooks, logged }
@@ -213,6 +214,11 @@ describe('webhook deliveries', () => {
     await enqueue(silent, 'growth', STATUS)
     await waitFor('the attempt cut off', async () => (await latest(silent))?.lastError !== null)
     expect(await latest(silent)).toMatchObject({ state: 'pending', attempts: 1, lastStatus: null, lastError: 'no answer within 200ms' })
+    // The platform's name not resolved: the attempt's bound holds the lookup too; no request made, tried again.
+    const unresolved = deliveries(urlOf(held), clock, { settings: { ...SETTINGS, timeoutMs: 200 }, resolve: () => new Promise<string[]>(() => undefined) }).webhooks
+    await enqueue(unresolved, 'growth', STATUS)
+    await waitFor('the lookup cut off', async () => (await latest(unresolved))?.lastError !== null)
+    expect(await latest(unresolved)).toMatchObject({ state: 'pending', attempts: 0, lastError: 'the platform\'s addresses were not resolved within 200ms' })
     const flood = deliveries(urlOf(endless), clock, { settings: { ...SETTINGS, timeoutMs: 10_000 } }).webhooks
     await enqueue(flood, 'growth', STATUS)
     await settled(flood)
