@@ -18,6 +18,7 @@
 //   redis-traffic    Redis commands per idle replica and per request kind (INFO commandstats)
 //   pubsub           the bus on a 3-master Cluster: PUBLISH against sharded SPUBLISH
 //   answers          proxied answers of 1 MB to 50 MiB: held whole against straight from the platform
+//   webhooks         a webhook attempt with the platform-address check against a plain POST
 //
 // Flags: --quick (shorter runs, written to .bench/results-quick.md)
 //        --only=<id>[,<id>] (those scenarios, written to bench/results-<id>.md)
@@ -52,9 +53,10 @@ import * as answers from './scenarios/answers.mjs'
 import * as twoTeams from './scenarios/two-teams.mjs'
 import * as targets from './scenarios/targets.mjs'
 import * as reportJobs from './scenarios/report-jobs.mjs'
+import * as webhooks from './scenarios/webhooks.mjs'
 import { profileGateway } from './scenarios/profile.mjs'
 
-const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, dashboardFamily, capacity, twoTeams, reportJobs, targets, spread, scale, redisTraffic, pubsub, answers]
+const SCENARIOS = [hits, fairness, noisyNeighbour, dashboard, dashboardNoisy, dashboardFamily, capacity, twoTeams, reportJobs, targets, spread, scale, redisTraffic, pubsub, answers, webhooks]
 const TIME_LIMIT_MS = 45 * 60_000
 
 const args = process.argv.slice(2)
