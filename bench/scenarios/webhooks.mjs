@@ -30,14 +30,14 @@ export async function run({ fixture, quick }) {
   const platform = [fixture.sandbox.url]
   const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY, redirect: 'manual' }
   const plain = async () => {
-    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) })
+    const res = await undiciFetch(url, { ...init, signal: globalThis.AbortSignal.timeout(10_000) })
     await res.arrayBuffer()
   }
   const guarded = async () => {
     const isPlatform = await platformSockets(platform)
     const dispatcher = new Agent({ connect: { lookup: guardedLookup(new URL(url), isPlatform) } })
     try {
-      const res = await undiciFetch(url, { ...init, signal: AbortSignal.timeout(10_000), dispatcher })
+      const res = await undiciFetch(url, { ...init, signal: globalThis.AbortSignal.timeout(10_000), dispatcher })
       await res.arrayBuffer()
     } finally {
       void dispatcher.destroy()
