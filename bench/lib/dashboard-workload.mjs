@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent, request } from 'undici'
 import { seededRandom } from '../../scripts/soak-targets.mjs'
 import { REPORT_ROUTE, startMainGateway } from './fixture.mjs'
-import { closedLoopApart } from './load.mjs'
+import { closedLoop, neverAsked } from './load.mjs'
 import { versionOf } from './machine.mjs'
 import { startNginx } from './nginx.mjs'
 import { log, stopProcess } from './processes.mjs'
@@ -215,7 +215,7 @@ export async function replayShape({ fixture, shape, quick, noise, name, baseline
       log(`${target.label}: not run (${err.message})`)
       continue
     }
-    const noisy = noise ? sleep(noise.fromS * 1000).then(() => closedLoopApart({ origins: [server.url], key: teamBKey, callers: NOISY_CALLERS, route: NOISY_ROUTE, maxSeconds: noise.forS })) : null
+    const noisy = noise ? sleep(noise.fromS * 1000).then(() => closedLoop({ origins: [server.url], key: teamBKey, callers: NOISY_CALLERS, nextPath: () => neverAsked(NOISY_ROUTE), maxSeconds: noise.forS })) : null
     const callsAtWarm = sleep(warmupS * 1000).then(() => standIn.counts())
     const answers = await replay(server.url, trace, teamKey, total)
     const calls = ((await standIn.counts()).byRoute[REPORT_ROUTE] ?? 0) - ((await callsAtWarm).byRoute[REPORT_ROUTE] ?? 0)

@@ -4,7 +4,6 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Worker } from 'node:worker_threads'
 import { Agent, Client, request } from 'undici'
 import { BENCH, LOAD_CORE, pin, runToEnd } from './processes.mjs'
 import { percentile } from './stats.mjs'
@@ -84,11 +83,6 @@ export async function timedGet(agent, url, key) {
 
 const day = (d) => new Date(Date.UTC(1990, 0, 1 + d)).toISOString().slice(0, 10)
 let nextMiss = 0
-/** The misses of `neverAsked` go on from the `i`-th (a closed loop on another thread goes on where this one's are). */
-export function missesFrom(i) {
-  nextMiss = i
-}
-
 /** A report on `route` never asked before in this run (a miss): a 7-day window from 1990 on, one of four advertisers. */
 export function neverAsked(route) {
   const i = nextMiss++
@@ -258,23 +252,5 @@ export async function rawStampede({ port, callers, path, key, warmPath = '/healt
   } finally {
     clearTimeout(timer)
     for (const c of conns) c.close()
-  }
-}
-
-/**
- * `closedLoop` of `callers` each asking a report on `route` never asked before, on a
- * worker thread: the loop's own work (hundreds of requests in flight) does not delay the
- * event loop of whoever times another workload beside it. Resolves at once with
- * `stop()`, as `closedLoop`; the misses of this thread go on after the worker's.
- */
-export function closedLoopApart({ origins, key, callers, route, maxSeconds }) {
-  const worker = new Worker(new URL('./closed-loop-worker.mjs', import.meta.url), { workerData: { origins, key, callers, route, maxSeconds, firstMiss: nextMiss } })
-  const failed = new Promise((_, reject) => worker.once('error', reject))
-  return async () => {
-    worker.postMessage('stop')
-    const { answers, used } = await Promise.race([new Promise((resolve) => worker.once('message', resolve)), failed])
-    nextMiss += used
-    await worker.terminate()
-    return answers
   }
 }
