@@ -24,6 +24,7 @@
 //        --only=<id>[,<id>] (those scenarios, written to bench/results-<id>.md)
 //        --baseline=<dir> (targets, spread, answers: the gateway built in <dir> too, side by side;
 //        dashboard-family: every trace replayed against it too)
+//        --traces=<n>[,<n>] (dashboard-family: only those traces of the eight, by number)
 //        --profile[=l1|l2|miss] (no table: that case once with node --cpu-prof on the
 //        gateway, summarized; the profile is kept in .bench/)
 // Servers under test are pinned to core 1 (`taskset -c 1`, as issue 17 measures), the
@@ -64,6 +65,7 @@ const quick = args.includes('--quick')
 const profile = args.find((f) => f === '--profile' || f.startsWith('--profile='))?.split('=')[1] ?? (args.includes('--profile') ? 'l1' : null)
 const only = args.find((f) => f.startsWith('--only='))?.slice('--only='.length).split(',') ?? null
 const baseline = args.find((f) => f.startsWith('--baseline='))?.slice('--baseline='.length) ?? null
+const traces = args.find((f) => f.startsWith('--traces='))?.slice('--traces='.length).split(',').map(Number) ?? null
 // Every scenario is listed, by its id, in the header comment above.
 const lines = readFileSync(new URL(import.meta.url), 'utf8').split('\n')
 const header = lines.slice(0, lines.findIndex((l) => !l.startsWith('//')))
@@ -99,7 +101,7 @@ async function main() {
   for (const scenario of SCENARIOS.filter((s) => !only || only.includes(s.id))) {
     log(`scenario ${scenario.id}`)
     const loadBefore = loadAverage()
-    const section = await scenario.run({ fixture, quick, notes, baseline })
+    const section = await scenario.run({ fixture, quick, notes, baseline, traces })
     sections.push(`### ${scenario.title}\n\n${section}\nLoad average (1/5/15 min) before this scenario ${loadBefore}, after it ${loadAverage()}.\n`)
   }
 

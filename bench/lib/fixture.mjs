@@ -150,7 +150,9 @@ export async function startMainGateway(name, { platformUrl, platformToken, confi
     ...extraEnv,
   })
   // `root`: another build of the gateway (a baseline to compare with), run from its own folder.
-  const [cmd, args] = pin(SERVER_CORE, process.execPath, [join(root, 'dist/main.js')])
+  // BENCH_GATEWAY_NODE_FLAGS: node flags for the gateway alone (--cpu-prof --cpu-prof-dir=DIR to see where a trace's time goes).
+  const nodeFlags = process.env.BENCH_GATEWAY_NODE_FLAGS?.split(' ').filter(Boolean) ?? []
+  const [cmd, args] = pin(SERVER_CORE, process.execPath, [...nodeFlags, join(root, 'dist/main.js')])
   const p = await launch(name, cmd, args, { env })
   const gw = { ...p, pid: p.child.pid, url: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, port, adminPort, configFile }
   let exited = false

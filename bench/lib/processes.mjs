@@ -124,8 +124,11 @@ function killGroup(pid, signal) {
   }
 }
 
+// A gateway profiled (BENCH_GATEWAY_NODE_FLAGS=--cpu-prof ...) writes its profile only on a clean exit, after its shutdown drain (5 s).
+const STOP_GRACE_MS = process.env.BENCH_GATEWAY_NODE_FLAGS ? 30_000 : 4000
+
 /** SIGTERM, then SIGKILL after `graceMs`. Accepts what launch() resolved with. */
-export async function stopProcess(entry, graceMs = 4000) {
+export async function stopProcess(entry, graceMs = STOP_GRACE_MS) {
   const live = children.get(entry.child.pid) ?? entry
   killGroup(live.child.pid, 'SIGTERM')
   const exited = await Promise.race([live.exited.then(() => true), sleep(graceMs).then(() => false)])

@@ -683,4 +683,24 @@ describe('what the seats tell the limit rule', () => {
     await settle()
     expect([s.inFlight, s.waitingAtLimit()]).toEqual([2, true])
   })
+
+  it('says what waits beside a short call without reading the estimate of every waiting call: none while no short call runs, and up to the first one known short', async () => {
+    // A queue of misses (a burst) is looked at on every call's wait and end: each look is the
+    // gateway's event loop, which the hits of every other team wait behind.
+    const looks = { n: 0 }
+    const work = new (class extends WorkEstimates {
+      override expectedMs(team: string, w: string, now: number): number | null {
+        looks.n += 1
+        return super.expectedMs(team, w, now)
+      }
+    })()
+    const { s, order } = seats(fakeClock(), { limit: 2, queueLimit: 200, work })
+    work.answered('a', 'week', 10)
+    // Two long calls take the seats (unknown kind), 100 calls wait: no short call runs.
+    for (let i = 0; i < 102; i++) call(s, order, 'a', { workClass: `new-${i}` })
+    await settle()
+    looks.n = 0
+    expect(s.longWaitBesideShort()).toBeNull()
+    expect(looks.n).toBe(0)
+  })
 })

@@ -93,9 +93,18 @@ export class CredentialSeats {
 
   /** With no call waiting here known short while a short call is in flight, the longest expected seat-time of those waiting (Infinity: a kind not answered yet); else null. The limit rule grows by long calls then as the short ones bear (knee-estimator.ts). */
   longWaitBesideShort(): number | null {
-    const [now, waiting] = [this.#clock.now(), this.#queue.all()]
-    const ms = waiting.map((w) => this.#o.work.expectedMs(w.team, w.workClass, now) ?? Infinity)
-    return ms.length === 0 || ms.some((m) => m <= LENDING_HORIZON_MS) || !this.#teams.anyShortRunning() ? null : ms.reduce((a, b) => Math.max(a, b))
+    // Asked at every wait and every end: the calls in flight (at most the limit) are looked
+    // at first, the queue (a burst's hundreds) only beside a short call, and only up to
+    // its first call known short.
+    if (this.#queue.size === 0 || !this.#teams.anyShortRunning()) return null
+    const now = this.#clock.now()
+    let longest = 0
+    for (const w of this.#queue.all()) {
+      const ms = this.#o.work.expectedMs(w.team, w.workClass, now) ?? Infinity
+      if (ms <= LENDING_HORIZON_MS) return null
+      longest = Math.max(longest, ms)
+    }
+    return longest
   }
 
   /** Since when a call in flight here, among the `atWorkers` started first, has been overdue (OVERDUE times its expected time), or null. */
