@@ -91,11 +91,8 @@ export class CredentialSeats {
     return this.#inFlight + owed + lent >= this.capacity - 1e-9
   }
 
-  /** With no call waiting here known short while a short call is in flight, the longest expected seat-time of those waiting (Infinity: a kind not answered yet); else null. The limit rule grows by long calls then as the short ones bear (knee-estimator.ts). */
+  /** With no call waiting here known short while a short call is in flight, the longest expected seat-time of those waiting (Infinity: a kind not answered yet); else null. The limit rule grows by long calls then as the short ones bear (knee-estimator.ts). Asked at every wait and end: the queue (a burst's hundreds) is read only beside a short call in flight, up to its first call known short. */
   longWaitBesideShort(): number | null {
-    // Asked at every wait and every end: the calls in flight (at most the limit) are looked
-    // at first, the queue (a burst's hundreds) only beside a short call, and only up to
-    // its first call known short.
     if (this.#queue.size === 0 || !this.#teams.anyShortRunning()) return null
     const now = this.#clock.now()
     let longest = 0
@@ -108,26 +105,18 @@ export class CredentialSeats {
   }
 
   /** Since when a call in flight here, among the `atWorkers` started first, has been overdue (OVERDUE times its expected time), or null. */
-  overdueSince(now = this.#clock.now(), atWorkers = Infinity): number | null {
-    return this.#teams.overdueSince(now, atWorkers)
-  }
+  overdueSince(now = this.#clock.now(), atWorkers = Infinity): number | null { return this.#teams.overdueSince(now, atWorkers) }
 
   /** Callers' calls waiting per team. */
-  waiting(): Map<string, number> {
-    return this.#queue.waitingByTeam()
-  }
+  waiting(): Map<string, number> { return this.#queue.waitingByTeam() }
 
   /** `team`'s share of this replica's seats now (0 while it is not active). */
-  shareOf(team: string): number {
-    return this.#shares().targets.get(team) ?? 0
-  }
+  shareOf(team: string): number { return this.#shares().targets.get(team) ?? 0 }
 
   running(team: string): number { return this.#teams.held(team) }
 
   /** Seat-seconds charged to `team` on this replica, its calls still running included. */
-  seatSeconds(team: string): number {
-    return this.#teams.seatSeconds(team, this.#clock.now())
-  }
+  seatSeconds(team: string): number { return this.#teams.seatSeconds(team, this.#clock.now()) }
 
   /** The team's own ceilings (null: none), within the credential's. */
   limitsOf(team: string): TeamLimits {
@@ -263,9 +252,7 @@ export class CredentialSeats {
     return refusal(this.credential, reason, text, priority, this.pausedUntil - this.#clock.now())
   }
 
-  #teamOf(team: string): TeamAccount {
-    return this.#teams.of(team, this.#virtual)
-  }
+  #teamOf(team: string): TeamAccount { return this.#teams.of(team, this.#virtual) }
 
   #localTeams(): LocalTeam[] {
     return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent)
