@@ -113,6 +113,56 @@ describe('what a call cost, on every report answer', () => {
   })
 })
 
+describe('a STALE answer', () => {
+  it('says what a copy from the cache says: fill 0, the team\'s minute and day, and the finality of its fetch; served while it refreshes, after the platform failed, and as a 304', async () => {
+    const clock = fakeClock(NOON)
+    const gw = await gatewayOn(clock)
+    sandbox.setLatency(5)
+    const miss = await get(gw, REPORT(101))
+    expect(miss.headers.get('x-cache')).toBe('MISS')
+    const filled = usageOf(miss)
+    const etag = miss.headers.get('etag') as string
+    const finality = (res: Response) => [res.headers.get('report-settled-through'), res.headers.get('report-provisional-days')]
+    // A day later than the fetch the copy's figures still say what they were when fetched.
+    const fetched = ['2026-03-06', '2026-03-07/2026-03-10']
+    expect(finality(miss)).toEqual(fetched)
+
+    // Past its freshness (5 min), within stale-while-revalidate: STALE at once, and a refresh behind it.
+    sandbox.setRouteFailure(PATH, { kind: 'held', times: 1 })
+    onTestFinished(() => sandbox.releaseHeld())
+    clock.advance(5 * 60_000 + 10_000)
+    const revalidating = await get(gw, REPORT(101))
+    expect(revalidating.headers.get('x-cache')).toBe('STALE')
+    const whileRefreshing = usageOf(revalidating)
+    expect(whileRefreshing.fill).toBe(0)
+    expect(whileRefreshing.day).toBe(filled.day)
+    expect(whileRefreshing.reset).toBe(12 * 3600 - 310)
+    expect(finality(revalidating)).toEqual(fetched)
+    const notModified = await fetch(`${gw.url}${REPORT(101)}`, { headers: { 'x-api-key': KEY, 'if-none-match': etag } })
+    expect([notModified.status, notModified.headers.get('x-cache')]).toEqual([304, 'STALE'])
+    expect(usageOf(notModified).fill).toBe(0)
+    expect(finality(notModified)).toEqual(fetched)
+    // The refresh may reach the sandbox's hold after a first release: each look releases it again.
+    await waitFor('the background refresh', async () => {
+      sandbox.releaseHeld()
+      return (await get(gw, REPORT(101))).headers.get('x-cache') === 'HIT'
+    })
+
+    // Past stale-while-revalidate, the platform failing: the copy is served STALE after its call failed.
+    const refreshed = await get(gw, REPORT(101))
+    clock.advance(5 * 60_000 + 61_000)
+    sandbox.setRouteFailure(PATH, { kind: 'status', status: 500, times: 1 })
+    const failed = await get(gw, REPORT(101))
+    expect(failed.headers.get('x-cache')).toBe('STALE')
+    expect(failed.headers.get('cache-status')).toMatch(/fwd=stale; ttl=-/)
+    const afterFailure = usageOf(failed)
+    expect(afterFailure.fill).toBe(0)
+    // The failed call's platform-seconds are the team's too.
+    expect(afterFailure.day).toBeGreaterThanOrEqual(usageOf(refreshed).day)
+    expect(finality(failed)).toEqual(fetched)
+  })
+})
+
 describe('a fill another replica made', () => {
   it('says the platform-seconds of that fill: the entry carries them through Redis', async () => {
     const clock = fakeClock(NOON)
