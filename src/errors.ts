@@ -45,6 +45,8 @@ export const allErrors = {
   RedisUnavailableError: createError<[string, { cause?: unknown }?]>('GW_REDIS_UNAVAILABLE', 'Redis could not be read: %s', 503),
   BadRequestError: createError<[string, { cause?: unknown }?]>('GW_BAD_REQUEST', '%s', 400),
   RequestTimeoutError: createError('GW_REQUEST_TIMEOUT', 'the request was not received in time', 408),
+  // A head past Node's maxHeaderSize (RFC 6585, 5): the bound, never a byte of the head.
+  HeadersTooLargeError: createError<[number]>('GW_HEADERS_TOO_LARGE', 'the request line and header fields are larger than %d bytes together; send fewer or shorter headers', 431),
   ShuttingDownError: createError('GW_SHUTTING_DOWN', 'this replica is shutting down; retry on another', 503),
   PayloadTooLargeError: createError<[number]>('GW_PAYLOAD_TOO_LARGE', 'the request body is larger than the limit of %d bytes', 413),
   OverloadedError: createError<[string]>('GW_OVERLOADED', 'too many calls waiting for the platform: %s', 503),
@@ -92,6 +94,7 @@ export const {
   RedisUnavailableError,
   BadRequestError,
   RequestTimeoutError,
+  HeadersTooLargeError,
   ShuttingDownError,
   PayloadTooLargeError,
   OverloadedError,

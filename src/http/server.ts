@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
-import { BadRequestError, MethodNotAllowedError, NotFoundError, PayloadTooLargeError, RequestTimeoutError, type GatewayError } from '../errors.js'
+import { BadRequestError, HeadersTooLargeError, MethodNotAllowedError, NotFoundError, PayloadTooLargeError, RequestTimeoutError, type GatewayError } from '../errors.js'
 import { handledFailure, type FailureLog } from '../observe/failure-log.js'
 import { VALIDATOR_CODE } from '../perf/validator-code.js'
 import { closeSilentConnections } from './hooks/silent-connections.js'
@@ -88,7 +88,8 @@ const PARSER_REASON = /^[\w .,/'`-]{1,80}$/
 /** The gateway's error for a request Node's parser refused (`err`, its head `raw`); null when no answer is due. */
 function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw: Buffer | undefined, allow: string | null): { error: GatewayError; headers: Record<string, string> } {
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { error: new RequestTimeoutError(), headers: {} }
-  if (err.code === 'HPE_HEADER_OVERFLOW') return { error: new BadRequestError(`malformed HTTP request: its request line and headers are larger than ${maxHeaderSize} bytes`), headers: {} }
+  // RFC 6585, 5: 431. Node's parser tells no long request target from long headers (414 would name the former).
+  if (err.code === 'HPE_HEADER_OVERFLOW') return { error: new HeadersTooLargeError(maxHeaderSize), headers: {} }
   if (err.code === 'HPE_PAUSED_H2_UPGRADE') return { error: new BadRequestError('malformed HTTP request: HTTP/2 is spoken here only through TLS (ALPN); send HTTP/1.1'), headers: {} }
   // A method HTTP's parser does not know, in a request line it could read otherwise: refused as any method not forwarded.
   const method = err.code === 'HPE_INVALID_METHOD' && allow !== null && raw !== undefined ? REQUEST_LINE.exec(raw.subarray(0, 512).toString('latin1'))?.[1] : undefined

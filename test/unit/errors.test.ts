@@ -27,7 +27,7 @@ const CONTRACT_STATUS: Record<string, number[]> = {
 }
 
 // Every constructor is named FastifyError: the catalogue's names say which takes a number.
-const NUMBER_ARGUMENT = new Set(['RateLimitedError', 'PayloadTooLargeError'])
+const NUMBER_ARGUMENT = new Set(['RateLimitedError', 'PayloadTooLargeError', 'HeadersTooLargeError'])
 const nameOf = new Map(catalogue.map(([name, E]) => [E, name]))
 
 /** One instance of each error, with a made-up argument for its message. */

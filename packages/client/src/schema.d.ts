@@ -356,7 +356,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys; a request Node cannot read (a malformed head, one over 16 KiB, no `Host`).
+         * @description A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys; a request Node cannot read (a malformed head, no `Host`).
          * @example {
          *       "statusCode": 400,
          *       "code": "GW_BAD_REQUEST",
@@ -407,6 +407,25 @@ export interface components {
             statusCode: 403;
             /** @constant */
             code: "GW_FORBIDDEN";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
+         * @description The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed.
+         * @example {
+         *       "statusCode": 431,
+         *       "code": "GW_HEADERS_TOO_LARGE",
+         *       "error": "Request Header Fields Too Large",
+         *       "message": "…"
+         *     }
+         */
+        GW_HEADERS_TOO_LARGE: {
+            /** @constant */
+            statusCode: 431;
+            /** @constant */
+            code: "GW_HEADERS_TOO_LARGE";
             /** @description The HTTP reason phrase, e.g. `Bad Request`. */
             error: string;
             /** @description What was wrong and, where it helps, what to do. */
@@ -954,7 +973,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys; a request Node cannot read (a malformed head, one over 16 KiB, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
         "report-400": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1050,6 +1069,20 @@ export interface components {
                 "application/json": components["schemas"]["GW_JOBS_FULL"] | components["schemas"]["GW_PLATFORM_TIME_SPENT"] | components["schemas"]["GW_RATE_LIMITED"] | components["schemas"]["PlatformError"];
             };
         };
+        /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. Or the platform's own 431 answer, passed through (`PlatformError`, no `code`). */
+        "report-431": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_HEADERS_TOO_LARGE"] | components["schemas"]["PlatformError"];
+            };
+        };
         /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
         "report-500": {
             headers: {
@@ -1099,7 +1132,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_UPSTREAM_TIMEOUT"];
             };
         };
-        /** @description `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys; a request Node cannot read (a malformed head, one over 16 KiB, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
         "platform-400": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1183,6 +1216,18 @@ export interface components {
                 "application/json": components["schemas"]["GW_RATE_LIMITED"] | components["schemas"]["PlatformError"];
             };
         };
+        /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. Or the platform's own 431 answer, passed through (`PlatformError`, no `code`). */
+        "platform-431": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_HEADERS_TOO_LARGE"] | components["schemas"]["PlatformError"];
+            };
+        };
         /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
         "platform-500": {
             headers: {
@@ -1232,7 +1277,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_UPSTREAM_TIMEOUT"];
             };
         };
-        /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys; a request Node cannot read (a malformed head, one over 16 KiB, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
         "job-400": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1338,6 +1383,18 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["GW_JOBS_FULL"] | components["schemas"]["GW_PLATFORM_TIME_SPENT"] | components["schemas"]["GW_RATE_LIMITED"] | components["schemas"]["PlatformError"];
+            };
+        };
+        /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. Or the platform's own 431 answer, passed through (`PlatformError`, no `code`). */
+        "job-431": {
+            headers: {
+                "x-request-id": components["headers"]["x-request-id"];
+                ratelimit: components["headers"]["ratelimit"];
+                "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GW_HEADERS_TOO_LARGE"] | components["schemas"]["PlatformError"];
             };
         };
         /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
@@ -1459,6 +1516,7 @@ export interface components {
                     408: components["responses"]["platform-408"];
                     413: components["responses"]["platform-413"];
                     429: components["responses"]["platform-429"];
+                    431: components["responses"]["platform-431"];
                     500: components["responses"]["platform-500"];
                     502: components["responses"]["platform-502"];
                     503: components["responses"]["platform-503"];
@@ -1519,6 +1577,7 @@ export interface components {
                     408: components["responses"]["platform-408"];
                     413: components["responses"]["platform-413"];
                     429: components["responses"]["platform-429"];
+                    431: components["responses"]["platform-431"];
                     500: components["responses"]["platform-500"];
                     502: components["responses"]["platform-502"];
                     503: components["responses"]["platform-503"];
@@ -1579,6 +1638,7 @@ export interface components {
                     408: components["responses"]["platform-408"];
                     413: components["responses"]["platform-413"];
                     429: components["responses"]["platform-429"];
+                    431: components["responses"]["platform-431"];
                     500: components["responses"]["platform-500"];
                     502: components["responses"]["platform-502"];
                     503: components["responses"]["platform-503"];
@@ -1639,6 +1699,7 @@ export interface components {
                     408: components["responses"]["platform-408"];
                     413: components["responses"]["platform-413"];
                     429: components["responses"]["platform-429"];
+                    431: components["responses"]["platform-431"];
                     500: components["responses"]["platform-500"];
                     502: components["responses"]["platform-502"];
                     503: components["responses"]["platform-503"];
@@ -1693,6 +1754,7 @@ export interface components {
                     408: components["responses"]["platform-408"];
                     413: components["responses"]["platform-413"];
                     429: components["responses"]["platform-429"];
+                    431: components["responses"]["platform-431"];
                     500: components["responses"]["platform-500"];
                     502: components["responses"]["platform-502"];
                     503: components["responses"]["platform-503"];
@@ -1753,6 +1815,7 @@ export interface components {
                     408: components["responses"]["platform-408"];
                     413: components["responses"]["platform-413"];
                     429: components["responses"]["platform-429"];
+                    431: components["responses"]["platform-431"];
                     500: components["responses"]["platform-500"];
                     502: components["responses"]["platform-502"];
                     503: components["responses"]["platform-503"];
@@ -1938,6 +2001,7 @@ export interface operations {
             408: components["responses"]["report-408"];
             413: components["responses"]["report-413"];
             429: components["responses"]["report-429"];
+            431: components["responses"]["report-431"];
             500: components["responses"]["report-500"];
             502: components["responses"]["report-502"];
             503: components["responses"]["report-503"];
@@ -2066,6 +2130,7 @@ export interface operations {
             408: components["responses"]["report-408"];
             413: components["responses"]["report-413"];
             429: components["responses"]["report-429"];
+            431: components["responses"]["report-431"];
             500: components["responses"]["report-500"];
             502: components["responses"]["report-502"];
             503: components["responses"]["report-503"];
@@ -2125,6 +2190,7 @@ export interface operations {
             410: components["responses"]["job-410"];
             413: components["responses"]["job-413"];
             429: components["responses"]["job-429"];
+            431: components["responses"]["job-431"];
             500: components["responses"]["job-500"];
             502: components["responses"]["job-502"];
             503: components["responses"]["job-503"];
@@ -2162,6 +2228,7 @@ export interface operations {
             410: components["responses"]["job-410"];
             413: components["responses"]["job-413"];
             429: components["responses"]["job-429"];
+            431: components["responses"]["job-431"];
             500: components["responses"]["job-500"];
             502: components["responses"]["job-502"];
             503: components["responses"]["job-503"];
@@ -2228,6 +2295,7 @@ export interface operations {
             410: components["responses"]["job-410"];
             413: components["responses"]["job-413"];
             429: components["responses"]["job-429"];
+            431: components["responses"]["job-431"];
             500: components["responses"]["job-500"];
             502: components["responses"]["job-502"];
             503: components["responses"]["job-503"];
@@ -2273,6 +2341,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -2316,6 +2385,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -2375,6 +2445,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -2434,6 +2505,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -2496,6 +2568,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -2555,6 +2628,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -2610,6 +2684,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -2669,6 +2744,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -2728,6 +2804,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -2790,6 +2867,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -2849,6 +2927,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -2904,6 +2983,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -2963,6 +3043,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -3022,6 +3103,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -3084,6 +3166,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -3143,6 +3226,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -3247,6 +3331,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];
@@ -3361,6 +3446,7 @@ export interface operations {
             408: components["responses"]["platform-408"];
             413: components["responses"]["platform-413"];
             429: components["responses"]["platform-429"];
+            431: components["responses"]["platform-431"];
             500: components["responses"]["platform-500"];
             502: components["responses"]["platform-502"];
             503: components["responses"]["platform-503"];

@@ -41,12 +41,13 @@ const JOB_ONLY = new Set(['GW_JOB_RESULT_TOO_LARGE', 'GW_JOB_NOT_DONE', 'GW_JOB_
 
 const WHEN: Record<string, string> = {
   GW_BAD_QUERY: 'A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`.',
-  GW_BAD_REQUEST: 'A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys; a request Node cannot read (a malformed head, one over 16 KiB, no `Host`).',
+  GW_BAD_REQUEST: 'A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys; a request Node cannot read (a malformed head, no `Host`).',
   GW_UNAUTHORIZED: 'No key, or an unknown, expired or revoked one.',
   GW_FORBIDDEN: 'The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it.',
   GW_NOT_FOUND: 'A path outside `/api/v1/`, the platform\'s token request path, or a path that would leave `/api/v1/` once decoded.',
   GW_METHOD_NOT_ALLOWED: 'A method the gateway does not forward, under `/api/v1/` (TRACE, CONNECT, QUERY, …), whatever the key: never sent to the platform; `allow` lists the methods taken (GET, HEAD, POST, PUT, PATCH, DELETE, and OPTIONS, which the gateway answers 204).',
   GW_REQUEST_TIMEOUT: 'The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed.',
+  GW_HEADERS_TOO_LARGE: 'The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed.',
   GW_PAYLOAD_TOO_LARGE: 'The body is over `bodyLimit` (a POST report body: over `limits.reportBody`).',
   GW_RATE_LIMITED: 'The team\'s rate limit is spent; `retry-after` says when to try again.',
   GW_PLATFORM_TIME_SPENT: 'The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end).',
