@@ -15,6 +15,7 @@ import { isTokenPath, tokenPaths } from './path-safety.js'
 import { assertNoOverridePart, assertPlainBodyType, FORM_TYPE, MULTIPART_TYPE, JSON_TYPE, parseFormBody, parseJsonBody, readAsJson, type CheckedBody } from './request-body.js'
 import { checkTarget, type RequestTarget } from './request-target.js'
 import { KEY_PREFIX } from './api-keys.js'
+import { assertHopSafe } from './connection-options.js'
 import { inviteBody } from '../http/hooks/expect-continue.js'
 
 /** An admitted caller and the call as the gateway checked it. */
@@ -110,8 +111,9 @@ export class Admission {
     if (this.#ctx.teams.holdsKey(text)) throw new BadRequestError(`${where}: holds a team key; a key is sent in x-api-key or authorization: Bearer, and never to the platform`)
   }
 
-  /** Who the call's key names (401). */
+  /** Who the call's key names (401), once its `Connection` names no header the gateway reads (400). */
   key(headers: IncomingHttpHeaders): Identity {
+    assertHopSafe(headers)
     return this.#ctx.teams.authenticate(headers)
   }
 

@@ -11,6 +11,7 @@ import { targetUrl } from '../access/request-target.js'
 import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-after.js'
 import { traceOf } from '../observe/tracing.js'
 import { forwardedEncodings } from '../platform/client/token-echo.js'
+import { connectionOptions } from '../access/connection-options.js'
 
 // What the platform may see of a caller's request headers: an allowlist, so
 // that forwarding, method-override, cookie or proxy headers never reach it. The
@@ -46,11 +47,13 @@ export function proxyHandler(
     admission.remember(request.method, request.url, caller.target)
     caller.advertisers = admission.named(request.method, caller, admission.known(request.url)).accounts
     const headers: Record<string, string> = {}
+    // Those the caller's Connection names are for the hop to the gateway (RFC 9110, 7.6.1).
+    const hop = connectionOptions(request.headers)
     for (const name of FORWARDED_HEADERS) {
       const value = request.headers[name]
-      if (typeof value === 'string') headers[name] = value
+      if (typeof value === 'string' && !hop.includes(name)) headers[name] = value
     }
-    const encodings = typeof request.headers['accept-encoding'] === 'string' ? forwardedEncodings(request.headers['accept-encoding']) : undefined
+    const encodings = typeof request.headers['accept-encoding'] === 'string' && !hop.includes('accept-encoding') ? forwardedEncodings(request.headers['accept-encoding']) : undefined
     if (encodings !== undefined) headers['accept-encoding'] = encodings
     let body: string | Readable | null = null
     if (caller.body) {
