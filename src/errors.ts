@@ -52,6 +52,8 @@ export const allErrors = {
   OverloadedError: createError<[string]>('GW_OVERLOADED', 'too many calls waiting for the platform: %s', 503),
   AnswerBudgetError: createError<[string]>('GW_ANSWER_BUDGET', 'no room for the platform\'s answer: %s', 503),
   JobsFullError: createError<[string, number]>('GW_JOBS_FULL', 'team %s has %d report jobs queued or running, the most it may (jobs.maxOpenPerTeam); ask again when one ends', 429),
+  // A status call's `?wait` past jobs.maxWaitsPerTeam or jobs.maxWaits (jobs/job-waits.ts): what is full, then what to do.
+  WaitsFullError: createError<[string]>('GW_WAITS_FULL', '%s; ask again after retry-after, or without ?wait', 429),
   JobResultTooLargeError: createError<[string]>('GW_JOB_RESULT_TOO_LARGE', '%s', 413),
   JobNotDoneError: createError<[string, string]>('GW_JOB_NOT_DONE', 'job %s is %s: its result is not there yet (GET its status, with ?wait=N to wait)', 409),
   JobRunningError: createError<[string, string]>('GW_JOB_RUNNING', 'job %s is %s: only a queued job is cancelled', 409),
@@ -100,6 +102,7 @@ export const {
   OverloadedError,
   AnswerBudgetError,
   JobsFullError,
+  WaitsFullError,
   JobResultTooLargeError,
   JobNotDoneError,
   JobRunningError,

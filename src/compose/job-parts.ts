@@ -13,6 +13,7 @@ import { MemoryJobStore, type JobStore } from '../jobs/job-store.js'
 import { RedisJobStore } from '../jobs/redis-job-store.js'
 import { JobRunner } from '../jobs/job-runner.js'
 import { Jobs } from '../jobs/jobs.js'
+import { JobWaits } from '../jobs/job-waits.js'
 import { jobStatus, type JobFinality } from '../jobs/job.js'
 import { WebhookDeliveries } from '../jobs/webhook-deliveries.js'
 import { MemoryDeliveryStore, type DeliveryStore, type OutboxBounds } from '../jobs/delivery-store.js'
@@ -74,6 +75,7 @@ export function jobParts(
     store,
     finality,
     runner,
+    waits: new JobWaits(config.jobs, (team, waiting) => o.metrics.jobWaits.set({ team }, waiting)),
     ...(announce ? { announce } : {}),
     settings: config.jobs,
     clock,

@@ -204,6 +204,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     usage: { flushMs: parseDuration(raw.usage.flush), retentionDays: raw.usage.retentionDays },
     jobs: {
       maxOpenPerTeam: raw.jobs.maxOpenPerTeam,
+      maxWaitsPerTeam: raw.jobs.maxWaitsPerTeam,
+      maxWaits: raw.jobs.maxWaits,
       resultBytesPerTeam: parseSize(raw.jobs.resultBytesPerTeam),
       keepMs: parseDuration(raw.jobs.keep),
       leaseMs: parseDuration(raw.jobs.lease),

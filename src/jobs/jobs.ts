@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CanonicalReport } from '../reports/report-query.js'
-import { JobExpiredError, JobNotDoneError, JobRunningError, JobsFullError, JobsUnavailableError, NotFoundError } from '../errors.js'
+import { JobExpiredError, JobNotDoneError, JobRunningError, JobsFullError, JobsUnavailableError, NotFoundError, WaitsFullError } from '../errors.js'
 import { cancellable, jobStatus, newJob, placeInQueue, stateAt, type Job, type JobError, type JobFinality, type JobStatus } from './job.js'
 import type { JobStore } from './job-store.js'
 import type { JobRunner, JobSettings } from './job-runner.js'
+import type { JobWaits, WaitRefusal } from './job-waits.js'
 
 /** The longest a status call may wait for its job to change (`?wait=N`). */
 export const MAX_WAIT_SECONDS = 30
@@ -18,6 +19,8 @@ export interface JobsDeps {
   store: JobStore
   runner: JobRunner
   settings: Pick<JobSettings, 'maxOpenPerTeam'>
+  /** The status calls held open (`?wait`) on this replica, bounded. */
+  waits: JobWaits
   clock: Clock
   /** Tells every replica's runner that a job was asked (the bus); the runner here is poked directly. */
   announce?: () => void
@@ -61,7 +64,11 @@ export class Jobs {
     return shared(() => this.#ask(ask))
   }
 
-  /** The status of the team's job `id`; with `waitMs`, once its state changed or that time passed (at once when it has ended). */
+  /**
+   * The status of the team's job `id`; with `waitMs`, once its state changed or that time
+   * passed (at once when it has ended); 429 GW_WAITS_FULL at once when the team's or the
+   * replica's bound of waits is held.
+   */
   status(id: string, team: string, waitMs = 0): Promise<JobStatus> {
     return shared(() => this.#statusOf(id, team, waitMs))
   }
@@ -92,11 +99,18 @@ export class Jobs {
     const first = await this.#own(id, team)
     const until = clock.now() + Math.min(waitMs, MAX_WAIT_SECONDS * 1000)
     const state = stateAt(first, clock.now())
-    let job = first
     // An ended job's state changes only to expired: the caller waits for its end, not that.
-    while ((state === 'queued' || state === 'running') && clock.now() < until && stateAt(job, clock.now()) === state) {
-      await this.#sleep(Math.min(WAIT_POLL_MS, until - clock.now()))
-      job = (await this.#d.store.get(id)) ?? job
+    if ((state !== 'queued' && state !== 'running') || clock.now() >= until) return this.#status(first, clock.now())
+    const wait = this.#d.waits.take(team)
+    if ('full' in wait) throw Object.assign(new WaitsFullError(waitsFull(wait.full, team, this.#d.waits)), { retryAfterSec: 1 })
+    let job = first
+    try {
+      while (clock.now() < until && stateAt(job, clock.now()) === state) {
+        await this.#sleep(Math.min(WAIT_POLL_MS, until - clock.now()))
+        job = (await this.#d.store.get(id)) ?? job
+      }
+    } finally {
+      wait.release()
     }
     return this.#status(job, clock.now())
   }
@@ -162,6 +176,13 @@ async function shared<T>(fn: () => Promise<T>): Promise<T> {
     if (typeof (err as { code?: unknown }).code === 'string' && (err as { code: string }).code.startsWith('GW_')) throw err
     throw Object.assign(new JobsUnavailableError('ask again after retry-after', { cause: err }), { retryAfterSec: 1 })
   }
+}
+
+/** What a refused wait says is full: the team's own bound, or the replica's (no other team named). */
+function waitsFull(full: WaitRefusal, team: string, waits: JobWaits): string {
+  return full === 'team'
+    ? `team ${team} has ${waits.waiting(team)} status calls waiting (?wait) on this replica, the most it may (jobs.maxWaitsPerTeam)`
+    : `this replica holds ${waits.waiting()} status calls waiting (?wait), the most it may (jobs.maxWaits)`
 }
 
 /**

@@ -65,6 +65,7 @@ export function createMetrics() {
     }),
     buildInfo: gauge('gateway_build_info', 'Always 1: the version and commit of the running gateway and the Node running it, as labels', ['version', 'commit', 'node']),
     refreshAhead: counter('gateway_cache_refresh_ahead_total', 'Background refreshes of popular report entries before they expire, by outcome: started, completed, failed, skipped (no idle platform seat, or another replica refreshed it)', ['outcome']),
+    jobWaits: gauge('gateway_report_job_waits', 'Status calls of report jobs held open by ?wait on this replica now, by team (at most jobs.maxWaitsPerTeam each, jobs.maxWaits in all)', ['team']),
     reportJobs: counter('gateway_report_jobs_total', 'Report job runs on this replica, by outcome: started, done, failed, requeued (no seat in time, the platform\'s 429, a shutdown), lost (another replica took the job over once this one\'s lease ran out)', ['outcome']),
     platformCalls: counter('gateway_platform_calls_total', 'Report calls sent to the platform, by outcome', ['outcome']),
     rateLimited: counter('gateway_rate_limited_total', 'Requests refused by a team rate limit', ['team']),

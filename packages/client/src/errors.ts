@@ -47,6 +47,7 @@ export const GATEWAY_ERROR_CODES = [
   'GW_JOB_RUNNING',
   'GW_JOB_EXPIRED',
   'GW_JOBS_UNAVAILABLE',
+  'GW_WAITS_FULL',
 ] as const satisfies readonly GatewayErrorCode[]
 
 // The type check keeps the list whole: `satisfies` above refuses a code the document does

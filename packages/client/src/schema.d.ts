@@ -869,6 +869,25 @@ export interface components {
             message: string;
         };
         /**
+         * @description A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`.
+         * @example {
+         *       "statusCode": 429,
+         *       "code": "GW_WAITS_FULL",
+         *       "error": "Too Many Requests",
+         *       "message": "…"
+         *     }
+         */
+        GW_WAITS_FULL: {
+            /** @constant */
+            statusCode: 429;
+            /** @constant */
+            code: "GW_WAITS_FULL";
+            /** @description The HTTP reason phrase, e.g. `Bad Request`. */
+            error: string;
+            /** @description What was wrong and, where it helps, what to do. */
+            message: string;
+        };
+        /**
          * @description The platform's own answer, passed through as it is (Laravel's shape: `message`, and on 422 `errors` by field). It has no `GW_*` code.
          * @example {
          *       "message": "Not Found"
@@ -1372,7 +1391,7 @@ export interface components {
                 "application/json": components["schemas"]["GW_JOB_RESULT_TOO_LARGE"] | components["schemas"]["GW_PAYLOAD_TOO_LARGE"] | components["schemas"]["PlatformError"];
             };
         };
-        /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends. `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+        /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends. `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
         "job-429": {
             headers: {
                 "x-request-id": components["headers"]["x-request-id"];
@@ -1382,7 +1401,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GW_JOBS_FULL"] | components["schemas"]["GW_PLATFORM_TIME_SPENT"] | components["schemas"]["GW_RATE_LIMITED"] | components["schemas"]["PlatformError"];
+                "application/json": components["schemas"]["GW_JOBS_FULL"] | components["schemas"]["GW_PLATFORM_TIME_SPENT"] | components["schemas"]["GW_RATE_LIMITED"] | components["schemas"]["GW_WAITS_FULL"] | components["schemas"]["PlatformError"];
             };
         };
         /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. Or the platform's own 431 answer, passed through (`PlatformError`, no `code`). */

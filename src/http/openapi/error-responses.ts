@@ -37,7 +37,7 @@ export const PLATFORM_ERROR_SCHEMA = {
 const REPORT_ONLY = new Set(['GW_BAD_QUERY', 'GW_JOBS_FULL', 'GW_PLATFORM_TIME_SPENT'])
 
 /** Codes only the job operations answer with. */
-const JOB_ONLY = new Set(['GW_JOB_RESULT_TOO_LARGE', 'GW_JOB_NOT_DONE', 'GW_JOB_RUNNING', 'GW_JOB_EXPIRED', 'GW_JOBS_UNAVAILABLE'])
+const JOB_ONLY = new Set(['GW_JOB_RESULT_TOO_LARGE', 'GW_JOB_NOT_DONE', 'GW_JOB_RUNNING', 'GW_JOB_EXPIRED', 'GW_JOBS_UNAVAILABLE', 'GW_WAITS_FULL'])
 
 const WHEN: Record<string, string> = {
   GW_BAD_QUERY: 'A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`.',
@@ -58,6 +58,7 @@ const WHEN: Record<string, string> = {
   GW_OVERLOADED: 'The credential\'s queue of platform calls is full, or the wait timed out; `retry-after` says when to try again.',
   GW_ANSWER_BUDGET: 'The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers\' pace frees the room.',
   GW_JOBS_FULL: 'A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends.',
+  GW_WAITS_FULL: 'A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`.',
   GW_JOB_RESULT_TOO_LARGE: 'A job\'s report is larger than `cache.maxEntryBytes`, or would take the team\'s kept job results over `jobs.resultBytesPerTeam`: the job failed with it.',
   GW_JOB_NOT_DONE: 'The result of a job still queued or running was asked: GET its status (with `?wait=N`) first.',
   GW_JOB_RUNNING: 'DELETE of a job already running: only a queued job is cancelled.',
