@@ -63,6 +63,13 @@ describe('headers named in Connection', () => {
     },
   )
 
+  it('naming it in a second Connection line: refused as in one (Node joins the lines)', async () => {
+    const res = await rawRequest(sg.port, `GET ${REPORT} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\nx-api-key: ${KEYS.growth}\r\nConnection: X-API-Key\r\n\r\n`)
+    expect(res.status).toBe(400)
+    expect((JSON.parse(res.body) as { message: string }).message).toMatch(/^connection: names x-api-key, /)
+    expect(sg.callerRequests()).toEqual([])
+  })
+
   it('on a report read the entrance before the router answers (a URL seen before): refused too, not a HIT', async () => {
     const first = await rawRequest(sg.port, rawHttp('GET', REPORT, { key: KEYS.growth }))
     expect(first.status).toBe(200)

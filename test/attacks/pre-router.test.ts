@@ -1,4 +1,4 @@
-import { connect } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { KEYS, rawHttp, rawRequest, type RawResponse } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
@@ -64,6 +64,16 @@ describe('requests refused before the router', () => {
   it('a request target past the size Node reads: 431 too (Node tells no long target from long headers)', async () => {
     const res = await rawRequest(sg.port, `GET /api/v1/report/campaigns/get?pad=${'a'.repeat(20_000)} HTTP/1.1\r\n${H}x-api-key: ${KEYS.all}\r\n\r\n`)
     await expectContractError(res, 431, 'GW_HEADERS_TOO_LARGE')
+    expect(res.headers.connection).toBe('close')
+  })
+
+  it('on the admin listener too: 431 GW_HEADERS_TOO_LARGE, the connection closed', async () => {
+    await sg.gw.admin.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = sg.gw.admin.server.address() as AddressInfo
+    const res = await rawRequest(port, `GET /admin/status HTTP/1.1\r\n${H}authorization: Bearer ${KEYS.all}\r\nx-pad: ${'a'.repeat(20_000)}\r\n\r\n`)
+    expect(res.status, res.text.slice(0, 200)).toBe(431)
+    expect(JSON.parse(res.body)).toMatchObject({ statusCode: 431, code: 'GW_HEADERS_TOO_LARGE' })
+    expect(res.headers['x-request-id']).toMatch(/^[\w.:-]+$/)
     expect(res.headers.connection).toBe('close')
   })
 
