@@ -5,15 +5,22 @@ export const KEY_PREFIX = 'rgw_'
 const KEY_BYTES = 32
 
 /** What may be a key made by newApiKey inside other text: its prefix, then base64url. */
-export const KEY_IN_TEXT = new RegExp(`${KEY_PREFIX}[A-Za-z0-9_-]{16,}`, 'g')
+const KEY_SHAPE = `${KEY_PREFIX}[A-Za-z0-9_-]{16,}`
+export const KEY_IN_TEXT = new RegExp(KEY_SHAPE, 'g')
+const A_KEY = new RegExp(KEY_SHAPE)
 
 /**
  * `text` with anything shaped like a team key replaced, for what the gateway writes down
- * of a request (an access line's path, a span's `url.path`): a caller that put its key in
- * a path is refused, and its key is written nowhere.
+ * or passes on of a request (every log line, a span's attributes, the headers it forwards):
+ * a caller that put its key, or another team's, where no key belongs, finds it nowhere.
  */
 export function withoutKeys(text: string): string {
   return text.includes(KEY_PREFIX) ? text.replace(KEY_IN_TEXT, '[REDACTED]') : text
+}
+
+/** Whether `text` holds anything shaped like a team key. */
+export function holdsKey(text: string): boolean {
+  return text.includes(KEY_PREFIX) && A_KEY.test(text)
 }
 
 export function newApiKey(): string {

@@ -12,6 +12,7 @@ import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-a
 import { traceOf } from '../observe/tracing.js'
 import { forwardedEncodings } from '../platform/client/token-echo.js'
 import { connectionOptions } from '../access/connection-options.js'
+import { withoutKeys } from '../access/api-keys.js'
 
 // What the platform may see of a caller's request headers: an allowlist, so
 // that forwarding, method-override, cookie or proxy headers never reach it. The
@@ -51,7 +52,8 @@ export function proxyHandler(
     const hop = connectionOptions(request.headers)
     for (const name of FORWARDED_HEADERS) {
       const value = request.headers[name]
-      if (typeof value === 'string' && !hop.includes(name)) headers[name] = value
+      // A team key in one is the caller's mistake or another team's key: the platform gets neither.
+      if (typeof value === 'string' && !hop.includes(name)) headers[name] = withoutKeys(value)
     }
     const encodings = typeof request.headers['accept-encoding'] === 'string' && !hop.includes('accept-encoding') ? forwardedEncodings(request.headers['accept-encoding']) : undefined
     if (encodings !== undefined) headers['accept-encoding'] = encodings

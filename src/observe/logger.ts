@@ -3,9 +3,10 @@ import { escapedForms } from './secret-forms.js'
 import { withoutKeys } from '../access/api-keys.js'
 
 // Paths that can hold a secret in anything we log: request and response headers, the
-// config, token replies. Values are also scrubbed by `secretScrubber` below, so a
+// config, token replies. Values are also scrubbed by `SecretSet.scrub` below, so a
 // secret that ends up somewhere unexpected (an error message, a URL) is caught too, as
-// it is, escaped or percent-encoded (secret-forms.ts).
+// it is, escaped or percent-encoded (secret-forms.ts), and so is anything shaped like a
+// team key (a key in a path, an x-request-id, a user-agent: api-keys.ts withoutKeys).
 export const REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers["x-api-key"]',
@@ -48,7 +49,9 @@ export class SecretSet {
     this.#pattern = null
   }
 
-  scrub(line: string): string {
+  /** `line` with every configured secret and anything shaped like a team key (api-keys.ts) written `[REDACTED]`. */
+  scrub(written: string): string {
+    const line = withoutKeys(written)
     if (this.#values.size === 0) return line
     this.#pattern ??= new RegExp([...this.#values].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g')
     return line.replace(this.#pattern, '[REDACTED]')
@@ -68,7 +71,7 @@ export function loggerOptions(level: string, secrets: SecretSet): LoggerOptions 
       req: (req: { method: string; url: string; id: string; headers: Record<string, unknown> }) => ({
         id: req.id,
         method: req.method,
-        url: withoutKeys(req.url.split('?')[0] ?? ''),
+        url: req.url.split('?')[0] ?? '',
       }),
     },
   }

@@ -185,7 +185,7 @@ function requestSeen(req: IncomingMessage, url: string): Seen {
   const host = hostName(req.headers.host)
   if (host) attributes[ATTR_SERVER_ADDRESS] = cut(host)
   const agent = req.headers['user-agent']
-  if (agent) attributes[ATTR_USER_AGENT_ORIGINAL] = cut(agent)
+  if (agent) attributes[ATTR_USER_AGENT_ORIGINAL] = cut(withoutKeys(agent))
   return {
     url,
     method: req.method,

@@ -3,13 +3,14 @@ import { describe, expect, it } from 'vitest'
 import { leakedSecrets } from '../helpers/secret-scan.js'
 import { testConfig } from '../helpers/build-gateway.js'
 import { KEYS, rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
-import { ADMIN_TOKEN, call, itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
+import { ADMIN_TOKEN, call, itLoggedNoSecret, newCampaign, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // Leaks. The caller's bytes in a trace log line, passwords
 // in configuration errors, caller credentials and forwarding headers on their way to the
 // platform, and `expect: 100-continue` turned into a 502.
 
-const sg = useAttackGateway()
+const VIEWER_TOKEN = 'attack-viewer-token-0123456789abcdef'
+const sg = useAttackGateway({ env: { ADMIN_VIEWER_TOKEN: VIEWER_TOKEN } })
 const CALLER_COOKIE = 'caller-session-cookie-0123456789'
 
 describe('a malformed request at LOG_LEVEL=trace', () => {
@@ -130,6 +131,39 @@ describe('headers on the way to the platform', () => {
     const res = await rawRequest(sg.port, rawHttp('POST', '/api/v1/campaign/get', { key: KEYS.growth, headers: { 'content-type': 'application/json' }, body: '{"userId":101}' }))
     expect(res.status).toBe(200)
     expect(res.text.toLowerCase()).not.toContain('set-cookie')
+  })
+})
+
+describe('a team key in a header the gateway keeps, logs or forwards', () => {
+  it('is not the request id, reaches the platform as [REDACTED], and is in no log or audit line', async () => {
+    const send = (key: string, method: string, target: string, body: unknown) =>
+      fetch(`${sg.url}${target}`, {
+        method,
+        headers: { 'x-api-key': key, 'x-request-id': KEYS.all, 'user-agent': `x ${KEYS.all}`, 'accept-language': `en;q=0.5, ${KEYS.writer}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+    const read = await send(KEYS.growth, 'POST', '/api/v1/campaign/get', { userId: 101 })
+    expect(read.status).toBe(200)
+    const write = await send(KEYS.writer, 'POST', '/api/v1/campaign/banner/create', newCampaign(101))
+    expect(write.status).toBe(201)
+    for (const res of [read, write]) {
+      expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
+      expect(await res.text()).not.toContain('rgw_')
+    }
+    const received = sg.callerRequests()
+    expect(received).toHaveLength(2)
+    for (const { headers } of received) {
+      expect(JSON.stringify(headers)).not.toMatch(/rgw_/)
+      expect(headers['user-agent']).toBe('x [REDACTED]')
+      expect(headers['accept-language']).toBe('en;q=0.5, [REDACTED]')
+    }
+    const audit = await sg.gw.admin.inject({ method: 'GET', url: '/admin/audit', headers: { authorization: `Bearer ${VIEWER_TOKEN}` } })
+    expect(audit.statusCode).toBe(200)
+    expect(audit.body).toContain('"action":"write"')
+    expect(audit.body).not.toContain('rgw_')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(leakedSecrets(sg.gw.logs.text(), [KEYS.all, KEYS.writer, KEYS.growth])).toEqual([])
+    expect(sg.gw.logs.records().filter((r) => r.msg === 'request' && String(r.userAgent).startsWith('x ')).map((r) => r.userAgent)).toEqual(['x [REDACTED]', 'x [REDACTED]'])
   })
 })
 

@@ -25,6 +25,9 @@ describe('request ids', () => {
   it('replaces a caller\'s id in the gateway\'s space, keeps any other plain one', () => {
     expect(requestIdOf({ 'x-request-id': 'ownership-spoofed' })).toMatch(/^[0-9a-f-]{36}$/)
     expect(requestIdOf({ 'x-request-id': 'trace-1' })).toBe('trace-1')
+    // Shaped like a team key (rgw_ and 16 base64url characters or more): a new id; a shorter one is no key.
+    expect(requestIdOf({ 'x-request-id': 'trace.rgw_abcdefghij0123456789' })).toMatch(/^[0-9a-f-]{36}$/)
+    expect(requestIdOf({ 'x-request-id': 'rgw_short' })).toBe('rgw_short')
   })
 
   it('gives each caller request a new id of the UUID form (version 8, RFC 9562 variant), never the same twice', () => {

@@ -4,14 +4,18 @@ import type { GatewayContext } from '../context.js'
 import type { CountChild, ObserveChild } from '../../perf/metric-tally.js'
 import { isOwnRequestId, newRequestId } from '../../observe/request-id.js'
 import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
-import { withoutKeys } from '../../access/api-keys.js'
+import { holdsKey } from '../../access/api-keys.js'
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
-/** The caller's `x-request-id` when it is a plain token outside the gateway's own id space, else a new one. */
+/**
+ * The caller's `x-request-id` when it is a plain token outside the gateway's own id space
+ * and not shaped like a team key, else a new one: the id is logged, audited, echoed and
+ * sent to the platform.
+ */
 export function requestIdOf(headers: IncomingHttpHeaders): string {
   const given = headers['x-request-id']
-  return typeof given === 'string' && REQUEST_ID.test(given) && !isOwnRequestId(given) ? given : newRequestId()
+  return typeof given === 'string' && REQUEST_ID.test(given) && !isOwnRequestId(given) && !holdsKey(given) ? given : newRequestId()
 }
 
 export interface RequestFacts {
@@ -191,7 +195,7 @@ export function requestObserver({ metrics, usage, keyUse, clock, history, log }:
       team: facts.team,
       keyId: facts.keyId,
       method: facts.method,
-      path: facts.url === null ? null : withoutKeys(q === -1 ? url : url.slice(0, q)),
+      path: facts.url === null ? null : q === -1 ? url : url.slice(0, q),
       advertiser: advertiserField(facts.advertisers),
       route,
       status,
