@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, type AdminToken, type Config, type LoadOptions
 import { ConfigRefusedError, ReloadUnavailableError } from '../errors.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { SecretSet } from '../observe/logger.js'
+import { digestFingerprint } from '../observe/fingerprint.js'
 import type { RemovedKey } from '../observe/key-use.js'
 import type { RedisBus } from '../redis/bus.js'
 import type { AdminAuth } from './admin-auth.js'
@@ -166,7 +167,7 @@ export class TeamReloader {
       else log.info(unchanged, message)
       return outcome
     }
-    const adminTokenChanges = adminChanges(this.#d.config.admin.tokens, next.admin.tokens)
+    const adminTokenChanges = adminChanges(this.#d.config.admin.tokens, next.admin.tokens, this.#d.config.gatewaySecret)
     const keysChanged = keyChanges(this.#d.teams.teams, next.teams)
     // A team's new webhook secret is scrubbed from the log from now on, as the loaded ones are.
     for (const team of next.teams) this.#d.secrets?.add(team.webhook?.secret)
@@ -334,12 +335,13 @@ export interface AdminTokenChange {
   roleBefore?: AdminToken['role']
 }
 
-// An admin token's fingerprint: its hash's first 12 hex digits, which is what
-// fingerprint() gives of the token itself (GET /admin/config, the token view, logs).
-const tokenFingerprint = (t: AdminToken) => t.hash.slice('sha256:'.length, 'sha256:'.length + 12)
-
-/** The admin tokens a reload changed, added or removed, in the order of the new list, then the removed. */
-export function adminChanges(before: readonly AdminToken[], after: readonly AdminToken[]): AdminTokenChange[] {
+/**
+ * The admin tokens a reload changed, added or removed, in the order of the new list, then
+ * the removed; each named by the fingerprint of its hash under `gatewaySecret`'s key, which
+ * is what fingerprint() gives of the token itself (GET /admin/config, the token view, logs).
+ */
+export function adminChanges(before: readonly AdminToken[], after: readonly AdminToken[], gatewaySecret: string | null): AdminTokenChange[] {
+  const tokenFingerprint = (t: AdminToken) => digestFingerprint(t.hash.slice('sha256:'.length), gatewaySecret)
   const old = new Map(before.map((t) => [t.name, t]))
   const changes: AdminTokenChange[] = []
   for (const t of after) {

@@ -81,6 +81,7 @@ export function platformParts(
     maintenanceMs: config.platform.maintenanceMs,
     logins,
     clock,
+    gatewaySecret: config.gatewaySecret,
     ...(o.replica === undefined ? {} : { replica: o.replica }),
   })
   for (const provider of tokens.all()) {

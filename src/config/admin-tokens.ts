@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { sha256Hex } from '../observe/fingerprint.js'
 
 /** The name ADMIN_TOKEN goes by in audit lines. */
 export const ADMIN_TOKEN_NAME = 'admin'
@@ -21,7 +21,7 @@ export interface AdminToken {
 const LINE = /^([A-Za-z0-9_.@-]{1,64}):(sha256:[0-9a-f]{64})(?::(viewer|operator))?$/
 const LINE_FORM = 'name:sha256:<64 lower-case hex digits>, then optionally :viewer or :operator'
 
-const digest = (token: string) => `sha256:${createHash('sha256').update(token, 'utf8').digest('hex')}`
+const digest = (token: string) => `sha256:${sha256Hex(token)}`
 
 /**
  * The admin tokens: ADMIN_TOKEN (an operator, named "admin"), ADMIN_VIEWER_TOKEN (a

@@ -76,7 +76,7 @@ describe.skipIf(!redisCheck.available)('a rotation survives a replica restart (g
       body: JSON.stringify({ token: rotated }),
     })
     expect(put.status).toBe(200)
-    await waitFor('the other replica to take the rotated token', async () => (await tokenView(other)).fingerprint === fingerprint(rotated), 5000, 50)
+    await waitFor('the other replica to take the rotated token', async () => (await tokenView(other)).fingerprint === fingerprint(rotated, GATEWAY_SECRET), 5000, 50)
     sandbox.clearRequests()
 
     const restarting = which === 'the replica the operator called' ? called : other
@@ -87,17 +87,17 @@ describe.skipIf(!redisCheck.available)('a rotation survives a replica restart (g
     const restarted = await start()
     replicas[replicas.indexOf(restarting)] = restarted
 
-    expect(await tokenView(restarted)).toMatchObject({ source: 'shared', fingerprint: fingerprint(rotated) })
+    expect(await tokenView(restarted)).toMatchObject({ source: 'shared', fingerprint: fingerprint(rotated, GATEWAY_SECRET) })
     // It started without logging in: the token request was never made.
     expect(sandbox.countRequests((r) => r.path === '/oauth/token')).toBe(0)
     // What it took is audited with the operator who made the change, not as an anonymous shared change.
-    expect(tokenChanges(restarted)).toEqual([expect.objectContaining({ reason: 'shared', newFingerprint: fingerprint(rotated), actor: 'admin', origin: 'admin' })])
+    expect(tokenChanges(restarted)).toEqual([expect.objectContaining({ reason: 'shared', newFingerprint: fingerprint(rotated, GATEWAY_SECRET), actor: 'admin', origin: 'admin' })])
 
     // Nothing undoes the rotation: the replica that stayed keeps it (a replica's own login
     // would reach it through Redis within milliseconds; a second is a wide margin).
-    const flipped = await within(1000, async () => (await tokenView(staying)).fingerprint !== fingerprint(rotated), 50)
+    const flipped = await within(1000, async () => (await tokenView(staying)).fingerprint !== fingerprint(rotated, GATEWAY_SECRET), 50)
     expect(flipped, 'the replica that stayed lost the rotated token').toBeNull()
-    expect(tokenChanges(staying).at(-1)).toMatchObject({ newFingerprint: fingerprint(rotated) })
+    expect(tokenChanges(staying).at(-1)).toMatchObject({ newFingerprint: fingerprint(rotated, GATEWAY_SECRET) })
 
     // The platform sees the rotated token on every call of both replicas.
     sandbox.clearRequests()

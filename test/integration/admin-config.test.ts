@@ -1,10 +1,11 @@
+import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { fingerprint } from '../../src/observe/fingerprint.js'
-import { CREDENTIAL_KEYS, KEYS, TEAMS_YAML, TEST_GATEWAY_SECRET, credentialTeams, type TestGateway } from '../helpers/build-gateway.js'
+import { CREDENTIAL_KEYS, KEYS, TEAMS_YAML, TEST_GATEWAY_SECRET, credentialTeams, sandboxLoginEnv, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -61,14 +62,34 @@ describe('GET /admin/config', () => {
     expect(settings.get('cache.ttl.recent')).toEqual({ setting: 'cache.ttl.recent', value: '2m', source: 'file', from: 'CONFIG_FILE' })
     expect(settings.get('cache.ttl.settled')).toMatchObject({ source: 'default', from: 'config/default.yaml' })
     expect(settings.get('logLevel')).toMatchObject({ value: 'info', source: 'environment', from: 'LOG_LEVEL' })
-    expect(settings.get('platform.password')).toEqual({ setting: 'platform.password', value: null, fingerprint: fingerprint(password), source: 'environment', from: 'PLATFORM_PASSWORD_FILE' })
-    expect(settings.get('platform.clientSecret')).toMatchObject({ value: null, fingerprint: fingerprint(clientSecret), from: 'PLATFORM_CLIENT_SECRET' })
-    expect(settings.get('admin.token')).toMatchObject({ value: null, fingerprint: fingerprint(ADMIN_TOKEN) })
-    expect(settings.get('gatewaySecret')).toMatchObject({ value: null, fingerprint: fingerprint(TEST_GATEWAY_SECRET) })
-    expect(settings.get('credentials.partner.token')).toEqual({ setting: 'credentials.partner.token', value: null, fingerprint: fingerprint(PARTNER_TOKEN), source: 'environment', from: 'CREDENTIAL_PARTNER_TOKEN' })
+    expect(settings.get('platform.password')).toEqual({ setting: 'platform.password', value: null, fingerprint: fingerprint(password, TEST_GATEWAY_SECRET), source: 'environment', from: 'PLATFORM_PASSWORD_FILE' })
+    expect(settings.get('platform.clientSecret')).toMatchObject({ value: null, fingerprint: fingerprint(clientSecret, TEST_GATEWAY_SECRET), from: 'PLATFORM_CLIENT_SECRET' })
+    expect(settings.get('admin.token')).toMatchObject({ value: null, fingerprint: fingerprint(ADMIN_TOKEN, TEST_GATEWAY_SECRET) })
+    expect(settings.get('gatewaySecret')).toMatchObject({ value: null, fingerprint: fingerprint(TEST_GATEWAY_SECRET, TEST_GATEWAY_SECRET) })
+    expect(settings.get('credentials.partner.token')).toEqual({ setting: 'credentials.partner.token', value: null, fingerprint: fingerprint(PARTNER_TOKEN, TEST_GATEWAY_SECRET), source: 'environment', from: 'CREDENTIAL_PARTNER_TOKEN' })
     expect(settings.get('redis.url')?.value).toBe(`redis://***@${redis.server.url.slice('redis://'.length)}`)
     expect([...settings.keys()].filter((k) => k === 'teams' || k.startsWith('teams.'))).toEqual([])
     for (const secret of [password, clientSecret, ADMIN_TOKEN, TEST_GATEWAY_SECRET, PARTNER_TOKEN, REDIS_PASSWORD, CREDENTIAL_KEYS.partner]) expect(res.body).not.toContain(secret)
+  })
+})
+
+describe('fingerprints of secrets', () => {
+  it('are keyed: no plain SHA-256 prefix of a secret a viewer could check a guess against, and the same on replicas sharing GATEWAY_SECRET', async () => {
+    const env = { PLATFORM_BASE_URL: sandbox.url, ...sandboxLoginEnv(sandbox), ADMIN_TOKEN, ADMIN_VIEWER_TOKEN: VIEWER_TOKEN, GATEWAY_SECRET: TEST_GATEWAY_SECRET, LOG_LEVEL: 'info' }
+    const secrets = [...Object.values(sandboxLoginEnv(sandbox)), ADMIN_TOKEN, VIEWER_TOKEN, TEST_GATEWAY_SECRET]
+    const plain = new Set(secrets.map((s) => createHash('sha256').update(s).digest('hex').slice(0, 12)))
+    const fingerprints = async (gw: TestGateway) =>
+      Object.fromEntries((await as(gw, 'GET', '/admin/config', undefined, VIEWER_TOKEN)).json<{ settings: Setting[] }>().settings.filter((s) => s.fingerprint !== undefined).map((s) => [s.setting, s.fingerprint]))
+    const [a, b] = [await gateways.build(loadConfig({ env }), { redis: null }), await gateways.build(loadConfig({ env }), { redis: null })]
+    const shown = await fingerprints(a)
+    expect(Object.keys(shown)).toEqual(expect.arrayContaining(['platform.clientId', 'platform.password', 'admin.token', 'admin.viewerToken', 'gatewaySecret']))
+    expect(Object.values(shown).filter((f) => plain.has(f as string))).toEqual([])
+    expect(shown['platform.clientId']).toBe(fingerprint(String(sandbox.credentials.clientId), TEST_GATEWAY_SECRET))
+    expect(await fingerprints(b)).toEqual(shown)
+    // The platform token's, too: the same token is named alike by both replicas, and not by its plain prefix.
+    const token = sandbox.issueToken()
+    for (const gw of [a, b]) expect((await as(gw, 'PUT', '/admin/token', { token })).json()).toMatchObject({ fingerprint: fingerprint(token, TEST_GATEWAY_SECRET) })
+    expect(fingerprint(token, TEST_GATEWAY_SECRET)).not.toBe(createHash('sha256').update(token).digest('hex').slice(0, 12))
   })
 })
 

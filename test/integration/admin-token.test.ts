@@ -105,7 +105,7 @@ describe('GET /admin/token', () => {
     const body = res.json()
     expect(body).toEqual({
       source: 'static',
-      fingerprint: fingerprint(token),
+      fingerprint: fingerprint(token, null),
       obtainedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       expiresAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       secondsLeft: expect.any(Number),
@@ -114,7 +114,7 @@ describe('GET /admin/token', () => {
     expect(Date.parse(body.obtainedAt)).toBeGreaterThanOrEqual(before - 1)
     expect(body.secondsLeft).toBeGreaterThan(10 * 86_400 - 10)
     expect(body.secondsLeft).toBeLessThanOrEqual(10 * 86_400)
-    expect(fingerprint(token)).toMatch(/^[0-9a-f]{12}$/)
+    expect(fingerprint(token, null)).toMatch(/^[0-9a-f]{12}$/)
     expect((await admin(gw, 'GET', '/admin/credentials/default/token')).json()).toEqual({ ...body, secondsLeft: expect.any(Number) })
     expectNoSecrets(gw, [token, ADMIN_TOKEN])
   })
@@ -128,7 +128,7 @@ describe('PUT /admin/token', () => {
 
     const res = await admin(gw, 'PUT', '/admin/token', { token: `  ${next}\n` })
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toMatchObject({ source: 'admin', fingerprint: fingerprint(next), usable: true })
+    expect(res.json()).toMatchObject({ source: 'admin', fingerprint: fingerprint(next, null), usable: true })
     // The probe: the configured call (default POST /api/v1/campaign/get) with the new token.
     expect(sandbox.requests).toHaveLength(1)
     expect(sandbox.requests[0]).toMatchObject({ method: 'POST', path: '/api/v1/campaign/get' })
@@ -142,8 +142,8 @@ describe('PUT /admin/token', () => {
     expect(lines[0]).toMatchObject({
       kind: 'audit',
       credential: 'default',
-      oldFingerprint: fingerprint(old),
-      newFingerprint: fingerprint(next),
+      oldFingerprint: fingerprint(old, null),
+      newFingerprint: fingerprint(next, null),
       actor: 'admin',
       time: expect.any(Number),
     })
@@ -159,14 +159,14 @@ describe('PUT /admin/token', () => {
     expect(res.statusCode).toBe(422)
     expect(res.json()).toMatchObject({ statusCode: 422, code: 'GW_TOKEN_REJECTED' })
     expect(gw.tokens.get('default').current()?.token).toBe(old)
-    expect((await admin(gw, 'GET', '/admin/token')).json()).toMatchObject({ source: 'static', fingerprint: fingerprint(old) })
+    expect((await admin(gw, 'GET', '/admin/token')).json()).toMatchObject({ source: 'static', fingerprint: fingerprint(old, null) })
     expect((await call(gw, KEYS.all)).statusCode).toBe(200)
     expect(bearerOf(sandbox.requests.at(-1))).toBe(old)
 
     // No change, so no change line; the refused attempt is audited with fingerprints only.
     expect(audits(gw).filter((r) => r.reason === 'admin')).toHaveLength(0)
     expect(audits(gw).filter((r) => r.outcome === 'refused')).toEqual([
-      expect.objectContaining({ action: 'replace', credential: 'default', offeredFingerprint: fingerprint(bogus), currentFingerprint: fingerprint(old), actor: 'admin' }),
+      expect.objectContaining({ action: 'replace', credential: 'default', offeredFingerprint: fingerprint(bogus, null), currentFingerprint: fingerprint(old, null), actor: 'admin' }),
     ])
     expectNoSecrets(gw, [old, bogus, ADMIN_TOKEN])
   })
@@ -194,7 +194,7 @@ describe('PUT /admin/token', () => {
     const unchecked = 'unchecked-token-0123456789abcdef'
     const res = await admin(gw, 'PUT', '/admin/token', { token: unchecked })
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toMatchObject({ source: 'admin', fingerprint: fingerprint(unchecked) })
+    expect(res.json()).toMatchObject({ source: 'admin', fingerprint: fingerprint(unchecked, null) })
     expect(sandbox.countRequests()).toBe(0)
   })
 
@@ -229,10 +229,10 @@ describe('POST /admin/token/refresh', () => {
     expect(res.statusCode).toBe(200)
     const next = gw.tokens.get('default').current()?.token as string
     expect(next).not.toBe(old)
-    expect(res.json()).toMatchObject({ source: 'login', fingerprint: fingerprint(next) })
+    expect(res.json()).toMatchObject({ source: 'login', fingerprint: fingerprint(next, null) })
     expect(sandbox.requests.map((r) => r.path)).toEqual(['/oauth/token'])
     expect(audits(gw).filter((r) => r.reason === 'refresh')).toEqual([
-      expect.objectContaining({ credential: 'default', oldFingerprint: fingerprint(old), newFingerprint: fingerprint(next), actor: 'admin' }),
+      expect.objectContaining({ credential: 'default', oldFingerprint: fingerprint(old, null), newFingerprint: fingerprint(next, null), actor: 'admin' }),
     ])
     expectNoSecrets(gw, [old, next, ADMIN_TOKEN, sandbox.credentials.password, sandbox.credentials.clientSecret])
   })
@@ -273,14 +273,14 @@ describe('several credentials', () => {
 
   it('each credential has its own source, token and admin calls; teams use the one they name', async () => {
     const { gw, defaultToken, partnerToken, agencyToken } = await credentialsGateway()
-    expect((await admin(gw, 'GET', '/admin/credentials/partner/token')).json()).toMatchObject({ source: 'static', fingerprint: fingerprint(partnerToken) })
-    expect((await admin(gw, 'GET', '/admin/credentials/agency/token')).json()).toMatchObject({ source: 'login', fingerprint: fingerprint(agencyToken) })
-    expect((await admin(gw, 'GET', '/admin/token')).json()).toMatchObject({ source: 'static', fingerprint: fingerprint(defaultToken) })
+    expect((await admin(gw, 'GET', '/admin/credentials/partner/token')).json()).toMatchObject({ source: 'static', fingerprint: fingerprint(partnerToken, null) })
+    expect((await admin(gw, 'GET', '/admin/credentials/agency/token')).json()).toMatchObject({ source: 'login', fingerprint: fingerprint(agencyToken, null) })
+    expect((await admin(gw, 'GET', '/admin/token')).json()).toMatchObject({ source: 'static', fingerprint: fingerprint(defaultToken, null) })
     const list = (await admin(gw, 'GET', '/admin/credentials')).json() as { credentials: { name: string; fingerprint: string }[] }
     expect(list.credentials.map((c) => [c.name, c.fingerprint])).toEqual([
-      ['default', fingerprint(defaultToken)],
-      ['partner', fingerprint(partnerToken)],
-      ['agency', fingerprint(agencyToken)],
+      ['default', fingerprint(defaultToken, null)],
+      ['partner', fingerprint(partnerToken, null)],
+      ['agency', fingerprint(agencyToken, null)],
     ])
     const unknown = await admin(gw, 'GET', '/admin/credentials/nobody/token')
     expect(unknown.statusCode).toBe(404)
@@ -304,7 +304,7 @@ describe('several credentials', () => {
     const next = sandbox.issueToken()
     const put = await admin(gw, 'PUT', '/admin/credentials/partner/token', { token: next })
     expect(put.statusCode).toBe(200)
-    expect(put.json()).toMatchObject({ source: 'admin', fingerprint: fingerprint(next) })
+    expect(put.json()).toMatchObject({ source: 'admin', fingerprint: fingerprint(next, null) })
     expect(gw.tokens.get('partner').current()?.token).toBe(next)
     expect(gw.tokens.get('default').current()?.token).toBe(defaultToken)
     expect(gw.tokens.get('agency').current()?.token).toBe(agencyToken)
@@ -316,8 +316,8 @@ describe('several credentials', () => {
     expect((await admin(gw, 'POST', '/admin/credentials/partner/token/refresh')).statusCode).toBe(400)
 
     expect(audits(gw).filter((r) => r.reason === 'admin' || r.reason === 'refresh')).toEqual([
-      expect.objectContaining({ credential: 'partner', reason: 'admin', oldFingerprint: fingerprint(partnerToken), newFingerprint: fingerprint(next), actor: 'admin' }),
-      expect.objectContaining({ credential: 'agency', reason: 'refresh', oldFingerprint: fingerprint(agencyToken), newFingerprint: fingerprint(agencyNext), actor: 'admin' }),
+      expect.objectContaining({ credential: 'partner', reason: 'admin', oldFingerprint: fingerprint(partnerToken, null), newFingerprint: fingerprint(next, null), actor: 'admin' }),
+      expect.objectContaining({ credential: 'agency', reason: 'refresh', oldFingerprint: fingerprint(agencyToken, null), newFingerprint: fingerprint(agencyNext, null), actor: 'admin' }),
     ])
     expectNoSecrets(gw, [defaultToken, partnerToken, agencyToken, agencyNext, next, ADMIN_TOKEN, sandbox.credentials.password])
   })

@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
+import { fingerprint } from '../../src/observe/fingerprint.js'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { type ConfigMapDir, useConfigMaps } from '../helpers/config-map.js'
 import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
@@ -371,7 +372,9 @@ describe('admin tokens in their files', () => {
   const SECOND = 'admin-token-file-second-11111111111'
   const CAROL = 'admin-tokens-file-carol-2222222222'
   const CAROL_NEW = 'admin-tokens-file-carol-3333333333'
-  const fp = (token: string) => createHash('sha256').update(token).digest('hex').slice(0, 12)
+  // Keyed (no GATEWAY_SECRET here: by this process's key), never the plain SHA-256 prefix a viewer could check a guess against.
+  const fp = (token: string) => fingerprint(token, null)
+  const plainPrefix = (token: string) => createHash('sha256').update(token).digest('hex').slice(0, 12)
   const named = (name: string, token: string) => `${name}:sha256:${createHash('sha256').update(token).digest('hex')}:viewer\n`
   const whoami = async (gw: TestGateway, token: string) => (await gw.admin.inject({ method: 'GET', url: '/admin/whoami', headers: { authorization: `Bearer ${token}` } })).statusCode
 
@@ -394,6 +397,7 @@ describe('admin tokens in their files', () => {
     expect(audits()).toEqual([
       expect.objectContaining({ kind: 'audit', trigger: 'file', msg: 'TEAMS_FILE reloaded: new admin tokens in use', adminTokenChanges: [{ name: 'admin', role: 'operator', before: fp(FIRST), after: fp(SECOND) }] }),
     ])
+    expect(JSON.stringify(audits())).not.toMatch(new RegExp([FIRST, SECOND].map(plainPrefix).join('|')))
     // The teams did not change, and no setting waits for a restart: no warning but the refusals of the old token.
     const warnings = () => gw.logs.records().slice(before).filter((r) => (r.level as number) >= 40 && r.action !== 'admin-auth')
     expect(warnings()).toEqual([])

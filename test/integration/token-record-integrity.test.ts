@@ -22,6 +22,8 @@ const DEFAULT_KEY = 'rgw:token:default'
 const PARTNER_KEY = 'rgw:token:partner'
 const CHANNEL = 'rgw:bus:token'
 const CREDENTIALS_YAML = credentialTeams('partner')
+// A record's `base` names the configuration by its plain SHA-256 prefix, as records written before fingerprints were keyed do.
+const configDigest = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 12)
 
 type StoredRecord = Record<string, unknown> & { version: number }
 
@@ -94,10 +96,10 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     const first = token()
     const a = await replica({ PLATFORM_TOKEN: first })
     const b = await replica({ PLATFORM_TOKEN: first })
-    const old = await storedOnce(fingerprint(first))
+    const old = await storedOnce(fingerprint(first, GATEWAY_SECRET))
     const next = token()
     expect((await put(a, next)).statusCode).toBe(200)
-    const current = await storedOnce(fingerprint(next))
+    const current = await storedOnce(fingerprint(next, GATEWAY_SECRET))
     expect(await within(1000, () => tokenOf(b) === next)).toBe(true)
     return { first, a, b, old, next, current }
   }
@@ -115,7 +117,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     const third = token()
     expect((await put(a, third)).statusCode).toBe(200)
     expect(await within(1000, () => tokenOf(b) === third), 'replica B never got the rotation made after the forgery').toBe(true)
-    expect(await storedOnce(fingerprint(third))).toMatchObject({ version: a.tokens.get('default').current()?.version })
+    expect(await storedOnce(fingerprint(third, GATEWAY_SECRET))).toMatchObject({ version: a.tokens.get('default').current()?.version })
   })
 
   it('a late replica ignores a record whose fingerprint was rewritten, keeps its own token and stores it', async () => {
@@ -123,13 +125,15 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     const a = await replica({ PLATFORM_TOKEN: first })
     const next = token()
     expect((await put(a, next)).statusCode).toBe(200)
-    const record = await storedOnce(fingerprint(next))
-    await forge({ ...record, fingerprint: fingerprint('someone-else') })
+    const record = await storedOnce(fingerprint(next, GATEWAY_SECRET))
+    // The configuration's identity is the plain digest records were always written with: a stored rotation survives an upgrade.
+    expect(record.base).toBe(`static:${configDigest(first)}`)
+    await forge({ ...record, fingerprint: fingerprint('someone-else', GATEWAY_SECRET) })
 
     const late = await replica({ PLATFORM_TOKEN: first })
     expect(tokenOf(late)).toBe(first)
     expect(rejectedLines(late)).toHaveLength(1)
-    expect(await storedOnce(fingerprint(first))).toMatchObject({ version: late.tokens.get('default').current()?.version })
+    expect(await storedOnce(fingerprint(first, GATEWAY_SECRET))).toMatchObject({ version: late.tokens.get('default').current()?.version })
   })
 
   it('a record whose base was rewritten to match a newly rolled-out token does not replace that token', async () => {
@@ -139,7 +143,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     const rolledOut = token()
     const record = await stored()
     // The attacker makes the old rotation look as if it had been made on top of the new configuration.
-    await forge({ ...record, base: `static:${fingerprint(rolledOut)}` })
+    await forge({ ...record, base: `static:${configDigest(rolledOut)}` })
 
     const fresh = await replica({ PLATFORM_TOKEN: rolledOut })
     expect(tokenOf(fresh)).toBe(rolledOut)
@@ -154,7 +158,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     // A rotation of the default credential: its record carries a newer version than the partner's.
     const next = token()
     expect((await put(a, next)).statusCode).toBe(200)
-    const record = await storedOnce(fingerprint(next))
+    const record = await storedOnce(fingerprint(next, GATEWAY_SECRET))
     expect(record.version).toBeGreaterThan((await stored(PARTNER_KEY))?.version ?? Infinity)
 
     await forge(record, PARTNER_KEY, 'partner')
@@ -181,12 +185,12 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
   it('garbage in the record (no JSON, a version that is not a number) neither opens the Redis circuit nor blocks a write', async () => {
     const first = token()
     const a = await replica({ PLATFORM_TOKEN: first })
-    const record = await storedOnce(fingerprint(first))
+    const record = await storedOnce(fingerprint(first, GATEWAY_SECRET))
     for (const garbage of ['not json', JSON.stringify(42), JSON.stringify({ ...record, version: 'soon' })]) {
       await forge(garbage)
       const next = token()
       expect((await put(a, next)).statusCode).toBe(200)
-      expect(await storedOnce(fingerprint(next))).toMatchObject({ version: a.tokens.get('default').current()?.version })
+      expect(await storedOnce(fingerprint(next, GATEWAY_SECRET))).toMatchObject({ version: a.tokens.get('default').current()?.version })
     }
     expect(a.redis.breaker?.state).toBe('closed')
   })
@@ -208,8 +212,8 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
         tag: cipher.getAuthTag().toString('base64'),
         data: data.toString('base64'),
         version: now + 3_600_000,
-        base: `static:${fingerprint(own)}`,
-        fingerprint: fingerprint(previous),
+        base: `static:${configDigest(own)}`,
+        fingerprint: fingerprint(previous, GATEWAY_SECRET),
         obtainedAt: now,
         expiresAt: now + 86_400_000,
       }),
@@ -218,7 +222,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     const gw = await replica({ PLATFORM_TOKEN: own })
     expect(tokenOf(gw)).toBe(own)
     expect(rejectedLines(gw)).toEqual([])
-    expect(await storedOnce(fingerprint(own))).toMatchObject({ v: 3, version: gw.tokens.get('default').current()?.version })
+    expect(await storedOnce(fingerprint(own, GATEWAY_SECRET))).toMatchObject({ v: 3, version: gw.tokens.get('default').current()?.version })
   })
 
   it('a record whose rank or origin was rewritten (a basis raised, an operator named) is ignored, and the next rotation is still shared', async () => {
@@ -240,7 +244,7 @@ describe.skipIf(!redisCheck.available)('stored token record integrity (Redis)', 
     const key = createHash('sha256').update(`report-gateway token store\0${GATEWAY_SECRET}`).digest()
     const iv = randomBytes(12)
     const now = Date.now()
-    const fields = { v: 2, version: now, base: 'login', fingerprint: fingerprint(rotated), obtainedAt: now, expiresAt: now + 30 * 86_400_000 }
+    const fields = { v: 2, version: now, base: 'login', fingerprint: fingerprint(rotated, GATEWAY_SECRET), obtainedAt: now, expiresAt: now + 30 * 86_400_000 }
     const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: 16 })
     cipher.setAAD(Buffer.from(JSON.stringify([2, DEFAULT_KEY, fields.version, fields.base, fields.fingerprint, fields.obtainedAt, fields.expiresAt]), 'utf8'))
     const data = Buffer.concat([cipher.update(rotated, 'utf8'), cipher.final()])

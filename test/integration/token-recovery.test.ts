@@ -93,7 +93,7 @@ describe('password login: 401 → one re-login → one retry', () => {
     expect(tokenOf(gw)).not.toBe(old)
     const audit = gw.logs.records().filter((r) => r.kind === 'audit' && r.reason === 'relogin')
     expect(audit).toHaveLength(1)
-    expect(audit[0]).toMatchObject({ credential: 'default', oldFingerprint: fingerprint(old), newFingerprint: fingerprint(tokenOf(gw)) })
+    expect(audit[0]).toMatchObject({ credential: 'default', oldFingerprint: fingerprint(old, null), newFingerprint: fingerprint(tokenOf(gw), null) })
     expectNoSecrets([res.headers['x-request-id'] as string, gw.logs.text()], [old, tokenOf(gw), sandbox.credentials.password, sandbox.credentials.clientSecret])
   })
 
@@ -233,7 +233,7 @@ describe('static or file token: 401 makes the credential unusable until a new to
     // Loud: an error line at once, repeated on every maintenance tick.
     const first = loudLines(gw)
     expect(first.length).toBeGreaterThan(0)
-    expect(first[0]).toMatchObject({ level: 50, credential: 'default', fingerprint: fingerprint(token) })
+    expect(first[0]).toMatchObject({ level: 50, credential: 'default', fingerprint: fingerprint(token, null) })
     expect(await waitUntil(1000, () => loudLines(gw).length >= 3)).toBe(true)
 
     const next = sandbox.issueToken()

@@ -24,7 +24,7 @@ const STORE_KEY = 'rgw:token:default'
 // A bound on a wait for a condition, not its schedule: only a run that never settles waits this long.
 const SETTLE_BOUND_MS = 15_000
 
-const fingerprintOf = (token: string | undefined) => (token === undefined ? 'none' : fingerprint(token))
+const fingerprintOf = (token: string | undefined) => (token === undefined ? 'none' : fingerprint(token, GATEWAY_SECRET))
 
 const redisCheck = redisAvailability()
 if (redisCheck.notice) console.warn(redisCheck.notice)
@@ -89,14 +89,14 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(sandbox.requests.map(bearerOf)).toEqual([next])
     expect((await b.admin.inject({ method: 'GET', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()).toMatchObject({
       source: 'shared',
-      fingerprint: fingerprint(next),
+      fingerprint: fingerprint(next, GATEWAY_SECRET),
     })
     // Both replicas write an audit line: the admin call on A, the shared switch on B.
     expect(a.logs.records().filter((r) => r.kind === 'audit' && r.reason === 'admin')).toEqual([
-      expect.objectContaining({ oldFingerprint: fingerprint(first), newFingerprint: fingerprint(next), actor: 'admin' }),
+      expect.objectContaining({ oldFingerprint: fingerprint(first, GATEWAY_SECRET), newFingerprint: fingerprint(next, GATEWAY_SECRET), actor: 'admin' }),
     ])
     expect(b.logs.records().filter((r) => r.kind === 'audit' && r.reason === 'shared')).toEqual([
-      expect.objectContaining({ oldFingerprint: fingerprint(first), newFingerprint: fingerprint(next) }),
+      expect.objectContaining({ oldFingerprint: fingerprint(first, GATEWAY_SECRET), newFingerprint: fingerprint(next, GATEWAY_SECRET) }),
     ])
     for (const gw of [a, b]) {
       for (const secret of [first, next, ADMIN_TOKEN, GATEWAY_SECRET]) expect(gw.logs.text()).not.toContain(secret)
@@ -109,12 +109,12 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const before = (await a.admin.inject({ method: 'GET', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()
     const res = await put(a, ` ${first} `)
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toMatchObject({ changed: false, fingerprint: fingerprint(first), obtainedAt: before.obtainedAt })
+    expect(res.json()).toMatchObject({ changed: false, fingerprint: fingerprint(first, GATEWAY_SECRET), obtainedAt: before.obtainedAt })
     expect(a.logs.records().filter((r) => r.kind === 'audit' && (r.action === 'replace' || r.reason === 'admin'))).toEqual([
-      expect.objectContaining({ action: 'replace', outcome: 'unchanged', fingerprint: fingerprint(first), actor: 'admin' }),
+      expect.objectContaining({ action: 'replace', outcome: 'unchanged', fingerprint: fingerprint(first, GATEWAY_SECRET), actor: 'admin' }),
     ])
     const next = sandbox.issueToken()
-    expect((await put(a, next)).json()).toMatchObject({ changed: true, fingerprint: fingerprint(next) })
+    expect((await put(a, next)).json()).toMatchObject({ changed: true, fingerprint: fingerprint(next, GATEWAY_SECRET) })
     expect(a.logs.text()).not.toContain(first)
   })
 
@@ -129,7 +129,7 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
     const next = sandbox.issueToken()
     expect((await put(a, next)).statusCode).toBe(200)
-    expect(await storedOnce(fingerprint(next))).toMatchObject({ fingerprint: fingerprint(next) })
+    expect(await storedOnce(fingerprint(next, GATEWAY_SECRET))).toMatchObject({ fingerprint: fingerprint(next, GATEWAY_SECRET) })
     return { first, a, next }
   }
 
@@ -206,8 +206,8 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
       // Both replicas read the file and each hears of the other's rotation through Redis.
       await new Promise((r) => setTimeout(r, 500))
       for (const gw of [a, b]) {
-        const changes = gw.logs.records().filter((r) => r.msg === 'platform token changed' && r.newFingerprint === fingerprint(next))
-        expect(changes).toEqual([expect.objectContaining({ oldFingerprint: fingerprint(first), newFingerprint: fingerprint(next) })])
+        const changes = gw.logs.records().filter((r) => r.msg === 'platform token changed' && r.newFingerprint === fingerprint(next, GATEWAY_SECRET))
+        expect(changes).toEqual([expect.objectContaining({ oldFingerprint: fingerprint(first, GATEWAY_SECRET), newFingerprint: fingerprint(next, GATEWAY_SECRET) })])
         expect(gw.logs.records().filter((r) => r.msg === 'platform token changed' && r.oldFingerprint === r.newFingerprint)).toEqual([])
       }
     } finally {
@@ -274,8 +274,8 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
     const next = sandbox.issueToken()
     expect((await put(a, next)).statusCode).toBe(200)
-    const record = await storedOnce(fingerprint(next))
-    expect(record).toMatchObject({ fingerprint: fingerprint(next) })
+    const record = await storedOnce(fingerprint(next, GATEWAY_SECRET))
+    expect(record).toMatchObject({ fingerprint: fingerprint(next, GATEWAY_SECRET) })
     expect(Buffer.from(String(record?.iv), 'base64')).toHaveLength(12)
     expect(Buffer.from(String(record?.tag), 'base64')).toHaveLength(16)
     const { values } = await everyValue()
@@ -292,7 +292,7 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
     const next = sandbox.issueToken()
     expect((await put(a, next)).statusCode).toBe(200)
-    await storedOnce(fingerprint(next))
+    await storedOnce(fingerprint(next, GATEWAY_SECRET))
     const other = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET: 'a-different-gateway-secret-000000' })
     expect(tokenOf(other)).toBe(first)
     expect(other.logs.records().some((r) => /cannot be decrypted/.test(String(r.msg)))).toBe(true)
@@ -320,7 +320,7 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     // Settled, not fighting: it stays so.
     await new Promise((r) => setTimeout(r, 300))
     expect([tokenOf(a), tokenOf(b)]).toEqual([fromA, fromA])
-    expect(await stored()).toMatchObject({ fingerprint: fingerprint(fromA), version: stateA.version })
+    expect(await stored()).toMatchObject({ fingerprint: fingerprint(fromA, GATEWAY_SECRET), version: stateA.version })
     const late = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
     expect(tokenOf(late)).toBe(fromA)
   })
@@ -343,7 +343,7 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect([x, y]).toContain(winner)
     await new Promise((r) => setTimeout(r, 300))
     expect([tokenOf(a), tokenOf(b)]).toEqual([winner, winner])
-    expect(await stored()).toMatchObject({ fingerprint: fingerprint(winner), version: stateA.version })
+    expect(await stored()).toMatchObject({ fingerprint: fingerprint(winner, GATEWAY_SECRET), version: stateA.version })
   })
 
   it('two replicas changing the token at once settle on one token, the one stored in Redis', async () => {
@@ -373,14 +373,14 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
       const settled = async () => {
         record = await stored()
         const token = tokenOf(a)
-        if (!record || token === undefined || token !== tokenOf(b) || record.fingerprint !== fingerprint(token)) return false
+        if (!record || token === undefined || token !== tokenOf(b) || record.fingerprint !== fingerprint(token, GATEWAY_SECRET)) return false
         return compareRank({ basis: Number(record.basis), version: Number(record.version) }, top) >= 0
       }
       await waitFor(() => `round ${round}: the replicas to settle (A ${fingerprintOf(tokenOf(a))}, B ${fingerprintOf(tokenOf(b))}, stored ${JSON.stringify(record && { fingerprint: record.fingerprint, version: record.version })})`, settled, SETTLE_BOUND_MS)
       const winner = tokenOf(a) as string
       expect([x, y]).toContain(winner)
       expect(tokenOf(b)).toBe(winner)
-      expect(await stored()).toMatchObject({ fingerprint: fingerprint(winner) })
+      expect(await stored()).toMatchObject({ fingerprint: fingerprint(winner, GATEWAY_SECRET) })
     }
   }, 3 * SETTLE_BOUND_MS + 10_000)
 })

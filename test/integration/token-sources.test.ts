@@ -53,7 +53,7 @@ describe('static PLATFORM_TOKEN', () => {
     const gw = await gateway({ PLATFORM_TOKEN: token })
     const res = await expectReadWith(gw, token)
     const info = await adminCall(gw, 'GET', '/admin/token')
-    expect(info.json()).toMatchObject({ source: 'static', fingerprint: fingerprint(token) })
+    expect(info.json()).toMatchObject({ source: 'static', fingerprint: fingerprint(token, null) })
     expectNoSecrets([info.body, res.body, gw.logs.text()], [token, ADMIN_TOKEN])
   })
 })
@@ -103,7 +103,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
     writeFileSync(path, `${first}\n`)
     const gw = await gateway({ PLATFORM_TOKEN_FILE: path })
     expect(currentToken(gw)).toBe(first)
-    expect((await adminCall(gw, 'GET', '/admin/token')).json()).toMatchObject({ source: 'file', fingerprint: fingerprint(first) })
+    expect((await adminCall(gw, 'GET', '/admin/token')).json()).toMatchObject({ source: 'file', fingerprint: fingerprint(first, null) })
 
     writeFileSync(path, `${second}\n`)
     const took = await within(2000, () => currentToken(gw) === second)
@@ -123,7 +123,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
     await expectReadWith(gw, second)
     const audit = gw.logs.records().filter((r) => r.kind === 'audit' && r.reason === 'file')
     expect(audit).toHaveLength(1)
-    expect(audit[0]).toMatchObject({ credential: 'default', oldFingerprint: fingerprint(first), newFingerprint: fingerprint(second) })
+    expect(audit[0]).toMatchObject({ credential: 'default', oldFingerprint: fingerprint(first, null), newFingerprint: fingerprint(second, null) })
     expectNoSecrets([gw.logs.text()], [first, second])
   })
 
@@ -215,7 +215,7 @@ describe('password login', () => {
     expect(token.split('.')).toHaveLength(3)
     const res = await expectReadWith(gw, token)
     const info = await adminCall(gw, 'GET', '/admin/token')
-    expect(info.json()).toMatchObject({ source: 'login', fingerprint: fingerprint(token) })
+    expect(info.json()).toMatchObject({ source: 'login', fingerprint: fingerprint(token, null) })
     expectNoSecrets([info.body, res.body, gw.logs.text()], [...secretsOf(), token])
   })
 
@@ -341,7 +341,7 @@ describe('expiry', () => {
     expect(await within(1000, () => warnings().length === 1)).not.toBeNull()
     await new Promise((r) => setTimeout(r, 150))
     expect(warnings()).toHaveLength(1)
-    expect(warnings()[0]).toMatchObject({ level: 40, credential: 'default', thresholdDays: 30, daysLeft: 28, fingerprint: fingerprint(token) })
+    expect(warnings()[0]).toMatchObject({ level: 40, credential: 'default', thresholdDays: 30, daysLeft: 28, fingerprint: fingerprint(token, null) })
 
     clock.offset = 34 * DAY // 6 days left
     expect(await within(1000, () => warnings().length === 2)).not.toBeNull()
@@ -371,7 +371,7 @@ describe('expiry', () => {
     // One login, not one per maintenance tick.
     await new Promise((r) => setTimeout(r, 200))
     expect(sandbox.countRequests(isTokenRequest)).toBe(2)
-    const audit = gw.logs.records().filter((r) => r.kind === 'audit' && r.oldFingerprint === fingerprint(first as string))
+    const audit = gw.logs.records().filter((r) => r.kind === 'audit' && r.oldFingerprint === fingerprint(first as string, null))
     expect(audit).toHaveLength(1)
     expect((await campaignList(gw)).statusCode).toBe(200)
   })

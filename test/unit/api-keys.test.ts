@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { fingerprint } from '../../src/observe/fingerprint.js'
+import { digestFingerprint, fingerprint } from '../../src/observe/fingerprint.js'
 import { KEY_PREFIX, hashApiKey, newApiKey, presentedKey } from '../../src/access/api-keys.js'
 
 // Contract, "Teams": keys are made by the key command, stored only as sha256:<hex>,
@@ -35,8 +35,15 @@ describe('hashApiKey', () => {
     expect(hashApiKey('rgw_a')).not.toBe(hashApiKey('rgw_b'))
   })
 
-  it('fingerprint is the first 12 hex digits of the sha256, never the secret', () => {
-    expect(fingerprint('abc')).toBe('ba7816bf8f01')
+  it('fingerprint is 12 hex digits keyed by GATEWAY_SECRET (else by the process), not the plain sha256 prefix, and computable from the sha256 alone', () => {
+    const secret = 'gateway-secret-for-fingerprints-0001'
+    expect(fingerprint('abc', secret)).toMatch(/^[0-9a-f]{12}$/)
+    expect(fingerprint('abc', secret)).not.toBe('ba7816bf8f01')
+    expect(fingerprint('abc', null)).not.toBe('ba7816bf8f01')
+    expect(fingerprint('abc', secret)).toBe(fingerprint('abc', secret))
+    expect(fingerprint('abc', secret)).not.toBe(fingerprint('abc', `${secret}x`))
+    expect(fingerprint('abc', secret)).not.toBe(fingerprint('abc', null))
+    expect(digestFingerprint('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', secret)).toBe(fingerprint('abc', secret))
   })
 })
 

@@ -25,7 +25,7 @@ const configSchema = {
           value: { description: 'Its value as configured (a duration as written, `30s`); null for a secret, and for a setting left unset. A Redis URL without its password.' },
           source: { type: 'string', enum: SOURCES, description: 'Where it came from: `default` (config/default.yaml), `file` (CONFIG_FILE), `environment`, `demo` (set by demo mode), `runtime` (changed by an admin call).' },
           from: { type: 'string', description: 'Exactly where: `config/default.yaml`, `CONFIG_FILE`, the variable (`PLATFORM_PASSWORD_FILE`), `demo mode…`, `PUT /admin/log-level by <operator>`.' },
-          fingerprint: { type: 'string', description: 'A secret\'s fingerprint (a 12-hex prefix of its SHA-256, as the token view and logs give it); never the secret.' },
+          fingerprint: { type: 'string', description: 'A secret\'s fingerprint (12 hex digits of HMAC-SHA256 keyed by GATEWAY_SECRET over the secret\'s hex SHA-256, as the token view and logs give it: the same on replicas sharing GATEWAY_SECRET, new at each start without it); never the secret.' },
         },
       },
     },
@@ -89,7 +89,7 @@ export async function adminConfigRoutes(
       if (!s.secret) return s
       // A secret leaves the gateway as its fingerprint only, as the token view and the logs name it.
       const { secret: _secret, value, ...rest } = s
-      return value == null ? { ...rest, value: null } : { ...rest, value: null, fingerprint: fingerprint(String(value)) }
+      return value == null ? { ...rest, value: null } : { ...rest, value: null, fingerprint: fingerprint(String(value), config.gatewaySecret) }
     })
     return { at: new Date(clock.now()).toISOString(), settings }
   })

@@ -61,7 +61,7 @@ export async function adminTokenRoutes(
     try {
       await probe(client, config.platform.probe, provider, token)
     } catch (err) {
-      auditFailure(auditLog, request, provider, 'replace', err, fingerprint(token))
+      auditFailure(auditLog, request, provider, 'replace', err, fingerprint(token, config.gatewaySecret))
       throw err
     }
     provider.replace(token, request.adminActor ?? undefined)

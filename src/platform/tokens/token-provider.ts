@@ -6,7 +6,7 @@ import type { Dispatcher } from 'undici'
 import type { Logger } from 'pino'
 import type { CredentialConfig } from '../../config.js'
 import type { SecretSet } from '../../observe/logger.js'
-import { fingerprint } from '../../observe/fingerprint.js'
+import { fingerprint, sha256Hex } from '../../observe/fingerprint.js'
 import { TokenLoginError } from '../../errors.js'
 import { passwordLogin } from './password-login.js'
 import type { LoginGate } from './login-gate.js'
@@ -76,6 +76,8 @@ export interface TokenProviderDeps {
   logins: LoginGate
   /** This replica's id, named as the origin of the changes it makes. */
   replica?: string
+  /** GATEWAY_SECRET, whose key names a token by its fingerprint alike on every replica (observe/fingerprint.ts). */
+  gatewaySecret: string | null
 }
 
 export interface ChangeEvent {
@@ -251,14 +253,16 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
 
   /**
    * What the configuration gives (the static token, the token file's current content, or
-   * the password login's account), by fingerprint: a rotation stored in Redis applies to
-   * replicas configured alike.
+   * the password login's account), by digest: a rotation stored in Redis applies to
+   * replicas configured alike. Never shown (only inside the encrypted record's
+   * authenticated fields), it stays the plain digest prefix stored records were written
+   * with, so that they survive an upgrade.
    */
   get configuredBase(): string {
     const login = this.credential.login
-    if (login) return `login:${fingerprint(JSON.stringify([this.credential.baseUrl, login.tokenUrl, login.grantType, login.username, String(login.clientId)]))}`
-    if (this.credential.token) return `static:${fingerprint(this.credential.token)}`
-    return `file:${this.#fileContent === null ? 'unread' : fingerprint(this.#fileContent)}`
+    if (login) return `login:${baseDigest(JSON.stringify([this.credential.baseUrl, login.tokenUrl, login.grantType, login.username, String(login.clientId)]))}`
+    if (this.credential.token) return `static:${baseDigest(this.credential.token)}`
+    return `file:${this.#fileContent === null ? 'unread' : baseDigest(this.#fileContent)}`
   }
 
   /** A password login is due: the token was refused, or expires within `platform.refreshBefore`. */
@@ -279,7 +283,7 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
     const state: TokenState = {
       token,
       source,
-      fingerprint: fingerprint(token),
+      fingerprint: fingerprint(token, this.#deps.gatewaySecret),
       obtainedAt: now,
       expiresAt: tokenExpiry(token, now, expiresIn),
       version,
@@ -459,4 +463,9 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
  */
 function sameLoginBase(stored: string, configured: string): boolean {
   return stored === configured || stored === 'login'
+}
+
+/** The digest configuredBase names a configuration by: 12 hex digits of its SHA-256. */
+function baseDigest(text: string): string {
+  return sha256Hex(text).slice(0, 12)
 }

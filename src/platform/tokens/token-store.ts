@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
+import { fingerprint } from '../../observe/fingerprint.js'
 import type { Logger } from 'pino'
 import type { Config } from '../../config.js'
 import type { RedisBreaker } from '../../redis/breaker.js'
@@ -260,7 +261,8 @@ export class TokenStore {
         state: {
           token,
           source: 'shared',
-          fingerprint: record.fingerprint,
+          // Named as this replica names a token (a record written before fingerprints were keyed holds a plain one).
+          fingerprint: fingerprint(token, this.#ctx.config.gatewaySecret),
           obtainedAt: record.obtainedAt,
           expiresAt: record.expiresAt,
           version: record.version,
