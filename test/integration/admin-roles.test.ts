@@ -87,6 +87,22 @@ describe('admin roles', () => {
     expect((await as(VIEWER, 'DELETE', '/admin/cache')).statusCode).toBe(403)
   })
 
+  it('answers a viewer\'s change of an admin path that does not exist 404 GW_NOT_FOUND, as an operator\'s, not audited as forbidden', async () => {
+    const before = gw.logs.records().length
+    const missing = [['POST', '/admin/status'], ['PUT', '/admin/nope'], ['DELETE', '/admin/token/'], ['POST', '/admin/reload/x']] as const
+    for (const [method, url] of missing) {
+      for (const token of [CAROL, OPERATOR]) {
+        const res = await as(token, method, url)
+        expect(res.statusCode, `${method} ${url}`).toBe(404)
+        expect(res.json(), `${method} ${url}`).toMatchObject({ code: 'GW_NOT_FOUND' })
+        expect(res.body).not.toContain('operator')
+      }
+    }
+    expect(gw.logs.records().slice(before).filter((r) => r.kind === 'audit' && r.outcome === 'forbidden')).toEqual([])
+    // A real route's change stays refused.
+    expect((await as(CAROL, 'POST', '/admin/reload')).statusCode).toBe(403)
+  })
+
   it('lets an operator change, a token file line without a role included', async () => {
     const res = await as(ALICE, 'DELETE', '/admin/cache?advertiserId=101')
     expect(res.statusCode).toBe(200)

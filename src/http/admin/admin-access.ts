@@ -15,6 +15,9 @@ declare module 'fastify' {
   }
 }
 
+/** The route of every path under /admin/ that no admin call serves: 404 (admin.ts). */
+export const UNSERVED = '/admin/*'
+
 /** The methods that change something: a viewer's token may send none of them. */
 const READS = new Set(['GET', 'HEAD'])
 
@@ -59,7 +62,9 @@ export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }
     }
     request.adminActor = actor.name
     request.adminRole = actor.role
-    if (actor.role === 'viewer' && !READS.has(request.method)) {
+    // A path no admin call serves is 404 to every admin token: a viewer's change of one
+    // is no refused change (nor would an operator's token do it).
+    if (actor.role === 'viewer' && !READS.has(request.method) && request.routeOptions.url !== UNSERVED) {
       auditLog.warn(
         { action: 'admin-auth', outcome: 'forbidden', actor: actor.name, role: actor.role, source: request.ip, method: request.method, path: pathOf(request), reqId: request.id },
         'admin call refused: a viewer\'s token may not change anything',

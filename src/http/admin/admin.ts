@@ -4,7 +4,7 @@ import type { TeamReloader } from '../../access/team-reload.js'
 import type { PlatformClient } from '../../platform/client/platform-client.js'
 import type { Replicas } from '../../observe/replicas.js'
 import type { LogLevel } from '../../observe/log-level.js'
-import { adminAccess } from './admin-access.js'
+import { adminAccess, UNSERVED } from './admin-access.js'
 import { adminStatusRoutes, type AdminStatusParts } from './admin-status.js'
 import { adminUsageRoutes } from './admin-usage.js'
 import { adminTokenRoutes } from './admin-token.js'
@@ -80,7 +80,7 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
 
   // A path under /admin/ that no call above serves, in any method, is 404 here, inside this
   // plugin: behind the admin token and with the admin answers' headers, as every /admin/* answer.
-  app.all('/admin/*', { schema: { hide: true } }, async () => {
+  app.all(UNSERVED, { schema: { hide: true } }, async () => {
     throw new NotFoundError()
   })
 }
