@@ -23,6 +23,16 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 const OPEN = new Set([0x5b, 0x7b])
 const CLOSE = new Set([0x5d, 0x7d])
 
+// How a body the gateway cannot read is refused, on either listener (the admin listener's
+// Fastify parsers say it so too: http/server.ts): `body: ` first, as every field does.
+/** A body that does not parse as JSON (an empty one included). */
+export const NOT_JSON = 'body: not valid JSON'
+
+/** A body of a type the call does not read; `types`: the ones it reads. */
+export function bodyTypeRefused(types: string): string {
+  return `body: must be ${types}`
+}
+
 export function parseJsonBody(bytes: Buffer, limits: BodyLimits): CheckedBody {
   // Before JSON.parse: a 200k-deep array must be a cheap 400, not a deep parse and a
   // recursion through it; PHP's json_decode gives up past 512 levels anyway.
@@ -32,7 +42,7 @@ export function parseJsonBody(bytes: Buffer, limits: BodyLimits): CheckedBody {
     value = JSON.parse(decodeUtf8(bytes))
   } catch (err) {
     if (err instanceof BadRequestError) throw err
-    throw new BadRequestError('body: not valid JSON')
+    throw new BadRequestError(NOT_JSON)
   }
   let keys = 0
   const pending: unknown[] = [value]
@@ -86,7 +96,7 @@ export function assertPlainBodyType(headers: Record<string, string | string[] | 
   if (headers['content-encoding'] !== undefined) throw new BadRequestError('body: content-encoding is not accepted; send the body uncompressed')
   const type = headers['content-type']
   if (typeof type !== 'string' || !/^(application\/json|application\/x-www-form-urlencoded)\s*(;\s*charset="?utf-8"?\s*)?$/i.test(type)) {
-    throw new BadRequestError('body: must be application/json or application/x-www-form-urlencoded (with at most charset=utf-8)')
+    throw new BadRequestError(bodyTypeRefused('application/json or application/x-www-form-urlencoded (with at most charset=utf-8)'))
   }
 }
 

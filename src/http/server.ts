@@ -16,6 +16,7 @@ import { bodyDeadline } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
 import { setAnswerFields } from './answer-fields.js'
 import type { Tracing } from '../observe/tracing.js'
+import { bodyTypeRefused, NOT_JSON } from '../access/request-body.js'
 
 // Node checks requests' deadlines this often (connectionsCheckingInterval).
 const CONNECTIONS_CHECK_MS = 1000
@@ -185,6 +186,14 @@ export function drainListener(app: FastifyInstance): void {
   closers.get(app)?.()
 }
 
+// What Fastify's body parsers (the admin listener's) refuse, in the words the proxy
+// listener's own body checks use (access/request-body.ts): naming the body.
+const PARSER_REFUSALS: Record<string, string> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: NOT_JSON,
+  FST_ERR_CTP_EMPTY_JSON_BODY: NOT_JSON,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: bodyTypeRefused('application/json'),
+}
+
 /**
  * One listener (the proxy's or the admin's): Fastify with the gateway's server, its
  * deadlines, its gentle close, its error answers in the contract's terms (a 401 with the
@@ -317,7 +326,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     // violation) in the contract's terms: a GW_* code and what was wrong.
     if (status < 500 && error.code?.startsWith('FST_')) {
       if (status === 413) return reply.send(new PayloadTooLargeError(bodyLimitOf(request, config)))
-      return reply.send(new BadRequestError(isValidationFailure(error) ? validationMessage(error) : error.message))
+      return reply.send(new BadRequestError(isValidationFailure(error) ? validationMessage(error) : (PARSER_REFUSALS[error.code] ?? error.message)))
     }
     // Unknown errors are not described to callers; ours (GW_*) and Fastify's 4xx are.
     if (status >= 500 && !error.code?.startsWith('GW_')) {

@@ -109,6 +109,25 @@ describe('every admin call', () => {
     expect(gw.tokens.get('default').current()?.fingerprint).toBe(before)
   })
 
+  it('words a malformed or mistyped body as the proxy listener does, naming the body, and keeps the token', async () => {
+    const gw = await gateway(false)
+    const before = gw.tokens.get('default').current()?.fingerprint
+    const sent: [string, string, string][] = [
+      ['application/json', '{bad', 'body: not valid JSON'],
+      ['application/json', '', 'body: not valid JSON'],
+      ['application/xml', '<a/>', 'body: must be application/json'],
+    ]
+    for (const [type, payload, message] of sent) {
+      const res = await admin(gw, 'PUT', '/admin/token', { payload, headers: { 'content-type': type } })
+      expect(res.statusCode, `${type} ${payload}`).toBe(400)
+      expect(res.json(), `${type} ${payload}`).toMatchObject({ code: 'GW_BAD_REQUEST', message })
+    }
+    // The proxy listener's own words for the same slip.
+    const proxied = await gw.proxy.inject({ method: 'POST', url: '/api/v1/campaign/get', headers: { 'x-api-key': KEYS.growth, 'content-type': 'application/json' }, payload: '{bad' })
+    expect(proxied.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'body: not valid JSON' })
+    expect(gw.tokens.get('default').current()?.fingerprint).toBe(before)
+  })
+
   it('checks the admin token before the parameters: no token is 401, not 400', async () => {
     const gw = await gateway(false)
     const res = await gw.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserID=101' })
