@@ -87,6 +87,20 @@ describe('report jobs attacked', () => {
     expect((await get(`/api/v1/jobs/${theirs}`, KEYS.all)).status).toBe(200)
   })
 
+  it('/api/v1/jobs itself, in any method and with any query, is the gateway\'s 404 GW_NOT_FOUND and never reaches the platform', async () => {
+    const before = sg.callerRequests().length
+    for (const key of [KEYS.all, KEYS.growth]) {
+      for (const [method, target] of [['GET', '/api/v1/jobs'], ['POST', '/api/v1/jobs'], ['DELETE', '/api/v1/jobs'], ['PUT', '/api/v1/jobs?userId=101'], ['GET', '/api/v1/jobs?advertiserId=101&page=2']] as const) {
+        const res = await get(target, key, { method, ...(method === 'GET' || method === 'DELETE' ? {} : { body: '{"userId":101}', headers: { 'content-type': 'application/json' } }) })
+        expect(res.status, `${method} ${target}`).toBe(404)
+        expect(await res.json(), `${method} ${target}`).toMatchObject({ code: 'GW_NOT_FOUND' })
+      }
+    }
+    // Without a key, as every path under /api/v1/jobs/: 401.
+    expect((await fetch(`${sg.url}/api/v1/jobs`)).status).toBe(401)
+    expect(sg.callerRequests().slice(before).map((r) => `${r.method} ${r.path}`)).toEqual([])
+  })
+
   it('a scoped team asking a job of an advertiser outside its scope is 403, and no job is kept', async () => {
     const res = await get(`${REPORT_PATH}?advertiserId=103&dateFrom=2025-01-01&dateTo=2025-01-31`, KEYS.growth, { headers: ASYNC })
     expect(res.status).toBe(403)

@@ -74,7 +74,7 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
 }
 
 /**
- * Every path under /api/v1/jobs/ is the gateway's, in every method, with jobs on or off
+ * Every path under /api/v1/jobs/, and /api/v1/jobs itself, is the gateway's, in every method, with jobs on or off
  * (the cache off): what the job routes do not serve is 404 after the key, as an unknown
  * job is, and never forwarded to the platform (the job routes, more specific, win over
  * this one). OPTIONS of a job path names the methods it serves (methods.ts).
@@ -85,7 +85,8 @@ export async function jobPaths(app: FastifyInstance, { admission }: Pick<JobRout
     admit(request)
     throw new NotFoundError()
   }
-  app.route({ method: FORWARDED_METHODS, url: '/api/v1/jobs/*', schema: { hide: true }, handler: none })
+  // The bare /api/v1/jobs too: a slash less would otherwise send the call to the platform.
+  for (const url of ['/api/v1/jobs', '/api/v1/jobs/*']) app.route({ method: FORWARDED_METHODS, url, schema: { hide: true }, handler: none })
 }
 
 /** The ids jobs.ts makes, and the route's documented pattern. */
