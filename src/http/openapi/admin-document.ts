@@ -151,7 +151,7 @@ export function completeAdminDocument(doc: Json): Json {
     schemas: { ...(components.schemas as Json | undefined), ...errors },
     // `required`: the gateway always sends them on the answers that name them.
     headers: {
-      'x-request-id': { description: 'The caller\'s `x-request-id` when it is a plain token, else a new one; log lines of the call carry it. On every answer.', required: true, schema: { type: 'string' } },
+      'x-request-id': { description: 'The caller\'s `x-request-id` when it is a plain token not shaped like a team key (`rgw_…`), else a new one; log lines of the call carry it. On every answer.', required: true, schema: { type: 'string' } },
       'cache-control': { description: '`no-store`: no cache keeps an admin answer. On every `/admin/*` answer, refusals included.', required: true, schema: { const: 'no-store' } },
       'www-authenticate': {
         description: 'The challenge of every 401 (RFC 9110, 11.6.1): `authorization: Bearer <admin token>`.',

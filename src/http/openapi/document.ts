@@ -63,7 +63,7 @@ const CACHE_STATUS_SCHEMA = { type: 'string', pattern: '^report-gateway; (hit; t
 const PASSED_ONLY = ' On the platform\'s own answer passed on (`BYPASS`), not on the gateway\'s own error.'
 
 const HEADERS: Json = {
-  'x-request-id': always('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`), else a new one; also sent to the platform. On every answer.'),
+  'x-request-id': always('The caller\'s `x-request-id` when it is a plain token outside the gateway\'s own prefixes (`ownership-`, `token-probe-`) and not shaped like a team key (`rgw_…`), else a new one; also sent to the platform. On every answer.'),
   'x-cache': always(X_CACHE, X_CACHE_SCHEMA),
   'cache-status': always(CACHE_STATUS, CACHE_STATUS_SCHEMA),
   // The same two on an answer that is either the gateway's error or the platform's answer passed on.
