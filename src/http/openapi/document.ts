@@ -81,6 +81,8 @@ const HEADERS: Json = {
     pattern: '^"default";r=\\d+;t=\\d+$',
   }),
   'ratelimit-policy': header('For a team with a rate limit: its quota and window in seconds, e.g. `"default";q=600;w=60`.', { type: 'string', pattern: '^"default";q=\\d+;w=\\d+$' }),
+  location: always('Where the job is: `/api/v1/jobs/{id}`; its status there, its report at `/result` once done.', { type: 'string', pattern: '^/api/v1/jobs/[A-Za-z0-9_-]{1,64}$' }),
+  'preference-applied': always('`respond-async` (RFC 7240): the read was taken as a job.', { const: 'respond-async' }),
   [USAGE_HEADER]: always(
     'What the answer cost and the team\'s use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer\'s headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team\'s platform-seconds over the last 60 s (this replica\'s calls); `share` (when known) `minute` as a percentage of the team\'s share of its credential\'s limit over a minute (its weight among the credential\'s teams), over 100 while it uses seats others leave idle; `day` the team\'s platform-seconds of the UTC day, every replica\'s (another replica\'s within two `usage.flush`); `day-limit` the team\'s `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`.',
     { type: 'string', pattern: '^fill=\\d+(\\.\\d{1,3})?, minute=\\d+\\.\\d{3}(, share=\\d+)?, day=\\d+\\.\\d{3}(, day-limit=\\d+\\.\\d{3})?, reset=\\d+$' },
@@ -130,6 +132,11 @@ function reportResponses(): Json {
       description: 'The platform\'s report, byte for byte (from the cache, or fetched now).',
       headers: { ...Object.fromEntries(['x-cache', 'cache-status', 'age', 'cache-control', 'etag', 'vary', 'content-encoding', 'x-request-id', ...REPORT_FACTS].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Report' } } },
+    },
+    '202': {
+      description: 'Asked with `prefer: respond-async` and no copy answers it now: a report job (docs/jobs.md), its status in the body; `location` is where to read it.',
+      headers: { ...Object.fromEntries(['location', 'preference-applied', 'x-request-id'].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } },
     },
     '304': {
       description: '`if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body.',
