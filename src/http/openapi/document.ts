@@ -5,7 +5,9 @@ import type { FastifyInstance } from 'fastify'
 import { PROXY_CHALLENGE } from '../server.js'
 import { errorResponseComponents, errorResponses, errorSchemas, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
 import { JOB_STATUS_SCHEMA, jobSuccess } from './job-schemas.js'
-import { knownPlatformPaths, plainParameters, type KnownOperation, type PlatformPathSettings } from './platform-paths.js'
+import { knownPlatformPaths, operationName, plainParameters, type KnownOperation, type PlatformPathSettings } from './platform-paths.js'
+import { headAndOptions, optionsOperation } from './implied-methods.js'
+import { API_ALLOW } from '../methods.js'
 import { REPORT_ROW_SCHEMA, REPORT_SCHEMA } from './report-rows.js'
 import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from '../reads/report-facts.js'
 
@@ -202,15 +204,6 @@ function platformPaths(generic: Record<string, Json>, settings: PlatformPathSett
   return { paths, call }
 }
 
-/** `/api/v1/campaign/banner/{id}` → `CampaignBannerById`: an operationId's part of a path. */
-function operationName(path: string): string {
-  return path
-    .replace(/^\/api\/v1\//, '')
-    .split('/')
-    .map((part) => (part === '{id}' ? 'ById' : part.replace(/(^|[^A-Za-z0-9])([a-z])/g, (_m, _sep: string, c: string) => c.toUpperCase()).replace(/[^A-Za-z0-9]/g, '')))
-    .join('')
-}
-
 /** Fills in what route schemas cannot hold; see the top of this file. */
 export function completeDocument(doc: Json, settings: PlatformPathSettings): Json {
   const paths = doc.paths as Record<string, Record<string, Json>>
@@ -241,6 +234,8 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
     responses: errorResponseComponents(),
     pathItems: { PlatformCall: platform.call },
   }
+  headAndOptions(paths, (doc.components as { responses: Record<string, Json> }).responses, ref('x-request-id'))
+  platform.call.options = optionsOperation(API_ALLOW, ref('x-request-id'))
   return doc
 }
 
@@ -285,6 +280,8 @@ export const swaggerOptions = (settings: PlatformPathSettings): FastifyDynamicSw
         description:
           'Every other call under `/api/v1/`, forwarded to the platform. The platform paths the gateway knows have operations of their own; a call of any other path under `/api/v1/` is forwarded the same way (`components.pathItems.PlatformCall` describes it), by its real path.',
       },
+      { name: 'jobs', description: 'Report jobs: a report read asked with `prefer: respond-async`, its status, its result, its cancel.' },
+      { name: 'methods', description: 'OPTIONS of every path under `/api/v1/`: the methods it takes, answered by the gateway. HEAD of every GET is the GET without its body.' },
       { name: 'health', description: 'Liveness and readiness (also on the admin listener).' },
       { name: 'description', description: 'This document.' },
     ],
