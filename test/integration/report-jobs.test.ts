@@ -308,5 +308,9 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect(result.status).toBe(413)
     // Room again once they ended.
     expect((await ask(gw, 'advertiserId=103&dateFrom=2025-01-01&dateTo=2025-06-30')).status).toBe(202)
+    // The platform's refusal a job would keep counts in the same bound.
+    const refused = (await (await ask(gw, 'advertiserId=101&spentBased=EUR&dateFrom=2025-02-01&dateTo=2025-12-31')).json()) as Status
+    await waitFor(`job ${refused.id} ended`, async () => (await status(gw, refused.id)).state === 'failed', 10_000, 20)
+    expect((await status(gw, refused.id)).error).toMatchObject({ code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413 })
   })
 })
