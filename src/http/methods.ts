@@ -22,8 +22,8 @@ const OWN_PATHS: readonly [RegExp, string][] = [
   [/^\/api\/v1\/jobs\/[^/?]+\/result(\?|$)/, 'GET, HEAD, OPTIONS'],
 ]
 
-/** What OPTIONS of `url` answers in `allow`. */
-function allowOf(url: string): string {
+/** What OPTIONS of `url` answers in `allow` (a path of the OpenAPI document too: `/api/v1/jobs/{id}`). */
+export function allowOf(url: string): string {
   return OWN_PATHS.find(([path]) => path.test(url))?.[1] ?? API_ALLOW
 }
 

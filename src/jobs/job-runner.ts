@@ -1,12 +1,12 @@
 import type { Logger } from 'pino'
 import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
-import type { CallTally, CacheResult, ReadOptions } from '../reports/report-cache.js'
+import type { CallTally, CacheResult, Forward, ReadOptions } from '../reports/report-cache.js'
 import { fillMsOf } from '../reports/fill-time.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { NoIdleSeatError } from '../platform/governor/seat.js'
-import { endJob, heldResultBytes, isRun, renewJob, requeueJob, startable, startJob, type Job, type JobError, type Outcome, type Run } from './job.js'
+import { answerBytes, endJob, heldResultBytes, JOB_ANSWER_BYTES, PLATFORM_ANSWER, isRun, renewJob, requeueJob, startable, startJob, type Job, type JobError, type Outcome, type Run } from './job.js'
 import type { JobStore } from './job-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Delivery } from './delivery.js'
@@ -187,7 +187,7 @@ export class JobRunner {
         case 'pass':
           // The platform's 429: the job waits and tries again, as no caller waits for it.
           if (result.status === 429) return { kind: 'requeue', notBefore: clock.now() + settings.retryMs }
-          return { kind: 'failed', error: { code: 'GW_UPSTREAM', statusCode: 502, message: `the platform answered ${result.status} to the report` }, tookSeconds: took(result) }
+          return { kind: 'failed', error: passedError(result), tookSeconds: took(result) }
         case 'stream':
           result.stream.destroy()
           return { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message: `the report is larger than cache.maxEntryBytes (${this.#d.maxEntryBytes} bytes): ask it without Prefer: respond-async` }, tookSeconds: took(result) }
@@ -237,16 +237,18 @@ export class JobRunner {
         return 'requeued'
       }
       let result: Outcome = end.kind === 'failed' ? end : { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds }
-      if (end.kind === 'done' && !kept) {
+      // What it keeps (a report, or the platform's answer it failed with) counts against its team's bound.
+      const bytes = end.kind === 'done' ? end.entry.gzip.length : answerBytes(end.error)
+      if (bytes > 0 && !kept) {
         const held = heldResultBytes(await store.ofTeam(current.team, now), now)
-        if (held + end.entry.gzip.length > settings.resultBytesPerTeam) {
-          const message = `the team's job results would take ${held + end.entry.gzip.length} bytes, more than jobs.resultBytesPerTeam (${settings.resultBytesPerTeam}): fetch the results it holds, or let them expire, and ask again`
+        if (held + bytes > settings.resultBytesPerTeam) {
+          const message = `the team's job results would take ${held + bytes} bytes, more than jobs.resultBytesPerTeam (${settings.resultBytesPerTeam}): fetch the results it holds, or let them expire, and ask again`
           result = { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message }, tookSeconds: end.tookSeconds }
           end = result
-        } else {
+        } else if (end.kind === 'done') {
           await store.keepResult(id, end.entry, now + settings.keepMs, now)
-          kept = true
         }
+        kept = true
       }
       const next = endJob(current, run, now, result, settings.keepMs) as Job
       if (!(await store.swap(current, next, now, this.#d.pushOf?.(next, now) ?? null))) continue
@@ -254,4 +256,22 @@ export class JobRunner {
       return result.kind
     }
   }
+}
+
+/**
+ * How a job ends whose read the platform answered with an answer passed on uncached: its
+ * own refusal of the report (a 4xx; its 429 requeues the job) is kept to be answered as
+ * the job's result, as a synchronous read answers it: the same bytes, which the read's
+ * checks (platform-client.ts: the token carried back; report-fetcher.ts: size) passed;
+ * larger than a job keeps, the job fails 413 GW_JOB_RESULT_TOO_LARGE. Any other (a 200 the
+ * platform said not to store) is no report a job may keep: 502 GW_UPSTREAM.
+ */
+function passedError(pass: { status: number; headers: Record<string, string>; body: Buffer; forward?: Forward }): JobError {
+  const { status, body } = pass
+  if (status < 400 || status >= 500) return { code: 'GW_UPSTREAM', statusCode: 502, message: `the platform answered ${status} to the report` }
+  if (body.length > JOB_ANSWER_BYTES) {
+    return { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message: `the platform refused the report with ${status}, an answer of ${body.length} bytes, more than a job keeps (${JOB_ANSWER_BYTES}): ask it without Prefer: respond-async` }
+  }
+  const answer = { status, headers: pass.headers, body: body.toString('base64'), ...(pass.forward ? { forward: pass.forward } : {}) }
+  return { code: PLATFORM_ANSWER, statusCode: status, message: `the platform refused the report with ${status}: the job's result is its answer, as a read of the report answers it`, answer }
 }

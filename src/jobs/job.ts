@@ -1,4 +1,5 @@
 import type { CanonicalReport } from '../reports/report-query.js'
+import type { Forward } from '../reports/report-cache.js'
 import { claim, extended, holds, released, type Leased, type Run } from './lease.js'
 
 export type { Run } from './lease.js'
@@ -23,13 +24,45 @@ export type { Run } from './lease.js'
 export type JobState = 'queued' | 'running' | 'done' | 'failed' | 'expired'
 type StoredState = Exclude<JobState, 'expired'>
 
-/** Why a job failed: the GW_* error a synchronous read would have answered. */
+/**
+ * Why a job failed: the GW_* error a synchronous read would have answered; or, with
+ * `answer` (code GW_PLATFORM_ANSWER), the platform's own refusal of the report (a 4xx but
+ * 429), which a synchronous read passes on as it is and the job's result answers so.
+ */
 export interface JobError {
   code: string
   message: string
   statusCode: number
   /** When the wait it named ends (epoch ms), for a failure that says when to come back (a 429, a 503). */
   retryAt?: number
+  answer?: PlatformAnswer
+}
+
+/**
+ * The platform's answer a job keeps to answer as its result: its status, the headers a
+ * read passes on (reports/report-fetcher.ts), its body in base64 (at most JOB_ANSWER_BYTES),
+ * and why the read went to the platform (its `cache-status`).
+ */
+export interface PlatformAnswer {
+  status: number
+  headers: Record<string, string>
+  body: string
+  forward?: Forward
+}
+
+/** The code of a job that failed with the platform's own refusal of its report (JobError.answer). */
+export const PLATFORM_ANSWER = 'GW_PLATFORM_ANSWER'
+
+/**
+ * The largest platform answer a job keeps (a refusal's body; a platform's error is a few
+ * hundred bytes): within the sealed record's bound (sealed-records.ts) with the report it
+ * holds. A larger one fails the job 413 GW_JOB_RESULT_TOO_LARGE, as a report too large does.
+ */
+export const JOB_ANSWER_BYTES = 64 * 1024
+
+/** The bytes a job's result holds: its kept report's, or its kept platform answer's. */
+export function answerBytes(error: JobError | null): number {
+  return error?.answer ? Buffer.byteLength(error.answer.body, 'base64') : 0
 }
 
 export interface Job extends Leased {
@@ -55,7 +88,7 @@ export interface Job extends Leased {
   expiresAt: number | null
   /** A requeued job is not started again before this (epoch ms). */
   notBefore: number
-  /** The bytes of its result, kept until `expiresAt`. */
+  /** The bytes of its result (a report, or the platform's answer it failed with), kept until `expiresAt`. */
   resultBytes: number
 }
 
@@ -101,7 +134,7 @@ export function renewJob(job: Job, run: Run, now: number, leaseMs: number): Job 
 export function endJob(job: Job, run: Run, now: number, outcome: Outcome, keepMs: number): Job | null {
   if (!isRun(job, run)) return null
   const ended = { ...released(job), endedAt: now, expiresAt: now + keepMs, tookSeconds: outcome.tookSeconds }
-  return outcome.kind === 'done' ? { ...ended, state: 'done', resultBytes: outcome.resultBytes } : { ...ended, state: 'failed', error: outcome.error }
+  return outcome.kind === 'done' ? { ...ended, state: 'done', resultBytes: outcome.resultBytes } : { ...ended, state: 'failed', error: outcome.error, resultBytes: answerBytes(outcome.error) }
 }
 
 /** `run` given back unfinished, not to start again before `notBefore`. */
@@ -130,10 +163,10 @@ export function dropAt(job: Job): number | null {
   return job.expiresAt === null ? null : job.expiresAt + EXPIRED_KEPT_MS
 }
 
-/** The result bytes `jobs` hold at `now`: those of done jobs not yet expired. */
+/** The result bytes `jobs` hold at `now`: those of ended jobs not yet expired (a failed one's kept platform answer). */
 export function heldResultBytes(jobs: Iterable<Job>, now: number): number {
   let bytes = 0
-  for (const j of jobs) if (stateAt(j, now) === 'done') bytes += j.resultBytes
+  for (const j of jobs) if (stateAt(j, now) !== 'expired' && ended(j)) bytes += j.resultBytes
   return bytes
 }
 
@@ -155,7 +188,7 @@ export interface JobStatus {
   placeInQueue: number | null
   expectedSeconds: number | null
   tookSeconds: number | null
-  error: { code: string; message: string } | null
+  error: { code: string; message: string; statusCode: number } | null
   expiresAt: string | null
   result: string | null
   settledThrough: string
@@ -181,7 +214,7 @@ export function jobStatus(job: Job, place: number | null, now: number, finality:
     placeInQueue: place,
     expectedSeconds: job.expectedSeconds,
     tookSeconds: job.tookSeconds,
-    error: job.error && { code: job.error.code, message: job.error.message },
+    error: job.error && { code: job.error.code, message: job.error.message, statusCode: job.error.statusCode },
     expiresAt: iso(job.expiresAt),
     result: state === 'done' ? `/api/v1/jobs/${job.id}/result` : null,
     ...finality,

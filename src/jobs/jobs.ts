@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import { JobExpiredError, JobNotDoneError, JobRunningError, JobsFullError, JobsUnavailableError, NotFoundError, WaitsFullError } from '../errors.js'
-import { cancellable, jobStatus, newJob, placeInQueue, stateAt, type Job, type JobError, type JobFinality, type JobStatus } from './job.js'
+import { cancellable, jobStatus, newJob, placeInQueue, stateAt, type Job, type JobError, type JobFinality, type JobStatus, type PlatformAnswer } from './job.js'
 import type { JobStore } from './job-store.js'
 import type { JobRunner, JobSettings } from './job-runner.js'
 import type { JobWaits, WaitRefusal } from './job-waits.js'
@@ -40,11 +40,8 @@ export interface JobAsk {
   key: string
 }
 
-/** A done job's report, and the job it ended. */
-export interface JobResult {
-  entry: CacheEntry
-  job: Job
-}
+/** A done job's report, or the platform's answer a failed one kept (job.ts, JobError.answer); and the job. */
+export type JobResult = { entry: CacheEntry; job: Job } | { answer: PlatformAnswer; job: Job }
 
 /**
  * Report jobs as callers see them (contract, "Report jobs"): asked, read (waiting for a
@@ -78,7 +75,7 @@ export class Jobs {
     return shared(() => this.#cancel(id, team))
   }
 
-  /** The report the team's job `id` ended with, and the job; its failure, or why there is none yet. */
+  /** The report the team's job `id` ended with (or the platform's answer it failed with), and the job; its failure, or why there is none yet. */
   result(id: string, team: string): Promise<JobResult> {
     return shared(() => this.#result(id, team))
   }
@@ -130,6 +127,7 @@ export class Jobs {
     const now = clock.now()
     const state = stateAt(job, now)
     if (state === 'expired') throw new JobExpiredError(id)
+    if (state === 'failed' && job.error?.answer) return { answer: job.error.answer, job }
     if (state === 'failed' && job.error) throw failureOf(job.error, now)
     if (state !== 'done') throw new JobNotDoneError(id, state)
     const entry = await store.result(id, now)

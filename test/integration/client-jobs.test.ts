@@ -70,4 +70,18 @@ describe('the client\'s report jobs', () => {
     expect((failed as GatewayError).code).toBe('GW_UPSTREAM')
     expect((await failing.status()).state).toBe('failed')
   })
+
+  it('throws a job the platform refused as a synchronous read of it throws: PLATFORM_ANSWER with the platform\'s status and body', async () => {
+    const gw = await start()
+    const client = createGatewayClient({ baseUrl: gw.url, apiKey: KEYS.all })
+    const query = { ...YEAR, spentBased: 'EUR' } as typeof YEAR
+    const sync = (await client.report('campaigns', query).catch((err: unknown) => err)) as GatewayError
+    expect([sync.code, sync.status]).toEqual(['PLATFORM_ANSWER', 422])
+    const job = await client.reportJob('campaigns', query)
+    expect(job.id).not.toBeNull()
+    const failed = (await job.result().catch((err: unknown) => err)) as GatewayError
+    expect(failed).toBeInstanceOf(GatewayError)
+    expect([failed.code, failed.status, failed.body]).toEqual(['PLATFORM_ANSWER', 422, sync.body])
+    expect((await job.status()).error).toMatchObject({ code: 'GW_PLATFORM_ANSWER', statusCode: 422 })
+  })
 })

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { gzipSync } from 'node:zlib'
 import type { CacheEntry } from '../../src/cache/cache-entry.js'
 import { etagOf } from '../../src/cache/cache-entry.js'
-import { endJob, newJob, requeueJob, startJob, type Job } from '../../src/jobs/job.js'
+import { endJob, JOB_ANSWER_BYTES, newJob, PLATFORM_ANSWER, requeueJob, startJob, type Job } from '../../src/jobs/job.js'
 import { MemoryJobStore, type JobStore } from '../../src/jobs/job-store.js'
 import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
 import { MemoryDeliveryStore, type DeliveryStore } from '../../src/jobs/delivery-store.js'
@@ -182,6 +182,31 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       expect(await store.remove(other)).toBe(true)
       expect(await store.get('b')).toBeNull()
       expect((await store.ofTeam('growth', clock.now())).map((j) => j.id)).toEqual(['a'])
+    })
+
+    it('keeps the platform\'s answer a failed job kept, of the largest size a job keeps, in its record; a failed record without one (the previous version\'s) reads as before', async () => {
+      const store = make()
+      const clock = fakeClock()
+      const job = newJob({ id: 'p', team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, clock.now())
+      await store.add(job, 10, clock.now())
+      const running = startJob(job, 'r1', clock.now(), LEASE) as Job
+      expect(await store.swap(job, running, clock.now())).toBe(true)
+      const body = Buffer.alloc(JOB_ANSWER_BYTES, 'x')
+      const answer = { status: 422, headers: { 'content-type': 'application/json' }, body: body.toString('base64'), forward: { reason: 'uri-miss' as const, collapsed: false } }
+      const error = { code: PLATFORM_ANSWER, statusCode: 422, message: 'refused', answer }
+      const failed = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error, tookSeconds: 0.1 }, KEEP) as Job
+      expect(failed.resultBytes).toBe(JOB_ANSWER_BYTES)
+      expect(await store.swap(running, failed, clock.now())).toBe(true)
+      expect((await store.get('p'))?.error).toEqual(error)
+      // A record of the previous version: a failure without an answer.
+      const { answer: _none, ...before } = error
+      const old = { ...failed, id: 'q', error: { ...before, code: 'GW_UPSTREAM', statusCode: 502 }, resultBytes: 0 }
+      await store.add({ ...job, id: 'q' }, 10, clock.now())
+      const q = (await store.get('q')) as Job
+      const qRunning = startJob(q, 'r1', clock.now(), LEASE) as Job
+      expect(await store.swap(q, qRunning, clock.now())).toBe(true)
+      expect(await store.swap(qRunning, { ...old, runner: null }, clock.now())).toBe(true)
+      expect((await store.get('q'))?.error).toEqual({ code: 'GW_UPSTREAM', statusCode: 502, message: 'refused' })
     })
 
     it('keeps a job\'s result whole: body, ETag, lifetimes', async () => {

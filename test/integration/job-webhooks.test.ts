@@ -291,6 +291,19 @@ describe('a gateway pushing its ended jobs (demo mode, the sandbox over real HTT
     expect(gw.logs.text()).not.toContain(SECRET)
     expect(gw.logs.text()).toContain('report job pushed to its team')
   })
+
+  it('pushes a job the platform refused (its 422) with the platform\'s status, GW_PLATFORM_ANSWER, not a 502; the pushed body holds no answer body', async () => {
+    const r = await receiver([{ status: 204 }])
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }, webhookYaml(r.url.replace('127.0.0.1', 'localhost')))))
+    const asked = await fetch(`${gw.url}${REPORT_PATH}?advertiserId=101&spentBased=EUR&dateFrom=2025-02-01&dateTo=2025-12-31`, { headers: { 'x-api-key': KEYS.all, prefer: 'respond-async' } })
+    expect(asked.status).toBe(202)
+    const { id } = (await asked.json()) as { id: string }
+    await waitFor('the job pushed to the receiver', () => r.got.length === 1, 10_000)
+    const pushed = JSON.parse((r.got[0] as Received).body) as JobStatus
+    expect(pushed).toEqual(await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: { 'x-api-key': KEYS.all } })).json())
+    expect(pushed).toMatchObject({ id, state: 'failed', error: { code: 'GW_PLATFORM_ANSWER', statusCode: 422 } })
+    expect(Object.keys(pushed.error ?? {}).sort()).toEqual(['code', 'message', 'statusCode'])
+  })
 })
 
 const { available } = redisAvailability('job webhooks across replicas')

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest'
 import { KEYS } from '../helpers/build-gateway.js'
 import { useSandboxGateway } from '../helpers/fixtures.js'
 import { pointer, resolveRef, type Json } from '../helpers/openapi-doc.js'
+import { waitFor } from '../helpers/wait.js'
 
 
 const env = useSandboxGateway()
@@ -41,7 +42,10 @@ function mismatches(doc: Json, ajv: Ajv2020, path: string, method: string, answe
   const declared = (response.headers ?? {}) as Record<string, unknown>
   for (const [name, h] of Object.entries(declared)) {
     const value = answer.headers.get(name)
-    if (value === null) continue
+    if (value === null) {
+      if (resolveRef(doc, h).required === true) problems.push(`header ${name} is required for ${key} but not sent`)
+      continue
+    }
     const schema = resolveRef(doc, h).schema as Json
     const typed = schema.type === 'integer' ? Number(value) : value
     if (!ajv.validate(schema, typed)) problems.push(`header ${name}: ${value}: ${ajv.errorsText()}`)
@@ -79,6 +83,38 @@ describe('the OpenAPI document against an independent validator and real answers
     const notFound = resolveRef(doc, (post.responses as Json)['404'])
     expect(JSON.stringify(notFound)).toContain('#/components/schemas/PlatformError')
     expect(resolveRef(doc, (post.responses as Json)['4XX']).content).toEqual({ 'application/json': { schema: { $ref: '#/components/schemas/PlatformError' } } })
+  })
+
+  it('declares the 202 of a report read preferring respond-async (location, preference-applied, JobStatus), and a real one, its job\'s status and a job\'s platform refusal validate', async () => {
+    const doc = await documentOf()
+    const REPORT = '/api/v1/report/{split}/get'
+    for (const method of ['get', 'post']) {
+      const accepted = resolveRef(doc, ((doc.paths as Record<string, Record<string, Json>>)[REPORT]![method]!.responses as Json)['202'])
+      const headers = accepted.headers as Record<string, Json> | undefined
+      for (const name of ['location', 'preference-applied', 'x-request-id']) expect(resolveRef(doc, headers?.[name]).required, `${method} 202 ${name}`).toBe(true)
+      expect(accepted.content, method).toEqual({ 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } })
+    }
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+    ajv.addSchema(doc, 'openapi.json')
+    const call = async (url: string, init: RequestInit = {}): Promise<Answer> => {
+      const res = await fetch(`${env.url}${url}`, { ...init, headers: { 'x-api-key': KEYS.all, ...(init.headers as Record<string, string> | undefined) } })
+      return { status: res.status, headers: res.headers, body: await res.text() }
+    }
+    const problems: string[] = []
+    const check = (what: string, path: string, method: string, answer: Answer, status: number) => {
+      if (answer.status !== status) problems.push(`${what}: status ${answer.status}, expected ${status}: ${answer.body.slice(0, 200)}`)
+      for (const p of mismatches(doc, ajv, path, method, answer)) problems.push(`${what}: ${p}`)
+    }
+    const asked = await call('/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2025-01-01&dateTo=2025-12-31', { headers: { prefer: 'respond-async' } })
+    check('GET report, respond-async', REPORT, 'get', asked, 202)
+    const posted = await call('/api/v1/report/campaigns/get', { method: 'POST', headers: { prefer: 'respond-async', 'content-type': 'application/json' }, body: JSON.stringify({ campaignIds: [1001], dateFrom: '2025-01-01', dateTo: '2025-06-30' }) })
+    check('POST report, respond-async', REPORT, 'post', posted, 202)
+    const refusedAsk = await call('/api/v1/report/campaigns/get?advertiserId=101&spentBased=EUR&dateFrom=2025-02-01&dateTo=2025-12-31', { headers: { prefer: 'respond-async' } })
+    const { id } = JSON.parse(refusedAsk.body) as { id: string }
+    await waitFor('the refused job ended', async () => (JSON.parse((await call(`/api/v1/jobs/${id}`)).body) as { state: string }).state === 'failed', 10_000, 20)
+    check('a failed job\'s status', '/api/v1/jobs/{id}', 'get', await call(`/api/v1/jobs/${id}`), 200)
+    check('a job\'s result the platform refused', '/api/v1/jobs/{id}/result', 'get', await call(`/api/v1/jobs/${id}/result`), 422)
+    expect(problems).toEqual([])
   })
 
   it('describes every answer of a sample of real requests: status, headers and body', async () => {

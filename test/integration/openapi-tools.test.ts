@@ -201,6 +201,52 @@ describe('Prism, the validating proxy', () => {
   })
 })
 
+describe('Prism with HEAD and OPTIONS, and the 202 of a report job', () => {
+  it('routes HEAD of every GET under /api/v1/ and OPTIONS of every path under it to operations of their own', () => {
+    const calls: [string, string, string][] = [
+      ['HEAD', REPORT, `HEAD ${REPORT_PATH}`],
+      ['OPTIONS', REPORT, `OPTIONS ${REPORT_PATH}`],
+      ['HEAD', '/api/v1/jobs/abc', 'HEAD /api/v1/jobs/{id}'],
+      ['OPTIONS', '/api/v1/jobs/abc', 'OPTIONS /api/v1/jobs/{id}'],
+      ['HEAD', '/api/v1/jobs/abc/result', 'HEAD /api/v1/jobs/{id}/result'],
+      ['OPTIONS', '/api/v1/jobs/abc/result', 'OPTIONS /api/v1/jobs/{id}/result'],
+      ['OPTIONS', '/api/v1/campaign/get', 'OPTIONS /api/v1/campaign/get'],
+      ['OPTIONS', '/api/v1/campaign/banner/delete/101001', 'OPTIONS /api/v1/campaign/banner/delete/{id}'],
+    ]
+    expect(calls.map(([method, url]) => routed(proxyOps, method, url))).toEqual(calls.map(([, , op]) => op))
+  })
+
+  it('holds real HEAD, OPTIONS and 202 answers to their operations: no body, allow, location and preference-applied', async () => {
+    const problems: string[] = []
+    const check = (what: string, operation: string, answer: Answer, status: number): void => {
+      if (answer.status !== status) problems.push(`${what}: status ${answer.status}, expected ${status}: ${answer.body.slice(0, 200)}`)
+      for (const v of violations(proxyOps, operation, answer)) problems.push(`${what} (${answer.status}): ${v}`)
+    }
+    const year = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2025-01-01&dateTo=2025-12-31'
+    const asked = await send(year, { headers: { prefer: 'respond-async' } })
+    check('a report asked as a job: 202', `GET ${REPORT_PATH}`, asked, 202)
+    check('a report asked as a job by HEAD: 202', `HEAD ${REPORT_PATH}`, await send(year.replace('2025-12-31', '2025-11-30'), { method: 'HEAD', headers: { prefer: 'respond-async' } }), 202)
+    const { id } = JSON.parse(asked.body) as { id: string }
+    await waitFor('the job done', async () => (JSON.parse((await send(`/api/v1/jobs/${id}`)).body) as { state: string }).state === 'done', 10_000)
+    check('HEAD of a report', `HEAD ${REPORT_PATH}`, await send(REPORT, { method: 'HEAD' }), 200)
+    check('HEAD of a job', 'HEAD /api/v1/jobs/{id}', await send(`/api/v1/jobs/${id}`, { method: 'HEAD' }), 200)
+    check('HEAD of a job\'s result', 'HEAD /api/v1/jobs/{id}/result', await send(`/api/v1/jobs/${id}/result`, { method: 'HEAD' }), 200)
+    check('HEAD of another team\'s job: 404', 'HEAD /api/v1/jobs/{id}', await send(`/api/v1/jobs/${id}`, { method: 'HEAD', key: KEYS.growth }), 404)
+    check('OPTIONS of a report', `OPTIONS ${REPORT_PATH}`, await send(REPORT, { method: 'OPTIONS', key: null }), 204)
+    check('OPTIONS of a job', 'OPTIONS /api/v1/jobs/{id}', await send(`/api/v1/jobs/${id}`, { method: 'OPTIONS', key: null }), 204)
+    check('OPTIONS of a job\'s result', 'OPTIONS /api/v1/jobs/{id}/result', await send(`/api/v1/jobs/${id}/result`, { method: 'OPTIONS', key: null }), 204)
+    check('OPTIONS of a platform path', 'OPTIONS /api/v1/campaign/get', await send('/api/v1/campaign/get', { method: 'OPTIONS', key: null }), 204)
+    // The validator holds allow to what the path serves.
+    const wrong = await send(`/api/v1/jobs/${id}`, { method: 'OPTIONS', key: null })
+    expect(violations(proxyOps, 'OPTIONS /api/v1/jobs/{id}', { ...wrong, headers: { ...wrong.headers, allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' } }).join('\n')).toContain('allow')
+    expect(problems).toEqual([])
+  })
+
+  it('routes the admin listener\'s Swagger UI files, its document as YAML included, to operations', () => {
+    expect(['/docs', '/docs/json', '/docs/yaml', '/docs/static/swagger-ui.css'].map((url) => routed(adminOps, 'GET', url))).toEqual(['GET /docs', 'GET /docs/json', 'GET /docs/yaml', 'GET /docs/static/{file}'])
+  })
+})
+
 describe('Prism\'s response validator against real answers of every status the contract lists', () => {
   it('finds what the document requires missing: the validator is not lenient', async () => {
     const answer = await send(REPORT)
@@ -382,7 +428,8 @@ const api = createClient<paths>({ baseUrl, headers: { 'x-api-key': key }, fetch:
 const writer = createClient<paths>({ baseUrl, headers: { 'x-api-key': writerKey }, fetch: fetchAndNote })
 
 const report = await api.GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: { advertiserId: 101, dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: '1' } } })
-const rows: number = report.data?.data.length ?? -1
+// Its 2xx is the report (200) or, asked with prefer: respond-async, a job's status (202): told apart by its body.
+const rows: number = report.data && 'data' in report.data ? report.data.data.length : -1
 await api.POST('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' } }, body: { campaignIds: [101001], dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: true } })
 const listed = await api.POST('/api/v1/campaign/get', { params: { query: { per_page: 50 } }, body: { userId: 101 } })
 const created = await writer.POST('/api/v1/campaign/banner/create', {

@@ -18,7 +18,7 @@ interface Status {
   placeInQueue: number | null
   tookSeconds: number | null
   expiresAt: string | null
-  error: { code: string; message: string } | null
+  error: { code: string; message: string; statusCode?: number } | null
   result: string | null
   settledThrough: string
   provisionalDays: string
@@ -223,6 +223,75 @@ describe('report jobs (demo mode, no Redis)', () => {
     await waitFor(`job ${id} ended`, async () => ['done', 'failed'].includes((await status(gw, id)).state), 10_000, 20)
   })
 
+  it('a report the platform refuses (its 422, its 404) ends the job failed with the platform\'s answer: its result is that status and body, as a synchronous read answers, never 502', async () => {
+    const admin = 'jobs-admin-token-000000000000000'
+    clock = fakeClock()
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN: admin }, teamsYamlWith({ jobs: { perReplica: 1 } })), { clock: onRealTimers(clock.now) }))
+    const refused = [
+      { path: REPORT_PATH, query: 'advertiserId=101&spentBased=EUR&dateFrom=2025-02-01&dateTo=2025-12-31', status: 422 },
+      { path: '/api/v1/report/nosuchsplit/get', query: YEAR, status: 404 },
+    ]
+    for (const { path, query, status: code } of refused) {
+      // The same read without prefer: the platform's own answer, passed through.
+      const sync = await fetch(`${gw.url}${path}?${query}`, { headers: { 'x-api-key': KEYS.all } })
+      expect([sync.status, sync.headers.get('x-cache')]).toEqual([code, 'BYPASS'])
+      const platformBody = (await sync.json()) as Record<string, unknown>
+      expect(platformBody).not.toHaveProperty('code')
+
+      const asked = await fetch(`${gw.url}${path}?${query}`, { headers: { 'x-api-key': KEYS.all, ...ASYNC } })
+      expect(asked.status).toBe(202)
+      const { id } = (await asked.json()) as Status
+      await waitFor(`job ${id} ended`, async () => (await status(gw, id)).state !== 'queued' && (await status(gw, id)).state !== 'running', 10_000, 20)
+      const ended = await status(gw, id)
+      expect(ended.state).toBe('failed')
+      expect(ended.error).toEqual({ code: 'GW_PLATFORM_ANSWER', statusCode: code, message: `the platform refused the report with ${code}: the job's result is its answer, as a read of the report answers it` })
+
+      const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+      expect(result.status).toBe(code)
+      expect(await result.json()).toEqual(platformBody)
+      expect(result.headers.get('content-type')).toBe(sync.headers.get('content-type'))
+      expect(result.headers.get('x-cache')).toBe('BYPASS')
+      expect(result.headers.get('cache-status')).toMatch(new RegExp(`^report-gateway; fwd=uri-miss.*; fwd-status=${code}$`))
+      expect(result.headers.get('x-request-id')).toBeTruthy()
+      // Its cost and finality, as every report answer carries them.
+      expect(result.headers.get('platform-usage')).toMatch(/^fill=\d+(\.\d+)?, minute=/)
+      expect(result.headers.get('report-settled-through')).toMatch(/^\d{4}-\d{2}-\d{2}$/)
+      expect(result.headers.get('report-provisional-days')).toBeTruthy()
+    }
+    // No answer was a 5xx: the team's usage counts no error, as for the synchronous reads.
+    const usage = await gw.admin.inject({ method: 'GET', url: '/admin/usage?team=all', headers: { authorization: `Bearer ${admin}` } })
+    expect((usage.json() as { usage: { errors: number }[] }).usage).toEqual([expect.objectContaining({ errors: 0 })])
+  })
+
+  it('a platform refusal a synchronous read would not pass on is not kept either: the token carried back is 502 GW_UPSTREAM, one larger than a job keeps 413', async () => {
+    clock = fakeClock()
+    const token = sandbox.issueToken()
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token }, teamsYamlWith({ jobs: { perReplica: 1 } })), { clock: onRealTimers(clock.now) }))
+    const cases = [
+      { body: { message: `invalid: ${token}` }, code: 'GW_UPSTREAM', status: 502 },
+      { body: { message: 'x'.repeat(70_000) }, code: 'GW_JOB_RESULT_TOO_LARGE', status: 413 },
+    ]
+    for (const [i, c] of cases.entries()) {
+      const query = `advertiserId=101&dateFrom=2025-0${i + 1}-01&dateTo=2025-12-31`
+      sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 422, body: c.body, times: 1 })
+      const sync = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.all } })
+      const syncText = await sync.text()
+      expect(syncText).not.toContain(token)
+      sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 422, body: c.body, times: 1 })
+      const asked = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.all, ...ASYNC } })
+      expect(asked.status).toBe(202)
+      const { id } = (await asked.json()) as Status
+      await waitFor(`job ${id} failed`, async () => (await status(gw, id)).state === 'failed', 10_000, 20)
+      expect((await status(gw, id)).error).toMatchObject({ code: c.code, statusCode: c.status })
+      const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+      expect(result.status).toBe(c.status)
+      const text = await result.text()
+      expect(text).not.toContain(token)
+      expect((JSON.parse(text) as { code: string }).code).toBe(c.code)
+      if (c.code === 'GW_UPSTREAM') expect(sync.status).toBe(502)
+    }
+  })
+
   it('bounds a team\'s open jobs (429 GW_JOBS_FULL) and its kept results (the job fails 413 GW_JOB_RESULT_TOO_LARGE)', async () => {
     const gw = await start({ maxOpenPerTeam: 2, resultBytesPerTeam: 10 })
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
@@ -239,5 +308,9 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect(result.status).toBe(413)
     // Room again once they ended.
     expect((await ask(gw, 'advertiserId=103&dateFrom=2025-01-01&dateTo=2025-06-30')).status).toBe(202)
+    // The platform's refusal a job would keep counts in the same bound.
+    const refused = (await (await ask(gw, 'advertiserId=101&spentBased=EUR&dateFrom=2025-02-01&dateTo=2025-12-31')).json()) as Status
+    await waitFor(`job ${refused.id} ended`, async () => (await status(gw, refused.id)).state === 'failed', 10_000, 20)
+    expect((await status(gw, refused.id)).error).toMatchObject({ code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413 })
   })
 })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
-  cancellable, dropAt, endJob, EXPIRED_KEPT_MS, heldResultBytes, jobStatus, newJob, placeInQueue, renewJob, requeueJob, startable, startJob, stateAt, type Job,
+  cancellable, dropAt, endJob, EXPIRED_KEPT_MS, heldResultBytes, jobStatus, newJob, placeInQueue, PLATFORM_ANSWER, renewJob, requeueJob, startable, startJob, stateAt, type Job,
 } from '../../src/jobs/job.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 import { fakeClock } from '../helpers/clock.js'
@@ -49,6 +49,20 @@ describe('report job states', () => {
     const failed = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error, tookSeconds: 2 }, KEEP) as Job
     expect(failed).toMatchObject({ state: 'failed', error, tookSeconds: 2 })
     expect(jobStatus(failed, null, clock.now(), FINALITY)).toMatchObject({ ...FINALITY, state: 'failed', error: { code: 'GW_UPSTREAM_TIMEOUT', message: error.message }, result: null })
+  })
+
+  it('running → failed with the platform\'s answer keeps it as its result: its bytes held until it expires, its status naming the code and status, never the answer', () => {
+    const clock = fakeClock()
+    const running = startJob(asked(clock), 'r1', clock.now(), LEASE) as Job
+    const body = Buffer.from('{"message":"The selected spent based is invalid."}')
+    const answer = { status: 422, headers: { 'content-type': 'application/json' }, body: body.toString('base64') }
+    const error = { code: PLATFORM_ANSWER, message: 'the platform refused the report with 422', statusCode: 422, answer }
+    const failed = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error, tookSeconds: 0.3 }, KEEP) as Job
+    expect(failed).toMatchObject({ state: 'failed', error, resultBytes: body.length })
+    expect(heldResultBytes([failed], clock.now())).toBe(body.length)
+    expect(jobStatus(failed, null, clock.now(), FINALITY).error).toEqual({ code: PLATFORM_ANSWER, message: error.message, statusCode: 422 })
+    clock.advance(KEEP)
+    expect(heldResultBytes([failed], clock.now())).toBe(0)
   })
 
   it('a running job whose lease ran out is started again by another runner, and the first run may no longer renew, end or requeue it', () => {

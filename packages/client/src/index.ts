@@ -46,6 +46,8 @@ type Flag = NonNullable<GetReportQuery['byDate']>
 export type ReportQuery = Omit<GetReportQuery, 'byDate' | 'byCampaign'> & { byDate?: boolean | Flag; byCampaign?: boolean | Flag }
 /** The JSON body of the older form, `POST /api/v1/report/{split}/get`. */
 export type ReportBody = operations['postReport']['requestBody']['content']['application/json']
+/** A report read's 202 (asked with `prefer: respond-async`, no copy answering it now): its job's status, as the document types it. */
+export type ReportAccepted = operations['getReport']['responses'][202]['content']['application/json'] & operations['postReport']['responses'][202]['content']['application/json']
 
 /** A platform call's path as it is sent, e.g. `/api/v1/campaign/get` (the query apart). */
 export type PlatformPath = `/api/v1/${string}`
@@ -406,7 +408,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       const headers: Record<string, string> = { ...(call.headers as Record<string, string> | undefined), prefer: 'respond-async' }
       const request = reportRequest(split, query, { ...call, headers })
       const response = await fetchWithPolicy(request, call.timeoutMs)
-      if (response.status === 202) return reportJob(jobCalls, (await jobCalls.json(response)) as JobStatus, null)
+      if (response.status === 202) return reportJob(jobCalls, (await jobCalls.json(response)) as ReportAccepted satisfies JobStatus, null)
       return reportJob(jobCalls, null, (await answerOf(request, response)) as ReportAnswer)
     },
     async reportByBody(split, body, call = {}) {

@@ -9,6 +9,9 @@ import { GatewayError } from './errors.js'
 export type JobStatus = components['schemas']['JobStatus']
 export type JobState = JobStatus['state']
 
+/** A failed job's `error.code` when the platform refused its report with a 4xx: its result is the platform's answer. */
+export const PLATFORM_REFUSAL = 'GW_PLATFORM_ANSWER'
+
 /** The longest the gateway holds a status call (`?wait`), in seconds. */
 export const MAX_WAIT_SECONDS = 30
 
@@ -34,7 +37,8 @@ export interface ReportJob<A> {
   status(options?: JobCallOptions & { wait?: number }): Promise<JobStatus>
   /**
    * Its report once done, waiting for it with the server's `wait`; a failed job throws its
-   * GW_* error as GatewayError, an expired one GW_JOB_EXPIRED.
+   * GW_* error as GatewayError (one the platform refused, PLATFORM_ANSWER with the
+   * platform's status and body, as a synchronous read), an expired one GW_JOB_EXPIRED.
    */
   result(options?: JobResultOptions): Promise<A>
   /** Cancels it while queued (GW_JOB_RUNNING once running); nothing when answered at once. */
@@ -78,6 +82,8 @@ export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, ans
         if (left <= 0) throw new GatewayError('CLIENT_TIMEOUT', `job ${seen.id}: still ${seen.state} after ${options.timeoutMs} ms`)
         seen = await status({ ...options, wait: Math.min(MAX_WAIT_SECONDS, Math.ceil(left / 1000)) })
       }
+      // The platform's own refusal of the report: its result is that answer, thrown as a synchronous read throws it (PLATFORM_ANSWER).
+      if (seen.state === 'failed' && seen.error?.code === PLATFORM_REFUSAL) return calls.report(`${path}/result`, options)
       if (seen.state === 'failed' && seen.error) throw new GatewayError(seen.error.code as GatewayError['code'], `${seen.error.code}: ${seen.error.message}`, { body: seen.error })
       if (seen.state === 'expired') throw new GatewayError('GW_JOB_EXPIRED', `GW_JOB_EXPIRED: the result of job ${seen.id} expired at ${seen.expiresAt}`)
       return calls.report(`${path}/result`, options)

@@ -77,8 +77,16 @@ export interface paths {
          */
         post: operations["postReport"];
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods this path takes
+         * @description Answered by the gateway before a key is read (none is needed), never forwarded: `204` with `allow`.
+         */
+        options: operations["optionsReportSplitGet"];
+        /**
+         * Read a report (cached) (HEAD: its headers only)
+         * @description Validated before anything goes upstream: an invalid value is 400 `GW_BAD_QUERY` whose message names the parameter, and a known parameter given twice is 400. The same report in different spellings (parameter order, `true` or `1`, a switched-off flag or none, `007` or `7`) is one cache entry and one platform call; the platform receives the canonical form. Every distinct query is its own entry: a report is never built out of others. Any other query parameter (for example `spentBased`) is passed on unchanged and is part of the cache key. Every GET under `/api/v1/report/` is read this way. The body is the platform's, byte for byte.
+         */
+        head: operations["headReport"];
         patch?: never;
         trace?: never;
     };
@@ -101,8 +109,16 @@ export interface paths {
          * @description Removes a job still queued (204); a running one is 409 `GW_JOB_RUNNING`.
          */
         delete: operations["cancelJob"];
-        options?: never;
-        head?: never;
+        /**
+         * The methods this path takes
+         * @description Answered by the gateway before a key is read (none is needed), never forwarded: `204` with `allow`.
+         */
+        options: operations["optionsJobsById"];
+        /**
+         * A report job's status (HEAD: its headers only)
+         * @description Its state (`queued`, `running`, `done`, `failed`, `expired`), when it was asked, started and ended, its place in its team's queue, the platform-seconds it is expected to take and took, its failure's `GW_*` code and message, and when its result expires. A job of another team is 404.
+         */
+        head: operations["headJob"];
         patch?: never;
         trace?: never;
     };
@@ -115,14 +131,22 @@ export interface paths {
         };
         /**
          * A done report job's report
-         * @description The report, answered as a report read answers it (`etag`, `cache-status`, `304` to a matching `if-none-match`). A failed job answers its failure; one not done yet 409 `GW_JOB_NOT_DONE`; an expired one 410 `GW_JOB_EXPIRED`.
+         * @description The report, answered as a report read answers it (`etag`, `cache-status`, `304` to a matching `if-none-match`). A failed job answers its failure as a synchronous read would have: its `GW_*` error, or the platform's own 4xx passed on as it is (`x-cache: BYPASS`, its error `GW_PLATFORM_ANSWER`); one not done yet 409 `GW_JOB_NOT_DONE`; an expired one 410 `GW_JOB_EXPIRED`.
          */
         get: operations["getJobResult"];
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods this path takes
+         * @description Answered by the gateway before a key is read (none is needed), never forwarded: `204` with `allow`.
+         */
+        options: operations["optionsJobsByIdResult"];
+        /**
+         * A done report job's report (HEAD: its headers only)
+         * @description The report, answered as a report read answers it (`etag`, `cache-status`, `304` to a matching `if-none-match`). A failed job answers its failure as a synchronous read would have: its `GW_*` error, or the platform's own 4xx passed on as it is (`x-cache: BYPASS`, its error `GW_PLATFORM_ANSWER`); one not done yet 409 `GW_JOB_NOT_DONE`; an expired one 410 `GW_JOB_EXPIRED`.
+         */
+        head: operations["headJobResult"];
         patch?: never;
         trace?: never;
     };
@@ -141,7 +165,11 @@ export interface paths {
          * @description Needs a team with `write: true`; a team limited to some advertisers may delete only its own campaigns (403 otherwise). The platform answers 404 for an id it does not have. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
         delete: operations["deleteCampaign"];
-        options?: never;
+        /**
+         * The methods this path takes
+         * @description Answered by the gateway before a key is read (none is needed), never forwarded: `204` with `allow`.
+         */
+        options: operations["optionsCampaignBannerDeleteById"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -173,8 +201,16 @@ export interface paths {
          * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
         delete: operations["deleteCampaignBannerUpdateById"];
-        options?: never;
-        head?: never;
+        /**
+         * The methods this path takes
+         * @description Answered by the gateway before a key is read (none is needed), never forwarded: `204` with `allow`.
+         */
+        options: operations["optionsCampaignBannerUpdateById"];
+        /**
+         * A platform call on a campaign (forwarded) (HEAD: its headers only)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        head: operations["headCampaignBannerUpdateById"];
         /**
          * A platform call on a campaign (forwarded)
          * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
@@ -209,8 +245,16 @@ export interface paths {
          * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
         delete: operations["deleteCampaignBannerById"];
-        options?: never;
-        head?: never;
+        /**
+         * The methods this path takes
+         * @description Answered by the gateway before a key is read (none is needed), never forwarded: `204` with `allow`.
+         */
+        options: operations["optionsCampaignBannerById"];
+        /**
+         * A platform call on a campaign (forwarded) (HEAD: its headers only)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        head: operations["headCampaignBannerById"];
         /**
          * A platform call on a campaign (forwarded)
          * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
@@ -245,8 +289,16 @@ export interface paths {
          * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
          */
         delete: operations["deleteCampaignById"];
-        options?: never;
-        head?: never;
+        /**
+         * The methods this path takes
+         * @description Answered by the gateway before a key is read (none is needed), never forwarded: `204` with `allow`.
+         */
+        options: operations["optionsCampaignById"];
+        /**
+         * A platform call on a campaign (forwarded) (HEAD: its headers only)
+         * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
+         */
+        head: operations["headCampaignById"];
         /**
          * A platform call on a campaign (forwarded)
          * @description A path whose `{id}` names a campaign (`ownership.campaignPaths`); what the platform takes on it is the platform's. Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
@@ -269,7 +321,11 @@ export interface paths {
          */
         post: operations["listCampaigns"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods this path takes
+         * @description Answered by the gateway before a key is read (none is needed), never forwarded: `204` with `allow`.
+         */
+        options: operations["optionsCampaignGet"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -289,7 +345,11 @@ export interface paths {
          */
         post: operations["createCampaign"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods this path takes
+         * @description Answered by the gateway before a key is read (none is needed), never forwarded: `204` with `allow`.
+         */
+        options: operations["optionsCampaignBannerCreate"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -926,9 +986,12 @@ export interface components {
             expectedSeconds: number | null;
             /** @description Platform-seconds (seat-time) of the call its result came from: its own, or the one it joined (an identical job, a caller's fill, another replica's); 0 when a copy the cache had answered it. */
             tookSeconds: number | null;
+            /** @description A failed job's failure: the `GW_*` error a synchronous read of its report would have answered, which its result answers; `GW_PLATFORM_ANSWER` when the platform refused the report with a 4xx (a 422 of its validation, a 404 of an unknown split): its result is then the platform's own answer, with that status, as a synchronous read passes it on. */
             error: {
                 code: string;
                 message: string;
+                /** @description The status its result answers (the platform's, for `GW_PLATFORM_ANSWER`). */
+                statusCode?: number;
             } | null;
             /**
              * Format: date-time
@@ -1302,6 +1365,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1325,6 +1390,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1337,6 +1404,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1349,6 +1418,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1361,6 +1432,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1373,6 +1446,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1385,6 +1460,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1398,6 +1475,8 @@ export interface components {
                 "retry-after": components["headers"]["retry-after"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1410,6 +1489,8 @@ export interface components {
                 "x-request-id": components["headers"]["x-request-id"];
                 ratelimit: components["headers"]["ratelimit"];
                 "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                "x-cache": components["headers"]["x-cache-if-passed"];
+                "cache-status": components["headers"]["cache-status-if-passed"];
                 [name: string]: unknown;
             };
             content: {
@@ -1497,6 +1578,10 @@ export interface components {
         ratelimit: string;
         /** @description For a team with a rate limit: its quota and window in seconds, e.g. `"default";q=600;w=60`. */
         "ratelimit-policy": string;
+        /** @description Where the job is: `/api/v1/jobs/{id}`; its status there, its report at `/result` once done. */
+        location: string;
+        /** @description `respond-async` (RFC 7240): the read was taken as a job. */
+        "preference-applied": "respond-async";
         /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. */
         "platform-usage": string;
         /** @description The last day (`YYYY-MM-DD`, the platform's calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform. */
@@ -1749,7 +1834,31 @@ export interface components {
                     };
                 };
             };
-            options?: never;
+            /**
+             * The methods this path takes
+             * @description Answered by the gateway before a key is read (none is needed), never forwarded: `204` with `allow`.
+             */
+            options: {
+                parameters: {
+                    query?: never;
+                    header?: never;
+                    path?: never;
+                    cookie?: never;
+                };
+                requestBody?: never;
+                responses: {
+                    /** @description No body; `allow` names the methods of this path. */
+                    204: {
+                        headers: {
+                            /** @description The methods this path takes (RFC 9110, 10.2.1). */
+                            allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+                            "x-request-id": components["headers"]["x-request-id"];
+                            [name: string]: unknown;
+                        };
+                        content?: never;
+                    };
+                };
+            };
             /**
              * Any other platform call, by its real path (forwarded)
              * @description Forwarded to the platform with the gateway's token, after the target, the key (401), the read/write rule (403) and the rate limit (429), then the body and the advertiser and campaign scope (403). Only GET, HEAD, POST, PUT, PATCH and DELETE are forwarded: OPTIONS is answered by the gateway (204 with `allow`), and any other method (TRACE, CONNECT, QUERY, …) is 405 `GW_METHOD_NOT_ALLOWED` with `allow`, before the key is read. Reads are GET and HEAD calls, and POST calls whose path ends in `/get`; anything else is a write and needs a team with `write: true`. JSON and form bodies are parsed, checked and re-serialized (nesting at most 32 levels, at most 256 keys, UTF-8); bodies over 1048576 bytes are 413. The platform's answer is passed back as it is, its 5xx as 502 `GW_UPSTREAM`, and so is an answer that carries the gateway's token back (in a header, or in its body, decoded from gzip, deflate or br). Examples: `POST /api/v1/campaign/get?per_page=200` with `{"userId": 101}`; `DELETE /api/v1/campaign/banner/delete/101001?userId=101`.
@@ -1996,6 +2105,20 @@ export interface operations {
                     "application/json": components["schemas"]["Report"];
                 };
             };
+            /** @description Asked with `prefer: respond-async` and no copy answers it now: a report job (docs/jobs.md), its status in the body; `location` is where to read it. */
+            202: {
+                headers: {
+                    location: components["headers"]["location"];
+                    "preference-applied": components["headers"]["preference-applied"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStatus"];
+                };
+            };
             /** @description `if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body. */
             304: {
                 headers: {
@@ -2125,6 +2248,20 @@ export interface operations {
                     "application/json": components["schemas"]["Report"];
                 };
             };
+            /** @description Asked with `prefer: respond-async` and no copy answers it now: a report job (docs/jobs.md), its status in the body; `location` is where to read it. */
+            202: {
+                headers: {
+                    location: components["headers"]["location"];
+                    "preference-applied": components["headers"]["preference-applied"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStatus"];
+                };
+            };
             /** @description `if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body. */
             304: {
                 headers: {
@@ -2170,6 +2307,266 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["PlatformError"];
                 };
+            };
+        };
+    };
+    optionsReportSplitGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No body; `allow` names the methods of this path. */
+            204: {
+                headers: {
+                    /** @description The methods this path takes (RFC 9110, 10.2.1). */
+                    allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+                    "x-request-id": components["headers"]["x-request-id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    headReport: {
+        parameters: {
+            query: {
+                /** @description The account whose report this is: digits only (`007` is `7`), one the team may read (else 403 `GW_FORBIDDEN`). */
+                advertiserId: number;
+                /** @description First day, a real calendar date `YYYY-MM-DD` (`2026-02-30` is 400). Must not be after `dateTo`; the range spans at most 400 days. */
+                dateFrom: string;
+                /** @description Last day, included; a real calendar date `YYYY-MM-DD`, not before `dateFrom`, at most 400 days after it counting both ends. */
+                dateTo: string;
+                /** @description One row per day. `1` or `true` switch it on; `0`, `false` or leaving it out switch it off. Anything else (`TRUE`, `yes`) is 400 `GW_BAD_QUERY`. */
+                byDate?: "1" | "true" | "0" | "false";
+                /** @description One row per campaign. `1` or `true` switch it on; `0`, `false` or leaving it out switch it off. Anything else (`TRUE`, `yes`) is 400 `GW_BAD_QUERY`. */
+                byCampaign?: "1" | "true" | "0" | "false";
+                /** @description Passed on to the platform as it is: the currency `spent` is reported in (US dollars or the advertiser's own); the platform decides which values it takes. */
+                spentBased?: string;
+            };
+            header?: {
+                /** @description `no-cache` without a validator (`if-none-match`, `if-modified-since`), from a team given `refresh: true`, forces a fresh copy from the platform (`x-cache: REFRESH`; concurrent ones share one platform call), unless the copy is younger than `cache.refreshMinAge`: then that copy answers it (`HIT`). With a validator (fetch() adds `no-cache` to a request that carries one), or from another team, it is a read like any other. */
+                "cache-control"?: string;
+                /** @description `no-cache`: as `cache-control: no-cache`. */
+                pragma?: string;
+                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (a typed client asks it with its own call: the `202` is not among this operation's answers); a copy that answers now is answered as usual. A forced refresh is read as it asks. */
+                prefer?: string;
+                /** @description The `etag` the caller holds (either form, or `*`): `304` with no body while the report has not changed. A read that carries it is answered from the gateway's copy, whatever its `cache-control` says. */
+                "if-none-match"?: string;
+                /** @description Not compared (answers carry no `last-modified`): a read that carries it is answered `200` from the gateway's copy, whatever its `cache-control` says. */
+                "if-modified-since"?: string;
+                /** @description Passed on to the platform and returned; one is made when absent, malformed, or starting with a prefix of the gateway's own calls (`ownership-`, `token-probe-`). */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The report split, as the platform names it: `campaigns`, `adPlacementPositions`, `creatives`. A split the platform does not have is its 404. */
+                split: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The platform's report, byte for byte (from the cache, or fetched now). */
+            200: {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    age: components["headers"]["age"];
+                    "cache-control": components["headers"]["cache-control"];
+                    etag: components["headers"]["etag"];
+                    vary: components["headers"]["vary"];
+                    "content-encoding": components["headers"]["content-encoding"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Asked with `prefer: respond-async` and no copy answers it now: a report job (docs/jobs.md), its status in the body; `location` is where to read it. */
+            202: {
+                headers: {
+                    location: components["headers"]["location"];
+                    "preference-applied": components["headers"]["preference-applied"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body. */
+            304: {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    age: components["headers"]["age"];
+                    "cache-control": components["headers"]["cache-control"];
+                    etag: components["headers"]["etag"];
+                    vary: components["headers"]["vary"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_UNAUTHORIZED`: No key, or an unknown, expired or revoked one. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "www-authenticate": components["headers"]["www-authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+            408: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends. `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. Or the platform's own 431 answer, passed through (`PlatformError`, no `code`). */
+            431: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_PLATFORM_AUTH`: The platform refused the gateway's token and no new one could be had. Cached reports are still served. `GW_PLATFORM_REFUSED`: The platform answered 401 to this call although it accepts the gateway's token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried. `GW_UPSTREAM`: The platform failed (a 5xx, a broken connection, or an answer that carried the gateway's token back) and no stale copy exists. */
+            502: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+            504: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
@@ -2254,6 +2651,213 @@ export interface operations {
             504: components["responses"]["job-504"];
         };
     };
+    optionsJobsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No body; `allow` names the methods of this path. */
+            204: {
+                headers: {
+                    /** @description The methods this path takes (RFC 9110, 10.2.1). */
+                    allow: "GET, HEAD, DELETE, OPTIONS";
+                    "x-request-id": components["headers"]["x-request-id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    headJob: {
+        parameters: {
+            query?: {
+                /** @description Holds the answer until the job's state changes, at most this many seconds (0-30). */
+                wait?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The job's id, from the `location` of its 202. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job's status. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_UNAUTHORIZED`: No key, or an unknown, expired or revoked one. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "www-authenticate": components["headers"]["www-authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+            408: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. `GW_JOB_RUNNING`: DELETE of a job already running: only a queued job is cancelled. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_JOB_EXPIRED`: The result of a job past its `expiresAt` was asked: ask the report again. Or the platform's own 410 answer, passed through (`PlatformError`, no `code`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over `jobs.resultBytesPerTeam`: the job failed with it. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends. `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. Or the platform's own 431 answer, passed through (`PlatformError`, no `code`). */
+            431: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_PLATFORM_AUTH`: The platform refused the gateway's token and no new one could be had. Cached reports are still served. `GW_PLATFORM_REFUSED`: The platform answered 401 to this call although it accepts the gateway's token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried. `GW_UPSTREAM`: The platform failed (a 5xx, a broken connection, or an answer that carried the gateway's token back) and no stale copy exists. */
+            502: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+            504: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     getJobResult: {
         parameters: {
             query?: never;
@@ -2319,6 +2923,269 @@ export interface operations {
             502: components["responses"]["job-502"];
             503: components["responses"]["job-503"];
             504: components["responses"]["job-504"];
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+        };
+    };
+    optionsJobsByIdResult: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No body; `allow` names the methods of this path. */
+            204: {
+                headers: {
+                    /** @description The methods this path takes (RFC 9110, 10.2.1). */
+                    allow: "GET, HEAD, OPTIONS";
+                    "x-request-id": components["headers"]["x-request-id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    headJobResult: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id, from the `location` of its 202. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The platform's report, byte for byte (from the cache, or fetched now). */
+            200: {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    age: components["headers"]["age"];
+                    "cache-control": components["headers"]["cache-control"];
+                    etag: components["headers"]["etag"];
+                    vary: components["headers"]["vary"];
+                    "content-encoding": components["headers"]["content-encoding"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body. */
+            304: {
+                headers: {
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    age: components["headers"]["age"];
+                    "cache-control": components["headers"]["cache-control"];
+                    etag: components["headers"]["etag"];
+                    vary: components["headers"]["vary"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_BAD_QUERY`: A report parameter is invalid; the message names it, e.g. `dateFrom: not a calendar date (2026-02-30)`. `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_UNAUTHORIZED`: No key, or an unknown, expired or revoked one. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "www-authenticate": components["headers"]["www-authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+            408: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_JOB_NOT_DONE`: The result of a job still queued or running was asked: GET its status (with `?wait=N`) first. `GW_JOB_RUNNING`: DELETE of a job already running: only a queued job is cancelled. Or the platform's own 409 answer, passed through (`PlatformError`, no `code`). */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_JOB_EXPIRED`: The result of a job past its `expiresAt` was asked: ask the report again. Or the platform's own 410 answer, passed through (`PlatformError`, no `code`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_JOB_RESULT_TOO_LARGE`: A job's report is larger than `cache.maxEntryBytes`, or would take the team's kept job results over `jobs.resultBytesPerTeam`: the job failed with it. `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_JOBS_FULL`: A report asked with `Prefer: respond-async` while the team has `jobs.maxOpenPerTeam` jobs queued or running; ask again when one ends. `GW_PLATFORM_TIME_SPENT`: The team spent its platform-seconds of the UTC day (`teams.<name>.platformSecondsPerDay`) and the cache has no copy of the report to answer; `retry-after` says when the day ends. Cached copies are still answered, however old (to their stale-if-error end). `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. `GW_WAITS_FULL`: A status call with `?wait` of a job still open while the team holds `jobs.maxWaitsPerTeam` waits on the replica, or the replica `jobs.maxWaits`: answered at once; ask again after `retry-after`, or without `?wait`. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. Or the platform's own 431 answer, passed through (`PlatformError`, no `code`). */
+            431: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache-if-passed"];
+                    "cache-status": components["headers"]["cache-status-if-passed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_PLATFORM_AUTH`: The platform refused the gateway's token and no new one could be had. Cached reports are still served. `GW_PLATFORM_REFUSED`: The platform answered 401 to this call although it accepts the gateway's token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried. `GW_UPSTREAM`: The platform failed (a 5xx, a broken connection, or an answer that carried the gateway's token back) and no stale copy exists. */
+            502: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_JOBS_UNAVAILABLE`: Jobs are kept in Redis, which cannot be read now; `retry-after` says when to try again. (A report read with `prefer: respond-async` is then answered as if it had none.) `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+            504: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "x-cache": components["headers"]["x-cache"];
+                    "cache-status": components["headers"]["cache-status"];
+                    "platform-usage": components["headers"]["platform-usage"];
+                    "report-settled-through": components["headers"]["report-settled-through"];
+                    "report-provisional-days": components["headers"]["report-provisional-days"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     deleteCampaign: {
@@ -2376,6 +3243,27 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["PlatformError"];
                 };
+            };
+        };
+    };
+    optionsCampaignBannerDeleteById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No body; `allow` names the methods of this path. */
+            204: {
+                headers: {
+                    /** @description The methods this path takes (RFC 9110, 10.2.1). */
+                    allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+                    "x-request-id": components["headers"]["x-request-id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
@@ -2615,6 +3503,188 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["PlatformError"];
                 };
+            };
+        };
+    };
+    optionsCampaignBannerUpdateById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No body; `allow` names the methods of this path. */
+            204: {
+                headers: {
+                    /** @description The methods this path takes (RFC 9110, 10.2.1). */
+                    allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+                    "x-request-id": components["headers"]["x-request-id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    headCampaignBannerUpdateById: {
+        parameters: {
+            query?: {
+                /** @description The account the call acts for. A team limited to some advertisers names it here on a call without a body (DELETE, GET): else 403. */
+                userId?: number;
+            };
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_UNAUTHORIZED`: No key, or an unknown, expired or revoked one. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "www-authenticate": components["headers"]["www-authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+            408: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. Or the platform's own 431 answer, passed through (`PlatformError`, no `code`). */
+            431: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_PLATFORM_AUTH`: The platform refused the gateway's token and no new one could be had. Cached reports are still served. `GW_PLATFORM_REFUSED`: The platform answered 401 to this call although it accepts the gateway's token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried. `GW_UPSTREAM`: The platform failed (a 5xx, a broken connection, or an answer that carried the gateway's token back) and no stale copy exists. */
+            502: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+            504: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+            "2XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
@@ -2917,6 +3987,188 @@ export interface operations {
             };
         };
     };
+    optionsCampaignBannerById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No body; `allow` names the methods of this path. */
+            204: {
+                headers: {
+                    /** @description The methods this path takes (RFC 9110, 10.2.1). */
+                    allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+                    "x-request-id": components["headers"]["x-request-id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    headCampaignBannerById: {
+        parameters: {
+            query?: {
+                /** @description The account the call acts for. A team limited to some advertisers names it here on a call without a body (DELETE, GET): else 403. */
+                userId?: number;
+            };
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_UNAUTHORIZED`: No key, or an unknown, expired or revoked one. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "www-authenticate": components["headers"]["www-authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+            408: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. Or the platform's own 431 answer, passed through (`PlatformError`, no `code`). */
+            431: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_PLATFORM_AUTH`: The platform refused the gateway's token and no new one could be had. Cached reports are still served. `GW_PLATFORM_REFUSED`: The platform answered 401 to this call although it accepts the gateway's token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried. `GW_UPSTREAM`: The platform failed (a 5xx, a broken connection, or an answer that carried the gateway's token back) and no stale copy exists. */
+            502: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+            504: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+            "2XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     patchCampaignBannerById: {
         parameters: {
             query?: never;
@@ -3216,6 +4468,188 @@ export interface operations {
             };
         };
     };
+    optionsCampaignById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No body; `allow` names the methods of this path. */
+            204: {
+                headers: {
+                    /** @description The methods this path takes (RFC 9110, 10.2.1). */
+                    allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+                    "x-request-id": components["headers"]["x-request-id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    headCampaignById: {
+        parameters: {
+            query?: {
+                /** @description The account the call acts for. A team limited to some advertisers names it here on a call without a body (DELETE, GET): else 403. */
+                userId?: number;
+            };
+            header?: {
+                /** @description Passed on to the platform and returned; one is made when absent or malformed. */
+                "x-request-id"?: string;
+            };
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `GW_BAD_REQUEST`: A malformed request target or body: `#`, control characters or non-ASCII in the target, a parameter name that is not plain, `_method` (also a multipart part so named), a team key in the target or the body, a body that is not valid JSON or UTF-8, too deep or with too many keys, a `Connection` naming a header the gateway reads; a request Node cannot read (a malformed head, no `Host`). Or the platform's own 400 answer, passed through (`PlatformError`, no `code`). */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_UNAUTHORIZED`: No key, or an unknown, expired or revoked one. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "www-authenticate": components["headers"]["www-authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_FORBIDDEN`: The team may not use this advertiser or campaign, may not write, or did not name its account where the platform reads it. Or the platform's own 403 answer, passed through (`PlatformError`, no `code`). */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_NOT_FOUND`: A path outside `/api/v1/`, the platform's token request path, or a path that would leave `/api/v1/` once decoded. Or the platform's own 404 answer, passed through (`PlatformError`, no `code`). */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_REQUEST_TIMEOUT`: The body did not arrive within `limits.bodyTimeout` of the headers, or the request not whole within `server.requestTimeout`; the connection is closed. Or the platform's own 408 answer, passed through (`PlatformError`, no `code`). */
+            408: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_PAYLOAD_TOO_LARGE`: The body is over `bodyLimit` (a POST report body: over `limits.reportBody`). Or the platform's own 413 answer, passed through (`PlatformError`, no `code`). */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_RATE_LIMITED`: The team's rate limit is spent; `retry-after` says when to try again. Or the platform's own 429 answer, passed through (`PlatformError`, no `code`). */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_HEADERS_TOO_LARGE`: The request line and header fields together are larger than Node reads (16 KiB, `maxHeaderSize`): a long request target too. Nothing of the request was read; the connection is closed. Or the platform's own 431 answer, passed through (`PlatformError`, no `code`). */
+            431: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_INTERNAL`: An unexpected fault of the gateway; details only in its log, under the response's `x-request-id`. */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_PLATFORM_AUTH`: The platform refused the gateway's token and no new one could be had. Cached reports are still served. `GW_PLATFORM_REFUSED`: The platform answered 401 to this call although it accepts the gateway's token (its probe call says so): a route the token may not use. The token stays in use; nothing was retried. `GW_UPSTREAM`: The platform failed (a 5xx, a broken connection, or an answer that carried the gateway's token back) and no stale copy exists. */
+            502: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_ANSWER_BUDGET`: The answers on their way to callers hold all the memory `platform.bufferTotalBytes` gives them, and none could be cut off for this one; `retry-after` says when the readers' pace frees the room. `GW_OVERLOADED`: The credential's queue of platform calls is full, or the wait timed out; `retry-after` says when to try again. `GW_SHUTTING_DOWN`: This replica is shutting down and its grace (`shutdownGrace`) ended before the call could be answered (a platform call still under way is aborted then); with `retry-after: 0`: another replica answers a retry. */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "retry-after": components["headers"]["retry-after"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `GW_UPSTREAM_TIMEOUT`: The platform did not answer within `platform.timeout` and no stale copy exists. */
+            504: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The platform's answer, passed back as it is (without its cookies and hop-by-hop headers). */
+            "2XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The platform's own 4xx answer (e.g. 422 with its validation errors), passed through as it is. The gateway's own 4xx answers are listed by status. */
+            "4XX": {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    ratelimit: components["headers"]["ratelimit"];
+                    "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     patchCampaignById: {
         parameters: {
             query?: never;
@@ -3369,6 +4803,27 @@ export interface operations {
             };
         };
     };
+    optionsCampaignGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No body; `allow` names the methods of this path. */
+            204: {
+                headers: {
+                    /** @description The methods this path takes (RFC 9110, 10.2.1). */
+                    allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+                    "x-request-id": components["headers"]["x-request-id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     createCampaign: {
         parameters: {
             query?: never;
@@ -3481,6 +4936,27 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["PlatformError"];
                 };
+            };
+        };
+    };
+    optionsCampaignBannerCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No body; `allow` names the methods of this path. */
+            204: {
+                headers: {
+                    /** @description The methods this path takes (RFC 9110, 10.2.1). */
+                    allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+                    "x-request-id": components["headers"]["x-request-id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

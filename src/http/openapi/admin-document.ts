@@ -67,6 +67,16 @@ const PLAIN_ROUTES: Record<string, Json> = {
     'x-errors': { GW_NOT_FOUND: 'No script of the console has that name.' },
   },
   '/docs/': { tags: ['description'], operationId: 'getDocs', summary: 'Swagger UI of the proxy listener\'s document', response: { 200: text('text/html', 'The page.') } },
+  '/docs/yaml': { tags: ['description'], operationId: 'getProxyDocumentYaml', summary: 'The proxy listener\'s OpenAPI document as YAML', response: { 200: text('application/x-yaml', 'The proxy listener\'s document.') } },
+  '/docs/static/*': {
+    tags: ['description'],
+    operationId: 'getDocsFile',
+    summary: 'Swagger UI\'s own files (its scripts, styles and images)',
+    description: '`index.html` is answered `302` to `/docs/`.',
+    params: { type: 'object', required: ['file'], properties: { file: { type: 'string', description: 'A file of Swagger UI, e.g. `swagger-ui.css`.' } } },
+    response: { 200: { description: 'The file.', content: { '*/*': { schema: { type: 'string' } } } }, 302: { description: 'To `/docs/` (for `index.html`).' } },
+    'x-errors': { GW_NOT_FOUND: 'No file of Swagger UI has that name.' },
+  },
   '/docs/json': {
     tags: ['description'],
     operationId: 'getProxyDocument',
@@ -133,6 +143,8 @@ function completeOperation(path: string, method: string, op: Json, used: Set<str
 export function completeAdminDocument(doc: Json): Json {
   const used = new Set<string>()
   for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
+    // HEAD of a GET is left out on this listener, as Fastify's own; Swagger UI's files route it beside GET.
+    delete item.head
     for (const [method, op] of Object.entries(item)) {
       // The methods of one route share one operation object.
       const own = structuredClone(op)
@@ -196,8 +208,9 @@ export const adminSwaggerOptions: FastifyDynamicSwaggerOptions = {
       },
     },
   },
-  // Swagger UI's page is its prefix's `/` route: `/docs/`, which Fastify also serves as `/docs`.
-  transform: ({ schema, url }) => ({ schema: (PLAIN_ROUTES[url] ?? schema) as never, url: url === '/docs/' ? '/docs' : url }),
+  // Swagger UI's page is its prefix's `/` route: `/docs/`, which Fastify also serves as `/docs`;
+  // its files' route (`/docs/static/*`) is a path of one file.
+  transform: ({ schema, url }) => ({ schema: (PLAIN_ROUTES[url] ?? schema) as never, url: url === '/docs/' ? '/docs' : url === '/docs/static/*' ? '/docs/static/{file}' : url }),
   transformObject: (documents) => completeAdminDocument((documents as { openapiObject: Json }).openapiObject) as never,
 }
 

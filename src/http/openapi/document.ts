@@ -5,7 +5,9 @@ import type { FastifyInstance } from 'fastify'
 import { PROXY_CHALLENGE } from '../server.js'
 import { errorResponseComponents, errorResponses, errorSchemas, PLATFORM_ERROR_SCHEMA, RATE_LIMIT_HEADERS } from './error-responses.js'
 import { JOB_STATUS_SCHEMA, jobSuccess } from './job-schemas.js'
-import { knownPlatformPaths, plainParameters, type KnownOperation, type PlatformPathSettings } from './platform-paths.js'
+import { knownPlatformPaths, operationName, plainParameters, type KnownOperation, type PlatformPathSettings } from './platform-paths.js'
+import { headAndOptions, optionsOperation } from './implied-methods.js'
+import { API_ALLOW } from '../methods.js'
 import { REPORT_ROW_SCHEMA, REPORT_SCHEMA } from './report-rows.js'
 import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from '../reads/report-facts.js'
 
@@ -81,6 +83,8 @@ const HEADERS: Json = {
     pattern: '^"default";r=\\d+;t=\\d+$',
   }),
   'ratelimit-policy': header('For a team with a rate limit: its quota and window in seconds, e.g. `"default";q=600;w=60`.', { type: 'string', pattern: '^"default";q=\\d+;w=\\d+$' }),
+  location: always('Where the job is: `/api/v1/jobs/{id}`; its status there, its report at `/result` once done.', { type: 'string', pattern: '^/api/v1/jobs/[A-Za-z0-9_-]{1,64}$' }),
+  'preference-applied': always('`respond-async` (RFC 7240): the read was taken as a job.', { const: 'respond-async' }),
   [USAGE_HEADER]: always(
     'What the answer cost and the team\'s use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer\'s headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team\'s platform-seconds over the last 60 s (this replica\'s calls); `share` (when known) `minute` as a percentage of the team\'s share of its credential\'s limit over a minute (its weight among the credential\'s teams), over 100 while it uses seats others leave idle; `day` the team\'s platform-seconds of the UTC day, every replica\'s (another replica\'s within two `usage.flush`); `day-limit` the team\'s `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`.',
     { type: 'string', pattern: '^fill=\\d+(\\.\\d{1,3})?, minute=\\d+\\.\\d{3}(, share=\\d+)?, day=\\d+\\.\\d{3}(, day-limit=\\d+\\.\\d{3})?, reset=\\d+$' },
@@ -130,6 +134,11 @@ function reportResponses(): Json {
       description: 'The platform\'s report, byte for byte (from the cache, or fetched now).',
       headers: { ...Object.fromEntries(['x-cache', 'cache-status', 'age', 'cache-control', 'etag', 'vary', 'content-encoding', 'x-request-id', ...REPORT_FACTS].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Report' } } },
+    },
+    '202': {
+      description: 'Asked with `prefer: respond-async` and no copy answers it now: a report job (docs/jobs.md), its status in the body; `location` is where to read it.',
+      headers: { ...Object.fromEntries(['location', 'preference-applied', 'x-request-id'].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } },
     },
     '304': {
       description: '`if-none-match` names the entry about to be answered (`HIT`, `STALE`, `MISS` or `REFRESH`): no body.',
@@ -195,15 +204,6 @@ function platformPaths(generic: Record<string, Json>, settings: PlatformPathSett
   return { paths, call }
 }
 
-/** `/api/v1/campaign/banner/{id}` → `CampaignBannerById`: an operationId's part of a path. */
-function operationName(path: string): string {
-  return path
-    .replace(/^\/api\/v1\//, '')
-    .split('/')
-    .map((part) => (part === '{id}' ? 'ById' : part.replace(/(^|[^A-Za-z0-9])([a-z])/g, (_m, _sep: string, c: string) => c.toUpperCase()).replace(/[^A-Za-z0-9]/g, '')))
-    .join('')
-}
-
 /** Fills in what route schemas cannot hold; see the top of this file. */
 export function completeDocument(doc: Json, settings: PlatformPathSettings): Json {
   const paths = doc.paths as Record<string, Record<string, Json>>
@@ -234,6 +234,8 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
     responses: errorResponseComponents(),
     pathItems: { PlatformCall: platform.call },
   }
+  headAndOptions(paths, (doc.components as { responses: Record<string, Json> }).responses, ref('x-request-id'))
+  platform.call.options = optionsOperation(API_ALLOW, ref('x-request-id'))
   return doc
 }
 
@@ -278,6 +280,8 @@ export const swaggerOptions = (settings: PlatformPathSettings): FastifyDynamicSw
         description:
           'Every other call under `/api/v1/`, forwarded to the platform. The platform paths the gateway knows have operations of their own; a call of any other path under `/api/v1/` is forwarded the same way (`components.pathItems.PlatformCall` describes it), by its real path.',
       },
+      { name: 'jobs', description: 'Report jobs: a report read asked with `prefer: respond-async`, its status, its result, its cancel.' },
+      { name: 'methods', description: 'OPTIONS of every path under `/api/v1/`: the methods it takes, answered by the gateway. HEAD of every GET is the GET without its body.' },
       { name: 'health', description: 'Liveness and readiness (also on the admin listener).' },
       { name: 'description', description: 'This document.' },
     ],

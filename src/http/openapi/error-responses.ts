@@ -140,8 +140,8 @@ export function errorResponseComponents(): Json {
           ...(status === 429 || status === 503 ? { 'retry-after': { $ref: '#/components/headers/retry-after' } } : {}),
           // A 401 names how to authenticate; it comes before the key is known, so with no rate-limit standing.
           ...(status === 401 ? { 'www-authenticate': { $ref: '#/components/headers/www-authenticate' } } : RATE_LIMIT_HEADERS),
-          // A report's platform answer passed on uncached says so: `x-cache: BYPASS`, its cache-status (not the gateway's own error).
-          ...(platform && kind === 'report' ? { 'x-cache': { $ref: '#/components/headers/x-cache-if-passed' }, 'cache-status': { $ref: '#/components/headers/cache-status-if-passed' } } : {}),
+          // A report's platform answer passed on uncached (a job's result too) says so: `x-cache: BYPASS`, its cache-status (not the gateway's own error).
+          ...(platform && kind !== 'platform' ? { 'x-cache': { $ref: '#/components/headers/x-cache-if-passed' }, 'cache-status': { $ref: '#/components/headers/cache-status-if-passed' } } : {}),
         },
         content: { 'application/json': { schema: refs.length === 1 ? refs[0] : { anyOf: refs } } },
       }

@@ -29,7 +29,7 @@ export function jobResultSchema(): FastifySchema {
     tags: ['jobs'],
     operationId: 'getJobResult',
     summary: 'A done report job\'s report',
-    description: 'The report, answered as a report read answers it (`etag`, `cache-status`, `304` to a matching `if-none-match`). A failed job answers its failure; one not done yet 409 `GW_JOB_NOT_DONE`; an expired one 410 `GW_JOB_EXPIRED`.',
+    description: 'The report, answered as a report read answers it (`etag`, `cache-status`, `304` to a matching `if-none-match`). A failed job answers its failure as a synchronous read would have: its `GW_*` error, or the platform\'s own 4xx passed on as it is (`x-cache: BYPASS`, its error `GW_PLATFORM_ANSWER`); one not done yet 409 `GW_JOB_NOT_DONE`; an expired one 410 `GW_JOB_EXPIRED`.',
     params: JOB_ID,
   }
 }
@@ -61,7 +61,16 @@ export const JOB_STATUS_SCHEMA: Json = {
     placeInQueue: { type: ['integer', 'null'], minimum: 1, description: 'Among its team\'s queued jobs (1: next); null unless queued.' },
     expectedSeconds: { type: ['number', 'null'], description: 'Platform-seconds a call of its kind takes for the team, as the governor expects; null: not known yet.' },
     tookSeconds: { type: ['number', 'null'], description: 'Platform-seconds (seat-time) of the call its result came from: its own, or the one it joined (an identical job, a caller\'s fill, another replica\'s); 0 when a copy the cache had answered it.' },
-    error: { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
+    error: {
+      type: ['object', 'null'],
+      required: ['code', 'message'],
+      description: 'A failed job\'s failure: the `GW_*` error a synchronous read of its report would have answered, which its result answers; `GW_PLATFORM_ANSWER` when the platform refused the report with a 4xx (a 422 of its validation, a 404 of an unknown split): its result is then the platform\'s own answer, with that status, as a synchronous read passes it on.',
+      properties: {
+        code: { type: 'string' },
+        message: { type: 'string' },
+        statusCode: { type: 'integer', description: 'The status its result answers (the platform\'s, for `GW_PLATFORM_ANSWER`).' },
+      },
+    },
     expiresAt: { ...TIME, description: 'When its result (or failure) expires; its state is `expired` from then.' },
     result: { type: ['string', 'null'], description: 'Where its report is, once done.' },
     settledThrough: { type: 'string', format: 'date', description: 'The last day whose figures are settled (`cache.settledAfterDays` in `cache.timeZone`), as its report answer\'s `report-settled-through` says: of when the job ended, or of now while it is open.' },
@@ -73,7 +82,8 @@ const STATUS_CONTENT = { 'application/json': { schema: { $ref: '#/components/sch
 
 /** The answers of a job operation: its own success, and the gateway's errors of `errors`. */
 export function jobSuccess(operationId: string, headers: Json, report: Json): Json {
-  if (operationId === 'getJobResult') return { '200': report['200'], '304': report['304'] }
+  // A failed job's result may be the platform's own 4xx, passed on as a read passes it on.
+  if (operationId === 'getJobResult') return { '200': report['200'], '304': report['304'], '4XX': report['4XX'] }
   if (operationId === 'cancelJob') return { '204': { description: 'Cancelled: the job is gone.', headers } }
   return { '200': { description: 'The job\'s status.', headers, content: STATUS_CONTENT } }
 }

@@ -159,3 +159,12 @@ export function knownPlatformPaths(settings: PlatformPathSettings): Record<strin
 export function plainParameters(path: string, method: string): Json[] {
   return [...pathParameters(path), ...(method === 'get' || method === 'delete' ? [ACCOUNT_IN_QUERY] : [])]
 }
+
+/** `/api/v1/campaign/banner/{id}` → `CampaignBannerById`: an operationId's part of a path. */
+export function operationName(path: string): string {
+  return path
+    .replace(/^\/api\/v1\//, '')
+    .split('/')
+    .map((part) => (part === '{id}' ? 'ById' : part.replace(/(^|[^A-Za-z0-9])([a-z])/g, (_m, _sep: string, c: string) => c.toUpperCase()).replace(/[^A-Za-z0-9]/g, '')))
+    .join('')
+}

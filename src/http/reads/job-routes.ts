@@ -57,13 +57,21 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
 
   app.get('/api/v1/jobs/:id/result', { schema: jobResultSchema() }, async (request, reply) => {
     const caller = admit(request)
-    const { entry, job } = await jobs.result(own(request), caller.team.name)
+    const got = await jobs.result(own(request), caller.team.name)
+    const { job } = got
     // The team's scope as it is now, as a read of the report is checked: a reload may have taken its advertiser away.
     assertAccounts(caller.team, job.report.advertiserIds)
     const now = clock.now()
     // Its fill is the job's own call: what that took, as the answer to the read it stands for would have said.
     const cost = (copy: CacheEntry | null) => facts.of(caller.team, job.report, copy, (job.tookSeconds ?? 0) * 1000, now)
-    return sendReport(reply, { kind: 'entry', entry, status: now < entry.freshUntil ? 'HIT' : 'STALE' }, request.headers, now, () => ({ reqId: request.id, rate: admission.rateFields(caller) }), cost)
+    const fields = () => ({ reqId: request.id, rate: admission.rateFields(caller) })
+    if ('answer' in got) {
+      // The platform's refusal it kept, written as a read passes it on (BYPASS).
+      const { status, headers, body, forward } = got.answer
+      return sendReport(reply, { kind: 'pass', status, headers, body: Buffer.from(body, 'base64'), ...(forward ? { forward } : {}) }, request.headers, now, fields, cost)
+    }
+    const { entry } = got
+    return sendReport(reply, { kind: 'entry', entry, status: now < entry.freshUntil ? 'HIT' : 'STALE' }, request.headers, now, fields, cost)
   })
 
   app.delete('/api/v1/jobs/:id', { schema: jobCancelSchema() }, async (request, reply) => {
