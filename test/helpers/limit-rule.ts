@@ -46,4 +46,14 @@ export class LimitRuleStandIn {
     this.pauses += 1
     return null
   }
+
+  /** The other replicas' records it was given at each renewal (none: this replica does not learn). */
+  heardOf: string[][] = []
+  shareAnswers(): void {}
+  heard(records: readonly { run: string }[]): void {
+    this.heardOf.push(records.map((r) => r.run))
+  }
+  calls(): string | null {
+    return null
+  }
 }

@@ -31,7 +31,7 @@ function ask(run: string, a: Partial<LeaseAsk> & { teams?: TeamRecord[] } = {}):
   const { teams, ...rest } = a
   const inFlight = a.inFlight ?? 0
   const need = a.need ?? a.ask ?? 0
-  return { run, inFlight, need, ask: 0, limit: 8, held: 0, leaseMs: 60_000, limitRecord: null, record: record(inFlight, need, teams), ...rest }
+  return { run, inFlight, need, ask: 0, limit: 8, held: 0, leaseMs: 60_000, limitRecord: null, learns: false, record: record(inFlight, need, teams), ...rest }
 }
 
 /** An answer with its other runs in run order: the stores need not list them alike. */
@@ -112,6 +112,19 @@ describe.skipIf(!available)('the lease stores: one rule in Redis and in memory',
     // The records come back as sent, with the lease granted.
     expect(memory?.[1]?.others).toEqual([{ run: 'r1', lease: 3, inFlight: 0, need: 3, answered: 0, waited: false, teams: [team('a', 0, 3)] }])
     expect(memory?.[2]?.others[0]).toMatchObject({ run: 'r2', lease: 5, inFlight: 2, teams: [team('b', 2, 4)] })
+  })
+
+  it('answers the records with their calls only to the run that learns, in both', async () => {
+    for (const [name, store] of stores()) {
+      const text = encodeRecord({ lease: 0, inFlight: 1, need: 1, answered: 1, waited: false, teams: [team('a', 1, 0)], calls: 'kx;5,,abc,' })
+      await store.renew(ask('caller', { ask: 1, need: 1, inFlight: 1, record: text.slice(text.indexOf('|') + 1) }))
+      const learner = (await store.renew(ask('learner', { learns: true }))).others.find((r) => r.run === 'caller')
+      const other = (await store.renew(ask('other', { learns: false }))).others.find((r) => r.run === 'caller')
+      expect(learner, name).toMatchObject({ inFlight: 1, teams: [team('a', 1, 0)], calls: 'kx;5,,abc,' })
+      expect(other, name).toMatchObject({ inFlight: 1, teams: [team('a', 1, 0)] })
+      expect(other?.calls, name).toBeUndefined()
+      for (const run of ['caller', 'learner', 'other']) await store.giveBack(run)
+    }
   })
 
   it('lets a run\'s record lapse once it stops renewing, in both: its seats are free again', async () => {

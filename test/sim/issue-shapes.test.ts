@@ -172,10 +172,10 @@ describe('the shapes of issue 51', () => {
   })
 
   // The scale bench's shape (bench/scenarios/scale.mjs): 100 callers of one team spread
-  // over many replicas, every call alike, 24 workers. The sweep draws 2 to 4 replicas; on 10
-  // or 50 (and on 6, or on 4 with seed 7) a worker is idle while calls wait in most samples
-  // past the first 10 s, the limit settled below 24 (19 on 10, 16 on 50, 23 on 6;
-  // docs/governor.md, "What the simulator still finds"): a known miss.
+  // over many replicas, every call alike, 24 workers. The sweep draws 2 to 4 replicas. On 10
+  // the learner weighs every replica's calls and keeps the workers busy; on 50 a worker is
+  // idle while calls wait in most samples past the first 10 s, the seats held on replicas
+  // with no call for them (docs/governor.md, "What the simulator still finds"): a known miss.
   const scaled = (replicas: number): Scenario => ({
     ...scenario([{ ...team('A', { kind: 'callers', callers: 100, reports: [{ name: 'call', costMs: 100 }], thinkMs: [0, 0] }), replicas: Array.from({ length: replicas }, (_, i) => i), until: 30_000 }]),
     durationMs: 30_000,
@@ -186,10 +186,12 @@ describe('the shapes of issue 51', () => {
     const trace = await simulate(scaled(1), newGovernor)
     expect(failed(trace).filter((f) => f.startsWith('work-conserving'))).toEqual([])
   })
-  for (const replicas of [10, 50]) {
-    it.fails(`one team over ${replicas} replicas keeps the workers busy`, async () => {
-      const trace = await simulate(scaled(replicas), newGovernor)
-      expect(failed(trace).filter((f) => f.startsWith('work-conserving'))).toEqual([])
-    })
-  }
+  it('one team over 10 replicas keeps the workers busy', async () => {
+    const trace = await simulate(scaled(10), newGovernor)
+    expect(failed(trace).filter((f) => f.startsWith('work-conserving'))).toEqual([])
+  })
+  it.fails('one team over 50 replicas keeps the workers busy', async () => {
+    const trace = await simulate(scaled(50), newGovernor)
+    expect(failed(trace).filter((f) => f.startsWith('work-conserving'))).toEqual([])
+  })
 })

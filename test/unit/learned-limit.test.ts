@@ -21,7 +21,9 @@ function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?:
   const seats = new CredentialSeats({ credential: 'default', maxConcurrent: 64, limit: 2, queueLimit: 10, queueTimeoutMs: 1000, work: new WorkEstimates(), clock })
   const written: string[] = []
   const writers: string[] = []
-  const lease = { run: 'r1', waitedElsewhere: () => lease.waiting, waiting: false, writeLimit: (record: string) => written.push(record), learnedBy: (run: string) => writers.push(run) }
+  let readLimit: (text: string) => { run?: string; at: number } | null = () => null
+  const told: boolean[] = []
+  const lease = { run: 'r1', leaseMs: 3000, waitedElsewhere: () => lease.waiting, waiting: false, writeLimit: (record: string, tell = true) => written.push(record) && told.push(tell), reportCalls: () => undefined, readLimitWith: (fn: typeof readLimit) => (readLimit = fn) }
   const warnings: string[] = []
   const limits: [number, number][] = []
   const moves: [string, number, number][] = []
@@ -38,8 +40,13 @@ function learnedLimit(clock: FakeClock, opts: { seal?: RedisSeal | null; lease?:
     clock,
   })
   /** A lease renewal's answer: the shared record it carries, and whether this replica learns. */
-  const renewed = (limitRecord: string | null, learner: boolean) => learned.renewed({ granted: 1, free: 0, known: true, others: [], limitRecord } satisfies LeaseAnswer, { learner } as LeasePlan)
-  return { estimator, seats, lease, written, writers, warnings, limits, moves, learned, renewed }
+  const renewed = (limitRecord: string | null, learner: boolean, others: LeaseAnswer['others'] = []) => {
+    // The lease reads the record's writer as it works out its plan (leased-seats.ts).
+    const writer = limitRecord === null ? null : readLimit(limitRecord)
+    if (writer?.run !== undefined) writers.push(writer.run)
+    learned.renewed({ granted: 1, free: 0, known: true, others, limitRecord } satisfies LeaseAnswer, { learner } as LeasePlan)
+  }
+  return { estimator, seats, lease, written, told, writers, warnings, limits, moves, learned, renewed }
 }
 
 /** A shared record as a learner writes it: `{ limit, knee, at }`, sealed for KEY unless told. */
@@ -56,6 +63,20 @@ describe('LearnedLimit', () => {
     expect(writers).toEqual(['r2'])
     renewed(record({ limit: 12, knee: 10, at: clock.now(), run: 'r2' }, null), true)
     expect(JSON.parse(written.at(-1) as string)).toMatchObject({ limit: 12, run: 'r1' })
+  })
+
+  it('writes its record again every third of a lease while it learns, telling no one (it learns while it writes), and gives the others\' calls to its limit rule only then', () => {
+    const clock = fakeClock()
+    const { written, told, estimator, renewed } = learnedLimit(clock, { seal: null })
+    const other = { run: 'r2', lease: 1, inFlight: 1, need: 1, answered: 1, waited: false, teams: [], calls: 'x' }
+    renewed(record({ limit: 8, knee: 8, at: clock.now(), run: 'r1' }, null), true, [other])
+    expect(written).toEqual([])
+    clock.advance(1000)
+    renewed(record({ limit: 8, knee: 8, at: clock.now() - 1000, run: 'r1' }, null), true, [other])
+    expect(JSON.parse(written.at(-1) as string)).toMatchObject({ limit: 8, knee: 8, at: clock.now(), run: 'r1' })
+    expect(told).toEqual([false])
+    renewed(record({ limit: 8, knee: 8, at: clock.now(), run: 'r2' }, null), false, [other])
+    expect(estimator.heardOf).toEqual([['r2'], ['r2'], []])
   })
 
   it('puts the limit rule\'s limit and knee in force at once', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ElsewhereCharges, decodeRecord, encodeRecord, leasePlan, type ReplicaRecord, type TeamRecord } from '../../src/platform/governor/lease-plan.js'
+import { ElsewhereCharges, LEARNER_MARGIN, decodeRecord, encodeRecord, leasePlan, type ReplicaRecord, type TeamRecord } from '../../src/platform/governor/lease-plan.js'
 
 // What one replica makes of every replica's lease record (docs/governor.md, "Across replicas").
 
@@ -93,6 +93,15 @@ describe('leasePlan: what a replica knows of the others', () => {
     // Every replica names the same one.
     expect([r1, r2, r3].filter((r) => leasePlan(r, [r1, r2, r3].filter((o) => o !== r), 4).learner)).toEqual([r2])
   })
+
+  it('keeps the writer of the shared limit the learner while it answers at least 1/LEARNER_MARGIN of the most; with none (no record written within a lease\'s life), the one that answered most', () => {
+    const r1 = replica('r1', [], { answered: 10 })
+    const r2 = replica('r2', [], { answered: 10 * LEARNER_MARGIN - 1 })
+    const r3 = replica('r3', [], { answered: 10 * LEARNER_MARGIN + 1 })
+    expect(leasePlan(r1, [r2], 4, 'r1')).toMatchObject({ learner: true, learnerRun: 'r1' })
+    expect(leasePlan(r1, [r2], 4, null)).toMatchObject({ learner: false, learnerRun: 'r2' })
+    expect(leasePlan(r1, [r3], 4, 'r1')).toMatchObject({ learner: false, learnerRun: 'r3' })
+  })
 })
 
 describe('encodeRecord and decodeRecord', () => {
@@ -111,6 +120,12 @@ describe('encodeRecord and decodeRecord', () => {
     expect(text).toBe('5|3|9|12.25|1|a,3,4,2,6,1,8;(gateway),1,0,1,0,0,1')
     expect(decodeRecord(run, text)).toEqual(record)
     expect(decodeRecord('r', encodeRecord({ lease: 0, inFlight: 0, need: 0, answered: 0, waited: false, teams: [] }))).toEqual({ run: 'r', lease: 0, inFlight: 0, need: 0, answered: 0, waited: false, teams: [] })
+  })
+
+  it('carries a replica\'s calls past `#` (answer-timeline.ts)', () => {
+    const text = encodeRecord({ lease: 1, inFlight: 1, need: 1, answered: 1, waited: false, teams: [team('a', { held: 1, peak: 1 })], calls: 'kx;5,,abc,;9,2,abc,o' })
+    expect(text).toBe('1|1|1|1.00|0|a,1,0,1,0,0,1#kx;5,,abc,;9,2,abc,o')
+    expect(decodeRecord('r', text)).toMatchObject({ teams: [team('a', { held: 1, peak: 1 })], calls: 'kx;5,,abc,;9,2,abc,o' })
   })
 
   it('rounds the answers per second to hundredths', () => {

@@ -9,7 +9,7 @@ type Stored = Map<string, { expiry: number; lease: number; inFlight: number; tex
 const NOW = 1_000_000
 
 function ask(run: string, a: Partial<LeaseAsk> = {}): LeaseAsk {
-  return { run, record: '0|0|0.00|0|', inFlight: 0, need: 1, ask: 1, limit: 8, held: 0, leaseMs: 600, limitRecord: null, ...a }
+  return { run, record: '0|0|0.00|0|', inFlight: 0, need: 1, ask: 1, limit: 8, held: 0, leaseMs: 600, limitRecord: null, learns: false, ...a }
 }
 
 function stored(...records: [string, { lease: number; inFlight?: number; expiry?: number }][]): Stored {

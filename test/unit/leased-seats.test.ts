@@ -77,3 +77,29 @@ describe('one replica\'s lease, no other replica waiting', () => {
     r.lease.stop()
   })
 })
+
+describe('the learner across replicas', () => {
+  it('goes on with the writer of the shared limit while it writes, and names the one that answered most once its record is older than a lease', async () => {
+    const clock = new SimClock()
+    const store = new MemoryLeaseStore(clock)
+    const make = (run: string) => {
+      const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+      lease.readLimitWith((text) => JSON.parse(text) as { run: string; at: number })
+      return lease
+    }
+    const [a, b] = [make('r~1'), make('r~2')]
+    await Promise.all([a.start(), b.start()])
+    const d: ReplicaDemand = { limit: LIMIT, inFlight: 1, waiting: 0, teams: [{ team: 't', weight: 1, held: 1, waiting: 0, cap: null, peak: 1, lingering: false, seatMs: 0 }] }
+    a.demand(d)
+    b.demand(d)
+    await clock.run(clock.now() + 100)
+    b.writeLimit(JSON.stringify({ limit: 8, knee: 8, at: clock.now(), run: 'r~2' }))
+    await clock.run(clock.now() + LEASE_MS / 2)
+    // Every third of a lease each renews: the record r~2 wrote is read, and it learns (answers alike: the smaller id would).
+    expect([a.learner, b.learner]).toEqual([false, true])
+    await clock.run(clock.now() + LEASE_MS)
+    expect([a.learner, b.learner]).toEqual([true, false])
+    a.stop()
+    b.stop()
+  })
+})

@@ -17,32 +17,23 @@
  * slower platform stretches own times and gaps alike and favours no guess: slower is not
  * taken for fuller, and windows at different limits are never compared.
  *
- * - start: from `initial`, the limit doubles while calls wait for a seat and no queue
- *   shows; a sure queue (W below the limit) sets K to the likeliest w; only calls not
- *   known short waiting beside short ones in flight end it at the limit (cruise): seats
- *   doubled for long calls past W hold the short ones behind them a long call's time;
- * - cruise: room shown at the limit raises K to it (no further: room above was seen at
- *   another time), the seats past K doubling while it shows (for long calls beside short
- *   ones, to as many as end within H); a queue at K lowers K to the likeliest w below
- *   once calls got slower than when room was last shown. One seat past K (owed to no
- *   team) stays while the evidence cannot tell that a call there waits: it costs a call
- *   queued at most, a K below W a worker;
- * - fault: overload answers (sooner than the kind's own time: a refusal, not a slow call)
- *   from every answering team or two teams in a second, the platform's silence, a pause:
- *   the limit halves, K stays, and a second without a fault, once an answer came after the
- *   cut (the platform answers again), restores it. Calls that met a fault teach nothing.
+ * The start doubles the limit while calls wait and no queue shows; cruise keeps it at K and
+ * its probe seat, K rising with room shown at the limit and falling with a sure queue; a
+ * fault (overload, the platform's silence, a pause) halves the limit, the knee staying.
  *
- * Other replicas' calls ahead are in n but their ends are not seen here: they are taken to
- * end at their share of the ends of the calls in service under w (min(n − 1, w), each at
- * the mean own time of late), an end sooner than k ends is as unlikely as theirs coming
- * that soon (Poisson), and an answer weighs as much as the share of the calls ahead of it
- * whose ends were seen here. An answer handled back to back with the one before is an end but not evidence: its
- * time is the gateway's. Pure logic: time is passed in.
+ * Across replicas the learner weighs every replica's calls (answer-timeline.ts) and keeps
+ * the probe seat (a seat passing between replicas idles a worker a moment); calls ahead
+ * whose ends are not seen here end at their share of the ends under w (Poisson), and their
+ * answer weighs the share of its calls ahead seen here. An answer handled back to back with
+ * the one before is an end but not evidence. Pure logic: time is passed in.
  */
 
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
 import { atLeast, endAt } from './calls-ahead.js'
 import { SURE, highestRoom, verdicts } from './knee-verdicts.js'
+import { AnswerTimeline, kindId, type Answer } from './answer-timeline.js'
+
+export type { Answer }
 
 /** The knee moves at most once a DECIDE_MS, after MIN_CALLS new answers: a decision weighs a burst whole. */
 export const DECIDE_MS = 1000
@@ -68,24 +59,6 @@ export const GAP_GAIN = 0.1
 /** A fault is judged over FAULT_MS, and the limit halves at most once in it; ends are remembered MEMORY_MS: those ahead of a call that takes up to that. */
 export const FAULT_MS = 1000
 export const MEMORY_MS = 120_000
-
-/** What the estimator learns from one call's end. */
-export interface Answer {
-  /** When the call started and when it ended (epoch ms). */
-  startedAt: number
-  at: number
-  team: string
-  /** The call's kind: its team and its work. */
-  kind: string
-  /** Calls of the credential in flight when it started, itself included, on every replica. */
-  load: number
-  /** What `started` returned for it. */
-  window: number
-  /** ok: the platform worked on it and answered; overload: 502/503/504, no connection, or a deadline passed at twice its expected time; other: anything that says nothing of load. */
-  outcome: 'ok' | 'overload' | 'other'
-  /** False: handled back to back with the answer before (see above). */
-  timed?: boolean
-}
 
 /** start: doubling from initialConcurrent; cruise: at the knee (and its probe seat); fault: halved while the platform fails. */
 export type Phase = 'start' | 'cruise' | 'fault'
@@ -138,6 +111,8 @@ export class KneeEstimator {
   #gap2 = FAULT_MS * FAULT_MS
   #second: { start: number; teams: Map<string, { answers: number; overloads: number }> } = { start: -Infinity, teams: new Map() }
   #latencyMs: number | null = null
+  #timeline: AnswerTimeline | null = null
+  #now: () => number = () => 0
   constructor(opts: KneeOptions) {
     const { initial, min, max } = opts
     if (!Number.isInteger(min) || min < 1) throw new RangeError(`KneeEstimator: min must be an integer ≥ 1 (got ${min})`)
@@ -156,7 +131,15 @@ export class KneeEstimator {
   /** The pace of the kind answered most, at the knee (ms), for the operators; null before one. */
   get floorMs(): number | null { return this.#latencyMs }
   /** A call started with `load` calls in flight, itself included, on every replica; returns its serial, which its answer carries. */
-  started(_kind: string, load: number): number {
+  started(kind: string, load: number): number { return this.#timeline ? this.#timeline.started(kind, load, this.#now()) : this.#start(load) }
+  /** Across replicas: the calls go through a timeline (answer-timeline.ts) that, on the learner, weaves in every replica's; `keepMs` how far back a record's calls go. */
+  shareAnswers(keepMs: number, now: () => number): void {
+    ;[this.#timeline, this.#now] = [new AnswerTimeline({ start: (_kind, load) => this.#start(load), end: (a) => this.#end(a) }, keepMs), now]
+  }
+  /** The other replicas' records (none: this replica does not learn), and this replica's calls for its own. */
+  heard(records: readonly { run: string; calls?: string | undefined }[]): void { this.#timeline?.heard(records, this.#now()) }
+  calls(): string | null { return this.#timeline?.calls(this.#now()) ?? null }
+  #start(load: number): number {
     const serial = ++this.#serial
     this.#calls.set(serial, { load, local: this.#localInFlight++, endsBefore: this.#endsDropped + this.#endAt.length })
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
@@ -169,11 +152,15 @@ export class KneeEstimator {
   }
   ended(a: Answer): void {
     // An overload answer that came after its kind's own time is a call the platform was slow on, which the evidence weighs; a refusal comes sooner.
-    const pace = this.#kinds.get(a.kind)?.m[this.#knee - 1]
+    const pace = this.#kinds.get(this.#timeline ? kindId(a.kind) : a.kind)?.m[this.#knee - 1]
     if (a.outcome === 'overload' && pace !== undefined && a.at - a.startedAt > Math.exp(pace)) a = { ...a, outcome: 'other' }
     this.#countSecond(a)
     if (a.outcome !== 'overload') this.#seen(a.at)
     if (a.outcome === 'ok' && a.at > this.#lastCut) this.#answeredSinceCut = true
+    return this.#timeline ? this.#timeline.ended(a, this.#now()) : this.#end(a)
+  }
+  /** The evidence of one answer, in the order calls ended. */
+  #end(a: Answer): void {
     const call = this.#calls.get(a.window)
     if (call === undefined) return
     // It overtook a call: one started before it, here, is still in flight (the map keeps start order).
@@ -247,7 +234,7 @@ export class KneeEstimator {
       this.#past = 1
       return this.#setKnee(queueBelow ? best : k, 'queue', 1)
     }
-    const known = verdicts(ll, k + 1, 2 * SURE).queueBelow
+    const known = verdicts(ll, k + 1, 2 * SURE).queueBelow && !this.#timeline?.merging
     if (known && this.#limit > k) return this.#set(k, 'knee')
     return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
   }

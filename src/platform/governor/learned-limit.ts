@@ -65,6 +65,12 @@ export class LearnedLimit {
     this.#o = opts
     this.#clock = opts.clock ?? systemClock
     this.#apply({ limit: opts.estimator.limit, knee: opts.estimator.knee, move: 'adopted' })
+    // Across replicas the learner weighs every replica's calls: each record carries its own.
+    if (opts.lease) {
+      opts.estimator.shareAnswers(opts.lease.leaseMs, () => this.#clock.now())
+      opts.lease.reportCalls(() => opts.estimator.calls())
+      opts.lease.readLimitWith((text) => this.#open(text))
+    }
   }
 
   start(): void {
@@ -100,9 +106,8 @@ export class LearnedLimit {
   renewed(answer: LeaseAnswer, plan: LeasePlan): void {
     const wasLearning = this.#learning
     this.#learning = plan.learner
+    this.#o.estimator.heard(plan.learner ? answer.others : [])
     const record = answer.limitRecord === null ? null : this.#open(answer.limitRecord)
-    // Its writer is the learner every replica goes on with: one learner, not one per replica.
-    if (record?.run !== undefined) this.#o.lease?.learnedBy(record.run)
     if (this.#learning) {
       // Redis lost the record (a restart, a flush): the learner writes it again.
       if (answer.limitRecord === null && this.#written !== null) this.#o.lease?.writeLimit(this.#written)
@@ -114,6 +119,9 @@ export class LearnedLimit {
       if (!wasLearning ? record?.run !== this.#o.lease?.run : record !== null && record.run !== this.#o.lease?.run && now - this.#rewroteAt >= REWRITE_MS) {
         this.#rewroteAt = now
         this.#write(this.#o.estimator.limit, this.#o.estimator.knee)
+      } else if (record !== null && record.run === this.#o.lease?.run && now - record.at >= (this.#o.lease?.leaseMs ?? 0) / 3) {
+        // The learner writes the record again every third of a lease, with a renewal, telling no one: it learns while it writes (lease-plan.ts).
+        this.#write(this.#o.estimator.limit, this.#o.estimator.knee, false)
       }
       return
     }
@@ -128,12 +136,12 @@ export class LearnedLimit {
   }
 
   /** The shared record, with this replica's run as its writer. */
-  #write(limit: number, knee: number): void {
+  #write(limit: number, knee: number, tell = true): void {
     const { lease, seal, key } = this.#o
     if (lease === null) return
     const text = JSON.stringify({ limit, knee, at: this.#clock.now(), run: lease.run } satisfies SharedRecord)
     this.#written = seal ? seal.sealText(key, text) : text
-    lease.writeLimit(this.#written)
+    lease.writeLimit(this.#written, tell)
   }
 
   #apply(step: Step): void {

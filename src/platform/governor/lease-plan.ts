@@ -40,6 +40,8 @@ export interface ReplicaRecord {
   /** Calls waited at the limit on it since its last renewal. */
   waited: boolean
   teams: TeamRecord[]
+  /** Its calls of late (answer-timeline.ts), past `#` in its record: the store answers them only to the learner. */
+  calls?: string
 }
 
 /** This replica's part of the shares, and what it knows of the others. */
@@ -138,7 +140,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
       needsMost = r.run
     }
   }
-  // The replica whose calls answered most learns; the one that learned goes on while it answers at least 1/LEARNER_MARGIN of that.
+  // The replica whose calls answered most learns; the writer of the shared limit, while it writes (a lease's life) and its record lives, goes on while it answers at least 1/LEARNER_MARGIN of that.
   const most = all.reduce((best, r) => (r.answered > best.answered || (r.answered === best.answered && r.run < best.run) ? r : best), mine)
   const before = all.find((r) => r.run === learnerBefore)
   const learnerRun = before !== undefined && before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
@@ -162,15 +164,15 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   }
 }
 
-/** A record as the store keeps it: `<lease>|<in flight>|<need>|<answered>|<waited>|<teams>`, each team `<name>,<weight>,<cap>,<held>,<waiting>,<lingering>,<peak>[,<seat ms>]` (cap 0: none). */
+/** A record as the store keeps it: `<lease>|<in flight>|<need>|<answered>|<waited>|<teams>[#<calls>]`, each team `<name>,<weight>,<cap>,<held>,<waiting>,<lingering>,<peak>[,<seat ms>]` (cap 0: none). */
 export function encodeRecord(r: Omit<ReplicaRecord, 'run'>): string {
   const teams = r.teams.map((t) => `${t.team},${t.weight},${t.cap ?? 0},${t.held},${t.waiting},${t.lingering ? 1 : 0},${t.peak}${t.seatMs === undefined ? '' : `,${t.seatMs}`}`).join(';')
-  return `${r.lease}|${r.inFlight}|${r.need}|${r.answered.toFixed(2)}|${r.waited ? 1 : 0}|${teams}`
+  return `${r.lease}|${r.inFlight}|${r.need}|${r.answered.toFixed(2)}|${r.waited ? 1 : 0}|${teams}${r.calls === undefined ? '' : `#${r.calls}`}`
 }
 
-/** A stored record, or null when it is not one (a team name never holds `,;|`). */
+/** A stored record, or null when it is not one (a team name never holds `,;|#`). */
 export function decodeRecord(run: string, text: string): ReplicaRecord | null {
-  const m = /^(\d+)\|(\d+)\|(\d+)\|([\d.]+)\|([01])\|(.*)$/.exec(text)
+  const m = /^(\d+)\|(\d+)\|(\d+)\|([\d.]+)\|([01])\|([^#]*)(?:#(.*))?$/.exec(text)
   if (m === null) return null
   const teams: TeamRecord[] = []
   for (const part of (m[6] as string).split(';')) {
@@ -181,7 +183,7 @@ export function decodeRecord(run: string, text: string): ReplicaRecord | null {
     if (team === '' || ![weight, cap, held, waiting, peak, seatMs ?? '0'].every((n) => /^\d+$/.test(n)) || !/^[01]$/.test(lingering)) return null
     teams.push({ team, weight: Math.max(1, Number(weight)), cap: Number(cap) > 0 ? Number(cap) : null, held: Number(held), waiting: Number(waiting), lingering: lingering === '1', peak: Number(peak), ...(seatMs === undefined ? {} : { seatMs: Number(seatMs) }) })
   }
-  return { run, lease: Number(m[1]), inFlight: Number(m[2]), need: Number(m[3]), answered: Number(m[4]), waited: m[5] === '1', teams }
+  return { run, lease: Number(m[1]), inFlight: Number(m[2]), need: Number(m[3]), answered: Number(m[4]), waited: m[5] === '1', teams, ...(m[7] === undefined ? {} : { calls: m[7] }) }
 }
 
 /**

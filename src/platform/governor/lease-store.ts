@@ -25,6 +25,8 @@ export interface LeaseAsk {
   leaseMs: number
   /** The shared limit record to write (the learner's), or null. */
   limitRecord: string | null
+  /** Whether the run learns the limit: only then are the other records answered with their calls (past `#`). */
+  learns: boolean
 }
 
 export interface LeaseAnswer {
@@ -97,7 +99,7 @@ export class MemoryLeaseStore implements LeaseStore {
     const others: ReplicaRecord[] = []
     const now = this.#clock.now()
     for (const [run, r] of this.#records) {
-      const record = run === ask.run || r.expiry < now ? null : decodeRecord(run, r.text)
+      const record = run === ask.run || r.expiry < now ? null : decodeRecord(run, ask.learns ? r.text : (r.text.split('#')[0] as string))
       if (record) others.push(record)
     }
     return { granted, free, known, others, limitRecord: this.#limitRecord }

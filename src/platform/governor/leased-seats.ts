@@ -90,9 +90,13 @@ export class LeasedSeats implements SeatLease {
   #answers = 0
   #waited = false
   #limitRecord: string | null = null
-  // The run that wrote the shared limit record: the learner every replica goes on with.
+  // The run that wrote the shared limit record, and when: the learner every replica goes on with while it writes.
   #learnerRun: string | null = null
+  #learnerAt = -Infinity
+  #readLimit: (text: string) => { run?: string; at: number } | null = () => null
+  #tellOthers = false
   readonly #grown: (() => void)[] = []
+  #calls: () => string | null = () => null
 
   constructor(opts: LeasedSeatsOptions) {
     this.#o = opts
@@ -101,23 +105,15 @@ export class LeasedSeats implements SeatLease {
     this.#run = opts.run ?? `${opts.replica}~${randomBytes(6).toString('base64url')}`
   }
 
-  get run(): string {
-    return this.#run
-  }
-
-  get held(): number {
-    return this.#lease
-  }
+  get run(): string { return this.#run }
+  get held(): number { return this.#lease }
+  get leaseMs(): number { return this.#o.leaseMs }
 
   /** Replicas seen holding a lease of the credential within the time calls take to end, this one included. */
-  get replicas(): number {
-    return this.#replicas
-  }
+  get replicas(): number { return this.#replicas }
 
   /** Whether this replica learns the limit (the one whose calls answered most); true before it heard the others. */
-  get learner(): boolean {
-    return this.#plan?.learner ?? true
-  }
+  get learner(): boolean { return this.#plan?.learner ?? true }
 
   size(limit: number): number {
     const lease = Math.min(limit, this.#leaseUnder(limit))
@@ -164,9 +160,7 @@ export class LeasedSeats implements SeatLease {
     return { targets: plan.targets, lent: Math.min(Math.max(0, this.#lease - plan.target), plan.owedElsewhere), shares: plan.shares, heldElsewhere: plan.heldElsewhere, charged: this.#charges.totals }
   }
 
-  elsewhere(): number {
-    return this.#plan?.elsewhere ?? 0
-  }
+  elsewhere(): number { return this.#plan?.elsewhere ?? 0 }
 
   saturated(): boolean {
     // While the store cannot be reached no one knows: calls held by the lease as last
@@ -179,10 +173,11 @@ export class LeasedSeats implements SeatLease {
     return this.#plan?.waitedElsewhere ?? false
   }
 
-  /** The shared limit record was written by `run`: every replica goes on with that learner (lease-plan.ts). */
-  learnedBy(run: string): void {
-    this.#learnerRun = run
-  }
+  /** Opens the shared limit record (learned-limit.ts): its writer learns while it wrote within a lease's life (lease-plan.ts). */
+  readLimitWith(fn: (text: string) => { run?: string; at: number } | null): void { this.#readLimit = fn }
+
+  /** This replica's calls of late for its record (answer-timeline.ts), while it sees other replicas: the learner weighs them. */
+  reportCalls(fn: () => string | null): void { this.#calls = fn }
 
   onGrown(fn: () => void): void {
     this.#grown.push(fn)
@@ -194,18 +189,17 @@ export class LeasedSeats implements SeatLease {
   }
 
   /** Calls waited here at the limit: the learner hears of it. */
-  waited(): void {
-    this.#waited = true
-  }
+  waited(): void { this.#waited = true }
 
   /**
    * The shared limit record to write with the next renewal (this replica learns it); once
    * written, every other replica is told, so that it renews and takes it at once (a
    * probe's window at a limit the others do not yet keep shows nothing).
    */
-  writeLimit(record: string): void {
+  writeLimit(record: string, tell = true): void {
     this.#limitRecord = record
-    this.#schedule(0)
+    this.#tellOthers ||= tell
+    if (tell) this.#schedule(0)
   }
 
   async start(): Promise<void> {
@@ -270,7 +264,7 @@ export class LeasedSeats implements SeatLease {
 
   #planFor(need: number, d: ReplicaDemand): LeasePlan {
     const mine = { run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }
-    return leasePlan(mine, this.#others, d.limit, this.#learnerRun ?? this.#plan?.learnerRun ?? null)
+    return leasePlan(mine, this.#others, d.limit, this.#clock.now() - this.#learnerAt <= this.#o.leaseMs ? this.#learnerRun : null)
   }
 
   /** The seats to ask for: while another replica waits, its due and any seat no one took (none while a replica that waits is short of its due); else the seats it keeps. */
@@ -328,15 +322,16 @@ export class LeasedSeats implements SeatLease {
     // renewed (a replica that holds seats renews every third of a lease): every replica's
     // calls are counted before any grows.
     const ask = this.#downSince === null && now >= this.#countedAt ? wanted : Math.min(wanted, held)
-    const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams })
-    const limitRecord = this.#limitRecord
+    const calls = this.#others.length > 0 ? this.#calls() : null
+    const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams, ...(calls === null ? {} : { calls }) })
+    const [limitRecord, tell] = [this.#limitRecord, this.#tellOthers]
     try {
-      const answer = await this.#o.store.renew({ run: this.#run, record: record.slice(record.indexOf('|') + 1), inFlight: d.inFlight, need, ask, limit: d.limit, held, leaseMs: this.#o.leaseMs, limitRecord })
+      const answer = await this.#o.store.renew({ run: this.#run, record: record.slice(record.indexOf('|') + 1), inFlight: d.inFlight, need, ask, limit: d.limit, held, leaseMs: this.#o.leaseMs, limitRecord, learns: this.learner })
       this.#answers = 0
       this.#waited = false
-      if (this.#limitRecord === limitRecord) this.#limitRecord = null
+      if (this.#limitRecord === limitRecord) [this.#limitRecord, this.#tellOthers] = [null, false]
       this.#taken(answer, need, d.limit)
-      if (limitRecord !== null) for (const other of answer.others) this.#o.store.tell(other.run).catch(() => undefined)
+      if (limitRecord !== null && tell) for (const other of answer.others) this.#o.store.tell(other.run).catch(() => undefined)
     } catch {
       this.#lastAnswer = this.#clock.now()
       // Kept as last granted while leases live, with this replica's part of the seats no one
@@ -380,6 +375,8 @@ export class LeasedSeats implements SeatLease {
     this.#rank = [...this.#seen.keys()].filter((run) => run < this.#run).length
     this.#others = answer.others
     this.#charges.seen(answer.others)
+    const written = answer.limitRecord === null ? null : this.#readLimit(answer.limitRecord)
+    if (written?.run !== undefined) [this.#learnerRun, this.#learnerAt] = [written.run, written.at]
     this.#plan = this.#planFor(need, this.#demand)
     // Short of seats with none free that it may take: it waits to be told, or for the bounded
     // retry, and tells the replicas that hold seats they neither use nor are due to give them back.

@@ -15,11 +15,12 @@ import type { LeaseAnswer, LeaseAsk, LeaseStore } from './lease-store.js'
  * live record.
  *
  * KEYS: the hash. ARGV: run, record (past its lease), in flight, need, ask, limit, held,
- * lease ms, limit record ('' for none).
+ * lease ms, limit record ('' for none), 1 when the run learns (the other records are
+ * answered with their calls, past `#`; else without).
  * Returns { granted, free after the grant, 1 when Redis had a record of this run, the
  * limit record or '', then the other runs' fields and values }.
  */
-const LEASE = redisScript<[number, number, number, string, ...string[]]>('gatewaySeatLease3', `
+const LEASE = redisScript<[number, number, number, string, ...string[]]>('gatewaySeatLease4', `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local run, record = ARGV[1], ARGV[2]
@@ -39,6 +40,7 @@ for i = 1, #all, 2 do
     else
       occupied = occupied + math.max(tonumber(lease), tonumber(f))
       others[#others + 1] = field
+      if ARGV[10] ~= '1' then rest = string.match(rest, '^[^#]*') end
       others[#others + 1] = lease .. '|' .. f .. '|' .. rest
     end
   end
@@ -82,7 +84,7 @@ export class RedisLeaseStore implements LeaseStore {
 
   async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
     const { breaker, redis, key } = this.#o
-    const answer = await breaker.run(() => LEASE(redis, key, ask.run, ask.record, ask.inFlight, ask.need, ask.ask, ask.limit, ask.held, ask.leaseMs, ask.limitRecord ?? ''), DOWN)
+    const answer = await breaker.run(() => LEASE(redis, key, ask.run, ask.record, ask.inFlight, ask.need, ask.ask, ask.limit, ask.held, ask.leaseMs, ask.limitRecord ?? '', ask.learns ? 1 : 0), DOWN)
     if (answer === DOWN) throw new Error('redis cannot be reached')
     const [granted, free, known, limitRecord, ...fields] = answer
     const others: ReplicaRecord[] = []

@@ -1,0 +1,239 @@
+/**
+ * Every replica's calls, in the order they started and ended, for the limit rule of the
+ * replica that learns (docs/governor.md, "Across replicas"). Each replica's lease record
+ * carries its calls of the last lease's life (start, end, kind, what the answer says) and
+ * the starts of those in flight; the learner replays them with its own, in time order, up
+ * to the moment every replica's record has reached, into its estimator: each answer is
+ * then weighed against the ends of every call ahead of it, as on one replica, not
+ * against ends imputed at a rate. While no other replica's record is in play (one
+ * replica, a replica that does not learn, the store out) the calls pass straight through.
+ * Pure logic: time is passed in.
+ */
+/** What the limit rule (knee-estimator.ts) learns from one call's end. */
+export interface Answer {
+  /** When the call started and when it ended (epoch ms). */
+  startedAt: number
+  at: number
+  team: string
+  /** The call's kind: its team and its work. */
+  kind: string
+  /** Calls of the credential in flight when it started, itself included, on every replica. */
+  load: number
+  /** What `started` returned for it. */
+  window: number
+  /** ok: the platform worked on it and answered; overload: 502/503/504, no connection, or a deadline passed at twice its expected time; other: anything that says nothing of load. */
+  outcome: 'ok' | 'overload' | 'other'
+  /** False: handled back to back with the answer before: an end, not evidence (knee-estimator.ts). */
+  timed?: boolean
+}
+
+/** A record carries at most this many of its calls: the most recent. */
+export const CALLS_KEPT = 400
+
+/** Where the calls go, in the order they started and ended: the limit rule's evidence. */
+export interface EvidenceSink {
+  /** A call started with `load` calls in flight, itself included; returns its serial. */
+  start(kind: string, load: number): number
+  end(a: Answer): void
+}
+
+/** One call as a record carries it: its start, its end (null: in flight), its kind, and its answer's outcome and timing. */
+export interface CallEntry { startedAt: number; at: number | null; kind: string; outcome: Answer['outcome']; timed: boolean }
+
+const FLAGS: Record<string, [Answer['outcome'], boolean]> = { o: ['ok', true], u: ['ok', false], v: ['overload', true], x: ['other', true] }
+const flagOf = (e: CallEntry): string => (e.outcome === 'ok' ? (e.timed ? 'o' : 'u') : e.outcome === 'overload' ? 'v' : 'x')
+
+/** The kind as records carry it (FNV-1a, base 36): the same on every replica, a few characters. */
+export function kindId(kind: string): string {
+  let h = 0x811c9dc5
+  for (let i = 0; i < kind.length; i++) h = Math.imul(h ^ kind.charCodeAt(i), 0x01000193)
+  return (h >>> 0).toString(36)
+}
+
+/** `<now>;<start>,<end>,<kind>,<flag>;…`, times in base 36, start and end as ms before now (an end empty: in flight). */
+export function encodeCalls(now: number, calls: readonly CallEntry[]): string {
+  // Whole ms apart from the record's moment, so that a call reads the same in every record.
+  const ago = (t: number) => Math.max(0, Math.round(now) - Math.round(t)).toString(36)
+  return [Math.round(now).toString(36), ...calls.map((c) => `${ago(c.startedAt)},${c.at === null ? '' : ago(c.at)},${c.kind},${c.at === null ? '' : flagOf(c)}`)].join(';')
+}
+
+/** A record's calls and when it was written, or null when the text is not one. */
+export function decodeCalls(text: string): { at: number; calls: CallEntry[] } | null {
+  const [head, ...parts] = text.split(';')
+  const at = parseInt(head ?? '', 36)
+  if (!Number.isFinite(at)) return null
+  const calls: CallEntry[] = []
+  for (const p of parts) {
+    const m = /^([0-9a-z]+),([0-9a-z]*),([0-9a-z]+),([ouvx]?)$/.exec(p)
+    if (m === null || (m[2] === '') !== (m[4] === '')) return null
+    const [outcome, timed] = FLAGS[m[4] as string] ?? ['other', true]
+    calls.push({ startedAt: at - parseInt(m[1] as string, 36), at: m[2] === '' ? null : at - parseInt(m[2] as string, 36), kind: m[3] as string, outcome, timed })
+  }
+  return { at, calls }
+}
+
+type Local = { kind: string; load: number; startedAt: number; serial: number | null; answer: Answer | null }
+/** Another replica's calls: as of its last record, those ended not yet given (by id), those given (by id, when they ended), those in flight, and the serials of those started here by key. */
+type Remote = { at: number; ended: Map<string, CallEntry>; done: Map<string, number>; inFlight: CallEntry[]; started: Map<string, number[]> }
+type Event = { t: number; end: boolean; order: number; run: () => void }
+
+export class AnswerTimeline {
+  readonly #sink: EvidenceSink
+  readonly #keepMs: number
+  #token = 0
+  readonly #local = new Map<number, Local>()
+  // This replica's calls ended within keepMs, for its record.
+  #recent: CallEntry[] = []
+  readonly #remote = new Map<string, Remote>()
+  // Evidence given up to this moment; calls started and not ended in it.
+  #released = -Infinity
+  #open = 0
+  #heardAt = -Infinity
+
+  /** `keepMs`: how far back a record's calls go (a lease's life: every record is read within it). */
+  constructor(sink: EvidenceSink, keepMs: number) {
+    this.#sink = sink
+    this.#keepMs = keepMs
+  }
+
+  /** Whether other replicas' calls are in play (this replica learns beside others). */
+  get merging(): boolean { return this.#remote.size > 0 }
+
+  started(kind: string, load: number, now: number): number {
+    this.#stale(now)
+    const call: Local = { kind: kindId(kind), load, startedAt: now, serial: null, answer: null }
+    this.#local.set(++this.#token, call)
+    if (!this.merging) this.#startLocal(call, load, now)
+    return this.#token
+  }
+
+  ended(a: Answer, now: number): void {
+    this.#stale(now)
+    const call = this.#local.get(a.window)
+    if (call === undefined) return
+    call.answer = { ...a, kind: call.kind }
+    this.#recent.push({ startedAt: a.startedAt, at: a.at, kind: call.kind, outcome: a.outcome, timed: a.timed !== false })
+    if (this.#recent.length > 2 * CALLS_KEPT) this.#recent = this.#recent.slice(-CALLS_KEPT)
+    if (!this.merging) this.#endLocal(a.window, call, now)
+  }
+
+  /** This replica's calls for its record: those ended within keepMs, the most recent CALLS_KEPT, and those in flight. */
+  calls(now: number): string {
+    this.#recent = this.#recent.filter((c) => (c.at as number) > now - this.#keepMs).slice(-CALLS_KEPT)
+    const inFlight: CallEntry[] = []
+    for (const c of this.#local.values()) if (c.answer === null) inFlight.push({ startedAt: c.startedAt, at: null, kind: c.kind, outcome: 'other', timed: true })
+    return encodeCalls(now, [...this.#recent, ...inFlight])
+  }
+
+  /**
+   * The other replicas' records (run, calls) as a renewal of the learner returned them, or
+   * none (it does not learn): every call is given up to the moment every record reached.
+   */
+  heard(records: readonly { run: string; calls?: string | undefined }[], now: number): void {
+    this.#heardAt = now
+    const seen = new Set<string>()
+    for (const r of records) {
+      const decoded = r.calls === undefined ? null : decodeCalls(r.calls)
+      if (decoded === null) continue
+      seen.add(r.run)
+      const remote = this.#remote.get(r.run) ?? { at: -Infinity, ended: new Map(), done: new Map(), inFlight: [], started: new Map() }
+      if (decoded.at < remote.at) continue
+      remote.at = decoded.at
+      remote.inFlight = decoded.calls.filter((c) => c.at === null)
+      for (const c of decoded.calls) {
+        const id = `${keyOf(c)}|${c.at}`
+        if (c.at !== null && !remote.done.has(id) && (c.at > this.#released || remote.started.has(keyOf(c)))) remote.ended.set(id, c)
+      }
+      for (const [id, at] of remote.done) if (at < now - 2 * this.#keepMs) remote.done.delete(id)
+      this.#remote.set(r.run, remote)
+    }
+    let horizon = now
+    // A replica absent from the answer has no record: no call in flight (those started here end with what its record says next, else now), and none to start before it renews. Not heard of for keepMs, or this one does not learn, it goes.
+    for (const [run, remote] of this.#remote) {
+      if (seen.has(run)) horizon = Math.min(horizon, remote.at)
+      else if (records.length === 0 || now - remote.at > this.#keepMs) this.#forget(run, remote)
+      else remote.inFlight = []
+    }
+    this.#release(horizon)
+  }
+
+  /** No record heard of for keepMs (the store out): the other replicas' calls are out of play, this one's go at once. */
+  #stale(now: number): void {
+    if (this.merging && now - this.#heardAt > this.#keepMs) this.heard([], now)
+  }
+
+  /** A replica no longer in play (its record lapsed, or this one does not learn): its calls started here end, saying nothing; the rest go. */
+  #forget(run: string, remote: Remote): void {
+    for (const [k, serials] of remote.started) for (let i = serials.length; i > 0; i--) this.#endRemote(remote, k, { startedAt: this.#released, at: this.#released, kind: '', outcome: 'other', timed: false })
+    this.#remote.delete(run)
+  }
+
+  /** Every start and end up to `horizon`, in time order (an end before a start at the same moment: that call was not ahead). */
+  #release(horizon: number): void {
+    const events: Event[] = []
+    // An end at its own start comes after that start.
+    const add = (t: number, end: boolean, run: () => void, from = -Infinity) => events.push({ t: Math.max(t, this.#released, end ? from + 1e-6 : -Infinity), end, order: events.length, run })
+    for (const [token, call] of this.#local) {
+      if (call.serial === null && call.startedAt <= horizon) add(call.startedAt, false, () => this.#startLocal(call, call.load, call.startedAt))
+      if (call.answer !== null && call.answer.at <= horizon) add(call.answer.at, true, () => this.#endLocal(token, call, horizon), call.startedAt)
+    }
+    for (const remote of this.#remote.values()) {
+      const pending = new Map<string, number>()
+      for (const [k, serials] of remote.started) pending.set(k, serials.length)
+      for (const [id, c] of remote.ended) {
+        if (c.startedAt > horizon) continue
+        const k = keyOf(c)
+        if ((pending.get(k) ?? 0) > 0) pending.set(k, (pending.get(k) as number) - 1)
+        else add(c.startedAt, false, () => this.#startRemote(remote, c))
+        if ((c.at as number) <= horizon) {
+          remote.ended.delete(id)
+          remote.done.set(id, c.at as number)
+          add(c.at as number, true, () => this.#endRemote(remote, k, c), c.startedAt)
+        }
+      }
+      for (const c of remote.inFlight) {
+        if (c.startedAt > horizon) continue
+        const k = keyOf(c)
+        if ((pending.get(k) ?? 0) > 0) pending.set(k, (pending.get(k) as number) - 1)
+        else add(c.startedAt, false, () => this.#startRemote(remote, c))
+      }
+      // Calls started here that the record shows neither in flight nor ended: they ended out of its reach, saying nothing.
+      for (const [k, left] of pending) for (let i = 0; i < left; i++) add(horizon, true, () => this.#endRemote(remote, k, { startedAt: horizon, at: horizon, kind: '', outcome: 'other', timed: false }))
+    }
+    events.sort((a, b) => a.t - b.t || Number(b.end) - Number(a.end) || a.order - b.order)
+    for (const e of events) e.run()
+    this.#released = Math.max(this.#released, horizon)
+  }
+
+  #startLocal(call: Local, load: number, at: number): void {
+    call.serial = this.#sink.start(call.kind, this.merging ? this.#open + 1 : load)
+    this.#open++
+    this.#released = Math.max(this.#released, at)
+  }
+
+  #endLocal(token: number, call: Local, at: number): void {
+    this.#local.delete(token)
+    if (call.serial === null || call.answer === null) return
+    this.#open--
+    this.#sink.end({ ...call.answer, window: call.serial })
+    this.#released = Math.max(this.#released, Math.min(at, call.answer.at))
+  }
+
+  #startRemote(remote: Remote, c: CallEntry): void {
+    const serials = remote.started.get(keyOf(c)) ?? []
+    serials.push(this.#sink.start(c.kind, this.#open + 1))
+    remote.started.set(keyOf(c), serials)
+    this.#open++
+  }
+
+  #endRemote(remote: Remote, k: string, c: CallEntry): void {
+    const serials = remote.started.get(k)
+    const serial = serials?.shift()
+    if (serials?.length === 0) remote.started.delete(k)
+    if (serial === undefined) return
+    this.#open--
+    this.#sink.end({ startedAt: c.startedAt, at: c.at as number, team: '', kind: c.kind, load: 0, window: serial, outcome: c.outcome, timed: c.timed })
+  }
+}
+
+const keyOf = (c: CallEntry): string => `${c.startedAt}|${c.kind}`
