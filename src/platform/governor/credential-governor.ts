@@ -1,9 +1,9 @@
 import type { Logger } from 'pino'
 import type { Config } from '../../config.js'
 import type { RedisSeal } from '../../redis/seal.js'
-import { systemClock, type Clock } from '../../clock.js'
+import { systemClock } from '../../clock.js'
 import { CredentialSeats } from './seats.js'
-import type { RefusalReason } from './seat.js'
+import type { SeatsOptions } from './seat.js'
 import { KneeEstimator, type Move } from './knee-estimator.js'
 import { LearnedLimit } from './learned-limit.js'
 import { LeasedSeats } from './leased-seats.js'
@@ -17,7 +17,7 @@ export type GovernorSettings = Pick<
   'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'
 >
 
-export interface CredentialGovernorOptions {
+export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf' | 'limitsOf' | 'pausedUntil' | 'onRefused' | 'clock'> {
   credential: string
   settings: GovernorSettings
   /** Where the replicas' leases live (Redis); null: this replica alone. */
@@ -29,11 +29,6 @@ export interface CredentialGovernorOptions {
   seal: RedisSeal | null
   key: string
   log: Pick<Logger, 'info' | 'warn'>
-  weightOf?: (team: string) => number
-  limitsOf?: (team: string) => { maxConcurrent: number | null; queue: number | null } | undefined
-  /** Until when (epoch ms) the platform paused the credential; 0: it did not. */
-  pausedUntil?: () => number
-  onRefused?: (reason: RefusalReason) => void
   /** Seats the store had lost and that were asked for again. */
   onLost?: (count: number) => void
   /** The limit and knee in force after every move, and the floor of the kind answered most (ms). */
@@ -41,7 +36,6 @@ export interface CredentialGovernorOptions {
   onMove?: (move: Move, from: number, to: number) => void
   /** Whether the answer handled now, its latency given, is timed apart from the one before (answer-timing.ts); default: every one is. */
   answerTimed?: (latencyMs: number) => boolean
-  clock?: Clock
 }
 
 /** One credential's governor: its seats, the rule that learns its limit, and its lease across replicas. */
@@ -94,12 +88,12 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
     queueLimit: settings.queue,
     queueTimeoutMs: settings.queueTimeoutMs,
     work,
-    weightOf: (team) => o.weightOf?.(team) ?? 1,
-    limitsOf: (team) => o.limitsOf?.(team),
-    pausedUntil: () => o.pausedUntil?.() ?? 0,
+    weightOf: o.weightOf,
+    limitsOf: o.limitsOf,
+    pausedUntil: o.pausedUntil,
     seats: lease,
     clock,
-    onRefused: (reason) => o.onRefused?.(reason),
+    onRefused: o.onRefused,
     ...(estimator
       ? {
           onStarted: (kind: string, load: number) => estimator.started(kind, load),

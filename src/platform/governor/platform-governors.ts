@@ -7,25 +7,15 @@ import { routeTemplate } from '../route-template.js'
 import { PlatformPauses, type PlatformPausesDeps } from '../pauses/platform-pauses.js'
 import type { Pause } from '../pauses/pauses.js'
 import type { CredentialSeats } from './seats.js'
-import type { Priority, Seat } from './seat.js'
+import type { Seat, SeatRequest, TeamLimits } from './seat.js'
 import { answerTiming } from './answer-timing.js'
 import { credentialGovernor, type CredentialGovernor } from './credential-governor.js'
 import { RedisLeaseStore } from './redis-lease-store.js'
 
-/** A call asking for a seat: whose it is, on which route, what work, and how it waits. */
-export interface SeatCall {
-  team: string
-  /** Path and query: its route is what a 429 pauses. */
+/** A call asking for a seat: a seat's request, with its path and query (its route is what a 429 pauses; its work by default). */
+export interface SeatCall extends Omit<SeatRequest, 'workClass'> {
   url: string
-  /** The work it asks of the platform (reports/work-class.ts); default its route. */
   workClass?: string
-  priority?: Priority
-  /** Epoch ms: the call is not sent when it cannot end before. */
-  deadline: number
-  /** Ends the wait (the call's deadline, its callers gone, the shutdown). */
-  signal?: AbortSignal
-  /** A refresh ahead's urgency now (larger first). */
-  urgency?: () => number
   /** The probe call (team GATEWAY_TEAM): its 429 pauses only its route, its answer ends a credential pause. */
   probe?: boolean
   /** The probe call testing a credential pause: through the pause, without a seat (one call every PAUSE_PROBE_INTERVAL_MS). */
@@ -56,7 +46,7 @@ export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config'
   /** Seals the pauses and the shared limit written to Redis (GATEWAY_SECRET). */
   seal?: RedisSeal | null
   weightOf?: (team: string) => number | undefined
-  limitsOf?: (team: string) => { maxConcurrent: number | null; queue: number | null } | undefined
+  limitsOf?: (team: string) => TeamLimits | undefined
   clock?: Clock
 }
 
@@ -188,14 +178,7 @@ export class PlatformGovernors {
     const g = this.#of(credential)
     const passage = this.#pauses.enter(credential, call)
     if (call.trial) return { team: call.team, load: g.seats.inFlight, end: (outcome) => this.#pauses.left(credential, call, passage, outcome) }
-    const seat = await g.seats.ask({
-      team: call.team,
-      workClass: call.workClass ?? routeTemplate(call.url),
-      ...(call.priority ? { priority: call.priority } : {}),
-      deadline: call.deadline,
-      ...(call.signal ? { signal: call.signal } : {}),
-      ...(call.urgency ? { urgency: call.urgency } : {}),
-    })
+    const seat = await g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) })
     return {
       team: seat.team,
       load: seat.load,

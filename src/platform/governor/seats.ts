@@ -1,8 +1,6 @@
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
 import { LENDING_HORIZON_MS, heldBack, nextCall, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
-import { learnFrom } from './outcome-lessons.js'
-import { pauseText, refusal, tooLate } from './refusals.js'
-import { type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
+import { learnFrom, pauseText, refusal, tooLate, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
 import { LocalSeats, type LocalTeam, type SeatLease } from './seat-lease.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { TeamAccounts, type TeamAccount } from './team-accounts.js'
@@ -108,7 +106,7 @@ export class CredentialSeats {
   overdueSince(now = this.#clock.now(), atWorkers = Infinity): number | null { return this.#teams.overdueSince(now, atWorkers) }
 
   /** Callers' calls waiting per team. */
-  waiting(): Map<string, number> { return this.#queue.waitingByTeam() }
+  waiting(): Map<string, number> { return this.#queue.countByTeam() }
 
   /** `team`'s share of this replica's seats now (0 while it is not active). */
   shareOf(team: string): number { return this.#shares().targets.get(team) ?? 0 }
@@ -189,12 +187,12 @@ export class CredentialSeats {
       signal?.addEventListener('abort', onAbort, { once: true })
       this.#chargeElsewhere()
       // A team that starts waiting again saved no credit while it did not.
-      if (this.#queue.count(team) === 0 && !this.#queue.waitingTeams().has(team)) {
+      if (this.#queue.count(team, null) === 0) {
         const seats = this.#teamOf(team)
         seats.tag = Math.max(seats.tag, this.#virtual)
       }
       this.#queue.push(waiter)
-      this.#teams.notePeak(team, this.#queue.waitingOf(team), this.#clock.now(), this.#virtual)
+      this.#teams.notePeak(team, this.#queue.count(team, null), this.#clock.now(), this.#virtual)
       this.#dispatch()
       if (this.#queue.has(waiter)) {
         if (this.waitingAtLimit()) {
@@ -255,7 +253,7 @@ export class CredentialSeats {
   #teamOf(team: string): TeamAccount { return this.#teams.of(team, this.#virtual) }
 
   #localTeams(): LocalTeam[] {
-    return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent)
+    return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent)
   }
 
   /**
