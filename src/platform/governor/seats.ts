@@ -20,13 +20,7 @@ interface Waiter extends Queued {
   detach(): void
 }
 
-/**
- * The seats of one credential on one replica: a call holds a seat from its start to its
- * answer (a call cut by its deadline, or whose callers left, to its expected end: the
- * platform works on); which waiting call a free seat goes to is the dispatch rule
- * (dispatch-order.ts, docs/governor.md). Refusals: the deadline rule, the queue's bounds,
- * a pause.
- */
+/** The seats of one credential on one replica: docs/governor.md, "The dispatch rule" (which call goes next: dispatch-order.ts). */
 export class CredentialSeats {
   readonly credential: string
   readonly #o: SeatsOptions
@@ -51,22 +45,15 @@ export class CredentialSeats {
 
   get limit(): number { return this.#limit }
   /** Seats this replica may fill now: the limit, or its lease of it across replicas. */
-  get capacity(): number {
-    return Math.min(this.#limit, this.#lease.size(this.#limit))
-  }
+  get capacity(): number { return Math.min(this.#limit, this.#lease.size(this.#limit)) }
 
   get inFlight(): number { return this.#inFlight }
   get queued(): number { return this.#queue.size }
 
-  /** Seats this replica holds across replicas (a lease), or its calls in flight. */
-  get seatsHeld(): number {
-    return this.#lease.held ?? this.#inFlight
-  }
+  /** Seats this replica holds (a lease), or its calls in flight. */
+  get seatsHeld(): number { return this.#lease.held ?? this.#inFlight }
 
-  get pausedUntil(): number {
-    const until = this.#o.pausedUntil?.() ?? 0
-    return until > this.#clock.now() ? until : 0
-  }
+  get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
 
   /** The limit in force (the teams' shares are of it); a higher one starts queued calls. */
   setLimit(limit: number): void {
@@ -77,11 +64,7 @@ export class CredentialSeats {
     if (raised) this.wake()
   }
 
-  /**
-   * Whether calls wait while every seat of the limit is taken or owed to an active team:
-   * the limit is in use (a wait for a team's own ceiling, a pause or a lease says nothing
-   * of it).
-   */
+  /** Whether calls wait while every seat of the limit is taken or owed: the limit is in use (not a wait for a ceiling, a pause or a lease). */
   waitingAtLimit(): boolean {
     if (this.#queue.size === 0 || this.pausedUntil > 0 || !this.#lease.saturated()) return false
     if (![...this.#queue.waitingTeams()].some((team) => !this.#atCeiling(team))) return false
@@ -89,9 +72,9 @@ export class CredentialSeats {
     return this.#inFlight + owed + lent >= this.capacity - 1e-9
   }
 
-  /** With no call waiting here known short while a short call is in flight, the longest expected seat-time of those waiting (Infinity: a kind not answered yet); else null. The limit rule grows by long calls then as the short ones bear (knee-estimator.ts). Asked at every wait and end: the queue (a burst's hundreds) is read only beside a short call in flight, up to its first call known short. */
+  /** With no call waiting known short while a short call is in flight, the longest expected seat-time of those waiting (Infinity: unknown); else null (the limit rule's "Start" and "Cruise"). */
   longWaitBesideShort(): number | null {
-    if (this.#queue.size === 0 || !this.#teams.anyShortRunning()) return null
+    if (this.#queue.size === 0 || this.#teams.shortRunning() === 0) return null
     const now = this.#clock.now()
     let longest = 0
     for (const w of this.#queue.all()) {
@@ -130,12 +113,7 @@ export class CredentialSeats {
     if (this.#queue.size > 0) this.#dispatch()
   }
 
-  /**
-   * A seat for one call. Refused at once (GW_UPSTREAM_TIMEOUT) when it cannot end before
-   * its deadline, else it waits at most queueTimeout, and no longer than its deadline
-   * leaves for its expected time (GW_OVERLOADED or GW_UPSTREAM_TIMEOUT then;
-   * NoIdleSeatError for background work). Rejects with the signal's reason on abort.
-   */
+  /** A seat for one call, by dispatch rule 1 and 2 (refusals: seat.ts `refusal`); rejects with the signal's reason on abort. */
   ask(req: SeatRequest): Promise<Seat> {
     const { team, signal } = req
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
@@ -216,9 +194,7 @@ export class CredentialSeats {
   }
 
   /** What the dispatch rule holds back from the calls waiting here (dispatch-order.ts). */
-  heldBack(): { owed: number; longOnly: boolean } {
-    return heldBack(this.#dispatchState(), this.pausedUntil > 0)
-  }
+  heldBack(): { owed: number; longOnly: boolean } { return heldBack(this.#dispatchState(), this.pausedUntil > 0) }
 
   #dispatchState(): DispatchState<Waiter> {
     const now = this.#clock.now()
@@ -241,9 +217,7 @@ export class CredentialSeats {
     }
   }
 
-  #pauseText(): string {
-    return pauseText(this.credential, this.pausedUntil - this.#clock.now())
-  }
+  #pauseText(): string { return pauseText(this.credential, this.pausedUntil - this.#clock.now()) }
 
   #refuse(reason: RefusalReason, text: string, priority: Priority): Error {
     this.#o.onRefused?.(reason)
@@ -252,18 +226,9 @@ export class CredentialSeats {
 
   #teamOf(team: string): TeamAccount { return this.#teams.of(team, this.#virtual) }
 
-  #localTeams(): LocalTeam[] {
-    return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent)
-  }
+  #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
 
-  /**
-   * Each local team's target here, the seats of this replica owed to teams elsewhere, the
-   * local teams, the seats owed to those that wait for nothing, and whether the shares are
-   * worked out on this replica alone (`one`).
-   */
-  #shares(): SharesView {
-    return sharesView(this.#lease.shares(), this.capacity, this.#localTeams())
-  }
+  #shares(): SharesView { return sharesView(this.#lease.shares(), this.capacity, this.#localTeams()) }
 
   /** Each team's tag is charged with the seat-time its calls held on the other replicas. */
   #chargeElsewhere(): void {
@@ -299,24 +264,19 @@ export class CredentialSeats {
     if (started) this.#demandChanged()
   }
 
-  /** The next call to start on `free` seats (dispatch-order.ts); when none may, a timer wakes the queue as a linger ends. */
+  /** The next call to start on `free` seats; when none may, the queue is woken as a linger ends (its owed seats go then). */
   #next(free: number): Waiter | null {
     if (free <= 0) return null
     const best = nextCall(this.#dispatchState(), free)
-    if (best === null) this.#wakeAtLingerEnd()
-    return best
-  }
-
-  /** Seats owed to lingering teams are let go when their linger ends: the queue is woken then. */
-  #wakeAtLingerEnd(): void {
-    if (this.#lingerTimer !== null) return
+    if (best !== null || this.#lingerTimer !== null) return best
     const now = this.#clock.now()
     const at = this.#teams.lingerEnd(now)
-    if (!Number.isFinite(at)) return
+    if (!Number.isFinite(at)) return null
     this.#lingerTimer = this.#timer(() => {
       this.#lingerTimer = null
       this.wake()
     }, at - now)
+    return null
   }
 
   #start(waiter: Waiter): Seat {
@@ -330,9 +290,7 @@ export class CredentialSeats {
     const charged = Math.max(MIN_CHARGE_MS, expected ?? MIN_CHARGE_MS)
     const start = Math.max(seats.tag, this.#virtual)
     seats.tag = start + charged / weight
-    // The virtual time is the least start tag of the teams waiting: a call started out of
-    // tag order (a whole seat of its share, a seat others may not take) does not move it
-    // past theirs, nor take the credit of a team that waits.
+    // The virtual time: the least tag waiting (dispatch rule 2).
     let least = start
     for (const other of this.#queue.waitingTeams()) if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teamOf(other).tag)
     this.#virtual = Math.max(this.#virtual, least)
@@ -364,8 +322,7 @@ export class CredentialSeats {
         if (outcome.kind === 'answer') this.#lease.answered()
         const learned = learnFrom(this.#o.work, team, workClass, expected, outcome, now)
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned })
-        // A call cut by its deadline, or whose callers left, goes on at the platform: its
-        // seat is held until its expected end there. An answer or a broken connection frees it.
+        // Cut by its deadline, or its callers gone: held to its expected end (dispatch rule 4).
         const goesOn = outcome.kind === 'dropped' || (outcome.kind === 'none' && outcome.timedOut)
         const until = goesOn ? startedAt + (this.#o.work.expectedMs(team, workClass, now) ?? 0) : 0
         if (until > now) this.#timer(free, until - now)
