@@ -50,13 +50,7 @@ export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config'
   clock?: Clock
 }
 
-/**
- * The governors of every credential (docs/governor.md): each credential's seats (its
- * dispatch), its learned limit and its lease across replicas (credential-governor.ts),
- * behind the platform's pauses after a 429 (pauses/platform-pauses.ts). One entry point
- * for the rest of the gateway: `seat()` gives a call its seat, and the seat takes back
- * the call's outcome (`end`).
- */
+/** The governors of every credential (credential-governor.ts), behind the platform's pauses: the gateway's one entry point, `seat()` (docs/governor.md). */
 export class PlatformGovernors {
   readonly #d: PlatformGovernorsDeps
   readonly #clock: Clock
@@ -67,12 +61,7 @@ export class PlatformGovernors {
     this.#d = deps
     this.#clock = deps.clock ?? systemClock
     this.#pauses = new PlatformPauses({
-      config: deps.config,
-      log: deps.log,
-      metrics: deps.metrics,
-      redis: deps.redis,
-      breaker: deps.breaker,
-      bus: deps.bus,
+      ...deps,
       seal: deps.seal ?? null,
       clock: this.#clock,
       onCredentialPaused: (credential) => {
@@ -121,19 +110,10 @@ export class PlatformGovernors {
   }
 
   /** How long a call of `workClass` by `team` is expected to hold its seat at `now` (ms); null: not known yet. */
-  expectedMs(credential: string, team: string, workClass: string, now: number): number | null {
-    return this.#governors.get(credential)?.work.expectedMs(team, workClass, now) ?? null
-  }
+  expectedMs(credential: string, team: string, workClass: string, now: number): number | null { return this.#governors.get(credential)?.work.expectedMs(team, workClass, now) ?? null }
 
   /** The call that tests a credential pause: the probe call with the credential's token, through the pause. */
-  probeWith(prober: (credential: string) => Promise<unknown>): void {
-    this.#pauses.probeWith(prober)
-  }
-
-  /** Whether the limit is learned (platform.adaptive). */
-  get adaptive(): boolean {
-    return this.#d.config.platform.adaptive
-  }
+  probeWith(prober: (credential: string) => Promise<unknown>): void { this.#pauses.probeWith(prober) }
 
   /** Every credential's governor, as the status view and the metrics read it. */
   views(): GovernorView[] {
@@ -154,39 +134,21 @@ export class PlatformGovernors {
   }
 
   /** The limit in force of `credential`'s calls at once (every replica's), or null: no such credential. */
-  limitOf(credential: string): number | null {
-    return this.#governors.get(credential)?.seats.limit ?? null
-  }
+  limitOf(credential: string): number | null { return this.#governors.get(credential)?.seats.limit ?? null }
 
   /** The pauses under way of `credential`. */
-  pausesOf(credential: string): Pause[] {
-    return this.#pauses.all(credential)
-  }
+  pausesOf(credential: string): Pause[] { return this.#pauses.all(credential) }
 
   /** Whether the platform has paused the credential, or a call of `team` (any team's) on the route of `url`: a cached copy is better than a wait. */
-  paused(credential: string, url?: string, team?: string): boolean {
-    return this.#pauses.paused(credential, url, team)
-  }
+  paused(credential: string, url?: string, team?: string): boolean { return this.#pauses.paused(credential, url, team) }
 
-  /**
-   * A seat for `call` of `credential`: refused at once with GW_OVERLOADED (reason paused)
-   * when a pause covers it (but for that pause's trial), else the seats' (seats.ts). The
-   * call testing a credential pause goes without a seat. The seat's `end` tells the limit,
-   * the work estimates and the pauses what came of the call.
-   */
+  /** A seat for `call`: refused (GW_OVERLOADED, paused) when a pause covers it, none for a pause's trial, else the seats'; its `end` tells the pauses too. */
   async seat(credential: string, call: SeatCall): Promise<Seat> {
     const g = this.#of(credential)
     const passage = this.#pauses.enter(credential, call)
     if (call.trial) return { team: call.team, load: g.seats.inFlight, end: (outcome) => this.#pauses.left(credential, call, passage, outcome) }
     const seat = await g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) })
-    return {
-      team: seat.team,
-      load: seat.load,
-      end: (outcome) => {
-        seat.end(outcome)
-        this.#pauses.left(credential, call, passage, outcome)
-      },
-    }
+    return { team: seat.team, load: seat.load, end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }
   }
 
   /** Leases seats, follows the other replicas' pauses and any pause under way, and starts learning. */
