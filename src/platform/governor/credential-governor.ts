@@ -12,10 +12,7 @@ import { LocalSeats, type SeatLease } from './seat-lease.js'
 import { WorkEstimates } from './work-estimates.js'
 
 /** The settings one credential's governor follows (config.platform). */
-export type GovernorSettings = Pick<
-  Config['platform'],
-  'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'
->
+export type GovernorSettings = Pick<Config['platform'], 'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'>
 
 export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf' | 'limitsOf' | 'pausedUntil' | 'onRefused' | 'clock'> {
   credential: string
@@ -38,46 +35,31 @@ export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf'
   answerTimed?: (latencyMs: number) => boolean
 }
 
-/** One credential's governor: its seats, the rule that learns its limit, and its lease across replicas. */
+/** One credential's governor: its seats, the limit rule (null: platform.adaptive false), its lease (`leased`: across replicas, null without a store), its work estimates. */
 export interface CredentialGovernor {
   seats: CredentialSeats
-  /** Null when the limit is not learned (platform.adaptive false). */
   estimator: KneeEstimator | null
   learned: LearnedLimit | null
   lease: SeatLease
-  /** The lease across replicas, or null without a store. */
   leased: LeasedSeats | null
-  /** How long each team's calls of each kind hold their seats, as the seats learn it. */
   work: WorkEstimates
 }
 
-/**
- * Puts one credential's governor together (docs/governor.md): the seats that dispatch its
- * calls, the knee estimator that learns its limit on the clock, and, with a store, the
- * lease of its seats across replicas and the shared limit record. The gateway composes it
- * over Redis; the simulator over a store in memory, on a simulated clock: the same code.
- */
+/** Puts one credential's governor together, the same for the gateway (over Redis) and the simulator (a store in memory, a simulated clock). */
 export function credentialGovernor(o: CredentialGovernorOptions): CredentialGovernor {
   const { settings, credential } = o
   const clock = o.clock ?? systemClock
   let learned: LearnedLimit | null = null
-  const leased =
-    o.store === null
-      ? null
-      : new LeasedSeats({
-          store: o.store,
-          credential,
-          replica: o.replica,
-          ...(o.run ? { run: o.run } : {}),
-          perReplica: settings.maxConcurrentPerReplica,
-          unseen: settings.minConcurrent,
-          leaseMs: settings.seatLeaseMs,
-          callsEndMs: 2 * settings.timeoutMs,
-          log: o.log,
-          onLost: (count) => o.onLost?.(count),
-          onRenewed: (answer, plan) => learned?.renewed(answer, plan),
-          clock,
-        })
+  const { store, replica, run, log } = o
+  const leased = store && new LeasedSeats({
+    store, credential, replica, run, log, clock,
+    perReplica: settings.maxConcurrentPerReplica,
+    unseen: settings.minConcurrent,
+    leaseMs: settings.seatLeaseMs,
+    callsEndMs: 2 * settings.timeoutMs,
+    onLost: (count) => o.onLost?.(count),
+    onRenewed: (answer, plan) => learned?.renewed(answer, plan),
+  })
   const lease = leased ?? new LocalSeats(settings.maxConcurrentPerReplica ?? Infinity)
   const estimator = settings.adaptive ? new KneeEstimator({ initial: settings.initialConcurrent, min: settings.minConcurrent, max: settings.maxConcurrent }) : null
   const work = new WorkEstimates()
@@ -107,16 +89,9 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
   })
   if (estimator) {
     learned = new LearnedLimit({
-      credential,
-      estimator,
-      seats,
-      lease: leased,
-      seal: o.seal,
-      key: o.key,
-      log: o.log,
+      credential, estimator, seats, lease: leased, seal: o.seal, key: o.key, log, clock,
       onLimit: (limit, knee) => o.onLimit?.(limit, knee, estimator.floorMs),
       onMove: (move, from, to) => o.onMove?.(move, from, to),
-      clock,
     })
   }
   return { seats, estimator, learned, lease, leased, work }

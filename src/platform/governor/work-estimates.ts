@@ -1,15 +1,8 @@
 /**
- * How long a call holds its seat, by its kind: the work estimator (Kubernetes API
- * Priority and Fairness estimates a request's seats × seconds the same way). A kind is
- * its team and the work the platform does (the report's route, range and splits:
- * reports/work-class.ts); each team's own answers set its estimates, so no team makes
- * another's calls look short. A kind a team has not yet had answered takes what the
- * same work took for the other teams, else it is unknown (counted long). A call cut by
- * its deadline is still awaited (platform-client.ts), and its answer teaches its
- * kind's estimate; one that got none even then says its kind takes longer than that: for
- * a while the kind is taken to take half as long again. A kind that needs more than a
- * call's budget is sent no more, but for a call now and then to see. Pure: times are passed in. docs/governor.md, "The work
- * estimator".
+ * The work estimator (docs/governor.md, "Words": expected seat-time; dispatch rules 1 and 4):
+ * a kind is its team and its work (reports/work-class.ts); a team's own answers set its
+ * estimates, a kind it has not had answered takes the same work's over every team. Pure:
+ * times are passed in.
  */
 
 /** How much of each answer moves its kind's estimate. */
