@@ -1,6 +1,7 @@
 import type { FairQueue, Queued } from './fair-queue.js'
 import type { LeaseShares, LocalTeam } from './seat-lease.js'
 import { fairShares, owedSeats } from './shares.js'
+import type { TeamAccounts } from './team-accounts.js'
 
 /** A seat owed to another team is lent only to a call expected to end within this long. */
 export const LENDING_HORIZON_MS = 500
@@ -27,11 +28,8 @@ export interface DispatchState<W extends WaitingCall> {
   view: SharesView
   /** The least start tag a team may take (start-time fair queueing's virtual time). */
   virtual: number
-  tagOf(team: string): number
-  /** Seats the team holds here. */
-  held(team: string): number
-  /** Its calls here that were expected to end within the lending horizon. */
-  shortRunning(team: string): number
+  /** The teams' seats held here, their calls in flight, their tags. */
+  teams: TeamAccounts
   atCeiling(team: string): boolean
   weight(team: string): number
   /** Whether a call of this kind is expected to end within the lending horizon. */
@@ -41,7 +39,7 @@ export interface DispatchState<W extends WaitingCall> {
 /** A waiting team's call to consider (its most pressing; past its share on one replica, its most pressing short one), whether it is below its share (2.1), whether that call is short. */
 function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { head: W | null; within: boolean; short: boolean; everywhere: number } {
   const { view } = s
-  const everywhere = s.held(team) + (view.heldElsewhere.get(team) ?? 0)
+  const everywhere = s.teams.held(team) + (view.heldElsewhere.get(team) ?? 0)
   const share = view.shares.get(team) ?? 0
   const within = view.one ? everywhere + 1 <= share + 1e-9 : everywhere < share
   const isShort = (w: W) => s.isShort(team, w.workClass)
@@ -57,7 +55,7 @@ function covered<W extends WaitingCall>(s: DispatchState<W>): number {
   let n = 0
   for (const t of s.view.teams) {
     if (t.waiting === 0 || t.held + 1 <= (s.view.shares.get(t.team) ?? 0) + 1e-9) continue
-    n += s.shortRunning(t.team)
+    n += s.teams.shortRunning(t.team)
   }
   return n
 }
@@ -80,7 +78,7 @@ export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: numbe
     if (head === null) continue
     if (!within && !short && free - owed < 1) continue
     const rank = within ? 0 : s.view.one ? 1 : 1 + everywhere / s.weight(team)
-    const tag = Math.max(s.tagOf(team), s.virtual)
+    const tag = Math.max(s.teams.of(team, s.virtual).tag, s.virtual)
     if (rank < bestRank || (rank === bestRank && (tag < bestTag || (tag === bestTag && head.seq < (best?.seq ?? Infinity))))) {
       best = head
       bestRank = rank

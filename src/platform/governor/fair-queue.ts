@@ -1,17 +1,8 @@
 /**
- * The calls of one credential waiting for a seat on one replica, per team (docs/governor.md,
- * "State"): pure, no timers and no I/O. Which team goes next is the dispatch rule's
- * (dispatch-order.ts); this queue says which of a team's calls is its most pressing, and
- * who gives up a place when it is full.
- *
- * - Within a team, a caller's call goes before its report jobs, its refreshes ahead (the
- *   most urgent first: `urgency()`, larger first), its stale refreshes, its warm-ups; then
- *   the earliest. Background work takes its own team's share, never another's.
- * - A full queue is shared by places for weight: a newcomer displaces its own team's newest
- *   call of a lower priority; else the newest call of the lowest priority of the team with
- *   the most places for its weight: below the newcomer's priority if that team holds at
- *   least as many as the newcomer's team would, of the same priority only if it holds more;
- *   else the newcomer is refused.
+ * The calls of one credential waiting for a seat on one replica, per team: which of a
+ * team's calls is its most pressing (by priority, a refresh ahead's urgency, arrival), and
+ * who gives up a place when the queue is full (docs/governor.md, "State"). Which team goes
+ * next is the dispatch rule's (dispatch-order.ts). Pure: no timers, no I/O.
  */
 
 export type Priority = 'caller' | 'job' | 'ahead' | 'swr' | 'warm'

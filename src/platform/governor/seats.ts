@@ -204,9 +204,7 @@ export class CredentialSeats {
       queue: this.#queue,
       view: this.#shares(),
       virtual: this.#virtual,
-      tagOf: (team) => this.#teamOf(team).tag,
-      held: (team) => this.running(team),
-      shortRunning: (team) => this.#teams.shortRunning(team),
+      teams: this.#teams,
       atCeiling: (team) => this.#atCeiling(team),
       weight: (team) => this.#weight(team),
       isShort: (team, workClass) => {
