@@ -25,10 +25,9 @@ export interface SeatCall extends Omit<SeatRequest, 'workClass'> {
 /** One credential's governor, as the status view and the metrics read it. */
 export interface GovernorView {
   credential: string
-  /** Whether the limit is learned (platform.adaptive). */
+  /** Whether the limit is learned (platform.adaptive); if so its knee, phase, and the floor of the kind answered most (ms), else null. */
   adaptive: boolean
   limit: number
-  /** The learned knee, the limit rule's phase, and the floor of the kind answered most (ms); null when the limit is not learned. */
   knee: number | null
   phase: string | null
   floorMs: number | null

@@ -48,12 +48,10 @@ export interface TeamLimits {
   queue: number | null
 }
 
-/** What one credential's seats are given (seats.ts). */
+/** What one credential's seats are given (seats.ts): the ceiling of the limit (platform.maxConcurrent), the limit at start, the queue's bounds. */
 export interface SeatsOptions {
   credential: string
-  /** The ceiling of the limit in force (platform.maxConcurrent). */
   maxConcurrent: number
-  /** The limit in force at start. */
   limit: number
   queueLimit: number
   queueTimeoutMs: number
@@ -65,10 +63,9 @@ export interface SeatsOptions {
   seats?: SeatLease
   clock?: Clock
   onRefused?: (reason: RefusalReason) => void
-  /** Every call's start and end, for the limit rule. */
+  /** For the limit rule: every call's start and end, and a wait at the limit (`longMs`: CredentialSeats.longWaitBesideShort). */
   onStarted?: (kind: string, load: number) => number
   onEnded?: (answer: Answer) => void
-  /** A call waited at the limit; `longMs`: CredentialSeats.longWaitBesideShort. */
   onWaited?: (longMs: number | null) => void
 }
 

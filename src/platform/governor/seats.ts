@@ -102,10 +102,8 @@ export class CredentialSeats {
   /** The team's own ceilings (null: none), within the credential's. */
   limitsOf(team: string): TeamLimits {
     const own = this.#o.limitsOf?.(team)
-    return {
-      maxConcurrent: own?.maxConcurrent == null ? null : Math.min(own.maxConcurrent, this.#o.maxConcurrent),
-      queue: own?.queue == null ? null : Math.min(own.queue, this.#o.queueLimit),
-    }
+    const within = (n: number | null | undefined, ceiling: number) => (n == null ? null : Math.min(n, ceiling))
+    return { maxConcurrent: within(own?.maxConcurrent, this.#o.maxConcurrent), queue: within(own?.queue, this.#o.queueLimit) }
   }
 
   /** A seat may have come free (a wider lease, the pause ended): queued calls try again. */
@@ -149,7 +147,7 @@ export class CredentialSeats {
         priority,
         seq: this.#seq++,
         workClass: req.workClass,
-        ...(req.urgency ? { urgency: req.urgency } : {}),
+        urgency: req.urgency,
         expiresAt,
         timer: this.#timer(() => {
           this.#remove(waiter)
@@ -166,8 +164,7 @@ export class CredentialSeats {
       this.#chargeElsewhere()
       // A team that starts waiting again saved no credit while it did not.
       if (this.#queue.count(team, null) === 0) {
-        const seats = this.#teamOf(team)
-        seats.tag = Math.max(seats.tag, this.#virtual)
+        this.#teamOf(team).tag = Math.max(this.#teamOf(team).tag, this.#virtual)
       }
       this.#queue.push(waiter)
       this.#teams.notePeak(team, this.#queue.count(team, null), this.#clock.now(), this.#virtual)
@@ -334,13 +331,9 @@ export class CredentialSeats {
     if (this.#queue.remove(waiter)) this.#demandChanged()
   }
 
-  #timer(fn: () => void, ms: number): Timer {
-    return this.#clock.setTimeout(fn, Math.min(Math.max(0, ms), LONGEST_TIMER_MS)).unref()
-  }
+  #timer(fn: () => void, ms: number): Timer { return this.#clock.setTimeout(fn, Math.min(Math.max(0, ms), LONGEST_TIMER_MS)).unref() }
 
-  #weight(team: string): number {
-    return team === GATEWAY_TEAM ? 1 : Math.max(1, this.#o.weightOf?.(team) ?? 1)
-  }
+  #weight(team: string): number { return team === GATEWAY_TEAM ? 1 : Math.max(1, this.#o.weightOf?.(team) ?? 1) }
 }
 
 function clamp(limit: number, ceiling: number): number {
