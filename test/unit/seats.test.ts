@@ -321,7 +321,7 @@ describe('a seat\'s end', () => {
     outcomes.slice(0, 8).forEach((o, i) => calls[i]?.seat?.end(o))
     await settle()
     calls[8]?.seat?.end(outcomes[8])
-    expect(answers.map((a) => a.outcome)).toEqual(['ok', 'ok', 'overload', 'other', 'other', 'overload', 'other', 'overload', 'other'])
+    expect(answers.map((a) => a.outcome)).toEqual(['ok', 'ok', 'overload', 'other', 'other', 'overload', 'other', 'other', 'other'])
     expect(answers.every((a) => a.kind === 'a\nw' && a.team === 'a' && a.window === 7)).toBe(true)
     expect(answers[0]?.load).toBe(1)
   })

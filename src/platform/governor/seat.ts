@@ -69,20 +69,17 @@ export interface SeatsOptions {
   onWaited?: (longMs: number | null) => void
 }
 
-/** A deadline passed at this many times the call's expected time says the platform is overloaded; sooner, it says nothing. */
-export const OVERLOAD_TIMEOUTS = 2
-
 /**
  * What a call's outcome teaches its kind's estimate (an answer's time, a cut's lower
  * bound), and what it tells the limit rule ("Faults"): overload, ok (the platform's work
  * done: an answer, or a report that failed after its work), or other.
  */
-export function learnFrom(work: WorkEstimates, team: string, workClass: string, expected: number | null, outcome: SeatOutcome, now: number): Answer['outcome'] {
+export function learnFrom(work: WorkEstimates, team: string, workClass: string, outcome: SeatOutcome, now: number): Answer['outcome'] {
   if (outcome.kind === 'dropped') return 'other'
   if (outcome.kind === 'none') {
     if (!outcome.timedOut) return 'overload'
     work.cut(team, workClass, outcome.latencyMs, now)
-    return expected !== null && outcome.latencyMs >= OVERLOAD_TIMEOUTS * expected ? 'overload' : 'other'
+    return 'other'
   }
   const { status, latencyMs } = outcome
   if (status === 502 || status === 503 || status === 504) return 'overload'

@@ -143,18 +143,11 @@ export class CredentialSeats {
         reject(signal?.reason as Error)
       }
       const waiter: Waiter = {
-        team,
-        priority,
-        seq: this.#seq++,
-        workClass: req.workClass,
-        urgency: req.urgency,
-        expiresAt,
+        team, priority, seq: this.#seq++, workClass: req.workClass, urgency: req.urgency, expiresAt, resolve, reject,
         timer: this.#timer(() => {
           this.#remove(waiter)
           reject(expiresAt === sendBy ? this.#refuse('deadline', tooLate(expected, req.deadline - this.#clock.now()), priority) : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${expiresAt - now} ms`, priority))
         }, expiresAt - now),
-        resolve,
-        reject,
         detach: () => {
           this.#clock.clearTimeout(waiter.timer)
           signal?.removeEventListener('abort', onAbort)
@@ -163,9 +156,7 @@ export class CredentialSeats {
       signal?.addEventListener('abort', onAbort, { once: true })
       this.#chargeElsewhere()
       // A team that starts waiting again saved no credit while it did not.
-      if (this.#queue.count(team, null) === 0) {
-        this.#teamOf(team).tag = Math.max(this.#teamOf(team).tag, this.#virtual)
-      }
+      if (this.#queue.count(team, null) === 0) this.#teamOf(team).tag = Math.max(this.#teamOf(team).tag, this.#virtual)
       this.#queue.push(waiter)
       this.#teams.notePeak(team, this.#queue.count(team, null), this.#clock.now(), this.#virtual)
       this.#dispatch()
@@ -315,7 +306,7 @@ export class CredentialSeats {
         const now = this.#clock.now()
         const at = outcome.kind === 'dropped' ? now : startedAt + outcome.latencyMs
         if (outcome.kind === 'answer') this.#lease.answered()
-        const learned = learnFrom(this.#o.work, team, workClass, expected, outcome, now)
+        const learned = learnFrom(this.#o.work, team, workClass, outcome, now)
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned })
         // Cut by its deadline, or its callers gone: held to its expected end (dispatch rule 4).
         const goesOn = outcome.kind === 'dropped' || (outcome.kind === 'none' && outcome.timedOut)

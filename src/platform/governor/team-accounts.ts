@@ -11,15 +11,13 @@ export interface RunningCall {
   short: boolean
 }
 
-/** One team's seats on one replica (docs/governor.md, "State"). */
+/** One team's seats on one replica (docs/governor.md, "State"): its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`. */
 export interface TeamAccount {
   held: number
   seatMs: number
   running: Set<RunningCall>
-  /** Its virtual tag: seat-time charged over its weight. */
   tag: number
   lastAsked: number
-  /** The most it held and waited for at once since `peakAt`, a linger ago at most. */
   peak: number
   peakAt: number
 }
