@@ -61,9 +61,7 @@ function covered<W extends WaitingCall>(s: DispatchState<W>): number {
 }
 
 /** Seats held back from long calls (2.3): owed to active teams, or lent here by other replicas; whole seats. */
-function owedNow<W extends WaitingCall>(s: DispatchState<W>): number {
-  return Math.floor(Math.max(0, s.view.owed - covered(s)) + s.view.lent + 1e-9)
-}
+function owedNow<W extends WaitingCall>(s: DispatchState<W>): number { return Math.floor(Math.max(0, s.view.owed - covered(s)) + s.view.lent + 1e-9) }
 
 /** The next call to start on `free` seats (docs/governor.md, "The dispatch rule" 2 and 3), or null. */
 export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: number): W | null {

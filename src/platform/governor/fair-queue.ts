@@ -26,9 +26,7 @@ export class FairQueue<W extends Queued> {
   readonly #byTeam = new Map<string, W[]>()
   #size = 0
 
-  get size(): number {
-    return this.#size
-  }
+  get size(): number { return this.#size }
 
   /** Waiting calls per team at `priority` (default: callers'; null: every priority). */
   countByTeam(priority: Priority | null = 'caller'): Map<string, number> {
@@ -41,9 +39,7 @@ export class FairQueue<W extends Queued> {
   }
 
   /** The teams with calls waiting. */
-  waitingTeams(): IterableIterator<string> {
-    return this.#byTeam.keys()
-  }
+  waitingTeams(): IterableIterator<string> { return this.#byTeam.keys() }
 
   /** Waiting calls of `team` at `priority` (null: every priority). */
   count(team: string, priority: Priority | null = 'caller'): number {
@@ -51,9 +47,7 @@ export class FairQueue<W extends Queued> {
     return priority === null ? list.length : list.filter((w) => w.priority === priority).length
   }
 
-  has(waiter: W): boolean {
-    return this.#byTeam.get(waiter.team)?.includes(waiter) ?? false
-  }
+  has(waiter: W): boolean { return this.#byTeam.get(waiter.team)?.includes(waiter) ?? false }
 
   push(waiter: W): void {
     const list = this.#byTeam.get(waiter.team)
@@ -119,7 +113,5 @@ export class FairQueue<W extends Queued> {
   }
 
   /** Every waiting call. */
-  all(): W[] {
-    return [...this.#byTeam.values()].flat()
-  }
+  all(): W[] { return [...this.#byTeam.values()].flat() }
 }

@@ -6,7 +6,6 @@ import { systemClock, type Clock } from '../../clock.js'
 import { routeTemplate } from '../route-template.js'
 import { PlatformPauses, type PlatformPausesDeps } from '../pauses/platform-pauses.js'
 import type { Pause } from '../pauses/pauses.js'
-import type { CredentialSeats } from './seats.js'
 import type { Seat, SeatRequest, TeamLimits } from './seat.js'
 import { answerTiming } from './answer-timing.js'
 import { credentialGovernor, type CredentialGovernor } from './credential-governor.js'
@@ -22,24 +21,8 @@ export interface SeatCall extends Omit<SeatRequest, 'workClass'> {
   trial?: boolean
 }
 
-/** One credential's governor, as the status view and the metrics read it. */
-export interface GovernorView {
-  credential: string
-  /** Whether the limit is learned (platform.adaptive); if so its knee, phase, and the floor of the kind answered most (ms), else null. */
-  adaptive: boolean
-  limit: number
-  knee: number | null
-  phase: string | null
-  floorMs: number | null
-  /** Whether this replica learns the limit for the others (with Redis), else takes theirs. */
-  learner: boolean
-  inFlight: number
-  queued: number
-  seatsHeld: number
-  /** Until when (epoch ms) the credential is paused; 0: it is not. */
-  pausedUntil: number
-  seats: CredentialSeats
-}
+/** One credential's governor, as the status view and the metrics read it (`views()`). */
+export type GovernorView = ReturnType<PlatformGovernors['views']>[number]
 
 export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config' | 'log' | 'metrics' | 'redis' | 'breaker' | 'bus'> {
   /** Seals the pauses and the shared limit written to Redis (GATEWAY_SECRET). */
@@ -63,12 +46,8 @@ export class PlatformGovernors {
       ...deps,
       seal: deps.seal ?? null,
       clock: this.#clock,
-      onCredentialPaused: (credential) => {
-        const g = this.#of(credential)
-        g.seats.paused()
-        // The platform throttles the credential itself: a fault of the limit rule (the replica that learns cuts for all).
-        g.learned?.paused()
-      },
+      // The platform throttles the credential itself: a fault of the limit rule (the replica that learns cuts for all).
+      onCredentialPaused: (credential) => { this.#of(credential).seats.paused(); this.#of(credential).learned?.paused() },
       onCredentialResumed: (credential) => this.#of(credential).seats.wake(),
     })
     for (const credential of Object.keys(deps.config.credentials)) this.#governors.set(credential, this.#governor(credential))
@@ -89,10 +68,7 @@ export class PlatformGovernors {
       limitsOf: (team) => this.#d.limitsOf?.(team),
       pausedUntil: () => this.#pauses.credentialUntil(credential),
       onRefused: (reason) => metrics.platformRefused.inc({ credential, reason }),
-      onLost: (count) => {
-        metrics.platformSeatsLost.inc({ credential }, count)
-        metrics.platformPermitsLost.inc({ credential }, count)
-      },
+      onLost: (count) => { metrics.platformSeatsLost.inc({ credential }, count); metrics.platformPermitsLost.inc({ credential }, count) },
       onLimit: (limit, knee, floorMs) => {
         metrics.platformLimit.set({ credential }, limit)
         metrics.platformKnee.set({ credential }, knee)
@@ -114,8 +90,8 @@ export class PlatformGovernors {
   /** The call that tests a credential pause: the probe call with the credential's token, through the pause. */
   probeWith(prober: (credential: string) => Promise<unknown>): void { this.#pauses.probeWith(prober) }
 
-  /** Every credential's governor, as the status view and the metrics read it. */
-  views(): GovernorView[] {
+  /** Every credential's governor: whether its limit is learned (platform.adaptive; if so its knee, phase and the floor of the kind answered most, ms), whether this replica learns it for the others, its seats. */
+  views() {
     return [...this.#governors].map(([credential, g]) => ({
       credential,
       adaptive: g.estimator !== null,
@@ -180,6 +156,4 @@ export class PlatformGovernors {
  * a lease field may hold; each run adds a random id, so that two processes never share a
  * lease whatever their names.
  */
-export function replicaIdentity(host: string, port: number): string {
-  return createHash('sha256').update(`${host}\n${port}`).digest('base64url').slice(0, 12)
-}
+export function replicaIdentity(host: string, port: number): string { return createHash('sha256').update(`${host}\n${port}`).digest('base64url').slice(0, 12) }

@@ -37,16 +37,11 @@ export interface SeatRequest {
 
 /** A background call (a refresh, a warm-up, a job) got no seat in time, was displaced, or met a pause: no caller waited for it. */
 export class NoIdleSeatError extends Error {
-  constructor(credential: string) {
-    super(`no platform seat of credential ${credential} for a background call in time`)
-  }
+  constructor(credential: string) { super(`no platform seat of credential ${credential} for a background call in time`) }
 }
 
 /** A team's own ceilings (teams[].maxConcurrent, teams[].queue); null: none. */
-export interface TeamLimits {
-  maxConcurrent: number | null
-  queue: number | null
-}
+export type TeamLimits = { maxConcurrent: number | null; queue: number | null }
 
 /** What one credential's seats are given (seats.ts): the ceiling of the limit (platform.maxConcurrent), the limit at start, the queue's bounds. */
 export interface SeatsOptions {

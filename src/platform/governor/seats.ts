@@ -8,17 +8,10 @@ import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clo
 
 /** A call is charged at least this (ms): calls that end at once still take turns by weight. */
 const MIN_CHARGE_MS = 1
-/** A call running this many times its expected time (a second at least) is overdue: with no answer since, the platform is silent. */
+/** A call running this many times its expected time is overdue: with no answer since, the platform is silent. */
 export const OVERDUE = 3
 
-interface Waiter extends Queued {
-  workClass: string
-  expiresAt: number
-  timer: Timer | null
-  resolve(seat: Seat): void
-  reject(err: Error): void
-  detach(): void
-}
+type Waiter = Queued & { workClass: string; expiresAt: number; timer: Timer | null; resolve(seat: Seat): void; reject(err: Error): void; detach(): void }
 
 /** The seats of one credential on one replica: docs/governor.md, "The dispatch rule" (which call goes next: dispatch-order.ts). */
 export class CredentialSeats {
@@ -107,9 +100,7 @@ export class CredentialSeats {
   }
 
   /** A seat may have come free (a wider lease, the pause ended): queued calls try again. */
-  wake(): void {
-    if (this.#queue.size > 0) this.#dispatch()
-  }
+  wake(): void { if (this.#queue.size > 0) this.#dispatch() }
 
   /** A seat for one call, by dispatch rule 1 and 2 (refusals: seat.ts `refusal`); rejects with the signal's reason on abort. */
   ask(req: SeatRequest): Promise<Seat> {
@@ -186,8 +177,6 @@ export class CredentialSeats {
 
   #dispatchState(): DispatchState<Waiter> {
     const now = this.#clock.now()
-    // Asked of every waiting call of a team: each kind's answer is looked up once.
-    const short = new Map<string, boolean>()
     return {
       queue: this.#queue,
       view: this.#shares(),
@@ -195,11 +184,7 @@ export class CredentialSeats {
       teams: this.#teams,
       atCeiling: (team) => this.#atCeiling(team),
       weight: (team) => this.#weight(team),
-      isShort: (team, workClass) => {
-        const kind = `${team}\n${workClass}`
-        if (!short.has(kind)) short.set(kind, this.#o.work.within(team, workClass, LENDING_HORIZON_MS, now))
-        return short.get(kind) as boolean
-      },
+      isShort: (team, workClass) => this.#o.work.within(team, workClass, LENDING_HORIZON_MS, now),
     }
   }
 
@@ -280,7 +265,7 @@ export class CredentialSeats {
     let least = start
     for (const other of this.#queue.waitingTeams()) if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teamOf(other).tag)
     this.#virtual = Math.max(this.#virtual, least)
-    const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + Math.max(1000, OVERDUE * expected), short: expected !== null && expected <= LENDING_HORIZON_MS }
+    const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: expected !== null && expected <= LENDING_HORIZON_MS }
     seats.running.add(call)
     const load = this.#inFlight + this.#lease.elsewhere()
     const kind = `${team}\n${workClass}`
@@ -327,6 +312,4 @@ export class CredentialSeats {
   #weight(team: string): number { return team === GATEWAY_TEAM ? 1 : Math.max(1, this.#o.weightOf?.(team) ?? 1) }
 }
 
-function clamp(limit: number, ceiling: number): number {
-  return Math.max(1, Math.min(ceiling, Math.floor(limit)))
-}
+function clamp(limit: number, ceiling: number): number { return Math.max(1, Math.min(ceiling, Math.floor(limit))) }

@@ -2,14 +2,7 @@
 // here and the lease across replicas): docs/governor.md, "Words" (share, owed seats).
 
 /** A team as the shares see it (on every replica): its weight (at least 1), calls held and waiting, its ceiling (teams[].maxConcurrent; null: none), its peak. */
-export interface TeamLoad {
-  team: string
-  weight: number
-  held: number
-  waiting: number
-  cap: number | null
-  peak: number
-}
+export type TeamLoad = { team: string; weight: number; held: number; waiting: number; cap: number | null; peak: number }
 
 /** Each active team's share of `seats`: max-min fair by weight over what it wants (held and waiting, or its peak), within its ceiling. */
 export function fairShares(seats: number, teams: readonly TeamLoad[]): Map<string, number> {

@@ -5,11 +5,7 @@ import type { LocalTeam } from './seat-lease.js'
 export const LINGER_MS = 5_000
 
 /** A call in flight: its start, when it is overdue (Infinity once answered), whether it was expected short. */
-export interface RunningCall {
-  at: number
-  dueAt: number
-  short: boolean
-}
+export type RunningCall = { at: number; dueAt: number; short: boolean }
 
 /** One team's seats on one replica (docs/governor.md, "State"): its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`. */
 export interface TeamAccount {
@@ -44,9 +40,7 @@ export class TeamAccounts {
     }
   }
 
-  held(team: string): number {
-    return this.#teams.get(team)?.held ?? 0
-  }
+  held(team: string): number { return this.#teams.get(team)?.held ?? 0 }
 
   /** `team`'s calls in flight expected short; of every team's, without one. */
   shortRunning(team?: string): number {
