@@ -1,9 +1,9 @@
 import type { Logger } from 'pino'
 import type { Config } from '../../config.js'
 import type { RedisSeal } from '../../redis/seal.js'
-import { systemClock, type Clock } from '../../clock.js'
+import { systemClock } from '../../clock.js'
 import { CredentialSeats } from './seats.js'
-import type { RefusalReason } from './seat.js'
+import type { SeatsOptions } from './seat.js'
 import { KneeEstimator, type Move } from './knee-estimator.js'
 import { LearnedLimit } from './learned-limit.js'
 import { LeasedSeats } from './leased-seats.js'
@@ -12,12 +12,9 @@ import { LocalSeats, type SeatLease } from './seat-lease.js'
 import { WorkEstimates } from './work-estimates.js'
 
 /** The settings one credential's governor follows (config.platform). */
-export type GovernorSettings = Pick<
-  Config['platform'],
-  'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'
->
+export type GovernorSettings = Pick<Config['platform'], 'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'>
 
-export interface CredentialGovernorOptions {
+export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf' | 'limitsOf' | 'pausedUntil' | 'onRefused' | 'clock'> {
   credential: string
   settings: GovernorSettings
   /** Where the replicas' leases live (Redis); null: this replica alone. */
@@ -29,11 +26,6 @@ export interface CredentialGovernorOptions {
   seal: RedisSeal | null
   key: string
   log: Pick<Logger, 'info' | 'warn'>
-  weightOf?: (team: string) => number
-  limitsOf?: (team: string) => { maxConcurrent: number | null; queue: number | null } | undefined
-  /** Until when (epoch ms) the platform paused the credential; 0: it did not. */
-  pausedUntil?: () => number
-  onRefused?: (reason: RefusalReason) => void
   /** Seats the store had lost and that were asked for again. */
   onLost?: (count: number) => void
   /** The limit and knee in force after every move, and the floor of the kind answered most (ms). */
@@ -41,49 +33,33 @@ export interface CredentialGovernorOptions {
   onMove?: (move: Move, from: number, to: number) => void
   /** Whether the answer handled now, its latency given, is timed apart from the one before (answer-timing.ts); default: every one is. */
   answerTimed?: (latencyMs: number) => boolean
-  clock?: Clock
 }
 
-/** One credential's governor: its seats, the rule that learns its limit, and its lease across replicas. */
+/** One credential's governor: its seats, the limit rule (null: platform.adaptive false), its lease (`leased`: across replicas, null without a store), its work estimates. */
 export interface CredentialGovernor {
   seats: CredentialSeats
-  /** Null when the limit is not learned (platform.adaptive false). */
   estimator: KneeEstimator | null
   learned: LearnedLimit | null
   lease: SeatLease
-  /** The lease across replicas, or null without a store. */
   leased: LeasedSeats | null
-  /** How long each team's calls of each kind hold their seats, as the seats learn it. */
   work: WorkEstimates
 }
 
-/**
- * Puts one credential's governor together (docs/governor.md): the seats that dispatch its
- * calls, the knee estimator that learns its limit on the clock, and, with a store, the
- * lease of its seats across replicas and the shared limit record. The gateway composes it
- * over Redis; the simulator over a store in memory, on a simulated clock: the same code.
- */
+/** Puts one credential's governor together, the same for the gateway (over Redis) and the simulator (a store in memory, a simulated clock). */
 export function credentialGovernor(o: CredentialGovernorOptions): CredentialGovernor {
   const { settings, credential } = o
   const clock = o.clock ?? systemClock
   let learned: LearnedLimit | null = null
-  const leased =
-    o.store === null
-      ? null
-      : new LeasedSeats({
-          store: o.store,
-          credential,
-          replica: o.replica,
-          ...(o.run ? { run: o.run } : {}),
-          perReplica: settings.maxConcurrentPerReplica,
-          unseen: settings.minConcurrent,
-          leaseMs: settings.seatLeaseMs,
-          callsEndMs: 2 * settings.timeoutMs,
-          log: o.log,
-          onLost: (count) => o.onLost?.(count),
-          onRenewed: (answer, plan) => learned?.renewed(answer, plan),
-          clock,
-        })
+  const { store, replica, run, log } = o
+  const leased = store && new LeasedSeats({
+    store, credential, replica, run, log, clock,
+    perReplica: settings.maxConcurrentPerReplica,
+    unseen: settings.minConcurrent,
+    leaseMs: settings.seatLeaseMs,
+    callsEndMs: 2 * settings.timeoutMs,
+    onLost: (count) => o.onLost?.(count),
+    onRenewed: (answer, plan) => learned?.renewed(answer, plan),
+  })
   const lease = leased ?? new LocalSeats(settings.maxConcurrentPerReplica ?? Infinity)
   const estimator = settings.adaptive ? new KneeEstimator({ initial: settings.initialConcurrent, min: settings.minConcurrent, max: settings.maxConcurrent }) : null
   const work = new WorkEstimates()
@@ -94,12 +70,12 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
     queueLimit: settings.queue,
     queueTimeoutMs: settings.queueTimeoutMs,
     work,
-    weightOf: (team) => o.weightOf?.(team) ?? 1,
-    limitsOf: (team) => o.limitsOf?.(team),
-    pausedUntil: () => o.pausedUntil?.() ?? 0,
+    weightOf: o.weightOf,
+    limitsOf: o.limitsOf,
+    pausedUntil: o.pausedUntil,
     seats: lease,
     clock,
-    onRefused: (reason) => o.onRefused?.(reason),
+    onRefused: o.onRefused,
     ...(estimator
       ? {
           onStarted: (kind: string, load: number) => estimator.started(kind, load),
@@ -113,16 +89,9 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
   })
   if (estimator) {
     learned = new LearnedLimit({
-      credential,
-      estimator,
-      seats,
-      lease: leased,
-      seal: o.seal,
-      key: o.key,
-      log: o.log,
+      credential, estimator, seats, lease: leased, seal: o.seal, key: o.key, log, clock,
       onLimit: (limit, knee) => o.onLimit?.(limit, knee, estimator.floorMs),
       onMove: (move, from, to) => o.onMove?.(move, from, to),
-      clock,
     })
   }
   return { seats, estimator, learned, lease, leased, work }

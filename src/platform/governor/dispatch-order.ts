@@ -1,6 +1,7 @@
 import type { FairQueue, Queued } from './fair-queue.js'
 import type { LeaseShares, LocalTeam } from './seat-lease.js'
 import { fairShares, owedSeats } from './shares.js'
+import type { TeamAccounts } from './team-accounts.js'
 
 /** A seat owed to another team is lent only to a call expected to end within this long. */
 export const LENDING_HORIZON_MS = 500
@@ -8,49 +9,37 @@ export const LENDING_HORIZON_MS = 500
 /** The shares as the dispatch rule reads them: worked out here alone (`one`) or across replicas. */
 export type SharesView = LeaseShares & { teams: LocalTeam[]; owed: number; one: boolean }
 
+type WaitingCall = Queued & { workClass: string }
+
 const NONE: ReadonlyMap<string, number> = new Map()
 
-/**
- * The shares the rule reads: the lease's across replicas, or worked out on this replica
- * alone over its `capacity`, where a share's whole seats are owed and its fraction is an
- * odd seat, owed to no one: it goes by seat-time.
- */
+/** The shares the rule reads: the lease's across replicas, or worked out here alone over `capacity` (owed: whole seats; "Words"). */
 export function sharesView(across: LeaseShares | null, capacity: number, teams: LocalTeam[]): SharesView {
   if (across) return { ...across, teams, owed: owedSeats(across.targets, teams), one: false }
   const targets = fairShares(capacity, teams)
-  // The whole seats of the shares of the teams that wait for nothing: all owedSeats reads.
   const whole = new Map<string, number>()
   for (const t of teams) if (t.waiting === 0) whole.set(t.team, Math.floor((targets.get(t.team) ?? 0) + 1e-9))
   return { targets, lent: 0, shares: targets, heldElsewhere: NONE, charged: NONE, teams, owed: owedSeats(whole, teams), one: true }
 }
 
 /** What the dispatch rule reads of one credential's seats on this replica, at one instant. */
-export interface DispatchState<W extends Queued & { workClass: string }> {
+export interface DispatchState<W extends WaitingCall> {
   queue: FairQueue<W>
   view: SharesView
   /** The least start tag a team may take (start-time fair queueing's virtual time). */
   virtual: number
-  tagOf(team: string): number
-  /** Seats the team holds here. */
-  held(team: string): number
-  /** Its calls here that were expected to end within the lending horizon. */
-  shortRunning(team: string): number
+  /** The teams' seats held here, their calls in flight, their tags. */
+  teams: TeamAccounts
   atCeiling(team: string): boolean
   weight(team: string): number
   /** Whether a call of this kind is expected to end within the lending horizon. */
   isShort(team: string, workClass: string): boolean
 }
 
-/**
- * A waiting team's call to consider, whether the team is below its share (on every
- * replica; on one, by a whole seat at least: a share's fraction is an odd seat), and
- * whether that call is short: its most pressing call; on one replica, past its share, its
- * most pressing short call if it has one (a long call that may not take an owed seat
- * holds up none of its team's short calls).
- */
-function standing<W extends Queued & { workClass: string }>(s: DispatchState<W>, team: string): { head: W | null; within: boolean; short: boolean; everywhere: number } {
+/** A waiting team's call to consider (its most pressing; past its share on one replica, its most pressing short one), whether it is below its share (2.1), whether that call is short. */
+function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { head: W | null; within: boolean; short: boolean; everywhere: number } {
   const { view } = s
-  const everywhere = s.held(team) + (view.heldElsewhere.get(team) ?? 0)
+  const everywhere = s.teams.held(team) + (view.heldElsewhere.get(team) ?? 0)
   const share = view.shares.get(team) ?? 0
   const within = view.one ? everywhere + 1 <= share + 1e-9 : everywhere < share
   const isShort = (w: W) => s.isShort(team, w.workClass)
@@ -60,41 +49,22 @@ function standing<W extends Queued & { workClass: string }>(s: DispatchState<W>,
   return short === null ? { head, within, everywhere, short: false } : { head: short, within, everywhere, short: true }
 }
 
-/**
- * The owed seats the short calls of the waiting teams past their shares keep (one
- * replica): their seats come free within the lending horizon and go first to a team
- * below its share, so a long call may take a free seat while they keep what is owed.
- */
-function covered<W extends Queued & { workClass: string }>(s: DispatchState<W>): number {
+/** The owed seats that short calls of waiting teams past their shares keep (one replica; 2.3). */
+function covered<W extends WaitingCall>(s: DispatchState<W>): number {
   if (!s.view.one) return 0
   let n = 0
   for (const t of s.view.teams) {
     if (t.waiting === 0 || t.held + 1 <= (s.view.shares.get(t.team) ?? 0) + 1e-9) continue
-    n += s.shortRunning(t.team)
+    n += s.teams.shortRunning(t.team)
   }
   return n
 }
 
-/**
- * Seats held back from calls longer than the lending horizon: owed to active teams, or lent
- * here by other replicas' due. Whole seats: across replicas the targets are fractions, and a
- * fraction of a seat is owed to no one (as a share's odd seat on one replica).
- */
-function owedNow<W extends Queued & { workClass: string }>(s: DispatchState<W>): number {
-  return Math.floor(Math.max(0, s.view.owed - covered(s)) + s.view.lent + 1e-9)
-}
+/** Seats held back from long calls (2.3): owed to active teams, or lent here by other replicas; whole seats. */
+function owedNow<W extends WaitingCall>(s: DispatchState<W>): number { return Math.floor(Math.max(0, s.view.owed - covered(s)) + s.view.lent + 1e-9) }
 
-/**
- * The next call to start on `free` seats: the most pressing call of the team below its
- * share with the least seat-time for its weight; else of a team past its share (on one
- * replica, with the least seat-time for its weight: the odd seats go by time; across
- * replicas, holding the fewest seats for its weight on every replica) whose call ends
- * within the lending horizon, or for which a seat is free that no other active team is
- * owed. After the limit fell, the seats that come free go first to the teams below their
- * shares: a cut is taken from the teams that borrowed, as their calls end. Null when none
- * may start.
- */
-export function nextCall<W extends Queued & { workClass: string }>(s: DispatchState<W>, free: number): W | null {
+/** The next call to start on `free` seats (docs/governor.md, "The dispatch rule" 2 and 3), or null. */
+export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: number): W | null {
   if (free <= 0) return null
   const owed = owedNow(s)
   let best: W | null = null
@@ -105,11 +75,8 @@ export function nextCall<W extends Queued & { workClass: string }>(s: DispatchSt
     const { head, within, short, everywhere } = standing(s, team)
     if (head === null) continue
     if (!within && !short && free - owed < 1) continue
-    // A whole seat left in its share: by seat-time. Past that, the odd seats and the ones
-    // lent: by seat-time on one replica; across replicas, where a team's charges are
-    // spread, by the seats it holds everywhere.
     const rank = within ? 0 : s.view.one ? 1 : 1 + everywhere / s.weight(team)
-    const tag = Math.max(s.tagOf(team), s.virtual)
+    const tag = Math.max(s.teams.of(team, s.virtual).tag, s.virtual)
     if (rank < bestRank || (rank === bestRank && (tag < bestTag || (tag === bestTag && head.seq < (best?.seq ?? Infinity))))) {
       best = head
       bestRank = rank
@@ -119,13 +86,8 @@ export function nextCall<W extends Queued & { workClass: string }>(s: DispatchSt
   return best
 }
 
-/**
- * What the rule holds back from the calls waiting: the seats owed to other active teams
- * (lent only to calls that end within the lending horizon), and whether every waiting
- * call is held back by that alone (its team past its share, its call longer than the
- * horizon) or by its team's ceiling or a pause.
- */
-export function heldBack<W extends Queued & { workClass: string }>(s: DispatchState<W>, paused: boolean): { owed: number; longOnly: boolean } {
+/** What the rule holds back from the calls waiting: the seats owed, and whether every waiting call is held back (a long call past its share, a ceiling, a pause). */
+export function heldBack<W extends WaitingCall>(s: DispatchState<W>, paused: boolean): { owed: number; longOnly: boolean } {
   const owed = owedNow(s)
   if (paused) return { owed, longOnly: true }
   const longOnly = [...s.queue.waitingTeams()].every((team) => {

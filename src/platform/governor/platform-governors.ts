@@ -6,67 +6,33 @@ import { systemClock, type Clock } from '../../clock.js'
 import { routeTemplate } from '../route-template.js'
 import { PlatformPauses, type PlatformPausesDeps } from '../pauses/platform-pauses.js'
 import type { Pause } from '../pauses/pauses.js'
-import type { CredentialSeats } from './seats.js'
-import type { Priority, Seat } from './seat.js'
+import type { Seat, SeatRequest, TeamLimits } from './seat.js'
 import { answerTiming } from './answer-timing.js'
 import { credentialGovernor, type CredentialGovernor } from './credential-governor.js'
 import { RedisLeaseStore } from './redis-lease-store.js'
 
-/** A call asking for a seat: whose it is, on which route, what work, and how it waits. */
-export interface SeatCall {
-  team: string
-  /** Path and query: its route is what a 429 pauses. */
+/** A call asking for a seat: a seat's request, with its path and query (its route is what a 429 pauses; its work by default). */
+export interface SeatCall extends Omit<SeatRequest, 'workClass'> {
   url: string
-  /** The work it asks of the platform (reports/work-class.ts); default its route. */
   workClass?: string
-  priority?: Priority
-  /** Epoch ms: the call is not sent when it cannot end before. */
-  deadline: number
-  /** Ends the wait (the call's deadline, its callers gone, the shutdown). */
-  signal?: AbortSignal
-  /** A refresh ahead's urgency now (larger first). */
-  urgency?: () => number
   /** The probe call (team GATEWAY_TEAM): its 429 pauses only its route, its answer ends a credential pause. */
   probe?: boolean
   /** The probe call testing a credential pause: through the pause, without a seat (one call every PAUSE_PROBE_INTERVAL_MS). */
   trial?: boolean
 }
 
-/** One credential's governor, as the status view and the metrics read it. */
-export interface GovernorView {
-  credential: string
-  /** Whether the limit is learned (platform.adaptive). */
-  adaptive: boolean
-  limit: number
-  /** The learned knee, the limit rule's phase, and the floor of the kind answered most (ms); null when the limit is not learned. */
-  knee: number | null
-  phase: string | null
-  floorMs: number | null
-  /** Whether this replica learns the limit for the others (with Redis), else takes theirs. */
-  learner: boolean
-  inFlight: number
-  queued: number
-  seatsHeld: number
-  /** Until when (epoch ms) the credential is paused; 0: it is not. */
-  pausedUntil: number
-  seats: CredentialSeats
-}
+/** One credential's governor, as the status view and the metrics read it (`views()`). */
+export type GovernorView = ReturnType<PlatformGovernors['views']>[number]
 
 export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config' | 'log' | 'metrics' | 'redis' | 'breaker' | 'bus'> {
   /** Seals the pauses and the shared limit written to Redis (GATEWAY_SECRET). */
   seal?: RedisSeal | null
   weightOf?: (team: string) => number | undefined
-  limitsOf?: (team: string) => { maxConcurrent: number | null; queue: number | null } | undefined
+  limitsOf?: (team: string) => TeamLimits | undefined
   clock?: Clock
 }
 
-/**
- * The governors of every credential (docs/governor.md): each credential's seats (its
- * dispatch), its learned limit and its lease across replicas (credential-governor.ts),
- * behind the platform's pauses after a 429 (pauses/platform-pauses.ts). One entry point
- * for the rest of the gateway: `seat()` gives a call its seat, and the seat takes back
- * the call's outcome (`end`).
- */
+/** The governors of every credential (credential-governor.ts), behind the platform's pauses: the gateway's one entry point, `seat()` (docs/governor.md). */
 export class PlatformGovernors {
   readonly #d: PlatformGovernorsDeps
   readonly #clock: Clock
@@ -77,20 +43,11 @@ export class PlatformGovernors {
     this.#d = deps
     this.#clock = deps.clock ?? systemClock
     this.#pauses = new PlatformPauses({
-      config: deps.config,
-      log: deps.log,
-      metrics: deps.metrics,
-      redis: deps.redis,
-      breaker: deps.breaker,
-      bus: deps.bus,
+      ...deps,
       seal: deps.seal ?? null,
       clock: this.#clock,
-      onCredentialPaused: (credential) => {
-        const g = this.#of(credential)
-        g.seats.paused()
-        // The platform throttles the credential itself: a fault of the limit rule (the replica that learns cuts for all).
-        g.learned?.paused()
-      },
+      // The platform throttles the credential itself: a fault of the limit rule (the replica that learns cuts for all).
+      onCredentialPaused: (credential) => { this.#of(credential).seats.paused(); this.#of(credential).learned?.paused() },
       onCredentialResumed: (credential) => this.#of(credential).seats.wake(),
     })
     for (const credential of Object.keys(deps.config.credentials)) this.#governors.set(credential, this.#governor(credential))
@@ -111,10 +68,7 @@ export class PlatformGovernors {
       limitsOf: (team) => this.#d.limitsOf?.(team),
       pausedUntil: () => this.#pauses.credentialUntil(credential),
       onRefused: (reason) => metrics.platformRefused.inc({ credential, reason }),
-      onLost: (count) => {
-        metrics.platformSeatsLost.inc({ credential }, count)
-        metrics.platformPermitsLost.inc({ credential }, count)
-      },
+      onLost: (count) => { metrics.platformSeatsLost.inc({ credential }, count); metrics.platformPermitsLost.inc({ credential }, count) },
       onLimit: (limit, knee, floorMs) => {
         metrics.platformLimit.set({ credential }, limit)
         metrics.platformKnee.set({ credential }, knee)
@@ -131,22 +85,13 @@ export class PlatformGovernors {
   }
 
   /** How long a call of `workClass` by `team` is expected to hold its seat at `now` (ms); null: not known yet. */
-  expectedMs(credential: string, team: string, workClass: string, now: number): number | null {
-    return this.#governors.get(credential)?.work.expectedMs(team, workClass, now) ?? null
-  }
+  expectedMs(credential: string, team: string, workClass: string, now: number): number | null { return this.#governors.get(credential)?.work.expectedMs(team, workClass, now) ?? null }
 
   /** The call that tests a credential pause: the probe call with the credential's token, through the pause. */
-  probeWith(prober: (credential: string) => Promise<unknown>): void {
-    this.#pauses.probeWith(prober)
-  }
+  probeWith(prober: (credential: string) => Promise<unknown>): void { this.#pauses.probeWith(prober) }
 
-  /** Whether the limit is learned (platform.adaptive). */
-  get adaptive(): boolean {
-    return this.#d.config.platform.adaptive
-  }
-
-  /** Every credential's governor, as the status view and the metrics read it. */
-  views(): GovernorView[] {
+  /** Every credential's governor: whether its limit is learned (platform.adaptive; if so its knee, phase and the floor of the kind answered most, ms), whether this replica learns it for the others, its seats. */
+  views() {
     return [...this.#governors].map(([credential, g]) => ({
       credential,
       adaptive: g.estimator !== null,
@@ -164,46 +109,21 @@ export class PlatformGovernors {
   }
 
   /** The limit in force of `credential`'s calls at once (every replica's), or null: no such credential. */
-  limitOf(credential: string): number | null {
-    return this.#governors.get(credential)?.seats.limit ?? null
-  }
+  limitOf(credential: string): number | null { return this.#governors.get(credential)?.seats.limit ?? null }
 
   /** The pauses under way of `credential`. */
-  pausesOf(credential: string): Pause[] {
-    return this.#pauses.all(credential)
-  }
+  pausesOf(credential: string): Pause[] { return this.#pauses.all(credential) }
 
   /** Whether the platform has paused the credential, or a call of `team` (any team's) on the route of `url`: a cached copy is better than a wait. */
-  paused(credential: string, url?: string, team?: string): boolean {
-    return this.#pauses.paused(credential, url, team)
-  }
+  paused(credential: string, url?: string, team?: string): boolean { return this.#pauses.paused(credential, url, team) }
 
-  /**
-   * A seat for `call` of `credential`: refused at once with GW_OVERLOADED (reason paused)
-   * when a pause covers it (but for that pause's trial), else the seats' (seats.ts). The
-   * call testing a credential pause goes without a seat. The seat's `end` tells the limit,
-   * the work estimates and the pauses what came of the call.
-   */
+  /** A seat for `call`: refused (GW_OVERLOADED, paused) when a pause covers it, none for a pause's trial, else the seats'; its `end` tells the pauses too. */
   async seat(credential: string, call: SeatCall): Promise<Seat> {
     const g = this.#of(credential)
     const passage = this.#pauses.enter(credential, call)
     if (call.trial) return { team: call.team, load: g.seats.inFlight, end: (outcome) => this.#pauses.left(credential, call, passage, outcome) }
-    const seat = await g.seats.ask({
-      team: call.team,
-      workClass: call.workClass ?? routeTemplate(call.url),
-      ...(call.priority ? { priority: call.priority } : {}),
-      deadline: call.deadline,
-      ...(call.signal ? { signal: call.signal } : {}),
-      ...(call.urgency ? { urgency: call.urgency } : {}),
-    })
-    return {
-      team: seat.team,
-      load: seat.load,
-      end: (outcome) => {
-        seat.end(outcome)
-        this.#pauses.left(credential, call, passage, outcome)
-      },
-    }
+    const seat = await g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) })
+    return { team: seat.team, load: seat.load, end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }
   }
 
   /** Leases seats, follows the other replicas' pauses and any pause under way, and starts learning. */
@@ -236,6 +156,4 @@ export class PlatformGovernors {
  * a lease field may hold; each run adds a random id, so that two processes never share a
  * lease whatever their names.
  */
-export function replicaIdentity(host: string, port: number): string {
-  return createHash('sha256').update(`${host}\n${port}`).digest('base64url').slice(0, 12)
-}
+export function replicaIdentity(host: string, port: number): string { return createHash('sha256').update(`${host}\n${port}`).digest('base64url').slice(0, 12) }

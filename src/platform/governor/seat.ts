@@ -1,3 +1,4 @@
+import { DeadlineError, OverloadedError } from '../../errors.js'
 import type { Priority } from './fair-queue.js'
 import type { Answer } from './knee-estimator.js'
 import type { SeatLease } from './seat-lease.js'
@@ -5,21 +6,15 @@ import type { WorkEstimates } from './work-estimates.js'
 import type { Clock } from '../../clock.js'
 
 // A call's seat as the rest of the gateway sees it: what it asks with, what it holds, what
-// ends it, and what a refusal says.
+// ends it and what that teaches, and what a refusal says (docs/governor.md, "Words").
 
 export type RefusalReason = 'queue_full' | 'team_queue_full' | 'displaced' | 'queue_timeout' | 'paused' | 'deadline'
 export type { Priority } from './fair-queue.js'
 
-/** What ended a call: the platform's answer (its status and retry-after, after `latencyMs` to its headers), none (a deadline, a connection error), or the gateway's own stop. */
+/** What ended a call: the platform's answer (after `latencyMs` to its headers), none (a deadline, a connection error), or the gateway's own stop. */
 export type SeatOutcome = { kind: 'answer'; status: number; latencyMs: number; retryAfter?: string } | { kind: 'none'; latencyMs: number; timedOut: boolean } | { kind: 'dropped' }
 
-/**
- * A call's seat: the platform's time. It goes back with the call's outcome (`end`): once
- * the answer is in, the platform is done with the call (an answer is received at the
- * platform's pace; one still being read by its caller holds room in the answers' budget,
- * not a seat); with no answer, the platform works on, and the seat is held until the
- * call's expected end there.
- */
+/** A call's seat: the platform's time, given back with the call's outcome (dispatch rule 4). */
 export interface Seat {
   readonly team: string
   /** Calls of the credential in flight once it had its seat, itself included, on every replica. */
@@ -29,48 +24,81 @@ export interface Seat {
 
 export interface SeatRequest {
   team: string
-  /** The work the call asks (reports/work-class.ts): how long it holds its seat is estimated by it. */
+  /** The work it asks of the platform (reports/work-class.ts): its seat-time is estimated by it. */
   workClass: string
   priority?: Priority
   /** Epoch ms: the call is not sent when it cannot end before. */
   deadline: number
+  /** Ends the wait (the call's deadline, its callers gone, the shutdown). */
   signal?: AbortSignal
   /** A refresh ahead's urgency now (larger first). */
   urgency?: () => number
 }
 
-/** A background call (a refresh, a warm-up) got no seat in time, was displaced, or met a pause: dropped, no caller waited for it. */
+/** A background call (a refresh, a warm-up, a job) got no seat in time, was displaced, or met a pause: no caller waited for it. */
 export class NoIdleSeatError extends Error {
-  constructor(credential: string) {
-    super(`no platform seat of credential ${credential} for a background call in time`)
-  }
+  constructor(credential: string) { super(`no platform seat of credential ${credential} for a background call in time`) }
 }
 
-export interface TeamLimits {
-  maxConcurrent: number | null
-  queue: number | null
-}
+/** A team's own ceilings (teams[].maxConcurrent, teams[].queue); null: none. */
+export type TeamLimits = { maxConcurrent: number | null; queue: number | null }
 
-/** What one credential's seats are given (seats.ts). */
+/** What one credential's seats are given (seats.ts): the ceiling of the limit (platform.maxConcurrent), the limit at start, the queue's bounds. */
 export interface SeatsOptions {
   credential: string
-  /** The ceiling of the limit in force (platform.maxConcurrent). */
   maxConcurrent: number
-  /** The limit in force at start. */
   limit: number
   queueLimit: number
   queueTimeoutMs: number
   work: WorkEstimates
   weightOf?: (team: string) => number
-  limitsOf?: (team: string) => { maxConcurrent?: number | null; queue?: number | null } | undefined
+  limitsOf?: (team: string) => Partial<TeamLimits> | undefined
   /** Until when (epoch ms) the platform pauses the whole credential; 0: it does not. */
   pausedUntil?: () => number
   seats?: SeatLease
   clock?: Clock
   onRefused?: (reason: RefusalReason) => void
-  /** Every call's start and end, for the limit rule. */
+  /** For the limit rule: every call's start and end, and a wait at the limit (`longMs`: CredentialSeats.longWaitBesideShort). */
   onStarted?: (kind: string, load: number) => number
   onEnded?: (answer: Answer) => void
-  /** A call waited because every seat of the limit was taken; `longMs`: none waiting is known short beside a short call in flight, the longest expected of them (`Seats.longWaitBesideShort`). */
   onWaited?: (longMs: number | null) => void
+}
+
+/**
+ * What a call's outcome teaches its kind's estimate (an answer's time, a cut's lower
+ * bound), and what it tells the limit rule ("Faults"): overload, ok (the platform's work
+ * done: an answer, or a report that failed after its work), or other.
+ */
+export function learnFrom(work: WorkEstimates, team: string, workClass: string, outcome: SeatOutcome, now: number): Answer['outcome'] {
+  if (outcome.kind === 'dropped') return 'other'
+  if (outcome.kind === 'none') {
+    if (!outcome.timedOut) return 'overload'
+    work.cut(team, workClass, outcome.latencyMs, now)
+    return 'other'
+  }
+  const { status, latencyMs } = outcome
+  if (status === 502 || status === 503 || status === 504) return 'overload'
+  if (status >= 400 && status < 500) return 'other'
+  work.answered(team, workClass, latencyMs)
+  return 'ok'
+}
+
+/**
+ * The error a refused call gets: NoIdleSeatError for background work, GW_UPSTREAM_TIMEOUT
+ * for the deadline rule, else GW_OVERLOADED with a retry-after of the pause left, a
+ * second at least.
+ */
+export function refusal(credential: string, reason: RefusalReason, text: string, priority: Priority, pauseLeftMs: number): Error {
+  if (priority !== 'caller') return new NoIdleSeatError(credential)
+  if (reason === 'deadline') return new DeadlineError(text)
+  return Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, Math.ceil(pauseLeftMs / 1000)) })
+}
+
+export function pauseText(credential: string, pauseLeftMs: number): string {
+  return `credential ${credential} is paused by the platform for ${Math.ceil(pauseLeftMs / 1000)} s`
+}
+
+/** Why a call that cannot end before its deadline is not sent. */
+export function tooLate(expected: number | null, leftMs: number): string {
+  return `calls of its kind take about ${Math.round((expected ?? 0) / 100) / 10} s at the platform and its deadline leaves ${Math.max(0, Math.round(leftMs / 100) / 10)} s`
 }

@@ -1,8 +1,6 @@
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
 import { LENDING_HORIZON_MS, heldBack, nextCall, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
-import { learnFrom } from './outcome-lessons.js'
-import { pauseText, refusal, tooLate } from './refusals.js'
-import { type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
+import { learnFrom, pauseText, refusal, tooLate, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
 import { LocalSeats, type LocalTeam, type SeatLease } from './seat-lease.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { TeamAccounts, type TeamAccount } from './team-accounts.js'
@@ -10,25 +8,12 @@ import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clo
 
 /** A call is charged at least this (ms): calls that end at once still take turns by weight. */
 const MIN_CHARGE_MS = 1
-/** A call running this many times its expected time (a second at least) is overdue: with no answer since, the platform is silent. */
+/** A call running this many times its expected time is overdue: with no answer since, the platform is silent. */
 export const OVERDUE = 3
 
-interface Waiter extends Queued {
-  workClass: string
-  expiresAt: number
-  timer: Timer | null
-  resolve(seat: Seat): void
-  reject(err: Error): void
-  detach(): void
-}
+type Waiter = Queued & { workClass: string; expiresAt: number; timer: Timer | null; resolve(seat: Seat): void; reject(err: Error): void; detach(): void }
 
-/**
- * The seats of one credential on one replica: a call holds a seat from its start to its
- * answer (a call cut by its deadline, or whose callers left, to its expected end: the
- * platform works on); which waiting call a free seat goes to is the dispatch rule
- * (dispatch-order.ts, docs/governor.md). Refusals: the deadline rule, the queue's bounds,
- * a pause.
- */
+/** The seats of one credential on one replica: docs/governor.md, "The dispatch rule" (which call goes next: dispatch-order.ts). */
 export class CredentialSeats {
   readonly credential: string
   readonly #o: SeatsOptions
@@ -53,22 +38,15 @@ export class CredentialSeats {
 
   get limit(): number { return this.#limit }
   /** Seats this replica may fill now: the limit, or its lease of it across replicas. */
-  get capacity(): number {
-    return Math.min(this.#limit, this.#lease.size(this.#limit))
-  }
+  get capacity(): number { return Math.min(this.#limit, this.#lease.size(this.#limit)) }
 
   get inFlight(): number { return this.#inFlight }
   get queued(): number { return this.#queue.size }
 
-  /** Seats this replica holds across replicas (a lease), or its calls in flight. */
-  get seatsHeld(): number {
-    return this.#lease.held ?? this.#inFlight
-  }
+  /** Seats this replica holds (a lease), or its calls in flight. */
+  get seatsHeld(): number { return this.#lease.held ?? this.#inFlight }
 
-  get pausedUntil(): number {
-    const until = this.#o.pausedUntil?.() ?? 0
-    return until > this.#clock.now() ? until : 0
-  }
+  get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
 
   /** The limit in force (the teams' shares are of it); a higher one starts queued calls. */
   setLimit(limit: number): void {
@@ -79,11 +57,7 @@ export class CredentialSeats {
     if (raised) this.wake()
   }
 
-  /**
-   * Whether calls wait while every seat of the limit is taken or owed to an active team:
-   * the limit is in use (a wait for a team's own ceiling, a pause or a lease says nothing
-   * of it).
-   */
+  /** Whether calls wait while every seat of the limit is taken or owed: the limit is in use (not a wait for a ceiling, a pause or a lease). */
   waitingAtLimit(): boolean {
     if (this.#queue.size === 0 || this.pausedUntil > 0 || !this.#lease.saturated()) return false
     if (![...this.#queue.waitingTeams()].some((team) => !this.#atCeiling(team))) return false
@@ -91,9 +65,9 @@ export class CredentialSeats {
     return this.#inFlight + owed + lent >= this.capacity - 1e-9
   }
 
-  /** With no call waiting here known short while a short call is in flight, the longest expected seat-time of those waiting (Infinity: a kind not answered yet); else null. The limit rule grows by long calls then as the short ones bear (knee-estimator.ts). Asked at every wait and end: the queue (a burst's hundreds) is read only beside a short call in flight, up to its first call known short. */
+  /** With no call waiting known short while a short call is in flight, the longest expected seat-time of those waiting (Infinity: unknown); else null (the limit rule's "Start" and "Cruise"). */
   longWaitBesideShort(): number | null {
-    if (this.#queue.size === 0 || !this.#teams.anyShortRunning()) return null
+    if (this.#queue.size === 0 || this.#teams.shortRunning() === 0) return null
     const now = this.#clock.now()
     let longest = 0
     for (const w of this.#queue.all()) {
@@ -108,7 +82,7 @@ export class CredentialSeats {
   overdueSince(now = this.#clock.now(), atWorkers = Infinity): number | null { return this.#teams.overdueSince(now, atWorkers) }
 
   /** Callers' calls waiting per team. */
-  waiting(): Map<string, number> { return this.#queue.waitingByTeam() }
+  waiting(): Map<string, number> { return this.#queue.countByTeam() }
 
   /** `team`'s share of this replica's seats now (0 while it is not active). */
   shareOf(team: string): number { return this.#shares().targets.get(team) ?? 0 }
@@ -121,23 +95,14 @@ export class CredentialSeats {
   /** The team's own ceilings (null: none), within the credential's. */
   limitsOf(team: string): TeamLimits {
     const own = this.#o.limitsOf?.(team)
-    return {
-      maxConcurrent: own?.maxConcurrent == null ? null : Math.min(own.maxConcurrent, this.#o.maxConcurrent),
-      queue: own?.queue == null ? null : Math.min(own.queue, this.#o.queueLimit),
-    }
+    const within = (n: number | null | undefined, ceiling: number) => (n == null ? null : Math.min(n, ceiling))
+    return { maxConcurrent: within(own?.maxConcurrent, this.#o.maxConcurrent), queue: within(own?.queue, this.#o.queueLimit) }
   }
 
   /** A seat may have come free (a wider lease, the pause ended): queued calls try again. */
-  wake(): void {
-    if (this.#queue.size > 0) this.#dispatch()
-  }
+  wake(): void { if (this.#queue.size > 0) this.#dispatch() }
 
-  /**
-   * A seat for one call. Refused at once (GW_UPSTREAM_TIMEOUT) when it cannot end before
-   * its deadline, else it waits at most queueTimeout, and no longer than its deadline
-   * leaves for its expected time (GW_OVERLOADED or GW_UPSTREAM_TIMEOUT then;
-   * NoIdleSeatError for background work). Rejects with the signal's reason on abort.
-   */
+  /** A seat for one call, by dispatch rule 1 and 2 (refusals: seat.ts `refusal`); rejects with the signal's reason on abort. */
   ask(req: SeatRequest): Promise<Seat> {
     const { team, signal } = req
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
@@ -169,18 +134,11 @@ export class CredentialSeats {
         reject(signal?.reason as Error)
       }
       const waiter: Waiter = {
-        team,
-        priority,
-        seq: this.#seq++,
-        workClass: req.workClass,
-        ...(req.urgency ? { urgency: req.urgency } : {}),
-        expiresAt,
+        team, priority, seq: this.#seq++, workClass: req.workClass, urgency: req.urgency, expiresAt, resolve, reject,
         timer: this.#timer(() => {
           this.#remove(waiter)
           reject(expiresAt === sendBy ? this.#refuse('deadline', tooLate(expected, req.deadline - this.#clock.now()), priority) : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${expiresAt - now} ms`, priority))
         }, expiresAt - now),
-        resolve,
-        reject,
         detach: () => {
           this.#clock.clearTimeout(waiter.timer)
           signal?.removeEventListener('abort', onAbort)
@@ -189,12 +147,9 @@ export class CredentialSeats {
       signal?.addEventListener('abort', onAbort, { once: true })
       this.#chargeElsewhere()
       // A team that starts waiting again saved no credit while it did not.
-      if (this.#queue.count(team) === 0 && !this.#queue.waitingTeams().has(team)) {
-        const seats = this.#teamOf(team)
-        seats.tag = Math.max(seats.tag, this.#virtual)
-      }
+      if (this.#queue.count(team, null) === 0) this.#teamOf(team).tag = Math.max(this.#teamOf(team).tag, this.#virtual)
       this.#queue.push(waiter)
-      this.#teams.notePeak(team, this.#queue.waitingOf(team), this.#clock.now(), this.#virtual)
+      this.#teams.notePeak(team, this.#queue.count(team, null), this.#clock.now(), this.#virtual)
       this.#dispatch()
       if (this.#queue.has(waiter)) {
         if (this.waitingAtLimit()) {
@@ -218,34 +173,22 @@ export class CredentialSeats {
   }
 
   /** What the dispatch rule holds back from the calls waiting here (dispatch-order.ts). */
-  heldBack(): { owed: number; longOnly: boolean } {
-    return heldBack(this.#dispatchState(), this.pausedUntil > 0)
-  }
+  heldBack(): { owed: number; longOnly: boolean } { return heldBack(this.#dispatchState(), this.pausedUntil > 0) }
 
   #dispatchState(): DispatchState<Waiter> {
     const now = this.#clock.now()
-    // Asked of every waiting call of a team: each kind's answer is looked up once.
-    const short = new Map<string, boolean>()
     return {
       queue: this.#queue,
       view: this.#shares(),
       virtual: this.#virtual,
-      tagOf: (team) => this.#teamOf(team).tag,
-      held: (team) => this.running(team),
-      shortRunning: (team) => this.#teams.shortRunning(team),
+      teams: this.#teams,
       atCeiling: (team) => this.#atCeiling(team),
       weight: (team) => this.#weight(team),
-      isShort: (team, workClass) => {
-        const kind = `${team}\n${workClass}`
-        if (!short.has(kind)) short.set(kind, this.#o.work.within(team, workClass, LENDING_HORIZON_MS, now))
-        return short.get(kind) as boolean
-      },
+      isShort: (team, workClass) => this.#o.work.within(team, workClass, LENDING_HORIZON_MS, now),
     }
   }
 
-  #pauseText(): string {
-    return pauseText(this.credential, this.pausedUntil - this.#clock.now())
-  }
+  #pauseText(): string { return pauseText(this.credential, this.pausedUntil - this.#clock.now()) }
 
   #refuse(reason: RefusalReason, text: string, priority: Priority): Error {
     this.#o.onRefused?.(reason)
@@ -254,18 +197,9 @@ export class CredentialSeats {
 
   #teamOf(team: string): TeamAccount { return this.#teams.of(team, this.#virtual) }
 
-  #localTeams(): LocalTeam[] {
-    return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent)
-  }
+  #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
 
-  /**
-   * Each local team's target here, the seats of this replica owed to teams elsewhere, the
-   * local teams, the seats owed to those that wait for nothing, and whether the shares are
-   * worked out on this replica alone (`one`).
-   */
-  #shares(): SharesView {
-    return sharesView(this.#lease.shares(), this.capacity, this.#localTeams())
-  }
+  #shares(): SharesView { return sharesView(this.#lease.shares(), this.capacity, this.#localTeams()) }
 
   /** Each team's tag is charged with the seat-time its calls held on the other replicas. */
   #chargeElsewhere(): void {
@@ -301,24 +235,19 @@ export class CredentialSeats {
     if (started) this.#demandChanged()
   }
 
-  /** The next call to start on `free` seats (dispatch-order.ts); when none may, a timer wakes the queue as a linger ends. */
+  /** The next call to start on `free` seats; when none may, the queue is woken as a linger ends (its owed seats go then). */
   #next(free: number): Waiter | null {
     if (free <= 0) return null
     const best = nextCall(this.#dispatchState(), free)
-    if (best === null) this.#wakeAtLingerEnd()
-    return best
-  }
-
-  /** Seats owed to lingering teams are let go when their linger ends: the queue is woken then. */
-  #wakeAtLingerEnd(): void {
-    if (this.#lingerTimer !== null) return
+    if (best !== null || this.#lingerTimer !== null) return best
     const now = this.#clock.now()
     const at = this.#teams.lingerEnd(now)
-    if (!Number.isFinite(at)) return
+    if (!Number.isFinite(at)) return null
     this.#lingerTimer = this.#timer(() => {
       this.#lingerTimer = null
       this.wake()
     }, at - now)
+    return null
   }
 
   #start(waiter: Waiter): Seat {
@@ -332,13 +261,11 @@ export class CredentialSeats {
     const charged = Math.max(MIN_CHARGE_MS, expected ?? MIN_CHARGE_MS)
     const start = Math.max(seats.tag, this.#virtual)
     seats.tag = start + charged / weight
-    // The virtual time is the least start tag of the teams waiting: a call started out of
-    // tag order (a whole seat of its share, a seat others may not take) does not move it
-    // past theirs, nor take the credit of a team that waits.
+    // The virtual time: the least tag waiting (dispatch rule 2).
     let least = start
     for (const other of this.#queue.waitingTeams()) if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teamOf(other).tag)
     this.#virtual = Math.max(this.#virtual, least)
-    const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + Math.max(1000, OVERDUE * expected), short: expected !== null && expected <= LENDING_HORIZON_MS }
+    const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: expected !== null && expected <= LENDING_HORIZON_MS }
     seats.running.add(call)
     const load = this.#inFlight + this.#lease.elsewhere()
     const kind = `${team}\n${workClass}`
@@ -364,10 +291,9 @@ export class CredentialSeats {
         const now = this.#clock.now()
         const at = outcome.kind === 'dropped' ? now : startedAt + outcome.latencyMs
         if (outcome.kind === 'answer') this.#lease.answered()
-        const learned = learnFrom(this.#o.work, team, workClass, expected, outcome, now)
+        const learned = learnFrom(this.#o.work, team, workClass, outcome, now)
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned })
-        // A call cut by its deadline, or whose callers left, goes on at the platform: its
-        // seat is held until its expected end there. An answer or a broken connection frees it.
+        // Cut by its deadline, or its callers gone: held to its expected end (dispatch rule 4).
         const goesOn = outcome.kind === 'dropped' || (outcome.kind === 'none' && outcome.timedOut)
         const until = goesOn ? startedAt + (this.#o.work.expectedMs(team, workClass, now) ?? 0) : 0
         if (until > now) this.#timer(free, until - now)
@@ -381,15 +307,9 @@ export class CredentialSeats {
     if (this.#queue.remove(waiter)) this.#demandChanged()
   }
 
-  #timer(fn: () => void, ms: number): Timer {
-    return this.#clock.setTimeout(fn, Math.min(Math.max(0, ms), LONGEST_TIMER_MS)).unref()
-  }
+  #timer(fn: () => void, ms: number): Timer { return this.#clock.setTimeout(fn, Math.min(Math.max(0, ms), LONGEST_TIMER_MS)).unref() }
 
-  #weight(team: string): number {
-    return team === GATEWAY_TEAM ? 1 : Math.max(1, this.#o.weightOf?.(team) ?? 1)
-  }
+  #weight(team: string): number { return team === GATEWAY_TEAM ? 1 : Math.max(1, this.#o.weightOf?.(team) ?? 1) }
 }
 
-function clamp(limit: number, ceiling: number): number {
-  return Math.max(1, Math.min(ceiling, Math.floor(limit)))
-}
+function clamp(limit: number, ceiling: number): number { return Math.max(1, Math.min(ceiling, Math.floor(limit))) }

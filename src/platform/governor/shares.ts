@@ -1,40 +1,15 @@
-/**
- * The teams' shares of a credential's seats: pure functions, the one place they are
- * computed (the dispatch on a replica and the lease across replicas both call them).
- * docs/governor.md, "The dispatch rule" and "Across replicas".
- */
+// The teams' shares of a credential's seats, the one place they are computed (the dispatch
+// here and the lease across replicas): docs/governor.md, "Words" (share, owed seats).
 
-/** A team as the shares see it: its weight, and what it holds and waits for (on every replica). */
-export interface TeamLoad {
-  team: string
-  /** At least 1. */
-  weight: number
-  /** Calls in flight. */
-  held: number
-  /** Calls waiting for a seat. */
-  waiting: number
-  /** Its ceiling (teams[].maxConcurrent); null: none. */
-  cap: number | null
-  /** The most seats it held and waited for at once within the linger: what it comes back for. */
-  peak: number
-}
+/** A team as the shares see it (on every replica): its weight (at least 1), calls held and waiting, its ceiling (teams[].maxConcurrent; null: none), its peak. */
+export type TeamLoad = { team: string; weight: number; held: number; waiting: number; cap: number | null; peak: number }
 
-/**
- * Each active team's share of `seats` (those holding, waiting or lingering): max-min fair
- * by weight over what each wants (the seats it holds and waits for, or its peak within
- * the linger, within its ceiling). A team that wants no more than its nominal share (the
- * seats times its weight over the active teams' weights) gets what it wants; what it
- * leaves goes to the others by weight.
- */
+/** Each active team's share of `seats`: max-min fair by weight over what it wants (held and waiting, or its peak), within its ceiling. */
 export function fairShares(seats: number, teams: readonly TeamLoad[]): Map<string, number> {
   return waterFill(seats, teams.map((t) => ({ team: t.team, weight: t.weight, want: Math.min(t.cap ?? Infinity, Math.max(t.held + t.waiting, t.peak)) })))
 }
 
-/**
- * Max-min fair shares of `seats` by weight over what each team wants: a team that wants
- * less than its weighted part gets what it wants, and the rest goes to the others by
- * weight (water-filling). The shares add up to at most `seats`.
- */
+/** Max-min fair shares of `seats` by weight over what each wants (water-filling); they add up to at most `seats`. */
 export function waterFill(seats: number, teams: readonly { team: string; weight: number; want: number }[]): Map<string, number> {
   const shares = new Map<string, number>(teams.map((t) => [t.team, 0]))
   let open = teams.filter((t) => t.want > 0)
@@ -55,12 +30,7 @@ export function waterFill(seats: number, teams: readonly { team: string; weight:
   return shares
 }
 
-/**
- * Seats owed to the active teams that do not wait now: of each one's share, as many as it
- * held and waited for at once within the linger, less what it holds. They are lent only
- * to calls expected to end within the lending horizon, so that a team that comes back
- * within the linger finds what it asked before.
- */
+/** Seats owed to the active teams that wait for nothing: min(share, peak) − held, at least 0, each. */
 export function owedSeats(shares: ReadonlyMap<string, number>, teams: readonly TeamLoad[]): number {
   let owed = 0
   for (const t of teams) if (t.waiting === 0) owed += Math.max(0, Math.min(shares.get(t.team) ?? 0, t.peak) - t.held)

@@ -4,30 +4,21 @@ import type { LocalTeam } from './seat-lease.js'
 /** A team that asked within this long is active: its share is owed to it while it does not use it. */
 export const LINGER_MS = 5_000
 
-/** A call in flight: when it started, when it is overdue (Infinity once answered), and whether it was expected short. */
-export interface RunningCall {
-  at: number
-  dueAt: number
-  short: boolean
-}
+/** A call in flight: its start, when it is overdue (Infinity once answered), whether it was expected short. */
+export type RunningCall = { at: number; dueAt: number; short: boolean }
 
-/** One team's seats on one replica. */
+/** One team's seats on one replica (docs/governor.md, "State"): its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`. */
 export interface TeamAccount {
   held: number
   seatMs: number
   running: Set<RunningCall>
-  /** Its virtual finish tag: seat-time charged over its weight. */
   tag: number
   lastAsked: number
-  /** The most it held and waited for at once since `peakAt`, a linger ago at most. */
   peak: number
   peakAt: number
 }
 
-/**
- * The teams' accounts of one credential on one replica: what each holds, was charged and
- * asked, and which of them are active (holding, waiting, or asked within the linger).
- */
+/** The teams' accounts of one credential on one replica, and which are active (holding, waiting, or asked within the linger). */
 export class TeamAccounts {
   readonly #teams = new Map<string, TeamAccount>()
   // The seat-time held on the other replicas already charged to each team's tag.
@@ -40,11 +31,7 @@ export class TeamAccounts {
     return seats
   }
 
-  /**
-   * Charges each team's tag with the seat-time its calls held on the other replicas since
-   * the last charge (`charged`: what they held there, in all): across replicas a team's
-   * tag is its seat-time on every replica for its weight.
-   */
+  /** Charges each tag with the seat-time its team held on the other replicas since the last charge (`charged`: in all). */
   chargeElsewhere(charged: ReadonlyMap<string, number>, weight: (team: string) => number): void {
     for (const [team, ms] of charged) {
       const seats = this.#teams.get(team)
@@ -53,39 +40,24 @@ export class TeamAccounts {
     }
   }
 
-  held(team: string): number {
-    return this.#teams.get(team)?.held ?? 0
-  }
+  held(team: string): number { return this.#teams.get(team)?.held ?? 0 }
 
-  shortRunning(team: string): number {
+  /** `team`'s calls in flight expected short; of every team's, without one. */
+  shortRunning(team?: string): number {
     let n = 0
-    for (const call of this.#teams.get(team)?.running ?? []) if (call.short) n += 1
+    for (const call of this.#running(team)) if (call.short) n += 1
     return n
-  }
-
-  /** Whether any team has a call in flight that was expected short. */
-  anyShortRunning(): boolean {
-    for (const seats of this.#teams.values()) for (const call of seats.running) if (call.short) return true
-    return false
   }
 
   /** Seat-seconds charged to `team`, its calls still running included. */
   seatSeconds(team: string, now: number): number {
     const seats = this.#teams.get(team)
-    if (!seats) return 0
-    let running = 0
-    for (const call of seats.running) running += now - call.at
-    return (seats.seatMs + running) / 1000
+    return seats ? seatMs(seats, now) / 1000 : 0
   }
 
-  /**
-   * Since when a call in flight at a worker has been overdue, or null. The platform takes
-   * calls in order: of the calls in flight, the `atWorkers` started first are at a worker,
-   * and a later one may wait in the platform's queue behind them, its own time not begun.
-   */
+  /** Since when a call at a worker (of the calls in flight, the `atWorkers` started first) has been overdue, or null. */
   overdueSince(now: number, atWorkers = Infinity): number | null {
-    const running: RunningCall[] = []
-    for (const seats of this.#teams.values()) for (const call of seats.running) running.push(call)
+    const running = [...this.#running()]
     if (running.length > atWorkers) running.sort((a, b) => a.at - b.at).length = atWorkers
     let due = Infinity
     for (const call of running) due = Math.min(due, call.dueAt)
@@ -102,18 +74,15 @@ export class TeamAccounts {
     }
   }
 
-  /** The active teams: holding, waiting, or asked within LINGER_MS. */
+  /** The active teams; the gateway's own calls (the probe, look-ups) are few and never linger. */
   active(now: number, waiting: ReadonlyMap<string, number>, weight: (team: string) => number, cap: (team: string) => number | null): LocalTeam[] {
     const out: LocalTeam[] = []
     for (const [team, seats] of this.#teams) {
-      // The gateway's own calls (the probe, ownership look-ups) are few: no seat waits for them.
       const lingering = team !== GATEWAY_TEAM && now - seats.lastAsked < LINGER_MS
       const w = waiting.get(team) ?? 0
       if (seats.held === 0 && w === 0 && !lingering) continue
       const peak = now - seats.peakAt <= LINGER_MS ? Math.max(seats.peak, seats.held + w) : seats.held + w
-      let seatMs = seats.seatMs
-      for (const call of seats.running) seatMs += now - call.at
-      out.push({ team, weight: weight(team), held: seats.held, waiting: w, cap: cap(team), lingering, peak, seatMs: Math.round(seatMs) })
+      out.push({ team, weight: weight(team), held: seats.held, waiting: w, cap: cap(team), lingering, peak, seatMs: Math.round(seatMs(seats, now)) })
     }
     return out
   }
@@ -124,4 +93,14 @@ export class TeamAccounts {
     for (const seats of this.#teams.values()) if (seats.held === 0 && now - seats.lastAsked < LINGER_MS) at = Math.min(at, seats.lastAsked + LINGER_MS)
     return at
   }
+
+  *#running(team?: string): Generator<RunningCall> {
+    for (const [name, seats] of this.#teams) if (team === undefined || name === team) yield* seats.running
+  }
+}
+
+function seatMs(seats: TeamAccount, now: number): number {
+  let ms = seats.seatMs
+  for (const call of seats.running) ms += now - call.at
+  return ms
 }

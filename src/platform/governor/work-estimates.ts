@@ -1,26 +1,15 @@
 /**
- * How long a call holds its seat, by its kind: the work estimator (Kubernetes API
- * Priority and Fairness estimates a request's seats × seconds the same way). A kind is
- * its team and the work the platform does (the report's route, range and splits:
- * reports/work-class.ts); each team's own answers set its estimates, so no team makes
- * another's calls look short. A kind a team has not yet had answered takes what the
- * same work took for the other teams, else it is unknown (counted long). A call cut by
- * its deadline is still awaited (platform-client.ts), and its answer teaches its
- * kind's estimate; one that got none even then says its kind takes longer than that: for
- * a while the kind is taken to take half as long again. A kind that needs more than a
- * call's budget is sent no more, but for a call now and then to see. Pure: times are passed in. docs/governor.md, "The work
- * estimator".
+ * The work estimator (docs/governor.md, "Words": expected seat-time; dispatch rules 1 and 4):
+ * a kind is its team and its work (reports/work-class.ts); a team's own answers set its
+ * estimates, a kind it has not had answered takes the same work's over every team. Pure:
+ * times are passed in.
  */
 
-/** How much of each answer moves its kind's estimate. */
+// docs/governor.md, "Constants"; MAX_KINDS: kinds held, the least recently seen forgotten past it.
 export const ESTIMATE_GAIN = 0.2
-/** A call that got no answer in time ran at least that long: its kind is taken to take this much longer (the platform works on)... */
 export const CUT_GROWTH = 1.5
-/** ...for this long, or until a call of the kind is answered sooner. */
 export const CUT_MEMORY_MS = 5 * 60_000
-/** A kind that needs more than a call's budget is not sent, but for one call this often, to see. */
 export const CUT_TRIAL_MS = 30_000
-/** Kinds held; past this many the least recently seen is forgotten. */
 export const MAX_KINDS = 512
 
 interface Estimate {
@@ -51,10 +40,9 @@ export class WorkEstimates {
     return e?.ms ?? this.#shared.get(work)?.ms ?? (e !== undefined && now < e.until ? e.cutMs : null)
   }
 
-  /** Whether a call of a kind that needs more than its budget is sent all the same, to see whether it still does: one each CUT_TRIAL_MS. */
+  /** Whether a call of a kind that needs more than its budget is sent all the same, to see: one each CUT_TRIAL_MS from the first found too long. */
   trial(team: string, work: string, now: number): boolean {
     const e = take(this.#own, key(team, work))
-    // The first call found too long starts the wait for a trial; one each CUT_TRIAL_MS after it.
     const due = e.trialAt > 0 && now >= e.trialAt
     if (due || e.trialAt === 0) e.trialAt = now + CUT_TRIAL_MS
     return due
@@ -84,14 +72,10 @@ export class WorkEstimates {
     }
   }
 
-  #keys(team: string, work: string): [Map<string, Estimate>, string][] {
-    return [[this.#own, key(team, work)], [this.#shared, work]]
-  }
+  #keys(team: string, work: string): [Map<string, Estimate>, string][] { return [[this.#own, key(team, work)], [this.#shared, work]] }
 }
 
-function cutOf(e: Estimate | undefined, now: number): number {
-  return e !== undefined && now < e.until ? e.cutMs : 0
-}
+const cutOf = (e: Estimate | undefined, now: number): number => (e !== undefined && now < e.until ? e.cutMs : 0)
 
 /** The estimate of `k`, made most recently seen (created unknown), the least recently seen forgotten past MAX_KINDS. */
 function take(map: Map<string, Estimate>, k: string): Estimate {
@@ -102,6 +86,4 @@ function take(map: Map<string, Estimate>, k: string): Estimate {
   return e
 }
 
-function key(team: string, work: string): string {
-  return `${team}\n${work}`
-}
+const key = (team: string, work: string): string => `${team}\n${work}`
