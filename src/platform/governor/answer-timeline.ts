@@ -21,7 +21,7 @@ export interface Answer {
   load: number
   /** What `started` returned for it. */
   window: number
-  /** ok: the platform worked on it and answered; overload: 502/503/504, no connection, or a deadline passed at twice its expected time; other: anything that says nothing of load. */
+  /** ok: the platform worked on it and answered; overload: 502/503/504 or no connection; other (a call cut by its deadline among them): anything that says nothing of load. */
   outcome: 'ok' | 'overload' | 'other'
   /** False: handled back to back with the answer before: an end, not evidence (knee-estimator.ts). */
   timed?: boolean
