@@ -16,10 +16,16 @@ export const FORWARDED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE
 /** `allow` under /api/v1/: the methods forwarded, and OPTIONS, which the gateway answers. */
 export const API_ALLOW = [...FORWARDED_METHODS, 'OPTIONS'].join(', ')
 
-/** `allow` of the gateway's own paths under /api/v1/ (a report job, its result): the methods they serve. */
+/**
+ * `allow` of the gateway's own paths under /api/v1/ (a report job, its result): the methods
+ * they serve, the first that matches. Every other path under /api/v1/jobs (itself, `/`,
+ * deeper) is the gateway's 404 in every method but OPTIONS (job-routes.ts, `jobPaths`):
+ * OPTIONS is all it serves there (RFC 9110, 10.2.1).
+ */
 const OWN_PATHS: readonly [RegExp, string][] = [
   [/^\/api\/v1\/jobs\/[^/?]+(\?|$)/, 'GET, HEAD, DELETE, OPTIONS'],
   [/^\/api\/v1\/jobs\/[^/?]+\/result(\?|$)/, 'GET, HEAD, OPTIONS'],
+  [/^\/api\/v1\/jobs(\/|\?|$)/, 'OPTIONS'],
 ]
 
 /** What OPTIONS of `url` answers in `allow` (a path of the OpenAPI document too: `/api/v1/jobs/{id}`). */

@@ -140,6 +140,12 @@ describe('report jobs (demo mode, no Redis)', () => {
     }
     expect(await allow(`/api/v1/jobs/${id}`)).toEqual([204, 'GET, HEAD, DELETE, OPTIONS'])
     expect(await allow(`/api/v1/jobs/${id}/result`)).toEqual([204, 'GET, HEAD, OPTIONS'])
+    // Every other job path is the gateway's 404 in every forwarded method: OPTIONS alone is served there.
+    for (const path of ['/api/v1/jobs', '/api/v1/jobs/', '/api/v1/jobs?x=1', `/api/v1/jobs/${id}/`, `/api/v1/jobs/${id}/other`, `/api/v1/jobs/${id}/result/`]) {
+      expect([path, ...(await allow(path))]).toEqual([path, 204, 'OPTIONS'])
+    }
+    // A path that only begins so is the platform's.
+    expect(await allow('/api/v1/jobsx')).toEqual([204, 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS'])
     expect(sandbox.countRequests(() => true)).toBe(0)
   })
 
