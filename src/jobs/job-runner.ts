@@ -6,7 +6,7 @@ import { fillMsOf } from '../reports/fill-time.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { NoIdleSeatError } from '../platform/governor/seat.js'
-import { answerBytes, endJob, heldResultBytes, JOB_ANSWER_BYTES, PLATFORM_ANSWER, isRun, renewJob, requeueJob, startable, startJob, type Job, type JobError, type Outcome, type Run } from './job.js'
+import { answerBytes, endJob, heldResultBytes, JOB_ANSWER_BYTES, PLATFORM_ANSWER, isRun, renewJob, requeueJob, startable, startJob, type Job, type JobError, type Outcome, type PlatformAnswer, type Run } from './job.js'
 import type { JobStore } from './job-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Delivery } from './delivery.js'
@@ -63,8 +63,12 @@ export interface JobRunnerDeps {
 /** What became of a run: started, then done, failed, requeued, or lost to another runner. */
 export type RunOutcome = 'started' | 'done' | 'failed' | 'requeued' | 'lost'
 
-/** How a run ends: an entry to keep, a failure, or given back to the queue (not before `notBefore`). */
-type RunEnd = { kind: 'done'; entry: CacheEntry; tookSeconds: number } | { kind: 'failed'; error: JobError; tookSeconds: number } | { kind: 'requeue'; notBefore: number }
+/** How a run ends: an entry to keep, the platform's answer not to store (kept in the job), a failure, or given back to the queue (not before `notBefore`). */
+type RunEnd =
+  | { kind: 'done'; entry: CacheEntry; tookSeconds: number }
+  | { kind: 'answered'; answer: PlatformAnswer; tookSeconds: number }
+  | { kind: 'failed'; error: JobError; tookSeconds: number }
+  | { kind: 'requeue'; notBefore: number }
 
 /**
  * Runs the jobs on one replica: every `pollMs` (and at once when a job is asked here) it
@@ -187,7 +191,7 @@ export class JobRunner {
         case 'pass':
           // The platform's 429: the job waits and tries again, as no caller waits for it.
           if (result.status === 429) return { kind: 'requeue', notBefore: clock.now() + settings.retryMs }
-          return { kind: 'failed', error: passedError(result), tookSeconds: took(result) }
+          return passedEnd(result, took(result))
         case 'stream':
           result.stream.destroy()
           return { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message: `the report is larger than cache.maxEntryBytes (${this.#d.maxEntryBytes} bytes): ask it without Prefer: respond-async` }, tookSeconds: took(result) }
@@ -236,9 +240,9 @@ export class JobRunner {
         else this.#d.announce?.()
         return 'requeued'
       }
-      let result: Outcome = end.kind === 'failed' ? end : { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds }
-      // What it keeps (a report, or the platform's answer it failed with) counts against its team's bound.
-      const bytes = end.kind === 'done' ? end.entry.gzip.length : answerBytes(end.error)
+      let result = outcomeOf(end)
+      // What it keeps (a report, or the platform's answer it ended with) counts against its team's bound.
+      const bytes = result.kind === 'done' ? result.resultBytes : answerBytes(result.error.answer)
       if (bytes > 0 && !kept) {
         const held = heldResultBytes(await store.ofTeam(current.team, now), now)
         if (held + bytes > settings.resultBytesPerTeam) {
@@ -258,20 +262,37 @@ export class JobRunner {
   }
 }
 
+/** What a run's end stores in its job. */
+function outcomeOf(end: Exclude<RunEnd, { kind: 'requeue' }>): Outcome {
+  switch (end.kind) {
+    case 'failed':
+      return end
+    case 'answered':
+      return { kind: 'done', resultBytes: answerBytes(end.answer), tookSeconds: end.tookSeconds, answer: end.answer }
+    case 'done':
+      return { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds }
+  }
+}
+
 /**
- * How a job ends whose read the platform answered with an answer passed on uncached: its
- * own refusal of the report (a 4xx; its 429 requeues the job) is kept to be answered as
- * the job's result, as a synchronous read answers it: the same bytes, which the read's
- * checks (platform-client.ts: the token carried back; report-fetcher.ts: size) passed;
- * larger than a job keeps, the job fails 413 GW_JOB_RESULT_TOO_LARGE. Any other (a 200 the
- * platform said not to store) is no report a job may keep: 502 GW_UPSTREAM.
+ * How a job ends whose read the platform answered with an answer passed on uncached, kept
+ * to be answered as the job's result as a synchronous read answers it: the same bytes,
+ * which the read's checks (platform-client.ts: the token carried back; report-fetcher.ts:
+ * size) passed. Its 200 it said not to store (`no-store`) is the report asked for: the job
+ * is done, the answer kept in its record, never in the report cache. Its own refusal (a
+ * 4xx; its 429 requeues the job) fails the job GW_PLATFORM_ANSWER with it. Either larger
+ * than a job keeps fails the job 413 GW_JOB_RESULT_TOO_LARGE, as a report too large does.
+ * Any other status passed on is no answer a job keeps: 502 GW_UPSTREAM.
  */
-function passedError(pass: { status: number; headers: Record<string, string>; body: Buffer; forward?: Forward }): JobError {
+function passedEnd(pass: { status: number; headers: Record<string, string>; body: Buffer; forward?: Forward }, tookSeconds: number): RunEnd {
   const { status, body } = pass
-  if (status < 400 || status >= 500) return { code: 'GW_UPSTREAM', statusCode: 502, message: `the platform answered ${status} to the report` }
+  const refused = status >= 400 && status < 500
+  if (status !== 200 && !refused) return { kind: 'failed', error: { code: 'GW_UPSTREAM', statusCode: 502, message: `the platform answered ${status} to the report` }, tookSeconds }
+  const what = refused ? `the platform refused the report with ${status}` : 'the platform answered the report not to be stored'
   if (body.length > JOB_ANSWER_BYTES) {
-    return { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message: `the platform refused the report with ${status}, an answer of ${body.length} bytes, more than a job keeps (${JOB_ANSWER_BYTES}): ask it without Prefer: respond-async` }
+    return { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message: `${what}, an answer of ${body.length} bytes, more than a job keeps (${JOB_ANSWER_BYTES}): ask it without Prefer: respond-async` }, tookSeconds }
   }
   const answer = { status, headers: pass.headers, body: body.toString('base64'), ...(pass.forward ? { forward: pass.forward } : {}) }
-  return { code: PLATFORM_ANSWER, statusCode: status, message: `the platform refused the report with ${status}: the job's result is its answer, as a read of the report answers it`, answer }
+  if (!refused) return { kind: 'answered', answer, tookSeconds }
+  return { kind: 'failed', error: { code: PLATFORM_ANSWER, statusCode: status, message: `${what}: the job's result is its answer, as a read of the report answers it`, answer }, tookSeconds }
 }

@@ -39,9 +39,11 @@ export interface JobError {
 }
 
 /**
- * The platform's answer a job keeps to answer as its result: its status, the headers a
- * read passes on (reports/report-fetcher.ts), its body in base64 (at most JOB_ANSWER_BYTES),
- * and why the read went to the platform (its `cache-status`).
+ * The platform's answer a job keeps in its record to answer as its result, as a read passes
+ * it on uncached: its refusal (a failed job's JobError.answer), or its 200 it said not to
+ * store (a done job's `answer`). Its status, the headers a read passes on
+ * (reports/report-fetcher.ts), its body in base64 (at most JOB_ANSWER_BYTES), and why the
+ * read went to the platform (its `cache-status`).
  */
 export interface PlatformAnswer {
   status: number
@@ -54,15 +56,15 @@ export interface PlatformAnswer {
 export const PLATFORM_ANSWER = 'GW_PLATFORM_ANSWER'
 
 /**
- * The largest platform answer a job keeps (a refusal's body; a platform's error is a few
- * hundred bytes): within the sealed record's bound (sealed-records.ts) with the report it
+ * The largest platform answer a job keeps (a refusal's body, a platform's error being a few
+ * hundred bytes; a no-store 200's): within the sealed record's bound (sealed-records.ts) with the report it
  * holds. A larger one fails the job 413 GW_JOB_RESULT_TOO_LARGE, as a report too large does.
  */
 export const JOB_ANSWER_BYTES = 64 * 1024
 
-/** The bytes a job's result holds: its kept report's, or its kept platform answer's. */
-export function answerBytes(error: JobError | null): number {
-  return error?.answer ? Buffer.byteLength(error.answer.body, 'base64') : 0
+/** The bytes a kept platform answer holds: its body's. */
+export function answerBytes(answer: PlatformAnswer | undefined): number {
+  return answer ? Buffer.byteLength(answer.body, 'base64') : 0
 }
 
 export interface Job extends Leased {
@@ -88,12 +90,14 @@ export interface Job extends Leased {
   expiresAt: number | null
   /** A requeued job is not started again before this (epoch ms). */
   notBefore: number
-  /** The bytes of its result (a report, or the platform's answer it failed with), kept until `expiresAt`. */
+  /** The bytes of its result (a report, or the platform's answer it ended with), kept until `expiresAt`. */
   resultBytes: number
+  /** A done job's result when the platform said not to store it (a no-store 200): kept here, never in the report cache. */
+  answer?: PlatformAnswer
 }
 
-/** How a run ended: the report kept (its bytes), or a failure. */
-export type Outcome = { kind: 'done'; resultBytes: number; tookSeconds: number } | { kind: 'failed'; error: JobError; tookSeconds: number }
+/** How a run ended: the report kept (its bytes; or the platform's answer not to store, kept in the job), or a failure. */
+export type Outcome = { kind: 'done'; resultBytes: number; tookSeconds: number; answer?: PlatformAnswer } | { kind: 'failed'; error: JobError; tookSeconds: number }
 
 /** An expired job's record stays this long after its result expired, so that its status says `expired` rather than 404. */
 export const EXPIRED_KEPT_MS = 60 * 60_000
@@ -134,7 +138,8 @@ export function renewJob(job: Job, run: Run, now: number, leaseMs: number): Job 
 export function endJob(job: Job, run: Run, now: number, outcome: Outcome, keepMs: number): Job | null {
   if (!isRun(job, run)) return null
   const ended = { ...released(job), endedAt: now, expiresAt: now + keepMs, tookSeconds: outcome.tookSeconds }
-  return outcome.kind === 'done' ? { ...ended, state: 'done', resultBytes: outcome.resultBytes } : { ...ended, state: 'failed', error: outcome.error, resultBytes: answerBytes(outcome.error) }
+  if (outcome.kind === 'failed') return { ...ended, state: 'failed', error: outcome.error, resultBytes: answerBytes(outcome.error.answer) }
+  return { ...ended, state: 'done', resultBytes: outcome.resultBytes, ...(outcome.answer ? { answer: outcome.answer } : {}) }
 }
 
 /** `run` given back unfinished, not to start again before `notBefore`. */
@@ -163,7 +168,7 @@ export function dropAt(job: Job): number | null {
   return job.expiresAt === null ? null : job.expiresAt + EXPIRED_KEPT_MS
 }
 
-/** The result bytes `jobs` hold at `now`: those of ended jobs not yet expired (a failed one's kept platform answer). */
+/** The result bytes `jobs` hold at `now`: those of ended jobs not yet expired (a kept platform answer's too). */
 export function heldResultBytes(jobs: Iterable<Job>, now: number): number {
   let bytes = 0
   for (const j of jobs) if (stateAt(j, now) !== 'expired' && ended(j)) bytes += j.resultBytes

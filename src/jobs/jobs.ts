@@ -40,7 +40,7 @@ export interface JobAsk {
   key: string
 }
 
-/** A done job's report, or the platform's answer a failed one kept (job.ts, JobError.answer); and the job. */
+/** A done job's report, or the platform's answer a job kept (job.ts: a failed one's JobError.answer, a done one's `answer`); and the job. */
 export type JobResult = { entry: CacheEntry; job: Job } | { answer: PlatformAnswer; job: Job }
 
 /**
@@ -75,7 +75,7 @@ export class Jobs {
     return shared(() => this.#cancel(id, team))
   }
 
-  /** The report the team's job `id` ended with (or the platform's answer it failed with), and the job; its failure, or why there is none yet. */
+  /** The report the team's job `id` ended with (or the platform's answer it kept), and the job; its failure, or why there is none yet. */
   result(id: string, team: string): Promise<JobResult> {
     return shared(() => this.#result(id, team))
   }
@@ -130,6 +130,7 @@ export class Jobs {
     if (state === 'failed' && job.error?.answer) return { answer: job.error.answer, job }
     if (state === 'failed' && job.error) throw failureOf(job.error, now)
     if (state !== 'done') throw new JobNotDoneError(id, state)
+    if (job.answer) return { answer: job.answer, job }
     const entry = await store.result(id, now)
     if (entry === null) throw new JobExpiredError(id)
     return { entry, job }

@@ -139,7 +139,8 @@ function platformApi(state: SandboxState): FastifyPluginCallback {
     })
     api.addHook('preHandler', (request, reply) => simulateConditions(state, request, reply))
     api.addHook('onSend', (request, reply, payload, next) => {
-      reply.header('cache-control', 'no-cache, private')
+      // Laravel's own, unless a failure mode told the route to answer with another (`headers`).
+      if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-cache, private')
       reply.header('set-cookie', sessionCookie())
       next(null, cutAnswers.has(request) ? cutHalfway(request, reply, payload) : payload)
     })

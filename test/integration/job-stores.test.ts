@@ -28,6 +28,15 @@ const LEASE = 15_000
 const KEEP = 60_000
 const report = canonicalGetReport('/api/v1/report/campaigns/get', 'advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-31', { maxRangeDays: 400 })
 
+/** A job `id` of team growth, added to `store` and started by runner r1 (its run `{ runner: 'r1', runs: 1 }`). */
+async function runningIn(store: JobStore, id: string, now: number): Promise<Job> {
+  const job = newJob({ id, team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, now)
+  await store.add(job, 10, now)
+  const running = startJob(job, 'r1', now, LEASE) as Job
+  expect(await store.swap(job, running, now)).toBe(true)
+  return running
+}
+
 function entryOf(text: string, now: number): CacheEntry {
   const identity = Buffer.from(text)
   return { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 120_000, errorUntil: now + 180_000, advertiserIds: [101], etag: etagOf(identity) }
@@ -207,6 +216,17 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       expect(await store.swap(q, qRunning, clock.now())).toBe(true)
       expect(await store.swap(qRunning, { ...old, runner: null }, clock.now())).toBe(true)
       expect((await store.get('q'))?.error).toEqual({ code: 'GW_UPSTREAM', statusCode: 502, message: 'refused' })
+    })
+
+    it('keeps the platform\'s no-store answer a done job kept, of the largest size a job keeps, in its record', async () => {
+      const store = make()
+      const clock = fakeClock()
+      const running = await runningIn(store, 'n', clock.now())
+      const answer = { status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.alloc(JOB_ANSWER_BYTES, 'x').toString('base64'), forward: { reason: 'uri-miss' as const, collapsed: false } }
+      const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: JOB_ANSWER_BYTES, tookSeconds: 0.1, answer }, KEEP) as Job
+      expect(await store.swap(running, done, clock.now())).toBe(true)
+      const read = (await store.get('n')) as Job
+      expect([read.state, read.answer, read.resultBytes]).toEqual(['done', answer, JOB_ANSWER_BYTES])
     })
 
     it('keeps a job\'s result whole: body, ETag, lifetimes', async () => {

@@ -269,6 +269,51 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect((usage.json() as { usage: { errors: number }[] }).usage).toEqual([expect.objectContaining({ errors: 0 })])
   })
 
+  it('a report the platform answers 200 with no-store ends the job done: its result is that answer, kept in the job (counted in its team\'s bound), never in the report cache', async () => {
+    const gw = await start()
+    const report = { rows: [{ date: '2025-01-01', spend: 1 }] }
+    const noStore = () => sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 200, body: report, headers: { 'cache-control': 'no-store' }, times: 1 })
+    noStore()
+    // The same read without prefer: the platform's answer, passed on and not cached.
+    const sync = await fetch(`${gw.url}${REPORT_PATH}?${YEAR}`, { headers: { 'x-api-key': KEYS.all } })
+    expect([sync.status, sync.headers.get('x-cache')]).toEqual([200, 'BYPASS'])
+    expect(await sync.json()).toEqual(report)
+
+    noStore()
+    const asked = await ask(gw)
+    expect(asked.status).toBe(202)
+    const { id } = (await asked.json()) as Status
+    await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), 10_000, 20)
+    const ended = await status(gw, id)
+    expect([ended.state, ended.error, ended.result]).toEqual(['done', null, `/api/v1/jobs/${id}/result`])
+
+    const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+    expect(result.status).toBe(200)
+    expect(await result.json()).toEqual(report)
+    expect(result.headers.get('content-type')).toBe(sync.headers.get('content-type'))
+    expect(result.headers.get('x-cache')).toBe('BYPASS')
+    expect(result.headers.get('cache-status')).toMatch(/^report-gateway; fwd=uri-miss.*; fwd-status=200$/)
+    expect(result.headers.get('platform-usage')).toMatch(/^fill=\d+(\.\d+)?, minute=/)
+    expect(result.headers.get('report-settled-through')).toMatch(/^\d{4}-\d{2}-\d{2}$/)
+    expect(result.headers.get('report-provisional-days')).toBeTruthy()
+    // Read again, the same answer: it is the job's until the job expires.
+    expect((await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(200)
+
+    // Not in the report cache: the next read goes to the platform.
+    const calls = reportCalls()
+    const after = await fetch(`${gw.url}${REPORT_PATH}?${YEAR}`, { headers: { 'x-api-key': KEYS.all } })
+    expect([after.status, after.headers.get('x-cache')]).toEqual([200, 'MISS'])
+    expect(reportCalls()).toBe(calls + 1)
+  })
+
+  it('a no-store answer counts in the team\'s kept results: past jobs.resultBytesPerTeam the job fails 413 GW_JOB_RESULT_TOO_LARGE', async () => {
+    const gw = await start({ resultBytesPerTeam: 10 })
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 200, body: { rows: [{ date: '2025-01-01', spend: 1 }] }, headers: { 'cache-control': 'no-store' }, times: 1 })
+    const { id } = (await (await ask(gw)).json()) as Status
+    await waitFor(`job ${id} failed`, async () => (await status(gw, id)).state === 'failed', 10_000, 20)
+    expect((await status(gw, id)).error).toMatchObject({ code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413 })
+  })
+
   it('a platform refusal a synchronous read would not pass on is not kept either: the token carried back is 502 GW_UPSTREAM, one larger than a job keeps 413', async () => {
     clock = fakeClock()
     const token = sandbox.issueToken()
