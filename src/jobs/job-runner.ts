@@ -275,20 +275,20 @@ function outcomeOf(end: Exclude<RunEnd, { kind: 'requeue' }>): Outcome {
 }
 
 /**
- * How a job ends whose read the platform answered with an answer passed on uncached, kept
- * to be answered as the job's result as a synchronous read answers it: the same bytes,
- * which the read's checks (platform-client.ts: the token carried back; report-fetcher.ts:
- * size) passed. Its 200 it said not to store (`no-store`) is the report asked for: the job
- * is done, the answer kept in its record, never in the report cache. Its own refusal (a
- * 4xx; its 429 requeues the job) fails the job GW_PLATFORM_ANSWER with it. Either larger
- * than a job keeps fails the job 413 GW_JOB_RESULT_TOO_LARGE, as a report too large does.
- * Any other status passed on is no answer a job keeps: 502 GW_UPSTREAM.
+ * How a job ends whose read the platform answered with an answer passed on uncached (a
+ * 2xx or 3xx but a storable 200, a 4xx but 429: report-fetcher.ts), kept to be answered
+ * as the job's result as a synchronous read answers it: the same status, headers and
+ * bytes, which the read's checks (platform-client.ts: the token carried back;
+ * report-fetcher.ts: size) passed. A 2xx or 3xx is what the read answers the report with
+ * (a 200 the platform said not to store, `no-store`; a 201, a 204, a 302...): the job is
+ * done, the answer kept in its record, never in the report cache. Its own refusal (a 4xx;
+ * its 429 requeues the job) fails the job GW_PLATFORM_ANSWER with it. Either larger than
+ * a job keeps fails the job 413 GW_JOB_RESULT_TOO_LARGE, as a report too large does.
  */
 function passedEnd(pass: { status: number; headers: Record<string, string>; body: Buffer; forward?: Forward }, tookSeconds: number): RunEnd {
   const { status, body } = pass
-  const refused = status >= 400 && status < 500
-  if (status !== 200 && !refused) return { kind: 'failed', error: { code: 'GW_UPSTREAM', statusCode: 502, message: `the platform answered ${status} to the report` }, tookSeconds }
-  const what = refused ? `the platform refused the report with ${status}` : 'the platform answered the report not to be stored'
+  const refused = status >= 400
+  const what = refused ? `the platform refused the report with ${status}` : status === 200 ? 'the platform answered the report not to be stored' : `the platform answered the report with ${status}`
   if (body.length > JOB_ANSWER_BYTES) {
     return { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message: `${what}, an answer of ${body.length} bytes, more than a job keeps (${JOB_ANSWER_BYTES}): ask it without Prefer: respond-async` }, tookSeconds }
   }

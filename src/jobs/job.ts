@@ -40,8 +40,9 @@ export interface JobError {
 
 /**
  * The platform's answer a job keeps in its record to answer as its result, as a read passes
- * it on uncached: its refusal (a failed job's JobError.answer), or its 200 it said not to
- * store (a done job's `answer`). Its status, the headers a read passes on
+ * it on uncached: its refusal (a failed job's JobError.answer), or its 2xx or 3xx the read
+ * answers as it is (a done job's `answer`: a 200 it said not to store, a 201, a 204, a
+ * 302...). Its status, the headers a read passes on
  * (reports/report-fetcher.ts), its body in base64 (at most JOB_ANSWER_BYTES), and why the
  * read went to the platform (its `cache-status`).
  */
@@ -92,7 +93,7 @@ export interface Job extends Leased {
   notBefore: number
   /** The bytes of its result (a report, or the platform's answer it ended with), kept until `expiresAt`. */
   resultBytes: number
-  /** A done job's result when the platform said not to store it (a no-store 200): kept here, never in the report cache. */
+  /** A done job's result when the platform's answer is passed on uncached (a no-store 200, another 2xx, a 3xx): kept here, never in the report cache. */
   answer?: PlatformAnswer
 }
 

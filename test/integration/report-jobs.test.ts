@@ -306,6 +306,40 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect(reportCalls()).toBe(calls + 1)
   })
 
+  it('a platform 2xx other than 200, or a 3xx, that a synchronous read passes on ends the job done: its result is that answer, status and headers as the read gives them', async () => {
+    const gw = await start()
+    const answers = [
+      { status: 201, body: { rows: [], queued: true } },
+      { status: 203, body: { rows: [{ date: '2025-01-01', spend: 2 }] } },
+      { status: 204, body: undefined },
+      { status: 302, body: { moved: true }, headers: { location: 'https://elsewhere.example/report' } },
+    ]
+    for (const [i, a] of answers.entries()) {
+      const query = `advertiserId=101&dateFrom=2025-0${i + 1}-01&dateTo=2025-12-31`
+      const answer = () => sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: a.status, ...(a.body ? { body: a.body } : {}), ...(a.headers ? { headers: a.headers } : {}), times: 1 })
+      answer()
+      const sync = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.all }, redirect: 'manual' })
+      const syncBody = await sync.text()
+      answer()
+      const asked = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { 'x-api-key': KEYS.all, ...ASYNC } })
+      expect(asked.status).toBe(202)
+      const { id } = (await asked.json()) as Status
+      await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), 10_000, 20)
+      const ended = await status(gw, id)
+      expect({ status: a.status, state: ended.state, error: ended.error }).toEqual({ status: a.status, state: 'done', error: null })
+      const result = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all }, redirect: 'manual' })
+      const seen = (res: Response, body: string) => ({
+        status: res.status,
+        body,
+        ...Object.fromEntries(['content-type', 'location', 'x-cache'].map((h) => [h, res.headers.get(h)])),
+        fwd: /fwd-status=\d+/.exec(res.headers.get('cache-status') ?? '')?.[0] ?? null,
+      })
+      expect(seen(result, await result.text())).toEqual(seen(sync, syncBody))
+      expect([result.status, result.headers.get('x-cache')]).toEqual([a.status, 'BYPASS'])
+      expect(result.headers.get('platform-usage')).toMatch(/^fill=\d+(\.\d+)?, minute=/)
+    }
+  })
+
   it('a no-store answer counts in the team\'s kept results: past jobs.resultBytesPerTeam the job fails 413 GW_JOB_RESULT_TOO_LARGE', async () => {
     const gw = await start({ resultBytesPerTeam: 10 })
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 200, body: { rows: [{ date: '2025-01-01', spend: 1 }] }, headers: { 'cache-control': 'no-store' }, times: 1 })

@@ -66,7 +66,7 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
     const cost = (copy: CacheEntry | null) => facts.of(caller.team, job.report, copy, (job.tookSeconds ?? 0) * 1000, now)
     const fields = () => ({ reqId: request.id, rate: admission.rateFields(caller) })
     if ('answer' in got) {
-      // The platform's answer it kept (its refusal, its no-store 200), written as a read passes it on (BYPASS).
+      // The platform's answer it kept (its refusal; its no-store 200, another 2xx, a 3xx), written as a read passes it on (BYPASS).
       const { status, headers, body, forward } = got.answer
       return sendReport(reply, { kind: 'pass', status, headers, body: Buffer.from(body, 'base64'), ...(forward ? { forward } : {}) }, request.headers, now, fields, cost)
     }
