@@ -9,7 +9,7 @@ import type { TeamReloader } from '../access/team-reload.js'
 import { KnownUrls } from '../access/known-urls.js'
 import { Admission } from '../access/admission.js'
 import { ADMIN_CHALLENGE, buildServer, PROXY_CHALLENGE, refusalsObservedOn } from '../http/server.js'
-import { API_ALLOW } from '../http/methods.js'
+import { allowOf } from '../http/methods.js'
 import { apiRoutes } from '../http/api.js'
 import { healthRoutes } from '../http/health.js'
 import { fastReads } from '../http/reads/fast-path.js'
@@ -64,7 +64,7 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   const facts = reportAnswerFacts(config, usage, governors, parts.teams)
   const fast = config.cache.enabled ? fastReads({ reports, tracing, clock, log, decisions, observe, facts }) : null
   // Its handlers read a body once they have admitted its caller (Admission.readBody), and invite it then.
-  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, rateOf: callerRate(admission), tracing, allow: API_ALLOW, bodyReader: 'handler' })
+  const proxy = buildServer(config, log, failures, fast, { challenge: PROXY_CHALLENGE, rateOf: callerRate(admission), tracing, allow: allowOf, bodyReader: 'handler' })
   refusalsObservedOn(proxy, refusalObserver(observe, tracing !== null))
   // No body is parsed on the proxy listener before its handler admits the caller:
   // /api/v1 handlers read it through Admission.readBody; any other path is a 404

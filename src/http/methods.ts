@@ -28,7 +28,11 @@ const OWN_PATHS: readonly [RegExp, string][] = [
   [/^\/api\/v1\/jobs(\/|\?|$)/, 'OPTIONS'],
 ]
 
-/** What OPTIONS of `url` answers in `allow` (a path of the OpenAPI document too: `/api/v1/jobs/{id}`). */
+/**
+ * What OPTIONS of `url` answers in `allow` (a path of the OpenAPI document too:
+ * `/api/v1/jobs/{id}`), and so the `allow` of a 405 there: one list per path, whatever
+ * method asked it.
+ */
 export function allowOf(url: string): string {
   return OWN_PATHS.find(([path]) => path.test(url))?.[1] ?? API_ALLOW
 }
@@ -37,8 +41,9 @@ export function allowOf(url: string): string {
 const REFUSED = METHODS.filter((m) => m !== 'CONNECT' && m !== 'OPTIONS' && !FORWARDED_METHODS.includes(m))
 
 function refuse(request: FastifyRequest, reply: FastifyReply): never {
-  reply.header('allow', API_ALLOW)
-  throw new MethodNotAllowedError(request.method, API_ALLOW)
+  const allow = allowOf(request.url)
+  reply.header('allow', allow)
+  throw new MethodNotAllowedError(request.method, allow)
 }
 
 /**
@@ -49,13 +54,14 @@ function refuse(request: FastifyRequest, reply: FastifyReply): never {
 function refuseConnect(server: Server, req: IncomingMessage, socket: Duplex): void {
   // The socket is no longer Node's HTTP server's: its error listener went with it.
   socket.on('error', () => socket.destroy())
-  endWithError(server, socket, new MethodNotAllowedError('CONNECT', API_ALLOW), { allow: API_ALLOW }, req)
+  const allow = allowOf(req.url ?? '')
+  endWithError(server, socket, new MethodNotAllowedError('CONNECT', allow), { allow }, req)
 }
 
 /**
  * The answers to the methods that are not forwarded, for every path under /api/v1/, before
  * its key, target or body is read: OPTIONS 204 with `allow`; any other method 405
- * GW_METHOD_NOT_ALLOWED with `allow`. `api` holds the /api/v1 routes (api.ts).
+ * GW_METHOD_NOT_ALLOWED with the same `allow` (allowOf). `api` holds the /api/v1 routes (api.ts).
  */
 export function methodRoutes(api: FastifyInstance): void {
   // Fastify routes some methods only once told of them. All the refused ones are bodyless to

@@ -81,20 +81,23 @@ function closeGently(server: Server): { begin: () => void; take: (req: IncomingM
 }
 
 // A request line that Node could have read but for its method: `FOO /path HTTP/1.1`.
-const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}) [^\s]+ HTTP\/1\.[01]\r\n/
+const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}) ([^\s]+) HTTP\/1\.[01]\r\n/
 
 /** What llhttp says of a head it refused: its own fixed words, never the caller's bytes. */
 const PARSER_REASON = /^[\w .,/'`-]{1,80}$/
 
 /** The gateway's error for a request Node's parser refused (`err`, its head `raw`); null when no answer is due. */
-function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw: Buffer | undefined, allow: string | null): { error: GatewayError; headers: Record<string, string> } {
+function clientErrorAnswer(err: Error & { code?: string; reason?: string }, raw: Buffer | undefined, allowOf: ((target: string) => string) | null): { error: GatewayError; headers: Record<string, string> } {
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { error: new RequestTimeoutError(), headers: {} }
   // RFC 6585, 5: 431. Node's parser tells no long request target from long headers (414 would name the former).
   if (err.code === 'HPE_HEADER_OVERFLOW') return { error: new HeadersTooLargeError(maxHeaderSize), headers: {} }
   if (err.code === 'HPE_PAUSED_H2_UPGRADE') return { error: new BadRequestError('malformed HTTP request: HTTP/2 is spoken here only through TLS (ALPN); send HTTP/1.1'), headers: {} }
   // A method HTTP's parser does not know, in a request line it could read otherwise: refused as any method not forwarded.
-  const method = err.code === 'HPE_INVALID_METHOD' && allow !== null && raw !== undefined ? REQUEST_LINE.exec(raw.subarray(0, 512).toString('latin1'))?.[1] : undefined
-  if (method !== undefined && allow !== null) return { error: new MethodNotAllowedError(method, allow), headers: { allow } }
+  const line = err.code === 'HPE_INVALID_METHOD' && allowOf !== null && raw !== undefined ? REQUEST_LINE.exec(raw.subarray(0, 512).toString('latin1')) : null
+  if (line && allowOf !== null) {
+    const allow = allowOf(line[2] as string)
+    return { error: new MethodNotAllowedError(line[1] as string, allow), headers: { allow } }
+  }
   const reason = typeof err.reason === 'string' && PARSER_REASON.test(err.reason) ? `: ${err.reason}` : ''
   return { error: new BadRequestError(`malformed HTTP request${reason}`), headers: {} }
 }
@@ -150,9 +153,9 @@ export type FastPath = ((req: IncomingMessage, res: ServerResponse, next: Reques
 export interface ListenerOptions {
   /**
    * The methods a path takes, for a request whose method Node's parser does not know
-   * (`FOO /path HTTP/1.1`): 405 with this `allow`. Null: such a request is a 400.
+   * (`FOO /path HTTP/1.1`): 405 with the `allow` of its target. Null: such a request is a 400.
    */
-  allow?: string | null
+  allow?: ((target: string) => string) | null
   /**
    * Who reads a request's body, and so invites it (`expect: 100-continue`, hooks/expect-continue.ts):
    * Fastify's body parsers (`parser`, the default), or the route handlers once they have

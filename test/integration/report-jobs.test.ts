@@ -3,6 +3,7 @@ import { KEYS, listen, REPORT_PATH, teamsYamlWith, testConfig, type TestGateway 
 import { fakeClock, onRealTimers, type FakeClock } from '../helpers/clock.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
+import { rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 
 // Report jobs in demo mode (no Redis: jobs in the replica's memory), against the sandbox
 // over real HTTP: a report read with `Prefer: respond-async` answered 202, its status,
@@ -147,6 +148,22 @@ describe('report jobs (demo mode, no Redis)', () => {
     // A path that only begins so is the platform's.
     expect(await allow('/api/v1/jobsx')).toEqual([204, 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS'])
     expect(sandbox.countRequests(() => true)).toBe(0)
+  })
+
+  it('a method never forwarded (TRACE, QUERY, WebDAV\'s, CONNECT, one Node does not know) is 405 on a job path with the allow its OPTIONS answers', async () => {
+    const gw = (await start()) as TestGateway & { url: string; port: number }
+    const { id } = (await (await ask(gw)).json()) as Status
+    const paths = [`/api/v1/jobs/${id}`, `/api/v1/jobs/${id}?wait=1`, `/api/v1/jobs/${id}/result`, '/api/v1/jobs', '/api/v1/jobs/', `/api/v1/jobs/${id}/other`, '/api/v1/jobsx']
+    for (const path of paths) {
+      const options = await fetch(`${gw.url}${path}`, { method: 'OPTIONS' })
+      expect([path, options.status]).toEqual([path, 204])
+      for (const method of ['TRACE', 'QUERY', 'PROPFIND', 'CONNECT', 'FOO']) {
+        const res = await rawRequest(gw.port, rawHttp(method, path))
+        expect({ method, path, status: res.status, allow: res.headers.allow }).toEqual({ method, path, status: 405, allow: options.headers.get('allow') })
+        expect(JSON.parse(res.body)).toMatchObject({ code: 'GW_METHOD_NOT_ALLOWED' })
+      }
+    }
+    expect(sandbox.countRequests((r) => r.path !== REPORT_PATH)).toBe(0)
   })
 
   it('keeps every path under /api/v1/jobs the gateway\'s with the cache off (no jobs then): 404, never forwarded', async () => {
