@@ -1,12 +1,13 @@
 import type { Logger } from 'pino'
 import type { Clock } from '../clock.js'
-import type { CacheEntry } from '../cache/cache-entry.js'
+import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
+import { compress } from '../reports/report-fetcher.js'
 import type { CallTally, CacheResult, Forward, ReadOptions } from '../reports/report-cache.js'
 import { fillMsOf } from '../reports/fill-time.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { NoIdleSeatError } from '../platform/governor/seat.js'
-import { answerBytes, endJob, heldResultBytes, JOB_ANSWER_BYTES, PLATFORM_ANSWER, isRun, renewJob, requeueJob, startable, startJob, type Job, type JobError, type Outcome, type PlatformAnswer, type Run } from './job.js'
+import { endJob, heldResultBytes, PLATFORM_ANSWER, isRun, renewJob, requeueJob, startable, startJob, type Job, type JobError, type Outcome, type PlatformAnswer, type Run } from './job.js'
 import type { JobStore } from './job-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Delivery } from './delivery.js'
@@ -63,11 +64,15 @@ export interface JobRunnerDeps {
 /** What became of a run: started, then done, failed, requeued, or lost to another runner. */
 export type RunOutcome = 'started' | 'done' | 'failed' | 'requeued' | 'lost'
 
-/** How a run ends: an entry to keep, the platform's answer not to store (kept in the job), a failure, or given back to the queue (not before `notBefore`). */
+/**
+ * How a run ends: an entry to keep, the platform's answer not to store (its status and
+ * headers in the job, its body kept as the entry), a failure (a refusal's body kept as
+ * its entry), or given back to the queue (not before `notBefore`).
+ */
 type RunEnd =
   | { kind: 'done'; entry: CacheEntry; tookSeconds: number }
-  | { kind: 'answered'; answer: PlatformAnswer; tookSeconds: number }
-  | { kind: 'failed'; error: JobError; tookSeconds: number }
+  | { kind: 'answered'; answer: PlatformAnswer; entry: CacheEntry; tookSeconds: number }
+  | { kind: 'failed'; error: JobError; tookSeconds: number; entry?: CacheEntry }
   | { kind: 'requeue'; notBefore: number }
 
 /**
@@ -191,7 +196,7 @@ export class JobRunner {
         case 'pass':
           // The platform's 429: the job waits and tries again, as no caller waits for it.
           if (result.status === 429) return { kind: 'requeue', notBefore: clock.now() + settings.retryMs }
-          return passedEnd(result, took(result))
+          return await passedEnd(result, job.report, clock.now(), took(result))
         case 'stream':
           result.stream.destroy()
           return { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message: `the report is larger than cache.maxEntryBytes (${this.#d.maxEntryBytes} bytes): ask it without Prefer: respond-async` }, tookSeconds: took(result) }
@@ -241,15 +246,15 @@ export class JobRunner {
         return 'requeued'
       }
       let result = outcomeOf(end)
-      // What it keeps (a report, or the platform's answer it ended with) counts against its team's bound.
-      const bytes = result.kind === 'done' ? result.resultBytes : answerBytes(result.error.answer)
-      if (bytes > 0 && !kept) {
+      // What it keeps beside the job (a report, or the body of the platform's answer it ended with) counts against its team's bound.
+      if (end.entry && !kept) {
+        const bytes = end.entry.gzip.length
         const held = heldResultBytes(await store.ofTeam(current.team, now), now)
         if (held + bytes > settings.resultBytesPerTeam) {
           const message = `the team's job results would take ${held + bytes} bytes, more than jobs.resultBytesPerTeam (${settings.resultBytesPerTeam}): fetch the results it holds, or let them expire, and ask again`
           result = { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message }, tookSeconds: end.tookSeconds }
           end = result
-        } else if (end.kind === 'done') {
+        } else {
           await store.keepResult(id, end.entry, now + settings.keepMs, now)
         }
         kept = true
@@ -266,9 +271,9 @@ export class JobRunner {
 function outcomeOf(end: Exclude<RunEnd, { kind: 'requeue' }>): Outcome {
   switch (end.kind) {
     case 'failed':
-      return end
+      return { kind: 'failed', error: end.error, tookSeconds: end.tookSeconds, ...(end.entry ? { resultBytes: end.entry.gzip.length } : {}) }
     case 'answered':
-      return { kind: 'done', resultBytes: answerBytes(end.answer), tookSeconds: end.tookSeconds, answer: end.answer }
+      return { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds, answer: end.answer }
     case 'done':
       return { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds }
   }
@@ -279,20 +284,18 @@ function outcomeOf(end: Exclude<RunEnd, { kind: 'requeue' }>): Outcome {
  * 2xx or 3xx but a storable 200, a 4xx but 429: report-fetcher.ts), kept to be answered
  * as the job's result as a synchronous read answers it: the same status, headers and
  * bytes, which the read's checks (platform-client.ts: the token carried back;
- * report-fetcher.ts: size) passed. A 2xx or 3xx is what the read answers the report with
- * (a 200 the platform said not to store, `no-store`; a 201, a 204, a 302...): the job is
- * done, the answer kept in its record, never in the report cache. Its own refusal (a 4xx;
- * its 429 requeues the job) fails the job GW_PLATFORM_ANSWER with it. Either larger than
- * a job keeps fails the job 413 GW_JOB_RESULT_TOO_LARGE, as a report too large does.
+ * report-fetcher.ts: a body within cache.maxEntryBytes, as a report's) passed. A 2xx or
+ * 3xx is what the read answers the report with (a 200 the platform said not to store,
+ * `no-store`; a 201, a 204, a 302...): the job is done. Its own refusal (a 4xx; its 429
+ * requeues the job) fails the job GW_PLATFORM_ANSWER with it. Either way its status and
+ * headers go in the job's record and its body beside it, as a report result (`entry`,
+ * never in the report cache), counted in the team's jobs.resultBytesPerTeam.
  */
-function passedEnd(pass: { status: number; headers: Record<string, string>; body: Buffer; forward?: Forward }, tookSeconds: number): RunEnd {
+async function passedEnd(pass: { status: number; headers: Record<string, string>; body: Buffer; forward?: Forward }, report: CanonicalReport, now: number, tookSeconds: number): Promise<RunEnd> {
   const { status, body } = pass
-  const refused = status >= 400
-  const what = refused ? `the platform refused the report with ${status}` : status === 200 ? 'the platform answered the report not to be stored' : `the platform answered the report with ${status}`
-  if (body.length > JOB_ANSWER_BYTES) {
-    return { kind: 'failed', error: { code: 'GW_JOB_RESULT_TOO_LARGE', statusCode: 413, message: `${what}, an answer of ${body.length} bytes, more than a job keeps (${JOB_ANSWER_BYTES}): ask it without Prefer: respond-async` }, tookSeconds }
-  }
-  const answer = { status, headers: pass.headers, body: body.toString('base64'), ...(pass.forward ? { forward: pass.forward } : {}) }
-  if (!refused) return { kind: 'answered', answer, tookSeconds }
-  return { kind: 'failed', error: { code: PLATFORM_ANSWER, statusCode: status, message: `${what}: the job's result is its answer, as a read of the report answers it`, answer }, tookSeconds }
+  const answer = { status, headers: pass.headers, ...(pass.forward ? { forward: pass.forward } : {}) }
+  const entry: CacheEntry = { contentType: pass.headers['content-type'] ?? 'application/json', gzip: await compress(body), identity: body, fetchedAt: now, freshUntil: now, staleUntil: now, errorUntil: now, advertiserIds: report.advertiserIds, etag: etagOf(body) }
+  if (status < 400) return { kind: 'answered', answer, entry, tookSeconds }
+  const message = `the platform refused the report with ${status}: the job's result is its answer, as a read of the report answers it`
+  return { kind: 'failed', error: { code: PLATFORM_ANSWER, statusCode: status, message, answer }, tookSeconds, entry }
 }

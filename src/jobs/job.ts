@@ -39,34 +39,24 @@ export interface JobError {
 }
 
 /**
- * The platform's answer a job keeps in its record to answer as its result, as a read passes
- * it on uncached: its refusal (a failed job's JobError.answer), or its 2xx or 3xx the read
+ * The platform's answer a job keeps to answer as its result, as a read passes it on
+ * uncached: its refusal (a failed job's JobError.answer), or its 2xx or 3xx the read
  * answers as it is (a done job's `answer`: a 200 it said not to store, a 201, a 204, a
- * 302...). Its status, the headers a read passes on
- * (reports/report-fetcher.ts), its body in base64 (at most JOB_ANSWER_BYTES), and why the
- * read went to the platform (its `cache-status`).
+ * 302...). Its status, the headers a read passes on (reports/report-fetcher.ts), and why
+ * the read went to the platform (its `cache-status`) are in the job's record; its body is
+ * kept beside the record as a report result is (JobStore.keepResult), bounded as one
+ * (cache.maxEntryBytes) and counted in `resultBytes`. A record of the previous version
+ * holds the body itself, in base64 (`body`, at most 64 KiB): it is answered from there.
  */
 export interface PlatformAnswer {
   status: number
   headers: Record<string, string>
-  body: string
+  body?: string
   forward?: Forward
 }
 
 /** The code of a job that failed with the platform's own refusal of its report (JobError.answer). */
 export const PLATFORM_ANSWER = 'GW_PLATFORM_ANSWER'
-
-/**
- * The largest platform answer a job keeps (a refusal's body, a platform's error being a few
- * hundred bytes; a no-store 200's): within the sealed record's bound (sealed-records.ts) with the report it
- * holds. A larger one fails the job 413 GW_JOB_RESULT_TOO_LARGE, as a report too large does.
- */
-export const JOB_ANSWER_BYTES = 64 * 1024
-
-/** The bytes a kept platform answer holds: its body's. */
-export function answerBytes(answer: PlatformAnswer | undefined): number {
-  return answer ? Buffer.byteLength(answer.body, 'base64') : 0
-}
 
 export interface Job extends Leased {
   id: string
@@ -91,14 +81,14 @@ export interface Job extends Leased {
   expiresAt: number | null
   /** A requeued job is not started again before this (epoch ms). */
   notBefore: number
-  /** The bytes of its result (a report, or the platform's answer it ended with), kept until `expiresAt`. */
+  /** The bytes of its result (a report, or the body of the platform's answer it ended with), kept beside it until `expiresAt`. */
   resultBytes: number
-  /** A done job's result when the platform's answer is passed on uncached (a no-store 200, another 2xx, a 3xx): kept here, never in the report cache. */
+  /** A done job's result when the platform's answer is passed on uncached (a no-store 200, another 2xx, a 3xx): its status and headers here, its body beside (never in the report cache). */
   answer?: PlatformAnswer
 }
 
-/** How a run ended: the report kept (its bytes; or the platform's answer not to store, kept in the job), or a failure. */
-export type Outcome = { kind: 'done'; resultBytes: number; tookSeconds: number; answer?: PlatformAnswer } | { kind: 'failed'; error: JobError; tookSeconds: number }
+/** How a run ended: its result kept (its bytes: a report, or the body of the platform's answer not to store), or a failure (the bytes of the refusal it kept, if any). */
+export type Outcome = { kind: 'done'; resultBytes: number; tookSeconds: number; answer?: PlatformAnswer } | { kind: 'failed'; error: JobError; tookSeconds: number; resultBytes?: number }
 
 /** An expired job's record stays this long after its result expired, so that its status says `expired` rather than 404. */
 export const EXPIRED_KEPT_MS = 60 * 60_000
@@ -139,7 +129,7 @@ export function renewJob(job: Job, run: Run, now: number, leaseMs: number): Job 
 export function endJob(job: Job, run: Run, now: number, outcome: Outcome, keepMs: number): Job | null {
   if (!isRun(job, run)) return null
   const ended = { ...released(job), endedAt: now, expiresAt: now + keepMs, tookSeconds: outcome.tookSeconds }
-  if (outcome.kind === 'failed') return { ...ended, state: 'failed', error: outcome.error, resultBytes: answerBytes(outcome.error.answer) }
+  if (outcome.kind === 'failed') return { ...ended, state: 'failed', error: outcome.error, resultBytes: outcome.resultBytes ?? 0 }
   return { ...ended, state: 'done', resultBytes: outcome.resultBytes, ...(outcome.answer ? { answer: outcome.answer } : {}) }
 }
 

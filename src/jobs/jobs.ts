@@ -40,8 +40,8 @@ export interface JobAsk {
   key: string
 }
 
-/** A done job's report, or the platform's answer a job kept (job.ts: a failed one's JobError.answer, a done one's `answer`); and the job. */
-export type JobResult = { entry: CacheEntry; job: Job } | { answer: PlatformAnswer; job: Job }
+/** A done job's report, or the platform's answer a job kept (job.ts: a failed one's JobError.answer, a done one's `answer`) and its body; and the job. */
+export type JobResult = { entry: CacheEntry; job: Job } | { answer: PlatformAnswer; body: Buffer; job: Job }
 
 /**
  * Report jobs as callers see them (contract, "Report jobs"): asked, read (waiting for a
@@ -127,12 +127,14 @@ export class Jobs {
     const now = clock.now()
     const state = stateAt(job, now)
     if (state === 'expired') throw new JobExpiredError(id)
-    if (state === 'failed' && job.error?.answer) return { answer: job.error.answer, job }
-    if (state === 'failed' && job.error) throw failureOf(job.error, now)
-    if (state !== 'done') throw new JobNotDoneError(id, state)
-    if (job.answer) return { answer: job.answer, job }
+    const answer = state === 'failed' ? job.error?.answer : job.answer
+    if (state === 'failed' && job.error && !answer) throw failureOf(job.error, now)
+    if (state !== 'done' && state !== 'failed') throw new JobNotDoneError(id, state)
+    // A kept answer's body is in the record when the record holds it (base64), else beside it as a report is.
+    if (answer?.body !== undefined) return { answer, body: Buffer.from(answer.body, 'base64'), job }
     const entry = await store.result(id, now)
     if (entry === null) throw new JobExpiredError(id)
+    if (answer) return { answer, body: entry.identity ?? Buffer.alloc(0), job }
     return { entry, job }
   }
 

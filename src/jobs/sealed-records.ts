@@ -3,9 +3,10 @@ import type { RedisSeal } from '../redis/seal.js'
 import { redisScript, type ScriptStep } from '../redis/script.js'
 
 // A record (a job, a delivery) holds at most a canonical report, as big as the URL or form
-// it came from (limits.reportBody at most), and a failed job the platform's answer it kept
-// (job.ts, JOB_ANSWER_BYTES in base64, 88 KiB at most): anything longer in Redis is not
-// this gateway's, and is not opened.
+// it came from (limits.reportBody at most), and the status and headers of a platform
+// answer a job kept (job.ts, PlatformAnswer: its body is kept beside the record, as a
+// report result is; a record that holds the body itself holds 64 KiB of it in base64, 88
+// KiB at most): anything longer in Redis is not this gateway's, and is not opened.
 const MAX_RECORD_BYTES = 1024 * 1024
 
 /**

@@ -47,7 +47,8 @@ export interface FetcherDeps {
 const gzipAsync = promisify(gzip)
 export const INLINE_GZIP_BYTES = 16 * 1024
 
-function compress(body: Buffer): Buffer | Promise<Buffer> {
+/** `body` gzip-compressed: in place when small, else on the thread pool. */
+export function compress(body: Buffer): Buffer | Promise<Buffer> {
   return body.length <= INLINE_GZIP_BYTES ? gzipSync(body) : gzipAsync(body)
 }
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { gzipSync } from 'node:zlib'
 import type { CacheEntry } from '../../src/cache/cache-entry.js'
 import { etagOf } from '../../src/cache/cache-entry.js'
-import { endJob, JOB_ANSWER_BYTES, newJob, PLATFORM_ANSWER, requeueJob, startJob, type Job } from '../../src/jobs/job.js'
+import { endJob, newJob, PLATFORM_ANSWER, requeueJob, startJob, type Job } from '../../src/jobs/job.js'
 import { MemoryJobStore, type JobStore } from '../../src/jobs/job-store.js'
 import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
 import { MemoryDeliveryStore, type DeliveryStore } from '../../src/jobs/delivery-store.js'
@@ -26,6 +26,8 @@ const { available } = redisAvailability('the job store contract')
 const PREFIX = 'test:'
 const LEASE = 15_000
 const KEEP = 60_000
+/** The most of a platform answer's body a job's record held itself, as gateways wrote it before bodies went beside the record. */
+const RECORD_ANSWER_BYTES = 64 * 1024
 const report = canonicalGetReport('/api/v1/report/campaigns/get', 'advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-31', { maxRangeDays: 400 })
 
 /** A job `id` of team growth, added to `store` and started by runner r1 (its run `{ runner: 'r1', runs: 1 }`). */
@@ -193,18 +195,18 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       expect((await store.ofTeam('growth', clock.now())).map((j) => j.id)).toEqual(['a'])
     })
 
-    it('keeps the platform\'s answer a failed job kept, of the largest size a job keeps, in its record; a failed record without one (the previous version\'s) reads as before', async () => {
+    it('keeps the platform\'s answer a failed job kept with its body in its record (64 KiB, as gateways wrote it before bodies went beside), whole; a failed record without one reads as before', async () => {
       const store = make()
       const clock = fakeClock()
       const job = newJob({ id: 'p', team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, clock.now())
       await store.add(job, 10, clock.now())
       const running = startJob(job, 'r1', clock.now(), LEASE) as Job
       expect(await store.swap(job, running, clock.now())).toBe(true)
-      const body = Buffer.alloc(JOB_ANSWER_BYTES, 'x')
+      const body = Buffer.alloc(RECORD_ANSWER_BYTES, 'x')
       const answer = { status: 422, headers: { 'content-type': 'application/json' }, body: body.toString('base64'), forward: { reason: 'uri-miss' as const, collapsed: false } }
       const error = { code: PLATFORM_ANSWER, statusCode: 422, message: 'refused', answer }
-      const failed = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error, tookSeconds: 0.1 }, KEEP) as Job
-      expect(failed.resultBytes).toBe(JOB_ANSWER_BYTES)
+      const failed = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error, tookSeconds: 0.1, resultBytes: RECORD_ANSWER_BYTES }, KEEP) as Job
+      expect(failed.resultBytes).toBe(RECORD_ANSWER_BYTES)
       expect(await store.swap(running, failed, clock.now())).toBe(true)
       expect((await store.get('p'))?.error).toEqual(error)
       // A record of the previous version: a failure without an answer.
@@ -218,15 +220,18 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       expect((await store.get('q'))?.error).toEqual({ code: 'GW_UPSTREAM', statusCode: 502, message: 'refused' })
     })
 
-    it('keeps the platform\'s no-store answer a done job kept, of the largest size a job keeps, in its record', async () => {
+    it('keeps the platform\'s no-store answer a done job kept: its status and headers in its record, its body (past 64 KiB) beside it, whole', async () => {
       const store = make()
       const clock = fakeClock()
       const running = await runningIn(store, 'n', clock.now())
-      const answer = { status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.alloc(JOB_ANSWER_BYTES, 'x').toString('base64'), forward: { reason: 'uri-miss' as const, collapsed: false } }
-      const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: JOB_ANSWER_BYTES, tookSeconds: 0.1, answer }, KEEP) as Job
+      const answer = { status: 200, headers: { 'content-type': 'application/json' }, forward: { reason: 'uri-miss' as const, collapsed: false } }
+      const body = entryOf(JSON.stringify({ rows: 'r'.repeat(200_000) }), clock.now())
+      await store.keepResult('n', body, clock.now() + KEEP, clock.now())
+      const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: body.gzip.length, tookSeconds: 0.1, answer }, KEEP) as Job
       expect(await store.swap(running, done, clock.now())).toBe(true)
       const read = (await store.get('n')) as Job
-      expect([read.state, read.answer, read.resultBytes]).toEqual(['done', answer, JOB_ANSWER_BYTES])
+      expect([read.state, read.answer, read.resultBytes]).toEqual(['done', answer, body.gzip.length])
+      expect((await store.result('n', clock.now()))?.identity).toEqual(body.identity)
     })
 
     it('keeps a job\'s result whole: body, ETag, lifetimes', async () => {

@@ -54,10 +54,11 @@ describe('report job states', () => {
   it('running → failed with the platform\'s answer keeps it as its result: its bytes held until it expires, its status naming the code and status, never the answer', () => {
     const clock = fakeClock()
     const running = startJob(asked(clock), 'r1', clock.now(), LEASE) as Job
+    // Its status and headers in the record; its body kept beside it (its compressed bytes counted).
     const body = Buffer.from('{"message":"The selected spent based is invalid."}')
-    const answer = { status: 422, headers: { 'content-type': 'application/json' }, body: body.toString('base64') }
+    const answer = { status: 422, headers: { 'content-type': 'application/json' } }
     const error = { code: PLATFORM_ANSWER, message: 'the platform refused the report with 422', statusCode: 422, answer }
-    const failed = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error, tookSeconds: 0.3 }, KEEP) as Job
+    const failed = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error, tookSeconds: 0.3, resultBytes: body.length }, KEEP) as Job
     expect(failed).toMatchObject({ state: 'failed', error, resultBytes: body.length })
     expect(heldResultBytes([failed], clock.now())).toBe(body.length)
     expect(jobStatus(failed, null, clock.now(), FINALITY).error).toEqual({ code: PLATFORM_ANSWER, message: error.message, statusCode: 422 })

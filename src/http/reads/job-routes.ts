@@ -67,8 +67,8 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
     const fields = () => ({ reqId: request.id, rate: admission.rateFields(caller) })
     if ('answer' in got) {
       // The platform's answer it kept (its refusal; its no-store 200, another 2xx, a 3xx), written as a read passes it on (BYPASS).
-      const { status, headers, body, forward } = got.answer
-      return sendReport(reply, { kind: 'pass', status, headers, body: Buffer.from(body, 'base64'), ...(forward ? { forward } : {}) }, request.headers, now, fields, cost)
+      const { status, headers, forward } = got.answer
+      return sendReport(reply, { kind: 'pass', status, headers, body: got.body, ...(forward ? { forward } : {}) }, request.headers, now, fields, cost)
     }
     const { entry } = got
     return sendReport(reply, { kind: 'entry', entry, status: now < entry.freshUntil ? 'HIT' : 'STALE' }, request.headers, now, fields, cost)
