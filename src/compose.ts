@@ -187,7 +187,7 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
       // (server.ts); the fills under way end before Redis and the platform pool close.
       await Promise.all([proxy.close(), admin.close()])
       runner.stop()
-      jobsPart.webhooks.stop()
+      await jobsPart.webhooks.close()
       reports.close()
       await reports.settled()
       // The spans of the last requests and fills are sent before the process goes.

@@ -6,8 +6,9 @@ import type { DeliveryStore } from './delivery-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Run } from './lease.js'
 import { webhookSignature } from './webhook-signature.js'
-import { Agent, fetch as undiciFetch } from 'undici'
-import { guardedLookup, hostsOf, literalOf, PlatformAddressError, platformSockets, socketRefusal, webhookRefusal, type LookupAll } from './webhook-target.js'
+import { fetch as undiciFetch } from 'undici'
+import { WebhookConnections, type WebhookConnectOptions } from './webhook-connections.js'
+import { hostsOf, literalOf, PlatformAddressError, platformSockets, socketRefusal, webhookRefusal, type LookupAll } from './webhook-target.js'
 
 /** The webhooks' settings (config `jobs.webhook*`), in milliseconds and bytes. */
 export interface WebhookSettings {
@@ -53,6 +54,8 @@ export interface WebhookDeliveriesDeps {
   leaseMs: number
   /** Where a failure to reach the store is noted: a Redis outage is one line per interval. */
   failures: { note(code: string, first: () => void, how?: string): void }
+  /** What the receivers' connections are opened with beyond the guarded lookup (a test's CA); none in the gateway. */
+  connect?: WebhookConnectOptions
 }
 
 /**
@@ -76,9 +79,11 @@ export class WebhookDeliveries {
   /** The deliveries under way here, by id: their teams. */
   readonly #attempting = new Map<string, string>()
   readonly #loop: PollLoop
+  readonly #connections: WebhookConnections
 
   constructor(deps: WebhookDeliveriesDeps) {
     this.#d = deps
+    this.#connections = new WebhookConnections(deps.connect)
     // Woken at the earliest due delivery of any replica's, looked at again at least every
     // jobs.lease: another replica's retry, or a claim run out, is found then.
     this.#loop = new PollLoop(deps.clock, () =>
@@ -99,6 +104,12 @@ export class WebhookDeliveries {
   /** Claims no delivery after this; attempts under way end within their bound. */
   stop(): void {
     this.#loop.stop()
+  }
+
+  /** Stops, and closes the connections kept to the receivers (an attempt under way on one ends with it). */
+  async close(): Promise<void> {
+    this.stop()
+    await this.#connections.close()
   }
 
   /** The latest deliveries of every team (of every replica, with Redis), newest first. */
@@ -187,7 +198,8 @@ export class WebhookDeliveries {
     const literal = literalOf(url)
     const direct = literal === null ? null : socketRefusal(url, literal, isPlatform)
     if (direct !== null) return refused(direct)
-    const dispatcher = new Agent({ connect: { lookup: guardedLookup(url, isPlatform) } })
+    // A connection kept from an earlier attempt, checked against the platform's sockets as resolved now, or a new one.
+    const dispatcher = this.#connections.for(url, isPlatform)
     const timestamp = Math.floor(clock.now() / 1000)
     const headers = {
       'content-type': 'application/json',
@@ -197,17 +209,15 @@ export class WebhookDeliveries {
     }
     try {
       const res = await undiciFetch(d.url, { method: 'POST', headers, body: d.body, redirect: 'manual', signal, dispatcher })
-      await drain(res, WEBHOOK_ANSWER_BYTES)
+      if (!(await drain(res, WEBHOOK_ANSWER_BYTES))) this.#connections.drop(url, dispatcher)
       if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status }
       if (res.status >= 300 && res.status < 400) return { ok: false, status: res.status, error: 'the receiver answered a redirect: not followed', retry: false, made: true }
       return { ok: false, status: res.status, error: `the receiver answered ${res.status}`, retry: res.status >= 500 || res.status === 408 || res.status === 429, made: true }
     } catch (err) {
+      this.#connections.drop(url, dispatcher)
       const e = err as Error
       if (e.cause instanceof PlatformAddressError) return refused(e.cause.message)
       return { ok: false, status: null, error: e.name === 'TimeoutError' ? `no answer within ${settings.timeoutMs}ms` : `the receiver could not be reached (${e.message})`, retry: true, made: true }
-    } finally {
-      // The answer is read (or dropped): nothing of this attempt is kept open.
-      void dispatcher.destroy()
     }
   }
 }
@@ -227,18 +237,18 @@ function refused(why: string): AttemptResult {
   return { ok: false, status: null, error: `refused: ${why}`, retry: false, made: false }
 }
 
-/** Reads at most `cap` bytes of the answer, then drops the rest (and its connection). */
-async function drain(res: Awaited<ReturnType<typeof undiciFetch>>, cap: number): Promise<void> {
-  if (res.body === null) return
+/** Reads at most `cap` bytes of the answer, then drops the rest; whether it read the answer to its end. */
+async function drain(res: Awaited<ReturnType<typeof undiciFetch>>, cap: number): Promise<boolean> {
+  if (res.body === null) return true
   const reader = res.body.getReader()
   let read = 0
   for (;;) {
     const { done, value } = await reader.read()
-    if (done) return
+    if (done) return true
     read += value.byteLength
     if (read >= cap) {
       await reader.cancel()
-      return
+      return false
     }
   }
 }

@@ -62,8 +62,9 @@ export function literalOf(url: URL): string | null {
  * did not know points there), which the host names' comparison does not see. An IPv4
  * address matches its IPv4-mapped IPv6 spelling (`::ffff:127.0.0.1`) too.
  */
-export async function platformSockets(baseUrls: readonly string[], resolve: LookupAll = lookupAll): Promise<(address: string, port: number) => boolean> {
+export async function platformSockets(baseUrls: readonly string[], resolve: LookupAll = lookupAll): Promise<PlatformCheck> {
   const byPort = new Map<number, BlockList>()
+  const sockets: string[] = []
   for (const base of baseUrls) {
     const url = URL.parse(base)
     if (url === null) continue
@@ -72,10 +73,17 @@ export async function platformSockets(baseUrls: readonly string[], resolve: Look
     const literal = literalOf(url)
     // A platform name that does not resolve now is no address a connection reaches.
     const addresses = literal === null ? await resolve(url.hostname).catch(() => []) : [literal]
-    for (const address of addresses) list.addAddress(address, isIP(address) === 6 ? 'ipv6' : 'ipv4')
+    for (const address of addresses) {
+      list.addAddress(address, isIP(address) === 6 ? 'ipv6' : 'ipv4')
+      sockets.push(`${address} ${portOf(url)}`)
+    }
   }
-  return (address, port) => byPort.get(port)?.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4') ?? false
+  const check = (address: string, port: number): boolean => byPort.get(port)?.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4') ?? false
+  return Object.assign(check, { key: [...new Set(sockets)].sort().join(',') })
 }
+
+/** Whether a socket (address, port) is the platform's; `key` names the sockets of the resolution it checks against, the same key for the same sockets. */
+export type PlatformCheck = ((address: string, port: number) => boolean) & { readonly key: string }
 
 /** Why a connection to `address` for `url` may not be made (the platform's socket); null when it may. */
 export function socketRefusal(url: URL, address: string, isPlatform: (address: string, port: number) => boolean): string | null {

@@ -225,6 +225,67 @@ describe('webhook deliveries', () => {
     expect(await latest(flood)).toMatchObject({ state: 'delivered', attempts: 1, lastStatus: 200 })
   })
 
+  /** A receiver on 127.0.0.1, named `localhost` in its URL, that counts the connections it is opened; `big`: its first answer has no end. */
+  async function counting(big = false): Promise<{ url: string; port: number; got: string[]; connections: () => number }> {
+    const got: string[] = []
+    let connections = 0
+    const server = createServer((req, res) => {
+      req.resume()
+      req.on('end', () => {
+        got.push(String(req.headers['webhook-id']))
+        if (!(big && got.length === 1)) return void res.writeHead(204).end()
+        // An answer without end: its connection cannot carry another.
+        res.writeHead(200, { 'content-type': 'text/plain' })
+        const more = (): void => {
+          while (!res.destroyed && res.write(Buffer.alloc(16 * 1024, 'x')));
+          if (!res.destroyed) res.once('drain', more)
+        }
+        more()
+      })
+    })
+    server.on('connection', () => void (connections += 1))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    servers.push(server)
+    const port = (server.address() as AddressInfo).port
+    return { url: `http://localhost:${port}/hook`, port, got, connections: () => connections }
+  }
+
+  /** Delivers the ends of jobs `ids` one after another, each settled before the next. */
+  async function deliverEach(webhooks: WebhookDeliveries, ids: string[]): Promise<void> {
+    for (const id of ids) {
+      await enqueue(webhooks, 'growth', { ...STATUS, id })
+      await waitFor(`the delivery of ${id} settled`, async () => ['delivered', 'failed'].includes((await webhooks.list()).find((d) => d.job === id)?.state ?? ''))
+    }
+  }
+
+  it.each([
+    ['reuses its connection to a receiver from one delivery to the next: three deliveries, one connection', false, 1],
+    ['keeps no connection whose answer it cut at 64 KiB (one without end): the next delivery opens its own, which the one after reuses', true, 2],
+  ])('%s', async (_what, endless, connections) => {
+    const clock = fakeClock()
+    const r = await counting(endless)
+    const { webhooks } = deliveries(r.url, clock, { settings: { ...SETTINGS, hosts: ['localhost'] } })
+    await deliverEach(webhooks, ['j1', 'j2', 'j3'])
+    expect((await webhooks.list()).map((d) => d.state)).toEqual(['delivered', 'delivered', 'delivered'])
+    expect([r.got.length, r.connections()]).toEqual([3, connections])
+    await webhooks.close()
+  })
+
+  it('sends nothing over a kept connection once the platform\'s addresses are its socket: the next attempt resolves them, and is refused', async () => {
+    const clock = fakeClock()
+    const r = await counting()
+    let platform = ['192.0.2.1']
+    const { webhooks } = deliveries(r.url, clock, { settings: { ...SETTINGS, hosts: ['localhost'] }, platformUrls: [`http://platform.example.com:${r.port}`], resolve: async () => platform })
+    await deliverEach(webhooks, ['j1'])
+    expect(await latest(webhooks)).toMatchObject({ state: 'delivered' })
+    // The platform's name now resolves to the receiver's address, at its port.
+    platform = ['127.0.0.1']
+    await deliverEach(webhooks, ['j2'])
+    expect(await latest(webhooks)).toMatchObject({ job: 'j2', state: 'failed', attempts: 0, lastError: `refused: localhost resolves to the platform's address (127.0.0.1:${r.port})` })
+    expect(r.got).toEqual(['msg_j1'])
+    await webhooks.close()
+  })
+
   it('sends nothing to the platform\'s host, nor to a host not allowed, nor for a team without a webhook', async () => {
     const clock = fakeClock()
     const r = await receiver([{ status: 204 }])

@@ -27,6 +27,14 @@ describe('webhook targets', () => {
     expect(isPlatform('127.0.0.2', 8080)).toBe(false)
   })
 
+  it('names the sockets it checks against: the same key for the same resolution in any order, another for another', async () => {
+    const bases = ['https://platform.internal', 'http://127.0.0.1:8080']
+    const key = (await platformSockets(bases, resolve)).key
+    expect((await platformSockets([...bases].reverse(), resolve)).key).toBe(key)
+    expect((await platformSockets(bases, async () => ['10.0.0.8'])).key).not.toBe(key)
+    expect((await platformSockets(['https://platform.internal:8443', 'http://127.0.0.1:8080'], resolve)).key).not.toBe(key)
+  })
+
   it('refuses an address literal of the platform\'s socket, whatever name the platform is given', async () => {
     const isPlatform = await platformSockets(['https://platform.internal'], resolve)
     for (const url of ['https://10.0.0.7/hook', 'https://[::ffff:10.0.0.7]/hook', 'https://[fd00::7]:443/hook', 'https://167772167/hook']) {
