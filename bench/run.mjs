@@ -18,7 +18,7 @@
 //   redis-traffic    Redis commands per idle replica and per request kind (INFO commandstats)
 //   pubsub           the bus on a 3-master Cluster: PUBLISH against sharded SPUBLISH
 //   answers          proxied answers of 1 MB to 50 MiB: held whole against straight from the platform
-//   webhooks         a webhook attempt with the platform-address check against a plain POST
+//   webhooks         a webhook attempt, http and https: the platform-address check, a connection per attempt or kept, against a plain POST
 //
 // Flags: --quick (shorter runs, written to .bench/results-quick.md)
 //        --only=<id>[,<id>] (those scenarios, written to bench/results-<id>.md)
