@@ -94,7 +94,7 @@ export function proxyHandler(
     }
     // Received whole at the platform's pace, within the answers' budget: the platform's work ends when it has sent it.
     const answer = await answers.receive(res.body, contentLength(res.headers), { credential: caller.provider.name, team: caller.team.name, path: caller.target.path, log: request.log })
-    reply.code(res.status).headers(withPassedRetryAfter(res.status, callerHeaders(res.headers)))
+    reply.code(res.status).headers(withPassedRetryAfter(res.status, callerHeaders(res.headers, caller.provider.credential.baseUrl ?? config.platform.baseUrl)))
     if (request.method !== 'HEAD') reply.header('content-length', answer.length)
     return reply.send(answer.stream())
   }
@@ -104,10 +104,34 @@ function contentLength(headers: IncomingHttpHeaders): string | undefined {
   return typeof headers['content-length'] === 'string' ? headers['content-length'] : undefined
 }
 
-/** The platform's response headers as the caller gets them: no session cookie, no hop-by-hop headers. */
-export function callerHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+// Headers holding a URL the caller may follow.
+const URL_HEADERS = ['location', 'content-location'] as const
+
+/**
+ * The platform's response headers as the caller gets them: no session cookie, no
+ * hop-by-hop headers, and a URL on the platform's own origin (`platformBase`) as the
+ * gateway's path: a client that follows it comes back to the gateway, which checks the
+ * call, instead of taking its team key to the platform's address.
+ */
+export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string | null): IncomingHttpHeaders {
   const out = { ...headers }
   const named = typeof out.connection === 'string' ? out.connection.split(',').map((h) => h.trim().toLowerCase()) : []
   for (const name of [...HOP_BY_HOP, ...named, 'set-cookie']) delete out[name]
+  if (platformBase !== null) {
+    for (const name of URL_HEADERS) {
+      const value = out[name]
+      if (typeof value === 'string') out[name] = onGateway(value, platformBase)
+    }
+  }
   return out
+}
+
+function onGateway(value: string, platformBase: string): string {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return value // relative (already the gateway's), or not a URL at all
+  }
+  return url.origin === new URL(platformBase).origin ? `${url.pathname}${url.search}${url.hash}` : value
 }

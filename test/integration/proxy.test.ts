@@ -113,6 +113,21 @@ describe('token injection', () => {
     expect(res.body).not.toContain(platformToken)
   })
 
+  it('gives a redirect to the platform\'s own address as the gateway\'s path: a client that follows it stays on the gateway, with its key', async () => {
+    const platform = new URL(sandbox.url)
+    sandbox.setFailure({ kind: 'status', status: 302, headers: { location: `${sandbox.url}/api/v1/campaign/get?page=2`, 'content-location': `${platform.origin.toUpperCase()}/api/v1/campaign/list#top` }, body: { message: 'moved' }, times: 1 })
+    const moved = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(moved.statusCode).toBe(302)
+    expect(moved.headers.location).toBe('/api/v1/campaign/get?page=2')
+    expect(moved.headers['content-location']).toBe('/api/v1/campaign/list#top')
+    expect(JSON.stringify(moved.headers)).not.toContain(platform.host)
+    // Another origin, or a path already relative, is passed on as the platform sent it.
+    sandbox.setFailure({ kind: 'status', status: 303, headers: { location: 'https://files.example/report.csv', 'content-location': '/api/v1/x' }, times: 1 })
+    const elsewhere = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(elsewhere.headers.location).toBe('https://files.example/report.csv')
+    expect(elsewhere.headers['content-location']).toBe('/api/v1/x')
+  })
+
   it('passes a given x-request-id on to the platform and back', async () => {
     const res = await call('POST', '/api/v1/campaign/get', { headers: { 'x-request-id': 'trace-abc.123:x' }, json: {} })
     expect(res.statusCode).toBe(200)
