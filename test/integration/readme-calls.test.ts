@@ -6,26 +6,15 @@
  */
 import { execFile, spawnSync } from 'node:child_process'
 import { promisify } from 'node:util'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { KEYS } from '../helpers/build-gateway.js'
 import { useSandboxGateway } from '../helpers/fixtures.js'
 import { needTool, TOOLS } from '../helpers/missing-tools.js'
+import { readmeShLines } from '../helpers/readme-blocks.js'
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-
-/** The `curl` commands of the README's sh block that starts with `KEY=rgw_`, continuations joined, placeholders left out. */
+/** The `curl` commands of the README's sh block that starts with `KEY=rgw_`, placeholders left out. */
 function readmeCalls(): string[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
-  const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.startsWith('KEY=rgw_'))
-  if (!block) throw new Error('README.md has no sh block starting with KEY=rgw_')
-  return block
-    .replace(/\\\n\s*/g, '')
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line.startsWith('curl ') && !line.includes('<'))
+  return readmeShLines('KEY=rgw_').filter((line) => line.startsWith('curl ') && !line.includes('<'))
 }
 
 const env = useSandboxGateway()
