@@ -39,7 +39,7 @@ describe('a caller that leaves before its answer', () => {
     try {
       await leaveEarly(method, path, reqId, body)
       await waitFor(`the access line of ${reqId}`, () => accessLines(reqId).length > 0)
-      expect(accessLines(reqId)[0]).toMatchObject({ status: 499, team: 'growth', route, method, path: path.split('?')[0] })
+      expect(accessLines(reqId)[0]).toMatchObject({ status: 499, team: 'growth', route, method, path: path.split('?')[0], client: '127.0.0.1' })
       // The platform's answer comes later, to no one: still one line once its seat is free.
       await waitFor(`the platform's answer to ${reqId}`, () => seatsOf(env.gw).running('growth') === 0, 5000)
     } finally {

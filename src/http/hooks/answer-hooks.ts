@@ -25,7 +25,7 @@ export const CALLER_LEFT = 499
 export function answerHooks(proxy: FastifyInstance, parts: AnswerHookParts): void {
   const { tracing, observe } = parts
   const observed = new WeakSet<FastifyRequest>()
-  const leaveBehind = (request: FastifyRequest, reply: FastifyReply, status: number): void => {
+  const leaveBehind = (request: FastifyRequest, reply: FastifyReply, status: number, client: string | null): void => {
     if (observed.has(request)) return
     observed.add(request)
     const cache = (reply.getHeader('x-cache') as string | undefined) ?? null
@@ -37,20 +37,22 @@ export function answerHooks(proxy: FastifyInstance, parts: AnswerHookParts): voi
       status,
       durationMs: reply.elapsedTime,
       cache,
-      client: request.ip ?? null,
+      client,
       hit: caller ? answeredByCache(status, cache, caller.platformCalls) : false,
     }
     observe(accessFacts(request.raw, caller, answered, tracing !== null))
     auditWrite(parts, request, status)
   }
   proxy.addHook('onRequest', (request, reply, done) => {
+    // Read now: a closed connection no longer has its peer's address.
+    const client = request.ip ?? null
     reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) leaveBehind(request, reply, CALLER_LEFT)
+      if (!reply.raw.writableFinished) leaveBehind(request, reply, CALLER_LEFT, client)
     })
     done()
   })
   proxy.addHook('onResponse', (request, reply, done) => {
-    leaveBehind(request, reply, reply.statusCode)
+    leaveBehind(request, reply, reply.statusCode, request.ip ?? null)
     done()
   })
 }
