@@ -50,4 +50,30 @@ describe('a caller that leaves before its answer', () => {
     await waitFor(`the access line of ${reqId}-next`, () => accessLines(`${reqId}-next`).length === 1)
     expect(accessLines(reqId)).toHaveLength(1)
   })
+
+  it('a read that joined another caller\'s fill has its access line: status 499, no bytes counted as sent', async () => {
+    const path = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-07'
+    env.sandbox.setLatency(800)
+    let filler: Promise<Response>
+    try {
+      const asked = env.callerRequests().length
+      // Team limited (3 calls a minute): its rate count says when the gateway has read each request.
+      filler = fetch(`${env.url}${path}`, { headers: { 'x-api-key': KEYS.limited, 'x-request-id': 'fill-first' } })
+      await waitFor('the platform to receive the first read', () => env.callerRequests().length > asked)
+      // The same report while its fill runs: joined before the router, then left.
+      const joiner = httpRequest({ host: '127.0.0.1', port: env.port, path, headers: { 'x-api-key': KEYS.limited, 'x-request-id': 'joined-then-left' } })
+      joiner.on('error', () => {})
+      joiner.end()
+      const limited = env.gw.config.teams.find((t) => t.name === 'limited')!
+      await waitFor('the joiner to be admitted', () => env.gw.rateLimiter.peek(limited).remaining === 1)
+      joiner.destroy()
+      expect((await filler).status).toBe(200)
+    } finally {
+      env.sandbox.setLatency(0)
+    }
+    await waitFor('the access line of the joiner', () => accessLines('joined-then-left').length > 0)
+    expect(accessLines('joined-then-left')).toEqual([expect.objectContaining({ status: 499, team: 'limited', route: 'report', client: '127.0.0.1' })])
+    expect(env.callerRequests().filter((r) => r.query.includes('dateFrom=2026-03-01'))).toHaveLength(1)
+  })
 })
+

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import type { Admission } from '../../access/admission.js'
 import { answeredByCache } from '../../observe/usage.js'
-import { accessFacts, routeKind, type Answered, type ObserveRequest } from './request-log.js'
+import { accessFacts, CALLER_LEFT, routeKind, type Answered, type ObserveRequest } from './request-log.js'
 import { auditWrite, type WriteAuditParts } from './write-audit.js'
 
 /** The rate-limit fields of an answer the router writes: its admitted caller's team's standing. */
@@ -12,9 +12,6 @@ export function callerRate(admission: Admission): (request: FastifyRequest) => [
 
 /** What the answer hooks read: whether traces are on, where the access line goes (`observe`), and what the audit line reads. */
 export type AnswerHookParts = Pick<GatewayContext, 'tracing'> & WriteAuditParts & { observe: ObserveRequest }
-
-/** nginx's status for a request whose caller closed the connection before the answer was written. */
-export const CALLER_LEFT = 499
 
 /**
  * What every request of the proxy's router leaves behind: its access line and usage
