@@ -13,6 +13,7 @@ import { traceOf } from '../observe/tracing.js'
 import { forwardedEncodings } from '../platform/client/token-echo.js'
 import { connectionOptions } from '../access/connection-options.js'
 import { withoutKeys } from '../access/api-keys.js'
+import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from './reads/report-facts.js'
 
 // What the platform may see of a caller's request headers: an allowlist, so
 // that forwarding, method-override, cookie or proxy headers never reach it. The
@@ -104,19 +105,24 @@ function contentLength(headers: IncomingHttpHeaders): string | undefined {
   return typeof headers['content-length'] === 'string' ? headers['content-length'] : undefined
 }
 
+// Headers whose meaning is the gateway's own (its cache, a call's cost and finality, a
+// job): a platform's, or its CDN's (`x-cache: HIT`), would be read as the gateway's, by
+// callers and by the gateway's own access line and usage.
+const GATEWAY_HEADERS = ['x-cache', USAGE_HEADER, SETTLED_HEADER, PROVISIONAL_HEADER, 'preference-applied']
+
 // Headers holding a URL the caller may follow.
 const URL_HEADERS = ['location', 'content-location'] as const
 
 /**
  * The platform's response headers as the caller gets them: no session cookie, no
- * hop-by-hop headers, and a URL on the platform's own origin (`platformBase`) as the
+ * hop-by-hop headers, none of the gateway's own, and a URL on the platform's own origin (`platformBase`) as the
  * gateway's path: a client that follows it comes back to the gateway, which checks the
  * call, instead of taking its team key to the platform's address.
  */
 export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string | null): IncomingHttpHeaders {
   const out = { ...headers }
   const named = typeof out.connection === 'string' ? out.connection.split(',').map((h) => h.trim().toLowerCase()) : []
-  for (const name of [...HOP_BY_HOP, ...named, 'set-cookie']) delete out[name]
+  for (const name of [...HOP_BY_HOP, ...named, 'set-cookie', ...GATEWAY_HEADERS]) delete out[name]
   if (platformBase !== null) {
     for (const name of URL_HEADERS) {
       const value = out[name]

@@ -128,6 +128,17 @@ describe('token injection', () => {
     expect(elsewhere.headers['content-location']).toBe('/api/v1/x')
   })
 
+  it('keeps the headers the gateway writes to itself: a platform (or its CDN) saying x-cache: HIT is no cache hit of the gateway', async () => {
+    const own = { 'x-cache': 'HIT', 'platform-usage': 'fill=99', 'report-settled-through': '2099-01-01', 'report-provisional-days': 'none', 'preference-applied': 'respond-async' }
+    sandbox.setFailure({ kind: 'status', status: 200, headers: { ...own, 'x-served-by': 'cache-fra-1' }, body: { data: [] }, times: 1 })
+    const res = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 }, headers: { 'x-request-id': 'platform-says-hit' } })
+    expect(res.statusCode).toBe(200)
+    for (const name of Object.keys(own)) expect(res.headers[name], name).toBeUndefined()
+    expect(res.headers['x-served-by']).toBe('cache-fra-1')
+    const line = gw.logs.records().find((r) => r.msg === 'request' && r.reqId === 'platform-says-hit')
+    expect(line).toMatchObject({ route: 'proxy', status: 200, cache: null })
+  })
+
   it('passes a given x-request-id on to the platform and back', async () => {
     const res = await call('POST', '/api/v1/campaign/get', { headers: { 'x-request-id': 'trace-abc.123:x' }, json: {} })
     expect(res.statusCode).toBe(200)
