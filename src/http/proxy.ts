@@ -110,12 +110,17 @@ function contentLength(headers: IncomingHttpHeaders): string | undefined {
 // callers and by the gateway's own access line and usage.
 const GATEWAY_HEADERS = ['x-cache', USAGE_HEADER, SETTLED_HEADER, PROVISIONAL_HEADER, 'preference-applied']
 
+// A proxied answer is the answer to one team's key: a shared cache between callers and the
+// gateway (to which a key in x-api-key is no Authorization) must not give it to another key.
+const SHARED_ONLY = /^(public|s-maxage\s*=.*|proxy-revalidate)$/i
+const KEY_HEADERS = ['authorization', 'x-api-key']
+
 // Headers holding a URL the caller may follow.
 const URL_HEADERS = ['location', 'content-location'] as const
 
 /**
  * The platform's response headers as the caller gets them: no session cookie, no
- * hop-by-hop headers, none of the gateway's own, and a URL on the platform's own origin (`platformBase`) as the
+ * hop-by-hop headers, none of the gateway's own, private to the key that asked, and a URL on the platform's own origin (`platformBase`) as the
  * gateway's path: a client that follows it comes back to the gateway, which checks the
  * call, instead of taking its team key to the platform's address.
  */
@@ -123,6 +128,7 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   const out = { ...headers }
   const named = typeof out.connection === 'string' ? out.connection.split(',').map((h) => h.trim().toLowerCase()) : []
   for (const name of [...HOP_BY_HOP, ...named, 'set-cookie', ...GATEWAY_HEADERS]) delete out[name]
+  privateToTheKey(out)
   if (platformBase !== null) {
     for (const name of URL_HEADERS) {
       const value = out[name]
@@ -130,6 +136,20 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
     }
   }
   return out
+}
+
+/** `cache-control` without what lets a shared cache keep the answer, `private` added when it was so; `vary` names the key headers. */
+function privateToTheKey(out: IncomingHttpHeaders): void {
+  const control = out['cache-control']
+  if (typeof control === 'string') {
+    const directives = control.split(',').map((d) => d.trim()).filter((d) => d !== '')
+    const kept = directives.filter((d) => !SHARED_ONLY.test(d))
+    if (kept.length !== directives.length) out['cache-control'] = [...kept.filter((d) => d.toLowerCase() !== 'private'), 'private'].join(', ')
+  }
+  const vary = typeof out.vary === 'string' ? out.vary.split(',').map((v) => v.trim()).filter((v) => v !== '') : []
+  if (vary.includes('*')) return
+  const named = new Set(vary.map((v) => v.toLowerCase()))
+  out.vary = [...vary, ...KEY_HEADERS.filter((h) => !named.has(h))].join(', ')
 }
 
 function onGateway(value: string, platformBase: string): string {

@@ -139,6 +139,17 @@ describe('token injection', () => {
     expect(line).toMatchObject({ route: 'proxy', status: 200, cache: null })
   })
 
+  it('keeps a proxied answer private to the key that asked: no shared cache before the gateway gives it to another team', async () => {
+    sandbox.setFailure({ kind: 'status', status: 200, headers: { 'cache-control': 'public, max-age=600, s-maxage=900, proxy-revalidate', vary: 'accept' }, body: { data: [] }, times: 1 })
+    const shared = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(shared.headers['cache-control']).toBe('max-age=600, private')
+    expect(shared.headers.vary).toBe('accept, authorization, x-api-key')
+    // Laravel's own default is left as it is, but for the vary.
+    const usual = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(usual.headers['cache-control']).toBe('no-cache, private')
+    expect(usual.headers.vary).toBe('authorization, x-api-key')
+  })
+
   it('passes a given x-request-id on to the platform and back', async () => {
     const res = await call('POST', '/api/v1/campaign/get', { headers: { 'x-request-id': 'trace-abc.123:x' }, json: {} })
     expect(res.statusCode).toBe(200)
