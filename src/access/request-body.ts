@@ -22,6 +22,11 @@ export const MULTIPART_TYPE = 'multipart/form-data'
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 const OPEN = new Set([0x5b, 0x7b])
 const CLOSE = new Set([0x5d, 0x7d])
+// An unpaired UTF-16 surrogate (`"\ud800"`): JSON.parse takes it and JSON.stringify writes
+// it back escaped, but PHP's json_decode fails on it (JSON_ERROR_UTF16), so Laravel reads
+// no body at all and the platform falls back to the token's (parent) account.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+const SURROGATE_REFUSED = 'body: a string holds an unpaired UTF-16 surrogate (\\ud800 to \\udfff alone), which a PHP platform cannot read'
 
 // How a body the gateway cannot read is refused, on either listener (the admin listener's
 // Fastify parsers say it so too: http/server.ts): `body: ` first, as every field does.
@@ -48,13 +53,15 @@ export function parseJsonBody(bytes: Buffer, limits: BodyLimits): CheckedBody {
   const pending: unknown[] = [value]
   while (pending.length > 0) {
     const node = pending.pop()
+    if (typeof node === 'string' && LONE_SURROGATE.test(node)) throw new BadRequestError(SURROGATE_REFUSED)
     if (typeof node !== 'object' || node === null) continue
     const members = Array.isArray(node) ? (node as unknown[]) : Object.values(node)
     if (!Array.isArray(node)) {
       keys += members.length
       if (keys > limits.params) throw new BadRequestError(`body: more than ${limits.params} keys`)
+      if (Object.keys(node).some((key) => LONE_SURROGATE.test(key))) throw new BadRequestError(SURROGATE_REFUSED)
     }
-    for (const member of members) if (typeof member === 'object' && member !== null) pending.push(member)
+    for (const member of members) if (typeof member === 'string' || (typeof member === 'object' && member !== null)) pending.push(member)
   }
   if (isRecord(value) && Object.hasOwn(value, METHOD_OVERRIDE_FIELD)) {
     throw new BadRequestError(`body: ${METHOD_OVERRIDE_FIELD} (method override) is not accepted`)

@@ -13,6 +13,7 @@ import { traceOf } from '../observe/tracing.js'
 import { forwardedEncodings } from '../platform/client/token-echo.js'
 import { connectionOptions } from '../access/connection-options.js'
 import { withoutKeys } from '../access/api-keys.js'
+import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from './reads/report-facts.js'
 
 // What the platform may see of a caller's request headers: an allowlist, so
 // that forwarding, method-override, cookie or proxy headers never reach it. The
@@ -94,7 +95,7 @@ export function proxyHandler(
     }
     // Received whole at the platform's pace, within the answers' budget: the platform's work ends when it has sent it.
     const answer = await answers.receive(res.body, contentLength(res.headers), { credential: caller.provider.name, team: caller.team.name, path: caller.target.path, log: request.log })
-    reply.code(res.status).headers(withPassedRetryAfter(res.status, callerHeaders(res.headers)))
+    reply.code(res.status).headers(withPassedRetryAfter(res.status, callerHeaders(res.headers, caller.provider.credential.baseUrl ?? config.platform.baseUrl)))
     if (request.method !== 'HEAD') reply.header('content-length', answer.length)
     return reply.send(answer.stream())
   }
@@ -104,10 +105,59 @@ function contentLength(headers: IncomingHttpHeaders): string | undefined {
   return typeof headers['content-length'] === 'string' ? headers['content-length'] : undefined
 }
 
-/** The platform's response headers as the caller gets them: no session cookie, no hop-by-hop headers. */
-export function callerHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+// Headers whose meaning is the gateway's own (its cache, a call's cost and finality, a
+// job): a platform's, or its CDN's (`x-cache: HIT`), would be read as the gateway's, by
+// callers and by the gateway's own access line and usage.
+const GATEWAY_HEADERS = ['x-cache', USAGE_HEADER, SETTLED_HEADER, PROVISIONAL_HEADER, 'preference-applied']
+
+// A proxied answer is the answer to one team's key: a shared cache between callers and the
+// gateway (to which a key in x-api-key is no Authorization) must not give it to another key.
+const SHARED_ONLY = /^(public|s-maxage\s*=.*|proxy-revalidate)$/i
+const KEY_HEADERS = ['authorization', 'x-api-key']
+
+// Headers holding a URL the caller may follow.
+const URL_HEADERS = ['location', 'content-location'] as const
+
+/**
+ * The platform's response headers as the caller gets them: no session cookie, no
+ * hop-by-hop headers, none of the gateway's own, private to the key that asked, and a URL on the platform's own origin (`platformBase`) as the
+ * gateway's path: a client that follows it comes back to the gateway, which checks the
+ * call, instead of taking its team key to the platform's address.
+ */
+export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string | null): IncomingHttpHeaders {
   const out = { ...headers }
   const named = typeof out.connection === 'string' ? out.connection.split(',').map((h) => h.trim().toLowerCase()) : []
-  for (const name of [...HOP_BY_HOP, ...named, 'set-cookie']) delete out[name]
+  for (const name of [...HOP_BY_HOP, ...named, 'set-cookie', ...GATEWAY_HEADERS]) delete out[name]
+  privateToTheKey(out)
+  if (platformBase !== null) {
+    for (const name of URL_HEADERS) {
+      const value = out[name]
+      if (typeof value === 'string') out[name] = onGateway(value, platformBase)
+    }
+  }
   return out
+}
+
+/** `cache-control` without what lets a shared cache keep the answer, `private` added when it was so; `vary` names the key headers. */
+function privateToTheKey(out: IncomingHttpHeaders): void {
+  const control = out['cache-control']
+  if (typeof control === 'string') {
+    const directives = control.split(',').map((d) => d.trim()).filter((d) => d !== '')
+    const kept = directives.filter((d) => !SHARED_ONLY.test(d))
+    if (kept.length !== directives.length) out['cache-control'] = [...kept.filter((d) => d.toLowerCase() !== 'private'), 'private'].join(', ')
+  }
+  const vary = typeof out.vary === 'string' ? out.vary.split(',').map((v) => v.trim()).filter((v) => v !== '') : []
+  if (vary.includes('*')) return
+  const named = new Set(vary.map((v) => v.toLowerCase()))
+  out.vary = [...vary, ...KEY_HEADERS.filter((h) => !named.has(h))].join(', ')
+}
+
+function onGateway(value: string, platformBase: string): string {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return value // relative (already the gateway's), or not a URL at all
+  }
+  return url.origin === new URL(platformBase).origin ? `${url.pathname}${url.search}${url.hash}` : value
 }

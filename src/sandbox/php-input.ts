@@ -111,11 +111,13 @@ export function phpToJs(value: PhpValue): unknown {
 }
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
+// `"\ud800"` alone: PHP's json_decode fails (JSON_ERROR_UTF16), where JSON.parse takes it.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
 /**
  * `json_decode($text, true, $depth)`: undefined where PHP returns null for an error
- * (invalid UTF-8, nesting deeper than `depth`, a syntax error), as Laravel then reads
- * an empty input.
+ * (invalid UTF-8, nesting deeper than `depth`, a syntax error, an unpaired UTF-16
+ * surrogate escaped), as Laravel then reads an empty input.
  */
 export function phpJsonDecode(bytes: Buffer, depth = 512): unknown {
   let text: string
@@ -125,11 +127,17 @@ export function phpJsonDecode(bytes: Buffer, depth = 512): unknown {
     return undefined
   }
   if (nesting(text) > depth) return undefined
+  let unpaired = false
+  let value: unknown
   try {
-    return JSON.parse(text) as unknown
+    value = JSON.parse(text, (key: string, member: unknown) => {
+      if (LONE_SURROGATE.test(key) || (typeof member === 'string' && LONE_SURROGATE.test(member))) unpaired = true
+      return member
+    }) as unknown
   } catch {
     return undefined
   }
+  return unpaired ? undefined : value
 }
 
 /** Deepest nesting of arrays and objects, brackets inside strings not counted. */

@@ -22,6 +22,8 @@ function nested(depth: number): string {
 }
 
 const INVALID_UTF8 = Buffer.concat([Buffer.from('{"userId":101,"name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')])
+// Valid JSON to JSON.parse, and to JSON.stringify again; PHP's json_decode fails on it (JSON_ERROR_UTF16).
+const LONE_SURROGATE = '{"userId":101,"name":"\\ud800"}'
 
 describe('what PHP reads (the sandbox models it)', () => {
   it('a name cut at NUL, or with leading spaces, is the account field; the last one wins', async () => {
@@ -38,6 +40,8 @@ describe('what PHP reads (the sandbox models it)', () => {
     expect(await listed(deep)).toContain(PARENT_CAMPAIGN)
     const notUtf8 = await direct(sg, 'POST', '/api/v1/campaign/get', { headers: { 'content-type': 'application/json' }, body: INVALID_UTF8 })
     expect(await listed(notUtf8)).toContain(PARENT_CAMPAIGN)
+    const surrogate = await direct(sg, 'POST', '/api/v1/campaign/get', { headers: { 'content-type': 'application/json' }, body: LONE_SURROGATE })
+    expect(await listed(surrogate)).toContain(PARENT_CAMPAIGN)
   })
 
   it('only the first 1000 parameters are read', async () => {
@@ -85,12 +89,14 @@ describe('the gateway refuses what PHP would read differently: 400, nothing reac
     expect(sg.callerRequests()).toEqual([])
   })
 
-  it('JSON nested deeper than 32 levels, not UTF-8, or not JSON at all', async () => {
-    for (const body of [nested(33), nested(513), INVALID_UTF8, '{"userId":101,}', '{"userId":101}{}']) {
+  it('JSON nested deeper than 32 levels, not UTF-8, an unpaired surrogate escaped, or not JSON at all', async () => {
+    for (const body of [nested(33), nested(513), INVALID_UTF8, LONE_SURROGATE, '{"userId":101,}', '{"userId":101}{}']) {
       const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body, headers: { 'content-type': 'application/json' } })
       expect(res.status).toBe(400)
       expect(res.json.code).toBe('GW_BAD_REQUEST')
     }
+    const report = await call(sg, 'POST', '/api/v1/report/campaigns/get', { key: KEYS.growth, body: `{"campaignIds":[101001],"dateFrom":"2026-01-01","dateTo":"2026-01-07","x":"\\udc00"}`, headers: { 'content-type': 'application/json' } })
+    expect(report.status).toBe(400)
     expect(sg.callerRequests()).toEqual([])
     expect((await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: nested(32), headers: { 'content-type': 'application/json' } })).status).toBe(200)
   })

@@ -93,6 +93,11 @@ describe('the OpenAPI document against an independent validator and real answers
       const headers = accepted.headers as Record<string, Json> | undefined
       for (const name of ['location', 'preference-applied', 'x-request-id']) expect(resolveRef(doc, headers?.[name]).required, `${method} 202 ${name}`).toBe(true)
       expect(accepted.content, method).toEqual({ 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } })
+      // The parameter that asks for it says so too, and does not deny the answer the operation lists.
+      const parameters = ((doc.paths as Record<string, Record<string, Json>>)[REPORT]![method]!.parameters as Json[]).map((p) => resolveRef(doc, p))
+      const prefer = parameters.find((p) => p.name === 'prefer')
+      expect(prefer?.description, `${method} prefer`).toMatch(/`202`/)
+      expect(prefer?.description, `${method} prefer`).not.toMatch(/not among this operation/)
     }
     const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
     ajv.addSchema(doc, 'openapi.json')

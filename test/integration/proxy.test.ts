@@ -113,6 +113,43 @@ describe('token injection', () => {
     expect(res.body).not.toContain(platformToken)
   })
 
+  it('gives a redirect to the platform\'s own address as the gateway\'s path: a client that follows it stays on the gateway, with its key', async () => {
+    const platform = new URL(sandbox.url)
+    sandbox.setFailure({ kind: 'status', status: 302, headers: { location: `${sandbox.url}/api/v1/campaign/get?page=2`, 'content-location': `${platform.origin.toUpperCase()}/api/v1/campaign/list#top` }, body: { message: 'moved' }, times: 1 })
+    const moved = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(moved.statusCode).toBe(302)
+    expect(moved.headers.location).toBe('/api/v1/campaign/get?page=2')
+    expect(moved.headers['content-location']).toBe('/api/v1/campaign/list#top')
+    expect(JSON.stringify(moved.headers)).not.toContain(platform.host)
+    // Another origin, or a path already relative, is passed on as the platform sent it.
+    sandbox.setFailure({ kind: 'status', status: 303, headers: { location: 'https://files.example/report.csv', 'content-location': '/api/v1/x' }, times: 1 })
+    const elsewhere = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(elsewhere.headers.location).toBe('https://files.example/report.csv')
+    expect(elsewhere.headers['content-location']).toBe('/api/v1/x')
+  })
+
+  it('keeps the headers the gateway writes to itself: a platform (or its CDN) saying x-cache: HIT is no cache hit of the gateway', async () => {
+    const own = { 'x-cache': 'HIT', 'platform-usage': 'fill=99', 'report-settled-through': '2099-01-01', 'report-provisional-days': 'none', 'preference-applied': 'respond-async' }
+    sandbox.setFailure({ kind: 'status', status: 200, headers: { ...own, 'x-served-by': 'cache-fra-1' }, body: { data: [] }, times: 1 })
+    const res = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 }, headers: { 'x-request-id': 'platform-says-hit' } })
+    expect(res.statusCode).toBe(200)
+    for (const name of Object.keys(own)) expect(res.headers[name], name).toBeUndefined()
+    expect(res.headers['x-served-by']).toBe('cache-fra-1')
+    const line = gw.logs.records().find((r) => r.msg === 'request' && r.reqId === 'platform-says-hit')
+    expect(line).toMatchObject({ route: 'proxy', status: 200, cache: null })
+  })
+
+  it('keeps a proxied answer private to the key that asked: no shared cache before the gateway gives it to another team', async () => {
+    sandbox.setFailure({ kind: 'status', status: 200, headers: { 'cache-control': 'public, max-age=600, s-maxage=900, proxy-revalidate', vary: 'accept' }, body: { data: [] }, times: 1 })
+    const shared = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(shared.headers['cache-control']).toBe('max-age=600, private')
+    expect(shared.headers.vary).toBe('accept, authorization, x-api-key')
+    // Laravel's own default is left as it is, but for the vary.
+    const usual = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(usual.headers['cache-control']).toBe('no-cache, private')
+    expect(usual.headers.vary).toBe('authorization, x-api-key')
+  })
+
   it('passes a given x-request-id on to the platform and back', async () => {
     const res = await call('POST', '/api/v1/campaign/get', { headers: { 'x-request-id': 'trace-abc.123:x' }, json: {} })
     expect(res.statusCode).toBe(200)

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ensureBuilt } from '../helpers/dist.js'
 import { needTool, TOOLS } from '../helpers/missing-tools.js'
+import { readmeShLines } from '../helpers/readme-blocks.js'
 import { freePort } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -19,12 +20,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
 /** The shell commands of the README's sh block that starts with `npm run sandbox`, comments left out. */
 function readmeCommands(): string[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
-  const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.startsWith('npm run sandbox'))
-  if (!block) throw new Error('README.md has no sh block starting with npm run sandbox')
-  return block
-    .replace(/\\\n\s*/g, '')
-    .split('\n')
+  return readmeShLines('npm run sandbox')
     .map((line) => line.replace(/\s+#\s.*$/, '').trim())
     .filter((line) => line !== '' && !line.startsWith('#'))
 }

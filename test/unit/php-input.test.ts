@@ -92,4 +92,11 @@ describe('phpJsonDecode', () => {
     expect(phpJsonDecode(Buffer.concat([Buffer.from('{"userId":102,"x":"'), Buffer.from([0xff]), Buffer.from('"}')]))).toBeUndefined()
     expect(phpJsonDecode(Buffer.from('{"userId":102,}'))).toBeUndefined()
   })
+
+  it('fails on an unpaired UTF-16 surrogate escape, in a value or a key (JSON_ERROR_UTF16), not on a pair', () => {
+    expect(phpJsonDecode(Buffer.from('{"userId":102,"x":"\\ud800"}'))).toBeUndefined()
+    expect(phpJsonDecode(Buffer.from('{"userId":102,"x":"a\\udc00b"}'))).toBeUndefined()
+    expect(phpJsonDecode(Buffer.from('{"userId":102,"\\udbff":1}'))).toBeUndefined()
+    expect(phpJsonDecode(Buffer.from('{"userId":102,"x":["\\ud83d\\ude00"]}'))).toEqual({ userId: 102, x: ['\u{1F600}'] })
+  })
 })

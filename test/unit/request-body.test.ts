@@ -17,6 +17,9 @@ describe('parseJsonBody', () => {
     ['a 200k-deep array', '['.repeat(200_000) + ']'.repeat(200_000)],
     ['invalid JSON', '{"userId":101'],
     ['_method at the top', '{"_method":"DELETE","userId":101}'],
+    ['an unpaired surrogate escape in a value (PHP reads no body then)', '{"userId":101,"x":["\\ud800"]}'],
+    ['an unpaired low surrogate escape', '{"userId":101,"x":"\\udc00\\ud800"}'],
+    ['an unpaired surrogate escape in a key', '{"userId":101,"\\udfff":1}'],
   ])('refuses %s', (_name, text) => {
     expect(() => parseJsonBody(Buffer.from(text), LIMITS)).toThrow(bad)
   })
@@ -24,6 +27,10 @@ describe('parseJsonBody', () => {
   it('accepts nesting up to the limit, brackets inside strings not counted', () => {
     expect(() => parseJsonBody(Buffer.from('['.repeat(32) + ']'.repeat(32)), LIMITS)).not.toThrow()
     expect(() => parseJsonBody(Buffer.from(`{"s":"${'['.repeat(100)}\\"["}`), LIMITS)).not.toThrow()
+  })
+
+  it('accepts a surrogate pair escaped, as PHP reads it too', () => {
+    expect(parseJsonBody(Buffer.from('{"userId":101,"x":"\\ud83d\\ude00"}'), LIMITS).text).toBe('{"userId":101,"x":"\u{1F600}"}')
   })
 
   it('refuses invalid UTF-8', () => {

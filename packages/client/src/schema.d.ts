@@ -2066,7 +2066,7 @@ export interface operations {
                 "cache-control"?: string;
                 /** @description `no-cache`: as `cache-control: no-cache`. */
                 pragma?: string;
-                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (a typed client asks it with its own call: the `202` is not among this operation's answers); a copy that answers now is answered as usual. A forced refresh is read as it asks. */
+                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (this operation's `202`; the typed client asks it with `reportJob()`); a copy that answers now is answered as usual. A forced refresh is read as it asks. */
                 prefer?: string;
                 /** @description The `etag` the caller holds (either form, or `*`): `304` with no body while the report has not changed. A read that carries it is answered from the gateway's copy, whatever its `cache-control` says. */
                 "if-none-match"?: string;
@@ -2178,7 +2178,7 @@ export interface operations {
                 "cache-control"?: string;
                 /** @description `no-cache`: as `cache-control: no-cache`. */
                 pragma?: string;
-                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (a typed client asks it with its own call: the `202` is not among this operation's answers); a copy that answers now is answered as usual. A forced refresh is read as it asks. */
+                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (this operation's `202`; the typed client asks it with `reportJob()`); a copy that answers now is answered as usual. A forced refresh is read as it asks. */
                 prefer?: string;
                 /** @description The `etag` the caller holds (either form, or `*`): `304` with no body while the report has not changed. A read that carries it is answered from the gateway's copy, whatever its `cache-control` says. */
                 "if-none-match"?: string;
@@ -2352,7 +2352,7 @@ export interface operations {
                 "cache-control"?: string;
                 /** @description `no-cache`: as `cache-control: no-cache`. */
                 pragma?: string;
-                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (a typed client asks it with its own call: the `202` is not among this operation's answers); a copy that answers now is answered as usual. A forced refresh is read as it asks. */
+                /** @description `respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job's status (`JobStatus`), and run as a job of the team (this operation's `202`; the typed client asks it with `reportJob()`); a copy that answers now is answered as usual. A forced refresh is read as it asks. */
                 prefer?: string;
                 /** @description The `etag` the caller holds (either form, or `*`): `304` with no body while the report has not changed. A read that carries it is answered from the gateway's copy, whatever its `cache-control` says. */
                 "if-none-match"?: string;

@@ -1,8 +1,8 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import type { Admission } from '../../access/admission.js'
 import { answeredByCache } from '../../observe/usage.js'
-import { accessFacts, routeKind, type Answered, type ObserveRequest } from './request-log.js'
+import { accessFacts, CALLER_LEFT, routeKind, type Answered, type ObserveRequest } from './request-log.js'
 import { auditWrite, type WriteAuditParts } from './write-audit.js'
 
 /** The rate-limit fields of an answer the router writes: its admitted caller's team's standing. */
@@ -13,25 +13,43 @@ export function callerRate(admission: Admission): (request: FastifyRequest) => [
 /** What the answer hooks read: whether traces are on, where the access line goes (`observe`), and what the audit line reads. */
 export type AnswerHookParts = Pick<GatewayContext, 'tracing'> & WriteAuditParts & { observe: ObserveRequest }
 
-/** What every answer of the proxy's router leaves behind: its access line and usage (`observe`) and, for a write, its audit line. */
+/**
+ * What every request of the proxy's router leaves behind: its access line and usage
+ * (`observe`) and, for a write, its audit line. A caller that leaves before its answer
+ * gets none and no onResponse runs for it: its lines are written as its connection
+ * closes, with status 499. Either way once.
+ */
 export function answerHooks(proxy: FastifyInstance, parts: AnswerHookParts): void {
   const { tracing, observe } = parts
-  proxy.addHook('onResponse', (request, reply, done) => {
+  const observed = new WeakSet<FastifyRequest>()
+  const leaveBehind = (request: FastifyRequest, reply: FastifyReply, status: number, client: string | null): void => {
+    if (observed.has(request)) return
+    observed.add(request)
     const cache = (reply.getHeader('x-cache') as string | undefined) ?? null
     // Undefined outside the /api/v1 routes (an unmatched path): their plugin decorates it.
     const caller = request.caller ?? null
-    const status = reply.statusCode
     const answered: Answered = {
       reqId: request.id,
       route: routeKind(request.routeOptions.url ?? 'unmatched'),
       status,
       durationMs: reply.elapsedTime,
       cache,
-      client: request.ip ?? null,
+      client,
       hit: caller ? answeredByCache(status, cache, caller.platformCalls) : false,
     }
     observe(accessFacts(request.raw, caller, answered, tracing !== null))
-    auditWrite(parts, request, reply.statusCode)
+    auditWrite(parts, request, status)
+  }
+  proxy.addHook('onRequest', (request, reply, done) => {
+    // Read now: a closed connection no longer has its peer's address.
+    const client = request.ip ?? null
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) leaveBehind(request, reply, CALLER_LEFT, client)
+    })
+    done()
+  })
+  proxy.addHook('onResponse', (request, reply, done) => {
+    leaveBehind(request, reply, reply.statusCode, request.ip ?? null)
     done()
   })
 }

@@ -83,6 +83,9 @@ export interface Answered {
   at?: number | undefined
 }
 
+/** nginx's status for a request whose caller closed the connection before its answer was written. */
+export const CALLER_LEFT = 499
+
 /**
  * The facts of one answered request (its access line, metrics, usage and span), built in
  * this one place for both entrances: the one before the router and the router's

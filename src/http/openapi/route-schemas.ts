@@ -53,7 +53,7 @@ const REPORT_HEADERS = {
     },
     prefer: {
       type: 'string',
-      description: '`respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job\'s status (`JobStatus`), and run as a job of the team (a typed client asks it with its own call: the `202` is not among this operation\'s answers); a copy that answers now is answered as usual. A forced refresh is read as it asks.',
+      description: '`respond-async` (RFC 7240): when no copy answers the read now, it is answered `202` with `location: /api/v1/jobs/{id}`, `preference-applied: respond-async` and the job\'s status (`JobStatus`), and run as a job of the team (this operation\'s `202`; the typed client asks it with `reportJob()`); a copy that answers now is answered as usual. A forced refresh is read as it asks.',
     },
     'if-none-match': {
       type: 'string',

@@ -10,7 +10,7 @@ import type { FillResult, Forward } from '../../reports/report-cache.js'
 import type { AdmittedRead, DecideHow, ReadDecisions } from '../../reports/read-decision.js'
 import { writeEntry } from './report-reply.js'
 import { rateLimitHeaders } from '../../access/rate-limit-headers.js'
-import { accessFacts, requestIdOf, type ObserveRequest } from '../hooks/request-log.js'
+import { accessFacts, CALLER_LEFT, requestIdOf, type ObserveRequest } from '../hooks/request-log.js'
 import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
 import type { ReportAnswerFacts } from './report-facts.js'
 import { JOINED_FILL, L1_HIT, L1_MISS, L2_HIT, L2_NOT_FRESH, TO_ROUTER } from './step-attributes.js'
@@ -61,7 +61,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
   }
 
   // The answer of an entry, written as the route writes it, and its access line.
-  const answer = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, entry: CacheEntry, status: 'HIT' | 'MISS', started: number, now: number, upstreamMs: number | null): void => {
+  const answer = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, entry: CacheEntry, status: 'HIT' | 'MISS', started: number, now: number, upstreamMs: number | null, client: string | null): void => {
     const headers = req.headers
     const reqId = requestIdOf(headers)
     const { team, key } = read.identity
@@ -69,21 +69,35 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     const code = writeEntry(res, entry, status, status === 'MISS' ? JOINED : undefined, now, headers, { reqId, rate: rateLimitHeaders(team, read.rate), report })
     const caller = { team, keyId: key.id, advertisers: read.form.report.advertiserIds, upstreamMs }
     // A coalesced MISS made no platform call of its own: answered by the cache (usage).
-    observe(accessFacts(req, caller, { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client: req.socket.remoteAddress ?? null, hit: true, at: now }, traced))
+    observe(accessFacts(req, caller, { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client, hit: true, at: now }, traced))
+  }
+
+  // A caller that closed its connection while its read waited: no answer to write, its access line says so (499).
+  const left = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, started: number, upstreamMs: number | null, client: string | null): boolean => {
+    if (!res.destroyed) return false
+    const { team, key } = read.identity
+    const caller = { team, keyId: key.id, advertisers: read.form.report.advertiserIds, upstreamMs }
+    observe(accessFacts(req, caller, { reqId: requestIdOf(req.headers), route: 'report', status: CALLER_LEFT, durationMs: performance.now() - started, cache: null, client, hit: false }, traced))
+    return true
   }
 
   const join = (req: IncomingMessage, res: ServerResponse, next: RequestHandler, read: AdmittedRead, flight: Promise<FillResult>, started: number, trace: Trace | undefined): void => {
     const { team } = read.identity
+    // Read now: a closed connection no longer has its peer's address.
+    const client = req.socket.remoteAddress ?? null
     reports.joinCold(read.form.key, team.name, hangUpSignal(res))
     const waiting = trace?.step('cache.fill', JOINED_FILL)
-    const handOverFill = () => toRouter(req, res, next, waiting, { rate: read.rate, flight })
+    const handOverFill = () => {
+      if (!left(req, res, read, started, null, client)) toRouter(req, res, next, waiting, { rate: read.rate, flight })
+    }
     flight
       .then((result) => {
         if (result.kind !== 'entry') return handOverFill()
         waiting?.end()
+        if (left(req, res, read, started, result.upstreamMs ?? null, client)) return
         const at = clock.now()
         reports.countServed(read.form.key, result.entry, 'MISS', result.fromPeer ? 'l2' : 'platform', read.form.report, team.credential, team.name, at)
-        answer(req, res, read, result.entry, 'MISS', started, at, result.upstreamMs ?? null)
+        answer(req, res, read, result.entry, 'MISS', started, at, result.upstreamMs ?? null, client)
       }, handOverFill)
       .catch((err: unknown) => {
         // Nothing above is expected to throw; should it, this caller is cut off, not the process.
@@ -97,10 +111,13 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     const { team } = read.identity
     const rate = read.rate
     const looking = trace?.step('cache.lookup')
+    // Read now: a closed connection no longer has its peer's address.
+    const client = req.socket.remoteAddress ?? null
     reports
       .lookup(read.form.key)
       .then(
         (found) => {
+          if (left(req, res, read, started, null, client)) return
           const at = clock.now()
           if (found === null || at >= found.entry.freshUntil) {
             looking?.set(L2_NOT_FRESH)
@@ -108,9 +125,11 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
           }
           ended(looking, L2_HIT)
           reports.countServed(read.form.key, found.entry, 'HIT', found.tier, read.form.report, team.credential, team.name, at)
-          answer(req, res, read, found.entry, 'HIT', started, at, null)
+          answer(req, res, read, found.entry, 'HIT', started, at, null, client)
         },
-        () => toRouter(req, res, next, looking, { rate }),
+        () => {
+          if (!left(req, res, read, started, null, client)) toRouter(req, res, next, looking, { rate })
+        },
       )
       .catch((err: unknown) => {
         log.error({ err }, 'answering a report from redis failed')
@@ -132,7 +151,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     if ('answer' in decided) {
       decided.admitting?.end()
       ended(trace?.step('cache.lookup'), L1_HIT)
-      return answer(req, res, decided, decided.answer, 'HIT', started, now, null)
+      return answer(req, res, decided, decided.answer, 'HIT', started, now, null, req.socket.remoteAddress ?? null)
     }
     const { admitted, rate, flight, admitting } = decided.goOn
     // A URL not seen before, a refusal, a call naming campaigns, a forced refresh: the route's, with what was learned.

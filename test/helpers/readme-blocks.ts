@@ -1,0 +1,17 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+
+/** The lines of the README's sh block that starts with `start`, line continuations joined, trimmed, blank lines left out. */
+export function readmeShLines(start: string): string[] {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+  const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.startsWith(start))
+  if (!block) throw new Error(`README.md has no sh block starting with ${start}`)
+  return block
+    .replace(/\\\n\s*/g, '')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
+}
