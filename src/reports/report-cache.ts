@@ -21,7 +21,7 @@ import { steppedTimers } from '../perf/stepped-timers.js'
 import { systemClock, type Clock, type Timers } from '../clock.js'
 import { FailureLog } from '../observe/failure-log.js'
 import type { Trace } from '../observe/tracing.js'
-import { learnLatency, refreshAheadStart, refreshLead, type AskCount, type ClassLatency } from './refresh-ahead.js'
+import { BUDGET_EVERY_MS, budgetAsks, demandOf, learnLatency, refreshAheadStart, refreshLead, type AskCount, type ClassLatency } from './refresh-ahead.js'
 import { workClass } from './work-class.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
@@ -165,6 +165,8 @@ export class ReportCache {
   // The latency of each work class's platform calls, the wait for a seat included: when a refresh ahead starts.
   readonly #latencies = new LRUCache<string, ClassLatency>({ max: LATENCY_CLASSES })
   readonly #failures: FailureLog
+  /** The fewest asks in one freshness that qualify a report for refresh ahead within the budget, and when they were worked out. */
+  #budget = { at: -Infinity, asks: Infinity }
   // Who filled an entry, one object per team shared by the entries it filled here.
   readonly #fillers = new Map<string, FilledBy>()
 
@@ -376,11 +378,19 @@ export class ReportCache {
     watch.asks += 1
     if (watch.timer !== null || watch.running) return
     const lead = refreshLead(this.#latencies.get(watch.work), entry.freshUntil - entry.fetchedAt)
-    const start = refreshAheadStart(entry, watch, lead, now)
+    const start = refreshAheadStart(entry, watch, lead, now, this.#budgetAsks(now))
     if (start === null) return
     const w = watch
     if (now >= start) this.#refreshAhead(key, w)
     else w.timer = this.#timers.set(() => this.#refreshAhead(key, w), start - now)
+  }
+
+  /** The budget's fewest asks (reports/refresh-ahead.ts `budgetAsks`) over the watched reports, worked out again every BUDGET_EVERY_MS. */
+  #budgetAsks(now: number): number {
+    if (now - this.#budget.at < BUDGET_EVERY_MS) return this.#budget.asks
+    const demands = [...this.#watches.values()].map((w) => demandOf(w, w, this.#latencies.get(w.work), now))
+    this.#budget = { at: now, asks: budgetAsks(demands) }
+    return this.#budget.asks
   }
 
   #refreshAhead(key: string, watch: Watch): void {
