@@ -422,6 +422,27 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(await refreshes('started')).toBe(3)
   })
 
+  it("weighs a team's refreshes against its own calls: another team's one-off misses do not widen its budget", async () => {
+    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: true')), { clock: onRealTimers(clock.now), timers: clock.timers })
+    const ask = (key: string, query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': key } })
+    const started = async () => Number((await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.match(/gateway_cache_refresh_ahead_total\{outcome="started"\} (\d+)/)?.[1] ?? 0)
+    // Team growth: 40 reports, each asked once (a burst of misses).
+    for (let day = 1; day <= 40; day++) expect((await ask(KEYS.growth, `advertiserId=102&byDate=1&dateFrom=2025-01-01&dateTo=${new Date(Date.UTC(2025, 0, 1 + day)).toISOString().slice(0, 10)}`)).statusCode).toBe(200)
+    // Team all: one report asked 8 times in its freshness, K and more, but too few for its
+    // refreshes to fit a tenth of its own calls (a lone report needs about 11).
+    await ask(KEYS.all)
+    clock.advance(10_000)
+    for (let i = 2; i <= 8; i++) {
+      if (i === 8) clock.advance(BUDGET_EVERY_MS)
+      expect((await ask(KEYS.all)).headers['x-cache']).toBe('HIT')
+    }
+    // Past the point its refresh would have started: none did.
+    clock.advance(FRESH_S * 1000 - 10_000 - BUDGET_EVERY_MS - 1)
+    expect(await started()).toBe(0)
+    expect((await ask(KEYS.all)).headers['x-cache']).toBe('HIT')
+    expect(await started()).toBe(0)
+  })
+
   it('queues a refresh ahead behind a caller\'s call for the only seat, and runs it as soon as the seat frees', async () => {
     const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: true').replace('  timeout: 800ms', '  timeout: 800ms\n  maxConcurrent: 1')
     const ahead = await gateways.build(testConfig(env(), yaml), { clock: onRealTimers(clock.now), timers: clock.timers })
