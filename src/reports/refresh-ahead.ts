@@ -6,7 +6,10 @@
  *   (which calls once the first ask after expiry comes, serving that ask and those during
  *   the call stale), refreshing ahead a report asked at rate λ with freshness F costs
  *   1 / (λ·F) extra platform call per stale answer it spares, whatever the platform's
- *   latency: at λ·F ≥ K, one extra call buys K fresh answers or more.
+ *   latency: at λ·F ≥ K, one extra call buys K fresh answers or more. And within a
+ *   budget: the refreshes of a team's reports, most asked first, add at most
+ *   REFRESH_AHEAD_BUDGET of the calls a stale-while-revalidate cache would make for them
+ *   (`budgetAsks`): K prices each refresh, the budget their sum.
  * - **When**: its call starts `lead` before the copy expires, `lead` the latency of its
  *   class (the report's work, reports/work-class.ts) as a high bound: mean + 4 × mean
  *   deviation (RFC 6298's retransmission timer), plus LEAD_MARGIN_MS. The new copy lands
@@ -22,7 +25,7 @@
 
 /** K: the asks in one freshness that make a refresh ahead worth its call (a price, not a timing: see the module's comment). */
 export const REFRESH_AHEAD_ASKS = 3
-/** The refreshes' extra platform calls, at most this share of the calls of a stale-while-revalidate cache (issue 54's 1.2 × nginx's). */
+/** The refreshes' extra platform calls, at most this share of the calls of a stale-while-revalidate cache: half of issue 54's 0.2 (1.2 × nginx's), half left to the estimates' noise (docs/refresh-ahead.md, "The budget"). */
 export const REFRESH_AHEAD_BUDGET = 0.1
 /** How often (ms) the budget's fewest asks (`budgetAsks`) are worked out again from the watched reports. */
 export const BUDGET_EVERY_MS = 1000
