@@ -6,7 +6,10 @@
  *   (which calls once the first ask after expiry comes, serving that ask and those during
  *   the call stale), refreshing ahead a report asked at rate λ with freshness F costs
  *   1 / (λ·F) extra platform call per stale answer it spares, whatever the platform's
- *   latency: at λ·F ≥ K, one extra call buys K fresh answers or more.
+ *   latency: at λ·F ≥ K, one extra call buys K fresh answers or more. And within a
+ *   budget: the refreshes of a team's reports, most asked first, add at most
+ *   REFRESH_AHEAD_BUDGET of the calls a stale-while-revalidate cache would make for them
+ *   (`budgetAsks`): K prices each refresh, the budget their sum.
  * - **When**: its call starts `lead` before the copy expires, `lead` the latency of its
  *   class (the report's work, reports/work-class.ts) as a high bound: mean + 4 × mean
  *   deviation (RFC 6298's retransmission timer), plus LEAD_MARGIN_MS. The new copy lands
@@ -22,6 +25,10 @@
 
 /** K: the asks in one freshness that make a refresh ahead worth its call (a price, not a timing: see the module's comment). */
 export const REFRESH_AHEAD_ASKS = 3
+/** The refreshes' extra platform calls, at most this share of the calls of a stale-while-revalidate cache: half of issue 54's 0.2 (1.2 × nginx's), half left to the estimates' noise (docs/refresh-ahead.md, "The budget"). */
+export const REFRESH_AHEAD_BUDGET = 0.1
+/** How often (ms) the budget's fewest asks (`budgetAsks`) are worked out again from the watched reports. */
+export const BUDGET_EVERY_MS = 1000
 /** Added to the latency bound: the timer's and the dispatch's own delay. */
 export const LEAD_MARGIN_MS = 20
 /** How much of each answer moves its class's mean and deviation (RFC 6298's α; β is twice it). */
@@ -53,6 +60,54 @@ export function learnLatency(latency: ClassLatency | undefined, ms: number): Cla
 export function refreshLead(latency: ClassLatency | undefined, freshMs: number): number {
   if (latency === undefined) return UNKNOWN_LEAD_SHARE * freshMs
   return latency.meanMs + 4 * latency.devMs + LEAD_MARGIN_MS
+}
+
+/** A watched report as the budget weighs it: asks expected in one freshness, its freshness, its class's mean latency and lead (ms). */
+export interface Demand {
+  asksPerFresh: number
+  freshMs: number
+  latencyMs: number
+  leadMs: number
+}
+
+/** Platform calls per ms a stale-while-revalidate cache makes for `d`: one per freshness + latency + wait for the next ask. */
+export function revalidateCalls(d: Demand): number {
+  if (d.asksPerFresh <= 0) return 0
+  return 1 / (d.freshMs + d.latencyMs + d.freshMs / d.asksPerFresh)
+}
+
+/** Platform calls per ms refreshing `d` ahead makes: one per freshness less the lead's margin over the latency. */
+export function aheadCalls(d: Demand): number {
+  return 1 / (Math.max(0, d.freshMs - d.leadMs) + Math.max(1, d.latencyMs))
+}
+
+/**
+ * The fewest asks in one freshness that qualify a report for refresh ahead when the
+ * refreshes may add at most `budget` times the calls a stale-while-revalidate cache makes
+ * for `demands` (the watched reports): reports are taken most asked first (each extra call
+ * spares the most stale answers there: 1/(λ·F) calls each), as long as their extra calls
+ * fit; never fewer than `floor`. Infinity: none fits.
+ */
+export function budgetAsks(demands: readonly Demand[], budget = REFRESH_AHEAD_BUDGET, floor = REFRESH_AHEAD_ASKS): number {
+  let total = 0
+  for (const d of demands) total += revalidateCalls(d)
+  const allowed = budget * total
+  let spent = 0
+  let threshold = Infinity
+  for (const d of [...demands].sort((x, y) => y.asksPerFresh - x.asksPerFresh)) {
+    if (d.asksPerFresh < floor) break
+    const extra = Math.max(0, aheadCalls(d) - revalidateCalls(d))
+    if (spent + extra > allowed) break
+    spent += extra
+    threshold = d.asksPerFresh
+  }
+  return threshold
+}
+
+/** How a watched copy's report weighs in the budget at `now`: its asks (`count`), freshness and class's latency. */
+export function demandOf(copy: { fetchedAt: number; freshUntil: number }, count: AskCount, latency: ClassLatency | undefined, now: number): Demand {
+  const freshMs = copy.freshUntil - copy.fetchedAt
+  return { asksPerFresh: expectedAsks(count, now - copy.fetchedAt, freshMs), freshMs, latencyMs: latency?.meanMs ?? 0, leadMs: refreshLead(latency, freshMs) }
 }
 
 /** The asks expected in one freshness `freshMs` from `count`, counted up to `untilMs` after the copy was fetched. */

@@ -21,7 +21,7 @@ import { steppedTimers } from '../perf/stepped-timers.js'
 import { systemClock, type Clock, type Timers } from '../clock.js'
 import { FailureLog } from '../observe/failure-log.js'
 import type { Trace } from '../observe/tracing.js'
-import { learnLatency, refreshAheadStart, refreshLead, type AskCount, type ClassLatency } from './refresh-ahead.js'
+import { BUDGET_EVERY_MS, budgetAsks, demandOf, learnLatency, refreshAheadStart, refreshLead, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
 import { workClass } from './work-class.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
@@ -165,6 +165,8 @@ export class ReportCache {
   // The latency of each work class's platform calls, the wait for a seat included: when a refresh ahead starts.
   readonly #latencies = new LRUCache<string, ClassLatency>({ max: LATENCY_CLASSES })
   readonly #failures: FailureLog
+  /** Per team, the fewest asks in one freshness that qualify its reports for refresh ahead within its budget, and when they were worked out. */
+  #budget = { at: -Infinity, asks: new Map<string, number>() }
   // Who filled an entry, one object per team shared by the entries it filled here.
   readonly #fillers = new Map<string, FilledBy>()
 
@@ -376,11 +378,28 @@ export class ReportCache {
     watch.asks += 1
     if (watch.timer !== null || watch.running) return
     const lead = refreshLead(this.#latencies.get(watch.work), entry.freshUntil - entry.fetchedAt)
-    const start = refreshAheadStart(entry, watch, lead, now)
+    const start = refreshAheadStart(entry, watch, lead, now, this.#budgetAsks(watch.team, now))
     if (start === null) return
     const w = watch
     if (now >= start) this.#refreshAhead(key, w)
     else w.timer = this.#timers.set(() => this.#refreshAhead(key, w), start - now)
+  }
+
+  /**
+   * The budget's fewest asks (reports/refresh-ahead.ts `budgetAsks`) for `team`, over the
+   * reports it watches for that team: each team's refreshes are weighed against its own
+   * calls, so another team's misses do not widen them. Worked out every BUDGET_EVERY_MS.
+   */
+  #budgetAsks(team: string, now: number): number {
+    if (now - this.#budget.at >= BUDGET_EVERY_MS) {
+      const byTeam = new Map<string, Demand[]>()
+      for (const w of this.#watches.values()) {
+        const demands = byTeam.get(w.team) ?? byTeam.set(w.team, []).get(w.team)!
+        demands.push(demandOf(w, w, this.#latencies.get(w.work), now))
+      }
+      this.#budget = { at: now, asks: new Map([...byTeam].map(([name, demands]) => [name, budgetAsks(demands)])) }
+    }
+    return this.#budget.asks.get(team) ?? Infinity
   }
 
   #refreshAhead(key: string, watch: Watch): void {

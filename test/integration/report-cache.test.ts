@@ -10,6 +10,7 @@ import { expectMissesOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 import { seatsOf } from '../helpers/governors.js'
+import { BUDGET_EVERY_MS } from '../../src/reports/refresh-ahead.js'
 
 // The report cache on one gateway instance, against the sandbox over loopback, once with the
 // in-memory cache only and once with Redis as L2. Time moves on a fake clock.
@@ -21,6 +22,22 @@ const CANONICAL = 'advertiserId=101&byDate=1&dateFrom=2026-01-01&dateTo=2026-01-
 const FRESH_S = 60
 const SWR_S = 30
 const SIE_S = 600
+// Asks in one freshness that qualify a lone report for refresh ahead: K and the budget
+// (reports/refresh-ahead.ts), which with one report watched and a platform answering in
+// under 300 ms takes about 11 (its extra calls (F + L + F/a) / (F − lead + L) − 1 ≤ 0.1).
+const POPULAR = 15
+
+/**
+ * Asks a copy POPULAR − 1 more times (each answered `expected`, when given), the last
+ * BUDGET_EVERY_MS after the others: the budget's fewest asks are worked out again then.
+ */
+async function askPopular(ask: () => Promise<{ headers: Record<string, unknown> }>, advance: (ms: number) => void, expected?: string): Promise<void> {
+  for (let i = 2; i <= POPULAR; i++) {
+    if (i === POPULAR) advance(BUDGET_EVERY_MS)
+    const answer = await ask()
+    if (expected !== undefined) expect(answer.headers['x-cache']).toBe(expected)
+  }
+}
 
 const YAML = teamsYamlWith({
   platform: { timeout: '800ms' },
@@ -368,7 +385,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(reportCalls()).toBe(3)
   })
 
-  it('refreshes a report asked three times in one freshness just before it expires, not at a fixed fraction: a HIT no older than its TTL while popular; an unpopular copy expires', async () => {
+  it('refreshes a report asked often enough for the budget just before it expires, not at a fixed fraction: a HIT no older than its TTL while popular; an unpopular copy expires', async () => {
     const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: true')), { clock: onRealTimers(clock.now), timers: clock.timers })
     const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
     const refreshes = async (outcome: string) => {
@@ -379,10 +396,9 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     let fetched = clock.now()
     const advanceTo = (ms: number) => clock.advance(fetched + ms - clock.now())
     for (let round = 1; round <= 3; round++) {
-      // The copy's third ask (the first copy's miss, or the new copy's hit at 15 s, then two).
+      // The copy's POPULAR-th ask (the first copy's miss, or the new copy's hit at 15 s, then the rest).
       advanceTo(25_000)
-      expect((await ask()).headers['x-cache']).toBe('HIT')
-      expect((await ask()).headers['x-cache']).toBe('HIT')
+      await askPopular(ask, (ms) => clock.advance(ms), 'HIT')
       // At 80 % of its freshness nothing has started: the platform answers in milliseconds.
       advanceTo(48_000)
       expect(await refreshes('started')).toBe(round - 1)
@@ -406,6 +422,27 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(await refreshes('started')).toBe(3)
   })
 
+  it("weighs a team's refreshes against its own calls: another team's one-off misses do not widen its budget", async () => {
+    const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: true')), { clock: onRealTimers(clock.now), timers: clock.timers })
+    const ask = (key: string, query = CANONICAL) => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${query}`, headers: { 'x-api-key': key } })
+    const started = async () => Number((await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.match(/gateway_cache_refresh_ahead_total\{outcome="started"\} (\d+)/)?.[1] ?? 0)
+    // Team growth: 40 reports, each asked once (a burst of misses).
+    for (let day = 1; day <= 40; day++) expect((await ask(KEYS.growth, `advertiserId=102&byDate=1&dateFrom=2025-01-01&dateTo=${new Date(Date.UTC(2025, 0, 1 + day)).toISOString().slice(0, 10)}`)).statusCode).toBe(200)
+    // Team all: one report asked 8 times in its freshness, K and more, but too few for its
+    // refreshes to fit a tenth of its own calls (a lone report needs about 11).
+    await ask(KEYS.all)
+    clock.advance(10_000)
+    for (let i = 2; i <= 8; i++) {
+      if (i === 8) clock.advance(BUDGET_EVERY_MS)
+      expect((await ask(KEYS.all)).headers['x-cache']).toBe('HIT')
+    }
+    // Past the point its refresh would have started: none did.
+    clock.advance(FRESH_S * 1000 - 10_000 - BUDGET_EVERY_MS - 1)
+    expect(await started()).toBe(0)
+    expect((await ask(KEYS.all)).headers['x-cache']).toBe('HIT')
+    expect(await started()).toBe(0)
+  })
+
   it('queues a refresh ahead behind a caller\'s call for the only seat, and runs it as soon as the seat frees', async () => {
     const yaml = YAML.replace('refreshAhead: 0', 'refreshAhead: true').replace('  timeout: 800ms', '  timeout: 800ms\n  maxConcurrent: 1')
     const ahead = await gateways.build(testConfig(env(), yaml), { clock: onRealTimers(clock.now), timers: clock.timers })
@@ -416,8 +453,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     }
     await ask()
     clock.advance(10_000)
-    expect((await ask()).headers['x-cache']).toBe('HIT')
-    expect((await ask()).headers['x-cache']).toBe('HIT')
+    await askPopular(ask, (ms) => clock.advance(ms), 'HIT')
     // A caller's miss holds the credential's only seat when the refresh falls due.
     sandbox.setLatency(400)
     const governor = seatsOf(ahead)
@@ -426,7 +462,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     // The refresh's own call is answered at once: it waits only for the seat.
     sandbox.setLatency(0)
     // Just before the copy expires: the refresh falls due.
-    clock.advance(FRESH_S * 1000 - 10_001)
+    clock.advance(FRESH_S * 1000 - 10_001 - BUDGET_EVERY_MS)
     await waitFor('the refresh to wait for the seat', () => governor.queued === 1)
     expect((await busy).statusCode).toBe(200)
     await waitFor('the refresh ahead', async () => (await refreshes('completed')) === 1)
@@ -444,9 +480,8 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect((await ask()).headers['x-cache']).toBe('MISS')
     sandbox.setLatency(0)
     clock.advance(10_000)
-    await ask()
-    await ask()
-    clock.advance(FRESH_S * 1000 - 10_000 - 1500)
+    await askPopular(ask, (ms) => clock.advance(ms))
+    clock.advance(FRESH_S * 1000 - 10_000 - BUDGET_EVERY_MS - 1500)
     expect(await started()).toBe(false)
     // 500 ms before expiry: within that lead.
     clock.advance(1000)
@@ -454,14 +489,13 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     await waitFor('its platform call', () => reportCalls() === 2)
   })
 
-  it('starts the refresh ahead at once on a third ask that finds it due', async () => {
+  it('starts the refresh ahead at once on the ask that makes it popular enough when it is due', async () => {
     const ahead = await gateways.build(testConfig(env(), YAML.replace('refreshAhead: 0', 'refreshAhead: true')), { clock: onRealTimers(clock.now), timers: clock.timers })
     const ask = () => ahead.proxy.inject({ method: 'GET', url: `${PATH}?${CANONICAL}`, headers: { 'x-api-key': KEYS.all } })
     await ask()
     // 10 ms before expiry, within the lead (at least LEAD_MARGIN_MS) of its class.
-    clock.advance(FRESH_S * 1000 - 10)
-    expect((await ask()).headers['x-cache']).toBe('HIT')
-    expect((await ask()).headers['x-cache']).toBe('HIT')
+    clock.advance(FRESH_S * 1000 - 10 - BUDGET_EVERY_MS)
+    await askPopular(ask, (ms) => clock.advance(ms), 'HIT')
     await waitFor('the refresh ahead', async () => (await ahead.admin.inject({ method: 'GET', url: '/metrics' })).body.includes('gateway_cache_refresh_ahead_total{outcome="completed"} 1'))
     expect(reportCalls()).toBe(2)
     clock.advance(25_000)

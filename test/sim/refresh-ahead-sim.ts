@@ -1,4 +1,4 @@
-import { REFRESH_AHEAD_ASKS, learnLatency, refreshAheadStart, refreshLead, type ClassLatency } from '../../src/reports/refresh-ahead.js'
+import { BUDGET_EVERY_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, budgetAsks, demandOf, learnLatency, refreshAheadStart, refreshLead, type ClassLatency } from '../../src/reports/refresh-ahead.js'
 import { Random } from './random.js'
 
 /**
@@ -112,8 +112,17 @@ interface Copy {
   freshUntil: number
 }
 
+/** The model's rule: a fixed K (`minAsks`), or a budget of extra calls (`budget`, with `minAsks` its floor). */
+export interface Rule {
+  minAsks?: number
+  budget?: number
+}
+
+/** The model's rule: K and the budget (reports/refresh-ahead.ts). */
+export const MODEL: Rule = { minAsks: REFRESH_AHEAD_ASKS, budget: REFRESH_AHEAD_BUDGET }
+
 /** One cache's replay of `asks` (time, report), refreshing ahead or not. */
-function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boolean, latency: Random, warmupMs: number, minAsks: number): { tally: Tally; leadMs: number } {
+function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boolean, latency: Random, warmupMs: number, rule: Rule): { tally: Tally; leadMs: number } {
   const tally: Tally = { answers: new Array<number>(shape.reports).fill(0), stale: new Array<number>(shape.reports).fill(0), calls: 0 }
   const copies: Array<Copy | null> = new Array<Copy | null>(shape.reports).fill(null)
   const flights = new Set<number>()
@@ -141,10 +150,19 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
     w.asks += 1
     if (w.scheduled || w.running) return
     leadMs = refreshLead(classLatency, copy.freshUntil - copy.fetchedAt)
-    const start = refreshAheadStart(copy, w, leadMs, t, minAsks)
+    const start = refreshAheadStart(copy, w, leadMs, t, minAsksAt(t))
     if (start === null) return
     w.scheduled = true
     events.push({ at: Math.max(t, start), seq: seq++, kind: 'due', report, watch: w })
+  }
+  let threshold = { at: -Infinity, asks: 0 }
+  const minAsksAt = (t: number): number => {
+    if (rule.budget === undefined) return rule.minAsks ?? REFRESH_AHEAD_ASKS
+    if (t - threshold.at >= BUDGET_EVERY_MS) {
+      const demands = [...watches.values()].map((w) => demandOf(w, w, classLatency, t))
+      threshold = { at: t, asks: budgetAsks(demands, rule.budget, rule.minAsks) }
+    }
+    return threshold.asks
   }
   let next = 0
   for (;;) {
@@ -197,8 +215,8 @@ function peekAt(events: Heap<Event>): number {
   return e.at
 }
 
-/** Runs `shape`: the same asks against both caches, each with its own platform draws from the shape's seed; `minAsks`: the model's K. */
-export function simulate(shape: Shape, minAsks = REFRESH_AHEAD_ASKS): Run {
+/** Runs `shape`: the same asks against both caches, each with its own platform draws from the shape's seed; `rule`: the model's, unless another is measured. */
+export function simulate(shape: Shape, rule: Rule = MODEL): Run {
   const r = new Random(shape.seed ^ 0x5eed)
   const weights = Array.from({ length: shape.reports }, (_, i) => 1 / (i + 1) ** shape.zipf)
   const total = weights.reduce((x, y) => x + y, 0)
@@ -222,7 +240,7 @@ export function simulate(shape: Shape, minAsks = REFRESH_AHEAD_ASKS): Run {
     asks.push([t, pick(r.next())])
   }
   const warmupMs = WARMUP_FRESHNESSES * shape.freshMs
-  const ahead = replay(shape, asks, true, new Random(shape.seed ^ 0x1a7), warmupMs, minAsks)
-  const swr = replay(shape, asks, false, new Random(shape.seed ^ 0x1a7), warmupMs, minAsks)
+  const ahead = replay(shape, asks, true, new Random(shape.seed ^ 0x1a7), warmupMs, rule)
+  const swr = replay(shape, asks, false, new Random(shape.seed ^ 0x1a7), warmupMs, rule)
   return { shape, ahead: ahead.tally, swr: swr.tally, asksPerFresh: weights.map((w) => (w / total) * shape.rate * (shape.freshMs / 1000)), leadMs: ahead.leadMs }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { LATENCY_GAIN, LEAD_MARGIN_MS, REFRESH_AHEAD_ASKS, UNKNOWN_LEAD_SHARE, expectedAsks, learnLatency, refreshAheadStart, refreshLead } from '../../src/reports/refresh-ahead.js'
+import { LATENCY_GAIN, LEAD_MARGIN_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, UNKNOWN_LEAD_SHARE, aheadCalls, budgetAsks, expectedAsks, learnLatency, refreshAheadStart, refreshLead, revalidateCalls, type Demand } from '../../src/reports/refresh-ahead.js'
 
 // When a copy is refreshed ahead (docs/refresh-ahead.md): whether, when, and the rate it is read from.
 
@@ -75,5 +75,43 @@ describe('refreshAheadStart', () => {
   it('is null for an expired copy or a copy without freshness', () => {
     expect(refreshAheadStart(copy(4), asked(9), 420, T0 + 4000)).toBeNull()
     expect(refreshAheadStart(copy(0), asked(9), 420, T0)).toBeNull()
+  })
+})
+
+describe('budgetAsks', () => {
+  // Freshness 8 s, a platform of 140 ms, its lead 350 ms: trace 5 of the benchmark's family.
+  const demand = (asksPerFresh: number): Demand => ({ asksPerFresh, freshMs: 8000, latencyMs: 140, leadMs: 350 })
+  const extra = (d: Demand) => aheadCalls(d) - revalidateCalls(d)
+
+  it('prices a refresh ahead against stale-while-revalidate: 1 / (λF) extra calls per report, the lead besides', () => {
+    // Asked 4 times a freshness: a call per F + L + F/4 without, per F − lead + L with.
+    expect(revalidateCalls(demand(4))).toBeCloseTo(1 / (8000 + 140 + 2000))
+    expect(aheadCalls(demand(4))).toBeCloseTo(1 / (8000 - 350 + 140))
+    // Never asked: no call either way.
+    expect(revalidateCalls(demand(0))).toBe(0)
+  })
+
+  it('takes the most asked reports first while their extra calls fit in the budget', () => {
+    const demands = [100, 50, 20, 10, 6, 4, 3, 3, 2, 1, 0.5].map(demand)
+    const threshold = budgetAsks(demands)
+    const total = demands.reduce((a, d) => a + revalidateCalls(d), 0)
+    const spent = demands.filter((d) => d.asksPerFresh >= threshold).reduce((a, d) => a + extra(d), 0)
+    expect(spent).toBeLessThanOrEqual(REFRESH_AHEAD_BUDGET * total)
+    // One more report, the next most asked, would not fit.
+    const next = demands.filter((d) => d.asksPerFresh < threshold)[0]!
+    expect(spent + extra(next)).toBeGreaterThan(REFRESH_AHEAD_BUDGET * total)
+    expect(threshold).toBeGreaterThan(REFRESH_AHEAD_ASKS)
+  })
+
+  it('never goes under K, however large the budget; none fits: Infinity', () => {
+    expect(budgetAsks([100, 50, 2, 1].map(demand), 10)).toBe(50)
+    expect(budgetAsks([demand(3)])).toBe(Infinity)
+    expect(budgetAsks([])).toBe(Infinity)
+  })
+
+  it('refreshes a lone report once it is asked often enough to cost no more than the budget', () => {
+    // Its own extra calls against its own: (F + L + F/a) / (F − lead + L) − 1 ≤ the budget.
+    expect(budgetAsks([demand(10)])).toBe(Infinity)
+    expect(budgetAsks([demand(30)])).toBe(30)
   })
 })
