@@ -14,6 +14,7 @@ import { holdContinues, inviteBody } from './hooks/expect-continue.js'
 import { isValidationFailure, validationMessage } from './hooks/validation-message.js'
 import { bodyDeadline } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
+import { originForm } from './request-target.js'
 import { setAnswerFields } from './answer-fields.js'
 import type { Tracing } from '../observe/tracing.js'
 import { bodyTypeRefused, NOT_JSON } from '../access/request-body.js'
@@ -236,6 +237,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         requireHostHeader: false,
       }
       const take = (req: IncomingMessage, res: ServerResponse): void => {
+        if (req.url !== undefined) req.url = originForm(req.url)
         tracing?.begin(req)
         // Closing: answered as ever, and the connection closed after it (closeGently).
         current.take(req, res)

@@ -523,6 +523,25 @@ describe('path-spelling attacks never reach the platform outside /api/v1/', () =
   })
 })
 
+describe('an absolute-form request target (RFC 9112, 3.2.2)', () => {
+  it.each([
+    ['http://evil.example/api/v1/campaign/unknown', '/api/v1/campaign/unknown'],
+    ['HTTPS://user@evil.example:8443/api/v1/campaign/unknown?userId=101', '/api/v1/campaign/unknown?userId=101'],
+  ])('is served as its path and query, whatever its authority: %s', async (target, forwarded) => {
+    const res = await rawRequest(target)
+    expect(res.status).toBe(404)
+    expect(res.text).toContain('{"message":"Not Found"}')
+    expect(sandbox.requests.map((r) => r.path + (r.query ? `?${r.query}` : ''))).toEqual([forwarded])
+  })
+
+  it('with no path is the root, answered by the gateway', async () => {
+    const res = await rawRequest('http://evil.example')
+    expect(res.status).toBe(404)
+    expect(JSON.parse(res.body)).toMatchObject({ code: 'GW_NOT_FOUND' })
+    expect(sandbox.requests).toHaveLength(0)
+  })
+})
+
 describe('a path that is no percent-encoding', () => {
   it.each(['/api/v1/campaign/%zz', '/api/v1/report/campaigns/%E0%A4%A', '/api/v1/jobs/%', '/%zz'])('is 400 GW_BAD_REQUEST with a request id on the proxy listener, never a framework code: %s', async (target) => {
     const res = await rawRequest(target)

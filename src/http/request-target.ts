@@ -1,0 +1,16 @@
+// RFC 9112, 3.2.2: a server accepts a request target in absolute form
+// (`GET http://host/path?q HTTP/1.1`), as a client configured with a proxy sends it. The
+// gateway serves its path and query as it serves the origin form: the authority names no
+// other origin the gateway could reach, and the path is read afterwards by the same rules
+// (dot segments, percent-encoding, the routes) as any other.
+
+const ABSOLUTE = /^https?:\/\/[^/?#]*/i
+
+/** The origin form of a request target: itself unless absolute, else its path and query (`/` where it has no path). */
+export function originForm(target: string): string {
+  if (target.startsWith('/')) return target
+  const authority = ABSOLUTE.exec(target)
+  if (authority === null) return target
+  const rest = target.slice(authority[0].length)
+  return rest.startsWith('/') ? rest : `/${rest}`
+}
