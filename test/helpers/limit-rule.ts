@@ -48,10 +48,10 @@ export class LimitRuleStandIn {
   }
 
   /** The other replicas' records it was given at each renewal (none: this replica does not learn). */
-  heardOf: string[][] = []
+  heardOf: (string[] | null)[] = []
   shareAnswers(): void {}
-  heard(records: readonly { run: string }[]): void {
-    this.heardOf.push(records.map((r) => r.run))
+  heard(records: readonly { run: string }[] | null): void {
+    this.heardOf.push(records === null ? null : records.map((r) => r.run))
   }
   calls(): string | null {
     return null

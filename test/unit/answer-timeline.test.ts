@@ -116,13 +116,31 @@ describe('AnswerTimeline', () => {
     expect(decodeCalls(tl.calls(T + 6_200))?.calls).toEqual([call(6_000, 6_100), { ...call(6_150, null), outcome: 'other' }])
   })
 
+  it('on the learner, keeps a replica in play for keepMs while it has no record (it holds no seat between its calls), and gives its calls when it comes back', () => {
+    const s = sink()
+    const tl = new AnswerTimeline(s, KEEP_MS)
+    tl.heard([record('r2', 0, [call(0, 40)])], T)
+    tl.heard([record('r2', 100, [call(0, 40)])], T + 100)
+    // r2 gave its seats back: the learner's renewal answers no other record.
+    tl.heard([], T + 1_000)
+    expect(tl.merging).toBe(true)
+    const mine = tl.started('week', 1, T + 1_100)
+    tl.ended(answer(1_100, 1_300, mine), T + 1_300)
+    tl.heard([record('r2', 1_400, [call(1_200, null)])], T + 1_400)
+    const k = kindId('week')
+    // The learner's call is weighed beside r2's, started while it was in flight.
+    expect(s.log).toEqual([`start ${k} 1`, 'end 1@40', `start ${k} 1`, `start ${k} 2`, 'end 2@1300'])
+    tl.heard([], T + 1_400 + KEEP_MS + 1)
+    expect(tl.merging).toBe(false)
+  })
+
   it('once it no longer learns, ends the other replicas\' calls it started and gives its own at once again', () => {
     const s = sink()
     const tl = new AnswerTimeline(s, KEEP_MS)
     tl.heard([record('r2', 0, [])], T)
     tl.heard([record('r2', 100, [call(50, null)])], T + 100)
     const mine = tl.started('week', 5, T + 120)
-    tl.heard([], T + 130)
+    tl.heard(null, T + 130)
     expect(tl.merging).toBe(false)
     // r2's call ends where the evidence had reached; the learner's own starts with the load its seats said.
     expect(s.log).toEqual([`start ${kindId('week')} 1`, 'end 1@100', `start ${kindId('week')} 5`])

@@ -76,7 +76,7 @@ describe('LearnedLimit', () => {
     expect(JSON.parse(written.at(-1) as string)).toMatchObject({ limit: 8, knee: 8, at: clock.now(), run: 'r1' })
     expect(told).toEqual([false])
     renewed(record({ limit: 8, knee: 8, at: clock.now(), run: 'r2' }, null), false, [other])
-    expect(estimator.heardOf).toEqual([['r2'], ['r2'], []])
+    expect(estimator.heardOf).toEqual([['r2'], ['r2'], null])
   })
 
   it('puts the limit rule\'s limit and knee in force at once', () => {

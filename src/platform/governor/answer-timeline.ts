@@ -127,12 +127,12 @@ export class AnswerTimeline {
 
   /**
    * The other replicas' records (run, calls) as a renewal of the learner returned them, or
-   * none (it does not learn): every call is given up to the moment every record reached.
+   * null (it does not learn): every call is given up to the moment every record reached.
    */
-  heard(records: readonly { run: string; calls?: string | undefined }[], now: number): void {
+  heard(records: readonly { run: string; calls?: string | undefined }[] | null, now: number): void {
     this.#heardAt = now
     const seen = new Set<string>()
-    for (const r of records) {
+    for (const r of records ?? []) {
       const decoded = r.calls === undefined ? null : decodeCalls(r.calls)
       if (decoded === null) continue
       seen.add(r.run)
@@ -148,10 +148,13 @@ export class AnswerTimeline {
       this.#remote.set(r.run, remote)
     }
     let horizon = now
-    // A replica absent from the answer has no record: no call in flight (those started here end with what its record says next, else now), and none to start before it renews. Not heard of for keepMs, or this one does not learn, it goes.
+    // A replica absent from the answer has no record (it holds no seat between its calls): no
+    // call in flight (those started here end with what its record says next, else now), and
+    // none to start before it renews; it stays in play for keepMs, so that the learner keeps
+    // weighing replicas that come and go. Not heard of for keepMs, or this one does not learn, it goes.
     for (const [run, remote] of this.#remote) {
       if (seen.has(run)) horizon = Math.min(horizon, remote.at)
-      else if (records.length === 0 || now - remote.at > this.#keepMs) this.#forget(run, remote)
+      else if (records === null || now - remote.at > this.#keepMs) this.#forget(run, remote)
       else remote.inFlight = []
     }
     this.#release(horizon)
@@ -159,7 +162,7 @@ export class AnswerTimeline {
 
   /** No record heard of for keepMs (the store out): the other replicas' calls are out of play, this one's go at once. */
   #stale(now: number): void {
-    if (this.merging && now - this.#heardAt > this.#keepMs) this.heard([], now)
+    if (this.merging && now - this.#heardAt > this.#keepMs) this.heard(null, now)
   }
 
   /** A replica no longer in play (its record lapsed, or this one does not learn): its calls started here end, saying nothing; the rest go. */

@@ -136,8 +136,8 @@ export class KneeEstimator {
   shareAnswers(keepMs: number, now: () => number): void {
     ;[this.#timeline, this.#now] = [new AnswerTimeline({ start: (_kind, load) => this.#start(load), end: (a) => this.#end(a) }, keepMs), now]
   }
-  /** The other replicas' records (none: this replica does not learn), and this replica's calls for its own. */
-  heard(records: readonly { run: string; calls?: string | undefined }[]): void { this.#timeline?.heard(records, this.#now()) }
+  /** The other replicas' records (null: this replica does not learn), and this replica's calls for its own. */
+  heard(records: readonly { run: string; calls?: string | undefined }[] | null): void { this.#timeline?.heard(records, this.#now()) }
   calls(): string | null { return this.#timeline?.calls(this.#now()) ?? null }
   #start(load: number): number {
     const serial = ++this.#serial

@@ -106,7 +106,7 @@ export class LearnedLimit {
   renewed(answer: LeaseAnswer, plan: LeasePlan): void {
     const wasLearning = this.#learning
     this.#learning = plan.learner
-    this.#o.estimator.heard(plan.learner ? answer.others : [])
+    this.#o.estimator.heard(plan.learner ? answer.others : null)
     const record = answer.limitRecord === null ? null : this.#open(answer.limitRecord)
     if (this.#learning) {
       // Redis lost the record (a restart, a flush): the learner writes it again.
