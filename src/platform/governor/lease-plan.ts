@@ -164,6 +164,19 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   }
 }
 
+/** The shared limit record as this replica reads it (learned-limit.ts opens it). */
+export interface SharedLimit {
+  limit?: number
+  knee?: number
+  at: number
+  run?: string
+}
+
+/** Whether a record written moves the limit or the knee the store held: only then are the other replicas told to renew and take it. */
+export function moves(written: SharedLimit | null, held: SharedLimit | null): boolean {
+  return held === null || written === null || written.limit !== held.limit || written.knee !== held.knee
+}
+
 /** A record as the store keeps it: `<lease>|<in flight>|<need>|<answered>|<waited>|<teams>[#<calls>]`, each team `<name>,<weight>,<cap>,<held>,<waiting>,<lingering>,<peak>[,<seat ms>]` (cap 0: none). */
 export function encodeRecord(r: Omit<ReplicaRecord, 'run'>): string {
   const teams = r.teams.map((t) => `${t.team},${t.weight},${t.cap ?? 0},${t.held},${t.waiting},${t.lingering ? 1 : 0},${t.peak}${t.seatMs === undefined ? '' : `,${t.seatMs}`}`).join(';')
