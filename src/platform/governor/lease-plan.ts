@@ -59,11 +59,7 @@ export interface LeasePlan {
   shares: Map<string, number>
   /** Another replica needs more seats than it holds. */
   contended: boolean
-  /**
-   * Another replica that needs more seats than it holds holds fewer than its due: a seat
-   * free in the store is its to take (one that a call here just gave back, before it asked
-   * again), not a seat no one took.
-   */
+  /** Another replica that needs more seats than it holds holds fewer than its due: a seat free in the store is its to take, not a seat no one took. */
   shortElsewhere: boolean
   /** The other replicas that need more seats than they hold and hold fewer than their due, most short first: seats free in the store are theirs. */
   short: string[]
@@ -165,12 +161,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
 }
 
 /** The shared limit record as this replica reads it (learned-limit.ts opens it). */
-export interface SharedLimit {
-  limit?: number
-  knee?: number
-  at: number
-  run?: string
-}
+export type SharedLimit = { limit?: number; knee?: number; at: number; run?: string }
 
 /** Whether a record written moves the limit or the knee the store held: only then are the other replicas told to renew and take it. */
 export function moves(written: SharedLimit | null, held: SharedLimit | null): boolean {
