@@ -146,6 +146,17 @@ describe.skipIf(!available)('the lease stores: one rule in Redis and in memory',
     }
   })
 
+  it('tells every other listening run with one message, in both, and not the run that tells', async () => {
+    for (const [name, store] of stores()) {
+      const heard: string[] = []
+      for (const run of ['a1', 'a2', 'a3']) await store.listen(run, (everyone) => heard.push(`${run}:${everyone}`))
+      await store.tellAll('a1')
+      await store.tell('a1')
+      await waitFor(`${name}: a2, a3 told of the limit, a1 of seats`, () => heard.length === 3, 5000)
+      expect(heard.sort(), name).toEqual(['a1:false', 'a2:true', 'a3:true'])
+    }
+  })
+
   it('in Redis, drops a field that is not a record (a Redis writer\'s) rather than count it', async () => {
     await redis.client.hset(KEY, 'forged', 'not a record', 'limit', 'kept')
     const store = stores()[1]![1]

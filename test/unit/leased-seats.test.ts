@@ -103,3 +103,92 @@ describe('the learner across replicas', () => {
     b.stop()
   })
 })
+
+describe('the shared limit written', () => {
+  it('tells every other replica with one message when it moves the limit or the knee, and no one when it moves neither', async () => {
+    const clock = new SimClock()
+    let everyone = 0
+    const store = new (class extends MemoryLeaseStore {
+      override async tellAll(from: string): Promise<void> {
+        everyone += 1
+        return super.tellAll(from)
+      }
+    })(clock)
+    const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~1', perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+    lease.readLimitWith((text) => JSON.parse(text) as { limit: number; knee: number; at: number })
+    await lease.start()
+    lease.demand({ limit: LIMIT, inFlight: 1, waiting: 0, teams: [{ team: 't', weight: 1, held: 1, waiting: 0, cap: null, peak: 1, lingering: false, seatMs: 0 }] })
+    const write = async (limit: number, knee: number) => {
+      lease.writeLimit(JSON.stringify({ limit, knee, at: clock.now() }))
+      await clock.run(clock.now() + 100)
+    }
+    await write(8, 8)
+    expect(everyone).toBe(1)
+    // The same limit and knee, written again (a new learner, a later date): no one renews for it.
+    await write(8, 8)
+    expect(everyone).toBe(1)
+    await write(10, 8)
+    await write(10, 9)
+    expect(everyone).toBe(3)
+    lease.stop()
+  })
+})
+
+describe('replicas sharing the limit while one waits', () => {
+  /** Two replicas of one team on a limit of 4; `a` runs `calls` calls and `b` wants 3. */
+  async function pair(calls: number) {
+    const clock = new SimClock()
+    const store = new MemoryLeaseStore(clock)
+    const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+    const [a, b] = [make('r~a'), make('r~b')]
+    await Promise.all([a.start(), b.start()])
+    const demand = (lease: LeasedSeats, want: number, inFlight = Math.min(want, lease.size(4))) =>
+      lease.demand({ limit: 4, inFlight, waiting: want - inFlight, teams: [{ team: 't', weight: 1, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
+    /** Runs the clock `ms` in steps of 10 ms, each replica's calls filling its seats. */
+    const run = async (ms: number, aWants: number, bWants: number) => {
+      for (let t = 0; t < ms; t += 10) {
+        demand(a, aWants)
+        demand(b, bWants)
+        await clock.run(clock.now() + 10)
+      }
+    }
+    await run(500, calls, 0)
+    return { a, b, run, clock, store, demand }
+  }
+
+  it('a replica with no call left gives back its seats at once, not a trim later, and the waiting replica fills them', async () => {
+    const { a, b, run } = await pair(2)
+    expect(a.held).toBeGreaterThanOrEqual(2)
+    // b waits for 3: a keeps its due (its part of the team's share, by demand) and its call runs on.
+    await run(300, 1, 3)
+    expect(b.size(4)).toBeLessThan(4)
+    // a's call ends and none comes: its seats are b's within a few renewals (TRIM_AFTER is a second).
+    await run(200, 0, 3)
+    expect(a.held).toBe(0)
+    expect(b.size(4)).toBe(3)
+    a.stop()
+    b.stop()
+  })
+
+  it('a replica that gave seats back as another waited takes none of the seats free at its answer while the store stalls: the waiting one took them', async () => {
+    const { a, b, run, store, demand, clock } = await pair(3)
+    await run(300, 3, 3)
+    // a's calls fall to 1: it gives seats back, its answer leaves them free, b takes them; then the store stalls.
+    demand(a, 1)
+    while (a.held > 1) await clock.run(clock.now() + 1)
+    while (b.held < 3) {
+      demand(b, 3)
+      await clock.run(clock.now() + 1)
+    }
+    store.stall(clock.now() + 10_000)
+    // Calls come to a in the stall: its renewal times out, and it keeps to what it may.
+    for (let t = 0; t < 1000; t += 10) {
+      demand(a, 3)
+      demand(b, 3)
+      await clock.run(clock.now() + 10)
+      expect(Math.min(3, a.size(4)) + Math.min(3, b.size(4)), 'seats filled in the stall').toBeLessThanOrEqual(4)
+    }
+    a.stop()
+    b.stop()
+  })
+})

@@ -59,11 +59,7 @@ export interface LeasePlan {
   shares: Map<string, number>
   /** Another replica needs more seats than it holds. */
   contended: boolean
-  /**
-   * Another replica that needs more seats than it holds holds fewer than its due: a seat
-   * free in the store is its to take (one that a call here just gave back, before it asked
-   * again), not a seat no one took.
-   */
+  /** Another replica that needs more seats than it holds holds fewer than its due: a seat free in the store is its to take, not a seat no one took. */
   shortElsewhere: boolean
   /** The other replicas that need more seats than they hold and hold fewer than their due, most short first: seats free in the store are theirs. */
   short: string[]
@@ -162,6 +158,14 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     learnerRun,
     needsMost,
   }
+}
+
+/** The shared limit record as this replica reads it (learned-limit.ts opens it). */
+export type SharedLimit = { limit?: number; knee?: number; at: number; run?: string }
+
+/** Whether a record written moves the limit or the knee the store held: only then are the other replicas told to renew and take it. */
+export function moves(written: SharedLimit | null, held: SharedLimit | null): boolean {
+  return held === null || written === null || written.limit !== held.limit || written.knee !== held.knee
 }
 
 /** A record as the store keeps it: `<lease>|<in flight>|<need>|<answered>|<waited>|<teams>[#<calls>]`, each team `<name>,<weight>,<cap>,<held>,<waiting>,<lingering>,<peak>[,<seat ms>]` (cap 0: none). */

@@ -44,9 +44,11 @@ export interface LeaseStore {
   renew(ask: LeaseAsk): Promise<LeaseAnswer>
   /** A clean stop: the run's record goes. */
   giveBack(run: string): Promise<void>
-  /** `fn` runs when another run tells this one that seats came free. */
-  listen(run: string, fn: () => void): Promise<void>
+  /** `fn` runs when another run tells this one that seats came free (`everyone` false), or tells every run that the shared limit moved (true). */
+  listen(run: string, fn: (everyone: boolean) => void): Promise<void>
   tell(run: string): Promise<void>
+  /** Tells every other listening run at once: one message, whatever the replicas. */
+  tellAll(from: string): Promise<void>
 }
 
 /** One grant, on the store's clock: the rule both stores follow. */
@@ -77,7 +79,7 @@ export class MemoryLeaseStore implements LeaseStore {
   readonly #latencyMs: number
   readonly #timeoutMs: number
   readonly #records = new Map<string, { expiry: number; lease: number; inFlight: number; text: string }>()
-  readonly #listeners = new Map<string, () => void>()
+  readonly #listeners = new Map<string, (everyone: boolean) => void>()
   #limitRecord: string | null = null
   #stalledUntil = 0
 
@@ -110,13 +112,18 @@ export class MemoryLeaseStore implements LeaseStore {
     this.#records.delete(run)
   }
 
-  async listen(run: string, fn: () => void): Promise<void> {
+  async listen(run: string, fn: (everyone: boolean) => void): Promise<void> {
     this.#listeners.set(run, fn)
   }
 
   async tell(run: string): Promise<void> {
     await this.#delay()
-    this.#listeners.get(run)?.()
+    this.#listeners.get(run)?.(false)
+  }
+
+  async tellAll(from: string): Promise<void> {
+    await this.#delay()
+    for (const [run, fn] of this.#listeners) if (run !== from) fn(true)
   }
 
   #delay(): Promise<void> {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
-import { ElsewhereCharges, encodeRecord, fitting, leasePlan, type LeasePlan, type ReplicaRecord } from './lease-plan.js'
+import { ElsewhereCharges, encodeRecord, fitting, leasePlan, moves, type LeasePlan, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
 
@@ -42,14 +42,13 @@ export interface LeasedSeatsOptions {
 /**
  * This replica's lease of a credential's seats (docs/governor.md, "Across replicas"):
  * starting and ending a call costs no store command; the lease is renewed when what the
- * replica needs outgrows it, when seats it holds past its target are wanted elsewhere
- * (then given back as its calls end), when they sit unused, and every third of its life
- * while it holds any. While others wait, it asks for its target; the fraction the target
- * rounds to is taken in turns (a replica that held fewer seats than its target over time
- * asks one more). While the store cannot be reached it keeps its lease as last granted for
- * and its part of the seats no replica held, for as long as a lease lives, then its part
- * of an even split of the limit between the replicas it saw of late (or its own cap,
- * platform.maxConcurrentPerReplica, from DOWN_GRACE_MS on).
+ * replica needs outgrows it, when seats it holds past its due or its calls are wanted
+ * elsewhere (then given back as its calls end), when they sit unused, and every third of
+ * its life while it holds any. While others wait, it asks for its due, no more than its
+ * calls; the fraction the due rounds to is taken in turns. While the store cannot be
+ * reached it keeps its lease as last granted and its part of the seats no replica held,
+ * for as long as a lease lives, then its part of an even split of the limit between the
+ * replicas it saw of late (or platform.maxConcurrentPerReplica from DOWN_GRACE_MS on).
  */
 export class LeasedSeats implements SeatLease {
   readonly #o: LeasedSeatsOptions
@@ -93,7 +92,9 @@ export class LeasedSeats implements SeatLease {
   // The run that wrote the shared limit record, and when: the learner every replica goes on with while it writes.
   #learnerRun: string | null = null
   #learnerAt = -Infinity
-  #readLimit: (text: string) => { run?: string; at: number } | null = () => null
+  #readLimit: (text: string) => SharedLimit | null = () => null
+  // The shared limit and knee as the store last held them: a record that moves neither is written telling no one.
+  #shared: SharedLimit | null = null
   #tellOthers = false
   readonly #grown: (() => void)[] = []
   #calls: () => string | null = () => null
@@ -127,7 +128,7 @@ export class LeasedSeats implements SeatLease {
     // While leases live: its own, and its part of the seats no replica held at the last
     // answer; those it takes without the store, so a replica with its own cap grows into
     // them no further than that cap.
-    const kept = Math.min(limit, lease + Math.min(part(Math.max(0, this.#free)), cap === null ? Infinity : Math.max(0, cap - lease)))
+    const kept = Math.min(limit, lease + Math.min(part(this.#plan?.contended ? 0 : Math.max(0, this.#free)), cap === null ? Infinity : Math.max(0, cap - lease)))
     if (out < this.#o.leaseMs) return kept
     // Past a lease's life, its part of an even split of the limit; more than it kept only
     // once the calls every replica started before have ended (a call's budget, and the
@@ -135,21 +136,13 @@ export class LeasedSeats implements SeatLease {
     return out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
   }
 
-  /**
-   * The seats of the lease this replica fills: the lease is a part of the limit it was
-   * granted under (a lower limit shrinks it in proportion until the next renewal); while
-   * another replica waits, no more than its due (the rest goes back as calls end).
-   */
+  /** The seats of the lease it fills: a part of the limit granted under (a lower one shrinks it in proportion); while another replica waits, no more than its due. */
   #leaseUnder(limit: number): number {
     const lease = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
     return this.#plan?.contended && this.#spare() <= 0 ? Math.min(lease, this.#due()) : lease
   }
 
-  /**
-   * The seats free in the store, as of the last answer, that this replica may take: none
-   * while another replica that waits holds fewer than its due (they are its: a seat a call
-   * here just gave back is free until that replica asks again).
-   */
+  /** The seats free in the store at the last answer that it may take: none while a replica that waits holds fewer than its due (they are that one's). */
   #spare(): number {
     return this.#plan?.contended && this.#plan.shortElsewhere ? 0 : Math.max(0, this.#free)
   }
@@ -174,7 +167,7 @@ export class LeasedSeats implements SeatLease {
   }
 
   /** Opens the shared limit record (learned-limit.ts): its writer learns while it wrote within a lease's life (lease-plan.ts). */
-  readLimitWith(fn: (text: string) => { run?: string; at: number } | null): void { this.#readLimit = fn }
+  readLimitWith(fn: (text: string) => SharedLimit | null): void { this.#readLimit = fn }
 
   /** This replica's calls of late for its record (answer-timeline.ts), while it sees other replicas: the learner weighs them. */
   reportCalls(fn: () => string | null): void { this.#calls = fn }
@@ -203,7 +196,9 @@ export class LeasedSeats implements SeatLease {
   }
 
   async start(): Promise<void> {
-    await this.#o.store.listen(this.#run, () => {
+    await this.#o.store.listen(this.#run, (everyone) => {
+      // A new shared limit: a replica that neither holds nor wants seats takes it with its next renewal.
+      if (everyone && this.#lease === 0 && this.#demand.inFlight + this.#demand.waiting === 0) return
       this.#starvedAt = -Infinity
       this.#schedule(0)
     })
@@ -234,7 +229,7 @@ export class LeasedSeats implements SeatLease {
       this.#schedule(0)
       return
     }
-    if (this.#plan?.contended && (this.#lease > Math.max(this.#due(), demand.inFlight) || Math.max(this.#lease, demand.inFlight) < this.#occupied)) {
+    if (this.#plan?.contended && (this.#lease > Math.max(Math.min(this.#due(), need), demand.inFlight) || Math.max(this.#lease, demand.inFlight) < this.#occupied)) {
       this.#schedule(0)
       return
     }
@@ -324,14 +319,15 @@ export class LeasedSeats implements SeatLease {
     const ask = this.#downSince === null && now >= this.#countedAt ? wanted : Math.min(wanted, held)
     const calls = this.#others.length > 0 ? this.#calls() : null
     const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams, ...(calls === null ? {} : { calls }) })
-    const [limitRecord, tell] = [this.#limitRecord, this.#tellOthers]
+    const [limitRecord, shared] = [this.#limitRecord, this.#shared]
+    const tell = this.#tellOthers && limitRecord !== null && moves(this.#readLimit(limitRecord), shared)
     try {
       const answer = await this.#o.store.renew({ run: this.#run, record: record.slice(record.indexOf('|') + 1), inFlight: d.inFlight, need, ask, limit: d.limit, held, leaseMs: this.#o.leaseMs, limitRecord, learns: this.learner })
       this.#answers = 0
       this.#waited = false
       if (this.#limitRecord === limitRecord) [this.#limitRecord, this.#tellOthers] = [null, false]
       this.#taken(answer, need, d.limit)
-      if (limitRecord !== null && tell) for (const other of answer.others) this.#o.store.tell(other.run).catch(() => undefined)
+      if (tell) this.#o.store.tellAll(this.#run).catch(() => undefined)
     } catch {
       this.#lastAnswer = this.#clock.now()
       // Kept as last granted while leases live, with this replica's part of the seats no one
@@ -377,18 +373,20 @@ export class LeasedSeats implements SeatLease {
     this.#charges.seen(answer.others)
     const written = answer.limitRecord === null ? null : this.#readLimit(answer.limitRecord)
     if (written?.run !== undefined) [this.#learnerRun, this.#learnerAt] = [written.run, written.at]
+    this.#shared = written
     this.#plan = this.#planFor(need, this.#demand)
     // Short of seats with none free that it may take: it waits to be told, or for the bounded
     // retry, and tells the replicas that hold seats they neither use nor are due to give them back.
     if (need > this.#lease && !(this.#free > 0 && this.#wanted(this.#demand) > this.#lease)) {
       this.#starvedAt = this.#lastAnswer
-      for (const run of this.#plan.over) this.#o.store.tell(run).catch(() => undefined)
+      for (const run of this.#plan.over.slice(0, need - this.#lease)) this.#o.store.tell(run).catch(() => undefined)
     }
     this.#unusedSince = this.#lease > fitting(this.#demand.inFlight + this.#demand.waiting, this.#demand.limit) ? (this.#unusedSince ?? this.#lastAnswer) : null
-    // Seats left free, or given back (a lease cut, calls past it ended): the replicas short of
-    // their due are told, else the one that needs most (each may wait for its bounded retry).
-    const freed = answer.free > 0 || this.#lease < before || this.#occupied < occupiedBefore
-    const tell = !freed ? [] : this.#plan.short.length > 0 ? this.#plan.short : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
+    // Seats left free, or given back (a lease cut, calls past it ended): as many replicas short
+    // of their due as seats came free are told, most short first, else the one that needs
+    // most (each may wait for its bounded retry).
+    const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
+    const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
     for (const run of tell) this.#o.store.tell(run).catch(() => undefined)
     this.#o.onRenewed?.(answer, this.#plan)
     // Targets moved with every renewal: the queue looks again.

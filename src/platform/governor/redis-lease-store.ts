@@ -74,7 +74,7 @@ export interface RedisLeaseStoreOptions {
   credential: string
 }
 
-/** The lease store in Redis, through the breaker; a run is told of seats given back on a bus channel of its own. */
+/** The lease store in Redis, through the breaker; a run is told of seats given back on a bus channel of its own, and of a new shared limit on one every run hears. */
 export class RedisLeaseStore implements LeaseStore {
   readonly #o: RedisLeaseStoreOptions
 
@@ -100,15 +100,21 @@ export class RedisLeaseStore implements LeaseStore {
     await breaker.run(() => GIVE_BACK(redis, key, run), 0)
   }
 
-  async listen(run: string, fn: () => void): Promise<void> {
-    await this.#o.bus?.subscribe(this.#channel(run), fn)
+  async listen(run: string, fn: (everyone: boolean) => void): Promise<void> {
+    await this.#o.bus?.subscribe(this.#channel(run), () => fn(false))
+    await this.#o.bus?.subscribe(this.#channel(null), (from) => from !== run && fn(true))
   }
 
   async tell(run: string): Promise<void> {
     await this.#o.bus?.publish(this.#channel(run), '1')
   }
 
-  #channel(run: string): string {
-    return `platform-seats:${this.#o.credential}:${run}`
+  async tellAll(from: string): Promise<void> {
+    await this.#o.bus?.publish(this.#channel(null), from)
+  }
+
+  /** A run's own channel, or (null) the one every run of the credential hears. */
+  #channel(run: string | null): string {
+    return run === null ? `platform-seats:${this.#o.credential}` : `platform-seats:${this.#o.credential}:${run}`
   }
 }

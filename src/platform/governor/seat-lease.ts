@@ -60,35 +60,15 @@ export class LocalSeats implements SeatLease {
   readonly held = null
   readonly #cap: number
 
-  constructor(cap = Infinity) {
-    this.#cap = cap
-  }
-
-  size(limit: number): number {
-    return Math.min(limit, this.#cap)
-  }
-
-  shares(): null {
-    return null
-  }
-
-  elsewhere(): number {
-    return 0
-  }
-
-  saturated(): boolean {
-    return true
-  }
-
+  constructor(cap = Infinity) { this.#cap = cap }
+  size(limit: number): number { return Math.min(limit, this.#cap) }
+  shares(): null { return null }
+  elsewhere(): number { return 0 }
+  saturated(): boolean { return true }
   demand(): void {}
-
   onGrown(): void {}
-
   answered(): void {}
-
   waited(): void {}
-
   async start(): Promise<void> {}
-
   stop(): void {}
 }
