@@ -102,6 +102,12 @@ describe('leasePlan: what a replica knows of the others', () => {
     expect(leasePlan(r1, [r2], 4, null)).toMatchObject({ learner: false, learnerRun: 'r2' })
     expect(leasePlan(r1, [r3], 4, 'r1')).toMatchObject({ learner: false, learnerRun: 'r3' })
   })
+
+  it('keeps the writer of the shared limit the learner while its record is away (the store drops a record with nothing in flight or needed): another replica does not learn beside it', () => {
+    const r2 = replica('r2', [], { answered: 3 })
+    expect(leasePlan(r2, [], 4, 'r1')).toMatchObject({ learner: false, learnerRun: 'r1' })
+    expect(leasePlan(r2, [], 4, null)).toMatchObject({ learner: true, learnerRun: 'r2' })
+  })
 })
 
 describe('encodeRecord and decodeRecord', () => {

@@ -136,10 +136,11 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
       needsMost = r.run
     }
   }
-  // The replica whose calls answered most learns; the writer of the shared limit, while it writes (a lease's life) and its record lives, goes on while it answers at least 1/LEARNER_MARGIN of that.
+  // The replica whose calls answered most learns; the writer of the shared limit, while it writes (a lease's life), goes on while it answers at least
+  // 1/LEARNER_MARGIN of that, and while its record is away (the store drops a record with nothing in flight or needed): two learners would each cut the limit.
   const most = all.reduce((best, r) => (r.answered > best.answered || (r.answered === best.answered && r.run < best.run) ? r : best), mine)
   const before = all.find((r) => r.run === learnerBefore)
-  const learnerRun = before !== undefined && before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
+  const learnerRun = before === undefined ? (learnerBefore ?? most.run) : before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
   return {
     targets,
     target,
