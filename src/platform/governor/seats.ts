@@ -184,7 +184,7 @@ export class CredentialSeats {
       teams: this.#teams,
       atCeiling: (team) => this.#atCeiling(team),
       weight: (team) => this.#weight(team),
-      isShort: (team, workClass) => this.#o.work.within(team, workClass, LENDING_HORIZON_MS, now),
+      isShort: (team, workClass) => (this.#o.work.expectedMs(team, workClass, now) ?? Infinity) <= LENDING_HORIZON_MS,
     }
   }
 
@@ -256,7 +256,6 @@ export class CredentialSeats {
     const seats = this.#teamOf(team)
     const startedAt = this.#clock.now()
     this.#inFlight += 1
-    seats.held += 1
     const expected = this.#o.work.expectedMs(team, workClass, startedAt)
     const charged = Math.max(MIN_CHARGE_MS, expected ?? MIN_CHARGE_MS)
     const start = Math.max(seats.tag, this.#virtual)
@@ -273,7 +272,6 @@ export class CredentialSeats {
     let ended = false
     const free = () => {
       this.#inFlight -= 1
-      seats.held -= 1
       const held = Math.max(MIN_CHARGE_MS, this.#clock.now() - startedAt)
       seats.seatMs += held
       seats.tag += (held - charged) / weight
