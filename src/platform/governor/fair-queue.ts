@@ -31,10 +31,7 @@ export class FairQueue<W extends Queued> {
   /** Waiting calls per team at `priority` (default: callers'; null: every priority). */
   countByTeam(priority: Priority | null = 'caller'): Map<string, number> {
     const out = new Map<string, number>()
-    for (const [team, list] of this.#byTeam) {
-      const n = priority === null ? list.length : list.filter((w) => w.priority === priority).length
-      if (n > 0) out.set(team, n)
-    }
+    for (const team of this.#byTeam.keys()) if (this.count(team, priority) > 0) out.set(team, this.count(team, priority))
     return out
   }
 
@@ -67,13 +64,12 @@ export class FairQueue<W extends Queued> {
     return true
   }
 
-  /** `team`'s most pressing call (of those `may` allows), or null. */
-  pressing(team: string, may?: (w: W) => boolean): W | null {
+  /** `team`'s most pressing call, or null. */
+  pressing(team: string): W | null {
     let best: W | null = null
     let bestRank = Infinity
     let bestUrgency = -Infinity
     for (const w of this.#byTeam.get(team) ?? []) {
-      if (may && !may(w)) continue
       const r = rank(w)
       const urgency = w.priority === 'ahead' ? (w.urgency?.() ?? 0) : 0
       if (r < bestRank || (r === bestRank && urgency > bestUrgency)) {

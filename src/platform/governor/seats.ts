@@ -1,6 +1,6 @@
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
 import { LENDING_HORIZON_MS, heldBack, nextCall, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
-import { learnFrom, pauseText, refusal, tooLate, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
+import { learnFrom, refusal, tooLate, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
 import { LocalSeats, type LocalTeam, type SeatLease } from './seat-lease.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { TeamAccounts, type TeamAccount } from './team-accounts.js'
@@ -188,7 +188,7 @@ export class CredentialSeats {
     }
   }
 
-  #pauseText(): string { return pauseText(this.credential, this.pausedUntil - this.#clock.now()) }
+  #pauseText(): string { return `credential ${this.credential} is paused by the platform for ${Math.ceil((this.pausedUntil - this.#clock.now()) / 1000)} s` }
 
   #refuse(reason: RefusalReason, text: string, priority: Priority): Error {
     this.#o.onRefused?.(reason)
