@@ -64,12 +64,13 @@ export class FairQueue<W extends Queued> {
     return true
   }
 
-  /** `team`'s most pressing call, or null. */
-  pressing(team: string): W | null {
+  /** `team`'s most pressing call (of those `may` allows), or null. */
+  pressing(team: string, may?: (w: W) => boolean): W | null {
     let best: W | null = null
     let bestRank = Infinity
     let bestUrgency = -Infinity
     for (const w of this.#byTeam.get(team) ?? []) {
+      if (may && !may(w)) continue
       const r = rank(w)
       const urgency = w.priority === 'ahead' ? (w.urgency?.() ?? 0) : 0
       if (r < bestRank || (r === bestRank && urgency > bestUrgency)) {
