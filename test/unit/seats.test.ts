@@ -420,6 +420,23 @@ describe('who gets a free seat', () => {
     expect(years.every((c) => c.seat !== null)).toBe(true)
   })
 
+  it('sends a short call of a team past its share ahead of its long one held back: its long call holds up none of its short ones', async () => {
+    const { s, work, order } = seats(fakeClock(), { limit: 4, queueLimit: 100 })
+    work.answered('b', 'year', 4000)
+    work.answered('b', 'week', LENDING_HORIZON_MS)
+    const dash = [call(s, order, 'dash'), call(s, order, 'dash')]
+    await settle()
+    dash.forEach((c) => answer(c, 100))
+    // Team b at its share (2 of 4), then a long call past it, held back from the two seats owed to the dashboard...
+    const years = Array.from({ length: 3 }, () => call(s, order, 'b', { workClass: 'year' }))
+    await settle()
+    expect([s.running('b'), s.queued, s.heldBack()]).toEqual([2, 1, { owed: 2, longOnly: true }])
+    // ...and a short call behind it: lent an owed seat at once, the long one still held back.
+    const week = call(s, order, 'b', { workClass: 'week' })
+    await settle()
+    expect([week.seat !== null, years.filter((c) => c.seat === null).length, s.running('b')]).toEqual([true, 1, 3])
+  })
+
   it('starts a long call past its team\'s share only on a seat no active team is owed: free seats − owed seats ≥ 1', async () => {
     const { s, work, order } = seats(fakeClock(), { limit: 6, queueLimit: 100 })
     work.answered('b', 'year', 4000)

@@ -6,10 +6,9 @@ import { CUT_GROWTH, CUT_MEMORY_MS, CUT_TRIAL_MS, ESTIMATE_GAIN, MAX_KINDS, Work
 const NOW = 1_800_000_000_000
 
 describe('WorkEstimates', () => {
-  it('knows nothing of a kind no team has had answered: unknown, and not within any horizon', () => {
+  it('knows nothing of a kind no team has had answered', () => {
     const w = new WorkEstimates()
     expect(w.expectedMs('a', 'year', NOW)).toBeNull()
-    expect(w.within('a', 'year', 500, NOW)).toBe(false)
   })
 
   it('takes the first answer, then moves by ESTIMATE_GAIN of each answer\'s difference', () => {
@@ -18,8 +17,6 @@ describe('WorkEstimates', () => {
     expect(w.expectedMs('a', 'week', NOW)).toBe(100)
     w.answered('a', 'week', 200)
     expect(w.expectedMs('a', 'week', NOW)).toBeCloseTo(100 + ESTIMATE_GAIN * 100)
-    expect(w.within('a', 'week', 500, NOW)).toBe(true)
-    expect(w.within('a', 'week', 100, NOW)).toBe(false)
   })
 
   it('takes a team\'s own answers first, else what the same work took for the other teams: no team makes another\'s calls look short', () => {
@@ -57,7 +54,6 @@ describe('WorkEstimates', () => {
     // Once the first cut is forgotten, a new one is taken as it is.
     w.cut('a', 'month', 400, NOW + CUT_MEMORY_MS + 20)
     expect(w.expectedMs('a', 'month', NOW + CUT_MEMORY_MS + 20)).toBe(CUT_GROWTH * 400)
-    expect(w.within('a', 'month', 500, NOW + CUT_MEMORY_MS + 20)).toBe(false)
   })
 
   it('forgets a cut once a call of its kind is answered sooner than it said', () => {

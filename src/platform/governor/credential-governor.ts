@@ -76,16 +76,14 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
     seats: lease,
     clock,
     onRefused: o.onRefused,
-    ...(estimator
-      ? {
-          onStarted: (kind: string, load: number) => estimator.started(kind, load),
-          onEnded: (answer: Parameters<KneeEstimator['ended']>[0]) => {
-            estimator.ended({ ...answer, ...(o.answerTimed ? { timed: o.answerTimed(answer.at - answer.startedAt) } : {}) })
-            learned?.tick()
-          },
-          onWaited: (longMs: number | null) => estimator.waited(longMs),
-        }
-      : {}),
+    ...(estimator && {
+      onStarted: (kind, load) => estimator.started(kind, load),
+      onEnded: (answer) => {
+        estimator.ended({ ...answer, ...(o.answerTimed ? { timed: o.answerTimed(answer.at - answer.startedAt) } : {}) })
+        learned?.tick()
+      },
+      onWaited: (longMs) => estimator.waited(longMs),
+    }),
   })
   if (estimator) {
     learned = new LearnedLimit({

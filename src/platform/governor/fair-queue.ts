@@ -31,10 +31,7 @@ export class FairQueue<W extends Queued> {
   /** Waiting calls per team at `priority` (default: callers'; null: every priority). */
   countByTeam(priority: Priority | null = 'caller'): Map<string, number> {
     const out = new Map<string, number>()
-    for (const [team, list] of this.#byTeam) {
-      const n = priority === null ? list.length : list.filter((w) => w.priority === priority).length
-      if (n > 0) out.set(team, n)
-    }
+    for (const team of this.#byTeam.keys()) if (this.count(team, priority) > 0) out.set(team, this.count(team, priority))
     return out
   }
 

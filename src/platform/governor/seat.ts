@@ -94,10 +94,6 @@ export function refusal(credential: string, reason: RefusalReason, text: string,
   return Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, Math.ceil(pauseLeftMs / 1000)) })
 }
 
-export function pauseText(credential: string, pauseLeftMs: number): string {
-  return `credential ${credential} is paused by the platform for ${Math.ceil(pauseLeftMs / 1000)} s`
-}
-
 /** Why a call that cannot end before its deadline is not sent. */
 export function tooLate(expected: number | null, leftMs: number): string {
   return `calls of its kind take about ${Math.round((expected ?? 0) / 100) / 10} s at the platform and its deadline leaves ${Math.max(0, Math.round(leftMs / 100) / 10)} s`

@@ -1,6 +1,6 @@
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
 import { LENDING_HORIZON_MS, heldBack, nextCall, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
-import { learnFrom, pauseText, refusal, tooLate, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
+import { learnFrom, refusal, tooLate, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
 import { LocalSeats, type LocalTeam, type SeatLease } from './seat-lease.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { TeamAccounts, type TeamAccount } from './team-accounts.js'
@@ -184,11 +184,11 @@ export class CredentialSeats {
       teams: this.#teams,
       atCeiling: (team) => this.#atCeiling(team),
       weight: (team) => this.#weight(team),
-      isShort: (team, workClass) => this.#o.work.within(team, workClass, LENDING_HORIZON_MS, now),
+      isShort: (team, workClass) => (this.#o.work.expectedMs(team, workClass, now) ?? Infinity) <= LENDING_HORIZON_MS,
     }
   }
 
-  #pauseText(): string { return pauseText(this.credential, this.pausedUntil - this.#clock.now()) }
+  #pauseText(): string { return `credential ${this.credential} is paused by the platform for ${Math.ceil((this.pausedUntil - this.#clock.now()) / 1000)} s` }
 
   #refuse(reason: RefusalReason, text: string, priority: Priority): Error {
     this.#o.onRefused?.(reason)
@@ -256,7 +256,6 @@ export class CredentialSeats {
     const seats = this.#teamOf(team)
     const startedAt = this.#clock.now()
     this.#inFlight += 1
-    seats.held += 1
     const expected = this.#o.work.expectedMs(team, workClass, startedAt)
     const charged = Math.max(MIN_CHARGE_MS, expected ?? MIN_CHARGE_MS)
     const start = Math.max(seats.tag, this.#virtual)
@@ -273,7 +272,6 @@ export class CredentialSeats {
     let ended = false
     const free = () => {
       this.#inFlight -= 1
-      seats.held -= 1
       const held = Math.max(MIN_CHARGE_MS, this.#clock.now() - startedAt)
       seats.seatMs += held
       seats.tag += (held - charged) / weight

@@ -7,9 +7,8 @@ export const LINGER_MS = 5_000
 /** A call in flight: its start, when it is overdue (Infinity once answered), whether it was expected short. */
 export type RunningCall = { at: number; dueAt: number; short: boolean }
 
-/** One team's seats on one replica (docs/governor.md, "State"): its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`. */
+/** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`. */
 export interface TeamAccount {
-  held: number
   seatMs: number
   running: Set<RunningCall>
   tag: number
@@ -27,7 +26,7 @@ export class TeamAccounts {
   /** `team`'s account, opened at the virtual time `virtual`. */
   of(team: string, virtual: number): TeamAccount {
     let seats = this.#teams.get(team)
-    if (!seats) this.#teams.set(team, (seats = { held: 0, seatMs: 0, running: new Set(), tag: virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity }))
+    if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity }))
     return seats
   }
 
@@ -40,7 +39,7 @@ export class TeamAccounts {
     }
   }
 
-  held(team: string): number { return this.#teams.get(team)?.held ?? 0 }
+  held(team: string): number { return this.#teams.get(team)?.running.size ?? 0 }
 
   /** `team`'s calls in flight expected short; of every team's, without one. */
   shortRunning(team?: string): number {
@@ -67,7 +66,7 @@ export class TeamAccounts {
   /** A team's demand (held and `waiting`) grew: its peak over the linger follows. */
   notePeak(team: string, waiting: number, now: number, virtual: number): void {
     const seats = this.of(team, virtual)
-    const demand = seats.held + waiting
+    const demand = seats.running.size + waiting
     if (demand >= seats.peak || now - seats.peakAt > LINGER_MS) {
       seats.peak = demand
       seats.peakAt = now
@@ -80,9 +79,10 @@ export class TeamAccounts {
     for (const [team, seats] of this.#teams) {
       const lingering = team !== GATEWAY_TEAM && now - seats.lastAsked < LINGER_MS
       const w = waiting.get(team) ?? 0
-      if (seats.held === 0 && w === 0 && !lingering) continue
-      const peak = now - seats.peakAt <= LINGER_MS ? Math.max(seats.peak, seats.held + w) : seats.held + w
-      out.push({ team, weight: weight(team), held: seats.held, waiting: w, cap: cap(team), lingering, peak, seatMs: Math.round(seatMs(seats, now)) })
+      const held = seats.running.size
+      if (held === 0 && w === 0 && !lingering) continue
+      const peak = now - seats.peakAt <= LINGER_MS ? Math.max(seats.peak, held + w) : held + w
+      out.push({ team, weight: weight(team), held, waiting: w, cap: cap(team), lingering, peak, seatMs: Math.round(seatMs(seats, now)) })
     }
     return out
   }
@@ -90,7 +90,7 @@ export class TeamAccounts {
   /** When the first linger of a team holding no seat ends (Infinity: none lingers). */
   lingerEnd(now: number): number {
     let at = Infinity
-    for (const seats of this.#teams.values()) if (seats.held === 0 && now - seats.lastAsked < LINGER_MS) at = Math.min(at, seats.lastAsked + LINGER_MS)
+    for (const seats of this.#teams.values()) if (seats.running.size === 0 && now - seats.lastAsked < LINGER_MS) at = Math.min(at, seats.lastAsked + LINGER_MS)
     return at
   }
 

@@ -48,12 +48,6 @@ export class WorkEstimates {
     return due
   }
 
-  /** Whether a call of `work` by `team` is expected to end within `horizonMs` (unknown: it is not). */
-  within(team: string, work: string, horizonMs: number, now: number): boolean {
-    const ms = this.expectedMs(team, work, now)
-    return ms !== null && ms <= horizonMs
-  }
-
   /** A call answered after `ms` at the platform: a cut that said its kind takes longer no longer stands. */
   answered(team: string, work: string, ms: number): void {
     for (const [map, k] of this.#keys(team, work)) {
