@@ -437,6 +437,23 @@ describe('who gets a free seat', () => {
     expect([week.seat !== null, years.filter((c) => c.seat === null).length, s.running('b')]).toEqual([true, 1, 3])
   })
 
+  it('across replicas too, sends a short call of a team past its share ahead of its long one held back, and says a long call alone is held back', async () => {
+    // A lease of 4 seats whose shares, worked out over every replica, give the dashboard 2 here and b 2.
+    const lease: SeatLease = { held: 4, size: () => 4, shares: () => ({ targets: new Map([['dash', 2], ['b', 2]]), lent: 0, shares: new Map([['dash', 2], ['b', 2]]), heldElsewhere: new Map(), charged: new Map() }), elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined, start: async () => undefined, stop: () => undefined }
+    const { s, work, order } = seats(fakeClock(), { limit: 8, queueLimit: 100, seats: lease })
+    work.answered('b', 'year', 4000)
+    work.answered('b', 'week', LENDING_HORIZON_MS)
+    const dash = [call(s, order, 'dash'), call(s, order, 'dash')]
+    await settle()
+    dash.forEach((c) => answer(c, 100))
+    const years = Array.from({ length: 3 }, () => call(s, order, 'b', { workClass: 'year' }))
+    await settle()
+    expect([s.running('b'), s.queued, s.heldBack()]).toEqual([2, 1, { owed: 2, longOnly: true }])
+    const week = call(s, order, 'b', { workClass: 'week' })
+    await settle()
+    expect([week.seat !== null, years.filter((c) => c.seat === null).length, s.running('b'), s.heldBack().longOnly]).toEqual([true, 1, 3, true])
+  })
+
   it('starts a long call past its team\'s share only on a seat no active team is owed: free seats − owed seats ≥ 1', async () => {
     const { s, work, order } = seats(fakeClock(), { limit: 6, queueLimit: 100 })
     work.answered('b', 'year', 4000)

@@ -36,7 +36,7 @@ export interface DispatchState<W extends WaitingCall> {
   isShort(team: string, workClass: string): boolean
 }
 
-/** A waiting team's call to consider (its most pressing; past its share on one replica, its most pressing short one), whether it is below its share (2.1), whether that call is short. */
+/** A waiting team's call to consider (its most pressing; past its share, its most pressing short one), whether it is below its share (2.1), whether that call is short. */
 function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { head: W | null; within: boolean; short: boolean; everywhere: number } {
   const { view } = s
   const everywhere = s.teams.held(team) + (view.heldElsewhere.get(team) ?? 0)
@@ -44,7 +44,7 @@ function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { h
   const within = view.one ? everywhere + 1 <= share + 1e-9 : everywhere < share
   const isShort = (w: W) => s.isShort(team, w.workClass)
   const head = s.queue.pressing(team)
-  if (!view.one || within || head === null || isShort(head)) return { head, within, everywhere, short: head !== null && isShort(head) }
+  if (within || head === null || isShort(head)) return { head, within, everywhere, short: head !== null && isShort(head) }
   const short = s.queue.pressing(team, isShort)
   return short === null ? { head, within, everywhere, short: false } : { head: short, within, everywhere, short: true }
 }
@@ -86,14 +86,14 @@ export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: numbe
   return best
 }
 
-/** What the rule holds back from the calls waiting: the seats owed, and whether every waiting call is held back (a long call past its share, a ceiling, a pause). */
+/** What the rule holds back from the calls waiting: the seats owed, and whether every waiting call is held back (every call of a team past its share long, a ceiling, a pause): the simulator's work-conserving check reads it. */
 export function heldBack<W extends WaitingCall>(s: DispatchState<W>, paused: boolean): { owed: number; longOnly: boolean } {
   const owed = owedNow(s)
   if (paused) return { owed, longOnly: true }
   const longOnly = [...s.queue.waitingTeams()].every((team) => {
     if (s.atCeiling(team)) return true
     const st = standing(s, team)
-    return st.head !== null && !st.within && !st.short
+    return st.head !== null && !st.within && s.queue.pressing(team, (w) => s.isShort(team, w.workClass)) === null
   })
   return { owed, longOnly }
 }
