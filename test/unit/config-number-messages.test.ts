@@ -1,24 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../../src/config.js'
-import { loadConfigFrom } from '../helpers/load-config.js'
+import { configProblems as problems } from '../helpers/load-config.js'
 
 // Contract, "Configuration": invalid configuration stops the start with one line per
 // problem, naming the key and what is wrong. A count setting given a value out of its
 // range says the range it takes, not only what the setting is for; an item of a list
 // shows the value it was given.
-
-const CONFIG_PATH = '/virtual/config.yaml'
-const PLATFORM = { PLATFORM_BASE_URL: 'https://platform.example.com', PLATFORM_TOKEN: 'platform-token-abcdef123456' }
-
-function problems(yaml: string): string[] {
-  try {
-    loadConfigFrom({ ...PLATFORM, CONFIG_FILE: CONFIG_PATH }, { [CONFIG_PATH]: yaml })
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError)
-    return (err as ConfigError).problems
-  }
-  throw new Error('expected a ConfigError, but the configuration loaded')
-}
 
 describe('a number setting out of its range says the range', () => {
   it('names the least whole number a count takes, then what the count is', () => {

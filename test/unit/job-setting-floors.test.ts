@@ -1,29 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../../src/config.js'
-import { loadConfigFrom } from '../helpers/load-config.js'
+import { configProblems as problems, loadConfigYaml as load } from '../helpers/load-config.js'
 
 // docs/jobs.md, "Settings": durations of the job runner and the webhook deliverer that
 // cannot work are refused at start (exit 78, one line each), as cache.lockTtl and
 // platform.seatLease are: a lease of 1ms has an idle replica ask Redis about a thousand
 // times a second (it looks once a lease), a keep of 0s expires every result as its job
 // ends, a webhook timeout of 0s ends every attempt before its request.
-
-const CONFIG_PATH = '/virtual/config.yaml'
-const PLATFORM = { PLATFORM_BASE_URL: 'https://platform.example.com', PLATFORM_TOKEN: 'platform-token-abcdef123456' }
-
-function load(yaml: string): ReturnType<typeof loadConfigFrom> {
-  return loadConfigFrom({ ...PLATFORM, CONFIG_FILE: CONFIG_PATH }, { [CONFIG_PATH]: yaml })
-}
-
-function problems(yaml: string): string[] {
-  try {
-    load(yaml)
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError)
-    return (err as ConfigError).problems
-  }
-  throw new Error('expected a ConfigError, but the configuration loaded')
-}
 
 describe('job settings that cannot work are refused at start', () => {
   it('refuses a jobs.lease under 1s, and takes 1s', () => {
