@@ -104,6 +104,13 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   // Renewed every third of it: shorter would be renewals all the time.
   if (parseDuration(p.seatLease) < 300) problems.push(`platform.seatLease: must be at least 300ms (got ${String(p.seatLease)})`)
   if (parseDuration(p.readIdleTimeout) < 100) problems.push(`platform.readIdleTimeout: must be at least 100ms (got ${String(p.readIdleTimeout)})`)
+  // Job durations that cannot work: an idle replica looks for jobs once a lease and its
+  // runner renews every third of it (1ms: a thousand Redis calls a second); a result kept
+  // 0s is expired as its job ends; a webhook attempt of 0s ends before its request.
+  const jobFloors = [['lease', raw.jobs.lease, 1000, '1s'], ['keep', raw.jobs.keep, 60_000, '1m'], ['webhookTimeout', raw.jobs.webhookTimeout, 100, '100ms']] as const
+  for (const [name, value, floorMs, floor] of jobFloors) {
+    if (parseDuration(value) < floorMs) problems.push(`jobs.${name}: must be at least ${floor} (got ${String(value)})`)
+  }
 
   const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret]
     .concat(Object.values(credentials).flatMap((c) => [c.token, c.login?.password, c.login?.clientSecret]))

@@ -71,14 +71,35 @@ function describeError(error: ErrorObject, raw: Record<string, unknown>, envSour
 }
 
 function hintFor(dotted: string, error: ErrorObject): string {
-  const schema = error.parentSchema as { description?: string } | undefined
-  if (schema?.description) return `must be ${schema.description}`
+  const schema = error.parentSchema as NumberSchema | undefined
+  const range = schema ? rangeOf(schema) : null
+  if (schema?.description) return range ? `must be ${range}: ${schema.description}` : `must be ${schema.description}`
   if (error.keyword === 'minLength') return `must be at least ${(error.params as { limit: number }).limit} characters long`
   if (/port$/i.test(dotted)) return 'must be an integer from 0 to 65535'
   if (dotted === 'logLevel') return 'must be one of fatal, error, warn, info, debug, trace, silent'
   if (dotted.endsWith('baseUrl')) return 'must be an http:// or https:// URL'
   if (dotted === 'redis.url') return 'must be a redis:// or rediss:// URL'
+  if (range) return `must be ${range}`
   return error.message ?? 'is invalid'
+}
+
+interface NumberSchema {
+  description?: string
+  type?: string
+  minimum?: number
+  maximum?: number
+  exclusiveMinimum?: number
+}
+
+// The values a number setting takes, in words: a description says what the setting is
+// for, this what it may be ("a whole number, at least 1").
+function rangeOf(schema: NumberSchema): string | null {
+  if (schema.type !== 'integer' && schema.type !== 'number') return null
+  const kind = schema.type === 'integer' ? 'a whole number' : 'a number'
+  if (schema.minimum !== undefined && schema.maximum !== undefined) return `${kind} from ${schema.minimum} to ${schema.maximum}`
+  if (schema.minimum !== undefined) return `${kind}, at least ${schema.minimum}`
+  if (schema.exclusiveMinimum !== undefined) return `${kind} above ${schema.exclusiveMinimum}`
+  return kind
 }
 
 // A team key list may hold a plaintext key by mistake: never repeat it.

@@ -137,11 +137,13 @@ export function deepMerge(target: Record<string, unknown>, source: Record<string
   }
 }
 
+/** The value at a path of settings; a segment of a list is its item's index. */
 export function getPath(obj: unknown, path: string[]): unknown {
   let cur = obj
   for (const seg of path) {
-    if (!isPlainObject(cur)) return undefined
-    cur = cur[seg]
+    if (Array.isArray(cur)) cur = /^\d+$/.test(seg) ? (cur as unknown[])[Number(seg)] : undefined
+    else if (isPlainObject(cur)) cur = cur[seg]
+    else return undefined
   }
   return cur
 }

@@ -118,6 +118,9 @@ describe('report jobs attacked', () => {
       expect(((await res.json()) as { code: string }).code).toBe('GW_BAD_REQUEST')
     }
     expect((await get(`/api/v1/jobs/${id}?wait=0`, KEYS.all)).status).toBe(200)
+    // Twice, each value right: the message says so, as a report read's query does.
+    expect(await (await get(`/api/v1/jobs/${id}?wait=1&wait=2`, KEYS.all)).json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'wait: given more than once' })
+    expect(await (await get(`/api/v1/jobs/${id}?wait=31`, KEYS.all)).json()).toMatchObject({ message: 'wait: whole seconds from 0 to 30' })
   })
 
   it('two POST forms of one report, their keys in another order, are one job\'s platform call', async () => {

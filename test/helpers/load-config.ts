@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { DEFAULT_CONFIG_PATH, loadConfig, type Config } from '../../src/config.js'
+import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig, type Config } from '../../src/config.js'
 
 /**
  * loadConfig as main.ts runs it, on an environment and files held in memory (a
@@ -16,4 +16,23 @@ export function loadConfigFrom(env: Record<string, string>, files: Record<string
       throw Object.assign(new Error(`ENOENT: no such file in this test: ${p}`), { code: 'ENOENT' })
     },
   })
+}
+
+const PLATFORM = { PLATFORM_BASE_URL: 'https://platform.example.com', PLATFORM_TOKEN: 'platform-token-abcdef123456' }
+const CONFIG_PATH = '/virtual/config.yaml'
+
+/** loadConfigFrom with a platform and `yaml` as CONFIG_FILE. */
+export function loadConfigYaml(yaml: string): Config {
+  return loadConfigFrom({ ...PLATFORM, CONFIG_FILE: CONFIG_PATH }, { [CONFIG_PATH]: yaml })
+}
+
+/** The problems the ConfigError of loadConfigYaml(yaml) lists; throws when the configuration loads. */
+export function configProblems(yaml: string): string[] {
+  try {
+    loadConfigYaml(yaml)
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems
+    throw err
+  }
+  throw new Error('expected a ConfigError, but the configuration loaded')
 }

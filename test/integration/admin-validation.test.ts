@@ -100,6 +100,15 @@ describe('every admin call', () => {
     expect((await admin(gw, 'GET', '/admin/usage?format=xml')).json().message).toMatch(/^format: must be/)
   })
 
+  it('says a parameter given twice was given twice, and changes nothing', async () => {
+    const gw = await gateway(true)
+    expect(await read(gw)).toBe('MISS')
+    expect((await admin(gw, 'GET', '/admin/usage?format=json&format=csv')).json()).toMatchObject({ statusCode: 400, message: 'format: given more than once' })
+    const purge = await admin(gw, 'DELETE', '/admin/cache?advertiserId=101&advertiserId=102')
+    expect([purge.statusCode, purge.json().message]).toEqual([400, 'advertiserId: given more than once'])
+    expect(await read(gw)).toBe('HIT')
+  })
+
   it('refuses a token body with a field it does not take, and keeps the token', async () => {
     const gw = await gateway(false)
     const before = gw.tokens.get('default').current()?.fingerprint

@@ -21,6 +21,9 @@ export function validationMessage(err: ValidationFailure): string {
     if (v.keyword === 'required') return `${[...path, params.missingProperty].join('.')}: required`
     if (v.keyword === 'additionalProperties') return unknownField([...path, params.additionalProperty].join('.'), err.validationContext, v.parentSchema)
     const field = path.join('.') || err.validationContext || 'request'
+    // A query parameter arrives as a string, or as a list when given more than once: a
+    // string parameter that is not a string was repeated.
+    if (err.validationContext === 'querystring' && v.keyword === 'type' && (v.params as { type?: unknown }).type === 'string') return `${field}: given more than once`
     const description = v.parentSchema?.description
     return `${field}: ${description ? `must be ${description}` : (v.message ?? 'is invalid')}`
   })

@@ -104,6 +104,7 @@ const JOB_ID = /^[A-Za-z0-9_-]{1,64}$/
 function waitOf(query: Record<string, unknown>): number {
   const wait = query.wait
   if (wait === undefined) return 0
+  if (Array.isArray(wait)) throw new BadRequestError('wait: given more than once')
   if (typeof wait !== 'string' || !/^\d{1,2}$/.test(wait) || Number(wait) > MAX_WAIT_SECONDS) throw new BadRequestError(`wait: whole seconds from 0 to ${MAX_WAIT_SECONDS}`)
   return Number(wait)
 }
