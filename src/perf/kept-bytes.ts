@@ -13,9 +13,16 @@ export const LRU_ENTRY_BYTES = 128
 export function keptBytes(value: unknown): number {
   if (typeof value === 'string') return STRING_HEADER + 2 * value.length
   if (value === null || typeof value !== 'object') return SLOT
-  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + SLOT + keptBytes(item), OBJECT_HEADER)
+  // Counted once per new memo entry (every report miss): loops that allocate nothing.
   let sum = OBJECT_HEADER
-  for (const [name, item] of Object.entries(value)) sum += SLOT + keptBytes(name) + keptBytes(item)
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i += 1) sum += SLOT + keptBytes(value[i])
+    return sum
+  }
+  const record = value as Record<string, unknown>
+  for (const name in record) {
+    if (Object.hasOwn(record, name)) sum += SLOT + STRING_HEADER + 2 * name.length + keptBytes(record[name])
+  }
   return sum
 }
 

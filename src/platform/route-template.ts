@@ -6,9 +6,9 @@ import { canonicalPath } from './canonical-path.js'
  * spelling never makes one throttled route count as two.
  */
 export function routeTemplate(url: string): string {
-  const path = canonicalPath(url.split(/[?#]/, 1)[0] || '/')
-  return path
-    .split('/')
-    .map((segment) => (/^\d+$/.test(segment) ? '{id}' : segment))
-    .join('/')
+  const end = url.search(/[?#]/)
+  return canonicalPath((end === -1 ? url : url.slice(0, end)) || '/').replace(NUMERIC_SEGMENT, '{id}')
 }
+
+/** A segment of digits alone, between slashes or at either end. Asked several times a platform call, so one pass over the path. */
+const NUMERIC_SEGMENT = /(?<=^|\/)\d+(?=\/|$)/g

@@ -38,11 +38,22 @@ function formatterFor(timeZone: string): Intl.DateTimeFormat {
   return formatter
 }
 
+// Each zone's date at its last second asked. Every offset in the time zone database is a
+// whole number of seconds, so within one second of UTC a zone's date does not change; a
+// fill asks it once per report (lifetimes), and a burst of fills shares the answer:
+// formatToParts costs some 25 µs a call.
+const lastDates = new Map<string, { second: number; date: string }>()
+
 /** The calendar date `YYYY-MM-DD` at the instant `now` (epoch ms) in `timeZone`. */
 export function todayIn(timeZone: string, now: number): string {
+  const second = Math.floor(now / 1000)
+  const last = lastDates.get(timeZone)
+  if (last !== undefined && last.second === second) return last.date
   const parts = formatterFor(timeZone).formatToParts(now)
   const part = (type: Intl.DateTimeFormatPartTypes): string => parts.find((p) => p.type === type)?.value ?? ''
-  return `${part('year').padStart(4, '0')}-${part('month')}-${part('day')}`
+  const date = `${part('year').padStart(4, '0')}-${part('month')}-${part('day')}`
+  lastDates.set(timeZone, { second, date })
+  return date
 }
 
 /**

@@ -28,6 +28,13 @@ describe('keptBytes: what a memo entry keeps', () => {
     expect(keptBytes({ [inner]: 1 })).toBeGreaterThanOrEqual(2 * 500)
   })
 
+  it('counts every slot and header: an object, its names, an array, a nested object, its own properties alone', () => {
+    // 24 + (8 + 18 + 20) + (8 + 18 + (24 + 16 + 16)) + (8 + 18 + (24 + 8 + 18 + 18))
+    expect(keptBytes({ a: 'xy', b: [1, null], c: { d: 'z' } })).toBe(246)
+    const withInherited = Object.assign(Object.create({ inherited: 'x'.repeat(100) }) as Record<string, unknown>, { a: 'xy' })
+    expect(keptBytes(withInherited)).toBe(24 + 8 + 18 + 20)
+  })
+
   it('counts a checked target by the URL, its decoded parameters and its canonical query, not by the URL alone', () => {
     const url = reportUrl(1, 101)
     const target = checkTarget(url, 256)

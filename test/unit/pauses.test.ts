@@ -15,6 +15,8 @@ describe('routeTemplate', () => {
     ['/api/v1/report/campaigns/get/?advertiserId=101', '/api/v1/report/campaigns/get'],
     ['/api/v1/report//c%61mpaigns/g%65t//', '/api/v1/report/campaigns/get'],
     ['/api/v1/campaign/%31%32/ads/', '/api/v1/campaign/{id}/ads'],
+    ['/api/v1/campaign/12/34/56', '/api/v1/campaign/{id}/{id}/{id}'],
+    ['123/ads/4a/5', '{id}/ads/4a/{id}'],
   ])('%s → %s', (url, template) => {
     expect(routeTemplate(url)).toBe(template)
   })

@@ -3,6 +3,7 @@ import { Readable } from 'node:stream'
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { forwardedEncodings, withoutToken } from '../../src/platform/client/token-echo.js'
+import { waitFor } from '../helpers/wait.js'
 
 // A platform answer that carries the gateway's token back fails the call wherever the
 // token shows: a header, the body in any chunking, the body a coding decodes to; and no
@@ -104,5 +105,36 @@ describe('headers, and codings the gateway does not read', () => {
     ['*', undefined],
   ])('offers the platform the codings it reads: %s is %s', (accepted, offered) => {
     expect(forwardedEncodings(accepted)).toBe(offered)
+  })
+})
+
+describe('the platform\'s body and the scan, joined', () => {
+  it('fails the scan with the platform\'s failure, and on a body closed before its end', async () => {
+    const failing = new Readable({ read() {} })
+    const failed = withoutToken({}, failing, TOKEN)
+    failing.push(CLEAN.subarray(0, 100))
+    failing.destroy(new Error('connection reset'))
+    await expect((async () => { for await (const _ of failed) void _ })()).rejects.toThrow('connection reset')
+
+    const cutShort = new Readable({ read() {} })
+    const short = withoutToken({}, cutShort, TOKEN)
+    cutShort.push(CLEAN.subarray(0, 100))
+    cutShort.destroy()
+    await expect((async () => { for await (const _ of short) void _ })()).rejects.toMatchObject({ code: 'ERR_STREAM_PREMATURE_CLOSE' })
+  })
+
+  it('ends the platform\'s body when the scan fails or its reader leaves before the end', async () => {
+    // No reader listens when the token is found: the failure takes no process down.
+    const echoing = new Readable({ read() {} })
+    const scan = withoutToken({}, echoing, TOKEN)
+    echoing.push(REFLECTED)
+    await waitFor('the scan failed and the body ended', () => scan.destroyed && echoing.destroyed)
+    expect(scan.errored).toMatchObject({ code: 'GW_UPSTREAM' })
+
+    const long = new Readable({ read() {} })
+    const left = withoutToken({}, long, TOKEN)
+    long.push(CLEAN.subarray(0, 100))
+    left.destroy()
+    await waitFor('the body ended', () => long.destroyed)
   })
 })

@@ -34,6 +34,15 @@ describe('todayIn', () => {
     expect(todayIn(zone, now)).toBe(want)
   })
 
+  it('changes the date at a zone\'s midnight within a minute of UTC, asked just before it too', () => {
+    // Monrovia was 44 min 30 s behind UTC until 1972: its midnight fell at 00:44:30 UTC.
+    const midnight = Date.UTC(1971, 5, 1, 0, 44, 30)
+    expect(todayIn('Africa/Monrovia', midnight - 1)).toBe('1971-05-31')
+    expect(todayIn('Africa/Monrovia', midnight)).toBe('1971-06-01')
+    expect(todayIn('Africa/Monrovia', midnight - 1)).toBe('1971-05-31')
+    expect(todayIn('UTC', midnight)).toBe('1971-06-01')
+  })
+
   it('rejects an unknown time zone', () => {
     expect(() => todayIn('Mars/Olympus_Mons', JAN10_10Z)).toThrow(RangeError)
   })

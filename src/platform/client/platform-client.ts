@@ -1,4 +1,3 @@
-import { setMaxListeners } from 'node:events'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -18,6 +17,7 @@ import { backoffMs, fitsBudget, isRetryable, type Attempt } from './retry-policy
 import { systemClock, type Clock } from '../../clock.js'
 import { traced, tracedCall, type Trace } from '../../observe/tracing.js'
 import { withoutToken } from './token-echo.js'
+import { ShutdownWatch } from './shutdown-watch.js'
 
 export interface PlatformCall {
   method: string
@@ -97,8 +97,7 @@ export class PlatformClient {
   readonly #history: Pick<History, 'platformCall'> | null
   readonly #onRetried: (credential: string) => void
   readonly #clock: Clock
-  // Every call in flight listens on it: no listener limit (Node warns past 10).
-  readonly #shutdown = maxListenersOff(new AbortController())
+  readonly #shutdown = new ShutdownWatch()
 
   constructor(opts: {
     dispatcher: Dispatcher
@@ -159,18 +158,17 @@ export class PlatformClient {
    * get 503 GW_SHUTTING_DOWN with `retry-after: 0`, as another replica answers a retry now.
    */
   abortAll(): void {
-    this.#shutdown.abort(Object.assign(new ShuttingDownError(), { retryAfterSec: 0 }))
+    this.#shutdown.shutDown(Object.assign(new ShuttingDownError(), { retryAfterSec: 0 }))
   }
 
   // One deadline per caller: queue wait, connect, headers, a re-login, the
   // read retries and the complete body are all bounded by one timer, not each by its own.
   #deadline(timeoutMs = this.#timeoutMs): Deadline {
     const controller = new AbortController()
-    const shutdown = this.#shutdown.signal
-    const onShutdown = () => controller.abort(shutdown.reason)
+    let unwatch = (): unknown => undefined
     const done = () => {
       this.#clock.clearTimeout(timer)
-      shutdown.removeEventListener('abort', onShutdown)
+      unwatch()
     }
     const budget = Math.min(timeoutMs, this.#timeoutMs)
     // Also ends a call whose body nobody reads or drops (its 'close' never comes).
@@ -179,8 +177,7 @@ export class PlatformClient {
       done()
     }, budget)
     timer.unref()
-    if (shutdown.aborted) onShutdown()
-    else shutdown.addEventListener('abort', onShutdown, { once: true })
+    unwatch = this.#shutdown.watch((reason) => controller.abort(reason))
     return { signal: controller.signal, at: this.#clock.now() + budget, done }
   }
 
@@ -300,9 +297,7 @@ export class PlatformClient {
       let delay: number | null
       // The request's own end: the shutdown, or a watch past the caller's deadline (below).
       const upstream = new AbortController()
-      const stop = () => upstream.abort(this.#shutdown.signal.reason)
-      this.#shutdown.signal.addEventListener('abort', stop, { once: true })
-      const release = () => this.#shutdown.signal.removeEventListener('abort', stop)
+      const release = this.#shutdown.watch((reason) => upstream.abort(reason))
       // With tracing on, the platform is sent the gateway's own traceparent (the span of this try), never a caller's.
       const response = tracedCall(call.trace, () => platformCallSpan(baseUrl, call, retries), (tracing) =>
         request(`${baseUrl}${call.url}`, {
@@ -438,11 +433,6 @@ function withoutEcho(res: PlatformResponse, token: string): PlatformResponse {
 
 function isReplayable(body: PlatformCall['body']): boolean {
   return body === undefined || body === null || typeof body === 'string' || Buffer.isBuffer(body)
-}
-
-function maxListenersOff(controller: AbortController): AbortController {
-  setMaxListeners(0, controller.signal)
-  return controller
 }
 
 /** `work`, or the signal's reason once it aborts first. */
