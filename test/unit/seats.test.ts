@@ -420,8 +420,13 @@ describe('who gets a free seat', () => {
     expect(years.every((c) => c.seat !== null)).toBe(true)
   })
 
-  it('sends a short call of a team past its share ahead of its long one held back: its long call holds up none of its short ones', async () => {
-    const { s, work, order } = seats(fakeClock(), { limit: 4, queueLimit: 100 })
+  // A lease of 4 seats whose shares, worked out over every replica, give the dashboard 2 here and b 2.
+  const acrossReplicas: SeatLease = { held: 4, size: () => 4, shares: () => ({ targets: new Map([['dash', 2], ['b', 2]]), lent: 0, shares: new Map([['dash', 2], ['b', 2]]), heldElsewhere: new Map(), charged: new Map() }), elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined, start: async () => undefined, stop: () => undefined }
+  it.each([
+    ['on one replica', { limit: 4, queueLimit: 100 }],
+    ['across replicas', { limit: 8, queueLimit: 100, seats: acrossReplicas }],
+  ] as const)('%s, sends a short call of a team past its share ahead of its long one held back: its long call holds up none of its short ones', async (_where, opts) => {
+    const { s, work, order } = seats(fakeClock(), opts)
     work.answered('b', 'year', 4000)
     work.answered('b', 'week', LENDING_HORIZON_MS)
     const dash = [call(s, order, 'dash'), call(s, order, 'dash')]
@@ -431,24 +436,7 @@ describe('who gets a free seat', () => {
     const years = Array.from({ length: 3 }, () => call(s, order, 'b', { workClass: 'year' }))
     await settle()
     expect([s.running('b'), s.queued, s.heldBack()]).toEqual([2, 1, { owed: 2, longOnly: true }])
-    // ...and a short call behind it: lent an owed seat at once, the long one still held back.
-    const week = call(s, order, 'b', { workClass: 'week' })
-    await settle()
-    expect([week.seat !== null, years.filter((c) => c.seat === null).length, s.running('b')]).toEqual([true, 1, 3])
-  })
-
-  it('across replicas too, sends a short call of a team past its share ahead of its long one held back, and says a long call alone is held back', async () => {
-    // A lease of 4 seats whose shares, worked out over every replica, give the dashboard 2 here and b 2.
-    const lease: SeatLease = { held: 4, size: () => 4, shares: () => ({ targets: new Map([['dash', 2], ['b', 2]]), lent: 0, shares: new Map([['dash', 2], ['b', 2]]), heldElsewhere: new Map(), charged: new Map() }), elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined, start: async () => undefined, stop: () => undefined }
-    const { s, work, order } = seats(fakeClock(), { limit: 8, queueLimit: 100, seats: lease })
-    work.answered('b', 'year', 4000)
-    work.answered('b', 'week', LENDING_HORIZON_MS)
-    const dash = [call(s, order, 'dash'), call(s, order, 'dash')]
-    await settle()
-    dash.forEach((c) => answer(c, 100))
-    const years = Array.from({ length: 3 }, () => call(s, order, 'b', { workClass: 'year' }))
-    await settle()
-    expect([s.running('b'), s.queued, s.heldBack()]).toEqual([2, 1, { owed: 2, longOnly: true }])
+    // ...and a short call behind it: lent an owed seat at once, the long one still held back, and only a long call left waiting.
     const week = call(s, order, 'b', { workClass: 'week' })
     await settle()
     expect([week.seat !== null, years.filter((c) => c.seat === null).length, s.running('b'), s.heldBack().longOnly]).toEqual([true, 1, 3, true])
