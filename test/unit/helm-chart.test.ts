@@ -66,6 +66,12 @@ describe('values.yaml and values.schema.json', () => {
     ['a base URL with a path', { platform: { baseUrl: 'https://dsp-api.example.com/api/v1' } }],
     ['a base URL without scheme', { platform: { baseUrl: 'dsp-api.example.com' } }],
     ['a Redis URL of another scheme', { redis: { url: 'http://redis:6379' } }],
+    // A password in a plain value lands in the Deployment's env, readable by whoever may read the Deployment.
+    ['a Redis URL with a password (it belongs in redis.existingSecret)', { redis: { url: 'redis://:s3cret@redis-master:6379/0' } }],
+    ['a Redis URL with a user and password', { redis: { url: 'rediss://gateway:s3cret@redis-master:6380' } }],
+    ['a base URL with a user and password (the gateway refuses it at start)', { platform: { baseUrl: 'https://user:s3cret@dsp-api.example.com' } }],
+    ['a token URL with a user and password', { platform: { tokenUrl: 'https://user:s3cret@auth.example.com/oauth/token' } }],
+    ['a tracing endpoint with a user and password (headers come from headersSecret)', { tracing: { endpoint: 'https://user:s3cret@otel-collector:4318' } }],
     ['both a Redis URL and a Redis Secret', { redis: { url: 'redis://redis:6379', existingSecret: { name: 'redis' } } }],
     ['a privileged port (the gateway runs without capabilities)', { ports: { http: 80 } }],
     ['a gateway secret in the config file', { config: { gatewaySecret: 'x' } }],
