@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 #
-# The report gateway's image. Build: docker build -t report-gateway:0.1.0 .
+# The report gateway's image. Build (docs/operations/deploy.md): docker build -t report-gateway:0.1.0
+#   --build-arg VERSION=0.1.0 --build-arg REVISION=$(git rev-parse HEAD) --build-arg CREATED=<RFC 3339 time> .
 # Three stages: production dependencies, the TypeScript build, and the runtime that
 # holds only dist/, config/, package.json and production node_modules.
 #

@@ -28,6 +28,16 @@ describe('operations guide', () => {
     }
   })
 
+  it("builds the image with every build argument the runtime stage labels it with, so its build info names the commit (not `unknown`)", () => {
+    const dockerfile = read('Dockerfile')
+    const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '))
+    const args = [...runtime.matchAll(/^ARG (\w+)=/gm)].map((m) => m[1]!)
+    expect(args).toContain('REVISION')
+    const builds = shellBlocks(read('docs/operations/deploy.md')).flatMap((block) => block.replace(/\\\n\s*/g, ' ').split('\n')).filter((line) => /\bdocker build\b/.test(line))
+    expect(builds.length).toBeGreaterThan(0)
+    for (const line of builds) for (const arg of args) expect(line, arg).toMatch(new RegExp(`--build-arg ${arg}=\\S`))
+  })
+
   it('never substitutes a variable that may be empty into a sed expression: each is checked with ${VAR:?} first', () => {
     const blocks = [read('README.md'), ...pages.map((p) => p.text)].flatMap(shellBlocks)
     const seds = blocks.flatMap((block) => [...block.matchAll(/sed -i "([^"]*)"/g)].map((m) => ({ block, vars: [...m[1]!.matchAll(/\$(\w+)/g)].map((v) => v[1]!) })))
