@@ -36,6 +36,18 @@ describe('PrometheusRule (monitoring.prometheusRule)', () => {
     expect(alertOf(chart, 'GatewayConfigReloadRefused').expr).toMatch(/^min by \(namespace, job, pod\) \(gateway_config_last_reload_successful\{.*\}\) == 0$/)
   })
 
+  it("sends GatewayConfigReloadRefused to the log line the chart's pods write: they read CONFIG_FILE and TEAMS_FILE", () => {
+    const env = new Map(one<Manifest & { spec: { template: { spec: { containers: { env: { name: string }[] }[] } } } }>(chart, 'Deployment').spec.template.spec.containers[0]!.env.map((e) => [e.name, e]))
+    expect(env.has('CONFIG_FILE') && env.has('TEAMS_FILE')).toBe(true)
+    // src/access/team-reload.ts names the files in use; test/integration/team-reload.test.ts checks this line.
+    const logged = 'CONFIG_FILE and TEAMS_FILE reload refused: the running teams stay'
+    const description = alertOf(chart, 'GatewayConfigReloadRefused').annotations.description
+    expect(description).toContain('TEAMS_FILE')
+    const quoted = [...description.matchAll(/"([^"]+)"/g)].map((m) => m[1]!)
+    expect(quoted.length).toBeGreaterThan(0)
+    for (const phrase of quoted) expect(logged).toContain(phrase)
+  })
+
   it('leaves runbook_url out while monitoring.runbookUrl is empty (the default), and says so in NOTES.txt', () => {
     const bare = withRule()
     for (const rule of rulesOf(bare)) expect(Object.keys(rule.annotations).sort(), rule.alert).toEqual(['description', 'summary'])
