@@ -57,6 +57,12 @@ describe('values.yaml and values.schema.json', () => {
     expect(validateValues(CHART, merge(defaults, { secrets: { keys } }))).toEqual([])
   })
 
+  it('accepts URLs without a user or password, in values and in the config file', () => {
+    const urls = { platform: { baseUrl: 'https://dsp-api.example.com', tokenUrl: 'https://auth.example.com/oauth/token?realm=a@b' }, redis: { url: 'rediss://redis-master:6380/0' }, tracing: { endpoint: 'https://otel-collector:4318/v1' } }
+    expect(validateValues(CHART, merge(defaults, urls))).toEqual([])
+    expect(validateValues(CHART, merge(defaults, { config: { redis: { url: 'redis://redis-master:6379/0' }, platform: { baseUrl: 'https://dsp-api.example.com' } } }))).toEqual([])
+  })
+
   const invalid: [string, Values][] = [
     ['a misspelt top-level key', { replicas: 3 }],
     ['no replicas', { replicaCount: 0 }],
@@ -75,6 +81,8 @@ describe('values.yaml and values.schema.json', () => {
     ['both a Redis URL and a Redis Secret', { redis: { url: 'redis://redis:6379', existingSecret: { name: 'redis' } } }],
     ['a privileged port (the gateway runs without capabilities)', { ports: { http: 80 } }],
     ['a gateway secret in the config file', { config: { gatewaySecret: 'x' } }],
+    ['a Redis URL with a password in the config file (a ConfigMap)', { config: { redis: { url: 'redis://:s3cret@redis-master:6379/0' } } }],
+    ['a base URL with a password in the config file', { config: { platform: { baseUrl: 'https://user:s3cret@dsp-api.example.com' } } }],
     ['a platform token in the config file', { config: { platform: { token: 'x' } } }],
     ['a platform password in the config file', { config: { platform: { password: 'x' } } }],
     ['an admin token in the config file', { config: { admin: { token: 'x' } } }],
