@@ -13,8 +13,11 @@ import { redisKey } from '../redis/keys.js'
 // client, which first learns the slots, is ready later than a single connection.
 const REDIS_START_WAIT_MS = 2000
 
-/** A value read from Redis without this gateway's seal: counted, logged, and read as absent. */
-export type Unverified = (what: 'entry' | 'message' | 'purge' | 'replica' | 'key-use' | 'job', where: string) => void
+/** The kinds of values read from Redis that are sealed: the `what` of gateway_redis_unverified_total. */
+export const UNVERIFIED_KINDS = ['entry', 'message', 'pause', 'purge', 'replica', 'key-use', 'job'] as const
+
+/** A value read from Redis without this gateway's seal: counted, logged, and read as absent (pauses count their own). */
+export type Unverified = (what: Exclude<(typeof UNVERIFIED_KINDS)[number], 'pause'>, where: string) => void
 
 /** What the replicas share: Redis, its breaker and watch, the seal and the bus; all null without Redis. */
 export interface RedisParts {
@@ -59,7 +62,7 @@ export function redisParts(config: Config, o: { redis?: RedisClient | null; log:
   // Redis is shared, not trusted: what replicas write there is sealed.
   const seal = config.gatewaySecret ? new RedisSeal(config.gatewaySecret) : null
   // Each series from 0, so that an alert on increase() sees the first forged value too.
-  if (redis) for (const what of ['entry', 'message', 'pause', 'purge', 'replica', 'key-use', 'job']) metrics.redisUnverified.inc({ what }, 0)
+  if (redis) for (const what of UNVERIFIED_KINDS) metrics.redisUnverified.inc({ what }, 0)
   const unverified: Unverified = (what, where) => {
     metrics.redisUnverified.inc({ what })
     log.warn({ what, where }, "ignoring a value in redis that does not carry this gateway's seal (GATEWAY_SECRET)")

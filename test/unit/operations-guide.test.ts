@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
+import { UNVERIFIED_KINDS } from '../../src/compose/redis-parts.js'
 
 // The operations guide: docs/operations.md, its index, and one page a task in
 // docs/operations/. docs/operations/alerts.md is where each alert's runbook_url points
@@ -36,6 +37,11 @@ describe('operations guide', () => {
     const builds = shellBlocks(read('docs/operations/deploy.md')).flatMap((block) => block.replace(/\\\n\s*/g, ' ').split('\n')).filter((line) => /\bdocker build\b/.test(line))
     expect(builds.length).toBeGreaterThan(0)
     for (const line of builds) for (const arg of args) expect(line, arg).toMatch(new RegExp(`--build-arg ${arg}=\\S`))
+  })
+
+  it('explains GatewayRedisUnverified for every kind of value its `what` label names', () => {
+    const section = read('docs/operations/alerts.md').split('## Alert: GatewayRedisUnverified')[1]!.split('\n## ')[0]!
+    for (const what of UNVERIFIED_KINDS) expect(section, what).toContain(`(\`${what}\`)`)
   })
 
   it('never substitutes a variable that may be empty into a sed expression: each is checked with ${VAR:?} first', () => {
