@@ -391,6 +391,9 @@ describe('rendered with the defaults', () => {
   it('lists the Secret keys to create in NOTES.txt', () => {
     expect(chart.notes).toMatch(/platform-token\s+\(PLATFORM_TOKEN_FILE\)/)
     expect(chart.notes).toContain('rollout restart deployment/rgw-report-gateway')
+    // POST /admin/reload reads the mounted file: it applies a teams change only once the kubelet has swapped it.
+    expect(chart.notes).not.toMatch(/at once with POST \/admin\/reload/)
+    expect(chart.notes.replace(/\s+/g, ' ')).toMatch(/POST \/admin\/reload reads the mounted file/)
   })
 
   it('names the operations console in NOTES.txt, with the port-forward once adminHost allows it', () => {

@@ -44,6 +44,13 @@ describe('operations guide', () => {
     for (const what of UNVERIFIED_KINDS) expect(section, what).toContain(`(\`${what}\`)`)
   })
 
+  it('promises no teams change by `helm upgrade` sooner than the kubelet swaps the mounted file (POST /admin/reload reads that file)', () => {
+    for (const page of ['docs/operations/teams-and-keys.md', 'docs/operations/runbook.md']) {
+      const paragraphs = read(page).split(/\n\s*\n|\n(?=\s*(?:\d+\.|-) )/).map((x) => x.replace(/\s+/g, ' '))
+      for (const paragraph of paragraphs.filter((x) => /helm upgrade/.test(x) && /at once/.test(x))) expect(paragraph, page).toMatch(/kubelet/)
+    }
+  })
+
   it('never substitutes a variable that may be empty into a sed expression: each is checked with ${VAR:?} first', () => {
     const blocks = [read('README.md'), ...pages.map((p) => p.text)].flatMap(shellBlocks)
     const seds = blocks.flatMap((block) => [...block.matchAll(/sed -i "([^"]*)"/g)].map((m) => ({ block, vars: [...m[1]!.matchAll(/\$(\w+)/g)].map((v) => v[1]!) })))
