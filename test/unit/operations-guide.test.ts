@@ -51,6 +51,14 @@ describe('operations guide', () => {
     }
   })
 
+  it('sizes the memory limit on every budget values.yaml names for it', () => {
+    const values = read('helm/report-gateway/values.yaml')
+    const budgets = [...values.split(/\nresources:/)[0]!.split('\n\n').pop()!.matchAll(/config ([a-z]+\.[A-Za-z0-9]+)/g)].map((m) => m[1]!)
+    expect(budgets).toEqual(['cache.l1MaxBytes', 'platform.bufferTotalBytes'])
+    const scaling = read('docs/operations/replicas.md').split('\n\n').find((p) => p.includes('resources.limits.memory'))!
+    for (const budget of budgets) expect(scaling, budget).toContain(budget)
+  })
+
   it('never substitutes a variable that may be empty into a sed expression: each is checked with ${VAR:?} first', () => {
     const blocks = [read('README.md'), ...pages.map((p) => p.text)].flatMap(shellBlocks)
     const seds = blocks.flatMap((block) => [...block.matchAll(/sed -i "([^"]*)"/g)].map((m) => ({ block, vars: [...m[1]!.matchAll(/\$(\w+)/g)].map((v) => v[1]!) })))
