@@ -128,7 +128,7 @@ export class LeasedSeats implements SeatLease {
     // While leases live: its own, and its part of the seats no replica held at the last
     // answer; those it takes without the store, so a replica with its own cap grows into
     // them no further than that cap.
-    const kept = Math.min(limit, lease + Math.min(part(this.#plan?.contended ? 0 : Math.max(0, this.#free)), cap === null ? Infinity : Math.max(0, cap - lease)))
+    const kept = Math.min(limit, lease + Math.min(part(Math.max(0, this.#free)), cap === null ? Infinity : Math.max(0, cap - lease)))
     if (out < this.#o.leaseMs) return kept
     // Past a lease's life, its part of an even split of the limit; more than it kept only
     // once the calls every replica started before have ended (a call's budget, and the
