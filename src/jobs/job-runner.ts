@@ -273,7 +273,7 @@ function outcomeOf(end: Exclude<RunEnd, { kind: 'requeue' }>): Outcome {
     case 'failed':
       return { kind: 'failed', error: end.error, tookSeconds: end.tookSeconds, ...(end.entry ? { resultBytes: end.entry.gzip.length } : {}) }
     case 'answered':
-      return { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds, answer: end.answer }
+      return { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds, platformAnswer: end.answer }
     case 'done':
       return { kind: 'done', resultBytes: end.entry.gzip.length, tookSeconds: end.tookSeconds }
   }
@@ -297,5 +297,5 @@ async function passedEnd(pass: { status: number; headers: Record<string, string>
   const entry: CacheEntry = { contentType: pass.headers['content-type'] ?? 'application/json', gzip: await compress(body), identity: body, fetchedAt: now, freshUntil: now, staleUntil: now, errorUntil: now, advertiserIds: report.advertiserIds, etag: etagOf(body) }
   if (status < 400) return { kind: 'answered', answer, entry, tookSeconds }
   const message = `the platform refused the report with ${status}: the job's result is its answer, as a read of the report answers it`
-  return { kind: 'failed', error: { code: PLATFORM_ANSWER, statusCode: status, message, answer }, tookSeconds, entry }
+  return { kind: 'failed', error: { code: PLATFORM_ANSWER, statusCode: status, message, platformAnswer: answer }, tookSeconds, entry }
 }

@@ -26,8 +26,8 @@ type StoredState = Exclude<JobState, 'expired'>
 
 /**
  * Why a job failed: the GW_* error a synchronous read would have answered; or, with
- * `answer` (code GW_PLATFORM_ANSWER), the platform's own refusal of the report (a 4xx but
- * 429), which a synchronous read passes on as it is and the job's result answers so.
+ * `platformAnswer` (code GW_PLATFORM_ANSWER), the platform's own refusal of the report (a
+ * 4xx but 429), which a synchronous read passes on as it is and the job's result answers so.
  */
 export interface JobError {
   code: string
@@ -35,27 +35,38 @@ export interface JobError {
   statusCode: number
   /** When the wait it named ends (epoch ms), for a failure that says when to come back (a 429, a 503). */
   retryAt?: number
-  answer?: PlatformAnswer
+  platformAnswer?: PlatformAnswer
+  /** The refusal as a record of the release before holds it (InlineAnswer): read, never written. */
+  answer?: InlineAnswer
 }
 
 /**
  * The platform's answer a job keeps to answer as its result, as a read passes it on
- * uncached: its refusal (a failed job's JobError.answer), or its 2xx or 3xx the read
- * answers as it is (a done job's `answer`: a 200 it said not to store, a 201, a 204, a
- * 302...). Its status, the headers a read passes on (reports/report-fetcher.ts), and why
- * the read went to the platform (its `cache-status`) are in the job's record; its body is
- * kept beside the record as a report result is (JobStore.keepResult), bounded as one
- * (cache.maxEntryBytes) and counted in `resultBytes`. A record of the previous version
- * holds the body itself, in base64 (`body`, at most 64 KiB): it is answered from there.
+ * uncached: its refusal (a failed job's JobError.platformAnswer), or its 2xx or 3xx the
+ * read answers as it is (a done job's `platformAnswer`: a 200 it said not to store, a 201,
+ * a 204, a 302...). Its status, the headers a read passes on (reports/report-fetcher.ts),
+ * and why the read went to the platform (its `cache-status`) are in the job's record; its
+ * body is kept beside the record as a report result is (JobStore.keepResult), bounded as
+ * one (cache.maxEntryBytes) and counted in `resultBytes`.
  */
 export interface PlatformAnswer {
   status: number
   headers: Record<string, string>
-  body?: string
   forward?: Forward
 }
 
-/** The code of a job that failed with the platform's own refusal of its report (JobError.answer). */
+/**
+ * The platform's answer as a record of the release before (acbf44e) holds it, under
+ * `answer`: its body in the record, in base64 (64 KiB at most). A replica of that release
+ * answers a kept `answer` from its body alone, so a record of this one never holds one
+ * (docs/operations.md, "Upgrading"): it reads a done job without one as a report (its
+ * result kept beside it) and a failed one as its GW_* error. Read, never written.
+ */
+export interface InlineAnswer extends PlatformAnswer {
+  body: string
+}
+
+/** The code of a job that failed with the platform's own refusal of its report (JobError.platformAnswer). */
 export const PLATFORM_ANSWER = 'GW_PLATFORM_ANSWER'
 
 export interface Job extends Leased {
@@ -84,11 +95,13 @@ export interface Job extends Leased {
   /** The bytes of its result (a report, or the body of the platform's answer it ended with), kept beside it until `expiresAt`. */
   resultBytes: number
   /** A done job's result when the platform's answer is passed on uncached (a no-store 200, another 2xx, a 3xx): its status and headers here, its body beside (never in the report cache). */
-  answer?: PlatformAnswer
+  platformAnswer?: PlatformAnswer
+  /** The same in a record of the release before (InlineAnswer): read, never written. */
+  answer?: InlineAnswer
 }
 
 /** How a run ended: its result kept (its bytes: a report, or the body of the platform's answer not to store), or a failure (the bytes of the refusal it kept, if any). */
-export type Outcome = { kind: 'done'; resultBytes: number; tookSeconds: number; answer?: PlatformAnswer } | { kind: 'failed'; error: JobError; tookSeconds: number; resultBytes?: number }
+export type Outcome = { kind: 'done'; resultBytes: number; tookSeconds: number; platformAnswer?: PlatformAnswer } | { kind: 'failed'; error: JobError; tookSeconds: number; resultBytes?: number }
 
 /** An expired job's record stays this long after its result expired, so that its status says `expired` rather than 404. */
 export const EXPIRED_KEPT_MS = 60 * 60_000
@@ -130,7 +143,19 @@ export function endJob(job: Job, run: Run, now: number, outcome: Outcome, keepMs
   if (!isRun(job, run)) return null
   const ended = { ...released(job), endedAt: now, expiresAt: now + keepMs, tookSeconds: outcome.tookSeconds }
   if (outcome.kind === 'failed') return { ...ended, state: 'failed', error: outcome.error, resultBytes: outcome.resultBytes ?? 0 }
-  return { ...ended, state: 'done', resultBytes: outcome.resultBytes, ...(outcome.answer ? { answer: outcome.answer } : {}) }
+  return { ...ended, state: 'done', resultBytes: outcome.resultBytes, ...(outcome.platformAnswer ? { platformAnswer: outcome.platformAnswer } : {}) }
+}
+
+/**
+ * The platform's answer an ended `job` answers as its result (its refusal when it failed),
+ * with its body when the record holds it (a record of the release before: InlineAnswer),
+ * else null (the body is kept beside the record); null when it ended otherwise.
+ */
+export function keptAnswer(job: Job): { answer: PlatformAnswer; body: Buffer | null } | null {
+  const kept = job.state === 'failed' ? (job.error?.platformAnswer ?? job.error?.answer) : job.state === 'done' ? (job.platformAnswer ?? job.answer) : undefined
+  if (kept === undefined) return null
+  const { body, ...answer } = kept as PlatformAnswer & { body?: string }
+  return { answer, body: body === undefined ? null : Buffer.from(body, 'base64') }
 }
 
 /** `run` given back unfinished, not to start again before `notBefore`. */

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js'
 import type { CacheEntry } from '../cache/cache-entry.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import { JobExpiredError, JobNotDoneError, JobRunningError, JobsFullError, JobsUnavailableError, NotFoundError, WaitsFullError } from '../errors.js'
-import { cancellable, jobStatus, newJob, placeInQueue, stateAt, type Job, type JobError, type JobFinality, type JobStatus, type PlatformAnswer } from './job.js'
+import { cancellable, jobStatus, keptAnswer, newJob, placeInQueue, stateAt, type Job, type JobError, type JobFinality, type JobStatus, type PlatformAnswer } from './job.js'
 import type { JobStore } from './job-store.js'
 import type { JobRunner, JobSettings } from './job-runner.js'
 import type { JobWaits, WaitRefusal } from './job-waits.js'
@@ -40,7 +40,7 @@ export interface JobAsk {
   key: string
 }
 
-/** A done job's report, or the platform's answer a job kept (job.ts: a failed one's JobError.answer, a done one's `answer`) and its body; and the job. */
+/** A done job's report, or the platform's answer a job kept (job.ts, keptAnswer) and its body; and the job. */
 export type JobResult = { entry: CacheEntry; job: Job } | { answer: PlatformAnswer; body: Buffer; job: Job }
 
 /**
@@ -127,14 +127,13 @@ export class Jobs {
     const now = clock.now()
     const state = stateAt(job, now)
     if (state === 'expired') throw new JobExpiredError(id)
-    const answer = state === 'failed' ? job.error?.answer : job.answer
-    if (state === 'failed' && job.error && !answer) throw failureOf(job.error, now)
     if (state !== 'done' && state !== 'failed') throw new JobNotDoneError(id, state)
-    // A kept answer's body is in the record when the record holds it (base64), else beside it as a report is.
-    if (answer?.body !== undefined) return { answer, body: Buffer.from(answer.body, 'base64'), job }
+    const kept = keptAnswer(job)
+    if (state === 'failed' && job.error && !kept) throw failureOf(job.error, now)
+    if (kept?.body) return { answer: kept.answer, body: kept.body, job }
     const entry = await store.result(id, now)
     if (entry === null) throw new JobExpiredError(id)
-    if (answer) return { answer, body: entry.identity ?? Buffer.alloc(0), job }
+    if (kept) return { answer: kept.answer, body: entry.identity ?? Buffer.alloc(0), job }
     return { entry, job }
   }
 

@@ -38,6 +38,8 @@ export interface SpawnOptions {
   nodeArgs?: string[]
   /** Opens an IPC channel to the child (child.send, child.on('message')). */
   ipc?: boolean
+  /** The main.js to run, for a build of another version (default: this one's dist/main.js, built if absent). */
+  main?: string
 }
 
 /** Starts dist/main.js with `env` and `yaml` as its CONFIG_FILE; resolves once it listens. */
@@ -99,12 +101,12 @@ export async function spawnGateways(count: number, opts: SpawnOptions): Promise<
 }
 
 async function spawnOnce(opts: SpawnOptions): Promise<GatewayProcess> {
-  ensureBuilt()
+  if (opts.main === undefined) ensureBuilt()
   const dir = mkdtempSync(join(tmpdir(), 'rgw-gw-'))
   const configFile = join(dir, 'config.yaml')
   writeFileSync(configFile, opts.yaml)
   const [port, adminPort] = [await freePort(), await freePort()]
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), MAIN], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.main ?? MAIN], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), ADMIN_HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), LOG_LEVEL: 'warn', CONFIG_FILE: configFile, ...withTestSecret(opts.env, opts.yaml) },
     stdio: ['ignore', 'pipe', 'pipe', ...(opts.ipc ? (['ipc'] as const) : [])],

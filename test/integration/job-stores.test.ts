@@ -227,10 +227,10 @@ describe.skipIf(!available)('job stores: memory and Redis keep the same promises
       const answer = { status: 200, headers: { 'content-type': 'application/json' }, forward: { reason: 'uri-miss' as const, collapsed: false } }
       const body = entryOf(JSON.stringify({ rows: 'r'.repeat(200_000) }), clock.now())
       await store.keepResult('n', body, clock.now() + KEEP, clock.now())
-      const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: body.gzip.length, tookSeconds: 0.1, answer }, KEEP) as Job
+      const done = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'done', resultBytes: body.gzip.length, tookSeconds: 0.1, platformAnswer: answer }, KEEP) as Job
       expect(await store.swap(running, done, clock.now())).toBe(true)
       const read = (await store.get('n')) as Job
-      expect([read.state, read.answer, read.resultBytes]).toEqual(['done', answer, body.gzip.length])
+      expect([read.state, read.platformAnswer, read.resultBytes]).toEqual(['done', answer, body.gzip.length])
       expect((await store.result('n', clock.now()))?.identity).toEqual(body.identity)
     })
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
-  cancellable, dropAt, endJob, EXPIRED_KEPT_MS, heldResultBytes, jobStatus, newJob, placeInQueue, PLATFORM_ANSWER, renewJob, requeueJob, startable, startJob, stateAt, type Job,
+  cancellable, dropAt, endJob, EXPIRED_KEPT_MS, heldResultBytes, jobStatus, keptAnswer, newJob, placeInQueue, PLATFORM_ANSWER, renewJob, requeueJob, startable, startJob, stateAt, type Job,
 } from '../../src/jobs/job.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 import { fakeClock } from '../helpers/clock.js'
@@ -57,13 +57,36 @@ describe('report job states', () => {
     // Its status and headers in the record; its body kept beside it (its compressed bytes counted).
     const body = Buffer.from('{"message":"The selected spent based is invalid."}')
     const answer = { status: 422, headers: { 'content-type': 'application/json' } }
-    const error = { code: PLATFORM_ANSWER, message: 'the platform refused the report with 422', statusCode: 422, answer }
+    const error = { code: PLATFORM_ANSWER, message: 'the platform refused the report with 422', statusCode: 422, platformAnswer: answer }
     const failed = endJob(running, { runner: 'r1', runs: 1 }, clock.now(), { kind: 'failed', error, tookSeconds: 0.3, resultBytes: body.length }, KEEP) as Job
     expect(failed).toMatchObject({ state: 'failed', error, resultBytes: body.length })
     expect(heldResultBytes([failed], clock.now())).toBe(body.length)
     expect(jobStatus(failed, null, clock.now(), FINALITY).error).toEqual({ code: PLATFORM_ANSWER, message: error.message, statusCode: 422 })
     clock.advance(KEEP)
     expect(heldResultBytes([failed], clock.now())).toBe(0)
+  })
+
+  it('an ended job answers the platform\'s answer it kept as its result: its body beside its record, or in a record of the release before (answer, base64); a report or a gateway failure is no kept answer', () => {
+    const clock = fakeClock()
+    const run = { runner: 'r1', runs: 1 }
+    const running = startJob(asked(clock), 'r1', clock.now(), LEASE) as Job
+    const answer = { status: 200, headers: { 'cache-control': 'no-store' } }
+    const done = endJob(running, run, clock.now(), { kind: 'done', resultBytes: 10, tookSeconds: 1, platformAnswer: answer }, KEEP) as Job
+    expect(keptAnswer(done)).toEqual({ answer, body: null })
+    // What a replica of the release before reads: no `answer` of its own, so it answers the result beside as a report.
+    expect(done.answer).toBeUndefined()
+    const refusal = { status: 422, headers: {} }
+    const failed = endJob(running, run, clock.now(), { kind: 'failed', error: { code: PLATFORM_ANSWER, message: 'refused', statusCode: 422, platformAnswer: refusal }, tookSeconds: 1 }, KEEP) as Job
+    expect(keptAnswer(failed)).toEqual({ answer: refusal, body: null })
+    expect(failed.error?.answer).toBeUndefined()
+    const body = Buffer.from('{"rows":[]}')
+    const before = { ...done, platformAnswer: undefined, answer: { ...answer, body: body.toString('base64') } }
+    expect(keptAnswer(before)).toEqual({ answer, body })
+    const refusedBefore = { ...failed, error: { code: PLATFORM_ANSWER, message: 'refused', statusCode: 422, answer: { ...refusal, body: body.toString('base64') } } }
+    expect(keptAnswer(refusedBefore)).toEqual({ answer: refusal, body })
+    expect(keptAnswer(endJob(running, run, clock.now(), { kind: 'done', resultBytes: 10, tookSeconds: 1 }, KEEP) as Job)).toBeNull()
+    expect(keptAnswer(endJob(running, run, clock.now(), { kind: 'failed', error: { code: 'GW_UPSTREAM', message: 'x', statusCode: 502 }, tookSeconds: 1 }, KEEP) as Job)).toBeNull()
+    expect(keptAnswer(running)).toBeNull()
   })
 
   it('a running job whose lease ran out is started again by another runner, and the first run may no longer renew, end or requeue it', () => {
