@@ -59,7 +59,7 @@ export interface PlatformAnswer {
  * The platform's answer as a record of the release before (acbf44e) holds it, under
  * `answer`: its body in the record, in base64 (64 KiB at most). A replica of that release
  * answers a kept `answer` from its body alone, so a record of this one never holds one
- * (docs/operations.md, "Upgrading"): it reads a done job without one as a report (its
+ * (docs/operations/upgrade.md): it reads a done job without one as a report (its
  * result kept beside it) and a failed one as its GW_* error. Read, never written.
  */
 export interface InlineAnswer extends PlatformAnswer {

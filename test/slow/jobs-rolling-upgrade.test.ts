@@ -10,7 +10,7 @@ import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
-// A rolling upgrade from the release at OLD (docs/operations.md, "Upgrading"): replicas of
+// A rolling upgrade from the release at OLD (docs/operations/upgrade.md): replicas of
 // the two versions run on one Redis and read each other's report jobs. A job whose result
 // is the platform's answer passed on (a 200 it said not to store, a refusal) is the one
 // whose record changed: its body is kept beside the record, no longer in it. Each version
@@ -46,12 +46,22 @@ const CASES = [
   { name: 'a refusal', status: 422, body: { message: 'invalid', errors: ['dateFrom'] }, headers: {}, state: 'failed' },
 ] as const
 
+/** An answer's status, body, and what it says of caching. */
+interface Answer {
+  status: number
+  body: string
+  xCache: string | null
+  cacheControl: string | null
+}
+
 interface Ended {
   id: string
   state: string
   /** The synchronous read's answer to the same report, as the job's result answers it. */
-  sync: { status: number; body: string }
+  sync: Answer
 }
+
+const answerOf = async (res: Response): Promise<Answer> => ({ status: res.status, body: await res.text(), xCache: res.headers.get('x-cache'), cacheControl: res.headers.get('cache-control') })
 
 describe.skipIf(!available || !hasOld)(`report jobs across a rolling upgrade from ${OLD}`, () => {
   const sandbox = useSandbox()
@@ -94,22 +104,20 @@ describe.skipIf(!available || !hasOld)(`report jobs across a rolling upgrade fro
       expect(asked.status).toBe(202)
       const { id } = (await asked.json()) as { id: string }
       await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes(await state(gw, id)), BOUND_MS, 50)
-      ended.push({ id, state: await state(gw, id), sync: { status: sync.status, body: await sync.text() } })
+      ended.push({ id, state: await state(gw, id), sync: await answerOf(sync) })
     }
     expect(ended.map((e) => e.state)).toEqual(CASES.map((c) => c.state))
     return ended
   }
 
-  const result = async (gw: GatewayProcess, id: string) => {
-    const res = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: HEADERS })
-    return { status: res.status, body: await res.text() }
-  }
+  const result = async (gw: GatewayProcess, id: string): Promise<Answer> => answerOf(await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: HEADERS }))
 
-  it('an old replica reads the jobs a new one ended: the no-store result as it is, the refusal as its GW_PLATFORM_ANSWER error; never a 500', async () => {
+  it('an old replica reads the jobs a new one ended: the no-store result as a report result (its body, not to be kept), the refusal as its GW_PLATFORM_ANSWER error; never a 500', async () => {
     const ended = await endJobs(await replica('new'))
     const old = await replica('old')
     const [noStore, refusal] = ended as [Ended, Ended]
-    expect(await result(old, noStore.id)).toEqual(noStore.sync)
+    // The body as a report result, not to be kept by a cache (max-age=0).
+    expect(await result(old, noStore.id)).toEqual({ ...noStore.sync, xCache: 'STALE', cacheControl: 'private, max-age=0' })
     const refused = await result(old, refusal.id)
     expect(refused.status).toBe(refusal.sync.status)
     expect(JSON.parse(refused.body)).toMatchObject({ code: 'GW_PLATFORM_ANSWER', statusCode: refusal.sync.status })
