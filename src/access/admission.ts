@@ -240,9 +240,10 @@ export class Admission {
     }
     const bytes = await readAll(payload, limit)
     if (bytes.length === 0) return
-    if (bytes.includes(KEY_PREFIX)) this.#refuseKeyIn(bytes.toString('latin1'), 'body')
     const limits = this.#ctx.config.limits
     caller.body = json ? parseJsonBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params }) : parseFormBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params })
+    // The gateway's serialization, what the platform gets: a key escaped in JSON or a form is written plain there.
+    if (caller.body.text.includes(KEY_PREFIX)) this.#refuseKeyIn(caller.body.text, 'body')
   }
 
   /**
