@@ -116,9 +116,15 @@ describe('headers on the way to the platform', () => {
       ['form body', await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: `userId=101&api_key=${percent(KEYS.growth)}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } })],
       ['JSON body', await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: `{"userId":101,"apiKey":"${escaped(KEYS.growth)}"}`, headers: { 'content-type': 'application/json' } })],
     ]
+    // A key in a name the parser refuses (a NUL in it) is refused as a key, not repeated in the parser's message.
+    sent.push(
+      ['malformed query name', await call(sg, 'GET', `/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&${KEYS.growth}%00=1`, { key: KEYS.growth })],
+      ['malformed form name', await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: `userId=101&${percent(KEYS.all)}%00=1`, headers: { 'content-type': 'application/x-www-form-urlencoded' } })],
+    )
     for (const [what, res] of sent) {
       expect(res.status, what).toBe(400)
       expect(res.json, what).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining('team key') })
+      expect(JSON.stringify(res.json), what).not.toContain('rgw_')
     }
     expect(sg.callerRequests()).toEqual([])
     // Written down nowhere either, in whichever spelling it came (a user-agent the caller encoded).
