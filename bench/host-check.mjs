@@ -2,7 +2,7 @@
 // RFC 9112 3.2: one Host line, a host[:port] value), on the head of a report read with
 // 8 header lines, an IPv6 Host, and 30 header lines; 8 rounds, the median of the last 5
 // printed with each round. Run after `npm run build:gateway`:
-//   flock /tmp/bench.lock node bench/host-check.mjs
+//   flock /tmp/bench.lock node_modules/.bin/node bench/host-check.mjs
 import { hostFault } from '../dist/http/server.js'
 
 function request(host, extra) {
