@@ -46,6 +46,9 @@ export function loadConfig({ env = process.env, readFile = (p) => readFileSync(p
         problems.push(`${path.join('.')}: secrets may not be set in CONFIG_FILE; use its environment variable or *_FILE`)
       }
     }
+    if (holdsUserinfo(getPath(file, ['redis', 'url']))) {
+      problems.push('redis.url: holds a user or password; secrets may not be set in CONFIG_FILE; give this URL as REDIS_URL (the value is not shown)')
+    }
     fileSetsHost = file.host != null
     fileDeclaresTeams = file.teams != null
     // Renamed in the file itself: the setting in force shows CONFIG_FILE as its source.
@@ -118,4 +121,13 @@ function takeOut(file: Record<string, unknown>, path: string[]): { found: boolea
   const value = parent[key]
   delete parent[key]
   return { found: true, value }
+}
+
+/**
+ * Whether `value` is a URL with a user or password (`scheme://user:password@host`): a
+ * config file is no place for the Redis password (a ConfigMap, a repository), so a Redis
+ * URL that holds one comes from REDIS_URL alone.
+ */
+function holdsUserinfo(value: unknown): boolean {
+  return typeof value === 'string' && /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(value.trim())
 }

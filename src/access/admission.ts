@@ -18,6 +18,9 @@ import { KEY_PREFIX } from './api-keys.js'
 import { assertHopSafe } from './connection-options.js'
 import { inviteBody } from '../http/hooks/expect-continue.js'
 
+/** `%` as a byte: where a body may spell a key percent-encoded. */
+const PERCENT = 0x25
+
 /** An admitted caller and the call as the gateway checked it. */
 export interface Caller {
   team: TeamConfig
@@ -96,9 +99,10 @@ export class Admission {
   /** The checked target of `url` (400/404); `seen`: what the memo keeps of it, looked up already. */
   target(url: string, seen: KnownUrl<unknown> | undefined = this.#known.get(url)): KnownTarget {
     if (seen) return seen.known
+    // Before the target is read: a key in a name the reader refuses is not repeated in its message.
+    this.#refuseKeyIn(url, 'request target')
     const target = checkTarget(url, this.#ctx.config.limits.params)
     if (isTokenPath(target.path, this.#blockedPaths)) throw new NotFoundError()
-    this.#refuseKeyIn(url, 'request target')
     return { target }
   }
 
@@ -240,9 +244,13 @@ export class Admission {
     }
     const bytes = await readAll(payload, limit)
     if (bytes.length === 0) return
-    if (bytes.includes(KEY_PREFIX)) this.#refuseKeyIn(bytes.toString('latin1'), 'body')
+    // The caller's bytes before they are parsed (a key in a name the parser refuses is not
+    // repeated in its message), then the gateway's serialization, what the platform gets:
+    // a key escaped in JSON is written plain there.
+    if (bytes.includes(KEY_PREFIX) || bytes.includes(PERCENT)) this.#refuseKeyIn(bytes.toString('latin1'), 'body')
     const limits = this.#ctx.config.limits
     caller.body = json ? parseJsonBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params }) : parseFormBody(bytes, { jsonDepth: limits.jsonDepth, params: limits.params })
+    if (caller.body.text.includes(KEY_PREFIX)) this.#refuseKeyIn(caller.body.text, 'body')
   }
 
   /**

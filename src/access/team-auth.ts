@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { TeamConfig, TeamKey } from '../config.js'
 import { ForbiddenError, KeyExpiredError, KeyReplacedError, UnauthorizedError } from '../errors.js'
 import type { KeyLifetime } from '../observe/metrics.js'
-import { hashApiKey, KEY_IN_TEXT, KEY_PREFIX, presentedKey } from './api-keys.js'
+import { hashApiKey, keyCandidates, presentedKey } from './api-keys.js'
 import { systemClock } from '../clock.js'
 
 /** Who a request's key names: the team, and which of its keys. */
@@ -76,8 +76,7 @@ export class TeamDirectory {
 
   /** Whether `text` holds a running team's key (one made by `npm run keys`, KEY_PREFIX first), anyone's. */
   holdsKey(text: string): boolean {
-    if (!text.includes(KEY_PREFIX)) return false
-    for (const [candidate] of text.matchAll(KEY_IN_TEXT)) if (this.#byKey.has(candidate) || this.#byHash.has(hashApiKey(candidate))) return true
+    for (const candidate of keyCandidates(text)) if (this.#byKey.has(candidate) || this.#byHash.has(hashApiKey(candidate))) return true
     return false
   }
 

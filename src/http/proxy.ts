@@ -13,6 +13,7 @@ import { traceOf } from '../observe/tracing.js'
 import { forwardedEncodings } from '../platform/client/token-echo.js'
 import { connectionOptions } from '../access/connection-options.js'
 import { withoutKeys } from '../access/api-keys.js'
+import { onGateway } from '../platform/client/redirect-location.js'
 import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from './reads/report-facts.js'
 
 // What the platform may see of a caller's request headers: an allowlist, so
@@ -150,14 +151,4 @@ function privateToTheKey(out: IncomingHttpHeaders): void {
   if (vary.includes('*')) return
   const named = new Set(vary.map((v) => v.toLowerCase()))
   out.vary = [...vary, ...KEY_HEADERS.filter((h) => !named.has(h))].join(', ')
-}
-
-function onGateway(value: string, platformBase: string): string {
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    return value // relative (already the gateway's), or not a URL at all
-  }
-  return url.origin === new URL(platformBase).origin ? `${url.pathname}${url.search}${url.hash}` : value
 }

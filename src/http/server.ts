@@ -130,9 +130,24 @@ export function refusalsObservedOn(app: FastifyInstance, observe: ObserveRefusal
   refusalObservers.set(app.server, observe)
 }
 
-/** RFC 9112, 3.2: an HTTP/1.1 request without a Host is a 400 (Node's own, with requireHostHeader, is no answer of the contract's). */
-function hostless(req: IncomingMessage): boolean {
-  return req.headers.host === undefined && req.httpVersionMinor === 1
+// RFC 9110, 7.2 and RFC 3986, 3.2.2: `uri-host [ ":" port ]`, the host a name, an IPv4
+// address or an IPv6 literal in brackets (a zone as `%25`), or empty (a target without one).
+const HOST_VALUE = /^(?:\[[0-9A-Fa-f:.]+(?:%25[\w.~-]+)?\]|[\w.~!$&'()*+,;=%-]*)(?::\d*)?$/
+
+/**
+ * RFC 9112, 3.2: an HTTP/1.1 request without a Host, any request with more than one Host
+ * line or with a Host that is no host, is a 400 (Node's own, with requireHostHeader, is no
+ * answer of the contract's, and Node keeps the first of two Host lines where a proxy
+ * before the gateway may have read the last). The fault's message, or null.
+ */
+export function hostFault(req: IncomingMessage): string | null {
+  const host = req.headers.host
+  if (host === undefined) return req.httpVersionMinor === 1 ? 'host: an HTTP/1.1 request names the host it asks in a Host header' : null
+  let lines = 0
+  const raw = req.rawHeaders
+  for (let i = 0; i < raw.length; i += 2) if ((raw[i] as string).length === 4 && (raw[i] as string).toLowerCase() === 'host') lines++
+  if (lines > 1) return 'host: given more than once'
+  return HOST_VALUE.test(host) ? null : 'host: must be a host name or address, and a port (the value is not shown)'
 }
 
 /** What a handled failure's log line adds of its cause (a driver's words the caller is not told); nothing without one. */
@@ -233,7 +248,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         // cost. Nothing reads such a request's body: hasBody (access/admission.ts)
         // asks the same two headers.
         optimizeEmptyRequests: true,
-        // A request without a Host is refused by the router instead (hostless).
+        // A request without a Host is refused by the router instead (hostFault).
         requireHostHeader: false,
       }
       const take = (req: IncomingMessage, res: ServerResponse): void => {
@@ -241,8 +256,8 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         tracing?.begin(req)
         // Closing: answered as ever, and the connection closed after it (closeGently).
         current.take(req, res)
-        // One without a Host goes to the router, which refuses it (hostless).
-        if (fastPath && !hostless(req)) fastPath(req, res, handler)
+        // One without a Host, or with a faulty one, goes to the router, which refuses it (hostFault).
+        if (fastPath && hostFault(req) === null) fastPath(req, res, handler)
         else handler(req, res)
       }
       const server = createServer(options, take)
@@ -295,7 +310,8 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
   closers.set(app as unknown as FastifyInstance, () => gentle?.begin())
   app.addHook('onRequest', bodyDeadline(config.limits.bodyTimeoutMs))
   app.addHook('onRequest', (request, _reply, done) => {
-    done(hostless(request.raw) ? new BadRequestError('host: an HTTP/1.1 request names the host it asks in a Host header') : undefined)
+    const fault = hostFault(request.raw)
+    done(fault === null ? undefined : new BadRequestError(fault))
   })
   // Every answer the router writes, refusals included, carries its answer fields.
   app.addHook('onSend', (request, reply, payload, done) => {

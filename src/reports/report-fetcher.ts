@@ -4,6 +4,7 @@ import { gunzipSync, gzip, gzipSync } from 'node:zlib'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { UpstreamError, type GatewayError } from '../errors.js'
 import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/client/platform-client.js'
+import { onGateway } from '../platform/client/redirect-location.js'
 import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
 import { withPassedRetryAfter, withRetryAfter } from '../platform/pauses/retry-after.js'
 import type { HeldAnswer, PlatformAnswers } from '../platform/client/answer-buffer.js'
@@ -89,6 +90,9 @@ export async function fetchReport(
   }
   const now = deps.now ?? systemClock.now
   const headers = pickHeaders(res.headers)
+  // A redirect is passed on with where it leads, on the gateway when it leads to the platform.
+  const location = res.headers.location
+  if (res.status >= 300 && res.status < 400 && typeof location === 'string') headers.location = onGateway(location, client.baseOf(provider))
   const gzipped = res.headers['content-encoding'] === 'gzip'
   // Received whole at the platform's pace, within the answers' budget, whatever its size.
   let held: HeldAnswer

@@ -105,6 +105,35 @@ describe('headers on the way to the platform', () => {
     expect(lookalike.status).toBe(200)
   })
 
+  it('a team key percent-encoded in the target or a form, or JSON-escaped in a body, is refused as the key itself is', async () => {
+    // The platform (PHP) decodes a query, a form and a JSON string before it reads them.
+    const percent = (key: string) => key.replace(/_/g, '%5F').replace(/-/g, '%2d').replace(/^r/, '%72')
+    const escaped = (key: string) => key.replace(/_/g, '\\u005f')
+    const sent: [string, Awaited<ReturnType<typeof call>>][] = [
+      ['report query', await call(sg, 'GET', `/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&api_key=${percent(KEYS.growth)}`, { key: KEYS.growth })],
+      ['proxied query', await call(sg, 'POST', `/api/v1/campaign/get?note=${percent(KEYS.all)}`, { key: KEYS.growth, json: { userId: 101 } })],
+      ['path', await call(sg, 'GET', `/api/v1/campaign/${percent(KEYS.writer)}/get`, { key: KEYS.growth })],
+      ['form body', await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: `userId=101&api_key=${percent(KEYS.growth)}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } })],
+      ['JSON body', await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: `{"userId":101,"apiKey":"${escaped(KEYS.growth)}"}`, headers: { 'content-type': 'application/json' } })],
+    ]
+    // A key in a name the parser refuses (a NUL in it) is refused as a key, not repeated in the parser's message.
+    sent.push(
+      ['malformed query name', await call(sg, 'GET', `/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&${KEYS.growth}%00=1`, { key: KEYS.growth })],
+      ['malformed form name', await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: `userId=101&${percent(KEYS.all)}%00=1`, headers: { 'content-type': 'application/x-www-form-urlencoded' } })],
+    )
+    for (const [what, res] of sent) {
+      expect(res.status, what).toBe(400)
+      expect(res.json, what).toMatchObject({ code: 'GW_BAD_REQUEST', message: expect.stringContaining('team key') })
+      expect(JSON.stringify(res.json), what).not.toContain('rgw_')
+    }
+    expect(sg.callerRequests()).toEqual([])
+    // Written down nowhere either, in whichever spelling it came (a user-agent the caller encoded).
+    const agent = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, json: { userId: 101 }, headers: { 'user-agent': `probe/${percent(KEYS.all)}` } })
+    expect(agent.status).toBe(200)
+    expect(sg.callerRequests()[0]?.headers['user-agent']).toBe('probe/[REDACTED]')
+    for (const key of [KEYS.all, KEYS.growth, KEYS.writer]) expect(sg.gw.logs.text()).not.toContain(percent(key).slice(0, 24))
+  })
+
   it('expect: 100-continue is answered by the gateway: the call goes through and the platform never sees it', async () => {
     const body = '{"userId":101}'
     const answer = await new Promise<string>((resolve, reject) => {

@@ -2,7 +2,7 @@ import { connect, type AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { KEYS, rawHttp, rawRequest, type RawResponse } from '../helpers/sandbox-gateway.js'
 import { waitFor } from '../helpers/wait.js'
-import { itLoggedNoSecret, useAttackGateway } from './attack-gateway.js'
+import { itLoggedNoSecret, REPORT_DATES, useAttackGateway } from './attack-gateway.js'
 
 // What the router never sees. A request Node's parser refuses (a broken header line, a
 // head past its size, a method it does not know), one the router refuses before a route
@@ -94,6 +94,24 @@ describe('requests refused before the router', () => {
     const body = await expectContractError(res, 400, 'GW_BAD_REQUEST')
     expect(body.message).toMatch(/host/i)
     expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('two Host lines, or a Host that is no host[:port], is 400 GW_BAD_REQUEST (RFC 9112, 3.2); an IPv6 literal is a host', async () => {
+    for (const hosts of ['host: a.example\r\nhost: b.example\r\n', 'host: [::1\r\n', 'host: [::1]x\r\n', 'host: a b\r\n', 'host: a.example:80:80\r\n', 'host: user@a.example\r\n']) {
+      const res = await rawRequest(sg.port, `GET /api/v1/campaign/get HTTP/1.1\r\n${hosts}x-api-key: ${KEYS.all}\r\nconnection: close\r\n\r\n`)
+      const body = await expectContractError(res, 400, 'GW_BAD_REQUEST')
+      expect(body.message, hosts).toMatch(/^host: /)
+    }
+    // A report read a hit would answer before the router is refused alike.
+    const report = `/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}`
+    expect((await rawRequest(sg.port, rawHttp('GET', report))).status).toBe(200)
+    const twice = await rawRequest(sg.port, `GET ${report} HTTP/1.1\r\nhost: a.example\r\nhost: b.example\r\nx-api-key: ${KEYS.all}\r\nconnection: close\r\n\r\n`)
+    await expectContractError(twice, 400, 'GW_BAD_REQUEST')
+    expect(sg.callerRequests().filter((r) => r.path.startsWith('/api/v1/campaign/'))).toEqual([])
+    for (const host of ['[::1]:3000', '[::1]', '[2001:db8::1]:8080', '127.0.0.1:8080', 'gateway.internal', '']) {
+      const res = await rawRequest(sg.port, `GET ${report} HTTP/1.1\r\nhost: ${host}\r\nx-api-key: ${KEYS.all}\r\nconnection: close\r\n\r\n`)
+      expect(res.status, host).toBe(200)
+    }
   })
 
   it('an expectation other than 100-continue is read as none (not Node\'s bare 417): the request is answered as without it', async () => {

@@ -14,6 +14,8 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 export const CHART = join(ROOT, 'helm/report-gateway')
 /** A file of the chart, as text. */
 export const chartFile = (path: string) => readFileSync(join(CHART, path), 'utf8')
+/** The chart's version (Chart.yaml), as its `helm.sh/chart` label names it. */
+export const CHART_VERSION = /^version: (\S+)$/m.exec(chartFile('Chart.yaml'))?.[1] ?? ''
 
 // The contract's variables ("Configuration"), each secret one also as *_FILE.
 export const CONTRACT_ENV = new Set([

@@ -60,7 +60,7 @@ describe('hits before the router', () => {
     expect(hit.headers).toMatchObject({
       'x-cache': 'HIT',
       'content-encoding': 'gzip',
-      vary: 'accept-encoding, authorization, x-api-key',
+      vary: 'accept-encoding, authorization, prefer, x-api-key',
       'x-request-id': 'fast-1',
       'content-type': miss.headers['content-type'],
     })
@@ -84,7 +84,7 @@ describe('hits before the router', () => {
     const hit = await get(REPORT, { 'x-api-key': KEYS.growth, 'accept-encoding': 'gzip', 'if-none-match': tag, 'x-request-id': 'fast-304' })
     expect(hit.status).toBe(304)
     expect(hit.body.length).toBe(0)
-    expect(hit.headers).toMatchObject({ 'x-cache': 'HIT', etag: tag, 'x-request-id': 'fast-304', vary: 'accept-encoding, authorization, x-api-key' })
+    expect(hit.headers).toMatchObject({ 'x-cache': 'HIT', etag: tag, 'x-request-id': 'fast-304', vary: 'accept-encoding, authorization, prefer, x-api-key' })
     expect(hit.headers['content-length']).toBeUndefined()
     const lines = env.gw.logs.records().filter((r) => r.msg === 'request').slice(before)
     expect(lines[0]).toMatchObject({ reqId: 'fast-304', status: 304, cache: 'HIT' })
@@ -327,7 +327,7 @@ describe('a stampede joins the fill before the router', () => {
     // The first caller's read made the call; the joiners' waited for it (RFC 9211 `collapsed`).
     expect(answers[0]?.headers['cache-status']).toMatch(/^report-gateway; fwd=uri-miss; stored; ttl=\d+$/)
     for (const a of answers.slice(1)) expect(a.headers['cache-status']).toMatch(/^report-gateway; fwd=uri-miss; collapsed; stored; ttl=\d+$/)
-    expect(answers[1]?.headers).toMatchObject({ 'x-request-id': 'joiner-0', vary: 'accept-encoding, authorization, x-api-key', etag: answers[0]?.headers.etag })
+    expect(answers[1]?.headers).toMatchObject({ 'x-request-id': 'joiner-0', vary: 'accept-encoding, authorization, prefer, x-api-key', etag: answers[0]?.headers.etag })
     const lines = env.gw.logs.records().filter((r) => r.msg === 'request').slice(before)
     expect(lines.filter((l) => String(l.reqId).startsWith('joiner-'))).toHaveLength(20)
     const answered = lines.filter((l) => l.status === 200)
@@ -417,9 +417,10 @@ describe('the access log line', () => {
 // that varied on `accept-encoding` alone would be served from the cache of a browser that
 // holds it to a request with another team's key, one the gateway refuses (403): the other
 // team would see advertisers not its own without asking the gateway. Every answer of an
-// entry varies on both headers that carry a key.
+// entry varies on both headers that carry a key, and on `prefer` (RFC 7240, 2): a read that
+// prefers `respond-async` may be answered 202 where one without is answered 200.
 const KEYED_REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-02-01&dateTo=2026-02-07&byDate=1'
-const VARY = 'accept-encoding, authorization, x-api-key'
+const VARY = 'accept-encoding, authorization, prefer, x-api-key'
 
 describe('a report answer in a browser cache', () => {
   it('varies on the headers that carry a key: a copy kept for one key is not one for another', async () => {

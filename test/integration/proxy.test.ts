@@ -128,6 +128,23 @@ describe('token injection', () => {
     expect(elsewhere.headers['content-location']).toBe('/api/v1/x')
   })
 
+  it('passes a report read\'s platform redirect with its location, on the gateway as a proxied one is', async () => {
+    const report = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-02'
+    sandbox.setFailure({ kind: 'status', status: 301, headers: { location: `${sandbox.url}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-03` }, times: 1 })
+    const moved = await call('GET', report)
+    expect(moved.statusCode).toBe(301)
+    expect(moved.headers['x-cache']).toBe('BYPASS')
+    expect(moved.headers.location).toBe('/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-03')
+    sandbox.setFailure({ kind: 'status', status: 307, headers: { location: 'https://files.example/report.csv' }, times: 1 })
+    const elsewhere = await call('GET', report.replace('03-02', '03-04'))
+    expect(elsewhere.headers.location).toBe('https://files.example/report.csv')
+    // A 4xx's location is none of the caller's business: only a redirect's is passed on.
+    sandbox.setFailure({ kind: 'status', status: 404, headers: { location: `${sandbox.url}/x` }, times: 1 })
+    const missing = await call('GET', report.replace('03-02', '03-05'))
+    expect(missing.statusCode).toBe(404)
+    expect(missing.headers.location).toBeUndefined()
+  })
+
   it('keeps the headers the gateway writes to itself: a platform (or its CDN) saying x-cache: HIT is no cache hit of the gateway', async () => {
     const own = { 'x-cache': 'HIT', 'platform-usage': 'fill=99', 'report-settled-through': '2099-01-01', 'report-provisional-days': 'none', 'preference-applied': 'respond-async' }
     sandbox.setFailure({ kind: 'status', status: 200, headers: { ...own, 'x-served-by': 'cache-fra-1' }, body: { data: [] }, times: 1 })

@@ -304,7 +304,7 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(missGzip.headers['x-cache']).toBe('MISS')
     expect(missGzip.headers['content-encoding']).toBe('gzip')
     expect(hitGzip.headers['content-encoding']).toBe('gzip')
-    expect(hitGzip.headers.vary).toBe('accept-encoding, authorization, x-api-key')
+    expect(hitGzip.headers.vary).toBe('accept-encoding, authorization, prefer, x-api-key')
     expect(Number(hitGzip.headers['content-length'])).toBe(hitGzip.rawPayload.length)
     // one stored copy: identical compressed bytes every time
     expect(hitGzip.rawPayload.equals(missGzip.rawPayload)).toBe(true)

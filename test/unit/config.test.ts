@@ -496,6 +496,17 @@ describe('secrets never come from CONFIG_FILE and are never echoed', () => {
     expect(err.message).not.toMatch(/file-[a-z-]+-0123456789/)
   })
 
+  it('refuses a Redis URL with a user or password in CONFIG_FILE, without echoing it; REDIS_URL may hold one', () => {
+    const secret = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, GATEWAY_SECRET: 'gateway-secret-0123456789abcdef0123' }
+    for (const url of ['redis://:file-redis-password-0123456789@127.0.0.1:6379/0', 'rediss://gw:file-redis-password-0123456789@redis.example:6380', 'redis://file-redis-password-0123456789@127.0.0.1']) {
+      const err = problem(secret, `redis:\n  url: ${url}`)
+      expect(err.message).toContain('redis.url: holds a user or password; secrets may not be set in CONFIG_FILE')
+      expect(err.message).not.toContain('file-redis-password')
+    }
+    expect(load(secret, 'redis:\n  url: redis://127.0.0.1:6379/0').redis.url).toBe('redis://127.0.0.1:6379/0')
+    expect(load({ ...secret, REDIS_URL: 'redis://:env-password-0123456789@127.0.0.1:6379' }, 'redis:\n  url: redis://127.0.0.1:6379/0').redis.url).toContain('env-password')
+  })
+
   it('refuses a secret in a named credential of CONFIG_FILE without echoing it', () => {
     const err = problem({}, 'credentials:\n  partner:\n    password: partner-password-0123456789')
     expect(err.message).toContain('credentials.partner.password: unknown setting')

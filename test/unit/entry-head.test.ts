@@ -16,10 +16,10 @@ describe("an entry's rendered head", () => {
   it('has the status line and every shared header, content-length of the body it goes with', () => {
     const e = entry()
     expect(entryHead(e, 'HIT', false)).toBe(
-      `HTTP/1.1 200 OK\r\nx-cache: HIT\r\netag: "${e.etag}"\r\nvary: accept-encoding, authorization, x-api-key\r\ncache-control: private, max-age=60\r\ncontent-type: application/json\r\ncontent-length: ${e.identity?.length}\r\n`,
+      `HTTP/1.1 200 OK\r\nx-cache: HIT\r\netag: "${e.etag}"\r\nvary: accept-encoding, authorization, prefer, x-api-key\r\ncache-control: private, max-age=60\r\ncontent-type: application/json\r\ncontent-length: ${e.identity?.length}\r\n`,
     )
     expect(entryHead(e, 'MISS', true)).toBe(
-      `HTTP/1.1 200 OK\r\nx-cache: MISS\r\netag: "${e.etag}-gzip"\r\nvary: accept-encoding, authorization, x-api-key\r\ncache-control: private, max-age=60\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ncontent-length: ${e.gzip.length}\r\n`,
+      `HTTP/1.1 200 OK\r\nx-cache: MISS\r\netag: "${e.etag}-gzip"\r\nvary: accept-encoding, authorization, prefer, x-api-key\r\ncache-control: private, max-age=60\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ncontent-length: ${e.gzip.length}\r\n`,
     )
   })
 

@@ -7,7 +7,7 @@
 import { describe, it, expect } from 'vitest'
 import { parse } from 'yaml'
 import { mergeValues as merge, renderChart, validateValues, type Manifest, type Values } from '../helpers/render-chart.js'
-import { CHART, chartFile, CONTRACT_ENV, IMAGE, install, SECRETS, TEAMS, FULL, type Deployment, type Service, all, one, gateway, envOf, services, decode, podFiles, gatewayConfigFrom, type NetworkPolicy } from '../helpers/chart-manifests.js'
+import { CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, install, SECRETS, TEAMS, FULL, type Deployment, type Service, all, one, gateway, envOf, services, decode, podFiles, gatewayConfigFrom, type NetworkPolicy } from '../helpers/chart-manifests.js'
 
 describe('rendered with a Secret from values, Redis, autoscaling and a ServiceMonitor', () => {
   const chart = install({ values: FULL })
@@ -327,7 +327,7 @@ describe('optional objects', () => {
     )
     for (const m of added) {
       expect(m.metadata.namespace, m.kind).toBe('reports')
-      expect(m.metadata.labels, m.kind).toMatchObject({ 'app.kubernetes.io/name': 'report-gateway', 'app.kubernetes.io/instance': 'rgw', 'helm.sh/chart': 'report-gateway-0.2.0' })
+      expect(m.metadata.labels, m.kind).toMatchObject({ 'app.kubernetes.io/name': 'report-gateway', 'app.kubernetes.io/instance': 'rgw', 'helm.sh/chart': `report-gateway-${CHART_VERSION}` })
     }
   })
 })

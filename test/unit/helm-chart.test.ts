@@ -15,7 +15,7 @@ import { describe, it, expect } from 'vitest'
 import { parse, parseAllDocuments } from 'yaml'
 import { Ajv } from 'ajv'
 import { mergeValues as merge, renderChart, validateValues, type Values } from '../helpers/render-chart.js'
-import { ROOT, CHART, chartFile, CONTRACT_ENV, IMAGE, PLATFORM, install, SECRETS, TEAMS, FULL, type Deployment, one, gateway, envOf, services, durationSeconds, podFiles, POD_IP, gatewayConfigFrom, selects, type NetworkPolicy, type PodDisruptionBudget } from '../helpers/chart-manifests.js'
+import { ROOT, CHART, CHART_VERSION, chartFile, CONTRACT_ENV, IMAGE, PLATFORM, install, SECRETS, TEAMS, FULL, type Deployment, one, gateway, envOf, services, durationSeconds, podFiles, POD_IP, gatewayConfigFrom, selects, type NetworkPolicy, type PodDisruptionBudget } from '../helpers/chart-manifests.js'
 
 describe('Chart.yaml', () => {
   const chart = parse(chartFile('Chart.yaml')) as Record<string, unknown>
@@ -27,6 +27,16 @@ describe('Chart.yaml', () => {
     expect(chart.name).toBe(pkg.name)
     expect(String(chart.version)).toMatch(/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/)
     expect(typeof chart.description).toBe('string')
+  })
+
+  it('is versioned by its CHANGELOG: the version is the newest entry, which says what changed since the one before', () => {
+    const changelog = chartFile('CHANGELOG.md')
+    const versions = [...changelog.matchAll(/^## (\d+\.\d+\.\d+)$/gm)].map((m) => m[1])
+    expect(versions[0]).toBe(String(chart.version))
+    expect(versions).toContain('0.2.0')
+    // Every version after 0.2.0 lists its changes.
+    const newest = changelog.slice(changelog.indexOf(`## ${String(chart.version)}`)).split(/^## /m)[1] ?? ''
+    expect(newest.match(/^- /gm)?.length ?? 0).toBeGreaterThan(0)
   })
 
   it("deploys the package's version by default (appVersion = package.json version)", () => {
@@ -196,7 +206,7 @@ describe('rendered with the defaults', () => {
         'app.kubernetes.io/version': '0.1.0',
         'app.kubernetes.io/managed-by': 'Helm',
         'app.kubernetes.io/part-of': 'report-gateway',
-        'helm.sh/chart': 'report-gateway-0.2.0',
+        'helm.sh/chart': `report-gateway-${CHART_VERSION}`,
       })
       // The helm test pod is no pod of the gateway's: it goes without the name its selectors read.
       if (m.kind !== 'Pod') expect(m.metadata.labels?.['app.kubernetes.io/name'], m.kind).toBe('report-gateway')

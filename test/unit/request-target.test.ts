@@ -10,6 +10,8 @@ describe('originForm', () => {
     ['HTTPS://u:p@h:8443/a', '/a'],
     ['http://h', '/'],
     ['http://h?q=1', '/?q=1'],
+    ['http://[::1]:3000/api/v1/x?y=1', '/api/v1/x?y=1'],
+    ['http://[2001:db8::1]', '/'],
     ['http://h/api/v1/../admin', '/api/v1/../admin'],
     ['ftp://h/a', 'ftp://h/a'],
   ])('%s → %s', (target, expected) => {

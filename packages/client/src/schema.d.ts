@@ -1568,7 +1568,7 @@ export interface components {
         "cache-control": string;
         /** @description Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed. */
         etag: string;
-        /** @description `accept-encoding, authorization, x-api-key`: a browser keeps a copy for one key, not for another. */
+        /** @description `accept-encoding, authorization, prefer, x-api-key`: a browser keeps a copy for one key, not for another, and not for a read that prefers `respond-async`. */
         vary: string;
         /** @description `gzip` when the caller accepts gzip: the stored bytes as they are. */
         "content-encoding": string;

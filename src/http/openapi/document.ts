@@ -75,7 +75,7 @@ const HEADERS: Json = {
   age: header('Seconds since the entry was fetched from the platform; on `HIT` and `STALE`.', { type: 'integer', minimum: 0 }),
   'cache-control': header('`private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`.'),
   etag: header('Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed.'),
-  vary: header('`accept-encoding, authorization, x-api-key`: a browser keeps a copy for one key, not for another.'),
+  vary: header('`accept-encoding, authorization, prefer, x-api-key`: a browser keeps a copy for one key, not for another, and not for a read that prefers `respond-async`.'),
   'content-encoding': header('`gzip` when the caller accepts gzip: the stored bytes as they are.'),
   'retry-after': always('Seconds to wait before trying again; on every 429 and 503 (the platform\'s own 429 passed on without one gets the pause it drew, 1 s; `0` from a replica shutting down: another replica answers a retry now).', { type: 'integer', minimum: 0 }),
   ratelimit: header('For a team with a rate limit: what is left of it and when its window ends, e.g. `"default";r=599;t=42` (draft-ietf-httpapi-ratelimit-headers).', {

@@ -11,12 +11,13 @@ import { fillMsOf } from '../../reports/fill-time.js'
 import { CACHE_STATUS, entryCacheStatus, passedCacheStatus } from './cache-status.js'
 
 /**
- * What an entry's answer varies on: its encoding, and the two headers that carry a key. A
- * browser keeps a `private` answer and serves it again to a request whose URL and named
- * headers match: without the key's headers here, it would serve one team's copy to a
- * request with another team's key, without asking the gateway.
+ * What an entry's answer varies on: its encoding, the two headers that carry a key, and
+ * `prefer`. A browser keeps a `private` answer and serves it again to a request whose URL
+ * and named headers match: without the key's headers here, it would serve one team's copy
+ * to a request with another team's key, without asking the gateway. A read that prefers
+ * `respond-async` may be answered 202 where one without is answered 200 (RFC 7240, 2).
  */
-const VARY = 'accept-encoding, authorization, x-api-key'
+const VARY = 'accept-encoding, authorization, prefer, x-api-key'
 
 type Headers = Record<string, string | string[] | undefined>
 

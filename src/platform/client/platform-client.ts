@@ -181,10 +181,15 @@ export class PlatformClient {
     return { signal: controller.signal, at: this.#clock.now() + budget, done }
   }
 
+  /** The platform address a credential's calls go to. */
+  baseOf(provider: TokenProvider): string {
+    return provider.credential.baseUrl ?? this.#defaultBase
+  }
+
   async #send(provider: TokenProvider, call: PlatformCall, deadline: number): Promise<PlatformResponse> {
     const first = provider.usable() ? provider.current() : null
     if (!first) throw new PlatformAuthError(`credential ${provider.name} has no usable token`)
-    const base = provider.credential.baseUrl ?? this.#defaultBase
+    const base = this.baseOf(provider)
     let token = first.token
     let res = await this.#once(provider.name, base, call, token, deadline)
     if (res.status !== 401) return withoutEcho(res, token)
