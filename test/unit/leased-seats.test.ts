@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { LeasedSeats } from '../../src/platform/governor/leased-seats.js'
 import { MemoryLeaseStore, type LeaseAnswer, type LeaseAsk } from '../../src/platform/governor/lease-store.js'
+import type { ReplicaRecord } from '../../src/platform/governor/lease-plan.js'
 import type { ReplicaDemand } from '../../src/platform/governor/seat-lease.js'
 import { SimClock } from '../sim/sim-clock.js'
 
@@ -194,5 +195,32 @@ describe('replicas sharing the limit while one waits', () => {
     }
     a.stop()
     b.stop()
+  })
+})
+
+describe('seats free in the store while other replicas are short of their due', () => {
+  /** A store that answers each renewal as `answer` says, and keeps every ask. */
+  class ScriptedStore extends MemoryLeaseStore {
+    readonly asks: { at: number; ask: number }[] = []
+    constructor(readonly clock: SimClock, readonly answer: (ask: LeaseAsk) => LeaseAnswer) { super(clock) }
+    override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
+      this.asks.push({ at: this.clock.now(), ask: ask.ask })
+      return this.answer(ask)
+    }
+  }
+
+  it('takes the free seats past what the short replicas lack, at once: those past their due are no one\'s', async () => {
+    const clock = new SimClock()
+    // Limit 12: team a here wants 10, team b elsewhere 4 and holds 1. Shares: b 4, a 8, and the dues the same: b lacks
+    // 3, and the store leaves 5 free; 2 of them are no one's due, and a takes them with its own.
+    const b: ReplicaRecord = { run: 'r~b', lease: 1, inFlight: 1, need: 4, answered: 0, waited: true, teams: [{ team: 'b', weight: 1, held: 1, waiting: 3, cap: null, peak: 4, lingering: false }] }
+    const store = new ScriptedStore(clock, (ask) => ({ granted: Math.min(ask.ask, 6), free: 12 - 1 - Math.min(ask.ask, 6), known: true, others: [b], limitRecord: null }))
+    const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~a', perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+    await lease.start()
+    lease.demand({ limit: 12, inFlight: 0, waiting: 10, teams: [{ team: 'a', weight: 1, held: 0, waiting: 10, cap: null, peak: 10, lingering: false, seatMs: 0 }] })
+    await clock.run(clock.now() + 100)
+    // Its due is 8 (limit 12 less b's 4); with the 2 no one is due, 10 (its need) within 100 ms, not a starved retry later.
+    expect(store.asks.map((a) => a.ask)).toContain(10)
+    lease.stop()
   })
 })

@@ -59,8 +59,8 @@ export interface LeasePlan {
   shares: Map<string, number>
   /** Another replica needs more seats than it holds. */
   contended: boolean
-  /** Another replica that needs more seats than it holds holds fewer than its due: a seat free in the store is its to take, not a seat no one took. */
-  shortElsewhere: boolean
+  /** The seats the other replicas that need more than they hold lack of their due: that many seats free in the store are theirs to take; past them, a free seat is no one's due. */
+  shortElsewhere: number
   /** The other replicas that need more seats than they hold and hold fewer than their due, most short first: seats free in the store are theirs. */
   short: string[]
   /** The other replicas that hold seats they neither use nor are due: told when this one is short of seats with none free, they give them back. */
@@ -122,7 +122,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const due = dueOf(mine, target)
   const shortOf = (r: ReplicaRecord) => Math.min(r.need, Math.floor(dueOf(r, targetOf(r)) + 1e-9)) - Math.max(r.lease, r.inFlight)
   const short = others.filter((r) => shortOf(r) > 0).sort((a, b) => shortOf(b) - shortOf(a)).map((r) => r.run)
-  const shortElsewhere = short.length > 0
+  const shortElsewhere = others.reduce((sum, r) => sum + Math.max(0, shortOf(r)), 0)
   const over = others.filter((r) => r.lease > Math.max(r.inFlight, Math.min(r.need, Math.ceil(dueOf(r, targetOf(r)) - 1e-9)))).map((r) => r.run)
   let owedElsewhere = 0
   for (const r of others) owedElsewhere += owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams)

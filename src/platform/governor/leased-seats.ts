@@ -142,9 +142,9 @@ export class LeasedSeats implements SeatLease {
     return this.#plan?.contended && this.#spare() <= 0 ? Math.min(lease, this.#due()) : lease
   }
 
-  /** The seats free in the store at the last answer that it may take: none while a replica that waits holds fewer than its due (they are that one's). */
+  /** The seats free in the store at the last answer that it may take: those past what the replicas that wait lack of their due (those are theirs). */
   #spare(): number {
-    return this.#plan?.contended && this.#plan.shortElsewhere ? 0 : Math.max(0, this.#free)
+    return Math.max(0, this.#free - (this.#plan?.contended ? this.#plan.shortElsewhere : 0))
   }
 
   shares(): LeaseShares | null {
@@ -262,7 +262,7 @@ export class LeasedSeats implements SeatLease {
     return leasePlan(mine, this.#others, d.limit, this.#clock.now() - this.#learnerAt <= this.#o.leaseMs ? this.#learnerRun : null)
   }
 
-  /** The seats to ask for: while another replica waits, its due and any seat no one took (none while a replica that waits is short of its due); else the seats it keeps. */
+  /** The seats to ask for: while another replica waits, its due and the seats free past what the replicas that wait lack of theirs; else the seats it keeps. */
   #wanted(d: ReplicaDemand): number {
     const need = d.inFlight + d.waiting
     if (need === 0) return 0
@@ -311,7 +311,7 @@ export class LeasedSeats implements SeatLease {
     const held = Math.max(this.#lease, d.inFlight)
     // Its due as its demand now and the others' last records make it.
     if (this.#plan !== null) this.#plan = this.#planFor(need, d)
-    // While another replica waits: its due, and any seat no one took (none while a replica that waits is short of its due).
+    // While another replica waits: its due, and the seats free past what the replicas that wait lack of theirs.
     const wanted = this.#wanted(d)
     // Back from an outage, a replica asks for no more than it holds until every replica has
     // renewed (a replica that holds seats renews every third of a lease): every replica's
