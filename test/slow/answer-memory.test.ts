@@ -127,7 +127,8 @@ describe.runIf(process.platform === 'linux')('memory with the chart\'s defaults,
       // The readers answered 200 go on reading: their answers are held as they read.
       const served = callers.filter((c) => c.status() === 200)
       const read = served.map((c) => c.got())
-      await waitFor('the served callers reading on', () => served.every((c, i) => c.got() > (read[i] as number) + 4 * READ_BYTES_PER_S), 60_000, 200)
+      const reading = () => `the served callers reading on (bytes read before, now: ${served.map((c, i) => `${read[i]}, ${c.got()}`).join('; ')}; the gateway said:\n${gw.output().split('\n').filter((l) => l.includes('cut off')).slice(-10).join('\n')})`
+      await waitFor(reading, () => served.every((c, i) => c.got() > (read[i] as number) + 4 * READ_BYTES_PER_S), 60_000, 200)
       metrics = await scrape()
       peak = peakRss(pid)
       held = await gw.memory()
