@@ -41,8 +41,8 @@ const CUT_LINES: Record<Cut, string> = {
  * Every answer on its way from the platform to a caller, within one memory budget
  * (platform.bufferTotalBytes). An answer is received whole at the platform's pace, each
  * byte counted as it arrives, so that the platform's work on it ends when it has sent it,
- * whatever its caller's pace (docs/governor.md: a seat covers the platform's work); its
- * bytes are freed as its caller takes them. An answer that finds no room makes some from
+ * whatever its caller's pace (docs/governor.md: a seat covers the platform's work), held
+ * in blocks of its own (answer-blocks.ts) freed as its caller takes them. An answer that finds no room makes some from
  * other teams' answers (a team's callers take no room from each other): those whose
  * callers stopped taking anything for CONTENDED_STALL_MS are cut off, then those whose
  * callers read too slowly to give their room back within platform.readIdleTimeout, the
@@ -185,7 +185,7 @@ export class HeldAnswer {
     return Buffer.concat(this.#chunks, this.length)
   }
 
-  /** The body as its caller reads it, each chunk's bytes freed as it is taken; once. */
+  /** The body as its caller reads it, each block's bytes freed once it is taken; once. */
   stream(): Readable {
     if (this.#gone) throw new Error('a held answer is sent or released once')
     this.#gone = true
