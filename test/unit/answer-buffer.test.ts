@@ -4,9 +4,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { CONTENDED_STALL_MS, PlatformAnswers, type AnswerReader } from '../../src/platform/client/answer-buffer.js'
 import { MAX_ROOM_RETRY_AFTER_S } from '../../src/platform/client/answer-budget.js'
+import { BLOCK_BYTES, PIECE_BYTES } from '../../src/platform/client/answer-blocks.js'
 import { waitFor } from '../helpers/wait.js'
 
 const KiB = 1024
+const MiB = 1024 * KiB
 
 function reader(team = 'growth'): AnswerReader & { warnings: unknown[]; lines: string[] } {
   const warnings: unknown[] = []
@@ -54,20 +56,43 @@ function stalled(): Writable {
 }
 
 describe('PlatformAnswers.receive', () => {
-  it('receives an answer whole before its caller reads a byte, and frees its bytes chunk by chunk as the caller takes them', async () => {
-    const a = answers({ totalBytes: 1024 * KiB })
-    const source = body(10, 64 * KiB)
-    const answer = await a.receive(source, String(640 * KiB), reader())
+  it('receives an answer whole before its caller reads a byte, and frees its bytes block by block as the caller takes them', async () => {
+    const a = answers({ totalBytes: 4 * MiB })
+    const source = body(48, 64 * KiB)
+    const answer = await a.receive(source, String(3 * MiB), reader())
     // The platform body has ended: the platform's work is done whatever the caller's pace.
     expect(source.readableEnded).toBe(true)
-    expect(answer.length).toBe(640 * KiB)
-    expect(a.budget.used).toBe(640 * KiB)
+    expect(answer.length).toBe(3 * MiB)
+    expect(a.budget.used).toBe(3 * MiB)
     const stream = answer.stream()
-    const first = stream.read(64 * KiB) as Buffer | null
-    expect(first).not.toBeNull()
-    expect(a.budget.used).toBeLessThan(640 * KiB)
-    expect(Buffer.concat([first as Buffer, await readAll(stream)]).equals(expected(10, 64 * KiB))).toBe(true)
+    const read: Buffer[] = []
+    // A block's bytes count until its last piece is taken: the first block's, then they are freed.
+    for (let got = 0; got < BLOCK_BYTES + PIECE_BYTES; ) {
+      const piece = stream.read() as Buffer | null
+      if (piece === null) {
+        await new Promise((resolve) => stream.once('readable', resolve))
+        continue
+      }
+      read.push(piece)
+      got += piece.length
+    }
+    expect(a.budget.used).toBeLessThanOrEqual(3 * MiB - BLOCK_BYTES)
+    expect(a.budget.used).toBeGreaterThan(0)
+    expect(Buffer.concat([...read, await readAll(stream)]).equals(expected(48, 64 * KiB))).toBe(true)
     expect(a.budget.used).toBe(0)
+  })
+
+  it('gives the memory of an answer dropped before its caller took it back at once, not at the next collection', async () => {
+    const a = answers({ totalBytes: 64 * MiB })
+    const cut = await a.receive(body(128, 64 * KiB), String(8 * MiB), reader())
+    const kept = await a.receive(body(128, 64 * KiB), undefined, reader())
+    const stream = cut.stream()
+    const before = process.memoryUsage().arrayBuffers
+    stream.destroy()
+    kept.release()
+    // Its first block's pieces may be in a socket's writes: the rest, 7 MiB, and the released answer's 8 MiB.
+    expect(before - process.memoryUsage().arrayBuffers).toBeGreaterThanOrEqual(15 * MiB)
+    await waitFor('the answer dropped', () => a.budget.used === 0)
   })
 
   it('reserves an answer without a declared length as it arrives, and frees it when dropped', async () => {

@@ -10,7 +10,7 @@ import type { FillResult, Forward } from '../../reports/report-cache.js'
 import type { AdmittedRead, DecideHow, ReadDecisions } from '../../reports/read-decision.js'
 import { writeEntry } from './report-reply.js'
 import { rateLimitHeaders } from '../../access/rate-limit-headers.js'
-import { accessFacts, CALLER_LEFT, requestIdOf, type ObserveRequest } from '../hooks/request-log.js'
+import { accessFacts, CALLER_LEFT, requestIdOf, type AnsweredCaller, type ObserveRequest } from '../hooks/request-log.js'
 import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
 import type { ReportAnswerFacts } from './report-facts.js'
 import { JOINED_FILL, L1_HIT, L1_MISS, L2_HIT, L2_NOT_FRESH, TO_ROUTER } from './step-attributes.js'
@@ -23,6 +23,12 @@ function ended(step: Trace | undefined, attributes: SpanAttributes): void {
   if (step === undefined) return
   step.set(attributes)
   step.end()
+}
+
+/** The caller facts of a read's access line: its team, key and advertisers, and how long its platform call took (null without one). */
+function callerOf(read: AdmittedRead, upstreamMs: number | null): AnsweredCaller {
+  const { team, key } = read.identity
+  return { team, keyId: key.id, advertisers: read.form.report.advertiserIds, upstreamMs }
 }
 
 /** What Fastify does with a request: the fast path hands it anything it does not serve. */
@@ -64,20 +70,17 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
   const answer = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, entry: CacheEntry, status: 'HIT' | 'MISS', started: number, now: number, upstreamMs: number | null, client: string | null): void => {
     const headers = req.headers
     const reqId = requestIdOf(headers)
-    const { team, key } = read.identity
+    const team = read.identity.team
     const report = facts.of(team, read.form.report, entry, status === 'MISS' ? (entry.fillMs ?? 0) : 0, now)
     const code = writeEntry(res, entry, status, status === 'MISS' ? JOINED : undefined, now, headers, { reqId, rate: rateLimitHeaders(team, read.rate), report })
-    const caller = { team, keyId: key.id, advertisers: read.form.report.advertiserIds, upstreamMs }
     // A coalesced MISS made no platform call of its own: answered by the cache (usage).
-    observe(accessFacts(req, caller, { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client, hit: true, at: now }, traced))
+    observe(accessFacts(req, callerOf(read, upstreamMs), { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client, hit: true, at: now }, traced))
   }
 
   // A caller that closed its connection while its read waited: no answer to write, its access line says so (499).
   const left = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, started: number, upstreamMs: number | null, client: string | null): boolean => {
     if (!res.destroyed) return false
-    const { team, key } = read.identity
-    const caller = { team, keyId: key.id, advertisers: read.form.report.advertiserIds, upstreamMs }
-    observe(accessFacts(req, caller, { reqId: requestIdOf(req.headers), route: 'report', status: CALLER_LEFT, durationMs: performance.now() - started, cache: null, client, hit: false }, traced))
+    observe(accessFacts(req, callerOf(read, upstreamMs), { reqId: requestIdOf(req.headers), route: 'report', status: CALLER_LEFT, durationMs: performance.now() - started, cache: null, client, hit: false }, traced))
     return true
   }
 

@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import { AnswerBudgetError, UpstreamError } from '../../errors.js'
 import { upstreamError } from './platform-client.js'
 import { ByteBudget } from './answer-budget.js'
+import { AnswerBlocks, freeAll, PIECE_BYTES } from './answer-blocks.js'
 
 export interface AnswerLimits {
   /** Every byte of answers on their way to callers at once on this replica (platform.bufferTotalBytes). */
@@ -40,8 +41,8 @@ const CUT_LINES: Record<Cut, string> = {
  * Every answer on its way from the platform to a caller, within one memory budget
  * (platform.bufferTotalBytes). An answer is received whole at the platform's pace, each
  * byte counted as it arrives, so that the platform's work on it ends when it has sent it,
- * whatever its caller's pace (docs/governor.md: a seat covers the platform's work); its
- * bytes are freed as its caller takes them. An answer that finds no room makes some from
+ * whatever its caller's pace (docs/governor.md: a seat covers the platform's work), held
+ * in blocks of its own (answer-blocks.ts) freed as its caller takes them. An answer that finds no room makes some from
  * other teams' answers (a team's callers take no room from each other): those whose
  * callers stopped taking anything for CONTENDED_STALL_MS are cut off, then those whose
  * callers read too slowly to give their room back within platform.readIdleTimeout, the
@@ -71,30 +72,32 @@ export class PlatformAnswers {
    */
   async receive(body: Readable, contentLength: string | undefined, reader: AnswerReader): Promise<HeldAnswer> {
     let held = 0
-    const chunks: Buffer[] = []
-    let size = 0
+    // A declared length is reserved at once: answers arriving together do not each take a part of the budget and then all fail.
+    const declared = contentLength === undefined ? NaN : Number(contentLength)
+    const blocks = new AnswerBlocks(Number.isSafeInteger(declared) && declared > 0 ? declared : null)
     try {
-      // A declared length is reserved at once: answers arriving together do not each take a part of the budget and then all fail.
-      const declared = contentLength === undefined ? NaN : Number(contentLength)
-      if (Number.isSafeInteger(declared) && declared > 0) {
-        this.#room(declared, declared, reader)
-        held = declared
+      if (blocks.declared !== null) {
+        this.#room(blocks.declared, blocks.declared, reader)
+        held = blocks.declared
       }
       for await (const chunk of body as AsyncIterable<Buffer>) {
-        chunks.push(chunk)
-        size += chunk.length
-        if (size <= held) continue
-        this.#room(size - held, size, reader)
-        held = size
+        const size = blocks.length + chunk.length
+        if (size > held) {
+          this.#room(size - held, size, reader)
+          held = size
+        }
+        blocks.add(chunk)
       }
     } catch (err) {
       this.budget.free(held)
+      blocks.drop()
       body.destroy()
       throw upstreamError(err)
     }
     // A body shorter than declared gives back what it did not use.
-    this.budget.free(held - size)
-    return new HeldAnswer(chunks, size, this.budget, (held) => this.#watched(held, reader))
+    this.budget.free(held - blocks.length)
+    const chunks = blocks.done()
+    return new HeldAnswer(chunks, blocks.length, this.budget, (held) => this.#watched(held, reader))
   }
 
   /** Takes `bytes` more of the budget for `reader`'s answer of `total` bytes so far, making room; else throws the refusal. */
@@ -177,10 +180,12 @@ export class HeldAnswer {
    * came in, which a cache entry would keep whole); its bytes stay counted until release().
    */
   bytes(): Buffer {
+    // One block is handed over as it is (release() then has nothing to give back to the allocator).
+    if (this.#chunks.length === 1) return this.#chunks.pop() as Buffer
     return Buffer.concat(this.#chunks, this.length)
   }
 
-  /** The body as its caller reads it, each chunk's bytes freed as it is taken; once. */
+  /** The body as its caller reads it, each block's bytes freed once it is taken; once. */
   stream(): Readable {
     if (this.#gone) throw new Error('a held answer is sent or released once')
     this.#gone = true
@@ -192,7 +197,7 @@ export class HeldAnswer {
     if (this.#gone) return
     this.#gone = true
     this.#budget.free(this.length)
-    this.#chunks.length = 0
+    freeAll(this.#chunks)
   }
 }
 
@@ -203,21 +208,25 @@ interface AnswerEvents {
 }
 
 /**
- * The caller's side of a held answer. Its bytes are freed chunk by chunk as its caller
- * takes them, the rest when it closes. Its clock runs only while the caller holds it up:
+ * The caller's side of a held answer. It is handed to the caller's socket in pieces of
+ * PIECE_BYTES; a block's bytes are freed once its caller has taken its last piece, the
+ * rest when it closes (the blocks it has not begun given back to the allocator at once). Its clock runs only while the caller holds it up:
  * from a push the consumer has no room for to the consumer's next read.
  */
 class WatchedAnswer extends Readable {
   readonly reader: AnswerReader
   /** When its caller last held it up (monotonic ms), or null while it reads. */
   stalledSince: number | null = null
-  /** Bytes still to be taken by its caller, counted in the budget. */
+  /** Bytes still to be taken by its caller. */
   unsent: number
   readonly #chunks: Buffer[]
   readonly #budget: ByteBudget
   readonly #idleMs: number
   readonly #on: AnswerEvents
   #sent = 0
+  // Bytes of the first block already taken; what the budget still counts of this answer (the blocks not all taken).
+  #at = 0
+  #counted: number
   // When its caller first had no room for a push, and what it had taken by then.
   #backedUp: { at: number; sent: number } | null = null
   #timer: NodeJS.Timeout | null = null
@@ -227,6 +236,7 @@ class WatchedAnswer extends Readable {
     this.#chunks = chunks
     this.#budget = budget
     this.unsent = chunks.reduce((sum, c) => sum + c.length, 0)
+    this.#counted = this.unsent
     this.reader = reader
     this.#idleMs = idleMs
     this.#on = on
@@ -256,23 +266,29 @@ class WatchedAnswer extends Readable {
   override _read(): void {
     this.#stopClock()
     while (this.#chunks.length > 0) {
-      const chunk = this.#chunks.shift() as Buffer
-      this.#taken(chunk.length)
-      if (!this.push(chunk)) return this.#startClock()
+      const block = this.#chunks[0] as Buffer
+      const piece = block.subarray(this.#at, this.#at + PIECE_BYTES)
+      this.#at += piece.length
+      if (this.#at === block.length) {
+        this.#chunks.shift()
+        this.#at = 0
+        this.#counted -= block.length
+        this.#budget.free(block.length)
+      }
+      this.unsent -= piece.length
+      this.#sent += piece.length
+      if (!this.push(piece)) return this.#startClock()
     }
     this.push(null)
   }
 
-  #taken(bytes: number): void {
-    this.unsent -= bytes
-    this.#sent += bytes
-    this.#budget.free(bytes)
-  }
-
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
     this.#stopClock()
-    this.#chunks.length = 0
-    this.#budget.free(this.unsent)
+    // A block whose pieces were handed on may still be in the socket's writes: left to the collector.
+    if (this.#at > 0) this.#chunks.shift()
+    freeAll(this.#chunks)
+    this.#budget.free(this.#counted)
+    this.#counted = 0
     this.unsent = 0
     this.#on.closed()
     callback(err)
