@@ -3,18 +3,18 @@
  * --faults, --keep-logs), what follows from them (the request count, the bounds), and the
  * chaos run's targets. A bad option stops the run here, before anything is started.
  */
-import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { FAULTS } from './soak-faults.mjs'
+import { imageMemoryEnv } from './image-env.mjs'
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url))
 export const PROBE = pathToFileURL(join(ROOT, 'scripts/soak-probe.mjs')).href
-// The replicas run with the image's node options (the Dockerfile's ENV NODE_OPTIONS): the
-// young generation's size decides much of a replica's RSS.
-export const IMAGE_NODE_OPTIONS = /^ENV NODE_OPTIONS=(\S+)\s*$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))?.[1]
-if (IMAGE_NODE_OPTIONS === undefined) throw new Error('the Dockerfile has no ENV NODE_OPTIONS=<options> line for the replicas to run with')
+// The replicas run with the image's memory settings (the Dockerfile's ENV NODE_OPTIONS and
+// MALLOC_* lines): the young generation's size and the allocator's threshold decide much
+// of a replica's RSS.
+export const IMAGE_MEMORY_ENV = imageMemoryEnv(join(ROOT, 'Dockerfile'))
 
 export const { values: args } = parseArgs({
   options: {

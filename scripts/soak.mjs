@@ -12,7 +12,7 @@
  * twentieth of the run, 5 to 60 s) it prints the answers by status, p50/p99, and each
  * replica's RSS and heap after a full GC (each replica runs with --expose-gc and
  * scripts/soak-probe.mjs, which collects and reports on SIGUSR2; and with the image's
- * NODE_OPTIONS, read from the Dockerfile), Redis's memory and the
+ * memory settings, read from the Dockerfile), Redis's memory and the
  * machine's load average. At the end: a summary, and the replicas are stopped with SIGTERM.
  *
  * Without --chaos (default 30 requests/s, the sandbox at 20 ms): exits 1 on any answer
@@ -76,7 +76,7 @@ import { hashApiKey } from '../dist/access/api-keys.js'
 import { freePort } from './free-port.mjs'
 import { PLATFORM_LATENCY, PLATFORM_WEATHER } from './soak-faults.mjs'
 import { disagreement, liveLeases, seededRandom, sharedLimit, shuffled } from './soak-targets.mjs'
-import { CHAOS, CHOSEN_FAULTS, ROLLING, HARD_LIMIT_MS, IMAGE_NODE_OPTIONS, LONG_RUN_S, MAX_IN_FLIGHT, MINUTES, SEAT_LEASE_S, PLATFORM_LATENCY_MS, PROBE, RATE, RECOVERY_TARGET_S, REQUEST_TIMEOUT_MS, SAMPLE_S, SEED, TOTAL } from './soak-options.mjs'
+import { CHAOS, CHOSEN_FAULTS, ROLLING, HARD_LIMIT_MS, IMAGE_MEMORY_ENV, LONG_RUN_S, MAX_IN_FLIGHT, MINUTES, SEAT_LEASE_S, PLATFORM_LATENCY_MS, PROBE, RATE, RECOVERY_TARGET_S, REQUEST_TIMEOUT_MS, SAMPLE_S, SEED, TOTAL } from './soak-options.mjs'
 import { ADMIN_TOKEN, CREDENTIAL, GATEWAY_SECRET, KEY_PREFIX, KEYS, LIMIT, requestFor, WRITER_ACCOUNT } from './soak-load.mjs'
 import { keepLogs, launch, log, runSeconds, runStart, startRun, started, stopAll, tail, tmp, until } from './soak-processes.mjs'
 import { Ledger, mb, memoryOf, ms, percentile, secs, Tally } from './soak-measure.mjs'
@@ -184,7 +184,7 @@ async function main() {
       GATEWAY_SECRET,
       CONFIG_FILE: configFile,
       LOG_LEVEL: 'warn',
-      NODE_OPTIONS: IMAGE_NODE_OPTIONS,
+      ...IMAGE_MEMORY_ENV,
     })
     slot.proc = proc
     void proc.exited.then((code) => {

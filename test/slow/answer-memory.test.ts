@@ -1,14 +1,16 @@
 import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { request } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSandbox, type Sandbox } from '../../src/sandbox/sandbox.js'
+import { imageMemoryEnv } from '../../scripts/image-env.mjs'
 import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { spawnProbedGateway, type GatewayMemory, type ProbedGateway } from '../helpers/gateway-memory.js'
 import { waitFor } from '../helpers/wait.js'
 
 // Memory with the chart's defaults (helm/report-gateway: `config: {}`, the image's
-// NODE_OPTIONS, a 512Mi memory limit): the built gateway in a process of its own, its
+// memory settings, a 512Mi memory limit): the built gateway in a process of its own, its
 // in-process cache full, then 100 callers each reading a 50 MiB report at 16 KB/s. Every
 // byte of an answer on its way to a caller counts in platform.bufferTotalBytes; past it a
 // new answer is refused 503 GW_ANSWER_BUDGET. The process's peak resident size (VmHWM)
@@ -18,8 +20,8 @@ const MiB = 1024 * 1024
 const MB = 1_000_000
 /** The chart's memory limit (values.yaml, resources.limits.memory). */
 const CHART_LIMIT = 512 * MiB
-/** The image's young generation (Dockerfile, NODE_OPTIONS). */
-const NODE_OPTIONS = '--max-semi-space-size=16'
+/** The image's memory settings (the Dockerfile's NODE_OPTIONS and MALLOC_* lines). */
+const IMAGE_ENV = imageMemoryEnv(join(import.meta.dirname, '../../Dockerfile'))
 const READERS = 100
 const REPORT_BYTES = 50 * MiB
 const READ_BYTES_PER_S = 16_000
@@ -96,7 +98,7 @@ describe.runIf(process.platform === 'linux')('memory with the chart\'s defaults,
 
   beforeAll(async () => {
     sandbox = await startSandbox()
-    gw = await spawnProbedGateway({ env: { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), NODE_OPTIONS }, yaml: TEAMS_YAML })
+    gw = await spawnProbedGateway({ env: { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ...IMAGE_ENV }, yaml: TEAMS_YAML })
     const pid = gw.child.pid as number
     const start = await gw.memory()
     startRss = start.rss

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, it, expect } from 'vitest'
 import { parse } from 'yaml'
 import { contextFiles, copiesOf, dockerignoreMatcher, execForm, parseDockerfile, readDockerignore, runCommandOf, stagesOf, type Stage } from '../helpers/dockerfile.js'
+import { imageMemoryEnv } from '../../scripts/image-env.mjs'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const text = (path: string) => readFileSync(join(ROOT, path), 'utf8')
@@ -201,6 +202,10 @@ describe('Dockerfile', () => {
     expect(env).toMatch(/\bNODE_ENV=production\b/)
     // The young generation's bound, which the soak reads from this line too (scripts/soak-options.mjs).
     expect(env).toMatch(/(?:^|\s)NODE_OPTIONS=--max-semi-space-size=16(?:\s|$)/)
+    // The allocator's fixed mmap threshold: an answer's freed blocks go back to the kernel.
+    expect(env).toMatch(/(?:^|\s)MALLOC_MMAP_THRESHOLD_=131072(?:\s|$)/)
+    // The soak and the memory test run the gateway with exactly these lines.
+    expect(imageMemoryEnv(join(ROOT, 'Dockerfile'))).toEqual({ NODE_OPTIONS: '--max-semi-space-size=16', MALLOC_MMAP_THRESHOLD_: '131072' })
   })
 
   it("starts node on dist/main.js directly (the package's start command, without npm)", () => {
