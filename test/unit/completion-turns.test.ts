@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
+import { loopIterations, mostInOneIteration } from '../helpers/loop-iterations.js'
 import { CompletionTurns } from '../../src/reports/completion-turns.js'
 import { fetchReport } from '../../src/reports/report-fetcher.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
@@ -7,22 +8,6 @@ import { PlatformAnswers } from '../../src/platform/client/answer-buffer.js'
 import type { PlatformClient, PlatformResponse } from '../../src/platform/client/platform-client.js'
 import type { TokenProvider } from '../../src/platform/tokens/token-provider.js'
 
-/** Counts the event loop's iterations: one immediate per iteration, each setting the next. */
-function loopIterations(): { readonly now: number; stop: () => void } {
-  let n = 0
-  let on = true
-  const tick = () => {
-    n += 1
-    if (on) setImmediate(tick)
-  }
-  setImmediate(tick)
-  return {
-    get now() {
-      return n
-    },
-    stop: () => void (on = false),
-  }
-}
 
 describe('CompletionTurns', () => {
   it('gives one completion a turn per loop iteration, the teams in turn, each team first come first served', async () => {
@@ -84,8 +69,6 @@ describe('report calls completing together', () => {
     open()
     await Promise.all(calls)
     loop.stop()
-    const perIteration = new Map<number, number>()
-    for (const iteration of done) perIteration.set(iteration, (perIteration.get(iteration) ?? 0) + 1)
-    expect(Math.max(...perIteration.values())).toBe(1)
+    expect(mostInOneIteration(done)).toBe(1)
   })
 })
