@@ -3,14 +3,14 @@
  * teams in turn, each team's in the order its answers came in.
  *
  * A report call's completion (its body parsed, gzipped and hashed, its copy stored, its
- * callers answered) is about half of a miss's CPU. Run where the platform's answer
+ * callers answered) is a large part of a miss's CPU. Run where the platform's answer
  * ends, every completion whose answer came in with the same poll of the loop runs back
  * to back before the loop reads another socket: with a second team's closed loop of
  * misses there are tens of them, and an L1 hit arriving then waits behind all of them.
  * Given a turn each instead, a completion runs in the loop's check phase, after the poll
  * that read every socket ready (hits included); so whatever else the loop holds, a hit
- * waits behind at most one completion per team with completions waiting (docs/decisions,
- * "Report call completions take turns"). No number bounds it: the loop's own iterations
+ * waits behind at most one completion per team with completions waiting
+ * (docs/decisions/completion-turns.md). No number bounds it: the loop's own iterations
  * do. The platform's seat has ended before the turn is asked (the answer is in), so a
  * waiting completion holds no seat, only its received bytes (in the answers' budget).
  */
