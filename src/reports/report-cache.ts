@@ -23,6 +23,7 @@ import { FailureLog } from '../observe/failure-log.js'
 import type { Trace } from '../observe/tracing.js'
 import { BUDGET_EVERY_MS, budgetAsks, demandOf, learnLatency, refreshAheadStart, refreshLead, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
 import { workClass } from './work-class.js'
+import { CompletionTurns } from './completion-turns.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
@@ -157,6 +158,8 @@ export class ReportCache {
   // may join it without going through `read` (a stampede's waiters).
   readonly #cold = new WeakSet<CallerGroup>()
   readonly #clock: Clock
+  // Report calls' completions, one per event-loop iteration, the teams in turn.
+  readonly #turns = new CompletionTurns()
   readonly #hitL1: { inc(): void }
   // Labelled metric children are looked up once per label set, not on every request.
   readonly #counters = new Map<string, { inc(): void }>()
@@ -570,6 +573,7 @@ export class ReportCache {
       log: this.#d.log,
       ttl: { ...config.cache.ttl, ...config.cache },
       now: () => this.#clock.now(),
+      turns: this.#turns,
     })
     // A background refresh that got no seat made no call.
     if (result.kind === 'failed' && result.error.cause instanceof NoIdleSeatError) return result

@@ -15,6 +15,7 @@ import type { CanonicalReport } from './report-query.js'
 import { reportBodyKind, type BodyKind } from './report-body.js'
 import { workClass } from './work-class.js'
 import { systemClock } from '../clock.js'
+import type { CompletionTurns } from './completion-turns.js'
 
 /** What one platform call for a report gave. */
 export type FetchResult =
@@ -39,6 +40,8 @@ export interface FetcherDeps {
   log: Pick<Logger, 'warn'>
   ttl: TtlPolicy
   now?: () => number
+  /** Where the call's completion waits for its turn on the event loop (completion-turns.ts); none: at once. */
+  turns?: CompletionTurns
 }
 
 // A large body is compressed on libuv's thread pool, so that a fill never blocks the hit
@@ -101,6 +104,8 @@ export async function fetchReport(
   } catch (err) {
     return { kind: 'failed', error: upstreamError(err) }
   }
+  // The answer is in and its seat ended: what is left is the gateway's own CPU, in its team's turn.
+  if (deps.turns !== undefined) await deps.turns.turn(origin.team)
   if (res.status === 200 && held.length > deps.maxEntryBytes) {
     // Too big to cache: sent on to the caller from memory, its bytes freed as it reads.
     if (gzipped) headers['content-encoding'] = 'gzip'
