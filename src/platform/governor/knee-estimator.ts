@@ -375,8 +375,6 @@ export class KneeEstimator {
   }
   #seen(at: number): void {
     const g = at - this.#lastAnswer
-    // An answer after a silence of SILENCE_GAPS usual gaps with calls in flight: the platform stood still, and the calls that met it teach nothing, as those that met a fault.
-    if (this.#phase !== 'fault' && this.#calls.size > 0 && Number.isFinite(g) && g > Math.max(FAULT_MS, SILENCE_GAPS * (this.#gap2 / this.#gapMs))) this.#faults.push({ from: this.#lastAnswer, to: at })
     if (Number.isFinite(g) && g > 0) [this.#gapMs, this.#gap2] = [this.#gapMs + GAP_GAIN * (g - this.#gapMs), this.#gap2 + GAP_GAIN * (g * g - this.#gap2)]
     this.#lastAnswer = Math.max(this.#lastAnswer, at)
   }
