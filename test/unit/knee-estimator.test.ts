@@ -5,12 +5,14 @@ type Call = { kind: 'cheap' | 'dear'; local: boolean; startedAt: number; load: n
 
 /**
  * The limit rule of one replica on a platform of `workers` taking calls in order (a cheap
- * kind and a dear one, each call's cost spread a little), its callers always with a call
- * to make: its seats are the rule's limit less the `remote` calls another replica keeps in
- * flight, which count in every call's load but whose ends are not seen here. Returns the
- * knee after `ms`.
+ * kind and a dear one, `dearShare` of the calls, each call's cost spread a little), its
+ * callers always with a call to make: its seats are the rule's limit less the `remote`
+ * calls another replica keeps in flight, which count in every call's load but whose ends
+ * are not seen here. Returns the knee after `ms`; with a `stall` (the platform still from
+ * `from` to `to`, no call overdue), the lowest knee from the stall on.
  */
-function learn(workers: number, remote: number, ms: number): number {
+function learn(workers: number, remote: number, ms: number, stall: { from: number; to: number } | null = null, dearShare = 0.3): number {
+  let lowest = Infinity
   const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
   let seed = 7
   const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647
@@ -20,7 +22,7 @@ function learn(workers: number, remote: number, ms: number): number {
   // Calls at the platform, in order of arrival: the first `workers` are in service.
   const platform: Call[] = []
   const send = (local: boolean) => {
-    const kind = random() < 0.7 ? 'cheap' : 'dear'
+    const kind = random() < 1 - dearShare ? 'cheap' : 'dear'
     const load = platform.length + 1
     platform.push({ kind, local, startedAt: now, load, window: local ? rule.started(kind, load) : 0, left: costs[kind] * (0.9 + 0.2 * random()) })
   }
@@ -30,8 +32,9 @@ function learn(workers: number, remote: number, ms: number): number {
     rule.waited()
     const serving = platform.slice(0, workers)
     const first = serving.reduce((a, b) => (b.left < a.left ? b : a))
-    const step = Math.min(first.left, nextTick - now)
-    for (const c of serving) c.left -= step
+    const stalled = stall !== null && now >= stall.from && now < stall.to
+    const step = stalled ? Math.min(stall.to, nextTick) - now : Math.min(first.left, nextTick - now)
+    if (!stalled) for (const c of serving) c.left -= step
     now += step
     if (first.left <= 1e-9) {
       platform.splice(platform.indexOf(first), 1)
@@ -39,10 +42,11 @@ function learn(workers: number, remote: number, ms: number): number {
     }
     if (now >= nextTick) {
       rule.tick(now, null)
+      if (stall !== null && now >= stall.from) lowest = Math.min(lowest, rule.knee)
       nextTick += 100
     }
   }
-  return rule.knee
+  return stall === null ? rule.knee : lowest
 }
 
 /**
@@ -91,6 +95,15 @@ describe('KneeEstimator', () => {
 
   it('learns the workers of a platform that takes calls in order, alone', () => {
     expect(learn(12, 0, 60_000)).toBe(12)
+  })
+
+  // A known miss (docs/governor.md, "What the simulator still finds", seed 1759): calls of
+  // one cost, none overdue (no fault: tick's overdueSince is null), the platform still for
+  // 3 s: every call in flight met the stall, and read as a queue they put the knee at 3 of
+  // 12 workers, 6 of 29. Their evidence dropped after a silence kept 12 and 29, but also
+  // dropped each burst's first calls after an idle moment (seed 501): not kept.
+  it.fails('keeps them through a stall of the platform that cuts nothing', () => {
+    for (const workers of [12, 29]) expect(learn(workers, 0, 60_000, { from: 40_000, to: 43_000 }, 1), `the lowest knee from the stall on, ${workers} workers`).toBe(workers)
   })
 
   it('learns them beside another replica whose calls it does not see end', () => {
