@@ -70,7 +70,7 @@ export function parseJsonBody(bytes: Buffer, limits: BodyLimits): CheckedBody {
 }
 
 export function parseFormBody(bytes: Buffer, limits: BodyLimits): CheckedBody {
-  const params = checkParams(new URLSearchParams(decodeUtf8(bytes)), 'body', limits.params)
+  const params = checkParams(decodeUtf8(bytes), 'body', limits.params)
   return { kind: 'form', params, text: encodeParams(params), contentType: FORM_TYPE }
 }
 

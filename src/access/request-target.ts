@@ -1,6 +1,7 @@
 import { BadRequestError, NotFoundError } from '../errors.js'
 import { isSafeApiPath } from './path-safety.js'
 import { UNRESERVED_ESCAPE } from '../platform/canonical-path.js'
+import { withoutKeys } from './api-keys.js'
 
 export type Pair = [string, string]
 
@@ -27,6 +28,11 @@ const CONTROL = /[\u0000-\u001f\u007f]/
 const RAW_TARGET = /^[\u0021-\u007e]+$/
 // RFC 3986 pchar, after unreserved escapes are decoded: any other `%` is refused.
 const PATH_CHARS = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]+$/
+// A run of percent-escapes; an escape that is not one (`%2x`) stays as it is, as URLSearchParams keeps it.
+const ESCAPE_RUN = /(?:%[0-9A-Fa-f]{2})+/g
+// Fatal: a byte sequence that is not UTF-8 is refused, never read as U+FFFD (which the
+// gateway would send on as %EF%BF%BD where PHP reads the bytes). A leading U+FEFF is kept.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 /** Laravel's method override (`_method` in the query or a form or JSON body). */
 export const METHOD_OVERRIDE_FIELD = '_method'
 
@@ -43,21 +49,50 @@ export function checkTarget(rawUrl: string, maxParams: number): RequestTarget {
   if (!isSafeApiPath(rawPath)) throw new NotFoundError()
   const path = rawPath.replace(UNRESERVED_ESCAPE, (escape) => String.fromCharCode(parseInt(escape.slice(1), 16)))
   if (!PATH_CHARS.test(path)) throw new BadRequestError('request target: the path may hold only unreserved characters')
-  const params = q === -1 ? [] : checkParams(new URLSearchParams(rawUrl.slice(q + 1)), 'query', maxParams)
+  const params = q === -1 ? [] : checkParams(rawUrl.slice(q + 1), 'query', maxParams)
   return { path, params, search: encodeParams(params) }
 }
 
-/** The names and values of a query or form, refused (400) where a PHP platform would read them differently. */
-export function checkParams(parsed: URLSearchParams, where: 'query' | 'body', maxParams: number): Pair[] {
+/**
+ * The names and values of a query or form (`raw`: its text, `application/x-www-form-urlencoded`),
+ * read as URLSearchParams reads them, refused (400) where a PHP platform would read them differently.
+ */
+export function checkParams(raw: string, where: 'query' | 'body', maxParams: number): Pair[] {
   const params: Pair[] = []
-  for (const [name, value] of parsed) {
+  for (const [spelledName, spelledValue] of splitPairs(raw)) {
     if (params.length === maxParams) throw new BadRequestError(`${where}: more than ${maxParams} parameters`)
+    const name = decodeComponent(spelledName)
+    if (name === null) throw new BadRequestError(`${where}: parameter name ${JSON.stringify(withoutKeys(spelledName.slice(0, 64)))} ${NOT_UTF8}`)
     if (!PLAIN_NAME.test(name)) throw new BadRequestError(`${where}: parameter name ${JSON.stringify(name.slice(0, 64))} is not plain (letters, digits, _ . - [ ])`)
     if (phpVariable(name) === METHOD_OVERRIDE_FIELD) throw new BadRequestError(`${where}: ${JSON.stringify(name)} is ${METHOD_OVERRIDE_FIELD} (method override) to a PHP platform, and not accepted`)
+    const value = decodeComponent(spelledValue)
+    if (value === null) throw new BadRequestError(`${where}: parameter ${name} ${NOT_UTF8}`)
     if (CONTROL.test(value)) throw new BadRequestError(`${where}: parameter ${name} holds a control character`)
     params.push([name, value])
   }
   return params
+}
+
+const NOT_UTF8 = 'is not UTF-8 (its percent-encoded bytes are no UTF-8 sequence, which a PHP platform would read as other bytes than the gateway)'
+
+/** The spelled name and value of each `&`-separated pair, empty pairs skipped (the URL standard's split). */
+function* splitPairs(raw: string): Generator<Pair> {
+  for (const part of raw.split('&')) {
+    if (part === '') continue
+    const eq = part.indexOf('=')
+    yield eq === -1 ? [part, ''] : [part.slice(0, eq), part.slice(eq + 1)]
+  }
+}
+
+/** A spelled name or value decoded (`+` a space, escapes as UTF-8); null when its escapes are no UTF-8. */
+function decodeComponent(spelled: string): string | null {
+  const spaced = spelled.includes('+') ? spelled.replace(/\+/g, ' ') : spelled
+  if (!spaced.includes('%')) return spaced
+  try {
+    return spaced.replace(ESCAPE_RUN, (run) => utf8.decode(Buffer.from(run.replace(/%/g, ''), 'hex')))
+  } catch {
+    return null
+  }
 }
 
 /** The variable PHP stores a plain name under: the part before `[`, with dots as `_` (`.method[x]` is `_method`). */

@@ -146,8 +146,8 @@ function campaignIds(value: unknown): number[] {
 
 /**
  * Splits a query into the named parameters (each at most once) and the rest.
- * URLSearchParams decoding makes `a=+`, `a=%20` and `a=%2x`-style spellings
- * canonical; invalid UTF-8 becomes U+FFFD, and that decoded value is what is sent on.
+ * `rawQuery` is the gateway's serialization of a checked query (request-target.ts
+ * checkParams, which refuses escapes that are no UTF-8), so each value reads as sent on.
  */
 function splitQuery(
   rawQuery: string,

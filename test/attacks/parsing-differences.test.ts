@@ -101,6 +101,37 @@ describe('the gateway refuses what PHP would read differently: 400, nothing reac
     expect((await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body: nested(32), headers: { 'content-type': 'application/json' } })).status).toBe(200)
   })
 
+  it('percent-encoded bytes that are not UTF-8, in a query or a form, a name or a value: the parameter named, no U+FFFD sent on', async () => {
+    // URLSearchParams reads %FF as U+FFFD, which the gateway would send on as %EF%BF%BD
+    // where PHP reads the byte 0xFF: what the platform got is in each failure's message.
+    const queries: [string, string][] = [
+      [`/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&x=%FF`, 'query: parameter x '],
+      [`/api/v1/report/campaigns/get?advertiserId=101&${REPORT_DATES}&note=caf%C3%28`, 'query: parameter note '],
+      ['/api/v1/campaign/get?path=%C0%AF', 'query: parameter path '],
+      ['/api/v1/campaign/get?s=%ED%A0%80', 'query: parameter s '],
+      ['/api/v1/campaign/get?a%FFb=1', 'query: parameter name "a%FFb" '],
+    ]
+    for (const [target, named] of queries) {
+      sg.sandbox.clearRequests()
+      const res = target.includes('/report/') ? await call(sg, 'GET', target, { key: KEYS.growth }) : await call(sg, 'POST', target, { key: KEYS.growth, json: { userId: 101 } })
+      expect(res.status, `${target}: the platform received ${JSON.stringify(sg.callerRequests().map((r) => r.query))}`).toBe(400)
+      expect(res.json.code).toBe('GW_BAD_REQUEST')
+      expect(res.json.message).toContain(named)
+      expect(res.json.message).toContain('not UTF-8')
+    }
+    for (const [body, named] of [['userId=101&note=%FF', 'body: parameter note '], ['userId=101&%E2%82=1', 'body: parameter name "%E2%82" ']]) {
+      sg.sandbox.clearRequests()
+      const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body, headers: FORM })
+      expect(res.status, `${body}: the platform received ${JSON.stringify(sg.callerRequests().map((r) => r.body))}`).toBe(400)
+      expect(res.json.message).toContain(named)
+    }
+    expect(sg.callerRequests()).toEqual([])
+    // UTF-8 spelled in escapes, a byte-order mark and U+FFFD itself pass as they are.
+    const fine = await call(sg, 'POST', '/api/v1/campaign/get?s=caf%C3%A9&b=%EF%BB%BFx&r=%EF%BF%BD&p=%2x+1', { key: KEYS.growth, json: { userId: 101 } })
+    expect(fine.status).toBe(200)
+    expect(sg.callerRequests()[0]?.query).toBe('s=caf%C3%A9&b=%EF%BB%BFx&r=%EF%BF%BD&p=%252x%201')
+  })
+
   it('more than 256 parameters, in the query or a form', async () => {
     const many = Array.from({ length: 257 }, (_, i) => `p${i}=1`).join('&')
     expect((await call(sg, 'POST', `/api/v1/campaign/get?${many}`, { key: KEYS.growth, json: { userId: 101 } })).status).toBe(400)

@@ -56,6 +56,21 @@ describe('parseFormBody', () => {
     })
   })
 
+  it('reads as URLSearchParams does where the escapes are UTF-8: `+`, %2B, a stray %, empty pairs, a name alone, a leading U+FEFF', () => {
+    const text = 'a=x+%2B%2x&&b&c=%EF%BB%BF%C3%A9=%E2%82%AC'
+    expect(parseFormBody(Buffer.from(text), LIMITS).params).toEqual([...new URLSearchParams(text)])
+  })
+
+  it.each([
+    ['a lone continuation byte in a value', 'userId=101&x=%80', 'body: parameter x is not UTF-8'],
+    ['a truncated sequence in a name', 'userId=101&%E2%82=1', 'body: parameter name "%E2%82" is not UTF-8'],
+    ['an overlong slash', 'x=%C0%AF', 'body: parameter x is not UTF-8'],
+    ['an encoded surrogate', 'x=%ED%A0%80', 'body: parameter x is not UTF-8'],
+    ['a sequence broken by a plain character', 'x=%C3a%A9', 'body: parameter x is not UTF-8'],
+  ])('refuses escapes that are no UTF-8 (URLSearchParams would read U+FFFD): %s', (_name, text, message) => {
+    expect(() => parseFormBody(Buffer.from(text), LIMITS)).toThrow(expect.objectContaining({ statusCode: 400, message: expect.stringContaining(message) as unknown }))
+  })
+
   it.each([
     ['a leading space in a name', '%20userId=102'],
     ['a NUL in a name', 'userId%00=102'],
