@@ -226,9 +226,24 @@ describe("a hit's head rendered ahead", () => {
       ['wire-1', 200, 'HIT'],
       ['wire-2', 200, 'HIT'],
     ])
-    // The first answer's bytes; a pipelined answer waits in Node's buffers behind the one
-    // before it, and is counted with the connection's next answer.
-    expect(lines[0]?.bytes).toBe(Buffer.byteLength(answers[0] as string, 'latin1'))
+    expect(lines.map((l) => l.bytes)).toEqual(answers.map((a) => Buffer.byteLength(a, 'latin1')))
+  })
+
+  it('counts each pipelined answer its own bytes in its access line, through either entrance, sent in one write', async () => {
+    await get(REPORT, { 'x-api-key': WIRE_KEY })
+    // The same report spelled anew each time: its first read takes the router, which finds the entry.
+    const anew = `${REPORT}&pipe=${Date.now()}`
+    const ask = (url: string, id: string, extra = '') => `GET ${url} HTTP/1.1\r\nhost: gw\r\nx-api-key: ${WIRE_KEY}\r\nx-request-id: ${id}\r\n${extra}\r\n`
+    const before = env.gw.logs.records().filter((r) => r.msg === 'request').length
+    const raw = ask(REPORT, 'pipe-1') + ask(anew, 'pipe-2') + ask(REPORT, 'pipe-3', 'accept-encoding: gzip\r\n') + ask(REPORT, 'pipe-4', 'connection: close\r\n')
+    const { text } = await onTheWire(raw, 4)
+    const answers = text.split(/(?=HTTP\/1\.1 )/)
+    expect(answers).toHaveLength(4)
+    await waitFor('the four access lines', () => env.gw.logs.records().filter((r) => r.msg === 'request').length >= before + 4)
+    const lines = env.gw.logs.records().filter((r) => r.msg === 'request').slice(before)
+    const bytesOf = (id: string) => lines.find((l) => l.reqId === id)?.bytes
+    expect(['pipe-1', 'pipe-2', 'pipe-3', 'pipe-4'].map(bytesOf)).toEqual(answers.map((a) => Buffer.byteLength(a, 'latin1')))
+    expect(lines.reduce((sum, l) => sum + Number(l.bytes), 0)).toBe(Buffer.byteLength(text, 'latin1'))
   })
 
   it("renders the route's answers too (MISS, REFRESH), with what Fastify's hooks would add, and logs them", async () => {

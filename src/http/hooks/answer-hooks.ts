@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import type { Admission } from '../../access/admission.js'
 import { answeredByCache } from '../../observe/usage.js'
-import { accessFacts, CALLER_LEFT, routeKind, type Answered, type ObserveRequest } from './request-log.js'
+import { accessFacts, CALLER_LEFT, countBytesWhenWritten, routeKind, type Answered, type ObserveRequest } from './request-log.js'
 import { auditWrite, type WriteAuditParts } from './write-audit.js'
 
 /** The rate-limit fields of an answer the router writes: its admitted caller's team's standing. */
@@ -37,12 +37,13 @@ export function answerHooks(proxy: FastifyInstance, parts: AnswerHookParts): voi
       client,
       hit: caller ? answeredByCache(status, cache, caller.platformCalls) : false,
     }
-    observe(accessFacts(request.raw, caller, answered, tracing !== null))
+    observe(accessFacts(request.raw, reply.raw, caller, answered, tracing !== null))
     auditWrite(parts, request, status)
   }
   proxy.addHook('onRequest', (request, reply, done) => {
     // Read now: a closed connection no longer has its peer's address.
     const client = request.ip ?? null
+    countBytesWhenWritten(reply.raw)
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) leaveBehind(request, reply, CALLER_LEFT, client)
     })

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { GatewayContext } from '../context.js'
 import type { CountChild, ObserveChild } from '../../perf/metric-tally.js'
@@ -47,17 +47,44 @@ export interface RequestFacts {
   trace?: Trace | undefined
 }
 
-// Bytes a socket had written when its last response ended: requests on one keep-alive
-// connection are answered one after another, so the difference is this response's.
-const written = new WeakMap<Socket, number>()
+// The bytes a connection had written when its latest response was counted.
+const counted = new WeakMap<Socket, number>()
+// A response's bytes, counted when it had handed them all to its connection.
+const sent = new WeakMap<ServerResponse, number>()
 
-/** The bytes written on `socket` since its previous response ended. */
-export function bytesSent(socket: Socket | null | undefined): number | null {
+/** The bytes written on `socket` since its previous count, counted now. */
+export function bytesSince(socket: Socket | null | undefined): number | null {
   const total = socket?.bytesWritten
   if (socket == null || typeof total !== 'number') return null
-  const before = written.get(socket) ?? 0
-  written.set(socket, total)
+  const before = counted.get(socket) ?? 0
+  counted.set(socket, total)
   return total - before
+}
+
+/**
+ * Counts `res`'s bytes when it has handed its last one to its connection ('prefinish').
+ * Node writes a connection's responses in order: one ended before its turn (pipelined)
+ * waits in the response, and the connection goes to the next only once this one
+ * finishes. So at that point the connection's bytes since the previous count are this
+ * response's, where an answer logged at 'finish' would see the next one's too.
+ */
+export function countBytesWhenWritten(res: ServerResponse): void {
+  res.once('prefinish', () => {
+    const bytes = bytesSince(res.socket)
+    if (bytes !== null) sent.set(res, bytes)
+  })
+}
+
+/** The bytes written to the caller for `res`, an ended response: counted already, or now. */
+export function bytesOf(res: ServerResponse): number | null {
+  const bytes = sent.get(res)
+  if (bytes !== undefined) return bytes
+  // Ended before its turn: all of it waits in the response; counted when written, for the next.
+  if (res.socket === null && res.writableEnded) {
+    res.once('prefinish', () => void bytesSince(res.socket))
+    return res.writableLength
+  }
+  return bytesSince(res.socket)
 }
 
 /** What the access line says of the caller an answer went to, where its key named one. */
@@ -91,7 +118,7 @@ export const CALLER_LEFT = 499
  * this one place for both entrances: the one before the router and the router's
  * onResponse hook. `traced`: tracing is on, so the request has a span to end.
  */
-export function accessFacts(req: IncomingMessage, caller: AnsweredCaller | null, answered: Answered, traced: boolean): RequestFacts {
+export function accessFacts(req: IncomingMessage, res: ServerResponse, caller: AnsweredCaller | null, answered: Answered, traced: boolean): RequestFacts {
   return {
     reqId: answered.reqId,
     team: caller === null ? null : caller.team.name,
@@ -105,7 +132,7 @@ export function accessFacts(req: IncomingMessage, caller: AnsweredCaller | null,
     cache: answered.cache,
     client: answered.client,
     advertisers: caller === null ? null : caller.advertisers,
-    bytes: bytesSent(req.socket),
+    bytes: bytesOf(res),
     upstreamMs: caller === null ? null : caller.upstreamMs,
     userAgent: req.headers['user-agent'] ?? null,
     at: answered.at,
@@ -149,7 +176,7 @@ export function refusalObserver(observe: ObserveRequest, traced: boolean): Obser
       cache: null,
       client: socket.remoteAddress ?? null,
       advertisers: null,
-      bytes: bytesSent(socket),
+      bytes: bytesSince(socket),
       upstreamMs: null,
       userAgent: req?.headers['user-agent'] ?? null,
       trace: traced && req !== null ? traceOf(req) : undefined,

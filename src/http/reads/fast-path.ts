@@ -74,13 +74,13 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     const report = facts.of(team, read.form.report, entry, status === 'MISS' ? (entry.fillMs ?? 0) : 0, now)
     const code = writeEntry(res, entry, status, status === 'MISS' ? JOINED : undefined, now, headers, { reqId, rate: rateLimitHeaders(team, read.rate), report })
     // A coalesced MISS made no platform call of its own: answered by the cache (usage).
-    observe(accessFacts(req, callerOf(read, upstreamMs), { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client, hit: true, at: now }, traced))
+    observe(accessFacts(req, res, callerOf(read, upstreamMs), { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client, hit: true, at: now }, traced))
   }
 
   // A caller that closed its connection while its read waited: no answer to write, its access line says so (499).
   const left = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, started: number, upstreamMs: number | null, client: string | null): boolean => {
     if (!res.destroyed) return false
-    observe(accessFacts(req, callerOf(read, upstreamMs), { reqId: requestIdOf(req.headers), route: 'report', status: CALLER_LEFT, durationMs: performance.now() - started, cache: null, client, hit: false }, traced))
+    observe(accessFacts(req, res, callerOf(read, upstreamMs), { reqId: requestIdOf(req.headers), route: 'report', status: CALLER_LEFT, durationMs: performance.now() - started, cache: null, client, hit: false }, traced))
     return true
   }
 
