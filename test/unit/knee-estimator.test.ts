@@ -8,11 +8,13 @@ type Call = { kind: 'cheap' | 'dear'; local: boolean; startedAt: number; load: n
  * kind and a dear one, `dearShare` of the calls, each call's cost spread a little), its
  * callers always with a call to make: its seats are the rule's limit less the `remote`
  * calls another replica keeps in flight, which count in every call's load but whose ends
- * are not seen here. Returns the knee after `ms`; with a `stall` (the platform still from
- * `from` to `to`, no call overdue), the lowest knee from the stall on.
+ * are not seen here. Returns the knee after `ms`, the knee each second from a third of `ms`
+ * on (the steady phase), and with a `stall` (the platform still from `from` to `to`, no call
+ * overdue), the lowest knee from the stall on.
  */
-function learn(workers: number, remote: number, ms: number, stall: { from: number; to: number } | null = null, dearShare = 0.3): number {
+function learn(workers: number, remote: number, ms: number, stall: { from: number; to: number } | null = null, dearShare = 0.3): { last: number; steady: number[]; lowest: number } {
   let lowest = Infinity
+  const steady: number[] = []
   const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
   let seed = 7
   const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647
@@ -43,11 +45,15 @@ function learn(workers: number, remote: number, ms: number, stall: { from: numbe
     if (now >= nextTick) {
       rule.tick(now, null)
       if (stall !== null && now >= stall.from) lowest = Math.min(lowest, rule.knee)
+      if (nextTick >= ms / 3 && nextTick % 1_000 === 0) steady.push(rule.knee)
       nextTick += 100
     }
   }
-  return stall === null ? rule.knee : lowest
+  return { last: rule.knee, steady, lowest }
 }
+
+/** The median of `xs`, the lower of the middle two. */
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!
 
 /**
  * The limit rule of one replica whose callers hold every seat of the limit and wait for
@@ -94,7 +100,7 @@ describe('KneeEstimator', () => {
   })
 
   it('learns the workers of a platform that takes calls in order, alone', () => {
-    expect(learn(12, 0, 60_000)).toBe(12)
+    expect(learn(12, 0, 60_000).last).toBe(12)
   })
 
   // A known miss (docs/governor.md, "What the simulator still finds", seed 1759): calls of
@@ -103,11 +109,15 @@ describe('KneeEstimator', () => {
   // 12 workers, 6 of 29. Their evidence dropped after a silence kept 12 and 29, but also
   // dropped each burst's first calls after an idle moment (seed 501): not kept.
   it.fails('keeps them through a stall of the platform that cuts nothing', () => {
-    for (const workers of [12, 29]) expect(learn(workers, 0, 60_000, { from: 40_000, to: 43_000 }, 1), `the lowest knee from the stall on, ${workers} workers`).toBe(workers)
+    for (const workers of [12, 29]) expect(learn(workers, 0, 60_000, { from: 40_000, to: 43_000 }, 1).lowest, `the lowest knee from the stall on, ${workers} workers`).toBe(workers)
   })
 
+  // Judged as the model bounds it (docs/governor.md, "no standing queue"): at the median,
+  // no worker idle and at most one call queued at the platform, so the knee W or W + 1.
   it('learns them beside another replica whose calls it does not see end', () => {
-    expect(learn(12, 4, 60_000)).toBe(12)
+    const { steady } = learn(12, 4, 60_000)
+    expect(median(steady), `the knee each second from 20 s: ${steady.join(' ')}`).toBeGreaterThanOrEqual(12)
+    expect(median(steady), `the knee each second from 20 s: ${steady.join(' ')}`).toBeLessThanOrEqual(13)
   })
 
   it('ends its start with the probe seat when only calls not known short wait beside short ones in flight', () => {

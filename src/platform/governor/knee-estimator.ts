@@ -290,6 +290,7 @@ export class KneeEstimator {
     st.seen++
     st.lastAt = a.at
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
+    const gain = Math.max(PACE_GAIN, 1 / st.seen) // the mean of its answers until there are 1 / PACE_GAIN of them, not the first one's weight
     for (let w = 1; w <= this.#max; w++) {
       const k = load - w
       const rate = (remoteShare * Math.min(load - 1, w)) / this.#ownMs[w - 1]!
@@ -303,7 +304,7 @@ export class KneeEstimator {
       if (!possible) this.#impossible[w - 1]! += weight * Math.min(1, -Math.log(atLeast(k - ends.length, remote, rate * latency)) / IMPOSSIBLE_LL)
       const r = x - st.m[w - 1]!
       st.ss[w - 1]! += weight * r * r
-      st.m[w - 1]! += PACE_GAIN * r
+      st.m[w - 1]! += gain * r
       this.#ownMs[w - 1]! += PACE_GAIN * (Math.exp(st.m[w - 1]!) - this.#ownMs[w - 1]!)
       this.#logs[w - 1]! += weight * x
     }
