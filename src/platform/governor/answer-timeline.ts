@@ -57,6 +57,8 @@ export function encodeCalls(now: number, calls: readonly CallEntry[]): string {
   return [Math.round(now).toString(36), ...calls.map((c) => `${ago(c.startedAt)},${c.at === null ? '' : ago(c.at)},${c.kind},${c.at === null ? '' : flagOf(c)}`)].join(';')
 }
 
+const CALL = /^([0-9a-z]+),([0-9a-z]*),([0-9a-z]+),([ouvx]?)$/
+
 /** A record's calls and when it was written, or null when the text is not one. */
 export function decodeCalls(text: string): { at: number; calls: CallEntry[] } | null {
   const [head, ...parts] = text.split(';')
@@ -64,7 +66,7 @@ export function decodeCalls(text: string): { at: number; calls: CallEntry[] } | 
   if (!Number.isFinite(at)) return null
   const calls: CallEntry[] = []
   for (const p of parts) {
-    const m = /^([0-9a-z]+),([0-9a-z]*),([0-9a-z]+),([ouvx]?)$/.exec(p)
+    const m = CALL.exec(p)
     if (m === null || (m[2] === '') !== (m[4] === '')) return null
     const [outcome, timed] = FLAGS[m[4] as string] ?? ['other', true]
     calls.push({ startedAt: at - parseInt(m[1] as string, 36), at: m[2] === '' ? null : at - parseInt(m[2] as string, 36), kind: m[3] as string, outcome, timed })
@@ -73,8 +75,8 @@ export function decodeCalls(text: string): { at: number; calls: CallEntry[] } | 
 }
 
 type Local = { kind: string; load: number; startedAt: number; serial: number | null; answer: Answer | null }
-/** Another replica's calls: as of its last record, those ended not yet given (by id), those given (by id, when they ended), those in flight, and the serials of those started here by key. */
-type Remote = { at: number; ended: Map<string, CallEntry>; done: Map<string, number>; inFlight: CallEntry[]; started: Map<string, number[]> }
+/** Another replica's calls: as of its last record, those ended not yet given (by id), those given (by id, when they ended) and the earliest such end at most, those in flight, and the serials of those started here by key. */
+type Remote = { at: number; ended: Map<string, CallEntry>; done: Map<string, number>; doneFrom: number; inFlight: CallEntry[]; started: Map<string, number[]> }
 type Event = { t: number; end: boolean; order: number; run: () => void }
 
 export class AnswerTimeline {
@@ -136,15 +138,17 @@ export class AnswerTimeline {
       const decoded = r.calls === undefined ? null : decodeCalls(r.calls)
       if (decoded === null) continue
       seen.add(r.run)
-      const remote = this.#remote.get(r.run) ?? { at: -Infinity, ended: new Map(), done: new Map(), inFlight: [], started: new Map() }
+      const remote = this.#remote.get(r.run) ?? { at: -Infinity, ended: new Map(), done: new Map(), doneFrom: Infinity, inFlight: [], started: new Map() }
       if (decoded.at < remote.at) continue
       remote.at = decoded.at
       remote.inFlight = decoded.calls.filter((c) => c.at === null)
       for (const c of decoded.calls) {
-        const id = `${keyOf(c)}|${c.at}`
-        if (c.at !== null && !remote.done.has(id) && (c.at > this.#released || remote.started.has(keyOf(c)))) remote.ended.set(id, c)
+        if (c.at === null) continue
+        const k = keyOf(c)
+        const id = `${k}|${c.at}`
+        if (!remote.done.has(id) && (c.at > this.#released || remote.started.has(k))) remote.ended.set(id, c)
       }
-      for (const [id, at] of remote.done) if (at < now - 2 * this.#keepMs) remote.done.delete(id)
+      forgetDone(remote, now - 2 * this.#keepMs)
       this.#remote.set(r.run, remote)
     }
     let horizon = now
@@ -191,6 +195,7 @@ export class AnswerTimeline {
         if ((c.at as number) <= horizon) {
           remote.ended.delete(id)
           remote.done.set(id, c.at as number)
+          remote.doneFrom = Math.min(remote.doneFrom, c.at as number)
           add(c.at as number, true, () => this.#endRemote(remote, k, c), c.startedAt)
         }
       }
@@ -240,3 +245,14 @@ export class AnswerTimeline {
 }
 
 const keyOf = (c: CallEntry): string => `${c.startedAt}|${c.kind}`
+
+/** Drops the calls given that ended before `before`; the whole list is read only when one did (most renewals drop none). */
+function forgetDone(remote: Remote, before: number): void {
+  if (remote.doneFrom >= before) return
+  let from = Infinity
+  for (const [id, at] of remote.done) {
+    if (at < before) remote.done.delete(id)
+    else from = Math.min(from, at)
+  }
+  remote.doneFrom = from
+}

@@ -56,7 +56,7 @@ export class TeamAccounts {
 
   /** Since when a call at a worker (of the calls in flight, the `atWorkers` started first) has been overdue, or null. */
   overdueSince(now: number, atWorkers = Infinity): number | null {
-    const running = [...this.#running()]
+    const running = this.#running()
     if (running.length > atWorkers) running.sort((a, b) => a.at - b.at).length = atWorkers
     let due = Infinity
     for (const call of running) due = Math.min(due, call.dueAt)
@@ -94,8 +94,11 @@ export class TeamAccounts {
     return at
   }
 
-  *#running(team?: string): Generator<RunningCall> {
-    for (const [name, seats] of this.#teams) if (team === undefined || name === team) yield* seats.running
+  /** The calls in flight, of `team` or of every team, team by team in the order each started. */
+  #running(team?: string): RunningCall[] {
+    const out: RunningCall[] = []
+    for (const [name, seats] of this.#teams) if (team === undefined || name === team) for (const call of seats.running) out.push(call)
+    return out
   }
 }
 
