@@ -14,7 +14,7 @@ const runs = Number(process.env.SIM_RUNS ?? 200)
 const first = Number(process.env.SIM_FIRST ?? 1)
 const only = process.env.SIM_SEED === undefined ? null : Number(process.env.SIM_SEED)
 const REPLAY = 'npx vitest run test/sim/sweep.test.ts'
-// A second a seed at most (a seed takes about 0.1 s of CPU; a loaded machine gives less than a core).
+// A second a seed at most (a seed takes about 0.17 s of CPU; a loaded machine gives less than a core).
 const TIMEOUT_MS = Math.max(600_000, runs * 1_000)
 
 describe('the governor on random platforms', () => {
