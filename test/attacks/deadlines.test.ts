@@ -97,27 +97,30 @@ describe('a body that trickles in', () => {
   })
 })
 
-describe('headers that trickle in', () => {
-  for (const listener of ['proxy', 'admin'] as const) {
-    it(`are cut off after server.headersTimeout on the ${listener} listener`, async () => {
-      const port = listener === 'proxy' ? sg.port : adminPort
-      const res = await trickle(port, 'GET /healthz HTTP/1.1\r\n', 'x-slow: '.padEnd(2000, 'y'))
-      expect(res.closedByGateway).toBe(true)
-      if (res.answer !== '') expect(res.answer).toMatch(/^HTTP\/1\.1 408 /)
-    })
-  }
-})
+// Each waits on its own socket for a deadline of the gateway: they wait side by side.
+describe.concurrent('connections held open by a caller', () => {
+  describe('headers that trickle in', () => {
+    for (const listener of ['proxy', 'admin'] as const) {
+      it(`are cut off after server.headersTimeout on the ${listener} listener`, async () => {
+        const port = listener === 'proxy' ? sg.port : adminPort
+        const res = await trickle(port, 'GET /healthz HTTP/1.1\r\n', 'x-slow: '.padEnd(2000, 'y'))
+        expect(res.closedByGateway).toBe(true)
+        if (res.answer !== '') expect(res.answer).toMatch(/^HTTP\/1\.1 408 /)
+      })
+    }
+  })
 
-describe('an idle kept-alive connection', () => {
-  for (const listener of ['proxy', 'admin'] as const) {
-    it(`is closed by the ${listener} listener after server.keepAliveTimeout`, async () => {
-      const port = listener === 'proxy' ? sg.port : adminPort
-      expect((listener === 'proxy' ? sg.gw.proxy : sg.gw.admin).server.keepAliveTimeout).toBe(KEEP_ALIVE_MS)
-      const res = await trickle(port, 'GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n', '')
-      expect(res.answer).toMatch(/^HTTP\/1\.1 200 /)
-      expect(res.closedByGateway).toBe(true)
-    })
-  }
+  describe('an idle kept-alive connection', () => {
+    for (const listener of ['proxy', 'admin'] as const) {
+      it(`is closed by the ${listener} listener after server.keepAliveTimeout`, async () => {
+        const port = listener === 'proxy' ? sg.port : adminPort
+        expect((listener === 'proxy' ? sg.gw.proxy : sg.gw.admin).server.keepAliveTimeout).toBe(KEEP_ALIVE_MS)
+        const res = await trickle(port, 'GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n', '')
+        expect(res.answer).toMatch(/^HTTP\/1\.1 200 /)
+        expect(res.closedByGateway).toBe(true)
+      })
+    }
+  })
 })
 
 itLoggedNoSecret(sg)
