@@ -90,9 +90,9 @@ describe('PLATFORM_TOKEN_FILE', () => {
   }
 
   /** A gateway reading its token from a mounted Secret that holds `initial`. */
-  async function gatewayOnSecret(initial: string) {
+  async function gatewayOnSecret(initial: string, yaml = TEAMS_YAML) {
     const secret = kubernetesSecret(initial)
-    return { secret, gw: await gateway({ PLATFORM_TOKEN_FILE: secret.path }) }
+    return { secret, gw: await gateway({ PLATFORM_TOKEN_FILE: secret.path }, yaml) }
   }
 
   it('uses a file rewritten in place within 2 s', async () => {
@@ -155,14 +155,15 @@ describe('PLATFORM_TOKEN_FILE', () => {
   })
 
   it('a token set by PUT /admin/token stays while the file is unchanged; a later change of the file wins', async () => {
+    const POLL_MS = 200
     const first = sandbox.issueToken()
     const pasted = sandbox.issueToken()
     const next = sandbox.issueToken()
-    const { secret, gw } = await gatewayOnSecret(first)
+    const { secret, gw } = await gatewayOnSecret(first, `${TEAMS_YAML}\nplatform:\n  tokenFilePoll: ${POLL_MS}ms\n`)
 
     expect((await adminCall(gw, 'PUT', '/admin/token', { token: pasted })).statusCode).toBe(200)
-    // Several file polls (1 s) and watch events go by: the unchanged file must not undo the PUT.
-    await new Promise((r) => setTimeout(r, 1300))
+    // Several file polls and watch events go by: the unchanged file must not undo the PUT.
+    await new Promise((r) => setTimeout(r, 3 * POLL_MS + 200))
     expect(currentToken(gw)).toBe(pasted)
 
     secret.swap(next)
