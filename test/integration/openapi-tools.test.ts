@@ -1,26 +1,18 @@
 /**
  * The OpenAPI documents with the tools callers really run, against a gateway in front of
  * the platform sandbox:
- * - a client generated from docs/openapi.json by openapi-typescript, run with openapi-fetch
- *   (each from npm, as an app developer installs them), type-checked with tsc and run on
- *   Node: it calls every platform path the document names by that path, never an escaped
- *   `/api/v1/campaign%2Fget`;
+ * - docs/openapi.json names every platform path by that path, never by a parameter that
+ *   would hold a slash (a client generated from it, type-checked and run, is in
+ *   test/slow/openapi-generated-client.test.ts: a whole tsc run);
  * - Prism (@stoplight/prism-http), the validating proxy: its router routes each of those
  *   calls to its operation, its proxy forwards them to the gateway without a violation,
  *   and its response validator holds real answers of every status the contract lists
  *   (status, required headers, body) to the documents of both listeners.
  */
-import { execFile, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { createRequire } from 'node:module'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
 import type { IHttpOperation } from '@stoplight/types'
-import openapiTS, { astToString, COMMENT_HEADER, type OpenAPI3 } from 'openapi-typescript'
 import pino from 'pino'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
 import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useSandboxGateway } from '../helpers/fixtures.js'
@@ -35,8 +27,6 @@ const { createClientFromOperations } = require('@stoplight/prism-http/dist/clien
 const { default: route } = require('@stoplight/prism-http/dist/router/index.js') as typeof import('@stoplight/prism-http/dist/router/index.js')
 const { validateOutput } = require('@stoplight/prism-http/dist/validator/index.js') as typeof import('@stoplight/prism-http/dist/validator/index.js')
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const TSC = join(ROOT, 'node_modules/.bin/tsc')
 const ADMIN_TOKEN = 'openapi-tools-admin-token-0123456789'
 const VIEWER_TOKEN = 'openapi-tools-viewer-token-0123456789'
 // A team of its own for the platform's 429 (and the pause it draws): the others are not paused.
@@ -113,12 +103,8 @@ function failNext(path: string, mode: Record<string, unknown>): void {
   env.sandbox.setRouteFailure(path, mode as never)
 }
 
-describe('a client generated from docs/openapi.json with openapi-typescript, run with openapi-fetch', () => {
-  let dir = ''
-  afterAll(() => {
-    if (dir) rmSync(dir, { recursive: true, force: true })
-  })
-
+// The client generated from these paths is type-checked and run in test/slow/openapi-generated-client.test.ts.
+describe('docs/openapi.json, the source of a generated client', () => {
   it('names every platform path the gateway knows as a path of its own: no parameter that would hold a slash', () => {
     const paths = Object.keys(proxyDoc.paths as Json)
     expect(paths).toEqual(expect.arrayContaining([REPORT_PATH, '/api/v1/campaign/get', '/api/v1/campaign/banner/create', '/api/v1/campaign/banner/delete/{id}']))
@@ -129,38 +115,6 @@ describe('a client generated from docs/openapi.json with openapi-typescript, run
     // The campaign paths of the configuration (ownership.campaignPaths) too.
     for (const path of ['/api/v1/campaign/banner/update/{id}', '/api/v1/campaign/banner/{id}', '/api/v1/campaign/{id}']) expect(paths).toContain(path)
   })
-
-  it('type-checks and calls each platform path by its real path, typed as the platform validates its forms', async () => {
-    // Outside the repository (Node strips no types under node_modules), its packages the repository's.
-    dir = mkdtempSync(join(tmpdir(), 'rgw-generated-client-'))
-    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
-    const ast = await openapiTS(structuredClone(proxyDoc) as unknown as OpenAPI3, { silent: true })
-    writeFileSync(join(dir, 'schema.d.ts'), `${COMMENT_HEADER}${astToString(ast)}`)
-    writeFileSync(join(dir, 'package.json'), '{"type": "module", "private": true}\n')
-    writeFileSync(join(dir, 'app.ts'), GENERATED_APP)
-    writeFileSync(
-      join(dir, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: ['node'], strict: true, noEmit: true, allowImportingTsExtensions: true }, include: ['app.ts', 'schema.d.ts'] }),
-    )
-    const checked = spawnSync(TSC, ['-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8' })
-    expect(checked.stdout + checked.stderr).toBe('')
-    expect(checked.status).toBe(0)
-    // Node 24 runs the TypeScript as it is (its types stripped); the gateway answering runs in this process.
-    const run = await promisify(execFile)(process.execPath, ['--no-warnings', 'app.ts', env.url, KEYS.all, KEYS.writer], { cwd: dir, encoding: 'utf8', timeout: 60_000 })
-    const out = JSON.parse(run.stdout) as Record<string, unknown>
-    expect(out.sent).toEqual([
-      'GET /api/v1/report/campaigns/get',
-      'POST /api/v1/report/campaigns/get',
-      'POST /api/v1/campaign/get',
-      'POST /api/v1/campaign/banner/create',
-      expect.stringMatching(/^DELETE \/api\/v1\/campaign\/banner\/delete\/101\d{3}$/),
-      'GET /api/v1/report/campaigns/get',
-    ])
-    expect(out.statuses).toEqual([200, 200, 200, 201, 200, 401])
-    expect(out.rows).toBe(3)
-    expect(out.listed).toEqual([101])
-    expect(out.challenge).toBe('ApiKey realm="report-gateway"')
-  }, 90_000)
 })
 
 describe('Prism, the validating proxy', () => {
@@ -410,49 +364,3 @@ describe('Prism\'s response validator against real answers of every status the c
     }
   })
 })
-
-// The app a developer writes on the generated types: each call by its real path.
-const GENERATED_APP = `import createClient from 'openapi-fetch'
-import type { paths } from './schema.d.ts'
-
-const [baseUrl, key, writerKey] = process.argv.slice(2) as [string, string, string]
-const sent: string[] = []
-const statuses: number[] = []
-const fetchAndNote = async (request: Request): Promise<Response> => {
-  sent.push(\`\${request.method} \${new URL(request.url).pathname}\`)
-  const response = await fetch(request)
-  statuses.push(response.status)
-  return response
-}
-const api = createClient<paths>({ baseUrl, headers: { 'x-api-key': key }, fetch: fetchAndNote })
-const writer = createClient<paths>({ baseUrl, headers: { 'x-api-key': writerKey }, fetch: fetchAndNote })
-
-const report = await api.GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: { advertiserId: 101, dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: '1' } } })
-// Its 2xx is the report (200) or, asked with prefer: respond-async, a job's status (202): told apart by its body.
-const rows: number = report.data && 'data' in report.data ? report.data.data.length : -1
-await api.POST('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' } }, body: { campaignIds: [101001], dateFrom: '2026-05-01', dateTo: '2026-05-03', byDate: true } })
-const listed = await api.POST('/api/v1/campaign/get', { params: { query: { per_page: 50 } }, body: { userId: 101 } })
-const created = await writer.POST('/api/v1/campaign/banner/create', {
-  body: { userId: 101, name: 'Generated', adDomain: 'example.com', clickUrl: 'https://example.com/', autoStart: false, dates: { from: '2026-05-01', to: '2026-05-31' }, country: 'KE', bid: 1.5, budget: { daily: 10, total: 100 }, creativeSetIds: [1010011] },
-})
-const id: number = created.data?.data.id ?? 0
-await writer.DELETE('/api/v1/campaign/banner/delete/{id}', { params: { path: { id }, query: { userId: 101 } } })
-const refused = await createClient<paths>({ baseUrl, fetch: fetchAndNote }).GET('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' }, query: { advertiserId: 101, dateFrom: '2026-05-01', dateTo: '2026-05-03' } } })
-
-export function typedAsThePlatformValidates(): void {
-  // @ts-expect-error a POST report form names its campaigns: the platform answers 422 without them
-  void api.POST('/api/v1/report/{split}/get', { params: { path: { split: 'campaigns' } }, body: { dateFrom: '2026-05-01', dateTo: '2026-05-03' } })
-  // @ts-expect-error a campaign is created with a name
-  void writer.POST('/api/v1/campaign/banner/create', { body: { userId: 101, adDomain: 'example.com', clickUrl: 'https://example.com/', dates: { from: '2026-05-01', to: '2026-05-31' }, country: 'KE', bid: 1.5, budget: { daily: 10, total: 100 }, creativeSetIds: [1] } })
-  // @ts-expect-error no operation takes a whole platform path as one parameter
-  void api.GET('/api/v1/{path}', { params: { path: { path: 'campaign/get' } } })
-}
-
-console.log(JSON.stringify({
-  sent,
-  statuses,
-  rows,
-  listed: [...new Set((listed.data?.data ?? []).map((campaign) => campaign.userId))],
-  challenge: refused.response.headers.get('www-authenticate'),
-}))
-`
