@@ -209,8 +209,8 @@ interface AnswerEvents {
 
 /**
  * The caller's side of a held answer. It is handed to the caller's socket in pieces of
- * PIECE_BYTES; a block's bytes are freed once its caller has taken its last piece, the
- * rest when it closes (the blocks it has not begun given back to the allocator at once). Its clock runs only while the caller holds it up:
+ * PIECE_BYTES, each a copy; a block's bytes are freed, and its memory given back to the
+ * allocator, once its caller has taken its last piece, the rest when it closes. Its clock runs only while the caller holds it up:
  * from a push the consumer has no room for to the consumer's next read.
  */
 class WatchedAnswer extends Readable {
@@ -267,13 +267,17 @@ class WatchedAnswer extends Readable {
     this.#stopClock()
     while (this.#chunks.length > 0) {
       const block = this.#chunks[0] as Buffer
-      const piece = block.subarray(this.#at, this.#at + PIECE_BYTES)
+      // A copy: the socket's writes hold the piece, not the block, so a block's memory goes
+      // back to the allocator once its last piece is taken rather than at V8's next full
+      // collection (a block lives as long as its answer, into the old generation).
+      const piece = Buffer.from(block.subarray(this.#at, this.#at + PIECE_BYTES))
       this.#at += piece.length
       if (this.#at === block.length) {
         this.#chunks.shift()
         this.#at = 0
         this.#counted -= block.length
         this.#budget.free(block.length)
+        freeAll([block])
       }
       this.unsent -= piece.length
       this.#sent += piece.length
@@ -284,8 +288,6 @@ class WatchedAnswer extends Readable {
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
     this.#stopClock()
-    // A block whose pieces were handed on may still be in the socket's writes: left to the collector.
-    if (this.#at > 0) this.#chunks.shift()
     freeAll(this.#chunks)
     this.#budget.free(this.#counted)
     this.#counted = 0
