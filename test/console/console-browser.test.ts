@@ -239,7 +239,9 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
   it('is readable at 1280 px and on a phone, and asks nothing of any other origin', async () => {
     await shows('cache', 'Hit ratio')
     await page.screenshot({ path: `${ARTIFACTS}console.png`, fullPage: true })
+    // A change of isMobile reloads the page (puppeteer's setViewport): its data comes back with its next refresh.
     await page.setViewport({ width: 390, height: 844, isMobile: true })
+    await shows('cache', 'Hit ratio')
     // Wide tables scroll in their own region; the page itself does not.
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)
     await page.screenshot({ path: `${ARTIFACTS}console-phone.png`, fullPage: true })
@@ -251,6 +253,7 @@ describe.skipIf(CHROMIUM === null)('the operations console in a headless browser
 
   it('shows a viewer everything but no action: no purge, reload or log-in button', async () => {
     await page.setViewport({ width: 1280, height: 900 })
+    await shows('cache', 'Hit ratio')
     expect(await visible('#actions')).toBe(true)
     await page.click('#sign-out')
     await page.type('#token', VIEWER_TOKEN)
