@@ -9,11 +9,12 @@ import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
 // The replica that ended a report job is killed (SIGKILL) while the job's webhook delivery
-// waits for a retry (the receiver answered 503). Two gateway processes (dist/main.js) on one
-// redis-server: the delivery is in the Redis outbox, so the other replica delivers it once
-// the receiver answers 2xx, with the same `webhook-id`; no two attempts are ever at the
-// receiver at once; GET /admin/jobs of the other replica lists the delivery with every
-// attempt, the killed replica's too.
+// waits for a retry (the receiver answered 503), or with an attempt at the receiver it never
+// hears the answer to. Two gateway processes (dist/main.js) on one redis-server: the delivery
+// is in the Redis outbox, so the other replica delivers it once the receiver answers 2xx,
+// with the same `webhook-id`; no two attempts are ever at the receiver at once; GET
+// /admin/jobs of the other replica lists the delivery with every attempt recorded, the
+// killed replica's too.
 
 const GATEWAY_SECRET = 'webhook-kill-gateway-secret-0123456789'
 const ADMIN_TOKEN = 'webhook-kill-admin-token-0123456789'
@@ -28,27 +29,69 @@ interface Hit {
   status: number
 }
 
-/** A receiver on 127.0.0.1 answering `answer()` to each POST after `holdMs`, noting how many attempts it held at once. */
-async function receiver(answer: () => number, holdMs: number): Promise<{ url: string; hits: Hit[]; most: () => number; inFlight: () => number }> {
+interface Receiver {
+  url: string
+  /** The attempts answered to a caller still there, in order. */
+  hits: Hit[]
+  /** The most attempts it held at once. */
+  most: () => number
+  /** Attempts arrived and not yet answered or gone. */
+  inFlight: () => number
+  /** From now on each attempt is held, unanswered, until `answer` is called. */
+  hold: () => void
+  /** Answers the held attempts and every later one `status`. */
+  answer: (status: number) => void
+}
+
+/**
+ * A receiver on 127.0.0.1 answering each POST after `holdMs`, 503 until told otherwise.
+ * An attempt whose caller went away (its socket ended or closed: the process was killed)
+ * is no hit: that caller never heard an answer, so no replica records it.
+ */
+async function receiver(holdMs: number): Promise<Receiver> {
   const hits: Hit[] = []
+  const held = new Set<() => void>()
+  let status: number | null = 503
   let inFlight = 0
   let most = 0
   const server = createServer((req, res) => {
     inFlight += 1
     most = Math.max(most, inFlight)
+    let over = false
+    const end = (): boolean => {
+      if (over) return false
+      over = true
+      inFlight -= 1
+      return true
+    }
+    res.on('close', () => end())
+    const settle = (): void => {
+      held.delete(settle)
+      const gone = req.socket.destroyed || req.socket.readableEnded
+      if (!end()) return
+      if (gone) return void res.destroy()
+      const answered = status as number
+      hits.push({ id: String(req.headers['webhook-id']), at: Date.now(), status: answered })
+      res.writeHead(answered).end()
+    }
     req.resume()
-    req.on('end', () => {
-      setTimeout(() => {
-        const status = answer()
-        hits.push({ id: String(req.headers['webhook-id']), at: Date.now(), status })
-        inFlight -= 1
-        res.writeHead(status).end()
-      }, holdMs)
-    })
+    req.on('end', () => setTimeout(() => (status === null ? held.add(settle) : settle()), holdMs))
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   servers.push(server)
-  return { url: `http://localhost:${(server.address() as AddressInfo).port}/hook`, hits, most: () => most, inFlight: () => inFlight }
+  return {
+    url: `http://localhost:${(server.address() as AddressInfo).port}/hook`,
+    hits,
+    most: () => most,
+    inFlight: () => inFlight,
+    hold: () => {
+      status = null
+    },
+    answer: (s) => {
+      status = s
+      for (const settle of [...held]) settle()
+    },
+  }
 }
 
 interface Listed {
@@ -72,13 +115,14 @@ describe.skipIf(!redisCheck.available)('a replica with a webhook delivery waitin
   const cleanups = useCleanups()
 
   it('the other replica delivers it, same webhook-id, once the receiver answers 2xx; never two attempts at once', async () => {
-    let up = false
-    const r = await receiver(() => (up ? 204 : 503), 100)
+    const r = await receiver(100)
     // The sandbox, the platform, is at 127.0.0.1: the receiver is named `localhost`, which the operator allows.
     const team = TEAMS_YAML.replace('    refresh: true\n', `    refresh: true\n    webhook: { url: "${r.url}", secret: "${SECRET}" }\n`)
     const yaml = `${team}jobs:\n  webhookHosts: [localhost]\n  lease: 2s\n  poll: 200ms\n`
     const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: redis.url, GATEWAY_SECRET, ADMIN_TOKEN }
     const start = (): Promise<GatewayProcess> => spawnGateway({ env, yaml })
+    const listed = async (at: GatewayProcess) =>
+      ((await (await fetch(`${at.adminUrl}/admin/jobs`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { deliveries: Listed[] }).deliveries
 
     const first = await start()
     cleanups.push(() => first.close())
@@ -88,14 +132,19 @@ describe.skipIf(!redisCheck.available)('a replica with a webhook delivery waitin
     // The job ended on the first replica (the only one), whose delivery met 503.
     await waitFor('the first attempt answered 503', () => r.hits.length >= 1, 20_000)
 
-    const other = await start()
-    cleanups.push(() => other.close())
-    // Killed between two attempts: none is at the receiver then.
-    await waitFor('no attempt at the receiver', () => r.inFlight() === 0, 5000, 1)
+    // No answer leaves the receiver from here, and every answer given is recorded before the
+    // kill: the first replica is killed waiting for its retry, or with an attempt held at the
+    // receiver that it never hears back from.
+    r.hold()
+    await waitFor('every answered attempt recorded', async () => (await listed(first))[0]?.attempts === r.hits.length, 10_000)
     first.kill('SIGKILL')
     const killedAt = (await first.exited).at
+    await waitFor("the killed replica's attempt gone from the receiver", () => r.inFlight() === 0, 5000, 1)
     const beforeKill = r.hits.length
-    up = true
+
+    const other = await start()
+    cleanups.push(() => other.close())
+    r.answer(204)
 
     await waitFor('the delivery made by the other replica', () => r.hits.some((h) => h.status === 204), 60_000, 50)
     const delivered = r.hits.find((h) => h.status === 204) as Hit
@@ -103,10 +152,8 @@ describe.skipIf(!redisCheck.available)('a replica with a webhook delivery waitin
     expect(new Set(r.hits.map((h) => h.id))).toEqual(new Set([`msg_${id}`]))
     expect(r.most()).toBe(1)
 
-    const listed = async () =>
-      ((await (await fetch(`${other.adminUrl}/admin/jobs`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { deliveries: Listed[] }).deliveries
-    await waitFor('the delivery listed as delivered', async () => (await listed())[0]?.state === 'delivered', 10_000)
-    const [listing] = (await listed()) as [Listed]
+    await waitFor('the delivery listed as delivered', async () => (await listed(other))[0]?.state === 'delivered', 10_000)
+    const [listing] = (await listed(other)) as [Listed]
     expect(listing).toMatchObject({ id: `msg_${id}`, job: id, team: 'all', state: 'delivered', attempts: r.hits.length, lastStatus: 204 })
     // Every attempt recorded, the killed replica's and the other's: the last one made by another replica than the first.
     expect(listing.history.map((a) => a.status)).toEqual(r.hits.map((h) => h.status))
