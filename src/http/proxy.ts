@@ -13,7 +13,7 @@ import { traceOf } from '../observe/tracing.js'
 import { forwardedEncodings } from '../platform/client/token-echo.js'
 import { connectionOptions } from '../access/connection-options.js'
 import { withoutKeys } from '../access/api-keys.js'
-import { onGateway } from '../platform/client/redirect-location.js'
+import { linksOnGateway, onGateway, refreshOnGateway } from '../platform/client/redirect-location.js'
 import { PROVISIONAL_HEADER, SETTLED_HEADER, USAGE_HEADER } from './reads/report-facts.js'
 
 // What the platform may see of a caller's request headers: an allowlist, so
@@ -116,12 +116,18 @@ const GATEWAY_HEADERS = ['x-cache', USAGE_HEADER, SETTLED_HEADER, PROVISIONAL_HE
 const SHARED_ONLY = /^(public|s-maxage\s*=.*|proxy-revalidate)$/i
 const KEY_HEADERS = ['authorization', 'x-api-key']
 
-// Headers holding a URL the caller may follow.
-const URL_HEADERS = ['location', 'content-location'] as const
+// Headers holding a URL the caller may follow, each with how its URLs are put on the gateway.
+const URL_HEADERS: ReadonlyArray<readonly [string, (value: string, platformBase: string) => string]> = [
+  ['location', onGateway],
+  ['content-location', onGateway],
+  ['link', linksOnGateway],
+  ['refresh', refreshOnGateway],
+]
 
 /**
  * The platform's response headers as the caller gets them: no session cookie, no
- * hop-by-hop headers, none of the gateway's own, private to the key that asked, and a URL on the platform's own origin (`platformBase`) as the
+ * hop-by-hop headers, none of the gateway's own, private to the key that asked, and a URL
+ * (`location`, `content-location`, `link`, `refresh`) on the platform's own origin (`platformBase`) as the
  * gateway's path: a client that follows it comes back to the gateway, which checks the
  * call, instead of taking its team key to the platform's address.
  */
@@ -131,9 +137,9 @@ export function callerHeaders(headers: IncomingHttpHeaders, platformBase: string
   for (const name of [...HOP_BY_HOP, ...named, 'set-cookie', ...GATEWAY_HEADERS]) delete out[name]
   privateToTheKey(out)
   if (platformBase !== null) {
-    for (const name of URL_HEADERS) {
+    for (const [name, rewrite] of URL_HEADERS) {
       const value = out[name]
-      if (typeof value === 'string') out[name] = onGateway(value, platformBase)
+      if (typeof value === 'string') out[name] = rewrite(value, platformBase)
     }
   }
   return out

@@ -128,6 +128,21 @@ describe('token injection', () => {
     expect(elsewhere.headers['content-location']).toBe('/api/v1/x')
   })
 
+  it('gives the platform\'s own address in a link or refresh header as the gateway\'s path: a client that follows rel=next keeps its key on the gateway', async () => {
+    const platform = new URL(sandbox.url)
+    const link = `<${sandbox.url}/api/v1/campaign/get?page=2>; rel="next", <${platform.origin.toUpperCase()}/api/v1/campaign/get?page=9>; rel=last, <https://docs.example/api?a=1,2>; rel=help, </api/v1/campaign/get?page=1>; rel=first`
+    sandbox.setFailure({ kind: 'status', status: 200, headers: { link, refresh: `0; url=${sandbox.url}/api/v1/campaign/get?page=3` }, body: { data: [] }, times: 1 })
+    const res = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(res.statusCode).toBe(200)
+    expect(res.headers.link).toBe('</api/v1/campaign/get?page=2>; rel="next", </api/v1/campaign/get?page=9>; rel=last, <https://docs.example/api?a=1,2>; rel=help, </api/v1/campaign/get?page=1>; rel=first')
+    expect(res.headers.refresh).toBe('0; url=/api/v1/campaign/get?page=3')
+    expect(JSON.stringify(res.headers)).not.toContain(platform.host)
+    // Another origin's refresh is passed on as the platform sent it, in its quotes.
+    sandbox.setFailure({ kind: 'status', status: 200, headers: { refresh: "5;URL='https://status.example/'" }, body: { data: [] }, times: 1 })
+    const elsewhere = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
+    expect(elsewhere.headers.refresh).toBe("5;URL='https://status.example/'")
+  })
+
   it('passes a report read\'s platform redirect with its location, on the gateway as a proxied one is', async () => {
     const report = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-02'
     sandbox.setFailure({ kind: 'status', status: 301, headers: { location: `${sandbox.url}/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-03-01&dateTo=2026-03-03` }, times: 1 })

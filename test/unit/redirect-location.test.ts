@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest'
+import { linksOnGateway, onGateway, refreshOnGateway } from '../../src/platform/client/redirect-location.js'
+
+const PLATFORM = 'https://dsp.example:8443'
+
+describe('URLs a caller may follow, put on the gateway', () => {
+  it('a location on the platform\'s origin is its path, query and fragment; another origin\'s or a relative one as it is', () => {
+    expect(onGateway('https://DSP.example:8443/api/v1/x?a=1#f', PLATFORM)).toBe('/api/v1/x?a=1#f')
+    expect(onGateway('https://dsp.example/api/v1/x', PLATFORM)).toBe('https://dsp.example/api/v1/x')
+    expect(onGateway('/api/v1/x', PLATFORM)).toBe('/api/v1/x')
+  })
+
+  it('every target of a link header, whatever its parameters and commas', () => {
+    expect(linksOnGateway(`<${PLATFORM}/api/v1/c?page=2>; rel="next"; title="a, b", <https://other.example/a,b>; rel=help`, PLATFORM)).toBe(
+      '</api/v1/c?page=2>; rel="next"; title="a, b", <https://other.example/a,b>; rel=help',
+    )
+    expect(linksOnGateway('rel=next', PLATFORM)).toBe('rel=next')
+  })
+
+  it('the URL of a refresh header, quoted or not; a refresh without a URL as it is', () => {
+    expect(refreshOnGateway(`0; url=${PLATFORM}/api/v1/c`, PLATFORM)).toBe('0; url=/api/v1/c')
+    expect(refreshOnGateway(`2.5,URL="${PLATFORM}/x?y=1" `, PLATFORM)).toBe('2.5,URL="/x?y=1" ')
+    expect(refreshOnGateway("5;URL='https://status.example/'", PLATFORM)).toBe("5;URL='https://status.example/'")
+    expect(refreshOnGateway('30', PLATFORM)).toBe('30')
+  })
+})
