@@ -4,12 +4,18 @@ import { createGateway, type Gateway } from './compose.js'
 import { redisAddress } from './redis/client.js'
 import { demoConfig, demoCurl } from './demo.js'
 import { startSandbox, type Sandbox } from './sandbox/sandbox.js'
+import { nodeRefusal } from './observe/build-info.js'
 
 // After the grace: time for aborted calls' answers to be written, then for the rest of close().
 const ANSWER_ABORTED_MS = 500
 const LAST_WORDS_MS = 1500
 
 async function main(): Promise<void> {
+  const refusal = nodeRefusal()
+  if (refusal !== null) {
+    process.stderr.write(`report-gateway: ${refusal}; npm start runs the Node that npm ci installs (npm run runtime says which)\n`)
+    process.exit(1)
+  }
   let config: Config
   try {
     config = loadConfig()
