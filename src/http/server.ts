@@ -138,15 +138,24 @@ const HOST_VALUE = /^(?:\[[0-9A-Fa-f:.]+(?:%25[\w.~-]+)?\]|[\w.~!$&'()*+,;=%-]*)
  * RFC 9112, 3.2: an HTTP/1.1 request without a Host, any request with more than one Host
  * line or with a Host that is no host, is a 400 (Node's own, with requireHostHeader, is no
  * answer of the contract's, and Node keeps the first of two Host lines where a proxy
- * before the gateway may have read the last). The fault's message, or null.
+ * before the gateway may have read the last). So is one with more than one Authorization
+ * line (RFC 9110, 5.3: it is no list): Node keeps the first, the key or admin token read,
+ * where a proxy before the gateway that adds its own may read the last. The fault's
+ * message, or null.
  */
-export function hostFault(req: IncomingMessage): string | null {
+export function headFault(req: IncomingMessage): string | null {
   const host = req.headers.host
   if (host === undefined) return req.httpVersionMinor === 1 ? 'host: an HTTP/1.1 request names the host it asks in a Host header' : null
-  let lines = 0
+  let hosts = 0
+  let authorizations = 0
   const raw = req.rawHeaders
-  for (let i = 0; i < raw.length; i += 2) if ((raw[i] as string).length === 4 && (raw[i] as string).toLowerCase() === 'host') lines++
-  if (lines > 1) return 'host: given more than once'
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string
+    if (name.length === 4 && name.toLowerCase() === 'host') hosts++
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations++
+  }
+  if (hosts > 1) return 'host: given more than once'
+  if (authorizations > 1) return 'authorization: given more than once'
   return HOST_VALUE.test(host) ? null : 'host: must be a host name or address, and a port (the value is not shown)'
 }
 
@@ -248,7 +257,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         // cost. Nothing reads such a request's body: hasBody (access/admission.ts)
         // asks the same two headers.
         optimizeEmptyRequests: true,
-        // A request without a Host is refused by the router instead (hostFault).
+        // A request without a Host is refused by the router instead (headFault).
         requireHostHeader: false,
       }
       const take = (req: IncomingMessage, res: ServerResponse): void => {
@@ -256,8 +265,8 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         tracing?.begin(req)
         // Closing: answered as ever, and the connection closed after it (closeGently).
         current.take(req, res)
-        // One without a Host, or with a faulty one, goes to the router, which refuses it (hostFault).
-        if (fastPath && hostFault(req) === null) fastPath(req, res, handler)
+        // One without a Host, or with a faulty head, goes to the router, which refuses it (headFault).
+        if (fastPath && headFault(req) === null) fastPath(req, res, handler)
         else handler(req, res)
       }
       const server = createServer(options, take)
@@ -310,7 +319,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
   closers.set(app as unknown as FastifyInstance, () => gentle?.begin())
   app.addHook('onRequest', bodyDeadline(config.limits.bodyTimeoutMs))
   app.addHook('onRequest', (request, _reply, done) => {
-    const fault = hostFault(request.raw)
+    const fault = headFault(request.raw)
     done(fault === null ? undefined : new BadRequestError(fault))
   })
   // Every answer the router writes, refusals included, carries its answer fields.

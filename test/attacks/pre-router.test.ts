@@ -19,6 +19,12 @@ function accessLines(reqId: string): Record<string, unknown>[] {
   return sg.gw.logs.records().filter((r) => r.msg === 'request' && r.reqId === reqId)
 }
 
+/** The admin listener's port, listening from the first test that asks. */
+async function adminPort(): Promise<number> {
+  if (!sg.gw.admin.server.listening) await sg.gw.admin.listen({ host: '127.0.0.1', port: 0 })
+  return (sg.gw.admin.server.address() as AddressInfo).port
+}
+
 /** The answer is the contract's error with `code`, has a request id, and that id has one access line with `status`. */
 async function expectContractError(res: RawResponse, status: number, code: string): Promise<Record<string, unknown>> {
   expect(res.status, res.text).toBe(status)
@@ -68,8 +74,7 @@ describe('requests refused before the router', () => {
   })
 
   it('on the admin listener too: 431 GW_HEADERS_TOO_LARGE, the connection closed', async () => {
-    await sg.gw.admin.listen({ host: '127.0.0.1', port: 0 })
-    const { port } = sg.gw.admin.server.address() as AddressInfo
+    const port = await adminPort()
     const res = await rawRequest(port, `GET /admin/status HTTP/1.1\r\n${H}authorization: Bearer ${KEYS.all}\r\nx-pad: ${'a'.repeat(20_000)}\r\n\r\n`)
     expect(res.status, res.text.slice(0, 200)).toBe(431)
     expect(JSON.parse(res.body)).toMatchObject({ statusCode: 431, code: 'GW_HEADERS_TOO_LARGE' })
@@ -112,6 +117,26 @@ describe('requests refused before the router', () => {
       const res = await rawRequest(sg.port, `GET ${report} HTTP/1.1\r\nhost: ${host}\r\nx-api-key: ${KEYS.all}\r\nconnection: close\r\n\r\n`)
       expect(res.status, host).toBe(200)
     }
+  })
+
+  it('two authorization lines are 400 GW_BAD_REQUEST, not the first taken (RFC 9110, 5.3: no list), on a hit and on the admin listener, the keys in no answer', async () => {
+    // The attack: a proxy before the gateway that appends its caller's Authorization reads the last line, Node the first.
+    const report = `/api/v1/report/campaigns/get?advertiserId=102&${REPORT_DATES}`
+    const lines = [`authorization: Bearer ${KEYS.growth}\r\nauthorization: Bearer ${KEYS.all}\r\n`, `Authorization: Bearer ${KEYS.all}\r\nAUTHORIZATION: Bearer ${KEYS.all}\r\n`]
+    expect((await rawRequest(sg.port, rawHttp('GET', report))).status).toBe(200)
+    for (const [target, auth] of [report, '/api/v1/campaign/get?userId=102'].flatMap((t) => lines.map((l) => [t, l] as const))) {
+      const res = await rawRequest(sg.port, `GET ${target} HTTP/1.1\r\n${H}${auth}connection: close\r\n\r\n`)
+      const body = await expectContractError(res, 400, 'GW_BAD_REQUEST')
+      expect(body.message).toBe('authorization: given more than once')
+      expect(res.text).not.toContain(KEYS.all)
+    }
+    expect(sg.callerRequests().filter((r) => r.path.startsWith('/api/v1/campaign/'))).toEqual([])
+    const port = await adminPort()
+    const admin = await rawRequest(port, `GET /admin/whoami HTTP/1.1\r\n${H}authorization: Bearer ${KEYS.all}\r\nauthorization: Bearer ${KEYS.growth}\r\nconnection: close\r\n\r\n`)
+    expect(admin.status, admin.text.slice(0, 300)).toBe(400)
+    expect(JSON.parse(admin.body)).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'authorization: given more than once' })
+    // One line is read as before.
+    expect((await rawRequest(sg.port, rawHttp('GET', report))).status).toBe(200)
   })
 
   it('an expectation other than 100-continue is read as none (not Node\'s bare 417): the request is answered as without it', async () => {
