@@ -71,4 +71,20 @@ describe('the admin listener attacked', () => {
       expect(leakedSecrets(`${JSON.stringify(res.headers)}\n${res.body}`, secrets), url).toEqual([])
     }
   })
+
+  it('a cache-entry URL holding a team key is 400 saying so, never echoed: no report the gateway caches holds one (its reads refuse it)', async () => {
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    const report = `${REPORT_PATH}?advertiserId=101&dateFrom=2025-06-01&dateTo=2025-06-30`
+    expect((await fetch(`${sg.url}${report}&k=${KEYS.growth}`, { headers: { 'x-api-key': KEYS.all } })).status).toBe(400)
+    for (const [method, url] of [
+      ['GET', `${report}&k=${KEYS.growth}`],
+      ['DELETE', `${report}&k=${encodeURIComponent(KEYS.growth)}`],
+      ['GET', `https://gateway.example${report}&k=${KEYS.growth.replace('_', '%5F')}`],
+    ] as const) {
+      const res = await admin(method, `/admin/cache/entry?url=${encodeURIComponent(url)}`, auth)
+      expect(res.statusCode, `${method} ${url}`).toBe(400)
+      expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'url: holds a team key; no report the gateway caches holds one (the value is not shown)' })
+      expect(res.body).not.toContain(KEYS.growth.slice(4))
+    }
+  })
 })

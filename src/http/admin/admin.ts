@@ -68,7 +68,7 @@ export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Prom
 
   await app.register(adminTokenRoutes, { tokens, secrets, auditLog, config, client })
   await app.register(adminCacheRoutes, { reports, auditLog })
-  await app.register(cacheEntryRoutes, { config, tokens, reports, breaker, clock, auditLog })
+  await app.register(cacheEntryRoutes, { config, teams, tokens, reports, breaker, clock, auditLog })
   // What only the status view reads.
   const { metrics, lifecycle, build, redis, governors, rateLimiter, l1, audit } = parts
   await app.register(adminStatusRoutes, { config, clock, metrics, lifecycle, build, tokens, governors, redis, breaker, teams, rateLimiter, l1, audit })

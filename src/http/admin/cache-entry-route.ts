@@ -86,10 +86,15 @@ const drop = adminSchema({
   errors: { GW_BAD_REQUEST: NOT_A_REPORT, GW_REDIS_UNAVAILABLE: 'This replica dropped its copy in memory, but Redis could not be reached; repeat the call. (A dry run: Redis could not be read.)' },
 })
 
-/** The report a URL reads, as the report route reads it (access/request-target.ts, reports/report-query.ts); 400 naming what is wrong. */
-export function reportOf(url: string, config: Config): CanonicalReport {
+/**
+ * The report a URL reads, as the report route reads it (access/request-target.ts,
+ * reports/report-query.ts); 400 naming what is wrong. A URL holding a team key (`holdsKey`)
+ * is no report the gateway caches, as its reads refuse such a target: 400 without the value.
+ */
+export function reportOf(url: string, config: Config, holdsKey: (text: string) => boolean): CanonicalReport {
   // An absolute URL's origin is the operator's way to it, not part of the report.
   const target = url.replace(/^https?:\/\/[^/?#]*/i, '')
+  if (holdsKey(target)) throw new BadRequestError('url: holds a team key; no report the gateway caches holds one (the value is not shown)')
   try {
     const checked = checkTarget(target, config.limits.params)
     if (!checked.path.startsWith(REPORT_PREFIX)) throw new NotFoundError()
@@ -133,10 +138,10 @@ function describe(credential: string, key: string, copies: { tier: 'l1' | 'l2'; 
  */
 export async function cacheEntryRoutes(
   app: FastifyInstance,
-  { config, tokens, reports, breaker, clock, auditLog }: Pick<GatewayContext, 'config' | 'tokens' | 'reports' | 'breaker' | 'clock' | 'auditLog'>,
+  { config, teams, tokens, reports, breaker, clock, auditLog }: Pick<GatewayContext, 'config' | 'teams' | 'tokens' | 'reports' | 'breaker' | 'clock' | 'auditLog'>,
 ): Promise<void> {
   const keysOf = (url: string) => {
-    const report = reportOf(url, config)
+    const report = reportOf(url, config, (text) => teams.holdsKey(text))
     return { report: report.query ? `${report.path}?${report.query}` : report.path, keys: tokens.all().map((p) => ({ credential: p.name, key: reports.keyFor(p.name, report) })) }
   }
 
