@@ -219,6 +219,8 @@ export class ReportCache {
    * answer when the platform failed and no stale copy may be served.
    */
   async read(report: CanonicalReport, key: string, provider: TokenProvider, opts: ReadOptions): Promise<CacheResult> {
+    // A forced refresh is a platform call: a team that spent its day's platform time is answered from the cache as any read.
+    const refresh = opts.refresh === true && !((opts.spentFor?.() ?? 0) > 0)
     let stale: { entry: CacheEntry; tier: Tier } | null = null
     let found = opts.found
     if (found === undefined) {
@@ -228,7 +230,7 @@ export class ReportCache {
     }
     if (found) {
       const now = this.#clock.now()
-      if (opts.refresh) {
+      if (refresh) {
         // A forced refresh of a copy younger than cache.refreshMinAge is answered with that copy.
         if (this.#young(found.entry, now)) {
           this.#asked(key, found.entry, report, provider, opts.team, now)
@@ -259,8 +261,8 @@ export class ReportCache {
     // The wait for the copy: this read's own platform call, another read's here, or another replica's.
     const waiting = opts.trace?.step('cache.fill')
     // A refresh must not be answered with the copy it asked to bypass.
-    const result = await (opts.joined ?? this.#fill(key, report, provider, waiting ? { ...opts, trace: waiting } : opts, opts.refresh ? this.#clock.now() : 0, stale === null && !opts.refresh))
-    const forward: Forward = { reason: opts.refresh ? 'request' : stale ? 'stale' : 'uri-miss', collapsed: joining || result.fromPeer === true }
+    const result = await (opts.joined ?? this.#fill(key, report, provider, waiting ? { ...opts, trace: waiting } : opts, refresh ? this.#clock.now() : 0, stale === null && !refresh))
+    const forward: Forward = { reason: refresh ? 'request' : stale ? 'stale' : 'uri-miss', collapsed: joining || result.fromPeer === true }
     if (waiting) {
       waiting.set({ 'gateway.fill.source': result.fromPeer ? 'replica' : joining ? 'joined' : 'own', 'gateway.fill.result': result.kind })
       waiting.end(result.kind === 'failed' ? result.error.code : undefined)
@@ -269,7 +271,7 @@ export class ReportCache {
     switch (result.kind) {
       case 'entry':
         this.#asked(key, result.entry, report, provider, opts.team, this.#clock.now())
-        return { ...this.#served(result.entry, opts.refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform'), ...upstream }
+        return { ...this.#served(result.entry, refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform'), ...upstream }
       case 'pass':
         this.#count('BYPASS', 'platform')
         return { kind: 'pass', status: result.status, headers: result.headers, body: result.body, ...upstream }
@@ -279,7 +281,7 @@ export class ReportCache {
         // This read joined a refresh ahead that found no idle seat: it makes its own call.
         // A job's own read that found none goes back to its queue (jobs/job-runner.ts).
         if (result.error.cause instanceof NoIdleSeatError && opts.priority !== 'job') return this.read(report, key, provider, opts)
-        stale ??= opts.refresh ? await this.#d.store.lookup(key) : null
+        stale ??= refresh ? await this.#d.store.lookup(key) : null
         if (stale && this.#clock.now() < stale.entry.errorUntil) {
           const { code, message } = result.error
           this.#failures.note(code, () => opts.log.warn({ code, reason: message }, 'platform failed; serving a stale copy'), 'stale copy served')

@@ -27,6 +27,7 @@ teams:
   bounded:
     keys: ["${hashApiKey(BOUNDED_KEY)}"]
     advertisers: ["*"]
+    refresh: true
     platformSecondsPerDay: 0.001
 cache:
   settledAfterDays: 3
@@ -211,6 +212,29 @@ describe('a team\'s bound of platform-seconds a day', () => {
     // A new UTC day: its platform-seconds start again.
     clock.advance(12 * 3600 * 1000)
     expect((await get(gw, REPORT(103), BOUNDED_KEY)).status).toBe(200)
+  })
+
+  it('answers a forced refresh from the cache once the day is spent, as any read: its copy, fresh or stale, not a 429', async () => {
+    const clock = fakeClock(NOON)
+    const gw = await gatewayOn(clock)
+    sandbox.setLatency(5)
+    const refresh = (target: string) => fetch(`${gw.url}${target}`, { headers: { 'x-api-key': BOUNDED_KEY, 'cache-control': 'no-cache' } })
+    expect((await get(gw, REPORT(101), BOUNDED_KEY)).status).toBe(200)
+    const calls = sandbox.countRequests((r) => r.path === PATH)
+    // Older than cache.refreshMinAge (10 s), within its freshness (5 min): the copy, a HIT.
+    clock.advance(11_000)
+    const fresh = await refresh(REPORT(101))
+    expect([fresh.status, fresh.headers.get('x-cache')]).toEqual([200, 'HIT'])
+    // Past its freshness: the copy STALE, without a refresh.
+    clock.advance(6 * 60_000)
+    const stale = await refresh(REPORT(101))
+    expect([stale.status, stale.headers.get('x-cache')]).toEqual([200, 'STALE'])
+    // No copy: the 429 of any read the cache cannot answer.
+    const none = await refresh(REPORT(102))
+    expect(none.status).toBe(429)
+    expect(((await none.json()) as { code: string }).code).toBe('GW_PLATFORM_TIME_SPENT')
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(sandbox.countRequests((r) => r.path === PATH)).toBe(calls)
   })
 
   it('refuses a job as it refuses a miss once the day is spent: respond-async is no way past the bound', async () => {
