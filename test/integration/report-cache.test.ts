@@ -203,6 +203,8 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(a.statusCode).toBe(422)
     expect(a.headers['x-cache']).toBe('BYPASS')
     expect(a.headers['cache-status']).toBe('report-gateway; fwd=uri-miss; fwd-status=422')
+    // Stored by no cache downstream either, and kept by none for another key.
+    expect([a.headers['cache-control'], a.headers.vary]).toEqual(['private, no-store', 'accept-encoding, authorization, prefer, x-api-key'])
     expect(b.statusCode).toBe(422)
     expect(a.json()).toEqual(b.json())
     expect(reportCalls()).toBe(4)
@@ -539,6 +541,8 @@ describe('report cache size guard', () => {
     expect(plain.statusCode).toBe(200)
     expect(plain.headers['x-cache']).toBe('BYPASS')
     expect(again.headers['x-cache']).toBe('BYPASS')
+    // One team's report that no cache of the gateway's keeps: no shared cache in front may keep it for another key.
+    for (const res of [plain, again]) expect([res.headers['cache-control'], res.headers.vary]).toEqual(['private, no-store', 'accept-encoding, authorization, prefer, x-api-key'])
     expect(plain.rawPayload.equals(platform)).toBe(true)
     const againBody = again.headers['content-encoding'] === 'gzip' ? gunzipSync(again.rawPayload) : again.rawPayload
     expect(againBody.equals(platform)).toBe(true)

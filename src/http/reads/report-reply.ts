@@ -19,6 +19,13 @@ import { CACHE_STATUS, entryCacheStatus, passedCacheStatus } from './cache-statu
  */
 const VARY = 'accept-encoding, authorization, prefer, x-api-key'
 
+/**
+ * A platform answer passed on (BYPASS: a 4xx, a redirect, a report too large or not to be
+ * stored) is one team's answer that no cache of the gateway keeps: none downstream may
+ * keep it either, a shared one for another key least of all.
+ */
+const BYPASS_CACHE_CONTROL = 'private, no-store'
+
 type Headers = Record<string, string | string[] | undefined>
 
 // Report response headers (contract, "Report requests"), written in one place for both
@@ -244,11 +251,11 @@ export function sendReport(reply: FastifyReply, result: CacheResult, requestHead
       return reply
     case 'pass':
       setReportFacts(reply, facts(null, fillMsOf(result)))
-      return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, result.status)).send(result.body)
+      return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, result.status)).header('cache-control', BYPASS_CACHE_CONTROL).header('vary', VARY).send(result.body)
     case 'stream': {
       setReportFacts(reply, facts(null, fillMsOf(result)))
       const gzip = acceptsGzip(requestHeaders['accept-encoding'])
-      reply.code(200).header('content-type', result.headers['content-type'] ?? 'application/json').header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, 200))
+      reply.code(200).header('content-type', result.headers['content-type'] ?? 'application/json').header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, 200)).header('cache-control', BYPASS_CACHE_CONTROL).header('vary', VARY)
       // pipeline, not pipe: a cut-off caller or platform ends both streams.
       if (result.gzipped && !gzip) return reply.send(pipeline(result.stream, createGunzip(), () => undefined))
       if (result.gzipped) reply.header('content-encoding', 'gzip')
