@@ -59,9 +59,13 @@ describe('report jobs (demo mode, no Redis)', () => {
     const res = await ask(gw)
     expect(res.status).toBe(202)
     expect(res.headers.get('preference-applied')).toBe('respond-async')
+    // A job's answers change as it runs and are its team's: no cache downstream keeps them, a shared one for another key least of all.
+    expect([res.headers.get('cache-control'), res.headers.get('vary')]).toEqual(['private, no-store', 'accept-encoding, authorization, prefer, x-api-key'])
     const accepted = (await res.json()) as Status
     expect(res.headers.get('location')).toBe(`/api/v1/jobs/${accepted.id}`)
     expect(['queued', 'running']).toContain(accepted.state)
+    const queued = await fetch(`${gw.url}/api/v1/jobs/${accepted.id}`, { headers: { 'x-api-key': KEYS.all } })
+    expect([queued.headers.get('cache-control'), queued.headers.get('vary')]).toEqual(['private, no-store', 'authorization, x-api-key'])
     await done(gw, accepted.id)
     const finished = await status(gw, accepted.id)
     expect(finished).toMatchObject({ state: 'done', error: null, result: `/api/v1/jobs/${accepted.id}/result` })

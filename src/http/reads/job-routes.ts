@@ -4,7 +4,7 @@ import type { Clock } from '../../clock.js'
 import { BadRequestError, NotFoundError } from '../../errors.js'
 import { MAX_WAIT_SECONDS, type JobAsk, type Jobs } from '../../jobs/jobs.js'
 import { jobCancelSchema, jobResultSchema, jobStatusSchema } from '../openapi/job-schemas.js'
-import { sendReport } from './report-reply.js'
+import { NOT_STORED, sendReport, VARY } from './report-reply.js'
 import type { ReportAnswerFacts } from './report-facts.js'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import { FORWARDED_METHODS } from '../methods.js'
@@ -21,7 +21,7 @@ export interface JobRouteParts {
 /** The answer to a report read that preferred `respond-async` and found no copy to answer now: 202 and where its job is. */
 export async function acceptJob(reply: FastifyReply, jobs: Jobs, ask: JobAsk): Promise<FastifyReply> {
   const status = await jobs.ask(ask)
-  return reply.code(202).header('location', `/api/v1/jobs/${status.id}`).header('preference-applied', 'respond-async').send(status)
+  return reply.code(202).header('location', `/api/v1/jobs/${status.id}`).header('preference-applied', 'respond-async').header('cache-control', NOT_STORED).header('vary', VARY).send(status)
 }
 
 /**
@@ -50,9 +50,11 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
     return id
   }
 
-  app.get('/api/v1/jobs/:id', { schema: jobStatusSchema() }, async (request) => {
+  app.get('/api/v1/jobs/:id', { schema: jobStatusSchema() }, async (request, reply) => {
     const caller = admit(request)
-    return jobs.status(own(request), caller.team.name, waitOf(request.query as Record<string, unknown>) * 1000)
+    const status = await jobs.status(own(request), caller.team.name, waitOf(request.query as Record<string, unknown>) * 1000)
+    // The team's, and changing as the job runs.
+    return reply.header('cache-control', NOT_STORED).header('vary', STATUS_VARY).send(status)
   })
 
   app.get('/api/v1/jobs/:id/result', { schema: jobResultSchema() }, async (request, reply) => {
@@ -96,6 +98,9 @@ export async function jobPaths(app: FastifyInstance, { admission }: Pick<JobRout
   // The bare /api/v1/jobs too: a slash less would otherwise send the call to the platform.
   for (const url of ['/api/v1/jobs', '/api/v1/jobs/*']) app.route({ method: FORWARDED_METHODS, url, schema: { hide: true }, handler: none })
 }
+
+/** What a job's status varies on: the headers that carry a key (its path is the job's). */
+const STATUS_VARY = 'authorization, x-api-key'
 
 /** The ids jobs.ts makes, and the route's documented pattern. */
 const JOB_ID = /^[A-Za-z0-9_-]{1,64}$/

@@ -17,14 +17,14 @@ import { CACHE_STATUS, entryCacheStatus, passedCacheStatus } from './cache-statu
  * to a request with another team's key, without asking the gateway. A read that prefers
  * `respond-async` may be answered 202 where one without is answered 200 (RFC 7240, 2).
  */
-const VARY = 'accept-encoding, authorization, prefer, x-api-key'
+export const VARY = 'accept-encoding, authorization, prefer, x-api-key'
 
 /**
- * A platform answer passed on (BYPASS: a 4xx, a redirect, a report too large or not to be
- * stored) is one team's answer that no cache of the gateway keeps: none downstream may
- * keep it either, a shared one for another key least of all.
+ * An answer that no cache of the gateway keeps (BYPASS: the platform's 4xx or redirect, a
+ * report too large or not to be stored; a job's status, which changes as it runs): one
+ * team's, which no cache downstream may keep either, a shared one for another key least of all.
  */
-const BYPASS_CACHE_CONTROL = 'private, no-store'
+export const NOT_STORED = 'private, no-store'
 
 type Headers = Record<string, string | string[] | undefined>
 
@@ -251,11 +251,11 @@ export function sendReport(reply: FastifyReply, result: CacheResult, requestHead
       return reply
     case 'pass':
       setReportFacts(reply, facts(null, fillMsOf(result)))
-      return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, result.status)).header('cache-control', BYPASS_CACHE_CONTROL).header('vary', VARY).send(result.body)
+      return reply.code(result.status).headers(result.headers).header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, result.status)).header('cache-control', NOT_STORED).header('vary', VARY).send(result.body)
     case 'stream': {
       setReportFacts(reply, facts(null, fillMsOf(result)))
       const gzip = acceptsGzip(requestHeaders['accept-encoding'])
-      reply.code(200).header('content-type', result.headers['content-type'] ?? 'application/json').header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, 200)).header('cache-control', BYPASS_CACHE_CONTROL).header('vary', VARY)
+      reply.code(200).header('content-type', result.headers['content-type'] ?? 'application/json').header('x-cache', 'BYPASS').header(CACHE_STATUS, passedCacheStatus(result.forward, 200)).header('cache-control', NOT_STORED).header('vary', VARY)
       // pipeline, not pipe: a cut-off caller or platform ends both streams.
       if (result.gzipped && !gzip) return reply.send(pipeline(result.stream, createGunzip(), () => undefined))
       if (result.gzipped) reply.header('content-encoding', 'gzip')
