@@ -46,7 +46,7 @@ export interface Forward {
 export type CacheResult = (
   | { kind: 'entry'; entry: CacheEntry; status: 'HIT' | 'MISS' | 'STALE' | 'REFRESH' }
   | { kind: 'pass'; status: number; headers: Record<string, string>; body: Buffer }
-  | { kind: 'stream'; headers: Record<string, string>; stream: Readable; gzipped: boolean }
+  | { kind: 'stream'; headers: Record<string, string>; stream: Readable; gzipped: boolean; length: number }
 ) & { upstreamMs?: number; forward?: Forward; platformMs?: number }
 export type Tier = StoreTier | 'platform'
 
@@ -633,7 +633,7 @@ export class ReportCache {
     this.#count('BYPASS', 'platform')
     // Held whole in the answers' budget and sent from there at the caller's pace: a caller that stops reading is cut off.
     const stream = answer.stream()
-    return { kind: 'stream', headers, stream, gzipped: headers['content-encoding'] === 'gzip', ...(own.upstreamMs === undefined ? {} : { upstreamMs: own.upstreamMs }), ...(own.platformMs === undefined ? {} : { platformMs: own.platformMs }) }
+    return { kind: 'stream', headers, stream, gzipped: headers['content-encoding'] === 'gzip', length: answer.length, ...(own.upstreamMs === undefined ? {} : { upstreamMs: own.upstreamMs }), ...(own.platformMs === undefined ? {} : { platformMs: own.platformMs }) }
   }
 
   #count(result: CacheStatus, tier: Tier): void {

@@ -543,6 +543,8 @@ describe('report cache size guard', () => {
     expect(again.headers['x-cache']).toBe('BYPASS')
     // One team's report that no cache of the gateway's keeps: no shared cache in front may keep it for another key.
     for (const res of [plain, again]) expect([res.headers['cache-control'], res.headers.vary]).toEqual(['private, no-store', 'accept-encoding, authorization, prefer, x-api-key'])
+    // Held whole before it is sent, as every answer: its length is said.
+    expect(plain.headers['content-length']).toBe(String(platform.length))
     expect(plain.rawPayload.equals(platform)).toBe(true)
     const againBody = again.headers['content-encoding'] === 'gzip' ? gunzipSync(again.rawPayload) : again.rawPayload
     expect(againBody.equals(platform)).toBe(true)

@@ -259,7 +259,8 @@ export function sendReport(reply: FastifyReply, result: CacheResult, requestHead
       // pipeline, not pipe: a cut-off caller or platform ends both streams.
       if (result.gzipped && !gzip) return reply.send(pipeline(result.stream, createGunzip(), () => undefined))
       if (result.gzipped) reply.header('content-encoding', 'gzip')
-      return reply.send(result.stream)
+      // Held whole, as the platform sent it: its length is known (a gunzipped one's is not).
+      return reply.header('content-length', result.length).send(result.stream)
     }
   }
 }
