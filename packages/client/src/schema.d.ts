@@ -1564,7 +1564,7 @@ export interface components {
         "www-authenticate": "ApiKey realm=\"report-gateway\"";
         /** @description Seconds since the entry was fetched from the platform; on `HIT` and `STALE`. */
         age: number;
-        /** @description `private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`. */
+        /** @description `private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`; `private, no-store` on `BYPASS`, an answer the gateway keeps no copy of. */
         "cache-control": string;
         /** @description Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed. */
         etag: string;

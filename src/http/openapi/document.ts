@@ -73,7 +73,7 @@ const HEADERS: Json = {
   'cache-status-if-passed': header(`${CACHE_STATUS}${PASSED_ONLY}`, CACHE_STATUS_SCHEMA),
   'www-authenticate': always(`The challenge of every 401 (RFC 9110, 11.6.1): the team key, as \`x-api-key\` or \`authorization: Bearer\`.`, { const: PROXY_CHALLENGE }),
   age: header('Seconds since the entry was fetched from the platform; on `HIT` and `STALE`.', { type: 'integer', minimum: 0 }),
-  'cache-control': header('`private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`.'),
+  'cache-control': header('`private, max-age=<seconds of freshness of the entry>`: with `age`, the freshness left is `max-age - age`; `private, no-store` on `BYPASS`, an answer the gateway keeps no copy of.'),
   etag: header('Strong validator of the body, one per representation (`"<tag>"`, `"<tag>-gzip"`); send it back in `if-none-match` for a 304 while it has not changed.'),
   vary: header('`accept-encoding, authorization, prefer, x-api-key`: a browser keeps a copy for one key, not for another, and not for a read that prefers `respond-async`.'),
   'content-encoding': header('`gzip` when the caller accepts gzip: the stored bytes as they are.'),
