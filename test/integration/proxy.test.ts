@@ -171,6 +171,26 @@ describe('token injection', () => {
     expect(line).toMatchObject({ route: 'proxy', status: 200, cache: null })
   })
 
+  it("passes on none of the platform's policies for its own origin: CORS, alt-svc, HSTS, clear-site-data, reporting endpoints", async () => {
+    const origin = {
+      'access-control-allow-origin': '*',
+      'access-control-allow-credentials': 'true',
+      'access-control-expose-headers': 'x-request-id',
+      'timing-allow-origin': '*',
+      'alt-svc': 'h3=":443"; ma=86400',
+      'strict-transport-security': 'max-age=31536000; includeSubDomains',
+      'clear-site-data': '"cache", "cookies", "storage"',
+      nel: '{"report_to":"default","max_age":86400}',
+      'report-to': '{"group":"default","max_age":86400,"endpoints":[{"url":"https://platform.example/reports"}]}',
+      'reporting-endpoints': 'default="https://platform.example/reports"',
+    }
+    sandbox.setFailure({ kind: 'status', status: 200, headers: { ...origin, 'x-served-by': 'cache-fra-1' }, body: { data: [] }, times: 1 })
+    const res = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 }, headers: { origin: 'https://elsewhere.example' } })
+    expect(res.statusCode).toBe(200)
+    for (const name of Object.keys(origin)) expect(res.headers[name], name).toBeUndefined()
+    expect(res.headers['x-served-by']).toBe('cache-fra-1')
+  })
+
   it('keeps a proxied answer private to the key that asked: no shared cache before the gateway gives it to another team', async () => {
     sandbox.setFailure({ kind: 'status', status: 200, headers: { 'cache-control': 'public, max-age=600, s-maxage=900, proxy-revalidate', vary: 'accept' }, body: { data: [] }, times: 1 })
     const shared = await call('POST', '/api/v1/campaign/get', { json: { userId: 101 } })
