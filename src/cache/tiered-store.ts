@@ -92,6 +92,11 @@ export class TieredStore implements CacheStore {
     return l2 ? this.#l2Reads.run(key, async () => this.#decoded(key, this.#unpurged(key, await l2.get(key)))) : null
   }
 
+  /** Whether a purge this replica heard of after `copy`'s fill reaches it (its advertisers', its report's under `key`, or everything's): a purge is final. */
+  purged(copy: Pick<CacheEntry, 'fetchedAt' | 'advertiserIds'>, key: string): boolean {
+    return this.#purges.refuses(copy, key)
+  }
+
   #unpurged(key: string, entry: CacheEntry | null): CacheEntry | null {
     if (entry === null || !this.#purges.refuses(entry, key)) return entry
     this.#onRefused(key, 'it was filled before the last purge of its advertiser or of every report')

@@ -78,8 +78,9 @@ export function cacheParts(
     maxEntryBytes: config.cache.maxEntryBytes,
     onRefused: refusedEntry,
     purges: new PurgeLedger({
-      // No entry outlives its fill by more than this: older purges reach none.
-      keepMs: entryLimits.maxFreshMs + Math.max(entryLimits.staleWhileRevalidateMs, entryLimits.staleIfErrorMs) + FILL_CLOCK_SKEW_MS,
+      // No entry outlives its fill by more than this, nor a job's copy of one (kept jobs.keep
+      // after the job's end, which may take an entry that old): older purges reach none.
+      keepMs: entryLimits.maxFreshMs + Math.max(entryLimits.staleWhileRevalidateMs, entryLimits.staleIfErrorMs) + config.jobs.keepMs + FILL_CLOCK_SKEW_MS,
       shared: redis ? { redis, seal, key: redisKey.purges(prefix) } : null,
       log,
       onUnverified: (where) => unverified('purge', where),

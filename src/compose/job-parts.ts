@@ -79,6 +79,7 @@ export function jobParts(
     ...(announce ? { announce } : {}),
     settings: config.jobs,
     clock,
+    purged: (copy, key) => o.reports.purged(copy, key),
     expectedSeconds: (credential, team, report) => {
       const ms = governors.expectedMs(credential, team, workClass(report), clock.now())
       return ms === null ? null : Math.round(ms) / 1000

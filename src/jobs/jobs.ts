@@ -28,6 +28,8 @@ export interface JobsDeps {
   expectedSeconds(credential: string, team: string, report: CanonicalReport): number | null
   /** Up to which day the report's figures are settled, and which of its days are provisional, for a copy fetched at `at`. */
   finality(report: CanonicalReport, at: number): JobFinality
+  /** Whether a purge after `copy`'s fill reaches it (the report cache's purges, under its cache key `key`): a purge is final. */
+  purged(copy: Pick<CacheEntry, 'fetchedAt' | 'advertiserIds'>, key: string): boolean
 }
 
 /** What a job is asked for: the caller's team and credential, and its report and cache key. */
@@ -130,9 +132,12 @@ export class Jobs {
     if (state !== 'done' && state !== 'failed') throw new JobNotDoneError(id, state)
     const kept = keptAnswer(job)
     if (state === 'failed' && job.error && !kept) throw failureOf(job.error, now)
+    // A purge is final for a result as for the entry it copies: a kept answer is as old as its run's start.
+    const purged = (fetchedAt: number) => this.#d.purged({ fetchedAt, advertiserIds: job.report.advertiserIds }, job.key)
+    if (kept && purged(job.startedAt ?? job.askedAt)) throw new JobExpiredError(id)
     if (kept?.body) return { answer: kept.answer, body: kept.body, job }
     const entry = await store.result(id, now)
-    if (entry === null) throw new JobExpiredError(id)
+    if (entry === null || purged(entry.fetchedAt)) throw new JobExpiredError(id)
     if (kept) return { answer: kept.answer, body: entry.identity ?? Buffer.alloc(0), job }
     return { entry, job }
   }

@@ -316,6 +316,11 @@ export class ReportCache {
     return this.#d.store.purgeAdvertiser(advertiserId)
   }
 
+  /** Whether a purge after `copy`'s fill reaches it: a copy kept outside the cache (a job's result) is served by the same rule as an entry. */
+  purged(copy: Pick<CacheEntry, 'fetchedAt' | 'advertiserIds'>, key: string): boolean {
+    return this.#d.store.purged(copy, key)
+  }
+
   /** Drops one report's entry (its cache key) on every replica. */
   purgeKey(key: string): Promise<number> {
     return this.#d.store.purgeKey(key)

@@ -11,6 +11,7 @@ import { rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 // gateway's time is a fake clock's (its timers real), moved on to pass expiries.
 
 const ASYNC = { prefer: 'respond-async' }
+const ADMIN_TOKEN = 'report-jobs-admin-token-0123456789'
 const YEAR = 'advertiserId=101&byDate=1&dateFrom=2025-01-01&dateTo=2025-12-31'
 
 interface Status {
@@ -35,7 +36,8 @@ describe('report jobs (demo mode, no Redis)', () => {
   async function start(jobs: Record<string, unknown> = {}): Promise<TestGateway & { url: string }> {
     clock = fakeClock()
     const yaml = teamsYamlWith({ jobs: { perReplica: 1, ...jobs } })
-    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, yaml), { clock: onRealTimers(clock.now) }))
+    const env = { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), ADMIN_TOKEN }
+    const gw = await listen(await gateways.build(testConfig(env, yaml), { clock: onRealTimers(clock.now) }))
     sandbox.clearRequests()
     return gw
   }
@@ -236,6 +238,48 @@ describe('report jobs (demo mode, no Redis)', () => {
     const gone = await fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
     expect(gone.status).toBe(410)
     expect(((await gone.json()) as { code: string }).code).toBe('GW_JOB_EXPIRED')
+  })
+
+  it('a purge is final for a job\'s result too: the advertiser\'s, the report\'s or everything\'s purge after its fill makes it 410, kept answers too', async () => {
+    const gw = await start({ keep: '1h' })
+    const purge = (query: string) => gw.admin.inject({ method: 'DELETE', url: `/admin/cache${query}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    const result = (id: string) => fetch(`${gw.url}/api/v1/jobs/${id}/result`, { headers: { 'x-api-key': KEYS.all } })
+    const ended = async (query: string): Promise<string> => {
+      const { id } = (await (await ask(gw, query)).json()) as Status
+      await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes((await status(gw, id)).state), 10_000, 20)
+      expect((await result(id)).status).toBe(200)
+      return id
+    }
+    const purged = async (id: string) => {
+      const gone = await result(id)
+      expect([gone.status, ((await gone.json()) as { code: string }).code]).toEqual([410, 'GW_JOB_EXPIRED'])
+    }
+    // Each purge after the job's fill: the fake clock moves on, as time does.
+    const step = () => clock.advance(1000)
+
+    const byAdvertiser = await ended(YEAR)
+    const other = await ended(YEAR.replace('advertiserId=101', 'advertiserId=102'))
+    step()
+    expect((await purge('?advertiserId=101')).statusCode).toBe(200)
+    await purged(byAdvertiser)
+    expect((await result(other)).status).toBe(200)
+
+    const byReport = await ended(YEAR.replace('2025-12-31', '2025-12-30'))
+    step()
+    const url = `${REPORT_PATH}?${YEAR.replace('2025-12-31', '2025-12-30')}`
+    expect((await purge(`/entry?url=${encodeURIComponent(url)}`)).statusCode).toBe(200)
+    await purged(byReport)
+    expect((await result(other)).status).toBe(200)
+
+    // A job that kept the platform's answer (a no-store 200), not a cache entry: the same.
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 200, body: { rows: [] }, headers: { 'cache-control': 'no-store' }, times: 1 })
+    const kept = await ended(YEAR.replace('advertiserId=101', 'advertiserId=103'))
+    step()
+    expect((await purge('')).statusCode).toBe(200)
+    await purged(kept)
+    await purged(other)
+    // A job ended after the purge is served.
+    expect((await result(await ended(YEAR))).status).toBe(200)
   })
 
   it('a POST report form with respond-async is a job too', async () => {
