@@ -9,7 +9,7 @@ import { FairQueue, type Priority, type Queued } from '../../src/platform/govern
 
 let seq = 0
 const waiter = (team: string, priority: Priority): Queued => ({ team, priority, seq: ++seq })
-const equal = { weight: () => 1 }
+const equal = () => 1
 
 function queueOf(...calls: [team: string, priority: Priority][]): { queue: FairQueue<Queued>; calls: Queued[] } {
   const queue = new FairQueue<Queued>()
@@ -47,7 +47,7 @@ describe('push-out from a full queue', () => {
 
   it('weighs places by the teams\' weights', () => {
     const { queue } = queueOf(['big', 'ahead'], ['big', 'ahead'], ['big', 'ahead'], ['small', 'caller'])
-    const weights = { weight: (team: string) => (team === 'big' ? 4 : 1) }
+    const weights = (team: string) => (team === 'big' ? 4 : 1)
     expect(queue.displaced({ team: 'small', priority: 'caller' }, 4, weights)).toBe('refuse')
     expect(queue.displaced({ team: 'small', priority: 'caller' }, 4, equal)).not.toBe('refuse')
   })

@@ -8,7 +8,7 @@ import { FairQueue, type Queued } from '../../src/platform/governor/fair-queue.j
 type Waiter = Queued & { workClass: string }
 let seq = 0
 const waiter = (team: string, priority: Waiter['priority']): Waiter => ({ team, priority, seq: ++seq, workClass: 'w' })
-const weights = { weight: () => 1 }
+const weights = () => 1
 
 describe('a job\'s place among its team\'s platform calls', () => {
   it('after its callers, before its refreshes and warm-ups', () => {

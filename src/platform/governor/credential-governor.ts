@@ -47,10 +47,9 @@ export interface CredentialGovernor {
 
 /** Puts one credential's governor together, the same for the gateway (over Redis) and the simulator (a store in memory, a simulated clock). */
 export function credentialGovernor(o: CredentialGovernorOptions): CredentialGovernor {
-  const { settings, credential } = o
+  const { settings, credential, store, replica, run, log } = o
   const clock = o.clock ?? systemClock
   let learned: LearnedLimit | null = null
-  const { store, replica, run, log } = o
   const leased = store && new LeasedSeats({
     store, credential, replica, run, log, clock,
     perReplica: settings.maxConcurrentPerReplica,

@@ -6,6 +6,9 @@ import type { TeamAccounts } from './team-accounts.js'
 /** A seat owed to another team is lent only to a call expected to end within this long. */
 export const LENDING_HORIZON_MS = 500
 
+/** A short call: one expected to end within the lending horizon (null: a kind never answered). */
+export const isShort = (expectedMs: number | null): boolean => expectedMs !== null && expectedMs <= LENDING_HORIZON_MS
+
 /** The shares as the dispatch rule reads them: worked out here alone (`one`) or across replicas. */
 export type SharesView = LeaseShares & { teams: LocalTeam[]; owed: number; one: boolean }
 
@@ -26,9 +29,7 @@ export function sharesView(across: LeaseShares | null, capacity: number, teams: 
 export interface DispatchState<W extends WaitingCall> {
   queue: FairQueue<W>
   view: SharesView
-  /** The least start tag a team may take (start-time fair queueing's virtual time). */
-  virtual: number
-  /** The teams' seats held here, their calls in flight, their tags. */
+  /** The teams' seats held here, their calls in flight, their tags and the virtual time. */
   teams: TeamAccounts
   atCeiling(team: string): boolean
   weight(team: string): number
@@ -36,27 +37,29 @@ export interface DispatchState<W extends WaitingCall> {
   isShort(team: string, workClass: string): boolean
 }
 
-/** A waiting team's call to consider (its most pressing; past its share, its most pressing short one), whether it is below its share (2.1), whether that call is short. */
-function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { head: W | null; within: boolean; short: boolean; everywhere: number } {
-  const { view } = s
-  const everywhere = s.teams.held(team) + (view.heldElsewhere.get(team) ?? 0)
+/** Whether a team holding `held` seats (on every replica) is below its share (2.1): on one replica, a whole seat below it. */
+function below(view: SharesView, team: string, held: number): boolean {
   const share = view.shares.get(team) ?? 0
-  const within = view.one ? everywhere + 1 <= share + 1e-9 : everywhere < share
-  const isShort = (w: W) => s.isShort(team, w.workClass)
-  const head = s.queue.pressing(team)
-  if (within || head === null || isShort(head)) return { head, within, everywhere, short: head !== null && isShort(head) }
-  const short = s.queue.pressing(team, isShort)
-  return short === null ? { head, within, everywhere, short: false } : { head: short, within, everywhere, short: true }
+  return view.one ? held + 1 <= share + 1e-9 : held < share
+}
+
+/** A waiting team's call to consider (its most pressing; past its share, its most pressing short one), whether it is below its share (2.1), whether that call is short. */
+function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { head: W; within: boolean; short: boolean; everywhere: number } {
+  const everywhere = s.teams.held(team) + (s.view.heldElsewhere.get(team) ?? 0)
+  const within = below(s.view, team, everywhere)
+  // A team in the queue has a call waiting.
+  const head = s.queue.pressing(team) as W
+  const short = s.isShort(team, head.workClass)
+  if (within || short) return { head, within, everywhere, short }
+  const shortHead = s.queue.pressing(team, (w) => s.isShort(team, w.workClass))
+  return { head: shortHead ?? head, within, everywhere, short: shortHead !== null }
 }
 
 /** The owed seats that short calls of waiting teams past their shares keep (one replica; 2.3). */
 function covered<W extends WaitingCall>(s: DispatchState<W>): number {
   if (!s.view.one) return 0
   let n = 0
-  for (const t of s.view.teams) {
-    if (t.waiting === 0 || t.held + 1 <= (s.view.shares.get(t.team) ?? 0) + 1e-9) continue
-    n += s.teams.shortRunning(t.team)
-  }
+  for (const t of s.view.teams) if (t.waiting > 0 && !below(s.view, t.team, t.held)) n += s.teams.shortRunning(t.team)
   return n
 }
 
@@ -65,7 +68,6 @@ function owedNow<W extends WaitingCall>(s: DispatchState<W>): number { return Ma
 
 /** The next call to start on `free` seats (docs/governor.md, "The dispatch rule" 2 and 3), or null. */
 export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: number): W | null {
-  if (free <= 0) return null
   const owed = owedNow(s)
   let best: W | null = null
   let bestRank = Infinity
@@ -73,10 +75,9 @@ export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: numbe
   for (const team of s.queue.waitingTeams()) {
     if (s.atCeiling(team)) continue
     const { head, within, short, everywhere } = standing(s, team)
-    if (head === null) continue
     if (!within && !short && free - owed < 1) continue
     const rank = within ? 0 : s.view.one ? 1 : 1 + everywhere / s.weight(team)
-    const tag = Math.max(s.teams.of(team, s.virtual).tag, s.virtual)
+    const tag = Math.max(s.teams.of(team).tag, s.teams.virtual)
     if (rank < bestRank || (rank === bestRank && (tag < bestTag || (tag === bestTag && head.seq < (best?.seq ?? Infinity))))) {
       best = head
       bestRank = rank
@@ -92,8 +93,8 @@ export function heldBack<W extends WaitingCall>(s: DispatchState<W>, paused: boo
   if (paused) return { owed, longOnly: true }
   const longOnly = [...s.queue.waitingTeams()].every((team) => {
     if (s.atCeiling(team)) return true
-    const st = standing(s, team)
-    return st.head !== null && !st.within && s.queue.pressing(team, (w) => s.isShort(team, w.workClass)) === null
+    const { within, short } = standing(s, team)
+    return !within && !short
   })
   return { owed, longOnly }
 }

@@ -31,11 +31,10 @@ export class FairQueue<W extends Queued> {
   /** Waiting calls per team at `priority` (default: callers'; null: every priority). */
   countByTeam(priority: Priority | null = 'caller'): Map<string, number> {
     const out = new Map<string, number>()
-    for (const team of this.#byTeam.keys()) if (this.count(team, priority) > 0) out.set(team, this.count(team, priority))
+    for (const w of this.all()) if (priority === null || w.priority === priority) out.set(w.team, (out.get(w.team) ?? 0) + 1)
     return out
   }
 
-  /** The teams with calls waiting. */
   waitingTeams(): IterableIterator<string> { return this.#byTeam.keys() }
 
   /** Waiting calls of `team` at `priority` (null: every priority). */
@@ -82,16 +81,16 @@ export class FairQueue<W extends Queued> {
     return best
   }
 
-  /** Room for `incoming` in a queue of at most `limit` places: null, the waiter it displaces, or 'refuse'. */
-  displaced(incoming: Pick<Queued, 'team' | 'priority'>, limit: number, shares: { weight(team: string): number }): W | 'refuse' | null {
+  /** Room for `incoming` in a queue of at most `limit` places, shared by teams' `weight`: null, the waiter it displaces, or 'refuse'. */
+  displaced(incoming: Pick<Queued, 'team' | 'priority'>, limit: number, weight: (team: string) => number): W | 'refuse' | null {
     if (this.#size < limit) return null
     const own = this.#lowest(incoming.team)
     if (own !== null && rank(own) > rank(incoming)) return own
-    const mine = (this.count(incoming.team, null) + 1) / shares.weight(incoming.team)
+    const mine = (this.count(incoming.team, null) + 1) / weight(incoming.team)
     let victim: W | null = null
     let most = -1
     for (const [team, list] of this.#byTeam) {
-      const held = list.length / shares.weight(team)
+      const held = list.length / weight(team)
       if (team === incoming.team || held < mine || held <= most) continue
       const newest = this.#lowest(team) as W
       if (rank(newest) > rank(incoming) || held > mine) {
@@ -109,6 +108,5 @@ export class FairQueue<W extends Queued> {
     return found
   }
 
-  /** Every waiting call. */
   all(): W[] { return [...this.#byTeam.values()].flat() }
 }

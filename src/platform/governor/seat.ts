@@ -1,4 +1,3 @@
-import { DeadlineError, OverloadedError } from '../../errors.js'
 import type { Priority } from './fair-queue.js'
 import type { Answer } from './knee-estimator.js'
 import type { SeatLease } from './seat-lease.js'
@@ -51,7 +50,8 @@ export interface SeatsOptions {
   queueLimit: number
   queueTimeoutMs: number
   work: WorkEstimates
-  weightOf?: (team: string) => number
+  /** A team's weight (none: 1). */
+  weightOf?: (team: string) => number | undefined
   limitsOf?: (team: string) => Partial<TeamLimits> | undefined
   /** Until when (epoch ms) the platform pauses the whole credential; 0: it does not. */
   pausedUntil?: () => number
@@ -81,17 +81,6 @@ export function learnFrom(work: WorkEstimates, team: string, workClass: string, 
   if (status >= 400 && status < 500) return 'other'
   work.answered(team, workClass, latencyMs)
   return 'ok'
-}
-
-/**
- * The error a refused call gets: NoIdleSeatError for background work, GW_UPSTREAM_TIMEOUT
- * for the deadline rule, else GW_OVERLOADED with a retry-after of the pause left, a
- * second at least.
- */
-export function refusal(credential: string, reason: RefusalReason, text: string, priority: Priority, pauseLeftMs: number): Error {
-  if (priority !== 'caller') return new NoIdleSeatError(credential)
-  if (reason === 'deadline') return new DeadlineError(text)
-  return Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, Math.ceil(pauseLeftMs / 1000)) })
 }
 
 /** Why a call that cannot end before its deadline is not sent. */

@@ -1,9 +1,11 @@
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
-import { LENDING_HORIZON_MS, heldBack, nextCall, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
-import { learnFrom, refusal, tooLate, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
+import { heldBack, isShort, nextCall, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
+import { DeadlineError, OverloadedError } from '../../errors.js'
+import { NoIdleSeatError, learnFrom, tooLate, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
 import { LocalSeats, type LocalTeam, type SeatLease } from './seat-lease.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
-import { TeamAccounts, type TeamAccount } from './team-accounts.js'
+import { TeamAccounts } from './team-accounts.js'
+import { kindOf } from './work-estimates.js'
 import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clock.js'
 
 /** A call is charged at least this (ms): calls that end at once still take turns by weight. */
@@ -11,7 +13,7 @@ const MIN_CHARGE_MS = 1
 /** A call running this many times its expected time is overdue: with no answer since, the platform is silent. */
 export const OVERDUE = 3
 
-type Waiter = Queued & { workClass: string; expiresAt: number; timer: Timer | null; resolve(seat: Seat): void; reject(err: Error): void; detach(): void }
+type Waiter = Queued & { workClass: string; expiresAt: number; resolve(seat: Seat): void; reject(err: Error): void; detach(): void }
 
 /** The seats of one credential on one replica: docs/governor.md, "The dispatch rule" (which call goes next: dispatch-order.ts). */
 export class CredentialSeats {
@@ -20,11 +22,9 @@ export class CredentialSeats {
   readonly #clock: Clock
   readonly #lease: SeatLease
   #limit: number
-  #inFlight = 0
   readonly #teams = new TeamAccounts()
   readonly #queue = new FairQueue<Waiter>()
   #seq = 0
-  #virtual = 0
   #lingerTimer: Timer | null = null
 
   constructor(opts: SeatsOptions) {
@@ -40,11 +40,11 @@ export class CredentialSeats {
   /** Seats this replica may fill now: the limit, or its lease of it across replicas. */
   get capacity(): number { return Math.min(this.#limit, this.#lease.size(this.#limit)) }
 
-  get inFlight(): number { return this.#inFlight }
+  get inFlight(): number { return this.#teams.inFlight }
   get queued(): number { return this.#queue.size }
 
   /** Seats this replica holds (a lease), or its calls in flight. */
-  get seatsHeld(): number { return this.#lease.held ?? this.#inFlight }
+  get seatsHeld(): number { return this.#lease.held ?? this.inFlight }
 
   get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
 
@@ -62,7 +62,7 @@ export class CredentialSeats {
     if (this.#queue.size === 0 || this.pausedUntil > 0 || !this.#lease.saturated()) return false
     if (![...this.#queue.waitingTeams()].some((team) => !this.#atCeiling(team))) return false
     const { owed, lent } = this.#shares()
-    return this.#inFlight + owed + lent >= this.capacity - 1e-9
+    return this.inFlight + owed + lent >= this.capacity - 1e-9
   }
 
   /** With no call waiting known short while a short call is in flight, the longest expected seat-time of those waiting (Infinity: unknown); else null (the limit rule's "Start" and "Cruise"). */
@@ -71,9 +71,9 @@ export class CredentialSeats {
     const now = this.#clock.now()
     let longest = 0
     for (const w of this.#queue.all()) {
-      const ms = this.#o.work.expectedMs(w.team, w.workClass, now) ?? Infinity
-      if (ms <= LENDING_HORIZON_MS) return null
-      longest = Math.max(longest, ms)
+      const ms = this.#o.work.expectedMs(w.team, w.workClass, now)
+      if (isShort(ms)) return null
+      longest = Math.max(longest, ms ?? Infinity)
     }
     return longest
   }
@@ -102,13 +102,13 @@ export class CredentialSeats {
   /** A seat may have come free (a wider lease, the pause ended): queued calls try again. */
   wake(): void { if (this.#queue.size > 0) this.#dispatch() }
 
-  /** A seat for one call, by dispatch rule 1 and 2 (refusals: seat.ts `refusal`); rejects with the signal's reason on abort. */
+  /** A seat for one call, by dispatch rule 1 and 2 (refusals: `#refuse`); rejects with the signal's reason on abort. */
   ask(req: SeatRequest): Promise<Seat> {
     const { team, signal } = req
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
     const priority = req.priority ?? 'caller'
     const now = this.#clock.now()
-    this.#teamOf(team).lastAsked = now
+    this.#teams.of(team).lastAsked = now
     const expected = this.#o.work.neededMs(team, req.workClass, now)
     let sendBy = req.deadline - (expected ?? 0)
     if (sendBy <= now) {
@@ -122,7 +122,7 @@ export class CredentialSeats {
     if (priority === 'caller' && limits.queue !== null && limits.queue < this.#o.queueLimit && this.#queue.count(team) >= limits.queue) {
       return Promise.reject(this.#refuse('team_queue_full', `team ${team} has ${limits.queue} platform calls of credential ${this.credential} waiting already`, priority))
     }
-    const out = this.#queue.displaced({ team, priority }, this.#o.queueLimit, { weight: (t) => this.#weight(t) })
+    const out = this.#queue.displaced({ team, priority }, this.#o.queueLimit, (t) => this.#weight(t))
     if (out === 'refuse') return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`, priority))
     if (out) {
       this.#remove(out)
@@ -133,23 +133,23 @@ export class CredentialSeats {
         this.#remove(waiter)
         reject(signal?.reason as Error)
       }
+      const timer = this.#timer(() => {
+        this.#remove(waiter)
+        reject(expiresAt === sendBy ? this.#refuse('deadline', tooLate(expected, req.deadline - this.#clock.now()), priority) : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${expiresAt - now} ms`, priority))
+      }, expiresAt - now)
       const waiter: Waiter = {
         team, priority, seq: this.#seq++, workClass: req.workClass, urgency: req.urgency, expiresAt, resolve, reject,
-        timer: this.#timer(() => {
-          this.#remove(waiter)
-          reject(expiresAt === sendBy ? this.#refuse('deadline', tooLate(expected, req.deadline - this.#clock.now()), priority) : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${expiresAt - now} ms`, priority))
-        }, expiresAt - now),
         detach: () => {
-          this.#clock.clearTimeout(waiter.timer)
+          this.#clock.clearTimeout(timer)
           signal?.removeEventListener('abort', onAbort)
         },
       }
       signal?.addEventListener('abort', onAbort, { once: true })
       this.#chargeElsewhere()
       // A team that starts waiting again saved no credit while it did not.
-      if (this.#queue.count(team, null) === 0) this.#teamOf(team).tag = Math.max(this.#teamOf(team).tag, this.#virtual)
+      if (this.#queue.count(team, null) === 0) this.#teams.of(team).tag = Math.max(this.#teams.of(team).tag, this.#teams.virtual)
       this.#queue.push(waiter)
-      this.#teams.notePeak(team, this.#queue.count(team, null), this.#clock.now(), this.#virtual)
+      this.#teams.notePeak(team, this.#queue.count(team, null), this.#clock.now())
       this.#dispatch()
       if (this.#queue.has(waiter)) {
         if (this.waitingAtLimit()) {
@@ -180,32 +180,29 @@ export class CredentialSeats {
     return {
       queue: this.#queue,
       view: this.#shares(),
-      virtual: this.#virtual,
       teams: this.#teams,
       atCeiling: (team) => this.#atCeiling(team),
       weight: (team) => this.#weight(team),
-      isShort: (team, workClass) => (this.#o.work.expectedMs(team, workClass, now) ?? Infinity) <= LENDING_HORIZON_MS,
+      isShort: (team, workClass) => isShort(this.#o.work.expectedMs(team, workClass, now)),
     }
   }
 
   #pauseText(): string { return `credential ${this.credential} is paused by the platform for ${Math.ceil((this.pausedUntil - this.#clock.now()) / 1000)} s` }
 
+  /** The error a refused call gets: NoIdleSeatError for background work, GW_UPSTREAM_TIMEOUT for the deadline rule, else GW_OVERLOADED with a retry-after of the pause left, a second at least. */
   #refuse(reason: RefusalReason, text: string, priority: Priority): Error {
     this.#o.onRefused?.(reason)
-    return refusal(this.credential, reason, text, priority, this.pausedUntil - this.#clock.now())
+    if (priority !== 'caller') return new NoIdleSeatError(this.credential)
+    if (reason === 'deadline') return new DeadlineError(text)
+    return Object.assign(new OverloadedError(text), { retryAfterSec: Math.max(1, Math.ceil((this.pausedUntil - this.#clock.now()) / 1000)) })
   }
-
-  #teamOf(team: string): TeamAccount { return this.#teams.of(team, this.#virtual) }
 
   #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
 
   #shares(): SharesView { return sharesView(this.#lease.shares(), this.capacity, this.#localTeams()) }
 
   /** Each team's tag is charged with the seat-time its calls held on the other replicas. */
-  #chargeElsewhere(): void {
-    const charged = this.#lease.shares()?.charged
-    if (charged) this.#teams.chargeElsewhere(charged, (t) => this.#weight(t))
-  }
+  #chargeElsewhere(): void { this.#teams.chargeElsewhere(this.#lease.shares()?.charged, (t) => this.#weight(t)) }
 
   #atCeiling(team: string): boolean {
     const cap = this.limitsOf(team).maxConcurrent
@@ -217,7 +214,7 @@ export class CredentialSeats {
   #demandChanged(): void {
     // Counted here alone, the lease takes no demand: the teams are not worked out for it.
     if (this.#lease instanceof LocalSeats) return
-    this.#lease.demand({ limit: this.#limit, inFlight: this.#inFlight, waiting: this.#queue.size, teams: this.#localTeams() })
+    this.#lease.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, teams: this.#localTeams() })
   }
 
   /** Starts waiting calls while seats are free and the credential is not paused. */
@@ -225,7 +222,7 @@ export class CredentialSeats {
     this.#chargeElsewhere()
     let started = false
     while (this.#queue.size > 0 && this.pausedUntil === 0) {
-      const waiter = this.#next(this.capacity - this.#inFlight)
+      const waiter = this.#next(this.capacity - this.inFlight)
       if (waiter === null) break
       this.#queue.remove(waiter)
       waiter.detach()
@@ -253,25 +250,23 @@ export class CredentialSeats {
   #start(waiter: Waiter): Seat {
     const { team, workClass } = waiter
     const weight = this.#weight(team)
-    const seats = this.#teamOf(team)
+    const seats = this.#teams.of(team)
     const startedAt = this.#clock.now()
-    this.#inFlight += 1
     const expected = this.#o.work.expectedMs(team, workClass, startedAt)
     const charged = Math.max(MIN_CHARGE_MS, expected ?? MIN_CHARGE_MS)
-    const start = Math.max(seats.tag, this.#virtual)
+    const start = Math.max(seats.tag, this.#teams.virtual)
     seats.tag = start + charged / weight
     // The virtual time: the least tag waiting (dispatch rule 2).
     let least = start
-    for (const other of this.#queue.waitingTeams()) if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teamOf(other).tag)
-    this.#virtual = Math.max(this.#virtual, least)
-    const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: expected !== null && expected <= LENDING_HORIZON_MS }
+    for (const other of this.#queue.waitingTeams()) if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teams.of(other).tag)
+    this.#teams.virtual = Math.max(this.#teams.virtual, least)
+    const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected) }
     seats.running.add(call)
-    const load = this.#inFlight + this.#lease.elsewhere()
-    const kind = `${team}\n${workClass}`
+    const load = this.inFlight + this.#lease.elsewhere()
+    const kind = kindOf(team, workClass)
     const window = this.#o.onStarted?.(kind, load) ?? 0
     let ended = false
     const free = () => {
-      this.#inFlight -= 1
       const held = Math.max(MIN_CHARGE_MS, this.#clock.now() - startedAt)
       seats.seatMs += held
       seats.tag += (held - charged) / weight

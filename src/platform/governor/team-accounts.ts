@@ -22,17 +22,19 @@ export class TeamAccounts {
   readonly #teams = new Map<string, TeamAccount>()
   // The seat-time held on the other replicas already charged to each team's tag.
   readonly #chargedElsewhere = new Map<string, number>()
+  /** The least start tag a team may take (start-time fair queueing's virtual time). */
+  virtual = 0
 
-  /** `team`'s account, opened at the virtual time `virtual`. */
-  of(team: string, virtual: number): TeamAccount {
+  /** `team`'s account, opened at the virtual time. */
+  of(team: string): TeamAccount {
     let seats = this.#teams.get(team)
-    if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity }))
+    if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity }))
     return seats
   }
 
-  /** Charges each tag with the seat-time its team held on the other replicas since the last charge (`charged`: in all). */
-  chargeElsewhere(charged: ReadonlyMap<string, number>, weight: (team: string) => number): void {
-    for (const [team, ms] of charged) {
+  /** Charges each tag with the seat-time its team held on the other replicas since the last charge (`charged`: in all; none when counted here alone). */
+  chargeElsewhere(charged: ReadonlyMap<string, number> | undefined, weight: (team: string) => number): void {
+    for (const [team, ms] of charged ?? []) {
       const seats = this.#teams.get(team)
       if (seats) seats.tag += (ms - (this.#chargedElsewhere.get(team) ?? ms)) / weight(team)
       this.#chargedElsewhere.set(team, ms)
@@ -41,10 +43,16 @@ export class TeamAccounts {
 
   held(team: string): number { return this.#teams.get(team)?.running.size ?? 0 }
 
+  get inFlight(): number {
+    let n = 0
+    for (const seats of this.#teams.values()) n += seats.running.size
+    return n
+  }
+
   /** `team`'s calls in flight expected short; of every team's, without one. */
   shortRunning(team?: string): number {
     let n = 0
-    for (const call of this.#running(team)) if (call.short) n += 1
+    for (const [name, seats] of this.#teams) if (team === undefined || name === team) for (const call of seats.running) if (call.short) n += 1
     return n
   }
 
@@ -56,7 +64,7 @@ export class TeamAccounts {
 
   /** Since when a call at a worker (of the calls in flight, the `atWorkers` started first) has been overdue, or null. */
   overdueSince(now: number, atWorkers = Infinity): number | null {
-    const running = this.#running()
+    const running = [...this.#teams.values()].flatMap((seats) => [...seats.running])
     if (running.length > atWorkers) running.sort((a, b) => a.at - b.at).length = atWorkers
     let due = Infinity
     for (const call of running) due = Math.min(due, call.dueAt)
@@ -64,8 +72,8 @@ export class TeamAccounts {
   }
 
   /** A team's demand (held and `waiting`) grew: its peak over the linger follows. */
-  notePeak(team: string, waiting: number, now: number, virtual: number): void {
-    const seats = this.of(team, virtual)
+  notePeak(team: string, waiting: number, now: number): void {
+    const seats = this.of(team)
     const demand = seats.running.size + waiting
     if (demand >= seats.peak || now - seats.peakAt > LINGER_MS) {
       seats.peak = demand
@@ -92,13 +100,6 @@ export class TeamAccounts {
     let at = Infinity
     for (const seats of this.#teams.values()) if (seats.running.size === 0 && now - seats.lastAsked < LINGER_MS) at = Math.min(at, seats.lastAsked + LINGER_MS)
     return at
-  }
-
-  /** The calls in flight, of `team` or of every team, team by team in the order each started. */
-  #running(team?: string): RunningCall[] {
-    const out: RunningCall[] = []
-    for (const [name, seats] of this.#teams) if (team === undefined || name === team) for (const call of seats.running) out.push(call)
-    return out
   }
 }
 

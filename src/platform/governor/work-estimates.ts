@@ -21,13 +21,13 @@ interface Estimate {
 }
 
 export class WorkEstimates {
-  // team \n work, and work alone (any team's), in least recently seen order.
+  // By kind, and by work alone (any team's), in least recently seen order.
   readonly #own = new Map<string, Estimate>()
   readonly #shared = new Map<string, Estimate>()
 
   /** The seat-time (ms) a call of `work` by `team` is expected to take at `now`: its team's answers' estimate, else any team's, and at least what a recent cut said; null when unknown. */
   expectedMs(team: string, work: string, now: number): number | null {
-    const own = this.#own.get(key(team, work))
+    const own = this.#own.get(kindOf(team, work))
     const shared = this.#shared.get(work)
     const ms = own?.ms ?? shared?.ms ?? null
     const cut = Math.max(cutOf(own, now), cutOf(shared, now))
@@ -36,13 +36,13 @@ export class WorkEstimates {
 
   /** The time a call of `work` by `team` needs (ms), to be sent at all: what its kind's answers took, else what a cut said; null when unknown. */
   neededMs(team: string, work: string, now: number): number | null {
-    const e = this.#own.get(key(team, work))
+    const e = this.#own.get(kindOf(team, work))
     return e?.ms ?? this.#shared.get(work)?.ms ?? (e !== undefined && now < e.until ? e.cutMs : null)
   }
 
   /** Whether a call of a kind that needs more than its budget is sent all the same, to see: one each CUT_TRIAL_MS from the first found too long. */
   trial(team: string, work: string, now: number): boolean {
-    const e = take(this.#own, key(team, work))
+    const e = take(this.#own, kindOf(team, work))
     const due = e.trialAt > 0 && now >= e.trialAt
     if (due || e.trialAt === 0) e.trialAt = now + CUT_TRIAL_MS
     return due
@@ -66,7 +66,7 @@ export class WorkEstimates {
     }
   }
 
-  #keys(team: string, work: string): [Map<string, Estimate>, string][] { return [[this.#own, key(team, work)], [this.#shared, work]] }
+  #keys(team: string, work: string): [Map<string, Estimate>, string][] { return [[this.#own, kindOf(team, work)], [this.#shared, work]] }
 }
 
 const cutOf = (e: Estimate | undefined, now: number): number => (e !== undefined && now < e.until ? e.cutMs : 0)
@@ -80,4 +80,5 @@ function take(map: Map<string, Estimate>, k: string): Estimate {
   return e
 }
 
-const key = (team: string, work: string): string => `${team}\n${work}`
+/** A kind's name: its team and its work. */
+export const kindOf = (team: string, work: string): string => `${team}\n${work}`
