@@ -406,6 +406,15 @@ describe('invalid configuration names the key', () => {
     expect(err.problems.map((p) => p.split(':')[0]).sort()).toEqual(['LOG_LEVEL', 'PORT', 'REDIS_URL'])
   })
 
+  it('refuses a file poll (teamsReload.poll, platform.tokenFilePoll) under 100ms: 0s re-read the files in a busy loop, a third of a core on an idle replica', () => {
+    const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+    expect(load(platform, 'teamsReload: { poll: 100ms }\nplatform: { tokenFilePoll: 100ms }').teamsReload.pollMs).toBe(100)
+    expect(problem(platform, 'teamsReload: { poll: 0s }\nplatform: { tokenFilePoll: 0 }').problems.sort()).toEqual([
+      'platform.tokenFilePoll: must be at least 100ms (got 0)',
+      'teamsReload.poll: must be at least 100ms (got 0s)',
+    ])
+  })
+
   it('takes cache.lockTtl (1 s by default) and refuses one under 100ms', () => {
     expect(load({}).cache.lockTtlMs).toBe(1000)
     const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
