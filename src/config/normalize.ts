@@ -104,6 +104,12 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   // Renewed every third of it: shorter would be renewals all the time.
   if (parseDuration(p.seatLease) < 300) problems.push(`platform.seatLease: must be at least 300ms (got ${String(p.seatLease)})`)
   if (parseDuration(p.readIdleTimeout) < 100) problems.push(`platform.readIdleTimeout: must be at least 100ms (got ${String(p.readIdleTimeout)})`)
+  // A file poll re-reads the watched files each time: 0s is a busy loop (an idle replica
+  // spent a third of a core on platform.tokenFilePoll: 0s).
+  const pollFloors = [['teamsReload.poll', raw.teamsReload.poll], ['platform.tokenFilePoll', p.tokenFilePoll]] as const
+  for (const [name, value] of pollFloors) {
+    if (parseDuration(value) < 100) problems.push(`${name}: must be at least 100ms (got ${String(value)})`)
+  }
   // Job durations that cannot work: an idle replica looks for jobs once a lease and its
   // runner renews every third of it (1ms: a thousand Redis calls a second); a result kept
   // 0s is expired as its job ends; a webhook attempt of 0s ends before its request.

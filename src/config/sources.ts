@@ -64,7 +64,15 @@ export function readYamlObject(path: string, readFile: (p: string) => string, pr
 export function applyEnv(raw: Record<string, unknown>, env: Env, readFile: (p: string) => string, problems: string[]): Map<string, string> {
   const sources = new Map<string, string>()
   for (const key of ENV_KEYS) {
-    const value = readEnv(env, key.env, key.secret === true && key.file !== false, readFile, problems, key.secret === true)
+    const fileForm = key.secret === true && key.file !== false
+    // A variable without a file form, given as one, would be ignored: REDIS_URL_FILE ran
+    // every replica without Redis.
+    if (!fileForm && env[`${key.env}_FILE`] !== undefined && !ENV_KEYS.some((k) => k.env === `${key.env}_FILE`)) {
+      problems.push(
+        `${key.env}_FILE: not read: ${key.env} has no *_FILE form; set ${key.env} itself (a Kubernetes Secret gives it with env valueFrom.secretKeyRef)`,
+      )
+    }
+    const value = readEnv(env, key.env, fileForm, readFile, problems, key.secret === true)
     if (value === undefined) continue
     let parsed: unknown = value
     if (key.kind === 'int') {

@@ -28,7 +28,9 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   if (cfg.cluster) {
     client = new Cluster(cfg.cluster, { redisOptions: common, enableOfflineQueue: false, clusterRetryStrategy: reconnectDelay })
   } else if (cfg.sentinels) {
-    client = new Redis({ ...common, sentinels: cfg.sentinels, name: cfg.sentinelName })
+    // ioredis reaches the master a Sentinel names without TLS unless told: rediss:// holds
+    // behind Sentinel too, and the password never crosses the network in clear.
+    client = new Redis({ ...common, sentinels: cfg.sentinels, name: cfg.sentinelName, enableTLSForSentinelMode: common.tls !== undefined })
   } else {
     client = new Redis(cfg.url as string, common)
   }

@@ -3,6 +3,14 @@
 // deployment on the same Redis sees none. A part in braces is a Cluster hash tag: keys
 // one script or MULTI uses together share it, so they sit in one slot.
 
+/**
+ * `text` as a SCAN pattern that matches itself alone: the prefix is any string, and its
+ * `*`, `?`, `[`, `]` or `\` would otherwise match another deployment's keys, or miss its own.
+ */
+function literalPattern(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&')
+}
+
 /** Names the gateway's Redis keys under one prefix. */
 export const redisKey = {
   /** The breaker's write probe. */
@@ -26,11 +34,11 @@ export const redisKey = {
   /** A cached report, by cache version and digest. */
   report: (prefix: string, version: number, digest: string) => `${prefix}report:v${version}:${digest}`,
   /** What SCAN matches to find every cached report. */
-  reportPattern: (prefix: string) => `${prefix}report:*`,
+  reportPattern: (prefix: string) => `${literalPattern(prefix)}report:*`,
   /** The set of one advertiser's cached reports. */
   advertiserIndex: (prefix: string, advertiserId: number) => `${prefix}adv:${advertiserId}`,
   /** What SCAN matches to find every advertiser's set. */
-  advertiserIndexPattern: (prefix: string) => `${prefix}adv:*`,
+  advertiserIndexPattern: (prefix: string) => `${literalPattern(prefix)}adv:*`,
   /** One team's usage of one day: a field per count (`requests`, `rateLimited`, …); each team's days in a hash slot of its own. */
   usage: (prefix: string, team: string, day: string) => `${prefix}usage:{${team}}:${day}`,
   /** The teams with usage on one day (a set of their names). */

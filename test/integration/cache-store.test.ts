@@ -319,3 +319,24 @@ describe.runIf(available)('TieredStore with L1 off', () => {
     expect((await store.lookup(key))?.entry.identity?.toString()).toBe('{"version":2}')
   })
 })
+
+describe.runIf(available)('RedisStore key prefixes', () => {
+  // redis.keyPrefix is any string: SCAN reads *, ?, [ and \ in it as a pattern.
+  it("purges and counts its own entries only, whatever the prefix's characters: another deployment's on the same Redis stay", async () => {
+    const run = `p${++spaces}`
+    const store = (prefix: string) => new RedisStore({ redis: redis as Redis, breaker: new RedisBreaker({ cooldownMs: 1000, log: silent }), prefix, now: Date.now, limits: LIMITS })
+    const prefixes = [`${run}?:`, `${run}[ab]:`, `${run}*:`, `${run}\\:`]
+    const others = [`${run}x:`, `${run}a:`, `${run}zz:`, `${run}:`]
+    for (const [i, prefix] of prefixes.entries()) {
+      const mine = store(prefix)
+      const theirs = store(others[i]!)
+      await mine.set(`${prefix}report:v1:m`, entryAt(Date.now(), { advertiserId: 101 }))
+      await theirs.set(`${others[i]}report:v1:t`, entryAt(Date.now(), { advertiserId: 101 }))
+      expect(await mine.countAll(), prefix).toBe(1)
+      expect(await mine.purgeAll(), prefix).toBe(1)
+      expect(await mine.get(`${prefix}report:v1:m`), prefix).toBeNull()
+      expect(await theirs.get(`${others[i]}report:v1:t`), `${others[i]} after a purge of ${prefix}`).not.toBeNull()
+      expect(await theirs.purgeAdvertiser(101), `${others[i]}'s advertiser index after a purge of ${prefix}`).toBe(1)
+    }
+  })
+})

@@ -138,6 +138,24 @@ describe('PLATFORM_TOKEN_FILE', () => {
     await expectReadWith(gw, first)
   })
 
+  it('keeps the current token and logs an error, without the content, when the file is rewritten with a line break inside (the start refuses such a file)', async () => {
+    const first = sandbox.issueToken()
+    const second = sandbox.issueToken()
+    const third = sandbox.issueToken()
+    const { secret, gw } = await gatewayOnSecret(first)
+
+    // Two tokens where one belongs: the old one left above the new.
+    secret.swap(`${first}\n${second}\n`)
+    expect(await within(2000, () => records(gw, /token file holds control characters/).length > 0), 'no error about the malformed file').not.toBeNull()
+    expect(records(gw, /token file holds control characters/)[0]).toMatchObject({ level: 50, credential: 'default' })
+    expect(currentToken(gw)).toBe(first)
+    await expectReadWith(gw, first)
+    expectNoSecrets([gw.logs.text()], [first, second])
+
+    secret.swap(third)
+    expect(await within(2000, () => currentToken(gw) === third)).not.toBeNull()
+  })
+
   it('keeps the current token and logs an error while the file cannot be read, then takes the next good one', async () => {
     const first = sandbox.issueToken()
     const third = sandbox.issueToken()

@@ -406,6 +406,26 @@ describe('invalid configuration names the key', () => {
     expect(err.problems.map((p) => p.split(':')[0]).sort()).toEqual(['LOG_LEVEL', 'PORT', 'REDIS_URL'])
   })
 
+  it('refuses a file poll (teamsReload.poll, platform.tokenFilePoll) under 100ms: 0s re-read the files in a busy loop, a third of a core on an idle replica', () => {
+    const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+    expect(load(platform, 'teamsReload: { poll: 100ms }\nplatform: { tokenFilePoll: 100ms }').teamsReload.pollMs).toBe(100)
+    expect(problem(platform, 'teamsReload: { poll: 0s }\nplatform: { tokenFilePoll: 0 }').problems.sort()).toEqual([
+      'platform.tokenFilePoll: must be at least 100ms (got 0)',
+      'teamsReload.poll: must be at least 100ms (got 0s)',
+    ])
+  })
+
+  it('refuses a *_FILE form of a variable that has none (REDIS_URL_FILE, PLATFORM_BASE_URL_FILE), naming it and what to set: it was ignored, and REDIS_URL_FILE ran every replica without Redis', () => {
+    const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+    const files = { '/run/secrets/redis-url': 'redis://:pw-1234567890@redis:6379/0\n' }
+    expect(problem({ ...platform, REDIS_URL_FILE: '/run/secrets/redis-url' }, undefined, files).problems).toEqual([
+      'REDIS_URL_FILE: not read: REDIS_URL has no *_FILE form; set REDIS_URL itself (a Kubernetes Secret gives it with env valueFrom.secretKeyRef)',
+    ])
+    expect(problem({ ...platform, PLATFORM_BASE_URL_FILE: '/x', LOG_LEVEL_FILE: '/y' }).problems.map((p) => p.split(':')[0]).sort()).toEqual(['LOG_LEVEL_FILE', 'PLATFORM_BASE_URL_FILE'])
+    // The *_FILE variables of the contract stay what they are.
+    expect(load({ ...platform, ADMIN_TOKEN_FILE: '/a' }, undefined, { '/a': 'admin-token-0123456789abcdef' }).admin.tokens).toHaveLength(1)
+  })
+
   it('takes cache.lockTtl (1 s by default) and refuses one under 100ms', () => {
     expect(load({}).cache.lockTtlMs).toBe(1000)
     const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }

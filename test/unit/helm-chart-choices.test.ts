@@ -396,3 +396,57 @@ describe('values-production.yaml', () => {
     expect(bare).toEqual([])
   })
 })
+
+describe('values an operator sets that the cluster would take and the pods could not honour', () => {
+  it('mounts the Secret for any one key of secrets.keys set alone: each *_FILE names a file the pod has', () => {
+    const none = Object.fromEntries(Object.keys(SECRETS).map((k) => [k, '']))
+    const variables: Record<string, string> = {
+      platformToken: 'PLATFORM_TOKEN_FILE',
+      adminToken: 'ADMIN_TOKEN_FILE',
+      adminViewerToken: 'ADMIN_VIEWER_TOKEN_FILE',
+      adminTokens: 'ADMIN_TOKENS_FILE',
+      gatewaySecret: 'GATEWAY_SECRET_FILE',
+      platformUsername: 'PLATFORM_USERNAME_FILE',
+      platformPassword: 'PLATFORM_PASSWORD_FILE',
+      platformClientId: 'PLATFORM_CLIENT_ID_FILE',
+      platformClientSecret: 'PLATFORM_CLIENT_SECRET_FILE',
+    }
+    const keys = Object.keys(parse(chartFile('values.yaml')).secrets.keys as Record<string, string>)
+    expect(keys.sort()).toEqual(Object.keys(variables).sort())
+    // The four of a password login go together (the schema refuses fewer).
+    const login = ['platformUsername', 'platformPassword', 'platformClientId', 'platformClientSecret']
+    for (const set of [...keys.filter((k) => !login.includes(k)).map((k) => [k]), login]) {
+      const chart = install({ values: { secrets: { existingSecret: 'gateway-secrets', keys: { ...none, ...Object.fromEntries(set.map((k) => [k, k])) } } } })
+      const files = podFiles(chart, { 'gateway-secrets': Object.fromEntries(set.map((k) => [k, `${k}-value-0123456789`])) })
+      for (const key of set) {
+        const path = envOf(chart).get(variables[key]!)?.value
+        expect(path, key).toBe(`/var/run/secrets/report-gateway/${key}`)
+        expect(files.get(path!), `${variables[key]} names a file outside the pod's mounts`).toBe(`${key}-value-0123456789`)
+      }
+    }
+  })
+
+  it('refuses an HPA without a CPU request: it scales on CPU utilization, a percent of the request', () => {
+    // null takes the default's request out, as in helm.
+    expect(() => install({ values: { autoscaling: { enabled: true }, resources: { requests: { cpu: null } } } })).toThrow(/resources\.requests\.cpu/)
+    expect(() => install({ values: { autoscaling: { enabled: true }, resources: { requests: null } } })).toThrow(/resources\.requests\.cpu/)
+    expect(() => install({ values: { autoscaling: { enabled: true }, resources: { requests: { cpu: '250m' } } } })).not.toThrow()
+    expect(() => install({ values: { resources: { requests: null } } })).not.toThrow()
+  })
+
+  it('refuses an HPA whose minReplicas is above its maxReplicas', () => {
+    expect(() => install({ values: { autoscaling: { enabled: true, minReplicas: 5, maxReplicas: 2 } } })).toThrow(/autoscaling\.minReplicas/)
+  })
+
+  it('refuses extraEnv that names a variable the chart sets (the last of two wins in the pod, but the ports, probes and Services follow the values)', () => {
+    for (const name of ['HOST', 'PORT', 'ADMIN_HOST', 'ADMIN_PORT', 'LOG_LEVEL', 'CONFIG_FILE', 'TEAMS_FILE', 'PLATFORM_BASE_URL', 'PLATFORM_TOKEN_FILE', 'ADMIN_TOKEN_FILE', 'GATEWAY_SECRET_FILE']) {
+      expect(() => install({ values: { extraEnv: [{ name, value: '9000' }] } }), name).toThrow(new RegExp(`extraEnv: ${name} is set by the chart`))
+    }
+    // A variable the chart leaves unset may come from extraEnv.
+    expect(envOf(install({ values: { extraEnv: [{ name: 'PLATFORM_TOKEN_URL', value: '/auth/token' }, { name: 'CREDENTIAL_EU_TOKEN_FILE', value: '/var/run/secrets/report-gateway/eu-token' }] } })).get('PLATFORM_TOKEN_URL')?.value).toBe('/auth/token')
+  })
+
+  it('refuses the same port for both listeners', () => {
+    expect(() => install({ values: { ports: { http: 8080, admin: 8080 } } })).toThrow(/ports\.admin/)
+  })
+})

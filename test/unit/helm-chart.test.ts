@@ -107,6 +107,9 @@ describe('values.yaml and values.schema.json', () => {
     ['shutdownGrace in the config file (it comes from shutdownGraceSeconds)', { config: { shutdownGrace: '20s' } }],
     ['shutdownDrain in the config file (it comes from shutdownDrainSeconds)', { config: { shutdownDrain: '20s' } }],
     ['a negative drain', { shutdownDrainSeconds: -1 }],
+    // maxUnavailable 0 (as an integer or 0%) blocks every node drain for good.
+    ['a PodDisruptionBudget that lets no pod go, in percent', { podDisruptionBudget: { enabled: true, maxUnavailable: '0%' } }],
+    ['a PodDisruptionBudget past 100%', { podDisruptionBudget: { enabled: true, maxUnavailable: '101%' } }],
     ['an admin host with a space', { adminHost: '0.0.0.0 ' }],
     ['a PrometheusRule alert without severity', { monitoring: { prometheusRule: { alerts: { redisDown: { severity: null } } } } }],
     ['an unknown alert', { monitoring: { prometheusRule: { alerts: { diskFull: { enabled: true, for: '5m', severity: 'warning' } } } } }],

@@ -144,10 +144,15 @@ namespace and the job the ServiceMonitor gives (the admin Service's name).
 {{- with .Values.config.redis }}{{ if .sentinels }}true{{ end }}{{ end }}
 {{- end }}
 
+{{/* The container's CPU request (resources.requests.cpu), else empty. */}}
+{{- define "report-gateway.cpuRequest" -}}
+{{- with .Values.resources.requests }}{{ .cpu }}{{ end }}
+{{- end }}
+
 {{/* Non-empty when at least one Secret key is in use (the Secret volume is mounted then). */}}
 {{- define "report-gateway.usesSecret" -}}
 {{- $k := .Values.secrets.keys }}
-{{- if or $k.platformToken $k.adminToken $k.adminTokens $k.gatewaySecret $k.platformUsername $k.platformPassword $k.platformClientId $k.platformClientSecret }}true{{ end }}
+{{- if or $k.platformToken $k.adminToken $k.adminViewerToken $k.adminTokens $k.gatewaySecret $k.platformUsername $k.platformPassword $k.platformClientId $k.platformClientSecret }}true{{ end }}
 {{- end }}
 
 {{/*
