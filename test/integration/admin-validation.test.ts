@@ -60,6 +60,14 @@ describe.each([
     expect(await read(gw)).toBe('HIT')
   })
 
+  it('answers a path no admin call serves 404, with a body or without: the body is no slip of a call there is', async () => {
+    const gw = await gateway(withRedis)
+    for (const payload of [undefined, { advertiserId: 101 }]) {
+      const res = await admin(gw, 'POST', '/admin/cache/purge', payload === undefined ? {} : { payload })
+      expect([res.statusCode, res.json().code], JSON.stringify(payload)).toEqual([404, 'GW_NOT_FOUND'])
+    }
+  })
+
   it('answers a dry run with what the purge would drop, and drops nothing; the purge then drops that', async () => {
     const gw = await gateway(withRedis)
     await read(gw)

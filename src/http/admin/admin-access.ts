@@ -72,8 +72,9 @@ export function adminAccess(app: FastifyInstance, { adminAuth, auditLog, clock }
       throw new AdminForbiddenError(actor.name, `${request.method} ${pathOf(request)}`)
     }
     // A body sent to a call that takes none is a slip (`-d advertiserId=101` on a purge
-    // of everything): refused unread, as an unknown parameter is.
-    if (request.routeOptions.schema?.body === undefined && hasBody(request.headers)) {
+    // of everything): refused unread, as an unknown parameter is. A path no call serves
+    // is 404 whatever it carries.
+    if (request.routeOptions.url !== UNSERVED && request.routeOptions.schema?.body === undefined && hasBody(request.headers)) {
       throw new BadRequestError(`body: ${request.method} ${pathOf(request)} takes no body; nothing was changed`)
     }
   })
