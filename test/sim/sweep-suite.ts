@@ -44,12 +44,14 @@ export function sweepSuite(fileUrl: string): void {
   const seeds = whole ? (index === 0 ? all : []) : shareOf(all, index, files.length)
   // A second a seed at most (a seed takes about 0.17 s of CPU; a loaded machine gives less than a core).
   const timeoutMs = Math.max(600_000, seeds.length * 1_000)
+  const range = `${first}–${first + runs - 1}`
   const name = only !== null
     ? `keeps every guarantee in scenario ${only}`
-    : `keeps every guarantee over seeds ${seeds[0]}–${seeds.at(-1)} of ${first}–${first + runs - 1}, but for the known failures`
+    : seeds.length === 0
+      ? `has none of seeds ${range} to run (a replay or a record runs whole in the first of the sweep's files)`
+      : `keeps every guarantee over seeds ${seeds[0]}–${seeds.at(-1)} of ${range}, but for the known failures`
 
   describe('the governor on random platforms', () => {
-    // A replay or a record runs in the first of the sweep's files; the others have no seeds.
     it.skipIf(seeds.length === 0)(name, async () => {
       const failed = await sweep(seeds, REPLAY, only !== null)
       if (only !== null) expect(failed.map((f) => f.text)).toEqual([])
