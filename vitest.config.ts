@@ -3,15 +3,22 @@ import { defineConfig } from 'vitest/config'
 
 /**
  * Vitest's order (failed first, then longest, else largest file), but the simulator's
- * sweep first of all: it is one long test, and started last it would run alone at the end.
+ * sweeps first of all: each is one long test, and started last it would run alone at the end.
+ * The files of npm test's sweep in the run are provided to them as `sweepFiles`: they share
+ * the seeds out (test/sim/sweep-suite.ts), one file a worker.
  */
 class SweepFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files)
-    const sweep = (f: TestSpecification) => f.moduleId.endsWith('sweep.test.ts')
+    const sweep = (f: TestSpecification) => f.moduleId.endsWith('sweep.test.ts') || SWEEP_FILES.some((name) => f.moduleId.endsWith(`/${name}`))
+    const parts = SWEEP_FILES.flatMap((name) => sorted.filter((f) => f.moduleId.endsWith(`/${name}`)))
+    for (const project of new Set(parts.map((f) => f.project))) project.provide('sweepFiles', parts.map((f) => f.moduleId))
     return [...sorted.filter(sweep), ...sorted.filter((f) => !sweep(f))]
   }
 }
+
+/** npm test's sweep, in the order its files share the seeds out. */
+const SWEEP_FILES = ['test/sim/sweep.test.ts', 'test/sim/sweep-second-half.test.ts']
 
 const UNIT = 'test/unit/**/*.test.ts'
 // Unit files that read the process's own state (the event loop's idle time, Node's timer

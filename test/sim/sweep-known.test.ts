@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { type SeedFailure, unexpected } from './sweep.js'
+import { shareOf } from './sweep-suite.js'
 
 const fail = (seed: number, ...guarantees: string[]): SeedFailure => ({ seed, guarantees, text: `seed ${seed}: ${guarantees.join(', ')}` })
 
@@ -24,5 +25,14 @@ describe('a sweep against its known failures', () => {
 
   it('leaves out known seeds the sweep did not run', () => {
     expect(unexpected([1], [], known)).toEqual([])
+  })
+})
+
+describe('the seeds shared out between the sweep\'s files', () => {
+  it('gives each seed to one file, in order, the shares\' sizes within one', () => {
+    const seeds = Array.from({ length: 7 }, (_, i) => i + 1)
+    const shares = [0, 1, 2].map((i) => shareOf(seeds, i, 3))
+    expect(shares).toEqual([[1, 2], [3, 4], [5, 6, 7]])
+    expect([shareOf(seeds, 0, 1), shareOf([5], 0, 2), shareOf([5], 1, 2)]).toEqual([seeds, [], [5]])
   })
 })

@@ -6,6 +6,9 @@
  * package of the npm registry) and 24 (the `node` devDependency the suite runs on), and in
  * Chromium: a page that imports the installed files as they are (an import map, no bundler),
  * served from the origin that also routes /api/v1/ to the gateway, as an ingress would.
+ * In npm run test:slow (npm install from the registry, a tsc run, three runtimes and a
+ * browser, seconds of processes each); npm test checks the client's calls and types in
+ * process (test/integration/typed-client.test.ts).
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process'
 import { createServer, request, type Server } from 'node:http'
