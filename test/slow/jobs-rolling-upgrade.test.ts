@@ -91,16 +91,21 @@ describe.skipIf(!available || !hasOld)(`report jobs across a rolling upgrade fro
 
   const state = async (gw: GatewayProcess, id: string): Promise<string> => ((await (await fetch(`${gw.url}/api/v1/jobs/${id}`, { headers: HEADERS })).json()) as { state: string }).state
 
+  const queryOf = (i: number) => `advertiserId=101&dateFrom=2025-0${i + 1}-01&dateTo=2025-12-31`
+  const answer = (c: (typeof CASES)[number]) => sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: c.status, body: c.body, headers: c.headers, times: 1 })
+  /** The synchronous read of case `i`'s report on `gw`, the platform answering it as the case says. */
+  const syncOf = async (gw: GatewayProcess, i: number): Promise<Response> => {
+    answer(CASES[i] as (typeof CASES)[number])
+    return fetch(`${gw.url}${REPORT_PATH}?${queryOf(i)}`, { headers: HEADERS })
+  }
+
   /** Each case's job, asked of `gw` and run to its end there, beside the synchronous read of its report. */
   const endJobs = async (gw: GatewayProcess): Promise<Ended[]> => {
     const ended: Ended[] = []
     for (const [i, c] of CASES.entries()) {
-      const query = `advertiserId=101&dateFrom=2025-0${i + 1}-01&dateTo=2025-12-31`
-      const answer = () => sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: c.status, body: c.body, headers: c.headers, times: 1 })
-      answer()
-      const sync = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: HEADERS })
-      answer()
-      const asked = await fetch(`${gw.url}${REPORT_PATH}?${query}`, { headers: { ...HEADERS, ...ASYNC } })
+      const sync = await syncOf(gw, i)
+      answer(c)
+      const asked = await fetch(`${gw.url}${REPORT_PATH}?${queryOf(i)}`, { headers: { ...HEADERS, ...ASYNC } })
       expect(asked.status).toBe(202)
       const { id } = (await asked.json()) as { id: string }
       await waitFor(`job ${id} ended`, async () => !['queued', 'running'].includes(await state(gw, id)), BOUND_MS, 50)
@@ -127,6 +132,9 @@ describe.skipIf(!available || !hasOld)(`report jobs across a rolling upgrade fro
   it('a new replica reads the jobs an old one ended: each result the platform\'s answer, as the synchronous read answers it', async () => {
     const ended = await endJobs(await replica('old'))
     const fresh = await replica('new')
-    for (const e of ended) expect({ state: await state(fresh, e.id), result: await result(fresh, e.id) }).toEqual({ state: e.state, result: e.sync })
+    // As the new replica's own synchronous read answers it (its headers are the new version's).
+    for (const [i, e] of ended.entries()) {
+      expect({ state: await state(fresh, e.id), result: await result(fresh, e.id) }).toEqual({ state: e.state, result: await answerOf(await syncOf(fresh, i)) })
+    }
   })
 })
