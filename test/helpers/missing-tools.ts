@@ -19,6 +19,7 @@ export const TOOLS = {
   curl: { name: 'curl', install: 'apt-get install -y curl' },
   gnuDate: { name: 'GNU date', install: 'apt-get install -y coreutils' },
   nginx: { name: 'nginx', install: 'apt-get install -y nginx' },
+  openssl: { name: 'openssl', install: 'apt-get install -y openssl' },
 } satisfies Record<string, Tool>
 
 /** The variable naming the folder where skips are noted (set by the run's global set-up). */
