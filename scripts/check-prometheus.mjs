@@ -11,7 +11,8 @@
  * in the text. The PrometheusRule itself is checked by test/unit/prometheus.test.ts
  * (`promtool check rules` and `promtool test rules` on the rendered chart).
  *
- * Usage: node scripts/check-prometheus.mjs   (needs `npm run build` and promtool on PATH)
+ * Usage: npm run check:prometheus   (needs `npm run build` and promtool on PATH; through npm, the
+ * gateway runs on the Node that npm ci installs)
  */
 /* global fetch -- Node's own, not in the repository's eslint globals */
 import { spawn, spawnSync } from 'node:child_process'
