@@ -39,7 +39,8 @@ describe('a caller that leaves before its answer', () => {
     try {
       await leaveEarly(method, path, reqId, body)
       await waitFor(`the access line of ${reqId}`, () => accessLines(reqId).length > 0)
-      expect(accessLines(reqId)[0]).toMatchObject({ status: 499, team: 'growth', route, method, path: path.split('?')[0], client: '127.0.0.1' })
+      // Nothing was written to it: its bytes are 0, not unknown.
+      expect(accessLines(reqId)[0]).toMatchObject({ status: 499, team: 'growth', route, method, path: path.split('?')[0], client: '127.0.0.1', bytes: 0 })
       // The platform's answer comes later, to no one: still one line once its seat is free.
       await waitFor(`the platform's answer to ${reqId}`, () => seatsOf(env.gw).running('growth') === 0, 5000)
     } finally {
@@ -72,7 +73,7 @@ describe('a caller that leaves before its answer', () => {
       env.sandbox.setLatency(0)
     }
     await waitFor('the access line of the joiner', () => accessLines('joined-then-left').length > 0)
-    expect(accessLines('joined-then-left')).toEqual([expect.objectContaining({ status: 499, team: 'limited', route: 'report', client: '127.0.0.1' })])
+    expect(accessLines('joined-then-left')).toEqual([expect.objectContaining({ status: 499, team: 'limited', route: 'report', client: '127.0.0.1', bytes: 0 })])
     expect(env.callerRequests().filter((r) => r.query.includes('dateFrom=2026-03-01'))).toHaveLength(1)
   })
 })
