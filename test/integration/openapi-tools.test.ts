@@ -199,7 +199,7 @@ describe('Prism with HEAD and OPTIONS, and the 202 of a report job', () => {
 
   it('holds the job calls\' answers to their operations: the 202, a status running, queued, waited for and done, the result before and after, cancels, and the jobs\' 400, 404, 409 and 429', async () => {
     const jobs = { perReplica: 1, maxOpenPerTeam: 3, maxWaitsPerTeam: 1 }
-    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken() }, teamsYamlWith({ jobs }))))
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken(), ADMIN_TOKEN }, teamsYamlWith({ jobs }))))
     const problems: string[] = []
     const check = (what: string, operation: string, answer: Answer, status: number): void => {
       if (answer.status !== status) problems.push(`${what}: status ${answer.status}, expected ${status}: ${answer.body.slice(0, 200)}`)
@@ -248,6 +248,12 @@ describe('Prism with HEAD and OPTIONS, and the 202 of a report job', () => {
     check('its result, gzip', RESULT, await on(`/api/v1/jobs/${id}/result`, { headers: { 'accept-encoding': 'gzip' } }), 200)
     check('its result, its ETag: 304', RESULT, await on(`/api/v1/jobs/${id}/result`, { headers: { 'if-none-match': result.headers.etag ?? '' } }), 304)
     check('an ended job cancelled: 409 GW_JOB_RUNNING', CANCEL, await on(`/api/v1/jobs/${id}`, { method: 'DELETE' }), 409)
+    // A purge of the job's advertiser after its fill: its result is 410 GW_JOB_EXPIRED.
+    await waitFor('a purge after the fill', async () => {
+      await gw.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=101', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      return (await on(`/api/v1/jobs/${id}/result`)).status === 410
+    }, 10_000)
+    check('a purged result: 410 GW_JOB_EXPIRED', RESULT, await on(`/api/v1/jobs/${id}/result`), 410)
     expect(problems).toEqual([])
   })
 
