@@ -69,6 +69,28 @@ export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, ans
     last = (await calls.json(response)) as JobStatus
     return last
   }
+  // The job once it ended, waited for with the server's `wait` (whole seconds): at
+  // `timeoutMs` a status call still held is ended, so that the wait ends then, not at the
+  // end of the second the gateway was asked to hold.
+  const ended = async (options: JobResultOptions): Promise<JobStatus> => {
+    const { timeoutMs, signal: own } = options
+    const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
+    const timedOut = () => new GatewayError('CLIENT_TIMEOUT', `job ${accepted?.id ?? ''}: not ended after ${timeoutMs} ms (last seen ${last?.state ?? 'open'})`)
+    const giveUp = new AbortController()
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => giveUp.abort(timedOut()), timeoutMs)
+    const signal = own ? AbortSignal.any([own, giveUp.signal]) : giveUp.signal
+    try {
+      let seen = last ?? (await status({ signal }))
+      while (seen.state === 'queued' || seen.state === 'running') {
+        const left = deadline - Date.now()
+        if (left <= 0) throw timedOut()
+        seen = await status({ signal, wait: Math.min(MAX_WAIT_SECONDS, Math.ceil(left / 1000)) })
+      }
+      return seen
+    } finally {
+      clearTimeout(timer)
+    }
+  }
   return {
     id: accepted?.id ?? null,
     get last() {
@@ -77,13 +99,7 @@ export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, ans
     status,
     async result(options: JobResultOptions = {}): Promise<A> {
       if (path === null) return answered as A
-      const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs
-      let seen = last ?? (await status(options))
-      while (seen.state === 'queued' || seen.state === 'running') {
-        const left = deadline - Date.now()
-        if (left <= 0) throw new GatewayError('CLIENT_TIMEOUT', `job ${seen.id}: still ${seen.state} after ${options.timeoutMs} ms`)
-        seen = await status({ ...options, wait: Math.min(MAX_WAIT_SECONDS, Math.ceil(left / 1000)) })
-      }
+      const seen = await ended(options)
       // A failed or expired job's result is its failure as the gateway answers it (status,
       // code, retry-after, request id; the platform's own refusal as PLATFORM_ANSWER), thrown
       // as a synchronous read's failure is.
