@@ -106,7 +106,10 @@ export class Jobs {
     try {
       while (clock.now() < until && stateAt(job, clock.now()) === state) {
         await this.#sleep(Math.min(WAIT_POLL_MS, until - clock.now()))
-        job = (await this.#d.store.get(id)) ?? job
+        // A job gone meanwhile (cancelled, or its record past its hour) is answered as it is now: none.
+        const now = await this.#d.store.get(id)
+        if (now === null) throw new NotFoundError()
+        job = now
       }
     } finally {
       wait.release()

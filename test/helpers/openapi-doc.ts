@@ -54,6 +54,26 @@ export function itIsValidAndCommitted(committed: URL, render: () => Promise<stri
     expect(api.openapi).toBe('3.1.0')
   })
 
+  // OpenAPI 3.1, "Path Templating": each template of a path is a path parameter of the path
+  // item or of each of its operations. The schema validators above do not check it;
+  // generators and linters (Redocly's path-parameters-defined) do, and a generated call
+  // without it cannot fill the path.
+  it('names each template of a path as a path parameter of every operation of the path', () => {
+    const doc = served() as { paths: Record<string, Json> }
+    const missing: string[] = []
+    for (const [path, item] of Object.entries(doc.paths)) {
+      const templates = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)
+      const named = (parameters: unknown) => ((parameters as Json[] | undefined) ?? []).map((p) => resolveRef(doc, p)).filter((p) => p.in === 'path').map((p) => p.name)
+      const shared = named(item.parameters)
+      for (const [method, operation] of Object.entries(item)) {
+        if (method === 'parameters' || typeof operation !== 'object' || operation === null) continue
+        const own = [...shared, ...named((operation as Json).parameters)]
+        for (const template of templates) if (!own.includes(template)) missing.push(`${method.toUpperCase()} ${path}: {${template}}`)
+      }
+    }
+    expect(missing).toEqual([])
+  })
+
   const file = fileURLToPath(committed).split('/').slice(-2).join('/')
   it(`is the committed ${file} (run \`npm run openapi\` after changing a route)`, async () => {
     const rendered = await render()

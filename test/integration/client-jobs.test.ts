@@ -3,7 +3,8 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createGatewayClient, GatewayError } from '../../packages/client/dist/index.js'
-import { KEYS, listen, REPORT_PATH, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { hashApiKey } from '../../src/access/api-keys.js'
+import { KEYS, listen, REPORT_PATH, TEAMS_YAML, teamsYamlWith, testConfig, type TestGateway } from '../helpers/build-gateway.js'
 import { useGateways, useSandbox } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -24,8 +25,8 @@ describe('the client\'s report jobs', () => {
   const gateways = useGateways()
   afterEach(() => sandbox.releaseHeld())
 
-  async function start(): Promise<TestGateway & { url: string }> {
-    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, teamsYamlWith({ jobs: { perReplica: 1 } }))))
+  async function start(yaml = teamsYamlWith({ jobs: { perReplica: 1 } })): Promise<TestGateway & { url: string }> {
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken() }, yaml)))
     sandbox.clearRequests()
     return gw
   }
@@ -69,6 +70,28 @@ describe('the client\'s report jobs', () => {
     expect(failed).toBeInstanceOf(GatewayError)
     expect((failed as GatewayError).code).toBe('GW_UPSTREAM')
     expect((await failing.status()).state).toBe('failed')
+  })
+
+  it('throws a failed job as the gateway answers its result: its status, request id and retry-after, as a synchronous read\'s failure', async () => {
+    // A team whose day of platform time is spent by its first job: the next, queued behind it, fails 429 GW_PLATFORM_TIME_SPENT.
+    const BOUNDED = 'rgw_test_client_jobs_bounded_0000000000000000'
+    const gw = await start(`${TEAMS_YAML.trimEnd()}\n  bounded:\n    keys: ["${hashApiKey(BOUNDED)}"]\n    advertisers: ["*"]\n    platformSecondsPerDay: 0.001\njobs:\n  perReplica: 1\n`)
+    const client = createGatewayClient({ baseUrl: gw.url, apiKey: BOUNDED })
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const first = await client.reportJob('campaigns', YEAR)
+    await waitFor('the first job at the platform', () => sandbox.countRequests((r) => r.path === REPORT_PATH) === 1, 10_000)
+    const spent = await client.reportJob('campaigns', { ...YEAR, advertiserId: 102 })
+    sandbox.releaseHeld()
+    await first.result()
+    const failed = (await spent.result().catch((err: unknown) => err)) as GatewayError
+    expect(failed).toBeInstanceOf(GatewayError)
+    expect([failed.code, failed.status]).toEqual(['GW_PLATFORM_TIME_SPENT', 429])
+    expect(failed.retryAfterSeconds).toBeGreaterThan(0)
+    expect(failed.requestId).toMatch(/\S/)
+
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'status', status: 500, times: 10 })
+    const upstream = (await (await createGatewayClient({ baseUrl: gw.url, apiKey: KEYS.all }).reportJob('campaigns', { ...YEAR, advertiserId: 103 })).result().catch((err: unknown) => err)) as GatewayError
+    expect([upstream.code, upstream.status]).toEqual(['GW_UPSTREAM', 502])
   })
 
   it('throws a job the platform refused as a synchronous read of it throws: PLATFORM_ANSWER with the platform\'s status and body', async () => {

@@ -14,7 +14,7 @@ import type { IHttpOperation } from '@stoplight/types'
 import pino from 'pino'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { hashApiKey } from '../../src/access/api-keys.js'
-import { KEYS, TEAMS_YAML, testConfig } from '../helpers/build-gateway.js'
+import { KEYS, listen, TEAMS_YAML, teamsYamlWith, testConfig } from '../helpers/build-gateway.js'
 import { useGateways, useSandboxGateway } from '../helpers/fixtures.js'
 import { newCampaign, rawRequest } from '../helpers/sandbox-gateway.js'
 import type { Json } from '../helpers/openapi-doc.js'
@@ -69,9 +69,10 @@ interface Answer {
   body: string
 }
 
-async function send(path: string, init: { method?: string; key?: string | null; headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
+/** `path` of the file's gateway, or of the gateway at `init.url`. */
+async function send(path: string, init: { method?: string; key?: string | null; headers?: Record<string, string>; body?: string; url?: string } = {}): Promise<Answer> {
   const key = init.key === undefined ? KEYS.all : init.key
-  const res = await fetch(`${env.url}${path}`, {
+  const res = await fetch(`${init.url ?? env.url}${path}`, {
     method: init.method ?? 'GET',
     headers: { ...(key ? { 'x-api-key': key } : {}), ...init.headers },
     ...(init.body === undefined ? {} : { body: init.body }),
@@ -193,6 +194,66 @@ describe('Prism with HEAD and OPTIONS, and the 202 of a report job', () => {
     // The validator holds allow to what the path serves.
     const wrong = await send(`/api/v1/jobs/${id}`, { method: 'OPTIONS', key: null })
     expect(violations(proxyOps, 'OPTIONS /api/v1/jobs/{id}', { ...wrong, headers: { ...wrong.headers, allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' } }).join('\n')).toContain('allow')
+    expect(problems).toEqual([])
+  })
+
+  it('holds the job calls\' answers to their operations: the 202, a status running, queued, waited for and done, the result before and after, cancels, and the jobs\' 400, 404, 409 and 429', async () => {
+    const jobs = { perReplica: 1, maxOpenPerTeam: 3, maxWaitsPerTeam: 1 }
+    const gw = await listen(await gateways.build(testConfig({ PLATFORM_BASE_URL: env.sandbox.url, PLATFORM_TOKEN: env.sandbox.issueToken(), ADMIN_TOKEN }, teamsYamlWith({ jobs }))))
+    const problems: string[] = []
+    const check = (what: string, operation: string, answer: Answer, status: number): void => {
+      if (answer.status !== status) problems.push(`${what}: status ${answer.status}, expected ${status}: ${answer.body.slice(0, 200)}`)
+      for (const v of violations(proxyOps, operation, answer)) problems.push(`${what} (${answer.status}): ${v}`)
+    }
+    const on = (path: string, init: Parameters<typeof send>[1] = {}) => send(path, { ...init, url: gw.url })
+    const ask = (query: string) => on(`/api/v1/report/campaigns/get?${query}`, { headers: { prefer: 'respond-async' } })
+    const GET_REPORT = `GET ${REPORT_PATH}`
+    const STATUS = 'GET /api/v1/jobs/{id}'
+    const RESULT = 'GET /api/v1/jobs/{id}/result'
+    const CANCEL = 'DELETE /api/v1/jobs/{id}'
+    const atPlatform = () => env.sandbox.countRequests((r) => r.path === '/api/v1/report/campaigns/get')
+    const before = atPlatform()
+    // The replica's one runner holds the first job at the platform: the next ones queue.
+    env.sandbox.setRouteFailure('/api/v1/report/campaigns/get', { kind: 'held', times: 1 })
+    let id = ''
+    try {
+      const asked = await ask('advertiserId=101&dateFrom=2024-01-01&dateTo=2024-12-31')
+      check('a job asked: 202', GET_REPORT, asked, 202)
+      id = (JSON.parse(asked.body) as { id: string }).id
+      await waitFor('the job at the platform', () => atPlatform() === before + 1, 10_000)
+      const queued = await ask('advertiserId=102&dateFrom=2024-01-01&dateTo=2024-12-31')
+      check('a job queued behind it: 202', GET_REPORT, queued, 202)
+      const other = (JSON.parse(queued.body) as { id: string }).id
+      check('a running job\'s status', STATUS, await on(`/api/v1/jobs/${id}`), 200)
+      check('a queued job\'s status', STATUS, await on(`/api/v1/jobs/${other}`), 200)
+      check('a running job\'s result: 409 GW_JOB_NOT_DONE', RESULT, await on(`/api/v1/jobs/${id}/result`), 409)
+      check('a running job cancelled: 409 GW_JOB_RUNNING', CANCEL, await on(`/api/v1/jobs/${id}`, { method: 'DELETE' }), 409)
+      check('wait given twice: 400', STATUS, await on(`/api/v1/jobs/${id}?wait=1&wait=2`), 400)
+      check('an unknown job: 404', STATUS, await on('/api/v1/jobs/nosuchjob000000000000000'), 404)
+      check('a third job: 202', GET_REPORT, await ask('advertiserId=102&dateFrom=2023-01-01&dateTo=2023-12-31'), 202)
+      check('one open job past maxOpenPerTeam: 429 GW_JOBS_FULL', GET_REPORT, await ask('advertiserId=102&dateFrom=2022-01-01&dateTo=2022-12-31'), 429)
+      const held = on(`/api/v1/jobs/${other}?wait=30`)
+      let full: Answer | undefined
+      await waitFor('the team\'s one wait held', async () => (full = await on(`/api/v1/jobs/${other}?wait=1`)).status === 429, 10_000)
+      check('one wait past maxWaitsPerTeam: 429 GW_WAITS_FULL', STATUS, full!, 429)
+      check('a queued job cancelled: 204', CANCEL, await on(`/api/v1/jobs/${other}`, { method: 'DELETE' }), 204)
+      check('the wait on the job cancelled: 404', STATUS, await held, 404)
+    } finally {
+      env.sandbox.releaseHeld()
+    }
+    await waitFor('the first job done', async () => (JSON.parse((await on(`/api/v1/jobs/${id}`)).body) as { state: string }).state === 'done', 10_000)
+    check('a done job\'s status, its wait answered at once', STATUS, await on(`/api/v1/jobs/${id}?wait=30`), 200)
+    const result = await on(`/api/v1/jobs/${id}/result`)
+    check('its result', RESULT, result, 200)
+    check('its result, gzip', RESULT, await on(`/api/v1/jobs/${id}/result`, { headers: { 'accept-encoding': 'gzip' } }), 200)
+    check('its result, its ETag: 304', RESULT, await on(`/api/v1/jobs/${id}/result`, { headers: { 'if-none-match': result.headers.etag ?? '' } }), 304)
+    check('an ended job cancelled: 409 GW_JOB_RUNNING', CANCEL, await on(`/api/v1/jobs/${id}`, { method: 'DELETE' }), 409)
+    // A purge of the job's advertiser after its fill: its result is 410 GW_JOB_EXPIRED.
+    await waitFor('a purge after the fill', async () => {
+      await gw.admin.inject({ method: 'DELETE', url: '/admin/cache?advertiserId=101', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      return (await on(`/api/v1/jobs/${id}/result`)).status === 410
+    }, 10_000)
+    check('a purged result: 410 GW_JOB_EXPIRED', RESULT, await on(`/api/v1/jobs/${id}/result`), 410)
     expect(problems).toEqual([])
   })
 

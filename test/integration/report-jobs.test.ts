@@ -211,6 +211,20 @@ describe('report jobs (demo mode, no Redis)', () => {
     expect((await status(gw, twin.id)).tookSeconds).toBe(0)
   })
 
+  it('a ?wait on a job cancelled meanwhile ends with the cancel: 404, as the job is then, not its old status at the wait\'s end', async () => {
+    const gw = await start()
+    sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    await ask(gw)
+    await waitFor('the first job at the platform', () => reportCalls() === 1, 10_000)
+    const { id } = (await (await ask(gw, 'advertiserId=102&dateFrom=2025-01-01&dateTo=2025-06-30')).json()) as Status
+    const waiting = fetch(`${gw.url}/api/v1/jobs/${id}?wait=30`, { headers: { 'x-api-key': KEYS.all } })
+    const held = async () => /^gateway_report_job_waits\{team="all"\} 1$/m.test((await gw.admin.inject({ method: 'GET', url: '/metrics' })).body)
+    await waitFor('the wait held', held, 10_000)
+    expect((await fetch(`${gw.url}/api/v1/jobs/${id}`, { method: 'DELETE', headers: { 'x-api-key': KEYS.all } })).status).toBe(204)
+    const answer = await waiting
+    expect([answer.status, ((await answer.json()) as { code: string }).code]).toEqual([404, 'GW_NOT_FOUND'])
+  })
+
   it('a job identical to a caller\'s fill under way joins its platform call', async () => {
     const gw = await start()
     sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })

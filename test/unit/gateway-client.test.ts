@@ -354,3 +354,22 @@ describe('the typed client: what a report cost and which of its days may change'
     expect(factsOf(new Headers({ 'report-settled-through': '2026-03-06', 'report-provisional-days': 'none' })).finality).toEqual({ settledThrough: '2026-03-06', provisional: null })
   })
 })
+
+describe('the typed client: a report job', () => {
+  it('gives up waiting for a job at result()\'s timeoutMs, whatever its status call\'s ?wait: a call held past it is ended, CLIENT_TIMEOUT', async () => {
+    const requests: Request[] = []
+    const accepted = { id: 'job1', state: 'queued', askedAt: '2026-02-08T00:00:00.000Z', startedAt: null, endedAt: null, placeInQueue: 1, expectedSeconds: null, tookSeconds: null, error: null, expiresAt: null, result: null, settledThrough: '2026-02-04', provisionalDays: 'none' }
+    // The 202, then status calls the gateway holds (its ?wait) without an answer.
+    const fetch = (request: Request): Promise<Response> => {
+      requests.push(request)
+      if (requests.length === 1) return Promise.resolve(Response.json(accepted, { status: 202, headers: { location: '/api/v1/jobs/job1' } }))
+      return new Promise(() => undefined)
+    }
+    const job = await clientWith(fetch).reportJob('campaigns', WEEK)
+    const err = await rejection(job.result({ timeoutMs: 200 }))
+    expect(err).toBeInstanceOf(GatewayError)
+    expect((err as GatewayError).code).toBe('CLIENT_TIMEOUT')
+    expect(new URL(requests[1]!.url).searchParams.get('wait')).toBe('1')
+  })
+})
+

@@ -267,10 +267,11 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
 
   /**
    * Every call goes through here: the kept ETag, one deadline for the whole call, the
-   * retries of reads, and no answer but a whole one (read within the deadline), so that a
-   * network failure or the timeout is a GatewayError whenever it happens.
+   * retries of reads (`readRetries`, the client's `retries` unless told), and no answer but
+   * a whole one (read within the deadline), so that a network failure or the timeout is a
+   * GatewayError whenever it happens.
    */
-  async function fetchWithPolicy(request: Request, timeoutMs = clientTimeout): Promise<Response> {
+  async function fetchWithPolicy(request: Request, timeoutMs = clientTimeout, readRetries = retries): Promise<Response> {
     const etag = request.method === 'GET' && !request.headers.has('if-none-match') ? kept.get(request.url)?.etag : undefined
     const deadline = Date.now() + timeoutMs
     const timer = new AbortController()
@@ -286,7 +287,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     try {
       for (let attempt = 0; ; attempt++) {
         const response = await whole(send(first.clone()), first, request.signal, timer.signal)
-        const wait = read && attempt < retries ? await retryWait(response) : null
+        const wait = read && attempt < readRetries ? await retryWait(response) : null
         // A wait that would end past the deadline is not waited: the answer is the error.
         if (wait === null || Date.now() + wait * 1000 >= deadline) return await settle(first, response, etag)
         await pause(wait * 1000, signal)
@@ -307,8 +308,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     }),
   )
 
-  async function reportOf(request: Request, timeoutMs: number | undefined): Promise<ReportAnswer | NotModifiedAnswer> {
-    return answerOf(request, await fetchWithPolicy(request, timeoutMs))
+  async function reportOf(request: Request, timeoutMs: number | undefined, once = false): Promise<ReportAnswer | NotModifiedAnswer> {
+    return answerOf(request, await fetchWithPolicy(request, timeoutMs, once ? 0 : retries))
   }
 
   /** A report read's answer: the report, or the gateway's 304 to the caller's own validator; anything else thrown. */
@@ -398,7 +399,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       if (!response.ok) throw answerError(body, response)
       return body
     },
-    report: async (path, call) => (await reportOf(madeOrRefused(() => requestOf('GET', path, undefined, call)), undefined)) as ReportAnswer,
+    report: async (path, call, once) => (await reportOf(madeOrRefused(() => requestOf('GET', path, undefined, call)), undefined, once)) as ReportAnswer,
   }
 
   return {

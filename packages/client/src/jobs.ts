@@ -9,9 +9,6 @@ import { GatewayError } from './errors.js'
 export type JobStatus = components['schemas']['JobStatus']
 export type JobState = JobStatus['state']
 
-/** A failed job's `error.code` when the platform refused its report with a 4xx: its result is the platform's answer. */
-export const PLATFORM_REFUSAL = 'GW_PLATFORM_ANSWER'
-
 /** The longest the gateway holds a status call (`?wait`), in seconds. */
 export const MAX_WAIT_SECONDS = 30
 
@@ -36,9 +33,10 @@ export interface ReportJob<A> {
   /** Its status now; `wait` (seconds, at most 30): once its state changed, or that long passed. */
   status(options?: JobCallOptions & { wait?: number }): Promise<JobStatus>
   /**
-   * Its report once done, waiting for it with the server's `wait`; a failed job throws its
-   * GW_* error as GatewayError (one the platform refused, PLATFORM_ANSWER with the
-   * platform's status and body, as a synchronous read), an expired one GW_JOB_EXPIRED.
+   * Its report once done, waiting for it with the server's `wait`; a failed job throws the
+   * GatewayError its result answers, as a synchronous read's failure (its GW_* code, status
+   * and retry-after; one the platform refused, PLATFORM_ANSWER with the platform's status
+   * and body), an expired one GW_JOB_EXPIRED (410).
    */
   result(options?: JobResultOptions): Promise<A>
   /** Cancels it while queued (GW_JOB_RUNNING once running); nothing when answered at once. */
@@ -52,8 +50,12 @@ export interface JobCalls<A> {
   delete(path: string, options: JobCallOptions): Promise<Response>
   /** The JSON body of an answer, thrown as GatewayError when it is not a success. */
   json(response: Response): Promise<unknown>
-  /** The report at a path, as the client's report reads answer it. */
-  report(path: string, options: JobCallOptions): Promise<A>
+  /**
+   * The report at a path, as the client's report reads answer it; `once`: read without
+   * retries (an ended job's failure is final: a retry-after it names is for asking the
+   * report again, not for reading it).
+   */
+  report(path: string, options: JobCallOptions, once?: boolean): Promise<A>
 }
 
 /** The job of a report asked with `prefer: respond-async`, from the gateway's answer to it: a 202, or the report now (`answered`). */
@@ -67,6 +69,28 @@ export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, ans
     last = (await calls.json(response)) as JobStatus
     return last
   }
+  // The job once it ended, waited for with the server's `wait` (whole seconds): at
+  // `timeoutMs` a status call still held is ended, so that the wait ends then, not at the
+  // end of the second the gateway was asked to hold.
+  const ended = async (options: JobResultOptions): Promise<JobStatus> => {
+    const { timeoutMs, signal: own } = options
+    const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
+    const timedOut = () => new GatewayError('CLIENT_TIMEOUT', `job ${accepted?.id ?? ''}: not ended after ${timeoutMs} ms (last seen ${last?.state ?? 'open'})`)
+    const giveUp = new AbortController()
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => giveUp.abort(timedOut()), timeoutMs)
+    const signal = own ? AbortSignal.any([own, giveUp.signal]) : giveUp.signal
+    try {
+      let seen = last ?? (await status({ signal }))
+      while (seen.state === 'queued' || seen.state === 'running') {
+        const left = deadline - Date.now()
+        if (left <= 0) throw timedOut()
+        seen = await status({ signal, wait: Math.min(MAX_WAIT_SECONDS, Math.ceil(left / 1000)) })
+      }
+      return seen
+    } finally {
+      clearTimeout(timer)
+    }
+  }
   return {
     id: accepted?.id ?? null,
     get last() {
@@ -75,18 +99,11 @@ export function reportJob<A>(calls: JobCalls<A>, accepted: JobStatus | null, ans
     status,
     async result(options: JobResultOptions = {}): Promise<A> {
       if (path === null) return answered as A
-      const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs
-      let seen = last ?? (await status(options))
-      while (seen.state === 'queued' || seen.state === 'running') {
-        const left = deadline - Date.now()
-        if (left <= 0) throw new GatewayError('CLIENT_TIMEOUT', `job ${seen.id}: still ${seen.state} after ${options.timeoutMs} ms`)
-        seen = await status({ ...options, wait: Math.min(MAX_WAIT_SECONDS, Math.ceil(left / 1000)) })
-      }
-      // The platform's own refusal of the report: its result is that answer, thrown as a synchronous read throws it (PLATFORM_ANSWER).
-      if (seen.state === 'failed' && seen.error?.code === PLATFORM_REFUSAL) return calls.report(`${path}/result`, options)
-      if (seen.state === 'failed' && seen.error) throw new GatewayError(seen.error.code as GatewayError['code'], `${seen.error.code}: ${seen.error.message}`, { body: seen.error })
-      if (seen.state === 'expired') throw new GatewayError('GW_JOB_EXPIRED', `GW_JOB_EXPIRED: the result of job ${seen.id} expired at ${seen.expiresAt}`)
-      return calls.report(`${path}/result`, options)
+      const seen = await ended(options)
+      // A failed or expired job's result is its failure as the gateway answers it (status,
+      // code, retry-after, request id; the platform's own refusal as PLATFORM_ANSWER), thrown
+      // as a synchronous read's failure is.
+      return calls.report(`${path}/result`, options, seen.state !== 'done')
     },
     async cancel(options: JobCallOptions = {}): Promise<void> {
       if (path === null) return

@@ -2314,7 +2314,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description The report split, as the platform names it: `campaigns`, `adPlacementPositions`, `creatives`. A split the platform does not have is its 404. */
+                split: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
@@ -2655,7 +2658,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description The job's id, from the `location` of its 202. */
+                id: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
@@ -2946,7 +2952,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description The job's id, from the `location` of its 202. */
+                id: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
@@ -3250,7 +3259,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
             cookie?: never;
         };
         requestBody?: never;
@@ -3510,7 +3522,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
             cookie?: never;
         };
         requestBody?: never;
@@ -3991,7 +4006,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
             cookie?: never;
         };
         requestBody?: never;
@@ -4472,7 +4490,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description The campaign's id: a team limited to some advertisers may name only its own campaigns (else 403). */
+                id: number;
+            };
             cookie?: never;
         };
         requestBody?: never;

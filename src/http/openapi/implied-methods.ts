@@ -15,15 +15,19 @@ export function headAndOptions(paths: Record<string, Record<string, Json>>, resp
   for (const [path, item] of Object.entries(paths)) {
     if (!path.startsWith('/api/v1/')) continue
     if (item.get && !item.head) item.head = headOf(item.get, responses)
-    item.options = optionsOperation(allowOf(path), requestId, `options${operationName(path)}`)
+    item.options = optionsOperation(allowOf(path), requestId, `options${operationName(path)}`, pathParameters(item))
   }
 }
 
-/** OPTIONS of a path whose methods are `allow`: 204, answered by the gateway, no key needed. */
-export function optionsOperation(allow: string, requestId: Json, operationId?: string): Json {
+/**
+ * OPTIONS of a path whose methods are `allow`: 204, answered by the gateway, no key needed;
+ * `parameters`: the path's templates, which every operation of a templated path names (OpenAPI 3.1, "Path Templating").
+ */
+export function optionsOperation(allow: string, requestId: Json, operationId?: string, parameters: Json[] = []): Json {
   return {
     tags: ['methods'],
     ...(operationId ? { operationId } : {}),
+    ...(parameters.length > 0 ? { parameters } : {}),
     summary: 'The methods this path takes',
     description: 'Answered by the gateway before a key is read (none is needed), never forwarded: `204` with `allow`.',
     security: [],
@@ -34,6 +38,17 @@ export function optionsOperation(allow: string, requestId: Json, operationId?: s
       },
     },
   }
+}
+
+/** The path parameters the operations of a path item name, each once. */
+function pathParameters(item: Record<string, Json>): Json[] {
+  const byName = new Map<string, Json>()
+  for (const operation of Object.values(item)) {
+    for (const parameter of (operation.parameters as Json[] | undefined) ?? []) {
+      if (parameter.in === 'path' && !byName.has(parameter.name as string)) byName.set(parameter.name as string, parameter)
+    }
+  }
+  return [...byName.values()]
 }
 
 /** The HEAD of a GET operation: its parameters and answers, no body in any answer. */
