@@ -123,6 +123,29 @@ describe('report jobs attacked', () => {
     expect(await (await get(`/api/v1/jobs/${id}?wait=31`, KEYS.all)).json()).toMatchObject({ message: 'wait: whole seconds from 0 to 30' })
   })
 
+  it('a job call takes no parameter it does not read: 400 GW_BAD_REQUEST naming it, and nothing done', async () => {
+    sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const id = await ask('advertiserId=101&dateFrom=2025-04-01&dateTo=2025-04-30')
+    await waitFor('the job at the platform', () => reportCalls() > 0, 10_000)
+    const queued = await ask('advertiserId=101&dateFrom=2025-05-01&dateTo=2025-05-31')
+    const refused = async (method: string, path: string, message: string) => {
+      const res = await get(path, KEYS.all, { method })
+      expect({ status: res.status, body: await res.json() }, `${method} ${path}`).toMatchObject({ status: 400, body: { code: 'GW_BAD_REQUEST', message } })
+    }
+    // A list or another spelling of `wait` is no `wait`: the status would have been answered at once.
+    await refused('GET', `/api/v1/jobs/${id}?wait[]=1`, 'wait[]: not a parameter of this call (it takes wait)')
+    await refused('GET', `/api/v1/jobs/${id}?wait[x]=1`, 'wait[x]: not a parameter of this call (it takes wait)')
+    await refused('GET', `/api/v1/jobs/${id}?Wait=1`, 'Wait: not a parameter of this call (it takes wait)')
+    await refused('GET', `/api/v1/jobs/${id}?wait=0&timeout=5`, 'timeout: not a parameter of this call (it takes wait)')
+    await refused('GET', `/api/v1/jobs/${id}/result?format=csv`, 'format: not a parameter of this call (it takes none)')
+    await refused('DELETE', `/api/v1/jobs/${queued}?force=1`, 'force: not a parameter of this call (it takes none)')
+    // Refused before the job is read: the queued job is still there to cancel, and another team's reads as none.
+    expect((await get(`/api/v1/jobs/${queued}`, KEYS.all)).status).toBe(200)
+    expect((await get(`/api/v1/jobs/${queued}`, KEYS.growth)).status).toBe(404)
+    expect((await get(`/api/v1/jobs/${queued}`, KEYS.all, { method: 'DELETE' })).status).toBe(204)
+    expect((await get(`/api/v1/jobs/${id}?wait=0`, KEYS.all)).status).toBe(200)
+  })
+
   it('two POST forms of one report, their keys in another order, are one job\'s platform call', async () => {
     sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     const before = reportCalls()
