@@ -338,6 +338,23 @@ describe('secrets from *_FILE', () => {
     expect(config.credentials.default?.token).toBeNull()
   })
 
+  it('refuses a platform token no authorization header carries as it is: `Bearer <token>`, a space or a character outside printable ASCII, never repeating it', () => {
+    const bearer = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: `Bearer ${TOKEN}` })
+    expect(bearer.problems).toEqual(['PLATFORM_TOKEN: starts with "Bearer ", as an authorization header does; it must hold the token alone (the content is not shown)'])
+    const file = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN_FILE: '/run/secrets/platform-token' }, undefined, { '/run/secrets/platform-token': `bearer ${TOKEN}\n` })
+    expect(file.problems).toEqual(['PLATFORM_TOKEN_FILE: /run/secrets/platform-token starts with "Bearer ", as an authorization header does; it must hold the token alone (the content is not shown)'])
+    const quote = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN_FILE: '/run/secrets/platform-token' }, undefined, { '/run/secrets/platform-token': `${TOKEN}\u2019\n` })
+    expect(quote.problems).toEqual(['PLATFORM_TOKEN_FILE: /run/secrets/platform-token holds a space or a character outside printable ASCII, which no authorization header carries; it must hold the token alone (the content is not shown)'])
+    const space = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: `${TOKEN.slice(0, 8)} ${TOKEN.slice(8)}` })
+    expect(space.problems).toEqual(['PLATFORM_TOKEN: holds a space or a character outside printable ASCII, which no authorization header carries; it must hold the token alone (the content is not shown)'])
+    const named = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, CREDENTIAL_PARTNER_TOKEN: `Bearer ${TOKEN}` }, 'credentials:\n  partner: {}\n')
+    expect(named.problems).toEqual(['CREDENTIAL_PARTNER_TOKEN: starts with "Bearer ", as an authorization header does; it must hold the token alone (the content is not shown)'])
+    for (const err of [bearer, file, quote, space, named]) expect(err.message).not.toContain(TOKEN.slice(8))
+    // Opaque tokens of printable ASCII stay tokens, JSON and a word `Bearer` inside included.
+    expect(load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: '{"access_token":"abc.def"}' }).credentials.default?.token).toBe('{"access_token":"abc.def"}')
+    expect(load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: 'Bearer_abc.def-ghi' }).credentials.default?.token).toBe('Bearer_abc.def-ghi')
+  })
+
   it('names the *_FILE variable of a file that cannot be read or is empty', () => {
     expect(problem({ ADMIN_TOKEN_FILE: '/run/secrets/missing' }).message).toMatch(/ADMIN_TOKEN_FILE: \/run\/secrets\/missing cannot be read \(ENOENT\)/)
     expect(problem({ ADMIN_TOKEN_FILE: '/run/secrets/empty' }, undefined, { '/run/secrets/empty': '\n' }).message).toMatch(/ADMIN_TOKEN_FILE: \/run\/secrets\/empty is empty/)
