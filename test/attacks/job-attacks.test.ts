@@ -160,6 +160,24 @@ describe('report jobs attacked', () => {
     expect(reportCalls()).toBe(before + 1)
   })
 
+  it('a team\'s queued jobs hold no other team\'s back: a slot that frees goes to the team with the fewest running, not to the earliest asked', async () => {
+    // One slot (jobs.perReplica 1): `all` fills it and queues two more; `growth` asks one after them.
+    sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 2 })
+    const before = reportCalls()
+    const first = await ask('advertiserId=101&dateFrom=2023-01-01&dateTo=2023-01-31')
+    await waitFor('the first job at the platform', () => reportCalls() === before + 1, 10_000)
+    const queued = [await ask('advertiserId=101&dateFrom=2023-02-01&dateTo=2023-02-28'), await ask('advertiserId=101&dateFrom=2023-03-01&dateTo=2023-03-31')]
+    const other = await ask('advertiserId=102&dateFrom=2023-01-01&dateTo=2023-01-31', KEYS.growth)
+    const state = async (id: string, key = KEYS.all) => ((await (await get(`/api/v1/jobs/${id}`, key)).json()) as { state: string }).state
+    sg.sandbox.releaseHeld()
+    await waitFor('a second job at the platform', () => reportCalls() === before + 2, 10_000)
+    expect(await state(other, KEYS.growth)).toBe('running')
+    expect([await state(queued[0] as string), await state(queued[1] as string)]).toEqual(['queued', 'queued'])
+    for (const id of queued) expect((await get(`/api/v1/jobs/${id}`, KEYS.all, { method: 'DELETE' })).status).toBe(204)
+    sg.sandbox.releaseHeld()
+    await waitFor('both run jobs done', async () => (await state(first)) === 'done' && (await state(other, KEYS.growth)) === 'done', 10_000, 20)
+  })
+
   it('a team\'s job bound tells of its own jobs only: another team\'s full queue neither refuses nor shows in it', async () => {
     sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     for (const month of ['06', '07', '08']) await ask(`advertiserId=101&dateFrom=2024-${month}-01&dateTo=2024-${month}-28`)
