@@ -47,16 +47,12 @@ export function hashApiKey(key: string): string {
   return `sha256:${createHash('sha256').update(key, 'utf8').digest('hex')}`
 }
 
-/** The key a caller presents: `x-api-key`, else `authorization: Bearer`. */
-export function presentedKey(headers: Record<string, string | string[] | undefined>): string | null {
+/** The keys a caller presents: `x-api-key`, and `authorization: Bearer`; null for one not given. */
+export function presentedKeys(headers: Record<string, string | string[] | undefined>): { apiKey: string | null; bearer: string | null } {
   const apiKey = headers['x-api-key']
   // A blank x-api-key is no key: it must not hide a Bearer key sent with it.
   const trimmed = typeof apiKey === 'string' ? apiKey.trim() : ''
-  if (trimmed !== '') return trimmed
   const auth = headers.authorization
-  if (typeof auth === 'string') {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(auth)
-    if (match) return match[1] as string
-  }
-  return null
+  const match = typeof auth === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null
+  return { apiKey: trimmed === '' ? null : trimmed, bearer: match ? (match[1] as string) : null }
 }

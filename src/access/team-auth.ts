@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { TeamConfig, TeamKey } from '../config.js'
-import { ForbiddenError, KeyExpiredError, KeyReplacedError, UnauthorizedError } from '../errors.js'
+import { BadRequestError, ForbiddenError, KeyExpiredError, KeyReplacedError, UnauthorizedError } from '../errors.js'
 import type { KeyLifetime } from '../observe/metrics.js'
-import { hashApiKey, keyCandidates, presentedKey } from './api-keys.js'
+import { hashApiKey, keyCandidates, presentedKeys } from './api-keys.js'
 import { systemClock } from '../clock.js'
 
 /** Who a request's key names: the team, and which of its keys. */
@@ -80,16 +80,30 @@ export class TeamDirectory {
     return false
   }
 
-  /** The team and key the request headers present; throws 401 otherwise. */
-  authenticate(headers: IncomingHttpHeaders): Identity {
-    const key = presentedKey(headers)
-    if (key === null) throw new UnauthorizedError()
+  /** The team and key of `key`, remembered once known; undefined for no team's key. */
+  #find(key: string): Identity | undefined {
     let found = this.#byKey.get(key)
     if (!found) {
       found = this.#byHash.get(hashApiKey(key))
-      if (!found) throw new UnauthorizedError()
+      if (!found) return undefined
       if (this.#byKey.size >= KNOWN_KEYS_MAX) this.#byKey.clear()
       this.#byKey.set(key, found)
+    }
+    return found
+  }
+
+  /** The team and key the request headers present; throws 401 otherwise. */
+  authenticate(headers: IncomingHttpHeaders): Identity {
+    const { apiKey, bearer } = presentedKeys(headers)
+    const key = apiKey ?? bearer
+    if (key === null) throw new UnauthorizedError()
+    const found = this.#find(key)
+    if (!found) throw new UnauthorizedError()
+    // x-api-key is read first; another team key beside it is refused rather than passed
+    // over: a proxy before the gateway that allows or counts by the Bearer key would have
+    // read another caller than the one served. A Bearer that is no key (a sign-on proxy's own) is not one.
+    if (apiKey !== null && bearer !== null && bearer !== apiKey && this.#find(bearer)) {
+      throw new BadRequestError('x-api-key, authorization: two team keys given; send one (the keys are not shown)')
     }
     const end = keyEnd(found.key)
     if (end !== null && this.#now() >= end) {

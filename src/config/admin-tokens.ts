@@ -60,7 +60,11 @@ export function adminTokens(
       continue
     }
     const [, name, hash, role] = match as unknown as [string, string, string, AdminRole | undefined]
+    // One token, one holder: the first of two entries of a token would give its holder that
+    // entry's role and name, an operator's line before a viewer's making the viewer an operator.
+    const holder = tokens.find((t) => t.hash === hash)
     if (tokens.some((t) => t.name === name)) problems.push(`ADMIN_TOKENS_FILE: line ${i + 1}: the name ${name} is used twice`)
+    else if (holder) problems.push(`ADMIN_TOKENS_FILE: line ${i + 1}: the token of ${name} is also the token of ${holder.name}; each holder needs a token of its own (the value is not shown)`)
     else tokens.push({ name, hash, role: role ?? 'operator' })
   }
   return tokens

@@ -1,7 +1,7 @@
 import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE, type RawConfig, type RawCredential } from './schema.js'
 import { tracingConfig } from './tracing.js'
 import { maskUrlPassword } from './schema-errors.js'
-import { hasControlCharacters, MALFORMED_SECRET, readEnv, type Env } from './sources.js'
+import { hasControlCharacters, readEnv, tokenFault, type Env } from './sources.js'
 import { parseDuration, parseSize } from './units.js'
 import { normalizeTeams } from './teams.js'
 import { adminTokens } from './admin-tokens.js'
@@ -74,8 +74,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     const name = c.name === DEFAULT_CREDENTIAL ? 'PLATFORM_TOKEN_FILE' : `credentials.${c.name}.tokenFile`
     try {
       const token = readFile(c.tokenFile).trim()
-      if (token === '') problems.push(`${name}: ${c.tokenFile} is empty; it must hold the platform token`)
-      else if (hasControlCharacters(token)) problems.push(`${name}: ${c.tokenFile} ${MALFORMED_SECRET}`)
+      const fault = token === '' ? 'is empty; it must hold the platform token' : tokenFault(token)
+      if (fault !== null) problems.push(`${name}: ${c.tokenFile} ${fault}`)
     } catch (err) {
       problems.push(`${name}: ${c.tokenFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); it must hold the platform token`)
     }
@@ -318,6 +318,8 @@ function credentialFrom(name: string, c: CredentialParts, problems: string[]): C
       `${c.prefix}TOKEN: credential ${name} has no token source; set ${c.prefix}TOKEN, ${c.prefix}TOKEN_FILE, or ${c.prefix}USERNAME, ${c.prefix}PASSWORD, ${c.prefix}CLIENT_ID and ${c.prefix}CLIENT_SECRET`,
     )
   }
+  const fault = c.token === null ? null : tokenFault(c.token)
+  if (fault !== null) problems.push(`${c.prefix}TOKEN: ${fault}`)
   if (!/^(\/|https?:\/\/)/.test(c.tokenUrl)) problems.push(`${c.prefix}TOKEN_URL: must be a path starting with / or an http(s) URL (got ${JSON.stringify(c.tokenUrl)})`)
   return { name, baseUrl: c.baseUrl, token: c.token, tokenFile: c.tokenFile, login }
 }

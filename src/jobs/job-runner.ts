@@ -7,7 +7,7 @@ import { fillMsOf } from '../reports/fill-time.js'
 import type { CanonicalReport } from '../reports/report-query.js'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
 import { NoIdleSeatError } from '../platform/governor/seat.js'
-import { endJob, heldResultBytes, PLATFORM_ANSWER, isRun, renewJob, requeueJob, startable, startJob, type Job, type JobError, type Outcome, type PlatformAnswer, type Run } from './job.js'
+import { endJob, heldResultBytes, PLATFORM_ANSWER, isRun, renewJob, requeueJob, startable, startJob, startOrder, type Job, type TeamTurn, type JobError, type Outcome, type PlatformAnswer, type Run } from './job.js'
 import type { JobStore } from './job-store.js'
 import { PollLoop } from './poll-loop.js'
 import type { Delivery } from './delivery.js'
@@ -88,7 +88,11 @@ type RunEnd =
  */
 export class JobRunner {
   readonly #d: JobRunnerDeps
-  readonly #running = new Set<string>()
+  /** The jobs running here, each its team's. */
+  readonly #running = new Map<string, string>()
+  /** Each team's last start here, as a count of starts: whose turn a freed slot is (job.ts, startOrder). */
+  readonly #lastStarts = new Map<string, number>()
+  #starts = 0
   readonly #loop: PollLoop
 
   constructor(deps: JobRunnerDeps) {
@@ -137,12 +141,20 @@ export class JobRunner {
     const room = settings.perReplica - this.#running.size
     // Full: a run's end looks again.
     if (room <= 0) return false
-    // Its own among them when a renewal is late: more than room.
-    const due = await store.due(clock.now(), room + this.#running.size)
-    for (const job of due) {
+    // Its own among them when a renewal is late, and every open job of one team: a slot
+    // that frees goes to the team with the fewest running here, another team's job seen
+    // behind a full queue of one team's.
+    const due = await store.due(clock.now(), this.#running.size + settings.perReplica + settings.maxOpenPerTeam)
+    const turns = new Map<string, TeamTurn>()
+    for (const [team, lastStart] of this.#lastStarts) turns.set(team, { running: 0, lastStart })
+    for (const team of this.#running.values()) {
+      const turn = turns.get(team) as TeamTurn
+      turns.set(team, { ...turn, running: turn.running + 1 })
+    }
+    for (const job of startOrder(due.filter((j) => !this.#running.has(j.id)), turns)) {
       if (this.#loop.stopped || this.#running.size >= settings.perReplica) break
       const now = clock.now()
-      if (this.#running.has(job.id) || !startable(job, now)) continue
+      if (!startable(job, now)) continue
       const started = startJob(job, runner, now, settings.leaseMs)
       if (started && (await store.swap(job, started, now))) this.#run(started)
     }
@@ -152,7 +164,8 @@ export class JobRunner {
   #run(job: Job): void {
     const { clock, settings, log } = this.#d
     const run: Run = { runner: this.#d.runner, runs: job.runs }
-    this.#running.add(job.id)
+    this.#running.set(job.id, job.team)
+    this.#lastStarts.set(job.team, ++this.#starts)
     this.#d.onRun?.('started')
     const renewal = clock.setInterval(() => void this.#renew(job.id, run).catch((err: unknown) => log.warn({ err, job: job.id }, 'renewing a report job\'s lease failed')), Math.max(1, Math.floor(settings.leaseMs / 3)))
     this.#execute(job)

@@ -122,6 +122,35 @@ export function dueAt(job: Job): number | null {
   return job.state === 'running' ? job.leaseUntil : null
 }
 
+/** What a runner has started of a team: its jobs running there, and when it last started one (a count of starts; absent: never). */
+export interface TeamTurn {
+  running: number
+  lastStart: number
+}
+
+/**
+ * The order a runner starts due jobs in (earliest due first): each next one is the
+ * earliest of the team with the fewest jobs running on the replica, then of the team it
+ * started one for longest ago (never first), those it starts before counted: one team's
+ * queue holds no other team's jobs back, while a team alone takes every slot.
+ */
+export function startOrder(due: readonly Job[], turns: ReadonlyMap<string, TeamTurn>): Job[] {
+  const now = new Map(turns)
+  const turn = (job: Job): TeamTurn => now.get(job.team) ?? { running: 0, lastStart: -Infinity }
+  const before = (a: Job, b: Job): boolean => turn(a).running < turn(b).running || (turn(a).running === turn(b).running && turn(a).lastStart < turn(b).lastStart)
+  const left = [...due]
+  const order: Job[] = []
+  let starts = Math.max(0, ...[...turns.values()].map((t) => t.lastStart))
+  while (left.length > 0) {
+    let next = 0
+    for (let i = 1; i < left.length; i++) if (before(left[i] as Job, left[next] as Job)) next = i
+    const [job] = left.splice(next, 1) as [Job]
+    order.push(job)
+    now.set(job.team, { running: turn(job).running + 1, lastStart: ++starts })
+  }
+  return order
+}
+
 /** `job` started by `runner` at `now`, its lease held for `leaseMs`. */
 export function startJob(job: Job, runner: string, now: number, leaseMs: number): Job | null {
   if (!startable(job, now)) return null

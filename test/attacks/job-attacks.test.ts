@@ -123,6 +123,29 @@ describe('report jobs attacked', () => {
     expect(await (await get(`/api/v1/jobs/${id}?wait=31`, KEYS.all)).json()).toMatchObject({ message: 'wait: whole seconds from 0 to 30' })
   })
 
+  it('a job call takes no parameter it does not read: 400 GW_BAD_REQUEST naming it, and nothing done', async () => {
+    sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
+    const id = await ask('advertiserId=101&dateFrom=2025-04-01&dateTo=2025-04-30')
+    await waitFor('the job at the platform', () => reportCalls() > 0, 10_000)
+    const queued = await ask('advertiserId=101&dateFrom=2025-05-01&dateTo=2025-05-31')
+    const refused = async (method: string, path: string, message: string) => {
+      const res = await get(path, KEYS.all, { method })
+      expect({ status: res.status, body: await res.json() }, `${method} ${path}`).toMatchObject({ status: 400, body: { code: 'GW_BAD_REQUEST', message } })
+    }
+    // A list or another spelling of `wait` is no `wait`: the status would have been answered at once.
+    await refused('GET', `/api/v1/jobs/${id}?wait[]=1`, 'wait[]: not a parameter of this call (it takes wait)')
+    await refused('GET', `/api/v1/jobs/${id}?wait[x]=1`, 'wait[x]: not a parameter of this call (it takes wait)')
+    await refused('GET', `/api/v1/jobs/${id}?Wait=1`, 'Wait: not a parameter of this call (it takes wait)')
+    await refused('GET', `/api/v1/jobs/${id}?wait=0&timeout=5`, 'timeout: not a parameter of this call (it takes wait)')
+    await refused('GET', `/api/v1/jobs/${id}/result?format=csv`, 'format: not a parameter of this call (it takes none)')
+    await refused('DELETE', `/api/v1/jobs/${queued}?force=1`, 'force: not a parameter of this call (it takes none)')
+    // Refused before the job is read: the queued job is still there to cancel, and another team's reads as none.
+    expect((await get(`/api/v1/jobs/${queued}`, KEYS.all)).status).toBe(200)
+    expect((await get(`/api/v1/jobs/${queued}`, KEYS.growth)).status).toBe(404)
+    expect((await get(`/api/v1/jobs/${queued}`, KEYS.all, { method: 'DELETE' })).status).toBe(204)
+    expect((await get(`/api/v1/jobs/${id}?wait=0`, KEYS.all)).status).toBe(200)
+  })
+
   it('two POST forms of one report, their keys in another order, are one job\'s platform call', async () => {
     sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 1 })
     const before = reportCalls()
@@ -135,6 +158,24 @@ describe('report jobs attacked', () => {
     sg.sandbox.releaseHeld()
     for (const id of ids) await waitFor(`job ${id} done`, async () => ((await (await get(`/api/v1/jobs/${id}`, KEYS.all)).json()) as { state: string }).state === 'done', 10_000, 20)
     expect(reportCalls()).toBe(before + 1)
+  })
+
+  it('a team\'s queued jobs hold no other team\'s back: a slot that frees goes to the team with the fewest running, not to the earliest asked', async () => {
+    // One slot (jobs.perReplica 1): `all` fills it and queues two more; `growth` asks one after them.
+    sg.sandbox.setRouteFailure(REPORT_PATH, { kind: 'held', times: 2 })
+    const before = reportCalls()
+    const first = await ask('advertiserId=101&dateFrom=2023-01-01&dateTo=2023-01-31')
+    await waitFor('the first job at the platform', () => reportCalls() === before + 1, 10_000)
+    const queued = [await ask('advertiserId=101&dateFrom=2023-02-01&dateTo=2023-02-28'), await ask('advertiserId=101&dateFrom=2023-03-01&dateTo=2023-03-31')]
+    const other = await ask('advertiserId=102&dateFrom=2023-01-01&dateTo=2023-01-31', KEYS.growth)
+    const state = async (id: string, key = KEYS.all) => ((await (await get(`/api/v1/jobs/${id}`, key)).json()) as { state: string }).state
+    sg.sandbox.releaseHeld()
+    await waitFor('a second job at the platform', () => reportCalls() === before + 2, 10_000)
+    expect(await state(other, KEYS.growth)).toBe('running')
+    expect([await state(queued[0] as string), await state(queued[1] as string)]).toEqual(['queued', 'queued'])
+    for (const id of queued) expect((await get(`/api/v1/jobs/${id}`, KEYS.all, { method: 'DELETE' })).status).toBe(204)
+    sg.sandbox.releaseHeld()
+    await waitFor('both run jobs done', async () => (await state(first)) === 'done' && (await state(other, KEYS.growth)) === 'done', 10_000, 20)
   })
 
   it('a team\'s job bound tells of its own jobs only: another team\'s full queue neither refuses nor shows in it', async () => {

@@ -163,6 +163,20 @@ describe('headers on the way to the platform', () => {
   })
 })
 
+describe('a platform connection that fails', () => {
+  it('is 502 GW_UPSTREAM in words, naming no code of the gateway\'s HTTP client (UND_ERR_*): a write, and a read after its tries', async () => {
+    for (const kind of ['reset', 'cut'] as const) {
+      sg.sandbox.setFailure({ kind, times: 100 })
+      const write = await call(sg, 'POST', '/api/v1/campaign/banner/create', { key: KEYS.writer, json: newCampaign(101) })
+      const read = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, json: { userId: 101 } })
+      sg.sandbox.setFailure({ kind: 'none' })
+      for (const res of [write, read]) {
+        expect(res, kind).toMatchObject({ status: 502, json: { code: 'GW_UPSTREAM', message: 'the platform failed: connection reset' } })
+      }
+    }
+  })
+})
+
 describe('a team key in a header the gateway keeps, logs or forwards', () => {
   it('is not the request id, reaches the platform as [REDACTED], and is in no log or audit line', async () => {
     const send = (key: string, method: string, target: string, body: unknown) =>

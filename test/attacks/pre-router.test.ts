@@ -139,6 +139,29 @@ describe('requests refused before the router', () => {
     expect((await rawRequest(sg.port, rawHttp('GET', report))).status).toBe(200)
   })
 
+  it('two team keys, one in x-api-key and another in authorization, are 400 GW_BAD_REQUEST, not the x-api-key taken, on a hit and a proxied call, the keys in no answer', async () => {
+    // The attack: a proxy before the gateway that counts or allows by the Bearer key reads one team, the gateway another.
+    const report = `/api/v1/report/campaigns/get?advertiserId=102&${REPORT_DATES}`
+    expect((await rawRequest(sg.port, rawHttp('GET', report))).status).toBe(200)
+    sg.sandbox.clearRequests()
+    for (const [target, headers] of [
+      [report, `x-api-key: ${KEYS.all}\r\nauthorization: Bearer ${KEYS.growth}\r\n`],
+      ['/api/v1/campaign/get?userId=102', `authorization: bearer ${KEYS.all}\r\nx-api-key: ${KEYS.growth}\r\n`],
+    ] as const) {
+      const res = await rawRequest(sg.port, `GET ${target} HTTP/1.1\r\n${H}${headers}connection: close\r\n\r\n`)
+      const body = await expectContractError(res, 400, 'GW_BAD_REQUEST')
+      expect(body.message).toBe('x-api-key, authorization: two team keys given; send one (the keys are not shown)')
+      expect(res.text).not.toContain(KEYS.all)
+      expect(res.text).not.toContain(KEYS.growth)
+    }
+    expect(sg.callerRequests()).toEqual([])
+    // One key in both, or a Bearer that is no team key (a sign-on proxy's own token beside the key), is read as before.
+    for (const auth of [`Bearer ${KEYS.growth}`, 'Bearer eyJhbGciOiJSUzI1NiJ9.e30.c2ln']) {
+      const res = await rawRequest(sg.port, `GET ${report} HTTP/1.1\r\n${H}x-api-key: ${KEYS.growth}\r\nauthorization: ${auth}\r\nconnection: close\r\n\r\n`)
+      expect(res.status, auth).toBe(200)
+    }
+  })
+
   it('an expectation other than 100-continue is read as none (not Node\'s bare 417): the request is answered as without it', async () => {
     const res = await rawRequest(sg.port, rawHttp('GET', '/nope', { headers: { expect: 'something-else' } }))
     await expectContractError(res, 404, 'GW_NOT_FOUND')

@@ -51,13 +51,15 @@ const REDIS_FORMS: [string, (s: string) => string][] = [
   ['a newline', (s) => `redis://:${s}@127.0.0.1:6379\n`],
 ]
 
-// Tokens are opaque: only spaces at their ends and control characters make one malformed.
-const TOKEN_FORMS: [string, (s: string) => string, boolean][] = [
+// Secrets are opaque: only spaces at their ends and control characters make one malformed;
+// a platform token is also what an authorization header carries, so `Bearer <token>` is
+// one too. The third item: refused for every variable, or for those it lists.
+const TOKEN_FORMS: [string, (s: string) => string, boolean | readonly string[]][] = [
   ['stray spaces', (s) => ` ${s} `, true],
   ['a trailing newline', (s) => `${s}\n`, true],
   ['a control character', (s) => `${s.slice(0, 10)}\u0007${s.slice(10)}`, true],
   ['JSON', (s) => JSON.stringify({ token: s }), false],
-  ['a bearer prefix', (s) => `Bearer ${s}`, false],
+  ['a bearer prefix', (s) => `Bearer ${s}`, ['PLATFORM_TOKEN']],
 ]
 const TOKEN_VARIABLES = ['ADMIN_TOKEN', 'GATEWAY_SECRET', 'PLATFORM_TOKEN', 'PLATFORM_PASSWORD', 'PLATFORM_CLIENT_SECRET']
 
@@ -69,13 +71,14 @@ export function cases(s: string): Case[] {
     const withValue = (value: string): Record<string, string> =>
       login ? { PLATFORM_TOKEN: '', PLATFORM_USERNAME: 'user', PLATFORM_PASSWORD: 'password-0000', PLATFORM_CLIENT_ID: '2', PLATFORM_CLIENT_SECRET: 'client-secret-0000', [name]: value } : { [name]: value }
     for (const [form, make, refused] of TOKEN_FORMS) {
-      all.push({ form: `${name}: ${form}`, env: withValue(make(s)), files: {}, names: name, refused })
+      all.push({ form: `${name}: ${form}`, env: withValue(make(s)), files: {}, names: name, refused: refused === true || (refused !== false && refused.includes(name)) })
       if (name !== 'PLATFORM_TOKEN') all.push({ form: `${name}_FILE: ${form}`, env: { ...withValue(''), [`${name}_FILE`]: '/virtual/secret' }, files: { '/virtual/secret': `${make(s)}\u0000` }, names: `${name}_FILE`, refused: true })
     }
     all.push({ form: `${name}: too short`, env: withValue(s.slice(0, 12)), files: {}, names: name, refused: name === 'ADMIN_TOKEN' || name === 'GATEWAY_SECRET' })
   }
   all.push(
     { form: 'PLATFORM_TOKEN_FILE: a control character', env: { PLATFORM_TOKEN: '', PLATFORM_TOKEN_FILE: '/virtual/token' }, files: { '/virtual/token': `${s}\u0000x` }, names: 'PLATFORM_TOKEN_FILE', refused: true },
+    { form: 'PLATFORM_TOKEN_FILE: a bearer prefix', env: { PLATFORM_TOKEN: '', PLATFORM_TOKEN_FILE: '/virtual/token' }, files: { '/virtual/token': `Bearer ${s}\n` }, names: 'PLATFORM_TOKEN_FILE', refused: true },
     { form: 'PLATFORM_TOKEN_FILE: JSON', env: { PLATFORM_TOKEN: '', PLATFORM_TOKEN_FILE: '/virtual/token' }, files: { '/virtual/token': JSON.stringify({ access_token: s }) }, names: 'PLATFORM_TOKEN_FILE', refused: false },
     { form: 'ADMIN_TOKENS_FILE: a pasted token', env: { ADMIN_TOKENS_FILE: '/virtual/admins' }, files: { '/virtual/admins': `alice:${s}\n` }, names: 'ADMIN_TOKENS_FILE', refused: true },
     { form: 'ADMIN_TOKENS_FILE: a token for a hash', env: { ADMIN_TOKENS_FILE: '/virtual/admins' }, files: { '/virtual/admins': `alice:sha256:${s}\n` }, names: 'ADMIN_TOKENS_FILE', refused: true },

@@ -156,6 +156,29 @@ describe('PLATFORM_TOKEN_FILE', () => {
     expect(await within(2000, () => currentToken(gw) === third)).not.toBeNull()
   })
 
+  it('keeps the current token and logs an error, without the content, when the file is rewritten as a header writes it or with a character no header carries (the start refuses such a file)', async () => {
+    const first = sandbox.issueToken()
+    const second = sandbox.issueToken()
+    const { secret, gw } = await gatewayOnSecret(first)
+
+    // `Bearer <token>` copied from a header: sent as `Bearer Bearer <token>`, refused by the platform.
+    secret.swap(`Bearer ${second}\n`)
+    expect(await within(2000, () => records(gw, /token file starts with "Bearer "/).length > 0), 'no error about the Bearer prefix').not.toBeNull()
+    expect(records(gw, /token file starts with "Bearer "/)[0]).toMatchObject({ level: 50, credential: 'default' })
+    expect(currentToken(gw)).toBe(first)
+    await expectReadWith(gw, first)
+
+    // A typographic quote pasted after it: no HTTP client sends such a header.
+    secret.swap(`${second}\u2019\n`)
+    expect(await within(2000, () => records(gw, /token file holds a space or a character outside printable ASCII/).length > 0), 'no error about the character').not.toBeNull()
+    expect(currentToken(gw)).toBe(first)
+    await expectReadWith(gw, first)
+    expectNoSecrets([gw.logs.text()], [first, second])
+
+    secret.swap(second)
+    expect(await within(2000, () => currentToken(gw) === second)).not.toBeNull()
+  })
+
   it('keeps the current token and logs an error while the file cannot be read, then takes the next good one', async () => {
     const first = sandbox.issueToken()
     const third = sandbox.issueToken()

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { digestFingerprint, fingerprint } from '../../src/observe/fingerprint.js'
-import { KEY_PREFIX, hashApiKey, holdsKey, keyCandidates, newApiKey, presentedKey, withoutKeys } from '../../src/access/api-keys.js'
+import { KEY_PREFIX, hashApiKey, holdsKey, keyCandidates, newApiKey, presentedKeys, withoutKeys } from '../../src/access/api-keys.js'
 
 // Contract, "Teams": keys are made by the key command, stored only as sha256:<hex>,
 // and presented as `x-api-key` or `authorization: Bearer`.
@@ -47,26 +47,26 @@ describe('hashApiKey', () => {
   })
 })
 
-describe('presentedKey', () => {
-  const cases: [string, Record<string, string | string[] | undefined>, string | null][] = [
-    ['x-api-key', { 'x-api-key': 'rgw_k1' }, 'rgw_k1'],
-    ['x-api-key with spaces around it', { 'x-api-key': '  rgw_k1 ' }, 'rgw_k1'],
-    ['authorization: Bearer', { authorization: 'Bearer rgw_k2' }, 'rgw_k2'],
-    ['bearer in lower case', { authorization: 'bearer rgw_k2' }, 'rgw_k2'],
-    ['Bearer with extra spaces', { authorization: 'Bearer   rgw_k2  ' }, 'rgw_k2'],
-    ['x-api-key wins over authorization', { 'x-api-key': 'rgw_k1', authorization: 'Bearer rgw_k2' }, 'rgw_k1'],
-    ['an empty x-api-key falls back to Bearer', { 'x-api-key': '', authorization: 'Bearer rgw_k2' }, 'rgw_k2'],
-    ['a blank x-api-key falls back to Bearer', { 'x-api-key': '   ', authorization: 'Bearer rgw_k2' }, 'rgw_k2'],
-    ['a blank x-api-key alone is no key', { 'x-api-key': '   ' }, null],
-    ['no headers', {}, null],
-    ['Basic authorization', { authorization: 'Basic cmd3X2sxOg==' }, null],
-    ['Bearer without a key', { authorization: 'Bearer ' }, null],
-    ['Bearer with two words', { authorization: 'Bearer rgw_a rgw_b' }, null],
-    ['a bare key in authorization', { authorization: 'rgw_k2' }, null],
-    ['a repeated x-api-key header', { 'x-api-key': ['rgw_a', 'rgw_b'] }, null],
+describe('presentedKeys', () => {
+  const cases: [string, Record<string, string | string[] | undefined>, string | null, string | null][] = [
+    ['x-api-key', { 'x-api-key': 'rgw_k1' }, 'rgw_k1', null],
+    ['x-api-key with spaces around it', { 'x-api-key': '  rgw_k1 ' }, 'rgw_k1', null],
+    ['authorization: Bearer', { authorization: 'Bearer rgw_k2' }, null, 'rgw_k2'],
+    ['bearer in lower case', { authorization: 'bearer rgw_k2' }, null, 'rgw_k2'],
+    ['Bearer with extra spaces', { authorization: 'Bearer   rgw_k2  ' }, null, 'rgw_k2'],
+    ['both (authenticate reads x-api-key, and refuses another team key beside it)', { 'x-api-key': 'rgw_k1', authorization: 'Bearer rgw_k2' }, 'rgw_k1', 'rgw_k2'],
+    ['an empty x-api-key is none beside a Bearer', { 'x-api-key': '', authorization: 'Bearer rgw_k2' }, null, 'rgw_k2'],
+    ['a blank x-api-key is none beside a Bearer', { 'x-api-key': '   ', authorization: 'Bearer rgw_k2' }, null, 'rgw_k2'],
+    ['a blank x-api-key alone is no key', { 'x-api-key': '   ' }, null, null],
+    ['no headers', {}, null, null],
+    ['Basic authorization', { authorization: 'Basic cmd3X2sxOg==' }, null, null],
+    ['Bearer without a key', { authorization: 'Bearer ' }, null, null],
+    ['Bearer with two words', { authorization: 'Bearer rgw_a rgw_b' }, null, null],
+    ['a bare key in authorization', { authorization: 'rgw_k2' }, null, null],
+    ['a repeated x-api-key header', { 'x-api-key': ['rgw_a', 'rgw_b'] }, null, null],
   ]
-  it.each(cases)('%s', (_name, headers, expected) => {
-    expect(presentedKey(headers)).toBe(expected)
+  it.each(cases)('%s', (_name, headers, apiKey, bearer) => {
+    expect(presentedKeys(headers)).toEqual({ apiKey, bearer })
   })
 })
 

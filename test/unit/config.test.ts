@@ -205,6 +205,18 @@ teams:
     expect(err.message).not.toContain('plaintext-token-here')
   })
 
+  it('refuses one admin token given twice, in the file or beside ADMIN_TOKEN and ADMIN_VIEWER_TOKEN: its holder\'s role and name would be those of whichever came first', () => {
+    const shared = hashApiKey('shared-admin-token-000000000')
+    // A viewer's line after an operator's of the same token: its holder would purge, audited as alice.
+    const twice = problem({ ADMIN_TOKENS_FILE: '/run/admins' }, undefined, { '/run/admins': `alice:${shared}\nbob:${shared}:viewer\n` })
+    expect(twice.problems).toEqual(['ADMIN_TOKENS_FILE: line 2: the token of bob is also the token of alice; each holder needs a token of its own (the value is not shown)'])
+    const admin = problem({ ADMIN_TOKEN: 'shared-admin-token-000000000', ADMIN_TOKENS_FILE: '/run/admins' }, undefined, { '/run/admins': `intern:${shared}:viewer\n` })
+    expect(admin.problems).toEqual(['ADMIN_TOKENS_FILE: line 1: the token of intern is also the token of admin; each holder needs a token of its own (the value is not shown)'])
+    const viewer = problem({ ADMIN_VIEWER_TOKEN: 'shared-admin-token-000000000', ADMIN_TOKENS_FILE: '/run/admins' }, undefined, { '/run/admins': `ops:${shared}\n` })
+    expect(viewer.problems).toEqual(['ADMIN_TOKENS_FILE: line 1: the token of ops is also the token of viewer; each holder needs a token of its own (the value is not shown)'])
+    for (const err of [twice, admin, viewer]) expect(err.message).not.toContain(shared.slice(7, 20))
+  })
+
   it('takes PLATFORM_TOKEN_URL, PLATFORM_GRANT_TYPE and REDIS_URL from the environment', () => {
     const config = load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, PLATFORM_TOKEN_URL: '/api/v1/auth/token', PLATFORM_GRANT_TYPE: 'other_grant', REDIS_URL: 'rediss://cache:6380/2', GATEWAY_SECRET: 'config-test-gateway-secret-0000' })
     expect(config.platform.tokenUrl).toBe('/api/v1/auth/token')
@@ -336,6 +348,23 @@ describe('secrets from *_FILE', () => {
     const config = load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN_FILE: '/run/secrets/platform-token' }, undefined, { '/run/secrets/platform-token': 'first-token-000000\n' })
     expect(config.credentials.default?.tokenFile).toBe('/run/secrets/platform-token')
     expect(config.credentials.default?.token).toBeNull()
+  })
+
+  it('refuses a platform token no authorization header carries as it is: `Bearer <token>`, a space or a character outside printable ASCII, never repeating it', () => {
+    const bearer = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: `Bearer ${TOKEN}` })
+    expect(bearer.problems).toEqual(['PLATFORM_TOKEN: starts with "Bearer ", as an authorization header does; it must hold the token alone (the content is not shown)'])
+    const file = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN_FILE: '/run/secrets/platform-token' }, undefined, { '/run/secrets/platform-token': `bearer ${TOKEN}\n` })
+    expect(file.problems).toEqual(['PLATFORM_TOKEN_FILE: /run/secrets/platform-token starts with "Bearer ", as an authorization header does; it must hold the token alone (the content is not shown)'])
+    const quote = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN_FILE: '/run/secrets/platform-token' }, undefined, { '/run/secrets/platform-token': `${TOKEN}\u2019\n` })
+    expect(quote.problems).toEqual(['PLATFORM_TOKEN_FILE: /run/secrets/platform-token holds a space or a character outside printable ASCII, which no authorization header carries; it must hold the token alone (the content is not shown)'])
+    const space = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: `${TOKEN.slice(0, 8)} ${TOKEN.slice(8)}` })
+    expect(space.problems).toEqual(['PLATFORM_TOKEN: holds a space or a character outside printable ASCII, which no authorization header carries; it must hold the token alone (the content is not shown)'])
+    const named = problem({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, CREDENTIAL_PARTNER_TOKEN: `Bearer ${TOKEN}` }, 'credentials:\n  partner: {}\n')
+    expect(named.problems).toEqual(['CREDENTIAL_PARTNER_TOKEN: starts with "Bearer ", as an authorization header does; it must hold the token alone (the content is not shown)'])
+    for (const err of [bearer, file, quote, space, named]) expect(err.message).not.toContain(TOKEN.slice(8))
+    // Opaque tokens of printable ASCII stay tokens, JSON and a word `Bearer` inside included.
+    expect(load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: '{"access_token":"abc.def"}' }).credentials.default?.token).toBe('{"access_token":"abc.def"}')
+    expect(load({ PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: 'Bearer_abc.def-ghi' }).credentials.default?.token).toBe('Bearer_abc.def-ghi')
   })
 
   it('names the *_FILE variable of a file that cannot be read or is empty', () => {

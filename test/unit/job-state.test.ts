@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
-  cancellable, dropAt, endJob, EXPIRED_KEPT_MS, heldResultBytes, jobStatus, keptAnswer, newJob, placeInQueue, PLATFORM_ANSWER, renewJob, requeueJob, startable, startJob, stateAt, type Job,
+  cancellable, dropAt, endJob, EXPIRED_KEPT_MS, heldResultBytes, jobStatus, keptAnswer, newJob, placeInQueue, PLATFORM_ANSWER, renewJob, requeueJob, startable, startJob, startOrder, stateAt, type Job,
 } from '../../src/jobs/job.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 import { fakeClock } from '../helpers/clock.js'
@@ -142,5 +142,23 @@ describe('report job states', () => {
     expect(placeInQueue(c, [runningA, b, c])).toBe(2)
     expect(placeInQueue(runningA, [runningA, b, c])).toBeNull()
     expect(jobStatus(c, 2, clock.now(), FINALITY)).toMatchObject({ ...FINALITY, id: 'c', state: 'queued', placeInQueue: 2, expectedSeconds: 12.5, startedAt: null, askedAt: new Date(clock.now()).toISOString() })
+  })
+})
+
+describe('startOrder: whose job a free slot takes', () => {
+  const ids = (jobs: Job[]) => jobs.map((j) => j.id)
+  const clock = fakeClock(0)
+  const due = [asked(clock, 'a1', 'a'), asked(clock, 'a2', 'a'), asked(clock, 'a3', 'a'), asked(clock, 'b1', 'b'), asked(clock, 'c1', 'c')]
+
+  it('a team alone takes every slot, earliest due first', () => {
+    expect(ids(startOrder(due.slice(0, 3), new Map()))).toEqual(['a1', 'a2', 'a3'])
+  })
+
+  it('takes turns between the teams, those running fewest here first, then the one started longest ago (never first)', () => {
+    expect(ids(startOrder(due, new Map()))).toEqual(['a1', 'b1', 'c1', 'a2', 'a3'])
+    // a runs one and b none: b, then c (never started), then a.
+    expect(ids(startOrder(due, new Map([['a', { running: 1, lastStart: 5 }], ['b', { running: 0, lastStart: 4 }]])))).toEqual(['c1', 'b1', 'a1', 'a2', 'a3'])
+    // One slot, a's job just ended: a started last, so b and c come before its queue.
+    expect(ids(startOrder(due, new Map([['a', { running: 0, lastStart: 2 }], ['b', { running: 0, lastStart: 1 }]])))).toEqual(['c1', 'b1', 'a1', 'a2', 'a3'])
   })
 })

@@ -3,7 +3,7 @@ import type { Logger } from 'pino'
 import type { GatewayContext } from '../context.js'
 import { BadRequestError, TokenRejectedError, UpstreamError } from '../../errors.js'
 import { fingerprint } from '../../observe/fingerprint.js'
-import type { PlatformClient } from '../../platform/client/platform-client.js'
+import { connectionFailure, type PlatformClient } from '../../platform/client/platform-client.js'
 import { probeStatus } from '../../platform/client/token-probe.js'
 import type { TokenProvider } from '../../platform/tokens/token-provider.js'
 import { DEFAULT_CREDENTIAL, type Config } from '../../config.js'
@@ -126,7 +126,7 @@ async function probe(client: PlatformClient, call: Config['platform']['probe'], 
   try {
     status = await probeStatus(client, call, provider, token)
   } catch (err) {
-    throw new UpstreamError(`the token check call failed (${(err as { cause?: { code?: string } }).cause?.code ?? 'error'}); the token was not changed`, { cause: err })
+    throw new UpstreamError(`the token check call failed (${connectionFailure((err as { cause?: unknown }).cause)}); the token was not changed`, { cause: err })
   }
   if (status === 401 || status === 403) throw new TokenRejectedError(`the probe call answered ${status}`)
 }

@@ -32,10 +32,12 @@ export function validationMessage(err: ValidationFailure): string {
 
 const KINDS: Record<string, string> = { querystring: 'a parameter', params: 'a path parameter', body: 'a field of the body' }
 
-/** `advertiserID: not a parameter of this call (it takes advertiserId, dryRun)`: what it is not, and what it could have been. */
 function unknownField(name: string, context: string | undefined, schema: { properties?: Record<string, unknown> } | undefined): string {
-  const known = Object.keys(schema?.properties ?? {})
-  const kind = KINDS[context ?? ''] ?? 'a field'
+  return notTaken(name, Object.keys(schema?.properties ?? {}), KINDS[context ?? ''] ?? 'a field')
+}
+
+/** `advertiserID: not a parameter of this call (it takes advertiserId, dryRun)`: what it is not, and what it could have been. */
+export function notTaken(name: string, known: readonly string[], kind = 'a parameter'): string {
   const shown = name.length > 64 ? `${name.slice(0, 64)}…` : name
   return `${shown}: not ${kind} of this call (${known.length === 0 ? 'it takes none' : `it takes ${known.join(', ')}`})`
 }

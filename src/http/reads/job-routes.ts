@@ -9,6 +9,8 @@ import type { ReportAnswerFacts } from './report-facts.js'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import { FORWARDED_METHODS } from '../methods.js'
 import { assertAccounts } from '../../access/scope.js'
+import type { Pair } from '../../access/request-target.js'
+import { notTaken } from '../hooks/validation-message.js'
 
 /** What the job routes read: the jobs, the admission of callers, the clock, what a report answer says of its cost and finality. */
 export interface JobRouteParts {
@@ -52,13 +54,14 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
 
   app.get('/api/v1/jobs/:id', { schema: jobStatusSchema() }, async (request, reply) => {
     const caller = admit(request)
-    const status = await jobs.status(own(request), caller.team.name, waitOf(request.query as Record<string, unknown>) * 1000)
+    const status = await jobs.status(own(request), caller.team.name, waitOf(takenParams(caller.target.params, ['wait'])) * 1000)
     // The team's, and changing as the job runs.
     return reply.header('cache-control', NOT_STORED).header('vary', STATUS_VARY).send(status)
   })
 
   app.get('/api/v1/jobs/:id/result', { schema: jobResultSchema() }, async (request, reply) => {
     const caller = admit(request)
+    takenParams(caller.target.params, [])
     const got = await jobs.result(own(request), caller.team.name)
     const { job } = got
     // The team's scope as it is now, as a read of the report is checked: a reload may have taken its advertiser away.
@@ -78,6 +81,7 @@ export async function jobRoutes(app: FastifyInstance, { jobs, admission, clock, 
 
   app.delete('/api/v1/jobs/:id', { schema: jobCancelSchema() }, async (request, reply) => {
     const caller = admit(request)
+    takenParams(caller.target.params, [])
     await jobs.cancel(own(request), caller.team.name)
     return reply.code(204).send()
   })
@@ -105,11 +109,26 @@ const STATUS_VARY = 'authorization, x-api-key'
 /** The ids jobs.ts makes, and the route's documented pattern. */
 const JOB_ID = /^[A-Za-z0-9_-]{1,64}$/
 
+/**
+ * A job call's parameters, each by name, once every one is one the call takes (400 naming
+ * the first that is not, as an admin call's): `wait[]=1` or `Wait=1` is no `wait`, and a
+ * status answered at once in its place would tell the caller nothing of its mistake.
+ */
+function takenParams(params: readonly Pair[], takes: readonly string[]): Map<string, string[]> {
+  const byName = new Map<string, string[]>()
+  for (const [name, value] of params) {
+    if (!takes.includes(name)) throw new BadRequestError(notTaken(name, takes))
+    byName.set(name, [...(byName.get(name) ?? []), value])
+  }
+  return byName
+}
+
 /** `?wait=N`: whole seconds, 0 to MAX_WAIT_SECONDS (400 otherwise). */
-function waitOf(query: Record<string, unknown>): number {
-  const wait = query.wait
+function waitOf(params: Map<string, string[]>): number {
+  const wait = params.get('wait')
   if (wait === undefined) return 0
-  if (Array.isArray(wait)) throw new BadRequestError('wait: given more than once')
-  if (typeof wait !== 'string' || !/^\d{1,2}$/.test(wait) || Number(wait) > MAX_WAIT_SECONDS) throw new BadRequestError(`wait: whole seconds from 0 to ${MAX_WAIT_SECONDS}`)
-  return Number(wait)
+  if (wait.length > 1) throw new BadRequestError('wait: given more than once')
+  const [value] = wait as [string]
+  if (!/^\d{1,2}$/.test(value) || Number(value) > MAX_WAIT_SECONDS) throw new BadRequestError(`wait: whole seconds from 0 to ${MAX_WAIT_SECONDS}`)
+  return Number(value)
 }

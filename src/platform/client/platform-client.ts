@@ -473,5 +473,22 @@ export function upstreamError(err: unknown): GatewayError {
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || (err as Error).name === 'TimeoutError') {
     return new UpstreamTimeoutError({ cause: err })
   }
-  return new UpstreamError(code || 'connection error', { cause: err })
+  return new UpstreamError(connectionFailure(err), { cause: err })
+}
+
+/**
+ * What a failed connection to the platform tells a caller: a system error's code as it
+ * is (ECONNREFUSED, ECONNRESET…), the HTTP client's own (UND_ERR_*) in words, since no
+ * framework code reaches a caller (contract, "Errors"); the error itself stays in the log.
+ */
+export function connectionFailure(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code
+  if (typeof code !== 'string' || code === '') return 'connection error'
+  return code.startsWith('UND_ERR_') ? (CLIENT_FAILURES[code] ?? 'connection error') : code
+}
+
+const CLIENT_FAILURES: Record<string, string> = {
+  UND_ERR_SOCKET: 'connection reset',
+  UND_ERR_CLOSED: 'connection closed',
+  UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'answer cut short',
 }

@@ -5,7 +5,7 @@ import { basename, dirname } from 'node:path'
 import type { Dispatcher } from 'undici'
 import type { Logger } from 'pino'
 import type { CredentialConfig } from '../../config.js'
-import { hasControlCharacters } from '../../config/sources.js'
+import { tokenFault } from '../../config/sources.js'
 import type { SecretSet } from '../../observe/logger.js'
 import { fingerprint, sha256Hex } from '../../observe/fingerprint.js'
 import { TokenLoginError } from '../../errors.js'
@@ -375,11 +375,10 @@ export class TokenProvider extends EventEmitter<{ change: [ChangeEvent] }> {
       return
     }
     // The start refuses such a file (a configuration error); afterwards the token in use
-    // stays: a token with a line break inside cannot be sent in a header.
-    if (hasControlCharacters(content)) {
-      this.#fileProblem('malformed', () =>
-        this.#deps.log.error({ credential: this.name, path }, 'token file holds control characters (a line break inside?); keeping the current token (the content is not shown)'),
-      )
+    // stays: a token with a line break inside, or `Bearer <token>`, is no header's token.
+    const fault = tokenFault(content)
+    if (fault !== null) {
+      this.#fileProblem(fault, () => this.#deps.log.error({ credential: this.name, path }, `token file ${fault}; keeping the current token`))
       return
     }
     this.#fileFault = null
