@@ -31,7 +31,7 @@
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
 import { atLeast, endAt } from './calls-ahead.js'
 import { SURE, highestRoom, verdicts } from './knee-verdicts.js'
-import { AnswerTimeline, kindId, type Answer } from './answer-timeline.js'
+import { AnswerTimeline, type Answer } from './answer-timeline.js'
 
 export type { Answer }
 
@@ -49,8 +49,6 @@ export const PRIOR_SPREAD = 0.3
 export const PRIOR_DOF = 10
 /** Under this share of late answers overtaking a call started before them, calls end in the order they started: the order of ends tells no W, and the knee falls only once calls got slower. */
 export const OVERTAKEN = 0.05
-/** At a fresh start, the limit doubles once START_CALLS calls that met it answered. */
-export const START_CALLS = 8
 /** A team draws overload when this share of its answers in a second, one at least, say the platform is overloaded. */
 export const OVERLOAD_SHARE = 0.05
 /** A call overdue (seats.ts) and no answer for SILENCE_GAPS usual gaps (a FAULT_MS at least): the platform is silent, a fault. Each gap moves the usual gaps by GAP_GAIN. */
@@ -92,8 +90,7 @@ export class KneeEstimator {
   #fadedAt = -Infinity
   #newCalls = 0
   #decidedAt = -Infinity
-  // At a fresh start: calls that met the limit since it was set; whether calls waited for a seat; the seats past the knee.
-  #metLimit = 0
+  // Whether calls waited for a seat since the last decision; the seats past the knee.
   #waited = false
   // Whether a call known short waited since the last decision; the longest expected of those not known short that waited.
   #shortWaited = false
@@ -101,6 +98,8 @@ export class KneeEstimator {
   #past = 1
   #starting = false
   #lastCut = -Infinity
+  // A queue verdict held: the last serial started when it first showed (0: none held).
+  #held = 0
   #faults: { from: number; to: number }[] = []
   #answeredSinceCut = false
   #lastAnswer = -Infinity
@@ -143,7 +142,6 @@ export class KneeEstimator {
     const serial = ++this.#serial
     this.#calls.set(serial, { load, local: this.#localInFlight++, endsBefore: this.#endsDropped + this.#endAt.length })
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
-    if (load >= this.#limit) this.#metLimit++
     return serial
   }
   /** Calls waited with every seat of the limit taken or owed: the limit is in use. `longMs`: none of them known short beside a short call in flight, the longest expected of them (ms). */
@@ -151,9 +149,6 @@ export class KneeEstimator {
     ;[this.#waited, this.#shortWaited, this.#longMs] = [true, this.#shortWaited || longMs === null, Math.max(this.#longMs, longMs ?? 0)]
   }
   ended(a: Answer): void {
-    // An overload answer that came after its kind's own time is a call the platform was slow on, which the evidence weighs; a refusal comes sooner.
-    const pace = this.#kinds.get(this.#timeline ? kindId(a.kind) : a.kind)?.m[this.#knee - 1]
-    if (a.outcome === 'overload' && pace !== undefined && a.at - a.startedAt > Math.exp(pace)) a = { ...a, outcome: 'other' }
     this.#countSecond(a)
     if (a.outcome !== 'overload') this.#seen(a.at)
     if (a.outcome === 'ok' && a.at > this.#lastCut) this.#answeredSinceCut = true
@@ -199,7 +194,7 @@ export class KneeEstimator {
     this.#newCalls = 0
     return this.#phase === 'start' ? this.#startStep() : this.#cruise()
   }
-  /** At a fresh start: a sure queue ends the doubling at the likeliest w; else the limit doubles once enough calls met it while calls waited. */
+  /** At a fresh start: a sure queue ends the doubling at the likeliest w; else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
   #startStep(): Step | null {
     const { queueBelow: sure, best } = verdicts(this.#likelihoods(), this.#limit)
     const queueBelow = sure && this.#queueShows()
@@ -208,28 +203,27 @@ export class KneeEstimator {
       if (!queueBelow) this.#roomShown()
       return this.#setKnee(queueBelow ? best : this.#max, 'knee', 1)
     }
-    if (!this.#waited || this.#metLimit < START_CALLS) return null
+    if (!this.#waited) return null
     const longOnly = this.#longWaits() !== null
-    this.#metLimit = 0
     this.#knee = this.#limit
     this.#roomShown()
     if (longOnly) this.#phase = 'cruise'
     return longOnly ? this.#setKnee(this.#limit, 'knee', 1) : this.#set(this.#clamp(2 * this.#limit), 'grew')
   }
-  /** In service: the knee rises with room shown at the limit, falls when it queues; the probe seat stays while a call there is not known to wait. */
+  /** In service: the knee rises with room shown at the limit (short of it, it stays), falls when it queues; the probe seat stays while a call there is not known to wait. */
   #cruise(): Step | null {
     const ll = this.#likelihoods()
     const k = this.#knee
-    const room = Math.min(highestRoom(ll), this.#limit)
+    const room = highestRoom(ll)
     const bears = this.#longWaits() ?? Infinity
     if (this.#limit > k && room > k) this.#roomShown()
     if (this.#limit > k && room >= this.#limit) {
       this.#past = Math.min(2 * this.#past, bears)
       return this.#setKnee(this.#limit, 'grew', this.#past)
     }
-    if (this.#limit > k && room > k) return this.#setKnee(room, 'knee', this.#limit - room)
     const { queueBelow: sure, best } = verdicts(ll, k)
-    const queueBelow = sure && this.#queueShows()
+    if (!sure) this.#held = 0
+    const queueBelow = sure && this.#queueShows() && this.#heldOut()
     if (queueBelow || (this.#limit > k + 1 && verdicts(ll, this.#limit).queueBelow)) {
       this.#past = 1
       return this.#setKnee(queueBelow ? best : k, 'queue', 1)
@@ -237,6 +231,13 @@ export class KneeEstimator {
     const known = verdicts(ll, k + 1, 2 * SURE).queueBelow && !this.#timeline?.merging
     if (known && this.#limit > k) return this.#set(k, 'knee')
     return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
+  }
+  /** A queue verdict first shown sets aside the calls then in flight; it is acted on once they have all ended and it still holds (docs/governor.md). */
+  #heldOut(): boolean {
+    if (this.#held === 0) this.#held = this.#serial
+    if ((this.#calls.keys().next().value ?? Infinity) <= this.#held) return false
+    this.#held = 0
+    return true
   }
   /** Since the last decision, only calls not known short waited beside short ones: the seats past K long calls may take, as many as end within H at K's pace (a short call queued behind them waits H at most); else null. */
   #longWaits(): number | null {
@@ -275,9 +276,9 @@ export class KneeEstimator {
     for (let i = 0; i < this.#max; i++) ll[i] = -this.#logs[i]! - (n / 2) * Math.log((ss[i]! + PRIOR_DOF * PRIOR_SPREAD ** 2) / (n + PRIOR_DOF)) - IMPOSSIBLE_LL * this.#impossible[i]!
     return ll
   }
-  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late, or how unlikely w makes so soon an end; an untimed one, nothing (a new call all the same). */
+  /** What an answer says of every guess w: its call's own time under w against its kind's pace of late, or how unlikely w makes so soon an end; an untimed one, or one in flight when a queue verdict was held, nothing (a new call all the same). */
   #learn(a: Answer, call: Call): void {
-    if (a.timed === false) return void this.#newCalls++
+    if (a.timed === false || a.window <= this.#held) return void this.#newCalls++
     this.#fade(a.at)
     const latency = Math.max(1, a.at - a.startedAt)
     const load = Math.max(1, call.load)
@@ -344,7 +345,6 @@ export class KneeEstimator {
   #restore(now: number): Step | null {
     this.#endFault(now)
     this.#phase = this.#starting ? 'start' : 'cruise'
-    this.#metLimit = 0
     return this.#set(this.#clamp(this.#starting ? this.#knee : this.#knee + 1), 'restored')
   }
   /** A fault under way ends: calls that met it teach nothing. */
