@@ -95,6 +95,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   if (parseDuration(cache.lockTtl) < 100) problems.push(`cache.lockTtl: must be at least 100ms (got ${String(cache.lockTtl)})`)
   if (raw.redis.sentinels && raw.redis.cluster) problems.push('redis: set sentinels or cluster, not both')
   checkRedisUrl(raw.redis.url, envName('redis.url', 'REDIS_URL'), problems)
+  checkTlsServername(raw.redis.tlsServername, raw.redis.url, problems)
   // An idle caller socket is closed after connectionTimeout: it must outlast the longest
   // platform call, or a slow report would be cut off while the gateway waits for it.
   if (parseDuration(raw.server.connectionTimeout) <= parseDuration(p.timeout)) {
@@ -192,6 +193,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       sentinels: raw.redis.sentinels,
       sentinelName: raw.redis.sentinelName,
       cluster: raw.redis.cluster,
+      tlsServername: raw.redis.tlsServername,
       keyPrefix: raw.redis.keyPrefix,
       commandTimeoutMs: parseDuration(raw.redis.commandTimeout),
       breakerCooldownMs: parseDuration(raw.redis.breakerCooldown),
@@ -276,6 +278,22 @@ function checkRedisUrl(value: string | null, name: string, problems: string[]): 
   }
   if (!/^\/?\d*$/.test(url.pathname) || url.search !== '' || url.hash !== '') {
     problems.push(`${name}: after host:port only /<database number> may follow: must be ${form}`)
+  }
+}
+
+// A DNS name of RFC 1123 labels, its last label not all digits: what a certificate's DNS
+// entries hold. Not an address (TLS sends no address as SNI, RFC 6066) nor a wildcard.
+const HOST_NAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*(?=[a-z0-9-]*[a-z-])[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i
+
+// The name every Redis node's certificate is checked against in place of the address it
+// is reached by: only over TLS, which rediss:// alone turns on (the certificate check
+// itself stays on).
+function checkTlsServername(value: string | null, url: string | null, problems: string[]): void {
+  if (value == null) return
+  if (!HOST_NAME.test(value)) {
+    problems.push(`redis.tlsServername: not a host name (got ${JSON.stringify(value)}): the DNS name every Redis node's certificate holds, e.g. redis.redis.svc.cluster.local`)
+  } else if (!url?.startsWith('rediss://')) {
+    problems.push("redis.tlsServername: set, but Redis is not reached over TLS: set REDIS_URL (redis.url) to a rediss:// URL, or remove redis.tlsServername")
   }
 }
 

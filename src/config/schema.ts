@@ -189,6 +189,7 @@ export const ConfigSchema = Type.Object(
         sentinels: Nullable(Type.Array(RedisNode, { minItems: 1 })),
         sentinelName: Type.String({ minLength: 1 }),
         cluster: Nullable(Type.Array(RedisNode, { minItems: 1 })),
+        tlsServername: Nullable(Type.String({ minLength: 1 })),
         keyPrefix: Type.String({ minLength: 1 }),
         commandTimeout: Duration,
         breakerCooldown: Duration,

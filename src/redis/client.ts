@@ -22,7 +22,9 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
     retryStrategy: reconnectDelay,
     ...(fromUrl?.username ? { username: decodeURIComponent(fromUrl.username) } : {}),
     ...(fromUrl?.password ? { password: decodeURIComponent(fromUrl.password) } : {}),
-    ...(fromUrl?.protocol === 'rediss:' ? { tls: {} } : {}),
+    // A node is checked against the host it is reached by, unless tlsServername names
+    // what every node's certificate holds (nodes announced by IP).
+    ...(fromUrl?.protocol === 'rediss:' ? { tls: cfg.tlsServername ? { servername: cfg.tlsServername } : {} } : {}),
   }
   let client: RedisClient
   if (cfg.cluster) {

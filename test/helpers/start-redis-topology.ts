@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Cluster, Redis } from 'ioredis'
-import { launchRedis, onFreePorts, stopRedis } from './start-redis.js'
+import { launchRedis, onFreePorts, redisTlsOptions, stopRedis, type RedisTls } from './start-redis.js'
 
 // Production Redis is rarely one server: the gateway's key layout, Lua scripts, MULTI
 // and pub/sub are checked here on a real Cluster and behind a real Sentinel, each made
@@ -52,8 +52,8 @@ async function waitUntil(what: string, cond: () => Promise<boolean>, ms = READY_
   throw new Error(`redis topology: timed out waiting for ${what}`)
 }
 
-function direct(port: number): Redis {
-  const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, lazyConnect: true })
+function direct(port: number, tls?: RedisTls): Redis {
+  const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, lazyConnect: true, ...(tls ? redisTlsOptions(tls) : {}) })
   c.on('error', () => undefined)
   return c
 }
@@ -66,9 +66,12 @@ async function stopAll(children: ChildProcess[], dir: string): Promise<void> {
 /**
  * Three masters (no replicas), the 16384 slots split between them by hand
  * (CLUSTER ADDSLOTSRANGE, CLUSTER MEET), each with its cluster bus on a free port of
- * its own (`cluster-port`: port + 10000 may not be free, or even a port).
+ * its own (`cluster-port`: port + 10000 may not be free, or even a port). Every node
+ * announces itself by its address, 127.0.0.1 (CLUSTER SLOTS names it so). With `tls`
+ * every node and the bus are TLS only, and the config lines name the seeds `localhost`,
+ * as an operator names them by a DNS name.
  */
-export async function startRedisCluster(masters = 3): Promise<RedisTopology> {
+export async function startRedisCluster(masters = 3, tls?: RedisTls): Promise<RedisTopology> {
   return onFreePorts(masters * 2, async (ports) => {
     const dir = mkdtempSync(join(tmpdir(), 'rgw-cluster-'))
     const children: ChildProcess[] = []
@@ -86,9 +89,10 @@ export async function startRedisCluster(masters = 3): Promise<RedisTopology> {
             '--cluster-config-file', join(nodeDir, 'nodes.conf'),
             '--cluster-port', String(node.bus),
             '--cluster-node-timeout', '2000',
-          ]),
+            '--cluster-announce-ip', '127.0.0.1',
+          ], undefined, tls),
         )
-        admins.push(direct(node.port))
+        admins.push(direct(node.port, tls))
       }
       const per = Math.ceil(SLOTS / masters)
       for (const [i, admin] of admins.entries()) {
@@ -105,12 +109,12 @@ export async function startRedisCluster(masters = 3): Promise<RedisTopology> {
       })
       for (const admin of admins) admin.disconnect()
       const addresses = nodes.map((n) => ({ host: '127.0.0.1', port: n.port }))
-      const client = new Cluster(addresses, { redisOptions: { maxRetriesPerRequest: 1 } })
+      const client = new Cluster(addresses, { redisOptions: { maxRetriesPerRequest: 1, ...(tls ? redisTlsOptions(tls) : {}) } })
       client.on('error', () => undefined)
       const eachMaster = async <T>(fn: (node: Redis) => Promise<T>): Promise<T[]> => Promise.all(client.nodes('master').map(fn))
       await waitUntil('the cluster client', async () => (await client.ping()) === 'PONG')
       return {
-        configLines: nodeLines('cluster', addresses),
+        configLines: nodeLines('cluster', tls ? nodes.map((n) => ({ host: 'localhost', port: n.port })) : addresses),
         client,
         keys: async (pattern) => (await eachMaster((n) => n.keys(pattern))).flat().sort(),
         flush: async () => {
@@ -131,9 +135,12 @@ export async function startRedisCluster(masters = 3): Promise<RedisTopology> {
 
 /**
  * A master, one replica and one sentinel watching them (quorum 1), with failure
- * detection in 1 s so that a failover takes a few seconds, not a minute.
+ * detection in 1 s so that a failover takes a few seconds, not a minute. The sentinel
+ * names the master by its address, 127.0.0.1. With `tls` the master and the replica are
+ * TLS only (replication too); the sentinel, which ioredis asks without TLS, keeps a
+ * plain port and reaches them over TLS.
  */
-export async function startRedisSentinel(masterName = 'mymaster'): Promise<SentinelTopology> {
+export async function startRedisSentinel(masterName = 'mymaster', tls?: RedisTls): Promise<SentinelTopology> {
   return onFreePorts(3, async ([masterPort, replicaPort, sentinelPort]) => {
     const dir = mkdtempSync(join(tmpdir(), 'rgw-sentinel-'))
     const children: ChildProcess[] = []
@@ -141,13 +148,13 @@ export async function startRedisSentinel(masterName = 'mymaster'): Promise<Senti
     const sentinel = direct(sentinelPort as number)
     try {
       const server = async (port: number, args: string[]) => {
-        const child = await launchRedis(port, [...BASE_ARGS, '--dir', dir, '--dbfilename', `${port}.rdb`, ...args])
+        const child = await launchRedis(port, [...BASE_ARGS, '--dir', dir, '--dbfilename', `${port}.rdb`, ...args], undefined, tls)
         children.push(child)
         byPort.set(port, child)
       }
       await server(masterPort as number, [])
       await server(replicaPort as number, ['--replicaof', '127.0.0.1', String(masterPort)])
-      const replica = direct(replicaPort as number)
+      const replica = direct(replicaPort as number, tls)
       await waitUntil('the replica in sync', async () => ((await replica.info('replication')) as string).includes('master_link_status:up'))
       replica.disconnect()
       // The sentinel rewrites its config file: it must be its own, writable one.
@@ -160,24 +167,26 @@ export async function startRedisSentinel(masterName = 'mymaster'): Promise<Senti
           `sentinel down-after-milliseconds ${masterName} 1000`,
           `sentinel failover-timeout ${masterName} 10000`,
           `sentinel parallel-syncs ${masterName} 1`,
+          ...(tls ? [`sentinel auth-pass ${masterName} ${tls.password}`] : []),
           '',
         ].join('\n'),
       )
-      children.push(await launchRedis(sentinelPort as number, ['--sentinel'], configFile))
+      const tlsToServers = tls ? ['--tls-cert-file', tls.files.cert, '--tls-key-file', tls.files.key, '--tls-ca-cert-file', tls.files.ca, '--tls-replication', 'yes'] : []
+      children.push(await launchRedis(sentinelPort as number, ['--sentinel', ...tlsToServers], configFile))
       const replicasSeen = async () => {
         const replicas = (await sentinel.call('SENTINEL', 'REPLICAS', masterName)) as string[][]
         return replicas.some((r) => flagsOf(r) === 'slave')
       }
       await waitUntil('the sentinel to see the replica', replicasSeen)
       const sentinels = [{ host: '127.0.0.1', port: sentinelPort as number }]
-      const client = new Redis({ sentinels, name: masterName, maxRetriesPerRequest: 1 })
+      const client = new Redis({ sentinels, name: masterName, maxRetriesPerRequest: 1, ...(tls ? { ...redisTlsOptions(tls), enableTLSForSentinelMode: true } : {}) })
       client.on('error', () => undefined)
       await waitUntil('the sentinel client', async () => (await client.ping()) === 'PONG')
       const masterPortNow = async () => Number(((await sentinel.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', masterName)) as string[])[1])
       const promotedFrom = async (from: number) => {
         await waitUntil('the promoted master', async () => (await masterPortNow()) !== from)
         const to = await masterPortNow()
-        const promoted = direct(to)
+        const promoted = direct(to, tls)
         await waitUntil('the promoted master to take writes', async () => ((await promoted.info('replication')) as string).includes('role:master'))
         promoted.disconnect()
         return { from, to }

@@ -1,10 +1,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Redis } from 'ioredis'
+import { Redis, type RedisOptions } from 'ioredis'
 import { needTool, TOOLS } from './missing-tools.js'
+import type { PrivateCa } from './private-ca.js'
 
 export interface RedisServer {
   url: string
@@ -66,15 +67,49 @@ export async function onFreePorts<T>(count: number, start: (ports: number[]) => 
 }
 
 /**
- * A loopback redis-server on `port` (a sentinel with `--sentinel` in `args`), once it
- * answers PING; `args` come after the port's own (a config file first, when given).
+ * A redis-server over TLS only, as an operator runs one: its client port, cluster bus and
+ * replication all TLS, with the certificate of `files`, and a password. Its clients here
+ * reach it by `servername`, a name its certificate holds.
  */
-export async function launchRedis(port: number, args: string[], configFile?: string): Promise<ChildProcess> {
-  const argv = [...(configFile ? [configFile] : []), '--port', String(port), '--bind', '127.0.0.1', ...args]
+export interface RedisTls {
+  files: PrivateCa
+  servername: string
+  password: string
+}
+
+/** The options of an ioredis client of a TLS-only redis-server. */
+export function redisTlsOptions(tls: RedisTls): RedisOptions {
+  return { tls: { ca: readFileSync(tls.files.ca), servername: tls.servername }, password: tls.password }
+}
+
+function listenArgs(port: number, tls: RedisTls | undefined): string[] {
+  if (!tls) return ['--port', String(port)]
+  const { ca, cert, key } = tls.files
+  return [
+    '--port', '0',
+    '--tls-port', String(port),
+    '--tls-cert-file', cert,
+    '--tls-key-file', key,
+    '--tls-ca-cert-file', ca,
+    '--tls-auth-clients', 'no',
+    '--tls-cluster', 'yes',
+    '--tls-replication', 'yes',
+    '--requirepass', tls.password,
+    '--masterauth', tls.password,
+  ]
+}
+
+/**
+ * A loopback redis-server on `port` (a sentinel with `--sentinel` in `args`; over TLS
+ * only with `tls`), once it answers PING; `args` come after the port's own (a config
+ * file first, when given).
+ */
+export async function launchRedis(port: number, args: string[], configFile?: string, tls?: RedisTls): Promise<ChildProcess> {
+  const argv = [...(configFile ? [configFile] : []), ...listenArgs(port, tls), '--bind', '127.0.0.1', ...args]
   const c = spawn('redis-server', argv, { stdio: 'ignore' })
   // Answering on the port is not enough: it must be our server that answers.
   try {
-    await waitUntilUp(port, () => c.exitCode !== null || c.signalCode !== null)
+    await waitUntilUp(port, () => c.exitCode !== null || c.signalCode !== null, tls)
   } catch (err) {
     await stopRedis(c, true)
     throw err
@@ -123,11 +158,11 @@ async function startRedisOn(port: number): Promise<RedisServer> {
   }
 }
 
-async function waitUntilUp(port: number, exited: () => boolean): Promise<void> {
+async function waitUntilUp(port: number, exited: () => boolean, tls: RedisTls | undefined): Promise<void> {
   const deadline = Date.now() + 10_000
   while (Date.now() < deadline) {
     if (exited()) throw new Error(`redis-server exited at start (port ${port} taken?)`)
-    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...(tls ? redisTlsOptions(tls) : {}) })
     client.on('error', () => undefined)
     try {
       await client.connect()

@@ -1,5 +1,5 @@
-import { execFileSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import type { ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { useCleanups, useSandbox } from '../helpers/fixtures.js'
 import { spawnGateway } from '../helpers/gateway-process.js'
-import { needTool, TOOLS } from '../helpers/missing-tools.js'
+import { opensslAvailable, privateCa } from '../helpers/private-ca.js'
 import { launchRedis, onFreePorts, redisAvailability, stopRedis } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -18,29 +18,10 @@ import { waitFor } from '../helpers/wait.js'
 // never in its output. One redis-server, with a plain port beside its TLS port for the
 // test's own look at what the gateway wrote.
 
-const hasOpenssl = (() => {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-})()
 const redisCheck = redisAvailability('the Redis over TLS test')
-const available = redisCheck.available && needTool(TOOLS.openssl, hasOpenssl, 'the Redis over TLS test')
+const available = redisCheck.available && opensslAvailable('the Redis over TLS test')
 const PASSWORD = 'tls-redis-password-0123456789'
 const WEEK = 'advertiserId=101&dateFrom=2025-03-03&dateTo=2025-03-09'
-
-/** A CA and a certificate it signs for localhost and 127.0.0.1, written in `dir`. */
-function privateCa(dir: string): { ca: string; cert: string; key: string } {
-  const at = (name: string) => join(dir, name)
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' })
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=report-gateway test CA')
-  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'redis.key', '-out', 'redis.csr', '-subj', '/CN=localhost')
-  writeFileSync(at('san.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n')
-  openssl('x509', '-req', '-in', 'redis.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'redis.crt', '-days', '2', '-extfile', 'san.ext')
-  return { ca: at('ca.crt'), cert: at('redis.crt'), key: at('redis.key') }
-}
 
 describe.skipIf(!available)('Redis over TLS, its certificate signed by a private CA (gateway processes)', () => {
   const sandbox = useSandbox()
@@ -53,7 +34,7 @@ describe.skipIf(!available)('Redis over TLS, its certificate signed by a private
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rgw-redis-tls-'))
-    const files = privateCa(dir)
+    const files = privateCa(dir, ['DNS:localhost', 'IP:127.0.0.1'])
     ca = files.ca
     await onFreePorts(2, async ([plain, tls]) => {
       const tlsArgs = ['--tls-port', String(tls), '--tls-cert-file', files.cert, '--tls-key-file', files.key, '--tls-ca-cert-file', files.ca, '--tls-auth-clients', 'no']

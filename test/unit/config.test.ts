@@ -248,6 +248,45 @@ describe('Redis comes with GATEWAY_SECRET or not at all', () => {
   })
 })
 
+describe('redis.tlsServername: the name every Redis node\'s certificate is checked against', () => {
+  const secret = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, GATEWAY_SECRET: 'config-test-gateway-secret-0000' }
+  const cluster = 'redis:\n  cluster: [{ host: 10.0.0.7, port: 6379 }]\n'
+  const NOT_TLS = 'redis.tlsServername: set, but Redis is not reached over TLS: set REDIS_URL (redis.url) to a rediss:// URL, or remove redis.tlsServername'
+
+  it('is null unless set, and taken with rediss:// on a Cluster, a Sentinel or one server', () => {
+    expect(load(secret).redis.tlsServername).toBeNull()
+    const withTls = { ...secret, REDIS_URL: 'rediss://:pw-0123456789@redis.redis.svc:6379' }
+    expect(load(withTls, `${cluster}  tlsServername: redis.redis.svc.cluster.local\n`).redis.tlsServername).toBe('redis.redis.svc.cluster.local')
+    expect(load(withTls, 'redis:\n  sentinels: [{ host: s1, port: 26379 }]\n  tlsServername: redis-master.redis.svc\n').redis.tlsServername).toBe('redis-master.redis.svc')
+    expect(load(withTls, 'redis:\n  tlsServername: Redis.Example\n').redis.tlsServername).toBe('Redis.Example')
+    expect(load({ ...secret, REDIS_URL: 'rediss://cache:6380' }, 'redis:\n  tlsServername: localhost\n').redis.tlsServername).toBe('localhost')
+  })
+
+  it.each<{ name: string; env: Record<string, string>; yaml: string }>([
+    { name: 'a redis:// REDIS_URL', env: { REDIS_URL: 'redis://:pw-0123456789@cache:6379' }, yaml: 'redis:\n  tlsServername: redis.test\n' },
+    { name: 'a redis:// redis.url', env: {}, yaml: 'redis:\n  url: redis://cache:6379\n  tlsServername: redis.test\n' },
+    { name: 'a Cluster without a URL', env: {}, yaml: `${cluster}  tlsServername: redis.test\n` },
+    { name: 'no Redis at all', env: {}, yaml: 'redis:\n  tlsServername: redis.test\n' },
+  ])('is refused with $name, the one line naming the key and never the URL', ({ env, yaml }) => {
+    const err = problem({ ...secret, ...env }, yaml)
+    expect(err.problems).toEqual([NOT_TLS])
+    expect(err.message).toBe(`invalid configuration: ${NOT_TLS}`)
+    expect(err.message).not.toContain('pw-0123456789')
+  })
+
+  it.each(['127.0.0.1', '10.0.0.7', '::1', '[::1]', '*.redis.svc', 'redis.svc.', 'redis..svc', '-redis.svc', 'redis-.svc', 'redis svc', 'redis.svc:6379', 'rediss://redis.svc', 'redis.123', `${'a'.repeat(64)}.svc`, `${'abcdefgh.'.repeat(28)}svc`])(
+    'refuses %j, which is no host name, naming the key and what it must be',
+    (name) => {
+      const err = problem({ ...secret, REDIS_URL: 'rediss://cache:6380' }, `redis:\n  tlsServername: ${JSON.stringify(name)}\n`)
+      expect(err.problems).toEqual([`redis.tlsServername: not a host name (got ${JSON.stringify(name)}): the DNS name every Redis node's certificate holds, e.g. redis.redis.svc.cluster.local`])
+    },
+  )
+
+  it('refuses an empty value by the schema', () => {
+    expect(problem({ ...secret, REDIS_URL: 'rediss://cache:6380' }, 'redis:\n  tlsServername: ""\n').problems.join('\n')).toMatch(/^redis\.tlsServername: /m)
+  })
+})
+
 describe('TEAMS_FILE: the teams in a file of their own', () => {
   const TEAMS_PATH = '/virtual/teams.yaml'
   const PLATFORM = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
