@@ -1,6 +1,7 @@
 import { Redis, Cluster, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
+import { SentinelStreams, StandaloneStreams } from './stream-errors.js'
 
 export type RedisClient = Redis | Cluster
 
@@ -20,6 +21,7 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
     retryStrategy: reconnectDelay,
+    Connector: StandaloneStreams,
     ...(fromUrl?.username ? { username: decodeURIComponent(fromUrl.username) } : {}),
     ...(fromUrl?.password ? { password: decodeURIComponent(fromUrl.password) } : {}),
     // A node is checked against the host it is reached by, unless tlsServername names
@@ -32,7 +34,7 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   } else if (cfg.sentinels) {
     // ioredis reaches the master a Sentinel names without TLS unless told: rediss:// holds
     // behind Sentinel too, and the password never crosses the network in clear.
-    client = new Redis({ ...common, sentinels: cfg.sentinels, name: cfg.sentinelName, enableTLSForSentinelMode: common.tls !== undefined })
+    client = new Redis({ ...common, Connector: SentinelStreams, sentinels: cfg.sentinels, name: cfg.sentinelName, enableTLSForSentinelMode: common.tls !== undefined })
   } else {
     client = new Redis(cfg.url as string, common)
   }

@@ -1,0 +1,32 @@
+import { createRequire } from 'node:module'
+import type { Duplex } from 'node:stream'
+import type { RedisOptions } from 'ioredis'
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a mixin's constructor takes any arguments
+type Connector = new (...args: any[]) => { connect(emitter: unknown): Promise<Duplex> }
+
+// ioredis's own connectors, which its index does not export as values (only their types).
+const { StandaloneConnector, SentinelConnector } = createRequire(import.meta.url)('ioredis/built/connectors/index.js') as Record<'StandaloneConnector' | 'SentinelConnector', Connector>
+
+/**
+ * `Base`, whose streams keep a listener for their errors as long as they live. ioredis
+ * listens for a stream's first error only (it closes the stream and reconnects); a failing
+ * connection may emit more than one (a TLS socket refused in its handshake: the alert,
+ * then the decode error of what follows), and an error with no listener ends the process.
+ * The later errors are of a stream ioredis already gave up: nothing is left to tell.
+ */
+function keepingStreamErrors(Base: Connector): NonNullable<RedisOptions['Connector']> {
+  const Keeping = class extends Base {
+    override async connect(emitter: unknown): Promise<Duplex> {
+      const stream = await super.connect(emitter)
+      stream.on('error', () => {})
+      return stream
+    }
+  }
+  return Keeping as unknown as NonNullable<RedisOptions['Connector']>
+}
+
+/** ioredis's connector to one node (standalone, each node of a Cluster), its streams' errors kept. */
+export const StandaloneStreams = keepingStreamErrors(StandaloneConnector)
+/** ioredis's connector to the master the sentinels name, its streams' errors kept. */
+export const SentinelStreams = keepingStreamErrors(SentinelConnector)
