@@ -157,13 +157,17 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
   })
 
   /** Two replicas reading one token file; the caller removes `dir`. */
+  // The token file polled every 200 ms besides its folder's watch: several polls go by in a test.
+  const FILE_POLL_MS = 200
+  const FILE_POLL_YAML = `${TEAMS_YAML}\nplatform:\n  tokenFilePoll: ${FILE_POLL_MS}ms\n`
+
   async function fileTokenPair() {
     const dir = mkdtempSync(join(tmpdir(), 'rgw-rotation-'))
     const path = join(dir, 'token')
     const first = sandbox.issueToken()
     writeFileSync(path, first)
-    const a = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
-    const b = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
+    const a = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET }, undefined, FILE_POLL_YAML)
+    const b = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET }, undefined, FILE_POLL_YAML)
     return { dir, path, first, a, b }
   }
 
@@ -173,11 +177,11 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
       const pasted = sandbox.issueToken()
       expect((await put(a, pasted)).statusCode).toBe(200)
       expect(await within(1000, () => tokenOf(b) === pasted)).not.toBeNull()
-      // Longer than the file poll (1 s): the unchanged file must not take the token back.
-      await new Promise((r) => setTimeout(r, 1300))
+      // Several file polls: the unchanged file must not take the token back.
+      await new Promise((r) => setTimeout(r, 3 * FILE_POLL_MS + 200))
       expect([tokenOf(a), tokenOf(b)]).toEqual([pasted, pasted])
 
-      const late = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET })
+      const late = await replica({ PLATFORM_TOKEN_FILE: path, GATEWAY_SECRET }, undefined, FILE_POLL_YAML)
       expect(tokenOf(late)).toBe(pasted)
 
       // A pod that starts with an updated Secret (its content differs from what the
@@ -186,7 +190,7 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
       try {
         const updated = sandbox.issueToken()
         writeFileSync(join(dir2, 'token'), updated)
-        const fresh = await replica({ PLATFORM_TOKEN_FILE: join(dir2, 'token'), GATEWAY_SECRET })
+        const fresh = await replica({ PLATFORM_TOKEN_FILE: join(dir2, 'token'), GATEWAY_SECRET }, undefined, FILE_POLL_YAML)
         expect(tokenOf(fresh)).toBe(updated)
         expect(await within(1000, () => [a, b, late].every((gw) => tokenOf(gw) === updated))).not.toBeNull()
       } finally {
