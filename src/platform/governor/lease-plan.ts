@@ -86,16 +86,15 @@ export interface LeasePlan {
  */
 export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], limit: number, learnerBefore: string | null = null): LeasePlan {
   const all = [mine, ...others]
-  const teams = new Map<string, TeamLoad & { replicas: number; lingerers: number }>()
+  const teams = new Map<string, TeamLoad & { lingerers: number }>()
   for (const r of all) {
     for (const t of r.teams) {
-      const g = teams.get(t.team) ?? { team: t.team, weight: 1, held: 0, waiting: 0, cap: null, peak: 0, replicas: 0, lingerers: 0 }
+      const g = teams.get(t.team) ?? { team: t.team, weight: 1, held: 0, waiting: 0, cap: null, peak: 0, lingerers: 0 }
       g.weight = Math.max(g.weight, t.weight)
       g.held += t.held
       g.waiting += t.waiting
       g.peak += t.peak
       g.cap = t.cap === null ? g.cap : g.cap === null ? t.cap : Math.min(g.cap, t.cap)
-      g.replicas += 1
       if (t.held + t.waiting === 0) g.lingerers += 1
       teams.set(t.team, g)
     }
@@ -109,21 +108,21 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     return g.lingerers > 0 ? share / g.lingerers : 0
   }
   const targets = new Map(mine.teams.map((t) => [t.team, partOf(t)]))
-  const targetOf = (r: ReplicaRecord) => r.teams.reduce((sum, t) => sum + partOf(t), 0)
-  const target = targetOf(mine)
+  // Each replica's target: the sum of its teams' parts.
+  const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
+  const target = own.get(mine) as number
   let unheld = limit
   let wanting = 0
-  for (const r of all) {
-    const own = r === mine ? target : targetOf(r)
-    unheld -= own
-    wanting += Math.max(0, r.need - own)
+  for (const [r, o] of own) {
+    unheld -= o
+    wanting += Math.max(0, r.need - o)
   }
-  const dueOf = (r: ReplicaRecord, own: number) => own + (unheld > 0 && wanting > 0 ? (unheld * Math.max(0, r.need - own)) / wanting : 0)
-  const due = dueOf(mine, target)
-  const shortOf = (r: ReplicaRecord) => Math.min(r.need, Math.floor(dueOf(r, targetOf(r)) + 1e-9)) - Math.max(r.lease, r.inFlight)
+  const dueOf = (r: ReplicaRecord, o = own.get(r) as number) => o + (unheld > 0 && wanting > 0 ? (unheld * Math.max(0, r.need - o)) / wanting : 0)
+  const due = dueOf(mine)
+  const shortOf = (r: ReplicaRecord) => Math.min(r.need, Math.floor(dueOf(r) + 1e-9)) - Math.max(r.lease, r.inFlight)
   const short = others.filter((r) => shortOf(r) > 0).sort((a, b) => shortOf(b) - shortOf(a)).map((r) => r.run)
   const shortElsewhere = others.reduce((sum, r) => sum + Math.max(0, shortOf(r)), 0)
-  const over = others.filter((r) => r.lease > Math.max(r.inFlight, Math.min(r.need, Math.ceil(dueOf(r, targetOf(r)) - 1e-9)))).map((r) => r.run)
+  const over = others.filter((r) => r.lease > Math.max(r.inFlight, Math.min(r.need, Math.ceil(dueOf(r) - 1e-9)))).map((r) => r.run)
   let owedElsewhere = 0
   for (const r of others) owedElsewhere += owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams)
   const heldElsewhere = new Map<string, number>()
