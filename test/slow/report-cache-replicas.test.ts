@@ -218,6 +218,12 @@ describe.skipIf(!available)('report cache across two replicas on one Redis', () 
     await waitFor('the refresh to end', async () => (await outcome(c, 'completed')) === 1)
     expect(await outcome(d, 'started')).toBe(0)
     expect(reportCalls()).toBe(2)
+    // c announces its new copy over the bus; d takes it into its memory when the
+    // announcement reaches it (TieredStore.takeNewer), in its own time.
+    const [key] = await admin.keys('rgw:report:*')
+    const fetchedAt = (await c.reports.inspect(key!)).l1?.fetchedAt
+    expect(fetchedAt).toBeGreaterThan(0)
+    await waitFor("the new copy in d's memory", async () => (await d.reports.inspect(key!)).l1?.fetchedAt === fetchedAt, 5000)
     clock.advance(12_000)
     for (const gw of [c, d]) {
       const hit = await get(gw, Q101)
