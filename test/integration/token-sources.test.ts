@@ -95,6 +95,15 @@ describe('PLATFORM_TOKEN_FILE', () => {
     return { secret, gw: await gateway({ PLATFORM_TOKEN_FILE: secret.path }, yaml) }
   }
 
+  /** Rewrites the Secret with `content` and checks the rewrite is refused: an error line matching `error` (and `fields`, when given), the token in use `kept`, reads still made with it. */
+  async function expectRewriteRefused(gw: TestGateway, secret: { swap(content: string | null): void }, content: string | null, error: RegExp, kept: string, fields?: Record<string, unknown>) {
+    secret.swap(content)
+    expect(await within(2000, () => records(gw, error).length > 0), `no error matching ${error}`).not.toBeNull()
+    if (fields) expect(records(gw, error)[0]).toMatchObject(fields)
+    expect(currentToken(gw)).toBe(kept)
+    await expectReadWith(gw, kept)
+  }
+
   it('uses a file rewritten in place within 2 s', async () => {
     const dir = tempDir()
     const path = join(dir, 'token')
@@ -131,11 +140,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
     const first = sandbox.issueToken()
     const { secret, gw } = await gatewayOnSecret(first)
 
-    secret.swap('  \n')
-    expect(await within(2000, () => records(gw, /token file is empty/).length > 0), 'no error about the empty file').not.toBeNull()
-    expect(records(gw, /token file is empty/)[0]).toMatchObject({ level: 50, credential: 'default' })
-    expect(currentToken(gw)).toBe(first)
-    await expectReadWith(gw, first)
+    await expectRewriteRefused(gw, secret, '  \n', /token file is empty/, first, { level: 50, credential: 'default' })
   })
 
   it('keeps the current token and logs an error, without the content, when the file is rewritten with a line break inside (the start refuses such a file)', async () => {
@@ -145,11 +150,7 @@ describe('PLATFORM_TOKEN_FILE', () => {
     const { secret, gw } = await gatewayOnSecret(first)
 
     // Two tokens where one belongs: the old one left above the new.
-    secret.swap(`${first}\n${second}\n`)
-    expect(await within(2000, () => records(gw, /token file holds control characters/).length > 0), 'no error about the malformed file').not.toBeNull()
-    expect(records(gw, /token file holds control characters/)[0]).toMatchObject({ level: 50, credential: 'default' })
-    expect(currentToken(gw)).toBe(first)
-    await expectReadWith(gw, first)
+    await expectRewriteRefused(gw, secret, `${first}\n${second}\n`, /token file holds control characters/, first, { level: 50, credential: 'default' })
     expectNoSecrets([gw.logs.text()], [first, second])
 
     secret.swap(third)
@@ -162,17 +163,10 @@ describe('PLATFORM_TOKEN_FILE', () => {
     const { secret, gw } = await gatewayOnSecret(first)
 
     // `Bearer <token>` copied from a header: sent as `Bearer Bearer <token>`, refused by the platform.
-    secret.swap(`Bearer ${second}\n`)
-    expect(await within(2000, () => records(gw, /token file starts with "Bearer "/).length > 0), 'no error about the Bearer prefix').not.toBeNull()
-    expect(records(gw, /token file starts with "Bearer "/)[0]).toMatchObject({ level: 50, credential: 'default' })
-    expect(currentToken(gw)).toBe(first)
-    await expectReadWith(gw, first)
+    await expectRewriteRefused(gw, secret, `Bearer ${second}\n`, /token file starts with "Bearer "/, first, { level: 50, credential: 'default' })
 
     // A typographic quote pasted after it: no HTTP client sends such a header.
-    secret.swap(`${second}\u2019\n`)
-    expect(await within(2000, () => records(gw, /token file holds a space or a character outside printable ASCII/).length > 0), 'no error about the character').not.toBeNull()
-    expect(currentToken(gw)).toBe(first)
-    await expectReadWith(gw, first)
+    await expectRewriteRefused(gw, secret, `${second}\u2019\n`, /token file holds a space or a character outside printable ASCII/, first)
     expectNoSecrets([gw.logs.text()], [first, second])
 
     secret.swap(second)
