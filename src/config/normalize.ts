@@ -96,6 +96,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   if (raw.redis.sentinels && raw.redis.cluster) problems.push('redis: set sentinels or cluster, not both')
   checkRedisUrl(raw.redis.url, envName('redis.url', 'REDIS_URL'), problems)
   checkTlsServername(raw.redis.tlsServername, raw.redis.url, problems)
+  checkSentinelSettings(raw.redis, problems)
   // An idle caller socket is closed after connectionTimeout: it must outlast the longest
   // platform call, or a slow report would be cut off while the gateway waits for it.
   if (parseDuration(raw.server.connectionTimeout) <= parseDuration(p.timeout)) {
@@ -119,7 +120,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     if (parseDuration(value) < floorMs) problems.push(`jobs.${name}: must be at least ${floor} (got ${String(value)})`)
   }
 
-  const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret]
+  const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret, raw.redis.sentinelPassword]
     .concat(Object.values(credentials).flatMap((c) => [c.token, c.login?.password, c.login?.clientSecret]))
     .concat(teams.map((t) => t.webhook?.secret))
     .filter((s): s is string => typeof s === 'string' && s.length > 0)
@@ -194,6 +195,8 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       sentinelName: raw.redis.sentinelName,
       cluster: raw.redis.cluster,
       tlsServername: raw.redis.tlsServername,
+      sentinelTls: raw.redis.sentinelTls,
+      sentinelPassword: raw.redis.sentinelPassword ?? null,
       keyPrefix: raw.redis.keyPrefix,
       commandTimeoutMs: parseDuration(raw.redis.commandTimeout),
       breakerCooldownMs: parseDuration(raw.redis.breakerCooldown),
@@ -295,6 +298,18 @@ function checkTlsServername(value: string | null, url: string | null, problems: 
   } else if (!url?.startsWith('rediss://')) {
     problems.push("redis.tlsServername: set, but Redis is not reached over TLS: set REDIS_URL (redis.url) to a rediss:// URL, or remove redis.tlsServername")
   }
+}
+
+// The Sentinels' own TLS and password only with Sentinels, and TLS only where the nodes
+// are reached over TLS too: a Sentinel's answer names the master, which is then reached
+// as rediss:// says.
+function checkSentinelSettings(redis: { sentinels: unknown; url: string | null; sentinelTls: boolean; sentinelPassword?: string | null }, problems: string[]): void {
+  const without = 'set, but no Sentinels are: set redis.sentinels (with redis.sentinelName), or remove'
+  if (redis.sentinelTls && !redis.sentinels) problems.push(`redis.sentinelTls: ${without} redis.sentinelTls`)
+  else if (redis.sentinelTls && !redis.url?.startsWith('rediss://')) {
+    problems.push('redis.sentinelTls: set, but Redis is not reached over TLS: set REDIS_URL (redis.url) to a rediss:// URL, or remove redis.sentinelTls')
+  }
+  if (redis.sentinelPassword != null && !redis.sentinels) problems.push(`REDIS_SENTINEL_PASSWORD: ${without} REDIS_SENTINEL_PASSWORD`)
 }
 
 interface CredentialParts {

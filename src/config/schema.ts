@@ -190,6 +190,8 @@ export const ConfigSchema = Type.Object(
         sentinelName: Type.String({ minLength: 1 }),
         cluster: Nullable(Type.Array(RedisNode, { minItems: 1 })),
         tlsServername: Nullable(Type.String({ minLength: 1 })),
+        sentinelTls: Type.Boolean(),
+        sentinelPassword: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
         keyPrefix: Type.String({ minLength: 1 }),
         commandTimeout: Duration,
         breakerCooldown: Duration,

@@ -27,6 +27,7 @@ export const ENV_KEYS: { env: string; path: string[]; kind: 'string' | 'int' | '
   { env: 'PLATFORM_TOKEN_URL', path: ['platform', 'tokenUrl'], kind: 'string' },
   { env: 'PLATFORM_GRANT_TYPE', path: ['platform', 'grantType'], kind: 'string' },
   { env: 'REDIS_URL', path: ['redis', 'url'], kind: 'string' },
+  { env: 'REDIS_SENTINEL_PASSWORD', path: ['redis', 'sentinelPassword'], kind: 'string', secret: true },
 ]
 
 // Values a config file may never hold (contract: secrets come only from the
@@ -38,6 +39,7 @@ export const FILE_FORBIDDEN = [
   ['platform', 'token'],
   ['platform', 'password'],
   ['platform', 'clientSecret'],
+  ['redis', 'sentinelPassword'],
 ]
 
 export function readYamlObject(path: string, readFile: (p: string) => string, problems: string[], label: string): Record<string, unknown> {

@@ -34,7 +34,17 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
   } else if (cfg.sentinels) {
     // ioredis reaches the master a Sentinel names without TLS unless told: rediss:// holds
     // behind Sentinel too, and the password never crosses the network in clear.
-    client = new Redis({ ...common, Connector: SentinelStreams, sentinels: cfg.sentinels, name: cfg.sentinelName, enableTLSForSentinelMode: common.tls !== undefined })
+    client = new Redis({
+      ...common,
+      Connector: SentinelStreams,
+      sentinels: cfg.sentinels,
+      name: cfg.sentinelName,
+      enableTLSForSentinelMode: common.tls !== undefined,
+      // The Sentinels themselves: over TLS only when told (many listen in clear beside a
+      // TLS master), each checked as a node is; their own password, never the nodes'.
+      ...(cfg.sentinelTls ? { sentinelTLS: common.tls } : {}),
+      ...(cfg.sentinelPassword ? { sentinelPassword: cfg.sentinelPassword } : {}),
+    })
   } else {
     client = new Redis(cfg.url as string, common)
   }

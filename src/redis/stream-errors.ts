@@ -28,5 +28,18 @@ function keepingStreamErrors(Base: Connector): NonNullable<RedisOptions['Connect
 
 /** ioredis's connector to one node (standalone, each node of a Cluster), its streams' errors kept. */
 export const StandaloneStreams = keepingStreamErrors(StandaloneConnector)
-/** ioredis's connector to the master the sentinels name, its streams' errors kept. */
-export const SentinelStreams = keepingStreamErrors(SentinelConnector)
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- ioredis's endpoint and options, untyped there too
+type SentinelBase = Connector & (new (...args: any[]) => { connectToSentinel(endpoint: unknown, options?: Partial<RedisOptions>): unknown })
+
+/**
+ * ioredis's connector to the master the sentinels name, its streams' errors kept, and so
+ * are those of its connections to the Sentinels themselves (a Sentinel on TLS refusing a
+ * handshake errs twice there as a node does).
+ */
+export const SentinelStreams = keepingStreamErrors(
+  class extends (SentinelConnector as SentinelBase) {
+    override connectToSentinel(endpoint: unknown, options?: Partial<RedisOptions>): unknown {
+      return super.connectToSentinel(endpoint, { Connector: StandaloneStreams, ...options })
+    }
+  },
+)

@@ -137,15 +137,17 @@ export async function startRedisCluster(masters = 3, tls?: RedisTls): Promise<Re
  * A master, one replica and one sentinel watching them (quorum 1), with failure
  * detection in 1 s so that a failover takes a few seconds, not a minute. The sentinel
  * names the master by its address, 127.0.0.1. With `tls` the master and the replica are
- * TLS only (replication too); the sentinel, which ioredis asks without TLS, keeps a
- * plain port and reaches them over TLS.
+ * TLS only (replication too) and the sentinel reaches them over TLS; it keeps a plain port
+ * without a password, unless `sentinelTls`: then it too is TLS only, with the
+ * data nodes' password (`requirepass` in its own config, as Bitnami's chart runs it).
  */
-export async function startRedisSentinel(masterName = 'mymaster', tls?: RedisTls): Promise<SentinelTopology> {
+export async function startRedisSentinel(masterName = 'mymaster', tls?: RedisTls, { sentinelTls = false } = {}): Promise<SentinelTopology> {
   return onFreePorts(3, async ([masterPort, replicaPort, sentinelPort]) => {
     const dir = mkdtempSync(join(tmpdir(), 'rgw-sentinel-'))
     const children: ChildProcess[] = []
     const byPort = new Map<number, ChildProcess>()
-    const sentinel = direct(sentinelPort as number)
+    const toSentinel = sentinelTls ? tls : undefined
+    const sentinel = direct(sentinelPort as number, toSentinel)
     try {
       const server = async (port: number, args: string[]) => {
         const child = await launchRedis(port, [...BASE_ARGS, '--dir', dir, '--dbfilename', `${port}.rdb`, ...args], undefined, tls)
@@ -171,15 +173,16 @@ export async function startRedisSentinel(masterName = 'mymaster', tls?: RedisTls
           '',
         ].join('\n'),
       )
-      const tlsToServers = tls ? ['--tls-cert-file', tls.files.cert, '--tls-key-file', tls.files.key, '--tls-ca-cert-file', tls.files.ca, '--tls-replication', 'yes'] : []
-      children.push(await launchRedis(sentinelPort as number, ['--sentinel', ...tlsToServers], configFile))
+      const tlsToServers = tls && !toSentinel ? ['--tls-cert-file', tls.files.cert, '--tls-key-file', tls.files.key, '--tls-ca-cert-file', tls.files.ca, '--tls-replication', 'yes'] : []
+      children.push(await launchRedis(sentinelPort as number, ['--sentinel', ...tlsToServers], configFile, toSentinel))
       const replicasSeen = async () => {
         const replicas = (await sentinel.call('SENTINEL', 'REPLICAS', masterName)) as string[][]
         return replicas.some((r) => flagsOf(r) === 'slave')
       }
       await waitUntil('the sentinel to see the replica', replicasSeen)
       const sentinels = [{ host: '127.0.0.1', port: sentinelPort as number }]
-      const client = new Redis({ sentinels, name: masterName, maxRetriesPerRequest: 1, ...(tls ? { ...redisTlsOptions(tls), enableTLSForSentinelMode: true } : {}) })
+      const sentinelOptions = toSentinel ? { sentinelTLS: redisTlsOptions(toSentinel).tls, sentinelPassword: toSentinel.password } : {}
+      const client = new Redis({ sentinels, name: masterName, maxRetriesPerRequest: 1, ...sentinelOptions, ...(tls ? { ...redisTlsOptions(tls), enableTLSForSentinelMode: true } : {}) })
       client.on('error', () => undefined)
       await waitUntil('the sentinel client', async () => (await client.ping()) === 'PONG')
       const masterPortNow = async () => Number(((await sentinel.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', masterName)) as string[])[1])

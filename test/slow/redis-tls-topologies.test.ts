@@ -24,6 +24,27 @@ const WEEK = 'advertiserId=101&dateFrom=2025-03-03&dateTo=2025-03-09'
 /** The certificates' names: neither is the address the nodes are announced by. */
 const NAMES = ['DNS:redis.test', 'DNS:localhost']
 
+/** A topology over TLS from a private CA, started once for the describe block it is called in. */
+function useTopologyOverTls(startTopology: (tls: RedisTls) => Promise<RedisTopology>): { ca: () => string; topology: () => RedisTopology } {
+  let dir = ''
+  let ca = ''
+  let topology: RedisTopology | undefined
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'rgw-redis-tls-topology-'))
+    const files = privateCa(dir, NAMES)
+    ca = files.ca
+    topology = await startTopology({ files, servername: 'localhost', password: PASSWORD })
+  }, 60_000)
+  afterAll(async () => {
+    await topology?.close()
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
+  return { ca: () => ca, topology: () => topology as RedisTopology }
+}
+
+const readiness = async (adminUrl: string) => (await (await fetch(`${adminUrl}/readyz`)).json()) as { redis: string; degraded: string[] }
+const readWeek = (url: string) => fetch(`${url}${REPORT_PATH}?${WEEK}`, { headers: { 'x-api-key': KEYS.all } })
+
 describe.skipIf(!redisAvailability('the redis.tlsServername start check').available)('redis.tlsServername without rediss:// (gateway process)', () => {
   const sandbox = useSandbox()
 
@@ -49,30 +70,14 @@ const topologies: [string, (tls: RedisTls) => Promise<RedisTopology>][] = [
 describe.skipIf(!available).each(topologies)('%s over TLS, its nodes announced by address, its certificates naming DNS names only', (_name, startTopology) => {
   const sandbox = useSandbox()
   const cleanups = useCleanups()
-  let dir = ''
-  let ca = ''
-  let topology: RedisTopology | undefined
-
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'rgw-redis-tls-topology-'))
-    const files = privateCa(dir, NAMES)
-    ca = files.ca
-    topology = await startTopology({ files, servername: 'localhost', password: PASSWORD })
-  }, 60_000)
-
-  afterAll(async () => {
-    await topology?.close()
-    if (dir) rmSync(dir, { recursive: true, force: true })
-  })
+  const { ca, topology } = useTopologyOverTls(startTopology)
 
   // Credentials and the scheme come from REDIS_URL; its host is not used with sentinels or cluster.
   const start = (redisLines: string[]) =>
     spawnGateway({
-      env: { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: `rediss://:${PASSWORD}@localhost:6379`, NODE_EXTRA_CA_CERTS: ca },
-      yaml: `${TEAMS_YAML}\nredis:\n${[...(topology as RedisTopology).configLines, ...redisLines].join('\n')}\n`,
+      env: { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: `rediss://:${PASSWORD}@localhost:6379`, NODE_EXTRA_CA_CERTS: ca() },
+      yaml: `${TEAMS_YAML}\nredis:\n${[...topology().configLines, ...redisLines].join('\n')}\n`,
     })
-  const readiness = async (adminUrl: string) => (await (await fetch(`${adminUrl}/readyz`)).json()) as { redis: string; degraded: string[] }
-  const readWeek = (url: string) => fetch(`${url}${REPORT_PATH}?${WEEK}`, { headers: { 'x-api-key': KEYS.all } })
 
   it('without redis.tlsServername: every node reached by its address is refused, so redis is down; it serves from memory and never prints the password', async () => {
     const gw = await start([])
@@ -82,7 +87,7 @@ describe.skipIf(!available).each(topologies)('%s over TLS, its nodes announced b
     expect((await readWeek(gw.url)).status).toBe(200)
     await waitFor('a log line about Redis', () => /redis unavailable/.test(gw.output()), 10_000, 50)
     expect(gw.output()).not.toContain(PASSWORD)
-    expect(await (topology as RedisTopology).keys('rgw:report:*')).toEqual([])
+    expect(await topology().keys('rgw:report:*')).toEqual([])
   }, 60_000)
 
   it('with redis.tlsServername naming what the certificates hold: redis ok, and the report it fills is stored there', async () => {
@@ -91,7 +96,51 @@ describe.skipIf(!available).each(topologies)('%s over TLS, its nodes announced b
     await waitFor('redis ok', async () => (await readiness(gw.adminUrl)).redis === 'ok', 15_000, 50)
     const read = await readWeek(gw.url)
     expect([read.status, read.headers.get('x-cache')]).toEqual([200, 'MISS'])
-    await waitFor('the report written to Redis over TLS', async () => (await (topology as RedisTopology).keys('rgw:report:*')).length === 1, 10_000, 50)
+    await waitFor('the report written to Redis over TLS', async () => (await topology().keys('rgw:report:*')).length === 1, 10_000, 50)
+    expect(gw.output()).not.toContain(PASSWORD)
+  }, 60_000)
+})
+
+// Sentinels that themselves listen on TLS only and ask for a password (`requirepass` in
+// sentinel.conf: Bitnami's chart with `auth.sentinel` and TLS on), in front of a TLS
+// master: reached without TLS or without the password, no Sentinel answers, so the
+// gateway runs without Redis (never ending for a Sentinel's refused handshake); with
+// redis.sentinelTls and REDIS_SENTINEL_PASSWORD, the master is found and used.
+describe.skipIf(!available)('Sentinels on TLS only, with a password, in front of a TLS master', () => {
+  const sandbox = useSandbox()
+  const cleanups = useCleanups()
+  const { ca, topology } = useTopologyOverTls((tls) => startRedisSentinel('mymaster', tls, { sentinelTls: true }))
+
+  const start = (redisLines: string[], env: Record<string, string> = {}) =>
+    spawnGateway({
+      env: { PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: sandbox.issueToken(), REDIS_URL: `rediss://:${PASSWORD}@localhost:6379`, NODE_EXTRA_CA_CERTS: ca(), ...env },
+      yaml: `${TEAMS_YAML}\nredis:\n${[...topology().configLines, '  tlsServername: redis.test', ...redisLines].join('\n')}\n`,
+    })
+
+  it.each([
+    ['without redis.sentinelTls', [], { REDIS_SENTINEL_PASSWORD: PASSWORD }],
+    ['without REDIS_SENTINEL_PASSWORD', ['  sentinelTls: true'], {}],
+    ['with a wrong REDIS_SENTINEL_PASSWORD', ['  sentinelTls: true'], { REDIS_SENTINEL_PASSWORD: 'not-the-sentinel-password-0123' }],
+  ])('%s: redis is down; it serves from memory, keeps running and never prints a password', async (_name, lines, env) => {
+    const gw = await start(lines, env)
+    cleanups.push(() => gw.close())
+    await waitFor('redis down', async () => (await readiness(gw.adminUrl)).redis === 'down', 15_000, 50)
+    expect((await readWeek(gw.url)).status).toBe(200)
+    await waitFor('a log line about Redis', () => /redis unavailable/.test(gw.output()), 10_000, 50)
+    // Still running: a refused handshake's later errors end no process.
+    expect((await readiness(gw.adminUrl)).redis).toBe('down')
+    expect(gw.output()).not.toContain(PASSWORD)
+    expect(gw.output()).not.toContain('not-the-sentinel-password-0123')
+    expect(await topology().keys('rgw:report:*')).toEqual([])
+  }, 60_000)
+
+  it('with redis.sentinelTls and REDIS_SENTINEL_PASSWORD: redis ok, and the report it fills is stored on the master', async () => {
+    const gw = await start(['  sentinelTls: true'], { REDIS_SENTINEL_PASSWORD: PASSWORD })
+    cleanups.push(() => gw.close())
+    await waitFor('redis ok', async () => (await readiness(gw.adminUrl)).redis === 'ok', 15_000, 50)
+    const read = await readWeek(gw.url)
+    expect([read.status, read.headers.get('x-cache')]).toEqual([200, 'MISS'])
+    await waitFor('the report written to Redis over TLS', async () => (await topology().keys('rgw:report:*')).length === 1, 10_000, 50)
     expect(gw.output()).not.toContain(PASSWORD)
   }, 60_000)
 })

@@ -287,6 +287,38 @@ describe('redis.tlsServername: the name every Redis node\'s certificate is check
   })
 })
 
+describe('The Sentinels\' own TLS (redis.sentinelTls) and password (REDIS_SENTINEL_PASSWORD)', () => {
+  const secret = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, GATEWAY_SECRET: 'config-test-gateway-secret-0000' }
+  const sentinels = 'redis:\n  sentinels: [{ host: sentinel-0.redis, port: 26379 }]\n'
+  const withTls = { ...secret, REDIS_URL: 'rediss://:pw-0123456789@redis.redis.svc:6379' }
+  const PASSWORD = 'sentinel-password-0123456789'
+
+  it('are off unless set; taken with Sentinels, the password from the variable or its file', () => {
+    expect(load(withTls, sentinels).redis).toMatchObject({ sentinelTls: false, sentinelPassword: null })
+    expect(load({ ...withTls, REDIS_SENTINEL_PASSWORD: PASSWORD }, `${sentinels}  sentinelTls: true\n`).redis).toMatchObject({ sentinelTls: true, sentinelPassword: PASSWORD })
+    const fromFile = load({ ...secret, REDIS_URL: 'redis://:pw-0123456789@x:6379', REDIS_SENTINEL_PASSWORD_FILE: '/run/secrets/s' }, sentinels, { '/run/secrets/s': `${PASSWORD}\n` })
+    expect(fromFile.redis).toMatchObject({ sentinelTls: false, sentinelPassword: PASSWORD })
+    expect(fromFile.secrets).toContain(PASSWORD)
+  })
+
+  it.each<{ name: string; env: Record<string, string>; yaml: string; line: string }>([
+    { name: 'sentinelTls without Sentinels', env: withTls, yaml: 'redis:\n  sentinelTls: true\n', line: 'redis.sentinelTls: set, but no Sentinels are: set redis.sentinels (with redis.sentinelName), or remove redis.sentinelTls' },
+    { name: 'sentinelTls without rediss://', env: { ...secret, REDIS_URL: 'redis://:pw-0123456789@x:6379' }, yaml: `${sentinels}  sentinelTls: true\n`, line: 'redis.sentinelTls: set, but Redis is not reached over TLS: set REDIS_URL (redis.url) to a rediss:// URL, or remove redis.sentinelTls' },
+    { name: 'a Sentinel password without Sentinels', env: { ...withTls, REDIS_SENTINEL_PASSWORD: PASSWORD }, yaml: 'redis:\n  cluster: [{ host: redis-0, port: 6379 }]\n', line: 'REDIS_SENTINEL_PASSWORD: set, but no Sentinels are: set redis.sentinels (with redis.sentinelName), or remove REDIS_SENTINEL_PASSWORD' },
+  ])('refuse $name, in one line naming the key and never a password', ({ env, yaml, line }) => {
+    const err = problem(env, yaml)
+    expect(err.problems).toEqual([line])
+    expect(err.message).not.toContain('pw-0123456789')
+    expect(err.message).not.toContain(PASSWORD)
+  })
+
+  it('refuse a Sentinel password in the config file, without repeating it', () => {
+    const err = problem(withTls, `${sentinels}  sentinelPassword: ${PASSWORD}\n`)
+    expect(err.problems).toContain('redis.sentinelPassword: secrets may not be set in CONFIG_FILE; use its environment variable or *_FILE')
+    expect(err.message).not.toContain(PASSWORD)
+  })
+})
+
 describe('TEAMS_FILE: the teams in a file of their own', () => {
   const TEAMS_PATH = '/virtual/teams.yaml'
   const PLATFORM = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }

@@ -410,6 +410,7 @@ describe('values an operator sets that the cluster would take and the pods could
       platformPassword: 'PLATFORM_PASSWORD_FILE',
       platformClientId: 'PLATFORM_CLIENT_ID_FILE',
       platformClientSecret: 'PLATFORM_CLIENT_SECRET_FILE',
+      redisSentinelPassword: 'REDIS_SENTINEL_PASSWORD_FILE',
     }
     const keys = Object.keys(parse(chartFile('values.yaml')).secrets.keys as Record<string, string>)
     expect(keys.sort()).toEqual(Object.keys(variables).sort())

@@ -96,6 +96,7 @@ describe('values.yaml and values.schema.json', () => {
     ['a platform token in the config file', { config: { platform: { token: 'x' } } }],
     ['a platform password in the config file', { config: { platform: { password: 'x' } } }],
     ['an admin token in the config file', { config: { admin: { token: 'x' } } }],
+    ['a Redis Sentinel password in the config file (it comes from secrets.keys.redisSentinelPassword)', { config: { redis: { sentinelPassword: 'x' } } }],
     ['a token file and a password login at once', { secrets: { keys: { platformUsername: 'username', platformPassword: 'p', platformClientId: 'c', platformClientSecret: 's' } } }],
     ['half a password login', { secrets: { keys: { platformToken: '', platformUsername: 'username' } } }],
     ['an admin token the gateway would refuse (under 16 characters)', { secrets: { values: { adminToken: 'short' } } }],

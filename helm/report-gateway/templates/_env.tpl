@@ -93,6 +93,10 @@ probes, Services and mounts follow the values.
 - name: PLATFORM_CLIENT_SECRET_FILE
   value: {{ printf "%s/%s" $secretDir . | quote }}
 {{- end }}
+{{- with $keys.redisSentinelPassword }}
+- name: REDIS_SENTINEL_PASSWORD_FILE
+  value: {{ printf "%s/%s" $secretDir . | quote }}
+{{- end }}
 {{- with .Values.tracing }}
 {{- if .endpoint }}
 # OpenTelemetry traces (the standard OTEL_* variables).
