@@ -85,13 +85,13 @@ describe('the OpenAPI document against an independent validator and real answers
     expect(resolveRef(doc, (post.responses as Json)['4XX']).content).toEqual({ 'application/json': { schema: { $ref: '#/components/schemas/PlatformError' } } })
   })
 
-  it('declares the 202 of a report read preferring respond-async (location, preference-applied, JobStatus), and a real one, its job\'s status and a job\'s platform refusal validate', async () => {
+  it('declares the 202 of a report read preferring respond-async (location, preference-applied, cache-control, vary, JobStatus) and a job status\'s cache-control and vary, and a real one, its job\'s status and a job\'s platform refusal validate', async () => {
     const doc = await documentOf()
     const REPORT = '/api/v1/report/{split}/get'
     for (const method of ['get', 'post']) {
       const accepted = resolveRef(doc, ((doc.paths as Record<string, Record<string, Json>>)[REPORT]![method]!.responses as Json)['202'])
       const headers = accepted.headers as Record<string, Json> | undefined
-      for (const name of ['location', 'preference-applied', 'x-request-id']) expect(resolveRef(doc, headers?.[name]).required, `${method} 202 ${name}`).toBe(true)
+      for (const name of ['location', 'preference-applied', 'cache-control', 'vary', 'x-request-id']) expect(resolveRef(doc, headers?.[name]).required, `${method} 202 ${name}`).toBe(true)
       expect(accepted.content, method).toEqual({ 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } })
       // The parameter that asks for it says so too, and does not deny the answer the operation lists.
       const parameters = ((doc.paths as Record<string, Record<string, Json>>)[REPORT]![method]!.parameters as Json[]).map((p) => resolveRef(doc, p))
@@ -99,6 +99,9 @@ describe('the OpenAPI document against an independent validator and real answers
       expect(prefer?.description, `${method} prefer`).toMatch(/`202`/)
       expect(prefer?.description, `${method} prefer`).not.toMatch(/not among this operation/)
     }
+    // A job's status says it is kept by no cache, per key: the document says so too.
+    const status = resolveRef(doc, ((doc.paths as Record<string, Record<string, Json>>)['/api/v1/jobs/{id}']!.get!.responses as Json)['200'])
+    for (const name of ['cache-control', 'vary']) expect(resolveRef(doc, (status.headers as Record<string, Json> | undefined)?.[name]).required, `job status ${name}`).toBe(true)
     const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
     ajv.addSchema(doc, 'openapi.json')
     const call = async (url: string, init: RequestInit = {}): Promise<Answer> => {

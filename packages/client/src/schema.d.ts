@@ -1582,6 +1582,12 @@ export interface components {
         location: string;
         /** @description `respond-async` (RFC 7240): the read was taken as a job. */
         "preference-applied": "respond-async";
+        /** @description `private, no-store`: a job's status is its team's and changes as the job runs; no cache keeps it. */
+        "job-cache-control": "private, no-store";
+        /** @description `accept-encoding, authorization, prefer, x-api-key`, as the read's own answer would vary. */
+        "accepted-vary": "accept-encoding, authorization, prefer, x-api-key";
+        /** @description `authorization, x-api-key`: a job's status varies with the key that reads it (its path names the job). */
+        "job-vary": "authorization, x-api-key";
         /** @description What the answer cost and the team's use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer's headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team's platform-seconds over the last 60 s (this replica's calls); `share` (when known) `minute` as a percentage of the team's share of its credential's limit over a minute (its weight among the credential's teams), over 100 while it uses seats others leave idle; `day` the team's platform-seconds of the UTC day, every replica's (another replica's within two `usage.flush`); `day-limit` the team's `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`. */
         "platform-usage": string;
         /** @description The last day (`YYYY-MM-DD`, the platform's calendar: `cache.timeZone`) whose figures in this answer no longer change: the day before the `cache.settledAfterDays` days before the day the answer was fetched from the platform. */
@@ -2111,6 +2117,8 @@ export interface operations {
                     location: components["headers"]["location"];
                     "preference-applied": components["headers"]["preference-applied"];
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["job-cache-control"];
+                    vary: components["headers"]["accepted-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -2254,6 +2262,8 @@ export interface operations {
                     location: components["headers"]["location"];
                     "preference-applied": components["headers"]["preference-applied"];
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["job-cache-control"];
+                    vary: components["headers"]["accepted-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -2398,6 +2408,8 @@ export interface operations {
                     location: components["headers"]["location"];
                     "preference-applied": components["headers"]["preference-applied"];
                     "x-request-id": components["headers"]["x-request-id"];
+                    "cache-control": components["headers"]["job-cache-control"];
+                    vary: components["headers"]["accepted-vary"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
                     [name: string]: unknown;
@@ -2594,6 +2606,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["job-cache-control"];
+                    vary: components["headers"]["job-vary"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2699,6 +2713,8 @@ export interface operations {
                     "x-request-id": components["headers"]["x-request-id"];
                     ratelimit: components["headers"]["ratelimit"];
                     "ratelimit-policy": components["headers"]["ratelimit-policy"];
+                    "cache-control": components["headers"]["job-cache-control"];
+                    vary: components["headers"]["job-vary"];
                     [name: string]: unknown;
                 };
                 content?: never;

@@ -85,6 +85,9 @@ const HEADERS: Json = {
   'ratelimit-policy': header('For a team with a rate limit: its quota and window in seconds, e.g. `"default";q=600;w=60`.', { type: 'string', pattern: '^"default";q=\\d+;w=\\d+$' }),
   location: always('Where the job is: `/api/v1/jobs/{id}`; its status there, its report at `/result` once done.', { type: 'string', pattern: '^/api/v1/jobs/[A-Za-z0-9_-]{1,64}$' }),
   'preference-applied': always('`respond-async` (RFC 7240): the read was taken as a job.', { const: 'respond-async' }),
+  'job-cache-control': always('`private, no-store`: a job\'s status is its team\'s and changes as the job runs; no cache keeps it.', { const: 'private, no-store' }),
+  'accepted-vary': always('`accept-encoding, authorization, prefer, x-api-key`, as the read\'s own answer would vary.', { const: 'accept-encoding, authorization, prefer, x-api-key' }),
+  'job-vary': always('`authorization, x-api-key`: a job\'s status varies with the key that reads it (its path names the job).', { const: 'authorization, x-api-key' }),
   [USAGE_HEADER]: always(
     'What the answer cost and the team\'s use of the platform (an RFC 9651 dictionary, platform-seconds: the seat-time calls held the platform, from their sending to their answer\'s headers): `fill` the platform-seconds of the call that filled this answer (0: from the cache without a call); `minute` the team\'s platform-seconds over the last 60 s (this replica\'s calls); `share` (when known) `minute` as a percentage of the team\'s share of its credential\'s limit over a minute (its weight among the credential\'s teams), over 100 while it uses seats others leave idle; `day` the team\'s platform-seconds of the UTC day, every replica\'s (another replica\'s within two `usage.flush`); `day-limit` the team\'s `platformSecondsPerDay`, when set; `reset` seconds until the UTC day ends. E.g. `fill=0.412, minute=3.250, share=27, day=812.500, day-limit=3600.000, reset=43100`.',
     { type: 'string', pattern: '^fill=\\d+(\\.\\d{1,3})?, minute=\\d+\\.\\d{3}(, share=\\d+)?, day=\\d+\\.\\d{3}(, day-limit=\\d+\\.\\d{3})?, reset=\\d+$' },
@@ -137,7 +140,7 @@ function reportResponses(): Json {
     },
     '202': {
       description: 'Asked with `prefer: respond-async` and no copy answers it now: a report job (docs/jobs.md), its status in the body; `location` is where to read it.',
-      headers: { ...Object.fromEntries(['location', 'preference-applied', 'x-request-id'].map((h) => [h, ref(h)])), ...RATE_LIMIT_HEADERS },
+      headers: { ...Object.fromEntries(['location', 'preference-applied', 'x-request-id'].map((h) => [h, ref(h)])), 'cache-control': ref('job-cache-control'), vary: ref('accepted-vary'), ...RATE_LIMIT_HEADERS },
       content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } },
     },
     '304': {
@@ -216,7 +219,7 @@ export function completeDocument(doc: Json, settings: PlatformPathSettings): Jso
       item[method] = op
       const tags = (op.tags as string[] | undefined) ?? []
       if (tags.includes('reports')) op.responses = reportResponses()
-      else if (tags.includes('jobs')) op.responses = { ...jobSuccess(op.operationId as string, { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS }, reportResponses()), ...errorResponses('job') }
+      else if (tags.includes('jobs')) op.responses = { ...jobSuccess(op.operationId as string, { 'x-request-id': ref('x-request-id'), ...RATE_LIMIT_HEADERS }, reportResponses(), { 'cache-control': ref('job-cache-control'), vary: ref('job-vary') }), ...errorResponses('job') }
       else op.security = []
       if (path === '/readyz') op.responses = structuredClone(READYZ)
       if (!tags.includes('reports') && !tags.includes('jobs')) {
