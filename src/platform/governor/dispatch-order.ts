@@ -20,9 +20,7 @@ const NONE: ReadonlyMap<string, number> = new Map()
 export function sharesView(across: LeaseShares | null, capacity: number, teams: LocalTeam[]): SharesView {
   if (across) return { ...across, teams, owed: owedSeats(across.targets, teams), one: false }
   const targets = fairShares(capacity, teams)
-  const whole = new Map<string, number>()
-  for (const t of teams) if (t.waiting === 0) whole.set(t.team, Math.floor((targets.get(t.team) ?? 0) + 1e-9))
-  return { targets, lent: 0, shares: targets, heldElsewhere: NONE, charged: NONE, teams, owed: owedSeats(whole, teams), one: true }
+  return { targets, lent: 0, shares: targets, heldElsewhere: NONE, charged: NONE, teams, owed: owedSeats(targets, teams, true), one: true }
 }
 
 /** What the dispatch rule reads of one credential's seats on this replica, at one instant. */
