@@ -91,14 +91,10 @@ export class MemoryLeaseStore implements LeaseStore {
 
   async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
     await this.#delay()
-    const { granted, free, known } = grant(this.#records, ask, this.#clock.now())
-    if (ask.limitRecord !== null) this.#limitRecord = ask.limitRecord
-    const others: ReplicaRecord[] = []
     const now = this.#clock.now()
-    for (const [run, r] of this.#records) {
-      const record = run === ask.run || r.expiry < now ? null : decodeRecord(run, ask.learns ? r.text : (r.text.split('#')[0] as string))
-      if (record) others.push(record)
-    }
+    const { granted, free, known } = grant(this.#records, ask, now)
+    if (ask.limitRecord !== null) this.#limitRecord = ask.limitRecord
+    const others = [...this.#records].flatMap(([run, r]) => (run === ask.run || r.expiry < now ? [] : (decodeRecord(run, ask.learns ? r.text : (r.text.split('#')[0] as string)) ?? [])))
     return { granted, free, known, others, limitRecord: this.#limitRecord }
   }
 

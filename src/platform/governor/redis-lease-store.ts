@@ -2,7 +2,7 @@ import type { RedisBreaker } from '../../redis/breaker.js'
 import type { RedisBus } from '../../redis/bus.js'
 import type { RedisClient } from '../../redis/client.js'
 import { redisScript } from '../../redis/script.js'
-import { decodeRecord, type ReplicaRecord } from './lease-plan.js'
+import { decodeRecord } from './lease-plan.js'
 import type { LeaseAnswer, LeaseAsk, LeaseStore } from './lease-store.js'
 
 /**
@@ -82,11 +82,7 @@ export class RedisLeaseStore implements LeaseStore {
     const answer = await breaker.run(() => LEASE(redis, key, ask.run, ask.record, ask.inFlight, ask.need, ask.ask, ask.limit, ask.held, ask.leaseMs, ask.limitRecord ?? '', ask.learns ? 1 : 0), DOWN)
     if (answer === DOWN) throw new Error('redis cannot be reached')
     const [granted, free, known, limitRecord, ...fields] = answer
-    const others: ReplicaRecord[] = []
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      const record = decodeRecord(String(fields[i]), String(fields[i + 1]))
-      if (record) others.push(record)
-    }
+    const others = fields.flatMap((field, i) => (i % 2 === 1 ? [] : (decodeRecord(String(field), String(fields[i + 1])) ?? [])))
     return { granted: Number(granted), free: Number(free), known: Number(known) === 1, others, limitRecord: limitRecord ? String(limitRecord) : null }
   }
 
