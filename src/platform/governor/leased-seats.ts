@@ -105,7 +105,9 @@ export class LeasedSeats implements SeatLease {
   get learner(): boolean { return this.#plan?.learner ?? true }
 
   size(limit: number): number {
-    const lease = Math.min(limit, this.#leaseUnder(limit))
+    // The seats of its lease: a lower limit than it was granted under shrinks it in proportion; while another replica waits, no more than its due.
+    const scaled = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
+    const lease = Math.min(limit, this.#plan?.contended && this.#spare() <= 0 ? Math.min(scaled, this.#due()) : scaled)
     if (this.#downSince === null) return lease
     const out = this.#clock.now() - this.#downSince
     const cap = this.#o.perReplica
@@ -123,12 +125,6 @@ export class LeasedSeats implements SeatLease {
     // once the calls every replica started before have ended (a call's budget, and the
     // watch past it, later): the total never passes the limit.
     return out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
-  }
-
-  /** The seats of the lease it fills: a part of the limit granted under (a lower one shrinks it in proportion); while another replica waits, no more than its due. */
-  #leaseUnder(limit: number): number {
-    const lease = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
-    return this.#plan?.contended && this.#spare() <= 0 ? Math.min(lease, this.#due()) : lease
   }
 
   /** The seats free in the store at the last answer that it may take: those past what the replicas that wait lack of their due (those are theirs). */
