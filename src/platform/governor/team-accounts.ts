@@ -55,8 +55,7 @@ export class TeamAccounts {
   overdueSince(now: number, atWorkers = Infinity): number | null {
     const running = [...this.#teams.values()].flatMap((seats) => [...seats.running])
     if (running.length > atWorkers) running.sort((a, b) => a.at - b.at).length = atWorkers
-    let due = Infinity
-    for (const call of running) due = Math.min(due, call.dueAt)
+    const due = Math.min(...running.map((call) => call.dueAt))
     return due <= now ? due : null
   }
 
