@@ -10,6 +10,9 @@ export function fitting(need: number, limit: number): number {
   return need === 0 ? 0 : Math.min(limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
 }
 
+/** The seats a replica holds at most while another waits, its due being `due` whole seats: its calls in flight and waiting within its due, or its calls in flight if more. */
+export const heldWhileContended = (inFlight: number, need: number, due: number): number => Math.max(inFlight, Math.min(need, due))
+
 /** Another replica takes over learning the limit once its calls answer this many times as often as the learner's. */
 export const LEARNER_MARGIN = 1.5
 
@@ -100,7 +103,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const shortOf = (r: ReplicaRecord) => Math.min(r.need, Math.floor(dueOf(r) + 1e-9)) - Math.max(r.lease, r.inFlight)
   const short = others.filter((r) => shortOf(r) > 0).sort((a, b) => shortOf(b) - shortOf(a)).map((r) => r.run)
   const shortElsewhere = others.reduce((sum, r) => sum + Math.max(0, shortOf(r)), 0)
-  const over = others.filter((r) => r.lease > Math.max(r.inFlight, Math.min(r.need, Math.ceil(dueOf(r) - 1e-9)))).map((r) => r.run)
+  const over = others.filter((r) => r.lease > heldWhileContended(r.inFlight, r.need, Math.ceil(dueOf(r) - 1e-9))).map((r) => r.run)
   let owedElsewhere = 0
   for (const r of others) owedElsewhere += owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams)
   const heldElsewhere = new Map<string, number>()

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
-import { ElsewhereCharges, encodeRecord, fitting, leasePlan, moves, type LeasePlan, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
+import { ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, moves, type LeasePlan, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
 
@@ -202,7 +202,7 @@ export class LeasedSeats implements SeatLease {
     // here has no target until a renewal says it.
     const plan = this.#plan
     if (plan !== null && ((this.#lease > 0 && this.#lease + plan.occupiedElsewhere > demand.limit)
-      || (plan.contended && (this.#lease > Math.max(Math.min(this.#due(), need), demand.inFlight) || Math.max(this.#lease, demand.inFlight) < this.#occupied))
+      || (plan.contended && (this.#lease > heldWhileContended(demand.inFlight, need, this.#due()) || Math.max(this.#lease, demand.inFlight) < this.#occupied))
       || demand.teams.some((t) => !plan.targets.has(t.team)))) {
       this.#schedule(0)
       return
