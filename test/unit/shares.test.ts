@@ -101,6 +101,12 @@ describe('owedSeats', () => {
     expect(owedSeats(new Map(), [team('a', { peak: 2 })])).toBe(0)
   })
 
+  it('owes whole seats of the shares on one replica (a fraction of a seat is no one\'s), a share within 1e-9 of a seat that seat', () => {
+    expect(owedSeats(new Map([['a', 1.5]]), [team('a', { peak: 6 })], true)).toBe(1)
+    expect(owedSeats(new Map([['a', 2 - 1e-12]]), [team('a', { peak: 6 })], true)).toBe(2)
+    expect(owedSeats(new Map([['a', 2.9], ['b', 3]]), [team('a', { peak: 6 }), team('b', { peak: 6, waiting: 1 })], true)).toBe(2)
+  })
+
   it('owes the seats of every lingering team, summed', () => {
     const teams = [team('x', { peak: 1 }), team('y', { peak: 2 }), team('z', { peak: 6, weight: 2 })]
     // Shares of 8 over what each wants: 1, 2, and the 5 left to z.

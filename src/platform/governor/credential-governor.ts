@@ -63,18 +63,8 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
   const estimator = settings.adaptive ? new KneeEstimator({ initial: settings.initialConcurrent, min: settings.minConcurrent, max: settings.maxConcurrent }) : null
   const work = new WorkEstimates()
   const seats = new CredentialSeats({
-    credential,
-    maxConcurrent: settings.maxConcurrent,
-    limit: estimator?.limit ?? settings.maxConcurrent,
-    queueLimit: settings.queue,
-    queueTimeoutMs: settings.queueTimeoutMs,
-    work,
-    weightOf: o.weightOf,
-    limitsOf: o.limitsOf,
-    pausedUntil: o.pausedUntil,
-    seats: lease,
-    clock,
-    onRefused: o.onRefused,
+    credential, work, seats: lease, clock, weightOf: o.weightOf, limitsOf: o.limitsOf, pausedUntil: o.pausedUntil, onRefused: o.onRefused,
+    maxConcurrent: settings.maxConcurrent, limit: estimator?.limit ?? settings.maxConcurrent, queueLimit: settings.queue, queueTimeoutMs: settings.queueTimeoutMs,
     ...(estimator && {
       onStarted: (kind, load) => estimator.started(kind, load),
       onEnded: (answer) => {

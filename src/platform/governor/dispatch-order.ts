@@ -20,9 +20,7 @@ const NONE: ReadonlyMap<string, number> = new Map()
 export function sharesView(across: LeaseShares | null, capacity: number, teams: LocalTeam[]): SharesView {
   if (across) return { ...across, teams, owed: owedSeats(across.targets, teams), one: false }
   const targets = fairShares(capacity, teams)
-  const whole = new Map<string, number>()
-  for (const t of teams) if (t.waiting === 0) whole.set(t.team, Math.floor((targets.get(t.team) ?? 0) + 1e-9))
-  return { targets, lent: 0, shares: targets, heldElsewhere: NONE, charged: NONE, teams, owed: owedSeats(whole, teams), one: true }
+  return { targets, lent: 0, shares: targets, heldElsewhere: NONE, charged: NONE, teams, owed: owedSeats(targets, teams, true), one: true }
 }
 
 /** What the dispatch rule reads of one credential's seats on this replica, at one instant. */
@@ -55,16 +53,12 @@ function standing<W extends WaitingCall>(s: DispatchState<W>, team: string): { h
   return { head: shortHead ?? head, within, everywhere, short: shortHead !== null }
 }
 
-/** The owed seats that short calls of waiting teams past their shares keep (one replica; 2.3). */
-function covered<W extends WaitingCall>(s: DispatchState<W>): number {
-  if (!s.view.one) return 0
-  let n = 0
-  for (const t of s.view.teams) if (t.waiting > 0 && !below(s.view, t.team, t.held)) n += s.teams.shortRunning(t.team)
-  return n
+/** Seats held back from long calls (2.3): owed to active teams (on one replica, but those short calls of waiting teams past their shares keep), or lent here by other replicas; whole seats. */
+function owedNow<W extends WaitingCall>(s: DispatchState<W>): number {
+  let covered = 0
+  if (s.view.one) for (const t of s.view.teams) if (t.waiting > 0 && !below(s.view, t.team, t.held)) covered += s.teams.shortRunning(t.team)
+  return Math.floor(Math.max(0, s.view.owed - covered) + s.view.lent + 1e-9)
 }
-
-/** Seats held back from long calls (2.3): owed to active teams, or lent here by other replicas; whole seats. */
-function owedNow<W extends WaitingCall>(s: DispatchState<W>): number { return Math.floor(Math.max(0, s.view.owed - covered(s)) + s.view.lent + 1e-9) }
 
 /** The next call to start on `free` seats (docs/governor.md, "The dispatch rule" 2 and 3), or null. */
 export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: number): W | null {

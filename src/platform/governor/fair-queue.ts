@@ -1,9 +1,5 @@
-/**
- * The calls of one credential waiting for a seat on one replica, per team: which of a
- * team's calls is its most pressing (by priority, a refresh ahead's urgency, arrival), and
- * who gives up a place when the queue is full (docs/governor.md, "State"). Which team goes
- * next is the dispatch rule's (dispatch-order.ts). Pure: no timers, no I/O.
- */
+// The calls of one credential waiting for a seat on one replica, per team: each team's most
+// pressing, and who gives up a place in a full queue (docs/governor.md, "State"). Pure.
 
 export type Priority = 'caller' | 'job' | 'ahead' | 'swr' | 'warm'
 

@@ -1,10 +1,5 @@
-/**
- * What one replica makes of every replica's lease record (docs/governor.md, "Across
- * replicas"): pure functions, the one place where the seats are shared across replicas.
- * The store (redis-lease-store.ts) only keeps the records and grants seats no other
- * replica holds; the shares, the targets, the lent seats and the learner are worked out
- * here, the same way on every replica, from the records the last renewal returned.
- */
+// What one replica makes of every replica's lease record, the same way on each: the one place
+// the seats are shared across replicas (docs/governor.md, "Across replicas"). Pure.
 import { fairShares, owedSeats, type TeamLoad } from './shares.js'
 
 /** A lease asks for room to grow past its need: a quarter more, one seat at least. */
@@ -14,6 +9,9 @@ export const SEAT_HEADROOM = 0.25
 export function fitting(need: number, limit: number): number {
   return need === 0 ? 0 : Math.min(limit, Math.max(need + 1, Math.ceil(need * (1 + SEAT_HEADROOM))))
 }
+
+/** The seats a replica holds at most while another waits, its due being `due` whole seats: its calls in flight and waiting within its due, or its calls in flight if more. */
+export const heldWhileContended = (inFlight: number, need: number, due: number): number => Math.max(inFlight, Math.min(need, due))
 
 /** Another replica takes over learning the limit once its calls answer this many times as often as the learner's. */
 export const LEARNER_MARGIN = 1.5
@@ -25,15 +23,11 @@ export interface TeamRecord extends TeamLoad {
   seatMs?: number
 }
 
-/** One replica's record in the lease store. */
+/** One replica's record in the lease store: its run's id, its lease, its calls in flight, and those and its calls waiting (need). */
 export interface ReplicaRecord {
-  /** The replica run's id. */
   run: string
-  /** Seats leased to it. */
   lease: number
-  /** Its calls in flight. */
   inFlight: number
-  /** Its calls in flight and waiting. */
   need: number
   /** Its calls answered per second, smoothed: the replica that sees most of the platform learns the limit. */
   answered: number
@@ -46,11 +40,10 @@ export interface ReplicaRecord {
 
 /** This replica's part of the shares, and what it knows of the others. */
 export interface LeasePlan {
-  /** Each of its teams' part of its share, across replicas. */
+  /** Each of its teams' part of its share across replicas, and their sum. */
   targets: Map<string, number>
-  /** The sum of those. */
   target: number
-  /** The seats it is due while others need theirs: its target, and its part of the seats no team's share holds (split by need past target). */
+  /** Its target and its part of the seats no team's share holds (split by need past target). */
   due: number
   /** Seats owed to the teams of other replicas that wait for nothing (lent only to short calls). */
   owedElsewhere: number
@@ -59,16 +52,14 @@ export interface LeasePlan {
   shares: Map<string, number>
   /** Another replica needs more seats than it holds. */
   contended: boolean
-  /** The seats the other replicas that need more than they hold lack of their due: that many seats free in the store are theirs to take; past them, a free seat is no one's due. */
+  /** What the other replicas that need more than they hold lack of their due: that many free seats are theirs. */
   shortElsewhere: number
-  /** The other replicas that need more seats than they hold and hold fewer than their due, most short first: seats free in the store are theirs. */
+  /** Those replicas, most short first; and those holding seats they neither use nor are due (told to give them back). */
   short: string[]
-  /** The other replicas that hold seats they neither use nor are due: told when this one is short of seats with none free, they give them back. */
   over: string[]
   /** Calls in flight on the other replicas, and the seats they hold or use (leased or in flight). */
   elsewhere: number
   occupiedElsewhere: number
-  /** Calls waited at the limit on another replica. */
   waitedElsewhere: boolean
   /** Whether this replica learns the limit, and which run does. */
   learner: boolean
@@ -77,13 +68,7 @@ export interface LeasePlan {
   needsMost: string | null
 }
 
-/**
- * The plan of replica `mine` among `others`, with the `limit` in force to share. Each team's share is
- * computed over every replica's teams, and split between the replicas by their demand
- * for it (calls in flight and waiting); a team that only lingers, between the replicas it
- * lingers on. The seats of the limit no share holds go to the replicas that need more
- * than their targets, in proportion to that need: every seat of the limit is someone's due.
- */
+/** The plan of replica `mine` among `others` over the `limit` in force: targets and dues ("Across replicas", first point). */
 export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], limit: number, learnerBefore: string | null = null): LeasePlan {
   const all = [mine, ...others]
   const teams = new Map<string, TeamLoad & { lingerers: number }>()
@@ -111,52 +96,31 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   // Each replica's target: the sum of its teams' parts.
   const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
   const target = own.get(mine) as number
-  let unheld = limit
-  let wanting = 0
-  for (const [r, o] of own) {
-    unheld -= o
-    wanting += Math.max(0, r.need - o)
-  }
+  const unheld = [...own.values()].reduce((left, o) => left - o, limit)
+  const wanting = [...own].reduce((sum, [r, o]) => sum + Math.max(0, r.need - o), 0)
   const dueOf = (r: ReplicaRecord, o = own.get(r) as number) => o + (unheld > 0 && wanting > 0 ? (unheld * Math.max(0, r.need - o)) / wanting : 0)
   const due = dueOf(mine)
   const shortOf = (r: ReplicaRecord) => Math.min(r.need, Math.floor(dueOf(r) + 1e-9)) - Math.max(r.lease, r.inFlight)
   const short = others.filter((r) => shortOf(r) > 0).sort((a, b) => shortOf(b) - shortOf(a)).map((r) => r.run)
   const shortElsewhere = others.reduce((sum, r) => sum + Math.max(0, shortOf(r)), 0)
-  const over = others.filter((r) => r.lease > Math.max(r.inFlight, Math.min(r.need, Math.ceil(dueOf(r) - 1e-9)))).map((r) => r.run)
+  const over = others.filter((r) => r.lease > heldWhileContended(r.inFlight, r.need, Math.ceil(dueOf(r) - 1e-9))).map((r) => r.run)
   let owedElsewhere = 0
   for (const r of others) owedElsewhere += owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams)
   const heldElsewhere = new Map<string, number>()
   for (const r of others) for (const t of r.teams) heldElsewhere.set(t.team, (heldElsewhere.get(t.team) ?? 0) + t.held)
-  let needsMost: string | null = null
-  let gap = 0
-  for (const r of others) {
-    if (r.need - r.lease > gap) {
-      gap = r.need - r.lease
-      needsMost = r.run
-    }
-  }
+  const needsMost = others.reduce<ReplicaRecord | null>((most, r) => (r.need - r.lease > (most === null ? 0 : most.need - most.lease) ? r : most), null)?.run ?? null
   // The replica whose calls answered most learns; the writer of the shared limit, while it writes (a lease's life), goes on while it answers at least
   // 1/LEARNER_MARGIN of that, and while its record is away (the store drops a record with nothing in flight or needed): two learners would each cut the limit.
   const most = all.reduce((best, r) => (r.answered > best.answered || (r.answered === best.answered && r.run < best.run) ? r : best), mine)
   const before = all.find((r) => r.run === learnerBefore)
   const learnerRun = before === undefined ? (learnerBefore ?? most.run) : before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
   return {
-    targets,
-    target,
-    due,
-    owedElsewhere,
-    heldElsewhere,
-    shares,
-    contended: needsMost !== null,
-    shortElsewhere,
-    short,
-    over,
+    targets, target, due, owedElsewhere, heldElsewhere, shares, contended: needsMost !== null, shortElsewhere, short, over, needsMost,
     elsewhere: others.reduce((sum, r) => sum + r.inFlight, 0),
     occupiedElsewhere: others.reduce((sum, r) => sum + Math.max(r.lease, r.inFlight), 0),
     waitedElsewhere: others.some((r) => r.waited),
     learner: learnerRun === mine.run,
     learnerRun,
-    needsMost,
   }
 }
 

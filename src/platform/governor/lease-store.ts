@@ -1,12 +1,6 @@
-/**
- * Where the replicas' lease records live: one map per credential, a field per replica run
- * and one for the shared limit. A store only stores and grants, atomically: it grants what
- * a run asks within the seats no other run holds or uses, writes the run's record, and
- * answers every live record (lease-plan.ts works out the rest). A run that stopped
- * renewing loses its lease when its record lapses; its calls in flight count for one
- * lease more (they run on at the platform), then its record goes. Redis in production (redis-lease-store.ts); MemoryLeaseStore, the
- * same rule in memory, for replicas of one process (the simulator).
- */
+// Where the replicas' lease records live, a field per replica run and one for the shared limit:
+// a store only stores and grants (`grant`; docs/governor.md, "Across replicas"). Redis in
+// production (redis-lease-store.ts); MemoryLeaseStore, the same rule, for the simulator.
 import type { Clock } from '../../clock.js'
 import { decodeRecord, type ReplicaRecord } from './lease-plan.js'
 
@@ -51,8 +45,11 @@ export interface LeaseStore {
   tellAll(from: string): Promise<void>
 }
 
+/** A run's record as a store keeps it: live until `expiry`, its calls in flight counted one lease past it. */
+type Stored = { expiry: number; lease: number; inFlight: number; text: string }
+
 /** One grant, on the store's clock: the rule both stores follow. */
-export function grant(stored: Map<string, { expiry: number; lease: number; inFlight: number; text: string }>, ask: LeaseAsk, now: number): { granted: number; free: number; known: boolean } {
+export function grant(stored: Map<string, Stored>, ask: LeaseAsk, now: number): { granted: number; free: number; known: boolean } {
   let occupied = 0
   let known = false
   for (const [run, r] of stored) {
@@ -78,7 +75,7 @@ export class MemoryLeaseStore implements LeaseStore {
   readonly #clock: Clock
   readonly #latencyMs: number
   readonly #timeoutMs: number
-  readonly #records = new Map<string, { expiry: number; lease: number; inFlight: number; text: string }>()
+  readonly #records = new Map<string, Stored>()
   readonly #listeners = new Map<string, (everyone: boolean) => void>()
   #limitRecord: string | null = null
   #stalledUntil = 0
@@ -90,20 +87,14 @@ export class MemoryLeaseStore implements LeaseStore {
   }
 
   /** Nothing answers until `until` (epoch ms). */
-  stall(until: number): void {
-    this.#stalledUntil = until
-  }
+  stall(until: number): void { this.#stalledUntil = until }
 
   async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
     await this.#delay()
-    const { granted, free, known } = grant(this.#records, ask, this.#clock.now())
-    if (ask.limitRecord !== null) this.#limitRecord = ask.limitRecord
-    const others: ReplicaRecord[] = []
     const now = this.#clock.now()
-    for (const [run, r] of this.#records) {
-      const record = run === ask.run || r.expiry < now ? null : decodeRecord(run, ask.learns ? r.text : (r.text.split('#')[0] as string))
-      if (record) others.push(record)
-    }
+    const { granted, free, known } = grant(this.#records, ask, now)
+    if (ask.limitRecord !== null) this.#limitRecord = ask.limitRecord
+    const others = [...this.#records].flatMap(([run, r]) => (run === ask.run || r.expiry < now ? [] : (decodeRecord(run, ask.learns ? r.text : (r.text.split('#')[0] as string)) ?? [])))
     return { granted, free, known, others, limitRecord: this.#limitRecord }
   }
 
@@ -112,9 +103,7 @@ export class MemoryLeaseStore implements LeaseStore {
     this.#records.delete(run)
   }
 
-  async listen(run: string, fn: (everyone: boolean) => void): Promise<void> {
-    this.#listeners.set(run, fn)
-  }
+  async listen(run: string, fn: (everyone: boolean) => void): Promise<void> { this.#listeners.set(run, fn) }
 
   async tell(run: string): Promise<void> {
     await this.#delay()

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
-import { ElsewhereCharges, encodeRecord, fitting, leasePlan, moves, type LeasePlan, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
+import { ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, moves, type LeasePlan, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
 
@@ -39,17 +39,7 @@ export interface LeasedSeatsOptions {
   run?: string
 }
 
-/**
- * This replica's lease of a credential's seats (docs/governor.md, "Across replicas"):
- * starting and ending a call costs no store command; the lease is renewed when what the
- * replica needs outgrows it, when seats it holds past its due or its calls are wanted
- * elsewhere (then given back as its calls end), when they sit unused, and every third of
- * its life while it holds any. While others wait, it asks for its due, no more than its
- * calls; the fraction the due rounds to is taken in turns. While the store cannot be
- * reached it keeps its lease as last granted and its part of the seats no replica held,
- * for as long as a lease lives, then its part of an even split of the limit between the
- * replicas it saw of late (or platform.maxConcurrentPerReplica from DOWN_GRACE_MS on).
- */
+/** This replica's lease of a credential's seats, renewed as its demand moves: docs/governor.md, "Across replicas". */
 export class LeasedSeats implements SeatLease {
   readonly #o: LeasedSeatsOptions
   readonly #clock: Clock
@@ -57,8 +47,8 @@ export class LeasedSeats implements SeatLease {
   #lease = 0
   // The seats the store counts this replica as holding or using (its lease, or its calls in flight if more).
   #occupied = 0
+  // The limit its lease was last granted under (Infinity: none granted yet).
   #grantedUnder = Infinity
-  #granted = false
   #plan: LeasePlan | null = null
   // The other replicas' records as of the last answer, and the seat-time they say each team held there.
   #others: ReplicaRecord[] = []
@@ -72,8 +62,6 @@ export class LeasedSeats implements SeatLease {
   #downSince: number | null = null
   // Back from an outage: until then it asks for no more than it holds (every replica's calls are counted first).
   #countedAt = -Infinity
-  #replicas = 1
-  #rank = 0
   // The other runs seen in an answer, and when last: an idle replica's record goes, its calls may come back.
   readonly #seen = new Map<string, number>()
   #downTimers: Timer[] = []
@@ -111,20 +99,23 @@ export class LeasedSeats implements SeatLease {
   get leaseMs(): number { return this.#o.leaseMs }
 
   /** Replicas seen holding a lease of the credential within the time calls take to end, this one included. */
-  get replicas(): number { return this.#replicas }
+  get replicas(): number { return this.#seen.size + 1 }
 
   /** Whether this replica learns the limit (the one whose calls answered most); true before it heard the others. */
   get learner(): boolean { return this.#plan?.learner ?? true }
 
   size(limit: number): number {
-    const lease = Math.min(limit, this.#leaseUnder(limit))
+    // The seats of its lease: a lower limit than it was granted under shrinks it in proportion; while another replica waits, no more than its due.
+    const scaled = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
+    const lease = Math.min(limit, this.#plan?.contended && this.#spare() <= 0 ? Math.min(scaled, this.#due()) : scaled)
     if (this.#downSince === null) return lease
     const out = this.#clock.now() - this.#downSince
     const cap = this.#o.perReplica
     if (cap !== null && out >= DOWN_GRACE_MS) return Math.min(limit, cap)
-    if (!this.#granted) return Math.min(limit, this.#o.unseen)
+    if (this.#grantedUnder === Infinity) return Math.min(limit, this.#o.unseen)
     // Its part of seats shared between the replicas it last saw, the odd ones to the first in order.
-    const part = (seats: number) => Math.floor(seats / this.#replicas) + (this.#rank < seats % this.#replicas ? 1 : 0)
+    const [replicas, rank] = [this.replicas, [...this.#seen.keys()].filter((run) => run < this.#run).length]
+    const part = (seats: number) => Math.floor(seats / replicas) + (rank < seats % replicas ? 1 : 0)
     // While leases live: its own, and its part of the seats no replica held at the last
     // answer; those it takes without the store, so a replica with its own cap grows into
     // them no further than that cap.
@@ -136,16 +127,8 @@ export class LeasedSeats implements SeatLease {
     return out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
   }
 
-  /** The seats of the lease it fills: a part of the limit granted under (a lower one shrinks it in proportion); while another replica waits, no more than its due. */
-  #leaseUnder(limit: number): number {
-    const lease = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
-    return this.#plan?.contended && this.#spare() <= 0 ? Math.min(lease, this.#due()) : lease
-  }
-
   /** The seats free in the store at the last answer that it may take: those past what the replicas that wait lack of their due (those are theirs). */
-  #spare(): number {
-    return Math.max(0, this.#free - (this.#plan?.contended ? this.#plan.shortElsewhere : 0))
-  }
+  #spare(): number { return Math.max(0, this.#free - (this.#plan?.contended ? this.#plan.shortElsewhere : 0)) }
 
   shares(): LeaseShares | null {
     const plan = this.#plan
@@ -155,16 +138,11 @@ export class LeasedSeats implements SeatLease {
 
   elsewhere(): number { return this.#plan?.elsewhere ?? 0 }
 
-  saturated(): boolean {
-    // While the store cannot be reached no one knows: calls held by the lease as last
-    // granted say nothing of the limit.
-    return this.#downSince === null && (this.#free <= 0 || this.#plan?.contended === true)
-  }
+  /** While the store cannot be reached no one knows: calls held by the lease as last granted say nothing of the limit. */
+  saturated(): boolean { return this.#downSince === null && (this.#free <= 0 || this.#plan?.contended === true) }
 
   /** Whether calls waited at the limit on another replica, as of the last answer. */
-  waitedElsewhere(): boolean {
-    return this.#plan?.waitedElsewhere ?? false
-  }
+  waitedElsewhere(): boolean { return this.#plan?.waitedElsewhere ?? false }
 
   /** Opens the shared limit record (learned-limit.ts): its writer learns while it wrote within a lease's life (lease-plan.ts). */
   readLimitWith(fn: (text: string) => SharedLimit | null): void { this.#readLimit = fn }
@@ -172,14 +150,10 @@ export class LeasedSeats implements SeatLease {
   /** This replica's calls of late for its record (answer-timeline.ts), while it sees other replicas: the learner weighs them. */
   reportCalls(fn: () => string | null): void { this.#calls = fn }
 
-  onGrown(fn: () => void): void {
-    this.#grown.push(fn)
-  }
+  onGrown(fn: () => void): void { this.#grown.push(fn) }
 
   /** A call of this replica was answered (its rate decides which replica learns the limit). */
-  answered(): void {
-    this.#answers += 1
-  }
+  answered(): void { this.#answers += 1 }
 
   /** Calls waited here at the limit: the learner hears of it. */
   waited(): void { this.#waited = true }
@@ -223,18 +197,13 @@ export class LeasedSeats implements SeatLease {
       this.#schedule(DOWN_RETRY_MS)
       return
     }
-    // The limit fell below the seats leased: the lease shrinks at once. Another replica
-    // waits: seats held past the due ones, and seats of calls ended, go back as calls end.
-    if (this.#plan && this.#lease > 0 && this.#lease + this.#plan.occupiedElsewhere > demand.limit) {
-      this.#schedule(0)
-      return
-    }
-    if (this.#plan?.contended && (this.#lease > Math.max(Math.min(this.#due(), need), demand.inFlight) || Math.max(this.#lease, demand.inFlight) < this.#occupied)) {
-      this.#schedule(0)
-      return
-    }
-    // A team new here has no target until a renewal says it.
-    if (this.#plan !== null && demand.teams.some((t) => !this.#plan?.targets.has(t.team))) {
+    // At once: the limit fell below the seats leased (the lease shrinks); another replica waits
+    // (seats held past the due ones, and seats of calls ended, go back as calls end); a team new
+    // here has no target until a renewal says it.
+    const plan = this.#plan
+    if (plan !== null && ((this.#lease > 0 && this.#lease + plan.occupiedElsewhere > demand.limit)
+      || (plan.contended && (this.#lease > heldWhileContended(demand.inFlight, need, this.#due()) || Math.max(this.#lease, demand.inFlight) < this.#occupied))
+      || demand.teams.some((t) => !plan.targets.has(t.team)))) {
       this.#schedule(0)
       return
     }
@@ -266,12 +235,9 @@ export class LeasedSeats implements SeatLease {
   #wanted(d: ReplicaDemand): number {
     const need = d.inFlight + d.waiting
     if (need === 0) return 0
-    return this.#plan?.contended ? Math.min(need, this.#due() + this.#spare()) : this.#kept(d)
-  }
-
-  /** The seats it keeps while no other replica waits: what fits its demand, or its lease until seats have been past that TRIM_AFTER_MS (a renewal that met a dip between an answer and the next ask keeps them). */
-  #kept(d: ReplicaDemand): number {
-    const fit = fitting(d.inFlight + d.waiting, d.limit)
+    if (this.#plan?.contended) return Math.min(need, this.#due() + this.#spare())
+    // What fits its demand, or its lease until seats have been past that TRIM_AFTER_MS (a renewal that met a dip between an answer and the next ask keeps them).
+    const fit = fitting(need, d.limit)
     const trimmed = this.#unusedSince !== null && this.#clock.now() - this.#unusedSince >= TRIM_AFTER_MS
     return trimmed ? fit : Math.max(fit, Math.min(this.#lease, d.limit))
   }
@@ -311,7 +277,6 @@ export class LeasedSeats implements SeatLease {
     const held = Math.max(this.#lease, d.inFlight)
     // Its due as its demand now and the others' last records make it.
     if (this.#plan !== null) this.#plan = this.#planFor(need, d)
-    // While another replica waits: its due, and the seats free past what the replicas that wait lack of theirs.
     const wanted = this.#wanted(d)
     // Back from an outage, a replica asks for no more than it holds until every replica has
     // renewed (a replica that holds seats renews every third of a lease): every replica's
@@ -352,7 +317,7 @@ export class LeasedSeats implements SeatLease {
     if (this.#downSince !== null) this.#countedAt = this.#lastAnswer + this.#o.leaseMs / 3 + DOWN_RETRY_MS
     this.#downSince = null
     this.#downTimers.forEach((t) => this.#clock.clearTimeout(t))
-    if (!answer.known && this.#granted && this.#lease > 0) {
+    if (!answer.known && this.#lease > 0) {
       this.#o.log.warn({ credential: this.#o.credential, seats: this.#lease }, 'the store had lost the platform seats this replica leased: asked for again')
       this.#o.onLost(this.#lease)
     }
@@ -361,14 +326,11 @@ export class LeasedSeats implements SeatLease {
     this.#lease = answer.granted
     this.#occupied = Math.max(answer.granted, this.#demand.inFlight)
     this.#grantedUnder = limit
-    this.#granted = true
     this.#free = answer.free
     // The replicas it saw within the time calls take to end (an idle one keeps no record): an
     // outage splits the seats between all of them, not only those that held seats just then.
     for (const r of answer.others) this.#seen.set(r.run, this.#lastAnswer)
     for (const [run, at] of this.#seen) if (this.#lastAnswer - at > this.#o.callsEndMs) this.#seen.delete(run)
-    this.#replicas = this.#seen.size + 1
-    this.#rank = [...this.#seen.keys()].filter((run) => run < this.#run).length
     this.#others = answer.others
     this.#charges.seen(answer.others)
     const written = answer.limitRecord === null ? null : this.#readLimit(answer.limitRecord)

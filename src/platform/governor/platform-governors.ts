@@ -92,19 +92,9 @@ export class PlatformGovernors {
 
   /** Every credential's governor: whether its limit is learned (platform.adaptive; if so its knee, phase and the floor of the kind answered most, ms), whether this replica learns it for the others, its seats. */
   views() {
-    return [...this.#governors].map(([credential, g]) => ({
-      credential,
-      adaptive: g.estimator !== null,
-      limit: g.seats.limit,
-      knee: g.estimator?.knee ?? null,
-      phase: g.estimator?.phase ?? null,
-      floorMs: g.estimator?.floorMs ?? null,
-      learner: g.leased?.learner ?? true,
-      inFlight: g.seats.inFlight,
-      queued: g.seats.queued,
-      seatsHeld: g.seats.seatsHeld,
-      pausedUntil: g.seats.pausedUntil,
-      seats: g.seats,
+    return [...this.#governors].map(([credential, { estimator, leased, seats }]) => ({
+      credential, adaptive: estimator !== null, limit: seats.limit, knee: estimator?.knee ?? null, phase: estimator?.phase ?? null, floorMs: estimator?.floorMs ?? null,
+      learner: leased?.learner ?? true, inFlight: seats.inFlight, queued: seats.queued, seatsHeld: seats.seatsHeld, pausedUntil: seats.pausedUntil, seats,
     }))
   }
 

@@ -2,17 +2,14 @@ import type { RedisBreaker } from '../../redis/breaker.js'
 import type { RedisBus } from '../../redis/bus.js'
 import type { RedisClient } from '../../redis/client.js'
 import { redisScript } from '../../redis/script.js'
-import { decodeRecord, type ReplicaRecord } from './lease-plan.js'
+import { decodeRecord } from './lease-plan.js'
 import type { LeaseAnswer, LeaseAsk, LeaseStore } from './lease-store.js'
 
 /**
- * The lease store in Redis: one hash per credential (keys.ts), a field per replica run
- * (`<expiry>|<lease>|<record>`) and the field `limit` (the shared limit, sealed by its
- * writer). One script, on Redis' clock (TIME), does what `grant` (lease-store.ts) does,
- * and nothing else: it grants what the run asks within the seats no other run holds or
- * uses (a lapsed record's calls in flight for one lease more; after a Redis restart, no
- * more than it held), writes the run's record and the limit it brings, and answers every
- * live record.
+ * One hash per credential (keys.ts), a field per replica run (`<expiry>|<lease>|<record>`)
+ * and the field `limit` (the shared limit, sealed by its writer). The script does what
+ * `grant` (lease-store.ts) does, on Redis' clock, writes the limit record it brings, and
+ * answers every live record.
  *
  * KEYS: the hash. ARGV: run, record (past its lease), in flight, need, ask, limit, held,
  * lease ms, limit record ('' for none), 1 when the run learns (the other records are
@@ -78,20 +75,14 @@ export interface RedisLeaseStoreOptions {
 export class RedisLeaseStore implements LeaseStore {
   readonly #o: RedisLeaseStoreOptions
 
-  constructor(opts: RedisLeaseStoreOptions) {
-    this.#o = opts
-  }
+  constructor(opts: RedisLeaseStoreOptions) { this.#o = opts }
 
   async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
     const { breaker, redis, key } = this.#o
     const answer = await breaker.run(() => LEASE(redis, key, ask.run, ask.record, ask.inFlight, ask.need, ask.ask, ask.limit, ask.held, ask.leaseMs, ask.limitRecord ?? '', ask.learns ? 1 : 0), DOWN)
     if (answer === DOWN) throw new Error('redis cannot be reached')
     const [granted, free, known, limitRecord, ...fields] = answer
-    const others: ReplicaRecord[] = []
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      const record = decodeRecord(String(fields[i]), String(fields[i + 1]))
-      if (record) others.push(record)
-    }
+    const others = fields.flatMap((field, i) => (i % 2 === 1 ? [] : (decodeRecord(String(field), String(fields[i + 1])) ?? [])))
     return { granted: Number(granted), free: Number(free), known: Number(known) === 1, others, limitRecord: limitRecord ? String(limitRecord) : null }
   }
 
@@ -105,13 +96,8 @@ export class RedisLeaseStore implements LeaseStore {
     await this.#o.bus?.subscribe(this.#channel(null), (from) => from !== run && fn(true))
   }
 
-  async tell(run: string): Promise<void> {
-    await this.#o.bus?.publish(this.#channel(run), '1')
-  }
-
-  async tellAll(from: string): Promise<void> {
-    await this.#o.bus?.publish(this.#channel(null), from)
-  }
+  async tell(run: string): Promise<void> { await this.#o.bus?.publish(this.#channel(run), '1') }
+  async tellAll(from: string): Promise<void> { await this.#o.bus?.publish(this.#channel(null), from) }
 
   /** A run's own channel, or (null) the one every run of the credential hears. */
   #channel(run: string | null): string {

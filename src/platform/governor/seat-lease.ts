@@ -1,18 +1,9 @@
-/**
- * The seats one replica may fill with calls of a credential. Alone (no Redis), they are
- * the limit in force (LocalSeats). Across replicas sharing a Redis, each replica leases
- * its part of the limit, sized by what its teams hold, wait for and linger on, and renews
- * it as that changes (redis-lease.ts): starting a call costs no Redis command, and the
- * leases of every replica add up to the limit. docs/governor.md, "Across replicas".
- */
-import type { TeamLoad } from './shares.js'
+// The seats one replica may fill with calls of a credential: the limit in force alone
+// (LocalSeats), its lease of it across replicas (leased-seats.ts; docs/governor.md, "Across replicas").
+import type { TeamRecord } from './lease-plan.js'
 
-/** A team on this replica: what it holds and waits for, and whether it asked within the linger. */
-export interface LocalTeam extends TeamLoad {
-  lingering: boolean
-  /** The seat-time its calls here held (ms), its calls in flight included: the other replicas charge it too. */
-  seatMs: number
-}
+/** A team on this replica (its record's, with the seat-time its calls here held, those in flight included). */
+export type LocalTeam = TeamRecord & { seatMs: number }
 
 /** What this replica's calls of a credential hold and wait for. */
 export interface ReplicaDemand {

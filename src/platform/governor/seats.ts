@@ -164,11 +164,9 @@ export class CredentialSeats {
   /** The credential's pause began: calls that would still wait when their time is up are told so now. */
   paused(): void {
     const until = this.pausedUntil
-    for (const waiter of this.#queue.all()) {
-      if (waiter.expiresAt < until) {
-        this.#remove(waiter)
-        waiter.reject(this.#refuse('paused', this.#pauseText(), waiter.priority))
-      }
+    for (const waiter of this.#queue.all().filter((w) => w.expiresAt < until)) {
+      this.#remove(waiter)
+      waiter.reject(this.#refuse('paused', this.#pauseText(), waiter.priority))
     }
   }
 

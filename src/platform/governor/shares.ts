@@ -30,9 +30,8 @@ export function waterFill(seats: number, teams: readonly { team: string; weight:
   return shares
 }
 
-/** Seats owed to the active teams that wait for nothing: min(share, peak) − held, at least 0, each. */
-export function owedSeats(shares: ReadonlyMap<string, number>, teams: readonly TeamLoad[]): number {
-  let owed = 0
-  for (const t of teams) if (t.waiting === 0) owed += Math.max(0, Math.min(shares.get(t.team) ?? 0, t.peak) - t.held)
-  return owed
+/** Seats owed to the active teams that wait for nothing: min(share, peak) − held, at least 0, each; `whole`: of the shares' whole seats (one replica, "Words"). */
+export function owedSeats(shares: ReadonlyMap<string, number>, teams: readonly TeamLoad[], whole = false): number {
+  const part = (team: string) => (whole ? Math.floor((shares.get(team) ?? 0) + 1e-9) : (shares.get(team) ?? 0))
+  return teams.reduce((owed, t) => owed + (t.waiting === 0 ? Math.max(0, Math.min(part(t.team), t.peak) - t.held) : 0), 0)
 }

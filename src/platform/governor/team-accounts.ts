@@ -8,14 +8,7 @@ export const LINGER_MS = 5_000
 export type RunningCall = { at: number; dueAt: number; short: boolean }
 
 /** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`. */
-export interface TeamAccount {
-  seatMs: number
-  running: Set<RunningCall>
-  tag: number
-  lastAsked: number
-  peak: number
-  peakAt: number
-}
+export interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number }
 
 /** The teams' accounts of one credential on one replica, and which are active (holding, waiting, or asked within the linger). */
 export class TeamAccounts {
@@ -43,11 +36,7 @@ export class TeamAccounts {
 
   held(team: string): number { return this.#teams.get(team)?.running.size ?? 0 }
 
-  get inFlight(): number {
-    let n = 0
-    for (const seats of this.#teams.values()) n += seats.running.size
-    return n
-  }
+  get inFlight(): number { return [...this.#teams.values()].reduce((n, seats) => n + seats.running.size, 0) }
 
   /** `team`'s calls in flight expected short; of every team's, without one. */
   shortRunning(team?: string): number {
@@ -66,8 +55,7 @@ export class TeamAccounts {
   overdueSince(now: number, atWorkers = Infinity): number | null {
     const running = [...this.#teams.values()].flatMap((seats) => [...seats.running])
     if (running.length > atWorkers) running.sort((a, b) => a.at - b.at).length = atWorkers
-    let due = Infinity
-    for (const call of running) due = Math.min(due, call.dueAt)
+    const due = Math.min(...running.map((call) => call.dueAt))
     return due <= now ? due : null
   }
 

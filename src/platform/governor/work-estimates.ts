@@ -1,9 +1,5 @@
-/**
- * The work estimator (docs/governor.md, "Words": expected seat-time; dispatch rules 1 and 4):
- * a kind is its team and its work (reports/work-class.ts); a team's own answers set its
- * estimates, a kind it has not had answered takes the same work's over every team. Pure:
- * times are passed in.
- */
+// The work estimator: a kind's expected seat-time, from its team's answers, else the same
+// work's over every team (docs/governor.md, "Words"; dispatch rules 1 and 4). Pure.
 
 // docs/governor.md, "Constants"; MAX_KINDS: kinds held, the least recently seen forgotten past it.
 export const ESTIMATE_GAIN = 0.2
