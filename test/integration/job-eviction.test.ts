@@ -3,6 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { etagOf, type CacheEntry } from '../../src/cache/cache-entry.js'
 import { dropAt, endJob, newJob, startJob, type Job } from '../../src/jobs/job.js'
 import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
+import { RedisDeliveryStore } from '../../src/jobs/redis-delivery-store.js'
+import { newDelivery } from '../../src/jobs/delivery.js'
 import { redisKey } from '../../src/redis/keys.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
@@ -13,8 +15,9 @@ import { redisAvailability } from '../helpers/start-redis.js'
 // report entries carry an expiry). A report job's record and its result are no such
 // copies: one evicted, its caller's status and result were 404 long before jobs.keep,
 // and a queued job's id stayed in the due set for ever, ahead of every job asked after.
-// Redis evicts under volatile-* only keys with an expiry: the jobs' keys carry none, and
-// the store drops them itself once their time is past.
+// So is a webhook delivery not yet made: evicted, the team was never told its job ended.
+// Redis evicts under volatile-* only keys with an expiry: these keys carry none, and
+// their stores drop them themselves once their time is past.
 
 const { available } = redisAvailability('report jobs under Redis eviction')
 const PREFIX = 'evict:'
@@ -52,10 +55,18 @@ describe.skipIf(!available)('report jobs in a Redis that evicts (maxmemory, vola
     return { done, queued }
   }
 
-  it('keeps a done job, its result and a queued job while report copies are evicted around them', async () => {
+  const bounds = { keepMs: KEEP, lifeMs: 10 * KEEP, perTeam: 10 }
+  function outbox(): RedisDeliveryStore {
+    return new RedisDeliveryStore({ redis: redis.client, seal: new RedisSeal('job-eviction-test-secret-0123456789'), prefix: PREFIX, bounds, onUnverified: () => undefined })
+  }
+  const push = (job: string, now: number) => newDelivery({ job, team: 'growth', jobState: 'done', url: 'https://hooks.example.org/jobs', body: `{"id":"${job}"}` }, now)
+
+  it('keeps a done job, its result, a queued job and a webhook delivery not yet made while report copies are evicted around them', async () => {
     const jobs = store()
     const now = Date.now()
     const { done, queued } = await doneAndQueued(jobs, now)
+    const pending = push(done.id, now)
+    expect(await outbox().add(pending, now)).toBe(true)
     await redis.client.config('SET', 'maxmemory', '4mb')
     await redis.client.config('SET', 'maxmemory-policy', 'volatile-lru')
     // Report copies, each with its expiry, well past maxmemory: Redis evicts as it must.
@@ -71,6 +82,18 @@ describe.skipIf(!available)('report jobs in a Redis that evicts (maxmemory, vola
     expect((await jobs.result(done.id, now))?.identity?.toString()).toBe('{"data":[1,2,3]}')
     expect(await jobs.get(queued.id)).toEqual(queued)
     expect((await jobs.due(now, 10)).map((j) => j.id)).toEqual([queued.id])
+    expect(await outbox().due(now, 10)).toEqual([pending])
+  })
+
+  it('drops a delivery not yet made once its life is over, at the next delivery added', async () => {
+    const now = Date.now()
+    const old = push('old-job', now)
+    expect(await outbox().add(old, now)).toBe(true)
+    expect(await outbox().add(push('new-job', now + bounds.lifeMs), now + bounds.lifeMs)).toBe(true)
+    expect(await outbox().get(old.id)).toEqual(old)
+    expect(await outbox().add(push('newer-job', now + bounds.lifeMs + 1), now + bounds.lifeMs + 1)).toBe(true)
+    expect(await outbox().get(old.id)).toBeNull()
+    expect(await redis.client.zscore(redisKey.dueDeliveries(PREFIX), old.id)).toBeNull()
   })
 
   it('drops a job and its result itself once the job is past its drop time, and no sooner', async () => {
