@@ -252,6 +252,20 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(await within(1500, () => tokenOf(b) === next), 'replica B never caught up').not.toBeNull()
   })
 
+  it('a rotation outlives a Redis that lost its data (FLUSHALL): stored again at the next maintenance tick, a replica that starts after takes it, not its configured token', async () => {
+    const first = sandbox.issueToken()
+    const env = { PLATFORM_TOKEN: first, GATEWAY_SECRET }
+    const yaml = `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 200ms\n`
+    const a = await replica(env, undefined, yaml)
+    const next = sandbox.issueToken()
+    expect((await put(a, next)).statusCode).toBe(200)
+    await client.flushall()
+    await waitFor('the rotated token stored again', async () => (await stored())?.fingerprint === fingerprintOf(next), SETTLE_BOUND_MS)
+    const late = await replica(env, undefined, yaml)
+    expect(tokenOf(late)).toBe(next)
+    expect(tokenOf(a)).toBe(next)
+  })
+
   it('requests in flight finish with the token they started with', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
@@ -387,4 +401,30 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
       expect(await stored()).toMatchObject({ fingerprint: fingerprint(winner, GATEWAY_SECRET) })
     }
   }, 3 * SETTLE_BOUND_MS + 10_000)
+})
+
+describe.skipIf(!redisCheck.available)('token rotation across a Redis restarted empty', () => {
+  const sandbox = useSandbox()
+  const { server: redis, client } = useRedis()
+  const gateways = useGateways()
+
+  it('each replica stores its token again once Redis answers, not a maintenance tick later: a replica that starts after takes it, not its configured token', async () => {
+    const first = sandbox.issueToken()
+    const env = { PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, PLATFORM_TOKEN: first, GATEWAY_SECRET }
+    const a = await gateways.build(testConfig(env, TEAMS_YAML))
+    const next = sandbox.issueToken()
+    const put = await a.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: next } })
+    expect(put.statusCode).toBe(200)
+    await redis.stop()
+    await redis.restart()
+    // platform.maintenanceInterval is its 1 minute: only the reconnection stores it within the bound.
+    const storedFingerprint = async () => {
+      const raw = await client.get(STORE_KEY).catch(() => null)
+      return raw ? (JSON.parse(raw) as { fingerprint?: string }).fingerprint : undefined
+    }
+    await waitFor('the rotated token stored again', async () => (await storedFingerprint()) === fingerprintOf(next), SETTLE_BOUND_MS)
+    const late = await gateways.build(testConfig(env, TEAMS_YAML))
+    expect(tokenOf(late)).toBe(next)
+    expect(tokenOf(a)).toBe(next)
+  })
 })

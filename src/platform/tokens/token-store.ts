@@ -13,6 +13,8 @@ import { redisKey } from '../../redis/keys.js'
 import { redisScript } from '../../redis/script.js'
 
 const CHANNEL = 'token'
+/** What #read answers when Redis holds no record of the credential. */
+const ABSENT = Symbol('no token stored')
 
 /** What the token store reads of the gateway; the composition root hands it these. */
 export interface TokenStoreParts {
@@ -143,6 +145,16 @@ export class TokenStore {
     this.#catchUp.unref()
   }
 
+  /**
+   * Redis answering again: each credential's stored token read at once (as the periodic
+   * catch-up does), and stored again when Redis lost it (restarted empty).
+   */
+  restore(): void {
+    // Before start, the start's own reconciliation is to come.
+    if (!this.enabled || this.#catchUp === null) return
+    for (const provider of this.#ctx.tokens.all()) void this.#adoptStored(provider)
+  }
+
   close(): void {
     if (this.#catchUp) this.#ctx.clock.clearInterval(this.#catchUp)
     this.#catchUp = null
@@ -227,22 +239,36 @@ export class TokenStore {
   /**
    * Takes the stored token when it ranks above the one in use. One that ranks below (a
    * replay of a past record) is written over with this replica's, so that a replica
-   * starting now does not take it.
+   * starting now does not take it. None stored (Redis restarted empty, or flushed): this
+   * replica's token is stored again, with its rank, before a replica that starts takes
+   * the stored token's place with its configured one, an operator's rotation undone.
    */
   async #adoptStored(provider: TokenProvider): Promise<void> {
-    const shared = (await this.#read(provider.name))?.shared
-    if (!shared) return
+    const read = await this.#readOrAbsent(provider.name)
     const current = provider.current()
+    if (read === ABSENT) {
+      if (current) await this.#publish(provider, current)
+      return
+    }
+    const shared = read?.shared
+    if (!shared) return
     if (current && compareRank(shared.state, current) < 0) await this.#publish(provider, current)
     else takeStored(provider, shared.state)
   }
 
   /** The stored record, or null when there is none (or Redis cannot be read, or it is of another format). */
   async #read(credential: string): Promise<StoredRead | null> {
+    const read = await this.#readOrAbsent(credential)
+    return read === ABSENT ? null : read
+  }
+
+  /** The stored record; ABSENT when Redis answered that there is none; null when Redis cannot be read, or the record is of another format. */
+  async #readOrAbsent(credential: string): Promise<StoredRead | typeof ABSENT | null> {
     const { redis, breaker, log } = this.#ctx
     if (!redis || !breaker || !this.#key) return null
     const key = this.#redisKey(credential)
-    const raw = await breaker.run(() => redis.get(key), null)
+    const raw = await breaker.run(async () => (await redis.get(key)) ?? ABSENT, null)
+    if (raw === ABSENT) return ABSENT
     if (!raw) return null
     const record = parseRecord(raw)
     if (record === 'other-format') return null
