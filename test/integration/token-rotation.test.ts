@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { fingerprint } from '../../src/observe/fingerprint.js'
 import { TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { useCleanups, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf, campaignList, tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor, within } from '../helpers/wait.js'
@@ -425,6 +426,49 @@ describe.skipIf(!redisCheck.available)('token rotation across a Redis restarted 
     await waitFor('the rotated token stored again', async () => (await storedFingerprint()) === fingerprintOf(next), SETTLE_BOUND_MS)
     const late = await gateways.build(testConfig(env, TEAMS_YAML))
     expect(tokenOf(late)).toBe(next)
+    expect(tokenOf(a)).toBe(next)
+  })
+})
+
+describe.skipIf(!redisCheck.available)('token rotation and a replica started while Redis was out of its reach', () => {
+  const sandbox = useSandbox()
+  const { server: redis } = useRedis()
+  const gateways = useGateways()
+  const cleanups = useCleanups()
+
+  /** A TCP way to Redis that refuses connections until opened. */
+  async function gate(): Promise<{ url: string; open(): void }> {
+    let opened = false
+    const sockets = new Set<Socket>()
+    const server = createServer((socket) => {
+      sockets.add(socket)
+      socket.on('error', () => undefined)
+      if (!opened) return socket.destroy()
+      const upstream = connect(redis.port, '127.0.0.1')
+      sockets.add(upstream)
+      upstream.on('error', () => socket.destroy())
+      socket.pipe(upstream).pipe(socket)
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
+    cleanups.push(() => {
+      for (const socket of sockets) socket.destroy()
+      return new Promise<void>((resolve) => server.close(() => resolve()))
+    })
+    return { url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`, open: () => (opened = true) }
+  }
+
+  it('takes the rotation stored on top of its configured token once it reaches Redis, and never undoes it', async () => {
+    const first = sandbox.issueToken()
+    const env = { PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, PLATFORM_TOKEN: first, GATEWAY_SECRET }
+    const a = await gateways.build(testConfig({ ...env, REDIS_URL: redis.url }, TEAMS_YAML))
+    const next = sandbox.issueToken()
+    const put = await a.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: next } })
+    expect(put.statusCode).toBe(200)
+    const way = await gate()
+    const late = await gateways.build(testConfig({ ...env, REDIS_URL: way.url }, TEAMS_YAML))
+    expect(tokenOf(late), 'without Redis, its configured token').toBe(first)
+    way.open()
+    await waitFor('the late replica takes the rotation', () => tokenOf(late) === next, SETTLE_BOUND_MS)
     expect(tokenOf(a)).toBe(next)
   })
 })

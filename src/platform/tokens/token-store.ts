@@ -100,6 +100,8 @@ export class TokenStore {
   readonly #ctx: TokenStoreParts
   readonly #key: Buffer | null
   #catchUp: Timer | null = null
+  /** Credentials whose start found Redis out of reach: reconciled at a catch-up (#catchUpWith). */
+  readonly #unreconciled = new Set<string>()
 
   constructor(ctx: TokenStoreParts) {
     this.#ctx = ctx
@@ -140,7 +142,7 @@ export class TokenStore {
     // Pub/sub loses what is announced while a subscriber reconnects: a periodic read of the
     // stored tokens brings such a replica up to date.
     this.#catchUp = this.#ctx.clock.setInterval(() => {
-      for (const provider of this.#ctx.tokens.all()) void this.#adoptStored(provider)
+      for (const provider of this.#ctx.tokens.all()) void this.#catchUpWith(provider)
     }, this.#ctx.config.platform.maintenanceMs)
     this.#catchUp.unref()
   }
@@ -152,7 +154,17 @@ export class TokenStore {
   restore(): void {
     // Before start, the start's own reconciliation is to come.
     if (!this.enabled || this.#catchUp === null) return
-    for (const provider of this.#ctx.tokens.all()) void this.#adoptStored(provider)
+    for (const provider of this.#ctx.tokens.all()) void this.#catchUpWith(provider)
+  }
+
+  // A replica that started with Redis out of its reach holds its configured token, ranked
+  // by its start: compared by rank, it would replace a rotation made before on top of the
+  // same configuration, on every replica. Until its start's reconciliation has read Redis,
+  // each catch-up makes it, while the token in use is still the one it started with.
+  #catchUpWith(provider: TokenProvider): Promise<void> {
+    if (this.#unreconciled.has(provider.name) && provider.current()?.origin.reason === 'start') return this.#reconcile(provider)
+    this.#unreconciled.delete(provider.name)
+    return this.#adoptStored(provider)
   }
 
   close(): void {
@@ -167,7 +179,13 @@ export class TokenStore {
   // replace it (refused or due) or for lack of one: what it holds is stored by rank,
   // so a login at start never replaces a token set after the one it replaced.
   async #reconcile(provider: TokenProvider): Promise<void> {
-    const stored = (await this.#read(provider.name))?.shared
+    const read = await this.#readOrAbsent(provider.name)
+    if (read === null) {
+      this.#unreconciled.add(provider.name)
+      return
+    }
+    this.#unreconciled.delete(provider.name)
+    const stored = read === ABSENT ? undefined : read.shared
     const current = provider.current()
     if (stored && !current) {
       provider.adopt(stored.state, true)
@@ -262,7 +280,7 @@ export class TokenStore {
     return read === ABSENT ? null : read
   }
 
-  /** The stored record; ABSENT when Redis answered that there is none; null when Redis cannot be read, or the record is of another format. */
+  /** The stored record; ABSENT when Redis holds none (or one of another format, written over); null when Redis cannot be read. */
   async #readOrAbsent(credential: string): Promise<StoredRead | typeof ABSENT | null> {
     const { redis, breaker, log } = this.#ctx
     if (!redis || !breaker || !this.#key) return null
@@ -271,7 +289,7 @@ export class TokenStore {
     if (raw === ABSENT) return ABSENT
     if (!raw) return null
     const record = parseRecord(raw)
-    if (record === 'other-format') return null
+    if (record === 'other-format') return ABSENT
     const token = record ? decrypt(this.#key, key, record) : null
     if (record === null || token === null) {
       log.warn(
