@@ -33,11 +33,13 @@ return 1`,
 )
 
 // Over every team with a set of jobs: drops the jobs past their drop time (the record, the
-// result, the id), and the id of an open job whose record is gone (one evicted, or expired,
-// as versions before this one wrote them), from the team's set and the due set; a team
-// whose set is empty leaves the list. KEYS: the teams, the due set. ARGV: now, the start
-// of a team's set, of a record, of a result, an open job's score. Each key it names shares
-// the hash tag {jobs}: one slot.
+// result, the id), and an open job whose record is gone (one evicted, or expired, as
+// versions before this one wrote them) or that nobody ran for OPEN_DUE_MAX_MS after it was
+// due (every replica down, or sealed with a GATEWAY_SECRET since changed), from the team's
+// set and the due set; a team whose set is empty leaves the list. KEYS: the teams, the due
+// set. ARGV: now, the start of a team's set, of a record, of a result, an open job's
+// score, the due time before which an open job is dropped. Each key it names shares the
+// hash tag {jobs}: one slot.
 const SWEEP = redisScript<number>(
   'gatewayJobSweep',
   `for _, team in ipairs(redis.call('SMEMBERS', KEYS[1])) do
@@ -47,7 +49,9 @@ const SWEEP = redisScript<number>(
   end
   redis.call('ZREMRANGEBYSCORE', set, '-inf', ARGV[1])
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', set, ARGV[5], ARGV[5])) do
-    if redis.call('EXISTS', ARGV[3] .. id) == 0 then
+    local due = redis.call('ZSCORE', KEYS[2], id)
+    if redis.call('EXISTS', ARGV[3] .. id) == 0 or not due or tonumber(due) <= tonumber(ARGV[6]) then
+      redis.call('DEL', ARGV[3] .. id, ARGV[4] .. id)
       redis.call('ZREM', set, id)
       redis.call('ZREM', KEYS[2], id)
     end
@@ -60,6 +64,8 @@ return 1`,
 
 /** How often a replica sweeps the jobs (SWEEP): an ended job's record outlives its drop time by this at most. */
 export const JOB_SWEEP_MS = 60_000
+/** An open job nobody ran for this long after it was due is dropped (SWEEP). */
+export const OPEN_DUE_MAX_MS = 7 * 24 * 60 * 60_000
 
 const REMOVE = redisScript<number>(
   'gatewayJobRemove',
@@ -141,10 +147,17 @@ export class RedisJobStore implements JobStore {
     const { redis, prefix } = this.#o
     if (now >= this.#nextSweep) {
       this.#nextSweep = now + JOB_SWEEP_MS
-      await SWEEP(redis, redisKey.jobTeams(prefix), redisKey.dueJobs(prefix), now, redisKey.teamJobs(prefix, ''), redisKey.job(prefix, ''), redisKey.jobResult(prefix, ''), OPEN)
+      await SWEEP(redis, redisKey.jobTeams(prefix), redisKey.dueJobs(prefix), now, redisKey.teamJobs(prefix, ''), redisKey.job(prefix, ''), redisKey.jobResult(prefix, ''), OPEN, now - OPEN_DUE_MAX_MS)
     }
-    const ids = await redis.zrangebyscore(redisKey.dueJobs(prefix), '-inf', now, 'LIMIT', 0, limit)
-    return this.#records.many(ids)
+    // Past the ids whose records it cannot read (sealed with another GATEWAY_SECRET, of
+    // another version): they are due before the jobs it can start, and would hold them all.
+    const due: Job[] = []
+    for (let offset = 0; due.length < limit; offset += limit) {
+      const ids = await redis.zrangebyscore(redisKey.dueJobs(prefix), '-inf', now, 'LIMIT', offset, limit)
+      due.push(...(await this.#records.many(ids)))
+      if (ids.length < limit) break
+    }
+    return due.slice(0, limit)
   }
 
   async openOfTeam(team: string): Promise<Job[]> {

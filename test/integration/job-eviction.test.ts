@@ -30,7 +30,7 @@ function entryOf(text: string, now: number): CacheEntry {
   return { contentType: 'application/json', gzip: gzipSync(identity), identity, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 120_000, errorUntil: now + 180_000, advertiserIds: [101], etag: etagOf(identity) }
 }
 
-describe.skipIf(!available)('report jobs in a Redis that evicts (maxmemory, volatile-lru)', () => {
+describe.skipIf(!available)('report jobs in Redis: kept through eviction (maxmemory, volatile-lru), dropped at their time, never held behind records unread', () => {
   const redis = useRedis()
   afterEach(async () => {
     await redis.client.config('SET', 'maxmemory', '0')
@@ -110,4 +110,27 @@ describe.skipIf(!available)('report jobs in a Redis that evicts (maxmemory, vola
     expect(await redis.client.zscore(redisKey.teamJobs(PREFIX, 'growth'), done.id)).toBeNull()
     expect(await jobs.get(queued.id), 'an open job stays').toEqual(queued)
   })
+
+  it('starts the jobs it can read however many it cannot are due before them (sealed with a GATEWAY_SECRET since changed)', async () => {
+    const before = new RedisJobStore({ redis: redis.client, seal: new RedisSeal('job-eviction-old-secret-0123456789'), prefix: PREFIX, maxEntryBytes: 1024 * 1024, onUnverified: () => undefined })
+    const now = Date.now()
+    for (let i = 0; i < 12; i++) expect(await before.add(newJob({ id: `old-${i}`, team: 'growth', credential: 'default', key: 'k', report, expectedSeconds: null }, now - 1000), 20, now - 1000)).toBe(true)
+    const jobs = store()
+    const job = newJob({ id: 'new-1', team: 'reach', credential: 'default', key: 'k', report, expectedSeconds: null }, now)
+    expect(await jobs.add(job, 10, now)).toBe(true)
+    expect((await jobs.due(now, 10)).map((j) => j.id)).toEqual([job.id])
+  })
+
+  it('drops an open job nobody ran for a week, with its ids', async () => {
+    const jobs = store()
+    const now = Date.now()
+    const { queued } = await doneAndQueued(jobs, now)
+    await store().due(now + 7 * 24 * 3_600_000 - 1, 10)
+    expect(await jobs.get(queued.id)).toEqual(queued)
+    await store().due(now + 7 * 24 * 3_600_000, 10)
+    expect(await jobs.get(queued.id)).toBeNull()
+    expect(await redis.client.zscore(redisKey.dueJobs(PREFIX), queued.id)).toBeNull()
+    expect(await redis.client.zscore(redisKey.teamJobs(PREFIX, 'growth'), queued.id)).toBeNull()
+  })
 })
+
