@@ -105,10 +105,6 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
   const platform = platformParts(config, { dispatcher: deps.dispatcher, log, auditLog, secrets, metrics, clock, redis, breaker, bus, seal, teams, usage, history, replica: replicaId })
   const { dispatcher, tokens, governors, client, answers } = platform
   const { l1, store, reports } = cacheParts(config, { redis, breaker, bus, seal, unverified, log, metrics, clock, timers: deps.timers, failures, usage, client, answers, tokens, replica: replicaId })
-  // Redis answering again (the circuit closed, a new connection): the report copies this
-  // replica kept meanwhile, or that a Redis restarted empty lost, go back to it (the
-  // learned limit's shared record goes back with the learner's next lease renewal).
-  shared.whenBack(() => void store.shareKept())
   const jobsPart = jobParts(config, { teams, redis, seal, unverified, reports, tokens, governors, clock, log, failures, metrics, bus, replica: replicaId, platformTime: usage.platformTime })
   const { jobs, runner } = jobsPart
 
@@ -120,6 +116,14 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     campaignOwners: new CampaignOwners({ config, client, redis, breaker, now: () => clock.now() }),
   }
   const tokenStore = new TokenStore({ ...ctx, replica: replicaId })
+  // Redis answering again (the circuit closed, a new connection): the report copies this
+  // replica kept meanwhile, or that a Redis restarted empty lost, go back to it, and so do
+  // the platform tokens (the learned limit's shared record goes back with the learner's
+  // next lease renewal).
+  shared.whenBack(() => {
+    void store.shareKept()
+    tokenStore.restore()
+  })
   // Each replica announces itself in Redis with each bucket of its hour as it closes, and writes its whole hour there when a cluster view asks: GET /admin/cluster lists them.
   const replicas: Replicas = new Replicas({
     id: replicaId,

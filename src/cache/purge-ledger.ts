@@ -3,6 +3,7 @@ import type { RedisClient } from '../redis/client.js'
 import type { RedisSeal } from '../redis/seal.js'
 import { FILL_CLOCK_SKEW_MS, type CacheEntry } from './cache-entry.js'
 import { readBoundedHash } from '../redis/bounded-hash.js'
+import { redisScript } from '../redis/script.js'
 import { systemClock } from '../clock.js'
 
 /** A purge of the report cache: of one advertiser's entries, of one report's (`report`: its cache key), or (neither) of every entry; `at` is when it began (epoch ms). */
@@ -20,6 +21,17 @@ export function reportDigest(key: string): string {
 // A report digest as the cache key makes it (base64url of a SHA-256): anything else in a
 // record is not the gateway's.
 const DIGEST = /^[\w-]{43}$/
+
+// Deletes each field given (field, value pairs) that still holds the value read.
+const DROP_UNCHANGED = redisScript<number>(
+  'gatewayPurgeDropPast',
+  `local n = 0
+for i = 1, #ARGV, 2 do
+  if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then n = n + redis.call('HDEL', KEYS[1], ARGV[i]) end
+end
+return n`,
+  1,
+)
 
 // Advertisers (and, apart, reports) whose last purge a replica remembers; past this many,
 // the oldest is folded into a purge of everything at its time: more entries refused
@@ -111,6 +123,9 @@ export class PurgeLedger {
   /**
    * Writes `purge` into the shared record for replicas that start later; throws when Redis
    * cannot take it (the purge is then incomplete). A purge of everything replaces the record.
+   * The record carries no expiry, so that a Redis evicting keys with one at maxmemory
+   * (volatile-lru, for the report copies) keeps it: each purge written drops the purges
+   * past an entry's longest life, each only if no replica rewrote it meanwhile.
    */
   async share(purge: Purge): Promise<void> {
     const shared = this.#shared
@@ -118,11 +133,22 @@ export class PurgeLedger {
     const { redis, key } = shared
     const field = purge.advertiserId !== undefined ? `adv:${purge.advertiserId}` : purge.report !== undefined ? `report:${reportDigest(purge.report)}` : 'all'
     const value = this.#sealed(field, String(purge.at))
-    const ttl = Math.max(1, Math.ceil(Math.min(this.#keepMs, 2 ** 31)))
     const writes = field === 'all' ? redis.multi().del(key).hset(key, field, value) : redis.multi().hset(key, field, value)
-    const replies = await writes.pexpire(key, ttl).exec()
+    const replies = await writes.persist(key).exec()
     const failed = replies === null ? new Error('the purge record was not written') : replies.find(([err]) => err)?.[0]
     if (failed) throw failed
+    // The purge is complete once written: the old ones left now are dropped by the next.
+    await this.#dropPast(redis, key).catch((err: unknown) => this.#log?.debug({ err, key }, 'dropping past purges from the shared record failed'))
+  }
+
+  async #dropPast(redis: RedisClient, key: string): Promise<void> {
+    const horizon = this.#now() - this.#keepMs
+    const fields = await readBoundedHash(redis, key, { maxFields: MAX_PURGE_RECORDS + 1, maxFieldBytes: MAX_FIELD_BYTES, maxValueBytes: MAX_VALUE_BYTES })
+    const past = (fields ?? []).filter(([field, value]) => {
+      const at = this.#opened(field, value, false)
+      return at !== null && /^\d{1,16}$/.test(at) && Number(at) < horizon
+    })
+    if (past.length > 0) await DROP_UNCHANGED(redis, key, ...past.flat())
   }
 
   /**
@@ -164,11 +190,12 @@ export class PurgeLedger {
     return shared.seal ? shared.seal.sealText(`${shared.key}#${field}`, value) : value
   }
 
-  #opened(field: string, value: string): string | null {
+  /** A field's value opened; null (and said, with `say`) when it does not carry the seal. */
+  #opened(field: string, value: string, say = true): string | null {
     const shared = this.#shared as SharedPurges
     if (!shared.seal) return value
     const opened = shared.seal.openText(`${shared.key}#${field}`, value)
-    if (opened === null) this.#onUnverified(`${shared.key}#${field}`)
+    if (opened === null && say) this.#onUnverified(`${shared.key}#${field}`)
     return opened
   }
 

@@ -95,6 +95,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   if (parseDuration(cache.lockTtl) < 100) problems.push(`cache.lockTtl: must be at least 100ms (got ${String(cache.lockTtl)})`)
   if (raw.redis.sentinels && raw.redis.cluster) problems.push('redis: set sentinels or cluster, not both')
   checkRedisUrl(raw.redis.url, envName('redis.url', 'REDIS_URL'), problems)
+  checkClusterDatabase(raw.redis.url, raw.redis.cluster != null, envName('redis.url', 'REDIS_URL'), problems)
   checkTlsServername(raw.redis.tlsServername, raw.redis.url, problems)
   checkSentinelSettings(raw.redis, problems)
   // An idle caller socket is closed after connectionTimeout: it must outlast the longest
@@ -281,6 +282,16 @@ function checkRedisUrl(value: string | null, name: string, problems: string[]): 
   }
   if (!/^\/?\d*$/.test(url.pathname) || url.search !== '' || url.hash !== '') {
     problems.push(`${name}: after host:port only /<database number> may follow: must be ${form}`)
+  }
+}
+
+// A Cluster serves database 0 alone (SELECT is refused there): a URL naming another would
+// be taken as a separation of installations that the Cluster does not make.
+function checkClusterDatabase(url: string | null, cluster: boolean, name: string, problems: string[]): void {
+  if (!cluster || url == null) return
+  const db = /^rediss?:\/\/[^/]*\/(\d+)$/.exec(url)?.[1]
+  if (db !== undefined && Number(db) !== 0) {
+    problems.push(`${name}: names database ${Number(db)}, but a Redis Cluster has database 0 alone: remove /${db} from the URL, or give this installation its own redis.keyPrefix`)
   }
 }
 

@@ -40,13 +40,9 @@ export interface JobStore {
   result(id: string, now: number): Promise<CacheEntry | null>
 }
 
-/** An open job's record lives at most this long: jobs nobody ran in a week (every replica down) are dropped. */
-export const OPEN_RECORD_MS = 7 * 24 * 60 * 60_000
-
-/** How long a job's record is kept from `now`: until its drop time once ended, else OPEN_RECORD_MS. */
-export function recordMs(job: Job, now: number): number {
-  const drop = dropAt(job)
-  return Math.max(1, drop === null ? OPEN_RECORD_MS : drop - now)
+/** Until when a job's record is kept: its drop time once ended; an open job's until a runner ends it. */
+function keptUntil(job: Job): number {
+  return dropAt(job) ?? Number.POSITIVE_INFINITY
 }
 
 /** The error of a swap given a delivery by a store given no outbox: a wiring mistake, not a state. */
@@ -68,7 +64,7 @@ export class MemoryJobStore implements JobStore {
     this.#prune(now)
     const open = [...this.#all()].filter((j) => j.team === job.team && !ended(j)).length
     if (open >= maxOpen) return false
-    this.#jobs.set(job.id, { text: JSON.stringify(job), until: now + recordMs(job, now) })
+    this.#jobs.set(job.id, { text: JSON.stringify(job), until: keptUntil(job) })
     return true
   }
 
@@ -81,7 +77,7 @@ export class MemoryJobStore implements JobStore {
     if (push && !this.#outbox) throw new Error(NO_OUTBOX)
     const kept = this.#jobs.get(current.id)
     if (!kept || kept.text !== JSON.stringify(current)) return false
-    this.#jobs.set(current.id, { text: JSON.stringify(next), until: now + recordMs(next, now) })
+    this.#jobs.set(current.id, { text: JSON.stringify(next), until: keptUntil(next) })
     if (push) this.#outbox?.addNow(push, now)
     return true
   }

@@ -10,11 +10,21 @@ import { SealedRecords, type SharedStoreOptions } from './sealed-records.js'
  * A[8]). A Lua function of 4 keys and 8 arguments (`RedisDeliveryStore.addStep`), so that
  * a job's end adds its delivery in the same script (redis-job-store.ts). Every key of the
  * outbox shares the jobs' hash tag {jobs}: one slot, on a Cluster too.
+ *
+ * A delivery not yet made carries no expiry (A[5] ''), as a job's record does not
+ * (redis-job-store.ts): a Redis that evicts keys with one at maxmemory would take it, and
+ * the team would never be told its job ended. Each add drops those past their life.
  */
 export const ADD_DELIVERY_LUA = `local function addDelivery(K, A)
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', K[4], '-inf', '(' .. A[7])) do
+    redis.call('DEL', A[8] .. id)
+    redis.call('ZREM', K[2], id)
+  end
   redis.call('ZREMRANGEBYSCORE', K[3], '-inf', '(' .. A[7])
   redis.call('ZREMRANGEBYSCORE', K[4], '-inf', '(' .. A[7])
-  if not redis.call('SET', K[1], A[1], 'NX', 'PX', A[5]) then return 0 end
+  local added
+  if A[5] == '' then added = redis.call('SET', K[1], A[1], 'NX') else added = redis.call('SET', K[1], A[1], 'NX', 'PX', A[5]) end
+  if not added then return 0 end
   redis.call('ZADD', K[2], A[3], A[2])
   redis.call('ZADD', K[3], A[4], A[2])
   redis.call('ZADD', K[4], A[4], A[2])
@@ -61,7 +71,7 @@ export class RedisDeliveryStore implements DeliveryStore {
     const { prefix, bounds } = this.#o
     return {
       keys: [redisKey.delivery(prefix, d.id), redisKey.dueDeliveries(prefix), redisKey.teamDeliveries(prefix, d.team), redisKey.deliveries(prefix)],
-      args: [this.#records.sealed(d), d.id, deliveryDueAt(d) ?? now, d.createdAt, deliveryRecordMs(d, now, bounds), bounds.perTeam, now - bounds.lifeMs, redisKey.delivery(prefix, '')],
+      args: [this.#records.sealed(d), d.id, deliveryDueAt(d) ?? now, d.createdAt, recordMs(d, now, bounds) ?? '', bounds.perTeam, now - bounds.lifeMs, redisKey.delivery(prefix, '')],
     }
   }
 
@@ -71,7 +81,7 @@ export class RedisDeliveryStore implements DeliveryStore {
 
   swap(current: Delivery, next: Delivery, now: number): Promise<boolean> {
     const { prefix, bounds } = this.#o
-    return this.#records.swap(current, next, { due: redisKey.dueDeliveries(prefix), dueAt: deliveryDueAt(next), index: redisKey.teamDeliveries(prefix, current.team), indexScore: current.createdAt, ttlMs: deliveryRecordMs(next, now, bounds) })
+    return this.#records.swap(current, next, { due: redisKey.dueDeliveries(prefix), dueAt: deliveryDueAt(next), index: redisKey.teamDeliveries(prefix, current.team), indexScore: current.createdAt, ttlMs: recordMs(next, now, bounds) })
   }
 
   async due(now: number, limit: number): Promise<Delivery[]> {
@@ -93,6 +103,11 @@ export class RedisDeliveryStore implements DeliveryStore {
     const { redis, prefix } = this.#o
     return this.#records.many(await redis.zrevrange(redisKey.deliveries(prefix), 0, limit - 1))
   }
+}
+
+/** A settled delivery's record expires (deliveryRecordMs); one not yet made carries no expiry (ADD_DELIVERY_LUA). */
+function recordMs(d: Delivery, now: number, bounds: OutboxBounds): number | null {
+  return d.state === 'pending' ? null : deliveryRecordMs(d, now, bounds)
 }
 
 // Sealed by this gateway, so its shape is the gateway's; a record of another version that

@@ -3,7 +3,7 @@ import { decodeEntry, encodeEntry, inflate, storedBytesLimit } from '../cache/ca
 import { redisKey } from '../redis/keys.js'
 import { redisScript } from '../redis/script.js'
 import { dropAt, dueAt, type Job } from './job.js'
-import { NO_OUTBOX, recordMs, type JobStore } from './job-store.js'
+import { NO_OUTBOX, type JobStore } from './job-store.js'
 import { SealedRecords, SWAP_RECORD_LUA, type SharedStoreOptions } from './sealed-records.js'
 import type { Delivery } from './delivery.js'
 import { ADD_DELIVERY_LUA, type RedisDeliveryStore } from './redis-delivery-store.js'
@@ -15,16 +15,57 @@ const OPEN = 9e15
 // Every key of the jobs shares the hash tag {jobs}: one slot, so that one script changes
 // a job, the set of due jobs (scored by when a runner may start each: job.ts, dueAt) and
 // its team's set together, on a Cluster too.
+//
+// A job's record and its result carry no expiry: a Redis at maxmemory that evicts keys
+// with one (volatile-lru, as the replicas guide has it for the report copies) would take
+// them before their time, a done job's status and result then 404 and a queued job's id
+// left in the due set ahead of every job asked after it. The store drops them itself
+// (SWEEP), each team's set scoring an ended job by its drop time.
 const ADD = redisScript<number>(
   'gatewayJobAdd',
-  `redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[5])
-if redis.call('ZCOUNT', KEYS[3], ARGV[6], ARGV[6]) >= tonumber(ARGV[4]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[7])
+  `if redis.call('ZCOUNT', KEYS[3], ARGV[6], ARGV[6]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[6], ARGV[2])
+redis.call('SADD', KEYS[4], ARGV[5])
 return 1`,
-  3,
+  4,
 )
+
+// Over every team with a set of jobs: drops the jobs past their drop time (the record, the
+// result, the id), and an open job whose record is gone (one evicted, or expired, as
+// versions before this one wrote them) or that nobody ran for OPEN_DUE_MAX_MS after it was
+// due (every replica down, or sealed with a GATEWAY_SECRET since changed), from the team's
+// set and the due set; a team whose set is empty leaves the list. KEYS: the teams, the due
+// set. ARGV: now, the start of a team's set, of a record, of a result, an open job's
+// score, the due time before which an open job is dropped. Each key it names shares the
+// hash tag {jobs}: one slot.
+const SWEEP = redisScript<number>(
+  'gatewayJobSweep',
+  `for _, team in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local set = ARGV[2] .. team
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', set, '-inf', ARGV[1])) do
+    redis.call('DEL', ARGV[3] .. id, ARGV[4] .. id)
+  end
+  redis.call('ZREMRANGEBYSCORE', set, '-inf', ARGV[1])
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', set, ARGV[5], ARGV[5])) do
+    local due = redis.call('ZSCORE', KEYS[2], id)
+    if redis.call('EXISTS', ARGV[3] .. id) == 0 or not due or tonumber(due) <= tonumber(ARGV[6]) then
+      redis.call('DEL', ARGV[3] .. id, ARGV[4] .. id)
+      redis.call('ZREM', set, id)
+      redis.call('ZREM', KEYS[2], id)
+    end
+  end
+  if redis.call('EXISTS', set) == 0 then redis.call('SREM', KEYS[1], team) end
+end
+return 1`,
+  2,
+)
+
+/** How often a replica sweeps the jobs (SWEEP): an ended job's record outlives its drop time by this at most. */
+export const JOB_SWEEP_MS = 60_000
+/** An open job nobody ran for this long after it was due is dropped (SWEEP). */
+export const OPEN_DUE_MAX_MS = 7 * 24 * 60 * 60_000
 
 const REMOVE = redisScript<number>(
   'gatewayJobRemove',
@@ -67,16 +108,17 @@ export interface RedisJobStoreOptions extends SharedStoreOptions {
 export class RedisJobStore implements JobStore {
   readonly #o: RedisJobStoreOptions
   readonly #records: SealedRecords<Job>
+  #nextSweep = 0
 
   constructor(o: RedisJobStoreOptions) {
     this.#o = o
     this.#records = new SealedRecords<Job>({ redis: o.redis, seal: o.seal, keyOf: (id) => redisKey.job(o.prefix, id), parse: parseJob, onUnverified: o.onUnverified })
   }
 
-  async add(job: Job, maxOpen: number, now: number): Promise<boolean> {
+  async add(job: Job, maxOpen: number, _now: number): Promise<boolean> {
     const { redis, prefix } = this.#o
     const key = redisKey.job(prefix, job.id)
-    const done = await ADD(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, job.team), this.#records.sealed(job), job.id, dueAt(job) ?? job.askedAt, maxOpen, now, OPEN, recordMs(job, now))
+    const done = await ADD(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, job.team), redisKey.jobTeams(prefix), this.#records.sealed(job), job.id, dueAt(job) ?? job.askedAt, maxOpen, job.team, OPEN)
     return done === 1
   }
 
@@ -86,7 +128,7 @@ export class RedisJobStore implements JobStore {
 
   async swap(current: Job, next: Job, now: number, push: Delivery | null = null): Promise<boolean> {
     const { prefix, outbox } = this.#o
-    const filing = { due: redisKey.dueJobs(prefix), dueAt: dueAt(next), index: redisKey.teamJobs(prefix, current.team), indexScore: dropAt(next) ?? OPEN, ttlMs: recordMs(next, now) }
+    const filing = { due: redisKey.dueJobs(prefix), dueAt: dueAt(next), index: redisKey.teamJobs(prefix, current.team), indexScore: dropAt(next) ?? OPEN, ttlMs: null }
     if (push === null) return this.#records.swap(current, next, filing)
     if (!outbox) throw new Error(NO_OUTBOX)
     const job = this.#records.swapStep(current, next, filing)
@@ -100,10 +142,22 @@ export class RedisJobStore implements JobStore {
     return (await REMOVE(redis, key, redisKey.dueJobs(prefix), redisKey.teamJobs(prefix, current.team), this.#records.sealed(current), current.id)) === 1
   }
 
+  /** Also sweeps the jobs (SWEEP), at most every JOB_SWEEP_MS: every replica's runner asks every jobs.poll. */
   async due(now: number, limit: number): Promise<Job[]> {
     const { redis, prefix } = this.#o
-    const ids = await redis.zrangebyscore(redisKey.dueJobs(prefix), '-inf', now, 'LIMIT', 0, limit)
-    return this.#records.many(ids)
+    if (now >= this.#nextSweep) {
+      this.#nextSweep = now + JOB_SWEEP_MS
+      await SWEEP(redis, redisKey.jobTeams(prefix), redisKey.dueJobs(prefix), now, redisKey.teamJobs(prefix, ''), redisKey.job(prefix, ''), redisKey.jobResult(prefix, ''), OPEN, now - OPEN_DUE_MAX_MS)
+    }
+    // Past the ids whose records it cannot read (sealed with another GATEWAY_SECRET, of
+    // another version): they are due before the jobs it can start, and would hold them all.
+    const due: Job[] = []
+    for (let offset = 0; due.length < limit; offset += limit) {
+      const ids = await redis.zrangebyscore(redisKey.dueJobs(prefix), '-inf', now, 'LIMIT', offset, limit)
+      due.push(...(await this.#records.many(ids)))
+      if (ids.length < limit) break
+    }
+    return due.slice(0, limit)
   }
 
   async openOfTeam(team: string): Promise<Job[]> {
@@ -117,9 +171,10 @@ export class RedisJobStore implements JobStore {
     return this.#records.many(ids)
   }
 
-  async keepResult(id: string, entry: CacheEntry, until: number, now: number): Promise<void> {
+  async keepResult(id: string, entry: CacheEntry, _until: number, _now: number): Promise<void> {
     const key = redisKey.jobResult(this.#o.prefix, id)
-    await this.#o.redis.set(key, this.#o.seal.seal(key, encodeEntry(entry)), 'PX', Math.max(1, until - now))
+    // No expiry (see ADD): dropped with its job's record, an hour after `until`.
+    await this.#o.redis.set(key, this.#o.seal.seal(key, encodeEntry(entry)))
   }
 
   async result(id: string, _now: number): Promise<CacheEntry | null> {

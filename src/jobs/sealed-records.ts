@@ -17,7 +17,7 @@ const MAX_RECORD_BYTES = 1024 * 1024
  */
 export const SWAP_RECORD_LUA = `local function swapRecord(K, A)
   if redis.call('GET', K[1]) ~= A[1] then return 0 end
-  redis.call('SET', K[1], A[2], 'PX', A[4])
+  if A[4] == '' then redis.call('SET', K[1], A[2]) else redis.call('SET', K[1], A[2], 'PX', A[4]) end
   if A[5] == '' then redis.call('ZREM', K[2], A[3]) else redis.call('ZADD', K[2], A[5], A[3]) end
   redis.call('ZADD', K[3], A[6], A[3])
   return 1
@@ -47,7 +47,8 @@ export interface Filing {
   dueAt: number | null
   index: string
   indexScore: number
-  ttlMs: number
+  /** The record's expiry from now; null: none, its store drops it itself (redis-job-store.ts). */
+  ttlMs: number | null
 }
 
 /**
@@ -91,7 +92,7 @@ export class SealedRecords<T extends { id: string }> {
 
   /** The keys and arguments of SWAP_RECORD_LUA's `swapRecord` replacing `current` by `next`. */
   swapStep(current: T, next: T, f: Filing): ScriptStep {
-    return { keys: [this.#o.keyOf(current.id), f.due, f.index], args: [this.sealed(current), this.sealed(next), current.id, Math.max(1, f.ttlMs), f.dueAt ?? '', f.indexScore] }
+    return { keys: [this.#o.keyOf(current.id), f.due, f.index], args: [this.sealed(current), this.sealed(next), current.id, f.ttlMs === null ? '' : Math.max(1, f.ttlMs), f.dueAt ?? '', f.indexScore] }
   }
 
   #open(key: string, value: string | null): T | null {

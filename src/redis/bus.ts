@@ -3,7 +3,7 @@ import type { RedisSeal } from './seal.js'
 import { NonceSource, SeenNonces } from './seen-nonces.js'
 import { systemClock } from '../clock.js'
 import { Cluster } from 'ioredis'
-import { closeRedis, type RedisClient } from './client.js'
+import { clientDatabase, closeRedis, type RedisClient } from './client.js'
 
 type Handler = (message: string) => void
 
@@ -45,7 +45,11 @@ export class RedisBus {
 
   constructor(client: RedisClient, prefix: string, log: Logger, opts: RedisBusOptions = {}) {
     this.#pub = client
-    this.#prefix = prefix
+    // Redis delivers a message to every subscriber of its channel, whatever database each
+    // connection selected: a deployment in another database of the same Redis (REDIS_URL's
+    // /<db>) hears its own channels only. Database 0's channels are named as they always were.
+    const db = clientDatabase(client)
+    this.#prefix = db === 0 ? prefix : `${prefix}db${db}:`
     this.#log = log
     this.#seal = opts.seal ?? null
     this.#onUnverified = opts.onUnverified ?? (() => undefined)

@@ -44,6 +44,8 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
       // TLS master), each checked as a node is; their own password, never the nodes'.
       ...(cfg.sentinelTls ? { sentinelTLS: common.tls } : {}),
       ...(cfg.sentinelPassword ? { sentinelPassword: cfg.sentinelPassword } : {}),
+      // The database REDIS_URL names, as a standalone Redis takes it from the URL.
+      db: fromUrl ? urlDatabase(fromUrl) : 0,
     })
   } else {
     client = new Redis(cfg.url as string, common)
@@ -59,6 +61,19 @@ export function createRedisClient(cfg: Config['redis'], log: Logger): RedisClien
 }
 
 const connectionErrors = new WeakMap<RedisClient, string>()
+
+/** The database a Redis URL names (`/<db>`; none is 0). */
+function urlDatabase(url: URL): number {
+  return Number(url.pathname.slice(1) || 0)
+}
+
+/**
+ * The database a client's commands use: a Cluster has database 0 alone. Pub/sub is not
+ * per database, so the bus names it in its channels (bus.ts).
+ */
+export function clientDatabase(client: RedisClient): number {
+  return client instanceof Cluster ? 0 : (client.options.db ?? 0)
+}
 
 // A lost connection is made again after 100, 200, 400 ms, then every RECONNECT_MAX_MS: a
 // Redis back after an outage is used again within about that (readiness, single-flight

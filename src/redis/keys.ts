@@ -67,6 +67,8 @@ export const redisKey = {
   dueJobs: (prefix: string) => `${prefix}{jobs}:due`,
   /** One team's jobs: a sorted set of their ids, an open job's score above any time, an ended one's its drop time. */
   teamJobs: (prefix: string, team: string) => `${prefix}{jobs}:team:${team}`,
+  /** The teams that have a set of jobs (teamJobs), for the store's sweep. */
+  jobTeams: (prefix: string) => `${prefix}{jobs}:teams`,
   /** The report a job ended with (sealed), kept until its expiry. */
   jobResult: (prefix: string, id: string) => `${prefix}{jobs}:result:${id}`,
   /** A webhook delivery of an ended job (sealed), in the outbox with the jobs' hash tag. */

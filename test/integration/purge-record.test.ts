@@ -30,7 +30,17 @@ describe.skipIf(!available)('the shared purge record', () => {
     expect(reader.refuses({ fetchedAt: T - 1, advertiserIds: [101] })).toBe(true)
     expect(reader.refuses({ fetchedAt: T - 1, advertiserIds: [102] })).toBe(false)
     expect(reader.refuses({ fetchedAt: T - 2001, advertiserIds: [102] })).toBe(true)
-    expect(await client.pttl(KEY)).toBeGreaterThan(3_000_000)
+    // No expiry: a Redis that evicts keys with one at maxmemory (volatile-lru, as the
+    // replicas guide has it for the report copies) keeps it; its replicas drop old purges.
+    expect(await client.pttl(KEY)).toBe(-1)
+  })
+
+  it('drops the purges older than an entry lives at the next purge written', async () => {
+    const writer = new PurgeLedger({ keepMs: 3_600_000, now: () => T, shared: { redis: client, seal, key: KEY }, log: silent })
+    await writer.share({ at: T - 3_600_001, advertiserId: 101 })
+    await writer.share({ at: T - 3_600_000, advertiserId: 102 })
+    await writer.share({ at: T, advertiserId: 103 })
+    expect((await client.hkeys(KEY)).sort()).toEqual(['adv:102', 'adv:103'])
   })
 
   it('starts over at a purge of everything', async () => {

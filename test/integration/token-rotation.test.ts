@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { fingerprint } from '../../src/observe/fingerprint.js'
 import { TEAMS_YAML, sandboxLoginEnv, testConfig, type TestGateway } from '../helpers/build-gateway.js'
-import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { useCleanups, useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
 import { bearerOf, campaignList, tokenOf } from '../helpers/gateway-calls.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor, within } from '../helpers/wait.js'
@@ -252,6 +253,20 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(await within(1500, () => tokenOf(b) === next), 'replica B never caught up').not.toBeNull()
   })
 
+  it('a rotation outlives a Redis that lost its data (FLUSHALL): stored again at the next maintenance tick, a replica that starts after takes it, not its configured token', async () => {
+    const first = sandbox.issueToken()
+    const env = { PLATFORM_TOKEN: first, GATEWAY_SECRET }
+    const yaml = `${TEAMS_YAML}\nplatform:\n  maintenanceInterval: 200ms\n`
+    const a = await replica(env, undefined, yaml)
+    const next = sandbox.issueToken()
+    expect((await put(a, next)).statusCode).toBe(200)
+    await client.flushall()
+    await waitFor('the rotated token stored again', async () => (await stored())?.fingerprint === fingerprintOf(next), SETTLE_BOUND_MS)
+    const late = await replica(env, undefined, yaml)
+    expect(tokenOf(late)).toBe(next)
+    expect(tokenOf(a)).toBe(next)
+  })
+
   it('requests in flight finish with the token they started with', async () => {
     const first = sandbox.issueToken()
     const a = await replica({ PLATFORM_TOKEN: first, GATEWAY_SECRET })
@@ -387,4 +402,73 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
       expect(await stored()).toMatchObject({ fingerprint: fingerprint(winner, GATEWAY_SECRET) })
     }
   }, 3 * SETTLE_BOUND_MS + 10_000)
+})
+
+describe.skipIf(!redisCheck.available)('token rotation across a Redis restarted empty', () => {
+  const sandbox = useSandbox()
+  const { server: redis, client } = useRedis()
+  const gateways = useGateways()
+
+  it('each replica stores its token again once Redis answers, not a maintenance tick later: a replica that starts after takes it, not its configured token', async () => {
+    const first = sandbox.issueToken()
+    const env = { PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, REDIS_URL: redis.url, PLATFORM_TOKEN: first, GATEWAY_SECRET }
+    const a = await gateways.build(testConfig(env, TEAMS_YAML))
+    const next = sandbox.issueToken()
+    const put = await a.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: next } })
+    expect(put.statusCode).toBe(200)
+    await redis.stop()
+    await redis.restart()
+    // platform.maintenanceInterval is its 1 minute: only the reconnection stores it within the bound.
+    const storedFingerprint = async () => {
+      const raw = await client.get(STORE_KEY).catch(() => null)
+      return raw ? (JSON.parse(raw) as { fingerprint?: string }).fingerprint : undefined
+    }
+    await waitFor('the rotated token stored again', async () => (await storedFingerprint()) === fingerprintOf(next), SETTLE_BOUND_MS)
+    const late = await gateways.build(testConfig(env, TEAMS_YAML))
+    expect(tokenOf(late)).toBe(next)
+    expect(tokenOf(a)).toBe(next)
+  })
+})
+
+describe.skipIf(!redisCheck.available)('token rotation and a replica started while Redis was out of its reach', () => {
+  const sandbox = useSandbox()
+  const { server: redis } = useRedis()
+  const gateways = useGateways()
+  const cleanups = useCleanups()
+
+  /** A TCP way to Redis that refuses connections until opened. */
+  async function gate(): Promise<{ url: string; open(): void }> {
+    let opened = false
+    const sockets = new Set<Socket>()
+    const server = createServer((socket) => {
+      sockets.add(socket)
+      socket.on('error', () => undefined)
+      if (!opened) return socket.destroy()
+      const upstream = connect(redis.port, '127.0.0.1')
+      sockets.add(upstream)
+      upstream.on('error', () => socket.destroy())
+      socket.pipe(upstream).pipe(socket)
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
+    cleanups.push(() => {
+      for (const socket of sockets) socket.destroy()
+      return new Promise<void>((resolve) => server.close(() => resolve()))
+    })
+    return { url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`, open: () => (opened = true) }
+  }
+
+  it('takes the rotation stored on top of its configured token once it reaches Redis, and never undoes it', async () => {
+    const first = sandbox.issueToken()
+    const env = { PLATFORM_BASE_URL: sandbox.url, ADMIN_TOKEN, PLATFORM_TOKEN: first, GATEWAY_SECRET }
+    const a = await gateways.build(testConfig({ ...env, REDIS_URL: redis.url }, TEAMS_YAML))
+    const next = sandbox.issueToken()
+    const put = await a.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: next } })
+    expect(put.statusCode).toBe(200)
+    const way = await gate()
+    const late = await gateways.build(testConfig({ ...env, REDIS_URL: way.url }, TEAMS_YAML))
+    expect(tokenOf(late), 'without Redis, its configured token').toBe(first)
+    way.open()
+    await waitFor('the late replica takes the rotation', () => tokenOf(late) === next, SETTLE_BOUND_MS)
+    expect(tokenOf(a)).toBe(next)
+  })
 })

@@ -12,7 +12,7 @@ import { waitFor } from '../helpers/wait.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 import { RedisJobStore } from '../../src/jobs/redis-job-store.js'
 import { RedisDeliveryStore } from '../../src/jobs/redis-delivery-store.js'
-import { endJob, newJob, startJob, type Job } from '../../src/jobs/job.js'
+import { dropAt, endJob, newJob, startJob, type Job } from '../../src/jobs/job.js'
 import { newDelivery } from '../../src/jobs/delivery.js'
 import { canonicalGetReport } from '../../src/reports/report-query.js'
 
@@ -174,6 +174,9 @@ describe.skipIf(!available).each(topologies)('on %s', (_name, start) => {
     expect(await jobs.swap(running, done, now, push)).toBe(true)
     expect(await jobs.get('j1')).toEqual(done)
     expect(await outbox.due(now, 10)).toEqual([push])
+    // The sweep drops the job past its drop time, in the same slot.
+    await jobs.due(dropAt(done) as number, 10)
+    expect(await jobs.get('j1')).toBeNull()
   })
 
   it('shares a token set on one replica with the other (GATEWAY_SECRET)', async () => {

@@ -248,6 +248,23 @@ describe('Redis comes with GATEWAY_SECRET or not at all', () => {
   })
 })
 
+describe("REDIS_URL's database (/<db>)", () => {
+  const secret = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, GATEWAY_SECRET: 'config-test-gateway-secret-0000' }
+  const cluster = 'redis:\n  cluster: [{ host: 10.0.0.7, port: 6379 }]\n'
+
+  it('is taken by one server and behind a Sentinel, and /0 by a Cluster', () => {
+    expect(load({ ...secret, REDIS_URL: 'redis://cache:6379/2' }).redis.url).toBe('redis://cache:6379/2')
+    expect(load({ ...secret, REDIS_URL: 'redis://:pw-0123456789@ignored:6379/2' }, 'redis:\n  sentinels: [{ host: s1, port: 26379 }]\n').redis.sentinels).toHaveLength(1)
+    expect(load({ ...secret, REDIS_URL: 'redis://:pw-0123456789@ignored:6379/0' }, cluster).redis.cluster).toHaveLength(1)
+  })
+
+  it('other than 0 is refused on a Cluster, which has database 0 alone, never showing the URL', () => {
+    const err = problem({ ...secret, REDIS_URL: 'redis://:pw-0123456789@ignored:6379/2' }, cluster)
+    expect(err.problems).toEqual(['REDIS_URL (redis.url): names database 2, but a Redis Cluster has database 0 alone: remove /2 from the URL, or give this installation its own redis.keyPrefix'])
+    expect(err.message).not.toContain('pw-0123456789')
+  })
+})
+
 describe('redis.tlsServername: the name every Redis node\'s certificate is checked against', () => {
   const secret = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, GATEWAY_SECRET: 'config-test-gateway-secret-0000' }
   const cluster = 'redis:\n  cluster: [{ host: 10.0.0.7, port: 6379 }]\n'

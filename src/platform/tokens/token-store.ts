@@ -13,6 +13,8 @@ import { redisKey } from '../../redis/keys.js'
 import { redisScript } from '../../redis/script.js'
 
 const CHANNEL = 'token'
+/** What #read answers when Redis holds no record of the credential. */
+const ABSENT = Symbol('no token stored')
 
 /** What the token store reads of the gateway; the composition root hands it these. */
 export interface TokenStoreParts {
@@ -98,6 +100,8 @@ export class TokenStore {
   readonly #ctx: TokenStoreParts
   readonly #key: Buffer | null
   #catchUp: Timer | null = null
+  /** Credentials whose start found Redis out of reach: reconciled at a catch-up (#catchUpWith). */
+  readonly #unreconciled = new Set<string>()
 
   constructor(ctx: TokenStoreParts) {
     this.#ctx = ctx
@@ -138,9 +142,29 @@ export class TokenStore {
     // Pub/sub loses what is announced while a subscriber reconnects: a periodic read of the
     // stored tokens brings such a replica up to date.
     this.#catchUp = this.#ctx.clock.setInterval(() => {
-      for (const provider of this.#ctx.tokens.all()) void this.#adoptStored(provider)
+      for (const provider of this.#ctx.tokens.all()) void this.#catchUpWith(provider)
     }, this.#ctx.config.platform.maintenanceMs)
     this.#catchUp.unref()
+  }
+
+  /**
+   * Redis answering again: each credential's stored token read at once (as the periodic
+   * catch-up does), and stored again when Redis lost it (restarted empty).
+   */
+  restore(): void {
+    // Before start, the start's own reconciliation is to come.
+    if (!this.enabled || this.#catchUp === null) return
+    for (const provider of this.#ctx.tokens.all()) void this.#catchUpWith(provider)
+  }
+
+  // A replica that started with Redis out of its reach holds its configured token, ranked
+  // by its start: compared by rank, it would replace a rotation made before on top of the
+  // same configuration, on every replica. Until its start's reconciliation has read Redis,
+  // each catch-up makes it, while the token in use is still the one it started with.
+  #catchUpWith(provider: TokenProvider): Promise<void> {
+    if (this.#unreconciled.has(provider.name) && provider.current()?.origin.reason === 'start') return this.#reconcile(provider)
+    this.#unreconciled.delete(provider.name)
+    return this.#adoptStored(provider)
   }
 
   close(): void {
@@ -155,7 +179,13 @@ export class TokenStore {
   // replace it (refused or due) or for lack of one: what it holds is stored by rank,
   // so a login at start never replaces a token set after the one it replaced.
   async #reconcile(provider: TokenProvider): Promise<void> {
-    const stored = (await this.#read(provider.name))?.shared
+    const read = await this.#readOrAbsent(provider.name)
+    if (read === null) {
+      this.#unreconciled.add(provider.name)
+      return
+    }
+    this.#unreconciled.delete(provider.name)
+    const stored = read === ABSENT ? undefined : read.shared
     const current = provider.current()
     if (stored && !current) {
       provider.adopt(stored.state, true)
@@ -227,25 +257,39 @@ export class TokenStore {
   /**
    * Takes the stored token when it ranks above the one in use. One that ranks below (a
    * replay of a past record) is written over with this replica's, so that a replica
-   * starting now does not take it.
+   * starting now does not take it. None stored (Redis restarted empty, or flushed): this
+   * replica's token is stored again, with its rank, before a replica that starts takes
+   * the stored token's place with its configured one, an operator's rotation undone.
    */
   async #adoptStored(provider: TokenProvider): Promise<void> {
-    const shared = (await this.#read(provider.name))?.shared
-    if (!shared) return
+    const read = await this.#readOrAbsent(provider.name)
     const current = provider.current()
+    if (read === ABSENT) {
+      if (current) await this.#publish(provider, current)
+      return
+    }
+    const shared = read?.shared
+    if (!shared) return
     if (current && compareRank(shared.state, current) < 0) await this.#publish(provider, current)
     else takeStored(provider, shared.state)
   }
 
   /** The stored record, or null when there is none (or Redis cannot be read, or it is of another format). */
   async #read(credential: string): Promise<StoredRead | null> {
+    const read = await this.#readOrAbsent(credential)
+    return read === ABSENT ? null : read
+  }
+
+  /** The stored record; ABSENT when Redis holds none (or one of another format, written over); null when Redis cannot be read. */
+  async #readOrAbsent(credential: string): Promise<StoredRead | typeof ABSENT | null> {
     const { redis, breaker, log } = this.#ctx
     if (!redis || !breaker || !this.#key) return null
     const key = this.#redisKey(credential)
-    const raw = await breaker.run(() => redis.get(key), null)
+    const raw = await breaker.run(async () => (await redis.get(key)) ?? ABSENT, null)
+    if (raw === ABSENT) return ABSENT
     if (!raw) return null
     const record = parseRecord(raw)
-    if (record === 'other-format') return null
+    if (record === 'other-format') return ABSENT
     const token = record ? decrypt(this.#key, key, record) : null
     if (record === null || token === null) {
       log.warn(

@@ -1,0 +1,88 @@
+import { createServer, type Server, type Socket } from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import { describe, expect, it } from 'vitest'
+import { RedisBus } from '../../src/redis/bus.js'
+import { createRedisClient } from '../../src/redis/client.js'
+import { redisKey } from '../../src/redis/keys.js'
+import { RedisSeal } from '../../src/redis/seal.js'
+import { useCleanups, useRedis } from '../helpers/fixtures.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { waitFor } from '../helpers/wait.js'
+
+// Two deployments on one Redis, each in a database of its own (REDIS_URL's /db), share
+// nothing: not their keys (Redis keeps them per database), not their bus messages (pub/sub
+// is not per database, so the channels say which one), and not behind a Sentinel either.
+
+const { available } = redisAvailability('two deployments in two databases of one Redis')
+const log = pino({ level: 'silent' })
+const SECRET = 'one-secret-for-two-deployments-0123456789'
+
+describe.skipIf(!available)('deployments in two databases of one Redis', () => {
+  const redis = useRedis()
+  const cleanups = useCleanups()
+
+  async function client(db: number): Promise<Redis> {
+    const c = new Redis(`${redis.server.url}/${db}`, { maxRetriesPerRequest: 0, lazyConnect: true })
+    c.on('error', () => undefined)
+    await c.connect()
+    cleanups.push(() => c.disconnect())
+    return c
+  }
+
+  function bus(c: Redis): RedisBus {
+    const b = new RedisBus(c, redisKey.bus('rgw:'), log, { seal: new RedisSeal(SECRET) })
+    cleanups.push(() => b.close())
+    return b
+  }
+
+  it("hear only their own bus messages, the same prefix and GATEWAY_SECRET notwithstanding", async () => {
+    const [first, second] = [bus(await client(0)), bus(await client(1))]
+    const heard: string[] = []
+    await second.subscribe('teams-reload', (message) => heard.push(message))
+    // Redis hands one subscriber its messages in the order they were published: the
+    // first deployment's, had it reached the second, comes before the second's own.
+    await first.publish('teams-reload', 'from the deployment in db 0')
+    await second.publish('teams-reload', 'from the deployment in db 1')
+    await waitFor('the second deployment hears its own message', () => heard.length > 0 && heard.at(-1) === 'from the deployment in db 1')
+    expect(heard).toEqual(['from the deployment in db 1'])
+  })
+
+  it("behind a Sentinel, use REDIS_URL's database", async () => {
+    // A Sentinel that names the test's redis-server as its master, answering each command of a chunk.
+    const sockets = new Set<Socket>()
+    const sentinel = await new Promise<Server>((resolve) => {
+      const server = createServer((socket: Socket) => {
+        sockets.add(socket)
+        socket.on('error', () => undefined)
+        socket.on('data', (chunk) => {
+          const bulk = (s: string) => `$${Buffer.byteLength(s)}\r\n${s}\r\n`
+          for (const [command] of chunk.toString('utf8').matchAll(/\*\d+\r\n(?:\$\d+\r\n[^\r]*\r\n)+/g)) {
+            if (command.toLowerCase().includes('get-master-addr-by-name')) socket.write(`*2\r\n${bulk('127.0.0.1')}${bulk(String(redis.server.port))}`)
+            else socket.write('*0\r\n')
+          }
+        })
+      })
+      server.listen(0, '127.0.0.1', () => resolve(server))
+    })
+    cleanups.push(() => {
+      for (const socket of sockets) socket.destroy()
+      return new Promise<void>((resolve) => sentinel.close(() => resolve()))
+    })
+    const viaSentinel = createRedisClient(
+      {
+        url: 'redis://ignored.invalid:6379/3',
+        sentinels: [{ host: '127.0.0.1', port: (sentinel.address() as AddressInfo).port }],
+        sentinelName: 'mymaster',
+        commandTimeoutMs: 1000,
+      } as Parameters<typeof createRedisClient>[0],
+      log,
+    )!
+    cleanups.push(() => viaSentinel.disconnect())
+    await waitFor('the connection through the Sentinel', () => viaSentinel.status === 'ready', 10_000)
+    await viaSentinel.set('rgw:written-behind-sentinel', '1')
+    expect(await (await client(3)).get('rgw:written-behind-sentinel'), 'in database 3').toBe('1')
+    expect(await (await client(0)).get('rgw:written-behind-sentinel'), 'in database 0').toBeNull()
+  })
+})
