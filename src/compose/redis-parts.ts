@@ -60,7 +60,7 @@ export function redisParts(config: Config, o: { redis?: RedisClient | null; log:
   // Checked from the start, not only when a request needs Redis: an outage without traffic shows too.
   const watch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS), keyPrefix: config.redis.keyPrefix, onReconnect: () => back(), clock }) : null
   // Redis is shared, not trusted: what replicas write there is sealed.
-  const seal = config.gatewaySecret ? new RedisSeal(config.gatewaySecret) : null
+  const seal = config.gatewaySecret ? new RedisSeal(config.gatewaySecret, config.gatewaySecretFallback) : null
   // Each series from 0, so that an alert on increase() sees the first forged value too.
   if (redis) for (const what of UNVERIFIED_KINDS) metrics.redisUnverified.inc({ what }, 0)
   const unverified: Unverified = (what, where) => {

@@ -98,6 +98,9 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
   checkClusterDatabase(raw.redis.url, raw.redis.cluster != null, envName('redis.url', 'REDIS_URL'), problems)
   checkTlsServername(raw.redis.tlsServername, raw.redis.url, problems)
   checkSentinelSettings(raw.redis, problems)
+  // A fallback is read beside GATEWAY_SECRET through a rotation: alone, or the same, it rotates nothing.
+  if (raw.gatewaySecretFallback != null && raw.gatewaySecret == null) problems.push('GATEWAY_SECRET_FALLBACK: set without GATEWAY_SECRET: it is only read beside it, through a change of GATEWAY_SECRET; set GATEWAY_SECRET, or remove it')
+  else if (raw.gatewaySecretFallback != null && raw.gatewaySecretFallback === raw.gatewaySecret) problems.push('GATEWAY_SECRET_FALLBACK: the same as GATEWAY_SECRET: it names the other secret of a rotation (the old one, or the next); remove it')
   // An idle caller socket is closed after connectionTimeout: it must outlast the longest
   // platform call, or a slow report would be cut off while the gateway waits for it.
   if (parseDuration(raw.server.connectionTimeout) <= parseDuration(p.timeout)) {
@@ -121,7 +124,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
     if (parseDuration(value) < floorMs) problems.push(`jobs.${name}: must be at least ${floor} (got ${String(value)})`)
   }
 
-  const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret, raw.redis.sentinelPassword]
+  const secrets = [raw.admin.token, raw.admin.viewerToken, raw.gatewaySecret, raw.gatewaySecretFallback, raw.redis.sentinelPassword]
     .concat(Object.values(credentials).flatMap((c) => [c.token, c.login?.password, c.login?.clientSecret]))
     .concat(teams.map((t) => t.webhook?.secret))
     .filter((s): s is string => typeof s === 'string' && s.length > 0)
@@ -164,6 +167,7 @@ export function normalize(raw: RawConfig, env: Env, readFile: (p: string) => str
       campaignPaths: raw.ownership.campaignPaths,
     },
     gatewaySecret: raw.gatewaySecret ?? null,
+    gatewaySecretFallback: raw.gatewaySecretFallback ?? null,
     platform: {
       baseUrl,
       tokenUrl: p.tokenUrl,

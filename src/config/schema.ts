@@ -141,6 +141,7 @@ export const ConfigSchema = Type.Object(
       { additionalProperties: false },
     ),
     gatewaySecret: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
+    gatewaySecretFallback: Type.Optional(Nullable(Type.String({ minLength: 16 }))),
     platform: Type.Object(
       {
         baseUrl: Nullable(Type.String({ pattern: '^https?://' })),

@@ -9,47 +9,61 @@ const TAG_BYTES = 32
  * where it lives (its Redis key, its bus channel): a value copied under another key, or
  * a message replayed on another channel, does not verify. The subkey is its own, so a
  * seal never doubles as the token store's encryption key.
+ *
+ * A fallback secret (GATEWAY_SECRET_FALLBACK) is one more whose seals are taken, never
+ * one sealed with: replicas of two secrets read each other's values through a rotation.
  */
 export class RedisSeal {
-  // A key object made once: createHmac given raw bytes makes one on every call (a tenth of
+  // Key objects made once: createHmac given raw bytes makes one on every call (a tenth of
   // an L2 hit's seal check, profiled).
   readonly #key: KeyObject
+  readonly #fallback: KeyObject | null
 
-  constructor(secret: string) {
-    this.#key = createSecretKey(createHmac('sha256', secret).update('report-gateway redis-entries').digest())
+  constructor(secret: string, fallback: string | null = null) {
+    this.#key = sealKey(secret)
+    this.#fallback = fallback === null ? null : sealKey(fallback)
   }
 
   /** The tag followed by `data`. */
   seal(binding: string, data: Buffer): Buffer {
-    return Buffer.concat([this.#tag(binding, data), data])
+    return Buffer.concat([tag(this.#key, binding, data), data])
   }
 
   /** The data of a sealed value, or null when it is not this gateway's for `binding`. */
   open(binding: string, sealed: Buffer): Buffer | null {
     if (sealed.length < TAG_BYTES) return null
     const data = sealed.subarray(TAG_BYTES)
-    return timingSafeEqual(sealed.subarray(0, TAG_BYTES), this.#tag(binding, data)) ? data : null
+    return this.#verifies(sealed.subarray(0, TAG_BYTES), binding, data) ? data : null
   }
 
   /** `<tag, base64url>.<text>`: for values and messages that are text. */
   sealText(binding: string, text: string): string {
-    return `${this.#tag(binding, Buffer.from(text, 'utf8')).toString('base64url')}.${text}`
+    return `${tag(this.#key, binding, Buffer.from(text, 'utf8')).toString('base64url')}.${text}`
   }
 
   openText(binding: string, sealed: string): string | null {
     const dot = sealed.indexOf('.')
     if (dot < 0) return null
-    const tag = Buffer.from(sealed.slice(0, dot), 'base64url')
+    const given = Buffer.from(sealed.slice(0, dot), 'base64url')
     const text = sealed.slice(dot + 1)
-    if (tag.length !== TAG_BYTES) return null
-    return timingSafeEqual(tag, this.#tag(binding, Buffer.from(text, 'utf8'))) ? text : null
+    if (given.length !== TAG_BYTES) return null
+    return this.#verifies(given, binding, Buffer.from(text, 'utf8')) ? text : null
   }
 
-  // The binding's length first: no binding and data can be re-split into another pair.
-  #tag(binding: string, data: Buffer): Buffer {
-    const where = Buffer.from(binding, 'utf8')
-    const length = Buffer.allocUnsafe(4)
-    length.writeUInt32BE(where.length, 0)
-    return createHmac('sha256', this.#key).update(length).update(where).update(data).digest()
+  #verifies(given: Buffer, binding: string, data: Buffer): boolean {
+    if (timingSafeEqual(given, tag(this.#key, binding, data))) return true
+    return this.#fallback !== null && timingSafeEqual(given, tag(this.#fallback, binding, data))
   }
+}
+
+function sealKey(secret: string): KeyObject {
+  return createSecretKey(createHmac('sha256', secret).update('report-gateway redis-entries').digest())
+}
+
+// The binding's length first: no binding and data can be re-split into another pair.
+function tag(key: KeyObject, binding: string, data: Buffer): Buffer {
+  const where = Buffer.from(binding, 'utf8')
+  const length = Buffer.allocUnsafe(4)
+  length.writeUInt32BE(where.length, 0)
+  return createHmac('sha256', key).update(length).update(where).update(data).digest()
 }

@@ -304,6 +304,38 @@ describe('redis.tlsServername: the name every Redis node\'s certificate is check
   })
 })
 
+describe('GATEWAY_SECRET_FALLBACK: the other secret of a change of GATEWAY_SECRET', () => {
+  const base = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, REDIS_URL: 'redis://cache:6379' }
+  const SECRET = 'config-test-gateway-secret-0000'
+  const FALLBACK = 'config-test-fallback-secret-000'
+
+  it('is null unless set; read from the variable or its file, and scrubbed from the log as a secret', () => {
+    expect(load({ ...base, GATEWAY_SECRET: SECRET }).gatewaySecretFallback).toBeNull()
+    expect(load({ ...base, GATEWAY_SECRET: SECRET, GATEWAY_SECRET_FALLBACK: FALLBACK }).gatewaySecretFallback).toBe(FALLBACK)
+    const fromFile = load({ ...base, GATEWAY_SECRET: SECRET, GATEWAY_SECRET_FALLBACK_FILE: '/run/secrets/f' }, undefined, { '/run/secrets/f': `${FALLBACK}\n` })
+    expect(fromFile.gatewaySecretFallback).toBe(FALLBACK)
+    expect(fromFile.secrets).toContain(FALLBACK)
+  })
+
+  it.each<{ name: string; env: Record<string, string>; line: RegExp }>([
+    { name: 'without GATEWAY_SECRET', env: { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, GATEWAY_SECRET_FALLBACK: FALLBACK }, line: /^GATEWAY_SECRET_FALLBACK: set without GATEWAY_SECRET: / },
+    { name: 'the same as GATEWAY_SECRET', env: { ...base, GATEWAY_SECRET: SECRET, GATEWAY_SECRET_FALLBACK: SECRET }, line: /^GATEWAY_SECRET_FALLBACK: the same as GATEWAY_SECRET: / },
+    { name: 'shorter than 16 characters', env: { ...base, GATEWAY_SECRET: SECRET, GATEWAY_SECRET_FALLBACK: 'short-secret' }, line: /gatewaySecretFallback|GATEWAY_SECRET_FALLBACK/ },
+  ])('is refused $name, naming it and never a secret', ({ env, line }) => {
+    const err = problem(env)
+    expect(err.problems.some((p) => line.test(p)), err.message).toBe(true)
+    expect(err.message).not.toContain(SECRET)
+    expect(err.message).not.toContain(FALLBACK)
+    expect(err.message).not.toContain('short-secret')
+  })
+
+  it('is refused in the config file', () => {
+    const err = problem({ ...base, GATEWAY_SECRET: SECRET }, `gatewaySecretFallback: ${FALLBACK}\n`)
+    expect(err.problems).toContain('gatewaySecretFallback: secrets may not be set in CONFIG_FILE; use its environment variable or *_FILE')
+    expect(err.message).not.toContain(FALLBACK)
+  })
+})
+
 describe('The Sentinels\' own TLS (redis.sentinelTls) and password (REDIS_SENTINEL_PASSWORD)', () => {
   const secret = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN, GATEWAY_SECRET: 'config-test-gateway-secret-0000' }
   const sentinels = 'redis:\n  sentinels: [{ host: sentinel-0.redis, port: 26379 }]\n'

@@ -406,6 +406,7 @@ describe('values an operator sets that the cluster would take and the pods could
       adminViewerToken: 'ADMIN_VIEWER_TOKEN_FILE',
       adminTokens: 'ADMIN_TOKENS_FILE',
       gatewaySecret: 'GATEWAY_SECRET_FILE',
+      gatewaySecretFallback: 'GATEWAY_SECRET_FALLBACK_FILE',
       platformUsername: 'PLATFORM_USERNAME_FILE',
       platformPassword: 'PLATFORM_PASSWORD_FILE',
       platformClientId: 'PLATFORM_CLIENT_ID_FILE',

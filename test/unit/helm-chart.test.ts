@@ -91,6 +91,8 @@ describe('values.yaml and values.schema.json', () => {
     ['both a Redis URL and a Redis Secret', { redis: { url: 'redis://redis:6379', existingSecret: { name: 'redis' } } }],
     ['a privileged port (the gateway runs without capabilities)', { ports: { http: 80 } }],
     ['a gateway secret in the config file', { config: { gatewaySecret: 'x' } }],
+    ['a fallback gateway secret in the config file', { config: { gatewaySecretFallback: 'x' } }],
+    ['a fallback gateway secret the gateway would refuse (under 16 characters)', { secrets: { values: { gatewaySecretFallback: 'short' } } }],
     ['a Redis URL with a password in the config file (a ConfigMap)', { config: { redis: { url: 'redis://:s3cret@redis-master:6379/0' } } }],
     ['a base URL with a password in the config file', { config: { platform: { baseUrl: 'https://user:s3cret@dsp-api.example.com' } } }],
     ['a platform token in the config file', { config: { platform: { token: 'x' } } }],

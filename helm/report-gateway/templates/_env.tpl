@@ -77,6 +77,10 @@ probes, Services and mounts follow the values.
 - name: GATEWAY_SECRET_FILE
   value: {{ printf "%s/%s" $secretDir . | quote }}
 {{- end }}
+{{- with $keys.gatewaySecretFallback }}
+- name: GATEWAY_SECRET_FALLBACK_FILE
+  value: {{ printf "%s/%s" $secretDir . | quote }}
+{{- end }}
 {{- with $keys.platformUsername }}
 - name: PLATFORM_USERNAME_FILE
   value: {{ printf "%s/%s" $secretDir . | quote }}

@@ -152,7 +152,7 @@ namespace and the job the ServiceMonitor gives (the admin Service's name).
 {{/* Non-empty when at least one Secret key is in use (the Secret volume is mounted then). */}}
 {{- define "report-gateway.usesSecret" -}}
 {{- $k := .Values.secrets.keys }}
-{{- if or $k.platformToken $k.adminToken $k.adminViewerToken $k.adminTokens $k.gatewaySecret $k.platformUsername $k.platformPassword $k.platformClientId $k.platformClientSecret $k.redisSentinelPassword }}true{{ end }}
+{{- if or $k.platformToken $k.adminToken $k.adminViewerToken $k.adminTokens $k.gatewaySecret $k.gatewaySecretFallback $k.platformUsername $k.platformPassword $k.platformClientId $k.platformClientSecret $k.redisSentinelPassword }}true{{ end }}
 {{- end }}
 
 {{/*

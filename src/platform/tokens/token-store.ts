@@ -99,13 +99,16 @@ return 1`, 1)
 export class TokenStore {
   readonly #ctx: TokenStoreParts
   readonly #key: Buffer | null
+  /** GATEWAY_SECRET_FALLBACK's key: a record it encrypted is read, none is written with it. */
+  readonly #fallbackKey: Buffer | null
   #catchUp: Timer | null = null
   /** Credentials whose start found Redis out of reach: reconciled at a catch-up (#catchUpWith). */
   readonly #unreconciled = new Set<string>()
 
   constructor(ctx: TokenStoreParts) {
     this.#ctx = ctx
-    this.#key = ctx.config.gatewaySecret ? createHash('sha256').update(`report-gateway token store\0${ctx.config.gatewaySecret}`).digest() : null
+    this.#key = ctx.config.gatewaySecret ? storeKey(ctx.config.gatewaySecret) : null
+    this.#fallbackKey = ctx.config.gatewaySecret && ctx.config.gatewaySecretFallback ? storeKey(ctx.config.gatewaySecretFallback) : null
   }
 
   get enabled(): boolean {
@@ -290,7 +293,7 @@ export class TokenStore {
     if (!raw) return null
     const record = parseRecord(raw)
     if (record === 'other-format') return ABSENT
-    const token = record ? decrypt(this.#key, key, record) : null
+    const token = record ? (decrypt(this.#key, key, record) ?? (this.#fallbackKey && decrypt(this.#fallbackKey, key, record))) : null
     if (record === null || token === null) {
       log.warn(
         { credential },
@@ -343,6 +346,10 @@ function associatedData(key: string, s: Omit<StoredToken, 'iv' | 'tag' | 'data'>
 }
 
 /** The token, or null when the record fails authentication. */
+function storeKey(secret: string): Buffer {
+  return createHash('sha256').update(`report-gateway token store\0${secret}`).digest()
+}
+
 function decrypt(cipherKey: Buffer, key: string, s: StoredToken): string | null {
   try {
     const decipher = createDecipheriv('aes-256-gcm', cipherKey, Buffer.from(s.iv, 'base64'), { authTagLength: TAG_BYTES })

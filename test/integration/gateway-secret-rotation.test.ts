@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest'
+import { KEYS, REPORT_PATH, TEAMS_YAML, testConfig, type TestGateway } from '../helpers/build-gateway.js'
+import { useGateways, useRedis, useSandbox } from '../helpers/fixtures.js'
+import { tokenOf } from '../helpers/gateway-calls.js'
+import { redisAvailability } from '../helpers/start-redis.js'
+import { within } from '../helpers/wait.js'
+
+// A change of GATEWAY_SECRET without a fresh start (docs/operations/deploy.md): each replica
+// reads values sealed with GATEWAY_SECRET_FALLBACK beside its own, and writes with its own.
+// Phase 1 gives every replica the new secret as its fallback; phase 2 makes it the secret,
+// the old one the fallback; then the fallback goes. At each step replicas of the two
+// configurations read each other's report copies and take each other's platform token,
+// and nothing counts as forged. Two gateway instances in this process stand for two
+// replicas on one real redis-server.
+
+const OLD = 'rotation-old-gateway-secret-0123456789'
+const NEW = 'rotation-new-gateway-secret-0123456789'
+const ADMIN_TOKEN = 'secret-rotation-admin-token-0123456789'
+
+const redisCheck = redisAvailability()
+if (redisCheck.notice) console.warn(redisCheck.notice)
+
+describe.skipIf(!redisCheck.available)('GATEWAY_SECRET changed through GATEWAY_SECRET_FALLBACK (Redis)', () => {
+  const sandbox = useSandbox()
+  const { server: redis, client } = useRedis()
+  const gateways = useGateways()
+
+  const replica = (secrets: Record<string, string>, token: string): Promise<TestGateway> =>
+    gateways.build(testConfig({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: token, ADMIN_TOKEN, REDIS_URL: redis.url, ...secrets }, TEAMS_YAML))
+  const read = (gw: TestGateway, week: string) =>
+    gw.proxy.inject({ method: 'GET', url: `${REPORT_PATH}?advertiserId=101&byDate=1&${week}`, headers: { 'x-api-key': KEYS.all } })
+  const unverified = async (gw: TestGateway) => (await gw.admin.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).body.split('\n').filter((l) => l.startsWith('gateway_redis_unverified_total') && !l.endsWith(' 0'))
+  let weeks = 0
+  /** A day no replica has read yet: its first read fills it, from the platform. */
+  const freshWeek = () => {
+    const day = new Date(Date.UTC(2026, 0, 1 + weeks++)).toISOString().slice(0, 10)
+    return `dateFrom=${day}&dateTo=${day}`
+  }
+  /** A replica stopped: a phase of the rollout is done when no replica of the phase before is left. */
+  const stop = async (gw: TestGateway) => {
+    gateways.open.splice(gateways.open.indexOf(gw), 1)
+    await gw.close()
+  }
+
+  /** `writer` fills a report copy and `reader` reads it from Redis (a hit, not a second platform call); then the same the other way. */
+  async function shareCopies(a: TestGateway, b: TestGateway): Promise<void> {
+    for (const [writer, reader] of [[a, b], [b, a]] as const) {
+      const week = freshWeek()
+      const keys = (await client.keys('rgw:report:*')).length
+      expect((await read(writer, week)).headers['x-cache']).toBe('MISS')
+      await within(2000, async () => (await client.keys('rgw:report:*')).length > keys)
+      const calls = sandbox.requests.length
+      const answer = await read(reader, week)
+      expect([answer.statusCode, answer.headers['x-cache']]).toEqual([200, 'HIT'])
+      expect(sandbox.requests.length, 'the reader called the platform: the copy in Redis was not taken').toBe(calls)
+    }
+  }
+
+  /** A platform token put on `from` is in use on `to` within a second. */
+  async function shareToken(from: TestGateway, to: TestGateway): Promise<void> {
+    const next = sandbox.issueToken()
+    const put = await from.admin.inject({ method: 'PUT', url: '/admin/token', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { token: next } })
+    expect(put.statusCode).toBe(200)
+    expect(await within(1000, () => tokenOf(to) === next), 'the other replica did not take the token within 1 s').not.toBeNull()
+  }
+
+  it('phase 1 (the new secret as every replica\'s fallback) and phase 2 (the new secret, the old as fallback): replicas of both share copies and tokens, nothing unverified', async () => {
+    const first = sandbox.issueToken()
+    // Phase 1: one replica restarted with the new secret as its fallback, one not yet.
+    const old = await replica({ GATEWAY_SECRET: OLD }, first)
+    const phase1 = await replica({ GATEWAY_SECRET: OLD, GATEWAY_SECRET_FALLBACK: NEW }, first)
+    await shareCopies(old, phase1)
+    await shareToken(phase1, old)
+    expect(await unverified(old)).toEqual([])
+    // Phase 1 done: no replica reads with the old secret alone. Phase 2: one replica on the
+    // new secret (the old as its fallback), one still on phase 1.
+    await stop(old)
+    const phase2 = await replica({ GATEWAY_SECRET: NEW, GATEWAY_SECRET_FALLBACK: OLD }, first)
+    await shareCopies(phase1, phase2)
+    await shareToken(phase2, phase1)
+    await shareToken(phase1, phase2)
+    for (const gw of [phase1, phase2]) expect(await unverified(gw)).toEqual([])
+    // Phase 2 done, the fallback goes: a replica on the new secret alone reads what phase 2 wrote.
+    await stop(phase1)
+    const done = await replica({ GATEWAY_SECRET: NEW }, first)
+    await shareCopies(phase2, done)
+    expect(await unverified(done)).toEqual([])
+    for (const gw of [phase2, done]) for (const secret of [OLD, NEW]) expect(gw.logs.text()).not.toContain(secret)
+  })
+
+  it('without the fallback, a replica of another secret takes nothing the other wrote, and counts it as unverified', async () => {
+    const first = sandbox.issueToken()
+    const a = await replica({ GATEWAY_SECRET: OLD }, first)
+    const b = await replica({ GATEWAY_SECRET: NEW }, first)
+    const week = freshWeek()
+    expect((await read(a, week)).headers['x-cache']).toBe('MISS')
+    await within(2000, async () => (await client.keys('rgw:report:*')).length >= 1)
+    expect((await read(b, week)).headers['x-cache']).toBe('MISS')
+    expect(await unverified(b)).not.toEqual([])
+  })
+})
