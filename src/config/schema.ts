@@ -93,6 +93,9 @@ export const TeamSchema = Type.Object(
   { additionalProperties: false },
 )
 
+/** The `teams:` mapping, of the config and of a TEAMS_FILE. */
+export const TeamsSchema = Type.Record(Type.String({ pattern: TEAM_NAME_PATTERN }), TeamSchema)
+
 const RedisNode = Type.Object({ host: Type.String({ minLength: 1 }), port: Port }, { additionalProperties: false })
 
 export const ConfigSchema = Type.Object(
@@ -221,7 +224,7 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
-    teams: Type.Record(Type.String({ pattern: TEAM_NAME_PATTERN }), TeamSchema),
+    teams: TeamsSchema,
     teamsReload: Type.Object({ poll: Duration }, { additionalProperties: false }),
     usage: Type.Object({ flush: Duration, retentionDays: Type.Integer({ minimum: 1, maximum: 3660 }) }, { additionalProperties: false }),
     jobs: Type.Object(
