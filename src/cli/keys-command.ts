@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util'
 import { stringify as yamlScalar } from 'yaml'
-import { EXPIRES_AT_PATTERN, KEY_ID_PATTERN, KEY_ID_RULE, TEAM_NAME_PATTERN, TEAM_NAME_RULE } from '../config/schema.js'
+import { EXPIRES_AT_PATTERN, KEY_ID_PATTERN, KEY_ID_RULE, TEAM_NAME_PATTERN, TEAM_NAME_RULE } from '../config/names.js'
 import { teamsOfFile } from '../config/teams-file.js'
 import { defaultKeyId, parseExpiry, type TeamKey } from '../config/teams.js'
 import { parseDuration } from '../config/units.js'

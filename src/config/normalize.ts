@@ -1,4 +1,5 @@
-import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE, type RawConfig, type RawCredential } from './schema.js'
+import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_NAME_RULE } from './names.js'
+import type { RawConfig, RawCredential } from './schema.js'
 import { tracingConfig } from './tracing.js'
 import { maskUrlPassword } from './schema-errors.js'
 import { hasControlCharacters, readEnv, tokenFault, type Env } from './sources.js'

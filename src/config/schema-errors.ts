@@ -1,20 +1,18 @@
-import { Ajv, type ErrorObject } from 'ajv'
-import { VALIDATOR_CODE } from '../perf/validator-code.js'
-import { ConfigSchema } from './schema.js'
+import type { ErrorObject } from 'ajv'
 import { ENV_KEYS, getPath } from './sources.js'
+import { validateConfig } from './validators.generated.js'
 
 // Validation against the one schema, and its errors as one line per key that says what
 // is wrong, never a secret's value.
 
-// verbose: errors carry their parentSchema, whose `description` is the hint a union
-// (Duration, Size) gives; without it every branch's own failure would be the message.
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true, code: VALIDATOR_CODE })
-const validate = ajv.compile(ConfigSchema)
+// validateConfig is Ajv's code for ConfigSchema, generated from it (scripts/config-validators.mjs).
+// Its errors are verbose: they carry their parentSchema, whose `description` is the hint a
+// union (Duration, Size) gives; without it every branch's own failure would be the message.
 
 export function validateSchema(raw: Record<string, unknown>, envSources: Map<string, string>, problems: string[]): void {
-  if (validate(raw)) return
+  if (validateConfig(raw)) return
   const seen = new Set<string>()
-  for (const error of withoutBranchNoise(validate.errors ?? [])) {
+  for (const error of withoutBranchNoise(validateConfig.errors ?? [])) {
     const line = describeError(error, raw, envSources)
     if (line && !seen.has(line)) {
       seen.add(line)

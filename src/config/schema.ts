@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { CREDENTIAL_NAME_PATTERN, EXPIRES_AT_PATTERN, KEY_ID_PATTERN, KEY_ID_RULE, TEAM_NAME_PATTERN } from './names.js'
 
 // The single source of truth for settings: config/default.yaml, CONFIG_FILE and the
 // environment are merged into this shape and validated once, at start.
@@ -28,19 +29,6 @@ export const CredentialSchema = Type.Object(
   },
   { additionalProperties: false },
 )
-
-// A team's name and a key's id are labels of metrics, fields of log lines and words of
-// the console's pages: plain characters only, checked by the config and by `npm run keys`.
-export const TEAM_NAME_PATTERN = '^[A-Za-z0-9_.-]+$'
-export const TEAM_NAME_RULE = 'letters, digits, _ . - only'
-// A credential's name is also the <NAME> of its variables (CREDENTIAL_<NAME>_TOKEN, in upper
-// case, `-` as `_`). The schema checks only the credentials whose names match (a record's
-// key pattern); normalize.ts refuses the others, as teams.ts does for teams.
-export const CREDENTIAL_NAME_PATTERN = '^[a-z][a-z0-9_-]*$'
-export const CREDENTIAL_NAME_RULE = 'lower-case letters, digits, _ - only, starting with a letter'
-export const KEY_ID_PATTERN = '^[A-Za-z0-9_.-]{1,64}$'
-export const KEY_ID_RULE = 'letters, digits, _ . - (at most 64)'
-export const EXPIRES_AT_PATTERN = '^\\d{4}-\\d{2}-\\d{2}([T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$'
 
 const KeyHash = Type.String({ pattern: '^sha256:[0-9a-f]{64}$', description: 'sha256:<hex> of an API key (64 lower-case hex digits, from `npm run keys`); plaintext keys are never stored' })
 // A key with a name for logs and usage, and an end.
@@ -92,6 +80,9 @@ export const TeamSchema = Type.Object(
   },
   { additionalProperties: false },
 )
+
+/** The `teams:` mapping, of the config and of a TEAMS_FILE. */
+export const TeamsSchema = Type.Record(Type.String({ pattern: TEAM_NAME_PATTERN }), TeamSchema)
 
 const RedisNode = Type.Object({ host: Type.String({ minLength: 1 }), port: Port }, { additionalProperties: false })
 
@@ -221,7 +212,7 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
-    teams: Type.Record(Type.String({ pattern: TEAM_NAME_PATTERN }), TeamSchema),
+    teams: TeamsSchema,
     teamsReload: Type.Object({ poll: Duration }, { additionalProperties: false }),
     usage: Type.Object({ flush: Duration, retentionDays: Type.Integer({ minimum: 1, maximum: 3660 }) }, { additionalProperties: false }),
     jobs: Type.Object(

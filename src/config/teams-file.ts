@@ -1,12 +1,8 @@
 import { readFileSync } from 'node:fs'
-import { Type } from '@sinclair/typebox'
-import { Ajv } from 'ajv'
-import { VALIDATOR_CODE } from '../perf/validator-code.js'
-import { TEAM_NAME_PATTERN, TeamSchema, type RawTeam } from './schema.js'
+import type { RawTeam } from './schema.js'
 import { isPlainObject, readYamlObject } from './sources.js'
 import { normalizeTeams, type TeamConfig } from './teams.js'
-
-const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false, code: VALIDATOR_CODE }).compile(Type.Record(Type.String({ pattern: TEAM_NAME_PATTERN }), TeamSchema))
+import { validateTeams } from './validators.generated.js'
 
 /**
  * The `teams:` mapping of TEAMS_FILE, a file that holds the teams and nothing else, so
@@ -37,9 +33,9 @@ export function teamsOfFile(path: string, { teamsFile = false } = {}, readFile: 
   const problems: string[] = []
   const raw = (teamsFile ? readTeamsFile(path, readFile, problems) : readYamlObject(path, readFile, problems, path).teams) ?? {}
   if (!isPlainObject(raw)) return { teams: [], problems: [...problems, 'teams: must be a mapping of team names'] }
-  if (!validate(raw)) {
+  if (!validateTeams(raw)) {
     // Paths only: a key list may hold a pasted plaintext key, never repeated here.
-    for (const e of validate.errors ?? []) problems.push(`teams${e.instancePath.replace(/\//g, '.')}: ${e.message ?? 'is invalid'}`)
+    for (const e of validateTeams.errors ?? []) problems.push(`teams${e.instancePath.replace(/\//g, '.')}: ${e.message ?? 'is invalid'}`)
     return { teams: [], problems: [...new Set(problems)] }
   }
   const teams = normalizeTeams(raw as Record<string, RawTeam>, null, problems)

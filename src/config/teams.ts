@@ -1,4 +1,5 @@
-import { TEAM_NAME_PATTERN, TEAM_NAME_RULE, type RawTeam } from './schema.js'
+import { TEAM_NAME_PATTERN, TEAM_NAME_RULE } from './names.js'
+import type { RawTeam } from './schema.js'
 import { parseDuration } from './units.js'
 
 // Teams as the gateway runs on them: the part of the config that reloads without a

@@ -4,7 +4,7 @@ import type { RedisSeal } from '../redis/seal.js'
 import { redisKey } from '../redis/keys.js'
 import { readBoundedHashes, type HashBounds } from '../redis/bounded-hash.js'
 import { systemClock, type Clock, type Timer } from '../clock.js'
-import { KEY_ID_PATTERN, TEAM_NAME_PATTERN } from '../config/schema.js'
+import { KEY_ID_PATTERN, TEAM_NAME_PATTERN } from '../config/names.js'
 
 /** How often a replica writes the use of the keys that had traffic since its last write. */
 export const KEY_USE_FLUSH_MS = 30_000

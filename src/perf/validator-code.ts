@@ -1,5 +1,5 @@
-// Ajv's `code` option for every validator the gateway compiles: the config schema, the
-// teams file and Fastify's routes.
+// Ajv's `code` option for every validator the gateway compiles (Fastify's routes), and for
+// the config's, generated ahead of time with it (scripts/config-validators.mjs).
 //
 // Ajv's code optimizer builds a `{ [name]: 1 }` object for every variable name it
 // generates (`err57`, `_errs51`, `valid8`...), over a thousand for the config schema. V8

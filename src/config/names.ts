@@ -1,0 +1,17 @@
+// The shapes of names and dates the config holds, as patterns of its schema and as the
+// checks and messages of the modules that read them. Plain strings: the gateway reads them
+// without loading the schema's library (TypeBox), whose code only the validators'
+// generator runs (scripts/config-validators.mjs).
+
+// A team's name and a key's id are labels of metrics, fields of log lines and words of
+// the console's pages: plain characters only, checked by the config and by `npm run keys`.
+export const TEAM_NAME_PATTERN = '^[A-Za-z0-9_.-]+$'
+export const TEAM_NAME_RULE = 'letters, digits, _ . - only'
+// A credential's name is also the <NAME> of its variables (CREDENTIAL_<NAME>_TOKEN, in upper
+// case, `-` as `_`). The schema checks only the credentials whose names match (a record's
+// key pattern); normalize.ts refuses the others, as teams.ts does for teams.
+export const CREDENTIAL_NAME_PATTERN = '^[a-z][a-z0-9_-]*$'
+export const CREDENTIAL_NAME_RULE = 'lower-case letters, digits, _ - only, starting with a letter'
+export const KEY_ID_PATTERN = '^[A-Za-z0-9_.-]{1,64}$'
+export const KEY_ID_RULE = 'letters, digits, _ . - (at most 64)'
+export const EXPIRES_AT_PATTERN = '^\\d{4}-\\d{2}-\\d{2}([T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?)?$'
