@@ -279,6 +279,8 @@ function defineSuite(mode: 'memory' | 'redis'): void {
     expect(paused.headers['cache-status']).toBe(`report-gateway; hit; ttl=-${SWR_S + 5}`)
     expect(reportCalls()).toBe(1 + failures.reduce((n, f) => n + f.times, 0))
     const pausedFor = passPause()
+    // One 429 is one strike: its pause is the first step of the backoff (FIRST_PAUSE_MS).
+    expect(pausedFor).toBe(1000)
     // A caller's no-cache does not lose the stale copy either.
     sandbox.setFailure({ kind: 'status', status: 500, times: 1 })
     const refresh = await get(CANONICAL, { 'cache-control': 'no-cache' })

@@ -423,12 +423,19 @@ function platformCallSpan(baseUrl: string, call: PlatformCall, retries: number):
  * cut off at the gateway's deadline says nothing of the platform's work).
  */
 function endWithAnswer(seat: Seat, res: Dispatcher.ResponseData, outcome: SeatOutcome): void {
-  const end = () => seat.end(outcome)
-  if (res.body.closed || res.body.readableEnded) end()
-  else {
-    res.body.once('end', end)
-    res.body.once('close', end)
+  if (res.body.closed || res.body.readableEnded) return seat.end(outcome)
+  // A body received whole emits 'end' and then 'close'; one cut off, 'close' alone: the seat
+  // ends at the first, once (the pauses count each end of a 429 as a strike).
+  let ended = false
+  const end = () => {
+    if (ended) return
+    ended = true
+    res.body.off('end', end)
+    res.body.off('close', end)
+    seat.end(outcome)
   }
+  res.body.once('end', end)
+  res.body.once('close', end)
 }
 
 /** `res` as a caller may read it: it fails where it carries `token` back (token-echo.ts). */
