@@ -191,7 +191,7 @@ export class AnswerTimeline {
       const startOnce = (c: CallEntry): string => {
         const k = keyOf(c)
         if ((pending.get(k) ?? 0) > 0) pending.set(k, (pending.get(k) as number) - 1)
-        else add(c.startedAt, false, () => this.#startRemote(remote, c))
+        else add(c.startedAt, false, () => remote.started.set(k, [...(remote.started.get(k) ?? []), this.#sink.start(c.kind, ++this.#open)]))
         return k
       }
       for (const [id, c] of remote.ended) {
@@ -225,13 +225,6 @@ export class AnswerTimeline {
     this.#open--
     this.#sink.end({ ...call.answer, window: call.serial })
     this.#released = Math.max(this.#released, Math.min(at, call.answer.at))
-  }
-
-  #startRemote(remote: Remote, c: CallEntry): void {
-    const serials = remote.started.get(keyOf(c)) ?? []
-    serials.push(this.#sink.start(c.kind, this.#open + 1))
-    remote.started.set(keyOf(c), serials)
-    this.#open++
   }
 
   #endRemote(remote: Remote, k: string, c: CallEntry): void {

@@ -149,8 +149,12 @@ export class KneeEstimator {
     ;[this.#waited, this.#shortWaited, this.#longMs] = [true, this.#shortWaited || longMs === null, Math.max(this.#longMs, longMs ?? 0)]
   }
   ended(a: Answer): void {
-    this.#countSecond(a)
-    if (a.outcome !== 'overload') this.#seen(a.at)
+    // Counted in the second under way; an overload answer to a call sent before the last cut is the old limit's, already halved for.
+    const t = this.#second.teams.get(a.team) ?? { answers: 0, overloads: 0 }
+    this.#second.teams.set(a.team, { answers: t.answers + 1, overloads: t.overloads + (a.outcome === 'overload' && a.startedAt >= this.#lastCut ? 1 : 0) })
+    const g = a.at - this.#lastAnswer
+    if (a.outcome !== 'overload' && Number.isFinite(g) && g > 0) [this.#gapMs, this.#gap2] = [this.#gapMs + GAP_GAIN * (g - this.#gapMs), this.#gap2 + GAP_GAIN * (g * g - this.#gap2)]
+    if (a.outcome !== 'overload') this.#lastAnswer = Math.max(this.#lastAnswer, a.at)
     if (a.outcome === 'ok' && a.at > this.#lastCut) this.#answeredSinceCut = true
     return this.#timeline ? this.#timeline.ended(a, this.#now()) : this.#end(a)
   }
@@ -363,21 +367,11 @@ export class KneeEstimator {
     this.#phase = 'fault'
     return this.#set(Math.max(this.#min, Math.floor(Math.min(this.#limit, this.#knee) / 2)), 'fault')
   }
-  /** Counts `a` in the second under way; an overload answer to a call sent before the last cut is the old limit's, already halved for. */
-  #countSecond(a: Answer): void {
-    const t = this.#second.teams.get(a.team) ?? { answers: 0, overloads: 0 }
-    this.#second.teams.set(a.team, { answers: t.answers + 1, overloads: t.overloads + (a.outcome === 'overload' && a.startedAt >= this.#lastCut ? 1 : 0) })
-  }
   /** Overload in the second under way from every answering team, or from two teams or more. */
   #overloaded(): boolean {
     let drawing = 0
     for (const t of this.#second.teams.values()) if (t.overloads >= Math.max(1, OVERLOAD_SHARE * t.answers)) drawing++
     return drawing >= 2 || (drawing >= 1 && drawing === this.#second.teams.size)
-  }
-  #seen(at: number): void {
-    const g = at - this.#lastAnswer
-    if (Number.isFinite(g) && g > 0) [this.#gapMs, this.#gap2] = [this.#gapMs + GAP_GAIN * (g - this.#gapMs), this.#gap2 + GAP_GAIN * (g * g - this.#gap2)]
-    this.#lastAnswer = Math.max(this.#lastAnswer, at)
   }
   #clamp(n: number): number { return Math.max(this.#min, Math.min(this.#max, Math.round(n))) }
 }
