@@ -139,6 +139,20 @@ describe('KneeEstimator', () => {
     expect(median(steady), `the knee each second from 20 s: ${steady.join(' ')}`).toBeLessThanOrEqual(13)
   })
 
+  // A front that answers a stray 503 among many answers is not overloaded: the simulator's
+  // shedding fronts refuse 30 % to 90 % of the calls, never one in forty.
+  it('halves the limit on overload only where a team draws it: OVERLOAD_SHARE of its answers in a second, one at least', () => {
+    const rule = new KneeEstimator({ initial: 16, min: 2, max: 64 })
+    rule.adopt(16, 16, 0)
+    rule.tick(0, null)
+    const second = (from: number, overloads: number) => {
+      for (let i = 0; i < 40 + overloads; i++) rule.ended({ startedAt: from, at: from + 10 + i, team: 'a', kind: 'week', load: 8, window: 0, outcome: i < overloads ? 'overload' : 'ok' })
+      return [rule.tick(from + 1_000, null)?.move ?? null, rule.limit]
+    }
+    expect(second(0, 1), 'one overload answer of 41').toEqual([null, 16])
+    expect(second(1_000, 3), 'three of 43').toEqual(['fault', 8])
+  })
+
   it('ends its start with the probe seat when only calls not known short wait beside short ones in flight', () => {
     // 8 calls at the limit, all answered together: room at 8, no queue below it.
     for (const [longMs, limit, phase] of [[4_420, 9, 'cruise'], [null, 16, 'start']] as const) {
