@@ -171,7 +171,7 @@ export class AnswerTimeline {
 
   /** A replica no longer in play (its record lapsed, or this one does not learn): its calls started here end, saying nothing; the rest go. */
   #forget(run: string, remote: Remote): void {
-    for (const [k, serials] of remote.started) for (let i = serials.length; i > 0; i--) this.#endRemote(remote, k, { startedAt: this.#released, at: this.#released, kind: '', outcome: 'other', timed: false })
+    for (const [k, serials] of remote.started) for (let i = serials.length; i > 0; i--) this.#endRemote(remote, k, silentEnd(this.#released))
     this.#remote.delete(run)
   }
 
@@ -187,11 +187,16 @@ export class AnswerTimeline {
     for (const remote of this.#remote.values()) {
       const pending = new Map<string, number>()
       for (const [k, serials] of remote.started) pending.set(k, serials.length)
-      for (const [id, c] of remote.ended) {
-        if (c.startedAt > horizon) continue
+      // A call started here already is not started again; returns its key.
+      const startOnce = (c: CallEntry): string => {
         const k = keyOf(c)
         if ((pending.get(k) ?? 0) > 0) pending.set(k, (pending.get(k) as number) - 1)
-        else add(c.startedAt, false, () => this.#startRemote(remote, c))
+        else add(c.startedAt, false, () => remote.started.set(k, [...(remote.started.get(k) ?? []), this.#sink.start(c.kind, ++this.#open)]))
+        return k
+      }
+      for (const [id, c] of remote.ended) {
+        if (c.startedAt > horizon) continue
+        const k = startOnce(c)
         if ((c.at as number) <= horizon) {
           remote.ended.delete(id)
           remote.done.set(id, c.at as number)
@@ -199,14 +204,9 @@ export class AnswerTimeline {
           add(c.at as number, true, () => this.#endRemote(remote, k, c), c.startedAt)
         }
       }
-      for (const c of remote.inFlight) {
-        if (c.startedAt > horizon) continue
-        const k = keyOf(c)
-        if ((pending.get(k) ?? 0) > 0) pending.set(k, (pending.get(k) as number) - 1)
-        else add(c.startedAt, false, () => this.#startRemote(remote, c))
-      }
+      for (const c of remote.inFlight) if (c.startedAt <= horizon) startOnce(c)
       // Calls started here that the record shows neither in flight nor ended: they ended out of its reach, saying nothing.
-      for (const [k, left] of pending) for (let i = 0; i < left; i++) add(horizon, true, () => this.#endRemote(remote, k, { startedAt: horizon, at: horizon, kind: '', outcome: 'other', timed: false }))
+      for (const [k, left] of pending) for (let i = 0; i < left; i++) add(horizon, true, () => this.#endRemote(remote, k, silentEnd(horizon)))
     }
     events.sort((a, b) => a.t - b.t || Number(b.end) - Number(a.end) || a.order - b.order)
     for (const e of events) e.run()
@@ -227,13 +227,6 @@ export class AnswerTimeline {
     this.#released = Math.max(this.#released, Math.min(at, call.answer.at))
   }
 
-  #startRemote(remote: Remote, c: CallEntry): void {
-    const serials = remote.started.get(keyOf(c)) ?? []
-    serials.push(this.#sink.start(c.kind, this.#open + 1))
-    remote.started.set(keyOf(c), serials)
-    this.#open++
-  }
-
   #endRemote(remote: Remote, k: string, c: CallEntry): void {
     const serials = remote.started.get(k)
     const serial = serials?.shift()
@@ -245,6 +238,8 @@ export class AnswerTimeline {
 }
 
 const keyOf = (c: CallEntry): string => `${c.startedAt}|${c.kind}`
+/** The end, at `at`, of a call whose answer is out of reach: it says nothing. */
+const silentEnd = (at: number): CallEntry => ({ startedAt: at, at, kind: '', outcome: 'other', timed: false })
 
 /** Drops the calls given that ended before `before`; the whole list is read only when one did (most renewals drop none). */
 function forgetDone(remote: Remote, before: number): void {

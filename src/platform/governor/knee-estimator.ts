@@ -66,8 +66,8 @@ export interface Step { limit: number; knee: number; move: Move }
 export interface KneeOptions { initial: number; min: number; max: number }
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, and how many ends came before. */
 type Call = { load: number; local: number; endsBefore: number }
-/** Per kind: answers seen, the last, per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
-type KindStats = { seen: number; lastAt: number; m: Float64Array; ss: Float64Array; room?: number }
+/** Per kind: answers seen, per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
+type KindStats = { seen: number; m: Float64Array; ss: Float64Array; room?: number }
 export class KneeEstimator {
   readonly #min: number
   readonly #max: number
@@ -149,8 +149,12 @@ export class KneeEstimator {
     ;[this.#waited, this.#shortWaited, this.#longMs] = [true, this.#shortWaited || longMs === null, Math.max(this.#longMs, longMs ?? 0)]
   }
   ended(a: Answer): void {
-    this.#countSecond(a)
-    if (a.outcome !== 'overload') this.#seen(a.at)
+    // Counted in the second under way; an overload answer to a call sent before the last cut is the old limit's, already halved for.
+    const t = this.#second.teams.get(a.team) ?? { answers: 0, overloads: 0 }
+    this.#second.teams.set(a.team, { answers: t.answers + 1, overloads: t.overloads + (a.outcome === 'overload' && a.startedAt >= this.#lastCut ? 1 : 0) })
+    const g = a.at - this.#lastAnswer
+    if (a.outcome !== 'overload' && Number.isFinite(g) && g > 0) [this.#gapMs, this.#gap2] = [this.#gapMs + GAP_GAIN * (g - this.#gapMs), this.#gap2 + GAP_GAIN * (g * g - this.#gap2)]
+    if (a.outcome !== 'overload') this.#lastAnswer = Math.max(this.#lastAnswer, a.at)
     if (a.outcome === 'ok' && a.at > this.#lastCut) this.#answeredSinceCut = true
     return this.#timeline ? this.#timeline.ended(a, this.#now()) : this.#end(a)
   }
@@ -184,9 +188,8 @@ export class KneeEstimator {
       this.#second = { start: now, teams: new Map() }
       if (overloaded) return this.#fault(now)
     }
-    // The gap a moment usually falls in (Σ gap² / Σ gap: answers cluster behind long calls); fewer calls in flight answer less often.
-    const gap = (this.#gap2 / this.#gapMs) * Math.max(1, this.#knee / this.#limit)
-    if (overdueSince !== null && now - Math.max(this.#lastAnswer, this.#lastCut) > Math.max(FAULT_MS, SILENCE_GAPS * gap)) return this.#fault(now)
+    // The gap a moment usually falls in (Σ gap² / Σ gap: answers cluster behind long calls).
+    if (overdueSince !== null && now - Math.max(this.#lastAnswer, this.#lastCut) > Math.max(FAULT_MS, SILENCE_GAPS * (this.#gap2 / this.#gapMs))) return this.#fault(now)
     this.#prune(now)
     if (this.#phase === 'fault') return now - this.#lastCut < FAULT_MS || !this.#answeredSinceCut ? null : this.#restore(now)
     if (now - this.#decidedAt < DECIDE_MS || this.#newCalls < MIN_CALLS) return null
@@ -228,7 +231,7 @@ export class KneeEstimator {
       this.#past = 1
       return this.#setKnee(queueBelow ? best : k, 'queue', 1)
     }
-    const known = verdicts(ll, k + 1, 2 * SURE).queueBelow && !this.#timeline?.merging
+    const known = verdicts(ll, k + 1).queueBelow && !this.#timeline?.merging
     if (known && this.#limit > k) return this.#set(k, 'knee')
     return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
@@ -287,9 +290,8 @@ export class KneeEstimator {
     const weight = 1 - remoteShare
     let st = this.#kinds.get(a.kind)
     const first = st === undefined
-    if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, lastAt: a.at, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
+    if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
     st.seen++
-    st.lastAt = a.at
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
     const gain = Math.max(PACE_GAIN, 1 / st.seen) // the mean of its answers until there are 1 / PACE_GAIN of them, not the first one's weight
     for (let w = 1; w <= this.#max; w++) {
@@ -318,16 +320,13 @@ export class KneeEstimator {
     for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) out.push(Math.max(0, this.#endAt[i]! - a.startedAt))
     return out
   }
-  /** The evidence fades with EVIDENCE_MS; a kind not answered for that long is forgotten. */
+  /** The evidence fades with EVIDENCE_MS. */
   #fade(now: number): void {
     if (!Number.isFinite(this.#fadedAt)) this.#fadedAt = now
     if (now - this.#fadedAt < 100) return
     const f = Math.exp(-(now - this.#fadedAt) / EVIDENCE_MS)
     this.#fadedAt = now
-    for (const [kind, st] of this.#kinds) {
-      for (let i = 0; i < this.#max; i++) st.ss[i]! *= f
-      if (now - st.lastAt > EVIDENCE_MS) this.#kinds.delete(kind)
-    }
+    for (const st of this.#kinds.values()) for (let i = 0; i < this.#max; i++) st.ss[i]! *= f
     this.#counted *= f
     for (const a of [this.#logs, this.#impossible]) for (let i = 0; i < this.#max; i++) a[i]! *= f
   }
@@ -363,21 +362,11 @@ export class KneeEstimator {
     this.#phase = 'fault'
     return this.#set(Math.max(this.#min, Math.floor(Math.min(this.#limit, this.#knee) / 2)), 'fault')
   }
-  /** Counts `a` in the second under way; an overload answer to a call sent before the last cut is the old limit's, already halved for. */
-  #countSecond(a: Answer): void {
-    const t = this.#second.teams.get(a.team) ?? { answers: 0, overloads: 0 }
-    this.#second.teams.set(a.team, { answers: t.answers + 1, overloads: t.overloads + (a.outcome === 'overload' && a.startedAt >= this.#lastCut ? 1 : 0) })
-  }
   /** Overload in the second under way from every answering team, or from two teams or more. */
   #overloaded(): boolean {
     let drawing = 0
     for (const t of this.#second.teams.values()) if (t.overloads >= Math.max(1, OVERLOAD_SHARE * t.answers)) drawing++
     return drawing >= 2 || (drawing >= 1 && drawing === this.#second.teams.size)
-  }
-  #seen(at: number): void {
-    const g = at - this.#lastAnswer
-    if (Number.isFinite(g) && g > 0) [this.#gapMs, this.#gap2] = [this.#gapMs + GAP_GAIN * (g - this.#gapMs), this.#gap2 + GAP_GAIN * (g * g - this.#gap2)]
-    this.#lastAnswer = Math.max(this.#lastAnswer, at)
   }
   #clamp(n: number): number { return Math.max(this.#min, Math.min(this.#max, Math.round(n))) }
 }

@@ -3,16 +3,16 @@
  * workers (index w − 1; knee-estimator.ts, docs/governor.md "The limit rule"). Pure.
  */
 
-/** A side is taken when e^SURE times likelier than the other (≈ 20); the probe seat is dropped at twice that (a wrong drop idles a worker). */
+/** A side is taken when e^SURE times likelier than the other (≈ 20). */
 export const SURE = 3
 
-/** Whether the evidence surely puts W below `level` (the likeliest w below it e^sure times likelier than any at or above it), and the likeliest w below it. */
-export function verdicts(ll: Float64Array, level: number, sure = SURE): { queueBelow: boolean; best: number } {
+/** Whether the evidence surely puts W below `level` (the likeliest w below it e^SURE times likelier than any at or above it), and the likeliest w below it. */
+export function verdicts(ll: Float64Array, level: number): { queueBelow: boolean; best: number } {
   let [below, best] = [-Infinity, 1]
   for (let i = 0; i < Math.min(level - 1, ll.length); i++) if (ll[i]! > below) [below, best] = [ll[i]!, i + 1]
   let above = -Infinity
   for (let i = Math.max(0, level - 1); i < ll.length; i++) above = Math.max(above, ll[i]!)
-  return { queueBelow: below - above > sure, best }
+  return { queueBelow: below - above > SURE, best }
 }
 
 /** The highest w such that every guess at or above it is e^SURE times likelier than any below it (0: none). */

@@ -91,15 +91,12 @@ export class LearnedLimit {
     // Under the limit rule's model the calls past the knee wait at the platform: only the
     // first knee of them are at a worker, and only their silence is the platform's.
     const now = this.#clock.now()
-    const step = estimator.tick(now, seats.overdueSince(now, estimator.knee))
-    if (step !== null) this.#moved(step)
+    this.#moved(estimator.tick(now, seats.overdueSince(now, estimator.knee)))
   }
 
   /** The platform paused the whole credential (here or on another replica): a fault, on the replica that learns. */
   paused(): void {
-    if (!this.#learning) return
-    const step = this.#o.estimator.pause(this.#clock.now())
-    if (step !== null) this.#moved(step)
+    if (this.#learning) this.#moved(this.#o.estimator.pause(this.#clock.now()))
   }
 
   /** A lease renewal's answer: whether this replica learns, and the shared limit the others follow. */
@@ -128,7 +125,8 @@ export class LearnedLimit {
     if (record !== null) this.#adopt(record)
   }
 
-  #moved(step: Step): void {
+  #moved(step: Step | null): void {
+    if (step === null) return
     const from = this.#o.seats.limit
     this.#apply(step)
     this.#o.onMove(step.move, from, step.limit)
