@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { encodeRecord, type ReplicaRecord, type TeamRecord } from '../../src/platform/governor/lease-plan.js'
-import { grant, nextSeatFor, type LeaseAsk } from '../../src/platform/governor/lease-store.js'
+import { grant, type LeaseAsk } from '../../src/platform/governor/lease-store.js'
 
 // The one rule both lease stores follow (lease-store.ts `grant`): it drops the records that
 // lapsed and grants what a run asks within the seats no other run holds or uses.
@@ -64,39 +63,5 @@ describe('grant', () => {
   it('gives a run back its own seats when it asks again: its own record is not counted against it', () => {
     const s = stored(['me', { lease: 8, inFlight: 8 }])
     expect(grant(s, ask('me', { ask: 8, inFlight: 8, need: 8, held: 8 }), NOW)).toMatchObject({ granted: 8, known: true })
-  })
-})
-
-describe('the next free seat', () => {
-  const team = (name: string, held: number, waiting: number, weight = 1, cap: number | null = null): TeamRecord => ({ team: name, weight, cap, held, waiting, lingering: false, peak: held + waiting })
-  const replica = (run: string, lease: number, teams: TeamRecord[]): ReplicaRecord => {
-    const inFlight = teams.reduce((sum, t) => sum + t.held, 0)
-    return { run, lease, inFlight, need: inFlight + teams.reduce((sum, t) => sum + t.waiting, 0), answered: 0, waited: false, teams }
-  }
-
-  it('is for the replica where a team waits that holds fewest seats on every replica for its weight, below its cap', () => {
-    // a holds 2 + 2 across the two replicas, b 3: b's.
-    const r1 = replica('r1', 4, [team('a', 2, 1), team('c', 0, 0)])
-    const r2 = replica('r2', 5, [team('a', 2, 1), team('b', 3, 2)])
-    expect(nextSeatFor([r1, r2])?.run).toBe('r2')
-    // By weight: a of weight 2 holds 2 a weight.
-    expect(nextSeatFor([replica('r1', 4, [team('a', 2, 1, 2)]), replica('r2', 5, [team('a', 2, 1, 2), team('b', 3, 2)])])?.run).toBe('r1')
-    // b at its cap waits for no free seat; nor does a team that does not wait.
-    expect(nextSeatFor([r1, replica('r2', 5, [team('a', 2, 1), team('b', 3, 2, 1, 3)])])?.run).toBe('r1')
-    expect(nextSeatFor([replica('r1', 1, [team('a', 1, 0)])])).toBeNull()
-    // One team on both: the replica where it holds the least part of its calls there, then the first in order.
-    expect(nextSeatFor([replica('r1', 2, [team('a', 2, 1)]), replica('r2', 1, [team('a', 1, 1)])])?.run).toBe('r2')
-    expect(nextSeatFor([replica('r2', 0, [team('a', 0, 1)]), replica('r1', 0, [team('a', 0, 2)])])?.run).toBe('r1')
-  })
-
-  it('is granted to that replica; another is granted its own and the free seats past what that one lacks, and sees those taken', () => {
-    const text = (r: ReplicaRecord) => encodeRecord(r)
-    const behind = replica('behind', 1, [team('c', 1, 3)])
-    const s: Stored = new Map([['behind', { expiry: NOW + 600, lease: 1, inFlight: 1, text: text(behind) }]])
-    const ahead = text({ ...replica('ahead', 0, [team('d', 2, 4)]) })
-    // 8 - 1 held: 7 free, 3 of them for `behind` (it lacks 3): `ahead` is granted its own 2 and 2 past them.
-    expect(grant(s, ask('ahead', { ask: 6, own: 2, need: 6, inFlight: 2, record: ahead.slice(ahead.indexOf('|') + 1) }), NOW)).toEqual({ granted: 4, free: 0, known: false, seatFor: 'behind' })
-    const mine = text(behind)
-    expect(grant(s, ask('behind', { ask: 4, own: 1, need: 4, inFlight: 1, record: mine.slice(mine.indexOf('|') + 1) }), NOW)).toEqual({ granted: 4, free: 0, known: true })
   })
 })

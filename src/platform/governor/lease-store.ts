@@ -12,8 +12,6 @@ export interface LeaseAsk {
   need: number
   /** Seats it asks for. */
   ask: number
-  /** Seats of the ask that are its own (its due while another replica waits; absent: all of them). The rest are free seats: the store grants them past what the replica the next free seat is for lacks (`nextSeatFor`), or to that replica. */
-  own?: number
   /** The limit in force, as this run knows it. */
   limit: number
   /** Seats it held or uses: when the store has no record of it (a restart, a lapse), it is granted no more. */
@@ -34,8 +32,6 @@ export interface LeaseAnswer {
   others: ReplicaRecord[]
   /** The shared limit record as stored, or null. */
   limitRecord: string | null
-  /** The run the seats free past this answer are held for (`nextSeatFor`), when some are: told of them. */
-  seatFor?: string
 }
 
 export interface LeaseStore {
@@ -52,61 +48,22 @@ export interface LeaseStore {
 /** A run's record as a store keeps it: live until `expiry`, its calls in flight counted one lease past it. */
 type Stored = { expiry: number; lease: number; inFlight: number; text: string }
 
-/**
- * The run the next free seat is for: the one where a team waits that holds, on every live
- * record, fewest seats for its weight (the team a fair share gives the next seat to), below
- * its cap; of the replicas where that team waits, the one where it holds the least part of
- * its calls there (a team spread over replicas takes the seats in turn); then the first run
- * in order. Null when no team waits.
- */
-export function nextSeatFor(records: readonly ReplicaRecord[]): ReplicaRecord | null {
-  const teams = new Map<string, { held: number; weight: number; cap: number | null }>()
-  for (const r of records) {
-    for (const t of r.teams) {
-      const g = teams.get(t.team) ?? { held: 0, weight: 1, cap: null }
-      teams.set(t.team, { held: g.held + t.held, weight: Math.max(g.weight, t.weight), cap: t.cap === null ? g.cap : g.cap === null ? t.cap : Math.min(g.cap, t.cap) })
-    }
-  }
-  let best: { r: ReplicaRecord; standing: number; here: number } | null = null
-  for (const r of records) {
-    for (const t of r.teams) {
-      const g = teams.get(t.team) as { held: number; weight: number; cap: number | null }
-      if (t.waiting === 0 || (g.cap !== null && g.held >= g.cap)) continue
-      const [standing, here] = [g.held / g.weight, t.held / (t.held + t.waiting)]
-      if (best === null || standing < best.standing || (standing === best.standing && (here < best.here || (here === best.here && r.run < best.r.run)))) best = { r, standing, here }
-    }
-  }
-  return best?.r ?? null
-}
-
 /** One grant, on the store's clock: the rule both stores follow. */
-export function grant(stored: Map<string, Stored>, ask: LeaseAsk, now: number): { granted: number; free: number; known: boolean; seatFor?: string } {
+export function grant(stored: Map<string, Stored>, ask: LeaseAsk, now: number): { granted: number; free: number; known: boolean } {
   let occupied = 0
   let known = false
-  const live: ReplicaRecord[] = []
   for (const [run, r] of stored) {
     if (r.expiry + ask.leaseMs < now) stored.delete(run)
     else if (r.expiry < now) occupied += run === ask.run ? 0 : r.inFlight
     else if (run === ask.run) known = true
-    else {
-      occupied += Math.max(r.lease, r.inFlight)
-      const record = decodeRecord(run, r.text)
-      if (record !== null) live.push(record)
-    }
+    else occupied += Math.max(r.lease, r.inFlight)
   }
   const free = ask.limit - occupied
   let granted = Math.max(0, Math.min(ask.ask, free))
   if (!known && ask.held > 0) granted = Math.min(granted, ask.held)
-  // Free seats past its own, to another run than the one the next free seat is for: only past what that one lacks (it sees them taken).
-  const mine = decodeRecord(ask.run, `0|${ask.record}`)
-  const next = nextSeatFor(mine === null ? live : [mine, ...live])
-  const kept = next === null || next.run === ask.run ? 0 : Math.max(0, next.need - Math.max(next.lease, next.inFlight))
-  if (kept > 0) granted = Math.min(granted, Math.max(ask.own ?? ask.ask, free - kept))
   if (granted === 0 && ask.inFlight === 0 && ask.need === 0) stored.delete(ask.run)
   else stored.set(ask.run, { expiry: now + ask.leaseMs, lease: granted, inFlight: ask.inFlight, text: `${granted}|${ask.record}` })
-  const left = free - Math.max(granted, ask.inFlight)
-  const held = Math.min(kept, Math.max(0, left))
-  return { granted, free: left - held, known, ...(held > 0 && next !== null ? { seatFor: next.run } : {}) }
+  return { granted, free: free - Math.max(granted, ask.inFlight), known }
 }
 
 /**
@@ -135,10 +92,10 @@ export class MemoryLeaseStore implements LeaseStore {
   async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
     await this.#delay()
     const now = this.#clock.now()
-    const { granted, free, known, seatFor } = grant(this.#records, ask, now)
+    const { granted, free, known } = grant(this.#records, ask, now)
     if (ask.limitRecord !== null) this.#limitRecord = ask.limitRecord
     const others = [...this.#records].flatMap(([run, r]) => (run === ask.run || r.expiry < now ? [] : (decodeRecord(run, ask.learns ? r.text : (r.text.split('#')[0] as string)) ?? [])))
-    return { granted, free, known, others, limitRecord: this.#limitRecord, ...(seatFor === undefined ? {} : { seatFor }) }
+    return { granted, free, known, others, limitRecord: this.#limitRecord }
   }
 
   async giveBack(run: string): Promise<void> {

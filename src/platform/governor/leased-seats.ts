@@ -72,8 +72,6 @@ export class LeasedSeats implements SeatLease {
   // Seat-time held past the target (negative: short of it) while contended: whose turn the rounding is.
   #credit = 0
   #creditAt = 0
-  // Free seats the store granted past its own at the last answer, the next free seat being for it (lease-store.ts `nextSeatFor`): kept, and asked for again.
-  #extra = 0
   // Answers per second, smoothed, and the answers since the last renewal.
   #answered = 0
   #answers = 0
@@ -109,7 +107,7 @@ export class LeasedSeats implements SeatLease {
   size(limit: number): number {
     // The seats of its lease: a lower limit than it was granted under shrinks it in proportion; while another replica waits, no more than its due.
     const scaled = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
-    const lease = Math.min(limit, this.#plan?.contended && this.#spare() <= 0 ? Math.min(scaled, this.#due() + this.#extra) : scaled)
+    const lease = Math.min(limit, this.#plan?.contended && this.#spare() <= 0 ? Math.min(scaled, this.#due()) : scaled)
     if (this.#downSince === null) return lease
     const out = this.#clock.now() - this.#downSince
     const cap = this.#o.perReplica
@@ -204,7 +202,7 @@ export class LeasedSeats implements SeatLease {
     // here has no target until a renewal says it.
     const plan = this.#plan
     if (plan !== null && ((this.#lease > 0 && this.#lease + plan.occupiedElsewhere > demand.limit)
-      || (plan.contended && (this.#lease > heldWhileContended(demand.inFlight, need, this.#due() + this.#extra) || Math.max(this.#lease, demand.inFlight) < this.#occupied))
+      || (plan.contended && (this.#lease > heldWhileContended(demand.inFlight, need, this.#due()) || Math.max(this.#lease, demand.inFlight) < this.#occupied))
       || demand.teams.some((t) => !plan.targets.has(t.team)))) {
       this.#schedule(0)
       return
@@ -237,7 +235,7 @@ export class LeasedSeats implements SeatLease {
   #wanted(d: ReplicaDemand): number {
     const need = d.inFlight + d.waiting
     if (need === 0) return 0
-    if (this.#plan?.contended) return Math.min(need, this.#due() + this.#extra + this.#spare())
+    if (this.#plan?.contended) return Math.min(need, this.#due() + this.#spare())
     // What fits its demand, or its lease until seats have been past that TRIM_AFTER_MS (a renewal that met a dip between an answer and the next ask keeps them).
     const fit = fitting(need, d.limit)
     const trimmed = this.#unusedSince !== null && this.#clock.now() - this.#unusedSince >= TRIM_AFTER_MS
@@ -284,18 +282,15 @@ export class LeasedSeats implements SeatLease {
     // renewed (a replica that holds seats renews every third of a lease): every replica's
     // calls are counted before any grows.
     const ask = this.#downSince === null && now >= this.#countedAt ? wanted : Math.min(wanted, held)
-    // Its own seats: while another replica waits, its due; the rest are free seats, the store's to give.
-    const own = this.#plan?.contended ? Math.min(ask, need, this.#due()) : ask
     const calls = this.#others.length > 0 ? this.#calls() : null
     const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams, ...(calls === null ? {} : { calls }) })
     const [limitRecord, shared] = [this.#limitRecord, this.#shared]
     const tell = this.#tellOthers && limitRecord !== null && moves(this.#readLimit(limitRecord), shared)
     try {
-      const answer = await this.#o.store.renew({ run: this.#run, record: record.slice(record.indexOf('|') + 1), inFlight: d.inFlight, need, ask, own, limit: d.limit, held, leaseMs: this.#o.leaseMs, limitRecord, learns: this.learner })
+      const answer = await this.#o.store.renew({ run: this.#run, record: record.slice(record.indexOf('|') + 1), inFlight: d.inFlight, need, ask, limit: d.limit, held, leaseMs: this.#o.leaseMs, limitRecord, learns: this.learner })
       this.#answers = 0
       this.#waited = false
       if (this.#limitRecord === limitRecord) [this.#limitRecord, this.#tellOthers] = [null, false]
-      this.#extra = Math.max(0, answer.granted - own)
       this.#taken(answer, need, d.limit)
       if (tell) this.#o.store.tellAll(this.#run).catch(() => undefined)
     } catch {
@@ -354,8 +349,6 @@ export class LeasedSeats implements SeatLease {
     // most (each may wait for its bounded retry).
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
-    // Seats the store holds for another replica (the next free seat is for it): it is told.
-    if (answer.seatFor !== undefined && !tell.includes(answer.seatFor)) tell.push(answer.seatFor)
     for (const run of tell) this.#o.store.tell(run).catch(() => undefined)
     this.#o.onRenewed?.(answer, this.#plan)
     // Targets moved with every renewal: the queue looks again.

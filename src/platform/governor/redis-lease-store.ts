@@ -13,31 +13,16 @@ import type { LeaseAnswer, LeaseAsk, LeaseStore } from './lease-store.js'
  *
  * KEYS: the hash. ARGV: run, record (past its lease), in flight, need, ask, limit, held,
  * lease ms, limit record ('' for none), 1 when the run learns (the other records are
- * answered with their calls, past `#`; else without), the seats of the ask that are its own.
- * Returns { granted, free after the grant (past the seats held for another run), 1 when
- * Redis had a record of this run, the limit record or '', the run seats are held for or '',
- * then the other runs' fields and values }.
+ * answered with their calls, past `#`; else without).
+ * Returns { granted, free after the grant, 1 when Redis had a record of this run, the
+ * limit record or '', then the other runs' fields and values }.
  */
-const LEASE = redisScript<[number, number, number, string, string, ...string[]]>('gatewaySeatLease5', `
+const LEASE = redisScript<[number, number, number, string, ...string[]]>('gatewaySeatLease4', `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local run, record = ARGV[1], ARGV[2]
 local inflight, need, ask, limit, held, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local occupied, known, others, teams, waits = 0, 0, {}, {}, {}
-local function note(field, text, lease, f, need)
-  for part in string.gmatch(text or '', '[^;]+') do
-    local name, w, cap, h, wt = string.match(part, '^([^,]+),(%d+),(%d+),(%d+),(%d+),')
-    if name then
-      local g = teams[name] or { held = 0, weight = 1 }
-      g.held = g.held + tonumber(h)
-      g.weight = math.max(g.weight, tonumber(w))
-      if tonumber(cap) > 0 then g.cap = math.min(g.cap or tonumber(cap), tonumber(cap)) end
-      teams[name] = g
-      if tonumber(wt) > 0 then waits[#waits + 1] = { field, name, lease, f, need, tonumber(h), tonumber(wt) } end
-    end
-  end
-end
-note(run, string.match(record, '^%d+|%d+|[%d.]+|[01]|([^#]*)'), 0, 0, 0)
+local occupied, known, others = 0, 0, {}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local field, value = all[i], all[i + 1]
@@ -51,8 +36,6 @@ for i = 1, #all, 2 do
       known = 1
     else
       occupied = occupied + math.max(tonumber(lease), tonumber(f))
-      local n, t = string.match(rest, '^(%d+)|[%d.]+|[01]|([^#]*)')
-      if n then note(field, t, tonumber(lease), tonumber(f), tonumber(n)) end
       others[#others + 1] = field
       if ARGV[10] ~= '1' then rest = string.match(rest, '^[^#]*') end
       others[#others + 1] = lease .. '|' .. f .. '|' .. rest
@@ -62,20 +45,6 @@ end
 local free = limit - occupied
 local granted = math.max(0, math.min(ask, free))
 if known == 0 and held > 0 then granted = math.min(granted, held) end
-local nxt, best = nil, nil
-for _, w in ipairs(waits) do
-  local g = teams[w[2]]
-  if g.cap == nil or g.held < g.cap then
-    local standing, here = g.held / g.weight, w[6] / (w[6] + w[7])
-    if best == nil or standing < best or (standing == best and (here < nxt[8] or (here == nxt[8] and w[1] < nxt[1]))) then
-      nxt, best = w, standing
-      nxt[8] = here
-    end
-  end
-end
-local kept = 0
-if nxt ~= nil and nxt[1] ~= run then kept = math.max(0, nxt[5] - math.max(nxt[3], nxt[4])) end
-if kept > 0 then granted = math.min(granted, math.max(tonumber(ARGV[11]), free - kept)) end
 if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'limit', ARGV[9]) end
 if granted == 0 and inflight == 0 and need == 0 then
   redis.call('HDEL', KEYS[1], run)
@@ -83,9 +52,7 @@ else
   redis.call('HSET', KEYS[1], run, (now + ttl) .. '|' .. granted .. '|' .. record)
 end
 redis.call('PEXPIRE', KEYS[1], math.max(ttl * 2, 3600000))
-local left = free - math.max(granted, inflight)
-local held = math.min(kept, math.max(0, left))
-local out = { granted, left - held, known, redis.call('HGET', KEYS[1], 'limit') or '', held > 0 and nxt[1] or '' }
+local out = { granted, free - math.max(granted, inflight), known, redis.call('HGET', KEYS[1], 'limit') or '' }
 for i = 1, #others do out[#out + 1] = others[i] end
 return out
 `, 1)
@@ -112,11 +79,11 @@ export class RedisLeaseStore implements LeaseStore {
 
   async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
     const { breaker, redis, key } = this.#o
-    const answer = await breaker.run(() => LEASE(redis, key, ask.run, ask.record, ask.inFlight, ask.need, ask.ask, ask.limit, ask.held, ask.leaseMs, ask.limitRecord ?? '', ask.learns ? 1 : 0, ask.own ?? ask.ask), DOWN)
+    const answer = await breaker.run(() => LEASE(redis, key, ask.run, ask.record, ask.inFlight, ask.need, ask.ask, ask.limit, ask.held, ask.leaseMs, ask.limitRecord ?? '', ask.learns ? 1 : 0), DOWN)
     if (answer === DOWN) throw new Error('redis cannot be reached')
-    const [granted, free, known, limitRecord, seatFor, ...fields] = answer
+    const [granted, free, known, limitRecord, ...fields] = answer
     const others = fields.flatMap((field, i) => (i % 2 === 1 ? [] : (decodeRecord(String(field), String(fields[i + 1])) ?? [])))
-    return { granted: Number(granted), free: Number(free), known: Number(known) === 1, others, limitRecord: limitRecord ? String(limitRecord) : null, ...(seatFor ? { seatFor: String(seatFor) } : {}) }
+    return { granted: Number(granted), free: Number(free), known: Number(known) === 1, others, limitRecord: limitRecord ? String(limitRecord) : null }
   }
 
   async giveBack(run: string): Promise<void> {
