@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { RedisBreaker } from '../../redis/breaker.js'
 import type { RedisBus } from '../../redis/bus.js'
@@ -9,8 +10,9 @@ import { MAX_SCOPES, scopeKey, scopeOfKey, type Pause } from './pauses.js'
 
 const CHANNEL = 'platform-pause'
 
-/** What a replica tells the others: a pause (`ms` from now) or, without `ms`, its end. */
+/** What a replica tells the others: a pause (`ms` from now) or, without `ms`, its end; `from`, the replica that tells it. */
 interface PauseMessage {
+  from?: string
   credential: string
   scope: string
   team: string
@@ -45,6 +47,9 @@ export interface PauseSharingOptions {
  */
 export class PauseSharing {
   readonly #o: PauseSharingOptions
+  // Redis hands a message to its sender's subscriber too: its own word is no news (an
+  // echo would end its pause again from the echo's arrival, or end a pause begun since).
+  readonly #self = randomUUID()
 
   constructor(opts: PauseSharingOptions) {
     this.#o = opts
@@ -55,7 +60,7 @@ export class PauseSharing {
     const { bus, redis, breaker, clock } = this.#o
     await bus?.subscribe(CHANNEL, (text) => {
       const message = parseMessage(text)
-      if (message === null) return
+      if (message === null || message.from === this.#self) return
       const scope = scopeOfKey(message.scope)
       if (scope === null) return
       if (message.ms === undefined) onPeer({ credential: message.credential, ended: message.scope })
@@ -110,7 +115,7 @@ export class PauseSharing {
   }
 
   #publish(message: PauseMessage): void {
-    this.#o.bus?.publish(CHANNEL, JSON.stringify(message)).catch((err: Error) => {
+    this.#o.bus?.publish(CHANNEL, JSON.stringify({ from: this.#self, ...message })).catch((err: Error) => {
       this.#o.log.warn({ err: { message: err.message }, credential: message.credential }, 'the platform pause could not be sent to the other replicas')
     })
   }
@@ -147,7 +152,7 @@ function parseMessage(text: string): PauseMessage | null {
     const m = JSON.parse(text) as Partial<Record<keyof PauseMessage, unknown>>
     if (typeof m.credential !== 'string' || typeof m.scope !== 'string' || typeof m.team !== 'string' || typeof m.route !== 'string') return null
     if (m.ms !== undefined && !(typeof m.ms === 'number' && Number.isFinite(m.ms))) return null
-    return { credential: m.credential, scope: m.scope, team: m.team, route: m.route, ...(m.ms === undefined ? {} : { ms: m.ms }) }
+    return { ...(typeof m.from === 'string' ? { from: m.from } : {}), credential: m.credential, scope: m.scope, team: m.team, route: m.route, ...(m.ms === undefined ? {} : { ms: m.ms }) }
   } catch {
     return null // not a pause message
   }
