@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { KEYS, REPORT_PATH, TEAMS_YAML } from '../helpers/build-gateway.js'
 import { useCleanups, useSandbox } from '../helpers/fixtures.js'
-import { spawnGateway } from '../helpers/gateway-process.js'
+import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js'
 import { opensslAvailable, privateCa } from '../helpers/private-ca.js'
 import { redisAvailability, type RedisTls } from '../helpers/start-redis.js'
 import { startRedisCluster, startRedisSentinel, type RedisTopology } from '../helpers/start-redis-topology.js'
@@ -44,6 +44,15 @@ function useTopologyOverTls(startTopology: (tls: RedisTls) => Promise<RedisTopol
 
 const readiness = async (adminUrl: string) => (await (await fetch(`${adminUrl}/readyz`)).json()) as { redis: string; degraded: string[] }
 const readWeek = (url: string) => fetch(`${url}${REPORT_PATH}?${WEEK}`, { headers: { 'x-api-key': KEYS.all } })
+
+/** Redis is ok for `gw`, and the report a read fills is stored there; no password printed. */
+async function expectStoredOverTls(gw: GatewayProcess, topology: RedisTopology): Promise<void> {
+  await waitFor('redis ok', async () => (await readiness(gw.adminUrl)).redis === 'ok', 15_000, 50)
+  const read = await readWeek(gw.url)
+  expect([read.status, read.headers.get('x-cache')]).toEqual([200, 'MISS'])
+  await waitFor('the report written to Redis over TLS', async () => (await topology.keys('rgw:report:*')).length === 1, 10_000, 50)
+  expect(gw.output()).not.toContain(PASSWORD)
+}
 
 describe.skipIf(!redisAvailability('the redis.tlsServername start check').available)('redis.tlsServername without rediss:// (gateway process)', () => {
   const sandbox = useSandbox()
@@ -93,11 +102,7 @@ describe.skipIf(!available).each(topologies)('%s over TLS, its nodes announced b
   it('with redis.tlsServername naming what the certificates hold: redis ok, and the report it fills is stored there', async () => {
     const gw = await start(['  tlsServername: redis.test'])
     cleanups.push(() => gw.close())
-    await waitFor('redis ok', async () => (await readiness(gw.adminUrl)).redis === 'ok', 15_000, 50)
-    const read = await readWeek(gw.url)
-    expect([read.status, read.headers.get('x-cache')]).toEqual([200, 'MISS'])
-    await waitFor('the report written to Redis over TLS', async () => (await topology().keys('rgw:report:*')).length === 1, 10_000, 50)
-    expect(gw.output()).not.toContain(PASSWORD)
+    await expectStoredOverTls(gw, topology())
   }, 60_000)
 })
 
@@ -137,10 +142,6 @@ describe.skipIf(!available)('Sentinels on TLS only, with a password, in front of
   it('with redis.sentinelTls and REDIS_SENTINEL_PASSWORD: redis ok, and the report it fills is stored on the master', async () => {
     const gw = await start(['  sentinelTls: true'], { REDIS_SENTINEL_PASSWORD: PASSWORD })
     cleanups.push(() => gw.close())
-    await waitFor('redis ok', async () => (await readiness(gw.adminUrl)).redis === 'ok', 15_000, 50)
-    const read = await readWeek(gw.url)
-    expect([read.status, read.headers.get('x-cache')]).toEqual([200, 'MISS'])
-    await waitFor('the report written to Redis over TLS', async () => (await topology().keys('rgw:report:*')).length === 1, 10_000, 50)
-    expect(gw.output()).not.toContain(PASSWORD)
+    await expectStoredOverTls(gw, topology())
   }, 60_000)
 })
