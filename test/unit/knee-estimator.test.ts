@@ -153,6 +153,21 @@ describe('KneeEstimator', () => {
     expect(second(1_000, 3), 'three of 43').toEqual(['fault', 8])
   })
 
+  it('says which calls met a fault: from a FAULT_MS before the limit first halved to the end of the fault, one under way included', () => {
+    const rule = new KneeEstimator({ initial: 16, min: 2, max: 64 })
+    rule.adopt(16, 16, 0)
+    rule.tick(5_000, null)
+    for (let i = 0; i < 20; i++) rule.ended({ startedAt: 5_500, at: 5_600 + i, team: 'a', kind: 'week', load: 8, window: 0, outcome: 'overload' })
+    expect(rule.tick(6_000, null)?.move).toBe('fault')
+    expect(rule.metFault(3_000, 4_900), 'ended before the second the overload came in').toBe(false)
+    expect(rule.metFault(3_000, 5_100)).toBe(true)
+    expect(rule.metFault(50_000, 50_100), 'the fault still under way').toBe(true)
+    rule.ended({ startedAt: 6_500, at: 6_600, team: 'a', kind: 'week', load: 8, window: 0, outcome: 'ok' })
+    expect(rule.tick(7_500, null)?.move).toBe('restored')
+    expect(rule.metFault(7_600, 7_700), 'started after it ended').toBe(false)
+    expect(rule.metFault(7_000, 7_700)).toBe(true)
+  })
+
   it('ends its start with the probe seat when only calls not known short wait beside short ones in flight', () => {
     // 8 calls at the limit, all answered together: room at 8, no queue below it.
     for (const [longMs, limit, phase] of [[4_420, 9, 'cruise'], [null, 16, 'start']] as const) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { CUT_GROWTH, CUT_MEMORY_MS, CUT_TRIAL_MS, ESTIMATE_GAIN, MAX_KINDS, WorkEstimates } from '../../src/platform/governor/work-estimates.js'
+import { learnFrom } from '../../src/platform/governor/seat.js'
 
 // How long a call holds its seat, by its kind (docs/governor.md, "expected seat-time").
 
@@ -81,6 +82,19 @@ describe('WorkEstimates', () => {
     expect(w.trial('a', 'year', NOW + CUT_TRIAL_MS)).toBe(true)
     expect(w.trial('a', 'year', NOW + CUT_TRIAL_MS + 1)).toBe(false)
     expect(w.trial('a', 'year', NOW + 2 * CUT_TRIAL_MS)).toBe(true)
+  })
+
+  it('learns nothing from a call that met a fault, neither its answer nor its cut: its time was the fault\'s (docs/governor.md, "Faults")', () => {
+    const w = new WorkEstimates()
+    expect(learnFrom(w, 'a', 'month', { kind: 'answer', status: 200, latencyMs: 2000 }, NOW)).toBe('ok')
+    // Answered as a stall ended, and cut by its deadline in it: what the limit rule is told stands, the kind's time does not move.
+    expect(learnFrom(w, 'a', 'month', { kind: 'answer', status: 200, latencyMs: 11_000 }, NOW, true)).toBe('ok')
+    expect(learnFrom(w, 'a', 'month', { kind: 'none', latencyMs: 4500, timedOut: true }, NOW, true)).toBe('other')
+    expect(w.expectedMs('a', 'month', NOW)).toBe(2000)
+    expect(w.neededMs('a', 'month', NOW)).toBe(2000)
+    // The same answer outside a fault teaches it.
+    learnFrom(w, 'a', 'month', { kind: 'answer', status: 200, latencyMs: 11_000 }, NOW)
+    expect(w.expectedMs('a', 'month', NOW)).toBeCloseTo(2000 + ESTIMATE_GAIN * 9000)
   })
 
   it('forgets the least recently seen kind past MAX_KINDS', () => {

@@ -72,6 +72,7 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
         learned?.tick()
       },
       onWaited: (longMs) => estimator.waited(longMs),
+      metFault: (startedAt, at) => estimator.metFault(startedAt, at),
     }),
   })
   if (estimator) {

@@ -166,7 +166,7 @@ export class KneeEstimator {
     this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
     this.#calls.delete(a.window)
     this.#localInFlight = Math.max(0, this.#localInFlight - 1)
-    if (a.outcome === 'ok' && !this.#faults.some((f) => a.startedAt < f.to && a.at > f.from)) this.#learn(a, call)
+    if (a.outcome === 'ok' && !this.metFault(a.startedAt, a.at)) this.#learn(a, call)
     this.#endAt.push(a.at)
     this.#endSerial.push(a.window)
   }
@@ -346,6 +346,8 @@ export class KneeEstimator {
     this.#phase = this.#starting ? 'start' : 'cruise'
     return this.#set(this.#clamp(this.#starting ? this.#knee : this.#knee + 1), 'restored')
   }
+  /** Whether a call from `startedAt` to `at` met a fault (one under way included): it teaches nothing, of the limit or of its kind's time. */
+  metFault(startedAt: number, at: number): boolean { return this.#faults.some((f) => startedAt < f.to && at > f.from) }
   /** A fault under way ends: calls that met it teach nothing. */
   #endFault(now: number): void {
     if (this.#faults.at(-1)?.to === Infinity) (this.#faults.at(-1) as { to: number }).to = now

@@ -62,24 +62,27 @@ export interface SeatsOptions {
   onStarted?: (kind: string, load: number) => number
   onEnded?: (answer: Answer) => void
   onWaited?: (longMs: number | null) => void
+  /** Whether a call from `startedAt` to `at` met a fault of the limit rule ("Faults"): its time was the fault's, not its work's. */
+  metFault?: (startedAt: number, at: number) => boolean
 }
 
 /**
  * What a call's outcome teaches its kind's estimate (an answer's time, a cut's lower
- * bound), and what it tells the limit rule ("Faults"): overload, ok (the platform's work
- * done: an answer, or a report that failed after its work), or other.
+ * bound; nothing when it met a fault), and what it tells the limit rule ("Faults"):
+ * overload, ok (the platform's work done: an answer, or a report that failed after its
+ * work), or other.
  */
-export function learnFrom(work: WorkEstimates, team: string, workClass: string, outcome: SeatOutcome, now: number): Answer['outcome'] {
+export function learnFrom(work: WorkEstimates, team: string, workClass: string, outcome: SeatOutcome, now: number, metFault = false): Answer['outcome'] {
   if (outcome.kind === 'dropped') return 'other'
   if (outcome.kind === 'none') {
     if (!outcome.timedOut) return 'overload'
-    work.cut(team, workClass, outcome.latencyMs, now)
+    if (!metFault) work.cut(team, workClass, outcome.latencyMs, now)
     return 'other'
   }
   const { status, latencyMs } = outcome
   if (status === 502 || status === 503 || status === 504) return 'overload'
   if (status >= 400 && status < 500) return 'other'
-  work.answered(team, workClass, latencyMs)
+  if (!metFault) work.answered(team, workClass, latencyMs)
   return 'ok'
 }
 
