@@ -7,6 +7,12 @@ import { performance } from 'node:perf_hooks'
  */
 export const OWN_WORK_SHARE = 0.1
 
+/** The event loop's idle and active milliseconds since the process began (`performance.eventLoopUtilization()`). */
+export interface LoopTime {
+  idle: number
+  active: number
+}
+
 /**
  * Whether the answer being handled now, `latencyMs` after its call started, is timed apart
  * from the one handled before: the event loop idled between the two, and worked no more
@@ -17,10 +23,10 @@ export const OWN_WORK_SHARE = 0.1
  * long as that work took. The limit rule takes such an answer as an end, not as evidence
  * (knee-estimator.ts). A gateway that idles between answers times every one.
  */
-export function answerTiming(): (latencyMs: number) => boolean {
-  let last = performance.eventLoopUtilization()
+export function answerTiming(loop: () => LoopTime = () => performance.eventLoopUtilization()): (latencyMs: number) => boolean {
+  let last = loop()
   return (latencyMs) => {
-    const now = performance.eventLoopUtilization()
+    const now = loop()
     const timed = now.idle > last.idle && now.active - last.active <= OWN_WORK_SHARE * latencyMs
     last = now
     return timed
