@@ -14,3 +14,12 @@ export function originForm(target: string): string {
   const rest = target.slice(authority[0].length)
   return rest.startsWith('/') ? rest : `/${rest}`
 }
+
+// RFC 9110, 7.2 and RFC 3986, 3.2.2: `uri-host [ ":" port ]`, the host a name, an IPv4
+// address or an IPv6 literal in brackets (a zone as `%25`), or empty (a target without one).
+const HOST_VALUE = /^(?:\[[0-9A-Fa-f:.]+(?:%25[\w.~-]+)?\]|[\w.~!$&'()*+,;=%-]*)(?::\d*)?$/
+
+/** Whether a Host header's value names a host (and port) as RFC 9110 has it. */
+export function isHostValue(host: string): boolean {
+  return HOST_VALUE.test(host)
+}

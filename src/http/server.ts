@@ -14,7 +14,8 @@ import { holdContinues, inviteBody } from './hooks/expect-continue.js'
 import { isValidationFailure, validationMessage } from './hooks/validation-message.js'
 import { bodyDeadline } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
-import { originForm } from './request-target.js'
+import { isHostValue, originForm } from './request-target.js'
+import { enterOnConnections, type ServePlain } from './socket-entrance.js'
 import { setAnswerFields } from './answer-fields.js'
 import type { Tracing } from '../observe/tracing.js'
 import { bodyTypeRefused, NOT_JSON } from '../access/request-body.js'
@@ -37,7 +38,7 @@ type HttpSocket = Socket & { _httpMessage?: ServerResponse | null }
  * closed once idle for CLOSING_KEEP_ALIVE_MS (not at once, as Node closes idle
  * connections, which cuts a request already on its way).
  */
-function closeGently(server: Server): { begin: () => void; take: (req: IncomingMessage, res: ServerResponse) => void } {
+function closeGently(server: Server): { begin: () => void; closing: () => boolean; take: (req: IncomingMessage, res: ServerResponse) => void } {
   const open = new Set<HttpSocket>()
   const marked = new WeakSet<ServerResponse>()
   let closing = false
@@ -67,6 +68,7 @@ function closeGently(server: Server): { begin: () => void; take: (req: IncomingM
     for (const socket of open) closeWhenIdle(socket)
   }
   return {
+    closing: () => closing,
     begin: () => {
       closing = true
       for (const socket of open) if (socket._httpMessage) closeAfter(socket._httpMessage)
@@ -130,10 +132,6 @@ export function refusalsObservedOn(app: FastifyInstance, observe: ObserveRefusal
   refusalObservers.set(app.server, observe)
 }
 
-// RFC 9110, 7.2 and RFC 3986, 3.2.2: `uri-host [ ":" port ]`, the host a name, an IPv4
-// address or an IPv6 literal in brackets (a zone as `%25`), or empty (a target without one).
-const HOST_VALUE = /^(?:\[[0-9A-Fa-f:.]+(?:%25[\w.~-]+)?\]|[\w.~!$&'()*+,;=%-]*)(?::\d*)?$/
-
 /**
  * RFC 9112, 3.2: an HTTP/1.1 request without a Host, any request with more than one Host
  * line or with a Host that is no host, is a 400 (Node's own, with requireHostHeader, is no
@@ -156,7 +154,7 @@ export function headFault(req: IncomingMessage): string | null {
   }
   if (hosts > 1) return 'host: given more than once'
   if (authorizations > 1) return 'authorization: given more than once'
-  return HOST_VALUE.test(host) ? null : 'host: must be a host name or address, and a port (the value is not shown)'
+  return isHostValue(host) ? null : 'host: must be a host name or address, and a port (the value is not shown)'
 }
 
 /** What a handled failure's log line adds of its cause (a driver's words the caller is not told); nothing without one. */
@@ -171,8 +169,12 @@ function bodyLimitOf(request: FastifyRequest, config: Config): number {
 /** The rate-limit fields of an answer to `request`; null when its caller has no limit (or is not known). */
 export type RateOf = (request: FastifyRequest) => [policy: string, state: string] | null
 
-/** The entrance before the router: it answers a request, or hands it to Fastify (`next`). */
-export type FastPath = ((req: IncomingMessage, res: ServerResponse, next: RequestHandler) => void) | null
+/**
+ * The entrances before the router: `request` answers a request Node read, or hands it to
+ * Fastify (`next`); `plain`, where given, answers plain GETs on their connection before
+ * Node reads them (socket-entrance.ts).
+ */
+export type FastPath = { request: (req: IncomingMessage, res: ServerResponse, next: RequestHandler) => void; plain: ServePlain | null } | null
 
 /** What tells one listener from the other. */
 export interface ListenerOptions {
@@ -266,7 +268,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         // Closing: answered as ever, and the connection closed after it (closeGently).
         current.take(req, res)
         // One without a Host, or with a faulty head, goes to the router, which refuses it (headFault).
-        if (fastPath && headFault(req) === null) fastPath(req, res, handler)
+        if (fastPath && headFault(req) === null) fastPath.request(req, res, handler)
         else handler(req, res)
       }
       const server = createServer(options, take)
@@ -280,6 +282,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
       // for none); the head's size (maxHeaderSize) bounds them.
       server.maxHeadersCount = 0
       closeSilentConnections(server, config.server.connectionTimeoutMs)
+      if (fastPath?.plain) enterOnConnections(server, fastPath.plain, current.closing, log)
       return server
     },
     clientErrorHandler: (clientError, socket) => {

@@ -86,17 +86,25 @@ let tailMax = -1
 let tailDefault = false
 let tail = ''
 
-function keepAliveTail(r: ResponseInternals): string {
-  const timeout = r._keepAliveTimeout
-  const max = ~~(r._maxRequestsPerSocket ?? 0)
-  if (timeout !== tailTimeout || max !== tailMax || r._defaultKeepAlive !== tailDefault) {
+function keepAliveTail(timeout: number, max: number, defaultKeepAlive: boolean): string {
+  if (timeout !== tailTimeout || max !== tailMax || defaultKeepAlive !== tailDefault) {
     tailTimeout = timeout
     tailMax = max
-    tailDefault = r._defaultKeepAlive
+    tailDefault = defaultKeepAlive
     const keepAlive = timeout && tailDefault ? `Keep-Alive: timeout=${Math.floor(timeout / 1000)}${max > 0 ? `, max=${max}` : ''}\r\n` : ''
     tail = `Connection: keep-alive\r\n${keepAlive}\r\n`
   }
   return tail
+}
+
+/**
+ * The end of a kept-alive 200's head as Node writes it on a server whose
+ * `keepAliveTimeout` is `timeoutMs` and which sets no limit of requests per connection:
+ * Date, Connection, Keep-Alive and the empty line. For an answer written on the
+ * connection itself (http/socket-entrance.ts).
+ */
+export function keptAliveHeadEnd(timeoutMs: number): string {
+  return currentDateLine() + keepAliveTail(timeoutMs, 0, true)
 }
 
 /**
@@ -131,7 +139,7 @@ export function writeRenderedHead(res: ServerResponse, lines: string, body: Buff
   const r = res as unknown as ResponseInternals
   res.statusCode = 200
   res.statusMessage = 'OK'
-  r._header = lines + currentDateLine() + keepAliveTail(r)
+  r._header = lines + currentDateLine() + keepAliveTail(r._keepAliveTimeout, ~~(r._maxRequestsPerSocket ?? 0), r._defaultKeepAlive)
   r._headerSent = false
   res.end(body)
 }

@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { GatewayContext } from '../context.js'
 import type { Admission } from '../../access/admission.js'
 import { answeredByCache } from '../../observe/usage.js'
-import { accessFacts, CALLER_LEFT, countBytesWhenWritten, routeKind, type Answered, type ObserveRequest } from './request-log.js'
+import { accessFacts, bytesOf, CALLER_LEFT, countBytesWhenWritten, routeKind, type Answered, type ObserveRequest } from './request-log.js'
+import { traceOf } from '../../observe/tracing.js'
 import { auditWrite, type WriteAuditParts } from './write-audit.js'
 
 /** The rate-limit fields of an answer the router writes: its admitted caller's team's standing. */
@@ -37,7 +38,7 @@ export function answerHooks(proxy: FastifyInstance, parts: AnswerHookParts): voi
       client,
       hit: caller ? answeredByCache(status, cache, caller.platformCalls) : false,
     }
-    observe(accessFacts(request.raw, reply.raw, caller, answered, tracing !== null))
+    observe(accessFacts(request.raw, bytesOf(reply.raw), caller, answered, tracing === null ? undefined : traceOf(request.raw)))
     auditWrite(parts, request, status)
   }
   proxy.addHook('onRequest', (request, reply, done) => {

@@ -113,12 +113,16 @@ export interface Answered {
 /** nginx's status for a request whose caller closed the connection before its answer was written. */
 export const CALLER_LEFT = 499
 
+/** What an access line reads of a request: Node's, or a plain GET read on its connection (http/plain-get.ts). */
+export type RequestSeen = Pick<IncomingMessage, 'method' | 'url' | 'headers'>
+
 /**
  * The facts of one answered request (its access line, metrics, usage and span), built in
- * this one place for both entrances: the one before the router and the router's
- * onResponse hook. `traced`: tracing is on, so the request has a span to end.
+ * this one place for every entrance: the connection's own (a plain GET's hit), the one
+ * before the router and the router's onResponse hook. `bytes`: what was written to the
+ * caller for it (bytesOf, bytesSince); `trace`: its span, where tracing is on.
  */
-export function accessFacts(req: IncomingMessage, res: ServerResponse, caller: AnsweredCaller | null, answered: Answered, traced: boolean): RequestFacts {
+export function accessFacts(req: RequestSeen, bytes: number | null, caller: AnsweredCaller | null, answered: Answered, trace: Trace | undefined): RequestFacts {
   return {
     reqId: answered.reqId,
     team: caller === null ? null : caller.team.name,
@@ -132,11 +136,11 @@ export function accessFacts(req: IncomingMessage, res: ServerResponse, caller: A
     cache: answered.cache,
     client: answered.client,
     advertisers: caller === null ? null : caller.advertisers,
-    bytes: bytesOf(res),
+    bytes,
     upstreamMs: caller === null ? null : caller.upstreamMs,
     userAgent: req.headers['user-agent'] ?? null,
     at: answered.at,
-    trace: traced ? traceOf(req) : undefined,
+    trace,
   }
 }
 

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 // Imported, not the global: Node defines the global `performance` as an accessor, which
 // optimized code cannot fold, so each global use is a property lookup through the IC.
 import { performance } from 'node:perf_hooks'
@@ -7,11 +8,13 @@ import type { GatewayContext } from '../context.js'
 import { hangUpSignal } from '../../platform/client/caller-group.js'
 import { handOver, type HandedOver } from './handed-over.js'
 import type { FillResult, Forward } from '../../reports/report-cache.js'
-import type { AdmittedRead, DecideHow, ReadDecisions } from '../../reports/read-decision.js'
-import { writeEntry } from './report-reply.js'
+import type { AdmittedRead, DecideHow, ReadDecision, ReadDecisions } from '../../reports/read-decision.js'
+import { plainAnswer, writeEntry } from './report-reply.js'
 import { rateLimitHeaders } from '../../access/rate-limit-headers.js'
-import { accessFacts, CALLER_LEFT, requestIdOf, type AnsweredCaller, type ObserveRequest } from '../hooks/request-log.js'
+import { accessFacts, bytesOf, bytesSince, CALLER_LEFT, requestIdOf, type AnsweredCaller, type ObserveRequest } from '../hooks/request-log.js'
 import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
+import { isHostValue } from '../request-target.js'
+import type { ServePlain } from '../socket-entrance.js'
 import type { ReportAnswerFacts } from './report-facts.js'
 import { JOINED_FILL, L1_HIT, L1_MISS, L2_HIT, L2_NOT_FRESH, TO_ROUTER } from './step-attributes.js'
 
@@ -30,6 +33,18 @@ function callerOf(read: AdmittedRead, upstreamMs: number | null): AnsweredCaller
   const { team, key } = read.identity
   return { team, keyId: key.id, advertisers: read.form.report.advertiserIds, upstreamMs }
 }
+
+/** A read decided on its connection, left to Node's parser: what `request` goes on with. */
+interface DecidedOnSocket {
+  url: string
+  decided: ReadDecision
+  started: number
+  now: number
+}
+
+// Kept on the connection until Node reads that request from it, and taken then (once).
+const DECIDED = Symbol('a read decided on its connection')
+type DecidingSocket = Socket & { [DECIDED]?: DecidedOnSocket | undefined }
 
 /** What Fastify does with a request: the fast path hands it anything it does not serve. */
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
@@ -74,13 +89,13 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     const report = facts.of(team, read.form.report, entry, status === 'MISS' ? (entry.fillMs ?? 0) : 0, now)
     const code = writeEntry(res, entry, status, status === 'MISS' ? JOINED : undefined, now, headers, { reqId, rate: rateLimitHeaders(team, read.rate), report })
     // A coalesced MISS made no platform call of its own: answered by the cache (usage).
-    observe(accessFacts(req, res, callerOf(read, upstreamMs), { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client, hit: true, at: now }, traced))
+    observe(accessFacts(req, bytesOf(res), callerOf(read, upstreamMs), { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client, hit: true, at: now }, traced ? traceOf(req) : undefined))
   }
 
   // A caller that closed its connection while its read waited: no answer to write, its access line says so (499).
   const left = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, started: number, upstreamMs: number | null, client: string | null): boolean => {
     if (!res.destroyed) return false
-    observe(accessFacts(req, res, callerOf(read, upstreamMs), { reqId: requestIdOf(req.headers), route: 'report', status: CALLER_LEFT, durationMs: performance.now() - started, cache: null, client, hit: false }, traced))
+    observe(accessFacts(req, bytesOf(res), callerOf(read, upstreamMs), { reqId: requestIdOf(req.headers), route: 'report', status: CALLER_LEFT, durationMs: performance.now() - started, cache: null, client, hit: false }, traced ? traceOf(req) : undefined))
     return true
   }
 
@@ -140,17 +155,20 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
       })
   }
 
-  return (req: IncomingMessage, res: ServerResponse, next: RequestHandler): void => {
+  const request = (req: IncomingMessage, res: ServerResponse, next: RequestHandler): void => {
     const url = req.url
     // A read with a preference (`Prefer: respond-async`) is the route's: it may be answered with a job.
     if (req.method !== 'GET' || url === undefined || !url.startsWith(prefix) || req.headers.prefer !== undefined) return next(req, res)
-    const started = performance.now()
+    const socket = req.socket as DecidingSocket
+    const before = socket[DECIDED]
+    if (before !== undefined) socket[DECIDED] = undefined
     const headers = req.headers
     const trace = traced ? traceOf(req) : undefined
     // One clock reading serves the whole hit: on some machines a reading costs as much as
     // a cache lookup.
-    const now = clock.now()
-    const decided = decisions.decide('GET', url, headers, now, BEFORE_ROUTER, trace)
+    const started = before?.url === url ? before.started : performance.now()
+    const now = before?.url === url ? before.now : clock.now()
+    const decided = before?.url === url ? before.decided : decisions.decide('GET', url, headers, now, BEFORE_ROUTER, trace)
     if ('answer' in decided) {
       decided.admitting?.end()
       ended(trace?.step('cache.lookup'), L1_HIT)
@@ -164,4 +182,35 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     if (flight !== undefined) return join(req, res, next, admitted, flight, started, trace)
     shared(req, res, next, admitted, started, trace)
   }
+
+  /**
+   * A plain GET read on its connection (http/socket-entrance.ts), untraced: a fresh copy
+   * in memory is answered there, as `request` answers it; any other read of a report is
+   * decided once and left to Node with its decision, which `request` goes on with.
+   */
+  const plain: ServePlain = (head, socket, send) => {
+    const { url, headers } = head
+    // Host as headFault (http/server.ts) asks it; a read with a preference or a tag to compare is Node's whole.
+    if (!url.startsWith(prefix) || headers.host === undefined || !isHostValue(headers.host) || headers.prefer !== undefined || headers['if-none-match'] !== undefined) return false
+    const started = performance.now()
+    const now = clock.now()
+    const decided = decisions.decide('GET', url, headers, now, BEFORE_ROUTER)
+    if ('answer' in decided) {
+      const team = decided.identity.team
+      const reqId = requestIdOf(headers)
+      const report = facts.of(team, decided.form.report, decided.answer, 0, now)
+      const text = plainAnswer(decided.answer, 'HIT', undefined, now, headers, { reqId, rate: rateLimitHeaders(team, decided.rate), report })
+      if (text !== null) {
+        send(socket, text.lines, text.body)
+        const answered = { reqId, route: 'report', status: 200, durationMs: performance.now() - started, cache: 'HIT', client: socket.remoteAddress ?? null, hit: true, at: now }
+        observe(accessFacts({ method: 'GET', url, headers }, bytesSince(socket), callerOf(decided, null), answered, undefined))
+        return true
+      }
+    }
+    const deciding: DecidingSocket = socket
+    deciding[DECIDED] = { url, decided, started, now }
+    return false
+  }
+
+  return { request, plain: traced ? null : plain }
 }

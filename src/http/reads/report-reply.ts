@@ -200,27 +200,44 @@ function headOf(entry: CacheEntry, fields: EntryFields, status: EntryStatus, gzi
   return head
 }
 
+/** A plain 200 of an entry to one caller: its status line and header lines, and its body. */
+export interface PlainAnswer {
+  lines: string
+  body: Buffer
+}
+
+/**
+ * The plain 200 of `entry` with `status` to a caller that sent `requestHeaders`, with its
+ * answer fields (`own`): the entry's rendered head and this answer's lines (`age` for HIT
+ * and STALE, `cache-status`, the fields). Null where the answer is no plain 200 (an
+ * If-None-Match to compare) or the entry's values are no header values: writeHead writes
+ * it, and refuses what it must.
+ */
+export function plainAnswer(entry: CacheEntry, status: EntryStatus, forward: Forward | undefined, now: number, requestHeaders: Headers, own: AnswerFields): PlainAnswer | null {
+  if (requestHeaders['if-none-match'] !== undefined) return null
+  const gzip = acceptsGzip(requestHeaders['accept-encoding'])
+  // One lookup of the entry's fields serves its head and this answer's lines.
+  const fields = fieldsOf(entry)
+  const head = headOf(entry, fields, status, gzip)
+  if (head === null) return null
+  return { lines: `${head}${answerLines(entry, fields, status, forward, now)}${answerFieldLines(own)}`, body: (gzip ? entry.gzip : entry.identity) as Buffer }
+}
+
 /**
  * Writes the answer of `entry` with `status` to `res`, for a caller that sent
  * `requestHeaders`, with its answer fields (`own`); returns the status code written (200,
- * or 304 to a matching If-None-Match). The one writer of an entry's answer, for both
- * entrances: a plain 200 is written from the entry's rendered head with this answer's
- * lines (`age` for HIT and STALE, `cache-status`, the fields) where `res` takes one;
- * any other through writeHead, which checks every value.
+ * or 304 to a matching If-None-Match). The one writer of an entry's answer on a
+ * ServerResponse, for both entrances there: a plain 200 from its rendered text
+ * (plainAnswer) where `res` takes one, any other through writeHead, which checks every
+ * value. (A plain GET's hit read on its connection is written there from plainAnswer.)
  */
 export function writeEntry(res: ServerResponse, entry: CacheEntry, status: EntryStatus, forward: Forward | undefined, now: number, requestHeaders: Headers, own: AnswerFields): 200 | 304 {
-  const gzip = acceptsGzip(requestHeaders['accept-encoding'])
-  const ifNoneMatch = requestHeaders['if-none-match']
-  if (ifNoneMatch === undefined) {
-    // One lookup of the entry's fields serves its head and this answer's lines.
-    const fields = fieldsOf(entry)
-    const head = headOf(entry, fields, status, gzip)
-    if (head !== null && takesRenderedHead(res)) {
-      writeRenderedHead(res, `${head}${answerLines(entry, fields, status, forward, now)}${answerFieldLines(own)}`, (gzip ? entry.gzip : entry.identity) as Buffer)
-      return 200
-    }
+  const plain = takesRenderedHead(res) ? plainAnswer(entry, status, forward, now, requestHeaders, own) : null
+  if (plain !== null) {
+    writeRenderedHead(res, plain.lines, plain.body)
+    return 200
   }
-  const answer = entryResponse(entry, status, forward, now, gzip, ifNoneMatch)
+  const answer = entryResponse(entry, status, forward, now, acceptsGzip(requestHeaders['accept-encoding']), requestHeaders['if-none-match'])
   const out = answer.headers
   if (answer.body) out.push('content-length', String(answer.body.length))
   pushAnswerFields(out, own)

@@ -1,0 +1,105 @@
+import { once } from 'node:events'
+import { createServer, type IncomingHttpHeaders } from 'node:http'
+import { connect, type AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { PLAIN_HEAD_MAX, readPlainGet } from '../../src/http/plain-get.js'
+
+const read = (text: string) => readPlainGet(Buffer.from(text, 'latin1'), 0)
+const get = (lines: string[]) => `GET /api/v1/report/x?a=1 HTTP/1.1\r\n${lines.map((l) => `${l}\r\n`).join('')}\r\n`
+
+// Node's own parser, for what it makes of the same bytes: each head taken here must read the same there.
+let port = 0
+const seen: { url: string; headers: IncomingHttpHeaders }[] = []
+const server = createServer((req, res) => {
+  seen.push({ url: req.url as string, headers: req.headers })
+  res.end()
+})
+beforeAll(async () => {
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  port = (server.address() as AddressInfo).port
+})
+afterAll(() => {
+  server.close()
+})
+
+async function nodeReads(text: string): Promise<{ url: string; headers: IncomingHttpHeaders }> {
+  seen.length = 0
+  const socket = connect(port, '127.0.0.1')
+  socket.end(Buffer.from(text, 'latin1'))
+  socket.resume()
+  await once(socket, 'close')
+  expect(seen).toHaveLength(1)
+  return seen[0] as { url: string; headers: IncomingHttpHeaders }
+}
+
+describe('a plain GET read on the connection', () => {
+  const taken = [
+    get(['Host: gw.local', 'X-Api-Key: team-a-key']),
+    get(['host:gw.local', 'connection: Keep-Alive', 'accept-encoding: gzip, br', 'x-empty:']),
+    get(['Host: gw.local:8080', 'Authorization: Bearer abc.def', 'User-Agent: curl/8.5.0 (x86_64)', 'X-Tab: a\tb']),
+    'GET /api/v1/report/a%20b/c?x=%2F&y=1,2;z=@:!$ HTTP/1.1\r\nHost: h\r\n\r\n',
+  ]
+  it.each(taken)('takes %j, and reads it as Node does', async (text) => {
+    const plain = read(text)
+    expect(plain).not.toBeNull()
+    const node = await nodeReads(text)
+    expect(plain?.url).toBe(node.url)
+    expect({ ...plain?.headers }).toEqual({ ...node.headers })
+    expect(plain?.end).toBe(Buffer.byteLength(text, 'latin1'))
+  })
+
+  it('ends a head at its empty line: what follows is the next request', () => {
+    const first = get(['Host: h'])
+    const both = Buffer.from(`${first}GET /api/v1/report/y HTTP/1.1\r\nHost: h\r\n\r\n`, 'latin1')
+    const one = readPlainGet(both, 0)
+    expect(one?.end).toBe(first.length)
+    expect(readPlainGet(both, one?.end ?? 0)?.url).toBe('/api/v1/report/y')
+  })
+
+  // Each of these is read by Node's parser, which frames, folds, refuses or reads it in its own way: never here.
+  const left = {
+    'a head not whole yet': 'GET /api/v1/report/x HTTP/1.1\r\nHost: h\r\n',
+    'another method': 'POST /api/v1/report/x HTTP/1.1\r\nHost: h\r\n\r\n',
+    HEAD: 'HEAD /api/v1/report/x HTTP/1.1\r\nHost: h\r\n\r\n',
+    'a method in lower case': 'get /api/v1/report/x HTTP/1.1\r\nHost: h\r\n\r\n',
+    'HTTP/1.0': 'GET /api/v1/report/x HTTP/1.0\r\nHost: h\r\n\r\n',
+    'two spaces in the request line': 'GET  /api/v1/report/x HTTP/1.1\r\nHost: h\r\n\r\n',
+    'an absolute target': 'GET http://h/api/v1/report/x HTTP/1.1\r\nHost: h\r\n\r\n',
+    'a target with a fragment': 'GET /api/v1/report/x#f HTTP/1.1\r\nHost: h\r\n\r\n',
+    'a target with a quote': 'GET /api/v1/report/x"y HTTP/1.1\r\nHost: h\r\n\r\n',
+    'a target past ASCII': 'GET /api/v1/report/\xe9 HTTP/1.1\r\nHost: h\r\n\r\n',
+    'content-length: 0': get(['Host: h', 'Content-Length: 0']),
+    'content-length with a body': `${get(['Host: h', 'Content-Length: 44'])}GET /api/v1/report/smuggled HTTP/1.1\r\n\r\n`,
+    'transfer-encoding': get(['Host: h', 'Transfer-Encoding: chunked']),
+    'transfer-encoding with a space before its colon': get(['Host: h', 'Transfer-Encoding : chunked']),
+    'an obsolete line fold': get(['Host: h', 'X-Api-Key: a', ' b']),
+    'a header line ending in a bare LF': 'GET /api/v1/report/x HTTP/1.1\r\nHost: h\nTransfer-Encoding: chunked\r\n\r\n',
+    'a bare CR in a value': get(['Host: h', 'X-Api-Key: a\rb']),
+    'a NUL in a value': get(['Host: h', 'X-Api-Key: a\x00b']),
+    'a value past ASCII': get(['Host: h', 'X-Api-Key: \xe9']),
+    'two Hosts': get(['Host: a', 'Host: b']),
+    'two Authorizations': get(['Host: h', 'Authorization: Bearer a', 'authorization: Bearer b']),
+    'two keys': get(['Host: h', 'X-Api-Key: a', 'x-api-key: b']),
+    'two spaces before a value': get(['Host: h', 'X-Api-Key:  a']),
+    'a tab before a value': get(['Host: h', 'X-Api-Key:\ta']),
+    'a space after a value': get(['Host: h', 'X-Api-Key: a ']),
+    'a line without a colon': get(['Host: h', 'X-Api-Key a']),
+    'an empty name': get(['Host: h', ': a']),
+    'connection: close': get(['Host: h', 'Connection: close']),
+    'connection: upgrade': get(['Host: h', 'Connection: Upgrade', 'Upgrade: h2c']),
+    'expect: 100-continue': get(['Host: h', 'Expect: 100-continue']),
+    te: get(['Host: h', 'TE: trailers']),
+    'a header named __proto__': get(['Host: h', '__proto__: a']),
+    'a head past the limit': get(['Host: h', `X-Pad: ${'a'.repeat(PLAIN_HEAD_MAX)}`]),
+  }
+  it.each(Object.entries(left))('leaves %s to Node', (_, text) => {
+    expect(read(text)).toBeNull()
+  })
+
+  it('takes no head longer than it is told', () => {
+    const text = get(['Host: h', `X-Pad: ${'a'.repeat(100)}`])
+    expect(readPlainGet(Buffer.from(text), 0, 100)).toBeNull()
+    expect(readPlainGet(Buffer.from(text), 0, 200)).not.toBeNull()
+  })
+})
