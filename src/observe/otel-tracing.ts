@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http'
 import { hostname } from 'node:os'
 import { defaultTextMapGetter, diag, DiagLogLevel, isSpanContextValid, ROOT_CONTEXT, SamplingDecision, SpanKind, trace, TraceFlags, type Attributes, type Context, type Link, type SpanContext } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
@@ -30,7 +29,7 @@ import {
 import type { TracingConfig } from '../config/tracing.js'
 import { encodeExportRequest } from './otlp-protobuf.js'
 import { ATTRIBUTE_VALUE_LIMIT, newSpanId, newTraceId, RecordedSpan, type SpanSink } from './recorded-span.js'
-import type { RequestTracer, Trace, TracingOptions } from './trace.js'
+import type { RequestTracer, Trace, TracedRequest, TracingOptions } from './trace.js'
 import { withoutKeys } from '../access/api-keys.js'
 
 // The one module that imports OpenTelemetry: observe/tracing.ts loads it only when an OTLP
@@ -158,14 +157,14 @@ interface Seen {
   name: string
   attributes: Attributes
 }
-type TracedSocket = IncomingMessage['socket'] & { [SEEN]?: Seen }
+type TracedSocket = TracedRequest['socket'] & { [SEEN]?: Seen }
 
 function cut(value: string): string {
   return value.length > ATTRIBUTE_VALUE_LIMIT ? value.substring(0, ATTRIBUTE_VALUE_LIMIT) : value
 }
 
 /** The SERVER span's name and first attributes (the HTTP semantic conventions), as of this request. */
-function requestSeen(req: IncomingMessage, url: string): Seen {
+function requestSeen(req: TracedRequest, url: string): Seen {
   const q = url.indexOf('?')
   const path = q === -1 ? url : url.slice(0, q)
   const given = req.method ?? 'GET'
@@ -197,7 +196,7 @@ function requestSeen(req: IncomingMessage, url: string): Seen {
   }
 }
 
-function seenOf(req: IncomingMessage): Seen {
+function seenOf(req: TracedRequest): Seen {
   const url = req.url ?? '/'
   const socket = req.socket as TracedSocket
   const last = socket[SEEN]
@@ -222,7 +221,7 @@ export async function otelTracing(config: TracingConfig, about: TracingOptions):
   const sink: SpanSink = { resource, scope: { name: 'report-gateway', version: about.version }, processor, now: about.now }
   const sampler = samplerOf(config)
   return {
-    start(req: IncomingMessage): Trace {
+    start(req: TracedRequest): Trace {
       const seen = seenOf(req)
       const traceparent = req.headers.traceparent
       const context: Context = typeof traceparent === 'string' ? propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter) : ROOT_CONTEXT

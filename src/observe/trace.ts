@@ -30,7 +30,7 @@ export interface Trace {
 /** What the SDK's module provides: the SERVER span of a request, and the end of it all. */
 export interface RequestTracer {
   /** The span of a request on the proxy listener, started now, the caller's `traceparent` honoured. */
-  start(req: IncomingMessage): Trace
+  start(req: TracedRequest): Trace
   /** Sends the spans still held and stops. */
   close(): Promise<void>
 }
@@ -45,3 +45,6 @@ export interface TracingOptions {
   /** Where OpenTelemetry's own warnings go (an export that failed, say). */
   warn: (message: string) => void
 }
+
+/** What a request's trace reads of it: Node's request, or a plain GET read on its connection (http/plain-get.ts). */
+export type TracedRequest = Pick<IncomingMessage, 'method' | 'url' | 'headers' | 'httpVersion' | 'socket'>

@@ -1,8 +1,7 @@
-import type { IncomingMessage } from 'node:http'
 import type { TracingConfig } from '../config/tracing.js'
-import type { SpanAttributes, Trace, TracingOptions } from './trace.js'
+import type { SpanAttributes, Trace, TracedRequest, TracingOptions } from './trace.js'
 
-export type { SpanAttributes, Trace, TracingOptions } from './trace.js'
+export type { SpanAttributes, Trace, TracedRequest, TracingOptions } from './trace.js'
 
 // OpenTelemetry traces of the proxy listener's requests (docs/decisions/opentelemetry.md).
 // Off by default: without an OTLP endpoint (config/tracing.ts) the gateway's `tracing` is
@@ -13,8 +12,12 @@ export type { SpanAttributes, Trace, TracingOptions } from './trace.js'
 // the OpenTelemetry SDK, loaded by startTracing only then.
 
 export interface Tracing {
-  /** Starts the SERVER span of a request on the proxy listener (the caller's `traceparent` honoured), kept for `traceOf`. */
-  begin(req: IncomingMessage): void
+  /**
+   * Starts the SERVER span of a request on the proxy listener (the caller's `traceparent`
+   * honoured), kept for `traceOf`; a request read on its connection and handed to Node
+   * (carryTrace) keeps the span begun there.
+   */
+  begin(req: TracedRequest): void
   /** Sends the spans still held and stops. */
   close(): Promise<void>
 }
@@ -22,11 +25,22 @@ export interface Tracing {
 // A request's span is kept on the request, under a symbol: with tracing on every request
 // gets it (one shape for all), which a WeakMap would cost in each collection; off, none does.
 const TRACE = Symbol('trace')
-type Traced = IncomingMessage & { [TRACE]?: Trace }
+type Traced = TracedRequest & { [TRACE]?: Trace }
 
 /** The span of a request `Tracing.begin` started; undefined when tracing is off or the request is not traced. */
-export function traceOf(req: IncomingMessage): Trace | undefined {
+export function traceOf(req: TracedRequest): Trace | undefined {
   return (req as Traced)[TRACE]
+}
+
+// A span begun for a request read on its connection, kept there until Node reads that
+// request from the connection (http/socket-entrance.ts): its span goes on, not a second.
+const CARRIED = Symbol('a span carried to the request Node reads next')
+type Carrying = TracedRequest['socket'] & { [CARRIED]?: { url: string; trace: Trace } | undefined }
+
+/** Hands the span of `req`, read on its connection, to the request Node reads next from that connection. */
+export function carryTrace(req: TracedRequest): void {
+  const trace = traceOf(req)
+  if (trace !== undefined) (req.socket as Carrying)[CARRIED] = { url: req.url as string, trace }
 }
 
 /** Health probes of the proxy listener are not traced: a probe every few seconds is no request of a caller. */
@@ -89,7 +103,11 @@ export async function startTracing(config: TracingConfig | null, about: TracingO
   const tracer = await otelTracing(config, about)
   return {
     begin(req) {
-      if (isTraced(req.url)) (req as Traced)[TRACE] = tracer.start(req)
+      const socket = req.socket as Carrying
+      const carried = socket[CARRIED]
+      if (carried !== undefined) socket[CARRIED] = undefined
+      if (carried !== undefined && carried.url === req.url) (req as Traced)[TRACE] = carried.trace
+      else if (isTraced(req.url)) (req as Traced)[TRACE] = tracer.start(req)
     },
     close: () => tracer.close(),
   }

@@ -12,7 +12,7 @@ import type { AdmittedRead, DecideHow, ReadDecision, ReadDecisions } from '../..
 import { plainAnswer, writeEntry } from './report-reply.js'
 import { rateLimitHeaders } from '../../access/rate-limit-headers.js'
 import { accessFacts, bytesOf, bytesSince, CALLER_LEFT, requestIdOf, type AnsweredCaller, type ObserveRequest } from '../hooks/request-log.js'
-import { traceOf, type SpanAttributes, type Trace } from '../../observe/tracing.js'
+import { carryTrace, traceOf, type SpanAttributes, type Trace, type TracedRequest } from '../../observe/tracing.js'
 import { isHostValue } from '../request-target.js'
 import type { ServePlain } from '../socket-entrance.js'
 import type { ReportAnswerFacts } from './report-facts.js'
@@ -184,33 +184,39 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
   }
 
   /**
-   * A plain GET read on its connection (http/socket-entrance.ts), untraced: a fresh copy
-   * in memory is answered there, as `request` answers it; any other read of a report is
-   * decided once and left to Node with its decision, which `request` goes on with.
+   * A plain GET read on its connection (http/socket-entrance.ts): a fresh copy in memory
+   * is answered there, as `request` answers it; any other read of a report is decided
+   * once and left to Node with its decision (and its span), which `request` goes on with.
    */
   const plain: ServePlain = (head, socket, send) => {
     const { url, headers } = head
     // Host as headFault (http/server.ts) asks it; a read with a preference or a tag to compare is Node's whole.
     if (!url.startsWith(prefix) || headers.host === undefined || !isHostValue(headers.host) || headers.prefer !== undefined || headers['if-none-match'] !== undefined) return false
     const started = performance.now()
+    const seen: TracedRequest | undefined = traced ? { method: 'GET', url, headers, httpVersion: '1.1', socket } : undefined
+    if (seen !== undefined) tracing?.begin(seen)
+    const trace = seen && traceOf(seen)
     const now = clock.now()
-    const decided = decisions.decide('GET', url, headers, now, BEFORE_ROUTER)
+    const decided = decisions.decide('GET', url, headers, now, BEFORE_ROUTER, trace)
     if ('answer' in decided) {
       const team = decided.identity.team
       const reqId = requestIdOf(headers)
       const report = facts.of(team, decided.form.report, decided.answer, 0, now)
       const text = plainAnswer(decided.answer, 'HIT', undefined, now, headers, { reqId, rate: rateLimitHeaders(team, decided.rate), report })
       if (text !== null) {
+        decided.admitting?.end()
+        ended(trace?.step('cache.lookup'), L1_HIT)
         send(socket, text.lines, text.body)
         const answered = { reqId, route: 'report', status: 200, durationMs: performance.now() - started, cache: 'HIT', client: socket.remoteAddress ?? null, hit: true, at: now }
-        observe(accessFacts({ method: 'GET', url, headers }, bytesSince(socket), callerOf(decided, null), answered, undefined))
+        observe(accessFacts({ method: 'GET', url, headers }, bytesSince(socket), callerOf(decided, null), answered, trace))
         return true
       }
     }
     const deciding: DecidingSocket = socket
     deciding[DECIDED] = { url, decided, started, now }
+    if (seen !== undefined) carryTrace(seen)
     return false
   }
 
-  return { request, plain: traced ? null : plain }
+  return { request, plain }
 }
