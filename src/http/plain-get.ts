@@ -27,46 +27,78 @@ export interface PlainGet {
  */
 export const PLAIN_HEAD_MAX = 8192
 
-const HEAD_END = Buffer.from('\r\n\r\n')
-const REQUEST_LINE_START = 'GET '
-const REQUEST_LINE_END = ' HTTP/1.1'
-// RFC 3986's path and query characters (pchar, `/`, `?`) and percent-encoding: a target
-// Node reads byte for byte into req.url.
-const TARGET = /^\/[\w\-.~!$&'()*+,;=:@/?%]*$/
+// Byte classes, for one pass over the head's bytes. RFC 3986's path and query characters
+// (pchar, `/`, `?`) and percent-encoding: a target Node reads byte for byte into req.url.
+const TARGET = byteClass("-._~!$&'()*+,;=:@/?%")
 // RFC 9110, 5.6.2: a token.
-const NAME = /^[\w!#$%&'*+.^`|~-]+$/
-// Visible ASCII, inner spaces and tabs, no whitespace at either end; or nothing.
-const VALUE = /^(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?$/
-// Headers a plain GET does not carry: each frames a body, changes the connection, or asks for more than an answer.
-// (`__proto__` is a token, and no field name a plain object takes as one.)
+const NAME = byteClass("!#$%&'*+-.^_`|~")
+// Visible ASCII, spaces and tabs (a value's ends are checked apart).
+const VALUE = new Uint8Array(256)
+for (let b = 0x20; b <= 0x7e; b++) VALUE[b] = 1
+VALUE[0x09] = 1
+// The request line's fixed ends.
+const METHOD = Buffer.from('GET /')
+const VERSION = Buffer.from(' HTTP/1.1\r\n')
+const CR = 0x0d
+const LF = 0x0a
+const SP = 0x20
+const HTAB = 0x09
+const COLON = 0x3a
+// Headers a plain GET does not carry: each frames a body, changes the connection, or asks
+// for more than an answer. (`__proto__` is a token, and no field name a plain object takes as one.)
 const NOT_PLAIN = new Set(['__proto__', 'content-length', 'transfer-encoding', 'expect', 'upgrade', 'te', 'trailer', 'keep-alive', 'proxy-connection', 'http2-settings'])
+
+/** Letters, digits and `extra`: a table of the bytes it holds. */
+function byteClass(extra: string): Uint8Array {
+  const table = new Uint8Array(256)
+  for (let b = 0; b < 256; b++) if ((b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a)) table[b] = 1
+  for (const c of extra) table[c.charCodeAt(0)] = 1
+  return table
+}
+
+/** Whether `bytes` holds `fixed` at `at`. */
+function holds(bytes: Buffer, at: number, fixed: Buffer): boolean {
+  if (at + fixed.length > bytes.length) return false
+  for (let i = 0; i < fixed.length; i++) if (bytes[at + i] !== fixed[i]) return false
+  return true
+}
 
 /**
  * The plain GET whose head begins at `from` in `bytes` and ends within them, within
  * `maxBytes` (PLAIN_HEAD_MAX at most); null for anything else (a head not whole in these
- * bytes, another method, any doubt), which Node's parser is to read.
+ * bytes, another method, any doubt), which Node's parser is to read. One pass over the
+ * bytes: the head is no string before its parts are known good.
  */
 export function readPlainGet(bytes: Buffer, from: number, maxBytes: number = PLAIN_HEAD_MAX): PlainGet | null {
-  const limit = Math.min(maxBytes, PLAIN_HEAD_MAX)
-  const at = bytes.indexOf(HEAD_END, from)
-  if (at === -1 || at - from > limit) return null
-  const head = bytes.toString('latin1', from, at)
-  const lines = head.split('\r\n')
-  const requestLine = lines[0] as string
-  if (!requestLine.startsWith(REQUEST_LINE_START) || !requestLine.endsWith(REQUEST_LINE_END)) return null
-  const url = requestLine.slice(REQUEST_LINE_START.length, requestLine.length - REQUEST_LINE_END.length)
-  if (!TARGET.test(url)) return null
+  // Past `stop`, the head is longer than its limit (or not all read).
+  const stop = Math.min(bytes.length, from + Math.min(maxBytes, PLAIN_HEAD_MAX))
+  if (!holds(bytes, from, METHOD)) return null
+  let at = from + METHOD.length
+  while (at < stop && TARGET[bytes[at] as number] === 1) at++
+  if (at + VERSION.length > stop || !holds(bytes, at, VERSION)) return null
+  const url = bytes.toString('latin1', from + METHOD.length - 1, at)
+  at += VERSION.length
   const headers: Record<string, string> = {}
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i] as string
-    const colon = line.indexOf(':')
-    if (colon < 1) return null
-    const name = line.slice(0, colon).toLowerCase()
-    let value = line.slice(colon + 1)
-    if (value.startsWith(' ')) value = value.slice(1)
-    if (!NAME.test(name) || !VALUE.test(value) || NOT_PLAIN.has(name) || Object.hasOwn(headers, name)) return null
+  for (;;) {
+    if (at + 2 > stop) return null
+    if (bytes[at] === CR) return bytes[at + 1] === LF ? { url, headers, end: at + 2 } : null
+    const nameStart = at
+    while (at < stop && NAME[bytes[at] as number] === 1) at++
+    if (at === nameStart || at >= stop || bytes[at] !== COLON) return null
+    const name = bytes.toString('latin1', nameStart, at).toLowerCase()
+    at++
+    if (bytes[at] === SP) at++
+    const valueStart = at
+    while (at < stop && VALUE[bytes[at] as number] === 1) at++
+    if (at + 2 > stop || bytes[at] !== CR || bytes[at + 1] !== LF) return null
+    // No whitespace at either end of a value: Node trims it where a plain reading would keep it.
+    const first = bytes[valueStart]
+    const last = bytes[at - 1]
+    if (at > valueStart && (first === SP || first === HTAB || last === SP || last === HTAB)) return null
+    if (NOT_PLAIN.has(name) || Object.hasOwn(headers, name)) return null
+    const value = bytes.toString('latin1', valueStart, at)
     if (name === 'connection' && value.toLowerCase() !== 'keep-alive') return null
     headers[name] = value
+    at += 2
   }
-  return { url, headers, end: at + HEAD_END.length }
 }

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http'
+import { maxHeaderSize, type Server } from 'node:http'
 import type { Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import type { Logger } from 'pino'
@@ -31,8 +31,8 @@ export type ServePlain = (head: PlainGet, socket: Socket, send: SendPlain) => bo
 /** Node's sockets keep their stream handle here, and mark it `_consumed` once a parser reads it natively. */
 type HandleSocket = Socket & { _handle?: { _consumed?: boolean } | null }
 
-/** A server with Node's own time past keepAliveTimeout before it closes an idle connection (Node 24: 1 s by default). */
-type BufferedServer = Server & { keepAliveTimeoutBuffer?: number }
+/** A server with Node's own time past keepAliveTimeout before it closes an idle connection (Node 24: 1 s by default), and its own `maxHeaderSize` where one was given. */
+type BufferedServer = Server & { keepAliveTimeoutBuffer?: number; maxHeaderSize?: number }
 
 /** How often the connections read here are looked at for their deadlines, at most. */
 const LOOK_MS = 1000
@@ -54,6 +54,8 @@ export function enterOnConnections(server: BufferedServer, serve: ServePlain, cl
   if (node === undefined) return false
   server.removeListener('connection', node)
   const held = new Map<Socket, Look>()
+  // Half what Node reads of a head (plain-get.ts): a head Node would refuse as too large is its own to refuse.
+  const headLimit = Math.floor((server.maxHeaderSize ?? maxHeaderSize) / 2)
 
   const send: SendPlain = (socket, lines, body) => {
     socket.cork()
@@ -81,7 +83,7 @@ export function enterOnConnections(server: BufferedServer, serve: ServePlain, cl
         for (;;) {
           // A caller that reads its answers slower than it sends requests is Node's to pace;
           // a limit of requests per connection is Node's to count.
-          const head = socket.writableNeedDrain || server.maxRequestsPerSocket ? null : readPlainGet(chunk, at)
+          const head = socket.writableNeedDrain || server.maxRequestsPerSocket ? null : readPlainGet(chunk, at, headLimit)
           if (head === null || closing() || !serve(head, socket, send)) return handOff(chunk.subarray(at))
           at = head.end
           if (at === chunk.length) return
