@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 // Imported, not the global: Node defines the global `performance` as an accessor, which
 // optimized code cannot fold, so each global use is a property lookup through the IC.
@@ -11,7 +11,8 @@ import type { FillResult, Forward } from '../../reports/report-cache.js'
 import type { AdmittedRead, DecideHow, ReadDecision, ReadDecisions } from '../../reports/read-decision.js'
 import { plainAnswer, writeEntry } from './report-reply.js'
 import { rateLimitHeaders } from '../../access/rate-limit-headers.js'
-import { accessFacts, bytesOf, bytesSince, CALLER_LEFT, requestIdOf, type AnsweredCaller, type ObserveRequest } from '../hooks/request-log.js'
+import { accessFacts, bytesOf, bytesSince, CALLER_LEFT, requestIdOf, type AnsweredCaller, type ObserveRequest, type RequestSeen } from '../hooks/request-log.js'
+import type { AnswerFields } from '../answer-fields.js'
 import { carryTrace, traceOf, type SpanAttributes, type Trace, type TracedRequest } from '../../observe/tracing.js'
 import { isHostValue } from '../request-target.js'
 import type { ServePlain } from '../socket-entrance.js'
@@ -81,15 +82,23 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     next(req, res)
   }
 
-  // The answer of an entry, written as the route writes it, and its access line.
-  const answer = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, entry: CacheEntry, status: 'HIT' | 'MISS', started: number, now: number, upstreamMs: number | null, client: string | null): void => {
-    const headers = req.headers
-    const reqId = requestIdOf(headers)
+  // What an entry's answer to `read` carries of its own: its request id, its team's rate standing, the report's cost and finality.
+  const ownFields = (read: AdmittedRead, entry: CacheEntry, status: 'HIT' | 'MISS', now: number, headers: IncomingHttpHeaders): AnswerFields & { reqId: string } => {
     const team = read.identity.team
     const report = facts.of(team, read.form.report, entry, status === 'MISS' ? (entry.fillMs ?? 0) : 0, now)
-    const code = writeEntry(res, entry, status, status === 'MISS' ? JOINED : undefined, now, headers, { reqId, rate: rateLimitHeaders(team, read.rate), report })
-    // A coalesced MISS made no platform call of its own: answered by the cache (usage).
-    observe(accessFacts(req, bytesOf(res), callerOf(read, upstreamMs), { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client, hit: true, at: now }, traced ? traceOf(req) : undefined))
+    return { reqId: requestIdOf(headers), rate: rateLimitHeaders(team, read.rate), report }
+  }
+
+  // The access line of an answer written from the cache: a coalesced MISS made no platform call of its own (usage).
+  const served = (req: RequestSeen, bytes: number | null, read: AdmittedRead, reqId: string, status: 'HIT' | 'MISS', code: number, started: number, now: number, upstreamMs: number | null, client: string | null, trace: Trace | undefined): void => {
+    observe(accessFacts(req, bytes, callerOf(read, upstreamMs), { reqId, route: 'report', status: code, durationMs: performance.now() - started, cache: status, client, hit: true, at: now }, trace))
+  }
+
+  // The answer of an entry, written as the route writes it, and its access line.
+  const answer = (req: IncomingMessage, res: ServerResponse, read: AdmittedRead, entry: CacheEntry, status: 'HIT' | 'MISS', started: number, now: number, upstreamMs: number | null, client: string | null): void => {
+    const own = ownFields(read, entry, status, now, req.headers)
+    const code = writeEntry(res, entry, status, status === 'MISS' ? JOINED : undefined, now, req.headers, own)
+    served(req, bytesOf(res), read, own.reqId, status, code, started, now, upstreamMs, client, traced ? traceOf(req) : undefined)
   }
 
   // A caller that closed its connection while its read waited: no answer to write, its access line says so (499).
@@ -160,15 +169,17 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     // A read with a preference (`Prefer: respond-async`) is the route's: it may be answered with a job.
     if (req.method !== 'GET' || url === undefined || !url.startsWith(prefix) || req.headers.prefer !== undefined) return next(req, res)
     const socket = req.socket as DecidingSocket
-    const before = socket[DECIDED]
-    if (before !== undefined) socket[DECIDED] = undefined
+    const pending = socket[DECIDED]
+    if (pending !== undefined) socket[DECIDED] = undefined
+    // Decided on its connection, where Node's parser was handed it (plain, below): not decided again.
+    const before = pending?.url === url ? pending : undefined
     const headers = req.headers
     const trace = traced ? traceOf(req) : undefined
+    const started = before?.started ?? performance.now()
     // One clock reading serves the whole hit: on some machines a reading costs as much as
     // a cache lookup.
-    const started = before?.url === url ? before.started : performance.now()
-    const now = before?.url === url ? before.now : clock.now()
-    const decided = before?.url === url ? before.decided : decisions.decide('GET', url, headers, now, BEFORE_ROUTER, trace)
+    const now = before?.now ?? clock.now()
+    const decided = before?.decided ?? decisions.decide('GET', url, headers, now, BEFORE_ROUTER, trace)
     if ('answer' in decided) {
       decided.admitting?.end()
       ended(trace?.step('cache.lookup'), L1_HIT)
@@ -199,16 +210,13 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     const now = clock.now()
     const decided = decisions.decide('GET', url, headers, now, BEFORE_ROUTER, trace)
     if ('answer' in decided) {
-      const team = decided.identity.team
-      const reqId = requestIdOf(headers)
-      const report = facts.of(team, decided.form.report, decided.answer, 0, now)
-      const text = plainAnswer(decided.answer, 'HIT', undefined, now, headers, { reqId, rate: rateLimitHeaders(team, decided.rate), report })
+      const own = ownFields(decided, decided.answer, 'HIT', now, headers)
+      const text = plainAnswer(decided.answer, 'HIT', undefined, now, headers, own)
       if (text !== null) {
         decided.admitting?.end()
         ended(trace?.step('cache.lookup'), L1_HIT)
         send(socket, text.lines, text.body)
-        const answered = { reqId, route: 'report', status: 200, durationMs: performance.now() - started, cache: 'HIT', client: socket.remoteAddress ?? null, hit: true, at: now }
-        observe(accessFacts({ method: 'GET', url, headers }, bytesSince(socket), callerOf(decided, null), answered, trace))
+        served(seen ?? { method: 'GET', url, headers }, bytesSince(socket), decided, own.reqId, 'HIT', 200, started, now, null, socket.remoteAddress ?? null, trace)
         return true
       }
     }
