@@ -1,9 +1,7 @@
-import { once } from 'node:events'
-import { createServer, type IncomingHttpHeaders } from 'node:http'
-import { connect, type AddressInfo } from 'node:net'
 import fc from 'fast-check'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { readPlainGet } from '../../src/http/plain-get.js'
+import { useNodeReads } from '../helpers/node-reads.js'
 
 // A head the gateway reads on its connection (http/plain-get.ts) is read by Node's parser
 // the same way: the same target, the same headers, and its end where Node's next request
@@ -16,38 +14,7 @@ import { readPlainGet } from '../../src/http/plain-get.js'
 const SEED = Number(process.env.PLAIN_HEADS_SEED ?? 54)
 const MARKER = 'GET /marker HTTP/1.1\r\nHost: m\r\n\r\n'
 
-interface Read {
-  url: string
-  headers: IncomingHttpHeaders
-}
-
-let port = 0
-let reads: Read[] = []
-// As the gateway's own server reads heads (http/server.ts): a missing Host is the router's to refuse.
-const server = createServer({ requireHostHeader: false }, (req, res) => {
-  reads.push({ url: req.url as string, headers: req.headers })
-  req.resume()
-  res.end('ok')
-})
-beforeAll(async () => {
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  port = (server.address() as AddressInfo).port
-})
-afterAll(() => {
-  server.close()
-})
-
-/** What Node's parser reads of `bytes` on one connection. */
-async function nodeReads(bytes: Buffer): Promise<Read[]> {
-  reads = []
-  const socket = connect(port, '127.0.0.1')
-  socket.on('error', () => undefined)
-  socket.end(bytes)
-  socket.resume()
-  await once(socket, 'close')
-  return reads
-}
+const nodeReads = useNodeReads()
 
 /** Mostly `usual`, now and then one of `risky`: heads are taken often enough to check, and meet every risk. */
 const mostly = (usual: string[], risky: string[]) => fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...usual) }, { weight: 1, arbitrary: fc.constantFrom(...risky) })
@@ -67,6 +34,19 @@ const line = fc.oneof(
 const head = fc.tuple(requestLine, ending, fc.array(line, { maxLength: 6 }), mostly(['\r\n'], ['\n'])).map(([first, end, lines, last]) => `${first}${end}${lines.join('')}${last}`)
 
 describe('a head taken on the connection', () => {
+  it.each([
+    ['GET /api/v1/report/x HTTP/1.1\r\nHost: gw.local\r\nX-Api-Key: team-a-key\r\n\r\n'],
+    ['GET /api/v1/report/x HTTP/1.1\r\nhost:gw.local\r\nconnection: Keep-Alive\r\naccept-encoding: gzip, br\r\nx-empty:\r\n\r\n'],
+    ['GET /api/v1/report/x HTTP/1.1\r\nHost: gw.local:8080\r\nAuthorization: Bearer abc.def\r\nUser-Agent: curl/8.5.0 (x86_64)\r\nX-Tab: a\tb\r\n\r\n'],
+    ["GET /api/v1/report/a%20b/c?x=%2F&y=1,2;z=@:!$ HTTP/1.1\r\nHost: h\r\n\r\n"],
+  ])('%j is read as Node reads it', async (text) => {
+    const bytes = Buffer.from(text + MARKER, 'latin1')
+    const plain = readPlainGet(bytes, 0)
+    const read = await nodeReads(bytes)
+    expect(read.map((r) => r.url)).toEqual([plain?.url, '/marker'])
+    expect({ ...read[0]?.headers }).toEqual({ ...plain?.headers })
+  })
+
   it('is read by Node\'s parser the same way, and ends where Node\'s next request begins', async () => {
     let taken = 0
     await fc.assert(
