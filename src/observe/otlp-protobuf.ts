@@ -35,6 +35,8 @@ export interface EncodableSpan {
 }
 
 const SPAN_ATTRIBUTES_FIELD = 9
+/** Bytes kept for the length of a batch's messages (16 KiB to 2 MiB for a batch of 512 spans). */
+const BATCH_RESERVE = 3
 const INT64_MIN = -(2 ** 63)
 const INT64_END = 2 ** 63
 
@@ -131,7 +133,7 @@ class ProtoOut {
     if (from !== -1) {
       for (let i = 0; i < n; i += 1) buf[this.pos + i] = buf[from + i] as number
     } else {
-      this.buf.write(id, this.pos, n, 'hex')
+      if (!hexInto(buf, this.pos, id, n)) buf.write(id, this.pos, n, 'hex')
       // The trace id (32 digits) is kept in the first slot, a span id in the second.
       if (n === 16) {
         ids[0] = id
@@ -172,27 +174,36 @@ class ProtoOut {
     this.fixed32(high)
   }
 
-  /** Starts a length-delimited message: one byte is kept for its length. */
-  begin(): number {
-    this.room(1)
-    return this.pos++
+  /**
+   * Starts a length-delimited message, `reserve` bytes kept for its length: one for most,
+   * two for a span with attributes (128 bytes to 16 KiB; one without has fewer than 128),
+   * three for the messages that hold a batch's spans.
+   */
+  begin(reserve = 1): number {
+    this.room(reserve)
+    const at = this.pos
+    this.pos += reserve
+    return at
   }
 
-  /** Ends the message `begin` started: its length written before it, the bytes moved when it takes more than one byte. */
-  end(at: number): void {
-    const length = this.pos - at - 1
-    if (length < 0x80) {
+  /** Ends the message `begin(reserve)` started: its length written before it, the bytes moved when it takes more or fewer bytes than kept. */
+  end(at: number, reserve = 1): void {
+    const length = this.pos - at - reserve
+    if (reserve === 1 && length < 0x80) {
       this.buf[at] = length
       return
     }
     const size = varintSize(length)
-    this.room(size - 1)
-    this.buf.copyWithin(at + size, at + 1, this.pos)
-    this.pos += size - 1
-    // The ids remembered within the message moved with it.
-    const ids = this.#ids
-    if (ids[1] > at) ids[1] += size - 1
-    if (ids[3] > at) ids[3] += size - 1
+    const shift = size - reserve
+    if (shift !== 0) {
+      if (shift > 0) this.room(shift)
+      this.buf.copyWithin(at + size, at + reserve, this.pos)
+      this.pos += shift
+      // The ids remembered within the message moved with it.
+      const ids = this.#ids
+      if (ids[1] > at) ids[1] += shift
+      if (ids[3] > at) ids[3] += shift
+    }
     const end = this.pos
     this.pos = at
     this.varint(length)
@@ -202,6 +213,30 @@ class ProtoOut {
   bytes(): Buffer {
     return this.buf.subarray(0, this.pos)
   }
+}
+
+// Hex digits' values by character code (-1 for any other character).
+const HEX_VALUE = new Int8Array(128).fill(-1)
+for (let i = 0; i < 16; i += 1) {
+  HEX_VALUE[i.toString(16).charCodeAt(0)] = i
+  HEX_VALUE[i.toString(16).toUpperCase().charCodeAt(0)] = i
+}
+
+/**
+ * The `n` bytes of the hex `id` written at `at`, in JavaScript: an id is 8 or 16 bytes, less
+ * than the call into C++ of `Buffer#write(…, 'hex')` costs. False, with the bytes not all
+ * written, when `id` holds anything but hex digits (the caller writes it as Buffer does).
+ */
+const hexValue = (code: number): number => (code < 0x80 ? (HEX_VALUE[code] as number) : -1)
+
+function hexInto(buf: Buffer, at: number, id: string, n: number): boolean {
+  for (let i = 0; i < n; i += 1) {
+    const high = hexValue(id.charCodeAt(2 * i))
+    const low = hexValue(id.charCodeAt(2 * i + 1))
+    if ((high | low) < 0) return false
+    buf[at + i] = (high << 4) | low
+  }
+  return true
 }
 
 function varintSize(value: number): number {
@@ -299,6 +334,17 @@ const scopeBytes = (scope: InstrumentationScope): Uint8Array =>
     }
   })
 
+/**
+ * `ms % 1000` for `ms` ≥ 0 and its whole `seconds` (`Math.trunc(ms / 1000)`), without the
+ * floating-point remainder's call: the subtraction is exact when `seconds` is the quotient's
+ * floor (the remainder then needs fewer bits than `ms` holds), and the remainder is taken
+ * when the division rounded across a whole second.
+ */
+function millisWithin(ms: number, seconds: number): number {
+  const within = ms - seconds * 1000
+  return within >= 0 && within < 1000 ? within : ms % 1000
+}
+
 function span(out: ProtoOut, s: EncodableSpan): void {
   out.tag(1, 2)
   out.hex(s.traceId)
@@ -320,9 +366,10 @@ function span(out: ProtoOut, s: EncodableSpan): void {
   out.varint(s.kind + 1)
   // As the SDK times a span: its start from Date.now(), its end that plus the measured duration.
   const startSeconds = Math.trunc(s.startMs / 1000)
-  const startNanos = Math.round((s.startMs % 1000) * 1e6)
-  let endSeconds = startSeconds + Math.trunc(s.durationMs / 1000)
-  let endNanos = startNanos + Math.round((s.durationMs % 1000) * 1e6)
+  const startNanos = Math.round(millisWithin(s.startMs, startSeconds) * 1e6)
+  const durationSeconds = Math.trunc(s.durationMs / 1000)
+  let endSeconds = startSeconds + durationSeconds
+  let endNanos = startNanos + Math.round(millisWithin(s.durationMs, durationSeconds) * 1e6)
   if (endNanos >= 1e9) {
     endNanos -= 1e9
     endSeconds += 1
@@ -352,39 +399,51 @@ function span(out: ProtoOut, s: EncodableSpan): void {
 /** The ExportTraceServiceRequest of `spans`, grouped by resource then scope as the SDK groups them. */
 export function encodeExportRequest(spans: readonly EncodableSpan[]): Uint8Array {
   const groups = new Map<Resource, Map<InstrumentationScope, EncodableSpan[]>>()
+  // The gateway's spans share one resource and one scope: a span with the last one's is put in its list.
+  let lastResource: Resource | undefined
+  let lastScope: InstrumentationScope | undefined
+  let into: EncodableSpan[] = []
   for (const s of spans) {
-    let scopes = groups.get(s.resource)
-    if (scopes === undefined) groups.set(s.resource, (scopes = new Map()))
-    let list = scopes.get(s.instrumentationScope)
-    if (list === undefined) scopes.set(s.instrumentationScope, (list = []))
-    list.push(s)
+    const resource = s.resource
+    const scope = s.instrumentationScope
+    if (resource !== lastResource || scope !== lastScope) {
+      let scopes = groups.get(resource)
+      if (scopes === undefined) groups.set(resource, (scopes = new Map()))
+      let found = scopes.get(scope)
+      if (found === undefined) scopes.set(scope, (found = []))
+      into = found
+      lastResource = resource
+      lastScope = scope
+    }
+    into.push(s)
   }
   const out = new ProtoOut(spans.length * 320 + 1024)
   for (const [resource, scopes] of groups) {
     out.tag(1, 2)
-    const resourceSpans = out.begin()
+    const resourceSpans = out.begin(BATCH_RESERVE)
     out.raw(resourceBytes(resource))
     for (const [scope, list] of scopes) {
       out.tag(2, 2)
-      const scopeSpans = out.begin()
+      const scopeSpans = out.begin(BATCH_RESERVE)
       out.raw(scopeBytes(scope))
       for (const s of list) {
         out.tag(2, 2)
-        const at = out.begin()
+        const reserve = s.baseBytes === null && s.own === null ? 1 : 2
+        const at = out.begin(reserve)
         span(out, s)
-        out.end(at)
+        out.end(at, reserve)
       }
       if (scope.schemaUrl) {
         out.tag(3, 2)
         out.string(scope.schemaUrl)
       }
-      out.end(scopeSpans)
+      out.end(scopeSpans, BATCH_RESERVE)
     }
     if (resource.schemaUrl) {
       out.tag(3, 2)
       out.string(resource.schemaUrl)
     }
-    out.end(resourceSpans)
+    out.end(resourceSpans, BATCH_RESERVE)
   }
   return out.bytes()
 }
