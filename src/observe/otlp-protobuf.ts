@@ -14,10 +14,13 @@ import type { Resource } from '@opentelemetry/resources'
 /** What the encoder reads of a span: the gateway's RecordedSpan (observe/recorded-span.ts). */
 export interface EncodableSpan {
   readonly traceId: string
-  readonly spanId: string
+  /** The span's id: 8 bytes of `idBytes` from `idAt`. */
+  readonly idBytes: Uint8Array
+  readonly idAt: number
   readonly traceFlags: number
   readonly traceState: { serialize(): string } | undefined
-  readonly parentSpanContext: { spanId: string; isRemote?: boolean } | undefined
+  /** A parent: a span of the gateway's (its id as bytes) or a caller's (its id in hex). */
+  readonly parentSpanContext: { spanId: string; isRemote?: boolean; idBytes?: Uint8Array; idAt?: number } | undefined
   readonly name: string
   /** SpanKind of the API (INTERNAL 0, SERVER 1, CLIENT 2, …). */
   readonly kind: number
@@ -117,10 +120,10 @@ class ProtoOut {
     this.pos += bytes.length
   }
 
-  // The last two ids written, and where their bytes are: a trace's spans are written one
-  // after the other (its steps end before it) and share its id, and the steps' parent is
-  // the request's span: its bytes are copied rather than decoded again.
-  #ids: [string, number, string, number] = ['', 0, '', 0]
+  // The last trace id written, and where its bytes are: a trace's spans are written one
+  // after the other (its steps end before it) and share its id, copied rather than decoded again.
+  #trace = ''
+  #traceAt = 0
 
   /** An id (`bytes`) given as hex. */
   hex(id: string): void {
@@ -128,22 +131,26 @@ class ProtoOut {
     this.room(n + 1)
     const buf = this.buf
     buf[this.pos++] = n
-    const ids = this.#ids
-    const from = id === ids[0] ? ids[1] : id === ids[2] ? ids[3] : -1
-    if (from !== -1) {
+    if (id === this.#trace) {
+      const from = this.#traceAt
       for (let i = 0; i < n; i += 1) buf[this.pos + i] = buf[from + i] as number
     } else {
       if (!hexInto(buf, this.pos, id, n)) buf.write(id, this.pos, n, 'hex')
-      // The trace id (32 digits) is kept in the first slot, a span id in the second.
       if (n === 16) {
-        ids[0] = id
-        ids[1] = this.pos
-      } else {
-        ids[2] = id
-        ids[3] = this.pos
+        this.#trace = id
+        this.#traceAt = this.pos
       }
     }
     this.pos += n
+  }
+
+  /** A span id (`bytes`) given as its 8 bytes in `from` at `at`. */
+  id(from: Uint8Array, at: number): void {
+    this.room(9)
+    const buf = this.buf
+    buf[this.pos++] = 8
+    for (let i = 0; i < 8; i += 1) buf[this.pos + i] = from[at + i] as number
+    this.pos += 8
   }
 
   fixed32(value: number): void {
@@ -199,10 +206,8 @@ class ProtoOut {
       if (shift > 0) this.room(shift)
       this.buf.copyWithin(at + size, at + reserve, this.pos)
       this.pos += shift
-      // The ids remembered within the message moved with it.
-      const ids = this.#ids
-      if (ids[1] > at) ids[1] += shift
-      if (ids[3] > at) ids[3] += shift
+      // The trace id remembered within the message moved with it.
+      if (this.#traceAt > at) this.#traceAt += shift
     }
     const end = this.pos
     this.pos = at
@@ -349,14 +354,17 @@ function span(out: ProtoOut, s: EncodableSpan): void {
   out.tag(1, 2)
   out.hex(s.traceId)
   out.tag(2, 2)
-  out.hex(s.spanId)
+  out.id(s.idBytes, s.idAt)
   const state = s.traceState?.serialize()
   if (state) {
     out.tag(3, 2)
     out.string(state)
   }
   const parent = s.parentSpanContext
-  if (parent?.spanId) {
+  if (parent?.idBytes !== undefined) {
+    out.tag(4, 2)
+    out.id(parent.idBytes, parent.idAt as number)
+  } else if (parent?.spanId) {
     out.tag(4, 2)
     out.hex(parent.spanId)
   }

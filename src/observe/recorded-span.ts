@@ -47,30 +47,39 @@ function precomputedBytes(attributes: Attributes): Uint8Array | null {
   return bytes
 }
 
-// Ids from a pool of random hex, refilled 4 KiB at a time (W3C: 16 bytes, 8 bytes, never all zero).
+// Ids from a pool of random bytes, refilled 4 KiB at a time (W3C: 16 bytes, 8 bytes, never
+// all zero). A span keeps where its id is in the pool (the encoder copies the bytes), and
+// makes its hex only when read.
 const POOL_BYTES = 4096
-let pool = ''
-let taken = POOL_BYTES * 2
-const ZERO_TRACE = '0'.repeat(32)
-const ZERO_SPAN = '0'.repeat(16)
+let pool = Buffer.alloc(0)
+let taken = 0
 
-function hexId(chars: number, zero: string): string {
+/** Takes `bytes` random bytes, not all zero, from the pool: their offset in `pool`. */
+function takeId(bytes: number): number {
   for (;;) {
-    if (taken + chars > pool.length) {
-      pool = randomFillSync(Buffer.allocUnsafe(POOL_BYTES)).toString('hex')
+    if (taken + bytes > pool.length) {
+      pool = randomFillSync(Buffer.allocUnsafe(POOL_BYTES))
       taken = 0
     }
-    const id = pool.slice(taken, (taken += chars))
-    if (id !== zero) return id
+    const at = taken
+    taken += bytes
+    for (let i = at; i < taken; i += 1) if (pool[i] !== 0) return at
   }
 }
 
-export const newTraceId = (): string => hexId(32, ZERO_TRACE)
-export const newSpanId = (): string => hexId(16, ZERO_SPAN)
+function newId(bytes: number): string {
+  const at = takeId(bytes)
+  return pool.toString('hex', at, at + bytes)
+}
+
+export const newTraceId = (): string => newId(16)
+export const newSpanId = (): string => newId(8)
 
 export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
   readonly recording = true
-  readonly spanId = newSpanId()
+  /** The span's id: 8 bytes of `idBytes` from `idAt`. */
+  readonly idBytes: Buffer
+  readonly idAt: number
   readonly startMs: number
   readonly #startPerf: number
   readonly #sink: SpanSink
@@ -97,10 +106,16 @@ export class RecordedSpan implements ReadableSpan, EncodableSpan, Trace {
     readonly parentSpanContext: SpanContext | undefined,
   ) {
     this.#sink = sink
+    this.idAt = takeId(8)
+    this.idBytes = pool
     this.#startPerf = performance.now()
     // A step starts from its request's wall-clock start and the monotonic time since: one
     // reading of the wall clock a request, and its steps within it whatever the clock does.
     this.startMs = parentSpanContext instanceof RecordedSpan ? parentSpanContext.startMs + (this.#startPerf - parentSpanContext.#startPerf) : sink.now()
+  }
+
+  get spanId(): string {
+    return this.idBytes.toString('hex', this.idAt, this.idAt + 8)
   }
 
   /** The span's context: the span itself, which holds its fields (no object of its own). */
