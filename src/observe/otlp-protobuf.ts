@@ -153,6 +153,31 @@ class ProtoOut {
     this.pos += 8
   }
 
+  /**
+   * A span's last fields at once: no attribute, event or link dropped (10, 12, 14: the
+   * gateway's spans hold fewer than the SDK's limits of 128), its status as its code alone
+   * (15: a SpanStatusCode, 0 to 2), its flags (16, fixed32).
+   */
+  spanEnd(statusCode: number, flags: number): void {
+    this.room(16)
+    const buf = this.buf
+    let at = this.pos
+    buf[at++] = 0x50
+    buf[at++] = 0
+    buf[at++] = 0x60
+    buf[at++] = 0
+    buf[at++] = 0x70
+    buf[at++] = 0
+    buf[at++] = 0x7a
+    buf[at++] = 2
+    buf[at++] = 0x18
+    buf[at++] = statusCode
+    buf[at++] = 0x85
+    buf[at++] = 0x01
+    this.pos = at
+    this.fixed32(flags)
+  }
+
   fixed32(value: number): void {
     this.room(4)
     const buf = this.buf
@@ -388,20 +413,7 @@ function span(out: ProtoOut, s: EncodableSpan): void {
   out.time(endSeconds, endNanos)
   if (s.baseBytes !== null) out.raw(s.baseBytes)
   if (s.own !== null) attributes(out, s.own, SPAN_ATTRIBUTES_FIELD)
-  // No attribute, event or link is ever dropped: fewer than the SDK's limits of 128.
-  out.tag(10, 0)
-  out.varint(0)
-  out.tag(12, 0)
-  out.varint(0)
-  out.tag(14, 0)
-  out.varint(0)
-  out.tag(15, 2)
-  const status = out.begin()
-  out.tag(3, 0)
-  out.varint(s.statusCode)
-  out.end(status)
-  out.tag(16, 5)
-  out.fixed32((s.traceFlags & 0xff) | 0x100 | (parent?.isRemote ? 0x200 : 0))
+  out.spanEnd(s.statusCode, (s.traceFlags & 0xff) | 0x100 | (parent?.isRemote ? 0x200 : 0))
 }
 
 /** The ExportTraceServiceRequest of `spans`, grouped by resource then scope as the SDK groups them. */
