@@ -49,7 +49,7 @@ function precomputedBytes(attributes: Attributes): Uint8Array | null {
 
 // Ids from a pool of random bytes, refilled 4 KiB at a time (W3C: 16 bytes, 8 bytes, never
 // all zero). A span keeps where its id is in the pool (the encoder copies the bytes), and
-// makes its hex only when read.
+// makes its hex only when read; a pool is replaced when used up, never written again.
 const POOL_BYTES = 4096
 let pool = Buffer.alloc(0)
 let taken = 0
