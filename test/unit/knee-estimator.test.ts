@@ -13,11 +13,12 @@ type Call = { kind: 'cheap' | 'dear' | 'year'; local: boolean; startedAt: number
  * on (the steady phase), with a `stall` (the platform still from `from` to `to`, no call
  * overdue) the lowest knee from the stall on, and when the knee first fell on a queue. With
  * `loss`, the platform has `workers` from `at` on; with `long`, one call of `ms` more starts
- * at `at` (returned: when it ended).
+ * at `at` (returned: when it ended). With `callers`, they keep that many calls in flight at
+ * most, waiting for a seat only past the limit (returned: when the start ended).
  */
-function learn(workers: number, remote: number, ms: number, o: { stall?: Span; dearShare?: number; loss?: { at: number; workers: number }; long?: Span } = {}): { last: number; steady: number[]; lowest: number; fell: number | null; longEnded: number | null } {
-  const { stall, dearShare = 0.3, loss, long } = o
-  let [lowest, fell, longEnded] = [Infinity, null as number | null, null as number | null]
+function learn(workers: number, remote: number, ms: number, o: { stall?: Span; dearShare?: number; loss?: { at: number; workers: number }; long?: Span; callers?: number } = {}): { last: number; steady: number[]; lowest: number; fell: number | null; longEnded: number | null; startEnded: number | null } {
+  const { stall, dearShare = 0.3, loss, long, callers = Infinity } = o
+  let [lowest, fell, longEnded, startEnded] = [Infinity, null as number | null, null as number | null, null as number | null]
   const steady: number[] = []
   const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
   let seed = 7
@@ -34,8 +35,8 @@ function learn(workers: number, remote: number, ms: number, o: { stall?: Span; d
   while (now < ms) {
     if (long !== undefined && now >= long.from && !platform.some((c) => c.kind === 'year') && longEnded === null) send(true, 'year')
     while (platform.filter((c) => !c.local).length < remote) send(false)
-    while (platform.length < rule.limit) send(true)
-    rule.waited()
+    while (platform.length < Math.min(rule.limit, callers)) send(true)
+    if (callers > rule.limit) rule.waited()
     const serving = platform.slice(0, loss !== undefined && now >= loss.at ? loss.workers : workers)
     const first = serving.reduce((a, b) => (b.left < a.left ? b : a))
     const stalled = stall !== undefined && now >= stall.from && now < stall.to
@@ -49,12 +50,13 @@ function learn(workers: number, remote: number, ms: number, o: { stall?: Span; d
     }
     if (now >= nextTick) {
       if (rule.tick(now, null)?.move === 'queue') fell ??= now
+      if (rule.phase === 'cruise') startEnded ??= now
       if (stall !== undefined && now >= stall.from) lowest = Math.min(lowest, rule.knee)
       if (nextTick >= ms / 3 && nextTick % 1_000 === 0) steady.push(rule.knee)
       nextTick += 100
     }
   }
-  return { last: rule.knee, steady, lowest, fell, longEnded }
+  return { last: rule.knee, steady, lowest, fell, longEnded, startEnded }
 }
 
 /** The median of `xs`, the lower of the middle two. */
@@ -129,6 +131,15 @@ describe('KneeEstimator', () => {
     const held = learn(12, 0, 90_000, { loss: { at: 5_000, workers: 6 }, long: { from: 4_500, to: 44_500 } })
     expect(held.last).toBe(6)
     expect(held.fell, `the long call ended at ${held.longEnded}`).toBeGreaterThan(held.longEnded!)
+  })
+
+  // The start's verdict is held alike while its limit is not in use (no call waited for a
+  // seat): 6 callers on 4 workers at the start's 8 seats, a call of 20 s among the first;
+  // the start ends at the 4 workers, not before that call ended.
+  it('ends a start whose limit is not in use on a queue only once the calls in flight when it first showed have ended', () => {
+    const held = learn(4, 0, 60_000, { callers: 6, long: { from: 0, to: 20_000 } })
+    expect(held.last).toBe(4)
+    expect(held.startEnded, `the long call ended at ${held.longEnded}`).toBeGreaterThan(held.longEnded!)
   })
 
   // Judged as the model bounds it (docs/governor.md, "no standing queue"): at the median,

@@ -197,16 +197,18 @@ export class KneeEstimator {
     this.#newCalls = 0
     return this.#phase === 'start' ? this.#startStep() : this.#cruise()
   }
-  /** At a fresh start: a sure queue ends the doubling at the likeliest w; else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
+  /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
   #startStep(): Step | null {
     const { queueBelow: sure, best } = verdicts(this.#likelihoods(), this.#limit)
-    const queueBelow = sure && this.#queueShows()
+    // Calls that waited for a seat fill the limit: the queue is the doubling's own, acted on at once.
+    const queueBelow = this.#waited ? sure && this.#queueShows() : this.#queueHolds(sure)
     if (queueBelow || this.#limit >= this.#max) {
       this.#phase = 'cruise'
       if (!queueBelow) this.#roomShown()
       return this.#setKnee(queueBelow ? best : this.#max, 'knee', 1)
     }
     if (!this.#waited) return null
+    this.#held = 0
     const longOnly = this.#longWaits() !== null
     this.#knee = this.#limit
     this.#roomShown()
@@ -225,8 +227,7 @@ export class KneeEstimator {
       return this.#setKnee(this.#limit, 'grew', this.#past)
     }
     const { queueBelow: sure, best } = verdicts(ll, k)
-    if (!sure) this.#held = 0
-    const queueBelow = sure && this.#queueShows() && this.#heldOut()
+    const queueBelow = this.#queueHolds(sure)
     if (queueBelow || (this.#limit > k + 1 && verdicts(ll, this.#limit).queueBelow)) {
       this.#past = 1
       return this.#setKnee(queueBelow ? best : k, 'queue', 1)
@@ -235,8 +236,10 @@ export class KneeEstimator {
     if (known && this.#limit > k) return this.#set(k, 'knee')
     return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
-  /** A queue verdict first shown sets aside the calls then in flight; it is acted on once they have all ended and it still holds (docs/governor.md). */
-  #heldOut(): boolean {
+  /** A sure queue, believed (#queueShows), first shown sets aside the calls then in flight; it is acted on once they have all ended and it still holds (cruise; at the start while no call waited for a seat: docs/governor.md). */
+  #queueHolds(sure: boolean): boolean {
+    if (!sure) this.#held = 0
+    if (!sure || !this.#queueShows()) return false
     if (this.#held === 0) this.#held = this.#serial
     if ((this.#calls.keys().next().value ?? Infinity) <= this.#held) return false
     this.#held = 0
