@@ -36,7 +36,7 @@ export function useAttackGateway(opts: SandboxGatewayOptions = {}): SandboxGatew
     sg.sandbox.clearRequests()
   })
   afterAll(async () => {
-    await sg?.close()
+    await sg?.closeAfterTests()
   })
   return late('the attack gateway', () => sg)
 }

@@ -26,7 +26,7 @@ describe('report jobs attacked', () => {
   })
   afterEach(() => sg.sandbox.releaseHeld())
   afterAll(async () => {
-    await sg.close()
+    await sg.closeAfterTests()
   })
 
   const reportCalls = () => sg.callerRequests().filter((r) => r.path === REPORT_PATH).length
@@ -199,7 +199,7 @@ describe('report jobs while Redis is down', () => {
     sg = await startSandboxGateway({ env: { REDIS_URL: redis.url, ADMIN_TOKEN } })
   })
   afterAll(async () => {
-    await sg.close()
+    await sg.closeAfterTests()
     await redis.close()
   })
 

@@ -21,7 +21,7 @@ describe('waits on report jobs past their bounds', () => {
   })
   afterEach(() => sg.sandbox.releaseHeld())
   afterAll(async () => {
-    await sg.close()
+    await sg.closeAfterTests()
   })
 
   const get = (path: string, key: string, headers: Record<string, string> = {}) => fetch(`${sg.url}${path}`, { headers: { 'x-api-key': key, ...headers } })

@@ -1,3 +1,4 @@
+import { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import { stringify } from 'yaml'
@@ -171,6 +172,17 @@ export async function buildGateway(config: Config, deps: GatewayDeps = {}): Prom
   await gateway.proxy.ready()
   await gateway.admin.ready()
   return Object.assign(gateway, { logs })
+}
+
+/**
+ * Closes a gateway whose test is over. The connections its callers keep alive are idle
+ * then, and closed at once, as Node closes idle connections: the gentle close gives each
+ * idle one a moment (src/http/server.ts) for a caller still sending, and a test that is
+ * over sends nothing more. A test of the close itself calls close().
+ */
+export async function closeAfterTest(gw: Gateway): Promise<void> {
+  for (const app of [gw.proxy, gw.admin]) Server.prototype.closeIdleConnections.call(app.server)
+  await gw.close()
 }
 
 /** Starts the proxy listener of a gateway on a free loopback port. */

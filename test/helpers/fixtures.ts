@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll } from 'vitest'
 import type { Config } from '../../src/config.js'
 import type { GatewayDeps } from '../../src/compose.js'
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/sandbox.js'
-import { buildGateway, listen, testConfig, type TestGateway } from './build-gateway.js'
+import { buildGateway, closeAfterTest, listen, testConfig, type TestGateway } from './build-gateway.js'
 import { startReflectingPlatform, type ReflectingPlatform } from './reflecting-platform.js'
 import { spawnGateway, type GatewayProcess } from './gateway-process.js'
 import { startSandboxGateway, type SandboxGateway, type SandboxGatewayOptions } from './sandbox-gateway.js'
@@ -100,7 +100,7 @@ export function useGateways(opts: { check?: (open: TestGateway[]) => void } = {}
     try {
       opts.check?.(built)
     } finally {
-      for (const gw of built) await gw.close()
+      for (const gw of built) await closeAfterTest(gw)
     }
   })
   return {
@@ -125,7 +125,7 @@ export function useGateway(config: () => Config, opts: { deps?: GatewayDeps; lis
     if (opts.listen) await listen(gw)
   })
   afterAll(async () => {
-    await gw?.close()
+    if (gw) await closeAfterTest(gw)
   })
   return late('the gateway', () => gw)
 }
@@ -137,7 +137,7 @@ export function useSandboxGateway(opts: SandboxGatewayOptions = {}): SandboxGate
     env = await startSandboxGateway(opts)
   })
   afterAll(async () => {
-    await env?.close()
+    await env?.closeAfterTests()
   })
   return late('the sandbox and gateway', () => env)
 }
@@ -190,7 +190,7 @@ export function useReflectingGateway(token: string, yaml: string): { reflecting:
     platform.chunkBytes = null
   })
   afterAll(async () => {
-    await gateway?.close()
+    if (gateway) await closeAfterTest(gateway)
     await platform?.close()
   })
   return { reflecting: late('the reflecting platform', () => platform), gw: late('the gateway', () => gateway) }

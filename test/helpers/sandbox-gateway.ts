@@ -1,7 +1,7 @@
 import { connect } from 'node:net'
 import type { NewCampaign } from '../../src/sandbox/catalog.js'
 import { startSandbox, type Sandbox, type SandboxRequestRecord } from '../../src/sandbox/sandbox.js'
-import { buildGateway, KEYS, listen, TEAMS_YAML, testConfig, type TestGateway } from './build-gateway.js'
+import { buildGateway, closeAfterTest, KEYS, listen, TEAMS_YAML, testConfig, type TestGateway } from './build-gateway.js'
 
 /** A sandbox, and a gateway in front of it listening on a loopback port. */
 export interface SandboxGateway {
@@ -12,7 +12,10 @@ export interface SandboxGateway {
   port: number
   /** Requests the sandbox received, less the gateway's own campaign-ownership lookups. */
   callerRequests(): SandboxRequestRecord[]
+  /** Closes the gateway (close(): the close a test may look at), then the sandbox. */
   close(): Promise<void>
+  /** close() once the tests that used it are over: the gateway by closeAfterTest. */
+  closeAfterTests(): Promise<void>
 }
 
 export interface SandboxGatewayOptions {
@@ -41,6 +44,10 @@ export async function startSandboxGateway(opts: SandboxGatewayOptions = {}): Pro
       sandbox.requests.filter((r) => !String(r.headers['x-request-id'] ?? '').startsWith(OWNERSHIP_REQUEST_PREFIX)),
     async close() {
       await gw.close()
+      await sandbox.close()
+    },
+    async closeAfterTests() {
+      await closeAfterTest(gw)
       await sandbox.close()
     },
   }

@@ -45,9 +45,11 @@ describe('the shapes of issue 51', () => {
     ['16 callers whose reports fail', { kind: 'callers', callers: 16, reports: [WEEK, YEAR], thinkMs: [0, 0], fail: 'error' }],
     ['16 callers that stop reading their answers', { kind: 'callers', callers: 16, reports: [WEEK, YEAR], thinkMs: [0, 0], holdMs: 10_000 }],
   ]
+  // The dashboard alone is one scenario for the three, and a run is the same every time (sim-clock.ts): run once.
+  let aloneRun: Promise<Trace> | undefined
   for (const [what, behaviour] of neighbours) {
     it(`a dashboard that waits for all its answers keeps 80 % of its throughput alone beside ${what}`, async () => {
-      const alone = answersPerSecond(await simulate(scenario([team('B', dashboard)]), newGovernor), 'B')
+      const alone = answersPerSecond(await (aloneRun ??= simulate(scenario([team('B', dashboard)]), newGovernor)), 'B')
       const trace = await simulate(scenario([team('B', dashboard), team('A', behaviour)]), newGovernor)
       const beside = answersPerSecond(trace, 'B')
       expect(beside / alone, `B: ${beside.toFixed(1)} answers/s beside them, ${alone.toFixed(1)} alone`).toBeGreaterThanOrEqual(0.8)
@@ -144,15 +146,18 @@ describe('the shapes of issue 51', () => {
       const beside = await simulate(scenario([b, { ...weeks, until: 110_000 }], { ...more, slowness }), newGovernor)
       return { share: judged(beside) / judged(await simulate(scenario([b], { ...more, slowness: alone }), newGovernor)), trace: beside }
     }
+    // Both tests judge the same two runs at 3×: run once.
+    let atThreeTimes: ReturnType<typeof share> | undefined
+    const slowerShare = () => (atThreeTimes ??= share([[20_000, 1], [80_000, 3]], [[0, 3]]))
     it('keeps at 3× the share of itself alone it keeps at 1×, and every guarantee holds', async () => {
-      const slower = await share([[20_000, 1], [80_000, 3]], [[0, 3]])
+      const slower = await slowerShare()
       const steady = await share([], [])
       expect(Math.abs(slower.share / steady.share - 1), `at 3×: ${(100 * slower.share).toFixed(0)} % of alone at 3×; at 1×: ${(100 * steady.share).toFixed(0)} %`).toBeLessThanOrEqual(0.1)
       expect(failed(slower.trace)).toEqual([])
     })
     // The bench's target, missed at any speed: a known miss (docs/decisions/governor-model.md).
     it.fails('keeps 80 % of itself alone at 3×', async () => {
-      expect((await share([[20_000, 1], [80_000, 3]], [[0, 3]])).share).toBeGreaterThanOrEqual(0.8)
+      expect((await slowerShare()).share).toBeGreaterThanOrEqual(0.8)
     })
   })
 
@@ -190,8 +195,9 @@ describe('the shapes of issue 51', () => {
     const trace = await simulate(scaled(10), newGovernor)
     expect(failed(trace).filter((f) => f.startsWith('work-conserving'))).toEqual([])
   })
+  // About 5 s of CPU (the lease plan of 50 replicas), and a loaded machine gives less than a core: a minute.
   it('one team over 50 replicas keeps the workers busy', async () => {
     const trace = await simulate(scaled(50), newGovernor)
     expect(failed(trace).filter((f) => f.startsWith('work-conserving'))).toEqual([])
-  })
+  }, 60_000)
 })
