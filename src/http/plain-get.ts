@@ -17,8 +17,8 @@ export interface PlainGet {
   url: string
   /** Its header fields by lower-cased name, as Node's `req.headers` holds them (each given once). */
   headers: Record<string, string>
-  /** Where its head ends in the bytes read: the first byte of whatever follows. */
-  end: number
+  /** Its head's length in bytes: the next request begins that far after it. */
+  length: number
 }
 
 /**
@@ -81,7 +81,7 @@ export function readPlainGet(bytes: Buffer, from: number, maxBytes: number = PLA
   const headers: Record<string, string> = {}
   for (;;) {
     if (at + 2 > stop) return null
-    if (bytes[at] === CR) return bytes[at + 1] === LF ? { url, headers, end: at + 2 } : null
+    if (bytes[at] === CR) return bytes[at + 1] === LF ? { url, headers, length: at + 2 - from } : null
     const nameStart = at
     while (at < stop && NAME[bytes[at] as number] === 1) at++
     if (at === nameStart || at >= stop || bytes[at] !== COLON) return null
@@ -100,5 +100,36 @@ export function readPlainGet(bytes: Buffer, from: number, maxBytes: number = PLA
     if (name === 'connection' && value.toLowerCase() !== 'keep-alive') return null
     headers[name] = value
     at += 2
+  }
+}
+
+/**
+ * The longest head a connection's reader keeps the bytes of, to know it again: a
+ * kilobyte a connection at most, however many connections are open.
+ */
+export const KEPT_HEAD_MAX = 1024
+
+/**
+ * One connection's reader of plain GETs. A caller on a kept-alive connection (a
+ * dashboard that polls, a probe) sends the same head again and again: the last head read
+ * is kept with its bytes (up to KEPT_HEAD_MAX), and the same bytes again are the same
+ * head, compared byte for byte and not read again. Its headers are frozen: one head
+ * serves every request that repeats it, and nothing may change it.
+ */
+export class PlainGets {
+  #bytes: Buffer | null = null
+  #head: PlainGet | null = null
+
+  /** The plain GET at `from` in `bytes`, as readPlainGet reads it. */
+  read(bytes: Buffer, from: number, maxBytes: number = PLAIN_HEAD_MAX): PlainGet | null {
+    const kept = this.#bytes
+    if (kept !== null && from + kept.length <= bytes.length && bytes.compare(kept, 0, kept.length, from, from + kept.length) === 0 && kept.length <= maxBytes) return this.#head
+    const head = readPlainGet(bytes, from, maxBytes)
+    if (head !== null && head.length <= KEPT_HEAD_MAX) {
+      Object.freeze(head.headers)
+      this.#bytes = Buffer.from(bytes.subarray(from, from + head.length))
+      this.#head = head
+    }
+    return head
   }
 }

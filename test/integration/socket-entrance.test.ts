@@ -13,6 +13,8 @@ import { waitFor } from '../helpers/wait.js'
 
 const REPORT = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-01-01&dateTo=2026-01-07&byDate=1'
 const OTHER = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2026-02-01&dateTo=2026-02-07&byDate=1'
+// A year by date and campaign: an answer of tens of kilobytes.
+const LARGE = '/api/v1/report/campaigns/get?advertiserId=101&dateFrom=2025-01-01&dateTo=2025-12-31&byDate=1&byCampaign=1'
 const COUNTED_KEY = 'rgw_test_counted_key_4444444444444444444444444'
 const YAML = `
 teams:
@@ -29,7 +31,7 @@ teams:
 
 let env: SandboxGateway | undefined
 afterEach(async () => {
-  await env?.close()
+  await env?.closeAfterTests()
   env = undefined
 })
 
@@ -111,6 +113,26 @@ describe('plain GETs read on their connection', () => {
     await waitFor('its access line', () => gw.gw.logs.records().some((r) => r.msg === 'request' && r.reqId === 'same-id' && r.bytes === own.bytes()))
     const line = gw.gw.logs.records().find((r) => r.msg === 'request' && r.reqId === 'same-id' && r.bytes === own.bytes())
     expect(line).toMatchObject({ team: 'all', route: 'report', status: 200, cache: 'HIT', method: 'GET', path: '/api/v1/report/campaigns/get' })
+    own.socket.destroy()
+    nodes.socket.destroy()
+  })
+
+  it('writes a large hit\'s head and body apart, the same bytes as Node\'s path', async () => {
+    const gw = await gatewayWithHit()
+    const fill = await request(`${gw.url}${LARGE}`, { headers: { 'x-api-key': KEYS.all } })
+    await fill.body.dump()
+    const own = open(gw.port)
+    own.socket.write(plainGet(LARGE, KEYS.all, ['x-request-id: large']))
+    const nodes = open(gw.port)
+    nodes.socket.write(plainGet(LARGE, KEYS.all, ['x-request-id:  large']))
+    await waitFor('both answered', () => own.answers().length === 1 && nodes.answers().length === 1)
+    const [mine, theirs] = [own.answers()[0] as Answer, nodes.answers()[0] as Answer]
+    // Past the one write's 16 KiB (socket-entrance.ts).
+    expect(mine.body.length).toBeGreaterThan(16 * 1024)
+    expect(steady(mine.head)).toBe(steady(theirs.head))
+    expect(mine.body).toBe(theirs.body)
+    // Its fill (a URL not seen before) and the request left to Node.
+    expect(gw.node.requests).toBe(2)
     own.socket.destroy()
     nodes.socket.destroy()
   })

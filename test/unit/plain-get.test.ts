@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { PLAIN_HEAD_MAX, readPlainGet } from '../../src/http/plain-get.js'
+import { KEPT_HEAD_MAX, PLAIN_HEAD_MAX, PlainGets, readPlainGet } from '../../src/http/plain-get.js'
 
 // Which heads are read here, and which are left to Node's parser. That a head read here
 // is read the same by Node: test/property/plain-heads.test.ts.
@@ -10,15 +10,36 @@ const get = (lines: string[]) => `GET /api/v1/report/x?a=1 HTTP/1.1\r\n${lines.m
 describe('a plain GET read on the connection', () => {
   it('is read whole: its target, its headers by lower-cased name, where it ends', () => {
     const text = get(['Host: gw.local', 'X-Api-Key: team-a-key', 'connection: Keep-Alive', 'x-empty:', 'X-Tab:a\tb'])
-    expect(read(text)).toEqual({ url: '/api/v1/report/x?a=1', headers: { host: 'gw.local', 'x-api-key': 'team-a-key', connection: 'Keep-Alive', 'x-empty': '', 'x-tab': 'a\tb' }, end: text.length })
+    expect(read(text)).toEqual({ url: '/api/v1/report/x?a=1', headers: { host: 'gw.local', 'x-api-key': 'team-a-key', connection: 'Keep-Alive', 'x-empty': '', 'x-tab': 'a\tb' }, length: text.length })
   })
 
   it('ends a head at its empty line: what follows is the next request', () => {
     const first = get(['Host: h'])
     const both = Buffer.from(`${first}GET /api/v1/report/y HTTP/1.1\r\nHost: h\r\n\r\n`, 'latin1')
     const one = readPlainGet(both, 0)
-    expect(one?.end).toBe(first.length)
-    expect(readPlainGet(both, one?.end ?? 0)?.url).toBe('/api/v1/report/y')
+    expect(one?.length).toBe(first.length)
+    expect(readPlainGet(both, one?.length ?? 0)?.url).toBe('/api/v1/report/y')
+  })
+
+  it('knows a head again by its bytes on one connection, and reads any other anew', () => {
+    const heads = new PlainGets()
+    const asked = get(['Host: h', 'X-Api-Key: k'])
+    const twice = Buffer.from(`${asked}${asked}`, 'latin1')
+    const first = heads.read(twice, 0)
+    // The same bytes, after the first: the same head, its headers frozen (one head serves both).
+    expect(heads.read(twice, asked.length)).toBe(first)
+    expect(Object.isFrozen(first?.headers)).toBe(true)
+    // One byte changed: read anew, and kept in its place.
+    const other = Buffer.from(asked.replace('X-Api-Key: k', 'X-Api-Key: j'), 'latin1')
+    expect(heads.read(other, 0)).toMatchObject({ headers: { 'x-api-key': 'j' } })
+    expect(heads.read(Buffer.from(asked, 'latin1'), 0)).not.toBe(first)
+    // A head the reader would not take (too long for the limit asked) is not taken for being known.
+    expect(heads.read(Buffer.from(asked, 'latin1'), 0, 10)).toBeNull()
+    // A head past KEPT_HEAD_MAX is read, not kept.
+    const long = Buffer.from(get(['Host: h', `X-Pad: ${'a'.repeat(KEPT_HEAD_MAX)}`]), 'latin1')
+    const once = heads.read(long, 0)
+    expect(once).not.toBeNull()
+    expect(heads.read(long, 0)).not.toBe(once)
   })
 
   // Each of these is read by Node's parser, which frames, folds, refuses or reads it in its own way: never here.
