@@ -26,7 +26,19 @@ export interface TracingConfig {
   sampler: SamplerName
   /** OTEL_TRACES_SAMPLER_ARG of the ratio samplers (default 1). */
   samplerRatio: number
+  /** The batches spans are sent in: OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_MAX_QUEUE_SIZE, else BATCH_SPANS and QUEUED_SPANS. */
+  batch: { maxExportBatchSize: number; maxQueueSize: number }
 }
+
+/**
+ * Spans sent in batches of this many, from a queue of QUEUED_SPANS, where OTEL_BSP_* says
+ * nothing: four times the SDK's 512 and 2,048. A hit answered with every request sampled
+ * makes three spans, and each export pays an HTTP request of its own: batches four times
+ * as large make a quarter of the exports (what a traced hit costs with each:
+ * docs/benchmarks.md, "Tracing"). The queue holds 8,192 spans at most, a few megabytes.
+ */
+export const BATCH_SPANS = 2048
+export const QUEUED_SPANS = 8192
 
 export const DEFAULT_SERVICE_NAME = 'report-gateway'
 
@@ -61,7 +73,17 @@ export function tracingConfig(env: Env, problems: string[]): TracingConfig | nul
     resourceAttributes,
     sampler: sampler as SamplerName,
     samplerRatio,
+    batch: { maxExportBatchSize: count(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', BATCH_SPANS, problems), maxQueueSize: count(env, 'OTEL_BSP_MAX_QUEUE_SIZE', QUEUED_SPANS, problems) },
   }
+}
+
+/** The whole number `name` gives (at least 1), else `fallback`. */
+function count(env: Env, name: string, fallback: number, problems: string[]): number {
+  const text = env[name]?.trim()
+  if (!text) return fallback
+  const n = Number(text)
+  if (!Number.isInteger(n) || n < 1) problems.push(`${name}: ${text} is not a whole number of spans (at least 1)`)
+  return n
 }
 
 /** `key=value,key2=value2` (W3C Baggage's form, values percent-decoded), as the OTEL_* lists are written. */

@@ -23,7 +23,7 @@ describe('tracing configuration from OTEL_* variables', () => {
 
   it('sends to <endpoint>/v1/traces, or to the traces endpoint as it is, in protobuf unless told JSON', () => {
     expect(read({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' })).toEqual({
-      config: { url: 'http://collector:4318/v1/traces', protocol: 'http/protobuf', headers: {}, serviceName: 'report-gateway', resourceAttributes: {}, sampler: 'parentbased_always_on', samplerRatio: 1 },
+      config: { url: 'http://collector:4318/v1/traces', protocol: 'http/protobuf', headers: {}, serviceName: 'report-gateway', resourceAttributes: {}, sampler: 'parentbased_always_on', samplerRatio: 1, batch: { maxExportBatchSize: 2048, maxQueueSize: 8192 } },
       problems: [],
     })
     const own = read({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://b/otlp/traces', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }).config
@@ -47,6 +47,16 @@ describe('tracing configuration from OTEL_* variables', () => {
       samplerRatio: 0.25,
     })
     expect(read({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SERVICE_NAME: 'gw-eu', OTEL_RESOURCE_ATTRIBUTES: 'service.name=x' }).config?.serviceName).toBe('gw-eu')
+  })
+
+  it('sends spans in batches of 2,048 from a queue of 8,192 unless OTEL_BSP_* says otherwise', () => {
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }
+    expect(read(endpoint).config?.batch).toEqual({ maxExportBatchSize: 2048, maxQueueSize: 8192 })
+    expect(read({ ...endpoint, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '512', OTEL_BSP_MAX_QUEUE_SIZE: ' 2048 ' }).config?.batch).toEqual({ maxExportBatchSize: 512, maxQueueSize: 2048 })
+    expect(read({ ...endpoint, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '0', OTEL_BSP_MAX_QUEUE_SIZE: 'many' }).problems).toEqual([
+      'OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 0 is not a whole number of spans (at least 1)',
+      'OTEL_BSP_MAX_QUEUE_SIZE: many is not a whole number of spans (at least 1)',
+    ])
   })
 
   it('refuses what it cannot honour, naming the variable and never a header\'s value', () => {
