@@ -200,6 +200,18 @@ describe('plain GETs read on their connection', () => {
     expect(gw.node.requests).toBe(1)
   })
 
+  it('refuses a scoped team another team\'s copy on the connection as the route refuses it', async () => {
+    const gw = await gatewayWithHit(`${YAML}  growth:\n    keys: ["${hashApiKey(KEYS.growth)}"]\n    advertisers: [102]\n`)
+    // REPORT (advertiser 101) is fresh in memory, filled for the team of every advertiser.
+    const conn = open(gw.port)
+    conn.socket.write(plainGet(REPORT, KEYS.growth, ['x-request-id: prying']))
+    await waitFor('an answer', () => conn.answers().length === 1)
+    const answer = conn.answers()[0] as Answer
+    expect([answer.status, JSON.parse(answer.body).code, answer.headers['x-cache']]).toEqual([403, 'GW_FORBIDDEN', undefined])
+    expect(answer.body).not.toContain('"data"')
+    conn.socket.destroy()
+  })
+
   it('never reads a request smuggled in a GET\'s body as a request of its own', async () => {
     const gw = await gatewayWithHit()
     const smuggled = plainGet(OTHER, KEYS.all, ['x-request-id: smuggled'])
