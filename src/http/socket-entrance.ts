@@ -81,7 +81,7 @@ export function enterOnConnections(server: BufferedServer, serve: ServePlain, cl
   server.on('connection', (socket: HandleSocket) => {
     held.set(socket, { read: 0, since: now() })
     const heads = new PlainGets()
-    const handOff = (rest: Buffer | null): void => {
+    const handOff = (rest: Buffer): void => {
       socket.removeListener('data', onData)
       socket.removeListener('end', onEnd)
       socket.removeListener('error', onError)
@@ -90,7 +90,7 @@ export function enterOnConnections(server: BufferedServer, serve: ServePlain, cl
       // from the handle beside it: the connection's requests stay in their order.
       if (socket._handle) socket._handle._consumed = true
       node.call(server, socket)
-      if (rest !== null && rest.length > 0) socket.unshift(rest)
+      if (rest.length > 0) socket.unshift(rest)
     }
     const onData = (chunk: Buffer): void => {
       let at = 0
