@@ -58,7 +58,8 @@ export function redisParts(config: Config, o: { redis?: RedisClient | null; log:
       })
     : null
   // Checked from the start, not only when a request needs Redis: an outage without traffic shows too.
-  const watch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS), keyPrefix: config.redis.keyPrefix, onReconnect: () => back(), clock }) : null
+  const startWaitMs = Math.max(redisConnectTimeoutMs(config.redis), REDIS_START_WAIT_MS)
+  const watch = redis && breaker ? new RedisWatch(redis, breaker, { intervalMs: config.redis.breakerCooldownMs, connectTimeoutMs: startWaitMs, keyPrefix: config.redis.keyPrefix, onReconnect: () => back(), clock }) : null
   // Redis is shared, not trusted: what replicas write there is sealed.
   const seal = config.gatewaySecret ? new RedisSeal(config.gatewaySecret, config.gatewaySecretFallback) : null
   // Each series from 0, so that an alert on increase() sees the first forged value too.
@@ -67,7 +68,7 @@ export function redisParts(config: Config, o: { redis?: RedisClient | null; log:
     metrics.redisUnverified.inc({ what })
     log.warn({ what, where }, "ignoring a value in redis that does not carry this gateway's seal (GATEWAY_SECRET)")
   }
-  const bus = redis ? new RedisBus(redis, redisKey.bus(config.redis.keyPrefix), log, { seal, onUnverified: (channel) => unverified('message', channel) }) : null
+  const bus = redis ? new RedisBus(redis, redisKey.bus(config.redis.keyPrefix), log, { seal, onUnverified: (channel) => unverified('message', channel), startWaitMs }) : null
   return {
     redis,
     breaker,

@@ -20,7 +20,11 @@ export interface RedisBusOptions {
   seal?: RedisSeal | null
   /** A message that did not verify, dropped. */
   onUnverified?: (channel: string) => void
+  /** How long subscribe waits for a SUBSCRIBE while the subscriber has not connected (default 2 s). */
+  startWaitMs?: number
 }
+
+const START_WAIT_MS = 2000
 
 /**
  * Pub/sub between replicas: token rotation, purges, lock wake-ups. Subscribing needs
@@ -40,6 +44,7 @@ export class RedisBus {
   readonly #onUnverified: (channel: string) => void
   readonly #nonces = new SeenNonces({ maxAgeMs: BUS_MESSAGE_MAX_AGE_MS, maxEntries: BUS_NONCES_MAX })
   readonly #nonceSource = new NonceSource()
+  readonly #startWaitMs: number
   // The subscriber failed to connect, and has not connected since.
   #unreachable = false
 
@@ -53,6 +58,7 @@ export class RedisBus {
     this.#log = log
     this.#seal = opts.seal ?? null
     this.#onUnverified = opts.onUnverified ?? (() => undefined)
+    this.#startWaitMs = opts.startWaitMs ?? START_WAIT_MS
     // The subscriber queues its SUBSCRIBE until connected; commands never wait on it.
     // ioredis's own resubscription after a reconnect is off: its SUBSCRIBE's promise is
     // held by nobody, and a connection dropped again before the answer rejects it
@@ -95,10 +101,14 @@ export class RedisBus {
       // Redis being out must not stop the gateway from starting: it serves without it.
       // Once the subscriber failed to connect, the channel waits for the next connection
       // (every channel is subscribed on 'ready') rather than for this SUBSCRIBE to fail.
+      // A SUBSCRIBE sent before the subscriber's connection first failed may never be
+      // answered (a Cluster's subscriber holds it through every failed reconnect): it is
+      // waited for at most startWaitMs unless the subscriber is connected.
       const subscribing = this.#sub.subscribe(full).catch((err: Error) => {
         this.#log.warn({ err: { message: err.message }, channel: full }, 'redis subscription deferred until redis is reachable')
       })
-      if (!this.#unreachable) await subscribing
+      if (this.#sub.status === 'ready') await subscribing
+      else if (!this.#unreachable) await settledWithin(subscribing, this.#startWaitMs)
     }
     set.add(handler)
   }
@@ -131,4 +141,11 @@ export class RedisBus {
   async close(): Promise<void> {
     await closeRedis(this.#sub)
   }
+}
+
+/** Waits for `promise` (which never rejects) or `ms`, whichever comes first. */
+async function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))])
+  clearTimeout(timer)
 }
