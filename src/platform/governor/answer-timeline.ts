@@ -53,25 +53,55 @@ export function kindId(kind: string): string {
 /** `<now>;<start>,<end>,<kind>,<flag>;…`, times in base 36, start and end as ms before now (an end empty: in flight). */
 export function encodeCalls(now: number, calls: readonly CallEntry[]): string {
   // Whole ms apart from the record's moment, so that a call reads the same in every record.
-  const ago = (t: number) => Math.max(0, Math.round(now) - Math.round(t)).toString(36)
-  return [Math.round(now).toString(36), ...calls.map((c) => `${ago(c.startedAt)},${c.at === null ? '' : ago(c.at)},${c.kind},${c.at === null ? '' : flagOf(c)}`)].join(';')
+  const at = Math.round(now)
+  const ago = (t: number) => Math.max(0, at - Math.round(t)).toString(36)
+  let text = at.toString(36)
+  for (const c of calls) text += c.at === null ? `;${ago(c.startedAt)},,${c.kind},` : `;${ago(c.startedAt)},${ago(c.at)},${c.kind},${flagOf(c)}`
+  return text
 }
-
-const CALL = /^([0-9a-z]+),([0-9a-z]*),([0-9a-z]+),([ouvx]?)$/
 
 /** A record's calls and when it was written, or null when the text is not one. */
 export function decodeCalls(text: string): { at: number; calls: CallEntry[] } | null {
-  const [head, ...parts] = text.split(';')
-  const at = parseInt(head ?? '', 36)
+  const head = text.indexOf(';')
+  const at = parseInt(head === -1 ? text : text.slice(0, head), 36)
   if (!Number.isFinite(at)) return null
   const calls: CallEntry[] = []
-  for (const p of parts) {
-    const m = CALL.exec(p)
-    if (m === null || (m[2] === '') !== (m[4] === '')) return null
-    const [outcome, timed] = FLAGS[m[4] as string] ?? ['other', true]
-    calls.push({ startedAt: at - parseInt(m[1] as string, 36), at: m[2] === '' ? null : at - parseInt(m[2] as string, 36), kind: m[3] as string, outcome, timed })
+  for (let from = head + 1; from > 0;) {
+    const next = text.indexOf(';', from)
+    const call = decodeCall(text, from, next === -1 ? text.length : next, at)
+    if (call === null) return null
+    calls.push(call)
+    from = next + 1
   }
   return { at, calls }
+}
+
+/** `<start>,<end>,<kind>,<flag>` from `from` to `to` of `text` (start and kind one base-36 digit or more, end none or more, the flag one of ouvx exactly when there is an end), or null. */
+function decodeCall(text: string, from: number, to: number, at: number): CallEntry | null {
+  const a = text.indexOf(',', from)
+  const b = a === -1 ? -1 : text.indexOf(',', a + 1)
+  const c = b === -1 ? -1 : text.indexOf(',', b + 1)
+  if (c === -1 || c >= to || a === from || c === b + 1 || to - c > 2) return null
+  const flag = to - c === 2 ? text[c + 1] as string : ''
+  const started = base36(text, from, a)
+  const ended = a + 1 === b ? null : base36(text, a + 1, b)
+  if (Number.isNaN(started) || Number.isNaN(ended) || Number.isNaN(base36(text, b + 1, c)) || (ended === null) !== (flag === '')) return null
+  const [outcome, timed] = flag === '' ? ['other' as const, true] : FLAGS[flag] ?? [null, true]
+  if (outcome === null) return null
+  return { startedAt: at - started, at: ended === null ? null : at - ended, kind: text.slice(b + 1, c), outcome, timed }
+}
+
+/** The number `text` writes from `from` to `to` in base 36 ([0-9a-z] only), or NaN. */
+function base36(text: string, from: number, to: number): number {
+  let n = 0
+  for (let i = from; i < to; i++) {
+    const code = text.charCodeAt(i)
+    const digit = code >= 48 && code <= 57 ? code - 48 : code >= 97 && code <= 122 ? code - 87 : -1
+    if (digit === -1) return NaN
+    n = n * 36 + digit
+  }
+  // Past 10 digits a sum may leave the integers a double holds exactly: parseInt rounds as it does.
+  return to - from > 10 ? parseInt(text.slice(from, to), 36) : n
 }
 
 type Local = { kind: string; load: number; startedAt: number; serial: number | null; answer: Answer | null }
@@ -121,10 +151,16 @@ export class AnswerTimeline {
 
   /** This replica's calls for its record: those ended within keepMs, the most recent CALLS_KEPT, and those in flight. */
   calls(now: number): string {
-    this.#recent = this.#recent.filter((c) => (c.at as number) > now - this.#keepMs).slice(-CALLS_KEPT)
-    const inFlight: CallEntry[] = []
-    for (const c of this.#local.values()) if (c.answer === null) inFlight.push({ startedAt: c.startedAt, at: null, kind: c.kind, outcome: 'other', timed: true })
-    return encodeCalls(now, [...this.#recent, ...inFlight])
+    // The most recent CALLS_KEPT of those ended within keepMs, read from the newest back.
+    const kept: CallEntry[] = []
+    for (let i = this.#recent.length - 1; i >= 0 && kept.length < CALLS_KEPT; i--) {
+      const c = this.#recent[i] as CallEntry
+      if ((c.at as number) > now - this.#keepMs) kept.push(c)
+    }
+    this.#recent = kept.reverse()
+    const calls = [...this.#recent]
+    for (const c of this.#local.values()) if (c.answer === null) calls.push({ startedAt: c.startedAt, at: null, kind: c.kind, outcome: 'other', timed: true })
+    return encodeCalls(now, calls)
   }
 
   /**
@@ -142,11 +178,13 @@ export class AnswerTimeline {
       if (decoded.at < remote.at) continue
       remote.at = decoded.at
       remote.inFlight = decoded.calls.filter((c) => c.at === null)
+      // Most of a record's calls were given at an earlier renewal: those are passed over before their keys are made.
       for (const c of decoded.calls) {
-        if (c.at === null) continue
+        if (c.at === null || (c.at <= this.#released && remote.started.size === 0)) continue
         const k = keyOf(c)
+        if (c.at <= this.#released && !remote.started.has(k)) continue
         const id = `${k}|${c.at}`
-        if (!remote.done.has(id) && (c.at > this.#released || remote.started.has(k))) remote.ended.set(id, c)
+        if (!remote.done.has(id)) remote.ended.set(id, c)
       }
       forgetDone(remote, now - 2 * this.#keepMs)
       this.#remote.set(r.run, remote)

@@ -15,7 +15,8 @@ export interface Queued {
   urgency?: () => number
 }
 
-const rank = (w: Pick<Queued, 'priority'>): number => PRIORITIES.indexOf(w.priority)
+const RANKS = Object.fromEntries(PRIORITIES.map((p, i) => [p, i])) as Readonly<Record<Priority, number>>
+const rank = (w: Pick<Queued, 'priority'>): number => RANKS[w.priority]
 
 export class FairQueue<W extends Queued> {
   // Every waiting call per team, in arrival order; a team with none has no entry.
@@ -27,7 +28,10 @@ export class FairQueue<W extends Queued> {
   /** Waiting calls per team at `priority` (default: callers'; null: every priority). */
   countByTeam(priority: Priority | null = 'caller'): Map<string, number> {
     const out = new Map<string, number>()
-    for (const w of this.all()) if (priority === null || w.priority === priority) out.set(w.team, (out.get(w.team) ?? 0) + 1)
+    for (const [team, list] of this.#byTeam) {
+      const n = priority === null ? list.length : countOf(list, priority)
+      if (n > 0) out.set(team, n)
+    }
     return out
   }
 
@@ -35,8 +39,9 @@ export class FairQueue<W extends Queued> {
 
   /** Waiting calls of `team` at `priority` (null: every priority). */
   count(team: string, priority: Priority | null = 'caller'): number {
-    const list = this.#byTeam.get(team) ?? []
-    return priority === null ? list.length : list.filter((w) => w.priority === priority).length
+    const list = this.#byTeam.get(team)
+    if (list === undefined) return 0
+    return priority === null ? list.length : countOf(list, priority)
   }
 
   has(waiter: W): boolean { return this.#byTeam.get(waiter.team)?.includes(waiter) ?? false }
@@ -104,5 +109,15 @@ export class FairQueue<W extends Queued> {
     return found
   }
 
-  all(): W[] { return [...this.#byTeam.values()].flat() }
+  all(): W[] {
+    const out: W[] = []
+    for (const list of this.#byTeam.values()) for (const w of list) out.push(w)
+    return out
+  }
+}
+
+function countOf(list: readonly Queued[], priority: Priority): number {
+  let n = 0
+  for (const w of list) if (w.priority === priority) n += 1
+  return n
 }
