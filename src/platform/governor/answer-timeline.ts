@@ -179,8 +179,10 @@ export class AnswerTimeline {
       remote.at = decoded.at
       remote.inFlight = decoded.calls.filter((c) => c.at === null)
       // Most of a record's calls were given at an earlier renewal: those are passed over before their keys are made.
+      const startsHere = new Set<number>()
+      for (const k of remote.started.keys()) startsHere.add(startOf(k))
       for (const c of decoded.calls) {
-        if (c.at === null || (c.at <= this.#released && remote.started.size === 0)) continue
+        if (c.at === null || (c.at <= this.#released && !startsHere.has(c.startedAt))) continue
         const k = keyOf(c)
         if (c.at <= this.#released && !remote.started.has(k)) continue
         const id = `${k}|${c.at}`
@@ -276,6 +278,8 @@ export class AnswerTimeline {
 }
 
 const keyOf = (c: CallEntry): string => `${c.startedAt}|${c.kind}`
+/** The start of the call of key `k`. */
+const startOf = (k: string): number => Number(k.slice(0, k.indexOf('|')))
 /** The end, at `at`, of a call whose answer is out of reach: it says nothing. */
 const silentEnd = (at: number): CallEntry => ({ startedAt: at, at, kind: '', outcome: 'other', timed: false })
 
