@@ -70,10 +70,12 @@ export class FairQueue<W extends Queued> {
     let bestRank = Infinity
     let bestUrgency = -Infinity
     for (const w of this.#byTeam.get(team) ?? []) {
-      if (may && !may(w)) continue
+      // A call of a lower priority than the best so far, or of the same one but not a refresh ahead (no urgency to pass it), cannot pass it: `may` is not asked of it.
       const r = rank(w)
+      if (r > bestRank || (r === bestRank && w.priority !== 'ahead')) continue
+      if (may && !may(w)) continue
       const urgency = w.priority === 'ahead' ? (w.urgency?.() ?? 0) : 0
-      if (r < bestRank || (r === bestRank && urgency > bestUrgency)) {
+      if (r < bestRank || urgency > bestUrgency) {
         best = w
         bestRank = r
         bestUrgency = urgency
