@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { AnswerTimeline, decodeCalls, encodeCalls, kindId, type CallEntry, type EvidenceSink } from '../../src/platform/governor/answer-timeline.js'
 import type { Answer } from '../../src/platform/governor/knee-estimator.js'
@@ -46,6 +47,24 @@ describe('encodeCalls and decodeCalls', () => {
     expect(decodeCalls('')).toBeNull()
     expect(decodeCalls('zz;1,2,abc,q')).toBeNull()
     expect(decodeCalls('zz;1,,abc,o')).toBeNull()
+    for (const part of ['', ',2,ab,o', '1,2,,o', '1,2,ab', '1,2,ab,oo', '1,2,ab,o,', '1,2,AB,o', '1,2-,ab,o', '1,2,ab,']) expect(decodeCalls(`zz;${part}`), part).toBeNull()
+  })
+
+  it('reads any text as the grammar of a record says', () => {
+    // The grammar, as a regular expression per call; times in base 36.
+    const grammar = (text: string) => {
+      const [head, ...parts] = text.split(';')
+      const at = parseInt(head as string, 36)
+      if (!Number.isFinite(at)) return null
+      const calls = parts.map((p) => /^([0-9a-z]+),([0-9a-z]*),([0-9a-z]+),([ouvx]?)$/.exec(p))
+      if (calls.some((m) => m === null || (m[2] === '') !== (m[4] === ''))) return null
+      const flags: Record<string, [string, boolean]> = { '': ['other', true], o: ['ok', true], u: ['ok', false], v: ['overload', true], x: ['other', true] }
+      return { at, calls: (calls as RegExpExecArray[]).map(([, s, e, kind, f]) => ({ startedAt: at - parseInt(s as string, 36), at: e === '' ? null : at - parseInt(e as string, 36), kind, outcome: (flags[f as string] as [string, boolean])[0], timed: (flags[f as string] as [string, boolean])[1] })) }
+    }
+    const texts = fc.array(fc.constantFrom('0', '7', 'z', 'a', 'A', 'o', 'u', 'v', 'x', 'q', ',', ',', ',', ';', '-'), { maxLength: 40 }).map((cs) => `hz9k;${cs.join('')}`)
+    const records = fc.array(fc.record({ s: fc.nat(), e: fc.option(fc.nat()), kind: fc.stringMatching(/^[0-9a-z]{1,14}$/), f: fc.constantFrom('o', 'u', 'v', 'x') }), { maxLength: 5 })
+      .map((calls) => ['lq2w3e', ...calls.map((c) => `${c.s.toString(36)},${c.e === null ? '' : c.e.toString(36)},${c.kind},${c.e === null ? '' : c.f}`)].join(';'))
+    fc.assert(fc.property(fc.oneof(texts, records), (text) => { expect(decodeCalls(text)).toEqual(grammar(text)) }), { numRuns: 2_000 })
   })
 
   it('names a kind alike on every replica, in a few characters', () => {
