@@ -209,18 +209,53 @@ describe('seats free in the store while other replicas are short of their due', 
     }
   }
 
-  it('takes the free seats past what the short replicas lack, at once: those past their due are no one\'s', async () => {
+  /** Replica a, whose team a waits for 10 under a limit of 12, beside `b` as the store answers it. */
+  async function besideB(b: ReplicaRecord, grant: (ask: LeaseAsk) => { granted: number; free: number }) {
     const clock = new SimClock()
+    const store = new ScriptedStore(clock, (ask) => ({ ...grant(ask), known: true, others: [b], limitRecord: null }))
+    const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~a', perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+    await lease.start()
+    const demand = () => lease.demand({ limit: 12, inFlight: 0, waiting: 10, teams: [{ team: 'a', weight: 1, held: 0, waiting: 10, cap: null, peak: 10, lingering: false, seatMs: 0 }] })
+    demand()
+    return { clock, store, lease, demand }
+  }
+
+  it('takes the free seats past what the short replicas lack, at once: those past their due are no one\'s', async () => {
     // Limit 12: team a here wants 10, team b elsewhere 4 and holds 1. Shares: b 4, a 8, and the dues the same: b lacks
     // 3, and the store leaves 5 free; 2 of them are no one's due, and a takes them with its own.
     const b: ReplicaRecord = { run: 'r~b', lease: 1, inFlight: 1, need: 4, answered: 0, waited: true, teams: [{ team: 'b', weight: 1, held: 1, waiting: 3, cap: null, peak: 4, lingering: false }] }
-    const store = new ScriptedStore(clock, (ask) => ({ granted: Math.min(ask.ask, 6), free: 12 - 1 - Math.min(ask.ask, 6), known: true, others: [b], limitRecord: null }))
-    const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~a', perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
-    await lease.start()
-    lease.demand({ limit: 12, inFlight: 0, waiting: 10, teams: [{ team: 'a', weight: 1, held: 0, waiting: 10, cap: null, peak: 10, lingering: false, seatMs: 0 }] })
+    const { clock, store, lease } = await besideB(b, (ask) => ({ granted: Math.min(ask.ask, 6), free: 12 - 1 - Math.min(ask.ask, 6) }))
     await clock.run(clock.now() + 100)
     // Its due is 8 (limit 12 less b's 4); with the 2 no one is due, 10 (its need) within 100 ms, not a starved retry later.
     expect(store.asks.map((a) => a.ask)).toContain(10)
+    lease.stop()
+  })
+
+  it('fills no more than the limit less what the other replicas hold or use, whatever it was granted', async () => {
+    // Limit 12: b holds 8 and waits for nothing; a store granting 10 (a grant under a limit since lowered) leaves a 4 to fill.
+    const b: ReplicaRecord = { run: 'r~b', lease: 8, inFlight: 8, need: 8, answered: 0, waited: false, teams: [{ team: 'b', weight: 1, held: 8, waiting: 0, cap: null, peak: 8, lingering: false }] }
+    const { clock, lease } = await besideB(b, (ask) => ({ granted: Math.min(ask.ask, 10), free: 0 }))
+    await clock.run(clock.now() + 5)
+    expect(lease.held).toBe(10)
+    expect(lease.size(12)).toBe(4)
+    lease.stop()
+  })
+
+  // Capped at its due from the answer that grants them (it says none is free then), the seats
+  // idled until its next renewal gave them back (docs/governor.md, "Across replicas").
+  it('fills the seats it was granted past its due with short calls until its next answer, then gives them back', async () => {
+    // Limit 12: a's due 8 as above; the store grants 10 and leaves 1 free, which b lacks (3): no seat is spare.
+    const b: ReplicaRecord = { run: 'r~b', lease: 1, inFlight: 1, need: 4, answered: 0, waited: true, teams: [{ team: 'b', weight: 1, held: 1, waiting: 3, cap: null, peak: 4, lingering: false }] }
+    const { clock, lease, demand } = await besideB(b, (ask) => ({ granted: Math.min(ask.ask, 10), free: 12 - 1 - Math.min(ask.ask, 10) }))
+    await clock.run(clock.now() + 5)
+    // Granted 10: all 10 are its to fill (the store counts them its own), the 2 past its due lent (to short calls only).
+    expect(lease.held).toBe(10)
+    expect(lease.size(12)).toBe(10)
+    expect(lease.shares()?.lent).toBe(2)
+    // Its next renewal asks for its due alone: the 2 go back.
+    demand()
+    await clock.run(clock.now() + 100)
+    expect(lease.held).toBe(8)
     lease.stop()
   })
 })

@@ -56,6 +56,8 @@ export class LeasedSeats implements SeatLease {
   #free = Infinity
   #demand: ReplicaDemand = { limit: 0, inFlight: 0, waiting: 0, teams: [] }
   #renewing = false
+  // While a renewal is on its way, the seats it asked for (Infinity: none on its way): seats being given back are not filled meanwhile.
+  #asking = Infinity
   #again = false
   #lastAnswer = -Infinity
   #starvedAt = -Infinity
@@ -105,9 +107,13 @@ export class LeasedSeats implements SeatLease {
   get learner(): boolean { return this.#plan?.learner ?? true }
 
   size(limit: number): number {
-    // The seats of its lease: a lower limit than it was granted under shrinks it in proportion; while another replica waits, no more than its due.
+    // The seats of its lease: a lower limit than it was granted under shrinks it in proportion; no more than the limit less
+    // what the others hold or use (a grant under a limit since lowered), nor than it asked for while a renewal is on its way
+    // (the store counts the calls in flight it was told). While another replica waits, the seats past its due are lent
+    // (shares()); in a store outage, or under a lower limit than they were granted under, they are not filled.
     const scaled = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
-    const lease = Math.min(limit, this.#plan?.contended && this.#spare() <= 0 ? Math.min(scaled, this.#due()) : scaled)
+    const room = Math.min(Math.max(0, limit - (this.#plan?.occupiedElsewhere ?? 0)), this.#asking)
+    const lease = Math.min(room, this.#plan?.contended && this.#spare() <= 0 && !this.#lends(limit) ? Math.min(scaled, this.#due()) : scaled)
     if (this.#downSince === null) return lease
     const out = this.#clock.now() - this.#downSince
     const cap = this.#o.perReplica
@@ -127,13 +133,17 @@ export class LeasedSeats implements SeatLease {
     return out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
   }
 
+  /** Whether the seats of its lease past its due, while another replica waits, are lent to short calls (2.2) until its next answer: the store answers, and the limit is the one they were granted under. */
+  #lends(limit: number): boolean { return this.#downSince === null && limit >= this.#grantedUnder }
+
   /** The seats free in the store at the last answer that it may take: those past what the replicas that wait lack of their due (those are theirs). */
   #spare(): number { return Math.max(0, this.#free - (this.#plan?.contended ? this.#plan.shortElsewhere : 0)) }
 
   shares(): LeaseShares | null {
     const plan = this.#plan
     if (plan === null || this.#downSince !== null) return null
-    return { targets: plan.targets, lent: Math.min(Math.max(0, this.#lease - plan.target), plan.owedElsewhere), shares: plan.shares, heldElsewhere: plan.heldElsewhere, charged: this.#charges.totals }
+    const pastDue = plan.contended && this.#spare() <= 0 && this.#lends(this.#demand.limit) ? Math.max(0, this.#lease - this.#due()) : 0
+    return { targets: plan.targets, lent: Math.min(Math.max(0, this.#lease - plan.target), plan.owedElsewhere + pastDue), shares: plan.shares, heldElsewhere: plan.heldElsewhere, charged: this.#charges.totals }
   }
 
   elsewhere(): number { return this.#plan?.elsewhere ?? 0 }
@@ -286,6 +296,7 @@ export class LeasedSeats implements SeatLease {
     const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams, ...(calls === null ? {} : { calls }) })
     const [limitRecord, shared] = [this.#limitRecord, this.#shared]
     const tell = this.#tellOthers && limitRecord !== null && moves(this.#readLimit(limitRecord), shared)
+    this.#asking = ask
     try {
       const answer = await this.#o.store.renew({ run: this.#run, record: record.slice(record.indexOf('|') + 1), inFlight: d.inFlight, need, ask, limit: d.limit, held, leaseMs: this.#o.leaseMs, limitRecord, learns: this.learner })
       this.#answers = 0
@@ -305,6 +316,7 @@ export class LeasedSeats implements SeatLease {
       }
     } finally {
       this.#renewing = false
+      this.#asking = Infinity
       const short = this.#demand.inFlight + this.#demand.waiting > this.size(this.#demand.limit)
       if (this.#again) this.demand(this.#demand)
       // Short: at once when the answer left seats free it may now take (its plan moved), else after the bounded retry.
