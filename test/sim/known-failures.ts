@@ -55,7 +55,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [960, ['replicas']],
   [968, ['work-conserving']],
   [969, ['work-conserving', 'replicas']],
-  [971, ['no standing queue']],
   [982, ['replicas']],
   [997, ['work-conserving']],
   [1007, ['work-conserving']],
