@@ -215,7 +215,7 @@ export class KneeEstimator {
     if (longOnly) this.#phase = 'cruise'
     return longOnly ? this.#setKnee(this.#limit, 'knee', 1) : this.#set(this.#clamp(2 * this.#limit), 'grew')
   }
-  /** In service: the knee rises with room shown at the limit (short of it, it stays), falls when it queues; the probe seat stays while a call there is not known to wait. */
+  /** In service: the knee rises with room shown at the limit (short of it, it stays), falls when it queues; the probe seat stays while a call there is not known to wait, and a sure queue there puts the knee at the likeliest w below it, if lower. */
   #cruise(): Step | null {
     const ll = this.#likelihoods()
     const k = this.#knee
@@ -232,8 +232,10 @@ export class KneeEstimator {
       this.#past = 1
       return this.#setKnee(queueBelow ? best : k, 'queue', 1)
     }
-    const known = verdicts(ll, k + 1).queueBelow && !this.#timeline?.merging
-    if (known && this.#limit > k) return this.#set(k, 'knee')
+    // A sure queue at the probe seat: the seat goes, and K falls to the likeliest w below it when that is below K.
+    const probe = verdicts(ll, k + 1)
+    const known = probe.queueBelow && !this.#timeline?.merging
+    if (known && this.#limit > k) return probe.best < k ? this.#setKnee(probe.best, 'queue', 1) : this.#set(k, 'knee')
     return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
   /** A sure queue, believed (#queueShows), first shown sets aside the calls then in flight; it is acted on once they have all ended and it still holds (cruise; at the start while no call waited for a seat: docs/governor.md). */
