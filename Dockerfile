@@ -31,8 +31,9 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 # The gateway's build only (the server and the console's script): `npm run build` also
 # builds the typed client of packages/client, a package for callers that the image
-# neither holds nor needs. No step of it is silenced: a failure prints why.
-RUN npm run build:gateway
+# neither holds nor needs. No step of it is silenced: a failure prints why. Its
+# incremental records (dist/*.tsbuildinfo) serve a developer's next build, not the image.
+RUN npm run build:gateway && rm dist/.tsbuildinfo dist/.console.tsbuildinfo
 
 # ---- runtime
 FROM ${NODE_IMAGE} AS runtime

@@ -1,8 +1,9 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { ensureBuilt as ensureBuiltFile } from './dist.js'
 import { freePort } from './start-redis.js'
 import { withTestSecret } from './build-gateway.js'
 
@@ -28,7 +29,7 @@ export interface GatewayProcess {
 
 /** Builds dist/ once when the suite runs without `npm test` (which builds first). */
 export function ensureBuilt(): void {
-  if (!existsSync(MAIN)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
+  ensureBuiltFile(MAIN)
 }
 
 export interface SpawnOptions {

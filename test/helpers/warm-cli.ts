@@ -1,11 +1,10 @@
-import { execFile, execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { ensureBuilt } from './dist.js'
 import { KEYS, type SandboxGateway } from './sandbox-gateway.js'
 
 // `npm run warm` as the CronJob runs it: the built CLI in a child process.
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = fileURLToPath(new URL('../../dist/cli/warm.js', import.meta.url))
 
 export interface WarmRun {
@@ -16,7 +15,7 @@ export interface WarmRun {
 
 /** `npm test` builds first (pretest); a lone `vitest run` of one file may not have. */
 export function ensureWarmBuilt(): void {
-  if (!existsSync(CLI)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore', timeout: 120_000 })
+  ensureBuilt(CLI)
 }
 
 /** Runs the CLI with team growth's key unless `env` says otherwise; asynchronous, so that a gateway in this process answers it. */
