@@ -113,7 +113,7 @@ export class LeasedSeats implements SeatLease {
     // (shares()); in a store outage, or under a lower limit than they were granted under, they are not filled.
     const scaled = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
     const room = Math.min(Math.max(0, limit - (this.#plan?.occupiedElsewhere ?? 0)), this.#asking)
-    const lease = Math.min(room, this.#plan?.contended && this.#spare() <= 0 && !this.#lends(limit) ? Math.min(scaled, this.#due()) : scaled)
+    const lease = Math.min(room, this.#pastDue() && !this.#lends(limit) ? Math.min(scaled, this.#due()) : scaled)
     if (this.#downSince === null) return lease
     const out = this.#clock.now() - this.#downSince
     const cap = this.#o.perReplica
@@ -133,6 +133,9 @@ export class LeasedSeats implements SeatLease {
     return out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
   }
 
+  /** Whether the seats of its lease past its due are not its own to fill: another replica waits, and no seat free in the store is this one's. */
+  #pastDue(): boolean { return (this.#plan?.contended ?? false) && this.#spare() <= 0 }
+
   /** Whether the seats of its lease past its due, while another replica waits, are lent to short calls (2.2) until its next answer: the store answers, and the limit is the one they were granted under. */
   #lends(limit: number): boolean { return this.#downSince === null && limit >= this.#grantedUnder }
 
@@ -142,7 +145,7 @@ export class LeasedSeats implements SeatLease {
   shares(): LeaseShares | null {
     const plan = this.#plan
     if (plan === null || this.#downSince !== null) return null
-    const pastDue = plan.contended && this.#spare() <= 0 && this.#lends(this.#demand.limit) ? Math.max(0, this.#lease - this.#due()) : 0
+    const pastDue = this.#pastDue() && this.#lends(this.#demand.limit) ? Math.max(0, this.#lease - this.#due()) : 0
     return { targets: plan.targets, lent: Math.min(Math.max(0, this.#lease - plan.target), plan.owedElsewhere + pastDue), shares: plan.shares, heldElsewhere: plan.heldElsewhere, charged: this.#charges.totals }
   }
 
