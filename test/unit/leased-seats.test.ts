@@ -259,3 +259,38 @@ describe('seats free in the store while other replicas are short of their due', 
     lease.stop()
   })
 })
+
+describe('one replica while the store cannot be reached', () => {
+  // In an outage the outage rule bounds what a replica fills, not a renewal on its way: one
+  // that asks for nothing between two calls would leave no seat to fill while the store times
+  // it out, and the calls that queue meanwhile would wait for the outage's next timer (a
+  // second, a lease), past their deadline (test/faults/redis-faults.test.ts, a frozen Redis).
+  it('wakes its queue whenever the seats it may fill grow, a failed renewal\'s cap ended too', async () => {
+    const r = replica()
+    let wakes = 0
+    r.lease.onGrown(() => { wakes += 1 })
+    await r.lease.start()
+    // Every seat leased: none free in the store to take a part of.
+    await r.demand(LIMIT, 500)
+    expect(r.lease.held).toBe(LIMIT)
+    r.store.stall(r.clock.now() + 20_000)
+    // One caller: its call waits while no seat may be filled, runs 20 ms once one may, and comes back 30 ms after it ended.
+    const missed: number[] = []
+    let [inFlight, endsAt, nextAt] = [0, 0, r.clock.now()]
+    let before = r.lease.size(LIMIT)
+    for (let t = 0; t < 3000; t += 1) {
+      const now = r.clock.now()
+      if (inFlight === 1 && now >= endsAt) [inFlight, nextAt] = [0, now + 30]
+      const waiting = inFlight === 0 && now >= nextAt ? 1 : 0
+      if (waiting === 1 && r.lease.size(LIMIT) > 0) [inFlight, endsAt] = [1, now + 20]
+      r.lease.demand({ limit: LIMIT, inFlight, waiting: inFlight === 1 ? 0 : waiting, teams: [{ team: 'a', weight: 1, held: inFlight, waiting: inFlight === 1 ? 0 : waiting, cap: null, peak: 1, lingering: false, seatMs: 0 }] })
+      const wakesBefore = wakes
+      await r.clock.run(now + 1)
+      const after = r.lease.size(LIMIT)
+      if (after > before && wakes === wakesBefore) missed.push(t)
+      before = after
+    }
+    expect(missed, 'steps where the seats grew and the queue was not told').toEqual([])
+    r.lease.stop()
+  })
+})

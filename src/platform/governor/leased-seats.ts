@@ -109,10 +109,11 @@ export class LeasedSeats implements SeatLease {
   size(limit: number): number {
     // The seats of its lease: a lower limit than it was granted under shrinks it in proportion; no more than the limit less
     // what the others hold or use (a grant under a limit since lowered), nor than it asked for while a renewal is on its way
-    // (the store counts the calls in flight it was told). While another replica waits, the seats past its due are lent
+    // (the store counts the calls in flight it was told; in an outage the outage rule bounds it, and no replica grows
+    // until every replica's calls are counted). While another replica waits, the seats past its due are lent
     // (shares()); in a store outage, or under a lower limit than they were granted under, they are not filled.
     const scaled = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
-    const room = Math.min(Math.max(0, limit - (this.#plan?.occupiedElsewhere ?? 0)), this.#asking)
+    const room = Math.min(Math.max(0, limit - (this.#plan?.occupiedElsewhere ?? 0)), this.#downSince === null ? this.#asking : Infinity)
     const lease = Math.min(room, this.#pastDue() && !this.#lends(limit) ? Math.min(scaled, this.#due()) : scaled)
     if (this.#downSince === null) return lease
     const out = this.#clock.now() - this.#downSince
