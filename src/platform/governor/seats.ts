@@ -108,7 +108,7 @@ export class CredentialSeats {
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
     const priority = req.priority ?? 'caller'
     const now = this.#clock.now()
-    this.#teams.of(team).lastAsked = now
+    this.#teams.asked(team, this.#queue.count(team, null), now)
     const expected = this.#o.work.neededMs(team, req.workClass, now)
     let sendBy = req.deadline - (expected ?? 0)
     if (sendBy <= now) {
@@ -197,7 +197,7 @@ export class CredentialSeats {
 
   #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
 
-  #shares(): SharesView { return sharesView(this.#lease.shares(), this.capacity, this.#localTeams()) }
+  #shares(): SharesView { return sharesView(this.#lease.shares(), this.capacity, this.#localTeams(), (t) => this.#teams.comesBack(t)) }
 
   /** Each team's tag is charged with the seat-time its calls held on the other replicas. */
   #chargeElsewhere(): void { this.#teams.chargeElsewhere(this.#lease.shares()?.charged, (t) => this.#weight(t)) }
@@ -269,6 +269,7 @@ export class CredentialSeats {
       seats.seatMs += held
       seats.tag += (held - charged) / weight
       seats.running.delete(call)
+      seats.lastEnd = this.#clock.now()
       this.#dispatch()
       this.#demandChanged()
     }

@@ -7,8 +7,8 @@ export const LINGER_MS = 5_000
 /** A call in flight: its start, when it is overdue (Infinity once answered), whether it was expected short. */
 export type RunningCall = { at: number; dueAt: number; short: boolean }
 
-/** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`. */
-export interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number }
+/** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`; when a call of it last ended, and whether it came back within the linger from its last quiet. */
+export interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number; lastEnd: number; returns: boolean }
 
 /** The teams' accounts of one credential on one replica, and which are active (holding, waiting, or asked within the linger). */
 export class TeamAccounts {
@@ -21,7 +21,7 @@ export class TeamAccounts {
   /** `team`'s account, opened at the virtual time. */
   of(team: string): TeamAccount {
     let seats = this.#teams.get(team)
-    if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity }))
+    if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, returns: true }))
     return seats
   }
 
@@ -58,6 +58,17 @@ export class TeamAccounts {
     const due = Math.min(...running.map((call) => call.dueAt))
     return due <= now ? due : null
   }
+
+  /** `team` asks, `waiting` calls of it waiting: after a quiet (nothing held or waiting), whether it came back within the linger (a team's first ask: it did). */
+  asked(team: string, waiting: number, now: number): void {
+    const seats = this.of(team)
+    const quietFrom = Math.max(seats.lastAsked, seats.lastEnd)
+    if (seats.running.size === 0 && waiting === 0 && Number.isFinite(quietFrom)) seats.returns = now - quietFrom < LINGER_MS
+    seats.lastAsked = now
+  }
+
+  /** Whether `team` came back within the linger from its last quiet: on one replica, it is owed seats while it lingers only then. */
+  comesBack(team: string): boolean { return this.#teams.get(team)?.returns ?? true }
 
   /** A team's demand (held and `waiting`) grew: its peak over the linger follows. */
   notePeak(team: string, waiting: number, now: number): void {
