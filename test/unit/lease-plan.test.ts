@@ -56,6 +56,20 @@ describe('leasePlan: targets', () => {
     expect(plan.targets.get('b')).toBeCloseTo(8)
   })
 
+  it('gives the seats of a due that its replica\'s calls do not want to the replicas that want more, by need past target', () => {
+    // Shares of 12: idle (lingering, peak 4) 11/3, x 1, b 11/3, c 11/3. r1 is due what its one call wants,
+    // and the 11/3 seats its lingering team leaves are split between r2 and r3 by need past target (19/3 and 1/3).
+    const r1 = replica('r1', [team('idle', { lingering: true, peak: 4 }), team('x', { held: 1 })])
+    const r2 = replica('r2', [team('b', { held: 4, waiting: 6 })])
+    const r3 = replica('r3', [team('c', { held: 2, waiting: 2 })])
+    const dues = [leasePlan(r1, [r2, r3], 12), leasePlan(r2, [r1, r3], 12), leasePlan(r3, [r1, r2], 12)].map((p) => p.due)
+    expect(leasePlan(r1, [r2, r3], 12).target).toBeCloseTo(14 / 3)
+    expect(dues[0]).toBeCloseTo(1)
+    expect(dues[1]).toBeCloseTo(11 / 3 + (11 / 3) * (19 / 20))
+    expect(dues[2]).toBeCloseTo(11 / 3 + (11 / 3) * (1 / 20))
+    expect(dues[0]! + dues[1]! + dues[2]!).toBeCloseTo(12)
+  })
+
   it('shares the limit in force between the teams', () => {
     const plan = leasePlan(replica('r1', [team('a', { held: 1, waiting: 9 }), team('b', { held: 1, waiting: 9 })]), [], 6)
     expect(plan.target).toBe(6)

@@ -96,9 +96,24 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   // Each replica's target: the sum of its teams' parts.
   const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
   const target = own.get(mine) as number
-  const unheld = [...own.values()].reduce((left, o) => left - o, limit)
-  const wanting = [...own].reduce((sum, [r, o]) => sum + Math.max(0, r.need - o), 0)
-  const dueOf = (r: ReplicaRecord, o = own.get(r) as number) => o + (unheld > 0 && wanting > 0 ? (unheld * Math.max(0, r.need - o)) / wanting : 0)
+  // Each replica's due: its target and its part of the seats no target holds, split by need past target; a replica whose
+  // teams want less than that (what they hold and wait for, of the instant its target is of) is due what they want, and
+  // the seats it leaves are split so again between the others.
+  const dues = new Map<ReplicaRecord, number>()
+  const wants = (r: ReplicaRecord) => r.teams.reduce((sum, t) => sum + t.held + t.waiting, 0)
+  const past = (r: ReplicaRecord) => Math.max(0, r.need - (own.get(r) as number))
+  let [rest, seats] = [all, limit]
+  for (;;) {
+    const left = rest.reduce((sum, r) => sum - (own.get(r) as number), seats)
+    const wanting = rest.reduce((sum, r) => sum + past(r), 0)
+    for (const r of rest) dues.set(r, (own.get(r) as number) + (left > 0 && wanting > 0 ? (left * past(r)) / wanting : 0))
+    const sated = rest.filter((r) => wants(r) < (dues.get(r) as number) - 1e-9)
+    if (sated.length === 0 || sated.length === rest.length) break
+    for (const r of sated) dues.set(r, wants(r))
+    seats -= sated.reduce((sum, r) => sum + wants(r), 0)
+    rest = rest.filter((r) => !sated.includes(r))
+  }
+  const dueOf = (r: ReplicaRecord) => dues.get(r) as number
   const due = dueOf(mine)
   const shortOf = (r: ReplicaRecord) => Math.min(r.need, Math.floor(dueOf(r) + 1e-9)) - Math.max(r.lease, r.inFlight)
   const short = others.filter((r) => shortOf(r) > 0).sort((a, b) => shortOf(b) - shortOf(a)).map((r) => r.run)
