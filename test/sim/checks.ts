@@ -133,7 +133,9 @@ export function checkGuarantees(trace: Trace): Verdict[] {
     out.push({ guarantee: 'slower is not fuller', ok: samples.length < 20 || used >= 0.9, detail: `workers busy while calls waited, from 30 s into the slowdown: ${pct(used)} of those the calls could keep busy, over ${samples.length} samples` })
   }
 
-  // Recovery: at capacity before the fault, as busy 10 s after its end.
+  // Recovery: at capacity before the fault, as busy 10 s after its end; a worker the model
+  // keeps for a team owed its seats (idleAllowed, as work-conserving allows it) counts as in
+  // use in both windows: which teams linger differs before and after, not the limit.
   for (const f of [...s.stalls, ...s.outages, ...s.shedding]) {
     const quietBefore = !changes(trace).events.some((e) => e > f.from - 10_000 - SETTLE_MS && e < f.from)
     const quietAfter = !changes(trace).events.some((e) => e > f.to && e < f.to + 15_000)
@@ -141,7 +143,7 @@ export function checkGuarantees(trace: Trace): Verdict[] {
     if (!quietBefore || !quietAfter || !atCapacity) continue
     const busy = (i: Interval) => {
       const xs = samplesIn(trace, i)
-      return xs.length === 0 ? 0 : xs.reduce((sum, x) => sum + x.busy, 0) / xs.length
+      return xs.length === 0 ? 0 : xs.reduce((sum, x) => sum + (x.idleAllowed ? W : x.busy), 0) / xs.length
     }
     const before = busy({ from: f.from - 10_000, to: f.from })
     const after = busy({ from: f.to + 10_000, to: f.to + 15_000 })
