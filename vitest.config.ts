@@ -1,5 +1,5 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node'
-import { defineConfig } from 'vitest/config'
+import { configDefaults, defineConfig } from 'vitest/config'
 
 /**
  * Vitest's order (failed first, then longest, else largest file), but the simulator's
@@ -21,9 +21,18 @@ class SweepFirst extends BaseSequencer {
 const SWEEP_FILES = ['test/sim/sweep.test.ts', 'test/sim/sweep-second-half.test.ts']
 
 const UNIT = 'test/unit/**/*.test.ts'
-// Unit files that read the process's own state (the event loop's idle time, Node's timer
-// lists), which other files leave changed in a shared worker: each in a process of its own.
-const PROCESS_STATE = ['test/unit/answer-timing.test.ts', 'test/unit/stepped-timers.test.ts']
+// npm test's suites: servers, Redis and the simulator, each file closing what it starts.
+const SUITES = ['test/integration/**/*.test.ts', 'test/attacks/**/*.test.ts', 'test/property/**/*.test.ts', 'test/sim/**/*.test.ts']
+// Files that read the process's own state (the event loop's idle time, Node's timer
+// lists, the heap), which other files leave changed in a shared worker, and the fake
+// Sentinel's file, whose client reaches no master after other files in a shared worker
+// (docs/decisions/test-isolation.md): each in a process of its own.
+const OWN_PROCESS = [
+  'test/unit/answer-timing.test.ts',
+  'test/unit/stepped-timers.test.ts',
+  'test/integration/cache-store.test.ts',
+  'test/integration/redis-sentinel-tls.test.ts',
+]
 
 export default defineConfig({
   test: {
@@ -38,8 +47,12 @@ export default defineConfig({
       // Pure functions: their files share a worker's modules rather than each importing
       // them again (test/unit in about half the time on two cores). No unit file writes
       // module-level state, and faked timers are restored after each test.
-      { extends: true, test: { name: 'unit', include: [UNIT], exclude: PROCESS_STATE, isolate: false } },
-      { extends: true, test: { name: 'suites', include: ['test/!(unit)/**/*.test.ts', ...PROCESS_STATE] } },
+      { extends: true, test: { name: 'unit', include: [UNIT], exclude: [...configDefaults.exclude, ...OWN_PROCESS], isolate: false } },
+      // Servers, Redis and the simulator: their files share a worker's modules too
+      // (docs/decisions/test-isolation.md). Each closes what it starts.
+      { extends: true, test: { name: 'suites', include: SUITES, exclude: [...configDefaults.exclude, ...OWN_PROCESS], isolate: false } },
+      // npm run test:slow's folders (processes killed, Redis frozen, browsers) and the files above, isolated.
+      { extends: true, test: { name: 'own-process', include: ['test/faults/**/*.test.ts', 'test/slow/**/*.test.ts', 'test/console/**/*.test.ts', ...OWN_PROCESS] } },
     ],
   },
 })

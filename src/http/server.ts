@@ -12,7 +12,7 @@ import { lazyRequestLogger } from './hooks/request-logger.js'
 import { requestIdOf, type ObserveRefusal } from './hooks/request-log.js'
 import { holdContinues, inviteBody } from './hooks/expect-continue.js'
 import { isValidationFailure, validationMessage } from './hooks/validation-message.js'
-import { bodyDeadline } from './hooks/body-deadline.js'
+import { bodyDeadlines } from './hooks/body-deadline.js'
 import type { RequestHandler } from './reads/fast-path.js'
 import { isHostValue, originForm } from './request-target.js'
 import { enterOnConnections, type ServePlain } from './socket-entrance.js'
@@ -320,7 +320,7 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
     done()
   })
   closers.set(app as unknown as FastifyInstance, () => gentle?.begin())
-  app.addHook('onRequest', bodyDeadline(config.limits.bodyTimeoutMs))
+  bodyDeadlines(app as unknown as FastifyInstance, config.limits.bodyTimeoutMs)
   app.addHook('onRequest', (request, _reply, done) => {
     const fault = headFault(request.raw)
     done(fault === null ? undefined : new BadRequestError(fault))

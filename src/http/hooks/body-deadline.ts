@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { RequestTimeoutError } from '../../errors.js'
 import { hasBody } from '../../access/admission.js'
 
@@ -7,17 +7,32 @@ import { hasBody } from '../../access/admission.js'
  * of its headers. Node's own requestTimeout is checked once a second over the whole
  * request; this one holds whatever reads the body (a route's parser, the proxy's
  * stream, or nobody, when the call was refused before its body was read).
+ * A closed listener cuts nothing off: the deadlines still pending are dropped with it
+ * (an injected request's body that is never read never ends).
  */
-export function bodyDeadline(timeoutMs: number): onRequestHookHandler {
-  return (request, reply, done) => {
+export function bodyDeadlines(app: FastifyInstance, timeoutMs: number): void {
+  const pending = new Set<NodeJS.Timeout>()
+  app.addHook('onRequest', (request, reply, done) => {
     const raw = request.raw
     if (hasBody(raw.headers) && !raw.complete) {
-      const timer = setTimeout(() => cutOff(request, reply), timeoutMs)
-      const clear = () => clearTimeout(timer)
+      const timer = setTimeout(() => {
+        pending.delete(timer)
+        cutOff(request, reply)
+      }, timeoutMs)
+      pending.add(timer)
+      const clear = () => {
+        clearTimeout(timer)
+        pending.delete(timer)
+      }
       raw.once('end', clear).once('close', clear)
     }
     done()
-  }
+  })
+  app.addHook('onClose', (_instance, done) => {
+    for (const timer of pending) clearTimeout(timer)
+    pending.clear()
+    done()
+  })
 }
 
 // The caller gets its 408 if nothing was answered yet; either way the connection is
