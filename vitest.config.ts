@@ -21,8 +21,10 @@ class SweepFirst extends BaseSequencer {
 const SWEEP_FILES = ['test/sim/sweep.test.ts', 'test/sim/sweep-second-half.test.ts']
 
 const UNIT = 'test/unit/**/*.test.ts'
-// npm test's suites: servers, Redis and the simulator, each file closing what it starts.
-const SUITES = ['test/integration/**/*.test.ts', 'test/attacks/**/*.test.ts', 'test/property/**/*.test.ts', 'test/sim/**/*.test.ts']
+// npm test's suites: servers, Redis and the simulator, each file closing what it starts;
+// npm run test:slow's folders apart.
+const SLOW = ['test/faults/**/*.test.ts', 'test/slow/**/*.test.ts', 'test/console/**/*.test.ts']
+const SUITES = ['test/!(unit|faults|slow|console)/**/*.test.ts']
 // Files that read the process's own state (the event loop's idle time, Node's timer
 // lists, the heap), which other files leave changed in a shared worker, and the fake
 // Sentinel's file, whose client reaches no master after other files in a shared worker
@@ -52,7 +54,7 @@ export default defineConfig({
       // (docs/decisions/test-isolation.md). Each closes what it starts.
       { extends: true, test: { name: 'suites', include: SUITES, exclude: [...configDefaults.exclude, ...OWN_PROCESS], isolate: false } },
       // npm run test:slow's folders (processes killed, Redis frozen, browsers) and the files above, isolated.
-      { extends: true, test: { name: 'own-process', include: ['test/faults/**/*.test.ts', 'test/slow/**/*.test.ts', 'test/console/**/*.test.ts', ...OWN_PROCESS] } },
+      { extends: true, test: { name: 'own-process', include: [...SLOW, ...OWN_PROCESS] } },
     ],
   },
 })
