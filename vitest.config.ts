@@ -26,14 +26,12 @@ const UNIT = 'test/unit/**/*.test.ts'
 const SLOW = ['test/faults/**/*.test.ts', 'test/slow/**/*.test.ts', 'test/console/**/*.test.ts']
 const SUITES = ['test/!(unit|faults|slow|console)/**/*.test.ts']
 // Files that read the process's own state (the event loop's idle time, Node's timer
-// lists, the heap), which other files leave changed in a shared worker, and the fake
-// Sentinel's file, whose client reaches no master after other files in a shared worker
+// lists, the heap), which other files leave changed in a shared worker
 // (docs/decisions/test-isolation.md): each in a process of its own.
 const OWN_PROCESS = [
   'test/unit/answer-timing.test.ts',
   'test/unit/stepped-timers.test.ts',
   'test/integration/cache-store.test.ts',
-  'test/integration/redis-sentinel-tls.test.ts',
 ]
 
 export default defineConfig({

@@ -1,5 +1,3 @@
-import { createServer, type Server, type Socket } from 'node:net'
-import type { AddressInfo } from 'node:net'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
@@ -7,6 +5,7 @@ import { RedisBus } from '../../src/redis/bus.js'
 import { createRedisClient } from '../../src/redis/client.js'
 import { redisKey } from '../../src/redis/keys.js'
 import { RedisSeal } from '../../src/redis/seal.js'
+import { fakeSentinel } from '../helpers/fake-sentinel.js'
 import { useCleanups, useRedis } from '../helpers/fixtures.js'
 import { redisAvailability } from '../helpers/start-redis.js'
 import { waitFor } from '../helpers/wait.js'
@@ -50,30 +49,12 @@ describe.skipIf(!available)('deployments in two databases of one Redis', () => {
   })
 
   it("behind a Sentinel, use REDIS_URL's database", async () => {
-    // A Sentinel that names the test's redis-server as its master, answering each command of a chunk.
-    const sockets = new Set<Socket>()
-    const sentinel = await new Promise<Server>((resolve) => {
-      const server = createServer((socket: Socket) => {
-        sockets.add(socket)
-        socket.on('error', () => undefined)
-        socket.on('data', (chunk) => {
-          const bulk = (s: string) => `$${Buffer.byteLength(s)}\r\n${s}\r\n`
-          for (const [command] of chunk.toString('utf8').matchAll(/\*\d+\r\n(?:\$\d+\r\n[^\r]*\r\n)+/g)) {
-            if (command.toLowerCase().includes('get-master-addr-by-name')) socket.write(`*2\r\n${bulk('127.0.0.1')}${bulk(String(redis.server.port))}`)
-            else socket.write('*0\r\n')
-          }
-        })
-      })
-      server.listen(0, '127.0.0.1', () => resolve(server))
-    })
-    cleanups.push(() => {
-      for (const socket of sockets) socket.destroy()
-      return new Promise<void>((resolve) => sentinel.close(() => resolve()))
-    })
+    const sentinel = await fakeSentinel(() => ({ host: '127.0.0.1', port: redis.server.port }))
+    cleanups.push(() => sentinel.close())
     const viaSentinel = createRedisClient(
       {
         url: 'redis://ignored.invalid:6379/3',
-        sentinels: [{ host: '127.0.0.1', port: (sentinel.address() as AddressInfo).port }],
+        sentinels: [{ host: '127.0.0.1', port: sentinel.port }],
         sentinelName: 'mymaster',
         commandTimeoutMs: 1000,
       } as Parameters<typeof createRedisClient>[0],

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import pino from 'pino'
 import { createRedisClient } from '../../src/redis/client.js'
+import { fakeSentinel } from '../helpers/fake-sentinel.js'
 import { useCleanups } from '../helpers/fixtures.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -18,7 +19,6 @@ function listen(onSocket: (socket: Socket) => void): Promise<Server> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
 }
 const portOf = (server: Server) => (server.address() as AddressInfo).port
-const bulk = (s: string) => `$${Buffer.byteLength(s)}\r\n${s}\r\n`
 
 describe('a Redis behind Sentinel with a rediss:// REDIS_URL', () => {
   const cleanups = useCleanups()
@@ -32,19 +32,10 @@ describe('a Redis behind Sentinel with a rediss:// REDIS_URL', () => {
       })
     })
     cleanups.push(() => new Promise<void>((resolve) => master.close(() => resolve())))
-    // Answers the address query with the master, and any other command with an empty list.
-    const sentinel = await listen((socket) => {
-      socket.on('data', (chunk) => {
-        const text = chunk.toString('utf8').toLowerCase()
-        if (text.includes('get-master-addr-by-name')) socket.write(`*2\r\n${bulk('127.0.0.1')}${bulk(String(portOf(master)))}`)
-        else socket.write('*0\r\n')
-      })
-      socket.on('error', () => {})
-    })
-    cleanups.push(() => new Promise<void>((resolve) => sentinel.close(() => resolve())))
-
+    const sentinel = await fakeSentinel(() => ({ host: '127.0.0.1', port: portOf(master) }))
+    cleanups.push(() => sentinel.close())
     const client = createRedisClient(
-      { url: `rediss://gateway:${PASSWORD}@ignored.invalid:6380`, sentinels: [{ host: '127.0.0.1', port: portOf(sentinel) }], sentinelName: 'mymaster', commandTimeoutMs: 250 } as Parameters<typeof createRedisClient>[0],
+      { url: `rediss://gateway:${PASSWORD}@ignored.invalid:6380`, sentinels: [{ host: '127.0.0.1', port: sentinel.port }], sentinelName: 'mymaster', commandTimeoutMs: 250 } as Parameters<typeof createRedisClient>[0],
       pino({ level: 'silent' }),
     )!
     cleanups.push(() => client.disconnect())
