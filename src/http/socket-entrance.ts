@@ -125,32 +125,40 @@ export function enterOnConnections(server: BufferedServer, serve: ServePlain, cl
 
   // The deadlines, looked for rather than timed per answer: a connection whose bytes read
   // did not move for its deadline. Before any byte, the first request's (headersTimeout);
-  // after answers, the kept-alive connection's.
-  const looks = setInterval(
-    () => {
-      const at = now()
-      for (const [socket, look] of held) {
-        const read = socket.bytesRead
-        if (read !== look.read) {
-          look.read = read
-          look.since = at
-          continue
-        }
-        const idle = at - look.since
-        if (read === 0) {
-          if (server.headersTimeout > 0 && idle >= server.headersTimeout) {
-            held.delete(socket)
-            server.emit('clientError', Object.assign(new Error('Request Timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), socket)
-          }
-        } else if (server.keepAliveTimeout > 0 && idle >= server.keepAliveTimeout + (server.keepAliveTimeoutBuffer ?? 0)) {
-          held.delete(socket)
-          socket.destroy()
-        }
+  // after answers, the kept-alive connection's. Looked for while the server listens: a
+  // server that never listens (a gateway built for inject, or one whose listen failed)
+  // is never closed by Fastify, and a timer of its own would keep it for good.
+  const lookForDeadlines = (): void => {
+    const at = now()
+    for (const [socket, look] of held) {
+      const read = socket.bytesRead
+      if (read !== look.read) {
+        look.read = read
+        look.since = at
+        continue
       }
-    },
-    Math.max(10, Math.min(LOOK_MS, Math.floor(Math.min(server.headersTimeout || LOOK_MS, server.keepAliveTimeout || LOOK_MS) / 4))),
-  )
-  looks.unref()
-  server.once('close', () => clearInterval(looks))
+      const idle = at - look.since
+      if (read === 0) {
+        if (server.headersTimeout > 0 && idle >= server.headersTimeout) {
+          held.delete(socket)
+          server.emit('clientError', Object.assign(new Error('Request Timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), socket)
+        }
+      } else if (server.keepAliveTimeout > 0 && idle >= server.keepAliveTimeout + (server.keepAliveTimeoutBuffer ?? 0)) {
+        held.delete(socket)
+        socket.destroy()
+      }
+    }
+  }
+  let looks: NodeJS.Timeout | undefined
+  const start = (): void => {
+    looks = setInterval(lookForDeadlines, Math.max(10, Math.min(LOOK_MS, Math.floor(Math.min(server.headersTimeout || LOOK_MS, server.keepAliveTimeout || LOOK_MS) / 4))))
+    looks.unref()
+  }
+  if (server.listening) start()
+  else server.once('listening', start)
+  server.once('close', () => {
+    server.removeListener('listening', start)
+    clearInterval(looks)
+  })
   return true
 }

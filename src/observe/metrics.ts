@@ -9,14 +9,30 @@ export interface KeyLifetime {
   secondsLeft: number
 }
 
-// One registry per gateway instance, so two instances in one test process do not share counters.
-export function createMetrics() {
+/**
+ * The process's own metrics (CPU, memory, the event loop's delay, garbage collection),
+ * collected once a process: prom-client's collectors watch the process for as long as it
+ * runs (a GC observer and an event-loop histogram that nothing stops), so a set made per
+ * gateway would keep every gateway the process ever built, closed or not. Each gateway's
+ * /metrics shows this one set beside its own.
+ */
+let processMetrics: Registry | undefined
+function processRegistry(): Registry {
+  if (processMetrics) return processMetrics
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, prefix: 'gateway_process_' })
   // prom-client names these three gauges *_total, which `promtool check metrics` (and any
   // CI lint on it) refuses: a _total suffix means a counter. Each is the sum of its
   // labelled sibling (gateway_process_nodejs_active_handles{type} ...), so nothing is lost.
   for (const name of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`gateway_process_nodejs_active_${name}_total`)
+  processMetrics = registry
+  return registry
+}
+
+// The gateway's own metrics in a registry per gateway instance, so two instances in one
+// test process do not share counters.
+export function createMetrics() {
+  const registry = new Registry()
   // Counted on every request, cache hits included: see metric-tally.ts.
   const requests = new CounterTallies<'route' | 'status'>()
   const cacheRequests = new CounterTallies<'result' | 'tier'>()
@@ -25,8 +41,7 @@ export function createMetrics() {
   // A metric of this registry with no collect step of its own: its name, help and labels.
   const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Counter<L>({ name, help, labelNames, registers: [registry] })
   const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Gauge<L>({ name, help, labelNames, registers: [registry] })
-  return {
-    registry,
+  const metrics = {
     /** Children of gateway_requests_total. */
     requests,
     requestsCounter: new Counter({
@@ -115,6 +130,8 @@ export function createMetrics() {
     redisSkippedWrites: counter('gateway_redis_skipped_writes_total', 'Writes to Redis not sent because Redis refuses writes (cache entries, fill locks)'),
     platformUnusable: counter('gateway_platform_unusable_answers_total', 'Platform 200 answers to report reads that are not a JSON report, neither stored nor served (502 GW_UPSTREAM or a stale copy), by what their body is (html, empty, truncated-json, mislabelled-json, other)', ['kind']),
   }
+  /** What GET /metrics shows: the process's metrics, then this gateway's. */
+  return { ...metrics, registry: Registry.merge([processRegistry(), registry]) }
 }
 
 export type Metrics = ReturnType<typeof createMetrics>
