@@ -241,6 +241,37 @@ describe('seats free in the store while other replicas are short of their due', 
     lease.stop()
   })
 
+  // A seat freed waits in the store for the renewal of the replica told of it: MIN_RENEW_MS (20 ms) after its last answer
+  // was as long as the calls of seed 555 (28 ms), and seats sat free while every replica waited (docs/governor.md, "Across replicas").
+  it('renews at once when told that seats came free, and a tell that found none keeps the next to MIN_RENEW_MS', async () => {
+    const b: ReplicaRecord = { run: 'r~b', lease: 1, inFlight: 1, need: 4, answered: 0, waited: true, teams: [{ team: 'b', weight: 1, held: 1, waiting: 3, cap: null, peak: 4, lingering: false }] }
+    let free = 0
+    const { clock, store, lease } = await besideB(b, (ask) => ({ granted: Math.min(ask.ask, free), free: free - Math.min(ask.ask, free) }))
+    await clock.run(clock.now() + 1)
+    // None free: it waits to be told, or for its starved retry.
+    expect(store.asks).toHaveLength(1)
+    const first = store.asks[0]!.at
+    // Told 5 ms later with none free yet: a renewal at once (the tell's millisecond), which finds none.
+    await clock.run(first + 5)
+    void store.tell('r~a')
+    await clock.run(first + 7)
+    expect(store.asks.map((a) => a.at - first)).toEqual([0, 6])
+    // Told again at once: that renewal found none, so this one waits for MIN_RENEW_MS after it.
+    void store.tell('r~a')
+    await clock.run(first + 25)
+    expect(store.asks).toHaveLength(2)
+    await clock.run(first + 27)
+    expect(store.asks.map((a) => a.at - first)).toEqual([0, 6, 26])
+    // Seats come free and it is told: at once again, and it fills them.
+    free = 3
+    await clock.run(first + 30)
+    void store.tell('r~a')
+    await clock.run(first + 32)
+    expect(store.asks.map((a) => a.at - first)).toEqual([0, 6, 26, 31])
+    expect(lease.held).toBe(3)
+    lease.stop()
+  })
+
   // Capped at its due from the answer that grants them (it says none is free then), the seats
   // idled until its next renewal gave them back (docs/governor.md, "Across replicas").
   it('fills the seats it was granted past its due with short calls until its next answer, then gives them back', async () => {

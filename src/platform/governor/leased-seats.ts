@@ -5,7 +5,8 @@ import { ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan,
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
 
-// A lease is renewed no sooner than this after the last answer, whatever asks: a burst of calls is one renewal.
+// A lease is renewed no sooner than this after the last answer, whatever asks (a burst of calls is one renewal), but at
+// once when another replica tells it that seats came free (#schedule): a seat freed waits in the store only for the round trip.
 const MIN_RENEW_MS = 20
 /** A replica short of seats, none being free, asks again this often unless told sooner: a bounded poll. */
 export const STARVED_RETRY_MS = 250
@@ -60,6 +61,8 @@ export class LeasedSeats implements SeatLease {
   #asking = Infinity
   #again = false
   #lastAnswer = -Infinity
+  // The last renewal came at once on a tell (sooner than MIN_RENEW_MS after the answer before) and found no seat for it.
+  #atOnce = false
   #starvedAt = -Infinity
   #downSince: number | null = null
   // Back from an outage: until then it asks for no more than it holds (every replica's calls are counted first).
@@ -188,7 +191,7 @@ export class LeasedSeats implements SeatLease {
       // A new shared limit: a replica that neither holds nor wants seats takes it with its next renewal.
       if (everyone && this.#lease === 0 && this.#demand.inFlight + this.#demand.waiting === 0) return
       this.#starvedAt = -Infinity
-      this.#schedule(0)
+      this.#schedule(0, !everyone)
     })
     this.#keepAlive = this.#clock.setInterval(() => {
       if (this.#lease > 0 || this.#demand.inFlight > 0 || this.#answers > 0) this.#schedule(0)
@@ -256,13 +259,14 @@ export class LeasedSeats implements SeatLease {
     return trimmed ? fit : Math.max(fit, Math.min(this.#lease, d.limit))
   }
 
-  #schedule(ms: number): void {
+  /** `told`: seats came free for it; a renewal at once, unless the last one came so and found none. */
+  #schedule(ms: number, told = false): void {
     if (this.#renewing) {
       this.#again = true
       return
     }
     const now = this.#clock.now()
-    const at = now + Math.max(ms, MIN_RENEW_MS - (now - this.#lastAnswer), 0)
+    const at = now + Math.max(ms, told && !this.#atOnce ? 0 : MIN_RENEW_MS - (now - this.#lastAnswer), 0)
     if (this.#timer) {
       if (this.#timerAt <= at) return
       this.#clock.clearTimeout(this.#timer)
@@ -281,6 +285,7 @@ export class LeasedSeats implements SeatLease {
     const d = this.#demand
     const need = d.inFlight + d.waiting
     const now = this.#clock.now()
+    const atOnce = now - this.#lastAnswer < MIN_RENEW_MS
     // The turn of the rounding: seat-time held past the target since the last answer.
     if (this.#plan?.contended) this.#credit += ((this.#lease - this.#plan.due) * (now - this.#creditAt)) / 1000
     else this.#credit = 0
@@ -306,6 +311,8 @@ export class LeasedSeats implements SeatLease {
       this.#answers = 0
       this.#waited = false
       if (this.#limitRecord === limitRecord) [this.#limitRecord, this.#tellOthers] = [null, false]
+      // A renewal at once that found no seat for it keeps the next one to MIN_RENEW_MS: tells bring no chain of them.
+      this.#atOnce = atOnce && answer.granted <= held
       this.#taken(answer, need, d.limit)
       if (tell) this.#o.store.tellAll(this.#run).catch(() => undefined)
     } catch {
