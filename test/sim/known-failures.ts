@@ -4,7 +4,6 @@
 // seeds off it, and nothing is added to it but by a change that says why.
 export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<number, readonly string[]>([
   [6, ['fair by time', 'replicas']],
-  [7, ['replicas']],
   [17, ['work-conserving', 'replicas']],
   [62, ['work-conserving']],
   [172, ['fair by time']],
@@ -44,9 +43,7 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [1030, ['no standing queue']],
   [1044, ['fair by time', 'replicas']],
   [1046, ['work-conserving']],
-  [1076, ['replicas']],
   [1083, ['replicas']],
-  [1087, ['replicas']],
   [1118, ['slower is not fuller']],
   [1136, ['replicas']],
   [1158, ['work-conserving']],
@@ -65,7 +62,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [1530, ['replicas']],
   [1599, ['isolation']],
   [1602, ['isolation']],
-  [1614, ['replicas']],
   [1689, ['work-conserving', 'slower is not fuller']],
   [1693, ['no standing queue']],
   [1734, ['replicas']],

@@ -55,6 +55,8 @@ export class LeasedSeats implements SeatLease {
   #others: ReplicaRecord[] = []
   readonly #charges = new ElsewhereCharges()
   #free = Infinity
+  // The seats free at the last answer that it told no other replica of: the seats it told of are theirs to take at once.
+  #untold = Infinity
   #demand: ReplicaDemand = { limit: 0, inFlight: 0, waiting: 0, teams: [] }
   #renewing = false
   // While a renewal is on its way, the seats it asked for (Infinity: none on its way): seats being given back are not filled meanwhile.
@@ -129,7 +131,7 @@ export class LeasedSeats implements SeatLease {
     // While leases live: its own, and its part of the seats no replica held at the last
     // answer; those it takes without the store, so a replica with its own cap grows into
     // them no further than that cap.
-    const kept = Math.min(limit, lease + Math.min(part(Math.max(0, this.#free)), cap === null ? Infinity : Math.max(0, cap - lease)))
+    const kept = Math.min(limit, lease + Math.min(part(Math.max(0, this.#untold)), cap === null ? Infinity : Math.max(0, cap - lease)))
     if (out < this.#o.leaseMs) return kept
     // Past a lease's life, its part of an even split of the limit; more than it kept only
     // once the calls every replica started before have ended (a call's budget, and the
@@ -373,6 +375,7 @@ export class LeasedSeats implements SeatLease {
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
     for (const run of tell) this.#o.store.tell(run).catch(() => undefined)
+    this.#untold = tell.length > 0 ? 0 : answer.free
     this.#o.onRenewed?.(answer, this.#plan)
     // Targets moved with every renewal: the queue looks again.
     for (const fn of this.#grown) fn()
