@@ -21,7 +21,7 @@ import { steppedTimers } from '../perf/stepped-timers.js'
 import { systemClock, type Clock, type Timers } from '../clock.js'
 import { FailureLog } from '../observe/failure-log.js'
 import type { Trace } from '../observe/tracing.js'
-import { BUDGET_EVERY_MS, budgetAsks, demandOf, learnLatency, refreshAheadStart, refreshLead, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
+import { BUDGET_EVERY_MS, budgetAsks, demandOf, learnLatency, priorOf, refreshAheadStart, refreshLead, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
 import { workClass } from './work-class.js'
 import { CompletionTurns } from './completion-turns.js'
 
@@ -372,7 +372,7 @@ export class ReportCache {
    * in one freshness, one background refresh is scheduled to start the latency of its class
    * before the copy expires (at once when that is now). A copy asked for less often is left
    * to expire (refreshed when asked, stale-while-revalidate); the new copy is watched anew,
-   * its predecessor's asks kept for the rate.
+   * its predecessors' asks carried on for the rate (`priorOf`).
    */
   #asked(key: string, entry: CacheEntry, report: CanonicalReport, provider: TokenProvider | string, team: string, now: number): void {
     if (!this.#d.config.cache.refreshAhead) return
@@ -380,8 +380,8 @@ export class ReportCache {
     let watch = this.#watches.get(key)
     if (!watch || watch.fetchedAt !== entry.fetchedAt) {
       if (watch && watch.fetchedAt > entry.fetchedAt) return
-      // The copy before counts over the part of its freshness it was served in.
-      const prior = watch ? { priorAsks: watch.asks, priorMs: Math.max(0, Math.min(entry.fetchedAt, watch.freshUntil) - watch.fetchedAt) } : { priorAsks: 0, priorMs: 0 }
+      // The copies before count over the parts of their freshness they were served in, the older less.
+      const prior = priorOf(watch, entry.fetchedAt)
       watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, ...prior, timer: null, report, work: watch?.work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team }
       this.#watches.set(key, watch)
     }
