@@ -20,7 +20,10 @@
  * - **Rate**: asks counted over the copy's life up to the refresh's start and over the
  *   earlier copies' (each weighed ASKS_DECAY less than the one after it), per freshness,
  *   never extrapolated from less than one freshness: a report must be asked K times within
- *   one freshness (or at that rate over its copies) before its first refresh ahead.
+ *   one freshness (or at that rate over its copies) before its first refresh ahead. The
+ *   asks the fill of a copy answered (a miss and its waiters) do not count for that copy
+ *   (`ownAsks`): it exists because it was asked, so its making is no sample of its rate.
+ *   They count in the history the next copies carry, as asks of the report over its copies.
  */
 
 /** K: the asks in one freshness that make a refresh ahead worth its call (a price, not a timing: see the module's comment). */
@@ -49,9 +52,14 @@ export interface ClassLatency {
   devMs: number
 }
 
-/** The asks of a watched report: of the copy now served, and of the previous copy over the span they were counted in. */
+/** The asks of a watched report: of the copy now served, and of the copies before over the span they were counted in. */
 export interface AskCount {
   asks: number
+  /**
+   * Of `asks`, those the fill that made the copy answered (the miss that started it, the
+   * callers that waited with it): not counted for the copy itself (`ownAsks`).
+   */
+  filled?: number
   priorAsks: number
   priorMs: number
 }
@@ -114,7 +122,7 @@ export function budgetAsks(demands: readonly Demand[], budget = REFRESH_AHEAD_BU
 /** How a watched copy's report weighs in the budget at `now`: its asks (`count`), freshness and class's latency. */
 export function demandOf(copy: { fetchedAt: number; freshUntil: number }, count: AskCount, latency: ClassLatency | undefined, now: number): Demand {
   const freshMs = copy.freshUntil - copy.fetchedAt
-  return { asksPerFresh: expectedAsks(count, now - copy.fetchedAt, freshMs), freshMs, latencyMs: latency?.meanMs ?? 0, leadMs: refreshLead(latency, freshMs) }
+  return { asksPerFresh: expectedAsks(ownAsks(count), now - copy.fetchedAt, freshMs), freshMs, latencyMs: latency?.meanMs ?? 0, leadMs: refreshLead(latency, freshMs) }
 }
 
 /**
@@ -128,6 +136,11 @@ export function priorOf(before: (AskCount & { fetchedAt: number; freshUntil: num
   return { priorAsks: before.asks + decay * before.priorAsks, priorMs: servedMs + decay * before.priorMs }
 }
 
+/** `count` without the asks the fill of its copy answered: the copy exists because it was asked, so they say nothing of how often it is. */
+export function ownAsks(count: AskCount): AskCount {
+  return count.filled ? { ...count, asks: count.asks - count.filled, filled: 0 } : count
+}
+
 /** The asks expected in one freshness `freshMs` from `count`, counted up to `untilMs` after the copy was fetched. */
 export function expectedAsks(count: AskCount, untilMs: number, freshMs: number): number {
   const span = count.priorMs + Math.max(0, untilMs)
@@ -138,13 +151,14 @@ export function expectedAsks(count: AskCount, untilMs: number, freshMs: number):
  * When the refresh ahead of a copy fetched at `fetchedAt`, fresh until `freshUntil`, starts
  * (epoch ms; `now` or earlier: at once), as known at `now` after its asks `count`; null: not
  * (yet) asked enough to be refreshed ahead. Asks are counted as if none came before the
- * refresh's start: a copy that qualifies now still qualifies then. `minAsks`: K (another
+ * refresh's start: a copy that qualifies now still qualifies then; the asks its own fill
+ * answered are not counted (`ownAsks`). `minAsks`: K (another
  * only to measure the price of another K, test/sim/refresh-ahead.test.ts).
  */
 export function refreshAheadStart(copy: { fetchedAt: number; freshUntil: number }, count: AskCount, leadMs: number, now: number, minAsks = REFRESH_AHEAD_ASKS): number | null {
   const freshMs = copy.freshUntil - copy.fetchedAt
   if (freshMs <= 0 || now >= copy.freshUntil) return null
   const start = Math.max(copy.fetchedAt, copy.freshUntil - leadMs)
-  if (expectedAsks(count, Math.max(now, start) - copy.fetchedAt, freshMs) < minAsks) return null
+  if (expectedAsks(ownAsks(count), Math.max(now, start) - copy.fetchedAt, freshMs) < minAsks) return null
   return start
 }

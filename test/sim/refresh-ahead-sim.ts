@@ -101,6 +101,7 @@ interface Watch {
   fetchedAt: number
   freshUntil: number
   asks: number
+  filled: number
   priorAsks: number
   priorMs: number
   scheduled: boolean
@@ -142,15 +143,16 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
     events.push({ at: t + shape.latencyMs * latency.spread(shape.spread), seq: seq++, kind: 'land', report, startedAt: t })
   }
   // ReportCache.#asked: an ask of a fresh copy counts, and may start or schedule the refresh.
-  const asked = (report: number, copy: Copy, t: number) => {
+  const asked = (report: number, copy: Copy, t: number, filled = false) => {
     if (!refreshAhead || t >= copy.freshUntil) return
     let w = watches.get(report)
     if (!w || w.fetchedAt !== copy.fetchedAt) {
       const prior = priorOf(w, copy.fetchedAt, rule.decay)
-      w = { fetchedAt: copy.fetchedAt, freshUntil: copy.freshUntil, asks: 0, ...prior, scheduled: false, running: false }
+      w = { fetchedAt: copy.fetchedAt, freshUntil: copy.freshUntil, asks: 0, filled: 0, ...prior, scheduled: false, running: false }
       watches.set(report, w)
     }
     w.asks += 1
+    if (filled) w.filled += 1
     if (w.scheduled || w.running) return
     leadMs = refreshLead(classLatency, copy.freshUntil - copy.fetchedAt)
     const start = refreshAheadStart(copy, w, leadMs, t, minAsksAt(t))
@@ -197,10 +199,10 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
       classLatency = learnLatency(classLatency, e.at - e.startedAt)
       const copy = { fetchedAt: e.at, freshUntil: e.at + shape.freshMs }
       copies[e.report] = copy
-      // The callers that waited for it are answered with it, each an ask of the copy.
+      // The callers that waited for it are answered with it, each an ask of the copy its fill answered.
       for (; waiting[e.report]! > 0; waiting[e.report]! -= 1) {
         if (counted(e.at)) tally.answers[e.report]! += 1
-        asked(e.report, copy, e.at)
+        asked(e.report, copy, e.at, true)
       }
     } else if (e.kind === 'due') {
       e.watch.scheduled = false

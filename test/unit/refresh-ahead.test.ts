@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ASKS_DECAY, LATENCY_GAIN, LEAD_MARGIN_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, UNKNOWN_LEAD_SHARE, aheadCalls, budgetAsks, expectedAsks, learnLatency, priorOf, refreshAheadStart, refreshLead, revalidateCalls, type Demand } from '../../src/reports/refresh-ahead.js'
+import { ASKS_DECAY, LATENCY_GAIN, LEAD_MARGIN_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, UNKNOWN_LEAD_SHARE, aheadCalls, budgetAsks, demandOf, expectedAsks, learnLatency, priorOf, refreshAheadStart, refreshLead, revalidateCalls, type Demand } from '../../src/reports/refresh-ahead.js'
 
 // When a copy is refreshed ahead (docs/refresh-ahead.md): whether, when, and the rate it is read from.
 
@@ -81,6 +81,16 @@ describe('refreshAheadStart', () => {
   it('is null until the report is asked K times in one freshness', () => {
     for (let n = 1; n < REFRESH_AHEAD_ASKS; n++) expect(refreshAheadStart(copy(60), asked(n), 500, T0 + 1000)).toBeNull()
     expect(refreshAheadStart(copy(60), asked(REFRESH_AHEAD_ASKS), 500, T0 + 1000)).toBe(T0 + 60_000 - 500)
+  })
+
+  it('does not count the asks the fill of the copy answered: the miss that made it says nothing of its rate', () => {
+    // Asked three times, the first the miss that filled it: two of its own.
+    expect(refreshAheadStart(copy(60), { ...asked(REFRESH_AHEAD_ASKS), filled: 1 }, 500, T0 + 1000)).toBeNull()
+    expect(refreshAheadStart(copy(60), { ...asked(REFRESH_AHEAD_ASKS + 1), filled: 1 }, 500, T0 + 1000)).toBe(T0 + 60_000 - 500)
+    // The budget reads the same rate.
+    expect(demandOf(copy(60), { ...asked(3), filled: 1 }, undefined, T0 + 1000).asksPerFresh).toBe(2)
+    // The copies before count whole: there the miss was one of the report's asks.
+    expect(refreshAheadStart(copy(4), { ...asked(1, 12, 8000), filled: 1 }, 420, T0 + 100)).toBe(T0 + 4000 - 420)
   })
 
   it('starts the lead before expiry, whatever the freshness: never at a fixed fraction', () => {
