@@ -99,7 +99,7 @@ type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'trace'> & { ha
  */
 type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp' | 'priority' | 'trace'> & Partial<Pick<ReadOptions, 'refresh'>> & { ahead?: { newerThan: number; urgency: () => number } }
 
-/** How often the copy of one key fetched at `fetchedAt` (and the copy before it) was asked for, and its refresh ahead. */
+/** How often the copy of one key fetched at `fetchedAt` (and the copies before it, `priorOf`) was asked for, and its refresh ahead. */
 interface Watch extends AskCount {
   filled: number
   fetchedAt: number
