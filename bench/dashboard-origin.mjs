@@ -10,6 +10,7 @@
 //   BENCH_SLOPE_MS      optional: how much slower a call is per call in flight beyond the knee
 //   BENCH_REFUSE_ABOVE  optional: a call that finds this many in flight is answered 429 at
 //                       once, with `retry-after: 1` (default: none refused)
+//   BENCH_CALL_LOG      optional: when 1, each report call is kept (GET /__calls)
 // A call's latency is fixed when it arrives: BENCH_LATENCY_MS (spread) + BENCH_SLOPE_MS ×
 // (calls in flight with it − BENCH_KNEE), when positive. Only report calls (/api/v1/report/…) are
 // counted, delayed or refused; any other call (the gateway's probe) is answered 200 `{}`.
@@ -19,6 +20,8 @@
 //   DELETE /__count  resets those counts
 //   GET /__load      {"inFlight", "meanInFlight", "peak"}: calls in flight now, and their
 //                    time-weighted mean and peak since the previous GET /__load
+//   GET /__calls?from=<n>  with BENCH_CALL_LOG, the report calls from the n-th on (0: all), each
+//                    {at, answeredAt (epoch ms; null: not answered), path, requestId (its x-request-id)}
 //
 // Output: one line `READY {"port":…}` on stdout.
 
@@ -31,6 +34,7 @@ const knee = numberFrom('BENCH_KNEE', Infinity)
 const slopeMs = numberFrom('BENCH_SLOPE_MS', 0)
 const refuseAbove = numberFrom('BENCH_REFUSE_ABOVE', Infinity)
 const spread = numberFrom('BENCH_SPREAD', 0)
+const callLog = process.env.BENCH_CALL_LOG === '1' ? [] : null
 
 /** A call's own latency: the median, spread log-normally (Box-Muller). */
 const drawLatency = () => (spread > 0 ? latencyMs * Math.exp(spread * Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random())) : latencyMs)
@@ -68,6 +72,7 @@ const server = createServer((req, res) => {
     return json(res, 200, counts)
   }
   if (req.url === '/__load') return json(res, 200, readLoad())
+  if (req.url.startsWith('/__calls')) return json(res, 200, callLog?.slice(Number(new URL(req.url, 'http://x').searchParams.get('from') ?? 0)) ?? [])
   req.resume()
   if (!req.url.startsWith('/api/v1/report/')) return json(res, 200, {})
   const route = req.url.split('?')[0]
@@ -79,7 +84,13 @@ const server = createServer((req, res) => {
   }
   setInFlight(1)
   res.once('close', () => setInFlight(-1))
-  setTimeout(() => json(res, 200, { generatedAt: Date.now(), rows }), drawLatency() + slopeMs * Math.max(0, load.inFlight - knee))
+  const call = callLog ? { at: Date.now(), answeredAt: null, path: req.url, requestId: req.headers['x-request-id'] ?? null } : null
+  if (call) callLog.push(call)
+  setTimeout(() => {
+    const generatedAt = Date.now()
+    if (call) call.answeredAt = generatedAt
+    json(res, 200, { generatedAt, rows })
+  }, drawLatency() + slopeMs * Math.max(0, load.inFlight - knee))
 })
 server.keepAliveTimeout = 65_000
 server.listen(0, '127.0.0.1', () => {

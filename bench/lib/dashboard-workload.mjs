@@ -8,6 +8,8 @@
 // What is measured: how many answers to popular reports were past their freshness, the
 // latency of popular answers and of all, and the platform calls.
 
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent, request } from 'undici'
@@ -16,7 +18,7 @@ import { REPORT_ROUTE, startMainGateway } from './fixture.mjs'
 import { closedLoop, neverAsked } from './load.mjs'
 import { versionOf } from './machine.mjs'
 import { startNginx } from './nginx.mjs'
-import { log, stopProcess } from './processes.mjs'
+import { ROOT, log, stopProcess } from './processes.mjs'
 import { startStandIn } from './stand-in.mjs'
 import { fmtMs, fmtPct, latencyFigures, markdownTable, metricValue, mostAsked, verdictLines } from './stats.mjs'
 import { http } from './http.mjs'
@@ -174,6 +176,48 @@ async function refreshOutcomes(admin) {
   return `${['started', 'completed', 'skipped', 'failed'].map((outcome) => `${outcome} ${metricValue(text, 'gateway_cache_refresh_ahead_total', { outcome })}`).join(', ')}; its event-loop delay p99 ${lag('p99')}, max ${lag('max')}`
 }
 
+/**
+ * The report calls one target made in the measured time, by cause, from the stand-in's log
+ * of its calls (`calls`, from the target's start: each { at, answeredAt, path, requestId }),
+ * each judged against the call of the same report before it: `first` (none before: a cold
+ * miss), `ahead` (the gateway's refresh ahead, by its request id), `overlapping` (the call
+ * before not answered yet: not coalesced), `early` (its copy not yet `ttlMs` old),
+ * `stale` (its copy `ttlMs` to twice that old: stale-while-revalidate's call) and `expired`
+ * (older). `waitMs`: the mean time past the copy's freshness at which `stale` and `expired`
+ * calls came (the wait for the first ask after it, and nginx's whole seconds); `aheadMs`:
+ * the mean age of the copy a refresh ahead replaced.
+ */
+export function callCauses(calls, { fromMs, ttlMs }) {
+  const causes = { calls: 0, first: 0, ahead: 0, overlapping: 0, early: 0, stale: 0, expired: 0, waitMs: 0, aheadMs: 0 }
+  const before = new Map()
+  let waited = 0
+  let aged = 0
+  for (const c of [...calls].sort((x, y) => x.at - y.at)) {
+    const prev = before.get(c.path)
+    before.set(c.path, c)
+    if (c.at < fromMs) continue
+    causes.calls += 1
+    const age = prev?.answeredAt == null ? null : c.at - prev.answeredAt
+    if (prev === undefined) causes.first += 1
+    else if (c.requestId?.startsWith('refresh-ahead-')) {
+      causes.ahead += 1
+      if (age !== null) aged += age
+    } else if (age === null || age < 0) causes.overlapping += 1
+    else if (age < ttlMs) causes.early += 1
+    else {
+      causes[age < 2 * ttlMs ? 'stale' : 'expired'] += 1
+      waited += age - ttlMs
+    }
+  }
+  causes.waitMs = waited / Math.max(1, causes.stale + causes.expired)
+  causes.aheadMs = aged / Math.max(1, causes.ahead)
+  return causes
+}
+
+/** `callCauses`' figures in words. */
+export const causeWords = (c) =>
+  `${c.calls} calls: ${c.first} first, ${c.ahead} ahead (the copy ${fmtMs(c.aheadMs)} old), ${c.stale} stale, ${c.expired} expired (${fmtMs(c.waitMs)} past freshness on average), ${c.early} early, ${c.overlapping} overlapping`
+
 /** How long a trace of `shape` is replayed: caches filling (not measured), then measured. */
 export function replaySeconds(shape, quick) {
   const warmupS = Math.min(20, Math.max(4, 2 * shape.ttlS))
@@ -185,21 +229,23 @@ export function replaySeconds(shape, quick) {
  * Replays the trace of `shape` against the gateway and nginx, one after the other; `noise`:
  * null, or { fromS, forS } (from the replay's start) during which a second team keeps
  * NOISY_CALLERS misses outstanding; `baseline`: a folder with another build of the gateway,
- * replayed too (its figures as `baseline`). Resolves with { rows (a table's), measured: { gateway,
+ * replayed too (its figures as `baseline`); `withoutAhead`: the gateway with `cache.refreshAhead: false`
+ * replayed too (as `swr`). Each target's figures carry its platform calls by cause (`callCauses`). Resolves with { rows (a table's), measured: { gateway,
  * nginx } figures, notes, popular: { size, reportsAsked, shareOfAsks, leastAsksPerS }, warmupS, seconds }.
  */
-export async function replayShape({ fixture, shape, quick, noise, name, baseline = null }) {
+export async function replayShape({ fixture, shape, quick, noise, name, baseline = null, withoutAhead = false }) {
   const { sandbox, teamKey, teamBKey, teams } = fixture
   const { warmupS, seconds } = replaySeconds(shape, quick)
   const total = warmupS + seconds
   const trace = makeTrace(shape, total)
   const { popular, ...popularInfo } = popularReports(trace, warmupS, total)
-  const standIn = await startStandIn(`${name}-origin`, { latencyMs: shape.latencyMs, spread: shape.spread })
+  const standIn = await startStandIn(`${name}-origin`, { latencyMs: shape.latencyMs, spread: shape.spread, callLog: true })
   const ttl = `${shape.ttlS}s`
   // Alone, the dashboard team is the only team the gateway knows.
   const config = { teams: noise ? teams : { bench: teams.bench }, cache: { ttl: { recent: ttl, settled: ttl }, staleWhileRevalidate: ttl } }
   const servers = [
     { id: 'gateway', label: `gateway (defaults; \`cache.ttl\` and \`staleWhileRevalidate\` ${ttl})`, start: () => startMainGateway(`gw-${name}`, { platformUrl: standIn.url, platformToken: sandbox.token, config }) },
+    withoutAhead && { id: 'swr', label: `gateway with \`cache.refreshAhead: false\` (the same settings otherwise)`, start: () => startMainGateway(`gw-${name}-swr`, { platformUrl: standIn.url, platformToken: sandbox.token, config: { ...config, cache: { ...config.cache, refreshAhead: false } } }) },
     baseline && { id: 'baseline', label: `gateway built in ${baseline} (the same settings)`, start: () => startMainGateway(`gw-${name}-baseline`, { platformUrl: standIn.url, platformToken: sandbox.token, config, root: baseline }) },
     versionOf('nginx', ['-v']) && { id: 'nginx', label: `nginx proxy_cache, valid ${ttl}, lock + use_stale updating + background_update`, start: () => startNginx({ name: `nginx-${name}`, origin: standIn.url, platformToken: sandbox.token, valid: ttl, updating: true }) },
   ].filter(Boolean)
@@ -216,6 +262,8 @@ export async function replayShape({ fixture, shape, quick, noise, name, baseline
       continue
     }
     const noisy = noise ? sleep(noise.fromS * 1000).then(() => closedLoop({ origins: [server.url], key: teamBKey, callers: NOISY_CALLERS, nextPath: () => neverAsked(NOISY_ROUTE), maxSeconds: noise.forS })) : null
+    const logFrom = (await standIn.counts()).count
+    const startedAt = Date.now()
     const callsAtWarm = sleep(warmupS * 1000).then(() => standIn.counts())
     const answers = await replay(server.url, trace, teamKey, total)
     const calls = ((await standIn.counts()).byRoute[REPORT_ROUTE] ?? 0) - ((await callsAtWarm).byRoute[REPORT_ROUTE] ?? 0)
@@ -224,7 +272,13 @@ export async function replayShape({ fixture, shape, quick, noise, name, baseline
     if (server.admin) notes.push(`${target.label}: refreshes ahead ${await refreshOutcomes(server.admin)}`)
     await stopProcess(server)
     const measuredAnswers = answers.filter((a) => a.at >= warmupS * 1000)
-    const f = { ...figuresOf(measuredAnswers, popular, shape.ttlS), platformCalls: calls }
+    const ownCalls = (await standIn.calls(logFrom)).filter((c) => c.path.startsWith(`${REPORT_ROUTE}?`))
+    const causes = callCauses(ownCalls, { fromMs: startedAt + warmupS * 1000, ttlMs: shape.ttlS * 1000 })
+    notes.push(`${target.label}: platform calls by cause, ${causeWords(causes)}`)
+    // Each call, for a closer look than the causes (not committed).
+    mkdirSync(join(ROOT, '.bench'), { recursive: true })
+    writeFileSync(join(ROOT, '.bench', `calls-${name}-${target.id}.json`), JSON.stringify({ fromMs: startedAt + warmupS * 1000, ttlMs: shape.ttlS * 1000, calls: ownCalls, asks: answers.map((a) => ({ at: startedAt + a.at, path: reportPath(a.report), cache: a.cache })) }))
+    const f = { ...figuresOf(measuredAnswers, popular, shape.ttlS), platformCalls: calls, causes }
     notes.push(`${target.label}: ${slowPopular(measuredAnswers, popular, SLOW_POPULAR_MS)}; the load generator's event-loop delay p99 ${fmtMs(answers.lag.p99Ms)}, max ${fmtMs(answers.lag.maxMs)}`)
     measured[target.id] = f
     const noiseCell = noiseAnswers ? [`${noiseAnswers.filter((a) => a.status === 200).length} / ${noiseAnswers.length}`] : []

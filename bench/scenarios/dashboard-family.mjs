@@ -53,24 +53,30 @@ export function targets(shape, gateway, nginx) {
 
 const shapeWords = (s) => `${s.users} users, ${s.reports} reports, Zipf ${s.zipf}, freshness ${s.ttlS} s, platform ${s.latencyMs} ms median (σ ${s.spread}, p99 ${fmtMs(platformP99(s))})${s.burst ? ', with a burst' : ''}`
 
-export async function run({ fixture, quick, baseline = null, traces = null }) {
+export async function run({ fixture, quick, baseline = null, traces = null, withoutAhead = false }) {
   // `traces`: the numbers (1-based) of the traces to replay, of the eight; their shapes as in the full family.
   const drawn = drawShapes(traces ? TRACES : quick ? QUICK_TRACES : TRACES)
   const shapes = traces ? drawn.filter((_, i) => traces.includes(i + 1)) : drawn
   const started = Date.now()
   const sections = []
   const summary = []
+  // Each target's platform calls in the measured time by cause (bench/lib/dashboard-workload.mjs, `callCauses`).
+  const causeRows = []
   for (const shape of shapes) {
     const i = drawn.indexOf(shape)
     const { warmupS, seconds } = replaySeconds(shape, quick)
     // The burst: the middle third of the measured time.
     const noise = shape.burst ? { fromS: warmupS + seconds / 3, forS: seconds / 3 } : null
     log(`trace ${i + 1}/${drawn.length}: ${shapeWords(shape)}`)
-    const r = await replayShape({ fixture, shape, quick, noise, name: `family${i + 1}`, baseline })
+    const r = await replayShape({ fixture, shape, quick, noise, name: `family${i + 1}`, baseline, withoutAhead })
     const checks = r.measured.gateway ? targets(shape, r.measured.gateway, r.measured.nginx ?? null) : []
     const g = r.measured.gateway
     const n = r.measured.nginx
     const b = r.measured.baseline
+    for (const [id, m] of Object.entries(r.measured)) {
+      const c = m.causes
+      causeRows.push([String(i + 1), id, String(c.calls), n ? `${(c.calls / Math.max(1, n.causes.calls)).toFixed(2)}×` : '—', String(c.first), String(c.ahead), String(c.stale), String(c.expired), String(c.early), String(c.overlapping), fmtMs(c.waitMs), c.ahead ? fmtMs(c.aheadMs) : '—'])
+    }
     summary.push([
       String(i + 1),
       shapeWords(shape),
@@ -101,6 +107,10 @@ export async function run({ fixture, quick, baseline = null, traces = null }) {
     markdownTable(['trace', 'shape', 'gateway popular past freshness', 'nginx popular past freshness', 'gateway popular p99', 'gateway p99', "gateway calls / nginx's", 'targets met', ...(baseline ? ["baseline: popular past freshness, calls / nginx's, targets met"] : [])], summary),
     '',
     `${shapes.length === drawn.length ? shapes.length : `${shapes.length} of ${drawn.length}`} traces drawn from seed ${FAMILY_SEED} (bench/scenarios/dashboard-family.mjs), the family took ${minutes.toFixed(1)} min.${baseline ? ` Baseline: the gateway run from ${baseline}/dist/main.js with the same settings, replayed between the gateway and nginx.` : ''} Each trace: its users load dashboards of 3 distinct Zipf-drawn reports at once, then think (exponential, mean 2 s); the platform stand-in answers each call after its median latency × e^(σ·z) and stamps the answer: an answer is past its freshness when its data is older than the TTL as its headers arrive. The burst (every other trace): a second team's 200 callers each asking a report never asked before, in a closed loop, during the middle third of the measured time, against both targets. Targets: popular answers past freshness ≤ ${fmtPct(MAX_POPULAR_STALE)} (≤ ${fmtPct(MAX_POPULAR_STALE_BURST)} with the burst), popular p99 ≤ ${MAX_POPULAR_P99_MS} ms, p99 of all answers ≤ the platform's p99 + 50 ms, platform calls ≤ ${MAX_CALLS_X_NGINX}× nginx's.`,
+    '',
+    'Platform calls in the measured time by cause, from the stand-in\'s log of each call, judged against the call of the same report before it: first (none before), ahead (a refresh ahead, by its request id), stale (its copy 1 to 2 freshnesses old), expired (older), early (its copy still fresh), overlapping (the call before still unanswered); wait: the mean time past freshness of the stale and expired calls; ahead at: the mean age of the copy a refresh ahead replaced.',
+    '',
+    markdownTable(['trace', 'target', 'calls', "/ nginx's", 'first', 'ahead', 'stale', 'expired', 'early', 'overlapping', 'wait', 'ahead at'], causeRows),
     '',
     ...sections,
   ].join('\n')

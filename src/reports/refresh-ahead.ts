@@ -18,15 +18,25 @@
  *   copy whose class takes longer than its freshness is refreshed as soon as it is asked
  *   enough: it cannot be kept fresh, only as fresh as the platform allows.
  * - **Rate**: asks counted over the copy's life up to the refresh's start and over the
- *   previous copy's, per freshness, never extrapolated from less than one freshness: a
- *   report must be asked K times within one freshness (or at that rate over two copies)
- *   before its first refresh ahead.
+ *   earlier copies' (each weighed ASKS_DECAY less than the one after it), per freshness,
+ *   never extrapolated from less than one freshness: a report must be asked K times within
+ *   one freshness (or at that rate over its copies) before its first refresh ahead. The
+ *   asks the fill of a copy answered (a miss and its waiters) do not count for that copy
+ *   (`ownAsks`): it exists because it was asked, so its making is no sample of its rate.
+ *   They count in the history the next copies carry, as asks of the report over its copies.
  */
 
 /** K: the asks in one freshness that make a refresh ahead worth its call (a price, not a timing: see the module's comment). */
 export const REFRESH_AHEAD_ASKS = 3
 /** The refreshes' extra platform calls, at most this share of the calls of a stale-while-revalidate cache: half of issue 54's 0.2 (1.2 × nginx's), half left to the estimates' noise (docs/refresh-ahead.md, "The budget"). */
 export const REFRESH_AHEAD_BUDGET = 0.1
+/**
+ * How much of its asks' history a copy carries on to the next (`priorOf`): each copy before
+ * weighs this much less than the one after it, so the rate is read from about
+ * (1 + d) / (1 − d) = 7 freshnesses' asks once a report has had that many copies, not from
+ * one or two Poisson counts (docs/refresh-ahead.md, "The rate over several copies").
+ */
+export const ASKS_DECAY = 0.75
 /** How often (ms) the budget's fewest asks (`budgetAsks`) are worked out again from the watched reports. */
 export const BUDGET_EVERY_MS = 1000
 /** Added to the latency bound: the timer's and the dispatch's own delay. */
@@ -42,9 +52,14 @@ export interface ClassLatency {
   devMs: number
 }
 
-/** The asks of a watched report: of the copy now served, and of the previous copy over the span they were counted in. */
+/** The asks of a watched report: of the copy now served, and of the copies before over the span they were counted in. */
 export interface AskCount {
   asks: number
+  /**
+   * Of `asks`, those the fill that made the copy answered (the miss that started it, the
+   * callers that waited with it): not counted for the copy itself (`ownAsks`).
+   */
+  filled?: number
   priorAsks: number
   priorMs: number
 }
@@ -107,7 +122,23 @@ export function budgetAsks(demands: readonly Demand[], budget = REFRESH_AHEAD_BU
 /** How a watched copy's report weighs in the budget at `now`: its asks (`count`), freshness and class's latency. */
 export function demandOf(copy: { fetchedAt: number; freshUntil: number }, count: AskCount, latency: ClassLatency | undefined, now: number): Demand {
   const freshMs = copy.freshUntil - copy.fetchedAt
-  return { asksPerFresh: expectedAsks(count, now - copy.fetchedAt, freshMs), freshMs, latencyMs: latency?.meanMs ?? 0, leadMs: refreshLead(latency, freshMs) }
+  return { asksPerFresh: expectedAsks(ownAsks(count), now - copy.fetchedAt, freshMs), freshMs, latencyMs: latency?.meanMs ?? 0, leadMs: refreshLead(latency, freshMs) }
+}
+
+/**
+ * The asks that count for a new copy fetched at `fetchedAt`, carried from the watch of the
+ * copy before it (`before`; none: a new report): that copy's asks over the part of its
+ * freshness it was served in, and the history it carried, weighed `decay` per copy.
+ */
+export function priorOf(before: (AskCount & { fetchedAt: number; freshUntil: number }) | undefined, fetchedAt: number, decay = ASKS_DECAY): Pick<AskCount, 'priorAsks' | 'priorMs'> {
+  if (before === undefined) return { priorAsks: 0, priorMs: 0 }
+  const servedMs = Math.max(0, Math.min(fetchedAt, before.freshUntil) - before.fetchedAt)
+  return { priorAsks: before.asks + decay * before.priorAsks, priorMs: servedMs + decay * before.priorMs }
+}
+
+/** `count` without the asks the fill of its copy answered: the copy exists because it was asked, so they say nothing of how often it is. */
+export function ownAsks(count: AskCount): AskCount {
+  return count.filled ? { ...count, asks: count.asks - count.filled, filled: 0 } : count
 }
 
 /** The asks expected in one freshness `freshMs` from `count`, counted up to `untilMs` after the copy was fetched. */
@@ -120,13 +151,14 @@ export function expectedAsks(count: AskCount, untilMs: number, freshMs: number):
  * When the refresh ahead of a copy fetched at `fetchedAt`, fresh until `freshUntil`, starts
  * (epoch ms; `now` or earlier: at once), as known at `now` after its asks `count`; null: not
  * (yet) asked enough to be refreshed ahead. Asks are counted as if none came before the
- * refresh's start: a copy that qualifies now still qualifies then. `minAsks`: K (another
+ * refresh's start: a copy that qualifies now still qualifies then; the asks its own fill
+ * answered are not counted (`ownAsks`). `minAsks`: K (another
  * only to measure the price of another K, test/sim/refresh-ahead.test.ts).
  */
 export function refreshAheadStart(copy: { fetchedAt: number; freshUntil: number }, count: AskCount, leadMs: number, now: number, minAsks = REFRESH_AHEAD_ASKS): number | null {
   const freshMs = copy.freshUntil - copy.fetchedAt
   if (freshMs <= 0 || now >= copy.freshUntil) return null
   const start = Math.max(copy.fetchedAt, copy.freshUntil - leadMs)
-  if (expectedAsks(count, Math.max(now, start) - copy.fetchedAt, freshMs) < minAsks) return null
+  if (expectedAsks(ownAsks(count), Math.max(now, start) - copy.fetchedAt, freshMs) < minAsks) return null
   return start
 }

@@ -21,7 +21,7 @@ import { steppedTimers } from '../perf/stepped-timers.js'
 import { systemClock, type Clock, type Timers } from '../clock.js'
 import { FailureLog } from '../observe/failure-log.js'
 import type { Trace } from '../observe/tracing.js'
-import { BUDGET_EVERY_MS, budgetAsks, demandOf, learnLatency, refreshAheadStart, refreshLead, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
+import { BUDGET_EVERY_MS, budgetAsks, demandOf, learnLatency, priorOf, refreshAheadStart, refreshLead, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
 import { workClass } from './work-class.js'
 import { CompletionTurns } from './completion-turns.js'
 
@@ -99,8 +99,9 @@ type Origin = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'trace'> & { ha
  */
 type Asker = Pick<ReadOptions, 'requestId' | 'team' | 'tally' | 'hangUp' | 'priority' | 'trace'> & Partial<Pick<ReadOptions, 'refresh'>> & { ahead?: { newerThan: number; urgency: () => number } }
 
-/** How often the copy of one key fetched at `fetchedAt` (and the copy before it) was asked for, and its refresh ahead. */
+/** How often the copy of one key fetched at `fetchedAt` (and the copies before it, `priorOf`) was asked for, and its refresh ahead. */
 interface Watch extends AskCount {
+  filled: number
   fetchedAt: number
   freshUntil: number
   /** The scheduled refresh, or null. */
@@ -270,7 +271,7 @@ export class ReportCache {
     const upstream = { forward, ...(result.upstreamMs === undefined ? {} : { upstreamMs: result.upstreamMs }), ...(result.platformMs === undefined ? {} : { platformMs: result.platformMs }) }
     switch (result.kind) {
       case 'entry':
-        this.#asked(key, result.entry, report, provider, opts.team, this.#clock.now())
+        this.#asked(key, result.entry, report, provider, opts.team, this.#clock.now(), true)
         return { ...this.#served(result.entry, refresh ? 'REFRESH' : 'MISS', result.fromPeer ? 'l2' : 'platform'), ...upstream }
       case 'pass':
         this.#count('BYPASS', 'platform')
@@ -363,7 +364,7 @@ export class ReportCache {
   countServed(key: string, entry: CacheEntry, status: 'HIT' | 'MISS', tier: Tier, report: CanonicalReport, credential: string, team: string, now: number): void {
     if (status === 'HIT' && tier === 'l1') this.#hitL1.inc()
     else this.#count(status, tier)
-    if (this.#d.config.cache.refreshAhead) this.#asked(key, entry, report, credential, team, now)
+    if (this.#d.config.cache.refreshAhead) this.#asked(key, entry, report, credential, team, now, status === 'MISS')
   }
 
   /**
@@ -372,20 +373,22 @@ export class ReportCache {
    * in one freshness, one background refresh is scheduled to start the latency of its class
    * before the copy expires (at once when that is now). A copy asked for less often is left
    * to expire (refreshed when asked, stale-while-revalidate); the new copy is watched anew,
-   * its predecessor's asks kept for the rate.
+   * its predecessors' asks carried on for the rate (`priorOf`). `filled`: the ask was answered
+   * by the fill that made the copy (a MISS), not counted towards the copy's own refresh.
    */
-  #asked(key: string, entry: CacheEntry, report: CanonicalReport, provider: TokenProvider | string, team: string, now: number): void {
+  #asked(key: string, entry: CacheEntry, report: CanonicalReport, provider: TokenProvider | string, team: string, now: number, filled = false): void {
     if (!this.#d.config.cache.refreshAhead) return
     if (now >= entry.freshUntil) return
     let watch = this.#watches.get(key)
     if (!watch || watch.fetchedAt !== entry.fetchedAt) {
       if (watch && watch.fetchedAt > entry.fetchedAt) return
-      // The copy before counts over the part of its freshness it was served in.
-      const prior = watch ? { priorAsks: watch.asks, priorMs: Math.max(0, Math.min(entry.fetchedAt, watch.freshUntil) - watch.fetchedAt) } : { priorAsks: 0, priorMs: 0 }
-      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, ...prior, timer: null, report, work: watch?.work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team }
+      // The copies before count over the parts of their freshness they were served in, the older less.
+      const prior = priorOf(watch, entry.fetchedAt)
+      watch = { fetchedAt: entry.fetchedAt, freshUntil: entry.freshUntil, asks: 0, filled: 0, ...prior, timer: null, report, work: watch?.work ?? workClass(report), running: false, provider: typeof provider === 'string' ? this.#d.tokens.get(provider) : provider, team }
       this.#watches.set(key, watch)
     }
     watch.asks += 1
+    if (filled) watch.filled += 1
     if (watch.timer !== null || watch.running) return
     const lead = refreshLead(this.#latencies.get(watch.work), entry.freshUntil - entry.fetchedAt)
     const start = refreshAheadStart(entry, watch, lead, now, this.#budgetAsks(watch.team, now))

@@ -1,4 +1,4 @@
-import { BUDGET_EVERY_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, budgetAsks, demandOf, learnLatency, refreshAheadStart, refreshLead, type ClassLatency } from '../../src/reports/refresh-ahead.js'
+import { ASKS_DECAY, BUDGET_EVERY_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, budgetAsks, demandOf, learnLatency, priorOf, refreshAheadStart, refreshLead, type ClassLatency } from '../../src/reports/refresh-ahead.js'
 import { Random } from './random.js'
 
 /**
@@ -101,6 +101,7 @@ interface Watch {
   fetchedAt: number
   freshUntil: number
   asks: number
+  filled: number
   priorAsks: number
   priorMs: number
   scheduled: boolean
@@ -112,17 +113,18 @@ interface Copy {
   freshUntil: number
 }
 
-/** The model's rule: a fixed K (`minAsks`), or a budget of extra calls (`budget`, with `minAsks` its floor). */
+/** The model's rule: a fixed K (`minAsks`), or a budget of extra calls (`budget`, with `minAsks` its floor); `decay`: how much of the asks' history each copy carries on. */
 export interface Rule {
   minAsks?: number
   budget?: number
+  decay?: number
 }
 
-/** The model's rule: K and the budget (reports/refresh-ahead.ts). */
-export const MODEL: Rule = { minAsks: REFRESH_AHEAD_ASKS, budget: REFRESH_AHEAD_BUDGET }
+/** The model's rule: K, the budget and the asks' history (reports/refresh-ahead.ts). */
+export const MODEL: Rule = { minAsks: REFRESH_AHEAD_ASKS, budget: REFRESH_AHEAD_BUDGET, decay: ASKS_DECAY }
 
 /** One cache's replay of `asks` (time, report), refreshing ahead or not. */
-function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boolean, latency: Random, warmupMs: number, rule: Rule): { tally: Tally; leadMs: number } {
+function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boolean, latency: Random, warmupMs: number, endMs: number, rule: Rule): { tally: Tally; leadMs: number } {
   const tally: Tally = { answers: new Array<number>(shape.reports).fill(0), stale: new Array<number>(shape.reports).fill(0), calls: 0 }
   const copies: Array<Copy | null> = new Array<Copy | null>(shape.reports).fill(null)
   const flights = new Set<number>()
@@ -133,21 +135,24 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
   let seq = 0
   const events = new Heap<Event>()
   const counted = (t: number) => t >= warmupMs
+  // A call is counted while the asks last: the refreshes scheduled for copies asked before the end start after it, for nobody.
+  const countedCall = (t: number) => counted(t) && t < endMs
   const call = (report: number, t: number) => {
     flights.add(report)
-    if (counted(t)) tally.calls += 1
+    if (countedCall(t)) tally.calls += 1
     events.push({ at: t + shape.latencyMs * latency.spread(shape.spread), seq: seq++, kind: 'land', report, startedAt: t })
   }
   // ReportCache.#asked: an ask of a fresh copy counts, and may start or schedule the refresh.
-  const asked = (report: number, copy: Copy, t: number) => {
+  const asked = (report: number, copy: Copy, t: number, filled = false) => {
     if (!refreshAhead || t >= copy.freshUntil) return
     let w = watches.get(report)
     if (!w || w.fetchedAt !== copy.fetchedAt) {
-      const prior = w ? { priorAsks: w.asks, priorMs: Math.max(0, Math.min(copy.fetchedAt, w.freshUntil) - w.fetchedAt) } : { priorAsks: 0, priorMs: 0 }
-      w = { fetchedAt: copy.fetchedAt, freshUntil: copy.freshUntil, asks: 0, ...prior, scheduled: false, running: false }
+      const prior = priorOf(w, copy.fetchedAt, rule.decay)
+      w = { fetchedAt: copy.fetchedAt, freshUntil: copy.freshUntil, asks: 0, filled: 0, ...prior, scheduled: false, running: false }
       watches.set(report, w)
     }
     w.asks += 1
+    if (filled) w.filled += 1
     if (w.scheduled || w.running) return
     leadMs = refreshLead(classLatency, copy.freshUntil - copy.fetchedAt)
     const start = refreshAheadStart(copy, w, leadMs, t, minAsksAt(t))
@@ -194,10 +199,10 @@ function replay(shape: Shape, asks: Array<[number, number]>, refreshAhead: boole
       classLatency = learnLatency(classLatency, e.at - e.startedAt)
       const copy = { fetchedAt: e.at, freshUntil: e.at + shape.freshMs }
       copies[e.report] = copy
-      // The callers that waited for it are answered with it, each an ask of the copy.
+      // The callers that waited for it are answered with it, each an ask of the copy its fill answered.
       for (; waiting[e.report]! > 0; waiting[e.report]! -= 1) {
         if (counted(e.at)) tally.answers[e.report]! += 1
-        asked(e.report, copy, e.at)
+        asked(e.report, copy, e.at, true)
       }
     } else if (e.kind === 'due') {
       e.watch.scheduled = false
@@ -215,8 +220,18 @@ function peekAt(events: Heap<Event>): number {
   return e.at
 }
 
-/** Runs `shape`: the same asks against both caches, each with its own platform draws from the shape's seed; `rule`: the model's, unless another is measured. */
-export function simulate(shape: Shape, rule: Rule = MODEL): Run {
+/** How long a run lasts and how much of it is not counted, in freshnesses. */
+export interface Span {
+  freshnesses: number
+  warmup: number
+}
+
+/**
+ * Runs `shape`: the same asks against both caches, each with its own platform draws from the
+ * shape's seed; `rule`: the model's, unless another is measured; `span`: the run's length and
+ * warm-up (the benchmark's window: `{ freshnesses: 3.25, warmup: 1 }` on a 20 s freshness).
+ */
+export function simulate(shape: Shape, rule: Rule = MODEL, span: Span = { freshnesses: FRESHNESSES, warmup: WARMUP_FRESHNESSES }): Run {
   const r = new Random(shape.seed ^ 0x5eed)
   const weights = Array.from({ length: shape.reports }, (_, i) => 1 / (i + 1) ** shape.zipf)
   const total = weights.reduce((x, y) => x + y, 0)
@@ -232,15 +247,15 @@ export function simulate(shape: Shape, rule: Rule = MODEL): Run {
     }
     return lo
   }
-  const endMs = FRESHNESSES * shape.freshMs
+  const endMs = span.freshnesses * shape.freshMs
   const asks: Array<[number, number]> = []
   for (let t = 0; ; ) {
     t += (-Math.log(1 - r.next()) / shape.rate) * 1000
     if (t >= endMs) break
     asks.push([t, pick(r.next())])
   }
-  const warmupMs = WARMUP_FRESHNESSES * shape.freshMs
-  const ahead = replay(shape, asks, true, new Random(shape.seed ^ 0x1a7), warmupMs, rule)
-  const swr = replay(shape, asks, false, new Random(shape.seed ^ 0x1a7), warmupMs, rule)
+  const warmupMs = span.warmup * shape.freshMs
+  const ahead = replay(shape, asks, true, new Random(shape.seed ^ 0x1a7), warmupMs, endMs, rule)
+  const swr = replay(shape, asks, false, new Random(shape.seed ^ 0x1a7), warmupMs, endMs, rule)
   return { shape, ahead: ahead.tally, swr: swr.tally, asksPerFresh: weights.map((w) => (w / total) * shape.rate * (shape.freshMs / 1000)), leadMs: ahead.leadMs }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { LATENCY_GAIN, LEAD_MARGIN_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, UNKNOWN_LEAD_SHARE, aheadCalls, budgetAsks, expectedAsks, learnLatency, refreshAheadStart, refreshLead, revalidateCalls, type Demand } from '../../src/reports/refresh-ahead.js'
+import { ASKS_DECAY, LATENCY_GAIN, LEAD_MARGIN_MS, REFRESH_AHEAD_ASKS, REFRESH_AHEAD_BUDGET, UNKNOWN_LEAD_SHARE, aheadCalls, budgetAsks, demandOf, expectedAsks, learnLatency, priorOf, refreshAheadStart, refreshLead, revalidateCalls, type Demand } from '../../src/reports/refresh-ahead.js'
 
 // When a copy is refreshed ahead (docs/refresh-ahead.md): whether, when, and the rate it is read from.
 
@@ -50,10 +50,47 @@ describe('expectedAsks', () => {
   })
 })
 
+describe('priorOf', () => {
+  const watch = (asks: number, priorAsks: number, priorMs: number, fetchedAt = T0, freshS = 4) => ({ fetchedAt, freshUntil: fetchedAt + freshS * 1000, asks, priorAsks, priorMs })
+
+  it('carries nothing for a new report', () => {
+    expect(priorOf(undefined, T0)).toEqual({ priorAsks: 0, priorMs: 0 })
+  })
+
+  it('carries the copy before over the part of its freshness it was served in, and its own history weighed ASKS_DECAY less', () => {
+    // Replaced 3 s into its 4 s: 3 s served; it carried 8 asks over 8 s.
+    expect(priorOf(watch(5, 8, 8000), T0 + 3000)).toEqual({ priorAsks: 5 + ASKS_DECAY * 8, priorMs: 3000 + ASKS_DECAY * 8000 })
+    // Replaced after it expired: its whole freshness, no more.
+    expect(priorOf(watch(5, 0, 0), T0 + 9000)).toEqual({ priorAsks: 5, priorMs: 4000 })
+  })
+
+  it('reads a steady rate as that rate, and forgets a report gone cold copy by copy', () => {
+    // Asked 6 times in each 4 s copy, for 20 copies: 6 a freshness, the history bounded.
+    let w = watch(6, 0, 0)
+    for (let i = 1; i <= 20; i++) w = { ...watch(6, 0, 0, T0 + i * 4000), ...priorOf(w, T0 + i * 4000) }
+    expect(expectedAsks(w, 4000, 4000)).toBeCloseTo(6)
+    expect(w.priorMs).toBeLessThan(4000 / (1 - ASKS_DECAY))
+    // Then asked once a copy: under K within a few copies.
+    let copies = 0
+    for (; expectedAsks(w, 4000, 4000) >= REFRESH_AHEAD_ASKS; copies++) w = { ...watch(1, 0, 0, T0 + (21 + copies) * 4000), ...priorOf(w, T0 + (21 + copies) * 4000) }
+    expect(copies).toBeLessThanOrEqual(6)
+  })
+})
+
 describe('refreshAheadStart', () => {
   it('is null until the report is asked K times in one freshness', () => {
     for (let n = 1; n < REFRESH_AHEAD_ASKS; n++) expect(refreshAheadStart(copy(60), asked(n), 500, T0 + 1000)).toBeNull()
     expect(refreshAheadStart(copy(60), asked(REFRESH_AHEAD_ASKS), 500, T0 + 1000)).toBe(T0 + 60_000 - 500)
+  })
+
+  it('does not count the asks the fill of the copy answered: the miss that made it says nothing of its rate', () => {
+    // Asked three times, the first the miss that filled it: two of its own.
+    expect(refreshAheadStart(copy(60), { ...asked(REFRESH_AHEAD_ASKS), filled: 1 }, 500, T0 + 1000)).toBeNull()
+    expect(refreshAheadStart(copy(60), { ...asked(REFRESH_AHEAD_ASKS + 1), filled: 1 }, 500, T0 + 1000)).toBe(T0 + 60_000 - 500)
+    // The budget reads the same rate.
+    expect(demandOf(copy(60), { ...asked(3), filled: 1 }, undefined, T0 + 1000).asksPerFresh).toBe(2)
+    // The copies before count whole: there the miss was one of the report's asks.
+    expect(refreshAheadStart(copy(4), { ...asked(1, 12, 8000), filled: 1 }, 420, T0 + 100)).toBe(T0 + 4000 - 420)
   })
 
   it('starts the lead before expiry, whatever the freshness: never at a fixed fraction', () => {
