@@ -27,7 +27,7 @@ export async function profileGateway(scenario, { fixture }) {
     sink = await launch('prof-otlp-sink', cmd, args, { ready: /^READY / })
   }
   const tracing = sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${JSON.parse(sink.line.slice('READY '.length)).port}`, OTEL_TRACES_SAMPLER: 'parentbased_always_on' } : {}
-  const gw = await startGateway('gw-prof', { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profDir}`], extraEnv: tracing, ...(scenario === 'l2' ? { redis: true, l1: false } : {}) })
+  const gw = await startGateway('gw-prof', { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profDir}`, ...(process.env.BENCH_CPU_PROF_INTERVAL_US ? [`--cpu-prof-interval=${process.env.BENCH_CPU_PROF_INTERVAL_US}`] : [])], extraEnv: tracing, ...(scenario === 'l2' ? { redis: true, l1: false } : {}) })
   let url = `${gw.url}${REPORT_PATH}`
   let script
   let scriptArgs = []
