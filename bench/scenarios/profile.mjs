@@ -2,6 +2,8 @@
 // summarized (no table); the profile is kept in .bench/ for Chrome DevTools. `l1-traced`:
 // L1 hits with tracing on, every request sampled, exporting OTLP/HTTP protobuf to
 // bench/otlp-sink.mjs on the load's core (as the targets scenario's traced row).
+// BENCH_CPU_PROF_INTERVAL_US: the sampling interval (node's default 1000 µs gives a miss
+// about four samples; 100 µs tells the small functions apart, and inflates every figure).
 
 import { copyFileSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
