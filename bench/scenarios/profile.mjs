@@ -2,6 +2,8 @@
 // summarized (no table); the profile is kept in .bench/ for Chrome DevTools. `l1-traced`:
 // L1 hits with tracing on, every request sampled, exporting OTLP/HTTP protobuf to
 // bench/otlp-sink.mjs on the load's core (as the targets scenario's traced row).
+// BENCH_CPU_PROF_INTERVAL_US: the sampling interval (node's default 1000 µs gives a miss
+// about four samples; 100 µs tells the small functions apart, and inflates every figure).
 
 import { copyFileSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -27,7 +29,7 @@ export async function profileGateway(scenario, { fixture }) {
     sink = await launch('prof-otlp-sink', cmd, args, { ready: /^READY / })
   }
   const tracing = sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${JSON.parse(sink.line.slice('READY '.length)).port}`, OTEL_TRACES_SAMPLER: 'parentbased_always_on' } : {}
-  const gw = await startGateway('gw-prof', { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profDir}`], extraEnv: tracing, ...(scenario === 'l2' ? { redis: true, l1: false } : {}) })
+  const gw = await startGateway('gw-prof', { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profDir}`, ...(process.env.BENCH_CPU_PROF_INTERVAL_US ? [`--cpu-prof-interval=${process.env.BENCH_CPU_PROF_INTERVAL_US}`] : [])], extraEnv: tracing, ...(scenario === 'l2' ? { redis: true, l1: false } : {}) })
   let url = `${gw.url}${REPORT_PATH}`
   let script
   let scriptArgs = []

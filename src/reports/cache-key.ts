@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { stableStringify } from './stable-stringify.js'
 import type { CanonicalReport } from './report-query.js'
 import { redisKey } from '../redis/keys.js'
@@ -19,6 +19,7 @@ export function reportCacheKey(
     path: report.path,
     keyMaterial: report.keyMaterial,
   })
-  const digest = createHash('sha256').update(material, 'utf8').digest('base64url')
+  // One call, no Hash object: the key is made at every read.
+  const digest = hash('sha256', material, 'base64url')
   return redisKey.report(opts.prefix, opts.version, digest)
 }

@@ -37,7 +37,6 @@ type Pair = [string, string]
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
 const DIGITS = /^\d+$/
-const DAY_MS = 86_400_000
 
 // Exactly the contract's spellings: `TRUE`, `yes`, `on` are 400. The platform's own
 // (Laravel) boolean validation is case-sensitive too, and a Map keeps user input
@@ -74,18 +73,45 @@ function show(value: unknown): string {
   return text.length > 64 ? `${text.slice(0, 64)}…` : text
 }
 
-/** Days since 1970-01-01 of a real calendar date `YYYY-MM-DD`, or null if it is not one. */
+/**
+ * Days since 1970-01-01 of a real calendar date `YYYY-MM-DD` (proleptic Gregorian, years
+ * 0000 to 9999), or null if it is not one. Counted from its digits (the civil-to-days
+ * count of the proleptic calendar), without a regular-expression match or a Date: a miss
+ * asks it about ten times.
+ */
 export function epochDay(date: string): number | null {
-  const match = DATE.exec(date)
-  if (!match) return null
-  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])]
-  const at = new Date(0)
-  // setUTCFullYear, unlike Date.UTC, does not map years 0-99 to 1900-1999.
-  at.setUTCFullYear(year, month - 1, day)
-  // Out-of-range parts roll over (2026-02-30 becomes March 2), so a date that does not
-  // come back unchanged does not exist.
-  if (at.getUTCFullYear() !== year || at.getUTCMonth() !== month - 1 || at.getUTCDate() !== day) return null
-  return at.getTime() / DAY_MS
+  if (date.length !== 10 || date.charCodeAt(4) !== HYPHEN || date.charCodeAt(7) !== HYPHEN) return null
+  const year = digitsAt(date, 0, 4)
+  const month = digitsAt(date, 5, 7)
+  const day = digitsAt(date, 8, 10)
+  if (year < 0 || month < 1 || month > 12 || day < 1 || day > monthDays(year, month)) return null
+  // Years counted from March, so that a leap day ends its year; eras of 400 years, 146,097 days.
+  const y = month <= 2 ? year - 1 : year
+  const era = Math.floor(y / 400)
+  const yearOfEra = y - era * 400
+  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1
+  return era * 146_097 + yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear - EPOCH_FROM_MARCH_0000
+}
+
+const HYPHEN = 0x2d
+// Days from 0000-03-01 to 1970-01-01.
+const EPOCH_FROM_MARCH_0000 = 719_468
+const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+
+function monthDays(year: number, month: number): number {
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+  return month === 2 && leap ? 29 : (MONTH_DAYS[month - 1] ?? 0)
+}
+
+/** The number the ASCII digits of `text` from `from` to `to` spell, or -1 if one is not a digit. */
+function digitsAt(text: string, from: number, to: number): number {
+  let n = 0
+  for (let i = from; i < to; i++) {
+    const digit = text.charCodeAt(i) - 0x30
+    if (digit < 0 || digit > 9) return -1
+    n = n * 10 + digit
+  }
+  return n
 }
 
 function calendarDate(name: string, value: unknown): { text: string; day: number } {

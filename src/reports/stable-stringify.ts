@@ -3,12 +3,13 @@
 
 type Json = string | undefined
 
-function encode(input: unknown, key: string): Json {
+// Built by concatenation, not arrays joined: a cache key is made at every read.
+function encode(input: unknown, key: string | number): Json {
   let value = input
   // JSON.stringify honours toJSON (Date and friends); doing the same keeps the output
   // identical to JSON.stringify apart from key order.
   if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
-    value = (value as { toJSON: (key: string) => unknown }).toJSON(key)
+    value = (value as { toJSON: (key: string) => unknown }).toJSON(String(key))
   }
   switch (typeof value) {
     case 'string':
@@ -22,17 +23,23 @@ function encode(input: unknown, key: string): Json {
     case 'object': {
       if (value === null) return 'null'
       if (Array.isArray(value)) {
-        return `[${value.map((item: unknown, i) => encode(item, String(i)) ?? 'null').join(',')}]`
+        let out = '['
+        for (let i = 0; i < value.length; i++) {
+          if (i > 0) out += ','
+          out += encode(value[i], i) ?? 'null'
+        }
+        return `${out}]`
       }
       const record = value as Record<string, unknown>
-      const members: string[] = []
+      let out = ''
       // Plain code-unit order: JS objects enumerate integer-like keys first whatever
       // their insertion order, so relying on insertion order would not be stable.
       for (const name of Object.keys(record).sort()) {
         const member = encode(record[name], name)
-        if (member !== undefined) members.push(`${JSON.stringify(name)}:${member}`)
+        if (member === undefined) continue
+        out += `${out === '' ? '{' : ','}${JSON.stringify(name)}:${member}`
       }
-      return `{${members.join(',')}}`
+      return out === '' ? '{}' : `${out}}`
     }
     default:
       return undefined

@@ -28,6 +28,8 @@ describe('stableStringify', () => {
     { name: 'toJSON honoured', value: { at: new Date(Date.UTC(2026, 0, 2)) }, want: '{"at":"2026-01-02T00:00:00.000Z"}' },
     { name: 'own __proto__ key kept', value: JSON.parse('{"__proto__":{"x":1},"a":1}') as unknown, want: '{"__proto__":{"x":1},"a":1}' },
     { name: 'lone surrogate escaped', value: '\ud800', want: '"\\ud800"' },
+    { name: 'a hole in an array is null, as JSON.stringify has it', value: Object.assign(new Array<unknown>(2), { 1: 1 }), want: '[null,1]' },
+    { name: 'toJSON given the member name or the index', value: { d: { toJSON: (k: string) => k }, l: [{ toJSON: (k: string) => k }] }, want: '{"d":"d","l":["0"]}' },
   ])('$name', ({ value, want }) => {
     expect(stableStringify(value)).toBe(want)
   })
@@ -57,6 +59,11 @@ describe('reportCacheKey', () => {
     const digest = createHash('sha256').update(material).digest('base64url')
     expect(key(report)).toBe(`rgw:report:v1:${digest}`)
     expect(key(report)).toMatch(/^rgw:report:v1:[A-Za-z0-9_-]{43}$/)
+  })
+
+  it('hashes the serialization as UTF-8', () => {
+    const material = stableStringify({ credential: 'crédit ☃', method: report.method, path: report.path, keyMaterial: report.keyMaterial })
+    expect(key(report, 'crédit ☃')).toBe(`rgw:report:v1:${createHash('sha256').update(material, 'utf8').digest('base64url')}`)
   })
 
   it('uses the given prefix and version', () => {

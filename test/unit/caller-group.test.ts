@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import { CallerGroup, CallersGoneError, seatFollowing } from '../../src/platform/client/caller-group.js'
 import { CredentialSeats } from '../../src/platform/governor/seats.js'
@@ -91,6 +92,29 @@ describe('seatFollowing', () => {
     moved.end({ kind: 'answer', status: 200, latencyMs: 1 })
     heldByA.end({ kind: 'answer', status: 200, latencyMs: 1 })
     expect(s.inFlight).toBe(0)
+  })
+
+  it('gives up its wait when the call\'s own signal aborts, and leaves no listener on it once seated', async () => {
+    const s = seats()
+    const heldByA = await ask(s)('a', undefined, 'caller')
+    const group = new CallerGroup()
+    group.join(new AbortController().signal, 'a')
+    const deadline = new AbortController()
+    const waiting = seatFollowing('a', group, deadline.signal, ask(s))
+    await settle()
+    expect(s.queued).toBe(1)
+    const late = new Error('deadline')
+    deadline.abort(late)
+    await expect(waiting).rejects.toBe(late)
+    expect(s.queued).toBe(0)
+
+    const other = new CallerGroup()
+    other.join(new AbortController().signal, 'b')
+    const signal = new AbortController().signal
+    const seat = await seatFollowing('b', other, signal, ask(s))
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0)
+    seat.end({ kind: 'answer', status: 200, latencyMs: 1 })
+    heldByA.end({ kind: 'answer', status: 200, latencyMs: 1 })
   })
 
   it('without callers to follow, waits under its own team, as a caller\'s call', async () => {

@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, it, expect } from 'vitest'
 import { BadQueryError } from '../../src/errors.js'
 import { reportCacheKey } from '../../src/reports/cache-key.js'
@@ -355,7 +356,38 @@ describe('epochDay', () => {
     ['0024-02-29', -710703],
     ['2024-02-30', null],
     ['2024-2-29', null],
+    ['1900-02-29', null],
+    ['2000-02-29', 11016],
+    ['0000-01-01', -719528],
+    ['9999-12-31', 2932896],
+    ['2026-04-31', null],
+    ['2026-13-01', null],
+    ['2026-00-10', null],
+    ['2026-01-00', null],
+    ['2026-01-1a', null],
+    ['2026/01/10', null],
+    ['2026-01-10 ', null],
+    ['２０２６-01-10', null],
   ] as const)('%s → %s', (date, want) => {
     expect(epochDay(date)).toBe(want)
+  })
+
+  it('agrees with the Date of every spelling YYYY-MM-DD, real date or not', () => {
+    // The Date's own reading: a part out of range rolls over, so a date that does not come back unchanged does not exist.
+    const byDate = (year: number, month: number, day: number): number | null => {
+      const at = new Date(0)
+      at.setUTCFullYear(year, month - 1, day)
+      return at.getUTCFullYear() === year && at.getUTCMonth() === month - 1 && at.getUTCDate() === day ? at.getTime() / 86_400_000 : null
+    }
+    const pad = (n: number, width: number) => String(n).padStart(width, '0')
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 9999 }), fc.integer({ min: 0, max: 99 }), fc.integer({ min: 0, max: 99 }), (year, month, day) => {
+        expect(epochDay(`${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}`)).toBe(byDate(year, month, day))
+      }),
+      { numRuns: 20_000 },
+    )
+    for (const year of [0, 1, 4, 100, 400, 1582, 1900, 1970, 2000, 2024, 2025, 2100, 9999]) {
+      for (let month = 1; month <= 12; month++) for (let day = 28; day <= 32; day++) expect(epochDay(`${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}`)).toBe(byDate(year, month, day))
+    }
   })
 })

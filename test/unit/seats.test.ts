@@ -735,6 +735,17 @@ describe('what the seats tell the limit rule', () => {
     expect([s.inFlight, s.waitingAtLimit()]).toEqual([2, true])
   })
 
+  it('says calls wait at the limit with every seat in use without working out the teams\' shares', async () => {
+    // Asked at every call's wait and answer: the shares (every active team's weight, ceiling and seat-time) are not needed when no seat is free.
+    const weighed = { n: 0 }
+    const { s, order } = seats(fakeClock(), { limit: 2, queueLimit: 200, weightOf: () => { weighed.n += 1; return 1 } })
+    for (let i = 0; i < 4; i++) call(s, order, i % 2 === 0 ? 'a' : 'b')
+    await settle()
+    weighed.n = 0
+    expect([s.inFlight, s.queued, s.waitingAtLimit()]).toEqual([2, 2, true])
+    expect(weighed.n).toBe(0)
+  })
+
   it('says what waits beside a short call without reading the estimate of every waiting call: none while no short call runs, and up to the first one known short', async () => {
     // A queue of misses (a burst) is looked at on every call's wait and end: each look is the
     // gateway's event loop, which the hits of every other team wait behind.

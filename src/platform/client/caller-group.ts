@@ -1,4 +1,5 @@
 import { PRIORITIES, type Priority } from '../governor/fair-queue.js'
+import { waitSignal } from './wait-signal.js'
 
 /**
  * Nobody waits for the call any more: every caller that joined it has hung up. Status
@@ -110,14 +111,15 @@ export async function seatFollowing<T>(
 ): Promise<T> {
   if (!queue) return acquire(team, signal, 'caller')
   for (;;) {
-    const moved = new AbortController()
-    const stop = queue.onChange(() => moved.abort(MOVED))
+    const wait = waitSignal([signal])
+    const stop = queue.onChange(() => wait.abort(MOVED))
     try {
-      return await acquire(queue.team ?? team, signal ? AbortSignal.any([signal, moved.signal]) : moved.signal, queue.priority)
+      return await acquire(queue.team ?? team, wait.signal, queue.priority)
     } catch (err) {
       if (err !== MOVED) throw err
     } finally {
       stop()
+      wait.done()
     }
   }
 }

@@ -18,6 +18,7 @@ import { systemClock, type Clock } from '../../clock.js'
 import { traced, tracedCall, type Trace } from '../../observe/tracing.js'
 import { withoutToken } from './token-echo.js'
 import { ShutdownWatch } from './shutdown-watch.js'
+import { waitSignal } from './wait-signal.js'
 
 export interface PlatformCall {
   method: string
@@ -280,7 +281,8 @@ export class PlatformClient {
   async #once(credential: string, baseUrl: string, call: PlatformCall, token: string, deadline: number): Promise<PlatformResponse> {
     const replayable = isReplayable(call.body)
     for (let retries = 0; ; retries++) {
-      const waitSignal = call.hangUp && call.signal ? AbortSignal.any([call.signal, call.hangUp]) : call.signal
+      const wait = call.hangUp && call.signal ? waitSignal([call.signal, call.hangUp]) : null
+      const waitOn = wait?.signal ?? call.signal
       const ask = (team: string, signal: AbortSignal | undefined, priority: Priority) =>
         this.#governors.seat(credential, {
           team,
@@ -293,9 +295,14 @@ export class PlatformClient {
           ...(call.probe ? { probe: true } : {}),
           ...(call.trial ? { trial: true } : {}),
         })
-      const seat = await traced(call.trace, 'governor.queue', () => ({ 'gateway.credential': credential, 'gateway.team': call.team, 'gateway.priority': call.priority ?? 'caller' }), () =>
-        call.queue ? seatFollowing(call.team, call.queue, waitSignal, ask) : ask(call.team, waitSignal, call.priority ?? 'caller'),
-      )
+      let seat: Seat
+      try {
+        seat = await traced(call.trace, 'governor.queue', () => ({ 'gateway.credential': credential, 'gateway.team': call.team, 'gateway.priority': call.priority ?? 'caller' }), () =>
+          call.queue ? seatFollowing(call.team, call.queue, waitOn, ask) : ask(call.team, waitOn, call.priority ?? 'caller'),
+        )
+      } finally {
+        wait?.done()
+      }
       const started = this.#clock.now()
       // The call's latency, for the governor: a duration, measured on the monotonic clock.
       const sent = performance.now()

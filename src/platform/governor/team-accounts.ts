@@ -36,7 +36,11 @@ export class TeamAccounts {
 
   held(team: string): number { return this.#teams.get(team)?.running.size ?? 0 }
 
-  get inFlight(): number { return [...this.#teams.values()].reduce((n, seats) => n + seats.running.size, 0) }
+  get inFlight(): number {
+    let n = 0
+    for (const seats of this.#teams.values()) n += seats.running.size
+    return n
+  }
 
   /** `team`'s calls in flight expected short; of every team's, without one. */
   shortRunning(team?: string): number {
@@ -53,9 +57,16 @@ export class TeamAccounts {
 
   /** Since when a call at a worker (of the calls in flight, the `atWorkers` started first) has been overdue, or null. */
   overdueSince(now: number, atWorkers = Infinity): number | null {
-    const running = [...this.#teams.values()].flatMap((seats) => [...seats.running])
-    if (running.length > atWorkers) running.sort((a, b) => a.at - b.at).length = atWorkers
-    const due = Math.min(...running.map((call) => call.dueAt))
+    // Asked after every answer: with no more calls in flight than workers, every call counts, and none is copied.
+    let due = Infinity
+    if (this.inFlight <= atWorkers) {
+      for (const seats of this.#teams.values()) for (const call of seats.running) due = Math.min(due, call.dueAt)
+    } else {
+      const running: RunningCall[] = []
+      for (const seats of this.#teams.values()) for (const call of seats.running) running.push(call)
+      running.sort((a, b) => a.at - b.at).length = atWorkers
+      for (const call of running) due = Math.min(due, call.dueAt)
+    }
     return due <= now ? due : null
   }
 

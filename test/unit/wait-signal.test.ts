@@ -1,0 +1,49 @@
+import { getEventListeners } from 'node:events'
+import { describe, expect, it } from 'vitest'
+import { waitSignal } from '../../src/platform/client/wait-signal.js'
+
+// One wait's signal: the first of its sources to abort, until the wait is done.
+
+describe('waitSignal', () => {
+  it('aborts with the reason of the first source to abort', () => {
+    const [a, b] = [new AbortController(), new AbortController()]
+    const wait = waitSignal([a.signal, undefined, b.signal])
+    expect(wait.signal.aborted).toBe(false)
+    const reason = new Error('b first')
+    b.abort(reason)
+    a.abort(new Error('a later'))
+    expect(wait.signal.reason).toBe(reason)
+    expect(getEventListeners(a.signal, 'abort')).toHaveLength(0)
+  })
+
+  it('is aborted at once by a source aborted already, with its reason', () => {
+    const [a, b] = [new AbortController(), new AbortController()]
+    const reason = new Error('gone')
+    b.abort(reason)
+    const wait = waitSignal([a.signal, b.signal])
+    expect(wait.signal.aborted).toBe(true)
+    expect(wait.signal.reason).toBe(reason)
+    expect(getEventListeners(a.signal, 'abort')).toHaveLength(0)
+  })
+
+  it('aborts with its own reason, and stops listening to its sources', () => {
+    const a = new AbortController()
+    const wait = waitSignal([a.signal])
+    const moved = new Error('moved')
+    wait.abort(moved)
+    a.abort(new Error('later'))
+    expect(wait.signal.reason).toBe(moved)
+    expect(getEventListeners(a.signal, 'abort')).toHaveLength(0)
+  })
+
+  it('once done, leaves its sources without its listener and ignores their aborts', () => {
+    const [a, b] = [new AbortController(), new AbortController()]
+    const wait = waitSignal([a.signal, b.signal])
+    expect(getEventListeners(a.signal, 'abort')).toHaveLength(1)
+    wait.done()
+    expect(getEventListeners(a.signal, 'abort')).toHaveLength(0)
+    expect(getEventListeners(b.signal, 'abort')).toHaveLength(0)
+    a.abort()
+    expect(wait.signal.aborted).toBe(false)
+  })
+})
