@@ -315,7 +315,7 @@ export class LeasedSeats implements SeatLease {
       if (this.#limitRecord === limitRecord) [this.#limitRecord, this.#tellOthers] = [null, false]
       // A renewal at once that found no seat for it keeps the next one to MIN_RENEW_MS: tells bring no chain of them.
       this.#atOnce = atOnce && answer.granted <= held
-      this.#taken(answer, need, d.limit)
+      this.#taken(answer, need, d.limit, d.inFlight)
       if (tell) this.#o.store.tellAll(this.#run).catch(() => undefined)
     } catch {
       this.#lastAnswer = this.#clock.now()
@@ -337,7 +337,7 @@ export class LeasedSeats implements SeatLease {
     }
   }
 
-  #taken(answer: LeaseAnswer, need: number, limit: number): void {
+  #taken(answer: LeaseAnswer, need: number, limit: number, inFlight: number): void {
     this.#lastAnswer = this.#clock.now()
     if (this.#downSince !== null) this.#countedAt = this.#lastAnswer + this.#o.leaseMs / 3 + DOWN_RETRY_MS
     this.#downSince = null
@@ -349,7 +349,7 @@ export class LeasedSeats implements SeatLease {
     const before = this.#lease
     const occupiedBefore = this.#occupied
     this.#lease = answer.granted
-    this.#occupied = Math.max(answer.granted, this.#demand.inFlight)
+    this.#occupied = Math.max(answer.granted, inFlight)
     this.#grantedUnder = limit
     this.#free = answer.free
     // The replicas it saw within the time calls take to end (an idle one keeps no record): an
