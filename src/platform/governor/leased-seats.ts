@@ -46,7 +46,8 @@ export class LeasedSeats implements SeatLease {
   readonly #clock: Clock
   readonly #run: string
   #lease = 0
-  // The seats the store counts this replica as holding or using (its lease, or its calls in flight if more).
+  // The seats the store counts this replica as holding or using until its next renewal: its lease, or the calls in flight its
+  // last ask told if more (calls that ended while that renewal was on its way are seats the store still counts).
   #occupied = 0
   // The limit its lease was last granted under (Infinity: none granted yet).
   #grantedUnder = Infinity
