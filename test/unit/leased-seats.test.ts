@@ -303,7 +303,7 @@ describe('seats free in the store while other replicas are short of their due', 
       override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
         asks.push(ask)
         at.push(clock.now())
-        await new Promise((resolve) => clock.setTimeout(resolve, 5))
+        await new Promise<void>((resolve) => clock.setTimeout(resolve, 5))
         const granted = Math.min(ask.ask, 6)
         return { granted, free: 12 - 2 - Math.max(granted, ask.inFlight), known: true, others: [b], limitRecord: null }
       }
