@@ -56,7 +56,7 @@ export class LeasedSeats implements SeatLease {
   #others: ReplicaRecord[] = []
   readonly #charges = new ElsewhereCharges()
   #free = Infinity
-  // The seats free at the last answer that it told no other replica of: the seats it told of are theirs to take at once.
+  // The seats free at the last answer past what the waiting replicas it told of them lack of their due: those are theirs to take at once.
   #untold = Infinity
   #demand: ReplicaDemand = { limit: 0, inFlight: 0, waiting: 0, teams: [] }
   #renewing = false
@@ -376,7 +376,7 @@ export class LeasedSeats implements SeatLease {
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
     for (const run of tell) this.#o.store.tell(run).catch(() => undefined)
-    this.#untold = tell.length > 0 ? 0 : answer.free
+    this.#untold = tell.length > 0 ? Math.max(0, answer.free - this.#plan.shortElsewhere) : answer.free
     this.#o.onRenewed?.(answer, this.#plan)
     // Targets moved with every renewal: the queue looks again.
     for (const fn of this.#grown) fn()
