@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { LeasedSeats } from '../../src/platform/governor/leased-seats.js'
+import { LeasedSeats, STARVED_RETRY_MS } from '../../src/platform/governor/leased-seats.js'
 import { MemoryLeaseStore, type LeaseAnswer, type LeaseAsk } from '../../src/platform/governor/lease-store.js'
 import type { ReplicaRecord } from '../../src/platform/governor/lease-plan.js'
 import type { ReplicaDemand } from '../../src/platform/governor/seat-lease.js'
@@ -287,6 +287,45 @@ describe('seats free in the store while other replicas are short of their due', 
     demand()
     await clock.run(clock.now() + 100)
     expect(lease.held).toBe(8)
+    lease.stop()
+  })
+
+  // The store counts a replica's lease or the calls in flight its ask told, whichever is more, until its next renewal:
+  // calls that ended while a renewal was on its way are seats the store still counts (seed 867: 2 seats of 19 held so
+  // for a starved retry, 250 ms, while both replicas waited; docs/governor.md, "Across replicas").
+  it('renews at once for the calls that ended while its renewal was on its way, as for any seat the store counts and it does not use', async () => {
+    const b: ReplicaRecord = { run: 'r~b', lease: 2, inFlight: 2, need: 6, answered: 0, waited: true, teams: [{ team: 'b', weight: 1, held: 2, waiting: 4, cap: null, peak: 6, lingering: false }] }
+    const clock = new SimClock()
+    const asks: LeaseAsk[] = []
+    const at: number[] = []
+    // Each answer 5 ms after the ask; the store counts the ask's calls in flight past its grant.
+    const store = new (class extends MemoryLeaseStore {
+      override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
+        asks.push(ask)
+        at.push(clock.now())
+        await new Promise<void>((resolve) => clock.setTimeout(resolve, 5))
+        const granted = Math.min(ask.ask, 6)
+        return { granted, free: 12 - 2 - Math.max(granted, ask.inFlight), known: true, others: [b], limitRecord: null }
+      }
+    })(clock)
+    const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~a', perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+    await lease.start()
+    const demand = (inFlight: number) => lease.demand({ limit: 12, inFlight, waiting: 4, teams: [{ team: 'a', weight: 1, held: inFlight, waiting: 4, cap: null, peak: 12, lingering: false, seatMs: 0 }] })
+    // 8 in flight, 4 waiting; b waits too: a's due is 6, which the first answer grants.
+    demand(8)
+    await clock.run(clock.now() + 2 * STARVED_RETRY_MS)
+    const first = asks.length
+    expect(asks.at(-1)).toMatchObject({ ask: 6, inFlight: 8 })
+    // A renewal goes out with 8 in flight; 2 of them end before its answer.
+    void store.tell('r~a')
+    await clock.run(clock.now() + 1)
+    expect(asks).toHaveLength(first + 1)
+    demand(7)
+    demand(6)
+    await clock.run(clock.now() + 10)
+    // The answer counts 8 of its calls: it renews again within MIN_RENEW_MS, telling the store of 6, not a starved retry later.
+    await clock.run(at[first]! + STARVED_RETRY_MS / 2)
+    expect(asks.slice(first + 1).map((a) => a.inFlight)).toContain(6)
     lease.stop()
   })
 })

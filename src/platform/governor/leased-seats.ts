@@ -46,7 +46,8 @@ export class LeasedSeats implements SeatLease {
   readonly #clock: Clock
   readonly #run: string
   #lease = 0
-  // The seats the store counts this replica as holding or using (its lease, or its calls in flight if more).
+  // The seats the store counts this replica as holding or using until its next renewal: its lease, or the calls in flight its
+  // last ask told if more (calls that ended while that renewal was on its way are seats the store still counts).
   #occupied = 0
   // The limit its lease was last granted under (Infinity: none granted yet).
   #grantedUnder = Infinity
@@ -55,7 +56,7 @@ export class LeasedSeats implements SeatLease {
   #others: ReplicaRecord[] = []
   readonly #charges = new ElsewhereCharges()
   #free = Infinity
-  // The seats free at the last answer that it told no other replica of: the seats it told of are theirs to take at once.
+  // The seats free at the last answer past what the waiting replicas it told of them lack of their due: those are theirs to take at once.
   #untold = Infinity
   #demand: ReplicaDemand = { limit: 0, inFlight: 0, waiting: 0, teams: [] }
   #renewing = false
@@ -315,7 +316,7 @@ export class LeasedSeats implements SeatLease {
       if (this.#limitRecord === limitRecord) [this.#limitRecord, this.#tellOthers] = [null, false]
       // A renewal at once that found no seat for it keeps the next one to MIN_RENEW_MS: tells bring no chain of them.
       this.#atOnce = atOnce && answer.granted <= held
-      this.#taken(answer, need, d.limit)
+      this.#taken(answer, need, d.limit, d.inFlight)
       if (tell) this.#o.store.tellAll(this.#run).catch(() => undefined)
     } catch {
       this.#lastAnswer = this.#clock.now()
@@ -337,7 +338,7 @@ export class LeasedSeats implements SeatLease {
     }
   }
 
-  #taken(answer: LeaseAnswer, need: number, limit: number): void {
+  #taken(answer: LeaseAnswer, need: number, limit: number, inFlight: number): void {
     this.#lastAnswer = this.#clock.now()
     if (this.#downSince !== null) this.#countedAt = this.#lastAnswer + this.#o.leaseMs / 3 + DOWN_RETRY_MS
     this.#downSince = null
@@ -349,7 +350,7 @@ export class LeasedSeats implements SeatLease {
     const before = this.#lease
     const occupiedBefore = this.#occupied
     this.#lease = answer.granted
-    this.#occupied = Math.max(answer.granted, this.#demand.inFlight)
+    this.#occupied = Math.max(answer.granted, inFlight)
     this.#grantedUnder = limit
     this.#free = answer.free
     // The replicas it saw within the time calls take to end (an idle one keeps no record): an
@@ -375,7 +376,7 @@ export class LeasedSeats implements SeatLease {
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
     for (const run of tell) this.#o.store.tell(run).catch(() => undefined)
-    this.#untold = tell.length > 0 ? 0 : answer.free
+    this.#untold = tell.length > 0 ? Math.max(0, answer.free - this.#plan.shortElsewhere) : answer.free
     this.#o.onRenewed?.(answer, this.#plan)
     // Targets moved with every renewal: the queue looks again.
     for (const fn of this.#grown) fn()
