@@ -47,6 +47,7 @@ export class RedisBus {
   readonly #startWaitMs: number
   // The subscriber failed to connect, and has not connected since.
   #unreachable = false
+  readonly #joined = new Set<() => void>()
 
   constructor(client: RedisClient, prefix: string, log: Logger, opts: RedisBusOptions = {}) {
     this.#pub = client
@@ -86,10 +87,22 @@ export class RedisBus {
     this.#sub.on('ready', () => {
       this.#unreachable = false
       if (this.#handlers.size === 0) return
-      this.#sub.subscribe(...this.#handlers.keys()).catch((err: Error) => {
-        log.debug({ err: { message: err.message } }, 'redis resubscription failed; retried when the subscriber reconnects')
-      })
+      this.#sub.subscribe(...this.#handlers.keys()).then(
+        () => this.#joined.forEach((fn) => fn()),
+        (err: Error) => {
+          log.debug({ err: { message: err.message } }, 'redis resubscription failed; retried when the subscriber reconnects')
+        },
+      )
     })
+  }
+
+  /**
+   * `fn` runs each time the subscriber's channels are subscribed again on a new
+   * connection (a start whose subscriber connected late, a reconnect): what was published
+   * while it was away never reaches it, so what the messages carry is to be read again then.
+   */
+  onSubscribed(fn: () => void): void {
+    this.#joined.add(fn)
   }
 
   async subscribe(channel: string, handler: Handler): Promise<void> {

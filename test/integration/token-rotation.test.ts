@@ -253,6 +253,18 @@ describe.skipIf(!redisCheck.available)('token rotation across replicas (Redis)',
     expect(await within(1500, () => tokenOf(b) === next), 'replica B never caught up').not.toBeNull()
   })
 
+  it('a replica that missed the announcement catches up as its subscriber is back, not a maintenance tick later', async () => {
+    const first = sandbox.issueToken()
+    const env = { PLATFORM_TOKEN: first, GATEWAY_SECRET }
+    // The default maintenance tick (a minute): only the subscriber's return can bring the rotation in time.
+    const a = await replica(env)
+    const b = await replica(env)
+    await client.client('KILL', 'TYPE', 'pubsub')
+    const next = sandbox.issueToken()
+    expect((await put(a, next)).statusCode).toBe(200)
+    expect(await within(5000, () => tokenOf(b) === next), 'replica B never caught up').not.toBeNull()
+  })
+
   it('a rotation outlives a Redis that lost its data (FLUSHALL): stored again at the next maintenance tick, a replica that starts after takes it, not its configured token', async () => {
     const first = sandbox.issueToken()
     const env = { PLATFORM_TOKEN: first, GATEWAY_SECRET }

@@ -142,8 +142,9 @@ export class TokenStore {
         if (reason !== 'shared') void this.#publish(provider, state)
       })
     }
-    // Pub/sub loses what is announced while a subscriber reconnects: a periodic read of the
-    // stored tokens brings such a replica up to date.
+    // Pub/sub loses what is announced while a subscriber reconnects: the stored tokens are
+    // read again as soon as its channels are subscribed again, and periodically besides.
+    bus?.onSubscribed(() => this.restore())
     this.#catchUp = this.#ctx.clock.setInterval(() => {
       for (const provider of this.#ctx.tokens.all()) void this.#catchUpWith(provider)
     }, this.#ctx.config.platform.maintenanceMs)
