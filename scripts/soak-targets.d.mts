@@ -12,7 +12,8 @@ export interface Governor {
   seatsHeld?: number
   limit?: number | null
 }
-export const DOCUMENTED_CODES: Record<number, string[]>
+export function documentedCodes(contract: string): Record<string, string[]>
+export const DOCUMENTED_CODES: Record<string, string[]>
 export function classify(expect: readonly number[], answer: Answer): { error: boolean; undocumented: string | null }
 export const RECOVERY_ALPHA: number
 export function allowedErrors(n: number, baselineShare: number, alpha?: number): number

@@ -9,7 +9,7 @@ import { mb, secs } from './soak-measure.mjs'
 import { tmp } from './soak-processes.mjs'
 import { baselineShare, recoveryAfter, rssWithin, secondsAfter } from './soak-targets.mjs'
 
-/** Prints the chaos run's faults and targets; returns the lines of the targets missed (none: every one met). */
+/** Prints the chaos run's faults and targets; returns the targets missed, each with its first examples (none: every one met). */
 export function chaosVerdict({ ledger, loadEndS, replicas, unexpectedExits, sigtermExits }) {
   const windows = ledger.windows
   const faults = windows.slice(1)
@@ -85,7 +85,8 @@ export function chaosVerdict({ ledger, loadEndS, replicas, unexpectedExits, sigt
     console.log(`${ok ? 'met   ' : 'MISSED'} ${text}`)
     for (const e of examples) console.log(`         ${e}`)
   }
-  return targets.filter(([ok]) => !ok).map(([, text]) => text)
+  // Each missed target with its first examples.
+  return targets.filter(([ok]) => !ok).map(([, text, examples]) => [text, ...examples.map((e) => `    ${e}`)].join('\n'))
 }
 
 /** The replicas' warn and error lines, by message: what an operator paged at night would read. */
@@ -116,6 +117,8 @@ export function logSummary(replicas) {
       counts.set(key, (counts.get(key) ?? 0) + 1)
     }
     console.log(`  ${gw.name}: ${total} lines`)
-    for (const [key, c] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`    ${String(c).padStart(6)}  ${key}`)
+    // Error lines first, then the most frequent: a rare error is not cut by the twelve shown.
+    const errorFirst = ([a, m], [b, n]) => Number(b.startsWith('error')) - Number(a.startsWith('error')) || n - m
+    for (const [key, c] of [...counts].sort(errorFirst).slice(0, 12)) console.log(`    ${String(c).padStart(6)}  ${key}`)
   }
 }

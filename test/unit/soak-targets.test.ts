@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { allowedErrors, baselineShare, classify, disagreement, liveLeases, recoveryAfter, rssWithin, secondsAfter, seededRandom, sharedLimit, shuffled } from '../../scripts/soak-targets.mjs'
+import { readFileSync } from 'node:fs'
+import { allowedErrors, baselineShare, classify, DOCUMENTED_CODES, documentedCodes, disagreement, liveLeases, recoveryAfter, rssWithin, secondsAfter, seededRandom, sharedLimit, shuffled } from '../../scripts/soak-targets.mjs'
 import { encodeRecord } from '../../src/platform/governor/lease-plan.js'
 import { RedisSeal } from '../../src/redis/seal.js'
 
@@ -21,6 +22,8 @@ describe('classify: what an answer counts as', () => {
     ['a 502 GW_UPSTREAM', READ, 502, 'GW_UPSTREAM', true, null],
     ['a 503 GW_OVERLOADED', READ, 503, 'GW_OVERLOADED', true, null],
     ['a 504 GW_UPSTREAM_TIMEOUT', READ, 504, 'GW_UPSTREAM_TIMEOUT', true, null],
+    ['a 503 GW_ANSWER_BUDGET (the answers in flight hold the whole budget)', READ, 503, 'GW_ANSWER_BUDGET', true, null],
+    ['a 503 GW_ADMIN_DISABLED (an admin code, not the proxy listener\'s)', READ, 503, 'GW_ADMIN_DISABLED', true, '503 GW_ADMIN_DISABLED'],
     ['a 500 GW_INTERNAL (a fault of the gateway)', READ, 500, 'GW_INTERNAL', true, '500 GW_INTERNAL'],
     ['a 502 without a GW code', READ, 502, null, true, '502 without a GW_* code'],
     ['a 504 with the wrong code', READ, 504, 'GW_UPSTREAM', true, '504 GW_UPSTREAM'],
@@ -30,6 +33,30 @@ describe('classify: what an answer counts as', () => {
     ['a 200 where 401 was expected', [401], 200, null, true, '200 where 401 was expected'],
   ])('%s', (_what, expect_, status, code, error, undocumented) => {
     expect(classify(expect_, { status, code })).toEqual({ error, undocumented })
+  })
+})
+
+describe("the documented codes: the contract's error table", () => {
+  it('holds every code the proxy listener answers with, by status, from docs/contract.md', () => {
+    expect(DOCUMENTED_CODES).toEqual(documentedCodes(readFileSync(new URL('../../docs/contract.md', import.meta.url), 'utf8')))
+    expect(DOCUMENTED_CODES['503']).toEqual(['GW_OVERLOADED', 'GW_ANSWER_BUDGET', 'GW_JOBS_UNAVAILABLE', 'GW_SHUTTING_DOWN'])
+    expect(DOCUMENTED_CODES['502']).toEqual(['GW_PLATFORM_AUTH', 'GW_PLATFORM_REFUSED', 'GW_UPSTREAM'])
+    expect(DOCUMENTED_CODES['504']).toEqual(['GW_UPSTREAM_TIMEOUT'])
+  })
+
+  it("leaves out 500 (a fault of the gateway), admin rows and a job's failure", () => {
+    const table = [
+      '## Errors',
+      '| status | code | meaning |',
+      '|---|---|---|',
+      '| 413 | `GW_PAYLOAD_TOO_LARGE` | a body over its limit |',
+      "| 413 | `GW_JOB_RESULT_TOO_LARGE` | (a job's failure) its report is larger |",
+      '| 500 | `GW_INTERNAL` | a fault of the gateway |',
+      '| 503 | `GW_ADMIN_DISABLED` | (admin) no admin token is configured |',
+      '',
+      '## Admin listener',
+    ].join('\n')
+    expect(documentedCodes(`intro\n${table}\n`)).toEqual({ 413: ['GW_PAYLOAD_TOO_LARGE'] })
   })
 })
 
