@@ -152,10 +152,10 @@ export class PurgeLedger {
   }
 
   /**
-   * Reads the purges shared in Redis (a replica's start). A record that cannot be read
-   * (Redis out, or more fields than a replica keeps) reads as a purge of everything now:
-   * what L2 holds from before this start is refused and filled again, never served past
-   * a purge this replica did not hear of.
+   * Reads the purges shared in Redis (a replica's start, its subscriber back after a
+   * reconnect). A record that cannot be read (Redis out, or more fields than a replica
+   * keeps) reads as a purge of everything now: what the cache holds from before is
+   * refused and filled again, never served past a purge this replica did not hear of.
    */
   async load(): Promise<void> {
     const shared = this.#shared
@@ -172,7 +172,7 @@ export class PurgeLedger {
     }
     if (fields === null) {
       this.note({ at: this.#now() })
-      this.#log?.warn({ key, why }, 'the shared purge record could not be read: report entries stored before this start are filled again')
+      this.#log?.warn({ key, why }, 'the shared purge record could not be read: report entries stored before now are filled again')
       return
     }
     for (const [field, value] of fields) {

@@ -57,9 +57,19 @@ export class TieredStore implements CacheStore {
   }
 
   async start(): Promise<void> {
-    await this.#o.bus?.subscribe(PURGE_CHANNEL, (message) => void this.#purgeLocal(message))
+    const bus = this.#o.bus
+    await bus?.subscribe(PURGE_CHANNEL, (message) => void this.#purgeLocal(message))
+    // A purge announced while the subscriber was away (a reconnect) never reaches it:
+    // the shared record is read again as it is back.
+    bus?.onSubscribed(() => void this.#catchUp())
     // After subscribing: a purge made meanwhile is heard on the bus or read here.
     await this.#purges.load()
+  }
+
+  /** Reads the shared purges again and drops the copies in memory they reach. */
+  async #catchUp(): Promise<void> {
+    await this.#purges.load()
+    for (const [key, entry] of [...this.#o.l1.entries()]) if (this.#purges.refuses(entry, key)) await this.#o.l1.delete(key)
   }
 
   /** A fresh L1 entry, without a promise (the fast path of hits), as of `now`. */
