@@ -30,24 +30,25 @@ describe.skipIf(!redisCheck.available)('a purge across replicas (Redis)', () => 
     expect(res.statusCode).toBe(200)
     return res.headers['x-cache']
   }
-
-  it("reaches the other replica's memory on the bus", async () => {
+  /** Replicas A and B, each holding a copy of report n in memory (A filled it, B took it from Redis). */
+  const bothHolding = async (n: number) => {
     const a = await replica()
     const b = await replica()
     // Settled days (2025): fresh for 24 h, so only a purge makes B call the platform again.
-    const report = distinctReport(1)
+    const report = distinctReport(n)
     expect(await xCache(a, report)).toBe('MISS')
     expect(await xCache(b, report)).toBe('HIT')
+    return { a, b, report }
+  }
+
+  it("reaches the other replica's memory on the bus", async () => {
+    const { a, b, report } = await bothHolding(1)
     expect((await purge(a, 101)).statusCode).toBe(200)
     expect(await within(5000, async () => (await xCache(b, report)) !== 'HIT'), 'replica B still answers from the purged copy').not.toBeNull()
   })
 
   it('reaches a replica whose subscriber was away as it was announced, as the subscriber is back', async () => {
-    const a = await replica()
-    const b = await replica()
-    const report = distinctReport(2)
-    expect(await xCache(a, report)).toBe('MISS')
-    expect(await xCache(b, report)).toBe('HIT')
+    const { a, b, report } = await bothHolding(2)
     // Both subscribers gone: they connect again after their reconnect delay (100 ms at
     // the first try), after the purge below is announced.
     await client.client('KILL', 'TYPE', 'pubsub')
