@@ -19,6 +19,7 @@ describe('classify: what an answer counts as', () => {
     ['a lost request', READ, null, null, true, null],
     ['the team over its own limit', LIMITED, 429, 'GW_RATE_LIMITED', false, null],
     ["the platform's 429 passed through", READ, 429, null, true, null],
+    ["the platform's 429 passed through to a team that may be answered its own", LIMITED, 429, null, true, null],
     ['a 502 GW_UPSTREAM', READ, 502, 'GW_UPSTREAM', true, null],
     ['a 503 GW_OVERLOADED', READ, 503, 'GW_OVERLOADED', true, null],
     ['a 504 GW_UPSTREAM_TIMEOUT', READ, 504, 'GW_UPSTREAM_TIMEOUT', true, null],
