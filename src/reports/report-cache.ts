@@ -23,7 +23,7 @@ import { FailureLog } from '../observe/failure-log.js'
 import type { Trace } from '../observe/tracing.js'
 import { BUDGET_EVERY_MS, budgetAsks, demandOf, learnLatency, priorOf, refreshAheadStart, refreshLead, type AskCount, type ClassLatency, type Demand } from './refresh-ahead.js'
 import { workClass } from './work-class.js'
-import { CompletionTurns } from './completion-turns.js'
+import { CallTurns } from './call-turns.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'REFRESH' | 'BYPASS'
 
@@ -159,8 +159,8 @@ export class ReportCache {
   // may join it without going through `read` (a stampede's waiters).
   readonly #cold = new WeakSet<CallerGroup>()
   readonly #clock: Clock
-  // Report calls' completions, one per event-loop iteration, the teams in turn.
-  readonly #turns = new CompletionTurns()
+  // Report calls' starts and completions, one per event-loop iteration, the teams in turn.
+  readonly #turns = new CallTurns()
   readonly #hitL1: { inc(): void }
   // Labelled metric children are looked up once per label set, not on every request.
   readonly #counters = new Map<string, { inc(): void }>()
@@ -577,7 +577,7 @@ export class ReportCache {
     const end = metrics.upstreamDuration.startTimer()
     const spent = { ms: 0 }
     const result: FillResult = await fetchReport(this.#d.client, provider, report, { ...origin, spent }, {
-      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      timeoutMs: timeoutMs ?? config.platform.timeoutMs,
       maxEntryBytes: config.cache.maxEntryBytes,
       answers: this.#d.answers,
       log: this.#d.log,

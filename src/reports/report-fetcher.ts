@@ -2,7 +2,7 @@ import { promisify } from 'node:util'
 import type { Trace } from '../observe/tracing.js'
 import { gunzipSync, gzip, gzipSync } from 'node:zlib'
 import type { TokenProvider } from '../platform/tokens/token-provider.js'
-import { UpstreamError, type GatewayError } from '../errors.js'
+import { UpstreamError, UpstreamTimeoutError, type GatewayError } from '../errors.js'
 import { upstreamError, type PlatformClient, type PlatformResponse } from '../platform/client/platform-client.js'
 import { onGateway } from '../platform/client/redirect-location.js'
 import { etagOf, type CacheEntry } from '../cache/cache-entry.js'
@@ -15,7 +15,7 @@ import type { CanonicalReport } from './report-query.js'
 import { reportBodyKind, type BodyKind } from './report-body.js'
 import { workClass } from './work-class.js'
 import { systemClock } from '../clock.js'
-import type { CompletionTurns } from './completion-turns.js'
+import type { CallTurns } from './call-turns.js'
 
 /** What one platform call for a report gave. */
 export type FetchResult =
@@ -32,7 +32,7 @@ export type FetchResult =
   | { kind: 'failed'; error: GatewayError; response?: { status: number; headers: Record<string, string>; body: Buffer }; unusable?: { bodyKind: BodyKind; contentType: string | null; bytes: number } }
 
 export interface FetcherDeps {
-  /** The call's budget when shorter than platform.timeout. */
+  /** The call's budget, from the time it is asked (its wait for a turn counted), when shorter than platform.timeout. */
   timeoutMs?: number
   maxEntryBytes: number
   /** Where the answer is held on its way to the caller, and whose log names a caller cut off. */
@@ -40,8 +40,8 @@ export interface FetcherDeps {
   log: Pick<Logger, 'warn'>
   ttl: TtlPolicy
   now?: () => number
-  /** Where the call's completion waits for its turn on the event loop (completion-turns.ts); none: at once. */
-  turns?: CompletionTurns
+  /** Where the call's start and its completion each wait for a turn on the event loop (call-turns.ts); none: at once. */
+  turns?: CallTurns
 }
 
 // A large body is compressed on libuv's thread pool, so that a fill never blocks the hit
@@ -66,6 +66,14 @@ export async function fetchReport(
   origin: { requestId: string; team: string; hangUp?: AbortSignal; queue?: QueueTeam; urgency?: () => number; trace?: Trace; spent?: { ms: number } },
   deps: FetcherDeps,
 ): Promise<FetchResult> {
+  const now = deps.now ?? systemClock.now
+  const asked = now()
+  // The call's start is the gateway's own CPU too, in its team's turn; nothing is spent on
+  // a call whose callers all hung up meanwhile (as on one dropped in the governor's queue).
+  if (deps.turns !== undefined && !(await deps.turns.turn(origin.team, origin.hangUp))) return { kind: 'failed', error: upstreamError(origin.hangUp?.reason) }
+  // The wait for the turn is within the call's budget.
+  const timeoutMs = deps.timeoutMs === undefined ? undefined : deps.timeoutMs - (now() - asked)
+  if (timeoutMs !== undefined && timeoutMs <= 0) return { kind: 'failed', error: new UpstreamTimeoutError() }
   let res: PlatformResponse
   try {
     res = await client.send(provider, {
@@ -86,12 +94,11 @@ export async function fetchReport(
       ...(origin.urgency ? { urgency: origin.urgency } : {}),
       ...(origin.trace ? { trace: origin.trace } : {}),
       ...(origin.spent ? { spent: origin.spent } : {}),
-      ...(deps.timeoutMs === undefined ? {} : { timeoutMs: deps.timeoutMs }),
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
     })
   } catch (err) {
     return { kind: 'failed', error: upstreamError(err) }
   }
-  const now = deps.now ?? systemClock.now
   const headers = pickHeaders(res.headers)
   // A redirect is passed on with where it leads, on the gateway when it leads to the platform.
   const location = res.headers.location
