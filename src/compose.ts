@@ -116,12 +116,13 @@ export async function createGateway(config: Config, deps: GatewayDeps = {}): Pro
     campaignOwners: new CampaignOwners({ config, client, redis, breaker, now: () => clock.now() }),
   }
   const tokenStore = new TokenStore({ ...ctx, replica: replicaId })
-  // Redis answering again (the circuit closed, a new connection): the report copies this
-  // replica kept meanwhile, or that a Redis restarted empty lost, go back to it, and so do
-  // the platform tokens (the learned limit's shared record goes back with the learner's
-  // next lease renewal).
+  // Redis answering again (the circuit closed, a new connection): the purges announced
+  // meanwhile are read, then the report copies this replica kept meanwhile, or that a
+  // Redis restarted empty lost, go back to it, and so do the platform tokens (the learned
+  // limit's shared record goes back with the learner's next lease renewal).
   shared.whenBack(() => {
-    void store.shareKept()
+    // The purges announced meanwhile first: no copy one reaches goes back to Redis.
+    void store.catchUpPurges().then(() => store.shareKept())
     tokenStore.restore()
   })
   // Each replica announces itself in Redis with each bucket of its hour as it closes, and writes its whole hour there when a cluster view asks: GET /admin/cluster lists them.

@@ -152,29 +152,48 @@ export class PurgeLedger {
   }
 
   /**
-   * Reads the purges shared in Redis (a replica's start, its subscriber back after a
-   * reconnect). A record that cannot be read (Redis out, or more fields than a replica
-   * keeps) reads as a purge of everything now: what the cache holds from before is
-   * refused and filled again, never served past a purge this replica did not hear of.
+   * Reads the purges shared in Redis at a replica's start. A record that cannot be read
+   * (Redis out, or more fields than a replica keeps) reads as a purge of everything now:
+   * what L2 holds from before this start is refused and filled again, never served past
+   * a purge this replica did not hear of.
    */
   async load(): Promise<void> {
+    const missed = await this.#noteShared()
+    if (missed !== null) this.#missedAll(missed.why)
+  }
+
+  /**
+   * Reads the purges shared in Redis again, for those announced while this replica's
+   * subscriber was away (its reconnect, Redis answering again). A record of more fields
+   * than a replica keeps reads as a purge of everything now, as at the start; a read that
+   * fails notes nothing: the copies this replica holds are what it serves through an
+   * outage, and the next return of Redis reads the record again.
+   */
+  async catchUp(): Promise<void> {
+    const missed = await this.#noteShared()
+    if (missed?.failed === false) this.#missedAll(missed.why)
+    else if (missed) this.#log?.debug({ why: missed.why }, 'the shared purge record could not be read again: read at the next return of redis')
+  }
+
+  #missedAll(why: string): void {
+    this.note({ at: this.#now() })
+    this.#log?.warn({ key: this.#shared?.key, why }, 'the shared purge record could not be read: report entries stored before now are filled again')
+  }
+
+  /** Notes the purges of the shared record; what kept it from being read whole (`failed`: the read failed), or null. */
+  async #noteShared(): Promise<{ why: string; failed: boolean } | null> {
     const shared = this.#shared
-    if (!shared) return
+    if (!shared) return null
     const { redis, key } = shared
     // Not through the breaker: a value of another type under the key (WRONGTYPE) says
-    // nothing of Redis's health, and the answer to any failure is the same.
-    let fields: [string, string][] | null = null
-    let why = 'too many fields'
+    // nothing of Redis's health.
+    let fields: [string, string][] | null
     try {
       fields = await readBoundedHash(redis, key, { maxFields: MAX_PURGE_RECORDS + 1, maxFieldBytes: MAX_FIELD_BYTES, maxValueBytes: MAX_VALUE_BYTES })
     } catch (err) {
-      why = (err as Error).message
+      return { why: (err as Error).message, failed: true }
     }
-    if (fields === null) {
-      this.note({ at: this.#now() })
-      this.#log?.warn({ key, why }, 'the shared purge record could not be read: report entries stored before now are filled again')
-      return
-    }
+    if (fields === null) return { why: 'too many fields', failed: false }
     for (const [field, value] of fields) {
       const text = this.#opened(field, value)
       const at = text === null || !/^\d{1,16}$/.test(text) ? null : Number(text)
@@ -183,6 +202,7 @@ export class PurgeLedger {
       if (at === null || (field !== 'all' && !advertiser && report === null)) continue
       this.note(advertiser ? { at, advertiserId: Number(advertiser[1]) } : report !== null ? { at, report } : { at })
     }
+    return null
   }
 
   #sealed(field: string, value: string): string {

@@ -61,14 +61,14 @@ export class TieredStore implements CacheStore {
     await bus?.subscribe(PURGE_CHANNEL, (message) => void this.#purgeLocal(message))
     // A purge announced while the subscriber was away (a reconnect) never reaches it:
     // the shared record is read again as it is back.
-    bus?.onSubscribed(() => void this.#catchUp())
+    bus?.onSubscribed(() => void this.catchUpPurges())
     // After subscribing: a purge made meanwhile is heard on the bus or read here.
     await this.#purges.load()
   }
 
-  /** Reads the shared purges again and drops the copies in memory they reach. */
-  async #catchUp(): Promise<void> {
-    await this.#purges.load()
+  /** Reads the shared purges again (those announced while this replica did not hear the bus) and drops the copies in memory they reach. */
+  async catchUpPurges(): Promise<void> {
+    await this.#purges.catchUp()
     for (const [key, entry] of [...this.#o.l1.entries()]) if (this.#purges.refuses(entry, key)) await this.#o.l1.delete(key)
   }
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { MAX_PURGE_RECORDS, PurgeLedger } from '../../src/cache/purge-ledger.js'
 import { RedisSeal } from '../../src/redis/seal.js'
@@ -59,6 +60,28 @@ describe.skipIf(!available)('the shared purge record', () => {
     expect(reader.refuses({ fetchedAt: T - 6000, advertiserIds: [101] })).toBe(true)
     expect(reader.refuses({ fetchedAt: T - 1, advertiserIds: [102, 104] })).toBe(false)
     expect(unverified.sort()).toEqual([`${KEY}#adv:102`, `${KEY}#all`])
+  })
+
+  it('read again (a reconnect), learns the purges made meanwhile; a read that fails notes nothing, a record too large is a purge of everything', async () => {
+    const reader = ledger()
+    await reader.load()
+    await ledger().share({ at: T, advertiserId: 101 })
+    expect(reader.refuses({ fetchedAt: T - 1, advertiserIds: [101] })).toBe(false)
+    await reader.catchUp()
+    expect(reader.refuses({ fetchedAt: T - 1, advertiserIds: [101] })).toBe(true)
+    // Redis out as it is read again: the copies held stay servable, read again at its return.
+    const gone = new Redis({ port: 1, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null })
+    gone.on('error', () => undefined)
+    const cut = new PurgeLedger({ keepMs: 3_600_000, shared: { redis: gone, seal, key: KEY }, log: silent })
+    await cut.catchUp()
+    gone.disconnect()
+    expect(cut.refuses({ fetchedAt: T - 1, advertiserIds: [102] })).toBe(false)
+    const fields: string[] = []
+    for (let i = 0; i <= MAX_PURGE_RECORDS + 1; i++) fields.push(`adv:${i}`, '1')
+    await client.hset(KEY, ...fields)
+    const before = Date.now()
+    await reader.catchUp()
+    expect(reader.refuses({ fetchedAt: before - 1, advertiserIds: [] })).toBe(true)
   })
 
   it('reads a record too large, or not a hash, as a purge of everything at the start', async () => {
