@@ -171,6 +171,37 @@ describe('replicas sharing the limit while one waits', () => {
     b.stop()
   })
 
+  it('a replica whose call ended while another waits gives its seat back at once, not MIN_RENEW_MS after its last answer, and the waiting one takes it', async () => {
+    const clock = new SimClock()
+    const store = new MemoryLeaseStore(clock)
+    const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+    const [a, b] = [make('r~a'), make('r~b')]
+    await Promise.all([a.start(), b.start()])
+    // Team x on a, team y on b, each of weight 1 on a limit of 4; each fills the seats it may.
+    const demand = (lease: LeasedSeats, team: string, want: number) => {
+      const inFlight = Math.min(want, lease.size(4))
+      lease.demand({ limit: 4, inFlight, waiting: want - inFlight, teams: [{ team, weight: 1, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
+    }
+    const run = async (ms: number, aWants: number, bWants: number) => {
+      for (let t = 0; t < ms; t += 1) {
+        demand(a, 'x', aWants)
+        demand(b, 'y', bWants)
+        await clock.run(clock.now() + 1)
+      }
+    }
+    // x holds its share of 2, y its 2 and waits for 2 more.
+    await run(500, 2, 4)
+    expect([a.held, b.size(4)]).toEqual([2, 2])
+    // A renewal of a just answered (a tell), then one of x's calls ends and none comes: x's share is 1, y's 3.
+    void store.tell('r~a')
+    await clock.run(clock.now() + 3)
+    // Within the store's round trips (1 ms each), not a MIN_RENEW_MS (20 ms) later: the seat is b's.
+    await run(6, 1, 4)
+    expect([a.held, b.size(4)]).toEqual([1, 3])
+    a.stop()
+    b.stop()
+  })
+
   // The seats free at a replica's answer that it told a waiting replica of are that one's
   // to take at once (a told replica renews at once): in a stall that follows, the teller
   // keeps no part of them, or a seat the waiting one took is counted twice (seeds 1076,
