@@ -58,7 +58,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [1530, ['replicas']],
   [1549, ['replicas']],
   [1561, ['work-conserving']],
-  [1582, ['replicas']],
   [1599, ['isolation']],
   [1602, ['isolation']],
   [1689, ['work-conserving']],

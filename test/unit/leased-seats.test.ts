@@ -361,6 +361,40 @@ describe('seats free in the store while other replicas are short of their due', 
   })
 })
 
+describe('a replica that told the one that needs most of free seats, in a stall', () => {
+  // No replica waiting is short of its due's whole seats, so the seat free at this replica's answer
+  // is told to the one that needs most; that one may take it through the store before a
+  // stall (seed 1582: 25 seats held on a limit of 24): the teller keeps no part of what it lacks.
+  it('keeps no part of the seats free at its answer that the replica it told lacks', async () => {
+    const clock = new SimClock()
+    // b and c each hold 5 of a share of 5.5 and wait for 4 more; a's team holds its share of 3; 1 of 14 is free.
+    const waiter = (run: string, team: string): ReplicaRecord => ({ run, lease: 5, inFlight: 5, need: 9, answered: 0, waited: true, teams: [{ team, weight: 1, held: 5, waiting: 4, cap: null, peak: 9, lingering: false }] })
+    let down = false
+    const told: string[] = []
+    const store = new (class extends MemoryLeaseStore {
+      override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
+        if (down) throw new Error('the lease store timed out')
+        const granted = Math.min(ask.ask, 3)
+        return { granted, free: 14 - 10 - Math.max(granted, ask.inFlight), known: true, others: [waiter('r~b', 'y'), waiter('r~c', 'z')], limitRecord: null }
+      }
+      override async tell(run: string): Promise<void> { told.push(run) }
+    })(clock)
+    const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~a', perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+    await lease.start()
+    const demand = (inFlight: number, waiting: number) => lease.demand({ limit: 14, inFlight, waiting, teams: [{ team: 'x', weight: 1, held: inFlight, waiting, cap: null, peak: 3, lingering: false, seatMs: 0 }] })
+    demand(3, 0)
+    await clock.run(clock.now() + 50)
+    // Neither b nor c is short of its due's whole seats: the free seat is told to the one that needs most.
+    expect([lease.held, told]).toEqual([3, ['r~b']])
+    // The store stalls; a call comes here: its part of the free seats would be that seat, which b may have taken.
+    down = true
+    demand(3, 1)
+    await clock.run(clock.now() + 50)
+    expect(lease.size(14)).toBe(3)
+    lease.stop()
+  })
+})
+
 describe('one replica while the store cannot be reached', () => {
   // In an outage the outage rule bounds what a replica fills, not a renewal on its way: one
   // that asks for nothing between two calls would leave no seat to fill while the store times

@@ -57,7 +57,7 @@ export class LeasedSeats implements SeatLease {
   #others: ReplicaRecord[] = []
   readonly #charges = new ElsewhereCharges()
   #free = Infinity
-  // The seats free at the last answer past what the waiting replicas it told of them lack of their due: those are theirs to take at once.
+  // The seats free at the last answer past what the waiting replicas it told of them may take at once (renewing on the tell).
   #untold = Infinity
   #demand: ReplicaDemand = { limit: 0, inFlight: 0, waiting: 0, teams: [] }
   #renewing = false
@@ -383,7 +383,9 @@ export class LeasedSeats implements SeatLease {
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
     for (const run of tell) this.#o.store.tell(run).catch(() => undefined)
-    this.#untold = tell.length > 0 ? Math.max(0, answer.free - this.#plan.shortElsewhere) : answer.free
+    // What the told replicas may take at once: those short of their due what they lack of it, the one that needs most what it lacks of its need.
+    const takes = this.#plan.short.length > 0 ? this.#plan.shortElsewhere : this.#others.filter((r) => tell.includes(r.run)).reduce((sum, r) => sum + Math.max(0, r.need - Math.max(r.lease, r.inFlight)), 0)
+    this.#untold = Math.max(0, answer.free - takes)
     this.#o.onRenewed?.(answer, this.#plan)
     // Targets moved with every renewal: the queue looks again.
     for (const fn of this.#grown) fn()
