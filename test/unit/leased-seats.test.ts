@@ -171,6 +171,37 @@ describe('replicas sharing the limit while one waits', () => {
     b.stop()
   })
 
+  it('a replica whose call ended while another waits gives its seat back at once, not MIN_RENEW_MS after its last answer, and the waiting one takes it', async () => {
+    const clock = new SimClock()
+    const store = new MemoryLeaseStore(clock)
+    const make = (run: string) => new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+    const [a, b] = [make('r~a'), make('r~b')]
+    await Promise.all([a.start(), b.start()])
+    // Team x on a, team y on b, each of weight 1 on a limit of 4; each fills the seats it may.
+    const demand = (lease: LeasedSeats, team: string, want: number) => {
+      const inFlight = Math.min(want, lease.size(4))
+      lease.demand({ limit: 4, inFlight, waiting: want - inFlight, teams: [{ team, weight: 1, held: inFlight, waiting: want - inFlight, cap: null, peak: want, lingering: false, seatMs: 0 }] })
+    }
+    const run = async (ms: number, aWants: number, bWants: number) => {
+      for (let t = 0; t < ms; t += 1) {
+        demand(a, 'x', aWants)
+        demand(b, 'y', bWants)
+        await clock.run(clock.now() + 1)
+      }
+    }
+    // x holds its share of 2, y its 2 and waits for 2 more.
+    await run(500, 2, 4)
+    expect([a.held, b.size(4)]).toEqual([2, 2])
+    // A renewal of a just answered (a tell), then one of x's calls ends and none comes: x's share is 1, y's 3.
+    void store.tell('r~a')
+    await clock.run(clock.now() + 3)
+    // Within the store's round trips (1 ms each), not a MIN_RENEW_MS (20 ms) later: the seat is b's.
+    await run(6, 1, 4)
+    expect([a.held, b.size(4)]).toEqual([1, 3])
+    a.stop()
+    b.stop()
+  })
+
   // The seats free at a replica's answer that it told a waiting replica of are that one's
   // to take at once (a told replica renews at once): in a stall that follows, the teller
   // keeps no part of them, or a seat the waiting one took is counted twice (seeds 1076,
@@ -326,6 +357,40 @@ describe('seats free in the store while other replicas are short of their due', 
     // The answer counts 8 of its calls: it renews again within MIN_RENEW_MS, telling the store of 6, not a starved retry later.
     await clock.run(at[first]! + STARVED_RETRY_MS / 2)
     expect(asks.slice(first + 1).map((a) => a.inFlight)).toContain(6)
+    lease.stop()
+  })
+})
+
+describe('a replica that told the one that needs most of free seats, in a stall', () => {
+  // No replica waiting is short of its due's whole seats, so the seat free at this replica's answer
+  // is told to the one that needs most; that one may take it through the store before a
+  // stall (seed 1582: 25 seats held on a limit of 24): the teller keeps no part of what it lacks.
+  it('keeps no part of the seats free at its answer that the replica it told lacks', async () => {
+    const clock = new SimClock()
+    // b and c each hold 5 of a share of 5.5 and wait for 4 more; a's team holds its share of 3; 1 of 14 is free.
+    const waiter = (run: string, team: string): ReplicaRecord => ({ run, lease: 5, inFlight: 5, need: 9, answered: 0, waited: true, teams: [{ team, weight: 1, held: 5, waiting: 4, cap: null, peak: 9, lingering: false }] })
+    let down = false
+    const told: string[] = []
+    const store = new (class extends MemoryLeaseStore {
+      override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
+        if (down) throw new Error('the lease store timed out')
+        const granted = Math.min(ask.ask, 3)
+        return { granted, free: 14 - 10 - Math.max(granted, ask.inFlight), known: true, others: [waiter('r~b', 'y'), waiter('r~c', 'z')], limitRecord: null }
+      }
+      override async tell(run: string): Promise<void> { told.push(run) }
+    })(clock)
+    const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~a', perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+    await lease.start()
+    const demand = (inFlight: number, waiting: number) => lease.demand({ limit: 14, inFlight, waiting, teams: [{ team: 'x', weight: 1, held: inFlight, waiting, cap: null, peak: 3, lingering: false, seatMs: 0 }] })
+    demand(3, 0)
+    await clock.run(clock.now() + 50)
+    // Neither b nor c is short of its due's whole seats: the free seat is told to the one that needs most.
+    expect([lease.held, told]).toEqual([3, ['r~b']])
+    // The store stalls; a call comes here: its part of the free seats would be that seat, which b may have taken.
+    down = true
+    demand(3, 1)
+    await clock.run(clock.now() + 50)
+    expect(lease.size(14)).toBe(3)
     lease.stop()
   })
 })

@@ -6,7 +6,8 @@ import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
 
 // A lease is renewed no sooner than this after the last answer, whatever asks (a burst of calls is one renewal), but at
-// once when another replica tells it that seats came free (#schedule): a seat freed waits in the store only for the round trip.
+// once when another replica tells it that seats came free, or when it gives back seats while another replica waits: a seat
+// freed waits in the store only for the round trips.
 const MIN_RENEW_MS = 20
 /** A replica short of seats, none being free, asks again this often unless told sooner: a bounded poll. */
 export const STARVED_RETRY_MS = 250
@@ -56,7 +57,7 @@ export class LeasedSeats implements SeatLease {
   #others: ReplicaRecord[] = []
   readonly #charges = new ElsewhereCharges()
   #free = Infinity
-  // The seats free at the last answer past what the waiting replicas it told of them lack of their due: those are theirs to take at once.
+  // The seats free at the last answer past what the waiting replicas it told of them may take at once (renewing on the tell).
   #untold = Infinity
   #demand: ReplicaDemand = { limit: 0, inFlight: 0, waiting: 0, teams: [] }
   #renewing = false
@@ -66,6 +67,8 @@ export class LeasedSeats implements SeatLease {
   #lastAnswer = -Infinity
   // The last renewal came at once on a tell (sooner than MIN_RENEW_MS after the answer before) and found no seat for it.
   #atOnce = false
+  // The renewal scheduled is one at once on a tell (none is after such a renewal found no seat).
+  #onTell = false
   #starvedAt = -Infinity
   #downSince: number | null = null
   // Back from an outage: until then it asks for no more than it holds (every replica's calls are counted first).
@@ -194,7 +197,8 @@ export class LeasedSeats implements SeatLease {
       // A new shared limit: a replica that neither holds nor wants seats takes it with its next renewal.
       if (everyone && this.#lease === 0 && this.#demand.inFlight + this.#demand.waiting === 0) return
       this.#starvedAt = -Infinity
-      this.#schedule(0, !everyone)
+      this.#onTell ||= !everyone && !this.#atOnce
+      this.#schedule(0, this.#onTell)
     })
     this.#keepAlive = this.#clock.setInterval(() => {
       if (this.#lease > 0 || this.#demand.inFlight > 0 || this.#answers > 0) this.#schedule(0)
@@ -217,13 +221,15 @@ export class LeasedSeats implements SeatLease {
       this.#schedule(DOWN_RETRY_MS)
       return
     }
-    // At once: the limit fell below the seats leased (the lease shrinks); another replica waits
-    // (seats held past the due ones, and seats of calls ended, go back as calls end); a team new
-    // here has no target until a renewal says it.
+    // At once, whatever the last answer: another replica waits, and seats held past the due ones,
+    // or counted by the store for calls since ended, go back as the calls end.
     const plan = this.#plan
-    if (plan !== null && ((this.#lease > 0 && this.#lease + plan.occupiedElsewhere > demand.limit)
-      || (plan.contended && (this.#lease > heldWhileContended(demand.inFlight, need, this.#due()) || Math.max(this.#lease, demand.inFlight) < this.#occupied))
-      || demand.teams.some((t) => !plan.targets.has(t.team)))) {
+    if (plan !== null && plan.contended && (this.#lease > heldWhileContended(demand.inFlight, need, this.#due()) || Math.max(this.#lease, demand.inFlight) < this.#occupied)) {
+      this.#schedule(0, true)
+      return
+    }
+    // Soon: the limit fell below the seats leased (the lease shrinks); a team new here has no target until a renewal says it.
+    if (plan !== null && ((this.#lease > 0 && this.#lease + plan.occupiedElsewhere > demand.limit) || demand.teams.some((t) => !plan.targets.has(t.team)))) {
       this.#schedule(0)
       return
     }
@@ -262,14 +268,14 @@ export class LeasedSeats implements SeatLease {
     return trimmed ? fit : Math.max(fit, Math.min(this.#lease, d.limit))
   }
 
-  /** `told`: seats came free for it; a renewal at once, unless the last one came so and found none. */
-  #schedule(ms: number, told = false): void {
+  /** `atOnce`: not MIN_RENEW_MS after the last answer. */
+  #schedule(ms: number, atOnce = false): void {
     if (this.#renewing) {
       this.#again = true
       return
     }
     const now = this.#clock.now()
-    const at = now + Math.max(ms, told && !this.#atOnce ? 0 : MIN_RENEW_MS - (now - this.#lastAnswer), 0)
+    const at = now + Math.max(ms, atOnce ? 0 : MIN_RENEW_MS - (now - this.#lastAnswer), 0)
     if (this.#timer) {
       if (this.#timerAt <= at) return
       this.#clock.clearTimeout(this.#timer)
@@ -288,7 +294,8 @@ export class LeasedSeats implements SeatLease {
     const d = this.#demand
     const need = d.inFlight + d.waiting
     const now = this.#clock.now()
-    const atOnce = now - this.#lastAnswer < MIN_RENEW_MS
+    const atOnce = this.#onTell && now - this.#lastAnswer < MIN_RENEW_MS
+    this.#onTell = false
     // The turn of the rounding: seat-time held past the target since the last answer.
     if (this.#plan?.contended) this.#credit += ((this.#lease - this.#plan.due) * (now - this.#creditAt)) / 1000
     else this.#credit = 0
@@ -376,7 +383,9 @@ export class LeasedSeats implements SeatLease {
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
     for (const run of tell) this.#o.store.tell(run).catch(() => undefined)
-    this.#untold = tell.length > 0 ? Math.max(0, answer.free - this.#plan.shortElsewhere) : answer.free
+    // What the told replicas may take at once: those short of their due what they lack of it, the one that needs most what it lacks of its need.
+    const takes = this.#plan.short.length > 0 ? this.#plan.shortElsewhere : this.#others.filter((r) => tell.includes(r.run)).reduce((sum, r) => sum + Math.max(0, r.need - Math.max(r.lease, r.inFlight)), 0)
+    this.#untold = Math.max(0, answer.free - takes)
     this.#o.onRenewed?.(answer, this.#plan)
     // Targets moved with every renewal: the queue looks again.
     for (const fn of this.#grown) fn()
