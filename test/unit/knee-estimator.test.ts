@@ -142,6 +142,15 @@ describe('KneeEstimator', () => {
     expect(held.startEnded, `the long call ended at ${held.longEnded}`).toBeGreaterThan(held.longEnded!)
   })
 
+  // A limit its callers fill is in use though none waits for a seat: 16 callers on 8
+  // workers fill the start's doubling to 16 exactly, a call of 20 s among them; the start
+  // ends at the 8 workers on the queue, before that call ended.
+  it('ends a start whose seats its callers fill on a queue at once, none of them waiting', () => {
+    const filled = learn(8, 0, 60_000, { callers: 16, long: { from: 0, to: 20_000 } })
+    expect(filled.last).toBe(8)
+    expect(filled.startEnded, `the long call ended at ${filled.longEnded}`).toBeLessThan(filled.longEnded!)
+  })
+
   // Judged as the model bounds it (docs/governor.md, "no standing queue"): at the median,
   // no worker idle and at most one call queued at the platform, so the knee W or W + 1.
   it('learns them beside another replica whose calls it does not see end', () => {
@@ -188,6 +197,18 @@ describe('KneeEstimator', () => {
       for (const window of windows) rule.ended({ startedAt: 0, at: 100, team: 'b', kind: 'week', load: 8, window, outcome: 'ok' })
       rule.tick(1_500, null)
       expect([rule.limit, rule.knee, rule.phase], `longMs ${longMs}`).toEqual([limit, 8, phase])
+    }
+  })
+
+  it('ends its start with the probe seat when a team holding no seat waited with a call not known long beside long calls only', () => {
+    // 8 year-long calls at the limit, all answered together: room at 8, no queue below it.
+    for (const [newcomer, limit, phase] of [[true, 9, 'cruise'], [false, 16, 'start']] as const) {
+      const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+      const windows = Array.from({ length: 8 }, () => rule.started('year', 8))
+      rule.waited(null, newcomer)
+      for (const window of windows) rule.ended({ startedAt: 0, at: 4_400, team: 'a', kind: 'year', load: 8, window, outcome: 'ok' })
+      rule.tick(5_000, null)
+      expect([rule.limit, rule.knee, rule.phase], `newcomer ${newcomer}`).toEqual([limit, 8, phase])
     }
   })
 })

@@ -765,4 +765,19 @@ describe('what the seats tell the limit rule', () => {
     expect(s.longWaitBesideShort()).toBeNull()
     expect(looks.n).toBe(0)
   })
+
+  it('says a team holding no seat waits beside long calls only, its call short or of a kind never answered, for the start to end (docs/governor.md, "Start")', async () => {
+    for (const first of ['year', 'week']) {
+      const { s, work, order } = seats(fakeClock(), { limit: 2, queueLimit: 10 })
+      work.answered('a', 'year', 4_400)
+      work.answered('a', 'week', 120)
+      for (const workClass of [first, 'year', 'year']) call(s, order, 'a', { workClass })
+      call(s, order, 'c', { workClass: 'year' })
+      await settle()
+      expect(s.newcomerBesideLong(), `${first} in flight, a team of long calls comes`).toBe(false)
+      call(s, order, 'd', { workClass: 'never-answered' })
+      await settle()
+      expect(s.newcomerBesideLong(), `${first} in flight, a team of a kind never answered comes`).toBe(first === 'year')
+    }
+  })
 })

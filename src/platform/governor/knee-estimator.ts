@@ -90,10 +90,12 @@ export class KneeEstimator {
   #fadedAt = -Infinity
   #newCalls = 0
   #decidedAt = -Infinity
-  // Whether calls waited for a seat since the last decision; the seats past the knee.
+  // Whether calls waited for a seat, and whether a call started with the limit filled, since the last decision; the seats past the knee.
   #waited = false
-  // Whether a call known short waited since the last decision; the longest expected of those not known short that waited.
+  #filled = false
+  // Whether a call known short waited since the last decision, whether a team holding no seat waited beside long calls only; the longest expected of those not known short that waited.
   #shortWaited = false
+  #newcomer = false
   #longMs = 0
   #past = 1
   #starting = false
@@ -140,12 +142,14 @@ export class KneeEstimator {
   calls(): string | null { return this.#timeline?.calls(this.#now()) ?? null }
   #start(load: number): number {
     const serial = ++this.#serial
+    if (load >= this.#limit) this.#filled = true
     this.#calls.set(serial, { load, local: this.#localInFlight++, endsBefore: this.#endsDropped + this.#endAt.length })
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
     return serial
   }
-  /** Calls waited with every seat of the limit taken or owed: the limit is in use. `longMs`: none of them known short beside a short call in flight, the longest expected of them (ms). */
-  waited(longMs: number | null = null): void {
+  /** Calls waited with every seat of the limit taken or owed: the limit is in use. `longMs`: none of them known short beside a short call in flight, the longest expected of them (ms); `newcomer`: a team holding no seat waited with a call not known long beside long calls only (the start ends). */
+  waited(longMs: number | null = null, newcomer = false): void {
+    if (newcomer) this.#newcomer = true
     ;[this.#waited, this.#shortWaited, this.#longMs] = [true, this.#shortWaited || longMs === null, Math.max(this.#longMs, longMs ?? 0)]
   }
   ended(a: Answer): void {
@@ -197,11 +201,11 @@ export class KneeEstimator {
     this.#newCalls = 0
     return this.#phase === 'start' ? this.#startStep() : this.#cruise()
   }
-  /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
+  /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat or started with every seat taken); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
   #startStep(): Step | null {
     const { queueBelow: sure, best } = verdicts(this.#likelihoods(), this.#limit)
-    // Calls that waited for a seat fill the limit: the queue is the doubling's own, acted on at once.
-    const queueBelow = this.#waited ? sure && this.#queueShows() : this.#queueHolds(sure)
+    // Calls that waited for a seat, or filled every seat, use the limit: the queue is the doubling's own, acted on at once.
+    const queueBelow = this.#waited || this.#filled ? sure && this.#queueShows() : this.#queueHolds(sure)
     if (queueBelow || this.#limit >= this.#max) {
       this.#phase = 'cruise'
       if (!queueBelow) this.#roomShown()
@@ -209,7 +213,8 @@ export class KneeEstimator {
     }
     if (!this.#waited) return null
     this.#held = 0
-    const longOnly = this.#longWaits() !== null
+    const newcomer = this.#newcomer
+    const longOnly = this.#longWaits() !== null || newcomer
     this.#knee = this.#limit
     this.#roomShown()
     if (longOnly) this.#phase = 'cruise'
@@ -250,7 +255,7 @@ export class KneeEstimator {
   /** Since the last decision, only calls not known short waited beside short ones: the seats past K long calls may take, as many as end within H at K's pace (a short call queued behind them waits H at most); else null. */
   #longWaits(): number | null {
     const seats = this.#waited && !this.#shortWaited ? Math.max(1, Math.floor((this.#knee * LENDING_HORIZON_MS) / this.#longMs)) : null
-    ;[this.#waited, this.#shortWaited, this.#longMs] = [false, false, 0]
+    ;[this.#waited, this.#filled, this.#shortWaited, this.#newcomer, this.#longMs] = [false, false, false, false, 0]
     return seats
   }
   /** Room was shown: each kind's latency now is its pace with no call waiting at the platform. */

@@ -82,6 +82,17 @@ export class CredentialSeats {
     return longest
   }
 
+  /** Whether a team that holds no seat waits, its most pressing call not known long (short, or of a kind never answered), while every call in flight is known long (the limit rule's "Start"). */
+  newcomerBesideLong(): boolean {
+    if (!this.#teams.onlyLongRunning()) return false
+    for (const team of this.#queue.waitingTeams()) {
+      const head = this.#teams.held(team) === 0 ? this.#queue.pressing(team) : null
+      const ms = head && this.#o.work.expectedMs(team, head.workClass, this.#clock.now())
+      if (head !== null && (ms === null || isShort(ms))) return true
+    }
+    return false
+  }
+
   /** Since when a call in flight here, among the `atWorkers` started first, has been overdue (OVERDUE times its expected time), or null. */
   overdueSince(now = this.#clock.now(), atWorkers = Infinity): number | null { return this.#teams.overdueSince(now, atWorkers) }
 
@@ -157,7 +168,7 @@ export class CredentialSeats {
       this.#dispatch()
       if (this.#queue.has(waiter)) {
         if (this.waitingAtLimit()) {
-          this.#o.onWaited?.(this.longWaitBesideShort())
+          this.#o.onWaited?.(this.longWaitBesideShort(), this.newcomerBesideLong())
           this.#lease.waited()
         }
         this.#demandChanged()

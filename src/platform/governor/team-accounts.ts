@@ -49,6 +49,18 @@ export class TeamAccounts {
     return n
   }
 
+  /** Whether calls are in flight and every one of them is expected long (of a kind answered, past the lending horizon). */
+  onlyLongRunning(): boolean {
+    let any = false
+    for (const seats of this.#teams.values()) {
+      for (const call of seats.running) {
+        if (call.short || call.dueAt === Infinity) return false
+        any = true
+      }
+    }
+    return any
+  }
+
   /** Seat-seconds charged to `team`, its calls still running included. */
   seatSeconds(team: string, now: number): number {
     const seats = this.#teams.get(team)
