@@ -1,4 +1,5 @@
-import type { LoopTime } from '../../src/platform/governor/answer-timing.js'
+import { LATE_PROBE_MS, LateWakes, type LoopTime } from '../../src/platform/governor/answer-timing.js'
+import type { Timer } from '../../src/clock.js'
 import type { Random } from './random.js'
 import type { SimClock } from './sim-clock.js'
 
@@ -13,30 +14,38 @@ export const HANDLE_MS = 1
  * handled in that wake, one after another, HANDLE_MS each, with no idle moment between
  * them: answers that come while the loop works join its bunch. The wait for a core counts
  * as idle time, as `performance.eventLoopUtilization()` counts it (the loop sits in its
- * poll until the process runs): between bunches the loop idles, so the loop-probe of
- * answer-timing.ts times the first answer of each bunch, however late it was handled.
+ * poll until the process runs). Its timer of LATE_PROBE_MS wakes it as an answer does, and
+ * how late it fires past the loop's work is how late the loop's wakes come, as the
+ * gateway's own probe measures it (answer-timing.ts).
  */
 export class GatewayLoop {
   readonly #clock: SimClock
   readonly #random: Random
   readonly #lateMs: (at: number) => number
   readonly #start: number
-  readonly #bunch: (() => void)[] = []
+  readonly #bunch: (() => number)[] = []
   // A wake is due or under way; the work done before the answer being handled, and when that one began.
   #awake = false
   #activeMs = 0
   #handlingSince: number | null = null
+  readonly #late: LateWakes
+  readonly #probe: Timer
 
   constructor(clock: SimClock, random: Random, lateMs: (at: number) => number) {
     this.#clock = clock
     this.#random = random
     this.#lateMs = lateMs
     this.#start = clock.now()
+    this.#late = new LateWakes(this.#start)
+    this.#probe = clock.every(() => this.#timerDue(), LATE_PROBE_MS)
   }
 
-  /** An answer came now: `fn` runs when the loop handles it. */
-  handle(fn: () => void): void {
-    this.#bunch.push(fn)
+  /** An answer came now: `fn` runs when the loop handles it (`costMs` its work). */
+  handle(fn: () => void, costMs = HANDLE_MS): void {
+    this.#bunch.push(() => {
+      fn()
+      return costMs
+    })
     if (this.#awake) return
     this.#awake = true
     const mean = this.#lateMs(this.#clock.now())
@@ -48,11 +57,24 @@ export class GatewayLoop {
     return answer.then((a) => new Promise<T>((resolve) => this.handle(() => resolve(a))))
   }
 
-  /** The loop's idle and active milliseconds since it began, as the gateway's loop-probe reads them. */
+  /** The loop's idle and active milliseconds since it began, and how late its wakes came, as the gateway's loop-probe reads them. */
   time(): LoopTime {
-    const now = this.#clock.now()
-    const active = this.#activeMs + (this.#handlingSince === null ? 0 : now - this.#handlingSince)
-    return { idle: now - this.#start - active, active }
+    const [now, active] = [this.#clock.now(), this.#active()]
+    return { idle: now - this.#start - active, active, lateWithin: (ms) => this.#late.within(now, ms) }
+  }
+
+  stop(): void {
+    this.#clock.clearInterval(this.#probe)
+  }
+
+  #active(): number {
+    return this.#activeMs + (this.#handlingSince === null ? 0 : this.#clock.now() - this.#handlingSince)
+  }
+
+  /** The probe's timer came due: the loop runs it when it wakes, and it records how late, past the loop's work since. */
+  #timerDue(): void {
+    const [due, active] = [this.#clock.now(), this.#active()]
+    this.handle(() => this.#late.record(this.#clock.now(), Math.max(0, this.#clock.now() - due - (this.#active() - active))), 0)
   }
 
   #next(): void {
@@ -64,7 +86,6 @@ export class GatewayLoop {
       return
     }
     this.#handlingSince = now
-    fn()
-    this.#clock.setTimeout(() => this.#next(), HANDLE_MS)
+    this.#clock.setTimeout(() => this.#next(), fn())
   }
 }

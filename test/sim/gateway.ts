@@ -263,5 +263,6 @@ export class SimGateway {
 
   stop(): void {
     for (const r of this.replicas) r.stop()
+    for (const loop of this.#loops) loop.stop()
   }
 }
