@@ -2,6 +2,8 @@ import { MemoryLeaseStore } from '../../src/platform/governor/lease-store.js'
 import type { FailMode, SimPlatform } from './platform.js'
 import type { SimClock } from './sim-clock.js'
 import type { Timer } from '../../src/clock.js'
+import type { LoopTime } from '../../src/platform/governor/answer-timing.js'
+import type { GatewayLoop } from './gateway-loop.js'
 
 /** What a call tells the governor when it ends: the platform's answer, or none (its deadline, a connection error). */
 export type SimOutcome = { status: number; latencyMs: number; retryAfter?: string } | { status: null; latencyMs: number; timedOut: boolean }
@@ -49,6 +51,8 @@ export interface GovernorContext {
   store: MemoryLeaseStore | null
   /** Each team's weight (teams[].weight). */
   weights: ReadonlyMap<string, number>
+  /** The replica's event loop as its loop-probe reads it (gateway-loop.ts); none: a gateway that handles every answer as it comes, each timed. */
+  loop?: () => LoopTime
 }
 
 export type GovernorFactory = (ctx: GovernorContext) => GovernorUnderTest
@@ -132,12 +136,19 @@ export class SimGateway {
   readonly store: MemoryLeaseStore | null
   readonly records: CallRecord[] = []
 
-  constructor(clock: SimClock, platform: SimPlatform, factory: GovernorFactory, replicas: number, weights: ReadonlyMap<string, number>) {
+  /** Each replica's event loop, where the gateway is starved of its core (gateway-loop.ts); empty: every answer handled as it comes. */
+  readonly #loops: readonly GatewayLoop[]
+
+  constructor(clock: SimClock, platform: SimPlatform, factory: GovernorFactory, replicas: number, weights: ReadonlyMap<string, number>, loops: readonly GatewayLoop[] = []) {
     this.#clock = clock
     this.#platform = platform
+    this.#loops = loops
     // Redis an instant away (a millisecond per command), as in one data centre.
     this.store = replicas > 1 ? new MemoryLeaseStore(clock, 1) : null
-    this.replicas = Array.from({ length: replicas }, (_, i) => factory({ clock, replica: `r${i}`, store: this.store, weights }))
+    this.replicas = Array.from({ length: replicas }, (_, i) => {
+      const loop = loops[i]
+      return factory({ clock, replica: `r${i}`, store: this.store, weights, ...(loop ? { loop: () => loop.time() } : {}) })
+    })
   }
 
   /** Seats held on every replica. */
@@ -207,7 +218,10 @@ export class SimGateway {
     record.heldAtSeat = this.inFlight
     record.limitAtSeat = this.limit
     const sent = clock.now()
-    const answer = this.#platform.send({ team: opts.team, costMs: opts.costMs, fail: opts.fail })
+    const loop = this.#loops[replica]
+    const came = this.#platform.send({ team: opts.team, costMs: opts.costMs, fail: opts.fail })
+    // The answer as the gateway has it: once its loop handled it.
+    const answer = loop ? loop.handled(came) : came
     const cut = this.#nullAfter(deadline - clock.now())
     const got = await Promise.race([answer, cut.promise])
     cut.clear()
@@ -249,5 +263,6 @@ export class SimGateway {
 
   stop(): void {
     for (const r of this.replicas) r.stop()
+    for (const loop of this.#loops) loop.stop()
   }
 }

@@ -81,8 +81,18 @@ export function randomScenario(seed: number): Scenario {
       scenario.teams.push({ name: 'spread', weight: 1, behaviour, replicas: all, from: 0, until: durationMs }, { name: 'single', weight: 1, behaviour, replicas: [r.int(0, scenario.replicas - 1)], from: 0, until: durationMs })
     }
   }
+  // Now and then a gateway starved of its core (a busy node, a pod at its CPU limit): its
+  // loop wakes late for answers as the machine's load rises and falls (gateway-loop.ts).
+  // Drawn last, so that no other seed's shape moves.
+  if (r.chance(STARVED_SHARE)) {
+    const [from, rise] = [r.uniform(20_000, 50_000), r.uniform(5_000, 15_000)]
+    scenario.gatewayLate = [[from, 0], [from + rise, r.logUniform(20, 400)], [from + 2 * rise, 0]]
+  }
   return scenario
 }
+
+/** The share of the sweep's scenarios whose gateway is starved of its core. */
+const STARVED_SHARE = 0.05
 
 /** Some of `from`, one at least. */
 function someOf(r: Random, from: Report[]): Report[] {
@@ -121,6 +131,7 @@ export function describeScenario(s: Scenario): string {
     ...s.outages.map((x) => `outage ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
     ...s.shedding.map((x) => `503s p=${x.p.toFixed(2)} ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
     ...s.storeStalls.map((x) => `lease store stalled ${(x.from / 1000).toFixed(1)}–${(x.to / 1000).toFixed(1)}s`),
+    s.gatewayLate?.length ? `gateway late ${s.gatewayLate.map(([t, ms]) => `${(t / 1000).toFixed(0)}s:${ms.toFixed(0)}ms`).join('→')}` : '',
   ].filter(Boolean)
   const teams = s.teams.map((t) => `${t.name}(w${t.weight}${t.from ? ` from ${(t.from / 1000).toFixed(0)}s` : ''}${t.until < s.durationMs ? ` until ${(t.until / 1000).toFixed(0)}s` : ''}${s.replicas > 1 ? ` on r${t.replicas.join(',r')}` : ''}: ${describeBehaviour(t.behaviour)})`)
   return `seed ${s.seed}: ${s.workers} workers, spread ${s.spread.toFixed(2)}, ${s.replicas} replica(s)${events.length ? `, ${events.join(', ')}` : ''}; ${teams.join('; ')}`

@@ -3,6 +3,7 @@ import { Random } from './random.js'
 import { SimPlatform, SAMPLE_MS, type PlatformSample, type PlatformShape, type Span } from './platform.js'
 import { SimGateway, type CallRecord, type GovernorFactory } from './gateway.js'
 import { runTeam, type TeamPlan } from './teams.js'
+import { GatewayLoop } from './gateway-loop.js'
 
 /** How the platform's slowness moves: through these points (ms from the start, factor), flat before the first and after the last. */
 export type Slowness = [number, number][]
@@ -20,6 +21,8 @@ export interface Scenario {
   replicas: number
   /** Spans during which the replicas' lease store answers nothing (a stalled Redis). */
   storeStalls: Span[]
+  /** A gateway starved of its core: how late its loop wakes for an answer on average (ms), through these points as the machine's load rises and falls (gateway-loop.ts); none: every answer handled as it comes. */
+  gatewayLate?: Slowness
   teams: TeamPlan[]
 }
 
@@ -77,7 +80,10 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
     shedding: scenario.shedding.map((s) => ({ ...shift(s), p: s.p })),
   }
   const platform = new SimPlatform(clock, shape, random.fork())
-  const gateway = new SimGateway(clock, platform, factory, scenario.replicas, new Map(scenario.teams.map((t) => [t.name, t.weight])))
+  const teamRandoms = scenario.teams.map(() => random.fork())
+  const late = scenario.gatewayLate
+  const loops = late?.length ? Array.from({ length: scenario.replicas }, () => new GatewayLoop(clock, random.fork(), (t) => slownessAt(late, t - START))) : []
+  const gateway = new SimGateway(clock, platform, factory, scenario.replicas, new Map(scenario.teams.map((t) => [t.name, t.weight])), loops)
   for (const stall of scenario.storeStalls) clock.setTimeout(() => gateway.store?.stall(START + stall.to), stall.from)
   const samples: Sample[] = []
   // Sampled beside the platform's own samples, after them at the same instant.
@@ -87,7 +93,7 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
     samples.push({ at: clock.now(), busy: p?.busy ?? 0, queued: p?.queued ?? 0, waiting, idleAllowed: waiting > 0 && gateway.idleAllowed(scenario.workers - (p?.busy ?? 0)), limit: gateway.limit, inFlight: gateway.inFlight, waitingTeams: waiting > 0 ? [...gateway.waitingByTeam().keys()] : [] })
   }, SAMPLE_MS)
   let running = scenario.teams.length
-  const teams = scenario.teams.map((plan) => runTeam({ ...plan, from: START + plan.from, until: START + plan.until }, gateway, clock, random.fork()).finally(() => (running -= 1)))
+  const teams = scenario.teams.map((plan, i) => runTeam({ ...plan, from: START + plan.from, until: START + plan.until }, gateway, clock, teamRandoms[i] as Random).finally(() => (running -= 1)))
   await clock.run(START + scenario.durationMs)
   clock.clearInterval(sampler)
   platform.stopSampling()

@@ -1,7 +1,9 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
-import { answerTiming } from '../../src/platform/governor/answer-timing.js'
+import { LATE_MEMORY_MS, LATE_SLOT_MS, LateWakes, answerTiming } from '../../src/platform/governor/answer-timing.js'
 import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
 
 /**
@@ -32,10 +34,10 @@ describe('answers the gateway handled back to back', () => {
     expect(bunchedRounds((i) => i === 0)).toBeGreaterThanOrEqual(8)
   })
 
-  /** Readings of the loop's time, each `[idle, active]` milliseconds since the start, handed out in turn. */
-  const readings = (...times: [number, number][]) => {
-    const queue = times.map(([idle, active]) => ({ idle, active }))
-    return () => queue.shift() ?? { idle: Number.NaN, active: Number.NaN }
+  /** Readings of the loop's time, each `[idle, active, late]` milliseconds (late: how late its wakes came while any call was in flight, 0 unless given), handed out in turn. */
+  const readings = (...times: ([number, number] | [number, number, number])[]) => {
+    const queue = times.map(([idle, active, late = 0]) => ({ idle, active, lateWithin: () => late }))
+    return () => queue.shift() ?? { idle: Number.NaN, active: Number.NaN, lateWithin: () => Number.NaN }
   }
 
   it('are told apart by the event loop idling between two answers', () => {
@@ -52,6 +54,39 @@ describe('answers the gateway handled back to back', () => {
     timed(400)
     expect(timed(400)).toBe(false)
     expect(timed(400)).toBe(true)
+    expect(timed(1_000)).toBe(false)
+  })
+
+  it('are not timed where the loop\'s wakes came later than a tenth of their latency while their call was in flight, though it idled between them', () => {
+    // A machine that starves the gateway of its core: an answer that came while the loop
+    // idled waited for the loop's wake as long as the wake waited for a core.
+    const timed = answerTiming(readings([0, 0], [50, 1, 120], [100, 2, 120], [150, 3, 30]))
+    expect(timed(400)).toBe(false)
+    expect(timed(2_000)).toBe(true)
+    expect(timed(400)).toBe(true)
+  })
+
+  it('take the loop as late as its latest wake while their call was in flight', () => {
+    const late = new LateWakes(0)
+    late.record(1_000, 80)
+    late.record(3_000, 5)
+    // A call of 2.5 s answered at 3.2 s was in flight at the late wake; one of 1 s was not.
+    expect(late.within(3_200, 2_500)).toBe(80)
+    expect(late.within(3_200, 1_000)).toBe(5)
+    // Kept LATE_MEMORY_MS, to the slot.
+    expect(late.within(1_000 + LATE_MEMORY_MS - LATE_SLOT_MS, Infinity)).toBe(80)
+    expect(late.within(1_000 + LATE_MEMORY_MS, Infinity)).toBe(5)
+    expect(late.within(3_000 + LATE_MEMORY_MS, Infinity)).toBe(0)
+  })
+
+  it('read how late the process\'s wakes come: a process stopped while its loop idles is late by as long', async () => {
+    const timed = answerTiming()
+    timed(1_000)
+    // Another process stops this one for 200 ms while its loop waits, as a machine that
+    // gives it no core does; the loop's timer fires late once it runs again, before the
+    // child's exit is handled.
+    const child = spawn('sh', ['-c', `kill -STOP ${process.pid}; sleep 0.2; kill -CONT ${process.pid}`])
+    await once(child, 'exit')
     expect(timed(1_000)).toBe(false)
   })
 

@@ -1,34 +1,111 @@
 import { performance } from 'node:perf_hooks'
 
 /**
- * At most this share of an answer's latency may be the gateway's own work since the answer
- * handled before it, for the answer to be timed: its time is then the platform's within a
- * tenth, as close as the spread of own times the limit rule weighs.
+ * At most this share of an answer's latency may be the gateway's own time (its work since
+ * the answer handled before it, or the wait of its loop's wakes for a core), for the answer
+ * to be timed: its time is then the platform's within a tenth, as close as the spread of
+ * own times the limit rule weighs.
  */
 export const OWN_WORK_SHARE = 0.1
+/** The loop's timer that measures how late its wakes come fires this often (ms): as often as Node's own delay monitor samples. */
+export const LATE_PROBE_MS = 10
+/** How late the wakes came is kept as the most per LATE_SLOT_MS, for LATE_MEMORY_MS: a platform call's budget and its watch. */
+export const LATE_SLOT_MS = 100
+export const LATE_MEMORY_MS = 60_000
 
-/** The event loop's idle and active milliseconds since the process began (`performance.eventLoopUtilization()`). */
+/** The event loop's idle and active milliseconds since the process began (`performance.eventLoopUtilization()`), and how late its wakes came. */
 export interface LoopTime {
   idle: number
   active: number
+  /** The most a wake of the loop waited for a core within the last `ms` (ms): its timer's lateness past the loop's own work. */
+  lateWithin(ms: number): number
 }
 
 /**
- * Whether the answer being handled now, `latencyMs` after its call started, is timed apart
- * from the one handled before: the event loop idled between the two, and worked no more
- * than OWN_WORK_SHARE of its latency since. Answers that reach the gateway together are
- * handled one after another, and the gaps between their handlings are the gateway's own
- * work, not the platform's; an answer that came while the loop was busy (a start's first
- * requests compiled, a collection, a flood of callers handled) waited for the gateway as
- * long as that work took. The limit rule takes such an answer as an end, not as evidence
- * (knee-estimator.ts). A gateway that idles between answers times every one.
+ * Whether the answer being handled now, `latencyMs` after its call started, is timed: when
+ * it came is known within OWN_WORK_SHARE of its latency. The platform's own time of a call
+ * is its answer's arrival less its start; the gateway sees its handling, which is later by
+ * the loop's work since the answer before (answers that reach the gateway together are
+ * handled one after another, and the gaps between their handlings are its own work, not
+ * the platform's: with no idle moment between two, the second carries no time of its own)
+ * and, where the machine starves the process of its core, by the wait of the loop's wake
+ * for one (the loop idles in its poll meanwhile, and a bunch of answers is handled when it
+ * runs again): every wake while the call was in flight is to come within the share, so
+ * that the ends of the calls ahead of it, handled then, are known as closely as its own.
+ * The wait is measured by a timer of the loop (how late it fires, past the loop's own
+ * work), the work by the loop's active time. The limit rule takes an answer not timed as
+ * an end, not as evidence (knee-estimator.ts). A gateway that idles between answers and
+ * gets its core at once times every one.
  */
-export function answerTiming(loop: () => LoopTime = () => performance.eventLoopUtilization()): (latencyMs: number) => boolean {
+export function answerTiming(loop: () => LoopTime = processLoop): (latencyMs: number) => boolean {
   let last = loop()
   return (latencyMs) => {
     const now = loop()
-    const timed = now.idle > last.idle && now.active - last.active <= OWN_WORK_SHARE * latencyMs
+    const own = OWN_WORK_SHARE * latencyMs
+    const timed = now.idle > last.idle && now.active - last.active <= own && now.lateWithin(latencyMs) <= own
     last = now
     return timed
   }
+}
+
+/** How late a loop's wakes came: the most per LATE_SLOT_MS, over the last LATE_MEMORY_MS. */
+export class LateWakes {
+  readonly #slots = new Float64Array(LATE_MEMORY_MS / LATE_SLOT_MS)
+  #slot: number
+
+  constructor(now: number) {
+    this.#slot = Math.floor(now / LATE_SLOT_MS)
+  }
+
+  record(now: number, lateMs: number): void {
+    this.#advance(now)
+    const i = this.#slot % this.#slots.length
+    this.#slots[i] = Math.max(this.#slots[i]!, lateMs)
+  }
+
+  /** The most recorded from `ms` before `now` (to its slot) to `now`. */
+  within(now: number, ms: number): number {
+    this.#advance(now)
+    const n = this.#slots.length
+    const count = Math.min(n, this.#slot - Math.floor((now - ms) / LATE_SLOT_MS) + 1)
+    let most = 0
+    for (let j = 0; j < count; j++) most = Math.max(most, this.#slots[(this.#slot - j) % n]!)
+    return most
+  }
+
+  #advance(now: number): void {
+    const slot = Math.floor(now / LATE_SLOT_MS)
+    for (let j = this.#slot + 1; j <= Math.min(slot, this.#slot + this.#slots.length); j++) this.#slots[j % this.#slots.length] = 0
+    this.#slot = Math.max(this.#slot, slot)
+  }
+}
+
+/**
+ * How late this process's loop wakes: a timer every LATE_PROBE_MS, its lateness less the
+ * loop's active time since it last fired (the loop's own work delays it too, and is
+ * counted apart). One per process, started with the first reading; it never holds the
+ * process open.
+ */
+class LateProbe {
+  #due = performance.now() + LATE_PROBE_MS
+  #active = performance.eventLoopUtilization().active
+  readonly late = new LateWakes(performance.now())
+
+  constructor() {
+    setInterval(() => this.#fired(), LATE_PROBE_MS).unref()
+  }
+
+  #fired(): void {
+    const [now, active] = [performance.now(), performance.eventLoopUtilization().active]
+    this.late.record(now, Math.max(0, now - this.#due - (active - this.#active)))
+    ;[this.#due, this.#active] = [now + LATE_PROBE_MS, active]
+  }
+}
+
+let probe: LateProbe | null = null
+
+/** This process's loop: its idle and active time, and how late its wakes came. */
+function processLoop(): LoopTime {
+  const late = (probe ??= new LateProbe()).late
+  return { ...performance.eventLoopUtilization(), lateWithin: (ms) => late.within(performance.now(), ms) }
 }

@@ -24,8 +24,9 @@
  * Across replicas the learner weighs every replica's calls (answer-timeline.ts) and keeps
  * the probe seat (a seat passing between replicas idles a worker a moment); calls ahead
  * whose ends are not seen here end at their share of the ends under w (Poisson), and their
- * answer weighs the share of its calls ahead seen here. An answer handled back to back with
- * the one before is an end but not evidence. Pure logic: time is passed in.
+ * answer weighs the share of its calls ahead seen here. An answer the gateway cannot time
+ * (answer-timing.ts: handled back to back with the one before, or late by the gateway's own
+ * work or its wait for a core) is an end but not evidence. Pure logic: time is passed in.
  */
 
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
