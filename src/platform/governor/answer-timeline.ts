@@ -23,7 +23,7 @@ export interface Answer {
   window: number
   /** ok: the platform worked on it and answered; overload: 502/503/504 or no connection; other (a call cut by its deadline among them): anything that says nothing of load. */
   outcome: 'ok' | 'overload' | 'other'
-  /** False: handled back to back with the answer before: an end, not evidence (knee-estimator.ts). */
+  /** False: its arrival is not known within OWN_WORK_SHARE of its latency (answer-timing.ts): an end, not evidence (knee-estimator.ts). */
   timed?: boolean
 }
 
