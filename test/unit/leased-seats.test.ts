@@ -458,4 +458,36 @@ describe('one replica back from a store outage', () => {
     expect(r.store.renewals - before, 'renewals until its call had a seat').toBe(1)
     r.lease.stop()
   })
+
+  it('grows no further than the outage rule let it fill until every replica is counted, then to its demand', async () => {
+    const clock = new SimClock()
+    const granted: number[] = []
+    const store = new (class extends MemoryLeaseStore {
+      override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
+        const answer = await super.renew(ask)
+        granted.push(answer.granted)
+        return answer
+      }
+    })(clock)
+    // Its own cap of 2 from DOWN_GRACE into an outage.
+    const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~1', perReplica: 2, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+    const demand = async (inFlight: number, waiting: number, ms: number) => {
+      lease.demand({ limit: LIMIT, inFlight, waiting, teams: [{ team: 'a', weight: 1, held: inFlight, waiting, cap: null, peak: inFlight + waiting, lingering: false, seatMs: 0 }] })
+      await clock.run(clock.now() + ms)
+    }
+    await lease.start()
+    await demand(2, 0, 500)
+    store.stall(clock.now() + 3000)
+    await demand(0, 0, 3000)
+    for (let t = 0; lease.held > 0 && t < LEASE_MS; t += 10) await demand(0, 0, 10)
+    expect(lease.held).toBe(0)
+    // 8 calls come: the first answers grant no more than the cap the outage rule kept it to, later ones its demand.
+    const from = granted.length
+    for (let t = 0; lease.held < 8 && t < LEASE_MS; t += 1) await demand(0, 8, 1)
+    const answers = granted.slice(from)
+    expect(answers[0]).toBe(2)
+    expect(Math.max(...answers.slice(0, -1)), 'granted before every replica was counted').toBeLessThanOrEqual(2)
+    expect(lease.held).toBeGreaterThanOrEqual(8)
+    lease.stop()
+  })
 })
