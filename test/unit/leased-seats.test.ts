@@ -429,3 +429,65 @@ describe('one replica while the store cannot be reached', () => {
     r.lease.stop()
   })
 })
+
+describe('one replica back from a store outage', () => {
+  // Back, a replica grows no further than what it holds, or than the seats the outage rule
+  // let it fill at its last ask in the outage (it would fill those without the store), until
+  // every replica's calls are counted (a third of a lease): a replica whose calls ended in the
+  // outage, its seats given back, has a seat for the next call at its first answer, not after
+  // that third of a lease of renewals granting nothing with every seat free
+  // (test/faults/redis-failure.test.ts: the filling replica's call past platform.timeout).
+  it('takes a seat for a call that comes once it is back, with every seat free, at its first answer', async () => {
+    const r = replica()
+    await r.lease.start()
+    await r.demand(2, 500)
+    expect(r.lease.held).toBeGreaterThan(0)
+    // Its calls end in the outage; back, it gives its seats back.
+    r.store.stall(r.clock.now() + 1000)
+    await r.demand(0, 1000)
+    for (let t = 0; r.lease.held > 0 && t < LEASE_MS; t += 10) await r.demand(0, 10)
+    expect(r.lease.held).toBe(0)
+    // One call: count the store's answers until it has a seat.
+    const before = r.store.renewals
+    let steps = 0
+    while (r.lease.size(LIMIT) < 1 && steps < 3000) {
+      r.lease.demand({ limit: LIMIT, inFlight: 0, waiting: 1, teams: [{ team: 'a', weight: 1, held: 0, waiting: 1, cap: null, peak: 1, lingering: false, seatMs: 0 }] })
+      await r.clock.run(r.clock.now() + 1)
+      steps += 1
+    }
+    expect(r.store.renewals - before, 'renewals until its call had a seat').toBe(1)
+    r.lease.stop()
+  })
+
+  it('grows no further than the outage rule let it fill until every replica is counted, then to its demand', async () => {
+    const clock = new SimClock()
+    const granted: number[] = []
+    const store = new (class extends MemoryLeaseStore {
+      override async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
+        const answer = await super.renew(ask)
+        granted.push(answer.granted)
+        return answer
+      }
+    })(clock)
+    // Its own cap of 2 from DOWN_GRACE into an outage.
+    const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~1', perReplica: 2, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
+    const demand = async (inFlight: number, waiting: number, ms: number) => {
+      lease.demand({ limit: LIMIT, inFlight, waiting, teams: [{ team: 'a', weight: 1, held: inFlight, waiting, cap: null, peak: inFlight + waiting, lingering: false, seatMs: 0 }] })
+      await clock.run(clock.now() + ms)
+    }
+    await lease.start()
+    await demand(2, 0, 500)
+    store.stall(clock.now() + 3000)
+    await demand(0, 0, 3000)
+    for (let t = 0; lease.held > 0 && t < LEASE_MS; t += 10) await demand(0, 0, 10)
+    expect(lease.held).toBe(0)
+    // 8 calls come: the first answers grant no more than the cap the outage rule kept it to, later ones its demand.
+    const from = granted.length
+    for (let t = 0; lease.held < 8 && t < LEASE_MS; t += 1) await demand(0, 8, 1)
+    const answers = granted.slice(from)
+    expect(answers[0]).toBe(2)
+    expect(Math.max(...answers.slice(0, -1)), 'granted before every replica was counted').toBeLessThanOrEqual(2)
+    expect(lease.held).toBeGreaterThanOrEqual(8)
+    lease.stop()
+  })
+})

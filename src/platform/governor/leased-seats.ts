@@ -71,8 +71,10 @@ export class LeasedSeats implements SeatLease {
   #onTell = false
   #starvedAt = -Infinity
   #downSince: number | null = null
-  // Back from an outage: until then it asks for no more than it holds (every replica's calls are counted first).
+  // Back from an outage: until then it asks for no more than it holds, or than the seats the outage rule let it fill
+  // at its last ask in the outage (every replica's calls are counted first).
   #countedAt = -Infinity
+  #outageSeats = 0
   // The other runs seen in an answer, and when last: an idle replica's record goes, its calls may come back.
   readonly #seen = new Map<string, number>()
   #downTimers: Timer[] = []
@@ -307,10 +309,13 @@ export class LeasedSeats implements SeatLease {
     // Its due as its demand now and the others' last records make it.
     if (this.#plan !== null) this.#plan = this.#planFor(need, d)
     const wanted = this.#wanted(d)
-    // Back from an outage, a replica asks for no more than it holds until every replica has
-    // renewed (a replica that holds seats renews every third of a lease): every replica's
-    // calls are counted before any grows.
-    const ask = this.#downSince === null && now >= this.#countedAt ? wanted : Math.min(wanted, held)
+    // Back from an outage, a replica asks for no more than it holds, or than the seats the
+    // outage rule let it fill at its last ask in the outage (those it would fill without the
+    // store), until every replica has renewed (a replica that holds seats renews every third
+    // of a lease): every replica's calls are counted before any grows past what the outage
+    // rule gave it. A replica whose calls ended in the outage so has seats for the next.
+    if (this.#downSince !== null) this.#outageSeats = this.size(d.limit)
+    const ask = this.#downSince === null && now >= this.#countedAt ? wanted : Math.min(wanted, Math.max(held, this.#outageSeats))
     const calls = this.#others.length > 0 ? this.#calls() : null
     const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams, ...(calls === null ? {} : { calls }) })
     const [limitRecord, shared] = [this.#limitRecord, this.#shared]
