@@ -30,6 +30,7 @@ const SUITES = ['test/!(unit|faults|slow|console)/**/*.test.ts']
 // (docs/decisions/test-isolation.md): each in a process of its own.
 const OWN_PROCESS = [
   'test/unit/answer-timing.test.ts',
+  'test/unit/answer-timing-probe.test.ts',
   'test/unit/stepped-timers.test.ts',
   'test/integration/cache-store.test.ts',
 ]

@@ -83,22 +83,31 @@ export class LateWakes {
 /**
  * How late this process's loop wakes: a timer every LATE_PROBE_MS, its lateness less the
  * loop's active time since it last fired (the loop's own work delays it too, and is
- * counted apart). One per process, started with the first reading; it never holds the
- * process open.
+ * counted apart). One per process, started with a reading and stopped once none came for
+ * LATE_MEMORY_MS (a gateway without platform calls wakes for nothing; an answer read after
+ * that is judged by the loop's idle and active time, as its lateness went unmeasured); it
+ * never holds the process open.
  */
 class LateProbe {
   #due = performance.now() + LATE_PROBE_MS
   #active = performance.eventLoopUtilization().active
-  readonly late = new LateWakes(performance.now())
+  #readAt = performance.now()
+  readonly #late = new LateWakes(performance.now())
+  readonly #timer = setInterval(() => this.#fired(), LATE_PROBE_MS).unref()
 
-  constructor() {
-    setInterval(() => this.#fired(), LATE_PROBE_MS).unref()
+  read(): LateWakes {
+    this.#readAt = performance.now()
+    return this.#late
   }
 
   #fired(): void {
     const [now, active] = [performance.now(), performance.eventLoopUtilization().active]
-    this.late.record(now, Math.max(0, now - this.#due - (active - this.#active)))
+    this.#late.record(now, Math.max(0, now - this.#due - (active - this.#active)))
     ;[this.#due, this.#active] = [now + LATE_PROBE_MS, active]
+    if (now - this.#readAt > LATE_MEMORY_MS) {
+      clearInterval(this.#timer)
+      probe = null
+    }
   }
 }
 
@@ -106,6 +115,6 @@ let probe: LateProbe | null = null
 
 /** This process's loop: its idle and active time, and how late its wakes came. */
 function processLoop(): LoopTime {
-  const late = (probe ??= new LateProbe()).late
+  const late = (probe ??= new LateProbe()).read()
   return { ...performance.eventLoopUtilization(), lateWithin: (ms) => late.within(performance.now(), ms) }
 }
