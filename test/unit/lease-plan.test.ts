@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { BorrowerLeads, ElsewhereCharges, LEAD_MS, LEARNER_MARGIN, decodeRecord, encodeRecord, leasePlan, type ReplicaRecord, type TeamRecord } from '../../src/platform/governor/lease-plan.js'
+import { ElsewhereCharges, LEARNER_MARGIN, decodeRecord, encodeRecord, leasePlan, type ReplicaRecord, type TeamRecord } from '../../src/platform/governor/lease-plan.js'
 
 // What one replica makes of every replica's lease record (docs/governor.md, "Across replicas").
 
@@ -73,51 +73,6 @@ describe('leasePlan: targets', () => {
   it('shares the limit in force between the teams', () => {
     const plan = leasePlan(replica('r1', [team('a', { held: 1, waiting: 9 }), team('b', { held: 1, waiting: 9 })]), [], 6)
     expect(plan.target).toBe(6)
-  })
-})
-
-describe('leasePlan: seats lent count in the borrowers\' parts', () => {
-  // The twins: spread on r1 and r2, single on r2 beside it; lender on r1 holds 1 of its share of 4 and waits for nothing.
-  const r1 = replica('r1', [team('lender', { held: 1, peak: 4 }), team('spread', { held: 5, waiting: 9 })])
-  const r2 = replica('r2', [team('spread', { held: 1, waiting: 9 }), team('single', { held: 4, waiting: 10 })])
-
-  it('counts a team past its share (waiting, holding at least its share on every replica) as a borrower', () => {
-    const plan = leasePlan(r1, [r2], 12)
-    expect(plan.borrowing).toEqual(new Map([['spread', { weight: 1, held: 6, share: 4 }], ['single', { weight: 1, held: 4, share: 4 }]]))
-    // The lender waits for one call more: below its share, it borrows nothing.
-    expect(leasePlan(replica('r1', [team('lender', { held: 1, waiting: 1, peak: 4 }), team('spread', { held: 5, waiting: 9 })]), [r2], 12).borrowing.has('lender')).toBe(false)
-  })
-
-  it('sums the seat-time per weight a borrower held on every replica past the borrowers\' mean, within its share\'s LEAD_MS either way, and keeps a team\'s lead while it is active', () => {
-    const plan = leasePlan(r1, [r2], 12)
-    const leads = new BorrowerLeads()
-    leads.seen(plan, new Map([['spread', 100], ['single', 100], ['lender', 0]]))
-    expect(leads.leads).toEqual(new Map([['spread', 0], ['single', 0]]))
-    // In a second, spread held 6 seats, single 4: the mean is 5.
-    leads.seen(plan, new Map([['spread', 6100], ['single', 4100], ['lender', 1000]]))
-    expect(leads.leads).toEqual(new Map([['spread', 1000], ['single', -1000]]))
-    leads.seen(plan, new Map([['spread', 6100 + 600 * LEAD_MS], ['single', 4100 + 400 * LEAD_MS], ['lender', 1000]]))
-    expect(leads.leads).toEqual(new Map([['spread', 4 * LEAD_MS], ['single', -4 * LEAD_MS]]))
-    // Not borrowing (alone past its share), it keeps its lead; gone from the shares, none.
-    leads.seen({ shares: plan.shares, borrowing: new Map([['spread', { weight: 1, held: 6, share: 4 }]]) }, new Map([['spread', 0]]))
-    expect(leads.leads.get('single')).toBe(-4 * LEAD_MS)
-    leads.seen({ shares: new Map([['spread', 4]]), borrowing: new Map() }, new Map())
-    expect([...leads.leads.keys()]).toEqual(['spread'])
-  })
-
-  it('moves a seat of the share of a borrower ahead by LEAD_MS to the borrowers behind it, split by demand as its share is: the dues follow', () => {
-    const leads = new Map([['spread', LEAD_MS], ['single', -LEAD_MS]])
-    const [one, two] = [leasePlan(r1, [r2], 12), leasePlan(r2, [r1], 12)]
-    const [oneLed, twoLed] = [leasePlan(r1, [r2], 12, null, leads), leasePlan(r2, [r1], 12, null, leads)]
-    // spread's share 4 is split 14 : 10 between r1 and r2; led, 3 split so, and single's part 5.
-    expect(oneLed.targets.get('spread')).toBeCloseTo(3 * 14 / 24)
-    expect(twoLed.targets.get('spread')).toBeCloseTo(3 * 10 / 24)
-    expect(twoLed.targets.get('single')).toBeCloseTo(5)
-    expect(oneLed.due).toBeLessThan(one.due)
-    expect(twoLed.due).toBeGreaterThan(two.due)
-    expect(oneLed.due + twoLed.due).toBeCloseTo(12)
-    // The shares the dispatch ranks by stay the nominal ones.
-    expect(oneLed.shares).toEqual(one.shares)
   })
 })
 

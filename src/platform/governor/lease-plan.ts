@@ -13,9 +13,6 @@ export function fitting(need: number, limit: number): number {
 /** The seats a replica holds at most while another waits, its due being `due` whole seats: its calls in flight and waiting within its due, or its calls in flight if more. */
 export const heldWhileContended = (inFlight: number, need: number, due: number): number => Math.max(inFlight, Math.min(need, due))
 
-/** A borrower this many seat-milliseconds per weight ahead of the borrowers' mean gives one seat per weight of its share to those behind it. */
-export const LEAD_MS = 5_000
-
 /** Another replica takes over learning the limit once its calls answer this many times as often as the learner's. */
 export const LEARNER_MARGIN = 1.5
 
@@ -53,8 +50,6 @@ export interface LeasePlan {
   /** Each team's calls in flight on the other replicas, and its share across them all. */
   heldElsewhere: Map<string, number>
   shares: Map<string, number>
-  /** The teams past their shares (waiting, holding at least their shares on every replica): their weight, seats held, share. */
-  borrowing: Map<string, Borrower>
   /** Another replica needs more seats than it holds. */
   contended: boolean
   /** What the other replicas that need more than they hold lack of their due: that many free seats are theirs. */
@@ -73,11 +68,8 @@ export interface LeasePlan {
   needsMost: string | null
 }
 
-/** A team past its share, as every replica's records say. */
-export type Borrower = { weight: number; held: number; share: number }
-
-/** The plan of replica `mine` among `others` over the `limit` in force, the borrowers' `leads` given (leadsAfter): targets and dues ("Across replicas", first points). */
-export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], limit: number, learnerBefore: string | null = null, leads: ReadonlyMap<string, number> = new Map()): LeasePlan {
+/** The plan of replica `mine` among `others` over the `limit` in force: targets and dues ("Across replicas", first point). */
+export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], limit: number, learnerBefore: string | null = null): LeasePlan {
   const all = [mine, ...others]
   const teams = new Map<string, TeamLoad & { lingerers: number }>()
   for (const r of all) {
@@ -93,15 +85,9 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     }
   }
   const shares = fairShares(limit, [...teams.values()])
-  const borrowing = new Map<string, Borrower>()
-  for (const g of teams.values()) {
-    const share = shares.get(g.team) ?? 0
-    if (g.waiting > 0 && g.held >= share - 1e-9) borrowing.set(g.team, { weight: g.weight, held: g.held, share })
-  }
-  const split = splitByLead(shares, borrowing, leads)
   const partOf = (t: TeamRecord): number => {
     const g = teams.get(t.team) as TeamLoad & { lingerers: number }
-    const share = split.get(t.team) ?? 0
+    const share = shares.get(t.team) ?? 0
     const demand = g.held + g.waiting
     if (demand > 0) return (share * (t.held + t.waiting)) / demand
     return g.lingerers > 0 ? share / g.lingerers : 0
@@ -144,57 +130,12 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const before = all.find((r) => r.run === learnerBefore)
   const learnerRun = before === undefined ? (learnerBefore ?? most.run) : before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
   return {
-    targets, target, due, owedElsewhere, heldElsewhere, shares, borrowing, contended: needsMost !== null, shortElsewhere, short, over, needsMost,
+    targets, target, due, owedElsewhere, heldElsewhere, shares, contended: needsMost !== null, shortElsewhere, short, over, needsMost,
     elsewhere: others.reduce((sum, r) => sum + r.inFlight, 0),
     occupiedElsewhere: others.reduce((sum, r) => sum + Math.max(r.lease, r.inFlight), 0),
     waitedElsewhere: others.some((r) => r.waited),
     learner: learnerRun === mine.run,
     learnerRun,
-  }
-}
-
-/** The shares as split between the replicas: a borrower's less its lead's seats (w × lead / LEAD_MS, within 0 and twice its share), the borrowers' adding up to theirs. */
-function splitByLead(shares: ReadonlyMap<string, number>, borrowing: ReadonlyMap<string, Borrower>, leads: ReadonlyMap<string, number>): ReadonlyMap<string, number> {
-  if (borrowing.size < 2) return shares
-  const split = new Map(shares)
-  let [total, given] = [0, 0]
-  for (const [team, b] of borrowing) {
-    const part = Math.max(0, b.share - (b.weight * (leads.get(team) ?? 0)) / LEAD_MS)
-    split.set(team, part)
-    total += b.share
-    given += part
-  }
-  if (given > 0) for (const team of borrowing.keys()) split.set(team, ((split.get(team) as number) * total) / given)
-  return split
-}
-
-/**
- * The borrowers' leads: the seat-time per weight each held on every replica past the
- * borrowers' mean, summed while it borrows, within its share's LEAD_MS either way. A team
- * keeps its lead while it is active, borrowing or not, and none once it is not.
- */
-export class BorrowerLeads {
-  leads = new Map<string, number>()
-  #last = new Map<string, number>()
-
-  /** An answer's plan, and each team's seat-time (ms) on every replica so far: its own counters' and the others' records'. */
-  seen(plan: Pick<LeasePlan, 'shares' | 'borrowing'>, seatMs: ReadonlyMap<string, number>): void {
-    const grown = new Map<string, number>()
-    for (const [team, ms] of seatMs) {
-      const was = this.#last.get(team)
-      if (was !== undefined) grown.set(team, Math.max(0, ms - was))
-    }
-    this.#last = new Map(seatMs)
-    const next = new Map([...this.leads].filter(([team]) => plan.shares.has(team)))
-    let [sum, weight] = [0, 0]
-    for (const [team, b] of plan.borrowing) [sum, weight] = [sum + (grown.get(team) ?? 0), weight + b.weight]
-    if (plan.borrowing.size > 1) {
-      for (const [team, b] of plan.borrowing) {
-        const bound = (b.share * LEAD_MS) / b.weight
-        next.set(team, Math.max(-bound, Math.min(bound, (next.get(team) ?? 0) + (grown.get(team) ?? 0) / b.weight - sum / weight)))
-      }
-    }
-    this.leads = next
   }
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import { systemClock, type Clock, type Timer } from '../../clock.js'
-import { BorrowerLeads, ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, moves, type LeasePlan, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
+import { ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan, moves, type LeasePlan, type ReplicaRecord, type SharedLimit } from './lease-plan.js'
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
 
@@ -56,8 +56,6 @@ export class LeasedSeats implements SeatLease {
   // The other replicas' records as of the last answer, and the seat-time they say each team held there.
   #others: ReplicaRecord[] = []
   readonly #charges = new ElsewhereCharges()
-  // The borrowers' leads (lease-plan.ts, BorrowerLeads): they move parts of the shares of a borrower ahead to the borrowers behind it.
-  readonly #leads = new BorrowerLeads()
   #free = Infinity
   // The seats free at the last answer past what the waiting replicas it told of them may take at once (renewing on the tell).
   #untold = Infinity
@@ -256,7 +254,7 @@ export class LeasedSeats implements SeatLease {
 
   #planFor(need: number, d: ReplicaDemand): LeasePlan {
     const mine = { run: this.#run, lease: this.#lease, inFlight: d.inFlight, need, answered: this.#answered, waited: false, teams: d.teams }
-    return leasePlan(mine, this.#others, d.limit, this.#clock.now() - this.#learnerAt <= this.#o.leaseMs ? this.#learnerRun : null, this.#leads.leads)
+    return leasePlan(mine, this.#others, d.limit, this.#clock.now() - this.#learnerAt <= this.#o.leaseMs ? this.#learnerRun : null)
   }
 
   /** The seats to ask for: while another replica waits, its due and the seats free past what the replicas that wait lack of theirs; else the seats it keeps. */
@@ -372,9 +370,6 @@ export class LeasedSeats implements SeatLease {
     if (written?.run !== undefined) [this.#learnerRun, this.#learnerAt] = [written.run, written.at]
     this.#shared = written
     this.#plan = this.#planFor(need, this.#demand)
-    const seatMs = new Map(this.#charges.totals)
-    for (const t of this.#demand.teams) seatMs.set(t.team, t.seatMs + (seatMs.get(t.team) ?? 0))
-    this.#leads.seen(this.#plan, seatMs)
     // Short of seats with none free that it may take: it waits to be told, or for the bounded
     // retry, and tells the replicas that hold seats they neither use nor are due to give them back.
     if (need > this.#lease && !(this.#free > 0 && this.#wanted(this.#demand) > this.#lease)) {
