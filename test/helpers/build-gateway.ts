@@ -166,12 +166,22 @@ export interface TestGateway extends Gateway {
 
 /** Builds and starts a gateway (no listening port); close it in afterEach/afterAll. */
 export async function buildGateway(config: Config, deps: GatewayDeps = {}): Promise<TestGateway> {
+  return startGateway(await composeGateway(config, deps))
+}
+
+/** A gateway composed with its logs captured, not started: for a test of what its start does (startGateway). */
+export async function composeGateway(config: Config, deps: GatewayDeps = {}): Promise<TestGateway> {
   const logs = captureLogs()
   const gateway = await createGateway(config, { logStream: logs.stream, ...deps })
+  return Object.assign(gateway, { logs })
+}
+
+/** Starts a composed gateway, as buildGateway does. */
+export async function startGateway(gateway: TestGateway): Promise<TestGateway> {
   await gateway.start()
   await gateway.proxy.ready()
   await gateway.admin.ready()
-  return Object.assign(gateway, { logs })
+  return gateway
 }
 
 /**
