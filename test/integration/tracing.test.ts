@@ -49,13 +49,17 @@ async function get(gw: GatewayProcess, path: string, headers: Record<string, str
 }
 
 /** The access log line of a request id. */
-function logLine(gw: GatewayProcess, reqId: string): Record<string, unknown> | undefined {
-  return gw
-    .output()
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as Record<string, unknown>)
-    .find((l) => l.msg === 'request' && l.reqId === reqId)
+/** The access line of `reqId`, once the gateway process's output has reached this one (its pipe is read apart from its answers). */
+async function logLine(gw: GatewayProcess, reqId: string): Promise<Record<string, unknown>> {
+  const find = () =>
+    gw
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === 'request' && l.reqId === reqId)
+  await waitFor(`the access line of ${reqId}`, () => find() !== undefined)
+  return find()!
 }
 
 /** One millisecond in nanoseconds: how far the clocks of two spans may differ. */
@@ -149,7 +153,7 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     expect(sent[0]!.headers.tracestate).toBeUndefined()
     expect(sent[0]!.headers.baggage).toBeUndefined()
 
-    expect(logLine(gw, 'trace-miss-1')).toMatchObject({ status: 200, cache: 'MISS', traceId: CALLER_TRACE })
+    expect(await logLine(gw, 'trace-miss-1')).toMatchObject({ status: 200, cache: 'MISS', traceId: CALLER_TRACE })
   })
 
   it('traces a hit answered before the router: admission and an L1 lookup, no platform; a new trace without a caller\'s', async () => {
@@ -164,7 +168,7 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     expect(server.attributes).toMatchObject({ 'http.response.status_code': 200, 'gateway.cache.status': 'HIT', 'http.route': '/api/v1/report/{split}/get' })
     expect(named('cache.lookup')[0]?.attributes).toMatchObject({ 'gateway.cache.tier': 'l1', 'gateway.cache.result': 'hit' })
     expect(all.map((s) => s.name).sort()).toEqual(['GET /api/v1/report/{split}/get', 'admission', 'cache.lookup'])
-    expect(logLine(gw, 'trace-hit-1')).toMatchObject({ cache: 'HIT', traceId: server.traceId })
+    expect(await logLine(gw, 'trace-hit-1')).toMatchObject({ cache: 'HIT', traceId: server.traceId })
   })
 
   it('traces a platform call the gateway proxies, with its traceparent, and a refusal as a failed admission', async () => {
