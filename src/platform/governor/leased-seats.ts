@@ -336,6 +336,7 @@ export class LeasedSeats implements SeatLease {
       // held: the other replicas keep theirs, and none is anyone's twice.
       if (this.#downSince === null) {
         this.#downSince = this.#lastAnswer
+        this.#outageSeats = 0
         const wake = () => this.#grown.forEach((fn) => fn())
         this.#downTimers = [DOWN_GRACE_MS, this.#o.leaseMs, this.#o.leaseMs + this.#o.callsEndMs].map((ms) => this.#clock.setTimeout(wake, ms + 1).unref())
         wake()
