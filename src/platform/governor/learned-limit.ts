@@ -5,7 +5,7 @@ import type { KneeEstimator, Move, Step } from './knee-estimator.js'
 import type { CredentialSeats } from './seats.js'
 import type { LeasedSeats } from './leased-seats.js'
 import type { LeaseAnswer } from './lease-store.js'
-import type { LeasePlan } from './lease-plan.js'
+import type { LeasePlan, SharedLimit } from './lease-plan.js'
 
 /** How often the limit rule looks at its window (ms): windows are judged within this of being ready. */
 export const TICK_MS = 100
@@ -31,15 +31,6 @@ export interface LearnedLimitOptions {
   /** A move of this replica's own, from one limit to another (the same when only the knee moved). */
   onMove: (move: Move, from: number, to: number) => void
   clock?: Clock
-}
-
-interface SharedRecord {
-  limit: number
-  knee: number
-  /** When it was written (epoch ms). */
-  at: number
-  /** The run that wrote it: the learner every replica goes on with (lease-plan.ts). */
-  run?: string
 }
 
 /**
@@ -137,7 +128,7 @@ export class LearnedLimit {
   #write(limit: number, knee: number, tell = true): void {
     const { lease, seal, key } = this.#o
     if (lease === null) return
-    const text = JSON.stringify({ limit, knee, at: this.#clock.now(), run: lease.run } satisfies SharedRecord)
+    const text = JSON.stringify({ limit, knee, at: this.#clock.now(), run: lease.run } satisfies SharedLimit)
     this.#written = seal ? seal.sealText(key, text) : text
     lease.writeLimit(this.#written, tell)
   }
@@ -147,14 +138,14 @@ export class LearnedLimit {
     this.#o.onLimit(step.limit, step.knee)
   }
 
-  #adopt(record: SharedRecord): void {
+  #adopt(record: SharedLimit): void {
     const { estimator } = this.#o
     const bound = (n: number, own: number) => Math.min(own * ADOPT_MAX_FACTOR, Math.max(own / ADOPT_MAX_FACTOR, n))
     const step = estimator.adopt(bound(record.limit, estimator.limit), bound(record.knee, estimator.knee), this.#clock.now())
     if (step !== null) this.#apply(step)
   }
 
-  #open(sealed: string): SharedRecord | null {
+  #open(sealed: string): SharedLimit | null {
     const { seal, key, log, credential } = this.#o
     const text = seal ? seal.openText(key, sealed) : sealed
     const record = parseRecord(text)
@@ -169,10 +160,10 @@ export class LearnedLimit {
   }
 }
 
-function parseRecord(text: string | null): SharedRecord | null {
+function parseRecord(text: string | null): SharedLimit | null {
   if (text === null) return null
   try {
-    const { limit, knee, at, run } = JSON.parse(text) as Partial<SharedRecord>
+    const { limit, knee, at, run } = JSON.parse(text) as Partial<SharedLimit>
     if (!(Number.isInteger(limit) && (limit as number) > 0 && Number.isInteger(knee) && (knee as number) > 0 && Number.isFinite(at))) return null
     return { limit: limit as number, knee: knee as number, at: at as number, ...(typeof run === 'string' ? { run } : {}) }
   } catch {
