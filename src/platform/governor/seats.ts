@@ -60,9 +60,7 @@ export class CredentialSeats {
   /** Whether calls wait while every seat of the limit is taken or owed: the limit is in use (not a wait for a ceiling, a pause or a lease). */
   waitingAtLimit(): boolean {
     if (this.#queue.size === 0 || this.pausedUntil > 0 || !this.#lease.saturated()) return false
-    let belowCeiling = false
-    for (const team of this.#queue.waitingTeams()) if (!this.#atCeiling(team)) { belowCeiling = true; break }
-    if (!belowCeiling) return false
+    if ([...this.#queue.waitingTeams()].every((team) => this.#atCeiling(team))) return false
     // Owed and lent seats are never negative: with every seat in use, the shares need not be worked out (asked at every answer).
     if (this.inFlight >= this.capacity - 1e-9) return true
     const { owed, lent } = this.#shares()
