@@ -36,10 +36,8 @@ export class FairQueue<W extends Queued> {
   }
 
   waitingTeams(): IterableIterator<string> { return this.#byTeam.keys() }
-
   /** Waiting calls of `team` at `priority` (null: every priority). */
   count(team: string, priority: Priority | null = 'caller'): number { return countOf(this.#byTeam.get(team) ?? [], priority) }
-
   has(waiter: W): boolean { return this.#byTeam.get(waiter.team)?.includes(waiter) ?? false }
 
   push(waiter: W): void {

@@ -34,13 +34,9 @@ export interface LearnedLimitOptions {
 }
 
 /**
- * The limit in force of one credential: the limit rule (knee-estimator.ts) run on a clock,
- * its moves applied to the seats. With replicas, one of them learns (the one whose calls
- * answered most, lease-plan.ts): it writes the limit and knee with its next lease renewal,
- * sealed with GATEWAY_SECRET and dated; every other replica takes them from its own
- * renewals. A record that does not open, is older than RECORD_MAX_AGE_MS or dated ahead,
- * is not taken, and one record moves a replica's limit by ADOPT_MAX_FACTOR at most. A
- * replica that starts learning starts from the shared limit.
+ * The limit in force of one credential: the limit rule (knee-estimator.ts) run on a clock, its moves applied to the seats.
+ * With replicas the learner (lease-plan.ts) writes the limit and knee, sealed and dated, with its renewals; the others take
+ * them from theirs (docs/governor.md, "Across replicas", the learner).
  */
 export class LearnedLimit {
   readonly #o: LearnedLimitOptions
@@ -79,8 +75,7 @@ export class LearnedLimit {
     const { estimator, seats, lease } = this.#o
     if (lease?.waitedElsewhere()) estimator.waited()
     else if (seats.waitingAtLimit()) estimator.waited(seats.longWaitBesideShort(), seats.newcomerBesideLong())
-    // Under the limit rule's model the calls past the knee wait at the platform: only the
-    // first knee of them are at a worker, and only their silence is the platform's.
+    // Under the model the calls past the knee wait at the platform: only the first knee of them can be the platform's silence.
     const now = this.#clock.now()
     this.#moved(estimator.tick(now, seats.overdueSince(now, estimator.knee)))
   }
@@ -101,8 +96,7 @@ export class LearnedLimit {
       if (answer.limitRecord === null && this.#written !== null) this.#o.lease?.writeLimit(this.#written)
       // A replica that starts learning starts from the shared limit, and says it learns.
       if (!wasLearning && record !== null) this.#adopt(record)
-      // The record is the learner's: one another run wrote (one that learned for a moment,
-      // as a store stall ended) is written over, at most once a REWRITE_MS.
+      // The record is the learner's: one another run wrote (as a store stall ended) is written over, once a REWRITE_MS at most.
       const now = this.#clock.now()
       if (!wasLearning ? record?.run !== this.#o.lease?.run : record !== null && record.run !== this.#o.lease?.run && now - this.#rewroteAt >= REWRITE_MS) {
         this.#rewroteAt = now

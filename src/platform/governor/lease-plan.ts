@@ -97,8 +97,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
   const target = own.get(mine) as number
   // Each replica's due: its target and its part of the seats no target holds, split by need past target; a replica whose
-  // teams want less than that (what they hold and wait for, of the instant its target is of) is due what they want, and
-  // the seats it leaves are split so again between the others.
+  // teams want less (held and waiting) is due what they want, and the seats it leaves are split so again between the others.
   const dues = new Map<ReplicaRecord, number>()
   const wants = (r: ReplicaRecord) => r.teams.reduce((sum, t) => sum + t.held + t.waiting, 0)
   const past = (r: ReplicaRecord) => Math.max(0, r.need - (own.get(r) as number))
@@ -169,10 +168,7 @@ export function decodeRecord(run: string, text: string): ReplicaRecord | null {
   return { run, lease: Number(m[1]), inFlight: Number(m[2]), need: Number(m[3]), answered: Number(m[4]), waited: m[5] === '1', teams, ...(m[7] === undefined ? {} : { calls: m[7] }) }
 }
 
-/**
- * The seat-time each team's calls held on the other replicas, as their records say: the
- * growth of each run's counter since this replica first saw it (a run's counter only grows).
- */
+/** The seat-time each team's calls held on the other replicas: the growth of each run's counter since first seen (it only grows). */
 export class ElsewhereCharges {
   readonly totals = new Map<string, number>()
   #last = new Map<string, Map<string, number>>()
