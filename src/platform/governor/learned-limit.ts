@@ -105,9 +105,7 @@ export class LearnedLimit {
         // The learner writes the record again every third of a lease, with a renewal, telling no one: it learns while it writes (lease-plan.ts).
         this.#write(this.#o.estimator.limit, this.#o.estimator.knee, false)
       }
-      return
-    }
-    if (record !== null) this.#adopt(record)
+    } else if (record !== null) this.#adopt(record)
   }
 
   #moved(step: Step | null): void {

@@ -194,29 +194,18 @@ export class LeasedSeats implements SeatLease {
     this.#demand = demand
     const need = demand.inFlight + demand.waiting
     const now = this.#clock.now()
-    if (this.#downSince !== null) {
-      this.#schedule(DOWN_RETRY_MS)
-      return
-    }
+    const plan = this.#plan
+    if (this.#downSince !== null) this.#schedule(DOWN_RETRY_MS)
     // At once, whatever the last answer: another replica waits, and seats held past the due ones,
     // or counted by the store for calls since ended, go back as the calls end.
-    const plan = this.#plan
-    if (plan !== null && plan.contended && (this.#lease > heldWhileContended(demand.inFlight, need, this.#due()) || Math.max(this.#lease, demand.inFlight) < this.#occupied)) {
-      this.#schedule(0, true)
-      return
-    }
+    else if (plan !== null && plan.contended && (this.#lease > heldWhileContended(demand.inFlight, need, this.#due()) || Math.max(this.#lease, demand.inFlight) < this.#occupied)) this.#schedule(0, true)
     // Soon: the limit fell below the seats leased (the lease shrinks); a team new here has no target until a renewal says it.
-    if (plan !== null && ((this.#lease > 0 && this.#lease + plan.occupiedElsewhere > demand.limit) || demand.teams.some((t) => !plan.targets.has(t.team)))) {
-      this.#schedule(0)
-      return
-    }
-    if (need > this.#lease) {
+    else if (plan !== null && ((this.#lease > 0 && this.#lease + plan.occupiedElsewhere > demand.limit) || demand.teams.some((t) => !plan.targets.has(t.team)))) this.#schedule(0)
+    else if (need > this.#lease) {
       this.#unusedSince = null
       // None free (or none that is not another replica's due): wait to be told, or for the bounded retry.
       this.#schedule(this.#spare() <= 0 && now - this.#starvedAt < STARVED_RETRY_MS ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0)
-      return
-    }
-    if (this.#lease > fitting(need, demand.limit)) {
+    } else if (this.#lease > fitting(need, demand.limit)) {
       this.#unusedSince ??= now
       this.#schedule(Math.max(0, TRIM_AFTER_MS - (now - this.#unusedSince)))
     } else this.#unusedSince = null
