@@ -12,8 +12,6 @@ import { atLeast, endAt } from './calls-ahead.js'
 import { SURE, highestRoom, verdicts } from './knee-verdicts.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 
-export type { Answer }
-
 /** The knee moves at most once a DECIDE_MS, after MIN_CALLS new answers: a decision weighs a burst whole. */
 export const DECIDE_MS = 1000
 export const MIN_CALLS = 8

@@ -118,8 +118,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const short = others.filter((r) => shortOf(r) > 0).sort((a, b) => shortOf(b) - shortOf(a)).map((r) => r.run)
   const shortElsewhere = others.reduce((sum, r) => sum + Math.max(0, shortOf(r)), 0)
   const over = others.filter((r) => r.lease > heldWhileContended(r.inFlight, r.need, Math.ceil(dueOf(r) - 1e-9))).map((r) => r.run)
-  let owedElsewhere = 0
-  for (const r of others) owedElsewhere += owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams)
+  const owedElsewhere = others.reduce((sum, r) => sum + owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams), 0)
   const heldElsewhere = new Map<string, number>()
   for (const r of others) for (const t of r.teams) heldElsewhere.set(t.team, (heldElsewhere.get(t.team) ?? 0) + t.held)
   const needsMost = others.reduce<ReplicaRecord | null>((most, r) => (r.need - r.lease > (most === null ? 0 : most.need - most.lease) ? r : most), null)?.run ?? null

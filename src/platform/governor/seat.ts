@@ -1,5 +1,5 @@
 import type { Priority } from './fair-queue.js'
-import type { Answer } from './knee-estimator.js'
+import type { Answer } from './answer-timeline.js'
 import type { SeatLease } from './seat-lease.js'
 import type { WorkEstimates } from './work-estimates.js'
 import type { Clock } from '../../clock.js'
