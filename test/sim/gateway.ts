@@ -1,4 +1,4 @@
-import { MemoryLeaseStore } from '../../src/platform/governor/lease-store.js'
+import { MemoryLeaseStore } from '../helpers/memory-lease-store.js'
 import type { FailMode, SimPlatform } from './platform.js'
 import type { SimClock } from './sim-clock.js'
 import type { Timer } from '../../src/clock.js'

@@ -1,7 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { AnswerTimeline, decodeCalls, encodeCalls, kindId, type CallEntry, type EvidenceSink } from '../../src/platform/governor/answer-timeline.js'
-import type { Answer } from '../../src/platform/governor/knee-estimator.js'
+import { AnswerTimeline, decodeCalls, encodeCalls, kindId, type Answer, type CallEntry, type EvidenceSink } from '../../src/platform/governor/answer-timeline.js'
 
 // Every replica's calls for the learner's limit rule (answer-timeline.ts): a record carries
 // a replica's calls of late; the learner gives its estimator every replica's starts and ends

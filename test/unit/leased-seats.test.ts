@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { LeasedSeats, STARVED_RETRY_MS } from '../../src/platform/governor/leased-seats.js'
-import { MemoryLeaseStore, type LeaseAnswer, type LeaseAsk } from '../../src/platform/governor/lease-store.js'
-import type { ReplicaRecord } from '../../src/platform/governor/lease-plan.js'
+import type { LeaseAnswer, LeaseAsk } from '../../src/platform/governor/lease-store.js'
+import { MemoryLeaseStore } from '../helpers/memory-lease-store.js'
+import type { ReplicaRecord, SharedLimit } from '../../src/platform/governor/lease-plan.js'
 import type { ReplicaDemand } from '../../src/platform/governor/seat-lease.js'
 import { SimClock } from '../sim/sim-clock.js'
 
@@ -85,7 +86,7 @@ describe('the learner across replicas', () => {
     const store = new MemoryLeaseStore(clock)
     const make = (run: string) => {
       const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run, perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
-      lease.readLimitWith((text) => JSON.parse(text) as { run: string; at: number })
+      lease.readLimitWith((text) => JSON.parse(text) as SharedLimit)
       return lease
     }
     const [a, b] = [make('r~1'), make('r~2')]
@@ -116,7 +117,7 @@ describe('the shared limit written', () => {
       }
     })(clock)
     const lease = new LeasedSeats({ store, credential: 'c', replica: 'r', run: 'r~1', perReplica: null, unseen: 1, leaseMs: LEASE_MS, callsEndMs: 10_000, log: { warn: () => undefined }, onLost: () => undefined, clock })
-    lease.readLimitWith((text) => JSON.parse(text) as { limit: number; knee: number; at: number })
+    lease.readLimitWith((text) => JSON.parse(text) as SharedLimit)
     await lease.start()
     lease.demand({ limit: LIMIT, inFlight: 1, waiting: 0, teams: [{ team: 't', weight: 1, held: 1, waiting: 0, cap: null, peak: 1, lingering: false, seatMs: 0 }] })
     const write = async (limit: number, knee: number) => {

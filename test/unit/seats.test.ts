@@ -4,7 +4,7 @@ import { NoIdleSeatError, type Priority, type RefusalReason, type Seat, type Sea
 import { LENDING_HORIZON_MS } from '../../src/platform/governor/dispatch-order.js'
 import { LINGER_MS } from '../../src/platform/governor/team-accounts.js'
 import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
-import type { Answer } from '../../src/platform/governor/knee-estimator.js'
+import type { Answer } from '../../src/platform/governor/answer-timeline.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
 import type { SeatLease } from '../../src/platform/governor/seat-lease.js'
 

@@ -1,13 +1,9 @@
 /**
- * Every replica's calls, in the order they started and ended, for the limit rule of the
- * replica that learns (docs/governor.md, "Across replicas"). Each replica's lease record
- * carries its calls of the last lease's life (start, end, kind, what the answer says) and
- * the starts of those in flight; the learner replays them with its own, in time order, up
- * to the moment every replica's record has reached, into its estimator: each answer is
- * then weighed against the ends of every call ahead of it, as on one replica, not
- * against ends imputed at a rate. While no other replica's record is in play (one
- * replica, a replica that does not learn, the store out) the calls pass straight through.
- * Pure logic: time is passed in.
+ * Every replica's calls, in the order they started and ended, for the learner's limit rule
+ * (docs/governor.md, "The limit rule", across replicas): each lease record carries its
+ * calls of the last lease's life; the learner replays them with its own, in time order, up
+ * to the moment every record has reached. With no other record in play the calls pass
+ * straight through. Pure logic: time is passed in.
  */
 /** What the limit rule (knee-estimator.ts) learns from one call's end. */
 export interface Answer {
@@ -163,10 +159,7 @@ export class AnswerTimeline {
     return encodeCalls(now, calls)
   }
 
-  /**
-   * The other replicas' records (run, calls) as a renewal of the learner returned them, or
-   * null (it does not learn): every call is given up to the moment every record reached.
-   */
+  /** The other replicas' records as the learner's renewal returned them (null: it does not learn): every call is given up to the moment all reached. */
   heard(records: readonly { run: string; calls?: string | undefined }[] | null, now: number): void {
     this.#heardAt = now
     const seen = new Set<string>()
@@ -192,10 +185,8 @@ export class AnswerTimeline {
       this.#remote.set(r.run, remote)
     }
     let horizon = now
-    // A replica absent from the answer has no record (it holds no seat between its calls): no
-    // call in flight (those started here end with what its record says next, else now), and
-    // none to start before it renews; it stays in play for keepMs, so that the learner keeps
-    // weighing replicas that come and go. Not heard of for keepMs, or this one does not learn, it goes.
+    // A replica absent from the answer (no seat held between its calls) has no call in flight and stays in play for
+    // keepMs, so that replicas that come and go are still weighed; not heard of for keepMs, or this one does not learn, it goes.
     for (const [run, remote] of this.#remote) {
       if (seen.has(run)) horizon = Math.min(horizon, remote.at)
       else if (records === null || now - remote.at > this.#keepMs) this.#forget(run, remote)

@@ -1,11 +1,6 @@
 import { performance } from 'node:perf_hooks'
 
-/**
- * At most this share of an answer's latency may be the gateway's own time (its work since
- * the answer handled before it, or the wait of its loop's wakes for a core), for the answer
- * to be timed: its time is then the platform's within a tenth, as close as the spread of
- * own times the limit rule weighs.
- */
+/** At most this share of an answer's latency may be the gateway's own time for it to be timed: as close as the spread of own times the limit rule weighs. */
 export const OWN_WORK_SHARE = 0.1
 /** The loop's timer that measures how late its wakes come fires this often (ms): as often as Node's own delay monitor samples. */
 export const LATE_PROBE_MS = 10
@@ -22,20 +17,9 @@ export interface LoopTime {
 }
 
 /**
- * Whether the answer being handled now, `latencyMs` after its call started, is timed: when
- * it came is known within OWN_WORK_SHARE of its latency. The platform's own time of a call
- * is its answer's arrival less its start; the gateway sees its handling, which is later by
- * the loop's work since the answer before (answers that reach the gateway together are
- * handled one after another, and the gaps between their handlings are its own work, not
- * the platform's: with no idle moment between two, the second carries no time of its own)
- * and, where the machine starves the process of its core, by the wait of the loop's wake
- * for one (the loop idles in its poll meanwhile, and a bunch of answers is handled when it
- * runs again): every wake while the call was in flight is to come within the share, so
- * that the ends of the calls ahead of it, handled then, are known as closely as its own.
- * The wait is measured by a timer of the loop (how late it fires, past the loop's own
- * work), the work by the loop's active time. The limit rule takes an answer not timed as
- * an end, not as evidence (knee-estimator.ts). A gateway that idles between answers and
- * gets its core at once times every one.
+ * Whether the answer handled now, `latencyMs` after its call started, is timed (docs/governor.md, "The gateway's own time"):
+ * the loop idled since the answer before, and its work since then and every wake's wait for a core while the call was in
+ * flight are within OWN_WORK_SHARE of the latency (the ends of the calls ahead of it are then known as closely).
  */
 export function answerTiming(loop: () => LoopTime = processLoop): (latencyMs: number) => boolean {
   let last = loop()
@@ -81,12 +65,8 @@ export class LateWakes {
 }
 
 /**
- * How late this process's loop wakes: a timer every LATE_PROBE_MS, its lateness less the
- * loop's active time since it last fired (the loop's own work delays it too, and is
- * counted apart). One per process, started with a reading and stopped once none came for
- * LATE_MEMORY_MS (a gateway without platform calls wakes for nothing; an answer read after
- * that is judged by the loop's idle and active time, as its lateness went unmeasured); it
- * never holds the process open.
+ * How late this process's loop wakes: a timer every LATE_PROBE_MS, its lateness less the loop's work since it last fired.
+ * One per process, started with a reading, stopped once none came for LATE_MEMORY_MS; it never holds the process open.
  */
 class LateProbe {
   #due = performance.now() + LATE_PROBE_MS

@@ -1,8 +1,4 @@
-/**
- * The limit rule's arithmetic of the calls ahead of an answer (knee-estimator.ts): when
- * k of them had ended, this replica's ends seen and the other replicas' taken at a rate,
- * and how likely so many ends were so soon. Pure functions.
- */
+// The limit rule's arithmetic of the calls ahead of an answer (knee-estimator.ts): when k had ended, how likely so soon. Pure.
 
 /** A(k): when k calls ahead had ended, this replica's counted and the others' at `rate` (per ms; 0: none, the k-th end seen here); null: not before the last end seen. */
 export function endAt(ends: readonly number[], rate: number, k: number): number | null {

@@ -1,12 +1,10 @@
-import type { Logger } from 'pino'
 import type { Config } from '../../config.js'
-import type { RedisSeal } from '../../redis/seal.js'
 import { systemClock } from '../../clock.js'
 import { CredentialSeats } from './seats.js'
 import type { SeatsOptions } from './seat.js'
-import { KneeEstimator, type Move } from './knee-estimator.js'
-import { LearnedLimit } from './learned-limit.js'
-import { LeasedSeats } from './leased-seats.js'
+import { KneeEstimator } from './knee-estimator.js'
+import { LearnedLimit, type LearnedLimitOptions } from './learned-limit.js'
+import { LeasedSeats, type LeasedSeatsOptions } from './leased-seats.js'
 import type { LeaseStore } from './lease-store.js'
 import { LocalSeats, type SeatLease } from './seat-lease.js'
 import { WorkEstimates } from './work-estimates.js'
@@ -14,23 +12,14 @@ import { WorkEstimates } from './work-estimates.js'
 /** The settings one credential's governor follows (config.platform). */
 export type GovernorSettings = Pick<Config['platform'], 'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'>
 
-export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf' | 'limitsOf' | 'pausedUntil' | 'onRefused' | 'clock'> {
-  credential: string
+export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf' | 'limitsOf' | 'pausedUntil' | 'onRefused' | 'clock'>,
+  Pick<LeasedSeatsOptions, 'replica' | 'run'>, Partial<Pick<LeasedSeatsOptions, 'onLost'>>,
+  Pick<LearnedLimitOptions, 'credential' | 'seal' | 'key' | 'log'>, Partial<Pick<LearnedLimitOptions, 'onMove'>> {
   settings: GovernorSettings
   /** Where the replicas' leases live (Redis); null: this replica alone. */
   store: LeaseStore | null
-  /** This replica's name in the store (replicaIdentity), and a fixed run id (the simulator's; default a random one). */
-  replica: string
-  run?: string
-  /** Seals the shared limit record, bound to `key`. */
-  seal: RedisSeal | null
-  key: string
-  log: Pick<Logger, 'info' | 'warn'>
-  /** Seats the store had lost and that were asked for again. */
-  onLost?: (count: number) => void
   /** The limit and knee in force after every move, and the floor of the kind answered most (ms). */
   onLimit?: (limit: number, knee: number, floorMs: number | null) => void
-  onMove?: (move: Move, from: number, to: number) => void
   /** Whether the answer handled now, its latency given, is timed apart from the one before (answer-timing.ts); default: every one is. */
   answerTimed?: (latencyMs: number) => boolean
 }

@@ -29,21 +29,15 @@ export class FairQueue<W extends Queued> {
   countByTeam(priority: Priority | null = 'caller'): Map<string, number> {
     const out = new Map<string, number>()
     for (const [team, list] of this.#byTeam) {
-      const n = priority === null ? list.length : countOf(list, priority)
+      const n = countOf(list, priority)
       if (n > 0) out.set(team, n)
     }
     return out
   }
 
   waitingTeams(): IterableIterator<string> { return this.#byTeam.keys() }
-
   /** Waiting calls of `team` at `priority` (null: every priority). */
-  count(team: string, priority: Priority | null = 'caller'): number {
-    const list = this.#byTeam.get(team)
-    if (list === undefined) return 0
-    return priority === null ? list.length : countOf(list, priority)
-  }
-
+  count(team: string, priority: Priority | null = 'caller'): number { return countOf(this.#byTeam.get(team) ?? [], priority) }
   has(waiter: W): boolean { return this.#byTeam.get(waiter.team)?.includes(waiter) ?? false }
 
   push(waiter: W): void {
@@ -111,14 +105,12 @@ export class FairQueue<W extends Queued> {
     return found
   }
 
-  all(): W[] {
-    const out: W[] = []
-    for (const list of this.#byTeam.values()) for (const w of list) out.push(w)
-    return out
-  }
+  all(): W[] { return [...this.#byTeam.values()].flat() }
 }
 
-function countOf(list: readonly Queued[], priority: Priority): number {
+/** The calls of `list` at `priority` (null: every priority). */
+function countOf(list: readonly Queued[], priority: Priority | null): number {
+  if (priority === null) return list.length
   let n = 0
   for (const w of list) if (w.priority === priority) n += 1
   return n

@@ -1,40 +1,16 @@
 /**
- * The limit rule (docs/governor.md, "The limit rule"): the seats in force follow the knee
- * K, what the governor has learned the platform's workers W to be.
- *
- * The model: W workers take calls in order. A call started with n calls in flight (itself
- * and every replica's included) waits until n − W of the calls ahead of it have ended,
- * then works its own time, log-normal around its kind's pace; a slower platform moves
- * the paces, not the order. So under a guess w, each answer gives its own time
- *
- *   s(w) = latency − A(n − w)      A(k): from its start to the k-th end of a call ahead (0 for k ≤ 0)
- *
- * or makes w impossible (it ended before k calls ahead had). The rule keeps the
- * log-likelihood of every w over the answers of late (each kind against its own pace of
- * late, one spread for all, fading over EVIDENCE_MS) and moves only when one side is
- * e^SURE times likelier. A wrong guess shows at once where a cheap call waits behind dear
- * ones (a gap between ends is longer than the call), slowly where all calls cost alike. A
- * slower platform stretches own times and gaps alike and favours no guess: slower is not
- * taken for fuller, and windows at different limits are never compared.
- *
- * The start doubles the limit while calls wait and no queue shows; cruise keeps it at K and
- * its probe seat, K rising with room shown at the limit and falling with a sure queue; a
- * fault (overload, the platform's silence, a pause) halves the limit, the knee staying.
- *
- * Across replicas the learner weighs every replica's calls (answer-timeline.ts) and keeps
- * the probe seat (a seat passing between replicas idles a worker a moment); calls ahead
- * whose ends are not seen here end at their share of the ends under w (Poisson), and their
- * answer weighs the share of its calls ahead seen here. An answer the gateway cannot time
- * (answer-timing.ts: handled back to back with the one before, or late by the gateway's own
- * work or its wait for a core) is an end but not evidence. Pure logic: time is passed in.
+ * The limit rule (docs/governor.md, "The limit rule", where the model and s(w) are): the
+ * seats in force follow the knee K, the platform's workers W as the order of ends shows
+ * them. The start doubles the limit while calls wait and no queue shows; cruise keeps K
+ * and its probe seat; a fault halves the limit, the knee staying. Across replicas the
+ * learner weighs every replica's calls (answer-timeline.ts); an answer not timed
+ * (answer-timing.ts) is an end, not evidence. Pure logic: time is passed in.
  */
 
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
 import { atLeast, endAt } from './calls-ahead.js'
 import { SURE, highestRoom, verdicts } from './knee-verdicts.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
-
-export type { Answer }
 
 /** The knee moves at most once a DECIDE_MS, after MIN_CALLS new answers: a decision weighs a burst whole. */
 export const DECIDE_MS = 1000

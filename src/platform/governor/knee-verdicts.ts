@@ -1,7 +1,4 @@
-/**
- * The limit rule's verdicts over the log-likelihood of each guess w of the platform's
- * workers (index w − 1; knee-estimator.ts, docs/governor.md "The limit rule"). Pure.
- */
+// The limit rule's verdicts over the log-likelihood of each guess w of the workers (index w − 1; knee-estimator.ts). Pure.
 
 /** A side is taken when e^SURE times likelier than the other (≈ 20). */
 export const SURE = 3

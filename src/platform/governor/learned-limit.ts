@@ -5,7 +5,7 @@ import type { KneeEstimator, Move, Step } from './knee-estimator.js'
 import type { CredentialSeats } from './seats.js'
 import type { LeasedSeats } from './leased-seats.js'
 import type { LeaseAnswer } from './lease-store.js'
-import type { LeasePlan } from './lease-plan.js'
+import type { LeasePlan, SharedLimit } from './lease-plan.js'
 
 /** How often the limit rule looks at its window (ms): windows are judged within this of being ready. */
 export const TICK_MS = 100
@@ -33,23 +33,10 @@ export interface LearnedLimitOptions {
   clock?: Clock
 }
 
-interface SharedRecord {
-  limit: number
-  knee: number
-  /** When it was written (epoch ms). */
-  at: number
-  /** The run that wrote it: the learner every replica goes on with (lease-plan.ts). */
-  run?: string
-}
-
 /**
- * The limit in force of one credential: the limit rule (knee-estimator.ts) run on a clock,
- * its moves applied to the seats. With replicas, one of them learns (the one whose calls
- * answered most, lease-plan.ts): it writes the limit and knee with its next lease renewal,
- * sealed with GATEWAY_SECRET and dated; every other replica takes them from its own
- * renewals. A record that does not open, is older than RECORD_MAX_AGE_MS or dated ahead,
- * is not taken, and one record moves a replica's limit by ADOPT_MAX_FACTOR at most. A
- * replica that starts learning starts from the shared limit.
+ * The limit in force of one credential: the limit rule (knee-estimator.ts) run on a clock, its moves applied to the seats.
+ * With replicas the learner (lease-plan.ts) writes the limit and knee, sealed and dated, with its renewals; the others take
+ * them from theirs (docs/governor.md, "Across replicas", the learner).
  */
 export class LearnedLimit {
   readonly #o: LearnedLimitOptions
@@ -88,8 +75,7 @@ export class LearnedLimit {
     const { estimator, seats, lease } = this.#o
     if (lease?.waitedElsewhere()) estimator.waited()
     else if (seats.waitingAtLimit()) estimator.waited(seats.longWaitBesideShort(), seats.newcomerBesideLong())
-    // Under the limit rule's model the calls past the knee wait at the platform: only the
-    // first knee of them are at a worker, and only their silence is the platform's.
+    // Under the model the calls past the knee wait at the platform: only the first knee of them can be the platform's silence.
     const now = this.#clock.now()
     this.#moved(estimator.tick(now, seats.overdueSince(now, estimator.knee)))
   }
@@ -110,8 +96,7 @@ export class LearnedLimit {
       if (answer.limitRecord === null && this.#written !== null) this.#o.lease?.writeLimit(this.#written)
       // A replica that starts learning starts from the shared limit, and says it learns.
       if (!wasLearning && record !== null) this.#adopt(record)
-      // The record is the learner's: one another run wrote (one that learned for a moment,
-      // as a store stall ended) is written over, at most once a REWRITE_MS.
+      // The record is the learner's: one another run wrote (as a store stall ended) is written over, once a REWRITE_MS at most.
       const now = this.#clock.now()
       if (!wasLearning ? record?.run !== this.#o.lease?.run : record !== null && record.run !== this.#o.lease?.run && now - this.#rewroteAt >= REWRITE_MS) {
         this.#rewroteAt = now
@@ -120,9 +105,7 @@ export class LearnedLimit {
         // The learner writes the record again every third of a lease, with a renewal, telling no one: it learns while it writes (lease-plan.ts).
         this.#write(this.#o.estimator.limit, this.#o.estimator.knee, false)
       }
-      return
-    }
-    if (record !== null) this.#adopt(record)
+    } else if (record !== null) this.#adopt(record)
   }
 
   #moved(step: Step | null): void {
@@ -137,7 +120,7 @@ export class LearnedLimit {
   #write(limit: number, knee: number, tell = true): void {
     const { lease, seal, key } = this.#o
     if (lease === null) return
-    const text = JSON.stringify({ limit, knee, at: this.#clock.now(), run: lease.run } satisfies SharedRecord)
+    const text = JSON.stringify({ limit, knee, at: this.#clock.now(), run: lease.run } satisfies SharedLimit)
     this.#written = seal ? seal.sealText(key, text) : text
     lease.writeLimit(this.#written, tell)
   }
@@ -147,14 +130,14 @@ export class LearnedLimit {
     this.#o.onLimit(step.limit, step.knee)
   }
 
-  #adopt(record: SharedRecord): void {
+  #adopt(record: SharedLimit): void {
     const { estimator } = this.#o
     const bound = (n: number, own: number) => Math.min(own * ADOPT_MAX_FACTOR, Math.max(own / ADOPT_MAX_FACTOR, n))
     const step = estimator.adopt(bound(record.limit, estimator.limit), bound(record.knee, estimator.knee), this.#clock.now())
     if (step !== null) this.#apply(step)
   }
 
-  #open(sealed: string): SharedRecord | null {
+  #open(sealed: string): SharedLimit | null {
     const { seal, key, log, credential } = this.#o
     const text = seal ? seal.openText(key, sealed) : sealed
     const record = parseRecord(text)
@@ -169,10 +152,10 @@ export class LearnedLimit {
   }
 }
 
-function parseRecord(text: string | null): SharedRecord | null {
+function parseRecord(text: string | null): SharedLimit | null {
   if (text === null) return null
   try {
-    const { limit, knee, at, run } = JSON.parse(text) as Partial<SharedRecord>
+    const { limit, knee, at, run } = JSON.parse(text) as Partial<SharedLimit>
     if (!(Number.isInteger(limit) && (limit as number) > 0 && Number.isInteger(knee) && (knee as number) > 0 && Number.isFinite(at))) return null
     return { limit: limit as number, knee: knee as number, at: at as number, ...(typeof run === 'string' ? { run } : {}) }
   } catch {

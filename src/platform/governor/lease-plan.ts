@@ -97,8 +97,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
   const target = own.get(mine) as number
   // Each replica's due: its target and its part of the seats no target holds, split by need past target; a replica whose
-  // teams want less than that (what they hold and wait for, of the instant its target is of) is due what they want, and
-  // the seats it leaves are split so again between the others.
+  // teams want less (held and waiting) is due what they want, and the seats it leaves are split so again between the others.
   const dues = new Map<ReplicaRecord, number>()
   const wants = (r: ReplicaRecord) => r.teams.reduce((sum, t) => sum + t.held + t.waiting, 0)
   const past = (r: ReplicaRecord) => Math.max(0, r.need - (own.get(r) as number))
@@ -119,8 +118,7 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const short = others.filter((r) => shortOf(r) > 0).sort((a, b) => shortOf(b) - shortOf(a)).map((r) => r.run)
   const shortElsewhere = others.reduce((sum, r) => sum + Math.max(0, shortOf(r)), 0)
   const over = others.filter((r) => r.lease > heldWhileContended(r.inFlight, r.need, Math.ceil(dueOf(r) - 1e-9))).map((r) => r.run)
-  let owedElsewhere = 0
-  for (const r of others) owedElsewhere += owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams)
+  const owedElsewhere = others.reduce((sum, r) => sum + owedSeats(new Map(r.teams.map((t) => [t.team, partOf(t)])), r.teams), 0)
   const heldElsewhere = new Map<string, number>()
   for (const r of others) for (const t of r.teams) heldElsewhere.set(t.team, (heldElsewhere.get(t.team) ?? 0) + t.held)
   const needsMost = others.reduce<ReplicaRecord | null>((most, r) => (r.need - r.lease > (most === null ? 0 : most.need - most.lease) ? r : most), null)?.run ?? null
@@ -139,8 +137,8 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   }
 }
 
-/** The shared limit record as this replica reads it (learned-limit.ts opens it). */
-export type SharedLimit = { limit?: number; knee?: number; at: number; run?: string }
+/** The shared limit record as learned-limit.ts opens it: written `at` (epoch ms) by `run`, the learner every replica goes on with. */
+export type SharedLimit = { limit: number; knee: number; at: number; run?: string }
 
 /** Whether a record written moves the limit or the knee the store held: only then are the other replicas told to renew and take it. */
 export function moves(written: SharedLimit | null, held: SharedLimit | null): boolean {
@@ -169,10 +167,7 @@ export function decodeRecord(run: string, text: string): ReplicaRecord | null {
   return { run, lease: Number(m[1]), inFlight: Number(m[2]), need: Number(m[3]), answered: Number(m[4]), waited: m[5] === '1', teams, ...(m[7] === undefined ? {} : { calls: m[7] }) }
 }
 
-/**
- * The seat-time each team's calls held on the other replicas, as their records say: the
- * growth of each run's counter since this replica first saw it (a run's counter only grows).
- */
+/** The seat-time each team's calls held on the other replicas: the growth of each run's counter since first seen (it only grows). */
 export class ElsewhereCharges {
   readonly totals = new Map<string, number>()
   #last = new Map<string, Map<string, number>>()

@@ -1,8 +1,7 @@
 // Where the replicas' lease records live, a field per replica run and one for the shared limit:
 // a store only stores and grants (`grant`; docs/governor.md, "Across replicas"). Redis in
-// production (redis-lease-store.ts); MemoryLeaseStore, the same rule, for the simulator.
-import type { Clock } from '../../clock.js'
-import { decodeRecord, type ReplicaRecord } from './lease-plan.js'
+// production (redis-lease-store.ts); test/helpers/memory-lease-store.ts, the same rule, for the simulator.
+import type { ReplicaRecord } from './lease-plan.js'
 
 export interface LeaseAsk {
   run: string
@@ -46,7 +45,7 @@ export interface LeaseStore {
 }
 
 /** A run's record as a store keeps it: live until `expiry`, its calls in flight counted one lease past it. */
-type Stored = { expiry: number; lease: number; inFlight: number; text: string }
+export type Stored = { expiry: number; lease: number; inFlight: number; text: string }
 
 /** One grant, on the store's clock: the rule both stores follow. */
 export function grant(stored: Map<string, Stored>, ask: LeaseAsk, now: number): { granted: number; free: number; known: boolean } {
@@ -64,60 +63,4 @@ export function grant(stored: Map<string, Stored>, ask: LeaseAsk, now: number): 
   if (granted === 0 && ask.inFlight === 0 && ask.need === 0) stored.delete(ask.run)
   else stored.set(ask.run, { expiry: now + ask.leaseMs, lease: granted, inFlight: ask.inFlight, text: `${granted}|${ask.record}` })
   return { granted, free: free - Math.max(granted, ask.inFlight), known }
-}
-
-/**
- * The lease store in this process's memory, for replicas that share one process (the
- * simulator's): each call answers after `latencyMs` on `clock`; while `stall` lasts, a
- * call fails after `timeoutMs`, as a command to a stalled Redis times out.
- */
-export class MemoryLeaseStore implements LeaseStore {
-  readonly #clock: Clock
-  readonly #latencyMs: number
-  readonly #timeoutMs: number
-  readonly #records = new Map<string, Stored>()
-  readonly #listeners = new Map<string, (everyone: boolean) => void>()
-  #limitRecord: string | null = null
-  #stalledUntil = 0
-
-  constructor(clock: Clock, latencyMs = 1, timeoutMs = 250) {
-    this.#clock = clock
-    this.#latencyMs = latencyMs
-    this.#timeoutMs = timeoutMs
-  }
-
-  /** Nothing answers until `until` (epoch ms). */
-  stall(until: number): void { this.#stalledUntil = until }
-
-  async renew(ask: LeaseAsk): Promise<LeaseAnswer> {
-    await this.#delay()
-    const now = this.#clock.now()
-    const { granted, free, known } = grant(this.#records, ask, now)
-    if (ask.limitRecord !== null) this.#limitRecord = ask.limitRecord
-    const others = [...this.#records].flatMap(([run, r]) => (run === ask.run || r.expiry < now ? [] : (decodeRecord(run, ask.learns ? r.text : (r.text.split('#')[0] as string)) ?? [])))
-    return { granted, free, known, others, limitRecord: this.#limitRecord }
-  }
-
-  async giveBack(run: string): Promise<void> {
-    await this.#delay()
-    this.#records.delete(run)
-  }
-
-  async listen(run: string, fn: (everyone: boolean) => void): Promise<void> { this.#listeners.set(run, fn) }
-
-  async tell(run: string): Promise<void> {
-    await this.#delay()
-    this.#listeners.get(run)?.(false)
-  }
-
-  async tellAll(from: string): Promise<void> {
-    await this.#delay()
-    for (const [run, fn] of this.#listeners) if (run !== from) fn(true)
-  }
-
-  #delay(): Promise<void> {
-    const stalled = this.#stalledUntil - this.#clock.now()
-    if (stalled > this.#timeoutMs) return new Promise((_, reject) => this.#clock.setTimeout(() => reject(new Error('the lease store timed out')), this.#timeoutMs))
-    return new Promise((resolve) => this.#clock.setTimeout(resolve, Math.max(this.#latencyMs, stalled)))
-  }
 }

@@ -5,9 +5,7 @@ import { ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan,
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
 
-// A lease is renewed no sooner than this after the last answer, whatever asks (a burst of calls is one renewal), but at
-// once when another replica tells it that seats came free, or when it gives back seats while another replica waits: a seat
-// freed waits in the store only for the round trips.
+// A lease is renewed no sooner than this after the last answer (a burst of calls is one renewal), but for a tell or a give-back (docs/governor.md, "Constants").
 const MIN_RENEW_MS = 20
 /** A replica short of seats, none being free, asks again this often unless told sooner: a bounded poll. */
 export const STARVED_RETRY_MS = 250
@@ -71,8 +69,7 @@ export class LeasedSeats implements SeatLease {
   #onTell = false
   #starvedAt = -Infinity
   #downSince: number | null = null
-  // Back from an outage: until then it asks for no more than it holds, or than the seats the outage rule let it fill
-  // at its last ask in the outage (every replica's calls are counted first).
+  // Back from an outage, until every replica's calls are counted (#renew), and the seats the outage rule let it fill.
   #countedAt = -Infinity
   #outageSeats = 0
   // The other runs seen in an answer, and when last: an idle replica's record goes, its calls may come back.
@@ -110,19 +107,14 @@ export class LeasedSeats implements SeatLease {
   get run(): string { return this.#run }
   get held(): number { return this.#lease }
   get leaseMs(): number { return this.#o.leaseMs }
-
   /** Replicas seen holding a lease of the credential within the time calls take to end, this one included. */
   get replicas(): number { return this.#seen.size + 1 }
-
   /** Whether this replica learns the limit (the one whose calls answered most); true before it heard the others. */
   get learner(): boolean { return this.#plan?.learner ?? true }
 
   size(limit: number): number {
-    // The seats of its lease: a lower limit than it was granted under shrinks it in proportion; no more than the limit less
-    // what the others hold or use (a grant under a limit since lowered), nor than it asked for while a renewal is on its way
-    // (the store counts the calls in flight it was told; in an outage the outage rule bounds it, and no replica grows
-    // until every replica's calls are counted). While another replica waits, the seats past its due are lent
-    // (shares()); in a store outage, or under a lower limit than they were granted under, they are not filled.
+    // Its lease, shrunk in proportion under a lower limit than granted under, within what the others hold or use and what a
+    // renewal on its way asked for; while another replica waits, the seats past its due are lent (shares()) or not filled.
     const scaled = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
     const room = Math.min(Math.max(0, limit - (this.#plan?.occupiedElsewhere ?? 0)), this.#downSince === null ? this.#asking : Infinity)
     const lease = Math.min(room, this.#pastDue() && !this.#lends(limit) ? Math.min(scaled, this.#due()) : scaled)
@@ -134,23 +126,17 @@ export class LeasedSeats implements SeatLease {
     // Its part of seats shared between the replicas it last saw, the odd ones to the first in order.
     const [replicas, rank] = [this.replicas, [...this.#seen.keys()].filter((run) => run < this.#run).length]
     const part = (seats: number) => Math.floor(seats / replicas) + (rank < seats % replicas ? 1 : 0)
-    // While leases live: its own, and its part of the seats no replica held at the last
-    // answer; those it takes without the store, so a replica with its own cap grows into
-    // them no further than that cap.
+    // While leases live: its own, and its part of the seats no replica held at the last answer (within its own cap).
     const kept = Math.min(limit, lease + Math.min(part(Math.max(0, this.#untold)), cap === null ? Infinity : Math.max(0, cap - lease)))
     if (out < this.#o.leaseMs) return kept
-    // Past a lease's life, its part of an even split of the limit; more than it kept only
-    // once the calls every replica started before have ended (a call's budget, and the
-    // watch past it, later): the total never passes the limit.
+    // Past a lease's life, its part of an even split; more than it kept only once every call started before has ended.
     return out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
   }
 
   /** Whether the seats of its lease past its due are not its own to fill: another replica waits, and no seat free in the store is this one's. */
   #pastDue(): boolean { return (this.#plan?.contended ?? false) && this.#spare() <= 0 }
-
   /** Whether the seats of its lease past its due, while another replica waits, are lent to short calls (2.2) until its next answer: the store answers, and the limit is the one they were granted under. */
   #lends(limit: number): boolean { return this.#downSince === null && limit >= this.#grantedUnder }
-
   /** The seats free in the store at the last answer that it may take: those past what the replicas that wait lack of their due (those are theirs). */
   #spare(): number { return Math.max(0, this.#free - (this.#plan?.contended ? this.#plan.shortElsewhere : 0)) }
 
@@ -162,32 +148,21 @@ export class LeasedSeats implements SeatLease {
   }
 
   elsewhere(): number { return this.#plan?.elsewhere ?? 0 }
-
   /** While the store cannot be reached no one knows: calls held by the lease as last granted say nothing of the limit. */
   saturated(): boolean { return this.#downSince === null && (this.#free <= 0 || this.#plan?.contended === true) }
-
   /** Whether calls waited at the limit on another replica, as of the last answer. */
   waitedElsewhere(): boolean { return this.#plan?.waitedElsewhere ?? false }
-
   /** Opens the shared limit record (learned-limit.ts): its writer learns while it wrote within a lease's life (lease-plan.ts). */
   readLimitWith(fn: (text: string) => SharedLimit | null): void { this.#readLimit = fn }
-
   /** This replica's calls of late for its record (answer-timeline.ts), while it sees other replicas: the learner weighs them. */
   reportCalls(fn: () => string | null): void { this.#calls = fn }
-
   onGrown(fn: () => void): void { this.#grown.push(fn) }
-
   /** A call of this replica was answered (its rate decides which replica learns the limit). */
   answered(): void { this.#answers += 1 }
-
   /** Calls waited here at the limit: the learner hears of it. */
   waited(): void { this.#waited = true }
 
-  /**
-   * The shared limit record to write with the next renewal (this replica learns it); once
-   * written, every other replica is told, so that it renews and takes it at once (a
-   * probe's window at a limit the others do not yet keep shows nothing).
-   */
+  /** The shared limit record to write with the next renewal (this replica learns it); once written, `tell`: every other replica renews and takes it at once. */
   writeLimit(record: string, tell = true): void {
     this.#limitRecord = record
     this.#tellOthers ||= tell
@@ -219,29 +194,18 @@ export class LeasedSeats implements SeatLease {
     this.#demand = demand
     const need = demand.inFlight + demand.waiting
     const now = this.#clock.now()
-    if (this.#downSince !== null) {
-      this.#schedule(DOWN_RETRY_MS)
-      return
-    }
+    const plan = this.#plan
+    if (this.#downSince !== null) this.#schedule(DOWN_RETRY_MS)
     // At once, whatever the last answer: another replica waits, and seats held past the due ones,
     // or counted by the store for calls since ended, go back as the calls end.
-    const plan = this.#plan
-    if (plan !== null && plan.contended && (this.#lease > heldWhileContended(demand.inFlight, need, this.#due()) || Math.max(this.#lease, demand.inFlight) < this.#occupied)) {
-      this.#schedule(0, true)
-      return
-    }
+    else if (plan !== null && plan.contended && (this.#lease > heldWhileContended(demand.inFlight, need, this.#due()) || Math.max(this.#lease, demand.inFlight) < this.#occupied)) this.#schedule(0, true)
     // Soon: the limit fell below the seats leased (the lease shrinks); a team new here has no target until a renewal says it.
-    if (plan !== null && ((this.#lease > 0 && this.#lease + plan.occupiedElsewhere > demand.limit) || demand.teams.some((t) => !plan.targets.has(t.team)))) {
-      this.#schedule(0)
-      return
-    }
-    if (need > this.#lease) {
+    else if (plan !== null && ((this.#lease > 0 && this.#lease + plan.occupiedElsewhere > demand.limit) || demand.teams.some((t) => !plan.targets.has(t.team)))) this.#schedule(0)
+    else if (need > this.#lease) {
       this.#unusedSince = null
       // None free (or none that is not another replica's due): wait to be told, or for the bounded retry.
       this.#schedule(this.#spare() <= 0 && now - this.#starvedAt < STARVED_RETRY_MS ? STARVED_RETRY_MS - (now - this.#starvedAt) : 0)
-      return
-    }
-    if (this.#lease > fitting(need, demand.limit)) {
+    } else if (this.#lease > fitting(need, demand.limit)) {
       this.#unusedSince ??= now
       this.#schedule(Math.max(0, TRIM_AFTER_MS - (now - this.#unusedSince)))
     } else this.#unusedSince = null
@@ -309,11 +273,8 @@ export class LeasedSeats implements SeatLease {
     // Its due as its demand now and the others' last records make it.
     if (this.#plan !== null) this.#plan = this.#planFor(need, d)
     const wanted = this.#wanted(d)
-    // Back from an outage, a replica asks for no more than it holds, or than the seats the
-    // outage rule let it fill at its last ask in the outage (those it would fill without the
-    // store), until every replica has renewed (a replica that holds seats renews every third
-    // of a lease): every replica's calls are counted before any grows past what the outage
-    // rule gave it. A replica whose calls ended in the outage so has seats for the next.
+    // Back from an outage, it asks for no more than it holds, or than the outage rule let it fill at its last ask in it,
+    // until every replica has renewed: every replica's calls are counted before any grows past what the outage gave it.
     if (this.#downSince !== null) this.#outageSeats = this.size(d.limit)
     const ask = this.#downSince === null && now >= this.#countedAt ? wanted : Math.min(wanted, Math.max(held, this.#outageSeats))
     const calls = this.#others.length > 0 ? this.#calls() : null
@@ -332,8 +293,7 @@ export class LeasedSeats implements SeatLease {
       if (tell) this.#o.store.tellAll(this.#run).catch(() => undefined)
     } catch {
       this.#lastAnswer = this.#clock.now()
-      // Kept as last granted while leases live, with this replica's part of the seats no one
-      // held: the other replicas keep theirs, and none is anyone's twice.
+      // Kept as last granted while leases live (size()): the other replicas keep theirs, and none is anyone's twice.
       if (this.#downSince === null) {
         this.#downSince = this.#lastAnswer
         this.#outageSeats = 0
@@ -366,8 +326,7 @@ export class LeasedSeats implements SeatLease {
     this.#occupied = Math.max(answer.granted, inFlight)
     this.#grantedUnder = limit
     this.#free = answer.free
-    // The replicas it saw within the time calls take to end (an idle one keeps no record): an
-    // outage splits the seats between all of them, not only those that held seats just then.
+    // The replicas seen within the time calls take to end: an outage splits the seats between all of them.
     for (const r of answer.others) this.#seen.set(r.run, this.#lastAnswer)
     for (const [run, at] of this.#seen) if (this.#lastAnswer - at > this.#o.callsEndMs) this.#seen.delete(run)
     this.#others = answer.others
@@ -376,16 +335,13 @@ export class LeasedSeats implements SeatLease {
     if (written?.run !== undefined) [this.#learnerRun, this.#learnerAt] = [written.run, written.at]
     this.#shared = written
     this.#plan = this.#planFor(need, this.#demand)
-    // Short of seats with none free that it may take: it waits to be told, or for the bounded
-    // retry, and tells the replicas that hold seats they neither use nor are due to give them back.
+    // Short of seats with none free that it may take: it waits, and tells the replicas over their due to give theirs back.
     if (need > this.#lease && !(this.#free > 0 && this.#wanted(this.#demand) > this.#lease)) {
       this.#starvedAt = this.#lastAnswer
       for (const run of this.#plan.over.slice(0, need - this.#lease)) this.#o.store.tell(run).catch(() => undefined)
     }
     this.#unusedSince = this.#lease > fitting(this.#demand.inFlight + this.#demand.waiting, this.#demand.limit) ? (this.#unusedSince ?? this.#lastAnswer) : null
-    // Seats left free, or given back (a lease cut, calls past it ended): as many replicas short
-    // of their due as seats came free are told, most short first, else the one that needs
-    // most (each may wait for its bounded retry).
+    // Seats left free or given back: as many replicas short of their due are told, most short first, else the one that needs most.
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
     for (const run of tell) this.#o.store.tell(run).catch(() => undefined)

@@ -86,7 +86,6 @@ export class PlatformGovernors {
 
   /** How long a call of `workClass` by `team` is expected to hold its seat at `now` (ms); null: not known yet. */
   expectedMs(credential: string, team: string, workClass: string, now: number): number | null { return this.#governors.get(credential)?.work.expectedMs(team, workClass, now) ?? null }
-
   /** The call that tests a credential pause: the probe call with the credential's token, through the pause. */
   probeWith(prober: (credential: string) => Promise<unknown>): void { this.#pauses.probeWith(prober) }
 
@@ -100,10 +99,8 @@ export class PlatformGovernors {
 
   /** The limit in force of `credential`'s calls at once (every replica's), or null: no such credential. */
   limitOf(credential: string): number | null { return this.#governors.get(credential)?.seats.limit ?? null }
-
   /** The pauses under way of `credential`. */
   pausesOf(credential: string): Pause[] { return this.#pauses.all(credential) }
-
   /** Whether the platform has paused the credential, or a call of `team` (any team's) on the route of `url`: a cached copy is better than a wait. */
   paused(credential: string, url?: string, team?: string): boolean { return this.#pauses.paused(credential, url, team) }
 
@@ -141,9 +138,5 @@ export class PlatformGovernors {
   }
 }
 
-/**
- * A replica's name: its host name (a pod's name) and proxy port, hashed to the characters
- * a lease field may hold; each run adds a random id, so that two processes never share a
- * lease whatever their names.
- */
+/** A replica's name: its host (a pod's name) and proxy port, hashed to a lease field's characters; each run adds a random id. */
 export function replicaIdentity(host: string, port: number): string { return createHash('sha256').update(`${host}\n${port}`).digest('base64url').slice(0, 12) }

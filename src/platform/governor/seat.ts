@@ -1,5 +1,5 @@
 import type { Priority } from './fair-queue.js'
-import type { Answer } from './knee-estimator.js'
+import type { Answer } from './answer-timeline.js'
 import type { SeatLease } from './seat-lease.js'
 import type { WorkEstimates } from './work-estimates.js'
 import type { Clock } from '../../clock.js'
@@ -67,10 +67,8 @@ export interface SeatsOptions {
 }
 
 /**
- * What a call's outcome teaches its kind's estimate (an answer's time, a cut's lower
- * bound; nothing when it met a fault), and what it tells the limit rule ("Faults"):
- * overload, ok (the platform's work done: an answer, or a report that failed after its
- * work), or other.
+ * What a call's outcome teaches its kind's estimate (nothing when it met a fault), and tells the limit rule ("Faults"):
+ * overload, ok (the platform's work done: an answer, or a report that failed after its work), or other.
  */
 export function learnFrom(work: WorkEstimates, team: string, workClass: string, outcome: SeatOutcome, now: number, metFault = false): Answer['outcome'] {
   if (outcome.kind === 'dropped') return 'other'

@@ -39,13 +39,10 @@ export class CredentialSeats {
   get limit(): number { return this.#limit }
   /** Seats this replica may fill now: the limit, or its lease of it across replicas. */
   get capacity(): number { return Math.min(this.#limit, this.#lease.size(this.#limit)) }
-
   get inFlight(): number { return this.#teams.inFlight }
   get queued(): number { return this.#queue.size }
-
   /** Seats this replica holds (a lease), or its calls in flight. */
   get seatsHeld(): number { return this.#lease.held ?? this.inFlight }
-
   get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
 
   /** The limit in force (the teams' shares are of it); a higher one starts queued calls. */
@@ -60,9 +57,7 @@ export class CredentialSeats {
   /** Whether calls wait while every seat of the limit is taken or owed: the limit is in use (not a wait for a ceiling, a pause or a lease). */
   waitingAtLimit(): boolean {
     if (this.#queue.size === 0 || this.pausedUntil > 0 || !this.#lease.saturated()) return false
-    let belowCeiling = false
-    for (const team of this.#queue.waitingTeams()) if (!this.#atCeiling(team)) { belowCeiling = true; break }
-    if (!belowCeiling) return false
+    if ([...this.#queue.waitingTeams()].every((team) => this.#atCeiling(team))) return false
     // Owed and lent seats are never negative: with every seat in use, the shares need not be worked out (asked at every answer).
     if (this.inFlight >= this.capacity - 1e-9) return true
     const { owed, lent } = this.#shares()
@@ -95,15 +90,11 @@ export class CredentialSeats {
 
   /** Since when a call in flight here, among the `atWorkers` started first, has been overdue (OVERDUE times its expected time), or null. */
   overdueSince(now = this.#clock.now(), atWorkers = Infinity): number | null { return this.#teams.overdueSince(now, atWorkers) }
-
   /** Callers' calls waiting per team. */
   waiting(): Map<string, number> { return this.#queue.countByTeam() }
-
   /** `team`'s share of this replica's seats now (0 while it is not active). */
   shareOf(team: string): number { return this.#shares().targets.get(team) ?? 0 }
-
   running(team: string): number { return this.#teams.held(team) }
-
   /** Seat-seconds charged to `team` on this replica, its calls still running included. */
   seatSeconds(team: string): number { return this.#teams.seatSeconds(team, this.#clock.now()) }
 
@@ -211,9 +202,7 @@ export class CredentialSeats {
   }
 
   #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
-
   #shares(): SharesView { return sharesView(this.#lease.shares(), this.capacity, this.#localTeams(), (t) => this.#teams.comesBack(t)) }
-
   /** Each team's tag is charged with the seat-time its calls held on the other replicas. */
   #chargeElsewhere(): void { this.#teams.chargeElsewhere(this.#lease.shares()?.charged, (t) => this.#weight(t)) }
 
@@ -315,7 +304,6 @@ export class CredentialSeats {
   }
 
   #timer(fn: () => void, ms: number): Timer { return this.#clock.setTimeout(fn, Math.min(Math.max(0, ms), LONGEST_TIMER_MS)).unref() }
-
   #weight(team: string): number { return team === GATEWAY_TEAM ? 1 : Math.max(1, this.#o.weightOf?.(team) ?? 1) }
 }
 
