@@ -87,7 +87,7 @@ export class LearnedLimit {
     if (!this.#learning) return
     const { estimator, seats, lease } = this.#o
     if (lease?.waitedElsewhere()) estimator.waited()
-    else if (seats.waitingAtLimit()) estimator.waited(seats.longWaitBesideShort(), seats.newcomerBesideLong())
+    else if (seats.waitingAtLimit()) estimator.waited(seats.longWaitBesideShort(), seats.newcomerBesideLong(), lease ? 0 : seats.heldBackNow())
     // Under the limit rule's model the calls past the knee wait at the platform: only the
     // first knee of them are at a worker, and only their silence is the platform's.
     const now = this.#clock.now()
