@@ -211,4 +211,20 @@ describe('KneeEstimator', () => {
       expect([rule.limit, rule.knee, rule.phase], `newcomer ${newcomer}`).toEqual([limit, 8, phase])
     }
   })
+
+  // Seats owed to teams that wait for nothing (dispatch rule 2.3) keep the calls short of the
+  // limit: at a limit of 9, 4 seats held back, the calls reach 5 and never fill it. Room
+  // shown at every load they reach raises the knee to the limit, as room at the limit does;
+  // with no seat held back, room at 5 of 9 leaves it where it is.
+  it('raises the knee with room shown at the calls\' reach where seats held back for owed teams keep them short of the limit', () => {
+    for (const [heldBack, knee] of [[4, 9], [0, 8]] as const) {
+      const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+      rule.adopt(9, 8, 0)
+      const windows = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5].map((load) => rule.started('week', load))
+      rule.waited(null, false, heldBack)
+      for (const window of windows) rule.ended({ startedAt: 0, at: 100, team: 'a', kind: 'week', load: 5, window, outcome: 'ok' })
+      rule.tick(1_500, null)
+      expect(rule.knee, `${heldBack} seats held back`).toBe(knee)
+    }
+  })
 })

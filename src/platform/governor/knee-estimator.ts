@@ -75,6 +75,9 @@ export class KneeEstimator {
   #newcomer = false
   #longMs = 0
   #past = 1
+  // The most calls the dispatch let be in flight while calls waited since the last decision: the limit less the seats it held back for teams owed them (0: no call waited); whether a sure queue ever set the knee.
+  #reach = 0
+  #queueSeen = false
   #starting = false
   #lastCut = -Infinity
   // A queue verdict held: the last serial started when it first showed (0: none held).
@@ -124,9 +127,10 @@ export class KneeEstimator {
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
     return serial
   }
-  /** Calls waited with every seat of the limit taken or owed: the limit is in use. `longMs`: none of them known short beside a short call in flight, the longest expected of them (ms); `newcomer`: a team holding no seat waited with a call not known long beside long calls only (the start ends). */
-  waited(longMs: number | null = null, newcomer = false): void {
+  /** Calls waited with every seat of the limit taken or owed: the limit is in use. `longMs`: none of them known short beside a short call in flight, the longest expected of them (ms); `newcomer`: a team holding no seat waited with a call not known long beside long calls only (the start ends); `heldBack`: seats free that the dispatch held back from them (owed, on one replica: room is judged at the limit less those, docs/governor.md "Cruise"). */
+  waited(longMs: number | null = null, newcomer = false, heldBack = 0): void {
     if (newcomer) this.#newcomer = true
+    this.#reach = Math.max(this.#reach, this.#limit - heldBack)
     ;[this.#waited, this.#shortWaited, this.#longMs] = [true, this.#shortWaited || longMs === null, Math.max(this.#longMs, longMs ?? 0)]
   }
   ended(a: Answer): void {
@@ -186,6 +190,7 @@ export class KneeEstimator {
     if (queueBelow || this.#limit >= this.#max) {
       this.#phase = 'cruise'
       if (!queueBelow) this.#roomShown()
+      this.#queueSeen ||= queueBelow
       return this.#setKnee(queueBelow ? best : this.#max, 'knee', 1)
     }
     if (!this.#waited) return null
@@ -202,9 +207,10 @@ export class KneeEstimator {
     const ll = this.#likelihoods()
     const k = this.#knee
     const room = highestRoom(ll)
+    const reach = this.#reach > 0 && !this.#queueSeen ? Math.min(this.#limit, this.#reach) : this.#limit
     const bears = this.#longWaits() ?? Infinity
     if (this.#limit > k && room > k) this.#roomShown()
-    if (this.#limit > k && room >= this.#limit) {
+    if (this.#limit > k && room >= reach && (reach === this.#limit || !verdicts(ll, this.#limit).queueBelow)) {
       this.#past = Math.min(2 * this.#past, bears)
       return this.#setKnee(this.#limit, 'grew', this.#past)
     }
@@ -212,11 +218,13 @@ export class KneeEstimator {
     const queueBelow = this.#queueHolds(sure)
     if (queueBelow || (this.#limit > k + 1 && verdicts(ll, this.#limit).queueBelow)) {
       this.#past = 1
+      this.#queueSeen = true
       return this.#setKnee(queueBelow ? best : k, 'queue', 1)
     }
     // A sure queue at the probe seat: the seat goes, and K falls to the likeliest w below it when that is below K.
     const probe = verdicts(ll, k + 1)
     const known = probe.queueBelow && !this.#timeline?.merging
+    this.#queueSeen ||= known && this.#limit > k
     if (known && this.#limit > k) return probe.best < k ? this.#setKnee(probe.best, 'queue', 1) : this.#set(k, 'knee')
     return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
@@ -232,7 +240,7 @@ export class KneeEstimator {
   /** Since the last decision, only calls not known short waited beside short ones: the seats past K long calls may take, as many as end within H at K's pace (a short call queued behind them waits H at most); else null. */
   #longWaits(): number | null {
     const seats = this.#waited && !this.#shortWaited ? Math.max(1, Math.floor((this.#knee * LENDING_HORIZON_MS) / this.#longMs)) : null
-    ;[this.#waited, this.#filled, this.#shortWaited, this.#newcomer, this.#longMs] = [false, false, false, false, 0]
+    ;[this.#waited, this.#filled, this.#shortWaited, this.#newcomer, this.#longMs, this.#reach] = [false, false, false, false, 0, 0]
     return seats
   }
   /** Room was shown: each kind's latency now is its pace with no call waiting at the platform. */

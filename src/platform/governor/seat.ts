@@ -58,10 +58,10 @@ export interface SeatsOptions {
   seats?: SeatLease
   clock?: Clock
   onRefused?: (reason: RefusalReason) => void
-  /** For the limit rule: every call's start and end, and a wait at the limit (`longMs`: CredentialSeats.longWaitBesideShort; `newcomer`: newcomerBesideLong). */
+  /** For the limit rule: every call's start and end, and a wait at the limit (`longMs`: CredentialSeats.longWaitBesideShort; `newcomer`: newcomerBesideLong; `heldBack`: heldBackNow). */
   onStarted?: (kind: string, load: number) => number
   onEnded?: (answer: Answer) => void
-  onWaited?: (longMs: number | null, newcomer: boolean) => void
+  onWaited?: (longMs: number | null, newcomer: boolean, heldBack: number) => void
   /** Whether a call from `startedAt` to `at` met a fault of the limit rule ("Faults"): its time was the fault's, not its work's. */
   metFault?: (startedAt: number, at: number) => boolean
 }

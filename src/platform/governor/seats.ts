@@ -159,7 +159,7 @@ export class CredentialSeats {
       this.#dispatch()
       if (this.#queue.has(waiter)) {
         if (this.waitingAtLimit()) {
-          this.#o.onWaited?.(this.longWaitBesideShort(), this.newcomerBesideLong())
+          this.#o.onWaited?.(this.longWaitBesideShort(), this.newcomerBesideLong(), this.heldBackNow())
           this.#lease.waited()
         }
         this.#demandChanged()
@@ -175,6 +175,9 @@ export class CredentialSeats {
       waiter.reject(this.#refuse('paused', this.#pauseText(), waiter.priority))
     }
   }
+
+  /** The seats free that the dispatch holds back from the calls waiting here (owed, lent): none while every seat is in flight. */
+  heldBackNow(): number { return this.inFlight >= this.capacity ? 0 : Math.min(this.capacity - this.inFlight, this.heldBack().owed) }
 
   /** What the dispatch rule holds back from the calls waiting here (dispatch-order.ts). */
   heldBack(): { owed: number; longOnly: boolean } { return heldBack(this.#dispatchState(), this.pausedUntil > 0) }
