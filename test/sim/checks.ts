@@ -53,7 +53,7 @@ function longestCall(trace: Trace): number {
   return Math.max(...trace.scenario.teams.flatMap((t) => t.behaviour.reports.map((r) => r.costMs)))
 }
 
-/** The steady phases of a run, each from SETTLE_MS (and two of its longest calls) after its start. */
+/** The steady phases of a run, each from SETTLE_MS and SETTLE_CALLS of its longest calls (at the slowest pace) after its start. */
 export function steadyPhases(trace: Trace): Interval[] {
   const { events, disturbed } = changes(trace)
   const settle = SETTLE_MS + SETTLE_CALLS * longestCall(trace) * slowest(trace)
