@@ -28,6 +28,7 @@ export class GatewayLoop {
   #awake = false
   #activeMs = 0
   #handlingSince: number | null = null
+  #unhandled = 0
   readonly #late: LateWakes
   readonly #probe: Timer
 
@@ -54,7 +55,18 @@ export class GatewayLoop {
 
   /** The answer `answer` carries, once the loop handled it. */
   handled<T>(answer: Promise<T>): Promise<T> {
-    return answer.then((a) => new Promise<T>((resolve) => this.handle(() => resolve(a))))
+    return answer.then((a) => {
+      this.#unhandled++
+      return new Promise<T>((resolve) => this.handle(() => {
+        this.#unhandled--
+        resolve(a)
+      }))
+    })
+  }
+
+  /** Answers come and not handled yet: each holds its seat while the platform's worker is free. */
+  get unhandled(): number {
+    return this.#unhandled
   }
 
   /** The loop's idle and active milliseconds since it began, and how late its wakes came, as the gateway's loop-probe reads them. */

@@ -172,9 +172,13 @@ export class SimGateway {
   /**
    * Whether `idle` workers while calls wait are the model's: every waiting call is long,
    * and the idle workers are seats owed to teams that asked within the linger, on
-   * whichever replica holds them.
+   * whichever replica holds them; or they are not the rule's: freed by answers a starved
+   * gateway has not handled yet.
    */
   idleAllowed(idle: number): boolean {
+    // A worker freed by an answer the loop has not handled yet is the gateway's own lateness
+    // (gateway-loop.ts): its seat ends when the answer is handled, whatever the rule.
+    idle -= this.#loops.reduce((sum, loop) => sum + loop.unhandled, 0)
     // No worker idle: nothing to allow (the seats owed are never fewer than none).
     if (idle <= 0) return true
     let owed = 0
