@@ -4,6 +4,7 @@ import type { SimClock } from './sim-clock.js'
 import type { Timer } from '../../src/clock.js'
 import type { LoopTime } from '../../src/platform/governor/answer-timing.js'
 import type { GatewayLoop } from './gateway-loop.js'
+import type { Pauses } from '../../src/platform/pauses/pauses.js'
 
 /** What a call tells the governor when it ends: the platform's answer, or none (its deadline, a connection error). */
 export type SimOutcome = { status: number; latencyMs: number; retryAfter?: string } | { status: null; latencyMs: number; timedOut: boolean }
@@ -53,6 +54,8 @@ export interface GovernorContext {
   weights: ReadonlyMap<string, number>
   /** The replica's event loop as its loop-probe reads it (gateway-loop.ts); none: a gateway that handles every answer as it comes, each timed. */
   loop?: () => LoopTime
+  /** Every replica's pauses of the platform's 429s, each told the others' at once (as pause-sharing.ts tells them through Redis). */
+  pauses: Set<Pauses>
 }
 
 export type GovernorFactory = (ctx: GovernorContext) => GovernorUnderTest
@@ -145,9 +148,10 @@ export class SimGateway {
     this.#loops = loops
     // Redis an instant away (a millisecond per command), as in one data centre.
     this.store = replicas > 1 ? new MemoryLeaseStore(clock, 1) : null
+    const pauses = new Set<Pauses>()
     this.replicas = Array.from({ length: replicas }, (_, i) => {
       const loop = loops[i]
-      return factory({ clock, replica: `r${i}`, store: this.store, weights, ...(loop ? { loop: () => loop.time() } : {}) })
+      return factory({ clock, replica: `r${i}`, store: this.store, weights, pauses, ...(loop ? { loop: () => loop.time() } : {}) })
     })
   }
 

@@ -180,6 +180,40 @@ describe('the shapes of issue 51', () => {
     expect(below, `the limit below 16 in ${(100 * below).toFixed(1)} % of samples from ${SETTLE_MS / 1000} s, its lowest ${Math.min(...judged.map((x) => x.limit))}`).toBeLessThanOrEqual(0.02)
   })
 
+  // The capacity bench's platform (bench/scenarios/capacity.mjs), which its three replicas
+  // miss on every build since 2026-11-26: no queue, each call 100 ms while 12 are in flight
+  // and 40 ms slower for each past 12 (as it arrives), 429 at once past 20 (pauses, in
+  // front of the governor, hold back whoever drew it); 120 callers of one team. Its
+  // targets: the limit and the calls at the platform within 20 % of the knee from 30 s on,
+  // under 1 % of calls 429. A known miss on one replica and on three: the model's platform
+  // takes calls in order at W workers, and here the calls past 12 make every call slower
+  // rather than wait, so under every guess the own times fit as well: room is shown past
+  // the knee, and one replica holds 17 (the answers per second at 17 are 0.47 of those at
+  // 12); on three the limit is cut to 3 from 29 s (faults, not traced). docs/governor.md,
+  // "What the simulator still finds".
+  describe('the capacity bench\'s platform, whose calls slow past 12 in flight and that answers 429 past 20', () => {
+    const BAND = [9.6, 14.4]
+    const capacity = (replicas: number): Scenario => ({
+      ...scenario([{ ...team('A', { kind: 'callers', callers: 120, reports: [{ name: 'report', costMs: 100 }], thinkMs: [0, 0] }), replicas: Array.from({ length: replicas }, (_, i) => i), until: 40_000 }]),
+      durationMs: 40_000,
+      workers: 20,
+      spread: 0,
+      replicas,
+      capacity: { knee: 12, slopeMs: 40, refuseAbove: 20 },
+    })
+    for (const replicas of [1, 3]) {
+      it.fails(`${replicas === 1 ? 'one replica' : `${replicas} replicas`}: the limit and the calls at the platform in the band from 30 s, under 1 % of calls 429`, async () => {
+        const trace = await simulate(capacity(replicas), newGovernor)
+        const late = trace.samples.filter((x) => x.at - trace.start >= 30_000)
+        const sent = trace.records.filter((c) => c.status !== null)
+        const refused = sent.filter((c) => c.status === 429).length / sent.length
+        const out = late.filter((x) => x.limit < BAND[0]! || x.limit > BAND[1]! || x.busy < BAND[0]! || x.busy > BAND[1]!)
+        expect(out.map((x) => `${((x.at - trace.start) / 1000).toFixed(1)} s: limit ${x.limit}, at the platform ${x.busy}`).slice(0, 5)).toEqual([])
+        expect(refused, `${(100 * refused).toFixed(1)} % of ${sent.length} calls answered 429`).toBeLessThan(0.01)
+      })
+    }
+  })
+
   it('reports that run past their deadline are charged the platform time they take', async () => {
     const cut: Behaviour = { kind: 'callers', callers: 16, reports: [YEAR], thinkMs: [0, 0], deadlineMs: 3_000 }
     const trace = await simulate(scenario([team('B', dashboard), team('A', cut)]), newGovernor)

@@ -25,6 +25,13 @@ export interface PlatformShape {
   outages: Span[]
   /** A front that sheds load: a call arriving then is answered 503 at once with probability `p`, without a worker. */
   shedding: (Span & { p: number })[]
+  /**
+   * A platform whose calls slow as more run at once (the capacity bench's stand-in): every
+   * call starts at once, its cost `slopeMs` more for each call in flight past `knee` as it
+   * arrives, and one that finds `refuseAbove` in flight is answered 429 at once; `workers`
+   * is then `refuseAbove`. None: workers with a FIFO queue.
+   */
+  capacity?: { knee: number; slopeMs: number; refuseAbove: number }
 }
 
 /** How a team's call fails at the platform, whatever the load: its report answers 500 after its work, or its route 429 at once. */
@@ -113,7 +120,7 @@ export class SimPlatform {
     if (within(this.#shape.outages, now)) return this.#after(1, { status: 0 })
     const shed = this.#shape.shedding.find((s) => s.from <= now && now < s.to)
     if (shed && this.#random.chance(shed.p)) return this.#after(5, { status: 503 })
-    if (call.fail === 'throttled') return this.#after(5, { status: 429, retryAfter: '1' })
+    if (call.fail === 'throttled' || (this.#shape.capacity && this.inFlight >= this.#shape.capacity.refuseAbove)) return this.#after(5, { status: 429, retryAfter: '1' })
     return new Promise((resolve) => {
       this.#queue.push({ call, arrived: now, started: null, endsAt: 0, timer: null, resolve })
       this.#startNext()
@@ -130,11 +137,17 @@ export class SimPlatform {
     while (this.#queue.length > 0 && this.#busy.size < this.#shape.workers) {
       const job = this.#queue.shift() as Job
       job.started = now
-      const cost = job.call.costMs * this.#shape.slowness(now) * this.#random.spread(this.#shape.spread)
+      const cost = job.call.costMs * this.#shape.slowness(now) * this.#random.spread(this.#shape.spread) + this.#crowdedMs()
       this.#busy.add(job)
       this.#finishAt(job, now + Math.max(1, cost))
       this.served.set(job.call.team, (this.served.get(job.call.team) ?? 0) + 1)
     }
+  }
+
+  /** What a call starting now costs past its own work on a platform whose calls slow as more run at once. */
+  #crowdedMs(): number {
+    const c = this.#shape.capacity
+    return c ? c.slopeMs * Math.max(0, this.#busy.size + 1 - c.knee) : 0
   }
 
   #finishAt(job: Job, at: number): void {

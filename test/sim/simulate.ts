@@ -23,6 +23,8 @@ export interface Scenario {
   storeStalls: Span[]
   /** A gateway starved of its core: how late its loop wakes for an answer on average (ms), through these points as the machine's load rises and falls (gateway-loop.ts); none: every answer handled as it comes. */
   gatewayLate?: Slowness
+  /** A platform whose calls slow as more run at once (platform.ts); `workers` is then its refuseAbove. */
+  capacity?: PlatformShape['capacity']
   teams: TeamPlan[]
 }
 
@@ -78,6 +80,7 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
     stalls: scenario.stalls.map(shift),
     outages: scenario.outages.map(shift),
     shedding: scenario.shedding.map((s) => ({ ...shift(s), p: s.p })),
+    ...(scenario.capacity ? { capacity: scenario.capacity } : {}),
   }
   const platform = new SimPlatform(clock, shape, random.fork())
   const teamRandoms = scenario.teams.map(() => random.fork())
