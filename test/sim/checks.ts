@@ -176,8 +176,11 @@ export function checkGuarantees(trace: Trace): Verdict[] {
         if (!active.includes(t)) continue
         const nominal = (limit * t.weight) / active.reduce((sum, o) => sum + o.weight, 0)
         if (most > Math.floor(nominal)) continue
-        // A call refused because it cannot end before its deadline is answered at once, as it should be.
-        const calls = trace.records.filter((c) => c.team === t.name && rel(c.asked) >= i.from && rel(c.asked) < i.to && c.result !== 'gone' && c.refusal !== 'GW_UPSTREAM_TIMEOUT' && !(c.result === 'timeout' && c.seated === null))
+        // A call refused because it cannot end before its deadline is answered at once, as it
+        // should be. A call asked within the horizon of the phase's end and still waiting then
+        // waits on what comes next (a fault, a team): its wait is not this phase's.
+        const edge = i.to - LENDING_HORIZON_MS - 50
+        const calls = trace.records.filter((c) => c.team === t.name && rel(c.asked) >= i.from && rel(c.asked) < i.to && c.result !== 'gone' && c.refusal !== 'GW_UPSTREAM_TIMEOUT' && !(c.result === 'timeout' && c.seated === null) && !(rel(c.asked) > edge && rel(c.seated ?? c.ended) >= i.to))
         if (calls.length < 20) continue
         const waits = calls.map((c) => (c.seated === null ? Infinity : c.seated - c.asked))
         const p99 = quantile(waits, 0.99)

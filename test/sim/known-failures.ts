@@ -16,7 +16,7 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [382, ['no standing queue']],
   [397, ['fair by time', 'replicas']],
   [405, ['fair by time']],
-  [410, ['work-conserving', 'isolation']],
+  [410, ['work-conserving']],
   [424, ['slower is not fuller']],
   [442, ['work-conserving']],
   [452, ['replicas']],
