@@ -171,7 +171,7 @@ export function checkGuarantees(trace: Trace): Verdict[] {
       for (const i of steady) {
         const samples = samplesIn(trace, i)
         if (samples.length === 0) continue
-        const limit = quantile(samples.map((x) => x.limit), 0.5)
+        const limit = quantile(samples.map((x) => x.servingLimit), 0.5)
         const active = s.teams.filter((o) => o.from <= i.from && o.until >= i.to)
         if (!active.includes(t)) continue
         const nominal = (limit * t.weight) / active.reduce((sum, o) => sum + o.weight, 0)
@@ -245,7 +245,7 @@ function checkArrivals(trace: Trace): Verdict {
     if (at - from < LEAST_BEFORE_MS || to > s.durationMs) continue
     if (events.some((e) => e > at && e < to) || disturbed.some((d) => d.from < to && d.to > from) || s.slowness.some(([t]) => t > from - 30_000 && t < to)) continue
     const active = s.teams.filter((t) => t.from <= at && t.until >= to)
-    const limit = quantile(samplesIn(trace, { from: at, to }).map((x) => x.limit), 0.5)
+    const limit = quantile(samplesIn(trace, { from: at, to }).map((x) => x.servingLimit), 0.5)
     for (const d of active) {
       const b = d.behaviour
       if (b.kind !== 'dashboard' || d.from > from) continue

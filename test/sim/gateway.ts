@@ -165,6 +165,12 @@ export class SimGateway {
     return Math.max(...this.replicas.map((r) => r.limit))
   }
 
+  /** The highest limit in force on a replica with calls in flight or waiting (none: on any): one no call reaches holds the limit it last knew, in force for no call. */
+  get servingLimit(): number {
+    const serving = this.replicas.filter((r) => r.inFlight + r.waiting > 0)
+    return serving.length === 0 ? this.limit : Math.max(...serving.map((r) => r.limit))
+  }
+
   get waiting(): number {
     return this.replicas.reduce((sum, r) => sum + r.waiting, 0)
   }

@@ -66,7 +66,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [1881, ['isolation']],
   [1883, ['replicas']],
   [1891, ['no standing queue', 'isolation']],
-  [1945, ['isolation']],
   [1949, ['replicas']],
   [1966, ['no standing queue']],
   [1981, ['fair by time', 'replicas']],

@@ -36,6 +36,8 @@ export interface Sample extends PlatformSample {
   idleAllowed: boolean
   /** The highest limit in force on any replica, and the seats held on all of them. */
   limit: number
+  /** The highest limit in force on a replica with calls in flight or waiting: the seats a team's share is of. */
+  servingLimit: number
   inFlight: number
   /** Teams with calls waiting. */
   waitingTeams: string[]
@@ -93,7 +95,7 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
   const sampler = clock.every(() => {
     const p = platform.samples.at(-1)
     const waiting = gateway.waiting
-    samples.push({ at: clock.now(), busy: p?.busy ?? 0, queued: p?.queued ?? 0, waiting, idleAllowed: waiting > 0 && gateway.idleAllowed(scenario.workers - (p?.busy ?? 0)), limit: gateway.limit, inFlight: gateway.inFlight, waitingTeams: waiting > 0 ? [...gateway.waitingByTeam().keys()] : [] })
+    samples.push({ at: clock.now(), busy: p?.busy ?? 0, queued: p?.queued ?? 0, waiting, idleAllowed: waiting > 0 && gateway.idleAllowed(scenario.workers - (p?.busy ?? 0)), limit: gateway.limit, servingLimit: gateway.servingLimit, inFlight: gateway.inFlight, waitingTeams: waiting > 0 ? [...gateway.waitingByTeam().keys()] : [] })
   }, SAMPLE_MS)
   let running = scenario.teams.length
   const teams = scenario.teams.map((plan, i) => runTeam({ ...plan, from: START + plan.from, until: START + plan.until }, gateway, clock, teamRandoms[i] as Random).finally(() => (running -= 1)))
