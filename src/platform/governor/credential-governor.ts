@@ -60,7 +60,7 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
         estimator.ended({ ...answer, ...(o.answerTimed ? { timed: o.answerTimed(answer.at - answer.startedAt) } : {}) })
         learned?.tick()
       },
-      onWaited: (longMs, newcomer, heldBack) => estimator.waited(longMs, newcomer, leased ? 0 : heldBack),
+      onWaited: (longMs, newcomer, heldBack) => estimator.waited(longMs, newcomer, heldBack),
       metFault: (startedAt, at) => estimator.metFault(startedAt, at),
     }),
   })

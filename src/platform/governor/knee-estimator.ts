@@ -130,7 +130,8 @@ export class KneeEstimator {
   /** Calls waited with every seat of the limit taken or owed: the limit is in use. `longMs`: none of them known short beside a short call in flight, the longest expected of them (ms); `newcomer`: a team holding no seat waited with a call not known long beside long calls only (the start ends); `heldBack`: seats free that the dispatch held back from them (owed, on one replica: room is judged at the limit less those, docs/governor.md "Cruise"). */
   waited(longMs: number | null = null, newcomer = false, heldBack = 0): void {
     if (newcomer) this.#newcomer = true
-    this.#reach = Math.max(this.#reach, this.#limit - heldBack)
+    // Across replicas the seats held back are each replica's and the limit the learner's: no reach.
+    if (this.#timeline === null) this.#reach = Math.max(this.#reach, this.#limit - heldBack)
     ;[this.#waited, this.#shortWaited, this.#longMs] = [true, this.#shortWaited || longMs === null, Math.max(this.#longMs, longMs ?? 0)]
   }
   ended(a: Answer): void {
