@@ -189,7 +189,9 @@ describe('the shapes of issue 51', () => {
   // takes calls in order at W workers, and here the calls past 12 make every call slower
   // rather than wait, so under every guess the own times fit as well: room is shown past
   // the knee, and one replica holds 17 (the answers per second at 17 are 0.47 of those at
-  // 12); on three the limit is cut to 3 from 29 s (faults, not traced). docs/governor.md,
+  // 12); on three no fault fires: the start's doubling to 32 draws the 429s, and a queue
+  // verdict at 26.7 s puts the knee at 2, the likeliest w below it where every replica's
+  // calls end apart and in order. With a knee of 12 standing in, both hold. docs/governor.md,
   // "What the simulator still finds".
   describe('the capacity bench\'s platform, whose calls slow past 12 in flight and that answers 429 past 20', () => {
     const BAND = [9.6, 14.4]
