@@ -94,6 +94,41 @@ function heldAtTheLimit(handlingMs: number, seed: number, ms: number, inService:
   return [lowest, rule.limit]
 }
 
+/**
+ * The limit rule of one replica whose `callers` each make a call as their last ends (a
+ * closed loop), every call of one kind and `costMs` at the platform give or take `spread`
+ * (uniform), on a platform with workers to spare: the first calls started together over
+ * 100 ms, so that calls pass each other by their spread alone, at one load. Returns the
+ * lowest knee over `ms`.
+ */
+function closedLoopOfOneKind(callers: number, costMs: number, spread: number, seed: number, ms: number): number {
+  const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+  const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647
+  const start = (at: number) => ({ startedAt: at, load: 0, window: 0, endsAt: at + costMs * (1 + spread * (2 * random() - 1)) })
+  const inFlight = Array.from({ length: callers }, (_, i) => start((i * 100) / callers))
+  let inPlay = 0
+  for (const c of inFlight) [c.load, c.window] = [++inPlay, rule.started('report', inPlay)]
+  let lowest = rule.knee
+  for (let now = 0, nextTick = 100; now < ms; ) {
+    inFlight.sort((a, b) => a.endsAt - b.endsAt)
+    const call = inFlight[0]!
+    if (call.endsAt > nextTick) {
+      now = nextTick
+      nextTick += 100
+      rule.tick(now, null)
+      lowest = Math.min(lowest, rule.knee)
+      continue
+    }
+    now = call.endsAt
+    inFlight.shift()
+    rule.ended({ startedAt: call.startedAt, at: now, team: 't', kind: 'report', load: call.load, window: call.window, outcome: 'ok' })
+    const next = start(now)
+    ;[next.load, next.window] = [callers, rule.started('report', callers)]
+    inFlight.push(next)
+  }
+  return lowest
+}
+
 describe('KneeEstimator', () => {
   it('keeps the seats of a platform with workers to spare that its callers hold at the limit, its calls of one cost ending in the order they started', () => {
     // At one load, one worker answering each call ~6 ms after the one before fits these
@@ -104,6 +139,18 @@ describe('KneeEstimator', () => {
       expect(heldAtTheLimit(handlingMs!, seed!, 60_000, true)).toEqual([64, 64])
       expect(heldAtTheLimit(handlingMs!, seed!, 60_000, false)).toEqual([8, 64])
     }
+  })
+
+  // A known miss (docs/governor.md, "What the simulator still finds", seed 1118): each
+  // call's calls ahead are the other callers', ending at about the same places in its
+  // flight call after call, so a guess below the load fits them with an own time a tenth
+  // of the latency and about as regular, and the likelihood puts the knee at 2 or 3 of 12
+  // workers (here on seeds 8, 11 and 16 of 16). The calls pass each other by their spread,
+  // so the in-order rule does not hold them; counting only passes of another kind keeps 8
+  // but leaves a queue of one kind standing (decisions/governor-model.md, "Slower is not
+  // fuller on 2 to 4 replicas, traced").
+  it.fails('keeps the knee of callers in a closed loop whose calls of one kind pass each other by their spread alone', () => {
+    for (const seed of [8, 11, 16]) expect(closedLoopOfOneKind(8, 5_080, 0.05, seed, 120_000), `seed ${seed}`).toBe(8)
   })
 
   it('learns the workers of a platform that takes calls in order, alone', () => {
