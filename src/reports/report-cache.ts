@@ -9,7 +9,7 @@ import type { CacheEntry, FilledBy } from '../cache/cache-entry.js'
 import { SingleFlight, type FillFailure, type FillLease, type ReplicaLock } from '../cache/single-flight.js'
 import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
-import { fetchReport, type FetchResult } from './report-fetcher.js'
+import { fetchReport, type FetcherDeps, type FetchResult } from './report-fetcher.js'
 import { CallerGroup, CallersGoneError, type HangUp, type QueueTeam } from '../platform/client/caller-group.js'
 import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../observe/usage.js'
@@ -173,14 +173,25 @@ export class ReportCache {
   #budget = { at: -Infinity, asks: new Map<string, number>() }
   // Who filled an entry, one object per team shared by the entries it filled here.
   readonly #fillers = new Map<string, FilledBy>()
-  // The clock's reading, one function for every call's fetch rather than one made per call.
-  readonly #now = () => this.#clock.now()
+  // What every report call's fetch is given, made once: its settings do not change while
+  // the gateway runs, and each call's copy would be kept for as long as it waits for a seat.
+  readonly #fetching: FetcherDeps
 
   constructor(deps: ReportCacheDeps) {
     this.#d = deps
     this.#clock = deps.clock ?? systemClock
     this.#failures = deps.failures ?? new FailureLog({ log: deps.log, clock: this.#clock })
     this.#hitL1 = deps.metrics.cacheRequests.child({ result: 'HIT', tier: 'l1' })
+    const { config } = deps
+    this.#fetching = {
+      timeoutMs: config.platform.timeoutMs,
+      maxEntryBytes: config.cache.maxEntryBytes,
+      answers: deps.answers,
+      log: deps.log,
+      ttl: { ...config.cache.ttl, ...config.cache },
+      now: () => this.#clock.now(),
+      turns: this.#turns,
+    }
     const timers = deps.timers ?? steppedTimers(this.#clock)
     this.#timers = timers
     this.#watches = new LRUCache<string, Watch>({
@@ -589,18 +600,10 @@ export class ReportCache {
   // async frame waits here for the call (each kept one is copied by every scavenge while
   // its call waits for a seat): what follows the answer is a reaction to it.
   #callPlatform(report: CanonicalReport, provider: TokenProvider, origin: Origin, timeoutMs?: number): Promise<FillResult> {
-    const { config, metrics } = this.#d
-    const end = metrics.upstreamDuration.startTimer()
+    const end = this.#d.metrics.upstreamDuration.startTimer()
     const spent = { ms: 0 }
-    return fetchReport(this.#d.client, provider, report, { ...origin, spent }, {
-      timeoutMs: timeoutMs ?? config.platform.timeoutMs,
-      maxEntryBytes: config.cache.maxEntryBytes,
-      answers: this.#d.answers,
-      log: this.#d.log,
-      ttl: { ...config.cache.ttl, ...config.cache },
-      now: this.#now,
-      turns: this.#turns,
-    }).then((result: FillResult) => this.#called(result, report, origin, spent.ms, end))
+    const deps = timeoutMs === undefined ? this.#fetching : { ...this.#fetching, timeoutMs }
+    return fetchReport(this.#d.client, provider, report, { ...origin, spent }, deps).then((result: FillResult) => this.#called(result, report, origin, spent.ms, end))
   }
 
   /** Counts a report call's answer (`spentMs` of platform time) for the team of `origin`: usage, metrics, the entry's filler and its work class's latency. */
