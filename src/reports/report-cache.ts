@@ -500,13 +500,14 @@ export class ReportCache {
     callers.join(from.hangUp, from.team, from.priority ?? 'caller')
     const origin: Origin = { requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal, queue: callers, ...(from.ahead ? { background: true, urgency: from.ahead.urgency } : {}), ...(from.trace ? { trace: from.trace } : {}) }
     const lock = this.#d.lock
-    return this.#flights.run(key, () => (lock ? this.#shared(lock, key, report, provider, from, origin, notBefore) : this.#solo(key, report, provider, origin))).finally(this.#forget(key, callers))
+    return this.#flights.run(key, () => (lock ? this.#shared(lock, key, report, provider, from, origin, notBefore) : this.#solo(key, report, provider, origin)), this.#forget(key, callers))
   }
 
   /**
    * What forgets `group`, the callers of `key`'s fill, once the fill has ended (unless
-   * another group took its place): made apart from `#fill`, so that what waits for the
-   * fill keeps the key and the group, not everything the fill was started with.
+   * another group took its place; a read joining the fill has the same group): made apart
+   * from `#fill`, so that what waits for the fill keeps the key and the group, not
+   * everything the fill was started with.
    */
   #forget(key: string, group: CallerGroup): () => void {
     return () => {
