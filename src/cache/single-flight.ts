@@ -9,10 +9,18 @@ import { redisKey } from '../redis/keys.js'
 export class SingleFlight<T> {
   readonly #inFlight = new Map<string, Promise<T>>()
 
-  run(key: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * The run under way for `key`, else one of `fn`; `ended` runs once the run it started
+   * has settled (not for a run joined), in the same reaction that forgets the run: no
+   * second `finally` kept per run while it waits.
+   */
+  run(key: string, fn: () => Promise<T>, ended?: () => void): Promise<T> {
     let p = this.#inFlight.get(key)
     if (!p) {
-      p = fn().finally(() => this.#inFlight.delete(key))
+      p = fn().finally(() => {
+        this.#inFlight.delete(key)
+        ended?.()
+      })
       this.#inFlight.set(key, p)
     }
     return p

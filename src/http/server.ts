@@ -44,7 +44,8 @@ function closeGently(server: Server): { begin: () => void; closing: () => boolea
   let closing = false
   server.on('connection', (socket: HttpSocket) => {
     open.add(socket)
-    socket.once('close', () => open.delete(socket))
+    // `on`: a socket closes once, and `once` keeps a wrapper and its context per connection.
+    socket.on('close', () => open.delete(socket))
   })
   const closeWhenIdle = (socket: HttpSocket): void => {
     const moved = socket.bytesRead

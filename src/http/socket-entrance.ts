@@ -120,7 +120,8 @@ export function enterOnConnections(server: BufferedServer, serve: ServePlain, cl
     socket.on('data', onData)
     socket.on('end', onEnd)
     socket.on('error', onError)
-    socket.once('close', () => held.delete(socket))
+    // `on`: a socket closes once, and `once` keeps a wrapper and its context per connection.
+    socket.on('close', () => held.delete(socket))
   })
 
   // The deadlines, looked for rather than timed per answer: a connection whose bytes read

@@ -50,11 +50,23 @@ function isTraced(url: string | undefined): boolean {
 
 /**
  * `work` in a child span of `parent` named `name`, ended when it settles (its error's
- * code or name as `error.type`); `work` alone, with nothing made (`attributes` not even
- * asked), without a parent.
+ * code or name as `error.type`); without a parent, `work`'s own promise, with nothing
+ * made (`attributes` not even asked): no async frame of its own waits with it.
  */
-export async function traced<T>(parent: Trace | undefined, name: string, attributes: () => SpanAttributes, work: () => Promise<T>): Promise<T> {
-  if (parent === undefined) return work()
+export function traced<T>(parent: Trace | undefined, name: string, attributes: () => SpanAttributes, work: () => Promise<T>): Promise<T> {
+  return parent === undefined ? untraced(work) : inSpan(parent, name, attributes, work)
+}
+
+/** `work()`, a throw of it as its rejection (as an async function's would be). */
+function untraced<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return work()
+  } catch (err) {
+    return Promise.reject(err as Error)
+  }
+}
+
+async function inSpan<T>(parent: Trace, name: string, attributes: () => SpanAttributes, work: () => Promise<T>): Promise<T> {
   const span = parent.step(name, attributes())
   try {
     const value = await work()
@@ -74,8 +86,16 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
  * answer's status (a 5xx is an error) or the call's failure. Without a parent, `send` with
  * no header and nothing made.
  */
-export async function tracedCall<T extends { statusCode: number }>(parent: Trace | undefined, about: () => { name: string; attributes: SpanAttributes }, send: (headers: Readonly<Record<string, string>>) => Promise<T>): Promise<T> {
-  if (parent === undefined) return send(NO_HEADERS)
+export function tracedCall<T extends { statusCode: number }>(parent: Trace | undefined, about: () => { name: string; attributes: SpanAttributes }, send: (headers: Readonly<Record<string, string>>) => Promise<T>): Promise<T> {
+  if (parent !== undefined) return callInSpan(parent, about, send)
+  try {
+    return send(NO_HEADERS)
+  } catch (err) {
+    return Promise.reject(err as Error)
+  }
+}
+
+async function callInSpan<T extends { statusCode: number }>(parent: Trace, about: () => { name: string; attributes: SpanAttributes }, send: (headers: Readonly<Record<string, string>>) => Promise<T>): Promise<T> {
   const { name, attributes } = about()
   const { span, traceparent } = parent.call(name, attributes)
   try {

@@ -9,8 +9,8 @@ import type { CacheEntry, FilledBy } from '../cache/cache-entry.js'
 import { SingleFlight, type FillFailure, type FillLease, type ReplicaLock } from '../cache/single-flight.js'
 import type { TieredStore, Tier as StoreTier } from '../cache/tiered-store.js'
 import { reportCacheKey } from './cache-key.js'
-import { fetchReport, type FetchResult } from './report-fetcher.js'
-import { CallerGroup, CallersGoneError, type QueueTeam } from '../platform/client/caller-group.js'
+import { fetchReport, type FetcherDeps, type FetchResult } from './report-fetcher.js'
+import { CallerGroup, CallersGoneError, type HangUp, type QueueTeam } from '../platform/client/caller-group.js'
 import type { CanonicalReport } from './report-query.js'
 import type { TeamUsage } from '../observe/usage.js'
 import { PlatformAuthError, PlatformRefusedError, PlatformTimeSpentError, UpstreamError, UpstreamTimeoutError } from '../errors.js'
@@ -70,8 +70,8 @@ export interface ReadOptions {
   requestId: string
   /** The caller's team: its place in the credential's queue of platform calls. */
   team: string
-  /** Made only when the read needs the platform: aborts when the caller hangs up. */
-  hangUp?: () => AbortSignal
+  /** The caller's hang-up, watched only when the read waits for a platform call (its callers' group). */
+  hangUp?: HangUp
   log: Pick<Logger, 'warn'>
   /** The fill this caller already joined (`joinCold`), which ended in no entry: read it rather than fill. */
   joined?: Promise<FillResult>
@@ -173,12 +173,25 @@ export class ReportCache {
   #budget = { at: -Infinity, asks: new Map<string, number>() }
   // Who filled an entry, one object per team shared by the entries it filled here.
   readonly #fillers = new Map<string, FilledBy>()
+  // What every report call's fetch is given, made once: its settings do not change while
+  // the gateway runs, and each call's copy would be kept for as long as it waits for a seat.
+  readonly #fetching: FetcherDeps
 
   constructor(deps: ReportCacheDeps) {
     this.#d = deps
     this.#clock = deps.clock ?? systemClock
     this.#failures = deps.failures ?? new FailureLog({ log: deps.log, clock: this.#clock })
     this.#hitL1 = deps.metrics.cacheRequests.child({ result: 'HIT', tier: 'l1' })
+    const { config } = deps
+    this.#fetching = {
+      timeoutMs: config.platform.timeoutMs,
+      maxEntryBytes: config.cache.maxEntryBytes,
+      answers: deps.answers,
+      log: deps.log,
+      ttl: { ...config.cache.ttl, ...config.cache },
+      now: () => this.#clock.now(),
+      turns: this.#turns,
+    }
     const timers = deps.timers ?? steppedTimers(this.#clock)
     this.#timers = timers
     this.#watches = new LRUCache<string, Watch>({
@@ -352,7 +365,7 @@ export class ReportCache {
    * Counts a caller among those waiting for the cold fill of `key` (`coldFlight`), as a
    * read that found no copy joins it: the platform call waits for it (hang-ups, whose queue).
    */
-  joinCold(key: string, team: string, hangUp: AbortSignal, priority: Priority = 'caller'): void {
+  joinCold(key: string, team: string, hangUp: HangUp, priority: Priority = 'caller'): void {
     this.#callers.get(key)?.join(hangUp, team, priority)
   }
 
@@ -484,59 +497,72 @@ export class ReportCache {
       if (cold) this.#cold.add(callers)
     }
     // A background refresh (no hang-up) keeps the call; a caller's read may drop it.
-    callers.join(from.hangUp?.(), from.team, from.priority ?? 'caller')
+    callers.join(from.hangUp, from.team, from.priority ?? 'caller')
     const origin: Origin = { requestId: from.requestId, team: from.team, tally: from.tally, hangUp: callers.signal, queue: callers, ...(from.ahead ? { background: true, urgency: from.ahead.urgency } : {}), ...(from.trace ? { trace: from.trace } : {}) }
-    const group = callers
-    return this.#flights.run(key, async () => {
-      const lock = this.#d.lock
-      const outcome = lock ? await lock.acquire(key) : ({ role: 'solo' } as const)
-      if (outcome.role === 'solo') {
-        // Redis is out: the copy stays in this process.
-        const result = await this.#callPlatform(report, provider, origin)
-        if (result.kind === 'entry') await this.#d.store.keepLocally(key, result.entry)
-        return result
-      }
-      if (outcome.role === 'leader') {
-        // Another replica's refresh may have landed already: one refresh across replicas.
-        const newer = from.ahead || from.refresh ? await this.#d.store.getShared(key) : null
-        if (newer && this.#landed(newer, from, this.#clock.now())) {
-          await outcome.lease.release()
-          await this.#d.store.keepLocally(key, newer)
-          return { kind: 'entry', entry: newer, fromPeer: true }
-        }
-        return this.#lead(key, outcome.lease, report, provider, origin)
-      }
-      // A waiter's budget is its caller's: the leader's call ends within platform.timeout
-      // of its start, which was before ours, and its word comes within one lock TTL.
-      const deadline = this.#clock.now() + this.#d.config.platform.timeoutMs + this.#d.config.cache.lockTtlMs
-      // Background refreshes wait too: a caller may have joined this flight, and the
-      // other replica's fill is what this one's L1 needs anyway.
-      const waited = await outcome.wait(async () => {
-        const e = await this.#d.store.getShared(key)
-        return e && this.#clock.now() < e.freshUntil && e.fetchedAt >= notBefore ? e : null
-      }, deadline)
-      switch (waited.kind) {
-        case 'found':
-          await this.#d.store.keepLocally(key, waited.value)
-          return { kind: 'entry', entry: waited.value, fromPeer: true }
-        case 'lead':
-          // The leader died: this replica fills for everyone, with a full platform.timeout.
-          return this.#lead(key, waited.lease, report, provider, origin)
-        case 'failed':
-          return fillFailure(waited.failure)
-        case 'timeout':
-          return { kind: 'failed', error: new UpstreamTimeoutError() }
-        case 'none': {
-          // The leader's answer was not for sharing (a 4xx, no-store, oversize): make our
-          // own call within what is left of the budget, and leave storing to the leader.
-          const left = deadline - this.#clock.now()
-          if (left <= 0) return { kind: 'failed', error: new UpstreamTimeoutError() }
-          return this.#callPlatform(report, provider, origin, left)
-        }
-      }
-    }).finally(() => {
+    const lock = this.#d.lock
+    return this.#flights.run(key, () => (lock ? this.#shared(lock, key, report, provider, from, origin, notBefore) : this.#solo(key, report, provider, origin)), this.#forget(key, callers))
+  }
+
+  /**
+   * What forgets `group`, the callers of `key`'s fill, once the fill has ended (unless
+   * another group took its place; a read joining the fill has the same group): made apart
+   * from `#fill`, so that what waits for the fill keeps the key and the group, not
+   * everything the fill was started with.
+   */
+  #forget(key: string, group: CallerGroup): () => void {
+    return () => {
       if (this.#callers.get(key) === group) this.#callers.delete(key)
-    })
+    }
+  }
+
+  /** A fill without Redis: the copy stays in this process. No async frame waits here for the call. */
+  #solo(key: string, report: CanonicalReport, provider: TokenProvider, origin: Origin): Promise<FillResult> {
+    return this.#callPlatform(report, provider, origin).then((result) => (result.kind === 'entry' ? this.#d.store.keepLocally(key, result.entry).then(() => result) : result))
+  }
+
+  /** A fill with Redis: this replica leads it (the lock), or waits for the replica that does. */
+  async #shared(lock: ReplicaLock, key: string, report: CanonicalReport, provider: TokenProvider, from: Asker, origin: Origin, notBefore: number): Promise<FillResult> {
+    const outcome = await lock.acquire(key)
+    // Redis is out: the copy stays in this process.
+    if (outcome.role === 'solo') return this.#solo(key, report, provider, origin)
+    if (outcome.role === 'leader') {
+      // Another replica's refresh may have landed already: one refresh across replicas.
+      const newer = from.ahead || from.refresh ? await this.#d.store.getShared(key) : null
+      if (newer && this.#landed(newer, from, this.#clock.now())) {
+        await outcome.lease.release()
+        await this.#d.store.keepLocally(key, newer)
+        return { kind: 'entry', entry: newer, fromPeer: true }
+      }
+      return this.#lead(key, outcome.lease, report, provider, origin)
+    }
+    // A waiter's budget is its caller's: the leader's call ends within platform.timeout
+    // of its start, which was before ours, and its word comes within one lock TTL.
+    const deadline = this.#clock.now() + this.#d.config.platform.timeoutMs + this.#d.config.cache.lockTtlMs
+    // Background refreshes wait too: a caller may have joined this flight, and the
+    // other replica's fill is what this one's L1 needs anyway.
+    const waited = await outcome.wait(async () => {
+      const e = await this.#d.store.getShared(key)
+      return e && this.#clock.now() < e.freshUntil && e.fetchedAt >= notBefore ? e : null
+    }, deadline)
+    switch (waited.kind) {
+      case 'found':
+        await this.#d.store.keepLocally(key, waited.value)
+        return { kind: 'entry', entry: waited.value, fromPeer: true }
+      case 'lead':
+        // The leader died: this replica fills for everyone, with a full platform.timeout.
+        return this.#lead(key, waited.lease, report, provider, origin)
+      case 'failed':
+        return fillFailure(waited.failure)
+      case 'timeout':
+        return { kind: 'failed', error: new UpstreamTimeoutError() }
+      case 'none': {
+        // The leader's answer was not for sharing (a 4xx, no-store, oversize): make our
+        // own call within what is left of the budget, and leave storing to the leader.
+        const left = deadline - this.#clock.now()
+        if (left <= 0) return { kind: 'failed', error: new UpstreamTimeoutError() }
+        return this.#callPlatform(report, provider, origin, left)
+      }
+    }
   }
 
   /**
@@ -571,29 +597,28 @@ export class ReportCache {
     return result
   }
 
-  // The call counts for the team whose read started it: a coalesced fill's leader.
-  async #callPlatform(report: CanonicalReport, provider: TokenProvider, origin: Origin, timeoutMs?: number): Promise<FillResult> {
-    const { config, metrics } = this.#d
-    const end = metrics.upstreamDuration.startTimer()
+  // The call counts for the team whose read started it: a coalesced fill's leader. No
+  // async frame waits here for the call (each kept one is copied by every scavenge while
+  // its call waits for a seat): what follows the answer is a reaction to it.
+  #callPlatform(report: CanonicalReport, provider: TokenProvider, origin: Origin, timeoutMs?: number): Promise<FillResult> {
+    const end = this.#d.metrics.upstreamDuration.startTimer()
     const spent = { ms: 0 }
-    const result: FillResult = await fetchReport(this.#d.client, provider, report, { ...origin, spent }, {
-      timeoutMs: timeoutMs ?? config.platform.timeoutMs,
-      maxEntryBytes: config.cache.maxEntryBytes,
-      answers: this.#d.answers,
-      log: this.#d.log,
-      ttl: { ...config.cache.ttl, ...config.cache },
-      now: () => this.#clock.now(),
-      turns: this.#turns,
-    })
+    const deps = timeoutMs === undefined ? this.#fetching : { ...this.#fetching, timeoutMs }
+    return fetchReport(this.#d.client, provider, report, { ...origin, spent }, deps).then((result: FillResult) => this.#called(result, report, origin, spent.ms, end))
+  }
+
+  /** Counts a report call's answer (`spentMs` of platform time) for the team of `origin`: usage, metrics, the entry's filler and its work class's latency. */
+  #called(result: FillResult, report: CanonicalReport, origin: Origin, spentMs: number, end: (labels: { status: string }) => number): FillResult {
+    const { config, metrics } = this.#d
     // A background refresh that got no seat made no call.
     if (result.kind === 'failed' && result.error.cause instanceof NoIdleSeatError) return result
     origin.tally.platformCalls += 1
     this.#d.usage.platformCall(origin.tally.team.name)
-    this.#d.usage.platformSpent(origin.tally.team.name, spent.ms)
-    result.platformMs = spent.ms
+    this.#d.usage.platformSpent(origin.tally.team.name, spentMs)
+    result.platformMs = spentMs
     if (result.kind === 'entry') {
       result.entry.filledBy = this.#filler(origin.team)
-      result.entry.fillMs = Math.ceil(spent.ms)
+      result.entry.fillMs = Math.ceil(spentMs)
     }
     const outcome = result.kind === 'failed' ? result.error.code : result.kind
     result.upstreamMs = end({ status: outcome }) * 1000

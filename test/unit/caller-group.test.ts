@@ -1,6 +1,6 @@
-import { getEventListeners } from 'node:events'
+import { EventEmitter, getEventListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
-import { CallerGroup, CallersGoneError, seatFollowing } from '../../src/platform/client/caller-group.js'
+import { CallerGroup, CallersGoneError, hangUpOf, seatFollowing } from '../../src/platform/client/caller-group.js'
 import { CredentialSeats } from '../../src/platform/governor/seats.js'
 import type { Priority } from '../../src/platform/governor/fair-queue.js'
 import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
@@ -27,6 +27,25 @@ describe('CallerGroup', () => {
     pinned.join(undefined, 'd')
     c.abort()
     expect(pinned.signal.aborted).toBe(false)
+  })
+
+  it('follows a response\'s hang-up without a signal of its own: a close before the answer is complete leaves, one after does not', () => {
+    const response = () => Object.assign(new EventEmitter(), { writableFinished: false })
+    const [a, b] = [response(), response()]
+    const group = new CallerGroup()
+    group.join(hangUpOf(a), 'a')
+    group.join(hangUpOf(b), 'b')
+    a.emit('close')
+    expect([group.signal.aborted, group.team]).toEqual([false, 'b'])
+    b.writableFinished = true
+    b.emit('close')
+    expect(group.signal.aborted).toBe(false)
+
+    const c = response()
+    const alone = new CallerGroup()
+    alone.join(hangUpOf(c), 'c')
+    c.emit('close')
+    expect(alone.signal.reason).toBeInstanceOf(CallersGoneError)
   })
 
   it('aborts when its only caller had hung up before joining', () => {
@@ -79,7 +98,7 @@ describe('seatFollowing', () => {
     group.join(a.signal, 'a')
     group.join(b.signal, 'b')
     let started = false
-    const seat = seatFollowing('a', group, undefined, ask(s)).then((seat) => {
+    const seat = seatFollowing('a', group, [], ask(s)).then((seat) => {
       started = true
       return seat
     })
@@ -100,7 +119,7 @@ describe('seatFollowing', () => {
     const group = new CallerGroup()
     group.join(new AbortController().signal, 'a')
     const deadline = new AbortController()
-    const waiting = seatFollowing('a', group, deadline.signal, ask(s))
+    const waiting = seatFollowing('a', group, [deadline.signal], ask(s))
     await settle()
     expect(s.queued).toBe(1)
     const late = new Error('deadline')
@@ -111,15 +130,31 @@ describe('seatFollowing', () => {
     const other = new CallerGroup()
     other.join(new AbortController().signal, 'b')
     const signal = new AbortController().signal
-    const seat = await seatFollowing('b', other, signal, ask(s))
+    const seat = await seatFollowing('b', other, [signal], ask(s))
     expect(getEventListeners(signal, 'abort')).toHaveLength(0)
     seat.end({ kind: 'answer', status: 200, latencyMs: 1 })
     heldByA.end({ kind: 'answer', status: 200, latencyMs: 1 })
   })
 
+  it('waits on one signal of its own listening on each of the call\'s ends, aborts with the first, and leaves no listener on them', async () => {
+    const s = seats()
+    const heldByA = await ask(s)('a', undefined, 'caller')
+    const group = new CallerGroup()
+    group.join(new AbortController().signal, 'a')
+    const [deadline, gone] = [new AbortController(), new AbortController()]
+    const waiting = seatFollowing('a', group, [deadline.signal, gone.signal], ask(s))
+    await settle()
+    expect([getEventListeners(deadline.signal, 'abort').length, getEventListeners(gone.signal, 'abort').length]).toEqual([1, 1])
+    const reason = new Error('every caller hung up')
+    gone.abort(reason)
+    await expect(waiting).rejects.toBe(reason)
+    expect([s.queued, getEventListeners(deadline.signal, 'abort').length]).toEqual([0, 0])
+    heldByA.end({ kind: 'answer', status: 200, latencyMs: 1 })
+  })
+
   it('without callers to follow, waits under its own team, as a caller\'s call', async () => {
     const s = seats()
-    const seat = await seatFollowing('a', undefined, undefined, ask(s))
+    const seat = await seatFollowing('a', undefined, [], ask(s))
     expect(s.running('a')).toBe(1)
     seat.end({ kind: 'answer', status: 200, latencyMs: 1 })
   })

@@ -45,7 +45,8 @@ export function answerHooks(proxy: FastifyInstance, parts: AnswerHookParts): voi
     // Read now: a closed connection no longer has its peer's address.
     const client = request.ip ?? null
     countBytesWhenWritten(reply.raw)
-    reply.raw.once('close', () => {
+    // `on`: a response closes once, and `once` keeps a wrapper and its context per request.
+    reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) leaveBehind(request, reply, CALLER_LEFT, client)
     })
     done()

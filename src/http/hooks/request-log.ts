@@ -69,7 +69,8 @@ export function bytesSince(socket: Socket | null | undefined): number | null {
  * response's, where an answer logged at 'finish' would see the next one's too.
  */
 export function countBytesWhenWritten(res: ServerResponse): void {
-  res.once('prefinish', () => {
+  // `on`: a response is prefinished once, and `once` keeps a wrapper and its context per request.
+  res.on('prefinish', () => {
     const bytes = bytesSince(res.socket)
     if (bytes !== null) sent.set(res, bytes)
   })

@@ -26,7 +26,8 @@ export function closeSilentConnections(server: Server, timeoutMs: number, now: (
   const open = new Map<Socket, Look>()
   server.on('connection', (socket: Socket) => {
     open.set(socket, { moved: moved(socket), since: now() })
-    socket.once('close', () => open.delete(socket))
+    // `on`: a socket closes once, and `once` keeps a wrapper and its context per connection.
+    socket.on('close', () => open.delete(socket))
   })
   const looks = setInterval(
     () => {

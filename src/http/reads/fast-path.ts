@@ -5,7 +5,7 @@ import type { Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import type { CacheEntry } from '../../cache/cache-entry.js'
 import type { GatewayContext } from '../context.js'
-import { hangUpSignal } from '../../platform/client/caller-group.js'
+import { hangUpOf } from '../../platform/client/caller-group.js'
 import { handOver, type HandedOver } from './handed-over.js'
 import type { FillResult, Forward } from '../../reports/report-cache.js'
 import type { AdmittedRead, DecideHow, ReadDecision, ReadDecisions } from '../../reports/read-decision.js'
@@ -112,7 +112,7 @@ export function fastReads({ reports, tracing, clock, log, decisions, observe, fa
     const { team } = read.identity
     // Read now: a closed connection no longer has its peer's address.
     const client = req.socket.remoteAddress ?? null
-    reports.joinCold(read.form.key, team.name, hangUpSignal(res))
+    reports.joinCold(read.form.key, team.name, hangUpOf(res))
     const waiting = trace?.step('cache.fill', JOINED_FILL)
     const handOverFill = () => {
       if (!left(req, res, read, started, null, client)) toRouter(req, res, next, waiting, { rate: read.rate, flight })

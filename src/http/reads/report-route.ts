@@ -7,7 +7,7 @@ import { canonicalPostReport, type CanonicalReport } from '../../reports/report-
 import type { ReadDecisions } from '../../reports/read-decision.js'
 import { isWarmUp, sendReport } from './report-reply.js'
 import { forcesRefresh } from '../../reports/forced-refresh.js'
-import { hangUpSignal } from '../../platform/client/caller-group.js'
+import { hangUpOf } from '../../platform/client/caller-group.js'
 import { takeHandedOver, type HandedOver } from './handed-over.js'
 import type { ReadOptions } from '../../reports/report-cache.js'
 import { traceOf, type Trace } from '../../observe/tracing.js'
@@ -94,7 +94,7 @@ export async function reportReads(app: FastifyInstance, { config, reports, jobs,
       return sendReport(reply, result, request.headers, at, () => ({ reqId: request.id, rate: admission.rateFields(caller) }), factsFor(caller, report, at))
     }
     const flight = handed?.flight ?? decided.goOn.flight
-    if (flight !== undefined && handed?.flight === undefined) reports.joinCold(key, caller.team.name, hangUpSignal(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller')
+    if (flight !== undefined && handed?.flight === undefined) reports.joinCold(key, caller.team.name, hangUpOf(reply.raw), isWarmUp(request.headers) ? 'warm' : 'caller')
     const result = await reports.read(report, key, caller.provider, readOptions(request, reply, caller, admitted.refresh, trace, { ...handed, ...(flight ? { flight } : {}) }))
     caller.upstreamMs = result.upstreamMs ?? null
     const at = clock.now()
@@ -133,7 +133,7 @@ function optionsOf(request: FastifyRequest, reply: FastifyReply, caller: Caller,
     team: caller.team.name,
     log: request.log,
     tally: caller,
-    hangUp: () => hangUpSignal(reply.raw),
+    hangUp: hangUpOf(reply.raw),
     ...(isWarmUp(request.headers) ? { priority: 'warm' as const } : {}),
     ...(handed?.flight ? { joined: handed.flight } : {}),
     ...(handed?.found !== undefined ? { found: handed.found } : {}),

@@ -61,16 +61,18 @@ export class CallerGroup implements QueueTeam {
     return () => this.#changed.delete(fn)
   }
 
-  join(hangUp: AbortSignal | undefined, team: string, priority: Priority = 'caller'): void {
+  join(hangUp: HangUp | undefined, team: string, priority: Priority = 'caller'): void {
     const before = this.#first()
     if (!hangUp) {
       this.#pinned = true
       this.#waiting.push({ team, priority })
-    } else if (!hangUp.aborted) {
+    } else if (typeof hangUp === 'function' || !hangUp.aborted) {
       this.#present += 1
       const caller = { team, priority }
       this.#waiting.push(caller)
-      hangUp.addEventListener('abort', () => this.#leave(caller), { once: true })
+      const leave = () => this.#leave(caller)
+      if (typeof hangUp === 'function') hangUp(leave)
+      else hangUp.addEventListener('abort', leave, { once: true })
     } else if (this.#present === 0) {
       this.#leave(null)
       return
@@ -101,31 +103,65 @@ export class CallerGroup implements QueueTeam {
  * A seat of `acquire` for a call waited for under `queue`'s team and priority (else
  * `team`'s, as a caller's call): when they change while the call is queued, its place is
  * given up and taken again in the new team's queue or at the new priority, with the same
- * signal and deadline.
+ * deadline. Each wait's signal aborts with the first of `sources` (the call's own ends) or
+ * with the move: one signal a wait, listening on the sources themselves.
  */
-export async function seatFollowing<T>(
+export function seatFollowing<T>(
   team: string,
   queue: QueueTeam | undefined,
-  signal: AbortSignal | undefined,
+  sources: readonly (AbortSignal | undefined)[],
   acquire: (team: string, signal: AbortSignal | undefined, priority: Priority) => Promise<T>,
 ): Promise<T> {
-  if (!queue) return acquire(team, signal, 'caller')
-  for (;;) {
-    const wait = waitSignal([signal])
-    const stop = queue.onChange(() => wait.abort(MOVED))
-    try {
-      return await acquire(queue.team ?? team, wait.signal, queue.priority)
-    } catch (err) {
-      if (err !== MOVED) throw err
-    } finally {
-      stop()
-      wait.done()
-    }
+  const wait = waitSignal(sources)
+  const stop = queue?.onChange(() => wait.abort(MOVED))
+  const ended = () => {
+    stop?.()
+    wait.done()
   }
+  let asked: Promise<T>
+  try {
+    asked = queue ? acquire(queue.team ?? team, wait.signal, queue.priority) : acquire(team, wait.signal, 'caller')
+  } catch (err) {
+    ended()
+    return Promise.reject(err as Error)
+  }
+  // A reaction, not an async frame, waits for the seat: the one kept per queued call is #once's.
+  return asked.then(
+    (seat) => {
+      ended()
+      return seat
+    },
+    (err: unknown) => {
+      ended()
+      if (err !== MOVED) throw err
+      return seatFollowing(team, queue, sources, acquire)
+    },
+  )
 }
 
 // The reason a queued wait is given up to move to another team's queue; never seen outside.
 const MOVED = new Error('the call moves to another team\'s queue')
+
+/**
+ * A caller's hang-up as a call's waiters watch it: an AbortSignal, or a function that
+ * runs `leave` once when the caller hangs up (`hangUpOf`), which needs no signal of its own.
+ */
+export type HangUp = AbortSignal | ((leave: () => void) => void)
+
+type Answering = { on(event: 'close', fn: () => void): unknown; writableFinished: boolean }
+
+/**
+ * The hang-up of the caller of `res`: `leave` runs when `res` closes before its answer is
+ * complete (a response closes once). One listener on the response, no AbortController:
+ * what a caller waiting for a report holds is its response and this listener.
+ */
+export function hangUpOf(res: Answering): HangUp {
+  return (leave) => {
+    res.on('close', () => {
+      if (!res.writableFinished) leave()
+    })
+  }
+}
 
 /** Aborts when the caller of `res` hangs up before its answer is complete. */
 export function hangUpSignal(res: { once(event: 'close', fn: () => void): unknown; writableFinished: boolean }): AbortSignal {

@@ -141,13 +141,39 @@ export class PlatformClient {
    * GW_PLATFORM_AUTH.
    */
   async send(provider: TokenProvider, platformCall: PlatformCall): Promise<PlatformResponse> {
+    // One async frame for the whole call (its wait for a seat, its tries, a re-login), not
+    // one calling another: each frame is kept, with its registers, while the call waits.
     const deadline = this.#deadline(platformCall.timeoutMs)
     try {
-      const res = await this.#send(provider, { ...platformCall, signal: deadline.signal }, deadline.at)
-      // The deadline stays armed until the body is read whole (or dropped): a platform
-      // trickling its body is cut off at the deadline too.
-      res.body.once('close', deadline.done)
-      return res
+      const call: PlatformCall = { ...platformCall, signal: deadline.signal }
+      const first = provider.usable() ? provider.current() : null
+      if (!first) throw new PlatformAuthError(`credential ${provider.name} has no usable token`)
+      const base = this.baseOf(provider)
+      let token = first.token
+      let res = await this.#once(provider.name, base, call, token, deadline.at)
+      if (res.status !== 401) return armed(withoutEcho(res, token), deadline)
+      res.body.resume()
+      // The token was replaced while the call was out (a login here or on another replica,
+      // an operator's PUT): its 401 says nothing of the token in use now. A read goes
+      // again with that one, without asking the probe about a token no longer used.
+      const current = provider.usable() ? provider.current() : null
+      if (current && current.token !== token && call.read && isReplayable(call.body)) {
+        token = current.token
+        res = await this.#once(provider.name, base, call, token, deadline.at)
+        if (res.status !== 401) return armed(withoutEcho(res, token), deadline)
+        res.body.resume()
+      }
+      const { renewed, verdict } = await abortable(this.#renewal(provider, call, token), call.signal)
+      if (!call.read || !isReplayable(call.body)) {
+        throw verdict === 'confirmed' ? new PlatformAuthError('the platform refused the token (a write is not retried)') : refusedCall(verdict)
+      }
+      const again = await this.#once(provider.name, base, call, renewed.token, deadline.at)
+      if (again.status !== 401) return armed(withoutEcho(again, renewed.token), deadline)
+      again.body.resume()
+      const retried = await abortable(this.#verdict(provider, renewed.token, call), call.signal)
+      if (retried !== 'confirmed') throw refusedCall(retried)
+      provider.condemn(renewed.token)
+      throw new PlatformAuthError('the platform refused a freshly obtained token')
     } catch (err) {
       deadline.done()
       throw err
@@ -185,37 +211,6 @@ export class PlatformClient {
   /** The platform address a credential's calls go to. */
   baseOf(provider: TokenProvider): string {
     return provider.credential.baseUrl ?? this.#defaultBase
-  }
-
-  async #send(provider: TokenProvider, call: PlatformCall, deadline: number): Promise<PlatformResponse> {
-    const first = provider.usable() ? provider.current() : null
-    if (!first) throw new PlatformAuthError(`credential ${provider.name} has no usable token`)
-    const base = this.baseOf(provider)
-    let token = first.token
-    let res = await this.#once(provider.name, base, call, token, deadline)
-    if (res.status !== 401) return withoutEcho(res, token)
-    res.body.resume()
-    // The token was replaced while the call was out (a login here or on another replica,
-    // an operator's PUT): its 401 says nothing of the token in use now. A read goes
-    // again with that one, without asking the probe about a token no longer used.
-    const current = provider.usable() ? provider.current() : null
-    if (current && current.token !== token && call.read && isReplayable(call.body)) {
-      token = current.token
-      res = await this.#once(provider.name, base, call, token, deadline)
-      if (res.status !== 401) return withoutEcho(res, token)
-      res.body.resume()
-    }
-    const { renewed, verdict } = await abortable(this.#renewal(provider, call, token), call.signal)
-    if (!call.read || !isReplayable(call.body)) {
-      throw verdict === 'confirmed' ? new PlatformAuthError('the platform refused the token (a write is not retried)') : refusedCall(verdict)
-    }
-    const again = await this.#once(provider.name, base, call, renewed.token, deadline)
-    if (again.status !== 401) return withoutEcho(again, renewed.token)
-    again.body.resume()
-    const retried = await abortable(this.#verdict(provider, renewed.token, call), call.signal)
-    if (retried !== 'confirmed') throw refusedCall(retried)
-    provider.condemn(renewed.token)
-    throw new PlatformAuthError('the platform refused a freshly obtained token')
   }
 
   /**
@@ -281,7 +276,8 @@ export class PlatformClient {
   async #once(credential: string, baseUrl: string, call: PlatformCall, token: string, deadline: number): Promise<PlatformResponse> {
     const replayable = isReplayable(call.body)
     for (let retries = 0; ; retries++) {
-      const wait = call.hangUp && call.signal ? waitSignal([call.signal, call.hangUp]) : null
+      // A shared call's wait follows its callers' queue with one signal of its own (caller-group.ts).
+      const wait = !call.queue && call.hangUp && call.signal ? waitSignal([call.signal, call.hangUp]) : null
       const waitOn = wait?.signal ?? call.signal
       const ask = (team: string, signal: AbortSignal | undefined, priority: Priority) =>
         this.#governors.seat(credential, {
@@ -298,7 +294,7 @@ export class PlatformClient {
       let seat: Seat
       try {
         seat = await traced(call.trace, 'governor.queue', () => ({ 'gateway.credential': credential, 'gateway.team': call.team, 'gateway.priority': call.priority ?? 'caller' }), () =>
-          call.queue ? seatFollowing(call.team, call.queue, waitOn, ask) : ask(call.team, waitOn, call.priority ?? 'caller'),
+          call.queue ? seatFollowing(call.team, call.queue, [call.signal, call.hangUp], ask) : ask(call.team, waitOn, call.priority ?? 'caller'),
         )
       } finally {
         wait?.done()
@@ -443,6 +439,15 @@ function endWithAnswer(seat: Seat, res: Dispatcher.ResponseData, outcome: SeatOu
   }
   res.body.once('end', end)
   res.body.once('close', end)
+}
+
+/**
+ * `res` with the call's deadline still armed until its body is read whole (or dropped): a
+ * platform trickling its body is cut off at the deadline too.
+ */
+function armed(res: PlatformResponse, deadline: Deadline): PlatformResponse {
+  res.body.once('close', deadline.done)
+  return res
 }
 
 /** `res` as a caller may read it: it fails where it carries `token` back (token-echo.ts). */

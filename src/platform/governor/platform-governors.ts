@@ -6,7 +6,7 @@ import { systemClock, type Clock } from '../../clock.js'
 import { routeTemplate } from '../route-template.js'
 import { PlatformPauses, type PlatformPausesDeps } from '../pauses/platform-pauses.js'
 import type { Pause } from '../pauses/pauses.js'
-import type { Seat, SeatRequest, TeamLimits } from './seat.js'
+import type { Seat, SeatOutcome, SeatRequest, TeamLimits } from './seat.js'
 import { answerTiming } from './answer-timing.js'
 import { credentialGovernor, type CredentialGovernor } from './credential-governor.js'
 import { RedisLeaseStore } from './redis-lease-store.js'
@@ -104,13 +104,21 @@ export class PlatformGovernors {
   /** Whether the platform has paused the credential, or a call of `team` (any team's) on the route of `url`: a cached copy is better than a wait. */
   paused(credential: string, url?: string, team?: string): boolean { return this.#pauses.paused(credential, url, team) }
 
-  /** A seat for `call`: refused (GW_OVERLOADED, paused) when a pause covers it, none for a pause's trial, else the seats'; its `end` tells the pauses too. */
-  async seat(credential: string, call: SeatCall): Promise<Seat> {
-    const g = this.#of(credential)
-    const passage = this.#pauses.enter(credential, call)
-    if (call.trial) return { team: call.team, load: g.seats.inFlight, end: (outcome) => this.#pauses.left(credential, call, passage, outcome) }
-    const seat = await g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) })
-    return { team: seat.team, load: seat.load, end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }
+  /**
+   * A seat for `call`: refused (GW_OVERLOADED, paused) when a pause covers it, none for a
+   * pause's trial, else the seats'; its `end` tells the pauses too. No async frame waits
+   * here for the seats' answer (a queued call's wait holds one frame less); a refusal
+   * thrown is a rejection, as an async function's.
+   */
+  seat(credential: string, call: SeatCall): Promise<Seat> {
+    try {
+      const g = this.#of(credential)
+      const passage = this.#pauses.enter(credential, call)
+      if (call.trial) return Promise.resolve({ team: call.team, load: g.seats.inFlight, end: (outcome: SeatOutcome) => this.#pauses.left(credential, call, passage, outcome) })
+      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => ({ team: seat.team, load: seat.load, end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }))
+    } catch (err) {
+      return Promise.reject(err as Error)
+    }
   }
 
   /** Leases seats, follows the other replicas' pauses and any pause under way, and starts learning. */

@@ -15,6 +15,42 @@ export const OVERDUE = 3
 
 type Waiter = Queued & { workClass: string; expiresAt: number; resolve(seat: Seat): void; reject(err: Error): void; detach(): void }
 
+/**
+ * A call waiting for a seat: its place in the queue, how it is answered, what its refusal
+ * at its time would say, and what it listens to until then (its signal, its timer). One
+ * object a queued call and one listener, not closures over `ask`'s scope, which every
+ * queued call kept (with its request) for as long as it waited.
+ */
+class QueuedCall implements Waiter {
+  timer: Timer | null = null
+
+  constructor(
+    readonly team: string,
+    readonly priority: Priority,
+    readonly seq: number,
+    readonly workClass: string,
+    readonly urgency: (() => number) | undefined,
+    readonly expiresAt: number,
+    /** Its time ends at its send-by time (the deadline rule refuses it), not at the queue's timeout. */
+    readonly byDeadline: boolean,
+    readonly expected: number | null,
+    readonly deadline: number,
+    readonly askedAt: number,
+    readonly resolve: (seat: Seat) => void,
+    readonly reject: (err: Error) => void,
+    readonly signal: AbortSignal | undefined,
+    readonly seats: { readonly clock: Clock; aborted(call: QueuedCall): void },
+  ) {}
+
+  /** What listens on its signal: a function, as the governor's signals are listened to. */
+  readonly onAbort = (): void => this.seats.aborted(this)
+
+  detach(): void {
+    this.seats.clock.clearTimeout(this.timer)
+    this.signal?.removeEventListener('abort', this.onAbort)
+  }
+}
+
 /** The seats of one credential on one replica: docs/governor.md, "The dispatch rule" (which call goes next: dispatch-order.ts). */
 export class CredentialSeats {
   readonly credential: string
@@ -26,11 +62,20 @@ export class CredentialSeats {
   readonly #queue = new FairQueue<Waiter>()
   #seq = 0
   #lingerTimer: Timer | null = null
+  // What a queued call asks of its seats when its signal aborts: one for every call.
+  readonly #waits: QueuedCall['seats']
 
   constructor(opts: SeatsOptions) {
     this.credential = opts.credential
     this.#o = opts
     this.#clock = opts.clock ?? systemClock
+    this.#waits = {
+      clock: this.#clock,
+      aborted: (call) => {
+        this.#remove(call)
+        call.reject(call.signal?.reason as Error)
+      },
+    }
     this.#lease = opts.seats ?? new LocalSeats(Infinity)
     this.#limit = clamp(opts.limit, opts.maxConcurrent)
     this.#lease.onGrown(() => this.wake())
@@ -134,23 +179,11 @@ export class CredentialSeats {
       this.#remove(out)
       out.reject(this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority))
     }
+    const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
-      const onAbort = () => {
-        this.#remove(waiter)
-        reject(signal?.reason as Error)
-      }
-      const timer = this.#timer(() => {
-        this.#remove(waiter)
-        reject(expiresAt === sendBy ? this.#refuse('deadline', tooLate(expected, req.deadline - this.#clock.now()), priority) : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${expiresAt - now} ms`, priority))
-      }, expiresAt - now)
-      const waiter: Waiter = {
-        team, priority, seq: this.#seq++, workClass: req.workClass, urgency: req.urgency, expiresAt, resolve, reject,
-        detach: () => {
-          this.#clock.clearTimeout(timer)
-          signal?.removeEventListener('abort', onAbort)
-        },
-      }
-      signal?.addEventListener('abort', onAbort, { once: true })
+      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, expiresAt === sendBy, expected, req.deadline, now, resolve, reject, signal, this.#waits)
+      waiter.timer = this.#expiry(waiter, expiresAt - now)
+      signal?.addEventListener('abort', waiter.onAbort, { once: true })
       this.#chargeElsewhere()
       // A team that starts waiting again saved no credit while it did not.
       if (this.#queue.count(team, null) === 0) this.#teams.of(team).tag = Math.max(this.#teams.of(team).tag, this.#teams.virtual)
@@ -299,6 +332,17 @@ export class CredentialSeats {
         else free()
       },
     }
+  }
+
+  /** The timer of a queued call's time: made apart from `ask`, it keeps the call alone. */
+  #expiry(call: QueuedCall, ms: number): Timer {
+    return this.#timer(() => this.#expired(call), ms)
+  }
+
+  /** A queued call's time is up: it leaves the queue, refused by the deadline rule or the queue's timeout. */
+  #expired(call: QueuedCall): void {
+    this.#remove(call)
+    call.reject(call.byDeadline ? this.#refuse('deadline', tooLate(call.expected, call.deadline - this.#clock.now()), call.priority) : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${call.expiresAt - call.askedAt} ms`, call.priority))
   }
 
   #remove(waiter: Waiter): void {
