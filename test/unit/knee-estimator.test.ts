@@ -129,6 +129,39 @@ function closedLoopOfOneKind(callers: number, costMs: number, spread: number, se
   return lowest
 }
 
+/**
+ * The limit rule of one replica whose callers hold every seat of the limit, on a platform
+ * with no queue whose calls slow as more run at once (the capacity bench's): a call takes
+ * `costMs`, and `slopeMs` more for each call in flight past `knee` as it starts. Returns
+ * the lowest and highest limit in force from half of `ms` on.
+ */
+function onCrowdedPlatform(knee: number, costMs: number, slopeMs: number, ms: number): [number, number] {
+  const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+  const inFlight: { startedAt: number; load: number; window: number; endsAt: number }[] = []
+  const start = (at: number) => {
+    const load = inFlight.length + 1
+    inFlight.push({ startedAt: at, load, window: rule.started('report', load), endsAt: at + costMs + slopeMs * Math.max(0, load - knee) })
+    inFlight.sort((a, b) => a.endsAt - b.endsAt)
+  }
+  let [lowest, highest, nextTick] = [Infinity, 0, 100]
+  for (let now = 0; now < ms; ) {
+    while (inFlight.length < rule.limit) start(now)
+    const next = inFlight[0]!.endsAt
+    if (next <= nextTick) {
+      const call = inFlight.shift()!
+      now = next
+      rule.ended({ startedAt: call.startedAt, at: now, team: 't', kind: 'report', load: call.load, window: call.window, outcome: 'ok' })
+      continue
+    }
+    now = nextTick
+    nextTick += 100
+    rule.waited()
+    rule.tick(now, null)
+    if (now >= ms / 2) [lowest, highest] = [Math.min(lowest, rule.limit), Math.max(highest, rule.limit)]
+  }
+  return [lowest, highest]
+}
+
 describe('KneeEstimator', () => {
   it('keeps the seats of a platform with workers to spare that its callers hold at the limit, its calls of one cost ending in the order they started', () => {
     // At one load, one worker answering each call ~6 ms after the one before fits these
@@ -272,6 +305,16 @@ describe('KneeEstimator', () => {
       for (const window of windows) rule.ended({ startedAt: 0, at: 100, team: 'a', kind: 'week', load: 5, window, outcome: 'ok' })
       rule.tick(1_500, null)
       expect(rule.knee, `${heldBack} seats held back`).toBe(knee)
+    }
+  })
+
+  // No queue: the calls past the knee make every call slower, so the own times fit every
+  // guess of W alike and room shows past it; the answers a second fall there (Little's
+  // law), and the knee stays where they were most (docs/governor.md, "Cruise").
+  it('keeps the limit within a fifth of the knee of a platform whose calls slow past it, where answers a second fall', () => {
+    for (const [knee, costMs, slopeMs] of [[12, 100, 40], [30, 50, 8], [20, 200, 50], [8, 40, 20], [16, 60, 20]] as const) {
+      const [lowest, highest] = onCrowdedPlatform(knee, costMs, slopeMs, 90_000)
+      expect([lowest >= 0.8 * knee, highest <= 1.2 * knee], `knee ${knee}: the limit ${lowest} to ${highest}`).toEqual([true, true])
     }
   })
 })
