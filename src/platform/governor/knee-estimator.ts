@@ -10,21 +10,18 @@
 
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
 import { atLeast, endAt } from './calls-ahead.js'
-import { SURE, highestRoom, verdicts } from './knee-verdicts.js'
+import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, highestRoom, verdicts } from './knee-verdicts.js'
+import { ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 
-/** The knee moves at most once a DECIDE_MS, after MIN_CALLS new answers: a decision weighs a burst whole. */
+/** The knee moves at most once a DECIDE_MS, after MIN_CALLS (knee-verdicts.ts) new answers: a decision weighs a burst whole. */
 export const DECIDE_MS = 1000
-export const MIN_CALLS = 8
 /** The evidence fades with this time constant: a platform may change its workers. */
 export const EVIDENCE_MS = 20_000
 /** What a call that could not have ended so soon costs a guess (log-likelihood): all but impossible, since a count may be off by one. */
 export const IMPOSSIBLE_LL = 10
 /** How much each answer moves its kind's pace (log own time): about the mean of its last 1 / PACE_GAIN answers, so a drift moves it, not the spread. */
 export const PACE_GAIN = 0.1
-/** The spread of own times (log) assumed before answers show it, worth PRIOR_DOF answers: a few answers alike prove nothing. */
-export const PRIOR_SPREAD = 0.3
-export const PRIOR_DOF = 10
 /** Under this share of late answers overtaking a call started before them, calls end in the order they started: the order of ends tells no W, and the knee falls only once calls got slower. */
 export const OVERTAKEN = 0.05
 /** A team draws overload when this share of its answers in a second, one at least, say the platform is overloaded. */
@@ -35,16 +32,6 @@ export const GAP_GAIN = 0.1
 /** A fault is judged over FAULT_MS, and the limit halves at most once in it; ends are remembered MEMORY_MS: those ahead of a call that takes up to that. */
 export const FAULT_MS = 1000
 export const MEMORY_MS = 120_000
-/**
- * On one replica the answers a second a level of calls in flight gives (Little's law: the level over its calls' latency)
- * are weighed against those of the levels below it measured within RECENT_MS: FALL less, by √(2·SURE) standard errors
- * of the two means at least, puts the knee at the best of them (docs/governor.md, "Cruise"). FALL: a platform whose
- * calls slow past its knee gives 23 % less one call past it (the capacity bench's), a few calls past it 10 % at least;
- * RECENT_MS: the limit moves at most once a DECIDE_MS, so the level it left was held a moment before, and a platform
- * that slows 3× over a minute moves a level 9 % in 5 s.
- */
-export const RECENT_MS = 5_000
-export const FALL = 0.1
 
 /** start: doubling from initialConcurrent; cruise: at the knee (and its probe seat); fault: halved while the platform fails. */
 export type Phase = 'start' | 'cruise' | 'fault'
@@ -56,15 +43,6 @@ export interface KneeOptions { initial: number; min: number; max: number }
 type Call = { load: number; local: number; endsBefore: number; full: boolean }
 /** Per kind: answers seen, its first answer's log latency (the unit its answers a second are counted in), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
 type KindStats = { seen: number; base: number; m: Float64Array; ss: Float64Array; room?: number }
-/**
- * Per level of calls in flight at a call's start: the weight of its answers fading over EVIDENCE_MS (whether it was
- * measured); over RECENT_MS (what it gives now) their weight, Σ of their kinds' first latency and of their latency (ms),
- * Σ and Σ² of their log answers a second (the level over the latency, against its kind's first); when the last came.
- */
-type Level = { n: number; m: number; base: number; lat: number; sum: number; sum2: number; at: number }
-/** A knee set where answers a second fell, checked: the level it went to, its answers a second then, the limit and knee before, the last serial started then, and that level's answers since. */
-type Check = { index: number; mean: number; limit: number; knee: number; serial: number; fresh: Level }
-const noLevel = (): Level => ({ n: 0, m: 0, base: 0, lat: 0, sum: 0, sum2: 0, at: -Infinity })
 export class KneeEstimator {
   readonly #min: number
   readonly #max: number
@@ -83,8 +61,7 @@ export class KneeEstimator {
   readonly #logs: Float64Array
   readonly #impossible: Float64Array
   readonly #ownMs: Float64Array
-  #levels: Level[]
-  #check: Check | null = null
+  readonly #levels: ThroughputLevels
   #counted = 0
   #fadedAt = -Infinity
   #newCalls = 0
@@ -126,7 +103,7 @@ export class KneeEstimator {
     this.#logs = new Float64Array(max)
     this.#impossible = new Float64Array(max)
     this.#ownMs = new Float64Array(max).fill(FAULT_MS)
-    this.#levels = Array.from({ length: max }, noLevel)
+    this.#levels = new ThroughputLevels(max)
   }
   /** The seats in force, and the platform's knee as learned: the most calls it serves at once. */
   get limit(): number { return this.#limit }
@@ -204,9 +181,12 @@ export class KneeEstimator {
     if (now - this.#decidedAt < DECIDE_MS || this.#newCalls < MIN_CALLS) return null
     this.#decidedAt = now
     this.#newCalls = 0
-    const checked = this.#checked()
-    if (checked !== null) return checked
-    const peak = this.#timeline === null ? this.#throughputPeak(now) : null
+    const back = this.#levels.recheck()
+    if (back !== null) {
+      this.#knee = back.knee
+      return this.#set(back.limit, 'throughput') ?? { limit: this.#limit, knee: this.#knee, move: 'throughput' }
+    }
+    const peak = this.#timeline === null ? this.#levels.peak(now, this.#limit, this.#knee, this.#min, () => highestRoom(this.#likelihoods())) : null
     if (peak !== null) return this.#peaked(peak)
     return this.#phase === 'start' ? this.#startStep() : this.#cruise()
   }
@@ -240,7 +220,7 @@ export class KneeEstimator {
     if (this.#limit > k && room > k) this.#roomShown()
     if (this.#limit > k && room >= reach && (reach === this.#limit || !verdicts(ll, this.#limit).queueBelow)) {
       this.#past = Math.min(2 * this.#past, bears)
-      return this.#setKnee(this.#limit, 'grew', this.#belowFall(this.#limit, this.#past))
+      return this.#setKnee(this.#limit, 'grew', this.#timeline === null ? this.#levels.belowFall(this.#limit, this.#past) : this.#past)
     }
     const { queueBelow: sure, best } = verdicts(ll, k)
     const queueBelow = this.#queueHolds(sure)
@@ -254,80 +234,15 @@ export class KneeEstimator {
     const known = probe.queueBelow && !this.#timeline?.merging
     this.#queueSeen ||= known && this.#limit > k
     if (known && this.#limit > k) return probe.best < k ? this.#setKnee(probe.best, 'queue', 1) : this.#set(k, 'knee')
-    return !known && this.#limit === k && !this.#fellAbove(k) ? this.#set(this.#clamp(k + 1), 'probe') : null
+    return !known && this.#limit === k && !(this.#timeline === null && this.#levels.fellAbove(k)) ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
-  /** Answers a second fell past `peak`: the knee there, and no seat past it (the start ends); the level there, if measured, is measured again (#checked). */
+  /** Answers a second fell past `peak`: the knee there, and no seat past it (the start ends); the level there, if measured, is measured again (ThroughputLevels.recheck). */
   #peaked(peak: number): Step | null {
-    const level = this.#levels[peak - 1]!
-    this.#check = level.n >= MIN_CALLS ? { index: peak - 1, mean: this.#mean(peak - 1), limit: this.#limit, knee: this.#knee, serial: this.#serial, fresh: noLevel() } : null
+    this.#levels.watch(peak, this.#limit, this.#knee, this.#serial)
     ;[this.#phase, this.#past, this.#queueSeen] = ['cruise', 1, true]
     this.#longWaits()
     this.#knee = this.#clamp(peak)
     return this.#set(this.#knee, 'throughput') ?? { limit: this.#limit, knee: this.#knee, move: 'throughput' }
-  }
-  /**
-   * Where answers a second fell as the limit rose, and the likelihood shows room there (a queue below it explains a
-   * fall): the limit's level of calls in flight, measured within RECENT_MS, gives FALL less (#fell) than the best of the
-   * levels below it measured then: the knee is that level, or one below it where none below was measured then; the
-   * limit at the knee, where the level above gave FALL less and the one below was not measured within EVIDENCE_MS, one
-   * below. The steps down see whether fewer give more.
-   */
-  #throughputPeak(now: number): number | null {
-    const recent = (i: number) => this.#levels[i]!.n >= MIN_CALLS && now - this.#levels[i]!.at <= RECENT_MS
-    const top = Math.min(this.#limit, this.#max) - 1
-    if (!recent(top)) return null
-    let best = -1
-    for (let i = 0; i < top; i++) if (recent(i) && (best < 0 || this.#mean(i) > this.#mean(best))) best = i
-    const room = highestRoom(this.#likelihoods())
-    if (best >= 0 && room > top && this.#fell(best, top)) {
-      for (let i = 0; i < best; i++) if (recent(i)) return best + 1
-      return Math.max(this.#min, best)
-    }
-    const k = this.#knee
-    return this.#limit === k && k > this.#min && room > k && this.#levels[k - 2]!.n < MIN_CALLS && this.#fellAbove(k) ? k - 1 : null
-  }
-  /**
-   * The level a fall of answers a second put the knee at, measured again: FALL less than before, the platform changed
-   * between the two measures (a step slowdown, a drift), not with the calls in flight: the limit and knee are put back
-   * and every level measured forgotten; else the knee stands.
-   */
-  #checked(): Step | null {
-    const c = this.#check
-    if (c === null || c.fresh.n < MIN_CALLS) return null
-    this.#check = null
-    if (c.mean - (Math.log(c.index + 1) + Math.log(c.fresh.base / c.fresh.lat)) <= -Math.log(1 - FALL)) return null
-    this.#levels = Array.from({ length: this.#max }, noLevel)
-    this.#knee = c.knee
-    return this.#set(c.limit, 'throughput') ?? { limit: this.#limit, knee: this.#knee, move: 'throughput' }
-  }
-  /** Whether the level above `knee` was measured giving FALL less than `knee` (the probe seat is not put back while that evidence holds). */
-  #fellAbove(knee: number): boolean {
-    const [at, above] = [this.#levels[knee - 1]!, this.#levels[knee]]
-    return this.#timeline === null && above !== undefined && at.n >= MIN_CALLS && above.n >= MIN_CALLS && this.#fell(knee - 1, knee)
-  }
-  /** Of `past` seats beyond `knee`, those short of the first level above it measured giving FALL less than `knee`. */
-  #belowFall(knee: number, past: number): number {
-    if (this.#timeline !== null || this.#levels[knee - 1]!.n < MIN_CALLS) return past
-    for (let i = knee; i < Math.min(knee + past, this.#max); i++) if (this.#levels[i]!.n >= MIN_CALLS && this.#fell(knee - 1, i)) return i - knee
-    return past
-  }
-  /** An answer to a call that took the limit's last seat (the calls in flight the limit's, not their callers' demand) counts at its level. */
-  #measure(index: number, weight: number, baseLog: number, latency: number, at: number, window: number): void {
-    const y = Math.log(index + 1) - Math.log(latency) + baseLog
-    const add = (l: Level) => Object.assign(l, { n: l.n + weight, m: l.m + weight, base: l.base + weight * Math.exp(baseLog), lat: l.lat + weight * latency, sum: l.sum + weight * y, sum2: l.sum2 + weight * y * y, at })
-    add(this.#levels[index]!)
-    if (this.#check?.index === index && window > this.#check.serial) add(this.#check.fresh)
-  }
-  /** A level's answers a second (log, against its kinds' first latency): the level times the ratio of their Σs (Little's law over its answers, whatever their mix of kinds). */
-  #mean(i: number): number {
-    const l = this.#levels[i]!
-    return Math.log(i + 1) + Math.log(l.base / l.lat)
-  }
-  /** Whether level index `hi` gives FALL less answers a second than level index `lo`, by √(2·SURE) standard errors of the difference of their means at least (the spread of each level's answers, PRIOR_SPREAD worth PRIOR_DOF answers before them). */
-  #fell(lo: number, hi: number): boolean {
-    const spread2 = (l: Level) => (Math.max(0, l.sum2 - (l.sum * l.sum) / l.m) + PRIOR_DOF * PRIOR_SPREAD ** 2) / (l.m + PRIOR_DOF) / l.m
-    const [a, b] = [this.#levels[lo]!, this.#levels[hi]!]
-    return this.#mean(lo) - this.#mean(hi) > -Math.log(1 - FALL) + Math.sqrt(2 * SURE * (spread2(a) + spread2(b)))
   }
   /** A sure queue, believed (#queueShows), first shown sets aside the calls then in flight; it is acted on once they have all ended and it still holds (cruise; at the start while no call waited for a seat: docs/governor.md). */
   #queueHolds(sure: boolean): boolean {
@@ -389,7 +304,7 @@ export class KneeEstimator {
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
     if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, base: latencyLog, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
     st.seen++
-    if (call.full) this.#measure(Math.min(load, this.#max) - 1, weight, st.base, latency, a.at, a.window)
+    if (call.full) this.#levels.measure(Math.min(load, this.#max), weight, st.base, latency, a.at, a.window)
     const gain = Math.max(PACE_GAIN, 1 / st.seen) // the mean of its answers until there are 1 / PACE_GAIN of them, not the first one's weight
     for (let w = 1; w <= this.#max; w++) {
       const k = load - w
@@ -421,12 +336,12 @@ export class KneeEstimator {
   #fade(now: number): void {
     if (!Number.isFinite(this.#fadedAt)) this.#fadedAt = now
     if (now - this.#fadedAt < 100) return
-    const [f, g] = [Math.exp(-(now - this.#fadedAt) / EVIDENCE_MS), Math.exp(-(now - this.#fadedAt) / RECENT_MS)]
+    const f = Math.exp(-(now - this.#fadedAt) / EVIDENCE_MS)
+    this.#levels.fade(f, now - this.#fadedAt)
     this.#fadedAt = now
     for (const st of this.#kinds.values()) for (let i = 0; i < this.#max; i++) st.ss[i]! *= f
     this.#counted *= f
     for (const a of [this.#logs, this.#impossible]) for (let i = 0; i < this.#max; i++) a[i]! *= f
-    for (const l of this.#levels) [l.n, l.m, l.base, l.lat, l.sum, l.sum2] = [l.n * f, l.m * g, l.base * g, l.lat * g, l.sum * g, l.sum2 * g]
   }
   #prune(now: number): void {
     const drop = this.#endAt.findIndex((t) => t >= now - MEMORY_MS)

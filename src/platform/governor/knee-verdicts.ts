@@ -2,6 +2,11 @@
 
 /** A side is taken when e^SURE times likelier than the other (≈ 20). */
 export const SURE = 3
+/** A decision of the limit rule weighs at least MIN_CALLS new answers, and a level of calls in flight is measured once it has that many. */
+export const MIN_CALLS = 8
+/** The spread of own times (log) assumed before answers show it, worth PRIOR_DOF answers: a few answers alike prove nothing. */
+export const PRIOR_SPREAD = 0.3
+export const PRIOR_DOF = 10
 
 /** Whether the evidence surely puts W below `level` (the likeliest w below it e^SURE times likelier than any at or above it), and the likeliest w below it. */
 export function verdicts(ll: Float64Array, level: number): { queueBelow: boolean; best: number } {
