@@ -6,10 +6,10 @@ import type { Behaviour, Report, TeamPlan } from './teams.js'
  * A random scenario from one seed: a platform of 4 to 64 workers whose reports cost
  * from tens of milliseconds to seconds (two orders of magnitude between the cheapest
  * and the dearest), a platform event or none (a slow drift, a step, a stall, an outage,
- * a front that sheds load), now and then a throttle of the platform's (its 429s), and one to four teams drawn from the behaviours real teams
- * have: dashboards that wait for all their answers, callers that think, long reports,
- * bursts, callers that hang up, deadlines shorter than the work, reports that fail,
- * answers left unread. No shape is the benchmark's: every number is drawn.
+ * a front that sheds load), now and then a throttle of the platform's (its 429s), and one
+ * to four teams drawn from the behaviours real teams have: dashboards that wait for all
+ * their answers, callers that think, long reports, bursts, callers that hang up,
+ * deadlines shorter than the work, reports that fail, answers left unread. No shape is the benchmark's: every number is drawn.
  */
 export function randomScenario(seed: number): Scenario {
   const r = new Random(seed)
