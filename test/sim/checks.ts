@@ -1,6 +1,7 @@
-import type { Trace } from './simulate.js'
+import type { Scenario, Trace } from './simulate.js'
 import type { Behaviour } from './teams.js'
 import { LENDING_HORIZON_MS } from '../../src/platform/governor/dispatch-order.js'
+import { PAUSE_PROBE_INTERVAL_MS } from '../../src/platform/pauses/pauses.js'
 
 /**
  * The guarantees of docs/governor.md, checked on a simulated run. Each phase of a run is
@@ -8,7 +9,9 @@ import { LENDING_HORIZON_MS } from '../../src/platform/governor/dispatch-order.j
  * platform keeps its pace and has no fault) from SETTLE_MS and SETTLE_CALLS of its
  * longest calls after it began (the limit learns from answers: a platform whose calls
  * take seconds is known no sooner than a few of them); a slowdown, 30 s after it began;
- * a fault, 10 s after it ended.
+ * a fault, 10 s after it ended. A throttle of the credential is a fault from its first
+ * 429 to the end of the last retry-after it gave (the pauses' longest): the platform
+ * refuses, the workers are not the bound. One that never answered 429 changes nothing.
  */
 
 export interface Verdict {
@@ -41,11 +44,28 @@ function changes(trace: Trace): { events: number[]; disturbed: Interval[] } {
     events.push(from, to)
     disturbed.push({ from, to })
   }
-  for (const f of [...s.stalls, ...s.outages, ...s.shedding, ...s.storeStalls]) {
+  for (const f of [...s.stalls, ...s.outages, ...s.shedding, ...s.storeStalls, ...credentialThrottle(trace)]) {
     events.push(f.from, f.to)
     disturbed.push({ from: f.from, to: f.to })
   }
   return { events: [...new Set(events)].sort((a, b) => a - b), disturbed }
+}
+
+/** The span a throttle of the credential refused in, to the end of the last retry-after it gave; none for a throttle of one team's route, nor for one that never answered 429. */
+function credentialThrottle(trace: Trace): Interval[] {
+  return trace.throttled && !trace.scenario.throttle?.only ? [trace.throttled] : []
+}
+
+/** Whether the throttle of one team's route refused `team`'s calls within `i`. */
+function routeThrottled(trace: Trace, team: string, i: Interval): boolean {
+  const th = trace.throttled
+  return trace.scenario.throttle?.only?.team === team && th !== null && th.from < i.to && th.to > i.from
+}
+
+/** Whether call `c` (asked at `asked` ms from the start) is one the throttle of a team's route refuses: that team's on that route, while it refuses. */
+function throttledCall(trace: Trace, c: { team: string; workClass: string }, asked: number): boolean {
+  const only = trace.scenario.throttle?.only
+  return only !== undefined && trace.throttled !== null && c.team === only.team && c.workClass === only.route && asked >= trace.throttled.from && asked < trace.throttled.to
 }
 
 /** The longest base cost of the reports a team of the run asks. */
@@ -127,7 +147,8 @@ export function checkGuarantees(trace: Trace): Verdict[] {
     const from = (s.slowness[0] as [number, number])[0] + 30_000
     const next = changes(trace).events.find((e) => e > (s.slowness.at(-1) as [number, number])[0]) ?? s.durationMs
     // Of the workers the calls at the platform and waiting for a seat could keep busy.
-    const samples = samplesIn(trace, { from, to: next }).filter((x) => x.waiting > 0 && !x.idleAllowed)
+    const throttled = credentialThrottle(trace)
+    const samples = samplesIn(trace, { from, to: next }).filter((x) => x.waiting > 0 && !x.idleAllowed && !throttled.some((d) => x.at - trace.start >= d.from && x.at - trace.start < d.to))
     const could = samples.reduce((sum, x) => sum + Math.min(W, x.busy + x.queued + x.waiting), 0)
     const used = could === 0 ? 1 : samples.reduce((sum, x) => sum + x.busy, 0) / could
     out.push({ guarantee: 'slower is not fuller', ok: samples.length < 20 || used >= 0.9, detail: `workers busy while calls waited, from 30 s into the slowdown: ${pct(used)} of those the calls could keep busy, over ${samples.length} samples` })
@@ -136,9 +157,10 @@ export function checkGuarantees(trace: Trace): Verdict[] {
   // Recovery: at capacity before the fault, as busy 10 s after its end; a worker the model
   // keeps for a team owed its seats (idleAllowed, as work-conserving allows it) counts as in
   // use in both windows: which teams linger differs before and after, not the limit.
-  for (const f of [...s.stalls, ...s.outages, ...s.shedding]) {
+  for (const f of [...s.stalls, ...s.outages, ...s.shedding, ...credentialThrottle(trace)]) {
     const quietBefore = !changes(trace).events.some((e) => e > f.from - 10_000 - SETTLE_MS && e < f.from)
-    const quietAfter = !changes(trace).events.some((e) => e > f.to && e < f.to + 15_000)
+    // A fault judged by the 15 s after its end, within the run (a throttle's pause may end past it).
+    const quietAfter = f.to + 15_000 <= s.durationMs && !changes(trace).events.some((e) => e > f.to && e < f.to + 15_000)
     const atCapacity = samplesIn(trace, { from: f.from - 10_000, to: f.from }).filter((x) => x.waiting > 0).length >= 0.9 * (10_000 / 100)
     if (!quietBefore || !quietAfter || !atCapacity) continue
     const busy = (i: Interval) => {
@@ -180,7 +202,8 @@ export function checkGuarantees(trace: Trace): Verdict[] {
         // should be. A call asked within the horizon of the phase's end and still waiting then
         // waits on what comes next (a fault, a team): its wait is not this phase's.
         const edge = i.to - LENDING_HORIZON_MS - 50
-        const calls = trace.records.filter((c) => c.team === t.name && rel(c.asked) >= i.from && rel(c.asked) < i.to && c.result !== 'gone' && c.refusal !== 'GW_UPSTREAM_TIMEOUT' && !(c.result === 'timeout' && c.seated === null) && !(rel(c.asked) > edge && rel(c.seated ?? c.ended) >= i.to))
+        // A call the throttle of its team's route refuses is the platform's word, not the model's.
+        const calls = trace.records.filter((c) => c.team === t.name && rel(c.asked) >= i.from && rel(c.asked) < i.to && !throttledCall(trace, c, rel(c.asked)) && c.result !== 'gone' && c.refusal !== 'GW_UPSTREAM_TIMEOUT' && !(c.result === 'timeout' && c.seated === null) && !(rel(c.asked) > edge && rel(c.seated ?? c.ended) >= i.to))
         if (calls.length < 20) continue
         const waits = calls.map((c) => (c.seated === null ? Infinity : c.seated - c.asked))
         const p99 = quantile(waits, 0.99)
@@ -196,7 +219,8 @@ export function checkGuarantees(trace: Trace): Verdict[] {
     for (const i of steady) {
       for (let from = i.from; from + 30_000 <= i.to; from += 30_000) {
         const samples = samplesIn(trace, { from, to: from + 30_000 })
-        const busy = s.teams.filter((t) => t.behaviour.kind !== 'callers' || t.behaviour.holdMs === undefined).filter((t) => samples.filter((x) => x.waitingTeams.includes(t.name)).length >= 0.95 * samples.length)
+        // A team the throttle of its route refuses then has the time the platform lets it have, not the model.
+        const busy = s.teams.filter((t) => (t.behaviour.kind !== 'callers' || t.behaviour.holdMs === undefined) && !routeThrottled(trace, t.name, { from, to: from + 30_000 })).filter((t) => samples.filter((x) => x.waitingTeams.includes(t.name)).length >= 0.95 * samples.length)
         if (busy.length < 2) continue
         const perWeight = busy.map((t) => {
           const seconds = trace.workBySecond.get(t.name) ?? []
@@ -211,9 +235,34 @@ export function checkGuarantees(trace: Trace): Verdict[] {
     }
     out.push({ guarantee: 'fair by time', ok: bad.length === 0, detail: bad.join('; ') })
   }
+  if (s.throttle) out.push(check429s(trace))
   out.push(checkArrivals(trace))
   if (s.replicas > 1) out.push(checkReplicas(trace, steady))
   return out
+}
+
+/**
+ * Pauses: the calls answered 429 while a throttle refuses are at most, for each window of
+ * it, the calls already past the pauses when its first 429 came back (in flight or
+ * waiting for a seat: the pauses admit a call before it asks for a seat), and a first
+ * 429 for each team and route it throttles (a pause covers whoever drew it: another
+ * pair's call is not covered until the escalation says so); and each replica's trial of
+ * each such pause every PAUSE_PROBE_INTERVAL_MS. Without the pauses every call past the
+ * window's limit would be answered 429.
+ */
+function check429s(trace: Trace): Verdict {
+  const s = trace.scenario
+  const th = s.throttle as NonNullable<Scenario['throttle']>
+  const refusing = trace.throttled ?? { from: th.from, to: th.to }
+  const admitted = Math.max(0, ...samplesIn(trace, refusing).map((x) => x.inFlight + x.waiting))
+  const pairs = new Set<string>()
+  for (const t of s.teams) for (const k of t.behaviour.reports) if (!th.only || (th.only.team === t.name && th.only.route === k.name)) pairs.add(`${t.name} ${k.name}`)
+  const windows = Math.floor((th.to - th.from) / th.windowMs) + 1
+  const trials = Math.ceil((refusing.to - refusing.from) / PAUSE_PROBE_INTERVAL_MS) * s.replicas * pairs.size
+  const bound = windows * (admitted + pairs.size) + trials
+  const answered = trace.records.filter((c) => c.status === 429).length
+  const refused = trace.records.filter((c) => c.refusal === 'paused').length
+  return { guarantee: '429s', ok: answered <= bound, detail: `${answered} calls answered 429 (bound ${bound}: ${windows} window(s) × (${admitted} calls at most past the pauses at once + ${pairs.size} team-route(s)) + ${trials} trials), ${refused} refused by a pause` }
 }
 
 /** How long after another team's arrival a dashboard's throughput is judged, and the least of it before that is measured. */
@@ -309,7 +358,8 @@ function checkReplicas(trace: Trace, steady: Interval[]): Verdict {
     return ms
   })
   const [spread, single] = twins as [number, number]
-  const measured = steady.reduce((sum, i) => sum + (i.to - i.from), 0) >= 10_000
+  // A twin the throttle of its route refused is not the other's equal: the platform took its calls.
+  const measured = steady.reduce((sum, i) => sum + (i.to - i.from), 0) >= 10_000 && !routeThrottled(trace, 'spread', { from: 0, to: s.durationMs }) && !routeThrottled(trace, 'single', { from: 0, to: s.durationMs })
   if (s.teams.some((t) => t.name === 'spread') && measured && (single <= 0 || Math.abs(spread / single - 1) > 0.05)) bad.push(`team spread over ${s.replicas} replicas ${(spread / 1000).toFixed(1)} worker-s, the same team on one ${(single / 1000).toFixed(1)} in the steady phases`)
   return { guarantee: 'replicas', ok: bad.length === 0, detail: bad.join('; ') }
 }

@@ -233,7 +233,7 @@ export class SimGateway {
     record.limitAtSeat = this.limit
     const sent = clock.now()
     const loop = this.#loops[replica]
-    const came = this.#platform.send({ team: opts.team, costMs: opts.costMs, fail: opts.fail })
+    const came = this.#platform.send({ team: opts.team, route: opts.workClass, costMs: opts.costMs, fail: opts.fail })
     // The answer as the gateway has it: once its loop handled it.
     const answer = loop ? loop.handled(came) : came
     const cut = this.#nullAfter(deadline - clock.now())

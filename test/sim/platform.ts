@@ -32,6 +32,22 @@ export interface PlatformShape {
    * is then `refuseAbove`. None: workers with a FIFO queue.
    */
   capacity?: { knee: number; slopeMs: number; refuseAbove: number }
+  /** A Laravel throttle in force over a span: past its `limit` calls in a window, a call of its key is answered 429 at once. */
+  throttle?: ThrottleShape
+}
+
+/**
+ * Laravel's throttle middleware (`throttle:N,M`) in force from `from` to `to`: `limit`
+ * calls per `windowMs` per key, the key the credential (the user Laravel throttles by is
+ * our one credential) or one team's calls on one route (a route's own limiter, keyed by
+ * what the team's calls carry). Calls past the limit are answered 429 with retry-after
+ * the seconds to the window's end.
+ */
+export interface ThrottleShape extends Span {
+  limit: number
+  windowMs: number
+  /** The one team and route throttled; none: every call of the credential. */
+  only?: { team: string; route: string }
 }
 
 /** How a team's call fails at the platform, whatever the load: its report answers 500 after its work, or its route 429 at once. */
@@ -39,6 +55,8 @@ export type FailMode = 'none' | 'error' | 'throttled'
 
 export interface SentCall {
   team: string
+  /** The report's kind: the route a route's limiter keys by. */
+  route: string
   /** The report's base cost (ms). */
   costMs: number
   fail: FailMode
@@ -87,6 +105,10 @@ export class SimPlatform {
   readonly served = new Map<string, number>()
   /** Worker-milliseconds per team per second of the run (by when the work was done). */
   readonly workBySecond = new Map<string, number[]>()
+  /** The throttle's count and window; null: no throttle. */
+  readonly #throttle: FixedWindow | null
+  /** When the throttle first answered 429, and when the last retry-after it gave ends (epoch ms); null: it never did. */
+  throttled: Span | null = null
 
   readonly #start: number
   readonly #sampler: Timer
@@ -96,6 +118,7 @@ export class SimPlatform {
     this.#start = clock.now()
     this.#shape = shape
     this.#random = random
+    this.#throttle = shape.throttle ? new FixedWindow(shape.throttle.limit, shape.throttle.windowMs) : null
     for (const stall of shape.stalls) clock.setTimeout(() => this.#stall(stall), stall.from - clock.now())
     for (const outage of shape.outages) clock.setTimeout(() => this.#down(), outage.from - clock.now())
     this.#sampler = clock.every(() => this.samples.push({ at: clock.now(), busy: this.#busy.size, queued: this.#queue.length }), SAMPLE_MS)
@@ -120,6 +143,14 @@ export class SimPlatform {
     if (within(this.#shape.outages, now)) return this.#after(1, { status: 0 })
     const shed = this.#shape.shedding.find((s) => s.from <= now && now < s.to)
     if (shed && this.#random.chance(shed.p)) return this.#after(5, { status: 503 })
+    const throttle = this.#shape.throttle
+    if (throttle && this.#throttle && throttle.from <= now && now < throttle.to && (!throttle.only || (throttle.only.team === call.team && throttle.only.route === call.route))) {
+      const retryAfterSec = this.#throttle.hit(now)
+      if (retryAfterSec !== null) {
+        this.throttled = { from: this.throttled?.from ?? now, to: Math.max(this.throttled?.to ?? 0, now + retryAfterSec * 1000) }
+        return this.#after(5, { status: 429, retryAfter: String(retryAfterSec) })
+      }
+    }
     if (call.fail === 'throttled' || (this.#shape.capacity && this.inFlight >= this.#shape.capacity.refuseAbove)) return this.#after(5, { status: 429, retryAfter: '1' })
     return new Promise((resolve) => {
       this.#queue.push({ call, arrived: now, started: null, endsAt: 0, timer: null, resolve })
@@ -198,6 +229,33 @@ export class SimPlatform {
       job.resolve({ status: 0 })
     }
     this.#queue.length = 0
+  }
+}
+
+/**
+ * Laravel's rate limiter (its RateLimiter as the ThrottleRequests middleware drives it): a
+ * window begins at the first call after the last one ended and lasts `windowMs`; the
+ * first `limit` calls in it pass, and are counted; a call past them is refused, and not
+ * counted, with the whole seconds to the window's end as its retry-after.
+ */
+export class FixedWindow {
+  #endsAt = 0
+  #count = 0
+
+  constructor(
+    readonly limit: number,
+    readonly windowMs: number,
+  ) {}
+
+  /** Null: the call at `now` passes (and is counted); else its retry-after in seconds. */
+  hit(now: number): number | null {
+    if (now >= this.#endsAt) {
+      this.#endsAt = now + this.windowMs
+      this.#count = 0
+    }
+    if (this.#count >= this.limit) return Math.ceil((this.#endsAt - now) / 1000)
+    this.#count += 1
+    return null
   }
 }
 

@@ -6,10 +6,10 @@ import type { Behaviour, Report, TeamPlan } from './teams.js'
  * A random scenario from one seed: a platform of 4 to 64 workers whose reports cost
  * from tens of milliseconds to seconds (two orders of magnitude between the cheapest
  * and the dearest), a platform event or none (a slow drift, a step, a stall, an outage,
- * a front that sheds load), and one to four teams drawn from the behaviours real teams
- * have: dashboards that wait for all their answers, callers that think, long reports,
- * bursts, callers that hang up, deadlines shorter than the work, reports that fail,
- * answers left unread. No shape is the benchmark's: every number is drawn.
+ * a front that sheds load), now and then a throttle of the platform's (its 429s), and one
+ * to four teams drawn from the behaviours real teams have: dashboards that wait for all
+ * their answers, callers that think, long reports, bursts, callers that hang up,
+ * deadlines shorter than the work, reports that fail, answers left unread. No shape is the benchmark's: every number is drawn.
  */
 export function randomScenario(seed: number): Scenario {
   const r = new Random(seed)
@@ -88,7 +88,39 @@ export function randomScenario(seed: number): Scenario {
     const [from, rise] = [r.uniform(20_000, 50_000), r.uniform(5_000, 15_000)]
     scenario.gatewayLate = [[from, 0], [from + rise, r.logUniform(20, 400)], [from + 2 * rise, 0]]
   }
+  // Now and then the platform's Laravel throttle binds for a while (its limit lowered, or a
+  // route's limiter): the credential's calls, or one team's on one route, past `limit` in a
+  // window are answered 429. Drawn after every other draw, so that no other seed's shape moves.
+  if (r.chance(THROTTLED_SHARE)) scenario.throttle = randomThrottle(r, scenario, reports)
   return scenario
+}
+
+/** The share of the sweep's scenarios whose platform throttles for a while. */
+const THROTTLED_SHARE = 0.1
+
+/**
+ * A throttle drawn to bind where the teams ask enough: in force 10 to 30 s from 20 to 40 s into the run, a window of 5 to
+ * 60 s (as likely 5 to 15 s as 20 to 60 s), its limit 0.5 to 0.9 of what the workers it
+ * throttles could answer in a window (every worker at the mean cost of the reports asked,
+ * for the credential; for one team's route, its part of the team's calls at once, at most
+ * the team's even part of the workers, at that report's cost).
+ */
+function randomThrottle(r: Random, s: Scenario, reports: Report[]): NonNullable<Scenario['throttle']> {
+  const from = r.uniform(20_000, 40_000)
+  const to = from + r.uniform(10_000, 30_000)
+  const windowMs = Math.round(r.logUniform(5, 60)) * 1000
+  const share = r.uniform(0.5, 0.9)
+  if (r.chance(0.5)) {
+    const asked = reports.filter((k) => s.teams.some((t) => t.behaviour.reports.includes(k)))
+    const meanCost = asked.reduce((sum, k) => sum + k.costMs, 0) / asked.length
+    return { from, to, windowMs, limit: Math.max(1, Math.round((share * s.workers * windowMs) / meanCost)) }
+  }
+  const team = r.pick(s.teams)
+  const report = r.pick(team.behaviour.reports)
+  const b = team.behaviour
+  const atOnce = Math.min(s.workers / s.teams.length, b.kind === 'dashboard' ? b.users * b.fanOut : b.kind === 'callers' ? b.callers : b.size)
+  const onRoute = atOnce / b.reports.length
+  return { from, to, windowMs, limit: Math.max(1, Math.round((share * onRoute * windowMs) / report.costMs)), only: { team: team.name, route: report.name } }
 }
 
 /** The share of the sweep's scenarios whose gateway is starved of its core. */
@@ -131,6 +163,7 @@ export function describeScenario(s: Scenario): string {
     ...s.outages.map((x) => `outage ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
     ...s.shedding.map((x) => `503s p=${x.p.toFixed(2)} ${(x.from / 1000).toFixed(0)}–${(x.to / 1000).toFixed(0)}s`),
     ...s.storeStalls.map((x) => `lease store stalled ${(x.from / 1000).toFixed(1)}–${(x.to / 1000).toFixed(1)}s`),
+    s.throttle ? `429 past ${s.throttle.limit} calls per ${(s.throttle.windowMs / 1000).toFixed(0)} s${s.throttle.only ? ` of ${s.throttle.only.team} on ${s.throttle.only.route}` : ''} ${(s.throttle.from / 1000).toFixed(0)}–${(s.throttle.to / 1000).toFixed(0)}s` : '',
     s.gatewayLate?.length ? `gateway late ${s.gatewayLate.map(([t, ms]) => `${(t / 1000).toFixed(0)}s:${ms.toFixed(0)}ms`).join('→')}` : '',
   ].filter(Boolean)
   const teams = s.teams.map((t) => `${t.name}(w${t.weight}${t.from ? ` from ${(t.from / 1000).toFixed(0)}s` : ''}${t.until < s.durationMs ? ` until ${(t.until / 1000).toFixed(0)}s` : ''}${s.replicas > 1 ? ` on r${t.replicas.join(',r')}` : ''}: ${describeBehaviour(t.behaviour)})`)

@@ -1,6 +1,6 @@
 import { SimClock } from './sim-clock.js'
 import { Random } from './random.js'
-import { SimPlatform, SAMPLE_MS, type PlatformSample, type PlatformShape, type Span } from './platform.js'
+import { SimPlatform, SAMPLE_MS, type PlatformSample, type PlatformShape, type Span, type ThrottleShape } from './platform.js'
 import { SimGateway, type CallRecord, type GovernorFactory } from './gateway.js'
 import { runTeam, type TeamPlan } from './teams.js'
 import { GatewayLoop } from './gateway-loop.js'
@@ -25,6 +25,8 @@ export interface Scenario {
   gatewayLate?: Slowness
   /** A platform whose calls slow as more run at once (platform.ts); `workers` is then its refuseAbove. */
   capacity?: PlatformShape['capacity']
+  /** A Laravel throttle in force over a span (platform.ts), its times from the start. */
+  throttle?: ThrottleShape
   teams: TeamPlan[]
 }
 
@@ -53,6 +55,8 @@ export interface Trace {
   /** Worker-ms per team per second of the run. */
   workBySecond: Map<string, number[]>
   seatSeconds: Map<string, number>
+  /** When the throttle first answered 429, and when the last retry-after it gave ends (ms from the start); null: it never did. */
+  throttled: Span | null
 }
 
 export const START = 1_800_000_000_000
@@ -83,6 +87,7 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
     outages: scenario.outages.map(shift),
     shedding: scenario.shedding.map((s) => ({ ...shift(s), p: s.p })),
     ...(scenario.capacity ? { capacity: scenario.capacity } : {}),
+    ...(scenario.throttle ? { throttle: { ...scenario.throttle, ...shift(scenario.throttle) } } : {}),
   }
   const platform = new SimPlatform(clock, shape, random.fork())
   const teamRandoms = scenario.teams.map(() => random.fork())
@@ -109,5 +114,6 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
   await Promise.all(teams)
   gateway.stop()
   const seatSeconds = new Map(scenario.teams.map((t) => [t.name, gateway.seatSeconds(t.name)]))
-  return { scenario, start: START, samples, records: gateway.records, workMs: platform.workMs, workBySecond: platform.workBySecond, seatSeconds }
+  const throttled = platform.throttled && { from: platform.throttled.from - START, to: platform.throttled.to - START }
+  return { scenario, start: START, samples, records: gateway.records, workMs: platform.workMs, workBySecond: platform.workBySecond, seatSeconds, throttled }
 }
