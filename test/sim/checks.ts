@@ -243,9 +243,8 @@ export function checkGuarantees(trace: Trace): Verdict[] {
 
 /**
  * Pauses: the calls answered 429 while a throttle refuses are at most, for each window of
- * it, the calls already past the pauses when its first 429 came back (in flight, or
- * waiting for a seat: the pauses look at a call again as its seat comes, but for the
- * credential's, through which the seats hold it to send it after), and a first
+ * it, the calls already past the pauses when its first 429 came back (in flight or
+ * waiting for a seat: the pauses admit a call before it asks for a seat), and a first
  * 429 for each team and route it throttles (a pause covers whoever drew it: another
  * pair's call is not covered until the escalation says so); and each replica's trial of
  * each such pause every PAUSE_PROBE_INTERVAL_MS. Without the pauses every call past the

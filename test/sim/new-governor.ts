@@ -47,22 +47,15 @@ function governor({ clock, replica, store, weights, loop, pauses: peers }: Gover
   if (process.env.DEBUG_LEASE) clock.setInterval(() => { const t = ((clock.now() - 1_800_000_000_000) / 1000); if (process.env.DEBUG_FROM ? t >= Number(process.env.DEBUG_FROM) && t <= Number(process.env.DEBUG_TO) : Math.abs(t % 2) < 0.05) console.log(replica, t.toFixed(1), 'limit', g.seats.limit, 'cap', g.seats.capacity, 'held', g.leased?.held, 'inFlight', g.seats.inFlight, 'queued', g.seats.queued, 'learner', g.leased?.learner, JSON.stringify(g.seats.heldBack()), JSON.stringify([...g.seats.waiting()]), JSON.stringify(g.leased?.shares() && [...g.leased.shares()!.targets])) }, 100)
   return {
     async seat(ask) {
-      // Looked at as the call asks and again as its seat comes; the pauses hear an outcome before its seat is free.
-      let trial: string | null = null
-      const refusal = (): Error | null => {
-        const admission = pauses.admit(ask.team, ask.workClass, trial)
-        if (admission.kind === 'paused') return Object.assign(new Error('paused'), { code: 'paused' })
-        if (admission.kind === 'trial' && trial === null) trial = admission.scope
-        return null
-      }
-      const refused = refusal()
-      if (refused !== null) throw refused
-      const seat = await g.seats.ask({ team: ask.team, workClass: ask.workClass, priority: ask.priority, deadline: ask.deadline, signal: ask.signal, refusal })
+      const admission = pauses.admit(ask.team, ask.workClass)
+      if (admission.kind === 'paused') throw Object.assign(new Error('paused'), { code: 'paused' })
+      const trial = admission.kind === 'trial' ? admission.scope : null
+      const seat = await g.seats.ask({ team: ask.team, workClass: ask.workClass, priority: ask.priority, deadline: ask.deadline, signal: ask.signal })
       return {
         end(outcome: SimOutcome) {
+          seat.end(outcome.status === null ? { kind: 'none', latencyMs: outcome.latencyMs, timedOut: outcome.timedOut } : { kind: 'answer', status: outcome.status, latencyMs: outcome.latencyMs })
           if (outcome.status === 429) pauses.throttled(ask.team, ask.workClass, retryAfterMs(outcome.retryAfter, clock.now()), { trial })
           else if (outcome.status !== null) pauses.answered(ask.team, ask.workClass, { trial })
-          seat.end(outcome.status === null ? { kind: 'none', latencyMs: outcome.latencyMs, timedOut: outcome.timedOut } : { kind: 'answer', status: outcome.status, latencyMs: outcome.latencyMs })
         },
       }
     },

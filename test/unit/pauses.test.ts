@@ -90,24 +90,6 @@ describe('Pauses: one home for every scope', () => {
     expect(events).toEqual(['began team-route a /r platform', 'ended team-route a /r platform'])
   })
 
-  it('looks again as a call\'s seat comes: a pause begun since refuses it, the one it is the trial of lets it through', () => {
-    const { clock, pauses } = home()
-    // Admitted open; a 429 of the same team and route pauses it while it waits.
-    expect(pauses.admit('a', '/r')).toEqual({ kind: 'open' })
-    pauses.throttled('a', '/r', 60_000)
-    expect(pauses.admit('a', '/r', null)).toMatchObject({ kind: 'paused', waitMs: 60_000 })
-    // The trial, taken at the entry, goes as its seat comes; the next trial is not due before the interval.
-    clock.advance(5000)
-    const trial = pauses.admit('a', '/r')
-    expect(trial).toMatchObject({ kind: 'trial', scope: 'team-route\na\n/r' })
-    clock.advance(1000)
-    expect(pauses.admit('a', '/r', 'team-route\na\n/r')).toEqual({ kind: 'open' })
-    expect(pauses.admit('a', '/r')).toMatchObject({ kind: 'paused', waitMs: 54_000 })
-    // A team pause begun while the trial waited refuses it all the same.
-    pauses.throttled('a', '/r2', 30_000)
-    expect(pauses.admit('a', '/r', 'team-route\na\n/r')).toMatchObject({ kind: 'paused', pause: { scope: { kind: 'team', team: 'a' } } })
-  })
-
   it('pauses a team on every route once it is throttled on two, and no other team', () => {
     const { pauses } = home()
     pauses.throttled('a', '/r1', 30_000)

@@ -684,24 +684,6 @@ describe('pauses', () => {
     expect(refused).toEqual(['paused', 'paused'])
     expect(s.pausedUntil).toBe(pause.until)
   })
-
-  it('asks a waiting call\'s refusal as its seat comes: one refused leaves unseated with that error, and the seat goes to the next', async () => {
-    const { s, order } = seats(fakeClock(), { limit: 1 })
-    const pause: { refusal: Error | null } = { refusal: null }
-    const first = call(s, order, 'a', { refusal: () => pause.refusal })
-    const waiting = call(s, order, 'b', { refusal: () => pause.refusal })
-    const other = call(s, order, 'c')
-    await settle()
-    expect([order, s.queued]).toEqual([['a'], 2])
-    // A pause begins while b waits: its seat comes, and it is refused then, the seat c's.
-    pause.refusal = new Error('paused')
-    answer(first)
-    await settle()
-    expect(waiting.error).toBe(pause.refusal)
-    expect(other.error).toBeNull()
-    expect(order).toEqual(['a', 'c'])
-    expect([s.inFlight, s.queued]).toEqual([1, 0])
-  })
 })
 
 describe('what the seats tell the limit rule', () => {

@@ -105,9 +105,8 @@ export class PlatformGovernors {
   paused(credential: string, url?: string, team?: string): boolean { return this.#pauses.paused(credential, url, team) }
 
   /**
-   * A seat for `call`: refused (GW_OVERLOADED, paused) when a pause covers it, as it asks
-   * and again as its seat comes, none for a pause's trial, else the seats'; its `end` tells
-   * the pauses too. No async frame waits
+   * A seat for `call`: refused (GW_OVERLOADED, paused) when a pause covers it, none for a
+   * pause's trial, else the seats'; its `end` tells the pauses too. No async frame waits
    * here for the seats' answer (a queued call's wait holds one frame less); a refusal
    * thrown is a rejection, as an async function's.
    */
@@ -116,9 +115,7 @@ export class PlatformGovernors {
       const g = this.#of(credential)
       const passage = this.#pauses.enter(credential, call)
       if (call.trial) return Promise.resolve({ team: call.team, load: g.seats.inFlight, end: (outcome: SeatOutcome) => this.#pauses.left(credential, call, passage, outcome) })
-      // The pauses hear an outcome before its seat is free: the seat goes to a call they still admit.
-      const refusal = () => this.#pauses.seated(credential, call, passage)
-      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url), refusal }).then((seat) => ({ team: seat.team, load: seat.load, end: (outcome) => { this.#pauses.left(credential, call, passage, outcome); seat.end(outcome) } }))
+      return g.seats.ask({ ...call, workClass: call.workClass ?? routeTemplate(call.url) }).then((seat) => ({ team: seat.team, load: seat.load, end: (outcome) => { seat.end(outcome); this.#pauses.left(credential, call, passage, outcome) } }))
     } catch (err) {
       return Promise.reject(err as Error)
     }

@@ -32,8 +32,6 @@ export interface SeatRequest {
   signal?: AbortSignal
   /** A refresh ahead's urgency now (larger first). */
   urgency?: () => number
-  /** Asked as its seat comes: an error refuses the call then, unseated (a pause begun while it waited), and the seat goes to the next. */
-  refusal?: () => Error | null
 }
 
 /** A background call (a refresh, a warm-up, a job) got no seat in time, was displaced, or met a pause: no caller waited for it. */

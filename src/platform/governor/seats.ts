@@ -13,7 +13,7 @@ const MIN_CHARGE_MS = 1
 /** A call running this many times its expected time is overdue: with no answer since, the platform is silent. */
 export const OVERDUE = 3
 
-type Waiter = Queued & { workClass: string; expiresAt: number; refusal: (() => Error | null) | undefined; resolve(seat: Seat): void; reject(err: Error): void; detach(): void }
+type Waiter = Queued & { workClass: string; expiresAt: number; resolve(seat: Seat): void; reject(err: Error): void; detach(): void }
 
 /**
  * A call waiting for a seat: its place in the queue, how it is answered, what its refusal
@@ -36,7 +36,6 @@ class QueuedCall implements Waiter {
     readonly expected: number | null,
     readonly deadline: number,
     readonly askedAt: number,
-    readonly refusal: (() => Error | null) | undefined,
     readonly resolve: (seat: Seat) => void,
     readonly reject: (err: Error) => void,
     readonly signal: AbortSignal | undefined,
@@ -182,7 +181,7 @@ export class CredentialSeats {
     }
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
-      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, expiresAt === sendBy, expected, req.deadline, now, req.refusal, resolve, reject, signal, this.#waits)
+      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, expiresAt === sendBy, expected, req.deadline, now, resolve, reject, signal, this.#waits)
       waiter.timer = this.#expiry(waiter, expiresAt - now)
       signal?.addEventListener('abort', waiter.onAbort, { once: true })
       this.#chargeElsewhere()
@@ -256,21 +255,19 @@ export class CredentialSeats {
     this.#lease.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, teams: this.#localTeams() })
   }
 
-  /** Starts waiting calls while seats are free and the credential is not paused; a call its refusal refuses now leaves unseated. */
+  /** Starts waiting calls while seats are free and the credential is not paused. */
   #dispatch(): void {
     this.#chargeElsewhere()
-    let changed = false
+    let started = false
     while (this.#queue.size > 0 && this.pausedUntil === 0) {
       const waiter = this.#next(this.capacity - this.inFlight)
       if (waiter === null) break
       this.#queue.remove(waiter)
       waiter.detach()
-      changed = true
-      const refused = waiter.refusal?.() ?? null
-      if (refused !== null) waiter.reject(refused)
-      else waiter.resolve(this.#start(waiter))
+      started = true
+      waiter.resolve(this.#start(waiter))
     }
-    if (changed) this.#demandChanged()
+    if (started) this.#demandChanged()
   }
 
   /** The next call to start on `free` seats; when none may, the queue is woken as a linger ends (its owed seats go then). */

@@ -167,17 +167,14 @@ export class Pauses {
   /**
    * Whether a call of `team` on `route` may go now: open, as the trial of a pause it falls
    * under (other than the credential's), or refused for the time left. The credential's
-   * own pause is the governor's to hold calls in. Asked at the entry, and again as the
-   * call's seat comes (a pause may have begun while it waited): then `trialOf`, the pause
-   * the call is the trial of already, lets it through (its trial was taken at the entry).
+   * own pause is the governor's to hold calls in.
    */
-  admit(team: string, route: string, trialOf: string | null = null): Admission {
+  admit(team: string, route: string): Admission {
     const now = this.#o.clock.now()
     let blocking: Held | null = null
     let trial: Held | null = null
     for (const held of this.#held.values()) {
       if (held.scope.kind === 'credential' || !covers(held.scope, team, route)) continue
-      if (trialOf !== null && scopeKey(held.scope) === trialOf) continue
       if (held.until <= now) {
         // Its expiry timer is late (a busy event loop): the pause is over all the same.
         this.#end(scopeKey(held.scope), 'expired')

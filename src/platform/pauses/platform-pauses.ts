@@ -117,35 +117,18 @@ export class PlatformPauses {
   enter(credential: string, call: PausedCall): Passage {
     const passage: Passage = { trial: null, probe: call.probe === true }
     if (call.trial) return passage
-    const refusal = this.#admit(credential, call, passage)
-    if (refusal !== null) throw refusal
-    return passage
-  }
-
-  /**
-   * A call that entered (`passage`) has its seat now: the pauses are looked at again, a
-   * pause begun while it waited refusing it as the entry would (the same error), the
-   * credential's excepted (its seats held the call while it lasted). Returns the refusal,
-   * or null: it goes (the trial of a pause whose trial is due, when it was none's).
-   */
-  seated(credential: string, call: PausedCall, passage: Passage): Error | null {
-    return call.trial ? null : this.#admit(credential, call, passage)
-  }
-
-  /** The pauses' word on `call`: its refusal (counted), or null with `passage` the trial of a pause whose trial is due. */
-  #admit(credential: string, call: PausedCall, passage: Passage): Error | null {
     const route = routeTemplate(call.url)
-    const admission = this.#of(credential).admit(call.team, route, passage.trial)
+    const admission = this.#of(credential).admit(call.team, route)
     if (admission.kind === 'paused') {
       this.#d.metrics.platformRefused.inc({ credential, reason: 'paused' })
       const retryAfterSec = Math.max(1, Math.ceil(admission.waitMs / 1000))
-      return Object.assign(new OverloadedError(`${describe(admission.pause)} of credential ${credential} is paused by the platform for ${retryAfterSec} s`), { retryAfterSec })
+      throw Object.assign(new OverloadedError(`${describe(admission.pause)} of credential ${credential} is paused by the platform for ${retryAfterSec} s`), { retryAfterSec })
     }
-    if (admission.kind === 'trial' && passage.trial === null) {
+    if (admission.kind === 'trial') {
       passage.trial = admission.scope
       this.#d.log.info({ credential, ...fieldsOf(admission.pause), team: call.team, route }, 'platform pause: a trial call goes through')
     }
-    return null
+    return passage
   }
 
   /** What a call's outcome tells the pauses: a 429 pauses whoever drew it, another answer ends the pause it tests. */
