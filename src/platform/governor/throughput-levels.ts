@@ -28,7 +28,7 @@ export const DIP_MS = 60_000
  * a second (the level over the latency, against its kind's first); when the last came.
  */
 type Level = { n: number; m: number; base: number; lat: number; sum: number; sum2: number; at: number }
-/** A knee set where answers a second fell, checked: the level it went to, its answers a second then, the limit and knee before, the last serial started then, and that level's answers since. */
+/** A knee set where answers a second fell, or a dip, checked: the level it went to, its answers a second then (a dip's: the level left's), the limit and knee before, the last serial started then, that level's answers since, and whether it is a dip. */
 type Check = { index: number; mean: number; limit: number; knee: number; serial: number; fresh: Level; dip: boolean }
 const noLevel = (): Level => ({ n: 0, m: 0, base: 0, lat: 0, sum: 0, sum2: 0, at: -Infinity })
 
