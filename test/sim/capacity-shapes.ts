@@ -3,7 +3,7 @@ import { simulate, type Scenario } from './simulate.js'
 import { newGovernor } from './new-governor.js'
 
 /**
- * Seeded platforms of the capacity bench's kind (platform.ts, `capacity`), one replica: no
+ * Seeded platforms of the capacity bench's kind (platform.ts, `capacity`), on one replica or more: no
  * queue, each call its report's cost while `knee` calls are in flight and `slopeMs` more for
  * each call past the knee as it starts, 429 at once to a call that finds `refuseAbove` in
  * flight; 120 callers of one report, 60 s. The knee 4 to 40; the cost 20 ms to 2 s (as
@@ -35,15 +35,16 @@ export function capacityShape(seed: number): CapacityShape {
 }
 
 /**
- * What broke of the bench's targets on `shape` (none: it holds): the limit and the calls at
+ * What broke of the bench's targets on `shape` over `replicas` (none: it holds), its callers
+ * on every replica: the limit and the calls at
  * the platform within 20 % of the knee in every sample from 30 s, and under 1 % of the calls
  * answered from then 429.
  */
-export async function capacityMisses(shape: CapacityShape): Promise<string[]> {
+export async function capacityMisses(shape: CapacityShape, replicas = 1): Promise<string[]> {
   const { seed, knee, costMs, slopeMs, refuseAbove, spread } = shape
   const scenario: Scenario = {
-    seed, durationMs: CAPACITY_MS, workers: refuseAbove, spread, slowness: [], stalls: [], outages: [], shedding: [], replicas: 1, storeStalls: [],
-    teams: [{ name: 'A', weight: 1, behaviour: { kind: 'callers', callers: 120, reports: [{ name: 'report', costMs }], thinkMs: [0, 0] }, replicas: [0], from: 0, until: CAPACITY_MS }],
+    seed, durationMs: CAPACITY_MS, workers: refuseAbove, spread, slowness: [], stalls: [], outages: [], shedding: [], replicas, storeStalls: [],
+    teams: [{ name: 'A', weight: 1, behaviour: { kind: 'callers', callers: 120, reports: [{ name: 'report', costMs }], thinkMs: [0, 0] }, replicas: Array.from({ length: replicas }, (_, i) => i), from: 0, until: CAPACITY_MS }],
     capacity: { knee, slopeMs, refuseAbove },
   }
   const trace = await simulate(scenario, newGovernor)

@@ -2,10 +2,10 @@
  * The limit rule (docs/governor.md, "The limit rule", where the model and s(w) are): the
  * seats in force follow the knee K, the platform's workers W as the order of ends shows
  * them. The start doubles the limit while calls wait and no queue shows; cruise keeps K
- * and its probe seat; on one replica, K goes where the answers a second fell as the limit
- * rose; a fault halves the limit, the knee staying. Across replicas the
- * learner weighs every replica's calls (answer-timeline.ts); an answer not timed
- * (answer-timing.ts) is an end, not evidence. Pure logic: time is passed in.
+ * and its probe seat; K goes where the answers a second fell as the limit rose (across
+ * replicas the limit dips to read them); a fault halves the limit, the knee staying.
+ * Across replicas the learner weighs every replica's calls (answer-timeline.ts); an
+ * answer not timed (answer-timing.ts) is an end, not evidence. Pure logic: time is passed in.
  */
 
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
@@ -186,8 +186,10 @@ export class KneeEstimator {
       this.#knee = back.knee
       return this.#set(back.limit, 'throughput') ?? { limit: this.#limit, knee: this.#knee, move: 'throughput' }
     }
-    const peak = this.#timeline === null ? this.#levels.peak(now, this.#limit, this.#knee, this.#min, () => highestRoom(this.#likelihoods())) : null
+    const peak = this.#levels.peak(now, this.#limit, this.#knee, this.#min, () => highestRoom(this.#likelihoods()))
     if (peak !== null) return this.#peaked(peak)
+    const dip = this.#timeline?.merging && this.#overtook < OVERTAKEN ? this.#levels.dip(now, this.#limit, this.#min) : null
+    if (dip !== null) return this.#dipped(dip)
     return this.#phase === 'start' ? this.#startStep() : this.#cruise()
   }
   /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat or started with every seat taken); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
@@ -220,7 +222,7 @@ export class KneeEstimator {
     if (this.#limit > k && room > k) this.#roomShown()
     if (this.#limit > k && room >= reach && (reach === this.#limit || !verdicts(ll, this.#limit).queueBelow)) {
       this.#past = Math.min(2 * this.#past, bears)
-      return this.#setKnee(this.#limit, 'grew', this.#timeline === null ? this.#levels.belowFall(this.#limit, this.#past) : this.#past)
+      return this.#setKnee(this.#limit, 'grew', this.#levels.belowFall(this.#limit, this.#past))
     }
     const { queueBelow: sure, best } = verdicts(ll, k)
     const queueBelow = this.#queueHolds(sure)
@@ -234,7 +236,7 @@ export class KneeEstimator {
     const known = probe.queueBelow && !this.#timeline?.merging
     this.#queueSeen ||= known && this.#limit > k
     if (known && this.#limit > k) return probe.best < k ? this.#setKnee(probe.best, 'queue', 1) : this.#set(k, 'knee')
-    return !known && this.#limit === k && !(this.#timeline === null && this.#levels.fellAbove(k)) ? this.#set(this.#clamp(k + 1), 'probe') : null
+    return !known && this.#limit === k && !this.#levels.fellAbove(k) ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
   /** Answers a second fell past `peak`: the knee there, and no seat past it (the start ends); the level there, if measured, is measured again (ThroughputLevels.recheck). */
   #peaked(peak: number): Step | null {
@@ -242,6 +244,14 @@ export class KneeEstimator {
     ;[this.#phase, this.#past, this.#queueSeen] = ['cruise', 1, true]
     this.#longWaits()
     this.#knee = this.#clamp(peak)
+    return this.#set(this.#knee, 'throughput') ?? { limit: this.#limit, knee: this.#knee, move: 'throughput' }
+  }
+  /** Across replicas, calls ending in the order they started and no level below the limit measured: K and the limit dip to `low`, put back unless it gives FALL more (ThroughputLevels.recheck). */
+  #dipped(low: number): Step | null {
+    this.#levels.dipFrom(low, this.#limit, this.#knee, this.#serial)
+    ;[this.#phase, this.#past] = ['cruise', 1]
+    this.#longWaits()
+    this.#knee = this.#clamp(low)
     return this.#set(this.#knee, 'throughput') ?? { limit: this.#limit, knee: this.#knee, move: 'throughput' }
   }
   /** A sure queue, believed (#queueShows), first shown sets aside the calls then in flight; it is acted on once they have all ended and it still holds (cruise; at the start while no call waited for a seat: docs/governor.md). */

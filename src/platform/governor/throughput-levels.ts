@@ -1,7 +1,8 @@
-// The answers a second each level of calls in flight gives, on one replica (docs/governor.md,
-// "Cruise"): Little's law read across the limit's own moves, which tells a platform whose
-// calls slow past its knee (no queue: the own times fit every guess of W alike) from one
-// with room. Used by the limit rule (knee-estimator.ts). Pure: time is passed in.
+// The answers a second each level of calls in flight gives (docs/governor.md, "Cruise"):
+// Little's law read across the limit's own moves, which tells a platform whose calls slow
+// past its knee (no queue: the own times fit every guess of W alike) from one with room;
+// across replicas, on every replica's calls, the limit dips to a level to read it against.
+// Used by the limit rule (knee-estimator.ts). Pure: time is passed in.
 
 import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE } from './knee-verdicts.js'
 
@@ -15,6 +16,10 @@ import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE } from './knee-verdicts.js'
  */
 export const RECENT_MS = 5_000
 export const FALL = 0.1
+/** Across replicas the limit dips to DIP of itself (two FALLs below) to measure a level below it: the likelihood there shows no room, calls ending apart and in order (docs/governor.md, "Cruise"). */
+export const DIP = 1 - 2 * FALL
+/** A dip put back is not tried again for DIP_MS: it costs a second or two of DIP of the seats, once a minute at most. */
+export const DIP_MS = 60_000
 
 /**
  * Per level of calls in flight at a call's start: the weight of its answers fading over
@@ -23,14 +28,16 @@ export const FALL = 0.1
  * a second (the level over the latency, against its kind's first); when the last came.
  */
 type Level = { n: number; m: number; base: number; lat: number; sum: number; sum2: number; at: number }
-/** A knee set where answers a second fell, checked: the level it went to, its answers a second then, the limit and knee before, the last serial started then, and that level's answers since. */
-type Check = { index: number; mean: number; limit: number; knee: number; serial: number; fresh: Level }
+/** A knee set where answers a second fell, or a dip, checked: the level it went to, its answers a second then (a dip's: the level left's), the limit and knee before, the last serial started then, that level's answers since, and whether it is a dip. */
+type Check = { index: number; mean: number; limit: number; knee: number; serial: number; fresh: Level; dip: boolean }
 const noLevel = (): Level => ({ n: 0, m: 0, base: 0, lat: 0, sum: 0, sum2: 0, at: -Infinity })
 
 export class ThroughputLevels {
   readonly #max: number
   #levels: Level[]
   #check: Check | null = null
+  // When a dip was last put back.
+  #dipBack = -Infinity
 
   constructor(max: number) {
     this.#max = max
@@ -82,20 +89,44 @@ export class ThroughputLevels {
   /** The knee goes to `peak` from `limit` and `knee`: that level, if measured, is measured again on the calls started after `serial` (recheck). */
   watch(peak: number, limit: number, knee: number, serial: number): void {
     const level = this.#levels[peak - 1]!
-    this.#check = level.n >= MIN_CALLS ? { index: peak - 1, mean: this.#mean(peak - 1), limit, knee, serial, fresh: noLevel() } : null
+    this.#check = level.n >= MIN_CALLS ? { index: peak - 1, mean: this.#mean(peak - 1), limit, knee, serial, fresh: noLevel(), dip: false } : null
+  }
+
+  /**
+   * Across replicas, where the limit's level is measured within RECENT_MS and no level
+   * from DIP of it up to below it is, and no dip was put back within DIP_MS: that level,
+   * for the limit to go to and measure (dipFrom); else null.
+   */
+  dip(now: number, limit: number, min: number): number | null {
+    const recent = (i: number) => this.#levels[i]!.n >= MIN_CALLS && now - this.#levels[i]!.at <= RECENT_MS
+    const top = Math.min(limit, this.#max) - 1
+    const low = Math.max(min, Math.floor((top + 1) * DIP))
+    if (low > top || !recent(top) || now - this.#dipBack < DIP_MS) return null
+    for (let i = low - 1; i < top; i++) if (recent(i)) return null
+    return low
+  }
+
+  /** The limit goes down to `low` from `limit` and `knee` (dip): the calls started after `serial` measure it against the level it left. */
+  dipFrom(low: number, limit: number, knee: number, serial: number): void {
+    this.#check = { index: low - 1, mean: this.#mean(Math.min(limit, this.#max) - 1), limit, knee, serial, fresh: noLevel(), dip: true }
   }
 
   /**
    * The level a fall of answers a second put the knee at, measured again: FALL less than
    * before, the platform changed between the two measures (a step slowdown, a drift), not
    * with the calls in flight: the limit and knee to put back, every level measured
-   * forgotten; else (or not measured again yet) null, the knee standing.
+   * forgotten; a dip's level, not FALL more than the level it left: the limit and knee to
+   * put back (fewer give no more); else (or not measured yet) null, the knee standing.
    */
   recheck(): { limit: number; knee: number } | null {
     const c = this.#check
     if (c === null || c.fresh.n < MIN_CALLS) return null
     this.#check = null
-    if (c.mean - (Math.log(c.index + 1) + Math.log(c.fresh.base / c.fresh.lat)) <= -Math.log(1 - FALL)) return null
+    const fresh = Math.log(c.index + 1) + Math.log(c.fresh.base / c.fresh.lat)
+    if (c.dip && fresh - c.mean > -Math.log(1 - FALL)) return null
+    if (c.dip) this.#dipBack = c.fresh.at
+    if (c.dip) return { limit: c.limit, knee: c.knee }
+    if (c.mean - fresh <= -Math.log(1 - FALL)) return null
     this.#levels = Array.from({ length: this.#max }, noLevel)
     return { limit: c.limit, knee: c.knee }
   }

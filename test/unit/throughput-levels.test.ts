@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest'
+import { DIP, DIP_MS, RECENT_MS, ThroughputLevels } from '../../src/platform/governor/throughput-levels.js'
+import { MIN_CALLS } from '../../src/platform/governor/knee-verdicts.js'
+
+// The capacity bench's platform: 100 ms a call while 12 are in flight, 40 ms more for each
+// call past 12; its answers a second are the level over that latency (Little's law).
+const BASE = Math.log(100)
+const latency = (level: number) => 100 + 40 * Math.max(0, level - 12)
+
+/** MIN_CALLS answers at `level` at `at`, serials from `serial`, as the platform gives them or (`slow`) as slow a call as `slow`'s. */
+function measure(levels: ThroughputLevels, level: number, at: number, serial = 1, slow?: number): void {
+  for (let i = 0; i < MIN_CALLS; i++) levels.measure(level, 1, BASE, slow === undefined ? latency(level) : (latency(slow) * level) / slow, at, serial + i)
+}
+function measured(...levelsAt: [number, number][]): ThroughputLevels {
+  const levels = new ThroughputLevels(64)
+  for (const [level, at] of levelsAt) measure(levels, level, at)
+  return levels
+}
+
+describe('ThroughputLevels across replicas: the dip', () => {
+  it('dips to DIP of the limit where its level is measured within RECENT_MS and none from there up to below it is', () => {
+    expect(measured([18, 1_000]).dip(1_000, 18, 2)).toBe(Math.floor(18 * DIP))
+    expect(measured([15, 1_000], [18, 1_000]).dip(1_000, 18, 2), 'a level between measured').toBeNull()
+    expect(measured([15, 1_000], [18, 1_000 + RECENT_MS + 1]).dip(1_000 + RECENT_MS + 1, 18, 2), 'a level between measured before RECENT_MS').toBe(14)
+    expect(measured([13, 1_000], [18, 1_000]).dip(1_000, 18, 2), 'a level below the dip does not count').toBe(14)
+    expect(measured([18, 1_000]).dip(1_000 + RECENT_MS + 1, 18, 2), 'the limit\'s level measured before RECENT_MS').toBeNull()
+    expect(measured([2, 1_000]).dip(1_000, 2, 2), 'nothing below the least').toBeNull()
+  })
+
+  it('keeps the dip where the level it went to gives FALL more than the limit\'s, and puts the limit back where it does not', () => {
+    for (const slower of [false, true]) {
+      const levels = measured([18, 1_000])
+      levels.dipFrom(14, 18, 17, 100)
+      // The dip's level measured on calls started after it: as the platform gives it, or as slow a call as the limit's level.
+      measure(levels, 14, 2_000, 101, slower ? 18 : undefined)
+      expect(levels.recheck(), slower ? 'no more answers a second' : 'more answers a second').toEqual(slower ? { limit: 18, knee: 17 } : null)
+    }
+  })
+
+  it('counts only the calls started after the dip, and tries no dip for DIP_MS after one put back', () => {
+    const levels = measured([18, 1_000])
+    levels.dipFrom(14, 18, 17, 100)
+    measure(levels, 14, 2_000, 50)
+    expect(levels.recheck()).toBeNull()
+    measure(levels, 14, 2_000, 101, 18)
+    expect(levels.recheck()).toEqual({ limit: 18, knee: 17 })
+    measure(levels, 18, 9_000, 200)
+    expect(levels.dip(9_000, 18, 2)).toBeNull()
+    measure(levels, 18, 2_000 + DIP_MS, 300)
+    expect(levels.dip(2_000 + DIP_MS, 18, 2)).toBe(14)
+  })
+})
