@@ -146,7 +146,9 @@ const MOVED = new Error('the call moves to another team\'s queue')
  * A caller's hang-up as a call's waiters watch it: an AbortSignal, or a function that
  * runs `leave` once when the caller hangs up (`hangUpOf`), which needs no signal of its own.
  */
-export type HangUp = AbortSignal | ((leave: () => void) => void)
+export type HangUp = AbortSignal | OnHangUp
+/** Runs `leave` once when a caller hangs up. */
+type OnHangUp = (leave: () => void) => void
 
 type Answering = { on(event: 'close', fn: () => void): unknown; writableFinished: boolean }
 
@@ -155,7 +157,7 @@ type Answering = { on(event: 'close', fn: () => void): unknown; writableFinished
  * complete (a response closes once). One listener on the response, no AbortController:
  * what a caller waiting for a report holds is its response and this listener.
  */
-export function hangUpOf(res: Answering): HangUp {
+export function hangUpOf(res: Answering): OnHangUp {
   return (leave) => {
     res.on('close', () => {
       if (!res.writableFinished) leave()
@@ -164,10 +166,8 @@ export function hangUpOf(res: Answering): HangUp {
 }
 
 /** Aborts when the caller of `res` hangs up before its answer is complete. */
-export function hangUpSignal(res: { once(event: 'close', fn: () => void): unknown; writableFinished: boolean }): AbortSignal {
+export function hangUpSignal(res: Answering): AbortSignal {
   const controller = new AbortController()
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort(new CallersGoneError())
-  })
+  hangUpOf(res)(() => controller.abort(new CallersGoneError()))
   return controller.signal
 }
