@@ -73,7 +73,7 @@ export class ThroughputLevels {
    * not measured within EVIDENCE_MS, one below. The steps down see whether fewer give more.
    */
   peak(now: number, limit: number, knee: number, min: number, room: () => number): number | null {
-    const recent = (i: number) => this.#levels[i]!.n >= MIN_CALLS && now - this.#levels[i]!.at <= RECENT_MS
+    const recent = (i: number) => this.#recent(i, now)
     const top = Math.min(limit, this.#max) - 1
     if (!recent(top)) return null
     let best = -1
@@ -98,7 +98,7 @@ export class ThroughputLevels {
    * for the limit to go to and measure (dipFrom); else null.
    */
   dip(now: number, limit: number, min: number): number | null {
-    const recent = (i: number) => this.#levels[i]!.n >= MIN_CALLS && now - this.#levels[i]!.at <= RECENT_MS
+    const recent = (i: number) => this.#recent(i, now)
     const top = Math.min(limit, this.#max) - 1
     const low = Math.max(min, Math.floor((top + 1) * DIP))
     if (low > top || !recent(top) || now - this.#dipBack < DIP_MS) return null
@@ -142,6 +142,11 @@ export class ThroughputLevels {
     if (this.#levels[knee - 1]!.n < MIN_CALLS) return past
     for (let i = knee; i < Math.min(knee + past, this.#max); i++) if (this.#levels[i]!.n >= MIN_CALLS && this.#fell(knee - 1, i)) return i - knee
     return past
+  }
+
+  /** Whether level index `i` was measured (MIN_CALLS answers) within RECENT_MS of `now`. */
+  #recent(i: number, now: number): boolean {
+    return this.#levels[i]!.n >= MIN_CALLS && now - this.#levels[i]!.at <= RECENT_MS
   }
 
   /** A level's answers a second (log, against its kinds' first latency): the level times the ratio of their Σs (Little's law over its answers, whatever their mix of kinds). */
