@@ -292,6 +292,23 @@ describe('KneeEstimator', () => {
     }
   })
 
+  // The likelihood's moves are of the limit in force: after the start doubles 8 → 16, the
+  // answers to calls started before the doubling move nothing; once MIN_CALLS calls started
+  // at 16 have answered, it doubles again (docs/governor.md, "Cruise").
+  it('moves the limit on the likelihood only once MIN_CALLS calls started since its last move have answered', () => {
+    const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+    const answer = (windows: number[], from: number, load: number) => { for (const window of windows) rule.ended({ startedAt: from, at: from + 100, team: 'a', kind: 'week', load, window, outcome: 'ok' }) }
+    const [first, before] = [0, 1].map(() => Array.from({ length: 8 }, () => rule.started('week', 8)))
+    const limits: number[] = []
+    for (const [windows, from, load] of [[first, 0, 8], [before, 2_400, 8], [null, 4_800, 16]] as const) {
+      answer(windows ?? Array.from({ length: 8 }, () => rule.started('week', 16)), from, load)
+      rule.waited()
+      rule.tick(from + 1_400, null)
+      limits.push(rule.limit)
+    }
+    expect(limits).toEqual([16, 16, 32])
+  })
+
   // Seats owed to teams that wait for nothing (dispatch rule 2.3) keep the calls short of the
   // limit: at a limit of 9, 4 seats held back, the calls reach 5 and never fill it. Room
   // shown at every load they reach raises the knee to the limit, as room at the limit does;

@@ -14,7 +14,7 @@ import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, highestRoom, verdicts } from 
 import { ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 
-/** The knee moves at most once a DECIDE_MS, after MIN_CALLS (knee-verdicts.ts) new answers: a decision weighs a burst whole. */
+/** The knee moves at most once a DECIDE_MS, after MIN_CALLS (knee-verdicts.ts) new answers: a decision weighs a burst whole; on one replica the likelihood moves the limit again once MIN_CALLS calls started since its last move have answered (its verdict is of the limit in force). */
 export const DECIDE_MS = 1000
 /** The evidence fades with this time constant: a platform may change its workers. */
 export const EVIDENCE_MS = 20_000
@@ -65,6 +65,9 @@ export class KneeEstimator {
   #counted = 0
   #fadedAt = -Infinity
   #newCalls = 0
+  // The last serial started when the limit last moved, and the answers since to calls started after it (the likelihood's moves wait for MIN_CALLS of them).
+  #movedSerial = 0
+  #sinceMove = 0
   #decidedAt = -Infinity
   // Whether calls waited for a seat, and whether a call started with the limit filled, since the last decision; the seats past the knee.
   #waited = false
@@ -190,6 +193,8 @@ export class KneeEstimator {
     if (peak !== null) return this.#peaked(peak)
     const dip = this.#timeline?.merging && this.#overtook < OVERTAKEN ? this.#levels.dip(now, this.#limit, this.#min) : null
     if (dip !== null) return this.#dipped(dip)
+    // On one replica the likelihood's verdicts are of the limit in force: until MIN_CALLS calls started under it have answered, its answers are the limit's before (docs/governor.md, "Cruise").
+    if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
     return this.#phase === 'start' ? this.#startStep() : this.#cruise()
   }
   /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat or started with every seat taken); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
@@ -302,6 +307,7 @@ export class KneeEstimator {
   }
   /** What an answer says of every guess w: its call's own time under w against its kind's pace of late, or how unlikely w makes so soon an end; an untimed one, or one in flight when a queue verdict was held, nothing (a new call all the same). */
   #learn(a: Answer, call: Call): void {
+    if (a.window > this.#movedSerial) this.#sinceMove++
     if (a.timed === false || a.window <= this.#held) return void this.#newCalls++
     this.#fade(a.at)
     const latency = Math.max(1, a.at - a.startedAt)
@@ -362,7 +368,11 @@ export class KneeEstimator {
     }
     this.#faults = this.#faults.filter((f) => f.to > now - MEMORY_MS)
   }
-  #set(limit: number, move: Move): Step | null { return limit === this.#limit ? null : { limit: (this.#limit = limit), knee: this.#knee, move } }
+  #set(limit: number, move: Move): Step | null {
+    if (limit === this.#limit) return null
+    ;[this.#movedSerial, this.#sinceMove] = [this.#serial, 0]
+    return { limit: (this.#limit = limit), knee: this.#knee, move }
+  }
   /** The fault is over: the limit is the knee's again (and the probe seat's); at a fresh start, the doubling goes on. */
   #restore(now: number): Step | null {
     this.#endFault(now)
