@@ -13,6 +13,7 @@ import { atLeast, endAt } from './calls-ahead.js'
 import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, highestRoom, verdicts } from './knee-verdicts.js'
 import { ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
+import { FAULT_MS, FaultWatch } from './fault-watch.js'
 
 /** The knee moves at most once a DECIDE_MS, after MIN_CALLS (knee-verdicts.ts) new answers: a decision weighs a burst whole; on one replica the likelihood moves the limit again once MIN_CALLS calls started since its last move have answered (its verdict is of the limit in force). */
 export const DECIDE_MS = 1000
@@ -24,13 +25,7 @@ export const IMPOSSIBLE_LL = 10
 export const PACE_GAIN = 0.1
 /** Under this share of late answers overtaking a call started before them, calls end in the order they started: the order of ends tells no W, and the knee falls only once calls got slower. */
 export const OVERTAKEN = 0.05
-/** A team draws overload when this share of its answers in a second, one at least, say the platform is overloaded. */
-export const OVERLOAD_SHARE = 0.05
-/** A call overdue (seats.ts) and no answer for SILENCE_GAPS usual gaps (a FAULT_MS at least): the platform is silent, a fault. Each gap moves the usual gaps by GAP_GAIN. */
-export const SILENCE_GAPS = 10
-export const GAP_GAIN = 0.1
-/** A fault is judged over FAULT_MS, and the limit halves at most once in it; ends are remembered MEMORY_MS: those ahead of a call that takes up to that. */
-export const FAULT_MS = 1000
+/** Ends and faults are remembered MEMORY_MS: those ahead of a call that takes up to that. */
 export const MEMORY_MS = 120_000
 
 /** start: doubling from initialConcurrent; cruise: at the knee (and its probe seat); fault: halved while the platform fails. */
@@ -81,18 +76,11 @@ export class KneeEstimator {
   #reach = 0
   #queueSeen = false
   #starting = false
-  #lastCut = -Infinity
   // A queue verdict held: the last serial started when it first showed (0: none held).
   #held = 0
-  #faults: { from: number; to: number }[] = []
-  #answeredSinceCut = false
-  #lastAnswer = -Infinity
+  readonly #faults = new FaultWatch()
   // The share of late answers (PACE_GAIN a answer) that ended before a call started ahead of them.
   #overtook = 1
-  // The gaps between answers, faded by GAP_GAIN: their mean and the mean of their squares.
-  #gapMs = FAULT_MS
-  #gap2 = FAULT_MS * FAULT_MS
-  #second: { start: number; teams: Map<string, { answers: number; overloads: number }> } = { start: -Infinity, teams: new Map() }
   #latencyMs: number | null = null
   #timeline: AnswerTimeline | null = null
   #now: () => number = () => 0
@@ -138,13 +126,7 @@ export class KneeEstimator {
     ;[this.#waited, this.#shortWaited, this.#longMs] = [true, this.#shortWaited || longMs === null, Math.max(this.#longMs, longMs ?? 0)]
   }
   ended(a: Answer): void {
-    // Counted in the second under way; an overload answer to a call sent before the last cut is the old limit's, already halved for.
-    const t = this.#second.teams.get(a.team) ?? { answers: 0, overloads: 0 }
-    this.#second.teams.set(a.team, { answers: t.answers + 1, overloads: t.overloads + (a.outcome === 'overload' && a.startedAt >= this.#lastCut ? 1 : 0) })
-    const g = a.at - this.#lastAnswer
-    if (a.outcome !== 'overload' && Number.isFinite(g) && g > 0) [this.#gapMs, this.#gap2] = [this.#gapMs + GAP_GAIN * (g - this.#gapMs), this.#gap2 + GAP_GAIN * (g * g - this.#gap2)]
-    if (a.outcome !== 'overload') this.#lastAnswer = Math.max(this.#lastAnswer, a.at)
-    if (a.outcome === 'ok' && a.at > this.#lastCut) this.#answeredSinceCut = true
+    this.#faults.answered(a)
     return this.#timeline ? this.#timeline.ended(a, this.#now()) : this.#end(a)
   }
   /** The evidence of one answer, in the order calls ended. */
@@ -165,22 +147,16 @@ export class KneeEstimator {
     if (l === this.#limit && k === this.#knee) return null
     this.#knee = k
     this.#phase = l < k ? 'fault' : 'cruise'
-    if (this.#phase !== 'fault') this.#endFault(now)
-    else if (!wasFault) this.#faults.push({ from: now - FAULT_MS, to: Infinity })
+    if (this.#phase !== 'fault') this.#faults.end(now)
+    else if (!wasFault) this.#faults.begin(now)
     return this.#set(l, 'adopted') ?? { limit: l, knee: k, move: 'adopted' }
   }
   pause(now: number): Step | null { return this.#fault(now) } // the platform paused the whole credential: a fault
-  /** Watches for faults and moves the knee as the evidence says; null while nothing moves. `overdueSince` (seats.ts) and no answer for SILENCE_GAPS usual gaps: silent (stalled), a fault; a queue keeps answers coming. */
+  /** Watches for faults (fault-watch.ts: `overdueSince`, seats.ts, and no answer for a while is silence; a queue keeps answers coming) and moves the knee as the evidence says; null while nothing moves. */
   tick(now: number, overdueSince: number | null): Step | null {
-    if (now - this.#second.start >= FAULT_MS) {
-      const overloaded = this.#overloaded()
-      this.#second = { start: now, teams: new Map() }
-      if (overloaded) return this.#fault(now)
-    }
-    // The gap a moment usually falls in (Σ gap² / Σ gap: answers cluster behind long calls).
-    if (overdueSince !== null && now - Math.max(this.#lastAnswer, this.#lastCut) > Math.max(FAULT_MS, SILENCE_GAPS * (this.#gap2 / this.#gapMs))) return this.#fault(now)
+    if (this.#faults.shows(now, overdueSince)) return this.#fault(now)
     this.#prune(now)
-    if (this.#phase === 'fault') return now - this.#lastCut < FAULT_MS || !this.#answeredSinceCut ? null : this.#restore(now)
+    if (this.#phase === 'fault') return this.#faults.over(now) ? this.#restore(now) : null
     if (now - this.#decidedAt < DECIDE_MS || this.#newCalls < MIN_CALLS) return null
     this.#decidedAt = now
     this.#newCalls = 0
@@ -366,7 +342,7 @@ export class KneeEstimator {
       this.#endAt = this.#endAt.slice(drop)
       this.#endSerial = this.#endSerial.slice(drop)
     }
-    this.#faults = this.#faults.filter((f) => f.to > now - MEMORY_MS)
+    this.#faults.forget(now - MEMORY_MS)
   }
   #set(limit: number, move: Move): Step | null {
     if (limit === this.#limit) return null
@@ -375,33 +351,21 @@ export class KneeEstimator {
   }
   /** The fault is over: the limit is the knee's again (and the probe seat's); at a fresh start, the doubling goes on. */
   #restore(now: number): Step | null {
-    this.#endFault(now)
+    this.#faults.end(now)
     this.#phase = this.#starting ? 'start' : 'cruise'
     return this.#set(this.#clamp(this.#starting ? this.#knee : this.#knee + 1), 'restored')
   }
   /** Whether a call from `startedAt` to `at` met a fault (one under way included): it teaches nothing, of the limit or of its kind's time. */
-  metFault(startedAt: number, at: number): boolean { return this.#faults.some((f) => startedAt < f.to && at > f.from) }
-  /** A fault under way ends: calls that met it teach nothing. */
-  #endFault(now: number): void {
-    if (this.#faults.at(-1)?.to === Infinity) (this.#faults.at(-1) as { to: number }).to = now
-  }
+  metFault(startedAt: number, at: number): boolean { return this.#faults.met(startedAt, at) }
   /** The limit in force (at most the knee) halves, at most once a FAULT_MS; the knee stays. */
   #fault(now: number): Step | null {
-    if (now - this.#lastCut < FAULT_MS) return null
-    this.#lastCut = now
-    this.#answeredSinceCut = false
+    if (!this.#faults.cut(now)) return null
     if (this.#phase !== 'fault') {
       this.#starting = this.#phase === 'start'
-      this.#faults.push({ from: now - FAULT_MS, to: Infinity })
+      this.#faults.begin(now)
     }
     this.#phase = 'fault'
     return this.#set(Math.max(this.#min, Math.floor(Math.min(this.#limit, this.#knee) / 2)), 'fault')
-  }
-  /** Overload in the second under way from every answering team, or from two teams or more. */
-  #overloaded(): boolean {
-    let drawing = 0
-    for (const t of this.#second.teams.values()) if (t.overloads >= Math.max(1, OVERLOAD_SHARE * t.answers)) drawing++
-    return drawing >= 2 || (drawing >= 1 && drawing === this.#second.teams.size)
   }
   #clamp(n: number): number { return Math.max(this.#min, Math.min(this.#max, Math.round(n))) }
 }

@@ -1,0 +1,65 @@
+/**
+ * The limit rule's faults (docs/governor.md, "The limit rule", fault): overload from every
+ * answering team or from two teams in a second, or the platform's silence while a call is
+ * overdue; the cuts they make, and the spans they cover, so that a call that met one
+ * teaches nothing. Pure logic: time is passed in.
+ */
+
+import type { Answer } from './answer-timeline.js'
+
+/** A team draws overload when this share of its answers in a second, one at least, say the platform is overloaded. */
+export const OVERLOAD_SHARE = 0.05
+/** A call overdue (seats.ts) and no answer for SILENCE_GAPS usual gaps (a FAULT_MS at least): the platform is silent, a fault. Each gap moves the usual gaps by GAP_GAIN. */
+export const SILENCE_GAPS = 10
+export const GAP_GAIN = 0.1
+/** A fault is judged over FAULT_MS, and the limit halves at most once in it. */
+export const FAULT_MS = 1000
+
+export class FaultWatch {
+  #lastCut = -Infinity
+  #answeredSinceCut = false
+  #lastAnswer = -Infinity
+  // The gaps between answers, faded by GAP_GAIN: their mean and the mean of their squares.
+  #gapMs = FAULT_MS
+  #gap2 = FAULT_MS * FAULT_MS
+  #second: { start: number; teams: Map<string, { answers: number; overloads: number }> } = { start: -Infinity, teams: new Map() }
+  #spans: { from: number; to: number }[] = []
+  /** An answer: counted in the second under way (an overload answer to a call sent before the last cut is the old limit's, already halved for), and in the gaps. */
+  answered(a: Answer): void {
+    const t = this.#second.teams.get(a.team) ?? { answers: 0, overloads: 0 }
+    this.#second.teams.set(a.team, { answers: t.answers + 1, overloads: t.overloads + (a.outcome === 'overload' && a.startedAt >= this.#lastCut ? 1 : 0) })
+    const g = a.at - this.#lastAnswer
+    if (a.outcome !== 'overload' && Number.isFinite(g) && g > 0) [this.#gapMs, this.#gap2] = [this.#gapMs + GAP_GAIN * (g - this.#gapMs), this.#gap2 + GAP_GAIN * (g * g - this.#gap2)]
+    if (a.outcome !== 'overload') this.#lastAnswer = Math.max(this.#lastAnswer, a.at)
+    if (a.outcome === 'ok' && a.at > this.#lastCut) this.#answeredSinceCut = true
+  }
+  /** Whether a fault shows at a tick: overload in the second just ended, or a call overdue and no answer for the gap a moment usually falls in (Σ gap² / Σ gap: answers cluster behind long calls) times SILENCE_GAPS. */
+  shows(now: number, overdueSince: number | null): boolean {
+    if (now - this.#second.start >= FAULT_MS) {
+      const overloaded = this.#overloaded()
+      this.#second = { start: now, teams: new Map() }
+      if (overloaded) return true
+    }
+    return overdueSince !== null && now - Math.max(this.#lastAnswer, this.#lastCut) > Math.max(FAULT_MS, SILENCE_GAPS * (this.#gap2 / this.#gapMs))
+  }
+  /** A cut at `now`, unless one came within FAULT_MS. */
+  cut(now: number): boolean {
+    if (now - this.#lastCut < FAULT_MS) return false
+    ;[this.#lastCut, this.#answeredSinceCut] = [now, false]
+    return true
+  }
+  /** A cut is over once a FAULT_MS passed and an answer came after it. */
+  over(now: number): boolean { return now - this.#lastCut >= FAULT_MS && this.#answeredSinceCut }
+  /** A fault's span begins (from the FAULT_MS it was judged over) or ends; spans ended before `before` are forgotten. */
+  begin(now: number): void { this.#spans.push({ from: now - FAULT_MS, to: Infinity }) }
+  end(now: number): void { if (this.#spans.at(-1)?.to === Infinity) (this.#spans.at(-1) as { to: number }).to = now }
+  forget(before: number): void { this.#spans = this.#spans.filter((f) => f.to > before) }
+  /** Whether a call from `startedAt` to `at` met a fault (one under way included). */
+  met(startedAt: number, at: number): boolean { return this.#spans.some((f) => startedAt < f.to && at > f.from) }
+  /** Overload in the second under way from every answering team, or from two teams or more. */
+  #overloaded(): boolean {
+    let drawing = 0
+    for (const t of this.#second.teams.values()) if (t.overloads >= Math.max(1, OVERLOAD_SHARE * t.answers)) drawing++
+    return drawing >= 2 || (drawing >= 1 && drawing === this.#second.teams.size)
+  }
+}
