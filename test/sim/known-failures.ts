@@ -40,7 +40,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [1046, ['work-conserving']],
   [1072, ['replicas']],
   [1118, ['slower is not fuller']],
-  [1158, ['work-conserving']],
   [1172, ['replicas']],
   [1196, ['no standing queue', 'isolation', 'replicas']],
   [1336, ['work-conserving']],

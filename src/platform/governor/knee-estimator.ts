@@ -210,7 +210,8 @@ export class KneeEstimator {
     if (queueBelow || (this.#limit > k + 1 && verdicts(ll, this.#limit).queueBelow)) {
       this.#past = 1
       this.#queueSeen = true
-      return this.#setKnee(queueBelow ? best : k, 'queue', 1)
+      // On one replica a queue at the limit alone leaves K at the room shown below the limit, when above K: the queue says W is below the limit, the room that it is at least there.
+      return this.#setKnee(queueBelow ? best : this.#timeline?.merging ? k : Math.max(k, Math.min(room, this.#limit - 1)), 'queue', 1)
     }
     // A sure queue at the probe seat: the seat goes, and K falls to the likeliest w below it when that is below K.
     const probe = verdicts(ll, k + 1)
