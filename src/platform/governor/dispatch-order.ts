@@ -9,16 +9,6 @@ export const LENDING_HORIZON_MS = 500
 /** A short call: one expected to end within the lending horizon (null: a kind never answered). */
 export const isShort = (expectedMs: number | null): boolean => expectedMs !== null && expectedMs <= LENDING_HORIZON_MS
 
-/** A team's tag as it starts waiting again, or starts a call: at least the virtual time less the credit (seat-time over its weight) it keeps (docs/governor.md, "The dispatch rule" 2). */
-export function resumedTag(tag: number, virtual: number, credit: number): number {
-  return Math.max(tag, virtual - credit)
-}
-
-/** The credit (seat-time over its weight) a team keeps behind the virtual time as it starts waiting again or starts a call charged `chargeMs`: on one replica (`alone`), a team still busy (holding a seat here) that charge, at most the lending horizon's; any other, none. */
-export function creditKept(holding: number, chargeMs: number, weight: number, alone: boolean): number {
-  return alone && holding > 0 ? Math.min(LENDING_HORIZON_MS, chargeMs) / weight : 0
-}
-
 /** The shares as the dispatch rule reads them: worked out here alone (`one`) or across replicas. */
 export type SharesView = LeaseShares & { teams: LocalTeam[]; owed: number; one: boolean }
 

@@ -1,5 +1,5 @@
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
-import { creditKept, heldBack, isShort, resumedTag, nextCall, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
+import { heldBack, isShort, nextCall, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
 import { DeadlineError, OverloadedError } from '../../errors.js'
 import { NoIdleSeatError, learnFrom, tooLate, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
 import { LocalSeats, type LocalTeam, type SeatLease } from './seat-lease.js'
@@ -186,7 +186,7 @@ export class CredentialSeats {
       signal?.addEventListener('abort', waiter.onAbort, { once: true })
       this.#chargeElsewhere()
       // A team that starts waiting again saved no credit while it did not.
-      if (this.#queue.count(team, null) === 0) this.#teams.of(team).tag = resumedTag(this.#teams.of(team).tag, this.#teams.virtual, this.#credit(team, expected))
+      if (this.#queue.count(team, null) === 0) this.#teams.of(team).tag = Math.max(this.#teams.of(team).tag, this.#teams.virtual)
       this.#queue.push(waiter)
       this.#teams.notePeak(team, this.#queue.count(team, null), this.#clock.now())
       this.#dispatch()
@@ -285,11 +285,6 @@ export class CredentialSeats {
     return null
   }
 
-  /** The credit `team` keeps as it starts waiting again or starts a call expected to take `expected` (dispatch rule 2). */
-  #credit(team: string, expected: number | null): number {
-    return creditKept(this.#teams.held(team), Math.max(MIN_CHARGE_MS, expected ?? MIN_CHARGE_MS), this.#weight(team), this.#lease instanceof LocalSeats)
-  }
-
   #start(waiter: Waiter): Seat {
     const { team, workClass } = waiter
     const weight = this.#weight(team)
@@ -297,7 +292,7 @@ export class CredentialSeats {
     const startedAt = this.#clock.now()
     const expected = this.#o.work.expectedMs(team, workClass, startedAt)
     const charged = Math.max(MIN_CHARGE_MS, expected ?? MIN_CHARGE_MS)
-    const start = resumedTag(seats.tag, this.#teams.virtual, this.#credit(team, expected))
+    const start = Math.max(seats.tag, this.#teams.virtual)
     seats.tag = start + charged / weight
     // The virtual time: the least tag waiting (dispatch rule 2).
     let least = start
