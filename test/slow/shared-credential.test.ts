@@ -112,12 +112,12 @@ describe('one team\'s reports cannot steer the platform for the others', () => {
     const gw = await gateway('platform: { initialConcurrent: 16, minConcurrent: 2 }')
     for (const path of [CREATIVES, PLACEMENTS]) sandbox.setRouteFailure(path, { kind: 'status', status: 500 })
     // 28 callers for 16 seats: calls wait at the limit, so the start doubles it and meets
-    // the platform's queue (with no more callers than seats, it may go on starting).
+    // the platform's queue. Faults are judged in every phase: whether the start has ended
+    // by the 200th failing answer does not matter (on a busy machine the answers are not
+    // timed, docs/governor.md "The gateway's own time", and the start goes on).
     const failing = callers(gw, KEYS.all, 24, (i) => report(i * 40, 30, i % 2 ? CREATIVES : PLACEMENTS))
     const fine = callers(gw, KEYS.growth, 4, (i) => report(i * 10, 7))
     try {
-      // Past the start (the doubling): the limit rule judges the answers from then on.
-      await waitFor('the start over', () => governorView(gw).phase !== 'start', 30_000)
       await waitFor('200 failing reports answered', () => failing.statuses.filter((s) => s === 502).length >= 200, 30_000)
     } finally {
       await Promise.all([failing.stop(), fine.stop()])
