@@ -325,23 +325,6 @@ describe('a seat\'s end', () => {
     expect(answers.every((a) => a.kind === 'a\nw' && a.team === 'a' && a.window === 7)).toBe(true)
     expect(answers[0]?.load).toBe(1)
   })
-
-  // The limit rule hears of an answer before its seat is freed, and may raise the limit then
-  // (the start's doubling): the calls that start at once are behind every call at the
-  // platform but the one answered, whose worker is free.
-  it('does not count the call answered in the load of a call started as the limit rule raises the limit on its answer', async () => {
-    const clock = fakeClock()
-    const loads: number[] = []
-    let raise = () => {}
-    const { s, order } = seats(clock, { limit: 2, onStarted: (_kind, load) => (loads.push(load), loads.length), onEnded: () => raise() })
-    raise = () => s.setLimit(3)
-    const calls = ['a', 'a', 'a'].map((team) => call(s, order, team))
-    await settle()
-    calls[0]?.seat?.end({ kind: 'answer', status: 200, latencyMs: 100 })
-    await settle()
-    expect(loads).toEqual([1, 2, 2])
-    expect(s.inFlight).toBe(2)
-  })
 })
 
 describe('who gets a free seat', () => {

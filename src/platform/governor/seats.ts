@@ -62,8 +62,6 @@ export class CredentialSeats {
   readonly #queue = new FairQueue<Waiter>()
   #seq = 0
   #lingerTimer: Timer | null = null
-  // Calls answered whose seats are not freed yet: the limit rule hears of their answers first (onEnded), and a call it starts then (a limit raised on one) does not count them in its load.
-  #answering = 0
   // What a queued call asks of its seats when its signal aborts: one for every call.
   readonly #waits: QueuedCall['seats']
 
@@ -302,7 +300,7 @@ export class CredentialSeats {
     this.#teams.virtual = Math.max(this.#teams.virtual, least)
     const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected) }
     seats.running.add(call)
-    const load = this.inFlight - this.#answering + this.#lease.elsewhere()
+    const load = this.inFlight + this.#lease.elsewhere()
     const kind = kindOf(team, workClass)
     const window = this.#o.onStarted?.(kind, load) ?? 0
     let ended = false
@@ -326,17 +324,10 @@ export class CredentialSeats {
         const at = outcome.kind === 'dropped' ? now : startedAt + outcome.latencyMs
         if (outcome.kind === 'answer') this.#lease.answered()
         const learned = learnFrom(this.#o.work, team, workClass, outcome, now, this.#o.metFault?.(startedAt, at))
+        this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned })
         // Cut by its deadline, or its callers gone: held to its expected end (dispatch rule 4).
         const goesOn = outcome.kind === 'dropped' || (outcome.kind === 'none' && outcome.timedOut)
         const until = goesOn ? startedAt + (this.#o.work.expectedMs(team, workClass, now) ?? 0) : 0
-        // Freed now, its seat is no call at the platform for those started while the limit rule hears of it.
-        const freed = until <= now ? 1 : 0
-        this.#answering += freed
-        try {
-          this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned })
-        } finally {
-          this.#answering -= freed
-        }
         if (until > now) this.#timer(free, until - now)
         else free()
       },
