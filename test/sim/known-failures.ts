@@ -57,7 +57,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [1602, ['isolation']],
   [1685, ['work-conserving']],
   [1689, ['work-conserving']],
-  [1759, ['recovery']],
   [1791, ['replicas']],
   [1881, ['isolation']],
   [1883, ['replicas']],

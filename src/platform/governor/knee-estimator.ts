@@ -13,7 +13,7 @@ import { atLeast, endAt } from './calls-ahead.js'
 import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, highestRoom, verdicts } from './knee-verdicts.js'
 import { ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
-import { FAULT_MS, FaultWatch } from './fault-watch.js'
+import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
 
 /** The knee moves at most once a DECIDE_MS, after MIN_CALLS (knee-verdicts.ts) new answers: a decision weighs a burst whole; on one replica the likelihood moves the limit again once MIN_CALLS calls started since its last move have answered (its verdict is of the limit in force). */
 export const DECIDE_MS = 1000
@@ -78,6 +78,10 @@ export class KneeEstimator {
   #starting = false
   // A queue verdict held: the last serial started when it first showed (0: none held).
   #held = 0
+  // The gaps between ends (overloads aside), and the last; the last serial started when an end came after a pause (0: none).
+  readonly #gaps = new UsualGaps()
+  #lastEnd = -Infinity
+  #paused = 0
   readonly #faults = new FaultWatch()
   // The share of late answers (PACE_GAIN a answer) that ended before a call started ahead of them.
   #overtook = 1
@@ -133,6 +137,7 @@ export class KneeEstimator {
   #end(a: Answer): void {
     const call = this.#calls.get(a.window)
     if (call === undefined) return
+    this.#pause(a)
     // It overtook a call: one started before it, here, is still in flight (the map keeps start order).
     this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
     this.#calls.delete(a.window)
@@ -285,7 +290,7 @@ export class KneeEstimator {
   /** What an answer says of every guess w: its call's own time under w against its kind's pace of late, or how unlikely w makes so soon an end; an untimed one, or one in flight when a queue verdict was held, nothing (a new call all the same). */
   #learn(a: Answer, call: Call): void {
     if (a.window > this.#movedSerial) this.#sinceMove++
-    if (a.timed === false || a.window <= this.#held) return void this.#newCalls++
+    if (a.timed === false || a.window <= this.#held || a.window <= this.#paused) return void this.#newCalls++
     this.#fade(a.at)
     const latency = Math.max(1, a.at - a.startedAt)
     const load = Math.max(1, call.load)
@@ -318,6 +323,15 @@ export class KneeEstimator {
     }
     if (!first) this.#counted += weight
     this.#newCalls++
+  }
+  /** An end after a silence (UsualGaps) across which a call was in flight (one started before the end before it: not an idle moment) ends a pause of the platform: every call in flight then met it, their own times untimed. */
+  #pause(a: Answer): void {
+    if (a.outcome === 'overload') return
+    const g = a.at - this.#lastEnd
+    const first = this.#calls.values().next().value as Call
+    if (Number.isFinite(g) && this.#gaps.silence(g) && first.endsBefore < this.#endsDropped + this.#endAt.length) this.#paused = this.#serial
+    if (Number.isFinite(g) && g > 0) this.#gaps.add(g)
+    this.#lastEnd = Math.max(this.#lastEnd, a.at)
   }
   /** The ends of this replica's calls ahead of `a` while it was in flight, from its start (ms), in order. */
   #aheadEnds(a: Answer, call: Call): number[] {
