@@ -83,12 +83,10 @@ export function nextCall<W extends WaitingCall>(s: DispatchState<W>, free: numbe
 
 /** What the rule holds back from the calls waiting: the seats owed, and whether every waiting call is held back (every call of a team past its share long, a ceiling, a pause): the simulator's work-conserving check reads it. */
 export function heldBack<W extends WaitingCall>(s: DispatchState<W>, paused: boolean): { owed: number; longOnly: boolean } {
-  const owed = owedNow(s)
-  if (paused) return { owed, longOnly: true }
-  const longOnly = [...s.queue.waitingTeams()].every((team) => {
+  const longOnly = paused || [...s.queue.waitingTeams()].every((team) => {
     if (s.atCeiling(team)) return true
     const { within, short } = standing(s, team)
     return !within && !short
   })
-  return { owed, longOnly }
+  return { owed: owedNow(s), longOnly }
 }

@@ -13,15 +13,8 @@ const MIN_CHARGE_MS = 1
 /** A call running this many times its expected time is overdue: with no answer since, the platform is silent. */
 export const OVERDUE = 3
 
-type Waiter = Queued & { workClass: string; expiresAt: number; resolve(seat: Seat): void; reject(err: Error): void; detach(): void }
-
-/**
- * A call waiting for a seat: its place in the queue, how it is answered, what its refusal
- * at its time would say, and what it listens to until then (its signal, its timer). One
- * object a queued call and one listener, not closures over `ask`'s scope, which every
- * queued call kept (with its request) for as long as it waited.
- */
-class QueuedCall implements Waiter {
+/** A call waiting for a seat. One object and one listener per call, not closures over `ask`'s scope, which would keep its request while it waits. */
+class QueuedCall implements Queued {
   timer: Timer | null = null
 
   constructor(
@@ -39,14 +32,14 @@ class QueuedCall implements Waiter {
     readonly resolve: (seat: Seat) => void,
     readonly reject: (err: Error) => void,
     readonly signal: AbortSignal | undefined,
-    readonly seats: { readonly clock: Clock; aborted(call: QueuedCall): void },
+    readonly clock: Clock,
+    readonly aborted: (call: QueuedCall) => void,
   ) {}
 
-  /** What listens on its signal: a function, as the governor's signals are listened to. */
-  readonly onAbort = (): void => this.seats.aborted(this)
+  readonly onAbort = (): void => this.aborted(this)
 
   detach(): void {
-    this.seats.clock.clearTimeout(this.timer)
+    this.clock.clearTimeout(this.timer)
     this.signal?.removeEventListener('abort', this.onAbort)
   }
 }
@@ -59,23 +52,19 @@ export class CredentialSeats {
   readonly #lease: SeatLease
   #limit: number
   readonly #teams = new TeamAccounts()
-  readonly #queue = new FairQueue<Waiter>()
+  readonly #queue = new FairQueue<QueuedCall>()
   #seq = 0
   #lingerTimer: Timer | null = null
-  // What a queued call asks of its seats when its signal aborts: one for every call.
-  readonly #waits: QueuedCall['seats']
+  // What a queued call's signal does when it aborts: one for every call.
+  readonly #aborted = (call: QueuedCall): void => {
+    this.#remove(call)
+    call.reject(call.signal?.reason as Error)
+  }
 
   constructor(opts: SeatsOptions) {
     this.credential = opts.credential
     this.#o = opts
     this.#clock = opts.clock ?? systemClock
-    this.#waits = {
-      clock: this.#clock,
-      aborted: (call) => {
-        this.#remove(call)
-        call.reject(call.signal?.reason as Error)
-      },
-    }
     this.#lease = opts.seats ?? new LocalSeats(Infinity)
     this.#limit = clamp(opts.limit, opts.maxConcurrent)
     this.#lease.onGrown(() => this.wake())
@@ -181,7 +170,7 @@ export class CredentialSeats {
     }
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
-      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, expiresAt === sendBy, expected, req.deadline, now, resolve, reject, signal, this.#waits)
+      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, expiresAt === sendBy, expected, req.deadline, now, resolve, reject, signal, this.#clock, this.#aborted)
       waiter.timer = this.#expiry(waiter, expiresAt - now)
       signal?.addEventListener('abort', waiter.onAbort, { once: true })
       this.#chargeElsewhere()
@@ -215,7 +204,7 @@ export class CredentialSeats {
   /** What the dispatch rule holds back from the calls waiting here (dispatch-order.ts). */
   heldBack(): { owed: number; longOnly: boolean } { return heldBack(this.#dispatchState(), this.pausedUntil > 0) }
 
-  #dispatchState(): DispatchState<Waiter> {
+  #dispatchState(): DispatchState<QueuedCall> {
     const now = this.#clock.now()
     return {
       queue: this.#queue,
@@ -271,7 +260,7 @@ export class CredentialSeats {
   }
 
   /** The next call to start on `free` seats; when none may, the queue is woken as a linger ends (its owed seats go then). */
-  #next(free: number): Waiter | null {
+  #next(free: number): QueuedCall | null {
     if (free <= 0) return null
     const best = nextCall(this.#dispatchState(), free)
     if (best !== null || this.#lingerTimer !== null) return best
@@ -285,7 +274,7 @@ export class CredentialSeats {
     return null
   }
 
-  #start(waiter: Waiter): Seat {
+  #start(waiter: QueuedCall): Seat {
     const { team, workClass } = waiter
     const weight = this.#weight(team)
     const seats = this.#teams.of(team)
@@ -334,18 +323,17 @@ export class CredentialSeats {
     }
   }
 
-  /** The timer of a queued call's time: made apart from `ask`, it keeps the call alone. */
+  /** The timer of a queued call's time (made apart from `ask`, it keeps the call alone): refused then by the deadline rule or the queue's timeout. */
   #expiry(call: QueuedCall, ms: number): Timer {
-    return this.#timer(() => this.#expired(call), ms)
+    return this.#timer(() => {
+      this.#remove(call)
+      call.reject(call.byDeadline
+        ? this.#refuse('deadline', tooLate(call.expected, call.deadline - this.#clock.now()), call.priority)
+        : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${call.expiresAt - call.askedAt} ms`, call.priority))
+    }, ms)
   }
 
-  /** A queued call's time is up: it leaves the queue, refused by the deadline rule or the queue's timeout. */
-  #expired(call: QueuedCall): void {
-    this.#remove(call)
-    call.reject(call.byDeadline ? this.#refuse('deadline', tooLate(call.expected, call.deadline - this.#clock.now()), call.priority) : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${call.expiresAt - call.askedAt} ms`, call.priority))
-  }
-
-  #remove(waiter: Waiter): void {
+  #remove(waiter: QueuedCall): void {
     waiter.detach()
     if (this.#queue.remove(waiter)) this.#demandChanged()
   }
