@@ -56,54 +56,28 @@ export function encodeCalls(now: number, calls: readonly CallEntry[]): string {
   return text
 }
 
+/** One call of a record: start and kind one base-36 digit or more, end none or more, and a flag exactly when there is an end. */
+const CALL = /^([0-9a-z]+),([0-9a-z]*),([0-9a-z]+),([ouvx]?)$/
+
 /** A record's calls and when it was written, or null when the text is not one. */
 export function decodeCalls(text: string): { at: number; calls: CallEntry[] } | null {
-  const head = text.indexOf(';')
-  const at = parseInt(head === -1 ? text : text.slice(0, head), 36)
+  const [head, ...parts] = text.split(';')
+  const at = parseInt(head as string, 36)
   if (!Number.isFinite(at)) return null
   const calls: CallEntry[] = []
-  for (let from = head + 1; from > 0;) {
-    const next = text.indexOf(';', from)
-    const call = decodeCall(text, from, next === -1 ? text.length : next, at)
-    if (call === null) return null
-    calls.push(call)
-    from = next + 1
+  for (const part of parts) {
+    const [, started, ended, kind, flag] = CALL.exec(part) ?? []
+    if (started === undefined || (ended === '') !== (flag === '')) return null
+    const [outcome, timed] = FLAGS[flag as string] ?? ['other', true]
+    calls.push({ startedAt: at - parseInt(started, 36), at: ended === '' ? null : at - parseInt(ended as string, 36), kind: kind as string, outcome, timed })
   }
   return { at, calls }
-}
-
-/** `<start>,<end>,<kind>,<flag>` from `from` to `to` of `text` (start and kind one base-36 digit or more, end none or more, the flag one of ouvx exactly when there is an end), or null. */
-function decodeCall(text: string, from: number, to: number, at: number): CallEntry | null {
-  const a = text.indexOf(',', from)
-  const b = a === -1 ? -1 : text.indexOf(',', a + 1)
-  const c = b === -1 ? -1 : text.indexOf(',', b + 1)
-  if (c === -1 || c >= to || a === from || c === b + 1 || to - c > 2) return null
-  const flag = to - c === 2 ? text[c + 1] as string : ''
-  const started = base36(text, from, a)
-  const ended = a + 1 === b ? null : base36(text, a + 1, b)
-  if (Number.isNaN(started) || Number.isNaN(ended) || Number.isNaN(base36(text, b + 1, c)) || (ended === null) !== (flag === '')) return null
-  const [outcome, timed] = flag === '' ? ['other' as const, true] : FLAGS[flag] ?? [null, true]
-  if (outcome === null) return null
-  return { startedAt: at - started, at: ended === null ? null : at - ended, kind: text.slice(b + 1, c), outcome, timed }
-}
-
-/** The number `text` writes from `from` to `to` in base 36 ([0-9a-z] only), or NaN. */
-function base36(text: string, from: number, to: number): number {
-  let n = 0
-  for (let i = from; i < to; i++) {
-    const code = text.charCodeAt(i)
-    const digit = code >= 48 && code <= 57 ? code - 48 : code >= 97 && code <= 122 ? code - 87 : -1
-    if (digit === -1) return NaN
-    n = n * 36 + digit
-  }
-  // Past 10 digits a sum may leave the integers a double holds exactly: parseInt rounds as it does.
-  return to - from > 10 ? parseInt(text.slice(from, to), 36) : n
 }
 
 type Local = { kind: string; load: number; startedAt: number; serial: number | null; answer: Answer | null }
 /** Another replica's calls: as of its last record, those ended not yet given (by id), those given (by id, when they ended) and the earliest such end at most, those in flight, and the serials of those started here by key. */
 type Remote = { at: number; ended: Map<string, CallEntry>; done: Map<string, number>; doneFrom: number; inFlight: CallEntry[]; started: Map<string, number[]> }
-type Event = { t: number; end: boolean; order: number; run: () => void }
+type Event = { t: number; end: boolean; run: () => void }
 
 export class AnswerTimeline {
   readonly #sink: EvidenceSink
@@ -131,7 +105,7 @@ export class AnswerTimeline {
     this.#stale(now)
     const call: Local = { kind: kindId(kind), load, startedAt: now, serial: null, answer: null }
     this.#local.set(++this.#token, call)
-    if (!this.merging) this.#startLocal(call, load, now)
+    if (!this.merging) this.#startLocal(call)
     return this.#token
   }
 
@@ -147,13 +121,7 @@ export class AnswerTimeline {
 
   /** This replica's calls for its record: those ended within keepMs, the most recent CALLS_KEPT, and those in flight. */
   calls(now: number): string {
-    // The most recent CALLS_KEPT of those ended within keepMs, read from the newest back.
-    const kept: CallEntry[] = []
-    for (let i = this.#recent.length - 1; i >= 0 && kept.length < CALLS_KEPT; i--) {
-      const c = this.#recent[i] as CallEntry
-      if ((c.at as number) > now - this.#keepMs) kept.push(c)
-    }
-    this.#recent = kept.reverse()
+    this.#recent = this.#recent.filter((c) => (c.at as number) > now - this.#keepMs).slice(-CALLS_KEPT)
     const calls = [...this.#recent]
     for (const c of this.#local.values()) if (c.answer === null) calls.push({ startedAt: c.startedAt, at: null, kind: c.kind, outcome: 'other', timed: true })
     return encodeCalls(now, calls)
@@ -171,11 +139,8 @@ export class AnswerTimeline {
       if (decoded.at < remote.at) continue
       remote.at = decoded.at
       remote.inFlight = decoded.calls.filter((c) => c.at === null)
-      // Most of a record's calls were given at an earlier renewal: those are passed over before their keys are made.
-      const startsHere = new Set<number>()
-      for (const k of remote.started.keys()) startsHere.add(startOf(k))
       for (const c of decoded.calls) {
-        if (c.at === null || (c.at <= this.#released && !startsHere.has(c.startedAt))) continue
+        if (c.at === null) continue
         const k = keyOf(c)
         if (c.at <= this.#released && !remote.started.has(k)) continue
         const id = `${k}|${c.at}`
@@ -210,9 +175,9 @@ export class AnswerTimeline {
   #release(horizon: number): void {
     const events: Event[] = []
     // An end at its own start comes after that start.
-    const add = (t: number, end: boolean, run: () => void, from = -Infinity) => events.push({ t: Math.max(t, this.#released, end ? from + 1e-6 : -Infinity), end, order: events.length, run })
+    const add = (t: number, end: boolean, run: () => void, from = -Infinity) => events.push({ t: Math.max(t, this.#released, end ? from + 1e-6 : -Infinity), end, run })
     for (const [token, call] of this.#local) {
-      if (call.serial === null && call.startedAt <= horizon) add(call.startedAt, false, () => this.#startLocal(call, call.load, call.startedAt))
+      if (call.serial === null && call.startedAt <= horizon) add(call.startedAt, false, () => this.#startLocal(call))
       if (call.answer !== null && call.answer.at <= horizon) add(call.answer.at, true, () => this.#endLocal(token, call, horizon), call.startedAt)
     }
     for (const remote of this.#remote.values()) {
@@ -239,15 +204,16 @@ export class AnswerTimeline {
       // Calls started here that the record shows neither in flight nor ended: they ended out of its reach, saying nothing.
       for (const [k, left] of pending) for (let i = 0; i < left; i++) add(horizon, true, () => this.#endRemote(remote, k, silentEnd(horizon)))
     }
-    events.sort((a, b) => a.t - b.t || Number(b.end) - Number(a.end) || a.order - b.order)
+    // A stable sort: events at one moment, of one sort, run in the order they were added.
+    events.sort((a, b) => a.t - b.t || Number(b.end) - Number(a.end))
     for (const e of events) e.run()
     this.#released = Math.max(this.#released, horizon)
   }
 
-  #startLocal(call: Local, load: number, at: number): void {
-    call.serial = this.#sink.start(call.kind, this.merging ? this.#open + 1 : load)
+  #startLocal(call: Local): void {
+    call.serial = this.#sink.start(call.kind, this.merging ? this.#open + 1 : call.load)
     this.#open++
-    this.#released = Math.max(this.#released, at)
+    this.#released = Math.max(this.#released, call.startedAt)
   }
 
   #endLocal(token: number, call: Local, at: number): void {
@@ -269,8 +235,6 @@ export class AnswerTimeline {
 }
 
 const keyOf = (c: CallEntry): string => `${c.startedAt}|${c.kind}`
-/** The start of the call of key `k`. */
-const startOf = (k: string): number => Number(k.slice(0, k.indexOf('|')))
 /** The end, at `at`, of a call whose answer is out of reach: it says nothing. */
 const silentEnd = (at: number): CallEntry => ({ startedAt: at, at, kind: '', outcome: 'other', timed: false })
 

@@ -1,21 +1,19 @@
-// The answers a second each level of calls in flight gives (docs/governor.md, "Cruise"):
-// Little's law read across the limit's own moves, which tells a platform whose calls slow
-// past its knee (no queue: the own times fit every guess of W alike) from one with room;
-// across replicas, on every replica's calls, the limit dips to a level to read it against.
-// Used by the limit rule (knee-estimator.ts). Pure: time is passed in.
+// The answers a second each level of calls in flight gives, for the limit rule
+// (knee-estimator.ts; docs/governor.md, "Cruise"): Little's law read across the limit's own
+// moves tells a platform whose calls slow past its knee from one with room. Pure: time is passed in.
 
 import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE } from './knee-verdicts.js'
 
 /**
  * A level's answers a second are weighed against those of the levels below it measured
- * within RECENT_MS: FALL less, by √(2·SURE) standard errors of the two means at least, puts
- * the knee at the best of them. FALL: a platform whose calls slow past its knee gives 23 %
- * less one call past it (the capacity bench's), a few calls past it 10 % at least;
- * RECENT_MS: the limit moves at most once a DECIDE_MS, so the level it left was held a
- * moment before, and a platform that slows 3× over a minute moves a level 9 % in 5 s.
+ * within RECENT_MS (the level the limit left was held a DECIDE_MS before; a drift moves a
+ * level little in it): FALL less, by √(2·SURE) standard errors at least, puts the knee at the
+ * best of them (a platform whose calls slow past its knee gives that less a few calls past it).
  */
 export const RECENT_MS = 5_000
 export const FALL = 0.1
+// FALL less answers a second, as a difference of their logs.
+const FELL = -Math.log(1 - FALL)
 /** Across replicas the limit dips to DIP of itself (two FALLs below) to measure a level below it: the likelihood there shows no room, calls ending apart and in order (docs/governor.md, "Cruise"). */
 export const DIP = 1 - 2 * FALL
 /** A dip put back is not tried again for DIP_MS: it costs a second or two of DIP of the seats, once a minute at most. */
@@ -31,6 +29,8 @@ type Level = { n: number; m: number; base: number; lat: number; sum: number; sum
 /** A knee set where answers a second fell, or a dip, checked: the level it went to, its answers a second then (a dip's: the level left's), the limit and knee before, the last serial started then, that level's answers since, and whether it is a dip. */
 type Check = { index: number; mean: number; limit: number; knee: number; serial: number; fresh: Level; dip: boolean }
 const noLevel = (): Level => ({ n: 0, m: 0, base: 0, lat: 0, sum: 0, sum2: 0, at: -Infinity })
+/** The answers a second of level index `i` (log, against its kinds' first latency): the level times the ratio of their Σs (Little's law over its answers, whatever their mix of kinds). */
+const rate = (i: number, l: Level): number => Math.log(i + 1) + Math.log(l.base / l.lat)
 
 export class ThroughputLevels {
   readonly #max: number
@@ -45,10 +45,9 @@ export class ThroughputLevels {
   }
 
   /**
-   * An answer to a call that took the limit's last seat (the calls in flight the limit's,
-   * not their callers' demand) counts at its `level`, in its kind's unit (`baseLog`: the
-   * log of its kind's first latency); `serial` is the call's, so that a level watched
-   * counts only calls started after the watch began.
+   * An answer to a call that took the limit's last seat counts at its `level`, in its kind's
+   * unit (`baseLog`: the log of its kind's first latency); a level checked counts only calls
+   * started after the check began (`serial`, the call's).
    */
   measure(level: number, weight: number, baseLog: number, latency: number, at: number, serial: number): void {
     const index = level - 1
@@ -65,12 +64,11 @@ export class ThroughputLevels {
   }
 
   /**
-   * Where answers a second fell as the limit rose, and the likelihood shows room there
-   * (`room`: the highest w it does; a queue below it explains a fall): the limit's level,
-   * measured within RECENT_MS, gives FALL less (#fell) than the best of the levels below it
-   * measured then: the knee is that level, or one below it where none below was measured
-   * then; the limit at the knee, where the level above gave FALL less and the one below was
-   * not measured within EVIDENCE_MS, one below. The steps down see whether fewer give more.
+   * Where the likelihood shows room at the limit (`room`: the highest w it does; a queue below
+   * it explains a fall) and the limit's level gives FALL less (#fell) than the best level below
+   * it, all within RECENT_MS: that level, or one below where no other below was measured; at
+   * the knee, with the level above giving FALL less and the one below never measured, one
+   * below. The steps down see whether fewer give more.
    */
   peak(now: number, limit: number, knee: number, min: number, room: () => number): number | null {
     const recent = (i: number) => this.#recent(i, now)
@@ -92,11 +90,7 @@ export class ThroughputLevels {
     this.#check = level.n >= MIN_CALLS ? { index: peak - 1, mean: this.#mean(peak - 1), limit, knee, serial, fresh: noLevel(), dip: false } : null
   }
 
-  /**
-   * Across replicas, where the limit's level is measured within RECENT_MS and no level
-   * from DIP of it up to below it is, and no dip was put back within DIP_MS: that level,
-   * for the limit to go to and measure (dipFrom); else null.
-   */
+  /** Across replicas, the limit's level measured within RECENT_MS and none from DIP of it up, no dip put back within DIP_MS: DIP of it, for the limit to go to (dipFrom); else null. */
   dip(now: number, limit: number, min: number): number | null {
     const recent = (i: number) => this.#recent(i, now)
     const top = Math.min(limit, this.#max) - 1
@@ -112,22 +106,23 @@ export class ThroughputLevels {
   }
 
   /**
-   * The level a fall of answers a second put the knee at, measured again: FALL less than
-   * before, the platform changed between the two measures (a step slowdown, a drift), not
-   * with the calls in flight: the limit and knee to put back, every level measured
-   * forgotten; a dip's level, not FALL more than the level it left: the limit and knee to
-   * put back (fewer give no more); else (or not measured yet) null, the knee standing.
+   * The level checked, measured again: the limit and knee to put back where a fall's level
+   * gives FALL less than before (the platform changed, not with the calls in flight: every
+   * level is forgotten), or a dip's not FALL more than the level it left (fewer give no
+   * more); else, or not measured yet, null.
    */
   recheck(): { limit: number; knee: number } | null {
     const c = this.#check
     if (c === null || c.fresh.n < MIN_CALLS) return null
     this.#check = null
-    const fresh = Math.log(c.index + 1) + Math.log(c.fresh.base / c.fresh.lat)
-    if (c.dip && fresh - c.mean > -Math.log(1 - FALL)) return null
-    if (c.dip) this.#dipBack = c.fresh.at
-    if (c.dip) return { limit: c.limit, knee: c.knee }
-    if (c.mean - fresh <= -Math.log(1 - FALL)) return null
-    this.#levels = Array.from({ length: this.#max }, noLevel)
+    const fresh = rate(c.index, c.fresh)
+    if (c.dip) {
+      if (fresh - c.mean > FELL) return null
+      this.#dipBack = c.fresh.at
+    } else {
+      if (c.mean - fresh <= FELL) return null
+      this.#levels = Array.from({ length: this.#max }, noLevel)
+    }
     return { limit: c.limit, knee: c.knee }
   }
 
@@ -149,16 +144,12 @@ export class ThroughputLevels {
     return this.#levels[i]!.n >= MIN_CALLS && now - this.#levels[i]!.at <= RECENT_MS
   }
 
-  /** A level's answers a second (log, against its kinds' first latency): the level times the ratio of their Σs (Little's law over its answers, whatever their mix of kinds). */
-  #mean(i: number): number {
-    const l = this.#levels[i]!
-    return Math.log(i + 1) + Math.log(l.base / l.lat)
-  }
+  #mean(i: number): number { return rate(i, this.#levels[i]!) }
 
   /** Whether level index `hi` gives FALL less answers a second than level index `lo`, by √(2·SURE) standard errors of the difference of their means at least (the spread of each level's answers, PRIOR_SPREAD worth PRIOR_DOF answers before them). */
   #fell(lo: number, hi: number): boolean {
     const spread2 = (l: Level) => (Math.max(0, l.sum2 - (l.sum * l.sum) / l.m) + PRIOR_DOF * PRIOR_SPREAD ** 2) / (l.m + PRIOR_DOF) / l.m
     const [a, b] = [this.#levels[lo]!, this.#levels[hi]!]
-    return this.#mean(lo) - this.#mean(hi) > -Math.log(1 - FALL) + Math.sqrt(2 * SURE * (spread2(a) + spread2(b)))
+    return this.#mean(lo) - this.#mean(hi) > FELL + Math.sqrt(2 * SURE * (spread2(a) + spread2(b)))
   }
 }
