@@ -64,12 +64,10 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
       metFault: (startedAt, at) => estimator.metFault(startedAt, at),
     }),
   })
-  if (estimator) {
-    learned = new LearnedLimit({
-      credential, estimator, seats, lease: leased, seal: o.seal, key: o.key, log, clock,
-      onLimit: (limit, knee) => o.onLimit?.(limit, knee, estimator.floorMs),
-      onMove: (move, from, to) => o.onMove?.(move, from, to),
-    })
-  }
+  if (estimator) learned = new LearnedLimit({
+    credential, estimator, seats, lease: leased, seal: o.seal, key: o.key, log, clock,
+    onLimit: (limit, knee) => o.onLimit?.(limit, knee, estimator.floorMs),
+    onMove: (move, from, to) => o.onMove?.(move, from, to),
+  })
   return { seats, estimator, learned, lease, leased, work }
 }

@@ -279,8 +279,8 @@ export class LeasedSeats implements SeatLease {
     const ask = this.#downSince === null && now >= this.#countedAt ? wanted : Math.min(wanted, Math.max(held, this.#outageSeats))
     const calls = this.#others.length > 0 ? this.#calls() : null
     const record = encodeRecord({ lease: 0, inFlight: d.inFlight, need, answered: this.#answered, waited: this.#waited, teams: d.teams, ...(calls === null ? {} : { calls }) })
-    const [limitRecord, shared] = [this.#limitRecord, this.#shared]
-    const tell = this.#tellOthers && limitRecord !== null && moves(this.#readLimit(limitRecord), shared)
+    const limitRecord = this.#limitRecord
+    const tell = this.#tellOthers && limitRecord !== null && moves(this.#readLimit(limitRecord), this.#shared)
     this.#asking = ask
     try {
       const answer = await this.#o.store.renew({ run: this.#run, record: record.slice(record.indexOf('|') + 1), inFlight: d.inFlight, need, ask, limit: d.limit, held, leaseMs: this.#o.leaseMs, limitRecord, learns: this.learner })
@@ -320,8 +320,7 @@ export class LeasedSeats implements SeatLease {
       this.#o.log.warn({ credential: this.#o.credential, seats: this.#lease }, 'the store had lost the platform seats this replica leased: asked for again')
       this.#o.onLost(this.#lease)
     }
-    const before = this.#lease
-    const occupiedBefore = this.#occupied
+    const [before, occupiedBefore] = [this.#lease, this.#occupied]
     this.#lease = answer.granted
     this.#occupied = Math.max(answer.granted, inFlight)
     this.#grantedUnder = limit

@@ -105,10 +105,8 @@ export class PlatformGovernors {
   paused(credential: string, url?: string, team?: string): boolean { return this.#pauses.paused(credential, url, team) }
 
   /**
-   * A seat for `call`: refused (GW_OVERLOADED, paused) when a pause covers it, none for a
-   * pause's trial, else the seats'; its `end` tells the pauses too. No async frame waits
-   * here for the seats' answer (a queued call's wait holds one frame less); a refusal
-   * thrown is a rejection, as an async function's.
+   * A seat for `call`: refused (GW_OVERLOADED, paused) under a pause, none for a pause's trial, else the seats'; its `end`
+   * tells the pauses too. Not async: a queued call's wait holds one frame less; a refusal thrown is a rejection all the same.
    */
   seat(credential: string, call: SeatCall): Promise<Seat> {
     try {

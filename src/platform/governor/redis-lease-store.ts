@@ -6,13 +6,11 @@ import { decodeRecord } from './lease-plan.js'
 import type { LeaseAnswer, LeaseAsk, LeaseStore } from './lease-store.js'
 
 /**
- * One hash per credential (keys.ts), a field per replica run (`<expiry>|<lease>|<record>`) and the field `limit` (the
- * shared limit, sealed by its writer). The script does what `grant` (lease-store.ts) does, on Redis' clock, writes the
- * limit record it brings, and answers every live record.
- * KEYS: the hash. ARGV: run, record (past its lease), in flight, need, ask, limit, held, lease ms, limit record ('' for
- * none), 1 when the run learns (the other records are answered with their calls, past `#`; else without).
- * Returns { granted, free after the grant, 1 when Redis had a record of this run, the limit record or '', then the
- * other runs' fields and values }.
+ * One hash per credential (keys.ts): a field per replica run (`<expiry>|<lease>|<record>`) and `limit` (the shared limit,
+ * sealed by its writer). The script is `grant` (lease-store.ts) on Redis' clock; it writes the limit record it brings and
+ * answers every live record, their calls (past `#`) only to the run that learns.
+ * ARGV: run, record past its lease, in flight, need, ask, limit, held, lease ms, limit record ('' for none), 1 if it learns.
+ * Returns granted, free after the grant, 1 if Redis had a record of the run, the limit record or '', the others' fields and values.
  */
 const LEASE = redisScript<[number, number, number, string, ...string[]]>('gatewaySeatLease4', `
 local t = redis.call('TIME')
