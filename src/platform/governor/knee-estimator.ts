@@ -36,8 +36,8 @@ export interface Step { limit: number; knee: number; move: Move }
 export interface KneeOptions { initial: number; min: number; max: number }
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, and whether it took the limit's last seat. */
 type Call = { load: number; local: number; endsBefore: number; full: boolean }
-/** Per kind: answers seen, its first answer's log latency (the unit its answers a second are counted in), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
-type KindStats = { seen: number; base: number; m: Float64Array; ss: Float64Array; room?: number }
+/** Per kind: answers seen, its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
+type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number }
 export class KneeEstimator {
   readonly #min: number
   readonly #max: number
@@ -176,10 +176,10 @@ export class KneeEstimator {
     if (dip !== null) return this.#dipped(dip)
     // On one replica the likelihood's verdicts are of the limit in force: until MIN_CALLS calls started under it have answered, its answers are the limit's before (docs/governor.md, "Cruise").
     if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
-    return this.#phase === 'start' ? this.#startStep() : this.#cruise()
+    return this.#phase === 'start' ? this.#startStep(now) : this.#cruise(now)
   }
   /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat or started with every seat taken); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
-  #startStep(): Step | null {
+  #startStep(now: number): Step | null {
     const { queueBelow: sure, best } = verdicts(this.#likelihoods(), this.#limit)
     // Calls that waited for a seat, or filled every seat, use the limit: the queue is the doubling's own, acted on at once.
     const queueBelow = this.#waited || this.#filled ? sure && this.#queueShows() : this.#queueHolds(sure)
@@ -187,7 +187,7 @@ export class KneeEstimator {
       this.#phase = 'cruise'
       if (!queueBelow) this.#roomShown()
       this.#queueSeen ||= queueBelow
-      return this.#setKnee(queueBelow ? best : this.#max, 'knee', 1)
+      return this.#setKnee(queueBelow ? this.#served(best, this.#limit, now) : this.#max, 'knee', 1)
     }
     if (!this.#waited) return null
     this.#held = 0
@@ -199,7 +199,7 @@ export class KneeEstimator {
     return longOnly ? this.#setKnee(this.#limit, 'knee', 1) : this.#set(this.#clamp(2 * this.#limit), 'grew')
   }
   /** In service: the knee rises with room shown at the limit (short of it, it stays), falls when it queues; the probe seat stays while a call there is not known to wait, and a sure queue there puts the knee at the likeliest w below it, if lower. */
-  #cruise(): Step | null {
+  #cruise(now: number): Step | null {
     const ll = this.#likelihoods()
     const k = this.#knee
     const room = highestRoom(ll)
@@ -216,13 +216,13 @@ export class KneeEstimator {
       this.#past = 1
       this.#queueSeen = true
       // On one replica a queue at the limit alone leaves K at the room shown below the limit, when above K: the queue says W is below the limit, the room that it is at least there.
-      return this.#setKnee(queueBelow ? best : this.#timeline?.merging ? k : Math.max(k, Math.min(room, this.#limit - 1)), 'queue', 1)
+      return this.#setKnee(queueBelow ? this.#served(best, k, now) : this.#timeline?.merging ? k : Math.max(k, Math.min(room, this.#limit - 1)), 'queue', 1)
     }
     // A sure queue at the probe seat: the seat goes, and K falls to the likeliest w below it when that is below K.
     const probe = verdicts(ll, k + 1)
     const known = probe.queueBelow && !this.#timeline?.merging
     this.#queueSeen ||= known && this.#limit > k
-    if (known && this.#limit > k) return probe.best < k ? this.#setKnee(probe.best, 'queue', 1) : this.#set(k, 'knee')
+    if (known && this.#limit > k) return this.#served(probe.best, k, now) < k ? this.#setKnee(this.#served(probe.best, k, now), 'queue', 1) : this.#set(k, 'knee')
     return !known && this.#limit === k && !this.#levels.fellAbove(k) ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
   /** Answers a second fell past `peak`: the knee there, and no seat past it (the start ends); the level there, if measured, is measured again (ThroughputLevels.recheck). */
@@ -267,6 +267,8 @@ export class KneeEstimator {
     for (const st of this.#kinds.values()) if (st.room !== undefined && st.m[this.#max - 1]! - st.room > margin) return true
     return false
   }
+  /** Where a queue's verdict puts the knee: its likeliest w, but no lower than the workers' worth of answers a second a level gave within RECENT (ThroughputLevels.served), and no higher than `top`. */
+  #served(best: number, top: number, now: number): number { return Math.min(top, Math.max(best, this.#levels.served(now))) }
   /** The knee, and the limit `past` seats beyond it. */
   #setKnee(knee: number, move: Move, past: number): Step | null {
     const [k, moved] = [this.#clamp(knee), this.#clamp(knee) !== this.#knee]
@@ -300,9 +302,10 @@ export class KneeEstimator {
     let st = this.#kinds.get(a.kind)
     const first = st === undefined
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
-    if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, base: latencyLog, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
+    if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
     st.seen++
-    if (call.full) this.#levels.measure(Math.min(load, this.#max), weight, st.base, latency, a.at, a.window)
+    st.low = Math.min(st.low, latency)
+    if (call.full) this.#levels.measure(Math.min(load, this.#max), weight, st.base, latency, a.at, a.window, st.low)
     const gain = Math.max(PACE_GAIN, 1 / st.seen) // the mean of its answers until there are 1 / PACE_GAIN of them, not the first one's weight
     for (let w = 1; w <= this.#max; w++) {
       const k = load - w

@@ -25,10 +25,10 @@ export const DIP_MS = 60_000
  * Σ of their kinds' first latency and of their latency (ms), Σ and Σ² of their log answers
  * a second (the level over the latency, against its kind's first); when the last came.
  */
-type Level = { n: number; m: number; base: number; lat: number; sum: number; sum2: number; at: number }
+type Level = { n: number; m: number; base: number; low: number; lat: number; sum: number; sum2: number; at: number }
 /** A knee set where answers a second fell, or a dip, checked: the level it went to, its answers a second then (a dip's: the level left's), the limit and knee before, the last serial started then, that level's answers since, and whether it is a dip. */
 type Check = { index: number; mean: number; limit: number; knee: number; serial: number; fresh: Level; dip: boolean }
-const noLevel = (): Level => ({ n: 0, m: 0, base: 0, lat: 0, sum: 0, sum2: 0, at: -Infinity })
+const noLevel = (): Level => ({ n: 0, m: 0, base: 0, low: 0, lat: 0, sum: 0, sum2: 0, at: -Infinity })
 /** The answers a second of level index `i` (log, against its kinds' first latency): the level times the ratio of their Σs (Little's law over its answers, whatever their mix of kinds). */
 const rate = (i: number, l: Level): number => Math.log(i + 1) + Math.log(l.base / l.lat)
 
@@ -47,12 +47,12 @@ export class ThroughputLevels {
   /**
    * An answer to a call that took the limit's last seat counts at its `level`, in its kind's
    * unit (`baseLog`: the log of its kind's first latency); a level checked counts only calls
-   * started after the check began (`serial`, the call's).
+   * started after the check began (`serial`, the call's); `lowMs` is its kind's lowest latency (`served`).
    */
-  measure(level: number, weight: number, baseLog: number, latency: number, at: number, serial: number): void {
+  measure(level: number, weight: number, baseLog: number, latency: number, at: number, serial: number, lowMs = latency): void {
     const index = level - 1
     const y = Math.log(level) - Math.log(latency) + baseLog
-    const add = (l: Level) => Object.assign(l, { n: l.n + weight, m: l.m + weight, base: l.base + weight * Math.exp(baseLog), lat: l.lat + weight * latency, sum: l.sum + weight * y, sum2: l.sum2 + weight * y * y, at })
+    const add = (l: Level) => Object.assign(l, { n: l.n + weight, m: l.m + weight, base: l.base + weight * Math.exp(baseLog), low: l.low + weight * lowMs, lat: l.lat + weight * latency, sum: l.sum + weight * y, sum2: l.sum2 + weight * y * y, at })
     add(this.#levels[index]!)
     if (this.#check?.index === index && serial > this.#check.serial) add(this.#check.fresh)
   }
@@ -60,7 +60,7 @@ export class ThroughputLevels {
   /** Fades whether each level was measured by `evidence` (the limit rule's EVIDENCE_MS), and what it gives over RECENT_MS, `elapsedMs` on. */
   fade(evidence: number, elapsedMs: number): void {
     const g = Math.exp(-elapsedMs / RECENT_MS)
-    for (const l of this.#levels) [l.n, l.m, l.base, l.lat, l.sum, l.sum2] = [l.n * evidence, l.m * g, l.base * g, l.lat * g, l.sum * g, l.sum2 * g]
+    for (const l of this.#levels) [l.n, l.m, l.base, l.low, l.lat, l.sum, l.sum2] = [l.n * evidence, l.m * g, l.base * g, l.low * g, l.lat * g, l.sum * g, l.sum2 * g]
   }
 
   /**
@@ -137,6 +137,18 @@ export class ThroughputLevels {
     if (this.#levels[knee - 1]!.n < MIN_CALLS) return past
     for (let i = knee; i < Math.min(knee + past, this.#max); i++) if (this.#levels[i]!.n >= MIN_CALLS && this.#fell(knee - 1, i)) return i - knee
     return past
+  }
+
+  /**
+   * The most workers' worth of answers a second a level gave within RECENT_MS of `now`: its
+   * answers a second times its kinds' lowest latency (the level times the ratio of their Σs),
+   * whole. Under the model W workers of own times no shorter than that give no more, so a
+   * queue's verdict puts the knee no lower (docs/governor.md, "Cruise"); 0: none measured.
+   */
+  served(now: number): number {
+    let most = 0
+    for (let i = 0; i < this.#max; i++) if (this.#recent(i, now)) most = Math.max(most, Math.floor(((i + 1) * this.#levels[i]!.low) / this.#levels[i]!.lat))
+    return most
   }
 
   /** Whether level index `i` was measured (MIN_CALLS answers) within RECENT_MS of `now`. */
