@@ -34,8 +34,8 @@ export interface KneeOptions { initial: number; min: number; max: number }
 type Call = { load: number; local: number; endsBefore: number; full: boolean }
 /** Per kind: answers seen, its first answer's log latency (the unit its answers a second are counted in), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
 type KindStats = { seen: number; base: number; m: Float64Array; ss: Float64Array; room?: number }
-/** Since the last decision: whether calls waited for a seat, one started with the limit filled, a call known short waited, a team holding no seat waited beside long calls only; the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
-const noWait = () => ({ waited: false, filled: false, shortWaited: false, newcomer: false, longMs: 0, reach: 0 })
+/** Since the last decision: whether calls waited for a seat, a call known short waited, a team holding no seat waited beside long calls only; the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
+const noWait = () => ({ waited: false, shortWaited: false, newcomer: false, longMs: 0, reach: 0 })
 export class KneeEstimator {
   readonly #min: number
   readonly #max: number
@@ -106,7 +106,6 @@ export class KneeEstimator {
   calls(): string | null { return this.#timeline?.calls(this.#now()) ?? null }
   #start(load: number): number {
     const serial = ++this.#serial
-    if (load >= this.#limit) this.#since.filled = true
     this.#calls.set(serial, { load, local: this.#localInFlight++, endsBefore: this.#endsDropped + this.#ends.length, full: load >= this.#limit })
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
     return serial
@@ -166,11 +165,11 @@ export class KneeEstimator {
     if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
     return this.#phase === 'start' ? this.#startStep() : this.#cruise()
   }
-  /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat or started with every seat taken); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
+  /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
   #startStep(): Step | null {
     const { queueBelow: sure, best } = verdicts(this.#likelihoods(), this.#limit)
-    // Calls that waited for a seat, or filled every seat, use the limit: the queue is the doubling's own, acted on at once.
-    const queueBelow = this.#since.waited || this.#since.filled ? sure && this.#queueShows() : this.#queueHolds(sure)
+    // Calls that waited for a seat use the limit: the queue is the doubling's own, acted on at once.
+    const queueBelow = this.#since.waited ? sure && this.#queueShows() : this.#queueHolds(sure)
     if (queueBelow || this.#limit >= this.#max) {
       this.#phase = 'cruise'
       if (!queueBelow) this.#roomShown()
