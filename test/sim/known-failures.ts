@@ -55,7 +55,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [1561, ['work-conserving']],
   [1599, ['isolation']],
   [1602, ['isolation']],
-  [1685, ['work-conserving']],
   [1689, ['work-conserving']],
   [1791, ['replicas']],
   [1881, ['isolation']],

@@ -224,15 +224,6 @@ describe('KneeEstimator', () => {
     expect(held.startEnded, `the long call ended at ${held.longEnded}`).toBeGreaterThan(held.longEnded!)
   })
 
-  // A limit its callers fill is in use though none waits for a seat: 16 callers on 8
-  // workers fill the start's doubling to 16 exactly, a call of 20 s among them; the start
-  // ends at the 8 workers on the queue, before that call ended.
-  it('ends a start whose seats its callers fill on a queue at once, none of them waiting', () => {
-    const filled = learn(8, 0, 60_000, { callers: 16, long: { from: 0, to: 20_000 } })
-    expect(filled.last).toBe(8)
-    expect(filled.startEnded, `the long call ended at ${filled.longEnded}`).toBeLessThan(filled.longEnded!)
-  })
-
   // Judged as the model bounds it (docs/governor.md, "no standing queue"): at the median,
   // no worker idle and at most one call queued at the platform, so the knee W or W + 1.
   it('learns them beside another replica whose calls it does not see end', () => {

@@ -15,18 +15,25 @@ export const GAP_GAIN = 0.1
 /** A fault is judged over FAULT_MS, and the limit halves at most once in it. */
 export const FAULT_MS = 1000
 
-/** The gaps between answers, faded by GAP_GAIN: their mean and the mean of their squares; a gap is a silence past the gap a moment usually falls in (Σ gap² / Σ gap: answers cluster behind long calls) times SILENCE_GAPS, a FAULT_MS at least. */
+/** The gaps between answers, faded by GAP_GAIN: their mean and the mean of their squares; a gap is a silence past the gap a moment usually falls in (Σ gap² / Σ gap: answers cluster behind long calls) times SILENCE_GAPS, a FAULT_MS at least. `last`: the latest answer (ms). */
 export class UsualGaps {
   #gapMs = FAULT_MS
   #gap2 = FAULT_MS * FAULT_MS
-  add(g: number): void { [this.#gapMs, this.#gap2] = [this.#gapMs + GAP_GAIN * (g - this.#gapMs), this.#gap2 + GAP_GAIN * (g * g - this.#gap2)] }
+  last = -Infinity
+  /** Takes in an answer at `at`; whether its gap since the latest was a silence. */
+  add(at: number): boolean {
+    const g = at - this.last
+    const silent = Number.isFinite(g) && this.silence(g)
+    if (Number.isFinite(g) && g > 0) [this.#gapMs, this.#gap2] = [this.#gapMs + GAP_GAIN * (g - this.#gapMs), this.#gap2 + GAP_GAIN * (g * g - this.#gap2)]
+    this.last = Math.max(this.last, at)
+    return silent
+  }
   silence(g: number): boolean { return g > Math.max(FAULT_MS, SILENCE_GAPS * (this.#gap2 / this.#gapMs)) }
 }
 
 export class FaultWatch {
   #lastCut = -Infinity
   #answeredSinceCut = false
-  #lastAnswer = -Infinity
   readonly #gaps = new UsualGaps()
   #second: { start: number; teams: Map<string, { answers: number; overloads: number }> } = { start: -Infinity, teams: new Map() }
   #spans: { from: number; to: number }[] = []
@@ -34,9 +41,7 @@ export class FaultWatch {
   answered(a: Answer): void {
     const t = this.#second.teams.get(a.team) ?? { answers: 0, overloads: 0 }
     this.#second.teams.set(a.team, { answers: t.answers + 1, overloads: t.overloads + (a.outcome === 'overload' && a.startedAt >= this.#lastCut ? 1 : 0) })
-    const g = a.at - this.#lastAnswer
-    if (a.outcome !== 'overload' && Number.isFinite(g) && g > 0) this.#gaps.add(g)
-    if (a.outcome !== 'overload') this.#lastAnswer = Math.max(this.#lastAnswer, a.at)
+    if (a.outcome !== 'overload') this.#gaps.add(a.at)
     if (a.outcome === 'ok' && a.at > this.#lastCut) this.#answeredSinceCut = true
   }
   /** Whether a fault shows at a tick: overload in the second just ended, or a call overdue and no answer for a silence (UsualGaps). */
@@ -46,7 +51,7 @@ export class FaultWatch {
       this.#second = { start: now, teams: new Map() }
       if (overloaded) return true
     }
-    return overdueSince !== null && this.#gaps.silence(now - Math.max(this.#lastAnswer, this.#lastCut))
+    return overdueSince !== null && this.#gaps.silence(now - Math.max(this.#gaps.last, this.#lastCut))
   }
   /** A cut at `now`, unless one came within FAULT_MS. */
   cut(now: number): boolean {

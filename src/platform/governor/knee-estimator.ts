@@ -1,11 +1,7 @@
 /**
- * The limit rule (docs/governor.md, "The limit rule", where the model and s(w) are): the
- * seats in force follow the knee K, the platform's workers W as the order of ends shows
- * them. The start doubles the limit while calls wait and no queue shows; cruise keeps K
- * and its probe seat; K goes where the answers a second fell as the limit rose (across
- * replicas the limit dips to read them); a fault halves the limit, the knee staying.
- * Across replicas the learner weighs every replica's calls (answer-timeline.ts); an
- * answer not timed (answer-timing.ts) is an end, not evidence. Pure logic: time is passed in.
+ * The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its
+ * reason): the seats in force follow the knee K, the platform's workers W as the order of
+ * ends shows them. Pure logic: time is passed in.
  */
 
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
@@ -38,6 +34,8 @@ export interface KneeOptions { initial: number; min: number; max: number }
 type Call = { load: number; local: number; endsBefore: number; full: boolean }
 /** Per kind: answers seen, its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
 type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number }
+/** Since the last decision: whether calls waited for a seat, a call known short waited, a team holding no seat waited beside long calls only; the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
+const noWait = () => ({ waited: false, shortWaited: false, newcomer: false, longMs: 0, reach: 0 })
 export class KneeEstimator {
   readonly #min: number
   readonly #max: number
@@ -48,8 +46,7 @@ export class KneeEstimator {
   readonly #calls = new Map<number, Call>()
   #localInFlight = 0
   // The ends of this replica's calls in time order (when, and whose), and how many were dropped.
-  #endAt: number[] = []
-  #endSerial: number[] = []
+  #ends: { at: number; serial: number }[] = []
   #endsDropped = 0
   // The evidence: per kind; per guess w, Σ log own time, impossible answers, and the mean own time of late (ms); answers counted.
   readonly #kinds = new Map<string, KindStats>()
@@ -64,23 +61,15 @@ export class KneeEstimator {
   #movedSerial = 0
   #sinceMove = 0
   #decidedAt = -Infinity
-  // Whether calls waited for a seat, and whether a call started with the limit filled, since the last decision; the seats past the knee.
-  #waited = false
-  #filled = false
-  // Whether a call known short waited since the last decision, whether a team holding no seat waited beside long calls only; the longest expected of those not known short that waited.
-  #shortWaited = false
-  #newcomer = false
-  #longMs = 0
+  #since = noWait()
+  // The seats past the knee; whether a sure queue ever set the knee.
   #past = 1
-  // The most calls the dispatch let be in flight while calls waited since the last decision: the limit less the seats it held back for teams owed them (0: no call waited); whether a sure queue ever set the knee.
-  #reach = 0
   #queueSeen = false
   #starting = false
   // A queue verdict held: the last serial started when it first showed (0: none held).
   #held = 0
-  // The gaps between ends (overloads aside), and the last; the last serial started when an end came after a pause (0: none).
+  // The gaps between ends (overloads aside); the last serial started when an end came after a pause (0: none).
   readonly #gaps = new UsualGaps()
-  #lastEnd = -Infinity
   #paused = 0
   readonly #faults = new FaultWatch()
   // The share of late answers (PACE_GAIN a answer) that ended before a call started ahead of them.
@@ -117,17 +106,16 @@ export class KneeEstimator {
   calls(): string | null { return this.#timeline?.calls(this.#now()) ?? null }
   #start(load: number): number {
     const serial = ++this.#serial
-    if (load >= this.#limit) this.#filled = true
-    this.#calls.set(serial, { load, local: this.#localInFlight++, endsBefore: this.#endsDropped + this.#endAt.length, full: load >= this.#limit })
+    this.#calls.set(serial, { load, local: this.#localInFlight++, endsBefore: this.#endsDropped + this.#ends.length, full: load >= this.#limit })
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
     return serial
   }
   /** Calls waited with every seat of the limit taken or owed: the limit is in use. `longMs`: none of them known short beside a short call in flight, the longest expected of them (ms); `newcomer`: a team holding no seat waited with a call not known long beside long calls only (the start ends); `heldBack`: seats free that the dispatch held back from them (owed, on one replica: room is judged at the limit less those, docs/governor.md "Cruise"). */
   waited(longMs: number | null = null, newcomer = false, heldBack = 0): void {
-    if (newcomer) this.#newcomer = true
+    const s = this.#since
     // Across replicas the seats held back are each replica's and the limit the learner's: no reach.
-    if (this.#timeline === null) this.#reach = Math.max(this.#reach, this.#limit - heldBack)
-    ;[this.#waited, this.#shortWaited, this.#longMs] = [true, this.#shortWaited || longMs === null, Math.max(this.#longMs, longMs ?? 0)]
+    if (this.#timeline === null) s.reach = Math.max(s.reach, this.#limit - heldBack)
+    ;[s.waited, s.shortWaited, s.newcomer, s.longMs] = [true, s.shortWaited || longMs === null, s.newcomer || newcomer, Math.max(s.longMs, longMs ?? 0)]
   }
   ended(a: Answer): void {
     this.#faults.answered(a)
@@ -143,8 +131,7 @@ export class KneeEstimator {
     this.#calls.delete(a.window)
     this.#localInFlight = Math.max(0, this.#localInFlight - 1)
     if (a.outcome === 'ok' && !this.metFault(a.startedAt, a.at)) this.#learn(a, call)
-    this.#endAt.push(a.at)
-    this.#endSerial.push(a.window)
+    this.#ends.push({ at: a.at, serial: a.window })
   }
   /** Another replica's limit and knee (the shared record): taken as they are; a limit below the knee is a fault here too. */
   adopt(limit: number, knee: number, now: number): Step | null {
@@ -154,7 +141,7 @@ export class KneeEstimator {
     this.#phase = l < k ? 'fault' : 'cruise'
     if (this.#phase !== 'fault') this.#faults.end(now)
     else if (!wasFault) this.#faults.begin(now)
-    return this.#set(l, 'adopted') ?? { limit: l, knee: k, move: 'adopted' }
+    return this.#moved(l, 'adopted')
   }
   pause(now: number): Step | null { return this.#fault(now) } // the platform paused the whole credential: a fault
   /** Watches for faults (fault-watch.ts: `overdueSince`, seats.ts, and no answer for a while is silence; a queue keeps answers coming) and moves the knee as the evidence says; null while nothing moves. */
@@ -168,30 +155,30 @@ export class KneeEstimator {
     const back = this.#levels.recheck()
     if (back !== null) {
       this.#knee = back.knee
-      return this.#set(back.limit, 'throughput') ?? { limit: this.#limit, knee: this.#knee, move: 'throughput' }
+      return this.#moved(back.limit, 'throughput')
     }
     const peak = this.#levels.peak(now, this.#limit, this.#knee, this.#min, () => highestRoom(this.#likelihoods()))
-    if (peak !== null) return this.#peaked(peak)
+    if (peak !== null) return this.#fellTo(peak, false)
     const dip = this.#timeline?.merging && this.#overtook < OVERTAKEN ? this.#levels.dip(now, this.#limit, this.#min) : null
-    if (dip !== null) return this.#dipped(dip)
+    if (dip !== null) return this.#fellTo(dip, true)
     // On one replica the likelihood's verdicts are of the limit in force: until MIN_CALLS calls started under it have answered, its answers are the limit's before (docs/governor.md, "Cruise").
     if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
     return this.#phase === 'start' ? this.#startStep(now) : this.#cruise(now)
   }
-  /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat or started with every seat taken); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
+  /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
   #startStep(now: number): Step | null {
     const { queueBelow: sure, best } = verdicts(this.#likelihoods(), this.#limit)
-    // Calls that waited for a seat, or filled every seat, use the limit: the queue is the doubling's own, acted on at once.
-    const queueBelow = this.#waited || this.#filled ? sure && this.#queueShows() : this.#queueHolds(sure)
+    // Calls that waited for a seat use the limit: the queue is the doubling's own, acted on at once.
+    const queueBelow = this.#since.waited ? sure && this.#queueShows() : this.#queueHolds(sure)
     if (queueBelow || this.#limit >= this.#max) {
       this.#phase = 'cruise'
       if (!queueBelow) this.#roomShown()
       this.#queueSeen ||= queueBelow
       return this.#setKnee(queueBelow ? this.#served(best, this.#limit, now) : this.#max, 'knee', 1)
     }
-    if (!this.#waited) return null
+    if (!this.#since.waited) return null
     this.#held = 0
-    const newcomer = this.#newcomer
+    const newcomer = this.#since.newcomer
     const longOnly = this.#longWaits() !== null || newcomer
     this.#knee = this.#limit
     this.#roomShown()
@@ -203,7 +190,7 @@ export class KneeEstimator {
     const ll = this.#likelihoods()
     const k = this.#knee
     const room = highestRoom(ll)
-    const reach = this.#reach > 0 && !this.#queueSeen ? Math.min(this.#limit, this.#reach) : this.#limit
+    const reach = this.#since.reach > 0 && !this.#queueSeen ? Math.min(this.#limit, this.#since.reach) : this.#limit
     const bears = this.#longWaits() ?? Infinity
     if (this.#limit > k && room > k) this.#roomShown()
     if (this.#limit > k && room >= reach && (reach === this.#limit || !verdicts(ll, this.#limit).queueBelow)) {
@@ -225,21 +212,14 @@ export class KneeEstimator {
     if (known && this.#limit > k) return this.#served(probe.best, k, now) < k ? this.#setKnee(this.#served(probe.best, k, now), 'queue', 1) : this.#set(k, 'knee')
     return !known && this.#limit === k && !this.#levels.fellAbove(k) ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
-  /** Answers a second fell past `peak`: the knee there, and no seat past it (the start ends); the level there, if measured, is measured again (ThroughputLevels.recheck). */
-  #peaked(peak: number): Step | null {
-    this.#levels.watch(peak, this.#limit, this.#knee, this.#serial)
-    ;[this.#phase, this.#past, this.#queueSeen] = ['cruise', 1, true]
+  /** K and the limit go to `to`, no seat past it (the start ends): answers a second fell past it (a peak, the level there measured again if it was), or a dip across replicas, put back unless it gives FALL more (ThroughputLevels.recheck). */
+  #fellTo(to: number, dip: boolean): Step {
+    if (dip) this.#levels.dipFrom(to, this.#limit, this.#knee, this.#serial)
+    else this.#levels.watch(to, this.#limit, this.#knee, this.#serial)
+    ;[this.#phase, this.#past, this.#queueSeen] = ['cruise', 1, this.#queueSeen || !dip]
     this.#longWaits()
-    this.#knee = this.#clamp(peak)
-    return this.#set(this.#knee, 'throughput') ?? { limit: this.#limit, knee: this.#knee, move: 'throughput' }
-  }
-  /** Across replicas, calls ending in the order they started and no level below the limit measured: K and the limit dip to `low`, put back unless it gives FALL more (ThroughputLevels.recheck). */
-  #dipped(low: number): Step | null {
-    this.#levels.dipFrom(low, this.#limit, this.#knee, this.#serial)
-    ;[this.#phase, this.#past] = ['cruise', 1]
-    this.#longWaits()
-    this.#knee = this.#clamp(low)
-    return this.#set(this.#knee, 'throughput') ?? { limit: this.#limit, knee: this.#knee, move: 'throughput' }
+    this.#knee = this.#clamp(to)
+    return this.#moved(this.#knee, 'throughput')
   }
   /** A sure queue, believed (#queueShows), first shown sets aside the calls then in flight; it is acted on once they have all ended and it still holds (cruise; at the start while no call waited for a seat: docs/governor.md). */
   #queueHolds(sure: boolean): boolean {
@@ -252,9 +232,9 @@ export class KneeEstimator {
   }
   /** Since the last decision, only calls not known short waited beside short ones: the seats past K long calls may take, as many as end within H at K's pace (a short call queued behind them waits H at most); else null. */
   #longWaits(): number | null {
-    const seats = this.#waited && !this.#shortWaited ? Math.max(1, Math.floor((this.#knee * LENDING_HORIZON_MS) / this.#longMs)) : null
-    ;[this.#waited, this.#filled, this.#shortWaited, this.#newcomer, this.#longMs, this.#reach] = [false, false, false, false, 0, 0]
-    return seats
+    const s = this.#since
+    this.#since = noWait()
+    return s.waited && !s.shortWaited ? Math.max(1, Math.floor((this.#knee * LENDING_HORIZON_MS) / s.longMs)) : null
   }
   /** Room was shown: each kind's latency now is its pace with no call waiting at the platform. */
   #roomShown(): void { for (const st of this.#kinds.values()) st.room = st.m[this.#max - 1]! }
@@ -330,16 +310,13 @@ export class KneeEstimator {
   /** An end after a silence (UsualGaps) across which a call was in flight (one started before the end before it: not an idle moment) ends a pause of the platform: every call in flight then met it, their own times untimed. */
   #pause(a: Answer): void {
     if (a.outcome === 'overload') return
-    const g = a.at - this.#lastEnd
     const first = this.#calls.values().next().value as Call
-    if (Number.isFinite(g) && this.#gaps.silence(g) && first.endsBefore < this.#endsDropped + this.#endAt.length) this.#paused = this.#serial
-    if (Number.isFinite(g) && g > 0) this.#gaps.add(g)
-    this.#lastEnd = Math.max(this.#lastEnd, a.at)
+    if (this.#gaps.add(a.at) && first.endsBefore < this.#endsDropped + this.#ends.length) this.#paused = this.#serial
   }
   /** The ends of this replica's calls ahead of `a` while it was in flight, from its start (ms), in order. */
   #aheadEnds(a: Answer, call: Call): number[] {
     const out: number[] = []
-    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) out.push(Math.max(0, this.#endAt[i]! - a.startedAt))
+    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#ends.length && this.#ends[i]!.at < a.at; i++) if (this.#ends[i]!.serial < a.window) out.push(Math.max(0, this.#ends[i]!.at - a.startedAt))
     return out
   }
   /** The evidence fades with EVIDENCE_MS. */
@@ -354,12 +331,8 @@ export class KneeEstimator {
     for (const a of [this.#logs, this.#impossible]) for (let i = 0; i < this.#max; i++) a[i]! *= f
   }
   #prune(now: number): void {
-    const drop = this.#endAt.findIndex((t) => t >= now - MEMORY_MS)
-    if (drop > 1000) {
-      this.#endsDropped += drop
-      this.#endAt = this.#endAt.slice(drop)
-      this.#endSerial = this.#endSerial.slice(drop)
-    }
+    const drop = this.#ends.findIndex((e) => e.at >= now - MEMORY_MS)
+    if (drop > 1000) [this.#endsDropped, this.#ends] = [this.#endsDropped + drop, this.#ends.slice(drop)]
     this.#faults.forget(now - MEMORY_MS)
   }
   #set(limit: number, move: Move): Step | null {
@@ -367,6 +340,8 @@ export class KneeEstimator {
     ;[this.#movedSerial, this.#sinceMove] = [this.#serial, 0]
     return { limit: (this.#limit = limit), knee: this.#knee, move }
   }
+  /** As #set, the step given even where the limit stays (the knee moved). */
+  #moved(limit: number, move: Move): Step { return this.#set(limit, move) ?? { limit: this.#limit, knee: this.#knee, move } }
   /** The fault is over: the limit is the knee's again (and the probe seat's); at a fresh start, the doubling goes on. */
   #restore(now: number): Step | null {
     this.#faults.end(now)
