@@ -45,8 +45,9 @@ export class KneeEstimator {
   #serial = 0
   readonly #calls = new Map<number, Call>()
   #localInFlight = 0
-  // The ends of this replica's calls in time order (when, and whose), and how many were dropped.
-  #ends: { at: number; serial: number }[] = []
+  // The ends of this replica's calls in time order (when, and whose), and how many were dropped: two arrays of numbers, not an object per end (MEMORY_MS of ends is held).
+  #endAt: number[] = []
+  #endSerial: number[] = []
   #endsDropped = 0
   // The evidence: per kind; per guess w, Σ log own time, impossible answers, and the mean own time of late (ms); answers counted.
   readonly #kinds = new Map<string, KindStats>()
@@ -106,7 +107,7 @@ export class KneeEstimator {
   calls(): string | null { return this.#timeline?.calls(this.#now()) ?? null }
   #start(load: number): number {
     const serial = ++this.#serial
-    this.#calls.set(serial, { load, local: this.#localInFlight++, endsBefore: this.#endsDropped + this.#ends.length, full: load >= this.#limit })
+    this.#calls.set(serial, { load, local: this.#localInFlight++, endsBefore: this.#endsDropped + this.#endAt.length, full: load >= this.#limit })
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
     return serial
   }
@@ -131,7 +132,8 @@ export class KneeEstimator {
     this.#calls.delete(a.window)
     this.#localInFlight = Math.max(0, this.#localInFlight - 1)
     if (a.outcome === 'ok' && !this.metFault(a.startedAt, a.at)) this.#learn(a, call)
-    this.#ends.push({ at: a.at, serial: a.window })
+    this.#endAt.push(a.at)
+    this.#endSerial.push(a.window)
   }
   /** Another replica's limit and knee (the shared record): taken as they are; a limit below the knee is a fault here too. */
   adopt(limit: number, knee: number, now: number): Step | null {
@@ -311,12 +313,12 @@ export class KneeEstimator {
   #pause(a: Answer): void {
     if (a.outcome === 'overload') return
     const first = this.#calls.values().next().value as Call
-    if (this.#gaps.add(a.at) && first.endsBefore < this.#endsDropped + this.#ends.length) this.#paused = this.#serial
+    if (this.#gaps.add(a.at) && first.endsBefore < this.#endsDropped + this.#endAt.length) this.#paused = this.#serial
   }
   /** The ends of this replica's calls ahead of `a` while it was in flight, from its start (ms), in order. */
   #aheadEnds(a: Answer, call: Call): number[] {
     const out: number[] = []
-    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#ends.length && this.#ends[i]!.at < a.at; i++) if (this.#ends[i]!.serial < a.window) out.push(Math.max(0, this.#ends[i]!.at - a.startedAt))
+    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) out.push(Math.max(0, this.#endAt[i]! - a.startedAt))
     return out
   }
   /** The evidence fades with EVIDENCE_MS. */
@@ -331,8 +333,8 @@ export class KneeEstimator {
     for (const a of [this.#logs, this.#impossible]) for (let i = 0; i < this.#max; i++) a[i]! *= f
   }
   #prune(now: number): void {
-    const drop = this.#ends.findIndex((e) => e.at >= now - MEMORY_MS)
-    if (drop > 1000) [this.#endsDropped, this.#ends] = [this.#endsDropped + drop, this.#ends.slice(drop)]
+    const drop = this.#endAt.findIndex((t) => t >= now - MEMORY_MS)
+    if (drop > 1000) [this.#endsDropped, this.#endAt, this.#endSerial] = [this.#endsDropped + drop, this.#endAt.slice(drop), this.#endSerial.slice(drop)]
     this.#faults.forget(now - MEMORY_MS)
   }
   #set(limit: number, move: Move): Step | null {
