@@ -211,7 +211,10 @@ export class KneeEstimator {
     const probe = verdicts(ll, k + 1)
     const known = probe.queueBelow && !this.#timeline?.merging
     this.#queueSeen ||= known && this.#limit > k
-    if (known && this.#limit > k) return this.#served(probe.best, k, now) < k ? this.#setKnee(this.#served(probe.best, k, now), 'queue', 1) : this.#set(k, 'knee')
+    if (known && this.#limit > k) {
+      const to = this.#served(probe.best, k, now)
+      return to < k ? this.#setKnee(to, 'queue', 1) : this.#set(k, 'knee')
+    }
     return !known && this.#limit === k && !this.#levels.fellAbove(k) ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
   /** K and the limit go to `to`, no seat past it (the start ends): answers a second fell past it (a peak, the level there measured again if it was), or a dip across replicas, put back unless it gives FALL more (ThroughputLevels.recheck). */
