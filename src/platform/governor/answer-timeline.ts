@@ -84,8 +84,9 @@ export class AnswerTimeline {
   readonly #keepMs: number
   #token = 0
   readonly #local = new Map<number, Local>()
-  // This replica's calls ended within keepMs, for its record.
-  #recent: CallEntry[] = []
+  // This replica's most recent CALLS_KEPT calls ended, for its record: never more, so its
+  // memory is the same after a thousand calls as after a million.
+  readonly #recent: CallEntry[] = []
   readonly #remote = new Map<string, Remote>()
   // Evidence given up to this moment; calls started and not ended in it.
   #released = -Infinity
@@ -115,14 +116,13 @@ export class AnswerTimeline {
     if (call === undefined) return
     call.answer = { ...a, kind: call.kind }
     this.#recent.push({ startedAt: a.startedAt, at: a.at, kind: call.kind, outcome: a.outcome, timed: a.timed !== false })
-    if (this.#recent.length > 2 * CALLS_KEPT) this.#recent = this.#recent.slice(-CALLS_KEPT)
+    if (this.#recent.length > CALLS_KEPT) this.#recent.shift()
     if (!this.merging) this.#endLocal(a.window, call, now)
   }
 
   /** This replica's calls for its record: those ended within keepMs, the most recent CALLS_KEPT, and those in flight. */
   calls(now: number): string {
-    this.#recent = this.#recent.filter((c) => (c.at as number) > now - this.#keepMs).slice(-CALLS_KEPT)
-    const calls = [...this.#recent]
+    const calls = this.#recent.filter((c) => (c.at as number) > now - this.#keepMs)
     for (const c of this.#local.values()) if (c.answer === null) calls.push({ startedAt: c.startedAt, at: null, kind: c.kind, outcome: 'other', timed: true })
     return encodeCalls(now, calls)
   }
