@@ -6,7 +6,9 @@
 // the load costs no HTTP on this side. What it measures is what the replicas ask of Redis
 // (the server's own INFO commandstats and INFO cpu, every node summed) per platform call,
 // and the calls in flight at the platform against the limit in force, also while Redis
-// is stopped (SIGSTOP) for a while.
+// is stopped (SIGSTOP) for a while; and, since every replica here shares one event loop
+// (one core), how busy that loop was and the share of answers the limit rule could learn
+// from: the limit learned here is a deployment's only where that share is.
 //
 // Input (environment):
 //   BENCH_REPLICAS        how many replicas
@@ -28,6 +30,7 @@ const dist = new URL('../dist/', import.meta.url)
 const { loadConfig } = await import(new URL('config.js', dist).href)
 const { createGateway } = await import(new URL('compose.js', dist).href)
 const { hashApiKey } = await import(new URL('access/api-keys.js', dist).href)
+const { KneeEstimator } = await import(new URL('platform/governor/knee-estimator.js', dist).href)
 
 const VIRTUAL_CONFIG = 'bench:scale-config.yaml'
 const ROUTE = '/api/v1/report/campaigns/get'
@@ -112,6 +115,23 @@ Redis.prototype.sendCommand = function count(command, ...rest) {
   }
   return sendCommand.call(this, command, ...rest)
 }
+// The platform's answers each replica's limit rule was given (knee-estimator.ts), as they
+// come: those it learns from (timed: the replica's event loop idle enough to know when the
+// answer came, docs/governor.md "The gateway's own time") and those it takes as ends only.
+// Here every replica shares one event loop, so each reads the others' work as its own; a
+// deployment's replica has its own. Overloads and cut calls are neither.
+const timing = []
+const ended = KneeEstimator.prototype.ended
+KneeEstimator.prototype.ended = function countTimed(answer) {
+  if (answer.outcome === 'ok') timing.push({ at: performance.now(), timed: answer.timed !== false })
+  return ended.call(this, answer)
+}
+/** The share of the answers from `from` to `to` the limit rule learned from (null: none came), and how many came. */
+const timedBetween = (from, to) => {
+  const within = timing.filter((a) => a.at > from && a.at <= to)
+  return { answers: within.length, timed: within.length > 0 ? within.filter((a) => a.timed).length / within.length : null }
+}
+
 /** The commands sent since `before`, a script named by the name the gateway defined it with. */
 const sentSince = (before) => {
   const names = new Map()
@@ -195,7 +215,9 @@ async function main() {
   const before = await redisStats()
   const sentBefore = { ...sent.byName }
   const measureFrom = performance.now()
+  const loopBefore = performance.eventLoopUtilization()
   const measured = await phase(phases.measure, 0)
+  const loopBusy = performance.eventLoopUtilization(loopBefore).utilization
   const after = await redisStats()
   const sentMeasured = sentSince(sentBefore)
   const calls = (await standIn('/__count')).count
@@ -232,6 +254,7 @@ async function main() {
       stall,
       recovery,
       answers: { measured: answersBetween(measureFrom, measureTo), stall: answersBetween(stallFrom, stallTo), recovery: answersBetween(stallTo, end) },
+      timing: { measured: timedBetween(measureFrom, measureTo), loopBusy },
     })}\n`,
   )
   await Promise.race([Promise.all(workers), sleep(10_000)])

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest'
+import { simulate, type Scenario } from '../sim/simulate.js'
+import { newGovernor } from '../sim/new-governor.js'
+
+// The scale bench's platform (bench/scenarios/scale.mjs) on many replicas in the simulator,
+// where each replica times its answers exactly (the bench host runs its replicas on one
+// event loop, and they learn from almost none: docs/decisions/governor-model.md, "Fifty
+// replicas in one process"): 100 ms a call up to 24 calls in flight, 40 ms more for each
+// call past them, 429 at once to a call that finds 48; every cost alike (the stand-in's);
+// two callers a replica in a closed loop, a team's calls spread over the replicas in turn.
+// Judged as the capacity family is (test/sim/capacity-shapes.ts), from 10 s: the limit
+// within 20 % of the knee in 80 % of samples, under 1 % of calls 429.
+
+const [KNEE, COST_MS, SLOPE_MS, REFUSE_ABOVE, MS, FROM_MS] = [24, 100, 40, 48, 60_000, 10_000]
+
+async function misses(replicas: number, seed: number): Promise<string[]> {
+  const scenario: Scenario = {
+    seed, durationMs: MS, workers: REFUSE_ABOVE, spread: 0, slowness: [], stalls: [], outages: [], shedding: [], replicas, storeStalls: [],
+    teams: [{ name: 'A', weight: 1, behaviour: { kind: 'callers', callers: 2 * replicas, reports: [{ name: 'report', costMs: COST_MS }], thinkMs: [0, 0] }, replicas: Array.from({ length: replicas }, (_, i) => i), from: 0, until: MS }],
+    capacity: { knee: KNEE, slopeMs: SLOPE_MS, refuseAbove: REFUSE_ABOVE },
+  }
+  const trace = await simulate(scenario, newGovernor)
+  const judged = trace.samples.filter((x) => x.at - trace.start >= FROM_MS)
+  const out = judged.filter((x) => x.limit < 0.8 * KNEE || x.limit > 1.2 * KNEE)
+  const sent = trace.records.filter((c) => c.status !== null && c.ended - trace.start >= FROM_MS)
+  const refused = sent.filter((c) => c.status === 429).length / sent.length
+  const limits = judged.map((x) => x.limit).sort((a, b) => a - b)
+  const what = `${replicas} replicas, seed ${seed}`
+  return [
+    ...(out.length > 0.2 * judged.length ? [`${what}: the limit out of the band in ${out.length} of ${judged.length} samples (median ${limits[limits.length >> 1]}, ${limits[0]} to ${limits.at(-1)})`] : []),
+    ...(refused >= 0.01 ? [`${what}: ${(100 * refused).toFixed(1)} % of ${sent.length} calls answered 429`] : []),
+  ]
+}
+
+describe('the scale bench\'s platform on many replicas of two callers each', () => {
+  it('on 25 replicas: the limit learns the knee', async () => {
+    expect([...(await misses(25, 1)), ...(await misses(25, 2))]).toEqual([])
+  }, 120_000)
+
+  // A known miss, not traced to its end: from about 44 replicas of two callers (not on 50 of
+  // three), the knee grows past 24 on room shown, the seats past it doubling, to 35 to 52
+  // with 429s past 48, and no level near the knee is measured to read a fall against; the
+  // learner changes hands every few seconds there, and a learner kept steadier (tried) did
+  // not mend it (docs/decisions/governor-model.md, "Fifty replicas in one process").
+  it.fails('on 50 replicas: the limit learns the knee (a known miss)', async () => {
+    expect([...(await misses(50, 1)), ...(await misses(50, 2))]).toEqual([])
+  }, 120_000)
+})
