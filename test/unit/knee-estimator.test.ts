@@ -273,6 +273,28 @@ describe('KneeEstimator', () => {
     }
   })
 
+  // A known miss: a queue at the probe seat says W is below K + 1, not where below. Where the
+  // evidence cannot tell the guesses from 10 to 16 apart (the calls that ran at 11 to 16
+  // untimed), K goes to the tie's lowest (the two-teams bench, views-year-long on a fresh
+  // gateway: K 16 → 10, the dashboard at 49 % of itself alone). Taking K only to the highest
+  // guess within 2 units of support of the likeliest holds here and puts seed 971 on
+  // (docs/decisions/governor-model.md, "The dashboard that waits for all its answers beside
+  // year-long reports, traced in the bench").
+  it.fails('takes the probe seat away on a queue there, K lower only where the evidence tells the guesses apart', () => {
+    const rule = new KneeEstimator({ initial: 16, min: 2, max: 64 })
+    rule.adopt(17, 16, 0)
+    let at = 0
+    for (let round = 0; round < 6; round++, at += 1_000) {
+      const windows = Array.from({ length: 10 }, (_, i) => rule.started('week', i + 1))
+      windows.forEach((window, i) => rule.ended({ startedAt: at, at: at + 100 + i * 0.01, team: 'b', kind: 'week', load: i + 1, window, outcome: 'ok' }))
+    }
+    const windows = Array.from({ length: 17 }, (_, i) => rule.started('week', i + 1))
+    windows.slice(0, 16).forEach((window, i) => rule.ended({ startedAt: at, at: at + 100 + i * 0.01, team: 'b', kind: 'week', load: i + 1, window, outcome: 'ok', timed: i < 10 }))
+    rule.ended({ startedAt: at, at: at + 200, team: 'b', kind: 'week', load: 17, window: windows[16]!, outcome: 'ok' })
+    rule.tick(at + 1_500, null)
+    expect([rule.limit, rule.knee]).toEqual([16, 16])
+  })
+
   it('ends its start with the probe seat when a team holding no seat waited with a call not known long beside long calls only', () => {
     // 8 year-long calls at the limit, all answered together: room at 8, no queue below it.
     for (const [newcomer, limit, phase] of [[true, 9, 'cruise'], [false, 16, 'start']] as const) {
