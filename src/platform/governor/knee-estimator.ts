@@ -159,7 +159,7 @@ export class KneeEstimator {
       this.#knee = back.knee
       return this.#moved(back.limit, 'throughput')
     }
-    const peak = this.#levels.peak(now, this.#limit, this.#knee, this.#min, () => highestRoom(this.#likelihoods()))
+    const peak = this.#levels.peak(now, this.#limit, this.#min, () => highestRoom(this.#likelihoods()))
     if (peak !== null) return this.#fellTo(peak, false)
     const dip = this.#timeline?.merging && this.#overtook < OVERTAKEN ? this.#levels.dip(now, this.#limit, this.#min) : null
     if (dip !== null) return this.#fellTo(dip, true)

@@ -66,22 +66,18 @@ export class ThroughputLevels {
   /**
    * Where the likelihood shows room at the limit (`room`: the highest w it does; a queue below
    * it explains a fall) and the limit's level gives FALL less (#fell) than the best level below
-   * it, all within RECENT_MS: that level, or one below where no other below was measured; at
-   * the knee, with the level above giving FALL less and the one below never measured, one
-   * below. The steps down see whether fewer give more.
+   * it, all within RECENT_MS: that level, or one below where no other below was measured (a
+   * step down, to see whether fewer give more).
    */
-  peak(now: number, limit: number, knee: number, min: number, room: () => number): number | null {
+  peak(now: number, limit: number, min: number, room: () => number): number | null {
     const recent = (i: number) => this.#recent(i, now)
     const top = Math.min(limit, this.#max) - 1
     if (!recent(top)) return null
     let best = -1
     for (let i = 0; i < top; i++) if (recent(i) && (best < 0 || this.#mean(i) > this.#mean(best))) best = i
-    const shown = room()
-    if (best >= 0 && shown > top && this.#fell(best, top)) {
-      for (let i = 0; i < best; i++) if (recent(i)) return best + 1
-      return Math.max(min, best)
-    }
-    return limit === knee && knee > min && shown > knee && this.#levels[knee - 2]!.n < MIN_CALLS && this.fellAbove(knee) ? knee - 1 : null
+    if (best < 0 || room() <= top || !this.#fell(best, top)) return null
+    for (let i = 0; i < best; i++) if (recent(i)) return best + 1
+    return Math.max(min, best)
   }
 
   /** The knee goes to `peak` from `limit` and `knee`: that level, if measured, is measured again on the calls started after `serial` (recheck). */
