@@ -215,7 +215,7 @@ export class KneeEstimator {
       const to = this.#served(probe.best, k, now)
       return to < k ? this.#setKnee(to, 'queue', 1) : this.#set(k, 'knee')
     }
-    return !known && this.#limit === k && !this.#levels.fellAbove(k) ? this.#set(this.#clamp(k + 1), 'probe') : null
+    return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
   /** K and the limit go to `to`, no seat past it (the start ends): answers a second fell past it (a peak, the level there measured again if it was), or a dip across replicas, put back unless it gives FALL more (ThroughputLevels.recheck). */
   #fellTo(to: number, dip: boolean): Step {

@@ -122,12 +122,6 @@ export class ThroughputLevels {
     return { limit: c.limit, knee: c.knee }
   }
 
-  /** Whether the level above `knee` was measured giving FALL less than `knee` (the probe seat is not put back while that evidence holds). */
-  fellAbove(knee: number): boolean {
-    const [at, above] = [this.#levels[knee - 1]!, this.#levels[knee]]
-    return above !== undefined && at.n >= MIN_CALLS && above.n >= MIN_CALLS && this.#fell(knee - 1, knee)
-  }
-
   /** Of `past` seats beyond `knee`, those short of the first level above it measured giving FALL less than `knee`. */
   belowFall(knee: number, past: number): number {
     if (this.#levels[knee - 1]!.n < MIN_CALLS) return past
