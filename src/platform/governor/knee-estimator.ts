@@ -217,10 +217,9 @@ export class KneeEstimator {
     }
     return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
-  /** K and the limit go to `to`, no seat past it (the start ends): answers a second fell past it (a peak, the level there measured again if it was), or a dip across replicas, put back unless it gives FALL more (ThroughputLevels.recheck). */
+  /** K and the limit go to `to`, no seat past it (the start ends): answers a second fell past it (a peak), or a dip across replicas (put back unless it gives FALL more: ThroughputLevels.recheck). */
   #fellTo(to: number, dip: boolean): Step {
-    if (dip) this.#levels.dipFrom(to, this.#limit, this.#knee, this.#serial)
-    else this.#levels.watch(to, this.#limit, this.#knee, this.#serial)
+    this.#levels.wentDown(to, dip, this.#limit, this.#knee, this.#serial)
     ;[this.#phase, this.#past, this.#queueSeen] = ['cruise', 1, this.#queueSeen || !dip]
     this.#longWaits()
     this.#knee = this.#clamp(to)
