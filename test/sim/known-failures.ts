@@ -35,7 +35,6 @@ export const KNOWN_FAILURES: ReadonlyMap<number, readonly string[]> = new Map<nu
   [955, ['replicas']],
   [969, ['replicas']],
   [997, ['work-conserving']],
-  [1030, ['no standing queue']],
   [1044, ['fair by time', 'replicas']],
   [1046, ['work-conserving']],
   [1072, ['replicas']],

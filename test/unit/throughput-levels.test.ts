@@ -30,7 +30,7 @@ describe('ThroughputLevels across replicas: the dip', () => {
   it('keeps the dip where the level it went to gives FALL more than the limit\'s, and puts the limit back where it does not', () => {
     for (const slower of [false, true]) {
       const levels = measured([18, 1_000])
-      levels.dipFrom(14, 18, 17, 100)
+      levels.wentDown(14, true, 18, 17, 100)
       // The dip's level measured on calls started after it: as the platform gives it, or as slow a call as the limit's level.
       measure(levels, 14, 2_000, 101, slower ? 18 : undefined)
       expect(levels.recheck(), slower ? 'no more answers a second' : 'more answers a second').toEqual(slower ? { limit: 18, knee: 17 } : null)
@@ -39,7 +39,7 @@ describe('ThroughputLevels across replicas: the dip', () => {
 
   it('counts only the calls started after the dip, and tries no dip for DIP_MS after one put back', () => {
     const levels = measured([18, 1_000])
-    levels.dipFrom(14, 18, 17, 100)
+    levels.wentDown(14, true, 18, 17, 100)
     measure(levels, 14, 2_000, 50)
     expect(levels.recheck()).toBeNull()
     measure(levels, 14, 2_000, 101, 18)

@@ -162,7 +162,7 @@ export class KneeEstimator {
       this.#knee = back.knee
       return this.#moved(back.limit, 'throughput')
     }
-    const peak = this.#levels.peak(now, this.#limit, this.#knee, this.#min, () => highestRoom(this.#likelihoods()))
+    const peak = this.#levels.peak(now, this.#limit, this.#min, () => highestRoom(this.#likelihoods()))
     if (peak !== null) return this.#fellTo(peak, false)
     const dip = this.#timeline?.merging && this.#overtook < OVERTAKEN ? this.#levels.dip(now, this.#limit, this.#min) : null
     if (dip !== null) return this.#fellTo(dip, true)
@@ -219,12 +219,11 @@ export class KneeEstimator {
       const to = this.#served(probe.best, k, now)
       return to < k ? this.#setKnee(to, 'queue', 1) : this.#set(k, 'knee')
     }
-    return !known && this.#limit === k && !this.#levels.fellAbove(k) ? this.#set(this.#clamp(k + 1), 'probe') : null
+    return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null
   }
-  /** K and the limit go to `to`, no seat past it (the start ends): answers a second fell past it (a peak, the level there measured again if it was), or a dip across replicas, put back unless it gives FALL more (ThroughputLevels.recheck). */
+  /** K and the limit go to `to`, no seat past it (the start ends): answers a second fell past it (a peak), or a dip across replicas (put back unless it gives FALL more: ThroughputLevels.recheck). */
   #fellTo(to: number, dip: boolean): Step {
-    if (dip) this.#levels.dipFrom(to, this.#limit, this.#knee, this.#serial)
-    else this.#levels.watch(to, this.#limit, this.#knee, this.#serial)
+    this.#levels.wentDown(to, dip, this.#limit, this.#knee, this.#serial)
     ;[this.#phase, this.#past, this.#queueSeen] = ['cruise', 1, this.#queueSeen || !dip]
     this.#longWaits()
     this.#knee = this.#clamp(to)

@@ -26,15 +26,15 @@ export const DIP_MS = 60_000
  * a second (the level over the latency, against its kind's first); when the last came.
  */
 type Level = { n: number; m: number; base: number; low: number; lat: number; sum: number; sum2: number; at: number }
-/** A knee set where answers a second fell, or a dip, checked: the level it went to, its answers a second then (a dip's: the level left's), the limit and knee before, the last serial started then, that level's answers since, and whether it is a dip. */
-type Check = { index: number; mean: number; limit: number; knee: number; serial: number; fresh: Level; dip: boolean }
+/** A dip checked: the level it went to, the answers a second of the level left, the limit and knee before, the last serial started then, and the level's answers since. */
+type Check = { index: number; mean: number; limit: number; knee: number; serial: number; fresh: Level }
 const noLevel = (): Level => ({ n: 0, m: 0, base: 0, low: 0, lat: 0, sum: 0, sum2: 0, at: -Infinity })
 /** The answers a second of level index `i` (log, against its kinds' first latency): the level times the ratio of their Σs (Little's law over its answers, whatever their mix of kinds). */
 const rate = (i: number, l: Level): number => Math.log(i + 1) + Math.log(l.base / l.lat)
 
 export class ThroughputLevels {
   readonly #max: number
-  #levels: Level[]
+  readonly #levels: Level[]
   #check: Check | null = null
   // When a dip was last put back.
   #dipBack = -Infinity
@@ -46,8 +46,8 @@ export class ThroughputLevels {
 
   /**
    * An answer to a call that took the limit's last seat counts at its `level`, in its kind's
-   * unit (`baseLog`: the log of its kind's first latency); a level checked counts only calls
-   * started after the check began (`serial`, the call's); `lowMs` is its kind's lowest latency (`served`).
+   * unit (`baseLog`: the log of its kind's first latency); a dip's level counts only calls
+   * started after the dip began (`serial`, the call's); `lowMs` is its kind's lowest latency (`served`).
    */
   measure(level: number, weight: number, baseLog: number, latency: number, at: number, serial: number, lowMs = latency): void {
     const index = level - 1
@@ -66,31 +66,21 @@ export class ThroughputLevels {
   /**
    * Where the likelihood shows room at the limit (`room`: the highest w it does; a queue below
    * it explains a fall) and the limit's level gives FALL less (#fell) than the best level below
-   * it, all within RECENT_MS: that level, or one below where no other below was measured; at
-   * the knee, with the level above giving FALL less and the one below never measured, one
-   * below. The steps down see whether fewer give more.
+   * it, all within RECENT_MS: that level, or one below where no other below was measured (a
+   * step down, to see whether fewer give more).
    */
-  peak(now: number, limit: number, knee: number, min: number, room: () => number): number | null {
+  peak(now: number, limit: number, min: number, room: () => number): number | null {
     const recent = (i: number) => this.#recent(i, now)
     const top = Math.min(limit, this.#max) - 1
     if (!recent(top)) return null
     let best = -1
     for (let i = 0; i < top; i++) if (recent(i) && (best < 0 || this.#mean(i) > this.#mean(best))) best = i
-    const shown = room()
-    if (best >= 0 && shown > top && this.#fell(best, top)) {
-      for (let i = 0; i < best; i++) if (recent(i)) return best + 1
-      return Math.max(min, best)
-    }
-    return limit === knee && knee > min && shown > knee && this.#levels[knee - 2]!.n < MIN_CALLS && this.fellAbove(knee) ? knee - 1 : null
+    if (best < 0 || room() <= top || !this.#fell(best, top)) return null
+    for (let i = 0; i < best; i++) if (recent(i)) return best + 1
+    return Math.max(min, best)
   }
 
-  /** The knee goes to `peak` from `limit` and `knee`: that level, if measured, is measured again on the calls started after `serial` (recheck). */
-  watch(peak: number, limit: number, knee: number, serial: number): void {
-    const level = this.#levels[peak - 1]!
-    this.#check = level.n >= MIN_CALLS ? { index: peak - 1, mean: this.#mean(peak - 1), limit, knee, serial, fresh: noLevel(), dip: false } : null
-  }
-
-  /** Across replicas, the limit's level measured within RECENT_MS and none from DIP of it up, no dip put back within DIP_MS: DIP of it, for the limit to go to (dipFrom); else null. */
+  /** Across replicas, the limit's level measured within RECENT_MS and none from DIP of it up, no dip put back within DIP_MS: DIP of it, for the limit to go to (wentDown); else null. */
   dip(now: number, limit: number, min: number): number | null {
     const recent = (i: number) => this.#recent(i, now)
     const top = Math.min(limit, this.#max) - 1
@@ -100,36 +90,19 @@ export class ThroughputLevels {
     return low
   }
 
-  /** The limit goes down to `low` from `limit` and `knee` (dip): the calls started after `serial` measure it against the level it left. */
-  dipFrom(low: number, limit: number, knee: number, serial: number): void {
-    this.#check = { index: low - 1, mean: this.#mean(Math.min(limit, this.#max) - 1), limit, knee, serial, fresh: noLevel(), dip: true }
+  /** The limit goes down to `to` from `limit` and `knee`: after a dip (`dip`) the calls started after `serial` measure its level against the level it left; a fall ends a dip's check. */
+  wentDown(to: number, dip: boolean, limit: number, knee: number, serial: number): void {
+    this.#check = dip ? { index: to - 1, mean: this.#mean(Math.min(limit, this.#max) - 1), limit, knee, serial, fresh: noLevel() } : null
   }
 
-  /**
-   * The level checked, measured again: the limit and knee to put back where a fall's level
-   * gives FALL less than before (the platform changed, not with the calls in flight: every
-   * level is forgotten), or a dip's not FALL more than the level it left (fewer give no
-   * more); else, or not measured yet, null.
-   */
+  /** A dip's level, measured: the limit and knee to put back where it gives not FALL more than the level it left (fewer give no more); else, or not measured yet, null. */
   recheck(): { limit: number; knee: number } | null {
     const c = this.#check
     if (c === null || c.fresh.n < MIN_CALLS) return null
     this.#check = null
-    const fresh = rate(c.index, c.fresh)
-    if (c.dip) {
-      if (fresh - c.mean > FELL) return null
-      this.#dipBack = c.fresh.at
-    } else {
-      if (c.mean - fresh <= FELL) return null
-      this.#levels = Array.from({ length: this.#max }, noLevel)
-    }
+    if (rate(c.index, c.fresh) - c.mean > FELL) return null
+    this.#dipBack = c.fresh.at
     return { limit: c.limit, knee: c.knee }
-  }
-
-  /** Whether the level above `knee` was measured giving FALL less than `knee` (the probe seat is not put back while that evidence holds). */
-  fellAbove(knee: number): boolean {
-    const [at, above] = [this.#levels[knee - 1]!, this.#levels[knee]]
-    return above !== undefined && at.n >= MIN_CALLS && above.n >= MIN_CALLS && this.#fell(knee - 1, knee)
   }
 
   /** Of `past` seats beyond `knee`, those short of the first level above it measured giving FALL less than `knee`. */
