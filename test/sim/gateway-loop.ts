@@ -22,6 +22,7 @@ export class GatewayLoop {
   readonly #clock: SimClock
   readonly #random: Random
   readonly #lateMs: (at: number) => number
+  readonly #start: number
   readonly #bunch: (() => number)[] = []
   // A wake is due or under way; the work done before the answer being handled, and when that one began.
   #awake = false
@@ -35,7 +36,8 @@ export class GatewayLoop {
     this.#clock = clock
     this.#random = random
     this.#lateMs = lateMs
-    this.#late = new LateWakes(clock.now())
+    this.#start = clock.now()
+    this.#late = new LateWakes(this.#start)
     this.#probe = clock.every(() => this.#timerDue(), LATE_PROBE_MS)
   }
 
@@ -67,10 +69,10 @@ export class GatewayLoop {
     return this.#unhandled
   }
 
-  /** How late the loop's wakes came, as the gateway's loop-probe reads them. */
+  /** The loop's idle and active milliseconds since it began, and how late its wakes came, as the gateway's loop-probe reads them. */
   time(): LoopTime {
-    const now = this.#clock.now()
-    return { lateWithin: (ms) => this.#late.within(now, ms) }
+    const [now, active] = [this.#clock.now(), this.#active()]
+    return { idle: now - this.#start - active, active, lateWithin: (ms) => this.#late.within(now, ms) }
   }
 
   stop(): void {

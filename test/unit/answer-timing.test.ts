@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { LATE_MEMORY_MS, LATE_SLOT_MS, LateWakes, answerTiming } from '../../src/platform/governor/answer-timing.js'
 import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
@@ -32,16 +34,33 @@ describe('answers the gateway handled back to back', () => {
     expect(bunchedRounds((i) => i === 0)).toBeGreaterThanOrEqual(8)
   })
 
-  /** Readings of how late the loop's wakes came while a call was in flight (ms), handed out in turn. */
-  const readings = (...late: number[]) => () => {
-    const l = late.shift() ?? Number.NaN
-    return { lateWithin: () => l }
+  /** Readings of the loop's time, each `[idle, active, late]` milliseconds (late: how late its wakes came while any call was in flight, 0 unless given), handed out in turn. */
+  const readings = (...times: ([number, number] | [number, number, number])[]) => {
+    const queue = times.map(([idle, active, late = 0]) => ({ idle, active, lateWithin: () => late }))
+    return () => queue.shift() ?? { idle: Number.NaN, active: Number.NaN, lateWithin: () => Number.NaN }
   }
 
-  it('are not timed where the loop\'s wakes came later than a tenth of their latency while their call was in flight', () => {
+  it('are told apart by the event loop idling between two answers', () => {
+    const timed = answerTiming(readings([0, 0], [4, 1], [4, 1.5], [9, 2]))
+    expect(timed(400)).toBe(true)
+    // No idle between the two: the second waited for the gateway's handling of the first.
+    expect(timed(400)).toBe(false)
+    expect(timed(400)).toBe(true)
+  })
+
+  it('are not timed after the event loop worked longer than a tenth of their latency, though it idled since', () => {
+    // A start's first requests, a collection: an answer that came meanwhile waited for the gateway.
+    const timed = answerTiming(readings([0, 0], [5, 1], [10, 61], [15, 62], [15, 62.5]))
+    timed(400)
+    expect(timed(400)).toBe(false)
+    expect(timed(400)).toBe(true)
+    expect(timed(1_000)).toBe(false)
+  })
+
+  it('are not timed where the loop\'s wakes came later than a tenth of their latency while their call was in flight, though it idled between them', () => {
     // A machine that starves the gateway of its core: an answer that came while the loop
     // idled waited for the loop's wake as long as the wake waited for a core.
-    const timed = answerTiming(readings(120, 120, 30))
+    const timed = answerTiming(readings([0, 0], [50, 1, 120], [100, 2, 120], [150, 3, 30]))
     expect(timed(400)).toBe(false)
     expect(timed(2_000)).toBe(true)
     expect(timed(400)).toBe(true)
@@ -69,5 +88,14 @@ describe('answers the gateway handled back to back', () => {
     const child = spawn('sh', ['-c', `kill -STOP ${process.pid}; sleep 0.2; kill -CONT ${process.pid}`])
     await once(child, 'exit')
     expect(timed(1_000)).toBe(false)
+  })
+
+  it('read the process\'s own loop by default: its work since the last answer counts', async () => {
+    const timed = answerTiming()
+    timed(400)
+    const until = performance.now() + 60
+    while (performance.now() < until);
+    await sleep(5)
+    expect(timed(400)).toBe(false)
   })
 })

@@ -8,19 +8,28 @@ export const LATE_PROBE_MS = 10
 export const LATE_SLOT_MS = 100
 export const LATE_MEMORY_MS = 60_000
 
-/** How late the event loop's wakes came. */
+/** The event loop's idle and active milliseconds since the process began (`performance.eventLoopUtilization()`), and how late its wakes came. */
 export interface LoopTime {
+  idle: number
+  active: number
   /** The most a wake of the loop waited for a core within the last `ms` (ms): its timer's lateness past the loop's own work. */
   lateWithin(ms: number): number
 }
 
 /**
  * Whether the answer handled now, `latencyMs` after its call started, is timed (docs/governor.md, "The gateway's own time"):
- * every wake's wait for a core while the call was in flight is within OWN_WORK_SHARE of the latency (the ends of the calls
- * ahead of it are then known as closely).
+ * the loop idled since the answer before, and its work since then and every wake's wait for a core while the call was in
+ * flight are within OWN_WORK_SHARE of the latency (the ends of the calls ahead of it are then known as closely).
  */
 export function answerTiming(loop: () => LoopTime = processLoop): (latencyMs: number) => boolean {
-  return (latencyMs) => loop().lateWithin(latencyMs) <= OWN_WORK_SHARE * latencyMs
+  let last = loop()
+  return (latencyMs) => {
+    const now = loop()
+    const own = OWN_WORK_SHARE * latencyMs
+    const timed = now.idle > last.idle && now.active - last.active <= own && now.lateWithin(latencyMs) <= own
+    last = now
+    return timed
+  }
 }
 
 /** How late a loop's wakes came: the most per LATE_SLOT_MS, over the last LATE_MEMORY_MS. */
@@ -84,8 +93,8 @@ class LateProbe {
 
 let probe: LateProbe | null = null
 
-/** This process's loop: how late its wakes came. */
+/** This process's loop: its idle and active time, and how late its wakes came. */
 function processLoop(): LoopTime {
   const late = (probe ??= new LateProbe()).read()
-  return { lateWithin: (ms) => late.within(performance.now(), ms) }
+  return { ...performance.eventLoopUtilization(), lateWithin: (ms) => late.within(performance.now(), ms) }
 }
