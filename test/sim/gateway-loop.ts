@@ -28,6 +28,7 @@ export class GatewayLoop {
   #awake = false
   #activeMs = 0
   #handlingSince: number | null = null
+  #busyFrom = 0
   #unhandled = 0
   readonly #late: LateWakes
   readonly #probe: Timer
@@ -69,10 +70,11 @@ export class GatewayLoop {
     return this.#unhandled
   }
 
-  /** The loop's idle and active milliseconds since it began, and how late its wakes came, as the gateway's loop-probe reads them. */
+  /** The loop's idle and active milliseconds since it began, its work in this wake, and how late its wakes came, as the gateway's loop-probe reads them. */
   time(): LoopTime {
     const [now, active] = [this.#clock.now(), this.#active()]
-    return { idle: now - this.#start - active, active, lateWithin: (ms) => this.#late.within(now, ms) }
+    const busy = this.#handlingSince === null ? 0 : active - this.#busyFrom
+    return { idle: now - this.#start - active, active, busy, lateWithin: (ms) => this.#late.within(now, ms) }
   }
 
   stop(): void {
@@ -92,6 +94,7 @@ export class GatewayLoop {
   #next(): void {
     const now = this.#clock.now()
     if (this.#handlingSince !== null) this.#activeMs += now - this.#handlingSince
+    else this.#busyFrom = this.#activeMs
     const fn = this.#bunch.shift()
     if (fn === undefined) {
       ;[this.#handlingSince, this.#awake] = [null, false]

@@ -34,36 +34,60 @@ describe('answers the gateway handled back to back', () => {
     expect(bunchedRounds((i) => i === 0)).toBeGreaterThanOrEqual(8)
   })
 
-  /** Readings of the loop's time, each `[idle, active, late]` milliseconds (late: how late its wakes came while any call was in flight, 0 unless given), handed out in turn. */
-  const readings = (...times: ([number, number] | [number, number, number])[]) => {
-    const queue = times.map(([idle, active, late = 0]) => ({ idle, active, lateWithin: () => late }))
-    return () => queue.shift() ?? { idle: Number.NaN, active: Number.NaN, lateWithin: () => Number.NaN }
+  /**
+   * Readings of the loop's time, each `[idle, active, busy, late]` milliseconds (busy: its work since it last idled;
+   * late: how late its wakes came while any call was in flight, 0 unless given), handed out in turn.
+   */
+  const readings = (...times: ([number, number, number] | [number, number, number, number])[]) => {
+    const queue = times.map(([idle, active, busy, late = 0]) => ({ idle, active, busy, lateWithin: () => late }))
+    return () => queue.shift() ?? { idle: Number.NaN, active: Number.NaN, busy: Number.NaN, lateWithin: () => Number.NaN }
   }
 
-  it('are told apart by the event loop idling between two answers', () => {
-    const timed = answerTiming(readings([0, 0], [4, 1], [4, 1.5], [9, 2]))
-    expect(timed(400)).toBe(true)
-    // No idle between the two: the second waited for the gateway's handling of the first.
-    expect(timed(400)).toBe(false)
-    expect(timed(400)).toBe(true)
+  it('are told apart by the event loop idling between two answers: read together, each prompt, the first alone timed', () => {
+    const timed = answerTiming(readings([0, 0, 0], [4, 1, 0.5], [4, 1.5, 1], [9, 2, 0.2]))
+    expect(timed(400)).toEqual({ prompt: true, timed: true })
+    // No idle between the two: the second came with the first, its end apart from it by the gateway's handling.
+    expect(timed(400)).toEqual({ prompt: true, timed: false })
+    expect(timed(400)).toEqual({ prompt: true, timed: true })
+  })
+
+  it('that come together to a loop that waited are prompt while its work on those before is within a tenth of their latency', () => {
+    // Eight answers of 300 ms that came while the loop waited, read 2 ms apart: 14 ms of work before the last.
+    const times: [number, number, number][] = [[0, 0, 0], ...Array.from({ length: 8 }, (_, i): [number, number, number] => [50, 2 * i, 2 * i])]
+    const timed = answerTiming(readings(...times))
+    const read = Array.from({ length: 8 }, () => timed(300))
+    expect(read.every((r) => r.prompt)).toBe(true)
+    expect(read.map((r) => r.timed)).toEqual([true, false, false, false, false, false, false, false])
+    // Of 100 ms, the sixth waited 10 ms of the loop's work on the five before it: more than a tenth.
+    const fast = answerTiming(readings(...times))
+    expect(Array.from({ length: 8 }, () => fast(100).prompt)).toEqual([true, true, true, true, true, true, false, false])
+  })
+
+  it('are not prompt behind a busy stretch of the loop: work since it last idled longer than a tenth of their latency', () => {
+    // A loop that idled at 10 ms and then worked 60 ms before reading three answers of 400 ms: each may have come as that work began.
+    const timed = answerTiming(readings([0, 0, 0], [10, 5, 5], [10, 65, 60], [10, 66, 61], [20, 67, 1]))
+    expect(timed(400)).toEqual({ prompt: true, timed: true })
+    expect(timed(400)).toEqual({ prompt: false, timed: false })
+    expect(timed(400)).toEqual({ prompt: false, timed: false })
+    expect(timed(400)).toEqual({ prompt: true, timed: true })
   })
 
   it('are not timed after the event loop worked longer than a tenth of their latency, though it idled since', () => {
     // A start's first requests, a collection: an answer that came meanwhile waited for the gateway.
-    const timed = answerTiming(readings([0, 0], [5, 1], [10, 61], [15, 62], [15, 62.5]))
+    const timed = answerTiming(readings([0, 0, 0], [5, 1, 1], [10, 61, 2], [15, 62, 1], [15, 62.5, 1.5]))
     timed(400)
-    expect(timed(400)).toBe(false)
-    expect(timed(400)).toBe(true)
-    expect(timed(1_000)).toBe(false)
+    expect(timed(400)).toEqual({ prompt: true, timed: false })
+    expect(timed(400).timed).toBe(true)
+    expect(timed(1_000).timed).toBe(false)
   })
 
-  it('are not timed where the loop\'s wakes came later than a tenth of their latency while their call was in flight, though it idled between them', () => {
+  it('are neither where the loop\'s wakes came later than a tenth of their latency while their call was in flight, though it idled between them', () => {
     // A machine that starves the gateway of its core: an answer that came while the loop
     // idled waited for the loop's wake as long as the wake waited for a core.
-    const timed = answerTiming(readings([0, 0], [50, 1, 120], [100, 2, 120], [150, 3, 30]))
-    expect(timed(400)).toBe(false)
-    expect(timed(2_000)).toBe(true)
-    expect(timed(400)).toBe(true)
+    const timed = answerTiming(readings([0, 0, 0], [50, 1, 0.5, 120], [100, 2, 0.5, 120], [150, 3, 0.5, 30]))
+    expect(timed(400)).toEqual({ prompt: false, timed: false })
+    expect(timed(2_000)).toEqual({ prompt: true, timed: true })
+    expect(timed(400)).toEqual({ prompt: true, timed: true })
   })
 
   it('take the loop as late as its latest wake while their call was in flight', () => {
@@ -87,7 +111,7 @@ describe('answers the gateway handled back to back', () => {
     // child's exit is handled.
     const child = spawn('sh', ['-c', `kill -STOP ${process.pid}; sleep 0.2; kill -CONT ${process.pid}`])
     await once(child, 'exit')
-    expect(timed(1_000)).toBe(false)
+    expect(timed(1_000)).toEqual({ prompt: false, timed: false })
   })
 
   it('read the process\'s own loop by default: its work since the last answer counts', async () => {
@@ -95,7 +119,19 @@ describe('answers the gateway handled back to back', () => {
     timed(400)
     const until = performance.now() + 60
     while (performance.now() < until);
+    // Not idled since: the answer may have come as the work began.
+    expect(timed(400)).toEqual({ prompt: false, timed: false })
+    timed(400)
+    while (performance.now() < until + 60);
     await sleep(5)
-    expect(timed(400)).toBe(false)
+    // Idled since, its work before: prompt, but the gap to the answer before was the gateway's.
+    expect(timed(400)).toEqual({ prompt: true, timed: false })
+  })
+
+  it('read the process\'s own loop by default: answers read together after it waited are prompt, the first alone timed', async () => {
+    const timed = answerTiming()
+    await sleep(20)
+    const read = [timed(400), timed(400), timed(400)]
+    expect(read).toEqual([{ prompt: true, timed: true }, { prompt: true, timed: false }, { prompt: true, timed: false }])
   })
 })
