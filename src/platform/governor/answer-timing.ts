@@ -60,11 +60,11 @@ export class LateWakes {
     this.#slots[i] = Math.max(this.#slots[i]!, lateMs)
   }
 
-  /** The most recorded from `ms` before `now` (to its slot) to `now`. */
+  /** The most recorded from `ms` before `now` (to its slot) to `now`; nothing before the clock's first slot. */
   within(now: number, ms: number): number {
     this.#advance(now)
     const n = this.#slots.length
-    const count = Math.min(n, this.#slot - Math.floor((now - ms) / LATE_SLOT_MS) + 1)
+    const count = Math.min(n, this.#slot + 1, this.#slot - Math.floor((now - ms) / LATE_SLOT_MS) + 1)
     let most = 0
     for (let j = 0; j < count; j++) most = Math.max(most, this.#slots[(this.#slot - j) % n]!)
     return most
