@@ -117,21 +117,19 @@ Redis.prototype.sendCommand = function count(command, ...rest) {
 }
 // The platform's answers each replica's limit rule was given (knee-estimator.ts), as they
 // come: those it learns from (timed: the replica's event loop idle enough to know when the
-// answer came, docs/governor.md "The gateway's own time") and those it takes as ends only,
-// and those prompt (not queued behind the loop's work: the start doubles on them).
+// answer came, docs/governor.md "The gateway's own time") and those it takes as ends only.
 // Here every replica shares one event loop, so each reads the others' work as its own; a
 // deployment's replica has its own. Overloads and cut calls are neither.
 const timing = []
 const ended = KneeEstimator.prototype.ended
 KneeEstimator.prototype.ended = function countTimed(answer) {
-  if (answer.outcome === 'ok') timing.push({ at: performance.now(), timed: answer.timed !== false, prompt: answer.prompt ?? answer.timed !== false })
+  if (answer.outcome === 'ok') timing.push({ at: performance.now(), timed: answer.timed !== false })
   return ended.call(this, answer)
 }
-/** The share of the answers from `from` to `to` the limit rule learned from, and the share prompt (null: none came), and how many came. */
+/** The share of the answers from `from` to `to` the limit rule learned from (null: none came), and how many came. */
 const timedBetween = (from, to) => {
   const within = timing.filter((a) => a.at > from && a.at <= to)
-  const share = (key) => (within.length > 0 ? within.filter((a) => a[key]).length / within.length : null)
-  return { answers: within.length, timed: share('timed'), prompt: share('prompt') }
+  return { answers: within.length, timed: within.length > 0 ? within.filter((a) => a.timed).length / within.length : null }
 }
 
 /** The commands sent since `before`, a script named by the name the gateway defined it with. */

@@ -67,7 +67,6 @@ async function measure({ topology, standIn, replicas, quick }) {
     recovery: r.recovery,
     answers: r.answers,
     timed: r.timing.measured.timed,
-    prompt: r.timing.measured.prompt,
     loopBusy: r.timing.loopBusy,
     // The most calls in flight at the platform in a second beyond the limit in force (+ the replicas).
     overLimitPlusReplicas: over(r.measured, (x) => x.limitMax + replicas),
@@ -132,7 +131,7 @@ export async function run({ quick }) {
       statuses(m.answers.measured),
       statuses(m.answers.stall),
       statuses(m.answers.recovery),
-      `${pct(m.timed)} / ${pct(m.prompt)} (${pct(m.loopBusy)})`,
+      `${pct(m.timed)} (${pct(m.loopBusy)})`,
     ]),
   )
   const breakdown = results.flatMap(({ topology, runs }) => {
@@ -158,11 +157,11 @@ export async function run({ quick }) {
       ]),
   )
   return [
-    markdownTable(['Redis', 'replicas', 'platform calls a second', 'commands sent per call', 'commands Redis ran per call', 'Redis CPU per 1,000 calls (ms)', 'in flight at the platform: peak / limit', 'during the stall: peak / limit when Redis stopped', 'answers', 'answers during the stall', 'answers after it', 'answers the limit rule learned from / prompt (the host\'s loop busy)'], rows),
+    markdownTable(['Redis', 'replicas', 'platform calls a second', 'commands sent per call', 'commands Redis ran per call', 'Redis CPU per 1,000 calls (ms)', 'in flight at the platform: peak / limit', 'during the stall: peak / limit when Redis stopped', 'answers', 'answers during the stall', 'answers after it', 'answers the limit rule learned from (the host\'s loop busy)'], rows),
     '',
     ...verdictLines(results.flatMap(({ topology, runs }) => checks(topology, runs))),
     '',
-    `The platform stand-in answers a report in ${LATENCY_MS} ms while at most ${KNEE} calls are in flight, ${SLOPE_MS} ms slower for each call beyond, and 429 to a call that finds ${REFUSE_ABOVE} in flight. ${CALLERS} callers of one team ask reports never asked before (each a platform call), each caller on one replica; every gateway setting at its default (the limit learned, GATEWAY_SECRET set). The replicas are whole gateways of the build in one process (bench/scale-host.mjs), each with its own Redis connections and its own governor, seats, learned limit and report cache; requests reach them through light-my-request (no HTTP on the callers' side). Commands sent: counted in the client as the replicas send them (a script is one); commands Redis ran: INFO commandstats of every node (a script and each command it runs); Redis CPU: INFO cpu, user + system, of every node. ${quick ? 'A quick run: 10 replicas instead of 50, 8 s measured.' : 'Warm-up 5 s, then 20 s measured.'} The stall: every Redis server stopped with SIGSTOP for ${STALL_S} s, then SIGCONT; the limit then is the highest in force when Redis stopped (the seats leased add up to it). The replicas share one event loop on one core: each takes the others' work for its own, and an answer handled after more of it than a tenth of its latency is not evidence of the limit rule (docs/governor.md, "The gateway's own time"). The last column: the share of the platform's answers in the measured seconds that the limit rule learned from, the share prompt (the start doubles on those alone), and how busy the loop was. Where few are, the limit learned is not what a deployment's replicas (a loop each) learn: it moves only by the start's doubling, a change of learner and faults (docs/decisions/governor-model.md, "Fifty replicas in one process").`,
+    `The platform stand-in answers a report in ${LATENCY_MS} ms while at most ${KNEE} calls are in flight, ${SLOPE_MS} ms slower for each call beyond, and 429 to a call that finds ${REFUSE_ABOVE} in flight. ${CALLERS} callers of one team ask reports never asked before (each a platform call), each caller on one replica; every gateway setting at its default (the limit learned, GATEWAY_SECRET set). The replicas are whole gateways of the build in one process (bench/scale-host.mjs), each with its own Redis connections and its own governor, seats, learned limit and report cache; requests reach them through light-my-request (no HTTP on the callers' side). Commands sent: counted in the client as the replicas send them (a script is one); commands Redis ran: INFO commandstats of every node (a script and each command it runs); Redis CPU: INFO cpu, user + system, of every node. ${quick ? 'A quick run: 10 replicas instead of 50, 8 s measured.' : 'Warm-up 5 s, then 20 s measured.'} The stall: every Redis server stopped with SIGSTOP for ${STALL_S} s, then SIGCONT; the limit then is the highest in force when Redis stopped (the seats leased add up to it). The replicas share one event loop on one core: each takes the others' work for its own, and an answer handled after more of it than a tenth of its latency is not evidence of the limit rule (docs/governor.md, "The gateway's own time"). The last column: the share of the platform's answers in the measured seconds that the limit rule learned from, and how busy the loop was. Where few are, the limit learned is not what a deployment's replicas (a loop each) learn: it moves only by the start's doubling, a change of learner and faults (docs/decisions/governor-model.md, "Fifty replicas in one process").`,
     '',
     ...breakdown,
     ...timelines,

@@ -4,18 +4,18 @@ import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
 /**
  * The start of the limit rule of one replica whose callers hold every seat of the limit and
  * wait for more, on the scale bench's platform (no queue: 100 ms a call up to 24 in flight,
- * 40 ms more for each call past them), every answer timed and prompt or none (the gateway
- * starved of its core: answer-timing.ts). Returns the highest limit in force over `ms`.
+ * 40 ms more for each call past them), every answer `timed` or none (the gateway starved of
+ * its core: answer-timing.ts). Returns the highest limit in force over `ms`.
  */
 function startOnCrowdedPlatform(timed: boolean, ms: number): number {
-  return crowdedStart(() => ({ timed, prompt: timed }), ms, null).highest
+  return crowdedStart(() => timed, ms, null).highest
 }
 
 /**
- * As startOnCrowdedPlatform, each answer read as `read(now)` says, and the platform paused (a fault) once the limit
+ * As startOnCrowdedPlatform, the answers timed while `timed(now)`, and the platform paused (a fault) once the limit
  * reaches `pauseAt` (null: never). Returns the highest limit over `ms`, and the highest after the pause.
  */
-function crowdedStart(read: (now: number) => { timed: boolean; prompt: boolean }, ms: number, pauseAt: number | null): { highest: number; afterPause: number } {
+function crowdedStart(timed: (now: number) => boolean, ms: number, pauseAt: number | null): { highest: number; afterPause: number } {
   const [knee, costMs, slopeMs] = [24, 100, 40]
   const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
   const inFlight: { startedAt: number; load: number; window: number; endsAt: number }[] = []
@@ -34,7 +34,7 @@ function crowdedStart(read: (now: number) => { timed: boolean; prompt: boolean }
     if (inFlight[0]!.endsAt <= nextTick) {
       const call = inFlight.shift()!
       now = call.endsAt
-      rule.ended({ startedAt: call.startedAt, at: now, team: 't', kind: 'report', load: call.load, window: call.window, outcome: 'ok', ...read(now) })
+      rule.ended({ startedAt: call.startedAt, at: now, team: 't', kind: 'report', load: call.load, window: call.window, outcome: 'ok', timed: timed(now) })
       continue
     }
     now = nextTick
@@ -58,16 +58,10 @@ describe('KneeEstimator: the start on answers it cannot time', () => {
     expect(startOnCrowdedPlatform(false, 20_000)).toBe(8)
   })
 
-  // Answers that come together to a loop that waited: read one after another, each prompt,
-  // only the first of a bunch timed (answer-timing.ts).
-  it('doubles on prompt answers though none is timed', () => {
-    expect(crowdedStart(() => ({ timed: false, prompt: true }), 20_000, null).highest).toBeGreaterThan(8)
-  })
-
   it('back in the start after a fault, doubles on any answers up to the limit the fault cut, and no further', () => {
     // The start at 16 paused (a fault), its answers untimed from then on (a starvation after an outage, seed 1054):
     // restored to its knee, it doubles back to 16 on the calls that waited, not past it.
-    const { afterPause } = crowdedStart((now) => ({ timed: now < 1_500, prompt: now < 1_500 }), 20_000, 16)
+    const { afterPause } = crowdedStart((now) => now < 1_500, 20_000, 16)
     expect(afterPause).toBe(16)
   })
 })

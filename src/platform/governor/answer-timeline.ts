@@ -21,8 +21,6 @@ export interface Answer {
   outcome: 'ok' | 'overload' | 'other'
   /** False: its arrival is not known within OWN_WORK_SHARE of its latency (answer-timing.ts): an end, not evidence (knee-estimator.ts). */
   timed?: boolean
-  /** False: it may have waited for the gateway's loop longer than OWN_WORK_SHARE of its latency (answer-timing.ts): the start does not double on it. Unset: as `timed` (another replica's record carries only that). */
-  prompt?: boolean
 }
 
 /** A record carries at most this many of its calls: the most recent. */

@@ -8,40 +8,28 @@ export const LATE_PROBE_MS = 10
 export const LATE_SLOT_MS = 100
 export const LATE_MEMORY_MS = 60_000
 
-/** The event loop's idle and active milliseconds since the process began (`performance.eventLoopUtilization()`), its work since it last idled, and how late its wakes came. */
+/** The event loop as an answer reads it: its work since it last idled, whether an answer was read since, and how late its wakes came. */
 export interface LoopTime {
-  idle: number
-  active: number
-  /** The loop's work since it last waited for an event (ms), or more: every answer it reads meanwhile may have come as that work began. */
+  /** The loop's work since it last waited for an event (ms), or more: an answer read meanwhile may have come as that work began. */
   busy: number
+  /** Whether it read an answer before this one since it last waited for an event. */
+  readSinceIdle: boolean
   /** The most a wake of the loop waited for a core within the last `ms` (ms): its timer's lateness past the loop's own work. */
   lateWithin(ms: number): number
 }
 
-/** How the gateway read an answer (docs/governor.md, "The gateway's own time"). */
-export interface AnswerTiming {
-  /** It waited for the gateway's loop no more than OWN_WORK_SHARE of its latency: the loop's work since it last idled, and every wake's wait for a core while its call was in flight, within that share. */
-  prompt: boolean
-  /** Prompt, and the first answer read since the loop idled after the answer before, with no more than that share of work between: its end, and the gaps to the ends before it, are the platform's (the limit rule's evidence). */
-  timed: boolean
-}
-
 /**
- * How the answer handled now, `latencyMs` after its call started, was read (docs/governor.md, "The gateway's own time").
- * An answer is read at the latest as the loop's work since it last idled ends: the loop waits for an event only once
- * none is ready, so every answer read since came after that wait began, or while it worked. Answers that come together
- * to a loop that waited are all prompt while the loop's work on those before is within the share; but they are read
- * one after another, their ends apart by the gateway's work, so only the first of them is timed.
+ * Whether the answer handled now, `latencyMs` after its call started, is timed (docs/governor.md, "The gateway's own time"):
+ * the first answer the loop read since it last waited for an event, its work since then and every wake's wait for a core
+ * while the call was in flight within OWN_WORK_SHARE of the latency. The loop waits only once no event is ready, so the
+ * answer came as that wait began or later; answers that came with it are read after it, their ends apart by the
+ * gateway's work, and are ends only.
  */
-export function answerTiming(loop: () => LoopTime = processLoop): (latencyMs: number) => AnswerTiming {
-  let last = loop()
+export function answerTiming(loop: () => LoopTime = processLoop()): (latencyMs: number) => boolean {
   return (latencyMs) => {
     const now = loop()
     const own = OWN_WORK_SHARE * latencyMs
-    const prompt = now.busy <= own && now.lateWithin(latencyMs) <= own
-    const timed = prompt && now.idle > last.idle && now.active - last.active <= own
-    last = now
-    return { prompt, timed }
+    return !now.readSinceIdle && now.busy <= own && now.lateWithin(latencyMs) <= own
   }
 }
 
@@ -80,22 +68,26 @@ export class LateWakes {
 /**
  * How late this process's loop wakes: a timer every LATE_PROBE_MS, its lateness less the loop's work since it last fired.
  * One per process, started with a reading, stopped once none came for LATE_MEMORY_MS; it never holds the process open.
- * Its firings and every reading mark the loop's work, so that its work since it last idled is bounded from the latest
- * mark before that idle moment: the loop's idle time grows only while it waits for an event.
+ * Its firings and every answer's reading mark the loop, one mark for every governor of the process: the loop's idle time
+ * grows only while it waits for an event, so its work since then is at most its work since the last mark before that.
  */
 class LateProbe {
   #due = performance.now() + LATE_PROBE_MS
   #mark = performance.eventLoopUtilization()
   #firedActive = this.#mark.active
-  #busyFrom = this.#mark.active
+  // Where the loop's work since it last idled began: not known until a mark sees it idle.
+  #busyFrom = -Infinity
+  #readSinceIdle = false
   #readAt = performance.now()
   readonly #late = new LateWakes(performance.now())
   readonly #timer = setInterval(() => this.#fired(), LATE_PROBE_MS).unref()
 
   read(): LoopTime {
     this.#readAt = performance.now()
-    const { idle, active } = this.#marked()
-    return { idle, active, busy: active - this.#busyFrom, lateWithin: (ms) => this.#late.within(performance.now(), ms) }
+    const { active } = this.#marked()
+    const readSinceIdle = this.#readSinceIdle
+    this.#readSinceIdle = true
+    return { busy: active - this.#busyFrom, readSinceIdle, lateWithin: (ms) => this.#late.within(performance.now(), ms) }
   }
 
   #fired(): void {
@@ -108,10 +100,10 @@ class LateProbe {
     }
   }
 
-  /** The loop's time now; its work since it last idled starts after the mark before, where it idled since. */
+  /** The loop's time now; where it idled since the last mark, its work since starts after that mark, and no answer was read since. */
   #marked(): { idle: number; active: number } {
     const now = performance.eventLoopUtilization()
-    if (now.idle > this.#mark.idle) this.#busyFrom = this.#mark.active
+    if (now.idle > this.#mark.idle) [this.#busyFrom, this.#readSinceIdle] = [this.#mark.active, false]
     this.#mark = now
     return now
   }
@@ -119,7 +111,8 @@ class LateProbe {
 
 let probe: LateProbe | null = null
 
-/** This process's loop: its idle and active time, its work since it last idled, and how late its wakes came. */
-function processLoop(): LoopTime {
-  return (probe ??= new LateProbe()).read()
+/** This process's loop as answers read it, its probe started. */
+function processLoop(): () => LoopTime {
+  probe ??= new LateProbe()
+  return () => (probe ??= new LateProbe()).read()
 }

@@ -61,8 +61,8 @@ export class KneeEstimator {
   // The last serial started when the limit last moved, and the answers since to calls started after it (the likelihood's moves wait for MIN_CALLS of them).
   #movedSerial = 0
   #sinceMove = 0
-  // Prompt answers not set aside since the limit last moved (answer-timing.ts), and the limit a fault cut in the start (the start doubles back to it on any answers).
-  #promptSinceMove = 0
+  // Answers learned from (timed, not set aside) since the limit last moved, and the limit a fault cut in the start (the start doubles back to it on any answers).
+  #learnedSinceMove = 0
   #startCut = 0
   #decidedAt = -Infinity
   #since = noWait()
@@ -181,8 +181,8 @@ export class KneeEstimator {
       this.#queueSeen ||= queueBelow
       return this.#setKnee(queueBelow ? this.#served(best, this.#limit, now) : this.#max, 'knee', 1)
     }
-    // Past the limit a fault cut, the start doubles only on MIN_CALLS prompt answers: one that waited for a busy or starved loop (answer-timing.ts) shows no room.
-    if (!this.#since.waited || (this.#limit >= this.#startCut && this.#promptSinceMove < MIN_CALLS)) return null
+    // Past the limit a fault cut, the start doubles only on MIN_CALLS answers learned from: untimed ones (the gateway starved of its core, answer-timing.ts) show no room.
+    if (!this.#since.waited || (this.#limit >= this.#startCut && this.#learnedSinceMove < MIN_CALLS)) return null
     this.#held = 0
     const newcomer = this.#since.newcomer
     const longOnly = this.#longWaits() !== null || newcomer
@@ -280,9 +280,7 @@ export class KneeEstimator {
   /** What an answer says of every guess w: its call's own time under w against its kind's pace of late, or how unlikely w makes so soon an end; an untimed one, or one in flight when a queue verdict was held, nothing (a new call all the same). */
   #learn(a: Answer, call: Call): void {
     if (a.window > this.#movedSerial) this.#sinceMove++
-    const setAside = a.window <= this.#held || a.window <= this.#paused
-    if (!setAside && (a.prompt ?? a.timed !== false)) this.#promptSinceMove++
-    if (a.timed === false || setAside) return void this.#newCalls++
+    if (a.timed === false || a.window <= this.#held || a.window <= this.#paused) return void this.#newCalls++
     this.#fade(a.at)
     const latency = Math.max(1, a.at - a.startedAt)
     const load = Math.max(1, call.load)
@@ -316,6 +314,7 @@ export class KneeEstimator {
     }
     if (!first) this.#counted += weight
     this.#newCalls++
+    this.#learnedSinceMove++
   }
   /** An end after a silence (UsualGaps) across which a call was in flight (one started before the end before it: not an idle moment) ends a pause of the platform: every call in flight then met it, their own times untimed. */
   #pause(a: Answer): void {
@@ -347,7 +346,7 @@ export class KneeEstimator {
   }
   #set(limit: number, move: Move): Step | null {
     if (limit === this.#limit) return null
-    ;[this.#movedSerial, this.#sinceMove, this.#promptSinceMove] = [this.#serial, 0, 0]
+    ;[this.#movedSerial, this.#sinceMove, this.#learnedSinceMove] = [this.#serial, 0, 0]
     return { limit: (this.#limit = limit), knee: this.#knee, move }
   }
   /** As #set, the step given even where the limit stays (the knee moved). */

@@ -77,7 +77,7 @@ export class PlatformGovernors {
       onMove: (move, from, to) => {
         if (to !== from) metrics.platformLimitChanges.inc({ credential, direction: move === 'fault' ? 'cut' : to > from ? 'up' : 'down' })
       },
-      answerTiming: answerTiming(),
+      answerTimed: answerTiming(),
       clock: this.#clock,
     })
     if (!g.estimator) metrics.platformLimit.set({ credential }, g.seats.limit)
