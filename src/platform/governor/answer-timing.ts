@@ -67,7 +67,8 @@ export class LateWakes {
 
 /**
  * How late this process's loop wakes: a timer every LATE_PROBE_MS, its lateness less the loop's work since it last fired.
- * One per process, started with a reading, stopped once none came for LATE_MEMORY_MS; it never holds the process open.
+ * One per process, started with the first governor, stopped once no answer came for LATE_MEMORY_MS (the next starts it
+ * again); it never holds the process open.
  * Its firings and every answer's reading mark the loop, one mark for every governor of the process: the loop's idle time
  * grows only while it waits for an event, so its work since then is at most its work since the last mark before that.
  */
