@@ -118,8 +118,8 @@ Redis.prototype.sendCommand = function count(command, ...rest) {
 // The platform's answers each replica's limit rule was given (knee-estimator.ts), as they
 // come: those it learns from (timed: the replica's event loop idle enough to know when the
 // answer came, docs/governor.md "The gateway's own time") and those it takes as ends only.
-// Here every replica shares one event loop, so each reads the others' work as its own; a
-// deployment's replica has its own. Overloads and cut calls are neither.
+// Here every replica shares one event loop, so an answer waits for every replica's work; a
+// deployment's replica has a loop of its own. Overloads and cut calls are neither.
 const timing = []
 const ended = KneeEstimator.prototype.ended
 KneeEstimator.prototype.ended = function countTimed(answer) {

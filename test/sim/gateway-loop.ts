@@ -28,6 +28,9 @@ export class GatewayLoop {
   #awake = false
   #activeMs = 0
   #handlingSince: number | null = null
+  // The work done before this wake, and whether an answer was read in it.
+  #busyFrom = 0
+  #readInWake = false
   #unhandled = 0
   readonly #late: LateWakes
   readonly #probe: Timer
@@ -69,10 +72,12 @@ export class GatewayLoop {
     return this.#unhandled
   }
 
-  /** The loop's idle and active milliseconds since it began, and how late its wakes came, as the gateway's loop-probe reads them. */
+  /** The loop as an answer handled now reads it: its work in this wake, whether an answer was read in it before, and how late its wakes came, as the gateway's loop-probe reads them. */
   time(): LoopTime {
-    const [now, active] = [this.#clock.now(), this.#active()]
-    return { idle: now - this.#start - active, active, lateWithin: (ms) => this.#late.within(now, ms) }
+    const now = this.#clock.now()
+    const [busy, readSinceIdle] = [this.#active() - this.#busyFrom, this.#readInWake]
+    this.#readInWake = true
+    return { busy, readSinceIdle, lateWithin: (ms) => this.#late.within(now, ms) }
   }
 
   stop(): void {
@@ -92,6 +97,7 @@ export class GatewayLoop {
   #next(): void {
     const now = this.#clock.now()
     if (this.#handlingSince !== null) this.#activeMs += now - this.#handlingSince
+    else [this.#busyFrom, this.#readInWake] = [this.#activeMs, false]
     const fn = this.#bunch.shift()
     if (fn === undefined) {
       ;[this.#handlingSince, this.#awake] = [null, false]

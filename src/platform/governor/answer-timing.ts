@@ -8,27 +8,28 @@ export const LATE_PROBE_MS = 10
 export const LATE_SLOT_MS = 100
 export const LATE_MEMORY_MS = 60_000
 
-/** The event loop's idle and active milliseconds since the process began (`performance.eventLoopUtilization()`), and how late its wakes came. */
+/** The event loop as an answer reads it: its work since it last idled, whether an answer was read since, and how late its wakes came. */
 export interface LoopTime {
-  idle: number
-  active: number
+  /** The loop's work since it last waited for an event (ms), or more: an answer read meanwhile may have come as that work began. */
+  busy: number
+  /** Whether it read an answer before this one since it last waited for an event. */
+  readSinceIdle: boolean
   /** The most a wake of the loop waited for a core within the last `ms` (ms): its timer's lateness past the loop's own work. */
   lateWithin(ms: number): number
 }
 
 /**
  * Whether the answer handled now, `latencyMs` after its call started, is timed (docs/governor.md, "The gateway's own time"):
- * the loop idled since the answer before, and its work since then and every wake's wait for a core while the call was in
- * flight are within OWN_WORK_SHARE of the latency (the ends of the calls ahead of it are then known as closely).
+ * the first answer the loop read since it last waited for an event, its work since then and every wake's wait for a core
+ * while the call was in flight within OWN_WORK_SHARE of the latency. The loop waits only once no event is ready, so the
+ * answer came as that wait began or later; answers that came with it are read after it, their ends apart by the
+ * gateway's work, and are ends only.
  */
-export function answerTiming(loop: () => LoopTime = processLoop): (latencyMs: number) => boolean {
-  let last = loop()
+export function answerTiming(loop: () => LoopTime = processLoop()): (latencyMs: number) => boolean {
   return (latencyMs) => {
     const now = loop()
     const own = OWN_WORK_SHARE * latencyMs
-    const timed = now.idle > last.idle && now.active - last.active <= own && now.lateWithin(latencyMs) <= own
-    last = now
-    return timed
+    return !now.readSinceIdle && now.busy <= own && now.lateWithin(latencyMs) <= own
   }
 }
 
@@ -47,11 +48,11 @@ export class LateWakes {
     this.#slots[i] = Math.max(this.#slots[i]!, lateMs)
   }
 
-  /** The most recorded from `ms` before `now` (to its slot) to `now`. */
+  /** The most recorded from `ms` before `now` (to its slot) to `now`; nothing before the clock's first slot. */
   within(now: number, ms: number): number {
     this.#advance(now)
     const n = this.#slots.length
-    const count = Math.min(n, this.#slot - Math.floor((now - ms) / LATE_SLOT_MS) + 1)
+    const count = Math.min(n, this.#slot + 1, this.#slot - Math.floor((now - ms) / LATE_SLOT_MS) + 1)
     let most = 0
     for (let j = 0; j < count; j++) most = Math.max(most, this.#slots[(this.#slot - j) % n]!)
     return most
@@ -66,35 +67,53 @@ export class LateWakes {
 
 /**
  * How late this process's loop wakes: a timer every LATE_PROBE_MS, its lateness less the loop's work since it last fired.
- * One per process, started with a reading, stopped once none came for LATE_MEMORY_MS; it never holds the process open.
+ * One per process, started with the first governor, stopped once no answer came for LATE_MEMORY_MS (the next starts it
+ * again); it never holds the process open.
+ * Its firings and every answer's reading mark the loop, one mark for every governor of the process: the loop's idle time
+ * grows only while it waits for an event, so its work since then is at most its work since the last mark before that.
  */
 class LateProbe {
   #due = performance.now() + LATE_PROBE_MS
-  #active = performance.eventLoopUtilization().active
+  #mark = performance.eventLoopUtilization()
+  #firedActive = this.#mark.active
+  // Where the loop's work since it last idled began: not known until a mark sees it idle.
+  #busyFrom = -Infinity
+  #readSinceIdle = false
   #readAt = performance.now()
   readonly #late = new LateWakes(performance.now())
   readonly #timer = setInterval(() => this.#fired(), LATE_PROBE_MS).unref()
 
-  read(): LateWakes {
+  read(): LoopTime {
     this.#readAt = performance.now()
-    return this.#late
+    const { active } = this.#marked()
+    const readSinceIdle = this.#readSinceIdle
+    this.#readSinceIdle = true
+    return { busy: active - this.#busyFrom, readSinceIdle, lateWithin: (ms) => this.#late.within(performance.now(), ms) }
   }
 
   #fired(): void {
-    const [now, active] = [performance.now(), performance.eventLoopUtilization().active]
-    this.#late.record(now, Math.max(0, now - this.#due - (active - this.#active)))
-    ;[this.#due, this.#active] = [now + LATE_PROBE_MS, active]
+    const [now, { active }] = [performance.now(), this.#marked()]
+    this.#late.record(now, Math.max(0, now - this.#due - (active - this.#firedActive)))
+    ;[this.#due, this.#firedActive] = [now + LATE_PROBE_MS, active]
     if (now - this.#readAt > LATE_MEMORY_MS) {
       clearInterval(this.#timer)
       probe = null
     }
   }
+
+  /** The loop's time now; where it idled since the last mark, its work since starts after that mark, and no answer was read since. */
+  #marked(): { idle: number; active: number } {
+    const now = performance.eventLoopUtilization()
+    if (now.idle > this.#mark.idle) [this.#busyFrom, this.#readSinceIdle] = [this.#mark.active, false]
+    this.#mark = now
+    return now
+  }
 }
 
 let probe: LateProbe | null = null
 
-/** This process's loop: its idle and active time, and how late its wakes came. */
-function processLoop(): LoopTime {
-  const late = (probe ??= new LateProbe()).read()
-  return { ...performance.eventLoopUtilization(), lateWithin: (ms) => late.within(performance.now(), ms) }
+/** This process's loop as answers read it, its probe started. */
+function processLoop(): () => LoopTime {
+  probe ??= new LateProbe()
+  return () => (probe ??= new LateProbe()).read()
 }
