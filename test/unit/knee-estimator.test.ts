@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
+import { TIE, probeFall } from '../../src/platform/governor/knee-verdicts.js'
 
 type Span = { from: number; to: number }
 type Call = { kind: 'cheap' | 'dear' | 'year'; local: boolean; startedAt: number; load: number; window: number; left: number }
@@ -273,14 +274,13 @@ describe('KneeEstimator', () => {
     }
   })
 
-  // A known miss: a queue at the probe seat says W is below K + 1, not where below. Where the
-  // evidence cannot tell the guesses from 10 to 16 apart (the calls that ran at 11 to 16
-  // untimed), K goes to the tie's lowest (the two-teams bench, views-year-long on a fresh
-  // gateway: K 16 → 10, the dashboard at 49 % of itself alone). Taking K only to the highest
-  // guess within 2 units of support of the likeliest holds here and puts seed 971 on
-  // (docs/decisions/governor-model.md, "The dashboard that waits for all its answers beside
-  // year-long reports, traced in the bench").
-  it.fails('takes the probe seat away on a queue there, K lower only where the evidence tells the guesses apart', () => {
+  // A queue at the probe seat says W is below K + 1, not where below. Here the evidence
+  // cannot tell the guesses up to 16 apart (the calls that ran at 11 to 16 untimed, every
+  // call ending together), and K stays, within TIE of the likeliest; taken at the tie's
+  // lowest it went 16 → 10 (the two-teams bench, views-year-long on a fresh gateway: the
+  // dashboard at 49 % of itself alone), and within 2 units of support it kept a K one above
+  // W (seed 971: K 13 on 12 workers, 1.5 units below 12) (docs/governor.md, "Cruise").
+  it('takes the probe seat away on a queue there, K lower only where the evidence tells the guesses apart', () => {
     const rule = new KneeEstimator({ initial: 16, min: 2, max: 64 })
     rule.adopt(17, 16, 0)
     let at = 0
@@ -293,6 +293,14 @@ describe('KneeEstimator', () => {
     rule.ended({ startedAt: at, at: at + 200, team: 'b', kind: 'week', load: 17, window: windows[16]!, outcome: 'ok' })
     rule.tick(at + 1_500, null)
     expect([rule.limit, rule.knee]).toEqual([16, 16])
+  })
+
+  it('puts the knee at a queue at the probe seat at the likeliest guess below it, or keeps it where it is within TIE of that', () => {
+    const ll = Float64Array.from([-40, -30, -20.1, -20.3, -20, -21, -20.4, -25])
+    expect(probeFall(ll, 7), 'the likeliest 5; the knee 7 within TIE of it').toBe(7)
+    expect(probeFall(ll, 6), 'the knee 6 a unit below the likeliest 5').toBe(5)
+    expect(probeFall(ll, 4), 'below 5: 3 the likeliest, the knee 4 within TIE').toBe(4)
+    expect(probeFall(Float64Array.from([-20, -20 - TIE - 0.01, -30]), 2), 'past TIE: told apart').toBe(1)
   })
 
   it('ends its start with the probe seat when a team holding no seat waited with a call not known long beside long calls only', () => {

@@ -766,6 +766,28 @@ describe('what the seats tell the limit rule', () => {
     expect(looks.n).toBe(0)
   })
 
+  // A dashboard that waits for all its answers runs no call between two views (its answers'
+  // and its next view's trip): its short calls ended within the lending horizon count as in
+  // flight, so year-long calls waiting then are still long calls waiting beside short ones
+  // (docs/governor.md, "Start").
+  it('says long calls wait beside short ones while a short call ended within the lending horizon, none in flight', async () => {
+    const clock = fakeClock()
+    const { s, work, order } = seats(clock, { limit: 2, queueLimit: 10 })
+    work.answered('b', 'week', 120)
+    work.answered('a', 'year', 4_400)
+    const views = [call(s, order, 'b', { workClass: 'week' }), call(s, order, 'b', { workClass: 'week' })]
+    const years = [0, 1, 2].map(() => call(s, order, 'a', { workClass: 'year' }))
+    await settle()
+    expect(s.longWaitBesideShort(), 'a view in flight').toBe(4_400)
+    clock.advance(120)
+    for (const view of views) answer(view, 120)
+    await settle()
+    expect([s.queued > 0, s.longWaitBesideShort()], 'between two views, no view in flight').toEqual([true, 4_400])
+    clock.advance(LENDING_HORIZON_MS)
+    expect(s.longWaitBesideShort(), 'no short call for the lending horizon').toBeNull()
+    for (const year of years) if (year.seat) answer(year, 4_400)
+  })
+
   it('says a team holding no seat waits beside long calls only, its call short or of a kind never answered, for the start to end (docs/governor.md, "Start")', async () => {
     for (const first of ['year', 'week']) {
       const { s, work, order } = seats(fakeClock(), { limit: 2, queueLimit: 10 })

@@ -6,7 +6,7 @@
 
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
 import { atLeast, endAt } from './calls-ahead.js'
-import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, highestRoom, verdicts } from './knee-verdicts.js'
+import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, highestRoom, probeFall, verdicts } from './knee-verdicts.js'
 import { ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
@@ -191,7 +191,7 @@ export class KneeEstimator {
     if (longOnly) this.#phase = 'cruise'
     return longOnly ? this.#setKnee(this.#limit, 'knee', 1) : this.#set(this.#clamp(2 * this.#limit), 'grew')
   }
-  /** In service: the knee rises with room shown at the limit (short of it, it stays), falls when it queues; the probe seat stays while a call there is not known to wait, and a sure queue there puts the knee at the likeliest w below it, if lower. */
+  /** In service: the knee rises with room shown at the limit (short of it, it stays), falls when it queues; the probe seat stays while a call there is not known to wait, and a sure queue there puts the knee at the likeliest w below it, if lower and the knee not within TIE of it. */
   #cruise(now: number): Step | null {
     const ll = this.#likelihoods()
     const k = this.#knee
@@ -211,12 +211,12 @@ export class KneeEstimator {
       // On one replica a queue at the limit alone leaves K at the room shown below the limit, when above K: the queue says W is below the limit, the room that it is at least there.
       return this.#setKnee(queueBelow ? this.#served(best, k, now) : this.#timeline?.merging ? k : Math.max(k, Math.min(room, this.#limit - 1)), 'queue', 1)
     }
-    // A sure queue at the probe seat: the seat goes, and K falls to the likeliest w below it when that is below K.
+    // A sure queue at the probe seat: the seat goes, and K falls to the likeliest w below it when that is below K and K is not within TIE of it (knee-verdicts.ts).
     const probe = verdicts(ll, k + 1)
     const known = probe.queueBelow && !this.#timeline?.merging
     this.#queueSeen ||= known && this.#limit > k
     if (known && this.#limit > k) {
-      const to = this.#served(probe.best, k, now)
+      const to = this.#served(probeFall(ll, k), k, now)
       return to < k ? this.#setKnee(to, 'queue', 1) : this.#set(k, 'knee')
     }
     return !known && this.#limit === k ? this.#set(this.#clamp(k + 1), 'probe') : null

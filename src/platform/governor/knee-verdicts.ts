@@ -17,6 +17,15 @@ export function verdicts(ll: Float64Array, level: number): { queueBelow: boolean
   return { queueBelow: below - above > SURE, best }
 }
 
+/** Guesses within TIE of each other are within one standard error (a log-likelihood falls by 1/2 at one standard error from its peak): the evidence does not tell them apart. */
+export const TIE = 0.5
+
+/** Where a sure queue at the probe seat (`knee` + 1) puts the knee: the likeliest w below the seat, or the knee itself where it is within TIE of that (the evidence does not tell the knee from it). */
+export function probeFall(ll: Float64Array, knee: number): number {
+  const { best } = verdicts(ll, knee + 1)
+  return ll[knee - 1]! >= ll[best - 1]! - TIE ? knee : best
+}
+
 /** The highest w such that every guess at or above it is e^SURE times likelier than any below it (0: none). */
 export function highestRoom(ll: Float64Array): number {
   const prefix = new Float64Array(ll.length)

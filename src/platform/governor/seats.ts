@@ -1,5 +1,5 @@
 import { FairQueue, type Priority, type Queued } from './fair-queue.js'
-import { heldBack, isShort, nextCall, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
+import { LENDING_HORIZON_MS, heldBack, isShort, nextCall, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
 import { DeadlineError, OverloadedError } from '../../errors.js'
 import { NoIdleSeatError, learnFrom, tooLate, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
 import { LocalSeats, type LocalTeam, type SeatLease } from './seat-lease.js'
@@ -98,10 +98,10 @@ export class CredentialSeats {
     return this.inFlight + owed + lent >= this.capacity - 1e-9
   }
 
-  /** With no call waiting known short while a short call is in flight, the longest expected seat-time of those waiting (Infinity: unknown); else null (the limit rule's "Start" and "Cruise"). */
+  /** With no call waiting known short while a short call is in flight, or a team is between two asks of short calls (TeamAccounts.shortBetweenAsks: a dashboard between two views), the longest expected seat-time of those waiting (Infinity: unknown); else null (the limit rule's "Start" and "Cruise"). */
   longWaitBesideShort(): number | null {
-    if (this.#queue.size === 0 || this.#teams.shortRunning() === 0) return null
     const now = this.#clock.now()
+    if (this.#queue.size === 0 || (this.#teams.shortRunning() === 0 && !this.#teams.shortBetweenAsks(now, LENDING_HORIZON_MS, new Set(this.#queue.waitingTeams())))) return null
     let longest = 0
     for (const w of this.#queue.all()) {
       const ms = this.#o.work.expectedMs(w.team, w.workClass, now)
@@ -299,6 +299,7 @@ export class CredentialSeats {
       seats.tag += (held - charged) / weight
       seats.running.delete(call)
       seats.lastEnd = this.#clock.now()
+      seats.lastShort = call.short
       this.#dispatch()
       this.#demandChanged()
     }

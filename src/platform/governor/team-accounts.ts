@@ -7,8 +7,8 @@ export const LINGER_MS = 5_000
 /** A call in flight: its start, when it is overdue (Infinity once answered), whether it was expected short. */
 export type RunningCall = { at: number; dueAt: number; short: boolean }
 
-/** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`; when a call of it last ended, and whether it came back within the linger from its last quiet. */
-export interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number; lastEnd: number; returns: boolean }
+/** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`; when a call of it last ended and whether that call was expected short, and whether it came back within the linger from its last quiet. */
+export interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number; lastEnd: number; lastShort: boolean; returns: boolean }
 
 /** The teams' accounts of one credential on one replica, and which are active (holding, waiting, or asked within the linger). */
 export class TeamAccounts {
@@ -21,7 +21,7 @@ export class TeamAccounts {
   /** `team`'s account, opened at the virtual time. */
   of(team: string): TeamAccount {
     let seats = this.#teams.get(team)
-    if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, returns: true }))
+    if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, lastShort: false, returns: true }))
     return seats
   }
 
@@ -47,6 +47,12 @@ export class TeamAccounts {
     let n = 0
     for (const [name, seats] of this.#teams) if (team === undefined || name === team) for (const call of seats.running) if (call.short) n += 1
     return n
+  }
+
+  /** Whether a team holding no seat and waiting for nothing (`waiting`: the teams waiting) ended a call expected short within `ms` (the lending horizon): between two asks, as a dashboard between two views. */
+  shortBetweenAsks(now: number, ms: number, waiting: ReadonlySet<string>): boolean {
+    for (const [name, seats] of this.#teams) if (seats.lastShort && seats.running.size === 0 && now - seats.lastEnd < ms && !waiting.has(name)) return true
+    return false
   }
 
   /** Whether calls are in flight and every one of them is expected long (of a kind answered, past the lending horizon). */
