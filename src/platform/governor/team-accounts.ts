@@ -4,8 +4,8 @@ import type { LocalTeam } from './seat-lease.js'
 /** A team that asked within this long is active: its share is owed to it while it does not use it. */
 export const LINGER_MS = 5_000
 
-/** A team holding a seat whose queue emptied less than this long ago holds the virtual time back on one replica as a waiting team does: a busy team's callers ask again within a short call's time (the lending horizon), and a team back within it keeps the credit it had (docs/governor.md, "The dispatch rule" 2). */
-export const RETURN_MS = 500
+/** A team holding a seat whose queue emptied less than this long ago holds the virtual time back on one replica as a waiting team does: a busy team's callers ask again at once, within tens of ms, and a team back within it keeps the credit it had; users who think come back later, idle (docs/governor.md, "The dispatch rule" 2). */
+export const RETURN_MS = 100
 
 /** A call in flight: its start, when it is overdue (Infinity once answered), whether it was expected short. */
 export type RunningCall = { at: number; dueAt: number; short: boolean }
