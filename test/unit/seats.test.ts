@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { CredentialSeats, OVERDUE } from '../../src/platform/governor/seats.js'
 import { NoIdleSeatError, type Priority, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions } from '../../src/platform/governor/seat.js'
 import { LENDING_HORIZON_MS } from '../../src/platform/governor/dispatch-order.js'
-import { LINGER_MS } from '../../src/platform/governor/team-accounts.js'
+import { LINGER_MS, RETURN_MS } from '../../src/platform/governor/team-accounts.js'
 import { WorkEstimates } from '../../src/platform/governor/work-estimates.js'
 import type { Answer } from '../../src/platform/governor/answer-timeline.js'
 import { fakeClock, type FakeClock } from '../helpers/clock.js'
@@ -535,6 +535,39 @@ describe('who gets a free seat', () => {
     expect(short / long).toBeLessThan(1.1)
     // Work-conserving: every seat busy.
     expect(long + short).toBeGreaterThan(0.95 * 8 * 30)
+  })
+
+  it('keeps the credit of a team whose callers ask again within RETURN_MS of its queue emptying: its short calls get the seat-time of a team of long calls', async () => {
+    const clock = fakeClock()
+    // Three teams of weight 1 on 8 seats: shares of 2.67, so the seats past the two each holds go by tag.
+    const { s } = seats(clock, { limit: 8, queueLimit: 200, queueTimeoutMs: 100_000 })
+    const ms: Record<string, number> = { long: 3_680, other: 3_680, short: 90 }
+    const open: Record<string, number> = { long: 0, other: 0 }
+    const submit = (team: string): void => {
+      if (team !== 'short') open[team]! += 1
+      void s.ask({ team, workClass: team, deadline: Infinity }).then((seat) => {
+        clock.setTimeout(() => {
+          seat.end({ kind: 'answer', status: 200, latencyMs: ms[team]! })
+          // The short team's 4 callers ask again 5 ms after each answer: its queue empties between their asks.
+          if (team === 'short') clock.setTimeout(() => submit('short'), 5)
+          else open[team]! -= 1
+        }, ms[team]!)
+      })
+    }
+    for (let i = 0; i < 4; i++) submit('short')
+    expect(5).toBeLessThan(RETURN_MS)
+    let start: Record<string, number> = {}
+    for (let t = 0; t < 60_000; t += 5) {
+      if (t === 10_000) start = { long: s.seatSeconds('long'), short: s.seatSeconds('short') }
+      for (const team of ['long', 'other']) while (open[team]! < 16) submit(team)
+      await settle()
+      clock.advance(5)
+    }
+    const long = s.seatSeconds('long') - start.long!
+    const short = s.seatSeconds('short') - start.short!
+    // Moved up to the virtual time at each return, the short team held 0.69 of the long team's seat-time.
+    expect(short / long).toBeGreaterThan(0.9)
+    expect(short / long).toBeLessThan(1.1)
   })
 })
 

@@ -252,6 +252,7 @@ export class CredentialSeats {
       const waiter = this.#next(this.capacity - this.inFlight)
       if (waiter === null) break
       this.#queue.remove(waiter)
+      if (this.#queue.count(waiter.team, null) === 0) this.#teams.emptied(waiter.team, this.#clock.now())
       waiter.detach()
       started = true
       waiter.resolve(this.#start(waiter))
@@ -283,9 +284,10 @@ export class CredentialSeats {
     const charged = Math.max(MIN_CHARGE_MS, expected ?? MIN_CHARGE_MS)
     const start = Math.max(seats.tag, this.#teams.virtual)
     seats.tag = start + charged / weight
-    // The virtual time: the least tag waiting (dispatch rule 2).
+    // The virtual time: the least tag waiting, or, on one replica, of a team holding a seat whose queue emptied within RETURN_MS (dispatch rule 2).
     let least = start
     for (const other of this.#queue.waitingTeams()) if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teams.of(other).tag)
+    if (this.#lease instanceof LocalSeats) for (const other of this.#teams.returning(startedAt)) if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teams.of(other).tag)
     this.#teams.virtual = Math.max(this.#teams.virtual, least)
     const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected) }
     seats.running.add(call)

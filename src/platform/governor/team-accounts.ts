@@ -4,11 +4,14 @@ import type { LocalTeam } from './seat-lease.js'
 /** A team that asked within this long is active: its share is owed to it while it does not use it. */
 export const LINGER_MS = 5_000
 
+/** A team holding a seat whose queue emptied less than this long ago holds the virtual time back on one replica as a waiting team does: a busy team's callers ask again at once, within tens of ms, and a team back within it keeps the credit it had; users who think come back later, idle (docs/governor.md, "The dispatch rule" 2). */
+export const RETURN_MS = 100
+
 /** A call in flight: its start, when it is overdue (Infinity once answered), whether it was expected short. */
 export type RunningCall = { at: number; dueAt: number; short: boolean }
 
-/** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`; when a call of it last ended and whether that call was expected short, and whether it came back within the linger from its last quiet. */
-export interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number; lastEnd: number; lastShort: boolean; returns: boolean }
+/** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`; when a call of it last ended and whether that call was expected short, and whether it came back within the linger from its last quiet; when its queue last emptied. */
+export interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number; lastEnd: number; lastShort: boolean; returns: boolean; emptiedAt: number }
 
 /** The teams' accounts of one credential on one replica, and which are active (holding, waiting, or asked within the linger). */
 export class TeamAccounts {
@@ -21,7 +24,7 @@ export class TeamAccounts {
   /** `team`'s account, opened at the virtual time. */
   of(team: string): TeamAccount {
     let seats = this.#teams.get(team)
-    if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, lastShort: false, returns: true }))
+    if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, lastShort: false, returns: true, emptiedAt: -Infinity }))
     return seats
   }
 
@@ -121,6 +124,14 @@ export class TeamAccounts {
       out.push({ team, weight: weight(team), held, waiting: w, cap: cap(team), lingering, peak, seatMs: Math.round(seatMs(seats, now)) })
     }
     return out
+  }
+
+  /** `team`'s last waiting call started at `now`: its queue is empty. */
+  emptied(team: string, now: number): void { this.of(team).emptiedAt = now }
+
+  /** The teams holding a seat whose queue emptied within RETURN_MS of `now`: on one replica each holds the virtual time back as a waiting team does. */
+  *returning(now: number): IterableIterator<string> {
+    for (const [team, seats] of this.#teams) if (seats.running.size > 0 && now - seats.emptiedAt < RETURN_MS) yield team
   }
 
   /** When the first linger of a team holding no seat ends (Infinity: none lingers). */
