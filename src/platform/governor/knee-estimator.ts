@@ -61,9 +61,6 @@ export class KneeEstimator {
   // The last serial started when the limit last moved, and the answers since to calls started after it (the likelihood's moves wait for MIN_CALLS of them).
   #movedSerial = 0
   #sinceMove = 0
-  // Answers learned from (timed, not set aside) since the limit last moved, and the limit a fault cut in the start (the start doubles back to it on any answers).
-  #learnedSinceMove = 0
-  #startCut = 0
   #decidedAt = -Infinity
   #since = noWait()
   // The seats past the knee; whether a sure queue ever set the knee.
@@ -181,8 +178,7 @@ export class KneeEstimator {
       this.#queueSeen ||= queueBelow
       return this.#setKnee(queueBelow ? this.#served(best, this.#limit, now) : this.#max, 'knee', 1)
     }
-    // Past the limit a fault cut, the start doubles only on MIN_CALLS answers learned from: untimed ones (the gateway starved of its core, answer-timing.ts) show no room.
-    if (!this.#since.waited || (this.#limit >= this.#startCut && this.#learnedSinceMove < MIN_CALLS)) return null
+    if (!this.#since.waited) return null
     this.#held = 0
     const newcomer = this.#since.newcomer
     const longOnly = this.#longWaits() !== null || newcomer
@@ -314,7 +310,6 @@ export class KneeEstimator {
     }
     if (!first) this.#counted += weight
     this.#newCalls++
-    this.#learnedSinceMove++
   }
   /** An end after a silence (UsualGaps) across which a call was in flight (one started before the end before it: not an idle moment) ends a pause of the platform: every call in flight then met it, their own times untimed. */
   #pause(a: Answer): void {
@@ -346,7 +341,7 @@ export class KneeEstimator {
   }
   #set(limit: number, move: Move): Step | null {
     if (limit === this.#limit) return null
-    ;[this.#movedSerial, this.#sinceMove, this.#learnedSinceMove] = [this.#serial, 0, 0]
+    ;[this.#movedSerial, this.#sinceMove] = [this.#serial, 0]
     return { limit: (this.#limit = limit), knee: this.#knee, move }
   }
   /** As #set, the step given even where the limit stays (the knee moved). */
@@ -364,7 +359,6 @@ export class KneeEstimator {
     if (!this.#faults.cut(now)) return null
     if (this.#phase !== 'fault') {
       this.#starting = this.#phase === 'start'
-      this.#startCut = this.#starting ? this.#limit : 0
       this.#faults.begin(now)
     }
     this.#phase = 'fault'
