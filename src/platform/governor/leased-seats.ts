@@ -137,11 +137,6 @@ export class LeasedSeats implements SeatLease {
   #pastDue(): boolean { return (this.#plan?.contended ?? false) && this.#spare() <= 0 }
   /** Whether the seats of its lease past its due, while another replica waits, are lent to short calls (2.2) until its next answer: the store answers, and the limit is the one they were granted under. */
   #lends(limit: number): boolean { return this.#downSince === null && limit >= this.#grantedUnder }
-  /** Whether another replica waits and this one holds fewer seats than its calls want within its due: a renewal finds it a seat or leaves none free (it tells no one). */
-  #lacksDue(): boolean {
-    const d = this.#demand
-    return (this.#plan?.contended ?? false) && Math.min(d.inFlight + d.waiting, this.#due()) > Math.max(this.#lease, d.inFlight)
-  }
   /** The seats free in the store at the last answer that it may take: those past what the replicas that wait lack of their due (those are theirs). */
   #spare(): number { return Math.max(0, this.#free - (this.#plan?.contended ? this.#plan.shortElsewhere : 0)) }
 
@@ -179,7 +174,7 @@ export class LeasedSeats implements SeatLease {
       // A new shared limit: a replica that neither holds nor wants seats takes it with its next renewal.
       if (everyone && this.#lease === 0 && this.#demand.inFlight + this.#demand.waiting === 0) return
       this.#starvedAt = -Infinity
-      this.#onTell ||= !everyone && (!this.#atOnce || this.#lacksDue())
+      this.#onTell ||= !everyone && !this.#atOnce
       this.#schedule(0, this.#onTell)
     })
     this.#keepAlive = this.#clock.setInterval(() => {
