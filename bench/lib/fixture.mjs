@@ -46,7 +46,7 @@ export async function startSandbox() {
     url,
     token,
     control,
-    setLatency: (ms) => control('POST', '/latency', { ms }),
+    setLatency: (ms, maxMs = ms) => control('POST', '/latency', { ms, maxMs }),
     setRouteFailure: (path, mode) => control('POST', '/route-failure', { path, ...mode }),
     clearRouteFailures: () => control('DELETE', '/route-failure'),
     clearCalls: () => control('DELETE', '/requests'),

@@ -27,7 +27,8 @@
 //   2); from 30 s after the slowdown began, the workers busy >= 90 % of the 16 (busy
 //   workers are what 16 workers do at the cost of the moment); at 3x, the dashboard keeps
 //   >= 80 % of its answers/s alone on the platform 3x slower throughout; no error. Run
-//   with the dashboard in service only: a drift is what a gateway in service meets.
+//   with the dashboard in service only: a drift is what a gateway in service meets. In
+//   this row and its reference alone each call's latency spreads (LATENCY_SPREAD).
 // BENCH_TWO_TEAMS_ROWS=<id>[,<id>] runs only those rows (ids in ROWS below), e.g. the new
 // rows on an older build.
 
@@ -54,6 +55,17 @@ export const TARGET_SHARE = 0.7
 const TARGET_VIEW_SHARE = 0.8
 /** The slowdown: the platform this many times slower, over RAMP seconds, the same workers. */
 const SLOWER = 3
+/**
+ * In the two rows judged at SLOWER (the slowdown and its reference alone), each call's
+ * latency is drawn evenly within this fraction of LATENCY_MS either side (at any speed): a
+ * week's report then spreads about 2 % of its cost, as the simulator's replay of the row
+ * (issue-shapes.test.ts). With every call of one cost to the millisecond, the workers'
+ * ends keep the phases the start and the ramp left them, and the dashboard's share was a
+ * draw of those phases: 50 % when they bunch into one, 67 % with two even ones, where
+ * any work-conserving order gives 68 % on ends spread over a call's time
+ * (docs/decisions/governor-model.md, "The dashboard at 3x slower, traced").
+ */
+const LATENCY_SPREAD = 0.1
 /** platform.minConcurrent at its default: the learned limit must not fall to it. */
 const MIN_CONCURRENT = 2
 /** From this long after the slowdown began, the workers busy at least TARGET_BUSY of WORKERS. */
@@ -138,16 +150,17 @@ const ATTACKS = {
  * The rows: the dashboard ('callers': DASHBOARD_CALLERS in a closed loop; 'views': one that
  * asks VIEW_REPORTS at once and waits for all of them), what the other team does (null:
  * the dashboard alone), the row judged against (`alone`), the platform's speed (`speed`:
- * that many times slower throughout; `slowdown`: SLOWER times slower over a minute) and
- * the orders it runs in. `against`: the row whose answers/s are the dashboard's alone.
+ * that many times slower throughout; `slowdown`: SLOWER times slower over a minute), the
+ * spread of its latency (`spread`, LATENCY_SPREAD) and the orders it runs in. `against`:
+ * the row whose answers/s are the dashboard's alone.
  */
 const ROWS = [
   { id: 'alone', dashboard: 'callers', attack: null, label: 'nothing: the dashboard team alone' },
   ...['year-long', 'unread', 'failing', 'throttled'].map((a) => ({ id: a, dashboard: 'callers', attack: a, against: 'alone', target: TARGET_SHARE, label: ATTACKS[a].label })),
   { id: 'views-alone', dashboard: 'views', attack: null, label: `nothing: a dashboard that waits for all its answers (${VIEW_REPORTS} week-long reports a view) alone` },
   { id: 'views-year-long', dashboard: 'views', attack: 'year-long', against: 'views-alone', target: TARGET_VIEW_SHARE, label: `${ATTACKS['year-long'].label}, beside a dashboard that waits for all its answers` },
-  { id: 'views-alone-slow', dashboard: 'views', attack: null, speed: SLOWER, orders: ['warm'], label: `nothing, the platform ${SLOWER}× slower throughout: the dashboard that waits for all its answers alone` },
-  { id: 'views-slower', dashboard: 'views', attack: 'weeks', slowdown: true, orders: ['warm'], against: 'views-alone-slow', target: TARGET_VIEW_SHARE, label: `${ATTACKS.weeks.label} while the platform gets ${SLOWER}× slower over a minute, beside a dashboard that waits for all its answers (judged at ${SLOWER}×)` },
+  { id: 'views-alone-slow', dashboard: 'views', attack: null, speed: SLOWER, spread: LATENCY_SPREAD, orders: ['warm'], label: `nothing, the platform ${SLOWER}× slower throughout: the dashboard that waits for all its answers alone` },
+  { id: 'views-slower', dashboard: 'views', attack: 'weeks', slowdown: true, spread: LATENCY_SPREAD, orders: ['warm'], against: 'views-alone-slow', target: TARGET_VIEW_SHARE, label: `${ATTACKS.weeks.label} while the platform gets ${SLOWER}× slower over a minute, beside a dashboard that waits for all its answers (judged at ${SLOWER}×)` },
 ]
 
 /**
@@ -181,9 +194,9 @@ function viewLoop({ origin, key, maxSeconds }) {
   }
 }
 
-/** The sandbox `factor` times slower than LATENCY_MS + PER_DAY_MS a day, the same WORKERS. */
-export async function setSpeed(sandbox, factor) {
-  await sandbox.setLatency(LATENCY_MS * factor)
+/** The sandbox `factor` times slower than LATENCY_MS + PER_DAY_MS a day, the same WORKERS; `spread`: the latency drawn evenly within that fraction either side. */
+export async function setSpeed(sandbox, factor, spread = 0) {
+  await sandbox.setLatency(LATENCY_MS * factor * (1 - spread), LATENCY_MS * factor * (1 + spread))
   await sandbox.control('POST', '/capacity', { workers: WORKERS, perDayMs: PER_DAY_MS * factor })
 }
 
@@ -294,7 +307,7 @@ async function phase({ fixture, gw, seconds, row, order, quick }) {
   if (stretch) {
     await sleep(stretch.before * 1000)
     for (let s = 1; s <= stretch.ramp; s += 1) {
-      await setSpeed(sandbox, 1 + ((SLOWER - 1) * s) / stretch.ramp)
+      await setSpeed(sandbox, 1 + ((SLOWER - 1) * s) / stretch.ramp, row.spread)
       const wait = started + (stretch.before + s) * 1000 - performance.now()
       if (wait > 0) await sleep(wait)
     }
@@ -389,7 +402,7 @@ export async function run({ fixture, quick }) {
         const teams = row.attack === 'weeks' ? {} : { teams: { bench: { rateLimit: { max: 600, window: '1m' } } } }
         const gw = await startGateway(`gw-two-teams-${order}-${row.id}`, { config: { ...teams, platform: { maxConcurrent: 64, queue: 200 } } })
         try {
-          if (row.speed) await setSpeed(sandbox, row.speed)
+          await setSpeed(sandbox, row.speed ?? 1, row.spread)
           const r = await phase({ fixture, gw, seconds, row, order, quick })
           results.set(row.id, r)
           const alone = row.against ? results.get(row.against) : null
@@ -453,7 +466,7 @@ export async function run({ fixture, quick }) {
     markdownTable(header, table.cold),
     '',
     ...slowTables,
-    `The platform: the sandbox with ${WORKERS} workers (a call waits for a free one), ${LATENCY_MS} ms plus ${PER_DAY_MS} ms per day of a report's range (a week: about ${LATENCY_MS + 7 * PER_DAY_MS} ms, a year: about ${((LATENCY_MS + 365 * PER_DAY_MS) / 1000).toFixed(1)} s). The dashboard team: ${DASHBOARD_CALLERS} callers in a closed loop, each asking a week-long report never asked before, or a dashboard that waits for all its answers (${VIEW_REPORTS} distinct week-long reports at once, all awaited, then its next view), judged against the same dashboard alone in the same order; ${seconds} s judged per row. The other team: one read-only key with a rate limit of 600 a minute (none for the ${ATTACKS.weeks.label.replace(/^asks /, '')}). One gateway replica per row, every governor setting at its default. Targets: the dashboard keeps >= ${TARGET_SHARE * 100} % of its answers/s alone (>= ${TARGET_VIEW_SHARE * 100} % for the dashboard that waits for all its answers) and no error; the samples (every 250 ms, from \`GET /admin/status\`) say whether calls waited at the gateway while a worker of the platform was free and the gateway had fewer calls in flight, seats owed to a team that waits for nothing counted (each such team's \`share\` less its \`inFlight\`: the status gives no peak, so at most what the governor owes it), than the platform has workers (with as many, a call is on its way to a worker, its answer on its way back, or a seat is kept for a team that asked within the linger, lent to short calls only: counted in a column of their own), the calls of a team held back on purpose (paused for its 429s) apart: those are counted in a column of their own. On a fresh gateway, the samples of the dashboard's first ${FIRST_WINDOW_MS / 1000} s are counted and not judged: the limit starts at \`platform.initialConcurrent\` (8), and until an answer of the dashboard's comes back nothing says the platform has room for more; an operator who knows the platform's workers sets that start, and with Redis a replica adopts the limit the others learned. The slowdown: the sandbox's latency and cost per day raised each second from 1× to ${SLOWER}× over ${slowdownStretches(quick).ramp} s after ${slowdownStretches(quick).before} s at 1×, then held ${slowdownStretches(quick).hold} s at ${SLOWER}×, the same ${WORKERS} workers, no error; a worker is busy while the platform has a call at it (the sandbox's calls in flight, at most ${WORKERS}); judged: the limit never at \`platform.minConcurrent\` (${MIN_CONCURRENT}), the workers busy >= ${TARGET_BUSY * 100} % of ${WORKERS} from ${BUSY_WITHIN_S} s after the slowdown began (busy workers are what ${WORKERS} workers do at the cost of the moment), the dashboard's answers/s held at ${SLOWER}× >= ${TARGET_VIEW_SHARE * 100} % of its answers/s alone on a platform ${SLOWER}× slower throughout, no error of either team.`,
+    `The platform: the sandbox with ${WORKERS} workers (a call waits for a free one), ${LATENCY_MS} ms plus ${PER_DAY_MS} ms per day of a report's range (a week: about ${LATENCY_MS + 7 * PER_DAY_MS} ms, a year: about ${((LATENCY_MS + 365 * PER_DAY_MS) / 1000).toFixed(1)} s). The dashboard team: ${DASHBOARD_CALLERS} callers in a closed loop, each asking a week-long report never asked before, or a dashboard that waits for all its answers (${VIEW_REPORTS} distinct week-long reports at once, all awaited, then its next view), judged against the same dashboard alone in the same order; ${seconds} s judged per row. The other team: one read-only key with a rate limit of 600 a minute (none for the ${ATTACKS.weeks.label.replace(/^asks /, '')}). One gateway replica per row, every governor setting at its default. Targets: the dashboard keeps >= ${TARGET_SHARE * 100} % of its answers/s alone (>= ${TARGET_VIEW_SHARE * 100} % for the dashboard that waits for all its answers) and no error; the samples (every 250 ms, from \`GET /admin/status\`) say whether calls waited at the gateway while a worker of the platform was free and the gateway had fewer calls in flight, seats owed to a team that waits for nothing counted (each such team's \`share\` less its \`inFlight\`: the status gives no peak, so at most what the governor owes it), than the platform has workers (with as many, a call is on its way to a worker, its answer on its way back, or a seat is kept for a team that asked within the linger, lent to short calls only: counted in a column of their own), the calls of a team held back on purpose (paused for its 429s) apart: those are counted in a column of their own. On a fresh gateway, the samples of the dashboard's first ${FIRST_WINDOW_MS / 1000} s are counted and not judged: the limit starts at \`platform.initialConcurrent\` (8), and until an answer of the dashboard's comes back nothing says the platform has room for more; an operator who knows the platform's workers sets that start, and with Redis a replica adopts the limit the others learned. The slowdown: the sandbox's latency and cost per day raised each second from 1× to ${SLOWER}× over ${slowdownStretches(quick).ramp} s after ${slowdownStretches(quick).before} s at 1×, then held ${slowdownStretches(quick).hold} s at ${SLOWER}×, the same ${WORKERS} workers, no error, each call's latency drawn evenly within ±${LATENCY_SPREAD * 100} % in it and in the dashboard's row alone at ${SLOWER}× (with one cost per call to the millisecond, the workers' ends keep their phases, and the dashboard's share is a draw of them); a worker is busy while the platform has a call at it (the sandbox's calls in flight, at most ${WORKERS}); judged: the limit never at \`platform.minConcurrent\` (${MIN_CONCURRENT}), the workers busy >= ${TARGET_BUSY * 100} % of ${WORKERS} from ${BUSY_WITHIN_S} s after the slowdown began (busy workers are what ${WORKERS} workers do at the cost of the moment), the dashboard's answers/s held at ${SLOWER}× >= ${TARGET_VIEW_SHARE * 100} % of its answers/s alone on a platform ${SLOWER}× slower throughout, no error of either team.`,
     '',
   ].join('\n')
 }
