@@ -57,4 +57,22 @@ describe('KneeEstimator: the start on answers it cannot time', () => {
     expect(startOnCrowdedPlatform((first) => ({ timed: first, bunched: !first }), ms)).toBe(all)
     expect(startOnCrowdedPlatform((first) => ({ timed: first }), ms)).toBeLessThan(all)
   })
+
+  // The two-teams bench on a fresh gateway: year-long calls' first bunch read over some ms, a
+  // tick after 7 of its 8 answers (and an untimed call of the gateway's own), the 8th 6 ms later.
+  it('a doubling short of evidence by a bunch\'s last answers waits for them: the decision is not spent', () => {
+    const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+    const t0 = 1_000_000
+    const own = rule.started('own', 1)
+    const calls = Array.from({ length: 8 }, (_, i) => rule.started('year', i + 2))
+    const end = (window: number, at: number, kind: string, read: { timed: boolean; bunched?: boolean }) =>
+      rule.ended({ startedAt: t0, at, team: 't', kind, load: 1, window, outcome: 'ok', ...read })
+    end(own, t0 + 50, 'own', { timed: false })
+    calls.slice(0, 7).forEach((w, i) => end(w, t0 + 4_400 + i, 'year', { timed: i === 0, bunched: i > 0 }))
+    rule.waited()
+    expect(rule.tick(t0 + 4_410, null)).toBeNull()
+    end(calls[7]!, t0 + 4_416, 'year', { timed: false, bunched: true })
+    rule.waited()
+    expect(rule.tick(t0 + 4_420, null)?.limit).toBe(16)
+  })
 })

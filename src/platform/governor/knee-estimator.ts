@@ -155,6 +155,7 @@ export class KneeEstimator {
     this.#prune(now)
     if (this.#phase === 'fault') return this.#faults.over(now) ? this.#restore(now) : null
     if (now - this.#decidedAt < DECIDE_MS || this.#newCalls < MIN_CALLS) return null
+    const spent = [this.#decidedAt, this.#newCalls] as const
     this.#decidedAt = now
     this.#newCalls = 0
     const back = this.#levels.recheck()
@@ -168,7 +169,11 @@ export class KneeEstimator {
     if (dip !== null) return this.#fellTo(dip, true)
     // On one replica the likelihood's verdicts are of the limit in force: until MIN_CALLS calls started under it have answered, its answers are the limit's before (docs/governor.md, "Cruise").
     if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
-    return this.#phase === 'start' ? this.#startStep(now) : this.#cruise(now)
+    if (this.#phase !== 'start') return this.#cruise(now)
+    const step = this.#startStep(now)
+    // A doubling short of evidence waits for it, the decision not spent: a bunch is read over some ms, and a tick may fall between its answers.
+    if (step === null && this.#phase === 'start' && this.#since.waited) [this.#decidedAt, this.#newCalls] = spent
+    return step
   }
   /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
   #startStep(now: number): Step | null {
@@ -181,7 +186,7 @@ export class KneeEstimator {
       this.#queueSeen ||= queueBelow
       return this.#setKnee(queueBelow ? this.#served(best, this.#limit, now) : this.#max, 'knee', 1)
     }
-    // Past the limit a fault cut, the start doubles only on MIN_CALLS answers of evidence: timed ones, and those read with a timed one in its wake (a bunch that ended together counts whole); the others (the gateway starved of its core, answer-timing.ts) show no room.
+    // Past the limit a fault cut, the start doubles only on MIN_CALLS answers of evidence: timed ones, and those read after a timed one in its wake (a bunch that ended together counts whole); the others (the gateway starved of its core, answer-timing.ts) show no room.
     if (!this.#since.waited || (this.#limit >= this.#startCut && this.#evidenceSinceMove < MIN_CALLS)) return null
     this.#held = 0
     const newcomer = this.#since.newcomer
