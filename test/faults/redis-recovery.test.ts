@@ -113,11 +113,7 @@ describe.skipIf(!available)('copies a replica kept, shared with Redis once it is
     const shared = async () => (await client.hexists(seatsKey, 'limit')) === 1
     let day = 0
     // Calls until the limit rule has moved once and the learner wrote it: 12 at once for
-    // the 8 seats of the start, so that calls wait at the limit and it doubles. The platform
-    // takes 100 ms a call: the start doubles only on answers that did not wait for the
-    // gateway's loop (answer-timing.ts), and a sandbox that answers at once, in this process,
-    // makes every answer's few ms the loop's own work.
-    sandbox.setLatency(100)
+    // the 8 seats of the start, so that calls wait at the limit and it doubles.
     await waitFor('the shared limit in Redis', async () => {
       await Promise.all(Array.from({ length: 12 }, () => read(a, `${query(1)}&n=${day++}`)))
       return shared()

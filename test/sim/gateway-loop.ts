@@ -1,4 +1,4 @@
-import { LATE_PROBE_MS, LateWakes, type LoopTime, type Wake } from '../../src/platform/governor/answer-timing.js'
+import { LATE_PROBE_MS, LateWakes, type LoopTime } from '../../src/platform/governor/answer-timing.js'
 import type { Timer } from '../../src/clock.js'
 import type { Random } from './random.js'
 import type { SimClock } from './sim-clock.js'
@@ -28,9 +28,9 @@ export class GatewayLoop {
   #awake = false
   #activeMs = 0
   #handlingSince: number | null = null
-  // The work done before this wake, and the wake.
+  // The work done before this wake, and whether an answer was read in it.
   #busyFrom = 0
-  #wake: Wake = { firstTimed: null }
+  #readInWake = false
   #unhandled = 0
   readonly #late: LateWakes
   readonly #probe: Timer
@@ -72,10 +72,12 @@ export class GatewayLoop {
     return this.#unhandled
   }
 
-  /** The loop as an answer handled now reads it: its work in this wake, the wake, and how late its wakes came, as the gateway's loop-probe reads them. */
+  /** The loop as an answer handled now reads it: its work in this wake, whether an answer was read in it before, and how late its wakes came, as the gateway's loop-probe reads them. */
   time(): LoopTime {
     const now = this.#clock.now()
-    return { busy: this.#active() - this.#busyFrom, wake: this.#wake, lateWithin: (ms) => this.#late.within(now, ms) }
+    const [busy, readSinceIdle] = [this.#active() - this.#busyFrom, this.#readInWake]
+    this.#readInWake = true
+    return { busy, readSinceIdle, lateWithin: (ms) => this.#late.within(now, ms) }
   }
 
   stop(): void {
@@ -95,7 +97,7 @@ export class GatewayLoop {
   #next(): void {
     const now = this.#clock.now()
     if (this.#handlingSince !== null) this.#activeMs += now - this.#handlingSince
-    else [this.#busyFrom, this.#wake] = [this.#activeMs, { firstTimed: null }]
+    else [this.#busyFrom, this.#readInWake] = [this.#activeMs, false]
     const fn = this.#bunch.shift()
     if (fn === undefined) {
       ;[this.#handlingSince, this.#awake] = [null, false]

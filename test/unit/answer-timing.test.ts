@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
-import { LATE_MEMORY_MS, LATE_SLOT_MS, LateWakes, answerTiming, type LoopTime, type Wake } from '../../src/platform/governor/answer-timing.js'
+import { LATE_MEMORY_MS, LATE_SLOT_MS, LateWakes, answerTiming } from '../../src/platform/governor/answer-timing.js'
 import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
 
 /**
@@ -23,12 +23,6 @@ function bunchedRounds(timed: (i: number) => boolean | undefined): number {
     rule.tick(t0 + 320, null)
   }
   return rule.limit
-}
-
-/** Whether each answer is timed, as answerTiming reads it. */
-function timedOf(loop?: () => LoopTime): (latencyMs: number) => boolean {
-  const read = answerTiming(loop)
-  return (latencyMs) => read(latencyMs).timed
 }
 
 /** Once the process's event loop has waited for an event (its idle time grown): a sleep's timer may come due while the loop still works. */
@@ -51,16 +45,12 @@ describe('answers the gateway handled back to back', () => {
    * since, and how late its wakes came while any call was in flight (ms, 0 unless given), handed out in turn.
    */
   const readings = (...times: ([number, boolean] | [number, boolean, number])[]) => {
-    let wake: Wake = { firstTimed: null }
-    const queue = times.map(([busy, readSinceIdle, late = 0]) => {
-      if (!readSinceIdle) wake = { firstTimed: null }
-      return { busy, wake, lateWithin: () => late }
-    })
-    return () => queue.shift() ?? { busy: Number.NaN, wake: { firstTimed: false }, lateWithin: () => Number.NaN }
+    const queue = times.map(([busy, readSinceIdle, late = 0]) => ({ busy, readSinceIdle, lateWithin: () => late }))
+    return () => queue.shift() ?? { busy: Number.NaN, readSinceIdle: true, lateWithin: () => Number.NaN }
   }
 
   it('are told apart by the event loop idling between two answers', () => {
-    const timed = timedOf(readings([0.5, false], [1, true], [0.2, false]))
+    const timed = answerTiming(readings([0.5, false], [1, true], [0.2, false]))
     expect(timed(400)).toBe(true)
     // No idle between the two: the second came with the first, its end apart from it by the gateway's handling.
     expect(timed(400)).toBe(false)
@@ -69,22 +59,13 @@ describe('answers the gateway handled back to back', () => {
 
   it('that come together to a loop that waited: the first is timed, those read after it are ends', () => {
     // Eight answers of 300 ms that came while the loop waited, read 2 ms apart.
-    const timed = timedOf(readings(...Array.from({ length: 8 }, (_, i): [number, boolean] => [2 * i, i > 0])))
+    const timed = answerTiming(readings(...Array.from({ length: 8 }, (_, i): [number, boolean] => [2 * i, i > 0])))
     expect(Array.from({ length: 8 }, () => timed(300))).toEqual([true, false, false, false, false, false, false, false])
-  })
-
-  it('that come together to a loop that waited: those read after a timed first are bunched, within the share of their latency', () => {
-    // Eight answers of 300 ms read 5 ms apart after a wait: the first timed, six bunched, the last read after 35 ms of work (past 30 ms) neither.
-    const read = answerTiming(readings(...Array.from({ length: 8 }, (_, i): [number, boolean] => [5 * i, i > 0])))
-    expect(Array.from({ length: 8 }, () => read(300))).toEqual([{ timed: true, bunched: false }, ...Array.from({ length: 6 }, () => ({ timed: false, bunched: true })), { timed: false, bunched: false }])
-    // A wake whose first answer is not timed (the loop worked 60 ms before it): those read after it are not bunched.
-    const late = answerTiming(readings([60, false], [61, true], [0.5, false], [1, true]))
-    expect([late(400), late(2_000), late(400), late(400)]).toEqual([{ timed: false, bunched: false }, { timed: false, bunched: false }, { timed: true, bunched: false }, { timed: false, bunched: true }])
   })
 
   it('are not timed behind a busy stretch of the loop: its work since it last idled longer than a tenth of their latency', () => {
     // A start's first requests, a collection: an answer that came meanwhile waited for the gateway, though none was read before it.
-    const timed = timedOf(readings([60, false], [2, false], [61, false]))
+    const timed = answerTiming(readings([60, false], [2, false], [61, false]))
     expect(timed(400)).toBe(false)
     expect(timed(400)).toBe(true)
     expect(timed(1_000)).toBe(true)
@@ -93,7 +74,7 @@ describe('answers the gateway handled back to back', () => {
   it('are not timed where the loop\'s wakes came later than a tenth of their latency while their call was in flight, though it idled between them', () => {
     // A machine that starves the gateway of its core: an answer that came while the loop
     // idled waited for the loop's wake as long as the wake waited for a core.
-    const timed = timedOf(readings([0.5, false, 120], [0.5, false, 120], [0.5, false, 30]))
+    const timed = answerTiming(readings([0.5, false, 120], [0.5, false, 120], [0.5, false, 30]))
     expect(timed(400)).toBe(false)
     expect(timed(2_000)).toBe(true)
     expect(timed(400)).toBe(true)
@@ -117,7 +98,7 @@ describe('answers the gateway handled back to back', () => {
   })
 
   it('read the process\'s own loop by default: its work since it last idled counts', async () => {
-    const timed = timedOf()
+    const timed = answerTiming()
     await idled()
     const until = performance.now() + 150
     while (performance.now() < until);
@@ -128,16 +109,13 @@ describe('answers the gateway handled back to back', () => {
   })
 
   it('read the process\'s own loop by default: of answers read together after it waited, the first alone is timed', async () => {
-    const timed = timedOf()
+    const timed = answerTiming()
     await idled()
     expect([timed(1_000), timed(1_000), timed(1_000)]).toEqual([true, false, false])
-    const read = answerTiming()
-    await idled()
-    expect([read(1_000), read(1_000)].map((r) => r.bunched)).toEqual([false, true])
   })
 
   it('read how late the process\'s wakes come: a process stopped while its loop idles is late by as long', async () => {
-    const timed = timedOf()
+    const timed = answerTiming()
     await idled()
     // Another process stops this one for 200 ms while its loop waits, as a machine that
     // gives it no core does; the loop's timer fires late once it runs again, before the

@@ -21,8 +21,6 @@ export interface Answer {
   outcome: 'ok' | 'overload' | 'other'
   /** False: its arrival is not known within OWN_WORK_SHARE of its latency (answer-timing.ts): an end, not evidence (knee-estimator.ts). */
   timed?: boolean
-  /** True: not timed, but read after a timed answer in the same wake of the loop within OWN_WORK_SHARE of its latency (answer-timing.ts): it ended with that one; the start counts it as evidence read together (knee-estimator.ts). */
-  bunched?: boolean
 }
 
 /** A record carries at most this many of its calls: the most recent. */

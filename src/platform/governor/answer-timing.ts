@@ -8,38 +8,28 @@ export const LATE_PROBE_MS = 10
 export const LATE_SLOT_MS = 100
 export const LATE_MEMORY_MS = 60_000
 
-/** One wake of the loop (from a wait for an event to the next): whether the first answer read in it was timed (null: none read yet); the answers read in it write it. */
-export interface Wake { firstTimed: boolean | null }
-
-/** The event loop as an answer reads it: its work since it last idled, its wake, and how late its wakes came. */
+/** The event loop as an answer reads it: its work since it last idled, whether an answer was read since, and how late its wakes came. */
 export interface LoopTime {
   /** The loop's work since it last waited for an event (ms), or more: an answer read meanwhile may have come as that work began. */
   busy: number
-  /** The wake the answer is read in: a new one each time the loop waited for an event. */
-  wake: Wake
+  /** Whether it read an answer before this one since it last waited for an event. */
+  readSinceIdle: boolean
   /** The most a wake of the loop waited for a core within the last `ms` (ms): its timer's lateness past the loop's own work. */
   lateWithin(ms: number): number
 }
 
-/** How an answer was read: `timed`, evidence of the limit rule; `bunched`, read after a timed one in its wake, an end that counts as evidence read together (knee-estimator.ts, the start). */
-export interface AnswerReading { timed: boolean; bunched: boolean }
-
 /**
- * How the answer handled now, `latencyMs` after its call started, was read (docs/governor.md, "The gateway's own time"):
- * timed where it is the first answer the loop read since it last waited for an event, its work since then and every
- * wake's wait for a core while the call was in flight within OWN_WORK_SHARE of the latency. The loop waits only once no
- * event is ready, so the answer came as that wait began or later; answers that came with it are read after it, their
- * ends apart by the gateway's work, and are ends only: bunched where the wake's first answer was timed and the work and
- * wait before this one are within the share of its latency too (it ended with the first at the platform, within the share).
+ * Whether the answer handled now, `latencyMs` after its call started, is timed (docs/governor.md, "The gateway's own time"):
+ * the first answer the loop read since it last waited for an event, its work since then and every wake's wait for a core
+ * while the call was in flight within OWN_WORK_SHARE of the latency. The loop waits only once no event is ready, so the
+ * answer came as that wait began or later; answers that came with it are read after it, their ends apart by the
+ * gateway's work, and are ends only.
  */
-export function answerTiming(loop: () => LoopTime = processLoop()): (latencyMs: number) => AnswerReading {
+export function answerTiming(loop: () => LoopTime = processLoop()): (latencyMs: number) => boolean {
   return (latencyMs) => {
     const now = loop()
     const own = OWN_WORK_SHARE * latencyMs
-    const prompt = now.busy <= own && now.lateWithin(latencyMs) <= own
-    const first = now.wake.firstTimed === null
-    if (first) now.wake.firstTimed = prompt
-    return { timed: first && prompt, bunched: !first && now.wake.firstTimed === true && prompt }
+    return !now.readSinceIdle && now.busy <= own && now.lateWithin(latencyMs) <= own
   }
 }
 
@@ -88,7 +78,7 @@ class LateProbe {
   #firedActive = this.#mark.active
   // Where the loop's work since it last idled began: not known until a mark sees it idle.
   #busyFrom = -Infinity
-  #wake: Wake = { firstTimed: null }
+  #readSinceIdle = false
   #readAt = performance.now()
   readonly #late = new LateWakes(performance.now())
   readonly #timer = setInterval(() => this.#fired(), LATE_PROBE_MS).unref()
@@ -96,7 +86,9 @@ class LateProbe {
   read(): LoopTime {
     this.#readAt = performance.now()
     const { active } = this.#marked()
-    return { busy: active - this.#busyFrom, wake: this.#wake, lateWithin: (ms) => this.#late.within(performance.now(), ms) }
+    const readSinceIdle = this.#readSinceIdle
+    this.#readSinceIdle = true
+    return { busy: active - this.#busyFrom, readSinceIdle, lateWithin: (ms) => this.#late.within(performance.now(), ms) }
   }
 
   #fired(): void {
@@ -109,10 +101,10 @@ class LateProbe {
     }
   }
 
-  /** The loop's time now; where it idled since the last mark, its work since starts after that mark, in a new wake. */
+  /** The loop's time now; where it idled since the last mark, its work since starts after that mark, and no answer was read since. */
   #marked(): { idle: number; active: number } {
     const now = performance.eventLoopUtilization()
-    if (now.idle > this.#mark.idle) [this.#busyFrom, this.#wake] = [this.#mark.active, { firstTimed: null }]
+    if (now.idle > this.#mark.idle) [this.#busyFrom, this.#readSinceIdle] = [this.#mark.active, false]
     this.#mark = now
     return now
   }

@@ -8,7 +8,6 @@ import { LeasedSeats, type LeasedSeatsOptions } from './leased-seats.js'
 import type { LeaseStore } from './lease-store.js'
 import { LocalSeats, type SeatLease } from './seat-lease.js'
 import { WorkEstimates } from './work-estimates.js'
-import type { AnswerReading } from './answer-timing.js'
 
 /** The settings one credential's governor follows (config.platform). */
 export type GovernorSettings = Pick<Config['platform'], 'adaptive' | 'initialConcurrent' | 'minConcurrent' | 'maxConcurrent' | 'maxConcurrentPerReplica' | 'seatLeaseMs' | 'queue' | 'queueTimeoutMs' | 'timeoutMs'>
@@ -21,8 +20,8 @@ export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf'
   store: LeaseStore | null
   /** The limit and knee in force after every move, and the floor of the kind answered most (ms). */
   onLimit?: (limit: number, knee: number, floorMs: number | null) => void
-  /** How the answer handled now, its latency given, was read: timed apart from the one before, or bunched with a timed one (answer-timing.ts); default: every one timed. */
-  answerTimed?: (latencyMs: number) => AnswerReading
+  /** Whether the answer handled now, its latency given, is timed apart from the one before (answer-timing.ts); default: every one is. */
+  answerTimed?: (latencyMs: number) => boolean
 }
 
 /** One credential's governor: its seats, the limit rule (null: platform.adaptive false), its lease (`leased`: across replicas, null without a store), its work estimates. */
@@ -58,7 +57,7 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
     ...(estimator && {
       onStarted: (kind, load) => estimator.started(kind, load),
       onEnded: (answer) => {
-        estimator.ended({ ...answer, ...o.answerTimed?.(answer.at - answer.startedAt) })
+        estimator.ended({ ...answer, ...(o.answerTimed ? { timed: o.answerTimed(answer.at - answer.startedAt) } : {}) })
         learned?.tick()
       },
       onWaited: (longMs, newcomer, heldBack) => estimator.waited(longMs, newcomer, heldBack),

@@ -61,9 +61,6 @@ export class KneeEstimator {
   // The last serial started when the limit last moved, and the answers since to calls started after it (the likelihood's moves wait for MIN_CALLS of them).
   #movedSerial = 0
   #sinceMove = 0
-  // Answers that are evidence (timed, or bunched with a timed one; not set aside) since the limit last moved, and the limit a fault cut in the start (the start doubles back to it on any answers).
-  #evidenceSinceMove = 0
-  #startCut = 0
   #decidedAt = -Infinity
   #since = noWait()
   // The seats past the knee; whether a sure queue ever set the knee.
@@ -155,7 +152,6 @@ export class KneeEstimator {
     this.#prune(now)
     if (this.#phase === 'fault') return this.#faults.over(now) ? this.#restore(now) : null
     if (now - this.#decidedAt < DECIDE_MS || this.#newCalls < MIN_CALLS) return null
-    const spent = [this.#decidedAt, this.#newCalls] as const
     this.#decidedAt = now
     this.#newCalls = 0
     const back = this.#levels.recheck()
@@ -169,11 +165,7 @@ export class KneeEstimator {
     if (dip !== null) return this.#fellTo(dip, true)
     // On one replica the likelihood's verdicts are of the limit in force: until MIN_CALLS calls started under it have answered, its answers are the limit's before (docs/governor.md, "Cruise").
     if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
-    if (this.#phase !== 'start') return this.#cruise(now)
-    const step = this.#startStep(now)
-    // A doubling short of evidence waits for it, the decision not spent: a bunch is read over some ms, and a tick may fall between its answers.
-    if (step === null && this.#phase === 'start' && this.#since.waited) [this.#decidedAt, this.#newCalls] = spent
-    return step
+    return this.#phase === 'start' ? this.#startStep(now) : this.#cruise(now)
   }
   /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
   #startStep(now: number): Step | null {
@@ -186,8 +178,7 @@ export class KneeEstimator {
       this.#queueSeen ||= queueBelow
       return this.#setKnee(queueBelow ? this.#served(best, this.#limit, now) : this.#max, 'knee', 1)
     }
-    // Past the limit a fault cut, the start doubles only on MIN_CALLS answers of evidence: timed ones, and those read after a timed one in its wake (a bunch that ended together counts whole); the others (the gateway starved of its core, answer-timing.ts) show no room.
-    if (!this.#since.waited || (this.#limit >= this.#startCut && this.#evidenceSinceMove < MIN_CALLS)) return null
+    if (!this.#since.waited) return null
     this.#held = 0
     const newcomer = this.#since.newcomer
     const longOnly = this.#longWaits() !== null || newcomer
@@ -285,10 +276,7 @@ export class KneeEstimator {
   /** What an answer says of every guess w: its call's own time under w against its kind's pace of late, or how unlikely w makes so soon an end; an untimed one, or one in flight when a queue verdict was held, nothing (a new call all the same). */
   #learn(a: Answer, call: Call): void {
     if (a.window > this.#movedSerial) this.#sinceMove++
-    const setAside = a.window <= this.#held || a.window <= this.#paused
-    // Read after a timed answer in its wake: an end with it at the platform, evidence for the start's count, not learned from.
-    if (!setAside && a.timed === false && a.bunched === true) this.#evidenceSinceMove++
-    if (a.timed === false || setAside) return void this.#newCalls++
+    if (a.timed === false || a.window <= this.#held || a.window <= this.#paused) return void this.#newCalls++
     this.#fade(a.at)
     const latency = Math.max(1, a.at - a.startedAt)
     const load = Math.max(1, call.load)
@@ -322,7 +310,6 @@ export class KneeEstimator {
     }
     if (!first) this.#counted += weight
     this.#newCalls++
-    this.#evidenceSinceMove++
   }
   /** An end after a silence (UsualGaps) across which a call was in flight (one started before the end before it: not an idle moment) ends a pause of the platform: every call in flight then met it, their own times untimed. */
   #pause(a: Answer): void {
@@ -354,7 +341,7 @@ export class KneeEstimator {
   }
   #set(limit: number, move: Move): Step | null {
     if (limit === this.#limit) return null
-    ;[this.#movedSerial, this.#sinceMove, this.#evidenceSinceMove] = [this.#serial, 0, 0]
+    ;[this.#movedSerial, this.#sinceMove] = [this.#serial, 0]
     return { limit: (this.#limit = limit), knee: this.#knee, move }
   }
   /** As #set, the step given even where the limit stays (the knee moved). */
@@ -372,7 +359,6 @@ export class KneeEstimator {
     if (!this.#faults.cut(now)) return null
     if (this.#phase !== 'fault') {
       this.#starting = this.#phase === 'start'
-      this.#startCut = this.#starting ? this.#limit : 0
       this.#faults.begin(now)
     }
     this.#phase = 'fault'
