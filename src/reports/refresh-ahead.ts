@@ -10,17 +10,13 @@
  *   budget: the refreshes of a team's reports, most asked first, add at most
  *   REFRESH_AHEAD_BUDGET of the calls a stale-while-revalidate cache would make for them
  *   (`budgetAsks`): K prices each refresh, the budget their sum.
- * - **When**: its call starts `lead` before the copy expires, `lead` derived from the
- *   freshness target and the latency of its class (the report's work,
- *   reports/work-class.ts) as its last LATENCY_SAMPLES answers give it: the least lead ℓ
- *   whose expected share of answers past freshness, E[(X − ℓ)⁺] / (F − ℓ + E[X]) for asks
- *   spread evenly in time, is at most LEAD_STALE_SHARE (`shareLead`), plus LEAD_MARGIN_MS.
- *   What the target counts is that share (the mean excess of the latency over the lead),
- *   not how often a call is late, so the lead spends no call on freshness the target does
- *   not ask for. A class answered fewer than MIN_LATENCY_SAMPLES times here leads by a high
- *   bound of its latency, mean + 4 × mean deviation (RFC 6298's retransmission timer), plus
- *   LEAD_MARGIN_MS. A copy whose class takes longer than its freshness is refreshed as soon
- *   as it is asked enough: it cannot be kept fresh, only as fresh as the platform allows.
+ * - **When**: its call starts `lead` before the copy expires, `lead` the latency of its
+ *   class (the report's work, reports/work-class.ts) as a high bound: mean + 4 × mean
+ *   deviation (RFC 6298's retransmission timer), plus LEAD_MARGIN_MS. The new copy lands
+ *   before the old expires unless a call takes longer than that bound, and a popular
+ *   report is called once per F − (lead − latency), the least that keeps it fresh. A
+ *   copy whose class takes longer than its freshness is refreshed as soon as it is asked
+ *   enough: it cannot be kept fresh, only as fresh as the platform allows.
  * - **Rate**: asks counted over the copy's life up to the refresh's start and over the
  *   earlier copies' (each weighed ASKS_DECAY less than the one after it), per freshness,
  *   never extrapolated from less than one freshness: a report must be asked K times within
@@ -43,42 +39,17 @@ export const REFRESH_AHEAD_BUDGET = 0.1
 export const ASKS_DECAY = 0.75
 /** How often (ms) the budget's fewest asks (`budgetAsks`) are worked out again from the watched reports. */
 export const BUDGET_EVERY_MS = 1000
-/** Added to the lead: the timer's and the dispatch's own delay, which no answer's latency counts. */
+/** Added to the latency bound: the timer's and the dispatch's own delay. */
 export const LEAD_MARGIN_MS = 20
 /** How much of each answer moves its class's mean and deviation (RFC 6298's α; β is twice it). */
 export const LATENCY_GAIN = 1 / 8
 /** The lead, as a share of freshness, of a class not yet answered here (a copy filled by another replica). */
 export const UNKNOWN_LEAD_SHARE = 0.2
-/**
- * The expected share of a refreshed report's answers its lead lets be past freshness
- * (`shareLead`): a quarter of issue 54's 1 % of popular answers. The rest is the noise of
- * what the lead's arithmetic reads as an expectation: a run's late calls are few and each
- * makes a clump of stale answers, and the class's distribution is read from its last
- * LATENCY_SAMPLES answers (its tail beyond the largest counted as none). On the
- * simulation's shapes the reports it keeps fresh served up to 4 times this share in a run
- * (0.99 % at most over 900 seeds; at 0.005, 1.22 %: docs/decisions/refresh-ahead-model.md).
- */
-export const LEAD_STALE_SHARE = 0.0025
-/**
- * How many of a class's latest answers its latency distribution is read from: 64 hold two
- * or three answers past the lead of a platform at a quarter of the freshness (4 % of its
- * calls: the family's trace 7), and follow a platform that changes within 64 calls of the
- * class; 512 kept classes (report-cache.ts) hold 32,768 numbers, 256 KB.
- */
-export const LATENCY_SAMPLES = 64
-/**
- * The answers a class needs before its lead is read from their distribution; fewer: the
- * high bound mean + 4 × mean deviation. Under 32 answers the largest is below the
- * latency's 97th percentile on average, and the excess past a lead is read from one or two.
- */
-export const MIN_LATENCY_SAMPLES = 32
 
-/** A class's latency as its answers taught it: mean and mean deviation (ms), RFC 6298's SRTT and RTTVAR, and its latest answers. */
+/** A class's latency as its answers taught it: mean and mean deviation (ms), RFC 6298's SRTT and RTTVAR. */
 export interface ClassLatency {
   meanMs: number
   devMs: number
-  /** The class's latest answers (ms), the oldest first: at most LATENCY_SAMPLES. */
-  recentMs: readonly number[]
 }
 
 /** The asks of a watched report: of the copy now served, and of the copies before over the span they were counted in. */
@@ -93,56 +64,17 @@ export interface AskCount {
   priorMs: number
 }
 
-/** `latency` after one more answer taking `ms` (the first answer: its mean, half of it as deviation, as RFC 6298 starts); a new value, `latency` unchanged. */
+/** `latency` after one more answer taking `ms` (the first answer: its mean, half of it as deviation, as RFC 6298 starts). */
 export function learnLatency(latency: ClassLatency | undefined, ms: number): ClassLatency {
-  if (latency === undefined) return { meanMs: ms, devMs: ms / 2, recentMs: [ms] }
+  if (latency === undefined) return { meanMs: ms, devMs: ms / 2 }
   const devMs = latency.devMs + 2 * LATENCY_GAIN * (Math.abs(ms - latency.meanMs) - latency.devMs)
-  return { meanMs: latency.meanMs + LATENCY_GAIN * (ms - latency.meanMs), devMs, recentMs: [...latency.recentMs.slice(1 - LATENCY_SAMPLES), ms] }
+  return { meanMs: latency.meanMs + LATENCY_GAIN * (ms - latency.meanMs), devMs }
 }
-
-// The lead of each learned class per freshness: a class's latency is a new value at every answer, so its leads stay right.
-const leads = new WeakMap<ClassLatency, Map<number, number>>()
 
 /** How long before a copy with freshness `freshMs` expires its refresh's call starts. */
 export function refreshLead(latency: ClassLatency | undefined, freshMs: number): number {
   if (latency === undefined) return UNKNOWN_LEAD_SHARE * freshMs
-  if (latency.recentMs.length < MIN_LATENCY_SAMPLES) return latency.meanMs + 4 * latency.devMs + LEAD_MARGIN_MS
-  let byFresh = leads.get(latency)
-  if (byFresh === undefined) leads.set(latency, (byFresh = new Map()))
-  let lead = byFresh.get(freshMs)
-  if (lead === undefined) byFresh.set(freshMs, (lead = shareLead(latency.recentMs, freshMs) + LEAD_MARGIN_MS))
-  return lead
-}
-
-/**
- * The least lead ℓ ≥ 0 (ms) for which a copy of freshness `freshMs`, refreshed ℓ before it
- * expires by calls whose latency X is drawn from `samplesMs`, serves at most `share` of its
- * answers past freshness, expected, its asks spread evenly in time: E[(X − ℓ)⁺] ≤ share ×
- * (F − ℓ + E[X]), a cycle being F − ℓ + X long and past freshness for (X − ℓ)⁺ of it. At
- * most the freshness: a lead of the whole freshness (latencies as long as it or longer)
- * starts the refresh as soon as the copy qualifies.
- */
-export function shareLead(samplesMs: readonly number[], freshMs: number, share = LEAD_STALE_SHARE): number {
-  const xs = [...samplesMs].sort((a, b) => a - b)
-  const n = xs.length
-  if (n === 0) return 0
-  let sumAbove = xs.reduce((a, x) => a + x, 0)
-  const budget = share * (freshMs + sumAbove / n)
-  // h(ℓ) = E[(X − ℓ)⁺] − share × (F − ℓ + E[X]) is convex in ℓ and linear between two
-  // samples (a − b·ℓ there): its least root is on the first stretch where it reaches 0.
-  let from = 0
-  for (let above = n, i = 0; ; ) {
-    const a = sumAbove / n - budget
-    const b = above / n - share
-    if (a - b * from <= 0) return Math.min(from, freshMs)
-    const to = i < n ? xs[i]! : Infinity
-    if (b > 0 && a / b <= to) return Math.min(a / b, freshMs)
-    if (i === n) return freshMs
-    from = to
-    sumAbove -= to
-    above -= 1
-    i += 1
-  }
+  return latency.meanMs + 4 * latency.devMs + LEAD_MARGIN_MS
 }
 
 /** A watched report as the budget weighs it: asks expected in one freshness, its freshness, its class's mean latency and lead (ms). */
@@ -230,4 +162,3 @@ export function refreshAheadStart(copy: { fetchedAt: number; freshUntil: number 
   if (expectedAsks(ownAsks(count), Math.max(now, start) - copy.fetchedAt, freshMs) < minAsks) return null
   return start
 }
-
