@@ -138,3 +138,56 @@ export class ThroughputLevels {
     return this.#mean(lo) - this.#mean(hi) > FELL + Math.sqrt(2 * SURE * (spread2(a) + spread2(b)))
   }
 }
+
+/**
+ * The start's doubling from a level needs that level to answer at least 1 + START_GAIN × (its
+ * ratio to the level before − 1) times the answers a second of the level before (docs/governor.md,
+ * "Start"): half the gain of a platform that scales (twice the calls in flight, twice the answers
+ * a second, Little's law below the knee), so that a level whose answers a second grew by half
+ * or less is at the knee or past it, and noise of a level's answers (a few tenths of a log
+ * spread over MIN_CALLS of them) does not read a platform that scales as one at its knee.
+ */
+export const START_GAIN = 0.5
+
+/** Per level the start held: the ends counted at it (calls that took its last seat), Σ of their kinds' first latency and of their latency (ms). */
+type StartLevel = { n: number; base: number; lat: number }
+
+/**
+ * The answers a second of each level the start held, from the ends of the calls that took its
+ * last seat while it was the limit, timed or not (an end is an end whatever the gateway's loop
+ * did): the level times Σ of their kinds' first latency over Σ of their latency, Little's law
+ * over its answers whatever their mix, as a level of ThroughputLevels gives.
+ */
+export class StartLevels {
+  readonly #levels = new Map<number, StartLevel>()
+  readonly #bases = new Map<string, number>()
+
+  /** An end of a call of `kind` that took the last seat of `level` (the limit at its start), `latencyMs` after it started. */
+  ended(level: number, kind: string, latencyMs: number): void {
+    const latency = Math.max(1, latencyMs)
+    let base = this.#bases.get(kind)
+    if (base === undefined) this.#bases.set(kind, (base = latency))
+    const l = this.#levels.get(level) ?? { n: 0, base: 0, lat: 0 }
+    this.#levels.set(level, { n: l.n + 1, base: l.base + base, lat: l.lat + latency })
+  }
+
+  /**
+   * Whether the start doubles from `limit`: 'double' where no level below it was measured (MIN_CALLS
+   * ends: the start's first level) or where it answers enough more than the highest level below
+   * measured (START_GAIN); 'wait' while it has not MIN_CALLS ends itself; else the knee the start
+   * ends at: the workers' worth of its answers a second, counted in the level below (below the
+   * knee, that level's calls each a worker), within the two levels.
+   */
+  verdict(limit: number): 'double' | 'wait' | number {
+    let below = 0
+    for (const [level, l] of this.#levels) if (level < limit && level > below && l.n >= MIN_CALLS) below = level
+    if (below === 0) return 'double'
+    const at = this.#levels.get(limit)
+    if (at === undefined || at.n < MIN_CALLS) return 'wait'
+    const gain = this.#rate(limit, at) / this.#rate(below, this.#levels.get(below)!)
+    if (gain >= 1 + START_GAIN * (limit / below - 1)) return 'double'
+    return Math.min(limit, Math.max(below, Math.round(below * gain)))
+  }
+
+  #rate(level: number, l: StartLevel): number { return (level * l.base) / l.lat }
+}
