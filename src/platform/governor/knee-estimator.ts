@@ -108,8 +108,7 @@ export class KneeEstimator {
   calls(): string | null { return this.#timeline?.calls(this.#now()) ?? null }
   #start(load: number): number {
     const serial = ++this.#serial
-    const full = load >= this.#limit
-    this.#calls.set(serial, { load, local: this.#localInFlight++, endsBefore: this.#endsDropped + this.#endAt.length, full, level: full && this.#phase === 'start' ? this.#limit : 0 })
+    this.#calls.set(serial, { load, local: this.#localInFlight++, endsBefore: this.#endsDropped + this.#endAt.length, full: load >= this.#limit, level: this.#phase === 'start' ? this.#limit : 0 })
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
     return serial
   }
@@ -172,7 +171,7 @@ export class KneeEstimator {
     if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
     return this.#phase === 'start' ? this.#startStep(now) : this.#cruise(now)
   }
-  /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat, where its level's answers a second grew enough on the level before (StartLevels: else the start ends at the workers' worth of them, and waits while they are not measured). */
+  /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat, unless its level's answers a second, measured, fell surely short of START_GAIN's growth on the level before (StartLevels: the start ends at the workers' worth of them). */
   #startStep(now: number): Step | null {
     const { queueBelow: sure, best } = verdicts(this.#likelihoods(), this.#limit)
     // Calls that waited for a seat use the limit: the queue is the doubling's own, acted on at once.
@@ -184,11 +183,10 @@ export class KneeEstimator {
       return this.#setKnee(queueBelow ? this.#served(best, this.#limit, now) : this.#max, 'knee', 1)
     }
     if (!this.#since.waited) return null
-    const longOnly = !this.#since.shortWaited || this.#since.newcomer
-    const verdict = longOnly ? 'double' : this.#startLevels.verdict(this.#limit)
-    if (verdict === 'wait') return null
     this.#held = 0
-    this.#longWaits()
+    const newcomer = this.#since.newcomer
+    const longOnly = this.#longWaits() !== null || newcomer
+    const verdict = longOnly ? 'double' : this.#startLevels.verdict(this.#limit)
     this.#knee = this.#limit
     this.#roomShown()
     if (longOnly || verdict !== 'double') this.#phase = 'cruise'

@@ -140,54 +140,81 @@ export class ThroughputLevels {
 }
 
 /**
- * The start's doubling from a level needs that level to answer at least 1 + START_GAIN × (its
- * ratio to the level before − 1) times the answers a second of the level before (docs/governor.md,
- * "Start"): half the gain of a platform that scales (twice the calls in flight, twice the answers
- * a second, Little's law below the knee), so that a level whose answers a second grew by half
- * or less is at the knee or past it, and noise of a level's answers (a few tenths of a log
- * spread over MIN_CALLS of them) does not read a platform that scales as one at its knee.
+ * The start ends at a level whose answers a second fall short of 1 + START_GAIN × (its ratio to
+ * the level before − 1) times those of the level before (docs/governor.md, "Start"): half the
+ * gain of a platform that scales (twice the calls in flight, twice the answers a second: Little's
+ * law below the knee), where a platform at its knee gives no more (a queue) or fewer (calls
+ * slower past it).
  */
 export const START_GAIN = 0.5
 
-/** Per level the start held: the ends counted at it (calls that took its last seat), Σ of their kinds' first latency and of their latency (ms). */
-type StartLevel = { n: number; base: number; lat: number }
+/** Per kind, at a level the start held: the ends counted, Σ and Σ² of their log latency. */
+type KindEnds = { n: number; sum: number; sum2: number }
 
 /**
- * The answers a second of each level the start held, from the ends of the calls that took its
- * last seat while it was the limit, timed or not (an end is an end whatever the gateway's loop
- * did): the level times Σ of their kinds' first latency over Σ of their latency, Little's law
- * over its answers whatever their mix, as a level of ThroughputLevels gives.
+ * The answers a second of each level the start held (the limit at a call's start), from the
+ * ends of its calls, timed or not (an end is an end whatever the gateway's loop did). Below the
+ * knee a level's calls are in flight at once as its callers hold its seats, so Little's law gives
+ * it the level over its calls' latency: two levels are told apart by their latency, kind against
+ * kind (a level's mix of kinds is its moment's, not the platform's).
  */
 export class StartLevels {
-  readonly #levels = new Map<number, StartLevel>()
-  readonly #bases = new Map<string, number>()
+  readonly #levels = new Map<number, Map<string, KindEnds>>()
 
-  /** An end of a call of `kind` that took the last seat of `level` (the limit at its start), `latencyMs` after it started. */
+  /** An end of a call of `kind` started while the start's limit was `level`, `latencyMs` after it started. */
   ended(level: number, kind: string, latencyMs: number): void {
-    const latency = Math.max(1, latencyMs)
-    let base = this.#bases.get(kind)
-    if (base === undefined) this.#bases.set(kind, (base = latency))
-    const l = this.#levels.get(level) ?? { n: 0, base: 0, lat: 0 }
-    this.#levels.set(level, { n: l.n + 1, base: l.base + base, lat: l.lat + latency })
+    let kinds = this.#levels.get(level)
+    if (kinds === undefined) this.#levels.set(level, (kinds = new Map()))
+    const [k, y] = [kinds.get(kind) ?? { n: 0, sum: 0, sum2: 0 }, Math.log(Math.max(1, latencyMs))]
+    kinds.set(kind, { n: k.n + 1, sum: k.sum + y, sum2: k.sum2 + y * y })
   }
 
   /**
-   * Whether the start doubles from `limit`: 'double' where no level below it was measured (MIN_CALLS
-   * ends: the start's first level) or where it answers enough more than the highest level below
-   * measured (START_GAIN); 'wait' while it has not MIN_CALLS ends itself; else the knee the start
-   * ends at: the workers' worth of its answers a second, counted in the level below (below the
-   * knee, that level's calls each a worker), within the two levels.
+   * Whether the start doubles from `limit` ('double'), or the knee it ends at: where `limit` has
+   * MIN_CALLS ends and so has a level below it (the highest: the level before), and its answers a
+   * second, kind against kind, fall short of START_GAIN's growth on that level's by √(2·SURE)
+   * standard errors at least (as a fall is read in cruise: ThroughputLevels), the most workers'
+   * worth a level up to it gave, no more than the level itself (#worth); else (the start's first
+   * level, a level not yet measured, no kind answered at both, growth not surely short) 'double'.
    */
-  verdict(limit: number): 'double' | 'wait' | number {
-    let below = 0
-    for (const [level, l] of this.#levels) if (level < limit && level > below && l.n >= MIN_CALLS) below = level
-    if (below === 0) return 'double'
-    const at = this.#levels.get(limit)
-    if (at === undefined || at.n < MIN_CALLS) return 'wait'
-    const gain = this.#rate(limit, at) / this.#rate(below, this.#levels.get(below)!)
-    if (gain >= 1 + START_GAIN * (limit / below - 1)) return 'double'
-    return Math.min(limit, Math.max(below, Math.round(below * gain)))
+  verdict(limit: number): 'double' | number {
+    const measured = [...this.#levels.keys()].filter((l) => l <= limit && ends(this.#levels.get(l)!) >= MIN_CALLS).sort((a, b) => a - b)
+    const below = measured.filter((l) => l < limit).at(-1)
+    if (below === undefined || measured.at(-1) !== limit) return 'double'
+    const grew = this.#gain(limit, below)
+    if (grew === null || grew.gain + Math.sqrt(2 * SURE * grew.variance) >= Math.log(1 + START_GAIN * (limit / below - 1))) return 'double'
+    return Math.max(...measured.map((l) => this.#worth(l, measured[0]!)))
   }
 
-  #rate(level: number, l: StartLevel): number { return (level * l.base) / l.lat }
+  /**
+   * The workers' worth of answers a second `level` gave, counted in the start's first level
+   * measured (`unit`: the start begins low, below the knee, each of its calls a worker), whole,
+   * no more than the level: a queue's level gives its workers' worth, a level past the knee of a
+   * platform whose calls slow past it less than the levels below it; the level itself where no
+   * kind was answered at both.
+   */
+  #worth(level: number, unit: number): number {
+    const g = level === unit ? null : this.#gain(level, unit)
+    return g === null ? (level === unit ? unit : 0) : Math.min(level, Math.round(unit * Math.exp(g.gain)))
+  }
+
+  /** The log of `level`'s answers a second over `before`'s, kind against kind (each kind's mean log latency, weighed by the inverse of its difference's variance), and its variance (one spread for all, PRIOR_SPREAD worth PRIOR_DOF ends before them); null where no kind was answered at both. */
+  #gain(level: number, before: number): { gain: number; variance: number } | null {
+    const at = this.#levels.get(level)!
+    let [weight, diff, ss, n] = [0, 0, PRIOR_DOF * PRIOR_SPREAD ** 2, PRIOR_DOF]
+    for (const [kind, b] of this.#levels.get(before)!) {
+      const a = at.get(kind)
+      if (a === undefined) continue
+      const w = (a.n * b.n) / (a.n + b.n)
+      ;[weight, diff] = [weight + w, diff + w * (b.sum / b.n - a.sum / a.n)]
+      for (const k of [a, b]) [ss, n] = [ss + k.sum2 - (k.sum * k.sum) / k.n, n + k.n - 1]
+    }
+    return weight === 0 ? null : { gain: Math.log(level / before) + diff / weight, variance: ss / n / weight }
+  }
+}
+
+const ends = (kinds: Map<string, KindEnds>): number => {
+  let n = 0
+  for (const k of kinds.values()) n += k.n
+  return n
 }
