@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { DIP, DIP_MS, RECENT_MS, ThroughputLevels } from '../../src/platform/governor/throughput-levels.js'
+import { DIP, DIP_MS, RECENT_MS, StartLevels, ThroughputLevels } from '../../src/platform/governor/throughput-levels.js'
 import { MIN_CALLS } from '../../src/platform/governor/knee-verdicts.js'
 
 // The capacity bench's platform: 100 ms a call while 12 are in flight, 40 ms more for each
@@ -48,5 +48,46 @@ describe('ThroughputLevels across replicas: the dip', () => {
     expect(levels.dip(9_000, 18, 2)).toBeNull()
     measure(levels, 18, 2_000 + DIP_MS, 300)
     expect(levels.dip(2_000 + DIP_MS, 18, 2)).toBe(14)
+  })
+})
+
+describe('StartLevels: the start doubles while a level answers more a second than the level before', () => {
+  /** MIN_CALLS ends at each level, of `kind` (or kinds in turn), each `latency(level)` ms give or take `spread` (log, alternately). */
+  function start(levels: number[], latencyOf: (level: number, kind: string) => number, kinds = ['report'], spread = 0.2): StartLevels {
+    const s = new StartLevels()
+    for (const level of levels) for (let i = 0; i < MIN_CALLS; i++) {
+      const kind = kinds[i % kinds.length]!
+      s.ended(level, kind, latencyOf(level, kind) * Math.exp(i % 2 === 0 ? spread : -spread))
+    }
+    return s
+  }
+
+  it('doubles from the first level, and from a level not yet measured', () => {
+    expect(start([8], latency).verdict(8)).toBe('double')
+    expect(start([8], latency).verdict(16)).toBe('double')
+  })
+
+  it('doubles while calls take no longer at twice the calls in flight (twice the answers a second)', () => {
+    expect(start([8, 16], () => 100).verdict(16)).toBe('double')
+  })
+
+  it('ends at the workers\' worth where the answers a second surely grew by less than half: a queue of 20 workers', () => {
+    // Calls past 20 in flight wait at the platform: 64 take 64 / 20 of a call's time, and give what 20 give.
+    const queue = (level: number) => 100 * Math.max(1, level / 20)
+    expect(start([16, 32], queue).verdict(32)).toBe('double') // 1.25 times 16's: short of 1.5, not surely
+    expect(start([8, 16, 32, 64], queue).verdict(64)).toBe(20)
+  })
+
+  it('ends at the level that gave the most where calls past the knee are slower (the capacity bench\'s platform, knee 12)', () => {
+    // 6 and 12 give 60 and 120 a second, 24 (580 ms a call) 41; 8 gives 80, 16 (260 ms) 62.
+    expect(start([6, 12, 24], latency).verdict(24)).toBe(12)
+    expect(start([8, 16], latency).verdict(16)).toBe(8)
+  })
+
+  it('weighs kind against kind: long calls at the level and short ones before it are no fall', () => {
+    const s = start([8], () => 100)
+    for (let i = 0; i < MIN_CALLS; i++) s.ended(8, 'year', 4000)
+    for (let i = 0; i < MIN_CALLS; i++) s.ended(16, i < 6 ? 'year' : 'report', i < 6 ? 4000 : 100)
+    expect(s.verdict(16)).toBe('double')
   })
 })

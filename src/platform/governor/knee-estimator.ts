@@ -7,7 +7,7 @@
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
 import { atLeast, endAt } from './calls-ahead.js'
 import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, highestRoom, probeFall, verdicts } from './knee-verdicts.js'
-import { ThroughputLevels } from './throughput-levels.js'
+import { StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
 
@@ -30,8 +30,8 @@ export type Phase = 'start' | 'cruise' | 'fault'
 export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'fault' | 'restored' | 'adopted'
 export interface Step { limit: number; knee: number; move: Move }
 export interface KneeOptions { initial: number; min: number; max: number }
-/** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, and whether it took the limit's last seat. */
-type Call = { load: number; local: number; endsBefore: number; full: boolean }
+/** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit whose last seat it took (0: none). */
+type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
 /** Per kind: answers seen, its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
 type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number }
 /** Since the last decision: whether calls waited for a seat, a call known short waited, a team holding no seat waited beside long calls only; the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
@@ -55,6 +55,7 @@ export class KneeEstimator {
   readonly #impossible: Float64Array
   readonly #ownMs: Float64Array
   readonly #levels: ThroughputLevels
+  readonly #startLevels = new StartLevels()
   #counted = 0
   #fadedAt = -Infinity
   #newCalls = 0
@@ -107,7 +108,7 @@ export class KneeEstimator {
   calls(): string | null { return this.#timeline?.calls(this.#now()) ?? null }
   #start(load: number): number {
     const serial = ++this.#serial
-    this.#calls.set(serial, { load, local: this.#localInFlight++, endsBefore: this.#endsDropped + this.#endAt.length, full: load >= this.#limit })
+    this.#calls.set(serial, { load, local: this.#localInFlight++, endsBefore: this.#endsDropped + this.#endAt.length, full: load >= this.#limit, level: this.#phase === 'start' ? this.#limit : 0 })
     if (this.#calls.size > 100_000) this.#calls.delete(this.#calls.keys().next().value as number)
     return serial
   }
@@ -131,7 +132,10 @@ export class KneeEstimator {
     this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
     this.#calls.delete(a.window)
     this.#localInFlight = Math.max(0, this.#localInFlight - 1)
-    if (a.outcome === 'ok' && !this.metFault(a.startedAt, a.at)) this.#learn(a, call)
+    if (a.outcome === 'ok' && !this.metFault(a.startedAt, a.at)) {
+      if (call.level > 0) this.#startLevels.ended(call.level, a.kind, a.at - a.startedAt)
+      this.#learn(a, call)
+    }
     this.#endAt.push(a.at)
     this.#endSerial.push(a.window)
   }
@@ -167,7 +171,7 @@ export class KneeEstimator {
     if (!this.#timeline?.merging && this.#sinceMove < MIN_CALLS) return null
     return this.#phase === 'start' ? this.#startStep(now) : this.#cruise(now)
   }
-  /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat. */
+  /** At a fresh start: a sure queue ends the doubling at the likeliest w (held, as in cruise, while its limit is not in use: no call waited for a seat); else the limit doubles at a decision (MIN_CALLS new answers) once calls waited for a seat, unless its level's answers a second, measured, fell surely short of START_GAIN's growth on the level before (StartLevels: the start ends at the workers' worth of them). */
   #startStep(now: number): Step | null {
     const { queueBelow: sure, best } = verdicts(this.#likelihoods(), this.#limit)
     // Calls that waited for a seat use the limit: the queue is the doubling's own, acted on at once.
@@ -182,9 +186,11 @@ export class KneeEstimator {
     this.#held = 0
     const newcomer = this.#since.newcomer
     const longOnly = this.#longWaits() !== null || newcomer
+    const verdict = longOnly ? 'double' : this.#startLevels.verdict(this.#limit)
     this.#knee = this.#limit
     this.#roomShown()
-    if (longOnly) this.#phase = 'cruise'
+    if (longOnly || verdict !== 'double') this.#phase = 'cruise'
+    if (verdict !== 'double') return this.#setKnee(verdict, 'throughput', 1)
     return longOnly ? this.#setKnee(this.#limit, 'knee', 1) : this.#set(this.#clamp(2 * this.#limit), 'grew')
   }
   /** In service: the knee rises with room shown at the limit (short of it, it stays), falls when it queues; the probe seat stays while a call there is not known to wait, and a sure queue there puts the knee at the likeliest w below it, if lower and the knee not within TIE of it. */

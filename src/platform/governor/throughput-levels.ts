@@ -138,3 +138,83 @@ export class ThroughputLevels {
     return this.#mean(lo) - this.#mean(hi) > FELL + Math.sqrt(2 * SURE * (spread2(a) + spread2(b)))
   }
 }
+
+/**
+ * The start ends at a level whose answers a second fall short of 1 + START_GAIN × (its ratio to
+ * the level before − 1) times those of the level before (docs/governor.md, "Start"): half the
+ * gain of a platform that scales (twice the calls in flight, twice the answers a second: Little's
+ * law below the knee), where a platform at its knee gives no more (a queue) or fewer (calls
+ * slower past it).
+ */
+export const START_GAIN = 0.5
+
+/** Per kind, at a level the start held: the ends counted, Σ and Σ² of their log latency. */
+type KindEnds = { n: number; sum: number; sum2: number }
+
+/**
+ * The answers a second of each level the start held (the limit at a call's start), from the
+ * ends of its calls, timed or not (an end is an end whatever the gateway's loop did). Below the
+ * knee a level's calls are in flight at once as its callers hold its seats, so Little's law gives
+ * it the level over its calls' latency: two levels are told apart by their latency, kind against
+ * kind (a level's mix of kinds is its moment's, not the platform's).
+ */
+export class StartLevels {
+  readonly #levels = new Map<number, Map<string, KindEnds>>()
+
+  /** An end of a call of `kind` started while the start's limit was `level`, `latencyMs` after it started. */
+  ended(level: number, kind: string, latencyMs: number): void {
+    let kinds = this.#levels.get(level)
+    if (kinds === undefined) this.#levels.set(level, (kinds = new Map()))
+    const [k, y] = [kinds.get(kind) ?? { n: 0, sum: 0, sum2: 0 }, Math.log(Math.max(1, latencyMs))]
+    kinds.set(kind, { n: k.n + 1, sum: k.sum + y, sum2: k.sum2 + y * y })
+  }
+
+  /**
+   * Whether the start doubles from `limit` ('double'), or the knee it ends at: where `limit` has
+   * MIN_CALLS ends and so has a level below it (the highest: the level before), and its answers a
+   * second, kind against kind, fall short of START_GAIN's growth on that level's by √(2·SURE)
+   * standard errors at least (as a fall is read in cruise: ThroughputLevels), the most workers'
+   * worth a level up to it gave, no more than the level itself (#worth); else (the start's first
+   * level, a level not yet measured, no kind answered at both, growth not surely short) 'double'.
+   */
+  verdict(limit: number): 'double' | number {
+    const measured = [...this.#levels.keys()].filter((l) => l <= limit && ends(this.#levels.get(l)!) >= MIN_CALLS).sort((a, b) => a - b)
+    const below = measured.filter((l) => l < limit).at(-1)
+    if (below === undefined || measured.at(-1) !== limit) return 'double'
+    const grew = this.#gain(limit, below)
+    if (grew === null || grew.gain + Math.sqrt(2 * SURE * grew.variance) >= Math.log(1 + START_GAIN * (limit / below - 1))) return 'double'
+    return Math.max(...measured.map((l) => this.#worth(l, measured[0]!)))
+  }
+
+  /**
+   * The workers' worth of answers a second `level` gave, counted in the start's first level
+   * measured (`unit`: the start begins low, below the knee, each of its calls a worker), whole,
+   * no more than the level: a queue's level gives its workers' worth, a level past the knee of a
+   * platform whose calls slow past it less than the levels below it; the level itself where no
+   * kind was answered at both.
+   */
+  #worth(level: number, unit: number): number {
+    const g = level === unit ? null : this.#gain(level, unit)
+    return g === null ? (level === unit ? unit : 0) : Math.min(level, Math.round(unit * Math.exp(g.gain)))
+  }
+
+  /** The log of `level`'s answers a second over `before`'s, kind against kind (each kind's mean log latency, weighed by the inverse of its difference's variance), and its variance (one spread for all, PRIOR_SPREAD worth PRIOR_DOF ends before them); null where no kind was answered at both. */
+  #gain(level: number, before: number): { gain: number; variance: number } | null {
+    const at = this.#levels.get(level)!
+    let [weight, diff, ss, n] = [0, 0, PRIOR_DOF * PRIOR_SPREAD ** 2, PRIOR_DOF]
+    for (const [kind, b] of this.#levels.get(before)!) {
+      const a = at.get(kind)
+      if (a === undefined) continue
+      const w = (a.n * b.n) / (a.n + b.n)
+      ;[weight, diff] = [weight + w, diff + w * (b.sum / b.n - a.sum / a.n)]
+      for (const k of [a, b]) [ss, n] = [ss + k.sum2 - (k.sum * k.sum) / k.n, n + k.n - 1]
+    }
+    return weight === 0 ? null : { gain: Math.log(level / before) + diff / weight, variance: ss / n / weight }
+  }
+}
+
+const ends = (kinds: Map<string, KindEnds>): number => {
+  let n = 0
+  for (const k of kinds.values()) n += k.n
+  return n
+}
