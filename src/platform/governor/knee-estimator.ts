@@ -30,7 +30,7 @@ export type Phase = 'start' | 'cruise' | 'fault'
 export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'fault' | 'restored' | 'adopted'
 export interface Step { limit: number; knee: number; move: Move }
 export interface KneeOptions { initial: number; min: number; max: number }
-/** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit whose last seat it took (0: none). */
+/** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit when it started (0: after the start). */
 type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
 /** Per kind: answers seen, its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
 type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number }
