@@ -6,7 +6,7 @@ import { KneeEstimator } from './knee-estimator.js'
 import { LearnedLimit, type LearnedLimitOptions } from './learned-limit.js'
 import { LeasedSeats, type LeasedSeatsOptions } from './leased-seats.js'
 import type { LeaseStore } from './lease-store.js'
-import { LocalSeats, type SeatLease } from './seat-lease.js'
+import { LocalSeats } from './seat-lease.js'
 import { WorkEstimates } from './work-estimates.js'
 
 /** The settings one credential's governor follows (config.platform). */
@@ -25,17 +25,10 @@ export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf'
 }
 
 /** One credential's governor: its seats, the limit rule (null: platform.adaptive false), its lease (`leased`: across replicas, null without a store), its work estimates. */
-export interface CredentialGovernor {
-  seats: CredentialSeats
-  estimator: KneeEstimator | null
-  learned: LearnedLimit | null
-  lease: SeatLease
-  leased: LeasedSeats | null
-  work: WorkEstimates
-}
+export type CredentialGovernor = ReturnType<typeof credentialGovernor>
 
 /** Puts one credential's governor together, the same for the gateway (over Redis) and the simulator (a store in memory, a simulated clock). */
-export function credentialGovernor(o: CredentialGovernorOptions): CredentialGovernor {
+export function credentialGovernor(o: CredentialGovernorOptions) {
   const { settings, credential, store, replica, run, log } = o
   const clock = o.clock ?? systemClock
   let learned: LearnedLimit | null = null
