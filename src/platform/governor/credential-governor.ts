@@ -6,7 +6,6 @@ import { KneeEstimator } from './knee-estimator.js'
 import { LearnedLimit, type LearnedLimitOptions } from './learned-limit.js'
 import { LeasedSeats, type LeasedSeatsOptions } from './leased-seats.js'
 import type { LeaseStore } from './lease-store.js'
-import { LocalSeats } from './seat-lease.js'
 import { WorkEstimates } from './work-estimates.js'
 
 /** The settings one credential's governor follows (config.platform). */
@@ -41,11 +40,10 @@ export function credentialGovernor(o: CredentialGovernorOptions) {
     onLost: (count) => o.onLost?.(count),
     onRenewed: (answer, plan) => learned?.renewed(answer, plan),
   })
-  const lease = leased ?? new LocalSeats(settings.maxConcurrentPerReplica ?? Infinity)
   const estimator = settings.adaptive ? new KneeEstimator({ initial: settings.initialConcurrent, min: settings.minConcurrent, max: settings.maxConcurrent }) : null
   const work = new WorkEstimates()
   const seats = new CredentialSeats({
-    credential, work, seats: lease, clock, weightOf: o.weightOf, limitsOf: o.limitsOf, pausedUntil: o.pausedUntil, onRefused: o.onRefused,
+    credential, work, seats: leased, perReplica: settings.maxConcurrentPerReplica, clock, weightOf: o.weightOf, limitsOf: o.limitsOf, pausedUntil: o.pausedUntil, onRefused: o.onRefused,
     maxConcurrent: settings.maxConcurrent, limit: estimator?.limit ?? settings.maxConcurrent, queueLimit: settings.queue, queueTimeoutMs: settings.queueTimeoutMs,
     ...(estimator && {
       onStarted: (kind, load) => estimator.started(kind, load),
@@ -62,5 +60,5 @@ export function credentialGovernor(o: CredentialGovernorOptions) {
     onLimit: (limit, knee) => o.onLimit?.(limit, knee, estimator.floorMs),
     onMove: (move, from, to) => o.onMove?.(move, from, to),
   })
-  return { seats, estimator, learned, lease, leased, work }
+  return { seats, estimator, learned, leased, work }
 }
