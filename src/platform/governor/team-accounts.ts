@@ -39,11 +39,7 @@ export class TeamAccounts {
 
   held(team: string): number { return this.#teams.get(team)?.running.size ?? 0 }
 
-  get inFlight(): number {
-    let n = 0
-    for (const seats of this.#teams.values()) n += seats.running.size
-    return n
-  }
+  get inFlight(): number { return [...this.#teams.values()].reduce((n, seats) => n + seats.running.size, 0) }
 
   /** Every call in flight here. */
   *#calls(): IterableIterator<RunningCall> { for (const seats of this.#teams.values()) yield* seats.running }
@@ -138,7 +134,5 @@ export class TeamAccounts {
 }
 
 function seatMs(seats: TeamAccount, now: number): number {
-  let ms = seats.seatMs
-  for (const call of seats.running) ms += now - call.at
-  return ms
+  return [...seats.running].reduce((ms, call) => ms + (now - call.at), seats.seatMs)
 }
