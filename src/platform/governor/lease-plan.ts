@@ -141,10 +141,9 @@ export function decodeRecord(run: string, text: string): ReplicaRecord | null {
   const teams: TeamRecord[] = []
   for (const part of (m[6] as string).split(';')) {
     if (part === '') continue
-    const f = part.split(',')
-    if (f.length !== 7 && f.length !== 8) return null
-    const [team, weight, cap, held, waiting, lingering, peak, seatMs] = f as [string, string, string, string, string, string, string, string | undefined]
-    if (team === '' || ![weight, cap, held, waiting, peak, seatMs ?? '0'].every((n) => /^\d+$/.test(n)) || !/^[01]$/.test(lingering)) return null
+    const f = /^([^,]+),(\d+),(\d+),(\d+),(\d+),([01]),(\d+)(?:,(\d+))?$/.exec(part)
+    if (f === null) return null
+    const [, team, weight, cap, held, waiting, lingering, peak, seatMs] = f as unknown as [string, string, string, string, string, string, string, string, string | undefined]
     teams.push({ team, weight: Math.max(1, Number(weight)), cap: Number(cap) > 0 ? Number(cap) : null, held: Number(held), waiting: Number(waiting), lingering: lingering === '1', peak: Number(peak), ...(seatMs === undefined ? {} : { seatMs: Number(seatMs) }) })
   }
   return { run, lease: Number(m[1]), inFlight: Number(m[2]), need: Number(m[3]), answered: Number(m[4]), waited: m[5] === '1', teams, ...(m[7] === undefined ? {} : { calls: m[7] }) }
