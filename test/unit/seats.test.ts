@@ -67,6 +67,18 @@ describe('seats and the queue', () => {
     expect([s.inFlight, s.queued]).toEqual([2, 0])
   })
 
+  it('keeps to platform.maxConcurrentPerReplica without a lease, whatever the limit; a lease says itself what the replica may fill', async () => {
+    const { s, order } = seats(fakeClock(), { limit: 8, perReplica: 3 })
+    const calls = [1, 2, 3, 4].map(() => call(s, order, 'a'))
+    await settle()
+    expect([s.capacity, s.inFlight, s.queued, s.seatsHeld]).toEqual([3, 3, 1, 3])
+    answer(calls[0])
+    await settle()
+    expect([s.inFlight, s.queued]).toEqual([3, 0])
+    const lease: SeatLease = { held: 5, size: () => 5, shares: () => null, elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined }
+    expect(seats(fakeClock(), { limit: 8, perReplica: 3, seats: lease }).s.capacity).toBe(5)
+  })
+
   it('refuses a call when the queue is full, with GW_OVERLOADED and a retry-after', async () => {
     const { s, refused, order } = seats(fakeClock(), { limit: 1, queueLimit: 1 })
     call(s, order, 'a')
