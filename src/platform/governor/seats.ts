@@ -24,11 +24,6 @@ class QueuedCall implements Queued {
     readonly workClass: string,
     readonly urgency: (() => number) | undefined,
     readonly expiresAt: number,
-    /** Its time ends at its send-by time (the deadline rule refuses it), not at the queue's timeout. */
-    readonly byDeadline: boolean,
-    readonly expected: number | null,
-    readonly deadline: number,
-    readonly askedAt: number,
     readonly resolve: (seat: Seat) => void,
     readonly reject: (err: Error) => void,
     readonly signal: AbortSignal | undefined,
@@ -170,8 +165,8 @@ export class CredentialSeats {
     }
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
-      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, expiresAt === sendBy, expected, req.deadline, now, resolve, reject, signal, this.#clock, this.#aborted)
-      waiter.timer = this.#expiry(waiter, expiresAt - now)
+      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, resolve, reject, signal, this.#clock, this.#aborted)
+      waiter.timer = this.#expiry(waiter, expiresAt - now, expiresAt === sendBy, expected, req.deadline)
       signal?.addEventListener('abort', waiter.onAbort, { once: true })
       this.#chargeElsewhere()
       // A team that starts waiting again saved no credit while it did not.
@@ -326,13 +321,16 @@ export class CredentialSeats {
     }
   }
 
-  /** The timer of a queued call's time (made apart from `ask`, it keeps the call alone): refused then by the deadline rule or the queue's timeout. */
-  #expiry(call: QueuedCall, ms: number): Timer {
+  /**
+   * The timer of a queued call's `ms` (made apart from `ask`, it keeps the call alone): refused then by the deadline rule
+   * (`byDeadline`: its time ends at its send-by time, calls of its kind taking `expected`) or by the queue's timeout.
+   */
+  #expiry(call: QueuedCall, ms: number, byDeadline: boolean, expected: number | null, deadline: number): Timer {
     return this.#timer(() => {
       this.#remove(call)
-      call.reject(call.byDeadline
-        ? this.#refuse('deadline', tooLate(call.expected, call.deadline - this.#clock.now()), call.priority)
-        : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${call.expiresAt - call.askedAt} ms`, call.priority))
+      call.reject(byDeadline
+        ? this.#refuse('deadline', tooLate(expected, deadline - this.#clock.now()), call.priority)
+        : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${ms} ms`, call.priority))
     }, ms)
   }
 
