@@ -34,7 +34,7 @@ describe.skipIf(!available)('seats leased across replicas (LeasedSeats over Redi
   const open: { g: CredentialGovernor; client: Redis; bus: RedisBus }[] = []
   afterEach(async () => {
     for (const r of open.splice(0)) {
-      r.g.lease.stop()
+      r.g.leased?.stop()
       await r.bus.close()
       r.client.disconnect()
     }
@@ -65,7 +65,7 @@ describe.skipIf(!available)('seats leased across replicas (LeasedSeats over Redi
       limitsOf: (team) => ({ maxConcurrent: opts.cap?.(team) ?? null, queue: null }),
       ...(opts.onLost ? { onLost: opts.onLost } : {}),
     })
-    await g.lease.start()
+    await g.leased?.start()
     open.push({ g, client, bus })
     const seats = g.seats
     const leased = g.leased!

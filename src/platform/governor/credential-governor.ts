@@ -6,7 +6,6 @@ import { KneeEstimator } from './knee-estimator.js'
 import { LearnedLimit, type LearnedLimitOptions } from './learned-limit.js'
 import { LeasedSeats, type LeasedSeatsOptions } from './leased-seats.js'
 import type { LeaseStore } from './lease-store.js'
-import { LocalSeats, type SeatLease } from './seat-lease.js'
 import { WorkEstimates } from './work-estimates.js'
 
 /** The settings one credential's governor follows (config.platform). */
@@ -25,17 +24,10 @@ export interface CredentialGovernorOptions extends Pick<SeatsOptions, 'weightOf'
 }
 
 /** One credential's governor: its seats, the limit rule (null: platform.adaptive false), its lease (`leased`: across replicas, null without a store), its work estimates. */
-export interface CredentialGovernor {
-  seats: CredentialSeats
-  estimator: KneeEstimator | null
-  learned: LearnedLimit | null
-  lease: SeatLease
-  leased: LeasedSeats | null
-  work: WorkEstimates
-}
+export type CredentialGovernor = ReturnType<typeof credentialGovernor>
 
 /** Puts one credential's governor together, the same for the gateway (over Redis) and the simulator (a store in memory, a simulated clock). */
-export function credentialGovernor(o: CredentialGovernorOptions): CredentialGovernor {
+export function credentialGovernor(o: CredentialGovernorOptions) {
   const { settings, credential, store, replica, run, log } = o
   const clock = o.clock ?? systemClock
   let learned: LearnedLimit | null = null
@@ -48,11 +40,10 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
     onLost: (count) => o.onLost?.(count),
     onRenewed: (answer, plan) => learned?.renewed(answer, plan),
   })
-  const lease = leased ?? new LocalSeats(settings.maxConcurrentPerReplica ?? Infinity)
   const estimator = settings.adaptive ? new KneeEstimator({ initial: settings.initialConcurrent, min: settings.minConcurrent, max: settings.maxConcurrent }) : null
   const work = new WorkEstimates()
   const seats = new CredentialSeats({
-    credential, work, seats: lease, clock, weightOf: o.weightOf, limitsOf: o.limitsOf, pausedUntil: o.pausedUntil, onRefused: o.onRefused,
+    credential, work, seats: leased, perReplica: settings.maxConcurrentPerReplica, clock, weightOf: o.weightOf, limitsOf: o.limitsOf, pausedUntil: o.pausedUntil, onRefused: o.onRefused,
     maxConcurrent: settings.maxConcurrent, limit: estimator?.limit ?? settings.maxConcurrent, queueLimit: settings.queue, queueTimeoutMs: settings.queueTimeoutMs,
     ...(estimator && {
       onStarted: (kind, load) => estimator.started(kind, load),
@@ -69,5 +60,5 @@ export function credentialGovernor(o: CredentialGovernorOptions): CredentialGove
     onLimit: (limit, knee) => o.onLimit?.(limit, knee, estimator.floorMs),
     onMove: (move, from, to) => o.onMove?.(move, from, to),
   })
-  return { seats, estimator, learned, lease, leased, work }
+  return { seats, estimator, learned, leased, work }
 }

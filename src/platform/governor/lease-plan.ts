@@ -38,38 +38,11 @@ export interface ReplicaRecord {
   calls?: string
 }
 
-/** This replica's part of the shares, and what it knows of the others. */
-export interface LeasePlan {
-  /** Each of its teams' part of its share across replicas, and their sum. */
-  targets: Map<string, number>
-  target: number
-  /** Its target and its part of the seats no team's share holds (split by need past target). */
-  due: number
-  /** Seats owed to the teams of other replicas that wait for nothing (lent only to short calls). */
-  owedElsewhere: number
-  /** Each team's calls in flight on the other replicas, and its share across them all. */
-  heldElsewhere: Map<string, number>
-  shares: Map<string, number>
-  /** Another replica needs more seats than it holds. */
-  contended: boolean
-  /** What the other replicas that need more than they hold lack of their due: that many free seats are theirs. */
-  shortElsewhere: number
-  /** Those replicas, most short first; and those holding seats they neither use nor are due (told to give them back). */
-  short: string[]
-  over: string[]
-  /** Calls in flight on the other replicas, and the seats they hold or use (leased or in flight). */
-  elsewhere: number
-  occupiedElsewhere: number
-  waitedElsewhere: boolean
-  /** Whether this replica learns the limit, and which run does. */
-  learner: boolean
-  learnerRun: string
-  /** The replica to tell of seats given back (the one that needs most), or null. */
-  needsMost: string | null
-}
+/** This replica's part of the shares, and what it knows of the others (the fields: leasePlan's answer). */
+export type LeasePlan = ReturnType<typeof leasePlan>
 
 /** The plan of replica `mine` among `others` over the `limit` in force: targets and dues ("Across replicas", first point). */
-export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], limit: number, learnerBefore: string | null = null): LeasePlan {
+export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[], limit: number, learnerBefore: string | null = null) {
   const all = [mine, ...others]
   const teams = new Map<string, TeamLoad & { lingerers: number }>()
   for (const r of all) {
@@ -128,10 +101,20 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const before = all.find((r) => r.run === learnerBefore)
   const learnerRun = before === undefined ? (learnerBefore ?? most.run) : before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
   return {
-    targets, target, due, owedElsewhere, heldElsewhere, shares, contended: needsMost !== null, shortElsewhere, short, over, needsMost,
+    // Each of its teams' part of its share across replicas, and their sum; its due: its target and its part of the seats no
+    // team's share holds; the seats owed to the teams of other replicas that wait for nothing (lent only to short calls).
+    targets, target, due, owedElsewhere,
+    // Each team's calls in flight on the other replicas, and its share across them all.
+    heldElsewhere, shares,
+    // Another replica needs more seats than it holds; what those replicas lack of their due (that many free seats are
+    // theirs); those replicas, most short first; those holding seats they neither use nor are due (told to give them back);
+    // the replica to tell of seats given back (the one that needs most), or null.
+    contended: needsMost !== null, shortElsewhere, short, over, needsMost,
+    // Calls in flight on the other replicas, and the seats they hold or use (leased or in flight).
     elsewhere: others.reduce((sum, r) => sum + r.inFlight, 0),
     occupiedElsewhere: others.reduce((sum, r) => sum + Math.max(r.lease, r.inFlight), 0),
     waitedElsewhere: others.some((r) => r.waited),
+    // Whether this replica learns the limit, and which run does.
     learner: learnerRun === mine.run,
     learnerRun,
   }
@@ -158,10 +141,9 @@ export function decodeRecord(run: string, text: string): ReplicaRecord | null {
   const teams: TeamRecord[] = []
   for (const part of (m[6] as string).split(';')) {
     if (part === '') continue
-    const f = part.split(',')
-    if (f.length !== 7 && f.length !== 8) return null
-    const [team, weight, cap, held, waiting, lingering, peak, seatMs] = f as [string, string, string, string, string, string, string, string | undefined]
-    if (team === '' || ![weight, cap, held, waiting, peak, seatMs ?? '0'].every((n) => /^\d+$/.test(n)) || !/^[01]$/.test(lingering)) return null
+    const f = /^([^,]+),(\d+),(\d+),(\d+),(\d+),([01]),(\d+)(?:,(\d+))?$/.exec(part)
+    if (f === null) return null
+    const [, team, weight, cap, held, waiting, lingering, peak, seatMs] = f as unknown as [string, string, string, string, string, string, string, string, string | undefined]
     teams.push({ team, weight: Math.max(1, Number(weight)), cap: Number(cap) > 0 ? Number(cap) : null, held: Number(held), waiting: Number(waiting), lingering: lingering === '1', peak: Number(peak), ...(seatMs === undefined ? {} : { seatMs: Number(seatMs) }) })
   }
   return { run, lease: Number(m[1]), inFlight: Number(m[2]), need: Number(m[3]), answered: Number(m[4]), waited: m[5] === '1', teams, ...(m[7] === undefined ? {} : { calls: m[7] }) }

@@ -58,7 +58,6 @@ export class LeasedSeats implements SeatLease {
   // The seats free at the last answer past what the waiting replicas it told of them may take at once (renewing on the tell).
   #untold = Infinity
   #demand: ReplicaDemand = { limit: 0, inFlight: 0, waiting: 0, teams: [] }
-  #renewing = false
   // While a renewal is on its way, the seats it asked for (Infinity: none on its way): seats being given back are not filled meanwhile.
   #asking = Infinity
   #again = false
@@ -111,6 +110,8 @@ export class LeasedSeats implements SeatLease {
   get replicas(): number { return this.#seen.size + 1 }
   /** Whether this replica learns the limit (the one whose calls answered most); true before it heard the others. */
   get learner(): boolean { return this.#plan?.learner ?? true }
+  /** Whether a renewal is on its way (it asked for seats). */
+  get #renewing(): boolean { return this.#asking !== Infinity }
 
   size(limit: number): number {
     // Its lease, shrunk in proportion under a lower limit than granted under, within what the others hold or use and what a
@@ -255,7 +256,6 @@ export class LeasedSeats implements SeatLease {
   }
 
   async #renew(): Promise<void> {
-    this.#renewing = true
     this.#again = false
     const d = this.#demand
     const need = d.inFlight + d.waiting
@@ -302,7 +302,6 @@ export class LeasedSeats implements SeatLease {
         wake()
       }
     } finally {
-      this.#renewing = false
       this.#asking = Infinity
       const short = this.#demand.inFlight + this.#demand.waiting > this.size(this.#demand.limit)
       if (this.#again) this.demand(this.#demand)

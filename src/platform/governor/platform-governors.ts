@@ -122,7 +122,7 @@ export class PlatformGovernors {
   /** Leases seats, follows the other replicas' pauses and any pause under way, and starts learning. */
   async start(): Promise<void> {
     for (const g of this.#governors.values()) {
-      await g.lease.start()
+      await g.leased?.start()
       g.learned?.start()
     }
     await this.#pauses.start()
@@ -132,7 +132,7 @@ export class PlatformGovernors {
   stop(): void {
     for (const g of this.#governors.values()) {
       g.learned?.stop()
-      g.lease.stop()
+      g.leased?.stop()
     }
     this.#pauses.stop()
   }

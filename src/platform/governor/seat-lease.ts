@@ -1,5 +1,5 @@
-// The seats one replica may fill with calls of a credential: the limit in force alone
-// (LocalSeats), its lease of it across replicas (leased-seats.ts; docs/governor.md, "Across replicas").
+// The seats one replica may fill with calls of a credential across replicas: its lease of the
+// limit in force (leased-seats.ts; docs/governor.md, "Across replicas"). Without one, the limit alone.
 import type { TeamRecord } from './lease-plan.js'
 
 /** A team on this replica (its record's, with the seat-time its calls here held, those in flight included). */
@@ -40,26 +40,7 @@ export interface SeatLease {
   /** A call was answered here; calls waited here at the limit (the replica that learns the limit hears of both). */
   answered(): void
   waited(): void
-  /** Seats leased across replicas; null when counted here alone. */
-  readonly held: number | null
-  start(): Promise<void>
-  stop(): void
+  /** Seats leased across replicas. */
+  readonly held: number
 }
 
-/** The limit in force, counted on this replica (at most `cap`, platform.maxConcurrentPerReplica). */
-export class LocalSeats implements SeatLease {
-  readonly held = null
-  readonly #cap: number
-
-  constructor(cap = Infinity) { this.#cap = cap }
-  size(limit: number): number { return Math.min(limit, this.#cap) }
-  shares(): null { return null }
-  elsewhere(): number { return 0 }
-  saturated(): boolean { return true }
-  demand(): void {}
-  onGrown(): void {}
-  answered(): void {}
-  waited(): void {}
-  async start(): Promise<void> {}
-  stop(): void {}
-}

@@ -55,7 +55,9 @@ export interface SeatsOptions {
   limitsOf?: (team: string) => Partial<TeamLimits> | undefined
   /** Until when (epoch ms) the platform pauses the whole credential; 0: it does not. */
   pausedUntil?: () => number
-  seats?: SeatLease
+  /** Its lease across replicas; none: the limit is counted here alone, at most `perReplica` (platform.maxConcurrentPerReplica). */
+  seats?: SeatLease | null
+  perReplica?: number | null
   clock?: Clock
   onRefused?: (reason: RefusalReason) => void
   /** For the limit rule: every call's start and end, and a wait at the limit (`longMs`: CredentialSeats.longWaitBesideShort; `newcomer`: newcomerBesideLong; `heldBack`: heldBackNow). */

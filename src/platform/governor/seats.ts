@@ -2,7 +2,7 @@ import { FairQueue, type Priority, type Queued } from './fair-queue.js'
 import { LENDING_HORIZON_MS, heldBack, isShort, nextCall, sharesView, type DispatchState, type SharesView } from './dispatch-order.js'
 import { DeadlineError, OverloadedError } from '../../errors.js'
 import { NoIdleSeatError, learnFrom, tooLate, type RefusalReason, type Seat, type SeatRequest, type SeatsOptions, type TeamLimits } from './seat.js'
-import { LocalSeats, type LocalTeam, type SeatLease } from './seat-lease.js'
+import type { LocalTeam, SeatLease } from './seat-lease.js'
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import { TeamAccounts } from './team-accounts.js'
 import { kindOf } from './work-estimates.js'
@@ -24,11 +24,6 @@ class QueuedCall implements Queued {
     readonly workClass: string,
     readonly urgency: (() => number) | undefined,
     readonly expiresAt: number,
-    /** Its time ends at its send-by time (the deadline rule refuses it), not at the queue's timeout. */
-    readonly byDeadline: boolean,
-    readonly expected: number | null,
-    readonly deadline: number,
-    readonly askedAt: number,
     readonly resolve: (seat: Seat) => void,
     readonly reject: (err: Error) => void,
     readonly signal: AbortSignal | undefined,
@@ -49,7 +44,7 @@ export class CredentialSeats {
   readonly credential: string
   readonly #o: SeatsOptions
   readonly #clock: Clock
-  readonly #lease: SeatLease
+  readonly #lease: SeatLease | null
   #limit: number
   readonly #teams = new TeamAccounts()
   readonly #queue = new FairQueue<QueuedCall>()
@@ -65,18 +60,18 @@ export class CredentialSeats {
     this.credential = opts.credential
     this.#o = opts
     this.#clock = opts.clock ?? systemClock
-    this.#lease = opts.seats ?? new LocalSeats(Infinity)
+    this.#lease = opts.seats ?? null
     this.#limit = clamp(opts.limit, opts.maxConcurrent)
-    this.#lease.onGrown(() => this.wake())
+    this.#lease?.onGrown(() => this.wake())
   }
 
   get limit(): number { return this.#limit }
   /** Seats this replica may fill now: the limit, or its lease of it across replicas. */
-  get capacity(): number { return Math.min(this.#limit, this.#lease.size(this.#limit)) }
+  get capacity(): number { return Math.min(this.#limit, this.#lease?.size(this.#limit) ?? this.#o.perReplica ?? Infinity) }
   get inFlight(): number { return this.#teams.inFlight }
   get queued(): number { return this.#queue.size }
   /** Seats this replica holds (a lease), or its calls in flight. */
-  get seatsHeld(): number { return this.#lease.held ?? this.inFlight }
+  get seatsHeld(): number { return this.#lease?.held ?? this.inFlight }
   get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
 
   /** The limit in force (the teams' shares are of it); a higher one starts queued calls. */
@@ -90,7 +85,7 @@ export class CredentialSeats {
 
   /** Whether calls wait while every seat of the limit is taken or owed: the limit is in use (not a wait for a ceiling, a pause or a lease). */
   waitingAtLimit(): boolean {
-    if (this.#queue.size === 0 || this.pausedUntil > 0 || !this.#lease.saturated()) return false
+    if (this.#queue.size === 0 || this.pausedUntil > 0 || this.#lease?.saturated() === false) return false
     if ([...this.#queue.waitingTeams()].every((team) => this.#atCeiling(team))) return false
     // Owed and lent seats are never negative: with every seat in use, the shares need not be worked out (asked at every answer).
     if (this.inFlight >= this.capacity - 1e-9) return true
@@ -170,8 +165,8 @@ export class CredentialSeats {
     }
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
-      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, expiresAt === sendBy, expected, req.deadline, now, resolve, reject, signal, this.#clock, this.#aborted)
-      waiter.timer = this.#expiry(waiter, expiresAt - now)
+      const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, resolve, reject, signal, this.#clock, this.#aborted)
+      waiter.timer = this.#expiry(waiter, expiresAt - now, expiresAt === sendBy, expected, req.deadline)
       signal?.addEventListener('abort', waiter.onAbort, { once: true })
       this.#chargeElsewhere()
       // A team that starts waiting again saved no credit while it did not.
@@ -182,7 +177,7 @@ export class CredentialSeats {
       if (this.#queue.has(waiter)) {
         if (this.waitingAtLimit()) {
           this.#o.onWaited?.(this.longWaitBesideShort(), this.newcomerBesideLong(), this.heldBackNow())
-          this.#lease.waited()
+          this.#lease?.waited()
         }
         this.#demandChanged()
       }
@@ -227,22 +222,19 @@ export class CredentialSeats {
   }
 
   #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
-  #shares(): SharesView { return sharesView(this.#lease.shares(), this.capacity, this.#localTeams(), (t) => this.#teams.comesBack(t)) }
+  #shares(): SharesView { return sharesView(this.#lease?.shares() ?? null, this.capacity, this.#localTeams(), (t) => this.#teams.comesBack(t)) }
   /** Each team's tag is charged with the seat-time its calls held on the other replicas. */
-  #chargeElsewhere(): void { this.#teams.chargeElsewhere(this.#lease.shares()?.charged, (t) => this.#weight(t)) }
+  #chargeElsewhere(): void { this.#teams.chargeElsewhere(this.#lease?.shares()?.charged, (t) => this.#weight(t)) }
 
   #atCeiling(team: string): boolean {
     const cap = this.limitsOf(team).maxConcurrent
     if (cap === null) return false
-    const part = this.#lease.shares()?.targets.get(team)
+    const part = this.#lease?.shares()?.targets.get(team)
     return this.running(team) >= (part === undefined ? cap : Math.min(cap, Math.max(1, Math.round(part))))
   }
 
-  #demandChanged(): void {
-    // Counted here alone, the lease takes no demand: the teams are not worked out for it.
-    if (this.#lease instanceof LocalSeats) return
-    this.#lease.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, teams: this.#localTeams() })
-  }
+  /** Counted here alone, no lease takes the demand: the teams are not worked out for it. */
+  #demandChanged(): void { this.#lease?.demand({ limit: this.#limit, inFlight: this.inFlight, waiting: this.#queue.size, teams: this.#localTeams() }) }
 
   /** Starts waiting calls while seats are free and the credential is not paused. */
   #dispatch(): void {
@@ -290,11 +282,11 @@ export class CredentialSeats {
       if (other !== team && !this.#atCeiling(other)) least = Math.min(least, this.#teams.of(other).tag)
     }
     for (const other of this.#queue.waitingTeams()) holdsBack(other)
-    if (this.#lease instanceof LocalSeats) for (const other of this.#teams.returning(startedAt)) holdsBack(other)
+    if (this.#lease === null) for (const other of this.#teams.returning(startedAt)) holdsBack(other)
     this.#teams.virtual = Math.max(this.#teams.virtual, least)
     const call = { at: startedAt, dueAt: expected === null ? Infinity : startedAt + OVERDUE * expected, short: isShort(expected) }
     seats.running.add(call)
-    const load = this.inFlight + this.#lease.elsewhere()
+    const load = this.inFlight + (this.#lease?.elsewhere() ?? 0)
     const kind = kindOf(team, workClass)
     const window = this.#o.onStarted?.(kind, load) ?? 0
     let ended = false
@@ -317,7 +309,7 @@ export class CredentialSeats {
         call.dueAt = Infinity
         const now = this.#clock.now()
         const at = outcome.kind === 'dropped' ? now : startedAt + outcome.latencyMs
-        if (outcome.kind === 'answer') this.#lease.answered()
+        if (outcome.kind === 'answer') this.#lease?.answered()
         const learned = learnFrom(this.#o.work, team, workClass, outcome, now, this.#o.metFault?.(startedAt, at))
         this.#o.onEnded?.({ startedAt, at, team, kind, load, window, outcome: learned })
         // Cut by its deadline, or its callers gone: held to its expected end (dispatch rule 4).
@@ -329,13 +321,16 @@ export class CredentialSeats {
     }
   }
 
-  /** The timer of a queued call's time (made apart from `ask`, it keeps the call alone): refused then by the deadline rule or the queue's timeout. */
-  #expiry(call: QueuedCall, ms: number): Timer {
+  /**
+   * The timer of a queued call's `ms` (made apart from `ask`, it keeps the call alone): refused then by the deadline rule
+   * (`byDeadline`: its time ends at its send-by time, calls of its kind taking `expected`) or by the queue's timeout.
+   */
+  #expiry(call: QueuedCall, ms: number, byDeadline: boolean, expected: number | null, deadline: number): Timer {
     return this.#timer(() => {
       this.#remove(call)
-      call.reject(call.byDeadline
-        ? this.#refuse('deadline', tooLate(call.expected, call.deadline - this.#clock.now()), call.priority)
-        : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${call.expiresAt - call.askedAt} ms`, call.priority))
+      call.reject(byDeadline
+        ? this.#refuse('deadline', tooLate(expected, deadline - this.#clock.now()), call.priority)
+        : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${ms} ms`, call.priority))
     }, ms)
   }
 

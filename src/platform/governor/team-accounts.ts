@@ -39,11 +39,10 @@ export class TeamAccounts {
 
   held(team: string): number { return this.#teams.get(team)?.running.size ?? 0 }
 
-  get inFlight(): number {
-    let n = 0
-    for (const seats of this.#teams.values()) n += seats.running.size
-    return n
-  }
+  get inFlight(): number { return [...this.#teams.values()].reduce((n, seats) => n + seats.running.size, 0) }
+
+  /** Every call in flight here. */
+  *#calls(): IterableIterator<RunningCall> { for (const seats of this.#teams.values()) yield* seats.running }
 
   /** `team`'s calls in flight expected short; of every team's, without one. */
   shortRunning(team?: string): number {
@@ -61,11 +60,9 @@ export class TeamAccounts {
   /** Whether calls are in flight and every one of them is expected long (of a kind answered, past the lending horizon). */
   onlyLongRunning(): boolean {
     let any = false
-    for (const seats of this.#teams.values()) {
-      for (const call of seats.running) {
-        if (call.short || call.dueAt === Infinity) return false
-        any = true
-      }
+    for (const call of this.#calls()) {
+      if (call.short || call.dueAt === Infinity) return false
+      any = true
     }
     return any
   }
@@ -79,15 +76,9 @@ export class TeamAccounts {
   /** Since when a call at a worker (of the calls in flight, the `atWorkers` started first) has been overdue, or null. */
   overdueSince(now: number, atWorkers = Infinity): number | null {
     // Asked after every answer: with no more calls in flight than workers, every call counts, and none is copied.
+    const atWork = this.inFlight <= atWorkers ? this.#calls() : [...this.#calls()].sort((a, b) => a.at - b.at).slice(0, atWorkers)
     let due = Infinity
-    if (this.inFlight <= atWorkers) {
-      for (const seats of this.#teams.values()) for (const call of seats.running) due = Math.min(due, call.dueAt)
-    } else {
-      const running: RunningCall[] = []
-      for (const seats of this.#teams.values()) for (const call of seats.running) running.push(call)
-      running.sort((a, b) => a.at - b.at).length = atWorkers
-      for (const call of running) due = Math.min(due, call.dueAt)
-    }
+    for (const call of atWork) due = Math.min(due, call.dueAt)
     return due <= now ? due : null
   }
 
@@ -143,7 +134,5 @@ export class TeamAccounts {
 }
 
 function seatMs(seats: TeamAccount, now: number): number {
-  let ms = seats.seatMs
-  for (const call of seats.running) ms += now - call.at
-  return ms
+  return [...seats.running].reduce((ms, call) => ms + (now - call.at), seats.seatMs)
 }
