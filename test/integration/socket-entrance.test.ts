@@ -91,8 +91,8 @@ function open(port: number) {
 
 const plainGet = (url: string, key: string, lines: string[] = []) => `GET ${url} HTTP/1.1\r\nHost: gw.test\r\nX-Api-Key: ${key}\r\n${lines.map((l) => `${l}\r\n`).join('')}\r\n`
 
-/** An answer's head without what changes from one second to the next. */
-const steady = (head: string) => head.replace(/^Date: .*$/m, 'Date: -').replace(/^age: \d+$/m, 'age: -').replace(/ttl=\d+/, 'ttl=-')
+/** An answer's head without what changes from one second to the next: its date, age, time left in the cache and seconds to the UTC day's end (`platform-usage`'s `reset`). */
+const steady = (head: string) => head.replace(/^Date: .*$/m, 'Date: -').replace(/^age: \d+$/m, 'age: -').replace(/ttl=\d+/, 'ttl=-').replace(/reset=\d+/, 'reset=-')
 
 describe('plain GETs read on their connection', () => {
   it('answers a hit there, with the bytes Node\'s path writes for it', async () => {
