@@ -41,8 +41,10 @@ const NOISY_CALLERS = 200
 // calls over 77 to 231 ms (warm, over 11 to 48 ms) and slow them by up to 180 ms: the fresh
 // gateway then times several of its first answers, which its start's first decision can read
 // as a queue (docs/benchmarks.md, "The dashboard-noisy bench's first row"). Warmed, every
-// target meets the stand-in and the load as the second one does.
-const WARM_S = 3
+// target meets the stand-in and the load as the second one does. `BENCH_WARM_S` sets it (0: not
+// warmed, the first target meeting them fresh).
+const WARM_S = Number(process.env.BENCH_WARM_S ?? 3)
+if (!Number.isFinite(WARM_S) || WARM_S < 0) throw new RangeError(`BENCH_WARM_S must be a number of seconds >= 0 (got ${process.env.BENCH_WARM_S})`)
 // The popular answers' latency target of the family: slower ones are counted by how the gateway answered them.
 const SLOW_POPULAR_MS = 20
 

@@ -6,19 +6,22 @@ import { describe, expect, it } from 'vitest'
 import { LATE_MEMORY_MS, LATE_SLOT_MS, LateWakes, answerTiming } from '../../src/platform/governor/answer-timing.js'
 import { KneeEstimator } from '../../src/platform/governor/knee-estimator.js'
 
+/** The order the gateway handles a round's 8 answers in (by call, in the order they started): answers that come together are handled in no known order, here pairs swapped, so that calls read as overtaking lift the in-order guard (knee-estimator.ts) and the timing alone decides. */
+const HANDLED = [1, 0, 3, 2, 5, 4, 7, 6]
+
 /**
  * Rounds of 8 calls sent together to a platform of 8 workers or more, each answered 300 ms
- * later; the gateway handles the 8 answers one after another, 2 ms apart. Returns the
- * limit the rule sets, with the later answers of a round marked as `timed` says.
+ * later; the gateway handles the 8 answers one after another, 2 ms apart (HANDLED). Returns
+ * the limit the rule sets, with the later answers of a round marked as `timed` says.
  */
 function bunchedRounds(timed: (i: number) => boolean | undefined): number {
   const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
   for (let round = 0; round < 6; round++) {
     const t0 = 1_000_000 + round * 1_000
-    const calls = Array.from({ length: 8 }, (_, i) => ({ i, window: rule.started('team\nweek', i + 1) }))
-    for (const { i, window } of calls) {
-      const flag = timed(i)
-      rule.ended({ startedAt: t0, at: t0 + 300 + 2 * i, team: 'team', kind: 'team\nweek', load: i + 1, window, outcome: 'ok', ...(flag === undefined ? {} : { timed: flag }) })
+    const windows = Array.from({ length: 8 }, (_, i) => rule.started('team\nweek', i + 1))
+    for (const [n, i] of HANDLED.entries()) {
+      const flag = timed(n)
+      rule.ended({ startedAt: t0, at: t0 + 300 + 2 * n, team: 'team', kind: 'team\nweek', load: i + 1, window: windows[i]!, outcome: 'ok', ...(flag === undefined ? {} : { timed: flag }) })
     }
     rule.tick(t0 + 320, null)
   }

@@ -74,8 +74,8 @@ export class KneeEstimator {
   readonly #gaps = new UsualGaps()
   #paused = 0
   readonly #faults = new FaultWatch()
-  // The share of late answers (PACE_GAIN a answer) that ended before a call started ahead of them.
-  #overtook = 1
+  // The share of late answers (PACE_GAIN a answer) that ended before a call started ahead of them; none before the first answer: calls are read as ending in order until one overtakes (docs/governor.md, "Start").
+  #overtook = 0
   #latencyMs: number | null = null
   #timeline: AnswerTimeline | null = null
   #now: () => number = () => 0
