@@ -70,23 +70,21 @@ export class ThroughputLevels {
    * step down, to see whether fewer give more).
    */
   peak(now: number, limit: number, min: number, room: () => number): number | null {
-    const recent = (i: number) => this.#recent(i, now)
     const top = Math.min(limit, this.#max) - 1
-    if (!recent(top)) return null
+    if (!this.#recent(top, now)) return null
     let best = -1
-    for (let i = 0; i < top; i++) if (recent(i) && (best < 0 || this.#mean(i) > this.#mean(best))) best = i
+    for (let i = 0; i < top; i++) if (this.#recent(i, now) && (best < 0 || this.#mean(i) > this.#mean(best))) best = i
     if (best < 0 || room() <= top || !this.#fell(best, top)) return null
-    for (let i = 0; i < best; i++) if (recent(i)) return best + 1
+    for (let i = 0; i < best; i++) if (this.#recent(i, now)) return best + 1
     return Math.max(min, best)
   }
 
   /** Across replicas, the limit's level measured within RECENT_MS and none from DIP of it up, no dip put back within DIP_MS: DIP of it, for the limit to go to (wentDown); else null. */
   dip(now: number, limit: number, min: number): number | null {
-    const recent = (i: number) => this.#recent(i, now)
     const top = Math.min(limit, this.#max) - 1
     const low = Math.max(min, Math.floor((top + 1) * DIP))
-    if (low > top || !recent(top) || now - this.#dipBack < DIP_MS) return null
-    for (let i = low - 1; i < top; i++) if (recent(i)) return null
+    if (low > top || !this.#recent(top, now) || now - this.#dipBack < DIP_MS) return null
+    for (let i = low - 1; i < top; i++) if (this.#recent(i, now)) return null
     return low
   }
 
@@ -213,8 +211,5 @@ export class StartLevels {
   }
 }
 
-const ends = (kinds: Map<string, KindEnds>): number => {
-  let n = 0
-  for (const k of kinds.values()) n += k.n
-  return n
-}
+/** The ends counted at a level, every kind's. */
+const ends = (kinds: Map<string, KindEnds>): number => [...kinds.values()].reduce((n, k) => n + k.n, 0)
