@@ -5,8 +5,7 @@
  */
 
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
-import { atLeast, endAt } from './calls-ahead.js'
-import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, highestRoom, probeFall, verdicts } from './knee-verdicts.js'
+import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, highestRoom, probeFall, verdicts } from './knee-verdicts.js'
 import { StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
