@@ -1,9 +1,7 @@
 /**
- * Every replica's calls, in the order they started and ended, for the learner's limit rule
- * (docs/governor.md, "The limit rule", across replicas): each lease record carries its
- * calls of the last lease's life; the learner replays them with its own, in time order, up
- * to the moment every record has reached. With no other record in play the calls pass
- * straight through. Pure logic: time is passed in.
+ * Every replica's calls, in the order they started and ended, for the learner's limit rule (docs/governor.md, "Across
+ * replicas the learner weighs every replica's calls"): replayed in time order up to the moment every record reached;
+ * with no other record in play the calls pass straight through. Pure logic: time is passed in.
  */
 /** What the limit rule (knee-estimator.ts) learns from one call's end. */
 export interface Answer {
