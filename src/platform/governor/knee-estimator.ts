@@ -139,12 +139,12 @@ export class KneeEstimator {
   }
   /** Another replica's limit and knee (the shared record): taken as they are; a limit below the knee is a fault here too. */
   adopt(limit: number, knee: number, now: number): Step | null {
-    const [l, k, wasFault] = [this.#clamp(limit), this.#clamp(knee), this.#phase === 'fault']
+    const [l, k] = [this.#clamp(limit), this.#clamp(knee)]
     if (l === this.#limit && k === this.#knee) return null
     this.#knee = k
     this.#phase = l < k ? 'fault' : 'cruise'
-    if (this.#phase !== 'fault') this.#faults.end(now)
-    else if (!wasFault) this.#faults.begin(now)
+    if (this.#phase === 'fault') this.#faults.begin(now)
+    else this.#faults.end(now)
     return this.#moved(l, 'adopted')
   }
   /** Watches for faults (fault-watch.ts: `overdueSince`, seats.ts, and no answer for a while is silence; a queue keeps answers coming) and moves the knee as the evidence says; null while nothing moves. */
@@ -358,10 +358,8 @@ export class KneeEstimator {
   /** A fault (overload, silence, or the platform paused the whole credential): the limit in force (at most the knee) halves, at most once a FAULT_MS; the knee stays. */
   pause(now: number): Step | null {
     if (!this.#faults.cut(now)) return null
-    if (this.#phase !== 'fault') {
-      this.#starting = this.#phase === 'start'
-      this.#faults.begin(now)
-    }
+    if (this.#phase !== 'fault') this.#starting = this.#phase === 'start'
+    this.#faults.begin(now)
     this.#phase = 'fault'
     return this.#set(Math.max(this.#min, Math.floor(Math.min(this.#limit, this.#knee) / 2)), 'fault')
   }
