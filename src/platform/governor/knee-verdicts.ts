@@ -11,11 +11,13 @@ export const PRIOR_DOF = 10
 /** Guesses within TIE of each other are within one standard error (a log-likelihood falls by 1/2 at one standard error from its peak): the evidence does not tell them apart. */
 export const TIE = 0.5
 
+const max = (a: number, b: number): number => Math.max(a, b)
+
 /** Whether the evidence surely puts W below `level` (the likeliest w below it e^SURE times likelier than any at or above it), and the likeliest w below it. */
 export function verdicts(ll: Float64Array, level: number): { queueBelow: boolean; best: number } {
   const below = ll.subarray(0, Math.max(0, level - 1))
-  const likeliest = Math.max(-Infinity, ...below)
-  return { queueBelow: likeliest - Math.max(-Infinity, ...ll.subarray(Math.max(0, level - 1))) > SURE, best: Math.max(1, below.indexOf(likeliest) + 1) }
+  const likeliest = below.reduce(max, -Infinity)
+  return { queueBelow: likeliest - ll.subarray(Math.max(0, level - 1)).reduce(max, -Infinity) > SURE, best: Math.max(1, below.indexOf(likeliest) + 1) }
 }
 
 /** Where a sure queue at the probe seat (`knee` + 1) puts the knee: the likeliest w below the seat, or the knee itself where it is within TIE of that (the evidence does not tell the knee from it). */
@@ -26,7 +28,13 @@ export function probeFall(ll: Float64Array, knee: number): number {
 
 /** The highest w such that every guess at or above it is e^SURE times likelier than any below it (0: none). */
 export function highestRoom(ll: Float64Array): number {
-  for (let w = ll.length; w >= 2; w--) if (Math.max(...ll.subarray(w - 1)) - Math.max(...ll.subarray(0, w - 1)) > SURE) return w
+  const prefix = new Float64Array(ll.length)
+  for (let i = 0, m = -Infinity; i < ll.length; i++) prefix[i] = m = Math.max(m, ll[i]!)
+  let suffix = -Infinity
+  for (let i = ll.length - 1; i >= 1; i--) {
+    suffix = Math.max(suffix, ll[i]!)
+    if (suffix - prefix[i - 1]! > SURE) return i + 1
+  }
   return 0
 }
 
