@@ -23,14 +23,12 @@ const noLevel = (): Level => ({ n: 0, m: 0, base: 0, low: 0, lat: 0, sum: 0, sum
 const rate = (i: number, l: Level): number => Math.log(i + 1) + Math.log(l.base / l.lat)
 
 export class ThroughputLevels {
-  readonly #max: number
   readonly #levels: Level[]
   #check: Check | null = null
   // When a dip was last put back.
   #dipBack = -Infinity
 
   constructor(max: number) {
-    this.#max = max
     this.#levels = Array.from({ length: max }, noLevel)
   }
 
@@ -51,7 +49,7 @@ export class ThroughputLevels {
 
   /** Where the likelihood shows room at the limit (`room`; a queue below it explains a fall) and the limit's level fell (#fell) from the best below it, all within RECENT_MS: that level, or one below where no other below was measured (a step down). */
   peak(now: number, limit: number, min: number, room: () => number): number | null {
-    const top = Math.min(limit, this.#max) - 1
+    const top = Math.min(limit, this.#levels.length) - 1
     if (!this.#recent(top, now)) return null
     let best = -1
     for (let i = 0; i < top; i++) if (this.#recent(i, now) && (best < 0 || this.#mean(i) > this.#mean(best))) best = i
@@ -62,7 +60,7 @@ export class ThroughputLevels {
 
   /** Across replicas, the limit's level measured within RECENT_MS and none from DIP of it up, no dip put back within DIP_MS: DIP of it, for the limit to go to (wentDown); else null. */
   dip(now: number, limit: number, min: number): number | null {
-    const top = Math.min(limit, this.#max) - 1
+    const top = Math.min(limit, this.#levels.length) - 1
     const low = Math.max(min, Math.floor((top + 1) * DIP))
     if (low > top || !this.#recent(top, now) || now - this.#dipBack < DIP_MS) return null
     for (let i = low - 1; i < top; i++) if (this.#recent(i, now)) return null
@@ -71,7 +69,7 @@ export class ThroughputLevels {
 
   /** The limit goes down to `to` from `limit` and `knee`: after a dip (`dip`) the calls started after `serial` measure its level against the level it left; a fall ends a dip's check. */
   wentDown(to: number, dip: boolean, limit: number, knee: number, serial: number): void {
-    this.#check = dip ? { index: to - 1, mean: this.#mean(Math.min(limit, this.#max) - 1), limit, knee, serial, fresh: noLevel() } : null
+    this.#check = dip ? { index: to - 1, mean: this.#mean(Math.min(limit, this.#levels.length) - 1), limit, knee, serial, fresh: noLevel() } : null
   }
 
   /** A dip's level, measured: the limit and knee to put back where it gives not FALL more than the level it left (fewer give no more); else, or not measured yet, null. */
@@ -87,14 +85,14 @@ export class ThroughputLevels {
   /** Of `past` seats beyond `knee`, those short of the first level above it measured giving FALL less than `knee`. */
   belowFall(knee: number, past: number): number {
     if (this.#levels[knee - 1]!.n < MIN_CALLS) return past
-    for (let i = knee; i < Math.min(knee + past, this.#max); i++) if (this.#levels[i]!.n >= MIN_CALLS && this.#fell(knee - 1, i)) return i - knee
+    for (let i = knee; i < Math.min(knee + past, this.#levels.length); i++) if (this.#levels[i]!.n >= MIN_CALLS && this.#fell(knee - 1, i)) return i - knee
     return past
   }
 
   /** The most workers' worth of answers a second a level gave within RECENT_MS: the level times its kinds' Σ lowest latency over Σ latency, whole (a queue's verdict puts the knee no lower: docs/governor.md, "Cruise"); 0: none measured. */
   served(now: number): number {
     let most = 0
-    for (let i = 0; i < this.#max; i++) if (this.#recent(i, now)) most = Math.max(most, Math.floor(((i + 1) * this.#levels[i]!.low) / this.#levels[i]!.lat))
+    for (let i = 0; i < this.#levels.length; i++) if (this.#recent(i, now)) most = Math.max(most, Math.floor(((i + 1) * this.#levels[i]!.low) / this.#levels[i]!.lat))
     return most
   }
 
