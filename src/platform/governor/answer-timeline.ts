@@ -1,9 +1,7 @@
 /**
- * Every replica's calls, in the order they started and ended, for the learner's limit rule
- * (docs/governor.md, "The limit rule", across replicas): each lease record carries its
- * calls of the last lease's life; the learner replays them with its own, in time order, up
- * to the moment every record has reached. With no other record in play the calls pass
- * straight through. Pure logic: time is passed in.
+ * Every replica's calls, in the order they started and ended, for the learner's limit rule (docs/governor.md, "Across
+ * replicas the learner weighs every replica's calls"): replayed in time order up to the moment every record reached;
+ * with no other record in play the calls pass straight through. Pure logic: time is passed in.
  */
 /** What the limit rule (knee-estimator.ts) learns from one call's end. */
 export interface Answer {
@@ -75,8 +73,8 @@ export function decodeCalls(text: string): { at: number; calls: CallEntry[] } | 
 }
 
 type Local = { kind: string; load: number; startedAt: number; serial: number | null; answer: Answer | null }
-/** Another replica's calls: as of its last record, those ended not yet given (by id), those given (by id, when they ended) and the earliest such end at most, those in flight, and the serials of those started here by key. */
-type Remote = { at: number; ended: Map<string, CallEntry>; done: Map<string, number>; doneFrom: number; inFlight: CallEntry[]; started: Map<string, number[]> }
+/** Another replica's calls: as of its last record, those ended not yet given (by id), those given (by id, when they ended), those in flight, and the serials of those started here by key. */
+type Remote = { at: number; ended: Map<string, CallEntry>; done: Map<string, number>; inFlight: CallEntry[]; started: Map<string, number[]> }
 type Event = { t: number; end: boolean; run: () => void }
 
 export class AnswerTimeline {
@@ -135,18 +133,16 @@ export class AnswerTimeline {
       const decoded = r.calls === undefined ? null : decodeCalls(r.calls)
       if (decoded === null) continue
       seen.add(r.run)
-      const remote = this.#remote.get(r.run) ?? { at: -Infinity, ended: new Map(), done: new Map(), doneFrom: Infinity, inFlight: [], started: new Map() }
+      const remote = this.#remote.get(r.run) ?? { at: -Infinity, ended: new Map(), done: new Map(), inFlight: [], started: new Map() }
       if (decoded.at < remote.at) continue
       remote.at = decoded.at
       remote.inFlight = decoded.calls.filter((c) => c.at === null)
+      // An end not given yet: past the moment given, or of a call started here (else its moment went by without it).
       for (const c of decoded.calls) {
-        if (c.at === null) continue
-        const k = keyOf(c)
-        if (c.at <= this.#released && !remote.started.has(k)) continue
-        const id = `${k}|${c.at}`
-        if (!remote.done.has(id)) remote.ended.set(id, c)
+        const id = `${keyOf(c)}|${c.at}`
+        if (c.at !== null && !remote.done.has(id) && (c.at > this.#released || remote.started.has(keyOf(c)))) remote.ended.set(id, c)
       }
-      forgetDone(remote, now - 2 * this.#keepMs)
+      for (const [id, at] of remote.done) if (at < now - 2 * this.#keepMs) remote.done.delete(id)
       this.#remote.set(r.run, remote)
     }
     let horizon = now
@@ -181,8 +177,7 @@ export class AnswerTimeline {
       if (call.answer !== null && call.answer.at <= horizon) add(call.answer.at, true, () => this.#endLocal(token, call, horizon), call.startedAt)
     }
     for (const remote of this.#remote.values()) {
-      const pending = new Map<string, number>()
-      for (const [k, serials] of remote.started) pending.set(k, serials.length)
+      const pending = new Map([...remote.started].map(([k, serials]) => [k, serials.length]))
       // A call started here already is not started again; returns its key.
       const startOnce = (c: CallEntry): string => {
         const k = keyOf(c)
@@ -196,7 +191,6 @@ export class AnswerTimeline {
         if ((c.at as number) <= horizon) {
           remote.ended.delete(id)
           remote.done.set(id, c.at as number)
-          remote.doneFrom = Math.min(remote.doneFrom, c.at as number)
           add(c.at as number, true, () => this.#endRemote(remote, k, c), c.startedAt)
         }
       }
@@ -237,14 +231,3 @@ export class AnswerTimeline {
 const keyOf = (c: CallEntry): string => `${c.startedAt}|${c.kind}`
 /** The end, at `at`, of a call whose answer is out of reach: it says nothing. */
 const silentEnd = (at: number): CallEntry => ({ startedAt: at, at, kind: '', outcome: 'other', timed: false })
-
-/** Drops the calls given that ended before `before`; the whole list is read only when one did (most renewals drop none). */
-function forgetDone(remote: Remote, before: number): void {
-  if (remote.doneFrom >= before) return
-  let from = Infinity
-  for (const [id, at] of remote.done) {
-    if (at < before) remote.done.delete(id)
-    else from = Math.min(from, at)
-  }
-  remote.doneFrom = from
-}

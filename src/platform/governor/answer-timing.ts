@@ -18,13 +18,7 @@ export interface LoopTime {
   lateWithin(ms: number): number
 }
 
-/**
- * Whether the answer handled now, `latencyMs` after its call started, is timed (docs/governor.md, "The gateway's own time"):
- * the first answer the loop read since it last waited for an event, its work since then and every wake's wait for a core
- * while the call was in flight within OWN_WORK_SHARE of the latency. The loop waits only once no event is ready, so the
- * answer came as that wait began or later; answers that came with it are read after it, their ends apart by the
- * gateway's work, and are ends only.
- */
+/** Whether the answer handled now, `latencyMs` after its call started, is timed: the first the loop read since it last waited for an event, its work since then and every wake's wait for a core while the call was in flight within OWN_WORK_SHARE of the latency (docs/governor.md, "The gateway's own time"). */
 export function answerTiming(loop: () => LoopTime = processLoop()): (latencyMs: number) => boolean {
   return (latencyMs) => {
     const now = loop()
@@ -66,11 +60,10 @@ export class LateWakes {
 }
 
 /**
- * How late this process's loop wakes: a timer every LATE_PROBE_MS, its lateness less the loop's work since it last fired.
- * One per process, started with the first governor, stopped once no answer came for LATE_MEMORY_MS (the next starts it
- * again); it never holds the process open.
- * Its firings and every answer's reading mark the loop, one mark for every governor of the process: the loop's idle time
- * grows only while it waits for an event, so its work since then is at most its work since the last mark before that.
+ * How late this process's loop wakes: a timer every LATE_PROBE_MS, its lateness less the loop's work since it last fired;
+ * one per process, stopped once no answer came for LATE_MEMORY_MS, never holding the process open. Its firings and every
+ * answer's reading mark the loop: its idle time grows only while it waits for an event, so its work since is at most its
+ * work since the last mark before that.
  */
 class LateProbe {
   #due = performance.now() + LATE_PROBE_MS

@@ -61,8 +61,8 @@ export class FaultWatch {
   }
   /** A cut is over once a FAULT_MS passed and an answer came after it. */
   over(now: number): boolean { return now - this.#lastCut >= FAULT_MS && this.#answeredSinceCut }
-  /** A fault's span begins (from the FAULT_MS it was judged over) or ends; spans ended before `before` are forgotten. */
-  begin(now: number): void { this.#spans.push({ from: now - FAULT_MS, to: Infinity }) }
+  /** A fault's span begins (from the FAULT_MS it was judged over) unless one is under way, or ends; spans ended before `before` are forgotten. */
+  begin(now: number): void { if (this.#spans.at(-1)?.to !== Infinity) this.#spans.push({ from: now - FAULT_MS, to: Infinity }) }
   end(now: number): void { if (this.#spans.at(-1)?.to === Infinity) (this.#spans.at(-1) as { to: number }).to = now }
   forget(before: number): void { this.#spans = this.#spans.filter((f) => f.to > before) }
   /** Whether a call from `startedAt` to `at` met a fault (one under way included). */

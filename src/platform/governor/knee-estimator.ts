@@ -5,8 +5,7 @@
  */
 
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
-import { atLeast, endAt } from './calls-ahead.js'
-import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, highestRoom, probeFall, verdicts } from './knee-verdicts.js'
+import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, highestRoom, probeFall, verdicts } from './knee-verdicts.js'
 import { StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
@@ -79,8 +78,7 @@ export class KneeEstimator {
   #latencyMs: number | null = null
   #timeline: AnswerTimeline | null = null
   #now: () => number = () => 0
-  constructor(opts: KneeOptions) {
-    const { initial, min, max } = opts
+  constructor({ initial, min, max }: KneeOptions) {
     if (!Number.isInteger(min) || min < 1) throw new RangeError(`KneeEstimator: min must be an integer ≥ 1 (got ${min})`)
     if (!Number.isInteger(max) || max < min) throw new RangeError(`KneeEstimator: max must be an integer ≥ min ${min} (got ${max})`)
     this.#min = min
@@ -127,7 +125,7 @@ export class KneeEstimator {
   #end(a: Answer): void {
     const call = this.#calls.get(a.window)
     if (call === undefined) return
-    this.#pause(a)
+    this.#silenceEnded(a)
     // It overtook a call: one started before it, here, is still in flight (the map keeps start order).
     this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
     this.#calls.delete(a.window)
@@ -141,18 +139,17 @@ export class KneeEstimator {
   }
   /** Another replica's limit and knee (the shared record): taken as they are; a limit below the knee is a fault here too. */
   adopt(limit: number, knee: number, now: number): Step | null {
-    const [l, k, wasFault] = [this.#clamp(limit), this.#clamp(knee), this.#phase === 'fault']
+    const [l, k] = [this.#clamp(limit), this.#clamp(knee)]
     if (l === this.#limit && k === this.#knee) return null
     this.#knee = k
     this.#phase = l < k ? 'fault' : 'cruise'
-    if (this.#phase !== 'fault') this.#faults.end(now)
-    else if (!wasFault) this.#faults.begin(now)
+    if (this.#phase === 'fault') this.#faults.begin(now)
+    else this.#faults.end(now)
     return this.#moved(l, 'adopted')
   }
-  pause(now: number): Step | null { return this.#fault(now) } // the platform paused the whole credential: a fault
   /** Watches for faults (fault-watch.ts: `overdueSince`, seats.ts, and no answer for a while is silence; a queue keeps answers coming) and moves the knee as the evidence says; null while nothing moves. */
   tick(now: number, overdueSince: number | null): Step | null {
-    if (this.#faults.shows(now, overdueSince)) return this.#fault(now)
+    if (this.#faults.shows(now, overdueSince)) return this.pause(now)
     this.#prune(now)
     if (this.#phase === 'fault') return this.#faults.over(now) ? this.#restore(now) : null
     if (now - this.#decidedAt < DECIDE_MS || this.#newCalls < MIN_CALLS) return null
@@ -214,8 +211,7 @@ export class KneeEstimator {
       return this.#setKnee(queueBelow ? this.#served(best, k, now) : this.#timeline?.merging ? k : Math.max(k, Math.min(room, this.#limit - 1)), 'queue', 1)
     }
     // A sure queue at the probe seat: the seat goes, and K falls to the likeliest w below it when that is below K and K is not within TIE of it (knee-verdicts.ts).
-    const probe = verdicts(ll, k + 1)
-    const known = probe.queueBelow && !this.#timeline?.merging
+    const known = verdicts(ll, k + 1).queueBelow && !this.#timeline?.merging
     this.#queueSeen ||= known && this.#limit > k
     if (known && this.#limit > k) {
       const to = this.#served(probeFall(ll, k), k, now)
@@ -226,8 +222,7 @@ export class KneeEstimator {
   /** K and the limit go to `to`, no seat past it (the start ends): answers a second fell past it (a peak), or a dip across replicas (put back unless it gives FALL more: ThroughputLevels.recheck). */
   #fellTo(to: number, dip: boolean): Step {
     this.#levels.wentDown(to, dip, this.#limit, this.#knee, this.#serial)
-    ;[this.#phase, this.#past, this.#queueSeen] = ['cruise', 1, this.#queueSeen || !dip]
-    this.#longWaits()
+    ;[this.#phase, this.#past, this.#queueSeen, this.#since] = ['cruise', 1, this.#queueSeen || !dip, noWait()]
     this.#knee = this.#clamp(to)
     return this.#moved(this.#knee, 'throughput')
   }
@@ -318,7 +313,7 @@ export class KneeEstimator {
     this.#newCalls++
   }
   /** An end after a silence (UsualGaps) across which a call was in flight (one started before the end before it: not an idle moment) ends a pause of the platform: every call in flight then met it, their own times untimed. */
-  #pause(a: Answer): void {
+  #silenceEnded(a: Answer): void {
     if (a.outcome === 'overload') return
     const first = this.#calls.values().next().value as Call
     if (this.#gaps.add(a.at) && first.endsBefore < this.#endsDropped + this.#endAt.length) this.#paused = this.#serial
@@ -360,13 +355,11 @@ export class KneeEstimator {
   }
   /** Whether a call from `startedAt` to `at` met a fault (one under way included): it teaches nothing, of the limit or of its kind's time. */
   metFault(startedAt: number, at: number): boolean { return this.#faults.met(startedAt, at) }
-  /** The limit in force (at most the knee) halves, at most once a FAULT_MS; the knee stays. */
-  #fault(now: number): Step | null {
+  /** A fault (overload, silence, or the platform paused the whole credential): the limit in force (at most the knee) halves, at most once a FAULT_MS; the knee stays. */
+  pause(now: number): Step | null {
     if (!this.#faults.cut(now)) return null
-    if (this.#phase !== 'fault') {
-      this.#starting = this.#phase === 'start'
-      this.#faults.begin(now)
-    }
+    if (this.#phase !== 'fault') this.#starting = this.#phase === 'start'
+    this.#faults.begin(now)
     this.#phase = 'fault'
     return this.#set(Math.max(this.#min, Math.floor(Math.min(this.#limit, this.#knee) / 2)), 'fault')
   }

@@ -1,4 +1,5 @@
-// The limit rule's verdicts over the log-likelihood of each guess w of the workers (index w − 1; knee-estimator.ts). Pure.
+// The limit rule's arithmetic (knee-estimator.ts): its verdicts over the log-likelihood of each guess w of the
+// workers (index w − 1), and the calls ahead of an answer (when k had ended, how likely so soon). Pure.
 
 /** A side is taken when e^SURE times likelier than the other (≈ 20). */
 export const SURE = 3
@@ -7,18 +8,17 @@ export const MIN_CALLS = 8
 /** The spread of own times (log) assumed before answers show it, worth PRIOR_DOF answers: a few answers alike prove nothing. */
 export const PRIOR_SPREAD = 0.3
 export const PRIOR_DOF = 10
+/** Guesses within TIE of each other are within one standard error (a log-likelihood falls by 1/2 at one standard error from its peak): the evidence does not tell them apart. */
+export const TIE = 0.5
+
+const max = (a: number, b: number): number => Math.max(a, b)
 
 /** Whether the evidence surely puts W below `level` (the likeliest w below it e^SURE times likelier than any at or above it), and the likeliest w below it. */
 export function verdicts(ll: Float64Array, level: number): { queueBelow: boolean; best: number } {
-  let [below, best] = [-Infinity, 1]
-  for (let i = 0; i < Math.min(level - 1, ll.length); i++) if (ll[i]! > below) [below, best] = [ll[i]!, i + 1]
-  let above = -Infinity
-  for (let i = Math.max(0, level - 1); i < ll.length; i++) above = Math.max(above, ll[i]!)
-  return { queueBelow: below - above > SURE, best }
+  const below = ll.subarray(0, Math.max(0, level - 1))
+  const likeliest = below.reduce(max, -Infinity)
+  return { queueBelow: likeliest - ll.subarray(Math.max(0, level - 1)).reduce(max, -Infinity) > SURE, best: Math.max(1, below.indexOf(likeliest) + 1) }
 }
-
-/** Guesses within TIE of each other are within one standard error (a log-likelihood falls by 1/2 at one standard error from its peak): the evidence does not tell them apart. */
-export const TIE = 0.5
 
 /** Where a sure queue at the probe seat (`knee` + 1) puts the knee: the likeliest w below the seat, or the knee itself where it is within TIE of that (the evidence does not tell the knee from it). */
 export function probeFall(ll: Float64Array, knee: number): number {
@@ -36,4 +36,24 @@ export function highestRoom(ll: Float64Array): number {
     if (suffix - prefix[i - 1]! > SURE) return i + 1
   }
   return 0
+}
+
+/** A(k): when k calls ahead had ended, this replica's counted and the others' at `rate` (per ms; 0: none, the k-th end seen here); null: not before the last end seen. */
+export function endAt(ends: readonly number[], rate: number, k: number): number | null {
+  if (rate === 0) return k <= ends.length ? (ends[k - 1] as number) : null
+  let seen = 0
+  for (const e of ends) {
+    if (seen + rate * e >= k) return (k - seen) / rate
+    if (++seen + rate * e >= k) return e
+  }
+  return rate > 0 ? (k - seen) / rate : null
+}
+
+/** The chance that `m` or more of `of` calls ended, `mean` of them expected (Poisson). */
+export function atLeast(m: number, of: number, mean: number): number {
+  if (m <= 0) return 1
+  if (m > of || mean <= 0) return 0
+  let [term, below] = [Math.exp(-mean), 0]
+  for (let j = 0; j < m; j++, term *= mean / j) below += term
+  return Math.max(0, 1 - below)
 }

@@ -4,12 +4,7 @@
 
 import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE } from './knee-verdicts.js'
 
-/**
- * A level's answers a second are weighed against those of the levels below it measured
- * within RECENT_MS (the level the limit left was held a DECIDE_MS before; a drift moves a
- * level little in it): FALL less, by √(2·SURE) standard errors at least, puts the knee at the
- * best of them (a platform whose calls slow past its knee gives that less a few calls past it).
- */
+/** A level is weighed against those below it measured within RECENT_MS (the level the limit left was held a DECIDE_MS before; a drift moves a level little in it): FALL less, surely, is a fall (a platform whose calls slow past its knee gives that less a few calls past it). */
 export const RECENT_MS = 5_000
 export const FALL = 0.1
 // FALL less answers a second, as a difference of their logs.
@@ -19,12 +14,7 @@ export const DIP = 1 - 2 * FALL
 /** A dip put back is not tried again for DIP_MS: it costs a second or two of DIP of the seats, once a minute at most. */
 export const DIP_MS = 60_000
 
-/**
- * Per level of calls in flight at a call's start: the weight of its answers fading over
- * EVIDENCE_MS (whether it was measured); over RECENT_MS (what it gives now) their weight,
- * Σ of their kinds' first latency and of their latency (ms), Σ and Σ² of their log answers
- * a second (the level over the latency, against its kind's first); when the last came.
- */
+/** Per level of calls in flight at a call's start: its answers' weight over EVIDENCE_MS (whether it was measured); over RECENT_MS (what it gives now) their weight, Σ of their kinds' first and lowest latency and of their latency (ms), Σ and Σ² of their log answers a second; when the last came. */
 type Level = { n: number; m: number; base: number; low: number; lat: number; sum: number; sum2: number; at: number }
 /** A dip checked: the level it went to, the answers a second of the level left, the limit and knee before, the last serial started then, and the level's answers since. */
 type Check = { index: number; mean: number; limit: number; knee: number; serial: number; fresh: Level }
@@ -33,22 +23,16 @@ const noLevel = (): Level => ({ n: 0, m: 0, base: 0, low: 0, lat: 0, sum: 0, sum
 const rate = (i: number, l: Level): number => Math.log(i + 1) + Math.log(l.base / l.lat)
 
 export class ThroughputLevels {
-  readonly #max: number
   readonly #levels: Level[]
   #check: Check | null = null
   // When a dip was last put back.
   #dipBack = -Infinity
 
   constructor(max: number) {
-    this.#max = max
     this.#levels = Array.from({ length: max }, noLevel)
   }
 
-  /**
-   * An answer to a call that took the limit's last seat counts at its `level`, in its kind's
-   * unit (`baseLog`: the log of its kind's first latency); a dip's level counts only calls
-   * started after the dip began (`serial`, the call's); `lowMs` is its kind's lowest latency (`served`).
-   */
+  /** An answer to a call that took the limit's last seat, at its `level`, in its kind's unit (`baseLog`: its first latency's log; `lowMs`: its lowest); a dip's level counts only calls started after the dip began (`serial`). */
   measure(level: number, weight: number, baseLog: number, latency: number, at: number, serial: number, lowMs = latency): void {
     const index = level - 1
     const y = Math.log(level) - Math.log(latency) + baseLog
@@ -63,36 +47,29 @@ export class ThroughputLevels {
     for (const l of this.#levels) [l.n, l.m, l.base, l.low, l.lat, l.sum, l.sum2] = [l.n * evidence, l.m * g, l.base * g, l.low * g, l.lat * g, l.sum * g, l.sum2 * g]
   }
 
-  /**
-   * Where the likelihood shows room at the limit (`room`: the highest w it does; a queue below
-   * it explains a fall) and the limit's level gives FALL less (#fell) than the best level below
-   * it, all within RECENT_MS: that level, or one below where no other below was measured (a
-   * step down, to see whether fewer give more).
-   */
+  /** Where the likelihood shows room at the limit (`room`; a queue below it explains a fall) and the limit's level fell (#fell) from the best below it, all within RECENT_MS: that level, or one below where no other below was measured (a step down). */
   peak(now: number, limit: number, min: number, room: () => number): number | null {
-    const recent = (i: number) => this.#recent(i, now)
-    const top = Math.min(limit, this.#max) - 1
-    if (!recent(top)) return null
+    const top = Math.min(limit, this.#levels.length) - 1
+    if (!this.#recent(top, now)) return null
     let best = -1
-    for (let i = 0; i < top; i++) if (recent(i) && (best < 0 || this.#mean(i) > this.#mean(best))) best = i
+    for (let i = 0; i < top; i++) if (this.#recent(i, now) && (best < 0 || this.#mean(i) > this.#mean(best))) best = i
     if (best < 0 || room() <= top || !this.#fell(best, top)) return null
-    for (let i = 0; i < best; i++) if (recent(i)) return best + 1
+    for (let i = 0; i < best; i++) if (this.#recent(i, now)) return best + 1
     return Math.max(min, best)
   }
 
   /** Across replicas, the limit's level measured within RECENT_MS and none from DIP of it up, no dip put back within DIP_MS: DIP of it, for the limit to go to (wentDown); else null. */
   dip(now: number, limit: number, min: number): number | null {
-    const recent = (i: number) => this.#recent(i, now)
-    const top = Math.min(limit, this.#max) - 1
+    const top = Math.min(limit, this.#levels.length) - 1
     const low = Math.max(min, Math.floor((top + 1) * DIP))
-    if (low > top || !recent(top) || now - this.#dipBack < DIP_MS) return null
-    for (let i = low - 1; i < top; i++) if (recent(i)) return null
+    if (low > top || !this.#recent(top, now) || now - this.#dipBack < DIP_MS) return null
+    for (let i = low - 1; i < top; i++) if (this.#recent(i, now)) return null
     return low
   }
 
   /** The limit goes down to `to` from `limit` and `knee`: after a dip (`dip`) the calls started after `serial` measure its level against the level it left; a fall ends a dip's check. */
   wentDown(to: number, dip: boolean, limit: number, knee: number, serial: number): void {
-    this.#check = dip ? { index: to - 1, mean: this.#mean(Math.min(limit, this.#max) - 1), limit, knee, serial, fresh: noLevel() } : null
+    this.#check = dip ? { index: to - 1, mean: this.#mean(Math.min(limit, this.#levels.length) - 1), limit, knee, serial, fresh: noLevel() } : null
   }
 
   /** A dip's level, measured: the limit and knee to put back where it gives not FALL more than the level it left (fewer give no more); else, or not measured yet, null. */
@@ -108,19 +85,14 @@ export class ThroughputLevels {
   /** Of `past` seats beyond `knee`, those short of the first level above it measured giving FALL less than `knee`. */
   belowFall(knee: number, past: number): number {
     if (this.#levels[knee - 1]!.n < MIN_CALLS) return past
-    for (let i = knee; i < Math.min(knee + past, this.#max); i++) if (this.#levels[i]!.n >= MIN_CALLS && this.#fell(knee - 1, i)) return i - knee
+    for (let i = knee; i < Math.min(knee + past, this.#levels.length); i++) if (this.#levels[i]!.n >= MIN_CALLS && this.#fell(knee - 1, i)) return i - knee
     return past
   }
 
-  /**
-   * The most workers' worth of answers a second a level gave within RECENT_MS of `now`: its
-   * answers a second times its kinds' lowest latency (the level times the ratio of their Σs),
-   * whole. Under the model W workers of own times no shorter than that give no more, so a
-   * queue's verdict puts the knee no lower (docs/governor.md, "Cruise"); 0: none measured.
-   */
+  /** The most workers' worth of answers a second a level gave within RECENT_MS: the level times its kinds' Σ lowest latency over Σ latency, whole (a queue's verdict puts the knee no lower: docs/governor.md, "Cruise"); 0: none measured. */
   served(now: number): number {
     let most = 0
-    for (let i = 0; i < this.#max; i++) if (this.#recent(i, now)) most = Math.max(most, Math.floor(((i + 1) * this.#levels[i]!.low) / this.#levels[i]!.lat))
+    for (let i = 0; i < this.#levels.length; i++) if (this.#recent(i, now)) most = Math.max(most, Math.floor(((i + 1) * this.#levels[i]!.low) / this.#levels[i]!.lat))
     return most
   }
 
@@ -139,25 +111,13 @@ export class ThroughputLevels {
   }
 }
 
-/**
- * The start ends at a level whose answers a second fall short of 1 + START_GAIN × (its ratio to
- * the level before − 1) times those of the level before (docs/governor.md, "Start"): half the
- * gain of a platform that scales (twice the calls in flight, twice the answers a second: Little's
- * law below the knee), where a platform at its knee gives no more (a queue) or fewer (calls
- * slower past it).
- */
+/** The start ends at a level surely short of 1 + START_GAIN × (its ratio to the level before − 1) times the answers a second of the level before: half a scaling platform's gain (docs/governor.md, "Start"). */
 export const START_GAIN = 0.5
 
 /** Per kind, at a level the start held: the ends counted, Σ and Σ² of their log latency. */
 type KindEnds = { n: number; sum: number; sum2: number }
 
-/**
- * The answers a second of each level the start held (the limit at a call's start), from the
- * ends of its calls, timed or not (an end is an end whatever the gateway's loop did). Below the
- * knee a level's calls are in flight at once as its callers hold its seats, so Little's law gives
- * it the level over its calls' latency: two levels are told apart by their latency, kind against
- * kind (a level's mix of kinds is its moment's, not the platform's).
- */
+/** The answers a second of each level the start held (the limit at a call's start), from its calls' ends, timed or not, read by Little's law kind against kind (docs/governor.md, "Start"). */
 export class StartLevels {
   readonly #levels = new Map<number, Map<string, KindEnds>>()
 
@@ -169,14 +129,7 @@ export class StartLevels {
     kinds.set(kind, { n: k.n + 1, sum: k.sum + y, sum2: k.sum2 + y * y })
   }
 
-  /**
-   * Whether the start doubles from `limit` ('double'), or the knee it ends at: where `limit` has
-   * MIN_CALLS ends and so has a level below it (the highest: the level before), and its answers a
-   * second, kind against kind, fall short of START_GAIN's growth on that level's by √(2·SURE)
-   * standard errors at least (as a fall is read in cruise: ThroughputLevels), the most workers'
-   * worth a level up to it gave, no more than the level itself (#worth); else (the start's first
-   * level, a level not yet measured, no kind answered at both, growth not surely short) 'double'.
-   */
+  /** The knee the start ends at, where `limit` and the level before have MIN_CALLS ends and `limit`'s fall surely short of START_GAIN's growth (√(2·SURE) standard errors): the most workers' worth a level up to it gave (#worth); else 'double'. */
   verdict(limit: number): 'double' | number {
     const measured = [...this.#levels.keys()].filter((l) => l <= limit && ends(this.#levels.get(l)!) >= MIN_CALLS).sort((a, b) => a - b)
     const below = measured.filter((l) => l < limit).at(-1)
@@ -186,13 +139,7 @@ export class StartLevels {
     return Math.max(...measured.map((l) => this.#worth(l, measured[0]!)))
   }
 
-  /**
-   * The workers' worth of answers a second `level` gave, counted in the start's first level
-   * measured (`unit`: the start begins low, below the knee, each of its calls a worker), whole,
-   * no more than the level: a queue's level gives its workers' worth, a level past the knee of a
-   * platform whose calls slow past it less than the levels below it; the level itself where no
-   * kind was answered at both.
-   */
+  /** The workers' worth of answers a second `level` gave, counted in the start's first level measured (`unit`: each of its calls had a worker), whole, no more than the level; 0 where no kind was answered at both. */
   #worth(level: number, unit: number): number {
     const g = level === unit ? null : this.#gain(level, unit)
     return g === null ? (level === unit ? unit : 0) : Math.min(level, Math.round(unit * Math.exp(g.gain)))
@@ -213,8 +160,5 @@ export class StartLevels {
   }
 }
 
-const ends = (kinds: Map<string, KindEnds>): number => {
-  let n = 0
-  for (const k of kinds.values()) n += k.n
-  return n
-}
+/** The ends counted at a level, every kind's. */
+const ends = (kinds: Map<string, KindEnds>): number => [...kinds.values()].reduce((n, k) => n + k.n, 0)
