@@ -197,7 +197,6 @@ export class KneeEstimator {
     const room = highestRoom(ll)
     const reach = this.#since.reach > 0 && !this.#queueSeen ? Math.min(this.#limit, this.#since.reach) : this.#limit
     const bears = this.#longWaits() ?? Infinity
-    if (this.#limit > k && room > k) this.#roomShown()
     if (this.#limit > k && room >= reach && (reach === this.#limit || !verdicts(ll, this.#limit).queueBelow)) {
       this.#past = Math.min(2 * this.#past, bears)
       return this.#setKnee(this.#limit, 'grew', this.#levels.belowFall(this.#limit, this.#past))
