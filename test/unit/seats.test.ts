@@ -432,35 +432,6 @@ describe('who gets a free seat', () => {
     expect(years.every((c) => c.seat !== null)).toBe(true)
   })
 
-  it('owes no seat to a team that came back past the linger from its last quiet; one that comes back within it again is owed its seats', async () => {
-    const clock = fakeClock()
-    const { s, work, order } = seats(clock, { limit: 4, queueLimit: 100 })
-    work.answered('b', 'year', 4000)
-    // A burst of two every 10 s: each burst comes back past the linger from the quiet after the one before.
-    const burst = async () => {
-      const calls = [call(s, order, 'burst'), call(s, order, 'burst')]
-      await settle()
-      calls.forEach((c) => answer(c, 100))
-    }
-    await burst()
-    clock.advance(10_000)
-    await burst()
-    // Team b's year-long calls fill every seat: none is kept for the burst.
-    const years = Array.from({ length: 4 }, () => call(s, order, 'b', { workClass: 'year' }))
-    await settle()
-    expect([s.running('b'), s.heldBack().owed]).toEqual([4, 0])
-    years.forEach((c) => answer(c, 4000))
-    // Back within the linger from that quiet: it lingers again, and its two seats are kept from long calls.
-    clock.advance(1_000)
-    await burst()
-    const more = Array.from({ length: 4 }, () => call(s, order, 'b', { workClass: 'year' }))
-    await settle()
-    expect([s.running('b'), s.heldBack().owed]).toEqual([2, 2])
-    clock.advance(LINGER_MS)
-    await settle()
-    expect(more.every((c) => c.seat !== null)).toBe(true)
-  })
-
   // A lease of 4 seats whose shares, worked out over every replica, give the dashboard 2 here and b 2.
   const acrossReplicas: SeatLease = { held: 4, size: () => 4, shares: () => ({ targets: new Map([['dash', 2], ['b', 2]]), lent: 0, shares: new Map([['dash', 2], ['b', 2]]), heldElsewhere: new Map(), charged: new Map() }), elsewhere: () => 0, saturated: () => true, demand: () => undefined, onGrown: () => undefined, answered: () => undefined, waited: () => undefined }
   it.each([

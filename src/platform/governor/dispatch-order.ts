@@ -16,11 +16,11 @@ type WaitingCall = Queued & { workClass: string }
 
 const NONE: ReadonlyMap<string, number> = new Map()
 
-/** The shares the rule reads: the lease's across replicas, or worked out here alone over `capacity` (owed: whole seats, to the teams that come back within the linger; "Words"). */
-export function sharesView(across: LeaseShares | null, capacity: number, teams: LocalTeam[], comesBack: (team: string) => boolean = () => true): SharesView {
+/** The shares the rule reads: the lease's across replicas, or worked out here alone over `capacity` (owed: whole seats; "Words"). */
+export function sharesView(across: LeaseShares | null, capacity: number, teams: LocalTeam[]): SharesView {
   if (across) return { ...across, teams, owed: owedSeats(across.targets, teams), one: false }
   const targets = fairShares(capacity, teams)
-  return { targets, lent: 0, shares: targets, heldElsewhere: NONE, charged: NONE, teams, owed: owedSeats(targets, teams.filter((t) => comesBack(t.team)), true), one: true }
+  return { targets, lent: 0, shares: targets, heldElsewhere: NONE, charged: NONE, teams, owed: owedSeats(targets, teams, true), one: true }
 }
 
 /** What the dispatch rule reads of one credential's seats on this replica, at one instant. */

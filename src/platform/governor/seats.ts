@@ -143,7 +143,7 @@ export class CredentialSeats {
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
     const priority = req.priority ?? 'caller'
     const now = this.#clock.now()
-    this.#teams.asked(team, this.#queue.count(team, null), now)
+    this.#teams.asked(team, now)
     const expected = this.#o.work.neededMs(team, req.workClass, now)
     let sendBy = req.deadline - (expected ?? 0)
     if (sendBy <= now) {
@@ -222,7 +222,7 @@ export class CredentialSeats {
   }
 
   #localTeams(): LocalTeam[] { return this.#teams.active(this.#clock.now(), this.#queue.countByTeam(null), (t) => this.#weight(t), (t) => this.limitsOf(t).maxConcurrent) }
-  #shares(): SharesView { return sharesView(this.#lease?.shares() ?? null, this.capacity, this.#localTeams(), (t) => this.#teams.comesBack(t)) }
+  #shares(): SharesView { return sharesView(this.#lease?.shares() ?? null, this.capacity, this.#localTeams()) }
   /** Each team's tag is charged with the seat-time its calls held on the other replicas. */
   #chargeElsewhere(): void { this.#teams.chargeElsewhere(this.#lease?.shares()?.charged, (t) => this.#weight(t)) }
 

@@ -10,8 +10,8 @@ export const RETURN_MS = 100
 /** A call in flight: its start, when it is overdue (Infinity once answered), whether it was expected short. */
 export type RunningCall = { at: number; dueAt: number; short: boolean }
 
-/** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`; when a call of it last ended and whether that call was expected short, and whether it came back within the linger from its last quiet; when its queue last emptied. */
-export interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number; lastEnd: number; lastShort: boolean; returns: boolean; emptiedAt: number }
+/** One team's seats on one replica (docs/governor.md, "State"): its calls in flight (seats held), its tag is seat-time charged over its weight; its peak, the most it held and waited for at once since `peakAt`; when a call of it last ended and whether that call was expected short; when its queue last emptied. */
+export interface TeamAccount { seatMs: number; running: Set<RunningCall>; tag: number; lastAsked: number; peak: number; peakAt: number; lastEnd: number; lastShort: boolean; emptiedAt: number }
 
 /** The teams' accounts of one credential on one replica, and which are active (holding, waiting, or asked within the linger). */
 export class TeamAccounts {
@@ -24,7 +24,7 @@ export class TeamAccounts {
   /** `team`'s account, opened at the virtual time. */
   of(team: string): TeamAccount {
     let seats = this.#teams.get(team)
-    if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, lastShort: false, returns: true, emptiedAt: -Infinity }))
+    if (!seats) this.#teams.set(team, (seats = { seatMs: 0, running: new Set(), tag: this.virtual, lastAsked: -Infinity, peak: 0, peakAt: -Infinity, lastEnd: -Infinity, lastShort: false, emptiedAt: -Infinity }))
     return seats
   }
 
@@ -82,16 +82,8 @@ export class TeamAccounts {
     return due <= now ? due : null
   }
 
-  /** `team` asks, `waiting` calls of it waiting: after a quiet (nothing held or waiting), whether it came back within the linger (a team's first ask: it did). */
-  asked(team: string, waiting: number, now: number): void {
-    const seats = this.of(team)
-    const quietFrom = Math.max(seats.lastAsked, seats.lastEnd)
-    if (seats.running.size === 0 && waiting === 0 && Number.isFinite(quietFrom)) seats.returns = now - quietFrom < LINGER_MS
-    seats.lastAsked = now
-  }
-
-  /** Whether `team` came back within the linger from its last quiet: on one replica, it is owed seats while it lingers only then. */
-  comesBack(team: string): boolean { return this.#teams.get(team)?.returns ?? true }
+  /** `team` asks: it lingers from now. */
+  asked(team: string, now: number): void { this.of(team).lastAsked = now }
 
   /** A team's demand (held and `waiting`) grew: its peak over the linger follows. */
   notePeak(team: string, waiting: number, now: number): void {
