@@ -139,8 +139,10 @@ export class AnswerTimeline {
       remote.inFlight = decoded.calls.filter((c) => c.at === null)
       // An end not given yet: past the moment given, or of a call started here (else its moment went by without it).
       for (const c of decoded.calls) {
-        const id = `${keyOf(c)}|${c.at}`
-        if (c.at !== null && !remote.done.has(id) && (c.at > this.#released || remote.started.has(keyOf(c)))) remote.ended.set(id, c)
+        if (c.at === null) continue
+        const k = keyOf(c)
+        const id = `${k}|${c.at}`
+        if (!remote.done.has(id) && (c.at > this.#released || remote.started.has(k))) remote.ended.set(id, c)
       }
       for (const [id, at] of remote.done) if (at < now - 2 * this.#keepMs) remote.done.delete(id)
       this.#remote.set(r.run, remote)

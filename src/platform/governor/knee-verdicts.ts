@@ -11,13 +11,13 @@ export const PRIOR_DOF = 10
 /** Guesses within TIE of each other are within one standard error (a log-likelihood falls by 1/2 at one standard error from its peak): the evidence does not tell them apart. */
 export const TIE = 0.5
 
-const max = (a: number, b: number): number => Math.max(a, b)
-
 /** Whether the evidence surely puts W below `level` (the likeliest w below it e^SURE times likelier than any at or above it), and the likeliest w below it. */
 export function verdicts(ll: Float64Array, level: number): { queueBelow: boolean; best: number } {
-  const below = ll.subarray(0, Math.max(0, level - 1))
-  const likeliest = below.reduce(max, -Infinity)
-  return { queueBelow: likeliest - ll.subarray(Math.max(0, level - 1)).reduce(max, -Infinity) > SURE, best: Math.max(1, below.indexOf(likeliest) + 1) }
+  let [below, best] = [-Infinity, 1]
+  for (let i = 0; i < Math.min(level - 1, ll.length); i++) if (ll[i]! > below) [below, best] = [ll[i]!, i + 1]
+  let above = -Infinity
+  for (let i = Math.max(0, level - 1); i < ll.length; i++) above = Math.max(above, ll[i]!)
+  return { queueBelow: below - above > SURE, best }
 }
 
 /** Where a sure queue at the probe seat (`knee` + 1) puts the knee: the likeliest w below the seat, or the knee itself where it is within TIE of that (the evidence does not tell the knee from it). */
