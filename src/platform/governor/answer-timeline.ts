@@ -1,27 +1,20 @@
-/**
- * Every replica's calls, in the order they started and ended, for the learner's limit rule (docs/governor.md, "Across
- * replicas the learner weighs every replica's calls"): replayed in time order up to the moment every record reached;
- * with no other record in play the calls pass straight through. Pure logic: time is passed in.
- */
-/** What the limit rule (knee-estimator.ts) learns from one call's end. */
+// Every replica's calls, in the order they started and ended, for the learner's limit rule (docs/governor.md, "Across
+// replicas the learner weighs every replica's calls"): replayed in time order up to the moment every record reached;
+// with no other record in play the calls pass straight through. Pure: time is passed in.
+
+/** What the limit rule learns from one call's end: `load`, the calls in flight on every replica at its start, itself included; `window`, its serial (what `started` returned); `timed` false, an end, not evidence (docs/governor.md, "The gateway's own time"). */
 export interface Answer {
-  /** When the call started and when it ended (epoch ms). */
   startedAt: number
   at: number
   team: string
-  /** The call's kind: its team and its work. */
   kind: string
-  /** Calls of the credential in flight when it started, itself included, on every replica. */
   load: number
-  /** What `started` returned for it. */
   window: number
-  /** ok: the platform worked on it and answered; overload: 502/503/504 or no connection; other (a call cut by its deadline among them): anything that says nothing of load. */
-  outcome: 'ok' | 'overload' | 'other'
-  /** False: its arrival is not known within OWN_WORK_SHARE of its latency (answer-timing.ts): an end, not evidence (knee-estimator.ts). */
+  outcome: 'ok' | 'overload' | 'other' // overload: 502/503/504 or no connection; other: says nothing of load (a call cut by its deadline)
   timed?: boolean
 }
 
-/** A record carries at most this many of its calls: the most recent. */
+/** docs/governor.md, "Constants". */
 export const CALLS_KEPT = 400
 
 /** Where the calls go, in the order they started and ended: the limit rule's evidence. */
@@ -82,8 +75,7 @@ export class AnswerTimeline {
   readonly #keepMs: number
   #token = 0
   readonly #local = new Map<number, Local>()
-  // This replica's most recent CALLS_KEPT calls ended, for its record: never more, so its
-  // memory is the same after a thousand calls as after a million.
+  // This replica's most recent CALLS_KEPT calls ended, for its record: its memory stays bounded.
   readonly #recent: CallEntry[] = []
   readonly #remote = new Map<string, Remote>()
   // Evidence given up to this moment; calls started and not ended in it.

@@ -1,31 +1,19 @@
-/**
- * The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its
- * reason): the seats in force follow the knee K, the platform's workers W as the order of
- * ends shows them. Pure logic: time is passed in.
- */
-
+// The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its reason). Pure: time is passed in.
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
 import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, highestRoom, probeFall, verdicts } from './knee-verdicts.js'
 import { StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
 
-/** The knee moves at most once a DECIDE_MS, after MIN_CALLS (knee-verdicts.ts) new answers: a decision weighs a burst whole; on one replica the likelihood moves the limit again once MIN_CALLS calls started since its last move have answered (its verdict is of the limit in force). */
+// docs/governor.md, "Constants".
 export const DECIDE_MS = 1000
-/** The evidence fades with this time constant: a platform may change its workers. */
 export const EVIDENCE_MS = 20_000
-/** What a call that could not have ended so soon costs a guess (log-likelihood): all but impossible, since a count may be off by one. */
 export const IMPOSSIBLE_LL = 10
-/** How much each answer moves its kind's pace (log own time): about the mean of its last 1 / PACE_GAIN answers, so a drift moves it, not the spread. */
 export const PACE_GAIN = 0.1
-/** Under this share of late answers overtaking a call started before them, calls end in the order they started: the order of ends tells no W, and the knee falls only once calls got slower. */
 export const OVERTAKEN = 0.05
-/** Ends and faults are remembered MEMORY_MS: those ahead of a call that takes up to that. */
 export const MEMORY_MS = 120_000
 
-/** start: doubling from initialConcurrent; cruise: at the knee (and its probe seat); fault: halved while the platform fails. */
 export type Phase = 'start' | 'cruise' | 'fault'
-/** Why the limit moved. */
 export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'fault' | 'restored' | 'adopted'
 export interface Step { limit: number; knee: number; move: Move }
 export interface KneeOptions { initial: number; min: number; max: number }
@@ -89,7 +77,6 @@ export class KneeEstimator {
     this.#ownMs = new Float64Array(max).fill(FAULT_MS)
     this.#levels = new ThroughputLevels(max)
   }
-  /** The seats in force, and the platform's knee as learned: the most calls it serves at once. */
   get limit(): number { return this.#limit }
   get knee(): number { return this.#knee }
   get phase(): Phase { return this.#phase }
@@ -323,7 +310,6 @@ export class KneeEstimator {
     for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) out.push(Math.max(0, this.#endAt[i]! - a.startedAt))
     return out
   }
-  /** The evidence fades with EVIDENCE_MS. */
   #fade(now: number): void {
     if (!Number.isFinite(this.#fadedAt)) this.#fadedAt = now
     if (now - this.#fadedAt < 100) return
@@ -344,7 +330,7 @@ export class KneeEstimator {
     ;[this.#movedSerial, this.#sinceMove] = [this.#serial, 0]
     return { limit: (this.#limit = limit), knee: this.#knee, move }
   }
-  /** As #set, the step given even where the limit stays (the knee moved). */
+  /** As #set, the step given even where only the knee moved. */
   #moved(limit: number, move: Move): Step { return this.#set(limit, move) ?? { limit: this.#limit, knee: this.#knee, move } }
   /** The fault is over: the limit is the knee's again (and the probe seat's); at a fresh start, the doubling goes on. */
   #restore(now: number): Step | null {
@@ -352,7 +338,7 @@ export class KneeEstimator {
     this.#phase = this.#starting ? 'start' : 'cruise'
     return this.#set(this.#clamp(this.#starting ? this.#knee : this.#knee + 1), 'restored')
   }
-  /** Whether a call from `startedAt` to `at` met a fault (one under way included): it teaches nothing, of the limit or of its kind's time. */
+  /** docs/governor.md, "Faults": a call that met one (under way included) teaches nothing. */
   metFault(startedAt: number, at: number): boolean { return this.#faults.met(startedAt, at) }
   /** A fault (overload, silence, or the platform paused the whole credential): the limit in force (at most the knee) halves, at most once a FAULT_MS; the knee stays. */
   pause(now: number): Step | null {

@@ -8,9 +8,8 @@ import { TeamAccounts } from './team-accounts.js'
 import { kindOf } from './work-estimates.js'
 import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clock.js'
 
-/** A call is charged at least this (ms): calls that end at once still take turns by weight. */
+// docs/governor.md, "Constants".
 const MIN_CHARGE_MS = 1
-/** A call running this many times its expected time is overdue: with no answer since, the platform is silent. */
 export const OVERDUE = 3
 
 /** A call waiting for a seat. One object and one listener per call, not closures over `ask`'s scope, which would keep its request while it waits. */
@@ -74,7 +73,6 @@ export class CredentialSeats {
   get seatsHeld(): number { return this.#lease?.held ?? this.inFlight }
   get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
 
-  /** The limit in force (the teams' shares are of it); a higher one starts queued calls. */
   setLimit(limit: number): void {
     const next = clamp(limit, this.#o.maxConcurrent)
     const raised = next > this.#limit
@@ -119,12 +117,11 @@ export class CredentialSeats {
 
   /** Since when a call in flight here, among the `atWorkers` started first, has been overdue (OVERDUE times its expected time), or null. */
   overdueSince(now = this.#clock.now(), atWorkers = Infinity): number | null { return this.#teams.overdueSince(now, atWorkers) }
-  /** Callers' calls waiting per team. */
   waiting(): Map<string, number> { return this.#queue.countByTeam() }
   /** `team`'s share of this replica's seats now (0 while it is not active). */
   shareOf(team: string): number { return this.#shares().targets.get(team) ?? 0 }
   running(team: string): number { return this.#teams.held(team) }
-  /** Seat-seconds charged to `team` on this replica, its calls still running included. */
+  /** Its calls still running included. */
   seatSeconds(team: string): number { return this.#teams.seatSeconds(team, this.#clock.now()) }
 
   /** The team's own ceilings (null: none), within the credential's. */
