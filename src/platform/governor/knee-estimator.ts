@@ -112,7 +112,9 @@ export class KneeEstimator {
   #end(a: Answer): void {
     const call = this.#calls.get(a.window)
     if (call === undefined) return
-    this.#silenceEnded(a)
+    // An end after a silence (UsualGaps) across which a call was in flight (one started before the end before it) ends a
+    // pause of the platform: every call in flight then met it, their own times untimed.
+    if (a.outcome !== 'overload' && this.#gaps.add(a.at) && (this.#calls.values().next().value as Call).endsBefore < this.#endsDropped + this.#endAt.length) this.#paused = this.#serial
     // It overtook a call: one started before it, here, is still in flight (the map keeps start order).
     this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
     this.#calls.delete(a.window)
@@ -137,7 +139,9 @@ export class KneeEstimator {
   /** Watches for faults (fault-watch.ts: `overdueSince`, seats.ts, and no answer for a while is silence; a queue keeps answers coming) and moves the knee as the evidence says; null while nothing moves. */
   tick(now: number, overdueSince: number | null): Step | null {
     if (this.#faults.shows(now, overdueSince)) return this.pause(now)
-    this.#prune(now)
+    const drop = this.#endAt.findIndex((t) => t >= now - MEMORY_MS)
+    if (drop > 1000) [this.#endsDropped, this.#endAt, this.#endSerial] = [this.#endsDropped + drop, this.#endAt.slice(drop), this.#endSerial.slice(drop)]
+    this.#faults.forget(now - MEMORY_MS)
     if (this.#phase === 'fault') return this.#faults.over(now) ? this.#restore(now) : null
     if (now - this.#decidedAt < DECIDE_MS || this.#newCalls < MIN_CALLS) return null
     this.#decidedAt = now
@@ -268,7 +272,10 @@ export class KneeEstimator {
     const latency = Math.max(1, a.at - a.startedAt)
     const load = Math.max(1, call.load)
     const remote = Math.max(0, load - 1 - call.local)
-    const [remoteShare, ends] = [load <= 1 ? 0 : remote / (load - 1), this.#aheadEnds(a, call)]
+    const remoteShare = load <= 1 ? 0 : remote / (load - 1)
+    // The ends of this replica's calls ahead of it while it was in flight, from its start (ms), in order.
+    const ends: number[] = []
+    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) ends.push(Math.max(0, this.#endAt[i]! - a.startedAt))
     const weight = 1 - remoteShare
     let st = this.#kinds.get(a.kind)
     const first = st === undefined
@@ -298,18 +305,6 @@ export class KneeEstimator {
     if (!first) this.#counted += weight
     this.#newCalls++
   }
-  /** An end after a silence (UsualGaps) across which a call was in flight (one started before the end before it: not an idle moment) ends a pause of the platform: every call in flight then met it, their own times untimed. */
-  #silenceEnded(a: Answer): void {
-    if (a.outcome === 'overload') return
-    const first = this.#calls.values().next().value as Call
-    if (this.#gaps.add(a.at) && first.endsBefore < this.#endsDropped + this.#endAt.length) this.#paused = this.#serial
-  }
-  /** The ends of this replica's calls ahead of `a` while it was in flight, from its start (ms), in order. */
-  #aheadEnds(a: Answer, call: Call): number[] {
-    const out: number[] = []
-    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) out.push(Math.max(0, this.#endAt[i]! - a.startedAt))
-    return out
-  }
   #fade(now: number): void {
     if (!Number.isFinite(this.#fadedAt)) this.#fadedAt = now
     if (now - this.#fadedAt < 100) return
@@ -319,11 +314,6 @@ export class KneeEstimator {
     for (const st of this.#kinds.values()) for (let i = 0; i < this.#max; i++) st.ss[i]! *= f
     this.#counted *= f
     for (const a of [this.#logs, this.#impossible]) for (let i = 0; i < this.#max; i++) a[i]! *= f
-  }
-  #prune(now: number): void {
-    const drop = this.#endAt.findIndex((t) => t >= now - MEMORY_MS)
-    if (drop > 1000) [this.#endsDropped, this.#endAt, this.#endSerial] = [this.#endsDropped + drop, this.#endAt.slice(drop), this.#endSerial.slice(drop)]
-    this.#faults.forget(now - MEMORY_MS)
   }
   #set(limit: number, move: Move): Step | null {
     if (limit === this.#limit) return null

@@ -97,8 +97,6 @@ export class LeasedSeats implements SeatLease {
   get replicas(): number { return this.#seen.size + 1 }
   /** Whether this replica learns the limit (the one whose calls answered most); true before it heard the others. */
   get learner(): boolean { return this.#plan?.learner ?? true }
-  /** Whether a renewal is on its way (it asked for seats). */
-  get #renewing(): boolean { return this.#asking !== Infinity }
 
   /** docs/governor.md, "Across replicas": the lease (shrunk under a lower limit), within the others' seats; the outage rule. */
   size(limit: number): number {
@@ -220,7 +218,7 @@ export class LeasedSeats implements SeatLease {
 
   /** `atOnce`: not MIN_RENEW_MS after the last answer. */
   #schedule(ms: number, atOnce = false): void {
-    if (this.#renewing) {
+    if (this.#asking !== Infinity) {
       this.#again = true
       return
     }

@@ -125,7 +125,7 @@ export class StartLevels {
 
   /** The knee the start ends at, where `limit` and the level before have MIN_CALLS ends and `limit`'s fall surely short of START_GAIN's growth (√(2·SURE) standard errors): the most workers' worth a level up to it gave (#worth); else 'double'. */
   verdict(limit: number): 'double' | number {
-    const measured = [...this.#levels.keys()].filter((l) => l <= limit && ends(this.#levels.get(l)!) >= MIN_CALLS).sort((a, b) => a - b)
+    const measured = [...this.#levels.keys()].filter((l) => l <= limit && [...this.#levels.get(l)!.values()].reduce((n, k) => n + k.n, 0) >= MIN_CALLS).sort((a, b) => a - b)
     const below = measured.filter((l) => l < limit).at(-1)
     if (below === undefined || measured.at(-1) !== limit) return 'double'
     const grew = this.#gain(limit, below)
@@ -153,6 +153,3 @@ export class StartLevels {
     return weight === 0 ? null : { gain: Math.log(level / before) + diff / weight, variance: ss / n / weight }
   }
 }
-
-/** The ends counted at a level, every kind's. */
-const ends = (kinds: Map<string, KindEnds>): number => [...kinds.values()].reduce((n, k) => n + k.n, 0)
