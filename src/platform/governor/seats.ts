@@ -50,10 +50,7 @@ export class CredentialSeats {
   #seq = 0
   #lingerTimer: Timer | null = null
   // What a queued call's signal does when it aborts: one for every call.
-  readonly #aborted = (call: QueuedCall): void => {
-    this.#remove(call)
-    call.reject(call.signal?.reason as Error)
-  }
+  readonly #aborted = (call: QueuedCall): void => this.#drop(call, call.signal?.reason as Error)
 
   constructor(opts: SeatsOptions) {
     this.credential = opts.credential
@@ -156,10 +153,7 @@ export class CredentialSeats {
     }
     const out = this.#queue.displaced({ team, priority }, this.#o.queueLimit, (t) => this.#weight(t))
     if (out === 'refuse') return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`, priority))
-    if (out) {
-      this.#remove(out)
-      out.reject(this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority))
-    }
+    if (out) this.#drop(out, this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority))
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
       const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, resolve, reject, signal, this.#clock, this.#aborted)
@@ -184,10 +178,7 @@ export class CredentialSeats {
   /** The credential's pause began: calls that would still wait when their time is up are told so now. */
   paused(): void {
     const until = this.pausedUntil
-    for (const waiter of this.#queue.all().filter((w) => w.expiresAt < until)) {
-      this.#remove(waiter)
-      waiter.reject(this.#refuse('paused', this.#pauseText(), waiter.priority))
-    }
+    for (const waiter of this.#queue.all().filter((w) => w.expiresAt < until)) this.#drop(waiter, this.#refuse('paused', this.#pauseText(), waiter.priority))
   }
 
   /** The seats free that the dispatch holds back from the calls waiting here (owed, lent): none while every seat is in flight. */
@@ -323,17 +314,16 @@ export class CredentialSeats {
    * (`byDeadline`: its time ends at its send-by time, calls of its kind taking `expected`) or by the queue's timeout.
    */
   #expiry(call: QueuedCall, ms: number, byDeadline: boolean, expected: number | null, deadline: number): Timer {
-    return this.#timer(() => {
-      this.#remove(call)
-      call.reject(byDeadline
-        ? this.#refuse('deadline', tooLate(expected, deadline - this.#clock.now()), call.priority)
-        : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${ms} ms`, call.priority))
-    }, ms)
+    return this.#timer(() => this.#drop(call, byDeadline
+      ? this.#refuse('deadline', tooLate(expected, deadline - this.#clock.now()), call.priority)
+      : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${ms} ms`, call.priority)), ms)
   }
 
-  #remove(waiter: QueuedCall): void {
+  /** A queued call leaves the queue, refused with `err`. */
+  #drop(waiter: QueuedCall, err: Error): void {
     waiter.detach()
     if (this.#queue.remove(waiter)) this.#demandChanged()
+    waiter.reject(err)
   }
 
   #timer(fn: () => void, ms: number): Timer { return this.#clock.setTimeout(fn, Math.min(Math.max(0, ms), LONGEST_TIMER_MS)).unref() }
