@@ -16,7 +16,6 @@ export const MEMORY_MS = 120_000
 export type Phase = 'start' | 'cruise' | 'fault'
 export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'fault' | 'restored' | 'adopted'
 export interface Step { limit: number; knee: number; move: Move }
-export interface KneeOptions { initial: number; min: number; max: number }
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit when it started (0: after the start). */
 type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
 /** Per kind: answers seen, its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
@@ -66,7 +65,7 @@ export class KneeEstimator {
   #latencyMs: number | null = null
   #timeline: AnswerTimeline | null = null
   #now: () => number = () => 0
-  constructor({ initial, min, max }: KneeOptions) {
+  constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
     if (!Number.isInteger(min) || min < 1) throw new RangeError(`KneeEstimator: min must be an integer ≥ 1 (got ${min})`)
     if (!Number.isInteger(max) || max < min) throw new RangeError(`KneeEstimator: max must be an integer ≥ min ${min} (got ${max})`)
     this.#min = min

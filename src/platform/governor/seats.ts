@@ -309,10 +309,7 @@ export class CredentialSeats {
     }
   }
 
-  /**
-   * The timer of a queued call's `ms` (made apart from `ask`, it keeps the call alone): refused then by the deadline rule
-   * (`byDeadline`: its time ends at its send-by time, calls of its kind taking `expected`) or by the queue's timeout.
-   */
+  /** A queued call's timer (made apart from `ask`, it keeps the call alone): the deadline rule's refusal (`byDeadline`), else the queue's timeout. */
   #expiry(call: QueuedCall, ms: number, byDeadline: boolean, expected: number | null, deadline: number): Timer {
     return this.#timer(() => this.#drop(call, byDeadline
       ? this.#refuse('deadline', tooLate(expected, deadline - this.#clock.now()), call.priority)
