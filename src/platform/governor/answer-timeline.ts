@@ -144,8 +144,12 @@ export class AnswerTimeline {
     // keepMs, so that replicas that come and go are still weighed; not heard of for keepMs, or this one does not learn, it goes.
     for (const [run, remote] of this.#remote) {
       if (seen.has(run)) horizon = Math.min(horizon, remote.at)
-      else if (records === null || now - remote.at > this.#keepMs) this.#forget(run, remote)
-      else remote.inFlight = []
+      else if (records !== null && now - remote.at <= this.#keepMs) remote.inFlight = []
+      else {
+        // Out of play: its calls started here end, saying nothing; the rest go.
+        for (const [k, serials] of remote.started) for (let i = serials.length; i > 0; i--) this.#endRemote(remote, k, silentEnd(this.#released))
+        this.#remote.delete(run)
+      }
     }
     this.#release(horizon)
   }
@@ -153,12 +157,6 @@ export class AnswerTimeline {
   /** No record heard of for keepMs (the store out): the other replicas' calls are out of play, this one's go at once. */
   #stale(now: number): void {
     if (this.merging && now - this.#heardAt > this.#keepMs) this.heard(null, now)
-  }
-
-  /** A replica no longer in play (its record lapsed, or this one does not learn): its calls started here end, saying nothing; the rest go. */
-  #forget(run: string, remote: Remote): void {
-    for (const [k, serials] of remote.started) for (let i = serials.length; i > 0; i--) this.#endRemote(remote, k, silentEnd(this.#released))
-    this.#remote.delete(run)
   }
 
   /** Every start and end up to `horizon`, in time order (an end before a start at the same moment: that call was not ahead). */

@@ -39,7 +39,10 @@ export class FaultWatch {
   /** Whether a fault shows at a tick: overload in the second just ended, or a call overdue and no answer for a silence (UsualGaps). */
   shows(now: number, overdueSince: number | null): boolean {
     if (now - this.#second.start >= FAULT_MS) {
-      const overloaded = this.#overloaded()
+      // Overload in the second just ended from every answering team, or from two teams or more.
+      let drawing = 0
+      for (const t of this.#second.teams.values()) if (t.overloads >= Math.max(1, OVERLOAD_SHARE * t.answers)) drawing++
+      const overloaded = drawing >= 2 || (drawing >= 1 && drawing === this.#second.teams.size)
       this.#second = { start: now, teams: new Map() }
       if (overloaded) return true
     }
@@ -58,10 +61,4 @@ export class FaultWatch {
   end(now: number): void { if (this.#spans.at(-1)?.to === Infinity) (this.#spans.at(-1) as { to: number }).to = now }
   forget(before: number): void { this.#spans = this.#spans.filter((f) => f.to > before) }
   met(startedAt: number, at: number): boolean { return this.#spans.some((f) => startedAt < f.to && at > f.from) }
-  /** Overload in the second under way from every answering team, or from two teams or more. */
-  #overloaded(): boolean {
-    let drawing = 0
-    for (const t of this.#second.teams.values()) if (t.overloads >= Math.max(1, OVERLOAD_SHARE * t.answers)) drawing++
-    return drawing >= 2 || (drawing >= 1 && drawing === this.#second.teams.size)
-  }
 }
