@@ -183,7 +183,6 @@ export class CredentialSeats {
 
   /** The seats free that the dispatch holds back from the calls waiting here (owed, lent): none while every seat is in flight. */
   heldBackNow(): number { return this.inFlight >= this.capacity ? 0 : Math.min(this.capacity - this.inFlight, this.heldBack().owed) }
-
   /** What the dispatch rule holds back from the calls waiting here (dispatch-order.ts). */
   heldBack(): { owed: number; longOnly: boolean } { return heldBack(this.#dispatchState(), this.pausedUntil > 0) }
 

@@ -36,9 +36,7 @@ export class TeamAccounts {
   }
 
   held(team: string): number { return this.#teams.get(team)?.running.size ?? 0 }
-
   get inFlight(): number { return [...this.#teams.values()].reduce((n, seats) => n + seats.running.size, 0) }
-
   *#calls(): IterableIterator<RunningCall> { for (const seats of this.#teams.values()) yield* seats.running }
 
   /** `team`'s calls in flight expected short; of every team's, without one. */
