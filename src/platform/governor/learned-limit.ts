@@ -89,10 +89,10 @@ export class LearnedLimit {
       const now = this.#clock.now()
       if (!wasLearning ? record?.run !== this.#o.lease?.run : record !== null && record.run !== this.#o.lease?.run && now - this.#rewroteAt >= REWRITE_MS) {
         this.#rewroteAt = now
-        this.#write(this.#o.estimator.limit, this.#o.estimator.knee)
+        this.#write()
       } else if (record !== null && record.run === this.#o.lease?.run && now - record.at >= (this.#o.lease?.leaseMs ?? 0) / 3) {
         // The learner writes the record again every third of a lease, with a renewal, telling no one: it learns while it writes (lease-plan.ts).
-        this.#write(this.#o.estimator.limit, this.#o.estimator.knee, false)
+        this.#write(false)
       }
     } else if (record !== null) this.#adopt(record)
   }
@@ -102,14 +102,14 @@ export class LearnedLimit {
     const from = this.#o.seats.limit
     this.#apply(step)
     this.#o.onMove(step.move, from, step.limit)
-    this.#write(step.limit, step.knee)
+    this.#write()
   }
 
-  /** The shared record, with this replica's run as its writer. */
-  #write(limit: number, knee: number, tell = true): void {
-    const { lease, seal, key } = this.#o
+  /** The shared record of the limit and knee in force, with this replica's run as its writer. */
+  #write(tell = true): void {
+    const { lease, seal, key, estimator } = this.#o
     if (lease === null) return
-    const text = JSON.stringify({ limit, knee, at: this.#clock.now(), run: lease.run } satisfies SharedLimit)
+    const text = JSON.stringify({ limit: estimator.limit, knee: estimator.knee, at: this.#clock.now(), run: lease.run } satisfies SharedLimit)
     this.#written = seal ? seal.sealText(key, text) : text
     lease.writeLimit(this.#written, tell)
   }
