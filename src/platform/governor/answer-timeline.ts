@@ -1,27 +1,20 @@
-/**
- * Every replica's calls, in the order they started and ended, for the learner's limit rule (docs/governor.md, "Across
- * replicas the learner weighs every replica's calls"): replayed in time order up to the moment every record reached;
- * with no other record in play the calls pass straight through. Pure logic: time is passed in.
- */
-/** What the limit rule (knee-estimator.ts) learns from one call's end. */
+// Every replica's calls, in the order they started and ended, for the learner's limit rule (docs/governor.md, "Across
+// replicas the learner weighs every replica's calls"): replayed in time order up to the moment every record reached;
+// with no other record in play the calls pass straight through. Pure: time is passed in.
+
+/** What the limit rule learns from one call's end: `load`, the calls in flight on every replica at its start, itself included; `window`, its serial (what `started` returned); `timed` false, an end, not evidence (docs/governor.md, "The gateway's own time"). */
 export interface Answer {
-  /** When the call started and when it ended (epoch ms). */
   startedAt: number
   at: number
   team: string
-  /** The call's kind: its team and its work. */
   kind: string
-  /** Calls of the credential in flight when it started, itself included, on every replica. */
   load: number
-  /** What `started` returned for it. */
   window: number
-  /** ok: the platform worked on it and answered; overload: 502/503/504 or no connection; other (a call cut by its deadline among them): anything that says nothing of load. */
-  outcome: 'ok' | 'overload' | 'other'
-  /** False: its arrival is not known within OWN_WORK_SHARE of its latency (answer-timing.ts): an end, not evidence (knee-estimator.ts). */
+  outcome: 'ok' | 'overload' | 'other' // overload: 502/503/504 or no connection; other: says nothing of load (a call cut by its deadline)
   timed?: boolean
 }
 
-/** A record carries at most this many of its calls: the most recent. */
+/** docs/governor.md, "Constants". */
 export const CALLS_KEPT = 400
 
 /** Where the calls go, in the order they started and ended: the limit rule's evidence. */
@@ -82,8 +75,7 @@ export class AnswerTimeline {
   readonly #keepMs: number
   #token = 0
   readonly #local = new Map<number, Local>()
-  // This replica's most recent CALLS_KEPT calls ended, for its record: never more, so its
-  // memory is the same after a thousand calls as after a million.
+  // This replica's most recent CALLS_KEPT calls ended, for its record: its memory stays bounded.
   readonly #recent: CallEntry[] = []
   readonly #remote = new Map<string, Remote>()
   // Evidence given up to this moment; calls started and not ended in it.
@@ -152,8 +144,12 @@ export class AnswerTimeline {
     // keepMs, so that replicas that come and go are still weighed; not heard of for keepMs, or this one does not learn, it goes.
     for (const [run, remote] of this.#remote) {
       if (seen.has(run)) horizon = Math.min(horizon, remote.at)
-      else if (records === null || now - remote.at > this.#keepMs) this.#forget(run, remote)
-      else remote.inFlight = []
+      else if (records !== null && now - remote.at <= this.#keepMs) remote.inFlight = []
+      else {
+        // Out of play: its calls started here end, saying nothing; the rest go.
+        for (const [k, serials] of remote.started) for (let i = serials.length; i > 0; i--) this.#endRemote(remote, k, silentEnd(this.#released))
+        this.#remote.delete(run)
+      }
     }
     this.#release(horizon)
   }
@@ -161,12 +157,6 @@ export class AnswerTimeline {
   /** No record heard of for keepMs (the store out): the other replicas' calls are out of play, this one's go at once. */
   #stale(now: number): void {
     if (this.merging && now - this.#heardAt > this.#keepMs) this.heard(null, now)
-  }
-
-  /** A replica no longer in play (its record lapsed, or this one does not learn): its calls started here end, saying nothing; the rest go. */
-  #forget(run: string, remote: Remote): void {
-    for (const [k, serials] of remote.started) for (let i = serials.length; i > 0; i--) this.#endRemote(remote, k, silentEnd(this.#released))
-    this.#remote.delete(run)
   }
 
   /** Every start and end up to `horizon`, in time order (an end before a start at the same moment: that call was not ahead). */

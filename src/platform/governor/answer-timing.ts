@@ -1,20 +1,15 @@
 import { performance } from 'node:perf_hooks'
 
-/** At most this share of an answer's latency may be the gateway's own time for it to be timed: as close as the spread of own times the limit rule weighs. */
+// docs/governor.md, "Constants".
 export const OWN_WORK_SHARE = 0.1
-/** The loop's timer that measures how late its wakes come fires this often (ms): as often as Node's own delay monitor samples. */
 export const LATE_PROBE_MS = 10
-/** How late the wakes came is kept as the most per LATE_SLOT_MS, for LATE_MEMORY_MS: a platform call's budget and its watch. */
 export const LATE_SLOT_MS = 100
 export const LATE_MEMORY_MS = 60_000
 
-/** The event loop as an answer reads it: its work since it last idled, whether an answer was read since, and how late its wakes came. */
+/** The event loop as an answer reads it: its work since it last waited for an event (ms, or more), whether it read an answer since, and the most a wake waited for a core within the last `ms` (its timer's lateness past its own work). */
 export interface LoopTime {
-  /** The loop's work since it last waited for an event (ms), or more: an answer read meanwhile may have come as that work began. */
   busy: number
-  /** Whether it read an answer before this one since it last waited for an event. */
   readSinceIdle: boolean
-  /** The most a wake of the loop waited for a core within the last `ms` (ms): its timer's lateness past the loop's own work. */
   lateWithin(ms: number): number
 }
 
@@ -59,12 +54,9 @@ export class LateWakes {
   }
 }
 
-/**
- * How late this process's loop wakes: a timer every LATE_PROBE_MS, its lateness less the loop's work since it last fired;
- * one per process, stopped once no answer came for LATE_MEMORY_MS, never holding the process open. Its firings and every
- * answer's reading mark the loop: its idle time grows only while it waits for an event, so its work since is at most its
- * work since the last mark before that.
- */
+// How late this process's loop wakes: a timer every LATE_PROBE_MS, its lateness less the loop's work since it last fired;
+// one per process, stopped after LATE_MEMORY_MS without an answer. Its firings and every answer's reading mark the loop:
+// idle time grows only while it waits for an event, so its work since is at most its work since the last mark before.
 class LateProbe {
   #due = performance.now() + LATE_PROBE_MS
   #mark = performance.eventLoopUtilization()

@@ -2,16 +2,14 @@
 // pressing, and who gives up a place in a full queue (docs/governor.md, "State"). Pure.
 
 export type Priority = 'caller' | 'job' | 'ahead' | 'swr' | 'warm'
-
 /** Highest first. */
 export const PRIORITIES: readonly Priority[] = ['caller', 'job', 'ahead', 'swr', 'warm']
 
+/** `seq`: order of arrival, smaller first; `urgency`: a refresh ahead's now, larger first. */
 export interface Queued {
   readonly team: string
   readonly priority: Priority
-  /** Order of arrival, smaller first. */
   readonly seq: number
-  /** A refresh ahead's urgency now: larger goes first. */
   urgency?: () => number
 }
 

@@ -1,18 +1,10 @@
-/**
- * The limit rule's faults (docs/governor.md, "The limit rule", fault): overload from every
- * answering team or from two teams in a second, or the platform's silence while a call is
- * overdue; the cuts they make, and the spans they cover, so that a call that met one
- * teaches nothing. Pure logic: time is passed in.
- */
-
+// The limit rule's faults, their cuts and the spans they cover (docs/governor.md, "Faults"). Pure: time is passed in.
 import type { Answer } from './answer-timeline.js'
 
-/** A team draws overload when this share of its answers in a second, one at least, say the platform is overloaded. */
+// docs/governor.md, "Constants".
 export const OVERLOAD_SHARE = 0.05
-/** A call overdue (seats.ts) and no answer for SILENCE_GAPS usual gaps (a FAULT_MS at least): the platform is silent, a fault. Each gap moves the usual gaps by GAP_GAIN. */
 export const SILENCE_GAPS = 10
 export const GAP_GAIN = 0.1
-/** A fault is judged over FAULT_MS, and the limit halves at most once in it. */
 export const FAULT_MS = 1000
 
 /** The gaps between answers, faded by GAP_GAIN: their mean and the mean of their squares; a gap is a silence past the gap a moment usually falls in (Σ gap² / Σ gap: answers cluster behind long calls) times SILENCE_GAPS, a FAULT_MS at least. `last`: the latest answer (ms). */
@@ -47,7 +39,10 @@ export class FaultWatch {
   /** Whether a fault shows at a tick: overload in the second just ended, or a call overdue and no answer for a silence (UsualGaps). */
   shows(now: number, overdueSince: number | null): boolean {
     if (now - this.#second.start >= FAULT_MS) {
-      const overloaded = this.#overloaded()
+      // Overload in the second just ended from every answering team, or from two teams or more.
+      let drawing = 0
+      for (const t of this.#second.teams.values()) if (t.overloads >= Math.max(1, OVERLOAD_SHARE * t.answers)) drawing++
+      const overloaded = drawing >= 2 || (drawing >= 1 && drawing === this.#second.teams.size)
       this.#second = { start: now, teams: new Map() }
       if (overloaded) return true
     }
@@ -61,16 +56,9 @@ export class FaultWatch {
   }
   /** A cut is over once a FAULT_MS passed and an answer came after it. */
   over(now: number): boolean { return now - this.#lastCut >= FAULT_MS && this.#answeredSinceCut }
-  /** A fault's span begins (from the FAULT_MS it was judged over) unless one is under way, or ends; spans ended before `before` are forgotten. */
+  /** A fault's span begins (from the FAULT_MS it was judged over) unless one is under way, or ends. */
   begin(now: number): void { if (this.#spans.at(-1)?.to !== Infinity) this.#spans.push({ from: now - FAULT_MS, to: Infinity }) }
   end(now: number): void { if (this.#spans.at(-1)?.to === Infinity) (this.#spans.at(-1) as { to: number }).to = now }
   forget(before: number): void { this.#spans = this.#spans.filter((f) => f.to > before) }
-  /** Whether a call from `startedAt` to `at` met a fault (one under way included). */
   met(startedAt: number, at: number): boolean { return this.#spans.some((f) => startedAt < f.to && at > f.from) }
-  /** Overload in the second under way from every answering team, or from two teams or more. */
-  #overloaded(): boolean {
-    let drawing = 0
-    for (const t of this.#second.teams.values()) if (t.overloads >= Math.max(1, OVERLOAD_SHARE * t.answers)) drawing++
-    return drawing >= 2 || (drawing >= 1 && drawing === this.#second.teams.size)
-  }
 }

@@ -1,34 +1,21 @@
-/**
- * The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its
- * reason): the seats in force follow the knee K, the platform's workers W as the order of
- * ends shows them. Pure logic: time is passed in.
- */
-
+// The limit rule (docs/governor.md, "The limit rule": the model, s(w), each rule and its reason). Pure: time is passed in.
 import { LENDING_HORIZON_MS } from './dispatch-order.js'
 import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE, atLeast, endAt, highestRoom, probeFall, verdicts } from './knee-verdicts.js'
 import { StartLevels, ThroughputLevels } from './throughput-levels.js'
 import { AnswerTimeline, type Answer } from './answer-timeline.js'
 import { FAULT_MS, FaultWatch, UsualGaps } from './fault-watch.js'
 
-/** The knee moves at most once a DECIDE_MS, after MIN_CALLS (knee-verdicts.ts) new answers: a decision weighs a burst whole; on one replica the likelihood moves the limit again once MIN_CALLS calls started since its last move have answered (its verdict is of the limit in force). */
+// docs/governor.md, "Constants".
 export const DECIDE_MS = 1000
-/** The evidence fades with this time constant: a platform may change its workers. */
 export const EVIDENCE_MS = 20_000
-/** What a call that could not have ended so soon costs a guess (log-likelihood): all but impossible, since a count may be off by one. */
 export const IMPOSSIBLE_LL = 10
-/** How much each answer moves its kind's pace (log own time): about the mean of its last 1 / PACE_GAIN answers, so a drift moves it, not the spread. */
 export const PACE_GAIN = 0.1
-/** Under this share of late answers overtaking a call started before them, calls end in the order they started: the order of ends tells no W, and the knee falls only once calls got slower. */
 export const OVERTAKEN = 0.05
-/** Ends and faults are remembered MEMORY_MS: those ahead of a call that takes up to that. */
 export const MEMORY_MS = 120_000
 
-/** start: doubling from initialConcurrent; cruise: at the knee (and its probe seat); fault: halved while the platform fails. */
 export type Phase = 'start' | 'cruise' | 'fault'
-/** Why the limit moved. */
 export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'fault' | 'restored' | 'adopted'
 export interface Step { limit: number; knee: number; move: Move }
-export interface KneeOptions { initial: number; min: number; max: number }
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit when it started (0: after the start). */
 type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
 /** Per kind: answers seen, its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
@@ -78,7 +65,7 @@ export class KneeEstimator {
   #latencyMs: number | null = null
   #timeline: AnswerTimeline | null = null
   #now: () => number = () => 0
-  constructor({ initial, min, max }: KneeOptions) {
+  constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
     if (!Number.isInteger(min) || min < 1) throw new RangeError(`KneeEstimator: min must be an integer ≥ 1 (got ${min})`)
     if (!Number.isInteger(max) || max < min) throw new RangeError(`KneeEstimator: max must be an integer ≥ min ${min} (got ${max})`)
     this.#min = min
@@ -89,7 +76,6 @@ export class KneeEstimator {
     this.#ownMs = new Float64Array(max).fill(FAULT_MS)
     this.#levels = new ThroughputLevels(max)
   }
-  /** The seats in force, and the platform's knee as learned: the most calls it serves at once. */
   get limit(): number { return this.#limit }
   get knee(): number { return this.#knee }
   get phase(): Phase { return this.#phase }
@@ -125,7 +111,9 @@ export class KneeEstimator {
   #end(a: Answer): void {
     const call = this.#calls.get(a.window)
     if (call === undefined) return
-    this.#silenceEnded(a)
+    // An end after a silence (UsualGaps) across which a call was in flight (one started before the end before it) ends a
+    // pause of the platform: every call in flight then met it, their own times untimed.
+    if (a.outcome !== 'overload' && this.#gaps.add(a.at) && (this.#calls.values().next().value as Call).endsBefore < this.#endsDropped + this.#endAt.length) this.#paused = this.#serial
     // It overtook a call: one started before it, here, is still in flight (the map keeps start order).
     this.#overtook += PACE_GAIN * (Number((this.#calls.keys().next().value as number) < a.window) - this.#overtook)
     this.#calls.delete(a.window)
@@ -150,7 +138,9 @@ export class KneeEstimator {
   /** Watches for faults (fault-watch.ts: `overdueSince`, seats.ts, and no answer for a while is silence; a queue keeps answers coming) and moves the knee as the evidence says; null while nothing moves. */
   tick(now: number, overdueSince: number | null): Step | null {
     if (this.#faults.shows(now, overdueSince)) return this.pause(now)
-    this.#prune(now)
+    const drop = this.#endAt.findIndex((t) => t >= now - MEMORY_MS)
+    if (drop > 1000) [this.#endsDropped, this.#endAt, this.#endSerial] = [this.#endsDropped + drop, this.#endAt.slice(drop), this.#endSerial.slice(drop)]
+    this.#faults.forget(now - MEMORY_MS)
     if (this.#phase === 'fault') return this.#faults.over(now) ? this.#restore(now) : null
     if (now - this.#decidedAt < DECIDE_MS || this.#newCalls < MIN_CALLS) return null
     this.#decidedAt = now
@@ -281,7 +271,10 @@ export class KneeEstimator {
     const latency = Math.max(1, a.at - a.startedAt)
     const load = Math.max(1, call.load)
     const remote = Math.max(0, load - 1 - call.local)
-    const [remoteShare, ends] = [load <= 1 ? 0 : remote / (load - 1), this.#aheadEnds(a, call)]
+    const remoteShare = load <= 1 ? 0 : remote / (load - 1)
+    // The ends of this replica's calls ahead of it while it was in flight, from its start (ms), in order.
+    const ends: number[] = []
+    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) ends.push(Math.max(0, this.#endAt[i]! - a.startedAt))
     const weight = 1 - remoteShare
     let st = this.#kinds.get(a.kind)
     const first = st === undefined
@@ -311,19 +304,6 @@ export class KneeEstimator {
     if (!first) this.#counted += weight
     this.#newCalls++
   }
-  /** An end after a silence (UsualGaps) across which a call was in flight (one started before the end before it: not an idle moment) ends a pause of the platform: every call in flight then met it, their own times untimed. */
-  #silenceEnded(a: Answer): void {
-    if (a.outcome === 'overload') return
-    const first = this.#calls.values().next().value as Call
-    if (this.#gaps.add(a.at) && first.endsBefore < this.#endsDropped + this.#endAt.length) this.#paused = this.#serial
-  }
-  /** The ends of this replica's calls ahead of `a` while it was in flight, from its start (ms), in order. */
-  #aheadEnds(a: Answer, call: Call): number[] {
-    const out: number[] = []
-    for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) out.push(Math.max(0, this.#endAt[i]! - a.startedAt))
-    return out
-  }
-  /** The evidence fades with EVIDENCE_MS. */
   #fade(now: number): void {
     if (!Number.isFinite(this.#fadedAt)) this.#fadedAt = now
     if (now - this.#fadedAt < 100) return
@@ -334,17 +314,12 @@ export class KneeEstimator {
     this.#counted *= f
     for (const a of [this.#logs, this.#impossible]) for (let i = 0; i < this.#max; i++) a[i]! *= f
   }
-  #prune(now: number): void {
-    const drop = this.#endAt.findIndex((t) => t >= now - MEMORY_MS)
-    if (drop > 1000) [this.#endsDropped, this.#endAt, this.#endSerial] = [this.#endsDropped + drop, this.#endAt.slice(drop), this.#endSerial.slice(drop)]
-    this.#faults.forget(now - MEMORY_MS)
-  }
   #set(limit: number, move: Move): Step | null {
     if (limit === this.#limit) return null
     ;[this.#movedSerial, this.#sinceMove] = [this.#serial, 0]
     return { limit: (this.#limit = limit), knee: this.#knee, move }
   }
-  /** As #set, the step given even where the limit stays (the knee moved). */
+  /** As #set, the step given even where only the knee moved. */
   #moved(limit: number, move: Move): Step { return this.#set(limit, move) ?? { limit: this.#limit, knee: this.#knee, move } }
   /** The fault is over: the limit is the knee's again (and the probe seat's); at a fresh start, the doubling goes on. */
   #restore(now: number): Step | null {
@@ -352,7 +327,7 @@ export class KneeEstimator {
     this.#phase = this.#starting ? 'start' : 'cruise'
     return this.#set(this.#clamp(this.#starting ? this.#knee : this.#knee + 1), 'restored')
   }
-  /** Whether a call from `startedAt` to `at` met a fault (one under way included): it teaches nothing, of the limit or of its kind's time. */
+  /** docs/governor.md, "Faults": a call that met one (under way included) teaches nothing. */
   metFault(startedAt: number, at: number): boolean { return this.#faults.met(startedAt, at) }
   /** A fault (overload, silence, or the platform paused the whole credential): the limit in force (at most the knee) halves, at most once a FAULT_MS; the knee stays. */
   pause(now: number): Step | null {

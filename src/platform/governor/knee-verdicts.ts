@@ -1,14 +1,11 @@
 // The limit rule's arithmetic (knee-estimator.ts): its verdicts over the log-likelihood of each guess w of the
 // workers (index w − 1), and the calls ahead of an answer (when k had ended, how likely so soon). Pure.
 
-/** A side is taken when e^SURE times likelier than the other (≈ 20). */
+// docs/governor.md, "Constants".
 export const SURE = 3
-/** A decision of the limit rule weighs at least MIN_CALLS new answers, and a level of calls in flight is measured once it has that many. */
 export const MIN_CALLS = 8
-/** The spread of own times (log) assumed before answers show it, worth PRIOR_DOF answers: a few answers alike prove nothing. */
 export const PRIOR_SPREAD = 0.3
 export const PRIOR_DOF = 10
-/** Guesses within TIE of each other are within one standard error (a log-likelihood falls by 1/2 at one standard error from its peak): the evidence does not tell them apart. */
 export const TIE = 0.5
 
 /** Whether the evidence surely puts W below `level` (the likeliest w below it e^SURE times likelier than any at or above it), and the likeliest w below it. */

@@ -7,37 +7,27 @@ import type { LeasedSeats } from './leased-seats.js'
 import type { LeaseAnswer } from './lease-store.js'
 import type { LeasePlan, SharedLimit } from './lease-plan.js'
 
-/** How often the limit rule looks at its window (ms): windows are judged within this of being ready. */
+// docs/governor.md, "Constants" (a record dated ahead by more than a tenth of RECORD_MAX_AGE is not taken either).
 export const TICK_MS = 100
-/** A shared limit record older than this, or dated ahead of now by more than a tenth of it, is no one's: it is not taken. */
 export const RECORD_MAX_AGE_MS = 5 * 60_000
-/** One shared record moves this replica's limit by at most this factor (a forged or replayed one cannot swing it). */
 export const ADOPT_MAX_FACTOR = 4
-/** The learner writes over a shared record another run wrote at most this often: two replicas that each believe they learn for a moment do not take turns at every renewal. */
 export const REWRITE_MS = 1000
 
+/** `lease` null: this replica alone learns its own limit; `seal` (GATEWAY_SECRET) seals the shared record, bound to `key`; `onLimit` after every move, `onMove` after this replica's own (from = to when only the knee moved). */
 export interface LearnedLimitOptions {
   credential: string
   estimator: KneeEstimator
   seats: CredentialSeats
-  /** The lease across replicas (null: this replica alone learns its own limit). */
   lease: LeasedSeats | null
-  /** Seals the shared record (GATEWAY_SECRET), bound to `key`. */
   seal: RedisSeal | null
   key: string
   log: Pick<Logger, 'info' | 'warn'>
-  /** The limit and knee in force, after every move. */
   onLimit: (limit: number, knee: number) => void
-  /** A move of this replica's own, from one limit to another (the same when only the knee moved). */
   onMove: (move: Move, from: number, to: number) => void
   clock?: Clock
 }
 
-/**
- * The limit in force of one credential: the limit rule (knee-estimator.ts) run on a clock, its moves applied to the seats.
- * With replicas the learner (lease-plan.ts) writes the limit and knee, sealed and dated, with its renewals; the others take
- * them from theirs (docs/governor.md, "Across replicas", the learner).
- */
+/** The limit rule run on a clock, its moves applied to the seats; across replicas the learner's written with its renewals, the others' taken from theirs (docs/governor.md, "Across replicas", the learner). */
 export class LearnedLimit {
   readonly #o: LearnedLimitOptions
   readonly #clock: Clock
@@ -52,7 +42,6 @@ export class LearnedLimit {
     this.#o = opts
     this.#clock = opts.clock ?? systemClock
     this.#apply({ limit: opts.estimator.limit, knee: opts.estimator.knee, move: 'adopted' })
-    // Across replicas the learner weighs every replica's calls: each record carries its own.
     if (opts.lease) {
       opts.estimator.shareAnswers(opts.lease.leaseMs, () => this.#clock.now())
       opts.lease.reportCalls(() => opts.estimator.calls())
@@ -100,10 +89,10 @@ export class LearnedLimit {
       const now = this.#clock.now()
       if (!wasLearning ? record?.run !== this.#o.lease?.run : record !== null && record.run !== this.#o.lease?.run && now - this.#rewroteAt >= REWRITE_MS) {
         this.#rewroteAt = now
-        this.#write(this.#o.estimator.limit, this.#o.estimator.knee)
+        this.#write()
       } else if (record !== null && record.run === this.#o.lease?.run && now - record.at >= (this.#o.lease?.leaseMs ?? 0) / 3) {
         // The learner writes the record again every third of a lease, with a renewal, telling no one: it learns while it writes (lease-plan.ts).
-        this.#write(this.#o.estimator.limit, this.#o.estimator.knee, false)
+        this.#write(false)
       }
     } else if (record !== null) this.#adopt(record)
   }
@@ -113,14 +102,14 @@ export class LearnedLimit {
     const from = this.#o.seats.limit
     this.#apply(step)
     this.#o.onMove(step.move, from, step.limit)
-    this.#write(step.limit, step.knee)
+    this.#write()
   }
 
-  /** The shared record, with this replica's run as its writer. */
-  #write(limit: number, knee: number, tell = true): void {
-    const { lease, seal, key } = this.#o
+  /** The shared record of the limit and knee in force, with this replica's run as its writer. */
+  #write(tell = true): void {
+    const { lease, seal, key, estimator } = this.#o
     if (lease === null) return
-    const text = JSON.stringify({ limit, knee, at: this.#clock.now(), run: lease.run } satisfies SharedLimit)
+    const text = JSON.stringify({ limit: estimator.limit, knee: estimator.knee, at: this.#clock.now(), run: lease.run } satisfies SharedLimit)
     this.#written = seal ? seal.sealText(key, text) : text
     lease.writeLimit(this.#written, tell)
   }

@@ -1,9 +1,10 @@
-// What one replica makes of every replica's lease record, the same way on each: the one place
-// the seats are shared across replicas (docs/governor.md, "Across replicas"). Pure.
+// Every replica's lease records as each replica reads them, alike: the one place seats are shared across replicas
+// (docs/governor.md, "Across replicas"). Pure.
 import { fairShares, owedSeats, type TeamLoad } from './shares.js'
 
-/** A lease asks for room to grow past its need: a quarter more, one seat at least. */
+/** docs/governor.md, "Constants". */
 export const SEAT_HEADROOM = 0.25
+export const LEARNER_MARGIN = 1.5
 
 /** The seats that fit a demand of `need` calls: room to grow past it, SEAT_HEADROOM more and one seat at least, within the limit. */
 export function fitting(need: number, limit: number): number {
@@ -13,28 +14,21 @@ export function fitting(need: number, limit: number): number {
 /** The seats a replica holds at most while another waits, its due being `due` whole seats: its calls in flight and waiting within its due, or its calls in flight if more. */
 export const heldWhileContended = (inFlight: number, need: number, due: number): number => Math.max(inFlight, Math.min(need, due))
 
-/** Another replica takes over learning the limit once its calls answer this many times as often as the learner's. */
-export const LEARNER_MARGIN = 1.5
-
 /** A team on one replica, as its record carries it. */
 export interface TeamRecord extends TeamLoad {
   lingering: boolean
-  /** The seat-time its calls on that replica held (ms): it only grows (none in a record of an older replica). */
-  seatMs?: number
+  seatMs?: number // the seat-time its calls on that replica held: it only grows (none from an older replica)
 }
 
-/** One replica's record in the lease store: its run's id, its lease, its calls in flight, and those and its calls waiting (need). */
+/** One replica's record in the lease store: `need`, its calls in flight and waiting; `answered`, its answers a second, smoothed (the learner's measure); `waited`, calls waited at the limit since its last renewal; `calls`, its calls of late (answer-timeline.ts), answered only to the learner. */
 export interface ReplicaRecord {
   run: string
   lease: number
   inFlight: number
   need: number
-  /** Its calls answered per second, smoothed: the replica that sees most of the platform learns the limit. */
   answered: number
-  /** Calls waited at the limit on it since its last renewal. */
   waited: boolean
   teams: TeamRecord[]
-  /** Its calls of late (answer-timeline.ts), past `#` in its record: the store answers them only to the learner. */
   calls?: string
 }
 
@@ -66,11 +60,9 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
     return g.lingerers > 0 ? share / g.lingerers : 0
   }
   const targets = new Map(mine.teams.map((t) => [t.team, partOf(t)]))
-  // Each replica's target: the sum of its teams' parts.
   const own = new Map(all.map((r) => [r, r.teams.reduce((sum, t) => sum + partOf(t), 0)]))
   const target = own.get(mine) as number
-  // Each replica's due: its target and its part of the seats no target holds, split by need past target; a replica whose
-  // teams want less (held and waiting) is due what they want, and the seats it leaves are split so again between the others.
+  // A replica whose teams want less than its due is due what they want; the seats it leaves are split again between the others.
   const dues = new Map<ReplicaRecord, number>()
   const wants = (r: ReplicaRecord) => r.teams.reduce((sum, t) => sum + t.held + t.waiting, 0)
   const past = (r: ReplicaRecord) => Math.max(0, r.need - (own.get(r) as number))
@@ -95,26 +87,19 @@ export function leasePlan(mine: ReplicaRecord, others: readonly ReplicaRecord[],
   const heldElsewhere = new Map<string, number>()
   for (const r of others) for (const t of r.teams) heldElsewhere.set(t.team, (heldElsewhere.get(t.team) ?? 0) + t.held)
   const needsMost = others.reduce<ReplicaRecord | null>((most, r) => (r.need - r.lease > (most === null ? 0 : most.need - most.lease) ? r : most), null)?.run ?? null
-  // The replica whose calls answered most learns; the writer of the shared limit, while it writes (a lease's life), goes on while it answers at least
-  // 1/LEARNER_MARGIN of that, and while its record is away (the store drops a record with nothing in flight or needed): two learners would each cut the limit.
+  // The writer of the shared limit goes on learning while its record is away (the store drops one with nothing in flight or needed).
   const most = all.reduce((best, r) => (r.answered > best.answered || (r.answered === best.answered && r.run < best.run) ? r : best), mine)
   const before = all.find((r) => r.run === learnerBefore)
   const learnerRun = before === undefined ? (learnerBefore ?? most.run) : before.answered * LEARNER_MARGIN >= most.answered ? before.run : most.run
   return {
-    // Each of its teams' part of its share across replicas, and their sum; its due: its target and its part of the seats no
-    // team's share holds; the seats owed to the teams of other replicas that wait for nothing (lent only to short calls).
-    targets, target, due, owedElsewhere,
-    // Each team's calls in flight on the other replicas, and its share across them all.
-    heldElsewhere, shares,
-    // Another replica needs more seats than it holds; what those replicas lack of their due (that many free seats are
-    // theirs); those replicas, most short first; those holding seats they neither use nor are due (told to give them back);
-    // the replica to tell of seats given back (the one that needs most), or null.
+    // owedElsewhere: seats owed to the other replicas' teams that wait for nothing (lent only to short calls).
+    targets, target, due, owedElsewhere, heldElsewhere, shares,
+    // shortElsewhere: what the replicas short of their due lack (that many free seats are theirs); short: those, most short
+    // first; over: those holding seats they neither use nor are due; needsMost: the one to tell of seats given back.
     contended: needsMost !== null, shortElsewhere, short, over, needsMost,
-    // Calls in flight on the other replicas, and the seats they hold or use (leased or in flight).
     elsewhere: others.reduce((sum, r) => sum + r.inFlight, 0),
     occupiedElsewhere: others.reduce((sum, r) => sum + Math.max(r.lease, r.inFlight), 0),
     waitedElsewhere: others.some((r) => r.waited),
-    // Whether this replica learns the limit, and which run does.
     learner: learnerRun === mine.run,
     learnerRun,
   }

@@ -1,46 +1,36 @@
-// Where the replicas' lease records live, a field per replica run and one for the shared limit:
-// a store only stores and grants (`grant`; docs/governor.md, "Across replicas"). Redis in
+// Where the lease records live: a store only stores and grants (`grant`; docs/governor.md, "Across replicas"). Redis in
 // production (redis-lease-store.ts); test/helpers/memory-lease-store.ts, the same rule, for the simulator.
 import type { ReplicaRecord } from './lease-plan.js'
 
+/** `record`: the run's record past its lease (encodeRecord's text past the first `|`); `held`: what it holds or uses, all it is granted when the store has no record of it (a restart, a lapse); `limitRecord`: the shared limit to write (the learner's); `learns`: only then are the others' records answered with their calls. */
 export interface LeaseAsk {
   run: string
-  /** The run's record without its lease (encodeRecord's text past the first `|`). */
   record: string
   inFlight: number
   need: number
-  /** Seats it asks for. */
   ask: number
-  /** The limit in force, as this run knows it. */
   limit: number
-  /** Seats it held or uses: when the store has no record of it (a restart, a lapse), it is granted no more. */
   held: number
   leaseMs: number
-  /** The shared limit record to write (the learner's), or null. */
   limitRecord: string | null
-  /** Whether the run learns the limit: only then are the other records answered with their calls (past `#`). */
   learns: boolean
 }
 
+/** `free`: seats left after the grant; `known`: the store had a record of the run (else it lost the seats leased). */
 export interface LeaseAnswer {
   granted: number
-  /** Seats left free after the grant. */
   free: number
-  /** Whether the store had a record of this run (else it lost the seats it leased). */
   known: boolean
   others: ReplicaRecord[]
-  /** The shared limit record as stored, or null. */
   limitRecord: string | null
 }
 
+/** `giveBack`: a clean stop; `listen`: `fn` runs when told that seats came free (`everyone` false) or that the shared limit moved (true); `tellAll`: one message every other run hears. */
 export interface LeaseStore {
   renew(ask: LeaseAsk): Promise<LeaseAnswer>
-  /** A clean stop: the run's record goes. */
   giveBack(run: string): Promise<void>
-  /** `fn` runs when another run tells this one that seats came free (`everyone` false), or tells every run that the shared limit moved (true). */
   listen(run: string, fn: (everyone: boolean) => void): Promise<void>
   tell(run: string): Promise<void>
-  /** Tells every other listening run at once: one message, whatever the replicas. */
   tellAll(from: string): Promise<void>
 }
 

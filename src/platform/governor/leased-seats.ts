@@ -5,37 +5,31 @@ import { ElsewhereCharges, encodeRecord, fitting, heldWhileContended, leasePlan,
 import type { LeaseAnswer, LeaseStore } from './lease-store.js'
 import type { LeaseShares, ReplicaDemand, SeatLease } from './seat-lease.js'
 
-// A lease is renewed no sooner than this after the last answer (a burst of calls is one renewal), but for a tell or a give-back (docs/governor.md, "Constants").
+// docs/governor.md, "Constants".
 const MIN_RENEW_MS = 20
-/** A replica short of seats, none being free, asks again this often unless told sooner: a bounded poll. */
 export const STARVED_RETRY_MS = 250
-// Seats past what fits the replica's demand this long, nobody else wanting them, go back.
 const TRIM_AFTER_MS = 1000
-// While the store cannot be reached, a renewal is tried again this often.
 const DOWN_RETRY_MS = 100
-/** The store out this long is an outage, not a connection still being made: a replica with its own cap keeps to it from then on. */
 export const DOWN_GRACE_MS = 1000
 
+/**
+ * `replica`: this replica (host and port, hashed), its field in the store with `run` (default a random id; the simulator's
+ * fixed); `perReplica`: its own cap in a store outage (platform.maxConcurrentPerReplica; null: its share); `unseen`: seats of
+ * a replica that never reached the store (platform.minConcurrent); `leaseMs`: platform.seatLease; `callsEndMs`: the longest
+ * a call holds its seat, budget and watch (twice platform.timeout); `onLost`: seats the store had lost, asked for again.
+ */
 export interface LeasedSeatsOptions {
   store: LeaseStore
   credential: string
-  /** Who this replica is (its host and port, hashed): with a random run id, its field in the store. */
   replica: string
-  /** This replica's own cap while the store cannot be reached (platform.maxConcurrentPerReplica); null: its share. */
   perReplica: number | null
-  /** Seats of a replica that never reached the store, and so never saw the others (platform.minConcurrent). */
   unseen: number
-  /** How long a lease lives unless renewed (platform.seatLease): renewed every third of it while it holds seats. */
   leaseMs: number
-  /** How long a call may hold its seat at most: its budget and the watch past it (twice platform.timeout). */
   callsEndMs: number
   log: Pick<Logger, 'warn'>
-  /** Seats the store had lost (a restart, a flush) and that were asked for again. */
   onLost: (count: number) => void
-  /** Every answer of the store: the shared limit record it holds, and whether this replica learns the limit. */
   onRenewed?: (answer: LeaseAnswer, plan: LeasePlan) => void
   clock?: Clock
-  /** A fixed run id (the simulator's); default a random one. */
   run?: string
 }
 
@@ -45,34 +39,29 @@ export class LeasedSeats implements SeatLease {
   readonly #clock: Clock
   readonly #run: string
   #lease = 0
-  // The seats the store counts this replica as holding or using until its next renewal: its lease, or the calls in flight its
-  // last ask told if more (calls that ended while that renewal was on its way are seats the store still counts).
+  // Seats the store counts it holding until its next renewal: its lease, or the calls in flight its last ask told if more.
   #occupied = 0
-  // The limit its lease was last granted under (Infinity: none granted yet).
-  #grantedUnder = Infinity
+  #grantedUnder = Infinity // the limit its lease was granted under (Infinity: none yet)
   #plan: LeasePlan | null = null
-  // The other replicas' records as of the last answer, and the seat-time they say each team held there.
   #others: ReplicaRecord[] = []
   readonly #charges = new ElsewhereCharges()
   #free = Infinity
-  // The seats free at the last answer past what the waiting replicas it told of them may take at once (renewing on the tell).
+  // The seats free at the last answer past what the waiting replicas it told of them may take at once.
   #untold = Infinity
   #demand: ReplicaDemand = { limit: 0, inFlight: 0, waiting: 0, teams: [] }
-  // While a renewal is on its way, the seats it asked for (Infinity: none on its way): seats being given back are not filled meanwhile.
+  // While a renewal is on its way, the seats it asked for (Infinity: none): seats being given back are not filled meanwhile.
   #asking = Infinity
   #again = false
   #lastAnswer = -Infinity
-  // The last renewal came at once on a tell (sooner than MIN_RENEW_MS after the answer before) and found no seat for it.
+  // The last renewal came at once on a tell and found no seat; the one scheduled is one at once on a tell.
   #atOnce = false
-  // The renewal scheduled is one at once on a tell (none is after such a renewal found no seat).
   #onTell = false
   #starvedAt = -Infinity
   #downSince: number | null = null
-  // Back from an outage, until every replica's calls are counted (#renew), and the seats the outage rule let it fill.
+  // Back from an outage: until every replica's calls are counted, no more than the seats the outage rule let it fill.
   #countedAt = -Infinity
   #outageSeats = 0
-  // The other runs seen in an answer, and when last: an idle replica's record goes, its calls may come back.
-  readonly #seen = new Map<string, number>()
+  readonly #seen = new Map<string, number>() // the other runs seen in an answer, and when last
   #downTimers: Timer[] = []
   #timer: Timer | null = null
   #timerAt = Infinity
@@ -81,17 +70,15 @@ export class LeasedSeats implements SeatLease {
   // Seat-time held past the target (negative: short of it) while contended: whose turn the rounding is.
   #credit = 0
   #creditAt = 0
-  // Answers per second, smoothed, and the answers since the last renewal.
-  #answered = 0
+  #answered = 0 // answers a second, smoothed; #answers: since the last renewal
   #answers = 0
   #waited = false
   #limitRecord: string | null = null
-  // The run that wrote the shared limit record, and when: the learner every replica goes on with while it writes.
+  // The writer of the shared limit record, and when: the learner every replica goes on with while it writes.
   #learnerRun: string | null = null
   #learnerAt = -Infinity
   #readLimit: (text: string) => SharedLimit | null = () => null
-  // The shared limit and knee as the store last held them: a record that moves neither is written telling no one.
-  #shared: SharedLimit | null = null
+  #shared: SharedLimit | null = null // as the store last held it: a record that moves neither is written telling no one
   #tellOthers = false
   readonly #grown: (() => void)[] = []
   #calls: () => string | null = () => null
@@ -110,12 +97,9 @@ export class LeasedSeats implements SeatLease {
   get replicas(): number { return this.#seen.size + 1 }
   /** Whether this replica learns the limit (the one whose calls answered most); true before it heard the others. */
   get learner(): boolean { return this.#plan?.learner ?? true }
-  /** Whether a renewal is on its way (it asked for seats). */
-  get #renewing(): boolean { return this.#asking !== Infinity }
 
+  /** docs/governor.md, "Across replicas": the lease (shrunk under a lower limit), within the others' seats; the outage rule. */
   size(limit: number): number {
-    // Its lease, shrunk in proportion under a lower limit than granted under, within what the others hold or use and what a
-    // renewal on its way asked for; while another replica waits, the seats past its due are lent (shares()) or not filled.
     const scaled = limit >= this.#grantedUnder ? this.#lease : Math.floor((this.#lease * limit) / this.#grantedUnder)
     const room = Math.min(Math.max(0, limit - (this.#plan?.occupiedElsewhere ?? 0)), this.#downSince === null ? this.#asking : Infinity)
     const lease = Math.min(room, this.#pastDue() && !this.#lends(limit) ? Math.min(scaled, this.#due()) : scaled)
@@ -124,13 +108,11 @@ export class LeasedSeats implements SeatLease {
     const cap = this.#o.perReplica
     if (cap !== null && out >= DOWN_GRACE_MS) return Math.min(limit, cap)
     if (this.#grantedUnder === Infinity) return Math.min(limit, this.#o.unseen)
-    // Its part of seats shared between the replicas it last saw, the odd ones to the first in order.
+    // Its part of seats split between the replicas it last saw, the odd ones to the first in order.
     const [replicas, rank] = [this.replicas, [...this.#seen.keys()].filter((run) => run < this.#run).length]
     const part = (seats: number) => Math.floor(seats / replicas) + (rank < seats % replicas ? 1 : 0)
-    // While leases live: its own, and its part of the seats no replica held at the last answer (within its own cap).
     const kept = Math.min(limit, lease + Math.min(part(Math.max(0, this.#untold)), cap === null ? Infinity : Math.max(0, cap - lease)))
     if (out < this.#o.leaseMs) return kept
-    // Past a lease's life, its part of an even split; more than it kept only once every call started before has ended.
     return out < this.#o.leaseMs + this.#o.callsEndMs ? Math.min(part(limit), kept) : part(limit)
   }
 
@@ -197,8 +179,7 @@ export class LeasedSeats implements SeatLease {
     const now = this.#clock.now()
     const plan = this.#plan
     if (this.#downSince !== null) this.#schedule(DOWN_RETRY_MS)
-    // At once, whatever the last answer: another replica waits, and seats held past the due ones,
-    // or counted by the store for calls since ended, go back as the calls end.
+    // At once: another replica waits, and seats held past the due, or counted for calls since ended, go back.
     else if (plan !== null && plan.contended && (this.#lease > heldWhileContended(demand.inFlight, need, this.#due()) || Math.max(this.#lease, demand.inFlight) < this.#occupied)) this.#schedule(0, true)
     // Soon: the limit fell below the seats leased (the lease shrinks); a team new here has no target until a renewal says it.
     else if (plan !== null && ((this.#lease > 0 && this.#lease + plan.occupiedElsewhere > demand.limit) || demand.teams.some((t) => !plan.targets.has(t.team)))) this.#schedule(0)
@@ -229,7 +210,7 @@ export class LeasedSeats implements SeatLease {
     const need = d.inFlight + d.waiting
     if (need === 0) return 0
     if (this.#plan?.contended) return Math.min(need, this.#due() + this.#spare())
-    // What fits its demand, or its lease until seats have been past that TRIM_AFTER_MS (a renewal that met a dip between an answer and the next ask keeps them).
+    // What fits its demand, or its lease until seats have been past that TRIM_AFTER_MS.
     const fit = fitting(need, d.limit)
     const trimmed = this.#unusedSince !== null && this.#clock.now() - this.#unusedSince >= TRIM_AFTER_MS
     return trimmed ? fit : Math.max(fit, Math.min(this.#lease, d.limit))
@@ -237,7 +218,7 @@ export class LeasedSeats implements SeatLease {
 
   /** `atOnce`: not MIN_RENEW_MS after the last answer. */
   #schedule(ms: number, atOnce = false): void {
-    if (this.#renewing) {
+    if (this.#asking !== Infinity) {
       this.#again = true
       return
     }
@@ -262,19 +243,15 @@ export class LeasedSeats implements SeatLease {
     const now = this.#clock.now()
     const atOnce = this.#onTell && now - this.#lastAnswer < MIN_RENEW_MS
     this.#onTell = false
-    // The turn of the rounding: seat-time held past the target since the last answer.
     if (this.#plan?.contended) this.#credit += ((this.#lease - this.#plan.due) * (now - this.#creditAt)) / 1000
     else this.#credit = 0
     this.#creditAt = now
     const since = Math.max(1, now - this.#lastAnswer)
-    // Answers per second, smoothed over about a lease's life (renewals come at any pace).
+    // Smoothed over about a lease's life (renewals come at any pace).
     if (Number.isFinite(this.#lastAnswer)) this.#answered += (1 - Math.exp(-since / this.#o.leaseMs)) * ((this.#answers * 1000) / since - this.#answered)
     const held = Math.max(this.#lease, d.inFlight)
-    // Its due as its demand now and the others' last records make it.
     if (this.#plan !== null) this.#plan = this.#planFor(need, d)
     const wanted = this.#wanted(d)
-    // Back from an outage, it asks for no more than it holds, or than the outage rule let it fill at its last ask in it,
-    // until every replica has renewed: every replica's calls are counted before any grows past what the outage gave it.
     if (this.#downSince !== null) this.#outageSeats = this.size(d.limit)
     const ask = this.#downSince === null && now >= this.#countedAt ? wanted : Math.min(wanted, Math.max(held, this.#outageSeats))
     const calls = this.#others.length > 0 ? this.#calls() : null
@@ -324,7 +301,6 @@ export class LeasedSeats implements SeatLease {
     this.#occupied = Math.max(answer.granted, inFlight)
     this.#grantedUnder = limit
     this.#free = answer.free
-    // The replicas seen within the time calls take to end: an outage splits the seats between all of them.
     for (const r of answer.others) this.#seen.set(r.run, this.#lastAnswer)
     for (const [run, at] of this.#seen) if (this.#lastAnswer - at > this.#o.callsEndMs) this.#seen.delete(run)
     this.#others = answer.others
@@ -339,11 +315,9 @@ export class LeasedSeats implements SeatLease {
       for (const run of this.#plan.over.slice(0, need - this.#lease)) this.#o.store.tell(run).catch(() => undefined)
     }
     this.#unusedSince = this.#lease > fitting(this.#demand.inFlight + this.#demand.waiting, this.#demand.limit) ? (this.#unusedSince ?? this.#lastAnswer) : null
-    // Seats left free or given back: as many replicas short of their due are told, most short first, else the one that needs most.
     const freed = Math.max(0, answer.free) + Math.max(0, before - this.#lease, occupiedBefore - this.#occupied)
     const tell = freed === 0 ? [] : this.#plan.short.length > 0 ? this.#plan.short.slice(0, freed) : this.#plan.needsMost !== null ? [this.#plan.needsMost] : []
     for (const run of tell) this.#o.store.tell(run).catch(() => undefined)
-    // What the told replicas may take at once: those short of their due what they lack of it, the one that needs most what it lacks of its need.
     const takes = this.#plan.short.length > 0 ? this.#plan.shortElsewhere : this.#others.filter((r) => tell.includes(r.run)).reduce((sum, r) => sum + Math.max(0, r.need - Math.max(r.lease, r.inFlight)), 0)
     this.#untold = Math.max(0, answer.free - takes)
     this.#o.onRenewed?.(answer, this.#plan)

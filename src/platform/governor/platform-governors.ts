@@ -11,21 +11,19 @@ import { answerTiming } from './answer-timing.js'
 import { credentialGovernor, type CredentialGovernor } from './credential-governor.js'
 import { RedisLeaseStore } from './redis-lease-store.js'
 
-/** A call asking for a seat: a seat's request, with its path and query (its route is what a 429 pauses; its work by default). */
+/** A seat's request with its path and query (its route is what a 429 pauses; its work by default); `probe`: the probe call (GATEWAY_TEAM: its 429 pauses only its route, its answer ends a credential pause); `trial`: it tests a credential pause, through it, without a seat. */
 export interface SeatCall extends Omit<SeatRequest, 'workClass'> {
   url: string
   workClass?: string
-  /** The probe call (team GATEWAY_TEAM): its 429 pauses only its route, its answer ends a credential pause. */
   probe?: boolean
-  /** The probe call testing a credential pause: through the pause, without a seat (one call every PAUSE_PROBE_INTERVAL_MS). */
   trial?: boolean
 }
 
 /** One credential's governor, as the status view and the metrics read it (`views()`). */
 export type GovernorView = ReturnType<PlatformGovernors['views']>[number]
 
+/** `seal` (GATEWAY_SECRET): the pauses and the shared limit written to Redis. */
 export interface PlatformGovernorsDeps extends Pick<PlatformPausesDeps, 'config' | 'log' | 'metrics' | 'redis' | 'breaker' | 'bus'> {
-  /** Seals the pauses and the shared limit written to Redis (GATEWAY_SECRET). */
   seal?: RedisSeal | null
   weightOf?: (team: string) => number | undefined
   limitsOf?: (team: string) => TeamLimits | undefined
@@ -104,10 +102,7 @@ export class PlatformGovernors {
   /** Whether the platform has paused the credential, or a call of `team` (any team's) on the route of `url`: a cached copy is better than a wait. */
   paused(credential: string, url?: string, team?: string): boolean { return this.#pauses.paused(credential, url, team) }
 
-  /**
-   * A seat for `call`: refused (GW_OVERLOADED, paused) under a pause, none for a pause's trial, else the seats'; its `end`
-   * tells the pauses too. Not async: a queued call's wait holds one frame less; a refusal thrown is a rejection all the same.
-   */
+  /** A seat for `call`, behind the pauses (its `end` tells them too); not async: a queued call's wait holds one frame less. */
   seat(credential: string, call: SeatCall): Promise<Seat> {
     try {
       const g = this.#of(credential)

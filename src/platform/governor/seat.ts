@@ -16,21 +16,17 @@ export type SeatOutcome = { kind: 'answer'; status: number; latencyMs: number; r
 /** A call's seat: the platform's time, given back with the call's outcome (dispatch rule 4). */
 export interface Seat {
   readonly team: string
-  /** Calls of the credential in flight once it had its seat, itself included, on every replica. */
-  readonly load: number
+  readonly load: number // calls of the credential in flight once it had its seat, itself included, on every replica
   end(outcome: SeatOutcome): void
 }
 
+/** `workClass`: the work it asks (reports/work-class.ts), its seat-time estimated by it; `deadline` (epoch ms): not sent when it cannot end before; `signal` ends the wait; `urgency`: a refresh ahead's now (larger first). */
 export interface SeatRequest {
   team: string
-  /** The work it asks of the platform (reports/work-class.ts): its seat-time is estimated by it. */
   workClass: string
   priority?: Priority
-  /** Epoch ms: the call is not sent when it cannot end before. */
   deadline: number
-  /** Ends the wait (the call's deadline, its callers gone, the shutdown). */
   signal?: AbortSignal
-  /** A refresh ahead's urgency now (larger first). */
   urgency?: () => number
 }
 
@@ -42,7 +38,12 @@ export class NoIdleSeatError extends Error {
 /** A team's own ceilings (teams[].maxConcurrent, teams[].queue); null: none. */
 export type TeamLimits = { maxConcurrent: number | null; queue: number | null }
 
-/** What one credential's seats are given (seats.ts): the ceiling of the limit (platform.maxConcurrent), the limit at start, the queue's bounds. */
+/**
+ * What one credential's seats are given (seats.ts): the ceiling of the limit (platform.maxConcurrent), the limit at start,
+ * the queue's bounds; `pausedUntil` (epoch ms; 0: no credential pause); `seats`: its lease across replicas (none: counted
+ * here alone, at most `perReplica`); for the limit rule, every call's start and end, a wait at the limit (CredentialSeats'
+ * longWaitBesideShort, newcomerBesideLong, heldBackNow) and whether a call met a fault (docs/governor.md, "Faults").
+ */
 export interface SeatsOptions {
   credential: string
   maxConcurrent: number
@@ -50,28 +51,20 @@ export interface SeatsOptions {
   queueLimit: number
   queueTimeoutMs: number
   work: WorkEstimates
-  /** A team's weight (none: 1). */
   weightOf?: (team: string) => number | undefined
   limitsOf?: (team: string) => Partial<TeamLimits> | undefined
-  /** Until when (epoch ms) the platform pauses the whole credential; 0: it does not. */
   pausedUntil?: () => number
-  /** Its lease across replicas; none: the limit is counted here alone, at most `perReplica` (platform.maxConcurrentPerReplica). */
   seats?: SeatLease | null
   perReplica?: number | null
   clock?: Clock
   onRefused?: (reason: RefusalReason) => void
-  /** For the limit rule: every call's start and end, and a wait at the limit (`longMs`: CredentialSeats.longWaitBesideShort; `newcomer`: newcomerBesideLong; `heldBack`: heldBackNow). */
   onStarted?: (kind: string, load: number) => number
   onEnded?: (answer: Answer) => void
   onWaited?: (longMs: number | null, newcomer: boolean, heldBack: number) => void
-  /** Whether a call from `startedAt` to `at` met a fault of the limit rule ("Faults"): its time was the fault's, not its work's. */
   metFault?: (startedAt: number, at: number) => boolean
 }
 
-/**
- * What a call's outcome teaches its kind's estimate (nothing when it met a fault), and tells the limit rule ("Faults"):
- * overload, ok (the platform's work done: an answer, or a report that failed after its work), or other.
- */
+/** What a call's outcome teaches its kind's estimate (nothing when it met a fault), and tells the limit rule ("Faults"). */
 export function learnFrom(work: WorkEstimates, team: string, workClass: string, outcome: SeatOutcome, now: number, metFault = false): Answer['outcome'] {
   if (outcome.kind === 'dropped') return 'other'
   if (outcome.kind === 'none') {

@@ -8,9 +8,8 @@ import { TeamAccounts } from './team-accounts.js'
 import { kindOf } from './work-estimates.js'
 import { LONGEST_TIMER_MS, systemClock, type Clock, type Timer } from '../../clock.js'
 
-/** A call is charged at least this (ms): calls that end at once still take turns by weight. */
+// docs/governor.md, "Constants".
 const MIN_CHARGE_MS = 1
-/** A call running this many times its expected time is overdue: with no answer since, the platform is silent. */
 export const OVERDUE = 3
 
 /** A call waiting for a seat. One object and one listener per call, not closures over `ask`'s scope, which would keep its request while it waits. */
@@ -51,10 +50,7 @@ export class CredentialSeats {
   #seq = 0
   #lingerTimer: Timer | null = null
   // What a queued call's signal does when it aborts: one for every call.
-  readonly #aborted = (call: QueuedCall): void => {
-    this.#remove(call)
-    call.reject(call.signal?.reason as Error)
-  }
+  readonly #aborted = (call: QueuedCall): void => this.#drop(call, call.signal?.reason as Error)
 
   constructor(opts: SeatsOptions) {
     this.credential = opts.credential
@@ -74,7 +70,6 @@ export class CredentialSeats {
   get seatsHeld(): number { return this.#lease?.held ?? this.inFlight }
   get pausedUntil(): number { const until = this.#o.pausedUntil?.() ?? 0; return until > this.#clock.now() ? until : 0 }
 
-  /** The limit in force (the teams' shares are of it); a higher one starts queued calls. */
   setLimit(limit: number): void {
     const next = clamp(limit, this.#o.maxConcurrent)
     const raised = next > this.#limit
@@ -119,12 +114,11 @@ export class CredentialSeats {
 
   /** Since when a call in flight here, among the `atWorkers` started first, has been overdue (OVERDUE times its expected time), or null. */
   overdueSince(now = this.#clock.now(), atWorkers = Infinity): number | null { return this.#teams.overdueSince(now, atWorkers) }
-  /** Callers' calls waiting per team. */
   waiting(): Map<string, number> { return this.#queue.countByTeam() }
   /** `team`'s share of this replica's seats now (0 while it is not active). */
   shareOf(team: string): number { return this.#shares().targets.get(team) ?? 0 }
   running(team: string): number { return this.#teams.held(team) }
-  /** Seat-seconds charged to `team` on this replica, its calls still running included. */
+  /** Its calls still running included. */
   seatSeconds(team: string): number { return this.#teams.seatSeconds(team, this.#clock.now()) }
 
   /** The team's own ceilings (null: none), within the credential's. */
@@ -159,10 +153,7 @@ export class CredentialSeats {
     }
     const out = this.#queue.displaced({ team, priority }, this.#o.queueLimit, (t) => this.#weight(t))
     if (out === 'refuse') return Promise.reject(this.#refuse('queue_full', `the queue of credential ${this.credential} is full`, priority))
-    if (out) {
-      this.#remove(out)
-      out.reject(this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority))
-    }
+    if (out) this.#drop(out, this.#refuse('displaced', `the queue of credential ${this.credential} is full: a call of a team with fewer calls waiting took this one's place`, out.priority))
     const seq = this.#seq++
     return new Promise<Seat>((resolve, reject) => {
       const waiter = new QueuedCall(team, priority, seq, req.workClass, req.urgency, expiresAt, resolve, reject, signal, this.#clock, this.#aborted)
@@ -187,15 +178,11 @@ export class CredentialSeats {
   /** The credential's pause began: calls that would still wait when their time is up are told so now. */
   paused(): void {
     const until = this.pausedUntil
-    for (const waiter of this.#queue.all().filter((w) => w.expiresAt < until)) {
-      this.#remove(waiter)
-      waiter.reject(this.#refuse('paused', this.#pauseText(), waiter.priority))
-    }
+    for (const waiter of this.#queue.all().filter((w) => w.expiresAt < until)) this.#drop(waiter, this.#refuse('paused', this.#pauseText(), waiter.priority))
   }
 
   /** The seats free that the dispatch holds back from the calls waiting here (owed, lent): none while every seat is in flight. */
   heldBackNow(): number { return this.inFlight >= this.capacity ? 0 : Math.min(this.capacity - this.inFlight, this.heldBack().owed) }
-
   /** What the dispatch rule holds back from the calls waiting here (dispatch-order.ts). */
   heldBack(): { owed: number; longOnly: boolean } { return heldBack(this.#dispatchState(), this.pausedUntil > 0) }
 
@@ -321,22 +308,18 @@ export class CredentialSeats {
     }
   }
 
-  /**
-   * The timer of a queued call's `ms` (made apart from `ask`, it keeps the call alone): refused then by the deadline rule
-   * (`byDeadline`: its time ends at its send-by time, calls of its kind taking `expected`) or by the queue's timeout.
-   */
+  /** A queued call's timer (made apart from `ask`, it keeps the call alone): the deadline rule's refusal (`byDeadline`), else the queue's timeout. */
   #expiry(call: QueuedCall, ms: number, byDeadline: boolean, expected: number | null, deadline: number): Timer {
-    return this.#timer(() => {
-      this.#remove(call)
-      call.reject(byDeadline
-        ? this.#refuse('deadline', tooLate(expected, deadline - this.#clock.now()), call.priority)
-        : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${ms} ms`, call.priority))
-    }, ms)
+    return this.#timer(() => this.#drop(call, byDeadline
+      ? this.#refuse('deadline', tooLate(expected, deadline - this.#clock.now()), call.priority)
+      : this.#refuse('queue_timeout', `no platform seat of credential ${this.credential} within ${ms} ms`, call.priority)), ms)
   }
 
-  #remove(waiter: QueuedCall): void {
+  /** A queued call leaves the queue, refused with `err`. */
+  #drop(waiter: QueuedCall, err: Error): void {
     waiter.detach()
     if (this.#queue.remove(waiter)) this.#demandChanged()
+    waiter.reject(err)
   }
 
   #timer(fn: () => void, ms: number): Timer { return this.#clock.setTimeout(fn, Math.min(Math.max(0, ms), LONGEST_TIMER_MS)).unref() }

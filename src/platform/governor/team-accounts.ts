@@ -1,10 +1,8 @@
 import { GATEWAY_TEAM } from '../gateway-team.js'
 import type { LocalTeam } from './seat-lease.js'
 
-/** A team that asked within this long is active: its share is owed to it while it does not use it. */
+// docs/governor.md, "Constants".
 export const LINGER_MS = 5_000
-
-/** A team holding a seat whose queue emptied less than this long ago holds the virtual time back on one replica as a waiting team does: a busy team's callers ask again at once, within tens of ms, and a team back within it keeps the credit it had; users who think come back later, idle (docs/governor.md, "The dispatch rule" 2). */
 export const RETURN_MS = 100
 
 /** A call in flight: its start, when it is overdue (Infinity once answered), whether it was expected short. */
@@ -38,10 +36,7 @@ export class TeamAccounts {
   }
 
   held(team: string): number { return this.#teams.get(team)?.running.size ?? 0 }
-
   get inFlight(): number { return [...this.#teams.values()].reduce((n, seats) => n + seats.running.size, 0) }
-
-  /** Every call in flight here. */
   *#calls(): IterableIterator<RunningCall> { for (const seats of this.#teams.values()) yield* seats.running }
 
   /** `team`'s calls in flight expected short; of every team's, without one. */
@@ -67,7 +62,6 @@ export class TeamAccounts {
     return any
   }
 
-  /** Seat-seconds charged to `team`, its calls still running included. */
   seatSeconds(team: string, now: number): number {
     const seats = this.#teams.get(team)
     return seats ? seatMs(seats, now) / 1000 : 0
@@ -82,7 +76,6 @@ export class TeamAccounts {
     return due <= now ? due : null
   }
 
-  /** `team` asks: it lingers from now. */
   asked(team: string, now: number): void { this.of(team).lastAsked = now }
 
   /** A team's demand (held and `waiting`) grew: its peak over the linger follows. */

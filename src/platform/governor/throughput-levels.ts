@@ -1,17 +1,11 @@
-// The answers a second each level of calls in flight gives, for the limit rule
-// (knee-estimator.ts; docs/governor.md, "Cruise"): Little's law read across the limit's own
-// moves tells a platform whose calls slow past its knee from one with room. Pure: time is passed in.
-
+// The answers a second each level of calls in flight gives, for the limit rule (docs/governor.md, "Cruise", "Start"). Pure.
 import { MIN_CALLS, PRIOR_DOF, PRIOR_SPREAD, SURE } from './knee-verdicts.js'
 
-/** A level is weighed against those below it measured within RECENT_MS (the level the limit left was held a DECIDE_MS before; a drift moves a level little in it): FALL less, surely, is a fall (a platform whose calls slow past its knee gives that less a few calls past it). */
+// docs/governor.md, "Constants".
 export const RECENT_MS = 5_000
 export const FALL = 0.1
-// FALL less answers a second, as a difference of their logs.
-const FELL = -Math.log(1 - FALL)
-/** Across replicas the limit dips to DIP of itself (two FALLs below) to measure a level below it: the likelihood there shows no room, calls ending apart and in order (docs/governor.md, "Cruise"). */
+const FELL = -Math.log(1 - FALL) // FALL as a difference of logs
 export const DIP = 1 - 2 * FALL
-/** A dip put back is not tried again for DIP_MS: it costs a second or two of DIP of the seats, once a minute at most. */
 export const DIP_MS = 60_000
 
 /** Per level of calls in flight at a call's start: its answers' weight over EVIDENCE_MS (whether it was measured); over RECENT_MS (what it gives now) their weight, Σ of their kinds' first and lowest latency and of their latency (ms), Σ and Σ² of their log answers a second; when the last came. */
@@ -111,7 +105,7 @@ export class ThroughputLevels {
   }
 }
 
-/** The start ends at a level surely short of 1 + START_GAIN × (its ratio to the level before − 1) times the answers a second of the level before: half a scaling platform's gain (docs/governor.md, "Start"). */
+/** docs/governor.md, "Constants". */
 export const START_GAIN = 0.5
 
 /** Per kind, at a level the start held: the ends counted, Σ and Σ² of their log latency. */
@@ -131,7 +125,7 @@ export class StartLevels {
 
   /** The knee the start ends at, where `limit` and the level before have MIN_CALLS ends and `limit`'s fall surely short of START_GAIN's growth (√(2·SURE) standard errors): the most workers' worth a level up to it gave (#worth); else 'double'. */
   verdict(limit: number): 'double' | number {
-    const measured = [...this.#levels.keys()].filter((l) => l <= limit && ends(this.#levels.get(l)!) >= MIN_CALLS).sort((a, b) => a - b)
+    const measured = [...this.#levels.keys()].filter((l) => l <= limit && [...this.#levels.get(l)!.values()].reduce((n, k) => n + k.n, 0) >= MIN_CALLS).sort((a, b) => a - b)
     const below = measured.filter((l) => l < limit).at(-1)
     if (below === undefined || measured.at(-1) !== limit) return 'double'
     const grew = this.#gain(limit, below)
@@ -159,6 +153,3 @@ export class StartLevels {
     return weight === 0 ? null : { gain: Math.log(level / before) + diff / weight, variance: ss / n / weight }
   }
 }
-
-/** The ends counted at a level, every kind's. */
-const ends = (kinds: Map<string, KindEnds>): number => [...kinds.values()].reduce((n, k) => n + k.n, 0)

@@ -1,7 +1,5 @@
-// The work estimator: a kind's expected seat-time, from its team's answers, else the same
-// work's over every team (docs/governor.md, "Words"; dispatch rules 1 and 4). Pure.
-
-// docs/governor.md, "Constants"; MAX_KINDS: kinds held, the least recently seen forgotten past it.
+// The work estimator: a kind's expected seat-time, from its team's answers, else the same work's over every team
+// (docs/governor.md, "Words"; dispatch rules 1 and 4). Pure. Constants: docs/governor.md, "Constants".
 export const ESTIMATE_GAIN = 0.2
 export const CUT_GROWTH = 1.5
 export const CUT_MEMORY_MS = 5 * 60_000
