@@ -118,7 +118,7 @@ export class CredentialSeats {
   /** `team`'s share of this replica's seats now (0 while it is not active). */
   shareOf(team: string): number { return this.#shares().targets.get(team) ?? 0 }
   running(team: string): number { return this.#teams.held(team) }
-  /** Its calls still running included. */
+  /** Seat-seconds charged to `team` on this replica, its calls still running included. */
   seatSeconds(team: string): number { return this.#teams.seatSeconds(team, this.#clock.now()) }
 
   /** The team's own ceilings (null: none), within the credential's. */
