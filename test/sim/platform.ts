@@ -34,6 +34,13 @@ export interface PlatformShape {
   capacity?: { knee: number; slopeMs: number; refuseAbove: number }
   /** A Laravel throttle in force over a span: past its `limit` calls in a window, a call of its key is answered 429 at once. */
   throttle?: ThrottleShape
+  /**
+   * A platform on timers (the benches' stand-ins and sandbox, in Node): each call up to
+   * `jitterMs` more (uniform), and its end on the next whole `tickMs` (a timer fires in its
+   * loop's batch, never early), so that calls of one cost started together end together.
+   * None: ends at their cost, to the fraction of a millisecond.
+   */
+  timers?: { jitterMs: number; tickMs: number }
 }
 
 /**
@@ -170,9 +177,15 @@ export class SimPlatform {
       job.started = now
       const cost = job.call.costMs * this.#shape.slowness(now) * this.#random.spread(this.#shape.spread) + this.#crowdedMs()
       this.#busy.add(job)
-      this.#finishAt(job, now + Math.max(1, cost))
+      this.#finishAt(job, this.#onTimers(now + Math.max(1, cost)))
       this.served.set(job.call.team, (this.served.get(job.call.team) ?? 0) + 1)
     }
+  }
+
+  /** When a call due to end at `at` ends on a platform on timers: up to its jitter later, on the next whole tick. */
+  #onTimers(at: number): number {
+    const t = this.#shape.timers
+    return t ? Math.ceil((at + this.#random.uniform(0, t.jitterMs)) / t.tickMs) * t.tickMs : at
   }
 
   /** What a call starting now costs past its own work on a platform whose calls slow as more run at once. */

@@ -27,6 +27,8 @@ export interface Scenario {
   capacity?: PlatformShape['capacity']
   /** A Laravel throttle in force over a span (platform.ts), its times from the start. */
   throttle?: ThrottleShape
+  /** A platform on timers (platform.ts): its jitter and its ends on whole ticks. */
+  timers?: PlatformShape['timers']
   teams: TeamPlan[]
 }
 
@@ -88,6 +90,7 @@ export async function simulate(scenario: Scenario, factory: GovernorFactory): Pr
     shedding: scenario.shedding.map((s) => ({ ...shift(s), p: s.p })),
     ...(scenario.capacity ? { capacity: scenario.capacity } : {}),
     ...(scenario.throttle ? { throttle: { ...scenario.throttle, ...shift(scenario.throttle) } } : {}),
+    ...(scenario.timers ? { timers: scenario.timers } : {}),
   }
   const platform = new SimPlatform(clock, shape, random.fork())
   const teamRandoms = scenario.teams.map(() => random.fork())

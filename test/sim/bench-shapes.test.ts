@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest'
+import { benchMisses, benchShape, describeBenchShape } from './bench-shapes.js'
+import { unexpected, type SeedFailure } from './sweep.js'
+
+// The benchmarks' shapes the sweep does not draw (test/sim/bench-shapes.ts): the scale
+// bench's crowded platform, on a gateway whose loop is its own or busy from its start, and
+// the two-teams bench's dashboard that arrives beside year-long callers on a fresh gateway,
+// on a platform on timers and a loop that waits a few ms for its core. Three rules of the
+// limit are there for these shapes alone (docs/decisions/governor-model.md, "The benchmarks'
+// shapes in the simulator"): without the start's levels (StartLevels) seeds 3, 8, 9, 13,
+// 15, 20 and 32 break their refusals or throughput; without the workers' worth (`served`)
+// 13, 24, 27, 32 and 35 their throughput; without the probe seat's TIE 5 and 10 the
+// newcomer's throughput (and 5 work-conserving). BENCH_SEED=<n> replays one, printing
+// every check it breaks; BENCH_RECORD=1 prints the failing seeds as KNOWN_MISSES' rows.
+//
+// The known misses, each a shape the model does not keep yet: crowded platforms whose
+// gateway is busy from its start (2, 19, 21, 22, 34, 37, 38: the start doubles to the
+// ceiling, 429s past the refusal, then the limit stays there or a queue verdict puts it at
+// 2 to 9; the start's levels read the loop's lateness in their latency, a larger share of a
+// lower level's), and fresh gateways where the dashboard that arrives 5 s after the year's
+// callers keeps less than 80 % of itself alone (1, 7, 14, 18, 23, 28, 30, 31, 33, 39, 40).
+const KNOWN_MISSES = new Map<number, readonly string[]>([
+  [1, ['the newcomer']],
+  [2, ['refusals', 'throughput']],
+  [7, ['the newcomer']],
+  [14, ['the newcomer']],
+  [18, ['work-conserving', 'the newcomer']],
+  [19, ['refusals', 'throughput']],
+  [21, ['refusals', 'throughput']],
+  [22, ['isolation', 'refusals', 'throughput']],
+  [23, ['the newcomer']],
+  [28, ['the newcomer']],
+  [30, ['work-conserving', 'the newcomer']],
+  [31, ['work-conserving', 'the newcomer']],
+  [33, ['work-conserving', 'the newcomer']],
+  [34, ['refusals', 'throughput']],
+  [37, ['refusals', 'throughput']],
+  [38, ['refusals', 'throughput']],
+  [39, ['work-conserving', 'the newcomer']],
+  [40, ['the newcomer']],
+])
+
+const only = process.env.BENCH_SEED === undefined ? null : Number(process.env.BENCH_SEED)
+const SEEDS = only === null ? Array.from({ length: 40 }, (_, i) => i + 1) : [only]
+
+describe('the benchmarks\' shapes, 40 seeded', () => {
+  it('keeps every guarantee and the benches\' targets on every seed but the known misses, and those still miss', async () => {
+    const failed: SeedFailure[] = []
+    for (const seed of SEEDS) {
+      const shape = benchShape(seed)
+      const broken = await benchMisses(shape)
+      if (only !== null) console.log(`${describeBenchShape(shape)}\n  ${broken.map((b) => `${b.guarantee}: ${b.detail}`).join('\n  ') || 'every guarantee kept'}`)
+      if (broken.length > 0) failed.push({ seed, guarantees: broken.map((b) => b.guarantee), text: `${describeBenchShape(shape)}\n  ${broken.map((b) => `${b.guarantee}: ${b.detail}`).join('\n  ')}\n  replay: BENCH_SEED=${seed} npx vitest run test/sim/bench-shapes.test.ts` })
+    }
+    if (process.env.BENCH_RECORD === '1') console.log(failed.map((f) => `  [${f.seed}, [${f.guarantees.map((g) => `'${g}'`).join(', ')}]],`).join('\n'))
+    const out = unexpected(SEEDS, failed, KNOWN_MISSES)
+    expect(out, out.join('\n')).toEqual([])
+  }, 120_000)
+})
