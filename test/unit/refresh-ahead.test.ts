@@ -84,7 +84,7 @@ describe('refreshAheadStart', () => {
   })
 
   it('does not count the asks the fill of the copy answered: the miss that made it says nothing of its rate', () => {
-    // Asked three times, the first the miss that filled it: two of its own.
+    // Asked K times, the first the miss that filled it: K − 1 of its own.
     expect(refreshAheadStart(copy(60), { ...asked(REFRESH_AHEAD_ASKS), filled: 1 }, 500, T0 + 1000)).toBeNull()
     expect(refreshAheadStart(copy(60), { ...asked(REFRESH_AHEAD_ASKS + 1), filled: 1 }, 500, T0 + 1000)).toBe(T0 + 60_000 - 500)
     // The budget reads the same rate.
@@ -141,9 +141,23 @@ describe('budgetAsks', () => {
   })
 
   it('never goes under K, however large the budget; none fits: Infinity', () => {
-    expect(budgetAsks([100, 50, 2, 1].map(demand), 10)).toBe(50)
+    expect(budgetAsks([100, 50, 1.5, 1].map(demand), 10)).toBe(50)
     expect(budgetAsks([demand(3)])).toBe(Infinity)
     expect(budgetAsks([])).toBe(Infinity)
+  })
+
+  it('lets the budget reach a report asked twice a freshness when it has room: K = 2', () => {
+    // Trace 8 of the family: its popular reports asked 1.8 to 2.3 times a freshness, the calls within the budget.
+    expect(budgetAsks([100, 50, 2, 1].map(demand), 10)).toBe(2)
+    expect(refreshAheadStart(copy(60), asked(2), 500, T0 + 1000)).toBe(T0 + 60_000 - 500)
+  })
+
+  it("keeps K where the reports of the freshness guarantee (asked 2K times a freshness) lose at most 1 % of their answers to copies nobody asked while fresh", () => {
+    // A refresh is set by an ask of the fresh copy: a report asked a times a freshness leaves
+    // e^(−a) of its copies unasked, and the first ask after each is served stale.
+    const unasked = (a: number) => Math.exp(-a) / (a + Math.exp(-a))
+    expect(unasked(2 * REFRESH_AHEAD_ASKS)).toBeLessThanOrEqual(0.01)
+    expect(unasked(2 * 1.5)).toBeGreaterThan(0.01)
   })
 
   it('refreshes a lone report once it is asked often enough to cost no more than the budget', () => {
