@@ -78,6 +78,9 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   answerHooks(proxy, { tracing, auditLog, admission, observe })
 
   const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE })
+  // Every admin call's body is JSON: a text/plain one is refused as any other type is
+  // (`body: must be application/json`), not read as a string its schema then refuses.
+  admin.removeContentTypeParser('text/plain')
   // First: its document is made from every route registered after it.
   await describeAdmin(admin)
   await admin.register(healthRoutes, health)
