@@ -1,12 +1,16 @@
 import type { TeamConfig } from '../config.js'
 import { BadRequestError, ForbiddenError } from '../errors.js'
 import type { CheckedBody } from './request-body.js'
-import type { Pair, RequestTarget } from './request-target.js'
+import { phpVariable, type Pair, type RequestTarget } from './request-target.js'
 import { assertMayUseAccount } from './team-auth.js'
 
 // The platform reads accounts from `advertiserId` and `userId`, and (Laravel) merges
 // query, JSON and form input; any of them anywhere in a call can name an account, so
-// all are checked, nested ones and arrays included. Campaign ids likewise.
+// all are checked, nested ones and arrays included. Campaign ids likewise. A query or
+// form parameter names the variable PHP stores it under (`userId[]x` is `userId[0]`);
+// a JSON key is read as itself, and as an array name too.
+const ACCOUNT_VARIABLES = new Set(['advertiserId', 'userId'])
+const CAMPAIGN_VARIABLES = new Set(['campaignIds', 'campaignId'])
 const ACCOUNT_FIELD = /^(advertiserId|userId)(\[.*\])?$/
 const CAMPAIGN_FIELD = /^(campaignIds|campaignId)(\[.*\])?$/
 const ID = /^\d{1,15}$/
@@ -44,15 +48,15 @@ const REPORT_PATH = '/api/v1/report/'
  * would act on the parent account.
  */
 export function namedInCall(method: string, target: RequestTarget, body: CheckedBody | null, campaignPaths: readonly RegExp[]): NamedInCall {
-  const queryAccounts = fieldValues(target.params, ACCOUNT_FIELD)
+  const queryAccounts = fieldValues(target.params, ACCOUNT_VARIABLES)
   const bodyAccounts: unknown[] = []
   const bodyCampaigns: unknown[] = []
   if (body?.kind === 'json') collectJson(body.value, bodyAccounts, bodyCampaigns)
   else if (body?.kind === 'form') {
-    bodyAccounts.push(...fieldValues(body.params, ACCOUNT_FIELD))
-    bodyCampaigns.push(...fieldValues(body.params, CAMPAIGN_FIELD))
+    bodyAccounts.push(...fieldValues(body.params, ACCOUNT_VARIABLES))
+    bodyCampaigns.push(...fieldValues(body.params, CAMPAIGN_VARIABLES))
   }
-  const campaigns = [...fieldValues(target.params, CAMPAIGN_FIELD), ...bodyCampaigns].map(campaignId)
+  const campaigns = [...fieldValues(target.params, CAMPAIGN_VARIABLES), ...bodyCampaigns].map(campaignId)
   const inPath = pathCampaign(target.path, campaignPaths)
   if (inPath !== null) campaigns.push(inPath)
   const bodyless = method === 'GET' || method === 'HEAD' || method === 'DELETE'
@@ -96,9 +100,9 @@ function pathCampaign(path: string, patterns: readonly RegExp[]): number | null 
   return null
 }
 
-function fieldValues(params: readonly Pair[], field: RegExp): string[] {
+function fieldValues(params: readonly Pair[], variables: ReadonlySet<string>): string[] {
   const found: string[] = []
-  for (const [key, value] of params) if (field.test(key)) found.push(value)
+  for (const [key, value] of params) if (variables.has(phpVariable(key))) found.push(value)
   return found
 }
 

@@ -17,7 +17,7 @@ import { reportAnswerFacts } from '../http/reads/report-facts.js'
 import { ReadDecisions } from '../reports/read-decision.js'
 import { refusalObserver, requestObserver } from '../http/hooks/request-log.js'
 import { answerHooks, callerRate } from '../http/hooks/answer-hooks.js'
-import { adminRoutes } from '../http/admin/admin.js'
+import { ADMIN_ANSWER_HEADERS, adminRoutes } from '../http/admin/admin.js'
 import type { WebhookDeliveries } from '../jobs/webhook-deliveries.js'
 import { metricsRoute } from '../http/admin/metrics-route.js'
 import { consoleRoutes } from '../http/admin/console-route.js'
@@ -77,7 +77,10 @@ export async function listeners(parts: ListenerParts): Promise<Listeners> {
   await proxy.register(apiRoutes, { config, reports, jobs, clock, tracing, usage, answers, admission, client, decisions, failures, facts })
   answerHooks(proxy, { tracing, auditLog, admission, observe })
 
-  const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE })
+  const admin = buildServer(config, log, failures, null, { challenge: ADMIN_CHALLENGE, refusalHeaders: ADMIN_ANSWER_HEADERS })
+  // Every admin call's body is JSON: a text/plain one is refused as any other type is
+  // (`body: must be application/json`), not read as a string its schema then refuses.
+  admin.removeContentTypeParser('text/plain')
   // First: its document is made from every route registered after it.
   await describeAdmin(admin)
   await admin.register(healthRoutes, health)

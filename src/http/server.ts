@@ -198,6 +198,12 @@ export interface ListenerOptions {
   /** The rate-limit fields of each answer (the proxy's callers). */
   rateOf?: RateOf
   tracing?: Tracing | null
+  /**
+   * Headers of every answer the listener writes before its router (a malformed head, a
+   * path that is no percent-encoding), where its routes set them on theirs (the admin
+   * listener's: admin/admin.ts ADMIN_ANSWER_HEADERS).
+   */
+  refusalHeaders?: Readonly<Record<string, string>>
 }
 
 /** The proxy listener's challenge: the team key (`x-api-key`, or `authorization: Bearer`). */
@@ -231,7 +237,7 @@ const PARSER_REFUSALS: Record<string, string> = {
  * listener's challenge), `fastPath` (if any) in front of the router, and with `tracing` a
  * span begun for each request before either (none of it when tracing is off).
  */
-export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, rateOf = () => null, tracing = null, allow = null, bodyReader = 'parser' }: ListenerOptions): FastifyInstance {
+export function buildServer(config: Config, log: Logger, failures: FailureLog, fastPath: FastPath, { challenge, rateOf = () => null, tracing = null, allow = null, bodyReader = 'parser', refusalHeaders = {} }: ListenerOptions): FastifyInstance {
   let gentle: ReturnType<typeof closeGently> | null = null
   let http: Server | null = null
   const app = Fastify({
@@ -298,13 +304,14 @@ export function buildServer(config: Config, log: Logger, failures: FailureLog, f
         return
       }
       const { error, headers } = clientErrorAnswer(err, Buffer.isBuffer(err.rawPacket) ? err.rawPacket : undefined, allow)
-      endWithError(http, socket, error, headers, null)
+      endWithError(http, socket, error, { ...refusalHeaders, ...headers }, null)
     },
     // What the router refuses before a route is found (a path that is no percent-encoding,
     // `%zz`) in the contract's terms too, a GW_* 400 with its request id: no hook of the
     // listener runs for it.
     frameworkErrors: (error, request, reply) => {
       const answer = reply as FastifyReply
+      answer.headers(refusalHeaders)
       setAnswerFields(answer, { reqId: request.id, rate: null })
       // No onResponse hook runs either: its access line is written here.
       const observe = http === null ? undefined : refusalObservers.get(http)

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
+import type { AddressInfo } from 'node:net'
 import { KEYS, REPORT_PATH } from '../helpers/build-gateway.js'
+import { rawHttp, rawRequest } from '../helpers/sandbox-gateway.js'
 import { leakedSecrets, runSecrets } from '../helpers/secret-scan.js'
 import { ADMIN_TOKEN, useAttackGateway } from './attack-gateway.js'
 
@@ -85,6 +87,23 @@ describe('the admin listener attacked', () => {
       expect(res.statusCode, `${method} ${url}`).toBe(400)
       expect(res.json()).toMatchObject({ code: 'GW_BAD_REQUEST', message: 'url: holds a team key; no report the gateway caches holds one (the value is not shown)' })
       expect(res.body).not.toContain(KEYS.growth.slice(4))
+    }
+  })
+
+  it('a request refused before any admin route (a path that is no percent-encoding, a head Node cannot read) carries the admin headers too', async () => {
+    await sg.gw.admin.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = sg.gw.admin.server.address() as AddressInfo
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    const refusals: [string, Buffer][] = [
+      ['a path that is no percent-encoding', rawHttp('GET', '/admin/%zz', { key: null, headers: auth })],
+      ['an unknown method', rawHttp('FOO', '/admin/whoami', { key: null, headers: auth })],
+      ['a control character in the target', rawHttp('GET', '/admin/who\u0001ami', { key: null, headers: auth })],
+      ['a head larger than Node reads', rawHttp('GET', '/admin/whoami', { key: null, headers: { ...auth, 'x-pad': 'a'.repeat(17_000) } })],
+    ]
+    for (const [what, bytes] of refusals) {
+      const res = await rawRequest(port, bytes)
+      expect(res.status, what).toBeGreaterThanOrEqual(400)
+      expect([res.headers['cache-control'], res.headers['x-frame-options'], res.headers['x-content-type-options']], what).toEqual(['no-store', 'DENY', 'nosniff'])
     }
   })
 })

@@ -44,6 +44,15 @@ describe('what PHP reads (the sandbox models it)', () => {
     expect(await listed(surrogate)).toContain(PARENT_CAMPAIGN)
   })
 
+  it('a name with text after its last bracket is the array before it: campaignIds[]x is campaignIds[0]', async () => {
+    // A POST report reads campaignIds from the body over the query: a body without them takes the query's.
+    const res = await direct(sg, 'POST', '/api/v1/report/campaigns/get?campaignIds[]x=103001', {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ userId: 101, dateFrom: '2026-01-01', dateTo: '2026-01-07', byCampaign: true }),
+    })
+    expect((res.json.data as { campaignId: number }[]).map((r) => r.campaignId)).toEqual([103001])
+  })
+
   it('only the first 1000 parameters are read', async () => {
     const body = `userId=101&${Array.from({ length: 999 }, (_, i) => `p${i}=1`).join('&')}&userId=103`
     const res = await direct(sg, 'POST', '/api/v1/campaign/get', { headers: FORM, body })
@@ -67,6 +76,22 @@ describe('the gateway refuses what PHP would read differently: 400, nothing reac
       const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body, headers: FORM })
       expect(res.status, body).toBe(400)
     }
+    expect(sg.callerRequests()).toEqual([])
+  })
+
+  it('an account or campaign field named with text after its last bracket is checked as PHP reads it', async () => {
+    const report = { userId: 101, dateFrom: '2026-01-01', dateTo: '2026-01-07', byCampaign: true }
+    for (const target of ['/api/v1/report/campaigns/get?campaignIds[]x=103001', '/api/v1/report/campaigns/get?campaignIds[0]x=103001', '/api/v1/report/campaigns/get?campaignId[]x=103001']) {
+      const res = await call(sg, 'POST', target, { key: KEYS.growth, json: report })
+      expect(res.status, target).toBe(403)
+      expect(res.json.code).toBe('GW_FORBIDDEN')
+    }
+    for (const body of ['userId=101&userId[]x=103', 'userId=101&campaignIds[]x=103001', 'userId=101&advertiserId[a]b=103']) {
+      const res = await call(sg, 'POST', '/api/v1/campaign/get', { key: KEYS.growth, body, headers: FORM })
+      expect(res.status, body).toBe(403)
+    }
+    const query = await call(sg, 'POST', '/api/v1/campaign/get?userId[]x=103', { key: KEYS.growth, json: { userId: 101 } })
+    expect(query.status).toBe(403)
     expect(sg.callerRequests()).toEqual([])
   })
 

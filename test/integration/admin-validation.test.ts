@@ -133,6 +133,7 @@ describe('every admin call', () => {
       ['application/json', '{bad', 'body: not valid JSON'],
       ['application/json', '', 'body: not valid JSON'],
       ['application/xml', '<a/>', 'body: must be application/json'],
+      ['text/plain', '{"token":"abcdefghijklmnopqrstuvwxyz"}', 'body: must be application/json'],
     ]
     for (const [type, payload, message] of sent) {
       const res = await admin(gw, 'PUT', '/admin/token', { payload, headers: { 'content-type': type } })

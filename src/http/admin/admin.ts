@@ -32,15 +32,17 @@ export type AdminParts = AdminStatusParts &
     webhooks: WebhookDeliveries
   }
 
+/** Admin answers name tokens' fingerprints, teams and keys: no cache keeps them, no page frames them. */
+export const ADMIN_ANSWER_HEADERS: Readonly<Record<string, string>> = { 'cache-control': 'no-store', 'x-frame-options': 'DENY', 'x-content-type-options': 'nosniff' }
+
 /** The admin listener's /admin/* calls (contract, "Admin listener"). */
 export async function adminRoutes(app: FastifyInstance, parts: AdminParts): Promise<void> {
   // Each part below gets the parts it reads.
   const { config, auditLog, clock, secrets, adminAuth, tokens, reports, breaker, bus, teams, usage, keyUse, runtimeLevel, client, reloader, replicas, webhooks } = parts
   adminAccess(app, { adminAuth, auditLog, clock })
 
-  // Admin answers name tokens' fingerprints, teams and keys: no cache keeps them, no page frames them.
   app.addHook('onSend', async (_request, reply, payload) => {
-    reply.header('cache-control', 'no-store').header('x-frame-options', 'DENY').header('x-content-type-options', 'nosniff')
+    reply.headers(ADMIN_ANSWER_HEADERS)
     return payload
   })
 
