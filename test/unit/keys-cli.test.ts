@@ -325,6 +325,21 @@ describe('keys list', () => {
     })
   })
 
+  it('says what a team\'s advertisers may be, in the gateway\'s words, one line each', () => {
+    const allowed = 'must be an advertiser id (a whole number, at least 1), or "*" alone for every advertiser'
+    for (const [advertisers, problem] of [
+      ['["all"]', `teams.growth.advertisers.0: ${allowed} (got "all")`],
+      ['[0]', `teams.growth.advertisers.0: ${allowed} (got 0)`],
+      ['["*", 101]', 'teams.growth.advertisers: "*" (every advertiser) is listed beside advertiser ids (101); give ["*"] alone, or the ids alone'],
+    ] as const) {
+      withFile(`teams:\n  growth:\n    keys: []\n    advertisers: ${advertisers}\n`, (path) => {
+        const r = run('list', '--teams', path)
+        expect(r.status).toBe(1)
+        expect(r.stderr).toBe(`keys list: ${path} is not valid:\n  - ${problem}\n`)
+      })
+    }
+  })
+
   it('reads a teams file (--teams, or TEAMS_FILE before CONFIG_FILE) with the gateway\'s rules for it', () => {
     withFile(YAML, (path) => {
       const expected = run('list', '--config', path).stdout
