@@ -126,6 +126,13 @@ describe('keys new --team NAME', () => {
       expect(r.status, list).toBe(2)
       expect(r.stderr).toBe(`keys: new: --advertisers ${JSON.stringify(list)} holds ${JSON.stringify(item)}, not an advertiser id; ${rule}`)
     }
+    // "*" beside ids is refused as the teams config refuses it: it was printed as ["*"], every advertiser.
+    for (const list of ['*,101', '101, *']) {
+      const r = run('new', '--team', 'growth', '--advertisers', list)
+      expect(r.status, list).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toBe(`keys: new: --advertisers ${JSON.stringify(list)} holds * (every advertiser) beside advertiser ids; give the ids, or * alone (npm run keys -- --help)\n`)
+    }
     const spaced = run('new', '--team', 'growth', '--advertisers', '101, 102,101')
     expect(spaced.status).toBe(0)
     expect(spaced.stdout).toContain('advertisers: [101, 102]\n')
