@@ -154,6 +154,9 @@ describe('requests refused before the router', () => {
     }
     expect(sg.callerRequests()).toEqual([])
     expect(sg.gw.logs.text()).not.toContain(KEYS.growth)
+    // The admin listener reads the same head first (headFault), as it does two authorization lines.
+    const admin = await rawRequest(await adminPort(), `GET /admin/whoami HTTP/1.1\r\n${H}${lines[0]}connection: close\r\n\r\n`)
+    expect(JSON.parse(admin.body)).toMatchObject({ statusCode: 400, code: 'GW_BAD_REQUEST', message: 'x-api-key: given more than once' })
     // One line is read as before.
     expect((await rawRequest(sg.port, rawHttp('GET', report))).status).toBe(200)
   })
