@@ -26,7 +26,7 @@ export const allErrors = {
   UpstreamError: createError<[string, { cause?: unknown }?]>('GW_UPSTREAM', 'the platform failed: %s', 502),
   UpstreamTimeoutError: createError('GW_UPSTREAM_TIMEOUT', 'the platform did not answer in time', 504),
   DeadlineError: createError<[string]>('GW_UPSTREAM_TIMEOUT', 'not sent to the platform: %s', 504),
-  AdminUnavailableError: createError('GW_ADMIN_DISABLED', 'admin calls are disabled: no ADMIN_TOKEN or ADMIN_TOKENS_FILE is configured', 503),
+  AdminUnavailableError: createError('GW_ADMIN_DISABLED', 'admin calls are disabled: no admin token is configured; set ADMIN_TOKEN, ADMIN_VIEWER_TOKEN (or their _FILE forms) or ADMIN_TOKENS_FILE', 503),
   AdminUnauthorizedError: createError('GW_UNAUTHORIZED', 'missing or wrong admin token', 401),
   AdminForbiddenError: createError<[string, string]>('GW_FORBIDDEN', 'the admin token of %s is a viewer\'s: it may read, not change (%s needs an operator\'s token); nothing was changed', 403),
   TokenRejectedError: createError<[string, { cause?: unknown }?]>('GW_TOKEN_REJECTED', 'the platform rejected the new token: %s', 422),

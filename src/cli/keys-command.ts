@@ -289,7 +289,10 @@ function advertiserList(value: string | undefined): string {
     const what = wrong === '' ? 'holds an empty item' : `holds ${JSON.stringify(wrong)}, not an advertiser id`
     throw new UsageError(`new: --advertisers ${JSON.stringify(value)} ${what}; give advertiser ids (positive integers) separated by commas, or *`)
   }
-  return items.includes('*') ? '["*"]' : `[${[...new Set(items)].join(', ')}]`
+  if (!items.includes('*')) return `[${[...new Set(items)].join(', ')}]`
+  // As the teams config has it (config/teams.ts): * is every advertiser, and stands alone.
+  if (items.some((s) => s !== '*')) throw new UsageError(`new: --advertisers ${JSON.stringify(value)} holds * (every advertiser) beside advertiser ids; give the ids, or * alone`)
+  return '["*"]'
 }
 
 /**

@@ -11,14 +11,20 @@ import { validateConfig } from './validators.generated.js'
 
 export function validateSchema(raw: Record<string, unknown>, envSources: Map<string, string>, problems: string[]): void {
   if (validateConfig(raw)) return
-  const seen = new Set<string>()
-  for (const error of withoutBranchNoise(validateConfig.errors ?? [])) {
-    const line = describeError(error, raw, envSources)
-    if (line && !seen.has(line)) {
-      seen.add(line)
-      problems.push(line)
-    }
+  problems.push(...schemaProblems(validateConfig.errors ?? [], raw, envSources))
+}
+
+/**
+ * A validator's errors as one line per key, each naming the key as the config does;
+ * `at`: where in `raw` the validated value sits (validateTeams validates `teams`).
+ */
+export function schemaProblems(errors: ErrorObject[], raw: Record<string, unknown>, envSources: Map<string, string>, at: readonly string[] = []): string[] {
+  const lines = new Set<string>()
+  for (const error of withoutBranchNoise(errors)) {
+    const line = describeError(error, raw, envSources, at)
+    if (line) lines.add(line)
   }
+  return [...lines]
 }
 
 // Union branches each report their own failure; one line per key reads better. A
@@ -51,8 +57,8 @@ function branchOf(union: ErrorObject, e: ErrorObject): string {
   return e.schemaPath.slice(union.schemaPath.length + 1).split('/')[0] ?? ''
 }
 
-function describeError(error: ErrorObject, raw: Record<string, unknown>, envSources: Map<string, string>): string | null {
-  const segments = error.instancePath.split('/').slice(1).map(unescapePointer)
+function describeError(error: ErrorObject, raw: Record<string, unknown>, envSources: Map<string, string>, at: readonly string[]): string | null {
+  const segments = [...at, ...error.instancePath.split('/').slice(1).map(unescapePointer)]
   if (error.keyword === 'additionalProperties') {
     const extra = (error.params as { additionalProperty: string }).additionalProperty
     return `${[...segments, extra].join('.')}: unknown setting`

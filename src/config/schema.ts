@@ -55,7 +55,8 @@ export const TeamSchema = Type.Object(
       Type.Union([KeyHash, KeyEntry], { description: 'sha256:<hex> of an API key (64 lower-case hex digits, from `npm run keys`), or {hash: "sha256:<hex>", id, createdAt, expiresAt, successor, graceUntil, lineage, replaces}; plaintext keys are never stored' }),
       { description: 'a list of sha256:<hex> API key hashes or {hash, id, createdAt, expiresAt, successor, graceUntil, lineage, replaces} entries' },
     ),
-    advertisers: Type.Array(Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('*')])),
+    // The description sits on the item, as the keys': a bad item is what the message names. "*" beside ids is refused in teams.ts.
+    advertisers: Type.Array(Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('*')], { description: 'an advertiser id (a whole number, at least 1), or "*" alone for every advertiser' })),
     write: Type.Boolean({ default: false }),
     refresh: Type.Boolean({ default: false, description: 'true or false (true: the team may force a fresh copy of a report from the platform with cache-control: no-cache, at most once per cache.refreshMinAge of the report)' }),
     credential: Type.String({ minLength: 1, default: 'default' }),

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import type { RawTeam } from './schema.js'
 import { isPlainObject, readYamlObject } from './sources.js'
+import { schemaProblems } from './schema-errors.js'
 import { normalizeTeams, type TeamConfig } from './teams.js'
 import { validateTeams } from './validators.generated.js'
 
@@ -34,9 +35,8 @@ export function teamsOfFile(path: string, { teamsFile = false } = {}, readFile: 
   const raw = (teamsFile ? readTeamsFile(path, readFile, problems) : readYamlObject(path, readFile, problems, path).teams) ?? {}
   if (!isPlainObject(raw)) return { teams: [], problems: [...problems, 'teams: must be a mapping of team names'] }
   if (!validateTeams(raw)) {
-    // Paths only: a key list may hold a pasted plaintext key, never repeated here.
-    for (const e of validateTeams.errors ?? []) problems.push(`teams${e.instancePath.replace(/\//g, '.')}: ${e.message ?? 'is invalid'}`)
-    return { teams: [], problems: [...new Set(problems)] }
+    // In the gateway's words, which never repeat a key list's value (it may hold a pasted plaintext key).
+    return { teams: [], problems: [...problems, ...schemaProblems(validateTeams.errors ?? [], { teams: raw }, new Map(), ['teams'])] }
   }
   const teams = normalizeTeams(raw as Record<string, RawTeam>, null, problems)
   return { teams, problems }

@@ -73,6 +73,11 @@ export function normalizeTeams(raw: Record<string, RawTeam>, credentials: Readon
       continue
     }
     if (credentials && !credentials.has(t.credential)) problems.push(`teams.${name}.credential: no credential named ${t.credential}`)
+    // "*" is every advertiser: beside ids it says two things, and read as every advertiser it would widen what the ids were written to bound.
+    const advertiserIds = t.advertisers.filter((a) => a !== '*')
+    if (advertiserIds.length > 0 && advertiserIds.length < t.advertisers.length) {
+      problems.push(`teams.${name}.advertisers: "*" (every advertiser) is listed beside advertiser ids (${advertiserIds.join(', ')}); give ["*"] alone, or the ids alone`)
+    }
     const keys: TeamKey[] = []
     for (const [i, entry] of t.keys.entries()) {
       const { hash, id, createdAt, expiresAt, successor, graceUntil, lineage, replaces } = typeof entry === 'string' ? { hash: entry } : entry

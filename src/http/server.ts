@@ -139,7 +139,9 @@ export function refusalsObservedOn(app: FastifyInstance, observe: ObserveRefusal
  * answer of the contract's, and Node keeps the first of two Host lines where a proxy
  * before the gateway may have read the last). So is one with more than one Authorization
  * line (RFC 9110, 5.3: it is no list): Node keeps the first, the key or admin token read,
- * where a proxy before the gateway that adds its own may read the last. The fault's
+ * where a proxy before the gateway that adds its own may read the last. So is one with
+ * more than one x-api-key line: Node joins them into one value that is no key, and a
+ * caller told "unknown key" looks for a wrong key where it sent two. The fault's
  * message, or null.
  */
 export function headFault(req: IncomingMessage): string | null {
@@ -147,14 +149,17 @@ export function headFault(req: IncomingMessage): string | null {
   if (host === undefined) return req.httpVersionMinor === 1 ? 'host: an HTTP/1.1 request names the host it asks in a Host header' : null
   let hosts = 0
   let authorizations = 0
+  let apiKeys = 0
   const raw = req.rawHeaders
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string
     if (name.length === 4 && name.toLowerCase() === 'host') hosts++
     else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations++
+    else if (name.length === 9 && name.toLowerCase() === 'x-api-key') apiKeys++
   }
   if (hosts > 1) return 'host: given more than once'
   if (authorizations > 1) return 'authorization: given more than once'
+  if (apiKeys > 1) return 'x-api-key: given more than once'
   return isHostValue(host) ? null : 'host: must be a host name or address, and a port (the value is not shown)'
 }
 

@@ -139,6 +139,28 @@ describe('requests refused before the router', () => {
     expect((await rawRequest(sg.port, rawHttp('GET', report))).status).toBe(200)
   })
 
+  it('two x-api-key lines are 400 GW_BAD_REQUEST naming the header, not 401, on a hit and a proxied call, the keys in no answer and no log line', async () => {
+    // Node joins the lines into one value, no key: it was answered 401 as an unknown key.
+    const report = `/api/v1/report/campaigns/get?advertiserId=102&${REPORT_DATES}`
+    const lines = [`x-api-key: ${KEYS.growth}\r\nx-api-key: ${KEYS.all}\r\n`, `x-api-key: ${KEYS.all}\r\nX-API-KEY: ${KEYS.all}\r\n`]
+    expect((await rawRequest(sg.port, rawHttp('GET', report))).status).toBe(200)
+    sg.sandbox.clearRequests()
+    for (const [target, keys] of [report, '/api/v1/campaign/get?userId=102'].flatMap((t) => lines.map((l) => [t, l] as const))) {
+      const res = await rawRequest(sg.port, `GET ${target} HTTP/1.1\r\n${H}${keys}connection: close\r\n\r\n`)
+      const body = await expectContractError(res, 400, 'GW_BAD_REQUEST')
+      expect(body.message).toBe('x-api-key: given more than once')
+      expect(res.text).not.toContain(KEYS.all)
+      expect(res.text).not.toContain(KEYS.growth)
+    }
+    expect(sg.callerRequests()).toEqual([])
+    expect(sg.gw.logs.text()).not.toContain(KEYS.growth)
+    // The admin listener reads the same head first (headFault), as it does two authorization lines.
+    const admin = await rawRequest(await adminPort(), `GET /admin/whoami HTTP/1.1\r\n${H}${lines[0]}connection: close\r\n\r\n`)
+    expect(JSON.parse(admin.body)).toMatchObject({ statusCode: 400, code: 'GW_BAD_REQUEST', message: 'x-api-key: given more than once' })
+    // One line is read as before.
+    expect((await rawRequest(sg.port, rawHttp('GET', report))).status).toBe(200)
+  })
+
   it('two team keys, one in x-api-key and another in authorization, are 400 GW_BAD_REQUEST, not the x-api-key taken, on a hit and a proxied call, the keys in no answer', async () => {
     // The attack: a proxy before the gateway that counts or allows by the Bearer key reads one team, the gateway another.
     const report = `/api/v1/report/campaigns/get?advertiserId=102&${REPORT_DATES}`

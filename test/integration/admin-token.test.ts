@@ -71,7 +71,13 @@ describe('admin authentication', () => {
     ] as const) {
       const res = await admin(gw, method, url, body, 'Bearer anything-at-all-0123456789')
       expect(res.statusCode, `${method} ${url}`).toBe(503)
-      expect(res.json()).toMatchObject({ statusCode: 503, code: 'GW_ADMIN_DISABLED' })
+      // The message names each variable that enables admin calls (contract, "Configuration"), the viewer's too.
+      expect(res.json()).toEqual({
+        statusCode: 503,
+        code: 'GW_ADMIN_DISABLED',
+        error: 'Service Unavailable',
+        message: 'admin calls are disabled: no admin token is configured; set ADMIN_TOKEN, ADMIN_VIEWER_TOKEN (or their _FILE forms) or ADMIN_TOKENS_FILE',
+      })
     }
     expect((await gw.admin.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200)
   })

@@ -113,6 +113,13 @@ describe('misconfiguration stops the start with one line', () => {
     ])
   })
 
+  it('a team\'s "*" beside advertiser ids: exit 78, one line naming the team and the setting', async () => {
+    const teamsFile = file('teams-star-and-ids.yaml', TEAMS.replace('[101]', '["*", 101]'))
+    const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN: 'x'.repeat(20), TEAMS_FILE: teamsFile, PORT: '0', ADMIN_PORT: '0' })
+    expect(code).toBe(CONFIG_ERROR_EXIT)
+    expect(lines).toEqual(['report-gateway: invalid configuration: teams.growth.advertisers: "*" (every advertiser) is listed beside advertiser ids (101); give ["*"] alone, or the ids alone'])
+  })
+
   it('a PLATFORM_TOKEN_FILE that does not exist: exit 78 and one line, not a log line every second', async () => {
     const missing = join(dir, 'no-such-token')
     const { code, lines } = await refused({ PLATFORM_BASE_URL: sandbox.url, PLATFORM_TOKEN_FILE: missing, PORT: '0', ADMIN_PORT: '0' })

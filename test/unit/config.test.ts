@@ -622,6 +622,28 @@ describe('invalid configuration names the key', () => {
   })
 })
 
+describe('a team\'s advertisers: ids, or "*" alone', () => {
+  const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
+  const team = (advertisers: string) => `teams:\n  growth:\n    keys: ["${HASH}"]\n    advertisers: ${advertisers}\n`
+
+  it('refuses "*" beside advertiser ids (every advertiser, or some?), one line naming the team and the setting', () => {
+    for (const [advertisers, ids] of [['["*", 101]', '101'], ['[101, "*", 102]', '101, 102']] as const) {
+      expect(problem(platform, team(advertisers)).problems).toEqual([`teams.growth.advertisers: "*" (every advertiser) is listed beside advertiser ids (${ids}); give ["*"] alone, or the ids alone`])
+    }
+  })
+
+  it('says what an advertiser may be, once, and the value given', () => {
+    for (const [value, shown] of [['"all"', '"all"'], ['0', '0'], ['1.5', '1.5'], ['"101"', '"101"'], ['null', 'null']] as const) {
+      expect(problem(platform, team(`[${value}]`)).problems).toEqual([`teams.growth.advertisers.0: must be an advertiser id (a whole number, at least 1), or "*" alone for every advertiser (got ${shown})`])
+    }
+  })
+
+  it('takes ids, and "*" alone', () => {
+    expect(load(platform, team('[101, 102]')).teams[0]?.advertisers).toEqual(new Set([101, 102]))
+    expect(load(platform, team('["*"]')).teams[0]?.advertisers).toBeNull()
+  })
+})
+
 describe('a renamed setting: the old name taken for one release, with a warning', () => {
   const platform = { PLATFORM_BASE_URL: BASE, PLATFORM_TOKEN: TOKEN }
   const warning = 'platform.permitLease is renamed platform.seatLease: the old name is taken until the next release; set platform.seatLease instead'

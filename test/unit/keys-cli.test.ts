@@ -126,6 +126,13 @@ describe('keys new --team NAME', () => {
       expect(r.status, list).toBe(2)
       expect(r.stderr).toBe(`keys: new: --advertisers ${JSON.stringify(list)} holds ${JSON.stringify(item)}, not an advertiser id; ${rule}`)
     }
+    // "*" beside ids is refused as the teams config refuses it: it was printed as ["*"], every advertiser.
+    for (const list of ['*,101', '101, *']) {
+      const r = run('new', '--team', 'growth', '--advertisers', list)
+      expect(r.status, list).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toBe(`keys: new: --advertisers ${JSON.stringify(list)} holds * (every advertiser) beside advertiser ids; give the ids, or * alone (npm run keys -- --help)\n`)
+    }
     const spaced = run('new', '--team', 'growth', '--advertisers', '101, 102,101')
     expect(spaced.status).toBe(0)
     expect(spaced.stdout).toContain('advertisers: [101, 102]\n')
@@ -323,6 +330,21 @@ describe('keys list', () => {
       expect(r.stderr).toMatch(/teams\.growth\.keys\.0/)
       expect(r.stderr).not.toContain('rgw_pasted_plaintext_key')
     })
+  })
+
+  it('says what a team\'s advertisers may be, in the gateway\'s words, one line each', () => {
+    const allowed = 'must be an advertiser id (a whole number, at least 1), or "*" alone for every advertiser'
+    for (const [advertisers, problem] of [
+      ['["all"]', `teams.growth.advertisers.0: ${allowed} (got "all")`],
+      ['[0]', `teams.growth.advertisers.0: ${allowed} (got 0)`],
+      ['["*", 101]', 'teams.growth.advertisers: "*" (every advertiser) is listed beside advertiser ids (101); give ["*"] alone, or the ids alone'],
+    ] as const) {
+      withFile(`teams:\n  growth:\n    keys: []\n    advertisers: ${advertisers}\n`, (path) => {
+        const r = run('list', '--teams', path)
+        expect(r.status).toBe(1)
+        expect(r.stderr).toBe(`keys list: ${path} is not valid:\n  - ${problem}\n`)
+      })
+    }
   })
 
   it('reads a teams file (--teams, or TEAMS_FILE before CONFIG_FILE) with the gateway\'s rules for it', () => {
