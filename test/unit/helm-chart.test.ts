@@ -124,6 +124,8 @@ describe('values.yaml and values.schema.json', () => {
     ['an image repository with a scheme', { image: { repository: 'https://registry.internal/report-gateway' } }],
     ['a team key in plaintext (only sha256: hashes)', { teams: { growth: { keys: ['rgw_pasted_plaintext_key'], advertisers: ['*'] } } }],
     ['a team without advertisers', { teams: { growth: { keys: [] } } }],
+    ['"*" beside advertiser ids (the gateway stops at start)', { teams: { growth: { keys: [], advertisers: ['*', 101] } } }],
+    ['an advertiser that is neither an id nor "*"', { teams: { growth: { keys: [], advertisers: ['all'] } } }],
     ['a team name with a space', { teams: { 'growth team': { keys: [], advertisers: ['*'] } } }],
     ['teams in values and an existing teams Secret at once', { teams: TEAMS, teamsSecret: { existingSecret: 'gateway-teams' } }],
     ['a teams Secret key with a slash', { teamsSecret: { key: 'teams/teams.yaml' } }],
