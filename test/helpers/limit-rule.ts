@@ -13,6 +13,8 @@ export class LimitRuleStandIn {
   ticks = 0
   waits = 0
   pauses = 0
+  /** How often it was told that this replica starts learning. */
+  learningStarts = 0
 
   constructor(limit = 8, knee = limit) {
     this.limit = limit
@@ -36,6 +38,10 @@ export class LimitRuleStandIn {
     this.next = null
     if (step) Object.assign(this, { limit: step.limit, knee: step.knee })
     return step
+  }
+
+  startLearning(): void {
+    this.learningStarts += 1
   }
 
   waited(): void {

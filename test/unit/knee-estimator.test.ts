@@ -165,6 +165,41 @@ function onCrowdedPlatform(knee: number, costMs: number, slopeMs: number, ms: nu
   return [lowest, highest]
 }
 
+/**
+ * A replica's limit rule across replicas, its callers holding 16 calls in flight on a
+ * platform taking calls in order (costs of 100 ms give or take half): while another
+ * replica learns (no tick: it weighs its own answers only), 4 workers until 4 s, then 32;
+ * it starts learning at 5 s (`restart`: startLearning then), its limit the knee of 16 and
+ * its probe seat. Returns the lowest knee from then to 15 s.
+ */
+function takesOverLearning(restart: boolean): number {
+  const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+  rule.adopt(17, 16, 0)
+  let seed = 3
+  const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647
+  const platform: { startedAt: number; load: number; window: number; left: number }[] = []
+  let [now, nextTick, lowest] = [0, 5_100, Infinity]
+  while (now < 15_000) {
+    while (platform.length < 16) platform.push({ startedAt: now, load: platform.length + 1, window: rule.started('report', platform.length + 1), left: 100 * (0.5 + random()) })
+    const serving = platform.slice(0, now < 4_000 ? 4 : 32)
+    const first = serving.reduce((a, b) => (b.left < a.left ? b : a))
+    const step = Math.min(first.left, (now < 4_000 ? 4_000 : now < 5_000 ? 5_000 : nextTick) - now)
+    for (const c of serving) c.left -= step
+    now += step
+    if (first.left <= 1e-9) {
+      platform.splice(platform.indexOf(first), 1)
+      rule.ended({ startedAt: first.startedAt, at: now, team: 't', kind: 'report', load: first.load, window: first.window, outcome: 'ok' })
+    }
+    if (now === 5_000 && restart) rule.startLearning(5_000)
+    if (now >= nextTick) {
+      rule.tick(now, null)
+      lowest = Math.min(lowest, rule.knee)
+      nextTick += 100
+    }
+  }
+  return lowest
+}
+
 describe('KneeEstimator', () => {
   it('keeps the seats of a platform with workers to spare that its callers hold at the limit, its calls of one cost ending in the order they started', () => {
     // At one load, one worker answering each call ~6 ms after the one before fits these
@@ -369,5 +404,45 @@ describe('KneeEstimator', () => {
         expect(lowest, `jitter ${jitterMs} ms, seed ${seed}`).toBeGreaterThanOrEqual(12)
       }
     }
+  })
+
+  // Across replicas only the learner runs the rule; the others weigh their own answers, the
+  // others' ends ahead of each guessed. A replica that starts learning at the knee and its
+  // probe seat decides on what it weighs from then on (docs/governor.md, "Across replicas
+  // the learner weighs every replica's calls"): here what it weighed before, a queue on 4
+  // workers, no longer holds, and without it the knee fell to 11 at its first decision.
+  it('decides, once it starts learning at the knee and its probe seat, on the answers it weighs from then on', () => {
+    expect([takesOverLearning(false) < 16, takesOverLearning(true)]).toEqual([true, 16])
+  })
+
+  // Where the start ended at the ceiling (no verdict set the knee) what the replica weighed
+  // before stands: here 16 answers of one worker's queue, the last call ending before the
+  // one ahead of it (calls overtake, so the order of ends tells W), move the knee at the
+  // first decision.
+  it('keeps what it weighed before where it starts learning at the ceiling', () => {
+    const fell = (limit: number, knee: number) => {
+      const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+      rule.adopt(limit, knee, 0)
+      const windows = Array.from({ length: 16 }, (_, i) => rule.started('report', i + 1))
+      for (const i of [...Array.from({ length: 14 }, (_, j) => j), 15, 14]) rule.ended({ startedAt: i, at: 100 * (i === 14 ? 16 : i === 15 ? 15 : i + 1), team: 't', kind: 'report', load: i + 1, window: windows[i]!, outcome: 'ok' })
+      rule.startLearning(5_000)
+      rule.tick(1_700, null)
+      return rule.knee < knee
+    }
+    expect([fell(64, 64), fell(17, 16)]).toEqual([true, false])
+  })
+
+  // The calls in flight as a replica starts learning say nothing: where they stand among the
+  // others' calls in the merged timeline is not known (seed 1891: their answers ruled out
+  // every w up to 30 on 17 workers). Here 16 calls started one after another, at loads 1 to
+  // 16, end together 100 ms later: a queue at 1 worker, were they weighed.
+  it('weighs nothing of the calls in flight as it starts learning', () => {
+    const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+    rule.adopt(17, 16, 0)
+    const windows = Array.from({ length: 16 }, (_, i) => rule.started('report', i + 1))
+    rule.startLearning(5_000)
+    windows.forEach((window, i) => rule.ended({ startedAt: i, at: 100 * (i + 1), team: 't', kind: 'report', load: i + 1, window, outcome: 'ok' }))
+    const moves = [1_100, 2_100, 3_100].map((now) => rule.tick(now, null)?.move ?? null)
+    expect([moves, rule.knee]).toEqual([[null, null, null], 16])
   })
 })

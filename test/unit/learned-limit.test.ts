@@ -160,6 +160,22 @@ describe('LearnedLimit', () => {
     expect(seats.limit).toBe(20)
   })
 
+  it('tells the limit rule each time this replica starts learning, after taking the shared limit, not at each renewal while it learns', () => {
+    const clock = fakeClock()
+    const { estimator, renewed } = learnedLimit(clock)
+    renewed(null, true)
+    expect(estimator.learningStarts).toBe(0)
+    renewed(null, false)
+    renewed(null, true)
+    renewed(null, true)
+    expect(estimator.learningStarts).toBe(1)
+    renewed(null, false)
+    const adopted: number[] = []
+    estimator.startLearning = () => void adopted.push(estimator.limit)
+    renewed(record({ limit: 20, knee: 16, at: clock.now() }), true)
+    expect(adopted).toEqual([20])
+  })
+
   it('runs the limit rule on the replica that learns only, and writes each move sealed and dated with the next renewal', () => {
     const clock = fakeClock()
     const { estimator, seats, written, moves, learned, renewed } = learnedLimit(clock)

@@ -18,7 +18,7 @@ export type Move = 'probe' | 'grew' | 'knee' | 'queue' | 'throughput' | 'fault' 
 export interface Step { limit: number; knee: number; move: Move }
 /** A call in flight as `started` saw it: the calls in flight then, how many of those ahead of it were this replica's, how many ends came before, whether it took the limit's last seat, and the start's limit when it started (0: after the start). */
 type Call = { load: number; local: number; endsBefore: number; full: boolean; level: number }
-/** Per kind: answers seen, its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
+/** Per kind: answers seen (since this replica last started learning), its first answer's log latency (the unit its answers a second are counted in), its lowest latency (ms), per guess w (index w − 1) its pace of late (log own time) and the faded Σ of squared residuals from it, and its latency's pace when room was last shown. */
 type KindStats = { seen: number; base: number; low: number; m: Float64Array; ss: Float64Array; room?: number }
 /** Since the last decision: whether calls waited for a seat, a call known short waited, a team holding no seat waited beside long calls only; the longest expected of those not known short that waited; the most calls the dispatch let be in flight while calls waited, the limit less the seats it held back for teams owed them (0: no call waited). */
 const noWait = () => ({ waited: false, shortWaited: false, newcomer: false, longMs: 0, reach: 0 })
@@ -64,6 +64,8 @@ export class KneeEstimator {
   #overtook = 0
   #latencyMs: number | null = null
   #timeline: AnswerTimeline | null = null
+  // When a shared record last moved the limit or knee here.
+  #adoptedAt = -Infinity
   #now: () => number = () => 0
   constructor({ initial, min, max }: { initial: number; min: number; max: number }) {
     if (!Number.isInteger(min) || min < 1) throw new RangeError(`KneeEstimator: min must be an integer ≥ 1 (got ${min})`)
@@ -125,10 +127,20 @@ export class KneeEstimator {
     this.#endAt.push(a.at)
     this.#endSerial.push(a.window)
   }
+  /** This replica starts learning across replicas, at K and its probe seat (not in the start, nor past the probe seat, nor at the ceiling the start ended at with no verdict, nor where a shared record moved the limit within a DECIDE_MS): the evidence it holds goes (mostly weighed while another learned: its own calls alone), each kind's pace and spread with it, its first decision waits for MIN_CALLS answers weighed since, and the calls in flight now teach nothing (their place among the others' calls is not known). docs/governor.md, "Across replicas the learner weighs every replica's calls". */
+  startLearning(now: number): void {
+    if (this.#phase !== 'cruise' || this.#limit > this.#knee + 1 || this.#knee >= this.#max || now - this.#adoptedAt < DECIDE_MS) return
+    this.#paused = this.#serial
+    for (const st of this.#kinds.values()) [st.seen, st.ss] = [0, new Float64Array(this.#max)]
+    for (const a of [this.#logs, this.#impossible]) a.fill(0)
+    this.#ownMs.fill(FAULT_MS)
+    ;[this.#counted, this.#newCalls] = [0, 0]
+  }
   /** Another replica's limit and knee (the shared record): taken as they are; a limit below the knee is a fault here too. */
   adopt(limit: number, knee: number, now: number): Step | null {
     const [l, k] = [this.#clamp(limit), this.#clamp(knee)]
     if (l === this.#limit && k === this.#knee) return null
+    this.#adoptedAt = now
     this.#knee = k
     this.#phase = l < k ? 'fault' : 'cruise'
     if (this.#phase === 'fault') this.#faults.begin(now)
@@ -277,9 +289,9 @@ export class KneeEstimator {
     for (let i = Math.max(0, call.endsBefore - this.#endsDropped); i < this.#endAt.length && this.#endAt[i]! < a.at; i++) if (this.#endSerial[i]! < a.window) ends.push(Math.max(0, this.#endAt[i]! - a.startedAt))
     const weight = 1 - remoteShare
     let st = this.#kinds.get(a.kind)
-    const first = st === undefined
     const latencyLog = Math.log(latency) // its own time under every guess at or above its load
     if (st === undefined) this.#kinds.set(a.kind, (st = { seen: 0, base: latencyLog, low: latency, m: new Float64Array(this.#max), ss: new Float64Array(this.#max) }))
+    const first = st.seen === 0
     st.seen++
     st.low = Math.min(st.low, latency)
     if (call.full) this.#levels.measure(Math.min(load, this.#max), weight, st.base, latency, a.at, a.window, st.low)

@@ -83,8 +83,9 @@ export class LearnedLimit {
     if (this.#learning) {
       // Redis lost the record (a restart, a flush): the learner writes it again.
       if (answer.limitRecord === null && this.#written !== null) this.#o.lease?.writeLimit(this.#written)
-      // A replica that starts learning starts from the shared limit, and says it learns.
+      // A replica that starts learning starts from the shared limit, on the evidence it weighs from then on (knee-estimator.ts), and says it learns.
       if (!wasLearning && record !== null) this.#adopt(record)
+      if (!wasLearning) this.#o.estimator.startLearning(this.#clock.now())
       // The record is the learner's: one another run wrote (as a store stall ended) is written over, once a REWRITE_MS at most.
       const now = this.#clock.now()
       if (!wasLearning ? record?.run !== this.#o.lease?.run : record !== null && record.run !== this.#o.lease?.run && now - this.#rewroteAt >= REWRITE_MS) {
