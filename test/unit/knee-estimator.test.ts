@@ -309,6 +309,23 @@ describe('KneeEstimator', () => {
     }
   })
 
+  // The two-teams bench's fresh row (bench-shapes' views-fresh seeds 1, 7, 14, 28): year-long
+  // calls wait beside the dashboard's calls in flight; doubled at 16 on 16 to 19 workers, the
+  // seats past W queued year calls ahead of the dashboard's for a year call's time. The start
+  // steps by the seats past the level such calls may take beside them, as many as end within
+  // H at the level's pace (docs/governor.md, "Start").
+  it('steps its start by the limit × H / e where calls of kinds known long waited beside another team\'s short calls in flight since the last decision', () => {
+    for (const [besideOthers, limit] of [[true, 9], [false, 16]] as const) {
+      const rule = new KneeEstimator({ initial: 8, min: 2, max: 64 })
+      const windows = Array.from({ length: 8 }, () => rule.started('week', 8))
+      rule.waited(null)
+      rule.waited(4_420, false, 0, besideOthers)
+      for (const window of windows) rule.ended({ startedAt: 0, at: 100, team: 'b', kind: 'week', load: 8, window, outcome: 'ok' })
+      rule.tick(1_500, null)
+      expect([rule.limit, rule.knee, rule.phase], `beside another team's short calls: ${besideOthers}`).toEqual([limit, 8, 'start'])
+    }
+  })
+
   // A queue at the probe seat says W is below K + 1, not where below. Here the evidence
   // cannot tell the guesses up to 16 apart (the calls that ran at 11 to 16 untimed, every
   // call ending together), and K stays, within TIE of the likeliest; taken at the tie's

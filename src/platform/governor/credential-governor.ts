@@ -51,7 +51,7 @@ export function credentialGovernor(o: CredentialGovernorOptions) {
         estimator.ended({ ...answer, ...(o.answerTimed ? { timed: o.answerTimed(answer.at - answer.startedAt) } : {}) })
         learned?.tick()
       },
-      onWaited: (longMs, newcomer, heldBack) => estimator.waited(longMs, newcomer, heldBack),
+      onWaited: (longMs, newcomer, heldBack, longBesideOthers) => estimator.waited(longMs, newcomer, heldBack, longBesideOthers),
       metFault: (startedAt, at) => estimator.metFault(startedAt, at),
     }),
   })

@@ -42,7 +42,7 @@ export type TeamLimits = { maxConcurrent: number | null; queue: number | null }
  * What one credential's seats are given (seats.ts): the ceiling of the limit (platform.maxConcurrent), the limit at start,
  * the queue's bounds; `pausedUntil` (epoch ms; 0: no credential pause); `seats`: its lease across replicas (none: counted
  * here alone, at most `perReplica`); for the limit rule, every call's start and end, a wait at the limit (CredentialSeats'
- * longWaitBesideShort, newcomerBesideLong, heldBackNow) and whether a call met a fault (docs/governor.md, "Faults").
+ * longWaitBesideShort, newcomerBesideLong, heldBackNow, longBesideOthersShort) and whether a call met a fault (docs/governor.md, "Faults").
  */
 export interface SeatsOptions {
   credential: string
@@ -60,7 +60,7 @@ export interface SeatsOptions {
   onRefused?: (reason: RefusalReason) => void
   onStarted?: (kind: string, load: number) => number
   onEnded?: (answer: Answer) => void
-  onWaited?: (longMs: number | null, newcomer: boolean, heldBack: number) => void
+  onWaited?: (longMs: number | null, newcomer: boolean, heldBack: number, longBesideOthers: boolean) => void
   metFault?: (startedAt: number, at: number) => boolean
 }
 

@@ -101,6 +101,14 @@ export class CredentialSeats {
     return longest
   }
 
+  /** Whether every call waiting is of a kind known long while a team that waits for nothing has a short call in flight or is between two asks (TeamAccounts.shortBetweenAsks): another team's short calls, that the seats past W would queue those calls ahead of (the limit rule's "Start"). */
+  longBesideOthersShort(): boolean {
+    const now = this.#clock.now()
+    const waiting = new Set(this.#queue.waitingTeams())
+    if (this.#queue.size === 0 || [...this.#queue.all()].some((w) => { const ms = this.#o.work.expectedMs(w.team, w.workClass, now); return ms === null || isShort(ms) })) return false
+    return this.#teams.shortRunning() > [...waiting].reduce((n, team) => n + this.#teams.shortRunning(team), 0) || this.#teams.shortBetweenAsks(now, LENDING_HORIZON_MS, waiting)
+  }
+
   /** Whether a team that holds no seat waits, its most pressing call not known long (short, or of a kind never answered), while every call in flight is known long (the limit rule's "Start"). */
   newcomerBesideLong(): boolean {
     if (!this.#teams.onlyLongRunning()) return false
@@ -167,7 +175,7 @@ export class CredentialSeats {
       this.#dispatch()
       if (this.#queue.has(waiter)) {
         if (this.waitingAtLimit()) {
-          this.#o.onWaited?.(this.longWaitBesideShort(), this.newcomerBesideLong(), this.heldBackNow())
+          this.#o.onWaited?.(this.longWaitBesideShort(), this.newcomerBesideLong(), this.heldBackNow(), this.longBesideOthersShort())
           this.#lease?.waited()
         }
         this.#demandChanged()
